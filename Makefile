@@ -1,0 +1,11 @@
+# bucketgate: every target runs on a fresh machine with Go; the real-Redis suites also
+# need redis-server on PATH (apt-get install redis-server).
+GO ?= go
+TEST_FLAGS ?= -count=1 -timeout 10m
+
+.PHONY: test vet
+test: vet ## every test: unit (miniredis), real redis-server suites, fuzz seeds
+	$(GO) test $(TEST_FLAGS) ./...
+
+vet:
+	$(GO) vet ./...

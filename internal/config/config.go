@@ -1,0 +1,109 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+)
+
+// Policy values of Document.UnknownKeys and Document.Anonymous.
+const (
+	PolicyDefault = "default"
+	PolicyRefuse  = "refuse"
+)
+
+// Config is a loaded, validated configuration. It is read-only and safe for concurrent
+// use. The zero Config is empty; use Load or Default.
+type Config struct {
+	defaultPlan   *Plan
+	plans         map[string]*Plan
+	keys          map[string]*Plan
+	tenants       map[string]*Plan
+	routes        []route
+	refuseUnknown bool
+	refuseAnon    bool
+}
+
+// Plan is a named rule set.
+type Plan struct {
+	// Name is the plan's name, as configured.
+	Name string
+	// Rules are the plan's own rules, before any route adds its own.
+	Rules []bucket.Rule
+	// byRoute[i] is Rules plus route i's rules; the last entry is Rules alone.
+	byRoute [][]bucket.Rule
+}
+
+// Limits are what one request is decided against.
+type Limits struct {
+	// Plan is the plan's name.
+	Plan string
+	// Rules are the plan's rules and the matching route's, decided together.
+	Rules []bucket.Rule
+	// Cost is the tokens the request takes: the route's cost, or 1.
+	Cost int64
+}
+
+// Plan returns the plan called name.
+func (c *Config) Plan(name string) (*Plan, bool) {
+	p, ok := c.plans[name]
+	return p, ok
+}
+
+// DefaultPlan returns the plan of identities with no mapping.
+func (c *Config) DefaultPlan() *Plan { return c.defaultPlan }
+
+// PlanForKey returns the plan of an API key by its digest (see KeyDigest). For a key
+// nobody listed it returns the default plan and known false; RefuseUnknownKeys says
+// whether such a key should be refused instead.
+func (c *Config) PlanForKey(digest string) (p *Plan, known bool) {
+	if p, ok := c.keys[digest]; ok {
+		return p, true
+	}
+	return c.defaultPlan, false
+}
+
+// PlanForTenant returns the plan mapped to a tenant id, or the default plan and false.
+func (c *Config) PlanForTenant(id string) (p *Plan, known bool) {
+	if p, ok := c.tenants[id]; ok {
+		return p, true
+	}
+	return c.defaultPlan, false
+}
+
+// RefuseUnknownKeys reports whether API keys that no mapping lists are refused (401).
+func (c *Config) RefuseUnknownKeys() bool { return c.refuseUnknown }
+
+// RefuseAnonymous reports whether requests without an API key are refused (401).
+func (c *Config) RefuseAnonymous() bool { return c.refuseAnon }
+
+// Limits returns what a request to method and path on plan p is decided against: p's
+// rules plus those of the first route that matches, and that route's cost.
+func (c *Config) Limits(p *Plan, method, path string) Limits {
+	for i, r := range c.routes {
+		if r.matches(method, path) {
+			return Limits{Plan: p.Name, Rules: p.byRoute[i], Cost: r.cost}
+		}
+	}
+	return Limits{Plan: p.Name, Rules: p.byRoute[len(c.routes)], Cost: defaultCost}
+}
+
+// defaultCost is the tokens a request takes when no route says otherwise.
+const defaultCost = 1
+
+// Plans returns the names of every configured plan, in no particular order.
+func (c *Config) Plans() []string {
+	names := make([]string, 0, len(c.plans))
+	for name := range c.plans {
+		names = append(names, name)
+	}
+	return names
+}
+
+func (c *Config) plan(field, name string) (*Plan, error) {
+	p, ok := c.plans[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: unknown plan %q", field, name)
+	}
+	return p, nil
+}

@@ -1,0 +1,44 @@
+// Package lua holds bucketgate's Redis scripts and their KEYS/ARGV contract.
+//
+// The scripts live in .lua files next to this one and are embedded at build time; the
+// constants below name every position the Go side reads or writes, so the contract is
+// spelled out once on each side (the script's header and this file).
+package lua
+
+import (
+	_ "embed"
+
+	"github.com/redis/rueidis"
+)
+
+// BucketSource is the text of bucket.lua, the token-bucket decision script.
+//
+//go:embed bucket.lua
+var BucketSource string
+
+// Argument layout of bucket.lua: ARGV[ArgCost], ARGV[ArgMargin], then ArgsPerRule
+// values per rule (name, capacity, refill per second).
+const (
+	ArgCost      = 0 // whole tokens to take from every rule; 0 is a peek
+	ArgMargin    = 1 // expiry margin in milliseconds
+	ArgFirstRule = 2 // index of the first rule's name
+	ArgsPerRule  = 3 // name, capacity, refill per second
+)
+
+// Reply layout of bucket.lua: ReplyLen integers at these indexes.
+const (
+	ReplyAllowed    = 0 // 1 allowed, 0 denied
+	ReplyBinding    = 1 // 1-based index of the binding rule
+	ReplyRemaining  = 2 // floor of the fewest tokens left after the decision
+	ReplyRetryAfter = 3 // milliseconds until cost tokens are there, rounded up
+	ReplyResetAfter = 4 // milliseconds until every rule is full, rounded up
+	ReplyNow        = 5 // the Redis TIME of the decision, in microseconds
+	ReplyLen        = 6
+)
+
+// ErrorPrefix starts every error reply that bucket.lua returns for a bad argument.
+const ErrorPrefix = "bucketgate:"
+
+// NewBucket returns the decision script for rueidis: EVALSHA, then EVAL on NOSCRIPT.
+// It is deliberately not a retrying variant: a retried consuming call could charge twice.
+func NewBucket() *rueidis.Lua { return rueidis.NewLuaScript(BucketSource) }

@@ -9,3 +9,13 @@ test: vet ## every test: unit (miniredis), real redis-server suites, fuzz seeds
 
 vet:
 	$(GO) vet ./...
+
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## every fuzz target for FUZZTIME each
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$target"; \
+	    $(GO) test $$pkg -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME); \
+	  done; \
+	done

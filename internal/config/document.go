@@ -6,9 +6,29 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
+
+// Count is a whole number of tokens as written in the document. Unlike a plain int64,
+// which the YAML decoder fills from 1.5 by truncating, it refuses anything but an integer.
+type Count int64
+
+// UnmarshalYAML decodes an integer scalar and refuses anything else.
+func (c *Count) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		return fmt.Errorf("line %d: %q: want a whole number", n.Line, n.Value)
+	}
+	v, err := strconv.ParseInt(n.Value, 0, 64)
+	if err != nil {
+		return fmt.Errorf("line %d: %q: want a whole number: %w", n.Line, n.Value, err)
+	}
+	*c = Count(v)
+	return nil
+}
 
 // Document is the configuration as written. Load turns it into a Config.
 type Document struct {
@@ -34,7 +54,7 @@ type Document struct {
 // per period ("second", "minute", "hour", "day", or a Go duration such as "90s").
 type RuleSpec struct {
 	Name            string  `yaml:"name"`
-	Capacity        int64   `yaml:"capacity"`
+	Capacity        Count   `yaml:"capacity"`
 	RefillPerSecond float64 `yaml:"refillPerSecond"`
 	Refill          float64 `yaml:"refill"`
 	Per             string  `yaml:"per"`
@@ -48,7 +68,7 @@ type RouteSpec struct {
 	// segment, and as the last segment "**" or "{name+}" for any rest, even none.
 	Path string `yaml:"path"`
 	// Cost is the tokens a matching request takes; nil means 1.
-	Cost *int64 `yaml:"cost"`
+	Cost *Count `yaml:"cost"`
 	// Rules are added to the plan's rules for matching requests.
 	Rules []RuleSpec `yaml:"rules"`
 }

@@ -205,7 +205,7 @@ func compileRules(field string, specs []RuleSpec) ([]bucket.Rule, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		r := bucket.Rule{Name: s.Name, Capacity: s.Capacity, RefillPerSecond: rate}
+		r := bucket.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate}
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}

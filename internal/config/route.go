@@ -43,7 +43,7 @@ func compileRoute(spec RouteSpec) (route, error) {
 		r.segments = append(r.segments, s)
 	}
 	if spec.Cost != nil {
-		r.cost = *spec.Cost
+		r.cost = int64(*spec.Cost)
 	}
 	return r, nil
 }

@@ -1,0 +1,153 @@
+package bucket_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+)
+
+// TestSeedScenario is seed 001's free-plan example on miniredis with a controlled clock:
+// 10 at once pass, the 11th is limited, 5 s later 5 pass and the 6th is limited.
+func TestSeedScenario(t *testing.T) {
+	m := newMini(t)
+	l := bucket.New(m.client)
+	q := bucket.Request{Identity: "tenant-1", Rules: free, Cost: 1}
+
+	last := expectRun(t, l, q, 10, true)
+	if last.Remaining != 0 || last.Limit != 10 || last.Rule != "burst" || last.Reason != bucket.ReasonOK {
+		t.Errorf("10th: %+v", last)
+	}
+	d := expectRun(t, l, q, 1, false)
+	want := bucket.Decision{Reason: bucket.ReasonLimited, Rule: "burst", Limit: 10, Remaining: 0,
+		RetryAfter: time.Second, ResetAfter: 10 * time.Second}
+	if !d.At.Equal(epoch) {
+		t.Errorf("11th: At %v, want the Redis time %v", d.At, epoch)
+	}
+	if d.At = (time.Time{}); d != want {
+		t.Errorf("11th:\n got %+v\nwant %+v", d, want)
+	}
+	m.advance(5 * time.Second)
+	expectRun(t, l, q, 5, true)
+	expectRun(t, l, q, 1, false)
+}
+
+func TestDecisions(t *testing.T) {
+	daily := bucket.Rule{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}
+	half := bucket.Rule{Name: "slow", Capacity: 2, RefillPerSecond: 0.5}
+	tests := []struct {
+		name  string
+		rules []bucket.Rule
+		// steps: advance, then cost; want allowed, remaining, retry, rule
+		steps []step
+	}{
+		{"fractional refill accumulates sub-tokens", []bucket.Rule{half}, []step{
+			{0, 2, true, 0, 0, "slow"},
+			{time.Second, 1, false, 0, time.Second, "slow"}, // 0.5 tokens: 1 s to go
+			{999 * time.Millisecond, 1, false, 0, time.Millisecond, "slow"},
+			{time.Millisecond, 1, true, 0, 0, "slow"},
+		}},
+		{"peek writes nothing", []bucket.Rule{half}, []step{
+			{0, 0, true, 2, 0, "slow"},
+			{0, 0, true, 2, 0, "slow"},
+			{0, 2, true, 0, 0, "slow"},
+			{0, 0, true, 0, 0, "slow"},
+		}},
+		{"denial drains nothing", []bucket.Rule{half}, []step{
+			{0, 1, true, 1, 0, "slow"},
+			{0, 2, false, 1, 2 * time.Second, "slow"},
+			{0, 1, true, 0, 0, "slow"},
+		}},
+		{"chained: daily quota binds when burst is full", append([]bucket.Rule{free[0]}, bucket.Rule{Name: "daily", Capacity: 3, RefillPerSecond: 3.0 / 86400}), []step{
+			{0, 3, true, 0, 0, "daily"},
+			{time.Hour, 1, false, 0, 7 * time.Hour, "daily"}, // 1/8 token back: 7/8 * 8 h to go
+		}},
+		{"chained: all or nothing", []bucket.Rule{free[0], daily}, []step{
+			{0, 10, true, 0, 0, "burst"},
+			{0, 1, false, 0, time.Second, "burst"},
+			{time.Second, 1, true, 0, 0, "burst"},
+		}},
+		{"cost equal to capacity", []bucket.Rule{daily}, []step{
+			{0, 1000, true, 0, 0, "daily"},
+			{0, 1000, false, 0, 86400 * time.Second, "daily"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMini(t)
+			l := bucket.New(m.client)
+			for i, s := range tt.steps {
+				m.advance(s.advance)
+				d := decide(t, l, bucket.Request{Identity: "id", Rules: tt.rules, Cost: s.cost})
+				if d.Allowed != s.allowed || d.Remaining != s.remaining || d.RetryAfter != s.retry || d.Rule != s.rule {
+					t.Errorf("step %d: got allowed %v remaining %d retry %v rule %s, want %+v", i, d.Allowed, d.Remaining, d.RetryAfter, d.Rule, s)
+				}
+			}
+		})
+	}
+}
+
+type step struct {
+	advance   time.Duration
+	cost      int64
+	allowed   bool
+	remaining int64
+	retry     time.Duration
+	rule      string
+}
+
+// TestSameRuleSharesBucket: one rule name is one bucket per identity, whatever travels
+// with it; another identity has its own.
+func TestSameRuleSharesBucket(t *testing.T) {
+	m := newMini(t)
+	l := bucket.New(m.client)
+	other := bucket.Rule{Name: "other", Capacity: 100, RefillPerSecond: 1}
+	expectRun(t, l, bucket.Request{Identity: "a", Rules: free, Cost: 6}, 1, true)
+	d := expectRun(t, l, bucket.Request{Identity: "a", Rules: []bucket.Rule{other, free[0]}, Cost: 4}, 1, true)
+	if d.Rule != "burst" || d.Remaining != 0 {
+		t.Errorf("shared bucket: %+v", d)
+	}
+	expectRun(t, l, bucket.Request{Identity: "a", Rules: free, Cost: 1}, 1, false)
+	expectRun(t, l, bucket.Request{Identity: "b", Rules: free, Cost: 10}, 1, true)
+}
+
+// TestExpiryInvisible: once a key expires its bucket is full, exactly as if it had
+// stayed and refilled.
+func TestExpiryInvisible(t *testing.T) {
+	m := newMini(t)
+	l := bucket.New(m.client)
+	q := bucket.Request{Identity: "x", Rules: free, Cost: 10}
+	expectRun(t, l, q, 1, true)
+	m.advance(10*time.Second - time.Millisecond)
+	if !m.Exists(bucket.Key("x")) {
+		t.Fatal("key expired before its bucket was full")
+	}
+	expectRun(t, l, q, 1, false)
+	m.advance(time.Millisecond + bucket.ExpiryMargin)
+	if m.Exists(bucket.Key("x")) {
+		t.Fatal("key still there after full + margin")
+	}
+	expectRun(t, l, q, 1, true)
+}
+
+func TestInvalidWritesNothing(t *testing.T) {
+	m := newMini(t)
+	l := bucket.New(m.client)
+	bad := []bucket.Request{
+		{Identity: "x", Rules: free, Cost: 11},
+		{Identity: "x", Rules: free, Cost: -1},
+		{Identity: "", Rules: free, Cost: 1},
+		{Identity: "x", Cost: 1},
+		{Identity: "x", Rules: []bucket.Rule{free[0], free[0]}, Cost: 1},
+	}
+	for _, q := range bad {
+		if _, err := l.Decide(context.Background(), q); !errors.Is(err, bucket.ErrInvalid) {
+			t.Errorf("Decide(%+v) = %v, want ErrInvalid", q, err)
+		}
+	}
+	if keys := m.Keys(); len(keys) != 0 {
+		t.Errorf("keys written: %v", keys)
+	}
+}

@@ -1,0 +1,376 @@
+package bucket_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/lua"
+	"github.com/bucketgate/bucketgate/internal/redistest"
+)
+
+// hostile are identities that try to leave their hash tag, collide, or break the key.
+var hostile = []string{
+	"plain", "a{b}c", "}", "{", "{}", "%7B", "%7D", "%", "%25", "a:b:c", "bg:{x}",
+	"\x00", "\xff\xfe", "naïve", strings.Repeat("{", bucket.MaxIdentity), "x}y{z",
+}
+
+// real starts a redis-server and returns a Limiter and a raw client on it.
+func real(t testing.TB) (*bucket.Limiter, rueidis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	c := redistest.Client(t, srv.Addr)
+	return bucket.New(c), c
+}
+
+func do(t testing.TB, c rueidis.Client, cmd rueidis.Completed) rueidis.RedisResult {
+	t.Helper()
+	r := c.Do(context.Background(), cmd)
+	if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		t.Fatalf("redis: %v", err)
+	}
+	return r
+}
+
+// shiftStamps moves every rule stamp of identity by d, in Redis and in the model (nil
+// model: Redis only), as if d had passed (d > 0) or the state came from a clock d ahead
+// (d < 0). The key's expiry moves later by the skew so it cannot expire early.
+func shiftStamps(t testing.TB, c rueidis.Client, model *bucket.Model, identity string, rules []bucket.Rule, d time.Duration) {
+	t.Helper()
+	key := bucket.Key(identity)
+	for _, r := range rules {
+		ts, err := c.Do(context.Background(), c.B().Hget().Key(key).Field(r.Name+":ts").Build()).AsInt64()
+		if rueidis.IsRedisNil(err) {
+			continue
+		} else if err != nil {
+			t.Fatalf("HGET ts: %v", err)
+		}
+		ts -= d.Microseconds()
+		do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(r.Name+":ts", strconv.FormatInt(ts, 10)).Build())
+		if model != nil {
+			b, _ := model.Bucket(identity, r.Name)
+			model.SetBucket(identity, r.Name, bucket.ModelBucket{Tokens: b.Tokens, Stamp: ts})
+		}
+	}
+	if d < 0 {
+		do(t, c, c.B().Pexpire().Key(key).Milliseconds((-d + time.Hour).Milliseconds()).Build())
+	}
+}
+
+func TestSeedScenarioRealRedis(t *testing.T) {
+	l, c := real(t)
+	q := bucket.Request{Identity: "tenant-1", Rules: free, Cost: 1}
+	expectRun(t, l, q, 10, true)
+	expectRun(t, l, q, 1, false)
+	shiftStamps(t, c, nil, q.Identity, free, 5*time.Second)
+	expectRun(t, l, q, 5, true)
+	expectRun(t, l, q, 1, false)
+}
+
+// TestDifferential holds the script on real Redis to the Go model, decision by decision
+// and byte for byte of state, over random identities, rules, costs and time steps.
+func TestDifferential(t *testing.T) {
+	const ops = 10_000
+	l, c := real(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2026))
+	rates := []float64{0.01, 0.5, 1, 3.7, 50, 1000, 1000.0 / 86400, 1e6}
+	pool := make([]bucket.Rule, 6)
+	for i := range pool {
+		rate := rates[rng.IntN(len(rates))]
+		capacity := min(int64(1+rng.IntN(60)), int64(rate*bucket.MaxFillTime.Seconds()))
+		pool[i] = bucket.Rule{Name: fmt.Sprintf("r%d", i), Capacity: capacity, RefillPerSecond: rate}
+	}
+	ids := hostile[:8]
+	model := bucket.NewModel()
+	counts := map[string]int{}
+	for range ops {
+		id := ids[rng.IntN(len(ids))]
+		switch op := rng.IntN(100); {
+		case op < 3: // state from a clock up to 2 s ahead: elapsed below zero counts as zero
+			shiftStamps(t, c, model, id, pool, -time.Duration(rng.Int64N(int64(2*time.Second))))
+			counts["skew"]++
+		case op < 8: // a time step of up to 10 s
+			shiftStamps(t, c, model, id, pool, time.Duration(rng.Int64N(int64(10*time.Second))))
+			counts["step"]++
+		default:
+			q := randomRequest(rng, id, pool)
+			got := decide(t, l, q)
+			want := model.Decide(got.At, q)
+			if !got.At.Equal(want.At) {
+				t.Fatalf("At %v vs %v", got.At, want.At)
+			}
+			got.At, want.At = time.Time{}, time.Time{}
+			if got != want {
+				t.Fatalf("request %+v:\nredis %+v\nmodel %+v", q, got, want)
+			}
+			counts[string(got.Reason)]++
+			if q.Cost == 0 {
+				counts["peek"]++
+			}
+		}
+	}
+	t.Logf("operations: %v", counts)
+	if counts["ok"] < ops/10 || counts["limited"] < ops/10 || counts["peek"] < ops/20 {
+		t.Errorf("workload too one-sided to mean much: %v", counts)
+	}
+	for _, id := range ids {
+		compareState(t, c, model, id, pool)
+	}
+}
+
+// randomRequest draws 1 to 3 distinct rules and a cost: a peek, 1, a random cost, or
+// the smallest capacity.
+func randomRequest(rng *rand.Rand, id string, pool []bucket.Rule) bucket.Request {
+	perm := rng.Perm(len(pool))[:1+rng.IntN(3)]
+	q := bucket.Request{Identity: id}
+	smallest := int64(bucket.MaxCapacity)
+	for _, i := range perm {
+		q.Rules = append(q.Rules, pool[i])
+		smallest = min(smallest, pool[i].Capacity)
+	}
+	switch rng.IntN(5) {
+	case 0:
+		q.Cost = 0
+	case 1:
+		q.Cost = smallest
+	case 2:
+		q.Cost = rng.Int64N(smallest + 1)
+	default:
+		q.Cost = 1
+	}
+	return q
+}
+
+// compareState checks that Redis holds exactly the model's state for identity.
+func compareState(t *testing.T, c rueidis.Client, model *bucket.Model, id string, rules []bucket.Rule) {
+	t.Helper()
+	fields, err := c.Do(context.Background(), c.B().Hgetall().Key(bucket.Key(id)).Build()).AsStrMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		b, ok := model.Bucket(id, r.Name)
+		tokens, stamp := fields[r.Name+":tokens"], fields[r.Name+":ts"]
+		if !ok {
+			if tokens != "" || stamp != "" {
+				t.Errorf("%q %s: redis has %s@%s, model nothing", id, r.Name, tokens, stamp)
+			}
+			continue
+		}
+		gotTokens, err1 := strconv.ParseFloat(tokens, 64)
+		gotStamp, err2 := strconv.ParseInt(stamp, 10, 64)
+		if err1 != nil || err2 != nil || gotTokens != b.Tokens || gotStamp != b.Stamp {
+			t.Errorf("%q %s: redis %s@%s, model %v@%d", id, r.Name, tokens, stamp, b.Tokens, b.Stamp)
+		}
+	}
+}
+
+// TestKeyShapeAndExpiry: one hash per identity with readable fields, expiring exactly
+// when every bucket is full again plus the margin; peeks and denials leave it alone.
+func TestKeyShapeAndExpiry(t *testing.T) {
+	l, c := real(t)
+	daily := bucket.Rule{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}
+	rules := []bucket.Rule{free[0], daily}
+	model := bucket.NewModel()
+	key := bucket.Key("tenant-9")
+
+	peek := decide(t, l, bucket.Request{Identity: "tenant-9", Rules: rules, Cost: 0})
+	if n := do(t, c, c.B().Exists().Key(key).Build()); mustInt(t, n) != 0 {
+		t.Fatal("a peek created the key")
+	}
+	if !peek.Allowed || peek.Remaining != 10 || peek.Rule != "burst" {
+		t.Errorf("peek: %+v", peek)
+	}
+
+	q := bucket.Request{Identity: "tenant-9", Rules: rules, Cost: 3}
+	d := decide(t, l, q)
+	model.Decide(d.At, q)
+	fields, err := c.Do(context.Background(), c.B().Hgetall().Key(key).Build()).AsStrMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(fields))
+	for f := range fields {
+		names = append(names, f)
+	}
+	slices.Sort(names)
+	if want := []string{"burst:tokens", "burst:ts", "daily:tokens", "daily:ts", "expires"}; !slices.Equal(names, want) {
+		t.Errorf("fields %v, want %v", names, want)
+	}
+	if fields["burst:tokens"] != "7" || fields["daily:tokens"] != "997" {
+		t.Errorf("tokens: %v", fields)
+	}
+	wantExpiry, _ := model.ExpiresAt("tenant-9")
+	if d.ResetAfter != 3*86400*time.Second/1000 {
+		t.Errorf("reset after %v, want the daily rule's 259.2 s", d.ResetAfter)
+	}
+	expiry := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build()))
+	if expiry != wantExpiry.UnixMilli() {
+		t.Errorf("PEXPIRETIME %d, want %d (full again + %v)", expiry, wantExpiry.UnixMilli(), bucket.ExpiryMargin)
+	}
+
+	// A denial writes nothing, so the expiry stays.
+	expectRun(t, l, bucket.Request{Identity: "tenant-9", Rules: rules, Cost: 8}, 1, false)
+	if again := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build())); again != expiry {
+		t.Errorf("denial moved expiry %d -> %d", expiry, again)
+	}
+	// A call with only the short rule must not shorten the life of the daily bucket.
+	shiftStamps(t, c, nil, "tenant-9", free, time.Hour)
+	expectRun(t, l, bucket.Request{Identity: "tenant-9", Rules: free, Cost: 1}, 1, true)
+	if again := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build())); again < expiry {
+		t.Errorf("a burst-only call shortened expiry %d -> %d", expiry, again)
+	}
+}
+
+func mustInt(t testing.TB, r rueidis.RedisResult) int64 {
+	t.Helper()
+	v, err := r.AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestHostileIdentities: every identity gets its own key, in its own hash tag, and
+// draining one leaves every other full.
+func TestHostileIdentities(t *testing.T) {
+	l, c := real(t)
+	for i, id := range hostile {
+		expectRun(t, l, bucket.Request{Identity: id, Rules: free, Cost: 10}, 1, true)
+		for _, other := range hostile[i+1:] {
+			if d := decide(t, l, bucket.Request{Identity: other, Rules: free, Cost: 0}); d.Remaining != 10 {
+				t.Fatalf("draining %q took from %q: %+v", id, other, d)
+			}
+		}
+	}
+	keys, err := c.Do(context.Background(), c.B().Keys().Pattern("*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != len(hostile) {
+		t.Fatalf("%d keys for %d identities", len(keys), len(hostile))
+	}
+	for _, id := range hostile {
+		if !slices.Contains(keys, bucket.Key(id)) {
+			t.Errorf("no key for %q", id)
+		}
+	}
+}
+
+// TestConcurrentAdmission: 16 goroutines on two clients hammer one key; the admitted
+// count never exceeds capacity + rate * elapsed + 1, elapsed measured by Redis TIME.
+func TestConcurrentAdmission(t *testing.T) {
+	const (
+		workers = 16
+		runFor  = 2 * time.Second
+	)
+	srv := redistest.Start(t)
+	clients := []rueidis.Client{redistest.Client(t, srv.Addr), redistest.Client(t, srv.Addr)}
+	rule := bucket.Rule{Name: "hot", Capacity: 50, RefillPerSecond: 200}
+	q := bucket.Request{Identity: "hot", Rules: []bucket.Rule{rule}, Cost: 1}
+	start := redisTime(t, clients[0])
+	var admitted, denied atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(runFor)
+	for w := range workers {
+		wg.Go(func() {
+			l := bucket.New(clients[w%len(clients)])
+			for time.Now().Before(stop) {
+				d, err := l.Decide(context.Background(), q)
+				switch {
+				case err != nil:
+					t.Error(err)
+					return
+				case d.Allowed:
+					admitted.Add(1)
+				default:
+					denied.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := redisTime(t, clients[0]).Sub(start)
+	bound := float64(rule.Capacity) + rule.RefillPerSecond*elapsed.Seconds() + 1
+	t.Logf("admitted %d, denied %d in %v (bound %.1f)", admitted.Load(), denied.Load(), elapsed, bound)
+	if float64(admitted.Load()) > bound {
+		t.Errorf("admitted %d > bound %.1f", admitted.Load(), bound)
+	}
+	if admitted.Load() <= rule.Capacity || denied.Load() == 0 {
+		t.Errorf("no contention to speak of: admitted %d, denied %d", admitted.Load(), denied.Load())
+	}
+}
+
+func redisTime(t testing.TB, c rueidis.Client) time.Time {
+	t.Helper()
+	parts, err := c.Do(context.Background(), c.B().Time().Build()).AsStrSlice()
+	if err != nil || len(parts) != 2 {
+		t.Fatalf("TIME: %v %v", parts, err)
+	}
+	s, _ := strconv.ParseInt(parts[0], 10, 64)
+	us, _ := strconv.ParseInt(parts[1], 10, 64)
+	return time.Unix(s, us*1000)
+}
+
+func BenchmarkDecideRealRedis(b *testing.B) {
+	for _, n := range []int{1, 2} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			l, _ := real(b)
+			rules := []bucket.Rule{{Name: "burst", Capacity: 1_000_000, RefillPerSecond: 1e6}, {Name: "daily", Capacity: 1_000_000, RefillPerSecond: 1e3}}[:n]
+			q := bucket.Request{Identity: "bench", Rules: rules, Cost: 1}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := l.Decide(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestScriptRefusesBadArguments calls the script directly, past the Go validation: every
+// bad argument is an error reply naming it, and nothing is written.
+func TestScriptRefusesBadArguments(t *testing.T) {
+	_, c := real(t)
+	tests := []struct {
+		name string
+		argv []string
+		want string
+	}{
+		{"fractional cost", []string{"1.5", "1000", "b", "10", "1"}, "cost must be a whole number"},
+		{"negative margin", []string{"1", "-1", "b", "10", "1"}, "expiry margin"},
+		{"no rules", []string{"1", "1000"}, "ARGV must be"},
+		{"partial rule", []string{"1", "1000", "b", "10"}, "ARGV must be"},
+		{"zero capacity", []string{"1", "1000", "b", "0", "1"}, "rule b: capacity"},
+		{"NaN rate", []string{"1", "1000", "b", "10", "nan"}, "rule b: refill per second"},
+		{"infinite rate", []string{"1", "1000", "b", "10", "inf"}, "rule b: refill per second"},
+		{"cost above capacity", []string{"11", "1000", "b", "10", "1"}, "rule b: cost 11 exceeds capacity 10"},
+		{"second rule bad", []string{"1", "1000", "a", "10", "1", "b", "x", "1"}, "rule b: capacity"},
+		{"duplicate rule", []string{"1", "1000", "a", "10", "1", "a", "10", "1"}, "rule a appears twice"},
+	}
+	script := lua.NewBucket()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := script.Exec(context.Background(), c, []string{bucket.Key("x")}, tt.argv).Error()
+			if err == nil || !strings.Contains(err.Error(), "bucketgate: "+tt.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
+			}
+			if n := mustInt(t, do(t, c, c.B().Dbsize().Build())); n != 0 {
+				t.Fatalf("%d keys written", n)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/aws/aws-lambda-go v1.55.1
 	github.com/redis/rueidis v1.0.79
 	github.com/redis/rueidis/mock v1.0.78
 	gopkg.in/yaml.v3 v3.0.1

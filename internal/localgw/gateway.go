@@ -1,0 +1,138 @@
+package localgw
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Invoker runs a Lambda handler on a raw payload; lambda.NewHandler(h) is one.
+type Invoker interface {
+	Invoke(ctx context.Context, payload []byte) ([]byte, error)
+}
+
+// errUnauthorized is the message an authorizer returns to get API Gateway's 401.
+const errUnauthorized = "Unauthorized"
+
+// Gateway is a local REST API stage: every request goes through Authorizer first.
+type Gateway struct {
+	// Authorizer is the REQUEST authorizer, invoked with payload 1.0 events.
+	Authorizer Invoker
+	// Backend serves the requests the authorizer allows.
+	Backend http.Handler
+	// Responses are the gateway responses of the template.
+	Responses Responses
+	// MethodARNPrefix starts every method ARN, up to and including the stage:
+	// "arn:aws:execute-api:REGION:ACCOUNT:API/STAGE".
+	MethodARNPrefix string
+}
+
+// ServeHTTP authorizes r and then forwards it or answers with a gateway response.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	event := g.event(r)
+	payload, err := json.Marshal(event)
+	if err != nil {
+		g.Responses.Lookup(AuthorizerConfigErr).Write(w, r, nil)
+		return
+	}
+	out, err := g.Authorizer.Invoke(r.Context(), payload)
+	if err != nil {
+		kind := AuthorizerFailure
+		if err.Error() == errUnauthorized {
+			kind = Unauthorized
+		}
+		g.Responses.Lookup(kind).Write(w, r, nil)
+		return
+	}
+	var resp events.APIGatewayCustomAuthorizerResponse
+	if err := json.Unmarshal(out, &resp); err != nil || resp.PrincipalID == "" {
+		g.Responses.Lookup(AuthorizerConfigErr).Write(w, r, nil)
+		return
+	}
+	if !allows(resp.PolicyDocument, event.MethodArn) {
+		g.Responses.Lookup(AccessDenied).Write(w, r, resp.Context)
+		return
+	}
+	g.Backend.ServeHTTP(w, r)
+}
+
+// event builds the payload 1.0 REQUEST authorizer event of r, for a {proxy+} resource.
+func (g *Gateway) event(r *http.Request) events.APIGatewayCustomAuthorizerRequestTypeRequest {
+	headers := map[string]string{}
+	multi := map[string][]string{}
+	for name, values := range r.Header {
+		headers[name], multi[name] = values[0], values
+	}
+	query := map[string]string{}
+	for name, values := range r.URL.Query() {
+		query[name] = values[0]
+	}
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		ip = r.RemoteAddr
+	}
+	path := r.URL.Path
+	return events.APIGatewayCustomAuthorizerRequestTypeRequest{
+		Type:                            "REQUEST",
+		MethodArn:                       fmt.Sprintf("%s/%s%s", g.MethodARNPrefix, r.Method, path),
+		Resource:                        "/{proxy+}",
+		Path:                            path,
+		HTTPMethod:                      r.Method,
+		Headers:                         headers,
+		MultiValueHeaders:               multi,
+		QueryStringParameters:           query,
+		MultiValueQueryStringParameters: r.URL.Query(),
+		PathParameters:                  map[string]string{"proxy": strings.TrimPrefix(path, "/")},
+		RequestContext: events.APIGatewayCustomAuthorizerRequestTypeRequestContext{
+			Path:         path,
+			HTTPMethod:   r.Method,
+			ResourcePath: "/{proxy+}",
+			Identity:     events.APIGatewayCustomAuthorizerRequestTypeRequestIdentity{SourceIP: ip},
+		},
+	}
+}
+
+// allows reports whether policy lets arn through: an Allow statement matches it and no
+// Deny statement does. Resources may use * wildcards.
+func allows(policy events.APIGatewayCustomAuthorizerPolicy, arn string) bool {
+	allowed := false
+	for _, s := range policy.Statement {
+		for _, res := range s.Resource {
+			if !wildcardMatch(res, arn) {
+				continue
+			}
+			switch s.Effect {
+			case "Deny":
+				return false
+			case "Allow":
+				allowed = true
+			}
+		}
+	}
+	return allowed
+}
+
+// wildcardMatch matches s against pattern, where * stands for any run of characters.
+func wildcardMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return strings.HasSuffix(s, parts[len(parts)-1])
+}

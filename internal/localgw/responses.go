@@ -1,0 +1,144 @@
+// Package localgw is a local stand-in for API Gateway's REST API in front of the
+// authorizer: it turns HTTP requests into REQUEST authorizer events, invokes the real
+// handler in-process, and answers denials and failures with the gateway responses that
+// template.yaml declares (read from it, not restated), or forwards allowed requests.
+package localgw
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Gateway response types that the authorizer's answers map to.
+const (
+	AccessDenied        = "ACCESS_DENIED"                  // a Deny policy
+	Unauthorized        = "UNAUTHORIZED"                   // the error "Unauthorized"
+	AuthorizerFailure   = "AUTHORIZER_FAILURE"             // any other error
+	AuthorizerConfigErr = "AUTHORIZER_CONFIGURATION_ERROR" // an answer API Gateway cannot read
+)
+
+// Response is one gateway response: a status, headers mapped from the request or the
+// authorizer context, and a body template.
+type Response struct {
+	// StatusCode is the HTTP status.
+	StatusCode int `yaml:"StatusCode"`
+	// ResponseParameters.Headers maps a header name to 'literal', context.authorizer.KEY
+	// or method.request.header.NAME.
+	ResponseParameters struct {
+		Headers map[string]string `yaml:"Headers"`
+	} `yaml:"ResponseParameters"`
+	// ResponseTemplates maps a content type to a body; $context.authorizer.KEY in it is
+	// replaced by the context value.
+	ResponseTemplates map[string]string `yaml:"ResponseTemplates"`
+}
+
+// Responses are a REST API's gateway responses by type.
+type Responses map[string]Response
+
+// defaults are API Gateway's own responses for the types a template leaves out.
+var defaults = Responses{
+	AccessDenied:        {StatusCode: http.StatusForbidden, ResponseTemplates: map[string]string{"application/json": `{"Message":"User is not authorized to access this resource with an explicit deny"}`}},
+	Unauthorized:        {StatusCode: http.StatusUnauthorized, ResponseTemplates: map[string]string{"application/json": `{"message":"Unauthorized"}`}},
+	AuthorizerFailure:   {StatusCode: http.StatusInternalServerError, ResponseTemplates: map[string]string{"application/json": `{"message":null}`}},
+	AuthorizerConfigErr: {StatusCode: http.StatusInternalServerError, ResponseTemplates: map[string]string{"application/json": `{"message":null}`}},
+}
+
+// template is the part of a SAM template that LoadResponses reads.
+type template struct {
+	Resources map[string]struct {
+		Type       string `yaml:"Type"`
+		Properties struct {
+			GatewayResponses Responses `yaml:"GatewayResponses"`
+		} `yaml:"Properties"`
+	} `yaml:"Resources"`
+}
+
+// LoadResponses reads the gateway responses of the one AWS::Serverless::Api in the SAM
+// template at path.
+func LoadResponses(path string) (Responses, error) {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("gateway responses: %w", err)
+	}
+	var t template
+	if err := yaml.Unmarshal(doc, &t); err != nil {
+		return nil, fmt.Errorf("gateway responses: %s: %w", path, err)
+	}
+	var found Responses
+	for name, r := range t.Resources {
+		if r.Type != "AWS::Serverless::Api" {
+			continue
+		}
+		if found != nil {
+			return nil, fmt.Errorf("gateway responses: %s: more than one AWS::Serverless::Api (%s)", path, name)
+		}
+		found = r.Properties.GatewayResponses
+	}
+	if found == nil {
+		return nil, fmt.Errorf("gateway responses: %s: no AWS::Serverless::Api with GatewayResponses", path)
+	}
+	return found, nil
+}
+
+// Lookup returns the response of type kind, or API Gateway's default for it.
+func (rs Responses) Lookup(kind string) Response {
+	if r, ok := rs[kind]; ok {
+		return r
+	}
+	return defaults[kind]
+}
+
+var contextRef = regexp.MustCompile(`\$context\.authorizer\.([A-Za-z0-9_]+)`)
+
+// Write answers w with r, filling mappings from the authorizer context and req.
+func (r Response) Write(w http.ResponseWriter, req *http.Request, context map[string]any) {
+	for name, source := range r.ResponseParameters.Headers {
+		if v, ok := mapValue(source, req, context); ok {
+			w.Header().Set(name, v)
+		}
+	}
+	body, ok := r.ResponseTemplates["application/json"]
+	if ok {
+		w.Header().Set("Content-Type", "application/json")
+		body = contextRef.ReplaceAllStringFunc(body, func(ref string) string {
+			return format(context[contextRef.FindStringSubmatch(ref)[1]])
+		})
+	}
+	w.WriteHeader(r.StatusCode)
+	_, _ = w.Write([]byte(body))
+}
+
+// mapValue resolves one header mapping expression.
+func mapValue(source string, req *http.Request, context map[string]any) (string, bool) {
+	switch {
+	case len(source) >= 2 && strings.HasPrefix(source, "'") && strings.HasSuffix(source, "'"):
+		return source[1 : len(source)-1], true
+	case strings.HasPrefix(source, "context.authorizer."):
+		v, ok := context[strings.TrimPrefix(source, "context.authorizer.")]
+		return format(v), ok
+	case strings.HasPrefix(source, "method.request.header."):
+		v := req.Header.Get(strings.TrimPrefix(source, "method.request.header."))
+		return v, v != ""
+	}
+	return "", false
+}
+
+// format renders a context value as API Gateway does: numbers without exponent, a
+// missing value as nothing.
+func format(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case string:
+		return v
+	}
+	return fmt.Sprint(v)
+}

@@ -73,17 +73,13 @@ type BatchResult struct {
 // Reason says why a Response came out as it did.
 type Reason string
 
-// The reasons of a Response.
+// The reasons of a Response: the engine's own values (package bucket), restated here
+// so that callers need not import it; a test holds the two equal.
 const (
-	// ReasonOK: allowed, every rule had enough tokens.
-	ReasonOK Reason = "ok"
-	// ReasonLimited: denied, a rule lacked tokens; RetryAfterMS says for how long.
-	ReasonLimited Reason = "limited"
-	// ReasonUnavailable: denied because Redis could not decide in time (fail closed).
-	ReasonUnavailable Reason = "unavailable"
-	// ReasonDegraded: allowed without a decision because Redis could not decide in
-	// time and the function fails open.
-	ReasonDegraded Reason = "degraded"
+	ReasonOK          Reason = "ok"          // allowed: every rule had enough tokens
+	ReasonLimited     Reason = "limited"     // denied: a rule lacked tokens; see RetryAfterMS
+	ReasonUnavailable Reason = "unavailable" // denied: Redis could not decide in time (fail closed)
+	ReasonDegraded    Reason = "degraded"    // allowed: Redis could not decide in time (fail open)
 )
 
 // Response is the decision on one Request. The zero Response is a denial with no reason.

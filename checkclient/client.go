@@ -18,6 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/bucketgate/bucketgate/checkapi"
 )
@@ -53,8 +54,9 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 
 // CheckBatch decides up to checkapi.MaxBatch requests in one invocation, one after
 // another in order: results[i] answers reqs[i]. Each check is atomic, the batch is
-// not. Errors are as for Check; an invalid request anywhere refuses the whole batch
-// before anything is decided, and the error names its index ("checks[3].cost: ...").
+// not. Errors are as for Check; an invalid request anywhere (or more than MaxBatch)
+// refuses the whole batch before anything is decided, and the error names the index
+// ("checks[3].cost: ...").
 func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]checkapi.Response, error) {
 	var res checkapi.BatchResult
 	if err := c.invoke(ctx, checkapi.Batch{Checks: reqs}, &res); err != nil {
@@ -72,7 +74,11 @@ func (c *Client) invoke(ctx context.Context, in, out any) error {
 	if err != nil {
 		return fmt.Errorf("checkclient: encode request: %w", err)
 	}
-	o, err := c.invoker.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(c.function), Payload: payload})
+	o, err := c.invoker.Invoke(ctx, &lambda.InvokeInput{
+		FunctionName:   aws.String(c.function),
+		InvocationType: types.InvocationTypeRequestResponse,
+		Payload:        payload,
+	})
 	if err != nil {
 		return fmt.Errorf("checkclient: invoke %s: %w", c.function, err)
 	}

@@ -42,7 +42,7 @@ type fixture struct {
 
 // newFixture returns a Handler deciding on client under cfg (nil: the default
 // configuration) with the failure policy opts (a zero Timeout is testTimeout).
-func newFixture(t *testing.T, client rueidis.Client, cfg *config.Config, opts guard.Options) *fixture {
+func newFixture(t testing.TB, client rueidis.Client, cfg *config.Config, opts guard.Options) *fixture {
 	t.Helper()
 	if cfg == nil {
 		cfg = config.Default()
@@ -62,7 +62,7 @@ func newFixture(t *testing.T, client rueidis.Client, cfg *config.Config, opts gu
 }
 
 // startMiniredis returns a miniredis at testTime and a client of it.
-func startMiniredis(t *testing.T) (*miniredis.Miniredis, rueidis.Client) {
+func startMiniredis(t testing.TB) (*miniredis.Miniredis, rueidis.Client) {
 	t.Helper()
 	mr := miniredis.RunT(t)
 	mr.SetTime(testTime)

@@ -1,0 +1,136 @@
+// Package lambdatest serves the AWS Lambda Invoke API on loopback for tests, so that the
+// real aws-sdk-go-v2 Lambda client invokes in-process handlers the way the Lambda
+// service invokes a deployed function: POST /2015-03-31/functions/{name}/invocations,
+// the handler's answer as the payload, and a function error as the runtime reports
+// it (header X-Amz-Function-Error, payload {"errorMessage", "errorType"}).
+package lambdatest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+)
+
+// The fixed parts of the Invoke API that Server speaks.
+const (
+	// InvokePath is the route of the Invoke operation, {name} the function's name.
+	InvokePath = "POST /2015-03-31/functions/{name}/invocations"
+	// HeaderFunctionError carries "Unhandled" when the function returned an error.
+	HeaderFunctionError = "X-Amz-Function-Error"
+	// HeaderErrorType names the service error of a failed Invoke call.
+	HeaderErrorType = "X-Amzn-ErrorType"
+	// FunctionErrorUnhandled is the HeaderFunctionError value of a function error.
+	FunctionErrorUnhandled = "Unhandled"
+	// Region is the region Client signs for.
+	Region = "us-east-1"
+	// signaturePrefix starts the Authorization header of every SigV4-signed call.
+	signaturePrefix = "AWS4-HMAC-SHA256 "
+)
+
+// Server is a loopback Lambda service holding a fixed set of functions.
+type Server struct {
+	// URL is the endpoint to point an SDK client at (see Client).
+	URL string
+
+	srv         *httptest.Server
+	functions   map[string]lambda.Handler
+	mu          sync.Mutex
+	invocations map[string]int
+}
+
+// Start serves functions (by name) until t ends.
+func Start(t testing.TB, functions map[string]lambda.Handler) *Server {
+	t.Helper()
+	s := &Server{functions: functions, invocations: map[string]int{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc(InvokePath, s.invoke)
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// Client returns a real SDK Lambda client pointed at s: static credentials, Region,
+// and no retries, so that every call reaches a handler exactly once.
+func (s *Server) Client() *awslambda.Client {
+	return awslambda.New(awslambda.Options{
+		BaseEndpoint:     aws.String(s.URL),
+		Region:           Region,
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDLAMBDATEST", "lambdatest-secret", ""),
+		HTTPClient:       s.srv.Client(),
+		RetryMaxAttempts: 1,
+	})
+}
+
+// Invocations returns how many times the function called name ran.
+func (s *Server) Invocations(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.invocations[name]
+}
+
+func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	h, ok := s.functions[name]
+	switch {
+	case !strings.HasPrefix(r.Header.Get("Authorization"), signaturePrefix):
+		serviceError(w, http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token")
+		return
+	case !ok:
+		serviceError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name)
+		return
+	case r.Header.Get("X-Amz-Invocation-Type") != "" && r.Header.Get("X-Amz-Invocation-Type") != "RequestResponse":
+		serviceError(w, http.StatusBadRequest, "InvalidParameterValueException", "lambdatest serves RequestResponse invocations only")
+		return
+	}
+	payload, err := io.ReadAll(r.Body)
+	if err != nil {
+		serviceError(w, http.StatusBadRequest, "InvalidRequestContentException", err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.invocations[name]++
+	s.mu.Unlock()
+	out, err := h.Invoke(r.Context(), payload)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Amz-Executed-Version", "$LATEST")
+	if err != nil {
+		w.Header().Set(HeaderFunctionError, FunctionErrorUnhandled)
+		out, _ = json.Marshal(errorPayload(err)) // strings only: cannot fail
+	}
+	_, _ = w.Write(out)
+}
+
+// errorPayload is what the aws-lambda-go runtime reports for a handler's error: a
+// messages.InvokeResponse_Error as given (not unwrapped), else the error's text and
+// its type's name.
+func errorPayload(err error) messages.InvokeResponse_Error {
+	if ive, ok := err.(messages.InvokeResponse_Error); ok { //nolint:errorlint // the runtime does not unwrap either
+		return ive
+	}
+	t := reflect.TypeOf(err)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return messages.InvokeResponse_Error{Message: err.Error(), Type: t.Name()}
+}
+
+// serviceError answers an Invoke call that the service itself refuses.
+func serviceError(w http.ResponseWriter, status int, errorType, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(HeaderErrorType, errorType)
+	w.WriteHeader(status)
+	body, _ := json.Marshal(map[string]string{"Type": "User", "message": message}) // strings only
+	_, _ = w.Write(body)
+}

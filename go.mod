@@ -5,13 +5,10 @@ go 1.26.8
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/aws/aws-lambda-go v1.55.1
-<<<<<<< HEAD
-=======
 	github.com/aws/aws-sdk-go-v2 v1.47.7
 	github.com/aws/aws-sdk-go-v2/config v1.33.15
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
 	github.com/aws/aws-sdk-go-v2/service/lambda v1.114.2
->>>>>>> check
 	github.com/redis/rueidis v1.0.79
 	github.com/redis/rueidis/mock v1.0.78
 	gopkg.in/yaml.v3 v3.0.1
@@ -19,10 +16,6 @@ require (
 )
 
 require (
-<<<<<<< HEAD
-	github.com/yuin/gopher-lua v1.1.1 // indirect
-	go.uber.org/mock v0.6.0 // indirect
-=======
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.26 // indirect
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.7 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.10 // indirect
@@ -36,6 +29,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.8 // indirect
 	github.com/aws/smithy-go v1.28.8 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
->>>>>>> check
+	go.uber.org/mock v0.6.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )

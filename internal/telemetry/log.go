@@ -1,0 +1,87 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/bucketgate/bucketgate/internal/guard"
+)
+
+// EnvLogLevel names the environment variable holding the least severe level that is
+// logged: debug, info, warn or error (any case). Unset means DefaultLogLevel.
+const EnvLogLevel = "LOG_LEVEL"
+
+// DefaultLogLevel is the log level when EnvLogLevel is unset: info, so the one debug
+// line per decision is off and every failure (warn, error) is on.
+const DefaultLogLevel = slog.LevelInfo
+
+// LogLevel returns the level configured through getenv (os.Getenv in production).
+func LogLevel(getenv func(string) string) (slog.Level, error) {
+	v := getenv(EnvLogLevel)
+	if v == "" {
+		return DefaultLogLevel, nil
+	}
+	var l slog.Level
+	switch strings.ToLower(v) {
+	case "debug", "info", "warn", "error":
+		if err := l.UnmarshalText([]byte(v)); err == nil {
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v)
+}
+
+// NewLogger returns a logger writing JSON lines to w (in Lambda, stderr: CloudWatch
+// Logs keeps them next to the EMF lines on stdout) at level and above.
+func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// Log message and attribute keys of a decision line.
+const (
+	MsgDecision    = "decision"
+	AttrAllowed    = "allowed"
+	AttrReason     = "reason"
+	AttrRule       = "rule"
+	AttrLimit      = "limit"
+	AttrRemaining  = "remaining"
+	AttrRetryAfter = "retryAfterMs"
+	AttrLatency    = "redisLatencyMs"
+	AttrCacheHit   = "denyCacheHit"
+	AttrFailure    = "failure"
+	AttrError      = "error"
+)
+
+// LogDecision writes one line for r to l: at debug when Redis decided, at warn when it
+// did not (the failure and its error are in the line). attrs, such as the identity's
+// digest form and the plan, are added first; never pass a raw key.
+func LogDecision(ctx context.Context, l *slog.Logger, r guard.Result, attrs ...slog.Attr) {
+	level := slog.LevelDebug
+	if r.Failure != guard.FailureNone {
+		level = slog.LevelWarn
+	}
+	if !l.Enabled(ctx, level) {
+		return
+	}
+	all := append(slices.Clip(attrs),
+		slog.Bool(AttrAllowed, r.Allowed),
+		slog.String(AttrReason, string(r.Reason)),
+		slog.String(AttrRule, r.Rule),
+		slog.Int64(AttrLimit, r.Limit),
+		slog.Int64(AttrRemaining, r.Remaining),
+		slog.Int64(AttrRetryAfter, r.RetryAfter.Milliseconds()),
+		slog.Float64(AttrLatency, durationToMillis(r.Latency)),
+		slog.Bool(AttrCacheHit, r.CacheHit),
+	)
+	if r.Failure != guard.FailureNone {
+		all = append(all, slog.String(AttrFailure, string(r.Failure)))
+	}
+	if r.Err != nil {
+		all = append(all, slog.String(AttrError, r.Err.Error()))
+	}
+	l.LogAttrs(ctx, level, MsgDecision, all...)
+}

@@ -1,0 +1,109 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+func TestLogLevel(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   string
+		want    slog.Level
+		wantErr bool
+	}{
+		{"unset", "", telemetry.DefaultLogLevel, false},
+		{"debug", "debug", slog.LevelDebug, false},
+		{"upper case", "WARN", slog.LevelWarn, false},
+		{"error", "error", slog.LevelError, false},
+		{"offset is not a level here", "info+2", 0, true},
+		{"unknown", "verbose", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := telemetry.LogLevel(func(k string) string { return map[string]string{telemetry.EnvLogLevel: tc.value}[k] })
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), telemetry.EnvLogLevel) {
+					t.Fatalf("error = %v, want one naming %s", err, telemetry.EnvLogLevel)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("LogLevel = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLogDecision(t *testing.T) {
+	decided := guard.Result{
+		Decision: bucket.Decision{Allowed: false, Reason: bucket.ReasonLimited, Rule: "burst", Limit: 10, RetryAfter: 1500 * time.Millisecond},
+		Latency:  2 * time.Millisecond,
+	}
+	failed := guard.Result{
+		Decision: bucket.Decision{Reason: bucket.ReasonUnavailable, Rule: "burst", Limit: 10, RetryAfter: guard.FailureRetryAfter},
+		Failure:  guard.FailureTimeout,
+		Err:      errors.New("context deadline exceeded"),
+	}
+	tests := []struct {
+		name      string
+		level     slog.Level
+		result    guard.Result
+		wantLevel string // "" means no line
+		want      map[string]any
+	}{
+		{"decided at debug", slog.LevelDebug, decided, "DEBUG", map[string]any{
+			"identity": "ip:192.0.2.1", "allowed": false, "reason": "limited", "rule": "burst",
+			"limit": 10.0, "remaining": 0.0, "retryAfterMs": 1500.0, "redisLatencyMs": 2.0, "denyCacheHit": false,
+		}},
+		{"decided is quiet at info", slog.LevelInfo, decided, "", nil},
+		{"failure at warn", slog.LevelInfo, failed, "WARN", map[string]any{
+			"reason": "unavailable", "failure": "timeout", "error": "context deadline exceeded", "retryAfterMs": 1000.0,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			l := telemetry.NewLogger(&buf, tc.level)
+			telemetry.LogDecision(context.Background(), l, tc.result, slog.String("identity", "ip:192.0.2.1"))
+			if tc.wantLevel == "" {
+				if buf.Len() != 0 {
+					t.Fatalf("logged %q", buf.String())
+				}
+				return
+			}
+			var line map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+				t.Fatalf("not one JSON line: %q: %v", buf.String(), err)
+			}
+			if line["level"] != tc.wantLevel || line["msg"] != telemetry.MsgDecision {
+				t.Errorf("level %v msg %v", line["level"], line["msg"])
+			}
+			for k, v := range tc.want {
+				if line[k] != v {
+					t.Errorf("%s = %#v, want %#v", k, line[k], v)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkLogDecisionDisabled(b *testing.B) {
+	l := telemetry.NewLogger(&bytes.Buffer{}, slog.LevelInfo)
+	r := guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		telemetry.LogDecision(ctx, l, r, slog.String("identity", "ip:192.0.2.1"))
+	}
+}

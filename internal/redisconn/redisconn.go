@@ -33,6 +33,9 @@ const (
 	InitTimeout = 5 * time.Second
 )
 
+// singleConnection is rueidis's PipelineMultiplex for one connection per node.
+const singleConnection = -1
+
 // ErrNoAddress is returned when no Redis address is configured.
 var ErrNoAddress = errors.New("no Redis address: set " + settings.EnvRedisAddr)
 
@@ -101,6 +104,10 @@ func clientOption(ctx context.Context, s settings.Settings, o options) (rueidis.
 		Username:          s.Username,
 		Password:          s.Password,
 		Dialer:            net.Dialer{Timeout: ConnectTimeout},
+		// One connection per node: a Lambda instance runs one invocation at a time,
+		// ElastiCache counts connections, and a node restart then breaks one
+		// connection (one failed decision), not several.
+		PipelineMultiplex: singleConnection,
 	}
 	if s.TLS {
 		co.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.rootCAs}

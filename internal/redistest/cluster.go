@@ -203,7 +203,8 @@ func waitFor(ctx context.Context, what string, check func() error) error {
 }
 
 // Command sends one command to this server alone (never following cluster redirects)
-// on a fresh connection and returns its reply as text.
+// on a fresh connection and returns its reply as text: a string or number as itself,
+// an array as one element per line.
 func (s *Server) Command(ctx context.Context, args ...string) (string, error) {
 	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress:       []string{s.Addr},
@@ -215,11 +216,28 @@ func (s *Server) Command(ctx context.Context, args ...string) (string, error) {
 		return "", fmt.Errorf("%s: %w", s.Addr, err)
 	}
 	defer c.Close()
-	v, err := c.Do(ctx, c.B().Arbitrary(args...).Build()).ToString()
+	msg, err := c.Do(ctx, c.B().Arbitrary(args...).Build()).ToMessage()
 	if err != nil {
 		return "", fmt.Errorf("%s: %s: %w", s.Addr, strings.Join(args, " "), err)
 	}
-	return v, nil
+	return text(msg), nil
+}
+
+// text renders a reply: a string or number as itself, an array as its elements' texts
+// on separate lines.
+func text(msg rueidis.RedisMessage) string {
+	if v, err := msg.ToString(); err == nil {
+		return v
+	}
+	if v, err := msg.ToInt64(); err == nil {
+		return strconv.FormatInt(v, 10)
+	}
+	elems, _ := msg.ToArray()
+	lines := make([]string, len(elems))
+	for i, e := range elems {
+		lines[i] = text(e)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // command is Command for a command whose reply is only OK or an error.

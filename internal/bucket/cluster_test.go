@@ -15,17 +15,12 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/redistest"
-	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // connect returns a production client (redisconn) for env, closed when t ends.
 func connect(t *testing.T, env map[string]string, opts ...redisconn.Option) rueidis.Client {
 	t.Helper()
-	s, err := settings.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := redisconn.New(s, opts...)
+	c, err := redisconn.New(redistest.Settings(t, env), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +34,7 @@ func TestTLSScenario(t *testing.T) {
 	c := connect(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_USERNAME": "app", "REDIS_PASSWORD": "pw"},
 		redisconn.WithRootCAs(ca.Pool))
 	l := bucket.New(c)
-	q := bucket.Request{Identity: "tls", Rules: free, Cost: 1}
+	q := bucket.Request{Identity: "tls", Rules: []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 1}
 	for i := range 10 {
 		if d, err := l.Decide(context.Background(), q); err != nil || !d.Allowed {
 			t.Fatalf("request %d over TLS: %+v %v", i+1, d, err)

@@ -38,7 +38,7 @@ func chain(t *testing.T, addr string, env map[string]string) *guard.Guard {
 	for k, v := range env {
 		all[k] = v
 	}
-	s := loadSettings(t, all)
+	s := redistest.Settings(t, all)
 	c, err := redisconn.New(s)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestNoGoroutineGrowth(t *testing.T) {
 	)
 	srv := redistest.Start(t)
 	// Guards without a breaker: every decision reaches rueidis and fails there.
-	s := loadSettings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TIMEOUT_MS": "5"})
+	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TIMEOUT_MS": "5"})
 	c, err := redisconn.New(s)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/redistest"
-	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // epoch is where the test clocks start.
@@ -155,19 +154,10 @@ func TestCircuitBreakerFailOpen(t *testing.T) {
 }
 
 func TestOptionsFor(t *testing.T) {
-	s := loadSettings(t, map[string]string{"REDIS_TIMEOUT_MS": "30", "FAIL_MODE": "open", "DENY_CACHE_SIZE": "7"})
+	s := redistest.Settings(t, map[string]string{"REDIS_TIMEOUT_MS": "30", "FAIL_MODE": "open", "DENY_CACHE_SIZE": "7"})
 	o := guard.OptionsFor(s)
 	if o.Timeout != 30*time.Millisecond || !o.FailOpen || o.DenyCacheSize != 7 ||
 		o.FailuresToOpen != guard.DefaultFailuresToOpen || o.ProbeInterval > time.Second {
 		t.Fatalf("OptionsFor: %+v", o)
 	}
-}
-
-func loadSettings(t *testing.T, env map[string]string) settings.Settings {
-	t.Helper()
-	s, err := settings.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

@@ -22,7 +22,7 @@ func ping(ctx context.Context, c rueidis.Client) error {
 }
 
 func TestNoAddress(t *testing.T) {
-	if _, err := redisconn.New(loadSettings(t, nil)); !errors.Is(err, redisconn.ErrNoAddress) {
+	if _, err := redisconn.New(redistest.Settings(t, nil)); !errors.Is(err, redisconn.ErrNoAddress) {
 		t.Fatalf("error %v, want ErrNoAddress", err)
 	}
 }
@@ -32,12 +32,12 @@ func TestTLS(t *testing.T) {
 	env := map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_USERNAME": "app", "REDIS_PASSWORD": "pw"}
 
 	t.Run("trusted CA", func(t *testing.T) {
-		if got := whoami(t, loadSettings(t, env), redisconn.WithRootCAs(ca.Pool)); got != "app" {
+		if got := whoami(t, redistest.Settings(t, env), redisconn.WithRootCAs(ca.Pool)); got != "app" {
 			t.Fatalf("authenticated as %q over TLS", got)
 		}
 	})
 	t.Run("unknown CA is an init error", func(t *testing.T) {
-		_, err := redisconn.New(loadSettings(t, env))
+		_, err := redisconn.New(redistest.Settings(t, env))
 		if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), srv.Addr) {
 			t.Fatalf("error %v: want a certificate error naming %s", err, srv.Addr)
 		}
@@ -56,7 +56,7 @@ func TestACL(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := loadSettings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_USERNAME": tc.user, "REDIS_PASSWORD": tc.password})
+			s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_USERNAME": tc.user, "REDIS_PASSWORD": tc.password})
 			if tc.wantErr == "" {
 				if got := whoami(t, s); got != tc.user {
 					t.Fatalf("authenticated as %q", got)
@@ -82,7 +82,7 @@ func TestColdStartWhileRedisIsDown(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Stop()
 	start := time.Now()
-	c, err := redisconn.New(loadSettings(t, map[string]string{"REDIS_ADDR": srv.Addr}))
+	c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr}))
 	if err != nil {
 		t.Fatalf("init failed while Redis is down: %v", err)
 	}
@@ -131,7 +131,7 @@ func TestClusterModes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := redisconn.New(loadSettings(t, tc.env))
+			c, err := redisconn.New(redistest.Settings(t, tc.env))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one mentioning %s", err, tc.wantErr)

@@ -68,15 +68,6 @@ func (sm *secretsManager) awsConfig() aws.Config {
 	}
 }
 
-func loadSettings(t *testing.T, env map[string]string) settings.Settings {
-	t.Helper()
-	s, err := settings.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // whoami returns the ACL user a client's connection authenticated as.
 func whoami(t *testing.T, s settings.Settings, opts ...redisconn.Option) string {
 	t.Helper()
@@ -111,14 +102,14 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 	})
 
 	t.Run("plain secret with REDIS_USERNAME", func(t *testing.T) {
-		s := loadSettings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_USERNAME": "alice", "REDIS_PASSWORD_SECRET_ARN": plain})
+		s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_USERNAME": "alice", "REDIS_PASSWORD_SECRET_ARN": plain})
 		if got := whoami(t, s, redisconn.WithAWSConfig(sm.awsConfig())); got != "alice" {
 			t.Fatalf("authenticated as %q", got)
 		}
 	})
 	t.Run("JSON secret names the user", func(t *testing.T) {
 		before := sm.calls.Load()
-		s := loadSettings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": rotated})
+		s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": rotated})
 		if got := whoami(t, s, redisconn.WithAWSConfig(sm.awsConfig())); got != "alice" {
 			t.Fatalf("authenticated as %q", got)
 		}
@@ -133,7 +124,7 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 		{"malformed JSON", badJSON, "not a JSON object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := loadSettings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": tc.id})
+			s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": tc.id})
 			_, err := redisconn.New(s, redisconn.WithAWSConfig(sm.awsConfig()))
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "REDIS_PASSWORD_SECRET_ARN") || !strings.Contains(err.Error(), tc.id) {
 				t.Fatalf("error %v: want one naming the variable, the secret and %q", err, tc.want)

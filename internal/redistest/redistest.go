@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // RequireEnv names the environment variable that, set to 1, makes a missing
@@ -241,4 +243,15 @@ func Client(t testing.TB, addr string) rueidis.Client {
 // client must authenticate as name: Start(t, ACLUser("app", "secret")...).
 func ACLUser(name, password string) []string {
 	return []string{"--user", name, "on", ">" + password, "~*", "&*", "+@all", "--user", "default", "off"}
+}
+
+// Settings loads settings.Settings from env as if it were the environment, and fails t
+// on an error.
+func Settings(t testing.TB, env map[string]string) settings.Settings {
+	t.Helper()
+	s, err := settings.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("redistest: settings %v: %v", env, err)
+	}
+	return s
 }

@@ -37,46 +37,26 @@ type CA struct {
 
 // NewCA makes a CA and a server certificate for 127.0.0.1 and localhost in dir.
 func NewCA(dir string) (*CA, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("CA key: %w", err)
-	}
-	caTmpl, err := certTemplate("bucketgate test CA")
-	if err != nil {
-		return nil, err
-	}
-	caTmpl.IsCA, caTmpl.BasicConstraintsValid = true, true
-	caTmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("CA certificate: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, fmt.Errorf("CA certificate: %w", err)
-	}
-
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("server key: %w", err)
-	}
-	tmpl, err := certTemplate("redis-server")
+	caCert, caKey, err := newCert("bucketgate test CA", nil, nil, func(c *x509.Certificate) {
+		c.IsCA, c.BasicConstraintsValid = true, true
+		c.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	})
 	if err != nil {
 		return nil, err
 	}
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	tmpl.IPAddresses = []net.IP{net.ParseIP(loopback)}
-	tmpl.DNSNames = []string{"localhost"}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	cert, key, err := newCert("redis-server", caCert, caKey, func(c *x509.Certificate) {
+		c.KeyUsage = x509.KeyUsageDigitalSignature
+		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		c.IPAddresses = []net.IP{net.ParseIP(loopback)}
+		c.DNSNames = []string{"localhost"}
+	})
 	if err != nil {
-		return nil, fmt.Errorf("server certificate: %w", err)
+		return nil, err
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return nil, fmt.Errorf("server key: %w", err)
 	}
-
 	ca := &CA{
 		Pool:     x509.NewCertPool(),
 		CAFile:   filepath.Join(dir, "ca.pem"),
@@ -87,7 +67,7 @@ func NewCA(dir string) (*CA, error) {
 	for _, f := range []struct {
 		path, kind string
 		der        []byte
-	}{{ca.CAFile, "CERTIFICATE", caDER}, {ca.CertFile, "CERTIFICATE", der}, {ca.KeyFile, "PRIVATE KEY", keyDER}} {
+	}{{ca.CAFile, "CERTIFICATE", caCert.Raw}, {ca.CertFile, "CERTIFICATE", cert.Raw}, {ca.KeyFile, "PRIVATE KEY", keyDER}} {
 		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.kind, Bytes: f.der}), 0o600); err != nil {
 			return nil, fmt.Errorf("write %s: %w", f.path, err)
 		}
@@ -95,18 +75,38 @@ func NewCA(dir string) (*CA, error) {
 	return ca, nil
 }
 
-func certTemplate(cn string) (*x509.Certificate, error) {
+// newCert makes a P-256 key and a certificate for it named cn, valid from an hour ago
+// for certLifetime, shaped by shape, and signed by parent's key (self-signed when
+// parent is nil).
+func newCert(cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, shape func(*x509.Certificate)) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: key: %w", cn, err)
+	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), serialBits))
 	if err != nil {
-		return nil, fmt.Errorf("certificate serial: %w", err)
+		return nil, nil, fmt.Errorf("%s: serial: %w", cn, err)
 	}
 	now := time.Now()
-	return &x509.Certificate{
+	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: cn},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(certLifetime),
-	}, nil
+	}
+	shape(tmpl)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: certificate: %w", cn, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: certificate: %w", cn, err)
+	}
+	return cert, key, nil
 }
 
 // StartTLS runs a redis-server that accepts only TLS (no plain port, no client

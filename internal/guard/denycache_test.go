@@ -74,9 +74,11 @@ func TestDenyCacheIsBounded(t *testing.T) {
 			t.Fatalf("%s allowed while its bucket is empty: %+v", id, r)
 		}
 	}
+	// An unbounded cache would answer all three; a miss re-caches its identity over an
+	// arbitrary other, so the hits may be anywhere from 0 to 2.
 	misses := int(engine.calls.Load() - before)
-	if hits == 0 || misses == 0 || hits+misses != len(ids) {
-		t.Fatalf("3 denied identities in a cache of 2: %d hits, %d misses; want some of each", hits, misses)
+	if misses == 0 || hits+misses != len(ids) {
+		t.Fatalf("3 denied identities in a cache of 2: %d hits, %d misses; want at least one miss", hits, misses)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,9 @@ import (
 // Fault tests run the production chain (settings, redisconn, bucket, guard with
 // OptionsFor) against real redis-server processes and real faults.
 const (
-	// faultTimeoutMS is the decision deadline of the fault tests.
-	faultTimeoutMS = "50"
+	// faultTimeoutMS is the decision deadline of the fault tests: longer than
+	// production's, so that a healthy decision on a loaded machine never misses it.
+	faultTimeoutMS = "200"
 	// slack bounds how long a decision during a fault may take: the deadline plus a
 	// generous margin for a loaded machine. It catches waiting for the wrong thing,
 	// not slowness.
@@ -117,6 +119,7 @@ func TestFaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case has its own server; most of the time is the probe interval
 			addr, f := tc.setup(t)
 			env := map[string]string{}
 			if tc.failOpen {
@@ -213,18 +216,20 @@ func TestNoGoroutineGrowth(t *testing.T) {
 		timeouts  = 200
 		shortCuts = 2000
 		leeway    = 10 // goroutines that may come and go (timers, reconnects)
+		// quickTimeout makes the timeouts cheap; only the paused server meets it.
+		quickTimeout = 5 * time.Millisecond
 	)
 	srv := redistest.Start(t)
 	// Guards without a breaker: every decision reaches rueidis and fails there.
-	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TIMEOUT_MS": "5"})
+	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TIMEOUT_MS": strconv.FormatInt(slack.Milliseconds(), 10)})
 	c, err := redisconn.New(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	engine := bucket.New(c)
-	quick := guard.New(engine, guard.Options{Timeout: s.Timeout})
-	patient := guard.New(engine, guard.Options{Timeout: slack})
+	quick := guard.New(engine, guard.Options{Timeout: quickTimeout})
+	patient := guard.New(engine, guard.Options{Timeout: s.Timeout})
 	withBreaker := guard.New(engine, guard.OptionsFor(s))
 	q := request("leak")
 	if r := decide(t, patient, q); r.Reason != bucket.ReasonOK {

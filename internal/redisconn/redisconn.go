@@ -48,7 +48,6 @@ type Option func(*options)
 type options struct {
 	aws     *aws.Config
 	rootCAs *x509.CertPool
-	now     func() time.Time
 }
 
 // WithAWSConfig makes New use cfg (region, credentials, endpoints) for Secrets Manager
@@ -57,9 +56,6 @@ func WithAWSConfig(cfg aws.Config) Option { return func(o *options) { o.aws = &c
 
 // WithRootCAs makes TLS connections trust pool instead of the system roots.
 func WithRootCAs(pool *x509.CertPool) Option { return func(o *options) { o.rootCAs = pool } }
-
-// WithClock makes IAM tokens use now as the time they are signed at.
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // New returns a client for s with client-side caching off (ElastiCache and miniredis do
 // not support tracking). It reads the password secret and signs the first IAM token
@@ -71,7 +67,7 @@ func New(s settings.Settings, opts ...Option) (rueidis.Client, error) {
 	if len(s.RedisAddrs) == 0 {
 		return nil, ErrNoAddress
 	}
-	o := options{now: time.Now}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -130,7 +126,7 @@ func clientOption(ctx context.Context, s settings.Settings, o options) (rueidis.
 		}
 		return co, nil
 	}
-	auth, err := newIAMAuth(ctx, s, cfg, o.now)
+	auth, err := newIAMAuth(ctx, s, cfg, time.Now)
 	if err != nil {
 		return co, err
 	}
@@ -161,45 +157,4 @@ func connect(co rueidis.ClientOption, mode settings.ClusterMode) (rueidis.Client
 		return nil, ErrNotCluster
 	}
 	return c, nil
-}
-
-// configErrorPrefixes start the Redis error replies that say the credentials are
-// wrong, not that Redis is busy.
-var configErrorPrefixes = []string{"WRONGPASS", "NOAUTH", "NOPERM"}
-
-// isConfigError reports whether a connection attempt failed because of the
-// configuration, so that retrying cannot help: credentials refused, a certificate not
-// trusted, or the wrong cluster mode.
-func isConfigError(err error) bool {
-	var certErr *tls.CertificateVerificationError
-	var authorityErr x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var recordErr tls.RecordHeaderError
-	var redisErr *rueidis.RedisError
-	switch {
-	case errors.Is(err, ErrNotCluster),
-		errors.As(err, &certErr), errors.As(err, &authorityErr), errors.As(err, &hostErr), errors.As(err, &recordErr):
-		return true
-	case !errors.As(err, &redisErr) || redisErr.IsNil():
-		return false
-	}
-	msg := redisErr.Error()
-	for _, p := range configErrorPrefixes {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return strings.Contains(msg, clusterDisabled)
-}
-
-// clusterDisabled is in the error a standalone server answers CLUSTER commands with.
-const clusterDisabled = "cluster support disabled"
-
-// hint adds what to do about a configuration error when it is not obvious.
-func hint(err error) error {
-	if strings.Contains(err.Error(), clusterDisabled) {
-		return fmt.Errorf("%w (several addresses in %s mean cluster mode: give one address, or set %s=off)",
-			err, settings.EnvRedisAddr, settings.EnvCluster)
-	}
-	return err
 }

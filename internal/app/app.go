@@ -44,5 +44,5 @@ func NewDecider(getenv func(string) string) (*guard.Guard, *config.Config, setti
 // NewGuard returns the decision chain over client: the engine, traced with an X-Ray
 // subsegment per Redis call, inside the failure policy and deadline of s.
 func NewGuard(client rueidis.Client, s settings.Settings) *guard.Guard {
-	return guard.New(tracing.Wrap(bucket.New(client)), guard.Options{Timeout: s.Timeout, FailOpen: s.FailOpen})
+	return guard.New(tracing.Wrap(bucket.New(client)), guard.OptionsFor(s))
 }

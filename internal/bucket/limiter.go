@@ -62,7 +62,7 @@ func scriptArgs(q Request, margin string) []string {
 	args[lua.ArgCost] = strconv.FormatInt(q.Cost, 10)
 	args[lua.ArgMargin] = margin
 	for _, r := range q.Rules {
-		args = append(args, r.Name, strconv.FormatInt(r.Capacity, 10), strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64))
+		args = append(args, r.Name, strconv.FormatInt(r.Capacity, 10), strconv.FormatFloat(r.RefillPerSecond, 'f', -1, 64))
 	}
 	return args
 }

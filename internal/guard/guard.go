@@ -2,31 +2,35 @@
 // out, errors or answers something malformed, the request is denied with reason
 // unavailable (fail closed, the default) or allowed with reason degraded (fail open),
 // and the Result says why, for the FailClosed metric.
+//
+// Two optional parts spare Redis and the caller: a circuit breaker that answers at once
+// while Redis is known to be failing and probes it again at least once per
+// ProbeInterval, and a bounded deny cache that answers a repeated denied request until
+// the retry-after Redis gave it. Time is passed in (Options.Now).
 package guard
 
 import (
 	"context"
 	"errors"
-	"net"
+	"fmt"
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // FailureRetryAfter is the retry-after of a fail-closed denial: conservative, and long
 // enough for the circuit breaker to probe Redis again.
 const FailureRetryAfter = time.Second
 
-// Failure is why Redis did not decide, as the FailClosed metric's Reason dimension
-// spells it. The zero Failure means Redis decided.
-type Failure string
-
-// The failures of a Result.
+// Circuit breaker defaults.
 const (
-	FailureNone        Failure = ""
-	FailureTimeout     Failure = "timeout"      // the deadline passed first
-	FailureRedisError  Failure = "redis_error"  // connection refused, reset, or an error reply
-	FailureBadResponse Failure = "bad_response" // an answer of the wrong shape
+	// DefaultFailuresToOpen is how many consecutive failures open the circuit in
+	// production (OptionsFor): one slow reply does not, an outage does at once.
+	DefaultFailuresToOpen = 3
+	// DefaultProbeInterval is how long an open circuit answers alone before it lets one
+	// request probe Redis: service resumes within this long of Redis coming back.
+	DefaultProbeInterval = time.Second
 )
 
 // Decider decides one request; *bucket.Limiter is one.
@@ -34,20 +38,45 @@ type Decider interface {
 	Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error)
 }
 
-// Options configure a Guard. The zero Options fail closed with no deadline of their own.
+// Options configure a Guard. The zero Options fail closed with no deadline of their own,
+// no circuit breaker and no deny cache; OptionsFor gives production's.
 type Options struct {
 	// Timeout is the deadline of one decision; zero leaves the caller's context alone.
 	Timeout time.Duration
 	// FailOpen allows requests (reason degraded) when Redis does not decide.
 	FailOpen bool
-	// Now reads the clock for latency; nil is time.Now.
+	// Now reads the clock for latency, the circuit breaker and the deny cache; nil is
+	// time.Now.
 	Now func() time.Time
+	// FailuresToOpen is how many consecutive failures open the circuit breaker; zero
+	// means no breaker.
+	FailuresToOpen int
+	// ProbeInterval is how long an open circuit answers alone before one request
+	// probes Redis; zero is DefaultProbeInterval.
+	ProbeInterval time.Duration
+	// DenyCacheSize bounds the deny cache, in entries; zero means no cache. The cache
+	// times entries by Now: Redis's clock and Now must advance together (real time).
+	DenyCacheSize int
+}
+
+// OptionsFor returns the production Options for s: its deadline, failure mode and deny
+// cache size, with the default circuit breaker.
+func OptionsFor(s settings.Settings) Options {
+	return Options{
+		Timeout:        s.Timeout,
+		FailOpen:       s.FailOpen,
+		FailuresToOpen: DefaultFailuresToOpen,
+		ProbeInterval:  DefaultProbeInterval,
+		DenyCacheSize:  s.DenyCacheSize,
+	}
 }
 
 // Guard is a Decider wrapped in the failure policy. It is safe for concurrent use.
 type Guard struct {
-	next Decider
-	opts Options
+	next    Decider
+	opts    Options
+	breaker *breaker   // nil without a breaker
+	cache   *denyCache // nil without a deny cache
 }
 
 // New returns a Guard around next.
@@ -55,40 +84,87 @@ func New(next Decider, opts Options) *Guard {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Guard{next: next, opts: opts}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = DefaultProbeInterval
+	}
+	g := &Guard{next: next, opts: opts}
+	if opts.FailuresToOpen > 0 {
+		g.breaker = &breaker{threshold: opts.FailuresToOpen, interval: opts.ProbeInterval}
+	}
+	if opts.DenyCacheSize > 0 {
+		g.cache = newDenyCache(opts.DenyCacheSize)
+	}
+	return g
 }
 
 // Result is a Decision with what it took to reach it.
 type Result struct {
 	bucket.Decision
-	// Failure is why Redis did not decide; FailureNone when it did.
+	// Failure is why Redis did not decide; FailureNone when it did. While the circuit
+	// is open it is the failure that opened it.
 	Failure Failure
 	// Err is the error behind Failure, for logs; nil when Redis decided.
 	Err error
 	// Latency is the time spent waiting for Redis; zero when Redis was not asked.
 	Latency time.Duration
-	// CacheHit reports that the deny cache answered without asking Redis.
+	// CacheHit reports that the deny cache answered without asking Redis: the Decision
+	// is the denial Redis gave an identical request earlier, its RetryAfter and
+	// ResetAfter shortened by the time since (At stays the time of that decision).
 	CacheHit bool
+	// CircuitOpen reports that the circuit breaker answered by the failure policy
+	// without asking Redis, because Redis has been failing.
+	CircuitOpen bool
 }
 
 // Decide decides q by the failure policy. Its error is non-nil only for a request that
 // can never be decided (it wraps bucket.ErrInvalid); every Redis failure is a Result.
 func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
+	start := g.opts.Now()
+	if g.cache != nil {
+		// A cached denial was given to this very request (same identity, rules, cost),
+		// so the request is valid.
+		if d, ok := g.cache.get(q, start); ok {
+			return Result{Decision: d, CacheHit: true}, nil
+		}
+	}
+	if g.breaker != nil {
+		if ok, f, err := g.breaker.allow(start); !ok {
+			if err := q.Validate(); err != nil {
+				return Result{}, err
+			}
+			r := g.fallback(q, f, fmt.Errorf("%w: last failure: %w", ErrCircuitOpen, err), 0)
+			r.CircuitOpen = true
+			return r, nil
+		}
+	}
 	if g.opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, g.opts.Timeout)
 		defer cancel()
 	}
-	start := g.opts.Now()
 	d, err := g.next.Decide(ctx, q)
-	latency := g.opts.Now().Sub(start)
+	end := g.opts.Now()
+	latency := end.Sub(start)
 	switch {
 	case err == nil:
+		g.record(end, FailureNone, nil)
+		if g.cache != nil {
+			g.cache.put(q, d, start)
+		}
 		return Result{Decision: d, Latency: latency}, nil
 	case errors.Is(err, bucket.ErrInvalid):
 		return Result{}, err
 	}
-	return g.fallback(q, Classify(err), err, latency), nil
+	f := Classify(err)
+	g.record(end, f, err)
+	return g.fallback(q, f, err, latency), nil
+}
+
+// record tells the breaker, if any, how a request to Redis went.
+func (g *Guard) record(now time.Time, f Failure, err error) {
+	if g.breaker != nil {
+		g.breaker.record(now, f, err)
+	}
 }
 
 // fallback is the Result of a request Redis did not decide.
@@ -101,16 +177,4 @@ func (g *Guard) fallback(q bucket.Request, f Failure, err error, latency time.Du
 		d.Rule, d.Limit = q.Rules[0].Name, q.Rules[0].Capacity
 	}
 	return Result{Decision: d, Failure: f, Err: err, Latency: latency}
-}
-
-// Classify names the failure behind a Decide error that is not bucket.ErrInvalid.
-func Classify(err error) Failure {
-	var netErr net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return FailureTimeout
-	case errors.Is(err, bucket.ErrBadReply):
-		return FailureBadResponse
-	}
-	return FailureRedisError
 }

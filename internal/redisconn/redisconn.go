@@ -1,28 +1,160 @@
 // Package redisconn builds the rueidis client for Redis or ElastiCache from Settings,
-// once per execution environment.
+// once per execution environment: addresses and cluster mode, TLS, and AUTH with a
+// password, a password from Secrets Manager, or ElastiCache IAM tokens.
+//
+// The client connects lazily: a Redis that cannot be reached at init does not fail
+// init. The client answers every command with an error until a connection attempt
+// succeeds, and attempts at most once per RetryInterval.
 package redisconn
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
+// Timing of connection set-up.
+const (
+	// ConnectTimeout bounds one connection attempt's dial and TLS handshake, and how
+	// long New waits for the first attempt before it returns a client still connecting.
+	ConnectTimeout = 2 * time.Second
+	// InitTimeout bounds what New reads from AWS (the password secret, credentials).
+	InitTimeout = 5 * time.Second
+)
+
+// singleConnection is rueidis's PipelineMultiplex for one connection per node.
+const singleConnection = -1
+
 // ErrNoAddress is returned when no Redis address is configured.
 var ErrNoAddress = errors.New("no Redis address: set " + settings.EnvRedisAddr)
 
-// New returns a client for s.RedisAddrs with client-side caching off (ElastiCache and
-// miniredis do not support tracking).
-func New(s settings.Settings) (rueidis.Client, error) {
+// ErrNotCluster is returned when REDIS_CLUSTER=on and the server is not in cluster mode.
+var ErrNotCluster = errors.New(settings.EnvCluster + "=on but the server is not in cluster mode")
+
+// Option adjusts New for tests and unusual environments.
+type Option func(*options)
+
+type options struct {
+	aws     *aws.Config
+	rootCAs *x509.CertPool
+}
+
+// WithAWSConfig makes New use cfg (region, credentials, endpoints) for Secrets Manager
+// and IAM tokens instead of the default AWS configuration of the environment.
+func WithAWSConfig(cfg aws.Config) Option { return func(o *options) { o.aws = &cfg } }
+
+// WithRootCAs makes TLS connections trust pool instead of the system roots.
+func WithRootCAs(pool *x509.CertPool) Option { return func(o *options) { o.rootCAs = pool } }
+
+// New returns a client for s with client-side caching off (ElastiCache and miniredis do
+// not support tracking). It reads the password secret and signs the first IAM token
+// now, and tries to connect for up to ConnectTimeout: a configuration Redis refuses
+// (wrong password, unknown user, untrusted certificate, cluster mode missing) is an
+// error, while an unreachable Redis is not: the client keeps trying, at most once per
+// RetryInterval, and fails commands with ErrNotConnected meanwhile.
+func New(s settings.Settings, opts ...Option) (rueidis.Client, error) {
 	if len(s.RedisAddrs) == 0 {
 		return nil, ErrNoAddress
 	}
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: s.RedisAddrs, DisableCache: true})
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), InitTimeout)
+	defer cancel()
+	co, err := clientOption(ctx, s, o)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Redis at %v: %w", s.RedisAddrs, err)
+		return nil, err
+	}
+	l := newLazy(func() (rueidis.Client, error) { return connect(co, s.Cluster) })
+	first, cancelFirst := context.WithTimeout(context.Background(), ConnectTimeout)
+	defer cancelFirst()
+	if _, err := l.get(first); err != nil && isConfigError(err) {
+		l.Close()
+		as := ""
+		if co.Username != "" {
+			as = fmt.Sprintf(" as user %q", co.Username)
+		}
+		return nil, fmt.Errorf("connect to Redis at %s%s: %w", strings.Join(s.RedisAddrs, ","), as, hint(err))
+	}
+	return l, nil
+}
+
+// clientOption turns s into rueidis options, fetching what AUTH needs from AWS.
+func clientOption(ctx context.Context, s settings.Settings, o options) (rueidis.ClientOption, error) {
+	co := rueidis.ClientOption{
+		InitAddress:       s.RedisAddrs,
+		DisableCache:      true,
+		ForceSingleClient: s.Cluster == settings.ClusterOff,
+		Username:          s.Username,
+		Password:          s.Password,
+		Dialer:            net.Dialer{Timeout: ConnectTimeout},
+		// One connection per node: a Lambda instance runs one invocation at a time,
+		// ElastiCache counts connections, and a node restart then breaks one
+		// connection (one failed decision), not several.
+		PipelineMultiplex: singleConnection,
+	}
+	if s.TLS {
+		co.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.rootCAs}
+	}
+	if s.PasswordSecretARN == "" && !s.IAMAuth {
+		return co, nil
+	}
+	cfg, err := awsConfig(ctx, o)
+	if err != nil {
+		return co, err
+	}
+	if s.PasswordSecretARN != "" {
+		user, password, err := readSecret(ctx, cfg, s.PasswordSecretARN)
+		if err != nil {
+			return co, err
+		}
+		co.Password = password
+		if co.Username == "" {
+			co.Username = user
+		}
+		return co, nil
+	}
+	auth, err := newIAMAuth(ctx, s, cfg, time.Now)
+	if err != nil {
+		return co, err
+	}
+	co.Username, co.Password, co.AuthCredentialsFn = "", "", auth.credentials
+	return co, nil
+}
+
+// awsConfig returns the configured AWS config or the environment's default one.
+func awsConfig(ctx context.Context, o options) (aws.Config, error) {
+	if o.aws != nil {
+		return *o.aws, nil
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return cfg, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// connect makes one rueidis client, checking cluster mode when it is required.
+func connect(co rueidis.ClientOption, mode settings.ClusterMode) (rueidis.Client, error) {
+	c, err := rueidis.NewClient(co)
+	if err != nil {
+		return nil, err
+	}
+	if mode == settings.ClusterOn && c.Mode() != rueidis.ClientModeCluster {
+		c.Close()
+		return nil, ErrNotCluster
 	}
 	return c, nil
 }

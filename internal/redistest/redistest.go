@@ -8,6 +8,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -20,6 +21,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // RequireEnv names the environment variable that, set to 1, makes a missing
@@ -33,17 +36,23 @@ const startTimeout = 10 * time.Second
 // may take the port between the probe and the server's bind.
 const startAttempts = 5
 
+// loopback is the address every test server binds.
+const loopback = "127.0.0.1"
+
 // Server is one redis-server process owned by a test.
 type Server struct {
 	// Addr is the server's host:port on loopback.
 	Addr string
-	// Dir is the server's working directory (logs, certificates), removed at cleanup.
+	// Dir is the server's working directory (logs, cluster config), removed at cleanup.
 	Dir string
+	// BusPort is the cluster bus port of a cluster node; zero otherwise.
+	BusPort int
 
-	cmd    *exec.Cmd
-	exited chan struct{}
-	args   []string
-	t      testing.TB
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	args      []string
+	tlsConfig *tls.Config // how readyCheck reaches a TLS-only server; nil for plain TCP
+	t         testing.TB
 }
 
 // Binary returns the path of redis-server, or fails or skips t when it is missing.
@@ -64,6 +73,16 @@ func Binary(t testing.TB) string {
 // (for example "--requirepass", "secret") and stops it when t ends.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	return start(t, nil, func(port int) ([]string, error) {
+		return append([]string{"--port", strconv.Itoa(port)}, extra...), nil
+	})
+}
+
+// start runs redis-server with baseArgs and the arguments args gives for a free port,
+// trying other ports when one was taken meanwhile. tlsConfig, when not nil, is how the
+// readiness check reaches a TLS-only server.
+func start(t testing.TB, tlsConfig *tls.Config, args func(port int) ([]string, error)) *Server {
+	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
 	var lastErr error
@@ -72,9 +91,17 @@ func Start(t testing.TB, extra ...string) *Server {
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir, t: t}
-		s.args = append([]string{"--port", strconv.Itoa(port)}, baseArgs(dir)...)
-		s.args = append(s.args, extra...)
+		a, err := args(port)
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		s := &Server{
+			Addr:      net.JoinHostPort(loopback, strconv.Itoa(port)),
+			Dir:       dir,
+			t:         t,
+			tlsConfig: tlsConfig,
+			args:      append(baseArgs(dir), a...),
+		}
 		if lastErr = s.run(bin); lastErr == nil {
 			t.Cleanup(s.Stop)
 			return s
@@ -87,7 +114,7 @@ func Start(t testing.TB, extra ...string) *Server {
 // baseArgs are the arguments every test server gets: loopback only, no persistence.
 func baseArgs(dir string) []string {
 	return []string{
-		"--bind", "127.0.0.1",
+		"--bind", loopback,
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", dir,
@@ -121,9 +148,9 @@ func (s *Server) run(bin string) error {
 	return fmt.Errorf("redis-server on %s did not answer PING within %v: %s", s.Addr, startTimeout, s.logTail())
 }
 
-// readyCheck sends PING over plain TCP; TLS-only servers override readiness by port.
+// readyCheck sends PING over plain TCP, or TLS for a TLS-only server.
 func (s *Server) readyCheck() error {
-	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	conn, err := s.dial()
 	if err != nil {
 		return err
 	}
@@ -140,6 +167,15 @@ func (s *Server) readyCheck() error {
 		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
 	}
 	return nil
+}
+
+// dial connects to the server, with TLS when it only speaks TLS.
+func (s *Server) dial() (net.Conn, error) {
+	d := &net.Dialer{Timeout: time.Second}
+	if s.tlsConfig != nil {
+		return tls.DialWithDialer(d, "tcp", s.Addr, s.tlsConfig)
+	}
+	return d.Dial("tcp", s.Addr)
 }
 
 func (s *Server) logTail() string {
@@ -161,6 +197,9 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Running reports whether the server process runs (paused counts as running).
+func (s *Server) Running() bool { return s.cmd != nil }
+
 // Pause stops the server process with SIGSTOP: connections stay open, nothing answers.
 func (s *Server) Pause() { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
 
@@ -179,7 +218,7 @@ func (s *Server) Restart() {
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
 	}
@@ -197,4 +236,22 @@ func Client(t testing.TB, addr string) rueidis.Client {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// ACLUser returns the redis-server arguments that create ACL user name with password
+// and every permission, and switch the passwordless default user off, so that a
+// client must authenticate as name: Start(t, ACLUser("app", "secret")...).
+func ACLUser(name, password string) []string {
+	return []string{"--user", name, "on", ">" + password, "~*", "&*", "+@all", "--user", "default", "off"}
+}
+
+// Settings loads settings.Settings from env as if it were the environment, and fails t
+// on an error.
+func Settings(t testing.TB, env map[string]string) settings.Settings {
+	t.Helper()
+	s, err := settings.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("redistest: settings %v: %v", env, err)
+	}
+	return s
 }

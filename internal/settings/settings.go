@@ -9,44 +9,126 @@ import (
 	"time"
 )
 
-// Environment variables and their defaults.
+// Environment variables. Each one's default and meaning is on its Settings field.
 const (
-	// EnvRedisAddr: host:port of Redis; several comma-separated seeds for cluster mode.
-	EnvRedisAddr = "REDIS_ADDR"
-	// EnvTimeoutMS: the deadline of one decision, in milliseconds.
-	EnvTimeoutMS = "REDIS_TIMEOUT_MS"
-	// EnvFailMode: "closed" (deny when Redis cannot decide) or "open" (allow, degraded).
-	EnvFailMode = "FAIL_MODE"
-	// EnvNamespace: the CloudWatch namespace of the metrics.
-	EnvNamespace = "METRICS_NAMESPACE"
+	EnvRedisAddr         = "REDIS_ADDR"
+	EnvCluster           = "REDIS_CLUSTER"
+	EnvServerless        = "REDIS_SERVERLESS"
+	EnvTLS               = "REDIS_TLS"
+	EnvUsername          = "REDIS_USERNAME"
+	EnvPassword          = "REDIS_PASSWORD"
+	EnvPasswordSecretARN = "REDIS_PASSWORD_SECRET_ARN"
+	EnvIAMAuth           = "REDIS_IAM_AUTH"
+	EnvCacheName         = "REDIS_CACHE_NAME"
+	EnvTimeoutMS         = "REDIS_TIMEOUT_MS"
+	EnvFailMode          = "FAIL_MODE"
+	EnvNamespace         = "METRICS_NAMESPACE"
+	EnvDenyCacheSize     = "DENY_CACHE_SIZE"
+)
 
-	DefaultTimeout   = 50 * time.Millisecond
+// Defaults of the settings that have one.
+const (
+	// DefaultTimeout is the deadline of one decision when REDIS_TIMEOUT_MS is unset.
+	DefaultTimeout = 50 * time.Millisecond
+	// DefaultNamespace is the CloudWatch namespace when METRICS_NAMESPACE is unset.
 	DefaultNamespace = "bucketgate"
-	FailClosed       = "closed"
-	FailOpen         = "open"
+	// DefaultDenyCacheSize is the deny cache's size in entries when DENY_CACHE_SIZE is unset.
+	DefaultDenyCacheSize = 10_000
+)
+
+// FAIL_MODE values.
+const (
+	FailClosed = "closed"
+	FailOpen   = "open"
+)
+
+// ClusterMode says how the client finds out whether Redis runs in cluster mode.
+type ClusterMode string
+
+// REDIS_CLUSTER values.
+const (
+	// ClusterAuto asks the server (CLUSTER SLOTS) and follows its answer; a single
+	// standalone address works, several seeds must be cluster nodes.
+	ClusterAuto ClusterMode = "auto"
+	// ClusterOn requires cluster mode: a standalone server is an init error.
+	ClusterOn ClusterMode = "on"
+	// ClusterOff talks to the one address as a standalone server and never asks.
+	ClusterOff ClusterMode = "off"
 )
 
 // Settings are the environment's settings, validated. The zero Settings has no Redis
 // address; use Load.
 type Settings struct {
-	// RedisAddrs are the Redis seed addresses (host:port); empty means none configured.
+	// RedisAddrs are the Redis seed addresses, host:port (REDIS_ADDR, comma-separated;
+	// no default: redisconn.New refuses an empty list).
 	RedisAddrs []string
-	// Timeout is the deadline of one decision.
+	// Cluster says how cluster mode is chosen (REDIS_CLUSTER: auto, on or off; default auto).
+	Cluster ClusterMode
+	// Serverless reports an ElastiCache Serverless cache: TLS on by default and IAM
+	// tokens for a serverless cache (REDIS_SERVERLESS: true or false; default true when
+	// an address is an endpoint *.serverless.<region>.cache.amazonaws.com[.cn]).
+	Serverless bool
+	// TLS connects with TLS, verifying the server against the system roots (REDIS_TLS:
+	// true or false; default: Serverless).
+	TLS bool
+	// Username is the ACL user (REDIS_USERNAME; default empty: Redis's default user).
+	// With IAM authentication it is the ElastiCache user id.
+	Username string
+	// Password is the ACL password (REDIS_PASSWORD; default empty: no AUTH).
+	Password string
+	// PasswordSecretARN names a Secrets Manager secret holding the password, read once
+	// at init (REDIS_PASSWORD_SECRET_ARN; an ARN or name; default empty). The secret is
+	// the password itself, or JSON with "password" and optionally "username".
+	PasswordSecretARN string
+	// IAMAuth authenticates with ElastiCache IAM tokens instead of a password
+	// (REDIS_IAM_AUTH: true or false; default false). It needs Username and CacheName.
+	IAMAuth bool
+	// CacheName is the ElastiCache replication group or serverless cache name that IAM
+	// tokens are signed for (REDIS_CACHE_NAME; default empty).
+	CacheName string
+	// Timeout is the deadline of one decision (REDIS_TIMEOUT_MS, whole milliseconds > 0;
+	// default DefaultTimeout).
 	Timeout time.Duration
-	// FailOpen allows requests (reason degraded) when Redis cannot decide.
+	// FailOpen allows requests (reason degraded) when Redis cannot decide (FAIL_MODE:
+	// closed or open; default closed).
 	FailOpen bool
-	// Namespace is the CloudWatch namespace of the metrics.
+	// Namespace is the CloudWatch namespace of the metrics (METRICS_NAMESPACE; default
+	// DefaultNamespace).
 	Namespace string
+	// DenyCacheSize bounds the in-process deny cache, in entries; zero disables it
+	// (DENY_CACHE_SIZE, whole number >= 0; default DefaultDenyCacheSize).
+	DenyCacheSize int
 }
 
 // Load reads the settings through getenv (os.Getenv in production) and validates them;
 // an error names the variable.
 func Load(getenv func(string) string) (Settings, error) {
-	s := Settings{Timeout: DefaultTimeout, Namespace: DefaultNamespace}
-	for _, a := range strings.Split(getenv(EnvRedisAddr), ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			s.RedisAddrs = append(s.RedisAddrs, a)
-		}
+	s := Settings{
+		Cluster:       ClusterAuto,
+		Timeout:       DefaultTimeout,
+		Namespace:     DefaultNamespace,
+		DenyCacheSize: DefaultDenyCacheSize,
+		Username:      getenv(EnvUsername),
+		Password:      getenv(EnvPassword),
+		CacheName:     getenv(EnvCacheName),
+		// A secret's ARN never holds meaningful spaces; trim what a template adds.
+		PasswordSecretARN: strings.TrimSpace(getenv(EnvPasswordSecretARN)),
+	}
+	var err error
+	if s.RedisAddrs, err = parseAddrs(getenv(EnvRedisAddr)); err != nil {
+		return s, err
+	}
+	if s.Cluster, err = parseCluster(getenv(EnvCluster)); err != nil {
+		return s, err
+	}
+	if s.Serverless, err = parseBool(getenv, EnvServerless, anyServerless(s.RedisAddrs)); err != nil {
+		return s, err
+	}
+	if s.TLS, err = parseBool(getenv, EnvTLS, s.Serverless); err != nil {
+		return s, err
+	}
+	if s.IAMAuth, err = parseBool(getenv, EnvIAMAuth, false); err != nil {
+		return s, err
 	}
 	if v := getenv(EnvTimeoutMS); v != "" {
 		ms, err := strconv.Atoi(v)
@@ -65,5 +147,67 @@ func Load(getenv func(string) string) (Settings, error) {
 	if v := getenv(EnvNamespace); v != "" {
 		s.Namespace = v
 	}
-	return s, nil
+	if v := getenv(EnvDenyCacheSize); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return s, fmt.Errorf("%s=%q: want a whole number of entries >= 0 (0 disables the cache)", EnvDenyCacheSize, v)
+		}
+		s.DenyCacheSize = n
+	}
+	return s, s.validateAuth()
+}
+
+// validateAuth reports a contradictory or incomplete choice of authentication.
+func (s Settings) validateAuth() error {
+	switch {
+	case s.Password != "" && s.PasswordSecretARN != "":
+		return fmt.Errorf("%s and %s are both set: choose one", EnvPassword, EnvPasswordSecretARN)
+	case !s.IAMAuth:
+		return nil
+	case s.Password != "" || s.PasswordSecretARN != "":
+		return fmt.Errorf("%s=true authenticates with IAM tokens: unset %s and %s", EnvIAMAuth, EnvPassword, EnvPasswordSecretARN)
+	case s.Username == "":
+		return fmt.Errorf("%s=true needs %s: the ElastiCache user id", EnvIAMAuth, EnvUsername)
+	case s.CacheName == "":
+		return fmt.Errorf("%s=true needs %s: the replication group or serverless cache name", EnvIAMAuth, EnvCacheName)
+	}
+	return nil
+}
+
+// parseAddrs splits a comma-separated list of host:port seeds.
+func parseAddrs(v string) ([]string, error) {
+	var addrs []string
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if _, _, err := splitHostPort(a); err != nil {
+			return nil, fmt.Errorf("%s: %q: want host:port: %w", EnvRedisAddr, a, err)
+		}
+		addrs = append(addrs, a)
+	}
+	return addrs, nil
+}
+
+func parseCluster(v string) (ClusterMode, error) {
+	switch m := ClusterMode(strings.ToLower(strings.TrimSpace(v))); m {
+	case "":
+		return ClusterAuto, nil
+	case ClusterAuto, ClusterOn, ClusterOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("%s=%q: want %q, %q or %q", EnvCluster, v, ClusterAuto, ClusterOn, ClusterOff)
+}
+
+// parseBool reads a boolean variable (true/false, on/off, 1/0), or def when unset.
+func parseBool(getenv func(string) string, name string, def bool) (bool, error) {
+	switch v := strings.ToLower(strings.TrimSpace(getenv(name))); v {
+	case "":
+		return def, nil
+	case "true", "on", "1", "yes":
+		return true, nil
+	case "false", "off", "0", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s=%q: want true or false", name, getenv(name))
 }

@@ -1,0 +1,153 @@
+package bucket_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/redisconn"
+	"github.com/bucketgate/bucketgate/internal/redistest"
+)
+
+// connect returns a production client (redisconn) for env, closed when t ends.
+func connect(t *testing.T, env map[string]string, opts ...redisconn.Option) rueidis.Client {
+	t.Helper()
+	c, err := redisconn.New(redistest.Settings(t, env), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestTLSScenario runs seed 001's scenario over TLS, as an ACL user, as on ElastiCache.
+func TestTLSScenario(t *testing.T) {
+	srv, ca := redistest.StartTLS(t, redistest.ACLUser("app", "pw")...)
+	c := connect(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_USERNAME": "app", "REDIS_PASSWORD": "pw"},
+		redisconn.WithRootCAs(ca.Pool))
+	l := bucket.New(c)
+	q := bucket.Request{Identity: "tls", Rules: []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 1}
+	for i := range 10 {
+		if d, err := l.Decide(context.Background(), q); err != nil || !d.Allowed {
+			t.Fatalf("request %d over TLS: %+v %v", i+1, d, err)
+		}
+	}
+	if d, err := l.Decide(context.Background(), q); err != nil || d.Allowed || d.RetryAfter <= 0 {
+		t.Fatalf("11th over TLS: %+v %v", d, err)
+	}
+}
+
+// TestCluster runs the engine against a 3-master cluster made for it: the script
+// against the model over random operations on identities spread across every master,
+// and concurrent multi-rule decisions that never admit more than the rules allow.
+func TestCluster(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	env := map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}
+	c := connect(t, env)
+	if c.Mode() != rueidis.ClientModeCluster {
+		t.Fatalf("client mode %q", c.Mode())
+	}
+	t.Run("differential", func(t *testing.T) { differential(t, c, 3000, 60) })
+	t.Run("identities spread over every master", func(t *testing.T) {
+		for _, m := range cluster.Masters {
+			n, err := m.Command(context.Background(), "DBSIZE")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == "0" {
+				t.Fatalf("master %s holds no bucket", m.Addr)
+			}
+		}
+	})
+	t.Run("concurrent multi-rule decisions", func(t *testing.T) {
+		concurrent(t, []rueidis.Client{c, connect(t, env)})
+	})
+}
+
+// Shape of the concurrency test.
+const (
+	concurrentWorkers    = 16
+	concurrentIdentities = 64
+	concurrentFor        = 1500 * time.Millisecond
+)
+
+var chained = []bucket.Rule{
+	{Name: "burst", Capacity: 20, RefillPerSecond: 10},
+	{Name: "minute", Capacity: 30, RefillPerSecond: 0.5},
+}
+
+// admissions counts one identity's admitted requests and the Redis times of its
+// first and last decisions.
+type admissions struct {
+	admitted    int64
+	first, last time.Time
+}
+
+// concurrent runs workers on the clients for a while, each deciding two-rule requests
+// for random identities, and checks that no identity was admitted more than any of
+// its rules allows between its first and last decision (Redis time): capacity +
+// refill * elapsed + 1.
+func concurrent(t *testing.T, clients []rueidis.Client) {
+	var mu sync.Mutex
+	seen := map[string]*admissions{}
+	var wg sync.WaitGroup
+	errs := make(chan error, concurrentWorkers)
+	stop := time.Now().Add(concurrentFor)
+	for w := range concurrentWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := bucket.New(clients[w%len(clients)])
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for time.Now().Before(stop) {
+				id := fmt.Sprintf("conc-%d", rng.IntN(concurrentIdentities))
+				d, err := l.Decide(context.Background(), bucket.Request{Identity: id, Rules: chained, Cost: 1})
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", id, err)
+					return
+				}
+				mu.Lock()
+				a := seen[id]
+				if a == nil {
+					a = &admissions{first: d.At, last: d.At}
+					seen[id] = a
+				}
+				if d.Allowed {
+					a.admitted++
+				}
+				if d.At.Before(a.first) {
+					a.first = d.At
+				}
+				if d.At.After(a.last) {
+					a.last = d.At
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for id, a := range seen {
+		total += a.admitted
+		elapsed := a.last.Sub(a.first).Seconds()
+		for _, r := range chained {
+			if limit := float64(r.Capacity) + r.RefillPerSecond*elapsed + 1; float64(a.admitted) > limit {
+				t.Errorf("%s: %d admitted over %.3fs, rule %s allows %.1f", id, a.admitted, elapsed, r.Name, limit)
+			}
+		}
+	}
+	if len(seen) < concurrentIdentities/2 || total == 0 {
+		t.Fatalf("%d identities seen, %d admitted: the test did not exercise the cluster", len(seen), total)
+	}
+}

@@ -1,0 +1,56 @@
+package guard
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrCircuitOpen is wrapped by the Err of a Result the circuit breaker answered without
+// asking Redis; it also wraps the failure that opened the circuit.
+var ErrCircuitOpen = errors.New("circuit open: Redis is failing, not asked")
+
+// breaker is a circuit breaker over consecutive failures. Closed, every request goes to
+// Redis. After threshold consecutive failures it opens: requests are answered at once,
+// except one probe per interval, which goes to Redis; the first success closes it.
+// Time is passed in. It is safe for concurrent use.
+type breaker struct {
+	threshold int
+	interval  time.Duration
+
+	mu        sync.Mutex
+	failures  int       // consecutive failures; >= threshold means open
+	nextProbe time.Time // when open: the earliest time the next probe may go
+	last      Failure   // the last failure, reported while open
+	lastErr   error
+}
+
+// allow reports whether a request at now may go to Redis; when it may not, it returns
+// the failure that keeps the circuit open.
+func (b *breaker) allow(now time.Time) (ok bool, last Failure, lastErr error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failures < b.threshold {
+		return true, FailureNone, nil
+	}
+	if !now.Before(b.nextProbe) {
+		b.nextProbe = now.Add(b.interval)
+		return true, FailureNone, nil
+	}
+	return false, b.last, b.lastErr
+}
+
+// record notes the outcome at now of a request that went to Redis.
+func (b *breaker) record(now time.Time, f Failure, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if f == FailureNone {
+		b.failures = 0
+		return
+	}
+	b.failures++
+	b.last, b.lastErr = f, err
+	if b.failures == b.threshold {
+		b.nextProbe = now.Add(b.interval)
+	}
+}

@@ -1,0 +1,33 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+)
+
+// Failure is why Redis did not decide, as the FailClosed metric's Reason dimension
+// spells it. The zero Failure means Redis decided.
+type Failure string
+
+// The failures of a Result.
+const (
+	FailureNone        Failure = ""
+	FailureTimeout     Failure = "timeout"      // the deadline passed first
+	FailureRedisError  Failure = "redis_error"  // connection refused, reset, or an error reply
+	FailureBadResponse Failure = "bad_response" // an answer of the wrong shape
+)
+
+// Classify names the failure behind a Decide error that is not bucket.ErrInvalid.
+func Classify(err error) Failure {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return FailureTimeout
+	case errors.Is(err, bucket.ErrBadReply):
+		return FailureBadResponse
+	}
+	return FailureRedisError
+}

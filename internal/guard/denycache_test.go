@@ -1,0 +1,135 @@
+package guard_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+)
+
+func TestDenyCache(t *testing.T) {
+	_, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: clk.Now, DenyCacheSize: 100})
+	a := request("a")
+	for i := range 10 {
+		if r := decide(t, g, a); !r.Allowed || r.CacheHit {
+			t.Fatalf("request %d: %+v", i+1, r)
+		}
+	}
+	denied := decide(t, g, a)
+	if denied.Allowed || denied.CacheHit || denied.RetryAfter != 100*time.Millisecond || denied.ResetAfter != time.Second {
+		t.Fatalf("first denial must come from Redis: %+v", denied)
+	}
+
+	type step struct {
+		name          string
+		advance       time.Duration
+		q             bucket.Request
+		wantCall      bool
+		wantAllowed   bool
+		wantRetry     time.Duration
+		wantResetLeft time.Duration
+	}
+	chained := bucket.Request{Identity: "a", Rules: append(slices.Clone(burst), bucket.Rule{Name: "day", Capacity: 1000, RefillPerSecond: 1}), Cost: 1}
+	steps := []step{
+		{"repeat: from the cache", 0, a, false, false, 100 * time.Millisecond, time.Second},
+		{"later: the wait shrinks", 40 * time.Millisecond, a, false, false, 60 * time.Millisecond, 960 * time.Millisecond},
+		{"another rule set asks Redis", 0, chained, true, false, 60 * time.Millisecond, 0},
+		{"another cost asks Redis", 0, bucket.Request{Identity: "a", Rules: burst, Cost: 2}, true, false, 160 * time.Millisecond, 0},
+		{"another identity asks Redis", 0, request("b"), true, true, 0, 0},
+		{"a millisecond before retry-after", 59 * time.Millisecond, a, false, false, time.Millisecond, 901 * time.Millisecond},
+		{"at retry-after: Redis again", time.Millisecond, a, true, true, 0, 0},
+	}
+	for _, s := range steps {
+		clk.Advance(s.advance)
+		before := engine.calls.Load()
+		r := decide(t, g, s.q)
+		called := engine.calls.Load() > before
+		if called != s.wantCall || r.CacheHit == s.wantCall || r.Allowed != s.wantAllowed || r.RetryAfter != s.wantRetry {
+			t.Fatalf("%s: asked Redis %v (want %v), %+v (want allowed %v, retry after %v)", s.name, called, s.wantCall, r, s.wantAllowed, s.wantRetry)
+		}
+		if r.CacheHit && (r.Reason != bucket.ReasonLimited || r.Rule != "burst" || r.Limit != 10 || r.ResetAfter != s.wantResetLeft || !r.At.Equal(denied.At)) {
+			t.Fatalf("%s: cached denial %+v, want reset after %v and the original decision's fields", s.name, r, s.wantResetLeft)
+		}
+	}
+}
+
+func TestDenyCacheIsBounded(t *testing.T) {
+	_, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: clk.Now, DenyCacheSize: 2})
+	ids := []string{"a", "b", "c"}
+	for _, id := range ids {
+		for range 11 { // 10 allowed, then a denial to cache
+			decide(t, g, request(id))
+		}
+	}
+	before := engine.calls.Load()
+	hits := 0
+	for _, id := range ids {
+		if r := decide(t, g, request(id)); r.CacheHit {
+			hits++
+		} else if r.Allowed {
+			t.Fatalf("%s allowed while its bucket is empty: %+v", id, r)
+		}
+	}
+	// An unbounded cache would answer all three; a miss re-caches its identity over an
+	// arbitrary other, so the hits may be anywhere from 0 to 2.
+	misses := int(engine.calls.Load() - before)
+	if misses == 0 || hits+misses != len(ids) {
+		t.Fatalf("3 denied identities in a cache of 2: %d hits, %d misses; want at least one miss", hits, misses)
+	}
+}
+
+// floodRequests and floodEvery make the flood of TestDenyCacheFlood: 1,000 requests of
+// one identity at 100 per second, ten times its rule's refill of 10 per second.
+const (
+	floodRequests = 1000
+	floodEvery    = 10 * time.Millisecond
+)
+
+// flood sends the flood through a Guard with a deny cache of cacheSize (0: none) and
+// returns which requests were allowed and how many reached Redis.
+func flood(t *testing.T, cacheSize int) (allowed []bool, calls int64) {
+	_, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: clk.Now, DenyCacheSize: cacheSize})
+	for i := range floodRequests {
+		r := decide(t, g, request("flooder"))
+		allowed = append(allowed, r.Allowed)
+		if r.Reason != bucket.ReasonOK && r.Reason != bucket.ReasonLimited {
+			t.Fatalf("request %d: %+v", i, r)
+		}
+		clk.Advance(floodEvery)
+	}
+	return allowed, engine.calls.Load()
+}
+
+func TestDenyCacheFlood(t *testing.T) {
+	withCache, cachedCalls := flood(t, 100)
+	without, plainCalls := flood(t, 0)
+	if !slices.Equal(withCache, without) {
+		t.Fatal("the deny cache changed which requests were allowed")
+	}
+	admitted := int64(0)
+	for _, a := range withCache {
+		if a {
+			admitted++
+		}
+	}
+	// Never more than capacity + refill over the window (the model's bound).
+	window := time.Duration(floodRequests-1) * floodEvery
+	if limit := burst[0].Capacity + int64(burst[0].RefillPerSecond*window.Seconds()); admitted > limit {
+		t.Fatalf("admitted %d > %d", admitted, limit)
+	}
+	deniedCalls := cachedCalls - admitted
+	t.Logf("flood of %d at 10x the limit: %d admitted; Redis calls %d with the deny cache (%d for denials), %d without",
+		floodRequests, admitted, cachedCalls, deniedCalls, plainCalls)
+	if plainCalls != floodRequests {
+		t.Fatalf("without a cache %d calls, want %d", plainCalls, floodRequests)
+	}
+	// Every admission needs Redis; a denial reaches it about once per refilled token.
+	if deniedCalls > admitted+1 {
+		t.Fatalf("%d denials reached Redis for %d admissions: want at most one per refilled token", deniedCalls, admitted)
+	}
+}

@@ -1,0 +1,283 @@
+package guard_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/lua"
+	"github.com/bucketgate/bucketgate/internal/redisconn"
+	"github.com/bucketgate/bucketgate/internal/redistest"
+)
+
+// Fault tests run the production chain (settings, redisconn, bucket, guard with
+// OptionsFor) against real redis-server processes and real faults.
+const (
+	// faultTimeoutMS is the decision deadline of the fault tests: longer than
+	// production's, so that a healthy decision on a loaded machine never misses it.
+	faultTimeoutMS = "200"
+	// slack bounds how long a decision during a fault may take: the deadline plus a
+	// generous margin for a loaded machine. It catches waiting for the wrong thing,
+	// not slowness.
+	slack = 2 * time.Second
+	// recoveryWithin bounds how long service takes to come back after a fault heals:
+	// one probe interval plus the same margin.
+	recoveryWithin = guard.DefaultProbeInterval + slack
+)
+
+// chain returns the production Guard for a Redis at addr, with extra settings.
+func chain(t *testing.T, addr string, env map[string]string) *guard.Guard {
+	t.Helper()
+	all := map[string]string{"REDIS_ADDR": addr, "REDIS_TIMEOUT_MS": faultTimeoutMS}
+	for k, v := range env {
+		all[k] = v
+	}
+	s := redistest.Settings(t, all)
+	c, err := redisconn.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return guard.New(bucket.New(c), guard.OptionsFor(s))
+}
+
+// timed decides q and returns the result and how long it took.
+func timed(t *testing.T, g *guard.Guard, q bucket.Request) (guard.Result, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	r := decide(t, g, q)
+	return r, time.Since(start)
+}
+
+// recovers polls until g decides q with Redis, and fails t if that takes too long.
+func recovers(t *testing.T, g *guard.Guard, q bucket.Request) {
+	t.Helper()
+	deadline := time.Now().Add(recoveryWithin)
+	for {
+		r := decide(t, g, q)
+		if r.Failure == guard.FailureNone && r.Reason == bucket.ReasonOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not recovered %v after the fault healed: %+v", recoveryWithin, r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// evalReply is a well-formed bucket.lua reply: allowed, rule 1, 9 left, no wait,
+// full in 100 ms, at now.
+func evalReply(now time.Time) string {
+	return fmt.Sprintf("*6\r\n:1\r\n:1\r\n:9\r\n:0\r\n:100\r\n:%d\r\n", now.UnixMicro())
+}
+
+func TestFaults(t *testing.T) {
+	type fault struct {
+		inject, heal func(t *testing.T)
+	}
+	tests := []struct {
+		name     string
+		failOpen bool
+		want     guard.Failure
+		setup    func(t *testing.T) (addr string, f fault)
+	}{
+		{"paused (SIGSTOP): timeout", false, guard.FailureTimeout, func(t *testing.T) (string, fault) {
+			srv := redistest.Start(t)
+			return srv.Addr, fault{func(*testing.T) { srv.Pause() }, func(*testing.T) { srv.Resume() }}
+		}},
+		{"paused, fail open: degraded", true, guard.FailureTimeout, func(t *testing.T) (string, fault) {
+			srv := redistest.Start(t)
+			return srv.Addr, fault{func(*testing.T) { srv.Pause() }, func(*testing.T) { srv.Resume() }}
+		}},
+		{"killed: connection refused", false, guard.FailureRedisError, func(t *testing.T) (string, fault) {
+			srv := redistest.Start(t)
+			return srv.Addr, fault{func(*testing.T) { srv.Stop() }, func(*testing.T) { srv.Restart() }}
+		}},
+		{"error reply (WRONGTYPE)", false, guard.FailureRedisError, func(t *testing.T) (string, fault) {
+			srv := redistest.Start(t)
+			key := bucket.Key("victim")
+			return srv.Addr, fault{
+				func(t *testing.T) { run(t, srv, "SET", key, "not a hash") },
+				func(t *testing.T) { run(t, srv, "DEL", key) },
+			}
+		}},
+		{"wrong-shape reply", false, guard.FailureBadResponse, func(t *testing.T) (string, fault) {
+			fake := redistest.StartFake(t, func([]string) string { return evalReply(time.Now()) })
+			return fake.Addr, fault{
+				func(*testing.T) { fake.SetReply(func([]string) string { return "*2\r\n:1\r\n:1\r\n" }) },
+				func(*testing.T) { fake.SetReply(func([]string) string { return evalReply(time.Now()) }) },
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case has its own server; most of the time is the probe interval
+			addr, f := tc.setup(t)
+			env := map[string]string{}
+			if tc.failOpen {
+				env["FAIL_MODE"] = "open"
+			}
+			g := chain(t, addr, env)
+			q := request("victim")
+			if r := decide(t, g, q); r.Reason != bucket.ReasonOK {
+				t.Fatalf("before the fault: %+v", r)
+			}
+
+			f.inject(t)
+			for i := range guard.DefaultFailuresToOpen + 1 { // the last one meets an open circuit
+				r, took := timed(t, g, q)
+				wantReason, wantAllowed, wantRetry := bucket.ReasonUnavailable, false, guard.FailureRetryAfter
+				if tc.failOpen {
+					wantReason, wantAllowed, wantRetry = bucket.ReasonDegraded, true, 0
+				}
+				if r.Failure != tc.want || r.Reason != wantReason || r.Allowed != wantAllowed || r.RetryAfter != wantRetry || r.Err == nil {
+					t.Fatalf("decision %d during the fault: %+v, want %s with failure %s", i+1, r, wantReason, tc.want)
+				}
+				if took > slack {
+					t.Fatalf("decision %d during the fault took %v", i+1, took)
+				}
+				if open := i == guard.DefaultFailuresToOpen; r.CircuitOpen != open {
+					t.Fatalf("decision %d: circuit open %v, want %v", i+1, r.CircuitOpen, open)
+				}
+			}
+
+			f.heal(t)
+			recovers(t, g, q)
+		})
+	}
+}
+
+// TestNoScriptRecovery: Redis losing its script cache (SCRIPT FLUSH, or a restart)
+// costs no decision: rueidis answers NOSCRIPT with EVAL.
+func TestNoScriptRecovery(t *testing.T) {
+	srv := redistest.Start(t)
+	g := chain(t, srv.Addr, nil)
+	q := request("flushed")
+	if r := decide(t, g, q); r.Reason != bucket.ReasonOK {
+		t.Fatalf("before: %+v", r)
+	}
+	run(t, srv, "SCRIPT", "FLUSH")
+	if r := decide(t, g, q); r.Failure != guard.FailureNone || r.Reason != bucket.ReasonOK {
+		t.Fatalf("after SCRIPT FLUSH: %+v", r)
+	}
+	if n := run(t, srv, "SCRIPT", "EXISTS", scriptSHA()); n != "1" {
+		t.Fatalf("script not loaded again after SCRIPT FLUSH")
+	}
+
+	// After a restart the connection to the old process is dead: the first decision
+	// may meet it (EOF; the consuming script is never retried), the next reconnects.
+	// The empty script cache costs nothing.
+	srv.Restart()
+	for failed := 0; ; failed++ {
+		r := decide(t, g, q)
+		if r.Failure == guard.FailureNone {
+			if r.Remaining != burst[0].Capacity-1 {
+				t.Fatalf("first decision on the restarted (empty) server: %+v", r)
+			}
+			break
+		}
+		if failed == 1 || r.Failure != guard.FailureRedisError || strings.Contains(r.Err.Error(), "NOSCRIPT") {
+			t.Fatalf("decision %d after the restart: %+v, want at most one connection error", failed+1, r)
+		}
+	}
+}
+
+func TestColdStartDuringOutage(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	start := time.Now()
+	g := chain(t, srv.Addr, nil)
+	q := request("cold")
+	for i := range guard.DefaultFailuresToOpen + 1 {
+		if r := decide(t, g, q); r.Reason != bucket.ReasonUnavailable || r.Failure != guard.FailureRedisError {
+			t.Fatalf("decision %d during the outage: %+v", i+1, r)
+		}
+	}
+	if took := time.Since(start); took > slack {
+		t.Fatalf("init and %d decisions during the outage took %v", guard.DefaultFailuresToOpen+1, took)
+	}
+	srv.Restart()
+	recovers(t, g, q)
+}
+
+// TestNoGoroutineGrowth makes thousands of failed decisions of every kind and checks
+// that the goroutine count comes back to where it was.
+func TestNoGoroutineGrowth(t *testing.T) {
+	const (
+		refused   = 1000
+		timeouts  = 200
+		shortCuts = 2000
+		leeway    = 10 // goroutines that may come and go (timers, reconnects)
+		// quickTimeout makes the timeouts cheap; only the paused server meets it.
+		quickTimeout = 5 * time.Millisecond
+	)
+	srv := redistest.Start(t)
+	// Guards without a breaker: every decision reaches rueidis and fails there.
+	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TIMEOUT_MS": strconv.FormatInt(slack.Milliseconds(), 10)})
+	c, err := redisconn.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	engine := bucket.New(c)
+	quick := guard.New(engine, guard.Options{Timeout: quickTimeout})
+	patient := guard.New(engine, guard.Options{Timeout: s.Timeout})
+	withBreaker := guard.New(engine, guard.OptionsFor(s))
+	q := request("leak")
+	if r := decide(t, patient, q); r.Reason != bucket.ReasonOK {
+		t.Fatalf("before: %+v", r)
+	}
+	baseline := runtime.NumGoroutine()
+
+	srv.Pause()
+	countFailures(t, quick, q, timeouts, guard.FailureTimeout)
+	srv.Resume()
+	srv.Stop()
+	countFailures(t, patient, q, refused, guard.FailureRedisError)
+	countFailures(t, withBreaker, q, shortCuts, guard.FailureRedisError)
+	srv.Restart()
+	recovers(t, patient, q)
+
+	deadline := time.Now().Add(slack)
+	for runtime.NumGoroutine() > baseline+leeway && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > baseline+leeway {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after %d failed decisions, %d before:\n%s", n, refused+timeouts+shortCuts, baseline, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// countFailures makes n decisions and checks that each one failed with want.
+func countFailures(t *testing.T, g *guard.Guard, q bucket.Request, n int, want guard.Failure) {
+	t.Helper()
+	for i := range n {
+		if r := decide(t, g, q); r.Failure != want || r.Reason != bucket.ReasonUnavailable {
+			t.Fatalf("failed decision %d of %d: %+v, want %s", i+1, n, r, want)
+		}
+	}
+}
+
+// scriptSHA is the SHA-1 that Redis knows bucket.lua by.
+func scriptSHA() string {
+	sum := sha1.Sum([]byte(lua.BucketSource))
+	return hex.EncodeToString(sum[:])
+}
+
+// run sends a command to srv and returns its reply as text.
+func run(t *testing.T, srv *redistest.Server, args ...string) string {
+	t.Helper()
+	v, err := srv.Command(context.Background(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(v)
+}

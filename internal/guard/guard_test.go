@@ -1,0 +1,163 @@
+package guard_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/redistest"
+)
+
+// epoch is where the test clocks start.
+var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// clock is a test clock shared by a Guard (Options.Now) and miniredis (its TIME).
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+	mr  *miniredis.Miniredis
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves both clocks forward by d.
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	c.mr.SetTime(c.now)
+}
+
+// counting is the engine with a count of the calls that reach it.
+type counting struct {
+	next  guard.Decider
+	calls atomic.Int64
+}
+
+func (c *counting) Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error) {
+	c.calls.Add(1)
+	return c.next.Decide(ctx, q)
+}
+
+// miniEngine is a real Limiter on miniredis whose TIME follows a test clock.
+func miniEngine(t *testing.T) (*miniredis.Miniredis, *clock, *counting) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	clk := &clock{now: epoch, mr: mr}
+	mr.SetTime(epoch)
+	return mr, clk, &counting{next: bucket.New(redistest.Client(t, mr.Addr()))}
+}
+
+var burst = []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 10}}
+
+func request(id string) bucket.Request { return bucket.Request{Identity: id, Rules: burst, Cost: 1} }
+
+func decide(t *testing.T, g *guard.Guard, q bucket.Request) guard.Result {
+	t.Helper()
+	r, err := g.Decide(context.Background(), q)
+	if err != nil {
+		t.Fatalf("Decide: %v", err)
+	}
+	return r
+}
+
+func TestFailurePolicy(t *testing.T) {
+	tests := []struct {
+		name     string
+		failOpen bool
+		want     bucket.Decision
+	}{
+		{"fail closed", false, bucket.Decision{Reason: bucket.ReasonUnavailable, RetryAfter: guard.FailureRetryAfter, Rule: "burst", Limit: 10}},
+		{"fail open", true, bucket.Decision{Allowed: true, Reason: bucket.ReasonDegraded, Rule: "burst", Limit: 10}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mr, clk, engine := miniEngine(t)
+			g := guard.New(engine, guard.Options{FailOpen: tc.failOpen, Now: clk.Now})
+			if r := decide(t, g, request("a")); r.Reason != bucket.ReasonOK || r.Failure != guard.FailureNone {
+				t.Fatalf("healthy: %+v", r)
+			}
+			mr.Close()
+			r := decide(t, g, request("a"))
+			if r.Decision != tc.want || r.Failure != guard.FailureRedisError || r.Err == nil {
+				t.Fatalf("Redis gone: %+v, want %+v with redis_error", r, tc.want)
+			}
+			if _, err := g.Decide(context.Background(), bucket.Request{Identity: "a", Rules: burst, Cost: 11}); !errors.Is(err, bucket.ErrInvalid) {
+				t.Fatalf("invalid request while Redis is gone: %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestCircuitBreaker(t *testing.T) {
+	const failuresToOpen = 3
+	mr, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: clk.Now, FailuresToOpen: failuresToOpen, ProbeInterval: time.Second})
+	step := func(name string, wantCall bool, wantReason bucket.Reason, wantOpen bool) {
+		t.Helper()
+		before := engine.calls.Load()
+		r := decide(t, g, request("a"))
+		called := engine.calls.Load() > before
+		if called != wantCall || r.Reason != wantReason || r.CircuitOpen != wantOpen {
+			t.Fatalf("%s: asked Redis %v (want %v), %+v (want reason %s, circuit open %v)", name, called, wantCall, r, wantReason, wantOpen)
+		}
+		if r.CircuitOpen && (r.Failure != guard.FailureRedisError || !errors.Is(r.Err, guard.ErrCircuitOpen) || r.Latency != 0) {
+			t.Fatalf("%s: open circuit's result %+v: want the failure that opened it, ErrCircuitOpen, no latency", name, r)
+		}
+	}
+
+	step("healthy", true, bucket.ReasonOK, false)
+	mr.Close()
+	for i := range failuresToOpen {
+		step("failure "+string(rune('1'+i)), true, bucket.ReasonUnavailable, false)
+	}
+	step("open", false, bucket.ReasonUnavailable, true)
+	clk.Advance(999 * time.Millisecond)
+	step("open just before the probe", false, bucket.ReasonUnavailable, true)
+	clk.Advance(time.Millisecond)
+	step("probe while still down", true, bucket.ReasonUnavailable, false)
+	step("open again after the failed probe", false, bucket.ReasonUnavailable, true)
+	if _, err := g.Decide(context.Background(), bucket.Request{Identity: "a", Rules: burst, Cost: -1}); !errors.Is(err, bucket.ErrInvalid) {
+		t.Fatalf("invalid request while open: %v, want ErrInvalid", err)
+	}
+
+	if err := mr.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	step("Redis back, circuit still open", false, bucket.ReasonUnavailable, true)
+	clk.Advance(time.Second)
+	step("probe succeeds", true, bucket.ReasonOK, false)
+	step("closed", true, bucket.ReasonOK, false)
+}
+
+func TestCircuitBreakerFailOpen(t *testing.T) {
+	mr, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{FailOpen: true, Now: clk.Now, FailuresToOpen: 1})
+	mr.Close()
+	decide(t, g, request("a"))
+	before := engine.calls.Load()
+	r := decide(t, g, request("a"))
+	if !r.CircuitOpen || !r.Allowed || r.Reason != bucket.ReasonDegraded || engine.calls.Load() != before {
+		t.Fatalf("open circuit failing open: %+v", r)
+	}
+}
+
+func TestOptionsFor(t *testing.T) {
+	s := redistest.Settings(t, map[string]string{"REDIS_TIMEOUT_MS": "30", "FAIL_MODE": "open", "DENY_CACHE_SIZE": "7"})
+	o := guard.OptionsFor(s)
+	if o.Timeout != 30*time.Millisecond || !o.FailOpen || o.DenyCacheSize != 7 ||
+		o.FailuresToOpen != guard.DefaultFailuresToOpen || o.ProbeInterval > time.Second {
+		t.Fatalf("OptionsFor: %+v", o)
+	}
+}

@@ -1,0 +1,162 @@
+package redisconn_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate/internal/redisconn"
+	"github.com/bucketgate/bucketgate/internal/redistest"
+)
+
+// slack bounds how long an operation that should be quick may take on a loaded
+// machine: generous, it only catches an operation that waits for something it should not.
+const slack = 2 * time.Second
+
+func ping(ctx context.Context, c rueidis.Client) error {
+	return c.Do(ctx, c.B().Ping().Build()).Error()
+}
+
+func TestNoAddress(t *testing.T) {
+	if _, err := redisconn.New(redistest.Settings(t, nil)); !errors.Is(err, redisconn.ErrNoAddress) {
+		t.Fatalf("error %v, want ErrNoAddress", err)
+	}
+}
+
+func TestTLS(t *testing.T) {
+	srv, ca := redistest.StartTLS(t, redistest.ACLUser("app", "pw")...)
+	env := map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_USERNAME": "app", "REDIS_PASSWORD": "pw"}
+
+	t.Run("trusted CA", func(t *testing.T) {
+		if got := whoami(t, redistest.Settings(t, env), redisconn.WithRootCAs(ca.Pool)); got != "app" {
+			t.Fatalf("authenticated as %q over TLS", got)
+		}
+	})
+	t.Run("unknown CA is an init error", func(t *testing.T) {
+		_, err := redisconn.New(redistest.Settings(t, env))
+		if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), srv.Addr) {
+			t.Fatalf("error %v: want a certificate error naming %s", err, srv.Addr)
+		}
+	})
+}
+
+func TestACL(t *testing.T) {
+	srv := redistest.Start(t, redistest.ACLUser("alice", "s3cret")...)
+	tests := []struct {
+		name, user, password, wantErr string
+	}{
+		{"right password", "alice", "s3cret", ""},
+		{"wrong password", "alice", "guess", "WRONGPASS"},
+		{"unknown user", "mallory", "s3cret", "WRONGPASS"},
+		{"no credentials", "", "", "NOAUTH"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_USERNAME": tc.user, "REDIS_PASSWORD": tc.password})
+			if tc.wantErr == "" {
+				if got := whoami(t, s); got != tc.user {
+					t.Fatalf("authenticated as %q", got)
+				}
+				return
+			}
+			start := time.Now()
+			_, err := redisconn.New(s)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), srv.Addr) || !strings.Contains(err.Error(), tc.user) {
+				t.Fatalf("error %v: want an init error naming %s and user %q with %s", err, srv.Addr, tc.user, tc.wantErr)
+			}
+			if tc.password != "" && strings.Contains(err.Error(), tc.password) {
+				t.Fatalf("error %v quotes the password", err)
+			}
+			if d := time.Since(start); d > slack {
+				t.Fatalf("refused credentials took %v to report", d)
+			}
+		})
+	}
+}
+
+func TestColdStartWhileRedisIsDown(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	start := time.Now()
+	c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr}))
+	if err != nil {
+		t.Fatalf("init failed while Redis is down: %v", err)
+	}
+	defer c.Close()
+	if c.Mode() != redisconn.ModeNotConnected {
+		t.Fatalf("mode %q before connecting", c.Mode())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := ping(ctx, c); !errors.Is(err, redisconn.ErrNotConnected) {
+		t.Fatalf("command while down: %v, want ErrNotConnected", err)
+	}
+	if d := time.Since(start); d > slack {
+		t.Fatalf("init and a command while Redis is down took %v", d)
+	}
+
+	srv.Restart()
+	deadline := time.Now().Add(redisconn.RetryInterval + slack)
+	for ping(context.Background(), c) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("not connected %v after Redis came up", redisconn.RetryInterval+slack)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c.Mode() != rueidis.ClientModeStandalone {
+		t.Fatalf("mode %q once connected", c.Mode())
+	}
+}
+
+func TestClusterModes(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	a, b := redistest.Start(t), redistest.Start(t)
+	tests := []struct {
+		name     string
+		env      map[string]string
+		wantMode rueidis.ClientMode
+		wantErr  string
+	}{
+		{"seeds, auto", map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}, rueidis.ClientModeCluster, ""},
+		{"one seed, auto", map[string]string{"REDIS_ADDR": cluster.Seeds()[1]}, rueidis.ClientModeCluster, ""},
+		{"one seed, on", map[string]string{"REDIS_ADDR": cluster.Seeds()[0], "REDIS_CLUSTER": "on"}, rueidis.ClientModeCluster, ""},
+		{"standalone, auto", map[string]string{"REDIS_ADDR": a.Addr}, rueidis.ClientModeStandalone, ""},
+		{"standalone, off", map[string]string{"REDIS_ADDR": a.Addr, "REDIS_CLUSTER": "off"}, rueidis.ClientModeStandalone, ""},
+		{"standalone, on", map[string]string{"REDIS_ADDR": a.Addr, "REDIS_CLUSTER": "on"}, "", "REDIS_CLUSTER=on"},
+		{"two standalone seeds", map[string]string{"REDIS_ADDR": a.Addr + "," + b.Addr}, "", "REDIS_CLUSTER=off"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := redisconn.New(redistest.Settings(t, tc.env))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one mentioning %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if c.Mode() != tc.wantMode {
+				t.Fatalf("mode %q, want %q", c.Mode(), tc.wantMode)
+			}
+			if err := ping(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			// A command built before the client connected is built by the cluster
+			// builder: it must be the real one, and standalone clients must take it.
+			if c.Mode() == rueidis.ClientModeCluster && c.B() != redisconn.ClusterBuilder {
+				t.Fatal("the builder used before connecting is not rueidis's cluster builder")
+			}
+			set := redisconn.ClusterBuilder.Set().Key("bg:{early}").Value("1").Build()
+			if err := c.Do(context.Background(), set).Error(); err != nil {
+				t.Fatalf("command from the early builder: %v", err)
+			}
+		})
+	}
+}

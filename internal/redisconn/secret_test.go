@@ -1,0 +1,137 @@
+package redisconn_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/bucketgate/bucketgate/internal/redisconn"
+	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/settings"
+)
+
+const secretRegion = "eu-west-1"
+
+// secretsManager is a local HTTP server speaking the Secrets Manager JSON protocol for
+// GetSecretValue, checking that requests are signed, and counting them.
+type secretsManager struct {
+	*httptest.Server
+	calls atomic.Int32
+}
+
+// startSecretsManager serves secrets: id -> the GetSecretValue response fields.
+func startSecretsManager(t *testing.T, secrets map[string]map[string]any) *secretsManager {
+	t.Helper()
+	sm := &secretsManager{}
+	sm.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sm.calls.Add(1)
+		auth := r.Header.Get("Authorization")
+		if r.Method != http.MethodPost || r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" ||
+			!strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDSECRET/") || !strings.Contains(auth, "/"+secretRegion+"/secretsmanager/aws4_request") {
+			t.Errorf("unexpected request: %s %s target %q auth %q", r.Method, r.URL, r.Header.Get("X-Amz-Target"), auth)
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var in struct{ SecretId string }
+		if err := json.Unmarshal(body, &in); err != nil {
+			t.Errorf("request body %q: %v", body, err)
+		}
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		out, ok := secrets[in.SecretId]
+		if !ok {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"__type": "ResourceNotFoundException", "message": "Secrets Manager can't find the specified secret."})
+			return
+		}
+		out["ARN"], out["Name"] = in.SecretId, in.SecretId
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(sm.Close)
+	return sm
+}
+
+func (sm *secretsManager) awsConfig() aws.Config {
+	return aws.Config{
+		Region:       secretRegion,
+		BaseEndpoint: aws.String(sm.URL),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "AKIDSECRET", SecretAccessKey: "secret"}, nil
+		}),
+	}
+}
+
+// whoami returns the ACL user a client's connection authenticated as.
+func whoami(t *testing.T, s settings.Settings, opts ...redisconn.Option) string {
+	t.Helper()
+	c, err := redisconn.New(s, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	user, err := c.Do(context.Background(), c.B().AclWhoami().Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return user
+}
+
+func TestPasswordFromSecretsManager(t *testing.T) {
+	srv := redistest.Start(t, redistest.ACLUser("alice", "s3cret")...)
+	const (
+		plain   = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:plain-AbCdEf"
+		rotated = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:rotated-AbCdEf"
+		noPass  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:nopass-AbCdEf"
+		binary  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:binary-AbCdEf"
+		badJSON = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:badjson-AbCdEf"
+		missing = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:missing-AbCdEf"
+	)
+	sm := startSecretsManager(t, map[string]map[string]any{
+		plain:   {"SecretString": "s3cret"},
+		rotated: {"SecretString": `{"username":"alice","password":"s3cret","user_arn":"arn:aws:elasticache:eu-west-1:123456789012:user:alice"}`},
+		noPass:  {"SecretString": `{"username":"alice"}`},
+		binary:  {"SecretBinary": "czNjcmV0"},
+		badJSON: {"SecretString": `{"password": s3cret}`},
+	})
+
+	t.Run("plain secret with REDIS_USERNAME", func(t *testing.T) {
+		s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_USERNAME": "alice", "REDIS_PASSWORD_SECRET_ARN": plain})
+		if got := whoami(t, s, redisconn.WithAWSConfig(sm.awsConfig())); got != "alice" {
+			t.Fatalf("authenticated as %q", got)
+		}
+	})
+	t.Run("JSON secret names the user", func(t *testing.T) {
+		before := sm.calls.Load()
+		s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": rotated})
+		if got := whoami(t, s, redisconn.WithAWSConfig(sm.awsConfig())); got != "alice" {
+			t.Fatalf("authenticated as %q", got)
+		}
+		if n := sm.calls.Load() - before; n != 1 {
+			t.Fatalf("%d Secrets Manager calls for one client, want 1 (read once at init)", n)
+		}
+	})
+	for _, tc := range []struct{ name, id, want string }{
+		{"missing secret", missing, "ResourceNotFoundException"},
+		{"JSON without password", noPass, `no "password"`},
+		{"binary secret", binary, "binary secrets are not supported"},
+		{"malformed JSON", badJSON, "not a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": tc.id})
+			_, err := redisconn.New(s, redisconn.WithAWSConfig(sm.awsConfig()))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "REDIS_PASSWORD_SECRET_ARN") || !strings.Contains(err.Error(), tc.id) {
+				t.Fatalf("error %v: want one naming the variable, the secret and %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("error %v quotes the secret", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,44 @@
+package settings
+
+import (
+	"net"
+	"strings"
+)
+
+// ElastiCache Serverless endpoints look like
+// "<cache>-<id>.serverless.<region code>.cache.amazonaws.com" (".com.cn" in China).
+const (
+	serverlessLabel   = ".serverless."
+	elastiCacheSuffix = ".cache.amazonaws.com"
+	chinaSuffix       = ".cn"
+)
+
+// IsServerlessEndpoint reports whether host (a host name, without port) is an
+// ElastiCache Serverless endpoint, which accepts only TLS and speaks cluster mode.
+func IsServerlessEndpoint(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(host), ".") // a fully qualified name may end in a dot
+	h = strings.TrimSuffix(h, chinaSuffix)
+	if !strings.HasSuffix(h, elastiCacheSuffix) {
+		return false
+	}
+	// One label (the cache), "serverless", one label (the region), then the suffix.
+	name, region, ok := strings.Cut(strings.TrimSuffix(h, elastiCacheSuffix), serverlessLabel)
+	return ok && name != "" && !strings.Contains(name, ".") && region != "" && !strings.Contains(region, ".")
+}
+
+func anyServerless(addrs []string) bool {
+	for _, a := range addrs {
+		if host, _, err := splitHostPort(a); err == nil && IsServerlessEndpoint(host) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitHostPort is net.SplitHostPort that also refuses an empty host or port.
+func splitHostPort(addr string) (host, port string, err error) {
+	if host, port, err = net.SplitHostPort(addr); err == nil && (host == "" || port == "") {
+		err = &net.AddrError{Err: "empty host or port", Addr: addr}
+	}
+	return host, port, err
+}

@@ -318,13 +318,7 @@ func TestBadDaemonAddressWarnsOnce(t *testing.T) {
 	t.Setenv(tracing.EnvDaemonAddress, "no port here")
 	_, client := redistest.Mini(t)
 	d := tracing.Wrap(bucket.New(client))
-	q := request
-	for range 2 {
-		if dec, err := d.Decide(sampled(traceID), q); err != nil || !dec.Allowed {
-			t.Fatalf("Decide = %+v, %v", dec, err)
-		}
-		q.Cost = 0 // peek the second time: the bucket holds one token
-	}
+	decideTwice(t, d)
 	recs := logRecords(t, logBuf)
 	if len(recs) != 1 || recs[0].Level != "WARN" || recs[0].Msg != tracing.MsgBadDaemonAddress ||
 		!strings.Contains(recs[0].Error, tracing.EnvDaemonAddress) {
@@ -340,13 +334,7 @@ func TestUnsendableSubsegmentIsLoggedAtDebug(t *testing.T) {
 	// A link-local IPv6 address without a zone cannot be dialed.
 	nowhere := &net.UDPAddr{IP: net.ParseIP("fe80::1"), Port: 2000}
 	d := tracing.New(bucket.New(client), tracing.Options{Daemon: nowhere, Log: log})
-	q := request
-	for range 2 {
-		if dec, err := d.Decide(sampled(traceID), q); err != nil || !dec.Allowed {
-			t.Fatalf("Decide = %+v, %v", dec, err)
-		}
-		q.Cost = 0 // peek the second time: the bucket holds one token
-	}
+	decideTwice(t, d)
 	recs := logRecords(t, logBuf)
 	if len(recs) != 2 {
 		t.Fatalf("log %+v, want one line per decision", recs)
@@ -355,6 +343,19 @@ func TestUnsendableSubsegmentIsLoggedAtDebug(t *testing.T) {
 		if r.Level != "DEBUG" || r.Msg != tracing.MsgNotSent || !strings.Contains(r.Error, "fe80::1") {
 			t.Errorf("log line %+v", r)
 		}
+	}
+}
+
+// decideTwice decides request twice in a sampled trace, and fails t unless both are
+// allowed.
+func decideTwice(t *testing.T, d *tracing.Decider) {
+	t.Helper()
+	q := request
+	for range 2 {
+		if dec, err := d.Decide(sampled(traceID), q); err != nil || !dec.Allowed {
+			t.Fatalf("Decide = %+v, %v", dec, err)
+		}
+		q.Cost = 0 // peek the second time: the bucket holds one token
 	}
 }
 

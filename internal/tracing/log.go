@@ -1,37 +1,24 @@
 package tracing
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
-
-	"github.com/aws/aws-xray-sdk-go/xray"
-	"github.com/aws/aws-xray-sdk-go/xraylog"
+	"sync/atomic"
 )
 
-// MinSDKLevel is the least severe X-Ray SDK message that reaches the log: the SDK's
-// debug and info chatter (emitter addresses, every subsegment) stays out of it.
-const MinSDKLevel = xraylog.LogLevelWarn
+// processLog is the logger given to SetLogger; nil until then.
+var processLog atomic.Pointer[slog.Logger]
 
-// SetLogger routes the X-Ray SDK's own messages of MinSDKLevel and above to l, as JSON
-// lines like every other log line, instead of the SDK's plain text on stdout where the
-// metrics go. Call it once from main before the first invocation: the SDK's logger is
-// a global that is not safe to change concurrently.
-func SetLogger(l *slog.Logger) { xray.SetLogger(NewSDKLogger(l)) }
+// discardLog is the log of a Decider made with no logger at all.
+var discardLog = slog.New(slog.DiscardHandler)
 
-// NewSDKLogger returns an xraylog.Logger writing to l, dropping messages below
-// MinSDKLevel.
-func NewSDKLogger(l *slog.Logger) xraylog.Logger { return sdkLogger{l: l} }
+// SetLogger makes l the log of every Decider made after it without Options.Log (Wrap
+// makes such Deciders). Call it from main before building the decision chain.
+func SetLogger(l *slog.Logger) { processLog.Store(l) }
 
-type sdkLogger struct{ l *slog.Logger }
-
-func (s sdkLogger) Log(level xraylog.LogLevel, msg fmt.Stringer) {
-	if level < MinSDKLevel {
-		return
+// defaultLog is the logger given to SetLogger, else one that discards.
+func defaultLog() *slog.Logger {
+	if l := processLog.Load(); l != nil {
+		return l
 	}
-	lv := slog.LevelWarn
-	if level >= xraylog.LogLevelError {
-		lv = slog.LevelError
-	}
-	s.l.LogAttrs(context.Background(), lv, "xray: "+msg.String())
+	return discardLog
 }

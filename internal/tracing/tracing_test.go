@@ -4,213 +4,402 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-xray-sdk-go/xray"
-	"github.com/aws/aws-xray-sdk-go/xraylog"
+	"github.com/alicebob/miniredis/v2"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/tracing"
 )
 
 const (
 	traceID  = "1-5759e988-bd862e3fe1be46a994272793"
 	parentID = "53995c3f42cd8ad8"
+	// markerTraceID marks the sampled decision that follows one that must send nothing.
+	markerTraceID = "1-5759e988-000000000000000000000001"
+	// daemonHeader is the first line of every datagram the X-Ray daemon accepts.
+	daemonHeader = `{"format": "json", "version": 1}`
 	// readLimit only keeps a broken test from hanging; loopback UDP arrives at once.
 	readLimit = 10 * time.Second
+	// step is how far the test clock moves between two readings.
+	step = 3 * time.Millisecond
+	// timeTolerance is the precision, in seconds, of epoch times as float64.
+	timeTolerance = 1e-6
 )
 
-var request = bucket.Request{
-	Identity: "ip:192.0.2.1",
-	Rules:    []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}},
-	Cost:     1,
-}
+var (
+	// start is the test clock's first reading.
+	start = time.Date(2024, 5, 31, 12, 0, 0, 250_000_000, time.UTC)
+	// segmentID is the shape of an X-Ray segment ID.
+	segmentID = regexp.MustCompile(`^[0-9a-f]{16}$`)
+)
 
-// captureSDKLog sends every X-Ray SDK message, debug included, to the returned buffer
-// until the test ends.
-func captureSDKLog(t *testing.T) *bytes.Buffer {
-	var buf bytes.Buffer
-	xray.SetLogger(xraylog.NewDefaultLogger(&buf, xraylog.LogLevelDebug))
-	t.Cleanup(func() { tracing.SetLogger(slog.New(slog.DiscardHandler)) })
-	return &buf
-}
+// request is decided through the tracer; twin is the same request for another identity,
+// decided by the bare limiter to show that results pass through unchanged.
+var (
+	request = bucket.Request{
+		Identity: "ip:192.0.2.1",
+		Rules:    []bucket.Rule{{Name: "burst", Capacity: 1, RefillPerSecond: 1}},
+		Cost:     1,
+	}
+	twin = func() bucket.Request { q := request; q.Identity = "ip:192.0.2.2"; return q }()
+)
 
-// fakeDaemon points the SDK at a UDP socket standing in for the X-Ray daemon.
+// fakeDaemon is a UDP socket on loopback standing in for the X-Ray daemon.
 func fakeDaemon(t *testing.T) *net.UDPConn {
+	t.Helper()
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	if err := xray.Configure(xray.Config{DaemonAddr: conn.LocalAddr().String()}); err != nil {
-		t.Fatal(err)
-	}
 	return conn
 }
 
-// lambdaContext is the context the Lambda runtime hands a traced invocation.
-func lambdaContext(sampled int) context.Context {
-	header := fmt.Sprintf("Root=%s;Parent=%s;Sampled=%d", traceID, parentID, sampled)
-	return context.WithValue(context.Background(), xray.LambdaTraceHeaderKey, header) //nolint:staticcheck // the SDK's own key
+// document is what the fake daemon received, decoded; raw keeps every field so that a
+// test can tell an absent field from a false one.
+type document struct {
+	Type, Name, Namespace, ID string
+	TraceID                   string  `json:"trace_id"`
+	ParentID                  string  `json:"parent_id"`
+	StartTime                 float64 `json:"start_time"`
+	EndTime                   float64 `json:"end_time"`
+	Annotations               map[string]any
+	raw                       map[string]any
+	body                      string
 }
 
-func TestSubsegmentAroundRedisCall(t *testing.T) {
-	captureSDKLog(t)
-	daemon := fakeDaemon(t)
-	_, client := redistest.Mini(t)
-	d := tracing.Wrap(bucket.New(client))
-
-	dec, err := d.Decide(lambdaContext(1), request)
-	if err != nil || !dec.Allowed {
-		t.Fatalf("Decide = %+v, %v", dec, err)
-	}
-	buf := make([]byte, 64<<10)
+// receive reads one datagram from daemon and checks its header line.
+func receive(t *testing.T, daemon *net.UDPConn) document {
+	t.Helper()
 	if err := daemon.SetReadDeadline(time.Now().Add(readLimit)); err != nil {
 		t.Fatal(err)
 	}
+	buf := make([]byte, 64<<10)
 	n, err := daemon.Read(buf)
 	if err != nil {
 		t.Fatalf("no subsegment reached the daemon: %v", err)
 	}
-	_, body, ok := strings.Cut(string(buf[:n]), "\n")
-	if !ok {
-		t.Fatalf("datagram without the daemon header: %q", buf[:n])
+	head, body, ok := strings.Cut(string(buf[:n]), "\n")
+	if !ok || head != daemonHeader {
+		t.Fatalf("datagram %q does not start with the daemon header line %s", buf[:n], daemonHeader)
 	}
-	var seg struct {
-		Name        string         `json:"name"`
-		Namespace   string         `json:"namespace"`
-		Type        string         `json:"type"`
-		TraceID     string         `json:"trace_id"`
-		ParentID    string         `json:"parent_id"`
-		StartTime   float64        `json:"start_time"`
-		EndTime     float64        `json:"end_time"`
-		Annotations map[string]any `json:"annotations"`
-	}
-	if err := json.Unmarshal([]byte(body), &seg); err != nil {
+	doc := document{body: body}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
 		t.Fatalf("subsegment %q: %v", body, err)
 	}
-	if seg.Name != tracing.SubsegmentName || seg.Namespace != "remote" || seg.Type != "subsegment" {
-		t.Errorf("subsegment name/namespace/type = %q/%q/%q", seg.Name, seg.Namespace, seg.Type)
+	if err := json.Unmarshal([]byte(body), &doc.raw); err != nil {
+		t.Fatal(err)
 	}
-	if seg.TraceID != traceID || seg.ParentID != parentID {
-		t.Errorf("trace %q parent %q, want %q %q", seg.TraceID, seg.ParentID, traceID, parentID)
-	}
-	if seg.EndTime < seg.StartTime || seg.StartTime == 0 {
-		t.Errorf("times %v..%v", seg.StartTime, seg.EndTime)
-	}
-	want := map[string]any{tracing.AnnotationAllowed: true, tracing.AnnotationReason: "ok", tracing.AnnotationRule: "burst"}
-	for k, v := range want {
-		if seg.Annotations[k] != v {
-			t.Errorf("annotation %s = %v, want %v (all: %v)", k, seg.Annotations[k], v, seg.Annotations)
-		}
-	}
-	if strings.Contains(body, request.Identity) {
-		t.Errorf("the subsegment carries the identity: %s", body)
-	}
+	return doc
 }
 
-func TestSilentWithoutTrace(t *testing.T) {
-	sdkLog := captureSDKLog(t)
-	_, client := redistest.Mini(t)
-	d := tracing.Wrap(bucket.New(client))
-
-	if tracing.Traced(context.Background()) {
-		t.Fatal("a bare context counts as traced")
-	}
-	if dec, err := d.Decide(context.Background(), request); err != nil || !dec.Allowed {
-		t.Fatalf("Decide = %+v, %v", dec, err)
-	}
-	if sdkLog.Len() != 0 {
-		t.Fatalf("the SDK spoke without a trace: %q", sdkLog)
-	}
-	// The capture works: asking the SDK itself for a subsegment without a segment makes
-	// it complain, which is what Decide must avoid.
-	xray.BeginSubsegment(context.Background(), "probe")
-	if !strings.Contains(sdkLog.String(), "segment cannot be found") {
-		t.Fatalf("the SDK did not complain about a missing segment: %q", sdkLog)
-	}
+// sampled is the context the Lambda runtime hands a sampled invocation of trace id.
+func sampled(id string) context.Context {
+	return withHeader(fmt.Sprintf("Root=%s;Parent=%s;Sampled=1", id, parentID))
 }
 
-// In Lambda every invocation carries a trace header, sampled or not; an unsampled one
-// must cost nothing visible: the decision stands and the log gets no SDK line.
-func TestUnsampledInvocationIsQuiet(t *testing.T) {
+// withHeader is a context carrying the trace header h as aws-lambda-go puts it.
+func withHeader(h any) context.Context {
+	return context.WithValue(context.Background(), tracing.LambdaHeaderKey, h) //nolint:staticcheck // aws-lambda-go's own key
+}
+
+// clock reads start, then start+step, start+2*step…
+func clock() func() time.Time {
+	next := start
+	return func() time.Time { t := next; next = next.Add(step); return t }
+}
+
+// debugLog is a JSON logger at debug level writing to the returned buffer.
+func debugLog() (*slog.Logger, *bytes.Buffer) {
 	var buf bytes.Buffer
-	tracing.SetLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	t.Cleanup(func() { tracing.SetLogger(slog.New(slog.DiscardHandler)) })
-	_, client := redistest.Mini(t)
-	d := tracing.Wrap(bucket.New(client))
-	if dec, err := d.Decide(lambdaContext(0), request); err != nil || !dec.Allowed {
-		t.Fatalf("Decide = %+v, %v", dec, err)
-	}
-	if buf.Len() != 0 {
-		t.Fatalf("SDK lines in the log: %s", buf.String())
-	}
+	return telemetry.NewLogger(&buf, slog.LevelDebug), &buf
 }
 
-func TestTracedOnlyWithSegmentOrHeader(t *testing.T) {
-	segCtx, seg := xray.BeginFacadeSegment(context.Background(), "facade", nil)
-	defer seg.Close(nil)
+// traced returns the limiter over m traced to daemon with the test clock, and the bare
+// limiter.
+func traced(t *testing.T, daemon *net.UDPConn, log *slog.Logger) (*tracing.Decider, *bucket.Limiter, *miniredis.Miniredis) {
+	t.Helper()
+	m, client := redistest.Mini(t)
+	m.SetTime(start)
+	bare := bucket.New(client)
+	d := tracing.New(bare, tracing.Options{Daemon: daemon.LocalAddr().(*net.UDPAddr), Now: clock(), Log: log})
+	return d, bare, m
+}
+
+func TestSubsegmentOfEachOutcome(t *testing.T) {
 	tests := []struct {
 		name string
-		ctx  context.Context
-		want bool
+		// prepare runs before the decision, for the traced request q and its twin.
+		prepare   func(m *miniredis.Miniredis, bare *bucket.Limiter, q, twin bucket.Request)
+		cost      int64
+		wantAnn   map[string]any
+		wantError bool // the request is invalid: the caller's error, word for word the bare one
+		wantFault bool // Redis failed: an error too
 	}{
-		{"bare", context.Background(), false},
-		{"empty Lambda header", context.WithValue(context.Background(), xray.LambdaTraceHeaderKey, ""), false}, //nolint:staticcheck // the SDK's own key
-		{"Lambda header", lambdaContext(1), true},
-		{"unsampled Lambda header", lambdaContext(0), true},
-		{"segment", segCtx, true},
+		{
+			name:    "allowed",
+			cost:    1,
+			wantAnn: map[string]any{tracing.AnnotationAllowed: true, tracing.AnnotationReason: "ok", tracing.AnnotationRule: "burst"},
+		},
+		{
+			name: "limited",
+			prepare: func(_ *miniredis.Miniredis, bare *bucket.Limiter, q, twin bucket.Request) {
+				for _, r := range []bucket.Request{q, twin} {
+					if _, err := bare.Decide(context.Background(), r); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			cost:    1,
+			wantAnn: map[string]any{tracing.AnnotationAllowed: false, tracing.AnnotationReason: "limited", tracing.AnnotationRule: "burst"},
+		},
+		{name: "invalid request", cost: 2, wantError: true},
+		{
+			name:      "redis down",
+			prepare:   func(m *miniredis.Miniredis, _ *bucket.Limiter, _, _ bucket.Request) { m.Close() },
+			cost:      1,
+			wantFault: true,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tracing.Traced(tc.ctx); got != tc.want {
-				t.Fatalf("Traced = %v, want %v", got, tc.want)
+			daemon := fakeDaemon(t)
+			log, logBuf := debugLog()
+			d, bare, m := traced(t, daemon, log)
+			q, tq := request, twin
+			q.Cost, tq.Cost = tc.cost, tc.cost
+			if tc.prepare != nil {
+				tc.prepare(m, bare, q, tq)
+			}
+			want, wantErr := bare.Decide(context.Background(), tq)
+
+			got, err := d.Decide(sampled(traceID), q)
+
+			if got != want {
+				t.Errorf("Decision = %+v, want the bare limiter's %+v", got, want)
+			}
+			switch {
+			case tc.wantError:
+				if !errors.Is(err, bucket.ErrInvalid) || wantErr == nil || err.Error() != wantErr.Error() {
+					t.Fatalf("error %v, want the bare limiter's %v", err, wantErr)
+				}
+			case tc.wantFault:
+				if err == nil || wantErr == nil {
+					t.Fatalf("errors %v (bare %v), want both", err, wantErr)
+				}
+			case err != nil || wantErr != nil:
+				t.Fatalf("errors %v (bare %v), want none", err, wantErr)
+			}
+
+			doc := receive(t, daemon)
+			if doc.Type != "subsegment" || doc.Name != tracing.SubsegmentName || doc.Namespace != "remote" {
+				t.Errorf("type/name/namespace = %q/%q/%q", doc.Type, doc.Name, doc.Namespace)
+			}
+			if doc.TraceID != traceID || doc.ParentID != parentID {
+				t.Errorf("trace %q parent %q, want %q %q", doc.TraceID, doc.ParentID, traceID, parentID)
+			}
+			if !segmentID.MatchString(doc.ID) || doc.ID == parentID {
+				t.Errorf("id %q: want 16 hex digits of its own", doc.ID)
+			}
+			wantStart := float64(start.UnixNano()) / float64(time.Second)
+			if math.Abs(doc.StartTime-wantStart) > timeTolerance || math.Abs(doc.EndTime-doc.StartTime-step.Seconds()) > timeTolerance {
+				t.Errorf("times %f..%f, want %f..+%v", doc.StartTime, doc.EndTime, wantStart, step)
+			}
+			if fmt.Sprint(doc.Annotations) != fmt.Sprint(tc.wantAnn) {
+				t.Errorf("annotations %v, want %v", doc.Annotations, tc.wantAnn)
+			}
+			for flag, want := range map[string]bool{"error": tc.wantError, "fault": tc.wantFault} {
+				if v, present := doc.raw[flag]; present != want || (present && v != true) {
+					t.Errorf("%s = %v (present %v), want present %v", flag, v, present, want)
+				}
+			}
+			if strings.Contains(doc.body, "192.0.2") {
+				t.Errorf("the subsegment carries the identity: %s", doc.body)
+			}
+			if logBuf.Len() != 0 {
+				t.Errorf("log lines for a sent subsegment: %s", logBuf)
 			}
 		})
 	}
 }
 
-func TestSDKLoggerKeepsWarningsOnly(t *testing.T) {
-	var buf bytes.Buffer
-	l := tracing.NewSDKLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	l.Log(xraylog.LogLevelDebug, stringer("debug chatter"))
-	l.Log(xraylog.LogLevelInfo, stringer("Emitter using address"))
-	l.Log(xraylog.LogLevelWarn, stringer("a warning"))
-	l.Log(xraylog.LogLevelError, stringer("an error"))
-
-	var levels, msgs []string
-	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		var rec struct{ Level, Msg string }
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		levels, msgs = append(levels, rec.Level), append(msgs, rec.Msg)
+// Whatever the context holds short of a sampled, well-formed header, Decide decides,
+// sends nothing and logs nothing.
+func TestNothingSentUnlessSampled(t *testing.T) {
+	tests := []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"bare context", context.Background()},
+		{"empty header", withHeader("")},
+		{"not a string", withHeader(42)},
+		{"not sampled", withHeader(fmt.Sprintf("Root=%s;Parent=%s;Sampled=0", traceID, parentID))},
+		{"sampling requested", withHeader(fmt.Sprintf("Root=%s;Parent=%s;Sampled=?", traceID, parentID))},
+		{"no sampling decision", withHeader(fmt.Sprintf("Root=%s;Parent=%s", traceID, parentID))},
+		{"sampled=10", withHeader(fmt.Sprintf("Root=%s;Parent=%s;Sampled=10", traceID, parentID))},
+		{"no parent", withHeader(fmt.Sprintf("Root=%s;Sampled=1", traceID))},
+		{"no root", withHeader(fmt.Sprintf("Parent=%s;Sampled=1", parentID))},
+		{"short parent", withHeader(fmt.Sprintf("Root=%s;Parent=53995c3f;Sampled=1", traceID))},
+		{"root of version 2", withHeader(fmt.Sprintf("Root=2-5759e988-bd862e3fe1be46a994272793;Parent=%s;Sampled=1", parentID))},
+		{"root not hex", withHeader(fmt.Sprintf("Root=1-5759e988-bd862e3fe1be46a99427279z;Parent=%s;Sampled=1", parentID))},
+		{"root upper case", withHeader(fmt.Sprintf("Root=1-5759E988-BD862E3FE1BE46A994272793;Parent=%s;Sampled=1", parentID))},
+		{"garbage", withHeader("Sampled=1;;;==;Root=;Parent=")},
 	}
-	if strings.Join(levels, ",") != "WARN,ERROR" || strings.Join(msgs, ",") != "xray: a warning,xray: an error" {
-		t.Fatalf("levels %v messages %v", levels, msgs)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			daemon := fakeDaemon(t)
+			log, logBuf := debugLog()
+			d, _, _ := traced(t, daemon, log)
+			if tracing.Traced(tc.ctx) {
+				t.Error("Traced = true")
+			}
+			if dec, err := d.Decide(tc.ctx, request); err != nil || !dec.Allowed {
+				t.Fatalf("Decide = %+v, %v", dec, err)
+			}
+			if logBuf.Len() != 0 {
+				t.Errorf("log lines: %s", logBuf)
+			}
+			// Were anything sent above, it would arrive before the marker's subsegment.
+			if !tracing.Traced(sampled(markerTraceID)) {
+				t.Fatal("the marker's context is not traced")
+			}
+			if _, err := d.Decide(sampled(markerTraceID), request); err != nil {
+				t.Fatal(err)
+			}
+			if doc := receive(t, daemon); doc.TraceID != markerTraceID {
+				t.Fatalf("the daemon got a subsegment of trace %s first", doc.TraceID)
+			}
+		})
 	}
 }
 
-type stringer string
+func TestHeaderWithSpacesAndExtraFields(t *testing.T) {
+	daemon := fakeDaemon(t)
+	d, _, _ := traced(t, daemon, nil)
+	ctx := withHeader(fmt.Sprintf("Root=%s; Parent=%s; Sampled=1; Lineage=a87bd80c:1|68fd508a:5", traceID, parentID))
+	if _, err := d.Decide(ctx, request); err != nil {
+		t.Fatal(err)
+	}
+	if doc := receive(t, daemon); doc.TraceID != traceID || doc.ParentID != parentID {
+		t.Fatalf("trace %q parent %q", doc.TraceID, doc.ParentID)
+	}
+}
 
-func (s stringer) String() string { return string(s) }
+// Wrap, as main uses it, finds the daemon through AWS_XRAY_DAEMON_ADDRESS.
+func TestWrapSendsToDaemonFromEnvironment(t *testing.T) {
+	daemon := fakeDaemon(t)
+	t.Setenv(tracing.EnvDaemonAddress, daemon.LocalAddr().String())
+	_, client := redistest.Mini(t)
+	if _, err := tracing.Wrap(bucket.New(client)).Decide(sampled(traceID), request); err != nil {
+		t.Fatal(err)
+	}
+	if doc := receive(t, daemon); doc.TraceID != traceID {
+		t.Fatalf("trace %q", doc.TraceID)
+	}
+}
 
-func BenchmarkDecideUntraced(b *testing.B) {
-	_, client := redistest.Mini(b)
+// A bad AWS_XRAY_DAEMON_ADDRESS turns subsegments off with one warning in the logger
+// given to SetLogger; decisions go on.
+func TestBadDaemonAddressWarnsOnce(t *testing.T) {
+	log, logBuf := debugLog()
+	tracing.SetLogger(log)
+	t.Cleanup(func() { tracing.SetLogger(nil) })
+	t.Setenv(tracing.EnvDaemonAddress, "no port here")
+	_, client := redistest.Mini(t)
 	d := tracing.Wrap(bucket.New(client))
-	q := request
-	q.Cost = 0
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := d.Decide(ctx, q); err != nil {
-			b.Fatal(err)
+	decideTwice(t, d)
+	recs := logRecords(t, logBuf)
+	if len(recs) != 1 || recs[0].Level != "WARN" || recs[0].Msg != tracing.MsgBadDaemonAddress ||
+		!strings.Contains(recs[0].Error, tracing.EnvDaemonAddress) {
+		t.Fatalf("log %+v, want one warning naming %s", recs, tracing.EnvDaemonAddress)
+	}
+}
+
+// A subsegment that cannot be sent costs one debug line per decision, never the
+// decision.
+func TestUnsendableSubsegmentIsLoggedAtDebug(t *testing.T) {
+	log, logBuf := debugLog()
+	_, client := redistest.Mini(t)
+	// A link-local IPv6 address without a zone cannot be dialed.
+	nowhere := &net.UDPAddr{IP: net.ParseIP("fe80::1"), Port: 2000}
+	d := tracing.New(bucket.New(client), tracing.Options{Daemon: nowhere, Log: log})
+	decideTwice(t, d)
+	recs := logRecords(t, logBuf)
+	if len(recs) != 2 {
+		t.Fatalf("log %+v, want one line per decision", recs)
+	}
+	for _, r := range recs {
+		if r.Level != "DEBUG" || r.Msg != tracing.MsgNotSent || !strings.Contains(r.Error, "fe80::1") {
+			t.Errorf("log line %+v", r)
 		}
+	}
+}
+
+// decideTwice decides request twice in a sampled trace, and fails t unless both are
+// allowed.
+func decideTwice(t *testing.T, d *tracing.Decider) {
+	t.Helper()
+	q := request
+	for range 2 {
+		if dec, err := d.Decide(sampled(traceID), q); err != nil || !dec.Allowed {
+			t.Fatalf("Decide = %+v, %v", dec, err)
+		}
+		q.Cost = 0 // peek the second time: the bucket holds one token
+	}
+}
+
+// logRecord is one JSON log line.
+type logRecord struct{ Level, Msg, Error string }
+
+func logRecords(t *testing.T, buf *bytes.Buffer) []logRecord {
+	t.Helper()
+	var recs []logRecord
+	for line := range strings.Lines(buf.String()) {
+		var r logRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+func BenchmarkDecide(b *testing.B) {
+	daemon, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer daemon.Close()
+	for _, bc := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"untraced", context.Background()},
+		{"unsampled", withHeader(fmt.Sprintf("Root=%s;Parent=%s;Sampled=0", traceID, parentID))},
+		{"sampled", sampled(traceID)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			_, client := redistest.Mini(b)
+			d := tracing.New(bucket.New(client), tracing.Options{Daemon: daemon.LocalAddr().(*net.UDPAddr)})
+			q := request
+			q.Cost = 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.Decide(bc.ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

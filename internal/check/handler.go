@@ -1,4 +1,8 @@
-package main
+// Package check is bucketgate's direct-invocation decision handler: services invoke it
+// with one check ({"key", "plan" or "rules", "cost"}) or a batch ({"checks": [...]}) and
+// get the decision back (package checkapi holds the contract, package checkclient a Go
+// client). Command functions/check serves it in Lambda.
+package check
 
 import (
 	"context"
@@ -15,9 +19,6 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
-
-// functionName is the Function dimension of the metrics.
-const functionName = "check"
 
 // Decider decides one request under the failure policy; *guard.Guard is one.
 type Decider interface {

@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"bufio"
@@ -148,8 +148,8 @@ func TestTelemetryAndLogs(t *testing.T) {
 
 	f.invokeOK(t, readEvent(t, "check-single.json"))
 	lines := emfLines(t, f.metrics)
-	if len(lines) != 1 || lines[0][telemetry.DimOutcome] != telemetry.OutcomeAllowed || lines[0][telemetry.MetricDecisions] != 1.0 || lines[0][telemetry.DimFunction] != functionName {
-		t.Fatalf("single check metrics %v: want one line, 1 allowed decision of function %s", lines, functionName)
+	if len(lines) != 1 || lines[0][telemetry.DimOutcome] != telemetry.OutcomeAllowed || lines[0][telemetry.MetricDecisions] != 1.0 || lines[0][telemetry.DimFunction] != FunctionName {
+		t.Fatalf("single check metrics %v: want one line, 1 allowed decision of function %s", lines, FunctionName)
 	}
 
 	f.metrics.Reset()

@@ -1,4 +1,4 @@
-package main
+package authorizer
 
 import (
 	"context"
@@ -414,7 +414,7 @@ func TestEMFShape(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("metrics %v, want %v", names, want)
 	}
-	if doc.Function != functionName || doc.Outcome != telemetry.OutcomeAllowed || doc.Decisions == nil || *doc.Decisions != 1 ||
+	if doc.Function != FunctionName || doc.Outcome != telemetry.OutcomeAllowed || doc.Decisions == nil || *doc.Decisions != 1 ||
 		doc.DenyCacheHits == nil || *doc.DenyCacheHits != 0 || len(doc.RedisLatency) != 1 {
 		t.Errorf("members Function=%q Outcome=%q Decisions=%v DenyCacheHits=%v RedisLatency=%v",
 			doc.Function, doc.Outcome, doc.Decisions, doc.DenyCacheHits, doc.RedisLatency)
@@ -432,7 +432,7 @@ defaultPlan: big
 plans: {big: [{name: burst, capacity: 1000000000, refillPerSecond: 100000}]}
 `)})
 	f.h.Log = telemetry.NewLogger(io.Discard, telemetry.DefaultLogLevel)
-	f.h.Metrics = telemetry.NewEmitter(io.Discard, telemetry.DefaultNamespace, functionName)
+	f.h.Metrics = telemetry.NewEmitter(io.Discard, telemetry.DefaultNamespace, FunctionName)
 	ev := readEvent(b, restEvent)
 	ctx := context.Background()
 	b.ReportAllocs()

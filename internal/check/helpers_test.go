@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ func newFixture(t testing.TB, client rueidis.Client, cfg *config.Config, opts gu
 	f.h = &Handler{
 		Decider: guard.New(bucket.New(client), opts),
 		Plans:   cfg,
-		Metrics: telemetry.NewEmitter(f.metrics, telemetry.DefaultNamespace, functionName),
+		Metrics: telemetry.NewEmitter(f.metrics, telemetry.DefaultNamespace, FunctionName),
 		Log:     slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:     func() time.Time { return testTime },
 	}

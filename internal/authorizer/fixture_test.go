@@ -1,4 +1,4 @@
-package main
+package authorizer
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ func newFixture(t testing.TB, o options) *fixture {
 		Decider:    app.NewGuard(client, settings.Settings{Timeout: testTimeout, FailOpen: o.failOpen}),
 		Plans:      cfg,
 		Identities: ids,
-		Metrics:    telemetry.NewEmitter(&f.metrics, telemetry.DefaultNamespace, functionName),
+		Metrics:    telemetry.NewEmitter(&f.metrics, telemetry.DefaultNamespace, FunctionName),
 		Log:        telemetry.NewLogger(&f.logs, slog.LevelDebug),
 		Now:        func() time.Time { return f.now },
 	}

@@ -1,4 +1,8 @@
-package main
+// Package authorizer is bucketgate's API Gateway Lambda REQUEST authorizer handler: one
+// handler for REST APIs (a policy; 429 through the ACCESS_DENIED gateway response) and
+// HTTP APIs (payload 1.0 or 2.0). Command functions/authorizer serves it in Lambda;
+// cmd/bucketgate-local runs it in-process behind a local gateway.
+package authorizer
 
 import (
 	"context"

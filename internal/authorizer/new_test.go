@@ -1,14 +1,14 @@
-package main
+package authorizer
 
 import (
 	"bytes"
-
-	"github.com/aws/aws-lambda-go/events"
-
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/redistest"
@@ -16,7 +16,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
-func TestNewHandlerInitErrors(t *testing.T) {
+func TestNewInitErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -28,16 +28,16 @@ func TestNewHandlerInitErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := newHandler(func(k string) string { return tc.env[k] }, &bytes.Buffer{}, slog.New(slog.DiscardHandler))
+			h, err := New(app.Env{Getenv: func(k string) string { return tc.env[k] }, Metrics: &bytes.Buffer{}, Log: slog.New(slog.DiscardHandler)})
 			if err == nil || h != nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("newHandler = %v, %v; want an error naming %s", h, err, tc.want)
+				t.Fatalf("New = %v, %v; want an error naming %s", h, err, tc.want)
 			}
 		})
 	}
 }
 
 // The wiring main uses, end to end: environment in, EMF on the metrics writer, answer out.
-func TestNewHandlerWiring(t *testing.T) {
+func TestNewWiring(t *testing.T) {
 	m, _ := redistest.Mini(t)
 	var metrics bytes.Buffer
 	env := map[string]string{
@@ -47,7 +47,7 @@ func TestNewHandlerWiring(t *testing.T) {
 		config.EnvFile:        eventsDir + "/" + sampleConfigFile,
 		telemetry.EnvLogLevel: "debug",
 	}
-	h, err := newHandler(func(k string) string { return env[k] }, &metrics, slog.New(slog.DiscardHandler))
+	h, err := New(app.Env{Getenv: func(k string) string { return env[k] }, Metrics: &metrics, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,9 @@ const (
 	// KeyReset: when every rule is full again, in Unix seconds rounded up, from the
 	// Redis clock (number).
 	KeyReset = "reset"
+	// KeyResetAt: the same instant as KeyReset in RFC 3339, UTC, such as
+	// "2025-12-11T16:15:25Z" (string): seed 001's resetAt.
+	KeyResetAt = "resetAt"
 	// KeyRule: the binding rule's name (string).
 	KeyRule = "rule"
 	// KeyPlan: the plan decided against (string).
@@ -37,11 +40,13 @@ func (h *Handler) authContext(o outcome) map[string]any {
 	if at.IsZero() { // Redis did not decide (degraded): the local clock is all there is
 		at = h.Now()
 	}
+	reset := ceilUnix(at.Add(d.ResetAfter))
 	return map[string]any{
 		KeyLimit:           d.Limit,
 		KeyRemaining:       d.Remaining,
 		KeyRetryAfter:      ceilSeconds(d.RetryAfter),
-		KeyReset:           ceilUnix(at.Add(d.ResetAfter)),
+		KeyReset:           reset,
+		KeyResetAt:         time.Unix(reset, 0).UTC().Format(time.RFC3339),
 		KeyRule:            d.Rule,
 		KeyPlan:            o.limits.Plan,
 		KeyReason:          string(d.Reason),

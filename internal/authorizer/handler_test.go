@@ -139,8 +139,9 @@ func TestSeed001Scenario(t *testing.T) {
 			}
 			want := map[string]any{
 				KeyLimit: 10.0, KeyRemaining: 0.0, KeyRetryAfter: 1.0,
-				KeyReset: float64(t0.Add(10 * time.Second).Unix()), // from the Redis clock, not Now
-				KeyRule:  "burst", KeyPlan: "free", KeyReason: "limited",
+				KeyReset:   float64(t0.Add(10 * time.Second).Unix()), // from the Redis clock, not Now
+				KeyResetAt: "2025-12-11T16:15:10Z",
+				KeyRule:    "burst", KeyPlan: "free", KeyReason: "limited",
 				KeyRateLimit: `"burst";r=0;t=1`, KeyRateLimitPolicy: `"burst";q=10;w=10`,
 			}
 			for k, v := range want {
@@ -167,7 +168,7 @@ func TestSeed001Scenario(t *testing.T) {
 // Every context value is a string, a number or a boolean (API Gateway drops anything
 // else), and every documented key is there, whatever the outcome.
 func TestContextValueTypes(t *testing.T) {
-	keys := []string{KeyLimit, KeyRemaining, KeyRetryAfter, KeyReset, KeyRule, KeyPlan, KeyReason, KeyRateLimit, KeyRateLimitPolicy}
+	keys := []string{KeyLimit, KeyRemaining, KeyRetryAfter, KeyReset, KeyResetAt, KeyRule, KeyPlan, KeyReason, KeyRateLimit, KeyRateLimitPolicy}
 	slices.Sort(keys)
 	tests := []struct {
 		name     string
@@ -243,8 +244,8 @@ func TestFailOpen(t *testing.T) {
 			if !a.allowed(t) || a.str(t, KeyReason) != "degraded" || a.str(t, KeyRateLimit) != "" {
 				t.Fatalf("answer %s", a.raw)
 			}
-			if a.num(t, KeyReset) != f.now.Unix() {
-				t.Errorf("reset %d, want the local clock %d when Redis did not decide", a.num(t, KeyReset), f.now.Unix())
+			if a.num(t, KeyReset) != f.now.Unix() || a.str(t, KeyResetAt) != f.now.UTC().Format(time.RFC3339) {
+				t.Errorf("reset %d (%s), want the local clock %d when Redis did not decide", a.num(t, KeyReset), a.str(t, KeyResetAt), f.now.Unix())
 			}
 			doc := oneEMF(t, f.metrics.Bytes())
 			if doc[telemetry.DimOutcome] != telemetry.OutcomeDegraded || doc[telemetry.MetricFailClosed] != nil {

@@ -4,18 +4,8 @@
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/authorizer"
 )
 
-func main() {
-	app.Main(authorizer.FunctionName, func(env app.Env) (lambda.Handler, error) {
-		h, err := authorizer.New(env)
-		if err != nil {
-			return nil, err
-		}
-		return lambda.NewHandler(h.Handle), nil
-	})
-}
+func main() { app.Main(authorizer.FunctionName, authorizer.NewLambda) }

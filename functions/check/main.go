@@ -6,18 +6,8 @@
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/check"
 )
 
-func main() {
-	app.Main(check.FunctionName, func(env app.Env) (lambda.Handler, error) {
-		h, err := check.New(env)
-		if err != nil {
-			return nil, err
-		}
-		return h, nil
-	})
-}
+func main() { app.Main(check.FunctionName, check.NewLambda) }

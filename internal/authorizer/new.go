@@ -3,6 +3,8 @@ package authorizer
 import (
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
+
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -31,4 +33,13 @@ func New(env app.Env) (*Handler, error) {
 		Log:        env.Log,
 		Now:        time.Now,
 	}, nil
+}
+
+// NewLambda is New as an app.Builder: the Lambda handler of the Handler built from env.
+func NewLambda(env app.Env) (lambda.Handler, error) {
+	h, err := New(env)
+	if err != nil {
+		return nil, err
+	}
+	return lambda.NewHandler(h.Handle), nil
 }

@@ -3,6 +3,8 @@ package check
 import (
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
+
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -24,4 +26,14 @@ func New(env app.Env) (*Handler, error) {
 		Log:     env.Log,
 		Now:     time.Now,
 	}, nil
+}
+
+// NewLambda is New as an app.Builder: the Handler built from env, which is a Lambda
+// handler itself.
+func NewLambda(env app.Env) (lambda.Handler, error) {
+	h, err := New(env)
+	if err != nil {
+		return nil, err // never a nil *Handler in a non-nil interface
+	}
+	return h, nil
 }

@@ -13,17 +13,9 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/authorizer"
-	"github.com/bucketgate/bucketgate/internal/check"
+	"github.com/bucketgate/bucketgate/internal/lambdas"
 	"github.com/bucketgate/bucketgate/internal/runtimeapi"
 )
-
-// functions are the Lambda functions by name, as `invoke -function` takes them and as
-// the sample events' file names start.
-var functions = map[string]app.Builder{
-	authorizer.FunctionName: authorizer.NewLambda,
-	check.FunctionName:      check.NewLambda,
-}
 
 // functionOf returns the function a sample event is for: the first word of its file
 // name ("check-single.json" is for check).
@@ -44,9 +36,9 @@ func invoke(ctx context.Context, function, eventPath string, getenv func(string)
 	if function == "" {
 		function = functionOf(eventPath)
 	}
-	build, ok := functions[function]
+	build, ok := lambdas.Builders[function]
 	if !ok {
-		return fmt.Errorf("%w: no function %q (from %s): want -function %s", errUsage, function, eventPath, strings.Join(slices.Sorted(maps.Keys(functions)), " or "))
+		return fmt.Errorf("%w: no function %q (from %s): want -function %s", errUsage, function, eventPath, strings.Join(slices.Sorted(maps.Keys(lambdas.Builders)), " or "))
 	}
 	getenv, _, stop, err := withRedis(getenv)
 	if err != nil {

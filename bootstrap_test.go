@@ -23,6 +23,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/redistest"
 	"github.com/bucketgate/bucketgate/internal/runtimeapi"
+	"github.com/bucketgate/bucketgate/internal/samples"
 )
 
 // invokeTimeout bounds one invocation of a binary, and exitTimeout how long a binary
@@ -77,28 +78,11 @@ func bootstrap(t *testing.T, logicalID string) string {
 	return bins[logicalID]
 }
 
-// lockedBuffer is a bytes.Buffer safe for a process's output copier and the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// function is a bootstrap process serving a Runtime API server.
+// function is a bootstrap process serving a Runtime API server. Its output is read
+// only once it has exited (see stop).
 type function struct {
 	api            *runtimeapi.Server
-	stdout, stderr *lockedBuffer
+	stdout, stderr *bytes.Buffer
 	cmd            *exec.Cmd
 	exited         chan struct{} // closed when the process has exited and its output is all copied
 	waitErr        error         // Wait's result, once exited is closed
@@ -114,7 +98,7 @@ func startFunction(t *testing.T, binary string, env map[string]string) *function
 	}
 	t.Cleanup(func() { _ = api.Close() })
 	cmd := exec.Command(binary)
-	f := &function{api: api, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, cmd: cmd, exited: make(chan struct{})}
+	f := &function{api: api, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, cmd: cmd, exited: make(chan struct{})}
 	cmd.Env = []string{"AWS_LAMBDA_RUNTIME_API=" + api.Addr}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -144,19 +128,10 @@ func (f *function) invoke(t *testing.T, payload []byte) ([]byte, error) {
 	defer cancel()
 	out, err := f.api.Invoke(ctx, payload)
 	if err != nil && !errors.As(err, new(*runtimeapi.FunctionError)) {
+		f.stop()
 		t.Fatalf("invoke: %v\nstderr: %s", err, f.stderr)
 	}
 	return out, err
-}
-
-// sampleEvent returns a file of events/.
-func sampleEvent(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("events", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // The authorizer binary on real Redis: allowed through the burst, then a Deny policy
@@ -170,7 +145,7 @@ func TestAuthorizerBinary(t *testing.T) {
 		// during the test.
 		"RATE_LIMIT_CONFIG": "defaultPlan: free\nplans: {free: [{name: burst, capacity: 3, refill: 3, per: hour}]}",
 	})
-	rest := sampleEvent(t, "authorizer-rest.json")
+	rest := samples.Read(t, "authorizer-rest.json")
 	for i := range 4 {
 		out, err := f.invoke(t, rest)
 		if err != nil {
@@ -195,7 +170,7 @@ func TestAuthorizerBinary(t *testing.T) {
 			t.Errorf("resetAt: %v", err)
 		}
 	}
-	out, err := f.invoke(t, sampleEvent(t, "authorizer-http.json"))
+	out, err := f.invoke(t, samples.Read(t, "authorizer-http.json"))
 	var simple events.APIGatewayV2CustomAuthorizerSimpleResponse
 	if err != nil || json.Unmarshal(out, &simple) != nil || !simple.IsAuthorized {
 		t.Fatalf("HTTP API payload 2.0 (another identity): %s, %v; want isAuthorized", out, err)
@@ -221,13 +196,13 @@ func TestCheckBinary(t *testing.T) {
 	redis := redistest.Start(t)
 	f := startFunction(t, bootstrap(t, "CheckFunction"), map[string]string{"REDIS_ADDR": redis.Addr, "REDIS_TIMEOUT_MS": decisionTimeout})
 
-	out, err := f.invoke(t, sampleEvent(t, "check-single.json"))
+	out, err := f.invoke(t, samples.Read(t, "check-single.json"))
 	var one checkapi.Response
 	if err != nil || json.Unmarshal(out, &one) != nil || !one.Allowed || one.Remaining != 99 || one.Plan != "pro" || one.Rule != "burst" {
 		t.Fatalf("single: %s, %v", out, err)
 	}
 
-	out, err = f.invoke(t, sampleEvent(t, "check-batch.json"))
+	out, err = f.invoke(t, samples.Read(t, "check-batch.json"))
 	var batch checkapi.BatchResult
 	if err != nil || json.Unmarshal(out, &batch) != nil || len(batch.Results) != 4 {
 		t.Fatalf("batch: %s, %v", out, err)
@@ -236,7 +211,7 @@ func TestCheckBinary(t *testing.T) {
 		t.Errorf("batch result 0: %+v, want allowed with 98 remaining", r)
 	}
 
-	_, err = f.invoke(t, sampleEvent(t, "check-invalid.json"))
+	_, err = f.invoke(t, samples.Read(t, "check-invalid.json"))
 	var fe *runtimeapi.FunctionError
 	if !errors.As(err, &fe) || fe.Type != checkapi.ErrorTypeInvalidRequest ||
 		fe.Message != "checks[1].cost: 11 exceeds capacity 10 of rule burst: it could never be allowed" {

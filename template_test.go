@@ -30,6 +30,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/lambdas"
 	"github.com/bucketgate/bucketgate/internal/localgw"
+	"github.com/bucketgate/bucketgate/internal/samples"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -244,7 +245,7 @@ func limitedContext(t *testing.T) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := sampleEvent(t, "authorizer-rest.json")
+	ev := samples.Read(t, "authorizer-rest.json")
 	var a events.APIGatewayCustomAuthorizerResponse
 	for range 11 {
 		out, err := h.Invoke(t.Context(), ev)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/samples"
 )
 
 // runCLI runs the command line args with env and returns the exit status and output.
@@ -36,7 +37,7 @@ func TestInvokeSampleEvents(t *testing.T) {
 			map[string]any{"errorType": checkapi.ErrorTypeInvalidRequest, "errorMessage": "checks[1].cost: 11 exceeds capacity 10 of rule burst: it could never be allowed"}, nil},
 		{"authorizer REST, anonymous", nil, []string{"authorizer-rest.json"},
 			map[string]any{"principalId": "ip:203.0.113.10"}, map[string]any{"plan": "free", "remaining": 9.0, "reason": "ok"}},
-		{"authorizer with the sample configuration", map[string]string{"RATE_LIMIT_CONFIG_FILE": eventsDir + "authorizer-config.yaml"}, []string{"authorizer-rest-pro.json"},
+		{"authorizer with the sample configuration", map[string]string{"RATE_LIMIT_CONFIG_FILE": samples.Path("authorizer-config.yaml")}, []string{"authorizer-rest-pro.json"},
 			nil, map[string]any{"plan": "pro", "remaining": 98.0}},
 		{"FUNCTION chosen by flag", nil, []string{"-function", "check", "authorizer-rest.json"},
 			map[string]any{"errorType": checkapi.ErrorTypeInvalidRequest}, nil},
@@ -44,7 +45,7 @@ func TestInvokeSampleEvents(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"invoke"}, tc.args...)
-			args[len(args)-1] = eventsDir + args[len(args)-1]
+			args[len(args)-1] = samples.Path(args[len(args)-1])
 			code, stdout, stderr := runCLI(t, tc.env, args...)
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr: %s", code, stderr)
@@ -103,9 +104,9 @@ func TestCommandLineErrors(t *testing.T) {
 		{"serve with an argument", nil, []string{"serve", "extra"}, exitUsage, "want 0 argument"},
 		{"unknown flag", nil, []string{"serve", "-port", "1"}, exitUsage, "-port"},
 		{"function not in the file name", nil, []string{"invoke", other}, exitUsage, `no function "orders"`},
-		{"unknown function", nil, []string{"invoke", "-function", "billing", eventsDir + "check-single.json"}, exitUsage, "want -function authorizer or check"},
+		{"unknown function", nil, []string{"invoke", "-function", "billing", samples.Path("check-single.json")}, exitUsage, "want -function authorizer or check"},
 		{"missing event file", nil, []string{"invoke", "check-nonexistent.json"}, exitError, "check-nonexistent.json"},
-		{"function init fails", map[string]string{"FAIL_MODE": "ajar"}, []string{"invoke", eventsDir + "check-single.json"}, exitError, "check init: settings: FAIL_MODE"},
+		{"function init fails", map[string]string{"FAIL_MODE": "ajar"}, []string{"invoke", samples.Path("check-single.json")}, exitError, "check init: settings: FAIL_MODE"},
 		{"address cannot be listened on", nil, []string{"serve", "-addr", "256.0.0.1:1"}, exitError, "256.0.0.1"},
 	}
 	for _, tc := range tests {

@@ -16,11 +16,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 )
 
-// Paths of the repository's files, from this package's directory.
-const (
-	templatePath = "../../template.yaml"
-	eventsDir    = "../../events/"
-)
+// templatePath is the repository's SAM template, from this package's directory.
+const templatePath = "../../template.yaml"
 
 // testTimeout is the decision deadline in tests (REDIS_TIMEOUT_MS): generous for a
 // loaded 2-core machine, it only bounds how long a dead Redis is waited for.

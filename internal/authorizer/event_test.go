@@ -1,6 +1,8 @@
 package authorizer
 
 import (
+	"github.com/bucketgate/bucketgate/internal/samples"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -26,7 +28,7 @@ func TestSampleEventsDecodeStrictly(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			raw := readEvent(t, tc.file)
+			raw := samples.Read(t, tc.file)
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(tc.target); err != nil {
@@ -88,7 +90,7 @@ func TestBadEvents(t *testing.T) {
 // sample events, aws-lambda-go's authorizer samples and the bad events above.
 func FuzzDecodeEvent(f *testing.F) {
 	for _, name := range []string{restEvent, restProEvent, httpEvent} {
-		f.Add(readEvent(f, name))
+		f.Add(samples.Read(f, name))
 	}
 	dir := lambdaTestdata(f)
 	for _, name := range []string{"apigw-custom-auth-request-type-request.json", "apigw-v2-custom-authorizer-v1-request.json", "apigw-v2-custom-authorizer-v2-request.json", "apigw-custom-auth-request.json"} {

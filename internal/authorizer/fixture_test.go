@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,13 +18,13 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/samples"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
 // Paths of the sample events and their configuration, from this package's directory.
 const (
-	eventsDir        = "../../events"
 	restEvent        = "authorizer-rest.json"
 	restProEvent     = "authorizer-rest-pro.json"
 	httpEvent        = "authorizer-http.json"
@@ -161,20 +160,10 @@ func (a answer) str(t *testing.T, key string) string {
 	return v
 }
 
-// readEvent returns a sample event from events/.
-func readEvent(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(eventsDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // sampleConfig returns the configuration shipped for the sample events.
 func sampleConfig(t testing.TB) *config.Config {
 	t.Helper()
-	c, err := config.Parse(readEvent(t, sampleConfigFile))
+	c, err := config.Parse(samples.Read(t, sampleConfigFile))
 	if err != nil {
 		t.Fatal(err)
 	}

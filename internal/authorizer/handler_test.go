@@ -14,6 +14,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/samples"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -45,7 +46,7 @@ func TestSampleEvents(t *testing.T) {
 				o.config = sampleConfig(t)
 			}
 			f := newFixture(t, o)
-			a := f.mustInvoke(t, readEvent(t, tc.event))
+			a := f.mustInvoke(t, samples.Read(t, tc.event))
 			if !a.allowed(t) {
 				t.Fatalf("denied: %s", a.raw)
 			}
@@ -126,7 +127,7 @@ func TestSeed001Scenario(t *testing.T) {
 	for _, name := range []string{restEvent, httpEvent} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, options{})
-			ev := readEvent(t, name)
+			ev := samples.Read(t, name)
 			for i := range 10 {
 				a := f.mustInvoke(t, ev)
 				if !a.allowed(t) || a.num(t, KeyRemaining) != int64(9-i) {
@@ -188,7 +189,7 @@ func TestContextValueTypes(t *testing.T) {
 		for _, name := range []string{restEvent, httpEvent} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				f := newFixture(t, options{failOpen: tc.failOpen})
-				ev := readEvent(t, name)
+				ev := samples.Read(t, name)
 				tc.prepare(f, ev)
 				a := f.mustInvoke(t, ev)
 				got := make([]string, 0, len(a.Context))
@@ -217,7 +218,7 @@ func TestFailClosed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, options{})
 			f.mr.Close()
-			_, err := f.invoke(t, readEvent(t, name))
+			_, err := f.invoke(t, samples.Read(t, name))
 			if !errors.Is(err, ErrUnavailable) || err.Error() == "Unauthorized" {
 				t.Fatalf("error %v, want ErrUnavailable", err)
 			}
@@ -240,7 +241,7 @@ func TestFailOpen(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, options{failOpen: true})
 			f.mr.Close()
-			a := f.mustInvoke(t, readEvent(t, name))
+			a := f.mustInvoke(t, samples.Read(t, name))
 			if !a.allowed(t) || a.str(t, KeyReason) != "degraded" || a.str(t, KeyRateLimit) != "" {
 				t.Fatalf("answer %s", a.raw)
 			}
@@ -280,7 +281,7 @@ keys:
 		for _, name := range []string{restEvent, httpEvent} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				f := newFixture(t, options{config: refuse})
-				a, err := f.invoke(t, withHeaders(t, readEvent(t, name), tc.headers))
+				a, err := f.invoke(t, withHeaders(t, samples.Read(t, name), tc.headers))
 				if !tc.wantErr {
 					if err != nil || !a.allowed(t) || a.str(t, KeyPlan) != "pro" {
 						t.Fatalf("answer %s, %v", a.raw, err)
@@ -317,7 +318,7 @@ func TestRawKeyNeverAppears(t *testing.T) {
 		for _, name := range []string{restEvent, httpEvent} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				f := newFixture(t, options{config: sampleConfig(t), failOpen: tc.failOpen})
-				ev := withHeaders(t, readEvent(t, name), map[string]string{"X-Api-Key": tc.key})
+				ev := withHeaders(t, samples.Read(t, name), map[string]string{"X-Api-Key": tc.key})
 				var seen strings.Builder
 				for range 12 { // past the free burst: allowed and limited answers
 					if !tc.redisUp {
@@ -373,7 +374,7 @@ func oneEMF(t *testing.T, b []byte) map[string]any {
 // the dimension sets and the metrics that the line carries as top-level members.
 func TestEMFShape(t *testing.T) {
 	f := newFixture(t, options{})
-	f.mustInvoke(t, readEvent(t, restEvent))
+	f.mustInvoke(t, samples.Read(t, restEvent))
 	var doc struct {
 		AWS struct {
 			Timestamp         int64
@@ -434,7 +435,7 @@ plans: {big: [{name: burst, capacity: 1000000000, refillPerSecond: 100000}]}
 `)})
 	f.h.Log = telemetry.NewLogger(io.Discard, telemetry.DefaultLogLevel)
 	f.h.Metrics = telemetry.NewEmitter(io.Discard, telemetry.DefaultNamespace, FunctionName)
-	ev := readEvent(b, restEvent)
+	ev := samples.Read(b, restEvent)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -469,7 +470,7 @@ func TestRouteCostOnEveryStage(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var m map[string]any
-			if err := json.Unmarshal(readEvent(t, tc.event), &m); err != nil {
+			if err := json.Unmarshal(samples.Read(t, tc.event), &m); err != nil {
 				t.Fatal(err)
 			}
 			tc.edit(m)

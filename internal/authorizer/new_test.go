@@ -12,6 +12,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/samples"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -44,14 +45,14 @@ func TestNewWiring(t *testing.T) {
 		settings.EnvRedisAddr: m.Addr(),
 		settings.EnvNamespace: "acme/limits",
 		identity.EnvHeader:    "X-Tenant-Key",
-		config.EnvFile:        eventsDir + "/" + sampleConfigFile,
+		config.EnvFile:        samples.Path(sampleConfigFile),
 		telemetry.EnvLogLevel: "debug",
 	}
 	h, err := New(app.Env{Getenv: func(k string) string { return env[k] }, Metrics: &metrics, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := withHeaders(t, readEvent(t, restEvent), map[string]string{"x-tenant-key": sampleProKey})
+	ev := withHeaders(t, samples.Read(t, restEvent), map[string]string{"x-tenant-key": sampleProKey})
 	out, err := h.Handle(t.Context(), ev)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/samples"
 )
 
 func BenchmarkParse(b *testing.B) {
@@ -34,7 +35,7 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkInvoke(b *testing.B) {
 	_, client := startMiniredis(b)
 	f := newFixture(b, client, nil, guard.Options{})
-	payload := readEvent(b, "check-single.json")
+	payload := samples.Read(b, "check-single.json")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := f.invoke(payload); err != nil {

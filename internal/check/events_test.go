@@ -5,6 +5,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/samples"
 )
 
 func TestEvents(t *testing.T) {
@@ -26,7 +27,7 @@ func TestEvents(t *testing.T) {
 		t.Run(tc.event, func(t *testing.T) {
 			mr, client := startMiniredis(t)
 			f := newFixture(t, client, nil, guard.Options{})
-			out, err := f.invoke(readEvent(t, tc.event))
+			out, err := f.invoke(samples.Read(t, tc.event))
 			if tc.wantErr {
 				ive := functionError(t, err)
 				if ive.Type != checkapi.ErrorTypeInvalidRequest || ive.Message != tc.want {

@@ -17,6 +17,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/samples"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -37,10 +38,10 @@ func TestResponseFieldNames(t *testing.T) {
 	want := slices.Sorted(slices.Values(responseFields))
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
-	if got := fieldNames(t, f.invokeOK(t, readEvent(t, "check-single.json"))); !slices.Equal(got, want) {
+	if got := fieldNames(t, f.invokeOK(t, samples.Read(t, "check-single.json"))); !slices.Equal(got, want) {
 		t.Errorf("single response fields %v, want %v", got, want)
 	}
-	out := f.invokeOK(t, readEvent(t, "check-batch.json"))
+	out := f.invokeOK(t, samples.Read(t, "check-batch.json"))
 	if got := fieldNames(t, out); !slices.Equal(got, []string{"results"}) {
 		t.Fatalf("batch response fields %v, want [results]", got)
 	}
@@ -59,7 +60,7 @@ func TestPeekWritesNothing(t *testing.T) {
 	mr, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
 	key := bucket.Key(identityPrefix + "tenant-42")
-	peek := readEvent(t, "check-peek.json")
+	peek := samples.Read(t, "check-peek.json")
 
 	assertJSONEqual(t, f.invokeOK(t, peek), `{"allowed":true,"reason":"ok","limit":100,"remaining":100,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"pro"}`)
 	if mr.Exists(key) {
@@ -67,7 +68,7 @@ func TestPeekWritesNothing(t *testing.T) {
 	}
 
 	for range 3 {
-		f.invokeOK(t, readEvent(t, "check-single.json"))
+		f.invokeOK(t, samples.Read(t, "check-single.json"))
 	}
 	before, ttl := hash(t, mr, key), mr.TTL(key)
 	assertJSONEqual(t, f.invokeOK(t, peek), `{"allowed":true,"reason":"ok","limit":100,"remaining":97,"retryAfterMs":0,"resetAfterMs":60,"rule":"burst","plan":"pro"}`)
@@ -146,14 +147,14 @@ func TestTelemetryAndLogs(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
 
-	f.invokeOK(t, readEvent(t, "check-single.json"))
+	f.invokeOK(t, samples.Read(t, "check-single.json"))
 	lines := emfLines(t, f.metrics)
 	if len(lines) != 1 || lines[0][telemetry.DimOutcome] != telemetry.OutcomeAllowed || lines[0][telemetry.MetricDecisions] != 1.0 || lines[0][telemetry.DimFunction] != FunctionName {
 		t.Fatalf("single check metrics %v: want one line, 1 allowed decision of function %s", lines, FunctionName)
 	}
 
 	f.metrics.Reset()
-	f.invokeOK(t, readEvent(t, "check-batch.json")) // 3 allowed, 1 limited
+	f.invokeOK(t, samples.Read(t, "check-batch.json")) // 3 allowed, 1 limited
 	decisions := map[any]float64{}
 	for _, l := range emfLines(t, f.metrics) {
 		decisions[l[telemetry.DimOutcome]] += l[telemetry.MetricDecisions].(float64)
@@ -191,7 +192,7 @@ func TestEngineRefusal(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
 	f.h.Decider = &refusingDecider{next: f.h.Decider, refuseAt: 2}
-	_, err := f.invoke(readEvent(t, "check-batch.json"))
+	_, err := f.invoke(samples.Read(t, "check-batch.json"))
 	ive := functionError(t, err)
 	if ive.Type != checkapi.ErrorTypeInvalidRequest || !strings.HasPrefix(ive.Message, "checks[1]: invalid: redis refused") {
 		t.Fatalf("error %+v: want an %s naming checks[1]", ive, checkapi.ErrorTypeInvalidRequest)

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -29,9 +27,6 @@ var testTime = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // testTimeout is the decision deadline of the tests: long enough for a slow machine.
 const testTimeout = 2 * time.Second
-
-// eventsDir holds the sample events, which the tests run.
-const eventsDir = "../../events"
 
 // fixture is a Handler on one Redis with its metrics and logs captured.
 type fixture struct {
@@ -93,16 +88,6 @@ func functionError(t *testing.T, err error) messages.InvokeResponse_Error {
 		t.Fatalf("error %v (%T): want a messages.InvokeResponse_Error", err, err)
 	}
 	return ive
-}
-
-// readEvent returns the sample event called name.
-func readEvent(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(eventsDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // assertJSONEqual fails t unless got and want are the same JSON value.

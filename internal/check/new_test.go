@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/samples"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -52,7 +53,7 @@ func TestNewWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := lambda.NewHandler(h).Invoke(context.Background(), readEvent(t, "check-single.json"))
+	out, err := lambda.NewHandler(h).Invoke(context.Background(), samples.Read(t, "check-single.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

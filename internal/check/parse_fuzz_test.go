@@ -8,18 +8,19 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/samples"
 )
 
 // FuzzParse holds parse to its contract on any payload: no panic; an error that names
 // where the problem is; or checks the engine accepts, for a payload that is valid JSON.
 // The seeds are the sample events and the edges of the syntax.
 func FuzzParse(f *testing.F) {
-	events, err := filepath.Glob(filepath.Join(eventsDir, "check-*.json"))
+	events, err := filepath.Glob(samples.Path("check-*.json"))
 	if err != nil || len(events) == 0 {
-		f.Fatalf("no sample events in %s: %v", eventsDir, err)
+		f.Fatalf("no sample events in %s: %v", samples.Dir(), err)
 	}
 	for _, e := range events {
-		f.Add(readEvent(f, filepath.Base(e)))
+		f.Add(samples.Read(f, filepath.Base(e)))
 	}
 	for _, seed := range []string{
 		``, `{}`, `[]`, `null`, `{"key":"a"}`, `{"key":"a","cost":0}`, `{"key":"a","cost":-0}`,

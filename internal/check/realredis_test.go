@@ -11,6 +11,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/samples"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -34,7 +35,7 @@ func TestRealRedis(t *testing.T) {
 	}
 
 	// The sample single check decides exactly on a new bucket, whatever the clock.
-	assertJSONEqual(t, f.invokeOK(t, readEvent(t, "check-single.json")),
+	assertJSONEqual(t, f.invokeOK(t, samples.Read(t, "check-single.json")),
 		`{"allowed":true,"reason":"ok","limit":100,"remaining":99,"retryAfterMs":0,"resetAfterMs":20,"rule":"burst","plan":"pro"}`)
 
 	single := decodeResponse(t, f.invokeOK(t, []byte(`{"key":"tenant-42","rules":[`+slowRule+`]}`)))
@@ -119,11 +120,11 @@ func TestRedisFailures(t *testing.T) {
 			srv := redistest.Start(t)
 			client := redistest.Client(t, srv.Addr)
 			f := newFixture(t, client, nil, tc.opts)
-			f.invokeOK(t, readEvent(t, "check-single.json")) // connected, script loaded
+			f.invokeOK(t, samples.Read(t, "check-single.json")) // connected, script loaded
 			tc.fail(t, srv)
 			f.metrics.Reset()
 
-			assertJSONEqual(t, f.invokeOK(t, readEvent(t, "check-single.json")), tc.want)
+			assertJSONEqual(t, f.invokeOK(t, samples.Read(t, "check-single.json")), tc.want)
 			lines := emfLines(t, f.metrics)
 			if len(lines) != 1 {
 				t.Fatalf("metrics %v: want one line", lines)

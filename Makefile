@@ -27,7 +27,7 @@ run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.
 	$(GO) run ./cmd/bucketgate-local serve -addr 127.0.0.1:$(PORT)
 
 invoke: ## one sample event through its function: make invoke EVENT=events/check-single.json [FUNCTION=check]
-	$(GO) run ./cmd/bucketgate-local invoke $(if $(FUNCTION),-function $(FUNCTION)) $(EVENT)
+	$(if $(EVENT),,$(error EVENT is not set: make invoke EVENT=events/check-single.json))$(GO) run ./cmd/bucketgate-local invoke $(if $(FUNCTION),-function $(FUNCTION) )$(EVENT)
 
 # Lambda builds. `sam build` runs build-<LogicalId> (template.yaml: BuildMethod makefile)
 # with ARTIFACTS_DIR set; the provided.al2023 runtime runs the file named bootstrap.

@@ -10,16 +10,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/bucketgate/bucketgate/internal/runtimeapi"
 )
 
 // The fixed parts of the Invoke API that Server speaks.
@@ -107,23 +107,9 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Amz-Executed-Version", "$LATEST")
 	if err != nil {
 		w.Header().Set(HeaderFunctionError, FunctionErrorUnhandled)
-		out, _ = json.Marshal(errorPayload(err)) // strings only: cannot fail
+		out, _ = json.Marshal(runtimeapi.ErrorResponse(err)) // strings only: cannot fail
 	}
 	_, _ = w.Write(out)
-}
-
-// errorPayload is what the aws-lambda-go runtime reports for a handler's error: a
-// messages.InvokeResponse_Error as given (not unwrapped), else the error's text and
-// its type's name.
-func errorPayload(err error) messages.InvokeResponse_Error {
-	if ive, ok := err.(messages.InvokeResponse_Error); ok { //nolint:errorlint // the runtime does not unwrap either
-		return ive
-	}
-	t := reflect.TypeOf(err)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return messages.InvokeResponse_Error{Message: err.Error(), Type: t.Name()}
 }
 
 // serviceError answers an Invoke call that the service itself refuses.

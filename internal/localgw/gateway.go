@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -19,7 +21,11 @@ type Invoker interface {
 // errUnauthorized is the message an authorizer returns to get API Gateway's 401.
 const errUnauthorized = "Unauthorized"
 
-// Gateway is a local REST API stage: every request goes through Authorizer first.
+// requestIDPrefix starts the request id of every event, followed by a sequence number.
+const requestIDPrefix = "local-"
+
+// Gateway is a local REST API stage: every request goes through Authorizer first. It is
+// safe for concurrent use when Authorizer and Backend are.
 type Gateway struct {
 	// Authorizer is the REQUEST authorizer, invoked with payload 1.0 events.
 	Authorizer Invoker
@@ -30,6 +36,8 @@ type Gateway struct {
 	// MethodARNPrefix starts every method ARN, up to and including the stage:
 	// "arn:aws:execute-api:REGION:ACCOUNT:API/STAGE".
 	MethodARNPrefix string
+
+	requests atomic.Uint64 // numbers the request ids
 }
 
 // ServeHTTP authorizes r and then forwards it or answers with a gateway response.
@@ -50,7 +58,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var resp events.APIGatewayCustomAuthorizerResponse
-	if err := json.Unmarshal(out, &resp); err != nil || resp.PrincipalID == "" {
+	if err := json.Unmarshal(out, &resp); err != nil || resp.PrincipalID == "" || !flat(resp.Context) {
 		g.Responses.Lookup(AuthorizerConfigErr).Write(w, r, nil)
 		return
 	}
@@ -61,10 +69,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.Backend.ServeHTTP(w, r)
 }
 
+// flat reports whether every context value is a string, a number or a boolean: API
+// Gateway refuses any other answer as a configuration error.
+func flat(context map[string]any) bool {
+	for _, v := range context {
+		switch v.(type) {
+		case string, float64, bool:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // event builds the payload 1.0 REQUEST authorizer event of r, for a {proxy+} resource.
 func (g *Gateway) event(r *http.Request) events.APIGatewayCustomAuthorizerRequestTypeRequest {
-	headers := map[string]string{}
-	multi := map[string][]string{}
+	headers := map[string]string{"Host": r.Host}
+	multi := map[string][]string{"Host": {r.Host}}
 	for name, values := range r.Header {
 		headers[name], multi[name] = values[0], values
 	}
@@ -92,6 +113,7 @@ func (g *Gateway) event(r *http.Request) events.APIGatewayCustomAuthorizerReques
 			Path:         path,
 			HTTPMethod:   r.Method,
 			ResourcePath: "/{proxy+}",
+			RequestID:    requestIDPrefix + strconv.FormatUint(g.requests.Add(1), 10),
 			Identity:     events.APIGatewayCustomAuthorizerRequestTypeRequestIdentity{SourceIP: ip},
 		},
 	}

@@ -100,7 +100,7 @@ var contextRef = regexp.MustCompile(`\$context\.authorizer\.([A-Za-z0-9_]+)`)
 func (r Response) Write(w http.ResponseWriter, req *http.Request, context map[string]any) {
 	for name, source := range r.ResponseParameters.Headers {
 		if v, ok := mapValue(source, req, context); ok {
-			w.Header().Set(name, v)
+			w.Header()[name] = []string{v} // as the template spells it, as API Gateway sends it
 		}
 	}
 	body, ok := r.ResponseTemplates["application/json"]

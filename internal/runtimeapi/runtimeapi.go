@@ -114,15 +114,23 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && path == "invocation/next":
 		s.next(w, r)
 	case r.Method == http.MethodPost && path == "init/error":
-		s.initErr <- decodeError(r.Body)
+		select {
+		case s.initErr <- decodeError(r.Body):
+		default: // one init error is all a function gets to report
+		}
 		w.WriteHeader(http.StatusAccepted)
 	case r.Method == http.MethodPost && strings.HasPrefix(path, "invocation/"):
 		id, kind, _ := strings.Cut(strings.TrimPrefix(path, "invocation/"), "/")
+		if kind != "response" && kind != "error" {
+			http.NotFound(w, r)
+			return
+		}
 		s.mu.Lock()
 		inv := s.pending[id]
+		delete(s.pending, id) // answered once: a second answer is refused
 		s.mu.Unlock()
-		if inv == nil || (kind != "response" && kind != "error") {
-			http.Error(w, "unknown invocation", http.StatusBadRequest)
+		if inv == nil {
+			http.Error(w, "unknown or already answered invocation "+id, http.StatusBadRequest)
 			return
 		}
 		if kind == "error" {

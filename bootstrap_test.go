@@ -1,0 +1,255 @@
+package bucketgate_test
+
+// The shipped binaries, end to end: each function is built by its Makefile target (the
+// recipe `sam build` runs, for the host's architecture) and run as the Lambda service
+// runs it, against a Runtime API server in the test and a real redis-server.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/runtimeapi"
+	"github.com/bucketgate/bucketgate/internal/samples"
+)
+
+// invokeTimeout bounds one invocation of a binary, and exitTimeout how long a binary
+// whose init fails may take to exit: generous, for a loaded machine.
+const (
+	invokeTimeout = 30 * time.Second
+	exitTimeout   = 30 * time.Second
+)
+
+// decisionTimeout is REDIS_TIMEOUT_MS for the binaries: a loaded machine must not turn
+// a decision into a fail-closed one.
+const decisionTimeout = "2000"
+
+// bootstraps builds both functions once per test binary run into a directory that
+// TestMain removes.
+var bootstraps = sync.OnceValues(func() (map[string]string, error) {
+	dir, err := os.MkdirTemp("", "bucketgate-bootstrap-")
+	if err != nil {
+		return nil, err
+	}
+	buildDir = dir
+	out := map[string]string{}
+	for _, fn := range []string{"AuthorizerFunction", "CheckFunction"} {
+		artifacts := filepath.Join(dir, fn)
+		cmd := exec.Command("make", "--no-print-directory", "build-"+fn, "ARTIFACTS_DIR="+artifacts, "LAMBDA_ARCH="+runtime.GOARCH)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, errors.New("make build-" + fn + ": " + err.Error() + "\n" + string(b))
+		}
+		out[fn] = filepath.Join(artifacts, "bootstrap")
+	}
+	return out, nil
+})
+
+// buildDir is where bootstraps built, if it ran.
+var buildDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// bootstrap returns the path of the built binary of the function with that logical id.
+func bootstrap(t *testing.T, logicalID string) string {
+	t.Helper()
+	bins, err := bootstraps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bins[logicalID]
+}
+
+// function is a bootstrap process serving a Runtime API server. Its output is read
+// only once it has exited (see stop).
+type function struct {
+	api            *runtimeapi.Server
+	stdout, stderr *bytes.Buffer
+	cmd            *exec.Cmd
+	exited         chan struct{} // closed when the process has exited and its output is all copied
+	waitErr        error         // Wait's result, once exited is closed
+}
+
+// startFunction runs the binary with only env (and AWS_LAMBDA_RUNTIME_API) in its
+// environment, as Lambda does, and stops it when the test ends.
+func startFunction(t *testing.T, binary string, env map[string]string) *function {
+	t.Helper()
+	api, err := runtimeapi.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	cmd := exec.Command(binary)
+	f := &function{api: api, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, cmd: cmd, exited: make(chan struct{})}
+	cmd.Env = []string{"AWS_LAMBDA_RUNTIME_API=" + api.Addr}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = f.stdout, f.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		f.waitErr = cmd.Wait()
+		close(f.exited)
+	}()
+	t.Cleanup(f.stop)
+	return f
+}
+
+// stop kills the process, if it still runs, and waits until its output is all copied.
+func (f *function) stop() {
+	_ = f.cmd.Process.Kill()
+	<-f.exited
+}
+
+// invoke sends payload and returns the function's answer or its *runtimeapi.FunctionError.
+func (f *function) invoke(t *testing.T, payload []byte) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
+	defer cancel()
+	out, err := f.api.Invoke(ctx, payload)
+	if err != nil && !errors.As(err, new(*runtimeapi.FunctionError)) {
+		f.stop()
+		t.Fatalf("invoke: %v\nstderr: %s", err, f.stderr)
+	}
+	return out, err
+}
+
+// The authorizer binary on real Redis: allowed through the burst, then a Deny policy
+// with the 429's context; the HTTP API payload too; and an error once Redis is gone.
+func TestAuthorizerBinary(t *testing.T) {
+	redis := redistest.Start(t)
+	f := startFunction(t, bootstrap(t, "AuthorizerFunction"), map[string]string{
+		"REDIS_ADDR":       redis.Addr,
+		"REDIS_TIMEOUT_MS": decisionTimeout,
+		// A burst of 3 refilled at 1 per 20 minutes: the wall clock cannot refill it
+		// during the test.
+		"RATE_LIMIT_CONFIG": "defaultPlan: free\nplans: {free: [{name: burst, capacity: 3, refill: 3, per: hour}]}",
+	})
+	rest := samples.Read(t, "authorizer-rest.json")
+	for i := range 4 {
+		out, err := f.invoke(t, rest)
+		if err != nil {
+			t.Fatalf("invocation %d: %v", i+1, err)
+		}
+		var a events.APIGatewayCustomAuthorizerResponse
+		if err := json.Unmarshal(out, &a); err != nil || len(a.PolicyDocument.Statement) != 1 {
+			t.Fatalf("invocation %d: answer %s: %v", i+1, out, err)
+		}
+		effect, ctx := a.PolicyDocument.Statement[0].Effect, a.Context
+		if i < 3 {
+			if effect != "Allow" || ctx["remaining"] != float64(2-i) {
+				t.Fatalf("invocation %d: %s, want Allow with %d remaining", i+1, out, 2-i)
+			}
+			continue
+		}
+		if effect != "Deny" || ctx["retryAfter"] != 1200.0 || ctx["remaining"] != 0.0 || ctx["limit"] != 3.0 ||
+			ctx["rateLimit"] != `"burst";r=0;t=1200` || ctx["reason"] != "limited" || a.PrincipalID != "ip:203.0.113.10" {
+			t.Fatalf("invocation 4: %s, want a Deny with the 429's context", out)
+		}
+		if _, err := time.Parse(time.RFC3339, ctx["resetAt"].(string)); err != nil {
+			t.Errorf("resetAt: %v", err)
+		}
+	}
+	out, err := f.invoke(t, samples.Read(t, "authorizer-http.json"))
+	var simple events.APIGatewayV2CustomAuthorizerSimpleResponse
+	if err != nil || json.Unmarshal(out, &simple) != nil || !simple.IsAuthorized {
+		t.Fatalf("HTTP API payload 2.0 (another identity): %s, %v; want isAuthorized", out, err)
+	}
+	redis.Stop()
+	_, err = f.invoke(t, rest)
+	var fe *runtimeapi.FunctionError
+	if !errors.As(err, &fe) || !strings.HasPrefix(fe.Message, "rate limiter unavailable") {
+		t.Fatalf("with Redis stopped: %v; want the function error rate limiter unavailable (API Gateway: 503)", err)
+	}
+	f.stop()
+	metrics := f.stdout.String()
+	for outcome, want := range map[string]int{"allowed": 4, "limited": 1, "unavailable": 1} {
+		if got := strings.Count(metrics, `"Function":"authorizer","Outcome":"`+outcome+`"`); got != want {
+			t.Errorf("%d EMF lines of outcome %s on stdout, want %d:\n%s", got, outcome, want, metrics)
+		}
+	}
+}
+
+// The check function binary on real Redis: one check, a batch, and an invalid request
+// answered with the function error type callers match on.
+func TestCheckBinary(t *testing.T) {
+	redis := redistest.Start(t)
+	f := startFunction(t, bootstrap(t, "CheckFunction"), map[string]string{"REDIS_ADDR": redis.Addr, "REDIS_TIMEOUT_MS": decisionTimeout})
+
+	out, err := f.invoke(t, samples.Read(t, "check-single.json"))
+	var one checkapi.Response
+	if err != nil || json.Unmarshal(out, &one) != nil || !one.Allowed || one.Remaining != 99 || one.Plan != "pro" || one.Rule != "burst" {
+		t.Fatalf("single: %s, %v", out, err)
+	}
+
+	out, err = f.invoke(t, samples.Read(t, "check-batch.json"))
+	var batch checkapi.BatchResult
+	if err != nil || json.Unmarshal(out, &batch) != nil || len(batch.Results) != 4 {
+		t.Fatalf("batch: %s, %v", out, err)
+	}
+	if r := batch.Results[0]; !r.Allowed || r.Remaining != 98 { // the single check spent one of tenant-42's pro tokens
+		t.Errorf("batch result 0: %+v, want allowed with 98 remaining", r)
+	}
+
+	_, err = f.invoke(t, samples.Read(t, "check-invalid.json"))
+	var fe *runtimeapi.FunctionError
+	if !errors.As(err, &fe) || fe.Type != checkapi.ErrorTypeInvalidRequest ||
+		fe.Message != "checks[1].cost: 11 exceeds capacity 10 of rule burst: it could never be allowed" {
+		t.Fatalf("invalid: %#v, want the InvalidRequestError naming checks[1].cost", err)
+	}
+}
+
+// A binary whose init fails (no REDIS_ADDR) never polls the Runtime API and never
+// posts to /runtime/init/error (aws-lambda-go has no call for it): it logs one JSON
+// error line naming REDIS_ADDR and exits with status 1, which Lambda reports as
+// Runtime.ExitError with that log line in CloudWatch.
+func TestBinaryInitError(t *testing.T) {
+	tests := []struct{ logicalID, function string }{
+		{"AuthorizerFunction", "authorizer"},
+		{"CheckFunction", "check"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.logicalID, func(t *testing.T) {
+			f := startFunction(t, bootstrap(t, tc.logicalID), nil)
+			select {
+			case <-f.exited:
+			case <-time.After(exitTimeout):
+				t.Fatal("the binary did not exit")
+			}
+			var exit *exec.ExitError
+			if !errors.As(f.waitErr, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("exit %v, want status 1", f.waitErr)
+			}
+			for _, want := range []string{`"level":"ERROR"`, `"msg":"init failed"`, `"function":"` + tc.function + `"`, "no Redis address: set REDIS_ADDR"} {
+				if !strings.Contains(f.stderr.String(), want) {
+					t.Errorf("stderr lacks %s:\n%s", want, f.stderr)
+				}
+			}
+			select {
+			case ie := <-f.api.InitError():
+				t.Errorf("init error posted: %+v; aws-lambda-go was not expected to post one", ie)
+			default:
+			}
+		})
+	}
+}

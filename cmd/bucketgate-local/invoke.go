@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/lambdas"
+	"github.com/bucketgate/bucketgate/internal/runtimeapi"
+)
+
+// functionOf returns the function a sample event is for: the first word of its file
+// name ("check-single.json" is for check).
+func functionOf(event string) string {
+	word, _, _ := strings.Cut(filepath.Base(event), "-")
+	return strings.TrimSuffix(word, filepath.Ext(word))
+}
+
+// invoke runs the event in the file eventPath through function (by default the one its
+// file name names) in-process, as the Lambda runtime would, and prints the reply to
+// stdout: the handler's answer, or a function error's payload as Lambda reports it
+// ({"errorMessage", "errorType"}). The function's logs and metrics go to stderr.
+func invoke(ctx context.Context, function, eventPath string, getenv func(string) string, stdout, stderr io.Writer) error {
+	payload, err := os.ReadFile(eventPath)
+	if err != nil {
+		return err
+	}
+	if function == "" {
+		function = functionOf(eventPath)
+	}
+	build, ok := lambdas.Builders[function]
+	if !ok {
+		return fmt.Errorf("%w: no function %q (from %s): want -function %s", errUsage, function, eventPath, strings.Join(slices.Sorted(maps.Keys(lambdas.Builders)), " or "))
+	}
+	getenv, _, stop, err := withRedis(getenv)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	h, _, err := app.Build(getenv, stderr, stderr, build)
+	if err != nil {
+		return fmt.Errorf("%s init: %w", function, err)
+	}
+	out, err := h.Invoke(ctx, payload)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: function error\n", function)
+		out, err = json.Marshal(runtimeapi.ErrorResponse(err))
+		if err != nil {
+			return err
+		}
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, out, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(out) // not JSON: print it as it is
+	}
+	pretty.WriteByte('\n')
+	_, err = stdout.Write(pretty.Bytes())
+	return err
+}

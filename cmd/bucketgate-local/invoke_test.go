@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/samples"
+)
+
+// runCLI runs the command line args with env and returns the exit status and output.
+func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, getenvOf(env), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// Every sample event through its function, on the embedded Redis: the reply on
+// stdout, a function error as Lambda reports it.
+func TestInvokeSampleEvents(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   map[string]string
+		args  []string
+		want  map[string]any // top-level fields of the reply
+		inCtx map[string]any // fields of its "context"
+	}{
+		{"check single", nil, []string{"check-single.json"},
+			map[string]any{"allowed": true, "reason": "ok", "limit": 100.0, "remaining": 99.0, "resetAfterMs": 20.0, "plan": "pro"}, nil},
+		{"check invalid is a function error", nil, []string{"check-invalid.json"},
+			map[string]any{"errorType": checkapi.ErrorTypeInvalidRequest, "errorMessage": "checks[1].cost: 11 exceeds capacity 10 of rule burst: it could never be allowed"}, nil},
+		{"authorizer REST, anonymous", nil, []string{"authorizer-rest.json"},
+			map[string]any{"principalId": "ip:203.0.113.10"}, map[string]any{"plan": "free", "remaining": 9.0, "reason": "ok"}},
+		{"authorizer with the sample configuration", map[string]string{"RATE_LIMIT_CONFIG_FILE": samples.Path("authorizer-config.yaml")}, []string{"authorizer-rest-pro.json"},
+			nil, map[string]any{"plan": "pro", "remaining": 98.0}},
+		{"FUNCTION chosen by flag", nil, []string{"-function", "check", "authorizer-rest.json"},
+			map[string]any{"errorType": checkapi.ErrorTypeInvalidRequest}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"invoke"}, tc.args...)
+			args[len(args)-1] = samples.Path(args[len(args)-1])
+			code, stdout, stderr := runCLI(t, tc.env, args...)
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr: %s", code, stderr)
+			}
+			var reply map[string]any
+			if err := json.Unmarshal([]byte(stdout), &reply); err != nil {
+				t.Fatalf("stdout is not one JSON reply: %v\n%s", err, stdout)
+			}
+			for k, want := range tc.want {
+				if reply[k] != want {
+					t.Errorf("%s = %#v, want %#v (reply %s)", k, reply[k], want, stdout)
+				}
+			}
+			ctx, _ := reply["context"].(map[string]any)
+			for k, want := range tc.inCtx {
+				if ctx[k] != want {
+					t.Errorf("context %s = %#v, want %#v (reply %s)", k, ctx[k], want, stdout)
+				}
+			}
+			if _, isErr := reply["errorType"]; isErr != strings.Contains(stderr, "function error") {
+				t.Errorf("stderr %q: want it to say function error exactly when the reply is one", stderr)
+			}
+		})
+	}
+}
+
+func TestFunctionOf(t *testing.T) {
+	tests := []struct{ event, want string }{
+		{"events/check-single.json", "check"},
+		{"events/authorizer-rest-pro.json", "authorizer"},
+		{"/tmp/check.json", "check"},
+		{"scores.json", "scores"},
+	}
+	for _, tc := range tests {
+		if got := functionOf(tc.event); got != tc.want {
+			t.Errorf("functionOf(%q) = %q, want %q", tc.event, got, tc.want)
+		}
+	}
+}
+
+func TestCommandLineErrors(t *testing.T) {
+	other := filepath.Join(t.TempDir(), "orders-1.json")
+	if err := os.WriteFile(other, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		wantCode int
+		want     string // in stderr
+	}{
+		{"no subcommand", nil, nil, exitUsage, "name a subcommand"},
+		{"unknown subcommand", nil, []string{"deploy"}, exitUsage, `unknown subcommand "deploy"`},
+		{"invoke without event", nil, []string{"invoke"}, exitUsage, "want 1 argument"},
+		{"serve with an argument", nil, []string{"serve", "extra"}, exitUsage, "want 0 argument"},
+		{"unknown flag", nil, []string{"serve", "-port", "1"}, exitUsage, "-port"},
+		{"function not in the file name", nil, []string{"invoke", other}, exitUsage, `no function "orders"`},
+		{"unknown function", nil, []string{"invoke", "-function", "billing", samples.Path("check-single.json")}, exitUsage, "want -function authorizer or check"},
+		{"missing event file", nil, []string{"invoke", "check-nonexistent.json"}, exitError, "check-nonexistent.json"},
+		{"function init fails", map[string]string{"FAIL_MODE": "ajar"}, []string{"invoke", samples.Path("check-single.json")}, exitError, "check init: settings: FAIL_MODE"},
+		{"address cannot be listened on", nil, []string{"serve", "-addr", "256.0.0.1:1"}, exitError, "256.0.0.1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.env, tc.args...)
+			if code != tc.wantCode || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.wantCode, tc.want)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"serve", "-h"}, {"invoke", "-help"}} {
+		if code, stdout, _ := runCLI(t, nil, args...); code != exitOK || !strings.Contains(stdout, "bucketgate-local serve") {
+			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
+		}
+	}
+}

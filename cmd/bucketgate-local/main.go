@@ -1,0 +1,20 @@
+// Command bucketgate-local runs bucketgate on this machine, with no AWS account and no
+// Docker: `serve` is a local API Gateway (the real authorizer handler in-process, the
+// gateway responses of template.yaml, a sample backend), `invoke` runs one sample event
+// through its function and prints the reply. Both use an embedded Redis unless
+// REDIS_ADDR names a real one. main only wires; see cli.go.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"text/template"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/authorizer"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/localgw"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// methodARNPrefix starts the method ARN of every local request: a made-up account and
+// API id, stage "local".
+const methodARNPrefix = "arn:aws:execute-api:us-east-1:123456789012:bucketgate/local"
+
+// Bounds of the local server: how long a client may take to send its headers, and how
+// long in-flight requests get to finish at shutdown.
+const (
+	readHeaderTimeout = 10 * time.Second
+	shutdownTimeout   = 5 * time.Second
+)
+
+// serve runs the local API Gateway on l until ctx is done: every request goes through
+// the real authorizer handler (built from getenv as in Lambda, on the embedded Redis
+// unless REDIS_ADDR is set), denials and failures get the gateway responses of the SAM
+// template at templatePath, and allowed requests reach the sample backend. It prints
+// how to try it and then one line per request to stdout; the authorizer logs to stderr.
+func serve(ctx context.Context, l net.Listener, templatePath string, getenv func(string) string, stdout, stderr io.Writer) error {
+	defer l.Close()
+	responses, err := localgw.LoadResponses(templatePath)
+	if err != nil {
+		return err
+	}
+	getenv, where, stop, err := withRedis(getenv)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	h, _, err := app.Build(getenv, io.Discard, stderr, authorizer.NewLambda)
+	if err != nil {
+		return fmt.Errorf("authorizer init: %w", err)
+	}
+	gw := &localgw.Gateway{Authorizer: h, Backend: localgw.SampleBackend(), Responses: responses, MethodARNPrefix: methodARNPrefix}
+	srv := &http.Server{Handler: accessLog(stdout, gw), ReadHeaderTimeout: readHeaderTimeout}
+	if err := printBanner(stdout, banner{
+		URL:      "http://" + l.Addr().String(),
+		Template: templatePath,
+		Redis:    where,
+		Header:   firstNonEmpty(getenv(identity.EnvHeader), identity.DefaultHeader),
+		BuiltIn:  getenv(config.EnvInline) == "" && getenv(config.EnvFile) == "",
+		LogLevel: telemetry.EnvLogLevel,
+	}); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(shutdown)
+	if serveErr := <-done; !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
+	}
+	return err
+}
+
+// banner is what the server says when it starts.
+type banner struct {
+	URL, Template, Redis, Header, LogLevel string
+	BuiltIn                                bool // the built-in plans apply
+}
+
+var bannerText = template.Must(template.New("banner").Parse(`bucketgate local API Gateway on {{.URL}}
+  authorizer  the Lambda handler, in-process, for every request (logs on stderr; {{.LogLevel}}=debug shows each decision)
+  responses   429 / 503 / 401 gateway responses from {{.Template}}
+  redis       {{.Redis}}
+  backend     200 {"ok":true,"path":...} on any path
+{{if .BuiltIn}}
+Built-in plans: every caller is on free (a burst of 10, then 1 request per second).{{end}}
+Try it: the 11th request in a row is answered 429 with Retry-After.
+  curl -i -H '{{.Header}}: k' {{.URL}}/scores
+  for i in $(seq 11); do curl -s -o /dev/null -w '%{http_code} ' -H '{{.Header}}: k' {{.URL}}/scores; done; echo
+Without the header the caller is limited by its IP address. Ctrl-C stops.
+
+`))
+
+func printBanner(w io.Writer, b banner) error { return bannerText.Execute(w, b) }
+
+// accessLog writes one line per request to w: method, path and the answer's status,
+// with Retry-After when there is one.
+func accessLog(w io.Writer, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: rw, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		line := fmt.Sprintf("%s %s %s -> %d", time.Now().Format(time.TimeOnly), r.Method, r.URL.Path, rec.status)
+		if ra := rec.Header().Get("Retry-After"); ra != "" {
+			line += " Retry-After: " + ra
+		}
+		fmt.Fprintln(w, line)
+	})
+}
+
+// statusRecorder remembers the status written through it.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

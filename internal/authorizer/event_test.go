@@ -1,0 +1,142 @@
+package authorizer
+
+import (
+	"github.com/bucketgate/bucketgate/internal/samples"
+
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// The files in events/ are real API Gateway event shapes: each decodes into its
+// aws-lambda-go type with no field left over, and decodeEvent tells its kind.
+func TestSampleEventsDecodeStrictly(t *testing.T) {
+	tests := []struct {
+		file   string
+		target any
+		kind   func(event) bool
+	}{
+		{restEvent, &events.APIGatewayCustomAuthorizerRequestTypeRequest{}, func(e event) bool { return e.rest != nil }},
+		{restProEvent, &events.APIGatewayCustomAuthorizerRequestTypeRequest{}, func(e event) bool { return e.rest != nil }},
+		{httpEvent, &events.APIGatewayV2CustomAuthorizerV2Request{}, func(e event) bool { return e.httpV2 != nil }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			raw := samples.Read(t, tc.file)
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(tc.target); err != nil {
+				t.Fatalf("strict decode: %v", err)
+			}
+			if dec.More() {
+				t.Fatal("more than one JSON value")
+			}
+			ev, err := decodeEvent(raw)
+			if err != nil || !tc.kind(ev) {
+				t.Fatalf("decodeEvent = %+v, %v", ev, err)
+			}
+		})
+	}
+}
+
+// badEvents are events that must be refused, with a word the error must contain.
+var badEvents = []struct {
+	name, event, want string
+}{
+	{"not JSON", `{"type":`, "unexpected end"},
+	{"null", `null`, "null"},
+	{"array", `[]`, "cannot unmarshal array"},
+	{"TOKEN authorizer", `{"type":"TOKEN","authorizationToken":"x","methodArn":"arn:aws:execute-api:us-east-1:1:a/b/GET/"}`, "REQUEST authorizer"},
+	{"no type", `{"methodArn":"arn:aws:execute-api:us-east-1:1:a/b/GET/"}`, `type ""`},
+	{"unknown version", `{"version":"3.0","type":"REQUEST","routeArn":"x"}`, `version "3.0"`},
+	{"version not a string", `{"version":2,"type":"REQUEST","routeArn":"x"}`, "version: want a string"},
+	{"REST without methodArn", `{"type":"REQUEST","headers":{}}`, "methodArn is missing"},
+	{"HTTP 2.0 without routeArn", `{"version":"2.0","type":"REQUEST"}`, "routeArn is missing"},
+	{"HTTP 1.0 without methodArn", `{"version":"1.0","type":"REQUEST","routeArn":"x"}`, "methodArn is missing"},
+	{"headers of the wrong type", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":["k"]}}`, "headers"},
+	{"source IP of the wrong type", `{"version":"2.0","type":"REQUEST","routeArn":"a","requestContext":{"http":{"sourceIp":1}}}`, "sourceIp"},
+}
+
+func TestBadEvents(t *testing.T) {
+	for _, tc := range badEvents {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := decodeEvent([]byte(tc.event)); !errors.Is(err, ErrBadEvent) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("decodeEvent error %v, want ErrBadEvent mentioning %q", err, tc.want)
+			}
+			// Through the Lambda handler (which itself refuses what is not JSON at all):
+			// an error, nothing decided, and the handler's refusal logged.
+			f := newFixture(t, options{})
+			if _, err := f.invoke(t, []byte(tc.event)); err == nil {
+				t.Fatal("the handler answered")
+			}
+			if f.metrics.Len() != 0 || len(f.mr.Keys()) != 0 {
+				t.Errorf("a bad event was decided")
+			}
+			if json.Valid([]byte(tc.event)) && !strings.Contains(f.logs.String(), `"level":"ERROR"`) {
+				t.Errorf("no error line in the log: %s", f.logs.String())
+			}
+		})
+	}
+}
+
+// FuzzDecodeEvent: any input is refused with ErrBadEvent or decoded into exactly one
+// kind that carries its ARN; nothing panics. The seeds (run by plain go test) are the
+// sample events, aws-lambda-go's authorizer samples and the bad events above.
+func FuzzDecodeEvent(f *testing.F) {
+	for _, name := range []string{restEvent, restProEvent, httpEvent} {
+		f.Add(samples.Read(f, name))
+	}
+	dir := lambdaTestdata(f)
+	for _, name := range []string{"apigw-custom-auth-request-type-request.json", "apigw-v2-custom-authorizer-v1-request.json", "apigw-v2-custom-authorizer-v2-request.json", "apigw-custom-auth-request.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, tc := range badEvents {
+		f.Add([]byte(tc.event))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ev, err := decodeEvent(raw)
+		if err != nil {
+			if !errors.Is(err, ErrBadEvent) {
+				t.Fatalf("error %v does not wrap ErrBadEvent", err)
+			}
+			return
+		}
+		n := 0
+		for _, set := range []bool{ev.rest != nil, ev.httpV1 != nil, ev.httpV2 != nil} {
+			if set {
+				n++
+			}
+		}
+		if arn, _ := ev.arn(); n != 1 || arn == "" {
+			t.Fatalf("decoded %d kinds, ARN %q", n, arn)
+		}
+	})
+}
+
+func TestStripStage(t *testing.T) {
+	tests := []struct{ name, path, stage, want string }{
+		{"default stage", "/orders/42", "$default", "/orders/42"},
+		{"no stage", "/orders/42", "", "/orders/42"},
+		{"named stage", "/prod/orders/42", "prod", "/orders/42"},
+		{"stage root", "/prod", "prod", "/"},
+		{"stage is only a prefix of the segment", "/production/orders", "prod", "/production/orders"},
+		{"path without the stage", "/orders", "prod", "/orders"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := stripStage(tc.path, tc.stage); got != tc.want {
+				t.Fatalf("stripStage(%q, %q) = %q, want %q", tc.path, tc.stage, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,86 @@
+// Package authorizer is bucketgate's API Gateway Lambda REQUEST authorizer handler: one
+// handler for REST APIs (a policy; 429 through the ACCESS_DENIED gateway response) and
+// HTTP APIs (payload 1.0 or 2.0). Command functions/authorizer serves it in Lambda;
+// cmd/bucketgate-local runs it in-process behind a local gateway.
+package authorizer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// ErrUnauthorized is returned for a refused identity (an unknown API key or a request
+// without one, when the configuration refuses them). API Gateway answers 401 to exactly
+// this message.
+var ErrUnauthorized = errors.New("Unauthorized")
+
+// ErrUnavailable is wrapped by the error returned when Redis could not decide and the
+// limiter fails closed. API Gateway answers it with the AUTHORIZER_FAILURE gateway
+// response, which the template sets to 503 with Retry-After: 1.
+var ErrUnavailable = errors.New("rate limiter unavailable")
+
+// Decider decides one request under the failure policy; *guard.Guard is one.
+type Decider interface {
+	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
+}
+
+// Plans maps identities and routes to what they are limited by; *config.Config is one.
+type Plans interface {
+	PlanForKey(digest string) (p *config.Plan, known bool)
+	DefaultPlan() *config.Plan
+	RefuseUnknownKeys() bool
+	RefuseAnonymous() bool
+	Limits(p *config.Plan, method, path string) config.Limits
+}
+
+// Metrics writes one invocation's metrics; *telemetry.Emitter is one.
+type Metrics interface {
+	Emit(at time.Time, inv *telemetry.Invocation) error
+}
+
+// Handler is the authorizer: it decodes an API Gateway REQUEST authorizer event, finds
+// the caller's identity and limits, asks the Decider, writes one EMF line and one log
+// line, and answers in the event's own response format. Every field is required. It is
+// safe for concurrent use when its dependencies are.
+type Handler struct {
+	// Decider decides requests (Redis behind the failure policy).
+	Decider Decider
+	// Plans gives plans and route limits (the rate-limit configuration).
+	Plans Plans
+	// Identities finds the caller's identity (API key header, else source IP).
+	Identities identity.Resolver
+	// Metrics receives one Invocation per decided event.
+	Metrics Metrics
+	// Log receives the decision line (debug) and every failure (warn, error).
+	Log *slog.Logger
+	// Now reads the clock for metric timestamps, and for the reset time when Redis did
+	// not decide.
+	Now func() time.Time
+}
+
+// Handle answers any supported authorizer event, told apart by its shape: REST (payload
+// 1.0 with methodArn), HTTP API payload 1.0 (version "1.0") and HTTP API payload 2.0
+// (version "2.0", routeArn, simple response). It is the Lambda entry point.
+func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	ev, err := decodeEvent(raw)
+	if err != nil {
+		h.Log.ErrorContext(ctx, "authorizer event rejected", slog.String(telemetry.AttrError, err.Error()))
+		return nil, err
+	}
+	switch {
+	case ev.rest != nil:
+		return h.HandleREST(ctx, *ev.rest)
+	case ev.httpV1 != nil:
+		return h.HandleHTTPV1(ctx, *ev.httpV1)
+	}
+	return h.HandleHTTP(ctx, *ev.httpV2)
+}

@@ -1,0 +1,78 @@
+package authorizer
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+)
+
+// The RateLimit and RateLimit-Policy header values follow
+// draft-ietf-httpapi-ratelimit-headers-11 (May 2026), sections 3 and 4: each field is a
+// Structured Fields List (RFC 9651) of Items whose value is a String naming the policy,
+// with Integer parameters.
+//
+//	RateLimit-Policy: "burst";q=10;w=10, "daily";q=1000;w=86400
+//	RateLimit: "burst";r=0;t=1
+//
+// RateLimit-Policy has one item per rule of the request (plan and route): q is the
+// rule's capacity, w its fill time (capacity / refill per second) in seconds, rounded
+// up. RateLimit has one item, the binding rule: r is the whole tokens remaining and t
+// the effective window in seconds, rounded up: the retry-after when denied (so that
+// Retry-After never points before the end of the window, section 6), and the time until
+// every bucket is full again when allowed.
+const (
+	sfListSep  = ", "
+	paramQuota = ";q="
+	paramWin   = ";w="
+	paramLeft  = ";r="
+	paramTime  = ";t="
+)
+
+// rateLimitPolicy returns the RateLimit-Policy value of rules.
+func rateLimitPolicy(rules []bucket.Rule) string {
+	var b strings.Builder
+	for i, r := range rules {
+		if i > 0 {
+			b.WriteString(sfListSep)
+		}
+		writeSFString(&b, r.Name)
+		b.WriteString(paramQuota)
+		b.WriteString(strconv.FormatInt(r.Capacity, 10))
+		b.WriteString(paramWin)
+		b.WriteString(strconv.FormatInt(max(1, ceilSeconds(r.FillTime())), 10))
+	}
+	return b.String()
+}
+
+// rateLimit returns the RateLimit value of r, or "" when Redis did not decide.
+func rateLimit(r guard.Result) string {
+	if r.Failure != guard.FailureNone || r.Reason == bucket.ReasonDegraded {
+		return ""
+	}
+	window := r.ResetAfter
+	if !r.Allowed {
+		window = r.RetryAfter
+	}
+	var b strings.Builder
+	writeSFString(&b, r.Rule)
+	b.WriteString(paramLeft)
+	b.WriteString(strconv.FormatInt(r.Remaining, 10))
+	b.WriteString(paramTime)
+	b.WriteString(strconv.FormatInt(ceilSeconds(window), 10))
+	return b.String()
+}
+
+// writeSFString writes s as a Structured Fields String: quoted, with '"' and '\'
+// escaped. Rule names are letters, digits, '_', '-' and '.', all allowed as they are.
+func writeSFString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	b.WriteByte('"')
+}

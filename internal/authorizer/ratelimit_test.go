@@ -1,0 +1,87 @@
+package authorizer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+)
+
+func TestRateLimitPolicy(t *testing.T) {
+	tests := []struct {
+		name  string
+		rules []bucket.Rule
+		want  string
+	}{
+		{"free", []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, `"burst";q=10;w=10`},
+		{"pro fills in 2 s", []bucket.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 50}}, `"burst";q=100;w=2`},
+		{"burst and daily quota", []bucket.Rule{
+			{Name: "burst", Capacity: 10, RefillPerSecond: 1},
+			{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400},
+		}, `"burst";q=10;w=10, "daily";q=1000;w=86400`},
+		{"fill time rounded up", []bucket.Rule{{Name: "a.b-c_d", Capacity: 3, RefillPerSecond: 2}}, `"a.b-c_d";q=3;w=2`},
+		{"sub-second fill is at least 1", []bucket.Rule{{Name: "fast", Capacity: 1, RefillPerSecond: 1000}}, `"fast";q=1;w=1`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rateLimitPolicy(tc.rules); got != tc.want {
+				t.Fatalf("rateLimitPolicy = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	tests := []struct {
+		name string
+		r    guard.Result
+		want string
+	}{
+		{"allowed: window until full", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Remaining: 7, ResetAfter: 2500 * time.Millisecond}}, `"burst";r=7;t=3`},
+		{"allowed and full", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Remaining: 9, ResetAfter: 0}}, `"burst";r=9;t=0`},
+		{"limited: window is the retry-after", guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonLimited, Rule: "burst", RetryAfter: 1 * time.Second, ResetAfter: 10 * time.Second}}, `"burst";r=0;t=1`},
+		{"limited, retry-after rounded up", guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonLimited, Rule: "daily", Remaining: 1, RetryAfter: 86_399_001 * time.Millisecond}}, `"daily";r=1;t=86400`},
+		{"degraded: no service limit known", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonDegraded, Rule: "burst"}, Failure: guard.FailureTimeout}, ``},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rateLimit(tc.r); got != tc.want {
+				t.Fatalf("rateLimit = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCeilings(t *testing.T) {
+	secs := []struct {
+		d    time.Duration
+		want int64
+	}{{0, 0}, {-time.Second, 0}, {time.Millisecond, 1}, {time.Second, 1}, {1001 * time.Millisecond, 2}}
+	for _, tc := range secs {
+		if got := ceilSeconds(tc.d); got != tc.want {
+			t.Errorf("ceilSeconds(%v) = %d, want %d", tc.d, got, tc.want)
+		}
+	}
+	if got := ceilUnix(t0); got != t0.Unix() {
+		t.Errorf("ceilUnix(whole second) = %d, want %d", got, t0.Unix())
+	}
+	if got := ceilUnix(t0.Add(time.Microsecond)); got != t0.Unix()+1 {
+		t.Errorf("ceilUnix(just past) = %d, want %d", got, t0.Unix()+1)
+	}
+}
+
+func TestWriteSFStringEscapes(t *testing.T) {
+	r := guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: `a"b\c`}}
+	if got, want := rateLimit(r), `"a\"b\\c";r=0;t=0`; got != want {
+		t.Fatalf("rateLimit = %s, want %s", got, want)
+	}
+}
+
+func BenchmarkRateLimitPolicy(b *testing.B) {
+	rules := []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}, {Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = rateLimitPolicy(rules)
+	}
+}

@@ -1,0 +1,73 @@
+package authorizer
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// IAM policy parts of a REST (and HTTP API payload 1.0) authorizer answer.
+const (
+	policyVersion = "2012-10-17"
+	invokeAction  = "execute-api:Invoke"
+	effectAllow   = "Allow"
+	effectDeny    = "Deny"
+)
+
+// HandleREST answers a REST API REQUEST authorizer event: an Allow or Deny policy for
+// its method ARN, the identity as principal id, and the authorizer context.
+func (h *Handler) HandleREST(ctx context.Context, ev events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
+	return h.policyAnswer(ctx, ev.MethodArn, call{
+		headers:   ev.Headers,
+		sourceIP:  ev.RequestContext.Identity.SourceIP,
+		method:    firstNonEmpty(ev.HTTPMethod, ev.RequestContext.HTTPMethod),
+		path:      firstNonEmpty(ev.Path, ev.Resource),
+		requestID: ev.RequestContext.RequestID,
+	})
+}
+
+// HandleHTTPV1 answers an HTTP API REQUEST authorizer event in payload format 1.0,
+// whose answer is the same IAM policy as a REST API's.
+func (h *Handler) HandleHTTPV1(ctx context.Context, ev events.APIGatewayV2CustomAuthorizerV1Request) (events.APIGatewayV2CustomAuthorizerIAMPolicyResponse, error) {
+	a, err := h.policyAnswer(ctx, ev.MethodArn, call{
+		headers:   ev.Headers,
+		sourceIP:  ev.RequestContext.Identity.SourceIP,
+		method:    firstNonEmpty(ev.HTTPMethod, ev.RequestContext.HTTPMethod),
+		path:      stripStage(firstNonEmpty(ev.Path, ev.Resource), ev.RequestContext.Stage),
+		requestID: ev.RequestContext.RequestID,
+	})
+	return events.APIGatewayV2CustomAuthorizerIAMPolicyResponse{PrincipalID: a.PrincipalID, PolicyDocument: a.PolicyDocument, Context: a.Context}, err
+}
+
+// policyAnswer decides c and returns the policy answer for arn; the zero answer with
+// the error of decide.
+func (h *Handler) policyAnswer(ctx context.Context, arn string, c call) (events.APIGatewayCustomAuthorizerResponse, error) {
+	o, err := h.decide(ctx, c)
+	if err != nil {
+		return events.APIGatewayCustomAuthorizerResponse{}, err
+	}
+	return events.APIGatewayCustomAuthorizerResponse{
+		PrincipalID:    o.id.String(),
+		PolicyDocument: policy(o.result.Allowed, arn),
+		Context:        h.authContext(o),
+	}, nil
+}
+
+// policy allows or denies invoking arn.
+func policy(allow bool, arn string) events.APIGatewayCustomAuthorizerPolicy {
+	effect := effectDeny
+	if allow {
+		effect = effectAllow
+	}
+	return events.APIGatewayCustomAuthorizerPolicy{
+		Version:   policyVersion,
+		Statement: []events.IAMPolicyStatement{{Action: []string{invokeAction}, Effect: effect, Resource: []string{arn}}},
+	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,73 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/checkclient"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/lambdatest"
+)
+
+// TestClientEndToEnd runs checkclient, through the real AWS SDK and the Lambda Invoke
+// API, against this handler on miniredis.
+func TestClientEndToEnd(t *testing.T) {
+	const function = "bucketgate-check"
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	srv := lambdatest.Start(t, map[string]lambda.Handler{function: lambda.NewHandler(f.h)})
+	checks := checkclient.New(srv.Client(), function)
+	ctx := context.Background()
+
+	res, err := checks.Check(ctx, checkapi.Request{Key: "tenant-42", Plan: "pro"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := checkapi.Response{Allowed: true, Reason: checkapi.ReasonOK, Limit: 100, Remaining: 99, ResetAfterMS: 20, Rule: "burst", Plan: "pro"}
+	if res != want {
+		t.Fatalf("Check = %+v, want %+v", res, want)
+	}
+
+	peek, err := checks.Check(ctx, checkapi.Request{Key: "tenant-42", Plan: "pro", Cost: new(int64(0))})
+	if err != nil || peek.Remaining != 99 || !peek.Allowed {
+		t.Fatalf("peek = %+v, %v: want allowed with 99 remaining", peek, err)
+	}
+
+	rules := []checkapi.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}
+	results, err := checks.CheckBatch(ctx, []checkapi.Request{
+		{Key: "user-1", Rules: rules, Cost: new(int64(2))},
+		{Key: "user-1", Rules: rules},
+		{Key: "user-2", Rules: rules},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 3 || !results[0].Allowed || results[1].Allowed || results[1].RetryAfterMS != 1000 || !results[2].Allowed || results[2].Plan != "" {
+		t.Fatalf("CheckBatch = %+v: want allowed, limited for 1 s (user-1 spent both tokens), allowed", results)
+	}
+	if got := srv.Invocations(function); got != 3 {
+		t.Fatalf("%d invocations for 2 checks and a batch, want 3", got)
+	}
+
+	keysBefore := mr.Keys()
+	_, err = checks.CheckBatch(ctx, []checkapi.Request{{Key: "user-3", Rules: rules}, {Key: "user-3", Rules: rules, Cost: new(int64(3))}})
+	var invalid *checkclient.InvalidRequestError
+	if !errors.As(err, &invalid) || !strings.HasPrefix(invalid.Message, "checks[1].cost: 3 exceeds capacity 2") || invalid.Function != function {
+		t.Fatalf("invalid batch: error %v (%T), want an *InvalidRequestError naming checks[1].cost", err, err)
+	}
+	if keys := mr.Keys(); len(keys) != len(keysBefore) {
+		t.Fatalf("an invalid batch wrote: keys %v became %v", keysBefore, keys)
+	}
+
+	_, err = checkclient.New(srv.Client(), "no-such-function").Check(ctx, checkapi.Request{Key: "a"})
+	var notFound *types.ResourceNotFoundException
+	if !errors.As(err, &notFound) {
+		t.Fatalf("unknown function: error %v (%T), want the SDK's *types.ResourceNotFoundException", err, err)
+	}
+}

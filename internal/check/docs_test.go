@@ -1,0 +1,131 @@
+package check
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bucketgate/bucketgate/internal/guard"
+)
+
+// docPath is the README section of the check function; every example in it is
+// replayed here.
+const docPath = "../../docs/check.md"
+
+// goExamplePath holds the compiled Go example that the section quotes.
+const goExamplePath = "../../checkclient/example_test.go"
+
+// docBlock is one fenced code block of the section.
+type docBlock struct {
+	info string // the info string after the fence: "json request", "go", ...
+	text string
+	line int
+}
+
+func readDocBlocks(t *testing.T) []docBlock {
+	t.Helper()
+	b, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []docBlock
+	var cur *docBlock
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```"):
+			cur = &docBlock{info: strings.TrimSpace(strings.TrimPrefix(line, "```")), line: n}
+		case cur != nil && line == "```":
+			blocks = append(blocks, *cur)
+			cur = nil
+		case cur != nil:
+			cur.text += line + "\n"
+		}
+	}
+	if cur != nil {
+		t.Fatalf("%s:%d: unterminated code block", docPath, cur.line)
+	}
+	return blocks
+}
+
+// TestDocExamples replays the section's examples in order on one fresh Redis at one
+// instant: each "json request" block against the "json response" or "json error"
+// block after it; the failure-policy blocks against the first request on a Redis that
+// is gone; the Go block against the compiled example. Any other block must be shell.
+func TestDocExamples(t *testing.T) {
+	blocks := readDocBlocks(t)
+	_, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	example, err := os.ReadFile(goExamplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var firstRequest []byte
+	requests := 0
+	for i := 0; i < len(blocks); i++ {
+		b := blocks[i]
+		switch b.info {
+		case "json request":
+			if i+1 == len(blocks) {
+				t.Fatalf("%s:%d: a request with no answer after it", docPath, b.line)
+			}
+			if firstRequest == nil {
+				firstRequest = []byte(b.text)
+			}
+			requests++
+			i++
+			checkDocAnswer(t, f, b, blocks[i])
+		case "json unavailable", "json degraded":
+			if firstRequest == nil {
+				t.Fatalf("%s:%d: a failure example before any request", docPath, b.line)
+			}
+			checkDocFailure(t, b, firstRequest)
+		case "go":
+			if !strings.Contains(string(example), b.text) {
+				t.Errorf("%s:%d: the Go example is not in %s:\n%s", docPath, b.line, goExamplePath, b.text)
+			}
+		case "sh":
+		default:
+			t.Errorf("%s:%d: code block %q: no test replays it", docPath, b.line, b.info)
+		}
+	}
+	if requests < 5 {
+		t.Fatalf("%d request examples in %s: the parse lost some", requests, docPath)
+	}
+}
+
+// checkDocAnswer runs request and compares the outcome with answer.
+func checkDocAnswer(t *testing.T, f *fixture, request, answer docBlock) {
+	t.Helper()
+	out, err := f.invoke([]byte(request.text))
+	switch answer.info {
+	case "json response":
+		if err != nil {
+			t.Fatalf("%s:%d: %v", docPath, request.line, err)
+		}
+		assertJSONEqual(t, out, answer.text)
+	case "json error":
+		ive := functionError(t, err)
+		got, _ := json.Marshal(ive)
+		assertJSONEqual(t, got, answer.text)
+	default:
+		t.Fatalf("%s:%d: the request is answered by %q, want json response or json error", docPath, answer.line, answer.info)
+	}
+}
+
+// checkDocFailure runs request on a Redis that is gone, under the policy b shows.
+func checkDocFailure(t *testing.T, b docBlock, request []byte) {
+	t.Helper()
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{FailOpen: b.info == "json degraded"})
+	mr.Close()
+	out, err := f.invoke(request)
+	if err != nil {
+		t.Fatalf("%s:%d: %v", docPath, b.line, err)
+	}
+	assertJSONEqual(t, out, b.text)
+}

@@ -1,0 +1,104 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/guard"
+)
+
+// validCheck is a check that passes validation, to surround invalid ones in batches.
+const validCheck = `{"key":"tenant-1","plan":"pro"}`
+
+func TestInvalidRequests(t *testing.T) {
+	manyChecks := strings.Repeat(validCheck+",", checkapi.MaxBatch) + validCheck
+	nineRules := make([]string, 9)
+	for i := range nineRules {
+		nineRules[i] = fmt.Sprintf(`{"name":"r%d","capacity":10,"refillPerSecond":1}`, i)
+	}
+	tests := []struct {
+		name    string
+		payload string
+		want    string // the error message starts with this
+	}{
+		{"empty payload", ``, "request: got nothing, want a JSON object"},
+		{"not JSON", `hello`, "request: got invalid JSON, want a JSON object"},
+		{"truncated JSON", `{"key":"a"`, "request: invalid JSON"},
+		{"array payload", `[{"key":"a"}]`, "request: got array, want a JSON object"},
+		{"string payload", `"tenant-42"`, "request: got string, want a JSON object"},
+		{"data after the object", `{"key":"a"} {"key":"b"}`, "request: data after the JSON object"},
+		{"unknown field", `{"key":"a","tenant":"x"}`, `"tenant": unknown field (want key, plan, rules, cost, checks)`},
+		{"field in another case", `{"Key":"a"}`, `"Key": unknown field`},
+		{"field given twice", `{"key":"a","key":"b"}`, "key: given twice"},
+		{"missing key", `{"plan":"pro"}`, "key: missing"},
+		{"empty key", `{"key":""}`, "key: empty"},
+		{"null key", `{"key":null}`, "key: got null, want a string"},
+		{"numeric key", `{"key":42}`, "key: got number, want a string"},
+		{"key too long", `{"key":"` + strings.Repeat("k", checkapi.MaxKey+1) + `"}`, "key: 1001 bytes: want at most 1000"},
+		{"unknown plan", `{"key":"a","plan":"gold"}`, `plan: unknown plan "gold" (configured: [enterprise free pro])`},
+		{"empty plan", `{"key":"a","plan":""}`, `plan: unknown plan ""`},
+		{"plan not a string", `{"key":"a","plan":["pro"]}`, "plan: got array, want a string"},
+		{"plan and rules", `{"key":"a","plan":"pro","rules":[{"name":"r","capacity":1,"refillPerSecond":1}]}`, "rules: not with plan"},
+		{"empty rules", `{"key":"a","rules":[]}`, "rules: 0 rules: want 1 to 8"},
+		{"too many rules", `{"key":"a","rules":[` + strings.Join(nineRules, ",") + `]}`, "rules: 9 rules: want 1 to 8"},
+		{"rules not an array", `{"key":"a","rules":{"name":"r"}}`, "rules: got object, want an array"},
+		{"rule not an object", `{"key":"a","rules":["burst"]}`, "rules[0]: got string, want a JSON object"},
+		{"rule unknown field", `{"key":"a","rules":[{"name":"r","capacity":1,"refill":1}]}`, `rules[0]."refill": unknown field (want name, capacity, refillPerSecond)`},
+		{"rule missing capacity", `{"key":"a","rules":[{"name":"r","refillPerSecond":1}]}`, "rules[0].capacity: missing"},
+		{"rule fractional capacity", `{"key":"a","rules":[{"name":"r","capacity":1.5,"refillPerSecond":1}]}`, "rules[0].capacity: got 1.5, want a whole number of tokens"},
+		{"rule zero capacity", `{"key":"a","rules":[{"name":"r","capacity":0,"refillPerSecond":1}]}`, "rules[0]: invalid: rule r: capacity 0"},
+		{"rule negative refill", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":-1}]}`, "rules[0]: invalid: rule r: refillPerSecond -1"},
+		{"rule refill too slow", `{"key":"a","rules":[{"name":"r","capacity":1000000,"refillPerSecond":0.001}]}`, "rules[0]: invalid: rule r: refillPerSecond 0.001 fills capacity"},
+		{"rule refill overflows", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1e999}]}`, "rules[0].refillPerSecond: got 1e999, want a finite number"},
+		{"rule refill as string", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":"1"}]}`, "rules[0].refillPerSecond: got string, want a finite number"},
+		{"rule bad name", `{"key":"a","rules":[{"name":"a b","capacity":1,"refillPerSecond":1}]}`, `rules[0]: invalid: name "a b"`},
+		{"rule names repeat", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1},{"name":"r","capacity":2,"refillPerSecond":1}]}`, `rules[1]: name "r": already the name of rules[0]`},
+		{"negative cost", `{"key":"a","cost":-1}`, "cost: got -1, want a whole number from 0 to 9007199254740992 (2^53)"},
+		{"fractional cost", `{"key":"a","cost":1.5}`, "cost: got 1.5, want a whole number"},
+		{"whole cost written as a fraction", `{"key":"a","cost":1.0}`, "cost: got 1.0, want a whole number"},
+		{"cost with exponent", `{"key":"a","cost":1e3}`, "cost: got 1e3, want a whole number"},
+		{"cost as string", `{"key":"a","cost":"1"}`, "cost: got string, want a whole number"},
+		{"null cost", `{"key":"a","cost":null}`, "cost: got null, want a whole number"},
+		{"cost above 2^53", `{"key":"a","cost":9007199254740993}`, "cost: got 9007199254740993, want a whole number from 0 to 9007199254740992 (2^53)"},
+		{"cost beyond int64", `{"key":"a","cost":100000000000000000000000}`, "cost: got 100000000000000000000000, want a whole number"},
+		{"cost above the plan's capacity", `{"key":"a","plan":"free","cost":11}`, "cost: 11 exceeds capacity 10 of rule burst: it could never be allowed"},
+		{"cost above the default plan's capacity", `{"key":"a","cost":11}`, "cost: 11 exceeds capacity 10 of rule burst"},
+		{"cost above the smallest inline capacity", `{"key":"a","rules":[{"name":"big","capacity":100,"refillPerSecond":1},{"name":"small","capacity":5,"refillPerSecond":1}],"cost":6}`, "cost: 6 exceeds capacity 5 of rule small"},
+		{"checks with key", `{"key":"a","checks":[` + validCheck + `]}`, "key: not with checks: send one check, or a batch of checks"},
+		{"checks with cost", `{"cost":1,"checks":[` + validCheck + `]}`, "cost: not with checks"},
+		{"checks not an array", `{"checks":{"key":"a"}}`, "checks: got object, want an array"},
+		{"checks empty", `{"checks":[]}`, "checks: 0 checks: want 1 to 100 per call"},
+		{"checks above MaxBatch", `{"checks":[` + manyChecks + `]}`, "checks: 101 checks: want 1 to 100 per call"},
+		{"check not an object", `{"checks":[` + validCheck + `,null]}`, "checks[1]: got null, want a JSON object"},
+		{"check unknown field", `{"checks":[` + validCheck + `,{"key":"a","checks":[]}]}`, `checks[1]."checks": unknown field (want key, plan, rules, cost)`},
+		{"check missing key", `{"checks":[` + validCheck + `,` + validCheck + `,{"plan":"pro"}]}`, "checks[2].key: missing"},
+		{"check bad cost", `{"checks":[` + validCheck + `,` + validCheck + `,` + validCheck + `,{"key":"a","cost":1.5}]}`, "checks[3].cost: got 1.5"},
+		{"check bad rule", `{"checks":[` + validCheck + `,{"key":"a","rules":[{"name":"r","capacity":-1,"refillPerSecond":1}]}]}`, "checks[1].rules[0]: invalid: rule r: capacity -1"},
+		{"check cost above capacity", `{"checks":[` + validCheck + `,{"key":"a","plan":"pro","cost":101}]}`, "checks[1].cost: 101 exceeds capacity 100 of rule burst"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mr, client := startMiniredis(t)
+			f := newFixture(t, client, nil, guard.Options{})
+			out, err := f.invoke([]byte(tc.payload))
+			if err == nil {
+				t.Fatalf("answered %s, want an error", out)
+			}
+			ive := functionError(t, err)
+			if ive.Type != checkapi.ErrorTypeInvalidRequest {
+				t.Errorf("errorType %q, want %q", ive.Type, checkapi.ErrorTypeInvalidRequest)
+			}
+			if !strings.HasPrefix(ive.Message, tc.want) {
+				t.Errorf("errorMessage %q\nwant it to start %q", ive.Message, tc.want)
+			}
+			if keys := mr.Keys(); len(keys) != 0 {
+				t.Errorf("an invalid request wrote %v", keys)
+			}
+			if f.metrics.Len() != 0 {
+				t.Errorf("an invalid request emitted metrics: %s", f.metrics)
+			}
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package check
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/samples"
+)
+
+// FuzzParse holds parse to its contract on any payload: no panic; an error that names
+// where the problem is; or checks the engine accepts, for a payload that is valid JSON.
+// The seeds are the sample events and the edges of the syntax.
+func FuzzParse(f *testing.F) {
+	events, err := filepath.Glob(samples.Path("check-*.json"))
+	if err != nil || len(events) == 0 {
+		f.Fatalf("no sample events in %s: %v", samples.Dir(), err)
+	}
+	for _, e := range events {
+		f.Add(samples.Read(f, filepath.Base(e)))
+	}
+	for _, seed := range []string{
+		``, `{}`, `[]`, `null`, `{"key":"a"}`, `{"key":"a","cost":0}`, `{"key":"a","cost":-0}`,
+		`{"key":"a","cost":9007199254740992}`, `{"key":"\u0000{}%","plan":"free"}`,
+		`{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1e-300}]}`,
+		`{"checks":[{"key":"a"},{"key":"a","cost":2}]}`, `{"checks":[[]]}`, `{"key":"a",}`,
+		`{"key":"a","key":"a"}`, `{"key":"a"}garbage`, `{"checks":null}`, "\t{\"key\" : \"a\" }\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	plans := config.Default()
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		checks, batch, err := parse(payload, plans)
+		if err != nil {
+			msg := err.Error()
+			if i := strings.Index(msg, ": "); i <= 0 {
+				t.Fatalf("error %q does not start with the field at fault", msg)
+			}
+			return
+		}
+		if !json.Valid(payload) {
+			t.Fatalf("accepted invalid JSON %q", payload)
+		}
+		if len(checks) == 0 || len(checks) > checkapi.MaxBatch || !batch && len(checks) != 1 {
+			t.Fatalf("%d checks (batch %v) from %q", len(checks), batch, payload)
+		}
+		for i, c := range checks {
+			if err := c.req.Validate(); err != nil {
+				t.Fatalf("checks[%d] of %q is invalid: %v", i, payload, err)
+			}
+			if c.req.Identity != identityPrefix+c.key {
+				t.Fatalf("checks[%d]: identity %q for key %q", i, c.req.Identity, c.key)
+			}
+		}
+	})
+}

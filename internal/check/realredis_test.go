@@ -1,0 +1,147 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/samples"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// slowRule refills so slowly (one token in 1000 s) that a test's own duration cannot
+// change a floor of its tokens: decisions on a real server's clock stay exact.
+const slowRule = `{"name":"slow","capacity":10,"refillPerSecond":0.001}`
+
+func TestRealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	client := redistest.Client(t, srv.Addr)
+	f := newFixture(t, client, nil, guard.Options{})
+	ctx := context.Background()
+	key := bucket.Key(identityPrefix + "tenant-42")
+	hgetall := func() map[string]string {
+		t.Helper()
+		m, err := client.Do(ctx, client.B().Hgetall().Key(key).Build()).AsStrMap()
+		if err != nil {
+			t.Fatalf("HGETALL %s: %v", key, err)
+		}
+		return m
+	}
+
+	// The sample single check decides exactly on a new bucket, whatever the clock.
+	assertJSONEqual(t, f.invokeOK(t, samples.Read(t, "check-single.json")),
+		`{"allowed":true,"reason":"ok","limit":100,"remaining":99,"retryAfterMs":0,"resetAfterMs":20,"rule":"burst","plan":"pro"}`)
+
+	single := decodeResponse(t, f.invokeOK(t, []byte(`{"key":"tenant-42","rules":[`+slowRule+`]}`)))
+	if !single.Allowed || single.Remaining != 9 || single.Rule != "slow" || single.Limit != 10 || single.Plan != "" {
+		t.Fatalf("single check: %+v", single)
+	}
+	state := hgetall()
+	for _, field := range []string{"burst:tokens", "burst:ts", "slow:tokens", "slow:ts", "expires"} {
+		if _, ok := state[field]; !ok {
+			t.Fatalf("HGETALL %s = %v: no %s", key, state, field)
+		}
+	}
+
+	peek := decodeResponse(t, f.invokeOK(t, []byte(`{"key":"tenant-42","rules":[`+slowRule+`],"cost":0}`)))
+	if !peek.Allowed || peek.Remaining != 9 {
+		t.Fatalf("peek: %+v, want allowed with 9 remaining", peek)
+	}
+	if after := hgetall(); !maps.Equal(state, after) {
+		t.Fatalf("a peek changed %s: %v became %v", key, state, after)
+	}
+
+	var batch checkapi.BatchResult
+	out := f.invokeOK(t, []byte(`{"checks":[
+		{"key":"tenant-42","rules":[`+slowRule+`],"cost":5},
+		{"key":"tenant-42","rules":[`+slowRule+`],"cost":5},
+		{"key":"tenant-42","rules":[`+slowRule+`],"cost":4}]}`))
+	if err := json.Unmarshal(out, &batch); err != nil {
+		t.Fatal(err)
+	}
+	r := batch.Results
+	switch {
+	case len(r) != 3:
+		t.Fatalf("%d results for 3 checks: %s", len(r), out)
+	case !r[0].Allowed || r[0].Remaining != 4:
+		t.Fatalf("results[0] %+v: want allowed, 4 left", r[0])
+	case r[1].Allowed || r[1].Reason != checkapi.ReasonLimited || r[1].Remaining != 4 || r[1].RetryAfter() <= 990*time.Second || r[1].RetryAfter() > 1000*time.Second:
+		t.Fatalf("results[1] %+v: want limited, 4 left, about 1000 s to wait for the fifth token", r[1])
+	case !r[2].Allowed || r[2].Remaining != 0:
+		t.Fatalf("results[2] %+v: want allowed (a denied check takes nothing), 0 left", r[2])
+	}
+}
+
+func decodeResponse(t *testing.T, out []byte) checkapi.Response {
+	t.Helper()
+	var r checkapi.Response
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	return r
+}
+
+func TestRedisFailures(t *testing.T) {
+	tests := []struct {
+		name        string
+		opts        guard.Options
+		fail        func(*testing.T, *redistest.Server)
+		want        string
+		wantFailure guard.Failure // the FailClosed metric's reason; none when failing open
+	}{
+		{
+			name:        "fail closed: server stopped",
+			fail:        stop,
+			want:        `{"allowed":false,"reason":"unavailable","limit":100,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"burst","plan":"pro"}`,
+			wantFailure: guard.FailureRedisError,
+		},
+		{
+			name: "fail open: server stopped",
+			opts: guard.Options{FailOpen: true},
+			fail: stop,
+			want: `{"allowed":true,"reason":"degraded","limit":100,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"pro"}`,
+		},
+		{
+			name:        "fail closed: server paused past the deadline",
+			opts:        guard.Options{Timeout: 100 * time.Millisecond},
+			fail:        pause,
+			want:        `{"allowed":false,"reason":"unavailable","limit":100,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"burst","plan":"pro"}`,
+			wantFailure: guard.FailureTimeout,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			client := redistest.Client(t, srv.Addr)
+			f := newFixture(t, client, nil, tc.opts)
+			f.invokeOK(t, samples.Read(t, "check-single.json")) // connected, script loaded
+			tc.fail(t, srv)
+			f.metrics.Reset()
+
+			assertJSONEqual(t, f.invokeOK(t, samples.Read(t, "check-single.json")), tc.want)
+			lines := emfLines(t, f.metrics)
+			if len(lines) != 1 {
+				t.Fatalf("metrics %v: want one line", lines)
+			}
+			if got := lines[0][telemetry.DimReason]; tc.wantFailure != guard.FailureNone && got != string(tc.wantFailure) || tc.wantFailure == guard.FailureNone && got != nil {
+				t.Fatalf("FailClosed reason %v, want %q", got, tc.wantFailure)
+			}
+		})
+	}
+}
+
+// pause pauses s until the test's cleanup, which resumes it first so that the client
+// closes without waiting on the request in flight.
+func pause(t *testing.T, s *redistest.Server) {
+	s.Pause()
+	t.Cleanup(s.Resume)
+}
+
+// stop stops s.
+func stop(_ *testing.T, s *redistest.Server) { s.Stop() }

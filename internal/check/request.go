@@ -1,0 +1,222 @@
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+)
+
+// identityPrefix namespaces the check function's keys in Redis: key "tenant-42" spends
+// the buckets of identity "tenant:tenant-42" (Redis key "bg:{tenant:tenant-42}"), apart
+// from the authorizer's "key:" and "ip:" identities.
+const identityPrefix = "tenant:"
+
+// Member names of the payload.
+const (
+	fieldKey    = "key"
+	fieldPlan   = "plan"
+	fieldRules  = "rules"
+	fieldCost   = "cost"
+	fieldChecks = "checks"
+)
+
+// checkFields and ruleFields are the members a check and an inline rule may have;
+// payloadFields those of the payload (one check, or checks).
+var (
+	checkFields   = []string{fieldKey, fieldPlan, fieldRules, fieldCost}
+	payloadFields = append(slices.Clone(checkFields), fieldChecks)
+	ruleFields    = []string{"name", "capacity", "refillPerSecond"}
+)
+
+// Plans finds the rules of a check that names no inline rules; *config.Config is one.
+type Plans interface {
+	// Plan returns the plan called name.
+	Plan(name string) (*config.Plan, bool)
+	// PlanForTenant returns the plan mapped to a tenant, or the default plan.
+	PlanForTenant(id string) (*config.Plan, bool)
+	// Plans returns the name of every plan.
+	Plans() []string
+}
+
+// check is one validated check, ready to decide.
+type check struct {
+	// key is the caller's key, for logs (as its digest).
+	key string
+	// plan names the plan of the rules; empty for inline rules.
+	plan string
+	// req is what the engine decides.
+	req bucket.Request
+}
+
+// parse reads and validates a whole payload: one check, or a batch of them (batch
+// true). Its error names the field at fault; it decides nothing.
+func parse(payload []byte, plans Plans) (checks []check, batch bool, err error) {
+	top, err := members("", payload, payloadFields)
+	if err != nil {
+		return nil, false, err
+	}
+	raw, batch := top[fieldChecks]
+	if !batch {
+		c, err := parseCheck("", top, plans)
+		return []check{c}, false, err
+	}
+	for _, name := range checkFields {
+		if top[name] != nil {
+			return nil, true, fmt.Errorf("%s: not with %s: send one check, or a batch of checks", name, fieldChecks)
+		}
+	}
+	elems, err := arrayValue(fieldChecks, raw)
+	if err != nil {
+		return nil, true, err
+	}
+	if len(elems) == 0 || len(elems) > checkapi.MaxBatch {
+		return nil, true, fmt.Errorf("%s: %d checks: want 1 to %d per call", fieldChecks, len(elems), checkapi.MaxBatch)
+	}
+	checks = make([]check, len(elems))
+	for i, elem := range elems {
+		path := index(fieldChecks, i)
+		m, err := members(path, elem, checkFields)
+		if err != nil {
+			return nil, true, err
+		}
+		if checks[i], err = parseCheck(path, m, plans); err != nil {
+			return nil, true, err
+		}
+	}
+	return checks, true, nil
+}
+
+// parseCheck validates the members m of the check at path.
+func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, error) {
+	key, err := parseKey(field(path, fieldKey), m[fieldKey])
+	if err != nil {
+		return check{}, err
+	}
+	c := check{key: key, req: bucket.Request{Identity: identityPrefix + key, Cost: checkapi.DefaultCost}}
+	switch {
+	case m[fieldPlan] != nil && m[fieldRules] != nil:
+		return check{}, fmt.Errorf("%s: not with %s: give a plan or inline rules, not both", field(path, fieldRules), fieldPlan)
+	case m[fieldPlan] != nil:
+		p, err := parsePlan(field(path, fieldPlan), m[fieldPlan], plans)
+		if err != nil {
+			return check{}, err
+		}
+		c.plan, c.req.Rules = p.Name, p.Rules
+	case m[fieldRules] != nil:
+		if c.req.Rules, err = parseRules(field(path, fieldRules), m[fieldRules]); err != nil {
+			return check{}, err
+		}
+	default:
+		p, _ := plans.PlanForTenant(key)
+		c.plan, c.req.Rules = p.Name, p.Rules
+	}
+	if m[fieldCost] != nil {
+		if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], c.req.Rules); err != nil {
+			return check{}, err
+		}
+	}
+	if err := c.req.Validate(); err != nil { // what the engine would refuse, if anything is left
+		return check{}, fmt.Errorf("%s: %w", where(path), err)
+	}
+	return c, nil
+}
+
+func parseKey(path string, raw json.RawMessage) (string, error) {
+	if raw == nil {
+		return "", fmt.Errorf("%s: missing: every check needs a key", path)
+	}
+	key, err := stringValue(path, raw)
+	switch {
+	case err != nil:
+		return "", err
+	case key == "":
+		return "", fmt.Errorf("%s: empty: every check needs a key", path)
+	case len(key) > checkapi.MaxKey:
+		return "", fmt.Errorf("%s: %d bytes: want at most %d", path, len(key), checkapi.MaxKey)
+	}
+	return key, nil
+}
+
+func parsePlan(path string, raw json.RawMessage, plans Plans) (*config.Plan, error) {
+	name, err := stringValue(path, raw)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := plans.Plan(name)
+	if !ok {
+		known := plans.Plans()
+		slices.Sort(known)
+		return nil, fmt.Errorf("%s: unknown plan %q (configured: %v)", path, name, known)
+	}
+	return p, nil
+}
+
+func parseRules(path string, raw json.RawMessage) ([]bucket.Rule, error) {
+	elems, err := arrayValue(path, raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(elems) == 0 || len(elems) > bucket.MaxRules {
+		return nil, fmt.Errorf("%s: %d rules: want 1 to %d, or a plan", path, len(elems), bucket.MaxRules)
+	}
+	rules := make([]bucket.Rule, len(elems))
+	for i, elem := range elems {
+		if rules[i], err = parseRule(index(path, i), elem); err != nil {
+			return nil, err
+		}
+		for j, earlier := range rules[:i] {
+			if earlier.Name == rules[i].Name {
+				return nil, fmt.Errorf("%s: name %q: already the name of %s", index(path, i), rules[i].Name, index(path, j))
+			}
+		}
+	}
+	return rules, nil
+}
+
+func parseRule(path string, raw json.RawMessage) (bucket.Rule, error) {
+	m, err := members(path, raw, ruleFields)
+	if err != nil {
+		return bucket.Rule{}, err
+	}
+	for _, name := range ruleFields {
+		if m[name] == nil {
+			return bucket.Rule{}, fmt.Errorf("%s: missing", field(path, name))
+		}
+	}
+	var r bucket.Rule
+	if r.Name, err = stringValue(field(path, "name"), m["name"]); err != nil {
+		return r, err
+	}
+	if r.Capacity, err = wholeValue(field(path, "capacity"), m["capacity"], "a whole number of tokens"); err != nil {
+		return r, err
+	}
+	if r.RefillPerSecond, err = numberValue(field(path, "refillPerSecond"), m["refillPerSecond"]); err != nil {
+		return r, err
+	}
+	if err := r.Validate(); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// parseCost reads the cost at path and checks that every rule can hold it.
+func parseCost(path string, raw json.RawMessage, rules []bucket.Rule) (int64, error) {
+	want := fmt.Sprintf("a whole number from 0 to %d (2^53)", int64(checkapi.MaxCost))
+	cost, err := wholeValue(path, raw, want)
+	if err != nil {
+		return 0, err
+	}
+	if cost < 0 || cost > checkapi.MaxCost {
+		return 0, fmt.Errorf("%s: got %d, want %s", path, cost, want)
+	}
+	for _, r := range rules {
+		if cost > r.Capacity {
+			return 0, fmt.Errorf("%s: %d exceeds capacity %d of rule %s: it could never be allowed", path, cost, r.Capacity, r.Name)
+		}
+	}
+	return cost, nil
+}

@@ -46,11 +46,6 @@ const (
 	goBuildMethod = "makefile"
 )
 
-// awaitingSettings are variables the template sets for internal/settings of the
-// production-Redis work (branch prod) before that code is merged here: the
-// environment test logs them while nothing reads them instead of failing.
-var awaitingSettings = []string{"REDIS_TLS", "REDIS_USERNAME", "REDIS_PASSWORD_SECRET_ARN", "REDIS_IAM_AUTH", "REDIS_CACHE_NAME"}
-
 // samTemplate is the part of template.yaml the tests read. Intrinsic functions (!Ref,
 // !If, ...) decode as the plain values they hold.
 type samTemplate struct {
@@ -382,13 +377,7 @@ func TestTemplateEnvironmentIsRead(t *testing.T) {
 				t.Fatal("no environment variables: is the template read right?")
 			}
 			for _, v := range slices.Sorted(maps.Keys(vars)) {
-				switch {
-				case read[v] && slices.Contains(awaitingSettings, v):
-					t.Logf("%s is read now: remove it from awaitingSettings", v)
-				case read[v]:
-				case slices.Contains(awaitingSettings, v):
-					t.Logf("%s is not read yet: it waits for the settings of the prod branch", v)
-				default:
+				if !read[v] {
 					t.Errorf("the template sets %s, which %s never reads (it reads %v)", v, name, slices.Sorted(maps.Keys(read)))
 				}
 			}

@@ -27,7 +27,7 @@ const (
 	// slack bounds how long a decision during a fault may take: the deadline plus a
 	// generous margin for a loaded machine. It catches waiting for the wrong thing,
 	// not slowness.
-	slack = 2 * time.Second
+	slack = 10 * time.Second
 	// recoveryWithin bounds how long service takes to come back after a fault heals:
 	// one probe interval plus the same margin.
 	recoveryWithin = guard.DefaultProbeInterval + slack

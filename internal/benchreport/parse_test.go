@@ -137,24 +137,30 @@ func TestMedianAndNiceStep(t *testing.T) {
 
 func TestPendingSections(t *testing.T) {
 	root := t.TempDir()
-	a, c, d, err := PendingSections(root)
+	a, d, err := PendingSections(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []Pending{a, c, d} {
+	for _, p := range []Pending{a, d} {
 		if !strings.HasPrefix(p.Reason, "not built yet") {
 			t.Errorf("empty tree: %q, want 'not built yet'", p.Reason)
 		}
 	}
+	if built, err := BuiltFunctions(root); err != nil || len(built) != 0 {
+		t.Errorf("BuiltFunctions of an empty tree = %v, %v", built, err)
+	}
 	if err := os.MkdirAll(filepath.Join(root, "functions", "authorizer"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	a, _, d, err = PendingSections(root)
+	a, d, err = PendingSections(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(a.Reason, "not wired") || !strings.HasPrefix(d.Reason, "not built yet") {
 		t.Errorf("with functions/authorizer: %q and %q", a.Reason, d.Reason)
+	}
+	if built, err := BuiltFunctions(root); err != nil || len(built) != 1 || built[0] != "functions/authorizer" {
+		t.Errorf("BuiltFunctions = %v, %v; want functions/authorizer", built, err)
 	}
 }
 
@@ -205,5 +211,14 @@ func TestMarkdown(t *testing.T) {
 	}
 	if lines := r.Lines(); lines[0] != r.RedisSideLine() {
 		t.Errorf("first line %q, want the redis-side line", lines[0])
+	}
+
+	r.Bootstraps = []Bootstrap{{Function: "functions/authorizer", Bytes: 10 << 20, Ready: 12 * time.Millisecond}}
+	if md := r.Markdown(); !strings.Contains(md, "| functions/authorizer 10.0 MiB, ready in 12ms | <= 15 MiB | met |") {
+		t.Errorf("Markdown with a bootstrap lacks its summary row:\n%s", md)
+	}
+	r.Bootstraps[0].Bytes = 16 << 20
+	if md := r.Markdown(); !strings.Contains(md, "| functions/authorizer 16.0 MiB, ready in 12ms | <= 15 MiB | **not met** |") {
+		t.Error("Markdown with a 16 MiB bootstrap does not say the goal is not met")
 	}
 }

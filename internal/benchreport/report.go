@@ -12,6 +12,7 @@ const (
 	goalChainedOverOne  = 1.4 // 2 chained rules over 1 rule, Redis-side, at most
 	goalThroughputRatio = 0.8 // Go over redis-benchmark, at least
 	goalClientCostRatio = 1.2 // Limiter over bare EVALSHA, ns/op, at most
+	goalBootstrapMiB    = 15  // stripped arm64 bootstrap, at most
 )
 
 // Report is everything make bench measured, ready to print and to write as Markdown.
@@ -36,8 +37,12 @@ type Report struct {
 	// ClientCost is item 3.
 	ClientCost ClientCost
 
-	// Authorizer, ColdStart and DenyCache are items 4 to 6, not measured yet.
-	Authorizer, ColdStart, DenyCache Pending
+	// Bootstraps are item 5, one per function built; ColdStart says why there are none.
+	Bootstraps []Bootstrap
+	ColdStart  Pending
+
+	// Authorizer and DenyCache are items 4 and 6, not measured yet.
+	Authorizer, DenyCache Pending
 
 	// Flood is item 7, drawn in the PNG file PlotFile (relative to the report).
 	Flood    Flood
@@ -64,7 +69,7 @@ func (r Report) Lines() []string {
 			r.ClientCost.LimiterNs(), r.ClientCost.Limiter.Metrics["allocs/op"], r.ClientCost.BareNs(), r.ClientCost.Bare.Metrics["allocs/op"],
 			r.ClientCost.Ratio(), goalClientCostRatio),
 		"authorizer overhead: " + r.Authorizer.Reason,
-		"cold start: " + r.ColdStart.Reason,
+		"cold start: " + r.coldStartSummary(),
 		"deny cache: " + r.DenyCache.Reason,
 		fmt.Sprintf("flood: offered %d, admitted %d in %.1f s (bound %.0f), plot %s",
 			r.Flood.Offered, r.Flood.Admitted, r.Flood.Elapsed.Seconds(), r.Flood.Bound(), r.PlotFile),
@@ -78,6 +83,31 @@ func (r Report) throughputLine() string {
 	}
 	return fmt.Sprintf("throughput decisions/s: redis-benchmark -P %d %.0f; bucketgate, %d goroutines on one rueidis client: %s (goal >= %.1f)",
 		r.ThroughputPlan.Pipeline, r.Throughput.RedisBenchmark, r.ThroughputPlan.Workers, strings.Join(parts, ", "), goalThroughputRatio)
+}
+
+// coldStartSummary is item 5 in one line.
+func (r Report) coldStartSummary() string {
+	if len(r.Bootstraps) == 0 {
+		return r.ColdStart.Reason
+	}
+	parts := make([]string, len(r.Bootstraps))
+	for i, b := range r.Bootstraps {
+		parts[i] = fmt.Sprintf("%s %.1f MiB, ready in %v", b.Function, b.MiB(), b.Ready.Round(time.Microsecond))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// bootstrapsVerdict says whether every bootstrap is within its size goal.
+func (r Report) bootstrapsVerdict() string {
+	if len(r.Bootstraps) == 0 {
+		return "pending"
+	}
+	for _, b := range r.Bootstraps {
+		if b.MiB() > goalBootstrapMiB {
+			return verdict(false)
+		}
+	}
+	return verdict(true)
 }
 
 // verdict says whether a figure met its goal.
@@ -113,7 +143,7 @@ func (r Report) Markdown() string {
 	p("| 3 | ns per decision, Limiter / bare EVALSHA, call by call | %.0f / %.0f = %.2f | <= %.1f | %s |\n",
 		r.ClientCost.LimiterNs(), r.ClientCost.BareNs(), r.ClientCost.Ratio(), goalClientCostRatio, verdict(r.ClientCost.Ratio() <= goalClientCostRatio))
 	p("| 4 | authorizer handler overhead | %s | | pending |\n", r.Authorizer.Reason)
-	p("| 5 | cold start: stripped arm64 bootstrap size, start to ready | %s | <= 15 MiB | pending |\n", r.ColdStart.Reason)
+	p("| 5 | cold start: stripped arm64 bootstrap size, start to ready | %s | <= %d MiB | %s |\n", r.coldStartSummary(), goalBootstrapMiB, r.bootstrapsVerdict())
 	p("| 6 | deny cache: Redis calls per 1,000 requests at 10x the limit | %s | <= 100, no over-admission | pending |\n", r.DenyCache.Reason)
 	p("| 7 | admitted vs offered over a flood | %d of %d admitted, bound %.0f | burst, then the refill rate | %s |\n\n",
 		r.Flood.Admitted, r.Flood.Offered, r.Flood.Bound(), verdict(float64(r.Flood.Admitted) <= r.Flood.Bound()))
@@ -165,7 +195,19 @@ func (r Report) Markdown() string {
 	p("are cut from.\n\n")
 
 	p("## 4. Authorizer handler overhead\n\nPending: %s.\n\n", r.Authorizer.Reason)
-	p("## 5. Cold start\n\nPending: %s.\n\n", r.ColdStart.Reason)
+	p("## 5. Cold start\n\n")
+	if len(r.Bootstraps) == 0 {
+		p("Pending: %s.\n\n", r.ColdStart.Reason)
+	} else {
+		p("Each function built as Lambda runs it (`go %s`, linux/arm64, CGO off) for its size, and\n", strings.Join(lambdaBuild, " "))
+		p("for this machine to start it against a runtime API on loopback, with `REDIS_ADDR` set to the run's\n")
+		p("server: ready is the least time from starting the process to its first request for an invocation.\n\n")
+		p("| function | bootstrap | ready |\n|---|---|---|\n")
+		for _, b := range r.Bootstraps {
+			p("| %s | %.1f MiB | %v |\n", b.Function, b.MiB(), b.Ready.Round(time.Microsecond))
+		}
+		p("\n")
+	}
 	p("## 6. Deny cache\n\nPending: %s.\n\n", r.DenyCache.Reason)
 
 	f := r.Flood

@@ -37,6 +37,7 @@ var (
 	throughputPlan    = ThroughputPlan{Requests: 150_000, Keyspace: 10_000, Workers: 64, Clients: 64, Pipeline: 16, Reps: 3}
 	floodPlan         = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 50, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second / 2}
 	plotFile          = "benchmarks-flood.png"
+	bootstrapStarts   = 5
 	// throughputFlushDelay is rueidis's MaxFlushDelay for the batching client: it lets
 	// the pipeline gather commands between writes, trading microseconds of latency for
 	// far fewer system calls on both sides.
@@ -121,8 +122,22 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Authorizer, r.ColdStart, r.DenyCache, err = PendingSections(root); err != nil {
+	if r.Authorizer, r.DenyCache, err = PendingSections(root); err != nil {
 		t.Fatal(err)
+	}
+	built, err := BuiltFunctions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(built) == 0 {
+		r.ColdStart = Pending{Reason: fmt.Sprintf("not built yet: none of %v exists", LambdaFunctions)}
+	}
+	for _, pkg := range built {
+		b, err := MeasureBootstrap(ctx, root, pkg, append(os.Environ(), "REDIS_ADDR="+srv.Addr), bootstrapStarts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Bootstraps = append(r.Bootstraps, b)
 	}
 
 	if err := flushAll(ctx, admin); err != nil {

@@ -2,7 +2,6 @@ package benchreport
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -11,11 +10,7 @@ import (
 
 func TestTimeToReady(t *testing.T) {
 	ctx := context.Background()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := ModuleRoot(wd)
+	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,19 @@ import (
 	"time"
 )
 
+// wantedError checks err against want, a part of the message or "" for none, and
+// reports whether an error was wanted (and so the case is done).
+func wantedError(t *testing.T, err error, want string) bool {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("err = %v, want one containing %q", err, want)
+	}
+	return want != ""
+}
+
 func TestParseCommandStat(t *testing.T) {
 	info := "# Commandstats\r\ncmdstat_hmget:calls=4,usec=8,usec_per_call=2.00,rejected_calls=0,failed_calls=0\r\n" +
 		"cmdstat_evalsha:calls=40000,usec=271490,usec_per_call=6.79,rejected_calls=0,failed_calls=0\r\n"
@@ -26,13 +39,10 @@ func TestParseCommandStat(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseCommandStat(tt.info, tt.command)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if wantedError(t, err, tt.wantErr) {
 				return
 			}
-			if err != nil || got != tt.want {
+			if got != tt.want {
 				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
 			}
 		})
@@ -58,13 +68,10 @@ func TestParseRedisBenchmarkCSV(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseRedisBenchmarkCSV([]byte(tt.out))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if wantedError(t, err, tt.wantErr) {
 				return
 			}
-			if err != nil || got != tt.want {
+			if got != tt.want {
 				t.Fatalf("got %v, %v; want %v", got, err, tt.want)
 			}
 		})
@@ -165,19 +172,15 @@ func TestPendingSections(t *testing.T) {
 }
 
 func TestModuleRoot(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := ModuleRoot(wd)
+	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "internal", "benchreport")); err != nil {
 		t.Errorf("ModuleRoot = %s, which lacks internal/benchreport", root)
 	}
-	if _, err := ModuleRoot(t.TempDir()); err == nil {
-		t.Error("ModuleRoot of a temp dir: want an error")
+	if _, err := moduleRootAbove(t.TempDir()); err == nil {
+		t.Error("module root above a temp dir: want an error")
 	}
 }
 

@@ -114,11 +114,7 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := ModuleRoot(wd)
+	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,11 @@
 local argv, call, tonumber, ceil = ARGV, redis.call, tonumber, math.ceil
 local key, nargs = KEYS[1], #argv
 
--- The usual cost "1" skips tonumber: comparing Lua strings compares pointers.
-local cost, margin = argv[1], tonumber(argv[2])
+-- The usual cost and margin (1 token, the Go side's 1 s) skip tonumber: comparing Lua
+-- strings compares pointers.
+local cost, margin = argv[1], argv[2]
 if cost == '1' then cost = 1 else cost = tonumber(cost) end
+if margin == '1000' then margin = 1000 else margin = tonumber(margin) end
 if not cost or cost < 0 or cost % 1 ~= 0 then
   return redis.error_reply('ERR bucketgate: cost must be a whole number >= 0')
 end
@@ -38,7 +40,8 @@ end
 local n = (nargs - 2) / 3
 
 -- f[2i-1], f[2i]: rule i's fields; f[c+1]: "expires"; f[c+2i], f[c+2i+1]: rule i's
--- capacity and rate once checked. The constructor sizes f for two rules.
+-- capacity and rate once checked. A write reuses f for HSET's arguments. The constructor
+-- sizes f for two rules.
 local f, c, p = {nil, nil, nil, nil, nil, nil, nil, nil, nil}, 2 * n, 0
 for j = 3, nargs, 3 do
   local name = argv[j]
@@ -116,13 +119,14 @@ if allowed == 1 and cost > 0 then
   -- Integers go to Redis as strings: a Lua number would be formatted with the slower
   -- %.17g. TIME's microseconds have six digits nine times in ten: then now is a join.
   local stamp = #t[2] == 6 and t[1] .. t[2] or string.format('%d', now)
-  local a = {nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
-  for i = 1, n do
+  -- Lay f out as HSET's field/value pairs in place, from the last rule down, so that no
+  -- field name is overwritten before it has moved.
+  for i = n, 1, -1 do
     p = 4 * i
-    a[p - 3], a[p - 2], a[p - 1], a[p] = f[2 * i - 1], s[2 * i - 1], f[2 * i], stamp
+    f[p - 3], f[p - 2], f[p - 1], f[p] = f[2 * i - 1], s[2 * i - 1], f[2 * i], stamp
   end
-  a[2 * c + 1], a[2 * c + 2] = 'expires', string.format('%d', expires)
-  call('HSET', key, unpack(a, 1, 2 * c + 2))
+  f[2 * c + 1], f[2 * c + 2] = 'expires', string.format('%d', expires)
+  call('HSET', key, unpack(f, 1, 2 * c + 2))
   call('PEXPIREAT', key, string.format('%d', expires + margin))
 end
 

@@ -188,9 +188,9 @@ func TestMarkdown(t *testing.T) {
 	r := Report{
 		Machine:    Machine{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPUs: 2, CPUModel: "cpu", GoVersion: "go1.26", Platform: "linux/amd64", RedisVersion: "7.0.15"},
 		Workload:   Workload{Identities: 10, Rounds: 2, Workers: 1},
-		OneRule:    RedisSide{Name: "bucketgate 1 rule", UsecPerCall: 6},
+		OneRule:    RedisSide{Name: "bucketgate 1 rule", UsecPerCall: 6, Runs: []float64{6, 8, 9}},
 		TwoRules:   RedisSide{Name: "bucketgate 2 rules", UsecPerCall: 9},
-		RedisRate:  RedisSide{Name: "redis_rate", UsecPerCall: 5},
+		RedisRate:  RedisSide{Name: "redis_rate", UsecPerCall: 5, Runs: []float64{5, 8, 6}},
 		Throughput: Throughput{RedisBenchmark: 100, Go: []Rate{{Name: "a", PerSecond: 70}, {Name: "b", PerSecond: 90}}},
 		ClientCost: ClientCost{Paired: GoBench{Metrics: map[string]float64{pairedLimiterUnit: 110, pairedBareUnit: 100}}},
 		Authorizer: Pending{Reason: "not built yet: x"},
@@ -207,6 +207,7 @@ func TestMarkdown(t *testing.T) {
 		"Pending: not built yet: x.",
 		"![admitted vs offered requests per second during a flood](plot.png)",
 		"Redis 7.0.15",
+		"X/Z repetition by repetition (each pair from the same turn): 1.20 1.00 1.50; median 1.20.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)

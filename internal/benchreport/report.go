@@ -162,6 +162,9 @@ func (r Report) Markdown() string {
 	for _, c := range []RedisSide{r.OneRule, r.TwoRules, r.RedisRate} {
 		p("| %s | %.2f | %.2f | %s | %.1f%% |\n", c.Name, c.UsecPerCall, c.Median, fmtFloats(c.Runs), 100*c.Outcome.AllowedShare())
 	}
+	if perRep := pairedRatios(r.OneRule.Runs, r.RedisRate.Runs); len(perRep) > 0 {
+		p("\nX/Z repetition by repetition (each pair from the same turn): %s; median %.2f.\n", fmtFloats(perRep), median(perRep))
+	}
 	p("\n")
 
 	t := r.ThroughputPlan
@@ -217,6 +220,15 @@ func (r Report) Markdown() string {
 	p("the refill rate. %d of %d admitted; a correct limiter admits at most capacity + refill × %.1f s + 1 = %.0f.\n\n", f.Admitted, f.Offered, f.Elapsed.Seconds(), f.Bound())
 	p("![admitted vs offered requests per second during a flood](%s)\n", r.PlotFile)
 	return b.String()
+}
+
+// pairedRatios divides xs by ys element by element, as far as both go.
+func pairedRatios(xs, ys []float64) []float64 {
+	out := make([]float64, 0, min(len(xs), len(ys)))
+	for i := range min(len(xs), len(ys)) {
+		out = append(out, xs[i]/ys[i])
+	}
+	return out
 }
 
 func fmtFloat(v float64) string { return fmt.Sprintf("%g", v) }

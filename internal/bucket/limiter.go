@@ -60,7 +60,7 @@ func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 
 // scriptCall lays q out as bucket.lua's key and ARGV, appending the ARGV to args. The
 // key and every number are cut from one string, so that a decision allocates once for
-// its arguments however many rules it has.
+// its arguments however many rules it has. q must be valid (at most MaxRules rules).
 func scriptCall(q Request, margin string, args []string) (key string, _ []string) {
 	var buf [256]byte
 	var ends [2 + 2*MaxRules]int // key, cost, then capacity and rate per rule

@@ -10,25 +10,28 @@ const KeyPrefix = "bg:"
 // move to another cluster slot, or collide with another identity. Every rule of the
 // identity lives in this one hash, so every call touches one slot.
 func Key(identity string) string {
+	var buf [64]byte
+	return string(appendKey(buf[:0], identity))
+}
+
+// appendKey appends Key(identity) to dst.
+func appendKey(dst []byte, identity string) []byte {
+	dst = append(dst, KeyPrefix...)
+	dst = append(dst, '{')
 	if !strings.ContainsAny(identity, "%{}") {
-		return KeyPrefix + "{" + identity + "}"
+		return append(append(dst, identity...), '}')
 	}
-	var b strings.Builder
-	b.Grow(len(KeyPrefix) + len(identity) + 16)
-	b.WriteString(KeyPrefix)
-	b.WriteByte('{')
 	for i := 0; i < len(identity); i++ {
 		switch c := identity[i]; c {
 		case '%':
-			b.WriteString("%25")
+			dst = append(dst, "%25"...)
 		case '{':
-			b.WriteString("%7B")
+			dst = append(dst, "%7B"...)
 		case '}':
-			b.WriteString("%7D")
+			dst = append(dst, "%7D"...)
 		default:
-			b.WriteByte(c)
+			dst = append(dst, c)
 		}
 	}
-	b.WriteByte('}')
-	return b.String()
+	return append(dst, '}')
 }

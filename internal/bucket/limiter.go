@@ -42,7 +42,9 @@ func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 	if err := q.Validate(); err != nil {
 		return Decision{}, err
 	}
-	reply, err := l.script.Exec(ctx, l.client, []string{Key(q.Identity)}, scriptArgs(q, l.margin)).ToArray()
+	var argv [lua.ArgFirstRule + lua.ArgsPerRule*MaxRules]string
+	key, args := scriptCall(q, l.margin, argv[:0])
+	reply, err := l.script.Exec(ctx, l.client, []string{key}, args).ToArray()
 	if err != nil {
 		if strings.Contains(err.Error(), lua.ErrorPrefix) {
 			return Decision{}, fmt.Errorf("%w: redis refused the request: %w", ErrInvalid, err)
@@ -56,13 +58,26 @@ func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 	return decodeReply(vals, q)
 }
 
-// scriptArgs lays q out as bucket.lua's ARGV.
-func scriptArgs(q Request, margin string) []string {
-	args := make([]string, lua.ArgFirstRule, lua.ArgFirstRule+lua.ArgsPerRule*len(q.Rules))
-	args[lua.ArgCost] = strconv.FormatInt(q.Cost, 10)
-	args[lua.ArgMargin] = margin
-	for _, r := range q.Rules {
-		args = append(args, r.Name, strconv.FormatInt(r.Capacity, 10), strconv.FormatFloat(r.RefillPerSecond, 'f', -1, 64))
+// scriptCall lays q out as bucket.lua's key and ARGV, appending the ARGV to args. The
+// key and every number are cut from one string, so that a decision allocates once for
+// its arguments however many rules it has. q must be valid (at most MaxRules rules).
+func scriptCall(q Request, margin string, args []string) (key string, _ []string) {
+	var buf [256]byte
+	var ends [2 + 2*MaxRules]int // key, cost, then capacity and rate per rule
+	b := appendKey(buf[:0], q.Identity)
+	ends[0] = len(b)
+	b = strconv.AppendInt(b, q.Cost, 10)
+	ends[1] = len(b)
+	for i, r := range q.Rules {
+		b = strconv.AppendInt(b, r.Capacity, 10)
+		ends[2+2*i] = len(b)
+		b = strconv.AppendFloat(b, r.RefillPerSecond, 'f', -1, 64) // plain decimal: miniredis's Lua reads no exponent
+		ends[3+2*i] = len(b)
 	}
-	return args
+	s := string(b)
+	args = append(args, s[ends[0]:ends[1]], margin)
+	for i, r := range q.Rules {
+		args = append(args, r.Name, s[ends[1+2*i]:ends[2+2*i]], s[ends[2+2*i]:ends[3+2*i]])
+	}
+	return s[:ends[0]], args
 }

@@ -13,104 +13,122 @@
 -- allowed), reset after (ms until every rule is full, rounded up), now (Redis TIME, us)}.
 --
 -- A denial or a peek writes nothing. Arguments are checked before any write; a bad one
--- is an error reply starting with "ERR bucketgate:".
+-- is an error reply starting with "ERR bucketgate:". The stored fields are read as
+-- numbers: a field that is not one (never written by this script) is an error too.
+--
+-- The script runs once per decision, so it is written for few Lua instructions and few
+-- calls out of the VM (see BENCHMARKS.md): globals are read once into locals, tables are
+-- sized by their constructors, and integers are handed to Redis as strings.
 
-local key = KEYS[1]
-local cost = tonumber(ARGV[1])
-local margin = tonumber(ARGV[2])
-local n = (#ARGV - 2) / 3
+local argv, call, tonumber, ceil = ARGV, redis.call, tonumber, math.ceil
+local key, nargs = KEYS[1], #argv
 
-local function fail(msg)
-  return redis.error_reply('ERR bucketgate: ' .. msg)
+-- The usual cost and margin (1 token, the Go side's 1 s) skip tonumber: comparing Lua
+-- strings compares pointers.
+local cost, margin = argv[1], argv[2]
+if cost == '1' then cost = 1 else cost = tonumber(cost) end
+if margin == '1000' then margin = 1000 else margin = tonumber(margin) end
+if not cost or cost < 0 or cost % 1 ~= 0 then
+  return redis.error_reply('ERR bucketgate: cost must be a whole number >= 0')
 end
+if not margin or margin < 0 or margin % 1 ~= 0 then
+  return redis.error_reply('ERR bucketgate: expiry margin must be a whole number >= 0')
+end
+if nargs < 5 or nargs % 3 ~= 2 then
+  return redis.error_reply('ERR bucketgate: ARGV must be cost, margin, then name, capacity, rate per rule')
+end
+local n = (nargs - 2) / 3
 
-if not cost or cost < 0 or cost ~= math.floor(cost) then
-  return fail('cost must be a whole number >= 0')
+-- f[2i-1], f[2i]: rule i's fields; f[c+1]: "expires"; f[c+2i], f[c+2i+1]: rule i's
+-- capacity and rate once checked. A write reuses f for HSET's arguments. The constructor
+-- sizes f for two rules.
+local f, c, p = {nil, nil, nil, nil, nil, nil, nil, nil, nil}, 2 * n, 0
+for j = 3, nargs, 3 do
+  local name = argv[j]
+  f[p + 1], f[p + 2], p = name .. ':tokens', name .. ':ts', p + 2
 end
-if not margin or margin < 0 or margin ~= math.floor(margin) then
-  return fail('expiry margin must be a whole number >= 0')
-end
-if n < 1 or n ~= math.floor(n) then
-  return fail('ARGV must be cost, margin, then name, capacity, rate per rule')
-end
+f[c + 1] = 'expires'
 
-local caps, rates, fields, seen = {}, {}, {}, {}
-for i = 1, n do
-  local name, cap, rate = ARGV[3 * i], tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
-  if seen[name] then
-    return fail('rule ' .. name .. ' appears twice')
+local t = call('TIME')
+local now = t[1] * 1000000 + t[2]
+local s = call('HMGET', key, unpack(f, 1, c + 1))
+
+-- Check each rule, then refill it: s[2i-1] becomes its tokens now. A timestamp in the
+-- future (a failover to a skewed replica) counts as now.
+local allowed = 1
+p = 0
+for j = 3, nargs, 3 do
+  local name, cap, rate = argv[j], tonumber(argv[j + 1]), tonumber(argv[j + 2])
+  for k = 3, j - 3, 3 do
+    if argv[k] == name then
+      return redis.error_reply('ERR bucketgate: rule ' .. name .. ' appears twice')
+    end
   end
-  seen[name] = true
-  if not cap or cap < 1 or cap ~= math.floor(cap) then
-    return fail('rule ' .. name .. ': capacity must be a whole number >= 1')
+  if not cap or cap < 1 or cap % 1 ~= 0 then
+    return redis.error_reply('ERR bucketgate: rule ' .. name .. ': capacity must be a whole number >= 1')
   end
   if not rate or not (rate > 0) or rate == math.huge then
-    return fail('rule ' .. name .. ': refill per second must be a finite number > 0')
+    return redis.error_reply('ERR bucketgate: rule ' .. name .. ': refill per second must be a finite number > 0')
   end
   if cost > cap then
-    return fail('rule ' .. name .. ': cost ' .. cost .. ' exceeds capacity ' .. cap)
+    return redis.error_reply('ERR bucketgate: rule ' .. name .. ': cost ' .. cost .. ' exceeds capacity ' .. cap)
   end
-  caps[i], rates[i] = cap, rate
-  fields[2 * i - 1], fields[2 * i] = name .. ':tokens', name .. ':ts'
-end
-fields[2 * n + 1] = 'expires'
-
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
-local state = redis.call('HMGET', key, unpack(fields))
-
--- Refill every rule up to now; a timestamp in the future (a skewed failover) counts as now.
-local tokens, allowed = {}, 1
-for i = 1, n do
-  local level, ts = tonumber(state[2 * i - 1]), tonumber(state[2 * i])
+  p = p + 2
+  local level, ts = s[p - 1], s[p]
   if level and ts then
-    local elapsed = now - ts
-    if elapsed < 0 then elapsed = 0 end
-    level = level + elapsed * rates[i] / 1000000
-    if level > caps[i] then level = caps[i] end
+    level, ts = level * 1, ts * 1
+    if now > ts then level = level + (now - ts) * rate / 1000000 end
+    if level > cap then level = cap end
   else
-    level = caps[i]
+    level = cap
   end
-  tokens[i] = level
   if level < cost then allowed = 0 end
+  s[p - 1], f[c + p], f[c + p + 1] = level, cap, rate
 end
 
--- Binding rule: when denied, the denying rule with the longest wait; when allowed, the
--- rule with the fewest tokens left.
-local binding, retry = 1, 0
+-- Binding rule: when allowed, the first with the fewest tokens left; when denied, the
+-- first denying rule with the longest wait. Reset: the longest time until a rule is full.
+local binding, fewest, retry, reset = 1, s[1], 0, 0
 if allowed == 1 then
+  fewest = fewest - cost
   for i = 1, n do
-    tokens[i] = tokens[i] - cost
-    if tokens[i] < tokens[binding] then binding = i end
+    p = 2 * i
+    local level = s[p - 1] - cost
+    s[p - 1] = level
+    if level < fewest then fewest, binding = level, i end
+    local full = ceil((f[c + p] - level) * 1000 / f[c + p + 1])
+    if full > reset then reset = full end
   end
 else
   for i = 1, n do
-    if tokens[i] < cost then
-      local wait = math.ceil((cost - tokens[i]) * 1000 / rates[i])
+    p = 2 * i
+    local level, rate = s[p - 1], f[c + p + 1]
+    if level < cost then
+      local wait = ceil((cost - level) * 1000 / rate)
       if wait > retry then retry, binding = wait, i end
     end
+    if level < fewest then fewest = level end
+    local full = ceil((f[c + p] - level) * 1000 / rate)
+    if full > reset then reset = full end
   end
-end
-
-local fewest, reset = tokens[1], 0
-for i = 1, n do
-  if tokens[i] < fewest then fewest = tokens[i] end
-  local full = math.ceil((caps[i] - tokens[i]) * 1000 / rates[i])
-  if full > reset then reset = full end
 end
 
 if allowed == 1 and cost > 0 then
-  local expires = math.ceil(now / 1000) + reset
-  local previous = tonumber(state[2 * n + 1])
-  if previous and previous > expires then expires = previous end
-  local args = {}
-  for i = 1, n do
-    args[4 * i - 3], args[4 * i - 2] = fields[2 * i - 1], tokens[i]
-    args[4 * i - 1], args[4 * i] = fields[2 * i], now
+  local expires, previous = ceil(now / 1000) + reset, s[c + 1]
+  if previous and previous * 1 > expires then expires = previous * 1 end
+  -- Integers go to Redis as strings: a Lua number would be formatted with the slower
+  -- %.17g. TIME's microseconds have six digits nine times in ten: then now is a join.
+  local stamp = #t[2] == 6 and t[1] .. t[2] or string.format('%d', now)
+  -- Lay f out as HSET's field/value pairs in place, from the last rule down, so that no
+  -- field name is overwritten before it has moved.
+  for i = n, 1, -1 do
+    p = 4 * i
+    f[p - 3], f[p - 2], f[p - 1], f[p] = f[2 * i - 1], s[2 * i - 1], f[2 * i], stamp
   end
-  args[4 * n + 1], args[4 * n + 2] = 'expires', expires
-  redis.call('HSET', key, unpack(args))
-  redis.call('PEXPIREAT', key, expires + margin)
+  f[2 * c + 1], f[2 * c + 2] = 'expires', string.format('%d', expires)
+  call('HSET', key, unpack(f, 1, 2 * c + 2))
+  call('PEXPIREAT', key, string.format('%d', expires + margin))
 end
 
-return {allowed, binding, math.floor(fewest), retry, reset, now}
+-- fewest - fewest % 1 is math.floor(fewest), exactly, without a call out of the VM.
+return {allowed, binding, fewest - fewest % 1, retry, reset, now}

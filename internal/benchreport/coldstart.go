@@ -1,0 +1,133 @@
+package benchreport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// Bootstrap is one function's Lambda binary: its size as shipped and how long it takes
+// from process start to asking the runtime API for its first invocation.
+type Bootstrap struct {
+	// Function is the package, such as functions/authorizer.
+	Function string
+	// Bytes is the size of the stripped linux/arm64 bootstrap.
+	Bytes int64
+	// Ready is the least start-to-ready time over the starts, of a native build.
+	Ready time.Duration
+}
+
+// MiB is Bytes in mebibytes.
+func (b Bootstrap) MiB() float64 { return float64(b.Bytes) / (1 << 20) }
+
+// lambdaBuild is how a bootstrap is built for Lambda: static, stripped, without the RPC
+// mode that the provided runtimes do not use.
+var lambdaBuild = []string{"build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w"}
+
+// buildBootstrap builds the package at root/pkg for goos/goarch into out and returns
+// the file's size.
+func buildBootstrap(ctx context.Context, root, pkg, goos, goarch, out string) (int64, error) {
+	cmd := exec.CommandContext(ctx, "go", append(slices.Clone(lambdaBuild), "-o", out, "./"+pkg)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("build %s for %s/%s: %w: %s", pkg, goos, goarch, err, bytes.TrimSpace(msg))
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		return 0, fmt.Errorf("build %s: %w", pkg, err)
+	}
+	return st.Size(), nil
+}
+
+// runtimeNextPath is the Lambda runtime API's request for the next invocation: a
+// bootstrap that sends it has finished its init.
+const runtimeNextPath = "/2018-06-01/runtime/invocation/next"
+
+// readyTimeout bounds one start: a bootstrap that never asks for work is an error.
+const readyTimeout = 30 * time.Second
+
+// timeToReady starts binary with env and AWS_LAMBDA_RUNTIME_API pointing at a runtime
+// API on loopback, and returns the time from starting the process to its first
+// request for an invocation. The process is killed then.
+func timeToReady(ctx context.Context, binary string, env []string) (time.Duration, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("runtime api: %w", err)
+	}
+	asked := make(chan time.Time, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == runtimeNextPath {
+			select {
+			case asked <- time.Now():
+			default:
+			}
+		}
+		http.Error(w, "benchreport: no invocations", http.StatusServiceUnavailable)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary)
+	cmd.Env = append(slices.Clone(env), "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String())
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start %s: %w", binary, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill(); <-exited }()
+	select {
+	case at := <-asked:
+		return at.Sub(start), nil
+	case err := <-exited:
+		exited <- err // for the deferred wait
+		return 0, fmt.Errorf("%s exited before asking for an invocation (%v): %s", binary, err, bytes.TrimSpace(output.Bytes()))
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%s did not ask for an invocation within %v: %w", binary, readyTimeout, context.Cause(ctx))
+	}
+}
+
+// MeasureBootstrap builds the function at root/pkg for Lambda (linux/arm64) to size it,
+// and for this machine to start it `starts` times with env, keeping the quickest.
+func MeasureBootstrap(ctx context.Context, root, pkg string, env []string, starts int) (Bootstrap, error) {
+	dir, err := os.MkdirTemp("", "bootstrap")
+	if err != nil {
+		return Bootstrap{}, err
+	}
+	defer os.RemoveAll(dir)
+	b := Bootstrap{Function: pkg}
+	if b.Bytes, err = buildBootstrap(ctx, root, pkg, "linux", "arm64", filepath.Join(dir, "bootstrap-arm64")); err != nil {
+		return Bootstrap{}, err
+	}
+	native := filepath.Join(dir, "bootstrap")
+	if _, err := buildBootstrap(ctx, root, pkg, runtime.GOOS, runtime.GOARCH, native); err != nil {
+		return Bootstrap{}, err
+	}
+	var times []time.Duration
+	for range starts {
+		d, err := timeToReady(ctx, native, env)
+		if err != nil {
+			return Bootstrap{}, err
+		}
+		times = append(times, d)
+	}
+	if len(times) == 0 {
+		return Bootstrap{}, errors.New("no starts")
+	}
+	b.Ready = slices.Min(times)
+	return b, nil
+}

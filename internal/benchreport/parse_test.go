@@ -1,0 +1,228 @@
+package benchreport
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// wantedError checks err against want, a part of the message or "" for none, and
+// reports whether an error was wanted (and so the case is done).
+func wantedError(t *testing.T, err error, want string) bool {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("err = %v, want one containing %q", err, want)
+	}
+	return want != ""
+}
+
+func TestParseCommandStat(t *testing.T) {
+	info := "# Commandstats\r\ncmdstat_hmget:calls=4,usec=8,usec_per_call=2.00,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_evalsha:calls=40000,usec=271490,usec_per_call=6.79,rejected_calls=0,failed_calls=0\r\n"
+	tests := []struct {
+		name    string
+		info    string
+		command string
+		want    CommandStat
+		wantErr string
+	}{
+		{name: "found", info: info, command: "evalsha", want: CommandStat{Calls: 40000, UsecPerCall: 6.79}},
+		{name: "not a prefix of another", info: info, command: "hmge", wantErr: "no line for hmge"},
+		{name: "missing", info: info, command: "get", wantErr: "no line for get"},
+		{name: "garbled", info: "cmdstat_evalsha:calls=x,usec_per_call=1\r\n", command: "evalsha", wantErr: "want calls and usec_per_call"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseCommandStat(tt.info, tt.command)
+			if wantedError(t, err, tt.wantErr) {
+				return
+			}
+			if got != tt.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseRedisBenchmarkCSV(t *testing.T) {
+	tests := []struct {
+		name    string
+		out     string
+		want    float64
+		wantErr string
+	}{
+		{
+			name: "one result",
+			out:  "\"test\",\"rps\",\"avg_latency_ms\"\n\"EVALSHA abc 1 k\",\"51652.89\",\"19.082\"\n",
+			want: 51652.89,
+		},
+		{name: "no result", out: "\"test\",\"rps\"\n", wantErr: "1 rows"},
+		{name: "no rps column", out: "\"test\",\"x\"\n\"a\",\"1\"\n", wantErr: "no rps column"},
+		{name: "rps not a number", out: "\"test\",\"rps\"\n\"a\",\"fast\"\n", wantErr: "rps"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseRedisBenchmarkCSV([]byte(tt.out))
+			if wantedError(t, err, tt.wantErr) {
+				return
+			}
+			if got != tt.want {
+				t.Fatalf("got %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+const goBenchOutput = `goos: linux
+goarch: amd64
+pkg: github.com/bucketgate/bucketgate/internal/bucket
+BenchmarkClientCost/limiter-2         	   20000	     58143 ns/op	     422 B/op	       5 allocs/op
+BenchmarkClientCost/bare-evalsha-2    	   20000	     63616 ns/op	     240 B/op	       1 allocs/op
+BenchmarkClientCost/paired-2          	   20000	    150152 ns/op	     74528 bare-ns/op	     75396 limiter-ns/op	     582 B/op	       3 allocs/op
+BenchmarkClientCost/limiter-2         	   20000	     50000 ns/op	     352 B/op	       2 allocs/op
+BenchmarkClientCost/bare-evalsha-2    	   20000	     60000 ns/op	     240 B/op	       1 allocs/op
+BenchmarkClientCost/paired-2          	   20000	    160000 ns/op	     80000 bare-ns/op	     80000 limiter-ns/op	     582 B/op	       3 allocs/op
+BenchmarkClientCost/limiter-2         	   20000	     52000 ns/op	     352 B/op	       2 allocs/op
+BenchmarkClientCost/bare-evalsha-2    	   20000	     61000 ns/op	     240 B/op	       1 allocs/op
+BenchmarkClientCost/paired-2          	   20000	    150000 ns/op	     70000 bare-ns/op	     77000 limiter-ns/op	     582 B/op	       3 allocs/op
+PASS
+ok  	github.com/bucketgate/bucketgate/internal/bucket	7.017s
+`
+
+func TestParseGoBench(t *testing.T) {
+	benches, err := parseGoBench(strings.NewReader(goBenchOutput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := clientCostFrom(benches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want float64
+	}{
+		{"limiter ns/op median", c.Limiter.Metrics["ns/op"], 52000},
+		{"limiter allocs median", c.Limiter.Metrics["allocs/op"], 2},
+		{"bare B/op", c.Bare.Metrics["B/op"], 240},
+		{"paired limiter", c.LimiterNs(), 77000},
+		{"paired bare", c.BareNs(), 74528},
+		{"runs", float64(c.Paired.Runs), 3},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+	if _, err := clientCostFrom(map[string]GoBench{}); err == nil {
+		t.Error("clientCostFrom of nothing: want an error")
+	}
+}
+
+func TestMedianAndNiceStep(t *testing.T) {
+	medians := []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}}
+	for _, m := range medians {
+		if got := median(m.in); got != m.want {
+			t.Errorf("median(%v) = %v, want %v", m.in, got, m.want)
+		}
+	}
+	steps := []struct{ in, want float64 }{{0.3, 1}, {1.5, 2}, {3, 5}, {7, 10}, {18.3, 20}, {120, 200}}
+	for _, s := range steps {
+		if got := niceStep(s.in); got != s.want {
+			t.Errorf("niceStep(%v) = %v, want %v", s.in, got, s.want)
+		}
+	}
+}
+
+func TestPendingSections(t *testing.T) {
+	root := t.TempDir()
+	a, d, err := PendingSections(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Pending{a, d} {
+		if !strings.HasPrefix(p.Reason, "not built yet") {
+			t.Errorf("empty tree: %q, want 'not built yet'", p.Reason)
+		}
+	}
+	if built, err := BuiltFunctions(root); err != nil || len(built) != 0 {
+		t.Errorf("BuiltFunctions of an empty tree = %v, %v", built, err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "functions", "authorizer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, d, err = PendingSections(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(a.Reason, "not wired") || !strings.HasPrefix(d.Reason, "not built yet") {
+		t.Errorf("with functions/authorizer: %q and %q", a.Reason, d.Reason)
+	}
+	if built, err := BuiltFunctions(root); err != nil || len(built) != 1 || built[0] != "functions/authorizer" {
+		t.Errorf("BuiltFunctions = %v, %v; want functions/authorizer", built, err)
+	}
+}
+
+func TestModuleRoot(t *testing.T) {
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "internal", "benchreport")); err != nil {
+		t.Errorf("ModuleRoot = %s, which lacks internal/benchreport", root)
+	}
+	if _, err := moduleRootAbove(t.TempDir()); err == nil {
+		t.Error("module root above a temp dir: want an error")
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	r := Report{
+		Machine:    Machine{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPUs: 2, CPUModel: "cpu", GoVersion: "go1.26", Platform: "linux/amd64", RedisVersion: "7.0.15"},
+		Workload:   Workload{Identities: 10, Rounds: 2, Workers: 1},
+		OneRule:    RedisSide{Name: "bucketgate 1 rule", UsecPerCall: 6, Runs: []float64{6, 8, 9}},
+		TwoRules:   RedisSide{Name: "bucketgate 2 rules", UsecPerCall: 9},
+		RedisRate:  RedisSide{Name: "redis_rate", UsecPerCall: 5, Runs: []float64{5, 8, 6}},
+		Throughput: Throughput{RedisBenchmark: 100, Go: []Rate{{Name: "a", PerSecond: 70}, {Name: "b", PerSecond: 90}}},
+		ClientCost: ClientCost{Paired: GoBench{Metrics: map[string]float64{pairedLimiterUnit: 110, pairedBareUnit: 100}}},
+		Authorizer: Pending{Reason: "not built yet: x"},
+		Flood:      syntheticFlood(),
+		PlotFile:   "plot.png",
+	}
+	md := r.Markdown()
+	for _, want := range []string{
+		"redis-side us/decision: bucketgate 1 rule 6.00, 2 rules 9.00, redis_rate 5.00, ratio X/Z 1.20",
+		"| 1 | Redis-side µs per decision, bucketgate 1 rule / redis_rate | 6.00 / 5.00 = 1.20 | <= 1.0 | **not met** |",
+		"| 1 | Redis-side µs per decision, 2 chained rules / 1 rule | 9.00 / 6.00 = 1.50 | <= 1.4 | **not met** |",
+		"bucketgate (b) / redis-benchmark -P 0 | 90 / 100 = 0.90 | >= 0.8 | met |",
+		"| 110 / 100 = 1.10 | <= 1.2 | met |",
+		"Pending: not built yet: x.",
+		"![admitted vs offered requests per second during a flood](plot.png)",
+		"Redis 7.0.15",
+		"X/Z repetition by repetition (each pair from the same turn): 1.20 1.00 1.50; median 1.20.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+	if lines := r.Lines(); lines[0] != r.RedisSideLine() {
+		t.Errorf("first line %q, want the redis-side line", lines[0])
+	}
+
+	r.Bootstraps = []Bootstrap{{Function: "functions/authorizer", Bytes: 10 << 20, Ready: 12 * time.Millisecond}}
+	if md := r.Markdown(); !strings.Contains(md, "| functions/authorizer 10.0 MiB, ready in 12ms | <= 15 MiB | met |") {
+		t.Errorf("Markdown with a bootstrap lacks its summary row:\n%s", md)
+	}
+	r.Bootstraps[0].Bytes = 16 << 20
+	if md := r.Markdown(); !strings.Contains(md, "| functions/authorizer 16.0 MiB, ready in 12ms | <= 15 MiB | **not met** |") {
+		t.Error("Markdown with a 16 MiB bootstrap does not say the goal is not met")
+	}
+}

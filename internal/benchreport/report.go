@@ -1,0 +1,242 @@
+package benchreport
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Goals of issue 7, the figures the report checks.
+const (
+	goalRedisSideRatio  = 1.0 // bucketgate 1 rule over redis_rate, Redis-side, at most
+	goalChainedOverOne  = 1.4 // 2 chained rules over 1 rule, Redis-side, at most
+	goalThroughputRatio = 0.8 // Go over redis-benchmark, at least
+	goalClientCostRatio = 1.2 // Limiter over bare EVALSHA, ns/op, at most
+	goalBootstrapMiB    = 15  // stripped arm64 bootstrap, at most
+)
+
+// Report is everything make bench measured, ready to print and to write as Markdown.
+type Report struct {
+	// Machine is where it ran.
+	Machine Machine
+	// Commands reproduce the run.
+	Commands []string
+	// Elapsed is how long the whole run took.
+	Elapsed time.Duration
+
+	// Workload is the request mix of the Redis-side comparison, Reps its repetitions.
+	Workload Workload
+	Reps     int
+	// OneRule, TwoRules and RedisRate are the Redis-side costs.
+	OneRule, TwoRules, RedisRate RedisSide
+
+	// Throughput and ThroughputPlan are item 2.
+	Throughput     Throughput
+	ThroughputPlan ThroughputPlan
+
+	// ClientCost is item 3.
+	ClientCost ClientCost
+
+	// Bootstraps are item 5, one per function built; ColdStart says why there are none.
+	Bootstraps []Bootstrap
+	ColdStart  Pending
+
+	// Authorizer and DenyCache are items 4 and 6, not measured yet.
+	Authorizer, DenyCache Pending
+
+	// Flood is item 7, drawn in the PNG file PlotFile (relative to the report).
+	Flood    Flood
+	PlotFile string
+}
+
+// RedisSideLine is the one-line summary of item 1.
+func (r Report) RedisSideLine() string {
+	return fmt.Sprintf("redis-side us/decision: bucketgate 1 rule %.2f, 2 rules %.2f, redis_rate %.2f, ratio X/Z %.2f",
+		r.OneRule.UsecPerCall, r.TwoRules.UsecPerCall, r.RedisRate.UsecPerCall, r.redisSideRatio())
+}
+
+func (r Report) redisSideRatio() float64 { return r.OneRule.UsecPerCall / r.RedisRate.UsecPerCall }
+
+func (r Report) chainedOverOne() float64 { return r.TwoRules.UsecPerCall / r.OneRule.UsecPerCall }
+
+// Lines is the report as make bench prints it, one figure a line.
+func (r Report) Lines() []string {
+	return []string{
+		r.RedisSideLine(),
+		fmt.Sprintf("2 rules / 1 rule: %.2f (goal <= %.1f)", r.chainedOverOne(), goalChainedOverOne),
+		r.throughputLine(),
+		fmt.Sprintf("client cost per decision: limiter %.0f ns %.0f allocs, bare EVALSHA %.0f ns %.0f allocs, ratio %.2f (goal <= %.1f)",
+			r.ClientCost.LimiterNs(), r.ClientCost.Limiter.Metrics["allocs/op"], r.ClientCost.BareNs(), r.ClientCost.Bare.Metrics["allocs/op"],
+			r.ClientCost.Ratio(), goalClientCostRatio),
+		"authorizer overhead: " + r.Authorizer.Reason,
+		"cold start: " + r.coldStartSummary(),
+		"deny cache: " + r.DenyCache.Reason,
+		fmt.Sprintf("flood: offered %d, admitted %d in %.1f s (bound %.0f), plot %s",
+			r.Flood.Offered, r.Flood.Admitted, r.Flood.Elapsed.Seconds(), r.Flood.Bound(), r.PlotFile),
+	}
+}
+
+func (r Report) throughputLine() string {
+	parts := make([]string, len(r.Throughput.Go))
+	for i, g := range r.Throughput.Go {
+		parts[i] = fmt.Sprintf("%s %.0f (ratio %.2f)", g.Name, g.PerSecond, r.Throughput.Ratio(g))
+	}
+	return fmt.Sprintf("throughput decisions/s: redis-benchmark -P %d %.0f; bucketgate, %d goroutines on one rueidis client: %s (goal >= %.1f)",
+		r.ThroughputPlan.Pipeline, r.Throughput.RedisBenchmark, r.ThroughputPlan.Workers, strings.Join(parts, ", "), goalThroughputRatio)
+}
+
+// coldStartSummary is item 5 in one line.
+func (r Report) coldStartSummary() string {
+	if len(r.Bootstraps) == 0 {
+		return r.ColdStart.Reason
+	}
+	parts := make([]string, len(r.Bootstraps))
+	for i, b := range r.Bootstraps {
+		parts[i] = fmt.Sprintf("%s %.1f MiB, ready in %v", b.Function, b.MiB(), b.Ready.Round(time.Microsecond))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// bootstrapsVerdict says whether every bootstrap is within its size goal.
+func (r Report) bootstrapsVerdict() string {
+	if len(r.Bootstraps) == 0 {
+		return "pending"
+	}
+	for _, b := range r.Bootstraps {
+		if b.MiB() > goalBootstrapMiB {
+			return verdict(false)
+		}
+	}
+	return verdict(true)
+}
+
+// verdict says whether a figure met its goal.
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "**not met**"
+}
+
+// Markdown renders the report as BENCHMARKS.md.
+func (r Report) Markdown() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	m := r.Machine
+	p("# Benchmarks\n\n")
+	p("Written by `make bench` on %s (the run took %.0f s). Every figure below comes from that one run,\n", m.Date.Format("2006-01-02 15:04 MST"), r.Elapsed.Seconds())
+	p("on one redis-server that the run started for itself on a free loopback port.\n\n")
+	p("Machine: %d CPUs (nproc), %s, %s, %s, Redis %s; load average %s when the run began.\n",
+		m.CPUs, m.CPUModel, m.Platform, m.GoVersion, m.RedisVersion, m.LoadAverage)
+	p("Other work on a shared machine only ever adds time, so each contender's figure is its best repetition,\n")
+	p("with the median and every repetition shown too; the contenders take turns, so a busy moment hits all.\n\n")
+	p("Commands (what `make bench` runs):\n\n```\n%s\n```\n\n", strings.Join(r.Commands, "\n"))
+
+	p("## Summary\n\n| # | figure | measured | goal | |\n|---|---|---|---|---|\n")
+	p("| 1 | Redis-side µs per decision, bucketgate 1 rule / redis_rate | %.2f / %.2f = %.2f | <= %.1f | %s |\n",
+		r.OneRule.UsecPerCall, r.RedisRate.UsecPerCall, r.redisSideRatio(), goalRedisSideRatio, verdict(r.redisSideRatio() <= goalRedisSideRatio))
+	p("| 1 | Redis-side µs per decision, 2 chained rules / 1 rule | %.2f / %.2f = %.2f | <= %.1f | %s |\n",
+		r.TwoRules.UsecPerCall, r.OneRule.UsecPerCall, r.chainedOverOne(), goalChainedOverOne, verdict(r.chainedOverOne() <= goalChainedOverOne))
+	best := r.Throughput.Best()
+	p("| 2 | decisions/s, bucketgate (%s) / redis-benchmark -P %d | %.0f / %.0f = %.2f | >= %.1f | %s |\n",
+		best.Name, r.ThroughputPlan.Pipeline, best.PerSecond, r.Throughput.RedisBenchmark, r.Throughput.Ratio(best), goalThroughputRatio, verdict(r.Throughput.Ratio(best) >= goalThroughputRatio))
+	p("| 3 | ns per decision, Limiter / bare EVALSHA, call by call | %.0f / %.0f = %.2f | <= %.1f | %s |\n",
+		r.ClientCost.LimiterNs(), r.ClientCost.BareNs(), r.ClientCost.Ratio(), goalClientCostRatio, verdict(r.ClientCost.Ratio() <= goalClientCostRatio))
+	p("| 4 | authorizer handler overhead | %s | | pending |\n", r.Authorizer.Reason)
+	p("| 5 | cold start: stripped arm64 bootstrap size, start to ready | %s | <= %d MiB | %s |\n", r.coldStartSummary(), goalBootstrapMiB, r.bootstrapsVerdict())
+	p("| 6 | deny cache: Redis calls per 1,000 requests at 10x the limit | %s | <= 100, no over-admission | pending |\n", r.DenyCache.Reason)
+	p("| 7 | admitted vs offered over a flood | %d of %d admitted, bound %.0f | burst, then the refill rate | %s |\n\n",
+		r.Flood.Admitted, r.Flood.Offered, r.Flood.Bound(), verdict(float64(r.Flood.Admitted) <= r.Flood.Bound()))
+
+	w := r.Workload
+	p("## 1. Redis-side cost per decision\n\n```\n%s\n```\n\n", r.RedisSideLine())
+	p("EVALSHA's `usec_per_call` from `INFO commandstats`, read after `CONFIG RESETSTAT`, on an empty database, for\n")
+	p("%d requests: %d identities, each sent %d requests of cost 1 round by round, by %d goroutines (GOMAXPROCS 1, so the\n", w.Total(), w.Identities, w.Rounds, w.Workers)
+	p("client leaves the server a CPU). The three contenders take turns, %d times over; each figure is the least.\n", r.Reps)
+	p("Every contender gets the same bucket, so the same mix of allowed and denied requests:\n\n")
+	p("- bucketgate, 1 rule: `%s`, capacity %d, refill %s/s, through `bucket.Limiter.Decide`.\n", burstRule.Name, burstRule.Capacity, fmtFloat(burstRule.RefillPerSecond))
+	p("- bucketgate, 2 chained rules: the same plus `%s`, capacity %d, refill %d per day.\n", dailyRule.Name, dailyRule.Capacity, dailyRule.Capacity)
+	p("- go-redis/redis_rate v10 (GCRA), its own `Limiter.Allow` over a go-redis v9 client: burst %d, %d per %v,\n", peerLimit.Burst, peerLimit.Rate, peerLimit.Period)
+	p("  which admits exactly what the 1-rule bucket admits.\n\n")
+	p("| contender | µs/decision (least) | median | every repetition | allowed |\n|---|---|---|---|---|\n")
+	for _, c := range []RedisSide{r.OneRule, r.TwoRules, r.RedisRate} {
+		p("| %s | %.2f | %.2f | %s | %.1f%% |\n", c.Name, c.UsecPerCall, c.Median, fmtFloats(c.Runs), 100*c.Outcome.AllowedShare())
+	}
+	if perRep := pairedRatios(r.OneRule.Runs, r.RedisRate.Runs); len(perRep) > 0 {
+		p("\nX/Z repetition by repetition (each pair from the same turn): %s; median %.2f.\n", fmtFloats(perRep), median(perRep))
+	}
+	p("\n")
+
+	t := r.ThroughputPlan
+	p("## 2. Throughput\n\n")
+	p("bucketgate: one process on one CPU (GOMAXPROCS 1, as redis-benchmark is one thread), %d goroutines calling\n", t.Workers)
+	p("`Limiter.Decide` on one rueidis client (auto-pipelining), %d decisions over %d identities, once with rueidis's\n", t.Requests, t.Keyspace)
+	p("default options and once with `MaxFlushDelay`, which lets the pipeline gather commands between writes (a\n")
+	p("few microseconds of latency for far fewer system calls; worth setting where one process makes many\n")
+	p("decisions at once, pointless in a Lambda that makes one at a time). redis-benchmark: the same script,\n")
+	p("key space and arguments, %d connections, `-P %d`. They take turns %d times on an empty database each; the\n", t.Clients, t.Pipeline, t.Reps)
+	p("best run of each counts.\n\n")
+	p("```\n%s\n```\n\n", r.Throughput.Command)
+	p("| | decisions/s | / redis-benchmark |\n|---|---|---|\n| redis-benchmark | %.0f | |\n", r.Throughput.RedisBenchmark)
+	for _, g := range r.Throughput.Go {
+		p("| bucketgate, %s | %.0f | %.2f |\n", g.Name, g.PerSecond, r.Throughput.Ratio(g))
+	}
+	p("\n")
+
+	c := r.ClientCost
+	p("## 3. Client cost per decision\n\n")
+	p("`BenchmarkClientCost` in internal/bucket, one goroutine against a real redis-server, medians of %d runs:\n", c.Paired.Runs)
+	p("the Limiter against a bare rueidis EVALSHA of the same script with the same key and arguments prepared\n")
+	p("once. `paired` alternates the two call by call and times each, so both see the same moments of the\n")
+	p("machine; its ratio is the figure. The round trip dominates both.\n\n")
+	p("| | ns/op | B/op | allocs/op |\n|---|---|---|---|\n")
+	p("| Limiter.Decide (paired) | %.0f | | |\n| bare EVALSHA (paired) | %.0f | | |\n", c.LimiterNs(), c.BareNs())
+	for _, g := range []GoBench{c.Limiter, c.Bare} {
+		p("| %s | %.0f | %.0f | %.0f |\n", g.Name, g.Metrics["ns/op"], g.Metrics["B/op"], g.Metrics["allocs/op"])
+	}
+	p("\nThe Limiter's one allocation beyond rueidis's own is the string that its key and numeric arguments\n")
+	p("are cut from.\n\n")
+
+	p("## 4. Authorizer handler overhead\n\nPending: %s.\n\n", r.Authorizer.Reason)
+	p("## 5. Cold start\n\n")
+	if len(r.Bootstraps) == 0 {
+		p("Pending: %s.\n\n", r.ColdStart.Reason)
+	} else {
+		p("Each function built as Lambda runs it (`go %s`, linux/arm64, CGO off) for its size, and\n", strings.Join(lambdaBuild, " "))
+		p("for this machine to start it against a runtime API on loopback, with `REDIS_ADDR` set to the run's\n")
+		p("server: ready is the least time from starting the process to its first request for an invocation.\n\n")
+		p("| function | bootstrap | ready |\n|---|---|---|\n")
+		for _, b := range r.Bootstraps {
+			p("| %s | %.1f MiB | %v |\n", b.Function, b.MiB(), b.Ready.Round(time.Microsecond))
+		}
+		p("\n")
+	}
+	p("## 6. Deny cache\n\nPending: %s.\n\n", r.DenyCache.Reason)
+
+	f := r.Flood
+	p("## 7. A flood, admitted against offered\n\n")
+	p("One identity sends %s requests/s for %v against one rule of capacity %d refilled at %s/s (10 times\n", fmtFloat(f.Plan.Offered), f.Plan.Duration, f.Plan.Rule.Capacity, fmtFloat(f.Plan.Rule.RefillPerSecond))
+	p("the refill), through the Limiter, counted in bins of %v: the bucket's burst goes through at once, then\n", f.Plan.Bin)
+	p("the refill rate. %d of %d admitted; a correct limiter admits at most capacity + refill × %.1f s + 1 = %.0f.\n\n", f.Admitted, f.Offered, f.Elapsed.Seconds(), f.Bound())
+	p("![admitted vs offered requests per second during a flood](%s)\n", r.PlotFile)
+	return b.String()
+}
+
+// pairedRatios divides xs by ys element by element, as far as both go.
+func pairedRatios(xs, ys []float64) []float64 {
+	out := make([]float64, 0, min(len(xs), len(ys)))
+	for i := range min(len(xs), len(ys)) {
+		out = append(out, xs[i]/ys[i])
+	}
+	return out
+}
+
+func fmtFloat(v float64) string { return fmt.Sprintf("%g", v) }
+
+func fmtFloats(vs []float64) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = fmt.Sprintf("%.2f", v)
+	}
+	return strings.Join(s, " ")
+}

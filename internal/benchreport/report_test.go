@@ -1,0 +1,164 @@
+package benchreport
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/redistest"
+)
+
+var (
+	reportPath  = flag.String("report", "", "write the benchmark report (BENCHMARKS.md) here; TestReport skips without it")
+	goBenchPath = flag.String("gobench", "", "output of go test -bench ClientCost -benchmem on internal/bucket")
+)
+
+// reportCommands are what make bench runs; keep them in step with the Makefile.
+var reportCommands = []string{
+	"for i in 1 2 3 4 5; do go test -run '^$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket; done > clientcost.txt",
+	"go test -count=1 -timeout 10m -run '^TestReport$' -v ./internal/benchreport -args -report=$PWD/BENCHMARKS.md -gobench=clientcost.txt",
+}
+
+// The plans of make bench: a few seconds each on a 2-CPU machine.
+var (
+	redisSideWorkload = Workload{Identities: 2000, Rounds: 20, Workers: 8}
+	redisSideReps     = 7
+	throughputPlan    = ThroughputPlan{Requests: 150_000, Keyspace: 10_000, Workers: 64, Clients: 64, Pipeline: 16, Reps: 3}
+	floodPlan         = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 50, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second / 2}
+	plotFile          = "benchmarks-flood.png"
+	bootstrapStarts   = 5
+	// throughputFlushDelay is rueidis's MaxFlushDelay for the batching client: it lets
+	// the pipeline gather commands between writes, trading microseconds of latency for
+	// far fewer system calls on both sides.
+	throughputFlushDelay = 20 * time.Microsecond
+)
+
+// TestReport is make bench: it measures everything against its own redis-server and
+// writes the report. Without -report it skips, so make test never runs it.
+func TestReport(t *testing.T) {
+	if *reportPath == "" {
+		t.Skip("the benchmark report runs with make bench (-report FILE)")
+	}
+	began := time.Now()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	client := redistest.Client(t, srv.Addr)
+	admin := redistest.Client(t, srv.Addr)
+	peer := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = peer.Close() })
+	lim := bucket.New(client)
+	say := func(line string) { fmt.Println(line) }
+
+	r := Report{Commands: reportCommands, Workload: redisSideWorkload, Reps: redisSideReps, ThroughputPlan: throughputPlan, PlotFile: plotFile}
+	var err error
+	if r.Machine, err = DescribeMachine(ctx, admin, began); err != nil {
+		t.Fatal(err)
+	}
+
+	procs := runtime.GOMAXPROCS(1)
+	sides, err := MeasureRedisSide(ctx, admin, redisSideWorkload, redisSideReps,
+		Contender{Name: "bucketgate 1 rule", Decide: BucketgateDecider(lim, burstRule)},
+		Contender{Name: "bucketgate 2 rules", Decide: BucketgateDecider(lim, burstRule, dailyRule)},
+		Contender{Name: "redis_rate", Decide: RedisRateDecider(redis_rate.NewLimiter(peer), peerLimit)},
+	)
+	runtime.GOMAXPROCS(procs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OneRule, r.TwoRules, r.RedisRate = sides[0], sides[1], sides[2]
+	say(r.RedisSideLine())
+
+	host, port, err := net.SplitHostPort(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batching, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true, MaxFlushDelay: throughputFlushDelay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(batching.Close)
+	runtime.GOMAXPROCS(1)
+	r.Throughput, err = MeasureThroughput(ctx, admin, host, port, throughputPlan,
+		Contender{Name: "default client options", Decide: BucketgateDecider(lim, burstRule)},
+		Contender{Name: fmt.Sprintf("MaxFlushDelay %v", throughputFlushDelay), Decide: BucketgateDecider(bucket.New(batching), burstRule)},
+	)
+	runtime.GOMAXPROCS(procs)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if *goBenchPath == "" {
+		t.Fatal("-gobench is required with -report: the output of BenchmarkClientCost")
+	}
+	out, err := os.Open(*goBenchPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	benches, err := parseGoBench(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ClientCost, err = clientCostFrom(benches); err != nil {
+		t.Fatal(err)
+	}
+
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Authorizer, r.DenyCache, err = PendingSections(root); err != nil {
+		t.Fatal(err)
+	}
+	built, err := BuiltFunctions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(built) == 0 {
+		r.ColdStart = Pending{Reason: fmt.Sprintf("not built yet: none of %v exists", LambdaFunctions)}
+	}
+	for _, pkg := range built {
+		b, err := MeasureBootstrap(ctx, root, pkg, append(os.Environ(), "REDIS_ADDR="+srv.Addr), bootstrapStarts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Bootstraps = append(r.Bootstraps, b)
+	}
+
+	if err := flushAll(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	if r.Flood, err = RunFlood(ctx, BucketgateDecider(lim, floodPlan.Rule), "flooder", floodPlan); err != nil {
+		t.Fatal(err)
+	}
+	png, err := os.Create(filepath.Join(filepath.Dir(*reportPath), plotFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := PlotFlood(png, r.Flood); err != nil {
+		t.Fatal(err)
+	}
+	if err := png.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r.Elapsed = time.Since(began)
+	for _, line := range r.Lines()[1:] {
+		say(line)
+	}
+	if err := os.WriteFile(*reportPath, []byte(r.Markdown()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	say("wrote " + *reportPath)
+}

@@ -1,0 +1,64 @@
+package bucket
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestScriptCall(t *testing.T) {
+	long := strings.Repeat("{x}%", MaxIdentity/4)
+	tests := []struct {
+		name     string
+		q        Request
+		wantKey  string
+		wantArgs []string
+	}{
+		{
+			name:     "one rule",
+			q:        Request{Identity: "tenant-42", Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 1},
+			wantKey:  "bg:{tenant-42}",
+			wantArgs: []string{"1", "1000", "burst", "10", "1"},
+		},
+		{
+			name: "chained rules, fractional rates, peek",
+			q: Request{Identity: "a{b}c%d", Cost: 0, Rules: []Rule{
+				{Name: "burst", Capacity: 100, RefillPerSecond: 0.5},
+				{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400},
+			}},
+			wantKey:  "bg:{a%7Bb%7Dc%25d}",
+			wantArgs: []string{"0", "1000", "burst", "100", "0.5", "daily", "1000", "0.011574074074074073"},
+		},
+		{
+			name:     "identity longer than the stack buffer",
+			q:        Request{Identity: long, Rules: []Rule{{Name: "r", Capacity: MaxCapacity, RefillPerSecond: 1e9}}, Cost: MaxCapacity},
+			wantKey:  Key(long),
+			wantArgs: []string{"1000000000", "1000", "r", "1000000000", "1000000000"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key, args := scriptCall(tt.q, "1000", nil)
+			if key != tt.wantKey {
+				t.Errorf("key = %q, want %q", key, tt.wantKey)
+			}
+			if !slices.Equal(args, tt.wantArgs) {
+				t.Errorf("args = %q, want %q", args, tt.wantArgs)
+			}
+		})
+	}
+}
+
+func TestKeyEscapes(t *testing.T) {
+	tests := []struct{ identity, want string }{
+		{"plain", "bg:{plain}"},
+		{"{}", "bg:{%7B%7D}"},
+		{"%7B", "bg:{%257B}"},
+		{"a:b", "bg:{a:b}"},
+	}
+	for _, tt := range tests {
+		if got := Key(tt.identity); got != tt.want {
+			t.Errorf("Key(%q) = %q, want %q", tt.identity, got, tt.want)
+		}
+	}
+}

@@ -56,8 +56,8 @@ lint: ## cfn-lint on template.yaml (SAM transform included)
 # bench: the performance report (issue 7). Every part starts its own redis-server on a
 # free loopback port (redis-server and redis-benchmark must be installed: apt-get install
 # redis-server). BenchmarkClientCost runs five times, one run at a time, so that its two
-# halves take turns; BenchmarkHandlerOverhead (internal/authorizer) runs five times; then TestReport measures the rest and writes BENCHMARKS.md and its
-# plot. A few minutes on 2 CPUs.
+# halves take turns, and BenchmarkHandlerOverhead (internal/authorizer) five times; then
+# TestReport measures the rest and writes BENCHMARKS.md and its plot. A few minutes on 2 CPUs.
 .PHONY: bench
 bench:
 	@out=$$(mktemp) && trap 'rm -f "$$out"' EXIT && \

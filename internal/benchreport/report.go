@@ -307,6 +307,7 @@ func (r Report) denyCacheSection(p func(format string, args ...any)) {
 		p("\n\n")
 		return
 	}
-	p(" That is above the goal of %d; meeting it would take answering denials locally beyond the retry-after (with its risk of\n", goalDenyCacheCalls)
-	p("under-admission) or admitting locally, which is over-admission across concurrent instances.\n\n")
+	p(" That is above the goal of %d; meeting it would take\n", goalDenyCacheCalls)
+	p("answering denials locally beyond the retry-after (with its risk of under-admission) or admitting\n")
+	p("locally, which is over-admission across concurrent instances.\n\n")
 }

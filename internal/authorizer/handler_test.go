@@ -1,10 +1,8 @@
 package authorizer
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -433,16 +431,7 @@ func BenchmarkHandleREST(b *testing.B) {
 defaultPlan: big
 plans: {big: [{name: burst, capacity: 1000000000, refillPerSecond: 100000}]}
 `)})
-	f.h.Log = telemetry.NewLogger(io.Discard, telemetry.DefaultLogLevel)
-	f.h.Metrics = telemetry.NewEmitter(io.Discard, telemetry.DefaultNamespace, FunctionName)
-	ev := samples.Read(b, restEvent)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := f.lh.Invoke(ctx, ev); err != nil {
-			b.Fatal(err)
-		}
-	}
+	f.benchInvoke(b, samples.Read(b, restEvent))
 }
 
 // Route limits see the same path on every stage: an HTTP API named stage prefixes the

@@ -5,14 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/bucketgate/bucketgate/internal/runtimeapi"
 )
 
 // Bootstrap is one function's Lambda binary: its size as shipped and how long it takes
@@ -49,38 +49,23 @@ func buildBootstrap(ctx context.Context, root, pkg, goos, goarch, out string) (i
 	return st.Size(), nil
 }
 
-// runtimeNextPath is the Lambda runtime API's request for the next invocation: a
-// bootstrap that sends it has finished its init.
-const runtimeNextPath = "/2018-06-01/runtime/invocation/next"
-
 // readyTimeout bounds one start: a bootstrap that never asks for work is an error.
 const readyTimeout = 30 * time.Second
 
-// timeToReady starts binary with env and AWS_LAMBDA_RUNTIME_API pointing at a runtime
-// API on loopback, and returns the time from starting the process to its first
-// request for an invocation. The process is killed then.
+// timeToReady starts binary with env and AWS_LAMBDA_RUNTIME_API pointing at a Runtime
+// API on loopback (internal/runtimeapi), and returns the time from starting the process
+// to its first request for an invocation. The process is killed then.
 func timeToReady(ctx context.Context, binary string, env []string) (time.Duration, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	api, err := runtimeapi.New()
 	if err != nil {
-		return 0, fmt.Errorf("runtime api: %w", err)
+		return 0, err
 	}
-	asked := make(chan time.Time, 1)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == runtimeNextPath {
-			select {
-			case asked <- time.Now():
-			default:
-			}
-		}
-		http.Error(w, "benchreport: no invocations", http.StatusServiceUnavailable)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer api.Close()
 
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary)
-	cmd.Env = append(slices.Clone(env), "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String())
+	cmd.Env = append(slices.Clone(env), "AWS_LAMBDA_RUNTIME_API="+api.Addr)
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	start := time.Now()
@@ -91,8 +76,10 @@ func timeToReady(ctx context.Context, binary string, env []string) (time.Duratio
 	go func() { exited <- cmd.Wait() }()
 	defer func() { _ = cmd.Process.Kill(); <-exited }()
 	select {
-	case at := <-asked:
+	case at := <-api.Polled():
 		return at.Sub(start), nil
+	case ferr := <-api.InitError():
+		return 0, fmt.Errorf("%s failed its init: %w: %s", binary, ferr, bytes.TrimSpace(output.Bytes()))
 	case err := <-exited:
 		exited <- err // for the deferred wait
 		return 0, fmt.Errorf("%s exited before asking for an invocation (%v): %s", binary, err, bytes.TrimSpace(output.Bytes()))

@@ -142,29 +142,13 @@ func TestMedianAndNiceStep(t *testing.T) {
 	}
 }
 
-func TestPendingSections(t *testing.T) {
+func TestBuiltFunctions(t *testing.T) {
 	root := t.TempDir()
-	a, d, err := PendingSections(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []Pending{a, d} {
-		if !strings.HasPrefix(p.Reason, "not built yet") {
-			t.Errorf("empty tree: %q, want 'not built yet'", p.Reason)
-		}
-	}
 	if built, err := BuiltFunctions(root); err != nil || len(built) != 0 {
 		t.Errorf("BuiltFunctions of an empty tree = %v, %v", built, err)
 	}
 	if err := os.MkdirAll(filepath.Join(root, "functions", "authorizer"), 0o755); err != nil {
 		t.Fatal(err)
-	}
-	a, d, err = PendingSections(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(a.Reason, "not wired") || !strings.HasPrefix(d.Reason, "not built yet") {
-		t.Errorf("with functions/authorizer: %q and %q", a.Reason, d.Reason)
 	}
 	if built, err := BuiltFunctions(root); err != nil || len(built) != 1 || built[0] != "functions/authorizer" {
 		t.Errorf("BuiltFunctions = %v, %v; want functions/authorizer", built, err)
@@ -186,16 +170,18 @@ func TestModuleRoot(t *testing.T) {
 
 func TestMarkdown(t *testing.T) {
 	r := Report{
-		Machine:    Machine{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPUs: 2, CPUModel: "cpu", GoVersion: "go1.26", Platform: "linux/amd64", RedisVersion: "7.0.15"},
-		Workload:   Workload{Identities: 10, Rounds: 2, Workers: 1},
-		OneRule:    RedisSide{Name: "bucketgate 1 rule", UsecPerCall: 6, Runs: []float64{6, 8, 9}},
-		TwoRules:   RedisSide{Name: "bucketgate 2 rules", UsecPerCall: 9},
-		RedisRate:  RedisSide{Name: "redis_rate", UsecPerCall: 5, Runs: []float64{5, 8, 6}},
-		Throughput: Throughput{RedisBenchmark: 100, Go: []Rate{{Name: "a", PerSecond: 70}, {Name: "b", PerSecond: 90}}},
-		ClientCost: ClientCost{Paired: GoBench{Metrics: map[string]float64{pairedLimiterUnit: 110, pairedBareUnit: 100}}},
-		Authorizer: Pending{Reason: "not built yet: x"},
-		Flood:      syntheticFlood(),
-		PlotFile:   "plot.png",
+		Machine:     Machine{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPUs: 2, CPUModel: "cpu", GoVersion: "go1.26", Platform: "linux/amd64", RedisVersion: "7.0.15"},
+		Workload:    Workload{Identities: 10, Rounds: 2, Workers: 1},
+		OneRule:     RedisSide{Name: "bucketgate 1 rule", UsecPerCall: 6, Runs: []float64{6, 8, 9}},
+		TwoRules:    RedisSide{Name: "bucketgate 2 rules", UsecPerCall: 9},
+		RedisRate:   RedisSide{Name: "redis_rate", UsecPerCall: 5, Runs: []float64{5, 8, 6}},
+		Throughput:  Throughput{RedisBenchmark: 100, Go: []Rate{{Name: "a", PerSecond: 70}, {Name: "b", PerSecond: 90}}},
+		ClientCost:  ClientCost{Paired: GoBench{Metrics: map[string]float64{pairedLimiterUnit: 110, pairedBareUnit: 100}}},
+		Authorizer:  []GoBench{{Name: handlerOverheadPrefix + "rest", Runs: 5, Metrics: map[string]float64{"ns/op": 12345, "B/op": 2000, "allocs/op": 30}}},
+		DenyCache:   syntheticDenyCacheRun("on", 210),
+		NoDenyCache: syntheticDenyCacheRun("off", 1000),
+		Flood:       syntheticFlood(),
+		PlotFile:    "plot.png",
 	}
 	md := r.Markdown()
 	for _, want := range []string{
@@ -204,7 +190,10 @@ func TestMarkdown(t *testing.T) {
 		"| 1 | Redis-side µs per decision, 2 chained rules / 1 rule | 9.00 / 6.00 = 1.50 | <= 1.4 | **not met** |",
 		"bucketgate (b) / redis-benchmark -P 0 | 90 / 100 = 0.90 | >= 0.8 | met |",
 		"| 110 / 100 = 1.10 | <= 1.2 | met |",
-		"Pending: not built yet: x.",
+		"| 4 | authorizer handler overhead per invocation, Redis stubbed | rest 12.3 µs, 2000 B, 30 allocs | none set | measured |",
+		"| rest | 12345 | 2000 | 30 |",
+		"| 6 | deny cache: Redis calls per 1,000 requests at 10x the limit | 210 (1000 without the cache), 0 over-admitted | <= 100, no over-admission | **not met** |",
+		"| on | 210 | 210 | 110 | 110 | 0 | 0 |",
 		"![admitted vs offered requests per second during a flood](plot.png)",
 		"Redis 7.0.15",
 		"X/Z repetition by repetition (each pair from the same turn): 1.20 1.00 1.50; median 1.20.",

@@ -35,19 +35,6 @@ func moduleRootAbove(dir string) (string, error) {
 	}
 }
 
-// pendingUnlessBuilt reports, for a measurement not written yet, whether the code it
-// measures (pkg, relative to root) is missing or only the measurement is.
-func pendingUnlessBuilt(root, pkg, issue, measurement string) (Pending, error) {
-	_, err := os.Stat(filepath.Join(root, pkg))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return Pending{Reason: fmt.Sprintf("not built yet: %s does not exist (%s)", pkg, issue)}, nil
-	case err != nil:
-		return Pending{}, fmt.Errorf("look for %s: %w", pkg, err)
-	}
-	return Pending{Reason: fmt.Sprintf("%s exists, but %s is not wired into make bench yet", pkg, measurement)}, nil
-}
-
 // LambdaFunctions are the function packages whose bootstraps item 5 measures.
 var LambdaFunctions = []string{"functions/authorizer", "functions/check"}
 
@@ -64,16 +51,4 @@ func BuiltFunctions(root string) ([]string, error) {
 		}
 	}
 	return built, nil
-}
-
-// PendingSections returns the report's sections 4 and 6 as they stand in the tree at
-// root: what is missing before they can be measured.
-func PendingSections(root string) (authorizer, denyCache Pending, err error) {
-	if authorizer, err = pendingUnlessBuilt(root, "functions/authorizer", "issue 4",
-		"the handler benchmark with Redis stubbed out"); err != nil {
-		return
-	}
-	denyCache, err = pendingUnlessBuilt(root, "internal/guard", "the deny cache",
-		"the flood count of Redis calls per 1,000 requests")
-	return
 }

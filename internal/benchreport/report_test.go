@@ -16,18 +16,21 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 var (
 	reportPath  = flag.String("report", "", "write the benchmark report (BENCHMARKS.md) here; TestReport skips without it")
-	goBenchPath = flag.String("gobench", "", "output of go test -bench ClientCost -benchmem on internal/bucket")
+	goBenchPath = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer")
 )
 
 // reportCommands are what make bench runs; keep them in step with the Makefile.
 var reportCommands = []string{
-	"for i in 1 2 3 4 5; do go test -run '^$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket; done > clientcost.txt",
-	"go test -count=1 -timeout 10m -run '^TestReport$' -v ./internal/benchreport -args -report=$PWD/BENCHMARKS.md -gobench=clientcost.txt",
+	"for i in 1 2 3 4 5; do go test -run '^$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket; done > gobench.txt",
+	"go test -run '^$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >> gobench.txt",
+	"go test -count=1 -timeout 10m -run '^TestReport$' -v ./internal/benchreport -args -report=$PWD/BENCHMARKS.md -gobench=gobench.txt",
 }
 
 // The plans of make bench: a few seconds each on a 2-CPU machine.
@@ -36,8 +39,10 @@ var (
 	redisSideReps     = 7
 	throughputPlan    = ThroughputPlan{Requests: 150_000, Keyspace: 10_000, Workers: 64, Clients: 64, Pipeline: 16, Reps: 3}
 	floodPlan         = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 50, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second / 2}
-	plotFile          = "benchmarks-flood.png"
-	bootstrapStarts   = 5
+	// denyCachePlan is item 6: 1,000 requests at 10 times the refill, a small burst.
+	denyCachePlan   = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 10, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second}
+	plotFile        = "benchmarks-flood.png"
+	bootstrapStarts = 5
 	// throughputFlushDelay is rueidis's MaxFlushDelay for the batching client: it lets
 	// the pipeline gather commands between writes, trading microseconds of latency for
 	// far fewer system calls on both sides.
@@ -99,7 +104,7 @@ func TestReport(t *testing.T) {
 	}
 
 	if *goBenchPath == "" {
-		t.Fatal("-gobench is required with -report: the output of BenchmarkClientCost")
+		t.Fatal("-gobench is required with -report: the output of BenchmarkClientCost and BenchmarkHandlerOverhead")
 	}
 	out, err := os.Open(*goBenchPath)
 	if err != nil {
@@ -113,12 +118,12 @@ func TestReport(t *testing.T) {
 	if r.ClientCost, err = clientCostFrom(benches); err != nil {
 		t.Fatal(err)
 	}
+	if r.Authorizer, err = handlerOverheadFrom(benches); err != nil {
+		t.Fatal(err)
+	}
 
 	root, err := ModuleRoot()
 	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Authorizer, r.DenyCache, err = PendingSections(root); err != nil {
 		t.Fatal(err)
 	}
 	built, err := BuiltFunctions(root)
@@ -134,6 +139,25 @@ func TestReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Bootstraps = append(r.Bootstraps, b)
+	}
+
+	s, err := settings.Load(func(name string) string {
+		if name == settings.EnvRedisAddr {
+			return srv.Addr
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := guard.OptionsFor(s)
+	uncached := cached
+	uncached.DenyCacheSize = 0
+	if r.DenyCache, err = MeasureDenyCache(ctx, admin, fmt.Sprintf("deny cache on (%d entries)", cached.DenyCacheSize), guard.New(lim, cached), denyCachePlan); err != nil {
+		t.Fatal(err)
+	}
+	if r.NoDenyCache, err = MeasureDenyCache(ctx, admin, "deny cache off", guard.New(lim, uncached), denyCachePlan); err != nil {
+		t.Fatal(err)
 	}
 
 	if err := flushAll(ctx, admin); err != nil {

@@ -45,6 +45,8 @@ type Server struct {
 	pending map[string]*invocation
 	nextID  int
 	initErr chan *FunctionError
+	polled  chan time.Time
+	poll    sync.Once
 }
 
 type invocation struct {
@@ -70,6 +72,7 @@ func New() (*Server, error) {
 		queue:       make(chan *invocation),
 		pending:     map[string]*invocation{},
 		initErr:     make(chan *FunctionError, 1),
+		polled:      make(chan time.Time, 1),
 	}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = s.srv.Serve(l) }()
@@ -81,6 +84,10 @@ func (s *Server) Close() error { return s.srv.Close() }
 
 // InitError delivers the error a function reports when its init fails.
 func (s *Server) InitError() <-chan *FunctionError { return s.initErr }
+
+// Polled delivers the time the function first asked for an invocation: when its init
+// was over and it was ready for the first one.
+func (s *Server) Polled() <-chan time.Time { return s.polled }
 
 // Invoke hands payload to the function and waits for its response. A function error
 // comes back as *FunctionError.
@@ -146,6 +153,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) next(w http.ResponseWriter, r *http.Request) {
+	s.poll.Do(func() { s.polled <- time.Now() })
 	select {
 	case inv := <-s.queue:
 		h := w.Header()

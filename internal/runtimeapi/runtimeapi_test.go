@@ -162,3 +162,25 @@ func TestErrorResponse(t *testing.T) {
 		})
 	}
 }
+
+// Polled tells when the function first asked for an invocation, and the invocation
+// still goes through.
+func TestPolled(t *testing.T) {
+	s, f := newServer(t)
+	before := time.Now()
+	f.async(func() {
+		id, _, _ := f.next()
+		f.post("invocation/"+id+"/response", `{}`)
+	})
+	select {
+	case at := <-s.Polled():
+		if at.Before(before) {
+			t.Errorf("polled at %v, before the function started at %v", at, before)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no poll reported")
+	}
+	if _, err := s.Invoke(context.Background(), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+}

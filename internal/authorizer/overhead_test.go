@@ -1,0 +1,66 @@
+package authorizer
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/samples"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// fixedDecider answers every request with the same Result: Redis stubbed out.
+type fixedDecider guard.Result
+
+func (d fixedDecider) Decide(context.Context, bucket.Request) (guard.Result, error) {
+	return guard.Result(d), nil
+}
+
+// stubAllowed is what fixedDecider answers in BenchmarkHandlerOverhead: an admission
+// as Redis would give it, with a latency for the metrics.
+var stubAllowed = fixedDecider{
+	Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Limit: 10,
+		Remaining: 9, ResetAfter: 100 * time.Millisecond, At: t0},
+	Latency: time.Millisecond,
+}
+
+// benchInvoke measures one invocation of event through f's Lambda handler, its logs
+// at the production level and its metrics formatted as in production, then discarded.
+func (f *fixture) benchInvoke(b *testing.B, event []byte) {
+	f.h.Log = telemetry.NewLogger(io.Discard, telemetry.DefaultLogLevel)
+	f.h.Metrics = telemetry.NewEmitter(io.Discard, telemetry.DefaultNamespace, FunctionName)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.lh.Invoke(ctx, event); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHandlerOverhead measures the handler's own cost per invocation with Redis
+// stubbed out (issue 7, item 4): decode the event, resolve the identity and limits,
+// write the EMF line, encode the answer. make bench reports it.
+func BenchmarkHandlerOverhead(b *testing.B) {
+	for _, bc := range []struct{ name, event string }{{"rest", restEvent}, {"http", httpEvent}} {
+		b.Run(bc.name, func(b *testing.B) {
+			f := newFixture(b, options{})
+			f.h.Decider = stubAllowed
+			f.benchInvoke(b, samples.Read(b, bc.event))
+		})
+	}
+}
+
+// The stub's answer reaches the caller: the benchmark measures an allowed invocation.
+func TestStubbedDeciderAllows(t *testing.T) {
+	for _, event := range []string{restEvent, httpEvent} {
+		f := newFixture(t, options{})
+		f.h.Decider = stubAllowed
+		if a := f.mustInvoke(t, samples.Read(t, event)); !a.allowed(t) {
+			t.Errorf("%s: denied with the stub allowing: %s", event, a.raw)
+		}
+	}
+}

@@ -19,3 +19,9 @@ fuzz: ## every fuzz target for FUZZTIME each
 	    $(GO) test $$pkg -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME); \
 	  done; \
 	done
+
+STRESS_FUZZTIME ?= 15s
+STRESS_FLAGS ?=
+.PHONY: stress
+stress: ## reliability run (minutes, not part of test): load, faults, hostile input, soak, fuzz; last line "over-admitted: N"
+	$(GO) run ./cmd/bucketgate-stress -fuzztime $(STRESS_FUZZTIME) $(STRESS_FLAGS)

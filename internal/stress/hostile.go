@@ -82,7 +82,7 @@ type hostileCase struct {
 	valid    bool
 }
 
-// HostileCases makes the cases of p from seed, in the same order in every process,
+// hostileCases makes the cases of p from seed, in the same order in every process,
 // each identity once, and counts the API keys whose digests collided (there must be
 // none: two distinct keys sharing a digest would share buckets).
 func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollisions int) {

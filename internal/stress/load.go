@@ -125,7 +125,8 @@ type RunResult struct {
 	Decisions, Decided, Allowed, CacheHits, CircuitOpen int64
 	// FailClosed counts fail-closed denials by failure.
 	FailClosed map[guard.Failure]int64
-	// Errors counts Decide errors (every request is valid: there must be none).
+	// Errors counts Decide errors (every request is valid: there must be none), as
+	// the workers saw them, with the first few messages; Violations counts them too.
 	Errors        int64
 	ErrorExamples []string
 	// Violations counts decisions of a shape the failure policy never gives (an
@@ -267,6 +268,7 @@ func violation(r Record) string {
 // chain names a production chain: its worker and its instance in the worker.
 type chain [2]uint8
 
+// chainOf is the production chain that made r.
 func chainOf(r Record) chain { return chain{r.Worker, r.Instance} }
 
 // recovery returns, per production chain, when its first decision by Redis that ended

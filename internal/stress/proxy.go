@@ -74,6 +74,7 @@ func (p *Proxy) track(c net.Conn) bool {
 	return true
 }
 
+// untrack closes c and forgets it.
 func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -81,6 +82,7 @@ func (p *Proxy) untrack(c net.Conn) {
 	_ = c.Close()
 }
 
+// accept serves every connection until the listener closes.
 func (p *Proxy) accept() {
 	for {
 		client, err := p.ln.Accept()

@@ -197,6 +197,7 @@ type batch struct {
 	buf  []byte
 }
 
+// batch returns a new, empty batch writing to rf.
 func (rf *recordFile) batch() *batch {
 	return &batch{file: rf, buf: make([]byte, 0, batchRecords*recordSize)}
 }

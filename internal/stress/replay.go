@@ -61,6 +61,7 @@ func replay(phase string, scenarios []Scenario, recs []Record, resets []reset) R
 	return out
 }
 
+// add adds o's counts to r, keeping the first few examples.
 func (r *Replay) add(o Replay) {
 	r.Verified += o.Verified
 	r.Disagreements += o.Disagreements

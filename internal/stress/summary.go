@@ -108,8 +108,8 @@ func (s *Summary) OverAdmitted() int64 {
 
 // Failures lists every correctness goal the runs missed: over-admission, a decision
 // the failure policy never gives, a disagreement with the reference model, a chain
-// that never recovered, a hostile identity mishandled, a soak that leaks, a fuzz
-// failure. Any of them fails the stress run.
+// that never recovered, a reply of the wrong shape, a hostile identity mishandled, a
+// soak that leaks, a fuzz failure. Any of them fails the stress run.
 func (s *Summary) Failures() []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
@@ -128,6 +128,10 @@ func (s *Summary) Failures() []string {
 		}
 		if r.Faulted && r.NotRecovered > 0 {
 			add("%s: %d production chains never recovered", r.Name, r.NotRecovered)
+		}
+		// No fault here makes Redis answer out of shape: a bad response is the engine's.
+		if n := r.FailClosed[guard.FailureBadResponse]; n > 0 {
+			add("%s: %d replies of the wrong shape from a real Redis", r.Name, n)
 		}
 	}
 	if h := s.Hostile; h != nil {
@@ -200,7 +204,7 @@ func (s *Summary) Write(w io.Writer, failures, misses []string) {
 	for _, r := range s.Runs {
 		p("| %s | %s | %d | %d | %d | %d | %d / %d / %d | %d | %d | %d / %d / %d | %d | %s |", r.Name, r.Target, r.Decisions, r.Decided, r.Allowed, r.CacheHits,
 			r.FailClosed[guard.FailureTimeout], r.FailClosed[guard.FailureRedisError], r.FailClosed[guard.FailureBadResponse], r.CircuitOpen,
-			r.Violations+r.Errors, r.Replay.Verified, r.Replay.Disagreements, r.Replay.Unverifiable, r.Accounting.OverAdmitted, worstText(r.Accounting.Worst))
+			r.Violations, r.Replay.Verified, r.Replay.Disagreements, r.Replay.Unverifiable, r.Accounting.OverAdmitted, worstText(r.Accounting.Worst))
 	}
 	p("\nworst window: the largest (admitted - capacity - rate x window) of any bucket; negative means every window stayed under its bound.")
 	p("\n| run | saturated buckets admitted / bound (hot, many, chained) | Redis-time ties |")
@@ -299,5 +303,5 @@ func worstText(w float64) string {
 // line is a run's one-line progress report.
 func (r *RunResult) line() string {
 	return fmt.Sprintf("%s: %d decisions (%d by Redis, %d allowed), fail-closed %v, violations %d, model %d/%d differ, over-admitted %d, recovery %v",
-		r.Name, r.Decisions, r.Decided, r.Allowed, r.FailClosed, r.Violations+r.Errors, r.Replay.Disagreements, r.Replay.Verified, r.Accounting.OverAdmitted, r.Recovery)
+		r.Name, r.Decisions, r.Decided, r.Allowed, r.FailClosed, r.Violations, r.Replay.Disagreements, r.Replay.Verified, r.Accounting.OverAdmitted, r.Recovery)
 }

@@ -68,3 +68,9 @@ bench:
 	grep '^Benchmark' "$$out" && \
 	BUCKETGATE_REQUIRE_REDIS=1 $(GO) test -count=1 -timeout 10m -run '^TestReport$$' -v ./internal/benchreport \
 		-args -report="$(CURDIR)/BENCHMARKS.md" -gobench="$$out"
+
+STRESS_FUZZTIME ?= 15s
+STRESS_FLAGS ?=
+.PHONY: stress
+stress: ## reliability run (minutes, not part of test): load, faults, hostile input, soak, fuzz; last line "over-admitted: N"
+	$(GO) run ./cmd/bucketgate-stress -fuzztime $(STRESS_FUZZTIME) $(STRESS_FLAGS)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -35,7 +34,7 @@ type Cluster struct {
 // StartCluster starts masters masters with replicasPerMaster replicas each, assigns the
 // slots, joins the nodes and waits until every node reports cluster_state:ok and every
 // replica's link to its master is up. The processes stop when t ends.
-func StartCluster(t testing.TB, masters, replicasPerMaster int) *Cluster {
+func StartCluster(t TB, masters, replicasPerMaster int) *Cluster {
 	t.Helper()
 	if masters < 1 || replicasPerMaster < 0 {
 		t.Fatalf("redistest: cluster of %d masters with %d replicas each: want at least 1 master", masters, replicasPerMaster)
@@ -58,7 +57,7 @@ func StartCluster(t testing.TB, masters, replicasPerMaster int) *Cluster {
 
 // startNode runs one cluster-enabled redis-server with its cluster bus on a second free
 // port.
-func startNode(t testing.TB) *Server {
+func startNode(t TB) *Server {
 	t.Helper()
 	var bus int
 	s := start(t, nil, func(port int) ([]string, error) {
@@ -146,7 +145,7 @@ func (c *Cluster) allKnown(ctx context.Context) error {
 
 // WaitOK waits until every running node reports cluster_state:ok with every slot served,
 // and every running replica's link to its master is up.
-func (c *Cluster) WaitOK(t testing.TB) {
+func (c *Cluster) WaitOK(t TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()

@@ -52,11 +52,11 @@ type Server struct {
 	exited    chan struct{}
 	args      []string
 	tlsConfig *tls.Config // how readyCheck reaches a TLS-only server; nil for plain TCP
-	t         testing.TB
+	t         TB
 }
 
 // Binary returns the path of redis-server, or fails or skips t when it is missing.
-func Binary(t testing.TB) string {
+func Binary(t TB) string {
 	t.Helper()
 	path, err := exec.LookPath("redis-server")
 	if err == nil {
@@ -71,7 +71,7 @@ func Binary(t testing.TB) string {
 
 // Start runs a standalone redis-server on a free loopback port with extra arguments
 // (for example "--requirepass", "secret") and stops it when t ends.
-func Start(t testing.TB, extra ...string) *Server {
+func Start(t TB, extra ...string) *Server {
 	t.Helper()
 	return start(t, nil, func(port int) ([]string, error) {
 		return append([]string{"--port", strconv.Itoa(port)}, extra...), nil
@@ -81,7 +81,7 @@ func Start(t testing.TB, extra ...string) *Server {
 // start runs redis-server with baseArgs and the arguments args gives for a free port,
 // trying other ports when one was taken meanwhile. tlsConfig, when not nil, is how the
 // readiness check reaches a TLS-only server.
-func start(t testing.TB, tlsConfig *tls.Config, args func(port int) ([]string, error)) *Server {
+func start(t TB, tlsConfig *tls.Config, args func(port int) ([]string, error)) *Server {
 	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
@@ -228,7 +228,7 @@ func FreePort() (int, error) {
 
 // Client returns a rueidis client for addr with client-side caching off, closed when t
 // ends.
-func Client(t testing.TB, addr string) rueidis.Client {
+func Client(t TB, addr string) rueidis.Client {
 	t.Helper()
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
 	if err != nil {

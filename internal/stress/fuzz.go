@@ -1,0 +1,124 @@
+package stress
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FuzzResult is one fuzz target's run.
+type FuzzResult struct {
+	// Package is the target's package directory, relative to the module root.
+	Package string
+	// Target is the fuzz function's name.
+	Target string
+	// Execs is how many inputs the fuzzer ran, as its last progress line says.
+	Execs int64
+	// Failed reports a failing input or a fuzzer that did not finish; Tail is the end
+	// of its output then.
+	Failed bool
+	Tail   string
+}
+
+var (
+	fuzzFunc  = regexp.MustCompile(`(?m)^func (Fuzz\w+)\(\w+ \*testing\.F\)`)
+	fuzzExecs = regexp.MustCompile(`execs: (\d+)`)
+)
+
+// fuzzTarget is a fuzz function and the package directory that holds it.
+type fuzzTarget struct{ dir, name string }
+
+// findFuzzTargets lists every fuzz function in the _test.go files under root.
+func findFuzzTargets(root string) ([]fuzzTarget, error) {
+	var out []fuzzTarget
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		for _, m := range fuzzFunc.FindAllSubmatch(src, -1) {
+			out = append(out, fuzzTarget{dir: "./" + filepath.ToSlash(rel), name: string(m[1])})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find fuzz targets: %w", err)
+	}
+	return out, nil
+}
+
+// lastExecs returns the exec count of the fuzzer's last progress line in out.
+func lastExecs(out []byte) (int64, bool) {
+	m := fuzzExecs.FindAllSubmatch(out, -1)
+	if len(m) == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(m[len(m)-1][1]), 10, 64)
+	return n, err == nil
+}
+
+// tailLines bounds the output quoted for a failed fuzz target.
+const tailLines = 15
+
+// tail returns the last tailLines lines of out.
+func tail(out []byte) string {
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return strings.Join(lines[max(0, len(lines)-tailLines):], "\n")
+}
+
+// fuzzSlack is how long a fuzz target may run past its fuzz time (building the
+// instrumented test binary, the baseline coverage) before it counts as hung.
+const fuzzSlack = 3 * time.Minute
+
+// runFuzz runs every fuzz target under root for fuzzTime each, one after another, with
+// the go tool goTool. The seed corpora are the targets' own (the sample events of
+// events/ among them) and the fuzz cache.
+func runFuzz(ctx context.Context, goTool, root string, fuzzTime time.Duration, progress func(FuzzResult)) ([]FuzzResult, error) {
+	targets, err := findFuzzTargets(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []FuzzResult
+	for _, t := range targets {
+		tctx, cancel := context.WithTimeout(ctx, fuzzTime+fuzzSlack)
+		cmd := exec.CommandContext(tctx, goTool, "test", "-run", "^$", "-fuzz", "^"+t.name+"$", "-fuzztime", fuzzTime.String(), t.dir)
+		cmd.Dir = root
+		output, runErr := cmd.CombinedOutput()
+		cancel()
+		execs, ok := lastExecs(output)
+		r := FuzzResult{Package: t.dir, Target: t.name, Execs: execs, Failed: runErr != nil || !ok}
+		if r.Failed {
+			r.Tail = fmt.Sprintf("%v\n%s", runErr, tail(output))
+		}
+		progress(r)
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -29,8 +29,9 @@ const (
 	// production (OptionsFor): one slow reply does not, an outage does at once.
 	DefaultFailuresToOpen = 3
 	// DefaultProbeInterval is how long an open circuit answers alone before it lets one
-	// request probe Redis: service resumes within this long of Redis coming back.
-	DefaultProbeInterval = time.Second
+	// request probe Redis: service resumes within this long of Redis coming back (a failover that
+	// first fails the probe on a stale slot map takes two).
+	DefaultProbeInterval = 500 * time.Millisecond
 )
 
 // Decider decides one request; *bucket.Limiter is one.

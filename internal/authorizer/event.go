@@ -33,18 +33,18 @@ type event struct {
 // time); a field of the wrong JSON type, another "type" than REQUEST, or a missing ARN
 // is an error naming it.
 func decodeEvent(raw []byte) (event, error) {
-	var top map[string]json.RawMessage
+	var top *eventKind
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return event{}, fmt.Errorf("%w: %w", ErrBadEvent, err)
 	}
 	if top == nil {
 		return event{}, fmt.Errorf("%w: want a JSON object, got null", ErrBadEvent)
 	}
-	version, err := stringField(top, fieldVersion)
+	version, err := stringField(fieldVersion, top.Version)
 	if err != nil {
 		return event{}, err
 	}
-	typ, err := stringField(top, fieldType)
+	typ, err := stringField(fieldType, top.Type)
 	if err != nil {
 		return event{}, err
 	}
@@ -88,10 +88,18 @@ func (ev event) arn() (value, field string) {
 	return ev.httpV2.RouteArn, "routeArn"
 }
 
-// stringField returns top[name] as a string; a missing field or null is "".
-func stringField(top map[string]json.RawMessage, name string) (string, error) {
+// eventKind holds the two fields that say which kind an event is, undecoded so that a
+// value of the wrong JSON type gets an error naming the field. Decoding into it skips
+// every other field without allocating for it.
+type eventKind struct {
+	Version json.RawMessage `json:"version"`
+	Type    json.RawMessage `json:"type"`
+}
+
+// stringField decodes the field called name as a string; a missing field or null is "".
+func stringField(name string, v json.RawMessage) (string, error) {
 	var s string
-	if v, ok := top[name]; ok {
+	if len(v) > 0 {
 		if err := json.Unmarshal(v, &s); err != nil {
 			return "", fmt.Errorf("%w: %s: want a string: %w", ErrBadEvent, name, err)
 		}

@@ -38,4 +38,12 @@ type Decision struct {
 	ResetAfter time.Duration
 	// At is the Redis server time of the decision; zero when Redis did not decide.
 	At time.Time
+	// Wait is how long until a request identical to this one could be allowed, rounded
+	// up to whole milliseconds: RetryAfter when denied; when allowed, how long until
+	// cost tokens are back in every rule, zero when they already are (always for a
+	// peek). Other requests only take tokens, so none could be allowed sooner.
+	Wait time.Duration
+	// WaitRule names the rule that Wait waits for: Rule when denied, the rule with the
+	// longest wait when allowed; empty when Wait is zero.
+	WaitRule string
 }

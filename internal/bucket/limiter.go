@@ -13,25 +13,20 @@ import (
 )
 
 // ExpiryMargin is added to the moment every bucket of a key is full again before the
-// key expires, so that expiry is never visible to a decision.
-const ExpiryMargin = time.Second
+// key expires, so that expiry is never visible to a decision. The script holds it.
+const ExpiryMargin = lua.ExpiryMarginMillis * time.Millisecond
 
 // Limiter decides requests with one atomic script call each. It is safe for concurrent
 // use; make one per process and share it.
 type Limiter struct {
 	client rueidis.Client
 	script *rueidis.Lua
-	margin string
 }
 
 // New returns a Limiter that keeps its buckets in the Redis (or Valkey) behind client.
 // The client should be made with DisableCache: ElastiCache does not support tracking.
 func New(client rueidis.Client) *Limiter {
-	return &Limiter{
-		client: client,
-		script: lua.NewBucket(),
-		margin: strconv.FormatInt(ExpiryMargin.Milliseconds(), 10),
-	}
+	return &Limiter{client: client, script: lua.NewBucket()}
 }
 
 // Decide decides q against Redis. Its error wraps ErrInvalid for a request that can
@@ -43,7 +38,7 @@ func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 		return Decision{}, err
 	}
 	var argv [lua.ArgFirstRule + lua.ArgsPerRule*MaxRules]string
-	key, args := scriptCall(q, l.margin, argv[:0])
+	key, args := scriptCall(q, argv[:0])
 	reply, err := l.script.Exec(ctx, l.client, []string{key}, args).ToArray()
 	if err != nil {
 		if strings.Contains(err.Error(), lua.ErrorPrefix) {
@@ -61,7 +56,7 @@ func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 // scriptCall lays q out as bucket.lua's key and ARGV, appending the ARGV to args. The
 // key and every number are cut from one string, so that a decision allocates once for
 // its arguments however many rules it has. q must be valid (at most MaxRules rules).
-func scriptCall(q Request, margin string, args []string) (key string, _ []string) {
+func scriptCall(q Request, args []string) (key string, _ []string) {
 	var buf [256]byte
 	var ends [2 + 2*MaxRules]int // key, cost, then capacity and rate per rule
 	b := appendKey(buf[:0], q.Identity)
@@ -75,7 +70,7 @@ func scriptCall(q Request, margin string, args []string) (key string, _ []string
 		ends[3+2*i] = len(b)
 	}
 	s := string(b)
-	args = append(args, s[ends[0]:ends[1]], margin)
+	args = append(args, s[ends[0]:ends[1]])
 	for i, r := range q.Rules {
 		args = append(args, r.Name, s[ends[1+2*i]:ends[2+2*i]], s[ends[2+2*i]:ends[3+2*i]])
 	}

@@ -21,7 +21,7 @@ type ModelBucket struct {
 
 type modelKey struct {
 	buckets map[string]ModelBucket
-	expires int64 // milliseconds: when every bucket written is full again
+	expires int64 // milliseconds: when every bucket written is full again, the latest
 }
 
 // NewModel returns an empty Model: every bucket starts full.
@@ -46,29 +46,34 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 			allowed = false
 		}
 	}
-	binding := 0
-	var retry float64
+	binding, waitRule := 0, -1
+	var wait float64
 	if allowed {
-		for i := range tokens {
+		for i, r := range q.Rules {
 			tokens[i] -= cost
 			if tokens[i] < tokens[binding] {
 				binding = i
+			}
+			if tokens[i] < cost {
+				if w := waitMillis(cost-tokens[i], r); w > wait {
+					wait, waitRule = w, i
+				}
 			}
 		}
 	} else {
 		for i, r := range q.Rules {
 			if tokens[i] < cost {
-				wait := math.Ceil(float64(cost-tokens[i]) * 1000 / r.RefillPerSecond)
-				if wait > retry {
-					retry, binding = wait, i
+				if w := waitMillis(cost-tokens[i], r); w > wait {
+					wait, binding = w, i
 				}
 			}
 		}
+		waitRule = binding
 	}
 	fewest, reset := tokens[0], 0.0
 	for i, r := range q.Rules {
 		fewest = math.Min(fewest, tokens[i])
-		reset = math.Max(reset, math.Ceil(float64(float64(r.Capacity)-tokens[i])*1000/r.RefillPerSecond))
+		reset = math.Max(reset, waitMillis(float64(r.Capacity)-tokens[i], r))
 	}
 	if allowed && q.Cost > 0 {
 		m.write(Key(q.Identity), q.Rules, tokens, nowUS, int64(math.Ceil(float64(nowUS)/1000)+reset))
@@ -79,14 +84,23 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 		Rule:       q.Rules[binding].Name,
 		Limit:      q.Rules[binding].Capacity,
 		Remaining:  int64(math.Floor(fewest)),
-		RetryAfter: millisToDuration(int64(retry)),
+		RetryAfter: millisToDuration(int64(wait)),
 		ResetAfter: millisToDuration(int64(reset)),
 		At:         microsToTime(nowUS),
+		Wait:       millisToDuration(int64(wait)),
+	}
+	if waitRule >= 0 {
+		d.WaitRule = q.Rules[waitRule].Name
 	}
 	if allowed {
-		d.Reason = ReasonOK
+		d.Reason, d.RetryAfter = ReasonOK, 0
 	}
 	return d
+}
+
+// waitMillis is how long r takes to refill tokens, in whole milliseconds rounded up.
+func waitMillis(tokens float64, r Rule) float64 {
+	return math.Ceil(tokens * 1000 / r.RefillPerSecond)
 }
 
 // refill returns b's tokens at nowUS; a stamp in the future counts as now.
@@ -128,8 +142,8 @@ func (m *Model) SetBucket(identity, rule string, b ModelBucket) {
 	m.keys[key].buckets[rule] = b
 }
 
-// ExpiresAt returns when identity's key expires (its "expires" field plus
-// ExpiryMargin), and false when nothing was written for it.
+// ExpiresAt returns when identity's key expires (the latest moment at which every bucket
+// of a write was full again, plus ExpiryMargin), and false when nothing was written for it.
 func (m *Model) ExpiresAt(identity string) (time.Time, bool) {
 	k := m.keys[Key(identity)]
 	if k == nil {

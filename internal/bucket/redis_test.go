@@ -218,7 +218,7 @@ func TestKeyShapeAndExpiry(t *testing.T) {
 		names = append(names, f)
 	}
 	slices.Sort(names)
-	if want := []string{"burst:tokens", "burst:ts", "daily:tokens", "daily:ts", "expires"}; !slices.Equal(names, want) {
+	if want := []string{"burst:tokens", "burst:ts", "daily:tokens", "daily:ts"}; !slices.Equal(names, want) {
 		t.Errorf("fields %v, want %v", names, want)
 	}
 	if fields["burst:tokens"] != "7" || fields["daily:tokens"] != "997" {
@@ -362,16 +362,17 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		argv []string
 		want string
 	}{
-		{"fractional cost", []string{"1.5", "1000", "b", "10", "1"}, "cost must be a whole number"},
-		{"negative margin", []string{"1", "-1", "b", "10", "1"}, "expiry margin"},
-		{"no rules", []string{"1", "1000"}, "ARGV must be"},
-		{"partial rule", []string{"1", "1000", "b", "10"}, "ARGV must be"},
-		{"zero capacity", []string{"1", "1000", "b", "0", "1"}, "rule b: capacity"},
-		{"NaN rate", []string{"1", "1000", "b", "10", "nan"}, "rule b: refill per second"},
-		{"infinite rate", []string{"1", "1000", "b", "10", "inf"}, "rule b: refill per second"},
-		{"cost above capacity", []string{"11", "1000", "b", "10", "1"}, "rule b: cost 11 exceeds capacity 10"},
-		{"second rule bad", []string{"1", "1000", "a", "10", "1", "b", "x", "1"}, "rule b: capacity"},
-		{"duplicate rule", []string{"1", "1000", "a", "10", "1", "a", "10", "1"}, "rule a appears twice"},
+		{"fractional cost", []string{"1.5", "b", "10", "1"}, "cost must be a whole number"},
+		{"negative cost", []string{"-1", "b", "10", "1"}, "cost must be a whole number"},
+		{"no rules", []string{"1"}, "ARGV must be"},
+		{"partial rule", []string{"1", "b", "10"}, "ARGV must be"},
+		{"zero capacity", []string{"1", "b", "0", "1"}, "rule b: capacity"},
+		{"NaN rate", []string{"1", "b", "10", "nan"}, "rule b: refill per second"},
+		{"infinite rate", []string{"1", "b", "10", "inf"}, "rule b: refill per second"},
+		{"cost above capacity", []string{"11", "b", "10", "1"}, "rule b: cost 11 exceeds capacity 10"},
+		{"second rule bad", []string{"1", "a", "10", "1", "b", "x", "1"}, "rule b: capacity"},
+		{"duplicate rule", []string{"1", "a", "10", "1", "a", "10", "1"}, "rule a appears twice"},
+		{"duplicate third rule", []string{"1", "a", "10", "1", "b", "10", "1", "a", "5", "1"}, "rule a appears twice"},
 	}
 	script := lua.NewBucket()
 	for _, tt := range tests {

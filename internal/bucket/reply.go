@@ -32,38 +32,43 @@ func replyInts(reply []rueidis.RedisMessage) ([lua.ReplyLen]int64, error) {
 // decodeReply turns the script's integers into a Decision for q, checking every value
 // against what the script can return for q.
 func decodeReply(vals [lua.ReplyLen]int64, q Request) (Decision, error) {
-	allowed, binding := vals[lua.ReplyAllowed], vals[lua.ReplyBinding]
-	remaining, retry, reset, now := vals[lua.ReplyRemaining], vals[lua.ReplyRetryAfter], vals[lua.ReplyResetAfter], vals[lua.ReplyNow]
-	if allowed != 0 && allowed != 1 {
-		return Decision{}, fmt.Errorf("%w: allowed is %d, want 0 or 1", ErrBadReply, allowed)
-	}
-	if binding < 1 || binding > int64(len(q.Rules)) {
-		return Decision{}, fmt.Errorf("%w: binding rule %d, want 1 to %d", ErrBadReply, binding, len(q.Rules))
-	}
-	rule := q.Rules[binding-1]
+	allowed, binding, remaining := vals[lua.ReplyAllowed], vals[lua.ReplyBinding], vals[lua.ReplyRemaining]
+	wait, reset, now, waitRule := vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow], vals[lua.ReplyWaitRule]
+	n := int64(len(q.Rules))
 	maxWait := MaxFillTime.Milliseconds() + 1
 	switch {
+	case allowed != 0 && allowed != 1:
+		return Decision{}, fmt.Errorf("%w: allowed is %d, want 0 or 1", ErrBadReply, allowed)
+	case binding < 1 || binding > n:
+		return Decision{}, fmt.Errorf("%w: binding rule %d, want 1 to %d", ErrBadReply, binding, n)
 	case remaining < 0 || remaining > MaxCapacity:
 		return Decision{}, fmt.Errorf("%w: remaining %d out of range", ErrBadReply, remaining)
-	case allowed == 1 && retry != 0, allowed == 0 && (retry <= 0 || retry > maxWait):
-		return Decision{}, fmt.Errorf("%w: retry after %d ms with allowed %d", ErrBadReply, retry, allowed)
+	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0:
+		return Decision{}, fmt.Errorf("%w: wait %d ms with allowed %d", ErrBadReply, wait, allowed)
+	case (wait == 0) != (waitRule == 0), waitRule < 0 || waitRule > n, allowed == 0 && waitRule != binding:
+		return Decision{}, fmt.Errorf("%w: wait rule %d with wait %d ms, binding rule %d and allowed %d", ErrBadReply, waitRule, wait, binding, allowed)
 	case reset < 0 || reset > maxWait:
 		return Decision{}, fmt.Errorf("%w: reset after %d ms out of range", ErrBadReply, reset)
 	case now <= 0:
 		return Decision{}, fmt.Errorf("%w: server time %d", ErrBadReply, now)
 	}
+	rule := q.Rules[binding-1]
 	d := Decision{
 		Allowed:    allowed == 1,
 		Reason:     ReasonLimited,
 		Rule:       rule.Name,
 		Limit:      rule.Capacity,
 		Remaining:  remaining,
-		RetryAfter: millisToDuration(retry),
+		RetryAfter: millisToDuration(wait),
 		ResetAfter: millisToDuration(reset),
 		At:         microsToTime(now),
+		Wait:       millisToDuration(wait),
+	}
+	if waitRule > 0 {
+		d.WaitRule = q.Rules[waitRule-1].Name
 	}
 	if d.Allowed {
-		d.Reason = ReasonOK
+		d.Reason, d.RetryAfter = ReasonOK, 0
 	}
 	return d, nil
 }

@@ -26,18 +26,24 @@ func TestDecodeReply(t *testing.T) {
 		want Decision
 		err  string
 	}{
-		{"allowed", [6]int64{1, 1, 9, 0, 1000, nowUS},
+		{"allowed", [lua.ReplyLen]int64{1, 1, 9, 0, 1000, nowUS, 0},
 			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 9, ResetAfter: time.Second, At: time.UnixMicro(nowUS)}, ""},
-		{"limited by the second rule", [6]int64{0, 2, 0, 86400, 86_400_000, nowUS},
-			Decision{Reason: ReasonLimited, Rule: "daily", Limit: 1000, RetryAfter: 86400 * time.Millisecond, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS)}, ""},
-		{"allowed out of range", [6]int64{2, 1, 0, 0, 0, nowUS}, Decision{}, "allowed is 2"},
-		{"binding zero", [6]int64{1, 0, 0, 0, 0, nowUS}, Decision{}, "binding rule 0"},
-		{"binding past the rules", [6]int64{1, 3, 0, 0, 0, nowUS}, Decision{}, "binding rule 3"},
-		{"negative remaining", [6]int64{1, 1, -1, 0, 0, nowUS}, Decision{}, "remaining -1"},
-		{"allowed with a wait", [6]int64{1, 1, 0, 5, 0, nowUS}, Decision{}, "retry after 5 ms with allowed 1"},
-		{"denied without a wait", [6]int64{0, 1, 0, 0, 0, nowUS}, Decision{}, "retry after 0 ms with allowed 0"},
-		{"endless reset", [6]int64{1, 1, 0, 0, 1 << 60, nowUS}, Decision{}, "reset after"},
-		{"no server time", [6]int64{1, 1, 0, 0, 0, 0}, Decision{}, "server time 0"},
+		{"allowed, the second rule then short", [lua.ReplyLen]int64{1, 1, 0, 86, 86_400_000, nowUS, 2},
+			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS), Wait: 86 * time.Millisecond, WaitRule: "daily"}, ""},
+		{"limited by the second rule", [lua.ReplyLen]int64{0, 2, 0, 86400, 86_400_000, nowUS, 2},
+			Decision{Reason: ReasonLimited, Rule: "daily", Limit: 1000, RetryAfter: 86400 * time.Millisecond, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS), Wait: 86400 * time.Millisecond, WaitRule: "daily"}, ""},
+		{"allowed out of range", [lua.ReplyLen]int64{2, 1, 0, 0, 0, nowUS, 0}, Decision{}, "allowed is 2"},
+		{"binding zero", [lua.ReplyLen]int64{1, 0, 0, 0, 0, nowUS, 0}, Decision{}, "binding rule 0"},
+		{"binding past the rules", [lua.ReplyLen]int64{1, 3, 0, 0, 0, nowUS, 0}, Decision{}, "binding rule 3"},
+		{"negative remaining", [lua.ReplyLen]int64{1, 1, -1, 0, 0, nowUS, 0}, Decision{}, "remaining -1"},
+		{"negative wait", [lua.ReplyLen]int64{1, 1, 0, -5, 0, nowUS, 1}, Decision{}, "wait -5 ms with allowed 1"},
+		{"denied without a wait", [lua.ReplyLen]int64{0, 1, 0, 0, 0, nowUS, 0}, Decision{}, "wait 0 ms with allowed 0"},
+		{"wait without its rule", [lua.ReplyLen]int64{1, 1, 0, 5, 0, nowUS, 0}, Decision{}, "wait rule 0 with wait 5 ms"},
+		{"wait rule without a wait", [lua.ReplyLen]int64{1, 1, 0, 0, 0, nowUS, 1}, Decision{}, "wait rule 1 with wait 0 ms"},
+		{"wait rule past the rules", [lua.ReplyLen]int64{1, 1, 0, 5, 0, nowUS, 3}, Decision{}, "wait rule 3"},
+		{"denial waiting for another rule", [lua.ReplyLen]int64{0, 1, 0, 5, 0, nowUS, 2}, Decision{}, "wait rule 2 with wait 5 ms, binding rule 1"},
+		{"endless reset", [lua.ReplyLen]int64{1, 1, 0, 0, 1 << 60, nowUS, 0}, Decision{}, "reset after"},
+		{"no server time", [lua.ReplyLen]int64{1, 1, 0, 0, 0, 0, 0}, Decision{}, "server time 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,9 +78,9 @@ func TestReplyInts(t *testing.T) {
 		reply []rueidis.RedisMessage
 		err   string
 	}{
-		{"six integers", ints(lua.ReplyLen), ""},
-		{"too short", ints(lua.ReplyLen - 1), "5 elements, want 6"},
-		{"too long", ints(lua.ReplyLen + 1), "7 elements, want 6"},
+		{"seven integers", ints(lua.ReplyLen), ""},
+		{"too short", ints(lua.ReplyLen - 1), "6 elements, want 7"},
+		{"too long", ints(lua.ReplyLen + 1), "8 elements, want 7"},
 		{"a string", wrongType, "element 3 is not an integer"},
 	}
 	for _, tt := range tests {
@@ -87,30 +93,33 @@ func TestReplyInts(t *testing.T) {
 	}
 }
 
-// FuzzDecodeReply: any six integers decode to a consistent Decision or ErrBadReply,
+// FuzzDecodeReply: any seven integers decode to a consistent Decision or ErrBadReply,
 // never a panic.
 func FuzzDecodeReply(f *testing.F) {
-	f.Add(int64(1), int64(1), int64(9), int64(0), int64(1000), int64(nowUS), uint8(2))
-	f.Add(int64(0), int64(2), int64(0), int64(86400), int64(86_400_000), int64(nowUS), uint8(2))
-	f.Add(int64(-1), int64(9), int64(-5), int64(-1), int64(-1), int64(-1), uint8(0))
-	f.Fuzz(func(t *testing.T, allowed, binding, remaining, retry, reset, now int64, nRules uint8) {
+	f.Add(int64(1), int64(1), int64(9), int64(0), int64(1000), int64(nowUS), int64(0), uint8(2))
+	f.Add(int64(1), int64(1), int64(0), int64(86), int64(1000), int64(nowUS), int64(2), uint8(2))
+	f.Add(int64(0), int64(2), int64(0), int64(86400), int64(86_400_000), int64(nowUS), int64(2), uint8(2))
+	f.Add(int64(-1), int64(9), int64(-5), int64(-1), int64(-1), int64(-1), int64(-1), uint8(0))
+	f.Fuzz(func(t *testing.T, allowed, binding, remaining, wait, reset, now, waitRule int64, nRules uint8) {
 		q := twoRules
 		q.Rules = q.Rules[:int(nRules)%(len(q.Rules)+1)]
-		d, err := decodeReply([lua.ReplyLen]int64{allowed, binding, remaining, retry, reset, now}, q)
+		vals := [lua.ReplyLen]int64{allowed, binding, remaining, wait, reset, now, waitRule}
+		d, err := decodeReply(vals, q)
 		if err != nil {
 			if !errors.Is(err, ErrBadReply) {
 				t.Fatalf("error does not wrap ErrBadReply: %v", err)
 			}
 			return
 		}
-		if d.Allowed != (d.RetryAfter == 0) || d.Remaining < 0 || d.Rule == "" || d.At.IsZero() {
-			t.Fatalf("inconsistent decision %+v from %v", d, []int64{allowed, binding, remaining, retry, reset, now})
+		if d.Allowed != (d.RetryAfter == 0) || d.Remaining < 0 || d.Rule == "" || d.At.IsZero() ||
+			(d.Wait == 0) != (d.WaitRule == "") || !d.Allowed && (d.Wait != d.RetryAfter || d.WaitRule != d.Rule) {
+			t.Fatalf("inconsistent decision %+v from %v", d, vals)
 		}
 	})
 }
 
-// FuzzReplyInts: replies of any shape built from the fuzz input are either exactly six
-// integers or ErrBadReply.
+// FuzzReplyInts: replies of any shape built from the fuzz input are either exactly
+// lua.ReplyLen integers or ErrBadReply.
 func FuzzReplyInts(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0}, int64(7))
 	f.Add([]byte{0, 1, 2, 3, 4}, int64(-1))

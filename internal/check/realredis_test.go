@@ -43,7 +43,7 @@ func TestRealRedis(t *testing.T) {
 		t.Fatalf("single check: %+v", single)
 	}
 	state := hgetall()
-	for _, field := range []string{"burst:tokens", "burst:ts", "slow:tokens", "slow:ts", "expires"} {
+	for _, field := range []string{"burst:tokens", "burst:ts", "slow:tokens", "slow:ts"} {
 		if _, ok := state[field]; !ok {
 			t.Fatalf("HGETALL %s = %v: no %s", key, state, field)
 		}

@@ -9,8 +9,11 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// denyCache remembers denials that Redis gave, each until the retry-after it came with,
-// so that a repeat of the same request in that time is denied without asking Redis.
+// denyCache remembers, for a request Redis decided, the denial an identical request would
+// get until Redis's Wait has passed: the retry-after of a denial, or, after an admission
+// that left fewer than cost tokens, the time until they are back. A repeat of the
+// request in that time is denied without asking Redis. Other requests only ever take
+// tokens, so no instance could have it allowed sooner.
 // Entries are keyed by identity, rule set and cost: a request that differs in any of
 // them never meets another's denial. It holds at most size entries; a full cache drops
 // an arbitrary one to make room. It is safe for concurrent use.
@@ -50,14 +53,16 @@ func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool)
 	d := e.d
 	d.RetryAfter = ceilMillis(d.RetryAfter - elapsed)
 	d.ResetAfter = ceilMillis(max(d.ResetAfter-elapsed, d.RetryAfter))
+	d.Wait = d.RetryAfter
 	return d, true
 }
 
-// put caches d, Redis's decision for q sent at sent, when it is a denial to wait out.
-// The wait counts from when the request was sent, before Redis decided: the entry ends
-// no later than the retry-after Redis gave.
+// put caches the denial that follows d, Redis's decision for q sent at sent, when there
+// is one to wait out. The wait counts from when the request was sent, before Redis
+// decided: the entry ends no later than the Wait Redis gave.
 func (c *denyCache) put(q bucket.Request, d bucket.Decision, sent time.Time) {
-	if d.Allowed || d.Reason != bucket.ReasonLimited || d.RetryAfter <= 0 {
+	d, ok := repeatDenial(q, d)
+	if !ok {
 		return
 	}
 	key := cacheKey(q)
@@ -70,6 +75,37 @@ func (c *denyCache) put(q bucket.Request, d bucket.Decision, sent time.Time) {
 		}
 	}
 	c.entries[key] = denial{d: d, sent: sent}
+}
+
+// repeatDenial is the denial that Redis gives a request identical to q for d.Wait after
+// d: d itself when it is a denial, or, after an admission, the denial that names
+// d.WaitRule. False when an identical request could be allowed at once, or when Redis
+// did not decide d.
+func repeatDenial(q bucket.Request, d bucket.Decision) (bucket.Decision, bool) {
+	switch {
+	case d.Wait <= 0:
+		return bucket.Decision{}, false
+	case d.Reason == bucket.ReasonLimited:
+		return d, true
+	case d.Reason != bucket.ReasonOK:
+		return bucket.Decision{}, false
+	}
+	den := bucket.Decision{
+		Reason:     bucket.ReasonLimited,
+		Rule:       d.WaitRule,
+		Remaining:  d.Remaining,
+		RetryAfter: d.Wait,
+		ResetAfter: d.ResetAfter,
+		At:         d.At,
+		Wait:       d.Wait,
+		WaitRule:   d.WaitRule,
+	}
+	for _, r := range q.Rules {
+		if r.Name == d.WaitRule {
+			den.Limit = r.Capacity
+		}
+	}
+	return den, true
 }
 
 // cacheKey is the identity, each rule in order and the cost, separated by bytes that

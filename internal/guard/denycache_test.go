@@ -13,14 +13,20 @@ func TestDenyCache(t *testing.T) {
 	_, clk, engine := miniEngine(t)
 	g := guard.New(engine, guard.Options{Now: clk.Now, DenyCacheSize: 100})
 	a := request("a")
-	for i := range 10 {
-		if r := decide(t, g, a); !r.Allowed || r.CacheHit {
+	for i := range 9 {
+		if r := decide(t, g, a); !r.Allowed || r.CacheHit || r.Wait != 0 {
 			t.Fatalf("request %d: %+v", i+1, r)
 		}
 	}
+	// The 10th admission takes the last token: Redis says how long until the next.
+	last := decide(t, g, a)
+	if !last.Allowed || last.CacheHit || last.Wait != 100*time.Millisecond || last.WaitRule != "burst" {
+		t.Fatalf("10th: %+v, want allowed with a wait of 100ms for burst", last)
+	}
 	denied := decide(t, g, a)
-	if denied.Allowed || denied.CacheHit || denied.RetryAfter != 100*time.Millisecond || denied.ResetAfter != time.Second {
-		t.Fatalf("first denial must come from Redis: %+v", denied)
+	if denied.Allowed || !denied.CacheHit || denied.Reason != bucket.ReasonLimited || denied.RetryAfter != 100*time.Millisecond ||
+		denied.Wait != denied.RetryAfter || denied.ResetAfter != time.Second || !denied.At.Equal(last.At) {
+		t.Fatalf("the first denial must come from the cache, as the admission's wait: %+v", denied)
 	}
 
 	type step struct {
@@ -41,6 +47,7 @@ func TestDenyCache(t *testing.T) {
 		{"another identity asks Redis", 0, request("b"), true, true, 0, 0},
 		{"a millisecond before retry-after", 59 * time.Millisecond, a, false, false, time.Millisecond, 901 * time.Millisecond},
 		{"at retry-after: Redis again", time.Millisecond, a, true, true, 0, 0},
+		{"that admission's wait: from the cache", 0, a, false, false, 100 * time.Millisecond, time.Second},
 	}
 	for _, s := range steps {
 		clk.Advance(s.advance)
@@ -50,7 +57,7 @@ func TestDenyCache(t *testing.T) {
 		if called != s.wantCall || r.CacheHit == s.wantCall || r.Allowed != s.wantAllowed || r.RetryAfter != s.wantRetry {
 			t.Fatalf("%s: asked Redis %v (want %v), %+v (want allowed %v, retry after %v)", s.name, called, s.wantCall, r, s.wantAllowed, s.wantRetry)
 		}
-		if r.CacheHit && (r.Reason != bucket.ReasonLimited || r.Rule != "burst" || r.Limit != 10 || r.ResetAfter != s.wantResetLeft || !r.At.Equal(denied.At)) {
+		if r.CacheHit && (r.Reason != bucket.ReasonLimited || r.Rule != "burst" || r.Limit != 10 || r.ResetAfter != s.wantResetLeft) {
 			t.Fatalf("%s: cached denial %+v, want reset after %v and the original decision's fields", s.name, r, s.wantResetLeft)
 		}
 	}
@@ -61,7 +68,7 @@ func TestDenyCacheIsBounded(t *testing.T) {
 	g := guard.New(engine, guard.Options{Now: clk.Now, DenyCacheSize: 2})
 	ids := []string{"a", "b", "c"}
 	for _, id := range ids {
-		for range 11 { // 10 allowed, then a denial to cache
+		for range 11 { // 10 allowed (the 10th caches the wait it leaves), then a denial
 			decide(t, g, request(id))
 		}
 	}
@@ -128,8 +135,9 @@ func TestDenyCacheFlood(t *testing.T) {
 	if plainCalls != floodRequests {
 		t.Fatalf("without a cache %d calls, want %d", plainCalls, floodRequests)
 	}
-	// Every admission needs Redis; a denial reaches it about once per refilled token.
-	if deniedCalls > admitted+1 {
-		t.Fatalf("%d denials reached Redis for %d admissions: want at most one per refilled token", deniedCalls, admitted)
+	// Every admission needs Redis; after the burst, each one says how long until the next
+	// token, so no denial reaches Redis.
+	if deniedCalls != 0 {
+		t.Fatalf("%d denials reached Redis for %d admissions: want none", deniedCalls, admitted)
 	}
 }

@@ -76,7 +76,7 @@ func recovers(t *testing.T, g *guard.Guard, q bucket.Request) {
 // evalReply is a well-formed bucket.lua reply: allowed, rule 1, 9 left, no wait,
 // full in 100 ms, at now.
 func evalReply(now time.Time) string {
-	return fmt.Sprintf("*6\r\n:1\r\n:1\r\n:9\r\n:0\r\n:100\r\n:%d\r\n", now.UnixMicro())
+	return fmt.Sprintf("*7\r\n:1\r\n:1\r\n:9\r\n:0\r\n:100\r\n:%d\r\n:0\r\n", now.UnixMicro())
 }
 
 func TestFaults(t *testing.T) {

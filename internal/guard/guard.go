@@ -5,8 +5,9 @@
 //
 // Two optional parts spare Redis and the caller: a circuit breaker that answers at once
 // while Redis is known to be failing and probes it again at least once per
-// ProbeInterval, and a bounded deny cache that answers a repeated denied request until
-// the retry-after Redis gave it. Time is passed in (Options.Now).
+// ProbeInterval, and a bounded deny cache that answers a repeated request with a denial
+// until the wait Redis gave (the retry-after of a denial, or the time until an admission's
+// tokens are back). Time is passed in (Options.Now).
 package guard
 
 import (
@@ -109,8 +110,9 @@ type Result struct {
 	// Latency is the time spent waiting for Redis; zero when Redis was not asked.
 	Latency time.Duration
 	// CacheHit reports that the deny cache answered without asking Redis: the Decision
-	// is the denial Redis gave an identical request earlier, its RetryAfter and
-	// ResetAfter shortened by the time since (At stays the time of that decision).
+	// is the denial Redis gave an identical request earlier (or that followed from an
+	// admission it gave), its RetryAfter, Wait and ResetAfter shortened by the time since
+	// (At stays the time of that decision).
 	CacheHit bool
 	// CircuitOpen reports that the circuit breaker answered by the failure policy
 	// without asking Redis, because Redis has been failing.

@@ -16,24 +16,28 @@ import (
 //go:embed bucket.lua
 var BucketSource string
 
-// Argument layout of bucket.lua: ARGV[ArgCost], ARGV[ArgMargin], then ArgsPerRule
-// values per rule (name, capacity, refill per second).
+// Argument layout of bucket.lua: ARGV[ArgCost], then ArgsPerRule values per rule (name,
+// capacity, refill per second).
 const (
 	ArgCost      = 0 // whole tokens to take from every rule; 0 is a peek
-	ArgMargin    = 1 // expiry margin in milliseconds
-	ArgFirstRule = 2 // index of the first rule's name
+	ArgFirstRule = 1 // index of the first rule's name
 	ArgsPerRule  = 3 // name, capacity, refill per second
 )
 
+// ExpiryMarginMillis is how long after every bucket written is full again bucket.lua
+// lets a key expire, in milliseconds: the script's MARGIN.
+const ExpiryMarginMillis = 1000
+
 // Reply layout of bucket.lua: ReplyLen integers at these indexes.
 const (
-	ReplyAllowed    = 0 // 1 allowed, 0 denied
-	ReplyBinding    = 1 // 1-based index of the binding rule
-	ReplyRemaining  = 2 // floor of the fewest tokens left after the decision
-	ReplyRetryAfter = 3 // milliseconds until cost tokens are there, rounded up
-	ReplyResetAfter = 4 // milliseconds until every rule is full, rounded up
-	ReplyNow        = 5 // the Redis TIME of the decision, in microseconds
-	ReplyLen        = 6
+	ReplyAllowed   = 0 // 1 allowed, 0 denied
+	ReplyBinding   = 1 // 1-based index of the binding rule
+	ReplyRemaining = 2 // floor of the fewest tokens left after the decision
+	ReplyWait      = 3 // ms until an identical request could be allowed, rounded up; the retry-after when denied
+	ReplyReset     = 4 // ms until every rule is full, rounded up
+	ReplyNow       = 5 // the Redis TIME of the decision, in microseconds
+	ReplyWaitRule  = 6 // 1-based index of the rule ReplyWait is for; 0 when the wait is 0
+	ReplyLen       = 7
 )
 
 // ErrorPrefix starts every error reply that bucket.lua returns for a bad argument.

@@ -290,24 +290,25 @@ func (r Report) denyCacheSection(p func(format string, args ...any)) {
 	on := r.DenyCache
 	pl := on.Flood.Plan
 	p("## 6. Deny cache\n\n")
-	p("One identity sends %s requests/s for %v (%d requests) against one rule of capacity %d refilled at %s/s,\n", fmtFloat(pl.Offered), pl.Duration, on.Flood.Offered, pl.Rule.Capacity, fmtFloat(pl.Rule.RefillPerSecond))
-	p("10 times its limit, through the production guard (`guard.New(bucket.New(client), guard.OptionsFor(settings))`,\n")
-	p("default settings: deadline, circuit breaker, deny cache), and once more with the deny cache off. Redis calls\n")
-	p("are EVALSHA's `calls` in `INFO commandstats` after `CONFIG RESETSTAT`, the script loaded beforehand. The\n")
-	p("ceiling is capacity + refill × the flood's elapsed time; anything admitted beyond it is over-admission.\n\n")
+	p("One identity sends %s requests/s for %v (%d requests) against one rule of capacity %d refilled at %s/s:\n", fmtFloat(pl.Offered), pl.Duration, on.Flood.Offered, pl.Rule.Capacity, fmtFloat(pl.Rule.RefillPerSecond))
+	p("10 times what the rule admits over the flood (capacity + refill × duration), through the production guard\n")
+	p("(`guard.New(bucket.New(client), guard.OptionsFor(settings))`, default settings: deadline, circuit breaker,\n")
+	p("deny cache), and once more with the deny cache off. Redis calls are EVALSHA's `calls` in `INFO commandstats`\n")
+	p("after `CONFIG RESETSTAT`, the script loaded beforehand. The ceiling is capacity + refill × the flood's\n")
+	p("elapsed time; anything admitted beyond it is over-admission.\n\n")
 	p("| guard | Redis calls | per 1,000 requests | admitted | ceiling | over-admitted | decided without Redis |\n|---|---|---|---|---|---|---|\n")
 	for _, d := range []DenyCacheRun{r.DenyCache, r.NoDenyCache} {
 		p("| %s | %d | %.0f | %d | %d | %d | %d |\n", d.Name, d.RedisCalls, d.CallsPer1000(), d.Flood.Admitted, d.Ceiling(), d.OverAdmitted(), d.Failures)
 	}
 	p("\nEvery admission must reach Redis, so the admissions are the floor of Redis calls: here %d per 1,000\n", on.Flood.Admitted*perThousand/max(1, on.Flood.Offered))
-	p("requests, the bucket's capacity plus its refill. The deny cache answers a denied identity until the\n")
-	p("retry-after Redis gave it, so after the burst it spends about two calls per refilled token: the one that\n")
-	p("admits and the one that is denied and cached.")
+	p("requests. Every reply says how long until an identical request could pass (a denial's retry-after, or,\n")
+	p("after an admission that took the last token, the time until the next), and the deny cache denies until\n")
+	p("then without asking Redis: %d of the flood's denials reached Redis. Other instances only take tokens,\n", on.RedisCalls-int64(on.Flood.Admitted))
+	p("so none could have been admitted sooner. At 10 times the refill rate alone (%s requests/s), the burst\n", fmtFloat(10*pl.Rule.RefillPerSecond))
+	p("would keep the floor above 100 per 1,000 however long the flood: by capacity × 100 / (refill × duration).")
 	if r.denyCacheMet() {
 		p("\n\n")
 		return
 	}
-	p(" That is above the goal of %d; meeting it would take\n", goalDenyCacheCalls)
-	p("answering denials locally beyond the retry-after (with its risk of under-admission) or admitting\n")
-	p("locally, which is over-admission across concurrent instances.\n\n")
+	p(" The goal of %d is not met here.\n\n", goalDenyCacheCalls)
 }

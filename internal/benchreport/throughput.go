@@ -13,7 +13,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
@@ -78,6 +77,9 @@ func MeasureThroughput(ctx context.Context, admin rueidis.Client, host, port str
 		return Throughput{}, err
 	}
 	args := redisBenchmarkArgs(plan, host, port, sha)
+	if err := checkRedisBenchmarkArgs(ctx, admin, args); err != nil {
+		return Throughput{}, err
+	}
 	w := Workload{Identities: plan.Keyspace, Rounds: plan.Requests / plan.Keyspace, Workers: plan.Workers}
 	goRates := make([][]float64, len(cs))
 	var rbRates []float64
@@ -114,9 +116,29 @@ func redisBenchmarkArgs(plan ThroughputPlan, host, port, sha string) []string {
 	return []string{
 		"-h", host, "-p", port, "-n", strconv.Itoa(plan.Requests), "-c", strconv.Itoa(plan.Clients),
 		"-P", strconv.Itoa(plan.Pipeline), "-r", strconv.Itoa(plan.Keyspace), "--csv",
-		"EVALSHA", sha, "1", "bg:{rb-__rand_int__}", "1", strconv.FormatInt(bucket.ExpiryMargin.Milliseconds(), 10),
-		burstRule.Name, strconv.FormatInt(burstRule.Capacity, 10), strconv.FormatFloat(burstRule.RefillPerSecond, 'g', -1, 64),
+		"EVALSHA", sha, "1", redisBenchmarkKey, "1", burstRule.Name, strconv.FormatInt(burstRule.Capacity, 10), strconv.FormatFloat(burstRule.RefillPerSecond, 'g', -1, 64),
 	}
+}
+
+// redisBenchmarkKey is the key redis-benchmark sends, a random identity's.
+const redisBenchmarkKey = "bg:{rb-__rand_int__}"
+
+// checkRedisBenchmarkArgs runs args' EVALSHA once through admin, so that arguments the
+// script refuses fail the run instead of timing error replies.
+func checkRedisBenchmarkArgs(ctx context.Context, admin rueidis.Client, args []string) error {
+	i := slices.Index(args, "EVALSHA")
+	if i < 0 || len(args) < i+4 {
+		return fmt.Errorf("redis-benchmark arguments without EVALSHA sha numkeys key: %q", args)
+	}
+	cmd := append([]string{"EVALSHA", args[i+1], args[i+2], strings.ReplaceAll(args[i+3], "__rand_int__", "check")}, args[i+4:]...)
+	reply, err := admin.Do(ctx, admin.B().Arbitrary(cmd...).Build()).ToArray()
+	if err != nil {
+		return fmt.Errorf("redis-benchmark's command %q: %w", cmd, err)
+	}
+	if len(reply) != lua.ReplyLen {
+		return fmt.Errorf("redis-benchmark's command %q: %d reply elements, want %d", cmd, len(reply), lua.ReplyLen)
+	}
+	return nil
 }
 
 // runRedisBenchmark runs redis-benchmark with args and returns its requests per second.

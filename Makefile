@@ -69,6 +69,12 @@ bench:
 	BUCKETGATE_REQUIRE_REDIS=1 $(GO) test -count=1 -timeout 10m -run '^TestReport$$' -v ./internal/benchreport \
 		-args -report="$(CURDIR)/BENCHMARKS.md" -gobench="$$out"
 
+# bench-instructions: Redis-side instructions per decision (callgrind), bucketgate against
+# redis_rate: a figure that a busy machine does not move (needs valgrind: apt-get install valgrind).
+.PHONY: bench-instructions
+bench-instructions:
+	bash internal/benchreport/instructions/instructions.sh
+
 STRESS_FUZZTIME ?= 15s
 STRESS_FLAGS ?=
 .PHONY: stress

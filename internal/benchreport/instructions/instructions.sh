@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Redis-side instructions per decision, counted by callgrind inside EVALSHA: the same
+# figure on a busy machine as on an idle one. Runs redis-server under valgrind on a free
+# loopback port, sends N decisions over 1,000 random identities with redis-benchmark, and
+# prints instructions per call for
+# bucket.lua with 1 and 2 rules and for go-redis/redis_rate's GCRA script, read from the
+# module cache (go mod download), not copied here. Every contender gets a burst of 10 and
+# one token per 1,000 s: valgrind runs slowly, and a refill that mattered within the run
+# would make the mix of allowed and denied requests (about half each at the default N,
+# as in BENCHMARKS.md item 1) depend on the machine's speed.
+#
+# usage: instructions.sh [N]   (default 20000; needs valgrind, redis-server, redis-benchmark)
+set -euo pipefail
+n=${1:-20000}
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+for tool in valgrind callgrind_annotate redis-server redis-cli redis-benchmark; do
+  command -v "$tool" >/dev/null || { echo "instructions.sh: $tool not found (apt-get install valgrind redis-server redis-tools)" >&2; exit 1; }
+done
+
+peer=$(cd "$root" && go mod download -json github.com/go-redis/redis_rate/v10 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+# redis_rate keeps its allowN script in a Go raw string: the text between its backquotes.
+awk '/allowN = redis.NewScript\(`/{on=1; next} on && /^`\)/{exit} on' "$peer/lua.go" >"$work/gcra.lua"
+[ -s "$work/gcra.lua" ] || { echo "instructions.sh: no allowN script in $peer/lua.go" >&2; exit 1; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# count SCRIPT ARGS...: instructions per EVALSHA of SCRIPT with key bg:{<random>} and ARGS.
+count() {
+  local script=$1; shift
+  local port out pid total
+  port=$(free_port)
+  out="$work/callgrind.$port"
+  valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no --toggle-collect=evalShaCommand \
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$work/valgrind.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+  local sha
+  sha=$(redis-cli -p "$port" script load "$(cat "$script")")
+  redis-benchmark -p "$port" -n "$n" -c 1 -r 1000 EVALSHA "$sha" 1 'bg:{__rand_int__}' "$@" >/dev/null
+  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  wait "$pid" || true
+  total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+  echo $((total / n))
+}
+
+one=$(count "$root/internal/lua/bucket.lua" 1 burst 10 0.001)
+two=$(count "$root/internal/lua/bucket.lua" 1 burst 10 0.001 daily 1000 0.011574074074074073)
+gcra=$(count "$work/gcra.lua" 10 1 1000 1) # burst, rate, period (s), cost: redis_rate's ARGV
+awk -v x="$one" -v y="$two" -v z="$gcra" 'BEGIN {
+  printf "redis-side instructions/decision: bucketgate 1 rule %d, 2 rules %d, redis_rate %d, ratio X/Z %.3f, Y/X %.2f\n", x, y, z, x / z, y / x }'

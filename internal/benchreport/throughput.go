@@ -116,7 +116,8 @@ func redisBenchmarkArgs(plan ThroughputPlan, host, port, sha string) []string {
 	return []string{
 		"-h", host, "-p", port, "-n", strconv.Itoa(plan.Requests), "-c", strconv.Itoa(plan.Clients),
 		"-P", strconv.Itoa(plan.Pipeline), "-r", strconv.Itoa(plan.Keyspace), "--csv",
-		"EVALSHA", sha, "1", redisBenchmarkKey, "1", burstRule.Name, strconv.FormatInt(burstRule.Capacity, 10), strconv.FormatFloat(burstRule.RefillPerSecond, 'g', -1, 64),
+		"EVALSHA", sha, "1", redisBenchmarkKey, "1", burstRule.Name + lua.TokensSuffix, burstRule.Name + lua.StampSuffix,
+		strconv.FormatInt(burstRule.Capacity, 10), strconv.FormatFloat(burstRule.RefillPerSecond, 'g', -1, 64),
 	}
 }
 

@@ -41,7 +41,8 @@ func BenchmarkClientCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	key := bucket.Key(req.Identity)
-	args := []string{"1", rule.Name, strconv.FormatInt(rule.Capacity, 10), strconv.FormatFloat(rule.RefillPerSecond, 'g', -1, 64)}
+	args := []string{"1", rule.Name + lua.TokensSuffix, rule.Name + lua.StampSuffix,
+		strconv.FormatInt(rule.Capacity, 10), strconv.FormatFloat(rule.RefillPerSecond, 'g', -1, 64)}
 	bare := func(b *testing.B) {
 		if _, err := client.Do(ctx, client.B().Evalsha().Sha1(sha).Numkeys(1).Key(key).Arg(args...).Build()).ToArray(); err != nil {
 			b.Fatal(err)

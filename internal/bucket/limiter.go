@@ -37,7 +37,7 @@ func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 	if err := q.Validate(); err != nil {
 		return Decision{}, err
 	}
-	var argv [lua.ArgFirstRule + lua.ArgsPerRule*MaxRules]string
+	var argv [lua.ArgFirstField + (lua.FieldsPerRule+lua.NumbersPerRule)*MaxRules]string
 	key, args := scriptCall(q, argv[:0])
 	reply, err := l.script.Exec(ctx, l.client, []string{key}, args).ToArray()
 	if err != nil {
@@ -54,25 +54,32 @@ func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 }
 
 // scriptCall lays q out as bucket.lua's key and ARGV, appending the ARGV to args. The
-// key and every number are cut from one string, so that a decision allocates once for
-// its arguments however many rules it has. q must be valid (at most MaxRules rules).
+// key, every field name and every number are cut from one string, so that a decision
+// allocates once for its arguments however many rules it has. q must be valid (at most
+// MaxRules rules).
 func scriptCall(q Request, args []string) (key string, _ []string) {
-	var buf [256]byte
-	var ends [2 + 2*MaxRules]int // key, cost, then capacity and rate per rule
+	var buf [512]byte
+	var ends [2 + 4*MaxRules]int // key, cost, two fields per rule, then two numbers per rule
 	b := appendKey(buf[:0], q.Identity)
 	ends[0] = len(b)
 	b = strconv.AppendInt(b, q.Cost, 10)
 	ends[1] = len(b)
+	n := len(q.Rules)
 	for i, r := range q.Rules {
-		b = strconv.AppendInt(b, r.Capacity, 10)
+		b = append(append(b, r.Name...), lua.TokensSuffix...)
 		ends[2+2*i] = len(b)
-		b = strconv.AppendFloat(b, r.RefillPerSecond, 'f', -1, 64) // plain decimal: miniredis's Lua reads no exponent
+		b = append(append(b, r.Name...), lua.StampSuffix...)
 		ends[3+2*i] = len(b)
 	}
-	s := string(b)
-	args = append(args, s[ends[0]:ends[1]])
 	for i, r := range q.Rules {
-		args = append(args, r.Name, s[ends[1+2*i]:ends[2+2*i]], s[ends[2+2*i]:ends[3+2*i]])
+		b = strconv.AppendInt(b, r.Capacity, 10)
+		ends[2+2*n+2*i] = len(b)
+		b = strconv.AppendFloat(b, r.RefillPerSecond, 'f', -1, 64) // plain decimal: miniredis's Lua reads no exponent
+		ends[3+2*n+2*i] = len(b)
+	}
+	s := string(b)
+	for i := 1; i < 2+4*n; i++ {
+		args = append(args, s[ends[i-1]:ends[i]])
 	}
 	return s[:ends[0]], args
 }

@@ -362,17 +362,17 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		argv []string
 		want string
 	}{
-		{"fractional cost", []string{"1.5", "b", "10", "1"}, "cost must be a whole number"},
-		{"negative cost", []string{"-1", "b", "10", "1"}, "cost must be a whole number"},
+		{"fractional cost", []string{"1.5", "b:tokens", "b:ts", "10", "1"}, "cost must be a whole number"},
+		{"negative cost", []string{"-1", "b:tokens", "b:ts", "10", "1"}, "cost must be a whole number"},
 		{"no rules", []string{"1"}, "ARGV must be"},
-		{"partial rule", []string{"1", "b", "10"}, "ARGV must be"},
-		{"zero capacity", []string{"1", "b", "0", "1"}, "rule b: capacity"},
-		{"NaN rate", []string{"1", "b", "10", "nan"}, "rule b: refill per second"},
-		{"infinite rate", []string{"1", "b", "10", "inf"}, "rule b: refill per second"},
-		{"cost above capacity", []string{"11", "b", "10", "1"}, "rule b: cost 11 exceeds capacity 10"},
-		{"second rule bad", []string{"1", "a", "10", "1", "b", "x", "1"}, "rule b: capacity"},
-		{"duplicate rule", []string{"1", "a", "10", "1", "a", "10", "1"}, "rule a appears twice"},
-		{"duplicate third rule", []string{"1", "a", "10", "1", "b", "10", "1", "a", "5", "1"}, "rule a appears twice"},
+		{"partial rule", []string{"1", "b:tokens", "b:ts", "10"}, "ARGV must be"},
+		{"zero capacity", []string{"1", "b:tokens", "b:ts", "0", "1"}, "rule b: capacity"},
+		{"NaN rate", []string{"1", "b:tokens", "b:ts", "10", "nan"}, "rule b: refill per second"},
+		{"infinite rate", []string{"1", "b:tokens", "b:ts", "10", "inf"}, "rule b: refill per second"},
+		{"cost above capacity", []string{"11", "b:tokens", "b:ts", "10", "1"}, "rule b: cost 11 exceeds capacity 10"},
+		{"second rule bad", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "10", "1", "x", "1"}, "rule b: capacity"},
+		{"duplicate rule", []string{"1", "a:tokens", "a:ts", "a:tokens", "a:ts", "10", "1", "10", "1"}, "rule a appears twice"},
+		{"duplicate third rule", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "a:tokens", "a:ts", "10", "1", "10", "1", "5", "1"}, "rule a appears twice"},
 	}
 	script := lua.NewBucket()
 	for _, tt := range tests {

@@ -18,7 +18,7 @@ func TestScriptCall(t *testing.T) {
 			name:     "one rule",
 			q:        Request{Identity: "tenant-42", Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 1},
 			wantKey:  "bg:{tenant-42}",
-			wantArgs: []string{"1", "burst", "10", "1"},
+			wantArgs: []string{"1", "burst:tokens", "burst:ts", "10", "1"},
 		},
 		{
 			name: "chained rules, fractional rates, peek",
@@ -27,13 +27,13 @@ func TestScriptCall(t *testing.T) {
 				{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400},
 			}},
 			wantKey:  "bg:{a%7Bb%7Dc%25d}",
-			wantArgs: []string{"0", "burst", "100", "0.5", "daily", "1000", "0.011574074074074073"},
+			wantArgs: []string{"0", "burst:tokens", "burst:ts", "daily:tokens", "daily:ts", "100", "0.5", "1000", "0.011574074074074073"},
 		},
 		{
 			name:     "identity longer than the stack buffer",
 			q:        Request{Identity: long, Rules: []Rule{{Name: "r", Capacity: MaxCapacity, RefillPerSecond: 1e9}}, Cost: MaxCapacity},
 			wantKey:  Key(long),
-			wantArgs: []string{"1000000000", "r", "1000000000", "1000000000"},
+			wantArgs: []string{"1000000000", "r:tokens", "r:ts", "1000000000", "1000000000"},
 		},
 	}
 	for _, tt := range tests {

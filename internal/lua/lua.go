@@ -16,12 +16,22 @@ import (
 //go:embed bucket.lua
 var BucketSource string
 
-// Argument layout of bucket.lua: ARGV[ArgCost], then ArgsPerRule values per rule (name,
-// capacity, refill per second).
+// Argument layout of bucket.lua for n rules: ARGV[ArgCost], then from ArgFirstField the
+// FieldsPerRule hash fields of each rule in turn (its name with TokensSuffix, then with
+// StampSuffix), then NumbersPerRule numbers per rule in the same order (capacity, refill
+// per second).
 const (
-	ArgCost      = 0 // whole tokens to take from every rule; 0 is a peek
-	ArgFirstRule = 1 // index of the first rule's name
-	ArgsPerRule  = 3 // name, capacity, refill per second
+	ArgCost        = 0 // whole tokens to take from every rule; 0 is a peek
+	ArgFirstField  = 1 // index of the first rule's tokens field
+	FieldsPerRule  = 2 // tokens field, stamp field
+	NumbersPerRule = 2 // capacity, refill per second
+)
+
+// TokensSuffix and StampSuffix follow a rule's name in its two fields of the identity's
+// hash: its tokens (a double) and the Redis TIME of its last write (microseconds).
+const (
+	TokensSuffix = ":tokens"
+	StampSuffix  = ":ts"
 )
 
 // ExpiryMarginMillis is how long after every bucket written is full again bucket.lua

@@ -46,8 +46,8 @@ count() {
   echo $((total / n))
 }
 
-one=$(count "$root/internal/lua/bucket.lua" 1 burst 10 0.001)
-two=$(count "$root/internal/lua/bucket.lua" 1 burst 10 0.001 daily 1000 0.011574074074074073)
+one=$(count "$root/internal/lua/bucket.lua" 1 burst:tokens burst:ts 10 0.001)
+two=$(count "$root/internal/lua/bucket.lua" 1 burst:tokens burst:ts daily:tokens daily:ts 10 0.001 1000 0.011574074074074073)
 gcra=$(count "$work/gcra.lua" 10 1 1000 1) # burst, rate, period (s), cost: redis_rate's ARGV
 awk -v x="$one" -v y="$two" -v z="$gcra" 'BEGIN {
   printf "redis-side instructions/decision: bucketgate 1 rule %d, 2 rules %d, redis_rate %d, ratio X/Z %.3f, Y/X %.2f\n", x, y, z, x / z, y / x }'

@@ -107,12 +107,15 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 	}
 	model := bucket.NewModel()
 	counts := map[string]int{}
+	skewed := map[string]bool{} // shiftStamps gave the key an hour's life: its expiry is no longer the model's (even ids only)
 	for range ops {
-		id := ids[rng.IntN(len(ids))]
+		i := rng.IntN(len(ids))
+		id := ids[i]
 		switch op := rng.IntN(100); {
-		case op < 3: // state from a clock up to 2 s ahead: elapsed below zero counts as zero
+		case op < 3 && i%2 == 0: // state from a clock up to 2 s ahead: elapsed below zero counts as zero
 			shiftStamps(t, c, model, id, pool, -time.Duration(rng.Int64N(int64(2*time.Second))))
 			counts["skew"]++
+			skewed[id] = true
 		case op < 8: // a time step of up to 10 s
 			shiftStamps(t, c, model, id, pool, time.Duration(rng.Int64N(int64(10*time.Second))))
 			counts["step"]++
@@ -138,7 +141,10 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 		t.Errorf("workload too one-sided to mean much: %v", counts)
 	}
 	for _, id := range ids {
-		compareState(t, c, model, id, pool)
+		compareState(t, c, model, id, pool, !skewed[id])
+	}
+	if len(skewed) > (len(ids)+1)/2 {
+		t.Fatalf("%d of %d identities skewed: too few expiries compared", len(skewed), len(ids))
 	}
 }
 
@@ -165,12 +171,18 @@ func randomRequest(rng *rand.Rand, id string, pool []bucket.Rule) bucket.Request
 	return q
 }
 
-// compareState checks that Redis holds exactly the model's state for identity.
-func compareState(t *testing.T, c rueidis.Client, model *bucket.Model, id string, rules []bucket.Rule) {
+// compareState checks that Redis holds exactly the model's state for identity, and,
+// with expiry, that the key expires when the model says.
+func compareState(t *testing.T, c rueidis.Client, model *bucket.Model, id string, rules []bucket.Rule, expiry bool) {
 	t.Helper()
 	fields, err := c.Do(context.Background(), c.B().Hgetall().Key(bucket.Key(id)).Build()).AsStrMap()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want, ok := model.ExpiresAt(id); ok && expiry {
+		if got := mustInt(t, do(t, c, c.B().Pexpiretime().Key(bucket.Key(id)).Build())); got != want.UnixMilli() {
+			t.Errorf("%q: PEXPIRETIME %d, model %d", id, got, want.UnixMilli())
+		}
 	}
 	for _, r := range rules {
 		b, ok := model.Bucket(id, r.Name)
@@ -243,6 +255,20 @@ func TestKeyShapeAndExpiry(t *testing.T) {
 	expectRun(t, l, bucket.Request{Identity: "tenant-9", Rules: free, Cost: 1}, 1, true)
 	if again := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build())); again < expiry {
 		t.Errorf("a burst-only call shortened expiry %d -> %d", expiry, again)
+	}
+	// A rule new to the key (the script tries NX first on a fresh rule set) neither
+	// shortens its life nor fails to lengthen it.
+	expiry = mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build()))
+	minute := bucket.Rule{Name: "minute", Capacity: 5, RefillPerSecond: 1}
+	expectRun(t, l, bucket.Request{Identity: "tenant-9", Rules: []bucket.Rule{minute}, Cost: 1}, 1, true)
+	if again := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build())); again != expiry {
+		t.Errorf("a new short rule moved expiry %d -> %d", expiry, again)
+	}
+	month := bucket.Rule{Name: "month", Capacity: 10, RefillPerSecond: 10.0 / (30 * 86400)}
+	m := expectRun(t, l, bucket.Request{Identity: "tenant-9", Rules: []bucket.Rule{month}, Cost: 1}, 1, true)
+	want := m.At.Add(m.ResetAfter + bucket.ExpiryMargin)
+	if again := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build())); again <= expiry || again > want.UnixMilli()+1 {
+		t.Errorf("a new long rule: expiry %d -> %d, want about %d", expiry, again, want.UnixMilli())
 	}
 }
 

@@ -64,6 +64,7 @@ local s = call('HMGET', key, unpack(argv, 2, n2 + 1))
 -- tokens after an admission, for HSET.
 local allowed, fewest, binding, wait, waitrule, reset = 1, math.huge, 1, 0, 0, 0
 local dfewest, dbinding, dwait, dreset = math.huge, 1, 0, 0
+local fresh = true -- no rule has state yet: the key is most likely new
 for i = 1, n2, 2 do
   local name, cap, rate = argv[i + 1], tonumber(argv[n2 + i + 1]), tonumber(argv[n2 + i + 2])
   if not cap or cap < 1 or cap % 1 ~= 0 then
@@ -84,6 +85,7 @@ for i = 1, n2, 2 do
   end
   local level, ts = s[i], s[i + 1]
   if level and ts then
+    fresh = false
     local elapsed = now - ts
     if elapsed < 0 then elapsed = 0 end
     level = level + elapsed * rate / 1000000
@@ -128,8 +130,11 @@ if allowed == 1 and cost > 0 then
   for i = 1, n2, 2 do
     call('HSET', key, argv[i + 1], s[i], argv[i + 2], stamp)
   end
-  local at = string.format('%d', (now + (-now) % 1000) / 1000 + reset + MARGIN)
-  if call('PEXPIREAT', key, at, 'GT') == 0 then call('PEXPIREAT', key, at, 'NX') end
+  -- GT never shortens the key's life, but does nothing to a key with no expiry yet: NX
+  -- sets that. A fresh key tries NX first, so that one call usually does it either way.
+  local at, first, second = string.format('%d', (now + (-now) % 1000) / 1000 + reset + MARGIN), 'GT', 'NX'
+  if fresh then first, second = 'NX', 'GT' end
+  if call('PEXPIREAT', key, at, first) == 0 then call('PEXPIREAT', key, at, second) end
 end
 
 return {allowed, binding, fewest - fewest % 1, wait, reset, now, waitrule}

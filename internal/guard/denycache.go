@@ -35,8 +35,9 @@ func newDenyCache(size int) *denyCache {
 }
 
 // get returns the denial cached for q, brought forward to now: its waits shortened by
-// the time since the request that Redis denied was sent. It finds nothing once that
-// request's retry-after has passed.
+// the time since the request that Redis decided was sent, and its At moved on by as
+// much, so that At + ResetAfter is still the moment Redis gave. It finds nothing once
+// that request's wait has passed.
 func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool) {
 	key := cacheKey(q)
 	c.mu.Lock()
@@ -54,6 +55,7 @@ func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool)
 	d.RetryAfter = ceilMillis(d.RetryAfter - elapsed)
 	d.ResetAfter = ceilMillis(max(d.ResetAfter-elapsed, d.RetryAfter))
 	d.Wait = d.RetryAfter
+	d.At = d.At.Add(elapsed)
 	return d, true
 }
 

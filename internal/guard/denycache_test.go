@@ -49,10 +49,17 @@ func TestDenyCache(t *testing.T) {
 		{"at retry-after: Redis again", time.Millisecond, a, true, true, 0, 0},
 		{"that admission's wait: from the cache", 0, a, false, false, 100 * time.Millisecond, time.Second},
 	}
+	src := last.Decision // the decision of Redis that a cached answer for a follows from
 	for _, s := range steps {
 		clk.Advance(s.advance)
 		before := engine.calls.Load()
 		r := decide(t, g, s.q)
+		if !r.CacheHit && s.q.Identity == a.Identity && s.q.Cost == a.Cost && slices.Equal(s.q.Rules, a.Rules) {
+			src = r.Decision
+		}
+		if r.CacheHit && !r.At.Add(r.ResetAfter).Equal(src.At.Add(src.ResetAfter)) {
+			t.Fatalf("%s: cached answer resets at %v + %v, Redis said %v + %v", s.name, r.At, r.ResetAfter, src.At, src.ResetAfter)
+		}
 		called := engine.calls.Load() > before
 		if called != s.wantCall || r.CacheHit == s.wantCall || r.Allowed != s.wantAllowed || r.RetryAfter != s.wantRetry {
 			t.Fatalf("%s: asked Redis %v (want %v), %+v (want allowed %v, retry after %v)", s.name, called, s.wantCall, r, s.wantAllowed, s.wantRetry)

@@ -112,7 +112,8 @@ type Result struct {
 	// CacheHit reports that the deny cache answered without asking Redis: the Decision
 	// is the denial Redis gave an identical request earlier (or that followed from an
 	// admission it gave), its RetryAfter, Wait and ResetAfter shortened by the time since
-	// (At stays the time of that decision).
+	// and its At moved on by as much (by the local clock), so that At + ResetAfter is the
+	// moment Redis gave.
 	CacheHit bool
 	// CircuitOpen reports that the circuit breaker answered by the failure policy
 	// without asking Redis, because Redis has been failing.

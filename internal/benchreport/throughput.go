@@ -76,10 +76,10 @@ func MeasureThroughput(ctx context.Context, admin rueidis.Client, host, port str
 	if err != nil {
 		return Throughput{}, err
 	}
-	args := redisBenchmarkArgs(plan, host, port, sha)
-	if err := checkRedisBenchmarkArgs(ctx, admin, args); err != nil {
+	if err := checkScriptCommand(ctx, admin, scriptCommand(sha, "bg:{rb-check}")); err != nil {
 		return Throughput{}, err
 	}
+	args := redisBenchmarkArgs(plan, host, port, sha)
 	w := Workload{Identities: plan.Keyspace, Rounds: plan.Requests / plan.Keyspace, Workers: plan.Workers}
 	goRates := make([][]float64, len(cs))
 	var rbRates []float64
@@ -111,27 +111,27 @@ func MeasureThroughput(ctx context.Context, admin rueidis.Client, host, port str
 }
 
 // redisBenchmarkArgs is redis-benchmark's command line for plan against addr (host,
-// port): EVALSHA of the bucket script with the burst rule on a random identity.
+// port): scriptCommand on a random identity.
 func redisBenchmarkArgs(plan ThroughputPlan, host, port, sha string) []string {
-	return []string{
+	return append([]string{
 		"-h", host, "-p", port, "-n", strconv.Itoa(plan.Requests), "-c", strconv.Itoa(plan.Clients),
 		"-P", strconv.Itoa(plan.Pipeline), "-r", strconv.Itoa(plan.Keyspace), "--csv",
-		"EVALSHA", sha, "1", redisBenchmarkKey, "1", burstRule.Name + lua.TokensSuffix, burstRule.Name + lua.StampSuffix,
+	}, scriptCommand(sha, "bg:{rb-__rand_int__}")...)
+}
+
+// scriptCommand is the EVALSHA of the bucket script (loaded as sha) that redis-benchmark
+// times: one decision of cost 1 for the burst rule on key.
+func scriptCommand(sha, key string) []string {
+	return []string{
+		"EVALSHA", sha, "1", key, "1", burstRule.Name + lua.TokensSuffix, burstRule.Name + lua.StampSuffix,
 		strconv.FormatInt(burstRule.Capacity, 10), strconv.FormatFloat(burstRule.RefillPerSecond, 'g', -1, 64),
 	}
 }
 
-// redisBenchmarkKey is the key redis-benchmark sends, a random identity's.
-const redisBenchmarkKey = "bg:{rb-__rand_int__}"
-
-// checkRedisBenchmarkArgs runs args' EVALSHA once through admin, so that arguments the
-// script refuses fail the run instead of timing error replies.
-func checkRedisBenchmarkArgs(ctx context.Context, admin rueidis.Client, args []string) error {
-	i := slices.Index(args, "EVALSHA")
-	if i < 0 || len(args) < i+4 {
-		return fmt.Errorf("redis-benchmark arguments without EVALSHA sha numkeys key: %q", args)
-	}
-	cmd := append([]string{"EVALSHA", args[i+1], args[i+2], strings.ReplaceAll(args[i+3], "__rand_int__", "check")}, args[i+4:]...)
+// checkScriptCommand runs cmd once through admin and checks that the script answered
+// a decision, so that a command the script refuses fails the run instead of timing
+// error replies.
+func checkScriptCommand(ctx context.Context, admin rueidis.Client, cmd []string) error {
 	reply, err := admin.Do(ctx, admin.B().Arbitrary(cmd...).Build()).ToArray()
 	if err != nil {
 		return fmt.Errorf("redis-benchmark's command %q: %w", cmd, err)

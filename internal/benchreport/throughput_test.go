@@ -2,7 +2,6 @@ package benchreport
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -10,27 +9,26 @@ import (
 	"github.com/bucketgate/bucketgate/internal/redistest"
 )
 
-// TestRedisBenchmarkArgs: the command redis-benchmark times is one the script accepts,
+// TestScriptCommand: the command redis-benchmark times is one the script accepts,
 // and one it refuses (an extra argument) fails the check instead of being timed.
-func TestRedisBenchmarkArgs(t *testing.T) {
+func TestScriptCommand(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	admin := redistest.Client(t, srv.Addr)
-	host, port, err := net.SplitHostPort(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sha, err := scriptSHA1(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := redisBenchmarkArgs(ThroughputPlan{Requests: 10, Keyspace: 5, Clients: 1, Pipeline: 1}, host, port, sha)
-	if err := checkRedisBenchmarkArgs(ctx, admin, args); err != nil {
+	cmd := scriptCommand(sha, "bg:{check}")
+	if err := checkScriptCommand(ctx, admin, cmd); err != nil {
 		t.Fatalf("the benchmark's own command: %v", err)
 	}
-	i := slices.Index(args, "EVALSHA")
-	bad := slices.Insert(slices.Clone(args), i+5, "extra")
-	if err := checkRedisBenchmarkArgs(ctx, admin, bad); err == nil || !strings.Contains(err.Error(), "bucketgate: ARGV must be") {
+	bad := slices.Insert(slices.Clone(cmd), 5, "extra")
+	if err := checkScriptCommand(ctx, admin, bad); err == nil || !strings.Contains(err.Error(), "bucketgate: ARGV must be") {
 		t.Fatalf("a command the script refuses: err = %v, want the script's refusal", err)
+	}
+	args := redisBenchmarkArgs(ThroughputPlan{Requests: 10, Keyspace: 5, Clients: 1, Pipeline: 1}, "h", "p", sha)
+	if !slices.Equal(args[len(args)-len(cmd):], scriptCommand(sha, "bg:{rb-__rand_int__}")) {
+		t.Fatalf("redis-benchmark's arguments %q do not end in the checked command", args)
 	}
 }

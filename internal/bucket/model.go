@@ -84,7 +84,6 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 		Rule:       q.Rules[binding].Name,
 		Limit:      q.Rules[binding].Capacity,
 		Remaining:  int64(math.Floor(fewest)),
-		RetryAfter: millisToDuration(int64(wait)),
 		ResetAfter: millisToDuration(int64(reset)),
 		At:         microsToTime(nowUS),
 		Wait:       millisToDuration(int64(wait)),
@@ -93,7 +92,9 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 		d.WaitRule = q.Rules[waitRule].Name
 	}
 	if allowed {
-		d.Reason, d.RetryAfter = ReasonOK, 0
+		d.Reason = ReasonOK
+	} else {
+		d.RetryAfter = d.Wait
 	}
 	return d
 }

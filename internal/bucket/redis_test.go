@@ -49,14 +49,14 @@ func shiftStamps(t testing.TB, c rueidis.Client, model *bucket.Model, identity s
 	t.Helper()
 	key := bucket.Key(identity)
 	for _, r := range rules {
-		ts, err := c.Do(context.Background(), c.B().Hget().Key(key).Field(r.Name+":ts").Build()).AsInt64()
+		ts, err := c.Do(context.Background(), c.B().Hget().Key(key).Field(r.Name+lua.StampSuffix).Build()).AsInt64()
 		if rueidis.IsRedisNil(err) {
 			continue
 		} else if err != nil {
 			t.Fatalf("HGET ts: %v", err)
 		}
 		ts -= d.Microseconds()
-		do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(r.Name+":ts", strconv.FormatInt(ts, 10)).Build())
+		do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(r.Name+lua.StampSuffix, strconv.FormatInt(ts, 10)).Build())
 		if model != nil {
 			b, _ := model.Bucket(identity, r.Name)
 			model.SetBucket(identity, r.Name, bucket.ModelBucket{Tokens: b.Tokens, Stamp: ts})
@@ -186,7 +186,7 @@ func compareState(t *testing.T, c rueidis.Client, model *bucket.Model, id string
 	}
 	for _, r := range rules {
 		b, ok := model.Bucket(id, r.Name)
-		tokens, stamp := fields[r.Name+":tokens"], fields[r.Name+":ts"]
+		tokens, stamp := fields[r.Name+lua.TokensSuffix], fields[r.Name+lua.StampSuffix]
 		if !ok {
 			if tokens != "" || stamp != "" {
 				t.Errorf("%q %s: redis has %s@%s, model nothing", id, r.Name, tokens, stamp)

@@ -59,7 +59,6 @@ func decodeReply(vals [lua.ReplyLen]int64, q Request) (Decision, error) {
 		Rule:       rule.Name,
 		Limit:      rule.Capacity,
 		Remaining:  remaining,
-		RetryAfter: millisToDuration(wait),
 		ResetAfter: millisToDuration(reset),
 		At:         microsToTime(now),
 		Wait:       millisToDuration(wait),
@@ -68,7 +67,9 @@ func decodeReply(vals [lua.ReplyLen]int64, q Request) (Decision, error) {
 		d.WaitRule = q.Rules[waitRule-1].Name
 	}
 	if d.Allowed {
-		d.Reason, d.RetryAfter = ReasonOK, 0
+		d.Reason = ReasonOK
+	} else {
+		d.RetryAfter = d.Wait
 	}
 	return d, nil
 }

@@ -105,6 +105,7 @@ func repeatDenial(q bucket.Request, d bucket.Decision) (bucket.Decision, bool) {
 	for _, r := range q.Rules {
 		if r.Name == d.WaitRule {
 			den.Limit = r.Capacity
+			break
 		}
 	}
 	return den, true

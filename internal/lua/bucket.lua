@@ -65,6 +65,8 @@ local s = call('HMGET', key, unpack(argv, 2, n2 + 1))
 local allowed, fewest, binding, wait, waitrule, reset = 1, math.huge, 1, 0, 0, 0
 local dfewest, dbinding, dwait, dreset = math.huge, 1, 0, 0
 local fresh = true -- no rule has state yet: the key is most likely new
+-- An error about a rule names it by its tokens field less ":tokens" (string.sub(name, 1,
+-- -8)), written out on each error path: a helper function would be a new closure per call.
 for i = 1, n2, 2 do
   local name, cap, rate = argv[i + 1], tonumber(argv[n2 + i + 1]), tonumber(argv[n2 + i + 2])
   if not cap or cap < 1 or cap % 1 ~= 0 then
@@ -76,7 +78,7 @@ for i = 1, n2, 2 do
   if cost > cap then
     return redis.error_reply('ERR bucketgate: rule ' .. string.sub(name, 1, -8) .. ': cost ' .. cost .. ' exceeds capacity ' .. cap)
   end
-  if i > 1 then
+  if i > 1 then -- the first rule skips setting up an empty loop
     for k = 2, i - 1, 2 do
       if argv[k] == name then
         return redis.error_reply('ERR bucketgate: rule ' .. string.sub(name, 1, -8) .. ' appears twice')

@@ -4,11 +4,13 @@ GO ?= go
 TEST_FLAGS ?= -count=1 -timeout 10m
 
 .PHONY: test vet
-test: vet ## every test: unit (miniredis), real redis-server suites, fuzz seeds
+test: vet ## every test: unit (miniredis), real redis-server suites, fuzz seeds; then the tools' own tests
 	$(GO) test $(TEST_FLAGS) ./...
+	cd tools && $(GO) test $(TEST_FLAGS) ./...
 
 vet:
 	$(GO) vet ./...
+	cd tools && $(GO) vet ./...
 
 FUZZTIME ?= 30s
 .PHONY: fuzz
@@ -53,7 +55,11 @@ clean:
 lint: ## cfn-lint on template.yaml (SAM transform included)
 	cfn-lint template.yaml
 
-# bench: the performance report (issue 7). Every part starts its own redis-server on a
+# The tools (make bench, bench-instructions, stress) are a Go module of their own in
+# tools/, so that the product's go.mod lists only what the functions, the CLI and their
+# tests need; they import the product's packages by path.
+
+# bench: the performance report. Every part starts its own redis-server on a
 # free loopback port (redis-server and redis-benchmark must be installed: apt-get install
 # redis-server). BenchmarkClientCost runs five times, one run at a time, so that its two
 # halves take turns, and BenchmarkHandlerOverhead (internal/authorizer) five times; then
@@ -66,17 +72,17 @@ bench:
 	done && \
 	$(GO) test -run '^$$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >>"$$out" || { cat "$$out"; exit 1; }; \
 	grep '^Benchmark' "$$out" && \
-	BUCKETGATE_REQUIRE_REDIS=1 $(GO) test -count=1 -timeout 10m -run '^TestReport$$' -v ./internal/benchreport \
+	cd tools && BUCKETGATE_REQUIRE_REDIS=1 $(GO) test -count=1 -timeout 10m -run '^TestReport$$' -v ./benchreport \
 		-args -report="$(CURDIR)/BENCHMARKS.md" -gobench="$$out"
 
 # bench-instructions: Redis-side instructions per decision (callgrind), bucketgate against
 # redis_rate: a figure that a busy machine does not move (needs valgrind: apt-get install valgrind).
 .PHONY: bench-instructions
 bench-instructions:
-	bash internal/benchreport/instructions/instructions.sh
+	bash tools/benchreport/instructions/instructions.sh
 
 STRESS_FUZZTIME ?= 15s
 STRESS_FLAGS ?=
 .PHONY: stress
 stress: ## reliability run (minutes, not part of test): load, faults, hostile input, soak, fuzz; last line "over-admitted: N"
-	$(GO) run ./cmd/bucketgate-stress -fuzztime $(STRESS_FUZZTIME) $(STRESS_FLAGS)
+	cd tools && $(GO) run ./cmd/bucketgate-stress -fuzztime $(STRESS_FUZZTIME) $(STRESS_FLAGS)

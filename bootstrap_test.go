@@ -21,9 +21,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/redistest"
-	"github.com/bucketgate/bucketgate/internal/runtimeapi"
-	"github.com/bucketgate/bucketgate/internal/samples"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // invokeTimeout bounds one invocation of a binary, and exitTimeout how long a binary

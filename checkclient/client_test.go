@@ -12,7 +12,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
-	"github.com/bucketgate/bucketgate/internal/lambdatest"
+	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 )
 
 // function answers an invocation in a test, as a Lambda handler does.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/lambdas"
-	"github.com/bucketgate/bucketgate/internal/runtimeapi"
+	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
 )
 
 // functionOf returns the function a sample event is for: the first word of its file

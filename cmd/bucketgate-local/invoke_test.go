@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/samples"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // runCLI runs the command line args with env and returns the exit status and output.

@@ -1,7 +1,7 @@
 package authorizer
 
 import (
-	"github.com/bucketgate/bucketgate/internal/samples"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 
 	"bytes"
 	"encoding/json"

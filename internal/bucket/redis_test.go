@@ -16,7 +16,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/lua"
-	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // hostile are identities that try to leave their hash tag, collide, or break the key.

@@ -7,7 +7,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
-	"github.com/bucketgate/bucketgate/internal/samples"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 func BenchmarkParse(b *testing.B) {

@@ -12,7 +12,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/guard"
-	"github.com/bucketgate/bucketgate/internal/lambdatest"
+	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 )
 
 // TestClientEndToEnd runs checkclient, through the real AWS SDK and the Lambda Invoke

@@ -5,7 +5,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/guard"
-	"github.com/bucketgate/bucketgate/internal/samples"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 func TestEvents(t *testing.T) {

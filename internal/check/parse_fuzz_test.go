@@ -8,7 +8,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/samples"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // FuzzParse holds parse to its contract on any payload: no panic; an error that names

@@ -15,7 +15,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/lua"
 	"github.com/bucketgate/bucketgate/internal/redisconn"
-	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // Fault tests run the production chain (settings, redisconn, bucket, guard with

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/runtimeapi"
+	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
 )
 
 // Bootstrap is one function's Lambda binary: its size as shipped and how long it takes
@@ -33,18 +33,18 @@ func (b Bootstrap) MiB() float64 { return float64(b.Bytes) / (1 << 20) }
 // mode that the provided runtimes do not use.
 var lambdaBuild = []string{"build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w"}
 
-// buildBootstrap builds the package at root/pkg for goos/goarch into out and returns
-// the file's size.
-func buildBootstrap(ctx context.Context, root, pkg, goos, goarch, out string) (int64, error) {
-	cmd := exec.CommandContext(ctx, "go", append(slices.Clone(lambdaBuild), "-o", out, "./"+pkg)...)
-	cmd.Dir = root
+// buildBootstrap builds the main package in dir (in whichever module holds it) for
+// goos/goarch into out and returns the file's size.
+func buildBootstrap(ctx context.Context, dir, goos, goarch, out string) (int64, error) {
+	cmd := exec.CommandContext(ctx, "go", append(slices.Clone(lambdaBuild), "-o", out, ".")...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("build %s for %s/%s: %w: %s", pkg, goos, goarch, err, bytes.TrimSpace(msg))
+		return 0, fmt.Errorf("build %s for %s/%s: %w: %s", dir, goos, goarch, err, bytes.TrimSpace(msg))
 	}
 	st, err := os.Stat(out)
 	if err != nil {
-		return 0, fmt.Errorf("build %s: %w", pkg, err)
+		return 0, fmt.Errorf("build %s: %w", dir, err)
 	}
 	return st.Size(), nil
 }
@@ -97,11 +97,11 @@ func MeasureBootstrap(ctx context.Context, root, pkg string, env []string, start
 	}
 	defer os.RemoveAll(dir)
 	b := Bootstrap{Function: pkg}
-	if b.Bytes, err = buildBootstrap(ctx, root, pkg, "linux", "arm64", filepath.Join(dir, "bootstrap-arm64")); err != nil {
+	if b.Bytes, err = buildBootstrap(ctx, filepath.Join(root, pkg), "linux", "arm64", filepath.Join(dir, "bootstrap-arm64")); err != nil {
 		return Bootstrap{}, err
 	}
 	native := filepath.Join(dir, "bootstrap")
-	if _, err := buildBootstrap(ctx, root, pkg, runtime.GOOS, runtime.GOARCH, native); err != nil {
+	if _, err := buildBootstrap(ctx, filepath.Join(root, pkg), runtime.GOOS, runtime.GOARCH, native); err != nil {
 		return Bootstrap{}, err
 	}
 	var times []time.Duration

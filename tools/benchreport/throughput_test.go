@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // TestScriptCommand: the command redis-benchmark times is one the script accepts,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 func TestClusterWithReplicas(t *testing.T) {

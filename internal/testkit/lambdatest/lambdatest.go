@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/bucketgate/bucketgate/internal/runtimeapi"
+	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
 )
 
 // The fixed parts of the Invoke API that Server speaks.

@@ -17,7 +17,8 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
-	"github.com/bucketgate/bucketgate/internal/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/tools/internal/repo"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
@@ -30,7 +31,7 @@ var (
 var reportCommands = []string{
 	"for i in 1 2 3 4 5; do go test -run '^$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket; done > gobench.txt",
 	"go test -run '^$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >> gobench.txt",
-	"go test -count=1 -timeout 10m -run '^TestReport$' -v ./internal/benchreport -args -report=$PWD/BENCHMARKS.md -gobench=gobench.txt",
+	"cd tools && go test -count=1 -timeout 10m -run '^TestReport$' -v ./benchreport -args -report=$PWD/../BENCHMARKS.md -gobench=../gobench.txt",
 }
 
 // The plans of make bench: a few seconds each on a 2-CPU machine.
@@ -123,7 +124,7 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	root, err := ModuleRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

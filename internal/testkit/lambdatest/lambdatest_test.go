@@ -12,7 +12,7 @@ import (
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/bucketgate/bucketgate/internal/lambdatest"
+	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 )
 
 type echo struct{}

@@ -5,7 +5,7 @@
 // exits 1 on a correctness failure (over-admission among them) or a run that could not
 // be carried out; timing goals missed are reported, not failed.
 //
-// Run it from the module root: go run ./cmd/bucketgate-stress
+// Run it from inside the repository: make stress, or go run ./cmd/bucketgate-stress in tools/.
 package main
 
 import (
@@ -14,10 +14,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 
-	"github.com/bucketgate/bucketgate/internal/stress"
+	"github.com/bucketgate/bucketgate/tools/internal/repo"
+	"github.com/bucketgate/bucketgate/tools/stress"
 )
 
 func main() {
@@ -65,11 +65,8 @@ func run(o stress.Options, only string) error {
 	if o.Self, err = os.Executable(); err != nil {
 		return err
 	}
-	if o.Root, err = os.Getwd(); err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(o.Root, "go.mod")); err != nil {
-		return fmt.Errorf("run from the module root (the fuzz targets are found from there): %w", err)
+	if o.Root, err = repo.Root(); err != nil {
+		return fmt.Errorf("run from inside the repository (the fuzz targets are found from there): %w", err)
 	}
 	// An interrupt kills this process; its workers and redis-servers die with it
 	// (they are started with a parent-death signal).

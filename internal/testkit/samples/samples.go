@@ -10,10 +10,10 @@ import (
 )
 
 // Dir returns the absolute path of the repository's events/ directory, found from this
-// source file's place in the repository (internal/samples).
+// source file's place in the repository (internal/testkit/samples).
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "events")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "events")
 }
 
 // Path returns the path of the file called name in events/.

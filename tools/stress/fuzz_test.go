@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/bucketgate/bucketgate/tools/internal/repo"
 )
 
 func TestLastExecs(t *testing.T) {
@@ -31,6 +33,8 @@ func TestFindFuzzTargets(t *testing.T) {
 		"a/a.go":               "package a\n\nfunc FuzzNot(f *testing.F) {}\n",
 		"a/testdata/x_test.go": "package x\n\nfunc FuzzData(f *testing.F) {}\n",
 		".git/y_test.go":       "package y\n\nfunc FuzzHidden(f *testing.F) {}\n",
+		"tools/go.mod":         "module example.com/tools\n",
+		"tools/z/z_test.go":    "package z\n\nfunc FuzzNested(f *testing.F) {}\n",
 	}
 	for name, src := range files {
 		path := filepath.Join(root, name)
@@ -51,9 +55,13 @@ func TestFindFuzzTargets(t *testing.T) {
 	}
 }
 
-// The module's own fuzz targets are found, those of both functions among them.
-func TestFindsTheModulesFuzzTargets(t *testing.T) {
-	got, err := findFuzzTargets(filepath.Join("..", ".."))
+// The product's own fuzz targets are found, those of the engine among them.
+func TestFindsTheProductsFuzzTargets(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := findFuzzTargets(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,19 +155,6 @@ func TestBuiltFunctions(t *testing.T) {
 	}
 }
 
-func TestModuleRoot(t *testing.T) {
-	root, err := ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "internal", "benchreport")); err != nil {
-		t.Errorf("ModuleRoot = %s, which lacks internal/benchreport", root)
-	}
-	if _, err := moduleRootAbove(t.TempDir()); err == nil {
-		t.Error("module root above a temp dir: want an error")
-	}
-}
-
 func TestMarkdown(t *testing.T) {
 	r := Report{
 		Machine:     Machine{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPUs: 2, CPUModel: "cpu", GoVersion: "go1.26", Platform: "linux/amd64", RedisVersion: "7.0.15"},

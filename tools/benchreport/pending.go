@@ -13,28 +13,6 @@ type Pending struct {
 	Reason string
 }
 
-// ModuleRoot returns the directory holding go.mod, searching up from the working
-// directory.
-func ModuleRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("module root: %w", err)
-	}
-	return moduleRootAbove(wd)
-}
-
-// moduleRootAbove returns the directory holding go.mod, searching up from dir.
-func moduleRootAbove(dir string) (string, error) {
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod above %s", dir)
-		}
-	}
-}
-
 // LambdaFunctions are the function packages whose bootstraps item 5 measures.
 var LambdaFunctions = []string{"functions/authorizer", "functions/check"}
 

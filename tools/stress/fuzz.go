@@ -37,14 +37,15 @@ var (
 // fuzzTarget is a fuzz function and the package directory that holds it.
 type fuzzTarget struct{ dir, name string }
 
-// findFuzzTargets lists every fuzz function in the _test.go files under root.
+// findFuzzTargets lists every fuzz function in the _test.go files of the module at
+// root, leaving out modules nested in it (tools/) and folders go ignores.
 func findFuzzTargets(root string) ([]fuzzTarget, error) {
 	var out []fuzzTarget
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+		if d.IsDir() && path != root && (ignoredDir(d.Name()) || isModule(path)) {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
@@ -67,6 +68,17 @@ func findFuzzTargets(root string) ([]fuzzTarget, error) {
 		return nil, fmt.Errorf("find fuzz targets: %w", err)
 	}
 	return out, nil
+}
+
+// ignoredDir reports whether go leaves out a folder called name from ./... patterns.
+func ignoredDir(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata"
+}
+
+// isModule reports whether dir holds a go.mod of its own.
+func isModule(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "go.mod"))
+	return err == nil
 }
 
 // lastExecs returns the exec count of the fuzzer's last progress line in out.

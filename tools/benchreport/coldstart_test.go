@@ -10,12 +10,12 @@ import (
 
 func TestTimeToReady(t *testing.T) {
 	ctx := context.Background()
-	root, err := ModuleRoot()
+	testdata, err := filepath.Abs("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "bootstrap")
-	size, err := buildBootstrap(ctx, root, "internal/benchreport/testdata/fakefunction", runtime.GOOS, runtime.GOARCH, bin)
+	size, err := buildBootstrap(ctx, filepath.Join(testdata, "fakefunction"), runtime.GOOS, runtime.GOARCH, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestTimeToReady(t *testing.T) {
 		t.Errorf("ready after %v, want > 0", ready)
 	}
 
-	if _, err := buildBootstrap(ctx, root, "internal/benchreport/testdata/nothing-here", runtime.GOOS, runtime.GOARCH, bin); err == nil {
+	if _, err := buildBootstrap(ctx, filepath.Join(testdata, "nothing-here"), runtime.GOOS, runtime.GOARCH, bin); err == nil {
 		t.Error("building a missing package: want an error")
 	}
 	if _, err := timeToReady(ctx, "/bin/true", nil); err == nil || !strings.Contains(err.Error(), "exited before asking") {

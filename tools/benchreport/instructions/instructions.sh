@@ -20,7 +20,7 @@ for tool in valgrind callgrind_annotate redis-server redis-cli redis-benchmark; 
   command -v "$tool" >/dev/null || { echo "instructions.sh: $tool not found (apt-get install valgrind redis-server redis-tools)" >&2; exit 1; }
 done
 
-peer=$(cd "$root" && go mod download -json github.com/go-redis/redis_rate/v10 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+peer=$(cd "$root/tools" && go mod download -json github.com/go-redis/redis_rate/v10 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 # redis_rate keeps its allowN script in a Go raw string: the text between its backquotes.
 awk '/allowN = redis.NewScript\(`/{on=1; next} on && /^`\)/{exit} on' "$peer/lua.go" >"$work/gcra.lua"
 [ -s "$work/gcra.lua" ] || { echo "instructions.sh: no allowN script in $peer/lua.go" >&2; exit 1; }

@@ -1,11 +1,18 @@
-# bucketgate: every target runs on a fresh machine with Go; the real-Redis suites also
-# need redis-server on PATH (apt-get install redis-server).
+# bucketgate: every target runs on a fresh machine with Go; the real-server suites also
+# need redis-server and valkey-server on PATH (.ci/run installs them).
 GO ?= go
 TEST_FLAGS ?= -count=1 -timeout 10m
 
+# The real-server suites run once per engine: Redis OSS and Valkey, the engine
+# ElastiCache creates by default. A missing engine skips them loudly (CI: fails).
+ENGINES ?= redis-server valkey-server
+
 .PHONY: test vet
-test: vet ## every test: unit (miniredis), real redis-server suites, fuzz seeds; then the tools' own tests
-	$(GO) test $(TEST_FLAGS) ./...
+test: vet ## every test: unit (miniredis), real-server suites on each of ENGINES, fuzz seeds; then the tools' own tests
+	@set -e; for engine in $(ENGINES); do \
+	  echo "== go test ./... with BUCKETGATE_REDIS_SERVER=$$engine"; \
+	  BUCKETGATE_REDIS_SERVER=$$engine $(GO) test $(TEST_FLAGS) ./...; \
+	done
 	cd tools && $(GO) test $(TEST_FLAGS) ./...
 
 vet:

@@ -30,9 +30,9 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/lambdas"
 	"github.com/bucketgate/bucketgate/internal/localgw"
-	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // templateFile is the SAM template, from the repository root (this package's directory).

@@ -17,10 +17,10 @@ import (
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
-	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
-	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // Paths of the sample events and their configuration, from this package's directory.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
-	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // fixedDecider answers every request with the same Result: Redis stubbed out.

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // envOf is an app.Env over a fixed environment, with its metrics and logs captured.

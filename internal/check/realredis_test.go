@@ -10,9 +10,9 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
-	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
 // slowRule refills so slowly (one token in 1000 s) that a test's own duration cannot

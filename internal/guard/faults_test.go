@@ -99,7 +99,11 @@ func TestFaults(t *testing.T) {
 		}},
 		{"killed: connection refused", false, guard.FailureRedisError, func(t *testing.T) (string, fault) {
 			srv := redistest.Start(t)
-			return srv.Addr, fault{func(*testing.T) { srv.Stop() }, func(*testing.T) { srv.Restart() }}
+			return srv.Addr, fault{func(*testing.T) { srv.Stop() }, func(t *testing.T) {
+				if err := srv.Restart(); err != nil {
+					t.Fatal(err)
+				}
+			}}
 		}},
 		{"error reply (WRONGTYPE)", false, guard.FailureRedisError, func(t *testing.T) (string, fault) {
 			srv := redistest.Start(t)
@@ -175,7 +179,9 @@ func TestNoScriptRecovery(t *testing.T) {
 	// After a restart the connection to the old process is dead: the first decision
 	// may meet it (EOF; the consuming script is never retried), the next reconnects.
 	// The empty script cache costs nothing.
-	srv.Restart()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	for failed := 0; ; failed++ {
 		r := decide(t, g, q)
 		if r.Failure == guard.FailureNone {
@@ -204,7 +210,9 @@ func TestColdStartDuringOutage(t *testing.T) {
 	if took := time.Since(start); took > slack {
 		t.Fatalf("init and %d decisions during the outage took %v", guard.DefaultFailuresToOpen+1, took)
 	}
-	srv.Restart()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	recovers(t, g, q)
 }
 
@@ -243,7 +251,9 @@ func TestNoGoroutineGrowth(t *testing.T) {
 	srv.Stop()
 	countFailures(t, patient, q, refused, guard.FailureRedisError)
 	countFailures(t, withBreaker, q, shortCuts, guard.FailureRedisError)
-	srv.Restart()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	recovers(t, patient, q)
 
 	deadline := time.Now().Add(slack)

@@ -99,7 +99,9 @@ func TestColdStartWhileRedisIsDown(t *testing.T) {
 		t.Fatalf("init and a command while Redis is down took %v", d)
 	}
 
-	srv.Restart()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(redisconn.RetryInterval + slack)
 	for ping(context.Background(), c) != nil {
 		if time.Now().After(deadline) {

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/bucketgate/bucketgate/internal/redisconn"
-	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 const secretRegion = "eu-west-1"

@@ -17,8 +17,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/tracing"
 )
 

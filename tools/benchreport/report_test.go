@@ -17,9 +17,9 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/tools/internal/repo"
-	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 var (

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -124,23 +125,14 @@ func (o Options) withDefaults() Options {
 // Run runs every stress run that o selects and returns their summary. Its error is for
 // a run that could not be carried out (a server that would not start, a worker that
 // crashed); what the runs measured, good or bad, is in the Summary.
-func Run(ctx context.Context, o Options) (sum *Summary, err error) {
+func Run(ctx context.Context, o Options) (*Summary, error) {
 	o = o.withDefaults()
-	h, err := newHarness()
+	dir, err := os.MkdirTemp("", "bucketgate-stress-")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("stress: %w", err)
 	}
-	defer h.close()
-	defer func() {
-		if p := recover(); p != nil {
-			f, ok := p.(fatal)
-			if !ok {
-				panic(p)
-			}
-			err = f.err
-		}
-	}()
-	r := &runner{opts: o, h: h, sum: &Summary{}}
+	defer os.RemoveAll(dir)
+	r := &runner{opts: o, dir: dir, sum: &Summary{}}
 	for _, stage := range []func(context.Context) error{r.standalone, r.cluster, r.soak, r.fuzz} {
 		if err := stage(ctx); err != nil {
 			return r.sum, err
@@ -149,10 +141,10 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	return r.sum, nil
 }
 
-// runner carries a Run's options, harness and summary through its stages.
+// runner carries a Run's options, working directory and summary through its stages.
 type runner struct {
 	opts Options
-	h    *harness
+	dir  string // removed when the run is done
 	sum  *Summary
 }
 
@@ -187,7 +179,10 @@ type workerProc struct {
 
 // startWorkers writes a plan per worker from base and starts the workers.
 func (r *runner) startWorkers(base Plan, workers int) ([]*workerProc, error) {
-	dir := r.h.TempDir()
+	dir, err := os.MkdirTemp(r.dir, "workers-")
+	if err != nil {
+		return nil, fmt.Errorf("stress: %w", err)
+	}
 	procs := make([]*workerProc, workers)
 	for w := range procs {
 		p := base

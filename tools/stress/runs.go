@@ -11,8 +11,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // Fault timing.
@@ -101,13 +101,17 @@ func (r *runner) standalone(ctx context.Context) error {
 	if !r.anySelected(names) {
 		return nil
 	}
-	srv := redistest.Start(r.h)
+	srv, err := redistest.NewServer()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
 	env := r.chainEnv(srv.Addr, false)
 	proxy, err := StartProxy(srv.Addr)
 	if err != nil {
 		return err
 	}
-	r.h.Cleanup(func() { _ = proxy.Close() })
+	defer proxy.Close()
 	proxied := r.chainEnv(proxy.Addr, false)
 	deadline := settings.DefaultTimeout
 	if r.opts.TimeoutMS > 0 {
@@ -137,7 +141,7 @@ func (r *runner) standalone(ctx context.Context) error {
 				return []reset{{at: time.Now().UnixMicro(), emptied: true}}, nil
 			},
 			hold: faultHold,
-			heal: func() error { srv.Restart(); return nil },
+			heal: srv.Restart,
 		}},
 		{"script-flush", env, flushFault(srv)},
 		// The latency holds each chunk in each direction: a round trip gains twice it.
@@ -204,11 +208,19 @@ func (r *runner) cluster(ctx context.Context) error {
 	if !r.anySelected([]string{"cluster", "hostile", "failover"}) {
 		return nil
 	}
-	c := redistest.StartCluster(r.h, clusterMasters, replicasPerMaster)
+	c, err := redistest.NewCluster(clusterMasters, replicasPerMaster)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
 	env := r.chainEnv(strings.Join(c.Seeds(), ","), true)
 	// The coordinator's own client reaches the cluster through a master that survives
 	// the failover.
-	admin := redistest.Client(r.h, c.Masters[len(c.Masters)-1].Addr)
+	admin, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.Masters[len(c.Masters)-1].Addr}, DisableCache: true})
+	if err != nil {
+		return fmt.Errorf("stress: connect to the cluster: %w", err)
+	}
+	defer admin.Close()
 	if r.selected("cluster") {
 		if _, err := r.load(ctx, loadRun{name: "cluster", target: "cluster", env: env, scenarios: loadScenarios(), duration: r.opts.Load, rate: r.opts.LoadRate / float64(r.opts.Workers), workers: r.opts.Workers}); err != nil {
 			return err
@@ -240,8 +252,7 @@ func (r *runner) cluster(ctx context.Context) error {
 			if err := awaitPromotion(heir); err != nil {
 				return err
 			}
-			c.WaitOK(r.h)
-			return nil
+			return c.WaitOK()
 		},
 	}
 	_, err = r.load(ctx, lr)
@@ -375,7 +386,11 @@ func (r *runner) soak(ctx context.Context) error {
 	if !r.selected("soak") {
 		return nil
 	}
-	srv := redistest.Start(r.h)
+	srv, err := redistest.NewServer()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
 	lr := loadRun{
 		name: "soak", target: "standalone", env: r.chainEnv(srv.Addr, false), scenarios: soakScenarios(),
 		duration: r.opts.Soak, rate: r.opts.SoakRate / soakWorkers, workers: soakWorkers, sampleEvery: soakSampleEvery,

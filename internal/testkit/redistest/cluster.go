@@ -31,36 +31,50 @@ type Cluster struct {
 	Replicas []*Server
 }
 
-// StartCluster starts masters masters with replicasPerMaster replicas each, assigns the
+// NewCluster starts masters masters with replicasPerMaster replicas each, assigns the
 // slots, joins the nodes and waits until every node reports cluster_state:ok and every
-// replica's link to its master is up. The processes stop when t ends.
-func StartCluster(t TB, masters, replicasPerMaster int) *Cluster {
-	t.Helper()
+// replica's link to its master is up. Close stops every node.
+func NewCluster(masters, replicasPerMaster int) (*Cluster, error) {
 	if masters < 1 || replicasPerMaster < 0 {
-		t.Fatalf("redistest: cluster of %d masters with %d replicas each: want at least 1 master", masters, replicasPerMaster)
+		return nil, fmt.Errorf("redistest: cluster of %d masters with %d replicas each: want at least 1 master", masters, replicasPerMaster)
 	}
 	c := &Cluster{}
-	for range masters {
-		c.Masters = append(c.Masters, startNode(t))
-	}
-	for range masters * replicasPerMaster {
-		c.Replicas = append(c.Replicas, startNode(t))
+	for i := range masters * (1 + replicasPerMaster) {
+		n, err := newNode()
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		if i < masters {
+			c.Masters = append(c.Masters, n)
+		} else {
+			c.Replicas = append(c.Replicas, n)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
 	if err := c.create(ctx, replicasPerMaster); err != nil {
-		t.Fatalf("redistest: create cluster: %v", err)
+		c.Close()
+		return nil, fmt.Errorf("redistest: create cluster: %w", err)
 	}
-	c.WaitOK(t)
-	return c
+	if err := c.WaitOK(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
-// startNode runs one cluster-enabled redis-server with its cluster bus on a second free
-// port.
-func startNode(t TB) *Server {
-	t.Helper()
+// Close stops every node and removes their directories.
+func (c *Cluster) Close() {
+	for _, n := range c.Nodes() {
+		n.Close()
+	}
+}
+
+// newNode starts one cluster-enabled server with its cluster bus on a second free port.
+func newNode() (*Server, error) {
 	var bus int
-	s := start(t, nil, func(port int) ([]string, error) {
+	s, err := newServer(nil, func(port int) ([]string, error) {
 		var err error
 		if bus, err = FreePort(); err != nil {
 			return nil, err
@@ -74,8 +88,11 @@ func startNode(t TB) *Server {
 			"--repl-diskless-sync-delay", "0", // a replica syncs at once, not after 5 s
 		}, nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	s.BusPort = bus
-	return s
+	return s, nil
 }
 
 // Nodes returns every node: masters first, then replicas.
@@ -145,13 +162,13 @@ func (c *Cluster) allKnown(ctx context.Context) error {
 
 // WaitOK waits until every running node reports cluster_state:ok with every slot served,
 // and every running replica's link to its master is up.
-func (c *Cluster) WaitOK(t TB) {
-	t.Helper()
+func (c *Cluster) WaitOK() error {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
 	if err := waitFor(ctx, "cluster state ok", func() error { return c.healthy(ctx) }); err != nil {
-		t.Fatalf("redistest: %v", err)
+		return fmt.Errorf("redistest: %w", err)
 	}
+	return nil
 }
 
 func (c *Cluster) healthy(ctx context.Context) error {

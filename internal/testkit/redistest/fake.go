@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 )
 
 // maxFakeArg bounds one bulk string a Fake accepts, in bytes.
@@ -31,18 +30,16 @@ type Fake struct {
 	wg    sync.WaitGroup
 }
 
-// StartFake starts a Fake that answers with reply, and stops it when t ends.
-func StartFake(t testing.TB, reply func(cmd []string) string) *Fake {
-	t.Helper()
+// NewFake starts a Fake that answers with reply. Close stops it.
+func NewFake(reply func(cmd []string) string) (*Fake, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
 	if err != nil {
-		t.Fatalf("redistest: fake server: %v", err)
+		return nil, fmt.Errorf("redistest: fake server: %w", err)
 	}
 	f := &Fake{Addr: ln.Addr().String(), ln: ln, reply: reply, conns: map[net.Conn]struct{}{}}
 	f.wg.Add(1)
 	go f.accept()
-	t.Cleanup(f.Stop)
-	return f
+	return f, nil
 }
 
 // SetReply changes how the fake answers commands from now on.
@@ -52,8 +49,8 @@ func (f *Fake) SetReply(reply func(cmd []string) string) {
 	f.reply = reply
 }
 
-// Stop closes the listener and every connection and waits for them.
-func (f *Fake) Stop() {
+// Close closes the listener and every connection and waits for them.
+func (f *Fake) Close() {
 	_ = f.ln.Close()
 	f.mu.Lock()
 	for c := range f.conns {

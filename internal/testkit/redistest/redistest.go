@@ -1,14 +1,19 @@
-// Package redistest starts real redis-server processes on free loopback ports for tests
-// and stops them when the test ends.
+// Package redistest runs real Redis-compatible servers (redis-server, or valkey-server
+// when BUCKETGATE_REDIS_SERVER names it) on free loopback ports, for tests and for the
+// programs of tools/.
 //
-// Where redis-server is missing, a test that needs it fails when the environment says
-// the real-Redis suites are required (CI set, or BUCKETGATE_REQUIRE_REDIS=1) and
-// otherwise skips with a loud message.
+// NewServer, NewTLSServer and NewCluster start servers and return them with a Close
+// method, in the style of net/http/httptest. Start, StartTLS and StartCluster do the
+// same for a test and close them when it ends; where the server binary is missing, they
+// fail the test when the environment says the real-server suites are required (CI set,
+// or BUCKETGATE_REQUIRE_REDIS=1) and otherwise skip it with a loud message.
 package redistest
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -16,126 +21,165 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
-	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
-
-	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
-// RequireEnv names the environment variable that, set to 1, makes a missing
-// redis-server a test failure instead of a skip. CI (any value) does the same.
-const RequireEnv = "BUCKETGATE_REQUIRE_REDIS"
+// Environment variables that choose and require the server binary.
+const (
+	// RequireEnv, set to 1, makes a missing server binary a test failure instead of a
+	// skip. CI (any value) does the same.
+	RequireEnv = "BUCKETGATE_REQUIRE_REDIS"
+	// ServerEnv names the server binary, a name on PATH or a path: redis-server when
+	// unset, valkey-server for Valkey (the engine ElastiCache creates by default).
+	ServerEnv = "BUCKETGATE_REDIS_SERVER"
+	// DefaultServer is the server binary when ServerEnv is unset.
+	DefaultServer = "redis-server"
+)
+
+// ErrNoServer is wrapped by the error of every start when the server binary is not
+// there.
+var ErrNoServer = errors.New("no Redis server binary")
 
 // startTimeout bounds how long a server may take to answer PING after it starts.
 const startTimeout = 10 * time.Second
 
-// startAttempts is how many free ports Start tries before it gives up: another process
-// may take the port between the probe and the server's bind.
+// startAttempts is how many free ports a start tries before it gives up: another
+// process may take the port between the probe and the server's bind.
 const startAttempts = 5
 
-// loopback is the address every test server binds.
+// maxOutput is the most bytes of a server's own output (its log file, and what it wrote
+// before it opened one) that an error quotes.
+const maxOutput = 2000
+
+// loopback is the address every server binds.
 const loopback = "127.0.0.1"
 
-// Server is one redis-server process owned by a test.
+// Server is one server process on loopback.
 type Server struct {
 	// Addr is the server's host:port on loopback.
 	Addr string
-	// Dir is the server's working directory (logs, cluster config), removed at cleanup.
+	// Dir is the server's working directory (log, cluster config), removed by Close.
 	Dir string
 	// BusPort is the cluster bus port of a cluster node; zero otherwise.
 	BusPort int
 
-	cmd       *exec.Cmd
-	exited    chan struct{}
+	bin       string
 	args      []string
-	tlsConfig *tls.Config // how readyCheck reaches a TLS-only server; nil for plain TCP
-	t         TB
+	tlsConfig *tls.Config // how the readiness check reaches a TLS-only server; nil for plain TCP
+	cleanup   func()      // removes what belongs to the server besides Dir; nil for nothing
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd     // nil while stopped
+	exited chan struct{} // closed when cmd has exited
 }
 
-// Binary returns the path of redis-server, or fails or skips t when it is missing.
-func Binary(t TB) string {
-	t.Helper()
-	path, err := exec.LookPath("redis-server")
-	if err == nil {
-		return path
+// Binary returns the path of the server binary that ServerEnv names, or an error
+// wrapping ErrNoServer that says how to install it.
+func Binary() (string, error) {
+	name := os.Getenv(ServerEnv)
+	if name == "" {
+		name = DefaultServer
 	}
-	if os.Getenv("CI") != "" || os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("redis-server is required here (CI or %s=1) but not on PATH: apt-get install redis-server", RequireEnv)
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s is not on PATH (apt-get install redis-server; valkey-server comes from bookworm-backports): %w", ErrNoServer, name, err)
 	}
-	t.Skipf("SKIPPING real-Redis test: redis-server not on PATH (apt-get install redis-server); CI fails instead of skipping")
-	return ""
+	return path, nil
 }
 
-// Start runs a standalone redis-server on a free loopback port with extra arguments
-// (for example "--requirepass", "secret") and stops it when t ends.
-func Start(t TB, extra ...string) *Server {
-	t.Helper()
-	return start(t, nil, func(port int) ([]string, error) {
+// Required reports whether the environment requires the real-server suites (CI, or
+// RequireEnv=1), so that a missing binary fails them instead of skipping them.
+func Required() bool { return os.Getenv("CI") != "" || os.Getenv(RequireEnv) == "1" }
+
+// NewServer starts a standalone server on a free loopback port with extra arguments
+// (for example "--requirepass", "secret"). Close stops it.
+func NewServer(extra ...string) (*Server, error) {
+	return newServer(nil, func(port int) ([]string, error) {
 		return append([]string{"--port", strconv.Itoa(port)}, extra...), nil
 	})
 }
 
-// start runs redis-server with baseArgs and the arguments args gives for a free port,
-// trying other ports when one was taken meanwhile. tlsConfig, when not nil, is how the
-// readiness check reaches a TLS-only server.
-func start(t TB, tlsConfig *tls.Config, args func(port int) ([]string, error)) *Server {
-	t.Helper()
-	bin := Binary(t)
-	dir := t.TempDir()
+// newServer starts a server with the base arguments and those args gives for a free
+// port, trying other ports when one was taken meanwhile. tlsConfig, when not nil, is
+// how the readiness check reaches a TLS-only server.
+func newServer(tlsConfig *tls.Config, args func(port int) ([]string, error)) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, fmt.Errorf("redistest: %w", err)
+	}
 	var lastErr error
 	for range startAttempts {
 		port, err := FreePort()
 		if err != nil {
-			t.Fatalf("redistest: %v", err)
+			lastErr = err
+			break
 		}
 		a, err := args(port)
 		if err != nil {
-			t.Fatalf("redistest: %v", err)
+			lastErr = err
+			break
 		}
 		s := &Server{
 			Addr:      net.JoinHostPort(loopback, strconv.Itoa(port)),
 			Dir:       dir,
-			t:         t,
-			tlsConfig: tlsConfig,
+			bin:       bin,
 			args:      append(baseArgs(dir), a...),
+			tlsConfig: tlsConfig,
 		}
-		if lastErr = s.run(bin); lastErr == nil {
-			t.Cleanup(s.Stop)
-			return s
+		if lastErr = s.start(); lastErr == nil {
+			return s, nil
 		}
 	}
-	t.Fatalf("redistest: redis-server did not start: %v", lastErr)
-	return nil
+	_ = os.RemoveAll(dir)
+	return nil, fmt.Errorf("redistest: %s did not start: %w", filepath.Base(bin), lastErr)
 }
 
-// baseArgs are the arguments every test server gets: loopback only, no persistence.
+// baseArgs are the arguments every server gets: loopback only, no persistence.
 func baseArgs(dir string) []string {
 	return []string{
 		"--bind", loopback,
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", dir,
-		"--logfile", filepath.Join(dir, "redis.log"),
+		"--logfile", filepath.Join(dir, "server.log"),
 	}
 }
 
-func (s *Server) run(bin string) error {
-	s.cmd = exec.Command(bin, s.args...)
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
+// start runs the process and waits until it answers PING.
+func (s *Server) start() error {
+	out := &output{}
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
 		return err
 	}
 	exited := make(chan struct{})
-	s.exited = exited
-	go func() { _ = s.cmd.Wait(); close(exited) }()
+	go func() { _ = cmd.Wait(); close(exited) }()
+	if err := s.awaitReady(exited); err != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("%w: %s", err, s.said(out))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cmd, s.exited = cmd, exited
+	return nil
+}
+
+// awaitReady polls the server with PING until it answers, exits, or startTimeout passes.
+func (s *Server) awaitReady(exited <-chan struct{}) error {
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
-			return fmt.Errorf("redis-server %v exited: %s", s.args, s.logTail())
+			return fmt.Errorf("%s %v exited", filepath.Base(s.bin), s.args)
 		default:
 		}
 		if s.readyCheck() == nil {
@@ -143,9 +187,7 @@ func (s *Server) run(bin string) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	_ = s.cmd.Process.Kill()
-	<-exited
-	return fmt.Errorf("redis-server on %s did not answer PING within %v: %s", s.Addr, startTimeout, s.logTail())
+	return fmt.Errorf("%s on %s did not answer PING within %v", filepath.Base(s.bin), s.Addr, startTimeout)
 }
 
 // readyCheck sends PING over plain TCP, or TLS for a TLS-only server.
@@ -178,42 +220,91 @@ func (s *Server) dial() (net.Conn, error) {
 	return d.Dial("tcp", s.Addr)
 }
 
-func (s *Server) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
+// said returns the end of what the server said: its log file, and what it wrote to
+// stdout and stderr (a server refusing an argument says why there, before any log).
+func (s *Server) said(out *output) string {
+	log, _ := os.ReadFile(filepath.Join(s.Dir, "server.log"))
+	text := strings.TrimSpace(string(log) + "\n" + out.String())
+	if text == "" {
+		return "(the server wrote nothing)"
 	}
-	return strings.TrimSpace(string(b))
+	if len(text) > maxOutput {
+		text = "..." + text[len(text)-maxOutput:]
+	}
+	return text
 }
 
-// Stop kills the server and waits for it. It is safe to call more than once.
+// output keeps what a server process writes to stdout and stderr.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// Stop kills the server process and waits for it; Restart starts it again. It is safe
+// to call more than once.
 func (s *Server) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot die otherwise
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-	s.cmd = nil
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot die otherwise
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// Close stops the server and removes its directory.
+func (s *Server) Close() {
+	s.Stop()
+	_ = os.RemoveAll(s.Dir)
+	if s.cleanup != nil {
+		s.cleanup()
+	}
 }
 
 // Running reports whether the server process runs (paused counts as running).
-func (s *Server) Running() bool { return s.cmd != nil }
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
 
 // Pause stops the server process with SIGSTOP: connections stay open, nothing answers.
-func (s *Server) Pause() { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
 
 // Resume continues a paused server with SIGCONT.
-func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
 
 // Restart stops the server and starts it again on the same address, with an empty
 // dataset and script cache.
-func (s *Server) Restart() {
-	s.t.Helper()
+func (s *Server) Restart() error {
 	s.Stop()
-	if err := s.run(Binary(s.t)); err != nil {
-		s.t.Fatalf("redistest: restart: %v", err)
+	if err := s.start(); err != nil {
+		return fmt.Errorf("redistest: restart %s: %w", s.Addr, err)
 	}
+	return nil
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -226,32 +317,9 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Client returns a rueidis client for addr with client-side caching off, closed when t
-// ends.
-func Client(t TB, addr string) rueidis.Client {
-	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
-	if err != nil {
-		t.Fatalf("redistest: connect to %s: %v", addr, err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-// ACLUser returns the redis-server arguments that create ACL user name with password
-// and every permission, and switch the passwordless default user off, so that a
-// client must authenticate as name: Start(t, ACLUser("app", "secret")...).
+// ACLUser returns the server arguments that create ACL user name with password and
+// every permission, and switch the passwordless default user off, so that a client
+// must authenticate as name: NewServer(ACLUser("app", "secret")...).
 func ACLUser(name, password string) []string {
 	return []string{"--user", name, "on", ">" + password, "~*", "&*", "+@all", "--user", "default", "off"}
-}
-
-// Settings loads settings.Settings from env as if it were the environment, and fails t
-// on an error.
-func Settings(t testing.TB, env map[string]string) settings.Settings {
-	t.Helper()
-	s, err := settings.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatalf("redistest: settings %v: %v", env, err)
-	}
-	return s
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"testing"
 	"time"
 )
 
@@ -109,17 +108,21 @@ func newCert(cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, s
 	return cert, key, nil
 }
 
-// StartTLS runs a redis-server that accepts only TLS (no plain port, no client
-// certificates, as ElastiCache) with a certificate from a CA made for this test, and
-// returns it with the CA a client must trust.
-func StartTLS(t testing.TB, extra ...string) (*Server, *CA) {
-	t.Helper()
-	ca, err := NewCA(t.TempDir())
+// NewTLSServer starts a server that accepts only TLS (no plain port, no client
+// certificates, as ElastiCache) with a certificate from a CA made for it, and returns
+// it with the CA a client must trust. Close stops it.
+func NewTLSServer(extra ...string) (*Server, *CA, error) {
+	dir, err := os.MkdirTemp("", "redistest-ca-")
 	if err != nil {
-		t.Fatalf("redistest: %v", err)
+		return nil, nil, fmt.Errorf("redistest: %w", err)
+	}
+	ca, err := NewCA(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("redistest: %w", err)
 	}
 	tlsConfig := &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}
-	s := start(t, tlsConfig, func(port int) ([]string, error) {
+	s, err := newServer(tlsConfig, func(port int) ([]string, error) {
 		return append([]string{
 			"--port", "0",
 			"--tls-port", strconv.Itoa(port),
@@ -129,5 +132,10 @@ func StartTLS(t testing.TB, extra ...string) (*Server, *CA) {
 			"--tls-auth-clients", "no",
 		}, extra...), nil
 	})
-	return s, ca
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	s.cleanup = func() { _ = os.RemoveAll(dir) }
+	return s, ca, nil
 }

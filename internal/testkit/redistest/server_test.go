@@ -1,0 +1,83 @@
+package redistest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+)
+
+// A server that refuses to start is reported with its own words, not an empty "exited".
+func TestNewServerQuotesTheServer(t *testing.T) {
+	if _, err := redistest.Binary(); err != nil {
+		redistest.Start(t) // skips or fails as any real-server test does
+	}
+	_, err := redistest.NewServer("--no-such-directive", "1")
+	if err == nil {
+		t.Fatal("a server with a bad directive started")
+	}
+	if !strings.Contains(err.Error(), "FATAL CONFIG FILE ERROR") || !strings.Contains(err.Error(), "no-such-directive") {
+		t.Errorf("error %q does not quote the server's own complaint", err)
+	}
+}
+
+// ServerEnv chooses the engine: Redis OSS by default, Valkey by name.
+func TestServerEnv(t *testing.T) {
+	tests := []struct {
+		name, binary string
+		valkey       bool
+	}{
+		{"redis", redistest.DefaultServer, false},
+		{"valkey", "valkey-server", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(redistest.ServerEnv, tc.binary)
+			srv := redistest.Start(t)
+			info, err := srv.Command(context.Background(), "INFO", "server")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(info, "valkey_version:"); got != tc.valkey {
+				t.Errorf("%s=%s: INFO server says valkey %v, want %v:\n%s", redistest.ServerEnv, tc.binary, got, tc.valkey, info)
+			}
+		})
+	}
+}
+
+func TestMissingBinary(t *testing.T) {
+	t.Setenv(redistest.ServerEnv, "no-such-redis-server")
+	_, err := redistest.NewServer()
+	if !errors.Is(err, redistest.ErrNoServer) || !strings.Contains(err.Error(), "no-such-redis-server") {
+		t.Fatalf("NewServer without its binary: %v; want ErrNoServer naming the binary", err)
+	}
+}
+
+// Close stops the server and removes its directory; Restart brings a stopped one back.
+func TestStopRestartClose(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	srv.Stop()
+	if srv.Running() {
+		t.Fatal("running after Stop")
+	}
+	if _, err := srv.Command(ctx, "PING"); err == nil {
+		t.Fatal("a stopped server answered")
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if pong, err := srv.Command(ctx, "PING"); err != nil || pong != "PONG" {
+		t.Fatalf("after Restart: %q, %v", pong, err)
+	}
+	srv.Close()
+	if _, err := srv.Command(ctx, "PING"); err == nil {
+		t.Fatal("a closed server answered")
+	}
+	if _, err := os.Stat(srv.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Close left %s behind: %v", srv.Dir, err)
+	}
+}

@@ -28,7 +28,6 @@ import (
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/guard"
-	"github.com/bucketgate/bucketgate/internal/lambdas"
 	"github.com/bucketgate/bucketgate/internal/localgw"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -141,7 +140,7 @@ func logicalID(name string) string {
 }
 
 // goFunctions returns the function names: the directories under functions/, which
-// must be the functions lambdas.Builders lists.
+// must be the functions app.Functions lists.
 func goFunctions(t *testing.T) []string {
 	t.Helper()
 	entries, err := os.ReadDir("functions")
@@ -154,8 +153,8 @@ func goFunctions(t *testing.T) []string {
 			names = append(names, e.Name())
 		}
 	}
-	if want := slices.Sorted(maps.Keys(lambdas.Builders)); !slices.Equal(names, want) {
-		t.Fatalf("functions/ holds %v, lambdas.Builders lists %v", names, want)
+	if want := slices.Sorted(maps.Keys(app.Functions)); !slices.Equal(names, want) {
+		t.Fatalf("functions/ holds %v, app.Functions lists %v", names, want)
 	}
 	return names
 }
@@ -236,7 +235,7 @@ func limitedContext(t *testing.T) map[string]any {
 	m := miniredis.RunT(t)
 	m.SetTime(time.Date(2025, 12, 11, 16, 15, 0, 0, time.UTC))
 	env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: decisionTimeout}
-	h, _, err := app.Build(func(k string) string { return env[k] }, io.Discard, io.Discard, authorizer.NewLambda)
+	h, _, err := app.Build(app.Authorizer, func(k string) string { return env[k] }, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,9 +341,9 @@ func jsonText(t *testing.T, v any) string {
 	return string(b)
 }
 
-// envRead returns the names of the environment variables that build reads when it
-// builds the function, as app.Main does in Lambda (LOG_LEVEL included).
-func envRead(t *testing.T, build app.Builder) map[string]bool {
+// envRead returns the names of the environment variables that are read when f is
+// built, as app.Main does in Lambda (LOG_LEVEL included).
+func envRead(t *testing.T, f app.Function) map[string]bool {
 	t.Helper()
 	addr := miniredis.RunT(t).Addr()
 	var mu sync.Mutex
@@ -358,7 +357,7 @@ func envRead(t *testing.T, build app.Builder) map[string]bool {
 		}
 		return ""
 	}
-	if _, _, err := app.Build(getenv, io.Discard, io.Discard, build); err != nil {
+	if _, _, err := app.Build(f, getenv, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	return read
@@ -371,7 +370,7 @@ func TestTemplateEnvironmentIsRead(t *testing.T) {
 	for _, name := range goFunctions(t) {
 		id := logicalID(name)
 		t.Run(id, func(t *testing.T) {
-			read := envRead(t, lambdas.Builders[name])
+			read := envRead(t, app.Functions[name])
 			vars := tpl.function(t, tpl.Resources[id]).Environment.Variables
 			if len(vars) == 0 {
 				t.Fatal("no environment variables: is the template read right?")
@@ -416,7 +415,7 @@ var emitted = struct {
 	dims: map[string][]string{
 		telemetry.DimOutcome:  {telemetry.OutcomeAllowed, telemetry.OutcomeLimited, telemetry.OutcomeUnavailable, telemetry.OutcomeDegraded},
 		telemetry.DimReason:   {string(guard.FailureTimeout), string(guard.FailureRedisError), string(guard.FailureBadResponse)},
-		telemetry.DimFunction: slices.Sorted(maps.Keys(lambdas.Builders)),
+		telemetry.DimFunction: slices.Sorted(maps.Keys(app.Functions)),
 	},
 }
 

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/lambdas"
 	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
 )
 
@@ -36,16 +35,16 @@ func invoke(ctx context.Context, function, eventPath string, getenv func(string)
 	if function == "" {
 		function = functionOf(eventPath)
 	}
-	build, ok := lambdas.Builders[function]
+	f, ok := app.Functions[function]
 	if !ok {
-		return fmt.Errorf("%w: no function %q (from %s): want -function %s", errUsage, function, eventPath, strings.Join(slices.Sorted(maps.Keys(lambdas.Builders)), " or "))
+		return fmt.Errorf("%w: no function %q (from %s): want -function %s", errUsage, function, eventPath, strings.Join(slices.Sorted(maps.Keys(app.Functions)), " or "))
 	}
 	getenv, _, stop, err := withRedis(getenv)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	h, _, err := app.Build(getenv, stderr, stderr, build)
+	h, _, err := app.Build(f, getenv, stderr, stderr)
 	if err != nil {
 		return fmt.Errorf("%s init: %w", function, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,11 +12,8 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/authorizer"
-	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/localgw"
-	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // methodARNPrefix starts the method ARN of every local request: a made-up account and
@@ -45,7 +43,7 @@ func serve(ctx context.Context, l net.Listener, templatePath string, getenv func
 		return err
 	}
 	defer stop()
-	h, _, err := app.Build(getenv, io.Discard, stderr, authorizer.NewLambda)
+	h, _, err := app.Build(app.Authorizer, getenv, io.Discard, stderr)
 	if err != nil {
 		return fmt.Errorf("authorizer init: %w", err)
 	}
@@ -55,9 +53,9 @@ func serve(ctx context.Context, l net.Listener, templatePath string, getenv func
 		URL:      "http://" + l.Addr().String(),
 		Template: templatePath,
 		Redis:    where,
-		Header:   firstNonEmpty(getenv(identity.EnvHeader), identity.DefaultHeader),
-		BuiltIn:  getenv(config.EnvInline) == "" && getenv(config.EnvFile) == "",
-		LogLevel: telemetry.EnvLogLevel,
+		Header:   cmp.Or(getenv(settings.EnvAPIKeyHeader), settings.DefaultAPIKeyHeader),
+		BuiltIn:  getenv(settings.EnvConfigInline) == "" && getenv(settings.EnvConfigFile) == "",
+		LogLevel: settings.EnvLogLevel,
 	}); err != nil {
 		return err
 	}
@@ -122,11 +120,4 @@ type statusRecorder struct {
 func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

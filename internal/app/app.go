@@ -1,48 +1,130 @@
-// Package app wires what both Lambda functions decide with, from the environment: the
-// settings, the rate-limit configuration, the Redis client and the decision chain
-// (engine, X-Ray subsegment, failure policy). Each function's main calls NewDecider
-// once at init and fails init with its error, which says what to set.
+// Package app is where bucketgate's Lambda functions are put together. It reads the
+// settings once, loads the rate-limit configuration, connects to Redis, builds the
+// decision chain (engine, X-Ray subsegment, failure policy) and then each function's
+// handler, handing every part its options as plain values: no other package reads the
+// environment. Each function's main is app.Main with the function.
 package app
 
 import (
-	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
 
-	"github.com/redis/rueidis"
+	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/authorizer"
+	"github.com/bucketgate/bucketgate/internal/check"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
-	"github.com/bucketgate/bucketgate/internal/redisconn"
+	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
-	"github.com/bucketgate/bucketgate/internal/tracing"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
-// NewDecider reads the settings and the rate-limit configuration through getenv
-// (os.Getenv in production), connects to Redis and returns the decision chain with the
-// configuration and settings it was built from. Its error names the variable to set or
-// fix; the configuration is checked before any connection is tried.
-func NewDecider(getenv func(string) string) (*guard.Guard, *config.Config, settings.Settings, error) {
-	s, err := settings.Load(getenv)
-	if err != nil {
-		return nil, nil, s, fmt.Errorf("settings: %w", err)
-	}
-	cfg, err := config.Load(getenv)
-	if err != nil {
-		return nil, nil, s, err
-	}
-	client, err := redisconn.New(s)
-	if errors.Is(err, redisconn.ErrNoAddress) {
-		return nil, nil, s, fmt.Errorf("%w to the host:port of the Redis or ElastiCache endpoint (comma-separated seeds for cluster mode)", err)
-	}
-	if err != nil {
-		return nil, nil, s, fmt.Errorf("%w (check %s)", err, settings.EnvRedisAddr)
-	}
-	return NewGuard(client, s), cfg, s, nil
+// Function is one of bucketgate's Lambda functions.
+type Function struct {
+	// Name is the function's name: its directory under functions/, the Function
+	// dimension of its metrics, the first word of its sample events' file names, and,
+	// capitalized and followed by "Function", its logical id in template.yaml.
+	Name string
+	// handler builds the function's Lambda handler from what every function shares.
+	handler func(p parts) (lambda.Handler, error)
 }
 
-// NewGuard returns the decision chain over client: the engine, traced with an X-Ray
-// subsegment per Redis call, inside the failure policy and deadline of s.
-func NewGuard(client rueidis.Client, s settings.Settings) *guard.Guard {
-	return guard.New(tracing.Wrap(bucket.New(client)), guard.OptionsFor(s))
+// The functions.
+var (
+	// Authorizer is the API Gateway REQUEST authorizer (functions/authorizer).
+	Authorizer = Function{Name: "authorizer", handler: newAuthorizer}
+	// Check is the direct-invocation decision function (functions/check).
+	Check = Function{Name: "check", handler: newCheck}
+	// Functions are every function, by name.
+	Functions = map[string]Function{Authorizer.Name: Authorizer, Check.Name: Check}
+)
+
+// parts are what every function is built from.
+type parts struct {
+	settings settings.Settings
+	config   *config.Config
+	guard    *guard.Guard
+	metrics  *telemetry.Emitter
+	log      *slog.Logger
+}
+
+// Build reads the settings through getenv (os.Getenv in Lambda), sends the function's
+// logs to logOut and its metrics to metrics, and builds f's handler. Its error names
+// the variable to set or fix; the configuration is checked before Redis is tried. It
+// returns the logger even with an error, so that the error can be logged.
+func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (lambda.Handler, *slog.Logger, error) {
+	s, err := settings.Load(getenv)
+	log := telemetry.NewLogger(logOut, s.LogLevel)
+	if err != nil {
+		return nil, log, fmt.Errorf("settings: %w", err)
+	}
+	cfg, err := loadConfig(s)
+	if err != nil {
+		return nil, log, err
+	}
+	g, _, err := NewGuard(s, log)
+	if err != nil {
+		return nil, log, err
+	}
+	h, err := f.handler(parts{
+		settings: s,
+		config:   cfg,
+		guard:    g,
+		metrics:  telemetry.NewEmitter(metrics, s.Namespace, f.Name),
+		log:      log,
+	})
+	return h, log, err
+}
+
+// Main is the main function of the Lambda function f: it builds f's handler from the
+// process environment and serves the Lambda Runtime API with it. It never returns. A
+// failed init logs one error line that names the function and what to set, and exits
+// with status 1: the Lambda runtime reports the exit, the log says why.
+func Main(f Function) {
+	h, log, err := Build(f, os.Getenv, os.Stdout, os.Stderr)
+	if err != nil {
+		log.Error("init failed", slog.String(AttrFunction, f.Name), slog.String(telemetry.AttrError, err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}
+
+// AttrFunction is the log attribute naming the function whose init failed.
+const AttrFunction = "function"
+
+// loadConfig loads the configuration document that s names: inline, from a file, or
+// the built-in one.
+func loadConfig(s settings.Settings) (*config.Config, error) {
+	switch {
+	case s.ConfigInline != "":
+		c, err := config.Parse([]byte(s.ConfigInline))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", settings.EnvConfigInline, err)
+		}
+		return c, nil
+	case s.ConfigFile != "":
+		c, err := config.ReadFile(s.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", settings.EnvConfigFile, s.ConfigFile, err)
+		}
+		return c, nil
+	}
+	return config.Default(), nil
+}
+
+func newAuthorizer(p parts) (lambda.Handler, error) {
+	ids, err := identity.NewResolver(p.settings.APIKeyHeader)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
+	}
+	h := &authorizer.Handler{Guard: p.guard, Plans: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}
+	return lambda.NewHandler(h.Handle), nil
+}
+
+func newCheck(p parts) (lambda.Handler, error) {
+	return &check.Handler{Guard: p.guard, Plans: p.config, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
 }

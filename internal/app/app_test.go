@@ -1,39 +1,70 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/internal/tracing"
 )
 
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 
-func TestNewDeciderErrorsSayWhatToSet(t *testing.T) {
+// withMini returns kv with REDIS_ADDR pointing at a fresh miniredis and a deadline a
+// loaded machine never misses.
+func withMini(t *testing.T, kv map[string]string) map[string]string {
+	t.Helper()
+	m, _ := redistest.Mini(t)
+	all := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: "2000"}
+	for k, v := range kv {
+		all[k] = v
+	}
+	return all
+}
+
+func TestBuildErrorsSayWhatToSet(t *testing.T) {
+	badDefault := "defaultPlan: gold\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}"
 	tests := []struct {
 		name string
+		f    app.Function
 		env  map[string]string
 		want []string
 	}{
-		{"no Redis address", map[string]string{}, []string{settings.EnvRedisAddr, "host:port"}},
-		{"bad fail mode", map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvFailMode: "sideways"}, []string{settings.EnvFailMode}},
-		{"bad timeout", map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvTimeoutMS: "-5"}, []string{settings.EnvTimeoutMS}},
+		{"no Redis address", app.Check, map[string]string{}, []string{settings.EnvRedisAddr, "host:port"}},
+		{"no Redis address, authorizer", app.Authorizer, map[string]string{}, []string{"set " + settings.EnvRedisAddr}},
+		{"bad fail mode", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvFailMode: "ajar"}, []string{`FAIL_MODE="ajar"`}},
+		{"bad timeout", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvTimeoutMS: "-5"}, []string{settings.EnvTimeoutMS}},
+		{"bad log level", app.Check, map[string]string{settings.EnvLogLevel: "loud"}, []string{settings.EnvLogLevel}},
 		// The configuration is checked before any connection: the unreachable address
 		// is not what the error is about.
-		{"bad configuration", map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", config.EnvInline: "defaultPlan: gold\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}"},
-			[]string{config.EnvInline, "defaultPlan", "gold"}},
-		{"missing configuration file", map[string]string{config.EnvFile: "/nonexistent/bucketgate.yaml"}, []string{config.EnvFile}},
+		{"bad configuration", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvConfigInline: badDefault},
+			[]string{`RATE_LIMIT_CONFIG: rate-limit configuration: defaultPlan: unknown plan "gold"`}},
+		{"bad configuration, authorizer", app.Authorizer, map[string]string{settings.EnvConfigInline: "plans: {}", settings.EnvRedisAddr: "127.0.0.1:1"}, []string{settings.EnvConfigInline}},
+		{"missing configuration file", app.Check, map[string]string{settings.EnvConfigFile: "/nonexistent/bucketgate.yaml"}, []string{"RATE_LIMIT_CONFIG_FILE=/nonexistent/bucketgate.yaml"}},
+		{"bad API key header", app.Authorizer, map[string]string{settings.EnvAPIKeyHeader: "X Key", settings.EnvRedisAddr: "127.0.0.1:1"}, []string{settings.EnvAPIKeyHeader}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g, _, _, err := app.NewDecider(env(tc.env))
-			if err == nil || g != nil {
-				t.Fatalf("NewDecider = %v, %v; want an error", g, err)
+			h, log, err := app.Build(tc.f, env(tc.env), &bytes.Buffer{}, &bytes.Buffer{})
+			if err == nil || h != nil {
+				t.Fatalf("Build = %v, %v; want an error", h, err)
+			}
+			if log == nil {
+				t.Fatal("no logger, not even to log the error with")
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -44,28 +75,162 @@ func TestNewDeciderErrorsSayWhatToSet(t *testing.T) {
 	}
 }
 
-func TestNewDeciderDecides(t *testing.T) {
-	m, _ := redistest.Mini(t)
-	g, cfg, s, err := app.NewDecider(env(map[string]string{
-		settings.EnvRedisAddr: m.Addr(),
-		settings.EnvFailMode:  settings.FailOpen,
-		settings.EnvTimeoutMS: "2000", // generous: a loaded machine must not turn this into degraded
-	}))
+// The wiring main uses for the authorizer, end to end: environment in, EMF on the
+// metrics writer, answer out.
+func TestBuildAuthorizer(t *testing.T) {
+	var metrics, logs bytes.Buffer
+	h, _, err := app.Build(app.Authorizer, env(withMini(t, map[string]string{
+		settings.EnvNamespace:    "acme/limits",
+		settings.EnvAPIKeyHeader: "X-Tenant-Key",
+		settings.EnvConfigFile:   samples.Path("authorizer-config.yaml"),
+		settings.EnvLogLevel:     "debug",
+	})), &metrics, &logs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.FailOpen || len(s.RedisAddrs) != 1 || s.RedisAddrs[0] != m.Addr() {
-		t.Errorf("settings %+v", s)
+	var ev map[string]any
+	if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
+		t.Fatal(err)
 	}
-	limits := cfg.Limits(cfg.DefaultPlan(), "GET", "/")
-	if limits.Plan != "free" {
-		t.Fatalf("default configuration plan %q, want free", limits.Plan)
+	ev["headers"] = map[string]string{"x-tenant-key": "bg-sample-pro-key"}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
 	}
+	out, err := h.Invoke(context.Background(), payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp events.APIGatewayCustomAuthorizerResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.PrincipalID != "key:"+config.KeyDigest("bg-sample-pro-key") || resp.Context["plan"] != "pro" {
+		t.Errorf("principal %q context %v: the custom header or the configuration file was not used", resp.PrincipalID, resp.Context)
+	}
+	if !strings.Contains(metrics.String(), `"Namespace":"acme/limits"`) || !strings.Contains(metrics.String(), `"Function":"authorizer"`) {
+		t.Errorf("EMF not in the configured namespace and function: %s", &metrics)
+	}
+	if !strings.Contains(logs.String(), `"msg":"decision"`) {
+		t.Errorf("no debug decision line at LOG_LEVEL=debug: %s", &logs)
+	}
+}
+
+func TestBuildCheck(t *testing.T) {
+	var metrics, logs bytes.Buffer
+	h, _, err := app.Build(app.Check, env(withMini(t, map[string]string{settings.EnvLogLevel: "debug"})), &metrics, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Invoke(context.Background(), samples.Read(t, "check-single.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"allowed":true,"reason":"ok","limit":100,"remaining":99,"retryAfterMs":0,"resetAfterMs":20,"rule":"burst","plan":"pro"}`
+	if string(out) != want {
+		t.Errorf("answer %s, want %s", out, want)
+	}
+	if !strings.Contains(metrics.String(), `"Function":"check"`) || !strings.Contains(logs.String(), `"msg":"decision"`) {
+		t.Fatalf("metrics %q and logs %q: want an EMF line of function check and a debug decision line", &metrics, &logs)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		plan string
+	}{
+		{"nothing set: built-in default", nil, "free"},
+		{"inline", map[string]string{settings.EnvConfigInline: "defaultPlan: x\nplans: {x: [{name: b, capacity: 1, refillPerSecond: 1}]}"}, "x"},
+		{"file", map[string]string{settings.EnvConfigFile: samples.Path("authorizer-config.yaml")}, "free"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			h, _, err := app.Build(app.Check, env(withMini(t, tc.env)), &bytes.Buffer{}, &logs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := h.Invoke(context.Background(), []byte(`{"key": "k", "cost": 0}`))
+			if err != nil || !strings.Contains(string(out), `"plan":"`+tc.plan+`"`) {
+				t.Fatalf("answer %s, %v; want plan %s", out, err, tc.plan)
+			}
+		})
+	}
+}
+
+func TestNewGuardDecides(t *testing.T) {
+	m, _ := redistest.Mini(t)
+	s := redistest.Settings(t, map[string]string{
+		settings.EnvRedisAddr: m.Addr(),
+		settings.EnvFailMode:  settings.FailOpen,
+		settings.EnvTimeoutMS: "2000", // generous: a loaded machine must not turn this into degraded
+	})
+	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	limits := config.Default().Limits(config.Default().DefaultPlan(), "GET", "/")
 	r, err := g.Decide(context.Background(), bucket.Request{Identity: "ip:192.0.2.1", Rules: limits.Rules, Cost: limits.Cost})
 	if err != nil || !r.Allowed || r.Reason != bucket.ReasonOK || r.Remaining != 9 {
 		t.Fatalf("Decide = %+v, %v", r, err)
 	}
 	if !m.Exists(bucket.Key("ip:192.0.2.1")) {
 		t.Fatalf("no bucket written; keys %v", m.Keys())
+	}
+}
+
+func TestGuardOptions(t *testing.T) {
+	s := redistest.Settings(t, map[string]string{settings.EnvTimeoutMS: "30", settings.EnvFailMode: "open", settings.EnvDenyCacheSize: "7"})
+	o := app.GuardOptions(s)
+	if o.Timeout != 30*time.Millisecond || !o.FailOpen || o.DenyCacheSize != 7 ||
+		o.FailuresToOpen != guard.DefaultFailuresToOpen || o.ProbeInterval > time.Second {
+		t.Fatalf("GuardOptions: %+v", o)
+	}
+}
+
+// The decision chain sends its subsegments to AWS_XRAY_DAEMON_ADDRESS, as Lambda sets it.
+func TestXRayDaemonFromSettings(t *testing.T) {
+	daemon, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer daemon.Close()
+	s := redistest.Settings(t, withMini(t, map[string]string{settings.EnvXRayDaemon: daemon.LocalAddr().String()}))
+	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const traceID = "1-5759e988-bd862e3fe1be46a994272793"
+	ctx := context.WithValue(context.Background(), tracing.LambdaHeaderKey, "Root="+traceID+";Parent=53995c3f42cd8ad8;Sampled=1") //nolint:staticcheck // aws-lambda-go's own key
+	if _, err := g.Decide(ctx, bucket.Request{Identity: "x", Rules: config.Default().DefaultPlan().Rules, Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	_ = daemon.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64<<10)
+	n, err := daemon.Read(buf)
+	if err != nil || !strings.Contains(string(buf[:n]), traceID) {
+		t.Fatalf("the daemon got %q, %v; want a subsegment of trace %s", buf[:n], err, traceID)
+	}
+}
+
+// A bad AWS_XRAY_DAEMON_ADDRESS turns subsegments off with one warning naming it;
+// decisions go on.
+func TestBadXRayDaemonWarnsOnce(t *testing.T) {
+	var logs bytes.Buffer
+	h, _, err := app.Build(app.Check, env(withMini(t, map[string]string{settings.EnvXRayDaemon: "no port here"})), &bytes.Buffer{}, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := h.Invoke(context.Background(), []byte(`{"key": "k"}`)); err != nil || !strings.Contains(string(out), `"allowed":true`) {
+		t.Fatalf("answer %s, %v", out, err)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"level":"WARN"`) || !strings.Contains(lines[0], tracing.MsgBadDaemonAddress) ||
+		!strings.Contains(lines[0], settings.EnvXRayDaemon) {
+		t.Fatalf("log %q, want one warning naming %s", &logs, settings.EnvXRayDaemon)
 	}
 }

@@ -14,9 +14,6 @@ import (
 
 // Log attribute keys of the authorizer's own lines (the decision's are telemetry's).
 const (
-	attrIdentity  = "identity"
-	attrPlan      = "plan"
-	attrCost      = "cost"
 	attrRequestID = "apiRequestId"
 	attrSourceIP  = "sourceIp"
 )
@@ -46,7 +43,7 @@ type outcome struct {
 // limiter fails closed, or reports a request that can never be decided.
 func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 	id := h.Identities.Resolve(c.headers, c.sourceIP)
-	attrs := []slog.Attr{slog.String(attrIdentity, id.String()), slog.String(attrRequestID, c.requestID)}
+	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, id.String()), slog.String(attrRequestID, c.requestID)}
 	if id.Kind == identity.KindIP && id.Value == identity.UnknownAddr {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "source IP is not an IP address: limited under the shared unknown identity",
 			append(attrs, slog.String(attrSourceIP, truncate(c.sourceIP, maxLoggedSourceIP)))...)
@@ -57,8 +54,8 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 		return outcome{}, err
 	}
 	limits := h.Plans.Limits(plan, c.method, c.path)
-	attrs = append(attrs, slog.String(attrPlan, limits.Plan), slog.Int64(attrCost, limits.Cost))
-	r, err := h.Decider.Decide(ctx, bucket.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost})
+	attrs = append(attrs, slog.String(telemetry.AttrPlan, limits.Plan), slog.Int64(telemetry.AttrCost, limits.Cost))
+	r, err := h.Guard.Decide(ctx, bucket.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost})
 	if err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelError, "request cannot be decided", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		return outcome{}, fmt.Errorf("decide: %w", err)

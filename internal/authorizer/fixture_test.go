@@ -14,8 +14,9 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -32,6 +33,9 @@ const (
 	// sampleProKey is the raw API key in the pro samples, mapped to pro by its digest.
 	sampleProKey = "bg-sample-pro-key"
 )
+
+// testFunction is the Function dimension of the tests' metrics.
+const testFunction = "authorizer"
 
 // testTimeout is the decision deadline in tests: generous for a loaded 2-core machine,
 // it only bounds how long a dead Redis is waited for.
@@ -64,16 +68,16 @@ func newFixture(t testing.TB, o options) *fixture {
 	if cfg == nil {
 		cfg = config.Default()
 	}
-	ids, err := identity.NewResolver(identity.DefaultHeader)
+	ids, err := identity.NewResolver(settings.DefaultAPIKeyHeader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{mr: mr, now: t0.Add(time.Hour)}
 	f.h = &Handler{
-		Decider:    app.NewGuard(client, settings.Settings{Timeout: testTimeout, FailOpen: o.failOpen}),
+		Guard:      guard.New(bucket.New(client), guard.Options{Timeout: testTimeout, FailOpen: o.failOpen, FailuresToOpen: guard.DefaultFailuresToOpen}),
 		Plans:      cfg,
 		Identities: ids,
-		Metrics:    telemetry.NewEmitter(&f.metrics, telemetry.DefaultNamespace, FunctionName),
+		Metrics:    telemetry.NewEmitter(&f.metrics, settings.DefaultNamespace, testFunction),
 		Log:        telemetry.NewLogger(&f.logs, slog.LevelDebug),
 		Now:        func() time.Time { return f.now },
 	}

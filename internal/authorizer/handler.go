@@ -1,7 +1,7 @@
 // Package authorizer is bucketgate's API Gateway Lambda REQUEST authorizer handler: one
 // handler for REST APIs (a policy; 429 through the ACCESS_DENIED gateway response) and
-// HTTP APIs (payload 1.0 or 2.0). Command functions/authorizer serves it in Lambda;
-// cmd/bucketgate-local runs it in-process behind a local gateway.
+// HTTP APIs (payload 1.0 or 2.0). Package app builds it; command functions/authorizer
+// serves it in Lambda and cmd/bucketgate-local runs it in-process behind a local gateway.
 package authorizer
 
 import (
@@ -28,8 +28,8 @@ var ErrUnauthorized = errors.New("Unauthorized")
 // response, which the template sets to 503 with Retry-After: 1.
 var ErrUnavailable = errors.New("rate limiter unavailable")
 
-// Decider decides one request under the failure policy; *guard.Guard is one.
-type Decider interface {
+// Guard decides one request under the failure policy; *guard.Guard is one.
+type Guard interface {
 	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
 }
 
@@ -48,12 +48,12 @@ type Metrics interface {
 }
 
 // Handler is the authorizer: it decodes an API Gateway REQUEST authorizer event, finds
-// the caller's identity and limits, asks the Decider, writes one EMF line and one log
+// the caller's identity and limits, asks the Guard, writes one EMF line and one log
 // line, and answers in the event's own response format. Every field is required. It is
 // safe for concurrent use when its dependencies are.
 type Handler struct {
-	// Decider decides requests (Redis behind the failure policy).
-	Decider Decider
+	// Guard decides requests (Redis behind the failure policy).
+	Guard Guard
 	// Plans gives plans and route limits (the rate-limit configuration).
 	Plans Plans
 	// Identities finds the caller's identity (API key header, else source IP).

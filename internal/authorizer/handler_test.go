@@ -12,6 +12,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
@@ -399,7 +400,7 @@ func TestEMFShape(t *testing.T) {
 		t.Fatalf("%d directives, want 1 for an allowed decision", len(doc.AWS.CloudWatchMetrics))
 	}
 	d := doc.AWS.CloudWatchMetrics[0]
-	if d.Namespace != telemetry.DefaultNamespace {
+	if d.Namespace != settings.DefaultNamespace {
 		t.Errorf("namespace %q", d.Namespace)
 	}
 	wantDims := [][]string{{telemetry.DimOutcome}, {telemetry.DimFunction, telemetry.DimOutcome}}
@@ -414,7 +415,7 @@ func TestEMFShape(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("metrics %v, want %v", names, want)
 	}
-	if doc.Function != FunctionName || doc.Outcome != telemetry.OutcomeAllowed || doc.Decisions == nil || *doc.Decisions != 1 ||
+	if doc.Function != testFunction || doc.Outcome != telemetry.OutcomeAllowed || doc.Decisions == nil || *doc.Decisions != 1 ||
 		doc.DenyCacheHits == nil || *doc.DenyCacheHits != 0 || len(doc.RedisLatency) != 1 {
 		t.Errorf("members Function=%q Outcome=%q Decisions=%v DenyCacheHits=%v RedisLatency=%v",
 			doc.Function, doc.Outcome, doc.Decisions, doc.DenyCacheHits, doc.RedisLatency)

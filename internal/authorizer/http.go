@@ -1,6 +1,7 @@
 package authorizer
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -19,7 +20,7 @@ func (h *Handler) HandleHTTP(ctx context.Context, ev events.APIGatewayV2CustomAu
 		headers:   ev.Headers,
 		sourceIP:  rc.HTTP.SourceIP,
 		method:    rc.HTTP.Method,
-		path:      stripStage(firstNonEmpty(rc.HTTP.Path, ev.RawPath), rc.Stage),
+		path:      stripStage(cmp.Or(rc.HTTP.Path, ev.RawPath), rc.Stage),
 		requestID: rc.RequestID,
 	})
 	if err != nil {

@@ -8,20 +8,21 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
-// fixedDecider answers every request with the same Result: Redis stubbed out.
-type fixedDecider guard.Result
+// fixedGuard answers every request with the same Result: Redis stubbed out.
+type fixedGuard guard.Result
 
-func (d fixedDecider) Decide(context.Context, bucket.Request) (guard.Result, error) {
+func (d fixedGuard) Decide(context.Context, bucket.Request) (guard.Result, error) {
 	return guard.Result(d), nil
 }
 
-// stubAllowed is what fixedDecider answers in BenchmarkHandlerOverhead: an admission
+// stubAllowed is what fixedGuard answers in BenchmarkHandlerOverhead: an admission
 // as Redis would give it, with a latency for the metrics.
-var stubAllowed = fixedDecider{
+var stubAllowed = fixedGuard{
 	Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Limit: 10,
 		Remaining: 9, ResetAfter: 100 * time.Millisecond, At: t0},
 	Latency: time.Millisecond,
@@ -30,8 +31,8 @@ var stubAllowed = fixedDecider{
 // benchInvoke measures one invocation of event through f's Lambda handler, its logs
 // at the production level and its metrics formatted as in production, then discarded.
 func (f *fixture) benchInvoke(b *testing.B, event []byte) {
-	f.h.Log = telemetry.NewLogger(io.Discard, telemetry.DefaultLogLevel)
-	f.h.Metrics = telemetry.NewEmitter(io.Discard, telemetry.DefaultNamespace, FunctionName)
+	f.h.Log = telemetry.NewLogger(io.Discard, settings.DefaultLogLevel)
+	f.h.Metrics = telemetry.NewEmitter(io.Discard, settings.DefaultNamespace, testFunction)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -48,7 +49,7 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 	for _, bc := range []struct{ name, event string }{{"rest", restEvent}, {"http", httpEvent}} {
 		b.Run(bc.name, func(b *testing.B) {
 			f := newFixture(b, options{})
-			f.h.Decider = stubAllowed
+			f.h.Guard = stubAllowed
 			f.benchInvoke(b, samples.Read(b, bc.event))
 		})
 	}
@@ -58,7 +59,7 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 func TestStubbedDeciderAllows(t *testing.T) {
 	for _, event := range []string{restEvent, httpEvent} {
 		f := newFixture(t, options{})
-		f.h.Decider = stubAllowed
+		f.h.Guard = stubAllowed
 		if a := f.mustInvoke(t, samples.Read(t, event)); !a.allowed(t) {
 			t.Errorf("%s: denied with the stub allowing: %s", event, a.raw)
 		}

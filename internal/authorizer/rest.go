@@ -1,6 +1,7 @@
 package authorizer
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -20,8 +21,8 @@ func (h *Handler) HandleREST(ctx context.Context, ev events.APIGatewayCustomAuth
 	return h.policyAnswer(ctx, ev.MethodArn, call{
 		headers:   ev.Headers,
 		sourceIP:  ev.RequestContext.Identity.SourceIP,
-		method:    firstNonEmpty(ev.HTTPMethod, ev.RequestContext.HTTPMethod),
-		path:      firstNonEmpty(ev.Path, ev.Resource),
+		method:    cmp.Or(ev.HTTPMethod, ev.RequestContext.HTTPMethod),
+		path:      cmp.Or(ev.Path, ev.Resource),
 		requestID: ev.RequestContext.RequestID,
 	})
 }
@@ -32,8 +33,8 @@ func (h *Handler) HandleHTTPV1(ctx context.Context, ev events.APIGatewayV2Custom
 	a, err := h.policyAnswer(ctx, ev.MethodArn, call{
 		headers:   ev.Headers,
 		sourceIP:  ev.RequestContext.Identity.SourceIP,
-		method:    firstNonEmpty(ev.HTTPMethod, ev.RequestContext.HTTPMethod),
-		path:      stripStage(firstNonEmpty(ev.Path, ev.Resource), ev.RequestContext.Stage),
+		method:    cmp.Or(ev.HTTPMethod, ev.RequestContext.HTTPMethod),
+		path:      stripStage(cmp.Or(ev.Path, ev.Resource), ev.RequestContext.Stage),
 		requestID: ev.RequestContext.RequestID,
 	})
 	return events.APIGatewayV2CustomAuthorizerIAMPolicyResponse{PrincipalID: a.PrincipalID, PolicyDocument: a.PolicyDocument, Context: a.Context}, err
@@ -63,11 +64,4 @@ func policy(allow bool, arn string) events.APIGatewayCustomAuthorizerPolicy {
 		Version:   policyVersion,
 		Statement: []events.IAMPolicyStatement{{Action: []string{invokeAction}, Effect: effect, Resource: []string{arn}}},
 	}
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -16,14 +16,19 @@ import (
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
-// connect returns a production client (redisconn) for env, closed when t ends.
+// connect returns the client of a production connection (redisconn) for env, closed
+// when t ends.
 func connect(t *testing.T, env map[string]string, opts ...redisconn.Option) rueidis.Client {
 	t.Helper()
-	c, err := redisconn.New(redistest.Settings(t, env), opts...)
+	conn, err := redisconn.New(redistest.Settings(t, env), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
+	t.Cleanup(conn.Close)
+	c, err := conn.Client(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 

@@ -38,12 +38,56 @@ type Decision struct {
 	ResetAfter time.Duration
 	// At is the Redis server time of the decision; zero when Redis did not decide.
 	At time.Time
-	// Wait is how long until a request identical to this one could be allowed, rounded
-	// up to whole milliseconds: RetryAfter when denied; when allowed, how long until
-	// cost tokens are back in every rule, zero when they already are (always for a
-	// peek). Other requests only take tokens, so none could be allowed sooner.
-	Wait time.Duration
-	// WaitRule names the rule that Wait waits for: Rule when denied, the rule with the
-	// longest wait when allowed; empty when Wait is zero.
-	WaitRule string
+
+	// After an admission that left a rule short of cost tokens: how long until an
+	// identical request could be allowed (rounded up to whole milliseconds), and the rule
+	// it waits for, the one with the longest wait. Zero otherwise (see Repeat).
+	wait      time.Duration
+	waitRule  string
+	waitLimit int64
+}
+
+// Repeat returns the denial that Redis gives a request identical to the one d decided,
+// from d's At until the denial's RetryAfter has passed, and false when an identical
+// request could be allowed at once or Redis did not decide d. For a denial it is d;
+// after an admission that left a rule short of cost tokens, it is the denial naming that
+// rule. Other requests only ever take tokens, so none could make it pass sooner.
+func (d Decision) Repeat() (Decision, bool) {
+	switch {
+	case d.Reason == ReasonLimited:
+		return d, d.RetryAfter > 0
+	case d.Reason != ReasonOK || d.wait <= 0:
+		return Decision{}, false
+	}
+	return Decision{
+		Reason:     ReasonLimited,
+		Rule:       d.waitRule,
+		Limit:      d.waitLimit,
+		Remaining:  d.Remaining,
+		RetryAfter: d.wait,
+		ResetAfter: d.ResetAfter,
+		At:         d.At,
+	}, true
+}
+
+// newDecision is the Decision on q that the script's figures (and the model's) make: the
+// binding rule and the wait rule by index in q.Rules (waitRule -1 for none), remaining
+// tokens, and wait, reset and now in whole milliseconds, milliseconds and microseconds.
+func newDecision(q Request, allowed bool, binding int, remaining, wait, reset, now int64, waitRule int) Decision {
+	d := Decision{
+		Allowed:    allowed,
+		Reason:     ReasonOK,
+		Rule:       q.Rules[binding].Name,
+		Limit:      q.Rules[binding].Capacity,
+		Remaining:  remaining,
+		ResetAfter: millisToDuration(reset),
+		At:         microsToTime(now),
+	}
+	switch {
+	case !allowed:
+		d.Reason, d.RetryAfter = ReasonLimited, millisToDuration(wait)
+	case waitRule >= 0:
+		d.wait, d.waitRule, d.waitLimit = millisToDuration(wait), q.Rules[waitRule].Name, q.Rules[waitRule].Capacity
+	}
+	return d
 }

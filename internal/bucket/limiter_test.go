@@ -17,13 +17,13 @@ func TestSeedScenario(t *testing.T) {
 	q := bucket.Request{Identity: "tenant-1", Rules: free, Cost: 1}
 
 	last := expectRun(t, l, q, 10, true)
-	if last.Remaining != 0 || last.Limit != 10 || last.Rule != "burst" || last.Reason != bucket.ReasonOK ||
-		last.Wait != time.Second || last.WaitRule != "burst" {
-		t.Errorf("10th: %+v", last)
+	if rep, ok := last.Repeat(); last.Remaining != 0 || last.Limit != 10 || last.Rule != "burst" || last.Reason != bucket.ReasonOK ||
+		!ok || rep.RetryAfter != time.Second || rep.Rule != "burst" {
+		t.Errorf("10th: %+v, whose repeat is %+v", last, rep)
 	}
 	d := expectRun(t, l, q, 1, false)
 	want := bucket.Decision{Reason: bucket.ReasonLimited, Rule: "burst", Limit: 10, Remaining: 0,
-		RetryAfter: time.Second, ResetAfter: 10 * time.Second, Wait: time.Second, WaitRule: "burst"}
+		RetryAfter: time.Second, ResetAfter: 10 * time.Second}
 	if !d.At.Equal(epoch) {
 		t.Errorf("11th: At %v, want the Redis time %v", d.At, epoch)
 	}

@@ -68,7 +68,6 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 				}
 			}
 		}
-		waitRule = binding
 	}
 	fewest, reset := tokens[0], 0.0
 	for i, r := range q.Rules {
@@ -78,25 +77,7 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 	if allowed && q.Cost > 0 {
 		m.write(Key(q.Identity), q.Rules, tokens, nowUS, int64(math.Ceil(float64(nowUS)/1000)+reset))
 	}
-	d := Decision{
-		Allowed:    allowed,
-		Reason:     ReasonLimited,
-		Rule:       q.Rules[binding].Name,
-		Limit:      q.Rules[binding].Capacity,
-		Remaining:  int64(math.Floor(fewest)),
-		ResetAfter: millisToDuration(int64(reset)),
-		At:         microsToTime(nowUS),
-		Wait:       millisToDuration(int64(wait)),
-	}
-	if waitRule >= 0 {
-		d.WaitRule = q.Rules[waitRule].Name
-	}
-	if allowed {
-		d.Reason = ReasonOK
-	} else {
-		d.RetryAfter = d.Wait
-	}
-	return d
+	return newDecision(q, allowed, binding, int64(math.Floor(fewest)), int64(wait), int64(reset), nowUS, waitRule)
 }
 
 // waitMillis is how long r takes to refill tokens, in whole milliseconds rounded up.

@@ -400,10 +400,9 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"duplicate rule", []string{"1", "a:tokens", "a:ts", "a:tokens", "a:ts", "10", "1", "10", "1"}, "rule a appears twice"},
 		{"duplicate third rule", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "a:tokens", "a:ts", "10", "1", "10", "1", "5", "1"}, "rule a appears twice"},
 	}
-	script := lua.NewBucket()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := script.Exec(context.Background(), c, []string{bucket.Key("x")}, tt.argv).Error()
+			err := c.Do(context.Background(), c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(bucket.Key("x")).Arg(tt.argv...).Build()).Error()
 			if err == nil || !strings.Contains(err.Error(), "bucketgate: "+tt.want) {
 				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
 			}

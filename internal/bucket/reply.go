@@ -52,24 +52,5 @@ func decodeReply(vals [lua.ReplyLen]int64, q Request) (Decision, error) {
 	case now <= 0:
 		return Decision{}, fmt.Errorf("%w: server time %d", ErrBadReply, now)
 	}
-	rule := q.Rules[binding-1]
-	d := Decision{
-		Allowed:    allowed == 1,
-		Reason:     ReasonLimited,
-		Rule:       rule.Name,
-		Limit:      rule.Capacity,
-		Remaining:  remaining,
-		ResetAfter: millisToDuration(reset),
-		At:         microsToTime(now),
-		Wait:       millisToDuration(wait),
-	}
-	if waitRule > 0 {
-		d.WaitRule = q.Rules[waitRule-1].Name
-	}
-	if d.Allowed {
-		d.Reason = ReasonOK
-	} else {
-		d.RetryAfter = d.Wait
-	}
-	return d, nil
+	return newDecision(q, allowed == 1, int(binding-1), remaining, wait, reset, now, int(waitRule-1)), nil
 }

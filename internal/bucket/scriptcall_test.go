@@ -38,7 +38,7 @@ func TestScriptCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key, args := scriptCall(tt.q, nil)
+			key, args := scriptCall(tt.q, new([maxArgs]string))
 			if key != tt.wantKey {
 				t.Errorf("key = %q, want %q", key, tt.wantKey)
 			}

@@ -1,7 +1,7 @@
 // Package check is bucketgate's direct-invocation decision handler: services invoke it
 // with one check ({"key", "plan" or "rules", "cost"}) or a batch ({"checks": [...]}) and
 // get the decision back (package checkapi holds the contract, package checkclient a Go
-// client). Command functions/check serves it in Lambda.
+// client). Package app builds it; command functions/check serves it in Lambda.
 package check
 
 import (
@@ -20,8 +20,8 @@ import (
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
-// Decider decides one request under the failure policy; *guard.Guard is one.
-type Decider interface {
+// Guard decides one request under the failure policy; *guard.Guard is one.
+type Guard interface {
 	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
 }
 
@@ -33,14 +33,15 @@ type Emitter interface {
 // Handler is the check function: it implements lambda.Handler, so it reads the raw
 // payload itself and every malformed one gets an error naming the field at fault.
 type Handler struct {
-	// Decider decides each check; its failure policy (fail closed or open) is the
+	// Guard decides each check; its failure policy (fail closed or open) is the
 	// authorizer's.
-	Decider Decider
+	Guard Guard
 	// Plans resolves plan names and tenant mappings.
 	Plans Plans
 	// Metrics gets one Emit per invocation that decided something.
 	Metrics Emitter
-	// Log gets a debug line per decision and a warning per failure.
+	// Log gets a debug line per decision (telemetry.LogDecision) and a warning per
+	// failure.
 	Log *slog.Logger
 	// Now reads the clock for the metrics' timestamp.
 	Now func() time.Time
@@ -53,23 +54,24 @@ type Handler struct {
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	checks, batch, err := parse(payload, h.Plans)
 	if err != nil {
-		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String("error", err.Error()))
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
 	results := make([]checkapi.Response, len(checks))
 	for i, c := range checks {
-		r, err := h.Decider.Decide(ctx, c.req)
+		r, err := h.Guard.Decide(ctx, c.req)
 		if err != nil { // Redis refused a request that parse accepted: engine and parse disagree
 			if batch {
 				err = fmt.Errorf("%s: %w", index(fieldChecks, i), err)
 			}
-			h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String("error", err.Error()))
+			h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String(telemetry.AttrError, err.Error()))
 			return nil, invalidRequest(err)
 		}
 		inv.Observe(r)
-		h.logDecision(ctx, c, r)
+		telemetry.LogDecision(ctx, h.Log, r, slog.String(telemetry.AttrIdentity, identityPrefix+config.KeyDigest(c.key)),
+			slog.String(telemetry.AttrPlan, c.plan), slog.Int64(telemetry.AttrCost, c.req.Cost))
 		results[i] = response(c, r)
 	}
 	if !batch {
@@ -100,32 +102,6 @@ func invalidRequest(err error) error {
 
 func (h *Handler) emit(ctx context.Context, inv *telemetry.Invocation) {
 	if err := h.Metrics.Emit(h.Now(), inv); err != nil {
-		h.Log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String("error", err.Error()))
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String(telemetry.AttrError, err.Error()))
 	}
-}
-
-// logDecision logs r at debug, or at warn when Redis did not decide. The key appears
-// as its digest only: callers may use secrets as keys.
-func (h *Handler) logDecision(ctx context.Context, c check, r guard.Result) {
-	level := slog.LevelDebug
-	if r.Failure != guard.FailureNone {
-		level = slog.LevelWarn
-	}
-	if !h.Log.Enabled(ctx, level) {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String("keyDigest", config.KeyDigest(c.key)),
-		slog.String("plan", c.plan),
-		slog.String("rule", r.Rule),
-		slog.Bool("allowed", r.Allowed),
-		slog.String("reason", string(r.Reason)),
-		slog.Int64("remaining", r.Remaining),
-		slog.Int64("retryAfterMs", r.RetryAfter.Milliseconds()),
-		slog.Float64("latencyMs", float64(r.Latency)/float64(time.Millisecond)),
-	}
-	if r.Failure != guard.FailureNone {
-		attrs = append(attrs, slog.String("failure", string(r.Failure)), slog.String("error", r.Err.Error()))
-	}
-	h.Log.LogAttrs(ctx, level, "decision", attrs...)
 }

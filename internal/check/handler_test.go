@@ -149,8 +149,8 @@ func TestTelemetryAndLogs(t *testing.T) {
 
 	f.invokeOK(t, samples.Read(t, "check-single.json"))
 	lines := emfLines(t, f.metrics)
-	if len(lines) != 1 || lines[0][telemetry.DimOutcome] != telemetry.OutcomeAllowed || lines[0][telemetry.MetricDecisions] != 1.0 || lines[0][telemetry.DimFunction] != FunctionName {
-		t.Fatalf("single check metrics %v: want one line, 1 allowed decision of function %s", lines, FunctionName)
+	if len(lines) != 1 || lines[0][telemetry.DimOutcome] != telemetry.OutcomeAllowed || lines[0][telemetry.MetricDecisions] != 1.0 || lines[0][telemetry.DimFunction] != testFunction {
+		t.Fatalf("single check metrics %v: want one line, 1 allowed decision of function %s", lines, testFunction)
 	}
 
 	f.metrics.Reset()
@@ -172,15 +172,15 @@ func TestTelemetryAndLogs(t *testing.T) {
 	}
 }
 
-// refusingDecider decides like next until its refuseAt-th call, which it refuses as
+// refusingGuard decides like next until its refuseAt-th call, which it refuses as
 // the engine refuses an invalid request.
-type refusingDecider struct {
-	next     Decider
+type refusingGuard struct {
+	next     Guard
 	calls    int
 	refuseAt int
 }
 
-func (d *refusingDecider) Decide(ctx context.Context, q bucket.Request) (guard.Result, error) {
+func (d *refusingGuard) Decide(ctx context.Context, q bucket.Request) (guard.Result, error) {
 	d.calls++
 	if d.calls == d.refuseAt {
 		return guard.Result{}, fmt.Errorf("%w: redis refused the request: bucketgate: test", bucket.ErrInvalid)
@@ -191,7 +191,7 @@ func (d *refusingDecider) Decide(ctx context.Context, q bucket.Request) (guard.R
 func TestEngineRefusal(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
-	f.h.Decider = &refusingDecider{next: f.h.Decider, refuseAt: 2}
+	f.h.Guard = &refusingGuard{next: f.h.Guard, refuseAt: 2}
 	_, err := f.invoke(samples.Read(t, "check-batch.json"))
 	ive := functionError(t, err)
 	if ive.Type != checkapi.ErrorTypeInvalidRequest || !strings.HasPrefix(ive.Message, "checks[1]: invalid: redis refused") {

@@ -18,12 +18,16 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // testTime is the Redis time of every miniredis test.
 var testTime = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// testFunction is the Function dimension of the tests' metrics.
+const testFunction = "check"
 
 // testTimeout is the decision deadline of the tests: long enough for a slow machine.
 const testTimeout = 2 * time.Second
@@ -47,9 +51,9 @@ func newFixture(t testing.TB, client rueidis.Client, cfg *config.Config, opts gu
 	}
 	f := &fixture{metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
 	f.h = &Handler{
-		Decider: guard.New(bucket.New(client), opts),
+		Guard:   guard.New(bucket.New(client), opts),
 		Plans:   cfg,
-		Metrics: telemetry.NewEmitter(f.metrics, telemetry.DefaultNamespace, FunctionName),
+		Metrics: telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, testFunction),
 		Log:     slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:     func() time.Time { return testTime },
 	}

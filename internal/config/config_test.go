@@ -129,39 +129,23 @@ func TestParseErrorsNameTheField(t *testing.T) {
 	}
 }
 
-func TestLoad(t *testing.T) {
+func TestReadFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "limits.json")
 	if err := os.WriteFile(file, []byte(`{"defaultPlan":"pro","plans":{"pro":[{"name":"b","capacity":5,"refillPerSecond":5}]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
-	tests := []struct {
-		name string
-		vars map[string]string
-		plan string
-		err  string
-	}{
-		{"nothing set: built-in default", nil, "free", ""},
-		{"inline", map[string]string{config.EnvInline: "defaultPlan: x\nplans: {x: [{name: b, capacity: 1, refillPerSecond: 1}]}"}, "x", ""},
-		{"file", map[string]string{config.EnvFile: file}, "pro", ""},
-		{"both", map[string]string{config.EnvInline: "a", config.EnvFile: file}, "", "not both"},
-		{"missing file", map[string]string{config.EnvFile: filepath.Join(dir, "nope.yaml")}, "", "RATE_LIMIT_CONFIG_FILE=" + dir},
-		{"bad inline names the variable", map[string]string{config.EnvInline: "defaultPlan: 1"}, "", "RATE_LIMIT_CONFIG: rate-limit configuration"},
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, make([]byte, config.MaxDocument+1), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, err := config.Load(env(tt.vars))
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("Load() = %v, want error mentioning %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil || c.DefaultPlan().Name != tt.plan {
-				t.Fatalf("Load() = %v, %v; want default plan %s", c, err, tt.plan)
-			}
-		})
+	if c, err := config.ReadFile(file); err != nil || c.DefaultPlan().Name != "pro" {
+		t.Fatalf("ReadFile = %v, %v; want default plan pro", c, err)
+	}
+	for path, want := range map[string]string{filepath.Join(dir, "nope.yaml"): "no such file", big: "bytes, want at most"} {
+		if _, err := config.ReadFile(path); !errors.Is(err, config.ErrConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ReadFile(%s) = %v, want ErrConfig mentioning %q", path, err, want)
+		}
 	}
 }
 

@@ -16,14 +16,6 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// Environment variables that Load reads.
-const (
-	// EnvInline holds the whole document, YAML or JSON.
-	EnvInline = "RATE_LIMIT_CONFIG"
-	// EnvFile names a file holding the document, for example one bundled with the function.
-	EnvFile = "RATE_LIMIT_CONFIG_FILE"
-)
-
 // MaxDocument is the largest document Load accepts, in bytes.
 const MaxDocument = 1 << 20
 
@@ -43,47 +35,19 @@ func Default() *Config {
 	return c
 }
 
-// Load reads the document from EnvInline or the file named by EnvFile, through getenv
-// (os.Getenv in production), and parses it. With neither set it returns Default().
-func Load(getenv func(string) string) (*Config, error) {
-	inline, file := getenv(EnvInline), getenv(EnvFile)
-	switch {
-	case inline != "" && file != "":
-		return nil, fmt.Errorf("%w: set %s or %s, not both", ErrConfig, EnvInline, EnvFile)
-	case inline != "":
-		c, err := Parse([]byte(inline))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvInline, err)
-		}
-		return c, nil
-	case file != "":
-		doc, err := readLimited(file)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s=%s: %w", ErrConfig, EnvFile, file, err)
-		}
-		c, err := Parse(doc)
-		if err != nil {
-			return nil, fmt.Errorf("%s=%s: %w", EnvFile, file, err)
-		}
-		return c, nil
-	}
-	return Default(), nil
-}
-
-func readLimited(path string) ([]byte, error) {
+// ReadFile reads the document in the file at path (for example one bundled with the
+// function) and parses it.
+func ReadFile(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	defer f.Close()
 	doc, err := io.ReadAll(io.LimitReader(f, MaxDocument+1))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if len(doc) > MaxDocument {
-		return nil, fmt.Errorf("larger than %d bytes", MaxDocument)
-	}
-	return doc, nil
+	return Parse(doc)
 }
 
 // Parse decodes a YAML or JSON document strictly (unknown fields are errors) and

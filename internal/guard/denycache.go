@@ -10,8 +10,9 @@ import (
 )
 
 // denyCache remembers, for a request Redis decided, the denial an identical request would
-// get until Redis's Wait has passed: the retry-after of a denial, or, after an admission
-// that left fewer than cost tokens, the time until they are back. A repeat of the
+// get until Redis's wait has passed (bucket.Decision.Repeat): the retry-after of a
+// denial, or, after an admission that left fewer than cost tokens, the time until they
+// are back. A repeat of the
 // request in that time is denied without asking Redis. Other requests only ever take
 // tokens, so no instance could have it allowed sooner.
 // Entries are keyed by identity, rule set and cost: a request that differs in any of
@@ -54,16 +55,15 @@ func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool)
 	d := e.d
 	d.RetryAfter = ceilMillis(d.RetryAfter - elapsed)
 	d.ResetAfter = ceilMillis(max(d.ResetAfter-elapsed, d.RetryAfter))
-	d.Wait = d.RetryAfter
 	d.At = d.At.Add(elapsed)
 	return d, true
 }
 
 // put caches the denial that follows d, Redis's decision for q sent at sent, when there
-// is one to wait out. The wait counts from when the request was sent, before Redis
-// decided: the entry ends no later than the Wait Redis gave.
+// is one to wait out (d.Repeat). The wait counts from when the request was sent, before
+// Redis decided: the entry ends no later than the moment Redis gave.
 func (c *denyCache) put(q bucket.Request, d bucket.Decision, sent time.Time) {
-	d, ok := repeatDenial(q, d)
+	d, ok := d.Repeat()
 	if !ok {
 		return
 	}
@@ -77,38 +77,6 @@ func (c *denyCache) put(q bucket.Request, d bucket.Decision, sent time.Time) {
 		}
 	}
 	c.entries[key] = denial{d: d, sent: sent}
-}
-
-// repeatDenial is the denial that Redis gives a request identical to q for d.Wait after
-// d: d itself when it is a denial, or, after an admission, the denial that names
-// d.WaitRule. False when an identical request could be allowed at once, or when Redis
-// did not decide d.
-func repeatDenial(q bucket.Request, d bucket.Decision) (bucket.Decision, bool) {
-	switch {
-	case d.Wait <= 0:
-		return bucket.Decision{}, false
-	case d.Reason == bucket.ReasonLimited:
-		return d, true
-	case d.Reason != bucket.ReasonOK:
-		return bucket.Decision{}, false
-	}
-	den := bucket.Decision{
-		Reason:     bucket.ReasonLimited,
-		Rule:       d.WaitRule,
-		Remaining:  d.Remaining,
-		RetryAfter: d.Wait,
-		ResetAfter: d.ResetAfter,
-		At:         d.At,
-		Wait:       d.Wait,
-		WaitRule:   d.WaitRule,
-	}
-	for _, r := range q.Rules {
-		if r.Name == d.WaitRule {
-			den.Limit = r.Capacity
-			break
-		}
-	}
-	return den, true
 }
 
 // cacheKey is the identity, each rule in order and the cost, separated by bytes that

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/lua"
@@ -19,7 +20,7 @@ import (
 )
 
 // Fault tests run the production chain (settings, redisconn, bucket, guard with
-// OptionsFor) against real redis-server processes and real faults.
+// production's options) against real server processes and real faults.
 const (
 	// faultTimeoutMS is the decision deadline of the fault tests: longer than
 	// production's, so that a healthy decision on a loaded machine never misses it.
@@ -46,7 +47,7 @@ func chain(t *testing.T, addr string, env map[string]string) *guard.Guard {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return guard.New(bucket.New(c), guard.OptionsFor(s))
+	return guard.New(bucket.NewLazy(c.Client), app.GuardOptions(s))
 }
 
 // timed decides q and returns the result and how long it took.
@@ -235,10 +236,10 @@ func TestNoGoroutineGrowth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	engine := bucket.New(c)
+	engine := bucket.NewLazy(c.Client)
 	quick := guard.New(engine, guard.Options{Timeout: quickTimeout})
 	patient := guard.New(engine, guard.Options{Timeout: s.Timeout})
-	withBreaker := guard.New(engine, guard.OptionsFor(s))
+	withBreaker := guard.New(engine, app.GuardOptions(s))
 	q := request("leak")
 	if r := decide(t, patient, q); r.Reason != bucket.ReasonOK {
 		t.Fatalf("before: %+v", r)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // FailureRetryAfter is the retry-after of a fail-closed denial: conservative, and long
@@ -27,7 +26,7 @@ const FailureRetryAfter = time.Second
 // Circuit breaker defaults.
 const (
 	// DefaultFailuresToOpen is how many consecutive failures open the circuit in
-	// production (OptionsFor): one slow reply does not, an outage does at once.
+	// production: one slow reply does not, an outage does at once.
 	DefaultFailuresToOpen = 3
 	// DefaultProbeInterval is how long an open circuit answers alone before it lets one
 	// request probe Redis: service resumes within this long of Redis coming back (a failover that
@@ -35,13 +34,13 @@ const (
 	DefaultProbeInterval = 500 * time.Millisecond
 )
 
-// Decider decides one request; *bucket.Limiter is one.
-type Decider interface {
+// limiter is the engine a Guard wraps: *bucket.Limiter, traced or not.
+type limiter interface {
 	Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error)
 }
 
 // Options configure a Guard. The zero Options fail closed with no deadline of their own,
-// no circuit breaker and no deny cache; OptionsFor gives production's.
+// no circuit breaker and no deny cache.
 type Options struct {
 	// Timeout is the deadline of one decision; zero leaves the caller's context alone.
 	Timeout time.Duration
@@ -61,28 +60,16 @@ type Options struct {
 	DenyCacheSize int
 }
 
-// OptionsFor returns the production Options for s: its deadline, failure mode and deny
-// cache size, with the default circuit breaker.
-func OptionsFor(s settings.Settings) Options {
-	return Options{
-		Timeout:        s.Timeout,
-		FailOpen:       s.FailOpen,
-		FailuresToOpen: DefaultFailuresToOpen,
-		ProbeInterval:  DefaultProbeInterval,
-		DenyCacheSize:  s.DenyCacheSize,
-	}
-}
-
-// Guard is a Decider wrapped in the failure policy. It is safe for concurrent use.
+// Guard is the engine wrapped in the failure policy. It is safe for concurrent use.
 type Guard struct {
-	next    Decider
+	next    limiter
 	opts    Options
 	breaker *breaker   // nil without a breaker
 	cache   *denyCache // nil without a deny cache
 }
 
-// New returns a Guard around next.
-func New(next Decider, opts Options) *Guard {
+// New returns a Guard around next, the engine (a *bucket.Limiter, traced or not).
+func New(next limiter, opts Options) *Guard {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -111,7 +98,7 @@ type Result struct {
 	Latency time.Duration
 	// CacheHit reports that the deny cache answered without asking Redis: the Decision
 	// is the denial Redis gave an identical request earlier (or that followed from an
-	// admission it gave), its RetryAfter, Wait and ResetAfter shortened by the time since
+	// admission it gave), its RetryAfter and ResetAfter shortened by the time since
 	// and its At moved on by as much (by the local clock), so that At + ResetAfter is the
 	// moment Redis gave.
 	CacheHit bool

@@ -41,7 +41,7 @@ func (c *clock) Advance(d time.Duration) {
 
 // counting is the engine with a count of the calls that reach it.
 type counting struct {
-	next  guard.Decider
+	next  *bucket.Limiter
 	calls atomic.Int64
 }
 
@@ -150,14 +150,5 @@ func TestCircuitBreakerFailOpen(t *testing.T) {
 	r := decide(t, g, request("a"))
 	if !r.CircuitOpen || !r.Allowed || r.Reason != bucket.ReasonDegraded || engine.calls.Load() != before {
 		t.Fatalf("open circuit failing open: %+v", r)
-	}
-}
-
-func TestOptionsFor(t *testing.T) {
-	s := redistest.Settings(t, map[string]string{"REDIS_TIMEOUT_MS": "30", "FAIL_MODE": "open", "DENY_CACHE_SIZE": "7"})
-	o := guard.OptionsFor(s)
-	if o.Timeout != 30*time.Millisecond || !o.FailOpen || o.DenyCacheSize != 7 ||
-		o.FailuresToOpen != guard.DefaultFailuresToOpen || o.ProbeInterval > time.Second {
-		t.Fatalf("OptionsFor: %+v", o)
 	}
 }

@@ -13,14 +13,6 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 )
 
-// Environment variables that Load reads, and their defaults.
-const (
-	// EnvHeader names the request header carrying the API key (matched case-insensitively).
-	EnvHeader = "API_KEY_HEADER"
-	// DefaultHeader is the API key header when EnvHeader is unset.
-	DefaultHeader = "X-API-Key"
-)
-
 // Kind says where an Identity came from.
 type Kind string
 
@@ -51,7 +43,7 @@ type Identity struct {
 func (id Identity) String() string { return string(id.Kind) + ":" + id.Value }
 
 // Resolver finds the Identity of a request. The zero Resolver is unusable; use
-// NewResolver or Load.
+// NewResolver.
 type Resolver struct {
 	header string
 }
@@ -62,20 +54,6 @@ func NewResolver(header string) (Resolver, error) {
 		return Resolver{}, fmt.Errorf("API key header %q: want an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)", header)
 	}
 	return Resolver{header: header}, nil
-}
-
-// Load returns the Resolver configured through getenv (os.Getenv in production):
-// EnvHeader, or DefaultHeader when it is unset.
-func Load(getenv func(string) string) (Resolver, error) {
-	h := getenv(EnvHeader)
-	if h == "" {
-		h = DefaultHeader
-	}
-	r, err := NewResolver(h)
-	if err != nil {
-		return r, fmt.Errorf("%s: %w", EnvHeader, err)
-	}
-	return r, nil
 }
 
 // Header returns the name of the API key header, as configured.

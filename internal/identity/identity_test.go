@@ -1,11 +1,13 @@
 package identity_test
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 const rawKey = "sk-live-Secret{}:key"
@@ -37,7 +39,7 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := identity.Load(func(k string) string { return map[string]string{identity.EnvHeader: tc.header}[k] })
+			r, err := identity.NewResolver(cmp.Or(tc.header, settings.DefaultAPIKeyHeader))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,12 +57,12 @@ func TestResolve(t *testing.T) {
 // An address can never produce a key's identity and the other way round, whatever the
 // text: the kinds are distinct prefixes and the key side is always a hex digest.
 func TestNamespacesCannotCollide(t *testing.T) {
-	r, err := identity.NewResolver(identity.DefaultHeader)
+	r, err := identity.NewResolver(settings.DefaultAPIKeyHeader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"192.0.2.1", "::1", config.KeyDigest("x"), "key:" + config.KeyDigest("x"), "unknown"} {
-		asKey := r.Resolve(map[string]string{identity.DefaultHeader: s}, "")
+		asKey := r.Resolve(map[string]string{settings.DefaultAPIKeyHeader: s}, "")
 		asIP := r.Resolve(nil, s)
 		if asKey == asIP || asKey.String() == asIP.String() {
 			t.Errorf("%q: key identity %q equals address identity %q", s, asKey, asIP)
@@ -71,21 +73,21 @@ func TestNamespacesCannotCollide(t *testing.T) {
 	}
 }
 
-func TestLoadDefaultsAndErrors(t *testing.T) {
-	r, err := identity.Load(func(string) string { return "" })
-	if err != nil || r.Header() != identity.DefaultHeader {
-		t.Fatalf("Load with nothing set = %q, %v; want %q", r.Header(), err, identity.DefaultHeader)
+func TestNewResolverErrors(t *testing.T) {
+	r, err := identity.NewResolver(settings.DefaultAPIKeyHeader)
+	if err != nil || r.Header() != settings.DefaultAPIKeyHeader {
+		t.Fatalf("NewResolver(%q) = %q, %v", settings.DefaultAPIKeyHeader, r.Header(), err)
 	}
-	for _, bad := range []string{"X API Key", "X-Key:", "Ключ", "a\nb"} {
-		_, err := identity.Load(func(k string) string { return map[string]string{identity.EnvHeader: bad}[k] })
-		if err == nil || !strings.Contains(err.Error(), identity.EnvHeader) {
-			t.Errorf("Load(%q) error = %v, want one naming %s", bad, err, identity.EnvHeader)
+	for _, bad := range []string{"", "X API Key", "X-Key:", "Ключ", "a\nb"} {
+		_, err := identity.NewResolver(bad)
+		if err == nil || !strings.Contains(err.Error(), "API key header") {
+			t.Errorf("NewResolver(%q) error = %v, want one naming the API key header", bad, err)
 		}
 	}
 }
 
 func BenchmarkResolve(b *testing.B) {
-	r, _ := identity.NewResolver(identity.DefaultHeader)
+	r, _ := identity.NewResolver(settings.DefaultAPIKeyHeader)
 	headers := map[string]string{"accept": "*/*", "host": "api.example", "user-agent": "curl", "x-api-key": rawKey}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,5 +1,8 @@
 -- bucketgate token bucket: decide one request against one or more rules, atomically.
 --
+-- This header is where the layout of KEYS, ARGV and the reply is written; lua.go names
+-- the same positions for the Go side.
+--
 -- KEYS[1]   the identity's state hash, "<prefix>{<identity>}". Each rule of the identity
 --           keeps two fields in it: "<rule>:tokens" (a double) and "<rule>:ts" (the Redis
 --           TIME of its last write, in microseconds).

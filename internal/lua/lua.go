@@ -1,14 +1,13 @@
-// Package lua holds bucketgate's Redis scripts and their KEYS/ARGV contract.
-//
-// The scripts live in .lua files next to this one and are embedded at build time; the
-// constants below name every position the Go side reads or writes, so the contract is
-// spelled out once on each side (the script's header and this file).
+// Package lua holds bucketgate's Redis script, bucket.lua, embedded at build time, and
+// names the positions of its KEYS, ARGV and reply. What each position means is written
+// once, in bucket.lua's header; this file gives the positions the Go side reads and
+// writes, and nothing on the Go side indexes the script's arguments or reply otherwise.
 package lua
 
 import (
+	"crypto/sha1"
 	_ "embed"
-
-	"github.com/redis/rueidis"
+	"encoding/hex"
 )
 
 // BucketSource is the text of bucket.lua, the token-bucket decision script.
@@ -16,15 +15,46 @@ import (
 //go:embed bucket.lua
 var BucketSource string
 
-// Argument layout of bucket.lua for n rules: ARGV[ArgCost], then from ArgFirstField the
-// FieldsPerRule hash fields of each rule in turn (its name with TokensSuffix, then with
-// StampSuffix), then NumbersPerRule numbers per rule in the same order (capacity, refill
-// per second).
+// BucketSHA1 is the SHA-1 of BucketSource in hex: the name EVALSHA runs it by.
+var BucketSHA1 = func() string {
+	sum := sha1.Sum([]byte(BucketSource))
+	return hex.EncodeToString(sum[:])
+}()
+
+// ArgCost is the index in ARGV of the cost.
+const ArgCost = 0
+
+// Args is the layout of ARGV for a call on Rules rules: the cost, then two hash field
+// names per rule (its tokens, its stamp), then two numbers per rule (its capacity, its
+// refill per second), each group in the order of the rules. Indexes are 0-based, as a
+// Go slice holds ARGV; r is the index of a rule, from 0 to Rules-1.
+type Args struct {
+	// Rules is how many rules the call decides.
+	Rules int
+}
+
+// Len is the length of ARGV.
+func (a Args) Len() int { return ArgsFixed + ArgsPerRule*a.Rules }
+
+// TokensField is the index of rule r's tokens field name (its name + TokensSuffix).
+func (a Args) TokensField(r int) int { return ArgsFixed + fieldsPerRule*r }
+
+// StampField is the index of rule r's stamp field name (its name + StampSuffix).
+func (a Args) StampField(r int) int { return a.TokensField(r) + 1 }
+
+// Capacity is the index of rule r's capacity, in whole tokens.
+func (a Args) Capacity(r int) int { return ArgsFixed + fieldsPerRule*a.Rules + numbersPerRule*r }
+
+// Rate is the index of rule r's refill per second.
+func (a Args) Rate(r int) int { return a.Capacity(r) + 1 }
+
+// How many values ARGV holds: ArgsFixed for the call, ArgsPerRule for each rule (two
+// field names, two numbers).
 const (
-	ArgCost        = 0 // whole tokens to take from every rule; 0 is a peek
-	ArgFirstField  = 1 // index of the first rule's tokens field
-	FieldsPerRule  = 2 // tokens field, stamp field
-	NumbersPerRule = 2 // capacity, refill per second
+	ArgsFixed      = 1
+	ArgsPerRule    = fieldsPerRule + numbersPerRule
+	fieldsPerRule  = 2
+	numbersPerRule = 2
 )
 
 // TokensSuffix and StampSuffix follow a rule's name in its two fields of the identity's
@@ -52,7 +82,3 @@ const (
 
 // ErrorPrefix starts every error reply that bucket.lua returns for a bad argument.
 const ErrorPrefix = "bucketgate:"
-
-// NewBucket returns the decision script for rueidis: EVALSHA, then EVAL on NOSCRIPT.
-// It is deliberately not a retrying variant: a retried consuming call could charge twice.
-func NewBucket() *rueidis.Lua { return rueidis.NewLuaScript(BucketSource) }

@@ -2,9 +2,9 @@
 // once per execution environment: addresses and cluster mode, TLS, and AUTH with a
 // password, a password from Secrets Manager, or ElastiCache IAM tokens.
 //
-// The client connects lazily: a Redis that cannot be reached at init does not fail
-// init. The client answers every command with an error until a connection attempt
-// succeeds, and attempts at most once per RetryInterval.
+// The connection is made lazily: a Redis that cannot be reached at init does not fail
+// init. Conn.Client answers with an error until a connection attempt succeeds, and
+// attempts at most once per RetryInterval.
 package redisconn
 
 import (
@@ -57,13 +57,13 @@ func WithAWSConfig(cfg aws.Config) Option { return func(o *options) { o.aws = &c
 // WithRootCAs makes TLS connections trust pool instead of the system roots.
 func WithRootCAs(pool *x509.CertPool) Option { return func(o *options) { o.rootCAs = pool } }
 
-// New returns a client for s with client-side caching off (ElastiCache and miniredis do
-// not support tracking). It reads the password secret and signs the first IAM token
-// now, and tries to connect for up to ConnectTimeout: a configuration Redis refuses
-// (wrong password, unknown user, untrusted certificate, cluster mode missing) is an
-// error, while an unreachable Redis is not: the client keeps trying, at most once per
-// RetryInterval, and fails commands with ErrNotConnected meanwhile.
-func New(s settings.Settings, opts ...Option) (rueidis.Client, error) {
+// New returns the connection for s, whose rueidis client has client-side caching off
+// (ElastiCache and miniredis do not support tracking). It reads the password secret and
+// signs the first IAM token now, and tries to connect for up to ConnectTimeout: a
+// configuration Redis refuses (wrong password, unknown user, untrusted certificate,
+// cluster mode missing) is an error, while an unreachable Redis is not: the Conn keeps
+// trying, at most once per RetryInterval, and Client answers ErrNotConnected meanwhile.
+func New(s settings.Settings, opts ...Option) (*Conn, error) {
 	if len(s.RedisAddrs) == 0 {
 		return nil, ErrNoAddress
 	}
@@ -77,18 +77,18 @@ func New(s settings.Settings, opts ...Option) (rueidis.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := newLazy(func() (rueidis.Client, error) { return connect(co, s.Cluster) })
+	c := newConn(func() (rueidis.Client, error) { return connect(co, s.Cluster) })
 	first, cancelFirst := context.WithTimeout(context.Background(), ConnectTimeout)
 	defer cancelFirst()
-	if _, err := l.get(first); err != nil && isConfigError(err) {
-		l.Close()
+	if _, err := c.Client(first); err != nil && isConfigError(err) {
+		c.Close()
 		as := ""
 		if co.Username != "" {
 			as = fmt.Sprintf(" as user %q", co.Username)
 		}
 		return nil, fmt.Errorf("connect to Redis at %s%s: %w", strings.Join(s.RedisAddrs, ","), as, hint(err))
 	}
-	return l, nil
+	return c, nil
 }
 
 // clientOption turns s into rueidis options, fetching what AUTH needs from AWS.

@@ -76,7 +76,11 @@ func whoami(t *testing.T, s settings.Settings, opts ...redisconn.Option) string 
 		t.Fatal(err)
 	}
 	defer c.Close()
-	user, err := c.Do(context.Background(), c.B().AclWhoami().Build()).ToString()
+	client, err := c.Client(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := client.Do(context.Background(), client.B().AclWhoami().Build()).ToString()
 	if err != nil {
 		t.Fatal(err)
 	}

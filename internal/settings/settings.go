@@ -1,9 +1,14 @@
-// Package settings reads bucketgate's connection and behaviour settings from the
-// environment, once, at init. Every variable is documented in the README with its default.
+// Package settings reads bucketgate's settings from the environment, once, at init:
+// where the configuration document is, how to reach Redis, the failure policy, the API
+// key header, logs, metrics and traces. It is the one package that knows the variables;
+// package app hands their values down as option structs. Every variable is documented
+// in the README with its default.
 package settings
 
 import (
+	"cmp"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +29,11 @@ const (
 	EnvFailMode          = "FAIL_MODE"
 	EnvNamespace         = "METRICS_NAMESPACE"
 	EnvDenyCacheSize     = "DENY_CACHE_SIZE"
+	EnvConfigInline      = "RATE_LIMIT_CONFIG"
+	EnvConfigFile        = "RATE_LIMIT_CONFIG_FILE"
+	EnvAPIKeyHeader      = "API_KEY_HEADER"
+	EnvLogLevel          = "LOG_LEVEL"
+	EnvXRayDaemon        = "AWS_XRAY_DAEMON_ADDRESS"
 )
 
 // Defaults of the settings that have one.
@@ -34,6 +44,14 @@ const (
 	DefaultNamespace = "bucketgate"
 	// DefaultDenyCacheSize is the deny cache's size in entries when DENY_CACHE_SIZE is unset.
 	DefaultDenyCacheSize = 10_000
+	// DefaultAPIKeyHeader is the header carrying the API key when API_KEY_HEADER is unset.
+	DefaultAPIKeyHeader = "X-API-Key"
+	// DefaultLogLevel is the log level when LOG_LEVEL is unset: info, so the one debug
+	// line per decision is off and every failure (warn, error) is on.
+	DefaultLogLevel = slog.LevelInfo
+	// DefaultXRayDaemon is the X-Ray daemon's address when AWS_XRAY_DAEMON_ADDRESS is
+	// unset (Lambda sets it for traced functions).
+	DefaultXRayDaemon = "127.0.0.1:2000"
 )
 
 // FAIL_MODE values.
@@ -98,6 +116,22 @@ type Settings struct {
 	// DenyCacheSize bounds the in-process deny cache, in entries; zero disables it
 	// (DENY_CACHE_SIZE, whole number >= 0; default DefaultDenyCacheSize).
 	DenyCacheSize int
+	// ConfigInline is the rate-limit configuration document itself, YAML or JSON
+	// (RATE_LIMIT_CONFIG; default empty). At most one of ConfigInline and ConfigFile is
+	// set; with neither, the built-in configuration applies.
+	ConfigInline string
+	// ConfigFile is the path of the configuration document (RATE_LIMIT_CONFIG_FILE;
+	// default empty).
+	ConfigFile string
+	// APIKeyHeader is the request header carrying the API key, in any case
+	// (API_KEY_HEADER; default DefaultAPIKeyHeader).
+	APIKeyHeader string
+	// LogLevel is the least severe level logged (LOG_LEVEL: debug, info, warn or error,
+	// any case; default DefaultLogLevel).
+	LogLevel slog.Level
+	// XRayDaemon is the X-Ray daemon's address, "host:port" or "udp:host:port
+	// tcp:host:port" (AWS_XRAY_DAEMON_ADDRESS; default DefaultXRayDaemon).
+	XRayDaemon string
 }
 
 // Load reads the settings through getenv (os.Getenv in production) and validates them;
@@ -113,8 +147,18 @@ func Load(getenv func(string) string) (Settings, error) {
 		CacheName:     getenv(EnvCacheName),
 		// A secret's ARN never holds meaningful spaces; trim what a template adds.
 		PasswordSecretARN: strings.TrimSpace(getenv(EnvPasswordSecretARN)),
+		ConfigInline:      getenv(EnvConfigInline),
+		ConfigFile:        getenv(EnvConfigFile),
+		APIKeyHeader:      cmp.Or(getenv(EnvAPIKeyHeader), DefaultAPIKeyHeader),
+		XRayDaemon:        cmp.Or(getenv(EnvXRayDaemon), DefaultXRayDaemon),
+	}
+	if s.ConfigInline != "" && s.ConfigFile != "" {
+		return s, fmt.Errorf("set %s or %s, not both", EnvConfigInline, EnvConfigFile)
 	}
 	var err error
+	if s.LogLevel, err = parseLogLevel(getenv(EnvLogLevel)); err != nil {
+		return s, err
+	}
 	if s.RedisAddrs, err = parseAddrs(getenv(EnvRedisAddr)); err != nil {
 		return s, err
 	}
@@ -197,6 +241,21 @@ func parseCluster(v string) (ClusterMode, error) {
 		return m, nil
 	}
 	return "", fmt.Errorf("%s=%q: want %q, %q or %q", EnvCluster, v, ClusterAuto, ClusterOn, ClusterOff)
+}
+
+// parseLogLevel reads LOG_LEVEL, or DefaultLogLevel when it is unset.
+func parseLogLevel(v string) (slog.Level, error) {
+	if v == "" {
+		return DefaultLogLevel, nil
+	}
+	var l slog.Level
+	switch strings.ToLower(v) {
+	case "debug", "info", "warn", "error":
+		if err := l.UnmarshalText([]byte(v)); err == nil {
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v)
 }
 
 // parseBool reads a boolean variable (true/false, on/off, 1/0), or def when unset.

@@ -1,6 +1,7 @@
 package settings_test
 
 import (
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,9 +24,42 @@ func TestLoadDefaults(t *testing.T) {
 		Timeout:       settings.DefaultTimeout,
 		Namespace:     settings.DefaultNamespace,
 		DenyCacheSize: settings.DefaultDenyCacheSize,
+		APIKeyHeader:  settings.DefaultAPIKeyHeader,
+		LogLevel:      settings.DefaultLogLevel,
+		XRayDaemon:    settings.DefaultXRayDaemon,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", s, want)
+	}
+}
+
+func TestLogLevel(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   string
+		want    slog.Level
+		wantErr bool
+	}{
+		{"unset", "", settings.DefaultLogLevel, false},
+		{"debug", "debug", slog.LevelDebug, false},
+		{"upper case", "WARN", slog.LevelWarn, false},
+		{"error", "error", slog.LevelError, false},
+		{"offset is not a level here", "info+2", 0, true},
+		{"unknown", "verbose", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := settings.Load(env(map[string]string{settings.EnvLogLevel: tc.value}))
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), settings.EnvLogLevel) {
+					t.Fatalf("error = %v, want one naming %s", err, settings.EnvLogLevel)
+				}
+				return
+			}
+			if err != nil || s.LogLevel != tc.want {
+				t.Fatalf("LogLevel = %v, %v; want %v", s.LogLevel, err, tc.want)
+			}
+		})
 	}
 }
 
@@ -65,6 +99,14 @@ func TestLoad(t *testing.T) {
 			}},
 		{"IAM", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_USERNAME": "app", "REDIS_CACHE_NAME": "orders"},
 			func(s settings.Settings) bool { return s.IAMAuth && s.CacheName == "orders" }},
+		{"inline configuration", map[string]string{"RATE_LIMIT_CONFIG": "defaultPlan: x"},
+			func(s settings.Settings) bool { return s.ConfigInline == "defaultPlan: x" && s.ConfigFile == "" }},
+		{"configuration file", map[string]string{"RATE_LIMIT_CONFIG_FILE": "/opt/limits.yaml"},
+			func(s settings.Settings) bool { return s.ConfigFile == "/opt/limits.yaml" && s.ConfigInline == "" }},
+		{"API key header", map[string]string{"API_KEY_HEADER": "X-Tenant-Key"},
+			func(s settings.Settings) bool { return s.APIKeyHeader == "X-Tenant-Key" }},
+		{"X-Ray daemon", map[string]string{"AWS_XRAY_DAEMON_ADDRESS": "169.254.79.129:2000"},
+			func(s settings.Settings) bool { return s.XRayDaemon == "169.254.79.129:2000" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,6 +142,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"IAM with password", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_USERNAME": "u", "REDIS_CACHE_NAME": "c", "REDIS_PASSWORD": "pw"}, "REDIS_PASSWORD"},
 		{"IAM without user", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_CACHE_NAME": "c"}, "REDIS_USERNAME"},
 		{"IAM without cache", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_USERNAME": "u"}, "REDIS_CACHE_NAME"},
+		{"configuration twice", map[string]string{"RATE_LIMIT_CONFIG": "a", "RATE_LIMIT_CONFIG_FILE": "/b"}, "RATE_LIMIT_CONFIG_FILE"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,9 +13,6 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
-// DefaultNamespace is the CloudWatch namespace of every metric unless configured.
-const DefaultNamespace = "bucketgate"
-
 // Metric names, and the dimensions they carry.
 const (
 	MetricDecisions     = "Decisions"     // count, by Outcome

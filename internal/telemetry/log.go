@@ -2,38 +2,12 @@ package telemetry
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
-
-// EnvLogLevel names the environment variable holding the least severe level that is
-// logged: debug, info, warn or error (any case). Unset means DefaultLogLevel.
-const EnvLogLevel = "LOG_LEVEL"
-
-// DefaultLogLevel is the log level when EnvLogLevel is unset: info, so the one debug
-// line per decision is off and every failure (warn, error) is on.
-const DefaultLogLevel = slog.LevelInfo
-
-// LogLevel returns the level configured through getenv (os.Getenv in production).
-func LogLevel(getenv func(string) string) (slog.Level, error) {
-	v := getenv(EnvLogLevel)
-	if v == "" {
-		return DefaultLogLevel, nil
-	}
-	var l slog.Level
-	switch strings.ToLower(v) {
-	case "debug", "info", "warn", "error":
-		if err := l.UnmarshalText([]byte(v)); err == nil {
-			return l, nil
-		}
-	}
-	return 0, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v)
-}
 
 // NewLogger returns a logger writing JSON lines to w (in Lambda, stderr: CloudWatch
 // Logs keeps them next to the EMF lines on stdout) at level and above.
@@ -41,9 +15,13 @@ func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-// Log message and attribute keys of a decision line.
+// Log message and attribute keys of a decision line, the same in both functions. The
+// identity is the bucket identity with any key as its digest: never a raw key.
 const (
 	MsgDecision    = "decision"
+	AttrIdentity   = "identity"
+	AttrPlan       = "plan"
+	AttrCost       = "cost"
 	AttrAllowed    = "allowed"
 	AttrReason     = "reason"
 	AttrRule       = "rule"

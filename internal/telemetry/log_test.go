@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,36 +13,6 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
-
-func TestLogLevel(t *testing.T) {
-	tests := []struct {
-		name    string
-		value   string
-		want    slog.Level
-		wantErr bool
-	}{
-		{"unset", "", telemetry.DefaultLogLevel, false},
-		{"debug", "debug", slog.LevelDebug, false},
-		{"upper case", "WARN", slog.LevelWarn, false},
-		{"error", "error", slog.LevelError, false},
-		{"offset is not a level here", "info+2", 0, true},
-		{"unknown", "verbose", 0, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := telemetry.LogLevel(func(k string) string { return map[string]string{telemetry.EnvLogLevel: tc.value}[k] })
-			if tc.wantErr {
-				if err == nil || !strings.Contains(err.Error(), telemetry.EnvLogLevel) {
-					t.Fatalf("error = %v, want one naming %s", err, telemetry.EnvLogLevel)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("LogLevel = %v, %v; want %v", got, err, tc.want)
-			}
-		})
-	}
-}
 
 func TestLogDecision(t *testing.T) {
 	decided := guard.Result{

@@ -5,7 +5,7 @@
 // It sends the subsegment itself, as an independent subsegment document over UDP to the
 // X-Ray daemon (the one Lambda runs next to a traced function), instead of linking the
 // SDK's xray package and what that package drags in (aws-sdk-go v1, gRPC, fasthttp);
-// only the SDK's light header and daemoncfg packages are used.
+// only the SDK's light header package is used.
 package tracing
 
 import (
@@ -13,108 +13,111 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
-	"github.com/aws/aws-xray-sdk-go/daemoncfg"
-
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
-// EnvDaemonAddress names the environment variable holding the X-Ray daemon's address
-// ("host:port", or "udp:host:port tcp:host:port"); Lambda sets it for traced functions.
-// Unset means 127.0.0.1:2000.
-const EnvDaemonAddress = "AWS_XRAY_DAEMON_ADDRESS"
-
 // Log messages of the package.
 const (
+	// MsgBadDaemonAddress is logged, by whoever parses the daemon address, when it is
+	// not one: subsegments are off.
 	MsgBadDaemonAddress = "xray: bad daemon address, subsegments off"
 	MsgNotSent          = "xray: subsegment not sent"
 )
 
-// Options configure a Decider. The zero Options send to the daemon named by
-// EnvDaemonAddress, read time.Now and log to the logger given to SetLogger, if any.
+// Options configure a Limiter. The zero Options send nothing.
 type Options struct {
-	// Daemon is the X-Ray daemon's UDP address; nil means EnvDaemonAddress, else
-	// 127.0.0.1:2000.
+	// Daemon is the X-Ray daemon's UDP address (see ParseDaemonAddress); nil turns
+	// subsegments off.
 	Daemon *net.UDPAddr
 	// Now reads the clock for the subsegment's start and end; nil is time.Now.
 	Now func() time.Time
-	// Log gets, at debug, why a subsegment could not be sent, and at warn a bad
-	// EnvDaemonAddress; nil is the logger given to SetLogger, else no log.
+	// Log gets, at debug, why a subsegment could not be sent; nil is no log.
 	Log *slog.Logger
 }
 
-// Decider wraps a guard.Decider in an X-Ray subsegment per decision. It is safe for
-// concurrent use if the wrapped Decider is.
-type Decider struct {
-	next   guard.Decider
+// limiter is the engine a Limiter traces: *bucket.Limiter is one.
+type limiter interface {
+	Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error)
+}
+
+// Limiter wraps the engine in an X-Ray subsegment per decision. It is safe for
+// concurrent use if the wrapped engine is.
+type Limiter struct {
+	next   limiter
 	now    func() time.Time
 	log    *slog.Logger
 	daemon *daemon // nil: subsegments off
 }
 
-// Wrap returns next traced with the zero Options. Wrap the Redis-facing Decider (the
-// *bucket.Limiter), inside the guard, so that the subsegment times the Redis call alone.
-func Wrap(next guard.Decider) *Decider { return New(next, Options{}) }
-
-// New returns next traced with o. A bad EnvDaemonAddress turns subsegments off, with a
-// warning in o.Log; decisions are never affected.
-func New(next guard.Decider, o Options) *Decider {
-	d := &Decider{next: next, now: o.Now, log: o.Log}
-	if d.now == nil {
-		d.now = time.Now
+// New returns next traced with o. Wrap the Redis-facing engine (the *bucket.Limiter),
+// inside the guard, so that the subsegment times the Redis call alone.
+func New(next limiter, o Options) *Limiter {
+	l := &Limiter{next: next, now: o.Now, log: o.Log}
+	if l.now == nil {
+		l.now = time.Now
 	}
-	if d.log == nil {
-		d.log = defaultLog()
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
 	}
-	addr, err := daemonAddr(o.Daemon)
-	if err != nil {
-		d.log.LogAttrs(context.Background(), slog.LevelWarn, MsgBadDaemonAddress, slog.String(telemetry.AttrError, err.Error()))
-		return d
+	if o.Daemon != nil {
+		l.daemon = &daemon{addr: o.Daemon}
 	}
-	d.daemon = &daemon{addr: addr}
-	return d
+	return l
 }
 
-// daemonAddr is addr, else the UDP address of EnvDaemonAddress, else the default.
-func daemonAddr(addr *net.UDPAddr) (*net.UDPAddr, error) {
-	if addr != nil {
-		return addr, nil
+// ParseDaemonAddress reads the X-Ray daemon's address as Lambda gives it: "host:port",
+// or "udp:host:port tcp:host:port" in either order. Subsegments go to the UDP address.
+func ParseDaemonAddress(s string) (*net.UDPAddr, error) {
+	fields := strings.Fields(s)
+	var udp string
+	switch len(fields) {
+	case 1:
+		udp = fields[0]
+	case 2:
+		for _, f := range fields {
+			if addr, ok := strings.CutPrefix(f, "udp:"); ok {
+				udp = addr
+			} else if !strings.HasPrefix(f, "tcp:") {
+				return nil, fmt.Errorf("daemon address %q: want host:port or udp:host:port tcp:host:port", s)
+			}
+		}
 	}
-	ends, err := daemoncfg.GetDaemonEndpointsFromEnv()
+	if udp == "" {
+		return nil, fmt.Errorf("daemon address %q: want host:port or udp:host:port tcp:host:port", s)
+	}
+	addr, err := net.ResolveUDPAddr("udp", udp)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", EnvDaemonAddress, err)
+		return nil, fmt.Errorf("daemon address %q: %w", s, err)
 	}
-	if ends == nil {
-		ends = daemoncfg.GetDefaultDaemonEndpoints()
-	}
-	return ends.UDPAddr, nil
+	return addr, nil
 }
 
-// Decide decides q with the wrapped Decider and returns its results unchanged. When ctx
+// Decide decides q with the wrapped engine and returns its results unchanged. When ctx
 // is traced, it then sends a subsegment around the call to the daemon without waiting;
 // a subsegment that cannot be sent is dropped and logged at debug.
-func (d *Decider) Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error) {
+func (l *Limiter) Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error) {
 	tr, ok := traceOf(ctx)
-	if !ok || d.daemon == nil {
-		return d.next.Decide(ctx, q)
+	if !ok || l.daemon == nil {
+		return l.next.Decide(ctx, q)
 	}
-	start := d.now()
-	dec, err := d.next.Decide(ctx, q)
-	if serr := d.emit(tr, start, d.now(), dec, err); serr != nil {
-		d.log.LogAttrs(ctx, slog.LevelDebug, MsgNotSent, slog.String(telemetry.AttrError, serr.Error()))
+	start := l.now()
+	dec, err := l.next.Decide(ctx, q)
+	if serr := l.emit(tr, start, l.now(), dec, err); serr != nil {
+		l.log.LogAttrs(ctx, slog.LevelDebug, MsgNotSent, slog.String(telemetry.AttrError, serr.Error()))
 	}
 	return dec, err
 }
 
 // emit sends the subsegment of one decision, which ran from start to end in trace tr
 // and returned dec and err.
-func (d *Decider) emit(tr trace, start, end time.Time, dec bucket.Decision, err error) error {
+func (l *Limiter) emit(tr trace, start, end time.Time, dec bucket.Decision, err error) error {
 	doc, merr := newSubsegment(tr, start, end, dec, err).encode()
 	if merr != nil {
 		return merr
 	}
-	return d.daemon.send(doc)
+	return l.daemon.send(doc)
 }

@@ -128,7 +128,7 @@ func debugLog() (*slog.Logger, *bytes.Buffer) {
 
 // traced returns the limiter over m traced to daemon with the test clock, and the bare
 // limiter.
-func traced(t *testing.T, daemon *net.UDPConn, log *slog.Logger) (*tracing.Decider, *bucket.Limiter, *miniredis.Miniredis) {
+func traced(t *testing.T, daemon *net.UDPConn, log *slog.Logger) (*tracing.Limiter, *bucket.Limiter, *miniredis.Miniredis) {
 	t.Helper()
 	m, client := redistest.Mini(t)
 	m.SetTime(start)
@@ -296,33 +296,41 @@ func TestHeaderWithSpacesAndExtraFields(t *testing.T) {
 	}
 }
 
-// Wrap, as main uses it, finds the daemon through AWS_XRAY_DAEMON_ADDRESS.
-func TestWrapSendsToDaemonFromEnvironment(t *testing.T) {
-	daemon := fakeDaemon(t)
-	t.Setenv(tracing.EnvDaemonAddress, daemon.LocalAddr().String())
-	_, client := redistest.Mini(t)
-	if _, err := tracing.Wrap(bucket.New(client)).Decide(sampled(traceID), request); err != nil {
-		t.Fatal(err)
+func TestParseDaemonAddress(t *testing.T) {
+	tests := []struct {
+		name, addr, want string
+	}{
+		{"host and port", "127.0.0.1:2000", "127.0.0.1:2000"},
+		{"UDP and TCP", "udp:169.254.79.129:2000 tcp:169.254.79.129:2001", "169.254.79.129:2000"},
+		{"TCP first", "tcp:127.0.0.1:2001 udp:127.0.0.1:2002", "127.0.0.1:2002"},
+		{"no port", "no port here", ""},
+		{"TCP alone", "tcp:127.0.0.1:2000 tcp:127.0.0.1:2001", ""},
+		{"unknown protocol", "udp:127.0.0.1:2000 sctp:127.0.0.1:2001", ""},
+		{"empty", "", ""},
 	}
-	if doc := receive(t, daemon); doc.TraceID != traceID {
-		t.Fatalf("trace %q", doc.TraceID)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, err := tracing.ParseDaemonAddress(tc.addr)
+			if tc.want == "" {
+				if err == nil {
+					t.Fatalf("ParseDaemonAddress(%q) = %v, want an error", tc.addr, addr)
+				}
+				return
+			}
+			if err != nil || addr.String() != tc.want {
+				t.Fatalf("ParseDaemonAddress(%q) = %v, %v; want %s", tc.addr, addr, err, tc.want)
+			}
+		})
 	}
 }
 
-// A bad AWS_XRAY_DAEMON_ADDRESS turns subsegments off with one warning in the logger
-// given to SetLogger; decisions go on.
-func TestBadDaemonAddressWarnsOnce(t *testing.T) {
+// Without a daemon address nothing is sent and nothing is logged; decisions go on.
+func TestNoDaemon(t *testing.T) {
 	log, logBuf := debugLog()
-	tracing.SetLogger(log)
-	t.Cleanup(func() { tracing.SetLogger(nil) })
-	t.Setenv(tracing.EnvDaemonAddress, "no port here")
 	_, client := redistest.Mini(t)
-	d := tracing.Wrap(bucket.New(client))
-	decideTwice(t, d)
-	recs := logRecords(t, logBuf)
-	if len(recs) != 1 || recs[0].Level != "WARN" || recs[0].Msg != tracing.MsgBadDaemonAddress ||
-		!strings.Contains(recs[0].Error, tracing.EnvDaemonAddress) {
-		t.Fatalf("log %+v, want one warning naming %s", recs, tracing.EnvDaemonAddress)
+	decideTwice(t, tracing.New(bucket.New(client), tracing.Options{Log: log}))
+	if logBuf.Len() != 0 {
+		t.Fatalf("log lines without a daemon: %s", logBuf)
 	}
 }
 
@@ -348,7 +356,7 @@ func TestUnsendableSubsegmentIsLoggedAtDebug(t *testing.T) {
 
 // decideTwice decides request twice in a sampled trace, and fails t unless both are
 // allowed.
-func decideTwice(t *testing.T, d *tracing.Decider) {
+func decideTwice(t *testing.T, d *tracing.Limiter) {
 	t.Helper()
 	q := request
 	for range 2 {

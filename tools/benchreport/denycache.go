@@ -43,9 +43,9 @@ func (d DenyCacheRun) Ceiling() int64 {
 // OverAdmitted is how many admissions went beyond Ceiling; goal 0.
 func (d DenyCacheRun) OverAdmitted() int64 { return max(0, int64(d.Flood.Admitted)-d.Ceiling()) }
 
-// GuardDecider decides through g with rules and counts in *failures the decisions g
+// GuardDecide decides through g with rules and counts in *failures the decisions g
 // made without Redis's answer.
-func GuardDecider(g *guard.Guard, failures *int, rules ...bucket.Rule) Decider {
+func GuardDecide(g *guard.Guard, failures *int, rules ...bucket.Rule) DecideFunc {
 	return func(ctx context.Context, identity string) (bool, error) {
 		r, err := g.Decide(ctx, bucket.Request{Identity: identity, Rules: rules, Cost: 1})
 		if r.Failure != guard.FailureNone {
@@ -63,7 +63,7 @@ func MeasureDenyCache(ctx context.Context, admin rueidis.Client, name string, g 
 		return DenyCacheRun{}, err
 	}
 	run := DenyCacheRun{Name: name}
-	decide := GuardDecider(g, &run.Failures, plan.Rule)
+	decide := GuardDecide(g, &run.Failures, plan.Rule)
 	if _, err := decide(ctx, "deny-cache-warm-up"); err != nil {
 		return DenyCacheRun{}, fmt.Errorf("%s: warm up: %w", name, err)
 	}

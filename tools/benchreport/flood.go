@@ -52,7 +52,7 @@ func (f Flood) Bound() float64 {
 
 // RunFlood sends plan's requests for identity through d, one at a time on schedule
 // (catching up without sleeping when a decision took longer than the interval).
-func RunFlood(ctx context.Context, d Decider, identity string, plan FloodPlan) (Flood, error) {
+func RunFlood(ctx context.Context, d DecideFunc, identity string, plan FloodPlan) (Flood, error) {
 	interval := time.Duration(float64(time.Second) / plan.Offered)
 	bins := make([]FloodBin, int((plan.Duration+plan.Bin-1)/plan.Bin))
 	for i := range bins {

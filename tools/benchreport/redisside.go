@@ -13,7 +13,7 @@ type Contender struct {
 	// Name labels the contender in the report.
 	Name string
 	// Decide decides one request.
-	Decide Decider
+	Decide DecideFunc
 }
 
 // RedisSide is the Redis-side cost of one contender's decisions.

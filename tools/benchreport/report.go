@@ -226,7 +226,7 @@ func (r Report) Markdown() string {
 
 	p("## 4. Authorizer handler overhead\n\n")
 	p("`BenchmarkHandlerOverhead` in internal/authorizer, medians of %d runs: one invocation through the Lambda\n", r.authorizerRuns())
-	p("handler (`lambda.NewHandler(Handler.Handle).Invoke`) with Redis stubbed out by a Decider that returns a\n")
+	p("handler (`lambda.NewHandler(Handler.Handle).Invoke`) with Redis stubbed out by a guard that returns a\n")
 	p("fixed admission: decode the event, resolve the identity and limits, write the EMF line and the log line\n")
 	p("(at the production level, to io.Discard), encode the answer. What Lambda adds around it is not counted.\n\n")
 	p("| event | ns/op | B/op | allocs/op |\n|---|---|---|---|\n")
@@ -292,7 +292,7 @@ func (r Report) denyCacheSection(p func(format string, args ...any)) {
 	p("## 6. Deny cache\n\n")
 	p("One identity sends %s requests/s for %v (%d requests) against one rule of capacity %d refilled at %s/s:\n", fmtFloat(pl.Offered), pl.Duration, on.Flood.Offered, pl.Rule.Capacity, fmtFloat(pl.Rule.RefillPerSecond))
 	p("10 times what the rule admits over the flood (capacity + refill × duration), through the production guard\n")
-	p("(`guard.New(bucket.New(client), guard.OptionsFor(settings))`, default settings: deadline, circuit breaker,\n")
+	p("(`guard.New(bucket.New(client), app.GuardOptions(settings))`, default settings: deadline, circuit breaker,\n")
 	p("deny cache), and once more with the deny cache off. Redis calls are EVALSHA's `calls` in `INFO commandstats`\n")
 	p("after `CONFIG RESETSTAT`, the script loaded beforehand. The ceiling is capacity + refill × the flood's\n")
 	p("elapsed time; anything admitted beyond it is over-admission.\n\n")

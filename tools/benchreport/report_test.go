@@ -15,6 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -75,9 +76,9 @@ func TestReport(t *testing.T) {
 
 	procs := runtime.GOMAXPROCS(1)
 	sides, err := MeasureRedisSide(ctx, admin, redisSideWorkload, redisSideReps,
-		Contender{Name: "bucketgate 1 rule", Decide: BucketgateDecider(lim, burstRule)},
-		Contender{Name: "bucketgate 2 rules", Decide: BucketgateDecider(lim, burstRule, dailyRule)},
-		Contender{Name: "redis_rate", Decide: RedisRateDecider(redis_rate.NewLimiter(peer), peerLimit)},
+		Contender{Name: "bucketgate 1 rule", Decide: BucketgateDecide(lim, burstRule)},
+		Contender{Name: "bucketgate 2 rules", Decide: BucketgateDecide(lim, burstRule, dailyRule)},
+		Contender{Name: "redis_rate", Decide: RedisRateDecide(redis_rate.NewLimiter(peer), peerLimit)},
 	)
 	runtime.GOMAXPROCS(procs)
 	if err != nil {
@@ -97,8 +98,8 @@ func TestReport(t *testing.T) {
 	t.Cleanup(batching.Close)
 	runtime.GOMAXPROCS(1)
 	r.Throughput, err = MeasureThroughput(ctx, admin, host, port, throughputPlan,
-		Contender{Name: "default client options", Decide: BucketgateDecider(lim, burstRule)},
-		Contender{Name: fmt.Sprintf("MaxFlushDelay %v", throughputFlushDelay), Decide: BucketgateDecider(bucket.New(batching), burstRule)},
+		Contender{Name: "default client options", Decide: BucketgateDecide(lim, burstRule)},
+		Contender{Name: fmt.Sprintf("MaxFlushDelay %v", throughputFlushDelay), Decide: BucketgateDecide(bucket.New(batching), burstRule)},
 	)
 	runtime.GOMAXPROCS(procs)
 	if err != nil {
@@ -152,7 +153,7 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached := guard.OptionsFor(s)
+	cached := app.GuardOptions(s)
 	uncached := cached
 	uncached.DenyCacheSize = 0
 	if r.DenyCache, err = MeasureDenyCache(ctx, admin, fmt.Sprintf("deny cache on (%d entries)", cached.DenyCacheSize), guard.New(lim, cached), denyCachePlan); err != nil {
@@ -165,7 +166,7 @@ func TestReport(t *testing.T) {
 	if err := flushAll(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
-	if r.Flood, err = RunFlood(ctx, BucketgateDecider(lim, floodPlan.Rule), "flooder", floodPlan); err != nil {
+	if r.Flood, err = RunFlood(ctx, BucketgateDecide(lim, floodPlan.Rule), "flooder", floodPlan); err != nil {
 		t.Fatal(err)
 	}
 	png, err := os.Create(filepath.Join(filepath.Dir(*reportPath), plotFile))

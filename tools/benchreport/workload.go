@@ -13,19 +13,19 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// Decider decides one request of cost 1 for identity and reports whether it was allowed.
-type Decider func(ctx context.Context, identity string) (bool, error)
+// DecideFunc decides one request of cost 1 for identity and reports whether it was allowed.
+type DecideFunc func(ctx context.Context, identity string) (bool, error)
 
-// BucketgateDecider decides through bucketgate's Limiter with rules.
-func BucketgateDecider(l *bucket.Limiter, rules ...bucket.Rule) Decider {
+// BucketgateDecide decides through bucketgate's Limiter with rules.
+func BucketgateDecide(l *bucket.Limiter, rules ...bucket.Rule) DecideFunc {
 	return func(ctx context.Context, identity string) (bool, error) {
 		d, err := l.Decide(ctx, bucket.Request{Identity: identity, Rules: rules, Cost: 1})
 		return d.Allowed, err
 	}
 }
 
-// RedisRateDecider decides through go-redis/redis_rate's GCRA limiter, its own API.
-func RedisRateDecider(l *redis_rate.Limiter, limit redis_rate.Limit) Decider {
+// RedisRateDecide decides through go-redis/redis_rate's GCRA limiter, its own API.
+func RedisRateDecide(l *redis_rate.Limiter, limit redis_rate.Limit) DecideFunc {
 	return func(ctx context.Context, identity string) (bool, error) {
 		res, err := l.Allow(ctx, identity, limit)
 		if err != nil {
@@ -85,7 +85,7 @@ func (o Outcome) PerSecond() float64 { return float64(o.Total) / o.Elapsed.Secon
 
 // Run sends w's requests through d, identities named prefix + index, and stops at the
 // first error.
-func (w Workload) Run(ctx context.Context, prefix string, d Decider) (Outcome, error) {
+func (w Workload) Run(ctx context.Context, prefix string, d DecideFunc) (Outcome, error) {
 	ids := make([]string, w.Identities)
 	for i := range ids {
 		ids[i] = prefix + strconv.Itoa(i)

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// burstOnly is a Decider that allows the first burst requests of every identity.
-func burstOnly(burst int) Decider {
+// burstOnly is a DecideFunc that allows the first burst requests of every identity.
+func burstOnly(burst int) DecideFunc {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	return func(_ context.Context, identity string) (bool, error) {

@@ -105,7 +105,7 @@ func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollis
 	}
 	add(hostileCase{raw: true, want: ""})
 
-	headers := []string{identity.DefaultHeader, strings.ToLower(identity.DefaultHeader), strings.ToUpper(identity.DefaultHeader)}
+	headers := []string{settings.DefaultAPIKeyHeader, strings.ToLower(settings.DefaultAPIKeyHeader), strings.ToUpper(settings.DefaultAPIKeyHeader)}
 	digests := map[string]string{}
 	for i := range p.Keys {
 		n := 1 + rng.IntN(bucket.MaxIdentity)
@@ -128,7 +128,7 @@ func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollis
 		if i%2 == 1 {
 			ip, canonical = fmt.Sprintf("fe80::%x%%eth{0}", i), fmt.Sprintf("fe80::%x", i)
 		}
-		add(hostileCase{headers: map[string]string{identity.DefaultHeader: " \t "}, sourceIP: ip, want: string(identity.KindIP) + ":" + canonical, valid: true})
+		add(hostileCase{headers: map[string]string{settings.DefaultAPIKeyHeader: " \t "}, sourceIP: ip, want: string(identity.KindIP) + ":" + canonical, valid: true})
 	}
 	add(hostileCase{sourceIP: "{not an address}\x00", want: string(identity.KindIP) + ":" + identity.UnknownAddr, valid: true})
 	return cases, digestCollisions
@@ -174,7 +174,7 @@ type hostileWorker struct {
 
 // workHostile decides this worker's share of the hostile cases.
 func workHostile(p Plan, instances []*guard.Guard) (HostileReport, error) {
-	resolver, err := identity.NewResolver(identity.DefaultHeader)
+	resolver, err := identity.NewResolver(settings.DefaultAPIKeyHeader)
 	if err != nil {
 		return HostileReport{}, err
 	}

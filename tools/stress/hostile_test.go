@@ -6,6 +6,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 func TestHostileCases(t *testing.T) {
@@ -15,7 +16,7 @@ func TestHostileCases(t *testing.T) {
 	if len(cases) != len(again) || collisions != 0 {
 		t.Fatalf("%d then %d cases, %d digest collisions", len(cases), len(again), collisions)
 	}
-	resolver, err := identity.NewResolver(identity.DefaultHeader)
+	resolver, err := identity.NewResolver(settings.DefaultAPIKeyHeader)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // maxReportedErrors bounds how many unexpected errors a worker reports verbatim.
@@ -50,15 +52,19 @@ func WorkerMain(planPath string, stdout, stderr io.Writer) int {
 }
 
 // Work builds p's production chains from its environment exactly as a Lambda function
-// does at init (app.NewDecider), and runs p.
+// does at init (settings.Load, app.NewGuard), and runs p.
 func Work(p Plan) (WorkerReport, error) {
-	getenv := func(k string) string { return p.Env[k] }
+	s, err := settings.Load(func(k string) string { return p.Env[k] })
+	if err != nil {
+		return WorkerReport{}, err
+	}
 	instances := make([]*guard.Guard, max(p.Instances, 1))
 	for i := range instances {
-		g, _, _, err := app.NewDecider(getenv)
+		g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
 		if err != nil {
 			return WorkerReport{}, fmt.Errorf("instance %d: %w", i, err)
 		}
+		defer conn.Close()
 		instances[i] = g
 	}
 	if p.Hostile != nil {

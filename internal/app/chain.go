@@ -1,0 +1,46 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/redisconn"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/tracing"
+)
+
+// NewGuard connects to the Redis of s and returns the decision chain over it, with the
+// connection (close it when done): the engine, an X-Ray subsegment per Redis call,
+// inside the failure policy of s. A bad X-Ray daemon address turns subsegments off with
+// a warning in log; decisions never depend on it. Its error names the variable to fix.
+func NewGuard(s settings.Settings, log *slog.Logger) (*guard.Guard, *redisconn.Conn, error) {
+	conn, err := redisconn.New(s)
+	if errors.Is(err, redisconn.ErrNoAddress) {
+		return nil, nil, fmt.Errorf("%w to the host:port of the Redis or ElastiCache endpoint (comma-separated seeds for cluster mode)", err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (check %s)", err, settings.EnvRedisAddr)
+	}
+	daemon, err := tracing.ParseDaemonAddress(s.XRayDaemon)
+	if err != nil {
+		log.Warn(tracing.MsgBadDaemonAddress, slog.String(telemetry.AttrError, fmt.Sprintf("%s: %v", settings.EnvXRayDaemon, err)))
+	}
+	engine := tracing.New(bucket.NewLazy(conn.Client), tracing.Options{Daemon: daemon, Log: log})
+	return guard.New(engine, GuardOptions(s)), conn, nil
+}
+
+// GuardOptions returns the failure policy of s: its deadline, failure mode and deny
+// cache size, with the default circuit breaker.
+func GuardOptions(s settings.Settings) guard.Options {
+	return guard.Options{
+		Timeout:        s.Timeout,
+		FailOpen:       s.FailOpen,
+		FailuresToOpen: guard.DefaultFailuresToOpen,
+		ProbeInterval:  guard.DefaultProbeInterval,
+		DenyCacheSize:  s.DenyCacheSize,
+	}
+}

@@ -6,6 +6,7 @@ package bucketgate_test
 // watches metrics the code really emits.
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"maps"
@@ -113,9 +114,9 @@ func (tpl samTemplate) function(t *testing.T, r samResource) samFunction {
 	r.properties(t, &own)
 	g := tpl.Globals.Function
 	f := samFunction{
-		Runtime:       cmpOr(own.Runtime, g.Runtime),
-		Handler:       cmpOr(own.Handler, g.Handler),
-		CodeURI:       cmpOr(own.CodeURI, g.CodeURI),
+		Runtime:       cmp.Or(own.Runtime, g.Runtime),
+		Handler:       cmp.Or(own.Handler, g.Handler),
+		CodeURI:       cmp.Or(own.CodeURI, g.CodeURI),
 		Architectures: slices.Concat(g.Architectures, own.Architectures),
 	}
 	f.Environment.Variables = maps.Clone(g.Environment.Variables)
@@ -124,13 +125,6 @@ func (tpl samTemplate) function(t *testing.T, r samResource) samFunction {
 	}
 	maps.Copy(f.Environment.Variables, own.Environment.Variables)
 	return f
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // logicalID is the template's logical id of the function called name.
@@ -229,7 +223,7 @@ func TestTemplateAuthorizersNeverCache(t *testing.T) {
 }
 
 // limitedContext returns the authorizer context of a rate-limited answer, from the
-// real handler: seed 001's 11th request.
+// real handler: the free plan's 11th request.
 func limitedContext(t *testing.T) map[string]any {
 	t.Helper()
 	m := miniredis.RunT(t)

@@ -127,10 +127,10 @@ func miniAt(t *testing.T) *miniredis.Miniredis {
 	return m
 }
 
-// Seed 001's scenario over HTTP, on a Redis whose clock the test holds: a newcomer's
+// The free-plan scenario over HTTP, on a Redis whose clock the test holds: a newcomer's
 // eleven curls get 10 x 200 and then 429 with Retry-After, the RateLimit headers and
-// seed 001's JSON body; 5 s later 5 more pass and the next is limited again.
-func TestSeed001OverHTTP(t *testing.T) {
+// the 429's JSON body; 5 s later 5 more pass and the next is limited again.
+func TestFreePlanOverHTTP(t *testing.T) {
 	m := miniAt(t)
 	// The deny cache runs on the local clock, which this test does not move with miniredis.
 	g := startGateway(t, map[string]string{"REDIS_ADDR": m.Addr(), "DENY_CACHE_SIZE": "0"})

@@ -19,7 +19,7 @@ const (
 	// Redis clock (number).
 	KeyReset = "reset"
 	// KeyResetAt: the same instant as KeyReset in RFC 3339, UTC, such as
-	// "2025-12-11T16:15:25Z" (string): seed 001's resetAt.
+	// "2025-12-11T16:15:25Z" (string): the resetAt of the 429 body.
 	KeyResetAt = "resetAt"
 	// KeyRule: the binding rule's name (string).
 	KeyRule = "rule"

@@ -119,10 +119,10 @@ func TestLibrarySampleEvents(t *testing.T) {
 	}
 }
 
-// Seed 001's example through the handler, with the Redis clock held still and then
+// The free plan's example through the handler, with the Redis clock held still and then
 // moved: 10 requests pass, the 11th is limited for 1 s, 5 s later 5 more pass and the
 // next is limited again.
-func TestSeed001Scenario(t *testing.T) {
+func TestFreePlanScenario(t *testing.T) {
 	for _, name := range []string{restEvent, httpEvent} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, options{})

@@ -32,7 +32,7 @@ func connect(t *testing.T, env map[string]string, opts ...redisconn.Option) ruei
 	return c
 }
 
-// TestTLSScenario runs seed 001's scenario over TLS, as an ACL user, as on ElastiCache.
+// TestTLSScenario runs the free-plan scenario over TLS, as an ACL user, as on ElastiCache.
 func TestTLSScenario(t *testing.T) {
 	srv, ca := redistest.StartTLS(t, redistest.ACLUser("app", "pw")...)
 	c := connect(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_USERNAME": "app", "REDIS_PASSWORD": "pw"},

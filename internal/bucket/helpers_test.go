@@ -11,7 +11,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// free is seed 001's free plan: burst 10, 1 token per second.
+// free is the built-in free plan: burst 10, 1 token per second.
 var free = []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}
 
 // epoch is the fixed start of every controlled clock.

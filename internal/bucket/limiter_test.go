@@ -9,9 +9,9 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// TestSeedScenario is seed 001's free-plan example on miniredis with a controlled clock:
+// TestFreePlanScenario is the free plan's example on miniredis with a controlled clock:
 // 10 at once pass, the 11th is limited, 5 s later 5 pass and the 6th is limited.
-func TestSeedScenario(t *testing.T) {
+func TestFreePlanScenario(t *testing.T) {
 	m := newMini(t)
 	l := bucket.New(m.client)
 	q := bucket.Request{Identity: "tenant-1", Rules: free, Cost: 1}

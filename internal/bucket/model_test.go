@@ -7,8 +7,8 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// TestModelSeedScenario runs seed 001's scenario on the model alone, time passed in.
-func TestModelSeedScenario(t *testing.T) {
+// TestModelFreePlanScenario runs the free-plan scenario on the model alone, time passed in.
+func TestModelFreePlanScenario(t *testing.T) {
 	m := bucket.NewModel()
 	q := bucket.Request{Identity: "tenant-1", Rules: free, Cost: 1}
 	run := func(at time.Time, n int, allowed bool) {

@@ -67,7 +67,7 @@ func shiftStamps(t testing.TB, c rueidis.Client, model *bucket.Model, identity s
 	}
 }
 
-func TestSeedScenarioRealRedis(t *testing.T) {
+func TestFreePlanScenarioRealRedis(t *testing.T) {
 	l, c := real(t)
 	q := bucket.Request{Identity: "tenant-1", Rules: free, Cost: 1}
 	expectRun(t, l, q, 10, true)

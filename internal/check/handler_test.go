@@ -21,7 +21,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
-// responseFields are the members of every response, exactly (DESIGN.md).
+// responseFields are the members of every response, exactly (docs/check.md).
 var responseFields = []string{"allowed", "reason", "limit", "remaining", "retryAfterMs", "resetAfterMs", "rule", "plan"}
 
 // fieldNames returns the sorted member names of a JSON object.

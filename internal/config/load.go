@@ -25,7 +25,7 @@ var defaultDocument []byte
 // ErrConfig is wrapped by every error about the configuration document.
 var ErrConfig = errors.New("rate-limit configuration")
 
-// Default returns the built-in configuration (default.yaml): seed 001's free, pro and
+// Default returns the built-in configuration (default.yaml): the free, pro and
 // enterprise plans, and every identity on free.
 func Default() *Config {
 	c, err := Parse(defaultDocument)

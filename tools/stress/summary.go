@@ -14,7 +14,7 @@ const (
 	// MinDecisions is the fewest decisions by Redis a full run must make.
 	MinDecisions = 1_000_000
 	// RecoveryGoal bounds the time from Redis being back to a production chain's first
-	// decision by Redis: DESIGN.md's "service resumes within a second". The breaker
+	// decision by Redis: docs/design.md's "service resumes within a second". The breaker
 	// probes every guard.DefaultProbeInterval, so a failover whose first probe meets a
 	// stale slot map still makes it with the second probe.
 	RecoveryGoal = time.Second

@@ -11,7 +11,6 @@ package redistest
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -55,6 +54,12 @@ const maxOutput = 2000
 
 // loopback is the address every server binds.
 const loopback = "127.0.0.1"
+
+// Files in a server's directory: its log, and what it writes to stdout and stderr.
+const (
+	logFile    = "server.log"
+	outputFile = "output.txt"
+)
 
 // Server is one server process on loopback.
 type Server struct {
@@ -147,13 +152,17 @@ func baseArgs(dir string) []string {
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", dir,
-		"--logfile", filepath.Join(dir, "server.log"),
+		"--logfile", filepath.Join(dir, logFile),
 	}
 }
 
 // start runs the process and waits until it answers PING.
 func (s *Server) start() error {
-	out := &output{}
+	out, err := os.Create(filepath.Join(s.Dir, outputFile))
+	if err != nil {
+		return err
+	}
+	defer out.Close() // the process holds its own descriptor
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -165,7 +174,7 @@ func (s *Server) start() error {
 	if err := s.awaitReady(exited); err != nil {
 		_ = cmd.Process.Kill()
 		<-exited
-		return fmt.Errorf("%w: %s", err, s.said(out))
+		return fmt.Errorf("%w: %s", err, s.said())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -222,34 +231,19 @@ func (s *Server) dial() (net.Conn, error) {
 
 // said returns the end of what the server said: its log file, and what it wrote to
 // stdout and stderr (a server refusing an argument says why there, before any log).
-func (s *Server) said(out *output) string {
-	log, _ := os.ReadFile(filepath.Join(s.Dir, "server.log"))
-	text := strings.TrimSpace(string(log) + "\n" + out.String())
-	if text == "" {
+func (s *Server) said() string {
+	var text string
+	for _, name := range []string{logFile, outputFile} {
+		b, _ := os.ReadFile(filepath.Join(s.Dir, name))
+		text += string(b)
+	}
+	if text = strings.TrimSpace(text); text == "" {
 		return "(the server wrote nothing)"
 	}
 	if len(text) > maxOutput {
 		text = "..." + text[len(text)-maxOutput:]
 	}
 	return text
-}
-
-// output keeps what a server process writes to stdout and stderr.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
 }
 
 // Stop kills the server process and waits for it; Restart starts it again. It is safe

@@ -38,6 +38,10 @@ type Rule struct {
 	Capacity int64 `json:"capacity"`
 	// RefillPerSecond is the refill rate in tokens per second, > 0.
 	RefillPerSecond float64 `json:"refillPerSecond"`
+	// Shadow marks a rule that is decided and whose bucket evolves as if it were
+	// enforced, but that never denies: a new limit tried on live traffic. False, the
+	// zero value, is an enforced rule.
+	Shadow bool `json:"shadow,omitempty"`
 }
 
 // Validate reports the first thing wrong with r, naming the field.

@@ -3,8 +3,8 @@ package guard_test
 import (
 	"context"
 	"crypto/sha1"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"

@@ -1,6 +1,6 @@
 module github.com/bucketgate/bucketgate
 
-go 1.26.8
+go 1.26
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0

@@ -55,12 +55,13 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 	}
 	limits := h.Plans.Limits(plan, c.method, c.path)
 	attrs = append(attrs, slog.String(telemetry.AttrPlan, limits.Plan), slog.Int64(telemetry.AttrCost, limits.Cost))
-	r, err := h.Guard.Decide(ctx, bucket.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost})
+	q := bucket.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
+	r, err := h.Guard.Decide(ctx, q)
 	if err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelError, "request cannot be decided", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		return outcome{}, fmt.Errorf("decide: %w", err)
 	}
-	h.observe(ctx, r)
+	h.observe(ctx, q, r, attrs)
 	telemetry.LogDecision(ctx, h.Log, r, attrs...)
 	if r.Reason == bucket.ReasonUnavailable {
 		return outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
@@ -83,10 +84,12 @@ func (h *Handler) plan(id identity.Identity) (*config.Plan, error) {
 	return p, nil
 }
 
-// observe writes the invocation's metrics: one EMF line for its one decision.
-func (h *Handler) observe(ctx context.Context, r guard.Result) {
+// observe writes the invocation's metrics: one EMF line for its one decision of q, and
+// one per shadow rule that would have denied it (logged at info with attrs).
+func (h *Handler) observe(ctx context.Context, q bucket.Request, r guard.Result, attrs []slog.Attr) {
 	var inv telemetry.Invocation
 	inv.Observe(r)
+	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, attrs...)
 	if err := h.Metrics.Emit(h.Now(), &inv); err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String(telemetry.AttrError, err.Error()))
 	}

@@ -7,6 +7,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -15,14 +16,15 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
-// Guard decides one request under the failure policy; *guard.Guard is one.
+// Guard decides requests under the failure policy, one or a batch in one round trip;
+// *guard.Guard is one.
 type Guard interface {
 	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
+	DecideBatch(ctx context.Context, qs []bucket.Request) ([]guard.Result, error)
 }
 
 // Emitter writes the metrics of one invocation; *telemetry.Emitter is one.
@@ -47,10 +49,14 @@ type Handler struct {
 	Now func() time.Time
 }
 
+// MsgOperation is the message of the info line for every reset, and every request that
+// names one of the authorizer's identities (the operator's path).
+const MsgOperation = "bucket operation"
+
 // Invoke answers one invocation: a checkapi.Response for one check, a
-// checkapi.BatchResult for a batch. An invalid payload is a function error of type
-// checkapi.ErrorTypeInvalidRequest naming the field at fault; then nothing is decided,
-// so nothing is written to Redis.
+// checkapi.BatchResult for a batch, decided in one round trip to Redis. An invalid
+// payload is a function error of type checkapi.ErrorTypeInvalidRequest naming the field
+// at fault; then nothing is decided, so nothing is written to Redis.
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	checks, batch, err := parse(payload, h.Plans)
 	if err != nil {
@@ -59,25 +65,46 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
-	results := make([]checkapi.Response, len(checks))
+	results, err := h.decide(ctx, checks, batch)
+	if err != nil { // Redis refused a request that parse accepted: engine and parse disagree
+		h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String(telemetry.AttrError, err.Error()))
+		return nil, invalidRequest(err)
+	}
+	responses := make([]checkapi.Response, len(checks))
 	for i, c := range checks {
-		r, err := h.Guard.Decide(ctx, c.req)
-		if err != nil { // Redis refused a request that parse accepted: engine and parse disagree
-			if batch {
-				err = fmt.Errorf("%s: %w", index(fieldChecks, i), err)
-			}
-			h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String(telemetry.AttrError, err.Error()))
-			return nil, invalidRequest(err)
-		}
+		r := results[i]
 		inv.Observe(r)
-		telemetry.LogDecision(ctx, h.Log, r, slog.String(telemetry.AttrIdentity, identityPrefix+config.KeyDigest(c.key)),
-			slog.String(telemetry.AttrPlan, c.plan), slog.Int64(telemetry.AttrCost, c.req.Cost))
-		results[i] = response(c, r)
+		attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.logged), slog.String(telemetry.AttrPlan, c.plan),
+			slog.Int64(telemetry.AttrCost, c.req.Cost), slog.String(telemetry.AttrOp, c.req.Op.String())}
+		telemetry.LogDecision(ctx, h.Log, r, attrs...)
+		if c.explicit || c.req.Op == bucket.OpReset { // an operator's doing: kept at info
+			h.Log.LogAttrs(ctx, slog.LevelInfo, MsgOperation, append(attrs, slog.String(telemetry.AttrReason, string(r.Reason)))...)
+		}
+		telemetry.ObserveShadow(ctx, h.Log, &inv, c.req, r, attrs...)
+		responses[i] = response(c, r)
 	}
 	if !batch {
-		return json.Marshal(results[0])
+		return json.Marshal(responses[0])
 	}
-	return json.Marshal(checkapi.BatchResult{Results: results})
+	return json.Marshal(checkapi.BatchResult{Results: responses})
+}
+
+// decide decides checks: one by itself, a batch in one round trip. Its error names the
+// check the engine refused, in a batch by its index.
+func (h *Handler) decide(ctx context.Context, checks []check, batch bool) ([]guard.Result, error) {
+	if !batch {
+		r, err := h.Guard.Decide(ctx, checks[0].req)
+		return []guard.Result{r}, err
+	}
+	qs := make([]bucket.Request, len(checks))
+	for i, c := range checks {
+		qs[i] = c.req
+	}
+	results, err := h.Guard.DecideBatch(ctx, qs)
+	if be := (*guard.BatchError)(nil); errors.As(err, &be) {
+		return nil, fmt.Errorf("%s: %w", index(fieldChecks, be.Index), be.Err)
+	}
+	return results, err
 }
 
 // response is the answer to check c decided as r.

@@ -169,6 +169,8 @@ func TestMarkdown(t *testing.T) {
 		NoDenyCache: syntheticDenyCacheRun("off", 1000),
 		Flood:       syntheticFlood(),
 		PlotFile:    "plot.png",
+		Batch: BatchRun{Plan: BatchPlan{Latency: 5 * time.Millisecond, Checks: 100, Reps: 3},
+			One: []time.Duration{11 * time.Millisecond, 10 * time.Millisecond, 12 * time.Millisecond}, Batch: []time.Duration{14 * time.Millisecond, 13 * time.Millisecond, 30 * time.Millisecond}},
 	}
 	md := r.Markdown()
 	for _, want := range []string{
@@ -183,6 +185,8 @@ func TestMarkdown(t *testing.T) {
 		"| on | 210 | 210 | 110 | 110 | 0 | 0 |",
 		"![admitted vs offered requests per second during a flood](plot.png)",
 		"Redis 7.0.15",
+		"| 8 | wall time, a batch of 100 checks / one check, through a link of 5ms each way | 14.0 / 11.0 ms = 1.27 | <= 2.0 | met |",
+		"| a batch of 100 | 14.00 ms | 14.00 13.00 30.00 |",
 		"X/Z repetition by repetition (each pair from the same turn): 1.20 1.00 1.50; median 1.20.",
 	} {
 		if !strings.Contains(md, want) {

@@ -15,6 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
@@ -43,7 +44,9 @@ var (
 	floodPlan         = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 50, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second / 2}
 	// denyCachePlan is item 6: 1,100 requests, 10 times what the rule admits over the
 	// flood (capacity 10 + 10/s × 10 s = 110).
-	denyCachePlan   = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 10, RefillPerSecond: 10}, Offered: 110, Duration: 10 * time.Second, Bin: time.Second}
+	denyCachePlan = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 10, RefillPerSecond: 10}, Offered: 110, Duration: 10 * time.Second, Bin: time.Second}
+	// batchPlan is item 8 (issue 14): a batch of 100 against one check, 5 ms each way.
+	batchPlan       = BatchPlan{Latency: 5 * time.Millisecond, Checks: checkapi.MaxBatch, Reps: 21}
 	plotFile        = "benchmarks-flood.png"
 	bootstrapStarts = 5
 	// throughputFlushDelay is rueidis's MaxFlushDelay for the batching client: it lets
@@ -177,6 +180,10 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := png.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if r.Batch, err = MeasureBatch(ctx, srv.Addr, batchPlan); err != nil {
 		t.Fatal(err)
 	}
 

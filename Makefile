@@ -7,8 +7,20 @@ TEST_FLAGS ?= -count=1 -timeout 10m
 # ElastiCache creates by default. A missing engine skips them loudly (CI: fails).
 ENGINES ?= redis-server valkey-server
 
+# dynalite, the local DynamoDB of the registry's tests and of local runs: pinned by
+# internal/testkit/dynalite/package-lock.json and installed there by npm ci whenever the
+# lock is newer than the installed tree. Without npm a laptop goes on (the dynalite
+# tests skip loudly); CI fails.
+DYNALITE_DIR = internal/testkit/dynalite
+DYNALITE = $(DYNALITE_DIR)/node_modules/.package-lock.json
+$(DYNALITE): $(DYNALITE_DIR)/package.json $(DYNALITE_DIR)/package-lock.json
+	@if command -v npm >/dev/null; then \
+	  echo "npm ci --prefix $(DYNALITE_DIR)" && npm ci --ignore-scripts --no-audit --no-fund --prefix $(DYNALITE_DIR) && touch $@; \
+	elif [ -n "$$CI" ]; then echo "npm is not on PATH: apt-get install nodejs npm" >&2; exit 1; \
+	else echo "SKIPPING the dynalite install: npm is not on PATH (apt-get install nodejs npm); the registry's dynalite tests will skip" >&2; fi
+
 .PHONY: test vet
-test: vet ## every test: unit (miniredis), real-server suites on each of ENGINES, fuzz seeds; then the tools' own tests
+test: vet $(DYNALITE) ## every test: unit (miniredis), real-server suites on each of ENGINES, fuzz seeds; then the tools' own tests
 	@set -e; for engine in $(ENGINES); do \
 	  echo "== go test ./... with BUCKETGATE_REDIS_SERVER=$$engine"; \
 	  BUCKETGATE_REDIS_SERVER=$$engine $(GO) test $(TEST_FLAGS) ./...; \
@@ -31,9 +43,14 @@ fuzz: ## every fuzz target for FUZZTIME each
 
 # Local runs: no AWS account, no Docker. An embedded Redis unless REDIS_ADDR is set.
 PORT ?= 8080
-.PHONY: run invoke
+.PHONY: run invoke dynalite
 run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.yaml's gateway responses, a sample backend
 	$(GO) run ./cmd/bucketgate-local serve -addr 127.0.0.1:$(PORT)
+
+# dynalite: a local DynamoDB for a registry table (see the README: make run with a registry).
+DYNALITE_PORT ?= 8000
+dynalite: $(DYNALITE) ## a local DynamoDB (dynalite, in memory) on 127.0.0.1:$(DYNALITE_PORT) for REGISTRY_TABLE
+	node $(DYNALITE_DIR)/node_modules/dynalite/cli.js --host 127.0.0.1 --port $(DYNALITE_PORT) --createTableMs 0
 
 invoke: ## one sample event through its function: make invoke EVENT=events/check-single.json [FUNCTION=check]
 	$(if $(EVENT),,$(error EVENT is not set: make invoke EVENT=events/check-single.json))$(GO) run ./cmd/bucketgate-local invoke $(if $(FUNCTION),-function $(FUNCTION) )$(EVENT)

@@ -47,6 +47,7 @@ var (
 type parts struct {
 	settings settings.Settings
 	config   *config.Config
+	registry authorizer.Registry // the check handler's Registry too
 	guard    *guard.Guard
 	metrics  *telemetry.Emitter
 	log      *slog.Logger
@@ -66,6 +67,10 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 	if err != nil {
 		return nil, log, err
 	}
+	reg, err := NewRegistry(s, cfg, log)
+	if err != nil {
+		return nil, log, err
+	}
 	g, _, err := NewGuard(s, log)
 	if err != nil {
 		return nil, log, err
@@ -73,6 +78,7 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 	h, err := f.handler(parts{
 		settings: s,
 		config:   cfg,
+		registry: reg,
 		guard:    g,
 		metrics:  telemetry.NewEmitter(metrics, s.Namespace, f.Name),
 		log:      log,
@@ -117,14 +123,14 @@ func loadConfig(s settings.Settings) (*config.Config, error) {
 }
 
 func newAuthorizer(p parts) (lambda.Handler, error) {
-	ids, err := identity.NewResolver(p.settings.APIKeyHeader)
-	if err != nil {
+	ids, err := identity.NewResolver(p.settings.APIKeyHeader, p.settings.IPv6Prefix)
+	if err != nil { // settings bound the prefix length: the header is at fault
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
-	h := &authorizer.Handler{Guard: p.guard, Plans: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}
+	h := &authorizer.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}
 	return lambda.NewHandler(h.Handle), nil
 }
 
 func newCheck(p parts) (lambda.Handler, error) {
-	return &check.Handler{Guard: p.guard, Plans: p.config, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
 }

@@ -20,6 +20,10 @@ func (d fixedGuard) Decide(context.Context, bucket.Request) (guard.Result, error
 	return guard.Result(d), nil
 }
 
+func (d fixedGuard) Fallback(bucket.Request, guard.Failure, error) guard.Result {
+	panic("fixedGuard: the registry never fails in the benchmark")
+}
+
 // stubAllowed is what fixedGuard answers in BenchmarkHandlerOverhead: an admission
 // as Redis would give it, with a latency for the metrics.
 var stubAllowed = fixedGuard{

@@ -111,6 +111,8 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"key to unknown plan", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 1}]}\nkeys: {0123456789abcdef0123456789abcdef: gold}", `keys.0123456789abcdef0123456789abcdef: unknown plan "gold"`},
 		{"tenant to unknown plan", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 1}]}\ntenants: {t1: gold}", `tenants.t1: unknown plan "gold"`},
 		{"bad policy", "defaultPlan: free\nunknownKeys: maybe\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 1}]}", `unknownKeys: "maybe"`},
+		{"unknownKeys default is gone", "defaultPlan: free\nunknownKeys: default\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 1}]}", `unknownKeys: "default": want "ip" or "refuse"`},
+		{"anonymous ip is not a policy", "defaultPlan: free\nanonymous: ip\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 1}]}", `anonymous: "ip": want "default" or "refuse"`},
 		{"route cost above capacity", "defaultPlan: free\nplans: {free: [{name: b, capacity: 2, refillPerSecond: 1}]}\nroutes: [{path: /x, cost: 3}]", "routes[0] with plans.free: invalid: cost 3 exceeds capacity 2 of rule b"},
 		{"route rule clashes with plan rule", "defaultPlan: free\nplans: {free: [{name: b, capacity: 2, refillPerSecond: 1}]}\nroutes: [{path: /x, rules: [{name: b, capacity: 2, refillPerSecond: 1}]}]", "rule b appears twice"},
 		{"route path", "defaultPlan: free\nplans: {free: [{name: b, capacity: 2, refillPerSecond: 1}]}\nroutes: [{path: x}]", `routes[0]: path "x"`},

@@ -79,10 +79,10 @@ func Parse(doc []byte) (*Config, error) {
 func compile(d Document) (*Config, error) {
 	c := &Config{plans: map[string]*Plan{}, keys: map[string]*Plan{}, tenants: map[string]*Plan{}}
 	var err error
-	if c.refuseUnknown, err = refusal("unknownKeys", d.UnknownKeys); err != nil {
+	if c.refuseUnknown, err = refusal("unknownKeys", d.UnknownKeys, PolicyIP); err != nil {
 		return nil, err
 	}
-	if c.refuseAnon, err = refusal("anonymous", d.Anonymous); err != nil {
+	if c.refuseAnon, err = refusal("anonymous", d.Anonymous, PolicyDefault); err != nil {
 		return nil, err
 	}
 	if len(d.Plans) == 0 {
@@ -142,21 +142,31 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 	}
 	extras = append(extras, nil)
 	for _, name := range sortedKeys(c.plans) {
-		p := c.plans[name]
-		for i, extra := range extras {
-			rules := append(append([]bucket.Rule(nil), p.Rules...), extra...)
-			cost := int64(defaultCost)
-			field := fmt.Sprintf("plans.%s", p.Name)
-			if i < len(c.routes) {
-				cost = c.routes[i].cost
-				field = fmt.Sprintf("routes[%d] with plans.%s", i, p.Name)
-			}
-			q := bucket.Request{Identity: "config", Rules: rules, Cost: cost}
-			if err := q.Validate(); err != nil {
-				return fmt.Errorf("%s: %w", field, err)
-			}
-			p.byRoute = append(p.byRoute, rules)
+		if err := c.combine(c.plans[name], extras); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// combine sets p.byRoute to p's rules plus each route's extra rules (extras[i] for
+// route i, then nil for no route), checking that each set, at its route's cost, is a
+// request the engine accepts.
+func (c *Config) combine(p *Plan, extras [][]bucket.Rule) error {
+	p.byRoute = make([][]bucket.Rule, 0, len(extras))
+	for i, extra := range extras {
+		rules := append(append([]bucket.Rule(nil), p.Rules...), extra...)
+		cost := int64(defaultCost)
+		field := fmt.Sprintf("plans.%s", p.Name)
+		if i < len(c.routes) {
+			cost = c.routes[i].cost
+			field = fmt.Sprintf("routes[%d] with plans.%s", i, p.Name)
+		}
+		q := bucket.Request{Identity: "config", Rules: rules, Cost: cost}
+		if err := q.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
+		p.byRoute = append(p.byRoute, rules)
 	}
 	return nil
 }
@@ -178,14 +188,20 @@ func compileRules(field string, specs []RuleSpec) ([]bucket.Rule, error) {
 	return rules, nil
 }
 
-func refusal(field, v string) (bool, error) {
+// refusal reads the policy v of field, whose other value than PolicyRefuse is allow
+// (also the default, for an empty v).
+func refusal(field, v, allow string) (bool, error) {
 	switch v {
-	case "", PolicyDefault:
+	case "", allow:
 		return false, nil
 	case PolicyRefuse:
 		return true, nil
 	}
-	return false, fmt.Errorf("%s: %q: want %q or %q", field, v, PolicyDefault, PolicyRefuse)
+	err := fmt.Errorf("%s: %q: want %q or %q", field, v, allow, PolicyRefuse)
+	if field == "unknownKeys" && v == PolicyDefault {
+		err = fmt.Errorf("%w: %q gave every unknown key a bucket of its own, so a new made-up key escaped every limit; %q limits it by source IP", err, v, PolicyIP)
+	}
+	return false, err
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -27,6 +27,11 @@ func TestLoadDefaults(t *testing.T) {
 		APIKeyHeader:  settings.DefaultAPIKeyHeader,
 		LogLevel:      settings.DefaultLogLevel,
 		XRayDaemon:    settings.DefaultXRayDaemon,
+		IPv6Prefix:    settings.DefaultIPv6Prefix,
+
+		RegistryCacheTTL:  settings.DefaultRegistryCacheTTL,
+		RegistryCacheSize: settings.DefaultRegistryCacheSize,
+		RegistryTimeout:   settings.DefaultRegistryTimeout,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", s, want)
@@ -107,6 +112,14 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.APIKeyHeader == "X-Tenant-Key" }},
 		{"X-Ray daemon", map[string]string{"AWS_XRAY_DAEMON_ADDRESS": "169.254.79.129:2000"},
 			func(s settings.Settings) bool { return s.XRayDaemon == "169.254.79.129:2000" }},
+		{"IPv6 one by one", map[string]string{"IPV6_PREFIX_LENGTH": "128"},
+			func(s settings.Settings) bool { return s.IPv6Prefix == 128 }},
+		{"registry", map[string]string{"REGISTRY_TABLE": " keys ", "REGISTRY_CACHE_MS": "1500", "REGISTRY_CACHE_SIZE": "1000000", "REGISTRY_TIMEOUT_MS": "80"},
+			func(s settings.Settings) bool {
+				return s.RegistryTable == "keys" && s.RegistryCacheTTL == 1500*time.Millisecond && s.RegistryCacheSize == 1_000_000 && s.RegistryTimeout == 80*time.Millisecond
+			}},
+		{"registry read on every request", map[string]string{"REGISTRY_CACHE_MS": "0"},
+			func(s settings.Settings) bool { return s.RegistryCacheTTL == 0 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,6 +156,14 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"IAM without user", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_CACHE_NAME": "c"}, "REDIS_USERNAME"},
 		{"IAM without cache", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_USERNAME": "u"}, "REDIS_CACHE_NAME"},
 		{"configuration twice", map[string]string{"RATE_LIMIT_CONFIG": "a", "RATE_LIMIT_CONFIG_FILE": "/b"}, "RATE_LIMIT_CONFIG_FILE"},
+		{"IPv6 prefix zero", map[string]string{"IPV6_PREFIX_LENGTH": "0"}, "IPV6_PREFIX_LENGTH"},
+		{"IPv6 prefix too long", map[string]string{"IPV6_PREFIX_LENGTH": "129"}, "IPV6_PREFIX_LENGTH"},
+		{"IPv6 prefix with slash", map[string]string{"IPV6_PREFIX_LENGTH": "/64"}, "IPV6_PREFIX_LENGTH"},
+		{"registry cache negative", map[string]string{"REGISTRY_CACHE_MS": "-1"}, "REGISTRY_CACHE_MS"},
+		{"registry cache seconds", map[string]string{"REGISTRY_CACHE_MS": "30s"}, "REGISTRY_CACHE_MS"},
+		{"registry cache empty", map[string]string{"REGISTRY_CACHE_SIZE": "0"}, "REGISTRY_CACHE_SIZE"},
+		{"registry cache above the bound", map[string]string{"REGISTRY_CACHE_SIZE": "1000001"}, "REGISTRY_CACHE_SIZE"},
+		{"registry timeout zero", map[string]string{"REGISTRY_TIMEOUT_MS": "0"}, "REGISTRY_TIMEOUT_MS"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

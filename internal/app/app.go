@@ -63,7 +63,7 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 	if err != nil {
 		return nil, log, fmt.Errorf("settings: %w", err)
 	}
-	cfg, err := loadConfig(s)
+	cfg, err := LoadConfig(s)
 	if err != nil {
 		return nil, log, err
 	}
@@ -102,9 +102,9 @@ func Main(f Function) {
 // AttrFunction is the log attribute naming the function whose init failed.
 const AttrFunction = "function"
 
-// loadConfig loads the configuration document that s names: inline, from a file, or
-// the built-in one.
-func loadConfig(s settings.Settings) (*config.Config, error) {
+// LoadConfig loads the configuration document that s names: inline, from a file, or
+// the built-in one. Its error names the variable.
+func LoadConfig(s settings.Settings) (*config.Config, error) {
 	switch {
 	case s.ConfigInline != "":
 		c, err := config.Parse([]byte(s.ConfigInline))

@@ -174,18 +174,23 @@ func (c *Config) combine(p *Plan, extras [][]bucket.Rule) error {
 func compileRules(field string, specs []RuleSpec) ([]bucket.Rule, error) {
 	rules := make([]bucket.Rule, 0, len(specs))
 	for i, s := range specs {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		rate, err := s.refillPerSecond()
+		r, err := s.Rule()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		r := bucket.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate}
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
 		}
 		rules = append(rules, r)
 	}
 	return rules, nil
+}
+
+// Rule returns the rule s describes, validated; the error names what is wrong.
+func (s RuleSpec) Rule() (bucket.Rule, error) {
+	rate, err := s.refillPerSecond()
+	if err != nil {
+		return bucket.Rule{}, err
+	}
+	r := bucket.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate}
+	return r, r.Validate()
 }
 
 // refusal reads the policy v of field, whose other value than PolicyRefuse is allow

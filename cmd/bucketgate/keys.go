@@ -47,20 +47,22 @@ RATE_LIMIT_CONFIG_FILE or the built-in one, as the functions load it.
 // keysCommand is one keys command: it adds its flags to fs and returns the function that
 // runs with the table and the parsed arguments.
 type keysCommand struct {
-	args  int // how many arguments it takes
+	args int // how many arguments it takes
+	// item reports that the first argument is a KEY: the function gets its registry id.
+	item  bool
 	flags func(fs *flag.FlagSet) func(e env, t *keyTable, args []string) error
 }
 
 var keysCommands = map[string]keysCommand{
-	"init":            {0, initFlags},
-	"create":          {0, createFlags},
-	"revoke":          {1, revokeFlags},
-	"expire":          {2, expireFlags},
-	"set-plan":        {2, setPlanFlags},
-	"override":        {1, overrideFlags},
-	"clear-overrides": {1, clearFlags},
-	"show":            {1, showFlags},
-	"list":            {0, listFlags},
+	"init":            {0, false, initFlags},
+	"create":          {0, false, createFlags},
+	"revoke":          {1, true, revokeFlags},
+	"expire":          {2, true, expireFlags},
+	"set-plan":        {2, true, setPlanFlags},
+	"override":        {1, true, overrideFlags},
+	"clear-overrides": {1, true, clearFlags},
+	"show":            {1, true, showFlags},
+	"list":            {0, false, listFlags},
 }
 
 // runKeys runs the keys command named by args[0].
@@ -80,6 +82,11 @@ func runKeys(e env, args []string) error {
 	positional, err := parse(fs, args[1:], c.args)
 	if err != nil {
 		return err
+	}
+	if c.item {
+		if positional[0], err = itemID(positional[0]); err != nil {
+			return err
+		}
 	}
 	t, err := openTable(e, *table)
 	if err != nil {
@@ -163,10 +170,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 
 func revokeFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 	return func(e env, t *keyTable, args []string) error {
-		id, err := itemID(args[0])
-		if err != nil {
-			return err
-		}
+		id := args[0]
 		if err := t.revoke(e.ctx, id); err != nil {
 			return err
 		}
@@ -177,11 +181,11 @@ func revokeFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 
 func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 	return func(e env, t *keyTable, args []string) error {
-		id, err := itemID(args[0])
-		if err != nil {
-			return err
-		}
-		var at time.Time
+		id := args[0]
+		var (
+			at  time.Time
+			err error
+		)
 		if args[1] != "never" {
 			if at, err = parseWhen(args[1], time.Now()); err != nil {
 				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
@@ -197,10 +201,7 @@ func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 
 func setPlanFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 	return func(e env, t *keyTable, args []string) error {
-		id, err := itemID(args[0])
-		if err != nil {
-			return err
-		}
+		id := args[0]
 		if err := t.change(e.ctx, id, func(r *registry.Record) error { r.Plan = args[1]; return nil }); err != nil {
 			return err
 		}
@@ -216,12 +217,9 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if len(rules) == 0 {
 			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)
 		}
-		id, err := itemID(args[0])
-		if err != nil {
-			return err
-		}
+		id := args[0]
 		var now []bucket.Rule
-		err = t.change(e.ctx, id, func(r *registry.Record) error {
+		err := t.change(e.ctx, id, func(r *registry.Record) error {
 			for _, o := range rules {
 				if i := slices.IndexFunc(r.Rules, func(x bucket.Rule) bool { return x.Name == o.Name }); i >= 0 {
 					r.Rules[i] = o
@@ -242,10 +240,7 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 
 func clearFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 	return func(e env, t *keyTable, args []string) error {
-		id, err := itemID(args[0])
-		if err != nil {
-			return err
-		}
+		id := args[0]
 		if err := t.change(e.ctx, id, func(r *registry.Record) error { r.Rules = nil; return nil }); err != nil {
 			return err
 		}
@@ -257,10 +252,7 @@ func clearFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 func showFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	return func(e env, t *keyTable, args []string) error {
-		id, err := itemID(args[0])
-		if err != nil {
-			return err
-		}
+		id := args[0]
 		r, err := t.get(e.ctx, id)
 		if err != nil {
 			return err

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
 )
@@ -24,13 +23,13 @@ const table = "bucketgate-keys"
 type cli struct {
 	t   *testing.T
 	env map[string]string
+	db  *dynamodb.Client // the server's, to read what the CLI wrote
 }
 
 func newCLI(t *testing.T) *cli {
 	t.Helper()
-	srv := dynalite.Start(t)
-	srv.Setenv(t)
-	return &cli{t: t, env: map[string]string{settings.EnvRegistryTable: table}}
+	db := dynalite.Start(t).Client(t)
+	return &cli{t: t, env: map[string]string{settings.EnvRegistryTable: table}, db: db}
 }
 
 // run runs args and returns the exit status, stdout and stderr.
@@ -64,11 +63,7 @@ func (c *cli) fails(code int, want string, args ...string) {
 // items returns every item of the table as DynamoDB holds it, printed.
 func (c *cli) items() string {
 	c.t.Helper()
-	client, err := registry.NewClient(context.Background())
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	out, err := client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table)})
+	out, err := c.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table)})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -18,14 +18,9 @@ import (
 
 // The table's items, read through DynamoDB's own API as served by dynalite.
 func TestTable(t *testing.T) {
-	srv := dynalite.Start(t)
-	srv.Setenv(t)
+	client := dynalite.Start(t).Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client, err := registry.NewClient(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := registry.CreateTable(ctx, client, "bucketgate-keys"); err != nil {
 		t.Fatal(err)
 	}

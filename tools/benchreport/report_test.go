@@ -209,12 +209,7 @@ const registryTable = "bucketgate-bench-keys"
 // measureRegistry runs item 8 against a dynalite server of its own: registryPlan's keys
 // on pro, read through the registry's Table.
 func measureRegistry(ctx context.Context, t *testing.T) (RegistryReads, error) {
-	srv := dynalite.Start(t)
-	srv.Setenv(t)
-	client, err := registry.NewClient(ctx)
-	if err != nil {
-		return RegistryReads{}, err
-	}
+	client := dynalite.Start(t).Client(t)
 	if err := registry.CreateTable(ctx, client, registryTable); err != nil {
 		return RegistryReads{}, err
 	}

@@ -12,6 +12,7 @@
 package dynalite
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -24,6 +25,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -172,6 +176,18 @@ func (s *Server) Setenv(t testing.TB) {
 	for k, v := range s.Env() {
 		t.Setenv(k, v)
 	}
+}
+
+// Client sets the variables of Env for the rest of t (Setenv) and returns a DynamoDB
+// client of s made from them, as the product makes its own.
+func (s *Server) Client(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	s.Setenv(t)
+	cfg, err := awsconfig.LoadDefaultConfig(context.Background())
+	if err != nil {
+		t.Fatalf("dynalite: AWS configuration: %v", err)
+	}
+	return dynamodb.NewFromConfig(cfg)
 }
 
 // Close kills the server and waits for it. It is safe to call more than once.

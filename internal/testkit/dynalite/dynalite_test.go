@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -18,15 +17,10 @@ import (
 // one no longer listens.
 func TestServerServesTheSDK(t *testing.T) {
 	srv := dynalite.Start(t)
-	srv.Setenv(t)
+	db := srv.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := dynamodb.NewFromConfig(cfg)
-	_, err = db.CreateTable(ctx, &dynamodb.CreateTableInput{
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String("kit"),
 		BillingMode:          types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},

@@ -89,7 +89,7 @@ var bannerText = template.Must(template.New("banner").Parse(`bucketgate local AP
   registry    {{.Registry}}
   backend     200 {"ok":true,"path":...} on any path
 {{if .BuiltIn}}
-Built-in plans: every caller is on free (a burst of 10, then 1 request per second).{{end}}
+Built-in plans: every caller without a registered key is on free (a burst of 10, then 1 request per second).{{end}}
 Try it: the 11th request in a row is answered 429 with Retry-After.
   curl -i -H '{{.Header}}: k' {{.URL}}/scores
   for i in $(seq 11); do curl -s -o /dev/null -w '%{http_code} ' -H '{{.Header}}: k' {{.URL}}/scores; done; echo

@@ -131,6 +131,10 @@ func TestKeysSession(t *testing.T) {
 	if rec.Plan != "enterprise" || len(rec.Rules) != 3 || rec.Rules[0].Capacity != 9 || rec.Rules[2].Name != "hourly" {
 		t.Fatalf("after override and set-plan: %+v", rec)
 	}
+	c.ok("keys", "expire", key, "2001-01-01")
+	if show := c.ok("keys", "show", key); !strings.Contains(show, "status     expired\n") {
+		t.Fatalf("after expire in the past:\n%s", show)
+	}
 	c.ok("keys", "clear-overrides", key)
 	c.ok("keys", "expire", key, "never")
 	c.ok("keys", "revoke", key)

@@ -75,13 +75,20 @@ func writeList(w io.Writer, items []listed) error {
 	return tw.Flush()
 }
 
-// status is r's status as printed: active unless revoked.
+// status is r's status as printed: revoked, expired (by the clock of this machine),
+// or active.
 func status(r registry.Record) string {
-	if r.Status == registry.StatusRevoked {
+	switch {
+	case r.Status == registry.StatusRevoked:
 		return string(registry.StatusRevoked)
+	case !r.Active(time.Now()):
+		return statusExpired
 	}
 	return string(registry.StatusActive)
 }
+
+// statusExpired is the status printed for a key past its expiresAt.
+const statusExpired = "expired"
 
 // expiry is r's expiry in RFC 3339 UTC, or "" for never.
 func expiry(r registry.Record) string {

@@ -56,6 +56,13 @@ func TestBuildErrorsSayWhatToSet(t *testing.T) {
 		{"bad configuration, authorizer", app.Authorizer, map[string]string{settings.EnvConfigInline: "plans: {}", settings.EnvRedisAddr: "127.0.0.1:1"}, []string{settings.EnvConfigInline}},
 		{"missing configuration file", app.Check, map[string]string{settings.EnvConfigFile: "/nonexistent/bucketgate.yaml"}, []string{"RATE_LIMIT_CONFIG_FILE=/nonexistent/bucketgate.yaml"}},
 		{"bad API key header", app.Authorizer, map[string]string{settings.EnvAPIKeyHeader: "X Key", settings.EnvRedisAddr: "127.0.0.1:1"}, []string{settings.EnvAPIKeyHeader}},
+		{"port out of range", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:99999"}, []string{settings.EnvRedisAddr, "1 to 65535"}},
+		{"IAM tokens without TLS", app.Check, map[string]string{settings.EnvRedisAddr: "10.0.0.1:6379", settings.EnvIAMAuth: "true", settings.EnvUsername: "u", settings.EnvCacheName: "c"},
+			[]string{settings.EnvIAMAuth, settings.EnvTLS + "=true"}},
+		{"serverless cache with TLS off", app.Authorizer, map[string]string{settings.EnvRedisAddr: "orders-ab12cd.serverless.use1.cache.amazonaws.com:6379", settings.EnvTLS: "false"},
+			[]string{settings.EnvTLS + "=false", "accepts TLS connections only"}},
+		{"deny cache too large to allocate", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvDenyCacheSize: "100000000"}, []string{settings.EnvDenyCacheSize, "100000"}},
+		{"bad Lambda log level", app.Check, map[string]string{settings.EnvLambdaLogLevel: "LOUD"}, []string{settings.EnvLambdaLogLevel}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,6 +139,35 @@ func TestBuildCheck(t *testing.T) {
 	}
 	if !strings.Contains(metrics.String(), `"Function":"check"`) || !strings.Contains(logs.String(), `"msg":"decision"`) {
 		t.Fatalf("metrics %q and logs %q: want an EMF line of function check and a debug decision line", &metrics, &logs)
+	}
+}
+
+// The log level follows Lambda's logging controls: AWS_LAMBDA_LOG_LEVEL, which the
+// template's LoggingConfig sets, wins over LOG_LEVEL.
+func TestBuildFollowsLambdaLogLevel(t *testing.T) {
+	tests := []struct {
+		name         string
+		env          map[string]string
+		wantDecision bool
+	}{
+		{"Lambda's DEBUG over LOG_LEVEL error", map[string]string{settings.EnvLambdaLogLevel: "DEBUG", settings.EnvLogLevel: "error"}, true},
+		{"Lambda's INFO over LOG_LEVEL debug", map[string]string{settings.EnvLambdaLogLevel: "INFO", settings.EnvLogLevel: "debug"}, false},
+		{"LOG_LEVEL without Lambda's", map[string]string{settings.EnvLogLevel: "debug"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			h, _, err := app.Build(app.Check, env(withMini(t, tc.env)), &bytes.Buffer{}, &logs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Invoke(context.Background(), samples.Read(t, "check-single.json")); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(logs.String(), `"msg":"decision"`); got != tc.wantDecision {
+				t.Errorf("decision line written: %v, want %v; logs %q", got, tc.wantDecision, &logs)
+			}
+		})
 	}
 }
 

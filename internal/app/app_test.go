@@ -52,7 +52,16 @@ func TestBuildErrorsSayWhatToSet(t *testing.T) {
 		// The configuration is checked before any connection: the unreachable address
 		// is not what the error is about.
 		{"bad configuration", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvConfigInline: badDefault},
-			[]string{`RATE_LIMIT_CONFIG: rate-limit configuration: defaultPlan: unknown plan "gold"`}},
+			[]string{`RATE_LIMIT_CONFIG: rate-limit configuration: defaultPlan (line 1, column 14): unknown plan "gold"`}},
+		{"misspelt field in an inline configuration", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1",
+			settings.EnvConfigInline: "{defaultPlan: pro, plans: {pro: [{name: burst, capacity: 100, refillPerSecond: 50}, {name: daily, capacity: 100000, refilPerSecond: 1}]}}"},
+			[]string{"plans.pro[1].refilPerSecond (line 1, column 117): unknown field; did you mean refillPerSecond?"}},
+		{"zero-padded capacity", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1",
+			settings.EnvConfigInline: "defaultPlan: free\nplans: {free: [{name: burst, capacity: 0100, refillPerSecond: 1}]}"},
+			[]string{`plans.free[0].capacity (line 2, column 40): "0100": want a whole decimal number`}},
+		{"route that would be a peek", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1",
+			settings.EnvConfigInline: "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\nroutes: [{path: /health, cost: 0}]"},
+			[]string{"routes[0] (line 3, column 10): cost 0 would make the route a peek"}},
 		{"bad configuration, authorizer", app.Authorizer, map[string]string{settings.EnvConfigInline: "plans: {}", settings.EnvRedisAddr: "127.0.0.1:1"}, []string{settings.EnvConfigInline}},
 		{"missing configuration file", app.Check, map[string]string{settings.EnvConfigFile: "/nonexistent/bucketgate.yaml"}, []string{"RATE_LIMIT_CONFIG_FILE=/nonexistent/bucketgate.yaml"}},
 		{"bad API key header", app.Authorizer, map[string]string{settings.EnvAPIKeyHeader: "X Key", settings.EnvRedisAddr: "127.0.0.1:1"}, []string{settings.EnvAPIKeyHeader}},

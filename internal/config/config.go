@@ -1,8 +1,6 @@
 package config
 
 import (
-	"fmt"
-
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
@@ -103,7 +101,7 @@ func (c *Config) Plans() []string {
 func (c *Config) plan(field, name string) (*Plan, error) {
 	p, ok := c.plans[name]
 	if !ok {
-		return nil, fmt.Errorf("%s: unknown plan %q", field, name)
+		return nil, errorAt(field, "unknown plan %q", name)
 	}
 	return p, nil
 }

@@ -45,6 +45,9 @@ func compileRoute(spec RouteSpec) (route, error) {
 	if spec.Cost != nil {
 		r.cost = int64(*spec.Cost)
 	}
+	if r.cost < 1 {
+		return r, fmt.Errorf("cost %d would make the route a peek that enforces nothing: want 1 or more", r.cost)
+	}
 	return r, nil
 }
 

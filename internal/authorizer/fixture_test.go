@@ -81,7 +81,7 @@ func newFixture(t testing.TB, o options) *fixture {
 		Log:        telemetry.NewLogger(&f.logs, slog.LevelDebug),
 		Now:        func() time.Time { return f.now },
 	}
-	f.lh = lambda.NewHandler(f.h.Handle)
+	f.lh = f.h
 	return f
 }
 

@@ -27,12 +27,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/localgw"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // templateFile is the SAM template, from the repository root (this package's directory).
@@ -291,9 +291,9 @@ func TestTemplateGatewayResponses(t *testing.T) {
 		headers map[string]string // mapping expressions in the template
 	}{
 		{localgw.AccessDenied, ctx, http.StatusTooManyRequests, map[string]string{
-			"Retry-After":      "context.authorizer." + authorizer.KeyRetryAfter,
-			"RateLimit":        "context.authorizer." + authorizer.KeyRateLimit,
-			"RateLimit-Policy": "context.authorizer." + authorizer.KeyRateLimitPolicy,
+			"Retry-After":      "context.authorizer." + ratelimitheaders.KeyRetryAfter,
+			"RateLimit":        "context.authorizer." + ratelimitheaders.KeyRateLimit,
+			"RateLimit-Policy": "context.authorizer." + ratelimitheaders.KeyRateLimitPolicy,
 		}},
 		{localgw.AuthorizerFailure, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.AuthorizerConfigErr, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},

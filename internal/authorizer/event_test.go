@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -103,13 +101,8 @@ func FuzzDecodeEvent(f *testing.F) {
 	for _, name := range []string{restEvent, restProEvent, httpEvent} {
 		f.Add(samples.Read(f, name))
 	}
-	dir := lambdaTestdata(f)
 	for _, name := range []string{"apigw-custom-auth-request-type-request.json", "apigw-v2-custom-authorizer-v1-request.json", "apigw-v2-custom-authorizer-v2-request.json", "apigw-custom-auth-request.json"} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+		f.Add(samples.ReadLambdaEvent(f, name))
 	}
 	for _, tc := range badEvents {
 		f.Add([]byte(tc.event))

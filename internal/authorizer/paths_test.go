@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // withPath returns the event with its request path set to path: the REST event's path,
@@ -56,7 +57,7 @@ func TestRouteVariantsThroughTheHandler(t *testing.T) {
 			if v.Match {
 				want = 5
 			}
-			if got := a.num(t, KeyRemaining); got != want {
+			if got := a.num(t, ratelimitheaders.KeyRemaining); got != want {
 				t.Errorf("%s %q: remaining %d after one request, want %d (matches /export: %v)", event, v.Path, got, want, v.Match)
 			}
 		}

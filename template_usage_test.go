@@ -5,7 +5,6 @@ package bucketgate_test
 // logging controls set, and no metric dimension holds an identity.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -149,15 +148,13 @@ func withAPIKey(t *testing.T, event []byte, key string) []byte {
 	return out
 }
 
-// jsonLines decodes every line of b as a JSON object.
-func jsonLines(t *testing.T, b *bytes.Buffer) []map[string]any {
+// jsonLines decodes the JSON objects of b, one a line.
+func jsonLines(t *testing.T, b *bytes.Buffer) (lines []map[string]any) {
 	t.Helper()
-	var lines []map[string]any
-	sc := bufio.NewScanner(b)
-	for sc.Scan() {
+	for dec := json.NewDecoder(b); dec.More(); {
 		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("JSON lines: %v", err)
 		}
 		lines = append(lines, m)
 	}

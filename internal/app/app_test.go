@@ -165,19 +165,28 @@ func TestBuildFollowsLambdaLogLevel(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs bytes.Buffer
-			h, _, err := app.Build(app.Check, env(withMini(t, tc.env)), &bytes.Buffer{}, &logs)
+			_, logs, err := invokeCheck(t, tc.env, samples.Read(t, "check-single.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := h.Invoke(context.Background(), samples.Read(t, "check-single.json")); err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Contains(logs.String(), `"msg":"decision"`); got != tc.wantDecision {
-				t.Errorf("decision line written: %v, want %v; logs %q", got, tc.wantDecision, &logs)
+			if got := strings.Contains(logs, `"msg":"decision"`); got != tc.wantDecision {
+				t.Errorf("decision line written: %v, want %v; logs %q", got, tc.wantDecision, logs)
 			}
 		})
 	}
+}
+
+// invokeCheck builds the check function from vars (on a fresh miniredis) and invokes it
+// once with payload, returning its answer and its logs.
+func invokeCheck(t *testing.T, vars map[string]string, payload []byte) (out []byte, logs string, err error) {
+	t.Helper()
+	var buf bytes.Buffer
+	h, _, err := app.Build(app.Check, env(withMini(t, vars)), &bytes.Buffer{}, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = h.Invoke(context.Background(), payload)
+	return out, buf.String(), err
 }
 
 func TestLoadConfig(t *testing.T) {
@@ -192,12 +201,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs bytes.Buffer
-			h, _, err := app.Build(app.Check, env(withMini(t, tc.env)), &bytes.Buffer{}, &logs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := h.Invoke(context.Background(), []byte(`{"key": "k", "cost": 0}`))
+			out, _, err := invokeCheck(t, tc.env, []byte(`{"key": "k", "cost": 0}`))
 			if err != nil || !strings.Contains(string(out), `"plan":"`+tc.plan+`"`) {
 				t.Fatalf("answer %s, %v; want plan %s", out, err, tc.plan)
 			}

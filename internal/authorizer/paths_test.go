@@ -2,8 +2,6 @@ package authorizer
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -33,24 +31,11 @@ func withPath(t *testing.T, event []byte, path string) []byte {
 
 // Every spelling of a path that a backend resolves to a route's resource spends the
 // route's cost through the real handler, for REST and HTTP API events alike: the table of
-// internal/config/testdata/path-variants.json, sent as a route /export costing 5.
+// samples.PathVariants, sent as a route /export costing 5.
 func TestRouteVariantsThroughTheHandler(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "config", "testdata", "path-variants.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table struct {
-		Variants []struct {
-			Path  string `json:"path"`
-			Match bool   `json:"match"`
-		} `json:"variants"`
-	}
-	if err := json.Unmarshal(raw, &table); err != nil {
-		t.Fatal(err)
-	}
 	cfg := mustParse(t, "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\nroutes: [{path: /export, cost: 5}]")
 	for _, event := range []string{restEvent, httpEvent} {
-		for _, v := range table.Variants {
+		for _, v := range samples.PathVariants(t) {
 			f := newFixture(t, options{config: cfg})
 			a := f.mustInvoke(t, withPath(t, samples.Read(t, event), v.Path))
 			want := int64(9)

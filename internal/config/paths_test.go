@@ -1,40 +1,14 @@
 package config_test
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
-// pathVariants returns testdata/path-variants.json: spellings of request paths and
-// whether each falls under the route pattern /export. The authorizer's tests send the
-// same table through the real handler.
-func pathVariants(t *testing.T) []struct {
-	Path  string `json:"path"`
-	Match bool   `json:"match"`
-} {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "path-variants.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table struct {
-		Variants []struct {
-			Path  string `json:"path"`
-			Match bool   `json:"match"`
-		} `json:"variants"`
-	}
-	if err := json.Unmarshal(raw, &table); err != nil {
-		t.Fatal(err)
-	}
-	return table.Variants
-}
-
-// Routes match the path as a backend resolves it, in any case (README, "Plans, routes
-// and keys").
+// Routes match the path as a backend resolves it, in any case (README, "How routes
+// match"): the table of samples.PathVariants, and more patterns.
 func TestRoutesMatchNormalizedPaths(t *testing.T) {
 	c, err := config.Parse([]byte(`
 defaultPlan: free
@@ -48,7 +22,7 @@ routes:
 		t.Fatal(err)
 	}
 	p := c.DefaultPlan()
-	for _, v := range pathVariants(t) {
+	for _, v := range samples.PathVariants(t) {
 		if got := c.Limits(p, "GET", v.Path).Cost == 5; got != v.Match {
 			t.Errorf("%q: matches /export %v, want %v", v.Path, got, v.Match)
 		}

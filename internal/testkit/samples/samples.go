@@ -3,6 +3,7 @@
 package samples
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,4 +53,30 @@ func ReadLambdaEvent(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// PathVariant is a spelling of a request path and whether it falls under the route
+// pattern /export.
+type PathVariant struct {
+	Path  string `json:"path"`
+	Match bool   `json:"match"`
+}
+
+// PathVariants returns the table in path-variants.json, beside this file: the spellings
+// of request paths that a backend resolves to /export (and must match the route /export)
+// and those it does not. The configuration's tests and the authorizer's both run it.
+func PathVariants(t testing.TB) []PathVariant {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "path-variants.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Variants []PathVariant `json:"variants"`
+	}
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	return table.Variants
 }

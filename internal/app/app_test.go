@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -36,6 +37,17 @@ func withMini(t *testing.T, kv map[string]string) map[string]string {
 	return all
 }
 
+// aliasBomb is a configuration document of 8 KB whose aliases would make it some 80,000
+// values: a plan of a hundred rules, and 200 plans that are aliases of it.
+func aliasBomb() string {
+	var b strings.Builder
+	b.WriteString("defaultPlan: p0\nplans:\n  p0: &r [" + strings.Repeat("{name: b, capacity: 1, refillPerSecond: 1}, ", 100) + "]\n")
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&b, "  p%d: *r\n", i)
+	}
+	return b.String()
+}
+
 func TestBuildErrorsSayWhatToSet(t *testing.T) {
 	badDefault := "defaultPlan: gold\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}"
 	tests := []struct {
@@ -59,6 +71,8 @@ func TestBuildErrorsSayWhatToSet(t *testing.T) {
 		{"zero-padded capacity", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1",
 			settings.EnvConfigInline: "defaultPlan: free\nplans: {free: [{name: burst, capacity: 0100, refillPerSecond: 1}]}"},
 			[]string{`plans.free[0].capacity (line 2, column 40): "0100": want a whole decimal number`}},
+		{"alias bomb", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvConfigInline: aliasBomb()},
+			[]string{"RATE_LIMIT_CONFIG: rate-limit configuration: plans.p", "the document has more than 50000 values"}},
 		{"route that would be a peek", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1",
 			settings.EnvConfigInline: "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\nroutes: [{path: /health, cost: 0}]"},
 			[]string{"routes[0] (line 3, column 10): cost 0 would make the route a peek"}},

@@ -413,6 +413,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"defaultPlan":"free","plans":{"free":[{"name":"b","capacity":1,"refillPerSecond":1}]}}`))
 	f.Add([]byte("defaultPlan: [\n"))
 	f.Add([]byte("plans: {a: [{name: b, capacity: 9e99, refill: -1, per: 0s}]}"))
+	f.Add([]byte("defaultPlan: t\nplans: {t: {shadow: true, rules: [{name: b, capacity: 5, refillPerSecond: 1}]}}\nroutes: [{path: /x/../y, shadow: true, rules: [{name: u, capacity: 2, refillPerSecond: 1}]}]"))
+	f.Add([]byte("defaultPlan: p\nplans: {p: &r [{name: b, capacity: 0100, refillPerSecond: 1}], q: *r}"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		c, err := config.Parse(doc)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ const (
 	EnvConfigFile        = "RATE_LIMIT_CONFIG_FILE"
 	EnvAPIKeyHeader      = "API_KEY_HEADER"
 	EnvLogLevel          = "LOG_LEVEL"
+	EnvLambdaLogLevel    = "AWS_LAMBDA_LOG_LEVEL"
 	EnvXRayDaemon        = "AWS_XRAY_DAEMON_ADDRESS"
 )
 
@@ -46,12 +48,27 @@ const (
 	DefaultDenyCacheSize = 10_000
 	// DefaultAPIKeyHeader is the header carrying the API key when API_KEY_HEADER is unset.
 	DefaultAPIKeyHeader = "X-API-Key"
-	// DefaultLogLevel is the log level when LOG_LEVEL is unset: info, so the one debug
-	// line per decision is off and every failure (warn, error) is on.
+	// DefaultLogLevel is the log level when AWS_LAMBDA_LOG_LEVEL and LOG_LEVEL are
+	// unset: info, so the one debug line per decision is off and every failure (warn,
+	// error) is on.
 	DefaultLogLevel = slog.LevelInfo
 	// DefaultXRayDaemon is the X-Ray daemon's address when AWS_XRAY_DAEMON_ADDRESS is
 	// unset (Lambda sets it for traced functions).
 	DefaultXRayDaemon = "127.0.0.1:2000"
+)
+
+// Bounds of the settings that size something. A value beyond one is an init error that
+// names the bound.
+const (
+	// MaxTimeout is the longest decision deadline REDIS_TIMEOUT_MS may set: a minute,
+	// far beyond any useful wait and well inside time.Duration.
+	MaxTimeout = time.Minute
+	// MaxDenyCacheSize is the largest deny cache DENY_CACHE_SIZE may ask for, in
+	// entries: its table is allocated at init (about 3 MB for 100,000 entries) and a
+	// full one holds about 27 MB, a tenth of the template's 256 MB.
+	MaxDenyCacheSize = 100_000
+	// MaxNamespace is the longest METRICS_NAMESPACE, in bytes: CloudWatch's own limit.
+	MaxNamespace = 255
 )
 
 // FAIL_MODE values.
@@ -126,8 +143,11 @@ type Settings struct {
 	// APIKeyHeader is the request header carrying the API key, in any case
 	// (API_KEY_HEADER; default DefaultAPIKeyHeader).
 	APIKeyHeader string
-	// LogLevel is the least severe level logged (LOG_LEVEL: debug, info, warn or error,
-	// any case; default DefaultLogLevel).
+	// LogLevel is the least severe level logged. It follows Lambda's logging controls:
+	// AWS_LAMBDA_LOG_LEVEL, which Lambda sets from the function's LoggingConfig
+	// (TRACE, DEBUG, INFO, WARN, ERROR or FATAL), and without it LOG_LEVEL (the same
+	// names, any case); default DefaultLogLevel. TRACE is below debug and FATAL above
+	// error: nothing bucketgate writes is at either.
 	LogLevel slog.Level
 	// XRayDaemon is the X-Ray daemon's address, "host:port" or "udp:host:port
 	// tcp:host:port" (AWS_XRAY_DAEMON_ADDRESS; default DefaultXRayDaemon).
@@ -156,7 +176,7 @@ func Load(getenv func(string) string) (Settings, error) {
 		return s, fmt.Errorf("set %s or %s, not both", EnvConfigInline, EnvConfigFile)
 	}
 	var err error
-	if s.LogLevel, err = parseLogLevel(getenv(EnvLogLevel)); err != nil {
+	if s.LogLevel, err = logLevel(getenv); err != nil {
 		return s, err
 	}
 	if s.RedisAddrs, err = parseAddrs(getenv(EnvRedisAddr)); err != nil {
@@ -176,8 +196,8 @@ func Load(getenv func(string) string) (Settings, error) {
 	}
 	if v := getenv(EnvTimeoutMS); v != "" {
 		ms, err := strconv.Atoi(v)
-		if err != nil || ms <= 0 {
-			return s, fmt.Errorf("%s=%q: want a whole number of milliseconds > 0", EnvTimeoutMS, v)
+		if err != nil || ms <= 0 || ms > int(MaxTimeout/time.Millisecond) {
+			return s, fmt.Errorf("%s=%q: want a whole number of milliseconds from 1 to %d", EnvTimeoutMS, v, MaxTimeout/time.Millisecond)
 		}
 		s.Timeout = time.Duration(ms) * time.Millisecond
 	}
@@ -189,16 +209,48 @@ func Load(getenv func(string) string) (Settings, error) {
 		return s, fmt.Errorf("%s=%q: want %q or %q", EnvFailMode, v, FailClosed, FailOpen)
 	}
 	if v := getenv(EnvNamespace); v != "" {
+		if len(v) > MaxNamespace {
+			return s, fmt.Errorf("%s: %d bytes: want at most %d", EnvNamespace, len(v), MaxNamespace)
+		}
 		s.Namespace = v
 	}
 	if v := getenv(EnvDenyCacheSize); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return s, fmt.Errorf("%s=%q: want a whole number of entries >= 0 (0 disables the cache)", EnvDenyCacheSize, v)
+		if err != nil || n < 0 || n > MaxDenyCacheSize {
+			return s, fmt.Errorf("%s=%q: want a whole number of entries from 0 (no cache) to %d", EnvDenyCacheSize, v, MaxDenyCacheSize)
 		}
 		s.DenyCacheSize = n
 	}
+	if err := s.validateTLS(); err != nil {
+		return s, err
+	}
 	return s, s.validateAuth()
+}
+
+// validateTLS refuses what would send a secret in clear text or cannot connect at all:
+// IAM tokens (valid 15 minutes) over plain TCP, and TLS off for an ElastiCache
+// Serverless cache, which accepts TLS only.
+func (s Settings) validateTLS() error {
+	switch {
+	case s.TLS:
+		return nil
+	case s.IAMAuth:
+		return fmt.Errorf("%s=true sends a signed IAM token, valid 15 minutes, on every connection, and %s is off: set %s=true (ElastiCache IAM authentication needs TLS)", EnvIAMAuth, EnvTLS, EnvTLS)
+	case s.Serverless:
+		return fmt.Errorf("%s=false for an ElastiCache Serverless cache (%s), which accepts TLS connections only: unset %s or set it to true", EnvTLS, serverlessWhy(s.RedisAddrs), EnvTLS)
+	}
+	return nil
+}
+
+// serverlessWhy says why a cache is taken for ElastiCache Serverless: its address, or
+// REDIS_SERVERLESS.
+func serverlessWhy(addrs []string) string {
+	for _, a := range addrs {
+		if host, _, err := splitHostPort(a); err == nil && IsServerlessEndpoint(host) {
+			return fmt.Sprintf("%s %s", EnvRedisAddr, a)
+		}
+	}
+	return EnvServerless + "=true"
 }
 
 // validateAuth reports a contradictory or incomplete choice of authentication.
@@ -243,30 +295,57 @@ func parseCluster(v string) (ClusterMode, error) {
 	return "", fmt.Errorf("%s=%q: want %q, %q or %q", EnvCluster, v, ClusterAuto, ClusterOn, ClusterOff)
 }
 
-// parseLogLevel reads LOG_LEVEL, or DefaultLogLevel when it is unset.
-func parseLogLevel(v string) (slog.Level, error) {
+// Levels of Lambda's logging controls that slog does not name: below debug and above
+// error, four steps away as slog's own levels are.
+const (
+	levelTrace = slog.LevelDebug - 4
+	levelFatal = slog.LevelError + 4
+)
+
+// logLevel reads AWS_LAMBDA_LOG_LEVEL, else LOG_LEVEL, else gives DefaultLogLevel.
+func logLevel(getenv func(string) string) (slog.Level, error) {
+	name := EnvLambdaLogLevel
+	v := getenv(name)
 	if v == "" {
+		name, v = EnvLogLevel, getenv(EnvLogLevel)
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "":
 		return DefaultLogLevel, nil
+	case "trace":
+		return levelTrace, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	case "fatal":
+		return levelFatal, nil
 	}
-	var l slog.Level
-	switch strings.ToLower(v) {
-	case "debug", "info", "warn", "error":
-		if err := l.UnmarshalText([]byte(v)); err == nil {
-			return l, nil
-		}
-	}
-	return 0, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v)
+	return 0, fmt.Errorf("%s=%q: want trace, debug, info, warn, error or fatal (any case)", name, v)
 }
 
-// parseBool reads a boolean variable (true/false, on/off, 1/0), or def when unset.
+// Spellings of a boolean variable's values, any case.
+var (
+	trueWords  = []string{"true", "on", "1", "yes"}
+	falseWords = []string{"false", "off", "0", "no"}
+)
+
+// parseBool reads a boolean variable (true/on/1/yes or false/off/0/no, any case), or
+// def when unset.
 func parseBool(getenv func(string) string, name string, def bool) (bool, error) {
-	switch v := strings.ToLower(strings.TrimSpace(getenv(name))); v {
-	case "":
+	v := strings.ToLower(strings.TrimSpace(getenv(name)))
+	switch {
+	case v == "":
 		return def, nil
-	case "true", "on", "1", "yes":
+	case slices.Contains(trueWords, v):
 		return true, nil
-	case "false", "off", "0", "no":
+	case slices.Contains(falseWords, v):
 		return false, nil
 	}
-	return false, fmt.Errorf("%s=%q: want true or false", name, getenv(name))
+	return false, fmt.Errorf("%s=%q: want %s for true or %s for false (any case)", name, getenv(name),
+		strings.Join(trueWords, ", "), strings.Join(falseWords, ", "))
 }

@@ -28,6 +28,19 @@ func IsServerlessEndpoint(host string) bool {
 	return ok && name != "" && !strings.Contains(name, ".") && region != "" && !strings.Contains(region, ".")
 }
 
+// elastiCacheAddr returns the first of addrs whose host is an ElastiCache endpoint
+// (serverless or a node or replication group: *.cache.amazonaws.com[.cn]).
+func elastiCacheAddr(addrs []string) (string, bool) {
+	for _, a := range addrs {
+		host, _, err := splitHostPort(a)
+		h := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(host), "."), chinaSuffix)
+		if err == nil && strings.HasSuffix(h, elastiCacheSuffix) {
+			return a, true
+		}
+	}
+	return "", false
+}
+
 func anyServerless(addrs []string) bool {
 	for _, a := range addrs {
 		if host, _, err := splitHostPort(a); err == nil && IsServerlessEndpoint(host) {

@@ -228,8 +228,10 @@ func Load(getenv func(string) string) (Settings, error) {
 }
 
 // validateTLS refuses what would send a secret in clear text or cannot connect at all:
-// IAM tokens (valid 15 minutes) over plain TCP, and TLS off for an ElastiCache
-// Serverless cache, which accepts TLS only.
+// IAM tokens (valid 15 minutes) over plain TCP, an AUTH password to an ElastiCache
+// endpoint over plain TCP, and TLS off for an ElastiCache Serverless cache, which
+// accepts TLS only. A password to another host (a Redis of your own, a local one) may
+// go without TLS.
 func (s Settings) validateTLS() error {
 	switch {
 	case s.TLS:
@@ -238,6 +240,10 @@ func (s Settings) validateTLS() error {
 		return fmt.Errorf("%s=true sends a signed IAM token, valid 15 minutes, on every connection, and %s is off: set %s=true (ElastiCache IAM authentication needs TLS)", EnvIAMAuth, EnvTLS, EnvTLS)
 	case s.Serverless:
 		return fmt.Errorf("%s=false for an ElastiCache Serverless cache (%s), which accepts TLS connections only: unset %s or set it to true", EnvTLS, serverlessWhy(s.RedisAddrs), EnvTLS)
+	case s.Password != "" || s.PasswordSecretARN != "":
+		if addr, ok := elastiCacheAddr(s.RedisAddrs); ok {
+			return fmt.Errorf("an AUTH password (%s or %s) would go to the ElastiCache endpoint %s in clear text: set %s=true (ElastiCache takes AUTH over TLS only)", EnvPassword, EnvPasswordSecretARN, addr, EnvTLS)
+		}
 	}
 	return nil
 }

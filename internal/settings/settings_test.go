@@ -101,6 +101,10 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.DenyCacheSize == 0 }},
 		{"password", map[string]string{"REDIS_USERNAME": "app", "REDIS_PASSWORD": "pw"},
 			func(s settings.Settings) bool { return s.Username == "app" && s.Password == "pw" }},
+		{"password to your own Redis without TLS", map[string]string{"REDIS_ADDR": "redis.internal:6379", "REDIS_PASSWORD": "pw"},
+			func(s settings.Settings) bool { return s.Password == "pw" && !s.TLS }},
+		{"password to ElastiCache over TLS", map[string]string{"REDIS_ADDR": "master.orders.ab12cd.use1.cache.amazonaws.com:6379", "REDIS_TLS": "true", "REDIS_PASSWORD": "pw"},
+			func(s settings.Settings) bool { return s.Password == "pw" && s.TLS }},
 		{"secret", map[string]string{"REDIS_PASSWORD_SECRET_ARN": " arn:aws:secretsmanager:us-east-1:1:secret:x "},
 			func(s settings.Settings) bool {
 				return s.PasswordSecretARN == "arn:aws:secretsmanager:us-east-1:1:secret:x"
@@ -193,6 +197,8 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"serverless seed among others with TLS off", map[string]string{"REDIS_ADDR": "10.0.0.1:6379," + serverlessAddr, "REDIS_TLS": "0"}, []string{"REDIS_TLS", serverlessAddr}},
 		{"serverless declared with TLS off", map[string]string{"REDIS_ADDR": "redis.internal:6379", "REDIS_SERVERLESS": "true", "REDIS_TLS": "no"}, []string{"REDIS_TLS", "REDIS_SERVERLESS=true"}},
 		{"configuration twice", map[string]string{"RATE_LIMIT_CONFIG": "a", "RATE_LIMIT_CONFIG_FILE": "/b"}, []string{"RATE_LIMIT_CONFIG_FILE"}},
+		{"password to ElastiCache in clear text", map[string]string{"REDIS_ADDR": "master.orders.ab12cd.use1.cache.amazonaws.com:6379", "REDIS_PASSWORD": "pw"}, []string{"REDIS_TLS=true", "REDIS_PASSWORD"}},
+		{"password secret to ElastiCache in clear text", map[string]string{"REDIS_ADDR": "orders.ab12cd.clustercfg.use1.cache.amazonaws.com.cn:6379", "REDIS_PASSWORD_SECRET_ARN": "arn"}, []string{"REDIS_TLS=true"}},
 		{"Lambda log level", map[string]string{"AWS_LAMBDA_LOG_LEVEL": "LOUD"}, []string{"AWS_LAMBDA_LOG_LEVEL", "trace, debug, info, warn, error or fatal"}},
 	}
 	for _, tc := range tests {

@@ -42,10 +42,12 @@ fuzz: ## every fuzz target for FUZZTIME each
 	done
 
 # Local runs: no AWS account, no Docker. An embedded Redis unless REDIS_ADDR is set.
+# BACKEND=URL proxies allowed requests to your own service instead of the sample backend.
 PORT ?= 8080
+BACKEND ?=
 .PHONY: run invoke dynalite
-run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.yaml's gateway responses, a sample backend
-	$(GO) run ./cmd/bucketgate-local serve -addr 127.0.0.1:$(PORT)
+run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.yaml's gateway responses, a sample backend or BACKEND=URL
+	$(GO) run ./cmd/bucketgate-local serve -addr 127.0.0.1:$(PORT)$(if $(BACKEND), -backend '$(BACKEND)')
 
 # dynalite: a local DynamoDB for a registry table (see the README: make run with a registry).
 DYNALITE_PORT ?= 8000

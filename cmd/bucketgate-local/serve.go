@@ -27,16 +27,30 @@ const (
 	shutdownTimeout   = 5 * time.Second
 )
 
+// serveOptions are the flags of serve.
+type serveOptions struct {
+	template string // the SAM template whose gateway responses apply
+	backend  string // the URL allowed requests are proxied to; "": the sample backend
+}
+
 // serve runs the local API Gateway on l until ctx is done: every request goes through
 // the real authorizer handler (built from getenv as in Lambda, on the embedded Redis
 // unless REDIS_ADDR is set), denials and failures get the gateway responses of the SAM
-// template at templatePath, and allowed requests reach the sample backend. It prints
-// how to try it and then one line per request to stdout; the authorizer logs to stderr.
-func serve(ctx context.Context, l net.Listener, templatePath string, getenv func(string) string, stdout, stderr io.Writer) error {
+// template at o.template, and allowed requests reach the backend (the sample backend,
+// or the service at o.backend) with the rate-limit headers. It prints how to try it and
+// then one line per request to stdout; the authorizer logs to stderr.
+func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(string) string, stdout, stderr io.Writer) error {
 	defer l.Close()
-	responses, err := localgw.LoadResponses(templatePath)
+	responses, err := localgw.LoadResponses(o.template)
 	if err != nil {
 		return err
+	}
+	backend, backendText := localgw.SampleBackend(), sampleBackendText
+	if o.backend != "" {
+		if backend, err = localgw.ProxyBackend(o.backend, stderr); err != nil {
+			return fmt.Errorf("%w: -backend: %w", errUsage, err)
+		}
+		backendText = "your service at " + o.backend + " (method, path, query, headers and body as sent)"
 	}
 	getenv, where, stop, err := withRedis(getenv)
 	if err != nil {
@@ -47,12 +61,13 @@ func serve(ctx context.Context, l net.Listener, templatePath string, getenv func
 	if err != nil {
 		return fmt.Errorf("authorizer init: %w", err)
 	}
-	gw := &localgw.Gateway{Authorizer: h, Backend: localgw.SampleBackend(), Responses: responses, MethodARNPrefix: methodARNPrefix}
+	gw := &localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix}
 	srv := &http.Server{Handler: accessLog(stdout, gw), ReadHeaderTimeout: readHeaderTimeout}
 	if err := printBanner(stdout, banner{
 		URL:      "http://" + l.Addr().String(),
-		Template: templatePath,
+		Template: o.template,
 		Redis:    where,
+		Backend:  backendText,
 		Header:   cmp.Or(getenv(settings.EnvAPIKeyHeader), settings.DefaultAPIKeyHeader),
 		Registry: registryWhere(getenv),
 		BuiltIn:  getenv(settings.EnvConfigInline) == "" && getenv(settings.EnvConfigFile) == "",
@@ -76,10 +91,13 @@ func serve(ctx context.Context, l net.Listener, templatePath string, getenv func
 	return err
 }
 
+// sampleBackendText describes the sample backend in the banner.
+const sampleBackendText = `200 {"ok":true,"path":...} on any path (-backend URL, or make run BACKEND=URL, for your own service)`
+
 // banner is what the server says when it starts.
 type banner struct {
-	URL, Template, Redis, Registry, Header, LogLevel string
-	BuiltIn                                          bool // the built-in plans apply
+	URL, Template, Redis, Registry, Backend, Header, LogLevel string
+	BuiltIn                                                   bool // the built-in plans apply
 }
 
 var bannerText = template.Must(template.New("banner").Parse(`bucketgate local API Gateway on {{.URL}}
@@ -87,10 +105,11 @@ var bannerText = template.Must(template.New("banner").Parse(`bucketgate local AP
   responses   429 / 503 / 401 gateway responses from {{.Template}}
   redis       {{.Redis}}
   registry    {{.Registry}}
-  backend     200 {"ok":true,"path":...} on any path
+  backend     {{.Backend}}
+  headers     RateLimit, RateLimit-Policy, X-RateLimit-Limit, -Remaining, -Reset on every answer
 {{if .BuiltIn}}
 Built-in plans: every caller without a registered key is on free (a burst of 10, then 1 request per second).{{end}}
-Try it: the 11th request in a row is answered 429 with Retry-After.
+Try it: every answer shows what is left; the 11th request in a row is answered 429 with Retry-After.
   curl -i -H '{{.Header}}: k' {{.URL}}/scores
   for i in $(seq 11); do curl -s -o /dev/null -w '%{http_code} ' -H '{{.Header}}: k' {{.URL}}/scores; done; echo
 Without the header, or with a key nobody registered, the caller is limited by its IP address. Ctrl-C stops.

@@ -128,7 +128,7 @@ func newAuthorizer(p parts) (lambda.Handler, error) {
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
 	h := &authorizer.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}
-	return lambda.NewHandler(h.Handle), nil
+	return h, nil
 }
 
 func newCheck(p parts) (lambda.Handler, error) {

@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -88,7 +85,7 @@ func newFixture(t testing.TB, o options) *fixture {
 		Log:        telemetry.NewLogger(&f.logs, slog.LevelDebug),
 		Now:        func() time.Time { return f.now },
 	}
-	f.lh = lambda.NewHandler(f.h.Handle)
+	f.lh = f.h
 	return f
 }
 
@@ -189,17 +186,6 @@ func mustParse(t testing.TB, doc string) *config.Config {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// lambdaTestdata returns the directory of aws-lambda-go's own sample events, read in
-// place from the module cache.
-func lambdaTestdata(t testing.TB) string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/aws/aws-lambda-go").Output()
-	if err != nil {
-		t.Fatalf("locate aws-lambda-go: %v", err)
-	}
-	return filepath.Join(strings.TrimSpace(string(out)), "events", "testdata")
 }
 
 // withHeaders returns the event (REST or HTTP API) with its headers replaced by h.

@@ -79,20 +79,28 @@ type Handler struct {
 	Now func() time.Time
 }
 
-// Handle answers any supported authorizer event, told apart by its shape: REST (payload
+// Invoke answers any supported authorizer event, told apart by its shape: REST (payload
 // 1.0 with methodArn), HTTP API payload 1.0 (version "1.0") and HTTP API payload 2.0
-// (version "2.0", routeArn, simple response). It is the Lambda entry point.
-func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
-	ev, err := decodeEvent(raw)
+// (version "2.0", routeArn, simple response). It is the Lambda entry point
+// (lambda.Handler): it reads the payload itself, so that an empty or malformed one is
+// refused with the authorizer's own error (ErrBadEvent), and writes the answer as JSON.
+func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	ev, err := decodeEvent(payload)
 	if err != nil {
 		h.Log.ErrorContext(ctx, "authorizer event rejected", slog.String(telemetry.AttrError, err.Error()))
 		return nil, err
 	}
+	var answer any
 	switch {
 	case ev.rest != nil:
-		return h.HandleREST(ctx, *ev.rest)
+		answer, err = h.HandleREST(ctx, *ev.rest)
 	case ev.httpV1 != nil:
-		return h.HandleHTTPV1(ctx, *ev.httpV1)
+		answer, err = h.HandleHTTPV1(ctx, *ev.httpV1)
+	default:
+		answer, err = h.HandleHTTP(ctx, *ev.httpV2)
 	}
-	return h.HandleHTTP(ctx, *ev.httpV2)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(answer)
 }

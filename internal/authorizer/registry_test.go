@@ -15,6 +15,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // cacheOver returns a registry cache over records (or failing with err), with the
@@ -107,7 +108,7 @@ func TestConflictingKeyHeaders(t *testing.T) {
 						a, err := f.invoke(t, ev)
 						got := "401"
 						if err == nil {
-							got = a.str(t, KeyPlan)
+							got = a.str(t, ratelimitheaders.KeyPlan)
 						} else if err.Error() != "Unauthorized" {
 							t.Fatal(err)
 						}
@@ -135,7 +136,7 @@ func TestRegistryPlansAndOverrides(t *testing.T) {
 	for range 4 {
 		a := f.mustInvoke(t, ev)
 		allowed = append(allowed, a.allowed(t))
-		if a.str(t, KeyPlan) != "pro" || a.num(t, KeyLimit) != 3 || a.PrincipalID != "key:"+config.KeyDigest("k-override") {
+		if a.str(t, ratelimitheaders.KeyPlan) != "pro" || a.num(t, ratelimitheaders.KeyLimit) != 3 || a.PrincipalID != "key:"+config.KeyDigest("k-override") {
 			t.Fatalf("answer %s: want pro with its burst of 3", a.raw)
 		}
 	}
@@ -143,7 +144,7 @@ func TestRegistryPlansAndOverrides(t *testing.T) {
 		t.Errorf("allowed %v, want %v", allowed, want)
 	}
 	a := f.mustInvoke(t, withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": "k-revoked"}))
-	if a.PrincipalID != "ip:203.0.113.10" || a.str(t, KeyPlan) != "free" {
+	if a.PrincipalID != "ip:203.0.113.10" || a.str(t, ratelimitheaders.KeyPlan) != "free" {
 		t.Errorf("revoked key: %s, want its source on free", a.raw)
 	}
 	var lookups []string
@@ -176,7 +177,7 @@ func TestRegistryFailure(t *testing.T) {
 				t.Errorf("EMF %v: want one registry lookup with result error", doc)
 			}
 			if failOpen {
-				if err != nil || !a.allowed(t) || a.str(t, KeyReason) != "degraded" {
+				if err != nil || !a.allowed(t) || a.str(t, ratelimitheaders.KeyReason) != "degraded" {
 					t.Fatalf("fail open: %s, %v; want allowed, degraded", a.raw, err)
 				}
 			} else {

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"fmt"
-
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
@@ -28,6 +26,7 @@ type Config struct {
 	keys          map[string]*Plan
 	tenants       map[string]*Plan
 	routes        []route
+	routeRules    [][]bucket.Rule // routeRules[i] is route i's rules; the last entry is none
 	refuseUnknown bool
 	refuseAnon    bool
 }
@@ -90,15 +89,23 @@ func (c *Config) RefuseUnknownKeys() bool { return c.refuseUnknown }
 func (c *Config) RefuseAnonymous() bool { return c.refuseAnon }
 
 // Limits returns what a request to method and path on plan p is decided against: p's
-// rules plus those of the first route that matches, and that route's cost.
+// rules plus those of the first route that matches, and that route's cost. Routes match
+// the path as a backend resolves it (dot segments, repeated slashes, percent-encoded
+// unreserved characters; see pathSegments) and in any case.
 func (c *Config) Limits(p *Plan, method, path string) Limits {
+	var buf [maxInlineSegments]string
+	segs := pathSegments(path, buf[:0])
 	for i, r := range c.routes {
-		if r.matches(method, path) {
+		if r.matches(method, segs) {
 			return Limits{Plan: p.Name, Rules: p.byRoute[i], Cost: r.cost}
 		}
 	}
 	return Limits{Plan: p.Name, Rules: p.byRoute[len(c.routes)], Cost: defaultCost}
 }
+
+// maxInlineSegments is how many path segments Limits splits a path into without
+// allocating.
+const maxInlineSegments = 16
 
 // defaultCost is the tokens a request takes when no route says otherwise.
 const defaultCost = 1
@@ -115,7 +122,7 @@ func (c *Config) Plans() []string {
 func (c *Config) plan(field, name string) (*Plan, error) {
 	p, ok := c.plans[name]
 	if !ok {
-		return nil, fmt.Errorf("%s: unknown plan %q", field, name)
+		return nil, errorAt(field, "unknown plan %q", name)
 	}
 	return p, nil
 }

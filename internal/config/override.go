@@ -47,9 +47,9 @@ func (c *Config) Override(p *Plan, overrides []bucket.Rule) (*Plan, error) {
 		return out
 	}
 	own := replace(p.Rules)
-	extras := make([][]bucket.Rule, len(p.byRoute))
-	for i, rules := range p.byRoute {
-		extras[i] = replace(rules[len(p.Rules):])
+	extras := make([][]bucket.Rule, len(c.routeRules))
+	for i, rules := range c.routeRules {
+		extras[i] = replace(rules)
 	}
 	for _, r := range overrides { // in the record's order
 		if !replaced[r.Name] {

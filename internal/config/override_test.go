@@ -53,6 +53,36 @@ func TestOverride(t *testing.T) {
 	}
 }
 
+// A replaced rule keeps its shadow mark, on the plan and on a route; an added one is
+// enforced.
+func TestOverrideShadow(t *testing.T) {
+	c, err := config.Parse([]byte(`
+defaultPlan: free
+plans:
+  free: [{name: burst, capacity: 10, refillPerSecond: 1}, {name: trial, capacity: 50, refillPerSecond: 1, shadow: true}]
+routes:
+  - {path: /uploads, shadow: true, rules: [{name: uploads, capacity: 20, refillPerSecond: 1}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Override(c.DefaultPlan(), []bucket.Rule{
+		{Name: "trial", Capacity: 5, RefillPerSecond: 1},
+		{Name: "uploads", Capacity: 2, RefillPerSecond: 1},
+		{Name: "extra", Capacity: 5, RefillPerSecond: 1, Shadow: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range c.Limits(p, "GET", "/uploads").Rules {
+		got = append(got, r.Name+":"+itoa(r.Capacity)+":"+strconv.FormatBool(r.Shadow))
+	}
+	if want := "burst:10:false trial:5:true extra:5:false uploads:2:true"; strings.Join(got, " ") != want {
+		t.Errorf("rules %s, want %s", strings.Join(got, " "), want)
+	}
+}
+
 func TestOverrideErrorsNameTheRule(t *testing.T) {
 	c, err := config.Parse([]byte(sample))
 	if err != nil {
@@ -73,8 +103,8 @@ func TestOverrideErrorsNameTheRule(t *testing.T) {
 		{"bad rate", []bucket.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: -1}}, "rules[1]: invalid: rule b: refillPerSecond -1"},
 		{"bad name", []bucket.Rule{{Name: "a b", Capacity: 1, RefillPerSecond: 1}}, `rules[0]: invalid: name "a b"`},
 		{"duplicate", []bucket.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 2, RefillPerSecond: 1}}, `rules[1]: name "a" given twice`},
-		{"route cost above the new capacity", []bucket.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "rules: routes[0] with plans.pro: invalid: cost 5 exceeds capacity 2 of rule burst"},
-		{"too many with a route", nine[:7], "rules: routes[0] with plans.pro: invalid: 10 rules: want at most 8"},
+		{"route cost above the new capacity", []bucket.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "rules: routes[0]: with plans.pro: invalid: cost 5 exceeds capacity 2 of rule burst"},
+		{"too many with a route", nine[:7], "rules: routes[0]: with plans.pro: invalid: 10 rules: want at most 8"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +112,7 @@ func TestOverrideErrorsNameTheRule(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Override = %v, want an error mentioning %q", err, tc.want)
 			}
-			if strings.Contains(tc.name, "capacity") && !errors.Is(err, bucket.ErrInvalid) {
+			if tc.name == "bad capacity" && !errors.Is(err, bucket.ErrInvalid) {
 				t.Errorf("error %v does not wrap bucket.ErrInvalid", err)
 			}
 		})

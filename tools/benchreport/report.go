@@ -232,7 +232,7 @@ func (r Report) Markdown() string {
 
 	p("## 4. Authorizer handler overhead\n\n")
 	p("`BenchmarkHandlerOverhead` in internal/authorizer, medians of %d runs: one invocation through the Lambda\n", r.authorizerRuns())
-	p("handler (`lambda.NewHandler(Handler.Handle).Invoke`) with Redis stubbed out by a guard that returns a\n")
+	p("handler (`Handler.Invoke`) with Redis stubbed out by a guard that returns a\n")
 	p("fixed admission: decode the event, resolve the identity and limits, write the EMF line and the log line\n")
 	p("(at the production level, to io.Discard), encode the answer. What Lambda adds around it is not counted.\n")
 	p("`rest-key-document` and `rest-key-table-cached` send the sample pro key: its plan from the configuration\n")

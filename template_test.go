@@ -29,6 +29,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/localgw"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -425,11 +426,13 @@ var emitted = struct {
 	metrics []string
 	dims    map[string][]string
 }{
-	metrics: []string{telemetry.MetricDecisions, telemetry.MetricFailClosed, telemetry.MetricRedisLatency, telemetry.MetricDenyCacheHits},
+	metrics: []string{telemetry.MetricDecisions, telemetry.MetricFailClosed, telemetry.MetricRedisLatency, telemetry.MetricDenyCacheHits,
+		telemetry.MetricRegistryLookups, telemetry.MetricRegistryInvalid},
 	dims: map[string][]string{
 		telemetry.DimOutcome:  {telemetry.OutcomeAllowed, telemetry.OutcomeLimited, telemetry.OutcomeUnavailable, telemetry.OutcomeDegraded},
-		telemetry.DimReason:   {string(guard.FailureTimeout), string(guard.FailureRedisError), string(guard.FailureBadResponse)},
+		telemetry.DimReason:   {string(guard.FailureTimeout), string(guard.FailureRedisError), string(guard.FailureBadResponse), string(guard.FailureRegistryError)},
 		telemetry.DimFunction: slices.Sorted(maps.Keys(app.Functions)),
+		telemetry.DimResult:   {string(registry.ResultHit), string(registry.ResultMiss), string(registry.ResultStale), string(registry.ResultError)},
 	},
 }
 

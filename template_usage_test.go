@@ -105,7 +105,10 @@ func decisionLogs(t *testing.T, level string) (logs, metrics []map[string]any, r
 	rawKey = "bg-insights-raw-key"
 	m := miniredis.RunT(t)
 	m.SetTime(time.Date(2025, 12, 11, 16, 15, 0, 0, time.UTC))
-	env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: decisionTimeout, settings.EnvLambdaLogLevel: level}
+	// The key is registered (a key nobody registered would be limited as its source).
+	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], pro: [{name: burst, capacity: 100, refillPerSecond: 50}]}\n" +
+		"keys: {" + config.KeyDigest(rawKey) + ": free}"
+	env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: decisionTimeout, settings.EnvLambdaLogLevel: level, settings.EnvConfigInline: doc}
 	var logOut, metricOut bytes.Buffer
 	for _, f := range []app.Function{app.Authorizer, app.Check} {
 		h, _, err := app.Build(f, func(k string) string { return env[k] }, &metricOut, &logOut)

@@ -69,6 +69,7 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 		Redis:    where,
 		Backend:  backendText,
 		Header:   cmp.Or(getenv(settings.EnvAPIKeyHeader), settings.DefaultAPIKeyHeader),
+		Registry: registryWhere(getenv),
 		BuiltIn:  getenv(settings.EnvConfigInline) == "" && getenv(settings.EnvConfigFile) == "",
 		LogLevel: settings.EnvLogLevel,
 	}); err != nil {
@@ -95,26 +96,46 @@ const sampleBackendText = `200 {"ok":true,"path":...} on any path (-backend URL,
 
 // banner is what the server says when it starts.
 type banner struct {
-	URL, Template, Redis, Backend, Header, LogLevel string
-	BuiltIn                                         bool // the built-in plans apply
+	URL, Template, Redis, Registry, Backend, Header, LogLevel string
+	BuiltIn                                                   bool // the built-in plans apply
 }
 
 var bannerText = template.Must(template.New("banner").Parse(`bucketgate local API Gateway on {{.URL}}
   authorizer  the Lambda handler, in-process, for every request (logs on stderr; {{.LogLevel}}=debug shows each decision)
   responses   429 / 503 / 401 gateway responses from {{.Template}}
   redis       {{.Redis}}
+  registry    {{.Registry}}
   backend     {{.Backend}}
   headers     RateLimit, RateLimit-Policy, X-RateLimit-Limit, -Remaining, -Reset on every answer
 {{if .BuiltIn}}
-Built-in plans: every caller is on free (a burst of 10, then 1 request per second).{{end}}
+Built-in plans: every caller without a registered key is on free (a burst of 10, then 1 request per second).{{end}}
 Try it: every answer shows what is left; the 11th request in a row is answered 429 with Retry-After.
   curl -i -H '{{.Header}}: k' {{.URL}}/scores
   for i in $(seq 11); do curl -s -o /dev/null -w '%{http_code} ' -H '{{.Header}}: k' {{.URL}}/scores; done; echo
-Without the header the caller is limited by its IP address. Ctrl-C stops.
+Without the header, or with a key nobody registered, the caller is limited by its IP address. Ctrl-C stops.
 
 `))
 
 func printBanner(w io.Writer, b banner) error { return bannerText.Execute(w, b) }
+
+// registryWhere says where the authorizer finds API keys: the DynamoDB table of
+// REGISTRY_TABLE (at the endpoint the AWS SDK is pointed at, if any), or the
+// configuration document.
+func registryWhere(getenv func(string) string) string {
+	table := getenv(settings.EnvRegistryTable)
+	if table == "" {
+		return "the configuration document's keys; set " + settings.EnvRegistryTable + " for a DynamoDB table (make dynalite, then bucketgate keys ...)"
+	}
+	where := "AWS"
+	if endpoint := getenv(envDynamoDBEndpoint); endpoint != "" {
+		where = endpoint
+	}
+	return fmt.Sprintf("DynamoDB table %s at %s, cached %s ms (%s)", table, where,
+		cmp.Or(getenv(settings.EnvRegistryCacheMS), fmt.Sprint(settings.DefaultRegistryCacheTTL.Milliseconds())), settings.EnvRegistryCacheMS)
+}
+
+// envDynamoDBEndpoint is the AWS SDK's own variable for a DynamoDB endpoint of its own.
+const envDynamoDBEndpoint = "AWS_ENDPOINT_URL_DYNAMODB"
 
 // accessLog writes one line per request to w: method, path and the answer's status,
 // with Retry-After when there is one.

@@ -27,7 +27,7 @@ var ErrBadEvent = errors.New("not an API Gateway REQUEST authorizer event")
 // event is one decoded authorizer event: exactly one field is set.
 type event struct {
 	rest   *events.APIGatewayCustomAuthorizerRequestTypeRequest
-	httpV1 *events.APIGatewayV2CustomAuthorizerV1Request
+	httpV1 *HTTPV1Request
 	httpV2 *events.APIGatewayV2CustomAuthorizerV2Request
 }
 
@@ -59,7 +59,7 @@ func decodeEvent(raw []byte) (event, error) {
 		ev.httpV2 = new(events.APIGatewayV2CustomAuthorizerV2Request)
 		target = ev.httpV2
 	case versionHTTPV1:
-		ev.httpV1 = new(events.APIGatewayV2CustomAuthorizerV1Request)
+		ev.httpV1 = new(HTTPV1Request)
 		target = ev.httpV1
 	case "":
 		ev.rest = new(events.APIGatewayCustomAuthorizerRequestTypeRequest)

@@ -15,6 +15,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -55,6 +56,7 @@ type fixture struct {
 type options struct {
 	config   *config.Config // nil: the built-in default
 	failOpen bool
+	registry Registry // nil: the configuration's keys (registry.Document)
 }
 
 func newFixture(t testing.TB, o options) *fixture {
@@ -65,14 +67,19 @@ func newFixture(t testing.TB, o options) *fixture {
 	if cfg == nil {
 		cfg = config.Default()
 	}
-	ids, err := identity.NewResolver(settings.DefaultAPIKeyHeader)
+	ids, err := identity.NewResolver(settings.DefaultAPIKeyHeader, settings.DefaultIPv6Prefix)
 	if err != nil {
 		t.Fatal(err)
+	}
+	reg := o.registry
+	if reg == nil {
+		reg = registry.NewDocument(cfg)
 	}
 	f := &fixture{mr: mr, now: t0.Add(time.Hour)}
 	f.h = &Handler{
 		Guard:      guard.New(bucket.New(client), guard.Options{Timeout: testTimeout, FailOpen: o.failOpen, FailuresToOpen: guard.DefaultFailuresToOpen}),
 		Plans:      cfg,
+		Registry:   reg,
 		Identities: ids,
 		Metrics:    telemetry.NewEmitter(&f.metrics, settings.DefaultNamespace, testFunction),
 		Log:        telemetry.NewLogger(&f.logs, slog.LevelDebug),
@@ -184,12 +191,22 @@ func mustParse(t testing.TB, doc string) *config.Config {
 // withHeaders returns the event (REST or HTTP API) with its headers replaced by h.
 func withHeaders(t testing.TB, event []byte, h map[string]string) []byte {
 	t.Helper()
+	return withAllHeaders(t, event, h, nil)
+}
+
+// withAllHeaders returns the event with its headers replaced by h and its multi-value
+// headers by multi (none when nil).
+func withAllHeaders(t testing.TB, event []byte, h map[string]string, multi map[string][]string) []byte {
+	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(event, &m); err != nil {
 		t.Fatal(err)
 	}
 	m["headers"] = h
 	delete(m, "multiValueHeaders")
+	if multi != nil {
+		m["multiValueHeaders"] = multi
+	}
 	out, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func TestSampleEvents(t *testing.T) {
 			"arn:aws:execute-api:us-east-1:123456789012:a1b2c3d4e5/prod/GET/orders/42", "free", 9, `"burst";q=10;w=10`},
 		{"REST pro key, POST /orders costs 2", restProEvent, true, "key:" + proDigest,
 			"arn:aws:execute-api:us-east-1:123456789012:a1b2c3d4e5/prod/POST/orders", "pro", 98, `"burst";q=100;w=2`},
-		{"REST pro key unknown to the default config", restProEvent, false, "key:" + proDigest,
+		{"REST pro key unknown to the default config: limited by its source", restProEvent, false, "ip:198.51.100.23",
 			"arn:aws:execute-api:us-east-1:123456789012:a1b2c3d4e5/prod/POST/orders", "free", 9, `"burst";q=10;w=10`},
 		{"HTTP API pro key in lower case header", httpEvent, true, "", "", "pro", 99, `"burst";q=100;w=2`},
 	}

@@ -23,6 +23,8 @@ import (
 // Guard decides one request under the failure policy; *guard.Guard is one.
 type Guard interface {
 	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
+	// Fallback answers by the failure policy when the registry failed.
+	Fallback(q bucket.Request, f guard.Failure, err error) guard.Result
 }
 
 // Emitter writes the metrics of one invocation; *telemetry.Emitter is one.
@@ -36,8 +38,10 @@ type Handler struct {
 	// Guard decides each check; its failure policy (fail closed or open) is the
 	// authorizer's.
 	Guard Guard
-	// Plans resolves plan names and tenant mappings.
+	// Plans resolves plan names, and gives the default plan.
 	Plans Plans
+	// Registry says which plan a tenant is on, for checks with neither plan nor rules.
+	Registry Registry
 	// Metrics gets one Emit per invocation that decided something.
 	Metrics Emitter
 	// Log gets a debug line per decision (telemetry.LogDecision) and a warning per
@@ -59,9 +63,13 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
+	if err := h.resolveTenants(ctx, checks, batch, &inv); err != nil {
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
+		return nil, invalidRequest(err)
+	}
 	results := make([]checkapi.Response, len(checks))
 	for i, c := range checks {
-		r, err := h.Guard.Decide(ctx, c.req)
+		r, err := h.decide(ctx, c)
 		if err != nil { // Redis refused a request that parse accepted: engine and parse disagree
 			if batch {
 				err = fmt.Errorf("%s: %w", index(fieldChecks, i), err)

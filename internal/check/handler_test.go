@@ -188,6 +188,10 @@ func (d *refusingGuard) Decide(ctx context.Context, q bucket.Request) (guard.Res
 	return d.next.Decide(ctx, q)
 }
 
+func (d *refusingGuard) Fallback(q bucket.Request, f guard.Failure, err error) guard.Result {
+	return d.next.Fallback(q, f, err)
+}
+
 func TestEngineRefusal(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})

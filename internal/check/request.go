@@ -8,12 +8,13 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
-// identityPrefix namespaces the check function's keys in Redis: key "tenant-42" spends
-// the buckets of identity "tenant:tenant-42" (Redis key "bg:{tenant:tenant-42}"), apart
-// from the authorizer's "key:" and "ip:" identities.
-const identityPrefix = "tenant:"
+// identityPrefix namespaces the check function's keys in Redis and in the registry: key
+// "tenant-42" spends the buckets of identity "tenant:tenant-42" (Redis key
+// "bg:{tenant:tenant-42}"), apart from the authorizer's "key:" and "ip:" identities.
+const identityPrefix = string(identity.KindTenant) + ":"
 
 // Member names of the payload.
 const (
@@ -36,8 +37,8 @@ var (
 type Plans interface {
 	// Plan returns the plan called name.
 	Plan(name string) (*config.Plan, bool)
-	// PlanForTenant returns the plan mapped to a tenant, or the default plan.
-	PlanForTenant(id string) (*config.Plan, bool)
+	// DefaultPlan returns the plan of tenants the registry does not know.
+	DefaultPlan() *config.Plan
 	// Plans returns the name of every plan.
 	Plans() []string
 }
@@ -50,6 +51,12 @@ type check struct {
 	plan string
 	// req is what the engine decides.
 	req bucket.Request
+	// tenant reports a check with neither plan nor rules: its tenant's plan comes from
+	// the registry (resolveTenants), and until then req has no rules.
+	tenant bool
+	// lookupErr is why the registry could not say who the tenant is: the check is then
+	// answered by the failure policy.
+	lookupErr error
 }
 
 // parse reads and validates a whole payload: one check, or a batch of them (batch
@@ -111,13 +118,15 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 			return check{}, err
 		}
 	default:
-		p, _ := plans.PlanForTenant(key)
-		c.plan, c.req.Rules = p.Name, p.Rules
+		c.tenant = true // the registry's plan, checked against the cost in resolveTenants
 	}
 	if m[fieldCost] != nil {
 		if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], c.req.Rules); err != nil {
 			return check{}, err
 		}
+	}
+	if c.tenant {
+		return c, nil
 	}
 	if err := c.req.Validate(); err != nil { // what the engine would refuse, if anything is left
 		return check{}, fmt.Errorf("%s: %w", where(path), err)
@@ -213,10 +222,15 @@ func parseCost(path string, raw json.RawMessage, rules []bucket.Rule) (int64, er
 	if cost < 0 || cost > checkapi.MaxCost {
 		return 0, fmt.Errorf("%s: got %d, want %s", path, cost, want)
 	}
+	return cost, fits(path, cost, rules)
+}
+
+// fits reports a cost (at path) that a rule of rules can never hold.
+func fits(path string, cost int64, rules []bucket.Rule) error {
 	for _, r := range rules {
 		if cost > r.Capacity {
-			return 0, fmt.Errorf("%s: %d exceeds capacity %d of rule %s: it could never be allowed", path, cost, r.Capacity, r.Name)
+			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: it could never be allowed", path, cost, r.Capacity, r.Name)
 		}
 	}
-	return cost, nil
+	return nil
 }

@@ -4,10 +4,18 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// Policy values of Document.UnknownKeys and Document.Anonymous.
+// Policy values of Document.UnknownKeys (PolicyIP or PolicyRefuse) and
+// Document.Anonymous (PolicyDefault or PolicyRefuse).
 const (
+	// PolicyDefault: a request without an API key is limited by its source IP under
+	// the default plan.
 	PolicyDefault = "default"
-	PolicyRefuse  = "refuse"
+	// PolicyIP: a request with an API key nobody registered (unknown, revoked, expired
+	// or invalid) is limited as its source IP under the default plan, as if it had no
+	// key: a made-up key never gets a bucket of its own.
+	PolicyIP = "ip"
+	// PolicyRefuse: the request is refused (401).
+	PolicyRefuse = "refuse"
 )
 
 // Config is a loaded, validated configuration. It is read-only and safe for concurrent
@@ -18,6 +26,7 @@ type Config struct {
 	keys          map[string]*Plan
 	tenants       map[string]*Plan
 	routes        []route
+	routeRules    [][]bucket.Rule // routeRules[i] is route i's rules; the last entry is none
 	refuseUnknown bool
 	refuseAnon    bool
 }
@@ -51,9 +60,9 @@ func (c *Config) Plan(name string) (*Plan, bool) {
 // DefaultPlan returns the plan of identities with no mapping.
 func (c *Config) DefaultPlan() *Plan { return c.defaultPlan }
 
-// PlanForKey returns the plan of an API key by its digest (see KeyDigest). For a key
-// nobody listed it returns the default plan and known false; RefuseUnknownKeys says
-// whether such a key should be refused instead.
+// PlanForKey returns the plan of an API key by its digest (see KeyDigest), as the
+// document's keys list it. For a key nobody listed it returns the default plan and known
+// false; RefuseUnknownKeys says what becomes of such a key.
 func (c *Config) PlanForKey(digest string) (p *Plan, known bool) {
 	if p, ok := c.keys[digest]; ok {
 		return p, true
@@ -69,7 +78,11 @@ func (c *Config) PlanForTenant(id string) (p *Plan, known bool) {
 	return c.defaultPlan, false
 }
 
-// RefuseUnknownKeys reports whether API keys that no mapping lists are refused (401).
+// ListsIdentities reports whether the document lists any key or tenant.
+func (c *Config) ListsIdentities() bool { return len(c.keys)+len(c.tenants) > 0 }
+
+// RefuseUnknownKeys reports whether API keys that the registry does not know (unknown,
+// revoked, expired or invalid) are refused (401) rather than limited by source IP.
 func (c *Config) RefuseUnknownKeys() bool { return c.refuseUnknown }
 
 // RefuseAnonymous reports whether requests without an API key are refused (401).

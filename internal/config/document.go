@@ -18,8 +18,9 @@ type Count int64
 type Document struct {
 	// DefaultPlan is the plan of identities with no mapping. Required.
 	DefaultPlan string `yaml:"defaultPlan"`
-	// UnknownKeys is what happens to an API key that Keys does not list: "default"
-	// (the default plan, limited by the key's digest) or "refuse" (401). Empty is "default".
+	// UnknownKeys is what happens to an API key the registry does not know (unknown,
+	// revoked, expired, invalid, or a header given twice with different values): "ip"
+	// (limited as its source IP under the default plan) or "refuse" (401). Empty is "ip".
 	UnknownKeys string `yaml:"unknownKeys"`
 	// Anonymous is what happens to a request with no API key: "default" (the default
 	// plan, limited by source IP) or "refuse" (401). Empty is "default".

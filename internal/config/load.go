@@ -89,10 +89,10 @@ func Parse(doc []byte) (*Config, error) {
 func compile(d Document) (*Config, error) {
 	c := &Config{plans: map[string]*Plan{}, keys: map[string]*Plan{}, tenants: map[string]*Plan{}}
 	var err error
-	if c.refuseUnknown, err = refusal("unknownKeys", d.UnknownKeys); err != nil {
+	if c.refuseUnknown, err = refusal("unknownKeys", d.UnknownKeys, PolicyIP); err != nil {
 		return nil, err
 	}
-	if c.refuseAnon, err = refusal("anonymous", d.Anonymous); err != nil {
+	if c.refuseAnon, err = refusal("anonymous", d.Anonymous, PolicyDefault); err != nil {
 		return nil, err
 	}
 	for _, l := range []struct {
@@ -200,23 +200,33 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		c.routes = append(c.routes, r)
 		extras = append(extras, rules)
 	}
-	extras = append(extras, nil)
+	c.routeRules = append(extras, nil)
 	for _, name := range sortedKeys(c.plans) {
-		p := c.plans[name]
-		for i, extra := range extras {
-			rules := merge(p.Rules, extra)
-			cost := int64(defaultCost)
-			field, with := "plans."+p.Name, ""
-			if i < len(c.routes) {
-				cost = c.routes[i].cost
-				field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
-			}
-			q := bucket.Request{Identity: "config", Rules: rules, Cost: cost}
-			if err := q.Validate(); err != nil {
-				return errorAt(field, "%s%v", with, err)
-			}
-			p.byRoute = append(p.byRoute, rules)
+		if err := c.combine(c.plans[name], c.routeRules); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// combine sets p.byRoute to p's rules merged with each route's extra rules (extras[i]
+// for route i, then nil for no route), checking that each set, at its route's cost, is
+// a request the engine accepts.
+func (c *Config) combine(p *Plan, extras [][]bucket.Rule) error {
+	p.byRoute = make([][]bucket.Rule, 0, len(extras))
+	for i, extra := range extras {
+		rules := merge(p.Rules, extra)
+		cost := int64(defaultCost)
+		field, with := "plans."+p.Name, ""
+		if i < len(c.routes) {
+			cost = c.routes[i].cost
+			field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
+		}
+		q := bucket.Request{Identity: "config", Rules: rules, Cost: cost}
+		if err := q.Validate(); err != nil {
+			return errorAt(field, "%s%v", with, err)
+		}
+		p.byRoute = append(p.byRoute, rules)
 	}
 	return nil
 }
@@ -265,28 +275,43 @@ func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucket.Rule, e
 	}
 	rules := make([]bucket.Rule, 0, len(specs))
 	for i, s := range specs {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		rate, err := s.refillPerSecond()
+		r, err := s.Rule()
 		if err != nil {
-			return nil, errorAt(f, "%v", err)
+			return nil, errorAt(fmt.Sprintf("%s[%d]", field, i), "%v", err)
 		}
-		r := bucket.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow || shadow}
-		if err := r.Validate(); err != nil {
-			return nil, errorAt(f, "%v", err)
-		}
+		r.Shadow = r.Shadow || shadow
 		rules = append(rules, r)
 	}
 	return rules, nil
 }
 
-func refusal(field, v string) (bool, error) {
+// Rule returns the rule s describes, validated; the error names what is wrong.
+func (s RuleSpec) Rule() (bucket.Rule, error) {
+	rate, err := s.refillPerSecond()
+	if err != nil {
+		return bucket.Rule{}, err
+	}
+	r := bucket.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow}
+	if err := r.Validate(); err != nil {
+		return bucket.Rule{}, err
+	}
+	return r, nil
+}
+
+// refusal reads the policy v of field, whose other value than PolicyRefuse is allow
+// (also the default, for an empty v).
+func refusal(field, v, allow string) (bool, error) {
 	switch v {
-	case "", PolicyDefault:
+	case "", allow:
 		return false, nil
 	case PolicyRefuse:
 		return true, nil
 	}
-	return false, errorAt(field, "%q: want %q or %q", v, PolicyDefault, PolicyRefuse)
+	if field == "unknownKeys" && v == PolicyDefault {
+		return false, errorAt(field, "%q: want %q or %q: %q gave every unknown key a bucket of its own, so a new made-up key escaped every limit; %q limits it by source IP",
+			v, allow, PolicyRefuse, v, PolicyIP)
+	}
+	return false, errorAt(field, "%q: want %q or %q", v, allow, PolicyRefuse)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -158,6 +158,14 @@ func (g *Guard) record(now time.Time, f Failure, err error) {
 	}
 }
 
+// Fallback returns the Result of q when something the decision needs before Redis
+// failed with f and err (FailureRegistryError): denied with reason unavailable, or
+// allowed with reason degraded, by the failure policy. Redis is not asked and the
+// circuit breaker not told.
+func (g *Guard) Fallback(q bucket.Request, f Failure, err error) Result {
+	return g.fallback(q, f, err, 0)
+}
+
 // fallback is the Result of a request Redis did not decide.
 func (g *Guard) fallback(q bucket.Request, f Failure, err error, latency time.Duration) Result {
 	d := bucket.Decision{Reason: bucket.ReasonUnavailable, RetryAfter: FailureRetryAfter}

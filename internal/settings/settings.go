@@ -36,6 +36,11 @@ const (
 	EnvLogLevel          = "LOG_LEVEL"
 	EnvLambdaLogLevel    = "AWS_LAMBDA_LOG_LEVEL"
 	EnvXRayDaemon        = "AWS_XRAY_DAEMON_ADDRESS"
+	EnvIPv6Prefix        = "IPV6_PREFIX_LENGTH"
+	EnvRegistryTable     = "REGISTRY_TABLE"
+	EnvRegistryCacheMS   = "REGISTRY_CACHE_MS"
+	EnvRegistryCacheSize = "REGISTRY_CACHE_SIZE"
+	EnvRegistryTimeoutMS = "REGISTRY_TIMEOUT_MS"
 )
 
 // Defaults of the settings that have one.
@@ -55,6 +60,22 @@ const (
 	// DefaultXRayDaemon is the X-Ray daemon's address when AWS_XRAY_DAEMON_ADDRESS is
 	// unset (Lambda sets it for traced functions).
 	DefaultXRayDaemon = "127.0.0.1:2000"
+	// DefaultIPv6Prefix is the prefix length IPv6 sources are grouped by when
+	// IPV6_PREFIX_LENGTH is unset: a subscriber holds a whole /64, one caller.
+	DefaultIPv6Prefix = 64
+	// DefaultRegistryCacheTTL is how long a registry read answers for its identity when
+	// REGISTRY_CACHE_MS is unset: a revocation or plan change takes effect everywhere
+	// within it.
+	DefaultRegistryCacheTTL = 30 * time.Second
+	// DefaultRegistryCacheSize is the registry cache's size in entries when
+	// REGISTRY_CACHE_SIZE is unset: a few megabytes at most.
+	DefaultRegistryCacheSize = 10_000
+	// MaxRegistryCacheSize is the largest REGISTRY_CACHE_SIZE, in entries (about 200
+	// bytes each for API keys: 200 MB).
+	MaxRegistryCacheSize = 1_000_000
+	// DefaultRegistryTimeout is the deadline of one registry read when
+	// REGISTRY_TIMEOUT_MS is unset.
+	DefaultRegistryTimeout = 200 * time.Millisecond
 )
 
 // Bounds of the settings that size something. A value beyond one is an init error that
@@ -69,6 +90,9 @@ const (
 	MaxDenyCacheSize = 100_000
 	// MaxNamespace is the longest METRICS_NAMESPACE, in bytes: CloudWatch's own limit.
 	MaxNamespace = 255
+	// MaxRegistryCacheTTL is the longest REGISTRY_CACHE_MS: a day, beyond which a
+	// revocation would hardly be one.
+	MaxRegistryCacheTTL = 24 * time.Hour
 )
 
 // FAIL_MODE values.
@@ -152,6 +176,25 @@ type Settings struct {
 	// XRayDaemon is the X-Ray daemon's address, "host:port" or "udp:host:port
 	// tcp:host:port" (AWS_XRAY_DAEMON_ADDRESS; default DefaultXRayDaemon).
 	XRayDaemon string
+	// IPv6Prefix is the prefix length, in bits, that IPv6 sources are grouped by
+	// (IPV6_PREFIX_LENGTH, 1 to 128; 128 counts addresses one by one; default
+	// DefaultIPv6Prefix).
+	IPv6Prefix int
+	// RegistryTable is the DynamoDB table of API keys and tenants (REGISTRY_TABLE;
+	// default empty: the configuration document's keys and tenants are the registry).
+	// The AWS SDK finds the region, the credentials and any endpoint override
+	// (AWS_ENDPOINT_URL_DYNAMODB) itself.
+	RegistryTable string
+	// RegistryCacheTTL is how long a registry read answers for its identity, found or
+	// not (REGISTRY_CACHE_MS, whole milliseconds from 0 to MaxRegistryCacheTTL; 0 reads
+	// on every request; default DefaultRegistryCacheTTL).
+	RegistryCacheTTL time.Duration
+	// RegistryCacheSize bounds the registry cache, in entries (REGISTRY_CACHE_SIZE, 1
+	// to MaxRegistryCacheSize; default DefaultRegistryCacheSize).
+	RegistryCacheSize int
+	// RegistryTimeout is the deadline of one registry read (REGISTRY_TIMEOUT_MS, whole
+	// milliseconds from 1 to MaxTimeout; default DefaultRegistryTimeout).
+	RegistryTimeout time.Duration
 }
 
 // Load reads the settings through getenv (os.Getenv in production) and validates them;
@@ -171,6 +214,7 @@ func Load(getenv func(string) string) (Settings, error) {
 		ConfigFile:        getenv(EnvConfigFile),
 		APIKeyHeader:      cmp.Or(getenv(EnvAPIKeyHeader), DefaultAPIKeyHeader),
 		XRayDaemon:        cmp.Or(getenv(EnvXRayDaemon), DefaultXRayDaemon),
+		RegistryTable:     strings.TrimSpace(getenv(EnvRegistryTable)),
 	}
 	if s.ConfigInline != "" && s.ConfigFile != "" {
 		return s, fmt.Errorf("set %s or %s, not both", EnvConfigInline, EnvConfigFile)
@@ -194,12 +238,11 @@ func Load(getenv func(string) string) (Settings, error) {
 	if s.IAMAuth, err = parseBool(getenv, EnvIAMAuth, false); err != nil {
 		return s, err
 	}
-	if v := getenv(EnvTimeoutMS); v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms <= 0 || ms > int(MaxTimeout/time.Millisecond) {
-			return s, fmt.Errorf("%s=%q: want a whole number of milliseconds from 1 to %d", EnvTimeoutMS, v, MaxTimeout/time.Millisecond)
-		}
-		s.Timeout = time.Duration(ms) * time.Millisecond
+	if s.Timeout, err = parseMillis(getenv, EnvTimeoutMS, DefaultTimeout, time.Millisecond, MaxTimeout); err != nil {
+		return s, err
+	}
+	if err := s.loadRegistry(getenv); err != nil {
+		return s, err
 	}
 	switch v := getenv(EnvFailMode); v {
 	case "", FailClosed:
@@ -274,6 +317,50 @@ func (s Settings) validateAuth() error {
 		return fmt.Errorf("%s=true needs %s: the replication group or serverless cache name", EnvIAMAuth, EnvCacheName)
 	}
 	return nil
+}
+
+// loadRegistry reads the IPv6 prefix length and the registry's variables.
+func (s *Settings) loadRegistry(getenv func(string) string) error {
+	var err error
+	if s.IPv6Prefix, err = parseWhole(getenv, EnvIPv6Prefix, DefaultIPv6Prefix, 1, 128, "bits"); err != nil {
+		return err
+	}
+	if s.RegistryCacheTTL, err = parseMillis(getenv, EnvRegistryCacheMS, DefaultRegistryCacheTTL, 0, MaxRegistryCacheTTL); err != nil {
+		return err
+	}
+	if s.RegistryCacheSize, err = parseWhole(getenv, EnvRegistryCacheSize, DefaultRegistryCacheSize, 1, MaxRegistryCacheSize, "entries"); err != nil {
+		return err
+	}
+	s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxTimeout)
+	return err
+}
+
+// parseMillis reads name as whole milliseconds from least to most; def when it is
+// unset.
+func parseMillis(getenv func(string) string, name string, def, least, most time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < least.Milliseconds() || ms > most.Milliseconds() {
+		return 0, fmt.Errorf("%s=%q: want a whole number of milliseconds from %d to %d", name, v, least.Milliseconds(), most.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// parseWhole reads name as a whole number of unit from least to most; def when it is
+// unset.
+func parseWhole(getenv func(string) string, name string, def, least, most int, unit string) (int, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least || n > most {
+		return 0, fmt.Errorf("%s=%q: want a whole number of %s from %d to %d", name, v, unit, least, most)
+	}
+	return n, nil
 }
 
 // parseAddrs splits a comma-separated list of host:port seeds.

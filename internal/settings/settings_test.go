@@ -27,6 +27,11 @@ func TestLoadDefaults(t *testing.T) {
 		APIKeyHeader:  settings.DefaultAPIKeyHeader,
 		LogLevel:      settings.DefaultLogLevel,
 		XRayDaemon:    settings.DefaultXRayDaemon,
+		IPv6Prefix:    settings.DefaultIPv6Prefix,
+
+		RegistryCacheTTL:  settings.DefaultRegistryCacheTTL,
+		RegistryCacheSize: settings.DefaultRegistryCacheSize,
+		RegistryTimeout:   settings.DefaultRegistryTimeout,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", s, want)
@@ -127,6 +132,14 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.APIKeyHeader == "X-Tenant-Key" }},
 		{"X-Ray daemon", map[string]string{"AWS_XRAY_DAEMON_ADDRESS": "169.254.79.129:2000"},
 			func(s settings.Settings) bool { return s.XRayDaemon == "169.254.79.129:2000" }},
+		{"IPv6 one by one", map[string]string{"IPV6_PREFIX_LENGTH": "128"},
+			func(s settings.Settings) bool { return s.IPv6Prefix == 128 }},
+		{"registry", map[string]string{"REGISTRY_TABLE": " keys ", "REGISTRY_CACHE_MS": "1500", "REGISTRY_CACHE_SIZE": "1000000", "REGISTRY_TIMEOUT_MS": "80"},
+			func(s settings.Settings) bool {
+				return s.RegistryTable == "keys" && s.RegistryCacheTTL == 1500*time.Millisecond && s.RegistryCacheSize == 1_000_000 && s.RegistryTimeout == 80*time.Millisecond
+			}},
+		{"registry read on every request", map[string]string{"REGISTRY_CACHE_MS": "0"},
+			func(s settings.Settings) bool { return s.RegistryCacheTTL == 0 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,6 +213,15 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"password to ElastiCache in clear text", map[string]string{"REDIS_ADDR": "master.orders.ab12cd.use1.cache.amazonaws.com:6379", "REDIS_PASSWORD": "pw"}, []string{"REDIS_TLS=true", "REDIS_PASSWORD"}},
 		{"password secret to ElastiCache in clear text", map[string]string{"REDIS_ADDR": "orders.ab12cd.clustercfg.use1.cache.amazonaws.com.cn:6379", "REDIS_PASSWORD_SECRET_ARN": "arn"}, []string{"REDIS_TLS=true"}},
 		{"Lambda log level", map[string]string{"AWS_LAMBDA_LOG_LEVEL": "LOUD"}, []string{"AWS_LAMBDA_LOG_LEVEL", "trace, debug, info, warn, error or fatal"}},
+		{"IPv6 prefix zero", map[string]string{"IPV6_PREFIX_LENGTH": "0"}, []string{"IPV6_PREFIX_LENGTH", "1 to 128"}},
+		{"IPv6 prefix too long", map[string]string{"IPV6_PREFIX_LENGTH": "129"}, []string{"IPV6_PREFIX_LENGTH", "1 to 128"}},
+		{"IPv6 prefix with slash", map[string]string{"IPV6_PREFIX_LENGTH": "/64"}, []string{"IPV6_PREFIX_LENGTH"}},
+		{"registry cache negative", map[string]string{"REGISTRY_CACHE_MS": "-1"}, []string{"REGISTRY_CACHE_MS", "0 to 86400000"}},
+		{"registry cache seconds", map[string]string{"REGISTRY_CACHE_MS": "30s"}, []string{"REGISTRY_CACHE_MS"}},
+		{"registry cache that would overflow", map[string]string{"REGISTRY_CACHE_MS": "9223372036854"}, []string{"REGISTRY_CACHE_MS", "86400000"}},
+		{"registry cache empty", map[string]string{"REGISTRY_CACHE_SIZE": "0"}, []string{"REGISTRY_CACHE_SIZE", "1 to 1000000"}},
+		{"registry cache above the bound", map[string]string{"REGISTRY_CACHE_SIZE": "1000001"}, []string{"REGISTRY_CACHE_SIZE", "1000000"}},
+		{"registry timeout zero", map[string]string{"REGISTRY_TIMEOUT_MS": "0"}, []string{"REGISTRY_TIMEOUT_MS", "1 to 60000"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -169,6 +169,8 @@ func TestMarkdown(t *testing.T) {
 		NoDenyCache: syntheticDenyCacheRun("off", 1000),
 		Flood:       syntheticFlood(),
 		PlotFile:    "plot.png",
+		Registry: RegistryReads{Plan: RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: 30 * time.Second},
+			Reads: 9000, Distinct: 6000, Wall: 9 * time.Second},
 	}
 	md := r.Markdown()
 	for _, want := range []string{
@@ -184,6 +186,8 @@ func TestMarkdown(t *testing.T) {
 		"![admitted vs offered requests per second during a flood](plot.png)",
 		"Redis 7.0.15",
 		"X/Z repetition by repetition (each pair from the same turn): 1.20 1.00 1.50; median 1.20.",
+		"| 8 | key registry: DynamoDB reads per 1,000 authorizer requests | 150.0 (bound 200.0) | <= the bound, every key found | met |",
+		"| 9000 | 150.0 | 12000 | 200.0 | 0 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)

@@ -7,8 +7,20 @@ TEST_FLAGS ?= -count=1 -timeout 10m
 # ElastiCache creates by default. A missing engine skips them loudly (CI: fails).
 ENGINES ?= redis-server valkey-server
 
+# dynalite, the local DynamoDB of the registry's tests and of local runs: pinned by
+# internal/testkit/dynalite/package-lock.json and installed there by npm ci whenever the
+# lock is newer than the installed tree. Without npm a laptop goes on (the dynalite
+# tests skip loudly); CI fails.
+DYNALITE_DIR = internal/testkit/dynalite
+DYNALITE = $(DYNALITE_DIR)/node_modules/.package-lock.json
+$(DYNALITE): $(DYNALITE_DIR)/package.json $(DYNALITE_DIR)/package-lock.json
+	@if command -v npm >/dev/null; then \
+	  echo "npm ci --prefix $(DYNALITE_DIR)" && npm ci --ignore-scripts --no-audit --no-fund --prefix $(DYNALITE_DIR) && touch $@; \
+	elif [ -n "$$CI" ]; then echo "npm is not on PATH: apt-get install nodejs npm" >&2; exit 1; \
+	else echo "SKIPPING the dynalite install: npm is not on PATH (apt-get install nodejs npm); the registry's dynalite tests will skip" >&2; fi
+
 .PHONY: test vet
-test: vet ## every test: unit (miniredis), real-server suites on each of ENGINES, fuzz seeds; then the tools' own tests
+test: vet $(DYNALITE) ## every test: unit (miniredis), real-server suites on each of ENGINES, fuzz seeds; then the tools' own tests
 	@set -e; for engine in $(ENGINES); do \
 	  echo "== go test ./... with BUCKETGATE_REDIS_SERVER=$$engine"; \
 	  BUCKETGATE_REDIS_SERVER=$$engine $(GO) test $(TEST_FLAGS) ./...; \
@@ -30,10 +42,17 @@ fuzz: ## every fuzz target for FUZZTIME each
 	done
 
 # Local runs: no AWS account, no Docker. An embedded Redis unless REDIS_ADDR is set.
+# BACKEND=URL proxies allowed requests to your own service instead of the sample backend.
 PORT ?= 8080
-.PHONY: run invoke
-run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.yaml's gateway responses, a sample backend
-	$(GO) run ./cmd/bucketgate-local serve -addr 127.0.0.1:$(PORT)
+BACKEND ?=
+.PHONY: run invoke dynalite
+run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.yaml's gateway responses, a sample backend or BACKEND=URL
+	$(GO) run ./cmd/bucketgate-local serve -addr 127.0.0.1:$(PORT)$(if $(BACKEND), -backend '$(BACKEND)')
+
+# dynalite: a local DynamoDB for a registry table (see the README: make run with a registry).
+DYNALITE_PORT ?= 8000
+dynalite: $(DYNALITE) ## a local DynamoDB (dynalite, in memory) on 127.0.0.1:$(DYNALITE_PORT) for REGISTRY_TABLE
+	node $(DYNALITE_DIR)/node_modules/dynalite/cli.js --host 127.0.0.1 --port $(DYNALITE_PORT) --createTableMs 0
 
 invoke: ## one sample event through its function: make invoke EVENT=events/check-single.json [FUNCTION=check]
 	$(if $(EVENT),,$(error EVENT is not set: make invoke EVENT=events/check-single.json))$(GO) run ./cmd/bucketgate-local invoke $(if $(FUNCTION),-function $(FUNCTION) )$(EVENT)
@@ -70,16 +89,17 @@ lint: ## cfn-lint on template.yaml (SAM transform included)
 # free loopback port (redis-server and redis-benchmark must be installed: apt-get install
 # redis-server). BenchmarkClientCost runs five times, one run at a time, so that its two
 # halves take turns, and BenchmarkHandlerOverhead (internal/authorizer) five times; then
-# TestReport measures the rest and writes BENCHMARKS.md and its plot. A few minutes on 2 CPUs.
+# TestReport measures the rest (the key registry's reads against its own dynalite) and
+# writes BENCHMARKS.md and its plot. A few minutes on 2 CPUs.
 .PHONY: bench
-bench:
+bench: $(DYNALITE)
 	@out=$$(mktemp) && trap 'rm -f "$$out"' EXIT && \
 	for i in 1 2 3 4 5; do \
 		BUCKETGATE_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket >>"$$out" || { cat "$$out"; exit 1; }; \
 	done && \
 	$(GO) test -run '^$$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >>"$$out" || { cat "$$out"; exit 1; }; \
 	grep '^Benchmark' "$$out" && \
-	cd tools && BUCKETGATE_REQUIRE_REDIS=1 $(GO) test -count=1 -timeout 10m -run '^TestReport$$' -v ./benchreport \
+	cd tools && BUCKETGATE_REQUIRE_REDIS=1 BUCKETGATE_REQUIRE_DYNALITE=1 $(GO) test -count=1 -timeout 10m -run '^TestReport$$' -v ./benchreport \
 		-args -report="$(CURDIR)/BENCHMARKS.md" -gobench="$$out"
 
 # bench-instructions: Redis-side instructions per decision (callgrind), bucketgate against

@@ -156,3 +156,24 @@ func TestBadStateBinaries(t *testing.T) {
 		t.Errorf("the check's logs do not say why:\n%s", check.stderr)
 	}
 }
+
+// Shadow rules through the authorizer binary, marked in the configuration: the plan's
+// shadow rule never denies and is not in the context or the RateLimit-Policy; its
+// would-be denial is the ShadowLimited metric and an info line naming the identity.
+func TestShadowRulesAuthorizerBinary(t *testing.T) {
+	authorizer, _, _ := binaries(t, "defaultPlan: free\nplans: {free: [{name: burst, capacity: 3, refill: 3, per: hour},"+
+		" {name: trial, capacity: 1, refill: 1, per: hour, shadow: true}]}")
+	for i := range 3 {
+		ok, ctx := authorize(t, authorizer)
+		if !ok || ctx["rule"] != "burst" || ctx["remaining"] != float64(2-i) || ctx["rateLimitPolicy"] != `"burst";q=3;w=3600` {
+			t.Fatalf("request %d: allowed %v, context %v; want allowed, describing burst alone", i+1, ok, ctx)
+		}
+	}
+	authorizer.stop()
+	if n := strings.Count(authorizer.stdout.String(), `"Function":"authorizer","Rule":"trial","ShadowLimited":1`); n != 2 {
+		t.Errorf("%d ShadowLimited lines, want 2 (requests 2 and 3):\n%s", n, authorizer.stdout)
+	}
+	if n := strings.Count(authorizer.stderr.String(), `"msg":"shadow rule would have limited","identity":"ip:203.0.113.10"`); n != 2 {
+		t.Errorf("%d info lines of shadow denials naming the identity, want 2:\n%s", n, authorizer.stderr)
+	}
+}

@@ -170,6 +170,15 @@ func TestAuthorizerBinary(t *testing.T) {
 			t.Errorf("resetAt: %v", err)
 		}
 	}
+	// Events the authorizer cannot answer are refused with its own message, nothing
+	// decided: an empty payload, and a name given twice (the event would mean two things).
+	for _, bad := range []string{"", `{"type":"REQUEST","methodArn":"arn:aws:execute-api:us-east-1:1:a/b/GET/export","path":"/export","path":"/scores"}`} {
+		_, err := f.invoke(t, []byte(bad))
+		var fe *runtimeapi.FunctionError
+		if !errors.As(err, &fe) || !strings.HasPrefix(fe.Message, "not an API Gateway REQUEST authorizer event: ") {
+			t.Fatalf("event %q: %v; want the authorizer's own refusal", bad, err)
+		}
+	}
 	out, err := f.invoke(t, samples.Read(t, "authorizer-http.json"))
 	var simple events.APIGatewayV2CustomAuthorizerSimpleResponse
 	if err != nil || json.Unmarshal(out, &simple) != nil || !simple.IsAuthorized {

@@ -27,9 +27,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/localgw"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -49,6 +49,10 @@ const (
 // samTemplate is the part of template.yaml the tests read. Intrinsic functions (!Ref,
 // !If, ...) decode as the plain values they hold.
 type samTemplate struct {
+	Parameters map[string]struct {
+		Default       string   `yaml:"Default"`
+		AllowedValues []string `yaml:"AllowedValues"`
+	} `yaml:"Parameters"`
 	Globals struct {
 		Function samFunction `yaml:"Function"`
 	} `yaml:"Globals"`
@@ -71,6 +75,13 @@ type samFunction struct {
 	Environment   struct {
 		Variables map[string]any `yaml:"Variables"`
 	} `yaml:"Environment"`
+	LoggingConfig samLoggingConfig `yaml:"LoggingConfig"`
+}
+
+// samLoggingConfig is a function's LoggingConfig (Lambda's logging controls).
+type samLoggingConfig struct {
+	LogFormat           string `yaml:"LogFormat"`
+	ApplicationLogLevel string `yaml:"ApplicationLogLevel"`
 }
 
 // samAuth is the Auth property of an AWS::Serverless::Api or HttpApi.
@@ -118,6 +129,7 @@ func (tpl samTemplate) function(t *testing.T, r samResource) samFunction {
 		Handler:       cmp.Or(own.Handler, g.Handler),
 		CodeURI:       cmp.Or(own.CodeURI, g.CodeURI),
 		Architectures: slices.Concat(g.Architectures, own.Architectures),
+		LoggingConfig: cmp.Or(own.LoggingConfig, g.LoggingConfig),
 	}
 	f.Environment.Variables = maps.Clone(g.Environment.Variables)
 	if f.Environment.Variables == nil {
@@ -222,9 +234,9 @@ func TestTemplateAuthorizersNeverCache(t *testing.T) {
 	}
 }
 
-// limitedContext returns the authorizer context of a rate-limited answer, from the
-// real handler: the free plan's 11th request.
-func limitedContext(t *testing.T) map[string]any {
+// decidedContexts returns the authorizer contexts of an allowed and a rate-limited
+// answer, from the real handler: the free plan's first and 11th request.
+func decidedContexts(t *testing.T) (allowed, limited map[string]any) {
 	t.Helper()
 	m := miniredis.RunT(t)
 	m.SetTime(time.Date(2025, 12, 11, 16, 15, 0, 0, time.UTC))
@@ -234,20 +246,29 @@ func limitedContext(t *testing.T) map[string]any {
 		t.Fatal(err)
 	}
 	ev := samples.Read(t, "authorizer-rest.json")
-	var a events.APIGatewayCustomAuthorizerResponse
-	for range 11 {
+	for i := range 11 {
 		out, err := h.Invoke(t.Context(), ev)
 		if err != nil {
 			t.Fatal(err)
 		}
+		var a events.APIGatewayCustomAuthorizerResponse
 		if err := json.Unmarshal(out, &a); err != nil {
 			t.Fatal(err)
 		}
+		switch i {
+		case 0:
+			if a.PolicyDocument.Statement[0].Effect != "Allow" {
+				t.Fatalf("first answer %+v, want an Allow", a)
+			}
+			allowed = a.Context
+		case 10:
+			if a.PolicyDocument.Statement[0].Effect != "Deny" {
+				t.Fatalf("11th answer %+v, want a Deny", a)
+			}
+			limited = a.Context
+		}
 	}
-	if a.PolicyDocument.Statement[0].Effect != "Deny" {
-		t.Fatalf("11th answer %+v, want a Deny", a)
-	}
-	return a.Context
+	return allowed, limited
 }
 
 var (
@@ -264,7 +285,7 @@ func TestTemplateGatewayResponses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := limitedContext(t)
+	_, ctx := decidedContexts(t)
 	for kind, r := range responses {
 		var refs []string
 		for _, source := range r.ResponseParameters.Headers {
@@ -290,11 +311,7 @@ func TestTemplateGatewayResponses(t *testing.T) {
 		status  int
 		headers map[string]string // mapping expressions in the template
 	}{
-		{localgw.AccessDenied, ctx, http.StatusTooManyRequests, map[string]string{
-			"Retry-After":      "context.authorizer." + authorizer.KeyRetryAfter,
-			"RateLimit":        "context.authorizer." + authorizer.KeyRateLimit,
-			"RateLimit-Policy": "context.authorizer." + authorizer.KeyRateLimitPolicy,
-		}},
+		{localgw.AccessDenied, ctx, http.StatusTooManyRequests, headerMapping(t, ctx, "context.authorizer.")},
 		{localgw.AuthorizerFailure, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.AuthorizerConfigErr, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.Unauthorized, nil, http.StatusUnauthorized, nil},
@@ -320,6 +337,10 @@ func TestTemplateGatewayResponses(t *testing.T) {
 			// The body always carries the retry-after, as the header says it.
 			if ra := w.Header()["Retry-After"]; len(ra) != 1 || body["retryAfter"] == nil || ra[0] != jsonText(t, body["retryAfter"]) {
 				t.Errorf("Retry-After %v, body retryAfter %v: want both, equal", ra, body["retryAfter"])
+			}
+			// The 429's message tells the client that waiting that long (and a jitter) works.
+			if msg, _ := body["message"].(string); tc.kind == localgw.AccessDenied && (!strings.Contains(msg, "retry after "+jsonText(t, body["retryAfter"])) || !strings.Contains(msg, "will be accepted")) {
+				t.Errorf("message %q: want it to say a retry after Retry-After will be accepted", msg)
 			}
 		})
 	}
@@ -405,11 +426,13 @@ var emitted = struct {
 	metrics []string
 	dims    map[string][]string
 }{
-	metrics: []string{telemetry.MetricDecisions, telemetry.MetricFailClosed, telemetry.MetricRedisLatency, telemetry.MetricDenyCacheHits},
+	metrics: []string{telemetry.MetricDecisions, telemetry.MetricFailClosed, telemetry.MetricRedisLatency, telemetry.MetricDenyCacheHits,
+		telemetry.MetricRegistryLookups, telemetry.MetricRegistryInvalid},
 	dims: map[string][]string{
 		telemetry.DimOutcome:  {telemetry.OutcomeAllowed, telemetry.OutcomeLimited, telemetry.OutcomeUnavailable, telemetry.OutcomeDegraded},
-		telemetry.DimReason:   {string(guard.FailureTimeout), string(guard.FailureRedisError), string(guard.FailureBadResponse)},
+		telemetry.DimReason:   {string(guard.FailureTimeout), string(guard.FailureRedisError), string(guard.FailureBadResponse), string(guard.FailureRegistryError)},
 		telemetry.DimFunction: slices.Sorted(maps.Keys(app.Functions)),
+		telemetry.DimResult:   {string(registry.ResultHit), string(registry.ResultMiss), string(registry.ResultStale), string(registry.ResultError)},
 	},
 }
 

@@ -23,9 +23,11 @@ const (
 )
 
 const usage = `usage:
-  bucketgate-local serve [-addr 127.0.0.1:8080] [-template template.yaml]
+  bucketgate-local serve [-addr 127.0.0.1:8080] [-template template.yaml] [-backend URL]
   bucketgate-local invoke [-function authorizer|check] EVENT.json
 
+serve answers allowed requests with its sample backend, or proxies them to the service
+at -backend (make run BACKEND=http://127.0.0.1:3000) with the rate-limit headers.
 Both run on an embedded Redis (miniredis) unless REDIS_ADDR names a real one, and read
 the functions' other variables (RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE, FAIL_MODE,
 REDIS_TIMEOUT_MS, API_KEY_HEADER, LOG_LEVEL, ...) as in Lambda.
@@ -62,7 +64,9 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 	switch args[0] {
 	case "serve":
 		addr := fs.String("addr", defaultAddr, "host:port to listen on")
-		template := fs.String("template", defaultTemplate, "SAM template whose gateway responses apply")
+		var o serveOptions
+		fs.StringVar(&o.template, "template", defaultTemplate, "SAM template whose gateway responses apply")
+		fs.StringVar(&o.backend, "backend", "", "URL of your service to proxy allowed requests to; empty: the sample backend")
 		if err := parse(fs, args[1:], 0); err != nil {
 			return err
 		}
@@ -70,7 +74,7 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		if err != nil {
 			return err
 		}
-		return serve(ctx, l, *template, getenv, stdout, stderr)
+		return serve(ctx, l, o, getenv, stdout, stderr)
 	case "invoke":
 		function := fs.String("function", "", "authorizer or check; default: the event file name's first word")
 		if err := parse(fs, args[1:], 1); err != nil {

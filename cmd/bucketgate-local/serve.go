@@ -27,16 +27,30 @@ const (
 	shutdownTimeout   = 5 * time.Second
 )
 
+// serveOptions are the flags of serve.
+type serveOptions struct {
+	template string // the SAM template whose gateway responses apply
+	backend  string // the URL allowed requests are proxied to; "": the sample backend
+}
+
 // serve runs the local API Gateway on l until ctx is done: every request goes through
 // the real authorizer handler (built from getenv as in Lambda, on the embedded Redis
 // unless REDIS_ADDR is set), denials and failures get the gateway responses of the SAM
-// template at templatePath, and allowed requests reach the sample backend. It prints
-// how to try it and then one line per request to stdout; the authorizer logs to stderr.
-func serve(ctx context.Context, l net.Listener, templatePath string, getenv func(string) string, stdout, stderr io.Writer) error {
+// template at o.template, and allowed requests reach the backend (the sample backend,
+// or the service at o.backend) with the rate-limit headers. It prints how to try it and
+// then one line per request to stdout; the authorizer logs to stderr.
+func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(string) string, stdout, stderr io.Writer) error {
 	defer l.Close()
-	responses, err := localgw.LoadResponses(templatePath)
+	responses, err := localgw.LoadResponses(o.template)
 	if err != nil {
 		return err
+	}
+	backend, backendText := localgw.SampleBackend(), sampleBackendText
+	if o.backend != "" {
+		if backend, err = localgw.ProxyBackend(o.backend, stderr); err != nil {
+			return fmt.Errorf("%w: -backend: %w", errUsage, err)
+		}
+		backendText = "your service at " + o.backend + " (method, path, query, headers and body as sent)"
 	}
 	getenv, where, stop, err := withRedis(getenv)
 	if err != nil {
@@ -47,13 +61,15 @@ func serve(ctx context.Context, l net.Listener, templatePath string, getenv func
 	if err != nil {
 		return fmt.Errorf("authorizer init: %w", err)
 	}
-	gw := &localgw.Gateway{Authorizer: h, Backend: localgw.SampleBackend(), Responses: responses, MethodARNPrefix: methodARNPrefix}
+	gw := &localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix}
 	srv := &http.Server{Handler: accessLog(stdout, gw), ReadHeaderTimeout: readHeaderTimeout}
 	if err := printBanner(stdout, banner{
 		URL:      "http://" + l.Addr().String(),
-		Template: templatePath,
+		Template: o.template,
 		Redis:    where,
+		Backend:  backendText,
 		Header:   cmp.Or(getenv(settings.EnvAPIKeyHeader), settings.DefaultAPIKeyHeader),
+		Registry: registryWhere(getenv),
 		BuiltIn:  getenv(settings.EnvConfigInline) == "" && getenv(settings.EnvConfigFile) == "",
 		LogLevel: settings.EnvLogLevel,
 	}); err != nil {
@@ -75,27 +91,51 @@ func serve(ctx context.Context, l net.Listener, templatePath string, getenv func
 	return err
 }
 
+// sampleBackendText describes the sample backend in the banner.
+const sampleBackendText = `200 {"ok":true,"path":...} on any path (-backend URL, or make run BACKEND=URL, for your own service)`
+
 // banner is what the server says when it starts.
 type banner struct {
-	URL, Template, Redis, Header, LogLevel string
-	BuiltIn                                bool // the built-in plans apply
+	URL, Template, Redis, Registry, Backend, Header, LogLevel string
+	BuiltIn                                                   bool // the built-in plans apply
 }
 
 var bannerText = template.Must(template.New("banner").Parse(`bucketgate local API Gateway on {{.URL}}
   authorizer  the Lambda handler, in-process, for every request (logs on stderr; {{.LogLevel}}=debug shows each decision)
   responses   429 / 503 / 401 gateway responses from {{.Template}}
   redis       {{.Redis}}
-  backend     200 {"ok":true,"path":...} on any path
+  registry    {{.Registry}}
+  backend     {{.Backend}}
+  headers     RateLimit, RateLimit-Policy, X-RateLimit-Limit, -Remaining, -Reset on every answer
 {{if .BuiltIn}}
-Built-in plans: every caller is on free (a burst of 10, then 1 request per second).{{end}}
-Try it: the 11th request in a row is answered 429 with Retry-After.
+Built-in plans: every caller without a registered key is on free (a burst of 10, then 1 request per second).{{end}}
+Try it: every answer shows what is left; the 11th request in a row is answered 429 with Retry-After.
   curl -i -H '{{.Header}}: k' {{.URL}}/scores
   for i in $(seq 11); do curl -s -o /dev/null -w '%{http_code} ' -H '{{.Header}}: k' {{.URL}}/scores; done; echo
-Without the header the caller is limited by its IP address. Ctrl-C stops.
+Without the header, or with a key nobody registered, the caller is limited by its IP address. Ctrl-C stops.
 
 `))
 
 func printBanner(w io.Writer, b banner) error { return bannerText.Execute(w, b) }
+
+// registryWhere says where the authorizer finds API keys: the DynamoDB table of
+// REGISTRY_TABLE (at the endpoint the AWS SDK is pointed at, if any), or the
+// configuration document.
+func registryWhere(getenv func(string) string) string {
+	table := getenv(settings.EnvRegistryTable)
+	if table == "" {
+		return "the configuration document's keys; set " + settings.EnvRegistryTable + " for a DynamoDB table (make dynalite, then bucketgate keys ...)"
+	}
+	where := "AWS"
+	if endpoint := getenv(envDynamoDBEndpoint); endpoint != "" {
+		where = endpoint
+	}
+	return fmt.Sprintf("DynamoDB table %s at %s, cached %s ms (%s)", table, where,
+		cmp.Or(getenv(settings.EnvRegistryCacheMS), fmt.Sprint(settings.DefaultRegistryCacheTTL.Milliseconds())), settings.EnvRegistryCacheMS)
+}
+
+// envDynamoDBEndpoint is the AWS SDK's own variable for a DynamoDB endpoint of its own.
+const envDynamoDBEndpoint = "AWS_ENDPOINT_URL_DYNAMODB"
 
 // accessLog writes one line per request to w: method, path and the answer's status,
 // with Retry-After when there is one.

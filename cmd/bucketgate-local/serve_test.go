@@ -50,9 +50,16 @@ type gateway struct {
 	stdout, stderr *syncBuffer
 }
 
-// startGateway runs serve on a free loopback port with the environment env (plus a
-// generous decision deadline) until the test ends, and fails the test if serve fails.
+// startGateway runs serve with the sample backend on a free loopback port with the
+// environment env (plus a generous decision deadline) until the test ends, and fails
+// the test if serve fails.
 func startGateway(t *testing.T, env map[string]string) *gateway {
+	t.Helper()
+	return startGatewayWith(t, serveOptions{template: templatePath}, env)
+}
+
+// startGatewayWith is startGateway with the options o.
+func startGatewayWith(t *testing.T, o serveOptions, env map[string]string) *gateway {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -62,7 +69,7 @@ func startGateway(t *testing.T, env map[string]string) *gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, l, templatePath, getenvOf(env), g.stdout, g.stderr)
+		done <- serve(ctx, l, o, getenvOf(env), g.stdout, g.stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -157,7 +164,7 @@ func TestFreePlanOverHTTP(t *testing.T) {
 	}
 	wantBody := map[string]any{
 		"error":      "Rate limit exceeded",
-		"message":    "Too many requests. Please retry after 1 seconds.",
+		"message":    "Too many requests. A retry after 1 seconds (plus a random jitter) will be accepted.",
 		"limit":      10.0,
 		"remaining":  0.0,
 		"retryAfter": 1.0,
@@ -283,12 +290,16 @@ func TestServeInitErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		template string
+		backend  string
 		env      map[string]string
 		want     string
 	}{
-		{"no template", "nonexistent.yaml", nil, "nonexistent.yaml"},
-		{"bad configuration", templatePath, map[string]string{"RATE_LIMIT_CONFIG": "plans: {}"}, "RATE_LIMIT_CONFIG"},
-		{"bad fail mode", templatePath, map[string]string{"FAIL_MODE": "ajar"}, "FAIL_MODE"},
+		{"no template", "nonexistent.yaml", "", nil, "nonexistent.yaml"},
+		{"bad configuration", templatePath, "", map[string]string{"RATE_LIMIT_CONFIG": "plans: {}"}, "RATE_LIMIT_CONFIG"},
+		{"bad fail mode", templatePath, "", map[string]string{"FAIL_MODE": "ajar"}, "FAIL_MODE"},
+		{"backend without scheme", templatePath, "127.0.0.1:3000", nil, `-backend: backend "127.0.0.1:3000": want an absolute http:// or https:// URL`},
+		{"backend with a query", templatePath, "http://127.0.0.1:3000/?a=1", nil, "without query"},
+		{"backend of another scheme", templatePath, "ftp://127.0.0.1", nil, "want an absolute http:// or https:// URL"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,7 +307,7 @@ func TestServeInitErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = serve(context.Background(), l, tc.template, getenvOf(tc.env), io.Discard, io.Discard)
+			err = serve(context.Background(), l, serveOptions{template: tc.template, backend: tc.backend}, getenvOf(tc.env), io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("serve error %v, want one naming %s", err, tc.want)
 			}

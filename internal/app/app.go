@@ -47,6 +47,7 @@ var (
 type parts struct {
 	settings settings.Settings
 	config   *config.Config
+	registry authorizer.Registry // the check handler's Registry too
 	guard    *guard.Guard
 	metrics  *telemetry.Emitter
 	log      *slog.Logger
@@ -62,7 +63,11 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 	if err != nil {
 		return nil, log, fmt.Errorf("settings: %w", err)
 	}
-	cfg, err := loadConfig(s)
+	cfg, err := LoadConfig(s)
+	if err != nil {
+		return nil, log, err
+	}
+	reg, err := NewRegistry(s, cfg, log)
 	if err != nil {
 		return nil, log, err
 	}
@@ -73,6 +78,7 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 	h, err := f.handler(parts{
 		settings: s,
 		config:   cfg,
+		registry: reg,
 		guard:    g,
 		metrics:  telemetry.NewEmitter(metrics, s.Namespace, f.Name),
 		log:      log,
@@ -96,9 +102,9 @@ func Main(f Function) {
 // AttrFunction is the log attribute naming the function whose init failed.
 const AttrFunction = "function"
 
-// loadConfig loads the configuration document that s names: inline, from a file, or
-// the built-in one.
-func loadConfig(s settings.Settings) (*config.Config, error) {
+// LoadConfig loads the configuration document that s names: inline, from a file, or
+// the built-in one. Its error names the variable.
+func LoadConfig(s settings.Settings) (*config.Config, error) {
 	switch {
 	case s.ConfigInline != "":
 		c, err := config.Parse([]byte(s.ConfigInline))
@@ -117,14 +123,14 @@ func loadConfig(s settings.Settings) (*config.Config, error) {
 }
 
 func newAuthorizer(p parts) (lambda.Handler, error) {
-	ids, err := identity.NewResolver(p.settings.APIKeyHeader)
-	if err != nil {
+	ids, err := identity.NewResolver(p.settings.APIKeyHeader, p.settings.IPv6Prefix)
+	if err != nil { // settings bound the prefix length: the header is at fault
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
-	h := &authorizer.Handler{Guard: p.guard, Plans: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}
-	return lambda.NewHandler(h.Handle), nil
+	h := &authorizer.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}
+	return h, nil
 }
 
 func newCheck(p parts) (lambda.Handler, error) {
-	return &check.Handler{Guard: p.guard, Plans: p.config, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
 }

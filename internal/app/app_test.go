@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -36,6 +37,17 @@ func withMini(t *testing.T, kv map[string]string) map[string]string {
 	return all
 }
 
+// aliasBomb is a configuration document of 8 KB whose aliases would make it some 80,000
+// values: a plan of a hundred rules, and 200 plans that are aliases of it.
+func aliasBomb() string {
+	var b strings.Builder
+	b.WriteString("defaultPlan: p0\nplans:\n  p0: &r [" + strings.Repeat("{name: b, capacity: 1, refillPerSecond: 1}, ", 100) + "]\n")
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&b, "  p%d: *r\n", i)
+	}
+	return b.String()
+}
+
 func TestBuildErrorsSayWhatToSet(t *testing.T) {
 	badDefault := "defaultPlan: gold\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}"
 	tests := []struct {
@@ -52,10 +64,34 @@ func TestBuildErrorsSayWhatToSet(t *testing.T) {
 		// The configuration is checked before any connection: the unreachable address
 		// is not what the error is about.
 		{"bad configuration", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvConfigInline: badDefault},
-			[]string{`RATE_LIMIT_CONFIG: rate-limit configuration: defaultPlan: unknown plan "gold"`}},
+			[]string{`RATE_LIMIT_CONFIG: rate-limit configuration: defaultPlan (line 1, column 14): unknown plan "gold"`}},
+		{"misspelt field in an inline configuration", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1",
+			settings.EnvConfigInline: "{defaultPlan: pro, plans: {pro: [{name: burst, capacity: 100, refillPerSecond: 50}, {name: daily, capacity: 100000, refilPerSecond: 1}]}}"},
+			[]string{"plans.pro[1].refilPerSecond (line 1, column 117): unknown field; did you mean refillPerSecond?"}},
+		{"zero-padded capacity", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1",
+			settings.EnvConfigInline: "defaultPlan: free\nplans: {free: [{name: burst, capacity: 0100, refillPerSecond: 1}]}"},
+			[]string{`plans.free[0].capacity (line 2, column 40): "0100": want a whole decimal number`}},
+		{"alias bomb", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvConfigInline: aliasBomb()},
+			[]string{"RATE_LIMIT_CONFIG: rate-limit configuration: plans.p", "the document has more than 50000 values"}},
+		{"route that would be a peek", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1",
+			settings.EnvConfigInline: "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\nroutes: [{path: /health, cost: 0}]"},
+			[]string{"routes[0] (line 3, column 10): cost 0 would make the route a peek"}},
+		{"refill the script would refuse", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1",
+			settings.EnvConfigInline: "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1e19}]}"},
+			[]string{"refillPerSecond 1e+19: want a number above 0 and at most 1e+09"}},
+		{"refill too slow to fill within any duration", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1",
+			settings.EnvConfigInline: "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1e-300}]}"},
+			[]string{"refillPerSecond 1e-300 fills capacity 10 in 1e+301s: want at most 8784h0m0s"}},
 		{"bad configuration, authorizer", app.Authorizer, map[string]string{settings.EnvConfigInline: "plans: {}", settings.EnvRedisAddr: "127.0.0.1:1"}, []string{settings.EnvConfigInline}},
 		{"missing configuration file", app.Check, map[string]string{settings.EnvConfigFile: "/nonexistent/bucketgate.yaml"}, []string{"RATE_LIMIT_CONFIG_FILE=/nonexistent/bucketgate.yaml"}},
 		{"bad API key header", app.Authorizer, map[string]string{settings.EnvAPIKeyHeader: "X Key", settings.EnvRedisAddr: "127.0.0.1:1"}, []string{settings.EnvAPIKeyHeader}},
+		{"port out of range", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:99999"}, []string{settings.EnvRedisAddr, "1 to 65535"}},
+		{"IAM tokens without TLS", app.Check, map[string]string{settings.EnvRedisAddr: "10.0.0.1:6379", settings.EnvIAMAuth: "true", settings.EnvUsername: "u", settings.EnvCacheName: "c"},
+			[]string{settings.EnvIAMAuth, settings.EnvTLS + "=true"}},
+		{"serverless cache with TLS off", app.Authorizer, map[string]string{settings.EnvRedisAddr: "orders-ab12cd.serverless.use1.cache.amazonaws.com:6379", settings.EnvTLS: "false"},
+			[]string{settings.EnvTLS + "=false", "accepts TLS connections only"}},
+		{"deny cache too large to allocate", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvDenyCacheSize: "100000000"}, []string{settings.EnvDenyCacheSize, "100000"}},
+		{"bad Lambda log level", app.Check, map[string]string{settings.EnvLambdaLogLevel: "LOUD"}, []string{settings.EnvLambdaLogLevel}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,6 +171,44 @@ func TestBuildCheck(t *testing.T) {
 	}
 }
 
+// The log level follows Lambda's logging controls: AWS_LAMBDA_LOG_LEVEL, which the
+// template's LoggingConfig sets, wins over LOG_LEVEL.
+func TestBuildFollowsLambdaLogLevel(t *testing.T) {
+	tests := []struct {
+		name         string
+		env          map[string]string
+		wantDecision bool
+	}{
+		{"Lambda's DEBUG over LOG_LEVEL error", map[string]string{settings.EnvLambdaLogLevel: "DEBUG", settings.EnvLogLevel: "error"}, true},
+		{"Lambda's INFO over LOG_LEVEL debug", map[string]string{settings.EnvLambdaLogLevel: "INFO", settings.EnvLogLevel: "debug"}, false},
+		{"LOG_LEVEL without Lambda's", map[string]string{settings.EnvLogLevel: "debug"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, logs, err := invokeCheck(t, tc.env, samples.Read(t, "check-single.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(logs, `"msg":"decision"`); got != tc.wantDecision {
+				t.Errorf("decision line written: %v, want %v; logs %q", got, tc.wantDecision, logs)
+			}
+		})
+	}
+}
+
+// invokeCheck builds the check function from vars (on a fresh miniredis) and invokes it
+// once with payload, returning its answer and its logs.
+func invokeCheck(t *testing.T, vars map[string]string, payload []byte) (out []byte, logs string, err error) {
+	t.Helper()
+	var buf bytes.Buffer
+	h, _, err := app.Build(app.Check, env(withMini(t, vars)), &bytes.Buffer{}, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = h.Invoke(context.Background(), payload)
+	return out, buf.String(), err
+}
+
 func TestLoadConfig(t *testing.T) {
 	tests := []struct {
 		name string
@@ -147,12 +221,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs bytes.Buffer
-			h, _, err := app.Build(app.Check, env(withMini(t, tc.env)), &bytes.Buffer{}, &logs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := h.Invoke(context.Background(), []byte(`{"key": "k", "cost": 0}`))
+			out, _, err := invokeCheck(t, tc.env, []byte(`{"key": "k", "cost": 0}`))
 			if err != nil || !strings.Contains(string(out), `"plan":"`+tc.plan+`"`) {
 				t.Fatalf("answer %s, %v; want plan %s", out, err, tc.plan)
 			}

@@ -2,35 +2,8 @@ package authorizer
 
 import (
 	"time"
-)
 
-// Keys of the authorizer context: every allowed, limited or degraded answer carries all
-// of them, as strings or numbers only. The integration reads them as
-// $context.authorizer.<key>; the REST API's gateway responses map them into the 429.
-const (
-	// KeyLimit: the binding rule's capacity, in tokens (number).
-	KeyLimit = "limit"
-	// KeyRemaining: whole tokens left in the tightest rule after the decision (number).
-	KeyRemaining = "remaining"
-	// KeyRetryAfter: seconds until the request could succeed, rounded up; 0 when
-	// allowed (number). The Retry-After header value.
-	KeyRetryAfter = "retryAfter"
-	// KeyReset: when every rule is full again, in Unix seconds rounded up, from the
-	// Redis clock (number).
-	KeyReset = "reset"
-	// KeyResetAt: the same instant as KeyReset in RFC 3339, UTC, such as
-	// "2025-12-11T16:15:25Z" (string): the resetAt of the 429 body.
-	KeyResetAt = "resetAt"
-	// KeyRule: the binding rule's name (string).
-	KeyRule = "rule"
-	// KeyPlan: the plan decided against (string).
-	KeyPlan = "plan"
-	// KeyReason: ok, limited or degraded (string).
-	KeyReason = "reason"
-	// KeyRateLimit: the RateLimit header value; empty when degraded (string).
-	KeyRateLimit = "rateLimit"
-	// KeyRateLimitPolicy: the RateLimit-Policy header value (string).
-	KeyRateLimitPolicy = "rateLimitPolicy"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // authContext returns the authorizer context of o.
@@ -42,16 +15,16 @@ func (h *Handler) authContext(o outcome) map[string]any {
 	}
 	reset := ceilUnix(at.Add(d.ResetAfter))
 	return map[string]any{
-		KeyLimit:           d.Limit,
-		KeyRemaining:       d.Remaining,
-		KeyRetryAfter:      ceilSeconds(d.RetryAfter),
-		KeyReset:           reset,
-		KeyResetAt:         time.Unix(reset, 0).UTC().Format(time.RFC3339),
-		KeyRule:            d.Rule,
-		KeyPlan:            o.limits.Plan,
-		KeyReason:          string(d.Reason),
-		KeyRateLimit:       rateLimit(o.result),
-		KeyRateLimitPolicy: rateLimitPolicy(o.limits.Rules),
+		ratelimitheaders.KeyLimit:           d.Limit,
+		ratelimitheaders.KeyRemaining:       d.Remaining,
+		ratelimitheaders.KeyRetryAfter:      ceilSeconds(d.RetryAfter),
+		ratelimitheaders.KeyReset:           reset,
+		ratelimitheaders.KeyResetAt:         time.Unix(reset, 0).UTC().Format(time.RFC3339),
+		ratelimitheaders.KeyRule:            d.Rule,
+		ratelimitheaders.KeyPlan:            o.limits.Plan,
+		ratelimitheaders.KeyReason:          string(d.Reason),
+		ratelimitheaders.KeyRateLimit:       rateLimit(o.result),
+		ratelimitheaders.KeyRateLimitPolicy: rateLimitPolicy(o.limits.Rules),
 	}
 }
 

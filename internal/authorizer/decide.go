@@ -16,7 +16,15 @@ import (
 const (
 	attrRequestID = "apiRequestId"
 	attrSourceIP  = "sourceIp"
+	// attrUnknownKey, on the line of a request limited by its source IP although it
+	// carried an API key the registry does not know: that key's identity (a digest),
+	// or conflictingKeys.
+	attrUnknownKey = "unknownKey"
 )
+
+// conflictingKeys is attrUnknownKey's value for an API key header given twice with
+// different values.
+const conflictingKeys = "conflicting values"
 
 // maxLoggedSourceIP bounds how much of an unusable source IP a log line quotes.
 const maxLoggedSourceIP = 64
@@ -24,6 +32,7 @@ const maxLoggedSourceIP = 64
 // call is what one authorizer event asks, whatever its payload version.
 type call struct {
 	headers   map[string]string
+	multi     map[string][]string // multi-value headers (REST); nil for HTTP APIs
 	sourceIP  string
 	method    string
 	path      string
@@ -39,29 +48,38 @@ type outcome struct {
 }
 
 // decide resolves c's identity and limits and decides it. Its error is ErrUnauthorized
-// for a refused identity, wraps ErrUnavailable when Redis could not decide and the
-// limiter fails closed, or reports a request that can never be decided.
+// for a refused identity, wraps ErrUnavailable when Redis or the registry could not
+// decide and the limiter fails closed, or reports a request that can never be decided.
 func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
-	id := h.Identities.Resolve(c.headers, c.sourceIP)
-	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, id.String()), slog.String(attrRequestID, c.requestID)}
-	if id.Kind == identity.KindIP && id.Value == identity.UnknownAddr {
+	var inv telemetry.Invocation
+	defer h.emit(ctx, &inv)
+	caller := h.Identities.Resolve(c.headers, c.multi, c.sourceIP)
+	attrs := []slog.Attr{slog.String(attrRequestID, c.requestID)}
+	if caller.IP.Value == identity.UnknownAddr {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "source IP is not an IP address: limited under the shared unknown identity",
 			append(attrs, slog.String(attrSourceIP, truncate(c.sourceIP, maxLoggedSourceIP)))...)
 	}
-	plan, err := h.plan(id)
-	if err != nil {
+	id, plan, attrs, lookupErr := h.who(ctx, caller, &inv, attrs)
+	attrs = append([]slog.Attr{slog.String(telemetry.AttrIdentity, id.String())}, attrs...)
+	if plan == nil {
 		h.Log.LogAttrs(ctx, slog.LevelDebug, "identity refused", attrs...)
-		return outcome{}, err
+		return outcome{}, ErrUnauthorized
 	}
 	limits := h.Plans.Limits(plan, c.method, c.path)
 	attrs = append(attrs, slog.String(telemetry.AttrPlan, limits.Plan), slog.Int64(telemetry.AttrCost, limits.Cost))
 	q := bucket.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
-	r, err := h.Guard.Decide(ctx, q)
-	if err != nil {
+	var (
+		r   guard.Result
+		err error
+	)
+	if lookupErr != nil {
+		r = h.Guard.Fallback(q, guard.FailureRegistryError, lookupErr)
+	} else if r, err = h.Guard.Decide(ctx, q); err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelError, "request cannot be decided", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		return outcome{}, fmt.Errorf("decide: %w", err)
 	}
-	h.observe(ctx, q, r, attrs)
+	inv.Observe(r)
+	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, attrs...)
 	telemetry.LogDecision(ctx, h.Log, r, attrs...)
 	if r.Reason == bucket.ReasonUnavailable {
 		return outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
@@ -69,28 +87,44 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 	return outcome{id: id, limits: limits, result: r}, nil
 }
 
-// plan returns the plan of id, or ErrUnauthorized when the configuration refuses it.
-func (h *Handler) plan(id identity.Identity) (*config.Plan, error) {
-	if id.Kind != identity.KindKey {
+// who returns whose buckets the caller spends and under which plan, and attrs with
+// what the log lines should add: a registered API key's own, on its plan with its
+// rules; else the source's, on the default plan, for a request without a key or (when
+// unknownKeys is ip) with a key the registry does not know. A nil plan means refused.
+// When the registry could not answer, it returns the key's identity on the default plan
+// and the registry's error: the request is then answered by the failure policy.
+func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (identity.Identity, *config.Plan, []slog.Attr, error) {
+	switch {
+	case c.Conflict:
+		attrs = append(attrs, slog.String(attrUnknownKey, conflictingKeys))
+	case c.Key == identity.Identity{}:
 		if h.Plans.RefuseAnonymous() {
-			return nil, ErrUnauthorized
+			return c.IP, nil, attrs, nil
 		}
-		return h.Plans.DefaultPlan(), nil
+		return c.IP, h.Plans.DefaultPlan(), attrs, nil
+	default:
+		e, err := h.Registry.Lookup(ctx, c.Key.String())
+		if e.Result != "" {
+			inv.ObserveLookup(string(e.Result), e.Invalid)
+		}
+		switch {
+		case err != nil:
+			return c.Key, h.Plans.DefaultPlan(), attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
+		case e.Plan != nil:
+			return c.Key, e.Plan, attrs, nil
+		}
+		attrs = append(attrs, slog.String(attrUnknownKey, c.Key.String()))
 	}
-	p, known := h.Plans.PlanForKey(id.Value)
-	if !known && h.Plans.RefuseUnknownKeys() {
-		return nil, ErrUnauthorized
+	if h.Plans.RefuseUnknownKeys() {
+		return c.IP, nil, attrs, nil
 	}
-	return p, nil
+	return c.IP, h.Plans.DefaultPlan(), attrs, nil
 }
 
-// observe writes the invocation's metrics: one EMF line for its one decision of q, and
-// one per shadow rule that would have denied it (logged at info with attrs).
-func (h *Handler) observe(ctx context.Context, q bucket.Request, r guard.Result, attrs []slog.Attr) {
-	var inv telemetry.Invocation
-	inv.Observe(r)
-	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, attrs...)
-	if err := h.Metrics.Emit(h.Now(), &inv); err != nil {
+// emit writes the invocation's metrics: one EMF line for its one decision, with the
+// registry's lookup, if any, and one per shadow rule that would have denied it.
+func (h *Handler) emit(ctx context.Context, inv *telemetry.Invocation) {
+	if err := h.Metrics.Emit(h.Now(), inv); err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String(telemetry.AttrError, err.Error()))
 	}
 }

@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -58,6 +56,7 @@ type fixture struct {
 type options struct {
 	config   *config.Config // nil: the built-in default
 	failOpen bool
+	registry Registry // nil: the configuration's keys (registry.Document)
 }
 
 func newFixture(t testing.TB, o options) *fixture {
@@ -68,20 +67,25 @@ func newFixture(t testing.TB, o options) *fixture {
 	if cfg == nil {
 		cfg = config.Default()
 	}
-	ids, err := identity.NewResolver(settings.DefaultAPIKeyHeader)
+	ids, err := identity.NewResolver(settings.DefaultAPIKeyHeader, settings.DefaultIPv6Prefix)
 	if err != nil {
 		t.Fatal(err)
+	}
+	reg := o.registry
+	if reg == nil {
+		reg = registry.NewDocument(cfg)
 	}
 	f := &fixture{mr: mr, now: t0.Add(time.Hour)}
 	f.h = &Handler{
 		Guard:      guard.New(bucket.New(client), guard.Options{Timeout: testTimeout, FailOpen: o.failOpen, FailuresToOpen: guard.DefaultFailuresToOpen}),
 		Plans:      cfg,
+		Registry:   reg,
 		Identities: ids,
 		Metrics:    telemetry.NewEmitter(&f.metrics, settings.DefaultNamespace, testFunction),
 		Log:        telemetry.NewLogger(&f.logs, slog.LevelDebug),
 		Now:        func() time.Time { return f.now },
 	}
-	f.lh = lambda.NewHandler(f.h.Handle)
+	f.lh = f.h
 	return f
 }
 
@@ -184,19 +188,15 @@ func mustParse(t testing.TB, doc string) *config.Config {
 	return c
 }
 
-// lambdaTestdata returns the directory of aws-lambda-go's own sample events, read in
-// place from the module cache.
-func lambdaTestdata(t testing.TB) string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/aws/aws-lambda-go").Output()
-	if err != nil {
-		t.Fatalf("locate aws-lambda-go: %v", err)
-	}
-	return filepath.Join(strings.TrimSpace(string(out)), "events", "testdata")
-}
-
 // withHeaders returns the event (REST or HTTP API) with its headers replaced by h.
 func withHeaders(t testing.TB, event []byte, h map[string]string) []byte {
+	t.Helper()
+	return withAllHeaders(t, event, h, nil)
+}
+
+// withAllHeaders returns the event with its headers replaced by h and its multi-value
+// headers by multi (none when nil).
+func withAllHeaders(t testing.TB, event []byte, h map[string]string, multi map[string][]string) []byte {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(event, &m); err != nil {
@@ -204,6 +204,9 @@ func withHeaders(t testing.TB, event []byte, h map[string]string) []byte {
 	}
 	m["headers"] = h
 	delete(m, "multiValueHeaders")
+	if multi != nil {
+		m["multiValueHeaders"] = multi
+	}
 	out, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -23,19 +24,27 @@ import (
 // this message.
 var ErrUnauthorized = errors.New("Unauthorized")
 
-// ErrUnavailable is wrapped by the error returned when Redis could not decide and the
-// limiter fails closed. API Gateway answers it with the AUTHORIZER_FAILURE gateway
+// ErrUnavailable is wrapped by the error returned when Redis (or the key registry) could
+// not decide and the limiter fails closed. API Gateway answers it with the AUTHORIZER_FAILURE gateway
 // response, which the template sets to 503 with Retry-After: 1.
 var ErrUnavailable = errors.New("rate limiter unavailable")
 
 // Guard decides one request under the failure policy; *guard.Guard is one.
 type Guard interface {
 	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
+	// Fallback answers by the failure policy when the registry failed.
+	Fallback(q bucket.Request, f guard.Failure, err error) guard.Result
 }
 
-// Plans maps identities and routes to what they are limited by; *config.Config is one.
+// Registry says who an API key is: its plan with its own rules, or no plan when the
+// registry does not know it; *registry.Cache and registry.Document are ones.
+type Registry interface {
+	Lookup(ctx context.Context, id string) (registry.Entry, error)
+}
+
+// Plans gives the default plan, the policies and the route limits; *config.Config is
+// one.
 type Plans interface {
-	PlanForKey(digest string) (p *config.Plan, known bool)
 	DefaultPlan() *config.Plan
 	RefuseUnknownKeys() bool
 	RefuseAnonymous() bool
@@ -54,9 +63,12 @@ type Metrics interface {
 type Handler struct {
 	// Guard decides requests (Redis behind the failure policy).
 	Guard Guard
-	// Plans gives plans and route limits (the rate-limit configuration).
+	// Plans gives the default plan, the policies for unknown keys and anonymous
+	// callers, and route limits (the rate-limit configuration).
 	Plans Plans
-	// Identities finds the caller's identity (API key header, else source IP).
+	// Registry says which plan an API key is on (its "key:<digest>" identity).
+	Registry Registry
+	// Identities reads the caller's API key header and source IP.
 	Identities identity.Resolver
 	// Metrics receives one Invocation per decided event.
 	Metrics Metrics
@@ -67,20 +79,28 @@ type Handler struct {
 	Now func() time.Time
 }
 
-// Handle answers any supported authorizer event, told apart by its shape: REST (payload
+// Invoke answers any supported authorizer event, told apart by its shape: REST (payload
 // 1.0 with methodArn), HTTP API payload 1.0 (version "1.0") and HTTP API payload 2.0
-// (version "2.0", routeArn, simple response). It is the Lambda entry point.
-func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
-	ev, err := decodeEvent(raw)
+// (version "2.0", routeArn, simple response). It is the Lambda entry point
+// (lambda.Handler): it reads the payload itself, so that an empty or malformed one is
+// refused with the authorizer's own error (ErrBadEvent), and writes the answer as JSON.
+func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	ev, err := decodeEvent(payload)
 	if err != nil {
 		h.Log.ErrorContext(ctx, "authorizer event rejected", slog.String(telemetry.AttrError, err.Error()))
 		return nil, err
 	}
+	var answer any
 	switch {
 	case ev.rest != nil:
-		return h.HandleREST(ctx, *ev.rest)
+		answer, err = h.HandleREST(ctx, *ev.rest)
 	case ev.httpV1 != nil:
-		return h.HandleHTTPV1(ctx, *ev.httpV1)
+		answer, err = h.HandleHTTPV1(ctx, *ev.httpV1)
+	default:
+		answer, err = h.HandleHTTP(ctx, *ev.httpV2)
 	}
-	return h.HandleHTTP(ctx, *ev.httpV2)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(answer)
 }

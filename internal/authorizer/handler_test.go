@@ -3,8 +3,6 @@ package authorizer
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 var proDigest = config.KeyDigest(sampleProKey)
@@ -34,7 +33,7 @@ func TestSampleEvents(t *testing.T) {
 			"arn:aws:execute-api:us-east-1:123456789012:a1b2c3d4e5/prod/GET/orders/42", "free", 9, `"burst";q=10;w=10`},
 		{"REST pro key, POST /orders costs 2", restProEvent, true, "key:" + proDigest,
 			"arn:aws:execute-api:us-east-1:123456789012:a1b2c3d4e5/prod/POST/orders", "pro", 98, `"burst";q=100;w=2`},
-		{"REST pro key unknown to the default config", restProEvent, false, "key:" + proDigest,
+		{"REST pro key unknown to the default config: limited by its source", restProEvent, false, "ip:198.51.100.23",
 			"arn:aws:execute-api:us-east-1:123456789012:a1b2c3d4e5/prod/POST/orders", "free", 9, `"burst";q=10;w=10`},
 		{"HTTP API pro key in lower case header", httpEvent, true, "", "", "pro", 99, `"burst";q=100;w=2`},
 	}
@@ -58,16 +57,16 @@ func TestSampleEvents(t *testing.T) {
 					t.Errorf("policy %+v", a.PolicyDocument)
 				}
 			}
-			if got := a.str(t, KeyPlan); got != tc.wantPlan {
+			if got := a.str(t, ratelimitheaders.KeyPlan); got != tc.wantPlan {
 				t.Errorf("plan %q, want %q", got, tc.wantPlan)
 			}
-			if got := a.num(t, KeyRemaining); got != tc.wantRemaining {
+			if got := a.num(t, ratelimitheaders.KeyRemaining); got != tc.wantRemaining {
 				t.Errorf("remaining %d, want %d", got, tc.wantRemaining)
 			}
-			if got := a.str(t, KeyRateLimitPolicy); got != tc.wantPolicy {
+			if got := a.str(t, ratelimitheaders.KeyRateLimitPolicy); got != tc.wantPolicy {
 				t.Errorf("rateLimitPolicy %q, want %q", got, tc.wantPolicy)
 			}
-			if a.str(t, KeyReason) != string(bucket.ReasonOK) || a.num(t, KeyRetryAfter) != 0 {
+			if a.str(t, ratelimitheaders.KeyReason) != string(bucket.ReasonOK) || a.num(t, ratelimitheaders.KeyRetryAfter) != 0 {
 				t.Errorf("context %v", a.Context)
 			}
 		})
@@ -77,7 +76,6 @@ func TestSampleEvents(t *testing.T) {
 // aws-lambda-go's own sample authorizer events, read from the module cache: odd values
 // (a source IP of "...", placeholder headers) must still get a sensible answer.
 func TestLibrarySampleEvents(t *testing.T) {
-	dir := lambdaTestdata(t)
 	tests := []struct {
 		file      string
 		wantErr   string // "" when it must be answered
@@ -91,12 +89,8 @@ func TestLibrarySampleEvents(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join(dir, tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
 			f := newFixture(t, options{})
-			a, err := f.invoke(t, raw)
+			a, err := f.invoke(t, samples.ReadLambdaEvent(t, tc.file))
 			if tc.wantErr != "" {
 				if !errors.Is(err, ErrBadEvent) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want ErrBadEvent mentioning %q", err, tc.wantErr)
@@ -106,7 +100,7 @@ func TestLibrarySampleEvents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !a.allowed(t) || a.PrincipalID != tc.principal || a.str(t, KeyPlan) != "free" {
+			if !a.allowed(t) || a.PrincipalID != tc.principal || a.str(t, ratelimitheaders.KeyPlan) != "free" {
 				t.Fatalf("answer %s", a.raw)
 			}
 			if tc.wantArn != "" && a.PolicyDocument.Statement[0].Resource[0] != tc.wantArn {
@@ -129,7 +123,7 @@ func TestFreePlanScenario(t *testing.T) {
 			ev := samples.Read(t, name)
 			for i := range 10 {
 				a := f.mustInvoke(t, ev)
-				if !a.allowed(t) || a.num(t, KeyRemaining) != int64(9-i) {
+				if !a.allowed(t) || a.num(t, ratelimitheaders.KeyRemaining) != int64(9-i) {
 					t.Fatalf("request %d: %s", i+1, a.raw)
 				}
 			}
@@ -138,11 +132,11 @@ func TestFreePlanScenario(t *testing.T) {
 				t.Fatalf("11th allowed: %s", a.raw)
 			}
 			want := map[string]any{
-				KeyLimit: 10.0, KeyRemaining: 0.0, KeyRetryAfter: 1.0,
-				KeyReset:   float64(t0.Add(10 * time.Second).Unix()), // from the Redis clock, not Now
-				KeyResetAt: "2025-12-11T16:15:10Z",
-				KeyRule:    "burst", KeyPlan: "free", KeyReason: "limited",
-				KeyRateLimit: `"burst";r=0;t=1`, KeyRateLimitPolicy: `"burst";q=10;w=10`,
+				ratelimitheaders.KeyLimit: 10.0, ratelimitheaders.KeyRemaining: 0.0, ratelimitheaders.KeyRetryAfter: 1.0,
+				ratelimitheaders.KeyReset:   float64(t0.Add(10 * time.Second).Unix()), // from the Redis clock, not Now
+				ratelimitheaders.KeyResetAt: "2025-12-11T16:15:10Z",
+				ratelimitheaders.KeyRule:    "burst", ratelimitheaders.KeyPlan: "free", ratelimitheaders.KeyReason: "limited",
+				ratelimitheaders.KeyRateLimit: `"burst";r=0;t=1`, ratelimitheaders.KeyRateLimitPolicy: `"burst";q=10;w=10`,
 			}
 			for k, v := range want {
 				if a.Context[k] != v {
@@ -155,7 +149,7 @@ func TestFreePlanScenario(t *testing.T) {
 					t.Fatalf("after 5 s, request %d denied: %s", i+1, a.raw)
 				}
 			}
-			if a := f.mustInvoke(t, ev); a.allowed(t) || a.num(t, KeyRetryAfter) != 1 {
+			if a := f.mustInvoke(t, ev); a.allowed(t) || a.num(t, ratelimitheaders.KeyRetryAfter) != 1 {
 				t.Fatalf("after 5 s, 6th: %s", a.raw)
 			}
 			if n := strings.Count(f.metrics.String(), "\n"); n != 17 {
@@ -168,7 +162,7 @@ func TestFreePlanScenario(t *testing.T) {
 // Every context value is a string, a number or a boolean (API Gateway drops anything
 // else), and every documented key is there, whatever the outcome.
 func TestContextValueTypes(t *testing.T) {
-	keys := []string{KeyLimit, KeyRemaining, KeyRetryAfter, KeyReset, KeyResetAt, KeyRule, KeyPlan, KeyReason, KeyRateLimit, KeyRateLimitPolicy}
+	keys := []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset, ratelimitheaders.KeyResetAt, ratelimitheaders.KeyRule, ratelimitheaders.KeyPlan, ratelimitheaders.KeyReason, ratelimitheaders.KeyRateLimit, ratelimitheaders.KeyRateLimitPolicy}
 	slices.Sort(keys)
 	tests := []struct {
 		name     string
@@ -204,8 +198,8 @@ func TestContextValueTypes(t *testing.T) {
 				if !slices.Equal(got, keys) {
 					t.Errorf("context keys %v, want %v", got, keys)
 				}
-				if a.str(t, KeyReason) != tc.reason {
-					t.Errorf("reason %q, want %q", a.str(t, KeyReason), tc.reason)
+				if a.str(t, ratelimitheaders.KeyReason) != tc.reason {
+					t.Errorf("reason %q, want %q", a.str(t, ratelimitheaders.KeyReason), tc.reason)
 				}
 			})
 		}
@@ -241,11 +235,11 @@ func TestFailOpen(t *testing.T) {
 			f := newFixture(t, options{failOpen: true})
 			f.mr.Close()
 			a := f.mustInvoke(t, samples.Read(t, name))
-			if !a.allowed(t) || a.str(t, KeyReason) != "degraded" || a.str(t, KeyRateLimit) != "" {
+			if !a.allowed(t) || a.str(t, ratelimitheaders.KeyReason) != "degraded" || a.str(t, ratelimitheaders.KeyRateLimit) != "" {
 				t.Fatalf("answer %s", a.raw)
 			}
-			if a.num(t, KeyReset) != f.now.Unix() || a.str(t, KeyResetAt) != f.now.UTC().Format(time.RFC3339) {
-				t.Errorf("reset %d (%s), want the local clock %d when Redis did not decide", a.num(t, KeyReset), a.str(t, KeyResetAt), f.now.Unix())
+			if a.num(t, ratelimitheaders.KeyReset) != f.now.Unix() || a.str(t, ratelimitheaders.KeyResetAt) != f.now.UTC().Format(time.RFC3339) {
+				t.Errorf("reset %d (%s), want the local clock %d when Redis did not decide", a.num(t, ratelimitheaders.KeyReset), a.str(t, ratelimitheaders.KeyResetAt), f.now.Unix())
 			}
 			doc := oneEMF(t, f.metrics.Bytes())
 			if doc[telemetry.DimOutcome] != telemetry.OutcomeDegraded || doc[telemetry.MetricFailClosed] != nil {
@@ -282,7 +276,7 @@ keys:
 				f := newFixture(t, options{config: refuse})
 				a, err := f.invoke(t, withHeaders(t, samples.Read(t, name), tc.headers))
 				if !tc.wantErr {
-					if err != nil || !a.allowed(t) || a.str(t, KeyPlan) != "pro" {
+					if err != nil || !a.allowed(t) || a.str(t, ratelimitheaders.KeyPlan) != "pro" {
 						t.Fatalf("answer %s, %v", a.raw, err)
 					}
 					return
@@ -469,8 +463,8 @@ func TestRouteCostOnEveryStage(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := newFixture(t, options{config: sampleConfig(t)})
-			if a := f.mustInvoke(t, ev); a.num(t, KeyRemaining) != 98 || a.str(t, KeyPlan) != "pro" {
-				t.Fatalf("remaining %v plan %v, want 98 on pro (cost 2)", a.Context[KeyRemaining], a.Context[KeyPlan])
+			if a := f.mustInvoke(t, ev); a.num(t, ratelimitheaders.KeyRemaining) != 98 || a.str(t, ratelimitheaders.KeyPlan) != "pro" {
+				t.Fatalf("remaining %v plan %v, want 98 on pro (cost 2)", a.Context[ratelimitheaders.KeyRemaining], a.Context[ratelimitheaders.KeyPlan])
 			}
 		})
 	}

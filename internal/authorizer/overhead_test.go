@@ -8,8 +8,10 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
@@ -18,6 +20,10 @@ type fixedGuard guard.Result
 
 func (d fixedGuard) Decide(context.Context, bucket.Request) (guard.Result, error) {
 	return guard.Result(d), nil
+}
+
+func (d fixedGuard) Fallback(bucket.Request, guard.Failure, error) guard.Result {
+	panic("fixedGuard: the registry never fails in the benchmark")
 }
 
 // stubAllowed is what fixedGuard answers in BenchmarkHandlerOverhead: an admission
@@ -44,11 +50,23 @@ func (f *fixture) benchInvoke(b *testing.B, event []byte) {
 
 // BenchmarkHandlerOverhead measures the handler's own cost per invocation with Redis
 // stubbed out (issue 7, item 4): decode the event, resolve the identity and limits,
-// write the EMF line, encode the answer. make bench reports it.
+// write the EMF line, encode the answer. make bench reports it. The key cases take the
+// sample pro key through the configuration document's registry (no table), and through
+// a registry table's warm cache (every lookup a hit; the EMF line then carries
+// RegistryLookups too): the difference is what the table costs a request once cached.
 func BenchmarkHandlerOverhead(b *testing.B) {
-	for _, bc := range []struct{ name, event string }{{"rest", restEvent}, {"http", httpEvent}} {
+	for _, bc := range []struct {
+		name, event string
+		table       bool
+	}{{"rest", restEvent, false}, {"http", httpEvent, false}, {"rest-key-document", restProEvent, false}, {"rest-key-table-cached", restProEvent, true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			f := newFixture(b, options{})
+			cfg := sampleConfig(b)
+			o := options{config: cfg}
+			if bc.table {
+				o.config = mustParse(b, "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], pro: [{name: burst, capacity: 100, refillPerSecond: 50}]}\nroutes: [{method: POST, path: /orders, cost: 2}]")
+				o.registry = registry.NewCache(registrytest.New(registry.Record{ID: "key:" + proDigest, Plan: "pro"}), o.config, registry.Options{TTL: time.Hour, Size: 10})
+			}
+			f := newFixture(b, o)
 			f.h.Guard = stubAllowed
 			f.benchInvoke(b, samples.Read(b, bc.event))
 		})
@@ -57,7 +75,7 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 
 // The stub's answer reaches the caller: the benchmark measures an allowed invocation.
 func TestStubbedDeciderAllows(t *testing.T) {
-	for _, event := range []string{restEvent, httpEvent} {
+	for _, event := range []string{restEvent, httpEvent, restProEvent} {
 		f := newFixture(t, options{})
 		f.h.Guard = stubAllowed
 		if a := f.mustInvoke(t, samples.Read(t, event)); !a.allowed(t) {

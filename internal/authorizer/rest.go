@@ -20,6 +20,7 @@ const (
 func (h *Handler) HandleREST(ctx context.Context, ev events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
 	return h.policyAnswer(ctx, ev.MethodArn, call{
 		headers:   ev.Headers,
+		multi:     ev.MultiValueHeaders,
 		sourceIP:  ev.RequestContext.Identity.SourceIP,
 		method:    cmp.Or(ev.HTTPMethod, ev.RequestContext.HTTPMethod),
 		path:      cmp.Or(ev.Path, ev.Resource),
@@ -27,11 +28,20 @@ func (h *Handler) HandleREST(ctx context.Context, ev events.APIGatewayCustomAuth
 	})
 }
 
+// HTTPV1Request is an HTTP API REQUEST authorizer event in payload format 1.0:
+// aws-lambda-go's type, with the multi-value headers that API Gateway sends too.
+type HTTPV1Request struct {
+	events.APIGatewayV2CustomAuthorizerV1Request
+	// MultiValueHeaders holds every value of every header, by name.
+	MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
+}
+
 // HandleHTTPV1 answers an HTTP API REQUEST authorizer event in payload format 1.0,
 // whose answer is the same IAM policy as a REST API's.
-func (h *Handler) HandleHTTPV1(ctx context.Context, ev events.APIGatewayV2CustomAuthorizerV1Request) (events.APIGatewayV2CustomAuthorizerIAMPolicyResponse, error) {
+func (h *Handler) HandleHTTPV1(ctx context.Context, ev HTTPV1Request) (events.APIGatewayV2CustomAuthorizerIAMPolicyResponse, error) {
 	a, err := h.policyAnswer(ctx, ev.MethodArn, call{
 		headers:   ev.Headers,
+		multi:     ev.MultiValueHeaders,
 		sourceIP:  ev.RequestContext.Identity.SourceIP,
 		method:    cmp.Or(ev.HTTPMethod, ev.RequestContext.HTTPMethod),
 		path:      stripStage(cmp.Or(ev.Path, ev.Resource), ev.RequestContext.Stage),

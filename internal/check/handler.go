@@ -25,6 +25,8 @@ import (
 type Guard interface {
 	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
 	DecideBatch(ctx context.Context, qs []bucket.Request) ([]guard.Result, error)
+	// Fallback answers by the failure policy when the registry failed.
+	Fallback(q bucket.Request, f guard.Failure, err error) guard.Result
 }
 
 // Emitter writes the metrics of one invocation; *telemetry.Emitter is one.
@@ -38,8 +40,10 @@ type Handler struct {
 	// Guard decides each check; its failure policy (fail closed or open) is the
 	// authorizer's.
 	Guard Guard
-	// Plans resolves plan names and tenant mappings.
+	// Plans resolves plan names, and gives the default plan.
 	Plans Plans
+	// Registry says which plan a tenant is on, for checks with neither plan nor rules.
+	Registry Registry
 	// Metrics gets one Emit per invocation that decided something.
 	Metrics Emitter
 	// Log gets a debug line per decision (telemetry.LogDecision) and a warning per
@@ -65,6 +69,10 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
+	if err := h.resolveTenants(ctx, checks, batch, &inv); err != nil {
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
+		return nil, invalidRequest(err)
+	}
 	results, err := h.decide(ctx, checks, batch)
 	if err != nil { // Redis refused a request that parse accepted: engine and parse disagree
 		h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String(telemetry.AttrError, err.Error()))
@@ -89,22 +97,38 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return json.Marshal(checkapi.BatchResult{Results: responses})
 }
 
-// decide decides checks: one by itself, a batch in one round trip. Its error names the
+// decide decides checks: one by itself, a batch in one round trip; a check whose
+// identity the registry could not look up, by the failure policy. Its error names the
 // check the engine refused, in a batch by its index.
 func (h *Handler) decide(ctx context.Context, checks []check, batch bool) ([]guard.Result, error) {
-	if !batch {
-		r, err := h.Guard.Decide(ctx, checks[0].req)
-		return []guard.Result{r}, err
-	}
-	qs := make([]bucket.Request, len(checks))
+	results := make([]guard.Result, len(checks))
+	qs := make([]bucket.Request, 0, len(checks))
+	asked := make([]int, 0, len(checks)) // the index in checks of each request in qs
 	for i, c := range checks {
-		qs[i] = c.req
+		if c.lookupErr != nil {
+			results[i] = h.Guard.Fallback(c.req, guard.FailureRegistryError, c.lookupErr)
+			continue
+		}
+		qs, asked = append(qs, c.req), append(asked, i)
 	}
-	results, err := h.Guard.DecideBatch(ctx, qs)
+	switch {
+	case len(qs) == 0:
+		return results, nil
+	case !batch:
+		r, err := h.Guard.Decide(ctx, qs[0])
+		results[asked[0]] = r
+		return results, err
+	}
+	rs, err := h.Guard.DecideBatch(ctx, qs)
 	if be := (*guard.BatchError)(nil); errors.As(err, &be) {
-		return nil, fmt.Errorf("%s: %w", index(fieldChecks, be.Index), be.Err)
+		return nil, fmt.Errorf("%s: %w", index(fieldChecks, asked[be.Index]), be.Err)
+	} else if err != nil {
+		return nil, err
 	}
-	return results, err
+	for k, i := range asked {
+		results[i] = rs[k]
+	}
+	return results, nil
 }
 
 // response is the answer to check c decided as r.

@@ -18,6 +18,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -51,11 +52,12 @@ func newFixture(t testing.TB, client rueidis.Client, cfg *config.Config, opts gu
 	}
 	f := &fixture{metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
 	f.h = &Handler{
-		Guard:   guard.New(bucket.New(client), opts),
-		Plans:   cfg,
-		Metrics: telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, testFunction),
-		Log:     slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:     func() time.Time { return testTime },
+		Guard:    guard.New(bucket.New(client), opts),
+		Plans:    cfg,
+		Registry: registry.NewDocument(cfg),
+		Metrics:  telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, testFunction),
+		Log:      slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:      func() time.Time { return testTime },
 	}
 	return f
 }

@@ -7,31 +7,30 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
 // The prefixes of the authorizer's identities that a check may name (see
-// checkapi.Request.Identity), and the value of the one shared identity of sources that
-// are not an IP address.
+// checkapi.Request.Identity).
 const (
-	keyPrefix   = "key:"
-	ipPrefix    = "ip:"
-	unknownAddr = "unknown"
+	keyPrefix = string(identity.KindKey) + ":"
+	ipPrefix  = string(identity.KindIP) + ":"
 )
 
-// parseIdentity reads the explicit identity at path: "key:<digest>" (returned with the
-// digest, to find the key's plan) or "ip:<address or IPv6 prefix>", as the authorizer
-// spells them.
-func parseIdentity(path string, raw json.RawMessage) (id, digest string, err error) {
-	if id, err = textValue(path, raw); err != nil {
-		return "", "", err
+// parseIdentity reads the explicit identity at path: "key:<digest>" or "ip:<address or
+// IPv6 prefix>", as the authorizer spells them.
+func parseIdentity(path string, raw json.RawMessage) (string, error) {
+	id, err := textValue(path, raw)
+	if err != nil {
+		return "", err
 	}
 	if d, ok := strings.CutPrefix(id, keyPrefix); ok && validDigest(d) {
-		return id, d, nil
+		return id, nil
 	}
 	if a, ok := strings.CutPrefix(id, ipPrefix); ok && canonicalSource(a) {
-		return id, "", nil
+		return id, nil
 	}
-	return "", "", fmt.Errorf("%s: %q: want %s<the first %d hex digits of the API key's SHA-256> or %s<address> (an IPv6 source by its prefix, such as %s2001:db8::/64), as the authorizer logs them",
+	return "", fmt.Errorf("%s: %q: want %s<the first %d hex digits of the API key's SHA-256> or %s<address> (an IPv6 source by its prefix, such as %s2001:db8::/64), as the authorizer logs them",
 		path, truncate(id, 2*maxShown), keyPrefix, config.DigestLen, ipPrefix, ipPrefix)
 }
 
@@ -52,7 +51,7 @@ func validDigest(s string) bool {
 // address in its canonical text, an IPv6 prefix with no bits past its length, or the
 // shared unknown source.
 func canonicalSource(s string) bool {
-	if s == unknownAddr {
+	if s == identity.UnknownAddr {
 		return true
 	}
 	if a, err := netip.ParseAddr(s); err == nil {

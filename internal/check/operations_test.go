@@ -12,6 +12,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // trialRule is a shadow rule of 2 tokens that refills too slowly to matter in a test.
@@ -136,6 +137,30 @@ func TestKeysStayDistinct(t *testing.T) {
 	for _, k := range []string{`\ud800`, `\udc00`, "\xff", "\xfe", `\ud800\ud800`} {
 		if _, err := f.invoke([]byte(`{"key":"` + k + `","plan":"free"}`)); err == nil || !strings.Contains(err.Error(), "U+FFFD") {
 			t.Errorf("key %q: %v, want a refusal naming U+FFFD", k, err)
+		}
+	}
+}
+
+// TestOperatorIdentityPlans: an identity named without plan or rules is on the plan the
+// authorizer would give it: a registered key on its registry plan, a source address on
+// the default plan.
+func TestOperatorIdentityPlans(t *testing.T) {
+	cfg, err := config.ReadFile(samples.Path("authorizer-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, client := startMiniredis(t)
+	f := newFixture(t, client, cfg, guard.Options{})
+	tests := []struct{ identity, plan string }{
+		{"key:" + config.KeyDigest("bg-sample-pro-key"), "pro"},
+		{"key:" + config.KeyDigest("a key nobody registered"), "free"},
+		{"ip:203.0.113.10", "free"},
+		{"ip:2001:db8:1:2::/64", "free"},
+	}
+	for _, tc := range tests {
+		r := decodeResponse(t, f.invokeOK(t, []byte(`{"identity":"`+tc.identity+`","cost":0}`)))
+		if r.Plan != tc.plan || !r.Allowed {
+			t.Errorf("%s: %+v, want plan %s", tc.identity, r, tc.plan)
 		}
 	}
 }

@@ -8,12 +8,13 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
-// identityPrefix namespaces the check function's keys in Redis: key "tenant-42" spends
-// the buckets of identity "tenant:tenant-42" (Redis key "bg:{tenant:tenant-42}"), apart
-// from the authorizer's "key:" and "ip:" identities.
-const identityPrefix = "tenant:"
+// identityPrefix namespaces the check function's keys in Redis and in the registry: key
+// "tenant-42" spends the buckets of identity "tenant:tenant-42" (Redis key
+// "bg:{tenant:tenant-42}"), apart from the authorizer's "key:" and "ip:" identities.
+const identityPrefix = string(identity.KindTenant) + ":"
 
 // Member names of the payload.
 const (
@@ -41,11 +42,7 @@ var ops = map[checkapi.Op]bucket.Op{checkapi.OpCheck: bucket.OpCheck, checkapi.O
 type Plans interface {
 	// Plan returns the plan called name.
 	Plan(name string) (*config.Plan, bool)
-	// PlanForTenant returns the plan mapped to a tenant, or the default plan.
-	PlanForTenant(id string) (*config.Plan, bool)
-	// PlanForKey returns the plan of an API key by its digest, or the default plan.
-	PlanForKey(digest string) (*config.Plan, bool)
-	// DefaultPlan returns the plan of callers without a known key.
+	// DefaultPlan returns the plan of identities the registry does not know.
 	DefaultPlan() *config.Plan
 	// Plans returns the name of every plan.
 	Plans() []string
@@ -61,6 +58,12 @@ type check struct {
 	req bucket.Request
 	// explicit reports a check that named an identity: the operator's path.
 	explicit bool
+	// tenant reports a check with neither plan nor rules: its identity's plan comes from
+	// the registry (resolveTenants), and until then req has no rules.
+	tenant bool
+	// lookupErr is why the registry could not say who the identity is: the check is
+	// then answered by the failure policy.
+	lookupErr error
 }
 
 // parse reads and validates a whole payload: one check, or a batch of them (batch
@@ -104,27 +107,22 @@ func parse(payload []byte, plans Plans) (checks []check, batch bool, err error) 
 // parseCheck validates the members m of the check at path.
 func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, error) {
 	var c check
-	var p *config.Plan // the plan of the identity, for a check with neither plan nor rules
 	switch {
 	case m[fieldIdentity] != nil && m[fieldKey] != nil:
 		return check{}, fmt.Errorf("%s: not with %s: give a key (the check function's own buckets) or an identity (the authorizer's), not both",
 			field(path, fieldIdentity), fieldKey)
 	case m[fieldIdentity] != nil:
-		id, digest, err := parseIdentity(field(path, fieldIdentity), m[fieldIdentity])
+		id, err := parseIdentity(field(path, fieldIdentity), m[fieldIdentity])
 		if err != nil {
 			return check{}, err
 		}
-		c.logged, c.req.Identity, c.explicit, p = id, id, true, plans.DefaultPlan()
-		if digest != "" {
-			p, _ = plans.PlanForKey(digest)
-		}
+		c.logged, c.req.Identity, c.explicit = id, id, true
 	default:
 		key, err := parseKey(field(path, fieldKey), m[fieldKey])
 		if err != nil {
 			return check{}, err
 		}
 		c.logged, c.req.Identity = identityPrefix+config.KeyDigest(key), identityPrefix+key
-		p, _ = plans.PlanForTenant(key)
 	}
 	op, err := parseOp(field(path, fieldOp), m[fieldOp])
 	if err != nil {
@@ -135,7 +133,8 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 	case m[fieldPlan] != nil && m[fieldRules] != nil:
 		return check{}, fmt.Errorf("%s: not with %s: give a plan or inline rules, not both", field(path, fieldRules), fieldPlan)
 	case m[fieldPlan] != nil:
-		if p, err = parsePlan(field(path, fieldPlan), m[fieldPlan], plans); err != nil {
+		p, err := parsePlan(field(path, fieldPlan), m[fieldPlan], plans)
+		if err != nil {
 			return check{}, err
 		}
 		c.plan, c.req.Rules = p.Name, p.Rules
@@ -144,10 +143,13 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 			return check{}, err
 		}
 	default:
-		c.plan, c.req.Rules = p.Name, p.Rules
+		c.tenant = true // the registry's plan, checked against the cost in resolveTenants
 	}
 	if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], op, c.req.Rules); err != nil {
 		return check{}, err
+	}
+	if c.tenant {
+		return c, nil
 	}
 	if err := c.req.Validate(); err != nil { // what the engine would refuse, if anything is left
 		return check{}, fmt.Errorf("%s: %w", where(path), err)
@@ -263,7 +265,7 @@ func parseCost(path string, raw json.RawMessage, op bucket.Op, rules []bucket.Ru
 	case op == bucket.OpReset:
 		return 0, nil
 	case raw == nil:
-		return checkapi.DefaultCost, nil
+		return checkapi.DefaultCost, fits(path, checkapi.DefaultCost, op, rules)
 	}
 	want := fmt.Sprintf("a whole number from 0 to %d (2^53)", int64(checkapi.MaxCost))
 	if op == bucket.OpRefund {
@@ -276,14 +278,19 @@ func parseCost(path string, raw json.RawMessage, op bucket.Op, rules []bucket.Ru
 	if cost < 0 || cost > checkapi.MaxCost || op == bucket.OpRefund && cost == 0 {
 		return 0, fmt.Errorf("%s: got %d, want %s", path, cost, want)
 	}
+	return cost, fits(path, cost, op, rules)
+}
+
+// fits reports a cost (at path) of op that a rule of rules can never hold.
+func fits(path string, cost int64, op bucket.Op, rules []bucket.Rule) error {
 	for _, r := range rules {
 		switch {
 		case cost <= r.Capacity:
 		case op == bucket.OpRefund:
-			return 0, fmt.Errorf("%s: %d exceeds capacity %d of rule %s: a refund gives back at most a rule's capacity", path, cost, r.Capacity, r.Name)
+			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: a refund gives back at most a rule's capacity", path, cost, r.Capacity, r.Name)
 		default:
-			return 0, fmt.Errorf("%s: %d exceeds capacity %d of rule %s: it could never be allowed", path, cost, r.Capacity, r.Name)
+			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: it could never be allowed", path, cost, r.Capacity, r.Name)
 		}
 	}
-	return cost, nil
+	return nil
 }

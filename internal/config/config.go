@@ -1,15 +1,21 @@
 package config
 
 import (
-	"fmt"
-
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// Policy values of Document.UnknownKeys and Document.Anonymous.
+// Policy values of Document.UnknownKeys (PolicyIP or PolicyRefuse) and
+// Document.Anonymous (PolicyDefault or PolicyRefuse).
 const (
+	// PolicyDefault: a request without an API key is limited by its source IP under
+	// the default plan.
 	PolicyDefault = "default"
-	PolicyRefuse  = "refuse"
+	// PolicyIP: a request with an API key nobody registered (unknown, revoked, expired
+	// or invalid) is limited as its source IP under the default plan, as if it had no
+	// key: a made-up key never gets a bucket of its own.
+	PolicyIP = "ip"
+	// PolicyRefuse: the request is refused (401).
+	PolicyRefuse = "refuse"
 )
 
 // Config is a loaded, validated configuration. It is read-only and safe for concurrent
@@ -20,6 +26,7 @@ type Config struct {
 	keys          map[string]*Plan
 	tenants       map[string]*Plan
 	routes        []route
+	routeRules    [][]bucket.Rule // routeRules[i] is route i's rules; the last entry is none
 	refuseUnknown bool
 	refuseAnon    bool
 }
@@ -53,9 +60,9 @@ func (c *Config) Plan(name string) (*Plan, bool) {
 // DefaultPlan returns the plan of identities with no mapping.
 func (c *Config) DefaultPlan() *Plan { return c.defaultPlan }
 
-// PlanForKey returns the plan of an API key by its digest (see KeyDigest). For a key
-// nobody listed it returns the default plan and known false; RefuseUnknownKeys says
-// whether such a key should be refused instead.
+// PlanForKey returns the plan of an API key by its digest (see KeyDigest), as the
+// document's keys list it. For a key nobody listed it returns the default plan and known
+// false; RefuseUnknownKeys says what becomes of such a key.
 func (c *Config) PlanForKey(digest string) (p *Plan, known bool) {
 	if p, ok := c.keys[digest]; ok {
 		return p, true
@@ -71,22 +78,34 @@ func (c *Config) PlanForTenant(id string) (p *Plan, known bool) {
 	return c.defaultPlan, false
 }
 
-// RefuseUnknownKeys reports whether API keys that no mapping lists are refused (401).
+// ListsIdentities reports whether the document lists any key or tenant.
+func (c *Config) ListsIdentities() bool { return len(c.keys)+len(c.tenants) > 0 }
+
+// RefuseUnknownKeys reports whether API keys that the registry does not know (unknown,
+// revoked, expired or invalid) are refused (401) rather than limited by source IP.
 func (c *Config) RefuseUnknownKeys() bool { return c.refuseUnknown }
 
 // RefuseAnonymous reports whether requests without an API key are refused (401).
 func (c *Config) RefuseAnonymous() bool { return c.refuseAnon }
 
 // Limits returns what a request to method and path on plan p is decided against: p's
-// rules plus those of the first route that matches, and that route's cost.
+// rules plus those of the first route that matches, and that route's cost. Routes match
+// the path as a backend resolves it (dot segments, repeated slashes, percent-encoded
+// unreserved characters; see pathSegments) and in any case.
 func (c *Config) Limits(p *Plan, method, path string) Limits {
+	var buf [maxInlineSegments]string
+	segs := pathSegments(path, buf[:0])
 	for i, r := range c.routes {
-		if r.matches(method, path) {
+		if r.matches(method, segs) {
 			return Limits{Plan: p.Name, Rules: p.byRoute[i], Cost: r.cost}
 		}
 	}
 	return Limits{Plan: p.Name, Rules: p.byRoute[len(c.routes)], Cost: defaultCost}
 }
+
+// maxInlineSegments is how many path segments Limits splits a path into without
+// allocating.
+const maxInlineSegments = 16
 
 // defaultCost is the tokens a request takes when no route says otherwise.
 const defaultCost = 1
@@ -103,7 +122,7 @@ func (c *Config) Plans() []string {
 func (c *Config) plan(field, name string) (*Plan, error) {
 	p, ok := c.plans[name]
 	if !ok {
-		return nil, fmt.Errorf("%s: unknown plan %q", field, name)
+		return nil, errorAt(field, "unknown plan %q", name)
 	}
 	return p, nil
 }

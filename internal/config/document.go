@@ -6,58 +6,63 @@ package config
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
-// Count is a whole number of tokens as written in the document. Unlike a plain int64,
-// which the YAML decoder fills from 1.5 by truncating, it refuses anything but an integer.
+// Count is a whole number of tokens as written in the document: a decimal integer (a
+// plain int64 would take 1.5 by truncating it, and YAML reads 0100 as octal).
 type Count int64
 
-// UnmarshalYAML decodes an integer scalar and refuses anything else.
-func (c *Count) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		return fmt.Errorf("line %d: %q: want a whole number", n.Line, n.Value)
-	}
-	v, err := strconv.ParseInt(n.Value, 0, 64)
-	if err != nil {
-		return fmt.Errorf("line %d: %q: want a whole number: %w", n.Line, n.Value, err)
-	}
-	*c = Count(v)
-	return nil
-}
-
-// Document is the configuration as written. Load turns it into a Config.
+// Document is the configuration as written. Parse reads one and turns it into a Config.
 type Document struct {
 	// DefaultPlan is the plan of identities with no mapping. Required.
 	DefaultPlan string `yaml:"defaultPlan"`
-	// UnknownKeys is what happens to an API key that Keys does not list: "default"
-	// (the default plan, limited by the key's digest) or "refuse" (401). Empty is "default".
+	// UnknownKeys is what happens to an API key the registry does not know (unknown,
+	// revoked, expired, invalid, or a header given twice with different values): "ip"
+	// (limited as its source IP under the default plan) or "refuse" (401). Empty is "ip".
 	UnknownKeys string `yaml:"unknownKeys"`
 	// Anonymous is what happens to a request with no API key: "default" (the default
 	// plan, limited by source IP) or "refuse" (401). Empty is "default".
 	Anonymous string `yaml:"anonymous"`
-	// Plans maps a plan name to its rules, decided together.
-	Plans map[string][]RuleSpec `yaml:"plans"`
-	// Keys maps an API key's digest (see KeyDigest) to a plan name.
+	// Plans maps a plan name (1 to MaxPlanName printable ASCII bytes, not '"' or '\')
+	// to the plan: at most MaxPlans of them.
+	Plans map[string]PlanSpec `yaml:"plans"`
+	// Keys maps an API key's digest (see KeyDigest) to a plan name: at most MaxKeys.
 	Keys map[string]string `yaml:"keys"`
-	// Tenants maps a tenant id (the check function's key) to a plan name.
+	// Tenants maps a tenant id (the check function's key) to a plan name: at most
+	// MaxTenants.
 	Tenants map[string]string `yaml:"tenants"`
-	// Routes add a cost and rules to matching requests; the first match wins.
+	// Routes add a cost and rules to matching requests; the first match wins. At most
+	// MaxRoutes.
 	Routes []RouteSpec `yaml:"routes"`
+}
+
+// PlanSpec is a plan as written: the list of its rules, or a mapping with the rules
+// and shadow.
+type PlanSpec struct {
+	// Rules are the plan's rules, decided together: 1 to bucket.MaxRules.
+	Rules []RuleSpec `yaml:"rules"`
+	// Shadow makes every rule of the plan a shadow rule (see RuleSpec.Shadow).
+	Shadow bool `yaml:"shadow"`
 }
 
 // RuleSpec is a rule as written: a rate either as refillPerSecond, or as refill tokens
 // per period ("second", "minute", "hour", "day", or a Go duration such as "90s").
 type RuleSpec struct {
-	Name            string  `yaml:"name"`
-	Capacity        Count   `yaml:"capacity"`
+	// Name is the rule's name: with the identity, it names one bucket.
+	Name string `yaml:"name"`
+	// Capacity is the burst, in tokens.
+	Capacity Count `yaml:"capacity"`
+	// RefillPerSecond is the rate in tokens per second; zero when Refill and Per give it.
 	RefillPerSecond float64 `yaml:"refillPerSecond"`
-	Refill          float64 `yaml:"refill"`
-	Per             string  `yaml:"per"`
+	// Refill is the tokens refilled every Per; zero when RefillPerSecond gives the rate.
+	Refill float64 `yaml:"refill"`
+	// Per is the period of Refill.
+	Per string `yaml:"per"`
+	// Shadow makes the rule a shadow rule (bucket.Rule.Shadow): decided, and its bucket
+	// spent, as if it were enforced, but it never denies. False enforces it.
+	Shadow bool `yaml:"shadow"`
 }
 
 // RouteSpec matches requests by method and path and adds Cost (default 1) and Rules.
@@ -67,10 +72,17 @@ type RouteSpec struct {
 	// Path is a pattern of '/'-separated segments: a literal, "*" or "{name}" for any one
 	// segment, and as the last segment "**" or "{name+}" for any rest, even none.
 	Path string `yaml:"path"`
-	// Cost is the tokens a matching request takes; nil means 1.
+	// Cost is the tokens a matching request takes, 1 or more; nil means 1. (A cost of 0
+	// would turn the route into a peek that enforces nothing.)
 	Cost *Count `yaml:"cost"`
-	// Rules are added to the plan's rules for matching requests.
+	// Rules are added to the plan's rules for matching requests. A rule named like a
+	// plan's rule must have that rule's capacity and rate (it is the same bucket, and
+	// counts once); a name used by several routes must have the same numbers in each.
 	Rules []RuleSpec `yaml:"rules"`
+	// Shadow makes the route's rules shadow rules (see RuleSpec.Shadow). A shadow route
+	// cannot set Cost: the cost applies to every rule of the request, the plan's
+	// enforced rules too.
+	Shadow bool `yaml:"shadow"`
 }
 
 // periods are the named values of RuleSpec.Per.

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -9,15 +8,31 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// MaxDocument is the largest document Load accepts, in bytes.
-const MaxDocument = 1 << 20
+// Limits on the document, so that no document can exhaust a function's memory or time
+// at init. Exceeding one is an error that names it.
+const (
+	// MaxDocument is the largest document, in bytes.
+	MaxDocument = 256 << 10
+	// MaxValues is the most values (scalars, lists and mappings) a document may hold,
+	// counting the values an alias repeats each time it is used.
+	MaxValues = 50_000
+	// MaxPlans is the most plans.
+	MaxPlans = 100
+	// MaxRoutes is the most routes.
+	MaxRoutes = 100
+	// MaxKeys is the most API key digests in keys, and MaxTenants the most tenants:
+	// more belong in the key registry.
+	MaxKeys    = 5_000
+	MaxTenants = 5_000
+	// MaxPlanName is the longest plan name, in bytes.
+	MaxPlanName = 64
+)
 
 //go:embed default.yaml
 var defaultDocument []byte
@@ -50,26 +65,21 @@ func ReadFile(path string) (*Config, error) {
 	return Parse(doc)
 }
 
-// Parse decodes a YAML or JSON document strictly (unknown fields are errors) and
-// validates all of it.
+// Parse decodes a YAML or JSON document strictly (see Document: unknown fields, repeated
+// names and numbers that are not decimal are errors) and validates all of it. Every
+// error wraps ErrConfig and names the field by its path, with its line and column.
 func Parse(doc []byte) (*Config, error) {
 	if len(doc) > MaxDocument {
 		return nil, fmt.Errorf("%w: document is %d bytes, want at most %d", ErrConfig, len(doc), MaxDocument)
 	}
-	var d Document
-	dec := yaml.NewDecoder(bytes.NewReader(doc))
-	dec.KnownFields(true)
-	if err := dec.Decode(&d); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: document is empty", ErrConfig)
-		}
+	d, positions, err := decodeDocument(doc)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: more than one document", ErrConfig)
-	}
 	c, err := compile(d)
+	if fe := (*fieldError)(nil); errors.As(err, &fe) && fe.pos.line == 0 {
+		fe.pos = positions[fe.path]
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -79,37 +89,47 @@ func Parse(doc []byte) (*Config, error) {
 func compile(d Document) (*Config, error) {
 	c := &Config{plans: map[string]*Plan{}, keys: map[string]*Plan{}, tenants: map[string]*Plan{}}
 	var err error
-	if c.refuseUnknown, err = refusal("unknownKeys", d.UnknownKeys); err != nil {
+	if c.refuseUnknown, err = refusal("unknownKeys", d.UnknownKeys, PolicyIP); err != nil {
 		return nil, err
 	}
-	if c.refuseAnon, err = refusal("anonymous", d.Anonymous); err != nil {
+	if c.refuseAnon, err = refusal("anonymous", d.Anonymous, PolicyDefault); err != nil {
 		return nil, err
+	}
+	for _, l := range []struct {
+		field  string
+		n, max int
+	}{{"plans", len(d.Plans), MaxPlans}, {"routes", len(d.Routes), MaxRoutes}, {"keys", len(d.Keys), MaxKeys}, {"tenants", len(d.Tenants), MaxTenants}} {
+		if l.n > l.max {
+			return nil, errorAt(l.field, "%d entries: want at most %d", l.n, l.max)
+		}
 	}
 	if len(d.Plans) == 0 {
-		return nil, errors.New("plans: at least one plan is required")
+		return nil, errorAt("plans", "at least one plan is required")
 	}
 	for _, name := range sortedKeys(d.Plans) {
-		if name == "" {
-			return nil, errors.New("plans: a plan name is empty")
+		field := "plans." + name
+		if err := checkPlanName(name); err != nil {
+			return nil, errorAt(field, "%v", err)
 		}
-		rules, err := compileRules(fmt.Sprintf("plans.%s", name), d.Plans[name])
+		spec := d.Plans[name]
+		rules, err := compileRules(field, spec.Rules, spec.Shadow)
 		if err != nil {
 			return nil, err
 		}
 		if len(rules) == 0 {
-			return nil, fmt.Errorf("plans.%s: at least one rule is required", name)
+			return nil, errorAt(field, "at least one rule is required")
 		}
 		c.plans[name] = &Plan{Name: name, Rules: rules}
 	}
 	if d.DefaultPlan == "" {
-		return nil, errors.New("defaultPlan: required")
+		return nil, errorAt("defaultPlan", "required")
 	}
 	if c.defaultPlan, err = c.plan("defaultPlan", d.DefaultPlan); err != nil {
 		return nil, err
 	}
 	for _, digest := range sortedKeys(d.Keys) {
 		if !validDigest(digest) {
-			return nil, fmt.Errorf("keys.%s: want a key digest of %d lowercase hex digits (see KeyDigest), not a raw key", digest, DigestLen)
+			return nil, errorAt("keys."+digest, "want a key digest of %d lowercase hex digits (see KeyDigest), not a raw key", DigestLen)
 		}
 		if c.keys[digest], err = c.plan("keys."+digest, d.Keys[digest]); err != nil {
 			return nil, err
@@ -123,69 +143,175 @@ func compile(d Document) (*Config, error) {
 	return c, compileRoutes(c, d.Routes)
 }
 
-// compileRoutes compiles the routes and every plan's rule set with each, checking that
-// every combination is a request the engine accepts.
-func compileRoutes(c *Config, specs []RouteSpec) error {
-	extras := make([][]bucket.Rule, 0, len(specs)+1)
-	for i, spec := range specs {
-		field := fmt.Sprintf("routes[%d]", i)
-		r, err := compileRoute(spec)
-		if err != nil {
-			return fmt.Errorf("%s: %w", field, err)
-		}
-		rules, err := compileRules(field+".rules", spec.Rules)
-		if err != nil {
-			return err
-		}
-		c.routes = append(c.routes, r)
-		extras = append(extras, rules)
+// checkPlanName reports a plan name that could not travel in the authorizer context
+// and the 429's JSON body as it is.
+func checkPlanName(name string) error {
+	if name == "" || len(name) > MaxPlanName {
+		return fmt.Errorf("a plan name is 1 to %d bytes", MaxPlanName)
 	}
-	extras = append(extras, nil)
-	for _, name := range sortedKeys(c.plans) {
-		p := c.plans[name]
-		for i, extra := range extras {
-			rules := append(append([]bucket.Rule(nil), p.Rules...), extra...)
-			cost := int64(defaultCost)
-			field := fmt.Sprintf("plans.%s", p.Name)
-			if i < len(c.routes) {
-				cost = c.routes[i].cost
-				field = fmt.Sprintf("routes[%d] with plans.%s", i, p.Name)
-			}
-			q := bucket.Request{Identity: "config", Rules: rules, Cost: cost}
-			if err := q.Validate(); err != nil {
-				return fmt.Errorf("%s: %w", field, err)
-			}
-			p.byRoute = append(p.byRoute, rules)
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < ' ' || c > '~' || c == '"' || c == '\\' {
+			return fmt.Errorf("plan name %q: want printable ASCII without '\"' or '\\'", name)
 		}
 	}
 	return nil
 }
 
-func compileRules(field string, specs []RuleSpec) ([]bucket.Rule, error) {
+// compileRoutes compiles the routes and every plan's rule set with each, checking that
+// every combination is a request the engine accepts. A rule name is one bucket of an
+// identity, so a route's rule must agree with every other rule of its name: a plan's
+// rule of that name is the same bucket and counts once; another route's must have the
+// same numbers.
+func compileRoutes(c *Config, specs []RouteSpec) error {
+	extras := make([][]bucket.Rule, 0, len(specs)+1)
+	type named struct {
+		path string
+		rule bucket.Rule
+	}
+	first := map[string]named{} // by rule name: the first route rule of that name
+	for i, spec := range specs {
+		field := fmt.Sprintf("routes[%d]", i)
+		r, err := compileRoute(spec)
+		if err != nil {
+			return errorAt(field, "%v", err)
+		}
+		if spec.Shadow && spec.Cost != nil && *spec.Cost != defaultCost {
+			return errorAt(field+".cost", "a shadow route cannot set a cost: the cost applies to every rule of the request, the plan's enforced rules too")
+		}
+		rules, err := compileRules(field+".rules", spec.Rules, spec.Shadow)
+		if err != nil {
+			return err
+		}
+		for j, rule := range rules {
+			path := fmt.Sprintf("%s.rules[%d]", field, j)
+			prev, ok := first[rule.Name]
+			if ok && !sameBucket(prev.rule, rule) {
+				return errorAt(path, "rule %s (%s) has other numbers than %s (%s): a rule name is one bucket of an identity, so give both the same numbers, or this one another name",
+					rule.Name, numbers(rule), prev.path, numbers(prev.rule))
+			}
+			if !ok {
+				first[rule.Name] = named{path, rule}
+			}
+			if plan, planRule, ok := c.planRule(rule.Name); ok && !sameBucket(planRule, rule) {
+				return errorAt(path, "rule %s (%s) has other numbers than the rule %s of plans.%s (%s): a rule name is one bucket of an identity, so give the route's rule the plan's numbers, or another name",
+					rule.Name, numbers(rule), rule.Name, plan, numbers(planRule))
+			}
+		}
+		c.routes = append(c.routes, r)
+		extras = append(extras, rules)
+	}
+	c.routeRules = append(extras, nil)
+	for _, name := range sortedKeys(c.plans) {
+		if err := c.combine(c.plans[name], c.routeRules); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// combine sets p.byRoute to p's rules merged with each route's extra rules (extras[i]
+// for route i, then nil for no route), checking that each set, at its route's cost, is
+// a request the engine accepts.
+func (c *Config) combine(p *Plan, extras [][]bucket.Rule) error {
+	p.byRoute = make([][]bucket.Rule, 0, len(extras))
+	for i, extra := range extras {
+		rules := merge(p.Rules, extra)
+		cost := int64(defaultCost)
+		field, with := "plans."+p.Name, ""
+		if i < len(c.routes) {
+			cost = c.routes[i].cost
+			field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
+		}
+		q := bucket.Request{Identity: "config", Rules: rules, Cost: cost}
+		if err := q.Validate(); err != nil {
+			return errorAt(field, "%s%v", with, err)
+		}
+		p.byRoute = append(p.byRoute, rules)
+	}
+	return nil
+}
+
+// planRule returns a plan that has a rule called name, and that rule.
+func (c *Config) planRule(name string) (plan string, r bucket.Rule, ok bool) {
+	for _, plan := range sortedKeys(c.plans) {
+		for _, r := range c.plans[plan].Rules {
+			if r.Name == name {
+				return plan, r, true
+			}
+		}
+	}
+	return "", bucket.Rule{}, false
+}
+
+// sameBucket reports whether a and b are the same bucket: the same name, capacity and
+// rate. Whether a rule is a shadow rule does not change its bucket.
+func sameBucket(a, b bucket.Rule) bool {
+	return a.Name == b.Name && a.Capacity == b.Capacity && a.RefillPerSecond == b.RefillPerSecond
+}
+
+// numbers describes a rule's capacity and rate for an error.
+func numbers(r bucket.Rule) string {
+	return fmt.Sprintf("capacity %d, refillPerSecond %v", r.Capacity, r.RefillPerSecond)
+}
+
+// merge returns the plan's rules followed by the route's, a route rule that is already
+// the plan's counting once: enforced when either enforces it.
+func merge(plan, route []bucket.Rule) []bucket.Rule {
+	rules := append(make([]bucket.Rule, 0, len(plan)+len(route)), plan...)
+	for _, r := range route {
+		if i := slices.IndexFunc(rules, func(p bucket.Rule) bool { return p.Name == r.Name }); i >= 0 {
+			rules[i].Shadow = rules[i].Shadow && r.Shadow
+			continue
+		}
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+// compileRules compiles the rules at field; shadow makes them all shadow rules.
+func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucket.Rule, error) {
+	if len(specs) > bucket.MaxRules {
+		return nil, errorAt(field, "%d rules: want at most %d", len(specs), bucket.MaxRules)
+	}
 	rules := make([]bucket.Rule, 0, len(specs))
 	for i, s := range specs {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		rate, err := s.refillPerSecond()
+		r, err := s.Rule()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return nil, errorAt(fmt.Sprintf("%s[%d]", field, i), "%v", err)
 		}
-		r := bucket.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate}
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
+		r.Shadow = r.Shadow || shadow
 		rules = append(rules, r)
 	}
 	return rules, nil
 }
 
-func refusal(field, v string) (bool, error) {
+// Rule returns the rule s describes, validated; the error names what is wrong.
+func (s RuleSpec) Rule() (bucket.Rule, error) {
+	rate, err := s.refillPerSecond()
+	if err != nil {
+		return bucket.Rule{}, err
+	}
+	r := bucket.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow}
+	if err := r.Validate(); err != nil {
+		return bucket.Rule{}, err
+	}
+	return r, nil
+}
+
+// refusal reads the policy v of field, whose other value than PolicyRefuse is allow
+// (also the default, for an empty v).
+func refusal(field, v, allow string) (bool, error) {
 	switch v {
-	case "", PolicyDefault:
+	case "", allow:
 		return false, nil
 	case PolicyRefuse:
 		return true, nil
 	}
-	return false, fmt.Errorf("%s: %q: want %q or %q", field, v, PolicyDefault, PolicyRefuse)
+	if field == "unknownKeys" && v == PolicyDefault {
+		return false, errorAt(field, "%q: want %q or %q: %q gave every unknown key a bucket of its own, so a new made-up key escaped every limit; %q limits it by source IP",
+			v, allow, PolicyRefuse, v, PolicyIP)
+	}
+	return false, errorAt(field, "%q: want %q or %q", v, allow, PolicyRefuse)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

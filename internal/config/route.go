@@ -9,7 +9,7 @@ import (
 // route is a compiled RouteSpec.
 type route struct {
 	method   string   // upper case; "" matches any
-	segments []string // the pattern split at '/', "*" for any one segment
+	segments []string // the pattern's segments, "*" for any one segment
 	rest     bool     // the pattern ended in "**" or "{name+}": any rest matches
 	cost     int64
 }
@@ -29,6 +29,10 @@ func compileRoute(spec RouteSpec) (route, error) {
 	for i, s := range segs {
 		last := i == len(segs)-1
 		switch {
+		case s == "" && (last || i == 0 && len(segs) == 1): // "/" alone, or a trailing "/"
+			continue
+		case s == "" || s == "." || s == ".." || strings.ContainsAny(s, "%; \t"):
+			return r, fmt.Errorf("path %q: segment %q: a pattern is written as requests are matched: no empty, dot or percent-encoded segments, no ';' or spaces", spec.Path, s)
 		case s == "**" || isParam(s) && strings.HasSuffix(s, "+}"):
 			if !last {
 				return r, fmt.Errorf("path %q: %s must be the last segment", spec.Path, s)
@@ -45,6 +49,9 @@ func compileRoute(spec RouteSpec) (route, error) {
 	if spec.Cost != nil {
 		r.cost = int64(*spec.Cost)
 	}
+	if r.cost < 1 {
+		return r, fmt.Errorf("cost %d would make the route a peek that enforces nothing: want 1 or more", r.cost)
+	}
 	return r, nil
 }
 
@@ -59,21 +66,92 @@ func validMethod(m string) bool {
 	return false
 }
 
-// matches reports whether a request to method and path falls under r.
-func (r route) matches(method, path string) bool {
+// matches reports whether a request to method, whose path has the segments segs (see
+// pathSegments), falls under r. Literal segments match in any case.
+func (r route) matches(method string, segs []string) bool {
 	if r.method != "" && !strings.EqualFold(r.method, method) {
 		return false
 	}
-	path = strings.TrimPrefix(path, "/")
-	for _, want := range r.segments {
-		if path == "" && !(want == "" && !r.rest) {
-			return false
-		}
-		seg, tail, _ := strings.Cut(path, "/")
-		if want != "*" && want != seg {
-			return false
-		}
-		path = tail
+	if len(segs) < len(r.segments) || !r.rest && len(segs) != len(r.segments) {
+		return false
 	}
-	return r.rest || path == ""
+	for i, want := range r.segments {
+		if want != "*" && !strings.EqualFold(segs[i], want) {
+			return false
+		}
+	}
+	return true
+}
+
+// pathSegments appends to segs the segments of a request path as routes match them,
+// the way API Gateway and common backends resolve a path to a resource, so that no
+// spelling of a path escapes its route: a segment's ";parameters" are dropped (servlet
+// containers ignore them), percent-encoded unreserved characters (RFC 3986: letters,
+// digits, '-', '.', '_', '~'), spaces and tabs are decoded, spaces and tabs around a
+// segment are trimmed, "." segments, empty segments (repeated or trailing slashes) and
+// ".." segments with the one before them are removed. Other percent-encodings, '%2F'
+// among them, stay as they are, inside their segment. It allocates only for a segment
+// that has something to decode.
+func pathSegments(path string, segs []string) []string {
+	for path != "" {
+		var seg string
+		seg, path, _ = strings.Cut(path, "/")
+		if i := strings.IndexByte(seg, ';'); i >= 0 {
+			seg = seg[:i]
+		}
+		if strings.IndexByte(seg, '%') >= 0 {
+			seg = decodeUnreserved(seg)
+		}
+		switch seg = strings.Trim(seg, " \t"); seg {
+		case "", ".":
+		case "..":
+			if len(segs) > 0 {
+				segs = segs[:len(segs)-1]
+			}
+		default:
+			segs = append(segs, seg)
+		}
+	}
+	return segs
+}
+
+// decodeUnreserved decodes the percent-encoded unreserved characters, spaces and tabs
+// of a path segment, and leaves every other byte as it is.
+func decodeUnreserved(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if c, ok := unhex(s[i+1], s[i+2]); ok && (unreserved(c) || c == ' ' || c == '\t') {
+				b.WriteByte(c)
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unreserved reports whether c is an unreserved character of RFC 3986, section 2.3.
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+func unhex(hi, lo byte) (byte, bool) {
+	h, ok1 := hexDigit(hi)
+	l, ok2 := hexDigit(lo)
+	return h<<4 | l, ok1 && ok2
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }

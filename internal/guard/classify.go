@@ -18,6 +18,9 @@ const (
 	FailureTimeout     Failure = "timeout"      // the deadline passed first
 	FailureRedisError  Failure = "redis_error"  // connection refused, reset, or an error reply
 	FailureBadResponse Failure = "bad_response" // an answer of the wrong shape, or about stored state that is not bucketgate's
+	// FailureRegistryError: the key registry could not say who the identity is (its
+	// table failed and nothing usable was cached), so Redis was not asked.
+	FailureRegistryError Failure = "registry_error"
 )
 
 // Classify names the failure behind a Decide error that is not bucket.ErrInvalid.

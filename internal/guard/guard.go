@@ -319,6 +319,14 @@ func (g *Guard) record(now time.Time, err error) {
 	g.breaker.record(now, Classify(err), err)
 }
 
+// Fallback returns the Result of q when something the decision needs before Redis
+// failed with f and err (FailureRegistryError): denied with reason unavailable, or
+// allowed with reason degraded, by the failure policy. Redis is not asked and the
+// circuit breaker not told.
+func (g *Guard) Fallback(q bucket.Request, f Failure, err error) Result {
+	return g.fallback(q, f, err, 0)
+}
+
 // fallback is the Result of a request Redis did not decide: it describes the first
 // enforced rule, if any.
 func (g *Guard) fallback(q bucket.Request, f Failure, err error, latency time.Duration) Result {

@@ -1,6 +1,8 @@
-// Package identity decides whose buckets an API Gateway request spends: the API key in
-// a configurable header when there is one, else the source IP. A raw key never leaves
-// this package: it becomes its config.KeyDigest first, so Redis keys, logs, metrics and
+// Package identity reads who sent an API Gateway request: the API key in a configurable
+// header when there is exactly one, and the source IP (one IPv4 address, or an IPv6
+// prefix, /64 by default). Whose buckets the request spends is the handler's choice
+// (a registered key's, else the source's). A raw key never leaves this package: it
+// becomes its config.KeyDigest first, so Redis keys, logs, metrics, registry lookups and
 // principal ids only ever see the digest. Identities are namespaced by kind ("key:" or
 // "ip:") so that no address can ever equal a key's identity.
 package identity
@@ -20,8 +22,11 @@ type Kind string
 const (
 	// KindKey: an API key, held as its config.KeyDigest.
 	KindKey Kind = "key"
-	// KindIP: the request's source address, without a key.
+	// KindIP: the request's source address (an IPv6 source by its prefix).
 	KindIP Kind = "ip"
+	// KindTenant: a key the check function was invoked with, as given: services that
+	// invoke it are trusted, their keys are not secrets.
+	KindTenant Kind = "tenant"
 )
 
 // UnknownAddr is the Value of the one shared KindIP identity of every request whose
@@ -33,65 +38,119 @@ const UnknownAddr = "unknown"
 type Identity struct {
 	// Kind is where the identity came from.
 	Kind Kind
-	// Value is the key's digest (KindKey), or the canonical source address or
-	// UnknownAddr (KindIP). It never holds a raw key.
+	// Value is the key's digest (KindKey), the canonical source address, IPv6 prefix
+	// or UnknownAddr (KindIP), or the check function's key (KindTenant). It never
+	// holds a raw API key.
 	Value string
 }
 
-// String returns the namespaced identity, "key:<digest>" or "ip:<address>": the
-// bucket.Request identity and the REST authorizer's principal id.
+// String returns the namespaced identity, "key:<digest>", "ip:<address>" or
+// "tenant:<key>": the bucket.Request identity, the registry's item id, and the REST
+// authorizer's principal id.
 func (id Identity) String() string { return string(id.Kind) + ":" + id.Value }
 
-// Resolver finds the Identity of a request. The zero Resolver is unusable; use
-// NewResolver.
-type Resolver struct {
-	header string
+// Caller is who sent a request, as far as the request says: always its source address,
+// and its API key when it carried exactly one.
+type Caller struct {
+	// Key is the API key's identity (KindKey) when the request carried one non-blank
+	// key, in one or more copies of the same value; the zero Identity otherwise.
+	Key Identity
+	// Conflict reports an API key header given more than once with different values
+	// (in any letter case, or in the multi-value headers): that is not a key, and Key is
+	// zero. The handlers treat it as an unknown key.
+	Conflict bool
+	// IP is the source address's identity (KindIP): one IPv4 address, or the IPv6
+	// prefix it belongs to, or UnknownAddr.
+	IP Identity
 }
 
-// NewResolver returns a Resolver reading the API key from header (any case).
-func NewResolver(header string) (Resolver, error) {
+// Resolver finds the Caller of a request. The zero Resolver is unusable; use
+// NewResolver.
+type Resolver struct {
+	header     string
+	ipv6Prefix int
+}
+
+// MaxIPv6Prefix, the prefix length of a whole address, counts IPv6 sources one by one.
+const MaxIPv6Prefix = 128
+
+// NewResolver returns a Resolver reading the API key from header (any case) and
+// grouping IPv6 sources by their first ipv6Prefix bits, 1 to MaxIPv6Prefix (64 groups
+// a subscriber's /64, which is one caller). IPv4 sources count one by one.
+func NewResolver(header string, ipv6Prefix int) (Resolver, error) {
 	if !validHeaderName(header) {
 		return Resolver{}, fmt.Errorf("API key header %q: want an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)", header)
 	}
-	return Resolver{header: header}, nil
+	if ipv6Prefix < 1 || ipv6Prefix > MaxIPv6Prefix {
+		return Resolver{}, fmt.Errorf("IPv6 prefix length %d: want 1 to %d (%d counts addresses one by one)", ipv6Prefix, MaxIPv6Prefix, MaxIPv6Prefix)
+	}
+	return Resolver{header: header, ipv6Prefix: ipv6Prefix}, nil
 }
 
 // Header returns the name of the API key header, as configured.
 func (r Resolver) Header() string { return r.header }
 
-// Resolve returns the identity of a request with these headers (names in any case) and
-// this source IP: the digest of a non-empty API key, else the canonical source address,
-// else the shared UnknownAddr.
-func (r Resolver) Resolve(headers map[string]string, sourceIP string) Identity {
-	if key, ok := r.key(headers); ok {
-		return Identity{Kind: KindKey, Value: config.KeyDigest(key)}
+// Resolve returns the Caller of a request with these headers and multi-value headers
+// (names in any case; either may be nil) and this source IP. Every copy of the API key
+// header counts, whatever its case and wherever it is: no copy is blank-trimmed away
+// unless all are blank (no key), all equal is one key, anything else a Conflict. The
+// answer never depends on the order of the maps.
+func (r Resolver) Resolve(headers map[string]string, multi map[string][]string, sourceIP string) Caller {
+	c := Caller{IP: Identity{Kind: KindIP, Value: r.source(sourceIP)}}
+	key, conflict := r.key(headers, multi)
+	switch {
+	case conflict:
+		c.Conflict = true
+	case key != "":
+		c.Key = Identity{Kind: KindKey, Value: config.KeyDigest(key)}
 	}
-	return Identity{Kind: KindIP, Value: canonicalAddr(sourceIP)}
+	return c
 }
 
-// key returns the trimmed API key among headers, if one is there and not blank.
-func (r Resolver) key(headers map[string]string) (string, bool) {
-	v, ok := headers[r.header]
-	if !ok {
-		for name, value := range headers {
-			if strings.EqualFold(name, r.header) {
-				v, ok = value, true
-				break
+// key returns the one API key that every copy of the header holds (trimmed), "" when
+// there is none or all are blank, and conflict when two copies differ.
+func (r Resolver) key(headers map[string]string, multi map[string][]string) (key string, conflict bool) {
+	seen := false
+	add := func(v string) {
+		v = strings.Trim(v, " \t")
+		if !seen {
+			key, seen = v, true
+		} else if v != key {
+			conflict = true
+		}
+	}
+	for name, v := range headers {
+		if strings.EqualFold(name, r.header) {
+			add(v)
+		}
+	}
+	for name, vs := range multi {
+		if strings.EqualFold(name, r.header) {
+			for _, v := range vs {
+				add(v)
 			}
 		}
 	}
-	v = strings.Trim(v, " \t")
-	return v, ok && v != ""
+	if conflict {
+		return "", true
+	}
+	return key, false
 }
 
-// canonicalAddr returns the canonical text of an IP address (IPv4-mapped IPv6 as IPv4,
-// no zone), or UnknownAddr when s is not one.
-func canonicalAddr(s string) string {
+// source returns the Value of the identity of a source address: the canonical
+// address for IPv4 (and IPv4-mapped IPv6), the masked prefix "2001:db8:1:2::/64" for
+// IPv6 (the address itself for a /128), UnknownAddr when s is not an address.
+func (r Resolver) source(s string) string {
 	a, err := netip.ParseAddr(strings.TrimSpace(s))
 	if err != nil {
 		return UnknownAddr
 	}
-	return a.Unmap().WithZone("").String()
+	a = a.Unmap().WithZone("")
+	if a.Is4() || r.ipv6Prefix == MaxIPv6Prefix {
+		return a.String()
+	}
+	p, _ := a.Prefix(r.ipv6Prefix) // cannot fail: an IPv6 address without zone, 1 to 128 bits
+	return p.String()
 }
 
 // validHeaderName reports whether s is an RFC 9110 token, the syntax of a field name.

@@ -2,7 +2,12 @@ package localgw
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"log"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 )
 
 // SampleBackend is the local twin of template.yaml's SampleBackendFunction: it answers
@@ -16,4 +21,24 @@ func SampleBackend() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	})
+}
+
+// ProxyBackend returns a backend that forwards every request to the service at base,
+// as an HTTP proxy integration does: the same method, base's path followed by the
+// request's path, the query, the headers (with X-Forwarded-For, -Host and -Proto added)
+// and the body; the service's answer goes back as it is. A service that cannot be
+// reached gets 502 Bad Gateway, and the reason goes to errs. base must be an absolute
+// http or https URL.
+func ProxyBackend(base string, errs io.Writer) (http.Handler, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("backend %q: want an absolute http:// or https:// URL without query, like http://127.0.0.1:3000", base)
+	}
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.SetXForwarded()
+		},
+		ErrorLog: log.New(errs, "backend: ", 0),
+	}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // Invoker runs a Lambda handler on a raw payload; lambda.NewHandler(h) is one.
@@ -66,8 +68,46 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.Responses.Lookup(AccessDenied).Write(w, r, resp.Context)
 		return
 	}
-	g.Backend.ServeHTTP(w, r)
+	g.integrate(w, r, resp.Context)
 }
+
+// integrate hands an allowed request to the backend as the template's integrations do:
+// the rate-limit values of the authorizer context go to the backend as request headers
+// (the REST API's HTTP integration maps them so; a client's own headers of those names
+// are replaced), and onto the backend's answer as response headers (the HTTP API's
+// response mapping), replacing any the backend set.
+func (g *Gateway) integrate(w http.ResponseWriter, r *http.Request, context map[string]any) {
+	r = r.Clone(r.Context())
+	ratelimitheaders.SetHeader(r.Header, context)
+	g.Backend.ServeHTTP(&headerWriter{ResponseWriter: w, context: context}, r)
+}
+
+// headerWriter sets the rate-limit headers of an authorizer context on the answer when
+// its header is written.
+type headerWriter struct {
+	http.ResponseWriter
+	context map[string]any
+	written bool
+}
+
+func (w *headerWriter) WriteHeader(code int) {
+	if !w.written {
+		w.written = true
+		ratelimitheaders.SetHeader(w.Header(), w.context)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *headerWriter) Write(b []byte) (int, error) {
+	if !w.written {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap returns the writer underneath, for http.ResponseController (flushing a
+// streamed answer).
+func (w *headerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // flat reports whether every context value is a string, a number or a boolean: API
 // Gateway refuses any other answer as a configuration error.

@@ -1,7 +1,10 @@
-// Package localgw is a local stand-in for API Gateway's REST API in front of the
-// authorizer: it turns HTTP requests into REQUEST authorizer events, invokes the real
-// handler in-process, and answers denials and failures with the gateway responses that
-// template.yaml declares (read from it, not restated), or forwards allowed requests.
+// Package localgw is a local stand-in for API Gateway in front of the authorizer: it
+// turns HTTP requests into REST API REQUEST authorizer events, invokes the real handler
+// in-process, and answers denials and failures with the gateway responses that
+// template.yaml declares (read from it, not restated). Allowed requests go to a backend
+// (the sample one, or your service through ProxyBackend) with the rate-limit values as
+// request headers, as the template's HTTP integration sends them, and the answer gets
+// the rate-limit headers, as the template's HTTP API maps them.
 package localgw
 
 import (

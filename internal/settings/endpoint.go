@@ -1,7 +1,9 @@
 package settings
 
 import (
+	"fmt"
 	"net"
+	"strconv"
 	"strings"
 )
 
@@ -26,6 +28,19 @@ func IsServerlessEndpoint(host string) bool {
 	return ok && name != "" && !strings.Contains(name, ".") && region != "" && !strings.Contains(region, ".")
 }
 
+// elastiCacheAddr returns the first of addrs whose host is an ElastiCache endpoint
+// (serverless or a node or replication group: *.cache.amazonaws.com[.cn]).
+func elastiCacheAddr(addrs []string) (string, bool) {
+	for _, a := range addrs {
+		host, _, err := splitHostPort(a)
+		h := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(host), "."), chinaSuffix)
+		if err == nil && strings.HasSuffix(h, elastiCacheSuffix) {
+			return a, true
+		}
+	}
+	return "", false
+}
+
 func anyServerless(addrs []string) bool {
 	for _, a := range addrs {
 		if host, _, err := splitHostPort(a); err == nil && IsServerlessEndpoint(host) {
@@ -35,10 +50,17 @@ func anyServerless(addrs []string) bool {
 	return false
 }
 
-// splitHostPort is net.SplitHostPort that also refuses an empty host or port.
+// splitHostPort is net.SplitHostPort that also refuses an empty host and a port that
+// is not a TCP port number (1 to 65535, decimal).
 func splitHostPort(addr string) (host, port string, err error) {
-	if host, port, err = net.SplitHostPort(addr); err == nil && (host == "" || port == "") {
-		err = &net.AddrError{Err: "empty host or port", Addr: addr}
+	if host, port, err = net.SplitHostPort(addr); err != nil {
+		return host, port, err
 	}
-	return host, port, err
+	if host == "" {
+		return host, port, &net.AddrError{Err: "empty host", Addr: addr}
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return host, port, &net.AddrError{Err: fmt.Sprintf("port %q: want a number from 1 to 65535", port), Addr: addr}
+	}
+	return host, port, nil
 }

@@ -2,6 +2,7 @@ package settings_test
 
 import (
 	"net"
+	"strconv"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -14,6 +15,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add(serverlessAddr, "on", "", "", "true", "25", "open", "0", "app", "", "orders")
 	f.Add("[::1]:6379", "OFF", "false", "off", "", "1", "", "", "", "pw", "")
 	f.Add("h:1,,h:", "maybe", "2", "yes", "on", "-5", "x", "-1", "", "", "")
+	f.Add("h:99999", "", "", "", "", "9999999999999", "", "100000000", "", "", "")
+	f.Add(serverlessAddr, "", "", "false", "true", "", "", "", "u", "", "c")
 	f.Fuzz(func(t *testing.T, addr, cluster, serverless, tls, iam, timeout, failMode, denyCache, user, password, cache string) {
 		s, err := settings.Load(env(map[string]string{
 			"REDIS_ADDR": addr, "REDIS_CLUSTER": cluster, "REDIS_SERVERLESS": serverless, "REDIS_TLS": tls,
@@ -24,13 +27,16 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		for _, a := range s.RedisAddrs {
-			if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
+			host, port, err := net.SplitHostPort(a)
+			if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
 				t.Fatalf("accepted address %q", a)
 			}
 		}
 		switch {
-		case s.Timeout <= 0, s.DenyCacheSize < 0:
+		case s.Timeout <= 0, s.Timeout > settings.MaxTimeout, s.DenyCacheSize < 0, s.DenyCacheSize > settings.MaxDenyCacheSize:
 			t.Fatalf("accepted %+v", s)
+		case (s.IAMAuth || s.Serverless) && !s.TLS:
+			t.Fatalf("IAM or a serverless cache accepted without TLS: %+v", s)
 		case s.Cluster != settings.ClusterAuto && s.Cluster != settings.ClusterOn && s.Cluster != settings.ClusterOff:
 			t.Fatalf("cluster mode %q", s.Cluster)
 		case s.IAMAuth && (s.Username == "" || s.CacheName == "" || s.Password != ""):

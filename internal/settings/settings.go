@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,13 @@ const (
 	EnvConfigFile        = "RATE_LIMIT_CONFIG_FILE"
 	EnvAPIKeyHeader      = "API_KEY_HEADER"
 	EnvLogLevel          = "LOG_LEVEL"
+	EnvLambdaLogLevel    = "AWS_LAMBDA_LOG_LEVEL"
 	EnvXRayDaemon        = "AWS_XRAY_DAEMON_ADDRESS"
+	EnvIPv6Prefix        = "IPV6_PREFIX_LENGTH"
+	EnvRegistryTable     = "REGISTRY_TABLE"
+	EnvRegistryCacheMS   = "REGISTRY_CACHE_MS"
+	EnvRegistryCacheSize = "REGISTRY_CACHE_SIZE"
+	EnvRegistryTimeoutMS = "REGISTRY_TIMEOUT_MS"
 )
 
 // Defaults of the settings that have one.
@@ -46,12 +53,46 @@ const (
 	DefaultDenyCacheSize = 10_000
 	// DefaultAPIKeyHeader is the header carrying the API key when API_KEY_HEADER is unset.
 	DefaultAPIKeyHeader = "X-API-Key"
-	// DefaultLogLevel is the log level when LOG_LEVEL is unset: info, so the one debug
-	// line per decision is off and every failure (warn, error) is on.
+	// DefaultLogLevel is the log level when AWS_LAMBDA_LOG_LEVEL and LOG_LEVEL are
+	// unset: info, so the one debug line per decision is off and every failure (warn,
+	// error) is on.
 	DefaultLogLevel = slog.LevelInfo
 	// DefaultXRayDaemon is the X-Ray daemon's address when AWS_XRAY_DAEMON_ADDRESS is
 	// unset (Lambda sets it for traced functions).
 	DefaultXRayDaemon = "127.0.0.1:2000"
+	// DefaultIPv6Prefix is the prefix length IPv6 sources are grouped by when
+	// IPV6_PREFIX_LENGTH is unset: a subscriber holds a whole /64, one caller.
+	DefaultIPv6Prefix = 64
+	// DefaultRegistryCacheTTL is how long a registry read answers for its identity when
+	// REGISTRY_CACHE_MS is unset: a revocation or plan change takes effect everywhere
+	// within it.
+	DefaultRegistryCacheTTL = 30 * time.Second
+	// DefaultRegistryCacheSize is the registry cache's size in entries when
+	// REGISTRY_CACHE_SIZE is unset: a few megabytes at most.
+	DefaultRegistryCacheSize = 10_000
+	// MaxRegistryCacheSize is the largest REGISTRY_CACHE_SIZE, in entries (about 200
+	// bytes each for API keys: 200 MB).
+	MaxRegistryCacheSize = 1_000_000
+	// DefaultRegistryTimeout is the deadline of one registry read when
+	// REGISTRY_TIMEOUT_MS is unset.
+	DefaultRegistryTimeout = 200 * time.Millisecond
+)
+
+// Bounds of the settings that size something. A value beyond one is an init error that
+// names the bound.
+const (
+	// MaxTimeout is the longest decision deadline REDIS_TIMEOUT_MS may set: a minute,
+	// far beyond any useful wait and well inside time.Duration.
+	MaxTimeout = time.Minute
+	// MaxDenyCacheSize is the largest deny cache DENY_CACHE_SIZE may ask for, in
+	// entries: its table is allocated at init (about 3 MB for 100,000 entries) and a
+	// full one holds about 27 MB, a tenth of the template's 256 MB.
+	MaxDenyCacheSize = 100_000
+	// MaxNamespace is the longest METRICS_NAMESPACE, in bytes: CloudWatch's own limit.
+	MaxNamespace = 255
+	// MaxRegistryCacheTTL is the longest REGISTRY_CACHE_MS: a day, beyond which a
+	// revocation would hardly be one.
+	MaxRegistryCacheTTL = 24 * time.Hour
 )
 
 // FAIL_MODE values.
@@ -126,12 +167,34 @@ type Settings struct {
 	// APIKeyHeader is the request header carrying the API key, in any case
 	// (API_KEY_HEADER; default DefaultAPIKeyHeader).
 	APIKeyHeader string
-	// LogLevel is the least severe level logged (LOG_LEVEL: debug, info, warn or error,
-	// any case; default DefaultLogLevel).
+	// LogLevel is the least severe level logged. It follows Lambda's logging controls:
+	// AWS_LAMBDA_LOG_LEVEL, which Lambda sets from the function's LoggingConfig
+	// (TRACE, DEBUG, INFO, WARN, ERROR or FATAL), and without it LOG_LEVEL (the same
+	// names, any case); default DefaultLogLevel. TRACE is below debug and FATAL above
+	// error: nothing bucketgate writes is at either.
 	LogLevel slog.Level
 	// XRayDaemon is the X-Ray daemon's address, "host:port" or "udp:host:port
 	// tcp:host:port" (AWS_XRAY_DAEMON_ADDRESS; default DefaultXRayDaemon).
 	XRayDaemon string
+	// IPv6Prefix is the prefix length, in bits, that IPv6 sources are grouped by
+	// (IPV6_PREFIX_LENGTH, 1 to 128; 128 counts addresses one by one; default
+	// DefaultIPv6Prefix).
+	IPv6Prefix int
+	// RegistryTable is the DynamoDB table of API keys and tenants (REGISTRY_TABLE;
+	// default empty: the configuration document's keys and tenants are the registry).
+	// The AWS SDK finds the region, the credentials and any endpoint override
+	// (AWS_ENDPOINT_URL_DYNAMODB) itself.
+	RegistryTable string
+	// RegistryCacheTTL is how long a registry read answers for its identity, found or
+	// not (REGISTRY_CACHE_MS, whole milliseconds from 0 to MaxRegistryCacheTTL; 0 reads
+	// on every request; default DefaultRegistryCacheTTL).
+	RegistryCacheTTL time.Duration
+	// RegistryCacheSize bounds the registry cache, in entries (REGISTRY_CACHE_SIZE, 1
+	// to MaxRegistryCacheSize; default DefaultRegistryCacheSize).
+	RegistryCacheSize int
+	// RegistryTimeout is the deadline of one registry read (REGISTRY_TIMEOUT_MS, whole
+	// milliseconds from 1 to MaxTimeout; default DefaultRegistryTimeout).
+	RegistryTimeout time.Duration
 }
 
 // Load reads the settings through getenv (os.Getenv in production) and validates them;
@@ -151,12 +214,13 @@ func Load(getenv func(string) string) (Settings, error) {
 		ConfigFile:        getenv(EnvConfigFile),
 		APIKeyHeader:      cmp.Or(getenv(EnvAPIKeyHeader), DefaultAPIKeyHeader),
 		XRayDaemon:        cmp.Or(getenv(EnvXRayDaemon), DefaultXRayDaemon),
+		RegistryTable:     strings.TrimSpace(getenv(EnvRegistryTable)),
 	}
 	if s.ConfigInline != "" && s.ConfigFile != "" {
 		return s, fmt.Errorf("set %s or %s, not both", EnvConfigInline, EnvConfigFile)
 	}
 	var err error
-	if s.LogLevel, err = parseLogLevel(getenv(EnvLogLevel)); err != nil {
+	if s.LogLevel, err = logLevel(getenv); err != nil {
 		return s, err
 	}
 	if s.RedisAddrs, err = parseAddrs(getenv(EnvRedisAddr)); err != nil {
@@ -174,12 +238,11 @@ func Load(getenv func(string) string) (Settings, error) {
 	if s.IAMAuth, err = parseBool(getenv, EnvIAMAuth, false); err != nil {
 		return s, err
 	}
-	if v := getenv(EnvTimeoutMS); v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms <= 0 {
-			return s, fmt.Errorf("%s=%q: want a whole number of milliseconds > 0", EnvTimeoutMS, v)
-		}
-		s.Timeout = time.Duration(ms) * time.Millisecond
+	if s.Timeout, err = parseMillis(getenv, EnvTimeoutMS, DefaultTimeout, time.Millisecond, MaxTimeout); err != nil {
+		return s, err
+	}
+	if err := s.loadRegistry(getenv); err != nil {
+		return s, err
 	}
 	switch v := getenv(EnvFailMode); v {
 	case "", FailClosed:
@@ -189,16 +252,54 @@ func Load(getenv func(string) string) (Settings, error) {
 		return s, fmt.Errorf("%s=%q: want %q or %q", EnvFailMode, v, FailClosed, FailOpen)
 	}
 	if v := getenv(EnvNamespace); v != "" {
+		if len(v) > MaxNamespace {
+			return s, fmt.Errorf("%s: %d bytes: want at most %d", EnvNamespace, len(v), MaxNamespace)
+		}
 		s.Namespace = v
 	}
 	if v := getenv(EnvDenyCacheSize); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return s, fmt.Errorf("%s=%q: want a whole number of entries >= 0 (0 disables the cache)", EnvDenyCacheSize, v)
+		if err != nil || n < 0 || n > MaxDenyCacheSize {
+			return s, fmt.Errorf("%s=%q: want a whole number of entries from 0 (no cache) to %d", EnvDenyCacheSize, v, MaxDenyCacheSize)
 		}
 		s.DenyCacheSize = n
 	}
+	if err := s.validateTLS(); err != nil {
+		return s, err
+	}
 	return s, s.validateAuth()
+}
+
+// validateTLS refuses what would send a secret in clear text or cannot connect at all:
+// IAM tokens (valid 15 minutes) over plain TCP, an AUTH password to an ElastiCache
+// endpoint over plain TCP, and TLS off for an ElastiCache Serverless cache, which
+// accepts TLS only. A password to another host (a Redis of your own, a local one) may
+// go without TLS.
+func (s Settings) validateTLS() error {
+	switch {
+	case s.TLS:
+		return nil
+	case s.IAMAuth:
+		return fmt.Errorf("%s=true sends a signed IAM token, valid 15 minutes, on every connection, and %s is off: set %s=true (ElastiCache IAM authentication needs TLS)", EnvIAMAuth, EnvTLS, EnvTLS)
+	case s.Serverless:
+		return fmt.Errorf("%s=false for an ElastiCache Serverless cache (%s), which accepts TLS connections only: unset %s or set it to true", EnvTLS, serverlessWhy(s.RedisAddrs), EnvTLS)
+	case s.Password != "" || s.PasswordSecretARN != "":
+		if addr, ok := elastiCacheAddr(s.RedisAddrs); ok {
+			return fmt.Errorf("an AUTH password (%s or %s) would go to the ElastiCache endpoint %s in clear text: set %s=true (ElastiCache takes AUTH over TLS only)", EnvPassword, EnvPasswordSecretARN, addr, EnvTLS)
+		}
+	}
+	return nil
+}
+
+// serverlessWhy says why a cache is taken for ElastiCache Serverless: its address, or
+// REDIS_SERVERLESS.
+func serverlessWhy(addrs []string) string {
+	for _, a := range addrs {
+		if host, _, err := splitHostPort(a); err == nil && IsServerlessEndpoint(host) {
+			return fmt.Sprintf("%s %s", EnvRedisAddr, a)
+		}
+	}
+	return EnvServerless + "=true"
 }
 
 // validateAuth reports a contradictory or incomplete choice of authentication.
@@ -216,6 +317,50 @@ func (s Settings) validateAuth() error {
 		return fmt.Errorf("%s=true needs %s: the replication group or serverless cache name", EnvIAMAuth, EnvCacheName)
 	}
 	return nil
+}
+
+// loadRegistry reads the IPv6 prefix length and the registry's variables.
+func (s *Settings) loadRegistry(getenv func(string) string) error {
+	var err error
+	if s.IPv6Prefix, err = parseWhole(getenv, EnvIPv6Prefix, DefaultIPv6Prefix, 1, 128, "bits"); err != nil {
+		return err
+	}
+	if s.RegistryCacheTTL, err = parseMillis(getenv, EnvRegistryCacheMS, DefaultRegistryCacheTTL, 0, MaxRegistryCacheTTL); err != nil {
+		return err
+	}
+	if s.RegistryCacheSize, err = parseWhole(getenv, EnvRegistryCacheSize, DefaultRegistryCacheSize, 1, MaxRegistryCacheSize, "entries"); err != nil {
+		return err
+	}
+	s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxTimeout)
+	return err
+}
+
+// parseMillis reads name as whole milliseconds from least to most; def when it is
+// unset.
+func parseMillis(getenv func(string) string, name string, def, least, most time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < least.Milliseconds() || ms > most.Milliseconds() {
+		return 0, fmt.Errorf("%s=%q: want a whole number of milliseconds from %d to %d", name, v, least.Milliseconds(), most.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// parseWhole reads name as a whole number of unit from least to most; def when it is
+// unset.
+func parseWhole(getenv func(string) string, name string, def, least, most int, unit string) (int, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least || n > most {
+		return 0, fmt.Errorf("%s=%q: want a whole number of %s from %d to %d", name, v, unit, least, most)
+	}
+	return n, nil
 }
 
 // parseAddrs splits a comma-separated list of host:port seeds.
@@ -243,30 +388,57 @@ func parseCluster(v string) (ClusterMode, error) {
 	return "", fmt.Errorf("%s=%q: want %q, %q or %q", EnvCluster, v, ClusterAuto, ClusterOn, ClusterOff)
 }
 
-// parseLogLevel reads LOG_LEVEL, or DefaultLogLevel when it is unset.
-func parseLogLevel(v string) (slog.Level, error) {
+// Levels of Lambda's logging controls that slog does not name: below debug and above
+// error, four steps away as slog's own levels are.
+const (
+	levelTrace = slog.LevelDebug - 4
+	levelFatal = slog.LevelError + 4
+)
+
+// logLevel reads AWS_LAMBDA_LOG_LEVEL, else LOG_LEVEL, else gives DefaultLogLevel.
+func logLevel(getenv func(string) string) (slog.Level, error) {
+	name := EnvLambdaLogLevel
+	v := getenv(name)
 	if v == "" {
+		name, v = EnvLogLevel, getenv(EnvLogLevel)
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "":
 		return DefaultLogLevel, nil
+	case "trace":
+		return levelTrace, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	case "fatal":
+		return levelFatal, nil
 	}
-	var l slog.Level
-	switch strings.ToLower(v) {
-	case "debug", "info", "warn", "error":
-		if err := l.UnmarshalText([]byte(v)); err == nil {
-			return l, nil
-		}
-	}
-	return 0, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v)
+	return 0, fmt.Errorf("%s=%q: want trace, debug, info, warn, error or fatal (any case)", name, v)
 }
 
-// parseBool reads a boolean variable (true/false, on/off, 1/0), or def when unset.
+// Spellings of a boolean variable's values, any case.
+var (
+	trueWords  = []string{"true", "on", "1", "yes"}
+	falseWords = []string{"false", "off", "0", "no"}
+)
+
+// parseBool reads a boolean variable (true/on/1/yes or false/off/0/no, any case), or
+// def when unset.
 func parseBool(getenv func(string) string, name string, def bool) (bool, error) {
-	switch v := strings.ToLower(strings.TrimSpace(getenv(name))); v {
-	case "":
+	v := strings.ToLower(strings.TrimSpace(getenv(name)))
+	switch {
+	case v == "":
 		return def, nil
-	case "true", "on", "1", "yes":
+	case slices.Contains(trueWords, v):
 		return true, nil
-	case "false", "off", "0", "no":
+	case slices.Contains(falseWords, v):
 		return false, nil
 	}
-	return false, fmt.Errorf("%s=%q: want true or false", name, getenv(name))
+	return false, fmt.Errorf("%s=%q: want %s for true or %s for false (any case)", name, getenv(name),
+		strings.Join(trueWords, ", "), strings.Join(falseWords, ", "))
 }

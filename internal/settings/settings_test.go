@@ -27,32 +27,45 @@ func TestLoadDefaults(t *testing.T) {
 		APIKeyHeader:  settings.DefaultAPIKeyHeader,
 		LogLevel:      settings.DefaultLogLevel,
 		XRayDaemon:    settings.DefaultXRayDaemon,
+		IPv6Prefix:    settings.DefaultIPv6Prefix,
+
+		RegistryCacheTTL:  settings.DefaultRegistryCacheTTL,
+		RegistryCacheSize: settings.DefaultRegistryCacheSize,
+		RegistryTimeout:   settings.DefaultRegistryTimeout,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", s, want)
 	}
 }
 
+// The log level follows Lambda's logging controls (AWS_LAMBDA_LOG_LEVEL, set from the
+// function's LoggingConfig), with LOG_LEVEL as the fallback.
 func TestLogLevel(t *testing.T) {
 	tests := []struct {
-		name    string
-		value   string
-		want    slog.Level
-		wantErr bool
+		name       string
+		lambda     string // AWS_LAMBDA_LOG_LEVEL
+		value      string // LOG_LEVEL
+		want       slog.Level
+		wantErrFor string // the variable an error must name; "" for none
 	}{
-		{"unset", "", settings.DefaultLogLevel, false},
-		{"debug", "debug", slog.LevelDebug, false},
-		{"upper case", "WARN", slog.LevelWarn, false},
-		{"error", "error", slog.LevelError, false},
-		{"offset is not a level here", "info+2", 0, true},
-		{"unknown", "verbose", 0, true},
+		{"unset", "", "", settings.DefaultLogLevel, ""},
+		{"debug", "", "debug", slog.LevelDebug, ""},
+		{"upper case", "", "WARN", slog.LevelWarn, ""},
+		{"error", "", "error", slog.LevelError, ""},
+		{"offset is not a level here", "", "info+2", 0, settings.EnvLogLevel},
+		{"unknown", "", "verbose", 0, settings.EnvLogLevel},
+		{"Lambda's level", "DEBUG", "", slog.LevelDebug, ""},
+		{"Lambda's level wins over LOG_LEVEL", "ERROR", "debug", slog.LevelError, ""},
+		{"Lambda's TRACE is below debug", "TRACE", "", slog.LevelDebug - 4, ""},
+		{"Lambda's FATAL is above error", "FATAL", "", slog.LevelError + 4, ""},
+		{"Lambda's level unknown", "VERBOSE", "debug", 0, settings.EnvLambdaLogLevel},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := settings.Load(env(map[string]string{settings.EnvLogLevel: tc.value}))
-			if tc.wantErr {
-				if err == nil || !strings.Contains(err.Error(), settings.EnvLogLevel) {
-					t.Fatalf("error = %v, want one naming %s", err, settings.EnvLogLevel)
+			s, err := settings.Load(env(map[string]string{settings.EnvLambdaLogLevel: tc.lambda, settings.EnvLogLevel: tc.value}))
+			if tc.wantErrFor != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErrFor+"=") {
+					t.Fatalf("error = %v, want one naming %s", err, tc.wantErrFor)
 				}
 				return
 			}
@@ -75,8 +88,8 @@ func TestLoad(t *testing.T) {
 			}},
 		{"serverless endpoint turns TLS on", map[string]string{"REDIS_ADDR": serverlessAddr},
 			func(s settings.Settings) bool { return s.Serverless && s.TLS }},
-		{"serverless endpoint with TLS forced off", map[string]string{"REDIS_ADDR": serverlessAddr, "REDIS_TLS": "false"},
-			func(s settings.Settings) bool { return s.Serverless && !s.TLS }},
+		{"serverless endpoint with TLS said on", map[string]string{"REDIS_ADDR": serverlessAddr, "REDIS_TLS": "yes"},
+			func(s settings.Settings) bool { return s.Serverless && s.TLS }},
 		{"node endpoint leaves TLS off", map[string]string{"REDIS_ADDR": "master.orders.ab12cd.use1.cache.amazonaws.com:6379"},
 			func(s settings.Settings) bool { return !s.Serverless && !s.TLS }},
 		{"TLS on", map[string]string{"REDIS_ADDR": "127.0.0.1:6379", "REDIS_TLS": "on"},
@@ -93,12 +106,24 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.DenyCacheSize == 0 }},
 		{"password", map[string]string{"REDIS_USERNAME": "app", "REDIS_PASSWORD": "pw"},
 			func(s settings.Settings) bool { return s.Username == "app" && s.Password == "pw" }},
+		{"password to your own Redis without TLS", map[string]string{"REDIS_ADDR": "redis.internal:6379", "REDIS_PASSWORD": "pw"},
+			func(s settings.Settings) bool { return s.Password == "pw" && !s.TLS }},
+		{"password to ElastiCache over TLS", map[string]string{"REDIS_ADDR": "master.orders.ab12cd.use1.cache.amazonaws.com:6379", "REDIS_TLS": "true", "REDIS_PASSWORD": "pw"},
+			func(s settings.Settings) bool { return s.Password == "pw" && s.TLS }},
 		{"secret", map[string]string{"REDIS_PASSWORD_SECRET_ARN": " arn:aws:secretsmanager:us-east-1:1:secret:x "},
 			func(s settings.Settings) bool {
 				return s.PasswordSecretARN == "arn:aws:secretsmanager:us-east-1:1:secret:x"
 			}},
-		{"IAM", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_USERNAME": "app", "REDIS_CACHE_NAME": "orders"},
+		{"IAM", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_TLS": "true", "REDIS_USERNAME": "app", "REDIS_CACHE_NAME": "orders"},
 			func(s settings.Settings) bool { return s.IAMAuth && s.CacheName == "orders" }},
+		{"IAM on a serverless cache, TLS by default", map[string]string{"REDIS_ADDR": serverlessAddr, "REDIS_IAM_AUTH": "on", "REDIS_USERNAME": "app", "REDIS_CACHE_NAME": "orders"},
+			func(s settings.Settings) bool { return s.IAMAuth && s.TLS }},
+		{"highest port", map[string]string{"REDIS_ADDR": "10.0.0.1:65535"},
+			func(s settings.Settings) bool { return s.RedisAddrs[0] == "10.0.0.1:65535" }},
+		{"largest deny cache", map[string]string{"DENY_CACHE_SIZE": "100000"},
+			func(s settings.Settings) bool { return s.DenyCacheSize == settings.MaxDenyCacheSize }},
+		{"longest timeout", map[string]string{"REDIS_TIMEOUT_MS": "60000"},
+			func(s settings.Settings) bool { return s.Timeout == settings.MaxTimeout }},
 		{"inline configuration", map[string]string{"RATE_LIMIT_CONFIG": "defaultPlan: x"},
 			func(s settings.Settings) bool { return s.ConfigInline == "defaultPlan: x" && s.ConfigFile == "" }},
 		{"configuration file", map[string]string{"RATE_LIMIT_CONFIG_FILE": "/opt/limits.yaml"},
@@ -107,6 +132,14 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.APIKeyHeader == "X-Tenant-Key" }},
 		{"X-Ray daemon", map[string]string{"AWS_XRAY_DAEMON_ADDRESS": "169.254.79.129:2000"},
 			func(s settings.Settings) bool { return s.XRayDaemon == "169.254.79.129:2000" }},
+		{"IPv6 one by one", map[string]string{"IPV6_PREFIX_LENGTH": "128"},
+			func(s settings.Settings) bool { return s.IPv6Prefix == 128 }},
+		{"registry", map[string]string{"REGISTRY_TABLE": " keys ", "REGISTRY_CACHE_MS": "1500", "REGISTRY_CACHE_SIZE": "1000000", "REGISTRY_TIMEOUT_MS": "80"},
+			func(s settings.Settings) bool {
+				return s.RegistryTable == "keys" && s.RegistryCacheTTL == 1500*time.Millisecond && s.RegistryCacheSize == 1_000_000 && s.RegistryTimeout == 80*time.Millisecond
+			}},
+		{"registry read on every request", map[string]string{"REGISTRY_CACHE_MS": "0"},
+			func(s settings.Settings) bool { return s.RegistryCacheTTL == 0 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,34 +154,85 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// iam is a complete IAM authentication setting, with TLS on.
+var iam = map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_TLS": "true", "REDIS_USERNAME": "u", "REDIS_CACHE_NAME": "c"}
+
+// with returns a copy of base with the variables of more set.
+func with(base map[string]string, more ...string) map[string]string {
+	m := map[string]string{}
+	for k, v := range base {
+		m[k] = v
+	}
+	for i := 0; i+1 < len(more); i += 2 {
+		m[more[i]] = more[i+1]
+	}
+	return m
+}
+
+// Every refusal names the variable, and where a bound is at fault, the bound; a
+// boolean's lists every spelling it accepts.
 func TestLoadErrorsNameTheVariable(t *testing.T) {
 	tests := []struct {
 		name string
 		env  map[string]string
-		want string
+		want []string
 	}{
-		{"address without port", map[string]string{"REDIS_ADDR": "10.0.0.1"}, "REDIS_ADDR"},
-		{"address with empty host", map[string]string{"REDIS_ADDR": ":6379"}, "REDIS_ADDR"},
-		{"URL instead of address", map[string]string{"REDIS_ADDR": "rediss://h:6379"}, "REDIS_ADDR"},
-		{"cluster mode", map[string]string{"REDIS_CLUSTER": "maybe"}, "REDIS_CLUSTER"},
-		{"TLS", map[string]string{"REDIS_TLS": "sometimes"}, "REDIS_TLS"},
-		{"serverless", map[string]string{"REDIS_SERVERLESS": "2"}, "REDIS_SERVERLESS"},
-		{"IAM flag", map[string]string{"REDIS_IAM_AUTH": "y"}, "REDIS_IAM_AUTH"},
-		{"timeout zero", map[string]string{"REDIS_TIMEOUT_MS": "0"}, "REDIS_TIMEOUT_MS"},
-		{"timeout unit", map[string]string{"REDIS_TIMEOUT_MS": "50ms"}, "REDIS_TIMEOUT_MS"},
-		{"fail mode", map[string]string{"FAIL_MODE": "closed-ish"}, "FAIL_MODE"},
-		{"deny cache negative", map[string]string{"DENY_CACHE_SIZE": "-1"}, "DENY_CACHE_SIZE"},
-		{"password twice", map[string]string{"REDIS_PASSWORD": "pw", "REDIS_PASSWORD_SECRET_ARN": "arn"}, "REDIS_PASSWORD_SECRET_ARN"},
-		{"IAM with password", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_USERNAME": "u", "REDIS_CACHE_NAME": "c", "REDIS_PASSWORD": "pw"}, "REDIS_PASSWORD"},
-		{"IAM without user", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_CACHE_NAME": "c"}, "REDIS_USERNAME"},
-		{"IAM without cache", map[string]string{"REDIS_IAM_AUTH": "true", "REDIS_USERNAME": "u"}, "REDIS_CACHE_NAME"},
-		{"configuration twice", map[string]string{"RATE_LIMIT_CONFIG": "a", "RATE_LIMIT_CONFIG_FILE": "/b"}, "RATE_LIMIT_CONFIG_FILE"},
+		{"address without port", map[string]string{"REDIS_ADDR": "10.0.0.1"}, []string{"REDIS_ADDR"}},
+		{"address with empty host", map[string]string{"REDIS_ADDR": ":6379"}, []string{"REDIS_ADDR"}},
+		{"URL instead of address", map[string]string{"REDIS_ADDR": "rediss://h:6379"}, []string{"REDIS_ADDR"}},
+		{"port beyond 65535", map[string]string{"REDIS_ADDR": "127.0.0.1:99999"}, []string{"REDIS_ADDR", `port "99999"`, "1 to 65535"}},
+		{"port not a number", map[string]string{"REDIS_ADDR": "127.0.0.1:abc"}, []string{"REDIS_ADDR", `port "abc"`}},
+		{"port zero", map[string]string{"REDIS_ADDR": "127.0.0.1:0"}, []string{"REDIS_ADDR", `port "0"`}},
+		{"negative port", map[string]string{"REDIS_ADDR": "127.0.0.1:-1"}, []string{"REDIS_ADDR", `port "-1"`}},
+		{"signed port", map[string]string{"REDIS_ADDR": "127.0.0.1:+6379"}, []string{"REDIS_ADDR", `port "+6379"`}},
+		{"second seed's port", map[string]string{"REDIS_ADDR": "10.0.0.1:6379,10.0.0.2:70000"}, []string{"REDIS_ADDR", "10.0.0.2:70000"}},
+		{"cluster mode", map[string]string{"REDIS_CLUSTER": "maybe"}, []string{"REDIS_CLUSTER"}},
+		{"TLS", map[string]string{"REDIS_TLS": "perhaps"}, []string{"REDIS_TLS", `"perhaps"`, "true, on, 1, yes", "false, off, 0, no"}},
+		{"serverless", map[string]string{"REDIS_SERVERLESS": "2"}, []string{"REDIS_SERVERLESS", "true, on, 1, yes"}},
+		{"IAM flag", map[string]string{"REDIS_IAM_AUTH": "y"}, []string{"REDIS_IAM_AUTH", "false, off, 0, no"}},
+		{"timeout zero", map[string]string{"REDIS_TIMEOUT_MS": "0"}, []string{"REDIS_TIMEOUT_MS"}},
+		{"timeout unit", map[string]string{"REDIS_TIMEOUT_MS": "50ms"}, []string{"REDIS_TIMEOUT_MS"}},
+		{"timeout beyond the bound", map[string]string{"REDIS_TIMEOUT_MS": "60001"}, []string{"REDIS_TIMEOUT_MS", "60000"}},
+		{"timeout that would overflow", map[string]string{"REDIS_TIMEOUT_MS": "9223372036854"}, []string{"REDIS_TIMEOUT_MS", "60000"}},
+		{"fail mode", map[string]string{"FAIL_MODE": "closed-ish"}, []string{"FAIL_MODE"}},
+		{"deny cache negative", map[string]string{"DENY_CACHE_SIZE": "-1"}, []string{"DENY_CACHE_SIZE"}},
+		{"deny cache of 10^8", map[string]string{"DENY_CACHE_SIZE": "100000000"}, []string{"DENY_CACHE_SIZE", "100000"}},
+		{"deny cache beyond int", map[string]string{"DENY_CACHE_SIZE": "99999999999999999999"}, []string{"DENY_CACHE_SIZE", "100000"}},
+		{"namespace too long", map[string]string{"METRICS_NAMESPACE": strings.Repeat("n", 256)}, []string{"METRICS_NAMESPACE", "256 bytes", "255"}},
+		{"password twice", map[string]string{"REDIS_PASSWORD": "pw", "REDIS_PASSWORD_SECRET_ARN": "arn"}, []string{"REDIS_PASSWORD_SECRET_ARN"}},
+		{"IAM with password", with(iam, "REDIS_PASSWORD", "pw"), []string{"REDIS_PASSWORD"}},
+		{"IAM without user", with(iam, "REDIS_USERNAME", ""), []string{"REDIS_USERNAME"}},
+		{"IAM without cache", with(iam, "REDIS_CACHE_NAME", ""), []string{"REDIS_CACHE_NAME"}},
+		{"IAM without TLS", with(iam, "REDIS_TLS", ""), []string{"REDIS_IAM_AUTH", "REDIS_TLS"}},
+		{"IAM with TLS off", with(iam, "REDIS_TLS", "false"), []string{"REDIS_IAM_AUTH", "REDIS_TLS"}},
+		{"IAM with TLS off on a serverless cache", with(iam, "REDIS_TLS", "off", "REDIS_ADDR", serverlessAddr), []string{"REDIS_IAM_AUTH", "REDIS_TLS"}},
+		{"serverless endpoint with TLS off", map[string]string{"REDIS_ADDR": serverlessAddr, "REDIS_TLS": "false"}, []string{"REDIS_TLS", "REDIS_ADDR " + serverlessAddr}},
+		{"serverless seed among others with TLS off", map[string]string{"REDIS_ADDR": "10.0.0.1:6379," + serverlessAddr, "REDIS_TLS": "0"}, []string{"REDIS_TLS", serverlessAddr}},
+		{"serverless declared with TLS off", map[string]string{"REDIS_ADDR": "redis.internal:6379", "REDIS_SERVERLESS": "true", "REDIS_TLS": "no"}, []string{"REDIS_TLS", "REDIS_SERVERLESS=true"}},
+		{"configuration twice", map[string]string{"RATE_LIMIT_CONFIG": "a", "RATE_LIMIT_CONFIG_FILE": "/b"}, []string{"RATE_LIMIT_CONFIG_FILE"}},
+		{"password to ElastiCache in clear text", map[string]string{"REDIS_ADDR": "master.orders.ab12cd.use1.cache.amazonaws.com:6379", "REDIS_PASSWORD": "pw"}, []string{"REDIS_TLS=true", "REDIS_PASSWORD"}},
+		{"password secret to ElastiCache in clear text", map[string]string{"REDIS_ADDR": "orders.ab12cd.clustercfg.use1.cache.amazonaws.com.cn:6379", "REDIS_PASSWORD_SECRET_ARN": "arn"}, []string{"REDIS_TLS=true"}},
+		{"Lambda log level", map[string]string{"AWS_LAMBDA_LOG_LEVEL": "LOUD"}, []string{"AWS_LAMBDA_LOG_LEVEL", "trace, debug, info, warn, error or fatal"}},
+		{"IPv6 prefix zero", map[string]string{"IPV6_PREFIX_LENGTH": "0"}, []string{"IPV6_PREFIX_LENGTH", "1 to 128"}},
+		{"IPv6 prefix too long", map[string]string{"IPV6_PREFIX_LENGTH": "129"}, []string{"IPV6_PREFIX_LENGTH", "1 to 128"}},
+		{"IPv6 prefix with slash", map[string]string{"IPV6_PREFIX_LENGTH": "/64"}, []string{"IPV6_PREFIX_LENGTH"}},
+		{"registry cache negative", map[string]string{"REGISTRY_CACHE_MS": "-1"}, []string{"REGISTRY_CACHE_MS", "0 to 86400000"}},
+		{"registry cache seconds", map[string]string{"REGISTRY_CACHE_MS": "30s"}, []string{"REGISTRY_CACHE_MS"}},
+		{"registry cache that would overflow", map[string]string{"REGISTRY_CACHE_MS": "9223372036854"}, []string{"REGISTRY_CACHE_MS", "86400000"}},
+		{"registry cache empty", map[string]string{"REGISTRY_CACHE_SIZE": "0"}, []string{"REGISTRY_CACHE_SIZE", "1 to 1000000"}},
+		{"registry cache above the bound", map[string]string{"REGISTRY_CACHE_SIZE": "1000001"}, []string{"REGISTRY_CACHE_SIZE", "1000000"}},
+		{"registry timeout zero", map[string]string{"REGISTRY_TIMEOUT_MS": "0"}, []string{"REGISTRY_TIMEOUT_MS", "1 to 60000"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := settings.Load(env(tc.env))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want one naming %s", err, tc.want)
+			if err == nil {
+				t.Fatalf("loaded; want an error naming %q", tc.want)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
 			}
 		})
 	}

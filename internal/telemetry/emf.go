@@ -50,8 +50,10 @@ func OutcomeOf(r bucket.Reason) string {
 // Invocation gathers the metrics of one function invocation. The zero Invocation is
 // empty and ready to use; it is not safe for concurrent use.
 type Invocation struct {
-	groups []*group      // one per (outcome, failure), in order of appearance
-	shadow []shadowCount // one per shadow rule that would have denied, in order of appearance
+	groups  []*group      // one per (outcome, failure), in order of appearance
+	lookups []lookupCount // one per registry lookup result, in order of appearance
+	invalid int           // registry items read that could not be used
+	shadow  []shadowCount // one per shadow rule that would have denied, in order of appearance
 }
 
 // shadowCount is how many allowed requests a shadow rule would have denied.
@@ -120,11 +122,16 @@ func NewEmitter(w io.Writer, namespace, function string) *Emitter {
 }
 
 // Emit writes inv as EMF at time at: one line per distinct outcome and failure reason
-// (one line for a single decision), and one per shadow rule that would have denied. An
-// empty Invocation writes nothing.
+// (one line for a single decision), carrying the registry's metrics too (more lines only
+// when there are more distinct lookup results than decision lines), and one line per
+// shadow rule that would have denied. An empty Invocation writes nothing.
 func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
-	for _, g := range inv.groups {
-		if err := e.write(e.document(at, g)); err != nil {
+	docs := make([]map[string]any, len(inv.groups))
+	for i, g := range inv.groups {
+		docs[i] = e.document(at, g)
+	}
+	for _, doc := range e.withRegistry(at, inv, docs) {
+		if err := e.write(doc); err != nil {
 			return err
 		}
 	}

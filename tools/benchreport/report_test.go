@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-redis/redis_rate/v10"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -18,8 +20,11 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/tools/internal/repo"
 )
@@ -31,6 +36,7 @@ var (
 
 // reportCommands are what make bench runs; keep them in step with the Makefile.
 var reportCommands = []string{
+	"npm ci --ignore-scripts --prefix internal/testkit/dynalite  # dynalite for item 8, when its lock is newer",
 	"for i in 1 2 3 4 5; do go test -run '^$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket; done > gobench.txt",
 	"go test -run '^$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >> gobench.txt",
 	"cd tools && go test -count=1 -timeout 10m -run '^TestReport$' -v ./benchreport -args -report=$PWD/../BENCHMARKS.md -gobench=../gobench.txt",
@@ -45,8 +51,11 @@ var (
 	// denyCachePlan is item 6: 1,100 requests, 10 times what the rule admits over the
 	// flood (capacity 10 + 10/s × 10 s = 110).
 	denyCachePlan = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 10, RefillPerSecond: 10}, Offered: 110, Duration: 10 * time.Second, Bin: time.Second}
-	// batchPlan is item 8 (issue 14): a batch of 100 against one check, 5 ms each way.
-	batchPlan       = BatchPlan{Latency: 5 * time.Millisecond, Checks: checkapi.MaxBatch, Reps: 21}
+	// batchPlan is item 9 (issue 14): a batch of 100 against one check, 5 ms each way.
+	batchPlan = BatchPlan{Latency: 5 * time.Millisecond, Checks: checkapi.MaxBatch, Reps: 21}
+	// registryPlan is item 8: 1,000 keys of Zipf(1.1) popularity, 10 environments,
+	// 60 s at 1,000 requests/s, the default cache period.
+	registryPlan    = RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: settings.DefaultRegistryCacheTTL, Seed: 1}
 	plotFile        = "benchmarks-flood.png"
 	bootstrapStarts = 5
 	// throughputFlushDelay is rueidis's MaxFlushDelay for the batching client: it lets
@@ -183,6 +192,9 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if r.Registry, err = measureRegistry(ctx, t); err != nil {
+		t.Fatal(err)
+	}
 	if r.Batch, err = MeasureBatch(ctx, srv.Addr, batchPlan); err != nil {
 		t.Fatal(err)
 	}
@@ -195,4 +207,32 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	say("wrote " + *reportPath)
+}
+
+// registryTable is the table item 8 reads.
+const registryTable = "bucketgate-bench-keys"
+
+// measureRegistry runs item 8 against a dynalite server of its own: registryPlan's keys
+// on pro, read through the registry's Table.
+func measureRegistry(ctx context.Context, t *testing.T) (RegistryReads, error) {
+	client := dynalite.Start(t).Client(t)
+	if err := registry.CreateTable(ctx, client, registryTable); err != nil {
+		return RegistryReads{}, err
+	}
+	const batch = 25 // BatchWriteItem's most
+	for first := 0; first < registryPlan.Keys; first += batch {
+		var puts []types.WriteRequest
+		for i := first; i < min(first+batch, registryPlan.Keys); i++ {
+			rec := registry.Record{ID: RegistryKeyID(i), Plan: "pro"}
+			puts = append(puts, types.WriteRequest{PutRequest: &types.PutRequest{Item: rec.Item()}})
+		}
+		out, err := client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{registryTable: puts}})
+		if err != nil {
+			return RegistryReads{}, err
+		}
+		if n := len(out.UnprocessedItems[registryTable]); n > 0 {
+			return RegistryReads{}, fmt.Errorf("dynalite left %d of %d items unwritten", n, len(puts))
+		}
+	}
+	return MeasureRegistryReads(ctx, registryPlan, registry.NewTable(client, registryTable), config.Default())
 }

@@ -134,6 +134,16 @@ func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollis
 	return cases, digestCollisions
 }
 
+// resolve returns the identity the authorizer gives case c with every key registered:
+// the key's, else the source address's.
+func resolve(r identity.Resolver, c hostileCase) string {
+	caller := r.Resolve(c.headers, nil, c.sourceIP)
+	if caller.Key != (identity.Identity{}) {
+		return caller.Key.String()
+	}
+	return caller.IP.String()
+}
+
 // randomBytes returns n bytes drawn from hostileAlphabet.
 func randomBytes(rng *rand.Rand, n int) string {
 	b := make([]byte, n)
@@ -174,7 +184,8 @@ type hostileWorker struct {
 
 // workHostile decides this worker's share of the hostile cases.
 func workHostile(p Plan, instances []*guard.Guard) (HostileReport, error) {
-	resolver, err := identity.NewResolver(settings.DefaultAPIKeyHeader)
+	// Addresses one by one: the cases' zoned IPv6 addresses share a /64.
+	resolver, err := identity.NewResolver(settings.DefaultAPIKeyHeader, identity.MaxIPv6Prefix)
 	if err != nil {
 		return HostileReport{}, err
 	}
@@ -204,7 +215,7 @@ func workHostile(p Plan, instances []*guard.Guard) (HostileReport, error) {
 func (w *hostileWorker) decide(chain *guard.Guard, c hostileCase) {
 	id := c.want
 	if !c.raw {
-		id = w.resolver.Resolve(c.headers, c.sourceIP).String()
+		id = resolve(w.resolver, c)
 		if id != c.want {
 			w.note(func(r *HostileReport) { r.ResolveMismatches++ }, fmt.Sprintf("resolved %.40q, want %.40q", id, c.want))
 			return

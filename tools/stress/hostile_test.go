@@ -16,7 +16,7 @@ func TestHostileCases(t *testing.T) {
 	if len(cases) != len(again) || collisions != 0 {
 		t.Fatalf("%d then %d cases, %d digest collisions", len(cases), len(again), collisions)
 	}
-	resolver, err := identity.NewResolver(settings.DefaultAPIKeyHeader)
+	resolver, err := identity.NewResolver(settings.DefaultAPIKeyHeader, identity.MaxIPv6Prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestHostileCases(t *testing.T) {
 			t.Fatalf("case %d differs between two runs with one seed", i)
 		}
 		if !c.raw {
-			if got := resolver.Resolve(c.headers, c.sourceIP).String(); got != c.want {
+			if got := resolve(resolver, c); got != c.want {
 				t.Fatalf("case %d resolves to %.60q, want %.60q", i, got, c.want)
 			}
 			for _, v := range c.headers {

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// rateLimitHeaders are the headers every answer of an allowed or limited call carries.
+var rateLimitHeaders = []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+
+// The README's scenario, through the real local gateway on a Redis whose clock the test
+// holds: a fresh key's first three requests answer 200 with X-RateLimit-Remaining 9, 8, 7
+// and the RateLimit headers (no Retry-After), as the deployed HTTP API maps them; the
+// 11th answers 429 with the same headers plus Retry-After.
+func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
+	m := miniAt(t)
+	g := startGateway(t, map[string]string{"REDIS_ADDR": m.Addr(), "DENY_CACHE_SIZE": "0"})
+	reset := func(seconds int64) string { return strconv.FormatInt(t0.Unix()+seconds, 10) }
+	for i := range 10 {
+		r := g.get(t, "/scores", "fresh")
+		if r.status != http.StatusOK {
+			t.Fatalf("request %d: %d %v", i+1, r.status, r.body)
+		}
+		left := 9 - i
+		want := map[string]string{
+			"RateLimit":             `"burst";r=` + strconv.Itoa(left) + ";t=" + strconv.Itoa(10-left),
+			"RateLimit-Policy":      `"burst";q=10;w=10`,
+			"X-RateLimit-Limit":     "10",
+			"X-RateLimit-Remaining": strconv.Itoa(left),
+			"X-RateLimit-Reset":     reset(int64(10 - left)),
+			"Retry-After":           "",
+		}
+		for name, v := range want {
+			if got := r.header.Get(name); got != v {
+				t.Errorf("request %d: %s %q, want %q", i+1, name, got, v)
+			}
+		}
+	}
+	r := g.get(t, "/scores", "fresh")
+	if r.status != http.StatusTooManyRequests {
+		t.Fatalf("11th: %d %v, want 429", r.status, r.body)
+	}
+	want := map[string]string{
+		"RateLimit": `"burst";r=0;t=1`, "RateLimit-Policy": `"burst";q=10;w=10`, "X-RateLimit-Limit": "10",
+		"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset(10), "Retry-After": "1",
+	}
+	for name, v := range want {
+		if got := r.header.Values(name); len(got) != 1 || got[0] != v {
+			t.Errorf("11th: %s %q, want %q", name, got, v)
+		}
+	}
+}
+
+// seen is what a backend received.
+type seen struct {
+	method, path, query, body string
+	header                    http.Header
+}
+
+// recordingBackend is a test server standing for the user's service: it records every
+// request and answers 201 with its own headers, one of them a rate-limit header the
+// gateway must replace.
+func recordingBackend(t *testing.T) (*httptest.Server, func() []seen) {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		reqs []seen
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		reqs = append(reqs, seen{r.Method, r.URL.Path, r.URL.RawQuery, string(body), r.Header.Clone()})
+		mu.Unlock()
+		w.Header().Set("X-Backend", "yes")
+		w.Header().Set("X-RateLimit-Limit", "999")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"created":true}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []seen {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]seen(nil), reqs...)
+	}
+}
+
+// serve -backend URL proxies allowed requests to the user's service: it sees the
+// method, path (under the URL's own), query, headers and body, with the rate-limit
+// values as request headers (a client's own of those names replaced), as the template's
+// HTTP integration sends them; the client sees the service's status, headers and body
+// with the rate-limit headers. A denied request never reaches it.
+func TestBackendProxy(t *testing.T) {
+	srv, requests := recordingBackend(t)
+	g := startGatewayWith(t, serveOptions{template: templatePath, backend: srv.URL + "/base"}, map[string]string{"REDIS_ADDR": miniAt(t).Addr(), "DENY_CACHE_SIZE": "0"})
+	req, err := http.NewRequest(http.MethodPost, g.url+"/orders/42?page=2&page=3", bytes.NewReader([]byte("hello")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-API-Key", "k")
+	req.Header.Set("X-Custom", "c")
+	req.Header.Set("X-RateLimit-Remaining", "1000") // a client's attempt at the backend's headers
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || string(body) != `{"created":true}` || resp.Header.Get("X-Backend") != "yes" {
+		t.Fatalf("client got %d %s %v, want the service's 201", resp.StatusCode, body, resp.Header)
+	}
+	for name, want := range map[string]string{"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "9", "RateLimit": `"burst";r=9;t=1`, "RateLimit-Policy": `"burst";q=10;w=10`} {
+		if got := resp.Header.Values(name); len(got) != 1 || got[0] != want {
+			t.Errorf("client: %s %q, want %q", name, got, want)
+		}
+	}
+	if out := g.stdout.String(); !strings.Contains(out, "your service at "+srv.URL+"/base") { // printed before the first answer
+		t.Errorf("banner does not name the backend:\n%s", out)
+	}
+	got := requests()
+	if len(got) != 1 {
+		t.Fatalf("the service saw %d requests, want 1", len(got))
+	}
+	s := got[0]
+	if s.method != http.MethodPost || s.path != "/base/orders/42" || s.query != "page=2&page=3" || s.body != "hello" {
+		t.Errorf("the service saw %s %s?%s %q", s.method, s.path, s.query, s.body)
+	}
+	for name, want := range map[string]string{
+		"X-Api-Key": "k", "X-Custom": "c", "X-Forwarded-For": "127.0.0.1",
+		"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "9", "X-RateLimit-Reset": strconv.FormatInt(t0.Unix()+1, 10),
+		"RateLimit": `"burst";r=9;t=1`, "RateLimit-Policy": `"burst";q=10;w=10`,
+	} {
+		if v := s.header.Values(name); len(v) != 1 || v[0] != want {
+			t.Errorf("the service saw %s %q, want %q", name, v, want)
+		}
+	}
+	for range 9 {
+		g.get(t, "/orders", "k")
+	}
+	if r := g.get(t, "/orders", "k"); r.status != http.StatusTooManyRequests {
+		t.Fatalf("11th: %d, want 429", r.status)
+	}
+	if n := len(requests()); n != 10 {
+		t.Errorf("the service saw %d requests, want the 10 allowed", n)
+	}
+}
+
+// A service that cannot be reached answers 502, as API Gateway's integration would.
+func TestBackendUnreachable(t *testing.T) {
+	srv, _ := recordingBackend(t)
+	url := srv.URL
+	srv.Close()
+	g := startGatewayWith(t, serveOptions{template: templatePath, backend: url}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
+	resp, err := http.Get(g.url + "/scores")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d, want 502", resp.StatusCode)
+	}
+}
+
+// make run BACKEND=URL is the documented spelling of serve -backend URL.
+func TestMakeRunBackend(t *testing.T) {
+	out, err := exec.Command("make", "--no-print-directory", "-n", "-C", "../..", "run", "BACKEND=http://127.0.0.1:3000/v1", "PORT=9090").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	if want := "serve -addr 127.0.0.1:9090 -backend 'http://127.0.0.1:3000/v1'"; !strings.Contains(string(out), want) {
+		t.Errorf("make -n run BACKEND=...: %s, want %q", out, want)
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Exit statuses of run.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// errUsage is wrapped by every error about the command line.
+var errUsage = errors.New("usage")
+
+// env is what every command runs with: the process's context, environment and output.
+type env struct {
+	ctx            context.Context
+	getenv         func(string) string
+	stdout, stderr io.Writer
+}
+
+// group is a group of commands, such as keys: it runs the arguments after its name.
+type group struct {
+	about string
+	run   func(e env, args []string) error
+	usage string
+}
+
+// groups are the command groups by name. A group for the buckets of an identity
+// (bucketgate buckets reset|refund|show KEY|IP, through the check function) goes here
+// beside keys.
+var groups = map[string]group{
+	"keys": {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
+}
+
+// usage is the whole command line's usage.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: bucketgate GROUP COMMAND [flags] [arguments]\n")
+	for _, name := range slices.Sorted(maps.Keys(groups)) {
+		fmt.Fprintf(&b, "\n%s: %s\n%s", name, groups[name].about, groups[name].usage)
+	}
+	return b.String()
+}
+
+// run runs the command line args with the environment read through getenv and returns
+// the exit status. Only a command's result goes to stdout; errors and notes go to stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	err := dispatch(env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr}, args)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage())
+		return exitOK
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "bucketgate: %v\nRun bucketgate help for the usage.\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "bucketgate: %v\n", err)
+	return exitError
+}
+
+// dispatch runs the group named by args[0].
+func dispatch(e env, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: name a group: %s", errUsage, strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		return flag.ErrHelp
+	}
+	g, ok := groups[args[0]]
+	if !ok {
+		return fmt.Errorf("%w: unknown group %q: want %s", errUsage, args[0], strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
+	}
+	return g.run(e, args[1:])
+}
+
+// parse parses args into fs, flags before, between or after the arguments, and wants
+// exactly n arguments; it returns them.
+func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %s: %w", errUsage, fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(positional) != n {
+		return nil, fmt.Errorf("%w: %s: want %d argument(s), got %d", errUsage, fs.Name(), n, len(positional))
+	}
+	return positional, nil
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+)
+
+// cachePeriod is the registry cache period of the end-to-end test: short, so that the
+// test waits for it.
+const cachePeriod = 300 * time.Millisecond
+
+// authorizer is the authorizer as Lambda builds it, on a real Redis and the registry
+// table of dynalite, with what it writes.
+type authorizer struct {
+	h             lambda.Handler
+	logs, metrics bytes.Buffer
+}
+
+// decide sends the REST sample event with key in the API key header and returns the
+// principal, the plan, the limit and the remaining tokens.
+func (a *authorizer) decide(t *testing.T, key string) (principal, plan string, limit, remaining int64) {
+	t.Helper()
+	var ev map[string]any
+	if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["headers"], ev["multiValueHeaders"] = map[string]string{settings.DefaultAPIKeyHeader: key}, nil
+	payload, _ := json.Marshal(ev)
+	out, err := a.h.Invoke(context.Background(), payload)
+	if err != nil {
+		t.Fatalf("authorizer: %v", err)
+	}
+	var resp events.APIGatewayCustomAuthorizerResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatal(err)
+	}
+	num := func(k string) int64 { f, _ := resp.Context[k].(float64); return int64(f) }
+	plan, _ = resp.Context["plan"].(string)
+	return resp.PrincipalID, plan, num("limit"), num("remaining")
+}
+
+// A key made with the CLI is decided under its plan by the authorizer that Lambda runs;
+// a plan change, an override and a revocation take effect within the cache period; a
+// plan change keeps the key's buckets, never above the new capacity (on a real
+// redis-server); and the raw key is nowhere but the CLI's stdout: not in the table,
+// Redis, the logs or the metrics.
+func TestKeysDecideTheAuthorizer(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newCLI(t)
+	c.env[settings.EnvRedisAddr] = srv.Addr
+	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
+	c.env[settings.EnvTimeoutMS] = "2000"
+	c.env[settings.EnvRegistryTimeoutMS] = "5000" // a slow read would answer stale: the change not yet seen
+	c.env[settings.EnvLogLevel] = "debug"
+	c.ok("keys", "init")
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+	id := "key:" + config.KeyDigest(key)
+
+	var a authorizer
+	h, _, err := app.Build(app.Authorizer, func(k string) string { return c.env[k] }, &a.metrics, &a.logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.h = h
+	for i := range 20 {
+		principal, plan, limit, remaining := a.decide(t, key)
+		if principal != id || plan != "pro" || limit != 100 || remaining < 80 || remaining > 99 { // 50/s refills between requests
+			t.Fatalf("request %d: %s %s limit %d remaining %d; want %s on pro", i, principal, plan, limit, remaining, id)
+		}
+	}
+
+	steps := []struct {
+		args             []string
+		principal, plan  string
+		limit, remaining int64
+		why              string
+	}{
+		{[]string{"keys", "set-plan", key, "free"}, id, "free", 10, 9, "about 80 tokens kept, clamped to free's 10, one spent"},
+		{[]string{"keys", "override", key, "--rule", "burst:3:1"}, id, "free", 3, 2, "its own burst of 3"},
+		{[]string{"keys", "revoke", key}, "ip:203.0.113.10", "free", 10, 9, "revoked: its source's bucket"},
+	}
+	for _, st := range steps {
+		c.ok(st.args...)
+		time.Sleep(cachePeriod) // every entry read before the change has expired
+		principal, plan, limit, remaining := a.decide(t, key)
+		if principal != st.principal || plan != st.plan || limit != st.limit || remaining != st.remaining {
+			t.Fatalf("after %s: %s %s limit %d remaining %d; want %s %s %d %d (%s)", strings.Join(st.args[:2], " "),
+				principal, plan, limit, remaining, st.principal, st.plan, st.limit, st.remaining, st.why)
+		}
+	}
+
+	tokens, err := srv.Command(context.Background(), "HGET", "bg:{"+id+"}", "burst:tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := strconv.ParseFloat(tokens, 64); err != nil || f > 3 {
+		t.Errorf("the key's burst holds %q tokens: want at most its capacity 3", tokens)
+	}
+	if !strings.Contains(a.metrics.String(), `"RegistryLookups":1`) || !strings.Contains(a.metrics.String(), `"Result":"miss"`) {
+		t.Errorf("no RegistryLookups in the metrics:\n%s", &a.metrics)
+	}
+	everything := c.items() + a.logs.String() + a.metrics.String() + redisDump(t, srv)
+	if strings.Contains(everything, key) {
+		t.Fatalf("the raw key is in the table, Redis, the logs or the metrics:\n%s", everything)
+	}
+	if !strings.Contains(everything, config.KeyDigest(key)) {
+		t.Fatalf("the key's digest is nowhere either: did anything run?\n%s", everything)
+	}
+}
+
+// redisDump returns every key of srv with its fields and values.
+func redisDump(t *testing.T, srv *redistest.Server) string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := srv.Command(ctx, "KEYS", "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, k := range strings.Fields(keys) {
+		all, err := srv.Command(ctx, "HGETALL", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(k + " " + all + "\n")
+	}
+	return b.String()
+}
+
+// A tenant registered with the CLI is on its registry plan in the check function, for
+// checks that name neither a plan nor rules.
+func TestTenantsDecideTheCheckFunction(t *testing.T) {
+	mr, _ := redistest.Mini(t)
+	c := newCLI(t)
+	c.env[settings.EnvRedisAddr] = mr.Addr()
+	c.ok("keys", "init")
+	c.ok("keys", "create", "--tenant", "acme", "--plan", "enterprise", "--rule", "daily:5000:5000/day")
+	h, _, err := app.Build(app.Check, func(k string) string { return c.env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ payload, want string }{
+		{`{"key": "acme"}`, `"limit":500,"remaining":499,"retryAfterMs":0,"resetAfterMs":17280,"rule":"burst","plan":"enterprise"`},
+		{`{"key": "acme", "plan": "free"}`, `"plan":"free"`},
+		{`{"key": "other"}`, `"limit":10,"remaining":9,"retryAfterMs":0,"resetAfterMs":1000,"rule":"burst","plan":"free"`},
+	} {
+		out, err := h.Invoke(context.Background(), []byte(tc.payload))
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s: %s, %v; want %s", tc.payload, out, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+)
+
+// ruleList is a repeatable -rule flag: NAME:CAPACITY:RATE, RATE in tokens per second or
+// N/PERIOD.
+type ruleList []bucket.Rule
+
+func (l *ruleList) String() string { return fmt.Sprint(*l) }
+
+// Set parses one rule, checked as the configuration document checks its rules.
+func (l *ruleList) Set(v string) error {
+	parts := strings.Split(v, ":")
+	if len(parts) != 3 {
+		return fmt.Errorf("%q: want NAME:CAPACITY:RATE, such as burst:100:50 or daily:1000:1000/day", v)
+	}
+	capacity, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q: capacity %q: want a whole number of tokens", v, parts[1])
+	}
+	spec := config.RuleSpec{Name: parts[0], Capacity: config.Count(capacity)}
+	if n, per, ok := strings.Cut(parts[2], "/"); ok {
+		spec.Per = per
+		if spec.Refill, err = strconv.ParseFloat(n, 64); err != nil {
+			return fmt.Errorf("%q: refill %q: want a number of tokens", v, n)
+		}
+	} else if spec.RefillPerSecond, err = strconv.ParseFloat(parts[2], 64); err != nil || spec.RefillPerSecond == 0 {
+		return fmt.Errorf("%q: rate %q: want tokens per second > 0, or N/PERIOD", v, parts[2])
+	}
+	r, err := spec.Rule()
+	if err != nil {
+		return fmt.Errorf("%q: %w", v, err)
+	}
+	*l = append(*l, r)
+	return nil
+}
+
+// parseWhen reads a time: RFC 3339, a date (midnight UTC), or a duration from now (Go's,
+// or whole days as 30d). Empty is the zero Time: never.
+func parseWhen(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(v)
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		var n int
+		n, err = strconv.Atoi(days)
+		d = time.Duration(n) * 24 * time.Hour
+	}
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time (2027-01-31T00:00:00Z), a date (2027-01-31) or a time from now (720h, 30d)", v)
+	}
+	return now.Add(d).Truncate(time.Second), nil
+}

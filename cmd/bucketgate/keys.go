@@ -1,0 +1,332 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/settings"
+)
+
+const keysUsage = `  bucketgate keys init
+  bucketgate keys create --plan NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule NAME:CAPACITY:RATE]... [--tenant KEY]
+  bucketgate keys revoke KEY
+  bucketgate keys expire KEY WHEN|never
+  bucketgate keys set-plan KEY NAME
+  bucketgate keys override KEY --rule NAME:CAPACITY:RATE [--rule ...]
+  bucketgate keys clear-overrides KEY
+  bucketgate keys show [--json] KEY
+  bucketgate keys list [--json]
+
+KEY is an API key, its id key:<32 hex digits> (printf %s "$KEY" | sha256sum | cut -c1-32),
+or tenant:<key> for a check function tenant. create prints the new key alone on the first
+line of stdout: it is shown once, only its digest is stored. WHEN is an RFC 3339 time
+(2027-01-31T00:00:00Z), a date (2027-01-31, midnight UTC) or a time from now (90m, 720h,
+30d). RATE is tokens per second (0.5), or N/PERIOD (1000/day; second, minute, hour, day
+or a duration such as 90s). A rule named like one of the plan's or a route's replaces it
+for the key; another name adds a rule.
+
+Every command takes --table NAME (default: $REGISTRY_TABLE) and the AWS SDK's default
+credentials and region; AWS_ENDPOINT_URL_DYNAMODB points it at a local DynamoDB. Plans
+are checked against the configuration document of RATE_LIMIT_CONFIG,
+RATE_LIMIT_CONFIG_FILE or the built-in one, as the functions load it.
+`
+
+// keysCommand is one keys command: it adds its flags to fs and returns the function that
+// runs with the table and the parsed arguments.
+type keysCommand struct {
+	args int // how many arguments it takes
+	// item reports that the first argument is a KEY: the function gets its registry id.
+	item  bool
+	flags func(fs *flag.FlagSet) func(e env, t *keyTable, args []string) error
+}
+
+var keysCommands = map[string]keysCommand{
+	"init":            {0, false, initFlags},
+	"create":          {0, false, createFlags},
+	"revoke":          {1, true, revokeFlags},
+	"expire":          {2, true, expireFlags},
+	"set-plan":        {2, true, setPlanFlags},
+	"override":        {1, true, overrideFlags},
+	"clear-overrides": {1, true, clearFlags},
+	"show":            {1, true, showFlags},
+	"list":            {0, false, listFlags},
+}
+
+// runKeys runs the keys command named by args[0].
+func runKeys(e env, args []string) error {
+	names := strings.Join(slices.Sorted(maps.Keys(keysCommands)), ", ")
+	if len(args) == 0 {
+		return fmt.Errorf("%w: keys: name a command: %s", errUsage, names)
+	}
+	c, ok := keysCommands[args[0]]
+	if !ok {
+		return fmt.Errorf("%w: keys: unknown command %q: want %s", errUsage, args[0], names)
+	}
+	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	table := fs.String("table", "", "the registry table (default: $"+settings.EnvRegistryTable+")")
+	do := c.flags(fs)
+	positional, err := parse(fs, args[1:], c.args)
+	if err != nil {
+		return err
+	}
+	if c.item {
+		if positional[0], err = itemID(positional[0]); err != nil {
+			return err
+		}
+	}
+	t, err := openTable(e, *table)
+	if err != nil {
+		return err
+	}
+	return do(e, t, positional)
+}
+
+// openTable returns the registry table called name, or the one of REGISTRY_TABLE, with
+// the configuration's plans.
+func openTable(e env, name string) (*keyTable, error) {
+	s, err := settings.Load(e.getenv)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = s.RegistryTable
+	}
+	if name == "" {
+		return nil, fmt.Errorf("%w: no registry table: set %s or --table", errUsage, settings.EnvRegistryTable)
+	}
+	plans, err := app.LoadConfig(s)
+	if err != nil {
+		return nil, err
+	}
+	db, err := registry.NewClient(e.ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &keyTable{db: db, name: name, plans: plans}, nil
+}
+
+func initFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
+	return func(e env, t *keyTable, _ []string) error {
+		if err := t.create(e.ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "created table %s\n", t.name)
+		return nil
+	}
+}
+
+func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	plan := fs.String("plan", "", "the key's plan (required)")
+	owner := fs.String("owner", "", "who the key is for, for people")
+	note := fs.String("note", "", "a note, for people")
+	expires := fs.String("expires", "", "when the key stops working (default: never)")
+	tenant := fs.String("tenant", "", "register this check function tenant instead of a new API key")
+	var rules ruleList
+	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE (repeatable)")
+	return func(e env, t *keyTable, _ []string) error {
+		if *plan == "" {
+			return fmt.Errorf("%w: keys create: --plan is required", errUsage)
+		}
+		rec := registry.Record{Plan: *plan, Rules: rules, Owner: *owner, Note: *note}
+		var err error
+		if rec.ExpiresAt, err = parseWhen(*expires, time.Now()); err != nil {
+			return fmt.Errorf("%w: --expires: %w", errUsage, err)
+		}
+		if *tenant != "" {
+			rec.ID = identity.Identity{Kind: identity.KindTenant, Value: *tenant}.String()
+			if err := t.put(e.ctx, rec); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "created %s on plan %s\n", rec.ID, rec.Plan)
+			return nil
+		}
+		key, err := newKey()
+		if err != nil {
+			return err
+		}
+		rec.ID = keyID(key)
+		if err := t.put(e.ctx, rec); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, key)
+		fmt.Fprintf(e.stderr, "created %s on plan %s: the key above is shown this once, store it now\n", rec.ID, rec.Plan)
+		return nil
+	}
+}
+
+func revokeFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
+	return func(e env, t *keyTable, args []string) error {
+		id := args[0]
+		if err := t.revoke(e.ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "revoked %s: every function treats it as unknown within its cache period (REGISTRY_CACHE_MS)\n", id)
+		return nil
+	}
+}
+
+func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
+	return func(e env, t *keyTable, args []string) error {
+		id := args[0]
+		var (
+			at  time.Time
+			err error
+		)
+		if args[1] != "never" {
+			if at, err = parseWhen(args[1], time.Now()); err != nil {
+				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
+			}
+		}
+		if err := t.change(e.ctx, id, func(r *registry.Record) error { r.ExpiresAt = at; return nil }); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "%s expires %s\n", id, orNever(expiry(registry.Record{ExpiresAt: at})))
+		return nil
+	}
+}
+
+func setPlanFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
+	return func(e env, t *keyTable, args []string) error {
+		id := args[0]
+		if err := t.change(e.ctx, id, func(r *registry.Record) error { r.Plan = args[1]; return nil }); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "%s is on plan %s, keeping its buckets\n", id, args[1])
+		return nil
+	}
+}
+
+func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	var rules ruleList
+	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE (repeatable): replaces the key's rule of that name, or adds one")
+	return func(e env, t *keyTable, args []string) error {
+		if len(rules) == 0 {
+			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)
+		}
+		id := args[0]
+		var now []bucket.Rule
+		err := t.change(e.ctx, id, func(r *registry.Record) error {
+			for _, o := range rules {
+				if i := slices.IndexFunc(r.Rules, func(x bucket.Rule) bool { return x.Name == o.Name }); i >= 0 {
+					r.Rules[i] = o
+				} else {
+					r.Rules = append(r.Rules, o)
+				}
+			}
+			now = r.Rules
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "%s has its own rules %s\n", id, rulesText(now))
+		return nil
+	}
+}
+
+func clearFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
+	return func(e env, t *keyTable, args []string) error {
+		id := args[0]
+		if err := t.change(e.ctx, id, func(r *registry.Record) error { r.Rules = nil; return nil }); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "%s has its plan's rules only\n", id)
+		return nil
+	}
+}
+
+func showFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(e env, t *keyTable, args []string) error {
+		id := args[0]
+		r, err := t.get(e.ctx, id)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, recordJSONOf(r))
+		}
+		return writeRecord(e.stdout, r)
+	}
+}
+
+func listFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	asJSON := fs.Bool("json", false, "print a JSON array")
+	return func(e env, t *keyTable, _ []string) error {
+		items, err := t.list(e.ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			out := make([]itemJSON, len(items))
+			for i, it := range items {
+				out[i] = itemJSONOf(it)
+			}
+			return writeJSON(e.stdout, out)
+		}
+		return writeList(e.stdout, items)
+	}
+}
+
+// keyBytes is how many random bytes a new API key holds: 256 bits.
+const keyBytes = 32
+
+// keyPrefix starts every API key the CLI makes, so that a secret scanner can tell one.
+const keyPrefix = "bg_"
+
+// newKey returns a new API key: keyPrefix and keyBytes from crypto/rand, base64url.
+func newKey() (string, error) {
+	b := make([]byte, keyBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make a key: %w", err)
+	}
+	return keyPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// keyID returns the registry id of an API key.
+func keyID(key string) string {
+	return identity.Identity{Kind: identity.KindKey, Value: config.KeyDigest(key)}.String()
+}
+
+// itemID returns the registry id that arg names: "key:<digest>" or "tenant:<key>" as
+// given, any other text as an API key (by its digest). The error never quotes arg: it
+// may be a key.
+func itemID(arg string) (string, error) {
+	switch {
+	case strings.HasPrefix(arg, string(identity.KindTenant)+":"):
+		if len(arg) == len(identity.KindTenant)+1 {
+			return "", fmt.Errorf("%w: tenant: with no tenant key", errUsage)
+		}
+		return arg, nil
+	case strings.HasPrefix(arg, string(identity.KindKey)+":") && isDigest(arg[len(identity.KindKey)+1:]):
+		return arg, nil
+	case strings.TrimSpace(arg) == "":
+		return "", fmt.Errorf("%w: KEY is empty", errUsage)
+	}
+	return keyID(strings.Trim(arg, " \t")), nil
+}
+
+// isDigest reports whether s is a key digest: config.DigestLen lowercase hex digits.
+func isDigest(s string) bool {
+	if len(s) != config.DigestLen {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// errNoItem is wrapped by the error about an id the table does not hold.
+var errNoItem = errors.New("no such item")

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
+)
+
+const table = "bucketgate-keys"
+
+// cli runs bucketgate command lines against one dynalite server.
+type cli struct {
+	t   *testing.T
+	env map[string]string
+	db  *dynamodb.Client // the server's, to read what the CLI wrote
+}
+
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	db := dynalite.Start(t).Client(t)
+	return &cli{t: t, env: map[string]string{settings.EnvRegistryTable: table}, db: db}
+}
+
+// run runs args and returns the exit status, stdout and stderr.
+func (c *cli) run(args ...string) (int, string, string) {
+	c.t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, func(k string) string { return c.env[k] }, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// ok runs args, fails the test unless it succeeds, and returns stdout.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	code, stdout, stderr := c.run(args...)
+	if code != exitOK {
+		c.t.Fatalf("bucketgate %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+	}
+	return stdout
+}
+
+// fails runs args and fails the test unless it exits with code and stderr mentions want;
+// stdout must be empty.
+func (c *cli) fails(code int, want string, args ...string) {
+	c.t.Helper()
+	got, stdout, stderr := c.run(args...)
+	if got != code || !strings.Contains(stderr, want) || stdout != "" {
+		c.t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q; want exit %d mentioning %q", strings.Join(args, " "), got, stdout, stderr, code, want)
+	}
+}
+
+// items returns every item of the table as DynamoDB holds it, printed.
+func (c *cli) items() string {
+	c.t.Helper()
+	out, err := c.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, it := range out.Items {
+		printAttributes(&b, it)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// printAttributes writes every name and value of item, nested ones too.
+func printAttributes(b *strings.Builder, item map[string]types.AttributeValue) {
+	for name, v := range item {
+		b.WriteString(name + "=")
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			b.WriteString(v.Value)
+		case *types.AttributeValueMemberN:
+			b.WriteString(v.Value)
+		case *types.AttributeValueMemberL:
+			for _, e := range v.Value {
+				if m, ok := e.(*types.AttributeValueMemberM); ok {
+					printAttributes(b, m.Value)
+				}
+			}
+		}
+		b.WriteByte(' ')
+	}
+}
+
+var keyLine = regexp.MustCompile(`^bg_[A-Za-z0-9_-]{43}\n$`)
+
+// A session of every keys command against dynalite: what is written, what is printed,
+// and where the raw key goes (stdout of create, nowhere else).
+func TestKeysSession(t *testing.T) {
+	c := newCLI(t)
+	c.fails(exitError, "table bucketgate-keys does not exist: create it with bucketgate keys init", "keys", "list")
+	c.ok("keys", "init")
+	c.fails(exitError, "table bucketgate-keys already exists", "keys", "init")
+
+	out := c.ok("keys", "create", "--plan", "pro", "--owner", "acme", "--note", "trial", "--rule", "burst:7:0.5", "--rule", "daily:1000:1000/day", "--expires", "2030-01-31")
+	if !keyLine.MatchString(out) {
+		t.Fatalf("create printed %q: want the key alone on one line", out)
+	}
+	key := strings.TrimSpace(out)
+	id := "key:" + config.KeyDigest(key)
+	show := c.ok("keys", "show", key)
+	for _, want := range []string{"id         " + id, "plan       pro", "status     active", "expiresAt  2030-01-31T00:00:00Z",
+		"rules      burst:7:0.5 daily:1000:0.011574074074074073", "owner      acme", "note       trial"} {
+		if !strings.Contains(show, want+"\n") {
+			t.Errorf("show:\n%s\nwant a line %q", show, want)
+		}
+	}
+	if byID := c.ok("keys", "show", id); byID != show {
+		t.Errorf("show by id:\n%s\nwant the same as by key:\n%s", byID, show)
+	}
+
+	c.ok("keys", "override", key, "--rule", "burst:9:1", "--rule", "hourly:50:50/hour")
+	c.ok("keys", "set-plan", id, "enterprise")
+	var rec recordJSON
+	if err := json.Unmarshal([]byte(c.ok("keys", "show", "--json", key)), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Plan != "enterprise" || len(rec.Rules) != 3 || rec.Rules[0].Capacity != 9 || rec.Rules[2].Name != "hourly" {
+		t.Fatalf("after override and set-plan: %+v", rec)
+	}
+	c.ok("keys", "expire", key, "2001-01-01")
+	if show := c.ok("keys", "show", key); !strings.Contains(show, "status     expired\n") {
+		t.Fatalf("after expire in the past:\n%s", show)
+	}
+	c.ok("keys", "clear-overrides", key)
+	c.ok("keys", "expire", key, "never")
+	c.ok("keys", "revoke", key)
+	if show := c.ok("keys", "show", key); !strings.Contains(show, "status     revoked") || !strings.Contains(show, "expiresAt  never") ||
+		!strings.Contains(show, "rules      -") {
+		t.Fatalf("after clear-overrides, expire never and revoke:\n%s", show)
+	}
+
+	code, _, stderr := c.run("keys", "create", "--tenant", "acme-svc", "--plan", "free")
+	if code != exitOK || !strings.Contains(stderr, "created tenant:acme-svc on plan free") {
+		t.Fatalf("create a tenant: %d %s", code, stderr)
+	}
+	c.fails(exitError, "tenant:acme-svc is already in table", "keys", "create", "--tenant", "acme-svc", "--plan", "free")
+	list := c.ok("keys", "list")
+	if lines := strings.Split(strings.TrimSpace(list), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[1], id+"  enterprise  revoked") ||
+		!strings.HasPrefix(lines[2], "tenant:acme-svc") {
+		t.Fatalf("list:\n%s", list)
+	}
+	var all []itemJSON
+	if err := json.Unmarshal([]byte(c.ok("keys", "list", "--json")), &all); err != nil || len(all) != 2 || all[1].ID != "tenant:acme-svc" {
+		t.Fatalf("list --json: %+v, %v", all, err)
+	}
+
+	items := c.items()
+	if strings.Contains(items, key) || !strings.Contains(items, id) {
+		t.Fatalf("the table holds the raw key, or not its id:\n%s", items)
+	}
+}
+
+// Bad input is an error naming the problem, on stderr with a non-zero exit, and nothing
+// is written.
+func TestKeysBadInput(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "free"))
+	before := c.items()
+	tests := []struct {
+		name string
+		code int
+		want string
+		args []string
+	}{
+		{"no group", exitUsage, "name a group", nil},
+		{"unknown group", exitUsage, `unknown group "key"`, []string{"key", "list"}},
+		{"no command", exitUsage, "keys: name a command", []string{"keys"}},
+		{"unknown command", exitUsage, `unknown command "delete"`, []string{"keys", "delete", key}},
+		{"no plan", exitUsage, "--plan is required", []string{"keys", "create"}},
+		{"unknown plan", exitError, `attribute plan: unknown plan "gold": not in the configuration document (configured: enterprise, free, pro)`, []string{"keys", "create", "--plan", "gold"}},
+		{"rule without rate", exitUsage, `"burst:7": want NAME:CAPACITY:RATE`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:7"}},
+		{"fractional capacity", exitUsage, `capacity "1.5": want a whole number`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:1.5:1"}},
+		{"capacity out of range", exitUsage, "capacity 0: want 1 to 1000000000", []string{"keys", "create", "--plan", "pro", "--rule", "burst:0:1"}},
+		{"bad rule name", exitUsage, `name "a b"`, []string{"keys", "create", "--plan", "pro", "--rule", "a b:1:1"}},
+		{"bad period", exitUsage, `per "fortnight"`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1/fortnight"}},
+		{"zero rate", exitUsage, `rate "0"`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:0"}},
+		{"duplicate rule", exitError, `name "q" given twice`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1", "--rule", "q:5:1"}},
+		{"bad expiry", exitUsage, `"tomorrow": want an RFC 3339 time`, []string{"keys", "create", "--plan", "pro", "--expires", "tomorrow"}},
+		{"unknown key", exitError, "no such item: key:" + config.KeyDigest("nobody's") + " is not in table", []string{"keys", "revoke", "nobody's"}},
+		{"set an unknown plan", exitError, `unknown plan "gold"`, []string{"keys", "set-plan", key, "gold"}},
+		{"override without rules", exitUsage, "give at least one --rule", []string{"keys", "override", key}},
+		{"two keys", exitUsage, "want 1 argument(s), got 2", []string{"keys", "revoke", key, key}},
+		{"empty tenant", exitUsage, "tenant: with no tenant key", []string{"keys", "show", "tenant:"}},
+		{"no table", exitUsage, "no registry table: set REGISTRY_TABLE or --table", []string{"keys", "list", "--table", ""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			if tc.name == "no table" {
+				delete(c.env, settings.EnvRegistryTable)
+				defer func() { c.env[settings.EnvRegistryTable] = table }()
+			}
+			c.fails(tc.code, tc.want, tc.args...)
+		})
+	}
+	c.t = t
+	if after := c.items(); len(after) != len(before) {
+		t.Fatalf("bad input wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+	for _, tc := range tests {
+		_, _, stderr := c.run(tc.args...)
+		if strings.Contains(stderr, key) {
+			t.Fatalf("%s: stderr quotes the raw key: %s", tc.name, stderr)
+		}
+	}
+}
+
+// Plans are the configuration document's, as the functions load it.
+func TestKeysFollowTheConfiguration(t *testing.T) {
+	c := newCLI(t)
+	c.env[settings.EnvConfigInline] = "defaultPlan: basic\nplans: {basic: [{name: burst, capacity: 5, refillPerSecond: 1}], gold: [{name: burst, capacity: 50, refillPerSecond: 5}]}"
+	c.ok("keys", "init")
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "gold"))
+	c.fails(exitError, `unknown plan "pro": not in the configuration document (configured: basic, gold)`, "keys", "set-plan", key, "pro")
+	c.env[settings.EnvConfigInline] = "defaultPlan: x\nplans: {}"
+	c.fails(exitError, "RATE_LIMIT_CONFIG", "keys", "show", key)
+}
+
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"help"}, func(string) string { return "" }, &stdout, &stderr); code != exitOK ||
+		!strings.Contains(stdout.String(), "bucketgate keys create --plan NAME") || stderr.Len() != 0 {
+		t.Fatalf("help: %d\n%s\n%s", code, &stdout, &stderr)
+	}
+}

@@ -1,0 +1,22 @@
+// Command bucketgate is the operator's command line for a bucketgate deployment.
+//
+// Its keys commands manage the key registry, the DynamoDB table named by REGISTRY_TABLE
+// (or -table), with the AWS SDK's default credentials: create an API key (a random key
+// printed once, only its digest stored), revoke it, set its expiry, its plan or its own
+// rules, show and list the registry, and create the table for local use. Plans are
+// checked against the configuration document the functions load (RATE_LIMIT_CONFIG,
+// RATE_LIMIT_CONFIG_FILE, or the built-in one). Run "bucketgate help" for the usage.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/registry"
+)
+
+// recordJSON is a record as -json prints it.
+type recordJSON struct {
+	ID        string        `json:"id"`
+	Plan      string        `json:"plan"`
+	Status    string        `json:"status"`
+	ExpiresAt string        `json:"expiresAt,omitempty"`
+	Rules     []bucket.Rule `json:"rules,omitempty"`
+	Owner     string        `json:"owner,omitempty"`
+	Note      string        `json:"note,omitempty"`
+}
+
+// itemJSON is an item of a list as -json prints it: its record, or why it is invalid.
+type itemJSON struct {
+	recordJSON
+	Invalid string `json:"invalid,omitempty"`
+}
+
+func recordJSONOf(r registry.Record) recordJSON {
+	return recordJSON{ID: r.ID, Plan: r.Plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: r.Owner, Note: r.Note}
+}
+
+func itemJSONOf(it listed) itemJSON {
+	j := itemJSON{recordJSON: recordJSONOf(it.rec)}
+	if it.err != nil {
+		j.Invalid = it.err.Error()
+	}
+	return j
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeRecord prints r as aligned "attribute value" lines.
+func writeRecord(w io.Writer, r registry.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, line := range [][2]string{
+		{"id", r.ID}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
+		{"rules", rulesText(r.Rules)}, {"owner", r.Owner}, {"note", r.Note},
+	} {
+		fmt.Fprintf(tw, "%s\t%s\n", line[0], line[1])
+	}
+	return tw.Flush()
+}
+
+// writeList prints items as a table, one line each.
+func writeList(w io.Writer, items []listed) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPLAN\tSTATUS\tEXPIRES\tRULES\tOWNER\tNOTE")
+	for _, it := range items {
+		if it.err != nil {
+			fmt.Fprintf(tw, "%s\tinvalid: %v\n", it.rec.ID, it.err)
+			continue
+		}
+		r := it.rec
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Plan, status(r), orNever(expiry(r)), rulesText(r.Rules), r.Owner, r.Note)
+	}
+	return tw.Flush()
+}
+
+// status is r's status as printed: revoked, expired (by the clock of this machine),
+// or active.
+func status(r registry.Record) string {
+	switch {
+	case r.Status == registry.StatusRevoked:
+		return string(registry.StatusRevoked)
+	case !r.Active(time.Now()):
+		return statusExpired
+	}
+	return string(registry.StatusActive)
+}
+
+// statusExpired is the status printed for a key past its expiresAt.
+const statusExpired = "expired"
+
+// expiry is r's expiry in RFC 3339 UTC, or "" for never.
+func expiry(r registry.Record) string {
+	if r.ExpiresAt.IsZero() {
+		return ""
+	}
+	return r.ExpiresAt.UTC().Format(time.RFC3339)
+}
+
+func orNever(s string) string {
+	if s == "" {
+		return "never"
+	}
+	return s
+}
+
+// rulesText prints rules as the --rule flag takes them, or "-" for none.
+func rulesText(rs []bucket.Rule) string {
+	if len(rs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = r.Name + ":" + strconv.FormatInt(r.Capacity, 10) + ":" + strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64)
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,199 @@
+package authorizer
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
+)
+
+// cacheOver returns a registry cache over records (or failing with err), with the
+// configuration's plans.
+func cacheOver(cfg *config.Config, err error, records ...registry.Record) *registry.Cache {
+	src := registrytest.New(records...)
+	src.Fail(err)
+	return registry.NewCache(src, cfg, registry.Options{TTL: time.Minute, Size: 100})
+}
+
+// httpV1Event is the REST sample as an HTTP API payload 1.0 event, which carries
+// multi-value headers too.
+func httpV1Event(t *testing.T) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(samples.Read(t, restEvent), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["version"] = "1.0"
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// From one IP, a new made-up key with every request is limited as that IP: the 11th is
+// denied under the free plan, exactly as without a key, and Redis holds one bucket.
+func TestMadeUpKeysShareTheSourceBucket(t *testing.T) {
+	for _, name := range []string{restEvent, httpEvent} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, options{})
+			var codes []string
+			for i := range 12 {
+				ev := withHeaders(t, samples.Read(t, name), map[string]string{"X-API-Key": "made-up-" + strconv.Itoa(i)})
+				a := f.mustInvoke(t, ev)
+				codes = append(codes, strconv.FormatBool(a.allowed(t)))
+				if a.PrincipalID != "" && !strings.HasPrefix(a.PrincipalID, "ip:") {
+					t.Fatalf("principal %q: a made-up key got an identity of its own", a.PrincipalID)
+				}
+			}
+			if got, want := strings.Join(codes, " "), strings.TrimSpace(strings.Repeat("true ", 10))+" false false"; got != want {
+				t.Fatalf("allowed: %s, want %s", got, want)
+			}
+			if keys := f.mr.Keys(); len(keys) != 1 || !strings.HasPrefix(keys[0], "bg:{ip:") {
+				t.Fatalf("Redis keys %v, want the source's one bucket", keys)
+			}
+			if !strings.Contains(f.logs.String(), `"unknownKey":"key:`+config.KeyDigest("made-up-3")+`"`) {
+				t.Errorf("the decision line does not name the unknown key's digest: %s", &f.logs)
+			}
+		})
+	}
+}
+
+// A key header given more than once with different values is no key at all, in any
+// letter case and in the multi-value headers; the same value twice is the key.
+func TestConflictingKeyHeaders(t *testing.T) {
+	refuse := mustParse(t, "defaultPlan: free\nunknownKeys: refuse\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], pro: [{name: burst, capacity: 100, refillPerSecond: 50}]}\nkeys: {"+proDigest+": pro}")
+	tests := []struct {
+		name    string
+		headers map[string]string
+		multi   map[string][]string
+		want    string // the plan, or "401"
+	}{
+		{"one key", map[string]string{"X-API-Key": sampleProKey}, nil, "pro"},
+		{"same key in two cases", map[string]string{"X-API-Key": sampleProKey, "x-api-key": sampleProKey}, nil, "pro"},
+		{"two keys in two cases", map[string]string{"X-API-Key": sampleProKey, "x-api-key": "other"}, nil, "free"},
+		{"two values in multi", map[string]string{"X-API-Key": sampleProKey}, map[string][]string{"X-API-Key": {sampleProKey, "other"}}, "free"},
+		{"same value in multi", map[string]string{"X-API-Key": sampleProKey}, map[string][]string{"x-api-key": {sampleProKey}}, "pro"},
+	}
+	events := map[string]func(t *testing.T) []byte{
+		"rest":    func(t *testing.T) []byte { return samples.Read(t, restEvent) },
+		"http1.0": httpV1Event,
+	}
+	for _, tc := range tests {
+		for kind, event := range events {
+			for _, policy := range []string{"ip", "refuse"} {
+				t.Run(tc.name+"/"+kind+"/"+policy, func(t *testing.T) {
+					o := options{config: sampleConfig(t)}
+					want := tc.want
+					if policy == "refuse" {
+						o.config = refuse
+						if want == "free" {
+							want = "401"
+						}
+					}
+					f := newFixture(t, o)
+					ev := withAllHeaders(t, event(t), tc.headers, tc.multi)
+					for range 20 { // Go walks maps in a new order each time: the answer stays
+						a, err := f.invoke(t, ev)
+						got := "401"
+						if err == nil {
+							got = a.str(t, ratelimitheaders.KeyPlan)
+						} else if err.Error() != "Unauthorized" {
+							t.Fatal(err)
+						}
+						if got != want {
+							t.Fatalf("answer %q (%s), want %q", got, a.raw, want)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// A key the registry has is decided under its plan with its own rules; one it has
+// revoked is its source's, and the lookups are counted by result.
+func TestRegistryPlansAndOverrides(t *testing.T) {
+	cfg := sampleConfig(t)
+	reg := cacheOver(cfg, nil,
+		registry.Record{ID: "key:" + config.KeyDigest("k-override"), Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
+		registry.Record{ID: "key:" + config.KeyDigest("k-revoked"), Plan: "pro", Status: registry.StatusRevoked},
+	)
+	f := newFixture(t, options{config: cfg, registry: reg})
+	ev := withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": "k-override"})
+	var allowed []bool
+	for range 4 {
+		a := f.mustInvoke(t, ev)
+		allowed = append(allowed, a.allowed(t))
+		if a.str(t, ratelimitheaders.KeyPlan) != "pro" || a.num(t, ratelimitheaders.KeyLimit) != 3 || a.PrincipalID != "key:"+config.KeyDigest("k-override") {
+			t.Fatalf("answer %s: want pro with its burst of 3", a.raw)
+		}
+	}
+	if want := []bool{true, true, true, false}; !slices.Equal(allowed, want) {
+		t.Errorf("allowed %v, want %v", allowed, want)
+	}
+	a := f.mustInvoke(t, withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": "k-revoked"}))
+	if a.PrincipalID != "ip:203.0.113.10" || a.str(t, ratelimitheaders.KeyPlan) != "free" {
+		t.Errorf("revoked key: %s, want its source on free", a.raw)
+	}
+	var lookups []string
+	for _, line := range strings.Split(strings.TrimSpace(f.metrics.String()), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc[telemetry.MetricRegistryLookups] != 1.0 {
+			t.Fatalf("EMF line %s: want one registry lookup", line)
+		}
+		lookups = append(lookups, doc[telemetry.DimResult].(string))
+	}
+	if got := strings.Join(lookups, " "); got != "miss hit hit hit miss" {
+		t.Errorf("lookup results %q, want miss hit hit hit miss", got)
+	}
+}
+
+// When the registry cannot say who a key is and nothing is cached, the request follows
+// the failure policy, counted as FailClosed with reason registry_error; Redis is not asked.
+func TestRegistryFailure(t *testing.T) {
+	down := errors.New("dynamodb: throttled")
+	for _, failOpen := range []bool{false, true} {
+		t.Run("failOpen="+strconv.FormatBool(failOpen), func(t *testing.T) {
+			cfg := sampleConfig(t)
+			f := newFixture(t, options{config: cfg, failOpen: failOpen, registry: cacheOver(cfg, down)})
+			a, err := f.invoke(t, samples.Read(t, restProEvent))
+			doc := oneEMF(t, f.metrics.Bytes())
+			if doc[telemetry.DimResult] != "error" || doc[telemetry.MetricRegistryLookups] != 1.0 {
+				t.Errorf("EMF %v: want one registry lookup with result error", doc)
+			}
+			if failOpen {
+				if err != nil || !a.allowed(t) || a.str(t, ratelimitheaders.KeyReason) != "degraded" {
+					t.Fatalf("fail open: %s, %v; want allowed, degraded", a.raw, err)
+				}
+			} else {
+				if !errors.Is(err, ErrUnavailable) {
+					t.Fatalf("fail closed: %v, want ErrUnavailable", err)
+				}
+				if doc[telemetry.DimReason] != "registry_error" || doc[telemetry.MetricFailClosed] != 1.0 {
+					t.Errorf("EMF %v: want FailClosed with reason registry_error", doc)
+				}
+			}
+			if keys := f.mr.Keys(); len(keys) != 0 {
+				t.Errorf("Redis was written (%v) although the registry failed", keys)
+			}
+			if !strings.Contains(f.logs.String(), "throttled") {
+				t.Errorf("the registry's error is not in the log: %s", &f.logs)
+			}
+		})
+	}
+}

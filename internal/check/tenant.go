@@ -1,0 +1,50 @@
+package check
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// Registry says which plan a tenant is on (its "tenant:<key>" identity), with its own
+// rules, or no plan when the registry does not know it; *registry.Cache and
+// registry.Document are ones.
+type Registry interface {
+	Lookup(ctx context.Context, id string) (registry.Entry, error)
+}
+
+// resolveTenants gives every check that named neither a plan nor rules its tenant's
+// plan from the registry, or the default plan for a tenant the registry does not know
+// (never registered, revoked, expired, invalid). A check whose lookup failed gets the
+// default plan and keeps the error, to be answered by the failure policy. Its error
+// names a check whose cost its plan can never allow; then nothing is decided.
+func (h *Handler) resolveTenants(ctx context.Context, checks []check, batch bool, inv *telemetry.Invocation) error {
+	for i := range checks {
+		c := &checks[i]
+		if !c.tenant {
+			continue
+		}
+		e, err := h.Registry.Lookup(ctx, c.req.Identity)
+		if e.Result != "" {
+			inv.ObserveLookup(string(e.Result), e.Invalid)
+		}
+		if err != nil {
+			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.req.Identity, err)
+		}
+		p := e.Plan
+		if p == nil {
+			p = h.Plans.DefaultPlan()
+		}
+		c.plan, c.req.Rules = p.Name, p.Rules
+		path := ""
+		if batch {
+			path = index(fieldChecks, i)
+		}
+		if err := fits(field(path, fieldCost), c.req.Cost, c.req.Op, c.req.Rules); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package check
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
+)
+
+// withRegistry puts f's handler on a registry cache over src.
+func (f *fixture) withRegistry(src *registrytest.Source) {
+	f.h.Registry = registry.NewCache(src, f.h.Plans.(*config.Config), registry.Options{TTL: time.Minute, Size: 100})
+}
+
+// A check with neither plan nor rules is decided under its tenant's registry plan with
+// its own rules; one that names a plan never asks the registry; a tenant the registry
+// does not know, or has revoked, is on the default plan.
+func TestTenantPlanFromTheRegistry(t *testing.T) {
+	_, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	src := registrytest.New(
+		registry.Record{ID: "tenant:acme", Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
+		registry.Record{ID: "tenant:gone", Plan: "enterprise", Status: registry.StatusRevoked},
+	)
+	f.withRegistry(src)
+	tests := []struct {
+		payload, want string
+		reads         int
+	}{
+		{`{"key": "acme"}`, `"limit":3,"remaining":2,"retryAfterMs":0,"resetAfterMs":1000,"rule":"burst","plan":"pro"`, 1},
+		{`{"key": "acme", "cost": 2}`, `"limit":3,"remaining":0`, 1},
+		// The same rule name is the same bucket, whatever the plan: the 3 tokens are spent.
+		{`{"key": "acme", "plan": "enterprise"}`, `"reason":"limited","limit":500,"remaining":0`, 1},
+		{`{"key": "gone"}`, `"limit":10,"remaining":9,"retryAfterMs":0,"resetAfterMs":1000,"rule":"burst","plan":"free"`, 2},
+		{`{"key": "stranger"}`, `"plan":"free"`, 3},
+	}
+	for _, tc := range tests {
+		out := f.invokeOK(t, []byte(tc.payload))
+		if !strings.Contains(string(out), tc.want) || src.Reads() != tc.reads {
+			t.Errorf("%s: %s after %d reads, want %s after %d", tc.payload, out, src.Reads(), tc.want, tc.reads)
+		}
+	}
+	lines := emfLines(t, f.metrics)
+	var results []string
+	for _, l := range lines {
+		if r, ok := l[telemetry.DimResult].(string); ok {
+			results = append(results, r)
+		}
+	}
+	if got := strings.Join(results, " "); got != "miss hit miss miss" {
+		t.Errorf("lookup results %q, want miss hit miss miss", got)
+	}
+}
+
+// A cost the tenant's plan can never hold is an invalid request naming the check's
+// cost, and nothing in the batch is decided.
+func TestTenantCostAboveItsPlan(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	f.withRegistry(registrytest.New(registry.Record{ID: "tenant:small", Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}}))
+	_, err := f.invoke([]byte(`{"checks": [{"key": "other"}, {"key": "small", "cost": 5}]}`))
+	ive := functionError(t, err)
+	if ive.Type != checkapi.ErrorTypeInvalidRequest || ive.Message != "checks[1].cost: 5 exceeds capacity 3 of rule burst: it could never be allowed" {
+		t.Fatalf("error %+v", ive)
+	}
+	if keys := mr.Keys(); len(keys) != 0 {
+		t.Fatalf("Redis written for an invalid batch: %v", keys)
+	}
+}
+
+// A tenant the registry cannot say anything about follows the failure policy, counted
+// as FailClosed with reason registry_error; the other checks of the batch are decided.
+func TestTenantRegistryFailure(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		mr, client := startMiniredis(t)
+		f := newFixture(t, client, nil, guard.Options{FailOpen: failOpen})
+		src := registrytest.New()
+		src.Fail(errors.New("dynamodb: throttled"))
+		f.withRegistry(src)
+		out := f.invokeOK(t, []byte(`{"checks": [{"key": "t1"}, {"key": "t1", "plan": "pro"}]}`))
+		want := `{"results":[{"allowed":false,"reason":"unavailable","limit":10,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"burst","plan":"free"},`
+		if failOpen {
+			want = `{"results":[{"allowed":true,"reason":"degraded","limit":10,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"free"},`
+		}
+		if !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), `"reason":"ok","limit":100,"remaining":99`) {
+			t.Fatalf("failOpen %v: %s\nwant it to start %s and decide the pro check", failOpen, out, want)
+		}
+		if keys := mr.Keys(); len(keys) != 1 {
+			t.Errorf("Redis keys %v: want the pro check's only", keys)
+		}
+		if !failOpen && !strings.Contains(f.metrics.String(), `"Reason":"registry_error"`) {
+			t.Errorf("no FailClosed by registry_error in %s", f.metrics)
+		}
+	}
+}

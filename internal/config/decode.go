@@ -1,0 +1,358 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// This file reads a document into a Document value by value, so that every error names
+// the field at fault by its path ("plans.pro[1].refilPerSecond") and its line and
+// column (an inline document is all on line 1), and nothing is coerced: names match
+// exactly and are known, a name appears once, numbers are decimal (0100 is refused,
+// not read as the octal 64), whole numbers are whole. Aliases are followed, and every
+// value they repeat counts against MaxValues, so that no document can expand beyond it.
+
+// position is where a value starts in the document, counted from 1.
+type position struct{ line, column int }
+
+func (p position) String() string { return fmt.Sprintf("line %d, column %d", p.line, p.column) }
+
+func positionOf(n *yaml.Node) position { return position{n.Line, n.Column} }
+
+// fieldError is an error about the value at path, at pos when it is known.
+type fieldError struct {
+	path string
+	pos  position
+	msg  string
+}
+
+func (e *fieldError) Error() string {
+	where := e.path
+	if where == "" {
+		where = "document"
+	}
+	if e.pos.line > 0 {
+		where += " (" + e.pos.String() + ")"
+	}
+	return where + ": " + e.msg
+}
+
+// errorAt returns a fieldError about the value at path, without a position: Parse adds
+// the position of path when the document gave one.
+func errorAt(path, format string, args ...any) error {
+	return &fieldError{path: path, msg: fmt.Sprintf(format, args...)}
+}
+
+// decoder reads one document. Its budget is the number of values it may still visit.
+type decoder struct {
+	budget    int
+	positions map[string]position // of every value decoded, by path
+}
+
+// decodeDocument parses doc, one YAML or JSON document, into a Document.
+func decodeDocument(doc []byte) (Document, map[string]position, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(doc))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Document{}, nil, errors.New("document is empty")
+		}
+		return Document{}, nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Document{}, nil, errors.New("more than one document (a line ---, or data after the end)")
+	}
+	n := &root
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if isNull(n) {
+		return Document{}, nil, errors.New("document is empty")
+	}
+	d := &decoder{budget: MaxValues, positions: map[string]position{}}
+	var out Document
+	if err := d.decode("", n, reflect.ValueOf(&out).Elem()); err != nil {
+		return Document{}, nil, err
+	}
+	return out, d.positions, nil
+}
+
+// decode decodes n into v, the value at path.
+func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) error {
+	for n.Kind == yaml.AliasNode {
+		if d.budget--; d.budget < 0 {
+			return d.tooLarge(path, n)
+		}
+		n = n.Alias
+	}
+	if d.budget--; d.budget < 0 {
+		return d.tooLarge(path, n)
+	}
+	d.positions[path] = positionOf(n)
+	if isNull(n) { // null or ~: as if absent
+		return nil
+	}
+	switch p := v.Addr().Interface().(type) {
+	case *Count:
+		return d.count(path, n, p)
+	case *PlanSpec:
+		if n.Kind == yaml.SequenceNode { // a plan written as its list of rules
+			return d.decode(path, n, reflect.ValueOf(&p.Rules).Elem())
+		}
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		return d.structure(path, n, v)
+	case reflect.Map:
+		return d.mapping(path, n, v)
+	case reflect.Slice:
+		return d.sequence(path, n, v)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		return d.decode(path, n, v.Elem())
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			return d.errorf(path, n, "got %s, want a string", kindOf(n))
+		}
+		v.SetString(n.Value)
+		return nil
+	case reflect.Float64:
+		f, err := d.number(path, n)
+		v.SetFloat(f)
+		return err
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+			return d.errorf(path, n, "%s: want true or false", describe(n))
+		}
+		v.SetBool(n.Value == "true" || n.Value == "True" || n.Value == "TRUE")
+		return nil
+	}
+	panic("config: the document has a field of type " + v.Type().String() + ", which decode does not read")
+}
+
+// tooLarge is the error of a document that expands to more than MaxValues values.
+func (d *decoder) tooLarge(path string, n *yaml.Node) error {
+	return d.errorf(path, n, "the document has more than %d values (an alias counts its values each time it is used): want at most %d", MaxValues, MaxValues)
+}
+
+// structure decodes the mapping n into the struct v, field by yaml tag name.
+func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) error {
+	if n.Kind != yaml.MappingNode {
+		return d.errorf(path, n, "got %s, want a mapping of %s", kindOf(n), strings.Join(fieldNames(v.Type()), ", "))
+	}
+	return d.entries(path, n, func(key string, keyNode, value *yaml.Node) error {
+		i := fieldIndex(v.Type(), key)
+		if i < 0 {
+			return d.errorf(join(path, key), keyNode, "unknown field%s", suggest(key, fieldNames(v.Type())))
+		}
+		return d.decode(join(path, key), value, v.Field(i))
+	})
+}
+
+// mapping decodes the mapping n into the map v, keyed by strings.
+func (d *decoder) mapping(path string, n *yaml.Node, v reflect.Value) error {
+	if n.Kind != yaml.MappingNode {
+		return d.errorf(path, n, "got %s, want a mapping", kindOf(n))
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMapWithSize(v.Type(), len(n.Content)/2))
+	}
+	return d.entries(path, n, func(key string, _, value *yaml.Node) error {
+		elem := reflect.New(v.Type().Elem()).Elem()
+		if err := d.decode(join(path, key), value, elem); err != nil {
+			return err
+		}
+		v.SetMapIndex(reflect.ValueOf(key), elem)
+		return nil
+	})
+}
+
+// entries calls each for every key and value of the mapping n, refusing a key that is
+// not a scalar, a key given twice and a merge key.
+func (d *decoder) entries(path string, n *yaml.Node, each func(key string, keyNode, value *yaml.Node) error) error {
+	seen := make(map[string]*yaml.Node, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, value := n.Content[i], n.Content[i+1]
+		for k.Kind == yaml.AliasNode {
+			k = k.Alias
+		}
+		switch {
+		case k.Kind != yaml.ScalarNode:
+			return d.errorf(path, k, "a key is %s: want a name", kindOf(k))
+		case k.ShortTag() == "!!merge":
+			return d.errorf(path, k, "merge keys (<<) are not supported: write the fields out, or make the whole value an alias")
+		case seen[k.Value] != nil:
+			return d.errorf(join(path, k.Value), k, "given twice (first at %s)", positionOf(seen[k.Value]))
+		}
+		seen[k.Value] = k
+		if err := each(k.Value, k, value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sequence decodes the sequence n into the slice v.
+func (d *decoder) sequence(path string, n *yaml.Node, v reflect.Value) error {
+	if n.Kind != yaml.SequenceNode {
+		return d.errorf(path, n, "got %s, want a list", kindOf(n))
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		if err := d.decode(fmt.Sprintf("%s[%d]", path, i), item, s.Index(i)); err != nil {
+			return err
+		}
+	}
+	v.Set(s)
+	return nil
+}
+
+// Decimal numbers, the only ones a document may hold: no leading zeros (YAML reads
+// 0100 as the octal 64), no 0x, 0o or 0b, no '_', no .inf or .nan.
+var (
+	decimalInt   = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+	decimalFloat = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+)
+
+// count decodes a whole number.
+func (d *decoder) count(path string, n *yaml.Node, c *Count) error {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" && n.ShortTag() != "!!float" {
+		return d.errorf(path, n, "%s: want a whole number", describe(n))
+	}
+	if !decimalInt.MatchString(n.Value) {
+		return d.errorf(path, n, "%q: want a whole decimal number such as 100 (not 1.5, 1e3, 0100, 0x64 or 1_000)", n.Value)
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return d.errorf(path, n, "%q: want a whole number: %v", n.Value, errors.Unwrap(err))
+	}
+	*c = Count(v)
+	return nil
+}
+
+// number decodes a decimal number.
+func (d *decoder) number(path string, n *yaml.Node) (float64, error) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" && n.ShortTag() != "!!float" {
+		return 0, d.errorf(path, n, "%s: want a number", describe(n))
+	}
+	if !decimalFloat.MatchString(n.Value) {
+		return 0, d.errorf(path, n, "%q: want a decimal number such as 50, 0.5 or 1e-3 (not 010, 0x10, 1_000, .inf or .nan)", n.Value)
+	}
+	f, err := strconv.ParseFloat(n.Value, 64)
+	if err != nil {
+		return 0, d.errorf(path, n, "%q: want a number: %v", n.Value, errors.Unwrap(err))
+	}
+	return f, nil
+}
+
+func (d *decoder) errorf(path string, n *yaml.Node, format string, args ...any) error {
+	return &fieldError{path: path, pos: positionOf(n), msg: fmt.Sprintf(format, args...)}
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == 0 || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// kindOf names the kind of n for an error.
+func kindOf(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return describe(n)
+}
+
+// describe names a scalar and its type for an error.
+func describe(n *yaml.Node) string {
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		return kindOf(n)
+	case n.ShortTag() == "!!str":
+		return fmt.Sprintf("the string %q", n.Value)
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+// join returns the path of the field name inside path.
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// fieldNames returns the yaml names of t's fields, in order.
+func fieldNames(t reflect.Type) []string {
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		names = append(names, yamlName(t.Field(i)))
+	}
+	return names
+}
+
+// fieldIndex returns the index of t's field named name in the document, or -1.
+func fieldIndex(t reflect.Type, name string) int {
+	for i := range t.NumField() {
+		if yamlName(t.Field(i)) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func yamlName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return name
+}
+
+// suggest returns "; did you mean X?" for the known name closest to name, when one is
+// close (a letter or two apart, or the same in another case), else the list of known
+// names.
+func suggest(name string, known []string) string {
+	best, bestDist := "", 3
+	for _, k := range known {
+		if strings.EqualFold(k, name) {
+			return fmt.Sprintf("; did you mean %s?", k)
+		}
+		if dist := editDistance(strings.ToLower(name), strings.ToLower(k)); dist < bestDist {
+			best, bestDist = k, dist
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf("; did you mean %s?", best)
+	}
+	return fmt.Sprintf(" (want %s)", strings.Join(slices.Sorted(slices.Values(known)), ", "))
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

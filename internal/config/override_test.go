@@ -1,0 +1,122 @@
+package config_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+)
+
+// An override replaces the plan's or a route's rule of the same name and adds any other
+// name to every request; the plan keeps its name and the document's plan is untouched.
+func TestOverride(t *testing.T) {
+	c, err := config.Parse([]byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pro, _ := c.Plan("pro")
+	tests := []struct {
+		name      string
+		overrides []bucket.Rule
+		method    string
+		path      string
+		want      string // name:capacity per rule, in order
+	}{
+		{"none is the plan", nil, "GET", "/", "burst:100 daily:100000"},
+		{"replace a plan rule", []bucket.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 1}}, "GET", "/", "burst:7 daily:100000"},
+		{"add a rule", []bucket.Rule{{Name: "hourly", Capacity: 50, RefillPerSecond: 1}}, "GET", "/", "burst:100 daily:100000 hourly:50"},
+		{"added rule on a route too", []bucket.Rule{{Name: "hourly", Capacity: 50, RefillPerSecond: 1}}, "POST", "/uploads/1", "burst:100 daily:100000 hourly:50 uploads:20"},
+		{"replace a route rule", []bucket.Rule{{Name: "uploads", Capacity: 200, RefillPerSecond: 1}}, "POST", "/uploads/1", "burst:100 daily:100000 uploads:200"},
+		{"a route rule stays off other routes", []bucket.Rule{{Name: "uploads", Capacity: 200, RefillPerSecond: 1}}, "GET", "/", "burst:100 daily:100000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := c.Override(pro, tc.overrides)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := c.Limits(p, tc.method, tc.path)
+			var got []string
+			for _, r := range l.Rules {
+				got = append(got, r.Name+":"+itoa(r.Capacity))
+			}
+			if strings.Join(got, " ") != tc.want || l.Plan != "pro" {
+				t.Errorf("Limits = %s plan %s, want %s plan pro", strings.Join(got, " "), l.Plan, tc.want)
+			}
+		})
+	}
+	if l := c.Limits(pro, "GET", "/"); l.Rules[0].Capacity != 100 || len(l.Rules) != 2 {
+		t.Errorf("the document's plan changed: %+v", l.Rules)
+	}
+}
+
+// A replaced rule keeps its shadow mark, on the plan and on a route; an added one is
+// enforced.
+func TestOverrideShadow(t *testing.T) {
+	c, err := config.Parse([]byte(`
+defaultPlan: free
+plans:
+  free: [{name: burst, capacity: 10, refillPerSecond: 1}, {name: trial, capacity: 50, refillPerSecond: 1, shadow: true}]
+routes:
+  - {path: /uploads, shadow: true, rules: [{name: uploads, capacity: 20, refillPerSecond: 1}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Override(c.DefaultPlan(), []bucket.Rule{
+		{Name: "trial", Capacity: 5, RefillPerSecond: 1},
+		{Name: "uploads", Capacity: 2, RefillPerSecond: 1},
+		{Name: "extra", Capacity: 5, RefillPerSecond: 1, Shadow: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range c.Limits(p, "GET", "/uploads").Rules {
+		got = append(got, r.Name+":"+itoa(r.Capacity)+":"+strconv.FormatBool(r.Shadow))
+	}
+	if want := "burst:10:false trial:5:true extra:5:false uploads:2:true"; strings.Join(got, " ") != want {
+		t.Errorf("rules %s, want %s", strings.Join(got, " "), want)
+	}
+}
+
+func TestOverrideErrorsNameTheRule(t *testing.T) {
+	c, err := config.Parse([]byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pro, _ := c.Plan("pro")
+	nine := make([]bucket.Rule, bucket.MaxRules+1)
+	for i := range nine {
+		nine[i] = bucket.Rule{Name: "r" + itoa(int64(i)), Capacity: 10, RefillPerSecond: 1}
+	}
+	tests := []struct {
+		name      string
+		overrides []bucket.Rule
+		want      string
+	}{
+		{"too many", nine, "rules: 9 overrides: want at most 8"},
+		{"bad capacity", []bucket.Rule{{Name: "burst", Capacity: 0, RefillPerSecond: 1}}, "rules[0]: invalid: rule burst: capacity 0"},
+		{"bad rate", []bucket.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: -1}}, "rules[1]: invalid: rule b: refillPerSecond -1"},
+		{"bad name", []bucket.Rule{{Name: "a b", Capacity: 1, RefillPerSecond: 1}}, `rules[0]: invalid: name "a b"`},
+		{"duplicate", []bucket.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 2, RefillPerSecond: 1}}, `rules[1]: name "a" given twice`},
+		{"route cost above the new capacity", []bucket.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "rules: routes[0]: with plans.pro: invalid: cost 5 exceeds capacity 2 of rule burst"},
+		{"too many with a route", nine[:7], "rules: routes[0]: with plans.pro: invalid: 10 rules: want at most 8"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.Override(pro, tc.overrides)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Override = %v, want an error mentioning %q", err, tc.want)
+			}
+			if tc.name == "bad capacity" && !errors.Is(err, bucket.ErrInvalid) {
+				t.Errorf("error %v does not wrap bucket.ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

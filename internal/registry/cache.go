@@ -1,0 +1,247 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// Cache defaults.
+const (
+	// DefaultStaleIfError is how long past its period an entry still answers while the
+	// table fails, when Options.StaleIfError is zero.
+	DefaultStaleIfError = 5 * time.Minute
+	// RetryAfterFailure is how long a failed read of an identity holds before the next
+	// read of it: meanwhile its lookups answer stale, or fail, at once.
+	RetryAfterFailure = time.Second
+)
+
+// evictionSample is how many entries an insert into a full Cache looks at to choose the
+// one to evict: the one read longest ago among them (an approximation of least recently
+// read, as Redis's own eviction samples keys).
+const evictionSample = 8
+
+// Source reads records by identity; *Table is one.
+type Source interface {
+	// Get returns the record of id, found false when there is none. A *RecordError is
+	// an item that cannot be used; any other error is the source's own failure.
+	Get(ctx context.Context, id string) (r Record, found bool, err error)
+}
+
+// Options configure a Cache.
+type Options struct {
+	// TTL is how long a read answers for its identity, found or not: a change in the
+	// table takes effect within it. Zero reads on every lookup (the entries then only
+	// serve stale-if-error).
+	TTL time.Duration
+	// Size bounds the entries, found or not; an insert into a full Cache evicts one.
+	// At least 1.
+	Size int
+	// StaleIfError is how long past TTL an entry still answers when a read fails. Zero
+	// is DefaultStaleIfError.
+	StaleIfError time.Duration
+	// Timeout is the deadline of one read; zero leaves the caller's context alone.
+	Timeout time.Duration
+	// Now reads the clock for entries' ages and records' expiry; nil is time.Now.
+	Now func() time.Time
+	// Log receives an error line per invalid item read and a warning per failed read;
+	// nil discards them.
+	Log *slog.Logger
+}
+
+// Cache is a registry that reads a Source and keeps the answers. It is safe for
+// concurrent use; concurrent lookups of one identity share one read.
+type Cache struct {
+	src   Source
+	plans Plans
+	opts  Options
+
+	mu      sync.Mutex
+	entries map[string]cached
+	reads   map[string]*read // reads in flight, by identity
+}
+
+// cached is one identity's entry.
+type cached struct {
+	plan      *config.Plan // nil: not known (none, revoked, invalid)
+	expiresAt time.Time    // the record's expiry; zero: never
+	readAt    time.Time    // when the read that filled it began; zero: no read succeeded yet
+	retryAt   time.Time    // after a failed read: no read of it before then
+}
+
+// read is a read in flight; done is closed when its answer is set.
+type read struct {
+	done  chan struct{}
+	entry Entry
+	err   error
+}
+
+// NewCache returns a Cache reading src and resolving records' plans with plans (the
+// configuration, a *config.Config).
+func NewCache(src Source, plans Plans, opts Options) *Cache {
+	opts.Size = max(opts.Size, 1)
+	if opts.StaleIfError <= 0 {
+		opts.StaleIfError = DefaultStaleIfError
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Cache{src: src, plans: plans, opts: opts, entries: make(map[string]cached), reads: make(map[string]*read)}
+}
+
+// Len returns the number of entries.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
+// Lookup returns what the registry says about id: from the cache within the period
+// (ResultHit), else from one read of the source (ResultMiss). When the read fails, an
+// entry at most StaleIfError past its period answers (ResultStale); with none, Lookup
+// returns an error (ResultError), and so does every lookup of id for
+// RetryAfterFailure, without a read.
+func (c *Cache) Lookup(ctx context.Context, id string) (Entry, error) {
+	now := c.opts.Now()
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	switch {
+	case ok && !e.readAt.IsZero() && now.Sub(e.readAt) < c.opts.TTL:
+		c.mu.Unlock()
+		return e.entry(now, ResultHit), nil
+	case ok && now.Before(e.retryAt):
+		c.mu.Unlock()
+		return c.fallback(e, now, errRecentFailure)
+	}
+	if r, ok := c.reads[id]; ok {
+		c.mu.Unlock()
+		return r.wait(ctx)
+	}
+	r := &read{done: make(chan struct{})}
+	c.reads[id] = r
+	c.mu.Unlock()
+
+	fresh, invalid, err := c.read(ctx, id, now)
+	c.mu.Lock()
+	delete(c.reads, id)
+	if err == nil {
+		fresh.readAt = now
+		c.store(id, fresh)
+		r.entry = fresh.entry(now, ResultMiss)
+		r.entry.Invalid = invalid
+	} else {
+		e := c.entries[id] // what was there, if anything, stays: stale-if-error
+		e.retryAt = now.Add(RetryAfterFailure)
+		c.store(id, e)
+		r.entry, r.err = c.fallback(e, now, err)
+	}
+	c.mu.Unlock()
+	close(r.done)
+	return r.entry, r.err
+}
+
+// errRecentFailure is the error of a lookup that did not read because a read of the
+// same identity failed less than RetryAfterFailure ago.
+var errRecentFailure = errors.New("registry: a read of this identity failed less than a second ago")
+
+// fallback answers a lookup whose read failed with err: stale when e is young enough,
+// else an error.
+func (c *Cache) fallback(e cached, now time.Time, err error) (Entry, error) {
+	if !e.readAt.IsZero() && now.Sub(e.readAt) < c.opts.TTL+c.opts.StaleIfError {
+		return e.entry(now, ResultStale), nil
+	}
+	return Entry{Result: ResultError}, err
+}
+
+// wait waits for r's answer. A waiter never read: a miss it shares is a hit for it.
+func (r *read) wait(ctx context.Context) (Entry, error) {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return Entry{Result: ResultError}, ctx.Err()
+	}
+	e := r.entry
+	if e.Result == ResultMiss {
+		e.Result, e.Invalid = ResultHit, false
+	}
+	return e, r.err
+}
+
+// read reads id from the source as of now. An item that cannot be used is logged and
+// known as no one (invalid true); err is the source's own failure.
+func (c *Cache) read(ctx context.Context, id string, now time.Time) (e cached, invalid bool, err error) {
+	if c.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+		defer cancel()
+	}
+	rec, found, err := c.src.Get(ctx, id)
+	if err == nil && found && rec.Status != StatusRevoked {
+		e.plan, err = rec.Resolve(c.plans)
+		e.expiresAt = rec.ExpiresAt
+	}
+	var bad *RecordError
+	switch {
+	case errors.As(err, &bad):
+		c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, bad.ID),
+			slog.String(AttrAttribute, bad.Attribute), slog.String(telemetry.AttrError, bad.Err.Error()))
+		return cached{}, true, nil
+	case err != nil:
+		c.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgReadFailed, slog.String(AttrItem, id), slog.String(telemetry.AttrError, err.Error()))
+		return cached{}, false, err
+	}
+	return e, false, nil
+}
+
+// Log messages and attribute keys of the Cache.
+const (
+	MsgInvalidItem = "registry item invalid: its identity counts as unknown"
+	MsgReadFailed  = "registry read failed"
+	AttrItem       = "item"      // the item's id: an identity, a digest for API keys
+	AttrAttribute  = "attribute" // the attribute at fault
+)
+
+// store puts e under id, evicting an entry first when id is new and the cache is full.
+// The caller holds c.mu.
+func (c *Cache) store(id string, e cached) {
+	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.opts.Size {
+		c.evict()
+	}
+	c.entries[id] = e
+}
+
+// evict removes the entry read longest ago among a few (Go's map order is random).
+// The caller holds c.mu.
+func (c *Cache) evict() {
+	var (
+		victim string
+		oldest time.Time
+		n      int
+	)
+	for id, e := range c.entries {
+		if n == 0 || e.readAt.Before(oldest) {
+			victim, oldest = id, e.readAt
+		}
+		if n++; n == evictionSample {
+			break
+		}
+	}
+	delete(c.entries, victim)
+}
+
+// entry is what e says at now, answered as r: no plan once the record has expired.
+func (e cached) entry(now time.Time, r Result) Entry {
+	p := e.plan
+	if p != nil && !e.expiresAt.IsZero() && !now.Before(e.expiresAt) {
+		p = nil
+	}
+	return Entry{Plan: p, Result: r}
+}

@@ -1,0 +1,289 @@
+package registry_test
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
+)
+
+// clock is a settable time for Options.Now.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+const ttl = 30 * time.Second
+
+func newCache(t *testing.T, src *registrytest.Source, opts registry.Options) (*registry.Cache, *clock) {
+	t.Helper()
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	opts.TTL, opts.Now, opts.Size = ttl, clk.now, cmp.Or(opts.Size, 1000)
+	return registry.NewCache(src, config.Default(), opts), clk
+}
+
+// lookup looks id up and returns its plan's name ("" for none) and the Result.
+func lookup(t *testing.T, c *registry.Cache, id string) (string, registry.Result) {
+	t.Helper()
+	e, err := c.Lookup(context.Background(), id)
+	if err != nil {
+		t.Fatalf("Lookup(%s): %v", id, err)
+	}
+	if e.Plan == nil {
+		return "", e.Result
+	}
+	return e.Plan.Name, e.Result
+}
+
+func TestCacheHitsAndMisses(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
+	c, clk := newCache(t, src, registry.Options{})
+	steps := []struct {
+		name    string
+		advance time.Duration
+		id      string
+		plan    string
+		result  registry.Result
+		reads   int
+	}{
+		{"first lookup reads", 0, digestID, "pro", registry.ResultMiss, 1},
+		{"then a hit", time.Second, digestID, "pro", registry.ResultHit, 1},
+		{"a hit until the period ends", ttl - time.Second - 1, digestID, "pro", registry.ResultHit, 1},
+		{"read again after it", 1, digestID, "pro", registry.ResultMiss, 2},
+		{"unknown reads once", 0, "key:unknown", "", registry.ResultMiss, 3},
+		{"unknown is cached too", time.Second, "key:unknown", "", registry.ResultHit, 3},
+	}
+	for _, st := range steps {
+		clk.advance(st.advance)
+		plan, result := lookup(t, c, st.id)
+		if plan != st.plan || result != st.result || src.Reads() != st.reads {
+			t.Fatalf("%s: plan %q result %s reads %d, want %q %s %d", st.name, plan, result, src.Reads(), st.plan, st.result, st.reads)
+		}
+	}
+}
+
+// A revocation, a plan change and an override take effect within the period; an expiry
+// at its second, even inside a period.
+func TestCacheFollowsTheTable(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
+	c, clk := newCache(t, src, registry.Options{})
+	lookup(t, c, digestID)
+
+	src.Put(registry.Record{ID: digestID, Plan: "enterprise", Rules: []bucket.Rule{{Name: "burst", Capacity: 42, RefillPerSecond: 1}}})
+	if plan, _ := lookup(t, c, digestID); plan != "pro" {
+		t.Fatalf("plan %q inside the period, want the cached pro", plan)
+	}
+	clk.advance(ttl)
+	e, err := c.Lookup(context.Background(), digestID)
+	if err != nil || e.Plan.Name != "enterprise" || e.Plan.Rules[0].Capacity != 42 {
+		t.Fatalf("after the period: %+v, %v; want enterprise with burst 42", e.Plan, err)
+	}
+
+	src.Put(registry.Record{ID: digestID, Plan: "pro", Status: registry.StatusRevoked})
+	clk.advance(ttl)
+	if plan, result := lookup(t, c, digestID); plan != "" || result != registry.ResultMiss {
+		t.Fatalf("revoked: plan %q %s, want none", plan, result)
+	}
+
+	src.Put(registry.Record{ID: digestID, Plan: "pro", ExpiresAt: clk.now().Add(ttl + 10*time.Second)})
+	clk.advance(ttl)
+	if plan, _ := lookup(t, c, digestID); plan != "pro" {
+		t.Fatalf("before expiry: plan %q, want pro", plan)
+	}
+	clk.advance(10 * time.Second)
+	if plan, result := lookup(t, c, digestID); plan != "" || result != registry.ResultHit {
+		t.Fatalf("at expiry, inside the period: plan %q %s, want none from the cache", plan, result)
+	}
+}
+
+// A flood of made-up keys costs one read per distinct key per period and never more
+// entries than the bound.
+func TestCacheFloodIsBounded(t *testing.T) {
+	const size, keys = 100, 1000
+	src := registrytest.New()
+	c, clk := newCache(t, src, registry.Options{Size: size})
+	for round := range 3 {
+		for i := range keys {
+			lookup(t, c, "key:"+strconv.Itoa(i%size)) // distinct keys within the bound
+		}
+		if got := src.Reads(); got != (round+1)*size {
+			t.Fatalf("round %d: %d reads, want %d: one per distinct key per period", round, got, (round+1)*size)
+		}
+		clk.advance(ttl)
+	}
+	for i := range keys * 10 {
+		lookup(t, c, "key:flood-"+strconv.Itoa(i))
+		if c.Len() > size {
+			t.Fatalf("%d entries after %d made-up keys, want at most %d", c.Len(), i+1, size)
+		}
+	}
+}
+
+// When the table fails, an entry past its period still answers (stale) for
+// StaleIfError; an identity with nothing cached is an error; either way, no read of it
+// for a second after a failure.
+func TestCacheStaleIfError(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
+	var logs bytes.Buffer
+	c, clk := newCache(t, src, registry.Options{StaleIfError: time.Minute, Log: telemetry.NewLogger(&logs, nil)})
+	lookup(t, c, digestID)
+	down := errors.New("throttled")
+	src.Fail(down)
+	clk.advance(ttl)
+
+	if plan, result := lookup(t, c, digestID); plan != "pro" || result != registry.ResultStale || src.Reads() != 2 {
+		t.Fatalf("table down: plan %q %s after %d reads, want pro stale after 2", plan, result, src.Reads())
+	}
+	if plan, result := lookup(t, c, digestID); plan != "pro" || result != registry.ResultStale || src.Reads() != 2 {
+		t.Fatalf("within a second of the failure: %q %s, %d reads; want stale without a read", plan, result, src.Reads())
+	}
+	if !strings.Contains(logs.String(), registry.MsgReadFailed) || !strings.Contains(logs.String(), "throttled") {
+		t.Errorf("no warning about the failed read: %s", &logs)
+	}
+	e, err := c.Lookup(context.Background(), "key:never-seen")
+	if !errors.Is(err, down) || e.Result != registry.ResultError || e.Plan != nil {
+		t.Fatalf("nothing cached: %+v, %v; want an error", e, err)
+	}
+	if _, err := c.Lookup(context.Background(), "key:never-seen"); err == nil || src.Reads() != 3 {
+		t.Fatalf("again within a second: %v after %d reads, want an error without a read", err, src.Reads())
+	}
+	clk.advance(time.Minute - time.Second)
+	if _, result := lookup(t, c, digestID); result != registry.ResultStale {
+		t.Fatalf("just inside StaleIfError: %s, want stale", result)
+	}
+	clk.advance(time.Second)
+	if e, err := c.Lookup(context.Background(), digestID); err == nil || e.Result != registry.ResultError {
+		t.Fatalf("past StaleIfError: %+v, %v; want an error", e, err)
+	}
+	src.Fail(nil)
+	clk.advance(time.Second)
+	if plan, result := lookup(t, c, digestID); plan != "pro" || result != registry.ResultMiss {
+		t.Fatalf("table back: %q %s, want a fresh read", plan, result)
+	}
+}
+
+// An item the registry cannot use is logged at error naming the item and the attribute,
+// once per read, and its identity is unknown.
+func TestCacheInvalidItem(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: "key:gold", Plan: "gold"})
+	src.PutInvalid(digestID, &registry.RecordError{ID: digestID, Attribute: "rules[0].capacity", Err: errors.New(`"1.5": want a whole number of tokens`)})
+	var logs bytes.Buffer
+	c, _ := newCache(t, src, registry.Options{Log: telemetry.NewLogger(&logs, nil)})
+	for _, id := range []string{digestID, "key:gold"} {
+		e, err := c.Lookup(context.Background(), id)
+		if err != nil || e.Plan != nil || !e.Invalid {
+			t.Fatalf("%s: %+v, %v; want no plan, invalid", id, e, err)
+		}
+		if e, _ := c.Lookup(context.Background(), id); e.Invalid || e.Result != registry.ResultHit {
+			t.Fatalf("%s again: %+v; want a hit, not counted invalid again", id, e)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d log lines, want one per invalid read:\n%s", len(lines), &logs)
+	}
+	for i, want := range []string{`"attribute":"rules[0].capacity"`, `"attribute":"plan"`} {
+		if !strings.Contains(lines[i], `"level":"ERROR"`) || !strings.Contains(lines[i], want) || !strings.Contains(lines[i], `"item":"key:`) {
+			t.Errorf("line %q: want an error naming the item and %s", lines[i], want)
+		}
+	}
+}
+
+// Concurrent lookups of one identity share one read.
+func TestCacheSharesAReadInFlight(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
+	src.Gate = make(chan struct{})
+	c, _ := newCache(t, src, registry.Options{})
+	const n = 8
+	var wg sync.WaitGroup
+	results := make(chan registry.Entry, n)
+	for range n {
+		wg.Go(func() {
+			e, err := c.Lookup(context.Background(), digestID)
+			if err != nil {
+				t.Error(err)
+			}
+			results <- e
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // let them all ask; any that come later are hits anyway
+	close(src.Gate)
+	wg.Wait()
+	close(results)
+	misses := 0
+	for e := range results {
+		if e.Plan == nil || e.Plan.Name != "pro" {
+			t.Fatalf("entry %+v, want pro", e)
+		}
+		if e.Result == registry.ResultMiss {
+			misses++
+		}
+	}
+	if src.Reads() != 1 || misses != 1 {
+		t.Fatalf("%d reads, %d misses for %d concurrent lookups; want 1 and 1", src.Reads(), misses, n)
+	}
+}
+
+// A read is bounded by Options.Timeout.
+func TestCacheTimeout(t *testing.T) {
+	c := registry.NewCache(slowSource{}, config.Default(), registry.Options{TTL: ttl, Size: 1, Timeout: 10 * time.Millisecond})
+	e, err := c.Lookup(context.Background(), digestID)
+	if !errors.Is(err, context.DeadlineExceeded) || e.Result != registry.ResultError {
+		t.Fatalf("Lookup = %+v, %v; want a deadline error", e, err)
+	}
+}
+
+// slowSource answers when its context ends.
+type slowSource struct{}
+
+func (slowSource) Get(ctx context.Context, _ string) (registry.Record, bool, error) {
+	<-ctx.Done()
+	return registry.Record{}, false, ctx.Err()
+}
+
+func TestDocument(t *testing.T) {
+	c, err := config.Parse([]byte("defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 1}], pro: [{name: b, capacity: 9, refillPerSecond: 1}]}\n" +
+		"keys: {0123456789abcdef0123456789abcdef: pro}\ntenants: {t1: pro}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := registry.NewDocument(c)
+	for id, want := range map[string]string{digestID: "pro", "tenant:t1": "pro", "key:ffffffffffffffffffffffffffffffff": "", "tenant:t2": "", "ip:192.0.2.1": "", "t1": ""} {
+		e, err := d.Lookup(context.Background(), id)
+		got := ""
+		if e.Plan != nil {
+			got = e.Plan.Name
+		}
+		if err != nil || got != want || e.Result != "" {
+			t.Errorf("Lookup(%s) = %q %q, %v; want %q", id, got, e.Result, err, want)
+		}
+	}
+}
+
+// BenchmarkCacheHit is the cost of a lookup the cache answers: the authorizer's
+// per-request cost with a warm cache.
+func BenchmarkCacheHit(b *testing.B) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
+	c := registry.NewCache(src, config.Default(), registry.Options{TTL: time.Hour, Size: 10})
+	ctx := context.Background()
+	if _, err := c.Lookup(ctx, digestID); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if e, _ := c.Lookup(ctx, digestID); e.Result != registry.ResultHit {
+			b.Fatalf("result %s", e.Result)
+		}
+	}
+}

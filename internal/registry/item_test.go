@@ -1,0 +1,240 @@
+package registry_test
+
+import (
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
+)
+
+const digestID = "key:0123456789abcdef0123456789abcdef"
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func n(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+func m(kv ...any) types.AttributeValue {
+	out := map[string]types.AttributeValue{}
+	for i := 0; i < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1].(types.AttributeValue)
+	}
+	return &types.AttributeValueMemberM{Value: out}
+}
+func l(vs ...types.AttributeValue) types.AttributeValue {
+	return &types.AttributeValueMemberL{Value: vs}
+}
+
+// item is a valid item of digestID on pro, with extra attributes set (nil deletes).
+func item(extra ...any) map[string]types.AttributeValue {
+	it := map[string]types.AttributeValue{"id": s(digestID), "plan": s("pro")}
+	for i := 0; i < len(extra); i += 2 {
+		if extra[i+1] == nil {
+			delete(it, extra[i].(string))
+			continue
+		}
+		it[extra[i].(string)] = extra[i+1].(types.AttributeValue)
+	}
+	return it
+}
+
+func rule(name, capacity, rate string) types.AttributeValue {
+	return m("name", s(name), "capacity", n(capacity), "refillPerSecond", n(rate))
+}
+
+func TestDecodeItem(t *testing.T) {
+	it := item("status", s("active"), "expiresAt", n("1900000000"), "owner", s("acme"), "note", s("trial"),
+		"rules", l(rule("burst", "7", "0.5"), rule("daily", "1000", "0.011574074074074073")))
+	got, err := registry.DecodeItem(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := registry.Record{
+		ID: digestID, Plan: "pro", Status: registry.StatusActive, ExpiresAt: time.Unix(1900000000, 0),
+		Rules: []bucket.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 0.5}, {Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}},
+		Owner: "acme", Note: "trial",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("DecodeItem = %+v, want %+v", got, want)
+	}
+	back, err := registry.DecodeItem(got.Item())
+	if err != nil || !reflect.DeepEqual(back, want) {
+		t.Fatalf("round trip through Item = %+v, %v", back, err)
+	}
+}
+
+// Every flaw of an item is an error naming the attribute, never a panic.
+func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
+	many := make([]types.AttributeValue, bucket.MaxRules+1)
+	for i := range many {
+		many[i] = rule("r"+strconv.Itoa(i), "1", "1")
+	}
+	tests := []struct {
+		name string
+		item map[string]types.AttributeValue
+		want string
+	}{
+		{"no id", item("id", nil), "attribute id: missing"},
+		{"id a number", item("id", n("1")), "attribute id: got a number (N), want a string (S)"},
+		{"no plan", item("plan", nil), "attribute plan: missing"},
+		{"empty plan", item("plan", s("")), "attribute plan: empty"},
+		{"plan a number", item("plan", n("3")), "attribute plan: got a number (N), want a string (S)"},
+		{"plan a list", item("plan", l(s("pro"))), "attribute plan: got a list (L), want a string (S)"},
+		{"status unknown", item("status", s("suspended")), `attribute status: "suspended": want "active" or "revoked"`},
+		{"status a boolean", item("status", &types.AttributeValueMemberBOOL{Value: false}), "attribute status: got a boolean (BOOL)"},
+		{"expiresAt a string", item("expiresAt", s("2030-01-01")), "attribute expiresAt: got a string (S), want a number (N) of Unix seconds"},
+		{"expiresAt a fraction", item("expiresAt", n("1900000000.5")), `attribute expiresAt: "1900000000.5": want whole Unix seconds`},
+		{"expiresAt negative", item("expiresAt", n("-5")), `attribute expiresAt: "-5"`},
+		{"expiresAt after 9999", item("expiresAt", n("253402300800")), `attribute expiresAt: "253402300800"`},
+		{"rules a map", item("rules", m("name", s("b"))), "attribute rules: got a map (M), want a list (L) of maps"},
+		{"rules a string set", item("rules", &types.AttributeValueMemberSS{Value: []string{"b"}}), "attribute rules: got a set"},
+		{"huge rules", item("rules", l(many...)), "attribute rules: 9 rules: want at most 8"},
+		{"rule a string", item("rules", l(s("burst"))), "attribute rules[0]: got a string (S), want a map (M)"},
+		{"rule without name", item("rules", l(m("capacity", n("1"), "refillPerSecond", n("1")))), "attribute rules[0].name: missing"},
+		{"rule without capacity", item("rules", l(rule("a", "1", "1"), m("name", s("b"), "refillPerSecond", n("1")))), "attribute rules[1].capacity: missing"},
+		{"capacity a string", item("rules", l(m("name", s("b"), "capacity", s("10"), "refillPerSecond", n("1")))), "attribute rules[0].capacity: got a string (S), want a number (N)"},
+		{"capacity a fraction", item("rules", l(rule("b", "1.5", "1"))), `attribute rules[0].capacity: "1.5": want a whole number of tokens`},
+		{"capacity huge", item("rules", l(rule("b", "1e40", "1"))), `attribute rules[0].capacity: "1e40"`},
+		{"rate not finite", item("rules", l(rule("b", "1", "NaN"))), `attribute rules[0].refillPerSecond: "NaN": want a finite number`},
+		{"rate overflows", item("rules", l(rule("b", "1", "1e400"))), `attribute rules[0].refillPerSecond: "1e400"`},
+		{"rule member unknown", item("rules", l(m("name", s("b"), "capacity", n("1"), "refillPerSecond", n("1"), "burst", n("2")))), `attribute rules[0]."burst": unknown attribute`},
+		{"owner a number", item("owner", n("7")), "attribute owner: got a number (N)"},
+		{"note binary", item("note", &types.AttributeValueMemberB{Value: []byte("x")}), "attribute note: got binary (B)"},
+		{"unknown attribute", item("tier", s("gold")), `attribute "tier": unknown attribute`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := registry.DecodeItem(tc.item)
+			var re *registry.RecordError
+			if !errors.As(err, &re) || !errors.Is(err, registry.ErrInvalidRecord) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("DecodeItem = %v, want a *RecordError mentioning %q", err, tc.want)
+			}
+			if tc.item["id"] == s(digestID) && !strings.Contains(err.Error(), digestID) {
+				t.Errorf("error %q does not name the item", err)
+			}
+		})
+	}
+}
+
+// Resolve checks what only the configuration can: the plan, and the rules with it.
+func TestResolve(t *testing.T) {
+	c := config.Default()
+	tests := []struct {
+		name string
+		rec  registry.Record
+		want string // the rules as name:capacity, or the error
+	}{
+		{"plan alone", registry.Record{ID: digestID, Plan: "pro"}, "burst:100"},
+		{"override", registry.Record{ID: digestID, Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 1}}}, "burst:7"},
+		{"unknown plan", registry.Record{ID: digestID, Plan: "gold"}, `attribute plan: unknown plan "gold"`},
+		{"duplicate rule names", registry.Record{ID: digestID, Plan: "pro", Rules: []bucket.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 1, RefillPerSecond: 1}}}, `attribute rules: rules[1]: name "a" given twice`},
+		{"capacity out of range", registry.Record{ID: digestID, Plan: "pro", Rules: []bucket.Rule{{Name: "a", Capacity: bucket.MaxCapacity + 1, RefillPerSecond: 1}}}, "attribute rules: rules[0]: invalid: rule a: capacity 1000000001"},
+		{"rate too slow", registry.Record{ID: digestID, Plan: "pro", Rules: []bucket.Rule{{Name: "a", Capacity: 1000, RefillPerSecond: 1e-9}}}, "attribute rules: rules[0]: invalid: rule a: refillPerSecond 1e-09 fills capacity 1000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := tc.rec.Resolve(c)
+			got := ""
+			if err != nil {
+				got = err.Error()
+				if !errors.Is(err, registry.ErrInvalidRecord) {
+					t.Errorf("error %v is not ErrInvalidRecord", err)
+				}
+			} else {
+				for _, r := range p.Rules {
+					got += r.Name + ":" + strconv.FormatInt(r.Capacity, 10)
+				}
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("Resolve = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestActive(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	tests := []struct {
+		name string
+		rec  registry.Record
+		want bool
+	}{
+		{"no status", registry.Record{}, true},
+		{"active", registry.Record{Status: registry.StatusActive}, true},
+		{"revoked", registry.Record{Status: registry.StatusRevoked}, false},
+		{"expires later", registry.Record{ExpiresAt: now.Add(time.Second)}, true},
+		{"expires now", registry.Record{ExpiresAt: now}, false},
+		{"expired", registry.Record{ExpiresAt: now.Add(-time.Second)}, false},
+	}
+	for _, tc := range tests {
+		if got := tc.rec.Active(now); got != tc.want {
+			t.Errorf("%s: Active = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// FuzzDecodeItem builds items of every shape from the fuzzer's strings and a bit mask
+// of types: DecodeItem never panics, refuses with a *RecordError naming an attribute,
+// or returns a Record that Item writes back unchanged and that Resolve either accepts
+// or refuses with a *RecordError.
+func FuzzDecodeItem(f *testing.F) {
+	f.Add("pro", "active", "1900000000", uint16(0b0000_0011_0000_1000), "burst", "7", "0.5", "")
+	f.Add("gold", "revoked", "1.5", uint16(0b1111_1111_1111_1111), "b", "1e40", "NaN", "tier")
+	f.Add("", "x", "-1", uint16(0b0000_0000_0100_0110), "", "-1", "1e-300", "note")
+	plans := config.Default()
+	f.Fuzz(func(t *testing.T, plan, status, expires string, shape uint16, name, capacity, rate, extra string) {
+		it := map[string]types.AttributeValue{"id": s(digestID), "plan": s(plan)}
+		bit := func(i uint) bool { return shape&(1<<i) != 0 }
+		if bit(0) {
+			it["plan"] = n(plan)
+		}
+		if bit(1) {
+			it["status"] = s(status)
+		}
+		if bit(2) {
+			it["expiresAt"] = n(expires)
+		} else if bit(12) {
+			it["expiresAt"] = s(expires)
+		}
+		if bit(3) {
+			var elems []types.AttributeValue
+			for i := range int(shape>>8&0xf) + 1 {
+				e := rule(name+strconv.Itoa(i%3), capacity, rate)
+				if bit(6) {
+					e.(*types.AttributeValueMemberM).Value["capacity"] = s(capacity)
+				}
+				if bit(5) && i == 1 {
+					e = s(name)
+				}
+				elems = append(elems, e)
+			}
+			it["rules"] = l(elems...)
+			if bit(4) {
+				it["rules"] = m("name", s(name))
+			}
+		}
+		if bit(7) && extra != "" {
+			it[extra] = s(extra)
+		}
+		rec, err := registry.DecodeItem(it)
+		var re *registry.RecordError
+		if err != nil {
+			if !errors.As(err, &re) || re.Attribute == "" || re.ID != digestID {
+				t.Fatalf("DecodeItem error %v: want a *RecordError naming item and attribute", err)
+			}
+			return
+		}
+		back, err := registry.DecodeItem(rec.Item())
+		if err != nil || !reflect.DeepEqual(back, rec) {
+			t.Fatalf("Item round trip: %+v, %v; want %+v", back, err, rec)
+		}
+		if _, err := rec.Resolve(plans); err != nil && !errors.As(err, &re) {
+			t.Fatalf("Resolve error %v is not a *RecordError", err)
+		}
+	})
+}

@@ -1,0 +1,96 @@
+// Package registry says who an identity is: the plan an API key or a tenant is on and
+// its own rules (overrides), or that the registry does not know it (never registered,
+// revoked, expired, or an item the registry cannot use).
+//
+// Two kinds of registry answer the handlers' one question, Lookup(ctx, id): a Document,
+// the configuration document's keys and tenants (small setups, local runs), and a
+// Cache over a Table, an Amazon DynamoDB table read with GetItem (REGISTRY_TABLE). The
+// Cache keeps hits and misses alike for a period (REGISTRY_CACHE_MS) in a bounded
+// number of entries (REGISTRY_CACHE_SIZE), so that a revocation, a plan change or an
+// override takes effect on every execution environment within that period, and a flood
+// of made-up keys costs at most one read per distinct key per period and never more
+// memory than the bound. When the table fails, an entry past its period still answers
+// for a bounded time (stale-if-error); an identity with nothing cached is an error the
+// handlers answer by the failure policy. Time is passed in (Options.Now).
+//
+// Identities are the limiter's own strings (identity.Identity's String): "key:<digest>"
+// for an API key, "tenant:<key>" for a check function key. A raw API key never reaches
+// this package.
+package registry
+
+import (
+	"context"
+	"strings"
+
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/identity"
+)
+
+// Result says how a lookup was answered: the Result dimension of the RegistryLookups
+// metric. Reads of the table are the lookups answered ResultMiss, and those that
+// failed (ResultStale and ResultError after a read).
+type Result string
+
+// The Results of a Cache lookup.
+const (
+	// ResultHit: from the cache, within its period; no read.
+	ResultHit Result = "hit"
+	// ResultMiss: read from the table (an item or none).
+	ResultMiss Result = "miss"
+	// ResultStale: the table failed (now, or within a second before); an entry past
+	// its period answered (stale-if-error).
+	ResultStale Result = "stale"
+	// ResultError: the table failed and nothing usable was cached; Lookup's error is
+	// set.
+	ResultError Result = "error"
+)
+
+// Entry is what the registry says about one identity.
+type Entry struct {
+	// Plan is the identity's plan with its own rules applied (see Record.Resolve);
+	// nil when the registry does not know the identity: never registered, revoked,
+	// expired, or its item invalid.
+	Plan *config.Plan
+	// Result says how the Cache answered; empty from a Document, which reads nothing.
+	Result Result
+	// Invalid reports that this lookup read an item the registry cannot use (logged at
+	// error, once per read): Plan is nil.
+	Invalid bool
+}
+
+// Document is the registry a configuration document holds: its keys (by digest) and
+// tenants on their plans, with no overrides and no expiry. The zero Document knows no
+// one; use NewDocument.
+type Document struct {
+	c *config.Config
+}
+
+// NewDocument returns the registry of c's keys and tenants.
+func NewDocument(c *config.Config) Document { return Document{c: c} }
+
+// Identity prefixes of the identities a registry knows.
+const (
+	keyPrefix    = string(identity.KindKey) + ":"
+	tenantPrefix = string(identity.KindTenant) + ":"
+)
+
+// Lookup returns the plan the document maps id to, or an Entry with no plan. It never
+// fails.
+func (d Document) Lookup(_ context.Context, id string) (Entry, error) {
+	if d.c == nil {
+		return Entry{}, nil
+	}
+	var (
+		p     *config.Plan
+		known bool
+	)
+	if digest, ok := strings.CutPrefix(id, keyPrefix); ok {
+		p, known = d.c.PlanForKey(digest)
+	} else if key, ok := strings.CutPrefix(id, tenantPrefix); ok {
+		p, known = d.c.PlanForTenant(key)
+	}
+	if !known {
+		return Entry{}, nil
+	}
+	return Entry{Plan: p}, nil
+}

@@ -1,0 +1,61 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// MaxID is the longest identity a Table looks up, in bytes: DynamoDB's limit on a
+// partition key. A longer one, or one that is not UTF-8, is not in any table.
+const MaxID = 2048
+
+// getter is the one DynamoDB call a Table makes; *dynamodb.Client is one.
+type getter interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// Table reads records from an Amazon DynamoDB table whose partition key is the string
+// attribute KeyAttribute. It is safe for concurrent use.
+type Table struct {
+	client getter
+	name   string
+}
+
+// NewTable returns the Table called name, read through client (a *dynamodb.Client).
+func NewTable(client getter, name string) *Table { return &Table{client: client, name: name} }
+
+// Name returns the table's name.
+func (t *Table) Name() string { return t.name }
+
+// Get reads the record of identity id with one GetItem (eventually consistent: a write
+// shows within about a second). found is false when the table holds no item for id.
+// An item DecodeItem refuses, or one whose id differs, is a *RecordError; any other
+// error is DynamoDB's, and says nothing about id.
+func (t *Table) Get(ctx context.Context, id string) (r Record, found bool, err error) {
+	if len(id) > MaxID || !utf8.ValidString(id) || id == "" {
+		return Record{}, false, nil
+	}
+	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(t.name),
+		Key:       map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: id}},
+	})
+	if err != nil {
+		return Record{}, false, fmt.Errorf("registry table %s: %w", t.name, err)
+	}
+	if len(out.Item) == 0 {
+		return Record{}, false, nil
+	}
+	r, err = DecodeItem(out.Item)
+	if err != nil {
+		return r, true, err
+	}
+	if r.ID != id {
+		return r, true, &RecordError{ID: id, Attribute: attrID, Err: fmt.Errorf("%q: want the id it was read by", truncate(r.ID))}
+	}
+	return r, true, nil
+}

@@ -1,0 +1,64 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
+)
+
+// The table's items, read through DynamoDB's own API as served by dynalite.
+func TestTable(t *testing.T) {
+	client := dynalite.Start(t).Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := registry.CreateTable(ctx, client, "bucketgate-keys"); err != nil {
+		t.Fatal(err)
+	}
+	put := func(it map[string]types.AttributeValue) {
+		t.Helper()
+		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("bucketgate-keys"), Item: it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := registry.Record{ID: digestID, Plan: "pro", ExpiresAt: time.Unix(1_900_000_000, 0),
+		Rules: []bucket.Rule{{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}, Owner: "acme"}
+	put(want.Item())
+	put(item("id", s("key:bad"), "rules", l(rule("b", "1.5", "1"))))
+	put(item("id", s("tenant:t1"), "plan", s("free")))
+	table := registry.NewTable(client, "bucketgate-keys")
+
+	got, found, err := table.Get(ctx, digestID)
+	if err != nil || !found || got.ID != want.ID || got.Plan != want.Plan || !got.ExpiresAt.Equal(want.ExpiresAt) ||
+		len(got.Rules) != 1 || got.Rules[0] != want.Rules[0] || got.Owner != "acme" {
+		t.Fatalf("Get = %+v, %v, %v; want %+v", got, found, err, want)
+	}
+	if got, found, err := table.Get(ctx, "tenant:t1"); err != nil || !found || got.Plan != "free" {
+		t.Fatalf("tenant: %+v, %v, %v", got, found, err)
+	}
+	for _, id := range []string{"key:none", "tenant:\xff", strings.Repeat("k", registry.MaxID+1)} {
+		if _, found, err := table.Get(ctx, id); err != nil || found {
+			t.Errorf("Get(%.20q) = %v, %v; want not found", id, found, err)
+		}
+	}
+	_, _, err = table.Get(ctx, "key:bad")
+	if !errors.Is(err, registry.ErrInvalidRecord) || !strings.Contains(err.Error(), "key:bad: attribute rules[0].capacity") {
+		t.Fatalf("invalid item: %v", err)
+	}
+
+	missing := registry.NewTable(client, "no-such-table")
+	_, _, err = missing.Get(ctx, digestID)
+	var notFound *types.ResourceNotFoundException
+	if !errors.As(err, &notFound) || errors.Is(err, registry.ErrInvalidRecord) || !strings.Contains(err.Error(), "no-such-table") {
+		t.Fatalf("missing table: %v; want DynamoDB's ResourceNotFoundException naming it", err)
+	}
+}

@@ -1,0 +1,84 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// Registry lookups ride on the decision lines, one result per line, with lines of their
+// own for results beyond them; invalid items count on the first line.
+func TestRegistryMetrics(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	tests := []struct {
+		name    string
+		observe func(inv *telemetry.Invocation)
+		want    []string // per line: Outcome/Result/RegistryLookups/RegistryInvalidItems
+	}{
+		{"a hit with its decision", func(inv *telemetry.Invocation) {
+			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.ObserveLookup("hit", false)
+		}, []string{"allowed/hit/1/-"}},
+		{"a lookup without a decision (refused)", func(inv *telemetry.Invocation) {
+			inv.ObserveLookup("miss", true)
+		}, []string{"-/miss/1/1"}},
+		{"a batch", func(inv *telemetry.Invocation) {
+			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.ObserveLookup("hit", false)
+			inv.ObserveLookup("miss", false)
+			inv.ObserveLookup("hit", false)
+			inv.ObserveLookup("error", false)
+		}, []string{"allowed/hit/2/-", "-/miss/1/-", "-/error/1/-"}},
+		{"no lookup", func(inv *telemetry.Invocation) {
+			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+		}, []string{"allowed/-/-/-"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			var inv telemetry.Invocation
+			tc.observe(&inv)
+			if err := telemetry.NewEmitter(&out, "ns", "authorizer").Emit(at, &inv); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				var doc map[string]any
+				if err := json.Unmarshal([]byte(line), &doc); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, field(doc, telemetry.DimOutcome)+"/"+field(doc, telemetry.DimResult)+"/"+
+					field(doc, telemetry.MetricRegistryLookups)+"/"+field(doc, telemetry.MetricRegistryInvalid))
+				if doc[telemetry.DimFunction] != "authorizer" || !strings.Contains(line, `"Timestamp":1800000000000`) {
+					t.Errorf("line %s: want the function and the timestamp", line)
+				}
+				if _, ok := doc[telemetry.DimResult]; ok && !strings.Contains(line, `"Dimensions":[["Result"],["Function","Result"]],"Metrics":[{"Name":"RegistryLookups","Unit":"Count"}]`) {
+					t.Errorf("line %s: no RegistryLookups directive by Result", line)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Fatalf("lines %v, want %v\n%s", got, tc.want, &out)
+			}
+		})
+	}
+}
+
+// field returns doc[name] as text, "-" when absent.
+func field(doc map[string]any, name string) string {
+	switch v := doc[name].(type) {
+	case nil:
+		return "-"
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case string:
+		return v
+	}
+	return "?"
+}

@@ -1,0 +1,80 @@
+// Package registrytest holds a registry.Source in memory, for the tests of the registry's
+// cache and of the handlers: records by identity, invalid items, failures on demand, and
+// a count of reads. The real table is tested against dynalite (internal/testkit/dynalite).
+package registrytest
+
+import (
+	"context"
+	"sync"
+
+	"github.com/bucketgate/bucketgate/internal/registry"
+)
+
+// Source is a registry.Source in memory. It is safe for concurrent use. The zero Source
+// is not; use New.
+type Source struct {
+	// Gate, when not nil, holds every read until it is closed.
+	Gate chan struct{}
+
+	mu      sync.Mutex
+	records map[string]registry.Record
+	invalid map[string]*registry.RecordError
+	err     error
+	reads   int
+}
+
+// New returns a Source holding records.
+func New(records ...registry.Record) *Source {
+	s := &Source{records: map[string]registry.Record{}, invalid: map[string]*registry.RecordError{}}
+	for _, r := range records {
+		s.records[r.ID] = r
+	}
+	return s
+}
+
+// Get returns the record of id: an error set by Fail, the *RecordError set by
+// PutInvalid, or the record set by New or Put.
+func (s *Source) Get(_ context.Context, id string) (registry.Record, bool, error) {
+	if s.Gate != nil {
+		<-s.Gate
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	if s.err != nil {
+		return registry.Record{}, false, s.err
+	}
+	if e, ok := s.invalid[id]; ok {
+		return registry.Record{ID: id}, true, e
+	}
+	r, ok := s.records[id]
+	return r, ok, nil
+}
+
+// Put sets the record of r.ID.
+func (s *Source) Put(r registry.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records[r.ID] = r
+}
+
+// PutInvalid makes every read of id return e, as for an item that cannot be used.
+func (s *Source) PutInvalid(id string, e *registry.RecordError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.invalid[id] = e
+}
+
+// Fail makes every read fail with err from now on; nil ends the failure.
+func (s *Source) Fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+}
+
+// Reads returns how many reads were made.
+func (s *Source) Reads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}

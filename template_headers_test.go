@@ -1,0 +1,217 @@
+package bucketgate_test
+
+// The rate-limit headers of allowed calls, by the paths API Gateway offers: the HTTP
+// API's response parameter mapping, the REST API's HTTP integration request headers,
+// and the sample backend's own code (a Lambda proxy integration). Each must give the
+// headers package ratelimitheaders gives, from the context keys the real authorizer sets.
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
+)
+
+// headerMapping returns, for each header ratelimitheaders.Headers writes from ctx, the
+// mapping expression of the context key it comes from: prefix followed by the key.
+func headerMapping(t *testing.T, ctx map[string]any, prefix string) map[string]string {
+	t.Helper()
+	unique := map[string]any{} // every key of ctx with a value no other key has
+	keyOf := map[string]string{}
+	for i, k := range slices.Sorted(maps.Keys(ctx)) {
+		v := any(fmt.Sprintf("v%d", i))
+		if n, ok := ctx[k].(float64); ok {
+			v = float64(1000 + i)
+			if n == 0 { // a zero stays zero: Retry-After is for denials only
+				v = 0.0
+			}
+		}
+		unique[k], keyOf[fmt.Sprint(v)] = v, k
+	}
+	m := map[string]string{}
+	for header, v := range ratelimitheaders.Headers(unique) {
+		m[header] = prefix + keyOf[v]
+	}
+	if len(m) == 0 {
+		t.Fatalf("no headers from context %v", ctx)
+	}
+	return m
+}
+
+// definitionBody returns the OpenAPI definition of the API resource id, with its
+// intrinsic functions as the plain values they hold (a !If as its list).
+func definitionBody(t *testing.T, tpl samTemplate, id string) map[string]any {
+	t.Helper()
+	var p struct {
+		DefinitionBody map[string]any `yaml:"DefinitionBody"`
+	}
+	tpl.Resources[id].properties(t, &p)
+	if p.DefinitionBody == nil {
+		t.Fatalf("%s has no DefinitionBody", id)
+	}
+	return p.DefinitionBody
+}
+
+// integration returns the x-amazon-apigateway-integration of the ANY method of
+// /{proxy+} in an OpenAPI definition.
+func integration(t *testing.T, body map[string]any) any {
+	t.Helper()
+	paths, _ := body["paths"].(map[string]any)
+	path, _ := paths["/{proxy+}"].(map[string]any)
+	method, _ := path["x-amazon-apigateway-any-method"].(map[string]any)
+	in, ok := method["x-amazon-apigateway-integration"]
+	if !ok {
+		t.Fatalf("no integration for ANY /{proxy+} in %v", body)
+	}
+	return in
+}
+
+// stringMap returns the string values of a YAML mapping, by key.
+func stringMap(t *testing.T, v any) map[string]string {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("%v is not a mapping", v)
+	}
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// The HTTP API's integration maps the rate-limit headers of every status code it lists
+// (200 among them) from exactly the context keys the real authorizer sets on an allowed
+// call, as ratelimitheaders writes them.
+func TestTemplateHTTPAPIResponseHeaders(t *testing.T) {
+	allowed, _ := decidedContexts(t)
+	want := map[string]string{}
+	for h, src := range headerMapping(t, allowed, "$context.authorizer.") {
+		want["overwrite:header."+h] = src
+	}
+	in, ok := integration(t, definitionBody(t, loadTemplate(t), "HttpApi")).(map[string]any)
+	if !ok {
+		t.Fatal("the HTTP API's integration is not a mapping")
+	}
+	byStatus, ok := in["responseParameters"].(map[string]any)
+	if !ok || byStatus["200"] == nil {
+		t.Fatalf("responseParameters %v: want the status codes the backend answers, 200 among them", in["responseParameters"])
+	}
+	for status, params := range byStatus {
+		if got := stringMap(t, params); !maps.Equal(got, want) {
+			t.Errorf("status %s: response parameters %v, want %v", status, got, want)
+		}
+	}
+	for key := range maps.Values(want) {
+		if _, set := allowed[strings.TrimPrefix(key, "$context.authorizer.")]; !set {
+			t.Errorf("%s: the authorizer does not set it on an allowed call", key)
+		}
+	}
+}
+
+// The REST API's HTTP integration (HttpBackendUrl set) sends the rate-limit values as
+// request headers named like the response headers, from exactly the context keys the
+// real authorizer sets on an allowed call; without HttpBackendUrl the sample backend is
+// the integration.
+func TestTemplateRESTIntegrationRequestHeaders(t *testing.T) {
+	allowed, _ := decidedContexts(t)
+	want := map[string]string{"integration.request.path.proxy": "method.request.path.proxy"}
+	for h, src := range headerMapping(t, allowed, "context.authorizer.") {
+		want["integration.request.header."+h] = src
+	}
+	choice, ok := integration(t, definitionBody(t, loadTemplate(t), "RestApi")).([]any)
+	if !ok || len(choice) != 3 || choice[0] != "HasHttpBackend" {
+		t.Fatalf("the REST API's integration is %v, want !If [HasHttpBackend, HTTP proxy, sample backend]", choice)
+	}
+	httpProxy, _ := choice[1].(map[string]any)
+	lambdaProxy, _ := choice[2].(map[string]any)
+	if httpProxy["type"] != "http_proxy" || lambdaProxy["type"] != "aws_proxy" {
+		t.Fatalf("integrations %v and %v: want http_proxy with HttpBackendUrl, aws_proxy without", httpProxy["type"], lambdaProxy["type"])
+	}
+	if got := stringMap(t, httpProxy["requestParameters"]); !maps.Equal(got, want) {
+		t.Errorf("request parameters %v, want %v", got, want)
+	}
+}
+
+// The sample backend's inline code (run with node, where it is installed; required in
+// CI) answers a REST API event and an HTTP API event, each with the real authorizer's
+// context added to aws-lambda-go's sample event as API Gateway adds it, with the headers
+// ratelimitheaders sets.
+func TestTemplateSampleBackendHeaders(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is not on PATH; CI must run the sample backend's code")
+		}
+		t.Skip("SKIPPING: node is not on PATH: the sample backend's code is not run")
+	}
+	var fn struct {
+		InlineCode string `yaml:"InlineCode"`
+	}
+	loadTemplate(t).Resources["SampleBackendFunction"].properties(t, &fn)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index.js"), []byte(fn.InlineCode), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	allowed, _ := decidedContexts(t)
+
+	var rest events.APIGatewayProxyRequest // REST APIs pass the context as strings
+	if err := json.Unmarshal(samples.ReadLambdaEvent(t, "apigw-request.json"), &rest); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range allowed {
+		if n, ok := v.(float64); ok {
+			v = strconv.FormatFloat(n, 'f', -1, 64)
+		}
+		rest.RequestContext.Authorizer[k] = v
+	}
+	var wantREST events.APIGatewayProxyResponse
+	ratelimitheaders.SetProxyResponse(&wantREST, &rest)
+
+	var http events.APIGatewayV2HTTPRequest // HTTP APIs nest it under "lambda"
+	if err := json.Unmarshal(samples.ReadLambdaEvent(t, "apigw-v2-request-lambda-authorizer.json"), &http); err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(http.RequestContext.Authorizer.Lambda, allowed)
+	var wantHTTP events.APIGatewayV2HTTPResponse
+	ratelimitheaders.SetV2HTTPResponse(&wantHTTP, &http)
+
+	for name, tc := range map[string]struct {
+		event any
+		want  map[string]string
+	}{"REST": {rest, wantREST.Headers}, "HTTP API": {http, wantHTTP.Headers}} {
+		event, err := json.Marshal(tc.event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		script := `require("./index.js").handler(JSON.parse(require("fs").readFileSync(0, "utf8"))).then(r => process.stdout.write(JSON.stringify(r)))`
+		cmd := exec.Command(node, "-e", script)
+		cmd.Dir, cmd.Stdin = dir, strings.NewReader(string(event))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: node: %v", name, err)
+		}
+		var resp struct {
+			StatusCode int               `json:"statusCode"`
+			Headers    map[string]string `json:"headers"`
+		}
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatalf("%s: answer %s: %v", name, out, err)
+		}
+		delete(resp.Headers, "content-type")
+		if resp.StatusCode != 200 || !maps.Equal(resp.Headers, tc.want) {
+			t.Errorf("%s: %d %v, want 200 %v", name, resp.StatusCode, resp.Headers, tc.want)
+		}
+	}
+}

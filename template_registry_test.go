@@ -1,0 +1,111 @@
+package bucketgate_test
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/settings"
+)
+
+// registryResources is the part of template.yaml the registry's invariants read, every
+// property as decoded YAML (intrinsic functions as the values they hold).
+type registryResources struct {
+	Resources map[string]struct {
+		Type                string         `yaml:"Type"`
+		Condition           string         `yaml:"Condition"`
+		DeletionPolicy      string         `yaml:"DeletionPolicy"`
+		UpdateReplacePolicy string         `yaml:"UpdateReplacePolicy"`
+		Properties          map[string]any `yaml:"Properties"`
+	} `yaml:"Resources"`
+}
+
+// dynamoActions matches every DynamoDB action the template names.
+var dynamoActions = regexp.MustCompile(`dynamodb:[A-Za-z*]+`)
+
+// The key registry: a DynamoDB table keyed as the registry reads it (on demand,
+// point-in-time recovery, encryption, kept when the stack goes), or an existing one;
+// both Go functions get its name and may only GetItem on it; a gateway VPC endpoint
+// for DynamoDB when route tables are given, since the functions run in private subnets.
+func TestTemplateRegistry(t *testing.T) {
+	b, err := os.ReadFile(templateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tpl registryResources
+	if err := yaml.Unmarshal(b, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	table, ok := tpl.Resources["RegistryTable"]
+	if !ok || table.Type != "AWS::DynamoDB::Table" || table.Condition != "CreateRegistryTable" {
+		t.Fatalf("RegistryTable: %+v, want an AWS::DynamoDB::Table under CreateRegistryTable", table)
+	}
+	p := table.Properties
+	wantKey := []any{map[string]any{"AttributeName": registry.KeyAttribute, "KeyType": "HASH"}}
+	wantAttr := []any{map[string]any{"AttributeName": registry.KeyAttribute, "AttributeType": "S"}}
+	if p["BillingMode"] != "PAY_PER_REQUEST" || !reflect.DeepEqual(p["KeySchema"], wantKey) || !reflect.DeepEqual(p["AttributeDefinitions"], wantAttr) ||
+		!reflect.DeepEqual(p["PointInTimeRecoverySpecification"], map[string]any{"PointInTimeRecoveryEnabled": true}) ||
+		!reflect.DeepEqual(p["SSESpecification"], map[string]any{"SSEEnabled": true}) ||
+		table.DeletionPolicy != "Retain" || table.UpdateReplacePolicy != "Retain" {
+		t.Errorf("RegistryTable %+v: want on-demand, key %s (S), point-in-time recovery, SSE, retained", table, registry.KeyAttribute)
+	}
+
+	full := loadTemplate(t)
+	wantResource := []any{"CreateRegistryTable", "RegistryTable.Arn", "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${ExistingRegistryTable}"}
+	for _, name := range goFunctions(t) {
+		id := logicalID(name)
+		vars := full.function(t, full.Resources[id]).Environment.Variables
+		if !reflect.DeepEqual(vars[settings.EnvRegistryTable], []any{"CreateRegistryTable", "RegistryTable", "ExistingRegistryTable"}) {
+			t.Errorf("%s: %s = %v, want the created or the existing table", id, settings.EnvRegistryTable, vars[settings.EnvRegistryTable])
+		}
+		var grants []map[string]any
+		collectStatements(tpl.Resources[id].Properties["Policies"], &grants)
+		n := 0
+		for _, s := range grants {
+			if !dynamoActions.MatchString(jsonText(t, s["Action"])) {
+				continue
+			}
+			n++
+			if s["Action"] != "dynamodb:GetItem" || !reflect.DeepEqual(s["Resource"], wantResource) || s["Effect"] != "Allow" {
+				t.Errorf("%s: DynamoDB statement %v, want exactly dynamodb:GetItem on the registry table", id, s)
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d DynamoDB statements, want 1", id, n)
+		}
+	}
+	if actions := slices.Compact(slices.Sorted(slices.Values(dynamoActions.FindAllString(string(b), -1)))); !slices.Equal(actions, []string{"dynamodb:GetItem"}) {
+		t.Errorf("the template grants DynamoDB actions %v, want dynamodb:GetItem alone", actions)
+	}
+
+	ep, ok := tpl.Resources["DynamoDBEndpoint"]
+	if !ok || ep.Type != "AWS::EC2::VPCEndpoint" || ep.Condition != "HasRouteTables" || ep.Properties["VpcEndpointType"] != "Gateway" ||
+		ep.Properties["ServiceName"] != "com.amazonaws.${AWS::Region}.dynamodb" || ep.Properties["RouteTableIds"] != "RouteTableIds" ||
+		ep.Properties["VpcId"] != "VpcId" {
+		t.Errorf("DynamoDBEndpoint %+v: want a gateway endpoint for DynamoDB on RouteTableIds, when given", ep)
+	}
+}
+
+// collectStatements appends every IAM statement (a map with an Action) found in v,
+// inside the branches of !If too.
+func collectStatements(v any, out *[]map[string]any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v["Action"]; ok {
+			*out = append(*out, v)
+			return
+		}
+		for _, e := range v {
+			collectStatements(e, out)
+		}
+	case []any:
+		for _, e := range v {
+			collectStatements(e, out)
+		}
+	}
+}

@@ -66,8 +66,9 @@ local key, nargs = KEYS[1], #argv
 -- (bucket.MaxRefillPerSecond), fill time 31622400 s (bucket.MaxFillTime), expiry margin
 -- 1000 ms (bucket.ExpiryMargin).
 
--- cost is taken from every rule by a check; give is added to every rule by a refund.
--- The usual cost, 1 token, skips tonumber: comparing Lua strings compares pointers.
+-- cost is taken from every rule by a check; give is added to every rule by a refund;
+-- reset is set for a reset. The usual cost, 1 token, skips tonumber: comparing Lua
+-- strings compares pointers.
 local cost, give, reset = argv[1], 0
 if cost == '1' then
   cost = 1
@@ -105,9 +106,10 @@ if reset then s = {} else s = call('HMGET', key, unpack(argv, 2, n2 + 1)) end
 -- the longest time until a rule is full. Wait, when allowed: the longest time until a
 -- rule has cost tokens again. s[i] becomes rule r's tokens after an admission, for HSET.
 -- Shadow rules keep their own figures: the index i of the last one met (shadow), their
--- denials (denials) and the longest time until one is full (sreset), for the expiry. Locals that start nil
--- are set by one instruction: binding and dbinding get their rule before they are read,
--- the shadow figures are set by the first shadow rule, stored once a rule has state.
+-- denials (denials) and the longest time until one is full (sreset), for the expiry.
+-- Locals that start nil are set by one instruction: binding and dbinding get their rule
+-- before they are read, the shadow figures are set by the first shadow rule, stored
+-- once a rule has state.
 local allowed, fewest, wait, waitrule, resetafter, dfewest, dwait, dreset = 1, huge, 0, 0, 0, huge, 0, 0
 local binding, dbinding, shadow, denials, sreset, stored
 -- An error about a rule names it by its tokens field less ":tokens" (string.sub(argv[i +
@@ -143,12 +145,12 @@ for i = 1, n2, 2 do
   local level, ts = s[i], s[i + 1]
   if level then
     stored = true
-    -- Arithmetic reads the stored strings: one that is not a number (or missing, as a
-    -- stamp without its count) stops the script with Lua's own error, before any write
-    -- (the Go side reads it as bad state). A NaN
-    -- or infinite count or stamp makes a level that is not a number from 0 to capacity
-    -- (+inf is told apart where the level is capped), but for a stamp in the future,
-    -- checked where elapsed time below zero counts as zero.
+    -- Arithmetic reads the stored strings: one that is not a number (or is missing, for
+    -- a count without its stamp) stops the script with Lua's own error, before any
+    -- write (the Go side reads it as bad state). A NaN or infinite count or stamp makes
+    -- a level that is not a number from 0 to capacity (+inf is told apart where the
+    -- level is capped), but for a stamp in the future, checked where elapsed time below
+    -- zero counts as zero.
     local elapsed = now - ts
     if elapsed < 0 then
       if not (elapsed > -huge) then

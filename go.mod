@@ -1,6 +1,6 @@
 module github.com/bucketgate/bucketgate
 
-go 1.26.8
+go 1.26
 
 // npm installs dynalite here (make test); nothing in it is Go.
 ignore ./internal/testkit/dynalite/node_modules

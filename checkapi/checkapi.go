@@ -26,22 +26,50 @@ const (
 // Nothing is written to Redis for an invalid request or any check of an invalid batch.
 const ErrorTypeInvalidRequest = "InvalidRequestError"
 
-// Request is one check: may Key spend Cost tokens now? The rules come from Plan, or
-// inline from Rules, or (with neither) from the plan configured for Key as a tenant,
-// else the default plan.
+// Request is one check: may Key spend Cost tokens now? Or, with Op, a refund or a
+// reset of Key's buckets. The rules come from Plan, or inline from Rules, or (with
+// neither) from the plan configured for Key as a tenant, else the default plan.
 type Request struct {
 	// Key identifies whose buckets these are (a tenant, a user, an API client):
-	// 1 to MaxKey bytes. Required.
-	Key string `json:"key"`
+	// 1 to MaxKey bytes of UTF-8 text. Required, unless Identity is given.
+	Key string `json:"key,omitempty"`
+	// Identity names the buckets of one of the authorizer's identities instead of Key's:
+	// "key:<digest>" (an API key by the first 32 hex digits of its SHA-256) or
+	// "ip:<address>" (a source address, an IPv6 one by its prefix such as
+	// "ip:2001:db8::/64"). It is the operator's path (bucketgate buckets): whoever may
+	// invoke the function may spend, refund or reset any caller's buckets. Empty means
+	// Key's buckets; not together with Key.
+	Identity string `json:"identity,omitempty"`
+	// Op is what to do; empty means OpCheck.
+	Op Op `json:"op,omitempty"`
 	// Plan names a configured plan; empty means none. Not together with Rules.
 	Plan string `json:"plan,omitempty"`
 	// Rules are inline rules, decided together, all or nothing; nil means none. Not
 	// together with Plan.
 	Rules []Rule `json:"rules,omitempty"`
-	// Cost is the whole number of tokens to take from every rule, 0 to the smallest
-	// capacity; 0 is a peek (the decision, nothing taken). Nil means DefaultCost.
+	// Cost is the whole number of tokens, at most the smallest capacity: taken from
+	// every rule by a check (0 is a peek: the decision, nothing taken), given back by a
+	// refund (at least 1). Nil means DefaultCost; a reset takes none (nil). See Cost.
 	Cost *int64 `json:"cost,omitempty"`
 }
+
+// Cost returns a pointer to n, for Request.Cost: Cost(0) is a peek.
+func Cost(n int64) *int64 { return &n }
+
+// Op is what a Request does to its buckets.
+type Op string
+
+// The operations of a Request.
+const (
+	// OpCheck takes Cost tokens from every rule when every rule has them, and answers
+	// whether it did: the default.
+	OpCheck Op = "check"
+	// OpRefund gives Cost tokens back to every rule, never above its capacity: for a
+	// request whose work failed after its check. A rule that is full stays full.
+	OpRefund Op = "refund"
+	// OpReset makes every rule full again: its state removed from Redis.
+	OpReset Op = "reset"
+)
 
 // Rule is one inline token bucket: Capacity tokens at most, refilled continuously at
 // RefillPerSecond tokens per second. The zero Rule is invalid.
@@ -51,14 +79,21 @@ type Rule struct {
 	Name string `json:"name"`
 	// Capacity is the burst, in whole tokens, 1 to 1e9.
 	Capacity int64 `json:"capacity"`
-	// RefillPerSecond is the refill rate in tokens per second, > 0; fractions allowed
-	// (a daily quota of 1000 refills 1000/86400 per second).
+	// RefillPerSecond is the refill rate in tokens per second, above 0 and at most 1e9,
+	// such that the bucket fills within 366 days; fractions allowed (a daily quota of
+	// 1000 refills 1000/86400 per second).
 	RefillPerSecond float64 `json:"refillPerSecond"`
+	// Shadow marks a rule that is decided but never denies: a check is allowed or denied
+	// by the other rules alone, and the Response describes them alone; the rule's bucket
+	// gives cost tokens for the checks they allow, when it has them. False, the zero
+	// value, is an enforced rule.
+	Shadow bool `json:"shadow,omitempty"`
 }
 
-// Batch is up to MaxBatch checks in one invocation, decided one after another in
-// order: each check is atomic, the batch is not, and a later check sees the tokens an
-// earlier one took.
+// Batch is up to MaxBatch checks in one invocation, decided in one round trip to Redis,
+// in order: each check is atomic, the batch is not, and a later check sees the tokens
+// an earlier one took. Checks Redis does not answer before the invocation's deadline
+// answer as a Redis failure would (unavailable, or degraded when failing open).
 type Batch struct {
 	// Checks are the checks, 1 to MaxBatch.
 	Checks []Request `json:"checks"`
@@ -82,13 +117,15 @@ const (
 	ReasonDegraded    Reason = "degraded"    // allowed: Redis could not decide in time (fail open)
 )
 
-// Response is the decision on one Request. The zero Response is a denial with no reason.
+// Response is the decision on one Request, describing its enforced rules after it:
+// for a refund or a reset, allowed with reason ok. The zero Response is a denial with
+// no reason.
 type Response struct {
 	// Allowed reports whether the request may proceed.
 	Allowed bool `json:"allowed"`
 	// Reason is why: ok, limited, unavailable or degraded.
 	Reason Reason `json:"reason"`
-	// Limit is the binding rule's capacity, in tokens.
+	// Limit is the binding rule's capacity, in tokens; 0 when every rule is shadow.
 	Limit int64 `json:"limit"`
 	// Remaining is the floor of the tokens left in the tightest rule after the
 	// decision; 0 when Redis did not decide.
@@ -100,7 +137,8 @@ type Response struct {
 	// 0 when Redis did not decide.
 	ResetAfterMS int64 `json:"resetAfterMs"`
 	// Rule names the binding rule: the denying rule with the longest wait, or, when
-	// allowed, the rule with the fewest tokens left.
+	// allowed, the enforced rule with the fewest tokens left; empty when every rule is
+	// shadow (nothing is enforced, and the check is allowed).
 	Rule string `json:"rule"`
 	// Plan names the plan the check was decided under; empty for inline rules.
 	Plan string `json:"plan"`

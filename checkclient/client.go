@@ -1,6 +1,7 @@
 // Package checkclient calls bucketgate's check function from Go through the AWS SDK's
 // Lambda Invoke: typed requests and responses (package checkapi), one invocation per
-// Check or CheckBatch, and the function's errors as typed Go errors.
+// Check, CheckBatch, Refund or Reset, and the function's errors as typed Go errors. A
+// reply it cannot read as a decision is an error, never a denial.
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	...
@@ -41,34 +42,85 @@ func New(invoker Invoker, function string) *Client {
 	return &Client{invoker: invoker, function: function}
 }
 
-// Check decides one request. Its error is an *InvalidRequestError when the function
-// refused req (nothing was decided or written), a *FunctionError when the function
-// failed otherwise, and else the SDK's error for an invocation that did not happen.
-// A Redis outage is not an error: it is a Response with reason unavailable (or
-// degraded when the function fails open).
+// Check decides one request (a check, or the operation req.Op names). Its error is an
+// *InvalidRequestError when the function refused req, or the client did before sending
+// it (nothing was decided or written); a *FunctionError when the function failed
+// otherwise, or answered something that is not a decision; and else the SDK's error for
+// an invocation that did not happen. A Redis outage is not an error: it is a Response
+// with reason unavailable (or degraded when the function fails open).
 func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
-	var res checkapi.Response
-	err := c.invoke(ctx, req, &res)
-	return res, err
+	if err := c.validate("", req); err != nil {
+		return checkapi.Response{}, err
+	}
+	var res response
+	if err := c.invoke(ctx, req, &res); err != nil {
+		return checkapi.Response{}, err
+	}
+	if err := res.check(); err != nil {
+		return checkapi.Response{}, c.unreadable(err)
+	}
+	return res.Response, nil
 }
 
-// CheckBatch decides up to checkapi.MaxBatch requests in one invocation, one after
-// another in order: results[i] answers reqs[i]. Each check is atomic, the batch is
-// not. Errors are as for Check; an invalid request anywhere (or more than MaxBatch)
-// refuses the whole batch before anything is decided, and the error names the index
-// ("checks[3].cost: ...").
+// Refund gives req.Cost tokens (nil: checkapi.DefaultCost) back to every rule of req,
+// never above its capacity, for a request whose work failed after its check, and
+// answers the buckets after it. req.Op must be empty or checkapi.OpRefund. Errors are as
+// for Check.
+func (c *Client) Refund(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
+	return c.operate(ctx, checkapi.OpRefund, req)
+}
+
+// Reset makes every rule of req full again (its state removed) and answers the buckets
+// after it. req.Op must be empty or checkapi.OpReset, and req.Cost nil. Errors are as
+// for Check.
+func (c *Client) Reset(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
+	return c.operate(ctx, checkapi.OpReset, req)
+}
+
+// operate sends req as op.
+func (c *Client) operate(ctx context.Context, op checkapi.Op, req checkapi.Request) (checkapi.Response, error) {
+	if req.Op != "" && req.Op != op {
+		return checkapi.Response{}, c.refuse(fmt.Sprintf("op: %q, sent with %s: want empty or %q", req.Op, op, op))
+	}
+	req.Op = op
+	return c.Check(ctx, req)
+}
+
+// CheckBatch decides 1 to checkapi.MaxBatch requests in one invocation, in one round
+// trip to Redis, in order: results[i] answers reqs[i]. Each request is atomic, the
+// batch is not. Errors are as for Check; an invalid request anywhere refuses the whole
+// batch before anything is decided, and the error names the index ("checks[3].cost:
+// ..."); a batch of the wrong size is refused before it is sent.
 func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]checkapi.Response, error) {
-	var res checkapi.BatchResult
+	if len(reqs) == 0 || len(reqs) > checkapi.MaxBatch {
+		return nil, c.refuse(fmt.Sprintf("checks: %d checks: want 1 to %d per call", len(reqs), checkapi.MaxBatch))
+	}
+	for i, req := range reqs {
+		if err := c.validate(fmt.Sprintf("checks[%d].", i), req); err != nil {
+			return nil, err
+		}
+	}
+	var res struct {
+		Results []response `json:"results"`
+	}
 	if err := c.invoke(ctx, checkapi.Batch{Checks: reqs}, &res); err != nil {
 		return nil, err
 	}
 	if len(res.Results) != len(reqs) {
-		return nil, fmt.Errorf("checkclient: %s answered %d results for %d checks", c.function, len(res.Results), len(reqs))
+		return nil, c.unreadable(fmt.Errorf("%d results for %d checks", len(res.Results), len(reqs)))
 	}
-	return res.Results, nil
+	out := make([]checkapi.Response, len(res.Results))
+	for i, r := range res.Results {
+		if err := r.check(); err != nil {
+			return nil, c.unreadable(fmt.Errorf("results[%d]: %w", i, err))
+		}
+		out[i] = r.Response
+	}
+	return out, nil
 }
 
-// invoke sends in and decodes the answer into out.
+// invoke sends in and decodes the answer into out. An answer with an errorType or an
+// errorMessage is a function error, with the X-Amz-Function-Error header or without.
 func (c *Client) invoke(ctx context.Context, in, out any) error {
 	payload, err := json.Marshal(in)
 	if err != nil {
@@ -85,8 +137,11 @@ func (c *Client) invoke(ctx context.Context, in, out any) error {
 	if o.FunctionError != nil {
 		return functionError(c.function, *o.FunctionError, o.Payload)
 	}
+	if errorPayload(o.Payload) {
+		return functionError(c.function, "", o.Payload)
+	}
 	if err := json.Unmarshal(o.Payload, out); err != nil {
-		return fmt.Errorf("checkclient: %s answered %s: %w", c.function, excerpt(o.Payload), err)
+		return c.unreadable(fmt.Errorf("%s: %w", excerpt(o.Payload), err))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ func TestRequestEncoding(t *testing.T) {
 		want string
 	}{
 		{"plan, default cost", checkapi.Request{Key: "tenant-42", Plan: "pro"}, `{"key":"tenant-42","plan":"pro"}`},
-		{"peek", checkapi.Request{Key: "tenant-42", Cost: new(int64(0))}, `{"key":"tenant-42","cost":0}`},
+		{"peek", checkapi.Request{Key: "tenant-42", Cost: checkapi.Cost(0)}, `{"key":"tenant-42","cost":0}`},
 		{"inline rules", checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}, Cost: new(int64(3))},
 			`{"key":"k","rules":[{"name":"daily","capacity":1000,"refillPerSecond":0.011574074074074073}],"cost":3}`},
 	}
@@ -66,6 +67,22 @@ func TestResponseDecoding(t *testing.T) {
 	want := checkapi.Response{Reason: checkapi.ReasonLimited, Limit: 10, RetryAfterMS: 1500, ResetAfterMS: 10000, Rule: "burst", Plan: "free"}
 	if res != want || res.RetryAfter().Seconds() != 1.5 || res.ResetAfter().Seconds() != 10 {
 		t.Fatalf("Check = %+v, want %+v (fields added later are ignored)", res, want)
+	}
+}
+
+// answer is a function answering payload without an error.
+func answer(payload string) function {
+	return func([]byte) ([]byte, error) { return []byte(payload), nil }
+}
+
+// unreadable checks for the error of an answer that is not a decision, mentioning want.
+func unreadable(want string) func(t *testing.T, err error) {
+	return func(t *testing.T, err error) {
+		t.Helper()
+		var e *checkclient.FunctionError
+		if !errors.As(err, &e) || e.Type != checkclient.ErrorTypeUnreadable || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %v (%T), want a FunctionError of type %s mentioning %s", err, err, checkclient.ErrorTypeUnreadable, want)
+		}
 	}
 }
 
@@ -111,24 +128,73 @@ func TestErrors(t *testing.T) {
 			},
 		},
 		{
-			name: "answer is not JSON",
-			fn:   func([]byte) ([]byte, error) { return []byte("not json"), nil },
+			name:  "answer is not JSON",
+			fn:    func([]byte) ([]byte, error) { return []byte("not json"), nil },
+			check: unreadable(`"not json"`),
+		},
+		{
+			name:  "batch answered with too few results",
+			fn:    answer(`{"results":[{"allowed":true,"reason":"ok"}]}`),
+			batch: 2,
+			check: unreadable("1 results for 2 checks"),
+		},
+		{
+			name:  "batch answered with too many results",
+			fn:    answer(`{"results":[{"allowed":true,"reason":"ok"},{"allowed":true,"reason":"ok"}]}`),
+			batch: 1,
+			check: unreadable("2 results for 1 checks"),
+		},
+		{
+			name:  "batch answered without results",
+			fn:    answer(`{}`),
+			batch: 1,
+			check: unreadable("0 results for 1 checks"),
+		},
+		{
+			name:  "batch with a result that is not a decision",
+			fn:    answer(`{"results":[{"allowed":true,"reason":"ok"},{"allowed":false,"reason":""}]}`),
+			batch: 2,
+			check: unreadable(`results[1]: reason "": want ok, limited, unavailable or degraded`),
+		},
+		{
+			name: "error payload without the X-Amz-Function-Error header",
+			fn:   answer(`{"errorMessage":"Task timed out after 3.00 seconds","errorType":"Sandbox.Timedout"}`),
 			check: func(t *testing.T, err error) {
-				if err == nil || !strings.Contains(err.Error(), `fn answered "not json"`) {
-					t.Fatalf("error %v, want one quoting the answer", err)
+				var e *checkclient.FunctionError
+				if !errors.As(err, &e) || e.Type != "Sandbox.Timedout" || e.Kind != "" || !strings.Contains(e.Message, "timed out") {
+					t.Fatalf("error %v (%T), want *FunctionError of type Sandbox.Timedout without a kind", err, err)
 				}
 			},
 		},
 		{
-			name:  "batch answered with too few results",
-			fn:    func([]byte) ([]byte, error) { return []byte(`{"results":[{"allowed":true,"reason":"ok"}]}`), nil },
-			batch: 2,
+			name: "invalid request without the header",
+			fn:   answer(`{"errorMessage":"key: missing","errorType":"InvalidRequestError"}`),
 			check: func(t *testing.T, err error) {
-				if err == nil || !strings.Contains(err.Error(), "1 results for 2 checks") {
-					t.Fatalf("error %v, want a result count mismatch", err)
+				var e *checkclient.InvalidRequestError
+				if !errors.As(err, &e) || e.Message != "key: missing" || e.Local {
+					t.Fatalf("error %v (%T), want the function's *InvalidRequestError", err, err)
 				}
 			},
 		},
+		{
+			name: "an errorType beside a decision",
+			fn:   answer(`{"allowed":false,"reason":"limited","errorType":"Boom"}`),
+			check: func(t *testing.T, err error) {
+				var e *checkclient.FunctionError
+				if !errors.As(err, &e) || e.Type != "Boom" {
+					t.Fatalf("error %v (%T), want *FunctionError of type Boom", err, err)
+				}
+			},
+		},
+		{name: "empty reason", fn: answer(`{"allowed":false,"reason":""}`), check: unreadable(`reason ""`)},
+		{name: "unknown reason", fn: answer(`{"allowed":false,"reason":"throttled"}`), check: unreadable(`reason "throttled"`)},
+		{name: "no reason", fn: answer(`{"allowed":false}`), check: unreadable(`no "reason"`)},
+		{name: "no allowed", fn: answer(`{"reason":"limited"}`), check: unreadable(`no "allowed"`)},
+		{name: "an empty object", fn: answer(`{}`), check: unreadable(`no "allowed"`)},
+		{name: "null", fn: answer(`null`), check: unreadable(`no "allowed"`)},
+		{name: "allowed against its reason", fn: answer(`{"allowed":true,"reason":"limited"}`), check: unreadable("allowed true with reason limited")},
+		{name: "denied against its reason", fn: answer(`{"allowed":false,"reason":"ok"}`), check: unreadable("allowed false with reason ok")},
+		{name: "a negative figure", fn: answer(`{"allowed":false,"reason":"limited","retryAfterMs":-5}`), check: unreadable("a figure below zero")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,5 +207,65 @@ func TestErrors(t *testing.T) {
 			}
 			tc.check(t, err)
 		})
+	}
+}
+
+// TestRefusedBeforeSending: what the client can tell is wrong is an InvalidRequestError
+// of its own (Local), and nothing is sent: a batch of the wrong size, a key that is not
+// UTF-8 text (encoding/json would send U+FFFD in its place, merging it with other keys),
+// an operation that contradicts the method.
+func TestRefusedBeforeSending(t *testing.T) {
+	invocations := 0
+	c := serve(t, func([]byte) ([]byte, error) {
+		invocations++
+		return []byte(`{"allowed":true,"reason":"ok"}`), nil
+	})
+	ctx := context.Background()
+	valid := checkapi.Request{Key: "k"}
+	calls := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"empty batch", func() error { _, err := c.CheckBatch(ctx, nil); return err }, "checks: 0 checks: want 1 to 100 per call"},
+		{"batch above MaxBatch", func() error { _, err := c.CheckBatch(ctx, make([]checkapi.Request, checkapi.MaxBatch+1)); return err }, "checks: 101 checks"},
+		{"key with byte 0xff", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "tenant-\xff"}); return err }, "key: not UTF-8 text"},
+		{"key with a surrogate", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "\xed\xa0\x80"}); return err }, "key: not UTF-8 text"},
+		{"batch key not text", func() error {
+			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "\xfe"}})
+			return err
+		}, "checks[1].key: not UTF-8 text"},
+		{"identity not text", func() error { _, err := c.Reset(ctx, checkapi.Request{Identity: "ip:\xff"}); return err }, "identity: not UTF-8 text"},
+		{"refund of a reset", func() error { _, err := c.Refund(ctx, checkapi.Request{Key: "k", Op: checkapi.OpReset}); return err }, `op: "reset", sent with refund`},
+	}
+	for _, tc := range calls {
+		err := tc.call()
+		var e *checkclient.InvalidRequestError
+		if !errors.As(err, &e) || !e.Local || !strings.HasPrefix(e.Message, tc.want) || !strings.Contains(err.Error(), "not sent") {
+			t.Errorf("%s: %v, want a local InvalidRequestError starting %q", tc.name, err, tc.want)
+		}
+	}
+	if invocations != 0 {
+		t.Fatalf("%d invocations for requests refused before sending", invocations)
+	}
+}
+
+// TestOperationsEncoding: Refund and Reset send the operation.
+func TestOperationsEncoding(t *testing.T) {
+	var got []string
+	c := serve(t, func(p []byte) ([]byte, error) {
+		got = append(got, string(p))
+		return []byte(`{"allowed":true,"reason":"ok","limit":10,"remaining":10}`), nil
+	})
+	ctx := context.Background()
+	if _, err := c.Refund(ctx, checkapi.Request{Key: "k", Plan: "free", Cost: checkapi.Cost(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Reset(ctx, checkapi.Request{Identity: "ip:192.0.2.1", Plan: "free", Op: checkapi.OpReset}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"key":"k","op":"refund","plan":"free","cost":2}`, `{"identity":"ip:192.0.2.1","op":"reset","plan":"free"}`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("sent %q, want %q", got, want)
 	}
 }

@@ -3,34 +3,49 @@ package checkclient
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/bucketgate/bucketgate/checkapi"
 )
 
-// InvalidRequestError is the check function's refusal of a request it can never
-// decide: a missing key, an unknown plan, a cost out of range, malformed rules, an
-// unknown field. Nothing was decided or written. Retrying cannot help.
+// InvalidRequestError is the refusal of a request that can never be decided: a missing
+// key, an unknown plan, a cost out of range, malformed rules, an unknown field. The
+// check function refuses it, or the client before sending it (Local) when it can tell
+// alone: a batch of the wrong size, a key that is not UTF-8 text. Nothing was decided or
+// written. Retrying cannot help.
 type InvalidRequestError struct {
-	// Function is the function that refused.
+	// Function is the function that refused, or that the request was for.
 	Function string
 	// Message names the field at fault and the problem, "checks[3].cost: ..." in a batch.
 	Message string
+	// Local reports the client's own refusal: the request was not sent.
+	Local bool
 }
 
-// Error returns the function's message.
+// Error returns the message, and who refused.
 func (e *InvalidRequestError) Error() string {
+	if e.Local {
+		return fmt.Sprintf("checkclient: request for %s not sent: %s", e.Function, e.Message)
+	}
 	return fmt.Sprintf("checkclient: %s refused the request: %s", e.Function, e.Message)
 }
 
+// ErrorTypeUnreadable is the Type of a FunctionError for an answer that is not a
+// decision: not JSON, a member missing, an unknown reason, a reason that contradicts
+// allowed, a batch answered with another count of results.
+const ErrorTypeUnreadable = "checkclient.Unreadable"
+
 // FunctionError is any other error of the invoked function: a crash, a timeout, an
-// init failure, a payload it could not read. Whether a retry helps depends on Type.
+// init failure, a payload it could not read, an answer that is not a decision. Whether a
+// retry helps depends on Type.
 type FunctionError struct {
 	// Function is the function that failed.
 	Function string
-	// Kind is the X-Amz-Function-Error header: "Unhandled" or "Handled".
+	// Kind is the X-Amz-Function-Error header: "Unhandled" or "Handled"; empty for an
+	// error payload that came without it, and for an unreadable answer.
 	Kind string
 	// Type is the errorType the Lambda runtime reported, e.g. "Sandbox.Timedout" or
-	// "Runtime.ExitError"; empty when the payload had none.
+	// "Runtime.ExitError", or ErrorTypeUnreadable; empty when the payload had none.
 	Type string
 	// Message is the errorMessage, or the raw payload (shortened) when it had none.
 	Message string
@@ -38,7 +53,10 @@ type FunctionError struct {
 
 // Error returns the type and message.
 func (e *FunctionError) Error() string {
-	return fmt.Sprintf("checkclient: %s failed (%s %s): %s", e.Function, e.Kind, e.Type, e.Message)
+	if e.Type == ErrorTypeUnreadable {
+		return fmt.Sprintf("checkclient: %s answered what is not a decision: %s", e.Function, e.Message)
+	}
+	return fmt.Sprintf("checkclient: %s failed (%s): %s", e.Function, strings.TrimSpace(e.Kind+" "+e.Type), e.Message)
 }
 
 // functionError turns a function error's payload into an *InvalidRequestError or a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -34,3 +35,43 @@ func Example() {
 		fmt.Printf("%s: retry in %v\n", res.Reason, res.RetryAfter())
 	}
 }
+
+// A service whose work failed after its check gives the token back.
+func ExampleClient_Refund() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	checks := checkclient.New(lambda.NewFromConfig(cfg), "bucketgate-check")
+
+	req := checkapi.Request{Key: "tenant-42", Plan: "pro", Cost: checkapi.Cost(5)}
+	res, err := checks.Check(ctx, req)
+	if err != nil || !res.Allowed {
+		return
+	}
+	if err := doWork(ctx); err != nil {
+		if _, err := checks.Refund(ctx, req); err != nil {
+			log.Print(err) // the tokens stay spent
+		}
+	}
+}
+
+// An operator lets an API key start afresh: its buckets of the pro plan, full again.
+func ExampleClient_Reset() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	checks := checkclient.New(lambda.NewFromConfig(cfg), "bucketgate-check")
+
+	res, err := checks.Reset(ctx, checkapi.Request{Identity: "key:" + strings.Repeat("0f", 16), Plan: "pro"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s: %d of %d left\n", res.Rule, res.Remaining, res.Limit)
+}
+
+// doWork stands for the work a check guards.
+func doWork(context.Context) error { return nil }

@@ -34,10 +34,12 @@ func NewGuard(s settings.Settings, log *slog.Logger) (*guard.Guard, *redisconn.C
 }
 
 // GuardOptions returns the failure policy of s: its deadline, failure mode and deny
-// cache size, with the default circuit breaker.
+// cache size, with the default circuit breaker and margin before the invocation's
+// deadline.
 func GuardOptions(s settings.Settings) guard.Options {
 	return guard.Options{
 		Timeout:        s.Timeout,
+		Margin:         guard.DefaultMargin,
 		FailOpen:       s.FailOpen,
 		FailuresToOpen: guard.DefaultFailuresToOpen,
 		ProbeInterval:  guard.DefaultProbeInterval,

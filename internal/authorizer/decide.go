@@ -79,6 +79,7 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 		return outcome{}, fmt.Errorf("decide: %w", err)
 	}
 	inv.Observe(r)
+	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, attrs...)
 	telemetry.LogDecision(ctx, h.Log, r, attrs...)
 	if r.Reason == bucket.ReasonUnavailable {
 		return outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
@@ -121,7 +122,7 @@ func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Inv
 }
 
 // emit writes the invocation's metrics: one EMF line for its one decision, with the
-// registry's lookup, if any.
+// registry's lookup, if any, and one per shadow rule that would have denied it.
 func (h *Handler) emit(ctx context.Context, inv *telemetry.Invocation) {
 	if err := h.Metrics.Emit(h.Now(), inv); err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String(telemetry.AttrError, err.Error()))

@@ -16,8 +16,8 @@ import (
 //	RateLimit-Policy: "burst";q=10;w=10, "daily";q=1000;w=86400
 //	RateLimit: "burst";r=0;t=1
 //
-// RateLimit-Policy has one item per rule of the request (plan and route): q is the
-// rule's capacity, w its fill time (capacity / refill per second) in seconds, rounded
+// RateLimit-Policy has one item per enforced rule of the request (plan and route; a
+// shadow rule limits nothing, so it is not a policy): q is the rule's capacity, w its fill time (capacity / refill per second) in seconds, rounded
 // up. RateLimit has one item, the binding rule: r is the whole tokens remaining and t
 // the effective window in seconds, rounded up: the retry-after when denied (so that
 // Retry-After never points before the end of the window, section 6), and the time until
@@ -30,11 +30,14 @@ const (
 	paramTime  = ";t="
 )
 
-// rateLimitPolicy returns the RateLimit-Policy value of rules.
+// rateLimitPolicy returns the RateLimit-Policy value of rules, their enforced ones.
 func rateLimitPolicy(rules []bucket.Rule) string {
 	var b strings.Builder
-	for i, r := range rules {
-		if i > 0 {
+	for _, r := range rules {
+		if r.Shadow {
+			continue
+		}
+		if b.Len() > 0 {
 			b.WriteString(sfListSep)
 		}
 		writeSFString(&b, r.Name)
@@ -46,9 +49,10 @@ func rateLimitPolicy(rules []bucket.Rule) string {
 	return b.String()
 }
 
-// rateLimit returns the RateLimit value of r, or "" when Redis did not decide.
+// rateLimit returns the RateLimit value of r, or "" when Redis did not decide or no
+// rule is enforced.
 func rateLimit(r guard.Result) string {
-	if r.Failure != guard.FailureNone || r.Reason == bucket.ReasonDegraded {
+	if r.Failure != guard.FailureNone || r.Reason == bucket.ReasonDegraded || r.Rule == "" {
 		return ""
 	}
 	window := r.ResetAfter

@@ -22,6 +22,12 @@ func TestRateLimitPolicy(t *testing.T) {
 		}, `"burst";q=10;w=10, "daily";q=1000;w=86400`},
 		{"fill time rounded up", []bucket.Rule{{Name: "a.b-c_d", Capacity: 3, RefillPerSecond: 2}}, `"a.b-c_d";q=3;w=2`},
 		{"sub-second fill is at least 1", []bucket.Rule{{Name: "fast", Capacity: 1, RefillPerSecond: 1000}}, `"fast";q=1;w=1`},
+		{"shadow rules are no policy", []bucket.Rule{
+			{Name: "trial", Capacity: 5, RefillPerSecond: 1, Shadow: true},
+			{Name: "burst", Capacity: 10, RefillPerSecond: 1},
+			{Name: "strict", Capacity: 2, RefillPerSecond: 1, Shadow: true},
+		}, `"burst";q=10;w=10`},
+		{"shadow rules alone", []bucket.Rule{{Name: "trial", Capacity: 5, RefillPerSecond: 1, Shadow: true}}, ``},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,6 +48,7 @@ func TestRateLimit(t *testing.T) {
 		{"allowed and full", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Remaining: 9, ResetAfter: 0}}, `"burst";r=9;t=0`},
 		{"limited: window is the retry-after", guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonLimited, Rule: "burst", RetryAfter: 1 * time.Second, ResetAfter: 10 * time.Second}}, `"burst";r=0;t=1`},
 		{"limited, retry-after rounded up", guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonLimited, Rule: "daily", Remaining: 1, RetryAfter: 86_399_001 * time.Millisecond}}, `"daily";r=1;t=86400`},
+		{"shadow rules alone: nothing enforced", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}}, ``},
 		{"degraded: no service limit known", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonDegraded, Rule: "burst"}, Failure: guard.FailureTimeout}, ``},
 	}
 	for _, tc := range tests {

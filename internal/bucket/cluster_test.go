@@ -71,6 +71,15 @@ func TestCluster(t *testing.T) {
 			}
 		}
 	})
+	t.Run("batches across slots", func(t *testing.T) {
+		batchDifferential(t, c, func() {
+			for _, m := range cluster.Masters {
+				if _, err := m.Command(context.Background(), "SCRIPT", "FLUSH"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	})
 	t.Run("concurrent multi-rule decisions", func(t *testing.T) {
 		concurrent(t, []rueidis.Client{c, connect(t, env)})
 	})

@@ -18,18 +18,22 @@ const (
 	ReasonDegraded Reason = "degraded"
 )
 
-// Decision is the outcome of one Request. The zero Decision is a denial with no reason.
+// Decision is the outcome of one Request, describing its enforced rules after it: a
+// check's decision, or the buckets after a refund or a reset (allowed, reason ok). The
+// zero Decision is a denial with no reason.
 type Decision struct {
 	// Allowed reports whether the request may proceed.
 	Allowed bool
 	// Reason is why: ok, limited, unavailable or degraded.
 	Reason Reason
 	// Rule names the binding rule: the denying rule with the longest wait, or, when
-	// allowed, the rule with the fewest tokens left.
+	// allowed, the enforced rule with the fewest tokens left; empty when every rule of
+	// the request is shadow.
 	Rule string
-	// Limit is the binding rule's capacity, in tokens.
+	// Limit is the binding rule's capacity, in tokens; 0 without a binding rule.
 	Limit int64
-	// Remaining is the floor of the tokens left in the tightest rule after the decision.
+	// Remaining is the floor of the tokens left in the tightest enforced rule after the
+	// decision; 0 without a binding rule.
 	Remaining int64
 	// RetryAfter is how long until cost tokens are there in every denying rule, rounded
 	// up to whole milliseconds; zero when allowed.
@@ -38,6 +42,9 @@ type Decision struct {
 	ResetAfter time.Duration
 	// At is the Redis server time of the decision; zero when Redis did not decide.
 	At time.Time
+	// ShadowLimited holds the shadow rules of an allowed check that lacked its cost:
+	// the rules that, enforced, would have denied it. Empty otherwise.
+	ShadowLimited RuleSet
 
 	// After an admission that left a rule short of cost tokens: how long until an
 	// identical request could be allowed (rounded up to whole milliseconds), and the rule
@@ -70,18 +77,28 @@ func (d Decision) Repeat() (Decision, bool) {
 	}, true
 }
 
+// RuleSet is a set of the rules of a Request, by index in its Rules: bit i stands for
+// Rules[i]. The zero RuleSet is empty.
+type RuleSet uint32
+
+// Has reports whether the rule at index i is in s.
+func (s RuleSet) Has(i int) bool { return i >= 0 && i < 32 && s&(1<<i) != 0 }
+
 // newDecision is the Decision on q that the script's figures (and the model's) make: the
-// binding rule and the wait rule by index in q.Rules (waitRule -1 for none), remaining
-// tokens, and wait, reset and now in whole milliseconds, milliseconds and microseconds.
-func newDecision(q Request, allowed bool, binding int, remaining, wait, reset, now int64, waitRule int) Decision {
+// binding rule and the wait rule by index in q.Rules (-1 for none), remaining tokens,
+// wait, reset and now in whole milliseconds, milliseconds and microseconds, and the
+// shadow denials.
+func newDecision(q Request, allowed bool, binding int, remaining, wait, reset, now int64, waitRule int, shadowLimited RuleSet) Decision {
 	d := Decision{
-		Allowed:    allowed,
-		Reason:     ReasonOK,
-		Rule:       q.Rules[binding].Name,
-		Limit:      q.Rules[binding].Capacity,
-		Remaining:  remaining,
-		ResetAfter: millisToDuration(reset),
-		At:         microsToTime(now),
+		Allowed:       allowed,
+		Reason:        ReasonOK,
+		Remaining:     remaining,
+		ResetAfter:    millisToDuration(reset),
+		At:            microsToTime(now),
+		ShadowLimited: shadowLimited,
+	}
+	if binding >= 0 {
+		d.Rule, d.Limit = q.Rules[binding].Name, q.Rules[binding].Capacity
 	}
 	switch {
 	case !allowed:

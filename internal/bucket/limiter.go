@@ -2,7 +2,9 @@ package bucket
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +23,7 @@ const ExpiryMargin = lua.ExpiryMarginMillis * time.Millisecond
 type rediser interface {
 	B() rueidis.Builder
 	Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult
+	DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult
 }
 
 // Limiter decides requests with one atomic script call each. It is safe for concurrent
@@ -55,9 +58,10 @@ func (l *Limiter) redis(ctx context.Context) (rediser, error) {
 }
 
 // Decide decides q against Redis. Its error wraps ErrInvalid for a request that can
-// never be decided (nothing is written), ErrBadReply for an answer of the wrong shape,
-// or whatever rueidis returned (ctx's deadline, a connection error, a Redis error).
-// On any error the Decision is the zero Decision: what to do is the caller's policy.
+// never be decided (nothing is written), ErrBadState when the identity's stored state is
+// not the script's (nothing is written), ErrBadReply for an answer of the wrong shape,
+// or whatever rueidis returned (ctx's deadline, a connection error, a Redis error). On
+// any error the Decision is the zero Decision: what to do is the caller's policy.
 func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 	if err := q.Validate(); err != nil {
 		return Decision{}, err
@@ -68,18 +72,92 @@ func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 	}
 	var argv [maxArgs]string
 	key, args := scriptCall(q, &argv)
-	reply, err := eval(ctx, c, key, args).ToArray()
-	if err != nil {
-		if strings.Contains(err.Error(), lua.ErrorPrefix) {
-			return Decision{}, fmt.Errorf("%w: redis refused the request: %w", ErrInvalid, err)
+	return decode(eval(ctx, c, key, args), q)
+}
+
+// DecideBatch decides every request of qs in one round trip: their script calls are
+// pipelined (sent in one write, answered in order), and decisions[i] and errs[i] answer
+// qs[i] as Decide would. Each request is atomic, the batch is not: a later request sees
+// what an earlier one wrote. An invalid request is not sent. When ctx ends before the
+// answers arrive, every request still waiting for its answer gets ctx's error: it may
+// or may not have been decided by Redis, and it is never sent again.
+func (l *Limiter) DecideBatch(ctx context.Context, qs []Request) (decisions []Decision, errs []error) {
+	decisions, errs = make([]Decision, len(qs)), make([]error, len(qs))
+	c, err := l.redis(ctx)
+	cmds := make(rueidis.Commands, 0, len(qs))
+	sent := make([]int, 0, len(qs)) // the index in qs of each command
+	for i, q := range qs {
+		if errs[i] = q.Validate(); errs[i] != nil {
+			continue
 		}
-		return Decision{}, fmt.Errorf("bucket script: %w", err)
+		if err != nil {
+			errs[i] = fmt.Errorf("bucket script: %w", err)
+			continue
+		}
+		key, args := scriptCall(q, new([maxArgs]string))
+		cmds = append(cmds, c.B().Evalsha().Sha1(lua.BucketSHA1).Numkeys(1).Key(key).Arg(args...).Build())
+		sent = append(sent, i)
 	}
-	vals, err := replyInts(reply)
+	if len(cmds) == 0 {
+		return decisions, errs
+	}
+	results := c.DoMulti(ctx, cmds...)
+	// Redis without the script ran none of the calls it refused with NOSCRIPT: send
+	// those again with the script's text.
+	var again rueidis.Commands
+	var retried []int // the index in results of each command sent again
+	for j, r := range results {
+		if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
+			key, args := scriptCall(qs[sent[j]], new([maxArgs]string))
+			again = append(again, c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(key).Arg(args...).Build())
+			retried = append(retried, j)
+		}
+	}
+	if len(again) > 0 {
+		for k, r := range c.DoMulti(ctx, again...) {
+			results[retried[k]] = r
+		}
+	}
+	for j, r := range results {
+		i := sent[j]
+		decisions[i], errs[i] = decode(r, qs[i])
+	}
+	return decisions, errs
+}
+
+// decode reads the script's answer to q.
+func decode(r rueidis.RedisResult, q Request) (Decision, error) {
+	reply, err := r.ToArray()
+	if err != nil {
+		return Decision{}, scriptError(err)
+	}
+	vals, err := replyInts(reply, replyLen(q))
 	if err != nil {
 		return Decision{}, err
 	}
 	return decodeReply(vals, q)
+}
+
+// ErrBadState is wrapped by every error about an identity's stored state that the
+// script did not write: a field that is not a finite number, half a rule, a key of
+// another type. It is that identity's failure, not Redis's: nothing was written, and
+// every other identity is decided as usual. A reset (OpReset) removes the fields; a key
+// of another type has to be deleted.
+var ErrBadState = errors.New("stored state is not bucketgate's")
+
+// scriptError is the error of a script call that failed with err.
+func scriptError(err error) error {
+	if rerr, ok := rueidis.IsRedisErr(err); ok {
+		msg := rerr.Error()
+		switch {
+		case strings.Contains(msg, lua.StateErrorPrefix), strings.Contains(msg, "WRONGTYPE"), // miniredis wraps WRONGTYPE
+			slices.ContainsFunc(lua.ArithmeticErrors, func(text string) bool { return strings.Contains(msg, text) }):
+			return fmt.Errorf("%w: %w", ErrBadState, err)
+		case strings.Contains(msg, lua.ErrorPrefix):
+			return fmt.Errorf("%w: redis refused the request: %w", ErrInvalid, err)
+		}
+	}
+	return fmt.Errorf("bucket script: %w", err)
 }
 
 // eval runs bucket.lua on key with args: EVALSHA, then EVAL when Redis does not know
@@ -96,9 +174,9 @@ func eval(ctx context.Context, c rediser, key string, args []string) rueidis.Red
 const maxArgs = lua.ArgsFixed + lua.ArgsPerRule*MaxRules
 
 // scriptCall lays q out as bucket.lua's key and ARGV, the ARGV in argv, and returns the
-// key and the ARGV. The key, every field name and
-// every number are cut from one string, so that a decision allocates once for its
-// arguments however many rules it has. q must be valid (at most MaxRules rules).
+// key and the ARGV. The key, every field name and every number are cut from one string,
+// so that a decision allocates once for its arguments however many rules it has. q must
+// be valid (at most MaxRules rules).
 func scriptCall(q Request, argv *[maxArgs]string) (key string, args []string) {
 	layout := lua.Args{Rules: len(q.Rules)}
 	var buf [512]byte
@@ -106,13 +184,23 @@ func scriptCall(q Request, argv *[maxArgs]string) (key string, args []string) {
 	b := appendKey(buf[:0], q.Identity)
 	keyEnd := len(b)
 	at := len(b)
-	b = strconv.AppendInt(b, q.Cost, 10)
-	cuts[lua.ArgCost], at = cut{at, len(b)}, len(b)
+	switch q.Op {
+	case OpCheck:
+		b = strconv.AppendInt(b, q.Cost, 10)
+	case OpRefund:
+		b = strconv.AppendInt(b, -q.Cost, 10)
+	case OpReset:
+		b = append(b, lua.OpReset...)
+	}
+	cuts[lua.ArgOp], at = cut{at, len(b)}, len(b)
 	for i, r := range q.Rules {
 		b = append(append(b, r.Name...), lua.TokensSuffix...)
 		cuts[layout.TokensField(i)], at = cut{at, len(b)}, len(b)
 		b = append(append(b, r.Name...), lua.StampSuffix...)
 		cuts[layout.StampField(i)], at = cut{at, len(b)}, len(b)
+		if r.Shadow {
+			b = append(b, '-')
+		}
 		b = strconv.AppendInt(b, r.Capacity, 10)
 		cuts[layout.Capacity(i)], at = cut{at, len(b)}, len(b)
 		b = strconv.AppendFloat(b, r.RefillPerSecond, 'f', -1, 64) // plain decimal: miniredis's Lua reads no exponent

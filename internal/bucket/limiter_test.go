@@ -3,6 +3,7 @@ package bucket_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -150,5 +151,61 @@ func TestInvalidWritesNothing(t *testing.T) {
 	}
 	if keys := m.Keys(); len(keys) != 0 {
 		t.Errorf("keys written: %v", keys)
+	}
+}
+
+// TestShadowRules spells out what a shadow rule's bucket does, on the script (miniredis,
+// a controlled clock) and the model alike: it gives cost tokens when the enforced rules
+// allow and it holds them; it gives nothing, and is a shadow denial, when it alone lacks
+// them; nothing is written when the enforced rules deny, even when it lacks them too;
+// with shadow rules alone every check is allowed; a refund and a reset reach it too.
+func TestShadowRules(t *testing.T) {
+	burst := bucket.Rule{Name: "burst", Capacity: 10, RefillPerSecond: 1}
+	strict := bucket.Rule{Name: "strict", Capacity: 8, RefillPerSecond: 0.1, Shadow: true}
+	both, alone := []bucket.Rule{strict, burst}, []bucket.Rule{strict}
+	m := newMini(t)
+	l := bucket.New(m.client)
+	model := bucket.NewModel()
+	steps := []struct {
+		name          string
+		advance       time.Duration
+		q             bucket.Request
+		allowed       bool
+		rule          string // the binding rule: enforced, or none
+		remaining     int64
+		shadowLimited bucket.RuleSet
+		burst, strict float64 // the stored tokens after the step
+	}{
+		{"both have tokens: both give", 0, bucket.Request{Rules: both, Cost: 2}, true, "burst", 8, 0, 8, 6},
+		{"the shadow rule is tighter, not binding", 0, bucket.Request{Rules: both, Cost: 5}, true, "burst", 3, 0, 3, 1},
+		{"the shadow rule alone lacks: it gives nothing", 0, bucket.Request{Rules: both, Cost: 2}, true, "burst", 1, 1 << 0, 1, 1},
+		{"the enforced rule denies: nothing written, no shadow denial", 0, bucket.Request{Rules: both, Cost: 7}, false, "burst", 1, 0, 1, 1},
+		{"10 s later: both refilled, both give", 10 * time.Second, bucket.Request{Rules: both, Cost: 2}, true, "burst", 8, 0, 8, 0},
+		{"shadow rules alone: allowed, nothing enforced", 0, bucket.Request{Rules: alone, Cost: 1}, true, "", 0, 1 << 0, 8, 0},
+		{"a peek is never a shadow denial", 0, bucket.Request{Rules: both}, true, "burst", 8, 0, 8, 0},
+		{"a refund reaches the shadow rule", 0, bucket.Request{Rules: both, Cost: 3, Op: bucket.OpRefund}, true, "burst", 10, 0, 10, 3},
+	}
+	for _, s := range steps {
+		m.advance(s.advance)
+		s.q.Identity = "shadow"
+		got := decide(t, l, s.q)
+		want := model.Decide(m.now, s.q)
+		if got != want {
+			t.Fatalf("%s: script %+v, model %+v", s.name, got, want)
+		}
+		if got.Allowed != s.allowed || got.Rule != s.rule || got.Remaining != s.remaining || got.ShadowLimited != s.shadowLimited {
+			t.Fatalf("%s: %+v, want allowed %v, rule %q, %d left, shadow denials %b", s.name, got, s.allowed, s.rule, s.remaining, s.shadowLimited)
+		}
+		for rule, tokens := range map[string]float64{"burst": s.burst, "strict": s.strict} {
+			b, _ := model.Bucket("shadow", rule)
+			stored := m.HGet(bucket.Key("shadow"), rule+":tokens")
+			if b.Tokens != tokens || stored != strconv.FormatFloat(tokens, 'g', -1, 64) {
+				t.Fatalf("%s: %s holds %v in the model, %q in Redis, want %v", s.name, rule, b.Tokens, stored, tokens)
+			}
+		}
+	}
+	d := decide(t, l, bucket.Request{Identity: "shadow", Rules: both, Op: bucket.OpReset})
+	if d.Remaining != 10 || m.Exists(bucket.Key("shadow")) {
+		t.Fatalf("reset: %+v, key left %v", d, m.Exists(bucket.Key("shadow")))
 	}
 }

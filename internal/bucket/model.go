@@ -27,31 +27,43 @@ type modelKey struct {
 // NewModel returns an empty Model: every bucket starts full.
 func NewModel() *Model { return &Model{keys: map[string]*modelKey{}} }
 
-// Decide decides q at now exactly as the script would, and records the writes. q must
+// Decide does q at now exactly as the script would, and records the writes. q must
 // be valid (see Request.Validate).
 func (m *Model) Decide(now time.Time, q Request) Decision {
 	nowUS := timeToMicros(now)
-	k := m.keys[Key(q.Identity)]
-	cost := float64(q.Cost)
+	key := Key(q.Identity)
+	k := m.keys[key]
+	cost, give := float64(q.Cost), 0.0
+	if q.Op == OpRefund {
+		cost, give = 0, float64(q.Cost)
+	}
 	tokens := make([]float64, len(q.Rules))
+	stored := make([]bool, len(q.Rules))
 	allowed := true
 	for i, r := range q.Rules {
 		tokens[i] = float64(r.Capacity)
-		if k != nil {
+		if k != nil && q.Op != OpReset {
 			if b, ok := k.buckets[r.Name]; ok {
-				tokens[i] = refill(b, r, nowUS)
+				tokens[i], stored[i] = refill(b, r, nowUS, give), true
 			}
 		}
-		if tokens[i] < cost {
+		if !r.Shadow && tokens[i] < cost {
 			allowed = false
 		}
 	}
-	binding, waitRule := 0, -1
+	binding, waitRule := -1, -1
 	var wait float64
-	if allowed {
-		for i, r := range q.Rules {
+	var limited RuleSet
+	for i, r := range q.Rules {
+		switch {
+		case r.Shadow && allowed && tokens[i] < cost:
+			limited |= 1 << i // a shadow denial takes nothing
+		case r.Shadow && allowed:
 			tokens[i] -= cost
-			if tokens[i] < tokens[binding] {
+		case r.Shadow:
+		case allowed:
+			tokens[i] -= cost
+			if binding < 0 || tokens[i] < tokens[binding] {
 				binding = i
 			}
 			if tokens[i] < cost {
@@ -59,25 +71,33 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 					wait, waitRule = w, i
 				}
 			}
-		}
-	} else {
-		for i, r := range q.Rules {
-			if tokens[i] < cost {
-				if w := waitMillis(cost-tokens[i], r); w > wait {
-					wait, binding = w, i
-				}
+		case tokens[i] < cost:
+			if w := waitMillis(cost-tokens[i], r); w > wait {
+				wait, binding = w, i
 			}
 		}
 	}
-	fewest, reset := tokens[0], 0.0
+	fewest, reset, expiry := math.Inf(1), 0.0, 0.0
 	for i, r := range q.Rules {
-		fewest = math.Min(fewest, tokens[i])
-		reset = math.Max(reset, waitMillis(float64(r.Capacity)-tokens[i], r))
+		full := waitMillis(float64(r.Capacity)-tokens[i], r)
+		expiry = math.Max(expiry, full)
+		if !r.Shadow {
+			fewest = math.Min(fewest, tokens[i])
+			reset = math.Max(reset, full)
+		}
 	}
-	if allowed && q.Cost > 0 {
-		m.write(Key(q.Identity), q.Rules, tokens, nowUS, int64(math.Ceil(float64(nowUS)/1000)+reset))
+	if binding < 0 { // every rule is shadow: nothing to describe
+		fewest = 0
 	}
-	return newDecision(q, allowed, binding, int64(math.Floor(fewest)), int64(wait), int64(reset), nowUS, waitRule)
+	switch {
+	case q.Op == OpReset:
+		m.remove(key, q.Rules)
+	case q.Op == OpRefund:
+		m.write(key, q.Rules, tokens, stored, nowUS, 0)
+	case allowed && q.Cost > 0:
+		m.write(key, q.Rules, tokens, nil, nowUS, int64(math.Ceil(float64(nowUS)/1000)+expiry))
+	}
+	return newDecision(q, allowed, binding, int64(math.Floor(fewest)), int64(wait), int64(reset), nowUS, waitRule, limited)
 }
 
 // waitMillis is how long r takes to refill tokens, in whole milliseconds rounded up.
@@ -85,23 +105,43 @@ func waitMillis(tokens float64, r Rule) float64 {
 	return math.Ceil(tokens * 1000 / r.RefillPerSecond)
 }
 
-// refill returns b's tokens at nowUS; a stamp in the future counts as now.
-func refill(b ModelBucket, r Rule, nowUS int64) float64 {
+// refill returns b's tokens at nowUS with give tokens added, at most r's capacity; a
+// stamp in the future counts as now.
+func refill(b ModelBucket, r Rule, nowUS int64, give float64) float64 {
 	elapsed := float64(max(nowUS-b.Stamp, 0))
 	level := b.Tokens + float64(elapsed*r.RefillPerSecond)/1e6
-	return math.Min(level, float64(r.Capacity))
+	return math.Min(level+give, float64(r.Capacity))
 }
 
-func (m *Model) write(key string, rules []Rule, tokens []float64, nowUS, expires int64) {
+// write stores tokens[i] for every rule (only for those marked in only, when it is not
+// nil) as of nowUS, and lets the key live until expires at least.
+func (m *Model) write(key string, rules []Rule, tokens []float64, only []bool, nowUS, expires int64) {
+	for i, r := range rules {
+		if only != nil && !only[i] {
+			continue
+		}
+		k := m.keys[key]
+		if k == nil {
+			k = &modelKey{buckets: map[string]ModelBucket{}}
+			m.keys[key] = k
+		}
+		k.buckets[r.Name] = ModelBucket{Tokens: tokens[i], Stamp: nowUS}
+		k.expires = max(k.expires, expires)
+	}
+}
+
+// remove deletes the state of rules, and the key with its last bucket.
+func (m *Model) remove(key string, rules []Rule) {
 	k := m.keys[key]
 	if k == nil {
-		k = &modelKey{buckets: map[string]ModelBucket{}}
-		m.keys[key] = k
+		return
 	}
-	for i, r := range rules {
-		k.buckets[r.Name] = ModelBucket{Tokens: tokens[i], Stamp: nowUS}
+	for _, r := range rules {
+		delete(k.buckets, r.Name)
 	}
-	k.expires = max(k.expires, expires)
+	if len(k.buckets) == 0 {
+		delete(m.keys, key)
+	}
 }
 
 // Bucket returns the stored state of identity's rule, and false when none was written.

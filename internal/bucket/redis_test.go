@@ -95,11 +95,17 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 2026))
 	rates := []float64{0.01, 0.5, 1, 3.7, 50, 1000, 1000.0 / 86400, 1e6}
-	pool := make([]bucket.Rule, 6)
+	pool := make([]bucket.Rule, 7)
 	for i := range pool {
+		// The last two rules are shadow, and slow enough to run dry: requests mix them
+		// with enforced rules, or carry shadow rules alone.
+		shadow := i >= len(pool)-2
 		rate := rates[rng.IntN(len(rates))]
+		if shadow {
+			rate = rates[rng.IntN(3)]
+		}
 		capacity := min(int64(1+rng.IntN(30)), int64(rate*bucket.MaxFillTime.Seconds()))
-		pool[i] = bucket.Rule{Name: fmt.Sprintf("r%d", i), Capacity: capacity, RefillPerSecond: rate}
+		pool[i] = bucket.Rule{Name: fmt.Sprintf("r%d", i), Capacity: capacity, RefillPerSecond: rate, Shadow: shadow}
 	}
 	ids := append([]string(nil), hostile[:8]...)
 	for i := range extra {
@@ -130,14 +136,27 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 			if got != want {
 				t.Fatalf("request %+v:\nredis %+v\nmodel %+v", q, got, want)
 			}
+			if !skewed[id] {
+				compareExpiry(t, c, model, id)
+			}
 			counts[string(got.Reason)]++
-			if q.Cost == 0 {
+			switch {
+			case q.Op != bucket.OpCheck:
+				counts[q.Op.String()]++
+			case q.Cost == 0:
 				counts["peek"]++
+			}
+			if got.ShadowLimited != 0 {
+				counts["shadow-limited"]++
+			}
+			if got.Rule == "" {
+				counts["shadow only"]++
 			}
 		}
 	}
 	t.Logf("operations: %v", counts)
-	if counts["ok"] < ops/10 || counts["limited"] < ops/20 || counts["peek"] < ops/20 {
+	if counts["ok"] < ops/10 || counts["limited"] < ops/20 || counts["peek"] < ops/20 || counts["refund"] < ops/50 ||
+		counts["reset"] < ops/100 || counts["shadow-limited"] < ops/200 || counts["shadow only"] < ops/100 {
 		t.Errorf("workload too one-sided to mean much: %v", counts)
 	}
 	for _, id := range ids {
@@ -148,8 +167,9 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 	}
 }
 
-// randomRequest draws 1 to 3 distinct rules and a cost: a peek, 1, a random cost, or
-// the smallest capacity.
+// randomRequest draws 1 to 3 distinct rules and an operation: a check of cost 0 (a
+// peek), 1, a random cost or the smallest capacity; a refund of 1 to the smallest
+// capacity; or a reset.
 func randomRequest(rng *rand.Rand, id string, pool []bucket.Rule) bucket.Request {
 	perm := rng.Perm(len(pool))[:1+rng.IntN(3)]
 	q := bucket.Request{Identity: id}
@@ -158,13 +178,17 @@ func randomRequest(rng *rand.Rand, id string, pool []bucket.Rule) bucket.Request
 		q.Rules = append(q.Rules, pool[i])
 		smallest = min(smallest, pool[i].Capacity)
 	}
-	switch rng.IntN(5) {
-	case 0:
+	switch rng.IntN(20) {
+	case 0, 1, 2, 3:
 		q.Cost = 0
-	case 1:
+	case 4, 5, 6, 7:
 		q.Cost = smallest
-	case 2:
+	case 8, 9, 10, 11:
 		q.Cost = rng.Int64N(smallest + 1)
+	case 12, 13:
+		q.Op, q.Cost = bucket.OpRefund, 1+rng.Int64N(smallest)
+	case 14:
+		q.Op = bucket.OpReset
 	default:
 		q.Cost = 1
 	}
@@ -179,10 +203,8 @@ func compareState(t *testing.T, c rueidis.Client, model *bucket.Model, id string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, ok := model.ExpiresAt(id); ok && expiry {
-		if got := mustInt(t, do(t, c, c.B().Pexpiretime().Key(bucket.Key(id)).Build())); got != want.UnixMilli() {
-			t.Errorf("%q: PEXPIRETIME %d, model %d", id, got, want.UnixMilli())
-		}
+	if expiry {
+		compareExpiry(t, c, model, id)
 	}
 	for _, r := range rules {
 		b, ok := model.Bucket(id, r.Name)
@@ -198,6 +220,20 @@ func compareState(t *testing.T, c rueidis.Client, model *bucket.Model, id string
 		if err1 != nil || err2 != nil || gotTokens != b.Tokens || gotStamp != b.Stamp {
 			t.Errorf("%q %s: redis %s@%s, model %v@%d", id, r.Name, tokens, stamp, b.Tokens, b.Stamp)
 		}
+	}
+}
+
+// compareExpiry checks that identity's key expires when the model says, and exists
+// exactly when the model has state for it.
+func compareExpiry(t *testing.T, c rueidis.Client, model *bucket.Model, id string) {
+	t.Helper()
+	got := mustInt(t, do(t, c, c.B().Pexpiretime().Key(bucket.Key(id)).Build())) // -2: no key
+	want, ok := model.ExpiresAt(id)
+	switch {
+	case !ok && got != -2:
+		t.Fatalf("%q: PEXPIRETIME %d, but the model has no state", id, got)
+	case ok && got != want.UnixMilli():
+		t.Fatalf("%q: PEXPIRETIME %d, model %d", id, got, want.UnixMilli())
 	}
 }
 
@@ -388,17 +424,28 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		argv []string
 		want string
 	}{
-		{"fractional cost", []string{"1.5", "b:tokens", "b:ts", "10", "1"}, "cost must be a whole number"},
-		{"negative cost", []string{"-1", "b:tokens", "b:ts", "10", "1"}, "cost must be a whole number"},
+		{"fractional cost", []string{"1.5", "b:tokens", "b:ts", "10", "1"}, "operation must be a whole number"},
+		{"fractional refund", []string{"-1.5", "b:tokens", "b:ts", "10", "1"}, "operation must be a whole number"},
+		{"unknown operation", []string{"refund", "b:tokens", "b:ts", "10", "1"}, "operation must be a whole number"},
+		{"infinite cost", []string{"inf", "b:tokens", "b:ts", "10", "1"}, "operation must be a whole number"},
 		{"no rules", []string{"1"}, "ARGV must be"},
 		{"partial rule", []string{"1", "b:tokens", "b:ts", "10"}, "ARGV must be"},
 		{"zero capacity", []string{"1", "b:tokens", "b:ts", "0", "1"}, "rule b: capacity"},
+		{"shadow zero capacity", []string{"1", "b:tokens", "b:ts", "-0", "1"}, "rule b: capacity"},
+		{"capacity above 1e9", []string{"1", "b:tokens", "b:ts", "1000000001", "1e9"}, "rule b: capacity"},
+		{"shadow capacity above 1e9", []string{"1", "b:tokens", "b:ts", "-1000000001", "1e9"}, "rule b: capacity"},
+		{"fractional shadow capacity", []string{"1", "b:tokens", "b:ts", "-1.5", "1"}, "rule b: capacity"},
 		{"NaN rate", []string{"1", "b:tokens", "b:ts", "10", "nan"}, "rule b: refill per second"},
 		{"infinite rate", []string{"1", "b:tokens", "b:ts", "10", "inf"}, "rule b: refill per second"},
+		{"rate above 1e9", []string{"1", "b:tokens", "b:ts", "10", "1000000001"}, "rule b: refill per second"},
+		{"fills in more than 366 days", []string{"1", "b:tokens", "b:ts", "1000", "0.00003"}, "rule b: fills in more than 366 days"},
 		{"cost above capacity", []string{"11", "b:tokens", "b:ts", "10", "1"}, "rule b: cost 11 exceeds capacity 10"},
+		{"cost above a shadow capacity", []string{"11", "b:tokens", "b:ts", "-10", "1"}, "rule b: cost 11 exceeds capacity 10"},
+		{"refund above capacity", []string{"-11", "b:tokens", "b:ts", "10", "1"}, "rule b: refund 11 exceeds capacity 10"},
 		{"second rule bad", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "10", "1", "x", "1"}, "rule b: capacity"},
 		{"duplicate rule", []string{"1", "a:tokens", "a:ts", "a:tokens", "a:ts", "10", "1", "10", "1"}, "rule a appears twice"},
 		{"duplicate third rule", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "a:tokens", "a:ts", "10", "1", "10", "1", "5", "1"}, "rule a appears twice"},
+		{"reset, bad rule", []string{"reset", "b:tokens", "b:ts", "10", "0"}, "rule b: refill per second"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

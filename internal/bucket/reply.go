@@ -13,11 +13,22 @@ import (
 // with values out of range. Such a reply is never taken as a decision.
 var ErrBadReply = errors.New("malformed reply from redis")
 
-// replyInts checks that reply is exactly lua.ReplyLen integers and returns them.
-func replyInts(reply []rueidis.RedisMessage) ([lua.ReplyLen]int64, error) {
-	var vals [lua.ReplyLen]int64
-	if len(reply) != lua.ReplyLen {
-		return vals, fmt.Errorf("%w: %d elements, want %d", ErrBadReply, len(reply), lua.ReplyLen)
+// replyVals are the integers of one script reply, at the indexes lua.Reply* names.
+type replyVals [lua.ReplyLenShadow]int64
+
+// replyLen is how many integers the script answers q with.
+func replyLen(q Request) int {
+	if q.shadows() {
+		return lua.ReplyLenShadow
+	}
+	return lua.ReplyLen
+}
+
+// replyInts checks that reply is exactly n integers and returns them.
+func replyInts(reply []rueidis.RedisMessage, n int) (replyVals, error) {
+	var vals replyVals
+	if len(reply) != n {
+		return vals, fmt.Errorf("%w: %d elements, want %d", ErrBadReply, len(reply), n)
 	}
 	for i := range reply {
 		v, err := reply[i].ToInt64()
@@ -31,26 +42,36 @@ func replyInts(reply []rueidis.RedisMessage) ([lua.ReplyLen]int64, error) {
 
 // decodeReply turns the script's integers into a Decision for q, checking every value
 // against what the script can return for q.
-func decodeReply(vals [lua.ReplyLen]int64, q Request) (Decision, error) {
+func decodeReply(vals replyVals, q Request) (Decision, error) {
 	allowed, binding, remaining := vals[lua.ReplyAllowed], vals[lua.ReplyBinding], vals[lua.ReplyRemaining]
 	wait, reset, now, waitRule := vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow], vals[lua.ReplyWaitRule]
+	denials := vals[lua.ReplyShadowDenials]
 	n := int64(len(q.Rules))
 	maxWait := MaxFillTime.Milliseconds() + 1
+	enforced := func(r int64) bool { return r >= 1 && r <= n && !q.Rules[r-1].Shadow }
+	var shadow int64 // the shadow rules of q, as the script's bit set
+	for i, r := range q.Rules {
+		if r.Shadow {
+			shadow |= 1 << i
+		}
+	}
 	switch {
-	case allowed != 0 && allowed != 1:
-		return Decision{}, fmt.Errorf("%w: allowed is %d, want 0 or 1", ErrBadReply, allowed)
-	case binding < 1 || binding > n:
-		return Decision{}, fmt.Errorf("%w: binding rule %d, want 1 to %d", ErrBadReply, binding, n)
-	case remaining < 0 || remaining > MaxCapacity:
+	case allowed != 0 && allowed != 1, q.Op != OpCheck && allowed != 1:
+		return Decision{}, fmt.Errorf("%w: allowed is %d for a %v", ErrBadReply, allowed, q.Op)
+	case binding == 0 && shadow != 1<<n-1, binding != 0 && !enforced(binding):
+		return Decision{}, fmt.Errorf("%w: binding rule %d, want an enforced rule from 1 to %d", ErrBadReply, binding, n)
+	case remaining < 0 || binding != 0 && remaining > q.Rules[binding-1].Capacity || binding == 0 && remaining != 0:
 		return Decision{}, fmt.Errorf("%w: remaining %d out of range", ErrBadReply, remaining)
-	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0:
-		return Decision{}, fmt.Errorf("%w: wait %d ms with allowed %d", ErrBadReply, wait, allowed)
-	case (wait == 0) != (waitRule == 0), waitRule < 0 || waitRule > n, allowed == 0 && waitRule != binding:
+	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0, q.Op != OpCheck && wait != 0:
+		return Decision{}, fmt.Errorf("%w: wait %d ms with allowed %d for a %v", ErrBadReply, wait, allowed, q.Op)
+	case (wait == 0) != (waitRule == 0), waitRule != 0 && !enforced(waitRule), allowed == 0 && waitRule != binding:
 		return Decision{}, fmt.Errorf("%w: wait rule %d with wait %d ms, binding rule %d and allowed %d", ErrBadReply, waitRule, wait, binding, allowed)
-	case reset < 0 || reset > maxWait:
+	case reset < 0 || reset > maxWait, q.Op == OpReset && reset != 0:
 		return Decision{}, fmt.Errorf("%w: reset after %d ms out of range", ErrBadReply, reset)
 	case now <= 0:
 		return Decision{}, fmt.Errorf("%w: server time %d", ErrBadReply, now)
+	case denials&^shadow != 0, denials != 0 && (allowed == 0 || q.Op != OpCheck || q.Cost == 0):
+		return Decision{}, fmt.Errorf("%w: shadow denials %b for shadow rules %b, allowed %d", ErrBadReply, denials, shadow, allowed)
 	}
-	return newDecision(q, allowed == 1, int(binding-1), remaining, wait, reset, now, int(waitRule-1)), nil
+	return newDecision(q, allowed == 1, int(binding-1), remaining, wait, reset, now, int(waitRule-1), RuleSet(denials)), nil
 }

@@ -2,6 +2,7 @@ package bucket
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,41 +23,92 @@ const nowUS = 1_795_000_000_000_000
 func TestDecodeReply(t *testing.T) {
 	tests := []struct {
 		name string
-		vals [lua.ReplyLen]int64
+		vals replyVals
 		want Decision
 		err  string
 	}{
-		{"allowed", [lua.ReplyLen]int64{1, 1, 9, 0, 1000, nowUS, 0},
+		{"allowed", replyVals{1, 1, 9, 0, 1000, nowUS, 0},
 			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 9, ResetAfter: time.Second, At: time.UnixMicro(nowUS)}, ""},
-		{"allowed, the second rule then short", [lua.ReplyLen]int64{1, 1, 0, 86, 86_400_000, nowUS, 2},
+		{"allowed, the second rule then short", replyVals{1, 1, 0, 86, 86_400_000, nowUS, 2},
 			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS), wait: 86 * time.Millisecond, waitRule: "daily", waitLimit: 1000}, ""},
-		{"limited by the second rule", [lua.ReplyLen]int64{0, 2, 0, 86400, 86_400_000, nowUS, 2},
+		{"limited by the second rule", replyVals{0, 2, 0, 86400, 86_400_000, nowUS, 2},
 			Decision{Reason: ReasonLimited, Rule: "daily", Limit: 1000, RetryAfter: 86400 * time.Millisecond, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS)}, ""},
-		{"allowed out of range", [lua.ReplyLen]int64{2, 1, 0, 0, 0, nowUS, 0}, Decision{}, "allowed is 2"},
-		{"binding zero", [lua.ReplyLen]int64{1, 0, 0, 0, 0, nowUS, 0}, Decision{}, "binding rule 0"},
-		{"binding past the rules", [lua.ReplyLen]int64{1, 3, 0, 0, 0, nowUS, 0}, Decision{}, "binding rule 3"},
-		{"negative remaining", [lua.ReplyLen]int64{1, 1, -1, 0, 0, nowUS, 0}, Decision{}, "remaining -1"},
-		{"negative wait", [lua.ReplyLen]int64{1, 1, 0, -5, 0, nowUS, 1}, Decision{}, "wait -5 ms with allowed 1"},
-		{"denied without a wait", [lua.ReplyLen]int64{0, 1, 0, 0, 0, nowUS, 0}, Decision{}, "wait 0 ms with allowed 0"},
-		{"wait without its rule", [lua.ReplyLen]int64{1, 1, 0, 5, 0, nowUS, 0}, Decision{}, "wait rule 0 with wait 5 ms"},
-		{"wait rule without a wait", [lua.ReplyLen]int64{1, 1, 0, 0, 0, nowUS, 1}, Decision{}, "wait rule 1 with wait 0 ms"},
-		{"wait rule past the rules", [lua.ReplyLen]int64{1, 1, 0, 5, 0, nowUS, 3}, Decision{}, "wait rule 3"},
-		{"denial waiting for another rule", [lua.ReplyLen]int64{0, 1, 0, 5, 0, nowUS, 2}, Decision{}, "wait rule 2 with wait 5 ms, binding rule 1"},
-		{"endless reset", [lua.ReplyLen]int64{1, 1, 0, 0, 1 << 60, nowUS, 0}, Decision{}, "reset after"},
-		{"no server time", [lua.ReplyLen]int64{1, 1, 0, 0, 0, 0, 0}, Decision{}, "server time 0"},
+		{"allowed out of range", replyVals{2, 1, 0, 0, 0, nowUS, 0}, Decision{}, "allowed is 2"},
+		{"binding zero", replyVals{1, 0, 0, 0, 0, nowUS, 0}, Decision{}, "binding rule 0"},
+		{"binding past the rules", replyVals{1, 3, 0, 0, 0, nowUS, 0}, Decision{}, "binding rule 3"},
+		{"negative remaining", replyVals{1, 1, -1, 0, 0, nowUS, 0}, Decision{}, "remaining -1"},
+		{"negative wait", replyVals{1, 1, 0, -5, 0, nowUS, 1}, Decision{}, "wait -5 ms with allowed 1"},
+		{"denied without a wait", replyVals{0, 1, 0, 0, 0, nowUS, 0}, Decision{}, "wait 0 ms with allowed 0"},
+		{"wait without its rule", replyVals{1, 1, 0, 5, 0, nowUS, 0}, Decision{}, "wait rule 0 with wait 5 ms"},
+		{"wait rule without a wait", replyVals{1, 1, 0, 0, 0, nowUS, 1}, Decision{}, "wait rule 1 with wait 0 ms"},
+		{"wait rule past the rules", replyVals{1, 1, 0, 5, 0, nowUS, 3}, Decision{}, "wait rule 3"},
+		{"denial waiting for another rule", replyVals{0, 1, 0, 5, 0, nowUS, 2}, Decision{}, "wait rule 2 with wait 5 ms, binding rule 1"},
+		{"endless reset", replyVals{1, 1, 0, 0, 1 << 60, nowUS, 0}, Decision{}, "reset after"},
+		{"no server time", replyVals{1, 1, 0, 0, 0, 0, 0}, Decision{}, "server time 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeReply(tt.vals, twoRules)
-			if tt.err != "" {
-				if !errors.Is(err, ErrBadReply) || !contains(err, tt.err) {
-					t.Fatalf("err = %v, want ErrBadReply mentioning %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("got %+v, %v\nwant %+v", got, err, tt.want)
-			}
+			checkDecode(t, twoRules, tt.vals, tt.want, tt.err)
+		})
+	}
+}
+
+// checkDecode decodes vals for q and compares the outcome with want or the error err.
+func checkDecode(t *testing.T, q Request, vals replyVals, want Decision, err string) {
+	t.Helper()
+	got, gotErr := decodeReply(vals, q)
+	if err != "" {
+		if !errors.Is(gotErr, ErrBadReply) || !contains(gotErr, err) {
+			t.Fatalf("err = %v, want ErrBadReply mentioning %q", gotErr, err)
+		}
+		return
+	}
+	if gotErr != nil || got != want {
+		t.Fatalf("got %+v, %v\nwant %+v", got, gotErr, want)
+	}
+}
+
+// TestDecodeReplyOperations holds refunds, resets and shadow rules to what the script
+// can answer for them.
+func TestDecodeReplyOperations(t *testing.T) {
+	shadowDaily := twoRules
+	shadowDaily.Rules = []Rule{twoRules.Rules[0], twoRules.Rules[1]}
+	shadowDaily.Rules[1].Shadow = true
+	allShadow := shadowDaily
+	allShadow.Rules = []Rule{shadowDaily.Rules[1]}
+	refund, reset := twoRules, twoRules
+	refund.Op, reset.Op, reset.Cost = OpRefund, OpReset, 0
+	at := time.UnixMicro(nowUS)
+	tests := []struct {
+		name string
+		q    Request
+		vals replyVals
+		want Decision
+		err  string
+	}{
+		{"shadow denial", shadowDaily, replyVals{1, 1, 9, 0, 1000, nowUS, 0, 2},
+			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 9, ResetAfter: time.Second, At: at, ShadowLimited: 2}, ""},
+		{"only shadow rules", allShadow, replyVals{1, 0, 0, 0, 0, nowUS, 0, 1},
+			Decision{Allowed: true, Reason: ReasonOK, At: at, ShadowLimited: 1}, ""},
+		{"refund", refund, replyVals{1, 1, 10, 0, 0, nowUS, 0},
+			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 10, At: at}, ""},
+		{"reset", reset, replyVals{1, 1, 10, 0, 0, nowUS, 0},
+			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 10, At: at}, ""},
+		{"binding a shadow rule", shadowDaily, replyVals{1, 2, 9, 0, 1000, nowUS, 0, 0}, Decision{}, "binding rule 2"},
+		{"no binding rule with an enforced one", shadowDaily, replyVals{1, 0, 0, 0, 0, nowUS, 0, 0}, Decision{}, "binding rule 0"},
+		{"remaining above the binding capacity", twoRules, replyVals{1, 1, 11, 0, 0, nowUS, 0}, Decision{}, "remaining 11"},
+		{"remaining without a binding rule", allShadow, replyVals{1, 0, 3, 0, 0, nowUS, 0, 0}, Decision{}, "remaining 3"},
+		{"waiting for a shadow rule", shadowDaily, replyVals{1, 1, 0, 5, 1000, nowUS, 2, 0}, Decision{}, "wait rule 2"},
+		{"an enforced rule as a shadow denial", shadowDaily, replyVals{1, 1, 9, 0, 1000, nowUS, 0, 1}, Decision{}, "shadow denials 1"},
+		{"a shadow denial of a denied check", shadowDaily, replyVals{0, 1, 0, 5, 1000, nowUS, 1, 2}, Decision{}, "shadow denials 10"},
+		{"a shadow denial of a refund", func() Request { q := shadowDaily; q.Op = OpRefund; return q }(), replyVals{1, 1, 9, 0, 1000, nowUS, 0, 2}, Decision{}, "shadow denials 10"},
+		{"a denied refund", refund, replyVals{0, 1, 0, 5, 1000, nowUS, 1}, Decision{}, "allowed is 0 for a refund"},
+		{"a refund with a wait", refund, replyVals{1, 1, 0, 5, 1000, nowUS, 1}, Decision{}, "wait 5 ms with allowed 1 for a refund"},
+		{"a reset not full", reset, replyVals{1, 1, 5, 0, 5000, nowUS, 0}, Decision{}, "reset after 5000 ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkDecode(t, tt.q, tt.vals, tt.want, tt.err)
 		})
 	}
 }
@@ -85,7 +137,7 @@ func TestReplyInts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := replyInts(tt.reply)
+			_, err := replyInts(tt.reply, lua.ReplyLen)
 			if (tt.err == "") != (err == nil) || tt.err != "" && (!errors.Is(err, ErrBadReply) || !contains(err, tt.err)) {
 				t.Fatalf("err = %v, want %q", err, tt.err)
 			}
@@ -96,14 +148,26 @@ func TestReplyInts(t *testing.T) {
 // FuzzDecodeReply: any seven integers decode to a consistent Decision or ErrBadReply,
 // never a panic.
 func FuzzDecodeReply(f *testing.F) {
-	f.Add(int64(1), int64(1), int64(9), int64(0), int64(1000), int64(nowUS), int64(0), uint8(2))
-	f.Add(int64(1), int64(1), int64(0), int64(86), int64(1000), int64(nowUS), int64(2), uint8(2))
-	f.Add(int64(0), int64(2), int64(0), int64(86400), int64(86_400_000), int64(nowUS), int64(2), uint8(2))
-	f.Add(int64(-1), int64(9), int64(-5), int64(-1), int64(-1), int64(-1), int64(-1), uint8(0))
-	f.Fuzz(func(t *testing.T, allowed, binding, remaining, wait, reset, now, waitRule int64, nRules uint8) {
+	f.Add(int64(1), int64(1), int64(9), int64(0), int64(1000), int64(nowUS), int64(0), int64(0), uint8(2))
+	f.Add(int64(1), int64(1), int64(0), int64(86), int64(1000), int64(nowUS), int64(2), int64(0), uint8(2))
+	f.Add(int64(0), int64(2), int64(0), int64(86400), int64(86_400_000), int64(nowUS), int64(2), int64(0), uint8(2))
+	f.Add(int64(1), int64(1), int64(9), int64(0), int64(1000), int64(nowUS), int64(0), int64(2), uint8(2+3*4))
+	f.Add(int64(1), int64(0), int64(0), int64(0), int64(0), int64(nowUS), int64(0), int64(1), uint8(1+3*8))
+	f.Add(int64(1), int64(1), int64(10), int64(0), int64(0), int64(nowUS), int64(0), int64(0), uint8(2+3*1))
+	f.Add(int64(-1), int64(9), int64(-5), int64(-1), int64(-1), int64(-1), int64(-1), int64(-1), uint8(0))
+	f.Fuzz(func(t *testing.T, allowed, binding, remaining, wait, reset, now, waitRule, denials int64, shape uint8) {
+		// shape picks the request: how many rules (0 to 2), its operation (check,
+		// refund, reset) and which rules are shadow (2 bits).
 		q := twoRules
-		q.Rules = q.Rules[:int(nRules)%(len(q.Rules)+1)]
-		vals := [lua.ReplyLen]int64{allowed, binding, remaining, wait, reset, now, waitRule}
+		q.Rules = slices.Clone(q.Rules[:int(shape)%3])
+		q.Op = Op(shape / 3 % 3)
+		if q.Op == OpReset {
+			q.Cost = 0
+		}
+		for i := range q.Rules {
+			q.Rules[i].Shadow = shape/9&(1<<i) != 0
+		}
+		vals := replyVals{allowed, binding, remaining, wait, reset, now, waitRule, denials}
 		d, err := decodeReply(vals, q)
 		if err != nil {
 			if !errors.Is(err, ErrBadReply) {
@@ -111,9 +175,15 @@ func FuzzDecodeReply(f *testing.F) {
 			}
 			return
 		}
-		if d.Allowed != (d.RetryAfter == 0) || d.Remaining < 0 || d.Rule == "" || d.At.IsZero() ||
-			(d.wait == 0) != (d.waitRule == "") || !d.Allowed && d.waitRule != "" {
-			t.Fatalf("inconsistent decision %+v from %v", d, vals)
+		binds := slices.ContainsFunc(q.Rules, func(r Rule) bool { return !r.Shadow })
+		if d.Allowed != (d.RetryAfter == 0) || d.Remaining < 0 || (d.Rule != "") != binds || d.At.IsZero() ||
+			(d.wait == 0) != (d.waitRule == "") || !d.Allowed && d.waitRule != "" || q.Op != OpCheck && (!d.Allowed || d.wait != 0) {
+			t.Fatalf("inconsistent decision %+v from %v for %+v", d, vals, q)
+		}
+		for i, r := range q.Rules {
+			if d.ShadowLimited.Has(i) && (!r.Shadow || !d.Allowed) || r.Name == d.Rule && r.Shadow {
+				t.Fatalf("shadow rules %+v in decision %+v from %v", q.Rules, d, vals)
+			}
 		}
 	})
 }
@@ -140,7 +210,7 @@ func FuzzReplyInts(f *testing.F) {
 				reply = append(reply, mock.RedisArray(mock.RedisInt64(v)))
 			}
 		}
-		vals, err := replyInts(reply)
+		vals, err := replyInts(reply, lua.ReplyLen)
 		if err != nil {
 			if !errors.Is(err, ErrBadReply) {
 				t.Fatalf("error does not wrap ErrBadReply: %v", err)

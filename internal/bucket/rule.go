@@ -3,7 +3,6 @@ package bucket
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -12,12 +11,17 @@ import (
 var ErrInvalid = errors.New("invalid")
 
 // Limits on rules and requests. They keep every figure the script computes an exact
-// integer in a Lua double (below 2^53) and every key a sensible size.
+// integer in a Lua double (below 2^53) and every key a sensible size. bucket.lua holds
+// the bounds of a rule (capacity, refill per second, fill time) to the same figures, so
+// that a rule this package accepts is one every Redis, Valkey and miniredis accepts.
 const (
 	// MaxRules is the most rules one request may carry.
 	MaxRules = 8
 	// MaxCapacity is the largest capacity of a rule, in tokens.
 	MaxCapacity = 1_000_000_000
+	// MaxRefillPerSecond is the fastest refill of a rule, in tokens per second: a
+	// bucket of MaxCapacity tokens refilled within a second.
+	MaxRefillPerSecond = 1e9
 	// MaxFillTime is the longest time an empty bucket may take to fill again
 	// (capacity / refill per second): a yearly quota fits, a slower one does not.
 	MaxFillTime = 366 * 24 * time.Hour
@@ -36,11 +40,16 @@ type Rule struct {
 	Name string `json:"name"`
 	// Capacity is the burst size in whole tokens, 1 to MaxCapacity.
 	Capacity int64 `json:"capacity"`
-	// RefillPerSecond is the refill rate in tokens per second, > 0.
+	// RefillPerSecond is the refill rate in tokens per second, above 0 and at most
+	// MaxRefillPerSecond, such that the bucket fills within MaxFillTime.
 	RefillPerSecond float64 `json:"refillPerSecond"`
 	// Shadow marks a rule that is decided and whose bucket evolves as if it were
-	// enforced, but that never denies: a new limit tried on live traffic. False, the
-	// zero value, is an enforced rule.
+	// enforced, but that never denies: a new limit tried on live traffic. A check is
+	// allowed or denied by the enforced rules alone, and its Decision describes them
+	// alone. When they allow it, a shadow rule holding Cost tokens gives them, and one
+	// holding fewer gives nothing and is named in Decision.ShadowLimited; when they deny
+	// it, nothing is written, shadow rules included. False, the zero value, is an
+	// enforced rule.
 	Shadow bool `json:"shadow,omitempty"`
 }
 
@@ -51,19 +60,22 @@ func (r Rule) Validate() error {
 		return fmt.Errorf("%w: name %q: want 1 to %d letters, digits, '_', '-' or '.'", ErrInvalid, r.Name, MaxRuleName)
 	case r.Capacity < 1 || r.Capacity > MaxCapacity:
 		return fmt.Errorf("%w: rule %s: capacity %d: want 1 to %d", ErrInvalid, r.Name, r.Capacity, MaxCapacity)
-	case math.IsNaN(r.RefillPerSecond) || r.RefillPerSecond <= 0 || math.IsInf(r.RefillPerSecond, 0):
-		return fmt.Errorf("%w: rule %s: refillPerSecond %v: want a finite number > 0", ErrInvalid, r.Name, r.RefillPerSecond)
-	case r.FillTime() > MaxFillTime:
-		return fmt.Errorf("%w: rule %s: refillPerSecond %v fills capacity %d in %v: want at most %v",
-			ErrInvalid, r.Name, r.RefillPerSecond, r.Capacity, r.FillTime().Round(time.Second), MaxFillTime)
+	case !(r.RefillPerSecond > 0 && r.RefillPerSecond <= MaxRefillPerSecond): // NaN fails too
+		return fmt.Errorf("%w: rule %s: refillPerSecond %v: want a number above 0 and at most %g", ErrInvalid, r.Name, r.RefillPerSecond, MaxRefillPerSecond)
+	case r.fillSeconds() > MaxFillTime.Seconds():
+		return fmt.Errorf("%w: rule %s: refillPerSecond %v fills capacity %d in %s: want at most %v",
+			ErrInvalid, r.Name, r.RefillPerSecond, r.Capacity, formatSeconds(r.fillSeconds()), MaxFillTime)
 	}
 	return nil
 }
 
-// FillTime is how long r takes to refill from empty to Capacity.
-func (r Rule) FillTime() time.Duration {
-	return secondsToDuration(float64(r.Capacity) / r.RefillPerSecond)
-}
+// FillTime is how long r takes to refill from empty to Capacity. It saturates at the
+// longest Duration; a valid rule fills within MaxFillTime.
+func (r Rule) FillTime() time.Duration { return secondsToDuration(r.fillSeconds()) }
+
+// fillSeconds is how long r takes to refill from empty to Capacity, in seconds: the
+// same division bucket.lua makes to check the bound.
+func (r Rule) fillSeconds() float64 { return float64(r.Capacity) / r.RefillPerSecond }
 
 func validName(name string) bool {
 	if len(name) == 0 || len(name) > MaxRuleName {
@@ -78,15 +90,52 @@ func validName(name string) bool {
 	return true
 }
 
-// Request asks for Cost tokens from every rule of Identity at once.
+// Op is what a Request does to its buckets. The zero Op is OpCheck.
+type Op uint8
+
+// The operations of a Request.
+const (
+	// OpCheck asks for Cost tokens from every rule at once: allowed when every enforced
+	// rule holds them, and then they are taken from every rule; otherwise nothing is
+	// written. Cost 0 is a peek: the decision without a write.
+	OpCheck Op = iota
+	// OpRefund gives Cost tokens back to every rule that has state, never above its
+	// capacity: for a request whose work failed downstream. A rule without state is
+	// full and stays so.
+	OpRefund
+	// OpReset makes every rule full again by removing its state (the identity's key goes
+	// with its last rule). Its Cost is 0.
+	OpReset
+)
+
+// String returns the operation's name as the check function spells it: check, refund
+// or reset.
+func (o Op) String() string {
+	switch o {
+	case OpCheck:
+		return "check"
+	case OpRefund:
+		return "refund"
+	case OpReset:
+		return "reset"
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// Request is one operation on the buckets of Identity for Rules, decided atomically:
+// by default a check of Cost tokens.
 type Request struct {
 	// Identity is whose buckets these are: 1 to MaxIdentity bytes, any bytes at all.
 	Identity string
-	// Rules are decided together, all or nothing: 1 to MaxRules, distinct names.
+	// Rules are decided together, all or nothing: 1 to MaxRules, distinct names. Shadow
+	// rules among them never deny (see Rule.Shadow).
 	Rules []Rule
-	// Cost is the whole number of tokens to take from every rule, 0 to the smallest
-	// capacity. The zero Cost is a peek: the decision without a write.
+	// Cost is a whole number of tokens, at most the smallest capacity: for OpCheck, the
+	// tokens taken from every rule (the zero Cost is a peek: the decision without a
+	// write); for OpRefund, the tokens given back, at least 1; for OpReset, 0.
 	Cost int64
+	// Op is what the request does; the zero Op is OpCheck.
+	Op Op
 }
 
 // Validate reports the first thing wrong with q, naming the field.
@@ -100,14 +149,23 @@ func (q Request) Validate() error {
 		return fmt.Errorf("%w: no rules", ErrInvalid)
 	case len(q.Rules) > MaxRules:
 		return fmt.Errorf("%w: %d rules: want at most %d", ErrInvalid, len(q.Rules), MaxRules)
+	case q.Op > OpReset:
+		return fmt.Errorf("%w: operation %v: want check, refund or reset", ErrInvalid, q.Op)
 	case q.Cost < 0:
 		return fmt.Errorf("%w: cost %d: want 0 or more", ErrInvalid, q.Cost)
+	case q.Op == OpRefund && q.Cost == 0:
+		return fmt.Errorf("%w: refund of 0 tokens: want 1 or more", ErrInvalid)
+	case q.Op == OpReset && q.Cost != 0:
+		return fmt.Errorf("%w: reset with cost %d: a reset takes no cost", ErrInvalid, q.Cost)
 	}
 	for i, r := range q.Rules {
 		if err := r.Validate(); err != nil {
 			return fmt.Errorf("rules[%d]: %w", i, err)
 		}
 		if q.Cost > r.Capacity {
+			if q.Op == OpRefund {
+				return fmt.Errorf("%w: refund %d exceeds capacity %d of rule %s", ErrInvalid, q.Cost, r.Capacity, r.Name)
+			}
 			return fmt.Errorf("%w: cost %d exceeds capacity %d of rule %s: it could never be allowed", ErrInvalid, q.Cost, r.Capacity, r.Name)
 		}
 		for _, earlier := range q.Rules[:i] {
@@ -117,4 +175,14 @@ func (q Request) Validate() error {
 		}
 	}
 	return nil
+}
+
+// shadows reports whether a rule of q is shadow.
+func (q Request) shadows() bool {
+	for _, r := range q.Rules {
+		if r.Shadow {
+			return true
+		}
+	}
+	return false
 }

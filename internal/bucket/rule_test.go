@@ -34,9 +34,19 @@ func TestRequestValidate(t *testing.T) {
 		{"zero capacity", withRule(bucket.Rule{Name: "r", RefillPerSecond: 1}), "rules[0]: invalid: rule r: capacity 0"},
 		{"huge capacity", withRule(bucket.Rule{Name: "r", Capacity: bucket.MaxCapacity + 1, RefillPerSecond: 1e9}), "capacity 1000000001"},
 		{"zero rate", withRule(bucket.Rule{Name: "r", Capacity: 1}), "refillPerSecond 0"},
-		{"NaN rate", withRule(bucket.Rule{Name: "r", Capacity: 1, RefillPerSecond: math.NaN()}), "refillPerSecond NaN"},
+		{"NaN rate", withRule(bucket.Rule{Name: "r", Capacity: 1, RefillPerSecond: math.NaN()}), "refillPerSecond NaN: want a number above 0"},
 		{"infinite rate", withRule(bucket.Rule{Name: "r", Capacity: 1, RefillPerSecond: math.Inf(1)}), "refillPerSecond +Inf"},
-		{"fills too slowly", withRule(bucket.Rule{Name: "r", Capacity: 1000, RefillPerSecond: 1e-6}), "fills capacity 1000 in"},
+		{"fills too slowly", withRule(bucket.Rule{Name: "r", Capacity: 1000, RefillPerSecond: 1e-6}), "fills capacity 1000 in 277777h46m40s: want at most 8784h0m0s"},
+		{"fills beyond any duration", withRule(bucket.Rule{Name: "r", Capacity: 1000, RefillPerSecond: 1e-300}), "refillPerSecond 1e-300 fills capacity 1000 in 1e+303s: want at most 8784h0m0s"},
+		{"refills too fast", withRule(bucket.Rule{Name: "r", Capacity: 10, RefillPerSecond: 1e19}), "refillPerSecond 1e+19: want a number above 0 and at most 1e+09"},
+		{"valid fastest refill", withRule(bucket.Rule{Name: "r", Capacity: bucket.MaxCapacity, RefillPerSecond: bucket.MaxRefillPerSecond}), ""},
+		{"valid shadow rule", withRule(bucket.Rule{Name: "r", Capacity: 10, RefillPerSecond: 1, Shadow: true}), ""},
+		{"valid refund", bucket.Request{Identity: "id", Rules: []bucket.Rule{ok}, Cost: 10, Op: bucket.OpRefund}, ""},
+		{"valid reset", bucket.Request{Identity: "id", Rules: []bucket.Rule{ok}, Op: bucket.OpReset}, ""},
+		{"refund of nothing", bucket.Request{Identity: "id", Rules: []bucket.Rule{ok}, Op: bucket.OpRefund}, "refund of 0 tokens"},
+		{"refund above capacity", bucket.Request{Identity: "id", Rules: []bucket.Rule{ok}, Cost: 11, Op: bucket.OpRefund}, "refund 11 exceeds capacity 10 of rule burst"},
+		{"reset with a cost", bucket.Request{Identity: "id", Rules: []bucket.Rule{ok}, Cost: 1, Op: bucket.OpReset}, "reset with cost 1"},
+		{"unknown operation", bucket.Request{Identity: "id", Rules: []bucket.Rule{ok}, Op: bucket.OpReset + 1}, "operation Op(3)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,6 +30,18 @@ func TestScriptCall(t *testing.T) {
 			wantArgs: []string{"0", "burst:tokens", "burst:ts", "daily:tokens", "daily:ts", "100", "0.5", "1000", "0.011574074074074073"},
 		},
 		{
+			name:     "refund, shadow rule",
+			q:        Request{Identity: "t", Op: OpRefund, Cost: 3, Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}, {Name: "new", Capacity: 5, RefillPerSecond: 2, Shadow: true}}},
+			wantKey:  "bg:{t}",
+			wantArgs: []string{"-3", "burst:tokens", "burst:ts", "new:tokens", "new:ts", "10", "1", "-5", "2"},
+		},
+		{
+			name:     "reset",
+			q:        Request{Identity: "t", Op: OpReset, Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}},
+			wantKey:  "bg:{t}",
+			wantArgs: []string{"reset", "burst:tokens", "burst:ts", "10", "1"},
+		},
+		{
 			name:     "identity longer than the stack buffer",
 			q:        Request{Identity: long, Rules: []Rule{{Name: "r", Capacity: MaxCapacity, RefillPerSecond: 1e9}}, Cost: MaxCapacity},
 			wantKey:  Key(long),

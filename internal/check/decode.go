@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // This file reads JSON strictly, member by member, so that every error names the
@@ -69,6 +71,63 @@ func stringValue(path string, raw json.RawMessage) (string, error) {
 		return "", fmt.Errorf("%s: got %s, want a string", path, kindOf(raw))
 	}
 	return s, nil
+}
+
+// textValue decodes the JSON string at path when decoding keeps it exactly: it refuses
+// bytes that are not UTF-8 and escaped UTF-16 surrogates that do not make a pair, which
+// encoding/json (like most decoders) turns into U+FFFD, so that two different strings a
+// caller sent would decode to one.
+func textValue(path string, raw json.RawMessage) (string, error) {
+	s, err := stringValue(path, raw)
+	if err != nil || !strings.ContainsRune(s, utf8.RuneError) {
+		return s, err // no U+FFFD: nothing was replaced
+	}
+	body := bytes.TrimSpace(raw)
+	body = body[1 : len(body)-1] // a well-formed JSON string: stringValue decoded it
+	for i := 0; i < len(body); {
+		switch c := body[i]; {
+		case c == '\\' && body[i+1] == 'u':
+			r := hexRune(body[i+2 : i+6])
+			if !utf16.IsSurrogate(r) {
+				i += 6
+				continue
+			}
+			if r < 0xdc00 && i+12 <= len(body) && body[i+6] == '\\' && body[i+7] == 'u' {
+				if low := hexRune(body[i+8 : i+12]); low >= 0xdc00 && low <= 0xdfff {
+					i += 12 // a pair: one character
+					continue
+				}
+			}
+			return "", fmt.Errorf("%s: %s at byte %d is half of a UTF-16 surrogate pair: JSON decoding would replace it with U+FFFD, so send text (or the pair)",
+				path, body[i:i+6], i+1)
+		case c == '\\':
+			i += 2
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(body[i:])
+			if r == utf8.RuneError && size == 1 {
+				return "", fmt.Errorf("%s: byte %#x at byte %d is not UTF-8: JSON decoding would replace it with U+FFFD, so send text", path, c, i+1)
+			}
+			i += size
+		}
+	}
+	return s, nil
+}
+
+// hexRune reads four hex digits.
+func hexRune(hex []byte) rune {
+	n, _ := strconv.ParseUint(string(hex), 16, 32) // JSON allows hex digits alone here
+	return rune(n)
+}
+
+// boolValue decodes the JSON boolean at path.
+func boolValue(path string, raw json.RawMessage) (bool, error) {
+	var b bool
+	if kindOf(raw) != "boolean" || json.Unmarshal(raw, &b) != nil {
+		return false, fmt.Errorf("%s: got %s, want true or false", path, describe(raw))
+	}
+	return b, nil
 }
 
 // arrayValue splits the JSON array at path into its elements.

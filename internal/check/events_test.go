@@ -21,6 +21,11 @@ func TestEvents(t *testing.T) {
 			{"allowed":true,"reason":"ok","limit":60,"remaining":56,"retryAfterMs":0,"resetAfterMs":345600,"rule":"minute","plan":""},
 			{"allowed":true,"reason":"ok","limit":10,"remaining":0,"retryAfterMs":0,"resetAfterMs":10000,"rule":"burst","plan":"free"},
 			{"allowed":false,"reason":"limited","limit":10,"remaining":0,"retryAfterMs":1000,"resetAfterMs":10000,"rule":"burst","plan":"free"}]}`, false},
+		{"check-operations.json", `{"results":[
+			{"allowed":true,"reason":"ok","limit":100,"remaining":95,"retryAfterMs":0,"resetAfterMs":100,"rule":"burst","plan":"pro"},
+			{"allowed":true,"reason":"ok","limit":100,"remaining":100,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"pro"},
+			{"allowed":true,"reason":"ok","limit":100,"remaining":70,"retryAfterMs":0,"resetAfterMs":600,"rule":"burst","plan":"pro"},
+			{"allowed":true,"reason":"ok","limit":100,"remaining":100,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"pro"}]}`, false},
 		{"check-invalid.json", "checks[1].cost: 11 exceeds capacity 10 of rule burst: it could never be allowed", true},
 	}
 	for _, tc := range tests {

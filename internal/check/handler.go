@@ -7,6 +7,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -15,14 +16,15 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
-// Guard decides one request under the failure policy; *guard.Guard is one.
+// Guard decides requests under the failure policy, one or a batch in one round trip;
+// *guard.Guard is one.
 type Guard interface {
 	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
+	DecideBatch(ctx context.Context, qs []bucket.Request) ([]guard.Result, error)
 	// Fallback answers by the failure policy when the registry failed.
 	Fallback(q bucket.Request, f guard.Failure, err error) guard.Result
 }
@@ -51,10 +53,14 @@ type Handler struct {
 	Now func() time.Time
 }
 
+// MsgOperation is the message of the info line for every reset, and every request that
+// names one of the authorizer's identities (the operator's path).
+const MsgOperation = "bucket operation"
+
 // Invoke answers one invocation: a checkapi.Response for one check, a
-// checkapi.BatchResult for a batch. An invalid payload is a function error of type
-// checkapi.ErrorTypeInvalidRequest naming the field at fault; then nothing is decided,
-// so nothing is written to Redis.
+// checkapi.BatchResult for a batch, decided in one round trip to Redis. An invalid
+// payload is a function error of type checkapi.ErrorTypeInvalidRequest naming the field
+// at fault; then nothing is decided, so nothing is written to Redis.
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	checks, batch, err := parse(payload, h.Plans)
 	if err != nil {
@@ -67,25 +73,62 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
-	results := make([]checkapi.Response, len(checks))
+	results, err := h.decide(ctx, checks, batch)
+	if err != nil { // Redis refused a request that parse accepted: engine and parse disagree
+		h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String(telemetry.AttrError, err.Error()))
+		return nil, invalidRequest(err)
+	}
+	responses := make([]checkapi.Response, len(checks))
 	for i, c := range checks {
-		r, err := h.decide(ctx, c)
-		if err != nil { // Redis refused a request that parse accepted: engine and parse disagree
-			if batch {
-				err = fmt.Errorf("%s: %w", index(fieldChecks, i), err)
-			}
-			h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String(telemetry.AttrError, err.Error()))
-			return nil, invalidRequest(err)
-		}
+		r := results[i]
 		inv.Observe(r)
-		telemetry.LogDecision(ctx, h.Log, r, slog.String(telemetry.AttrIdentity, identityPrefix+config.KeyDigest(c.key)),
-			slog.String(telemetry.AttrPlan, c.plan), slog.Int64(telemetry.AttrCost, c.req.Cost))
-		results[i] = response(c, r)
+		attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.logged), slog.String(telemetry.AttrPlan, c.plan),
+			slog.Int64(telemetry.AttrCost, c.req.Cost), slog.String(telemetry.AttrOp, c.req.Op.String())}
+		telemetry.LogDecision(ctx, h.Log, r, attrs...)
+		if c.explicit || c.req.Op == bucket.OpReset { // an operator's doing: kept at info
+			h.Log.LogAttrs(ctx, slog.LevelInfo, MsgOperation, append(attrs, slog.String(telemetry.AttrReason, string(r.Reason)))...)
+		}
+		telemetry.ObserveShadow(ctx, h.Log, &inv, c.req, r, attrs...)
+		responses[i] = response(c, r)
 	}
 	if !batch {
-		return json.Marshal(results[0])
+		return json.Marshal(responses[0])
 	}
-	return json.Marshal(checkapi.BatchResult{Results: results})
+	return json.Marshal(checkapi.BatchResult{Results: responses})
+}
+
+// decide decides checks: one by itself, a batch in one round trip; a check whose
+// identity the registry could not look up, by the failure policy. Its error names the
+// check the engine refused, in a batch by its index.
+func (h *Handler) decide(ctx context.Context, checks []check, batch bool) ([]guard.Result, error) {
+	results := make([]guard.Result, len(checks))
+	qs := make([]bucket.Request, 0, len(checks))
+	asked := make([]int, 0, len(checks)) // the index in checks of each request in qs
+	for i, c := range checks {
+		if c.lookupErr != nil {
+			results[i] = h.Guard.Fallback(c.req, guard.FailureRegistryError, c.lookupErr)
+			continue
+		}
+		qs, asked = append(qs, c.req), append(asked, i)
+	}
+	switch {
+	case len(qs) == 0:
+		return results, nil
+	case !batch:
+		r, err := h.Guard.Decide(ctx, qs[0])
+		results[asked[0]] = r
+		return results, err
+	}
+	rs, err := h.Guard.DecideBatch(ctx, qs)
+	if be := (*guard.BatchError)(nil); errors.As(err, &be) {
+		return nil, fmt.Errorf("%s: %w", index(fieldChecks, asked[be.Index]), be.Err)
+	} else if err != nil {
+		return nil, err
+	}
+	for k, i := range asked {
+		results[i] = rs[k]
+	}
+	return results, nil
 }
 
 // response is the answer to check c decided as r.

@@ -172,36 +172,30 @@ func TestTelemetryAndLogs(t *testing.T) {
 	}
 }
 
-// refusingGuard decides like next until its refuseAt-th call, which it refuses as
+// refusingGuard decides like next, but refuses the request at index refuse of a batch as
 // the engine refuses an invalid request.
 type refusingGuard struct {
-	next     Guard
-	calls    int
-	refuseAt int
+	Guard
+	refuse int
 }
 
-func (d *refusingGuard) Decide(ctx context.Context, q bucket.Request) (guard.Result, error) {
-	d.calls++
-	if d.calls == d.refuseAt {
-		return guard.Result{}, fmt.Errorf("%w: redis refused the request: bucketgate: test", bucket.ErrInvalid)
+func (d *refusingGuard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]guard.Result, error) {
+	if d.refuse < len(qs) {
+		return nil, &guard.BatchError{Index: d.refuse, Err: fmt.Errorf("%w: redis refused the request: bucketgate: test", bucket.ErrInvalid)}
 	}
-	return d.next.Decide(ctx, q)
-}
-
-func (d *refusingGuard) Fallback(q bucket.Request, f guard.Failure, err error) guard.Result {
-	return d.next.Fallback(q, f, err)
+	return d.Guard.DecideBatch(ctx, qs)
 }
 
 func TestEngineRefusal(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
-	f.h.Guard = &refusingGuard{next: f.h.Guard, refuseAt: 2}
+	f.h.Guard = &refusingGuard{Guard: f.h.Guard, refuse: 1}
 	_, err := f.invoke(samples.Read(t, "check-batch.json"))
 	ive := functionError(t, err)
 	if ive.Type != checkapi.ErrorTypeInvalidRequest || !strings.HasPrefix(ive.Message, "checks[1]: invalid: redis refused") {
 		t.Fatalf("error %+v: want an %s naming checks[1]", ive, checkapi.ErrorTypeInvalidRequest)
 	}
-	if lines := emfLines(t, f.metrics); len(lines) != 1 || lines[0][telemetry.MetricDecisions] != 1.0 {
-		t.Fatalf("metrics %v: want the one decision made before the refusal", lines)
+	if lines := emfLines(t, f.metrics); len(lines) != 0 {
+		t.Fatalf("metrics %v: want none, as no check was answered", lines)
 	}
 }

@@ -1,10 +1,12 @@
 package check
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -28,6 +30,10 @@ func FuzzParse(f *testing.F) {
 		`{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1e-300}]}`,
 		`{"checks":[{"key":"a"},{"key":"a","cost":2}]}`, `{"checks":[[]]}`, `{"key":"a",}`,
 		`{"key":"a","key":"a"}`, `{"key":"a"}garbage`, `{"checks":null}`, "\t{\"key\" : \"a\" }\n",
+		`{"key":"a","op":"refund","cost":2}`, `{"key":"a","op":"reset"}`, `{"key":"a","op":"reset","cost":0}`,
+		`{"identity":"key:0123456789abcdef0123456789abcdef","op":"reset"}`, `{"identity":"ip:2001:db8::/64","cost":0}`,
+		`{"key":"\ud800"}`, `{"key":"\udc00x"}`, `{"key":"\ud83d\ude00"}`, `{"key":"\ufffd"}`, "{\"key\":\"\xff\"}",
+		`{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1,"shadow":true}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -52,15 +58,19 @@ func FuzzParse(f *testing.F) {
 				if c.req.Rules != nil {
 					t.Fatalf("checks[%d]: a tenant check with rules %v before the registry", i, c.req.Rules)
 				}
-				if c.req.Rules = plans.DefaultPlan().Rules; fits("cost", c.req.Cost, c.req.Rules) != nil {
+				if c.req.Rules = plans.DefaultPlan().Rules; fits("cost", c.req.Cost, c.req.Op, c.req.Rules) != nil {
 					continue // resolveTenants refuses it, naming the cost
 				}
 			}
 			if err := c.req.Validate(); err != nil {
 				t.Fatalf("checks[%d] of %q is invalid: %v", i, payload, err)
 			}
-			if c.req.Identity != identityPrefix+c.key {
-				t.Fatalf("checks[%d]: identity %q for key %q", i, c.req.Identity, c.key)
+			if tenant := strings.HasPrefix(c.req.Identity, identityPrefix); tenant == c.explicit {
+				t.Fatalf("checks[%d]: identity %q, explicit %v", i, c.req.Identity, c.explicit)
+			}
+			if strings.ContainsRune(c.req.Identity, utf8.RuneError) && !bytes.Contains(payload, []byte(`\uFFFD`)) &&
+				!bytes.Contains(payload, []byte(`\ufffd`)) && !bytes.Contains(payload, []byte(string(utf8.RuneError))) {
+				t.Fatalf("checks[%d]: identity %q holds U+FFFD that %q did not send", i, c.req.Identity, payload)
 			}
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,3 +146,44 @@ func pause(t *testing.T, s *redistest.Server) {
 
 // stop stops s.
 func stop(_ *testing.T, s *redistest.Server) { s.Stop() }
+
+// TestBadStateThroughTheHandler: one tenant's state written by someone else (NaN,
+// garbage, a key of another type) fails that tenant's checks by the failure policy, as
+// bad_response, for as long as it lasts, and never closes the limiter for the others
+// (the circuit breaker is on, as in production); a reset in the payload repairs it.
+func TestBadStateThroughTheHandler(t *testing.T) {
+	srv := redistest.Start(t)
+	client := redistest.Client(t, srv.Addr)
+	f := newFixture(t, client, nil, guard.Options{FailuresToOpen: guard.DefaultFailuresToOpen})
+	ctx := context.Background()
+	victims := map[string][]string{
+		"nan":     {"HSET", bucket.Key(identityPrefix + "nan"), "burst:tokens", "nan", "burst:ts", "1"},
+		"garbage": {"HSET", bucket.Key(identityPrefix + "garbage"), "burst:tokens", "9", "burst:ts", "yesterday"},
+		"type":    {"SET", bucket.Key(identityPrefix + "type"), "not a hash"},
+	}
+	for name, cmd := range victims {
+		if err := client.Do(ctx, client.B().Arbitrary(cmd...).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 * guard.DefaultFailuresToOpen {
+			f.metrics.Reset()
+			assertJSONEqual(t, f.invokeOK(t, []byte(`{"key":"`+name+`","plan":"pro"}`)),
+				`{"allowed":false,"reason":"unavailable","limit":100,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"burst","plan":"pro"}`)
+			if lines := emfLines(t, f.metrics); len(lines) != 1 || lines[0][telemetry.DimReason] != string(guard.FailureBadResponse) {
+				t.Fatalf("%s, check %d: metrics %v, want FailClosed by bad_response", name, i+1, lines)
+			}
+			if r := decodeResponse(t, f.invokeOK(t, []byte(`{"key":"bystander","plan":"pro"}`))); r.Reason != checkapi.ReasonOK {
+				t.Fatalf("%s, check %d: another tenant %+v, want ok", name, i+1, r)
+			}
+		}
+		if !strings.Contains(f.logs.String(), bucket.ErrBadState.Error()) {
+			t.Fatalf("the logs do not say why:\n%s", f.logs)
+		}
+	}
+	for _, name := range []string{"nan", "garbage"} {
+		f.invokeOK(t, []byte(`{"key":"`+name+`","plan":"pro","op":"reset"}`))
+		if r := decodeResponse(t, f.invokeOK(t, []byte(`{"key":"`+name+`","plan":"pro"}`))); r.Reason != checkapi.ReasonOK || r.Remaining != 99 {
+			t.Fatalf("%s after a reset: %+v", name, r)
+		}
+	}
+}

@@ -18,26 +18,31 @@ const identityPrefix = string(identity.KindTenant) + ":"
 
 // Member names of the payload.
 const (
-	fieldKey    = "key"
-	fieldPlan   = "plan"
-	fieldRules  = "rules"
-	fieldCost   = "cost"
-	fieldChecks = "checks"
+	fieldKey      = "key"
+	fieldIdentity = "identity"
+	fieldOp       = "op"
+	fieldPlan     = "plan"
+	fieldRules    = "rules"
+	fieldCost     = "cost"
+	fieldChecks   = "checks"
 )
 
 // checkFields and ruleFields are the members a check and an inline rule may have;
 // payloadFields those of the payload (one check, or checks).
 var (
-	checkFields   = []string{fieldKey, fieldPlan, fieldRules, fieldCost}
+	checkFields   = []string{fieldKey, fieldIdentity, fieldOp, fieldPlan, fieldRules, fieldCost}
 	payloadFields = append(slices.Clone(checkFields), fieldChecks)
-	ruleFields    = []string{"name", "capacity", "refillPerSecond"}
+	ruleFields    = []string{"name", "capacity", "refillPerSecond", "shadow"}
 )
+
+// ops are the operations of the payload's op, by name.
+var ops = map[checkapi.Op]bucket.Op{checkapi.OpCheck: bucket.OpCheck, checkapi.OpRefund: bucket.OpRefund, checkapi.OpReset: bucket.OpReset}
 
 // Plans finds the rules of a check that names no inline rules; *config.Config is one.
 type Plans interface {
 	// Plan returns the plan called name.
 	Plan(name string) (*config.Plan, bool)
-	// DefaultPlan returns the plan of tenants the registry does not know.
+	// DefaultPlan returns the plan of identities the registry does not know.
 	DefaultPlan() *config.Plan
 	// Plans returns the name of every plan.
 	Plans() []string
@@ -45,17 +50,19 @@ type Plans interface {
 
 // check is one validated check, ready to decide.
 type check struct {
-	// key is the caller's key, for logs (as its digest).
-	key string
+	// logged is whose buckets these are, for logs: the identity, a key as its digest.
+	logged string
 	// plan names the plan of the rules; empty for inline rules.
 	plan string
 	// req is what the engine decides.
 	req bucket.Request
-	// tenant reports a check with neither plan nor rules: its tenant's plan comes from
+	// explicit reports a check that named an identity: the operator's path.
+	explicit bool
+	// tenant reports a check with neither plan nor rules: its identity's plan comes from
 	// the registry (resolveTenants), and until then req has no rules.
 	tenant bool
-	// lookupErr is why the registry could not say who the tenant is: the check is then
-	// answered by the failure policy.
+	// lookupErr is why the registry could not say who the identity is: the check is
+	// then answered by the failure policy.
 	lookupErr error
 }
 
@@ -99,11 +106,29 @@ func parse(payload []byte, plans Plans) (checks []check, batch bool, err error) 
 
 // parseCheck validates the members m of the check at path.
 func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, error) {
-	key, err := parseKey(field(path, fieldKey), m[fieldKey])
+	var c check
+	switch {
+	case m[fieldIdentity] != nil && m[fieldKey] != nil:
+		return check{}, fmt.Errorf("%s: not with %s: give a key (the check function's own buckets) or an identity (the authorizer's), not both",
+			field(path, fieldIdentity), fieldKey)
+	case m[fieldIdentity] != nil:
+		id, err := parseIdentity(field(path, fieldIdentity), m[fieldIdentity])
+		if err != nil {
+			return check{}, err
+		}
+		c.logged, c.req.Identity, c.explicit = id, id, true
+	default:
+		key, err := parseKey(field(path, fieldKey), m[fieldKey])
+		if err != nil {
+			return check{}, err
+		}
+		c.logged, c.req.Identity = identityPrefix+config.KeyDigest(key), identityPrefix+key
+	}
+	op, err := parseOp(field(path, fieldOp), m[fieldOp])
 	if err != nil {
 		return check{}, err
 	}
-	c := check{key: key, req: bucket.Request{Identity: identityPrefix + key, Cost: checkapi.DefaultCost}}
+	c.req.Op = op
 	switch {
 	case m[fieldPlan] != nil && m[fieldRules] != nil:
 		return check{}, fmt.Errorf("%s: not with %s: give a plan or inline rules, not both", field(path, fieldRules), fieldPlan)
@@ -120,10 +145,8 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 	default:
 		c.tenant = true // the registry's plan, checked against the cost in resolveTenants
 	}
-	if m[fieldCost] != nil {
-		if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], c.req.Rules); err != nil {
-			return check{}, err
-		}
+	if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], op, c.req.Rules); err != nil {
+		return check{}, err
 	}
 	if c.tenant {
 		return c, nil
@@ -136,9 +159,9 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 
 func parseKey(path string, raw json.RawMessage) (string, error) {
 	if raw == nil {
-		return "", fmt.Errorf("%s: missing: every check needs a key", path)
+		return "", fmt.Errorf("%s: missing: every check needs a key (or an identity)", path)
 	}
-	key, err := stringValue(path, raw)
+	key, err := textValue(path, raw)
 	switch {
 	case err != nil:
 		return "", err
@@ -148,6 +171,22 @@ func parseKey(path string, raw json.RawMessage) (string, error) {
 		return "", fmt.Errorf("%s: %d bytes: want at most %d", path, len(key), checkapi.MaxKey)
 	}
 	return key, nil
+}
+
+// parseOp reads the operation at path; nil is a check.
+func parseOp(path string, raw json.RawMessage) (bucket.Op, error) {
+	if raw == nil {
+		return bucket.OpCheck, nil
+	}
+	name, err := stringValue(path, raw)
+	if err != nil {
+		return 0, err
+	}
+	op, ok := ops[checkapi.Op(name)]
+	if !ok {
+		return 0, fmt.Errorf("%s: unknown operation %q: want %s, %s or %s", path, name, checkapi.OpCheck, checkapi.OpRefund, checkapi.OpReset)
+	}
+	return op, nil
 }
 
 func parsePlan(path string, raw json.RawMessage, plans Plans) (*config.Plan, error) {
@@ -191,7 +230,7 @@ func parseRule(path string, raw json.RawMessage) (bucket.Rule, error) {
 	if err != nil {
 		return bucket.Rule{}, err
 	}
-	for _, name := range ruleFields {
+	for _, name := range ruleFields[:3] { // shadow is optional
 		if m[name] == nil {
 			return bucket.Rule{}, fmt.Errorf("%s: missing", field(path, name))
 		}
@@ -206,29 +245,50 @@ func parseRule(path string, raw json.RawMessage) (bucket.Rule, error) {
 	if r.RefillPerSecond, err = numberValue(field(path, "refillPerSecond"), m["refillPerSecond"]); err != nil {
 		return r, err
 	}
+	if m["shadow"] != nil {
+		if r.Shadow, err = boolValue(field(path, "shadow"), m["shadow"]); err != nil {
+			return r, err
+		}
+	}
 	if err := r.Validate(); err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
 }
 
-// parseCost reads the cost at path and checks that every rule can hold it.
-func parseCost(path string, raw json.RawMessage, rules []bucket.Rule) (int64, error) {
+// parseCost reads the cost at path for op (nil: the default) and checks that every rule
+// can hold it.
+func parseCost(path string, raw json.RawMessage, op bucket.Op, rules []bucket.Rule) (int64, error) {
+	switch {
+	case op == bucket.OpReset && raw != nil:
+		return 0, fmt.Errorf("%s: not with op %s: a reset makes every rule full, whatever it held", path, checkapi.OpReset)
+	case op == bucket.OpReset:
+		return 0, nil
+	case raw == nil:
+		return checkapi.DefaultCost, fits(path, checkapi.DefaultCost, op, rules)
+	}
 	want := fmt.Sprintf("a whole number from 0 to %d (2^53)", int64(checkapi.MaxCost))
+	if op == bucket.OpRefund {
+		want = fmt.Sprintf("a whole number of tokens to give back, from 1 to %d (2^53)", int64(checkapi.MaxCost))
+	}
 	cost, err := wholeValue(path, raw, want)
 	if err != nil {
 		return 0, err
 	}
-	if cost < 0 || cost > checkapi.MaxCost {
+	if cost < 0 || cost > checkapi.MaxCost || op == bucket.OpRefund && cost == 0 {
 		return 0, fmt.Errorf("%s: got %d, want %s", path, cost, want)
 	}
-	return cost, fits(path, cost, rules)
+	return cost, fits(path, cost, op, rules)
 }
 
-// fits reports a cost (at path) that a rule of rules can never hold.
-func fits(path string, cost int64, rules []bucket.Rule) error {
+// fits reports a cost (at path) of op that a rule of rules can never hold.
+func fits(path string, cost int64, op bucket.Op, rules []bucket.Rule) error {
 	for _, r := range rules {
-		if cost > r.Capacity {
+		switch {
+		case cost <= r.Capacity:
+		case op == bucket.OpRefund:
+			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: a refund gives back at most a rule's capacity", path, cost, r.Capacity, r.Name)
+		default:
 			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: it could never be allowed", path, cost, r.Capacity, r.Name)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -43,18 +42,9 @@ func (h *Handler) resolveTenants(ctx context.Context, checks []check, batch bool
 		if batch {
 			path = index(fieldChecks, i)
 		}
-		if err := fits(field(path, fieldCost), c.req.Cost, c.req.Rules); err != nil {
+		if err := fits(field(path, fieldCost), c.req.Cost, c.req.Op, c.req.Rules); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// decide decides c: by the engine, or by the failure policy when the registry could not
-// say who its tenant is.
-func (h *Handler) decide(ctx context.Context, c check) (guard.Result, error) {
-	if c.lookupErr != nil {
-		return h.Guard.Fallback(c.req, guard.FailureRegistryError, c.lookupErr), nil
-	}
-	return h.Guard.Decide(ctx, c.req)
 }

@@ -17,7 +17,7 @@ const (
 	FailureNone        Failure = ""
 	FailureTimeout     Failure = "timeout"      // the deadline passed first
 	FailureRedisError  Failure = "redis_error"  // connection refused, reset, or an error reply
-	FailureBadResponse Failure = "bad_response" // an answer of the wrong shape
+	FailureBadResponse Failure = "bad_response" // an answer of the wrong shape, or about stored state that is not bucketgate's
 	// FailureRegistryError: the key registry could not say who the identity is (its
 	// table failed and nothing usable was cached), so Redis was not asked.
 	FailureRegistryError Failure = "registry_error"
@@ -29,7 +29,7 @@ func Classify(err error) Failure {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return FailureTimeout
-	case errors.Is(err, bucket.ErrBadReply):
+	case errors.Is(err, bucket.ErrBadReply), errors.Is(err, bucket.ErrBadState):
 		return FailureBadResponse
 	}
 	return FailureRedisError

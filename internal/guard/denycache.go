@@ -9,46 +9,60 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// denyCache remembers, for a request Redis decided, the denial an identical request would
-// get until Redis's wait has passed (bucket.Decision.Repeat): the retry-after of a
-// denial, or, after an admission that left fewer than cost tokens, the time until they
-// are back. A repeat of the
-// request in that time is denied without asking Redis. Other requests only ever take
-// tokens, so no instance could have it allowed sooner.
-// Entries are keyed by identity, rule set and cost: a request that differs in any of
-// them never meets another's denial. It holds at most size entries; a full cache drops
-// an arbitrary one to make room. It is safe for concurrent use.
+// DenyCacheMaxAge is the longest a cached denial is served, however long the wait Redis
+// gave. Refunds and resets give tokens back: an instance that cached a denial before one
+// (anywhere) keeps serving it for at most this long after it.
+const DenyCacheMaxAge = time.Second
+
+// denyCache remembers, for a check Redis decided, the denial an identical check would
+// get until Redis's wait has passed (bucket.Decision.Repeat), or DenyCacheMaxAge if
+// that comes first: the retry-after of a denial, or, after an admission that left fewer
+// than cost tokens, the time until they are back. A repeat of the check in that time is
+// denied without asking Redis. Other checks only ever take tokens, so none could have it
+// allowed sooner; refunds and resets give tokens back, so this instance forgets an
+// identity's denials when it sends one, and the age bound covers the other instances.
+// Entries are keyed by identity, rule set and cost: a check that differs in any of them
+// never meets another's denial. It holds at most size entries; a full cache drops an
+// arbitrary one to make room. It is safe for concurrent use.
 type denyCache struct {
 	size int
 
 	mu      sync.Mutex
-	entries map[string]denial
+	n       int                 // entries held
+	entries map[string][]denial // by identity
 }
 
-// denial is a cached denial: the Decision Redis gave to a request sent at sent.
+// denial is a cached denial: the Decision Redis gave to a check of rules and cost (by
+// checkKey) sent at sent.
 type denial struct {
-	d    bucket.Decision
-	sent time.Time
+	check string
+	d     bucket.Decision
+	sent  time.Time
 }
 
 func newDenyCache(size int) *denyCache {
-	return &denyCache{size: size, entries: make(map[string]denial, size)}
+	return &denyCache{size: size, entries: make(map[string][]denial, size)}
 }
 
 // get returns the denial cached for q, brought forward to now: its waits shortened by
-// the time since the request that Redis decided was sent, and its At moved on by as
-// much, so that At + ResetAfter is still the moment Redis gave. It finds nothing once
-// that request's wait has passed.
+// the time since the check that Redis decided was sent, and its At moved on by as much,
+// so that At + ResetAfter is still the moment Redis gave. It finds nothing once that
+// check's wait, or DenyCacheMaxAge, has passed.
 func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool) {
-	key := cacheKey(q)
+	check := checkKey(q)
 	c.mu.Lock()
-	e, ok := c.entries[key]
-	if ok && !now.Before(e.sent.Add(e.d.RetryAfter)) {
-		delete(c.entries, key)
-		ok = false
+	list := c.entries[q.Identity]
+	i := index(list, check)
+	var e denial
+	if i >= 0 {
+		e = list[i]
+		if !now.Before(e.sent.Add(min(e.d.RetryAfter, DenyCacheMaxAge))) {
+			c.remove(q.Identity, list, i)
+			i = -1
+		}
 	}
 	c.mu.Unlock()
-	if !ok {
+	if i < 0 {
 		return bucket.Decision{}, false
 	}
 	elapsed := now.Sub(e.sent)
@@ -59,42 +73,78 @@ func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool)
 	return d, true
 }
 
-// put caches the denial that follows d, Redis's decision for q sent at sent, when there
-// is one to wait out (d.Repeat). The wait counts from when the request was sent, before
-// Redis decided: the entry ends no later than the moment Redis gave.
+// put caches the denial that follows d, Redis's decision for the check q sent at sent,
+// when there is one to wait out (d.Repeat). The wait counts from when the check was
+// sent, before Redis decided: the entry ends no later than the moment Redis gave.
 func (c *denyCache) put(q bucket.Request, d bucket.Decision, sent time.Time) {
 	d, ok := d.Repeat()
 	if !ok {
 		return
 	}
-	key := cacheKey(q)
+	e := denial{check: checkKey(q), d: d, sent: sent}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[key]; !ok && len(c.entries) >= c.size {
-		for k := range c.entries { // map order: an arbitrary entry
-			delete(c.entries, k)
+	list := c.entries[q.Identity]
+	if i := index(list, e.check); i >= 0 {
+		list[i] = e
+		return
+	}
+	if c.n >= c.size {
+		for id, l := range c.entries { // map order: an arbitrary entry
+			c.remove(id, l, 0)
 			break
 		}
+		list = c.entries[q.Identity] // it may have been the one
 	}
-	c.entries[key] = denial{d: d, sent: sent}
+	c.entries[q.Identity] = append(list, e)
+	c.n++
 }
 
-// cacheKey is the identity, each rule in order and the cost, separated by bytes that
-// Validate allows in no rule name or number. The identity comes last: it may hold any byte.
-func cacheKey(q bucket.Request) string {
+// forget drops every denial cached for identity.
+func (c *denyCache) forget(identity string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n -= len(c.entries[identity])
+	delete(c.entries, identity)
+}
+
+// remove drops entry i of list, identity's entries. c.mu must be held.
+func (c *denyCache) remove(identity string, list []denial, i int) {
+	c.n--
+	if len(list) == 1 {
+		delete(c.entries, identity)
+		return
+	}
+	c.entries[identity] = append(list[:i], list[i+1:]...)
+}
+
+// index returns the index in list of the denial for check, or -1.
+func index(list []denial, check string) int {
+	for i := range list {
+		if list[i].check == check {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkKey is the cost and each rule in order (shadow or not), separated by bytes that
+// Validate allows in no rule name or number.
+func checkKey(q bucket.Request) string {
 	var b strings.Builder
-	b.Grow(len(q.Identity) + 32*len(q.Rules) + 24)
+	b.Grow(32*len(q.Rules) + 24)
 	b.WriteString(strconv.FormatInt(q.Cost, 10))
 	for _, r := range q.Rules {
 		b.WriteByte('|')
+		if r.Shadow {
+			b.WriteByte('~')
+		}
 		b.WriteString(r.Name)
 		b.WriteByte(' ')
 		b.WriteString(strconv.FormatInt(r.Capacity, 10))
 		b.WriteByte(' ')
 		b.WriteString(strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64))
 	}
-	b.WriteByte('#')
-	b.WriteString(q.Identity)
 	return b.String()
 }
 

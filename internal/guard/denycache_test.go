@@ -160,3 +160,48 @@ func TestDenyCacheFlood(t *testing.T) {
 		t.Fatalf("%d denials reached Redis for %d admissions: want none", deniedCalls, admitted)
 	}
 }
+
+// TestDenyCacheGivesWayToRefundsAndResets: a refund or reset sent through a Guard drops
+// its identity's cached denials at once; a denial cached anywhere else is served for
+// DenyCacheMaxAge at most, however long the wait Redis gave; a shadow rule is part of
+// the rule set a denial is cached for.
+func TestDenyCacheGivesWayToRefundsAndResets(t *testing.T) {
+	_, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: clk.Now, DenyCacheSize: 100})
+	daily := []bucket.Rule{{Name: "daily", Capacity: 10, RefillPerSecond: 10.0 / 86400}}
+	drain := func(id string) bucket.Request {
+		q := bucket.Request{Identity: id, Rules: daily, Cost: 10}
+		if r := decide(t, g, q); !r.Allowed {
+			t.Fatalf("draining %s: %+v", id, r)
+		}
+		return bucket.Request{Identity: id, Rules: daily, Cost: 1}
+	}
+	step := func(name string, q bucket.Request, wantCall, wantAllowed bool) {
+		t.Helper()
+		before := engine.calls.Load()
+		r := decide(t, g, q)
+		if called := engine.calls.Load() > before; called != wantCall || r.Allowed != wantAllowed || r.CacheHit == wantCall {
+			t.Fatalf("%s: asked Redis %v (want %v), %+v (want allowed %v)", name, called, wantCall, r, wantAllowed)
+		}
+	}
+
+	one := drain("a")
+	step("drained: Redis denies", one, true, false)
+	step("a repeat: from the cache", one, false, false)
+	step("a refund goes to Redis", bucket.Request{Identity: "a", Rules: daily, Cost: 1, Op: bucket.OpRefund}, true, true)
+	step("after the refund: Redis again", one, true, true)
+	step("the admission's wait: from the cache", one, false, false)
+	step("a reset goes to Redis", bucket.Request{Identity: "a", Rules: daily, Op: bucket.OpReset}, true, true)
+	step("after the reset: Redis again", one, true, true)
+
+	one = drain("b")
+	step("b drained: Redis denies for hours", one, true, false)
+	shadow := one
+	shadow.Rules = []bucket.Rule{daily[0]}
+	shadow.Rules[0].Shadow = true
+	step("the same rule as shadow: Redis", shadow, true, true)
+	clk.Advance(guard.DenyCacheMaxAge - time.Millisecond)
+	step("just before the age bound: from the cache", one, false, false)
+	clk.Advance(time.Millisecond)
+	step("at the age bound: Redis again", one, true, false)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -106,12 +107,11 @@ func TestFaults(t *testing.T) {
 				}
 			}}
 		}},
-		{"error reply (WRONGTYPE)", false, guard.FailureRedisError, func(t *testing.T) (string, fault) {
+		{"error reply (OOM)", false, guard.FailureRedisError, func(t *testing.T) (string, fault) {
 			srv := redistest.Start(t)
-			key := bucket.Key("victim")
 			return srv.Addr, fault{
-				func(t *testing.T) { run(t, srv, "SET", key, "not a hash") },
-				func(t *testing.T) { run(t, srv, "DEL", key) },
+				func(t *testing.T) { run(t, srv, "CONFIG", "SET", "maxmemory", "1") },
+				func(t *testing.T) { run(t, srv, "CONFIG", "SET", "maxmemory", "0") },
 			}
 		}},
 		{"wrong-shape reply", false, guard.FailureBadResponse, func(t *testing.T) (string, fault) {
@@ -156,6 +156,48 @@ func TestFaults(t *testing.T) {
 
 			f.heal(t)
 			recovers(t, g, q)
+		})
+	}
+}
+
+// TestBadStateIsOneIdentitysFailure: stored state that bucket.lua did not write (a
+// stray writer's NaN, garbage, a key of another type) fails its own identity by the
+// failure policy, as bad_response, however often it is asked, and never opens the
+// circuit for the others; a reset through the guard clears the fields.
+func TestBadStateIsOneIdentitysFailure(t *testing.T) {
+	srv := redistest.Start(t)
+	g := chain(t, srv.Addr, nil)
+	tests := []struct {
+		name   string
+		inject []string
+		reset  bool // a reset clears it; else the key must be deleted
+	}{
+		{"NaN tokens", []string{"HSET", bucket.Key("victim-nan"), "burst:tokens", "nan", "burst:ts", "1"}, true},
+		{"garbage stamp", []string{"HSET", bucket.Key("victim-garbage"), "burst:tokens", "5", "burst:ts", "garbage"}, true},
+		{"key of another type", []string{"SET", bucket.Key("victim-type"), "not a hash"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			victim := strings.TrimPrefix(strings.TrimSuffix(tc.inject[1], "}"), bucket.KeyPrefix+"{")
+			run(t, srv, tc.inject...)
+			for i := range 3 * guard.DefaultFailuresToOpen {
+				r := decide(t, g, request(victim))
+				if r.Failure != guard.FailureBadResponse || r.Reason != bucket.ReasonUnavailable || r.CircuitOpen ||
+					!errors.Is(r.Err, bucket.ErrBadState) {
+					t.Fatalf("decision %d on the victim: %+v, want unavailable, bad_response, circuit closed", i+1, r)
+				}
+				if other := decide(t, g, request("bystander-"+tc.name)); other.Failure != guard.FailureNone || other.Reason != bucket.ReasonOK {
+					t.Fatalf("decision %d on another identity: %+v", i+1, other)
+				}
+			}
+			if !tc.reset {
+				run(t, srv, "DEL", tc.inject[1])
+			} else if r := decide(t, g, bucket.Request{Identity: victim, Rules: burst, Op: bucket.OpReset}); r.Failure != guard.FailureNone {
+				t.Fatalf("reset: %+v", r)
+			}
+			if r := decide(t, g, request(victim)); r.Reason != bucket.ReasonOK || r.Remaining != burst[0].Capacity-1 {
+				t.Fatalf("after the repair: %+v", r)
+			}
 		})
 	}
 }

@@ -5,9 +5,14 @@
 //
 // Two optional parts spare Redis and the caller: a circuit breaker that answers at once
 // while Redis is known to be failing and probes it again at least once per
-// ProbeInterval, and a bounded deny cache that answers a repeated request with a denial
+// ProbeInterval, and a bounded deny cache that answers a repeated check with a denial
 // until the wait Redis gave (the retry-after of a denial, or the time until an admission's
-// tokens are back). Time is passed in (Options.Now).
+// tokens are back), DenyCacheMaxAge at most. The breaker counts failures of Redis itself
+// (timeouts, connection errors, error replies), never an answer about one identity's
+// stored state (bucket.ErrBadState): that request fails alone, as bad_response. A batch
+// (DecideBatch) goes to Redis in one round trip under the same policy and one deadline,
+// which ends Margin before the invocation's. Time is passed in (Options.Now), but for
+// the deadlines of contexts, which are real time.
 package guard
 
 import (
@@ -37,13 +42,24 @@ const (
 // limiter is the engine a Guard wraps: *bucket.Limiter, traced or not.
 type limiter interface {
 	Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error)
+	DecideBatch(ctx context.Context, qs []bucket.Request) ([]bucket.Decision, []error)
 }
+
+// DefaultMargin is the Margin of the functions: time enough to answer the invocation
+// after Redis did, or did not, answer.
+const DefaultMargin = 20 * time.Millisecond
 
 // Options configure a Guard. The zero Options fail closed with no deadline of their own,
 // no circuit breaker and no deny cache.
 type Options struct {
-	// Timeout is the deadline of one decision; zero leaves the caller's context alone.
+	// Timeout is the deadline of one decision, or of one batch (one round trip); zero
+	// leaves the caller's context alone.
 	Timeout time.Duration
+	// Margin is how long before the deadline of the caller's context (the invocation's)
+	// Redis must have answered, so that the answer can still be sent: a decision has
+	// until then at most, and one that cannot start before then fails at once with
+	// FailureTimeout, Redis not asked. Zero keeps no margin.
+	Margin time.Duration
 	// FailOpen allows requests (reason degraded) when Redis does not decide.
 	FailOpen bool
 	// Now reads the clock for latency, the circuit breaker and the deny cache; nil is
@@ -111,51 +127,196 @@ type Result struct {
 // can never be decided (it wraps bucket.ErrInvalid); every Redis failure is a Result.
 func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
 	start := g.opts.Now()
-	if g.cache != nil {
+	if d, ok := g.cached(q, start); ok {
 		// A cached denial was given to this very request (same identity, rules, cost),
 		// so the request is valid.
-		if d, ok := g.cache.get(q, start); ok {
-			return Result{Decision: d, CacheHit: true}, nil
+		return Result{Decision: d, CacheHit: true}, nil
+	}
+	if r, done, err := g.short(q, start); done {
+		return r, err
+	}
+	ctx, cancel, err := g.callContext(ctx)
+	if err != nil {
+		if err := q.Validate(); err != nil {
+			return Result{}, err
 		}
+		return g.fallback(q, FailureTimeout, err, 0), nil
+	}
+	defer cancel()
+	d, err := g.next.Decide(ctx, q)
+	end := g.opts.Now()
+	if errors.Is(err, bucket.ErrInvalid) {
+		return Result{}, err
+	}
+	g.record(end, err)
+	return g.result(q, d, err, start, end.Sub(start)), nil
+}
+
+// BatchError is the error of a batch with a request that can never be decided.
+type BatchError struct {
+	// Index is the request's index in the batch.
+	Index int
+	// Err wraps bucket.ErrInvalid.
+	Err error
+}
+
+// Error names the request and what is wrong with it.
+func (e *BatchError) Error() string { return fmt.Sprintf("request %d: %v", e.Index, e.Err) }
+
+// Unwrap returns Err.
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// DecideBatch decides qs by the failure policy in one round trip to Redis (see
+// bucket.Limiter.DecideBatch): results[i] answers qs[i] as Decide would, and a later
+// request sees what an earlier one wrote. The deny cache answers the checks it can (but
+// none after a refund or reset of its identity in the batch), the circuit breaker
+// answers every request while it is open, and the rest share one deadline: those Redis
+// did not answer in time fail with FailureTimeout, never sent again. Its error is a
+// *BatchError when a request can never be decided; then no Result is given.
+func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result, error) {
+	for i, q := range qs {
+		if err := q.Validate(); err != nil {
+			return nil, &BatchError{Index: i, Err: err}
+		}
+	}
+	start := g.opts.Now()
+	results := make([]Result, len(qs))
+	ask := make([]bucket.Request, 0, len(qs))
+	asked := make([]int, 0, len(qs)) // the index in qs of each request in ask
+	var given map[string]bool        // identities given tokens back earlier in the batch
+	for i, q := range qs {
+		if q.Op != bucket.OpCheck {
+			if given == nil {
+				given = map[string]bool{}
+			}
+			given[q.Identity] = true
+		} else if d, ok := g.cached(q, start); ok && !given[q.Identity] {
+			results[i] = Result{Decision: d, CacheHit: true}
+			continue
+		}
+		ask, asked = append(ask, q), append(asked, i)
+	}
+	if len(ask) == 0 {
+		return results, nil
 	}
 	if g.breaker != nil {
 		if ok, f, err := g.breaker.allow(start); !ok {
-			if err := q.Validate(); err != nil {
-				return Result{}, err
+			for _, i := range asked {
+				results[i] = g.open(qs[i], f, err)
 			}
-			r := g.fallback(q, f, fmt.Errorf("%w: last failure: %w", ErrCircuitOpen, err), 0)
-			r.CircuitOpen = true
-			return r, nil
+			return results, nil
 		}
 	}
-	if g.opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, g.opts.Timeout)
-		defer cancel()
+	ctx, cancel, err := g.callContext(ctx)
+	if err != nil {
+		for _, i := range asked {
+			results[i] = g.fallback(qs[i], FailureTimeout, err, 0)
+		}
+		return results, nil
 	}
-	d, err := g.next.Decide(ctx, q)
+	defer cancel()
+	ds, errs := g.next.DecideBatch(ctx, ask)
 	end := g.opts.Now()
-	latency := end.Sub(start)
-	switch {
-	case err == nil:
-		g.record(end, FailureNone, nil)
-		if g.cache != nil {
-			g.cache.put(q, d, start)
+	var failed error // a failure of Redis itself, when no request was decided
+	decided := false
+	for k, i := range asked {
+		switch err := errs[k]; {
+		case errors.Is(err, bucket.ErrInvalid):
+			return nil, &BatchError{Index: i, Err: err}
+		case err == nil || errors.Is(err, bucket.ErrBadState):
+			decided = true
+		default:
+			failed = err
 		}
-		return Result{Decision: d, Latency: latency}, nil
-	case errors.Is(err, bucket.ErrInvalid):
-		return Result{}, err
+		results[i] = g.result(qs[i], ds[k], errs[k], start, end.Sub(start))
 	}
-	f := Classify(err)
-	g.record(end, f, err)
-	return g.fallback(q, f, err, latency), nil
+	if decided {
+		failed = nil
+	}
+	g.record(end, failed)
+	return results, nil
 }
 
-// record tells the breaker, if any, how a request to Redis went.
-func (g *Guard) record(now time.Time, f Failure, err error) {
-	if g.breaker != nil {
-		g.breaker.record(now, f, err)
+// cached returns the deny cache's answer to q, if it has one.
+func (g *Guard) cached(q bucket.Request, now time.Time) (bucket.Decision, bool) {
+	if g.cache == nil || q.Op != bucket.OpCheck {
+		return bucket.Decision{}, false
 	}
+	return g.cache.get(q, now)
+}
+
+// short answers q at now without Redis while the circuit breaker is open (done true):
+// by the failure policy, or with q's error when q is invalid.
+func (g *Guard) short(q bucket.Request, now time.Time) (r Result, done bool, err error) {
+	if g.breaker == nil {
+		return Result{}, false, nil
+	}
+	ok, f, lastErr := g.breaker.allow(now)
+	if ok {
+		return Result{}, false, nil
+	}
+	if err := q.Validate(); err != nil {
+		return Result{}, true, err
+	}
+	return g.open(q, f, lastErr), true, nil
+}
+
+// open is the Result of q while the circuit is open after failure f with error err.
+func (g *Guard) open(q bucket.Request, f Failure, err error) Result {
+	r := g.fallback(q, f, fmt.Errorf("%w: last failure: %w", ErrCircuitOpen, err), 0)
+	r.CircuitOpen = true
+	return r
+}
+
+// callContext returns the context of one call to Redis: ctx with the guard's Timeout,
+// ending no later than Margin before ctx's own deadline (real time, as a context's
+// deadline is). Its error wraps context.DeadlineExceeded when that leaves no time.
+func (g *Guard) callContext(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	timeout := g.opts.Timeout
+	if deadline, ok := ctx.Deadline(); ok && g.opts.Margin > 0 {
+		left := time.Until(deadline) - g.opts.Margin
+		if left <= 0 {
+			return ctx, nil, fmt.Errorf("%w: less than %v left before the invocation's deadline", context.DeadlineExceeded, g.opts.Margin)
+		}
+		if timeout <= 0 || left < timeout {
+			timeout = left
+		}
+	}
+	if timeout <= 0 {
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return ctx, cancel, nil
+}
+
+// result is the Result of q, which Redis was asked at start and answered with d or err
+// (not bucket.ErrInvalid) after latency; it keeps the deny cache up to date.
+func (g *Guard) result(q bucket.Request, d bucket.Decision, err error, start time.Time, latency time.Duration) Result {
+	if err != nil {
+		return g.fallback(q, Classify(err), err, latency)
+	}
+	if g.cache != nil {
+		if q.Op == bucket.OpCheck {
+			g.cache.put(q, d, start)
+		} else {
+			g.cache.forget(q.Identity)
+		}
+	}
+	return Result{Decision: d, Latency: latency}
+}
+
+// record tells the breaker, if any, how a call to Redis ended: err is nil when Redis
+// answered. An answer about one identity's stored state (bucket.ErrBadState) is an
+// answer: Redis itself is well.
+func (g *Guard) record(now time.Time, err error) {
+	if g.breaker == nil {
+		return
+	}
+	if err == nil || errors.Is(err, bucket.ErrBadState) {
+		g.breaker.record(now, FailureNone, nil)
+		return
+	}
+	g.breaker.record(now, Classify(err), err)
 }
 
 // Fallback returns the Result of q when something the decision needs before Redis
@@ -166,14 +327,18 @@ func (g *Guard) Fallback(q bucket.Request, f Failure, err error) Result {
 	return g.fallback(q, f, err, 0)
 }
 
-// fallback is the Result of a request Redis did not decide.
+// fallback is the Result of a request Redis did not decide: it describes the first
+// enforced rule, if any.
 func (g *Guard) fallback(q bucket.Request, f Failure, err error, latency time.Duration) Result {
 	d := bucket.Decision{Reason: bucket.ReasonUnavailable, RetryAfter: FailureRetryAfter}
 	if g.opts.FailOpen {
 		d = bucket.Decision{Allowed: true, Reason: bucket.ReasonDegraded}
 	}
-	if len(q.Rules) > 0 {
-		d.Rule, d.Limit = q.Rules[0].Name, q.Rules[0].Capacity
+	for _, r := range q.Rules {
+		if !r.Shadow {
+			d.Rule, d.Limit = r.Name, r.Capacity
+			break
+		}
 	}
 	return Result{Decision: d, Failure: f, Err: err, Latency: latency}
 }

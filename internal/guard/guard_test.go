@@ -50,6 +50,12 @@ func (c *counting) Decide(ctx context.Context, q bucket.Request) (bucket.Decisio
 	return c.next.Decide(ctx, q)
 }
 
+// DecideBatch counts one call for the batch.
+func (c *counting) DecideBatch(ctx context.Context, qs []bucket.Request) ([]bucket.Decision, []error) {
+	c.calls.Add(1)
+	return c.next.DecideBatch(ctx, qs)
+}
+
 // miniEngine is a real Limiter on miniredis whose TIME follows a test clock.
 func miniEngine(t *testing.T) (*miniredis.Miniredis, *clock, *counting) {
 	t.Helper()

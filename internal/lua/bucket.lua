@@ -1,28 +1,55 @@
--- bucketgate token bucket: decide one request against one or more rules, atomically.
+-- bucketgate token bucket: one operation on an identity's buckets for one or more rules,
+-- atomically: a check (take cost tokens from every rule, or nothing), a refund or a reset.
 --
 -- This header is where the layout of KEYS, ARGV and the reply is written; lua.go names
 -- the same positions for the Go side.
 --
 -- KEYS[1]   the identity's state hash, "<prefix>{<identity>}". Each rule of the identity
 --           keeps two fields in it: "<rule>:tokens" (a double) and "<rule>:ts" (the Redis
---           TIME of its last write, in microseconds).
--- ARGV[1]   cost: whole tokens taken from every rule when all have enough; 0 is a peek.
+--           TIME of its last write, in microseconds). A rule with no fields is full.
+-- ARGV[1]   the operation:
+--             n >= 0    a check of cost n: allowed when every enforced rule holds n
+--                       tokens, and then n is taken from every rule; 0 is a peek.
+--             -n        a refund of n >= 1: n tokens back to every rule that has state,
+--                       never above its capacity.
+--             "reset"   every rule's fields removed: every rule full again (the key goes
+--                       with its last field).
 -- ARGV[2..] for n rules: the 2n field names, "<rule>:tokens" then "<rule>:ts" for each
---           rule in turn; then 2n numbers, capacity (whole tokens) then refill per second
---           for each rule in the same order. The caller spells the field names, so that
---           HMGET reads them straight from ARGV and no name is built here.
+--           rule in turn; then 2n numbers, capacity (whole tokens; negated for a shadow
+--           rule) then refill per second for each rule in the same order. The caller
+--           spells the field names, so that HMGET reads them straight from ARGV and no
+--           name is built here.
 --
--- Reply: seven integers {allowed (0 or 1), binding rule (1-based index of the rule),
--- remaining (floor of the fewest tokens left), wait (ms until an identical request could
--- be allowed, rounded up: the retry-after when denied, 0 when it could be now), reset
--- after (ms until every rule is full, rounded up), now (Redis TIME, us), wait rule
--- (index of the rule the wait is for, 0 when wait is 0)}.
+-- Bounds, the same as bucket.Rule.Validate: capacity 1 to 1e9, refill per second above 0
+-- and at most 1e9, capacity / refill at most 31622400 s (366 days), cost and refund at
+-- most every rule's capacity, no rule twice.
 --
--- A write sets the key to expire MARGIN ms after every bucket written is full again, and
--- never shortens its life (PEXPIREAT GT, or NX on a key that has no expiry yet). A denial
--- or a peek writes nothing. Arguments are checked before any write; a bad one is an
--- error reply starting with "ERR bucketgate:". A stored field that is not a number
--- (never written by this script) stops the script with an error before any write.
+-- A shadow rule is decided as if it were enforced, but never denies: a check is allowed
+-- or denied by the enforced rules alone, and the reply's figures describe them alone. When
+-- a check is allowed, a shadow rule holding cost tokens gives them, and one holding fewer
+-- is a shadow denial: it gives nothing (its fields are brought up to now, which changes
+-- no figure); when the enforced rules deny, nothing is written, shadow rules included.
+--
+-- Reply: seven integers {allowed (0 or 1), binding rule (1-based index of the rule; 0 when
+-- every rule is shadow), remaining (floor of the fewest tokens left), wait (ms until an
+-- identical check could be allowed, rounded up: the retry-after when denied, 0 when it
+-- could be now), reset after (ms until every rule is full, rounded up), now (Redis TIME,
+-- us), wait rule (index of the rule the wait is for, 0 when wait is 0)}, over the enforced
+-- rules, after the operation; then, when a rule is shadow, an eighth: the shadow denials
+-- of an allowed check as a bit set (bit r-1 for rule r), 0 otherwise. A refund and a
+-- reset are allowed with no wait.
+--
+-- A check that takes tokens writes every rule and sets the key to expire 1000 ms (the
+-- margin, bucket.ExpiryMargin) after every bucket written is full again, never shortening its life (PEXPIREAT GT, or NX on a
+-- key that has no expiry yet). A denial or a peek writes nothing. A refund writes the
+-- rules that have state and leaves the expiry, which it can only have made later than
+-- needed. Arguments are checked before any write; a bad one is an error reply starting
+-- with "ERR bucketgate:". Stored fields that are not the script's stop a check or a
+-- refund before any write: that identity fails until its fields expire or are reset. A
+-- field that is not a number, or a count without its stamp, stops it with Lua's own
+-- arithmetic error (lua.ArithmeticErrors); a stamp without its count, or a count or a
+-- stamp that is not finite (or a count below zero once refilled), with an error reply
+-- starting with "ERR bucketgate-state:". A reset reads no field.
 --
 -- The script runs once per decision, so it is written for few Lua instructions, few
 -- calls out of the VM and few new tables and strings (make bench-instructions counts
@@ -31,57 +58,84 @@
 -- no call), and integers go to Redis as strings (7.0 formats a Lua number with the
 -- slower %.17g).
 
-local MARGIN = 1000 -- ms; bucket.ExpiryMargin on the Go side
-
-local argv, call, tonumber = ARGV, redis.call, tonumber
+local argv, call, tonumber, huge = ARGV, redis.call, tonumber, 1 / 0 -- math.huge is not infinite on every Lua
 local key, nargs = KEYS[1], #argv
 
--- The usual cost, 1 token, skips tonumber: comparing Lua strings compares pointers.
-local cost = argv[1]
+-- Bounds are written as numbers where they are used, so that no local costs a load per
+-- call: capacity 1e9 (bucket.MaxCapacity), refill 1e9 per second
+-- (bucket.MaxRefillPerSecond), fill time 31622400 s (bucket.MaxFillTime), expiry margin
+-- 1000 ms (bucket.ExpiryMargin).
+
+-- cost is taken from every rule by a check; give is added to every rule by a refund;
+-- reset is set for a reset. The usual cost, 1 token, skips tonumber: comparing Lua
+-- strings compares pointers.
+local cost, give, reset = argv[1], 0
 if cost == '1' then
   cost = 1
 else
-  cost = tonumber(cost)
-  if not cost or cost < 0 or cost % 1 ~= 0 then
-    return redis.error_reply('ERR bucketgate: cost must be a whole number >= 0')
+  local n = tonumber(cost)
+  if n and n >= 0 and n % 1 == 0 then
+    cost = n
+  elseif n and n <= -1 and n % 1 == 0 then
+    cost, give = 0, -n
+  elseif cost == 'reset' then
+    cost, reset = 0, true
+  else
+    return redis.error_reply('ERR bucketgate: operation must be a whole number (a cost >= 0, or -n to refund n) or reset')
   end
 end
 if nargs < 5 or nargs % 4 ~= 1 then
-  return redis.error_reply('ERR bucketgate: ARGV must be cost, two field names per rule, then capacity and rate per rule')
+  return redis.error_reply('ERR bucketgate: ARGV must be the operation, two field names per rule, then capacity and rate per rule')
 end
 -- Rule r's fields are ARGV[2r] and ARGV[2r+1], its capacity and rate ARGV[n2+2r] and
 -- ARGV[n2+2r+1]: the loops below run i = 2r-1 over 1, 3, .., n2-1.
 local n2 = (nargs - 1) / 2
+local most = cost + give -- one of them is 0: what every capacity must hold
 
 local t = call('TIME')
 local now = t[1] * 1000000 + t[2]
-local s = call('HMGET', key, unpack(argv, 2, n2 + 1))
+local s
+if reset then s = {} else s = call('HMGET', key, unpack(argv, 2, n2 + 1)) end
 
 -- One pass over the rules: check each, refill it (a timestamp in the future, after a
--- failover to a skewed replica, counts as now) and keep the figures of both outcomes,
--- since whether every rule has cost tokens is known only at the end: those of a denial
--- (d...) for every rule, those of an admission while no rule has denied. Binding rule:
--- when allowed, the first with the fewest tokens left; when denied, the first denying
--- rule with the longest wait. Reset: the longest time until a rule is full. Wait, when
--- allowed: the longest time until a rule has cost tokens again. s[i] becomes rule r's
--- tokens after an admission, for HSET.
-local allowed, fewest, binding, wait, waitrule, reset = 1, math.huge, 1, 0, 0, 0
-local dfewest, dbinding, dwait, dreset = math.huge, 1, 0, 0
-local fresh = true -- no rule has state yet: the key is most likely new
--- An error about a rule names it by its tokens field less ":tokens" (string.sub(name, 1,
--- -8)), written out on each error path: a helper function would be a new closure per call.
+-- failover to a skewed replica, counts as now; a refund adds its tokens before the cap)
+-- and keep the figures of both outcomes, since whether every enforced rule has cost
+-- tokens is known only at the end: those of a denial (d...) for every rule, those of an
+-- admission while no rule has denied. Binding rule: when allowed, the first with the
+-- fewest tokens left; when denied, the first denying rule with the longest wait. Reset:
+-- the longest time until a rule is full. Wait, when allowed: the longest time until a
+-- rule has cost tokens again. s[i] becomes rule r's tokens after an admission, for HSET.
+-- Shadow rules keep their own figures: the index i of the last one met (shadow), their
+-- denials (denials) and the longest time until one is full (sreset), for the expiry.
+-- Locals that start nil are set by one instruction: binding and dbinding get their rule
+-- before they are read, the shadow figures are set by the first shadow rule, stored
+-- once a rule has state.
+local allowed, fewest, wait, waitrule, resetafter, dfewest, dwait, dreset = 1, huge, 0, 0, 0, huge, 0, 0
+local binding, dbinding, shadow, denials, sreset, stored
+-- An error about a rule names it by its tokens field less ":tokens" (string.sub(argv[i +
+-- 1], 1, -8)), written out on each error path: a helper function would be a new closure
+-- per call.
 for i = 1, n2, 2 do
-  local name, cap, rate = argv[i + 1], tonumber(argv[n2 + i + 1]), tonumber(argv[n2 + i + 2])
-  if not cap or cap < 1 or cap % 1 ~= 0 then
-    return redis.error_reply('ERR bucketgate: rule ' .. string.sub(name, 1, -8) .. ': capacity must be a whole number >= 1')
+  local j = n2 + i
+  local cap, rate = tonumber(argv[j + 1]), tonumber(argv[j + 2])
+  if not cap or cap < 1 or cap > 1e9 or cap % 1 ~= 0 then
+    if cap and cap <= -1 and cap >= -1e9 and cap % 1 == 0 then
+      cap, shadow = -cap, i
+    else
+      return redis.error_reply('ERR bucketgate: rule ' .. string.sub(argv[i + 1], 1, -8) .. ': capacity must be a whole number from 1 to 1e9 (negated for a shadow rule)')
+    end
   end
-  if not rate or not (rate > 0) or rate == math.huge then
-    return redis.error_reply('ERR bucketgate: rule ' .. string.sub(name, 1, -8) .. ': refill per second must be a finite number > 0')
+  if not rate or not (rate > 0 and rate <= 1e9) then
+    return redis.error_reply('ERR bucketgate: rule ' .. string.sub(argv[i + 1], 1, -8) .. ': refill per second must be above 0 and at most 1e9')
   end
-  if cost > cap then
-    return redis.error_reply('ERR bucketgate: rule ' .. string.sub(name, 1, -8) .. ': cost ' .. cost .. ' exceeds capacity ' .. cap)
+  if cap / rate > 31622400 then
+    return redis.error_reply('ERR bucketgate: rule ' .. string.sub(argv[i + 1], 1, -8) .. ': fills in more than 366 days')
+  end
+  if most > cap then
+    return redis.error_reply('ERR bucketgate: rule ' .. string.sub(argv[i + 1], 1, -8) .. ': ' .. (give > 0 and 'refund ' or 'cost ') .. most .. ' exceeds capacity ' .. cap)
   end
   if i > 1 then -- the first rule skips setting up an empty loop
+    local name = argv[i + 1]
     for k = 2, i - 1, 2 do
       if argv[k] == name then
         return redis.error_reply('ERR bucketgate: rule ' .. string.sub(name, 1, -8) .. ' appears twice')
@@ -89,57 +143,106 @@ for i = 1, n2, 2 do
     end
   end
   local level, ts = s[i], s[i + 1]
-  if level and ts then
-    fresh = false
+  if level then
+    stored = true
+    -- Arithmetic reads the stored strings: one that is not a number (or is missing, for
+    -- a count without its stamp) stops the script with Lua's own error, before any
+    -- write (the Go side reads it as bad state). A NaN or infinite count or stamp makes
+    -- a level that is not a number from 0 to capacity (+inf is told apart where the
+    -- level is capped), but for a stamp in the future, checked where elapsed time below
+    -- zero counts as zero.
     local elapsed = now - ts
-    if elapsed < 0 then elapsed = 0 end
-    level = level + elapsed * rate / 1000000
-    if level > cap then level = cap end
+    if elapsed < 0 then
+      if not (elapsed > -huge) then
+        return redis.error_reply('ERR bucketgate-state: rule ' .. string.sub(argv[i + 1], 1, -8) .. ': stored time ' .. string.sub(ts, 1, 32) .. ' is not a finite number')
+      end
+      elapsed = 0
+    end
+    level = level + elapsed * rate / 1000000 + give
+    if level > cap then
+      if level == huge then level = -1 else level = cap end
+    end
+    if not (level >= 0) then
+      return redis.error_reply('ERR bucketgate-state: rule ' .. string.sub(argv[i + 1], 1, -8) .. ': stored tokens ' .. string.sub(s[i], 1, 32) .. ' at time ' .. string.sub(ts, 1, 32) .. ' are not a finite number >= 0')
+    end
+  elseif ts then
+    return redis.error_reply('ERR bucketgate-state: rule ' .. string.sub(argv[i + 1], 1, -8) .. ': stored time without tokens')
   else
     level = cap
   end
   local r = (i + 1) / 2
-  -- If denied: this rule as it is.
-  if level < dfewest then dfewest = level end
-  local full = (cap - level) * 1000 / rate
-  full = full + (-full) % 1
-  if full > dreset then dreset = full end
-  if level < cost then
-    allowed = 0
-    local w = (cost - level) * 1000 / rate
-    w = w + (-w) % 1
-    if w > dwait then dwait, dbinding = w, r end
-  elseif allowed == 1 then
-    -- If allowed: this rule with cost taken.
-    level = level - cost
-    s[i] = level
-    if level < fewest then fewest, binding = level, r end
-    full = (cap - level) * 1000 / rate
+  if shadow ~= i then
+    -- If denied: this rule as it is.
+    if level < dfewest then dfewest = level end
+    local full = (cap - level) * 1000 / rate
     full = full + (-full) % 1
-    if full > reset then reset = full end
+    if full > dreset then dreset = full end
     if level < cost then
+      allowed = 0
       local w = (cost - level) * 1000 / rate
       w = w + (-w) % 1
-      if w > wait then wait, waitrule = w, r end
+      if w > dwait then dwait, dbinding = w, r end
+    elseif allowed == 1 then
+      -- If allowed: this rule with cost taken.
+      level = level - cost
+      s[i] = level
+      if level < fewest then fewest, binding = level, r end
+      full = (cap - level) * 1000 / rate
+      full = full + (-full) % 1
+      if full > resetafter then resetafter = full end
+      if level < cost then
+        local w = (cost - level) * 1000 / rate
+        w = w + (-w) % 1
+        if w > wait then wait, waitrule = w, r end
+      end
     end
+  else
+    -- A shadow rule, if the check is allowed: cost taken when it holds cost tokens,
+    -- else a shadow denial that takes nothing.
+    if level < cost then
+      denials = (denials or 0) + 2 ^ (r - 1)
+    else
+      level = level - cost
+    end
+    s[i] = level
+    local full = (cap - level) * 1000 / rate
+    full = full + (-full) % 1
+    if not sreset or full > sreset then sreset = full end
   end
 end
 if allowed == 0 then
-  fewest, binding, wait, waitrule, reset = dfewest, dbinding, dwait, dbinding, dreset
+  fewest, binding, wait, waitrule, resetafter = dfewest, dbinding, dwait, dbinding, dreset
 end
 
-if allowed == 1 and cost > 0 then
+if allowed == 1 and most > 0 then
   -- TIME's microseconds have six digits nine times in ten: then the stamp is a join.
   local stamp = #t[2] == 6 and t[1] .. t[2] or string.format('%d', now)
-  -- One HSET per rule: no table to build, and one call for the usual single rule.
-  for i = 1, n2, 2 do
-    call('HSET', key, argv[i + 1], s[i], argv[i + 2], stamp)
+  if give == 0 then
+    -- One HSET per rule: no table to build, and one call for the usual single rule.
+    for i = 1, n2, 2 do
+      call('HSET', key, argv[i + 1], s[i], argv[i + 2], stamp)
+    end
+    -- GT never shortens the key's life, but does nothing to a key with no expiry yet: NX
+    -- sets that. A key with no stored rule yet is most likely new, so it tries NX first:
+    -- one call usually does it either way.
+    local last = resetafter
+    if sreset and sreset > last then last = sreset end
+    local at, first, second = string.format('%d', (now + (-now) % 1000) / 1000 + last + 1000), 'GT', 'NX'
+    if not stored then first, second = 'NX', 'GT' end
+    if call('PEXPIREAT', key, at, first) == 0 then call('PEXPIREAT', key, at, second) end
+  else
+    -- A refund: the rules with state (a stamp), whose expiry stands.
+    for i = 1, n2, 2 do
+      if s[i + 1] then call('HSET', key, argv[i + 1], s[i], argv[i + 2], stamp) end
+    end
   end
-  -- GT never shortens the key's life, but does nothing to a key with no expiry yet: NX
-  -- sets that. A fresh key tries NX first, so that one call usually does it either way.
-  local at, first, second = string.format('%d', (now + (-now) % 1000) / 1000 + reset + MARGIN), 'GT', 'NX'
-  if fresh then first, second = 'NX', 'GT' end
-  if call('PEXPIREAT', key, at, first) == 0 then call('PEXPIREAT', key, at, second) end
+elseif reset then
+  call('HDEL', key, unpack(argv, 2, n2 + 1))
 end
 
-return {allowed, binding, fewest - fewest % 1, wait, reset, now, waitrule}
+if shadow then
+  if allowed == 0 then denials = 0 end
+  if not binding then fewest, binding = 0, 0 end -- no enforced rule
+  return {allowed, binding, fewest - fewest % 1, wait, resetafter, now, waitrule, denials or 0}
+end
+return {allowed, binding, fewest - fewest % 1, wait, resetafter, now, waitrule}

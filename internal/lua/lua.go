@@ -21,13 +21,18 @@ var BucketSHA1 = func() string {
 	return hex.EncodeToString(sum[:])
 }()
 
-// ArgCost is the index in ARGV of the cost.
-const ArgCost = 0
+// ArgOp is the index in ARGV of the operation: a check's cost (a whole number >= 0),
+// a refund's tokens negated, or OpReset.
+const ArgOp = 0
 
-// Args is the layout of ARGV for a call on Rules rules: the cost, then two hash field
-// names per rule (its tokens, its stamp), then two numbers per rule (its capacity, its
-// refill per second), each group in the order of the rules. Indexes are 0-based, as a
-// Go slice holds ARGV; r is the index of a rule, from 0 to Rules-1.
+// OpReset is ARGV's operation that removes every rule's state.
+const OpReset = "reset"
+
+// Args is the layout of ARGV for a call on Rules rules: the operation, then two hash
+// field names per rule (its tokens, its stamp), then two numbers per rule (its capacity,
+// negated for a shadow rule, and its refill per second), each group in the order of the
+// rules. Indexes are 0-based, as a Go slice holds ARGV; r is the index of a rule, from 0
+// to Rules-1.
 type Args struct {
 	// Rules is how many rules the call decides.
 	Rules int
@@ -42,7 +47,7 @@ func (a Args) TokensField(r int) int { return ArgsFixed + fieldsPerRule*r }
 // StampField is the index of rule r's stamp field name (its name + StampSuffix).
 func (a Args) StampField(r int) int { return a.TokensField(r) + 1 }
 
-// Capacity is the index of rule r's capacity, in whole tokens.
+// Capacity is the index of rule r's capacity, in whole tokens, negated for a shadow rule.
 func (a Args) Capacity(r int) int { return ArgsFixed + fieldsPerRule*a.Rules + numbersPerRule*r }
 
 // Rate is the index of rule r's refill per second.
@@ -65,20 +70,35 @@ const (
 )
 
 // ExpiryMarginMillis is how long after every bucket written is full again bucket.lua
-// lets a key expire, in milliseconds: the script's MARGIN.
+// lets a key expire, in milliseconds: the 1000 written in the script.
 const ExpiryMarginMillis = 1000
 
-// Reply layout of bucket.lua: ReplyLen integers at these indexes.
+// Reply layout of bucket.lua: ReplyLen integers at these indexes, and one more,
+// ReplyShadowDenials, when a rule of the call is shadow (ReplyLenShadow in all).
 const (
-	ReplyAllowed   = 0 // 1 allowed, 0 denied
-	ReplyBinding   = 1 // 1-based index of the binding rule
-	ReplyRemaining = 2 // floor of the fewest tokens left after the decision
-	ReplyWait      = 3 // ms until an identical request could be allowed, rounded up; the retry-after when denied
-	ReplyReset     = 4 // ms until every rule is full, rounded up
-	ReplyNow       = 5 // the Redis TIME of the decision, in microseconds
-	ReplyWaitRule  = 6 // 1-based index of the rule ReplyWait is for; 0 when the wait is 0
-	ReplyLen       = 7
+	ReplyAllowed       = 0 // 1 allowed, 0 denied
+	ReplyBinding       = 1 // 1-based index of the binding rule; 0 when every rule is shadow
+	ReplyRemaining     = 2 // floor of the fewest tokens left after the decision
+	ReplyWait          = 3 // ms until an identical request could be allowed, rounded up; the retry-after when denied
+	ReplyReset         = 4 // ms until every rule is full, rounded up
+	ReplyNow           = 5 // the Redis TIME of the decision, in microseconds
+	ReplyWaitRule      = 6 // 1-based index of the rule ReplyWait is for; 0 when the wait is 0
+	ReplyLen           = 7
+	ReplyShadowDenials = 7 // the shadow rules that lacked cost tokens for an allowed check: bit r for rule r (0-based)
+	ReplyLenShadow     = 8
 )
 
-// ErrorPrefix starts every error reply that bucket.lua returns for a bad argument.
-const ErrorPrefix = "bucketgate:"
+// Error replies of bucket.lua start with one of these, after Redis's "ERR ".
+const (
+	// ErrorPrefix starts the error reply for a bad argument: nothing was written.
+	ErrorPrefix = "bucketgate:"
+	// StateErrorPrefix starts the error reply for stored fields of the identity that the
+	// script did not write (not finite numbers, half a rule): nothing was written.
+	StateErrorPrefix = "bucketgate-state:"
+)
+
+// ArithmeticErrors are the texts by which Lua reports arithmetic on a value that is not
+// a number: Redis's and Valkey's Lua 5.1, then miniredis's gopher-lua. bucket.lua's
+// arithmetic reads the stored fields themselves, so that such an error is a stored
+// field that is not a number, met before any write: like a StateErrorPrefix reply.
+var ArithmeticErrors = []string{"attempt to perform arithmetic on", "cannot perform"}

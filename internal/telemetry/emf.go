@@ -19,9 +19,11 @@ const (
 	MetricFailClosed    = "FailClosed"    // count, by Reason
 	MetricRedisLatency  = "RedisLatency"  // milliseconds, by Outcome
 	MetricDenyCacheHits = "DenyCacheHits" // count, by Outcome
+	MetricShadowLimited = "ShadowLimited" // count, by Rule: allowed requests a shadow rule would have denied
 	DimOutcome          = "Outcome"
 	DimReason           = "Reason"
 	DimFunction         = "Function"
+	DimRule             = "Rule"
 )
 
 // Outcome values of the Outcome dimension.
@@ -51,6 +53,13 @@ type Invocation struct {
 	groups  []*group      // one per (outcome, failure), in order of appearance
 	lookups []lookupCount // one per registry lookup result, in order of appearance
 	invalid int           // registry items read that could not be used
+	shadow  []shadowCount // one per shadow rule that would have denied, in order of appearance
+}
+
+// shadowCount is how many allowed requests a shadow rule would have denied.
+type shadowCount struct {
+	rule string
+	n    int
 }
 
 type group struct {
@@ -71,6 +80,18 @@ func (inv *Invocation) Observe(r guard.Result) {
 	if r.Latency > 0 {
 		g.latencyMS = append(g.latencyMS, durationToMillis(r.Latency))
 	}
+}
+
+// ObserveShadowLimited counts one allowed request that the shadow rule called rule would
+// have denied.
+func (inv *Invocation) ObserveShadowLimited(rule string) {
+	for i := range inv.shadow {
+		if inv.shadow[i].rule == rule {
+			inv.shadow[i].n++
+			return
+		}
+	}
+	inv.shadow = append(inv.shadow, shadowCount{rule: rule, n: 1})
 }
 
 func (inv *Invocation) group(outcome string, f guard.Failure) *group {
@@ -102,23 +123,50 @@ func NewEmitter(w io.Writer, namespace, function string) *Emitter {
 
 // Emit writes inv as EMF at time at: one line per distinct outcome and failure reason
 // (one line for a single decision), carrying the registry's metrics too (more lines only
-// when there are more distinct lookup results than decision lines). An empty Invocation
-// writes nothing.
+// when there are more distinct lookup results than decision lines), and one line per
+// shadow rule that would have denied. An empty Invocation writes nothing.
 func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 	docs := make([]map[string]any, len(inv.groups))
 	for i, g := range inv.groups {
 		docs[i] = e.document(at, g)
 	}
 	for _, doc := range e.withRegistry(at, inv, docs) {
-		line, err := json.Marshal(doc)
-		if err != nil {
-			return fmt.Errorf("telemetry: encode EMF: %w", err)
+		if err := e.write(doc); err != nil {
+			return err
 		}
-		if _, err := e.w.Write(append(line, '\n')); err != nil {
-			return fmt.Errorf("telemetry: write EMF: %w", err)
+	}
+	for _, c := range inv.shadow {
+		if err := e.write(e.shadowDocument(at, c)); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// write writes doc as one EMF line.
+func (e *Emitter) write(doc map[string]any) error {
+	line, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("telemetry: encode EMF: %w", err)
+	}
+	if _, err := e.w.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("telemetry: write EMF: %w", err)
+	}
+	return nil
+}
+
+// shadowDocument is the EMF document of one shadow rule's would-be denials.
+func (e *Emitter) shadowDocument(at time.Time, c shadowCount) map[string]any {
+	return map[string]any{
+		DimFunction:         e.function,
+		DimRule:             c.rule,
+		MetricShadowLimited: c.n,
+		"_aws": map[string]any{"Timestamp": at.UnixMilli(), "CloudWatchMetrics": []emfDirective{{
+			Namespace:  e.namespace,
+			Dimensions: [][]string{{DimRule}, {DimFunction, DimRule}},
+			Metrics:    []emfMetric{{MetricShadowLimited, "Count"}},
+		}}},
+	}
 }
 
 type emfMetric struct {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
@@ -22,6 +23,7 @@ const (
 	AttrIdentity   = "identity"
 	AttrPlan       = "plan"
 	AttrCost       = "cost"
+	AttrOp         = "op"
 	AttrAllowed    = "allowed"
 	AttrReason     = "reason"
 	AttrRule       = "rule"
@@ -33,6 +35,10 @@ const (
 	AttrFailure    = "failure"
 	AttrError      = "error"
 )
+
+// MsgShadowLimited is the message of the info line for each shadow rule that would
+// have denied an allowed request.
+const MsgShadowLimited = "shadow rule would have limited"
 
 // LogDecision writes one line for r to l: at debug when Redis decided, at warn when it
 // did not (the failure and its error are in the line). attrs, such as the identity's
@@ -62,4 +68,24 @@ func LogDecision(ctx context.Context, l *slog.Logger, r guard.Result, attrs ...s
 		all = append(all, slog.String(AttrError, r.Err.Error()))
 	}
 	l.LogAttrs(ctx, level, MsgDecision, all...)
+}
+
+// ObserveShadow counts in inv, and logs at info in l, every shadow rule of q that would
+// have denied it (r.ShadowLimited): the ShadowLimited metric by rule, and one line per
+// rule with attrs first (the identity's digest form and the plan; never a raw key), then
+// the rule and its capacity.
+func ObserveShadow(ctx context.Context, l *slog.Logger, inv *Invocation, q bucket.Request, r guard.Result, attrs ...slog.Attr) {
+	if r.ShadowLimited == 0 {
+		return
+	}
+	for i, rule := range q.Rules {
+		if !r.ShadowLimited.Has(i) {
+			continue
+		}
+		inv.ObserveShadowLimited(rule.Name)
+		if l.Enabled(ctx, slog.LevelInfo) {
+			l.LogAttrs(ctx, slog.LevelInfo, MsgShadowLimited, append(slices.Clip(attrs),
+				slog.String(AttrRule, rule.Name), slog.Int64(AttrLimit, rule.Capacity))...)
+		}
+	}
 }

@@ -26,6 +26,7 @@ const (
 	AnnotationAllowed = "allowed"
 	AnnotationReason  = "reason"
 	AnnotationRule    = "rule"
+	AnnotationBatch   = "batch" // the number of requests of a batch's round trip
 )
 
 // subsegment is an independent X-Ray subsegment document: see "AWS X-Ray segment
@@ -52,16 +53,7 @@ type subsegment struct {
 // tr and returned dec and err: annotated with the decision when there is one, flagged
 // error or fault when there is not.
 func newSubsegment(tr trace, start, end time.Time, dec bucket.Decision, err error) subsegment {
-	s := subsegment{
-		Type:      subsegmentType,
-		Name:      SubsegmentName,
-		Namespace: subsegmentNamespace,
-		ID:        newSegmentID(),
-		TraceID:   tr.id,
-		ParentID:  tr.parent,
-		StartTime: epochSeconds(start),
-		EndTime:   epochSeconds(end),
-	}
+	s := newRedisSubsegment(tr, start, end)
 	switch {
 	case errors.Is(err, bucket.ErrInvalid):
 		s.Error = true
@@ -75,6 +67,36 @@ func newSubsegment(tr trace, start, end time.Time, dec bucket.Decision, err erro
 		}
 	}
 	return s
+}
+
+// newBatchSubsegment returns the subsegment of a batch of n requests that ran from start
+// to end in trace tr and ended with errs: annotated with n, flagged error or fault as
+// newSubsegment flags the first error that is not nil.
+func newBatchSubsegment(tr trace, start, end time.Time, n int, errs []error) subsegment {
+	s := newRedisSubsegment(tr, start, end)
+	s.Annotations = map[string]any{AnnotationBatch: n}
+	for _, err := range errs {
+		if err != nil {
+			s.Error, s.Fault = errors.Is(err, bucket.ErrInvalid), !errors.Is(err, bucket.ErrInvalid)
+			break
+		}
+	}
+	return s
+}
+
+// newRedisSubsegment returns a subsegment around a call to Redis from start to end in
+// trace tr.
+func newRedisSubsegment(tr trace, start, end time.Time) subsegment {
+	return subsegment{
+		Type:      subsegmentType,
+		Name:      SubsegmentName,
+		Namespace: subsegmentNamespace,
+		ID:        newSegmentID(),
+		TraceID:   tr.id,
+		ParentID:  tr.parent,
+		StartTime: epochSeconds(start),
+		EndTime:   epochSeconds(end),
+	}
 }
 
 // daemonHeader precedes every document sent to the X-Ray daemon.

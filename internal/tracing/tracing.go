@@ -42,6 +42,7 @@ type Options struct {
 // limiter is the engine a Limiter traces: *bucket.Limiter is one.
 type limiter interface {
 	Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error)
+	DecideBatch(ctx context.Context, qs []bucket.Request) ([]bucket.Decision, []error)
 }
 
 // Limiter wraps the engine in an X-Ray subsegment per decision. It is safe for
@@ -112,12 +113,34 @@ func (l *Limiter) Decide(ctx context.Context, q bucket.Request) (bucket.Decision
 	return dec, err
 }
 
+// DecideBatch decides qs with the wrapped engine and returns its results unchanged.
+// When ctx is traced, it then sends one subsegment around the batch's round trip,
+// annotated with its size and flagged as Decide flags the first request that failed.
+func (l *Limiter) DecideBatch(ctx context.Context, qs []bucket.Request) ([]bucket.Decision, []error) {
+	tr, ok := traceOf(ctx)
+	if !ok || l.daemon == nil {
+		return l.next.DecideBatch(ctx, qs)
+	}
+	start := l.now()
+	ds, errs := l.next.DecideBatch(ctx, qs)
+	s := newBatchSubsegment(tr, start, l.now(), len(qs), errs)
+	if serr := l.send(s); serr != nil {
+		l.log.LogAttrs(ctx, slog.LevelDebug, MsgNotSent, slog.String(telemetry.AttrError, serr.Error()))
+	}
+	return ds, errs
+}
+
 // emit sends the subsegment of one decision, which ran from start to end in trace tr
 // and returned dec and err.
 func (l *Limiter) emit(tr trace, start, end time.Time, dec bucket.Decision, err error) error {
-	doc, merr := newSubsegment(tr, start, end, dec, err).encode()
-	if merr != nil {
-		return merr
+	return l.send(newSubsegment(tr, start, end, dec, err))
+}
+
+// send sends s to the daemon.
+func (l *Limiter) send(s subsegment) error {
+	doc, err := s.encode()
+	if err != nil {
+		return err
 	}
 	return l.daemon.send(doc)
 }

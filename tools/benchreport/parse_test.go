@@ -169,6 +169,8 @@ func TestMarkdown(t *testing.T) {
 		NoDenyCache: syntheticDenyCacheRun("off", 1000),
 		Flood:       syntheticFlood(),
 		PlotFile:    "plot.png",
+		Batch: BatchRun{Plan: BatchPlan{Latency: 5 * time.Millisecond, Checks: 100, Reps: 3},
+			One: []time.Duration{11 * time.Millisecond, 10 * time.Millisecond, 12 * time.Millisecond}, Batch: []time.Duration{14 * time.Millisecond, 13 * time.Millisecond, 30 * time.Millisecond}},
 		Registry: RegistryReads{Plan: RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: 30 * time.Second},
 			Reads: 9000, Distinct: 6000, Wall: 9 * time.Second},
 	}
@@ -185,6 +187,8 @@ func TestMarkdown(t *testing.T) {
 		"| on | 210 | 210 | 110 | 110 | 0 | 0 |",
 		"![admitted vs offered requests per second during a flood](plot.png)",
 		"Redis 7.0.15",
+		"| 9 | wall time, a batch of 100 checks / one check, through a link of 5ms each way | 14.0 / 11.0 ms = 1.27 | <= 2.0 | met |",
+		"| a batch of 100 | 14.00 ms | 14.00 13.00 30.00 |",
 		"X/Z repetition by repetition (each pair from the same turn): 1.20 1.00 1.50; median 1.20.",
 		"| 8 | key registry: DynamoDB reads per 1,000 authorizer requests | 150.0 (bound 200.0) | <= the bound, every key found | met |",
 		"| 9000 | 150.0 | 12000 | 200.0 | 0 |",

@@ -14,6 +14,7 @@ const (
 	goalClientCostRatio = 1.2 // Limiter over bare EVALSHA, ns/op, at most
 	goalBootstrapMiB    = 15  // stripped arm64 bootstrap, at most
 	goalDenyCacheCalls  = 100 // Redis calls per 1,000 requests of a 10x flood, at most
+	goalBatchRatio      = 2.0 // a batch of 100 checks over one check, wall time through a slow link, at most (issue 14)
 )
 
 // Report is everything make bench measured, ready to print and to write as Markdown.
@@ -55,6 +56,9 @@ type Report struct {
 
 	// Registry is item 8: the key registry's DynamoDB reads against their bound.
 	Registry RegistryReads
+
+	// Batch is item 9: one check against a batch through a slow link.
+	Batch BatchRun
 }
 
 // RedisSideLine is the one-line summary of item 1.
@@ -82,8 +86,19 @@ func (r Report) Lines() []string {
 		fmt.Sprintf("flood: offered %d, admitted %d in %.1f s (bound %.0f), plot %s",
 			r.Flood.Offered, r.Flood.Admitted, r.Flood.Elapsed.Seconds(), r.Flood.Bound(), r.PlotFile),
 		"key registry: " + r.registrySummary(),
+		"batch: " + r.batchSummary(),
 	}
 }
+
+// batchSummary is item 8 in one line.
+func (r Report) batchSummary() string {
+	b := r.Batch
+	return fmt.Sprintf("through a link holding every chunk %v each way: one check %.1f ms, a batch of %d %.1f ms, ratio %.2f (goal <= %.1f)",
+		b.Plan.Latency, ms(b.OneMedian()), b.Plan.Checks, ms(b.BatchMedian()), b.Ratio(), goalBatchRatio)
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func (r Report) throughputLine() string {
 	parts := make([]string, len(r.Throughput.Go))
@@ -178,8 +193,10 @@ func (r Report) Markdown() string {
 		r.DenyCache.CallsPer1000(), r.NoDenyCache.CallsPer1000(), r.DenyCache.OverAdmitted(), goalDenyCacheCalls, verdict(r.denyCacheMet()))
 	p("| 7 | admitted vs offered over a flood | %d of %d admitted, bound %.0f | burst, then the refill rate | %s |\n",
 		r.Flood.Admitted, r.Flood.Offered, r.Flood.Bound(), verdict(float64(r.Flood.Admitted) <= r.Flood.Bound()))
-	p("| 8 | key registry: DynamoDB reads per 1,000 authorizer requests | %.1f (bound %.1f) | <= the bound, every key found | %s |\n\n",
+	p("| 8 | key registry: DynamoDB reads per 1,000 authorizer requests | %.1f (bound %.1f) | <= the bound, every key found | %s |\n",
 		r.Registry.ReadsPer1000(), r.Registry.BoundPer1000(), verdict(r.Registry.Reads <= r.Registry.Bound() && r.Registry.Unknown == 0))
+	p("| 9 | wall time, a batch of %d checks / one check, through a link of %v each way | %.1f / %.1f ms = %.2f | <= %.1f | %s |\n\n",
+		r.Batch.Plan.Checks, r.Batch.Plan.Latency, ms(r.Batch.BatchMedian()), ms(r.Batch.OneMedian()), r.Batch.Ratio(), goalBatchRatio, verdict(r.Batch.Ratio() <= goalBatchRatio))
 
 	w := r.Workload
 	p("## 1. Redis-side cost per decision\n\n```\n%s\n```\n\n", r.RedisSideLine())
@@ -265,7 +282,32 @@ func (r Report) Markdown() string {
 	p("the refill rate. %d of %d admitted; a correct limiter admits at most capacity + refill × %.1f s + 1 = %.0f.\n\n", f.Admitted, f.Offered, f.Elapsed.Seconds(), f.Bound())
 	p("![admitted vs offered requests per second during a flood](%s)\n\n", r.PlotFile)
 	r.registrySection(p)
+	r.batchSection(p)
 	return b.String()
+}
+
+// batchSection writes section 9 through p.
+func (r Report) batchSection(p func(format string, args ...any)) {
+	b := r.Batch
+	p("## 9. A batch in one round trip\n\n")
+	p("The check function's handler (`check.Handler.Invoke`, with a guard whose deadline the link cannot miss) on its\n")
+	p("own rueidis client, to the run's redis-server through tools/stress's proxy, which holds every chunk of bytes\n")
+	p("for %v in each direction (a round trip of at least %v): one check, and a batch of %d checks of distinct keys\n", b.Plan.Latency, 2*b.Plan.Latency, b.Plan.Checks)
+	p("(every one an admission), %d times each, taking turns; the medians count. The batch's script calls go in one\n", b.Plan.Reps)
+	p("write and come back in one round trip, so it costs one round trip plus Redis's work for %d decisions.\n\n", b.Plan.Checks)
+	p("| invocation | median | every repetition (ms) |\n|---|---|---|\n")
+	p("| one check | %.2f ms | %s |\n", ms(b.OneMedian()), fmtDurations(b.One))
+	p("| a batch of %d | %.2f ms | %s |\n", b.Plan.Checks, ms(b.BatchMedian()), fmtDurations(b.Batch))
+	p("\nRatio %.2f (goal <= %.1f).\n", b.Ratio(), goalBatchRatio)
+}
+
+// fmtDurations writes ds in milliseconds.
+func fmtDurations(ds []time.Duration) string {
+	fs := make([]float64, len(ds))
+	for i, d := range ds {
+		fs[i] = ms(d)
+	}
+	return fmtFloats(fs)
 }
 
 // pairedRatios divides xs by ys element by element, as far as both go.

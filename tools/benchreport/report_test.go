@@ -17,6 +17,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -50,6 +51,8 @@ var (
 	// denyCachePlan is item 6: 1,100 requests, 10 times what the rule admits over the
 	// flood (capacity 10 + 10/s × 10 s = 110).
 	denyCachePlan = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 10, RefillPerSecond: 10}, Offered: 110, Duration: 10 * time.Second, Bin: time.Second}
+	// batchPlan is item 9 (issue 14): a batch of 100 against one check, 5 ms each way.
+	batchPlan = BatchPlan{Latency: 5 * time.Millisecond, Checks: checkapi.MaxBatch, Reps: 21}
 	// registryPlan is item 8: 1,000 keys of Zipf(1.1) popularity, 10 environments,
 	// 60 s at 1,000 requests/s, the default cache period.
 	registryPlan    = RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: settings.DefaultRegistryCacheTTL, Seed: 1}
@@ -190,6 +193,9 @@ func TestReport(t *testing.T) {
 	}
 
 	if r.Registry, err = measureRegistry(ctx, t); err != nil {
+		t.Fatal(err)
+	}
+	if r.Batch, err = MeasureBatch(ctx, srv.Addr, batchPlan); err != nil {
 		t.Fatal(err)
 	}
 

@@ -3,7 +3,8 @@
 # figure on a busy machine as on an idle one. Runs redis-server under valgrind on a free
 # loopback port, sends N decisions over 1,000 random identities with redis-benchmark, and
 # prints instructions per call for
-# bucket.lua with 1 and 2 rules and for go-redis/redis_rate's GCRA script, read from the
+# bucket.lua with 1 and 2 rules (checks, and refunds and resets of 1 rule) and for
+# go-redis/redis_rate's GCRA script, read from the
 # module cache (go mod download), not copied here. Every contender gets a burst of 10 and
 # one token per 1,000 s: valgrind runs slowly, and a refill that mattered within the run
 # would make the mix of allowed and denied requests (about half each at the default N,
@@ -27,9 +28,12 @@ awk '/allowN = redis.NewScript\(`/{on=1; next} on && /^`\)/{exit} on' "$peer/lua
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# count SCRIPT ARGS...: instructions per EVALSHA of SCRIPT with key bg:{<random>} and ARGS.
+# count SCRIPT PREP ARGS...: instructions per EVALSHA of SCRIPT with key bg:{<random>} and
+# ARGS. With PREP (an operation, such as a cost), the same N calls of SCRIPT with PREP in
+# place of ARGS' first go first, uncounted (EVAL, not EVALSHA): they give the identities
+# state to refund or reset.
 count() {
-  local script=$1; shift
+  local script=$1 prep=$2; shift 2
   local port out pid total
   port=$(free_port)
   out="$work/callgrind.$port"
@@ -37,6 +41,9 @@ count() {
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$work/valgrind.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+  if [ -n "$prep" ]; then
+    redis-benchmark -p "$port" -n "$n" -c 1 -r 1000 EVAL "$(cat "$script")" 1 'bg:{__rand_int__}' "$prep" "${@:2}" >/dev/null
+  fi
   local sha
   sha=$(redis-cli -p "$port" script load "$(cat "$script")")
   redis-benchmark -p "$port" -n "$n" -c 1 -r 1000 EVALSHA "$sha" 1 'bg:{__rand_int__}' "$@" >/dev/null
@@ -46,8 +53,20 @@ count() {
   echo $((total / n))
 }
 
-one=$(count "$root/internal/lua/bucket.lua" 1 burst:tokens burst:ts 10 0.001)
-two=$(count "$root/internal/lua/bucket.lua" 1 burst:tokens burst:ts daily:tokens daily:ts 10 0.001 1000 0.011574074074074073)
-gcra=$(count "$work/gcra.lua" 10 1 1000 1) # burst, rate, period (s), cost: redis_rate's ARGV
+bucket=$root/internal/lua/bucket.lua
+rule=(burst:tokens burst:ts 10 0.001)
+one=$(count "$bucket" '' 1 "${rule[@]}")
+two=$(count "$bucket" '' 1 burst:tokens burst:ts daily:tokens daily:ts 10 0.001 1000 0.011574074074074073)
+gcra=$(count "$work/gcra.lua" '' 10 1 1000 1) # burst, rate, period (s), cost: redis_rate's ARGV
+# Operations on 1 rule of capacity 1000: checks that all take a token (each writes),
+# and refunds and resets of identities that checks of cost 500 gave state first: each
+# refund writes (about 20 per identity, never filling the bucket); the first reset of an
+# identity removes its fields, the later ones find none.
+big=(burst:tokens burst:ts 1000 0.001)
+admitted=$(count "$bucket" '' 1 "${big[@]}")
+refund=$(count "$bucket" 500 -1 "${big[@]}")
+reset=$(count "$bucket" 500 reset "${big[@]}")
 awk -v x="$one" -v y="$two" -v z="$gcra" 'BEGIN {
   printf "redis-side instructions/decision: bucketgate 1 rule %d, 2 rules %d, redis_rate %d, ratio X/Z %.3f, Y/X %.2f\n", x, y, z, x / z, y / x }'
+awk -v x="$one" -v a="$admitted" -v f="$refund" -v r="$reset" 'BEGIN {
+  printf "redis-side instructions/operation, 1 rule: check %d (every one admitted: %d), refund %d (%.2fx an admitted check), reset %d (%.2fx a check)\n", x, a, f, f / a, r, r / x }'

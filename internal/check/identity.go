@@ -1,0 +1,70 @@
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/identity"
+)
+
+// The prefixes of the authorizer's identities that a check may name (see
+// checkapi.Request.Identity).
+const (
+	keyPrefix = string(identity.KindKey) + ":"
+	ipPrefix  = string(identity.KindIP) + ":"
+)
+
+// parseIdentity reads the explicit identity at path: "key:<digest>" or "ip:<address or
+// IPv6 prefix>", as the authorizer spells them.
+func parseIdentity(path string, raw json.RawMessage) (string, error) {
+	id, err := textValue(path, raw)
+	if err != nil {
+		return "", err
+	}
+	if d, ok := strings.CutPrefix(id, keyPrefix); ok && validDigest(d) {
+		return id, nil
+	}
+	if a, ok := strings.CutPrefix(id, ipPrefix); ok && canonicalSource(a) {
+		return id, nil
+	}
+	return "", fmt.Errorf("%s: %q: want %s<the first %d hex digits of the API key's SHA-256> or %s<address> (an IPv6 source by its prefix, such as %s2001:db8::/64), as the authorizer logs them",
+		path, truncate(id, 2*maxShown), keyPrefix, config.DigestLen, ipPrefix, ipPrefix)
+}
+
+// validDigest reports whether s is a key digest as config.KeyDigest writes it.
+func validDigest(s string) bool {
+	if len(s) != config.DigestLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalSource reports whether s is a source as the authorizer writes it: an
+// address in its canonical text, an IPv6 prefix with no bits past its length, or the
+// shared unknown source.
+func canonicalSource(s string) bool {
+	if s == identity.UnknownAddr {
+		return true
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.String() == s && !a.Is4In6() && a.Zone() == ""
+	}
+	p, err := netip.ParsePrefix(s)
+	return err == nil && p.Addr().Is6() && p == p.Masked() && p.String() == s
+}
+
+// truncate returns at most n bytes of s.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

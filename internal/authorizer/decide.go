@@ -79,7 +79,7 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 		return outcome{}, fmt.Errorf("decide: %w", err)
 	}
 	inv.Observe(r)
-	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, attrs...)
+	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, "", attrs...)
 	telemetry.LogDecision(ctx, h.Log, r, attrs...)
 	if r.Reason == bucket.ReasonUnavailable {
 		return outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)

@@ -88,7 +88,11 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		if c.explicit || c.req.Op == bucket.OpReset { // an operator's doing: kept at info
 			h.Log.LogAttrs(ctx, slog.LevelInfo, MsgOperation, append(attrs, slog.String(telemetry.AttrReason, string(r.Reason)))...)
 		}
-		telemetry.ObserveShadow(ctx, h.Log, &inv, c.req, r, attrs...)
+		metricRule := "" // a plan's rule names are the configuration's, few and known
+		if c.inline {
+			metricRule = telemetry.InlineRule
+		}
+		telemetry.ObserveShadow(ctx, h.Log, &inv, c.req, r, metricRule, attrs...)
 		responses[i] = response(c, r)
 	}
 	if !batch {

@@ -82,9 +82,10 @@ func TestOperationsRealRedis(t *testing.T) {
 }
 
 // TestShadowRulesThroughTheHandler: a shadow rule never denies and is not described in
-// the response; its would-be denials are counted (ShadowLimited, by Rule) and logged at
-// info with the identity's digest; with shadow rules alone the check is allowed and
-// describes no rule.
+// the response; its would-be denials are counted (ShadowLimited, an inline rule under
+// telemetry.InlineRule so that callers' names never become dimensions) and logged at
+// info with the identity's digest and the rule's name; with shadow rules alone the
+// check is allowed and describes no rule.
 func TestShadowRulesThroughTheHandler(t *testing.T) {
 	srv := redistest.Start(t)
 	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
@@ -100,14 +101,14 @@ func TestShadowRulesThroughTheHandler(t *testing.T) {
 	for _, l := range lines {
 		if n, ok := l[telemetry.MetricShadowLimited]; ok {
 			shadow++
-			if n != 1.0 || l[telemetry.DimRule] != "trial" || l[telemetry.DimFunction] != testFunction {
-				t.Errorf("ShadowLimited line %v: want 1 for rule trial", l)
+			if n != 1.0 || l[telemetry.DimRule] != telemetry.InlineRule || l[telemetry.DimFunction] != testFunction {
+				t.Errorf("ShadowLimited line %v: want 1 for rule %s", l, telemetry.InlineRule)
 			}
 		}
 	}
 	logs := f.logs.String()
 	if shadow != 1 || strings.Count(logs, telemetry.MsgShadowLimited) != 1 || !strings.Contains(logs, config.KeyDigest("tenant-42")) ||
-		strings.Contains(logs, `"tenant-42"`) {
+		!strings.Contains(logs, `"rule":"trial"`) || strings.Contains(logs, `"tenant-42"`) {
 		t.Fatalf("%d ShadowLimited lines in %v; logs:\n%s\nwant one, and one info line with the key's digest", shadow, lines, logs)
 	}
 

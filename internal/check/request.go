@@ -54,6 +54,8 @@ type check struct {
 	logged string
 	// plan names the plan of the rules; empty for inline rules.
 	plan string
+	// inline reports a check that brought its own rules, whose names are the caller's.
+	inline bool
 	// req is what the engine decides.
 	req bucket.Request
 	// explicit reports a check that named an identity: the operator's path.
@@ -142,6 +144,7 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 		if c.req.Rules, err = parseRules(field(path, fieldRules), m[fieldRules]); err != nil {
 			return check{}, err
 		}
+		c.inline = true
 	default:
 		c.tenant = true // the registry's plan, checked against the cost in resolveTenants
 	}

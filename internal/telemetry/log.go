@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -70,11 +71,17 @@ func LogDecision(ctx context.Context, l *slog.Logger, r guard.Result, attrs ...s
 	l.LogAttrs(ctx, level, MsgDecision, all...)
 }
 
+// InlineRule is the Rule dimension under which ObserveShadow counts the shadow rules of
+// a check function's inline rules: their names are the caller's, so the metric never
+// holds them (the log line does), and its dimensions stay few.
+const InlineRule = "(inline)"
+
 // ObserveShadow counts in inv, and logs at info in l, every shadow rule of q that would
-// have denied it (r.ShadowLimited): the ShadowLimited metric by rule, and one line per
-// rule with attrs first (the identity's digest form and the plan; never a raw key), then
-// the rule and its capacity.
-func ObserveShadow(ctx context.Context, l *slog.Logger, inv *Invocation, q bucket.Request, r guard.Result, attrs ...slog.Attr) {
+// have denied it (r.ShadowLimited): the ShadowLimited metric by rule (under metricRule
+// instead when it is not empty, such as InlineRule), and one line per rule with attrs
+// first (the identity's digest form and the plan; never a raw key), then the rule and
+// its capacity.
+func ObserveShadow(ctx context.Context, l *slog.Logger, inv *Invocation, q bucket.Request, r guard.Result, metricRule string, attrs ...slog.Attr) {
 	if r.ShadowLimited == 0 {
 		return
 	}
@@ -82,7 +89,7 @@ func ObserveShadow(ctx context.Context, l *slog.Logger, inv *Invocation, q bucke
 		if !r.ShadowLimited.Has(i) {
 			continue
 		}
-		inv.ObserveShadowLimited(rule.Name)
+		inv.ObserveShadowLimited(cmp.Or(metricRule, rule.Name))
 		if l.Enabled(ctx, slog.LevelInfo) {
 			l.LogAttrs(ctx, slog.LevelInfo, MsgShadowLimited, append(slices.Clip(attrs),
 				slog.String(AttrRule, rule.Name), slog.Int64(AttrLimit, rule.Capacity))...)

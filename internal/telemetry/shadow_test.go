@@ -32,7 +32,7 @@ func TestObserveShadow(t *testing.T) {
 	for _, limited := range []bucket.RuleSet{1<<1 | 1<<2, 1 << 2, 0} {
 		r := guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, ShadowLimited: limited}}
 		inv.Observe(r)
-		telemetry.ObserveShadow(context.Background(), log, &inv, q, r, attrs...)
+		telemetry.ObserveShadow(context.Background(), log, &inv, q, r, "", attrs...)
 	}
 	if n := strings.Count(logs.String(), telemetry.MsgShadowLimited); n != 3 || !strings.Contains(logs.String(), `"identity":"key:0f0f","rule":"strict","limit":2`) {
 		t.Fatalf("%d info lines, want 3 naming identity, rule and limit:\n%s", n, &logs)

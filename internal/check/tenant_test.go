@@ -1,8 +1,10 @@
 package check
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,5 +101,48 @@ func TestTenantRegistryFailure(t *testing.T) {
 		if !failOpen && !strings.Contains(f.metrics.String(), `"Reason":"registry_error"`) {
 			t.Errorf("no FailClosed by registry_error in %s", f.metrics)
 		}
+	}
+}
+
+// barrier is a registry source whose reads wait for one another: each waits until want
+// reads are in flight (or a while passes), so that reads made one after another show as
+// never more than one at a time.
+type barrier struct {
+	*registrytest.Source
+	want int
+
+	mu       sync.Mutex
+	inflight int
+	most     int
+	all      chan struct{}
+}
+
+func (b *barrier) Get(ctx context.Context, id string) (registry.Record, bool, error) {
+	b.mu.Lock()
+	b.inflight++
+	b.most = max(b.most, b.inflight)
+	if b.inflight == b.want {
+		close(b.all)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.all:
+	case <-time.After(2 * time.Second):
+	}
+	b.mu.Lock()
+	b.inflight--
+	b.mu.Unlock()
+	return b.Source.Get(ctx, id)
+}
+
+// A batch's tenants are looked up at once, not one read after another.
+func TestTenantsLookedUpTogether(t *testing.T) {
+	_, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	src := &barrier{Source: registrytest.New(), want: 3, all: make(chan struct{})}
+	f.h.Registry = registry.NewCache(src, f.h.Plans.(*config.Config), registry.Options{TTL: time.Minute, Size: 100})
+	out := f.invokeOK(t, []byte(`{"checks": [{"key": "a"}, {"key": "b"}, {"key": "c"}]}`))
+	if src.most != 3 || strings.Count(string(out), `"plan":"free"`) != 3 {
+		t.Fatalf("at most %d reads at once for 3 tenants, answer %s; want 3 at once", src.most, out)
 	}
 }

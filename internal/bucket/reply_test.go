@@ -42,7 +42,7 @@ func TestDecodeReply(t *testing.T) {
 		{"wait rule without a wait", reply(1, 1, 0, 0, 0, nowUS, 1), Decision{}, "wait rule 1 with wait 0 ms"},
 		{"wait rule past the rules", reply(1, 1, 0, 5, 0, nowUS, 3), Decision{}, "wait rule 3"},
 		{"denial waiting for another rule", reply(0, 1, 0, 5, 0, nowUS, 2), Decision{}, "wait rule 2 with wait 5 ms, binding rule 1"},
-		{"endless reset", reply(1, 1, 0, 0, 1 << 60, nowUS, 0), Decision{}, "reset after"},
+		{"endless reset", reply(1, 1, 0, 0, 1<<60, nowUS, 0), Decision{}, "reset after"},
 		{"no server time", reply(1, 1, 0, 0, 0, 0, 0), Decision{}, "server time 0"},
 	}
 	for _, tt := range tests {

@@ -104,7 +104,6 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.OneRule, r.TwoRules, r.RedisRate = sides[0], sides[1], sides[2]
-	say(r.RedisSideLine())
 	if *insnPath == "" {
 		t.Fatal("-instructions is required with -report: the output of make bench-instructions")
 	}

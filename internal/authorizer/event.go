@@ -223,12 +223,19 @@ func (s *scanner) optString() (v string, got byte, err error) {
 // objectField reads the member field, an object or null, calling member for each of
 // its members.
 func (s *scanner) objectField(field string, member func(name string) error) error {
+	return s.optContainer(field, "", '{', "an object", func() error { return s.object(member) })
+}
+
+// optContainer reads null, or with read an object or array starting with open; anything
+// else it skips, and refuses as the member field (of name, when set): want says what it
+// should have been.
+func (s *scanner) optContainer(field, name string, open byte, want string, read func() error) error {
 	c, err := s.peek()
 	switch {
 	case err != nil:
 		return err
-	case c == '{':
-		return s.object(member)
+	case c == open:
+		return read()
 	case c == 'n':
 		_, err := s.null()
 		return err
@@ -236,7 +243,10 @@ func (s *scanner) objectField(field string, member func(name string) error) erro
 	if err := s.skip(); err != nil {
 		return err
 	}
-	return fmt.Errorf("%s: want an object, got %s", field, kindOf(c))
+	if name != "" {
+		return fmt.Errorf("%s: %s: want %s, got %s", field, name, want, kindOf(c))
+	}
+	return fmt.Errorf("%s: want %s, got %s", field, want, kindOf(c))
 }
 
 // headers reads the member field, headers by name (each a string, or with multi an
@@ -257,19 +267,6 @@ func (s *scanner) headers(field string, ids identity.Resolver, keys *identity.Ke
 		if !multi {
 			return value()
 		}
-		c, err := s.peek()
-		switch {
-		case err != nil:
-			return err
-		case c == '[':
-			return s.array(value)
-		case c == 'n':
-			_, err := s.null()
-			return err
-		}
-		if err := s.skip(); err != nil {
-			return err
-		}
-		return fmt.Errorf("%s: %s: want an array of strings, got %s", field, name, kindOf(c))
+		return s.optContainer(field, name, '[', "an array of strings", func() error { return s.array(value) })
 	})
 }

@@ -73,28 +73,13 @@ func (s *scanner) syntax(what string) error {
 // object reads an object, calling member for each name with the scanner at its value;
 // member must read the value. It refuses a name given twice.
 func (s *scanner) object(member func(name string) error) error {
-	if c, err := s.peek(); err != nil {
-		return err
-	} else if c != '{' {
-		return s.syntax("looking for an object")
-	}
-	if s.depth++; s.depth > maxDepth {
-		return fmt.Errorf("more than %d nested objects and arrays", maxDepth)
-	}
-	s.pos++
 	first := len(s.names)
 	var seen map[string]struct{} // for a long object; its first names are in s.names
-	defer func() { clear(s.names[first:]); s.names = s.names[:first]; s.depth-- }()
-	for n := 0; ; n++ {
-		c, err := s.peek()
-		if err != nil {
+	defer func() { clear(s.names[first:]); s.names = s.names[:first] }()
+	return s.container('{', '}', func() error {
+		if c, err := s.peek(); err != nil {
 			return err
-		}
-		if n == 0 && c == '}' {
-			s.pos++
-			return nil
-		}
-		if c != '"' {
+		} else if c != '"' {
 			return s.syntax("looking for an object member name")
 		}
 		name, err := s.str()
@@ -125,31 +110,21 @@ func (s *scanner) object(member func(name string) error) error {
 			return s.syntax("after an object member name")
 		}
 		s.pos++
-		if err := member(name); err != nil {
-			return err
-		}
-		c, err = s.peek()
-		switch {
-		case err != nil:
-			return err
-		case c == ',':
-			s.pos++
-		case c == '}':
-			s.pos++
-			return nil
-		default:
-			return s.syntax("after an object member")
-		}
-	}
+		return member(name)
+	})
 }
 
 // array reads an array, calling element with the scanner at each element; element must
 // read it.
-func (s *scanner) array(element func() error) error {
+func (s *scanner) array(element func() error) error { return s.container('[', ']', element) }
+
+// container reads an object or an array, between open and end, calling item at each
+// member or element: item must read it.
+func (s *scanner) container(open, end byte, item func() error) error {
 	if c, err := s.peek(); err != nil {
 		return err
-	} else if c != '[' {
-		return s.syntax("looking for an array")
+	} else if c != open {
+		return s.syntax("looking for " + kindOf(open))
 	}
 	if s.depth++; s.depth > maxDepth {
 		return fmt.Errorf("more than %d nested objects and arrays", maxDepth)
@@ -161,11 +136,11 @@ func (s *scanner) array(element func() error) error {
 		if err != nil {
 			return err
 		}
-		if n == 0 && c == ']' {
+		if n == 0 && c == end {
 			s.pos++
 			return nil
 		}
-		if err := element(); err != nil {
+		if err := item(); err != nil {
 			return err
 		}
 		c, err = s.peek()
@@ -174,11 +149,11 @@ func (s *scanner) array(element func() error) error {
 			return err
 		case c == ',':
 			s.pos++
-		case c == ']':
+		case c == end:
 			s.pos++
 			return nil
 		default:
-			return s.syntax("after an array element")
+			return s.syntax("after a member of " + kindOf(open))
 		}
 	}
 }

@@ -35,11 +35,10 @@ type group struct {
 	usage string
 }
 
-// groups are the command groups by name. A group for the buckets of an identity
-// (bucketgate buckets reset|refund|show KEY|IP, through the check function) goes here
-// beside keys.
+// groups are the command groups by name.
 var groups = map[string]group{
-	"keys": {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
+	"keys":    {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
+	"buckets": {about: "the buckets of an API key, an IP address or a tenant, through the check function", run: runBuckets, usage: bucketsUsage},
 }
 
 // usage is the whole command line's usage.

@@ -5,10 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
@@ -69,16 +65,10 @@ var bucketsCommands = map[string]bucketsCommand{
 
 // runBuckets runs the buckets command named by args[0].
 func runBuckets(e env, args []string) error {
-	names := strings.Join(slices.Sorted(maps.Keys(bucketsCommands)), ", ")
-	if len(args) == 0 {
-		return fmt.Errorf("%w: buckets: name a command: %s", errUsage, names)
+	c, fs, err := command("buckets", bucketsCommands, args)
+	if err != nil {
+		return err
 	}
-	c, ok := bucketsCommands[args[0]]
-	if !ok {
-		return fmt.Errorf("%w: buckets: unknown command %q: want %s", errUsage, args[0], names)
-	}
-	fs := flag.NewFlagSet("buckets "+args[0], flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	function := fs.String("function", "", "the check function: a name, name:alias or ARN (default: $"+envCheckFunction+", else "+defaultCheckFunction+")")
 	plan := fs.String("plan", "", "the rules of this plan, instead of the identity's own")
 	var rules ruleList

@@ -85,6 +85,23 @@ func dispatch(e env, args []string) error {
 	return g.run(e, args[1:])
 }
 
+// command returns the command of group named by args[0] among commands, and an empty
+// flag set for it, named "GROUP COMMAND", that prints nothing.
+func command[C any](group string, commands map[string]C, args []string) (C, *flag.FlagSet, error) {
+	names := strings.Join(slices.Sorted(maps.Keys(commands)), ", ")
+	var c C
+	if len(args) == 0 {
+		return c, nil, fmt.Errorf("%w: %s: name a command: %s", errUsage, group, names)
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		return c, nil, fmt.Errorf("%w: %s: unknown command %q: want %s", errUsage, group, args[0], names)
+	}
+	fs := flag.NewFlagSet(group+" "+args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return c, fs, nil
+}
+
 // parse parses args into fs, flags before, between or after the arguments, and wants
 // exactly n arguments; it returns them.
 func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {

@@ -21,14 +21,22 @@ func lambdaFailing(t *testing.T, status int, errorType string) *atomic.Int32 {
 		_, _ = w.Write([]byte(`{"Type":"User","message":"` + errorType + ` from the test"}`))
 	}))
 	t.Cleanup(srv.Close)
+	localAWS(t)
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", srv.URL)
+	t.Setenv("AWS_MAX_ATTEMPTS", "2") // one retry, after a short backoff
+	return &calls
+}
+
+// localAWS sets the AWS SDK's region and static credentials for the rest of t, and keeps
+// it from reading this machine's AWS files or the instance metadata service.
+func localAWS(t *testing.T) {
+	t.Helper()
 	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_LAMBDA": srv.URL, "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
 		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-		"AWS_MAX_ATTEMPTS": "2", // one retry, after a short backoff
 	} {
 		t.Setenv(k, v)
 	}
-	return &calls
 }
 
 // The service's refusals say what to do, and a refund is sent once: the SDK retries a

@@ -64,12 +64,7 @@ func TestREADMEBucketsSession(t *testing.T) {
 	mr.SetTime(time.Date(2026, 11, 22, 17, 36, 50, 0, time.UTC))
 	c := &cli{t: t, env: map[string]string{settings.EnvConfigFile: samples.Path("authorizer-config.yaml"), envCheckFunction: function}}
 	d := deploy(t, c, mr.Addr(), function)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "local")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	localAWS(t)
 	for range 10 {
 		d.authz.decideFrom(t, "", "203.0.113.10")
 	}

@@ -99,11 +99,11 @@ bench: $(DYNALITE)
 	bash tools/benchreport/instructions/instructions.sh >"$$insn" || { cat "$$insn"; exit 1; }; \
 	cat "$$insn" && \
 	for i in 1 2 3 4 5; do \
-		BUCKETGATE_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket >>"$$out" || { cat "$$out"; exit 1; }; \
+		BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket >>"$$out" || { cat "$$out"; exit 1; }; \
 	done && \
 	$(GO) test -run '^$$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >>"$$out" || { cat "$$out"; exit 1; }; \
 	grep '^Benchmark' "$$out" && \
-	cd tools && BUCKETGATE_REQUIRE_REDIS=1 BUCKETGATE_REQUIRE_DYNALITE=1 $(GO) test -count=1 -timeout 15m -run '^TestReport$$' -v ./benchreport \
+	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -timeout 15m -run '^TestReport$$' -v ./benchreport \
 		-args -report="$(CURDIR)/BENCHMARKS.md" -gobench="$$out" -instructions="$$insn"
 
 # bench-instructions: Redis-side instructions per decision (callgrind), bucketgate against

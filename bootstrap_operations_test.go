@@ -99,8 +99,9 @@ func TestOperationsAcrossBinaries(t *testing.T) {
 }
 
 // Shadow rules through the check binary: allowed by the enforced rule, described by it
-// alone; the shadow denial is the ShadowLimited metric on stdout and an info line on
-// stderr with the key's digest, never the key.
+// alone; the shadow denial is the ShadowLimited metric on stdout (an inline rule counts
+// under Rule "(inline)") and an info line on stderr with the rule's name and the key's
+// digest, never the key.
 func TestShadowRulesCheckBinary(t *testing.T) {
 	_, check, _ := binaries(t, slowFree)
 	payload := `{"key":"tenant-shadow","rules":[{"name":"burst","capacity":10,"refillPerSecond":0.001},` +
@@ -111,10 +112,10 @@ func TestShadowRulesCheckBinary(t *testing.T) {
 		}
 	}
 	check.stop()
-	if n := strings.Count(check.stdout.String(), `"Function":"check","Rule":"trial","ShadowLimited":1`); n != 1 {
+	if n := strings.Count(check.stdout.String(), `"Function":"check","Rule":"(inline)","ShadowLimited":1`); n != 1 {
 		t.Errorf("%d ShadowLimited lines, want 1:\n%s", n, check.stdout)
 	}
-	if logs := check.stderr.String(); !strings.Contains(logs, "shadow rule would have limited") || strings.Contains(logs, "tenant-shadow") {
+	if logs := check.stderr.String(); !strings.Contains(logs, "shadow rule would have limited") || !strings.Contains(logs, `"rule":"trial"`) || strings.Contains(logs, "tenant-shadow") {
 		t.Errorf("want an info line with the key's digest only:\n%s", logs)
 	}
 }

@@ -109,3 +109,21 @@ func collectStatements(v any, out *[]map[string]any) {
 		}
 	}
 }
+
+// The check function is named <stack>-check, so that the operator's CLI and the client
+// examples find it by their default name, bucketgate-check, in the stack samconfig.toml
+// deploys.
+func TestTemplateCheckFunctionName(t *testing.T) {
+	tpl := loadTemplate(t)
+	var props struct {
+		FunctionName yaml.Node `yaml:"FunctionName"`
+	}
+	tpl.Resources["CheckFunction"].properties(t, &props)
+	if props.FunctionName.Tag != "!Sub" || props.FunctionName.Value != "${AWS::StackName}-check" {
+		t.Fatalf("CheckFunction FunctionName %s %q, want !Sub ${AWS::StackName}-check", props.FunctionName.Tag, props.FunctionName.Value)
+	}
+	stack := regexp.MustCompile(`(?m)^stack_name = "([^"]+)"$`).FindStringSubmatch(readFile(t, "samconfig.toml"))
+	if stack == nil || stack[1]+"-check" != "bucketgate-check" {
+		t.Fatalf("samconfig.toml's stack %v does not give the function the CLI's default name bucketgate-check", stack)
+	}
+}

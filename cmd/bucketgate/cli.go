@@ -35,11 +35,10 @@ type group struct {
 	usage string
 }
 
-// groups are the command groups by name. A group for the buckets of an identity
-// (bucketgate buckets reset|refund|show KEY|IP, through the check function) goes here
-// beside keys.
+// groups are the command groups by name.
 var groups = map[string]group{
-	"keys": {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
+	"keys":    {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
+	"buckets": {about: "the buckets of an API key, an IP address or a tenant, through the check function", run: runBuckets, usage: bucketsUsage},
 }
 
 // usage is the whole command line's usage.
@@ -84,6 +83,23 @@ func dispatch(e env, args []string) error {
 		return fmt.Errorf("%w: unknown group %q: want %s", errUsage, args[0], strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
 	}
 	return g.run(e, args[1:])
+}
+
+// command returns the command of group named by args[0] among commands, and an empty
+// flag set for it, named "GROUP COMMAND", that prints nothing.
+func command[C any](group string, commands map[string]C, args []string) (C, *flag.FlagSet, error) {
+	names := strings.Join(slices.Sorted(maps.Keys(commands)), ", ")
+	var c C
+	if len(args) == 0 {
+		return c, nil, fmt.Errorf("%w: %s: name a command: %s", errUsage, group, names)
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		return c, nil, fmt.Errorf("%w: %s: unknown command %q: want %s", errUsage, group, args[0], names)
+	}
+	fs := flag.NewFlagSet(group+" "+args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return c, fs, nil
 }
 
 // parse parses args into fs, flags before, between or after the arguments, and wants

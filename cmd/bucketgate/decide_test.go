@@ -34,11 +34,24 @@ type authorizer struct {
 // principal, the plan, the limit and the remaining tokens.
 func (a *authorizer) decide(t *testing.T, key string) (principal, plan string, limit, remaining int64) {
 	t.Helper()
+	return a.decideFrom(t, key, "")
+}
+
+// decideFrom is decide from the source address sourceIP ("": the sample's), without an
+// API key header when key is "".
+func (a *authorizer) decideFrom(t *testing.T, key, sourceIP string) (principal, plan string, limit, remaining int64) {
+	t.Helper()
 	var ev map[string]any
 	if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
 		t.Fatal(err)
 	}
-	ev["headers"], ev["multiValueHeaders"] = map[string]string{settings.DefaultAPIKeyHeader: key}, nil
+	ev["headers"], ev["multiValueHeaders"] = map[string]string{}, nil
+	if key != "" {
+		ev["headers"] = map[string]string{settings.DefaultAPIKeyHeader: key}
+	}
+	if sourceIP != "" {
+		ev["requestContext"].(map[string]any)["identity"].(map[string]any)["sourceIp"] = sourceIP
+	}
 	payload, _ := json.Marshal(ev)
 	out, err := a.h.Invoke(context.Background(), payload)
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -67,16 +65,10 @@ var keysCommands = map[string]keysCommand{
 
 // runKeys runs the keys command named by args[0].
 func runKeys(e env, args []string) error {
-	names := strings.Join(slices.Sorted(maps.Keys(keysCommands)), ", ")
-	if len(args) == 0 {
-		return fmt.Errorf("%w: keys: name a command: %s", errUsage, names)
+	c, fs, err := command("keys", keysCommands, args)
+	if err != nil {
+		return err
 	}
-	c, ok := keysCommands[args[0]]
-	if !ok {
-		return fmt.Errorf("%w: keys: unknown command %q: want %s", errUsage, args[0], names)
-	}
-	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	table := fs.String("table", "", "the registry table (default: $"+settings.EnvRegistryTable+")")
 	do := c.flags(fs)
 	positional, err := parse(fs, args[1:], c.args)

@@ -234,7 +234,8 @@ func TestKeysFollowTheConfiguration(t *testing.T) {
 func TestHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"help"}, func(string) string { return "" }, &stdout, &stderr); code != exitOK ||
-		!strings.Contains(stdout.String(), "bucketgate keys create --plan NAME") || stderr.Len() != 0 {
+		!strings.Contains(stdout.String(), "bucketgate keys create --plan NAME") || !strings.Contains(stdout.String(), "bucketgate buckets refund --cost N") ||
+		!strings.Contains(stdout.String(), "(default: $CHECK_FUNCTION, else\nbucketgate-check)") || stderr.Len() != 0 {
 		t.Fatalf("help: %d\n%s\n%s", code, &stdout, &stderr)
 	}
 }

@@ -5,7 +5,12 @@
 // printed once, only its digest stored), revoke it, set its expiry, its plan or its own
 // rules, show and list the registry, and create the table for local use. Plans are
 // checked against the configuration document the functions load (RATE_LIMIT_CONFIG,
-// RATE_LIMIT_CONFIG_FILE, or the built-in one). Run "bucketgate help" for the usage.
+// RATE_LIMIT_CONFIG_FILE, or the built-in one).
+//
+// Its buckets commands reach the buckets of an API key, a source address or a tenant
+// through the check function (CHECK_FUNCTION, or -function), invoked with the AWS SDK's
+// Lambda client: show them (a peek), refund tokens, or reset them. An API key is sent
+// only as its digest. Run "bucketgate help" for the usage.
 package main
 
 import (

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
@@ -50,11 +51,16 @@ func writeJSON(w io.Writer, v any) error {
 
 // writeRecord prints r as aligned "attribute value" lines.
 func writeRecord(w io.Writer, r registry.Record) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, line := range [][2]string{
+	return writeAttributes(w, [][2]string{
 		{"id", r.ID}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
 		{"rules", rulesText(r.Rules)}, {"owner", r.Owner}, {"note", r.Note},
-	} {
+	})
+}
+
+// writeAttributes prints attribute-value pairs as aligned lines.
+func writeAttributes(w io.Writer, lines [][2]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, line := range lines {
 		fmt.Fprintf(tw, "%s\t%s\n", line[0], line[1])
 	}
 	return tw.Flush()
@@ -115,4 +121,36 @@ func rulesText(rs []bucket.Rule) string {
 		parts[i] = r.Name + ":" + strconv.FormatInt(r.Capacity, 10) + ":" + strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64)
 	}
 	return strings.Join(parts, " ")
+}
+
+// bucketJSON is the buckets of an identity as -json prints them.
+type bucketJSON struct {
+	Identity     string `json:"identity"`
+	Plan         string `json:"plan"`
+	Rule         string `json:"rule"`
+	Limit        int64  `json:"limit"`
+	Remaining    int64  `json:"remaining"`
+	ResetAfterMS int64  `json:"resetAfterMs"`
+}
+
+func bucketJSONOf(id string, r checkapi.Response) bucketJSON {
+	return bucketJSON{Identity: id, Plan: r.Plan, Rule: r.Rule, Limit: r.Limit, Remaining: r.Remaining, ResetAfterMS: r.ResetAfterMS}
+}
+
+// writeBucket prints the buckets of identity id, as r describes them, as aligned
+// "attribute value" lines: the rule with the fewest tokens left, and when every rule is
+// full again.
+func writeBucket(w io.Writer, id string, r checkapi.Response) error {
+	plan := r.Plan
+	if plan == "" {
+		plan = "- (the rules given)"
+	}
+	rule := r.Rule
+	if rule == "" {
+		rule = "- (shadow rules only)"
+	}
+	return writeAttributes(w, [][2]string{
+		{"identity", id}, {"plan", plan}, {"rule", rule}, {"limit", strconv.FormatInt(r.Limit, 10)},
+		{"remaining", strconv.FormatInt(r.Remaining, 10)}, {"resetAfter", r.ResetAfter().String()},
+	})
 }

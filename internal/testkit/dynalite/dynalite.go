@@ -7,7 +7,7 @@
 // package.json and package-lock.json (dynalite 4.0.0, pinned) by `make test`, which runs
 // `npm ci` there when the lock file is newer than node_modules. Where node or the
 // installed package is missing, Start fails the test when the environment requires the
-// real-server suites (CI set, or BUCKETGATE_REQUIRE_DYNALITE=1) and otherwise skips it
+// real-server suites (CI set, or BUCKETGATE_REQUIRE_SERVERS=1) and otherwise skips it
 // with a loud message that says how to install it.
 package dynalite
 
@@ -29,12 +29,9 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bucketgate/bucketgate/internal/testkit"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
-
-// RequireEnv, set to 1, makes a missing node or dynalite a test failure instead of a
-// skip. CI (any value) does the same.
-const RequireEnv = "BUCKETGATE_REQUIRE_DYNALITE"
 
 // ErrNoDynalite is wrapped by the error of every start when node or the installed
 // dynalite package is not there.
@@ -70,10 +67,6 @@ func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Dir(file)
 }
-
-// Required reports whether the environment requires the dynalite suites (CI, or
-// RequireEnv=1), so that a missing node or package fails them instead of skipping them.
-func Required() bool { return os.Getenv("CI") != "" || os.Getenv(RequireEnv) == "1" }
 
 // Command returns the node binary and dynalite's script, or an error wrapping
 // ErrNoDynalite that says how to install what is missing.
@@ -200,17 +193,11 @@ func (s *Server) Close() {
 }
 
 // Start runs NewServer for t and closes the server when t ends. A missing node or
-// dynalite skips t, or fails it where the suites are required (Required).
+// dynalite skips t, or fails it where the suites are required (testkit.Required).
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s, err := NewServer()
-	switch {
-	case err == nil:
-	case errors.Is(err, ErrNoDynalite) && !Required():
-		t.Skipf("SKIPPING dynalite test: %v; CI (or %s=1) fails instead of skipping", err, RequireEnv)
-	default:
-		t.Fatal(err)
-	}
+	testkit.Check(t, err, ErrNoDynalite)
 	t.Cleanup(s.Close)
 	return s
 }

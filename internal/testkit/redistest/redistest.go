@@ -6,7 +6,7 @@
 // method, in the style of net/http/httptest. Start, StartTLS and StartCluster do the
 // same for a test and close them when it ends; where the server binary is missing, they
 // fail the test when the environment says the real-server suites are required (CI set,
-// or BUCKETGATE_REQUIRE_REDIS=1) and otherwise skip it with a loud message.
+// or BUCKETGATE_REQUIRE_SERVERS=1) and otherwise skip it with a loud message.
 package redistest
 
 import (
@@ -27,9 +27,6 @@ import (
 
 // Environment variables that choose and require the server binary.
 const (
-	// RequireEnv, set to 1, makes a missing server binary a test failure instead of a
-	// skip. CI (any value) does the same.
-	RequireEnv = "BUCKETGATE_REQUIRE_REDIS"
 	// ServerEnv names the server binary, a name on PATH or a path: redis-server when
 	// unset, valkey-server for Valkey (the engine ElastiCache creates by default).
 	ServerEnv = "BUCKETGATE_REDIS_SERVER"
@@ -93,10 +90,6 @@ func Binary() (string, error) {
 	}
 	return path, nil
 }
-
-// Required reports whether the environment requires the real-server suites (CI, or
-// RequireEnv=1), so that a missing binary fails them instead of skipping them.
-func Required() bool { return os.Getenv("CI") != "" || os.Getenv(RequireEnv) == "1" }
 
 // NewServer starts a standalone server on a free loopback port with extra arguments
 // (for example "--requirepass", "secret"). Close stops it.

@@ -1,20 +1,20 @@
 package redistest
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit"
 )
 
 // Start runs NewServer(extra...) for t and closes the server when t ends. A missing
-// server binary skips t, or fails it where the suites are required (Required).
+// server binary skips t, or fails it where the suites are required (testkit.Required).
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	s, err := NewServer(extra...)
-	check(t, err)
+	testkit.Check(t, err, ErrNoServer)
 	t.Cleanup(s.Close)
 	return s
 }
@@ -23,7 +23,7 @@ func Start(t testing.TB, extra ...string) *Server {
 func StartTLS(t testing.TB, extra ...string) (*Server, *CA) {
 	t.Helper()
 	s, ca, err := NewTLSServer(extra...)
-	check(t, err)
+	testkit.Check(t, err, ErrNoServer)
 	t.Cleanup(s.Close)
 	return s, ca
 }
@@ -32,7 +32,7 @@ func StartTLS(t testing.TB, extra ...string) (*Server, *CA) {
 func StartCluster(t testing.TB, masters, replicasPerMaster int) *Cluster {
 	t.Helper()
 	c, err := NewCluster(masters, replicasPerMaster)
-	check(t, err)
+	testkit.Check(t, err, ErrNoServer)
 	t.Cleanup(c.Close)
 	return c
 }
@@ -41,21 +41,9 @@ func StartCluster(t testing.TB, masters, replicasPerMaster int) *Cluster {
 func StartFake(t testing.TB, reply func(cmd []string) string) *Fake {
 	t.Helper()
 	f, err := NewFake(reply)
-	check(t, err)
+	testkit.Check(t, err, ErrNoServer)
 	t.Cleanup(f.Close)
 	return f
-}
-
-// check fails or skips t for a start's error err, if any.
-func check(t testing.TB, err error) {
-	t.Helper()
-	switch {
-	case err == nil:
-	case errors.Is(err, ErrNoServer) && !Required():
-		t.Skipf("SKIPPING real-server test: %v; CI (or %s=1) fails instead of skipping", err, RequireEnv)
-	default:
-		t.Fatal(err)
-	}
 }
 
 // Client returns a rueidis client for addr with client-side caching off, closed when t

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/checkclient"
+	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/settings"
+)
+
+const bucketsUsage = `  bucketgate buckets show [--json] [--plan NAME | --rule NAME:CAPACITY:RATE...] IDENTITY
+  bucketgate buckets refund --cost N [--json] [--plan NAME | --rule NAME:CAPACITY:RATE...] IDENTITY
+  bucketgate buckets reset [--json] [--plan NAME | --rule NAME:CAPACITY:RATE...] IDENTITY
+
+IDENTITY is an API key (sent as key:<digest>, never itself), key:<digest>, an IP address
+or ip:<address> (an IPv6 address stands for its prefix of IPV6_PREFIX_LENGTH bits, as the
+authorizer groups it: ip:2001:db8::/64), ip:unknown, or tenant:<key> for a check function
+tenant. The rules are the identity's own as the check function resolves them (a
+registered key's plan and rules, else the default plan), or those of --plan, or the
+--rule ones (a route's rules, by their names). show peeks at the rule with the fewest
+tokens left (cost 0: nothing written); refund gives N tokens back to every rule, never
+above its capacity (sent once, never retried); reset makes every rule full. Each prints
+the buckets after it.
+
+Every command invokes the check function --function NAME (default: $` + envCheckFunction + `, else
+` + defaultCheckFunction + `) through Lambda Invoke, with the AWS SDK's default credentials and
+region, which need lambda:InvokeFunction on it; AWS_ENDPOINT_URL_LAMBDA points it at
+another endpoint.
+`
+
+// envCheckFunction names the check function the buckets commands invoke, and
+// defaultCheckFunction is the name they invoke without it.
+const (
+	envCheckFunction     = "CHECK_FUNCTION"
+	defaultCheckFunction = "bucketgate-check"
+)
+
+// bucketsCommand is one buckets command: it adds its flags to fs and returns the
+// function that completes the request (its Cost) or refuses the flags.
+type bucketsCommand struct {
+	flags func(fs *flag.FlagSet) func(req *checkapi.Request) error
+	// send sends the request: Check, Refund or Reset.
+	send func(c *checkclient.Client, ctx context.Context, req checkapi.Request) (checkapi.Response, error)
+	// once reports an operation that must not be applied twice: it is sent once, never
+	// retried.
+	once bool
+	// done is the note on stderr after it, for identity id and the request; nil for none.
+	done func(id string, req checkapi.Request) string
+	// undecided says what is unknown when Redis did not decide.
+	undecided string
+}
+
+var bucketsCommands = map[string]bucketsCommand{
+	"show": {flags: showBucketFlags, send: (*checkclient.Client).Check,
+		undecided: "the bucket could not be read"},
+	"refund": {flags: refundFlags, send: (*checkclient.Client).Refund, once: true, done: refunded,
+		undecided: "the refund may or may not have happened: show the bucket before sending it again"},
+	"reset": {flags: resetFlags, send: (*checkclient.Client).Reset, done: wasReset,
+		undecided: "the reset may or may not have happened: show the bucket, or send it again"},
+}
+
+// runBuckets runs the buckets command named by args[0].
+func runBuckets(e env, args []string) error {
+	c, fs, err := command("buckets", bucketsCommands, args)
+	if err != nil {
+		return err
+	}
+	function := fs.String("function", "", "the check function: a name, name:alias or ARN (default: $"+envCheckFunction+", else "+defaultCheckFunction+")")
+	plan := fs.String("plan", "", "the rules of this plan, instead of the identity's own")
+	var rules ruleList
+	fs.Var(&rules, "rule", "a rule NAME:CAPACITY:RATE instead of the identity's own, such as a route's (repeatable)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	complete := c.flags(fs)
+	positional, err := parse(fs, args[1:], 1)
+	if err != nil {
+		return err
+	}
+	if *plan != "" && len(rules) > 0 {
+		return fmt.Errorf("%w: %s: --plan or --rule, not both", errUsage, fs.Name())
+	}
+	s, err := settings.Load(e.getenv)
+	if err != nil {
+		return err
+	}
+	resolver, err := identity.NewResolver(s.APIKeyHeader, s.IPv6Prefix)
+	if err != nil {
+		return err
+	}
+	t, err := parseTarget(positional[0], sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix})
+	if err != nil {
+		return err
+	}
+	req := t.req
+	req.Plan = *plan
+	for _, r := range rules {
+		req.Rules = append(req.Rules, checkapi.Rule{Name: r.Name, Capacity: r.Capacity, RefillPerSecond: r.RefillPerSecond})
+	}
+	if err := complete(&req); err != nil {
+		return err
+	}
+	name := cmp.Or(*function, e.getenv(envCheckFunction), defaultCheckFunction)
+	checks, err := newCheckClient(e.ctx, name, c.once)
+	if err != nil {
+		return err
+	}
+	res, err := c.send(checks, e.ctx, req)
+	if err != nil {
+		return explainInvoke(err, name)
+	}
+	if res.Reason == checkapi.ReasonUnavailable || res.Reason == checkapi.ReasonDegraded {
+		return fmt.Errorf("%s: Redis did not decide in time (reason %s): %s", name, res.Reason, c.undecided)
+	}
+	if c.done != nil {
+		fmt.Fprintln(e.stderr, c.done(t.id, req))
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, bucketJSONOf(t.id, res))
+	}
+	return writeBucket(e.stdout, t.id, res)
+}
+
+func showBucketFlags(*flag.FlagSet) func(*checkapi.Request) error {
+	return func(req *checkapi.Request) error {
+		req.Cost = checkapi.Cost(0) // a peek
+		return nil
+	}
+}
+
+func refundFlags(fs *flag.FlagSet) func(*checkapi.Request) error {
+	cost := fs.Int64("cost", 0, "the tokens to give back to every rule (required, 1 or more)")
+	return func(req *checkapi.Request) error {
+		switch {
+		case !isSet(fs, "cost"):
+			return fmt.Errorf("%w: buckets refund: --cost is required: the tokens to give back to every rule", errUsage)
+		case *cost < 1:
+			return fmt.Errorf("%w: buckets refund: --cost %d: want a whole number of tokens, 1 or more", errUsage, *cost)
+		}
+		req.Cost = checkapi.Cost(*cost)
+		return nil
+	}
+}
+
+func resetFlags(fs *flag.FlagSet) func(*checkapi.Request) error {
+	fs.String("cost", "", "refused: a reset takes no cost")
+	return func(*checkapi.Request) error {
+		if isSet(fs, "cost") {
+			return fmt.Errorf("%w: buckets reset: takes no --cost: a reset makes every rule full, whatever it held", errUsage)
+		}
+		return nil
+	}
+}
+
+// isSet reports whether the command line set the flag called name.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func refunded(id string, req checkapi.Request) string {
+	return fmt.Sprintf("gave %d token(s) back to every rule of %s, never above capacity", *req.Cost, id)
+}
+
+func wasReset(id string, _ checkapi.Request) string {
+	return fmt.Sprintf("reset %s: every rule is full", id)
+}

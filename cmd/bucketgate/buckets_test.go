@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+)
+
+// checkFunction is the name the test deployment gives the check function.
+const checkFunction = "bucketgate-check-test"
+
+// bucketsConfig refills so slowly (a token in 1000 s) that no test sees a refill.
+const bucketsConfig = `defaultPlan: basic
+plans:
+  basic: [{name: burst, capacity: 5, refillPerSecond: 0.001}]
+  gold: [{name: burst, capacity: 50, refillPerSecond: 0.001}, {name: daily, capacity: 1000, refill: 1000, per: day}]
+`
+
+// deployment is both functions as Lambda builds them, from the environment of a cli,
+// the check function behind a loopback Lambda Invoke API that the CLI reaches through
+// AWS_ENDPOINT_URL_LAMBDA.
+type deployment struct {
+	*cli
+	lambda *lambdatest.Server
+	check  recorder
+	authz  authorizer
+}
+
+// deploy builds both functions on the Redis at redisAddr, the check function called
+// function.
+func deploy(t *testing.T, c *cli, redisAddr, function string) *deployment {
+	t.Helper()
+	d := &deployment{cli: c}
+	d.env[settings.EnvRedisAddr] = redisAddr
+	d.env[settings.EnvTimeoutMS] = "2000"
+	d.env[settings.EnvLogLevel] = "debug" // every decision logged, for the search for the raw key
+	getenv := func(k string) string { return d.env[k] }
+	var err error
+	if d.authz.h, _, err = app.Build(app.Authorizer, getenv, &d.authz.metrics, &d.authz.logs); err != nil {
+		t.Fatal(err)
+	}
+	if d.check.h, _, err = app.Build(app.Check, getenv, &d.check.metrics, &d.check.logs); err != nil {
+		t.Fatal(err)
+	}
+	d.lambda = lambdatest.Start(t, map[string]lambda.Handler{function: &d.check})
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", d.lambda.URL)
+	return d
+}
+
+// newDeployment deploys both functions on a real redis-server, with the registry table
+// of dynalite and bucketsConfig, the check function called checkFunction.
+func newDeployment(t *testing.T) (*deployment, *redistest.Server) {
+	t.Helper()
+	c := newCLI(t)
+	c.env[settings.EnvConfigInline] = bucketsConfig
+	c.env[envCheckFunction] = checkFunction
+	c.ok("keys", "init")
+	srv := redistest.Start(t)
+	return deploy(t, c, srv.Addr, checkFunction), srv
+}
+
+// recorder is the check function, keeping every payload it was invoked with.
+type recorder struct {
+	h             lambda.Handler
+	mu            sync.Mutex
+	payloads      bytes.Buffer
+	logs, metrics bytes.Buffer
+}
+
+func (r *recorder) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	r.mu.Lock()
+	r.payloads.Write(append(payload, '\n'))
+	r.mu.Unlock()
+	return r.h.Invoke(ctx, payload)
+}
+
+// bucket runs a buckets command with --json and returns what it printed.
+func (d *deployment) bucket(args ...string) bucketJSON {
+	d.t.Helper()
+	var b bucketJSON
+	out := d.ok(append(append([]string{"buckets"}, args...), "--json")...)
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		d.t.Fatalf("buckets %s --json printed %q: %v", strings.Join(args, " "), out, err)
+	}
+	return b
+}
+
+// want fails the test unless b is the bucket of id on plan with remaining tokens of
+// limit in rule.
+func (d *deployment) want(b bucketJSON, id, plan, rule string, limit, remaining int64) {
+	d.t.Helper()
+	if b.Identity != id || b.Plan != plan || b.Rule != rule || b.Limit != limit || b.Remaining != remaining {
+		d.t.Fatalf("%+v: want %s on %s, rule %s with %d of %d left", b, id, plan, rule, remaining, limit)
+	}
+	if full := remaining == limit; full != (b.ResetAfterMS == 0) {
+		d.t.Fatalf("%+v: resetAfterMs %d with %d of %d left", b, b.ResetAfterMS, remaining, limit)
+	}
+}
+
+// The operator reaches the buckets of the authorizer's identities (an API key, an IPv4
+// address, an IPv6 prefix) and of a tenant through the check function behind Lambda
+// Invoke: show peeks without writing, refund gives tokens back, reset fills; the
+// identity's own plan is the one the registry gives it. The raw key is never in a
+// payload, a log line, a metric, Redis or the CLI's output.
+func TestBucketsSession(t *testing.T) {
+	d, srv := newDeployment(t)
+	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	id := "key:" + config.KeyDigest(key)
+	for range 5 {
+		d.authz.decide(t, key)
+	}
+	show := d.ok("buckets", "show", key)
+	for _, want := range []string{"identity    " + id, "plan        gold", "rule        burst", "limit       50", "remaining   45", "resetAfter  1h23m"} {
+		if !strings.Contains(show, want) {
+			t.Fatalf("buckets show after 5 requests:\n%s\nwant a line %q", show, want)
+		}
+	}
+	before := redisDump(t, srv)
+	d.want(d.bucket("show", id), id, "gold", "burst", 50, 45)
+	if after := redisDump(t, srv); after != before {
+		t.Fatalf("show wrote to Redis:\nbefore %s\nafter  %s", before, after)
+	}
+
+	code, stdout, stderr := d.run("buckets", "refund", key, "--cost", "3")
+	if code != exitOK || !strings.Contains(stdout, "remaining   48\n") || !strings.Contains(stderr, "gave 3 token(s) back to every rule of "+id) {
+		t.Fatalf("refund --cost 3: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	d.want(d.bucket("show", "--plan", "basic", key), id, "basic", "burst", 5, 5)
+	d.want(d.bucket("show", key, "--rule", "burst:48:1"), id, "", "burst", 48, 48)
+	d.want(d.bucket("reset", key), id, "gold", "burst", 50, 50)
+	if n, err := srv.Command(context.Background(), "EXISTS", "bg:{"+id+"}"); err != nil || n != "0" {
+		t.Fatalf("EXISTS bg:{%s} after reset = %s, %v: want the key gone", id, n, err)
+	}
+	if _, _, _, remaining := d.authz.decide(t, key); remaining != 49 {
+		t.Fatalf("the authorizer after the reset: %d left, want 49 of a full 50", remaining)
+	}
+
+	for range 4 {
+		d.authz.decideFrom(t, "", "203.0.113.10")
+	}
+	ip := "ip:203.0.113.10"
+	d.want(d.bucket("show", "203.0.113.10"), ip, "basic", "burst", 5, 1)
+	d.want(d.bucket("refund", "--cost", "3", ip), ip, "basic", "burst", 5, 4)
+	d.want(d.bucket("refund", "--cost", "3", ip), ip, "basic", "burst", 5, 5) // never above capacity
+	d.authz.decideFrom(t, "", "203.0.113.10")
+	d.want(d.bucket("reset", "::ffff:203.0.113.10"), ip, "basic", "burst", 5, 5)
+
+	for range 2 {
+		d.authz.decideFrom(t, "", "2001:db8:1:2::10")
+	}
+	d.want(d.bucket("show", "2001:db8:1:2:ffff::99"), "ip:2001:db8:1:2::/64", "basic", "burst", 5, 3)
+
+	d.ok("keys", "create", "--tenant", "acme", "--plan", "gold")
+	d.want(d.bucket("show", "tenant:acme"), "tenant:acme", "gold", "burst", 50, 50)
+
+	if n := d.lambda.Invocations(checkFunction); n != 12 {
+		t.Errorf("%d invocations of %s, want one per buckets command (12)", n, checkFunction)
+	}
+	payloads := d.check.payloads.String()
+	if !strings.Contains(payloads, `"identity":"`+id+`"`) || !strings.Contains(payloads, `"identity":"ip:2001:db8:1:2::/64","cost":0`) ||
+		!strings.Contains(payloads, `{"identity":"`+id+`","op":"refund","cost":3}`) || !strings.Contains(payloads, `"key":"acme"`) {
+		t.Errorf("the check function was invoked with:\n%s", payloads)
+	}
+	if logs := d.check.logs.String(); strings.Count(logs, `"msg":"bucket operation"`) != 11 {
+		t.Errorf("want an info line per request on the operator's path (11, the tenant's is not):\n%s", logs)
+	}
+	everything := payloads + d.check.logs.String() + d.check.metrics.String() + d.authz.logs.String() + d.authz.metrics.String() + redisDump(t, srv) + d.items()
+	if strings.Contains(everything, key) || !strings.Contains(everything, config.KeyDigest(key)) {
+		t.Fatalf("the raw key is in a payload, a log, a metric, Redis or the table, or its digest is nowhere:\n%s", everything)
+	}
+}
+
+// Bad input is an error naming the problem, on stderr with a non-zero exit (2 for the
+// command line), and nothing is written; what the CLI can tell alone is not sent.
+func TestBucketsBadInput(t *testing.T) {
+	d, srv := newDeployment(t)
+	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	d.authz.decide(t, key)
+	d.authz.decideFrom(t, "", "203.0.113.10")
+	before := redisDump(t, srv)
+	tests := []struct {
+		name string
+		code int
+		want string
+		args []string
+		sent bool // the check function refuses it
+	}{
+		{"no command", exitUsage, "buckets: name a command: refund, reset, show", []string{"buckets"}, false},
+		{"unknown command", exitUsage, `buckets: unknown command "drain"`, []string{"buckets", "drain", key}, false},
+		{"no identity", exitUsage, "want 1 argument(s), got 0", []string{"buckets", "show"}, false},
+		{"two identities", exitUsage, "want 1 argument(s), got 2", []string{"buckets", "show", key, "203.0.113.10"}, false},
+		{"unknown identity kind", exitUsage, "unknown kind before ':'", []string{"buckets", "reset", "user:bob"}, false},
+		{"key: with a raw key", exitUsage, "key: wants the key's digest", []string{"buckets", "reset", "key:" + key}, false},
+		{"mistyped address", exitUsage, "looks like an IP address but is not one", []string{"buckets", "reset", "203.0.113.256"}, false},
+		{"IPv6 prefix of another length", exitUsage, "the authorizer groups IPv6 sources by /64", []string{"buckets", "reset", "2001:db8::/48"}, false},
+		{"empty tenant", exitUsage, "tenant: with no tenant key", []string{"buckets", "reset", "tenant:"}, false},
+		{"refund without a cost", exitUsage, "buckets refund: --cost is required", []string{"buckets", "refund", key}, false},
+		{"refund of 0", exitUsage, "--cost 0: want a whole number of tokens, 1 or more", []string{"buckets", "refund", "--cost", "0", key}, false},
+		{"negative refund", exitUsage, "--cost -2: want a whole number of tokens, 1 or more", []string{"buckets", "refund", "--cost=-2", key}, false},
+		{"fractional refund", exitUsage, `invalid value "1.5" for flag -cost`, []string{"buckets", "refund", "--cost", "1.5", key}, false},
+		{"reset with a cost", exitUsage, "buckets reset: takes no --cost", []string{"buckets", "reset", key, "--cost", "1"}, false},
+		{"show with a cost", exitUsage, "flag provided but not defined: -cost", []string{"buckets", "show", key, "--cost", "1"}, false},
+		{"plan and rules", exitUsage, "--plan or --rule, not both", []string{"buckets", "reset", "--plan", "gold", "--rule", "burst:5:1", key}, false},
+		{"bad rule", exitUsage, `"burst:5": want NAME:CAPACITY:RATE`, []string{"buckets", "reset", "--rule", "burst:5", key}, false},
+		{"unknown plan", exitError, `bucketgate-check-test refused the request, nothing was changed: plan: unknown plan "platinum" (configured: [basic gold])`,
+			[]string{"buckets", "reset", "--plan", "platinum", key}, true},
+		{"refund above capacity", exitError, "cost: 6 exceeds capacity 5 of rule burst", []string{"buckets", "refund", "--cost", "6", "203.0.113.10"}, true},
+		{"refund above the key's plan's capacity", exitError, "cost: 51 exceeds capacity 50 of rule burst", []string{"buckets", "refund", "--cost", "51", key}, true},
+		{"unknown function", exitError, "no function nope: set CHECK_FUNCTION or --function", []string{"buckets", "reset", "--function", "nope", key}, false},
+	}
+	sent := d.lambda.Invocations(checkFunction)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d.t = t
+			d.fails(tc.code, tc.want, tc.args...)
+			if tc.sent {
+				sent++
+			}
+			if n := d.lambda.Invocations(checkFunction); n != sent {
+				t.Fatalf("%d invocations, want %d", n, sent)
+			}
+		})
+	}
+	d.t = t
+	if after := redisDump(t, srv); after != before {
+		t.Fatalf("bad input wrote to Redis:\nbefore %s\nafter  %s", before, after)
+	}
+	for _, tc := range tests {
+		if _, _, stderr := d.run(tc.args...); strings.Contains(stderr, key) {
+			t.Fatalf("%s: stderr quotes the raw key: %s", tc.name, stderr)
+		}
+	}
+
+	d.env[envCheckFunction] = "elsewhere"
+	d.fails(exitError, "no function elsewhere: set CHECK_FUNCTION", "buckets", "show", key)
+	d.want(d.bucket("show", "--function", checkFunction, key), "key:"+config.KeyDigest(key), "gold", "burst", 50, 49)
+
+	srv.Close() // Redis gone: the function fails closed, and the CLI says what is unknown
+	d.fails(exitError, "Redis did not decide in time (reason unavailable): the refund may or may not have happened",
+		"buckets", "refund", "--function", checkFunction, "--cost", "1", key)
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/bucketgate/bucketgate/checkclient"
+)
+
+// newCheckClient returns a client of the check function called function, with the AWS
+// SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included). With once, a call is
+// sent once and never retried: for an operation that must not be applied twice.
+func newCheckClient(ctx context.Context, function string, once bool) (*checkclient.Client, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration for Lambda: %w", err)
+	}
+	client := lambda.NewFromConfig(cfg, func(o *lambda.Options) {
+		if once {
+			o.RetryMaxAttempts = 1
+		}
+	})
+	return checkclient.New(client, function), nil
+}
+
+// explainInvoke turns the errors of an invocation of function into ones that say what
+// to do.
+func explainInvoke(err error, function string) error {
+	var (
+		invalid *checkclient.InvalidRequestError
+		missing *types.ResourceNotFoundException
+		api     smithy.APIError
+	)
+	switch {
+	case errors.As(err, &invalid):
+		return fmt.Errorf("%s refused the request, nothing was changed: %s", function, invalid.Message)
+	case errors.As(err, &missing):
+		return fmt.Errorf("no function %s: set %s or --function to the check function's name (the stack's output CheckFunctionName): %w",
+			function, envCheckFunction, err)
+	case errors.As(err, &api) && api.ErrorCode() == "AccessDeniedException":
+		return fmt.Errorf("not allowed to invoke %s: these credentials need lambda:InvokeFunction on it: %w", function, err)
+	}
+	return err
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+	"testing"
+)
+
+// lambdaFailing is a Lambda endpoint that refuses every Invoke with status and the
+// service error errorType, counting the calls.
+func lambdaFailing(t *testing.T, status int, errorType string) *atomic.Int32 {
+	t.Helper()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-ErrorType", errorType)
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"Type":"User","message":"` + errorType + ` from the test"}`))
+	}))
+	t.Cleanup(srv.Close)
+	localAWS(t)
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", srv.URL)
+	t.Setenv("AWS_MAX_ATTEMPTS", "2") // one retry, after a short backoff
+	return &calls
+}
+
+// localAWS sets the AWS SDK's region and static credentials for the rest of t, and keeps
+// it from reading this machine's AWS files or the instance metadata service.
+func localAWS(t *testing.T) {
+	t.Helper()
+	for k, v := range map[string]string{
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// The service's refusals say what to do, and a refund is sent once: the SDK retries a
+// failed reset (the service's 503) as configured (AWS_MAX_ATTEMPTS), never a refund,
+// which a retry could apply twice.
+func TestInvokeErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		errorType string
+		args      []string
+		want      string
+		calls     int32
+	}{
+		{"refund, service error", http.StatusServiceUnavailable, "ServiceException", []string{"refund", "--cost", "1", "203.0.113.10"}, "ServiceException", 1},
+		{"reset, service error", http.StatusServiceUnavailable, "ServiceException", []string{"reset", "203.0.113.10"}, "ServiceException", 2},
+		{"access denied", http.StatusForbidden, "AccessDeniedException", []string{"show", "203.0.113.10"},
+			"not allowed to invoke fn: these credentials need lambda:InvokeFunction on it", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := lambdaFailing(t, tc.status, tc.errorType)
+			c := &cli{t: t, env: map[string]string{envCheckFunction: "fn"}}
+			c.fails(exitError, tc.want, append([]string{"buckets"}, tc.args...)...)
+			if n := calls.Load(); n != tc.calls {
+				t.Fatalf("%d calls, want %d", n, tc.calls)
+			}
+		})
+	}
+}

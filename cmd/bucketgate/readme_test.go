@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+)
+
+// sessionCommand is one command of a README session and what it printed (stderr, then
+// stdout).
+type sessionCommand struct {
+	args   []string
+	output string
+}
+
+// The prefixes of the README's session lines.
+const (
+	readmeCommand = "$ go run ./cmd/bucketgate "
+	readmeExport  = "$ export " + envCheckFunction + "="
+)
+
+// readmeSession returns the function name that the README's bucketgate buckets session
+// exports, and its commands.
+func readmeSession(t *testing.T) (function string, commands []sessionCommand) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)```\n(\\" + readmeExport + `.*?)` + "```").FindSubmatch(readme)
+	if block == nil {
+		t.Fatalf("README.md has no session block starting %q", readmeExport)
+	}
+	for line := range strings.Lines(string(block[1])) {
+		switch {
+		case strings.HasPrefix(line, readmeExport):
+			function = strings.TrimSpace(strings.TrimPrefix(line, readmeExport))
+		case strings.HasPrefix(line, readmeCommand):
+			commands = append(commands, sessionCommand{args: strings.Fields(strings.TrimPrefix(line, readmeCommand))})
+		case len(commands) == 0:
+			t.Fatalf("README session: %q before any command", line)
+		default:
+			commands[len(commands)-1].output += line
+		}
+	}
+	return function, commands
+}
+
+// The README's bucketgate buckets session, replayed through the check function behind
+// Lambda Invoke with the sample configuration, on miniredis with its clock held still:
+// every command prints what the README shows.
+func TestREADMEBucketsSession(t *testing.T) {
+	function, commands := readmeSession(t)
+	if len(commands) < 5 {
+		t.Fatalf("README session: %d commands, want the session", len(commands))
+	}
+	mr, _ := redistest.Mini(t)
+	mr.SetTime(time.Date(2026, 11, 22, 17, 36, 50, 0, time.UTC))
+	c := &cli{t: t, env: map[string]string{settings.EnvConfigFile: samples.Path("authorizer-config.yaml"), envCheckFunction: function}}
+	d := deploy(t, c, mr.Addr(), function)
+	localAWS(t)
+	for range 10 {
+		d.authz.decideFrom(t, "", "203.0.113.10")
+	}
+	for range 5 {
+		d.authz.decide(t, "bg-sample-pro-key")
+	}
+	for _, cmd := range commands {
+		_, stdout, stderr := d.run(cmd.args...)
+		if got := stderr + stdout; got != cmd.output {
+			t.Errorf("bucketgate %s printed:\n%s\nREADME.md shows:\n%s", strings.Join(cmd.args, " "), got, cmd.output)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/identity"
+)
+
+// target is whose buckets a buckets command reaches.
+type target struct {
+	// id is the identity as printed: key:<digest>, ip:<source> or tenant:<key>.
+	id string
+	// req names it to the check function: Identity for the authorizer's identities,
+	// Key for a tenant.
+	req checkapi.Request
+}
+
+// sources turns an address into the authorizer's identity of its source.
+type sources struct {
+	resolver identity.Resolver
+	// ipv6Prefix is the resolver's prefix length, in bits.
+	ipv6Prefix int
+}
+
+// parseTarget reads IDENTITY: "tenant:<key>", "key:<digest>", "ip:<address>" or an IP
+// address (an IPv6 one standing for its prefix, as the authorizer groups it), or
+// "ip:unknown" (the shared identity of requests without a readable source), or any
+// other text as an API key, by its digest. Text that looks like a mistyped address or an
+// identity of another kind is refused rather than taken for a key. The error never
+// quotes arg: it may be a key.
+func parseTarget(arg string, src sources) (target, error) {
+	kind, rest, hasKind := strings.Cut(arg, ":")
+	switch {
+	case strings.Trim(arg, " \t") == "":
+		return target{}, fmt.Errorf("%w: IDENTITY is empty", errUsage)
+	case kind == string(identity.KindTenant):
+		if rest == "" {
+			return target{}, fmt.Errorf("%w: tenant: with no tenant key", errUsage)
+		}
+		return target{id: arg, req: checkapi.Request{Key: rest}}, nil
+	case kind == string(identity.KindKey):
+		if !isDigest(rest) {
+			return target{}, fmt.Errorf("%w: key: wants the key's digest, %d lowercase hex digits (give an API key itself without key:)", errUsage, config.DigestLen)
+		}
+		return authorizerTarget(arg), nil
+	case kind == string(identity.KindIP) && rest == identity.UnknownAddr:
+		return authorizerTarget(arg), nil
+	case kind == string(identity.KindIP):
+		return src.target(rest)
+	case isAddress(arg):
+		return src.target(arg)
+	case looksLikeAddress(arg):
+		return target{}, fmt.Errorf("%w: IDENTITY looks like an IP address but is not one (want 203.0.113.10, 2001:db8::1 or 2001:db8::/64)", errUsage)
+	case hasKind && isKindName(kind):
+		return target{}, fmt.Errorf("%w: IDENTITY has an unknown kind before ':': want key:<digest>, ip:<address>, tenant:<key>, an API key or an IP address", errUsage)
+	}
+	return authorizerTarget(keyID(strings.Trim(arg, " \t"))), nil
+}
+
+// authorizerTarget names one of the authorizer's identities, id.
+func authorizerTarget(id string) target {
+	return target{id: id, req: checkapi.Request{Identity: id}}
+}
+
+// target returns the identity of the source s: an address, or an IPv6 prefix of the
+// authorizer's length.
+func (src sources) target(s string) (target, error) {
+	if _, err := netip.ParseAddr(s); err == nil {
+		return authorizerTarget(src.resolver.Resolve(nil, nil, s).IP.String()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	switch {
+	case err != nil:
+		return target{}, fmt.Errorf("%w: ip:%s: not an IP address or IPv6 prefix", errUsage, s)
+	case p.Addr().Is4() && p.Bits() != 32:
+		return target{}, fmt.Errorf("%w: ip:%s: IPv4 sources count one by one: give the address", errUsage, s)
+	case p.Addr().Is6() && p.Bits() != src.ipv6Prefix:
+		return target{}, fmt.Errorf("%w: ip:%s: the authorizer groups IPv6 sources by /%d (IPV6_PREFIX_LENGTH): give an address or a /%d prefix, and set IPV6_PREFIX_LENGTH as the functions have it",
+			errUsage, s, src.ipv6Prefix, src.ipv6Prefix)
+	}
+	return authorizerTarget(src.resolver.Resolve(nil, nil, p.Addr().String()).IP.String()), nil
+}
+
+// isAddress reports whether s is an IP address or prefix.
+func isAddress(s string) bool {
+	if _, err := netip.ParseAddr(s); err == nil {
+		return true
+	}
+	_, err := netip.ParsePrefix(s)
+	return err == nil
+}
+
+// looksLikeAddress reports text meant as an address: digits and dots with a dot (IPv4),
+// or hex digits before a colon (IPv6).
+func looksLikeAddress(s string) bool {
+	if strings.Contains(s, ".") && strings.Trim(s, "0123456789./") == "" {
+		return true
+	}
+	before, _, ok := strings.Cut(s, ":")
+	return ok && strings.Trim(before, "0123456789abcdefABCDEF") == ""
+}
+
+// isKindName reports text that names a kind of identity: 1 to 16 lowercase letters.
+func isKindName(s string) bool {
+	return s != "" && len(s) <= 16 && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz") == ""
+}

@@ -85,22 +85,26 @@ lint: ## cfn-lint on template.yaml (SAM transform included)
 # tools/, so that the product's go.mod lists only what the functions, the CLI and their
 # tests need; they import the product's packages by path.
 
-# bench: the performance report. Every part starts its own redis-server on a
-# free loopback port (redis-server and redis-benchmark must be installed: apt-get install
-# redis-server). BenchmarkClientCost runs five times, one run at a time, so that its two
-# halves take turns, and BenchmarkHandlerOverhead (internal/authorizer) five times; then
-# TestReport measures the rest (the key registry's reads against its own dynalite) and
-# writes BENCHMARKS.md and its plot. A few minutes on 2 CPUs.
+# bench: the performance report. First make bench-instructions' callgrind count (item 1's
+# headline, a few minutes under valgrind: needs valgrind); then every part starts its own
+# redis-server on a free loopback port (redis-server and redis-benchmark must be
+# installed: apt-get install redis-server). BenchmarkClientCost runs five times, one run
+# at a time, so that its two halves take turns, and BenchmarkHandlerOverhead
+# (internal/authorizer) five times; then TestReport measures the rest (cold starts, the
+# key registry's reads and the end-to-end invocations against its own dynalite) and
+# writes BENCHMARKS.md and its plot. About ten minutes on 2 CPUs.
 .PHONY: bench
 bench: $(DYNALITE)
-	@out=$$(mktemp) && trap 'rm -f "$$out"' EXIT && \
+	@out=$$(mktemp) && insn=$$(mktemp) && trap 'rm -f "$$out" "$$insn"' EXIT && \
+	bash tools/benchreport/instructions/instructions.sh >"$$insn" || { cat "$$insn"; exit 1; }; \
+	cat "$$insn" && \
 	for i in 1 2 3 4 5; do \
 		BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket >>"$$out" || { cat "$$out"; exit 1; }; \
 	done && \
 	$(GO) test -run '^$$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >>"$$out" || { cat "$$out"; exit 1; }; \
 	grep '^Benchmark' "$$out" && \
-	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -timeout 10m -run '^TestReport$$' -v ./benchreport \
-		-args -report="$(CURDIR)/BENCHMARKS.md" -gobench="$$out"
+	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -timeout 15m -run '^TestReport$$' -v ./benchreport \
+		-args -report="$(CURDIR)/BENCHMARKS.md" -gobench="$$out" -instructions="$$insn"
 
 # bench-instructions: Redis-side instructions per decision (callgrind), bucketgate against
 # redis_rate: a figure that a busy machine does not move (needs valgrind: apt-get install valgrind).

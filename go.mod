@@ -16,7 +16,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.10
 	github.com/aws/aws-xray-sdk-go v1.8.5
 	github.com/aws/smithy-go v1.28.8
-	github.com/go-json-experiment/json v1.27.2
 	github.com/redis/rueidis v1.0.79
 	github.com/redis/rueidis/mock v1.0.78
 	gopkg.in/yaml.v3 v3.0.1

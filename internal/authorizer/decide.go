@@ -31,8 +31,7 @@ const maxLoggedSourceIP = 64
 
 // call is what one authorizer event asks, whatever its payload version.
 type call struct {
-	headers   map[string]string
-	multi     map[string][]string // multi-value headers (REST); nil for HTTP APIs
+	keys      identity.KeyCopies // the API key header's copies
 	sourceIP  string
 	method    string
 	path      string
@@ -53,7 +52,7 @@ type outcome struct {
 func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
-	caller := h.Identities.Resolve(c.headers, c.multi, c.sourceIP)
+	caller := h.Identities.ResolveCopies(c.keys, c.sourceIP)
 	attrs := []slog.Attr{slog.String(attrRequestID, c.requestID)}
 	if caller.IP.Value == identity.UnknownAddr {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "source IP is not an IP address: limited under the shared unknown identity",

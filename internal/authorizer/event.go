@@ -1,15 +1,13 @@
 package authorizer
 
 import (
-	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
-	"io"
+	"strings"
 	"sync"
 
-	"github.com/aws/aws-lambda-go/events"
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
 // Fields of an authorizer event that tell its kind apart, and their values.
@@ -24,155 +22,251 @@ const (
 // ErrBadEvent is wrapped by every error about an event this authorizer cannot answer.
 var ErrBadEvent = errors.New("not an API Gateway REQUEST authorizer event")
 
-// event is one decoded authorizer event: exactly one field is set.
+// kind is the format of an authorizer event, and of its answer.
+type kind uint8
+
+const (
+	kindREST   kind = iota // a REST API event: answered with an IAM policy
+	kindHTTPV1             // an HTTP API event in payload format 1.0: answered with an IAM policy
+	kindHTTPV2             // an HTTP API event in payload format 2.0: answered with a simple response
+)
+
+// event is what the authorizer reads of one event: its kind, the ARN its answer names,
+// and the call it asks.
 type event struct {
-	rest   *events.APIGatewayCustomAuthorizerRequestTypeRequest
-	httpV1 *HTTPV1Request
-	httpV2 *events.APIGatewayV2CustomAuthorizerV2Request
+	kind kind
+	arn  string
+	call call
 }
 
-// decodeEvent decodes raw into the aws-lambda-go type of its kind: "version" "2.0" is
-// an HTTP API payload 2.0 event, "1.0" an HTTP API payload 1.0 event, none a REST API
-// event. Fields the types do not model are ignored (API Gateway adds fields over
+// fields are the members of an event that any kind reads, as the event spells them
+// (REST and HTTP API payload 1.0: methodArn, httpMethod, path, resource, headers,
+// multiValueHeaders, requestContext.identity.sourceIp, requestContext.httpMethod; HTTP
+// API payload 2.0: routeArn, rawPath, headers, requestContext.http.sourceIp, .method and
+// .path; all: requestContext.requestId and .stage).
+type fields struct {
+	version, typ                         string
+	methodArn, routeArn                  string
+	httpMethod, path, resource           string
+	rawPath                              string
+	keys, multiKeys                      identity.KeyCopies // the API key header's copies in headers and multiValueHeaders
+	stage, requestID                     string
+	identitySourceIP, contextMethod      string
+	httpSourceIP, httpMethodV2, httpPath string
+}
+
+// scanners are reusable scanners for decodeEvent.
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
+// decodeEvent reads raw, one API Gateway REQUEST authorizer event, in one pass: "version"
+// "2.0" is an HTTP API payload 2.0 event, "1.0" an HTTP API payload 1.0 event, none a
+// REST API event. Of the API key header (ids's, in any case) it keeps every copy.
+// Members it does not read are checked as JSON and skipped (API Gateway adds fields over
 // time); an empty payload, anything but one JSON object, a name given twice in any
-// object, invalid UTF-8, a field of the wrong JSON type, another "type" than REQUEST,
-// or a missing ARN is an error naming it.
-//
-// It reads raw twice: once as JSON text (scanKind: syntax, repeated names, UTF-8, and
-// the two fields that tell the kind apart), once into the kind's type, matching names
-// exactly (encoding/json would also fill a field from a name in another case, the last
-// of them winning).
-func decodeEvent(raw []byte) (event, error) {
-	version, typ, err := scanKind(raw)
-	if err != nil {
-		return event{}, err
-	}
-	if typ != typeRequest {
-		return event{}, fmt.Errorf("%w: type %q: configure a REQUEST authorizer (a TOKEN authorizer sees no headers or source IP)", ErrBadEvent, typ)
-	}
-	var (
-		ev     event
-		target any
-	)
-	switch version {
-	case versionHTTPV2:
-		ev.httpV2 = new(events.APIGatewayV2CustomAuthorizerV2Request)
-		target = ev.httpV2
-	case versionHTTPV1:
-		ev.httpV1 = new(HTTPV1Request)
-		target = ev.httpV1
-	case "":
-		ev.rest = new(events.APIGatewayCustomAuthorizerRequestTypeRequest)
-		target = ev.rest
-	default:
-		return event{}, fmt.Errorf("%w: %s %q: want none (REST), %q or %q (HTTP API)", ErrBadEvent, fieldVersion, version, versionHTTPV1, versionHTTPV2)
-	}
-	if err := jsonv2.Unmarshal(raw, target); err != nil { // exact names, each once
+// object, invalid UTF-8, a member it reads of the wrong JSON type (null is an absent
+// member), another "type" than REQUEST, an unknown version, or a missing ARN is an error
+// naming it. Names match exactly, escapes decoded (encoding/json would also take a name
+// in another case, the last of them winning).
+func decodeEvent(raw []byte, ids identity.Resolver) (event, error) {
+	s := scanners.Get().(*scanner)
+	defer scanners.Put(s)
+	s.data, s.pos, s.depth = string(raw), 0, 0
+	defer func() { s.data = "" }()
+	var f fields
+	if err := f.read(s, ids); err != nil {
 		return event{}, fmt.Errorf("%w: %w", ErrBadEvent, err)
 	}
-	if arn, field := ev.arn(); arn == "" {
+	if f.typ != typeRequest {
+		return event{}, fmt.Errorf("%w: type %q: configure a REQUEST authorizer (a TOKEN authorizer sees no headers or source IP)", ErrBadEvent, f.typ)
+	}
+	ev := event{call: call{requestID: f.requestID, keys: f.keys}}
+	switch f.version {
+	case versionHTTPV2:
+		ev.kind, ev.arn = kindHTTPV2, f.routeArn
+		ev.call.sourceIP, ev.call.method = f.httpSourceIP, f.httpMethodV2
+		ev.call.path = stripStage(cmp.Or(f.httpPath, f.rawPath), f.stage)
+	case versionHTTPV1, "":
+		ev.kind, ev.arn = kindREST, f.methodArn
+		ev.call.sourceIP, ev.call.method = f.identitySourceIP, cmp.Or(f.httpMethod, f.contextMethod)
+		ev.call.path = cmp.Or(f.path, f.resource)
+		ev.call.keys.Merge(f.multiKeys)
+		if f.version == versionHTTPV1 {
+			ev.kind, ev.call.path = kindHTTPV1, stripStage(ev.call.path, f.stage)
+		}
+	default:
+		return event{}, fmt.Errorf("%w: %s %q: want none (REST), %q or %q (HTTP API)", ErrBadEvent, fieldVersion, f.version, versionHTTPV1, versionHTTPV2)
+	}
+	if ev.arn == "" {
+		field := "methodArn"
+		if ev.kind == kindHTTPV2 {
+			field = "routeArn"
+		}
 		return event{}, fmt.Errorf("%w: %s is missing", ErrBadEvent, field)
 	}
 	return ev, nil
 }
 
-// arn returns the ARN the response must name, and the event field holding it.
-func (ev event) arn() (value, field string) {
+// read reads the event's text into f: one object and nothing after it.
+func (f *fields) read(s *scanner, ids identity.Resolver) error {
+	c, err := s.peek()
 	switch {
-	case ev.rest != nil:
-		return ev.rest.MethodArn, "methodArn"
-	case ev.httpV1 != nil:
-		return ev.httpV1.MethodArn, "methodArn"
+	case err == errEOF && strings.TrimSpace(s.data) == "":
+		return errors.New("the payload is empty: want a JSON object")
+	case err != nil:
+		return err
+	case c != '{':
+		if err := s.skip(); err != nil {
+			return err
+		}
+		return fmt.Errorf("want a JSON object, got %s", kindOf(c))
 	}
-	return ev.httpV2.RouteArn, "routeArn"
-}
-
-// scanners are reusable JSON text decoders for scanKind.
-var scanners = sync.Pool{New: func() any { return new(scanner) }}
-
-type scanner struct {
-	r   bytes.Reader
-	dec jsontext.Decoder
-}
-
-// scanKind reads raw as JSON text, all of it: one object, no name twice in any object
-// (encoding/json would keep the last of them: the event must not mean two things), valid
-// UTF-8, nothing after the object. It returns the top-level "version" and "type"
-// strings ("" when absent or null).
-func scanKind(raw []byte) (version, typ string, err error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return "", "", fmt.Errorf("%w: the payload is empty: want a JSON object", ErrBadEvent)
-	}
-	s := scanners.Get().(*scanner)
-	defer scanners.Put(s)
-	s.r.Reset(raw)
-	defer s.r.Reset(nil)
-	s.dec.Reset(&s.r) // the defaults refuse repeated names and invalid UTF-8
-	tok, err := s.dec.ReadToken()
+	err = s.object(func(name string) error {
+		switch name {
+		case fieldVersion:
+			return s.stringField(name, &f.version)
+		case fieldType:
+			return s.stringField(name, &f.typ)
+		case "methodArn":
+			return s.stringField(name, &f.methodArn)
+		case "routeArn":
+			return s.stringField(name, &f.routeArn)
+		case "httpMethod":
+			return s.stringField(name, &f.httpMethod)
+		case "path":
+			return s.stringField(name, &f.path)
+		case "resource":
+			return s.stringField(name, &f.resource)
+		case "rawPath":
+			return s.stringField(name, &f.rawPath)
+		case "headers":
+			return s.headers(name, ids, &f.keys, false)
+		case "multiValueHeaders":
+			return s.headers(name, ids, &f.multiKeys, true)
+		case "requestContext":
+			return f.requestContext(s)
+		}
+		return s.skip()
+	})
 	if err != nil {
-		return "", "", fmt.Errorf("%w: %w", ErrBadEvent, err)
+		return err
 	}
-	if tok.Kind() != jsontext.KindBeginObject {
-		return "", "", fmt.Errorf("%w: want a JSON object, got %s", ErrBadEvent, kindName(tok.Kind()))
+	if s.ws(); s.pos < len(s.data) {
+		return errors.New("data after the JSON object")
 	}
-	for s.dec.PeekKind() != jsontext.KindEndObject {
-		name, err := s.dec.ReadValue() // the quoted name, without allocating for it
-		if err != nil {
-			return "", "", fmt.Errorf("%w: %w", ErrBadEvent, err)
+	return nil
+}
+
+// requestContext reads the event's requestContext.
+func (f *fields) requestContext(s *scanner) error {
+	return s.objectField("requestContext", func(name string) error {
+		switch name {
+		case "requestId":
+			return s.stringField("requestContext.requestId", &f.requestID)
+		case "stage":
+			return s.stringField("requestContext.stage", &f.stage)
+		case "httpMethod":
+			return s.stringField("requestContext.httpMethod", &f.contextMethod)
+		case "identity":
+			return s.objectField("requestContext.identity", func(name string) error {
+				if name == "sourceIp" {
+					return s.stringField("requestContext.identity.sourceIp", &f.identitySourceIP)
+				}
+				return s.skip()
+			})
+		case "http":
+			return s.objectField("requestContext.http", func(name string) error {
+				switch name {
+				case "sourceIp":
+					return s.stringField("requestContext.http.sourceIp", &f.httpSourceIP)
+				case "method":
+					return s.stringField("requestContext.http.method", &f.httpMethodV2)
+				case "path":
+					return s.stringField("requestContext.http.path", &f.httpPath)
+				}
+				return s.skip()
+			})
 		}
-		var (
-			field string
-			dst   *string
-		)
-		switch {
-		case isName(name, fieldVersion):
-			field, dst = fieldVersion, &version
-		case isName(name, fieldType):
-			field, dst = fieldType, &typ
-		default:
-			if err := s.dec.SkipValue(); err != nil {
-				return "", "", fmt.Errorf("%w: %w", ErrBadEvent, err)
+		return s.skip()
+	})
+}
+
+// stringField reads the member field, a string or null, into dst.
+func (s *scanner) stringField(field string, dst *string) error {
+	v, got, err := s.optString()
+	if err == nil && got != 0 {
+		err = fmt.Errorf("%s: want a string, got %s", field, kindOf(got))
+	}
+	*dst = v
+	return err
+}
+
+// optString reads a string or null (""); anything else it skips, and returns its first
+// byte as got.
+func (s *scanner) optString() (v string, got byte, err error) {
+	c, err := s.peek()
+	switch {
+	case err != nil:
+		return "", 0, err
+	case c == '"':
+		v, err = s.str()
+		return v, 0, err
+	case c == 'n':
+		_, err := s.null()
+		return "", 0, err
+	}
+	if err := s.skip(); err != nil {
+		return "", 0, err
+	}
+	return "", c, nil
+}
+
+// objectField reads the member field, an object or null, calling member for each of
+// its members.
+func (s *scanner) objectField(field string, member func(name string) error) error {
+	return s.optContainer(field, "", '{', "an object", func() error { return s.object(member) })
+}
+
+// optContainer reads null, or with read an object or array starting with open; anything
+// else it skips, and refuses as the member field (of name, when set): want says what it
+// should have been.
+func (s *scanner) optContainer(field, name string, open byte, want string, read func() error) error {
+	c, err := s.peek()
+	switch {
+	case err != nil:
+		return err
+	case c == open:
+		return read()
+	case c == 'n':
+		_, err := s.null()
+		return err
+	}
+	if err := s.skip(); err != nil {
+		return err
+	}
+	if name != "" {
+		return fmt.Errorf("%s: %s: want %s, got %s", field, name, want, kindOf(c))
+	}
+	return fmt.Errorf("%s: want %s, got %s", field, want, kindOf(c))
+}
+
+// headers reads the member field, headers by name (each a string, or with multi an
+// array of strings; null is none), adding every copy of the API key header to keys.
+func (s *scanner) headers(field string, ids identity.Resolver, keys *identity.KeyCopies, multi bool) error {
+	return s.objectField(field, func(name string) error {
+		isKey := ids.IsKeyHeader(name)
+		value := func() error {
+			v, got, err := s.optString()
+			if err == nil && got != 0 {
+				err = fmt.Errorf("%s: %s: want a string, got %s", field, name, kindOf(got))
 			}
-			continue
+			if err == nil && isKey {
+				keys.Add(v)
+			}
+			return err
 		}
-		v, err := s.dec.ReadToken()
-		switch {
-		case err != nil:
-			return "", "", fmt.Errorf("%w: %w", ErrBadEvent, err)
-		case v.Kind() == jsontext.KindString:
-			*dst = v.String()
-		case v.Kind() != jsontext.KindNull:
-			return "", "", fmt.Errorf("%w: %s: want a string, got %s", ErrBadEvent, field, kindName(v.Kind()))
+		if !multi {
+			return value()
 		}
-	}
-	if _, err := s.dec.ReadToken(); err != nil { // the closing '}', or an error in the text before it
-		return "", "", fmt.Errorf("%w: %w", ErrBadEvent, err)
-	}
-	if _, err := s.dec.ReadToken(); !errors.Is(err, io.EOF) {
-		return "", "", fmt.Errorf("%w: data after the JSON object", ErrBadEvent)
-	}
-	return version, typ, nil
-}
-
-// isName reports whether the quoted JSON string name is want. A name written with
-// escapes never is: the kind's type is decoded with exact names (decodeEvent).
-func isName(name jsontext.Value, want string) bool {
-	return len(name) == len(want)+2 && string(name[1:len(name)-1]) == want
-}
-
-// kindName names a JSON kind for an error.
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case jsontext.KindBeginObject:
-		return "an object"
-	case jsontext.KindBeginArray:
-		return "an array"
-	case jsontext.KindString:
-		return "a string"
-	case jsontext.KindNumber:
-		return "a number"
-	case jsontext.KindNull:
-		return "null"
-	}
-	return "a boolean"
+		return s.optContainer(field, name, '[', "an array of strings", func() error { return s.array(value) })
+	})
 }

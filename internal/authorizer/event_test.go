@@ -8,8 +8,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // The files in events/ are real API Gateway event shapes: each decodes into its
@@ -18,11 +22,11 @@ func TestSampleEventsDecodeStrictly(t *testing.T) {
 	tests := []struct {
 		file   string
 		target any
-		kind   func(event) bool
+		kind   kind
 	}{
-		{restEvent, &events.APIGatewayCustomAuthorizerRequestTypeRequest{}, func(e event) bool { return e.rest != nil }},
-		{restProEvent, &events.APIGatewayCustomAuthorizerRequestTypeRequest{}, func(e event) bool { return e.rest != nil }},
-		{httpEvent, &events.APIGatewayV2CustomAuthorizerV2Request{}, func(e event) bool { return e.httpV2 != nil }},
+		{restEvent, &events.APIGatewayCustomAuthorizerRequestTypeRequest{}, kindREST},
+		{restProEvent, &events.APIGatewayCustomAuthorizerRequestTypeRequest{}, kindREST},
+		{httpEvent, &events.APIGatewayV2CustomAuthorizerV2Request{}, kindHTTPV2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -35,8 +39,8 @@ func TestSampleEventsDecodeStrictly(t *testing.T) {
 			if dec.More() {
 				t.Fatal("more than one JSON value")
 			}
-			ev, err := decodeEvent(raw)
-			if err != nil || !tc.kind(ev) {
+			ev, err := decodeEvent(raw, testResolver(t))
+			if err != nil || ev.kind != tc.kind || ev.arn == "" {
 				t.Fatalf("decodeEvent = %+v, %v", ev, err)
 			}
 		})
@@ -75,7 +79,7 @@ var badEvents = []struct {
 func TestBadEvents(t *testing.T) {
 	for _, tc := range badEvents {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := decodeEvent([]byte(tc.event)); !errors.Is(err, ErrBadEvent) || !strings.Contains(err.Error(), tc.want) {
+			if _, err := decodeEvent([]byte(tc.event), testResolver(t)); !errors.Is(err, ErrBadEvent) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("decodeEvent error %v, want ErrBadEvent mentioning %q", err, tc.want)
 			}
 			// Through the Lambda handler: the authorizer's own error, nothing decided,
@@ -94,8 +98,9 @@ func TestBadEvents(t *testing.T) {
 	}
 }
 
-// FuzzDecodeEvent: any input is refused with ErrBadEvent or decoded into exactly one
-// kind that carries its ARN; nothing panics. The seeds (run by plain go test) are the
+// FuzzDecodeEvent: any input is refused with ErrBadEvent or decoded into a kind that
+// carries its ARN; nothing panics; nothing is accepted that encoding/json does not take
+// for JSON, or that is not UTF-8. The seeds (run by plain go test) are the
 // sample events, aws-lambda-go's authorizer samples and the bad events above.
 func FuzzDecodeEvent(f *testing.F) {
 	for _, name := range []string{restEvent, restProEvent, httpEvent} {
@@ -107,24 +112,31 @@ func FuzzDecodeEvent(f *testing.F) {
 	for _, tc := range badEvents {
 		f.Add([]byte(tc.event))
 	}
+	ids := testResolver(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		ev, err := decodeEvent(raw)
+		ev, err := decodeEvent(raw, ids)
 		if err != nil {
 			if !errors.Is(err, ErrBadEvent) {
 				t.Fatalf("error %v does not wrap ErrBadEvent", err)
 			}
 			return
 		}
-		n := 0
-		for _, set := range []bool{ev.rest != nil, ev.httpV1 != nil, ev.httpV2 != nil} {
-			if set {
-				n++
-			}
+		if ev.kind > kindHTTPV2 || ev.arn == "" {
+			t.Fatalf("decoded kind %d, ARN %q", ev.kind, ev.arn)
 		}
-		if arn, _ := ev.arn(); n != 1 || arn == "" {
-			t.Fatalf("decoded %d kinds, ARN %q", n, arn)
+		if !json.Valid(raw) || !utf8.Valid(raw) {
+			t.Fatalf("accepted text that is not valid JSON in UTF-8: %q", raw)
 		}
 	})
+}
+
+// testResolver reads the default API key header.
+func testResolver(t testing.TB) identity.Resolver {
+	r, err := identity.NewResolver(settings.DefaultAPIKeyHeader, settings.DefaultIPv6Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestStripStage(t *testing.T) {

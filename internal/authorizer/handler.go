@@ -6,7 +6,6 @@ package authorizer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -82,25 +81,21 @@ type Handler struct {
 // Invoke answers any supported authorizer event, told apart by its shape: REST (payload
 // 1.0 with methodArn), HTTP API payload 1.0 (version "1.0") and HTTP API payload 2.0
 // (version "2.0", routeArn, simple response). It is the Lambda entry point
-// (lambda.Handler): it reads the payload itself, so that an empty or malformed one is
-// refused with the authorizer's own error (ErrBadEvent), and writes the answer as JSON.
+// (lambda.Handler): it reads the payload itself, in one pass, so that an empty or
+// malformed one is refused with the authorizer's own error (ErrBadEvent), and writes the
+// answer as JSON in the event's own format: for REST and payload 1.0 an Allow or Deny
+// IAM policy for the method ARN with the identity as principal id, for payload 2.0 a
+// simple response (isAuthorized; API Gateway turns false into 403, whatever the context
+// says); both with the authorizer context.
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	ev, err := decodeEvent(payload)
+	ev, err := decodeEvent(payload, h.Identities)
 	if err != nil {
 		h.Log.ErrorContext(ctx, "authorizer event rejected", slog.String(telemetry.AttrError, err.Error()))
 		return nil, err
 	}
-	var answer any
-	switch {
-	case ev.rest != nil:
-		answer, err = h.HandleREST(ctx, *ev.rest)
-	case ev.httpV1 != nil:
-		answer, err = h.HandleHTTPV1(ctx, *ev.httpV1)
-	default:
-		answer, err = h.HandleHTTP(ctx, *ev.httpV2)
-	}
+	o, err := h.decide(ctx, ev.call)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(answer)
+	return h.appendAnswer(make([]byte, 0, answerSize), ev, o), nil
 }

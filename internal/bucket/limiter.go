@@ -131,7 +131,7 @@ func decode(r rueidis.RedisResult, q Request) (Decision, error) {
 	if err != nil {
 		return Decision{}, scriptError(err)
 	}
-	vals, err := replyInts(reply, replyLen(q))
+	vals, err := replyInts(reply)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -175,24 +175,27 @@ const maxArgs = lua.ArgsFixed + lua.ArgsPerRule*MaxRules
 
 // scriptCall lays q out as bucket.lua's key and ARGV, the ARGV in argv, and returns the
 // key and the ARGV. The key, every field name and every number are cut from one string,
-// so that a decision allocates once for its arguments however many rules it has. q must
-// be valid (at most MaxRules rules).
+// so that a decision allocates once for its arguments however many rules it has. A
+// check of cost 1 leaves the operation out, as the script allows. q must be valid (at
+// most MaxRules rules).
 func scriptCall(q Request, argv *[maxArgs]string) (key string, args []string) {
-	layout := lua.Args{Rules: len(q.Rules)}
+	layout := lua.Args{Rules: len(q.Rules), Op: q.Op != OpCheck || q.Cost != 1}
 	var buf [512]byte
 	var cuts [maxArgs]cut // where each ARGV value lies in b, by its index in ARGV
 	b := appendKey(buf[:0], q.Identity)
 	keyEnd := len(b)
 	at := len(b)
-	switch q.Op {
-	case OpCheck:
-		b = strconv.AppendInt(b, q.Cost, 10)
-	case OpRefund:
-		b = strconv.AppendInt(b, -q.Cost, 10)
-	case OpReset:
-		b = append(b, lua.OpReset...)
+	if layout.Op {
+		switch q.Op {
+		case OpCheck:
+			b = strconv.AppendInt(b, q.Cost, 10)
+		case OpRefund:
+			b = strconv.AppendInt(b, -q.Cost, 10)
+		case OpReset:
+			b = append(b, lua.OpReset...)
+		}
+		cuts[lua.ArgOp], at = cut{at, len(b)}, len(b)
 	}
-	cuts[lua.ArgOp], at = cut{at, len(b)}, len(b)
 	for i, r := range q.Rules {
 		b = append(append(b, r.Name...), lua.TokensSuffix...)
 		cuts[layout.TokensField(i)], at = cut{at, len(b)}, len(b)

@@ -398,6 +398,21 @@ func redisTime(t testing.TB, c rueidis.Client) time.Time {
 	return time.Unix(s, us*1000)
 }
 
+// TestScriptCapacityNotANumber: a capacity that is not a number at all is read by
+// arithmetic and stops the script with Lua's own error (bucket.lua's header), before any
+// write.
+func TestScriptCapacityNotANumber(t *testing.T) {
+	_, c := real(t)
+	err := c.Do(context.Background(), c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(bucket.Key("x")).
+		Arg("1", "b:tokens", "b:ts", "ten", "1").Build()).Error()
+	if err == nil || !slices.ContainsFunc(lua.ArithmeticErrors, func(text string) bool { return strings.Contains(err.Error(), text) }) {
+		t.Fatalf("error %v, want Lua's arithmetic error", err)
+	}
+	if n := mustInt(t, do(t, c, c.B().Dbsize().Build())); n != 0 {
+		t.Fatalf("%d keys written", n)
+	}
+}
+
 func BenchmarkDecideRealRedis(b *testing.B) {
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
@@ -429,7 +444,8 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"unknown operation", []string{"refund", "b:tokens", "b:ts", "10", "1"}, "operation must be a whole number"},
 		{"infinite cost", []string{"inf", "b:tokens", "b:ts", "10", "1"}, "operation must be a whole number"},
 		{"no rules", []string{"1"}, "ARGV must be"},
-		{"partial rule", []string{"1", "b:tokens", "b:ts", "10"}, "ARGV must be"},
+		{"partial rule", []string{"2", "b:tokens", "b:ts", "10", "1", "x"}, "ARGV must be"},
+		{"a rule and a half without the operation", []string{"b:tokens", "b:ts", "10", "1", "c:tokens", "c:ts"}, "ARGV must be"},
 		{"zero capacity", []string{"1", "b:tokens", "b:ts", "0", "1"}, "rule b: capacity"},
 		{"shadow zero capacity", []string{"1", "b:tokens", "b:ts", "-0", "1"}, "rule b: capacity"},
 		{"capacity above 1e9", []string{"1", "b:tokens", "b:ts", "1000000001", "1e9"}, "rule b: capacity"},
@@ -442,7 +458,8 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"cost above capacity", []string{"11", "b:tokens", "b:ts", "10", "1"}, "rule b: cost 11 exceeds capacity 10"},
 		{"cost above a shadow capacity", []string{"11", "b:tokens", "b:ts", "-10", "1"}, "rule b: cost 11 exceeds capacity 10"},
 		{"refund above capacity", []string{"-11", "b:tokens", "b:ts", "10", "1"}, "rule b: refund 11 exceeds capacity 10"},
-		{"second rule bad", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "10", "1", "x", "1"}, "rule b: capacity"},
+		{"second rule bad", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "10", "1", "0.5", "1"}, "rule b: capacity"},
+		{"the operation left out, bad rule", []string{"b:tokens", "b:ts", "10", "0"}, "rule b: refill per second"},
 		{"duplicate rule", []string{"1", "a:tokens", "a:ts", "a:tokens", "a:ts", "10", "1", "10", "1"}, "rule a appears twice"},
 		{"duplicate third rule", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "a:tokens", "a:ts", "10", "1", "10", "1", "5", "1"}, "rule a appears twice"},
 		{"reset, bad rule", []string{"reset", "b:tokens", "b:ts", "10", "0"}, "rule b: refill per second"},

@@ -14,21 +14,13 @@ import (
 var ErrBadReply = errors.New("malformed reply from redis")
 
 // replyVals are the integers of one script reply, at the indexes lua.Reply* names.
-type replyVals [lua.ReplyLenShadow]int64
+type replyVals [lua.ReplyLen]int64
 
-// replyLen is how many integers the script answers q with.
-func replyLen(q Request) int {
-	if q.shadows() {
-		return lua.ReplyLenShadow
-	}
-	return lua.ReplyLen
-}
-
-// replyInts checks that reply is exactly n integers and returns them.
-func replyInts(reply []rueidis.RedisMessage, n int) (replyVals, error) {
+// replyInts checks that reply is exactly lua.ReplyLen integers and returns them.
+func replyInts(reply []rueidis.RedisMessage) (replyVals, error) {
 	var vals replyVals
-	if len(reply) != n {
-		return vals, fmt.Errorf("%w: %d elements, want %d", ErrBadReply, len(reply), n)
+	if len(reply) != lua.ReplyLen {
+		return vals, fmt.Errorf("%w: %d elements, want %d", ErrBadReply, len(reply), lua.ReplyLen)
 	}
 	for i := range reply {
 		v, err := reply[i].ToInt64()
@@ -40,12 +32,22 @@ func replyInts(reply []rueidis.RedisMessage, n int) (replyVals, error) {
 	return vals, nil
 }
 
+// flag returns the field of flags at shift, bits wide.
+func flag(flags int64, shift, bits int) int64 { return flags >> shift & (1<<bits - 1) }
+
 // decodeReply turns the script's integers into a Decision for q, checking every value
 // against what the script can return for q.
 func decodeReply(vals replyVals, q Request) (Decision, error) {
-	allowed, binding, remaining := vals[lua.ReplyAllowed], vals[lua.ReplyBinding], vals[lua.ReplyRemaining]
-	wait, reset, now, waitRule := vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow], vals[lua.ReplyWaitRule]
-	denials := vals[lua.ReplyShadowDenials]
+	flags := vals[lua.ReplyFlags]
+	if flags < 0 {
+		return Decision{}, fmt.Errorf("%w: flags %d below zero", ErrBadReply, flags)
+	}
+	allowed := flag(flags, lua.FlagsAllowedShift, lua.FlagsAllowedBits)
+	binding := flag(flags, lua.FlagsBindingShift, lua.FlagsBindingBits)
+	waitRule := flag(flags, lua.FlagsWaitRuleShift, lua.FlagsWaitRuleBits)
+	denials := flag(flags, lua.FlagsDenialsShift, lua.FlagsDenialsBits)
+	remaining := flags >> lua.FlagsRemainingShift
+	wait, reset, now := vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow]
 	n := int64(len(q.Rules))
 	maxWait := MaxFillTime.Milliseconds() + 1
 	enforced := func(r int64) bool { return r >= 1 && r <= n && !q.Rules[r-1].Shadow }
@@ -56,11 +58,11 @@ func decodeReply(vals replyVals, q Request) (Decision, error) {
 		}
 	}
 	switch {
-	case allowed != 0 && allowed != 1, q.Op != OpCheck && allowed != 1:
+	case q.Op != OpCheck && allowed != 1:
 		return Decision{}, fmt.Errorf("%w: allowed is %d for a %v", ErrBadReply, allowed, q.Op)
 	case binding == 0 && shadow != 1<<n-1, binding != 0 && !enforced(binding):
 		return Decision{}, fmt.Errorf("%w: binding rule %d, want an enforced rule from 1 to %d", ErrBadReply, binding, n)
-	case remaining < 0 || binding != 0 && remaining > q.Rules[binding-1].Capacity || binding == 0 && remaining != 0:
+	case binding != 0 && remaining > q.Rules[binding-1].Capacity || binding == 0 && remaining != 0:
 		return Decision{}, fmt.Errorf("%w: remaining %d out of range", ErrBadReply, remaining)
 	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0, q.Op != OpCheck && wait != 0:
 		return Decision{}, fmt.Errorf("%w: wait %d ms with allowed %d for a %v", ErrBadReply, wait, allowed, q.Op)

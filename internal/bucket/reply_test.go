@@ -27,30 +27,44 @@ func TestDecodeReply(t *testing.T) {
 		want Decision
 		err  string
 	}{
-		{"allowed", replyVals{1, 1, 9, 0, 1000, nowUS, 0},
+		{"allowed", reply(1, 1, 9, 0, 1000, nowUS, 0),
 			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 9, ResetAfter: time.Second, At: time.UnixMicro(nowUS)}, ""},
-		{"allowed, the second rule then short", replyVals{1, 1, 0, 86, 86_400_000, nowUS, 2},
+		{"allowed, the second rule then short", reply(1, 1, 0, 86, 86_400_000, nowUS, 2),
 			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS), wait: 86 * time.Millisecond, waitRule: "daily", waitLimit: 1000}, ""},
-		{"limited by the second rule", replyVals{0, 2, 0, 86400, 86_400_000, nowUS, 2},
+		{"limited by the second rule", reply(0, 2, 0, 86400, 86_400_000, nowUS, 2),
 			Decision{Reason: ReasonLimited, Rule: "daily", Limit: 1000, RetryAfter: 86400 * time.Millisecond, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS)}, ""},
-		{"allowed out of range", replyVals{2, 1, 0, 0, 0, nowUS, 0}, Decision{}, "allowed is 2"},
-		{"binding zero", replyVals{1, 0, 0, 0, 0, nowUS, 0}, Decision{}, "binding rule 0"},
-		{"binding past the rules", replyVals{1, 3, 0, 0, 0, nowUS, 0}, Decision{}, "binding rule 3"},
-		{"negative remaining", replyVals{1, 1, -1, 0, 0, nowUS, 0}, Decision{}, "remaining -1"},
-		{"negative wait", replyVals{1, 1, 0, -5, 0, nowUS, 1}, Decision{}, "wait -5 ms with allowed 1"},
-		{"denied without a wait", replyVals{0, 1, 0, 0, 0, nowUS, 0}, Decision{}, "wait 0 ms with allowed 0"},
-		{"wait without its rule", replyVals{1, 1, 0, 5, 0, nowUS, 0}, Decision{}, "wait rule 0 with wait 5 ms"},
-		{"wait rule without a wait", replyVals{1, 1, 0, 0, 0, nowUS, 1}, Decision{}, "wait rule 1 with wait 0 ms"},
-		{"wait rule past the rules", replyVals{1, 1, 0, 5, 0, nowUS, 3}, Decision{}, "wait rule 3"},
-		{"denial waiting for another rule", replyVals{0, 1, 0, 5, 0, nowUS, 2}, Decision{}, "wait rule 2 with wait 5 ms, binding rule 1"},
-		{"endless reset", replyVals{1, 1, 0, 0, 1 << 60, nowUS, 0}, Decision{}, "reset after"},
-		{"no server time", replyVals{1, 1, 0, 0, 0, 0, 0}, Decision{}, "server time 0"},
+		{"flags below zero", replyVals{-1, 0, 0, nowUS}, Decision{}, "flags -1"},
+		{"binding zero", reply(1, 0, 0, 0, 0, nowUS, 0), Decision{}, "binding rule 0"},
+		{"binding past the rules", reply(1, 3, 0, 0, 0, nowUS, 0), Decision{}, "binding rule 3"},
+		{"negative wait", reply(1, 1, 0, -5, 0, nowUS, 1), Decision{}, "wait -5 ms with allowed 1"},
+		{"denied without a wait", reply(0, 1, 0, 0, 0, nowUS, 0), Decision{}, "wait 0 ms with allowed 0"},
+		{"wait without its rule", reply(1, 1, 0, 5, 0, nowUS, 0), Decision{}, "wait rule 0 with wait 5 ms"},
+		{"wait rule without a wait", reply(1, 1, 0, 0, 0, nowUS, 1), Decision{}, "wait rule 1 with wait 0 ms"},
+		{"wait rule past the rules", reply(1, 1, 0, 5, 0, nowUS, 3), Decision{}, "wait rule 3"},
+		{"denial waiting for another rule", reply(0, 1, 0, 5, 0, nowUS, 2), Decision{}, "wait rule 2 with wait 5 ms, binding rule 1"},
+		{"endless reset", reply(1, 1, 0, 0, 1<<60, nowUS, 0), Decision{}, "reset after"},
+		{"no server time", reply(1, 1, 0, 0, 0, 0, 0), Decision{}, "server time 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkDecode(t, twoRules, tt.vals, tt.want, tt.err)
 		})
 	}
+}
+
+// reply packs the figures of a script reply as bucket.lua does, in the order of its
+// header: allowed, binding rule, remaining, wait, reset after, now, wait rule and, when
+// given, the shadow denials.
+func reply(allowed, binding, remaining, wait, reset, now, waitRule int64, denials ...int64) replyVals {
+	var d int64
+	for _, v := range denials {
+		d |= v
+	}
+	flags := allowed<<lua.FlagsAllowedShift | binding<<lua.FlagsBindingShift | waitRule<<lua.FlagsWaitRuleShift |
+		d<<lua.FlagsDenialsShift | remaining<<lua.FlagsRemainingShift
+	var vals replyVals
+	vals[lua.ReplyFlags], vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow] = flags, wait, reset, now
+	return vals
 }
 
 // checkDecode decodes vals for q and compares the outcome with want or the error err.
@@ -86,25 +100,25 @@ func TestDecodeReplyOperations(t *testing.T) {
 		want Decision
 		err  string
 	}{
-		{"shadow denial", shadowDaily, replyVals{1, 1, 9, 0, 1000, nowUS, 0, 2},
+		{"shadow denial", shadowDaily, reply(1, 1, 9, 0, 1000, nowUS, 0, 2),
 			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 9, ResetAfter: time.Second, At: at, ShadowLimited: 2}, ""},
-		{"only shadow rules", allShadow, replyVals{1, 0, 0, 0, 0, nowUS, 0, 1},
+		{"only shadow rules", allShadow, reply(1, 0, 0, 0, 0, nowUS, 0, 1),
 			Decision{Allowed: true, Reason: ReasonOK, At: at, ShadowLimited: 1}, ""},
-		{"refund", refund, replyVals{1, 1, 10, 0, 0, nowUS, 0},
+		{"refund", refund, reply(1, 1, 10, 0, 0, nowUS, 0),
 			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 10, At: at}, ""},
-		{"reset", reset, replyVals{1, 1, 10, 0, 0, nowUS, 0},
+		{"reset", reset, reply(1, 1, 10, 0, 0, nowUS, 0),
 			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 10, At: at}, ""},
-		{"binding a shadow rule", shadowDaily, replyVals{1, 2, 9, 0, 1000, nowUS, 0, 0}, Decision{}, "binding rule 2"},
-		{"no binding rule with an enforced one", shadowDaily, replyVals{1, 0, 0, 0, 0, nowUS, 0, 0}, Decision{}, "binding rule 0"},
-		{"remaining above the binding capacity", twoRules, replyVals{1, 1, 11, 0, 0, nowUS, 0}, Decision{}, "remaining 11"},
-		{"remaining without a binding rule", allShadow, replyVals{1, 0, 3, 0, 0, nowUS, 0, 0}, Decision{}, "remaining 3"},
-		{"waiting for a shadow rule", shadowDaily, replyVals{1, 1, 0, 5, 1000, nowUS, 2, 0}, Decision{}, "wait rule 2"},
-		{"an enforced rule as a shadow denial", shadowDaily, replyVals{1, 1, 9, 0, 1000, nowUS, 0, 1}, Decision{}, "shadow denials 1"},
-		{"a shadow denial of a denied check", shadowDaily, replyVals{0, 1, 0, 5, 1000, nowUS, 1, 2}, Decision{}, "shadow denials 10"},
-		{"a shadow denial of a refund", func() Request { q := shadowDaily; q.Op = OpRefund; return q }(), replyVals{1, 1, 9, 0, 1000, nowUS, 0, 2}, Decision{}, "shadow denials 10"},
-		{"a denied refund", refund, replyVals{0, 1, 0, 5, 1000, nowUS, 1}, Decision{}, "allowed is 0 for a refund"},
-		{"a refund with a wait", refund, replyVals{1, 1, 0, 5, 1000, nowUS, 1}, Decision{}, "wait 5 ms with allowed 1 for a refund"},
-		{"a reset not full", reset, replyVals{1, 1, 5, 0, 5000, nowUS, 0}, Decision{}, "reset after 5000 ms"},
+		{"binding a shadow rule", shadowDaily, reply(1, 2, 9, 0, 1000, nowUS, 0, 0), Decision{}, "binding rule 2"},
+		{"no binding rule with an enforced one", shadowDaily, reply(1, 0, 0, 0, 0, nowUS, 0, 0), Decision{}, "binding rule 0"},
+		{"remaining above the binding capacity", twoRules, reply(1, 1, 11, 0, 0, nowUS, 0), Decision{}, "remaining 11"},
+		{"remaining without a binding rule", allShadow, reply(1, 0, 3, 0, 0, nowUS, 0, 0), Decision{}, "remaining 3"},
+		{"waiting for a shadow rule", shadowDaily, reply(1, 1, 0, 5, 1000, nowUS, 2, 0), Decision{}, "wait rule 2"},
+		{"an enforced rule as a shadow denial", shadowDaily, reply(1, 1, 9, 0, 1000, nowUS, 0, 1), Decision{}, "shadow denials 1"},
+		{"a shadow denial of a denied check", shadowDaily, reply(0, 1, 0, 5, 1000, nowUS, 1, 2), Decision{}, "shadow denials 10"},
+		{"a shadow denial of a refund", func() Request { q := shadowDaily; q.Op = OpRefund; return q }(), reply(1, 1, 9, 0, 1000, nowUS, 0, 2), Decision{}, "shadow denials 10"},
+		{"a denied refund", refund, reply(0, 1, 0, 5, 1000, nowUS, 1), Decision{}, "allowed is 0 for a refund"},
+		{"a refund with a wait", refund, reply(1, 1, 0, 5, 1000, nowUS, 1), Decision{}, "wait 5 ms with allowed 1 for a refund"},
+		{"a reset not full", reset, reply(1, 1, 5, 0, 5000, nowUS, 0), Decision{}, "reset after 5000 ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,14 +144,14 @@ func TestReplyInts(t *testing.T) {
 		reply []rueidis.RedisMessage
 		err   string
 	}{
-		{"seven integers", ints(lua.ReplyLen), ""},
-		{"too short", ints(lua.ReplyLen - 1), "6 elements, want 7"},
-		{"too long", ints(lua.ReplyLen + 1), "8 elements, want 7"},
+		{"four integers", ints(lua.ReplyLen), ""},
+		{"too short", ints(lua.ReplyLen - 1), "3 elements, want 4"},
+		{"too long", ints(lua.ReplyLen + 1), "5 elements, want 4"},
 		{"a string", wrongType, "element 3 is not an integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := replyInts(tt.reply, lua.ReplyLen)
+			_, err := replyInts(tt.reply)
 			if (tt.err == "") != (err == nil) || tt.err != "" && (!errors.Is(err, ErrBadReply) || !contains(err, tt.err)) {
 				t.Fatalf("err = %v, want %q", err, tt.err)
 			}
@@ -145,17 +159,20 @@ func TestReplyInts(t *testing.T) {
 	}
 }
 
-// FuzzDecodeReply: any seven integers decode to a consistent Decision or ErrBadReply,
+// FuzzDecodeReply: any four integers decode to a consistent Decision or ErrBadReply,
 // never a panic.
 func FuzzDecodeReply(f *testing.F) {
-	f.Add(int64(1), int64(1), int64(9), int64(0), int64(1000), int64(nowUS), int64(0), int64(0), uint8(2))
-	f.Add(int64(1), int64(1), int64(0), int64(86), int64(1000), int64(nowUS), int64(2), int64(0), uint8(2))
-	f.Add(int64(0), int64(2), int64(0), int64(86400), int64(86_400_000), int64(nowUS), int64(2), int64(0), uint8(2))
-	f.Add(int64(1), int64(1), int64(9), int64(0), int64(1000), int64(nowUS), int64(0), int64(2), uint8(2+3*4))
-	f.Add(int64(1), int64(0), int64(0), int64(0), int64(0), int64(nowUS), int64(0), int64(1), uint8(1+3*8))
-	f.Add(int64(1), int64(1), int64(10), int64(0), int64(0), int64(nowUS), int64(0), int64(0), uint8(2+3*1))
-	f.Add(int64(-1), int64(9), int64(-5), int64(-1), int64(-1), int64(-1), int64(-1), int64(-1), uint8(0))
-	f.Fuzz(func(t *testing.T, allowed, binding, remaining, wait, reset, now, waitRule, denials int64, shape uint8) {
+	seed := func(shape uint8, vals replyVals) {
+		f.Add(vals[lua.ReplyFlags], vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow], shape)
+	}
+	seed(2, reply(1, 1, 9, 0, 1000, nowUS, 0))
+	seed(2, reply(1, 1, 0, 86, 1000, nowUS, 2))
+	seed(2, reply(0, 2, 0, 86400, 86_400_000, nowUS, 2))
+	seed(2+3*4, reply(1, 1, 9, 0, 1000, nowUS, 0, 2))
+	seed(1+3*8, reply(1, 0, 0, 0, 0, nowUS, 0, 1))
+	seed(2+3*1, reply(1, 1, 10, 0, 0, nowUS, 0))
+	seed(0, replyVals{-1, -1, -1, -1})
+	f.Fuzz(func(t *testing.T, flags, wait, reset, now int64, shape uint8) {
 		// shape picks the request: how many rules (0 to 2), its operation (check,
 		// refund, reset) and which rules are shadow (2 bits).
 		q := twoRules
@@ -167,7 +184,7 @@ func FuzzDecodeReply(f *testing.F) {
 		for i := range q.Rules {
 			q.Rules[i].Shadow = shape/9&(1<<i) != 0
 		}
-		vals := replyVals{allowed, binding, remaining, wait, reset, now, waitRule, denials}
+		vals := replyVals{flags, wait, reset, now}
 		d, err := decodeReply(vals, q)
 		if err != nil {
 			if !errors.Is(err, ErrBadReply) {
@@ -191,7 +208,7 @@ func FuzzDecodeReply(f *testing.F) {
 // FuzzReplyInts: replies of any shape built from the fuzz input are either exactly
 // lua.ReplyLen integers or ErrBadReply.
 func FuzzReplyInts(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 0, 0, 0}, int64(7))
+	f.Add([]byte{0, 0, 0, 0}, int64(7))
 	f.Add([]byte{0, 1, 2, 3, 4}, int64(-1))
 	f.Add([]byte{}, int64(0))
 	f.Fuzz(func(t *testing.T, kinds []byte, v int64) {
@@ -210,7 +227,7 @@ func FuzzReplyInts(f *testing.F) {
 				reply = append(reply, mock.RedisArray(mock.RedisInt64(v)))
 			}
 		}
-		vals, err := replyInts(reply, lua.ReplyLen)
+		vals, err := replyInts(reply)
 		if err != nil {
 			if !errors.Is(err, ErrBadReply) {
 				t.Fatalf("error does not wrap ErrBadReply: %v", err)
@@ -223,4 +240,18 @@ func FuzzReplyInts(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFlagsHoldEveryRule: the packed reply has room for every rule of a request, and
+// for the largest remaining below 2^53 (exact in Lua's doubles).
+func TestFlagsHoldEveryRule(t *testing.T) {
+	if MaxRules >= 1<<lua.FlagsBindingBits || MaxRules >= 1<<lua.FlagsWaitRuleBits || MaxRules > lua.FlagsDenialsBits {
+		t.Errorf("MaxRules %d does not fit the reply's flags", MaxRules)
+	}
+	if lua.FlagsDenialsShift+lua.FlagsDenialsBits != lua.FlagsRemainingShift || lua.FlagsBindingShift+lua.FlagsBindingBits != lua.FlagsWaitRuleShift {
+		t.Error("the flags' fields overlap or leave gaps")
+	}
+	if int64(MaxCapacity)<<lua.FlagsRemainingShift >= 1<<53 {
+		t.Errorf("remaining %d does not fit a double exactly once shifted by %d", MaxCapacity, lua.FlagsRemainingShift)
+	}
 }

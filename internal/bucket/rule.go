@@ -176,13 +176,3 @@ func (q Request) Validate() error {
 	}
 	return nil
 }
-
-// shadows reports whether a rule of q is shadow.
-func (q Request) shadows() bool {
-	for _, r := range q.Rules {
-		if r.Shadow {
-			return true
-		}
-	}
-	return false
-}

@@ -15,10 +15,16 @@ func TestScriptCall(t *testing.T) {
 		wantArgs []string
 	}{
 		{
-			name:     "one rule",
+			name:     "one rule, cost 1: the operation left out",
 			q:        Request{Identity: "tenant-42", Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 1},
 			wantKey:  "bg:{tenant-42}",
-			wantArgs: []string{"1", "burst:tokens", "burst:ts", "10", "1"},
+			wantArgs: []string{"burst:tokens", "burst:ts", "10", "1"},
+		},
+		{
+			name:     "cost 2",
+			q:        Request{Identity: "tenant-42", Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 2},
+			wantKey:  "bg:{tenant-42}",
+			wantArgs: []string{"2", "burst:tokens", "burst:ts", "10", "1"},
 		},
 		{
 			name: "chained rules, fractional rates, peek",
@@ -30,10 +36,10 @@ func TestScriptCall(t *testing.T) {
 			wantArgs: []string{"0", "burst:tokens", "burst:ts", "daily:tokens", "daily:ts", "100", "0.5", "1000", "0.011574074074074073"},
 		},
 		{
-			name:     "refund, shadow rule",
-			q:        Request{Identity: "t", Op: OpRefund, Cost: 3, Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}, {Name: "new", Capacity: 5, RefillPerSecond: 2, Shadow: true}}},
+			name:     "refund of 1, shadow rule",
+			q:        Request{Identity: "t", Op: OpRefund, Cost: 1, Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}, {Name: "new", Capacity: 5, RefillPerSecond: 2, Shadow: true}}},
 			wantKey:  "bg:{t}",
-			wantArgs: []string{"-3", "burst:tokens", "burst:ts", "new:tokens", "new:ts", "10", "1", "-5", "2"},
+			wantArgs: []string{"-1", "burst:tokens", "burst:ts", "new:tokens", "new:ts", "10", "1", "-5", "2"},
 		},
 		{
 			name:     "reset",

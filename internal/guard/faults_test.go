@@ -78,7 +78,8 @@ func recovers(t *testing.T, g *guard.Guard, q bucket.Request) {
 // evalReply is a well-formed bucket.lua reply: allowed, rule 1, 9 left, no wait,
 // full in 100 ms, at now.
 func evalReply(now time.Time) string {
-	return fmt.Sprintf("*7\r\n:1\r\n:1\r\n:9\r\n:0\r\n:100\r\n:%d\r\n:0\r\n", now.UnixMicro())
+	flags := 1<<lua.FlagsAllowedShift | 1<<lua.FlagsBindingShift | 9<<lua.FlagsRemainingShift
+	return fmt.Sprintf("*%d\r\n:%d\r\n:0\r\n:100\r\n:%d\r\n", lua.ReplyLen, flags, now.UnixMicro())
 }
 
 func TestFaults(t *testing.T) {

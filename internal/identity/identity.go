@@ -96,45 +96,64 @@ func (r Resolver) Header() string { return r.header }
 // unless all are blank (no key), all equal is one key, anything else a Conflict. The
 // answer never depends on the order of the maps.
 func (r Resolver) Resolve(headers map[string]string, multi map[string][]string, sourceIP string) Caller {
+	var k KeyCopies
+	for name, v := range headers {
+		if r.IsKeyHeader(name) {
+			k.Add(v)
+		}
+	}
+	for name, vs := range multi {
+		if r.IsKeyHeader(name) {
+			for _, v := range vs {
+				k.Add(v)
+			}
+		}
+	}
+	return r.ResolveCopies(k, sourceIP)
+}
+
+// IsKeyHeader reports whether a header called name is the API key header: the
+// configured name, in any letter case.
+func (r Resolver) IsKeyHeader(name string) bool { return strings.EqualFold(name, r.header) }
+
+// ResolveCopies returns the Caller of a request whose API key header copies k holds,
+// from sourceIP: Resolve for a caller that reads the headers itself.
+func (r Resolver) ResolveCopies(k KeyCopies, sourceIP string) Caller {
 	c := Caller{IP: Identity{Kind: KindIP, Value: r.source(sourceIP)}}
-	key, conflict := r.key(headers, multi)
 	switch {
-	case conflict:
+	case k.conflict:
 		c.Conflict = true
-	case key != "":
-		c.Key = Identity{Kind: KindKey, Value: config.KeyDigest(key)}
+	case k.key != "":
+		c.Key = Identity{Kind: KindKey, Value: config.KeyDigest(k.key)}
 	}
 	return c
 }
 
-// key returns the one API key that every copy of the header holds (trimmed), "" when
-// there is none or all are blank, and conflict when two copies differ.
-func (r Resolver) key(headers map[string]string, multi map[string][]string) (key string, conflict bool) {
-	seen := false
-	add := func(v string) {
-		v = strings.Trim(v, " \t")
-		if !seen {
-			key, seen = v, true
-		} else if v != key {
-			conflict = true
-		}
+// KeyCopies gathers the copies of one request's API key header, in any order: one
+// key when every copy holds it (blank-trimmed), none when all are blank, a conflict
+// when two differ. The zero KeyCopies holds no copy.
+type KeyCopies struct {
+	key      string
+	seen     bool
+	conflict bool
+}
+
+// Add adds one copy of the header, v.
+func (k *KeyCopies) Add(v string) {
+	v = strings.Trim(v, " \t")
+	if !k.seen {
+		k.key, k.seen = v, true
+	} else if v != k.key {
+		k.conflict = true
 	}
-	for name, v := range headers {
-		if strings.EqualFold(name, r.header) {
-			add(v)
-		}
+}
+
+// Merge adds every copy that o holds.
+func (k *KeyCopies) Merge(o KeyCopies) {
+	if o.seen {
+		k.Add(o.key)
 	}
-	for name, vs := range multi {
-		if strings.EqualFold(name, r.header) {
-			for _, v := range vs {
-				add(v)
-			}
-		}
-	}
-	if conflict {
-		return "", true
-	}
-	return key, false
+	k.conflict = k.conflict || o.conflict
 }
 
 // source returns the Value of the identity of a source address: the canonical

@@ -4,13 +4,16 @@
 package telemetry
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/jsonout"
 )
 
 // Metric names, and the dimensions they carry.
@@ -121,90 +124,190 @@ func NewEmitter(w io.Writer, namespace, function string) *Emitter {
 	return &Emitter{w: w, namespace: namespace, function: function}
 }
 
+// lines are reusable buffers for Emit.
+var lines = sync.Pool{New: func() any { return new([]byte) }}
+
 // Emit writes inv as EMF at time at: one line per distinct outcome and failure reason
 // (one line for a single decision), carrying the registry's metrics too (more lines only
 // when there are more distinct lookup results than decision lines), and one line per
-// shadow rule that would have denied. An empty Invocation writes nothing.
+// shadow rule that would have denied. An empty Invocation writes nothing. Each line is a
+// JSON object with its names in order, as encoding/json writes a map, and is written
+// with one Write.
 func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
-	docs := make([]map[string]any, len(inv.groups))
-	for i, g := range inv.groups {
-		docs[i] = e.document(at, g)
+	buf := lines.Get().(*[]byte)
+	defer lines.Put(buf)
+	ms := at.UnixMilli()
+	n := len(inv.groups)
+	if len(inv.lookups) > n {
+		n = len(inv.lookups)
 	}
-	for _, doc := range e.withRegistry(at, inv, docs) {
-		if err := e.write(doc); err != nil {
+	if n == 0 && inv.invalid > 0 {
+		n = 1
+	}
+	for i := range n {
+		var d document
+		if i < len(inv.groups) {
+			d.decisions(e.namespace, inv.groups[i])
+		}
+		if i < len(inv.lookups) {
+			l := inv.lookups[i]
+			d.count(e.namespace, MetricRegistryLookups, l.n, DimResult, l.result)
+		}
+		if i == 0 && inv.invalid > 0 {
+			d.count(e.namespace, MetricRegistryInvalid, inv.invalid, "", "")
+		}
+		if err := e.write(buf, &d, ms); err != nil {
 			return err
 		}
 	}
 	for _, c := range inv.shadow {
-		if err := e.write(e.shadowDocument(at, c)); err != nil {
+		var d document
+		d.count(e.namespace, MetricShadowLimited, c.n, DimRule, c.rule)
+		if err := e.write(buf, &d, ms); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// write writes doc as one EMF line.
-func (e *Emitter) write(doc map[string]any) error {
-	line, err := json.Marshal(doc)
-	if err != nil {
-		return fmt.Errorf("telemetry: encode EMF: %w", err)
-	}
-	if _, err := e.w.Write(append(line, '\n')); err != nil {
+// write writes d as one EMF line at ms (Unix milliseconds), built in *buf.
+func (e *Emitter) write(buf *[]byte, d *document, ms int64) error {
+	d.add(field{name: DimFunction, str: e.function, isStr: true})
+	b := d.append((*buf)[:0], ms)
+	*buf = append(b, '\n')
+	if _, err := e.w.Write(*buf); err != nil {
 		return fmt.Errorf("telemetry: write EMF: %w", err)
 	}
 	return nil
 }
 
-// shadowDocument is the EMF document of one shadow rule's would-be denials.
-func (e *Emitter) shadowDocument(at time.Time, c shadowCount) map[string]any {
-	return map[string]any{
-		DimFunction:         e.function,
-		DimRule:             c.rule,
-		MetricShadowLimited: c.n,
-		"_aws": map[string]any{"Timestamp": at.UnixMilli(), "CloudWatchMetrics": []emfDirective{{
-			Namespace:  e.namespace,
-			Dimensions: [][]string{{DimRule}, {DimFunction, DimRule}},
-			Metrics:    []emfMetric{{MetricShadowLimited, "Count"}},
-		}}},
-	}
+// The most fields and directives one EMF document holds: the decision's (Decisions,
+// DenyCacheHits, Outcome, RedisLatency, Reason, FailClosed), a registry lookup's
+// (RegistryLookups, Result) and the invalid items' (RegistryInvalidItems), and Function.
+const (
+	maxFields     = 10
+	maxDirectives = 4
+	maxMetrics    = 3
+)
+
+// document is one EMF line: its top-level fields, in any order until append sorts them,
+// and its metric directives, in order.
+type document struct {
+	fields     [maxFields]field
+	nfields    int
+	directives [maxDirectives]directive
+	ndirs      int
 }
 
-type emfMetric struct {
-	Name string `json:"Name"`
-	Unit string `json:"Unit"`
+// field is one top-level member of an EMF document: a string (str), a count (n) or
+// latencies (ms), by which is set.
+type field struct {
+	name  string
+	str   string
+	n     int
+	ms    []float64
+	isStr bool
 }
 
-type emfDirective struct {
-	Namespace  string      `json:"Namespace"`
-	Dimensions [][]string  `json:"Dimensions"`
-	Metrics    []emfMetric `json:"Metrics"`
+// directive is one CloudWatchMetrics entry: its metrics, by the dimension dim (and by
+// Function with dim), or by Function alone when dim is "".
+type directive struct {
+	namespace string
+	dim       string
+	metrics   [maxMetrics]emfMetric
+	nmetrics  int
 }
 
-func (e *Emitter) document(at time.Time, g *group) map[string]any {
-	directives := []emfDirective{{
-		Namespace:  e.namespace,
-		Dimensions: [][]string{{DimOutcome}, {DimFunction, DimOutcome}},
-		Metrics:    []emfMetric{{MetricDecisions, "Count"}, {MetricDenyCacheHits, "Count"}},
-	}}
-	doc := map[string]any{
-		DimFunction:         e.function,
-		DimOutcome:          g.outcome,
-		MetricDecisions:     g.decisions,
-		MetricDenyCacheHits: g.denyCacheHits,
-	}
+type emfMetric struct{ name, unit string }
+
+func (d *document) add(f field) {
+	d.fields[d.nfields] = f
+	d.nfields++
+}
+
+func (d *document) directive(namespace, dim string, metrics ...emfMetric) *directive {
+	dir := &d.directives[d.ndirs]
+	d.ndirs++
+	dir.namespace, dir.dim, dir.nmetrics = namespace, dim, copy(dir.metrics[:], metrics)
+	return dir
+}
+
+// decisions adds g's metrics: Decisions and DenyCacheHits by Outcome, RedisLatency when
+// measured, and FailClosed by Reason when g failed closed.
+func (d *document) decisions(namespace string, g *group) {
+	dir := d.directive(namespace, DimOutcome, emfMetric{MetricDecisions, "Count"}, emfMetric{MetricDenyCacheHits, "Count"})
+	d.add(field{name: DimOutcome, str: g.outcome, isStr: true})
+	d.add(field{name: MetricDecisions, n: g.decisions})
+	d.add(field{name: MetricDenyCacheHits, n: g.denyCacheHits})
 	if len(g.latencyMS) > 0 {
-		directives[0].Metrics = append(directives[0].Metrics, emfMetric{MetricRedisLatency, "Milliseconds"})
-		doc[MetricRedisLatency] = g.latencyMS
+		dir.metrics[dir.nmetrics] = emfMetric{MetricRedisLatency, "Milliseconds"}
+		dir.nmetrics++
+		d.add(field{name: MetricRedisLatency, ms: g.latencyMS})
 	}
 	if g.failure != guard.FailureNone && g.outcome == OutcomeUnavailable {
-		directives = append(directives, emfDirective{
-			Namespace:  e.namespace,
-			Dimensions: [][]string{{DimReason}, {DimFunction, DimReason}},
-			Metrics:    []emfMetric{{MetricFailClosed, "Count"}},
-		})
-		doc[DimReason] = string(g.failure)
-		doc[MetricFailClosed] = g.decisions
+		d.directive(namespace, DimReason, emfMetric{MetricFailClosed, "Count"})
+		d.add(field{name: DimReason, str: string(g.failure), isStr: true})
+		d.add(field{name: MetricFailClosed, n: g.decisions})
 	}
-	doc["_aws"] = map[string]any{"Timestamp": at.UnixMilli(), "CloudWatchMetrics": directives}
-	return doc
+}
+
+// count adds the count n of metric, by dim with value (by Function alone when dim is "").
+func (d *document) count(namespace, metric string, n int, dim, value string) {
+	d.directive(namespace, dim, emfMetric{metric, "Count"})
+	if dim != "" {
+		d.add(field{name: dim, str: value, isStr: true})
+	}
+	d.add(field{name: metric, n: n})
+}
+
+// append appends d as JSON to b, its fields sorted by name and "_aws" last, as
+// encoding/json writes a map.
+func (d *document) append(b []byte, ms int64) []byte {
+	fields := d.fields[:d.nfields]
+	slices.SortFunc(fields, func(x, y field) int { return strings.Compare(x.name, y.name) })
+	b = append(b, '{')
+	for _, f := range fields {
+		b = append(jsonout.String(b, f.name), ':')
+		switch {
+		case f.isStr:
+			b = jsonout.String(b, f.str)
+		case f.ms != nil:
+			b = append(b, '[')
+			for i, v := range f.ms {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = jsonout.Float(b, v)
+			}
+			b = append(b, ']')
+		default:
+			b = jsonout.Int(b, int64(f.n))
+		}
+		b = append(b, ',')
+	}
+	b = append(b, `"_aws":{"CloudWatchMetrics":[`...)
+	for i, dir := range d.directives[:d.ndirs] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"Namespace":`...)
+		b = jsonout.String(b, dir.namespace)
+		b = append(b, `,"Dimensions":[`...)
+		if dir.dim == "" {
+			b = append(jsonout.String(append(b, '['), DimFunction), ']')
+		} else {
+			b = append(jsonout.String(append(b, '['), dir.dim), "],["...)
+			b = append(jsonout.String(append(jsonout.String(b, DimFunction), ','), dir.dim), ']')
+		}
+		b = append(b, `],"Metrics":[`...)
+		for j, m := range dir.metrics[:dir.nmetrics] {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(jsonout.String(append(jsonout.String(append(b, `{"Name":`...), m.name), `,"Unit":`...), m.unit), '}')
+		}
+		b = append(b, "]}"...)
+	}
+	b = append(b, `],"Timestamp":`...)
+	return append(jsonout.Int(b, ms), "}}"...)
 }

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-redis/redis_rate/v10"
@@ -32,14 +35,16 @@ import (
 var (
 	reportPath  = flag.String("report", "", "write the benchmark report (BENCHMARKS.md) here; TestReport skips without it")
 	goBenchPath = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer")
+	insnPath    = flag.String("instructions", "", "output of make bench-instructions (instructions/instructions.sh)")
 )
 
 // reportCommands are what make bench runs; keep them in step with the Makefile.
 var reportCommands = []string{
-	"npm ci --ignore-scripts --prefix internal/testkit/dynalite  # dynalite for item 8, when its lock is newer",
+	"npm ci --ignore-scripts --prefix internal/testkit/dynalite  # dynalite for items 5, 8 and 10, when its lock is newer",
+	"bash tools/benchreport/instructions/instructions.sh > instructions.txt  # item 1: make bench-instructions",
 	"for i in 1 2 3 4 5; do go test -run '^$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket; done > gobench.txt",
 	"go test -run '^$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >> gobench.txt",
-	"cd tools && go test -count=1 -timeout 10m -run '^TestReport$' -v ./benchreport -args -report=$PWD/../BENCHMARKS.md -gobench=../gobench.txt",
+	"cd tools && go test -count=1 -timeout 15m -run '^TestReport$' -v ./benchreport -args -report=$PWD/../BENCHMARKS.md -gobench=../gobench.txt -instructions=../instructions.txt",
 }
 
 // The plans of make bench: a few seconds each on a 2-CPU machine.
@@ -55,7 +60,9 @@ var (
 	batchPlan = BatchPlan{Latency: 5 * time.Millisecond, Checks: checkapi.MaxBatch, Reps: 21}
 	// registryPlan is item 8: 1,000 keys of Zipf(1.1) popularity, 10 environments,
 	// 60 s at 1,000 requests/s, the default cache period.
-	registryPlan    = RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: settings.DefaultRegistryCacheTTL, Seed: 1}
+	registryPlan = RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: settings.DefaultRegistryCacheTTL, Seed: 1}
+	// endToEndPlan is item 10 (issue 17): 10,000 invocations after 200 that warm up.
+	endToEndPlan    = EndToEndPlan{Invocations: 10_000, Warm: 200}
 	plotFile        = "benchmarks-flood.png"
 	bootstrapStarts = 5
 	// throughputFlushDelay is rueidis's MaxFlushDelay for the batching client: it lets
@@ -97,7 +104,16 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.OneRule, r.TwoRules, r.RedisRate = sides[0], sides[1], sides[2]
-	say(r.RedisSideLine())
+	if *insnPath == "" {
+		t.Fatal("-instructions is required with -report: the output of make bench-instructions")
+	}
+	insn, err := os.ReadFile(*insnPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Instructions, err = parseInstructions(strings.NewReader(string(insn))); err != nil {
+		t.Fatal(err)
+	}
 
 	host, port, err := net.SplitHostPort(srv.Addr)
 	if err != nil {
@@ -141,6 +157,12 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dyn := dynalite.Start(t)
+	dynClient := dyn.Client(t)
+	e2eEnv, err := endToEndTable(ctx, dyn, dynClient)
+	if err != nil {
+		t.Fatal(err)
+	}
 	built, err := BuiltFunctions(root)
 	if err != nil {
 		t.Fatal(err)
@@ -148,8 +170,13 @@ func TestReport(t *testing.T) {
 	if len(built) == 0 {
 		r.ColdStart = Pending{Reason: fmt.Sprintf("not built yet: none of %v exists", LambdaFunctions)}
 	}
+	lambdaEnv := append(LambdaEnv(os.Environ()), "REDIS_ADDR="+srv.Addr)
 	for _, pkg := range built {
-		b, err := MeasureBootstrap(ctx, root, pkg, append(os.Environ(), "REDIS_ADDR="+srv.Addr), bootstrapStarts)
+		var registryEnv []string
+		if pkg == authorizerFunction {
+			registryEnv = append(slices.Clone(lambdaEnv), e2eEnv...)
+		}
+		b, err := MeasureBootstrap(ctx, root, pkg, lambdaEnv, registryEnv, bootstrapStarts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,15 +219,20 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if r.Registry, err = measureRegistry(ctx, t); err != nil {
+	if r.Registry, err = measureRegistry(ctx, dynClient); err != nil {
 		t.Fatal(err)
 	}
 	if r.Batch, err = MeasureBatch(ctx, srv.Addr, batchPlan); err != nil {
 		t.Fatal(err)
 	}
 
+	e2eEnv = append(append(slices.Clone(lambdaEnv), e2eEnv...), settings.EnvConfigInline+"="+endToEndConfig)
+	if r.EndToEnd, err = MeasureEndToEnd(ctx, root, e2eEnv, endToEndEvent(t, root), client, endToEndRule, endToEndPlan); err != nil {
+		t.Fatal(err)
+	}
+
 	r.Elapsed = time.Since(began)
-	for _, line := range r.Lines()[1:] {
+	for _, line := range r.Lines() {
 		say(line)
 	}
 	if err := os.WriteFile(*reportPath, []byte(r.Markdown()), 0o644); err != nil {
@@ -212,10 +244,9 @@ func TestReport(t *testing.T) {
 // registryTable is the table item 8 reads.
 const registryTable = "bucketgate-bench-keys"
 
-// measureRegistry runs item 8 against a dynalite server of its own: registryPlan's keys
-// on pro, read through the registry's Table.
-func measureRegistry(ctx context.Context, t *testing.T) (RegistryReads, error) {
-	client := dynalite.Start(t).Client(t)
+// measureRegistry runs item 8 against the run's dynalite: registryPlan's keys on pro,
+// read through the registry's Table.
+func measureRegistry(ctx context.Context, client *dynamodb.Client) (RegistryReads, error) {
 	if err := registry.CreateTable(ctx, client, registryTable); err != nil {
 		return RegistryReads{}, err
 	}
@@ -235,4 +266,45 @@ func measureRegistry(ctx context.Context, t *testing.T) (RegistryReads, error) {
 		}
 	}
 	return MeasureRegistryReads(ctx, registryPlan, registry.NewTable(client, registryTable), config.Default())
+}
+
+// The table, configuration and rule of item 10 (and of item 5's start with a table): the
+// sample pro key registered on a plan whose one rule admits every request of the run.
+const (
+	endToEndTableName = "bucketgate-bench-e2e"
+	endToEndKey       = "bg-sample-pro-key" // the X-API-Key of events/authorizer-rest-pro.json
+	endToEndEventFile = "events/authorizer-rest-pro.json"
+	endToEndConfig    = `{defaultPlan: free, plans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], pro: [{name: burst, capacity: 1000000000, refillPerSecond: 1000000}]}}`
+)
+
+// endToEndRule is the pro plan's rule of endToEndConfig.
+var endToEndRule = bucket.Rule{Name: "burst", Capacity: 1_000_000_000, RefillPerSecond: 1_000_000}
+
+// endToEndTable creates item 10's table on dyn with the sample key on pro, and returns
+// the environment that points a function at it.
+func endToEndTable(ctx context.Context, dyn *dynalite.Server, client *dynamodb.Client) ([]string, error) {
+	if err := registry.CreateTable(ctx, client, endToEndTableName); err != nil {
+		return nil, err
+	}
+	rec := registry.Record{ID: "key:" + config.KeyDigest(endToEndKey), Plan: "pro"}
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(endToEndTableName), Item: rec.Item()}); err != nil {
+		return nil, err
+	}
+	env := []string{settings.EnvRegistryTable + "=" + endToEndTableName}
+	for k, v := range dyn.Env() {
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}
+
+// endToEndEvent is the sample event item 10 sends.
+func endToEndEvent(t *testing.T, root string) []byte {
+	raw, err := os.ReadFile(filepath.Join(root, endToEndEventFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), endToEndKey) {
+		t.Fatalf("%s does not carry the key %q", endToEndEventFile, endToEndKey)
+	}
+	return raw
 }

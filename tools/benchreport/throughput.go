@@ -120,10 +120,11 @@ func redisBenchmarkArgs(plan ThroughputPlan, host, port, sha string) []string {
 }
 
 // scriptCommand is the EVALSHA of the bucket script (loaded as sha) that redis-benchmark
-// times: one decision of cost 1 for the burst rule on key.
+// times: one decision of cost 1 for the burst rule on key, the operation left out as the
+// Limiter leaves it out.
 func scriptCommand(sha, key string) []string {
 	return []string{
-		"EVALSHA", sha, "1", key, "1", burstRule.Name + lua.TokensSuffix, burstRule.Name + lua.StampSuffix,
+		"EVALSHA", sha, "1", key, burstRule.Name + lua.TokensSuffix, burstRule.Name + lua.StampSuffix,
 		strconv.FormatInt(burstRule.Capacity, 10), strconv.FormatFloat(burstRule.RefillPerSecond, 'g', -1, 64),
 	}
 }

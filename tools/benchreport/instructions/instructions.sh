@@ -55,15 +55,16 @@ count() {
 
 bucket=$root/internal/lua/bucket.lua
 rule=(burst:tokens burst:ts 10 0.001)
-one=$(count "$bucket" '' 1 "${rule[@]}")
-two=$(count "$bucket" '' 1 burst:tokens burst:ts daily:tokens daily:ts 10 0.001 1000 0.011574074074074073)
+# Checks of cost 1 leave the operation out, as bucket.Limiter sends them.
+one=$(count "$bucket" '' "${rule[@]}")
+two=$(count "$bucket" '' burst:tokens burst:ts daily:tokens daily:ts 10 0.001 1000 0.011574074074074073)
 gcra=$(count "$work/gcra.lua" '' 10 1 1000 1) # burst, rate, period (s), cost: redis_rate's ARGV
 # Operations on 1 rule of capacity 1000: checks that all take a token (each writes),
 # and refunds and resets of identities that checks of cost 500 gave state first: each
 # refund writes (about 20 per identity, never filling the bucket); the first reset of an
 # identity removes its fields, the later ones find none.
 big=(burst:tokens burst:ts 1000 0.001)
-admitted=$(count "$bucket" '' 1 "${big[@]}")
+admitted=$(count "$bucket" '' "${big[@]}")
 refund=$(count "$bucket" 500 -1 "${big[@]}")
 reset=$(count "$bucket" 500 reset "${big[@]}")
 awk -v x="$one" -v y="$two" -v z="$gcra" 'BEGIN {

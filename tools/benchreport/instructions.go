@@ -1,0 +1,68 @@
+package benchreport
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Instructions are make bench-instructions' figures (instructions/instructions.sh):
+// Redis-side machine instructions per script call, counted by callgrind inside EVALSHA,
+// a figure that a busy machine does not move.
+type Instructions struct {
+	// OneRule, TwoRules and RedisRate are per decision, over the same mix of allowed
+	// and denied requests.
+	OneRule, TwoRules, RedisRate int64
+	// Admitted, Refund and Reset are per operation on one rule: a check that is always
+	// admitted (so always writes), a refund, a reset.
+	Admitted, Refund, Reset int64
+}
+
+// instructionsPrefixes start instructions.sh's two lines of figures.
+const (
+	instructionsDecisionPrefix  = "redis-side instructions/decision:"
+	instructionsOperationPrefix = "redis-side instructions/operation, 1 rule:"
+)
+
+// parseInstructions reads instructions.sh's output: both of its lines must be there.
+func parseInstructions(r io.Reader) (Instructions, error) {
+	var in Instructions
+	var decision, operation bool
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		var check int64
+		var ratio1, ratio2 float64
+		switch {
+		case strings.HasPrefix(line, instructionsDecisionPrefix):
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, instructionsDecisionPrefix), " bucketgate 1 rule %d, 2 rules %d, redis_rate %d, ratio X/Z %f, Y/X %f",
+				&in.OneRule, &in.TwoRules, &in.RedisRate, &ratio1, &ratio2); err != nil {
+				return Instructions{}, fmt.Errorf("instructions: %q: %w", line, err)
+			}
+			decision = true
+		case strings.HasPrefix(line, instructionsOperationPrefix):
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, instructionsOperationPrefix), " check %d (every one admitted: %d), refund %d (%fx an admitted check), reset %d (%fx a check)",
+				&check, &in.Admitted, &in.Refund, &ratio1, &in.Reset, &ratio2); err != nil {
+				return Instructions{}, fmt.Errorf("instructions: %q: %w", line, err)
+			}
+			operation = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Instructions{}, fmt.Errorf("instructions: %w", err)
+	}
+	if !decision || !operation {
+		return Instructions{}, fmt.Errorf("instructions: want the lines starting %q and %q (make bench-instructions' output)", instructionsDecisionPrefix, instructionsOperationPrefix)
+	}
+	if in.OneRule <= 0 || in.TwoRules <= 0 || in.RedisRate <= 0 {
+		return Instructions{}, fmt.Errorf("instructions: a count is not positive: %+v", in)
+	}
+	return in, nil
+}
+
+// Ratio is bucketgate's 1 rule over redis_rate.
+func (in Instructions) Ratio() float64 { return float64(in.OneRule) / float64(in.RedisRate) }
+
+// ChainedOverOne is 2 chained rules over 1 rule.
+func (in Instructions) ChainedOverOne() float64 { return float64(in.TwoRules) / float64(in.OneRule) }

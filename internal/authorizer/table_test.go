@@ -2,12 +2,10 @@ package authorizer
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -29,13 +27,8 @@ import (
 // Redis for the key's own identity. The item and the attribute at fault are logged at
 // error and counted. A valid item beside them is decided under its own plan.
 func TestInvalidTableItems(t *testing.T) {
-	client := dynalite.Start(t).Client(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	const table = "bucketgate-keys"
-	if err := registry.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
+	client := dynalite.Table(t, table)
 	burst := func(capacity int64) bucket.Rule {
 		return bucket.Rule{Name: "burst", Capacity: capacity, RefillPerSecond: 1}
 	}
@@ -61,7 +54,7 @@ func TestInvalidTableItems(t *testing.T) {
 		if tc.edit != nil {
 			tc.edit(item)
 		}
-		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+		if _, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
 			t.Fatal(err)
 		}
 		for _, policy := range []string{"ip", "refuse"} {

@@ -42,6 +42,10 @@ const testTimeout = 2 * time.Second
 // t0 is the Redis clock at the start of every test, a whole second.
 var t0 = time.Date(2025, 12, 11, 16, 15, 0, 0, time.UTC)
 
+// tLocal is the local clock of every fixture (its start) and of the tests' registry
+// caches: set apart from Redis's to tell them apart.
+var tLocal = t0.Add(time.Hour)
+
 // fixture is a Handler on miniredis with its output captured.
 type fixture struct {
 	mr      *miniredis.Miniredis
@@ -75,7 +79,7 @@ func newFixture(t testing.TB, o options) *fixture {
 	if reg == nil {
 		reg = registry.NewDocument(cfg)
 	}
-	f := &fixture{mr: mr, now: t0.Add(time.Hour)}
+	f := &fixture{mr: mr, now: tLocal}
 	f.h = &Handler{
 		Guard:      guard.New(bucket.New(client), guard.Options{Timeout: testTimeout, FailOpen: o.failOpen, FailuresToOpen: guard.DefaultFailuresToOpen}),
 		Plans:      cfg,

@@ -1,6 +1,7 @@
 package authorizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -18,12 +19,18 @@ import (
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
+// cacheOptions are the options of the tests' registry caches: a minute's period, on
+// the local clock tLocal (records expire by it).
+func cacheOptions() registry.Options {
+	return registry.Options{TTL: time.Minute, Size: 100, Now: func() time.Time { return tLocal }}
+}
+
 // cacheOver returns a registry cache over records (or failing with err), with the
 // configuration's plans.
 func cacheOver(cfg *config.Config, err error, records ...registry.Record) *registry.Cache {
 	src := registrytest.New(records...)
 	src.Fail(err)
-	return registry.NewCache(src, cfg, registry.Options{TTL: time.Minute, Size: 100})
+	return registry.NewCache(src, cfg, cacheOptions())
 }
 
 // httpV1Event is the REST sample as an HTTP API payload 1.0 event, which carries
@@ -195,5 +202,109 @@ func TestRegistryFailure(t *testing.T) {
 				t.Errorf("the registry's error is not in the log: %s", &f.logs)
 			}
 		})
+	}
+}
+
+// sourceIdentity is the identity of the REST sample's source address.
+const sourceIdentity = "ip:203.0.113.10"
+
+// unknownKeysConfig returns the sample configuration with unknownKeys set to policy.
+func unknownKeysConfig(t *testing.T, policy string) *config.Config {
+	t.Helper()
+	const line = "\nunknownKeys: ip\n"
+	doc := samples.Read(t, sampleConfigFile)
+	if !bytes.Contains(doc, []byte(line)) {
+		t.Fatalf("%s has no line %q to replace", sampleConfigFile, strings.TrimSpace(line))
+	}
+	return mustParse(t, string(bytes.Replace(doc, []byte(line), []byte("\nunknownKeys: "+policy+"\n"), 1)))
+}
+
+// checkUnknownKey invokes ev, a request with a key the registry does not know, and
+// checks the answer by policy (unknownKeys): under ip, the source's on the default plan,
+// its bucket the only one in Redis; under refuse, 401 with nothing written.
+func checkUnknownKey(t *testing.T, f *fixture, policy string, ev []byte) {
+	t.Helper()
+	a, err := f.invoke(t, ev)
+	var want []string
+	switch policy {
+	case "refuse":
+		if !errors.Is(err, ErrUnauthorized) || err.Error() != "Unauthorized" {
+			t.Fatalf("answer %s, %v; want Unauthorized (401)", a.raw, err)
+		}
+	case "ip":
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.PrincipalID != sourceIdentity || a.str(t, ratelimitheaders.KeyPlan) != "free" || !a.allowed(t) {
+			t.Fatalf("answer %s: want %s allowed on free", a.raw, sourceIdentity)
+		}
+		want = []string{bucket.Key(sourceIdentity)}
+	default:
+		t.Fatalf("unknownKeys %q: want ip or refuse", policy)
+	}
+	if keys := f.mr.Keys(); !slices.Equal(keys, want) {
+		t.Fatalf("Redis keys %v, want %v", keys, want)
+	}
+}
+
+// A revoked key, and one whose expiresAt has come on the cache's clock, is unknown: under
+// ip it spends its source's bucket on the default plan, as a request without a key does;
+// under refuse it is refused with 401 and Redis is not written. A key expiring a second
+// later is still its own, on its plan.
+func TestRevokedAndExpiredKeys(t *testing.T) {
+	id := "key:" + config.KeyDigest("k-registered")
+	tests := []struct {
+		name   string
+		record registry.Record
+		known  bool
+	}{
+		{"expires later", registry.Record{ID: id, Plan: "pro", ExpiresAt: tLocal.Add(time.Second)}, true},
+		{"expires now", registry.Record{ID: id, Plan: "pro", ExpiresAt: tLocal}, false},
+		{"expired", registry.Record{ID: id, Plan: "pro", ExpiresAt: tLocal.Add(-time.Hour)}, false},
+		{"revoked", registry.Record{ID: id, Plan: "pro", Status: registry.StatusRevoked}, false},
+		{"revoked, expires later", registry.Record{ID: id, Plan: "pro", Status: registry.StatusRevoked, ExpiresAt: tLocal.Add(time.Hour)}, false},
+	}
+	for _, tc := range tests {
+		for _, policy := range []string{"ip", "refuse"} {
+			t.Run(tc.name+"/"+policy, func(t *testing.T) {
+				cfg := unknownKeysConfig(t, policy)
+				f := newFixture(t, options{config: cfg, registry: cacheOver(cfg, nil, tc.record)})
+				keyed := withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": "k-registered"})
+				if tc.known {
+					a := f.mustInvoke(t, keyed)
+					if a.PrincipalID != id || a.str(t, ratelimitheaders.KeyPlan) != "pro" {
+						t.Fatalf("answer %s: want %s on pro", a.raw, id)
+					}
+					if keys := f.mr.Keys(); !slices.Equal(keys, []string{bucket.Key(id)}) {
+						t.Fatalf("Redis keys %v, want the key's own bucket", keys)
+					}
+					return
+				}
+				checkUnknownKey(t, f, policy, keyed)
+				if policy != "ip" {
+					return
+				}
+				// The key's requests and the keyless ones share the source's 10 tokens.
+				keyless := withHeaders(t, samples.Read(t, restEvent), map[string]string{})
+				var allowed []bool
+				for i := range 10 {
+					ev := keyless
+					if i%2 == 1 {
+						ev = keyed
+					}
+					a := f.mustInvoke(t, ev)
+					if a.PrincipalID != sourceIdentity {
+						t.Fatalf("answer %s: want %s", a.raw, sourceIdentity)
+					}
+					allowed = append(allowed, a.allowed(t))
+				}
+				if want := append(slices.Repeat([]bool{true}, 9), false); !slices.Equal(allowed, want) {
+					t.Errorf("allowed %v, want %v: one bucket of 10 for the source and its unknown key", allowed, want)
+				}
+				if keys := f.mr.Keys(); !slices.Equal(keys, []string{bucket.Key(sourceIdentity)}) {
+					t.Errorf("Redis keys %v, want the source's one bucket", keys)
+				}
+			})
+		}
 	}
 }

@@ -18,12 +18,9 @@ import (
 
 // The table's items, read through DynamoDB's own API as served by dynalite.
 func TestTable(t *testing.T) {
-	client := dynalite.Start(t).Client(t)
+	client := dynalite.Table(t, "bucketgate-keys")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := registry.CreateTable(ctx, client, "bucketgate-keys"); err != nil {
-		t.Fatal(err)
-	}
 	put := func(it map[string]types.AttributeValue) {
 		t.Helper()
 		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("bucketgate-keys"), Item: it}); err != nil {

@@ -29,6 +29,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/testkit"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -200,4 +201,15 @@ func Start(t testing.TB) *Server {
 	testkit.Check(t, err, ErrNoDynalite)
 	t.Cleanup(s.Close)
 	return s
+}
+
+// Table runs Start for t and returns a client of the server (Client) with an empty
+// registry table named name created, as `bucketgate keys init` creates it.
+func Table(t testing.TB, name string) *dynamodb.Client {
+	t.Helper()
+	client := Start(t).Client(t)
+	if err := registry.CreateTable(t.Context(), client, name); err != nil {
+		t.Fatalf("dynalite: create table %s: %v", name, err)
+	}
+	return client
 }

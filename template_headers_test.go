@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bucketgate/bucketgate/internal/testkit"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
@@ -149,13 +150,7 @@ func TestTemplateRESTIntegrationRequestHeaders(t *testing.T) {
 // context added to aws-lambda-go's sample event as API Gateway adds it, with the headers
 // ratelimitheaders sets.
 func TestTemplateSampleBackendHeaders(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node is not on PATH; CI must run the sample backend's code")
-		}
-		t.Skip("SKIPPING: node is not on PATH: the sample backend's code is not run")
-	}
+	node := testkit.LookPath(t, "node")
 	var fn struct {
 		InlineCode string `yaml:"InlineCode"`
 	}

@@ -6,6 +6,7 @@ package testkit
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -29,4 +30,13 @@ func Check(t testing.TB, err, missing error) {
 	default:
 		t.Fatal(err)
 	}
+}
+
+// LookPath returns the path of the program a test runs, such as node: where it is not
+// installed, t is skipped with a loud message, or fails where the suites are Required.
+func LookPath(t testing.TB, program string) string {
+	t.Helper()
+	path, err := exec.LookPath(program)
+	Check(t, err, exec.ErrNotFound)
+	return path
 }

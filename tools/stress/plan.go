@@ -18,7 +18,8 @@ type Plan struct {
 	// Worker indexes this worker among Workers.
 	Worker  int `json:"worker"`
 	Workers int `json:"workers"`
-	// Env is the environment the production chain is built from (app.NewDecider).
+	// Env is the environment the production chain is built from (settings.Load, then
+	// app.NewGuard).
 	Env map[string]string `json:"env"`
 	// StartAt is when every worker starts deciding; Duration is how long they decide.
 	StartAt  time.Time     `json:"startAt"`

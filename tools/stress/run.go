@@ -1,8 +1,8 @@
 // Package stress is bucketgate's reliability harness behind `make stress`: it starts
 // its own redis-server processes (standalone and a 3-master cluster with replicas) and
 // worker processes that stand in for concurrent Lambda instances, each deciding with
-// many goroutines through the production chain (app.NewDecider: settings, redisconn,
-// bucket, guard). It measures over-admission exactly against capacity + rate × window
+// many goroutines through the production chain (settings.Load, then app.NewGuard:
+// redisconn, bucket, guard). It measures over-admission exactly against capacity + rate × window
 // with the window in Redis time, replays every decision through the reference model,
 // injects faults (pause, kill and restart, SCRIPT FLUSH, latency through a TCP proxy, a
 // cluster failover), decides hostile identities in bulk, soaks at a fixed rate while

@@ -83,55 +83,73 @@ func TestDecideBatchCircuitOpen(t *testing.T) {
 }
 
 // TestDecideBatchDeadline: a batch on a server that does not answer ends at the
-// guard's deadline, every check failing by the policy; none is sent again, so none is
-// charged twice; and a context whose deadline is within the margin asks nothing.
+// guard's deadline, every check failing by the policy (fail closed: denied, unavailable;
+// fail open: allowed, degraded); none is sent again, so none is charged twice; and a
+// context whose deadline is within the margin asks nothing and fails by the same policy.
 func TestDecideBatchDeadline(t *testing.T) {
-	const checks, capacity = 50, 100
-	srv := redistest.Start(t)
-	g := guard.New(bucket.New(redistest.Client(t, srv.Addr)), guard.Options{Timeout: 200 * time.Millisecond, Margin: 20 * time.Millisecond})
-	rules := []bucket.Rule{{Name: "slow", Capacity: capacity, RefillPerSecond: 0.001}}
-	q := bucket.Request{Identity: "paused", Rules: rules, Cost: 1}
-	qs := make([]bucket.Request, checks)
-	for i := range qs {
-		qs[i] = q
+	tests := []struct {
+		name        string
+		failOpen    bool
+		wantAllowed bool
+		wantReason  bucket.Reason
+	}{
+		{name: "fail closed", wantReason: bucket.ReasonUnavailable},
+		{name: "fail open", failOpen: true, wantAllowed: true, wantReason: bucket.ReasonDegraded},
 	}
-	ctx := context.Background()
-	decideBatch(t, g, ctx, q) // connected, script loaded
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			const checks, capacity = 50, 100
+			srv := redistest.Start(t)
+			g := guard.New(bucket.New(redistest.Client(t, srv.Addr)), guard.Options{Timeout: 200 * time.Millisecond, Margin: 20 * time.Millisecond, FailOpen: tc.failOpen})
+			rules := []bucket.Rule{{Name: "slow", Capacity: capacity, RefillPerSecond: 0.001}}
+			q := bucket.Request{Identity: "paused", Rules: rules, Cost: 1}
+			qs := make([]bucket.Request, checks)
+			for i := range qs {
+				qs[i] = q
+			}
+			ctx := context.Background()
+			decideBatch(t, g, ctx, q) // connected, script loaded
 
-	srv.Pause()
-	start := time.Now()
-	rs := decideBatch(t, g, ctx, qs...)
-	took := time.Since(start)
-	srv.Resume()
-	for i, r := range rs {
-		if r.Failure != guard.FailureTimeout || r.Reason != bucket.ReasonUnavailable {
-			t.Fatalf("results[%d] on a paused server: %+v", i, r)
-		}
-	}
-	if took > slack {
-		t.Fatalf("the batch took %v", took)
-	}
-	peek := q
-	peek.Cost = 0
-	var left int64
-	for deadline := time.Now().Add(slack); ; time.Sleep(10 * time.Millisecond) {
-		rs := decideBatch(t, g, ctx, peek)
-		if left = rs[0].Remaining; left <= capacity-1-checks || time.Now().After(deadline) {
-			break // the checks Redis read after the pause are done
-		}
-	}
-	if left < capacity-1-checks {
-		t.Fatalf("%d tokens left after 1 + %d checks of 1: a check was charged twice", left, checks)
-	}
+			srv.Pause()
+			start := time.Now()
+			rs := decideBatch(t, g, ctx, qs...)
+			took := time.Since(start)
+			srv.Resume()
+			for i, r := range rs {
+				if r.Failure != guard.FailureTimeout || r.Allowed != tc.wantAllowed || r.Reason != tc.wantReason || r.Rule != "slow" || r.Limit != capacity {
+					t.Fatalf("results[%d] on a paused server: %+v, want allowed %v, reason %s, rule slow", i, r, tc.wantAllowed, tc.wantReason)
+				}
+			}
+			if took > slack {
+				t.Fatalf("the batch took %v", took)
+			}
+			peek := q
+			peek.Cost = 0
+			var left int64
+			for deadline := time.Now().Add(slack); ; time.Sleep(10 * time.Millisecond) {
+				rs := decideBatch(t, g, ctx, peek)
+				if left = rs[0].Remaining; left <= capacity-1-checks || time.Now().After(deadline) {
+					break // the checks Redis read after the pause are done
+				}
+			}
+			if left < capacity-1-checks {
+				t.Fatalf("%d tokens left after 1 + %d checks of 1: a check was charged twice", left, checks)
+			}
 
-	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-	defer cancel()
-	for i, r := range decideBatch(t, g, short, qs[:3]...) {
-		if r.Failure != guard.FailureTimeout || !errors.Is(r.Err, context.DeadlineExceeded) || !strings.Contains(r.Err.Error(), "deadline") || r.Latency != 0 {
-			t.Fatalf("results[%d] within the margin: %+v", i, r)
-		}
-	}
-	if r, err := g.Decide(short, q); err != nil || r.Failure != guard.FailureTimeout || r.Latency != 0 {
-		t.Fatalf("a decision within the margin: %+v, %v", r, err)
+			short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			defer cancel()
+			for i, r := range decideBatch(t, g, short, qs[:3]...) {
+				if r.Failure != guard.FailureTimeout || r.Allowed != tc.wantAllowed || r.Reason != tc.wantReason ||
+					!errors.Is(r.Err, context.DeadlineExceeded) || !strings.Contains(r.Err.Error(), "deadline") || r.Latency != 0 {
+					t.Fatalf("results[%d] within the margin: %+v", i, r)
+				}
+			}
+			if r, err := g.Decide(short, q); err != nil || r.Failure != guard.FailureTimeout || r.Reason != tc.wantReason || r.Latency != 0 {
+				t.Fatalf("a decision within the margin: %+v, %v", r, err)
+			}
+			if rs := decideBatch(t, g, ctx, peek); rs[0].Remaining != left {
+				t.Fatalf("%d tokens left after checks within the margin, %d before: Redis was asked", rs[0].Remaining, left)
+			}
+		})
 	}
 }

@@ -45,12 +45,15 @@ func (b BatchRun) BatchMedian() time.Duration { return medianDuration(b.Batch) }
 // Ratio is BatchMedian over OneMedian; goal <= goalBatchRatio.
 func (b BatchRun) Ratio() float64 { return float64(b.BatchMedian()) / float64(b.OneMedian()) }
 
-// batchRule never runs dry, so that every check of the run is an admission.
-const batchRule = `{"name":"burst","capacity":1000000000,"refillPerSecond":1000000}`
+// batchRule is the rule of check i of a batch, on its own key: named for i and of
+// capacity bucket.MaxCapacity - i, so that its answer says which check it answers; it
+// never runs dry, so that every check of the run is an admission.
+const batchRule = `{"name":"burst-%d","capacity":%d,"refillPerSecond":1000000}`
 
 // MeasureBatch runs plan against the redis-server at addr, through a stress.Proxy, with
 // the check function's handler on its own client and a guard whose deadline the link
-// cannot miss. Every check must be answered ok, or the run is an error.
+// cannot miss. Every check must be answered ok, and a batch's answers in the order of
+// its checks, or the run is an error.
 func MeasureBatch(ctx context.Context, addr string, plan BatchPlan) (BatchRun, error) {
 	proxy, err := stress.StartProxy(addr)
 	if err != nil {
@@ -72,7 +75,7 @@ func MeasureBatch(ctx context.Context, addr string, plan BatchPlan) (BatchRun, e
 	}
 	checks := make([]string, plan.Checks)
 	for i := range checks {
-		checks[i] = fmt.Sprintf(`{"key":"batch-%d","rules":[%s]}`, i, batchRule)
+		checks[i] = fmt.Sprintf(`{"key":"batch-%d","rules":[`+batchRule+`]}`, i, i, bucket.MaxCapacity-i)
 	}
 	one, batch := []byte(checks[0]), []byte(`{"checks":[`+strings.Join(checks, ",")+`]}`)
 	run := BatchRun{Plan: plan}
@@ -83,7 +86,7 @@ func MeasureBatch(ctx context.Context, addr string, plan BatchPlan) (BatchRun, e
 			return fmt.Errorf("batch: %w", err)
 		}
 		*into = append(*into, time.Since(start))
-		return allOK(out)
+		return inOrder(out, bytes.Equal(payload, batch), plan.Checks)
 	}
 	var warm []time.Duration
 	if err := timed(one, &warm); err != nil { // connected, script loaded
@@ -105,23 +108,32 @@ func MeasureBatch(ctx context.Context, addr string, plan BatchPlan) (BatchRun, e
 	return run, nil
 }
 
-// allOK reports an answer (one response or a batch's results) with a check that was
-// not allowed with reason ok.
-func allOK(out []byte) error {
-	var batch checkapi.BatchResult
-	if bytes.HasPrefix(out, []byte(`{"results"`)) {
-		if err := json.Unmarshal(out, &batch); err != nil {
+// inOrder reports an answer (a batch's results of checks checks, or the response to
+// check 0) with a check that was not allowed with reason ok, or that answers another
+// check than the one at its index (see batchRule).
+func inOrder(out []byte, batch bool, checks int) error {
+	var results []checkapi.Response
+	if batch {
+		var b checkapi.BatchResult
+		if err := json.Unmarshal(out, &b); err != nil {
 			return fmt.Errorf("batch: answer %s: %w", out, err)
 		}
+		if len(b.Results) != checks {
+			return fmt.Errorf("batch: %d results for %d checks", len(b.Results), checks)
+		}
+		results = b.Results
 	} else {
-		batch.Results = make([]checkapi.Response, 1)
-		if err := json.Unmarshal(out, &batch.Results[0]); err != nil {
+		results = make([]checkapi.Response, 1)
+		if err := json.Unmarshal(out, &results[0]); err != nil {
 			return fmt.Errorf("batch: answer %s: %w", out, err)
 		}
 	}
-	for i, r := range batch.Results {
+	for i, r := range results {
 		if r.Reason != checkapi.ReasonOK {
 			return fmt.Errorf("batch: check %d answered %+v, want ok", i, r)
+		}
+		if rule, limit := fmt.Sprintf("burst-%d", i), int64(bucket.MaxCapacity-i); r.Rule != rule || r.Limit != limit {
+			return fmt.Errorf("batch: answer %d is on rule %s of limit %d, want %s of limit %d: answers out of order", i, r.Rule, r.Limit, rule, limit)
 		}
 	}
 	return nil

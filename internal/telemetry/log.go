@@ -41,13 +41,17 @@ const (
 // have denied an allowed request.
 const MsgShadowLimited = "shadow rule would have limited"
 
-// LogDecision writes one line for r to l: at debug when Redis decided, at warn when it
-// did not (the failure and its error are in the line). attrs, such as the identity's
+// LogDecision writes one line for r to l: at debug when Redis allowed it, at info when
+// it was limited (so that a log level of info still feeds the top limited identities),
+// at warn when Redis did not decide (the failure and its error are in the line). attrs, such as the identity's
 // digest form and the plan, are added first; never pass a raw key.
 func LogDecision(ctx context.Context, l *slog.Logger, r guard.Result, attrs ...slog.Attr) {
 	level := slog.LevelDebug
-	if r.Failure != guard.FailureNone {
+	switch {
+	case r.Failure != guard.FailureNone:
 		level = slog.LevelWarn
+	case !r.Allowed:
+		level = slog.LevelInfo
 	}
 	if !l.Enabled(ctx, level) {
 		return

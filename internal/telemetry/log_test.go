@@ -19,6 +19,9 @@ func TestLogDecision(t *testing.T) {
 		Decision: bucket.Decision{Allowed: false, Reason: bucket.ReasonLimited, Rule: "burst", Limit: 10, RetryAfter: 1500 * time.Millisecond},
 		Latency:  2 * time.Millisecond,
 	}
+	allowed := guard.Result{
+		Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Limit: 10, Remaining: 9},
+	}
 	failed := guard.Result{
 		Decision: bucket.Decision{Reason: bucket.ReasonUnavailable, Rule: "burst", Limit: 10, RetryAfter: guard.FailureRetryAfter},
 		Failure:  guard.FailureTimeout,
@@ -31,11 +34,13 @@ func TestLogDecision(t *testing.T) {
 		wantLevel string // "" means no line
 		want      map[string]any
 	}{
-		{"decided at debug", slog.LevelDebug, decided, "DEBUG", map[string]any{
+		{"limited at debug", slog.LevelDebug, decided, "INFO", map[string]any{
 			"identity": "ip:192.0.2.1", "allowed": false, "reason": "limited", "rule": "burst",
 			"limit": 10.0, "remaining": 0.0, "retryAfterMs": 1500.0, "redisLatencyMs": 2.0, "denyCacheHit": false,
 		}},
-		{"decided is quiet at info", slog.LevelInfo, decided, "", nil},
+		{"limited at info", slog.LevelInfo, decided, "INFO", map[string]any{"reason": "limited", "identity": "ip:192.0.2.1"}},
+		{"allowed is quiet at info", slog.LevelInfo, allowed, "", nil},
+		{"allowed at debug", slog.LevelDebug, allowed, "DEBUG", map[string]any{"allowed": true, "reason": "ok", "remaining": 9.0}},
 		{"failure at warn", slog.LevelInfo, failed, "WARN", map[string]any{
 			"reason": "unavailable", "failure": "timeout", "error": "context deadline exceeded", "retryAfterMs": 1000.0,
 		}},

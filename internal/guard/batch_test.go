@@ -125,11 +125,15 @@ func TestDecideBatchDeadline(t *testing.T) {
 			}
 			peek := q
 			peek.Cost = 0
-			var left int64
-			for deadline := time.Now().Add(slack); ; time.Sleep(10 * time.Millisecond) {
-				rs := decideBatch(t, g, ctx, peek)
-				if left = rs[0].Remaining; left <= capacity-1-checks || time.Now().After(deadline) {
-					break // the checks Redis read after the pause are done
+			// Redis runs the checks it read before the pause as soon as it resumes, some of
+			// them or all: they are done once every check is counted, or once two peeks
+			// 200 ms apart see the same figure.
+			left := int64(-1)
+			for deadline := time.Now().Add(slack); ; time.Sleep(200 * time.Millisecond) {
+				before := left
+				left = decideBatch(t, g, ctx, peek)[0].Remaining
+				if left <= capacity-1-checks || left == before || time.Now().After(deadline) {
+					break
 				}
 			}
 			if left < capacity-1-checks {

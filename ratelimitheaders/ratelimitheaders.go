@@ -181,7 +181,7 @@ func text(v any) (string, bool) {
 func whole(v any) (string, bool) {
 	switch v := v.(type) {
 	case float64:
-		if v >= 0 && v <= math.MaxInt64 && v == math.Trunc(v) {
+		if v >= 0 && v < math.MaxInt64 && v == math.Trunc(v) { // float64(MaxInt64) is 2^63: past the end
 			return strconv.FormatInt(int64(v), 10), true
 		}
 	case int64:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"testing"
 
@@ -146,6 +147,8 @@ func TestHeaders(t *testing.T) {
 			map[string]string{"RateLimit": `"b";r=1;t=1`, "X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "1", "X-RateLimit-Reset": "17"}},
 		{"values that are not what their keys hold", map[string]any{"rateLimit": `"b";r=1;t=1`, "rateLimitPolicy": "a\r\nSet-Cookie: x", "limit": -1.0,
 			"remaining": 1.5, "reset": "soon", "retryAfter": true}, map[string]string{"RateLimit": `"b";r=1;t=1`}},
+		{"numbers past int64", map[string]any{"rateLimit": `"b";r=1;t=1`, "limit": float64(math.MaxInt64), "remaining": 1e300,
+			"reset": "9223372036854775808"}, map[string]string{"RateLimit": `"b";r=1;t=1`}},
 		{"no decision", map[string]any{"principalId": "admin"}, nil},
 		{"nil", nil, nil},
 	}

@@ -55,7 +55,7 @@ func (h *Handler) resolveTenants(ctx context.Context, checks []check, batch bool
 			inv.ObserveLookup(string(e.Result), e.Invalid)
 		}
 		if err != nil {
-			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.req.Identity, err)
+			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, err) // the decision line's error: the key as its digest
 		}
 		p := e.Plan
 		if p == nil {

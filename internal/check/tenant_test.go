@@ -87,7 +87,7 @@ func TestTenantRegistryFailure(t *testing.T) {
 		src := registrytest.New()
 		src.Fail(errors.New("dynamodb: throttled"))
 		f.withRegistry(src)
-		out := f.invokeOK(t, []byte(`{"checks": [{"key": "t1"}, {"key": "t1", "plan": "pro"}]}`))
+		out := f.invokeOK(t, []byte(`{"checks": [{"key": "tenant-t1"}, {"key": "tenant-t1", "plan": "pro"}]}`))
 		want := `{"results":[{"allowed":false,"reason":"unavailable","limit":10,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"burst","plan":"free"},`
 		if failOpen {
 			want = `{"results":[{"allowed":true,"reason":"degraded","limit":10,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"free"},`
@@ -97,6 +97,9 @@ func TestTenantRegistryFailure(t *testing.T) {
 		}
 		if keys := mr.Keys(); len(keys) != 1 {
 			t.Errorf("Redis keys %v: want the pro check's only", keys)
+		}
+		if logs := f.logs.String(); strings.Contains(logs, "tenant-t1") || !strings.Contains(logs, "registry lookup of tenant:"+config.KeyDigest("tenant-t1")) {
+			t.Errorf("failOpen %v: the decision line must name the tenant by its digest, never its key:\n%s", failOpen, logs)
 		}
 		if !failOpen && !strings.Contains(f.metrics.String(), `"Reason":"registry_error"`) {
 			t.Errorf("no FailClosed by registry_error in %s", f.metrics)

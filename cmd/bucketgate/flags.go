@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ func (l *ruleList) Set(v string) error {
 	return nil
 }
 
+// maxDays is the most days from now that parseWhen takes: the longest Duration, in
+// whole days (n days past it would wrap around to an earlier time).
+const maxDays = int(math.MaxInt64 / int64(24*time.Hour))
+
 // parseWhen reads a time: RFC 3339, a date (midnight UTC), or a duration from now (Go's,
 // or whole days as 30d). Empty is the zero Time: never.
 func parseWhen(v string, now time.Time) (time.Time, error) {
@@ -58,7 +63,9 @@ func parseWhen(v string, now time.Time) (time.Time, error) {
 	d, err := time.ParseDuration(v)
 	if days, ok := strings.CutSuffix(v, "d"); ok {
 		var n int
-		n, err = strconv.Atoi(days)
+		if n, err = strconv.Atoi(days); err == nil && n > maxDays {
+			return time.Time{}, fmt.Errorf("%q: want at most %d days from now", v, maxDays)
+		}
 		d = time.Duration(n) * 24 * time.Hour
 	}
 	if err != nil || d <= 0 {

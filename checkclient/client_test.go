@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -244,6 +245,14 @@ func TestRefusedBeforeSending(t *testing.T) {
 			return err
 		}, "checks[1].key: not UTF-8 text"},
 		{"identity not text", func() error { _, err := c.Reset(ctx, checkapi.Request{Identity: "ip:\xff"}); return err }, "identity: not UTF-8 text"},
+		{"rate NaN", func() error {
+			_, err := c.Check(ctx, checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "r", Capacity: 1, RefillPerSecond: math.NaN()}}})
+			return err
+		}, "rules[0].refillPerSecond: NaN: want a finite number"},
+		{"batch rate infinite", func() error {
+			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "k", Rules: []checkapi.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: math.Inf(1)}}}})
+			return err
+		}, "checks[1].rules[1].refillPerSecond: +Inf: want a finite number"},
 		{"refund of a reset", func() error { _, err := c.Refund(ctx, checkapi.Request{Key: "k", Op: checkapi.OpReset}); return err }, `op: "reset", sent with refund`},
 	}
 	for _, tc := range calls {

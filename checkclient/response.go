@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"unicode/utf8"
 
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -70,7 +71,8 @@ func errorPayload(payload []byte) bool {
 
 // validate refuses what the function would (or JSON could not carry) that the client
 // can tell alone: a key or identity that is not UTF-8 text, which encoding/json would
-// send with U+FFFD in place of the bytes, so that two different keys would be one.
+// send with U+FFFD in place of the bytes, so that two different keys would be one, and a
+// rate that is NaN or infinite, which encoding/json cannot send at all.
 // prefix starts every field's path ("checks[3]." in a batch).
 func (c *Client) validate(prefix string, req checkapi.Request) error {
 	if !utf8.ValidString(req.Key) {
@@ -78,6 +80,11 @@ func (c *Client) validate(prefix string, req checkapi.Request) error {
 	}
 	if !utf8.ValidString(req.Identity) {
 		return c.refuse(prefix + "identity: not UTF-8 text")
+	}
+	for i, r := range req.Rules {
+		if math.IsNaN(r.RefillPerSecond) || math.IsInf(r.RefillPerSecond, 0) { // JSON has no such number
+			return c.refuse(fmt.Sprintf("%srules[%d].refillPerSecond: %v: want a finite number", prefix, i, r.RefillPerSecond))
+		}
 	}
 	return nil
 }

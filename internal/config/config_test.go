@@ -137,6 +137,8 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"raw key", "defaultPlan: free\n" + free + "\nkeys: {my-secret: free}", "keys.my-secret (line 3, column 19): want a key digest"},
 		{"key to unknown plan", "defaultPlan: free\n" + free + "\nkeys: {0123456789abcdef0123456789abcdef: gold}", `keys.0123456789abcdef0123456789abcdef (line 3, column 42): unknown plan "gold"`},
 		{"tenant to unknown plan", "defaultPlan: free\n" + free + "\ntenants: {t1: gold}", `tenants.t1 (line 3, column 15): unknown plan "gold"`},
+		{"empty tenant id", "defaultPlan: free\n" + free + "\ntenants: {'': free}", `tenants. (line 3, column 15): a tenant id of 0 bytes: want 1 to 1000`},
+		{"tenant id longer than a key", "defaultPlan: free\n" + free + "\ntenants: {" + strings.Repeat("t", 1001) + ": free}", `: a tenant id of 1001 bytes: want 1 to 1000, as the check function's keys are`},
 		{"bad policy", "defaultPlan: free\nunknownKeys: maybe\n" + free, `unknownKeys (line 2, column 14): "maybe": want "ip" or "refuse"`},
 		{"unknownKeys default is gone", "defaultPlan: free\nunknownKeys: default\n" + free, `unknownKeys (line 2, column 14): "default": want "ip" or "refuse": "default" gave every unknown key a bucket of its own`},
 		{"anonymous ip is not a policy", "defaultPlan: free\nanonymous: ip\n" + free, `anonymous (line 2, column 12): "ip": want "default" or "refuse"`},

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
@@ -136,6 +137,9 @@ func compile(d Document) (*Config, error) {
 		}
 	}
 	for _, id := range sortedKeys(d.Tenants) {
+		if id == "" || len(id) > checkapi.MaxKey {
+			return nil, errorAt("tenants."+id, "a tenant id of %d bytes: want 1 to %d, as the check function's keys are", len(id), checkapi.MaxKey)
+		}
 		if c.tenants[id], err = c.plan("tenants."+id, d.Tenants[id]); err != nil {
 			return nil, err
 		}

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -139,6 +141,9 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: --expires: %w", errUsage, err)
 		}
 		if *tenant != "" {
+			if err := checkTenant(*tenant); err != nil {
+				return fmt.Errorf("%w: --tenant: %w", errUsage, err)
+			}
 			rec.ID = identity.Identity{Kind: identity.KindTenant, Value: *tenant}.String()
 			if err := t.put(e.ctx, rec); err != nil {
 				return err
@@ -310,6 +315,15 @@ func itemID(arg string) (string, error) {
 		return "", fmt.Errorf("%w: KEY is empty", errUsage)
 	}
 	return keyID(strings.Trim(arg, " \t")), nil
+}
+
+// checkTenant reports a tenant key that no check could carry: not 1 to checkapi.MaxKey
+// bytes of UTF-8 text, as the check function takes its keys.
+func checkTenant(key string) error {
+	if key == "" || len(key) > checkapi.MaxKey || !utf8.ValidString(key) {
+		return fmt.Errorf("a tenant key of %d bytes: want 1 to %d bytes of UTF-8 text, as the check function takes its keys", len(key), checkapi.MaxKey)
+	}
+	return nil
 }
 
 // isDigest reports whether s is a key digest: config.DigestLen lowercase hex digits.

@@ -196,6 +196,8 @@ func TestKeysBadInput(t *testing.T) {
 		{"override without rules", exitUsage, "give at least one --rule", []string{"keys", "override", key}},
 		{"two keys", exitUsage, "want 1 argument(s), got 2", []string{"keys", "revoke", key, key}},
 		{"empty tenant", exitUsage, "tenant: with no tenant key", []string{"keys", "show", "tenant:"}},
+		{"tenant longer than a key", exitUsage, "--tenant: a tenant key of 1001 bytes: want 1 to 1000 bytes of UTF-8 text", []string{"keys", "create", "--plan", "free", "--tenant", strings.Repeat("t", 1001)}},
+		{"tenant not UTF-8", exitUsage, "--tenant: a tenant key of 4 bytes: want 1 to 1000", []string{"keys", "create", "--plan", "free", "--tenant", "acm\xff"}},
 		{"no table", exitUsage, "no registry table: set REGISTRY_TABLE or --table", []string{"keys", "list", "--table", ""}},
 	}
 	for _, tc := range tests {

@@ -64,7 +64,7 @@ func DecodeItem(item map[string]types.AttributeValue) (Record, error) {
 	switch r.Status = Status(status); {
 	case err != nil:
 		return fail(attrStatus, err)
-	case r.Status != "" && r.Status != StatusActive && r.Status != StatusRevoked:
+	case item[attrStatus] != nil && r.Status != StatusActive && r.Status != StatusRevoked: // "" too: only absence means active
 		return fail(attrStatus, fmt.Errorf("%q: want %q or %q", status, StatusActive, StatusRevoked))
 	}
 	if r.ExpiresAt, err = expiresAt(item[attrExpiresAt]); err != nil {

@@ -86,6 +86,7 @@ func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
 		{"plan a number", item("plan", n("3")), "attribute plan: got a number (N), want a string (S)"},
 		{"plan a list", item("plan", l(s("pro"))), "attribute plan: got a list (L), want a string (S)"},
 		{"status unknown", item("status", s("suspended")), `attribute status: "suspended": want "active" or "revoked"`},
+		{"status empty", item("status", s("")), `attribute status: "": want "active" or "revoked"`},
 		{"status a boolean", item("status", &types.AttributeValueMemberBOOL{Value: false}), "attribute status: got a boolean (BOOL)"},
 		{"expiresAt a string", item("expiresAt", s("2030-01-01")), "attribute expiresAt: got a string (S), want a number (N) of Unix seconds"},
 		{"expiresAt a fraction", item("expiresAt", n("1900000000.5")), `attribute expiresAt: "1900000000.5": want whole Unix seconds`},

@@ -70,7 +70,7 @@ var scanners = sync.Pool{New: func() any { return new(scanner) }}
 func decodeEvent(raw []byte, ids identity.Resolver) (event, error) {
 	s := scanners.Get().(*scanner)
 	defer scanners.Put(s)
-	s.data, s.pos, s.depth = string(raw), 0, 0
+	s.data, s.pos, s.depth, s.path = string(raw), 0, 0, s.path[:0]
 	defer func() { s.data = "" }()
 	var f fields
 	if err := f.read(s, ids); err != nil {

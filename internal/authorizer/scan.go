@@ -18,6 +18,7 @@ type scanner struct {
 	pos   int
 	depth int
 	names []string // the names of the objects being read, innermost last
+	path  []string // the member being read, by the names from the outermost object in
 }
 
 // maxDepth bounds how deeply objects and arrays nest, as encoding/json/jsontext does.
@@ -67,7 +68,17 @@ func (s *scanner) syntax(what string) error {
 	if s.pos >= len(s.data) {
 		return errEOF
 	}
-	return fmt.Errorf("invalid character %q %s at offset %d", s.data[s.pos], what, s.pos)
+	return s.errorf("invalid character %q %s at offset %d", s.data[s.pos], what, s.pos)
+}
+
+// errorf is an error about the text at the member being read, named by its path
+// ("requestContext.identity.sourceIp: ..."), or about the whole text outside any object.
+func (s *scanner) errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	if len(s.path) == 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", strings.Join(s.path, "."), err)
 }
 
 // object reads an object, calling member for each name with the scanner at its value;
@@ -88,13 +99,13 @@ func (s *scanner) object(member func(name string) error) error {
 		}
 		if seen != nil {
 			if _, dup := seen[name]; dup {
-				return fmt.Errorf("duplicate object member name %q", name)
+				return s.errorf("duplicate object member name %q", name)
 			}
 			seen[name] = struct{}{}
 		} else {
 			for _, other := range s.names[first:] {
 				if other == name {
-					return fmt.Errorf("duplicate object member name %q", name)
+					return s.errorf("duplicate object member name %q", name)
 				}
 			}
 			if s.names = append(s.names, name); len(s.names)-first > 32 {
@@ -110,7 +121,11 @@ func (s *scanner) object(member func(name string) error) error {
 			return s.syntax("after an object member name")
 		}
 		s.pos++
-		return member(name)
+		s.path = append(s.path, name)
+		err = member(name)
+		s.path[len(s.path)-1] = "" // a part of data: not kept past it
+		s.path = s.path[:len(s.path)-1]
+		return err
 	})
 }
 
@@ -127,7 +142,7 @@ func (s *scanner) container(open, end byte, item func() error) error {
 		return s.syntax("looking for " + kindOf(open))
 	}
 	if s.depth++; s.depth > maxDepth {
-		return fmt.Errorf("more than %d nested objects and arrays", maxDepth)
+		return s.errorf("more than %d nested objects and arrays", maxDepth)
 	}
 	defer func() { s.depth-- }()
 	s.pos++
@@ -255,13 +270,13 @@ func (s *scanner) str() (string, error) {
 		case c == '\\':
 			return s.unescape(start)
 		case c < 0x20:
-			return "", fmt.Errorf("invalid control character %q in a string at offset %d", c, s.pos)
+			return "", s.errorf("invalid control character %q in a string at offset %d", c, s.pos)
 		case c < utf8.RuneSelf:
 			s.pos++
 		default:
 			r, size := utf8.DecodeRuneInString(s.data[s.pos:])
 			if r == utf8.RuneError && size == 1 {
-				return "", fmt.Errorf("invalid UTF-8 in a string at offset %d", s.pos)
+				return "", s.errorf("invalid UTF-8 in a string at offset %d", s.pos)
 			}
 			s.pos += size
 		}
@@ -306,7 +321,7 @@ func (s *scanner) unescape(start int) (string, error) {
 				}
 				if utf16.IsSurrogate(r) {
 					if !strings.HasPrefix(s.data[s.pos:], `\u`) {
-						return "", fmt.Errorf("invalid UTF-8 in a string: a lone surrogate before offset %d", s.pos)
+						return "", s.errorf("invalid UTF-8 in a string: a lone surrogate before offset %d", s.pos)
 					}
 					s.pos += 2
 					r2, err := s.hex4()
@@ -314,7 +329,7 @@ func (s *scanner) unescape(start int) (string, error) {
 						return "", err
 					}
 					if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
-						return "", fmt.Errorf("invalid UTF-8 in a string: a lone surrogate before offset %d", s.pos)
+						return "", s.errorf("invalid UTF-8 in a string: a lone surrogate before offset %d", s.pos)
 					}
 				}
 				b = utf8.AppendRune(b, r)
@@ -323,14 +338,14 @@ func (s *scanner) unescape(start int) (string, error) {
 				return "", s.syntax("in a string escape")
 			}
 		case c < 0x20:
-			return "", fmt.Errorf("invalid control character %q in a string at offset %d", c, s.pos)
+			return "", s.errorf("invalid control character %q in a string at offset %d", c, s.pos)
 		case c < utf8.RuneSelf:
 			b = append(b, c)
 			s.pos++
 		default:
 			r, size := utf8.DecodeRuneInString(s.data[s.pos:])
 			if r == utf8.RuneError && size == 1 {
-				return "", fmt.Errorf("invalid UTF-8 in a string at offset %d", s.pos)
+				return "", s.errorf("invalid UTF-8 in a string at offset %d", s.pos)
 			}
 			b = append(b, s.data[s.pos:s.pos+size]...)
 			s.pos += size

@@ -134,7 +134,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"a plan given twice", "defaultPlan: free\nplans:\n  free: [{name: b, capacity: 1, refillPerSecond: 1}]\n  free: [{name: b, capacity: 2, refillPerSecond: 1}]\n", "plans.free (line 4, column 3): given twice (first at line 3, column 3)"},
 		{"merge key", "defaultPlan: free\nbase: &b {name: b, capacity: 1, refillPerSecond: 1}\nplans: {free: [{<<: *b}]}", "base (line 2, column 1): unknown field"},
 		{"merge key in a rule", "defaultPlan: free\nplans: {free: [&b {name: b, capacity: 1, refillPerSecond: 1}], pro: [{<<: *b}]}", "plans.pro[0] (line 2, column 71): merge keys (<<) are not supported"},
-		{"raw key", "defaultPlan: free\n" + free + "\nkeys: {my-secret: free}", "keys.my-secret (line 3, column 19): want a key digest"},
+		{"raw key", "defaultPlan: free\n" + free + "\nkeys: {my-secret: free}", "keys (line 3, column 19): an entry of 9 bytes is not a key digest: want 32 lowercase hex digits"},
 		{"key to unknown plan", "defaultPlan: free\n" + free + "\nkeys: {0123456789abcdef0123456789abcdef: gold}", `keys.0123456789abcdef0123456789abcdef (line 3, column 42): unknown plan "gold"`},
 		{"tenant to unknown plan", "defaultPlan: free\n" + free + "\ntenants: {t1: gold}", `tenants.t1 (line 3, column 15): unknown plan "gold"`},
 		{"empty tenant id", "defaultPlan: free\n" + free + "\ntenants: {'': free}", `tenants. (line 3, column 15): a tenant id of 0 bytes: want 1 to 1000`},
@@ -436,4 +436,13 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A raw API key written where a digest belongs is refused without repeating it: the
+// error goes to the function's log at init.
+func TestRawKeyNotInError(t *testing.T) {
+	_, err := config.Parse([]byte("defaultPlan: free\n" + free + "\nkeys:\n  bg_s3cr3t-Key_0123456789: free\n"))
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "keys (line 4, column 29)") {
+		t.Fatalf("Parse() = %v, want an error naming keys at line 4 without the key", err)
+	}
 }

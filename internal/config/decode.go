@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -33,10 +34,13 @@ type fieldError struct {
 	path string
 	pos  position
 	msg  string
+	// shown names the value instead of path when path must not be repeated (it holds
+	// what may be a secret); empty shows path.
+	shown string
 }
 
 func (e *fieldError) Error() string {
-	where := e.path
+	where := cmp.Or(e.shown, e.path)
 	if where == "" {
 		where = "document"
 	}

@@ -129,8 +129,9 @@ func compile(d Document) (*Config, error) {
 		return nil, err
 	}
 	for _, digest := range sortedKeys(d.Keys) {
-		if !validDigest(digest) {
-			return nil, errorAt("keys."+digest, "want a key digest of %d lowercase hex digits (see KeyDigest), not a raw key", DigestLen)
+		if !validDigest(digest) { // it may be a raw key: the error shows its place, never its text
+			return nil, &fieldError{path: "keys." + digest, shown: "keys", msg: fmt.Sprintf(
+				"an entry of %d bytes is not a key digest: want %d lowercase hex digits (see KeyDigest), never a raw key", len(digest), DigestLen)}
 		}
 		if c.keys[digest], err = c.plan("keys."+digest, d.Keys[digest]); err != nil {
 			return nil, err

@@ -441,8 +441,15 @@ func FuzzParse(f *testing.F) {
 // A raw API key written where a digest belongs is refused without repeating it: the
 // error goes to the function's log at init.
 func TestRawKeyNotInError(t *testing.T) {
-	_, err := config.Parse([]byte("defaultPlan: free\n" + free + "\nkeys:\n  bg_s3cr3t-Key_0123456789: free\n"))
-	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "keys (line 4, column 29)") {
-		t.Fatalf("Parse() = %v, want an error naming keys at line 4 without the key", err)
+	for name, entry := range map[string]string{
+		"with a plan":                 "bg_s3cr3t-Key_0123456789: free",
+		"with a plan that is no text": "bg_s3cr3t-Key_0123456789: [free]",
+		"with a plan nobody has":      "bg_s3cr3t-Key_0123456789: gold",
+		"given twice":                 "bg_s3cr3t-Key_0123456789: free\n  bg_s3cr3t-Key_0123456789: free",
+	} {
+		_, err := config.Parse([]byte("defaultPlan: free\n" + free + "\nkeys:\n  " + entry + "\n"))
+		if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "keys (line ") {
+			t.Errorf("%s: Parse() = %v, want an error naming keys and its line, without the key", name, err)
+		}
 	}
 }

@@ -34,8 +34,8 @@ type fieldError struct {
 	path string
 	pos  position
 	msg  string
-	// shown names the value instead of path when path must not be repeated (it holds
-	// what may be a secret); empty shows path.
+	// shown names the value instead of path when path may hold a secret (see hideKey);
+	// empty shows path.
 	shown string
 }
 

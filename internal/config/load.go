@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
@@ -75,16 +76,27 @@ func Parse(doc []byte) (*Config, error) {
 	}
 	d, positions, err := decodeDocument(doc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, hideKey(err))
 	}
 	c, err := compile(d)
 	if fe := (*fieldError)(nil); errors.As(err, &fe) && fe.pos.line == 0 {
 		fe.pos = positions[fe.path]
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, hideKey(err))
 	}
 	return c, nil
+}
+
+// hideKey returns err, naming an entry of keys whose name is not a digest as "keys":
+// it may be a raw API key, which an init error would otherwise put in the log.
+func hideKey(err error) error {
+	if fe := (*fieldError)(nil); errors.As(err, &fe) {
+		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !validDigest(name) {
+			fe.shown = "keys"
+		}
+	}
+	return err
 }
 
 func compile(d Document) (*Config, error) {
@@ -129,9 +141,8 @@ func compile(d Document) (*Config, error) {
 		return nil, err
 	}
 	for _, digest := range sortedKeys(d.Keys) {
-		if !validDigest(digest) { // it may be a raw key: the error shows its place, never its text
-			return nil, &fieldError{path: "keys." + digest, shown: "keys", msg: fmt.Sprintf(
-				"an entry of %d bytes is not a key digest: want %d lowercase hex digits (see KeyDigest), never a raw key", len(digest), DigestLen)}
+		if !validDigest(digest) {
+			return nil, errorAt("keys."+digest, "an entry of %d bytes is not a key digest: want %d lowercase hex digits (see KeyDigest), never a raw key", len(digest), DigestLen)
 		}
 		if c.keys[digest], err = c.plan("keys."+digest, d.Keys[digest]); err != nil {
 			return nil, err

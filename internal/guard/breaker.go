@@ -65,6 +65,25 @@ func (b *breaker) record(now time.Time, err error) {
 	}
 }
 
+// circuit is the circuits a request passes, either of them nil when there is none: the
+// whole cluster's (none against a standalone server), then its own.
+type circuit struct{ cluster, own *breaker }
+
+// allow reports whether a request at now may go to Redis: when both of c's circuits
+// let it; when they do not, it returns the failure that keeps one open.
+func (c circuit) allow(now time.Time) (ok bool, last Failure, lastErr error) {
+	if ok, last, lastErr = c.cluster.allow(now); !ok {
+		return ok, last, lastErr
+	}
+	return c.own.allow(now)
+}
+
+// record notes in both of c's circuits how a request that went to Redis ended at now.
+func (c circuit) record(now time.Time, err error) {
+	c.cluster.record(now, err)
+	c.own.record(now, err)
+}
+
 // failure returns err, the outcome of a call to Redis, as the breaker counts it: nil
 // when Redis answered, which an answer about one identity's stored state
 // (bucket.ErrBadState) is: Redis itself is well.

@@ -42,6 +42,12 @@ const (
 	// runs as a cluster (Options.Cluster): 16 circuits over the 16,384 slots. A master
 	// serves whole ranges of slots, so a circuit mostly answers for one master's identities.
 	CircuitSlots = 1024
+	// ClusterFailuresToOpen is how many times FailuresToOpen failures in a row, whatever
+	// their slots, open the circuit of the whole cluster, which a request passes before
+	// its range's: an outage of every master gives them at once, one master down almost
+	// never (its ranges open first and stop sending it requests). Open, it probes the
+	// cluster once per ProbeInterval instead of once per range.
+	ClusterFailuresToOpen = 4
 )
 
 // limiter is the engine a Guard wraps: *bucket.Limiter, traced or not.
@@ -75,8 +81,9 @@ type Options struct {
 	FailuresToOpen int
 	// Cluster reports, when asked for a request, whether Redis runs as a cluster: then
 	// the breaker keeps one circuit per range of CircuitSlots hash slots, so that while
-	// one master fails, the identities of the other masters are still decided. Nil, or
-	// false (a standalone server, or no connection yet), is one circuit for every request.
+	// one master fails, the identities of the other masters are still decided, and one
+	// for the whole cluster (ClusterFailuresToOpen). Nil, or false (a standalone server,
+	// or no connection yet), is one circuit for every request.
 	Cluster func() bool
 	// ProbeInterval is how long an open circuit answers alone before one request
 	// probes Redis; zero is DefaultProbeInterval.
@@ -90,7 +97,8 @@ type Options struct {
 type Guard struct {
 	next     limiter
 	opts     Options
-	circuits []breaker  // the circuit breaker's circuits; nil without a breaker
+	circuits []breaker  // one per range of CircuitSlots slots (a standalone server: the first); nil without a breaker
+	cluster  breaker    // the whole cluster's circuit, against a cluster
 	cache    *denyCache // nil without a deny cache
 }
 
@@ -108,6 +116,7 @@ func New(next limiter, opts Options) *Guard {
 		for i := range g.circuits {
 			g.circuits[i] = breaker{threshold: opts.FailuresToOpen, interval: opts.ProbeInterval}
 		}
+		g.cluster = breaker{threshold: ClusterFailuresToOpen * opts.FailuresToOpen, interval: opts.ProbeInterval}
 	}
 	if opts.DenyCacheSize > 0 {
 		g.cache = newDenyCache(opts.DenyCacheSize)
@@ -145,8 +154,8 @@ func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
 		// so the request is valid.
 		return Result{Decision: d, CacheHit: true}, nil
 	}
-	circuit := g.circuit(q.Identity)
-	if r, done, err := g.short(circuit, q, start); done {
+	c := g.circuit(q.Identity)
+	if r, done, err := g.short(c, q, start); done {
 		return r, err
 	}
 	ctx, cancel, err := g.callContext(ctx)
@@ -162,7 +171,7 @@ func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
 	if errors.Is(err, bucket.ErrInvalid) {
 		return Result{}, err
 	}
-	circuit.record(end, err)
+	c.record(end, err)
 	return g.result(q, d, err, start, end.Sub(start)), nil
 }
 
@@ -247,29 +256,30 @@ func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result,
 			if failed == nil {
 				failed = make(map[*breaker]error)
 			}
-			circuit := g.circuit(qs[i].Identity)
-			if prev, seen := failed[circuit]; !seen || prev != nil {
-				failed[circuit] = failure(err)
+			c := g.circuit(qs[i].Identity)
+			for _, b := range [...]*breaker{c.cluster, c.own} {
+				if prev, seen := failed[b]; b != nil && (!seen || prev != nil) {
+					failed[b] = failure(err)
+				}
 			}
 		}
 		results[i] = g.result(qs[i], ds[k], err, start, end.Sub(start))
 	}
-	for circuit, err := range failed {
-		circuit.record(end, err)
+	for b, err := range failed {
+		b.record(end, err)
 	}
 	return results, nil
 }
 
-// circuit returns the circuit of the breaker that answers for identity; nil without a
-// breaker.
-func (g *Guard) circuit(identity string) *breaker {
+// circuit returns the circuits that answer for identity; none without a breaker.
+func (g *Guard) circuit(identity string) circuit {
 	switch {
 	case g.circuits == nil:
-		return nil
+		return circuit{}
 	case g.opts.Cluster == nil || !g.opts.Cluster():
-		return &g.circuits[0]
+		return circuit{own: &g.circuits[0]}
 	}
-	return &g.circuits[bucket.Slot(identity)/CircuitSlots]
+	return circuit{cluster: &g.cluster, own: &g.circuits[bucket.Slot(identity)/CircuitSlots]}
 }
 
 // cached returns the deny cache's answer to q, if it has one.
@@ -280,10 +290,10 @@ func (g *Guard) cached(q bucket.Request, now time.Time) (bucket.Decision, bool) 
 	return g.cache.get(q, now)
 }
 
-// short answers q at now without Redis while its circuit (nil: none) is open (done
-// true): by the failure policy, or with q's error when q is invalid.
-func (g *Guard) short(circuit *breaker, q bucket.Request, now time.Time) (r Result, done bool, err error) {
-	ok, f, lastErr := circuit.allow(now)
+// short answers q at now without Redis while its circuit c is open (done true): by
+// the failure policy, or with q's error when q is invalid.
+func (g *Guard) short(c circuit, q bucket.Request, now time.Time) (r Result, done bool, err error) {
+	ok, f, lastErr := c.allow(now)
 	if ok {
 		return Result{}, false, nil
 	}

@@ -51,8 +51,11 @@ const (
 // !If, ...) decode as the plain values they hold.
 type samTemplate struct {
 	Parameters map[string]struct {
+		Type          string   `yaml:"Type"`
 		Default       string   `yaml:"Default"`
 		AllowedValues []string `yaml:"AllowedValues"`
+		MinValue      *int64   `yaml:"MinValue"`
+		MaxValue      *int64   `yaml:"MaxValue"`
 	} `yaml:"Parameters"`
 	Globals struct {
 		Function samFunction `yaml:"Function"`

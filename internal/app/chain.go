@@ -30,12 +30,15 @@ func NewGuard(s settings.Settings, log *slog.Logger) (*guard.Guard, *redisconn.C
 		log.Warn(tracing.MsgBadDaemonAddress, slog.String(telemetry.AttrError, fmt.Sprintf("%s: %v", settings.EnvXRayDaemon, err)))
 	}
 	engine := tracing.New(bucket.NewLazy(conn.Client), tracing.Options{Daemon: daemon, Log: log})
-	return guard.New(engine, GuardOptions(s)), conn, nil
+	opts := GuardOptions(s)
+	opts.Cluster = conn.Cluster
+	return guard.New(engine, opts), conn, nil
 }
 
 // GuardOptions returns the failure policy of s: its deadline, failure mode and deny
 // cache size, with the default circuit breaker and margin before the invocation's
-// deadline.
+// deadline. NewGuard adds the connection's cluster mode, for a circuit per range of
+// hash slots.
 func GuardOptions(s settings.Settings) guard.Options {
 	return guard.Options{
 		Timeout:        s.Timeout,

@@ -59,6 +59,26 @@ func TestCluster(t *testing.T) {
 	if c.Mode() != rueidis.ClientModeCluster {
 		t.Fatalf("client mode %q", c.Mode())
 	}
+	t.Run("slots", func(t *testing.T) {
+		ids := []string{"", "tenant-42", "a{b}c", "}{", "%", "key:Zm9v", "ip:2001:db8::/56", "\x00\xff", strings.Repeat("long", 40)}
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 200 {
+			b := make([]byte, 1+rng.IntN(30))
+			for i := range b {
+				b[i] = byte(rng.IntN(256))
+			}
+			ids = append(ids, string(b))
+		}
+		for _, id := range ids {
+			want, err := cluster.Masters[0].Command(context.Background(), "CLUSTER", "KEYSLOT", bucket.Key(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(bucket.Slot(id)); got != want {
+				t.Fatalf("Slot(%q) = %s, CLUSTER KEYSLOT %q = %s", id, got, bucket.Key(id), want)
+			}
+		}
+	})
 	t.Run("differential", func(t *testing.T) { differential(t, c, 3000, 60) })
 	t.Run("identities spread over every master", func(t *testing.T) {
 		for _, m := range cluster.Masters {

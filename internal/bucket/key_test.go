@@ -42,6 +42,14 @@ func TestKey(t *testing.T) {
 	}
 }
 
+// TestSlot: the identity is the hash tag, so its slot is CRC-16/XMODEM's check value for
+// the standard input; TestCluster compares Slot with a real cluster's CLUSTER KEYSLOT.
+func TestSlot(t *testing.T) {
+	if got := bucket.Slot("123456789"); got != 0x31C3 {
+		t.Fatalf("Slot(123456789) = %#x, want 0x31c3", got)
+	}
+}
+
 // TestKeyProperties: for any bytes, the hash tag of the key is the whole identity
 // (escaped), so identities cannot move slots, and distinct identities get distinct keys.
 func TestKeyProperties(t *testing.T) {

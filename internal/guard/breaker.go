@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
 // ErrCircuitOpen is wrapped by the Err of a Result the circuit breaker answered without
@@ -26,8 +28,11 @@ type breaker struct {
 }
 
 // allow reports whether a request at now may go to Redis; when it may not, it returns
-// the failure that keeps the circuit open.
+// the failure that keeps the circuit open. A nil breaker allows every request.
 func (b *breaker) allow(now time.Time) (ok bool, last Failure, lastErr error) {
+	if b == nil {
+		return true, FailureNone, nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.failures < b.threshold {
@@ -40,17 +45,51 @@ func (b *breaker) allow(now time.Time) (ok bool, last Failure, lastErr error) {
 	return false, b.last, b.lastErr
 }
 
-// record notes the outcome at now of a request that went to Redis.
-func (b *breaker) record(now time.Time, f Failure, err error) {
+// record notes how a request that went to Redis ended at now: err is nil when Redis
+// answered. A nil breaker notes nothing.
+func (b *breaker) record(now time.Time, err error) {
+	if b == nil {
+		return
+	}
+	err = failure(err)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if f == FailureNone {
+	if err == nil {
 		b.failures = 0
 		return
 	}
 	b.failures++
-	b.last, b.lastErr = f, err
+	b.last, b.lastErr = Classify(err), err
 	if b.failures == b.threshold {
 		b.nextProbe = now.Add(b.interval)
 	}
+}
+
+// circuit is the circuits a request passes, either of them nil when there is none: the
+// whole cluster's (none against a standalone server), then its own.
+type circuit struct{ cluster, own *breaker }
+
+// allow reports whether a request at now may go to Redis: when both of c's circuits
+// let it; when they do not, it returns the failure that keeps one open.
+func (c circuit) allow(now time.Time) (ok bool, last Failure, lastErr error) {
+	if ok, last, lastErr = c.cluster.allow(now); !ok {
+		return ok, last, lastErr
+	}
+	return c.own.allow(now)
+}
+
+// record notes in both of c's circuits how a request that went to Redis ended at now.
+func (c circuit) record(now time.Time, err error) {
+	c.cluster.record(now, err)
+	c.own.record(now, err)
+}
+
+// failure returns err, the outcome of a call to Redis, as the breaker counts it: nil
+// when Redis answered, which an answer about one identity's stored state
+// (bucket.ErrBadState) is: Redis itself is well.
+func failure(err error) error {
+	if errors.Is(err, bucket.ErrBadState) {
+		return nil
+	}
+	return err
 }

@@ -5,7 +5,8 @@
 //
 // Two optional parts spare Redis and the caller: a circuit breaker that answers at once
 // while Redis is known to be failing and probes it again at least once per
-// ProbeInterval, and a bounded deny cache that answers a repeated check with a denial
+// ProbeInterval (in a cluster, a circuit per range of hash slots, so that while one
+// master fails the identities of the others are still decided), and a bounded deny cache that answers a repeated check with a denial
 // until the wait Redis gave (the retry-after of a denial, or the time until an admission's
 // tokens are back), DenyCacheMaxAge at most. The breaker counts failures of Redis itself
 // (timeouts, connection errors, error replies), never an answer about one identity's
@@ -37,6 +38,16 @@ const (
 	// request probe Redis: service resumes within this long of Redis coming back (a failover that
 	// first fails the probe on a stale slot map takes two).
 	DefaultProbeInterval = 500 * time.Millisecond
+	// CircuitSlots is how many consecutive cluster hash slots share a circuit when Redis
+	// runs as a cluster (Options.Cluster): 16 circuits over the 16,384 slots. A master
+	// serves whole ranges of slots, so a circuit mostly answers for one master's identities.
+	CircuitSlots = 1024
+	// ClusterFailuresToOpen is how many times FailuresToOpen failures in a row, whatever
+	// their slots, open the circuit of the whole cluster, which a request passes before
+	// its range's: an outage of every master gives them at once, one master down almost
+	// never (its ranges open first and stop sending it requests). Open, it probes the
+	// cluster once per ProbeInterval instead of once per range.
+	ClusterFailuresToOpen = 4
 )
 
 // limiter is the engine a Guard wraps: *bucket.Limiter, traced or not.
@@ -68,6 +79,12 @@ type Options struct {
 	// FailuresToOpen is how many consecutive failures open the circuit breaker; zero
 	// means no breaker.
 	FailuresToOpen int
+	// Cluster reports, when asked for a request, whether Redis runs as a cluster: then
+	// the breaker keeps one circuit per range of CircuitSlots hash slots, so that while
+	// one master fails, the identities of the other masters are still decided, and one
+	// for the whole cluster (ClusterFailuresToOpen). Nil, or false (a standalone server,
+	// or no connection yet), is one circuit for every request.
+	Cluster func() bool
 	// ProbeInterval is how long an open circuit answers alone before one request
 	// probes Redis; zero is DefaultProbeInterval.
 	ProbeInterval time.Duration
@@ -78,10 +95,11 @@ type Options struct {
 
 // Guard is the engine wrapped in the failure policy. It is safe for concurrent use.
 type Guard struct {
-	next    limiter
-	opts    Options
-	breaker *breaker   // nil without a breaker
-	cache   *denyCache // nil without a deny cache
+	next     limiter
+	opts     Options
+	circuits []breaker  // one per range of CircuitSlots slots (a standalone server: the first); nil without a breaker
+	cluster  breaker    // the whole cluster's circuit, against a cluster
+	cache    *denyCache // nil without a deny cache
 }
 
 // New returns a Guard around next, the engine (a *bucket.Limiter, traced or not).
@@ -94,7 +112,11 @@ func New(next limiter, opts Options) *Guard {
 	}
 	g := &Guard{next: next, opts: opts}
 	if opts.FailuresToOpen > 0 {
-		g.breaker = &breaker{threshold: opts.FailuresToOpen, interval: opts.ProbeInterval}
+		g.circuits = make([]breaker, bucket.Slots/CircuitSlots)
+		for i := range g.circuits {
+			g.circuits[i] = breaker{threshold: opts.FailuresToOpen, interval: opts.ProbeInterval}
+		}
+		g.cluster = breaker{threshold: ClusterFailuresToOpen * opts.FailuresToOpen, interval: opts.ProbeInterval}
 	}
 	if opts.DenyCacheSize > 0 {
 		g.cache = newDenyCache(opts.DenyCacheSize)
@@ -132,7 +154,8 @@ func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
 		// so the request is valid.
 		return Result{Decision: d, CacheHit: true}, nil
 	}
-	if r, done, err := g.short(q, start); done {
+	c := g.circuit(q.Identity)
+	if r, done, err := g.short(c, q, start); done {
 		return r, err
 	}
 	ctx, cancel, err := g.callContext(ctx)
@@ -148,7 +171,7 @@ func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
 	if errors.Is(err, bucket.ErrInvalid) {
 		return Result{}, err
 	}
-	g.record(end, err)
+	c.record(end, err)
 	return g.result(q, d, err, start, end.Sub(start)), nil
 }
 
@@ -170,8 +193,8 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // bucket.Limiter.DecideBatch): results[i] answers qs[i] as Decide would, and a later
 // request sees what an earlier one wrote. The deny cache answers the checks it can (but
 // none after a refund or reset of its identity in the batch), the circuit breaker
-// answers every request while it is open, and the rest share one deadline: those Redis
-// did not answer in time fail with FailureTimeout, never sent again. Its error is a
+// answers every request whose circuit is open, and the rest share one deadline: those
+// Redis did not answer in time fail with FailureTimeout, never sent again. Its error is a
 // *BatchError when a request can never be decided; then no Result is given.
 func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result, error) {
 	for i, q := range qs {
@@ -196,16 +219,20 @@ func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result,
 		}
 		ask, asked = append(ask, q), append(asked, i)
 	}
+	if g.circuits != nil {
+		n := 0
+		for _, i := range asked {
+			if ok, f, err := g.circuit(qs[i].Identity).allow(start); !ok {
+				results[i] = g.open(qs[i], f, err)
+				continue
+			}
+			ask[n], asked[n] = qs[i], i
+			n++
+		}
+		ask, asked = ask[:n], asked[:n]
+	}
 	if len(ask) == 0 {
 		return results, nil
-	}
-	if g.breaker != nil {
-		if ok, f, err := g.breaker.allow(start); !ok {
-			for _, i := range asked {
-				results[i] = g.open(qs[i], f, err)
-			}
-			return results, nil
-		}
 	}
 	ctx, cancel, err := g.callContext(ctx)
 	if err != nil {
@@ -217,24 +244,42 @@ func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result,
 	defer cancel()
 	ds, errs := g.next.DecideBatch(ctx, ask)
 	end := g.opts.Now()
-	var failed error // a failure of Redis itself, when no request was decided
-	decided := false
+	// Each circuit asked is told once: of a success when Redis decided any of its
+	// requests, else of a failure.
+	var failed map[*breaker]error
 	for k, i := range asked {
-		switch err := errs[k]; {
-		case errors.Is(err, bucket.ErrInvalid):
+		err := errs[k]
+		if errors.Is(err, bucket.ErrInvalid) {
 			return nil, &BatchError{Index: i, Err: err}
-		case err == nil || errors.Is(err, bucket.ErrBadState):
-			decided = true
-		default:
-			failed = err
 		}
-		results[i] = g.result(qs[i], ds[k], errs[k], start, end.Sub(start))
+		if g.circuits != nil {
+			if failed == nil {
+				failed = make(map[*breaker]error)
+			}
+			c := g.circuit(qs[i].Identity)
+			for _, b := range [...]*breaker{c.cluster, c.own} {
+				if prev, seen := failed[b]; b != nil && (!seen || prev != nil) {
+					failed[b] = failure(err)
+				}
+			}
+		}
+		results[i] = g.result(qs[i], ds[k], err, start, end.Sub(start))
 	}
-	if decided {
-		failed = nil
+	for b, err := range failed {
+		b.record(end, err)
 	}
-	g.record(end, failed)
 	return results, nil
+}
+
+// circuit returns the circuits that answer for identity; none without a breaker.
+func (g *Guard) circuit(identity string) circuit {
+	switch {
+	case g.circuits == nil:
+		return circuit{}
+	case g.opts.Cluster == nil || !g.opts.Cluster():
+		return circuit{own: &g.circuits[0]}
+	}
+	return circuit{cluster: &g.cluster, own: &g.circuits[bucket.Slot(identity)/CircuitSlots]}
 }
 
 // cached returns the deny cache's answer to q, if it has one.
@@ -245,13 +290,10 @@ func (g *Guard) cached(q bucket.Request, now time.Time) (bucket.Decision, bool) 
 	return g.cache.get(q, now)
 }
 
-// short answers q at now without Redis while the circuit breaker is open (done true):
-// by the failure policy, or with q's error when q is invalid.
-func (g *Guard) short(q bucket.Request, now time.Time) (r Result, done bool, err error) {
-	if g.breaker == nil {
-		return Result{}, false, nil
-	}
-	ok, f, lastErr := g.breaker.allow(now)
+// short answers q at now without Redis while its circuit c is open (done true): by
+// the failure policy, or with q's error when q is invalid.
+func (g *Guard) short(c circuit, q bucket.Request, now time.Time) (r Result, done bool, err error) {
+	ok, f, lastErr := c.allow(now)
 	if ok {
 		return Result{}, false, nil
 	}
@@ -303,20 +345,6 @@ func (g *Guard) result(q bucket.Request, d bucket.Decision, err error, start tim
 		}
 	}
 	return Result{Decision: d, Latency: latency}
-}
-
-// record tells the breaker, if any, how a call to Redis ended: err is nil when Redis
-// answered. An answer about one identity's stored state (bucket.ErrBadState) is an
-// answer: Redis itself is well.
-func (g *Guard) record(now time.Time, err error) {
-	if g.breaker == nil {
-		return
-	}
-	if err == nil || errors.Is(err, bucket.ErrBadState) {
-		g.breaker.record(now, FailureNone, nil)
-		return
-	}
-	g.breaker.record(now, Classify(err), err)
 }
 
 // Fallback returns the Result of q when something the decision needs before Redis

@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,6 +146,57 @@ func TestCircuitBreaker(t *testing.T) {
 	clk.Advance(time.Second)
 	step("probe succeeds", true, bucket.ReasonOK, false)
 	step("closed", true, bucket.ReasonOK, false)
+}
+
+// TestWholeClusterCircuit: when every master of a cluster fails (miniredis stands in,
+// with Options.Cluster true), the whole cluster's circuit opens after
+// ClusterFailuresToOpen x FailuresToOpen failures in a row, before the ranges' circuits
+// have, and then one request per ProbeInterval reaches Redis, not one per range.
+func TestWholeClusterCircuit(t *testing.T) {
+	const failuresToOpen = 3
+	mr, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: clk.Now, FailuresToOpen: failuresToOpen, ProbeInterval: time.Second, Cluster: func() bool { return true }})
+	ids := make([]string, bucket.Slots/guard.CircuitSlots) // ids[r]: an identity of range r
+	for k, found := 0, 0; found < len(ids); k++ {
+		id := fmt.Sprintf("id-%d", k)
+		if r := bucket.Slot(id) / guard.CircuitSlots; ids[r] == "" {
+			ids[r], found = id, found+1
+		}
+	}
+	// asks decides every identity in turn, rounds times, and returns how many of the
+	// decisions reached Redis and how many the breaker answered.
+	asks := func(rounds int) (calls, open int64) {
+		before := engine.calls.Load()
+		for i := range rounds * len(ids) {
+			if r := decide(t, g, request(ids[i%len(ids)])); r.CircuitOpen {
+				open++
+			}
+		}
+		return engine.calls.Load() - before, open
+	}
+	if calls, open := asks(1); calls != int64(len(ids)) || open != 0 {
+		t.Fatalf("healthy: %d calls, %d answered by the breaker", calls, open)
+	}
+	mr.Close()
+	want := int64(guard.ClusterFailuresToOpen * failuresToOpen)
+	if calls, open := asks(2); calls != want || open != int64(2*len(ids))-want {
+		t.Fatalf("every master down: %d of %d requests reached Redis, want %d; %d answered by the breaker", calls, 2*len(ids), want, open)
+	}
+	clk.Advance(time.Second)
+	if calls, _ := asks(1); calls != 1 {
+		t.Fatalf("a probe interval later: %d requests reached Redis, want 1 probe", calls)
+	}
+	if rs := decideBatch(t, g, context.Background(), request(ids[0]), request(ids[len(ids)-1])); !rs[0].CircuitOpen || !rs[1].CircuitOpen {
+		t.Fatalf("a batch while the cluster's circuit is open: %+v", rs)
+	}
+
+	if err := mr.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if calls, open := asks(1); calls != int64(len(ids)) || open != 0 {
+		t.Fatalf("Redis back: %d of %d requests reached Redis, %d answered by the breaker", calls, len(ids), open)
+	}
 }
 
 func TestCircuitBreakerFailOpen(t *testing.T) {

@@ -104,6 +104,10 @@ func (c *Conn) Mode() rueidis.ClientMode {
 	return ModeNotConnected
 }
 
+// Cluster reports whether the connected client talks to a Redis cluster; false before
+// the first connection.
+func (c *Conn) Cluster() bool { return c.Mode() == rueidis.ClientModeCluster }
+
 // Close closes the connected client, or the one an attempt under way will make.
 func (c *Conn) Close() {
 	c.mu.Lock()

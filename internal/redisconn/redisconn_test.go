@@ -92,8 +92,8 @@ func TestColdStartWhileRedisIsDown(t *testing.T) {
 		t.Fatalf("init failed while Redis is down: %v", err)
 	}
 	defer c.Close()
-	if c.Mode() != redisconn.ModeNotConnected {
-		t.Fatalf("mode %q before connecting", c.Mode())
+	if c.Mode() != redisconn.ModeNotConnected || c.Cluster() {
+		t.Fatalf("mode %q (cluster %v) before connecting", c.Mode(), c.Cluster())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -149,8 +149,8 @@ func TestClusterModes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if c.Mode() != tc.wantMode {
-				t.Fatalf("mode %q, want %q", c.Mode(), tc.wantMode)
+			if c.Mode() != tc.wantMode || c.Cluster() != (tc.wantMode == rueidis.ClientModeCluster) {
+				t.Fatalf("mode %q (cluster %v), want %q", c.Mode(), c.Cluster(), tc.wantMode)
 			}
 			if err := ping(context.Background(), c); err != nil {
 				t.Fatal(err)

@@ -24,6 +24,10 @@ const (
 // authorizerFunction is the package of the authorizer's bootstrap, whose goals are its own.
 const authorizerFunction = "functions/authorizer"
 
+// bootstrapStarts is how many times make bench starts each bootstrap; its ready figure
+// is the least of them.
+const bootstrapStarts = 5
+
 // Report is everything make bench measured, ready to print and to write as Markdown.
 type Report struct {
 	// Machine is where it ran.

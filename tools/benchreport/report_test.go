@@ -62,9 +62,8 @@ var (
 	// 60 s at 1,000 requests/s, the default cache period.
 	registryPlan = RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: settings.DefaultRegistryCacheTTL, Seed: 1}
 	// endToEndPlan is item 10 (issue 17): 10,000 invocations after 200 that warm up.
-	endToEndPlan    = EndToEndPlan{Invocations: 10_000, Warm: 200}
-	plotFile        = "benchmarks-flood.png"
-	bootstrapStarts = 5
+	endToEndPlan = EndToEndPlan{Invocations: 10_000, Warm: 200}
+	plotFile     = "benchmarks-flood.png"
 	// throughputFlushDelay is rueidis's MaxFlushDelay for the batching client: it lets
 	// the pipeline gather commands between writes, trading microseconds of latency for
 	// far fewer system calls on both sides.

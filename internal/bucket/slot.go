@@ -1,0 +1,37 @@
+package bucket
+
+// Slots is the number of hash slots of a Redis Cluster: a key lives in the slot of the
+// CRC16 of its hash tag, modulo Slots, and each master serves ranges of slots.
+const Slots = 16384
+
+// Slot returns the Redis Cluster hash slot of Key(identity), from 0 to Slots-1: the
+// slot whose master keeps identity's state in a cluster.
+func Slot(identity string) int {
+	var buf [64]byte
+	key := appendKey(buf[:0], identity)
+	tag := key[len(KeyPrefix)+1 : len(key)-1]
+	if len(tag) == 0 {
+		tag = key // an empty hash tag: Redis hashes the whole key
+	}
+	var crc uint16 // CRC-16/XMODEM, as Redis Cluster computes it
+	for _, c := range tag {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^c]
+	}
+	return int(crc % Slots)
+}
+
+// crc16Table holds CRC-16/XMODEM (polynomial 0x1021) of every byte value.
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		crc := uint16(i) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+		t[i] = crc
+	}
+	return t
+}()

@@ -1,0 +1,102 @@
+package guard_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/redisconn"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+)
+
+// onMaster returns an identity whose slot lies on master i of a redistest cluster of n
+// masters, in a circuit whose slots all lie there.
+func onMaster(t *testing.T, i, n int) string {
+	t.Helper()
+	lo, hi := i*bucket.Slots/n, (i+1)*bucket.Slots/n-1
+	for k := range 100000 {
+		id := fmt.Sprintf("master-%d-%d", i, k)
+		c := bucket.Slot(id) / guard.CircuitSlots
+		if c*guard.CircuitSlots >= lo && (c+1)*guard.CircuitSlots-1 <= hi {
+			return id
+		}
+	}
+	t.Fatalf("no identity on master %d of %d", i, n)
+	return ""
+}
+
+// TestClusterMasterDown: while a master of a cluster is down, the circuits of its slots
+// open and the identities of the other masters are still decided by Redis, through the
+// production chain (app.NewGuard), which knows the connection is to a cluster; a guard
+// with one circuit for every request refuses them too once that circuit opens.
+func TestClusterMasterDown(t *testing.T) {
+	const masters = 3
+	cluster := redistest.StartCluster(t, masters, 0)
+	for _, m := range cluster.Masters[1:] {
+		// The surviving masters keep serving their slots once the cluster misses one.
+		run(t, m, "CONFIG", "SET", "cluster-require-full-coverage", "no")
+	}
+	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_TIMEOUT_MS": faultTimeoutMS})
+	perRange, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	single, err := redisconn.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(single.Close)
+	opts := app.GuardOptions(s)
+	opts.ProbeInterval = time.Hour // no probe closes the one circuit during the test
+	oneCircuit := guard.New(bucket.NewLazy(single.Client), opts)
+
+	down, alive := request(onMaster(t, 0, masters)), request(onMaster(t, masters-1, masters))
+	tests := []struct {
+		name      string
+		g         *guard.Guard
+		aliveOpen bool // whether the circuit answers for the identity on a healthy master
+	}{
+		{"a circuit per slot range (app.NewGuard)", perRange, false},
+		{"one circuit", oneCircuit, true},
+	}
+	for _, tc := range tests {
+		for _, q := range []bucket.Request{down, alive} { // connected, script loaded on both masters
+			if r := decide(t, tc.g, q); r.Failure != guard.FailureNone {
+				t.Fatalf("%s: %s before the fault: %+v", tc.name, q.Identity, r)
+			}
+		}
+	}
+
+	cluster.Masters[0].Stop()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for deadline := time.Now().Add(slack); ; {
+				r := decide(t, tc.g, down)
+				if r.Failure == guard.FailureNone || r.Reason != bucket.ReasonUnavailable {
+					t.Fatalf("%s on the master that is down: %+v", down.Identity, r)
+				}
+				if r.CircuitOpen {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the circuit of %s not open %v after its master went down", down.Identity, slack)
+				}
+			}
+			r := decide(t, tc.g, alive)
+			if r.CircuitOpen != tc.aliveOpen || (!tc.aliveOpen && (r.Failure != guard.FailureNone || !r.Allowed)) {
+				t.Fatalf("%s on a healthy master: %+v, want circuit open %v", alive.Identity, r, tc.aliveOpen)
+			}
+			rs := decideBatch(t, tc.g, context.Background(), down, alive)
+			if !rs[0].CircuitOpen || rs[1].CircuitOpen != tc.aliveOpen || (!tc.aliveOpen && rs[1].Failure != guard.FailureNone) {
+				t.Fatalf("a batch of both: %+v", rs)
+			}
+		})
+	}
+}

@@ -1,0 +1,55 @@
+package bucketgate_test
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/bucketgate/bucketgate/internal/settings"
+)
+
+// Every Number parameter that sets a function's environment variable has the bounds
+// settings.Load enforces on that variable, so that a value sam deploy accepts never
+// stops the functions at init: its MinValue and MaxValue load, one beyond either fails.
+func TestTemplateNumberParametersHoldTheSettingsBounds(t *testing.T) {
+	tpl := loadTemplate(t)
+	checked := map[string]bool{}
+	for _, name := range goFunctions(t) {
+		vars := tpl.function(t, tpl.Resources[logicalID(name)]).Environment.Variables
+		for _, env := range slices.Sorted(maps.Keys(vars)) {
+			ref, _ := vars[env].(string) // !Ref Param decodes as "Param"
+			p, ok := tpl.Parameters[ref]
+			if !ok || p.Type != "Number" || checked[ref] {
+				continue
+			}
+			checked[ref] = true
+			if p.MinValue == nil || p.MaxValue == nil {
+				t.Errorf("parameter %s (%s of %s) lacks MinValue or MaxValue: want both, the bounds of %s", ref, env, name, env)
+				continue
+			}
+			load := func(v int64) error {
+				_, err := settings.Load(func(k string) string {
+					if k == env {
+						return strconv.FormatInt(v, 10)
+					}
+					return ""
+				})
+				return err
+			}
+			for _, v := range []int64{*p.MinValue, *p.MaxValue} {
+				if err := load(v); err != nil {
+					t.Errorf("parameter %s allows %d, which stops the functions at init: %v", ref, v, err)
+				}
+			}
+			for _, v := range []int64{*p.MinValue - 1, *p.MaxValue + 1} {
+				if load(v) == nil {
+					t.Errorf("parameter %s refuses %d, which %s accepts: its bounds are narrower than the code's", ref, v, env)
+				}
+			}
+		}
+	}
+	if len(checked) < 2 {
+		t.Fatalf("checked %v, want every Number parameter that sets a variable: is the template read right?", slices.Sorted(maps.Keys(checked)))
+	}
+}

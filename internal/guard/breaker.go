@@ -45,16 +45,6 @@ func (b *breaker) allow(now time.Time) (ok bool, last Failure, lastErr error) {
 	return false, b.last, b.lastErr
 }
 
-// refuses reports whether allow would refuse a request at now, without taking a probe.
-func (b *breaker) refuses(now time.Time) bool {
-	if b == nil {
-		return false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.failures >= b.threshold && now.Before(b.nextProbe)
-}
-
 // record notes how a request that went to Redis ended at now: err is nil when Redis
 // answered. A nil breaker notes nothing.
 func (b *breaker) record(now time.Time, err error) {
@@ -80,13 +70,8 @@ func (b *breaker) record(now time.Time, err error) {
 type circuit struct{ cluster, own *breaker }
 
 // allow reports whether a request at now may go to Redis: when both of c's circuits
-// let it; when they do not, it returns the failure that keeps one open. The cluster's
-// circuit spends its probe only on a request whose own circuit lets it through, so that
-// the probe goes to a range that may answer, not to one known to be failing.
+// let it; when they do not, it returns the failure that keeps one open.
 func (c circuit) allow(now time.Time) (ok bool, last Failure, lastErr error) {
-	if c.own.refuses(now) {
-		return c.own.allow(now)
-	}
 	if ok, last, lastErr = c.cluster.allow(now); !ok {
 		return ok, last, lastErr
 	}

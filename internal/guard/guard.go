@@ -219,14 +219,16 @@ func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result,
 		}
 		ask, asked = append(ask, q), append(asked, i)
 	}
+	var via []circuit // the circuits of each request in ask, when there is a breaker
 	if g.circuits != nil {
 		n := 0
 		for _, i := range asked {
-			if ok, f, err := g.circuit(qs[i].Identity).allow(start); !ok {
+			c := g.circuit(qs[i].Identity)
+			if ok, f, err := c.allow(start); !ok {
 				results[i] = g.open(qs[i], f, err)
 				continue
 			}
-			ask[n], asked[n] = qs[i], i
+			ask[n], asked[n], via = qs[i], i, append(via, c)
 			n++
 		}
 		ask, asked = ask[:n], asked[:n]
@@ -246,18 +248,14 @@ func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result,
 	end := g.opts.Now()
 	// Each circuit asked is told once: of a success when Redis decided any of its
 	// requests, else of a failure.
-	var failed map[*breaker]error
+	failed := make(map[*breaker]error, 2*len(via))
 	for k, i := range asked {
 		err := errs[k]
 		if errors.Is(err, bucket.ErrInvalid) {
 			return nil, &BatchError{Index: i, Err: err}
 		}
-		if g.circuits != nil {
-			if failed == nil {
-				failed = make(map[*breaker]error)
-			}
-			c := g.circuit(qs[i].Identity)
-			for _, b := range [...]*breaker{c.cluster, c.own} {
+		if via != nil {
+			for _, b := range [...]*breaker{via[k].cluster, via[k].own} {
 				if prev, seen := failed[b]; b != nil && (!seen || prev != nil) {
 					failed[b] = failure(err)
 				}

@@ -15,13 +15,18 @@ var ErrCircuitOpen = errors.New("circuit open: Redis is failing, not asked")
 // breaker is a circuit breaker over consecutive failures. Closed, every request goes to
 // Redis. After threshold consecutive failures it opens: requests are answered at once,
 // except one probe per interval, which goes to Redis; the first success closes it.
-// Time is passed in. It is safe for concurrent use.
+// Requests in flight together when one of them fails meet the same fault: the failure
+// of a request sent before the last counted failure was recorded does not count again,
+// so that one stall met by many concurrent requests is one failure, as it is on a Lambda
+// instance, which serves one request at a time. Time is passed in. It is safe for
+// concurrent use.
 type breaker struct {
 	threshold int
 	interval  time.Duration
 
 	mu        sync.Mutex
 	failures  int       // consecutive failures; >= threshold means open
+	failedAt  time.Time // when the last failure counted was recorded
 	nextProbe time.Time // when open: the earliest time the next probe may go
 	last      Failure   // the last failure, reported while open
 	lastErr   error
@@ -45,9 +50,9 @@ func (b *breaker) allow(now time.Time) (ok bool, last Failure, lastErr error) {
 	return false, b.last, b.lastErr
 }
 
-// record notes how a request that went to Redis ended at now: err is nil when Redis
+// record notes how a request sent to Redis at start ended at now: err is nil when Redis
 // answered. A nil breaker notes nothing.
-func (b *breaker) record(now time.Time, err error) {
+func (b *breaker) record(start, now time.Time, err error) {
 	if b == nil {
 		return
 	}
@@ -58,8 +63,11 @@ func (b *breaker) record(now time.Time, err error) {
 		b.failures = 0
 		return
 	}
+	if start.Before(b.failedAt) {
+		return // in flight when the last failure was counted: the same fault
+	}
 	b.failures++
-	b.last, b.lastErr = Classify(err), err
+	b.failedAt, b.last, b.lastErr = now, Classify(err), err
 	if b.failures == b.threshold {
 		b.nextProbe = now.Add(b.interval)
 	}
@@ -78,10 +86,11 @@ func (c circuit) allow(now time.Time) (ok bool, last Failure, lastErr error) {
 	return c.own.allow(now)
 }
 
-// record notes in both of c's circuits how a request that went to Redis ended at now.
-func (c circuit) record(now time.Time, err error) {
-	c.cluster.record(now, err)
-	c.own.record(now, err)
+// record notes in both of c's circuits how a request sent to Redis at start ended at
+// now.
+func (c circuit) record(start, now time.Time, err error) {
+	c.cluster.record(start, now, err)
+	c.own.record(start, now, err)
 }
 
 // failure returns err, the outcome of a call to Redis, as the breaker counts it: nil

@@ -335,3 +335,43 @@ func run(t *testing.T, srv *redistest.Server, args ...string) string {
 	}
 	return strings.TrimSpace(v)
 }
+
+// TestOneStallCountsOnce: a stall longer than the deadline met by many concurrent
+// requests (Redis paused while they are in flight) counts as one failure, as it does on
+// a Lambda instance serving one request at a time; the circuit opens only after
+// DefaultFailuresToOpen failures one after another.
+func TestOneStallCountsOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	g := chain(t, srv.Addr, nil)
+	if r := decide(t, g, request("victim")); r.Reason != bucket.ReasonOK {
+		t.Fatalf("before the stall: %+v", r)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	const concurrent = 2 * guard.DefaultFailuresToOpen
+	results := make(chan guard.Result, concurrent)
+	start := make(chan struct{})
+	for i := range concurrent {
+		go func() {
+			<-start
+			r, err := g.Decide(context.Background(), request(fmt.Sprintf("caller-%d", i)))
+			if err != nil {
+				t.Errorf("Decide: %v", err)
+			}
+			results <- r
+		}()
+	}
+	close(start)
+	for range concurrent {
+		if r := <-results; r.Failure != guard.FailureTimeout || r.CircuitOpen {
+			t.Fatalf("a request in flight during the stall: %+v, want a timeout that asked Redis", r)
+		}
+	}
+	// The stall was one failure: the circuit opens after DefaultFailuresToOpen - 1 more.
+	for i := 1; i <= guard.DefaultFailuresToOpen; i++ {
+		r := decide(t, g, request("victim"))
+		if open := i == guard.DefaultFailuresToOpen; r.CircuitOpen != open || r.Failure != guard.FailureTimeout {
+			t.Fatalf("decision %d after the stall: %+v, want circuit open %v", i, r, open)
+		}
+	}
+}

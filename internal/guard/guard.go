@@ -77,7 +77,8 @@ type Options struct {
 	// time.Now.
 	Now func() time.Time
 	// FailuresToOpen is how many consecutive failures open the circuit breaker; zero
-	// means no breaker.
+	// means no breaker. Requests in flight together when one of them fails count as one
+	// failure: one stall met by many concurrent requests does not open it alone.
 	FailuresToOpen int
 	// Cluster reports, when asked for a request, whether Redis runs as a cluster: then
 	// the breaker keeps one circuit per range of CircuitSlots hash slots, so that while
@@ -171,7 +172,7 @@ func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
 	if errors.Is(err, bucket.ErrInvalid) {
 		return Result{}, err
 	}
-	c.record(end, err)
+	c.record(start, end, err)
 	return g.result(q, d, err, start, end.Sub(start)), nil
 }
 
@@ -264,7 +265,7 @@ func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result,
 		results[i] = g.result(qs[i], ds[k], err, start, end.Sub(start))
 	}
 	for b, err := range failed {
-		b.record(end, err)
+		b.record(start, end, err)
 	}
 	return results, nil
 }

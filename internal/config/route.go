@@ -67,9 +67,12 @@ func validMethod(m string) bool {
 }
 
 // matches reports whether a request to method, whose path has the segments segs (see
-// pathSegments), falls under r. Literal segments match in any case.
+// pathSegments), falls under r. Methods and literal segments match in any case, and a
+// GET route matches HEAD too: backends answer HEAD with their GET handler, doing all of
+// its work.
 func (r route) matches(method string, segs []string) bool {
-	if r.method != "" && !strings.EqualFold(r.method, method) {
+	if r.method != "" && !strings.EqualFold(r.method, method) &&
+		!(r.method == http.MethodGet && strings.EqualFold(method, http.MethodHead)) {
 		return false
 	}
 	if len(segs) < len(r.segments) || !r.rest && len(segs) != len(r.segments) {

@@ -50,12 +50,19 @@ func New(invoker Invoker, function string) *Client {
 // an invocation that did not happen (one of a refund may have happened: see Refund).
 // A Redis outage is not an error: it is a Response with reason unavailable (or degraded
 // when the function fails open).
+//
+// A request that takes tokens (Cost nil or above 0) or gives them back is sent again
+// only after a failure that shows the function did not run: Lambda refused it (a 4xx,
+// such as 429 when the function is throttled) or no connection was made; then as the
+// Lambda client's retryer decides. After any other error (a 5xx, a connection lost, the
+// context's deadline) it may or may not have run, and sending it again would take or
+// give back its tokens twice. A peek and a reset keep every retry of the Lambda client.
 func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	if err := c.validate("", req); err != nil {
 		return checkapi.Response{}, err
 	}
 	var res response
-	if err := c.invoke(ctx, req, &res, isRefund(req)); err != nil {
+	if err := c.invoke(ctx, req, &res, writes(req)); err != nil {
 		return checkapi.Response{}, err
 	}
 	if err := res.check(); err != nil {
@@ -67,9 +74,8 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 // Refund gives req.Cost tokens (nil: checkapi.DefaultCost) back to every rule of req,
 // never above its capacity, for a request whose work failed after its check, and
 // answers the buckets after it. req.Op must be empty or checkapi.OpRefund. It is sent
-// once: the SDK's retries are off for it, since a retried invocation that had run gives
-// the tokens back twice; after an error other than an *InvalidRequestError the refund
-// may or may not have happened. Errors are as for Check.
+// again only when the function did not run, as a check is; after an error other than an
+// *InvalidRequestError the refund may or may not have happened. Errors are as for Check.
 func (c *Client) Refund(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	return c.operate(ctx, checkapi.OpRefund, req)
 }
@@ -94,8 +100,9 @@ func (c *Client) operate(ctx context.Context, op checkapi.Op, req checkapi.Reque
 // trip to Redis, in order: results[i] answers reqs[i]. Each request is atomic, the
 // batch is not. Errors are as for Check; an invalid request anywhere refuses the whole
 // batch before anything is decided, and the error names the index ("checks[3].cost:
-// ..."); a batch of the wrong size is refused before it is sent. A batch with a refund
-// is sent once, as Refund is.
+// ..."); a batch of the wrong size is refused before it is sent. A batch that holds a
+// request that takes or gives back tokens is sent again only when the function did not
+// run, as that request alone would be.
 func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]checkapi.Response, error) {
 	if len(reqs) == 0 || len(reqs) > checkapi.MaxBatch {
 		return nil, c.refuse(fmt.Sprintf("checks: %d checks: want 1 to %d per call", len(reqs), checkapi.MaxBatch))
@@ -108,7 +115,7 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 	var res struct {
 		Results []response `json:"results"`
 	}
-	if err := c.invoke(ctx, checkapi.Batch{Checks: reqs}, &res, slices.ContainsFunc(reqs, isRefund)); err != nil {
+	if err := c.invoke(ctx, checkapi.Batch{Checks: reqs}, &res, slices.ContainsFunc(reqs, writes)); err != nil {
 		return nil, err
 	}
 	if len(res.Results) != len(reqs) {
@@ -124,23 +131,18 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 	return out, nil
 }
 
-// isRefund reports whether req gives tokens back.
-func isRefund(req checkapi.Request) bool { return req.Op == checkapi.OpRefund }
-
-// sendOnce turns the SDK's retries off for one invocation.
-func sendOnce(o *lambda.Options) { o.RetryMaxAttempts = 1 }
-
-// invoke sends in and decodes the answer into out; once sends it without the SDK's
-// retries, for a payload that must not run twice. An answer with an errorType or an
+// invoke sends in and decodes the answer into out; write narrows the SDK's retries to
+// failures where the function did not run (retryUnlessRan), for a payload that must not
+// run twice. An answer with an errorType or an
 // errorMessage is a function error, with the X-Amz-Function-Error header or without.
-func (c *Client) invoke(ctx context.Context, in, out any, once bool) error {
+func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 	payload, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("checkclient: encode request: %w", err)
 	}
 	var opts []func(*lambda.Options)
-	if once {
-		opts = append(opts, sendOnce)
+	if write {
+		opts = append(opts, retryUnlessRan)
 	}
 	o, err := c.invoker.Invoke(ctx, &lambda.InvokeInput{
 		FunctionName:   aws.String(c.function),

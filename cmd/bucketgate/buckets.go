@@ -23,8 +23,9 @@ tenant. The rules are the identity's own as the check function resolves them (a
 registered key's plan and rules, else the default plan), or those of --plan, or the
 --rule ones (a route's rules, by their names). show peeks at the rule with the fewest
 tokens left (cost 0: nothing written); refund gives N tokens back to every rule, never
-above its capacity (sent once, never retried); reset makes every rule full. Each prints
-the buckets after it.
+above its capacity (sent again only when Lambda refused it or no connection was made,
+never after a failure that may have come after it ran); reset makes every rule full.
+Each prints the buckets after it.
 
 Every command invokes the check function --function NAME (default: $` + envCheckFunction + `, else
 ` + defaultCheckFunction + `) through Lambda Invoke, with the AWS SDK's default credentials and

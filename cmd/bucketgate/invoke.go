@@ -15,7 +15,7 @@ import (
 
 // newCheckClient returns a client of the check function called function, with the AWS
 // SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included). The client sends a
-// refund once, never retried: a retry could apply it twice.
+// refund again only when the function did not run: a retry could apply it twice.
 func newCheckClient(ctx context.Context, function string) (*checkclient.Client, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {

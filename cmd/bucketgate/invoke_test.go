@@ -39,9 +39,10 @@ func localAWS(t *testing.T) {
 	}
 }
 
-// The service's refusals say what to do, and a refund is sent once: the SDK retries a
-// failed reset (the service's 503) as configured (AWS_MAX_ATTEMPTS), never a refund,
-// which a retry could apply twice.
+// The service's refusals say what to do, and a refund is sent again only when the
+// function did not run: the SDK retries a failed reset (the service's 503) and a
+// throttled refund (429) as configured (AWS_MAX_ATTEMPTS), never a refund that failed
+// with a 503, which may have come after it ran: a retry could apply it twice.
 func TestInvokeErrors(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -53,6 +54,7 @@ func TestInvokeErrors(t *testing.T) {
 	}{
 		{"refund, service error", http.StatusServiceUnavailable, "ServiceException", []string{"refund", "--cost", "1", "203.0.113.10"}, "ServiceException", 1},
 		{"reset, service error", http.StatusServiceUnavailable, "ServiceException", []string{"reset", "203.0.113.10"}, "ServiceException", 2},
+		{"refund, throttled", http.StatusTooManyRequests, "TooManyRequestsException", []string{"refund", "--cost", "1", "203.0.113.10"}, "TooManyRequestsException", 2},
 		{"access denied", http.StatusForbidden, "AccessDeniedException", []string{"show", "203.0.113.10"},
 			"not allowed to invoke fn: these credentials need lambda:InvokeFunction on it", 1},
 	}

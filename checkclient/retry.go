@@ -1,0 +1,64 @@
+package checkclient
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+)
+
+// writes reports whether req changes its buckets when the function runs it: a check
+// that takes tokens, or a refund. Running one twice takes or gives back its tokens
+// twice; a peek and a reset come out the same however often they run.
+func writes(req checkapi.Request) bool {
+	switch req.Op {
+	case checkapi.OpRefund:
+		return true
+	case checkapi.OpReset:
+		return false
+	}
+	return req.Cost == nil || *req.Cost != 0
+}
+
+// retryUnlessRan narrows the SDK's retries of one invocation that writes: it is sent
+// again only after a failure that shows the function did not run (see notRun), and
+// then as the client's retryer decides (attempts, backoff, retry quota).
+func retryUnlessRan(o *lambda.Options) { o.Retryer = unlessRan{o.Retryer} }
+
+// unlessRan is the client's retryer with IsErrorRetryable narrowed to notRun.
+type unlessRan struct{ aws.Retryer }
+
+// IsErrorRetryable reports whether err is retryable to the client's retryer and shows
+// the function did not run.
+func (r unlessRan) IsErrorRetryable(err error) bool {
+	return notRun(err) && r.Retryer.IsErrorRetryable(err)
+}
+
+// GetAttemptToken is the client's retryer's, so that a retryer that paces attempts (the
+// SDK's adaptive mode) still does.
+func (r unlessRan) GetAttemptToken(ctx context.Context) (func(error) error, error) {
+	if v2, ok := r.Retryer.(aws.RetryerV2); ok {
+		return v2.GetAttemptToken(ctx)
+	}
+	return r.Retryer.GetInitialToken(), nil
+}
+
+// notRun reports whether err shows that Lambda did not run the function: the service
+// refused the invocation with a 4xx status (429 TooManyRequestsException, a throttle,
+// among them; a function's own failure is a 200 with X-Amz-Function-Error), or no
+// connection was made (a DNS or dial error). Any other failure, a 5xx or a connection
+// lost after the request went out, may have come after the function ran.
+func notRun(err error) bool {
+	var status interface{ HTTPStatusCode() int }
+	if errors.As(err, &status) && status.HTTPStatusCode() != 0 { // 0: no response
+		code := status.HTTPStatusCode()
+		return code >= 400 && code < 500
+	}
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
+}

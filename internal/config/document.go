@@ -67,7 +67,8 @@ type RuleSpec struct {
 
 // RouteSpec matches requests by method and path and adds Cost (default 1) and Rules.
 type RouteSpec struct {
-	// Method is an HTTP method, or "*" or empty for any.
+	// Method is an HTTP method, or "*" or empty for any. GET covers HEAD too, unless a
+	// HEAD route comes first.
 	Method string `yaml:"method"`
 	// Path is a pattern of '/'-separated segments: a literal, "*" or "{name}" for any one
 	// segment, and as the last segment "**" or "{name+}" for any rest, even none.

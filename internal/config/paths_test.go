@@ -59,3 +59,45 @@ func TestLimitsDoesNotAllocate(t *testing.T) {
 		t.Errorf("Limits allocates %v times for a plain path", n)
 	}
 }
+
+// A route matches its method in any case, and a GET route HEAD requests too: backends
+// answer HEAD with their GET handler (net/http, Express, Flask, Spring, Rails), so HEAD
+// must not reach a GET route's work at the default cost. A HEAD route listed first
+// gives HEAD its own.
+func TestRouteMethods(t *testing.T) {
+	c, err := config.Parse([]byte(`
+defaultPlan: free
+plans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}
+routes:
+  - {method: HEAD, path: /status, cost: 2}
+  - {method: GET, path: /status, cost: 3}
+  - {method: GET, path: /export, cost: 5}
+  - {method: POST, path: /uploads, cost: 4}
+  - {method: "*", path: /any, cost: 6}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.DefaultPlan()
+	for _, tt := range []struct {
+		name, method, path string
+		cost               int64
+	}{
+		{"GET route, GET", "GET", "/export", 5},
+		{"GET route, HEAD", "HEAD", "/export", 5},
+		{"GET route, head in lower case", "head", "/export", 5},
+		{"GET route, POST", "POST", "/export", 1},
+		{"GET route, OPTIONS", "OPTIONS", "/export", 1},
+		{"HEAD route listed first wins for HEAD", "HEAD", "/status", 2},
+		{"GET route after a HEAD route, GET", "GET", "/status", 3},
+		{"POST route, HEAD", "HEAD", "/uploads", 1},
+		{"POST route, post in lower case", "post", "/uploads", 4},
+		{"any method, HEAD", "HEAD", "/any", 6},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := c.Limits(p, tt.method, tt.path).Cost; got != tt.cost {
+				t.Errorf("%s %s: cost %d, want %d", tt.method, tt.path, got, tt.cost)
+			}
+		})
+	}
+}

@@ -31,8 +31,8 @@ func compileRoute(spec RouteSpec) (route, error) {
 		switch {
 		case s == "" && (last || i == 0 && len(segs) == 1): // "/" alone, or a trailing "/"
 			continue
-		case s == "" || s == "." || s == ".." || strings.ContainsAny(s, "%; \t"):
-			return r, fmt.Errorf("path %q: segment %q: a pattern is written as requests are matched: no empty, dot or percent-encoded segments, no ';' or spaces", spec.Path, s)
+		case s == "" || s == "." || s == ".." || strings.ContainsAny(s, "%; \t\r\n\\?#"):
+			return r, fmt.Errorf("path %q: segment %q: a pattern is written as requests are matched: no empty, dot or percent-encoded segments, no ';', '\\', '?', '#', spaces or line breaks", spec.Path, s)
 		case s == "**" || isParam(s) && strings.HasSuffix(s, "+}"):
 			if !last {
 				return r, fmt.Errorf("path %q: %s must be the last segment", spec.Path, s)
@@ -67,9 +67,12 @@ func validMethod(m string) bool {
 }
 
 // matches reports whether a request to method, whose path has the segments segs (see
-// pathSegments), falls under r. Literal segments match in any case.
+// pathSegments), falls under r. Methods and literal segments match in any case, and a
+// GET route matches HEAD too: backends answer HEAD with their GET handler, doing all of
+// its work.
 func (r route) matches(method string, segs []string) bool {
-	if r.method != "" && !strings.EqualFold(r.method, method) {
+	if r.method != "" && !strings.EqualFold(r.method, method) &&
+		!(r.method == http.MethodGet && strings.EqualFold(method, http.MethodHead)) {
 		return false
 	}
 	if len(segs) < len(r.segments) || !r.rest && len(segs) != len(r.segments) {
@@ -85,17 +88,31 @@ func (r route) matches(method string, segs []string) bool {
 
 // pathSegments appends to segs the segments of a request path as routes match them,
 // the way API Gateway and common backends resolve a path to a resource, so that no
-// spelling of a path escapes its route: a segment's ";parameters" are dropped (servlet
+// spelling of a path escapes its route. HTTP APIs hand over the path percent-decoded,
+// and the web adapters that serve it from Lambda read it as a URL (the WHATWG URL
+// parser of Node's fetch-based frameworks): so tabs and line breaks are removed
+// wherever they are, the path ends at a '?' or '#' (a query or fragment), and '\'
+// separates segments as '/' does. Then a segment's ";parameters" are dropped (servlet
 // containers ignore them), percent-encoded unreserved characters (RFC 3986: letters,
 // digits, '-', '.', '_', '~'), spaces and tabs are decoded, spaces and tabs around a
 // segment are trimmed, "." segments, empty segments (repeated or trailing slashes) and
 // ".." segments with the one before them are removed. Other percent-encodings, '%2F'
-// among them, stay as they are, inside their segment. It allocates only for a segment
-// that has something to decode.
+// among them, stay as they are, inside their segment. It allocates only for a path with
+// a tab or line break, or a segment that has something to decode.
 func pathSegments(path string, segs []string) []string {
+	if strings.ContainsAny(path, "\t\n\r") {
+		path = strings.Map(dropBreak, path)
+	}
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
 	for path != "" {
-		var seg string
-		seg, path, _ = strings.Cut(path, "/")
+		seg := path
+		if i := strings.IndexAny(path, `/\`); i >= 0 {
+			seg, path = path[:i], path[i+1:]
+		} else {
+			path = ""
+		}
 		if i := strings.IndexByte(seg, ';'); i >= 0 {
 			seg = seg[:i]
 		}
@@ -113,6 +130,15 @@ func pathSegments(path string, segs []string) []string {
 		}
 	}
 	return segs
+}
+
+// dropBreak is strings.Map's mapping that removes tabs and line breaks, as a URL
+// parser does.
+func dropBreak(r rune) rune {
+	if r == '\t' || r == '\n' || r == '\r' {
+		return -1
+	}
+	return r
 }
 
 // decodeUnreserved decodes the percent-encoded unreserved characters, spaces and tabs

@@ -40,7 +40,8 @@ type Request struct {
 	// invoke the function may spend, refund or reset any caller's buckets. Empty means
 	// Key's buckets; not together with Key.
 	Identity string `json:"identity,omitempty"`
-	// Op is what to do; empty means OpCheck.
+	// Op is what to do; empty means OpCheck, and leaves "op" out of the JSON (the
+	// function refuses "op": "", as any other unknown operation).
 	Op Op `json:"op,omitempty"`
 	// Plan names a configured plan; empty means none. Not together with Rules.
 	Plan string `json:"plan,omitempty"`

@@ -68,6 +68,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"cost above the smallest inline capacity", `{"key":"a","rules":[{"name":"big","capacity":100,"refillPerSecond":1},{"name":"small","capacity":5,"refillPerSecond":1}],"cost":6}`, "cost: 6 exceeds capacity 5 of rule small"},
 		{"unknown operation", `{"key":"a","op":"take"}`, `op: unknown operation "take": want check, refund or reset`},
 		{"operation in another case", `{"key":"a","op":"Reset"}`, `op: unknown operation "Reset"`},
+		{"empty operation", `{"key":"a","op":""}`, `op: unknown operation ""`},
 		{"operation not a string", `{"key":"a","op":1}`, "op: got number, want a string"},
 		{"refund of nothing", `{"key":"a","op":"refund","cost":0}`, "cost: got 0, want a whole number of tokens to give back, from 1"},
 		{"refund of less than nothing", `{"key":"a","op":"refund","cost":-2}`, "cost: got -2, want a whole number of tokens to give back"},

@@ -47,13 +47,9 @@ func flaky(t *testing.T, first failure) (*checkclient.Client, *atomic.Int32) {
 		n := invocations.Add(1)
 		switch {
 		case n == 1 && first == throttled:
-			w.Header().Set(lambdatest.HeaderErrorType, "TooManyRequestsException")
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = w.Write([]byte(`{"Type":"User","message":"Rate exceeded","Reason":"ReservedFunctionConcurrentInvocationLimitExceeded"}`))
+			lambdatest.ServiceError(w, http.StatusTooManyRequests, "TooManyRequestsException", "Rate exceeded")
 		case n == 1 && first == failedAfterRun:
-			w.Header().Set(lambdatest.HeaderErrorType, "ServiceException")
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = w.Write([]byte(`{"Type":"Service","message":"internal failure"}`))
+			lambdatest.ServiceError(w, http.StatusInternalServerError, "ServiceException", "internal failure")
 		case batch.Checks != nil:
 			results := make([]checkapi.Response, len(batch.Checks))
 			for i := range results {

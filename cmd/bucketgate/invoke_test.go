@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+
+	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 )
 
 // lambdaFailing is a Lambda endpoint that refuses every Invoke with status and the
@@ -15,10 +17,7 @@ func lambdaFailing(t *testing.T, status int, errorType string) *atomic.Int32 {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		calls.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Amzn-ErrorType", errorType)
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(`{"Type":"User","message":"` + errorType + ` from the test"}`))
+		lambdatest.ServiceError(w, status, errorType, errorType+" from the test")
 	}))
 	t.Cleanup(srv.Close)
 	localAWS(t)

@@ -85,18 +85,18 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	h, ok := s.functions[name]
 	switch {
 	case !strings.HasPrefix(r.Header.Get("Authorization"), signaturePrefix):
-		serviceError(w, http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token")
+		ServiceError(w, http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token")
 		return
 	case !ok:
-		serviceError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name)
+		ServiceError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name)
 		return
 	case r.Header.Get("X-Amz-Invocation-Type") != "" && r.Header.Get("X-Amz-Invocation-Type") != "RequestResponse":
-		serviceError(w, http.StatusBadRequest, "InvalidParameterValueException", "lambdatest serves RequestResponse invocations only")
+		ServiceError(w, http.StatusBadRequest, "InvalidParameterValueException", "lambdatest serves RequestResponse invocations only")
 		return
 	}
 	payload, err := io.ReadAll(r.Body)
 	if err != nil {
-		serviceError(w, http.StatusBadRequest, "InvalidRequestContentException", err.Error())
+		ServiceError(w, http.StatusBadRequest, "InvalidRequestContentException", err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -112,8 +112,10 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// serviceError answers an Invoke call that the service itself refuses.
-func serviceError(w http.ResponseWriter, status int, errorType, message string) {
+// ServiceError answers an Invoke call as the Lambda service does when it fails the
+// call itself (status, the error's type in HeaderErrorType, and message), not the
+// function: a test server uses it to stand in for throttles and service failures.
+func ServiceError(w http.ResponseWriter, status int, errorType, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set(HeaderErrorType, errorType)
 	w.WriteHeader(status)

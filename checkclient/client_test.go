@@ -23,7 +23,7 @@ type function func(payload []byte) ([]byte, error)
 func (f function) Invoke(_ context.Context, payload []byte) ([]byte, error) { return f(payload) }
 
 // serve runs fn as a Lambda function called "fn" and returns a client of it.
-func serve(t *testing.T, fn function) *checkclient.Client {
+func serve(t testing.TB, fn function) *checkclient.Client {
 	t.Helper()
 	srv := lambdatest.Start(t, map[string]lambda.Handler{"fn": fn})
 	return checkclient.New(srv.Client(), "fn")
@@ -192,7 +192,17 @@ func TestErrors(t *testing.T) {
 		{name: "no reason", fn: answer(`{"allowed":false}`), check: unreadable(`no "reason"`)},
 		{name: "no allowed", fn: answer(`{"reason":"limited"}`), check: unreadable(`no "allowed"`)},
 		{name: "an empty object", fn: answer(`{}`), check: unreadable(`no "allowed"`)},
-		{name: "null", fn: answer(`null`), check: unreadable(`no "allowed"`)},
+		{name: "null", fn: answer(`null`), check: unreadable(`want a JSON object`)},
+		{name: "allowed in another case", fn: answer(`{"allowed":false,"Allowed":true,"reason":"ok"}`), check: unreadable(`member "Allowed": want "allowed"`)},
+		{name: "allowed twice", fn: answer(`{"allowed":false,"reason":"ok","allowed":true}`), check: unreadable(`member "allowed" given twice`)},
+		{name: "allowed null", fn: answer(`{"allowed":null,"reason":"limited"}`), check: unreadable(`member "allowed": null`)},
+		{name: "a figure null", fn: answer(`{"allowed":false,"reason":"limited","retryAfterMs":null}`), check: unreadable(`member "retryAfterMs": null`)},
+		{
+			name:  "batch with a result whose reason is given twice",
+			fn:    answer(`{"results":[{"allowed":true,"reason":"ok","reason":"limited"}]}`),
+			batch: 1,
+			check: unreadable(`member "reason" given twice`),
+		},
 		{name: "allowed against its reason", fn: answer(`{"allowed":true,"reason":"limited"}`), check: unreadable("allowed true with reason limited")},
 		{name: "denied against its reason", fn: answer(`{"allowed":false,"reason":"ok"}`), check: unreadable("allowed false with reason ok")},
 		{name: "a negative figure", fn: answer(`{"allowed":false,"reason":"limited","retryAfterMs":-5}`), check: unreadable("a figure below zero")},

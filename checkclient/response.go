@@ -1,10 +1,14 @@
 package checkclient
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -20,15 +24,51 @@ type response struct {
 // required are the members without which an answer is not a decision.
 var required = []string{"allowed", "reason"}
 
-// UnmarshalJSON reads a response, noting which members it had.
-func (r *response) UnmarshalJSON(b []byte) error {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(b, &members); err != nil {
-		return err
+// responseMembers are the JSON names of checkapi.Response's fields.
+var responseMembers = jsonNames(reflect.TypeFor[checkapi.Response]())
+
+// jsonNames returns the JSON member names of struct type t's fields.
+func jsonNames(t reflect.Type) []string {
+	names := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		names = append(names, name)
 	}
-	r.present = make(map[string]bool, len(members))
-	for name := range members {
-		r.present[name] = true
+	return names
+}
+
+// UnmarshalJSON reads a response strictly, noting which members it had: a member the
+// client knows must be spelled exactly as checkapi writes it, appear once and not be
+// null (encoding/json alone would match any case, keep the last of two and read null
+// as the zero value, so that an answer could say two things and be read as either).
+// Members it does not know, added to the contract later, are ignored.
+func (r *response) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return errors.New("want a JSON object")
+	}
+	r.present = make(map[string]bool, len(responseMembers))
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string) // inside an object, Token returns names as strings
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		switch i := slices.IndexFunc(responseMembers, func(m string) bool { return strings.EqualFold(m, name) }); {
+		case i < 0: // added later
+		case responseMembers[i] != name:
+			return fmt.Errorf("member %q: want %q", name, responseMembers[i])
+		case r.present[name]:
+			return fmt.Errorf("member %q given twice", name)
+		case string(v) == "null":
+			return fmt.Errorf("member %q: null", name)
+		default:
+			r.present[name] = true
+		}
 	}
 	return json.Unmarshal(b, &r.Response)
 }

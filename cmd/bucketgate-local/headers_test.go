@@ -12,9 +12,6 @@ import (
 	"testing"
 )
 
-// rateLimitHeaders are the headers every answer of an allowed or limited call carries.
-var rateLimitHeaders = []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
-
 // The README's scenario, through the real local gateway on a Redis whose clock the test
 // holds: a fresh key's first three requests answer 200 with X-RateLimit-Remaining 9, 8, 7
 // and the RateLimit headers (no Retry-After), as the deployed HTTP API maps them; the

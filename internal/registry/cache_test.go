@@ -235,6 +235,47 @@ func TestCacheSharesAReadInFlight(t *testing.T) {
 	}
 }
 
+// A lookup whose caller gives up during the read says nothing about the table: the
+// lookups that shared the read read again and get their answer, no lookup of the
+// identity fails for a second afterwards, and no table failure is logged.
+func TestCacheCallerGivingUpIsNoFailure(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
+	src.Gate = make(chan struct{})
+	var logs bytes.Buffer
+	c, _ := newCache(t, src, registry.Options{Log: telemetry.NewLogger(&logs, nil)})
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Lookup(ctx, digestID)
+		first <- err
+	}()
+	for src.Held() == 0 { // the first lookup's read is held
+		time.Sleep(time.Millisecond)
+	}
+	second := make(chan registry.Entry, 1)
+	go func() {
+		e, err := c.Lookup(context.Background(), digestID)
+		if err != nil {
+			t.Errorf("a lookup sharing the read of one that gave up: %v, want its answer", err)
+		}
+		second <- e
+	}()
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the lookup that gave up: %v, want its context's error", err)
+	}
+	close(src.Gate)
+	if e := <-second; e.Plan == nil || e.Plan.Name != "pro" {
+		t.Fatalf("the lookup sharing the read: %+v, want pro", e)
+	}
+	if plan, _ := lookup(t, c, digestID); plan != "pro" {
+		t.Fatalf("after it: plan %q, want pro", plan)
+	}
+	if strings.Contains(logs.String(), registry.MsgReadFailed) {
+		t.Errorf("a caller giving up was logged as a failed read: %s", &logs)
+	}
+}
+
 // A read is bounded by Options.Timeout.
 func TestCacheTimeout(t *testing.T) {
 	c := registry.NewCache(slowSource{}, config.Default(), registry.Options{TTL: ttl, Size: 1, Timeout: 10 * time.Millisecond})

@@ -63,7 +63,8 @@ type Cache struct {
 
 	mu      sync.Mutex
 	entries map[string]cached
-	reads   map[string]*read // reads in flight, by identity
+	unknown map[string]struct{} // the ids of entries that know no plan: evicted first
+	reads   map[string]*read    // reads in flight, by identity
 }
 
 // cached is one identity's entry.
@@ -97,7 +98,7 @@ func NewCache(src Source, plans Plans, opts Options) *Cache {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{src: src, plans: plans, opts: opts, entries: make(map[string]cached), reads: make(map[string]*read)}
+	return &Cache{src: src, plans: plans, opts: opts, entries: make(map[string]cached), unknown: make(map[string]struct{}), reads: make(map[string]*read)}
 }
 
 // Len returns the number of entries.
@@ -236,31 +237,59 @@ const (
 )
 
 // store puts e under id, evicting an entry first when id is new and the cache is full.
+// An entry that holds nothing but a failed read's hold (no read of it succeeded) only
+// takes the place of one that knows no plan: without one, it is not kept. So made-up
+// keys never push out, while the table fails, an entry that can still answer stale.
 // The caller holds c.mu.
 func (c *Cache) store(id string, e cached) {
-	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.opts.Size {
-		c.evict()
+	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.opts.Size && !c.evict(e.readAt.IsZero()) {
+		return
 	}
 	c.entries[id] = e
+	if e.plan == nil {
+		c.unknown[id] = struct{}{}
+	} else {
+		delete(c.unknown, id)
+	}
 }
 
-// evict removes the entry read longest ago among a few (Go's map order is random).
-// The caller holds c.mu.
-func (c *Cache) evict() {
+// evict removes the entry read longest ago among a few (Go's map order is random) of
+// those that know no plan, or when there are none and not onlyUnknown, of all: made-up
+// keys take one another's place before a key the table knows. It reports whether it
+// removed one. The caller holds c.mu.
+func (c *Cache) evict(onlyUnknown bool) bool {
 	var (
 		victim string
 		oldest time.Time
 		n      int
 	)
-	for id, e := range c.entries {
-		if n == 0 || e.readAt.Before(oldest) {
+	sample := func(id string) bool {
+		if e := c.entries[id]; n == 0 || e.readAt.Before(oldest) {
 			victim, oldest = id, e.readAt
 		}
-		if n++; n == evictionSample {
-			break
+		n++
+		return n < evictionSample
+	}
+	switch {
+	case len(c.unknown) > 0:
+		for id := range c.unknown {
+			if !sample(id) {
+				break
+			}
+		}
+	case !onlyUnknown:
+		for id := range c.entries {
+			if !sample(id) {
+				break
+			}
 		}
 	}
+	if n == 0 {
+		return false
+	}
 	delete(c.entries, victim)
+	delete(c.unknown, victim)
+	return true
 }
 
 // entry is what e says at now, answered as r: no plan once the record has expired.

@@ -130,6 +130,59 @@ func TestCacheFloodIsBounded(t *testing.T) {
 	}
 }
 
+// Made-up keys do not push out the keys the table knows: a full cache evicts an entry
+// that knows no one before one with a plan, and while the table fails, a made-up key
+// (which has nothing to keep) never evicts an entry that can still answer stale.
+func TestCacheFloodKeepsKnownKeys(t *testing.T) {
+	const size = 100
+	setup := func(t *testing.T, madeUp int) (*registry.Cache, *registrytest.Source, *clock, []registry.Record) {
+		var known []registry.Record
+		for i := range size - madeUp {
+			known = append(known, registry.Record{ID: "key:known-" + strconv.Itoa(i), Plan: "pro"})
+		}
+		src := registrytest.New(known...)
+		c, clk := newCache(t, src, registry.Options{Size: size})
+		for _, r := range known {
+			lookup(t, c, r.ID)
+		}
+		for i := range madeUp {
+			lookup(t, c, "key:made-up-"+strconv.Itoa(i))
+		}
+		clk.advance(time.Second)
+		return c, src, clk, known
+	}
+	t.Run("table up", func(t *testing.T) {
+		c, src, _, known := setup(t, size/2)
+		for i := range size * 10 {
+			lookup(t, c, "key:flood-"+strconv.Itoa(i))
+		}
+		reads := src.Reads()
+		for _, r := range known {
+			if plan, result := lookup(t, c, r.ID); plan != "pro" || result != registry.ResultHit {
+				t.Fatalf("%s after a flood of made-up keys: %q %s, want a hit on pro", r.ID, plan, result)
+			}
+		}
+		if src.Reads() != reads {
+			t.Fatalf("%d reads for keys the cache should hold", src.Reads()-reads)
+		}
+	})
+	t.Run("table down", func(t *testing.T) {
+		c, src, clk, known := setup(t, 0)
+		src.Fail(errors.New("throttled"))
+		clk.advance(ttl)
+		for i := range size * 10 {
+			if _, err := c.Lookup(context.Background(), "key:outage-"+strconv.Itoa(i)); err == nil {
+				t.Fatal("a made-up key's lookup while the table fails: no error")
+			}
+		}
+		for _, r := range known {
+			if plan, result := lookup(t, c, r.ID); plan != "pro" || result != registry.ResultStale {
+				t.Fatalf("%s after a flood of made-up keys while the table fails: %q %s, want pro, stale", r.ID, plan, result)
+			}
+		}
+	})
+}
+
 // When the table fails, an entry past its period still answers (stale) for
 // StaleIfError; an identity with nothing cached is an error; either way, no read of it
 // for a second after a failure.

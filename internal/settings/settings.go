@@ -151,7 +151,8 @@ type Settings struct {
 	// FailOpen allows requests (reason degraded) when Redis cannot decide (FAIL_MODE:
 	// closed or open; default closed).
 	FailOpen bool
-	// Namespace is the CloudWatch namespace of the metrics (METRICS_NAMESPACE; default
+	// Namespace is the CloudWatch namespace of the metrics (METRICS_NAMESPACE: 1 to
+	// MaxNamespace bytes of printable ASCII, not only spaces, not under "AWS/"; default
 	// DefaultNamespace).
 	Namespace string
 	// DenyCacheSize bounds the in-process deny cache, in entries; zero disables it
@@ -252,8 +253,8 @@ func Load(getenv func(string) string) (Settings, error) {
 		return s, fmt.Errorf("%s=%q: want %q or %q", EnvFailMode, v, FailClosed, FailOpen)
 	}
 	if v := getenv(EnvNamespace); v != "" {
-		if len(v) > MaxNamespace {
-			return s, fmt.Errorf("%s: %d bytes: want at most %d", EnvNamespace, len(v), MaxNamespace)
+		if err := checkNamespace(v); err != nil {
+			return s, err
 		}
 		s.Namespace = v
 	}

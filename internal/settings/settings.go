@@ -181,7 +181,8 @@ type Settings struct {
 	// (IPV6_PREFIX_LENGTH, 1 to 128; 128 counts addresses one by one; default
 	// DefaultIPv6Prefix).
 	IPv6Prefix int
-	// RegistryTable is the DynamoDB table of API keys and tenants (REGISTRY_TABLE;
+	// RegistryTable is the DynamoDB table of API keys and tenants (REGISTRY_TABLE: a
+	// table name, 3 to 255 letters, digits, '_', '-' or '.', blanks around it trimmed;
 	// default empty: the configuration document's keys and tenants are the registry).
 	// The AWS SDK finds the region, the credentials and any endpoint override
 	// (AWS_ENDPOINT_URL_DYNAMODB) itself.
@@ -320,7 +321,8 @@ func (s Settings) validateAuth() error {
 	return nil
 }
 
-// loadRegistry reads the IPv6 prefix length and the registry's variables.
+// loadRegistry reads the IPv6 prefix length and the registry's variables, and checks
+// the registry table's name.
 func (s *Settings) loadRegistry(getenv func(string) string) error {
 	var err error
 	if s.IPv6Prefix, err = parseWhole(getenv, EnvIPv6Prefix, DefaultIPv6Prefix, 1, 128, "bits"); err != nil {
@@ -332,8 +334,13 @@ func (s *Settings) loadRegistry(getenv func(string) string) error {
 	if s.RegistryCacheSize, err = parseWhole(getenv, EnvRegistryCacheSize, DefaultRegistryCacheSize, 1, MaxRegistryCacheSize, "entries"); err != nil {
 		return err
 	}
-	s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxTimeout)
-	return err
+	if s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxTimeout); err != nil {
+		return err
+	}
+	if s.RegistryTable != "" {
+		return checkTable(s.RegistryTable)
+	}
+	return nil
 }
 
 // parseMillis reads name as whole milliseconds from least to most; def when it is

@@ -300,7 +300,8 @@ func keyID(key string) string {
 }
 
 // itemID returns the registry id that arg names: "key:<digest>" or "tenant:<key>" as
-// given, any other text as an API key (by its digest). The error never quotes arg: it
+// given, any other text as an API key (by its digest); "key:" with anything but a
+// digest is refused, as a mistyped id rather than a key. The error never quotes arg: it
 // may be a key.
 func itemID(arg string) (string, error) {
 	switch {
@@ -309,7 +310,10 @@ func itemID(arg string) (string, error) {
 			return "", fmt.Errorf("%w: tenant: with no tenant key", errUsage)
 		}
 		return arg, nil
-	case strings.HasPrefix(arg, string(identity.KindKey)+":") && isDigest(arg[len(identity.KindKey)+1:]):
+	case strings.HasPrefix(arg, string(identity.KindKey)+":"):
+		if !isDigest(arg[len(identity.KindKey)+1:]) {
+			return "", errNotDigest
+		}
 		return arg, nil
 	case strings.TrimSpace(arg) == "":
 		return "", fmt.Errorf("%w: KEY is empty", errUsage)
@@ -325,6 +329,9 @@ func checkTenant(key string) error {
 	}
 	return nil
 }
+
+// errNotDigest is the error about "key:" followed by anything but a key's digest.
+var errNotDigest = fmt.Errorf("%w: key: wants the key's digest, %d lowercase hex digits (give an API key itself without key:)", errUsage, config.DigestLen)
 
 // isDigest reports whether s is a key digest: config.DigestLen lowercase hex digits.
 func isDigest(s string) bool {

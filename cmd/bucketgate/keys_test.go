@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
 )
@@ -196,6 +198,9 @@ func TestKeysBadInput(t *testing.T) {
 		{"override without rules", exitUsage, "give at least one --rule", []string{"keys", "override", key}},
 		{"two keys", exitUsage, "want 1 argument(s), got 2", []string{"keys", "revoke", key, key}},
 		{"empty tenant", exitUsage, "tenant: with no tenant key", []string{"keys", "show", "tenant:"}},
+		{"key: without a digest", exitUsage, "key: wants the key's digest, 32 lowercase hex digits", []string{"keys", "revoke", "key:"}},
+		{"key: with a short digest", exitUsage, "key: wants the key's digest", []string{"keys", "show", "key:" + strings.Repeat("a", 31)}},
+		{"key: with an uppercase digest", exitUsage, "key: wants the key's digest", []string{"keys", "expire", "key:" + strings.ToUpper(config.KeyDigest(key)), "never"}},
 		{"tenant longer than a key", exitUsage, "--tenant: a tenant key of 1001 bytes: want 1 to 1000 bytes of UTF-8 text", []string{"keys", "create", "--plan", "free", "--tenant", strings.Repeat("t", 1001)}},
 		{"tenant not UTF-8", exitUsage, "--tenant: a tenant key of 4 bytes: want 1 to 1000", []string{"keys", "create", "--plan", "free", "--tenant", "acm\xff"}},
 		{"no table", exitUsage, "no registry table: set REGISTRY_TABLE or --table", []string{"keys", "list", "--table", ""}},
@@ -239,5 +244,50 @@ func TestHelp(t *testing.T) {
 		!strings.Contains(stdout.String(), "bucketgate keys create --plan NAME") || !strings.Contains(stdout.String(), "bucketgate buckets refund --cost N") ||
 		!strings.Contains(stdout.String(), "(default: $CHECK_FUNCTION, else\nbucketgate-check)") || stderr.Len() != 0 {
 		t.Fatalf("help: %d\n%s\n%s", code, &stdout, &stderr)
+	}
+}
+
+// A change writes back only the item it read: a write made between its read and its
+// write (a revocation, another rule, an expiry, by another operator) is kept, and the
+// change fails saying so.
+func TestKeysChangeKeepsAConcurrentWrite(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	kt, err := openTable(env{ctx: context.Background(), getenv: func(k string) string { return c.env[k] }}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		write []string // the other operator's command, KEY for the key
+		want  string   // a line of show after it all
+	}{
+		{"revoke", []string{"revoke", "KEY"}, "status     revoked"},
+		{"a rule's capacity", []string{"override", "KEY", "--rule", "burst:8:1"}, "rules      burst:8:1 daily:100:0.0011574074074074073"},
+		{"another rule", []string{"override", "KEY", "--rule", "hourly:9:9/hour"}, "rules      burst:7:1 daily:100:0.0011574074074074073 hourly:9:0.0025"},
+		{"an expiry", []string{"expire", "KEY", "2031-01-01"}, "expiresAt  2031-01-01T00:00:00Z"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			key := strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "burst:7:1", "--rule", "daily:100:100/day"))
+			write := slices.Clone(tc.write)
+			write[slices.Index(write, "KEY")] = key
+			err := kt.change(context.Background(), keyID(key), func(r *registry.Record) error {
+				c.ok(append([]string{"keys"}, write...)...) // between this change's read and its write
+				r.Plan = "pro"
+				return nil
+			})
+			if err == nil || !strings.Contains(err.Error(), "changed while this command ran") {
+				t.Fatalf("set-plan across %s: %v, want an error saying the item changed", tc.name, err)
+			}
+			if show := c.ok("keys", "show", key); !strings.Contains(show, tc.want+"\n") || !strings.Contains(show, "plan       free\n") {
+				t.Fatalf("after a change raced %s:\n%s\nwant %q, on its plan", tc.name, show, tc.want)
+			}
+			c.ok("keys", "set-plan", key, "pro") // nothing in between: it writes
+			if show := c.ok("keys", "show", key); !strings.Contains(show, "plan       pro\n") || !strings.Contains(show, tc.want+"\n") {
+				t.Fatalf("after set-plan:\n%s", show)
+			}
+		})
 	}
 }

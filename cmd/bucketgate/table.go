@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -67,9 +69,14 @@ func (t *keyTable) revoke(ctx context.Context, id string) error {
 }
 
 // change reads the item of id, applies edit, checks the result as the functions would
-// read it and writes it back.
+// read it and writes it back, on the condition that the item is still the one read: a
+// write in between (a revocation by someone else) is kept, and change fails.
 func (t *keyTable) change(ctx context.Context, id string, edit func(*registry.Record) error) error {
-	rec, err := t.get(ctx, id)
+	item, err := t.read(ctx, id)
+	if err != nil {
+		return err
+	}
+	rec, err := registry.DecodeItem(item)
 	if err != nil {
 		return err
 	}
@@ -79,13 +86,80 @@ func (t *keyTable) change(ctx context.Context, id string, edit func(*registry.Re
 	if err := t.check(rec); err != nil {
 		return err
 	}
+	cond, names, values := unchanged(item)
 	_, err = t.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(t.name),
-		Item:                     rec.Item(),
-		ConditionExpression:      aws.String(isThere),
-		ExpressionAttributeNames: map[string]string{"#id": registry.KeyAttribute},
+		TableName:                 aws.String(t.name),
+		Item:                      rec.Item(),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
+	var changed *types.ConditionalCheckFailedException
+	if errors.As(err, &changed) {
+		return fmt.Errorf("%s changed while this command ran (in table %s): nothing written; run it again", id, t.name)
+	}
 	return t.explain(err, id)
+}
+
+// unchanged returns the condition that an item is still item: every attribute of item
+// equal, every other attribute of a record absent.
+func unchanged(item map[string]types.AttributeValue) (string, map[string]string, map[string]types.AttributeValue) {
+	c := condition{names: map[string]string{}, values: map[string]types.AttributeValue{}}
+	for _, attr := range registry.Attributes() {
+		if v, ok := item[attr]; ok {
+			c.equal(c.name(attr), v)
+		} else {
+			c.terms = append(c.terms, "attribute_not_exists("+c.name(attr)+")")
+		}
+	}
+	return strings.Join(c.terms, " AND "), c.names, c.values
+}
+
+// condition is a condition expression in the making: its terms, joined by AND, and the
+// placeholders of the names and values they use.
+type condition struct {
+	terms  []string
+	names  map[string]string // placeholder -> attribute name
+	values map[string]types.AttributeValue
+}
+
+// equal adds the terms saying that the value at path is v: a list or a map by its size
+// and member by member, as dynalite compares documents (DynamoDB compares them whole
+// too).
+func (c *condition) equal(path string, v types.AttributeValue) {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberL:
+		c.terms = append(c.terms, "size("+path+") = "+c.value(&types.AttributeValueMemberN{Value: strconv.Itoa(len(v.Value))}))
+		for i, e := range v.Value {
+			c.equal(path+"["+strconv.Itoa(i)+"]", e)
+		}
+	case *types.AttributeValueMemberM:
+		c.terms = append(c.terms, "size("+path+") = "+c.value(&types.AttributeValueMemberN{Value: strconv.Itoa(len(v.Value))}))
+		for _, k := range slices.Sorted(maps.Keys(v.Value)) {
+			c.equal(path+"."+c.name(k), v.Value[k])
+		}
+	default:
+		c.terms = append(c.terms, path+" = "+c.value(v))
+	}
+}
+
+// name returns the placeholder of an attribute name.
+func (c *condition) name(n string) string {
+	for p, m := range c.names {
+		if m == n {
+			return p
+		}
+	}
+	p := "#n" + strconv.Itoa(len(c.names))
+	c.names[p] = n
+	return p
+}
+
+// value returns a new placeholder for v.
+func (c *condition) value(v types.AttributeValue) string {
+	p := ":v" + strconv.Itoa(len(c.values))
+	c.values[p] = v
+	return p
 }
 
 // check returns why the functions could not use rec, naming the attribute.
@@ -102,16 +176,25 @@ func (t *keyTable) check(rec registry.Record) error {
 	return nil
 }
 
-// get reads the item of id (strongly consistent).
+// get reads the record of id (strongly consistent).
 func (t *keyTable) get(ctx context.Context, id string) (registry.Record, error) {
+	item, err := t.read(ctx, id)
+	if err != nil {
+		return registry.Record{}, err
+	}
+	return registry.DecodeItem(item)
+}
+
+// read reads the item of id (strongly consistent), as the table holds it.
+func (t *keyTable) read(ctx context.Context, id string) (map[string]types.AttributeValue, error) {
 	out, err := t.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.name), Key: key(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return registry.Record{}, t.explain(err, id)
+		return nil, t.explain(err, id)
 	}
 	if len(out.Item) == 0 {
-		return registry.Record{}, fmt.Errorf("%w: %s is not in table %s", errNoItem, id, t.name)
+		return nil, fmt.Errorf("%w: %s is not in table %s", errNoItem, id, t.name)
 	}
-	return registry.DecodeItem(out.Item)
+	return out.Item, nil
 }
 
 // listed is one item of a list: its record, or why the functions cannot use it.

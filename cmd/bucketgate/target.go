@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
@@ -44,7 +43,7 @@ func parseTarget(arg string, src sources) (target, error) {
 		return target{id: arg, req: checkapi.Request{Key: rest}}, nil
 	case kind == string(identity.KindKey):
 		if !isDigest(rest) {
-			return target{}, fmt.Errorf("%w: key: wants the key's digest, %d lowercase hex digits (give an API key itself without key:)", errUsage, config.DigestLen)
+			return target{}, errNotDigest
 		}
 		return authorizerTarget(arg), nil
 	case kind == string(identity.KindIP) && rest == identity.UnknownAddr:

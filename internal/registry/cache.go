@@ -63,7 +63,8 @@ type Cache struct {
 
 	mu      sync.Mutex
 	entries map[string]cached
-	reads   map[string]*read // reads in flight, by identity
+	unknown map[string]struct{} // the ids of entries that know no plan: evicted first
+	reads   map[string]*read    // reads in flight, by identity
 }
 
 // cached is one identity's entry.
@@ -79,6 +80,9 @@ type read struct {
 	done  chan struct{}
 	entry Entry
 	err   error
+	// abandoned reports that the lookup that read gave up (its context ended) before
+	// the source answered: its answer is that lookup's alone.
+	abandoned bool
 }
 
 // NewCache returns a Cache reading src and resolving records' plans with plans (the
@@ -94,7 +98,7 @@ func NewCache(src Source, plans Plans, opts Options) *Cache {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{src: src, plans: plans, opts: opts, entries: make(map[string]cached), reads: make(map[string]*read)}
+	return &Cache{src: src, plans: plans, opts: opts, entries: make(map[string]cached), unknown: make(map[string]struct{}), reads: make(map[string]*read)}
 }
 
 // Len returns the number of entries.
@@ -108,36 +112,50 @@ func (c *Cache) Len() int {
 // (ResultHit), else from one read of the source (ResultMiss). When the read fails, an
 // entry at most StaleIfError past its period answers (ResultStale); with none, Lookup
 // returns an error (ResultError), and so does every lookup of id for
-// RetryAfterFailure, without a read.
+// RetryAfterFailure, without a read. A lookup whose ctx ends first returns ctx's error
+// (ResultError); that is no failure of the source: lookups sharing its read read again.
 func (c *Cache) Lookup(ctx context.Context, id string) (Entry, error) {
-	now := c.opts.Now()
-	c.mu.Lock()
-	e, ok := c.entries[id]
-	switch {
-	case ok && !e.readAt.IsZero() && now.Sub(e.readAt) < c.opts.TTL:
+	for {
+		now := c.opts.Now()
+		c.mu.Lock()
+		e, ok := c.entries[id]
+		switch {
+		case ok && !e.readAt.IsZero() && now.Sub(e.readAt) < c.opts.TTL:
+			c.mu.Unlock()
+			return e.entry(now, ResultHit), nil
+		case ok && now.Before(e.retryAt):
+			c.mu.Unlock()
+			return c.fallback(e, now, errRecentFailure)
+		}
+		if r, ok := c.reads[id]; ok {
+			c.mu.Unlock()
+			e, err := r.wait(ctx)
+			if err != errAbandoned {
+				return e, err
+			}
+			continue
+		}
+		r := &read{done: make(chan struct{})}
+		c.reads[id] = r
 		c.mu.Unlock()
-		return e.entry(now, ResultHit), nil
-	case ok && now.Before(e.retryAt):
-		c.mu.Unlock()
-		return c.fallback(e, now, errRecentFailure)
+		return c.fill(ctx, id, now, r)
 	}
-	if r, ok := c.reads[id]; ok {
-		c.mu.Unlock()
-		return r.wait(ctx)
-	}
-	r := &read{done: make(chan struct{})}
-	c.reads[id] = r
-	c.mu.Unlock()
+}
 
+// fill reads id as of now for r, the read in flight of id, and answers it.
+func (c *Cache) fill(ctx context.Context, id string, now time.Time, r *read) (Entry, error) {
 	fresh, invalid, err := c.read(ctx, id, now)
 	c.mu.Lock()
 	delete(c.reads, id)
-	if err == nil {
+	switch {
+	case err == nil:
 		fresh.readAt = now
 		c.store(id, fresh)
 		r.entry = fresh.entry(now, ResultMiss)
 		r.entry.Invalid = invalid
-	} else {
+	case ctx.Err() != nil: // the caller gave up, not the source: nothing learned
+		r.entry, r.err, r.abandoned = Entry{Result: ResultError}, ctx.Err(), true
+	default:
 		e := c.entries[id] // what was there, if anything, stays: stale-if-error
 		e.retryAt = now.Add(RetryAfterFailure)
 		c.store(id, e)
@@ -161,12 +179,18 @@ func (c *Cache) fallback(e cached, now time.Time, err error) (Entry, error) {
 	return Entry{Result: ResultError}, err
 }
 
+// errAbandoned is wait's error for a read whose caller gave up: look up again.
+var errAbandoned = errors.New("registry: the lookup reading this identity gave up")
+
 // wait waits for r's answer. A waiter never read: a miss it shares is a hit for it.
 func (r *read) wait(ctx context.Context) (Entry, error) {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
 		return Entry{Result: ResultError}, ctx.Err()
+	}
+	if r.abandoned {
+		return Entry{}, errAbandoned
 	}
 	e := r.entry
 	if e.Result == ResultMiss {
@@ -177,7 +201,8 @@ func (r *read) wait(ctx context.Context) (Entry, error) {
 
 // read reads id from the source as of now. An item that cannot be used is logged and
 // known as no one (invalid true); err is the source's own failure.
-func (c *Cache) read(ctx context.Context, id string, now time.Time) (e cached, invalid bool, err error) {
+func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached, invalid bool, err error) {
+	ctx := caller
 	if c.opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
@@ -194,6 +219,8 @@ func (c *Cache) read(ctx context.Context, id string, now time.Time) (e cached, i
 		c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, bad.ID),
 			slog.String(AttrAttribute, bad.Attribute), slog.String(telemetry.AttrError, bad.Err.Error()))
 		return cached{}, true, nil
+	case err != nil && caller.Err() != nil: // the caller gave up: no failure of the source
+		return cached{}, false, err
 	case err != nil:
 		c.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgReadFailed, slog.String(AttrItem, id), slog.String(telemetry.AttrError, err.Error()))
 		return cached{}, false, err
@@ -210,31 +237,59 @@ const (
 )
 
 // store puts e under id, evicting an entry first when id is new and the cache is full.
+// An entry that holds nothing but a failed read's hold (no read of it succeeded) only
+// takes the place of one that knows no plan: without one, it is not kept. So made-up
+// keys never push out, while the table fails, an entry that can still answer stale.
 // The caller holds c.mu.
 func (c *Cache) store(id string, e cached) {
-	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.opts.Size {
-		c.evict()
+	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.opts.Size && !c.evict(e.readAt.IsZero()) {
+		return
 	}
 	c.entries[id] = e
+	if e.plan == nil {
+		c.unknown[id] = struct{}{}
+	} else {
+		delete(c.unknown, id)
+	}
 }
 
-// evict removes the entry read longest ago among a few (Go's map order is random).
-// The caller holds c.mu.
-func (c *Cache) evict() {
+// evict removes the entry read longest ago among a few (Go's map order is random) of
+// those that know no plan, or when there are none and not onlyUnknown, of all: made-up
+// keys take one another's place before a key the table knows. It reports whether it
+// removed one. The caller holds c.mu.
+func (c *Cache) evict(onlyUnknown bool) bool {
 	var (
 		victim string
 		oldest time.Time
 		n      int
 	)
-	for id, e := range c.entries {
-		if n == 0 || e.readAt.Before(oldest) {
+	sample := func(id string) bool {
+		if e := c.entries[id]; n == 0 || e.readAt.Before(oldest) {
 			victim, oldest = id, e.readAt
 		}
-		if n++; n == evictionSample {
-			break
+		n++
+		return n < evictionSample
+	}
+	switch {
+	case len(c.unknown) > 0:
+		for id := range c.unknown {
+			if !sample(id) {
+				break
+			}
+		}
+	case !onlyUnknown:
+		for id := range c.entries {
+			if !sample(id) {
+				break
+			}
 		}
 	}
+	if n == 0 {
+		return false
+	}
 	delete(c.entries, victim)
+	delete(c.unknown, victim)
+	return true
 }
 
 // entry is what e says at now, answered as r: no plan once the record has expired.

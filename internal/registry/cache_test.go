@@ -130,6 +130,59 @@ func TestCacheFloodIsBounded(t *testing.T) {
 	}
 }
 
+// Made-up keys do not push out the keys the table knows: a full cache evicts an entry
+// that knows no one before one with a plan, and while the table fails, a made-up key
+// (which has nothing to keep) never evicts an entry that can still answer stale.
+func TestCacheFloodKeepsKnownKeys(t *testing.T) {
+	const size = 100
+	setup := func(t *testing.T, madeUp int) (*registry.Cache, *registrytest.Source, *clock, []registry.Record) {
+		var known []registry.Record
+		for i := range size - madeUp {
+			known = append(known, registry.Record{ID: "key:known-" + strconv.Itoa(i), Plan: "pro"})
+		}
+		src := registrytest.New(known...)
+		c, clk := newCache(t, src, registry.Options{Size: size})
+		for _, r := range known {
+			lookup(t, c, r.ID)
+		}
+		for i := range madeUp {
+			lookup(t, c, "key:made-up-"+strconv.Itoa(i))
+		}
+		clk.advance(time.Second)
+		return c, src, clk, known
+	}
+	t.Run("table up", func(t *testing.T) {
+		c, src, _, known := setup(t, size/2)
+		for i := range size * 10 {
+			lookup(t, c, "key:flood-"+strconv.Itoa(i))
+		}
+		reads := src.Reads()
+		for _, r := range known {
+			if plan, result := lookup(t, c, r.ID); plan != "pro" || result != registry.ResultHit {
+				t.Fatalf("%s after a flood of made-up keys: %q %s, want a hit on pro", r.ID, plan, result)
+			}
+		}
+		if src.Reads() != reads {
+			t.Fatalf("%d reads for keys the cache should hold", src.Reads()-reads)
+		}
+	})
+	t.Run("table down", func(t *testing.T) {
+		c, src, clk, known := setup(t, 0)
+		src.Fail(errors.New("throttled"))
+		clk.advance(ttl)
+		for i := range size * 10 {
+			if _, err := c.Lookup(context.Background(), "key:outage-"+strconv.Itoa(i)); err == nil {
+				t.Fatal("a made-up key's lookup while the table fails: no error")
+			}
+		}
+		for _, r := range known {
+			if plan, result := lookup(t, c, r.ID); plan != "pro" || result != registry.ResultStale {
+				t.Fatalf("%s after a flood of made-up keys while the table fails: %q %s, want pro, stale", r.ID, plan, result)
+			}
+		}
+	})
+}
+
 // When the table fails, an entry past its period still answers (stale) for
 // StaleIfError; an identity with nothing cached is an error; either way, no read of it
 // for a second after a failure.
@@ -232,6 +285,47 @@ func TestCacheSharesAReadInFlight(t *testing.T) {
 	}
 	if src.Reads() != 1 || misses != 1 {
 		t.Fatalf("%d reads, %d misses for %d concurrent lookups; want 1 and 1", src.Reads(), misses, n)
+	}
+}
+
+// A lookup whose caller gives up during the read says nothing about the table: the
+// lookups that shared the read read again and get their answer, no lookup of the
+// identity fails for a second afterwards, and no table failure is logged.
+func TestCacheCallerGivingUpIsNoFailure(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
+	src.Gate = make(chan struct{})
+	var logs bytes.Buffer
+	c, _ := newCache(t, src, registry.Options{Log: telemetry.NewLogger(&logs, nil)})
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Lookup(ctx, digestID)
+		first <- err
+	}()
+	for src.Held() == 0 { // the first lookup's read is held
+		time.Sleep(time.Millisecond)
+	}
+	second := make(chan registry.Entry, 1)
+	go func() {
+		e, err := c.Lookup(context.Background(), digestID)
+		if err != nil {
+			t.Errorf("a lookup sharing the read of one that gave up: %v, want its answer", err)
+		}
+		second <- e
+	}()
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the lookup that gave up: %v, want its context's error", err)
+	}
+	close(src.Gate)
+	if e := <-second; e.Plan == nil || e.Plan.Name != "pro" {
+		t.Fatalf("the lookup sharing the read: %+v, want pro", e)
+	}
+	if plan, _ := lookup(t, c, digestID); plan != "pro" {
+		t.Fatalf("after it: plan %q, want pro", plan)
+	}
+	if strings.Contains(logs.String(), registry.MsgReadFailed) {
+		t.Errorf("a caller giving up was logged as a failed read: %s", &logs)
 	}
 }
 

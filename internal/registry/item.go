@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -29,6 +31,11 @@ const (
 // KeyAttribute is the table's partition key: a string attribute holding the identity.
 const KeyAttribute = attrID
 
+// Attributes returns the name of every attribute an item may hold, KeyAttribute first.
+func Attributes() []string {
+	return []string{attrID, attrPlan, attrStatus, attrExpiresAt, attrRules, attrOwner, attrNote}
+}
+
 // MaxExpiresAt is the latest expiresAt an item may hold, in Unix seconds: the last
 // second of the year 9999.
 const MaxExpiresAt = 253402300799
@@ -49,12 +56,11 @@ func DecodeItem(item map[string]types.AttributeValue) (Record, error) {
 	fail := func(attr string, err error) (Record, error) {
 		return Record{ID: id}, &RecordError{ID: id, Attribute: attr, Err: err}
 	}
+	known := Attributes()
 	for name := range item {
-		switch name {
-		case attrID, attrPlan, attrStatus, attrExpiresAt, attrRules, attrOwner, attrNote:
-		default:
-			return fail(strconv.Quote(name), fmt.Errorf("unknown attribute (want %s, %s, %s, %s, %s, %s or %s)",
-				attrID, attrPlan, attrStatus, attrExpiresAt, attrRules, attrOwner, attrNote))
+		if !slices.Contains(known, name) {
+			return fail(strconv.Quote(name), fmt.Errorf("unknown attribute (want %s or %s)",
+				strings.Join(known[:len(known)-1], ", "), known[len(known)-1]))
 		}
 	}
 	if r.Plan, err = stringAttr(item, attrPlan, true); err != nil {

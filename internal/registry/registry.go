@@ -9,7 +9,7 @@
 // number of entries (REGISTRY_CACHE_SIZE), so that a revocation, a plan change or an
 // override takes effect on every execution environment within that period, and a flood
 // of made-up keys costs at most one read per distinct key per period and never more
-// memory than the bound. When the table fails, an entry past its period still answers
+// memory than the bound, and evicts made-up keys before registered ones. When the table fails, an entry past its period still answers
 // for a bounded time (stale-if-error); an identity with nothing cached is an error the
 // handlers answer by the failure policy. Time is passed in (Options.Now).
 //

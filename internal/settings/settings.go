@@ -151,7 +151,8 @@ type Settings struct {
 	// FailOpen allows requests (reason degraded) when Redis cannot decide (FAIL_MODE:
 	// closed or open; default closed).
 	FailOpen bool
-	// Namespace is the CloudWatch namespace of the metrics (METRICS_NAMESPACE; default
+	// Namespace is the CloudWatch namespace of the metrics (METRICS_NAMESPACE: 1 to
+	// MaxNamespace bytes of printable ASCII, not only spaces, not under "AWS/"; default
 	// DefaultNamespace).
 	Namespace string
 	// DenyCacheSize bounds the in-process deny cache, in entries; zero disables it
@@ -180,7 +181,8 @@ type Settings struct {
 	// (IPV6_PREFIX_LENGTH, 1 to 128; 128 counts addresses one by one; default
 	// DefaultIPv6Prefix).
 	IPv6Prefix int
-	// RegistryTable is the DynamoDB table of API keys and tenants (REGISTRY_TABLE;
+	// RegistryTable is the DynamoDB table of API keys and tenants (REGISTRY_TABLE: a
+	// table name, 3 to 255 letters, digits, '_', '-' or '.', blanks around it trimmed;
 	// default empty: the configuration document's keys and tenants are the registry).
 	// The AWS SDK finds the region, the credentials and any endpoint override
 	// (AWS_ENDPOINT_URL_DYNAMODB) itself.
@@ -252,8 +254,8 @@ func Load(getenv func(string) string) (Settings, error) {
 		return s, fmt.Errorf("%s=%q: want %q or %q", EnvFailMode, v, FailClosed, FailOpen)
 	}
 	if v := getenv(EnvNamespace); v != "" {
-		if len(v) > MaxNamespace {
-			return s, fmt.Errorf("%s: %d bytes: want at most %d", EnvNamespace, len(v), MaxNamespace)
+		if err := checkNamespace(v); err != nil {
+			return s, err
 		}
 		s.Namespace = v
 	}
@@ -319,7 +321,8 @@ func (s Settings) validateAuth() error {
 	return nil
 }
 
-// loadRegistry reads the IPv6 prefix length and the registry's variables.
+// loadRegistry reads the IPv6 prefix length and the registry's variables, and checks
+// the registry table's name.
 func (s *Settings) loadRegistry(getenv func(string) string) error {
 	var err error
 	if s.IPv6Prefix, err = parseWhole(getenv, EnvIPv6Prefix, DefaultIPv6Prefix, 1, 128, "bits"); err != nil {
@@ -331,8 +334,13 @@ func (s *Settings) loadRegistry(getenv func(string) string) error {
 	if s.RegistryCacheSize, err = parseWhole(getenv, EnvRegistryCacheSize, DefaultRegistryCacheSize, 1, MaxRegistryCacheSize, "entries"); err != nil {
 		return err
 	}
-	s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxTimeout)
-	return err
+	if s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxTimeout); err != nil {
+		return err
+	}
+	if s.RegistryTable != "" {
+		return checkTable(s.RegistryTable)
+	}
+	return nil
 }
 
 // parseMillis reads name as whole milliseconds from least to most; def when it is

@@ -13,7 +13,9 @@ import (
 // Source is a registry.Source in memory. It is safe for concurrent use. The zero Source
 // is not; use New.
 type Source struct {
-	// Gate, when not nil, holds every read until it is closed.
+	// Gate, when not nil, holds every read until it is closed, or until the read's
+	// context ends: then the read fails with the context's error, as a DynamoDB call
+	// does.
 	Gate chan struct{}
 
 	mu      sync.Mutex
@@ -21,6 +23,7 @@ type Source struct {
 	invalid map[string]*registry.RecordError
 	err     error
 	reads   int
+	held    int
 }
 
 // New returns a Source holding records.
@@ -33,14 +36,16 @@ func New(records ...registry.Record) *Source {
 }
 
 // Get returns the record of id: an error set by Fail, the *RecordError set by
-// PutInvalid, or the record set by New or Put.
-func (s *Source) Get(_ context.Context, id string) (registry.Record, bool, error) {
-	if s.Gate != nil {
-		<-s.Gate
-	}
+// PutInvalid, or the record set by New or Put; or ctx's error when ctx ends while Gate
+// holds it.
+func (s *Source) Get(ctx context.Context, id string) (registry.Record, bool, error) {
+	err := s.hold(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads++
+	if err != nil {
+		return registry.Record{}, false, err
+	}
 	if s.err != nil {
 		return registry.Record{}, false, s.err
 	}
@@ -49,6 +54,27 @@ func (s *Source) Get(_ context.Context, id string) (registry.Record, bool, error
 	}
 	r, ok := s.records[id]
 	return r, ok, nil
+}
+
+// hold waits for Gate, if any, to open; it returns ctx's error when ctx ends first.
+func (s *Source) hold(ctx context.Context) error {
+	if s.Gate == nil {
+		return nil
+	}
+	s.mu.Lock()
+	s.held++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.held--
+		s.mu.Unlock()
+	}()
+	select {
+	case <-s.Gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Put sets the record of r.ID.
@@ -70,6 +96,13 @@ func (s *Source) Fail(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.err = err
+}
+
+// Held returns how many reads Gate holds now.
+func (s *Source) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
 }
 
 // Reads returns how many reads were made.

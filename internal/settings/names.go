@@ -1,0 +1,45 @@
+package settings
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Bounds of a DynamoDB table name, in bytes.
+const (
+	minTableName = 3
+	maxTableName = 255
+)
+
+// checkNamespace reports why CloudWatch would not take v as a metrics namespace: 1 to
+// MaxNamespace bytes of printable ASCII, not only spaces, not under "AWS/" (AWS's own).
+// CloudWatch drops the metrics of a log line with a namespace it refuses, silently.
+func checkNamespace(v string) error {
+	switch {
+	case len(v) > MaxNamespace:
+		return fmt.Errorf("%s: %d bytes: want at most %d", EnvNamespace, len(v), MaxNamespace)
+	case strings.Trim(v, " ") == "":
+		return fmt.Errorf("%s=%q: want a character other than a space", EnvNamespace, v)
+	case strings.HasPrefix(v, "AWS/"):
+		return fmt.Errorf("%s=%q: namespaces under AWS/ are AWS's own", EnvNamespace, v)
+	}
+	for i := range len(v) {
+		if v[i] < ' ' || v[i] > '~' {
+			return fmt.Errorf("%s=%q: want printable ASCII (CloudWatch drops the metrics of any other namespace)", EnvNamespace, v)
+		}
+	}
+	return nil
+}
+
+// checkTable reports why v is not a DynamoDB table name: 3 to 255 letters, digits, '_',
+// '-' or '.'. The template grants the functions GetItem on the table of that name, so
+// an ARN will not do either.
+func checkTable(v string) error {
+	if len(v) < minTableName || len(v) > maxTableName || strings.Trim(v, tableNameBytes) != "" {
+		return fmt.Errorf("%s=%q: want a table name: %d to %d letters, digits, '_', '-' or '.'", EnvRegistryTable, v, minTableName, maxTableName)
+	}
+	return nil
+}
+
+// tableNameBytes are the bytes of a DynamoDB table name.
+const tableNameBytes = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-."

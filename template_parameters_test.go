@@ -2,8 +2,10 @@ package bucketgate_test
 
 import (
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -51,5 +53,42 @@ func TestTemplateNumberParametersHoldTheSettingsBounds(t *testing.T) {
 	}
 	if len(checked) < 2 {
 		t.Fatalf("checked %v, want every Number parameter that sets a variable: is the template read right?", slices.Sorted(maps.Keys(checked)))
+	}
+}
+
+// ExistingRegistryTable's AllowedPattern takes exactly the names REGISTRY_TABLE loads
+// with (and the empty default, which creates a table), so that sam deploy refuses a name
+// that would stop the functions at init instead of deploying them.
+func TestTemplateRegistryTablePatternHoldsTheSettingsRule(t *testing.T) {
+	p := loadTemplate(t).Parameters["ExistingRegistryTable"]
+	pattern, err := regexp.Compile(p.AllowedPattern)
+	if p.AllowedPattern == "" || err != nil {
+		t.Fatalf("ExistingRegistryTable: AllowedPattern %q (%v): want the table names settings accepts", p.AllowedPattern, err)
+	}
+	tests := []struct {
+		name, table string
+	}{
+		{"the default: create one", ""},
+		{"a plain name", "bucketgate-keys"},
+		{"every kind of byte", "Keys_v2.prod-1"},
+		{"the shortest", "abc"},
+		{"the longest", strings.Repeat("k", 255)},
+		{"too short", "ab"},
+		{"too long", strings.Repeat("k", 256)},
+		{"a space", "my keys"},
+		{"an ARN", "arn:aws:dynamodb:us-east-1:123456789012:table/keys"},
+		{"a slash", "keys/v2"},
+		{"not ASCII", "schlüssel"},
+	}
+	for _, tc := range tests {
+		_, err := settings.Load(func(k string) string {
+			if k == settings.EnvRegistryTable {
+				return tc.table
+			}
+			return ""
+		})
+		if loads, allowed := err == nil, pattern.MatchString(tc.table); loads != allowed {
+			t.Errorf("%s: %q: the pattern allows it %v, settings loads it %v (%v)", tc.name, tc.table, allowed, loads, err)
+		}
 	}
 }

@@ -54,6 +54,9 @@ type samTemplate struct {
 		Type          string   `yaml:"Type"`
 		Default       string   `yaml:"Default"`
 		AllowedValues []string `yaml:"AllowedValues"`
+		// AllowedPattern is a CloudFormation (Java) regular expression; the ones here
+		// are also valid RE2.
+		AllowedPattern string `yaml:"AllowedPattern"`
 		MinValue      *int64   `yaml:"MinValue"`
 		MaxValue      *int64   `yaml:"MaxValue"`
 	} `yaml:"Parameters"`

@@ -209,6 +209,7 @@ func TestBucketsBadInput(t *testing.T) {
 		{"refund of 0", exitUsage, "--cost 0: want a whole number of tokens, 1 or more", []string{"buckets", "refund", "--cost", "0", key}, false},
 		{"negative refund", exitUsage, "--cost -2: want a whole number of tokens, 1 or more", []string{"buckets", "refund", "--cost=-2", key}, false},
 		{"fractional refund", exitUsage, `invalid value "1.5" for flag -cost`, []string{"buckets", "refund", "--cost", "1.5", key}, false},
+		{"refund with two costs", exitUsage, `invalid value "5" for flag -cost: given twice`, []string{"buckets", "refund", "--cost", "1", key, "--cost", "5"}, false},
 		{"reset with a cost", exitUsage, "buckets reset: takes no --cost", []string{"buckets", "reset", key, "--cost", "1"}, false},
 		{"show with a cost", exitUsage, "flag provided but not defined: -cost", []string{"buckets", "show", key, "--cost", "1"}, false},
 		{"plan and rules", exitUsage, "--plan or --rule, not both", []string{"buckets", "reset", "--plan", "gold", "--rule", "burst:5:1", key}, false},

@@ -103,8 +103,14 @@ func command[C any](group string, commands map[string]C, args []string) (C, *fla
 }
 
 // parse parses args into fs, flags before, between or after the arguments, and wants
-// exactly n arguments; it returns them.
+// exactly n arguments; it returns them. A flag given twice is a usage error, not a
+// silent choice of the last one, unless its value is repeatable (--rule).
 func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(repeatable); !ok {
+			f.Value = &once{Value: f.Value}
+		}
+	})
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -123,4 +129,31 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		return nil, fmt.Errorf("%w: %s: want %d argument(s), got %d", errUsage, fs.Name(), n, len(positional))
 	}
 	return positional, nil
+}
+
+// repeatable is a flag's value that takes the flag more than once.
+type repeatable interface {
+	flag.Value
+	repeatable()
+}
+
+// once is a flag's value that takes the flag once.
+type once struct {
+	flag.Value
+	set bool
+}
+
+// Set sets the value the first time; again, it refuses.
+func (o *once) Set(v string) error {
+	if o.set {
+		return errors.New("given twice: give it once")
+	}
+	o.set = true
+	return o.Value.Set(v)
+}
+
+// IsBoolFlag reports whether the flag takes no value (--json), as the value it wraps does.
+func (o *once) IsBoolFlag() bool {
+	b, ok := o.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }

@@ -17,6 +17,8 @@ type ruleList []bucket.Rule
 
 func (l *ruleList) String() string { return fmt.Sprint(*l) }
 
+func (l *ruleList) repeatable() {}
+
 // Set parses one rule, checked as the configuration document checks its rules.
 func (l *ruleList) Set(v string) error {
 	parts := strings.Split(v, ":")

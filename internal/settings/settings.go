@@ -71,7 +71,8 @@ const (
 	// REGISTRY_CACHE_SIZE is unset: a few megabytes at most.
 	DefaultRegistryCacheSize = 10_000
 	// MaxRegistryCacheSize is the largest REGISTRY_CACHE_SIZE, in entries (about 200
-	// bytes each for API keys: 200 MB).
+	// bytes each for API keys: 200 MB; a tenant's entry holds its key too, up to
+	// 1,000 bytes more).
 	MaxRegistryCacheSize = 1_000_000
 	// DefaultRegistryTimeout is the deadline of one registry read when
 	// REGISTRY_TIMEOUT_MS is unset.

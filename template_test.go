@@ -57,8 +57,8 @@ type samTemplate struct {
 		// AllowedPattern is a CloudFormation (Java) regular expression; the ones here
 		// are also valid RE2.
 		AllowedPattern string `yaml:"AllowedPattern"`
-		MinValue      *int64   `yaml:"MinValue"`
-		MaxValue      *int64   `yaml:"MaxValue"`
+		MinValue       *int64 `yaml:"MinValue"`
+		MaxValue       *int64 `yaml:"MaxValue"`
 	} `yaml:"Parameters"`
 	Globals struct {
 		Function samFunction `yaml:"Function"`

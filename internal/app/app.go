@@ -19,6 +19,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -46,8 +47,7 @@ var (
 // parts are what every function is built from.
 type parts struct {
 	settings settings.Settings
-	config   *config.Config
-	registry authorizer.Registry // the check handler's Registry too
+	config   *registry.Live // the configuration and the registry, which change together
 	guard    *guard.Guard
 	metrics  *telemetry.Emitter
 	log      *slog.Logger
@@ -67,7 +67,7 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 	if err != nil {
 		return nil, log, err
 	}
-	reg, err := NewRegistry(s, cfg, log)
+	live, err := NewConfiguration(s, cfg, log)
 	if err != nil {
 		return nil, log, err
 	}
@@ -77,8 +77,7 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 	}
 	h, err := f.handler(parts{
 		settings: s,
-		config:   cfg,
-		registry: reg,
+		config:   live,
 		guard:    g,
 		metrics:  telemetry.NewEmitter(metrics, s.Namespace, f.Name),
 		log:      log,
@@ -127,10 +126,10 @@ func newAuthorizer(p parts) (lambda.Handler, error) {
 	if err != nil { // settings bound the prefix length: the header is at fault
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
-	h := &authorizer.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}
+	h := &authorizer.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}
 	return h, nil
 }
 
 func newCheck(p parts) (lambda.Handler, error) {
-	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	return &check.Handler{Guard: p.guard, Config: p.config, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -52,19 +53,24 @@ type outcome struct {
 func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
+	v, refresh := h.Config.Current(ctx)
+	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
 	caller := h.Identities.ResolveCopies(c.keys, c.sourceIP)
 	attrs := []slog.Attr{slog.String(attrRequestID, c.requestID)}
 	if caller.IP.Value == identity.UnknownAddr {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "source IP is not an IP address: limited under the shared unknown identity",
 			append(attrs, slog.String(attrSourceIP, truncate(c.sourceIP, maxLoggedSourceIP)))...)
 	}
-	id, plan, attrs, lookupErr := h.who(ctx, caller, &inv, attrs)
+	id, plan, attrs, lookupErr := h.who(ctx, v, caller, &inv, attrs)
 	attrs = append([]slog.Attr{slog.String(telemetry.AttrIdentity, id.String())}, attrs...)
-	if plan == nil {
+	var limits config.Limits // none when there is no configuration: lookupErr says why
+	switch {
+	case plan != nil:
+		limits = v.Config.Limits(plan, c.method, c.path)
+	case lookupErr == nil:
 		h.Log.LogAttrs(ctx, slog.LevelDebug, "identity refused", attrs...)
 		return outcome{}, ErrUnauthorized
 	}
-	limits := h.Plans.Limits(plan, c.method, c.path)
 	attrs = append(attrs, slog.String(telemetry.AttrPlan, limits.Plan), slog.Int64(telemetry.AttrCost, limits.Cost))
 	q := bucket.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
 	var (
@@ -86,38 +92,44 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 	return outcome{id: id, limits: limits, result: r}, nil
 }
 
-// who returns whose buckets the caller spends and under which plan, and attrs with
-// what the log lines should add: a registered API key's own, on its plan with its
+// who returns whose buckets the caller spends and under which plan of v, and attrs
+// with what the log lines should add: a registered API key's own, on its plan with its
 // rules; else the source's, on the default plan, for a request without a key or (when
-// unknownKeys is ip) with a key the registry does not know. A nil plan means refused.
-// When the registry could not answer, it returns the key's identity on the default plan
-// and the registry's error: the request is then answered by the failure policy.
-func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (identity.Identity, *config.Plan, []slog.Attr, error) {
+// unknownKeys is ip) with a key the registry does not know. A nil plan with no error
+// means refused. When the registry could not answer, it returns the key's identity on
+// the default plan and the registry's error; when v has no configuration, the key's (or
+// the source's) identity, no plan and v's error: the request is then answered by the
+// failure policy.
+func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (identity.Identity, *config.Plan, []slog.Attr, error) {
 	switch {
+	case v.Config == nil && c.Key != identity.Identity{} && !c.Conflict:
+		return c.Key, nil, attrs, v.Err
+	case v.Config == nil:
+		return c.IP, nil, attrs, v.Err
 	case c.Conflict:
 		attrs = append(attrs, slog.String(attrUnknownKey, conflictingKeys))
 	case c.Key == identity.Identity{}:
-		if h.Plans.RefuseAnonymous() {
+		if v.Config.RefuseAnonymous() {
 			return c.IP, nil, attrs, nil
 		}
-		return c.IP, h.Plans.DefaultPlan(), attrs, nil
+		return c.IP, v.Config.DefaultPlan(), attrs, nil
 	default:
-		e, err := h.Registry.Lookup(ctx, c.Key.String())
+		e, err := v.Lookup(ctx, c.Key.String())
 		if e.Result != "" {
 			inv.ObserveLookup(string(e.Result), e.Invalid)
 		}
 		switch {
 		case err != nil:
-			return c.Key, h.Plans.DefaultPlan(), attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
+			return c.Key, v.Config.DefaultPlan(), attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
 		case e.Plan != nil:
 			return c.Key, e.Plan, attrs, nil
 		}
 		attrs = append(attrs, slog.String(attrUnknownKey, c.Key.String()))
 	}
-	if h.Plans.RefuseUnknownKeys() {
+	if v.Config.RefuseUnknownKeys() {
 		return c.IP, nil, attrs, nil
 	}
-	return c.IP, h.Plans.DefaultPlan(), attrs, nil
+	return c.IP, v.Config.DefaultPlan(), attrs, nil
 }
 
 // emit writes the invocation's metrics: one EMF line for its one decision, with the

@@ -36,6 +36,7 @@ const testTimeout = 2 * time.Second
 // fixture is a Handler on one Redis with its metrics and logs captured.
 type fixture struct {
 	h       *Handler
+	cfg     *config.Config // the handler's configuration
 	metrics *bytes.Buffer
 	logs    *bytes.Buffer
 }
@@ -50,14 +51,13 @@ func newFixture(t testing.TB, client rueidis.Client, cfg *config.Config, opts gu
 	if opts.Timeout == 0 {
 		opts.Timeout = testTimeout
 	}
-	f := &fixture{metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
+	f := &fixture{cfg: cfg, metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
 	f.h = &Handler{
-		Guard:    guard.New(bucket.New(client), opts),
-		Plans:    cfg,
-		Registry: registry.NewDocument(cfg),
-		Metrics:  telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, testFunction),
-		Log:      slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:      func() time.Time { return testTime },
+		Guard:   guard.New(bucket.New(client), opts),
+		Config:  registry.NewStatic(cfg, nil),
+		Metrics: telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, testFunction),
+		Log:     slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:     func() time.Time { return testTime },
 	}
 	return f
 }

@@ -73,7 +73,7 @@ func DecodeItem(item map[string]types.AttributeValue) (Record, error) {
 	case item[attrStatus] != nil && r.Status != StatusActive && r.Status != StatusRevoked: // "" too: only absence means active
 		return fail(attrStatus, fmt.Errorf("%q: want %q or %q", status, StatusActive, StatusRevoked))
 	}
-	if r.ExpiresAt, err = expiresAt(item[attrExpiresAt]); err != nil {
+	if r.ExpiresAt, err = unixTime(item[attrExpiresAt]); err != nil {
 		return fail(attrExpiresAt, err)
 	}
 	if r.Rules, err = rules(item[attrRules]); err != nil {
@@ -148,8 +148,9 @@ func stringAttr(item map[string]types.AttributeValue, name string, required bool
 	return s.Value, nil
 }
 
-// expiresAt reads an expiresAt value: whole Unix seconds; nil (absent) is never.
-func expiresAt(v types.AttributeValue) (time.Time, error) {
+// unixTime reads an expiresAt or updatedAt value: whole Unix seconds; nil (absent) is
+// the zero Time (for expiresAt: never).
+func unixTime(v types.AttributeValue) (time.Time, error) {
 	if v == nil {
 		return time.Time{}, nil
 	}

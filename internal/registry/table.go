@@ -59,3 +59,25 @@ func (t *Table) Get(ctx context.Context, id string) (r Record, found bool, err e
 	}
 	return r, true, nil
 }
+
+// GetConfig reads the configuration item id (ConfigID, or a VersionID) with one GetItem
+// (eventually consistent). found is false when the table holds no such item. An item
+// DecodeConfigItem refuses is a *RecordError, with what could be read of it; any other
+// error is DynamoDB's.
+func (t *Table) GetConfig(ctx context.Context, id string) (s StoredConfig, found bool, err error) {
+	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(t.name),
+		Key:       map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: id}},
+	})
+	if err != nil {
+		return StoredConfig{}, false, fmt.Errorf("registry table %s: %w", t.name, err)
+	}
+	if len(out.Item) == 0 {
+		return StoredConfig{}, false, nil
+	}
+	s, err = DecodeConfigItem(out.Item)
+	if err == nil && s.ID != id {
+		err = &RecordError{ID: id, Attribute: attrID, Err: fmt.Errorf("%q: want the id it was read by", truncate(s.ID))}
+	}
+	return s, true, err
+}

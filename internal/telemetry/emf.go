@@ -53,10 +53,11 @@ func OutcomeOf(r bucket.Reason) string {
 // Invocation gathers the metrics of one function invocation. The zero Invocation is
 // empty and ready to use; it is not safe for concurrent use.
 type Invocation struct {
-	groups  []*group      // one per (outcome, failure), in order of appearance
-	lookups []lookupCount // one per registry lookup result, in order of appearance
-	invalid int           // registry items read that could not be used
-	shadow  []shadowCount // one per shadow rule that would have denied, in order of appearance
+	groups        []*group      // one per (outcome, failure), in order of appearance
+	lookups       []lookupCount // one per registry lookup result, in order of appearance
+	invalid       int           // registry items read that could not be used
+	configInvalid int           // configuration documents read that do not load
+	shadow        []shadowCount // one per shadow rule that would have denied, in order of appearance
 }
 
 // shadowCount is how many allowed requests a shadow rule would have denied.
@@ -141,7 +142,7 @@ func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 	if len(inv.lookups) > n {
 		n = len(inv.lookups)
 	}
-	if n == 0 && inv.invalid > 0 {
+	if n == 0 && inv.invalid+inv.configInvalid > 0 {
 		n = 1
 	}
 	for i := range n {
@@ -153,8 +154,8 @@ func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 			l := inv.lookups[i]
 			d.count(e.namespace, MetricRegistryLookups, l.n, DimResult, l.result)
 		}
-		if i == 0 && inv.invalid > 0 {
-			d.count(e.namespace, MetricRegistryInvalid, inv.invalid, "", "")
+		if i == 0 {
+			d.invalid(e.namespace, inv)
 		}
 		if err := e.write(buf, &d, ms); err != nil {
 			return err
@@ -183,9 +184,10 @@ func (e *Emitter) write(buf *[]byte, d *document, ms int64) error {
 
 // The most fields and directives one EMF document holds: the decision's (Decisions,
 // DenyCacheHits, Outcome, RedisLatency, Reason, FailClosed), a registry lookup's
-// (RegistryLookups, Result) and the invalid items' (RegistryInvalidItems), and Function.
+// (RegistryLookups, Result), the invalid items' and documents' (RegistryInvalidItems,
+// ConfigInvalid: one directive), and Function.
 const (
-	maxFields     = 10
+	maxFields     = 11
 	maxDirectives = 4
 	maxMetrics    = 3
 )
@@ -248,6 +250,25 @@ func (d *document) decisions(namespace string, g *group) {
 		d.directive(namespace, DimReason, emfMetric{MetricFailClosed, "Count"})
 		d.add(field{name: DimReason, str: string(g.failure), isStr: true})
 		d.add(field{name: MetricFailClosed, n: g.decisions})
+	}
+}
+
+// invalid adds the counts of inv's invalid registry items and configuration documents,
+// by Function alone, in one directive; nothing when there are none.
+func (d *document) invalid(namespace string, inv *Invocation) {
+	if inv.invalid+inv.configInvalid == 0 {
+		return
+	}
+	dir := d.directive(namespace, "")
+	for _, m := range []struct {
+		name string
+		n    int
+	}{{MetricRegistryInvalid, inv.invalid}, {MetricConfigInvalid, inv.configInvalid}} {
+		if m.n > 0 {
+			dir.metrics[dir.nmetrics] = emfMetric{m.name, "Count"}
+			dir.nmetrics++
+			d.add(field{name: m.name, n: m.n})
+		}
 	}
 }
 

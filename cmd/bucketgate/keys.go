@@ -40,8 +40,9 @@ for the key; another name adds a rule.
 
 Every command takes --table NAME (default: $REGISTRY_TABLE) and the AWS SDK's default
 credentials and region; AWS_ENDPOINT_URL_DYNAMODB points it at a local DynamoDB. Plans
-are checked against the configuration document of RATE_LIMIT_CONFIG,
-RATE_LIMIT_CONFIG_FILE or the built-in one, as the functions load it.
+are checked against the configuration document the functions load: the table's
+(bucketgate config), or while the table holds none, that of RATE_LIMIT_CONFIG,
+RATE_LIMIT_CONFIG_FILE or the built-in one.
 `
 
 // keysCommand is one keys command: it adds its flags to fs and returns the function that
@@ -89,8 +90,7 @@ func runKeys(e env, args []string) error {
 	return do(e, t, positional)
 }
 
-// openTable returns the registry table called name, or the one of REGISTRY_TABLE, with
-// the configuration's plans.
+// openTable returns the registry table called name, or the one of REGISTRY_TABLE.
 func openTable(e env, name string) (*keyTable, error) {
 	s, err := settings.Load(e.getenv)
 	if err != nil {
@@ -102,15 +102,11 @@ func openTable(e env, name string) (*keyTable, error) {
 	if name == "" {
 		return nil, fmt.Errorf("%w: no registry table: set %s or --table", errUsage, settings.EnvRegistryTable)
 	}
-	plans, err := app.LoadConfig(s)
-	if err != nil {
-		return nil, err
-	}
 	db, err := registry.NewClient(e.ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &keyTable{db: db, name: name, plans: plans}, nil
+	return &keyTable{db: db, name: name, env: func() (*config.Config, error) { return app.LoadConfig(s) }}, nil
 }
 
 func initFlags(*flag.FlagSet) func(env, *keyTable, []string) error {

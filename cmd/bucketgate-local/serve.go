@@ -70,7 +70,7 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 		Backend:  backendText,
 		Header:   cmp.Or(getenv(settings.EnvAPIKeyHeader), settings.DefaultAPIKeyHeader),
 		Registry: registryWhere(getenv),
-		BuiltIn:  getenv(settings.EnvConfigInline) == "" && getenv(settings.EnvConfigFile) == "",
+		BuiltIn:  getenv(settings.EnvConfigInline) == "" && getenv(settings.EnvConfigFile) == "" && getenv(settings.EnvRegistryTable) == "",
 		LogLevel: settings.EnvLogLevel,
 	}); err != nil {
 		return err
@@ -119,8 +119,8 @@ Without the header, or with a key nobody registered, the caller is limited by it
 func printBanner(w io.Writer, b banner) error { return bannerText.Execute(w, b) }
 
 // registryWhere says where the authorizer finds API keys: the DynamoDB table of
-// REGISTRY_TABLE (at the endpoint the AWS SDK is pointed at, if any), or the
-// configuration document.
+// REGISTRY_TABLE (at the endpoint the AWS SDK is pointed at, if any), which may hold
+// the plans too, or the configuration document.
 func registryWhere(getenv func(string) string) string {
 	table := getenv(settings.EnvRegistryTable)
 	if table == "" {
@@ -130,7 +130,7 @@ func registryWhere(getenv func(string) string) string {
 	if endpoint := getenv(envDynamoDBEndpoint); endpoint != "" {
 		where = endpoint
 	}
-	return fmt.Sprintf("DynamoDB table %s at %s, cached %s ms (%s)", table, where,
+	return fmt.Sprintf("DynamoDB table %s at %s, cached %s ms (%s); plans from the table's configuration document when it holds one (bucketgate config)", table, where,
 		cmp.Or(getenv(settings.EnvRegistryCacheMS), fmt.Sprint(settings.DefaultRegistryCacheTTL.Milliseconds())), settings.EnvRegistryCacheMS)
 }
 

@@ -434,7 +434,7 @@ var emitted = struct {
 	dims    map[string][]string
 }{
 	metrics: []string{telemetry.MetricDecisions, telemetry.MetricFailClosed, telemetry.MetricRedisLatency, telemetry.MetricDenyCacheHits,
-		telemetry.MetricRegistryLookups, telemetry.MetricRegistryInvalid},
+		telemetry.MetricRegistryLookups, telemetry.MetricRegistryInvalid, telemetry.MetricConfigInvalid},
 	dims: map[string][]string{
 		telemetry.DimOutcome:  {telemetry.OutcomeAllowed, telemetry.OutcomeLimited, telemetry.OutcomeUnavailable, telemetry.OutcomeDegraded},
 		telemetry.DimReason:   {string(guard.FailureTimeout), string(guard.FailureRedisError), string(guard.FailureBadResponse), string(guard.FailureRegistryError)},

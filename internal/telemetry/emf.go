@@ -53,11 +53,13 @@ func OutcomeOf(r bucket.Reason) string {
 // Invocation gathers the metrics of one function invocation. The zero Invocation is
 // empty and ready to use; it is not safe for concurrent use.
 type Invocation struct {
-	groups        []*group      // one per (outcome, failure), in order of appearance
-	lookups       []lookupCount // one per registry lookup result, in order of appearance
-	invalid       int           // registry items read that could not be used
-	configInvalid int           // configuration documents read that do not load
-	shadow        []shadowCount // one per shadow rule that would have denied, in order of appearance
+	groups  []*group      // one per (outcome, failure), in order of appearance
+	lookups []lookupCount // one per registry lookup result, in order of appearance
+	// invalid counts registry items read that could not be used, configInvalid
+	// configuration documents read that do not load (int32: the Invocation of every
+	// decision stays in its allocation size class).
+	invalid, configInvalid int32
+	shadow                 []shadowCount // one per shadow rule that would have denied, in order of appearance
 }
 
 // shadowCount is how many allowed requests a shadow rule would have denied.
@@ -262,12 +264,12 @@ func (d *document) invalid(namespace string, inv *Invocation) {
 	dir := d.directive(namespace, "")
 	for _, m := range []struct {
 		name string
-		n    int
+		n    int32
 	}{{MetricRegistryInvalid, inv.invalid}, {MetricConfigInvalid, inv.configInvalid}} {
 		if m.n > 0 {
 			dir.metrics[dir.nmetrics] = emfMetric{m.name, "Count"}
 			dir.nmetrics++
-			d.add(field{name: m.name, n: m.n})
+			d.add(field{name: m.name, n: int(m.n)})
 		}
 	}
 }

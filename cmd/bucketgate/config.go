@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,38 +35,15 @@ and refuse a document that leaves an active key or tenant without its plan, nami
 (--force writes it anyway). Every command takes --table NAME (default: $REGISTRY_TABLE).
 `
 
-// configCommand is one config command: it adds its flags to fs and returns the
-// function that runs with the table and the parsed arguments.
-type configCommand struct {
-	args  int // how many arguments it takes
-	flags func(fs *flag.FlagSet) func(e env, t *keyTable, args []string) error
-}
-
-var configCommands = map[string]configCommand{
-	"show":     {0, configShowFlags},
-	"put":      {1, configPutFlags},
-	"history":  {0, configHistoryFlags},
-	"rollback": {1, configRollbackFlags},
+var configCommands = map[string]tableCommand{
+	"show":     {0, false, configShowFlags},
+	"put":      {1, false, configPutFlags},
+	"history":  {0, false, configHistoryFlags},
+	"rollback": {1, false, configRollbackFlags},
 }
 
 // runConfig runs the config command named by args[0].
-func runConfig(e env, args []string) error {
-	c, fs, err := command("config", configCommands, args)
-	if err != nil {
-		return err
-	}
-	table := fs.String("table", "", "the registry table (default: $"+settings.EnvRegistryTable+")")
-	do := c.flags(fs)
-	positional, err := parse(fs, args[1:], c.args)
-	if err != nil {
-		return err
-	}
-	t, err := openTable(e, *table)
-	if err != nil {
-		return err
-	}
-	return do(e, t, positional)
-}
+func runConfig(e env, args []string) error { return runTableCommand(e, "config", configCommands, args) }
 
 // configJSON is a version of the configuration as --json prints it.
 type configJSON struct {
@@ -109,7 +87,7 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if *asJSON {
 			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: s.Note, Document: s.Document})
 		}
-		fmt.Fprintf(e.stderr, "version %d of table %s, written %s%s\n", s.Version, t.name, orUnknown(updated(s)), noteText(s.Note))
+		fmt.Fprintf(e.stderr, "version %d of table %s, written %s%s\n", s.Version, t.name, cmp.Or(updated(s), "-"), noteText(s.Note))
 		_, err = io.WriteString(e.stdout, s.Document)
 		return err
 	}
@@ -169,7 +147,7 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				fmt.Fprintf(tw, "%s\t\tinvalid: %s\n", h.versions[i].id, v.Invalid)
 				continue
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", v.Version, current, orUnknown(v.UpdatedAt), v.Bytes, v.Note)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", v.Version, current, cmp.Or(v.UpdatedAt, "-"), v.Bytes, v.Note)
 		}
 		return tw.Flush()
 	}
@@ -255,13 +233,6 @@ func updated(s registry.StoredConfig) string {
 		return ""
 	}
 	return s.UpdatedAt.UTC().Format(time.RFC3339)
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // noteText is a note for a line of text: ": note", or "" for none.

@@ -226,7 +226,7 @@ func (t *keyTable) prepareConfig(ctx context.Context, doc string, cfg *config.Co
 // written), then its immutable copy.
 func (t *keyTable) commitConfig(ctx context.Context, w configWrite) error {
 	if w.copy { // another write may have repaired it meanwhile: then it is there
-		if err := t.putCopy(ctx, w.cur); err != nil && !errors.Is(err, errCopyExists) {
+		if err := t.putCopy(ctx, w.cur); err != nil && !errors.Is(err, errExists) {
 			return err
 		}
 	}
@@ -260,24 +260,12 @@ func (t *keyTable) commitConfig(ctx context.Context, w configWrite) error {
 	return nil
 }
 
-// putCopy writes s as the immutable copy of its version, which must not exist yet.
+// putCopy writes s as the immutable copy of its version, which must not exist yet: a
+// version is never written twice.
 func (t *keyTable) putCopy(ctx context.Context, s registry.StoredConfig) error {
 	s.ID = registry.VersionID(s.Version)
-	_, err := t.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(t.name),
-		Item:                     s.Item(),
-		ConditionExpression:      aws.String(isNew),
-		ExpressionAttributeNames: map[string]string{"#id": registry.KeyAttribute},
-	})
-	var exists *types.ConditionalCheckFailedException
-	if errors.As(err, &exists) {
-		return fmt.Errorf("%w: %s is already in table %s", errCopyExists, s.ID, t.name)
-	}
-	return t.explain(err, s.ID)
+	return t.putNew(ctx, s.ID, s.Item())
 }
-
-// errCopyExists is wrapped by putCopy's error for a copy the table holds already.
-var errCopyExists = errors.New("a version is never written twice")
 
 // raced is the error of a write that found the configuration changed since it read
 // version read (0: none): it names what is there now.

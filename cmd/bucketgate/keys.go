@@ -45,16 +45,17 @@ are checked against the configuration document the functions load: the table's
 RATE_LIMIT_CONFIG_FILE or the built-in one.
 `
 
-// keysCommand is one keys command: it adds its flags to fs and returns the function that
-// runs with the table and the parsed arguments.
-type keysCommand struct {
+// tableCommand is one command over the registry table (keys, config): it adds its
+// flags to fs and returns the function that runs with the table and the parsed
+// arguments.
+type tableCommand struct {
 	args int // how many arguments it takes
 	// item reports that the first argument is a KEY: the function gets its registry id.
 	item  bool
 	flags func(fs *flag.FlagSet) func(e env, t *keyTable, args []string) error
 }
 
-var keysCommands = map[string]keysCommand{
+var keysCommands = map[string]tableCommand{
 	"init":            {0, false, initFlags},
 	"create":          {0, false, createFlags},
 	"revoke":          {1, true, revokeFlags},
@@ -67,8 +68,12 @@ var keysCommands = map[string]keysCommand{
 }
 
 // runKeys runs the keys command named by args[0].
-func runKeys(e env, args []string) error {
-	c, fs, err := command("keys", keysCommands, args)
+func runKeys(e env, args []string) error { return runTableCommand(e, "keys", keysCommands, args) }
+
+// runTableCommand runs the command of group named by args[0] among commands, with the
+// table of --table or REGISTRY_TABLE.
+func runTableCommand(e env, group string, commands map[string]tableCommand, args []string) error {
+	c, fs, err := command(group, commands, args)
 	if err != nil {
 		return err
 	}

@@ -49,18 +49,27 @@ func (t *keyTable) put(ctx context.Context, rec registry.Record) error {
 	if err := t.check(ctx, rec); err != nil {
 		return err
 	}
+	return t.putNew(ctx, rec.ID, rec.Item())
+}
+
+// putNew writes item, the item of id, on the condition that the table holds none: its
+// error then wraps errExists.
+func (t *keyTable) putNew(ctx context.Context, id string, item map[string]types.AttributeValue) error {
 	_, err := t.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(t.name),
-		Item:                     rec.Item(),
+		Item:                     item,
 		ConditionExpression:      aws.String(isNew),
 		ExpressionAttributeNames: map[string]string{"#id": registry.KeyAttribute},
 	})
 	var exists *types.ConditionalCheckFailedException
 	if errors.As(err, &exists) {
-		return fmt.Errorf("%s is already in table %s", rec.ID, t.name)
+		return fmt.Errorf("%s %w %s", id, errExists, t.name)
 	}
-	return t.explain(err, rec.ID)
+	return t.explain(err, id)
 }
+
+// errExists is wrapped by putNew's error for an item the table holds already.
+var errExists = errors.New("is already in table")
 
 // revoke marks the item of id revoked, whatever else it holds.
 func (t *keyTable) revoke(ctx context.Context, id string) error {

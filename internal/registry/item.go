@@ -56,12 +56,8 @@ func DecodeItem(item map[string]types.AttributeValue) (Record, error) {
 	fail := func(attr string, err error) (Record, error) {
 		return Record{ID: id}, &RecordError{ID: id, Attribute: attr, Err: err}
 	}
-	known := Attributes()
-	for name := range item {
-		if !slices.Contains(known, name) {
-			return fail(strconv.Quote(name), fmt.Errorf("unknown attribute (want %s or %s)",
-				strings.Join(known[:len(known)-1], ", "), known[len(known)-1]))
-		}
+	if name, err := unknownAttribute(item, Attributes()); err != nil {
+		return fail(name, err)
 	}
 	if r.Plan, err = stringAttr(item, attrPlan, true); err != nil {
 		return fail(attrPlan, err)
@@ -126,6 +122,18 @@ func RulesAttribute(rules []bucket.Rule) types.AttributeValue {
 		}}
 	}
 	return &types.AttributeValueMemberL{Value: list}
+}
+
+// unknownAttribute returns the name (quoted) of an attribute of item that is not one of
+// known, and an error saying so; "" and nil when every one is known.
+func unknownAttribute(item map[string]types.AttributeValue, known []string) (string, error) {
+	for name := range item {
+		if !slices.Contains(known, name) {
+			return strconv.Quote(name), fmt.Errorf("unknown attribute (want %s or %s)",
+				strings.Join(known[:len(known)-1], ", "), known[len(known)-1])
+		}
+	}
+	return "", nil
 }
 
 // stringAttr returns the string attribute name of item; a missing one is "" or, when

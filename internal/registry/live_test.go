@@ -44,6 +44,16 @@ type live struct {
 	logs *bytes.Buffer
 }
 
+// loaded is newLive, loaded.
+func loaded(t *testing.T, src *registrytest.Source, cache *registry.Cache) *live {
+	t.Helper()
+	l := newLive(t, src, cache)
+	if err := l.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func newLive(t *testing.T, src *registrytest.Source, cache *registry.Cache) *live {
 	t.Helper()
 	env, err := config.Parse([]byte(envDoc))
@@ -83,10 +93,7 @@ var (
 func TestLiveFollowsTheTable(t *testing.T) {
 	src := registrytest.New()
 	put(src, 1, docV1)
-	l := newLive(t, src, nil)
-	if err := l.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	l := loaded(t, src, nil)
 	steps := []struct {
 		name    string
 		advance time.Duration
@@ -135,10 +142,7 @@ func TestLiveFollowsTheTable(t *testing.T) {
 func TestLiveKeepsTheLastGoodDocument(t *testing.T) {
 	src := registrytest.New()
 	put(src, 1, docV1)
-	l := newLive(t, src, nil)
-	if err := l.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	l := loaded(t, src, nil)
 	l.current(t)
 	put(src, 2, badDoc)
 	for range 2 {
@@ -165,10 +169,7 @@ func TestLiveKeepsTheLastGoodDocument(t *testing.T) {
 	}
 
 	src = registrytest.New() // an instance on the environment's document keeps it too
-	l = newLive(t, src, nil)
-	if err := l.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	l = loaded(t, src, nil)
 	put(src, 1, badDoc)
 	l.clk.advance(ttl)
 	if v, burst, r := l.current(t); v.Version != 0 || burst != 7 || r != invalid {
@@ -251,10 +252,7 @@ func TestLiveFreshInstance(t *testing.T) {
 func TestLiveReadFailure(t *testing.T) {
 	src := registrytest.New()
 	put(src, 1, docV1)
-	l := newLive(t, src, nil)
-	if err := l.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	l := loaded(t, src, nil)
 	l.current(t)
 	src.Fail(errors.New("throttled"))
 	l.clk.advance(ttl)
@@ -301,10 +299,7 @@ func TestLiveReadFailure(t *testing.T) {
 func TestLiveReadsOnceAndNeverStalls(t *testing.T) {
 	src := registrytest.New()
 	put(src, 1, docV1)
-	l := newLive(t, src, nil)
-	if err := l.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	l := loaded(t, src, nil)
 	l.current(t)
 	put(src, 2, docV2)
 	src.Gate = make(chan struct{})
@@ -361,10 +356,7 @@ func TestLiveEntriesFollowTheDocument(t *testing.T) {
 	put(src, 1, docV1)
 	var logs bytes.Buffer
 	cache := registry.NewCache(src, registry.Options{TTL: time.Hour, Size: 10, Log: telemetry.NewLogger(&logs, nil)})
-	l := newLive(t, src, cache)
-	if err := l.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	l := loaded(t, src, cache)
 	burst := func(id string) (int64, registry.Entry) {
 		t.Helper()
 		v, _, _ := l.current(t)

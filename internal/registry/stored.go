@@ -3,7 +3,6 @@ package registry
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,12 +80,8 @@ func DecodeConfigItem(item map[string]types.AttributeValue) (StoredConfig, error
 	fail := func(attr string, err error) (StoredConfig, error) {
 		return StoredConfig{ID: id, Version: s.Version}, &RecordError{ID: id, Attribute: attr, Err: err}
 	}
-	known := ConfigAttributes()
-	for name := range item {
-		if !slices.Contains(known, name) {
-			return fail(strconv.Quote(name), fmt.Errorf("unknown attribute (want %s or %s)",
-				strings.Join(known[:len(known)-1], ", "), known[len(known)-1]))
-		}
+	if name, err := unknownAttribute(item, ConfigAttributes()); err != nil {
+		return fail(name, err)
 	}
 	if s.Document, err = stringAttr(item, attrDocument, true); err != nil {
 		return fail(attrDocument, err)

@@ -72,9 +72,11 @@ build-AuthorizerFunction:
 build-CheckFunction:
 	$(CHECK_ARTIFACTS_DIR)$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/check
 
+# build runs the two recipes in this directory, with paths relative to it, so that what
+# it prints is the same on every machine (docs/deploy.md shows it; a test holds it).
 build: ## both Lambda binaries: bin/authorizer/bootstrap and bin/check/bootstrap
-	$(MAKE) build-AuthorizerFunction ARTIFACTS_DIR=$(CURDIR)/bin/authorizer
-	$(MAKE) build-CheckFunction ARTIFACTS_DIR=$(CURDIR)/bin/check
+	$(MAKE) --no-print-directory build-AuthorizerFunction ARTIFACTS_DIR=bin/authorizer
+	$(MAKE) --no-print-directory build-CheckFunction ARTIFACTS_DIR=bin/check
 
 clean:
 	rm -rf bin .aws-sam

@@ -345,9 +345,10 @@ func TestTemplateGatewayResponses(t *testing.T) {
 			if ra := w.Header()["Retry-After"]; len(ra) != 1 || body["retryAfter"] == nil || ra[0] != jsonText(t, body["retryAfter"]) {
 				t.Errorf("Retry-After %v, body retryAfter %v: want both, equal", ra, body["retryAfter"])
 			}
-			// The 429's message tells the client that waiting that long (and a jitter) works.
-			if msg, _ := body["message"].(string); tc.kind == localgw.AccessDenied && (!strings.Contains(msg, "retry after "+jsonText(t, body["retryAfter"])) || !strings.Contains(msg, "will be accepted")) {
-				t.Errorf("message %q: want it to say a retry after Retry-After will be accepted", msg)
+			// The 429's message tells the client that waiting that long (and a jitter) works,
+			// in words: the limited context's retry-after is 1, "1 second", not "1 seconds".
+			if msg, _ := body["message"].(string); tc.kind == localgw.AccessDenied && (!strings.Contains(msg, "retry after "+jsonText(t, body["retryAfter"])+" second ") || !strings.Contains(msg, "will be accepted")) {
+				t.Errorf("message %q: want it to say a retry after Retry-After (1 second) will be accepted", msg)
 			}
 		})
 	}

@@ -47,7 +47,7 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	}
 	backend, backendText := localgw.SampleBackend(), sampleBackendText
 	if o.backend != "" {
-		if backend, err = localgw.ProxyBackend(o.backend, stderr); err != nil {
+		if backend, err = localgw.ProxyBackend(o.backend, responses.Lookup(localgw.IntegrationFailure), stderr); err != nil {
 			return fmt.Errorf("%w: -backend: %w", errUsage, err)
 		}
 		backendText = "your service at " + o.backend + " (method, path, query, headers and body as sent)"

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"text/template"
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -63,15 +62,24 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	}
 	gw := &localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix}
 	srv := &http.Server{Handler: accessLog(stdout, gw), ReadHeaderTimeout: readHeaderTimeout}
+	s, err := settings.Load(getenv)
+	if err != nil {
+		return err
+	}
+	cfg, err := app.LoadConfig(s) // app.Build loaded it already: it cannot fail here
+	if err != nil {
+		return err
+	}
+	url := "http://" + l.Addr().String()
 	if err := printBanner(stdout, banner{
-		URL:      "http://" + l.Addr().String(),
+		URL:      url,
 		Template: o.template,
 		Redis:    where,
 		Backend:  backendText,
-		Header:   cmp.Or(getenv(settings.EnvAPIKeyHeader), settings.DefaultAPIKeyHeader),
 		Registry: registryWhere(getenv),
-		BuiltIn:  getenv(settings.EnvConfigInline) == "" && getenv(settings.EnvConfigFile) == "",
+		BuiltIn:  s.ConfigInline == "" && s.ConfigFile == "",
 		LogLevel: settings.EnvLogLevel,
+		TryIt:    tryIt(cfg, url, s.APIKeyHeader),
 	}); err != nil {
 		return err
 	}
@@ -90,33 +98,6 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	}
 	return err
 }
-
-// sampleBackendText describes the sample backend in the banner.
-const sampleBackendText = `200 {"ok":true,"path":...} on any path (-backend URL, or make run BACKEND=URL, for your own service)`
-
-// banner is what the server says when it starts.
-type banner struct {
-	URL, Template, Redis, Registry, Backend, Header, LogLevel string
-	BuiltIn                                                   bool // the built-in plans apply
-}
-
-var bannerText = template.Must(template.New("banner").Parse(`bucketgate local API Gateway on {{.URL}}
-  authorizer  the Lambda handler, in-process, for every request (logs on stderr; {{.LogLevel}}=debug shows each decision)
-  responses   429 / 503 / 401 gateway responses from {{.Template}}
-  redis       {{.Redis}}
-  registry    {{.Registry}}
-  backend     {{.Backend}}
-  headers     RateLimit, RateLimit-Policy, X-RateLimit-Limit, -Remaining, -Reset on every answer
-{{if .BuiltIn}}
-Built-in plans: every caller without a registered key is on free (a burst of 10, then 1 request per second).{{end}}
-Try it: every answer shows what is left; the 11th request in a row is answered 429 with Retry-After.
-  curl -i -H '{{.Header}}: k' {{.URL}}/scores
-  for i in $(seq 11); do curl -s -o /dev/null -w '%{http_code} ' -H '{{.Header}}: k' {{.URL}}/scores; done; echo
-Without the header, or with a key nobody registered, the caller is limited by its IP address. Ctrl-C stops.
-
-`))
-
-func printBanner(w io.Writer, b banner) error { return bannerText.Execute(w, b) }
 
 // registryWhere says where the authorizer finds API keys: the DynamoDB table of
 // REGISTRY_TABLE (at the endpoint the AWS SDK is pointed at, if any), or the

@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/localgw"
 	"github.com/bucketgate/bucketgate/internal/settings"
-	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
 )
 
 // functionOf returns the function a sample event is for: the first word of its file
@@ -81,7 +81,7 @@ func invoke(ctx context.Context, function, eventPath string, getenv func(string)
 	out, err := h.Invoke(ctx, payload)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: function error\n", function)
-		out, err = json.Marshal(runtimeapi.ErrorResponse(err))
+		out, err = json.Marshal(localgw.ErrorResponse(err))
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,7 @@ var bannerText = template.Must(template.New("banner").Parse(`bucketgate local AP
   registry    {{.Registry}}
   backend     {{.Backend}}
   headers     RateLimit, RateLimit-Policy, X-RateLimit-Limit, -Remaining, -Reset on every answer
+  check       the check function, in-process, at AWS_ENDPOINT_URL_LAMBDA={{.URL}} (any function name; bucketgate buckets, checkclient)
 {{if .BuiltIn}}
 Built-in plans: every caller without a registered key is on free (a burst of 10, then 1 request per second).{{end}}
 {{.TryIt}} Ctrl-C stops.

@@ -36,8 +36,10 @@ type serveOptions struct {
 // the real authorizer handler (built from getenv as in Lambda, on the embedded Redis
 // unless REDIS_ADDR is set), denials and failures get the gateway responses of the SAM
 // template at o.template, and allowed requests reach the backend (the sample backend,
-// or the service at o.backend) with the rate-limit headers. It prints how to try it and
-// then one line per request to stdout; the authorizer logs to stderr.
+// or the service at o.backend) with the rate-limit headers. The same address serves the
+// Lambda Invoke API for the check function, on the same Redis, under any function name
+// (AWS_ENDPOINT_URL_LAMBDA for checkclient and bucketgate buckets). It prints how to try
+// it and then one line per request to stdout; the functions log to stderr.
 func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(string) string, stdout, stderr io.Writer) error {
 	defer l.Close()
 	responses, err := localgw.LoadResponses(o.template)
@@ -60,8 +62,14 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	if err != nil {
 		return fmt.Errorf("authorizer init: %w", err)
 	}
-	gw := &localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix}
-	srv := &http.Server{Handler: accessLog(stdout, gw), ReadHeaderTimeout: readHeaderTimeout}
+	check, _, err := app.Build(app.Check, getenv, io.Discard, stderr)
+	if err != nil {
+		return fmt.Errorf("check init: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(localgw.InvokePath, func(w http.ResponseWriter, r *http.Request) { localgw.Invoke(w, r, check) })
+	mux.Handle("/", &localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix})
+	srv := &http.Server{Handler: accessLog(stdout, mux), ReadHeaderTimeout: readHeaderTimeout}
 	s, err := settings.Load(getenv)
 	if err != nil {
 		return err

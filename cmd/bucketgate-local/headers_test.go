@@ -12,10 +12,11 @@ import (
 	"testing"
 )
 
-// The README's scenario, through the real local gateway on a Redis whose clock the test
-// holds: a fresh key's first three requests answer 200 with X-RateLimit-Remaining 9, 8, 7
-// and the RateLimit headers (no Retry-After), as the deployed HTTP API maps them; the
-// 11th answers 429 with the same headers plus Retry-After.
+// The quick start's scenario (README.md), through the real local gateway on a Redis
+// whose clock the test holds: a fresh key's first three requests answer 200 with
+// X-RateLimit-Remaining 9, 8, 7 and the RateLimit headers (no Retry-After), as the
+// deployed HTTP API maps them; the 11th answers 429 with the same headers plus
+// Retry-After.
 func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
 	m := miniAt(t)
 	g := startGateway(t, map[string]string{"REDIS_ADDR": m.Addr(), "DENY_CACHE_SIZE": "0"})

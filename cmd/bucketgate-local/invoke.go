@@ -31,7 +31,7 @@ const sampleConfig = "authorizer-config.yaml"
 // withSampleConfig returns getenv with RATE_LIMIT_CONFIG_FILE naming the sampleConfig
 // beside the event at eventPath when that file exists and getenv names no configuration,
 // and says so on stderr; otherwise getenv as it is. So the sample events decide as their
-// README says, and a configuration given explicitly always wins.
+// README (events/README.md) says, and a configuration given explicitly always wins.
 func withSampleConfig(getenv func(string) string, eventPath string, stderr io.Writer) func(string) string {
 	if getenv(settings.EnvConfigInline) != "" || getenv(settings.EnvConfigFile) != "" {
 		return getenv

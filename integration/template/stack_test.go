@@ -273,16 +273,18 @@ func TestTemplateWithoutExampleApi(t *testing.T) {
 	}
 }
 
-// The outputs the examples and the CLI read are there, exported as <stack>-<output>
-// (limiterExports checks every output's export), with the values they name.
+// The outputs the examples, the CLI and an existing Redis's security group read are
+// there, exported as <stack>-<output> (limiterExports checks every output's export),
+// with the values they name.
 func TestTemplateExports(t *testing.T) {
 	outputs := deploy(t, readTemplate(t, limiter)).outputs(t)
 	limiterExports(t)
 	want := map[string]any{
-		"AuthorizerFunctionArn": map[string]any{"Fn::GetAtt": []any{"AuthorizerFunction", "Arn"}},
-		"CheckFunctionArn":      map[string]any{"Fn::GetAtt": []any{"CheckFunction", "Arn"}},
-		"CheckFunctionName":     ref("CheckFunction"),
-		"RegistryTableName":     ref("RegistryTable"), // the created one, by default
+		"AuthorizerFunctionArn":   map[string]any{"Fn::GetAtt": []any{"AuthorizerFunction", "Arn"}},
+		"CheckFunctionArn":        map[string]any{"Fn::GetAtt": []any{"CheckFunction", "Arn"}},
+		"CheckFunctionName":       ref("CheckFunction"),
+		"RegistryTableName":       ref("RegistryTable"), // the created one, by default
+		"FunctionSecurityGroupId": map[string]any{"Fn::GetAtt": []any{"FunctionSecurityGroup", "GroupId"}},
 	}
 	for name, value := range want {
 		if o, ok := outputs[name]; !ok || !reflect.DeepEqual(o["Value"], value) {

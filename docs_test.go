@@ -21,7 +21,7 @@ func TestDocLinksStayInTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs = append(docs, "README.md", "events/README.md", "BENCHMARKS.md", "RELIABILITY.md")
+	docs = append(docs, "README.md", "events/README.md", "examples/README.md", "BENCHMARKS.md", "RELIABILITY.md")
 	links := 0
 	for _, doc := range docs {
 		text := readFile(t, doc)

@@ -87,8 +87,9 @@ func TestDecisionLogBytes(t *testing.T) {
 				if i != 2 && i != 11 { // the 1st reads the table; the 2nd to 10th are alike
 					continue
 				}
-				measured[i] = stdout.Len() + stderr.Len() - lineCount(&stdout) - lineCount(&stderr) + platform // a log event holds no newline
-				t.Logf("%s, request %d: %d bytes (%d of them Lambda's)\nstdout:\n%sstderr:\n%s", tc.level, i, measured[i], platform, &stdout, &stderr)
+				emf, logs := stdout.Len()-lineCount(&stdout), stderr.Len()-lineCount(&stderr) // a log event holds no newline
+				measured[i] = emf + logs + platform
+				t.Logf("%s, request %d: %d bytes: EMF %d, logs %d, Lambda's %d\nstdout:\n%sstderr:\n%s", tc.level, i, measured[i], emf, logs, platform, &stdout, &stderr)
 				if got := strings.Contains(stderr.String(), `"msg":"decision"`); got != (tc.decisionLog || i == 11) {
 					t.Errorf("request %d: a decision line %v, want %v", i, got, tc.decisionLog || i == 11)
 				}

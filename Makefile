@@ -81,8 +81,8 @@ build: ## both Lambda binaries: bin/authorizer/bootstrap and bin/check/bootstrap
 clean:
 	rm -rf bin .aws-sam
 
-lint: ## cfn-lint on template.yaml (SAM transform included)
-	cfn-lint template.yaml
+lint: ## cfn-lint on every template: template.yaml and examples/ (SAM transform included)
+	cfn-lint template.yaml examples/*.yaml
 
 # The tools (make bench, bench-instructions, stress) are a Go module of their own in
 # tools/, so that the product's go.mod lists only what the functions, the CLI and their

@@ -79,7 +79,7 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 		settings: s,
 		config:   live,
 		guard:    g,
-		metrics:  telemetry.NewEmitter(metrics, s.Namespace, f.Name),
+		metrics:  telemetry.NewEmitter(metrics, s.Namespace, s.Stack, f.Name),
 		log:      log,
 	})
 	return h, log, err

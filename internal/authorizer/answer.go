@@ -44,13 +44,14 @@ func (h *Handler) appendAnswer(b []byte, ev event, o outcome) []byte {
 	return append(h.appendContext(b, o), '}')
 }
 
-// contextField is one member of the authorizer context: a number, or a string when
-// isStr.
+// contextField is one member of the authorizer context: a number, a string when
+// isStr, or the number followed by unit as a string when unit is set ("1 second").
 type contextField struct {
 	key   string
 	n     int64
 	str   string
 	isStr bool
+	unit  string
 }
 
 // appendContext appends the authorizer context of o: the rate-limit figures that the
@@ -63,11 +64,13 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 		at = h.Now()
 	}
 	reset := ceilUnix(at.Add(d.ResetAfter))
+	retryAfter := ceilSeconds(d.RetryAfter)
 	var resetAt [len(time.RFC3339) + 8]byte
 	fields := [...]contextField{
 		{key: ratelimitheaders.KeyLimit, n: d.Limit},
 		{key: ratelimitheaders.KeyRemaining, n: d.Remaining},
-		{key: ratelimitheaders.KeyRetryAfter, n: ceilSeconds(d.RetryAfter)},
+		{key: ratelimitheaders.KeyRetryAfter, n: retryAfter},
+		{key: ratelimitheaders.KeyRetryAfterText, n: retryAfter, unit: seconds(retryAfter)},
 		{key: ratelimitheaders.KeyReset, n: reset},
 		{key: ratelimitheaders.KeyResetAt, str: string(time.Unix(reset, 0).UTC().AppendFormat(resetAt[:0], time.RFC3339)), isStr: true},
 		{key: ratelimitheaders.KeyRule, str: d.Rule, isStr: true},
@@ -83,13 +86,25 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 			b = append(b, ',')
 		}
 		b = append(jsonout.String(b, f.key), ':')
-		if f.isStr {
+		switch {
+		case f.unit != "":
+			b = append(append(jsonout.Int(append(b, '"'), f.n), f.unit...), '"')
+		case f.isStr:
 			b = jsonout.String(b, f.str)
-		} else {
+		default:
 			b = jsonout.Int(b, f.n)
 		}
 	}
 	return append(b, '}')
+}
+
+// seconds returns the unit that follows n seconds in words: " second" after 1, else
+// " seconds".
+func seconds(n int64) string {
+	if n == 1 {
+		return " second"
+	}
+	return " seconds"
 }
 
 // ceilSeconds returns d in whole seconds, rounded up; 0 for d <= 0.

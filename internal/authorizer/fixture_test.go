@@ -86,7 +86,7 @@ func newFixture(t testing.TB, o options) *fixture {
 		Guard:      guard.New(bucket.New(client), guard.Options{Timeout: testTimeout, FailOpen: o.failOpen, FailuresToOpen: guard.DefaultFailuresToOpen}),
 		Config:     live,
 		Identities: ids,
-		Metrics:    telemetry.NewEmitter(&f.metrics, settings.DefaultNamespace, testFunction),
+		Metrics:    telemetry.NewEmitter(&f.metrics, settings.DefaultNamespace, settings.DefaultStackName, testFunction),
 		Log:        telemetry.NewLogger(&f.logs, slog.LevelDebug),
 		Now:        func() time.Time { return f.now },
 	}

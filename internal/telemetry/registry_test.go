@@ -15,7 +15,7 @@ import (
 
 // Registry lookups ride on the decision lines, one result per line, with lines of their
 // own for results beyond them (a read of the configuration is one); invalid items and
-// configuration documents count on the first line, by Function only.
+// configuration documents count on the first line, by Stack and Function only.
 func TestRegistryMetrics(t *testing.T) {
 	at := time.Unix(1_800_000_000, 0)
 	tests := []struct {
@@ -63,7 +63,7 @@ func TestRegistryMetrics(t *testing.T) {
 			var out bytes.Buffer
 			var inv telemetry.Invocation
 			tc.observe(&inv)
-			if err := telemetry.NewEmitter(&out, "ns", "authorizer").Emit(at, &inv); err != nil {
+			if err := telemetry.NewEmitter(&out, "ns", "orders-prod", "authorizer").Emit(at, &inv); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
@@ -78,14 +78,14 @@ func TestRegistryMetrics(t *testing.T) {
 				got = append(got, field(doc, telemetry.DimOutcome)+"/"+field(doc, telemetry.DimResult)+"/"+
 					field(doc, telemetry.MetricRegistryLookups)+"/"+field(doc, telemetry.MetricRegistryInvalid)+"/"+field(doc, telemetry.MetricConfigInvalid))
 				for _, m := range []string{telemetry.MetricRegistryInvalid, telemetry.MetricConfigInvalid} {
-					if _, ok := doc[m]; ok && !strings.Contains(line, `"Dimensions":[["Function"]],"Metrics":[`) || ok && !strings.Contains(line, `{"Name":"`+m+`","Unit":"Count"}`) {
-						t.Errorf("line %s: no %s directive by Function", line, m)
+					if _, ok := doc[m]; ok && !strings.Contains(line, `"Dimensions":[["Stack","Function"]],"Metrics":[`) || ok && !strings.Contains(line, `{"Name":"`+m+`","Unit":"Count"}`) {
+						t.Errorf("line %s: no %s directive by Stack and Function", line, m)
 					}
 				}
-				if doc[telemetry.DimFunction] != "authorizer" || !strings.Contains(line, `"Timestamp":1800000000000`) {
-					t.Errorf("line %s: want the function and the timestamp", line)
+				if doc[telemetry.DimFunction] != "authorizer" || doc[telemetry.DimStack] != "orders-prod" || !strings.Contains(line, `"Timestamp":1800000000000`) {
+					t.Errorf("line %s: want the function, the stack and the timestamp", line)
 				}
-				if _, ok := doc[telemetry.DimResult]; ok && !strings.Contains(line, `"Dimensions":[["Result"],["Function","Result"]],"Metrics":[{"Name":"RegistryLookups","Unit":"Count"}]`) {
+				if _, ok := doc[telemetry.DimResult]; ok && !strings.Contains(line, `"Dimensions":[["Stack","Result"],["Stack","Function","Result"]],"Metrics":[{"Name":"RegistryLookups","Unit":"Count"}]`) {
 					t.Errorf("line %s: no RegistryLookups directive by Result", line)
 				}
 			}

@@ -39,6 +39,10 @@ import (
 // templateFile is the SAM template, from the repository root (this package's directory).
 const templateFile = "template.yaml"
 
+// decisionTimeout is REDIS_TIMEOUT_MS for the handlers the tests build: a loaded
+// machine must not turn a decision into a fail-closed one.
+const decisionTimeout = "2000"
+
 // What every Go function of the template must be.
 const (
 	goRuntime     = "provided.al2023"
@@ -192,12 +196,13 @@ func TestTemplateGoFunctions(t *testing.T) {
 			if r.Metadata.BuildMethod != goBuildMethod {
 				t.Errorf("Metadata.BuildMethod %q, want %s", r.Metadata.BuildMethod, goBuildMethod)
 			}
-			out, err := exec.Command("make", "--no-print-directory", "-n", "build-"+id, "ARTIFACTS_DIR=/artifacts").CombinedOutput()
+			out, err := exec.Command("make", "--no-print-directory", "-n", "build-"+id, "ARTIFACTS_DIR=/artifacts", "VERSION=v0.0.0-recipe").CombinedOutput()
 			if err != nil {
 				t.Fatalf("make -n build-%s: %v\n%s", id, err, out)
 			}
 			recipe := string(out)
-			for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + goArch, " build ", "-tags lambda.norpc", "-trimpath", "-ldflags='-s -w'", "-o /artifacts/bootstrap ./functions/" + name + "\n"} {
+			for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + goArch, " build ", "-tags lambda.norpc", "-trimpath",
+				"-ldflags='-s -w -X github.com/bucketgate/bucketgate/internal/version.stamp=v0.0.0-recipe'", "-o /artifacts/bootstrap ./functions/" + name + "\n"} {
 				if !strings.Contains(recipe, want) {
 					t.Errorf("build-%s recipe lacks %q:\n%s", id, want, recipe)
 				}

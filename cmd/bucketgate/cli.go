@@ -9,6 +9,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/bucketgate/bucketgate/internal/version"
 )
 
 // Exit statuses of run.
@@ -39,6 +41,7 @@ type group struct {
 var groups = map[string]group{
 	"keys":    {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
 	"buckets": {about: "the buckets of an API key, an IP address or a tenant, through the check function", run: runBuckets, usage: bucketsUsage},
+	"version": {about: "the version of this bucketgate (also --version)", run: runVersion, usage: "  bucketgate version\n"},
 }
 
 // usage is the whole command line's usage.
@@ -69,8 +72,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return exitError
 }
 
-// dispatch runs the group named by args[0].
+// dispatch reads the flags before the group (--version, --help), then runs the group
+// named by the first argument after them.
 func dispatch(e env, args []string) error {
+	fs := flag.NewFlagSet("bucketgate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	showVersion := fs.Bool("version", false, "print the version")
+	onceOnly(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	args = fs.Args()
+	if *showVersion {
+		return runVersion(e, args)
+	}
 	if len(args) == 0 {
 		return fmt.Errorf("%w: name a group: %s", errUsage, strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
 	}
@@ -106,11 +124,7 @@ func command[C any](group string, commands map[string]C, args []string) (C, *fla
 // exactly n arguments; it returns them. A flag given twice is a usage error, not a
 // silent choice of the last one, unless its value is repeatable (--rule).
 func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
-	fs.VisitAll(func(f *flag.Flag) {
-		if _, ok := f.Value.(repeatable); !ok {
-			f.Value = &once{Value: f.Value}
-		}
-	})
+	onceOnly(fs)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -129,6 +143,27 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		return nil, fmt.Errorf("%w: %s: want %d argument(s), got %d", errUsage, fs.Name(), n, len(positional))
 	}
 	return positional, nil
+}
+
+// onceOnly makes every flag of fs refuse to be given twice, unless its value is
+// repeatable.
+func onceOnly(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(repeatable); !ok {
+			f.Value = &once{Value: f.Value}
+		}
+	})
+}
+
+// runVersion prints the version.
+func runVersion(e env, args []string) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(e.stdout, "bucketgate", version.String())
+	return err
 }
 
 // repeatable is a flag's value that takes the flag more than once.

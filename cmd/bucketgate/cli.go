@@ -23,11 +23,31 @@ const (
 // errUsage is wrapped by every error about the command line.
 var errUsage = errors.New("usage")
 
-// env is what every command runs with: the process's context, environment and output.
+// env is what every command runs with: the process's context, environment and output,
+// and the --stack flag given before the group, if any.
 type env struct {
 	ctx            context.Context
 	getenv         func(string) string
 	stdout, stderr io.Writer
+	stackFlag      *flag.Flag
+}
+
+// addStack adds --stack to the command's flags fs, sharing the value of the flag before
+// the group: it can be given in either place, once.
+func (e env) addStack(fs *flag.FlagSet) {
+	if e.stackFlag != nil {
+		fs.Var(e.stackFlag.Value, e.stackFlag.Name, e.stackFlag.Usage)
+	}
+}
+
+// stack returns the stack the command line or BUCKETGATE_STACK names, once the
+// command's flags are parsed; it is read only when a command needs one of its outputs.
+func (e env) stack() *stack {
+	var name string
+	if e.stackFlag != nil {
+		name = e.stackFlag.Value.String()
+	}
+	return newStack(e, name)
 }
 
 // group is a group of commands, such as keys: it runs the arguments after its name.
@@ -47,7 +67,7 @@ var groups = map[string]group{
 // usage is the whole command line's usage.
 func usage() string {
 	var b strings.Builder
-	b.WriteString("usage: bucketgate GROUP COMMAND [flags] [arguments]\n")
+	b.WriteString("usage: bucketgate [--stack NAME] GROUP COMMAND [flags] [arguments]\n\n" + stackUsage)
 	for _, name := range slices.Sorted(maps.Keys(groups)) {
 		fmt.Fprintf(&b, "\n%s: %s\n%s", name, groups[name].about, groups[name].usage)
 	}
@@ -72,11 +92,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return exitError
 }
 
-// dispatch reads the flags before the group (--version, --help), then runs the group
-// named by the first argument after them.
+// dispatch reads the flags before the group (--stack, --version, --help), then runs
+// the group named by the first argument after them.
 func dispatch(e env, args []string) error {
 	fs := flag.NewFlagSet("bucketgate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.String("stack", "", "the deployed stack whose outputs name the table and the check function (default: $"+envStack+")")
 	showVersion := fs.Bool("version", false, "print the version")
 	onceOnly(fs)
 	if err := fs.Parse(args); err != nil {
@@ -85,7 +106,7 @@ func dispatch(e env, args []string) error {
 		}
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	args = fs.Args()
+	e.stackFlag, args = fs.Lookup("stack"), fs.Args()
 	if *showVersion {
 		return runVersion(e, args)
 	}

@@ -16,14 +16,11 @@ package moto
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/bucketgate/bucketgate/internal/testkit"
-	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/process"
 )
 
 // ErrNoMoto is wrapped by the error of every start when moto_server is not on PATH.
@@ -65,10 +62,7 @@ type Server struct {
 	// AWS_ENDPOINT_URL_<SERVICE> for every service it is to answer.
 	URL string
 
-	cmd    *exec.Cmd
-	output string        // the file holding what the server wrote
-	exited chan struct{} // closed when cmd has exited
-	once   sync.Once
+	proc *process.Process
 }
 
 // NewServer starts moto_server on a free loopback port with no state. Close stops it.
@@ -77,66 +71,28 @@ func NewServer() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not on PATH (pip install 'moto[server]'; the machine's image has it in ~/.pyenv/shims): %w", ErrNoMoto, Program, err)
 	}
-	var lastErr error
-	for range startAttempts {
-		port, err := redistest.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		s, err := start(path, port)
-		if err == nil {
-			return s, nil
-		}
-		lastErr = err
-	}
-	return nil, fmt.Errorf("moto_server did not start: %w", lastErr)
-}
-
-// start runs the server on port and waits until it answers.
-func start(path string, port int) (*Server, error) {
-	out, err := os.CreateTemp("", "moto-*.txt")
+	proc, err := process.Start(process.Spec{
+		Name: Program,
+		// The pyenv shim execs Python in the same process: the kill reaches the server.
+		Command:  func(port int) *exec.Cmd { return exec.Command(path, "-H", "127.0.0.1", "-p", strconv.Itoa(port)) },
+		Ready:    answers,
+		Timeout:  startTimeout,
+		Attempts: startAttempts,
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer out.Close() // the process holds its own descriptor
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	s := &Server{Addr: addr, URL: "http://" + addr, output: out.Name(), exited: make(chan struct{})}
-	s.cmd = exec.Command(path, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-	s.cmd.Stdout, s.cmd.Stderr = out, out
-	// The pyenv shim execs Python in the same process: the signal reaches the server.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		_ = os.Remove(s.output)
-		return nil, err
-	}
-	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	if err := s.awaitReady(); err != nil {
-		said, _ := os.ReadFile(s.output)
-		s.Close()
-		return nil, fmt.Errorf("%w: %s", err, said)
-	}
-	return s, nil
+	return &Server{Addr: proc.Addr, URL: "http://" + proc.Addr, proc: proc}, nil
 }
 
-// awaitReady waits until the server answers its own API, exits, or startTimeout passes.
-func (s *Server) awaitReady() error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(startTimeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("moto_server on %s exited", s.Addr)
-		default:
-		}
-		if resp, err := client.Get(s.URL + readyPath); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+// answers reports whether the server at addr answers its own API.
+func answers(addr string) bool {
+	resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + addr + readyPath)
+	if err != nil {
+		return false
 	}
-	return fmt.Errorf("moto_server on %s did not answer within %v", s.Addr, startTimeout)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // Env returns the variables that point the AWS SDK's clients of services at s, as the
@@ -185,13 +141,7 @@ func (s *Server) Config() aws.Config {
 }
 
 // Close kills the server and waits for it. It is safe to call more than once.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-		_ = os.Remove(s.output)
-	})
-}
+func (s *Server) Close() { s.proc.Close() }
 
 // Start runs NewServer for t and closes the server when t ends. A missing moto_server
 // skips t, or fails it where the suites are required (testkit.Required).

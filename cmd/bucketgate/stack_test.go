@@ -81,6 +81,16 @@ func describes(actions []string) int {
 	return strings.Count(strings.Join(actions, " "), "cloudformation:DescribeStacks")
 }
 
+// failsOnce runs args and fails the test unless it exits with status 1, prints nothing
+// on stdout and one line on stderr: the error, starting with want.
+func (s *stackDeployment) failsOnce(want string, args ...string) {
+	s.t.Helper()
+	code, stdout, stderr := s.run(args...)
+	if code != exitError || stdout != "" || !strings.HasPrefix(stderr, "bucketgate: "+want) || strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
+		s.t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q; want exit 1 and the one line %q", strings.Join(args, " "), code, stdout, stderr, want)
+	}
+}
+
 // The operator names the stack, with --stack (before the group or among the command's
 // flags) or BUCKETGATE_STACK, and the keys and buckets commands work through the table
 // and the check function its outputs name; each run reads the stack once, and only a
@@ -187,15 +197,22 @@ func TestStackBadInput(t *testing.T) {
 			} else {
 				args = append([]string{"--stack", tc.stack}, args...)
 			}
-			code, stdout, stderr := s.run(args...)
-			if code != exitError || stdout != "" || !strings.HasPrefix(stderr, "bucketgate: "+tc.want) || strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
-				t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q; want exit 1 and the one line %q", strings.Join(args, " "), code, stdout, stderr, tc.want)
-			}
+			s.failsOnce(tc.want, args...)
 			if got := s.calls.take(); !slices.Equal(got, []string{"cloudformation:DescribeStacks"}) {
 				t.Fatalf("called %v: want DescribeStacks alone", got)
 			}
 		})
 	}
+	t.Run("no region", func(t *testing.T) {
+		s.t = t
+		t.Setenv("AWS_REGION", "")
+		t.Setenv("AWS_DEFAULT_REGION", "")
+		s.failsOnce("stack "+deployedStack+" (--stack): no AWS region: set AWS_REGION (or the profile's region) to the stack's",
+			"--stack", deployedStack, "buckets", "reset", key)
+		if got := s.calls.take(); len(got) != 0 {
+			t.Fatalf("called %v without a region", got)
+		}
+	})
 	s.t = t
 	if after := s.items(); after != items {
 		t.Fatalf("bad stacks wrote to the table:\nbefore %s\nafter  %s", items, after)

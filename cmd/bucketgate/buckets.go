@@ -136,7 +136,7 @@ func functionOf(e env, flagValue string, st *stack) (string, error) {
 		st.passOver(e, "check function "+name, from)
 		return name, nil
 	case st.name != "":
-		return st.output(e.ctx, outputCheckName, outputCheckArn)
+		return st.output(e.ctx, "--function", outputCheckName, outputCheckArn)
 	}
 	return defaultCheckFunction, nil
 }

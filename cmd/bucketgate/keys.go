@@ -115,7 +115,7 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 	t := &keyTable{name: name, plans: plans}
 	t.open = sync.OnceValue(func() (err error) {
 		if t.name == "" {
-			if t.name, err = st.output(e.ctx, outputTable); err != nil {
+			if t.name, err = st.output(e.ctx, "--table", outputTable); err != nil {
 				return err
 			}
 		} else {

@@ -63,8 +63,9 @@ func newStack(e env, flagValue string) *stack {
 }
 
 // output returns the value of the first of keys that the stack outputs, reading the
-// stack if it has not been read yet. Its error names the stack and what is missing.
-func (s *stack) output(ctx context.Context, keys ...string) (string, error) {
+// stack if it has not been read yet. Its error names the stack and what is missing, and
+// the flag that would name it instead.
+func (s *stack) output(ctx context.Context, flag string, keys ...string) (string, error) {
 	if err := s.describe(ctx); err != nil {
 		return "", err
 	}
@@ -73,12 +74,24 @@ func (s *stack) output(ctx context.Context, keys ...string) (string, error) {
 			return v, nil
 		}
 	}
-	if !slices.ContainsFunc(stackOutputs, func(k string) bool { return s.outputs[k] != "" }) {
+	missing := strings.Join(keys, " or ")
+	switch {
+	case unfinished(s.status):
+		return "", fmt.Errorf("stack %s (%s) has no output %s: its status is %s, a deployment that did not complete: wait for it or deploy again, or give %s",
+			s.name, s.from, missing, s.status, flag)
+	case !slices.ContainsFunc(stackOutputs, func(k string) bool { return s.outputs[k] != "" }):
 		return "", fmt.Errorf("stack %s (%s) is not a bucketgate stack: it has none of the outputs %s (status %s)",
 			s.name, s.from, strings.Join(stackOutputs, ", "), s.status)
 	}
-	return "", fmt.Errorf("stack %s (%s) has no output %s (status %s; its outputs: %s): deploy the current template.yaml to it, or give the name yourself",
-		s.name, s.from, strings.Join(keys, " or "), s.status, strings.Join(slices.Sorted(maps.Keys(s.outputs)), ", "))
+	return "", fmt.Errorf("stack %s (%s) has no output %s (status %s; its outputs: %s): deploy the current template.yaml to it, or give %s",
+		s.name, s.from, missing, s.status, strings.Join(slices.Sorted(maps.Keys(s.outputs)), ", "), flag)
+}
+
+// unfinished reports whether a stack of status is in or after a deployment that did
+// not complete (in progress, failed, or rolled back after its creation failed), when it
+// may lack outputs that its template has.
+func unfinished(status string) bool {
+	return strings.HasSuffix(status, "_IN_PROGRESS") || strings.HasSuffix(status, "_FAILED") || status == "ROLLBACK_COMPLETE"
 }
 
 // passOver notes on stderr that the stack, if one is named, is not read for what: it

@@ -181,9 +181,9 @@ func TestStackBadInput(t *testing.T) {
 		{"env: another template", "other-app", []string{"buckets", "refund", "--cost", "1", key}, "stack other-app (BUCKETGATE_STACK) " + notOurs},
 		{"no outputs at all", "no-outputs", []string{"keys", "expire", key, "2001-01-01"}, "stack no-outputs (--stack) " + notOurs},
 		{"no table output", "checks-only", []string{"keys", "set-plan", key, "basic"},
-			"stack checks-only (--stack) has no output RegistryTableName (status CREATE_COMPLETE; its outputs: CheckFunctionName): deploy the current template.yaml to it, or give the name yourself"},
+			"stack checks-only (--stack) has no output RegistryTableName (status CREATE_COMPLETE; its outputs: CheckFunctionName): deploy the current template.yaml to it, or give --table"},
 		{"env: no function output", "keys-only", []string{"buckets", "reset", key},
-			"stack keys-only (BUCKETGATE_STACK) has no output CheckFunctionName or CheckFunctionArn (status CREATE_COMPLETE; its outputs: RegistryTableName)"},
+			"stack keys-only (BUCKETGATE_STACK) has no output CheckFunctionName or CheckFunctionArn (status CREATE_COMPLETE; its outputs: RegistryTableName): deploy the current template.yaml to it, or give --function"},
 	}
 	items, invoked := s.items(), s.lambda.Invocations(checkFunction)
 	s.calls.take()
@@ -223,4 +223,29 @@ func TestStackBadInput(t *testing.T) {
 	// The stack that lacks one output still serves the commands that need the other.
 	s.ok("--stack", "checks-only", "buckets", "show", key)
 	s.ok("--stack", "keys-only", "keys", "show", key)
+}
+
+// A stack read, without the output a command needs: the error says why it may lack it.
+func TestStackOutputErrors(t *testing.T) {
+	tests := []struct {
+		name, status string
+		outputs      map[string]string
+		want         string
+	}{
+		{"rolled back at creation", "ROLLBACK_COMPLETE", nil,
+			"stack s (--stack) has no output RegistryTableName: its status is ROLLBACK_COMPLETE, a deployment that did not complete: wait for it or deploy again, or give --table"},
+		{"being created", "CREATE_IN_PROGRESS", nil, "its status is CREATE_IN_PROGRESS, a deployment that did not complete"},
+		{"update failed", "UPDATE_ROLLBACK_FAILED", map[string]string{outputCheckName: "f"}, "its status is UPDATE_ROLLBACK_FAILED, a deployment that did not complete"},
+		{"another template", "UPDATE_COMPLETE", map[string]string{"Url": "u"}, "stack s (--stack) is not a bucketgate stack: it has none of the outputs AuthorizerFunctionArn, CheckFunctionArn, CheckFunctionName, RegistryTableName (status UPDATE_COMPLETE)"},
+		{"an older template", "UPDATE_ROLLBACK_COMPLETE", map[string]string{outputCheckName: "f", "Url": "u"},
+			"stack s (--stack) has no output RegistryTableName (status UPDATE_ROLLBACK_COMPLETE; its outputs: CheckFunctionName, Url): deploy the current template.yaml to it, or give --table"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &stack{name: "s", from: "--stack", read: true, status: tc.status, outputs: tc.outputs}
+			if _, err := s.output(t.Context(), "--table", outputTable); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -130,7 +130,7 @@ func TestConfigRace(t *testing.T) {
 	c := newCLI(t)
 	c.ok("keys", "init")
 	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
-	kt, err := openTable(env{ctx: context.Background(), getenv: func(k string) string { return c.env[k] }}, "")
+	kt, err := openTable(env{ctx: context.Background(), getenv: func(k string) string { return c.env[k] }}, "", &stack{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestConfigRace(t *testing.T) {
 	// A first document, raced likewise: the table held none when both read.
 	c2 := newCLI(t)
 	c2.ok("keys", "init")
-	kt2, err := openTable(env{ctx: ctx, getenv: func(k string) string { return c2.env[k] }}, "")
+	kt2, err := openTable(env{ctx: ctx, getenv: func(k string) string { return c2.env[k] }}, "", &stack{})
 	if err != nil {
 		t.Fatal(err)
 	}

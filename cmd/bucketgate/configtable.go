@@ -66,6 +66,9 @@ func (h history) has(v int64) bool {
 // the configuration's versions and, when records, the identities' records that can be
 // read (one that cannot is no identity a document could break).
 func (t *keyTable) scan(ctx context.Context, records bool) (history, error) {
+	if err := t.open(); err != nil {
+		return history{}, err
+	}
 	in := &dynamodb.ScanInput{TableName: aws.String(t.name), ConsistentRead: aws.Bool(true)}
 	if !records {
 		in.FilterExpression = aws.String("begins_with(#id, :copy)")
@@ -225,6 +228,9 @@ func (t *keyTable) prepareConfig(ctx context.Context, doc string, cfg *config.Co
 // the one w read (another operator's write in between fails it, and nothing is
 // written), then its immutable copy.
 func (t *keyTable) commitConfig(ctx context.Context, w configWrite) error {
+	if err := t.open(); err != nil {
+		return err
+	}
 	if w.copy { // another write may have repaired it meanwhile: then it is there
 		if err := t.putCopy(ctx, w.cur); err != nil && !errors.Is(err, errExists) {
 			return err

@@ -21,6 +21,9 @@ import (
 // keyTable is the registry table as the CLI writes it: every record is checked against
 // the configuration before it is written, as strictly as the functions read it.
 type keyTable struct {
+	// open finds the table's name, if it is not known yet, and makes db, on the first
+	// call; every call returns its error.
+	open func() error
 	db   *dynamodb.Client
 	name string
 	// env loads the environment's configuration document (RATE_LIMIT_CONFIG, ...): the
@@ -41,6 +44,9 @@ const (
 
 // create creates the table.
 func (t *keyTable) create(ctx context.Context) error {
+	if err := t.open(); err != nil {
+		return err
+	}
 	return t.explain(registry.CreateTable(ctx, t.db, t.name), "")
 }
 
@@ -55,6 +61,9 @@ func (t *keyTable) put(ctx context.Context, rec registry.Record) error {
 // putNew writes item, the item of id, on the condition that the table holds none: its
 // error then wraps errExists.
 func (t *keyTable) putNew(ctx context.Context, id string, item map[string]types.AttributeValue) error {
+	if err := t.open(); err != nil {
+		return err
+	}
 	_, err := t.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(t.name),
 		Item:                     item,
@@ -73,6 +82,9 @@ var errExists = errors.New("is already in table")
 
 // revoke marks the item of id revoked, whatever else it holds.
 func (t *keyTable) revoke(ctx context.Context, id string) error {
+	if err := t.open(); err != nil {
+		return err
+	}
 	_, err := t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),
 		Key:                       key(id),
@@ -226,11 +238,14 @@ func (t *keyTable) plans(ctx context.Context) (*config.Config, error) {
 // keep their last good document, which this machine cannot know.
 func (t *keyTable) tableConfig(ctx context.Context) (*config.Config, int64, error) {
 	cur, _, err := t.readConfig(ctx, registry.ConfigID)
+	var bad *registry.RecordError
 	switch {
 	case errors.Is(err, errNoItem):
 		return nil, 0, nil
-	case err != nil:
+	case errors.As(err, &bad):
 		return nil, 0, fmt.Errorf("the configuration document of table %s cannot be read: %w: fix it with bucketgate config put or rollback", t.name, err)
+	case err != nil:
+		return nil, 0, err
 	}
 	cfg, err := cur.Load()
 	if err != nil {
@@ -250,6 +265,9 @@ func (t *keyTable) get(ctx context.Context, id string) (registry.Record, error) 
 
 // read reads the item of id (strongly consistent), as the table holds it.
 func (t *keyTable) read(ctx context.Context, id string) (map[string]types.AttributeValue, error) {
+	if err := t.open(); err != nil {
+		return nil, err
+	}
 	out, err := t.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.name), Key: key(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, t.explain(err, id)
@@ -268,6 +286,9 @@ type listed struct {
 
 // list reads every item, in the order of their ids.
 func (t *keyTable) list(ctx context.Context) ([]listed, error) {
+	if err := t.open(); err != nil {
+		return nil, err
+	}
 	var items []listed
 	p := dynamodb.NewScanPaginator(t.db, &dynamodb.ScanInput{TableName: aws.String(t.name), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {

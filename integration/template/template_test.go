@@ -208,14 +208,15 @@ func TestTemplateGoFunctions(t *testing.T) {
 			if r.Metadata.BuildMethod != goBuildMethod {
 				t.Errorf("Metadata.BuildMethod %q, want %s", r.Metadata.BuildMethod, goBuildMethod)
 			}
-			cmd := exec.Command("make", "--no-print-directory", "-n", "build-"+id, "ARTIFACTS_DIR=/artifacts")
+			cmd := exec.Command("make", "--no-print-directory", "-n", "build-"+id, "ARTIFACTS_DIR=/artifacts", "VERSION=v0.0.0-recipe")
 			cmd.Dir = root
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("make -n build-%s: %v\n%s", id, err, out)
 			}
 			recipe := string(out)
-			for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + goArch, " build ", "-tags lambda.norpc", "-trimpath", "-ldflags='-s -w'", "-o /artifacts/bootstrap ./functions/" + name + "\n"} {
+			for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + goArch, " build ", "-tags lambda.norpc", "-trimpath",
+				"-ldflags='-s -w -X github.com/bucketgate/bucketgate/internal/version.stamp=v0.0.0-recipe'", "-o /artifacts/bootstrap ./functions/" + name + "\n"} {
 				if !strings.Contains(recipe, want) {
 					t.Errorf("build-%s recipe lacks %q:\n%s", id, want, recipe)
 				}

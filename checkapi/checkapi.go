@@ -66,7 +66,9 @@ const (
 	// whether it did: the default.
 	OpCheck Op = "check"
 	// OpRefund gives Cost tokens back to every rule, never above its capacity: for a
-	// request whose work failed after its check. A rule that is full stays full.
+	// request whose work failed after its check. A rule that is full stays full, and a
+	// refund never lowers a bucket, whatever plan it names: one that another plan of a
+	// larger capacity left above this plan's stays as it is.
 	OpRefund Op = "refund"
 	// OpReset makes every rule full again: its state removed from Redis.
 	OpReset Op = "reset"

@@ -251,3 +251,17 @@ func TestBucketsBadInput(t *testing.T) {
 	d.fails(exitError, "Redis did not decide in time (reason unavailable): the refund may or may not have happened",
 		"buckets", "refund", "--function", checkFunction, "--cost", "1", key)
 }
+
+// A refund that names no plan is decided under the identity's plan, the default one for
+// a tenant the registry does not know: it must not lower what a check under a larger
+// plan left (the script adds to the stored count, never caps it down).
+func TestBucketsRefundNeverLowers(t *testing.T) {
+	d, _ := newDeployment(t)
+	if _, err := d.check.Invoke(context.Background(), []byte(`{"key":"acme","plan":"gold","cost":10}`)); err != nil {
+		t.Fatal(err)
+	}
+	d.want(d.bucket("show", "--plan", "gold", "tenant:acme"), "tenant:acme", "gold", "burst", 50, 40)
+	d.want(d.bucket("refund", "--cost", "1", "tenant:acme"), "tenant:acme", "basic", "burst", 5, 5)
+	d.want(d.bucket("show", "--plan", "gold", "tenant:acme"), "tenant:acme", "gold", "burst", 50, 40)
+	d.want(d.bucket("refund", "--cost", "1", "--plan", "gold", "tenant:acme"), "tenant:acme", "gold", "burst", 50, 41)
+}

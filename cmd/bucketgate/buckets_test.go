@@ -169,11 +169,11 @@ func TestBucketsSession(t *testing.T) {
 	}
 	payloads := d.check.payloads.String()
 	if !strings.Contains(payloads, `"identity":"`+id+`"`) || !strings.Contains(payloads, `"identity":"ip:2001:db8:1:2::/64","cost":0`) ||
-		!strings.Contains(payloads, `{"identity":"`+id+`","op":"refund","cost":3}`) || !strings.Contains(payloads, `"key":"acme"`) {
+		!strings.Contains(payloads, `{"identity":"`+id+`","op":"refund","cost":3}`) || !strings.Contains(payloads, `"identity":"tenant:acme"`) {
 		t.Errorf("the check function was invoked with:\n%s", payloads)
 	}
-	if logs := d.check.logs.String(); strings.Count(logs, `"msg":"bucket operation"`) != 11 {
-		t.Errorf("want an info line per request on the operator's path (11, the tenant's is not):\n%s", logs)
+	if logs := d.check.logs.String(); strings.Count(logs, `"msg":"bucket operation"`) != 12 || strings.Contains(logs, "acme") {
+		t.Errorf("want an info line per request on the operator's path (12, the tenant's too), the tenant by its digest:\n%s", logs)
 	}
 	everything := payloads + d.check.logs.String() + d.check.metrics.String() + d.authz.logs.String() + d.authz.metrics.String() + redisDump(t, srv) + d.items()
 	if strings.Contains(everything, key) || !strings.Contains(everything, config.KeyDigest(key)) {

@@ -132,5 +132,9 @@ func newAuthorizer(p parts) (lambda.Handler, error) {
 }
 
 func newCheck(p parts) (lambda.Handler, error) {
-	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	ids, err := identity.NewResolver(p.settings.APIKeyHeader, p.settings.IPv6Prefix)
+	if err != nil { // settings bound the prefix length: the header is at fault
+		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
+	}
+	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
 }

@@ -48,6 +48,12 @@ type Options struct {
 	StaleIfError time.Duration
 	// Timeout is the deadline of one read; zero leaves the caller's context alone.
 	Timeout time.Duration
+	// Margin is how long before the deadline of a lookup's context (the invocation's) a
+	// read ends at the latest, so that the handler can still answer by the failure
+	// policy in time (guard.DefaultMargin in the functions). A read that the caller's
+	// time, less Margin, cut short is the caller's giving up, no failure of the table.
+	// Zero keeps no margin.
+	Margin time.Duration
 	// Now reads the clock for entries' ages and records' expiry; nil is time.Now.
 	Now func() time.Time
 	// Log receives an error line per invalid item read and a warning per failed read;
@@ -161,6 +167,7 @@ func (c *Cache) fill(ctx context.Context, id string, now time.Time, r *read) (En
 	fresh, invalid, err := c.read(ctx, id, now)
 	c.mu.Lock()
 	delete(c.reads, id)
+	var gaveUp *gaveUpError
 	switch {
 	case err == nil:
 		fresh.readAt = now
@@ -168,8 +175,8 @@ func (c *Cache) fill(ctx context.Context, id string, now time.Time, r *read) (En
 		delete(c.holds, id)
 		r.entry = fresh.entry(now, ResultMiss)
 		r.entry.Invalid = invalid
-	case ctx.Err() != nil: // the caller gave up, not the source: nothing learned
-		r.entry, r.err, r.abandoned = Entry{Result: ResultError}, ctx.Err(), true
+	case errors.As(err, &gaveUp): // the caller gave up, not the source: nothing learned
+		r.entry, r.err, r.abandoned = Entry{Result: ResultError}, gaveUp.err, true
 	default:
 		e, ok := c.entries[id] // what was there, if anything, stays: stale-if-error
 		if ok {
@@ -218,13 +225,28 @@ func (r *read) wait(ctx context.Context) (Entry, error) {
 	return e, r.err
 }
 
-// read reads id from the source as of now. An item that cannot be used is logged and
-// known as no one (invalid true); err is the source's own failure.
+// gaveUpError is read's error when the caller's time ran out first (its context ended,
+// or its deadline less Margin passed): no failure of the source.
+type gaveUpError struct{ err error }
+
+func (e *gaveUpError) Error() string { return e.err.Error() }
+func (e *gaveUpError) Unwrap() error { return e.err }
+
+// read reads id from the source as of now, by the earlier of Timeout from now and the
+// caller's deadline less Margin. An item that cannot be used is logged and known as no
+// one (invalid true); err is the source's own failure, or a *gaveUpError.
 func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached, invalid bool, err error) {
-	ctx := caller
+	ctx, budget := caller, false
+	var end time.Time
 	if c.opts.Timeout > 0 {
+		end = time.Now().Add(c.opts.Timeout)
+	}
+	if deadline, ok := caller.Deadline(); ok && c.opts.Margin > 0 && (end.IsZero() || deadline.Add(-c.opts.Margin).Before(end)) {
+		end, budget = deadline.Add(-c.opts.Margin), true
+	}
+	if !end.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+		ctx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
 	}
 	rec, found, err := c.src.Get(ctx, id)
@@ -238,8 +260,8 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 		c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, identity.LogForm(bad.ID)),
 			slog.String(AttrAttribute, bad.Attribute), slog.String(telemetry.AttrError, bad.Err.Error()))
 		return cached{}, true, nil
-	case err != nil && caller.Err() != nil: // the caller gave up: no failure of the source
-		return cached{}, false, err
+	case err != nil && (caller.Err() != nil || budget && ctx.Err() != nil): // the caller's time ran out
+		return cached{}, false, &gaveUpError{err: err}
 	case err != nil:
 		c.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgReadFailed, slog.String(AttrItem, identity.LogForm(id)), slog.String(telemetry.AttrError, err.Error()))
 		return cached{}, false, err

@@ -463,3 +463,27 @@ func TestCacheHoldSurvivesAFullCache(t *testing.T) {
 		t.Fatalf("%d holds after a flood, want at most the cache's size %d", holds, size)
 	}
 }
+
+// A read ends Margin before the deadline of the lookup's context (the invocation's),
+// even when Timeout is far: that is the caller's time running out, no failure of the
+// table, so no hold keeps the next invocation's lookup from reading, and no failed read
+// is logged.
+func TestCacheReadEndsMarginBeforeTheDeadline(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
+	src.Gate = make(chan struct{})
+	var logs bytes.Buffer
+	c, _ := newCache(t, src, registry.Options{Timeout: time.Hour, Margin: 1500 * time.Millisecond, Log: telemetry.NewLogger(&logs, nil)})
+	ctx, cancel := context.WithTimeout(context.Background(), 1600*time.Millisecond)
+	defer cancel()
+	e, err := c.Lookup(ctx, digestID)
+	if !errors.Is(err, context.DeadlineExceeded) || e.Result != registry.ResultError || ctx.Err() != nil {
+		t.Fatalf("Lookup = %+v, %v, the caller's context %v; want the read's deadline error, a margin before the caller's", e, err, ctx.Err())
+	}
+	close(src.Gate)
+	if plan, result := lookup(t, c, digestID); plan != "pro" || result != registry.ResultMiss {
+		t.Fatalf("the next lookup: %q %s, want a read (no hold)", plan, result)
+	}
+	if strings.Contains(logs.String(), registry.MsgReadFailed) {
+		t.Errorf("the caller's time running out was logged as a failed read: %s", &logs)
+	}
+}

@@ -94,6 +94,13 @@ const (
 	// MaxRegistryCacheTTL is the longest REGISTRY_CACHE_MS: a day, beyond which a
 	// revocation would hardly be one.
 	MaxRegistryCacheTTL = 24 * time.Hour
+	// MaxRegistryTimeout is the longest REGISTRY_TIMEOUT_MS: half of the functions'
+	// timeout in template.yaml (5 s), so that a read of the table leaves the invocation
+	// the time to ask Redis and answer. The function's own timeout is known only at run
+	// time (the invocation's deadline): there, every read also ends
+	// guard.DefaultMargin (20 ms) before it, and its check is answered by the failure
+	// policy.
+	MaxRegistryTimeout = 2500 * time.Millisecond
 )
 
 // FAIL_MODE values.
@@ -196,7 +203,7 @@ type Settings struct {
 	// to MaxRegistryCacheSize; default DefaultRegistryCacheSize).
 	RegistryCacheSize int
 	// RegistryTimeout is the deadline of one registry read (REGISTRY_TIMEOUT_MS, whole
-	// milliseconds from 1 to MaxTimeout; default DefaultRegistryTimeout).
+	// milliseconds from 1 to MaxRegistryTimeout; default DefaultRegistryTimeout).
 	RegistryTimeout time.Duration
 }
 
@@ -335,8 +342,8 @@ func (s *Settings) loadRegistry(getenv func(string) string) error {
 	if s.RegistryCacheSize, err = parseWhole(getenv, EnvRegistryCacheSize, DefaultRegistryCacheSize, 1, MaxRegistryCacheSize, "entries"); err != nil {
 		return err
 	}
-	if s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxTimeout); err != nil {
-		return err
+	if s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxRegistryTimeout); err != nil {
+		return fmt.Errorf("%w (at most half of the function timeout of the template, 5 s: a read must leave the invocation time to ask Redis and answer)", err)
 	}
 	if s.RegistryTable != "" {
 		return checkTable(s.RegistryTable)

@@ -228,7 +228,10 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"registry cache that would overflow", map[string]string{"REGISTRY_CACHE_MS": "9223372036854"}, []string{"REGISTRY_CACHE_MS", "86400000"}},
 		{"registry cache empty", map[string]string{"REGISTRY_CACHE_SIZE": "0"}, []string{"REGISTRY_CACHE_SIZE", "1 to 1000000"}},
 		{"registry cache above the bound", map[string]string{"REGISTRY_CACHE_SIZE": "1000001"}, []string{"REGISTRY_CACHE_SIZE", "1000000"}},
-		{"registry timeout zero", map[string]string{"REGISTRY_TIMEOUT_MS": "0"}, []string{"REGISTRY_TIMEOUT_MS", "1 to 60000"}},
+		{"registry timeout zero", map[string]string{"REGISTRY_TIMEOUT_MS": "0"}, []string{"REGISTRY_TIMEOUT_MS", "1 to 2500"}},
+		// A read that could outlast the function's own timeout (the template's: 5 s).
+		{"registry timeout beyond the function's", map[string]string{"REGISTRY_TIMEOUT_MS": "60000"}, []string{"REGISTRY_TIMEOUT_MS=\"60000\"", "1 to 2500", "function timeout"}},
+		{"registry timeout just beyond the bound", map[string]string{"REGISTRY_TIMEOUT_MS": "2501"}, []string{"REGISTRY_TIMEOUT_MS", "2500"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

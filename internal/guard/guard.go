@@ -346,6 +346,10 @@ func (g *Guard) result(q bucket.Request, d bucket.Decision, err error, start tim
 	return Result{Decision: d, Latency: latency}
 }
 
+// FailOpen reports whether g allows, degraded, the requests Redis does not decide
+// (Options.FailOpen).
+func (g *Guard) FailOpen() bool { return g.opts.FailOpen }
+
 // Fallback returns the Result of q when something the decision needs before Redis
 // failed with f and err (FailureRegistryError): denied with reason unavailable, or
 // allowed with reason degraded, by the failure policy. Redis is not asked and the

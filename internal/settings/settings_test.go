@@ -269,3 +269,27 @@ func TestIsServerlessEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// A REDIS_ADDR written as a URL with credentials, or with a user and password before
+// the host, is refused naming the variable and where the password goes, and the error
+// never quotes the credentials: an init error lands in the function's log.
+func TestRedisAddrCredentialsNeverEchoed(t *testing.T) {
+	for _, addr := range []string{
+		"rediss://user:s3cret-pw@host.example:6379",
+		"redis://:s3cret-pw@host.example:6379",
+		"user:s3cret-pw@host.example:6379",
+		"s3cret-pw@host.example:6379",
+		"10.0.0.1:6379,rediss://app:s3cret-pw@10.0.0.2:6379",
+	} {
+		t.Run(addr, func(t *testing.T) {
+			_, err := settings.Load(env(map[string]string{"REDIS_ADDR": addr}))
+			if err == nil {
+				t.Fatal("loaded; want an error")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "s3cret") || !strings.Contains(msg, "REDIS_ADDR") || !strings.Contains(msg, "REDIS_PASSWORD") || !strings.Contains(msg, "host:port") {
+				t.Fatalf("error %q: want REDIS_ADDR, host:port and REDIS_PASSWORD named, the password nowhere", msg)
+			}
+		})
+	}
+}

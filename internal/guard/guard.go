@@ -89,8 +89,9 @@ type Options struct {
 	// ProbeInterval is how long an open circuit answers alone before one request
 	// probes Redis; zero is DefaultProbeInterval.
 	ProbeInterval time.Duration
-	// DenyCacheSize bounds the deny cache, in entries; zero means no cache. The cache
-	// times entries by Now: Redis's clock and Now must advance together (real time).
+	// DenyCacheSize bounds the deny cache, in entries; zero means no cache. Its entries
+	// also hold at most DenyCacheMaxBytes. The cache times entries by Now: Redis's
+	// clock and Now must advance together (real time).
 	DenyCacheSize int
 }
 

@@ -90,8 +90,9 @@ lint: ## cfn-lint on template.yaml (SAM transform included)
 # headline, a few minutes under valgrind: needs valgrind); then every part starts its own
 # redis-server on a free loopback port (redis-server and redis-benchmark must be
 # installed: apt-get install redis-server). BenchmarkClientCost runs five times, one run
-# at a time, so that its two halves take turns, and BenchmarkHandlerOverhead
-# (internal/authorizer) five times; then TestReport measures the rest (cold starts, the
+# at a time, so that its two halves take turns, BenchmarkHandlerOverhead
+# (internal/authorizer) five times, and BenchmarkCacheEntryBytes (internal/registry: the
+# bytes of a registry cache entry, with and without rules of its own) once; then TestReport measures the rest (cold starts, the
 # key registry's reads and the end-to-end invocations against its own dynalite) and
 # writes BENCHMARKS.md and its plot. About ten minutes on 2 CPUs.
 .PHONY: bench
@@ -103,6 +104,7 @@ bench: $(DYNALITE)
 		BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket >>"$$out" || { cat "$$out"; exit 1; }; \
 	done && \
 	$(GO) test -run '^$$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >>"$$out" || { cat "$$out"; exit 1; }; \
+	$(GO) test -run '^$$' -bench CacheEntryBytes -benchtime 1x -count 1 ./internal/registry >>"$$out" || { cat "$$out"; exit 1; }; \
 	grep '^Benchmark' "$$out" && \
 	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -timeout 15m -run '^TestReport$$' -v ./benchreport \
 		-args -report="$(CURDIR)/BENCHMARKS.md" -gobench="$$out" -instructions="$$insn"

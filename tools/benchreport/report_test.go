@@ -134,7 +134,7 @@ func TestReport(t *testing.T) {
 	}
 
 	if *goBenchPath == "" {
-		t.Fatal("-gobench is required with -report: the output of BenchmarkClientCost and BenchmarkHandlerOverhead")
+		t.Fatal("-gobench is required with -report: the output of BenchmarkClientCost, BenchmarkHandlerOverhead and BenchmarkCacheEntryBytes")
 	}
 	out, err := os.Open(*goBenchPath)
 	if err != nil {
@@ -149,6 +149,9 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Authorizer, err = handlerOverheadFrom(benches); err != nil {
+		t.Fatal(err)
+	}
+	if r.EntryBytes, err = entryBytesFrom(benches); err != nil {
 		t.Fatal(err)
 	}
 

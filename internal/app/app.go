@@ -71,7 +71,8 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 	if err != nil {
 		return nil, log, err
 	}
-	g, _, err := NewGuard(s, log)
+	emitter := telemetry.NewEmitter(metrics, s.Namespace, f.Name)
+	g, _, err := NewGuard(s, log, emitter)
 	if err != nil {
 		return nil, log, err
 	}
@@ -80,7 +81,7 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 		config:   cfg,
 		registry: reg,
 		guard:    g,
-		metrics:  telemetry.NewEmitter(metrics, s.Namespace, f.Name),
+		metrics:  emitter,
 		log:      log,
 	})
 	return h, log, err

@@ -29,9 +29,9 @@ const (
 	MetricRedisEvictionPolicy = "RedisEvictionPolicy"
 	DimPolicy                 = "Policy"
 	DimOutcome                = "Outcome"
-	DimReason           = "Reason"
-	DimFunction         = "Function"
-	DimRule             = "Rule"
+	DimReason                 = "Reason"
+	DimFunction               = "Function"
+	DimRule                   = "Rule"
 )
 
 // Outcome values of the Outcome dimension.

@@ -37,8 +37,9 @@ func (c *Config) Override(p *Plan, overrides []bucket.Rule) (*Plan, error) {
 			}
 		}
 	}
-	own := slices.Clip(replace(p.Rules, overrides)) // an append below never writes into p's
-	for _, r := range overrides {                   // in the record's order
+	// Clipped: an append below never writes into p's rules.
+	own := slices.Clip(replace(p.Rules, overrides))
+	for _, r := range overrides { // in the record's order
 		if !c.replaces(p, r.Name) {
 			r.Shadow = false
 			own = append(own, r)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/jsonout"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
@@ -44,13 +45,15 @@ func (h *Handler) appendAnswer(b []byte, ev event, o outcome) []byte {
 	return append(h.appendContext(b, o), '}')
 }
 
-// contextField is one member of the authorizer context: a number, or a string when
-// isStr.
+// contextField is one member of the authorizer context: a number, a string when isStr,
+// or a boolean when isBool.
 type contextField struct {
-	key   string
-	n     int64
-	str   string
-	isStr bool
+	key    string
+	n      int64
+	str    string
+	isStr  bool
+	b      bool
+	isBool bool
 }
 
 // appendContext appends the authorizer context of o: the rate-limit figures that the
@@ -73,6 +76,7 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 		{key: ratelimitheaders.KeyRule, str: d.Rule, isStr: true},
 		{key: ratelimitheaders.KeyPlan, str: o.limits.Plan, isStr: true},
 		{key: ratelimitheaders.KeyReason, str: string(d.Reason), isStr: true},
+		{key: ratelimitheaders.KeyDegraded, b: d.Reason == bucket.ReasonDegraded, isBool: true},
 		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.result), isStr: true},
 		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.limits.Rules), isStr: true},
 	}
@@ -83,9 +87,12 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 			b = append(b, ',')
 		}
 		b = append(jsonout.String(b, f.key), ':')
-		if f.isStr {
+		switch {
+		case f.isStr:
 			b = jsonout.String(b, f.str)
-		} else {
+		case f.isBool:
+			b = jsonout.Bool(b, f.b)
+		default:
 			b = jsonout.Int(b, f.n)
 		}
 	}

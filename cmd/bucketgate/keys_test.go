@@ -23,9 +23,10 @@ const table = "bucketgate-keys"
 
 // cli runs bucketgate command lines against one dynalite server.
 type cli struct {
-	t   *testing.T
-	env map[string]string
-	db  *dynamodb.Client // the server's, to read what the CLI wrote
+	t     *testing.T
+	env   map[string]string
+	stdin string           // what the next commands read on stdin
+	db    *dynamodb.Client // the server's, to read what the CLI wrote
 }
 
 func newCLI(t *testing.T) *cli {
@@ -38,7 +39,7 @@ func newCLI(t *testing.T) *cli {
 func (c *cli) run(args ...string) (int, string, string) {
 	c.t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, func(k string) string { return c.env[k] }, &stdout, &stderr)
+	code := run(context.Background(), args, func(k string) string { return c.env[k] }, strings.NewReader(c.stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -242,7 +243,7 @@ func TestKeysFollowTheConfiguration(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"help"}, func(string) string { return "" }, &stdout, &stderr); code != exitOK ||
+	if code := run(context.Background(), []string{"help"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr); code != exitOK ||
 		!strings.Contains(stdout.String(), "bucketgate keys create --plan NAME") || !strings.Contains(stdout.String(), "bucketgate buckets refund --cost N") ||
 		!strings.Contains(stdout.String(), "(default: $CHECK_FUNCTION, else\nbucketgate-check)") || stderr.Len() != 0 {
 		t.Fatalf("help: %d\n%s\n%s", code, &stdout, &stderr)

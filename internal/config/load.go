@@ -357,6 +357,19 @@ const DigestLen = 32
 // KeyDigest returns the digest under which an API key is configured, limited and
 // logged: the first DigestLen hex digits of its SHA-256. Raw keys are never stored.
 // From a shell: printf %s "$KEY" | sha256sum | cut -c1-32
+//
+// The digest is unsalted, on purpose. It must be the same everywhere a key is named:
+// the authorizer and the check function, the CLI, the configuration document (whose
+// authors compute it with sha256sum), the registry's item ids, the Redis keys of every
+// bucket, and services limiting through the library. A keyed hash would need the
+// deployment's key in all of them (the document's authors too), and changing that key
+// would orphan every registry item and bucket. What an unsalted digest gives away is
+// the key itself only when the key can be guessed: the keys bucketgate makes (bucketgate
+// keys create) carry 256 bits from crypto/rand, beyond any dictionary or search, and a
+// 128-bit digest has no practical collision or preimage. A key chosen by a person can
+// be guessed: the CLI registers one made elsewhere (keys create --key -) only with 128
+// bits of estimated entropy, the document takes digests only, and the local demo's
+// sample keys guard nothing.
 func KeyDigest(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:DigestLen/2])

@@ -4,7 +4,8 @@ GO ?= go
 TEST_FLAGS ?= -count=1 -timeout 10m
 
 # The real-server suites run once per engine: Redis OSS and Valkey, the engine
-# ElastiCache creates by default. A missing engine skips them loudly (CI: fails).
+# ElastiCache creates by default. A missing engine skips them loudly (CI: fails), and
+# make test says so in a SKIPPED line per missing engine after its run.
 ENGINES ?= redis-server valkey-server
 
 # dynalite, the local DynamoDB of the registry's tests and of local runs: pinned by
@@ -24,6 +25,9 @@ test: vet $(DYNALITE) ## every test: unit (miniredis), real-server suites on eac
 	@set -e; for engine in $(ENGINES); do \
 	  echo "== go test ./... with BUCKETGATE_REDIS_SERVER=$$engine"; \
 	  BUCKETGATE_REDIS_SERVER=$$engine $(GO) test $(TEST_FLAGS) ./...; \
+	  if ! command -v $$engine >/dev/null; then \
+	    echo "SKIPPED: $$engine is not on PATH: every real-server suite skipped under it (CI, or BUCKETGATE_REQUIRE_SERVERS=1, fails them instead)"; \
+	  fi; \
 	done
 	cd tools && $(GO) test $(TEST_FLAGS) ./...
 

@@ -1,10 +1,6 @@
 package benchreport
 
-import (
-	"fmt"
-	"slices"
-	"strings"
-)
+import "strings"
 
 // entryBytesPrefix starts the names of internal/registry's BenchmarkCacheEntryBytes
 // sub-benchmarks: the heap of one registry cache entry, by kind of entry.
@@ -16,21 +12,7 @@ const entryBytesUnit = "B/entry"
 // entryBytesFrom picks BenchmarkCacheEntryBytes's sub-benchmarks out of parsed output,
 // in name order; each must have reported entryBytesUnit.
 func entryBytesFrom(benches map[string]GoBench) ([]GoBench, error) {
-	var out []GoBench
-	for name, g := range benches {
-		if !strings.HasPrefix(name, entryBytesPrefix) {
-			continue
-		}
-		if _, ok := g.Metrics[entryBytesUnit]; !ok {
-			return nil, fmt.Errorf("%s lacks %s", name, entryBytesUnit)
-		}
-		out = append(out, g)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("go test output lacks %s*", entryBytesPrefix)
-	}
-	slices.SortFunc(out, func(a, b GoBench) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return subBenchmarks(benches, entryBytesPrefix, entryBytesUnit)
 }
 
 // entryBytesSection writes the registry cache's bytes per entry, one row per kind.

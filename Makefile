@@ -54,7 +54,7 @@ BACKEND ?=
 run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.yaml's gateway responses, a sample backend or BACKEND=URL
 	$(GO) run ./cmd/bucketgate-local serve -addr 127.0.0.1:$(PORT)$(if $(BACKEND), -backend '$(BACKEND)')
 
-# dynalite: a local DynamoDB for a registry table (see the README: make run with a registry).
+# dynalite: a local DynamoDB for a registry table (docs/keys.md: a session with a local table).
 DYNALITE_PORT ?= 8000
 dynalite: $(DYNALITE) ## a local DynamoDB (dynalite, in memory) on 127.0.0.1:$(DYNALITE_PORT) for REGISTRY_TABLE
 	node $(DYNALITE_DIR)/node_modules/dynalite/cli.js --host 127.0.0.1 --port $(DYNALITE_PORT) --createTableMs 0
@@ -76,9 +76,11 @@ build-AuthorizerFunction:
 build-CheckFunction:
 	$(CHECK_ARTIFACTS_DIR)$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/check
 
+# build runs the two recipes in this directory, with paths relative to it, so that what
+# it prints is the same on every machine (docs/deploy.md shows it; a test holds it).
 build: ## both Lambda binaries: bin/authorizer/bootstrap and bin/check/bootstrap
-	$(MAKE) build-AuthorizerFunction ARTIFACTS_DIR=$(CURDIR)/bin/authorizer
-	$(MAKE) build-CheckFunction ARTIFACTS_DIR=$(CURDIR)/bin/check
+	$(MAKE) --no-print-directory build-AuthorizerFunction ARTIFACTS_DIR=bin/authorizer
+	$(MAKE) --no-print-directory build-CheckFunction ARTIFACTS_DIR=bin/check
 
 clean:
 	rm -rf bin .aws-sam

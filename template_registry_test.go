@@ -127,3 +127,13 @@ func TestTemplateCheckFunctionName(t *testing.T) {
 		t.Fatalf("samconfig.toml's stack %v does not give the function the CLI's default name bucketgate-check", stack)
 	}
 }
+
+// readFile returns the content of the file at path, failing t when it cannot be read.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -286,7 +286,7 @@ var (
 // Every gateway response maps only context keys the authorizer sets when it limits
 // (ACCESS_DENIED; the other responses have no authorizer context), and the responses
 // are those of the design: 429 with Retry-After and the RateLimit headers, 503 with
-// Retry-After: 1, 401.
+// Retry-After: 1, 401, and 502 when the backend does not answer.
 func TestTemplateGatewayResponses(t *testing.T) {
 	responses, err := localgw.LoadResponses(templateFile)
 	if err != nil {
@@ -322,6 +322,7 @@ func TestTemplateGatewayResponses(t *testing.T) {
 		{localgw.AuthorizerFailure, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.AuthorizerConfigErr, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.Unauthorized, nil, http.StatusUnauthorized, nil},
+		{localgw.IntegrationFailure, nil, http.StatusBadGateway, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.kind, func(t *testing.T) {
@@ -338,16 +339,20 @@ func TestTemplateGatewayResponses(t *testing.T) {
 			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 				t.Fatalf("body is not JSON: %v\n%s", err, w.Body)
 			}
-			if tc.status == http.StatusUnauthorized {
+			if _, ok := body["error"].(string); !ok {
+				t.Errorf("body %v: want an error member, as every gateway response has", body)
+			}
+			if tc.status == http.StatusUnauthorized || tc.status == http.StatusBadGateway {
 				return
 			}
 			// The body always carries the retry-after, as the header says it.
 			if ra := w.Header()["Retry-After"]; len(ra) != 1 || body["retryAfter"] == nil || ra[0] != jsonText(t, body["retryAfter"]) {
 				t.Errorf("Retry-After %v, body retryAfter %v: want both, equal", ra, body["retryAfter"])
 			}
-			// The 429's message tells the client that waiting that long (and a jitter) works.
-			if msg, _ := body["message"].(string); tc.kind == localgw.AccessDenied && (!strings.Contains(msg, "retry after "+jsonText(t, body["retryAfter"])) || !strings.Contains(msg, "will be accepted")) {
-				t.Errorf("message %q: want it to say a retry after Retry-After will be accepted", msg)
+			// The 429's message tells the client that waiting that long (and a jitter) works,
+			// in words: the limited context's retry-after is 1, "1 second", not "1 seconds".
+			if msg, _ := body["message"].(string); tc.kind == localgw.AccessDenied && (!strings.Contains(msg, "retry after "+jsonText(t, body["retryAfter"])+" second ") || !strings.Contains(msg, "will be accepted")) {
+				t.Errorf("message %q: want it to say a retry after Retry-After (1 second) will be accepted", msg)
 			}
 		})
 	}

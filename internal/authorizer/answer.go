@@ -45,13 +45,15 @@ func (h *Handler) appendAnswer(b []byte, ev event, o outcome) []byte {
 	return append(h.appendContext(b, o), '}')
 }
 
-// contextField is one member of the authorizer context: a number, a string when isStr,
-// or a boolean when isBool.
+// contextField is one member of the authorizer context: a number, a string when
+// isStr, the number followed by unit as a string when unit is set ("1 second"), or a
+// boolean when isBool.
 type contextField struct {
 	key    string
 	n      int64
 	str    string
 	isStr  bool
+	unit   string
 	b      bool
 	isBool bool
 }
@@ -66,11 +68,13 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 		at = h.Now()
 	}
 	reset := ceilUnix(at.Add(d.ResetAfter))
+	retryAfter := ceilSeconds(d.RetryAfter)
 	var resetAt [len(time.RFC3339) + 8]byte
 	fields := [...]contextField{
 		{key: ratelimitheaders.KeyLimit, n: d.Limit},
 		{key: ratelimitheaders.KeyRemaining, n: d.Remaining},
-		{key: ratelimitheaders.KeyRetryAfter, n: ceilSeconds(d.RetryAfter)},
+		{key: ratelimitheaders.KeyRetryAfter, n: retryAfter},
+		{key: ratelimitheaders.KeyRetryAfterText, n: retryAfter, unit: seconds(retryAfter)},
 		{key: ratelimitheaders.KeyReset, n: reset},
 		{key: ratelimitheaders.KeyResetAt, str: string(time.Unix(reset, 0).UTC().AppendFormat(resetAt[:0], time.RFC3339)), isStr: true},
 		{key: ratelimitheaders.KeyRule, str: d.Rule, isStr: true},
@@ -88,6 +92,8 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 		}
 		b = append(jsonout.String(b, f.key), ':')
 		switch {
+		case f.unit != "":
+			b = append(append(jsonout.Int(append(b, '"'), f.n), f.unit...), '"')
 		case f.isStr:
 			b = jsonout.String(b, f.str)
 		case f.isBool:
@@ -97,6 +103,15 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 		}
 	}
 	return append(b, '}')
+}
+
+// seconds returns the unit that follows n seconds in words: " second" after 1, else
+// " seconds".
+func seconds(n int64) string {
+	if n == 1 {
+		return " second"
+	}
+	return " seconds"
 }
 
 // ceilSeconds returns d in whole seconds, rounded up; 0 for d <= 0.

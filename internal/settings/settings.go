@@ -2,7 +2,7 @@
 // where the configuration document is, how to reach Redis, the failure policy, the API
 // key header, logs, metrics and traces. It is the one package that knows the variables;
 // package app hands their values down as option structs. Every variable is documented
-// in the README with its default.
+// in docs/configuration.md with its default.
 package settings
 
 import (

@@ -27,7 +27,7 @@ func inRoot(p string) string { return filepath.Join(root, p) }
 // every docs/*.md and events/README.md (the measured reports apart).
 func docFiles(t *testing.T) []string {
 	t.Helper()
-	return append([]string{"README.md", "CONTRIBUTING.md", "events/README.md"}, topicDocs(t)...)
+	return append([]string{"README.md", "CONTRIBUTING.md", "events/README.md", "examples/README.md"}, topicDocs(t)...)
 }
 
 // topicDocs returns docs/*.md, relative to the repository's root.

@@ -51,8 +51,8 @@ func makeDryRun(t *testing.T, args ...string) []string {
 // machine: paths relative to the repository, no directory lines of the recursive makes.
 // It showed a machine's own paths.
 func TestMakeBuildTranscript(t *testing.T) {
-	want := transcript(t, "docs/deploy.md", "make build")
-	got := makeDryRun(t, "build")
+	want := transcript(t, "docs/deploy.md", "make build VERSION=v0.3.0")
+	got := makeDryRun(t, "build", "VERSION=v0.3.0")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("make build prints:\n%s\ndocs/deploy.md shows:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

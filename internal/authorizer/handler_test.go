@@ -402,6 +402,7 @@ func TestEMFShape(t *testing.T) {
 			}
 		} `json:"_aws"`
 		Function      string
+		Stack         string
 		Outcome       string
 		Decisions     *float64
 		DenyCacheHits *float64
@@ -421,7 +422,7 @@ func TestEMFShape(t *testing.T) {
 	if d.Namespace != settings.DefaultNamespace {
 		t.Errorf("namespace %q", d.Namespace)
 	}
-	wantDims := [][]string{{telemetry.DimOutcome}, {telemetry.DimFunction, telemetry.DimOutcome}}
+	wantDims := [][]string{{telemetry.DimStack, telemetry.DimOutcome}, {telemetry.DimStack, telemetry.DimFunction, telemetry.DimOutcome}}
 	if !slices.EqualFunc(d.Dimensions, wantDims, slices.Equal[[]string]) {
 		t.Errorf("dimensions %v, want %v", d.Dimensions, wantDims)
 	}
@@ -429,14 +430,14 @@ func TestEMFShape(t *testing.T) {
 	for _, m := range d.Metrics {
 		names = append(names, m.Name+"/"+m.Unit)
 	}
-	want := []string{"Decisions/Count", "DenyCacheHits/Count", "RedisLatency/Milliseconds"}
+	want := []string{"Decisions/Count", "RedisLatency/Milliseconds"} // no deny-cache hit: no DenyCacheHits
 	if !slices.Equal(names, want) {
 		t.Errorf("metrics %v, want %v", names, want)
 	}
-	if doc.Function != testFunction || doc.Outcome != telemetry.OutcomeAllowed || doc.Decisions == nil || *doc.Decisions != 1 ||
-		doc.DenyCacheHits == nil || *doc.DenyCacheHits != 0 || len(doc.RedisLatency) != 1 {
-		t.Errorf("members Function=%q Outcome=%q Decisions=%v DenyCacheHits=%v RedisLatency=%v",
-			doc.Function, doc.Outcome, doc.Decisions, doc.DenyCacheHits, doc.RedisLatency)
+	if doc.Function != testFunction || doc.Stack != settings.DefaultStackName || doc.Outcome != telemetry.OutcomeAllowed || doc.Decisions == nil || *doc.Decisions != 1 ||
+		doc.DenyCacheHits != nil || len(doc.RedisLatency) != 1 {
+		t.Errorf("members Function=%q Stack=%q Outcome=%q Decisions=%v DenyCacheHits=%v RedisLatency=%v",
+			doc.Function, doc.Stack, doc.Outcome, doc.Decisions, doc.DenyCacheHits, doc.RedisLatency)
 	}
 	if strings.Contains(string(line), "203.0.113.10") {
 		t.Errorf("the identity is in the metrics: %s", line)

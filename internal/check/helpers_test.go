@@ -57,7 +57,7 @@ func newFixture(t testing.TB, client rueidis.Client, cfg *config.Config, opts gu
 		Plans:      cfg,
 		Registry:   registry.NewDocument(cfg),
 		Identities: testSources(t),
-		Metrics:    telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, testFunction),
+		Metrics:    telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, settings.DefaultStackName, testFunction),
 		Log:        slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:        func() time.Time { return testTime },
 	}

@@ -42,6 +42,7 @@ func TestDocsListEveryVariable(t *testing.T) {
 		settings.EnvFailMode:          settings.FailClosed,
 		settings.EnvDenyCacheSize:     strconv.Itoa(settings.DefaultDenyCacheSize),
 		settings.EnvNamespace:         settings.DefaultNamespace,
+		settings.EnvStackName:         settings.DefaultStackName,
 		settings.EnvAPIKeyHeader:      settings.DefaultAPIKeyHeader,
 		settings.EnvLogLevel:          strings.ToLower(settings.DefaultLogLevel.String()),
 		settings.EnvXRayDaemon:        settings.DefaultXRayDaemon,

@@ -31,7 +31,8 @@ const (
 	signaturePrefix = "AWS4-HMAC-SHA256 "
 )
 
-// Server is a loopback Lambda service holding a fixed set of functions.
+// Server is a loopback Lambda service holding a fixed set of functions, invoked by name
+// or by ARN.
 type Server struct {
 	// URL is the endpoint to point an SDK client at (see Client).
 	URL string
@@ -74,7 +75,7 @@ func (s *Server) Invocations(name string) int {
 }
 
 func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := FunctionName(r.PathValue("name"))
 	h, ok := s.functions[name]
 	switch {
 	case !strings.HasPrefix(r.Header.Get("Authorization"), signaturePrefix):
@@ -91,6 +92,16 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	s.invocations[name]++
 	s.mu.Unlock()
 	localgw.Invoke(w, r, h)
+}
+
+// FunctionName returns the name that a function's name or ARN (as Invoke takes them)
+// stands for: arn:aws:lambda:us-east-1:123456789012:function:NAME[:QUALIFIER] is
+// NAME[:QUALIFIER], as the Lambda service reads it; a name is itself.
+func FunctionName(nameOrARN string) string {
+	if _, name, ok := strings.Cut(nameOrARN, ":function:"); ok && strings.HasPrefix(nameOrARN, "arn:") {
+		return name
+	}
+	return nameOrARN
 }
 
 // ServiceError answers an Invoke call as the Lambda service does when it fails the

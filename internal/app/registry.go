@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -34,15 +35,23 @@ func NewConfiguration(s settings.Settings, cfg *config.Config, log *slog.Logger)
 		return nil, fmt.Errorf("%s=%s: %w", settings.EnvRegistryTable, s.RegistryTable, err)
 	}
 	table := registry.NewTable(client, s.RegistryTable)
-	cache := registry.NewCache(table, registry.Options{
-		TTL:     s.RegistryCacheTTL,
-		Size:    s.RegistryCacheSize,
-		Timeout: s.RegistryTimeout,
-		Log:     log,
-	})
-	live := registry.NewLive(table, cache, cfg, registry.LiveOptions{TTL: s.RegistryCacheTTL, Timeout: s.RegistryTimeout, Log: log})
+	live := registry.NewLive(table, registry.NewCache(table, RegistryOptions(s, log)), cfg,
+		registry.LiveOptions{TTL: s.RegistryCacheTTL, Timeout: s.RegistryTimeout, Margin: guard.DefaultMargin, Log: log})
 	if err := live.Load(context.Background()); err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", settings.EnvRegistryTable, s.RegistryTable, err)
 	}
 	return live, nil
+}
+
+// RegistryOptions returns the registry cache's options of s (REGISTRY_CACHE_MS,
+// REGISTRY_CACHE_SIZE, REGISTRY_TIMEOUT_MS), logging to log, with the guard's margin
+// before the invocation's deadline: a lookup leaves the failure policy time to answer.
+func RegistryOptions(s settings.Settings, log *slog.Logger) registry.Options {
+	return registry.Options{
+		TTL:     s.RegistryCacheTTL,
+		Size:    s.RegistryCacheSize,
+		Timeout: s.RegistryTimeout,
+		Margin:  guard.DefaultMargin,
+		Log:     log,
+	}
 }

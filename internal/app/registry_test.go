@@ -5,10 +5,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // One registry: a table, or the document's keys and tenants, never both.
@@ -49,5 +52,15 @@ func TestRegistryUnreachableAtInit(t *testing.T) {
 	out, err := h.Invoke(context.Background(), []byte(`{"key": "k", "rules": [{"name": "b", "capacity": 5, "refillPerSecond": 1}]}`))
 	if err != nil || !strings.Contains(string(out), `"allowed":true`) || !strings.Contains(string(out), `"remaining":4`) {
 		t.Fatalf("a check with its own rules: %s, %v; want it decided by Redis", out, err)
+	}
+}
+
+// The registry's reads end the guard's margin before the invocation's deadline, and
+// REGISTRY_TIMEOUT_MS, REGISTRY_CACHE_MS and REGISTRY_CACHE_SIZE size the cache.
+func TestRegistryOptions(t *testing.T) {
+	s := redistest.Settings(t, map[string]string{settings.EnvRegistryTimeoutMS: "150", settings.EnvRegistryCacheMS: "5000", settings.EnvRegistryCacheSize: "7"})
+	o := app.RegistryOptions(s, nil)
+	if o.Margin != guard.DefaultMargin || o.Timeout != 150*time.Millisecond || o.TTL != 5*time.Second || o.Size != 7 {
+		t.Fatalf("RegistryOptions: %+v", o)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -41,8 +42,12 @@ type Handler struct {
 	// authorizer's.
 	Guard Guard
 	// Config gives the plans (by name, and the default plan) and the registry that
-	// says which plan a tenant is on, for checks with neither plan nor rules.
+	// says which plan a tenant (or an API key, on the operator's path) is on, for
+	// checks with neither plan nor rules.
 	Config Configuration
+	// Identities groups IPv6 sources as the authorizer does: the operator's path takes
+	// an "ip:" identity only as the authorizer spells it (its header is not read).
+	Identities identity.Resolver
 	// Metrics gets one Emit per invocation that decided something.
 	Metrics Emitter
 	// Log gets a debug line per decision (telemetry.LogDecision) and a warning per
@@ -69,7 +74,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	if v.Config == nil {
 		plans = unconfigured{}
 	}
-	checks, batch, err := parse(payload, plans)
+	checks, batch, err := parse(payload, plans, h.Identities)
 	if err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)

@@ -24,10 +24,12 @@ const maxLookups = 16
 
 // resolveTenants gives every check that named neither a plan nor rules its tenant's
 // plan from the registry, or the default plan for a tenant the registry does not know
-// (never registered, revoked, expired, invalid). A check whose lookup failed gets the
-// default plan and keeps the error, to be answered by the failure policy. Its error
-// names a check whose cost its plan can never allow; then nothing is decided. The
-// lookups of a batch run concurrently, at most maxLookups at once.
+// (never registered, revoked, expired, invalid). A check whose lookup failed gets no
+// plan and no rules, and keeps the error, to be answered by the failure policy: its
+// plan is unknown, so neither is its cost checked nor its answer given a plan's name.
+// Its error names a check whose cost its plan can never allow; then nothing is
+// decided. The lookups of a batch run concurrently, at most maxLookups at once. v is
+// the invocation's configuration and registry.
 func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {
 	type answer struct {
 		e   registry.Entry
@@ -58,6 +60,7 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 		}
 		if err != nil {
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, err) // the decision line's error: the key as its digest
+			continue
 		}
 		p := e.Plan
 		if p == nil {
@@ -92,8 +95,8 @@ func (unconfigured) Plans() []string { return nil }
 // Checks that bring their own rules are decided as usual.
 func unresolved(checks []check, err error) {
 	for i := range checks {
-		if c := &checks[i]; !c.inline {
-			c.tenant, c.lookupErr = false, fmt.Errorf("no configuration: %w", err)
+		if c := &checks[i]; !c.inline { // its plan is unknown: no name in its answer either
+			c.tenant, c.plan, c.lookupErr = false, "", fmt.Errorf("no configuration: %w", err)
 		}
 	}
 }

@@ -37,6 +37,10 @@ type LiveOptions struct {
 	// Timeout is the deadline of one read; zero leaves the caller's context alone. Load
 	// gives each read at least MinInitTimeout.
 	Timeout time.Duration
+	// Margin, as Options.Margin: a read of Current ends that long before the deadline of
+	// the caller's context (the invocation's) at the latest, and one cut short so is the
+	// caller's giving up, no failure of the table. Zero leaves the deadline alone.
+	Margin time.Duration
 	// Now reads the clock; nil is time.Now.
 	Now func() time.Time
 	// Log receives an error line per document read that does not load, a warning per
@@ -165,8 +169,8 @@ func (l *Live) Load(ctx context.Context) error {
 
 // Current returns the view in force, after reading the table's configuration item
 // when the last read is TTL old (and no read failed in the last RetryAfterFailure) and
-// no other call is reading it. The read is bounded by LiveOptions.Timeout; a caller
-// whose ctx ends during it learns nothing from it.
+// no other call is reading it. The read is bounded by LiveOptions.Timeout and by ctx's
+// deadline less Margin; a caller whose time runs out during it learns nothing from it.
 func (l *Live) Current(ctx context.Context) (View, Refresh) {
 	s := l.state.Load()
 	if l.src == nil {
@@ -198,10 +202,11 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 	if errors.As(err, &bad) {
 		err = nil
 	}
+	var gaveUp *gaveUpError
 	next := *s
 	next.readAt, next.retryAt = now, time.Time{}
 	switch {
-	case err != nil && ctx.Err() != nil: // the caller gave up, not the table
+	case errors.As(err, &gaveUp): // the caller's time ran out, not the table
 		return s, Refresh{}
 	case err != nil:
 		l.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgConfigReadFailed, slog.String(telemetry.AttrError, err.Error()))
@@ -289,14 +294,28 @@ func (l *Live) fallback(ctx context.Context, from int64, timeout time.Duration) 
 	return StoredConfig{}, nil, false
 }
 
-// get reads the configuration item id within timeout (zero: ctx's own deadline).
-func (l *Live) get(ctx context.Context, id string, timeout time.Duration) (StoredConfig, bool, error) {
+// get reads the configuration item id by the earlier of timeout from now (zero: none)
+// and the caller's deadline less Margin. A read the caller's time cut short fails with
+// a *gaveUpError.
+func (l *Live) get(caller context.Context, id string, timeout time.Duration) (StoredConfig, bool, error) {
+	ctx, budget := caller, false
+	var end time.Time
 	if timeout > 0 {
+		end = time.Now().Add(timeout)
+	}
+	if deadline, ok := caller.Deadline(); ok && l.opts.Margin > 0 && (end.IsZero() || deadline.Add(-l.opts.Margin).Before(end)) {
+		end, budget = deadline.Add(-l.opts.Margin), true
+	}
+	if !end.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
 	}
-	return l.src.GetConfig(ctx, id)
+	s, found, err := l.src.GetConfig(ctx, id)
+	if bad := (*RecordError)(nil); err != nil && !errors.As(err, &bad) && (caller.Err() != nil || budget && ctx.Err() != nil) {
+		return s, found, &gaveUpError{err: err}
+	}
+	return s, found, err
 }
 
 // versionText is a version for a message: its number, or "unknown" for 0.

@@ -417,3 +417,37 @@ func TestStatic(t *testing.T) {
 		t.Fatalf("static: %+v %+v, lookup %+v %v", v, r, e, err)
 	}
 }
+
+// A read of the configuration ends Margin before the caller's deadline: one that the
+// caller's time cuts short is no failure of the table (no hold, nothing counted), and
+// the next call reads at once.
+func TestLiveReadEndsBeforeTheDeadline(t *testing.T) {
+	src := registrytest.New()
+	put(src, 1, docV1)
+	env, err := config.Parse([]byte(envDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	l := registry.NewLive(src, nil, env, registry.LiveOptions{TTL: ttl, Timeout: time.Hour, Margin: 20 * time.Millisecond, Now: clk.now})
+	if err := l.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l.Current(context.Background()) // reports init's read
+	put(src, 2, docV2)
+	src.Gate = make(chan struct{})
+	clk.advance(ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if v, r := l.Current(ctx); v.Version != 1 || r != none {
+		t.Fatalf("a read cut by the caller's deadline: version %d, %+v; want version 1, nothing counted", v.Version, r)
+	}
+	if waited := time.Since(began); waited >= 60*time.Millisecond {
+		t.Fatalf("the read took %v: want it ended the margin before the caller's deadline", waited)
+	}
+	close(src.Gate)
+	if v, r := l.Current(context.Background()); v.Version != 2 || r != read {
+		t.Fatalf("the next call: version %d, %+v; want a read at once, version 2", v.Version, r)
+	}
+}

@@ -189,7 +189,7 @@ func (l *Live) Current(ctx context.Context) (View, Refresh) {
 	defer l.refreshing.Store(false)
 	s, read := l.refresh(ctx, s, now, l.opts.Timeout)
 	if read.Result != "" {
-		r = read
+		r = Refresh{Result: read.Result, Invalid: r.Invalid || read.Invalid}
 	}
 	return s.view, r
 }

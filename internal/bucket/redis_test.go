@@ -478,3 +478,21 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDecideBatchRealRedis decides a batch of 100 checks, each of its own identity,
+// in one round trip to a real server.
+func BenchmarkDecideBatchRealRedis(b *testing.B) {
+	l, _ := real(b)
+	rules := []bucket.Rule{{Name: "burst", Capacity: 1_000_000, RefillPerSecond: 1e6}}
+	qs := make([]bucket.Request, 100)
+	for i := range qs {
+		qs[i] = bucket.Request{Identity: fmt.Sprintf("bench-%d", i), Rules: rules, Cost: 1}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, errs := l.DecideBatch(ctx, qs); errs[0] != nil {
+			b.Fatal(errs[0])
+		}
+	}
+}

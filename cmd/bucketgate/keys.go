@@ -11,9 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -215,10 +215,10 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)
 		}
 		id := args[0]
-		var now []bucket.Rule
+		var now []bucketgate.Rule
 		err := t.change(e.ctx, id, func(r *registry.Record) error {
 			for _, o := range rules {
-				if i := slices.IndexFunc(r.Rules, func(x bucket.Rule) bool { return x.Name == o.Name }); i >= 0 {
+				if i := slices.IndexFunc(r.Rules, func(x bucketgate.Rule) bool { return x.Name == o.Name }); i >= 0 {
 					r.Rules[i] = o
 				} else {
 					r.Rules = append(r.Rules, o)

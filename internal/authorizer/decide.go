@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
@@ -66,7 +66,7 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 	}
 	limits := h.Plans.Limits(plan, c.method, c.path)
 	attrs = append(attrs, slog.String(telemetry.AttrPlan, limits.Plan), slog.Int64(telemetry.AttrCost, limits.Cost))
-	q := bucket.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
+	q := bucketgate.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
 	var (
 		r   guard.Result
 		err error
@@ -80,7 +80,7 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 	inv.Observe(r)
 	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, "", attrs...)
 	telemetry.LogDecision(ctx, h.Log, r, attrs...)
-	if r.Reason == bucket.ReasonUnavailable {
+	if r.Reason == bucketgate.ReasonUnavailable {
 		return outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
 	}
 	return outcome{id: id, limits: limits, result: r}, nil

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -66,7 +66,7 @@ func TestSampleEvents(t *testing.T) {
 			if got := a.str(t, ratelimitheaders.KeyRateLimitPolicy); got != tc.wantPolicy {
 				t.Errorf("rateLimitPolicy %q, want %q", got, tc.wantPolicy)
 			}
-			if a.str(t, ratelimitheaders.KeyReason) != string(bucket.ReasonOK) || a.num(t, ratelimitheaders.KeyRetryAfter) != 0 {
+			if a.str(t, ratelimitheaders.KeyReason) != string(bucketgate.ReasonOK) || a.num(t, ratelimitheaders.KeyRetryAfter) != 0 {
 				t.Errorf("context %v", a.Context)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -134,7 +135,7 @@ func TestConflictingKeyHeaders(t *testing.T) {
 func TestRegistryPlansAndOverrides(t *testing.T) {
 	cfg := sampleConfig(t)
 	reg := cacheOver(cfg, nil,
-		registry.Record{ID: "key:" + config.KeyDigest("k-override"), Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
+		registry.Record{ID: "key:" + config.KeyDigest("k-override"), Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
 		registry.Record{ID: "key:" + config.KeyDigest("k-revoked"), Plan: "pro", Status: registry.StatusRevoked},
 	)
 	f := newFixture(t, options{config: cfg, registry: reg})

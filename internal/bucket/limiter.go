@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
@@ -62,13 +63,13 @@ func (l *Limiter) redis(ctx context.Context) (rediser, error) {
 // not the script's (nothing is written), ErrBadReply for an answer of the wrong shape,
 // or whatever rueidis returned (ctx's deadline, a connection error, a Redis error). On
 // any error the Decision is the zero Decision: what to do is the caller's policy.
-func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
+func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error) {
 	if err := q.Validate(); err != nil {
-		return Decision{}, err
+		return bucketgate.Decision{}, err
 	}
 	c, err := l.redis(ctx)
 	if err != nil {
-		return Decision{}, fmt.Errorf("bucket script: %w", err)
+		return bucketgate.Decision{}, fmt.Errorf("bucket script: %w", err)
 	}
 	var argv [maxArgs]string
 	key, args := scriptCall(q, &argv)
@@ -81,8 +82,8 @@ func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 // what an earlier one wrote. An invalid request is not sent. When ctx ends before the
 // answers arrive, every request still waiting for its answer gets ctx's error: it may
 // or may not have been decided by Redis, and it is never sent again.
-func (l *Limiter) DecideBatch(ctx context.Context, qs []Request) (decisions []Decision, errs []error) {
-	decisions, errs = make([]Decision, len(qs)), make([]error, len(qs))
+func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (decisions []bucketgate.Decision, errs []error) {
+	decisions, errs = make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
 	c, err := l.redis(ctx)
 	cmds := make(rueidis.Commands, 0, len(qs))
 	sent := make([]int, 0, len(qs)) // the index in qs of each command
@@ -126,14 +127,14 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []Request) (decisions []De
 }
 
 // decode reads the script's answer to q.
-func decode(r rueidis.RedisResult, q Request) (Decision, error) {
+func decode(r rueidis.RedisResult, q bucketgate.Request) (bucketgate.Decision, error) {
 	reply, err := r.ToArray()
 	if err != nil {
-		return Decision{}, scriptError(err)
+		return bucketgate.Decision{}, scriptError(err)
 	}
 	vals, err := replyInts(reply)
 	if err != nil {
-		return Decision{}, err
+		return bucketgate.Decision{}, err
 	}
 	return decodeReply(vals, q)
 }
@@ -154,7 +155,7 @@ func scriptError(err error) error {
 			slices.ContainsFunc(lua.ArithmeticErrors, func(text string) bool { return strings.Contains(msg, text) }):
 			return fmt.Errorf("%w: %w", ErrBadState, err)
 		case strings.Contains(msg, lua.ErrorPrefix):
-			return fmt.Errorf("%w: redis refused the request: %w", ErrInvalid, err)
+			return fmt.Errorf("%w: redis refused the request: %w", bucketgate.ErrInvalid, err)
 		}
 	}
 	return fmt.Errorf("bucket script: %w", err)
@@ -171,15 +172,15 @@ func eval(ctx context.Context, c rediser, key string, args []string) rueidis.Red
 }
 
 // maxArgs is the longest ARGV of a valid request.
-const maxArgs = lua.ArgsFixed + lua.ArgsPerRule*MaxRules
+const maxArgs = lua.ArgsFixed + lua.ArgsPerRule*bucketgate.MaxRules
 
 // scriptCall lays q out as bucket.lua's key and ARGV, the ARGV in argv, and returns the
 // key and the ARGV. The key, every field name and every number are cut from one string,
 // so that a decision allocates once for its arguments however many rules it has. A
 // check of cost 1 leaves the operation out, as the script allows. q must be valid (at
 // most MaxRules rules).
-func scriptCall(q Request, argv *[maxArgs]string) (key string, args []string) {
-	layout := lua.Args{Rules: len(q.Rules), Op: q.Op != OpCheck || q.Cost != 1}
+func scriptCall(q bucketgate.Request, argv *[maxArgs]string) (key string, args []string) {
+	layout := lua.Args{Rules: len(q.Rules), Op: q.Op != bucketgate.OpCheck || q.Cost != 1}
 	var buf [512]byte
 	var cuts [maxArgs]cut // where each ARGV value lies in b, by its index in ARGV
 	b := appendKey(buf[:0], q.Identity)
@@ -187,11 +188,11 @@ func scriptCall(q Request, argv *[maxArgs]string) (key string, args []string) {
 	at := len(b)
 	if layout.Op {
 		switch q.Op {
-		case OpCheck:
+		case bucketgate.OpCheck:
 			b = strconv.AppendInt(b, q.Cost, 10)
-		case OpRefund:
+		case bucketgate.OpRefund:
 			b = strconv.AppendInt(b, -q.Cost, 10)
-		case OpReset:
+		case bucketgate.OpReset:
 			b = append(b, lua.OpReset...)
 		}
 		cuts[lua.ArgOp], at = cut{at, len(b)}, len(b)

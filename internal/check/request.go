@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
 )
@@ -36,7 +36,7 @@ var (
 )
 
 // ops are the operations of the payload's op, by name.
-var ops = map[checkapi.Op]bucket.Op{checkapi.OpCheck: bucket.OpCheck, checkapi.OpRefund: bucket.OpRefund, checkapi.OpReset: bucket.OpReset}
+var ops = map[checkapi.Op]bucketgate.Op{checkapi.OpCheck: bucketgate.OpCheck, checkapi.OpRefund: bucketgate.OpRefund, checkapi.OpReset: bucketgate.OpReset}
 
 // Plans finds the rules of a check that names no inline rules; *config.Config is one.
 type Plans interface {
@@ -57,7 +57,7 @@ type check struct {
 	// inline reports a check that brought its own rules, whose names are the caller's.
 	inline bool
 	// req is what the engine decides.
-	req bucket.Request
+	req bucketgate.Request
 	// explicit reports a check that named an identity: the operator's path.
 	explicit bool
 	// tenant reports a check with neither plan nor rules: its identity's plan comes from
@@ -177,9 +177,9 @@ func parseKey(path string, raw json.RawMessage) (string, error) {
 }
 
 // parseOp reads the operation at path; nil is a check.
-func parseOp(path string, raw json.RawMessage) (bucket.Op, error) {
+func parseOp(path string, raw json.RawMessage) (bucketgate.Op, error) {
 	if raw == nil {
-		return bucket.OpCheck, nil
+		return bucketgate.OpCheck, nil
 	}
 	name, err := stringValue(path, raw)
 	if err != nil {
@@ -206,15 +206,15 @@ func parsePlan(path string, raw json.RawMessage, plans Plans) (*config.Plan, err
 	return p, nil
 }
 
-func parseRules(path string, raw json.RawMessage) ([]bucket.Rule, error) {
+func parseRules(path string, raw json.RawMessage) ([]bucketgate.Rule, error) {
 	elems, err := arrayValue(path, raw)
 	if err != nil {
 		return nil, err
 	}
-	if len(elems) == 0 || len(elems) > bucket.MaxRules {
-		return nil, fmt.Errorf("%s: %d rules: want 1 to %d, or a plan", path, len(elems), bucket.MaxRules)
+	if len(elems) == 0 || len(elems) > bucketgate.MaxRules {
+		return nil, fmt.Errorf("%s: %d rules: want 1 to %d, or a plan", path, len(elems), bucketgate.MaxRules)
 	}
-	rules := make([]bucket.Rule, len(elems))
+	rules := make([]bucketgate.Rule, len(elems))
 	for i, elem := range elems {
 		if rules[i], err = parseRule(index(path, i), elem); err != nil {
 			return nil, err
@@ -228,17 +228,17 @@ func parseRules(path string, raw json.RawMessage) ([]bucket.Rule, error) {
 	return rules, nil
 }
 
-func parseRule(path string, raw json.RawMessage) (bucket.Rule, error) {
+func parseRule(path string, raw json.RawMessage) (bucketgate.Rule, error) {
 	m, err := members(path, raw, ruleFields)
 	if err != nil {
-		return bucket.Rule{}, err
+		return bucketgate.Rule{}, err
 	}
 	for _, name := range ruleFields[:3] { // shadow is optional
 		if m[name] == nil {
-			return bucket.Rule{}, fmt.Errorf("%s: missing", field(path, name))
+			return bucketgate.Rule{}, fmt.Errorf("%s: missing", field(path, name))
 		}
 	}
-	var r bucket.Rule
+	var r bucketgate.Rule
 	if r.Name, err = stringValue(field(path, "name"), m["name"]); err != nil {
 		return r, err
 	}
@@ -261,35 +261,35 @@ func parseRule(path string, raw json.RawMessage) (bucket.Rule, error) {
 
 // parseCost reads the cost at path for op (nil: the default) and checks that every rule
 // can hold it.
-func parseCost(path string, raw json.RawMessage, op bucket.Op, rules []bucket.Rule) (int64, error) {
+func parseCost(path string, raw json.RawMessage, op bucketgate.Op, rules []bucketgate.Rule) (int64, error) {
 	switch {
-	case op == bucket.OpReset && raw != nil:
+	case op == bucketgate.OpReset && raw != nil:
 		return 0, fmt.Errorf("%s: not with op %s: a reset makes every rule full, whatever it held", path, checkapi.OpReset)
-	case op == bucket.OpReset:
+	case op == bucketgate.OpReset:
 		return 0, nil
 	case raw == nil:
 		return checkapi.DefaultCost, fits(path, checkapi.DefaultCost, op, rules)
 	}
 	want := fmt.Sprintf("a whole number from 0 to %d (2^53)", int64(checkapi.MaxCost))
-	if op == bucket.OpRefund {
+	if op == bucketgate.OpRefund {
 		want = fmt.Sprintf("a whole number of tokens to give back, from 1 to %d (2^53)", int64(checkapi.MaxCost))
 	}
 	cost, err := wholeValue(path, raw, want)
 	if err != nil {
 		return 0, err
 	}
-	if cost < 0 || cost > checkapi.MaxCost || op == bucket.OpRefund && cost == 0 {
+	if cost < 0 || cost > checkapi.MaxCost || op == bucketgate.OpRefund && cost == 0 {
 		return 0, fmt.Errorf("%s: got %d, want %s", path, cost, want)
 	}
 	return cost, fits(path, cost, op, rules)
 }
 
 // fits reports a cost (at path) of op that a rule of rules can never hold.
-func fits(path string, cost int64, op bucket.Op, rules []bucket.Rule) error {
+func fits(path string, cost int64, op bucketgate.Op, rules []bucketgate.Rule) error {
 	for _, r := range rules {
 		switch {
 		case cost <= r.Capacity:
-		case op == bucket.OpRefund:
+		case op == bucketgate.OpRefund:
 			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: a refund gives back at most a rule's capacity", path, cost, r.Capacity, r.Name)
 		default:
 			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: it could never be allowed", path, cost, r.Capacity, r.Name)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -29,7 +29,7 @@ func TestTenantPlanFromTheRegistry(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
 	src := registrytest.New(
-		registry.Record{ID: "tenant:acme", Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
+		registry.Record{ID: "tenant:acme", Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
 		registry.Record{ID: "tenant:gone", Plan: "enterprise", Status: registry.StatusRevoked},
 	)
 	f.withRegistry(src)
@@ -67,7 +67,7 @@ func TestTenantPlanFromTheRegistry(t *testing.T) {
 func TestTenantCostAboveItsPlan(t *testing.T) {
 	mr, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
-	f.withRegistry(registrytest.New(registry.Record{ID: "tenant:small", Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}}))
+	f.withRegistry(registrytest.New(registry.Record{ID: "tenant:small", Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}}))
 	_, err := f.invoke([]byte(`{"checks": [{"key": "other"}, {"key": "small", "cost": 5}]}`))
 	ive := functionError(t, err)
 	if ive.Type != checkapi.ErrorTypeInvalidRequest || ive.Message != "checks[1].cost: 5 exceeds capacity 3 of rule burst: it could never be allowed" {

@@ -1,8 +1,6 @@
 package config
 
-import (
-	"github.com/bucketgate/bucketgate/internal/bucket"
-)
+import "github.com/bucketgate/bucketgate"
 
 // Policy values of Document.UnknownKeys (PolicyIP or PolicyRefuse) and
 // Document.Anonymous (PolicyDefault or PolicyRefuse).
@@ -26,7 +24,7 @@ type Config struct {
 	keys          map[string]*Plan
 	tenants       map[string]*Plan
 	routes        []route
-	routeRules    [][]bucket.Rule // routeRules[i] is route i's rules; the last entry is none
+	routeRules    [][]bucketgate.Rule // routeRules[i] is route i's rules; the last entry is none
 	refuseUnknown bool
 	refuseAnon    bool
 }
@@ -36,9 +34,9 @@ type Plan struct {
 	// Name is the plan's name, as configured.
 	Name string
 	// Rules are the plan's own rules, before any route adds its own.
-	Rules []bucket.Rule
+	Rules []bucketgate.Rule
 	// byRoute[i] is Rules plus route i's rules; the last entry is Rules alone.
-	byRoute [][]bucket.Rule
+	byRoute [][]bucketgate.Rule
 }
 
 // Limits are what one request is decided against.
@@ -46,7 +44,7 @@ type Limits struct {
 	// Plan is the plan's name.
 	Plan string
 	// Rules are the plan's rules and the matching route's, decided together.
-	Rules []bucket.Rule
+	Rules []bucketgate.Rule
 	// Cost is the tokens the request takes: the route's cost, or 1.
 	Cost int64
 }

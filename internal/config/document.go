@@ -41,7 +41,7 @@ type Document struct {
 // PlanSpec is a plan as written: the list of its rules, or a mapping with the rules
 // and shadow.
 type PlanSpec struct {
-	// Rules are the plan's rules, decided together: 1 to bucket.MaxRules.
+	// Rules are the plan's rules, decided together: 1 to bucketgate.MaxRules.
 	Rules []RuleSpec `yaml:"rules"`
 	// Shadow makes every rule of the plan a shadow rule (see RuleSpec.Shadow).
 	Shadow bool `yaml:"shadow"`
@@ -60,7 +60,7 @@ type RuleSpec struct {
 	Refill float64 `yaml:"refill"`
 	// Per is the period of Refill.
 	Per string `yaml:"per"`
-	// Shadow makes the rule a shadow rule (bucket.Rule.Shadow): decided, and its bucket
+	// Shadow makes the rule a shadow rule (bucketgate.Rule.Shadow): decided, and its bucket
 	// spent, as if it were enforced, but it never denies. False enforces it.
 	Shadow bool `yaml:"shadow"`
 }

@@ -12,8 +12,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
 // Limits on the document, so that no document can exhaust a function's memory or time
@@ -179,10 +179,10 @@ func checkPlanName(name string) error {
 // rule of that name is the same bucket and counts once; another route's must have the
 // same numbers.
 func compileRoutes(c *Config, specs []RouteSpec) error {
-	extras := make([][]bucket.Rule, 0, len(specs)+1)
+	extras := make([][]bucketgate.Rule, 0, len(specs)+1)
 	type named struct {
 		path string
-		rule bucket.Rule
+		rule bucketgate.Rule
 	}
 	first := map[string]named{} // by rule name: the first route rule of that name
 	for i, spec := range specs {
@@ -228,8 +228,8 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 // combine sets p.byRoute to p's rules merged with each route's extra rules (extras[i]
 // for route i, then nil for no route), checking that each set, at its route's cost, is
 // a request the engine accepts.
-func (c *Config) combine(p *Plan, extras [][]bucket.Rule) error {
-	p.byRoute = make([][]bucket.Rule, 0, len(extras))
+func (c *Config) combine(p *Plan, extras [][]bucketgate.Rule) error {
+	p.byRoute = make([][]bucketgate.Rule, 0, len(extras))
 	for i, extra := range extras {
 		rules := merge(p.Rules, extra)
 		cost := int64(defaultCost)
@@ -238,7 +238,7 @@ func (c *Config) combine(p *Plan, extras [][]bucket.Rule) error {
 			cost = c.routes[i].cost
 			field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
 		}
-		q := bucket.Request{Identity: "config", Rules: rules, Cost: cost}
+		q := bucketgate.Request{Identity: "config", Rules: rules, Cost: cost}
 		if err := q.Validate(); err != nil {
 			return errorAt(field, "%s%v", with, err)
 		}
@@ -248,7 +248,7 @@ func (c *Config) combine(p *Plan, extras [][]bucket.Rule) error {
 }
 
 // planRule returns a plan that has a rule called name, and that rule.
-func (c *Config) planRule(name string) (plan string, r bucket.Rule, ok bool) {
+func (c *Config) planRule(name string) (plan string, r bucketgate.Rule, ok bool) {
 	for _, plan := range sortedKeys(c.plans) {
 		for _, r := range c.plans[plan].Rules {
 			if r.Name == name {
@@ -256,26 +256,26 @@ func (c *Config) planRule(name string) (plan string, r bucket.Rule, ok bool) {
 			}
 		}
 	}
-	return "", bucket.Rule{}, false
+	return "", bucketgate.Rule{}, false
 }
 
 // sameBucket reports whether a and b are the same bucket: the same name, capacity and
 // rate. Whether a rule is a shadow rule does not change its bucket.
-func sameBucket(a, b bucket.Rule) bool {
+func sameBucket(a, b bucketgate.Rule) bool {
 	return a.Name == b.Name && a.Capacity == b.Capacity && a.RefillPerSecond == b.RefillPerSecond
 }
 
 // numbers describes a rule's capacity and rate for an error.
-func numbers(r bucket.Rule) string {
+func numbers(r bucketgate.Rule) string {
 	return fmt.Sprintf("capacity %d, refillPerSecond %v", r.Capacity, r.RefillPerSecond)
 }
 
 // merge returns the plan's rules followed by the route's, a route rule that is already
 // the plan's counting once: enforced when either enforces it.
-func merge(plan, route []bucket.Rule) []bucket.Rule {
-	rules := append(make([]bucket.Rule, 0, len(plan)+len(route)), plan...)
+func merge(plan, route []bucketgate.Rule) []bucketgate.Rule {
+	rules := append(make([]bucketgate.Rule, 0, len(plan)+len(route)), plan...)
 	for _, r := range route {
-		if i := slices.IndexFunc(rules, func(p bucket.Rule) bool { return p.Name == r.Name }); i >= 0 {
+		if i := slices.IndexFunc(rules, func(p bucketgate.Rule) bool { return p.Name == r.Name }); i >= 0 {
 			rules[i].Shadow = rules[i].Shadow && r.Shadow
 			continue
 		}
@@ -285,11 +285,11 @@ func merge(plan, route []bucket.Rule) []bucket.Rule {
 }
 
 // compileRules compiles the rules at field; shadow makes them all shadow rules.
-func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucket.Rule, error) {
-	if len(specs) > bucket.MaxRules {
-		return nil, errorAt(field, "%d rules: want at most %d", len(specs), bucket.MaxRules)
+func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucketgate.Rule, error) {
+	if len(specs) > bucketgate.MaxRules {
+		return nil, errorAt(field, "%d rules: want at most %d", len(specs), bucketgate.MaxRules)
 	}
-	rules := make([]bucket.Rule, 0, len(specs))
+	rules := make([]bucketgate.Rule, 0, len(specs))
 	for i, s := range specs {
 		r, err := s.Rule()
 		if err != nil {
@@ -302,14 +302,14 @@ func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucket.Rule, e
 }
 
 // Rule returns the rule s describes, validated; the error names what is wrong.
-func (s RuleSpec) Rule() (bucket.Rule, error) {
+func (s RuleSpec) Rule() (bucketgate.Rule, error) {
 	rate, err := s.refillPerSecond()
 	if err != nil {
-		return bucket.Rule{}, err
+		return bucketgate.Rule{}, err
 	}
-	r := bucket.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow}
+	r := bucketgate.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow}
 	if err := r.Validate(); err != nil {
-		return bucket.Rule{}, err
+		return bucketgate.Rule{}, err
 	}
 	return r, nil
 }

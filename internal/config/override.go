@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // Override returns plan p as it applies to one identity with its own rules (a registry
@@ -12,19 +12,19 @@ import (
 // name is added to p's rules, so to every request. Without overrides it returns p itself.
 //
 // The overrides are validated as strictly as the document's rules: each a valid
-// bucket.Rule, distinct names, at most bucket.MaxRules of them, and every route's rule
+// bucketgate.Rule, distinct names, at most bucketgate.MaxRules of them, and every route's rule
 // set with them a request the engine accepts (a route's cost within every capacity).
 // The error names the override ("rules[1]: ...") or the route. The returned Plan has
 // p's name; the buckets of its rules are the identity's own, whatever the plan, so a
 // plan change keeps them.
-func (c *Config) Override(p *Plan, overrides []bucket.Rule) (*Plan, error) {
+func (c *Config) Override(p *Plan, overrides []bucketgate.Rule) (*Plan, error) {
 	if len(overrides) == 0 {
 		return p, nil
 	}
-	if len(overrides) > bucket.MaxRules {
-		return nil, fmt.Errorf("rules: %d overrides: want at most %d", len(overrides), bucket.MaxRules)
+	if len(overrides) > bucketgate.MaxRules {
+		return nil, fmt.Errorf("rules: %d overrides: want at most %d", len(overrides), bucketgate.MaxRules)
 	}
-	byName := make(map[string]bucket.Rule, len(overrides))
+	byName := make(map[string]bucketgate.Rule, len(overrides))
 	for i, r := range overrides {
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("rules[%d]: %w", i, err)
@@ -35,8 +35,8 @@ func (c *Config) Override(p *Plan, overrides []bucket.Rule) (*Plan, error) {
 		byName[r.Name] = r
 	}
 	replaced := map[string]bool{}
-	replace := func(rules []bucket.Rule) []bucket.Rule {
-		out := make([]bucket.Rule, len(rules))
+	replace := func(rules []bucketgate.Rule) []bucketgate.Rule {
+		out := make([]bucketgate.Rule, len(rules))
 		for i, r := range rules {
 			out[i] = r
 			if o, ok := byName[r.Name]; ok {
@@ -47,7 +47,7 @@ func (c *Config) Override(p *Plan, overrides []bucket.Rule) (*Plan, error) {
 		return out
 	}
 	own := replace(p.Rules)
-	extras := make([][]bucket.Rule, len(c.routeRules))
+	extras := make([][]bucketgate.Rule, len(c.routeRules))
 	for i, rules := range c.routeRules {
 		extras[i] = replace(rules)
 	}

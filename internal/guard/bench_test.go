@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
@@ -14,18 +14,18 @@ import (
 // that the benchmarks measure the guard's own cost.
 type stubEngine struct{}
 
-var stubDecision = bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Limit: 10, Remaining: 9,
+var stubDecision = bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: "burst", Limit: 10, Remaining: 9,
 	ResetAfter: 100 * time.Millisecond, At: epoch}
 
-func (stubEngine) Decide(_ context.Context, q bucket.Request) (bucket.Decision, error) {
+func (stubEngine) Decide(_ context.Context, q bucketgate.Request) (bucketgate.Decision, error) {
 	if err := q.Validate(); err != nil {
-		return bucket.Decision{}, err
+		return bucketgate.Decision{}, err
 	}
 	return stubDecision, nil
 }
 
-func (stubEngine) DecideBatch(_ context.Context, qs []bucket.Request) ([]bucket.Decision, []error) {
-	ds, errs := make([]bucket.Decision, len(qs)), make([]error, len(qs))
+func (stubEngine) DecideBatch(_ context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error) {
+	ds, errs := make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
 	for i, q := range qs {
 		if errs[i] = q.Validate(); errs[i] == nil {
 			ds[i] = stubDecision
@@ -39,10 +39,10 @@ func (stubEngine) DecideBatch(_ context.Context, qs []bucket.Request) ([]bucket.
 func BenchmarkGuard(b *testing.B) {
 	g := guard.New(stubEngine{}, guard.Options{Timeout: time.Second, Margin: guard.DefaultMargin,
 		FailuresToOpen: guard.DefaultFailuresToOpen, DenyCacheSize: 1000})
-	rules := []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}
+	rules := []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}
 	ctx := context.Background()
 	b.Run("one", func(b *testing.B) {
-		q := bucket.Request{Identity: "tenant:one", Rules: rules, Cost: 1}
+		q := bucketgate.Request{Identity: "tenant:one", Rules: rules, Cost: 1}
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := g.Decide(ctx, q); err != nil {
@@ -51,9 +51,9 @@ func BenchmarkGuard(b *testing.B) {
 		}
 	})
 	b.Run("batch-100", func(b *testing.B) {
-		qs := make([]bucket.Request, 100)
+		qs := make([]bucketgate.Request, 100)
 		for i := range qs {
-			qs[i] = bucket.Request{Identity: fmt.Sprintf("tenant:%d", i), Rules: rules, Cost: 1}
+			qs[i] = bucketgate.Request{Identity: fmt.Sprintf("tenant:%d", i), Rules: rules, Cost: 1}
 		}
 		b.ReportAllocs()
 		for b.Loop() {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
@@ -52,8 +53,8 @@ const (
 
 // limiter is the engine a Guard wraps: *bucket.Limiter, traced or not.
 type limiter interface {
-	Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error)
-	DecideBatch(ctx context.Context, qs []bucket.Request) ([]bucket.Decision, []error)
+	Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error)
+	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
 }
 
 // DefaultMargin is the Margin of the functions: time enough to answer the invocation
@@ -127,7 +128,7 @@ func New(next limiter, opts Options) *Guard {
 
 // Result is a Decision with what it took to reach it.
 type Result struct {
-	bucket.Decision
+	bucketgate.Decision
 	// Failure is why Redis did not decide; FailureNone when it did. While the circuit
 	// is open it is the failure that opened it.
 	Failure Failure
@@ -147,8 +148,8 @@ type Result struct {
 }
 
 // Decide decides q by the failure policy. Its error is non-nil only for a request that
-// can never be decided (it wraps bucket.ErrInvalid); every Redis failure is a Result.
-func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
+// can never be decided (it wraps bucketgate.ErrInvalid); every Redis failure is a Result.
+func (g *Guard) Decide(ctx context.Context, q bucketgate.Request) (Result, error) {
 	start := g.opts.Now()
 	if d, ok := g.cached(q, start); ok {
 		// A cached denial was given to this very request (same identity, rules, cost),
@@ -169,7 +170,7 @@ func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
 	defer cancel()
 	d, err := g.next.Decide(ctx, q)
 	end := g.opts.Now()
-	if errors.Is(err, bucket.ErrInvalid) {
+	if errors.Is(err, bucketgate.ErrInvalid) {
 		return Result{}, err
 	}
 	c.record(start, end, err)
@@ -180,7 +181,7 @@ func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
 type BatchError struct {
 	// Index is the request's index in the batch.
 	Index int
-	// Err wraps bucket.ErrInvalid.
+	// Err wraps bucketgate.ErrInvalid.
 	Err error
 }
 
@@ -197,7 +198,7 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // answers every request whose circuit is open, and the rest share one deadline: those
 // Redis did not answer in time fail with FailureTimeout, never sent again. Its error is a
 // *BatchError when a request can never be decided; then no Result is given.
-func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result, error) {
+func (g *Guard) DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]Result, error) {
 	for i, q := range qs {
 		if err := q.Validate(); err != nil {
 			return nil, &BatchError{Index: i, Err: err}
@@ -205,11 +206,11 @@ func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result,
 	}
 	start := g.opts.Now()
 	results := make([]Result, len(qs))
-	ask := make([]bucket.Request, 0, len(qs))
+	ask := make([]bucketgate.Request, 0, len(qs))
 	asked := make([]int, 0, len(qs)) // the index in qs of each request in ask
 	var given map[string]bool        // identities given tokens back earlier in the batch
 	for i, q := range qs {
-		if q.Op != bucket.OpCheck {
+		if q.Op != bucketgate.OpCheck {
 			if given == nil {
 				given = map[string]bool{}
 			}
@@ -252,7 +253,7 @@ func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result,
 	failed := make(map[*breaker]error, 2*len(via))
 	for k, i := range asked {
 		err := errs[k]
-		if errors.Is(err, bucket.ErrInvalid) {
+		if errors.Is(err, bucketgate.ErrInvalid) {
 			return nil, &BatchError{Index: i, Err: err}
 		}
 		if via != nil {
@@ -282,16 +283,16 @@ func (g *Guard) circuit(identity string) circuit {
 }
 
 // cached returns the deny cache's answer to q, if it has one.
-func (g *Guard) cached(q bucket.Request, now time.Time) (bucket.Decision, bool) {
-	if g.cache == nil || q.Op != bucket.OpCheck {
-		return bucket.Decision{}, false
+func (g *Guard) cached(q bucketgate.Request, now time.Time) (bucketgate.Decision, bool) {
+	if g.cache == nil || q.Op != bucketgate.OpCheck {
+		return bucketgate.Decision{}, false
 	}
 	return g.cache.get(q, now)
 }
 
 // short answers q at now without Redis while its circuit c is open (done true): by
 // the failure policy, or with q's error when q is invalid.
-func (g *Guard) short(c circuit, q bucket.Request, now time.Time) (r Result, done bool, err error) {
+func (g *Guard) short(c circuit, q bucketgate.Request, now time.Time) (r Result, done bool, err error) {
 	ok, f, lastErr := c.allow(now)
 	if ok {
 		return Result{}, false, nil
@@ -303,7 +304,7 @@ func (g *Guard) short(c circuit, q bucket.Request, now time.Time) (r Result, don
 }
 
 // open is the Result of q while the circuit is open after failure f with error err.
-func (g *Guard) open(q bucket.Request, f Failure, err error) Result {
+func (g *Guard) open(q bucketgate.Request, f Failure, err error) Result {
 	r := g.fallback(q, f, fmt.Errorf("%w: last failure: %w", ErrCircuitOpen, err), 0)
 	r.CircuitOpen = true
 	return r
@@ -331,13 +332,13 @@ func (g *Guard) callContext(ctx context.Context) (context.Context, context.Cance
 }
 
 // result is the Result of q, which Redis was asked at start and answered with d or err
-// (not bucket.ErrInvalid) after latency; it keeps the deny cache up to date.
-func (g *Guard) result(q bucket.Request, d bucket.Decision, err error, start time.Time, latency time.Duration) Result {
+// (not bucketgate.ErrInvalid) after latency; it keeps the deny cache up to date.
+func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, start time.Time, latency time.Duration) Result {
 	if err != nil {
 		return g.fallback(q, Classify(err), err, latency)
 	}
 	if g.cache != nil {
-		if q.Op == bucket.OpCheck {
+		if q.Op == bucketgate.OpCheck {
 			g.cache.put(q, d, start)
 		} else {
 			g.cache.forget(q.Identity)
@@ -350,16 +351,16 @@ func (g *Guard) result(q bucket.Request, d bucket.Decision, err error, start tim
 // failed with f and err (FailureRegistryError): denied with reason unavailable, or
 // allowed with reason degraded, by the failure policy. Redis is not asked and the
 // circuit breaker not told.
-func (g *Guard) Fallback(q bucket.Request, f Failure, err error) Result {
+func (g *Guard) Fallback(q bucketgate.Request, f Failure, err error) Result {
 	return g.fallback(q, f, err, 0)
 }
 
 // fallback is the Result of a request Redis did not decide: it describes the first
 // enforced rule, if any.
-func (g *Guard) fallback(q bucket.Request, f Failure, err error, latency time.Duration) Result {
-	d := bucket.Decision{Reason: bucket.ReasonUnavailable, RetryAfter: FailureRetryAfter}
+func (g *Guard) fallback(q bucketgate.Request, f Failure, err error, latency time.Duration) Result {
+	d := bucketgate.Decision{Reason: bucketgate.ReasonUnavailable, RetryAfter: FailureRetryAfter}
 	if g.opts.FailOpen {
-		d = bucket.Decision{Allowed: true, Reason: bucket.ReasonDegraded}
+		d = bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}
 	}
 	for _, r := range q.Rules {
 		if !r.Shadow {

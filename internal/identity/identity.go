@@ -45,7 +45,7 @@ type Identity struct {
 }
 
 // String returns the namespaced identity, "key:<digest>", "ip:<address>" or
-// "tenant:<key>": the bucket.Request identity, the registry's item id, and the REST
+// "tenant:<key>": the bucketgate.Request identity, the registry's item id, and the REST
 // authorizer's principal id.
 func (id Identity) String() string { return string(id.Kind) + ":" + id.Value }
 

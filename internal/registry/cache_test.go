@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -80,7 +80,7 @@ func TestCacheFollowsTheTable(t *testing.T) {
 	c, clk := newCache(t, src, registry.Options{})
 	lookup(t, c, digestID)
 
-	src.Put(registry.Record{ID: digestID, Plan: "enterprise", Rules: []bucket.Rule{{Name: "burst", Capacity: 42, RefillPerSecond: 1}}})
+	src.Put(registry.Record{ID: digestID, Plan: "enterprise", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 42, RefillPerSecond: 1}}})
 	if plan, _ := lookup(t, c, digestID); plan != "pro" {
 		t.Fatalf("plan %q inside the period, want the cached pro", plan)
 	}

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // Attribute names of an item, and of each map in its rules list.
@@ -43,7 +42,7 @@ const MaxExpiresAt = 253402300799
 // DecodeItem reads a table item strictly, as the configuration document is read: every
 // attribute of the right type, numbers where numbers belong (capacity a whole number,
 // expiresAt whole Unix seconds from 1 to MaxExpiresAt), status active or revoked, at
-// most bucket.MaxRules rules of exactly name, capacity and refillPerSecond, and no
+// most bucketgate.MaxRules rules of exactly name, capacity and refillPerSecond, and no
 // attribute it does not know. Its error is a *RecordError naming the attribute. It does
 // not check the plan or the rules against the configuration: see Record.Resolve.
 func DecodeItem(item map[string]types.AttributeValue) (Record, error) {
@@ -116,7 +115,7 @@ func (r Record) Item() map[string]types.AttributeValue {
 }
 
 // RulesAttribute returns rules as the value of an item's rules attribute.
-func RulesAttribute(rules []bucket.Rule) types.AttributeValue {
+func RulesAttribute(rules []bucketgate.Rule) types.AttributeValue {
 	list := make([]types.AttributeValue, len(rules))
 	for i, rule := range rules {
 		list[i] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
@@ -164,9 +163,9 @@ func expiresAt(v types.AttributeValue) (time.Time, error) {
 	return time.Unix(sec, 0), nil
 }
 
-// rules reads a rules value: a list of at most bucket.MaxRules maps; nil (absent) is
+// rules reads a rules value: a list of at most bucketgate.MaxRules maps; nil (absent) is
 // none. An error about one rule is a *RecordError naming it ("rules[1].capacity").
-func rules(v types.AttributeValue) ([]bucket.Rule, error) {
+func rules(v types.AttributeValue) ([]bucketgate.Rule, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -174,10 +173,10 @@ func rules(v types.AttributeValue) ([]bucket.Rule, error) {
 	switch {
 	case !ok:
 		return nil, fmt.Errorf("got %s, want a list (L) of maps", typeName(v))
-	case len(l.Value) > bucket.MaxRules:
-		return nil, fmt.Errorf("%d rules: want at most %d", len(l.Value), bucket.MaxRules)
+	case len(l.Value) > bucketgate.MaxRules:
+		return nil, fmt.Errorf("%d rules: want at most %d", len(l.Value), bucketgate.MaxRules)
 	}
-	out := make([]bucket.Rule, len(l.Value))
+	out := make([]bucketgate.Rule, len(l.Value))
 	for i, e := range l.Value {
 		path := fmt.Sprintf("%s[%d]", attrRules, i)
 		r, attr, err := rule(e)
@@ -194,7 +193,7 @@ func rules(v types.AttributeValue) ([]bucket.Rule, error) {
 
 // rule reads one element of a rules list; its error names the member at fault, or ""
 // for the element itself.
-func rule(v types.AttributeValue) (r bucket.Rule, attr string, err error) {
+func rule(v types.AttributeValue) (r bucketgate.Rule, attr string, err error) {
 	m, ok := v.(*types.AttributeValueMemberM)
 	if !ok {
 		return r, "", fmt.Errorf("got %s, want a map (M) of %s, %s and %s", typeName(v), attrRuleName, attrCapacity, attrRefillPerSecond)

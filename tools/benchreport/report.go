@@ -399,7 +399,7 @@ func (r Report) instructionsMiss(p func(format string, args ...any)) {
 	p("state): the same floor then costs 41,800 (0.74x). It was not taken because one double cannot hold both a Redis\n")
 	p("time in microseconds and a token count exactly: a burst taken at a rate whose token interval is not a whole\n")
 	p("quarter microsecond (7 per second, say) drifts by a quarter microsecond per token and denies its last token, and\n")
-	p("refills above about 10^8 tokens per second (bucket.MaxRefillPerSecond is 10^9) lose whole tokens to rounding.\n")
+	p("refills above about 10^8 tokens per second (bucketgate.MaxRefillPerSecond is 10^9) lose whole tokens to rounding.\n")
 	p("Two more ways were measured with floor scripts in the same harness (1 rule, N 20,000) and not taken. One string\n")
 	p("field per rule holding both numbers (\"<tokens> <time>\", the tokens formatted with %%.17g in Lua) saves 570 of\n")
 	p("50,150: the field Redis no longer reads or writes is paid back by cutting and parsing the string. Leaving out\n")

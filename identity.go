@@ -38,6 +38,10 @@ func (id Identity) String() string { return string(id.Kind) + ":" + id.Value }
 // "tenant:".
 func (k Kind) Prefix() string { return string(k) + ":" }
 
+// MaxTenantKey is the longest key of a KindTenant identity, in bytes: the longest key
+// the check function takes.
+const MaxTenantKey = 1000
+
 // KeyIdentity returns the identity of an API key: its digest, never the key.
 func KeyIdentity(key string) Identity { return Identity{Kind: KindKey, Value: KeyDigest(key)} }
 

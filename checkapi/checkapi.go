@@ -5,14 +5,18 @@
 // other's libraries.
 package checkapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+)
 
 // Limits of one invocation.
 const (
 	// MaxBatch is the most checks one Batch may carry.
 	MaxBatch = 100
 	// MaxKey is the longest Key, in bytes.
-	MaxKey = 1000
+	MaxKey = bucketgate.MaxTenantKey
 	// MaxCost is the largest Cost the function parses, 2^53: the largest whole number
 	// that every JSON implementation holds exactly. A Cost must also fit every rule's
 	// capacity, which is far smaller.

@@ -142,7 +142,7 @@ func TestBuildAuthorizer(t *testing.T) {
 	if err := json.Unmarshal(out, &resp); err != nil {
 		t.Fatal(err)
 	}
-	if resp.PrincipalID != "key:"+config.KeyDigest("bg-sample-pro-key") || resp.Context["plan"] != "pro" {
+	if resp.PrincipalID != "key:"+bucketgate.KeyDigest("bg-sample-pro-key") || resp.Context["plan"] != "pro" {
 		t.Errorf("principal %q context %v: the custom header or the configuration file was not used", resp.PrincipalID, resp.Context)
 	}
 	if !strings.Contains(metrics.String(), `"Namespace":"acme/limits"`) || !strings.Contains(metrics.String(), `"Function":"authorizer"`) {

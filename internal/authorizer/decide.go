@@ -41,7 +41,7 @@ type call struct {
 // outcome is a decided call that API Gateway should hear about: allowed, limited or
 // degraded (an unavailable limiter is an error instead).
 type outcome struct {
-	id     identity.Identity
+	id     bucketgate.Identity
 	limits config.Limits
 	result guard.Result
 }
@@ -92,11 +92,11 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 // unknownKeys is ip) with a key the registry does not know. A nil plan means refused.
 // When the registry could not answer, it returns the key's identity on the default plan
 // and the registry's error: the request is then answered by the failure policy.
-func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (identity.Identity, *config.Plan, []slog.Attr, error) {
+func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (bucketgate.Identity, *config.Plan, []slog.Attr, error) {
 	switch {
 	case c.Conflict:
 		attrs = append(attrs, slog.String(attrUnknownKey, conflictingKeys))
-	case c.Key == identity.Identity{}:
+	case c.Key == bucketgate.Identity{}:
 		if h.Plans.RefuseAnonymous() {
 			return c.IP, nil, attrs, nil
 		}

@@ -9,14 +9,13 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
-var proDigest = config.KeyDigest(sampleProKey)
+var proDigest = bucketgate.KeyDigest(sampleProKey)
 
 func TestSampleEvents(t *testing.T) {
 	tests := []struct {
@@ -341,7 +340,7 @@ func TestRawKeyNeverAppears(t *testing.T) {
 				if strings.Contains(all, tc.key) {
 					t.Fatalf("raw key %q found in the output:\n%s", tc.key, all)
 				}
-				if !strings.Contains(all, config.KeyDigest(tc.key)) {
+				if !strings.Contains(all, bucketgate.KeyDigest(tc.key)) {
 					t.Fatalf("the key's digest is not in the output either: did anything run?\n%s", all)
 				}
 			})

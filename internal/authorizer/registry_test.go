@@ -71,7 +71,7 @@ func TestMadeUpKeysShareTheSourceBucket(t *testing.T) {
 			if keys := f.mr.Keys(); len(keys) != 1 || !strings.HasPrefix(keys[0], "bg:{ip:") {
 				t.Fatalf("Redis keys %v, want the source's one bucket", keys)
 			}
-			if !strings.Contains(f.logs.String(), `"unknownKey":"key:`+config.KeyDigest("made-up-3")+`"`) {
+			if !strings.Contains(f.logs.String(), `"unknownKey":"key:`+bucketgate.KeyDigest("made-up-3")+`"`) {
 				t.Errorf("the decision line does not name the unknown key's digest: %s", &f.logs)
 			}
 		})
@@ -135,8 +135,8 @@ func TestConflictingKeyHeaders(t *testing.T) {
 func TestRegistryPlansAndOverrides(t *testing.T) {
 	cfg := sampleConfig(t)
 	reg := cacheOver(cfg, nil,
-		registry.Record{ID: "key:" + config.KeyDigest("k-override"), Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
-		registry.Record{ID: "key:" + config.KeyDigest("k-revoked"), Plan: "pro", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + bucketgate.KeyDigest("k-override"), Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
+		registry.Record{ID: "key:" + bucketgate.KeyDigest("k-revoked"), Plan: "pro", Status: registry.StatusRevoked},
 	)
 	f := newFixture(t, options{config: cfg, registry: reg})
 	ev := withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": "k-override"})
@@ -144,7 +144,7 @@ func TestRegistryPlansAndOverrides(t *testing.T) {
 	for range 4 {
 		a := f.mustInvoke(t, ev)
 		allowed = append(allowed, a.allowed(t))
-		if a.str(t, ratelimitheaders.KeyPlan) != "pro" || a.num(t, ratelimitheaders.KeyLimit) != 3 || a.PrincipalID != "key:"+config.KeyDigest("k-override") {
+		if a.str(t, ratelimitheaders.KeyPlan) != "pro" || a.num(t, ratelimitheaders.KeyLimit) != 3 || a.PrincipalID != "key:"+bucketgate.KeyDigest("k-override") {
 			t.Fatalf("answer %s: want pro with its burst of 3", a.raw)
 		}
 	}
@@ -253,7 +253,7 @@ func checkUnknownKey(t *testing.T, f *fixture, policy string, ev []byte) {
 // under refuse it is refused with 401 and Redis is not written. A key expiring a second
 // later is still its own, on its plan.
 func TestRevokedAndExpiredKeys(t *testing.T) {
-	id := "key:" + config.KeyDigest("k-registered")
+	id := "key:" + bucketgate.KeyDigest("k-registered")
 	tests := []struct {
 		name   string
 		record registry.Record

@@ -13,7 +13,6 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
@@ -49,7 +48,7 @@ func TestInvalidTableItems(t *testing.T) {
 	}
 	for _, tc := range tests {
 		rawKey := "k-" + strings.ReplaceAll(tc.name, " ", "-")
-		id := "key:" + config.KeyDigest(rawKey)
+		id := "key:" + bucketgate.KeyDigest(rawKey)
 		tc.record.ID = id
 		item := tc.record.Item()
 		if tc.edit != nil {

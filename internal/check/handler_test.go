@@ -168,7 +168,7 @@ func TestTelemetryAndLogs(t *testing.T) {
 	if n := strings.Count(logs, `"msg":"decision"`); n != 5 {
 		t.Errorf("%d decision log lines for 5 decisions:\n%s", n, logs)
 	}
-	if strings.Contains(logs, "tenant-42") || !strings.Contains(logs, config.KeyDigest("tenant-42")) {
+	if strings.Contains(logs, "tenant-42") || !strings.Contains(logs, bucketgate.KeyDigest("tenant-42")) {
 		t.Errorf("logs must carry the key's digest, never the key:\n%s", logs)
 	}
 }

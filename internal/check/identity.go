@@ -7,15 +7,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
 // The prefixes of the authorizer's identities that a check may name (see
 // checkapi.Request.Identity).
 const (
-	keyPrefix = string(identity.KindKey) + ":"
-	ipPrefix  = string(identity.KindIP) + ":"
+	keyPrefix = string(bucketgate.KindKey) + ":"
+	ipPrefix  = string(bucketgate.KindIP) + ":"
 )
 
 // parseIdentity reads the explicit identity at path: "key:<digest>" or "ip:<address or
@@ -25,7 +25,7 @@ func parseIdentity(path string, raw json.RawMessage) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if d, ok := strings.CutPrefix(id, keyPrefix); ok && validDigest(d) {
+	if d, ok := strings.CutPrefix(id, keyPrefix); ok && bucketgate.ValidDigest(d) {
 		return id, nil
 	}
 	if a, ok := strings.CutPrefix(id, ipPrefix); ok && canonicalSource(a) {
@@ -36,20 +36,7 @@ func parseIdentity(path string, raw json.RawMessage) (string, error) {
 		shown = fmt.Sprintf("%d bytes, not shown", len(id))
 	}
 	return "", fmt.Errorf("%s: %s: want %s<the first %d hex digits of the API key's SHA-256, never the key> or %s<address> (an IPv6 source by its prefix, such as %s2001:db8::/64), as the authorizer logs them",
-		path, shown, keyPrefix, config.DigestLen, ipPrefix, ipPrefix)
-}
-
-// validDigest reports whether s is a key digest as config.KeyDigest writes it.
-func validDigest(s string) bool {
-	if len(s) != config.DigestLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
+		path, shown, keyPrefix, bucketgate.DigestLen, ipPrefix, ipPrefix)
 }
 
 // canonicalSource reports whether s is a source as the authorizer writes it: an

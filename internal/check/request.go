@@ -8,13 +8,12 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
 // identityPrefix namespaces the check function's keys in Redis and in the registry: key
 // "tenant-42" spends the buckets of identity "tenant:tenant-42" (Redis key
 // "bg:{tenant:tenant-42}"), apart from the authorizer's "key:" and "ip:" identities.
-const identityPrefix = string(identity.KindTenant) + ":"
+const identityPrefix = string(bucketgate.KindTenant) + ":"
 
 // Member names of the payload.
 const (
@@ -124,7 +123,7 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 		if err != nil {
 			return check{}, err
 		}
-		c.logged, c.req.Identity = identityPrefix+config.KeyDigest(key), identityPrefix+key
+		c.logged, c.req.Identity = identityPrefix+bucketgate.KeyDigest(key), identityPrefix+key
 	}
 	op, err := parseOp(field(path, fieldOp), m[fieldOp])
 	if err != nil {

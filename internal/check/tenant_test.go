@@ -98,7 +98,7 @@ func TestTenantRegistryFailure(t *testing.T) {
 		if keys := mr.Keys(); len(keys) != 1 {
 			t.Errorf("Redis keys %v: want the pro check's only", keys)
 		}
-		if logs := f.logs.String(); strings.Contains(logs, "tenant-t1") || !strings.Contains(logs, "registry lookup of tenant:"+config.KeyDigest("tenant-t1")) {
+		if logs := f.logs.String(); strings.Contains(logs, "tenant-t1") || !strings.Contains(logs, "registry lookup of tenant:"+bucketgate.KeyDigest("tenant-t1")) {
 			t.Errorf("failOpen %v: the decision line must name the tenant by its digest, never its key:\n%s", failOpen, logs)
 		}
 		if !failOpen && !strings.Contains(f.metrics.String(), `"Reason":"registry_error"`) {

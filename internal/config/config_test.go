@@ -47,7 +47,7 @@ func TestDefault(t *testing.T) {
 			t.Errorf("plan %s = %+v", name, p)
 		}
 	}
-	if p, known := c.PlanForKey(config.KeyDigest("anything")); known || p.Name != "free" || c.RefuseUnknownKeys() || c.RefuseAnonymous() {
+	if p, known := c.PlanForKey(bucketgate.KeyDigest("anything")); known || p.Name != "free" || c.RefuseUnknownKeys() || c.RefuseAnonymous() {
 		t.Errorf("default: unknown key gets %s known=%v", p.Name, known)
 	}
 }
@@ -408,7 +408,7 @@ func TestReadFile(t *testing.T) {
 // TestKeyDigest matches the README's shell recipe: sha256sum, first 32 hex digits.
 func TestKeyDigest(t *testing.T) {
 	sum := sha256.Sum256([]byte("k"))
-	if got, want := config.KeyDigest("k"), hex.EncodeToString(sum[:])[:config.DigestLen]; got != want {
+	if got, want := bucketgate.KeyDigest("k"), hex.EncodeToString(sum[:])[:bucketgate.DigestLen]; got != want {
 		t.Errorf("KeyDigest = %s, want %s", got, want)
 	}
 }

@@ -30,7 +30,7 @@ type Document struct {
 	Plans map[string]PlanSpec `yaml:"plans"`
 	// Keys maps an API key's digest (see KeyDigest) to a plan name: at most MaxKeys.
 	Keys map[string]string `yaml:"keys"`
-	// Tenants maps a tenant id (the check function's key, 1 to checkapi.MaxKey bytes) to
+	// Tenants maps a tenant id (the check function's key, 1 to bucketgate.MaxTenantKey bytes) to
 	// a plan name: at most MaxTenants.
 	Tenants map[string]string `yaml:"tenants"`
 	// Routes add a cost and rules to matching requests; the first match wins. At most

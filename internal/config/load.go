@@ -1,9 +1,7 @@
 package config
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
-	"github.com/bucketgate/bucketgate/checkapi"
 )
 
 // Limits on the document, so that no document can exhaust a function's memory or time
@@ -92,7 +89,7 @@ func Parse(doc []byte) (*Config, error) {
 // it may be a raw API key, which an init error would otherwise put in the log.
 func hideKey(err error) error {
 	if fe := (*fieldError)(nil); errors.As(err, &fe) {
-		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !validDigest(name) {
+		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !bucketgate.ValidDigest(name) {
 			fe.shown = "keys"
 		}
 	}
@@ -141,16 +138,16 @@ func compile(d Document) (*Config, error) {
 		return nil, err
 	}
 	for _, digest := range sortedKeys(d.Keys) {
-		if !validDigest(digest) {
-			return nil, errorAt("keys."+digest, "an entry of %d bytes is not a key digest: want %d lowercase hex digits (see KeyDigest), never a raw key", len(digest), DigestLen)
+		if !bucketgate.ValidDigest(digest) {
+			return nil, errorAt("keys."+digest, "an entry of %d bytes is not a key digest: want %d lowercase hex digits (see bucketgate.KeyDigest), never a raw key", len(digest), bucketgate.DigestLen)
 		}
 		if c.keys[digest], err = c.plan("keys."+digest, d.Keys[digest]); err != nil {
 			return nil, err
 		}
 	}
 	for _, id := range sortedKeys(d.Tenants) {
-		if id == "" || len(id) > checkapi.MaxKey {
-			return nil, errorAt("tenants."+id, "a tenant id of %d bytes: want 1 to %d, as the check function's keys are", len(id), checkapi.MaxKey)
+		if id == "" || len(id) > bucketgate.MaxTenantKey {
+			return nil, errorAt("tenants."+id, "a tenant id of %d bytes: want 1 to %d, as the check function's keys are", len(id), bucketgate.MaxTenantKey)
 		}
 		if c.tenants[id], err = c.plan("tenants."+id, d.Tenants[id]); err != nil {
 			return nil, err
@@ -337,27 +334,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// DigestLen is the length of a key digest in hex digits (128 bits of SHA-256).
-const DigestLen = 32
-
-// KeyDigest returns the digest under which an API key is configured, limited and
-// logged: the first DigestLen hex digits of its SHA-256. Raw keys are never stored.
-// From a shell: printf %s "$KEY" | sha256sum | cut -c1-32
-func KeyDigest(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:DigestLen/2])
-}
-
-func validDigest(s string) bool {
-	if len(s) != DigestLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -24,7 +24,7 @@ const (
 // Record is one identity's item in the registry table, as DESIGN.md gives it.
 type Record struct {
 	// ID is the item's partition key, the identity it describes: "key:<digest>" for
-	// an API key (32 hex digits of its SHA-256, config.KeyDigest), "tenant:<key>" for
+	// an API key (32 hex digits of its SHA-256, bucketgate.KeyDigest), "tenant:<key>" for
 	// a check function key.
 	ID string
 	// Plan names a plan of the configuration document. Required.

@@ -13,7 +13,7 @@
 // for a bounded time (stale-if-error); an identity with nothing cached is an error the
 // handlers answer by the failure policy. Time is passed in (Options.Now).
 //
-// Identities are the limiter's own strings (identity.Identity's String): "key:<digest>"
+// Identities are the limiter's own strings (bucketgate.Identity's String): "key:<digest>"
 // for an API key, "tenant:<key>" for a check function key. A raw API key never reaches
 // this package.
 package registry
@@ -22,8 +22,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
 // Result says how a lookup was answered: the Result dimension of the RegistryLookups
@@ -70,8 +70,8 @@ func NewDocument(c *config.Config) Document { return Document{c: c} }
 
 // Identity prefixes of the identities a registry knows.
 const (
-	keyPrefix    = string(identity.KindKey) + ":"
-	tenantPrefix = string(identity.KindTenant) + ":"
+	keyPrefix    = string(bucketgate.KindKey) + ":"
+	tenantPrefix = string(bucketgate.KindTenant) + ":"
 )
 
 // Lookup returns the plan the document maps id to, or an Entry with no plan. It never

@@ -286,7 +286,7 @@ func endToEndTable(ctx context.Context, dyn *dynalite.Server, client *dynamodb.C
 	if err := registry.CreateTable(ctx, client, endToEndTableName); err != nil {
 		return nil, err
 	}
-	rec := registry.Record{ID: "key:" + config.KeyDigest(endToEndKey), Plan: "pro"}
+	rec := registry.Record{ID: "key:" + bucketgate.KeyDigest(endToEndKey), Plan: "pro"}
 	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(endToEndTableName), Item: rec.Item()}); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -116,7 +115,7 @@ func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollis
 		prefix := "k" + strconv.Itoa(i) + "-" // distinct ("-" is not in the alphabet), never blank
 		key := prefix + randomBytes(rng, max(n-len(prefix), 0))
 		trimmed := strings.Trim(key, " \t")
-		want := string(identity.KindKey) + ":" + config.KeyDigest(trimmed)
+		want := string(bucketgate.KindKey) + ":" + bucketgate.KeyDigest(trimmed)
 		if other, ok := digests[want]; ok && other != trimmed {
 			digestCollisions++
 		}
@@ -129,9 +128,9 @@ func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollis
 		if i%2 == 1 {
 			ip, canonical = fmt.Sprintf("fe80::%x%%eth{0}", i), fmt.Sprintf("fe80::%x", i)
 		}
-		add(hostileCase{headers: map[string]string{settings.DefaultAPIKeyHeader: " \t "}, sourceIP: ip, want: string(identity.KindIP) + ":" + canonical, valid: true})
+		add(hostileCase{headers: map[string]string{settings.DefaultAPIKeyHeader: " \t "}, sourceIP: ip, want: string(bucketgate.KindIP) + ":" + canonical, valid: true})
 	}
-	add(hostileCase{sourceIP: "{not an address}\x00", want: string(identity.KindIP) + ":" + identity.UnknownAddr, valid: true})
+	add(hostileCase{sourceIP: "{not an address}\x00", want: string(bucketgate.KindIP) + ":" + identity.UnknownAddr, valid: true})
 	return cases, digestCollisions
 }
 
@@ -139,7 +138,7 @@ func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollis
 // the key's, else the source address's.
 func resolve(r identity.Resolver, c hostileCase) string {
 	caller := r.Resolve(c.headers, nil, c.sourceIP)
-	if caller.Key != (identity.Identity{}) {
+	if caller.Key != (bucketgate.Identity{}) {
 		return caller.Key.String()
 	}
 	return caller.IP.String()

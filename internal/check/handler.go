@@ -139,7 +139,7 @@ func (h *Handler) decide(ctx context.Context, checks []check, batch bool) ([]gua
 func response(c check, r guard.Result) checkapi.Response {
 	return checkapi.Response{
 		Allowed:      r.Allowed,
-		Reason:       checkapi.Reason(r.Reason),
+		Reason:       r.Reason,
 		Limit:        r.Limit,
 		Remaining:    r.Remaining,
 		RetryAfterMS: r.RetryAfter.Milliseconds(),

@@ -34,9 +34,6 @@ var (
 	ruleFields    = []string{"name", "capacity", "refillPerSecond", "shadow"}
 )
 
-// ops are the operations of the payload's op, by name.
-var ops = map[checkapi.Op]bucketgate.Op{checkapi.OpCheck: bucketgate.OpCheck, checkapi.OpRefund: bucketgate.OpRefund, checkapi.OpReset: bucketgate.OpReset}
-
 // Plans finds the rules of a check that names no inline rules; *config.Config is one.
 type Plans interface {
 	// Plan returns the plan called name.
@@ -184,9 +181,9 @@ func parseOp(path string, raw json.RawMessage) (bucketgate.Op, error) {
 	if err != nil {
 		return 0, err
 	}
-	op, ok := ops[checkapi.Op(name)]
-	if !ok {
-		return 0, fmt.Errorf("%s: unknown operation %q: want %s, %s or %s", path, name, checkapi.OpCheck, checkapi.OpRefund, checkapi.OpReset)
+	var op bucketgate.Op
+	if err := op.UnmarshalText([]byte(name)); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return op, nil
 }

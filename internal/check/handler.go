@@ -29,8 +29,8 @@ type Guard interface {
 	Fallback(q bucketgate.Request, f guard.Failure, err error) guard.Result
 }
 
-// Emitter writes the metrics of one invocation; *telemetry.Emitter is one.
-type Emitter interface {
+// Metrics writes the metrics of one invocation; *telemetry.Emitter is one.
+type Metrics interface {
 	Emit(at time.Time, inv *telemetry.Invocation) error
 }
 
@@ -45,7 +45,7 @@ type Handler struct {
 	// Registry says which plan a tenant is on, for checks with neither plan nor rules.
 	Registry Registry
 	// Metrics gets one Emit per invocation that decided something.
-	Metrics Emitter
+	Metrics Metrics
 	// Log gets a debug line per decision (telemetry.LogDecision) and a warning per
 	// failure.
 	Log *slog.Logger

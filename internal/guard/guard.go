@@ -147,34 +147,15 @@ type Result struct {
 	CircuitOpen bool
 }
 
-// Decide decides q by the failure policy. Its error is non-nil only for a request that
-// can never be decided (it wraps bucketgate.ErrInvalid); every Redis failure is a Result.
+// Decide decides q by the failure policy: a batch of one (see DecideBatch). Its error
+// is non-nil only for a request that can never be decided (it wraps
+// bucketgate.ErrInvalid); every Redis failure is a Result.
 func (g *Guard) Decide(ctx context.Context, q bucketgate.Request) (Result, error) {
-	start := g.opts.Now()
-	if d, ok := g.cached(q, start); ok {
-		// A cached denial was given to this very request (same identity, rules, cost),
-		// so the request is valid.
-		return Result{Decision: d, CacheHit: true}, nil
+	var r [1]Result
+	if err := g.decide(ctx, []bucketgate.Request{q}, r[:]); err != nil {
+		return Result{}, err.Err
 	}
-	c := g.circuit(q.Identity)
-	if r, done, err := g.short(c, q, start); done {
-		return r, err
-	}
-	ctx, cancel, err := g.callContext(ctx)
-	if err != nil {
-		if err := q.Validate(); err != nil {
-			return Result{}, err
-		}
-		return g.fallback(q, FailureTimeout, err, 0), nil
-	}
-	defer cancel()
-	d, err := g.next.Decide(ctx, q)
-	end := g.opts.Now()
-	if errors.Is(err, bucketgate.ErrInvalid) {
-		return Result{}, err
-	}
-	c.record(start, end, err)
-	return g.result(q, d, err, start, end.Sub(start)), nil
+	return r[0], nil
 }
 
 // BatchError is the error of a batch with a request that can never be decided.
@@ -199,16 +180,39 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // Redis did not answer in time fail with FailureTimeout, never sent again. Its error is a
 // *BatchError when a request can never be decided; then no Result is given.
 func (g *Guard) DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]Result, error) {
-	for i, q := range qs {
-		if err := q.Validate(); err != nil {
-			return nil, &BatchError{Index: i, Err: err}
+	results := make([]Result, len(qs))
+	if err := g.decide(ctx, qs, results); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// decide decides qs into results (as long), the one path of Decide and DecideBatch. A
+// batch of several is validated whole before anything is decided, so that an invalid
+// request leaves every other undecided; a batch of one is validated where it is answered
+// without the engine (the engine refuses it before any write), so that a single
+// decision costs what it did before batches. One request asked is the engine's Decide,
+// several its DecideBatch.
+func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []Result) *BatchError {
+	validated := len(qs) > 1
+	if validated {
+		for i, q := range qs {
+			if err := q.Validate(); err != nil {
+				return &BatchError{Index: i, Err: err}
+			}
 		}
 	}
 	start := g.opts.Now()
-	results := make([]Result, len(qs))
-	ask := make([]bucketgate.Request, 0, len(qs))
-	asked := make([]int, 0, len(qs)) // the index in qs of each request in ask
-	var given map[string]bool        // identities given tokens back earlier in the batch
+	var (
+		askedBuf [1]int
+		asked    = askedBuf[:0] // the index in qs of each request for Redis
+		viaBuf   [1]circuit
+		via      = viaBuf[:0]    // the circuits of each request asked, when there is a breaker
+		given    map[string]bool // identities given tokens back earlier in the batch
+	)
+	if len(qs) > 1 {
+		asked, via = make([]int, 0, len(qs)), make([]circuit, 0, len(qs))
+	}
 	for i, q := range qs {
 		if q.Op != bucketgate.OpCheck {
 			if given == nil {
@@ -216,59 +220,106 @@ func (g *Guard) DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]Res
 			}
 			given[q.Identity] = true
 		} else if d, ok := g.cached(q, start); ok && !given[q.Identity] {
+			// A cached denial was given to this very request (same identity, rules,
+			// cost), so the request is valid.
 			results[i] = Result{Decision: d, CacheHit: true}
 			continue
 		}
-		ask, asked = append(ask, q), append(asked, i)
-	}
-	var via []circuit // the circuits of each request in ask, when there is a breaker
-	if g.circuits != nil {
-		n := 0
-		for _, i := range asked {
-			c := g.circuit(qs[i].Identity)
+		if g.circuits != nil {
+			c := g.circuit(q.Identity)
 			if ok, f, err := c.allow(start); !ok {
-				results[i] = g.open(qs[i], f, err)
+				if !validated {
+					if err := q.Validate(); err != nil {
+						return &BatchError{Index: i, Err: err}
+					}
+				}
+				results[i] = g.open(q, f, err)
 				continue
 			}
-			ask[n], asked[n], via = qs[i], i, append(via, c)
-			n++
+			via = append(via, c)
 		}
-		ask, asked = ask[:n], asked[:n]
+		asked = append(asked, i)
 	}
-	if len(ask) == 0 {
-		return results, nil
+	if len(asked) == 0 {
+		return nil
 	}
 	ctx, cancel, err := g.callContext(ctx)
 	if err != nil {
 		for _, i := range asked {
+			if !validated {
+				if err := qs[i].Validate(); err != nil {
+					return &BatchError{Index: i, Err: err}
+				}
+			}
 			results[i] = g.fallback(qs[i], FailureTimeout, err, 0)
 		}
-		return results, nil
+		return nil
 	}
 	defer cancel()
-	ds, errs := g.next.DecideBatch(ctx, ask)
+	var (
+		d1   [1]bucketgate.Decision
+		e1   [1]error
+		ds   = d1[:]
+		errs = e1[:]
+	)
+	if len(asked) == 1 {
+		ds[0], errs[0] = g.next.Decide(ctx, qs[asked[0]])
+	} else {
+		ask := make([]bucketgate.Request, len(asked))
+		for k, i := range asked {
+			ask[k] = qs[i]
+		}
+		ds, errs = g.next.DecideBatch(ctx, ask)
+	}
 	end := g.opts.Now()
 	// Each circuit asked is told once: of a success when Redis decided any of its
-	// requests, else of a failure.
-	failed := make(map[*breaker]error, 2*len(via))
+	// requests, else of a failure. A request has two circuits at most, among
+	// circuitCount.
+	var toldBuf [circuitCount]told
+	tell := toldBuf[:0]
 	for k, i := range asked {
 		err := errs[k]
 		if errors.Is(err, bucketgate.ErrInvalid) {
-			return nil, &BatchError{Index: i, Err: err}
+			return &BatchError{Index: i, Err: err}
 		}
-		if via != nil {
+		if len(via) > 0 {
 			for _, b := range [...]*breaker{via[k].cluster, via[k].own} {
-				if prev, seen := failed[b]; b != nil && (!seen || prev != nil) {
-					failed[b] = failure(err)
+				if b != nil {
+					tell = tellOnce(tell, b, failure(err))
 				}
 			}
 		}
 		results[i] = g.result(qs[i], ds[k], err, start, end.Sub(start))
 	}
-	for b, err := range failed {
-		b.record(start, end, err)
+	for _, t := range tell {
+		t.b.record(start, end, t.err)
 	}
-	return results, nil
+	return nil
+}
+
+// circuitCount is how many circuits there are: one per range of CircuitSlots slots,
+// and the whole cluster's.
+const circuitCount = bucket.Slots/CircuitSlots + 1
+
+// told is what one circuit is told of a batch: nil for a success.
+type told struct {
+	b   *breaker
+	err error
+}
+
+// tellOnce adds to tell that b's request ended with err (nil: Redis decided it): a
+// success stands over every failure of the same circuit, a later failure over an
+// earlier one.
+func tellOnce(tell []told, b *breaker, err error) []told {
+	for i := range tell {
+		if tell[i].b == b {
+			if tell[i].err != nil {
+				tell[i].err = err
+			}
+			return tell
+		}
+	}
+	return append(tell, told{b, err})
 }
 
 // circuit returns the circuits that answer for identity; none without a breaker.
@@ -288,19 +339,6 @@ func (g *Guard) cached(q bucketgate.Request, now time.Time) (bucketgate.Decision
 		return bucketgate.Decision{}, false
 	}
 	return g.cache.get(q, now)
-}
-
-// short answers q at now without Redis while its circuit c is open (done true): by
-// the failure policy, or with q's error when q is invalid.
-func (g *Guard) short(c circuit, q bucketgate.Request, now time.Time) (r Result, done bool, err error) {
-	ok, f, lastErr := c.allow(now)
-	if ok {
-		return Result{}, false, nil
-	}
-	if err := q.Validate(); err != nil {
-		return Result{}, true, err
-	}
-	return g.open(q, f, lastErr), true, nil
 }
 
 // open is the Result of q while the circuit is open after failure f with error err.

@@ -96,7 +96,7 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 			continue
 		}
 		key, args := scriptCall(q, new([maxArgs]string))
-		cmds = append(cmds, c.B().Evalsha().Sha1(lua.BucketSHA1).Numkeys(1).Key(key).Arg(args...).Build())
+		cmds = append(cmds, evalsha(c, key, args))
 		sent = append(sent, i)
 	}
 	if len(cmds) == 0 {
@@ -108,9 +108,9 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 	var again rueidis.Commands
 	var retried []int // the index in results of each command sent again
 	for j, r := range results {
-		if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
+		if noScript(r) {
 			key, args := scriptCall(qs[sent[j]], new([maxArgs]string))
-			again = append(again, c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(key).Arg(args...).Build())
+			again = append(again, evalText(c, key, args))
 			retried = append(retried, j)
 		}
 	}
@@ -162,13 +162,32 @@ func scriptError(err error) error {
 }
 
 // eval runs bucket.lua on key with args: EVALSHA, then EVAL when Redis does not know
-// the script yet (NOSCRIPT: nothing ran). Never retried: a retried call could charge twice.
+// the script yet (NOSCRIPT: nothing ran). Never retried: a retried call could charge
+// twice. DecideBatch pipelines the same two steps.
 func eval(ctx context.Context, c rediser, key string, args []string) rueidis.RedisResult {
-	r := c.Do(ctx, c.B().Evalsha().Sha1(lua.BucketSHA1).Numkeys(1).Key(key).Arg(args...).Build())
-	if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
-		r = c.Do(ctx, c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(key).Arg(args...).Build())
+	r := c.Do(ctx, evalsha(c, key, args))
+	if noScript(r) {
+		r = c.Do(ctx, evalText(c, key, args))
 	}
 	return r
+}
+
+// evalsha is the script call (EVALSHA) on key with args.
+func evalsha(c rediser, key string, args []string) rueidis.Completed {
+	return c.B().Evalsha().Sha1(lua.BucketSHA1).Numkeys(1).Key(key).Arg(args...).Build()
+}
+
+// evalText is the script call with the script's text (EVAL) on key with args, for a
+// Redis that answered its EVALSHA with NOSCRIPT.
+func evalText(c rediser, key string, args []string) rueidis.Completed {
+	return c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(key).Arg(args...).Build()
+}
+
+// noScript reports a script call that Redis refused with NOSCRIPT: it does not know
+// the script yet, and nothing ran.
+func noScript(r rueidis.RedisResult) bool {
+	err, ok := rueidis.IsRedisErr(r.Error())
+	return ok && err.IsNoScript()
 }
 
 // maxArgs is the longest ARGV of a valid request.

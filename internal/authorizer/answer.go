@@ -24,8 +24,8 @@ const answerSize = 1024
 // APIGatewayCustomAuthorizerResponse (REST), APIGatewayV2CustomAuthorizerIAMPolicyResponse
 // (HTTP API payload 1.0) or APIGatewayV2CustomAuthorizerSimpleResponse (payload 2.0), as
 // encoding/json would write them, with the authorizer context of o.
-func (h *Handler) appendAnswer(b []byte, ev event, o outcome) []byte {
-	allowed := o.result.Allowed
+func (h *Handler) appendAnswer(b []byte, ev event, o Outcome) []byte {
+	allowed := o.Result.Allowed
 	if ev.kind == kindHTTPV2 {
 		b = append(jsonout.Bool(append(b, `{"isAuthorized":`...), allowed), `,"context":`...)
 		return append(h.appendContext(b, o), '}')
@@ -34,7 +34,7 @@ func (h *Handler) appendAnswer(b []byte, ev event, o outcome) []byte {
 	if allowed {
 		effect = effectAllow
 	}
-	b = jsonout.String(append(b, `{"principalId":`...), o.id.String())
+	b = jsonout.String(append(b, `{"principalId":`...), o.Identity.String())
 	b = append(b, `,"policyDocument":{"Version":`...)
 	b = jsonout.String(b, policyVersion)
 	b = jsonout.String(append(b, `,"Statement":[{"Action":[`...), invokeAction)
@@ -53,32 +53,37 @@ type contextField struct {
 	isStr bool
 }
 
-// appendContext appends the authorizer context of o: the rate-limit figures that the
+// contextFields are the authorizer context of o: the rate-limit figures that the
 // gateway responses and the headers read (ratelimitheaders names them), in the order of
-// their names, as encoding/json writes a map.
-func (h *Handler) appendContext(b []byte, o outcome) []byte {
-	d := o.result.Decision
+// their names, as encoding/json writes a map. buf holds the reset time's text.
+func (h *Handler) contextFields(o Outcome, buf []byte) [10]contextField {
+	d := o.Result.Decision
 	at := d.At
 	if at.IsZero() { // Redis did not decide (degraded): the local clock is all there is
 		at = h.Now()
 	}
 	reset := ceilUnix(at.Add(d.ResetAfter))
-	var resetAt [len(time.RFC3339) + 8]byte
 	fields := [...]contextField{
 		{key: ratelimitheaders.KeyLimit, n: d.Limit},
 		{key: ratelimitheaders.KeyRemaining, n: d.Remaining},
 		{key: ratelimitheaders.KeyRetryAfter, n: ceilSeconds(d.RetryAfter)},
 		{key: ratelimitheaders.KeyReset, n: reset},
-		{key: ratelimitheaders.KeyResetAt, str: string(time.Unix(reset, 0).UTC().AppendFormat(resetAt[:0], time.RFC3339)), isStr: true},
+		{key: ratelimitheaders.KeyResetAt, str: string(time.Unix(reset, 0).UTC().AppendFormat(buf[:0], time.RFC3339)), isStr: true},
 		{key: ratelimitheaders.KeyRule, str: d.Rule, isStr: true},
-		{key: ratelimitheaders.KeyPlan, str: o.limits.Plan, isStr: true},
+		{key: ratelimitheaders.KeyPlan, str: o.Limits.Plan, isStr: true},
 		{key: ratelimitheaders.KeyReason, str: string(d.Reason), isStr: true},
-		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.result), isStr: true},
-		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.limits.Rules), isStr: true},
+		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.Result), isStr: true},
+		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.Limits.Rules), isStr: true},
 	}
 	slices.SortFunc(fields[:], func(x, y contextField) int { return cmp.Compare(x.key, y.key) })
+	return fields
+}
+
+// appendContext appends the authorizer context of o (see contextFields) as JSON.
+func (h *Handler) appendContext(b []byte, o Outcome) []byte {
+	var resetAt [len(time.RFC3339) + 8]byte
 	b = append(b, '{')
-	for i, f := range fields {
+	for i, f := range h.contextFields(o, resetAt[:]) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -90,6 +95,22 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 		}
 	}
 	return append(b, '}')
+}
+
+// Context returns the authorizer context of o as API Gateway hands it on (numbers as
+// int64): what the gateway responses and ratelimitheaders read.
+func (h *Handler) Context(o Outcome) map[string]any {
+	var resetAt [len(time.RFC3339) + 8]byte
+	fields := h.contextFields(o, resetAt[:])
+	m := make(map[string]any, len(fields))
+	for _, f := range fields {
+		if f.isStr {
+			m[f.key] = f.str
+		} else {
+			m[f.key] = f.n
+		}
+	}
+	return m
 }
 
 // ceilSeconds returns d in whole seconds, rounded up; 0 for d <= 0.

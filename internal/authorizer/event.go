@@ -36,7 +36,7 @@ const (
 type event struct {
 	kind kind
 	arn  string
-	call call
+	call Call
 }
 
 // fields are the members of an event that any kind reads, as the event spells them
@@ -79,19 +79,19 @@ func decodeEvent(raw []byte, ids identity.Resolver) (event, error) {
 	if f.typ != typeRequest {
 		return event{}, fmt.Errorf("%w: type %q: configure a REQUEST authorizer (a TOKEN authorizer sees no headers or source IP)", ErrBadEvent, f.typ)
 	}
-	ev := event{call: call{requestID: f.requestID, keys: f.keys}}
+	ev := event{call: Call{RequestID: f.requestID, Keys: f.keys}}
 	switch f.version {
 	case versionHTTPV2:
 		ev.kind, ev.arn = kindHTTPV2, f.routeArn
-		ev.call.sourceIP, ev.call.method = f.httpSourceIP, f.httpMethodV2
-		ev.call.path = stripStage(cmp.Or(f.httpPath, f.rawPath), f.stage)
+		ev.call.SourceIP, ev.call.Method = f.httpSourceIP, f.httpMethodV2
+		ev.call.Path = stripStage(cmp.Or(f.httpPath, f.rawPath), f.stage)
 	case versionHTTPV1, "":
 		ev.kind, ev.arn = kindREST, f.methodArn
-		ev.call.sourceIP, ev.call.method = f.identitySourceIP, cmp.Or(f.httpMethod, f.contextMethod)
-		ev.call.path = cmp.Or(f.path, f.resource)
-		ev.call.keys.Merge(f.multiKeys)
+		ev.call.SourceIP, ev.call.Method = f.identitySourceIP, cmp.Or(f.httpMethod, f.contextMethod)
+		ev.call.Path = cmp.Or(f.path, f.resource)
+		ev.call.Keys.Merge(f.multiKeys)
 		if f.version == versionHTTPV1 {
-			ev.kind, ev.call.path = kindHTTPV1, stripStage(ev.call.path, f.stage)
+			ev.kind, ev.call.Path = kindHTTPV1, stripStage(ev.call.Path, f.stage)
 		}
 	default:
 		return event{}, fmt.Errorf("%w: %s %q: want none (REST), %q or %q (HTTP API)", ErrBadEvent, fieldVersion, f.version, versionHTTPV1, versionHTTPV2)

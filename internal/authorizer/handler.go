@@ -93,7 +93,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.ErrorContext(ctx, "authorizer event rejected", slog.String(telemetry.AttrError, err.Error()))
 		return nil, err
 	}
-	o, err := h.decide(ctx, ev.call)
+	o, err := h.Authorize(ctx, ev.call)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
 )
 
 // functionOf returns the function a sample event is for: the first word of its file
@@ -51,7 +50,7 @@ func invoke(ctx context.Context, function, eventPath string, getenv func(string)
 	out, err := h.Invoke(ctx, payload)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: function error\n", function)
-		out, err = json.Marshal(runtimeapi.ErrorResponse(err))
+		out, err = json.Marshal(app.ErrorResponse(err))
 		if err != nil {
 			return err
 		}

@@ -18,8 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
-
-	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
+	"github.com/bucketgate/bucketgate/internal/app"
 )
 
 // The fixed parts of the Invoke API that Server speaks.
@@ -107,7 +106,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Amz-Executed-Version", "$LATEST")
 	if err != nil {
 		w.Header().Set(HeaderFunctionError, FunctionErrorUnhandled)
-		out, _ = json.Marshal(runtimeapi.ErrorResponse(err)) // strings only: cannot fail
+		out, _ = json.Marshal(app.ErrorResponse(err)) // strings only: cannot fail
 	}
 	_, _ = w.Write(out)
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-lambda-go/lambda/messages"
 )
 
 // function plays the function's side of the Runtime API with plain HTTP calls.
@@ -141,25 +139,6 @@ func TestInvokeWithoutFunction(t *testing.T) {
 	cancel()
 	if _, err := s.Invoke(ctx, []byte(`{}`)); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "no function polled") {
 		t.Fatalf("error %v, want context.Canceled saying no function polled", err)
-	}
-}
-
-func TestErrorResponse(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want messages.InvokeResponse_Error
-	}{
-		{"plain error", errors.New("Unauthorized"), messages.InvokeResponse_Error{Message: "Unauthorized", Type: "errorString"}},
-		{"typed error as is", messages.InvokeResponse_Error{Message: "key: required", Type: "InvalidRequest"}, messages.InvokeResponse_Error{Message: "key: required", Type: "InvalidRequest"}},
-		{"pointer type", &FunctionError{Message: "boom"}, messages.InvokeResponse_Error{Message: "boom", Type: "FunctionError"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := ErrorResponse(tc.err); got.Message != tc.want.Message || got.Type != tc.want.Type {
-				t.Fatalf("ErrorResponse = %+v, want %+v", got, tc.want)
-			}
-		})
 	}
 }
 

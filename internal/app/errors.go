@@ -1,4 +1,4 @@
-package runtimeapi
+package app
 
 import (
 	"reflect"
@@ -9,7 +9,7 @@ import (
 // ErrorResponse is what the aws-lambda-go runtime posts to the error endpoint for a
 // handler's error, and so what the Lambda service reports as a function error's
 // payload: a messages.InvokeResponse_Error as it is (not unwrapped), else the error's
-// text and the name of its type.
+// text and the name of its type. make invoke prints it as Lambda would report it.
 func ErrorResponse(err error) messages.InvokeResponse_Error {
 	if ive, ok := err.(messages.InvokeResponse_Error); ok { //nolint:errorlint // the runtime does not unwrap either
 		return ive

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/lambdaerror"
 )
 
 // functionOf returns the function a sample event is for: the first word of its file
@@ -50,7 +51,7 @@ func invoke(ctx context.Context, function, eventPath string, getenv func(string)
 	out, err := h.Invoke(ctx, payload)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: function error\n", function)
-		out, err = json.Marshal(app.ErrorResponse(err))
+		out, err = json.Marshal(lambdaerror.Response(err))
 		if err != nil {
 			return err
 		}

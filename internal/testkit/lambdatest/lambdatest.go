@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/lambdaerror"
 )
 
 // The fixed parts of the Invoke API that Server speaks.
@@ -106,7 +106,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Amz-Executed-Version", "$LATEST")
 	if err != nil {
 		w.Header().Set(HeaderFunctionError, FunctionErrorUnhandled)
-		out, _ = json.Marshal(app.ErrorResponse(err)) // strings only: cannot fail
+		out, _ = json.Marshal(lambdaerror.Response(err)) // strings only: cannot fail
 	}
 	_, _ = w.Write(out)
 }

@@ -1,15 +1,15 @@
-package app_test
+package lambdaerror_test
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
-	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/lambdaerror"
 	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
 )
 
-func TestErrorResponse(t *testing.T) {
+func TestResponse(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
@@ -21,8 +21,8 @@ func TestErrorResponse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := app.ErrorResponse(tc.err); got.Message != tc.want.Message || got.Type != tc.want.Type {
-				t.Fatalf("ErrorResponse = %+v, want %+v", got, tc.want)
+			if got := lambdaerror.Response(tc.err); got.Message != tc.want.Message || got.Type != tc.want.Type {
+				t.Fatalf("Response = %+v, want %+v", got, tc.want)
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -20,8 +19,8 @@ const (
 
 // parseIdentity reads the explicit identity at path: "key:<digest>" or "ip:<address or
 // IPv6 prefix>", as the authorizer spells them.
-func parseIdentity(path string, raw json.RawMessage) (string, error) {
-	id, err := textValue(path, raw)
+func parseIdentity(path string, raw []byte) (string, error) {
+	id, err := stringValue(path, raw)
 	if err != nil {
 		return "", err
 	}

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -103,7 +102,7 @@ func parse(payload []byte, plans Plans) (checks []check, batch bool, err error) 
 }
 
 // parseCheck validates the members m of the check at path.
-func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, error) {
+func parseCheck(path string, m map[string][]byte, plans Plans) (check, error) {
 	var c check
 	switch {
 	case m[fieldIdentity] != nil && m[fieldKey] != nil:
@@ -156,11 +155,11 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 	return c, nil
 }
 
-func parseKey(path string, raw json.RawMessage) (string, error) {
+func parseKey(path string, raw []byte) (string, error) {
 	if raw == nil {
 		return "", fmt.Errorf("%s: missing: every check needs a key (or an identity)", path)
 	}
-	key, err := textValue(path, raw)
+	key, err := stringValue(path, raw)
 	switch {
 	case err != nil:
 		return "", err
@@ -173,7 +172,7 @@ func parseKey(path string, raw json.RawMessage) (string, error) {
 }
 
 // parseOp reads the operation at path; nil is a check.
-func parseOp(path string, raw json.RawMessage) (bucketgate.Op, error) {
+func parseOp(path string, raw []byte) (bucketgate.Op, error) {
 	if raw == nil {
 		return bucketgate.OpCheck, nil
 	}
@@ -188,7 +187,7 @@ func parseOp(path string, raw json.RawMessage) (bucketgate.Op, error) {
 	return op, nil
 }
 
-func parsePlan(path string, raw json.RawMessage, plans Plans) (*config.Plan, error) {
+func parsePlan(path string, raw []byte, plans Plans) (*config.Plan, error) {
 	name, err := stringValue(path, raw)
 	if err != nil {
 		return nil, err
@@ -202,7 +201,7 @@ func parsePlan(path string, raw json.RawMessage, plans Plans) (*config.Plan, err
 	return p, nil
 }
 
-func parseRules(path string, raw json.RawMessage) ([]bucketgate.Rule, error) {
+func parseRules(path string, raw []byte) ([]bucketgate.Rule, error) {
 	elems, err := arrayValue(path, raw)
 	if err != nil {
 		return nil, err
@@ -224,7 +223,7 @@ func parseRules(path string, raw json.RawMessage) ([]bucketgate.Rule, error) {
 	return rules, nil
 }
 
-func parseRule(path string, raw json.RawMessage) (bucketgate.Rule, error) {
+func parseRule(path string, raw []byte) (bucketgate.Rule, error) {
 	m, err := members(path, raw, ruleFields)
 	if err != nil {
 		return bucketgate.Rule{}, err
@@ -257,7 +256,7 @@ func parseRule(path string, raw json.RawMessage) (bucketgate.Rule, error) {
 
 // parseCost reads the cost at path for op (nil: the default) and checks that every rule
 // can hold it.
-func parseCost(path string, raw json.RawMessage, op bucketgate.Op, rules []bucketgate.Rule) (int64, error) {
+func parseCost(path string, raw []byte, op bucketgate.Op, rules []bucketgate.Rule) (int64, error) {
 	switch {
 	case op == bucketgate.OpReset && raw != nil:
 		return 0, fmt.Errorf("%s: not with op %s: a reset makes every rule full, whatever it held", path, checkapi.OpReset)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -200,7 +201,8 @@ func (e *Error) char() rune {
 
 // Path returns the Pointer as a path of names joined by '.' and, with indices, array
 // elements as [i] ("checks[3].rules"); without, array elements are not named
-// ("multiValueHeaders.Accept"). The Pointer's tokens that are all digits are array
+// ("multiValueHeaders.Accept"). A name of other bytes than letters, digits, '_' and
+// '-' is quoted. The Pointer's tokens that are all digits are array
 // indices.
 func (e *Error) Path(indices bool) string {
 	var b strings.Builder
@@ -213,11 +215,17 @@ func (e *Error) Path(indices bool) string {
 			if b.Len() > 0 {
 				b.WriteByte('.')
 			}
+			if strings.Trim(tok, plainName) != "" || tok == "" {
+				tok = strconv.Quote(tok) // a name that could be read as part of the path, or the message
+			}
 			b.WriteString(tok)
 		}
 	}
 	return b.String()
 }
+
+// plainName are the bytes of a name a path shows as it is.
+const plainName = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 // isIndex reports whether a Pointer token is an array index. A name of digits alone
 // reads as one too: paths are for people.
@@ -263,16 +271,16 @@ func (d *Decoder) failed(err error) error {
 		case c == '\\' && off+6 <= len(d.raw) && d.raw[off+1] == 'u' && isSurrogate(d.raw[off+2:off+6]):
 			e.Problem, e.Char = LoneSurrogate, string(d.raw[off:off+6])
 		case c < ' ':
-			e.Problem, e.Char = ControlChar, string(c)
+			e.Problem, e.Char = ControlChar, string([]byte{c})
 		case c >= utf8.RuneSelf:
-			e.Problem, e.Char = InvalidUTF8, string(c)
+			e.Problem, e.Char = InvalidUTF8, string([]byte{c})
 		default:
-			e.Char = string(c)
+			e.Char = string([]byte{c})
 		}
 	case start < off && start < len(d.raw) && strings.IndexByte("tfn", d.raw[start]) >= 0: // a literal that breaks
-		e.Char = string(d.raw[start])
+		e.Char = string(d.raw[start : start+1])
 	default:
-		e.Char = string(c)
+		e.Char = string([]byte{c})
 	}
 	return e
 }
@@ -317,4 +325,13 @@ func KindArticle(k jsontext.Kind) string {
 	default:
 		return "a " + n
 	}
+}
+
+// Text returns the value of v, a JSON string that a Decoder has read (so valid).
+func Text(v []byte) string {
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1])
+	}
+	s, _ := jsontext.AppendUnquote(nil, v) // valid: read by a Decoder
+	return string(s)
 }

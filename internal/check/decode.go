@@ -24,7 +24,7 @@ import (
 // members returns the members of the one JSON object in raw, by name. It refuses
 // anything else, a name not in allowed, a repeated name and data after the object.
 func members(path string, raw []byte, allowed []string) (map[string][]byte, error) {
-	if kind := kindOf(raw); kind != "object" {
+	if kind := jsonKind(raw); kind != "object" {
 		return nil, fmt.Errorf("%s: got %s, want a JSON object", where(path), kind)
 	}
 	d := strictjson.New(raw)
@@ -69,15 +69,15 @@ func jsonError(path string, err error) error {
 
 // stringValue decodes the JSON string at path.
 func stringValue(path string, raw []byte) (string, error) {
-	if kindOf(raw) != "string" {
-		return "", fmt.Errorf("%s: got %s, want a string", path, kindOf(raw))
+	if jsonKind(raw) != "string" {
+		return "", fmt.Errorf("%s: got %s, want a string", path, jsonKind(raw))
 	}
 	return strictjson.Text(raw), nil
 }
 
 // boolValue decodes the JSON boolean at path.
 func boolValue(path string, raw []byte) (bool, error) {
-	if kindOf(raw) != "boolean" {
+	if jsonKind(raw) != "boolean" {
 		return false, fmt.Errorf("%s: got %s, want true or false", path, describe(raw))
 	}
 	return raw[0] == 't', nil
@@ -85,8 +85,8 @@ func boolValue(path string, raw []byte) (bool, error) {
 
 // arrayValue splits the JSON array at path into its elements.
 func arrayValue(path string, raw []byte) ([][]byte, error) {
-	if kindOf(raw) != "array" {
-		return nil, fmt.Errorf("%s: got %s, want an array", path, kindOf(raw))
+	if jsonKind(raw) != "array" {
+		return nil, fmt.Errorf("%s: got %s, want an array", path, jsonKind(raw))
 	}
 	d := strictjson.New(raw)
 	defer d.Release()
@@ -104,7 +104,7 @@ func arrayValue(path string, raw []byte) ([][]byte, error) {
 // accepts, for the error.
 func wholeValue(path string, raw []byte, want string) (int64, error) {
 	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if kindOf(raw) != "number" || err != nil {
+	if jsonKind(raw) != "number" || err != nil {
 		return 0, fmt.Errorf("%s: got %s, want %s", path, describe(raw), want)
 	}
 	return n, nil
@@ -113,14 +113,14 @@ func wholeValue(path string, raw []byte, want string) (int64, error) {
 // numberValue decodes the finite JSON number at path.
 func numberValue(path string, raw []byte) (float64, error) {
 	f, err := strconv.ParseFloat(string(raw), 64)
-	if kindOf(raw) != "number" || err != nil {
+	if jsonKind(raw) != "number" || err != nil {
 		return 0, fmt.Errorf("%s: got %s, want a finite number", path, describe(raw))
 	}
 	return f, nil
 }
 
-// kindOf names the kind of the JSON value raw: "nothing" when there is none.
-func kindOf(raw []byte) string {
+// jsonKind names the kind of the JSON value raw: "nothing" when there is none.
+func jsonKind(raw []byte) string {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 {
 		return "nothing"
@@ -135,8 +135,8 @@ const maxShown = 32
 // by its kind.
 func describe(raw []byte) string {
 	switch {
-	case kindOf(raw) != "number":
-		return kindOf(raw)
+	case jsonKind(raw) != "number":
+		return jsonKind(raw)
 	case len(raw) > maxShown:
 		return string(raw[:maxShown]) + "..."
 	}

@@ -29,12 +29,10 @@ type Config struct {
 	refuseAnon    bool
 }
 
-// Plan is a named rule set.
+// Plan is a configured plan (bucketgate.Plan: its name and its own rules, before any
+// route adds its own) with its rules on each route.
 type Plan struct {
-	// Name is the plan's name, as configured.
-	Name string
-	// Rules are the plan's own rules, before any route adds its own.
-	Rules []bucketgate.Rule
+	bucketgate.Plan
 	// byRoute[i] is Rules plus route i's rules; the last entry is Rules alone.
 	byRoute [][]bucketgate.Rule
 }

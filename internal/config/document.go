@@ -25,7 +25,7 @@ type Document struct {
 	// Anonymous is what happens to a request with no API key: "default" (the default
 	// plan, limited by source IP) or "refuse" (401). Empty is "default".
 	Anonymous string `yaml:"anonymous"`
-	// Plans maps a plan name (1 to MaxPlanName printable ASCII bytes, not '"' or '\')
+	// Plans maps a plan name (1 to bucketgate.MaxPlanName printable ASCII bytes, not '"' or '\')
 	// to the plan: at most MaxPlans of them.
 	Plans map[string]PlanSpec `yaml:"plans"`
 	// Keys maps an API key's digest (see KeyDigest) to a plan name: at most MaxKeys.

@@ -29,8 +29,6 @@ const (
 	// more belong in the key registry.
 	MaxKeys    = 5_000
 	MaxTenants = 5_000
-	// MaxPlanName is the longest plan name, in bytes.
-	MaxPlanName = 64
 )
 
 //go:embed default.yaml
@@ -129,7 +127,7 @@ func compile(d Document) (*Config, error) {
 		if len(rules) == 0 {
 			return nil, errorAt(field, "at least one rule is required")
 		}
-		c.plans[name] = &Plan{Name: name, Rules: rules}
+		c.plans[name] = &Plan{Plan: bucketgate.Plan{Name: name, Rules: rules}}
 	}
 	if d.DefaultPlan == "" {
 		return nil, errorAt("defaultPlan", "required")
@@ -159,8 +157,8 @@ func compile(d Document) (*Config, error) {
 // checkPlanName reports a plan name that could not travel in the authorizer context
 // and the 429's JSON body as it is.
 func checkPlanName(name string) error {
-	if name == "" || len(name) > MaxPlanName {
-		return fmt.Errorf("a plan name is 1 to %d bytes", MaxPlanName)
+	if name == "" || len(name) > bucketgate.MaxPlanName {
+		return fmt.Errorf("a plan name is 1 to %d bytes", bucketgate.MaxPlanName)
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c < ' ' || c > '~' || c == '"' || c == '\\' {

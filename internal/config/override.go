@@ -57,7 +57,7 @@ func (c *Config) Override(p *Plan, overrides []bucketgate.Rule) (*Plan, error) {
 			own = append(own, r)
 		}
 	}
-	q := &Plan{Name: p.Name, Rules: own}
+	q := &Plan{Plan: bucketgate.Plan{Name: p.Name, Rules: own}}
 	if err := c.combine(q, extras); err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}

@@ -34,9 +34,12 @@ type Identity struct {
 // principal id.
 func (id Identity) String() string { return string(id.Kind) + ":" + id.Value }
 
-// Prefix returns the namespace of k's identities as they are spelled: "key:", "ip:",
-// "tenant:".
-func (k Kind) Prefix() string { return string(k) + ":" }
+// The namespaces of the kinds' identities, as Identity.String spells them.
+const (
+	KeyPrefix    = string(KindKey) + ":"
+	IPPrefix     = string(KindIP) + ":"
+	TenantPrefix = string(KindTenant) + ":"
+)
 
 // MaxTenantKey is the longest key of a KindTenant identity, in bytes: the longest key
 // the check function takes.
@@ -44,9 +47,6 @@ const MaxTenantKey = 1000
 
 // KeyIdentity returns the identity of an API key: its digest, never the key.
 func KeyIdentity(key string) Identity { return Identity{Kind: KindKey, Value: KeyDigest(key)} }
-
-// TenantIdentity returns the identity of a key the check function was invoked with.
-func TenantIdentity(key string) Identity { return Identity{Kind: KindTenant, Value: key} }
 
 // DigestLen is the length of a key digest in hex digits (128 bits of SHA-256).
 const DigestLen = 32

@@ -10,13 +10,6 @@ import (
 	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
-// The prefixes of the authorizer's identities that a check may name (see
-// checkapi.Request.Identity).
-const (
-	keyPrefix = string(bucketgate.KindKey) + ":"
-	ipPrefix  = string(bucketgate.KindIP) + ":"
-)
-
 // parseIdentity reads the explicit identity at path: "key:<digest>" or "ip:<address or
 // IPv6 prefix>", as the authorizer spells them.
 func parseIdentity(path string, raw []byte) (string, error) {
@@ -24,18 +17,18 @@ func parseIdentity(path string, raw []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if d, ok := strings.CutPrefix(id, keyPrefix); ok && bucketgate.ValidDigest(d) {
+	if d, ok := strings.CutPrefix(id, bucketgate.KeyPrefix); ok && bucketgate.ValidDigest(d) {
 		return id, nil
 	}
-	if a, ok := strings.CutPrefix(id, ipPrefix); ok && canonicalSource(a) {
+	if a, ok := strings.CutPrefix(id, bucketgate.IPPrefix); ok && canonicalSource(a) {
 		return id, nil
 	}
 	shown := strconv.Quote(truncate(id, 2*maxShown))
-	if !strings.HasPrefix(id, ipPrefix) { // it may be an API key itself: never quoted, so never logged
+	if !strings.HasPrefix(id, bucketgate.IPPrefix) { // it may be an API key itself: never quoted, so never logged
 		shown = fmt.Sprintf("%d bytes, not shown", len(id))
 	}
 	return "", fmt.Errorf("%s: %s: want %s<the first %d hex digits of the API key's SHA-256, never the key> or %s<address> (an IPv6 source by its prefix, such as %s2001:db8::/64), as the authorizer logs them",
-		path, shown, keyPrefix, bucketgate.DigestLen, ipPrefix, ipPrefix)
+		path, shown, bucketgate.KeyPrefix, bucketgate.DigestLen, bucketgate.IPPrefix, bucketgate.IPPrefix)
 }
 
 // canonicalSource reports whether s is a source as the authorizer writes it: an

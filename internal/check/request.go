@@ -12,7 +12,7 @@ import (
 // identityPrefix namespaces the check function's keys in Redis and in the registry: key
 // "tenant-42" spends the buckets of identity "tenant:tenant-42" (Redis key
 // "bg:{tenant:tenant-42}"), apart from the authorizer's "key:" and "ip:" identities.
-const identityPrefix = string(bucketgate.KindTenant) + ":"
+const identityPrefix = bucketgate.TenantPrefix
 
 // Member names of the payload.
 const (

@@ -68,12 +68,6 @@ type Document struct {
 // NewDocument returns the registry of c's keys and tenants.
 func NewDocument(c *config.Config) Document { return Document{c: c} }
 
-// Identity prefixes of the identities a registry knows.
-const (
-	keyPrefix    = string(bucketgate.KindKey) + ":"
-	tenantPrefix = string(bucketgate.KindTenant) + ":"
-)
-
 // Lookup returns the plan the document maps id to, or an Entry with no plan. It never
 // fails.
 func (d Document) Lookup(_ context.Context, id string) (Entry, error) {
@@ -84,9 +78,9 @@ func (d Document) Lookup(_ context.Context, id string) (Entry, error) {
 		p     *config.Plan
 		known bool
 	)
-	if digest, ok := strings.CutPrefix(id, keyPrefix); ok {
+	if digest, ok := strings.CutPrefix(id, bucketgate.KeyPrefix); ok {
 		p, known = d.c.PlanForKey(digest)
-	} else if key, ok := strings.CutPrefix(id, tenantPrefix); ok {
+	} else if key, ok := strings.CutPrefix(id, bucketgate.TenantPrefix); ok {
 		p, known = d.c.PlanForTenant(key)
 	}
 	if !known {

@@ -1,6 +1,9 @@
 package bucketgate
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Op is what a Request does to its buckets. The zero Op is OpCheck.
 type Op uint8
@@ -22,6 +25,9 @@ const (
 
 // opNames are the operations' names, by Op.
 var opNames = [...]string{OpCheck: "check", OpRefund: "refund", OpReset: "reset"}
+
+// opList lists the operations' names for an error: "check, refund or reset".
+var opList = strings.Join(opNames[:len(opNames)-1], ", ") + " or " + opNames[len(opNames)-1]
 
 // String returns the operation's name as the check function spells it: check, refund
 // or reset.
@@ -55,7 +61,7 @@ func (o Op) MarshalText() ([]byte, error) {
 func (o *Op) UnmarshalText(name []byte) error {
 	op, ok := ParseOp(string(name))
 	if !ok {
-		return fmt.Errorf("unknown operation %q: want check, refund or reset", name)
+		return fmt.Errorf("unknown operation %q: want %s", name, opList)
 	}
 	*o = op
 	return nil
@@ -88,8 +94,8 @@ func (q Request) Validate() error {
 		return fmt.Errorf("%w: no rules", ErrInvalid)
 	case len(q.Rules) > MaxRules:
 		return fmt.Errorf("%w: %d rules: want at most %d", ErrInvalid, len(q.Rules), MaxRules)
-	case q.Op > OpReset:
-		return fmt.Errorf("%w: operation %v: want check, refund or reset", ErrInvalid, q.Op)
+	case int(q.Op) >= len(opNames):
+		return fmt.Errorf("%w: operation %v: want %s", ErrInvalid, q.Op, opList)
 	case q.Cost < 0:
 		return fmt.Errorf("%w: cost %d: want 0 or more", ErrInvalid, q.Cost)
 	case q.Op == OpRefund && q.Cost == 0:

@@ -215,10 +215,12 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 	}
 	for i, q := range qs {
 		if q.Op != bucketgate.OpCheck {
-			if given == nil {
-				given = map[string]bool{}
+			if i < len(qs)-1 { // a later check of the batch must not be answered by the cache
+				if given == nil {
+					given = map[string]bool{}
+				}
+				given[q.Identity] = true
 			}
-			given[q.Identity] = true
 		} else if d, ok := g.cached(q, start); ok && !given[q.Identity] {
 			// A cached denial was given to this very request (same identity, rules,
 			// cost), so the request is valid.
@@ -273,19 +275,23 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 	}
 	end := g.opts.Now()
 	// Each circuit asked is told once: of a success when Redis decided any of its
-	// requests, else of a failure. A request has two circuits at most, among
+	// requests, else of a failure. A request has two circuits at most, a batch
 	// circuitCount.
-	var toldBuf [circuitCount]told
+	var toldBuf [2]told // a request's two circuits
 	tell := toldBuf[:0]
+	if len(asked) > 1 {
+		tell = make([]told, 0, circuitCount)
+	}
 	for k, i := range asked {
 		err := errs[k]
 		if errors.Is(err, bucketgate.ErrInvalid) {
 			return &BatchError{Index: i, Err: err}
 		}
 		if len(via) > 0 {
+			f := failure(err)
 			for _, b := range [...]*breaker{via[k].cluster, via[k].own} {
 				if b != nil {
-					tell = tellOnce(tell, b, failure(err))
+					tell = tellOnce(tell, b, f)
 				}
 			}
 		}

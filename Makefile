@@ -50,7 +50,7 @@ BACKEND ?=
 run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.yaml's gateway responses, a sample backend or BACKEND=URL
 	$(GO) run ./cmd/bucketgate-local serve -addr 127.0.0.1:$(PORT)$(if $(BACKEND), -backend '$(BACKEND)')
 
-# dynalite: a local DynamoDB for a registry table (see the README: make run with a registry).
+# dynalite: a local DynamoDB for a registry table (docs/keys.md: a session with a local table).
 DYNALITE_PORT ?= 8000
 dynalite: $(DYNALITE) ## a local DynamoDB (dynalite, in memory) on 127.0.0.1:$(DYNALITE_PORT) for REGISTRY_TABLE
 	node $(DYNALITE_DIR)/node_modules/dynalite/cli.js --host 127.0.0.1 --port $(DYNALITE_PORT) --createTableMs 0
@@ -58,29 +58,47 @@ dynalite: $(DYNALITE) ## a local DynamoDB (dynalite, in memory) on 127.0.0.1:$(D
 invoke: ## one sample event through its function: make invoke EVENT=events/check-single.json [FUNCTION=check]
 	$(if $(EVENT),,$(error EVENT is not set: make invoke EVENT=events/check-single.json))$(GO) run ./cmd/bucketgate-local invoke $(if $(FUNCTION),-function $(FUNCTION) )$(EVENT)
 
+# The version every binary reports (internal/version): VERSION=... if given, else git
+# describe of this Makefile's own checkout. `sam build` runs this Makefile from a copy of
+# the sources without .git, so git asks the Makefile's directory, not the current one.
+# Outside a git checkout it is empty, and the binaries report their module's version
+# from its build info instead.
+MAKEFILE_DIR := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git -C '$(MAKEFILE_DIR)' describe --tags --always --dirty 2>/dev/null)
+endif
+GO_LDFLAGS = -s -w$(if $(VERSION), -X github.com/bucketgate/bucketgate/internal/version.stamp=$(VERSION))
+
 # Lambda builds. `sam build` runs build-<LogicalId> (template.yaml: BuildMethod makefile)
 # with ARTIFACTS_DIR set; the provided.al2023 runtime runs the file named bootstrap.
 # LAMBDA_ARCH matches the template's Architectures; tests build for the host with it.
 LAMBDA_ARCH ?= arm64
-LAMBDA_BUILD = CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
+LAMBDA_BUILD = CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='$(GO_LDFLAGS)'
 CHECK_ARTIFACTS_DIR = $(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for a local build run make build))
 
-.PHONY: build build-AuthorizerFunction build-CheckFunction clean lint
+.PHONY: build build-AuthorizerFunction build-CheckFunction cli clean lint
 build-AuthorizerFunction:
 	$(CHECK_ARTIFACTS_DIR)$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/authorizer
 
 build-CheckFunction:
 	$(CHECK_ARTIFACTS_DIR)$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/check
 
-build: ## both Lambda binaries: bin/authorizer/bootstrap and bin/check/bootstrap
-	$(MAKE) build-AuthorizerFunction ARTIFACTS_DIR=$(CURDIR)/bin/authorizer
-	$(MAKE) build-CheckFunction ARTIFACTS_DIR=$(CURDIR)/bin/check
+# BIN is where make build and make cli put the binaries. build runs the recipes in this
+# directory with paths relative to it, so that what it prints is the same on every
+# machine (docs/deploy.md shows it; a test holds it).
+BIN ?= bin
+build: cli ## both Lambda binaries, bin/authorizer/bootstrap and bin/check/bootstrap, and the CLI
+	$(MAKE) --no-print-directory build-AuthorizerFunction ARTIFACTS_DIR=$(BIN)/authorizer VERSION=$(VERSION)
+	$(MAKE) --no-print-directory build-CheckFunction ARTIFACTS_DIR=$(BIN)/check VERSION=$(VERSION)
+
+cli: ## the operator's CLI for this machine: bin/bucketgate
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(GO_LDFLAGS)' -o $(BIN)/bucketgate ./cmd/bucketgate
 
 clean:
 	rm -rf bin .aws-sam
 
-lint: ## cfn-lint on template.yaml (SAM transform included)
-	cfn-lint template.yaml
+lint: ## cfn-lint on every template: template.yaml and examples/ (SAM transform included)
+	cfn-lint template.yaml examples/*.yaml
 
 # The tools (make bench, bench-instructions, stress) are a Go module of their own in
 # tools/, so that the product's go.mod lists only what the functions, the CLI and their

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
+	"github.com/bucketgate/bucketgate/internal/localgw"
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 )
 
@@ -113,7 +114,7 @@ func TestErrors(t *testing.T) {
 			},
 			check: func(t *testing.T, err error) {
 				var e *checkclient.FunctionError
-				if !errors.As(err, &e) || e.Type != "Sandbox.Timedout" || e.Kind != lambdatest.FunctionErrorUnhandled || !strings.Contains(e.Message, "timed out") {
+				if !errors.As(err, &e) || e.Type != "Sandbox.Timedout" || e.Kind != localgw.FunctionErrorUnhandled || !strings.Contains(e.Message, "timed out") {
 					t.Fatalf("error %v (%T), want *FunctionError of type Sandbox.Timedout", err, err)
 				}
 			},

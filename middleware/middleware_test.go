@@ -69,6 +69,7 @@ func TestAnswersAreTheGateways(t *testing.T) {
 	for _, key := range []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset} {
 		context[key] = whole(t, w.Header(), key)
 	}
+	context[ratelimitheaders.KeyRetryAfterText] = header(w.Header(), ratelimitheaders.HeaderRetryAfter) + " seconds"
 	context[ratelimitheaders.KeyRateLimit] = header(w.Header(), ratelimitheaders.HeaderRateLimit)
 	context[ratelimitheaders.KeyRateLimitPolicy] = header(w.Header(), ratelimitheaders.HeaderRateLimitPolicy)
 	context[ratelimitheaders.KeyResetAt], context[ratelimitheaders.KeyRule], context[ratelimitheaders.KeyPlan] = resetAt(t, w.Body.String()), "burst", "free"

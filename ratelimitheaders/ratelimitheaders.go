@@ -37,6 +37,9 @@ const (
 	// KeyRetryAfter: seconds until the request could succeed, rounded up; 0 when
 	// allowed (number). The Retry-After header value.
 	KeyRetryAfter = "retryAfter"
+	// KeyRetryAfterText: KeyRetryAfter in words for a message, such as the 429's body:
+	// "1 second", "2 seconds" ("0 seconds" when allowed) (string).
+	KeyRetryAfterText = "retryAfterText"
 	// KeyReset: when every rule is full again, in Unix seconds rounded up, from the
 	// Redis clock (number).
 	KeyReset = "reset"

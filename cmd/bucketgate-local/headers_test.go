@@ -12,10 +12,11 @@ import (
 	"testing"
 )
 
-// The README's scenario, through the real local gateway on a Redis whose clock the test
-// holds: a fresh key's first three requests answer 200 with X-RateLimit-Remaining 9, 8, 7
-// and the RateLimit headers (no Retry-After), as the deployed HTTP API maps them; the
-// 11th answers 429 with the same headers plus Retry-After.
+// The quick start's scenario (README.md), through the real local gateway on a Redis
+// whose clock the test holds: a fresh key's first three requests answer 200 with
+// X-RateLimit-Remaining 9, 8, 7 and the RateLimit headers (no Retry-After), as the
+// deployed HTTP API maps them; the 11th answers 429 with the same headers plus
+// Retry-After.
 func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
 	m := miniAt(t)
 	g := startGateway(t, map[string]string{"REDIS_ADDR": m.Addr(), "DENY_CACHE_SIZE": "0"})
@@ -149,19 +150,22 @@ func TestBackendProxy(t *testing.T) {
 	}
 }
 
-// A service that cannot be reached answers 502, as API Gateway's integration would.
+// A service that cannot be reached gets the template's INTEGRATION_FAILURE gateway
+// response: 502 with a JSON body like the other gateway responses, never an empty one.
 func TestBackendUnreachable(t *testing.T) {
 	srv, _ := recordingBackend(t)
 	url := srv.URL
 	srv.Close()
 	g := startGatewayWith(t, serveOptions{template: templatePath, backend: url}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
-	resp, err := http.Get(g.url + "/scores")
-	if err != nil {
-		t.Fatal(err)
+	r := g.get(t, "/scores", "")
+	if r.status != http.StatusBadGateway || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d, Content-Type %q: want 502, application/json", r.status, r.header.Get("Content-Type"))
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadGateway {
-		t.Fatalf("status %d, want 502", resp.StatusCode)
+	if r.body["error"] != "Bad gateway" || r.body["message"] == nil {
+		t.Errorf("body %v, want the template's INTEGRATION_FAILURE body", r.body)
+	}
+	if !strings.Contains(g.stderr.String(), "backend: ") {
+		t.Errorf("the reason is not on stderr:\n%s", g.stderr.String())
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/lambdaerror"
+	"github.com/bucketgate/bucketgate/internal/localgw"
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // functionOf returns the function a sample event is for: the first word of its file
@@ -21,6 +22,32 @@ import (
 func functionOf(event string) string {
 	word, _, _ := strings.Cut(filepath.Base(event), "-")
 	return strings.TrimSuffix(word, filepath.Ext(word))
+}
+
+// sampleConfig is the configuration the sample authorizer events need (their API key's
+// plan, their route), kept beside them in events/.
+const sampleConfig = "authorizer-config.yaml"
+
+// withSampleConfig returns getenv with RATE_LIMIT_CONFIG_FILE naming the sampleConfig
+// beside the event at eventPath when that file exists and getenv names no configuration,
+// and says so on stderr; otherwise getenv as it is. So the sample events decide as their
+// README (events/README.md) says, and a configuration given explicitly always wins.
+func withSampleConfig(getenv func(string) string, eventPath string, stderr io.Writer) func(string) string {
+	if getenv(settings.EnvConfigInline) != "" || getenv(settings.EnvConfigFile) != "" {
+		return getenv
+	}
+	file := filepath.Join(filepath.Dir(eventPath), sampleConfig)
+	if _, err := os.Stat(file); err != nil {
+		return getenv
+	}
+	fmt.Fprintf(stderr, "invoke: %s=%s, the sample events' configuration beside the event (set %s or %s for another)\n",
+		settings.EnvConfigFile, file, settings.EnvConfigInline, settings.EnvConfigFile)
+	return func(k string) string {
+		if k == settings.EnvConfigFile {
+			return file
+		}
+		return getenv(k)
+	}
 }
 
 // invoke runs the event in the file eventPath through function (by default the one its
@@ -39,6 +66,9 @@ func invoke(ctx context.Context, function, eventPath string, getenv func(string)
 	if !ok {
 		return fmt.Errorf("%w: no function %q (from %s): want -function %s", errUsage, function, eventPath, strings.Join(slices.Sorted(maps.Keys(app.Functions)), " or "))
 	}
+	if f.Name == app.Authorizer.Name {
+		getenv = withSampleConfig(getenv, eventPath, stderr)
+	}
 	getenv, _, stop, err := withRedis(getenv)
 	if err != nil {
 		return err
@@ -51,7 +81,7 @@ func invoke(ctx context.Context, function, eventPath string, getenv func(string)
 	out, err := h.Invoke(ctx, payload)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: function error\n", function)
-		out, err = json.Marshal(lambdaerror.Response(err))
+		out, err = json.Marshal(localgw.ErrorResponse(err))
 		if err != nil {
 			return err
 		}

@@ -39,6 +39,10 @@ func TestInvokeSampleEvents(t *testing.T) {
 			map[string]any{"principalId": "ip:203.0.113.10"}, map[string]any{"plan": "free", "remaining": 9.0, "reason": "ok"}},
 		{"authorizer with the sample configuration", map[string]string{"RATE_LIMIT_CONFIG_FILE": samples.Path("authorizer-config.yaml")}, []string{"authorizer-rest-pro.json"},
 			nil, map[string]any{"plan": "pro", "remaining": 98.0}},
+		{"authorizer with the configuration beside the event", nil, []string{"authorizer-rest-pro.json"},
+			map[string]any{"principalId": "key:d6235c28c26508027bdf89583d20ed0a"}, map[string]any{"plan": "pro", "remaining": 98.0}},
+		{"a configuration given wins", map[string]string{"RATE_LIMIT_CONFIG": "{defaultPlan: free, plans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}}"}, []string{"authorizer-rest-pro.json"},
+			map[string]any{"principalId": "ip:198.51.100.23"}, map[string]any{"plan": "free"}},
 		{"FUNCTION chosen by flag", nil, []string{"-function", "check", "authorizer-rest.json"},
 			map[string]any{"errorType": checkapi.ErrorTypeInvalidRequest}, nil},
 	}
@@ -64,6 +68,10 @@ func TestInvokeSampleEvents(t *testing.T) {
 				if ctx[k] != want {
 					t.Errorf("context %s = %#v, want %#v (reply %s)", k, ctx[k], want, stdout)
 				}
+			}
+			// The sample configuration, when it applies, is named on stderr: never silently.
+			if named := strings.Contains(stderr, "RATE_LIMIT_CONFIG_FILE="+samples.Path("authorizer-config.yaml")+", the sample events' configuration"); named != (tc.env == nil && functionOf(args[len(args)-1]) == "authorizer" && tc.args[0] != "-function") {
+				t.Errorf("stderr %q: names the sample configuration %v", stderr, named)
 			}
 			if _, isErr := reply["errorType"]; isErr != strings.Contains(stderr, "function error") {
 				t.Errorf("stderr %q: want it to say function error exactly when the reply is one", stderr)

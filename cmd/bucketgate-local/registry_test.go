@@ -40,7 +40,7 @@ func TestMadeUpKeysShareTheIPBucket(t *testing.T) {
 	}
 }
 
-// The README's session with a local table, through the real local gateway and the real
+// The session with a local table (docs/keys.md), through the real local gateway and the real
 // CLI: keys init, keys create, curl with the new key, keys revoke, curl again.
 func TestRegistrySession(t *testing.T) {
 	srv := dynalite.Start(t)

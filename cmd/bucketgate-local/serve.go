@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"text/template"
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -37,8 +36,10 @@ type serveOptions struct {
 // the real authorizer handler (built from getenv as in Lambda, on the embedded Redis
 // unless REDIS_ADDR is set), denials and failures get the gateway responses of the SAM
 // template at o.template, and allowed requests reach the backend (the sample backend,
-// or the service at o.backend) with the rate-limit headers. It prints how to try it and
-// then one line per request to stdout; the authorizer logs to stderr.
+// or the service at o.backend) with the rate-limit headers. The same address serves the
+// Lambda Invoke API for the check function, on the same Redis, under any function name
+// (AWS_ENDPOINT_URL_LAMBDA for checkclient and bucketgate buckets). It prints how to try
+// it and then one line per request to stdout; the functions log to stderr.
 func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(string) string, stdout, stderr io.Writer) error {
 	defer l.Close()
 	responses, err := localgw.LoadResponses(o.template)
@@ -47,7 +48,7 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	}
 	backend, backendText := localgw.SampleBackend(), sampleBackendText
 	if o.backend != "" {
-		if backend, err = localgw.ProxyBackend(o.backend, stderr); err != nil {
+		if backend, err = localgw.ProxyBackend(o.backend, responses.Lookup(localgw.IntegrationFailure), stderr); err != nil {
 			return fmt.Errorf("%w: -backend: %w", errUsage, err)
 		}
 		backendText = "your service at " + o.backend + " (method, path, query, headers and body as sent)"
@@ -61,17 +62,32 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	if err != nil {
 		return fmt.Errorf("authorizer init: %w", err)
 	}
-	gw := &localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix}
-	srv := &http.Server{Handler: accessLog(stdout, gw), ReadHeaderTimeout: readHeaderTimeout}
+	check, _, err := app.Build(app.Check, getenv, io.Discard, stderr)
+	if err != nil {
+		return fmt.Errorf("check init: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(localgw.InvokePath, func(w http.ResponseWriter, r *http.Request) { localgw.Invoke(w, r, check) })
+	mux.Handle("/", &localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix})
+	srv := &http.Server{Handler: accessLog(stdout, mux), ReadHeaderTimeout: readHeaderTimeout}
+	s, err := settings.Load(getenv)
+	if err != nil {
+		return err
+	}
+	cfg, err := app.LoadConfig(s) // app.Build loaded it already: it cannot fail here
+	if err != nil {
+		return err
+	}
+	url := "http://" + l.Addr().String()
 	if err := printBanner(stdout, banner{
-		URL:      "http://" + l.Addr().String(),
+		URL:      url,
 		Template: o.template,
 		Redis:    where,
 		Backend:  backendText,
-		Header:   cmp.Or(getenv(settings.EnvAPIKeyHeader), settings.DefaultAPIKeyHeader),
 		Registry: registryWhere(getenv),
-		BuiltIn:  getenv(settings.EnvConfigInline) == "" && getenv(settings.EnvConfigFile) == "",
+		BuiltIn:  s.ConfigInline == "" && s.ConfigFile == "",
 		LogLevel: settings.EnvLogLevel,
+		TryIt:    tryIt(cfg, url, s.APIKeyHeader),
 	}); err != nil {
 		return err
 	}
@@ -90,33 +106,6 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	}
 	return err
 }
-
-// sampleBackendText describes the sample backend in the banner.
-const sampleBackendText = `200 {"ok":true,"path":...} on any path (-backend URL, or make run BACKEND=URL, for your own service)`
-
-// banner is what the server says when it starts.
-type banner struct {
-	URL, Template, Redis, Registry, Backend, Header, LogLevel string
-	BuiltIn                                                   bool // the built-in plans apply
-}
-
-var bannerText = template.Must(template.New("banner").Parse(`bucketgate local API Gateway on {{.URL}}
-  authorizer  the Lambda handler, in-process, for every request (logs on stderr; {{.LogLevel}}=debug shows each decision)
-  responses   429 / 503 / 401 gateway responses from {{.Template}}
-  redis       {{.Redis}}
-  registry    {{.Registry}}
-  backend     {{.Backend}}
-  headers     RateLimit, RateLimit-Policy, X-RateLimit-Limit, -Remaining, -Reset on every answer
-{{if .BuiltIn}}
-Built-in plans: every caller without a registered key is on free (a burst of 10, then 1 request per second).{{end}}
-Try it: every answer shows what is left; the 11th request in a row is answered 429 with Retry-After.
-  curl -i -H '{{.Header}}: k' {{.URL}}/scores
-  for i in $(seq 11); do curl -s -o /dev/null -w '%{http_code} ' -H '{{.Header}}: k' {{.URL}}/scores; done; echo
-Without the header, or with a key nobody registered, the caller is limited by its IP address. Ctrl-C stops.
-
-`))
-
-func printBanner(w io.Writer, b banner) error { return bannerText.Execute(w, b) }
 
 // registryWhere says where the authorizer finds API keys: the DynamoDB table of
 // REGISTRY_TABLE (at the endpoint the AWS SDK is pointed at, if any), or the

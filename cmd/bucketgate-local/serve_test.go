@@ -164,7 +164,7 @@ func TestFreePlanOverHTTP(t *testing.T) {
 	}
 	wantBody := map[string]any{
 		"error":      "Rate limit exceeded",
-		"message":    "Too many requests. A retry after 1 seconds (plus a random jitter) will be accepted.",
+		"message":    "Too many requests. A retry after 1 second (plus a random jitter) will be accepted.",
 		"limit":      10.0,
 		"remaining":  0.0,
 		"retryAfter": 1.0,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -28,9 +27,9 @@ never after a failure that may have come after it ran); reset makes every rule f
 Each prints the buckets after it.
 
 Every command invokes the check function --function NAME (default: $` + envCheckFunction + `, else
-` + defaultCheckFunction + `) through Lambda Invoke, with the AWS SDK's default credentials and
-region, which need lambda:InvokeFunction on it; AWS_ENDPOINT_URL_LAMBDA points it at
-another endpoint.
+the output ` + outputCheckName + ` of the stack of --stack, else ` + defaultCheckFunction + `) through Lambda
+Invoke, with the AWS SDK's default credentials and region, which need
+lambda:InvokeFunction on it; AWS_ENDPOINT_URL_LAMBDA points it at another endpoint.
 `
 
 // envCheckFunction names the check function the buckets commands invoke, and
@@ -67,7 +66,8 @@ func runBuckets(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	function := fs.String("function", "", "the check function: a name, name:alias or ARN (default: $"+envCheckFunction+", else "+defaultCheckFunction+")")
+	function := fs.String("function", "", "the check function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputCheckName+", else "+defaultCheckFunction+")")
+	e.addStack(fs)
 	plan := fs.String("plan", "", "the rules of this plan, instead of the identity's own")
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule NAME:CAPACITY:RATE instead of the identity's own, such as a route's (repeatable)")
@@ -100,7 +100,10 @@ func runBuckets(e env, args []string) error {
 	if err := complete(&req); err != nil {
 		return err
 	}
-	name := cmp.Or(*function, e.getenv(envCheckFunction), defaultCheckFunction)
+	name, err := functionOf(e, *function, e.stack())
+	if err != nil {
+		return err
+	}
 	checks, err := newCheckClient(e.ctx, name)
 	if err != nil {
 		return err
@@ -119,6 +122,23 @@ func runBuckets(e env, args []string) error {
 		return writeJSON(e.stdout, bucketJSONOf(t.id, res))
 	}
 	return writeBucket(e.stdout, t.id, res)
+}
+
+// functionOf returns the check function to invoke: the --function flag's value,
+// else CHECK_FUNCTION's, else the one the outputs of st name, else defaultCheckFunction.
+func functionOf(e env, flagValue string, st *stack) (string, error) {
+	name, from := flagValue, "--function"
+	if name == "" {
+		name, from = e.getenv(envCheckFunction), envCheckFunction
+	}
+	switch {
+	case name != "":
+		st.passOver(e, "check function "+name, from)
+		return name, nil
+	case st.name != "":
+		return st.output(e.ctx, "--function", outputCheckName, outputCheckArn)
+	}
+	return defaultCheckFunction, nil
 }
 
 func showBucketFlags(*flag.FlagSet) func(*checkapi.Request) error {

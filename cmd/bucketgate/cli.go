@@ -9,6 +9,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/bucketgate/bucketgate/internal/version"
 )
 
 // Exit statuses of run.
@@ -21,11 +23,31 @@ const (
 // errUsage is wrapped by every error about the command line.
 var errUsage = errors.New("usage")
 
-// env is what every command runs with: the process's context, environment and output.
+// env is what every command runs with: the process's context, environment and output,
+// and the --stack flag given before the group, if any.
 type env struct {
 	ctx            context.Context
 	getenv         func(string) string
 	stdout, stderr io.Writer
+	stackFlag      *flag.Flag
+}
+
+// addStack adds --stack to the command's flags fs, sharing the value of the flag before
+// the group: it can be given in either place, once.
+func (e env) addStack(fs *flag.FlagSet) {
+	if e.stackFlag != nil {
+		fs.Var(e.stackFlag.Value, e.stackFlag.Name, e.stackFlag.Usage)
+	}
+}
+
+// stack returns the stack the command line or BUCKETGATE_STACK names, once the
+// command's flags are parsed; it is read only when a command needs one of its outputs.
+func (e env) stack() *stack {
+	var name string
+	if e.stackFlag != nil {
+		name = e.stackFlag.Value.String()
+	}
+	return newStack(e, name)
 }
 
 // group is a group of commands, such as keys: it runs the arguments after its name.
@@ -39,12 +61,13 @@ type group struct {
 var groups = map[string]group{
 	"keys":    {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
 	"buckets": {about: "the buckets of an API key, an IP address or a tenant, through the check function", run: runBuckets, usage: bucketsUsage},
+	"version": {about: "the version of this bucketgate (also --version)", run: runVersion, usage: "  bucketgate version\n"},
 }
 
 // usage is the whole command line's usage.
 func usage() string {
 	var b strings.Builder
-	b.WriteString("usage: bucketgate GROUP COMMAND [flags] [arguments]\n")
+	b.WriteString("usage: bucketgate [--stack NAME] GROUP COMMAND [flags] [arguments]\n\n" + stackUsage)
 	for _, name := range slices.Sorted(maps.Keys(groups)) {
 		fmt.Fprintf(&b, "\n%s: %s\n%s", name, groups[name].about, groups[name].usage)
 	}
@@ -69,8 +92,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return exitError
 }
 
-// dispatch runs the group named by args[0].
+// dispatch reads the flags before the group (--stack, --version, --help), then runs
+// the group named by the first argument after them.
 func dispatch(e env, args []string) error {
+	fs := flag.NewFlagSet("bucketgate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.String("stack", "", "the deployed stack whose outputs name the table and the check function (default: $"+envStack+")")
+	showVersion := fs.Bool("version", false, "print the version")
+	onceOnly(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	e.stackFlag, args = fs.Lookup("stack"), fs.Args()
+	if *showVersion {
+		return runVersion(e, args)
+	}
 	if len(args) == 0 {
 		return fmt.Errorf("%w: name a group: %s", errUsage, strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
 	}
@@ -106,11 +145,7 @@ func command[C any](group string, commands map[string]C, args []string) (C, *fla
 // exactly n arguments; it returns them. A flag given twice is a usage error, not a
 // silent choice of the last one, unless its value is repeatable (--rule).
 func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
-	fs.VisitAll(func(f *flag.Flag) {
-		if _, ok := f.Value.(repeatable); !ok {
-			f.Value = &once{Value: f.Value}
-		}
-	})
+	onceOnly(fs)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -129,6 +164,27 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		return nil, fmt.Errorf("%w: %s: want %d argument(s), got %d", errUsage, fs.Name(), n, len(positional))
 	}
 	return positional, nil
+}
+
+// onceOnly makes every flag of fs refuse to be given twice, unless its value is
+// repeatable.
+func onceOnly(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(repeatable); !ok {
+			f.Value = &once{Value: f.Value}
+		}
+	})
+}
+
+// runVersion prints the version.
+func runVersion(e env, args []string) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(e.stdout, "bucketgate", version.String())
+	return err
 }
 
 // repeatable is a flag's value that takes the flag more than once.

@@ -36,8 +36,8 @@ func explainInvoke(err error, function string) error {
 	case errors.As(err, &invalid):
 		return fmt.Errorf("%s refused the request, nothing was changed: %s", function, invalid.Message)
 	case errors.As(err, &missing):
-		return fmt.Errorf("no function %s: set %s or --function to the check function's name (the stack's output CheckFunctionName): %w",
-			function, envCheckFunction, err)
+		return fmt.Errorf("no function %s: name the deployed stack with --stack or %s, or set %s or --function to the check function's name (the stack's output %s): %w",
+			function, envStack, envCheckFunction, outputCheckName, err)
 	case errors.As(err, &api) && api.ErrorCode() == "AccessDeniedException":
 		return fmt.Errorf("not allowed to invoke %s: these credentials need lambda:InvokeFunction on it: %w", function, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -36,10 +37,11 @@ line of stdout: it is shown once, only its digest is stored. WHEN is an RFC 3339
 or a duration such as 90s). A rule named like one of the plan's or a route's replaces it
 for the key; another name adds a rule.
 
-Every command takes --table NAME (default: $REGISTRY_TABLE) and the AWS SDK's default
-credentials and region; AWS_ENDPOINT_URL_DYNAMODB points it at a local DynamoDB. Plans
-are checked against the configuration document of RATE_LIMIT_CONFIG,
-RATE_LIMIT_CONFIG_FILE or the built-in one, as the functions load it.
+Every command takes --table NAME (default: $REGISTRY_TABLE, else the output
+RegistryTableName of the stack of --stack) and the AWS SDK's default credentials and
+region; AWS_ENDPOINT_URL_DYNAMODB points it at a local DynamoDB. Plans are checked
+against the configuration document of RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the
+built-in one, as the functions load it.
 `
 
 // keysCommand is one keys command: it adds its flags to fs and returns the function that
@@ -69,7 +71,8 @@ func runKeys(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	table := fs.String("table", "", "the registry table (default: $"+settings.EnvRegistryTable+")")
+	table := fs.String("table", "", "the registry table (default: $"+settings.EnvRegistryTable+", else the stack's "+outputTable+")")
+	e.addStack(fs)
 	do := c.flags(fs)
 	positional, err := parse(fs, args[1:], c.args)
 	if err != nil {
@@ -80,35 +83,46 @@ func runKeys(e env, args []string) error {
 			return err
 		}
 	}
-	t, err := openTable(e, *table)
+	t, err := openTable(e, *table, e.stack())
 	if err != nil {
 		return err
 	}
 	return do(e, t, positional)
 }
 
-// openTable returns the registry table called name, or the one of REGISTRY_TABLE, with
-// the configuration's plans.
-func openTable(e env, name string) (*keyTable, error) {
+// openTable returns the registry table called name, else the one of REGISTRY_TABLE,
+// else the one the output RegistryTableName of st names, with the configuration's plans.
+// It reads the stack, if it must, on the table's first use, after the command has
+// checked its arguments.
+func openTable(e env, name string, st *stack) (*keyTable, error) {
 	s, err := settings.Load(e.getenv)
 	if err != nil {
 		return nil, err
 	}
+	from := "--table"
 	if name == "" {
-		name = s.RegistryTable
+		name, from = s.RegistryTable, settings.EnvRegistryTable
 	}
-	if name == "" {
-		return nil, fmt.Errorf("%w: no registry table: set %s or --table", errUsage, settings.EnvRegistryTable)
+	if name == "" && st.name == "" {
+		return nil, fmt.Errorf("%w: no registry table: set %s or --table, or name the stack with --stack or %s", errUsage, settings.EnvRegistryTable, envStack)
 	}
 	plans, err := app.LoadConfig(s)
 	if err != nil {
 		return nil, err
 	}
-	db, err := registry.NewClient(e.ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &keyTable{db: db, name: name, plans: plans}, nil
+	t := &keyTable{name: name, plans: plans}
+	t.open = sync.OnceValue(func() (err error) {
+		if t.name == "" {
+			if t.name, err = st.output(e.ctx, "--table", outputTable); err != nil {
+				return err
+			}
+		} else {
+			st.passOver(e, "table "+t.name, from)
+		}
+		t.db, err = registry.NewClient(e.ctx)
+		return err
+	})
+	return t, nil
 }
 
 func initFlags(*flag.FlagSet) func(env, *keyTable, []string) error {

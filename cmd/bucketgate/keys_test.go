@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -62,24 +63,28 @@ func (c *cli) fails(code int, want string, args ...string) {
 	}
 }
 
-// items returns every item of the table as DynamoDB holds it, printed.
+// items returns every item of the table as DynamoDB holds it, printed: a line each, in
+// order.
 func (c *cli) items() string {
 	c.t.Helper()
 	out, err := c.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table)})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	var b strings.Builder
-	for _, it := range out.Items {
+	lines := make([]string, len(out.Items))
+	for i, it := range out.Items {
+		var b strings.Builder
 		printAttributes(&b, it)
-		b.WriteByte('\n')
+		lines[i] = b.String() + "\n"
 	}
-	return b.String()
+	slices.Sort(lines)
+	return strings.Join(lines, "")
 }
 
-// printAttributes writes every name and value of item, nested ones too.
+// printAttributes writes every name and value of item, nested ones too, by name.
 func printAttributes(b *strings.Builder, item map[string]types.AttributeValue) {
-	for name, v := range item {
+	for _, name := range slices.Sorted(maps.Keys(item)) {
+		v := item[name]
 		b.WriteString(name + "=")
 		switch v := v.(type) {
 		case *types.AttributeValueMemberS:
@@ -240,12 +245,22 @@ func TestKeysFollowTheConfiguration(t *testing.T) {
 	c.fails(exitError, "RATE_LIMIT_CONFIG", "keys", "show", key)
 }
 
+// help, --help and a command's --help print the usage: every group, command, flag
+// and variable.
 func TestHelp(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"help"}, func(string) string { return "" }, &stdout, &stderr); code != exitOK ||
-		!strings.Contains(stdout.String(), "bucketgate keys create --plan NAME") || !strings.Contains(stdout.String(), "bucketgate buckets refund --cost N") ||
-		!strings.Contains(stdout.String(), "(default: $CHECK_FUNCTION, else\nbucketgate-check)") || stderr.Len() != 0 {
-		t.Fatalf("help: %d\n%s\n%s", code, &stdout, &stderr)
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"keys", "create", "--help"}, {"--stack", "x", "buckets", "show", "-h"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr)
+		for _, want := range []string{
+			"usage: bucketgate [--stack NAME] GROUP COMMAND", "--stack NAME (default: $BUCKETGATE_STACK)", "outputs RegistryTableName and\nCheckFunctionName",
+			"bucketgate keys create --plan NAME", "bucketgate buckets refund --cost N", "  bucketgate version\n",
+			"--table NAME (default: $REGISTRY_TABLE, else the output\nRegistryTableName of the stack of --stack)",
+			"(default: $CHECK_FUNCTION, else\nthe output CheckFunctionName of the stack of --stack, else bucketgate-check)",
+		} {
+			if code != exitOK || !strings.Contains(stdout.String(), want) || stderr.Len() != 0 {
+				t.Fatalf("bucketgate %v: exit %d, want %q in\n%s\n%s", args, code, want, &stdout, &stderr)
+			}
+		}
 	}
 }
 
@@ -255,7 +270,7 @@ func TestHelp(t *testing.T) {
 func TestKeysChangeKeepsAConcurrentWrite(t *testing.T) {
 	c := newCLI(t)
 	c.ok("keys", "init")
-	kt, err := openTable(env{ctx: context.Background(), getenv: func(k string) string { return c.env[k] }}, "")
+	kt, err := openTable(env{ctx: context.Background(), getenv: func(k string) string { return c.env[k] }}, "", &stack{})
 	if err != nil {
 		t.Fatal(err)
 	}

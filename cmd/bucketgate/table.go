@@ -20,6 +20,9 @@ import (
 // keyTable is the registry table as the CLI writes it: every record is checked against
 // the configuration before it is written, as strictly as the functions read it.
 type keyTable struct {
+	// open finds the table's name, if it is not known yet, and makes db, on the first
+	// call; every call returns its error.
+	open  func() error
 	db    *dynamodb.Client
 	name  string
 	plans *config.Config
@@ -34,12 +37,18 @@ const (
 
 // create creates the table.
 func (t *keyTable) create(ctx context.Context) error {
+	if err := t.open(); err != nil {
+		return err
+	}
 	return t.explain(registry.CreateTable(ctx, t.db, t.name), "")
 }
 
 // put writes rec as a new item, after checking it as the functions would read it.
 func (t *keyTable) put(ctx context.Context, rec registry.Record) error {
 	if err := t.check(rec); err != nil {
+		return err
+	}
+	if err := t.open(); err != nil {
 		return err
 	}
 	_, err := t.db.PutItem(ctx, &dynamodb.PutItemInput{
@@ -57,6 +66,9 @@ func (t *keyTable) put(ctx context.Context, rec registry.Record) error {
 
 // revoke marks the item of id revoked, whatever else it holds.
 func (t *keyTable) revoke(ctx context.Context, id string) error {
+	if err := t.open(); err != nil {
+		return err
+	}
 	_, err := t.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),
 		Key:                       key(id),
@@ -187,6 +199,9 @@ func (t *keyTable) get(ctx context.Context, id string) (registry.Record, error) 
 
 // read reads the item of id (strongly consistent), as the table holds it.
 func (t *keyTable) read(ctx context.Context, id string) (map[string]types.AttributeValue, error) {
+	if err := t.open(); err != nil {
+		return nil, err
+	}
 	out, err := t.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.name), Key: key(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, t.explain(err, id)
@@ -205,6 +220,9 @@ type listed struct {
 
 // list reads every item, in the order of their ids.
 func (t *keyTable) list(ctx context.Context) ([]listed, error) {
+	if err := t.open(); err != nil {
+		return nil, err
+	}
 	var items []listed
 	p := dynamodb.NewScanPaginator(t.db, &dynamodb.ScanInput{TableName: aws.String(t.name), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {

@@ -22,6 +22,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/version"
 )
 
 // Function is one of bucketgate's Lambda functions.
@@ -104,25 +105,37 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 		return p, err
 	}
 	p.guard, p.conn = g, conn
-	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, name)
+	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name)
 	return p, nil
 }
 
 // Main is the main function of the Lambda function f: it builds f's handler from the
 // process environment and serves the Lambda Runtime API with it. It never returns. A
-// failed init logs one error line that names the function and what to set, and exits
-// with status 1: the Lambda runtime reports the exit, the log says why.
+// successful init logs one info line (MsgInit) with the function and its version. A
+// failed init logs one error line that names the function, its version and what to
+// set, and exits with status 1: the Lambda runtime reports the exit, the log says why.
 func Main(f Function) {
 	h, log, err := Build(f, os.Getenv, os.Stdout, os.Stderr)
+	fn, v := slog.String(AttrFunction, f.Name), slog.String(AttrVersion, version.String())
 	if err != nil {
-		log.Error("init failed", slog.String(AttrFunction, f.Name), slog.String(telemetry.AttrError, err.Error()))
+		log.Error(MsgInitFailed, fn, v, slog.String(telemetry.AttrError, err.Error()))
 		os.Exit(1)
 	}
+	log.Info(MsgInit, fn, v)
 	lambda.Start(h)
 }
 
-// AttrFunction is the log attribute naming the function whose init failed.
-const AttrFunction = "function"
+// Messages and attributes of the lines Main logs at init.
+const (
+	// MsgInit is the message of the info line of a function that is ready to serve.
+	MsgInit = "init"
+	// MsgInitFailed is the message of the error line of a function whose init failed.
+	MsgInitFailed = "init failed"
+	// AttrFunction names the function.
+	AttrFunction = "function"
+	// AttrVersion is bucketgate's version (package version).
+	AttrVersion = "version"
+)
 
 // LoadConfig loads the configuration document that s names: inline, from a file, or
 // the built-in one. Its error names the variable.

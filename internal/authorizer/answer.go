@@ -3,6 +3,7 @@ package authorizer
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/jsonout"
@@ -44,29 +45,32 @@ func (h *Handler) appendAnswer(b []byte, ev event, o Outcome) []byte {
 	return append(h.appendContext(b, o), '}')
 }
 
-// contextField is one member of the authorizer context: a number, or a string when
-// isStr.
+// contextField is one member of the authorizer context: a number, a string when
+// isStr, or the number followed by unit as a string when unit is set ("1 second").
 type contextField struct {
 	key   string
 	n     int64
 	str   string
 	isStr bool
+	unit  string
 }
 
 // contextFields are the authorizer context of o: the rate-limit figures that the
 // gateway responses and the headers read (ratelimitheaders names them), in the order of
 // their names, as encoding/json writes a map. buf holds the reset time's text.
-func (h *Handler) contextFields(o Outcome, buf []byte) [10]contextField {
+func (h *Handler) contextFields(o Outcome, buf []byte) [11]contextField {
 	d := o.Result.Decision
 	at := d.At
 	if at.IsZero() { // Redis did not decide (degraded): the local clock is all there is
 		at = h.Now()
 	}
 	reset := ceilUnix(at.Add(d.ResetAfter))
+	retryAfter := ceilSeconds(d.RetryAfter)
 	fields := [...]contextField{
 		{key: ratelimitheaders.KeyLimit, n: d.Limit},
 		{key: ratelimitheaders.KeyRemaining, n: d.Remaining},
-		{key: ratelimitheaders.KeyRetryAfter, n: ceilSeconds(d.RetryAfter)},
+		{key: ratelimitheaders.KeyRetryAfter, n: retryAfter},
+		{key: ratelimitheaders.KeyRetryAfterText, n: retryAfter, unit: seconds(retryAfter)},
 		{key: ratelimitheaders.KeyReset, n: reset},
 		{key: ratelimitheaders.KeyResetAt, str: string(time.Unix(reset, 0).UTC().AppendFormat(buf[:0], time.RFC3339)), isStr: true},
 		{key: ratelimitheaders.KeyRule, str: d.Rule, isStr: true},
@@ -88,9 +92,12 @@ func (h *Handler) appendContext(b []byte, o Outcome) []byte {
 			b = append(b, ',')
 		}
 		b = append(jsonout.String(b, f.key), ':')
-		if f.isStr {
+		switch {
+		case f.unit != "":
+			b = append(append(jsonout.Int(append(b, '"'), f.n), f.unit...), '"')
+		case f.isStr:
 			b = jsonout.String(b, f.str)
-		} else {
+		default:
 			b = jsonout.Int(b, f.n)
 		}
 	}
@@ -104,13 +111,25 @@ func (h *Handler) Context(o Outcome) map[string]any {
 	fields := h.contextFields(o, resetAt[:])
 	m := make(map[string]any, len(fields))
 	for _, f := range fields {
-		if f.isStr {
+		switch {
+		case f.unit != "":
+			m[f.key] = strconv.FormatInt(f.n, 10) + f.unit
+		case f.isStr:
 			m[f.key] = f.str
-		} else {
+		default:
 			m[f.key] = f.n
 		}
 	}
 	return m
+}
+
+// seconds returns the unit that follows n seconds in words: " second" after 1, else
+// " seconds".
+func seconds(n int64) string {
+	if n == 1 {
+		return " second"
+	}
+	return " seconds"
 }
 
 // ceilSeconds returns d in whole seconds, rounded up; 0 for d <= 0.

@@ -85,7 +85,7 @@ func newFixture(t testing.TB, o options) *fixture {
 		Plans:      cfg,
 		Registry:   reg,
 		Identities: ids,
-		Metrics:    telemetry.NewEmitter(&f.metrics, settings.DefaultNamespace, testFunction),
+		Metrics:    telemetry.NewEmitter(&f.metrics, settings.DefaultNamespace, settings.DefaultStackName, testFunction),
 		Log:        telemetry.NewLogger(&f.logs, slog.LevelDebug),
 		Now:        func() time.Time { return f.now },
 	}

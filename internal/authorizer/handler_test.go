@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -132,9 +133,10 @@ func TestFreePlanScenario(t *testing.T) {
 			}
 			want := map[string]any{
 				ratelimitheaders.KeyLimit: 10.0, ratelimitheaders.KeyRemaining: 0.0, ratelimitheaders.KeyRetryAfter: 1.0,
-				ratelimitheaders.KeyReset:   float64(t0.Add(10 * time.Second).Unix()), // from the Redis clock, not Now
-				ratelimitheaders.KeyResetAt: "2025-12-11T16:15:10Z",
-				ratelimitheaders.KeyRule:    "burst", ratelimitheaders.KeyPlan: "free", ratelimitheaders.KeyReason: "limited",
+				ratelimitheaders.KeyRetryAfterText: "1 second",                               // not "1 seconds"
+				ratelimitheaders.KeyReset:          float64(t0.Add(10 * time.Second).Unix()), // from the Redis clock, not Now
+				ratelimitheaders.KeyResetAt:        "2025-12-11T16:15:10Z",
+				ratelimitheaders.KeyRule:           "burst", ratelimitheaders.KeyPlan: "free", ratelimitheaders.KeyReason: "limited",
 				ratelimitheaders.KeyRateLimit: `"burst";r=0;t=1`, ratelimitheaders.KeyRateLimitPolicy: `"burst";q=10;w=10`,
 			}
 			for k, v := range want {
@@ -158,10 +160,30 @@ func TestFreePlanScenario(t *testing.T) {
 	}
 }
 
+// The retry-after in words says "second" for 1 and "seconds" for any other number, so
+// that the 429's message reads "a retry after 1 second" and "after 2 seconds".
+func TestRetryAfterText(t *testing.T) {
+	cfg, err := config.Parse([]byte(`{defaultPlan: slow, plans: {slow: [{name: burst, capacity: 1, refillPerSecond: 0.5}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, options{config: cfg})
+	ev := samples.Read(t, restEvent)
+	for i, want := range []string{"0 seconds", "2 seconds"} {
+		if a := f.mustInvoke(t, ev); a.str(t, ratelimitheaders.KeyRetryAfterText) != want {
+			t.Errorf("request %d: %s, want %s %q", i+1, a.raw, ratelimitheaders.KeyRetryAfterText, want)
+		}
+	}
+	f.mr.SetTime(t0.Add(time.Second))
+	if a := f.mustInvoke(t, ev); a.str(t, ratelimitheaders.KeyRetryAfterText) != "1 second" || a.num(t, ratelimitheaders.KeyRetryAfter) != 1 {
+		t.Errorf("a second later: %s, want %s 1, %s %q", a.raw, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyRetryAfterText, "1 second")
+	}
+}
+
 // Every context value is a string, a number or a boolean (API Gateway drops anything
 // else), and every documented key is there, whatever the outcome.
 func TestContextValueTypes(t *testing.T) {
-	keys := []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset, ratelimitheaders.KeyResetAt, ratelimitheaders.KeyRule, ratelimitheaders.KeyPlan, ratelimitheaders.KeyReason, ratelimitheaders.KeyRateLimit, ratelimitheaders.KeyRateLimitPolicy}
+	keys := []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset, ratelimitheaders.KeyResetAt, ratelimitheaders.KeyRule, ratelimitheaders.KeyPlan, ratelimitheaders.KeyReason, ratelimitheaders.KeyRateLimit, ratelimitheaders.KeyRateLimitPolicy, ratelimitheaders.KeyRetryAfterText}
 	slices.Sort(keys)
 	tests := []struct {
 		name     string
@@ -377,6 +399,7 @@ func TestEMFShape(t *testing.T) {
 			}
 		} `json:"_aws"`
 		Function      string
+		Stack         string
 		Outcome       string
 		Decisions     *float64
 		DenyCacheHits *float64
@@ -396,7 +419,7 @@ func TestEMFShape(t *testing.T) {
 	if d.Namespace != settings.DefaultNamespace {
 		t.Errorf("namespace %q", d.Namespace)
 	}
-	wantDims := [][]string{{telemetry.DimOutcome}, {telemetry.DimFunction, telemetry.DimOutcome}}
+	wantDims := [][]string{{telemetry.DimStack, telemetry.DimOutcome}, {telemetry.DimStack, telemetry.DimFunction, telemetry.DimOutcome}}
 	if !slices.EqualFunc(d.Dimensions, wantDims, slices.Equal[[]string]) {
 		t.Errorf("dimensions %v, want %v", d.Dimensions, wantDims)
 	}
@@ -404,14 +427,14 @@ func TestEMFShape(t *testing.T) {
 	for _, m := range d.Metrics {
 		names = append(names, m.Name+"/"+m.Unit)
 	}
-	want := []string{"Decisions/Count", "DenyCacheHits/Count", "RedisLatency/Milliseconds"}
+	want := []string{"Decisions/Count", "RedisLatency/Milliseconds"} // no deny-cache hit: no DenyCacheHits
 	if !slices.Equal(names, want) {
 		t.Errorf("metrics %v, want %v", names, want)
 	}
-	if doc.Function != testFunction || doc.Outcome != telemetry.OutcomeAllowed || doc.Decisions == nil || *doc.Decisions != 1 ||
-		doc.DenyCacheHits == nil || *doc.DenyCacheHits != 0 || len(doc.RedisLatency) != 1 {
-		t.Errorf("members Function=%q Outcome=%q Decisions=%v DenyCacheHits=%v RedisLatency=%v",
-			doc.Function, doc.Outcome, doc.Decisions, doc.DenyCacheHits, doc.RedisLatency)
+	if doc.Function != testFunction || doc.Stack != settings.DefaultStackName || doc.Outcome != telemetry.OutcomeAllowed || doc.Decisions == nil || *doc.Decisions != 1 ||
+		doc.DenyCacheHits != nil || len(doc.RedisLatency) != 1 {
+		t.Errorf("members Function=%q Stack=%q Outcome=%q Decisions=%v DenyCacheHits=%v RedisLatency=%v",
+			doc.Function, doc.Stack, doc.Outcome, doc.Decisions, doc.DenyCacheHits, doc.RedisLatency)
 	}
 	if strings.Contains(string(line), "203.0.113.10") {
 		t.Errorf("the identity is in the metrics: %s", line)

@@ -38,7 +38,7 @@ var stubAllowed = fixedGuard{
 // at the production level and its metrics formatted as in production, then discarded.
 func (f *fixture) benchInvoke(b *testing.B, event []byte) {
 	f.h.Log = telemetry.NewLogger(io.Discard, settings.DefaultLogLevel)
-	f.h.Metrics = telemetry.NewEmitter(io.Discard, settings.DefaultNamespace, testFunction)
+	f.h.Metrics = telemetry.NewEmitter(io.Discard, settings.DefaultNamespace, settings.DefaultStackName, testFunction)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -11,8 +11,8 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
-// docPath is the README section of the check function; every example in it is
-// replayed here.
+// docPath is the check function's contract; every example in it is replayed here,
+// but for the whole Go program and its output, which docs/docs_test.go builds and runs.
 const docPath = "../../docs/check.md"
 
 // goExamplePath holds the compiled Go example that the section quotes.
@@ -55,7 +55,8 @@ func readDocBlocks(t *testing.T) []docBlock {
 // TestDocExamples replays the section's examples in order on one fresh Redis at one
 // instant: each "json request" block against the "json response" or "json error"
 // block after it; the failure-policy blocks against the first request on a Redis that
-// is gone; the Go block against the compiled example. Any other block must be shell.
+// is gone; the Go blocks against the compiled example. Any other block must be shell,
+// or the whole program (and its output) that docs/docs_test.go runs.
 func TestDocExamples(t *testing.T) {
 	blocks := readDocBlocks(t)
 	_, client := startMiniredis(t)
@@ -88,7 +89,7 @@ func TestDocExamples(t *testing.T) {
 			if !strings.Contains(string(example), b.text) {
 				t.Errorf("%s:%d: the Go example is not in %s:\n%s", docPath, b.line, goExamplePath, b.text)
 			}
-		case "sh":
+		case "sh", "go program", "text": // docs/docs_test.go runs the program and its recipe
 		default:
 			t.Errorf("%s:%d: code block %q: no test replays it", docPath, b.line, b.info)
 		}

@@ -55,7 +55,7 @@ func newFixture(t testing.TB, client rueidis.Client, cfg *config.Config, opts gu
 		Guard:    guard.New(bucket.New(client), opts),
 		Plans:    cfg,
 		Registry: registry.NewDocument(cfg),
-		Metrics:  telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, testFunction),
+		Metrics:  telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, settings.DefaultStackName, testFunction),
 		Log:      slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:      func() time.Time { return testTime },
 	}

@@ -289,7 +289,7 @@ func BenchmarkParseLargest(b *testing.B) {
 	}
 }
 
-// Zero-padded numbers are refused, never read as octal: the README says so.
+// Zero-padded numbers are refused, never read as octal: docs/configuration.md says so.
 func TestNumbersAreDecimal(t *testing.T) {
 	c, err := config.Parse([]byte("defaultPlan: free\nplans: {free: [{name: b, capacity: 100, refillPerSecond: 0.5}, {name: d, capacity: 1000, refillPerSecond: 1e-2}]}"))
 	if err != nil {
@@ -405,7 +405,7 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
-// TestKeyDigest matches the README's shell recipe: sha256sum, first 32 hex digits.
+// TestKeyDigest matches the shell recipe of docs/keys.md: sha256sum, first 32 hex digits.
 func TestKeyDigest(t *testing.T) {
 	sum := sha256.Sum256([]byte("k"))
 	if got, want := bucketgate.KeyDigest("k"), hex.EncodeToString(sum[:])[:bucketgate.DigestLen]; got != want {

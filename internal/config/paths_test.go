@@ -7,7 +7,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
-// Routes match the path as a backend resolves it, in any case (README, "How routes
+// Routes match the path as a backend resolves it, in any case (docs/configuration.md, "How routes
 // match"): the table of samples.PathVariants, and more patterns.
 func TestRoutesMatchNormalizedPaths(t *testing.T) {
 	c, err := config.Parse([]byte(`

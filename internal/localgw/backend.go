@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -26,10 +25,10 @@ func SampleBackend() http.Handler {
 // ProxyBackend returns a backend that forwards every request to the service at base,
 // as an HTTP proxy integration does: the same method, base's path followed by the
 // request's path, the query, the headers (with X-Forwarded-For, -Host and -Proto added)
-// and the body; the service's answer goes back as it is. A service that cannot be
-// reached gets 502 Bad Gateway, and the reason goes to errs. base must be an absolute
-// http or https URL.
-func ProxyBackend(base string, errs io.Writer) (http.Handler, error) {
+// and the body; the service's answer goes back as it is. When the service cannot be
+// reached the client gets failure (the template's INTEGRATION_FAILURE gateway response),
+// and the reason goes to errs. base must be an absolute http or https URL.
+func ProxyBackend(base string, failure Response, errs io.Writer) (http.Handler, error) {
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("backend %q: want an absolute http:// or https:// URL without query, like http://127.0.0.1:3000", base)
@@ -39,6 +38,9 @@ func ProxyBackend(base string, errs io.Writer) (http.Handler, error) {
 			pr.SetURL(u)
 			pr.SetXForwarded()
 		},
-		ErrorLog: log.New(errs, "backend: ", 0),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			fmt.Fprintf(errs, "backend: %v\n", err)
+			failure.Write(w, r, nil)
+		},
 	}, nil
 }

@@ -24,6 +24,7 @@ const (
 	Unauthorized        = "UNAUTHORIZED"                   // the error "Unauthorized"
 	AuthorizerFailure   = "AUTHORIZER_FAILURE"             // any other error
 	AuthorizerConfigErr = "AUTHORIZER_CONFIGURATION_ERROR" // an answer API Gateway cannot read
+	IntegrationFailure  = "INTEGRATION_FAILURE"            // the backend did not answer
 )
 
 // Response is one gateway response: a status, headers mapped from the request or the
@@ -50,6 +51,7 @@ var defaults = Responses{
 	Unauthorized:        {StatusCode: http.StatusUnauthorized, ResponseTemplates: map[string]string{"application/json": `{"message":"Unauthorized"}`}},
 	AuthorizerFailure:   {StatusCode: http.StatusInternalServerError, ResponseTemplates: map[string]string{"application/json": `{"message":null}`}},
 	AuthorizerConfigErr: {StatusCode: http.StatusInternalServerError, ResponseTemplates: map[string]string{"application/json": `{"message":null}`}},
+	IntegrationFailure:  {StatusCode: http.StatusGatewayTimeout, ResponseTemplates: map[string]string{"application/json": `{"message":null}`}},
 }
 
 // template is the part of a SAM template that LoadResponses reads.

@@ -31,6 +31,16 @@ func checkNamespace(v string) error {
 	return nil
 }
 
+// checkStackName reports why v is not a CloudFormation stack name: a letter, then
+// letters, digits and hyphens, MaxStackName bytes at most.
+func checkStackName(v string) error {
+	ok := len(v) <= MaxStackName && v != "" && strings.Trim(v[:1], letters) == "" && strings.Trim(v, letters+digits+"-") == ""
+	if !ok {
+		return fmt.Errorf("%s=%q: want a CloudFormation stack name: a letter, then letters, digits and hyphens, %d bytes at most", EnvStackName, v, MaxStackName)
+	}
+	return nil
+}
+
 // checkTable reports why v is not a DynamoDB table name: 3 to 255 letters, digits, '_',
 // '-' or '.'. The template grants the functions GetItem on the table of that name, so
 // an ARN will not do either.
@@ -41,5 +51,9 @@ func checkTable(v string) error {
 	return nil
 }
 
-// tableNameBytes are the bytes of a DynamoDB table name.
-const tableNameBytes = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-."
+// The bytes of names.
+const (
+	letters        = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	digits         = "0123456789"
+	tableNameBytes = letters + digits + "_-." // a DynamoDB table name's
+)

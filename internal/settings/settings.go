@@ -2,7 +2,7 @@
 // where the configuration document is, how to reach Redis, the failure policy, the API
 // key header, logs, metrics and traces. It is the one package that knows the variables;
 // package app hands their values down as option structs. Every variable is documented
-// in the README with its default.
+// in docs/configuration.md with its default.
 package settings
 
 import (
@@ -41,6 +41,7 @@ const (
 	EnvRegistryCacheMS   = "REGISTRY_CACHE_MS"
 	EnvRegistryCacheSize = "REGISTRY_CACHE_SIZE"
 	EnvRegistryTimeoutMS = "REGISTRY_TIMEOUT_MS"
+	EnvStackName         = "STACK_NAME"
 )
 
 // Defaults of the settings that have one.
@@ -49,6 +50,9 @@ const (
 	DefaultTimeout = 50 * time.Millisecond
 	// DefaultNamespace is the CloudWatch namespace when METRICS_NAMESPACE is unset.
 	DefaultNamespace = "bucketgate"
+	// DefaultStackName is the Stack dimension of the metrics when STACK_NAME is unset:
+	// a run on this machine, not a deployed stack (the template sets the stack's name).
+	DefaultStackName = "local"
 	// DefaultDenyCacheSize is the deny cache's size in entries when DENY_CACHE_SIZE is unset.
 	DefaultDenyCacheSize = 10_000
 	// DefaultAPIKeyHeader is the header carrying the API key when API_KEY_HEADER is unset.
@@ -91,6 +95,9 @@ const (
 	MaxDenyCacheSize = 100_000
 	// MaxNamespace is the longest METRICS_NAMESPACE, in bytes: CloudWatch's own limit.
 	MaxNamespace = 255
+	// MaxStackName is the longest STACK_NAME, in bytes: CloudFormation's longest stack
+	// name. The name is on every metric line.
+	MaxStackName = 128
 	// MaxRegistryCacheTTL is the longest REGISTRY_CACHE_MS: a day, beyond which a
 	// revocation would hardly be one.
 	MaxRegistryCacheTTL = 24 * time.Hour
@@ -156,6 +163,11 @@ type Settings struct {
 	// MaxNamespace bytes of printable ASCII, not only spaces, not under "AWS/"; default
 	// DefaultNamespace).
 	Namespace string
+	// Stack is the Stack dimension of every metric: the CloudFormation stack the
+	// functions belong to, so that two stacks in one account and Region never share a
+	// metric, an alarm or a dashboard (STACK_NAME, a stack name: a letter, then up to
+	// MaxStackName letters, digits and hyphens in all; default DefaultStackName).
+	Stack string
 	// DenyCacheSize bounds the in-process deny cache, in entries; zero disables it
 	// (DENY_CACHE_SIZE, whole number >= 0; default DefaultDenyCacheSize).
 	DenyCacheSize int
@@ -207,6 +219,7 @@ func Load(getenv func(string) string) (Settings, error) {
 		Cluster:       ClusterAuto,
 		Timeout:       DefaultTimeout,
 		Namespace:     DefaultNamespace,
+		Stack:         cmp.Or(getenv(EnvStackName), DefaultStackName),
 		DenyCacheSize: DefaultDenyCacheSize,
 		Username:      getenv(EnvUsername),
 		Password:      getenv(EnvPassword),
@@ -259,6 +272,9 @@ func Load(getenv func(string) string) (Settings, error) {
 			return s, err
 		}
 		s.Namespace = v
+	}
+	if err := checkStackName(s.Stack); err != nil {
+		return s, err
 	}
 	if v := getenv(EnvDenyCacheSize); v != "" {
 		n, err := strconv.Atoi(v)

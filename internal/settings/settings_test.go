@@ -23,6 +23,7 @@ func TestLoadDefaults(t *testing.T) {
 		Cluster:       settings.ClusterAuto,
 		Timeout:       settings.DefaultTimeout,
 		Namespace:     settings.DefaultNamespace,
+		Stack:         settings.DefaultStackName,
 		DenyCacheSize: settings.DefaultDenyCacheSize,
 		APIKeyHeader:  settings.DefaultAPIKeyHeader,
 		LogLevel:      settings.DefaultLogLevel,
@@ -140,6 +141,10 @@ func TestLoad(t *testing.T) {
 			}},
 		{"registry read on every request", map[string]string{"REGISTRY_CACHE_MS": "0"},
 			func(s settings.Settings) bool { return s.RegistryCacheTTL == 0 }},
+		{"stack", map[string]string{"STACK_NAME": "orders-prod2"},
+			func(s settings.Settings) bool { return s.Stack == "orders-prod2" }},
+		{"longest stack name", map[string]string{"STACK_NAME": "S" + strings.Repeat("-", 127)},
+			func(s settings.Settings) bool { return len(s.Stack) == settings.MaxStackName }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,6 +233,10 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"registry cache that would overflow", map[string]string{"REGISTRY_CACHE_MS": "9223372036854"}, []string{"REGISTRY_CACHE_MS", "86400000"}},
 		{"registry cache empty", map[string]string{"REGISTRY_CACHE_SIZE": "0"}, []string{"REGISTRY_CACHE_SIZE", "1 to 1000000"}},
 		{"registry cache above the bound", map[string]string{"REGISTRY_CACHE_SIZE": "1000001"}, []string{"REGISTRY_CACHE_SIZE", "1000000"}},
+		{"stack name too long", map[string]string{"STACK_NAME": strings.Repeat("s", 129)}, []string{"STACK_NAME", "128 bytes at most"}},
+		{"stack name starting with a digit", map[string]string{"STACK_NAME": "2orders"}, []string{"STACK_NAME", `"2orders"`, "a letter"}},
+		{"stack name with an underscore", map[string]string{"STACK_NAME": "orders_prod"}, []string{"STACK_NAME", "hyphens"}},
+		{"stack name of spaces", map[string]string{"STACK_NAME": " "}, []string{"STACK_NAME"}},
 		{"registry timeout zero", map[string]string{"REGISTRY_TIMEOUT_MS": "0"}, []string{"REGISTRY_TIMEOUT_MS", "1 to 60000"}},
 	}
 	for _, tc := range tests {

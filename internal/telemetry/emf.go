@@ -1,6 +1,7 @@
 // Package telemetry writes bucketgate's CloudWatch metrics in Embedded Metric Format:
 // JSON lines on stdout that Lambda's log pipeline turns into metrics, with no API call in
-// the request path. Dimensions stay low-cardinality: never an identity.
+// the request path. Every metric carries the Stack dimension, so that two stacks in one
+// account and Region never share one. Dimensions stay low-cardinality: never an identity.
 package telemetry
 
 import (
@@ -21,12 +22,13 @@ const (
 	MetricDecisions     = "Decisions"     // count, by Outcome
 	MetricFailClosed    = "FailClosed"    // count, by Reason
 	MetricRedisLatency  = "RedisLatency"  // milliseconds, by Outcome
-	MetricDenyCacheHits = "DenyCacheHits" // count, by Outcome
+	MetricDenyCacheHits = "DenyCacheHits" // count, by Outcome; written only when not zero
 	MetricShadowLimited = "ShadowLimited" // count, by Rule: allowed requests a shadow rule would have denied
 	DimOutcome          = "Outcome"
 	DimReason           = "Reason"
 	DimFunction         = "Function"
 	DimRule             = "Rule"
+	DimStack            = "Stack" // on every metric, beside the others
 )
 
 // Outcome values of the Outcome dimension.
@@ -115,13 +117,17 @@ func durationToMillis(d time.Duration) float64 { return float64(d) / float64(tim
 type Emitter struct {
 	w         io.Writer
 	namespace string
+	stack     string
 	function  string
 }
 
 // NewEmitter returns an Emitter writing to w (os.Stdout in Lambda) under namespace, with
-// function as the Function dimension.
-func NewEmitter(w io.Writer, namespace, function string) *Emitter {
-	return &Emitter{w: w, namespace: namespace, function: function}
+// stack as the Stack dimension of every metric and function as the Function dimension.
+// Each metric is written by its own dimension with Stack (Decisions by Stack and
+// Outcome) and by it with Stack and Function (by Stack, Function and Outcome); a metric
+// without a dimension of its own by Stack and Function.
+func NewEmitter(w io.Writer, namespace, stack, function string) *Emitter {
+	return &Emitter{w: w, namespace: namespace, stack: stack, function: function}
 }
 
 // lines are reusable buffers for Emit.
@@ -173,6 +179,7 @@ func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 // write writes d as one EMF line at ms (Unix milliseconds), built in *buf.
 func (e *Emitter) write(buf *[]byte, d *document, ms int64) error {
 	d.add(field{name: DimFunction, str: e.function, isStr: true})
+	d.add(field{name: DimStack, str: e.stack, isStr: true})
 	b := d.append((*buf)[:0], ms)
 	*buf = append(b, '\n')
 	if _, err := e.w.Write(*buf); err != nil {
@@ -183,9 +190,10 @@ func (e *Emitter) write(buf *[]byte, d *document, ms int64) error {
 
 // The most fields and directives one EMF document holds: the decision's (Decisions,
 // DenyCacheHits, Outcome, RedisLatency, Reason, FailClosed), a registry lookup's
-// (RegistryLookups, Result) and the invalid items' (RegistryInvalidItems), and Function.
+// (RegistryLookups, Result) and the invalid items' (RegistryInvalidItems), Function and
+// Stack.
 const (
-	maxFields     = 10
+	maxFields     = 11
 	maxDirectives = 4
 	maxMetrics    = 3
 )
@@ -209,8 +217,8 @@ type field struct {
 	isStr bool
 }
 
-// directive is one CloudWatchMetrics entry: its metrics, by the dimension dim (and by
-// Function with dim), or by Function alone when dim is "".
+// directive is one CloudWatchMetrics entry: its metrics, by Stack and the dimension dim
+// (and by Stack, Function and dim), or by Stack and Function when dim is "".
 type directive struct {
 	namespace string
 	dim       string
@@ -232,13 +240,19 @@ func (d *document) directive(namespace, dim string, metrics ...emfMetric) *direc
 	return dir
 }
 
-// decisions adds g's metrics: Decisions and DenyCacheHits by Outcome, RedisLatency when
-// measured, and FailClosed by Reason when g failed closed.
+// decisions adds g's metrics: Decisions by Outcome, DenyCacheHits when there were any
+// (a sum that a zero would not change, left out to keep the line short: most lines are
+// allowed decisions, which never come from the deny cache), RedisLatency when measured,
+// and FailClosed by Reason when g failed closed.
 func (d *document) decisions(namespace string, g *group) {
-	dir := d.directive(namespace, DimOutcome, emfMetric{MetricDecisions, "Count"}, emfMetric{MetricDenyCacheHits, "Count"})
+	dir := d.directive(namespace, DimOutcome, emfMetric{MetricDecisions, "Count"})
 	d.add(field{name: DimOutcome, str: g.outcome, isStr: true})
 	d.add(field{name: MetricDecisions, n: g.decisions})
-	d.add(field{name: MetricDenyCacheHits, n: g.denyCacheHits})
+	if g.denyCacheHits > 0 {
+		dir.metrics[dir.nmetrics] = emfMetric{MetricDenyCacheHits, "Count"}
+		dir.nmetrics++
+		d.add(field{name: MetricDenyCacheHits, n: g.denyCacheHits})
+	}
 	if len(g.latencyMS) > 0 {
 		dir.metrics[dir.nmetrics] = emfMetric{MetricRedisLatency, "Milliseconds"}
 		dir.nmetrics++
@@ -251,7 +265,8 @@ func (d *document) decisions(namespace string, g *group) {
 	}
 }
 
-// count adds the count n of metric, by dim with value (by Function alone when dim is "").
+// count adds the count n of metric, by dim with value (by Stack and Function alone when
+// dim is "").
 func (d *document) count(namespace, metric string, n int, dim, value string) {
 	d.directive(namespace, dim, emfMetric{metric, "Count"})
 	if dim != "" {
@@ -293,11 +308,12 @@ func (d *document) append(b []byte, ms int64) []byte {
 		b = append(b, `{"Namespace":`...)
 		b = jsonout.String(b, dir.namespace)
 		b = append(b, `,"Dimensions":[`...)
+		b = append(jsonout.String(append(b, '['), DimStack), ',')
 		if dir.dim == "" {
-			b = append(jsonout.String(append(b, '['), DimFunction), ']')
+			b = append(jsonout.String(b, DimFunction), ']')
 		} else {
-			b = append(jsonout.String(append(b, '['), dir.dim), "],["...)
-			b = append(jsonout.String(append(jsonout.String(b, DimFunction), ','), dir.dim), ']')
+			b = append(jsonout.String(b, dir.dim), "],["...)
+			b = append(jsonout.String(append(jsonout.String(append(jsonout.String(b, DimStack), ','), DimFunction), ','), dir.dim), ']')
 		}
 		b = append(b, `],"Metrics":[`...)
 		for j, m := range dir.metrics[:dir.nmetrics] {

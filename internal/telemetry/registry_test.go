@@ -45,7 +45,7 @@ func TestRegistryMetrics(t *testing.T) {
 			var out bytes.Buffer
 			var inv telemetry.Invocation
 			tc.observe(&inv)
-			if err := telemetry.NewEmitter(&out, "ns", "authorizer").Emit(at, &inv); err != nil {
+			if err := telemetry.NewEmitter(&out, "ns", "orders-prod", "authorizer").Emit(at, &inv); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
@@ -56,10 +56,10 @@ func TestRegistryMetrics(t *testing.T) {
 				}
 				got = append(got, field(doc, telemetry.DimOutcome)+"/"+field(doc, telemetry.DimResult)+"/"+
 					field(doc, telemetry.MetricRegistryLookups)+"/"+field(doc, telemetry.MetricRegistryInvalid))
-				if doc[telemetry.DimFunction] != "authorizer" || !strings.Contains(line, `"Timestamp":1800000000000`) {
-					t.Errorf("line %s: want the function and the timestamp", line)
+				if doc[telemetry.DimFunction] != "authorizer" || doc[telemetry.DimStack] != "orders-prod" || !strings.Contains(line, `"Timestamp":1800000000000`) {
+					t.Errorf("line %s: want the function, the stack and the timestamp", line)
 				}
-				if _, ok := doc[telemetry.DimResult]; ok && !strings.Contains(line, `"Dimensions":[["Result"],["Function","Result"]],"Metrics":[{"Name":"RegistryLookups","Unit":"Count"}]`) {
+				if _, ok := doc[telemetry.DimResult]; ok && !strings.Contains(line, `"Dimensions":[["Stack","Result"],["Stack","Function","Result"]],"Metrics":[{"Name":"RegistryLookups","Unit":"Count"}]`) {
 					t.Errorf("line %s: no RegistryLookups directive by Result", line)
 				}
 			}

@@ -38,7 +38,7 @@ func TestObserveShadow(t *testing.T) {
 		t.Fatalf("%d info lines, want 3 naming identity, rule and limit:\n%s", n, &logs)
 	}
 	at := time.UnixMilli(1_800_000_000_000)
-	if err := telemetry.NewEmitter(&metrics, "ns", "check").Emit(at, &inv); err != nil {
+	if err := telemetry.NewEmitter(&metrics, "ns", "orders-prod", "check").Emit(at, &inv); err != nil {
 		t.Fatal(err)
 	}
 	emf := metrics.String()
@@ -55,13 +55,13 @@ func TestObserveShadow(t *testing.T) {
 		}
 	}
 	want := []map[string]any{
-		{"Function": "check", "Rule": "trial", "ShadowLimited": 1.0},
-		{"Function": "check", "Rule": "strict", "ShadowLimited": 2.0},
+		{"Function": "check", "Rule": "trial", "ShadowLimited": 1.0, "Stack": "orders-prod"},
+		{"Function": "check", "Rule": "strict", "ShadowLimited": 2.0, "Stack": "orders-prod"},
 	}
 	if !reflect.DeepEqual(shadow, want) {
 		t.Fatalf("ShadowLimited lines %v, want %v", shadow, want)
 	}
-	if !strings.Contains(emf, `"Dimensions":[["Rule"],["Function","Rule"]],"Metrics":[{"Name":"ShadowLimited","Unit":"Count"}]`) {
+	if !strings.Contains(emf, `"Dimensions":[["Stack","Rule"],["Stack","Function","Rule"]],"Metrics":[{"Name":"ShadowLimited","Unit":"Count"}]`) {
 		t.Fatalf("no ShadowLimited directive in:\n%s", emf)
 	}
 }

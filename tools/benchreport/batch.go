@@ -70,7 +70,7 @@ func MeasureBatch(ctx context.Context, addr string, plan BatchPlan) (BatchRun, e
 	h := &check.Handler{
 		Guard:   guard.New(bucket.New(client), guard.Options{Timeout: time.Second + 100*plan.Latency}),
 		Plans:   config.Default(),
-		Metrics: telemetry.NewEmitter(io.Discard, "bench", "check"),
+		Metrics: telemetry.NewEmitter(io.Discard, "bench", "bench", "check"),
 		Log:     slog.New(slog.DiscardHandler),
 		Now:     time.Now,
 	}

@@ -15,14 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +28,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/testkit"
-	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/process"
 )
 
 // ErrNoDynalite is wrapped by the error of every start when node or the installed
@@ -56,10 +53,7 @@ type Server struct {
 	// AWS_ENDPOINT_URL_DYNAMODB for an AWS SDK client.
 	URL string
 
-	cmd    *exec.Cmd
-	output string        // the file holding what the server wrote
-	exited chan struct{} // closed when cmd has exited
-	once   sync.Once
+	proc *process.Process
 }
 
 // Dir returns the directory of dynalite's package.json and of its node_modules: this
@@ -90,63 +84,19 @@ func NewServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for range startAttempts {
-		port, err := redistest.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		s, err := start(node, script, port)
-		if err == nil {
-			return s, nil
-		}
-		lastErr = err
-	}
-	return nil, fmt.Errorf("dynalite did not start: %w", lastErr)
-}
-
-// start runs dynalite on port and waits until it accepts connections.
-func start(node, script string, port int) (*Server, error) {
-	out, err := os.CreateTemp("", "dynalite-*.txt")
+	proc, err := process.Start(process.Spec{
+		Name: "dynalite",
+		Command: func(port int) *exec.Cmd {
+			return exec.Command(node, script, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
+				"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+		},
+		Timeout:  startTimeout,
+		Attempts: startAttempts,
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer out.Close() // the process holds its own descriptor
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	s := &Server{Addr: addr, URL: "http://" + addr, output: out.Name(), exited: make(chan struct{})}
-	s.cmd = exec.Command(node, script, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	s.cmd.Stdout, s.cmd.Stderr = out, out
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		_ = os.Remove(s.output)
-		return nil, err
-	}
-	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	if err := s.awaitReady(); err != nil {
-		said, _ := os.ReadFile(s.output)
-		s.Close()
-		return nil, fmt.Errorf("%w: %s", err, said)
-	}
-	return s, nil
-}
-
-// awaitReady waits until the server accepts a connection, exits, or startTimeout passes.
-func (s *Server) awaitReady() error {
-	deadline := time.Now().Add(startTimeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("dynalite on %s exited", s.Addr)
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", s.Addr, time.Second); err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("dynalite on %s did not accept a connection within %v", s.Addr, startTimeout)
+	return &Server{Addr: proc.Addr, URL: "http://" + proc.Addr, proc: proc}, nil
 }
 
 // Env returns the variables that point an AWS SDK client at s, as the SDK reads them
@@ -185,13 +135,7 @@ func (s *Server) Client(t testing.TB) *dynamodb.Client {
 }
 
 // Close kills the server and waits for it. It is safe to call more than once.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-		_ = os.Remove(s.output)
-	})
-}
+func (s *Server) Close() { s.proc.Close() }
 
 // Start runs NewServer for t and closes the server when t ends. A missing node or
 // dynalite skips t, or fails it where the suites are required (testkit.Required).

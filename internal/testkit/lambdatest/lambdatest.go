@@ -7,7 +7,6 @@ package lambdatest
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,26 +17,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/bucketgate/bucketgate/internal/lambdaerror"
+
+	"github.com/bucketgate/bucketgate/internal/localgw"
 )
 
 // The fixed parts of the Invoke API that Server speaks.
 const (
-	// InvokePath is the route of the Invoke operation, {name} the function's name.
-	InvokePath = "POST /2015-03-31/functions/{name}/invocations"
-	// HeaderFunctionError carries "Unhandled" when the function returned an error.
-	HeaderFunctionError = "X-Amz-Function-Error"
 	// HeaderErrorType names the service error of a failed Invoke call.
 	HeaderErrorType = "X-Amzn-ErrorType"
-	// FunctionErrorUnhandled is the HeaderFunctionError value of a function error.
-	FunctionErrorUnhandled = "Unhandled"
 	// Region is the region Client signs for.
 	Region = "us-east-1"
 	// signaturePrefix starts the Authorization header of every SigV4-signed call.
 	signaturePrefix = "AWS4-HMAC-SHA256 "
 )
 
-// Server is a loopback Lambda service holding a fixed set of functions.
+// Server is a loopback Lambda service holding a fixed set of functions, invoked by name
+// or by ARN.
 type Server struct {
 	// URL is the endpoint to point an SDK client at (see Client).
 	URL string
@@ -53,7 +48,7 @@ func Start(t testing.TB, functions map[string]lambda.Handler) *Server {
 	t.Helper()
 	s := &Server{functions: functions, invocations: map[string]int{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc(InvokePath, s.invoke)
+	mux.HandleFunc(localgw.InvokePath, s.invoke)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)
@@ -80,7 +75,7 @@ func (s *Server) Invocations(name string) int {
 }
 
 func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := FunctionName(r.PathValue("name"))
 	h, ok := s.functions[name]
 	switch {
 	case !strings.HasPrefix(r.Header.Get("Authorization"), signaturePrefix):
@@ -93,22 +88,20 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		ServiceError(w, http.StatusBadRequest, "InvalidParameterValueException", "lambdatest serves RequestResponse invocations only")
 		return
 	}
-	payload, err := io.ReadAll(r.Body)
-	if err != nil {
-		ServiceError(w, http.StatusBadRequest, "InvalidRequestContentException", err.Error())
-		return
-	}
 	s.mu.Lock()
 	s.invocations[name]++
 	s.mu.Unlock()
-	out, err := h.Invoke(r.Context(), payload)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Amz-Executed-Version", "$LATEST")
-	if err != nil {
-		w.Header().Set(HeaderFunctionError, FunctionErrorUnhandled)
-		out, _ = json.Marshal(lambdaerror.Response(err)) // strings only: cannot fail
+	localgw.Invoke(w, r, h)
+}
+
+// FunctionName returns the name that a function's name or ARN (as Invoke takes them)
+// stands for: arn:aws:lambda:us-east-1:123456789012:function:NAME[:QUALIFIER] is
+// NAME[:QUALIFIER], as the Lambda service reads it; a name is itself.
+func FunctionName(nameOrARN string) string {
+	if _, name, ok := strings.Cut(nameOrARN, ":function:"); ok && strings.HasPrefix(nameOrARN, "arn:") {
+		return name
 	}
-	_, _ = w.Write(out)
+	return nameOrARN
 }
 
 // ServiceError answers an Invoke call as the Lambda service does when it fails the

@@ -32,6 +32,11 @@ func TestServer(t *testing.T) {
 		t.Fatalf("%d invocations, want 1", srv.Invocations("echo"))
 	}
 
+	out, err = c.Invoke(ctx, &awslambda.InvokeInput{FunctionName: aws.String("arn:aws:lambda:us-east-1:123456789012:function:echo"), Payload: []byte(`{"b":2}`)})
+	if err != nil || string(out.Payload) != `{"b":2}` || srv.Invocations("echo") != 2 {
+		t.Fatalf("Invoke by ARN = %+v, %v, %d invocations: want the payload echoed by echo", out, err, srv.Invocations("echo"))
+	}
+
 	_, err = c.Invoke(ctx, &awslambda.InvokeInput{FunctionName: aws.String("echo"), InvocationType: types.InvocationTypeEvent})
 	var bad *types.InvalidParameterValueException
 	if !errors.As(err, &bad) {
@@ -43,7 +48,7 @@ func TestServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden || srv.Invocations("echo") != 1 {
+	if resp.StatusCode != http.StatusForbidden || srv.Invocations("echo") != 2 {
 		t.Fatalf("unsigned call: status %d, %d invocations: want 403 and no invocation", resp.StatusCode, srv.Invocations("echo"))
 	}
 }

@@ -1,7 +1,6 @@
-package bucketgate_test
+package template_test
 
 import (
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -31,12 +30,11 @@ var dynamoActions = regexp.MustCompile(`dynamodb:[A-Za-z*]+`)
 // The key registry: a DynamoDB table keyed as the registry reads it (on demand,
 // point-in-time recovery, encryption, kept when the stack goes), or an existing one;
 // both Go functions get its name and may only GetItem on it; a gateway VPC endpoint
-// for DynamoDB when route tables are given, since the functions run in private subnets.
+// for DynamoDB on the created VPC's route table or the route tables given, since the
+// functions run in private subnets (TestTemplateCreatedVpc and TestTemplateExistingVpc
+// deploy it).
 func TestTemplateRegistry(t *testing.T) {
-	b, err := os.ReadFile(templateFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(readFile(t, limiter))
 	var tpl registryResources
 	if err := yaml.Unmarshal(b, &tpl); err != nil {
 		t.Fatal(err)
@@ -55,7 +53,7 @@ func TestTemplateRegistry(t *testing.T) {
 		t.Errorf("RegistryTable %+v: want on-demand, key %s (S), point-in-time recovery, SSE, retained", table, registry.KeyAttribute)
 	}
 
-	full := loadTemplate(t)
+	full := loadTemplate(t, limiter)
 	wantResource := []any{"CreateRegistryTable", "RegistryTable.Arn", "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${ExistingRegistryTable}"}
 	for _, name := range goFunctions(t) {
 		id := logicalID(name)
@@ -84,10 +82,11 @@ func TestTemplateRegistry(t *testing.T) {
 	}
 
 	ep, ok := tpl.Resources["DynamoDBEndpoint"]
-	if !ok || ep.Type != "AWS::EC2::VPCEndpoint" || ep.Condition != "HasRouteTables" || ep.Properties["VpcEndpointType"] != "Gateway" ||
-		ep.Properties["ServiceName"] != "com.amazonaws.${AWS::Region}.dynamodb" || ep.Properties["RouteTableIds"] != "RouteTableIds" ||
-		ep.Properties["VpcId"] != "VpcId" {
-		t.Errorf("DynamoDBEndpoint %+v: want a gateway endpoint for DynamoDB on RouteTableIds, when given", ep)
+	if !ok || ep.Type != "AWS::EC2::VPCEndpoint" || ep.Condition != "CreateDynamoDBEndpoint" || ep.Properties["VpcEndpointType"] != "Gateway" ||
+		ep.Properties["ServiceName"] != "com.amazonaws.${AWS::Region}.dynamodb" ||
+		!reflect.DeepEqual(ep.Properties["RouteTableIds"], []any{"CreateVpc", []any{"PrivateRouteTable"}, "RouteTableIds"}) ||
+		!reflect.DeepEqual(ep.Properties["VpcId"], []any{"CreateVpc", "Vpc", "VpcId"}) {
+		t.Errorf("DynamoDBEndpoint %+v: want a gateway endpoint for DynamoDB on the created route table or RouteTableIds", ep)
 	}
 }
 
@@ -114,7 +113,7 @@ func collectStatements(v any, out *[]map[string]any) {
 // examples find it by their default name, bucketgate-check, in the stack samconfig.toml
 // deploys.
 func TestTemplateCheckFunctionName(t *testing.T) {
-	tpl := loadTemplate(t)
+	tpl := loadTemplate(t, limiter)
 	var props struct {
 		FunctionName yaml.Node `yaml:"FunctionName"`
 	}

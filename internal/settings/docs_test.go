@@ -12,10 +12,13 @@ import (
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
-// The README's table of environment variables names every variable this package reads,
-// with the default it applies.
-func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// docPath holds the table of environment variables.
+const docPath = "../../docs/configuration.md"
+
+// The table of environment variables (docs/configuration.md) names every variable this
+// package reads, with the default it applies.
+func TestDocsListEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile(docPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +33,7 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 	}
 	for _, name := range envConstants(t) {
 		if _, ok := defaults[name]; !ok {
-			t.Errorf("README's table of environment variables has no row for %s", name)
+			t.Errorf("%s: the table of environment variables has no row for %s", docPath, name)
 		}
 	}
 	for name, want := range map[string]string{
@@ -39,6 +42,7 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 		settings.EnvFailMode:          settings.FailClosed,
 		settings.EnvDenyCacheSize:     strconv.Itoa(settings.DefaultDenyCacheSize),
 		settings.EnvNamespace:         settings.DefaultNamespace,
+		settings.EnvStackName:         settings.DefaultStackName,
 		settings.EnvAPIKeyHeader:      settings.DefaultAPIKeyHeader,
 		settings.EnvLogLevel:          strings.ToLower(settings.DefaultLogLevel.String()),
 		settings.EnvXRayDaemon:        settings.DefaultXRayDaemon,
@@ -48,7 +52,7 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 		settings.EnvRegistryTimeoutMS: strconv.FormatInt(settings.DefaultRegistryTimeout.Milliseconds(), 10),
 	} {
 		if got := defaults[name]; !strings.HasPrefix(got, "`"+want+"`") {
-			t.Errorf("README: %s defaults to %q, want `%s`", name, got, want)
+			t.Errorf("%s: %s defaults to %q, want `%s`", docPath, name, got, want)
 		}
 	}
 }

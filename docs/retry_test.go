@@ -1,4 +1,4 @@
-package bucketgate_test
+package docs_test
 
 import (
 	"net/http"
@@ -13,15 +13,15 @@ import (
 	"github.com/bucketgate/bucketgate/internal/testkit"
 )
 
-// The README's retry examples (section "Retries: jitter and a retry budget"), run as
-// written against a server that turns a path away a given number of times: each
-// retries a 429 and a 503, and gives up after two retries.
-func TestREADMERetryExamples(t *testing.T) {
-	readme := readFile(t, "README.md")
+// The retry examples of docs/api-gateway.md (section "Retries: jitter and a retry
+// budget"), run as written against a server that turns a path away a given number of
+// times: each retries a 429 and a 503, and gives up after two retries.
+func TestRetryExamples(t *testing.T) {
+	readme := readFile(t, "docs/api-gateway.md")
 	goCode := codeBlock(t, readme, "In Go:", "go")
 	jsCode := codeBlock(t, readme, "In JavaScript", "js")
 
-	// Go: the README's block in a program of its own, with the imports it needs.
+	// Go: the doc's block in a program of its own, with the imports it needs.
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "go.mod"), "module retryexample\n\ngo 1.26\n")
 	write(t, filepath.Join(dir, "main.go"), `package main
@@ -53,9 +53,9 @@ func main() {
 	build := exec.Command("go", "build", "-o", goProgram, ".")
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("the README's Go example does not build: %v\n%s", err, out)
+		t.Fatalf("the Go example does not build: %v\n%s", err, out)
 	}
-	// JavaScript: the README's block with a call, run by node.
+	// JavaScript: the doc's block with a call, run by node.
 	script := filepath.Join(dir, "retry.mjs")
 	write(t, script, jsCode+"\nconsole.log((await fetchWithRetry(process.argv[2])).status);\n")
 	node := testkit.LookPath(t, "node")
@@ -133,7 +133,7 @@ func codeBlock(t *testing.T, text, marker, lang string) string {
 	t.Helper()
 	_, after, ok := strings.Cut(text, "\n"+marker)
 	if !ok {
-		t.Fatalf("no %q in the README", marker)
+		t.Fatalf("no %q in the doc", marker)
 	}
 	_, block, ok := strings.Cut(after, "```"+lang+"\n")
 	if ok {

@@ -1,9 +1,10 @@
-package bucketgate_test
-
-// The invariants of template.yaml: it deploys the functions this repository builds, the
-// way the Makefile builds them, never caches an authorizer decision, maps only context
-// keys the authorizer really sets, sets only environment variables the code reads, and
-// watches metrics the code really emits.
+// Package template_test holds the repository's SAM templates to their invariants:
+// template.yaml (the limiter) and the examples of an API of your own attached to it
+// (examples/*.yaml). One list of rules holds for every template (rules_test.go); the
+// limiter's own parts (functions, registry, VPC, Rules, metrics, logs) have tests of
+// their own. It is a package of tests only; it reads the templates from the repository
+// root.
+package template_test
 
 import (
 	"cmp"
@@ -14,6 +15,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,17 +30,33 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/localgw"
-	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
-	"github.com/bucketgate/bucketgate/internal/telemetry"
-	"github.com/bucketgate/bucketgate/internal/testkit"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
-// templateFile is the SAM template, from the repository root (this package's directory).
-const templateFile = "template.yaml"
+// root is the repository root, from this package's directory.
+const root = "../.."
+
+// limiter is the limiter's template; the examples attach an API of your own to it.
+const limiter = "template.yaml"
+
+// repoPath returns the path of the repository file path (slash-separated, from the root).
+func repoPath(path string) string { return filepath.Join(root, filepath.FromSlash(path)) }
+
+// readFile returns the content of the repository file path.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(repoPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// decisionTimeout is REDIS_TIMEOUT_MS for the functions the tests build: a loaded
+// machine must not turn a decision into a fail-closed one.
+const decisionTimeout = "2000"
 
 // What every Go function of the template must be.
 const (
@@ -102,15 +121,12 @@ type samAuth struct {
 	} `yaml:"Auth"`
 }
 
-func loadTemplate(t *testing.T) samTemplate {
+// loadTemplate returns the template at path (from the repository root).
+func loadTemplate(t *testing.T, path string) samTemplate {
 	t.Helper()
-	b, err := os.ReadFile(templateFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tpl samTemplate
-	if err := yaml.Unmarshal(b, &tpl); err != nil {
-		t.Fatalf("%s: %v", templateFile, err)
+	if err := yaml.Unmarshal([]byte(readFile(t, path)), &tpl); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	return tpl
 }
@@ -156,7 +172,7 @@ func logicalID(name string) string {
 // must be the functions app.Functions lists.
 func goFunctions(t *testing.T) []string {
 	t.Helper()
-	entries, err := os.ReadDir("functions")
+	entries, err := os.ReadDir(repoPath("functions"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +192,7 @@ func goFunctions(t *testing.T) []string {
 // Makefile target, and the target builds that function's main package the way Lambda
 // needs it; no other function is built by the Makefile.
 func TestTemplateGoFunctions(t *testing.T) {
-	tpl := loadTemplate(t)
+	tpl := loadTemplate(t, limiter)
 	names := goFunctions(t)
 	for _, name := range names {
 		id := logicalID(name)
@@ -192,12 +208,15 @@ func TestTemplateGoFunctions(t *testing.T) {
 			if r.Metadata.BuildMethod != goBuildMethod {
 				t.Errorf("Metadata.BuildMethod %q, want %s", r.Metadata.BuildMethod, goBuildMethod)
 			}
-			out, err := exec.Command("make", "--no-print-directory", "-n", "build-"+id, "ARTIFACTS_DIR=/artifacts").CombinedOutput()
+			cmd := exec.Command("make", "--no-print-directory", "-n", "build-"+id, "ARTIFACTS_DIR=/artifacts", "VERSION=v0.0.0-recipe")
+			cmd.Dir = root
+			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("make -n build-%s: %v\n%s", id, err, out)
 			}
 			recipe := string(out)
-			for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + goArch, " build ", "-tags lambda.norpc", "-trimpath", "-ldflags='-s -w'", "-o /artifacts/bootstrap ./functions/" + name + "\n"} {
+			for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + goArch, " build ", "-tags lambda.norpc", "-trimpath",
+				"-ldflags='-s -w -X github.com/bucketgate/bucketgate/internal/version.stamp=v0.0.0-recipe'", "-o /artifacts/bootstrap ./functions/" + name + "\n"} {
 				if !strings.Contains(recipe, want) {
 					t.Errorf("build-%s recipe lacks %q:\n%s", id, want, recipe)
 				}
@@ -211,11 +230,12 @@ func TestTemplateGoFunctions(t *testing.T) {
 	}
 }
 
-// Every API has the authorizer as its default and never caches its answer: a cached
-// decision would skip the limiter. Identity sources are none, so that API Gateway
-// calls the authorizer for requests without an API key too (they are limited by IP).
-func TestTemplateAuthorizersNeverCache(t *testing.T) {
-	tpl := loadTemplate(t)
+// checkAuthorizersNeverCache: every API has the authorizer as its default and never
+// caches its answer: a cached decision would skip the limiter. Identity sources are none,
+// so that API Gateway calls the authorizer for requests without an API key too (they
+// are limited by IP).
+func checkAuthorizersNeverCache(t *testing.T, path string) {
+	tpl := loadTemplate(t, path)
 	apis := 0
 	for id, r := range tpl.Resources {
 		if r.Type != "AWS::Serverless::Api" && r.Type != "AWS::Serverless::HttpApi" {
@@ -283,14 +303,25 @@ var (
 	bodyRef   = regexp.MustCompile(`\$context\.authorizer\.([A-Za-z0-9_]+)`)
 )
 
-// Every gateway response maps only context keys the authorizer sets when it limits
-// (ACCESS_DENIED; the other responses have no authorizer context), and the responses
-// are those of the design: 429 with Retry-After and the RateLimit headers, 503 with
-// Retry-After: 1, 401.
-func TestTemplateGatewayResponses(t *testing.T) {
-	responses, err := localgw.LoadResponses(templateFile)
+// checkGatewayResponses: the REST API's gateway responses (a template without one has
+// none to check) are template.yaml's, and map only context keys the authorizer sets when
+// it limits (ACCESS_DENIED; the other responses have no authorizer context); they are
+// those of the design: 429 with Retry-After and the RateLimit headers, 503 with
+// Retry-After: 1, 401, and 502 when the backend does not answer.
+func checkGatewayResponses(t *testing.T, path string) {
+	if !slices.ContainsFunc(slices.Collect(maps.Values(loadTemplate(t, path).Resources)), func(r samResource) bool { return r.Type == "AWS::Serverless::Api" }) {
+		return
+	}
+	responses, err := localgw.LoadResponses(repoPath(path))
 	if err != nil {
 		t.Fatal(err)
+	}
+	limiterResponses, err := localgw.LoadResponses(repoPath(limiter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(responses, limiterResponses) {
+		t.Errorf("gateway responses %v, want %s's %v", responses, limiter, limiterResponses)
 	}
 	_, ctx := decidedContexts(t)
 	for kind, r := range responses {
@@ -322,6 +353,7 @@ func TestTemplateGatewayResponses(t *testing.T) {
 		{localgw.AuthorizerFailure, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.AuthorizerConfigErr, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.Unauthorized, nil, http.StatusUnauthorized, nil},
+		{localgw.IntegrationFailure, nil, http.StatusBadGateway, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.kind, func(t *testing.T) {
@@ -338,16 +370,20 @@ func TestTemplateGatewayResponses(t *testing.T) {
 			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 				t.Fatalf("body is not JSON: %v\n%s", err, w.Body)
 			}
-			if tc.status == http.StatusUnauthorized {
+			if _, ok := body["error"].(string); !ok {
+				t.Errorf("body %v: want an error member, as every gateway response has", body)
+			}
+			if tc.status == http.StatusUnauthorized || tc.status == http.StatusBadGateway {
 				return
 			}
 			// The body always carries the retry-after, as the header says it.
 			if ra := w.Header()["Retry-After"]; len(ra) != 1 || body["retryAfter"] == nil || ra[0] != jsonText(t, body["retryAfter"]) {
 				t.Errorf("Retry-After %v, body retryAfter %v: want both, equal", ra, body["retryAfter"])
 			}
-			// The 429's message tells the client that waiting that long (and a jitter) works.
-			if msg, _ := body["message"].(string); tc.kind == localgw.AccessDenied && (!strings.Contains(msg, "retry after "+jsonText(t, body["retryAfter"])) || !strings.Contains(msg, "will be accepted")) {
-				t.Errorf("message %q: want it to say a retry after Retry-After will be accepted", msg)
+			// The 429's message tells the client that waiting that long (and a jitter) works,
+			// in words: the limited context's retry-after is 1, "1 second", not "1 seconds".
+			if msg, _ := body["message"].(string); tc.kind == localgw.AccessDenied && (!strings.Contains(msg, "retry after "+jsonText(t, body["retryAfter"])+" second ") || !strings.Contains(msg, "will be accepted")) {
+				t.Errorf("message %q: want it to say a retry after Retry-After (1 second) will be accepted", msg)
 			}
 		})
 	}
@@ -388,7 +424,7 @@ func envRead(t *testing.T, f app.Function) map[string]bool {
 // Every environment variable the template gives a Go function is one that function's
 // code reads.
 func TestTemplateEnvironmentIsRead(t *testing.T) {
-	tpl := loadTemplate(t)
+	tpl := loadTemplate(t, limiter)
 	for _, name := range goFunctions(t) {
 		id := logicalID(name)
 		t.Run(id, func(t *testing.T) {
@@ -403,157 +439,5 @@ func TestTemplateEnvironmentIsRead(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// metricAlarm is the part of an AWS::CloudWatch::Alarm the metrics test reads: one
-// metric, or metric math over several.
-type metricAlarm struct {
-	Namespace  string         `yaml:"Namespace"`
-	MetricName string         `yaml:"MetricName"`
-	Dimensions []metricDimRef `yaml:"Dimensions"`
-	Metrics    []struct {
-		MetricStat struct {
-			Metric struct {
-				Namespace  string         `yaml:"Namespace"`
-				MetricName string         `yaml:"MetricName"`
-				Dimensions []metricDimRef `yaml:"Dimensions"`
-			} `yaml:"Metric"`
-		} `yaml:"MetricStat"`
-	} `yaml:"Metrics"`
-}
-
-type metricDimRef struct {
-	Name  string `yaml:"Name"`
-	Value string `yaml:"Value"`
-}
-
-// emitted are the metrics the functions write and, per dimension, the values it takes.
-var emitted = struct {
-	metrics []string
-	dims    map[string][]string
-}{
-	metrics: []string{telemetry.MetricDecisions, telemetry.MetricFailClosed, telemetry.MetricRedisLatency, telemetry.MetricDenyCacheHits,
-		telemetry.MetricRegistryLookups, telemetry.MetricRegistryInvalid},
-	dims: map[string][]string{
-		telemetry.DimOutcome:  {telemetry.OutcomeAllowed, telemetry.OutcomeLimited, telemetry.OutcomeUnavailable, telemetry.OutcomeDegraded},
-		telemetry.DimReason:   {string(guard.FailureTimeout), string(guard.FailureRedisError), string(guard.FailureBadResponse), string(guard.FailureRegistryError)},
-		telemetry.DimFunction: slices.Sorted(maps.Keys(app.Functions)),
-		telemetry.DimResult:   {string(registry.ResultHit), string(registry.ResultMiss), string(registry.ResultStale), string(registry.ResultError)},
-	},
-}
-
-// checkMetric reports a metric of the functions' namespace that they never emit.
-func checkMetric(t *testing.T, where, name string, dims map[string]string) {
-	t.Helper()
-	if !slices.Contains(emitted.metrics, name) {
-		t.Errorf("%s: metric %q is not emitted (want one of %v)", where, name, emitted.metrics)
-	}
-	for d, v := range dims {
-		if values, ok := emitted.dims[d]; !ok || !slices.Contains(values, v) {
-			t.Errorf("%s: dimension %s=%q is not emitted", where, d, v)
-		}
-	}
-}
-
-// The alarms and the dashboard watch metrics the functions emit, in their namespace,
-// by dimensions and values that exist: a typo there would watch nothing, silently.
-func TestTemplateMetrics(t *testing.T) {
-	tpl := loadTemplate(t)
-	namespace, _ := tpl.Globals.Function.Environment.Variables[settings.EnvNamespace].(string)
-	if namespace == "" {
-		t.Fatalf("Globals set no literal %s", settings.EnvNamespace)
-	}
-	checked := 0
-	for id, r := range tpl.Resources {
-		switch r.Type {
-		case "AWS::CloudWatch::Alarm":
-			var a metricAlarm
-			r.properties(t, &a)
-			type stat struct {
-				ns, name string
-				dims     []metricDimRef
-			}
-			stats := []stat{{a.Namespace, a.MetricName, a.Dimensions}}
-			for _, m := range a.Metrics {
-				stats = append(stats, stat{m.MetricStat.Metric.Namespace, m.MetricStat.Metric.MetricName, m.MetricStat.Metric.Dimensions})
-			}
-			for _, s := range stats {
-				if s.ns != namespace {
-					continue
-				}
-				dims := map[string]string{}
-				for _, d := range s.dims {
-					dims[d.Name] = d.Value
-				}
-				checkMetric(t, id, s.name, dims)
-				checked++
-			}
-		case "AWS::CloudWatch::Dashboard":
-			var d struct {
-				DashboardBody string `yaml:"DashboardBody"`
-			}
-			r.properties(t, &d)
-			checked += checkDashboard(t, id, namespace, d.DashboardBody)
-		}
-	}
-	if checked == 0 {
-		t.Fatalf("no alarm or dashboard metric in namespace %s", namespace)
-	}
-}
-
-// substitution matches the ${...} of a Fn::Sub string.
-var substitution = regexp.MustCompile(`\$\{[^}]*\}`)
-
-// checkDashboard checks every metric of namespace in a dashboard body (a Fn::Sub
-// string of CloudWatch dashboard JSON) and returns how many there were.
-func checkDashboard(t *testing.T, id, namespace, body string) int {
-	t.Helper()
-	var dash struct {
-		Widgets []struct {
-			Properties struct {
-				Metrics [][]any `json:"metrics"`
-			} `json:"properties"`
-		} `json:"widgets"`
-	}
-	if err := json.Unmarshal([]byte(substitution.ReplaceAllString(body, "sub")), &dash); err != nil {
-		t.Fatalf("%s: dashboard body: %v", id, err)
-	}
-	n := 0
-	for _, w := range dash.Widgets {
-		var prev []string
-		for _, m := range w.Properties.Metrics {
-			var parts []string // the strings: namespace, name, dimension names and values
-			for _, p := range m {
-				if p, ok := p.(string); ok {
-					parts = append(parts, p)
-				}
-			}
-			if len(parts) > 0 && parts[0] == "..." && len(parts)-1 <= len(prev) {
-				// "..." is the previous metric with its last parts replaced by the ones given.
-				parts = append(slices.Clone(prev[:len(prev)-(len(parts)-1)]), parts[1:]...)
-			}
-			prev = parts
-			if len(parts) < 2 || parts[0] != namespace {
-				continue
-			}
-			dims := map[string]string{}
-			for i := 2; i+1 < len(parts); i += 2 {
-				dims[parts[i]] = parts[i+1]
-			}
-			checkMetric(t, id, parts[1], dims)
-			n++
-		}
-	}
-	return n
-}
-
-// cfn-lint (with the SAM translator it bundles) accepts the template. cfn-lint comes
-// from PyPI (pip install cfn-lint); this machine's image ships it and .ci/run finds it,
-// so CI fails where it is missing, and a laptop without it skips loudly.
-func TestTemplateLint(t *testing.T) {
-	cfnLint := testkit.LookPath(t, "cfn-lint")
-	if out, err := exec.Command(cfnLint, templateFile).CombinedOutput(); err != nil {
-		t.Fatalf("cfn-lint %s: %v\n%s", templateFile, err, out)
 	}
 }

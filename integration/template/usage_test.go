@@ -1,4 +1,4 @@
-package bucketgate_test
+package template_test
 
 // Per-identity usage without per-identity metrics: the template's Contributor Insights
 // rules read the decision log lines the functions really write, at the level Lambda's
@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -97,7 +96,7 @@ func logGroups(t *testing.T, tpl samTemplate) []string {
 }
 
 // decisionLogs runs the free plan's scenario through both functions as Lambda runs them
-// with the template's default log level (AWS_LAMBDA_LOG_LEVEL=DEBUG): eleven authorizer
+// with the template's stack name and the given log level (AWS_LAMBDA_LOG_LEVEL): eleven authorizer
 // requests with one API key (the 11th limited), eleven more from one address, and three
 // checks. It returns the JSON log lines and the EMF lines written, and the raw key.
 func decisionLogs(t *testing.T, level string) (logs, metrics []map[string]any, rawKey string) {
@@ -108,7 +107,8 @@ func decisionLogs(t *testing.T, level string) (logs, metrics []map[string]any, r
 	// The key is registered (a key nobody registered would be limited as its source).
 	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], pro: [{name: burst, capacity: 100, refillPerSecond: 50}]}\n" +
 		"keys: {" + bucketgate.KeyDigest(rawKey) + ": free}"
-	env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: decisionTimeout, settings.EnvLambdaLogLevel: level, settings.EnvConfigInline: doc}
+	env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: decisionTimeout, settings.EnvLambdaLogLevel: level, settings.EnvConfigInline: doc,
+		settings.EnvStackName: testStack}
 	var logOut, metricOut bytes.Buffer
 	for _, f := range []app.Function{app.Authorizer, app.Check} {
 		h, _, err := app.Build(f, func(k string) string { return env[k] }, &metricOut, &logOut)
@@ -200,7 +200,7 @@ lines:
 // requests counts every decision, the top by limited requests the limited ones; the
 // identities are digests, never the raw key; the dashboard shows both.
 func TestTemplateContributorInsights(t *testing.T) {
-	tpl := loadTemplate(t)
+	tpl := loadTemplate(t, limiter)
 	rules := insightRules(t, tpl)
 	groups := logGroups(t, tpl)
 	logs, _, rawKey := decisionLogs(t, "DEBUG")
@@ -275,8 +275,10 @@ func dashboardInsightRules(t *testing.T, tpl samTemplate) []string {
 	return names
 }
 
-// No metric dimension holds an identity: every EMF dimension value of the scenario is
-// one the alarms and dashboards may name (emitted), and no identity appears in them.
+// No metric dimension holds an identity: every metric of the scenario, run as Lambda
+// runs the functions with the template's STACK_NAME, is one of those the alarms and
+// dashboards may select (emittedMetrics: the stack's name, the functions, outcomes,
+// reasons and results, nothing else), and no identity appears in an EMF line.
 func TestMetricsHoldNoIdentity(t *testing.T) {
 	logs, metrics, rawKey := decisionLogs(t, "DEBUG")
 	identities := map[string]bool{}
@@ -288,20 +290,13 @@ func TestMetricsHoldNoIdentity(t *testing.T) {
 	if len(identities) < 3 {
 		t.Fatalf("identities %v: want the scenario's", identities)
 	}
-	for _, m := range metrics {
-		aws, _ := m["_aws"].(map[string]any)
-		directives, _ := aws["CloudWatchMetrics"].([]any)
-		for _, d := range directives {
-			for _, set := range d.(map[string]any)["Dimensions"].([]any) {
-				for _, dim := range set.([]any) {
-					name := dim.(string)
-					v := fmt.Sprint(m[name])
-					if values, ok := emitted.dims[name]; !ok || !slices.Contains(values, v) || identities[v] {
-						t.Errorf("dimension %s=%q is not one of %v", name, v, emitted.dims[name])
-					}
-				}
-			}
+	_, emitted := emittedMetrics(t)
+	for k := range emfMetrics(t, metrics) {
+		if !emitted[k] {
+			t.Errorf("metric %s is none of %v", k, slices.Sorted(maps.Keys(emitted)))
 		}
+	}
+	for _, m := range metrics {
 		line, _ := json.Marshal(m)
 		for id := range identities {
 			if strings.Contains(string(line), strings.SplitN(id, ":", 2)[1]) {
@@ -320,7 +315,7 @@ func TestMetricsHoldNoIdentity(t *testing.T) {
 // every metric); at the default the decision lines the rules read are written; and the
 // template no longer sets LOG_LEVEL, which Lambda's level overrides.
 func TestTemplateLoggingConfig(t *testing.T) {
-	tpl := loadTemplate(t)
+	tpl := loadTemplate(t, limiter)
 	for _, name := range goFunctions(t) {
 		lc := tpl.function(t, tpl.Resources[logicalID(name)]).LoggingConfig
 		if lc.LogFormat != "JSON" || lc.ApplicationLogLevel != "LogLevel" {

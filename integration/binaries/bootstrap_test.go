@@ -1,14 +1,16 @@
-package bucketgate_test
-
-// The shipped binaries, end to end: each function is built by its Makefile target (the
-// recipe `sam build` runs, for the host's architecture) and run as the Lambda service
-// runs it, against a Runtime API server in the test and a real redis-server.
+// Package binaries_test tests the shipped binaries end to end: each function is built
+// by its Makefile target (the recipe `sam build` runs, for the host's architecture) and
+// run as the Lambda service runs it, against a Runtime API server in the test and a real
+// redis-server; the CLI is built as `make build` builds it. The package holds tests
+// only.
+package binaries_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -37,33 +40,59 @@ const (
 // a decision into a fail-closed one.
 const decisionTimeout = "2000"
 
-// bootstraps builds both functions once per test binary run into a directory that
-// TestMain removes.
+// root is the repository's root, where the Makefile is.
+const root = "../.."
+
+// testVersion is the VERSION the tests build with: the version the binaries must report.
+const testVersion = "v0.0.0-binaries-test"
+
+// bootstraps builds both functions once per test binary run, with VERSION testVersion,
+// into a directory that TestMain removes.
 var bootstraps = sync.OnceValues(func() (map[string]string, error) {
-	dir, err := os.MkdirTemp("", "bucketgate-bootstrap-")
+	dir, err := buildDir()
 	if err != nil {
 		return nil, err
 	}
-	buildDir = dir
 	out := map[string]string{}
 	for _, fn := range []string{"AuthorizerFunction", "CheckFunction"} {
 		artifacts := filepath.Join(dir, fn)
-		cmd := exec.Command("make", "--no-print-directory", "build-"+fn, "ARTIFACTS_DIR="+artifacts, "LAMBDA_ARCH="+runtime.GOARCH)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, errors.New("make build-" + fn + ": " + err.Error() + "\n" + string(b))
+		if err := makeIn(root, "build-"+fn, "ARTIFACTS_DIR="+artifacts, "LAMBDA_ARCH="+runtime.GOARCH, "VERSION="+testVersion); err != nil {
+			return nil, err
 		}
 		out[fn] = filepath.Join(artifacts, "bootstrap")
 	}
 	return out, nil
 })
 
-// buildDir is where bootstraps built, if it ran.
-var buildDir string
+// makeIn runs make with args in dir, with the repository's Makefile.
+func makeIn(dir string, args ...string) error {
+	makefile, err := filepath.Abs(filepath.Join(root, "Makefile"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "--makefile", makefile}, args...)...)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("make %s: %w\n%s", strings.Join(args, " "), err, b)
+	}
+	return nil
+}
+
+// buildDir returns the directory the tests build in, made on first use and removed by
+// TestMain.
+var buildDir = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "bucketgate-binaries-")
+	made = dir
+	return dir, err
+})
+
+// made is the directory buildDir made, if it ran.
+var made string
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
+	if made != "" {
+		os.RemoveAll(made)
 	}
 	os.Exit(code)
 }
@@ -193,6 +222,7 @@ func TestAuthorizerBinary(t *testing.T) {
 		t.Fatalf("with Redis stopped: %v; want the function error rate limiter unavailable (API Gateway: 503)", err)
 	}
 	f.stop()
+	wantInitLine(t, f, "authorizer")
 	metrics := f.stdout.String()
 	for outcome, want := range map[string]int{"allowed": 4, "limited": 1, "unavailable": 1} {
 		if got := strings.Count(metrics, `"Function":"authorizer","Outcome":"`+outcome+`"`); got != want {
@@ -228,6 +258,36 @@ func TestCheckBinary(t *testing.T) {
 		fe.Message != "checks[1].cost: 11 exceeds capacity 10 of rule burst: it could never be allowed" {
 		t.Fatalf("invalid: %#v, want the InvalidRequestError naming checks[1].cost", err)
 	}
+	f.stop()
+	wantInitLine(t, f, "check")
+}
+
+// wantInitLine fails t unless the stopped function f logged exactly one init line, at
+// info: a JSON object naming the function and the version it was built with. (The
+// function's own lines are JSON; aws-lambda-go prints the errors of invocations with
+// the standard logger.)
+func wantInitLine(t *testing.T, f *function, name string) {
+	t.Helper()
+	var lines []map[string]any
+	for line := range strings.Lines(f.stderr.String()) {
+		var l map[string]any
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("stderr line %q is not JSON: %v", line, err)
+		}
+		if l["msg"] == app.MsgInit {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("%d init lines, want 1:\n%s", len(lines), f.stderr)
+	}
+	l := lines[0]
+	if l["level"] != "INFO" || l[app.AttrFunction] != name || l[app.AttrVersion] != testVersion || len(l) != 5 {
+		t.Fatalf("init line %v: want level INFO, function %s, version %s and its time", l, name, testVersion)
+	}
 }
 
 // A binary whose init fails (no REDIS_ADDR) never polls the Runtime API and never
@@ -251,7 +311,7 @@ func TestBinaryInitError(t *testing.T) {
 			if !errors.As(f.waitErr, &exit) || exit.ExitCode() != 1 {
 				t.Fatalf("exit %v, want status 1", f.waitErr)
 			}
-			for _, want := range []string{`"level":"ERROR"`, `"msg":"init failed"`, `"function":"` + tc.function + `"`, "no Redis address: set REDIS_ADDR"} {
+			for _, want := range []string{`"level":"ERROR"`, `"msg":"init failed"`, `"function":"` + tc.function + `"`, `"version":"` + testVersion + `"`, "no Redis address: set REDIS_ADDR"} {
 				if !strings.Contains(f.stderr.String(), want) {
 					t.Errorf("stderr lacks %s:\n%s", want, f.stderr)
 				}

@@ -1,4 +1,4 @@
-package bucketgate_test
+package binaries_test
 
 import (
 	"context"

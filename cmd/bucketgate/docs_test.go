@@ -12,30 +12,34 @@ import (
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
-// sessionCommand is one command of a README session and what it printed (stderr, then
+// sessionCommand is one command of a documented session and what it printed (stderr, then
 // stdout).
 type sessionCommand struct {
 	args   []string
 	output string
 }
 
-// The prefixes of the README's session lines.
+// sessionDoc is the document that shows the session.
+const sessionDoc = "../../docs/keys.md"
+
+// The prefixes of the session's lines in docs/keys.md.
 const (
 	readmeCommand = "$ go run ./cmd/bucketgate "
 	readmeExport  = "$ export " + envCheckFunction + "="
 )
 
-// readmeSession returns the function name that the README's bucketgate buckets session
+// readmeSession returns the function name that the bucketgate buckets session of
+// docs/keys.md
 // exports, and its commands.
 func readmeSession(t *testing.T) (function string, commands []sessionCommand) {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile(sessionDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	block := regexp.MustCompile("(?s)```\n(\\" + readmeExport + `.*?)` + "```").FindSubmatch(readme)
 	if block == nil {
-		t.Fatalf("README.md has no session block starting %q", readmeExport)
+		t.Fatalf("%s has no session block starting %q", sessionDoc, readmeExport)
 	}
 	for line := range strings.Lines(string(block[1])) {
 		switch {
@@ -44,7 +48,7 @@ func readmeSession(t *testing.T) (function string, commands []sessionCommand) {
 		case strings.HasPrefix(line, readmeCommand):
 			commands = append(commands, sessionCommand{args: strings.Fields(strings.TrimPrefix(line, readmeCommand))})
 		case len(commands) == 0:
-			t.Fatalf("README session: %q before any command", line)
+			t.Fatalf("%s session: %q before any command", sessionDoc, line)
 		default:
 			commands[len(commands)-1].output += line
 		}
@@ -52,13 +56,13 @@ func readmeSession(t *testing.T) (function string, commands []sessionCommand) {
 	return function, commands
 }
 
-// The README's bucketgate buckets session, replayed through the check function behind
+// The bucketgate buckets session of docs/keys.md, replayed through the check function behind
 // Lambda Invoke with the sample configuration, on miniredis with its clock held still:
-// every command prints what the README shows.
-func TestREADMEBucketsSession(t *testing.T) {
+// every command prints what the doc shows.
+func TestDocsBucketsSession(t *testing.T) {
 	function, commands := readmeSession(t)
 	if len(commands) < 5 {
-		t.Fatalf("README session: %d commands, want the session", len(commands))
+		t.Fatalf("%s session: %d commands, want the session", sessionDoc, len(commands))
 	}
 	mr, _ := redistest.Mini(t)
 	mr.SetTime(time.Date(2026, 11, 22, 17, 36, 50, 0, time.UTC))
@@ -74,7 +78,7 @@ func TestREADMEBucketsSession(t *testing.T) {
 	for _, cmd := range commands {
 		_, stdout, stderr := d.run(cmd.args...)
 		if got := stderr + stdout; got != cmd.output {
-			t.Errorf("bucketgate %s printed:\n%s\nREADME.md shows:\n%s", strings.Join(cmd.args, " "), got, cmd.output)
+			t.Errorf("bucketgate %s printed:\n%s\n%s shows:\n%s", strings.Join(cmd.args, " "), got, sessionDoc, cmd.output)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package bucketgate_test
+package template_test
 
 import (
 	"maps"
@@ -15,7 +15,7 @@ import (
 // settings.Load enforces on that variable, so that a value sam deploy accepts never
 // stops the functions at init: its MinValue and MaxValue load, one beyond either fails.
 func TestTemplateNumberParametersHoldTheSettingsBounds(t *testing.T) {
-	tpl := loadTemplate(t)
+	tpl := loadTemplate(t, limiter)
 	checked := map[string]bool{}
 	for _, name := range goFunctions(t) {
 		vars := tpl.function(t, tpl.Resources[logicalID(name)]).Environment.Variables
@@ -60,7 +60,7 @@ func TestTemplateNumberParametersHoldTheSettingsBounds(t *testing.T) {
 // with (and the empty default, which creates a table), so that sam deploy refuses a name
 // that would stop the functions at init instead of deploying them.
 func TestTemplateRegistryTablePatternHoldsTheSettingsRule(t *testing.T) {
-	p := loadTemplate(t).Parameters["ExistingRegistryTable"]
+	p := loadTemplate(t, limiter).Parameters["ExistingRegistryTable"]
 	pattern, err := regexp.Compile(p.AllowedPattern)
 	if p.AllowedPattern == "" || err != nil {
 		t.Fatalf("ExistingRegistryTable: AllowedPattern %q (%v): want the table names settings accepts", p.AllowedPattern, err)

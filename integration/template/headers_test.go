@@ -1,4 +1,4 @@
-package bucketgate_test
+package template_test
 
 // The rate-limit headers of allowed calls, by the paths API Gateway offers: the HTTP
 // API's response parameter mapping, the REST API's HTTP integration request headers,
@@ -92,56 +92,73 @@ func stringMap(t *testing.T, v any) map[string]string {
 	return out
 }
 
-// The HTTP API's integration maps the rate-limit headers of every status code it lists
-// (200 among them) from exactly the context keys the real authorizer sets on an allowed
-// call, as ratelimitheaders writes them.
-func TestTemplateHTTPAPIResponseHeaders(t *testing.T) {
+// checkHTTPAPIResponseHeaders: each HTTP API's integration maps the rate-limit headers
+// of every status code it lists (200 among them) from exactly the context keys the real
+// authorizer sets on an allowed call, as ratelimitheaders writes them.
+func checkHTTPAPIResponseHeaders(t *testing.T, path string) {
+	tpl := loadTemplate(t, path)
 	allowed, _ := decidedContexts(t)
 	want := map[string]string{}
 	for h, src := range headerMapping(t, allowed, "$context.authorizer.") {
 		want["overwrite:header."+h] = src
-	}
-	in, ok := integration(t, definitionBody(t, loadTemplate(t), "HttpApi")).(map[string]any)
-	if !ok {
-		t.Fatal("the HTTP API's integration is not a mapping")
-	}
-	byStatus, ok := in["responseParameters"].(map[string]any)
-	if !ok || byStatus["200"] == nil {
-		t.Fatalf("responseParameters %v: want the status codes the backend answers, 200 among them", in["responseParameters"])
-	}
-	for status, params := range byStatus {
-		if got := stringMap(t, params); !maps.Equal(got, want) {
-			t.Errorf("status %s: response parameters %v, want %v", status, got, want)
-		}
 	}
 	for key := range maps.Values(want) {
 		if _, set := allowed[strings.TrimPrefix(key, "$context.authorizer.")]; !set {
 			t.Errorf("%s: the authorizer does not set it on an allowed call", key)
 		}
 	}
+	for id, r := range tpl.Resources {
+		if r.Type != "AWS::Serverless::HttpApi" {
+			continue
+		}
+		in, ok := integration(t, definitionBody(t, tpl, id)).(map[string]any)
+		if !ok {
+			t.Fatalf("%s: the integration is not a mapping", id)
+		}
+		byStatus, ok := in["responseParameters"].(map[string]any)
+		if !ok || byStatus["200"] == nil {
+			t.Fatalf("%s: responseParameters %v: want the status codes the backend answers, 200 among them", id, in["responseParameters"])
+		}
+		for status, params := range byStatus {
+			if got := stringMap(t, params); !maps.Equal(got, want) {
+				t.Errorf("%s: status %s: response parameters %v, want %v", id, status, got, want)
+			}
+		}
+	}
 }
 
-// The REST API's HTTP integration (HttpBackendUrl set) sends the rate-limit values as
-// request headers named like the response headers, from exactly the context keys the
-// real authorizer sets on an allowed call; without HttpBackendUrl the sample backend is
-// the integration.
-func TestTemplateRESTIntegrationRequestHeaders(t *testing.T) {
+// checkRESTIntegrationRequestHeaders: each HTTP integration of a REST API (template.yaml:
+// with HttpBackendUrl set; an !If whose other branch is the sample backend) sends the
+// rate-limit values as request headers named like the response headers, from exactly the
+// context keys the real authorizer sets on an allowed call.
+func checkRESTIntegrationRequestHeaders(t *testing.T, path string) {
+	tpl := loadTemplate(t, path)
 	allowed, _ := decidedContexts(t)
 	want := map[string]string{"integration.request.path.proxy": "method.request.path.proxy"}
 	for h, src := range headerMapping(t, allowed, "context.authorizer.") {
 		want["integration.request.header."+h] = src
 	}
-	choice, ok := integration(t, definitionBody(t, loadTemplate(t), "RestApi")).([]any)
-	if !ok || len(choice) != 3 || choice[0] != "HasHttpBackend" {
-		t.Fatalf("the REST API's integration is %v, want !If [HasHttpBackend, HTTP proxy, sample backend]", choice)
-	}
-	httpProxy, _ := choice[1].(map[string]any)
-	lambdaProxy, _ := choice[2].(map[string]any)
-	if httpProxy["type"] != "http_proxy" || lambdaProxy["type"] != "aws_proxy" {
-		t.Fatalf("integrations %v and %v: want http_proxy with HttpBackendUrl, aws_proxy without", httpProxy["type"], lambdaProxy["type"])
-	}
-	if got := stringMap(t, httpProxy["requestParameters"]); !maps.Equal(got, want) {
-		t.Errorf("request parameters %v, want %v", got, want)
+	for id, r := range tpl.Resources {
+		if r.Type != "AWS::Serverless::Api" {
+			continue
+		}
+		in := integration(t, definitionBody(t, tpl, id))
+		httpProxy, ok := in.(map[string]any)
+		if choice, isIf := in.([]any); isIf {
+			if len(choice) != 3 || choice[0] != "HasHttpBackend" {
+				t.Fatalf("%s: the integration is %v, want !If [HasHttpBackend, HTTP proxy, sample backend]", id, choice)
+			}
+			httpProxy, ok = choice[1].(map[string]any)
+			if lambdaProxy, _ := choice[2].(map[string]any); lambdaProxy["type"] != "aws_proxy" {
+				t.Fatalf("%s: without HttpBackendUrl, integration %v: want the sample backend (aws_proxy)", id, lambdaProxy)
+			}
+		}
+		if !ok || httpProxy["type"] != "http_proxy" {
+			t.Fatalf("%s: integration %v: want an http_proxy", id, httpProxy)
+		}
+		if got := stringMap(t, httpProxy["requestParameters"]); !maps.Equal(got, want) {
+			t.Errorf("%s: request parameters %v, want %v", id, got, want)
+		}
 	}
 }
 
@@ -154,7 +171,7 @@ func TestTemplateSampleBackendHeaders(t *testing.T) {
 	var fn struct {
 		InlineCode string `yaml:"InlineCode"`
 	}
-	loadTemplate(t).Resources["SampleBackendFunction"].properties(t, &fn)
+	loadTemplate(t, limiter).Resources["SampleBackendFunction"].properties(t, &fn)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "index.js"), []byte(fn.InlineCode), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package bucketgate_test
+package docs_test
 
 import (
 	"os"
@@ -17,11 +17,7 @@ var mdHeading = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
 // The README and docs/ stand alone: every link resolves inside the repository, to a
 // file that exists and, for an anchor, to a heading of that file.
 func TestDocLinksStayInTheRepository(t *testing.T) {
-	docs, err := filepath.Glob("docs/*.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs = append(docs, "README.md", "events/README.md", "BENCHMARKS.md", "RELIABILITY.md")
+	docs := append(docFiles(t), "BENCHMARKS.md", "RELIABILITY.md")
 	links := 0
 	for _, doc := range docs {
 		text := readFile(t, doc)
@@ -36,11 +32,11 @@ func TestDocLinksStayInTheRepository(t *testing.T) {
 			file := doc
 			if path != "" {
 				file = filepath.Join(filepath.Dir(doc), path)
-				if rel, err := filepath.Rel(".", file); err != nil || strings.HasPrefix(rel, "..") {
+				if rel, err := filepath.Rel(".", file); err != nil || strings.HasPrefix(rel, "..") { // file is relative to the root
 					t.Errorf("%s: link %s points outside the repository", doc, target)
 					continue
 				}
-				if _, err := os.Stat(file); err != nil {
+				if _, err := os.Stat(inRoot(file)); err != nil {
 					t.Errorf("%s: link %s: %v", doc, target, err)
 					continue
 				}
@@ -55,31 +51,27 @@ func TestDocLinksStayInTheRepository(t *testing.T) {
 	}
 }
 
-// hasAnchor reports whether a heading of the Markdown text has the anchor GitHub gives
-// it: lower case, spaces as hyphens, punctuation other than hyphens and underscores dropped.
+// hasAnchor reports whether a heading of the Markdown text has anchor.
 func hasAnchor(text, anchor string) bool {
 	for _, m := range mdHeading.FindAllStringSubmatch(text, -1) {
-		var b strings.Builder
-		for _, r := range strings.ToLower(m[1]) {
-			switch {
-			case r == ' ':
-				b.WriteRune('-')
-			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
-				b.WriteRune(r)
-			}
-		}
-		if b.String() == anchor {
+		if anchorOf(m[1]) == anchor {
 			return true
 		}
 	}
 	return false
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+// anchorOf returns the anchor GitHub gives a heading: lower case, spaces as hyphens,
+// punctuation other than hyphens and underscores dropped.
+func anchorOf(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+			b.WriteRune(r)
+		}
 	}
-	return string(b)
+	return b.String()
 }

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/template"
+
+	"github.com/bucketgate/bucketgate/internal/config"
+)
+
+// sampleBackendText describes the sample backend in the banner.
+const sampleBackendText = `200 {"ok":true,"path":...} on any path (-backend URL, or make run BACKEND=URL, for your own service)`
+
+// tryPath is the path the banner's curl commands request.
+const tryPath = "/scores"
+
+// banner is what the server says when it starts.
+type banner struct {
+	URL, Template, Redis, Registry, Backend, LogLevel string
+	BuiltIn                                           bool   // the built-in plans apply
+	TryIt                                             string // how to try it: tryIt
+}
+
+var bannerText = template.Must(template.New("banner").Parse(`bucketgate local API Gateway on {{.URL}}
+  authorizer  the Lambda handler, in-process, for every request (logs on stderr; {{.LogLevel}}=debug shows each decision)
+  responses   429 / 503 / 401 / 502 gateway responses from {{.Template}}
+  redis       {{.Redis}}
+  registry    {{.Registry}}
+  backend     {{.Backend}}
+  headers     RateLimit, RateLimit-Policy, X-RateLimit-Limit, -Remaining, -Reset on every answer
+  check       the check function, in-process, at AWS_ENDPOINT_URL_LAMBDA={{.URL}} (any function name; bucketgate buckets, checkclient)
+{{if .BuiltIn}}
+Built-in plans: every caller without a registered key is on free (a burst of 10, then 1 request per second).{{end}}
+{{.TryIt}} Ctrl-C stops.
+
+`))
+
+func printBanner(w io.Writer, b banner) error { return bannerText.Execute(w, b) }
+
+// tryIt says how to try the gateway with curl under the loaded configuration cfg: with
+// a made-up key in header when such keys are limited by IP, without one when they are
+// refused, and how many requests in a row reach the 429 on the default plan.
+func tryIt(cfg *config.Config, url, header string) string {
+	refuseKeys, refuseAnon := cfg.RefuseUnknownKeys(), cfg.RefuseAnonymous()
+	if refuseKeys && refuseAnon {
+		return fmt.Sprintf("Every request without a registered API key is answered 401 (unknownKeys: refuse, anonymous: refuse):\n"+
+			"  curl -i %s%s\nRegister a key (bucketgate keys create, or the document's keys) and send it in %s.", url, tryPath, header)
+	}
+	flag := fmt.Sprintf("-H '%s: k' ", header)
+	var b strings.Builder
+	limits := cfg.Limits(cfg.DefaultPlan(), "GET", tryPath)
+	if n, ok := burst(limits); ok {
+		fmt.Fprintf(&b, "Try it: every answer shows what is left; the %s request in a row is answered 429 with Retry-After.\n", ordinal(n+1))
+		fmt.Fprintf(&b, "  curl -i %s%s%s\n", flagIf(!refuseKeys, flag), url, tryPath)
+		fmt.Fprintf(&b, "  for i in $(seq %d); do curl -s -o /dev/null -w '%%{http_code} ' %s%s%s; done; echo\n", n+1, flagIf(!refuseKeys, flag), url, tryPath)
+	} else {
+		fmt.Fprintf(&b, "Try it: every rule of the default plan %s is shadow, so every request is allowed.\n", limits.Plan)
+		fmt.Fprintf(&b, "  curl -i %s%s%s\n", flagIf(!refuseKeys, flag), url, tryPath)
+	}
+	switch {
+	case refuseKeys:
+		fmt.Fprintf(&b, "A key nobody registered is answered 401 (unknownKeys: refuse); without the %s header, the caller is limited by its IP address.", header)
+	case refuseAnon:
+		fmt.Fprintf(&b, "Without the %s header the caller is answered 401 (anonymous: refuse); with a key nobody registered, it is limited by its IP address.", header)
+	default:
+		b.WriteString("Without the header, or with a key nobody registered, the caller is limited by its IP address.")
+	}
+	return b.String()
+}
+
+// burst returns how many requests in a row the enforced rules of limits allow from
+// full buckets: the smallest number of whole costs a rule holds. ok is false when every
+// rule is shadow (nothing is ever denied).
+func burst(limits config.Limits) (n int64, ok bool) {
+	for _, r := range limits.Rules {
+		if r.Shadow {
+			continue
+		}
+		if k := r.Capacity / limits.Cost; !ok || k < n {
+			n, ok = k, true
+		}
+	}
+	return n, ok
+}
+
+// ordinal returns n as an English ordinal: 1st, 2nd, 3rd, 4th, 11th, 21st.
+func ordinal(n int64) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return fmt.Sprint(n) + suffix
+}
+
+// flagIf returns flag when use is true, else nothing.
+func flagIf(use bool, flag string) string {
+	if use {
+		return flag
+	}
+	return ""
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bannerLoop is the banner's curl loop: how many requests, and whether with a key.
+var bannerLoop = regexp.MustCompile(`(?m)^  for i in \$\(seq (\d+)\); do curl -s -o /dev/null -w '%\{http_code\} ' (-H 'X-API-Key: k' )?http://\S+/scores; done; echo$`)
+
+// The banner says what the loaded configuration does, and its curl commands do it: the
+// loop's last request is the first 429, sent with a made-up key when such keys are
+// limited by IP and without one when they are refused; the 401 it promises is the
+// answer. Under unknownKeys: refuse it used to promise a 429 for a made-up key.
+func TestBannerTellsTheTruth(t *testing.T) {
+	tests := []struct {
+		name   string
+		config string
+		n      int    // requests in the banner's loop; 0: no loop
+		key    bool   // the loop sends the made-up key k
+		says   string // the banner says so
+		refuse string // this key gets 401 ("-" for none; "" is no key)
+	}{
+		{"built-in", "", 11, true, "the 11th request in a row is answered 429", "-"},
+		{"unknown keys refused", "{defaultPlan: free, unknownKeys: refuse, plans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}}",
+			11, false, "A key nobody registered is answered 401 (unknownKeys: refuse)", "k"},
+		{"anonymous refused, a route's cost", "{defaultPlan: p, anonymous: refuse, plans: {p: [{name: b, capacity: 5, refillPerSecond: 1}]}, routes: [{path: /scores, cost: 2}]}",
+			3, true, "Without the X-API-Key header the caller is answered 401 (anonymous: refuse)", ""},
+		{"both refused", "{defaultPlan: free, unknownKeys: refuse, anonymous: refuse, plans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}}",
+			0, false, "Every request without a registered API key is answered 401", "k"},
+		{"all shadow", "{defaultPlan: t, plans: {t: [{name: b, capacity: 1, refillPerSecond: 1, shadow: true}]}}",
+			0, false, "every rule of the default plan t is shadow, so every request is allowed", "-"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"REDIS_ADDR": miniAt(t).Addr()}
+			if tc.config != "" {
+				env["RATE_LIMIT_CONFIG"] = tc.config
+			}
+			g := startGateway(t, env)
+			banner := waitBanner(t, g)
+			if !strings.Contains(banner, tc.says) {
+				t.Errorf("the banner does not say %q:\n%s", tc.says, banner)
+			}
+			m := bannerLoop.FindStringSubmatch(banner)
+			switch {
+			case tc.n == 0 && m != nil:
+				t.Fatalf("a curl loop in the banner, want none:\n%s", banner)
+			case tc.n != 0 && m == nil:
+				t.Fatalf("no curl loop in the banner:\n%s", banner)
+			case m != nil:
+				if n, _ := strconv.Atoi(m[1]); n != tc.n || (m[2] != "") != tc.key {
+					t.Fatalf("loop of %s requests, key %q: want %d, key %v", m[1], m[2], tc.n, tc.key)
+				}
+				key := ""
+				if tc.key {
+					key = "k"
+				}
+				var got []string
+				for range tc.n {
+					got = append(got, strconv.Itoa(g.get(t, "/scores", key).status))
+				}
+				if want := strings.Repeat("200 ", tc.n-1) + "429"; strings.Join(got, " ") != want {
+					t.Errorf("the banner's loop answers %s, want %s", strings.Join(got, " "), want)
+				}
+			}
+			if tc.refuse != "-" {
+				if r := g.get(t, "/scores", tc.refuse); r.status != http.StatusUnauthorized {
+					t.Errorf("key %q: %d, want the 401 the banner promises", tc.refuse, r.status)
+				}
+			}
+		})
+	}
+}
+
+// waitBanner returns the banner once g has printed it whole.
+func waitBanner(t *testing.T, g *gateway) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if out := g.stdout.String(); strings.Contains(out, "Ctrl-C stops.") {
+			return out
+		}
+	}
+	t.Fatalf("no banner after 10 s:\n%s", g.stdout)
+	return ""
+}

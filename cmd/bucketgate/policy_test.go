@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+
+	"github.com/bucketgate/bucketgate/internal/testkit/moto"
+)
+
+// policyFile is the operator's IAM policy for the CLI against a deployed stack: every
+// action it calls, on the stack's resources. Its placeholders are the stack's.
+const policyFile = "iam-policy.json"
+
+// policyResources are the resources each service's actions may be granted on, with
+// the placeholders of policyFile: the stack, its table and its check function
+// (unqualified, or an alias or version of it).
+var policyResources = map[string][]string{
+	"cloudformation": {"arn:aws:cloudformation:REGION:ACCOUNT_ID:stack/STACK_NAME/*"},
+	"dynamodb":       {"arn:aws:dynamodb:REGION:ACCOUNT_ID:table/REGISTRY_TABLE_NAME"},
+	"lambda":         {"arn:aws:lambda:REGION:ACCOUNT_ID:function:CHECK_FUNCTION_NAME", "arn:aws:lambda:REGION:ACCOUNT_ID:function:CHECK_FUNCTION_NAME:*"},
+}
+
+// localOnly are the actions of `bucketgate keys init`, which creates a table for local
+// use: a deployed stack's table is the template's, so the policy leaves them out.
+var localOnly = []string{"dynamodb:CreateTable", "dynamodb:DescribeTable"}
+
+// statement is a statement of an IAM policy; Action and Resource are a string or a list.
+type statement struct {
+	Sid      string
+	Effect   string
+	Action   stringOrList
+	Resource stringOrList
+}
+
+// stringOrList is an IAM policy element that is a string or a list of strings.
+type stringOrList []string
+
+func (l *stringOrList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*l = []string{one}
+		return nil
+	}
+	return json.Unmarshal(b, (*[]string)(l))
+}
+
+// The policy grants exactly the actions that a session of every command of the CLI
+// calls through a stack, each on its own service's resource of the stack (DescribeStacks
+// on the stack, DynamoDB's on the registry table, InvokeFunction on the check
+// function), and it is a policy that IAM's syntax accepts (moto's validator).
+func TestIAMPolicy(t *testing.T) {
+	s := newStackDeployment(t)
+	s.env[envStack] = deployedStack
+	key := strings.TrimSpace(s.ok("keys", "create", "--plan", "gold"))
+	session := [][]string{
+		{"keys", "show", key}, {"keys", "list"}, {"keys", "override", key, "--rule", "burst:9:1"},
+		{"keys", "clear-overrides", key}, {"keys", "set-plan", key, "basic"}, {"keys", "expire", key, "30d"},
+		{"buckets", "show", key}, {"buckets", "refund", "--cost", "1", key}, {"buckets", "reset", key},
+		{"keys", "revoke", key}, {"version"}, {"help"},
+	}
+	for _, args := range session {
+		s.ok(args...)
+	}
+	called := s.calls.take()
+	s.ok("--stack", "", "keys", "init", "--table", "bucketgate-local") // local use only
+	if init := slices.Compact(slices.Sorted(slices.Values(s.calls.take()))); !slices.Equal(init, localOnly) {
+		t.Fatalf("keys init called %v, want %v", init, localOnly)
+	}
+	ran := map[string]bool{"keys create": true, "keys init": true}
+	for _, args := range session {
+		if len(args) > 1 {
+			ran[args[0]+" "+args[1]] = true
+		}
+	}
+	for group, commands := range map[string][]string{"keys": slices.Collect(maps.Keys(keysCommands)), "buckets": slices.Collect(maps.Keys(bucketsCommands))} {
+		for _, c := range commands {
+			if !ran[group+" "+c] {
+				t.Fatalf("the session does not run %s %s: add it, so that the policy covers what it calls", group, c)
+			}
+		}
+	}
+	want := slices.Compact(slices.Sorted(slices.Values(called)))
+
+	b, err := os.ReadFile(policyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy struct {
+		Version   string
+		Statement []statement
+	}
+	if err := json.Unmarshal(b, &policy); err != nil {
+		t.Fatalf("%s: %v", policyFile, err)
+	}
+	var granted []string
+	for _, st := range policy.Statement {
+		if st.Effect != "Allow" || len(st.Action) == 0 || len(st.Resource) == 0 {
+			t.Errorf("%s: statement %s: want Allow, actions and resources", policyFile, st.Sid)
+		}
+		for _, a := range st.Action {
+			service, _, _ := strings.Cut(a, ":")
+			if !slices.Equal(st.Resource, policyResources[service]) {
+				t.Errorf("%s: statement %s grants %s on %v, want %v", policyFile, st.Sid, a, st.Resource, policyResources[service])
+			}
+			granted = append(granted, a)
+		}
+	}
+	if slices.Sort(granted); !slices.Equal(granted, want) {
+		t.Fatalf("%s grants %v; the CLI calls %v (and, for keys init alone, %v)", policyFile, granted, want, localOnly)
+	}
+
+	doc := strings.NewReplacer("REGION", moto.Region, "ACCOUNT_ID", moto.AccountID, "STACK_NAME", deployedStack,
+		"REGISTRY_TABLE_NAME", table, "CHECK_FUNCTION_NAME", checkFunction).Replace(string(b))
+	_, err = iam.NewFromConfig(s.moto.Config()).CreatePolicy(t.Context(), &iam.CreatePolicyInput{PolicyName: aws.String("bucketgate-cli"), PolicyDocument: aws.String(doc)})
+	if err != nil {
+		t.Fatalf("%s, its placeholders filled in, is refused by IAM (moto): %v", policyFile, err)
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/smithy-go"
+)
+
+// envStack names the deployed stack whose outputs name the table and the check
+// function when --stack is not given.
+const envStack = "BUCKETGATE_STACK"
+
+// The outputs of a bucketgate stack (template.yaml), each also exported as
+// <stack>-<output>.
+const (
+	outputAuthorizerArn = "AuthorizerFunctionArn"
+	outputCheckArn      = "CheckFunctionArn"
+	outputCheckName     = "CheckFunctionName"
+	outputTable         = "RegistryTableName"
+)
+
+// stackOutputs are the outputs every bucketgate stack has: a stack with none of them
+// was deployed from another template.
+var stackOutputs = []string{outputAuthorizerArn, outputCheckArn, outputCheckName, outputTable}
+
+// stackUsage is the paragraph of the usage about --stack.
+const stackUsage = `--stack NAME (default: $` + envStack + `), before the group or among a command's flags,
+names a deployed bucketgate stack: a command that needs the registry table or the check
+function and is not given it reads it from the stack's outputs ` + outputTable + ` and
+` + outputCheckName + ` (CloudFormation DescribeStacks, once per run). --table and --function,
+and REGISTRY_TABLE and CHECK_FUNCTION, win when given. AWS_ENDPOINT_URL_CLOUDFORMATION
+points it at another endpoint.
+`
+
+// stack is the deployed stack of a run, read from CloudFormation on first need and
+// then kept: at most one DescribeStacks per run.
+type stack struct {
+	// name is the stack's name or id, "" for none; from says where it was given
+	// (--stack or BUCKETGATE_STACK), for the errors.
+	name, from string
+
+	read    bool
+	status  string
+	outputs map[string]string // output key -> value
+	err     error
+}
+
+// newStack returns the stack named by the --stack flag's value, else by
+// BUCKETGATE_STACK; its name is "" when neither is set.
+func newStack(e env, flagValue string) *stack {
+	if flagValue != "" {
+		return &stack{name: flagValue, from: "--stack"}
+	}
+	return &stack{name: strings.TrimSpace(e.getenv(envStack)), from: envStack}
+}
+
+// output returns the value of the first of keys that the stack outputs, reading the
+// stack if it has not been read yet. Its error names the stack and what is missing, and
+// the flag that would name it instead.
+func (s *stack) output(ctx context.Context, flag string, keys ...string) (string, error) {
+	if err := s.describe(ctx); err != nil {
+		return "", err
+	}
+	for _, k := range keys {
+		if v := s.outputs[k]; v != "" {
+			return v, nil
+		}
+	}
+	missing := strings.Join(keys, " or ")
+	switch {
+	case unfinished(s.status):
+		return "", fmt.Errorf("stack %s (%s) has no output %s: its status is %s, a deployment that did not complete: wait for it or deploy again, or give %s",
+			s.name, s.from, missing, s.status, flag)
+	case !slices.ContainsFunc(stackOutputs, func(k string) bool { return s.outputs[k] != "" }):
+		return "", fmt.Errorf("stack %s (%s) is not a bucketgate stack: it has none of the outputs %s (status %s)",
+			s.name, s.from, strings.Join(stackOutputs, ", "), s.status)
+	}
+	return "", fmt.Errorf("stack %s (%s) has no output %s (status %s; its outputs: %s): deploy the current template.yaml to it, or give %s",
+		s.name, s.from, missing, s.status, strings.Join(slices.Sorted(maps.Keys(s.outputs)), ", "), flag)
+}
+
+// unfinished reports whether a stack of status is in or after a deployment that did
+// not complete (in progress, failed, or rolled back after its creation failed), when it
+// may lack outputs that its template has.
+func unfinished(status string) bool {
+	return strings.HasSuffix(status, "_IN_PROGRESS") || strings.HasSuffix(status, "_FAILED") || status == "ROLLBACK_COMPLETE"
+}
+
+// passOver notes on stderr that the stack, if one is named, is not read for what: it
+// was given by from.
+func (s *stack) passOver(e env, what, from string) {
+	if s.name != "" {
+		fmt.Fprintf(e.stderr, "%s from %s, not from stack %s (%s)\n", what, from, s.name, s.from)
+	}
+}
+
+// describe reads the stack's status and outputs with DescribeStacks, once.
+func (s *stack) describe(ctx context.Context) error {
+	if s.read {
+		return s.err
+	}
+	s.read = true
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	switch {
+	case err != nil:
+		s.err = fmt.Errorf("AWS configuration for CloudFormation: %w", err)
+		return s.err
+	case cfg.Region == "":
+		s.err = fmt.Errorf("stack %s (%s): no AWS region: set AWS_REGION (or the profile's region) to the stack's", s.name, s.from)
+		return s.err
+	}
+	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(s.name)})
+	var api smithy.APIError
+	switch {
+	case errors.As(err, &api) && api.ErrorCode() == "ValidationError" && strings.Contains(api.ErrorMessage(), "does not exist"),
+		err == nil && len(out.Stacks) == 0:
+		s.err = fmt.Errorf("stack %s (%s) does not exist in region %s: name a deployed bucketgate stack of that region (AWS_REGION or the profile's)", s.name, s.from, cfg.Region)
+	case errors.As(err, &api) && api.ErrorCode() == "AccessDenied":
+		s.err = fmt.Errorf("not allowed to read stack %s (%s): these credentials need cloudformation:DescribeStacks on it: %w", s.name, s.from, err)
+	case err != nil:
+		s.err = fmt.Errorf("stack %s (%s): %w", s.name, s.from, err)
+	default:
+		st := out.Stacks[0]
+		s.status = string(st.StackStatus)
+		s.outputs = map[string]string{}
+		for _, o := range st.Outputs {
+			s.outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+		}
+	}
+	return s.err
+}

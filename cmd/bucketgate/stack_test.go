@@ -1,0 +1,251 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/moto"
+)
+
+// deployedStack is the stack of the test deployment, whose outputs name its table and
+// its check function.
+const deployedStack = "bucketgate-test"
+
+// stackDeployment is a deployment whose names the CLI finds in a CloudFormation stack
+// in moto: neither REGISTRY_TABLE nor CHECK_FUNCTION is set, and every AWS call the CLI
+// makes (DynamoDB to dynalite, Lambda to the Invoke server, CloudFormation to moto)
+// goes through a recorder.
+type stackDeployment struct {
+	*deployment
+	moto  *moto.Server
+	calls *awsRecorder
+}
+
+// newStackDeployment deploys both functions (newDeployment) and creates deployedStack
+// in moto with every output of template.yaml's that the CLI reads.
+func newStackDeployment(t *testing.T) *stackDeployment {
+	t.Helper()
+	d, _ := newDeployment(t)
+	delete(d.env, settings.EnvRegistryTable)
+	delete(d.env, envCheckFunction)
+	s := &stackDeployment{deployment: d, moto: moto.Start(t)}
+	s.calls = newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), "lambda": d.lambda.URL, "cloudformation": s.moto.URL})
+	for _, service := range []string{"DynamoDB", "Lambda", "CloudFormation"} {
+		t.Setenv(moto.EndpointVariable(service), s.calls.URL)
+	}
+	s.createStack(deployedStack, map[string]string{
+		outputTable:         table,
+		outputCheckName:     checkFunction,
+		outputCheckArn:      functionARN(checkFunction),
+		outputAuthorizerArn: functionARN("bucketgate-test-authorizer"),
+	})
+	return s
+}
+
+// functionARN is the ARN of the function called name in moto's account and region.
+func functionARN(name string) string {
+	return "arn:aws:lambda:" + moto.Region + ":" + moto.AccountID + ":function:" + name
+}
+
+// createStack creates the stack called name in moto, with outputs (by key) exported as
+// <stack>-<key>, as template.yaml exports its own.
+func (s *stackDeployment) createStack(name string, outputs map[string]string) {
+	s.t.Helper()
+	var b strings.Builder
+	b.WriteString("Resources:\n  Nothing: {Type: AWS::CloudFormation::WaitConditionHandle}\n")
+	if len(outputs) > 0 {
+		b.WriteString("Outputs:\n")
+	}
+	for _, k := range slices.Sorted(maps.Keys(outputs)) {
+		fmt.Fprintf(&b, "  %s:\n    Value: %q\n    Export: {Name: !Sub \"${AWS::StackName}-%s\"}\n", k, outputs[k], k)
+	}
+	_, err := cloudformation.NewFromConfig(s.moto.Config()).CreateStack(s.t.Context(), &cloudformation.CreateStackInput{
+		StackName: aws.String(name), TemplateBody: aws.String(b.String()),
+	})
+	if err != nil {
+		s.t.Fatalf("create stack %s in moto: %v", name, err)
+	}
+}
+
+// describes returns how many DescribeStacks calls there are among actions.
+func describes(actions []string) int {
+	return strings.Count(strings.Join(actions, " "), "cloudformation:DescribeStacks")
+}
+
+// failsOnce runs args and fails the test unless it exits with status 1, prints nothing
+// on stdout and one line on stderr: the error, starting with want.
+func (s *stackDeployment) failsOnce(want string, args ...string) {
+	s.t.Helper()
+	code, stdout, stderr := s.run(args...)
+	if code != exitError || stdout != "" || !strings.HasPrefix(stderr, "bucketgate: "+want) || strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
+		s.t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q; want exit 1 and the one line %q", strings.Join(args, " "), code, stdout, stderr, want)
+	}
+}
+
+// The operator names the stack, with --stack (before the group or among the command's
+// flags) or BUCKETGATE_STACK, and the keys and buckets commands work through the table
+// and the check function its outputs name; each run reads the stack once, and only a
+// command that needs a name from it reads it.
+func TestStackSession(t *testing.T) {
+	s := newStackDeployment(t)
+	key := strings.TrimSpace(s.ok("--stack", deployedStack, "keys", "create", "--plan", "gold"))
+	id := "key:" + bucketgate.KeyDigest(key)
+	if got := s.calls.take(); !slices.Equal(got, []string{"cloudformation:DescribeStacks", "dynamodb:PutItem"}) {
+		t.Fatalf("keys create through the stack called %v, want DescribeStacks then PutItem", got)
+	}
+	if !strings.Contains(s.items(), id) {
+		t.Fatalf("the key is not in the stack's table:\n%s", s.items())
+	}
+	if show := s.ok("keys", "show", key, "--stack", deployedStack); !strings.Contains(show, "plan       gold\n") {
+		t.Fatalf("keys show --stack:\n%s", show)
+	}
+	s.calls.take()
+
+	s.env[envStack] = deployedStack
+	s.authz.decide(t, key)
+	s.want(s.bucket("show", key), id, "gold", "burst", 50, 49)
+	s.want(s.bucket("reset", key), id, "gold", "burst", 50, 50)
+	s.ok("keys", "show", key)
+	s.want(s.bucket("show", key, "--plan", "basic"), id, "basic", "burst", 5, 5)
+	if got := s.calls.take(); describes(got) != 4 || len(got) != 4+4 {
+		t.Fatalf("4 commands through BUCKETGATE_STACK called %v: want one DescribeStacks each, and their own calls", got)
+	}
+
+	// What the command line names wins, and the stack is not read.
+	for _, args := range [][]string{
+		{"keys", "show", key, "--table", table},
+		{"buckets", "show", key, "--function", checkFunction},
+		{"version"},
+		{"help"},
+	} {
+		code, _, stderr := s.run(args...)
+		if got := s.calls.take(); code != exitOK || describes(got) != 0 {
+			t.Fatalf("bucketgate %s: exit %d, calls %v, stderr %s: want it done without reading the stack", strings.Join(args, " "), code, got, stderr)
+		}
+		if args[0] != "keys" && args[0] != "buckets" {
+			continue
+		}
+		if note := " from " + args[3] + ", "; !strings.Contains(stderr, note) || !strings.Contains(stderr, "not from stack "+deployedStack+" ("+envStack+")") {
+			t.Fatalf("bucketgate %s: stderr %q: want a note that the stack was not read", strings.Join(args, " "), stderr)
+		}
+	}
+	s.env[settings.EnvRegistryTable] = table
+	if _, _, stderr := s.run("keys", "list"); !strings.Contains(stderr, "table "+table+" from REGISTRY_TABLE, not from stack") || describes(s.calls.take()) != 0 {
+		t.Fatalf("keys list with REGISTRY_TABLE: stderr %q, want REGISTRY_TABLE to win", stderr)
+	}
+	delete(s.env, settings.EnvRegistryTable)
+
+	// A usage error is found before the stack is read.
+	s.fails(exitUsage, "--plan is required", "keys", "create")
+	s.fails(exitUsage, "given twice", "--stack", deployedStack, "keys", "list", "--stack", "other")
+	if got := s.calls.take(); len(got) != 0 {
+		t.Fatalf("usage errors called %v", got)
+	}
+
+	// A stack that names its check function by ARN alone.
+	s.createStack("by-arn", map[string]string{outputTable: table, outputCheckArn: functionARN(checkFunction)})
+	s.want(s.bucket("show", key, "--stack", "by-arn"), id, "gold", "burst", 50, 50)
+	if got := s.calls.take(); !slices.Equal(got, []string{"cloudformation:DescribeStacks", "lambda:InvokeFunction"}) {
+		t.Fatalf("buckets show through a stack naming the function's ARN called %v", got)
+	}
+}
+
+// A stack the CLI cannot use, named by --stack or BUCKETGATE_STACK, is a one-line
+// error naming the stack and what is missing, with exit status 1; nothing is written
+// and the check function is not invoked.
+func TestStackBadInput(t *testing.T) {
+	s := newStackDeployment(t)
+	key := strings.TrimSpace(s.ok("--stack", deployedStack, "keys", "create", "--plan", "gold"))
+	s.createStack("other-app", map[string]string{"BucketName": "photos", "QueueUrl": "https://sqs.example/q"})
+	s.createStack("no-outputs", nil)
+	s.createStack("checks-only", map[string]string{outputCheckName: checkFunction})
+	s.createStack("keys-only", map[string]string{outputTable: table})
+	notOurs := "is not a bucketgate stack: it has none of the outputs AuthorizerFunctionArn, CheckFunctionArn, CheckFunctionName, RegistryTableName (status CREATE_COMPLETE)"
+	tests := []struct {
+		name, stack string // stack: --stack; BUCKETGATE_STACK when the name starts with "env"
+		args        []string
+		want        string
+	}{
+		{"missing stack", "nope", []string{"keys", "create", "--plan", "gold"}, "stack nope (--stack) does not exist in region us-east-1"},
+		{"env: missing stack", "nope", []string{"buckets", "reset", key}, "stack nope (BUCKETGATE_STACK) does not exist in region us-east-1"},
+		{"another template", "other-app", []string{"keys", "revoke", key}, "stack other-app (--stack) " + notOurs},
+		{"env: another template", "other-app", []string{"buckets", "refund", "--cost", "1", key}, "stack other-app (BUCKETGATE_STACK) " + notOurs},
+		{"no outputs at all", "no-outputs", []string{"keys", "expire", key, "2001-01-01"}, "stack no-outputs (--stack) " + notOurs},
+		{"no table output", "checks-only", []string{"keys", "set-plan", key, "basic"},
+			"stack checks-only (--stack) has no output RegistryTableName (status CREATE_COMPLETE; its outputs: CheckFunctionName): deploy the current template.yaml to it, or give --table"},
+		{"env: no function output", "keys-only", []string{"buckets", "reset", key},
+			"stack keys-only (BUCKETGATE_STACK) has no output CheckFunctionName or CheckFunctionArn (status CREATE_COMPLETE; its outputs: RegistryTableName): deploy the current template.yaml to it, or give --function"},
+	}
+	items, invoked := s.items(), s.lambda.Invocations(checkFunction)
+	s.calls.take()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s.t = t
+			args := tc.args
+			if strings.HasPrefix(tc.name, "env") {
+				s.env[envStack] = tc.stack
+				defer delete(s.env, envStack)
+			} else {
+				args = append([]string{"--stack", tc.stack}, args...)
+			}
+			s.failsOnce(tc.want, args...)
+			if got := s.calls.take(); !slices.Equal(got, []string{"cloudformation:DescribeStacks"}) {
+				t.Fatalf("called %v: want DescribeStacks alone", got)
+			}
+		})
+	}
+	t.Run("no region", func(t *testing.T) {
+		s.t = t
+		t.Setenv("AWS_REGION", "")
+		t.Setenv("AWS_DEFAULT_REGION", "")
+		s.failsOnce("stack "+deployedStack+" (--stack): no AWS region: set AWS_REGION (or the profile's region) to the stack's",
+			"--stack", deployedStack, "buckets", "reset", key)
+		if got := s.calls.take(); len(got) != 0 {
+			t.Fatalf("called %v without a region", got)
+		}
+	})
+	s.t = t
+	if after := s.items(); after != items {
+		t.Fatalf("bad stacks wrote to the table:\nbefore %s\nafter  %s", items, after)
+	}
+	if n := s.lambda.Invocations(checkFunction); n != invoked {
+		t.Fatalf("bad stacks invoked the check function %d times", n-invoked)
+	}
+	// The stack that lacks one output still serves the commands that need the other.
+	s.ok("--stack", "checks-only", "buckets", "show", key)
+	s.ok("--stack", "keys-only", "keys", "show", key)
+}
+
+// A stack read, without the output a command needs: the error says why it may lack it.
+func TestStackOutputErrors(t *testing.T) {
+	tests := []struct {
+		name, status string
+		outputs      map[string]string
+		want         string
+	}{
+		{"rolled back at creation", "ROLLBACK_COMPLETE", nil,
+			"stack s (--stack) has no output RegistryTableName: its status is ROLLBACK_COMPLETE, a deployment that did not complete: wait for it or deploy again, or give --table"},
+		{"being created", "CREATE_IN_PROGRESS", nil, "its status is CREATE_IN_PROGRESS, a deployment that did not complete"},
+		{"update failed", "UPDATE_ROLLBACK_FAILED", map[string]string{outputCheckName: "f"}, "its status is UPDATE_ROLLBACK_FAILED, a deployment that did not complete"},
+		{"another template", "UPDATE_COMPLETE", map[string]string{"Url": "u"}, "stack s (--stack) is not a bucketgate stack: it has none of the outputs AuthorizerFunctionArn, CheckFunctionArn, CheckFunctionName, RegistryTableName (status UPDATE_COMPLETE)"},
+		{"an older template", "UPDATE_ROLLBACK_COMPLETE", map[string]string{outputCheckName: "f", "Url": "u"},
+			"stack s (--stack) has no output RegistryTableName (status UPDATE_ROLLBACK_COMPLETE; its outputs: CheckFunctionName, Url): deploy the current template.yaml to it, or give --table"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &stack{name: "s", from: "--stack", read: true, status: tc.status, outputs: tc.outputs}
+			if _, err := s.output(t.Context(), "--table", outputTable); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

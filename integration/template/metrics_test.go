@@ -1,0 +1,261 @@
+package template_test
+
+// The alarms and the dashboard watch metrics the functions really write: the real
+// telemetry code, with the settings the template's environment gives (METRICS_NAMESPACE,
+// and STACK_NAME as the stack's name), writes EMF lines for every outcome, failure
+// reason and registry lookup result; CloudWatch files each metric under each of its
+// dimension sets, and an alarm or a widget selects one of them exactly.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// metricKey names one CloudWatch metric: namespace, name and dimensions with their
+// values, in order of name.
+func metricKey(namespace, name string, dims map[string]string) string {
+	var parts []string
+	for _, d := range slices.Sorted(maps.Keys(dims)) {
+		parts = append(parts, d+"="+dims[d])
+	}
+	return namespace + " " + name + " {" + strings.Join(parts, ", ") + "}"
+}
+
+// emfMetrics returns the metrics CloudWatch files from EMF lines: each metric of each
+// directive, under each of its dimension sets with the values the line holds.
+func emfMetrics(t *testing.T, lines []map[string]any) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, line := range lines {
+		var doc struct {
+			AWS struct {
+				CloudWatchMetrics []struct {
+					Namespace  string
+					Dimensions [][]string
+					Metrics    []struct{ Name string }
+				}
+			} `json:"_aws"`
+		}
+		b, _ := json.Marshal(line)
+		if err := json.Unmarshal(b, &doc); err != nil || len(doc.AWS.CloudWatchMetrics) == 0 {
+			t.Fatalf("EMF line %s: %v", b, err)
+		}
+		for _, d := range doc.AWS.CloudWatchMetrics {
+			for _, set := range d.Dimensions {
+				dims := map[string]string{}
+				for _, name := range set {
+					v, ok := line[name].(string)
+					if !ok {
+						t.Fatalf("EMF line %s: dimension %s has no string value", b, name)
+					}
+					dims[name] = v
+				}
+				for _, m := range d.Metrics {
+					out[metricKey(d.Namespace, m.Name, dims)] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// emittedMetrics returns the namespace and every metric the functions write with the
+// template's environment: each function's emitter, from the settings that environment
+// loads, writing every outcome, failure reason and registry lookup result.
+func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
+	t.Helper()
+	vars := loadTemplate(t, limiter).Globals.Function.Environment.Variables
+	namespace, _ = vars[settings.EnvNamespace].(string)
+	if namespace == "" || vars[settings.EnvStackName] != "AWS::StackName" {
+		t.Fatalf("Globals set %s %v and %s %v: want a literal namespace and !Ref AWS::StackName", settings.EnvNamespace, vars[settings.EnvNamespace], settings.EnvStackName, vars[settings.EnvStackName])
+	}
+	s, err := settings.Load(func(k string) string {
+		return map[string]string{settings.EnvNamespace: namespace, settings.EnvStackName: testStack}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := []guard.Result{
+		{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}, Latency: time.Millisecond},
+		{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited}, Latency: time.Millisecond},
+		{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited}, CacheHit: true},
+	}
+	for _, f := range []guard.Failure{guard.FailureTimeout, guard.FailureRedisError, guard.FailureBadResponse, guard.FailureRegistryError} {
+		results = append(results,
+			guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: f, Latency: time.Millisecond},
+			guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: f})
+	}
+	lookups := []registry.Result{registry.ResultHit, registry.ResultMiss, registry.ResultStale, registry.ResultError}
+	var out bytes.Buffer
+	for _, name := range slices.Sorted(maps.Keys(app.Functions)) {
+		e := telemetry.NewEmitter(&out, s.Namespace, s.Stack, name)
+		for i, r := range results {
+			var inv telemetry.Invocation
+			inv.Observe(r)
+			inv.ObserveLookup(string(lookups[i%len(lookups)]), i == 0)
+			if err := e.Emit(time.Unix(1_800_000_000, 0), &inv); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return s.Namespace, emfMetrics(t, jsonLines(t, &out))
+}
+
+// substitute returns the Fn::Sub string s with the pseudo parameters replaced by their
+// values and any other ${X} by "sub:X".
+func substitute(s string) string {
+	return subRef.ReplaceAllStringFunc(s, func(ref string) string {
+		name := subRef.FindStringSubmatch(ref)[1]
+		if v, ok := pseudo[name].(string); ok {
+			return v
+		}
+		return "sub:" + name
+	})
+}
+
+// watched is a metric an alarm or a dashboard widget reads: where it is, its namespace,
+// name and dimensions.
+type watched struct {
+	where, namespace, name string
+	dims                   map[string]string
+}
+
+// alarmMetrics returns the metrics an alarm (resolved properties) reads: its one
+// metric, or those of its metric math.
+func alarmMetrics(t *testing.T, id string, p map[string]any) []watched {
+	t.Helper()
+	var out []watched
+	add := func(m map[string]any) {
+		ns, _ := m["Namespace"].(string)
+		name, _ := m["MetricName"].(string)
+		dims := map[string]string{}
+		list, _ := m["Dimensions"].([]any)
+		for _, d := range list {
+			d, _ := d.(map[string]any)
+			n, _ := d["Name"].(string)
+			dims[n] = fmt.Sprint(d["Value"])
+		}
+		out = append(out, watched{id, ns, name, dims})
+	}
+	if _, ok := p["MetricName"]; ok {
+		add(p)
+	}
+	list, _ := p["Metrics"].([]any)
+	for _, m := range list {
+		m, _ := m.(map[string]any)
+		if stat, ok := m["MetricStat"].(map[string]any); ok {
+			metric, _ := stat["Metric"].(map[string]any)
+			add(metric)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s reads no metric: is it read right?", id)
+	}
+	return out
+}
+
+// dashboardMetrics returns the metrics of a dashboard body (a Fn::Sub string of
+// CloudWatch dashboard JSON), "..." expanded.
+func dashboardMetrics(t *testing.T, id string, body any) []watched {
+	t.Helper()
+	sub, _ := body.(map[string]any)
+	text, ok := sub["Fn::Sub"].(string)
+	if !ok {
+		t.Fatalf("%s: DashboardBody %v: want a Fn::Sub string", id, body)
+	}
+	var dash struct {
+		Widgets []struct {
+			Properties struct {
+				Metrics [][]any `json:"metrics"`
+			} `json:"properties"`
+		} `json:"widgets"`
+	}
+	if err := json.Unmarshal([]byte(substitute(text)), &dash); err != nil {
+		t.Fatalf("%s: dashboard body: %v", id, err)
+	}
+	var out []watched
+	for _, w := range dash.Widgets {
+		var prev []string
+		for _, m := range w.Properties.Metrics {
+			var parts []string // the strings: namespace, name, dimension names and values
+			for _, p := range m {
+				if p, ok := p.(string); ok {
+					parts = append(parts, p)
+				}
+			}
+			if len(parts) > 0 && parts[0] == "..." && len(parts)-1 <= len(prev) {
+				// "..." is the previous metric with its last parts replaced by the ones given.
+				parts = append(slices.Clone(prev[:len(prev)-(len(parts)-1)]), parts[1:]...)
+			}
+			prev = parts
+			if len(parts) < 2 {
+				continue
+			}
+			dims := map[string]string{}
+			for i := 2; i+1 < len(parts); i += 2 {
+				dims[parts[i]] = parts[i+1]
+			}
+			out = append(out, watched{id, parts[0], parts[1], dims})
+		}
+	}
+	return out
+}
+
+// checkMetrics: the alarms and the dashboard of a deployment with the defaults watch
+// metrics the functions write, exactly: in the functions' namespace, a metric and
+// dimension set (Stack with the stack's name among them) that the real telemetry code
+// writes; in AWS/Lambda, a function of the stack. A typo, a dimension too many or the
+// other stack's name would watch nothing, silently.
+func checkMetrics(t *testing.T, path string) {
+	d := deploy(t, readTemplate(t, path))
+	var all []watched
+	for id, r := range d.resources(t) {
+		switch r.Type {
+		case "AWS::CloudWatch::Alarm":
+			all = append(all, alarmMetrics(t, id, r.Properties)...)
+		case "AWS::CloudWatch::Dashboard":
+			all = append(all, dashboardMetrics(t, id, r.Properties["DashboardBody"])...)
+		}
+	}
+	if len(all) == 0 {
+		return // no alarm or dashboard (the examples)
+	}
+	namespace, emitted := emittedMetrics(t)
+	functions := map[string]bool{}
+	for _, name := range goFunctions(t) {
+		id := logicalID(name)
+		functions[fmt.Sprint(map[string]any{"Ref": id})], functions["sub:"+id] = true, true
+	}
+	own := 0
+	for _, w := range all {
+		switch w.namespace {
+		case namespace:
+			own++
+			if k := metricKey(w.namespace, w.name, w.dims); !emitted[k] {
+				t.Errorf("%s watches %s, which the functions never write; they write %v", w.where, k, slices.Sorted(maps.Keys(emitted)))
+			}
+		case "AWS/Lambda":
+			if len(w.dims) != 1 || !functions[w.dims["FunctionName"]] {
+				t.Errorf("%s watches %s %v: want one FunctionName, a function of the stack", w.where, w.name, w.dims)
+			}
+		default:
+			t.Errorf("%s watches %s %s: a namespace of no function of the stack", w.where, w.namespace, w.name)
+		}
+	}
+	if own == 0 {
+		t.Fatalf("no alarm or widget watches the namespace %s", namespace)
+	}
+}

@@ -1,4 +1,4 @@
-package bucket_test
+package bucketgate_test
 
 import (
 	"errors"

@@ -100,12 +100,12 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 	if p.registry, err = NewRegistry(s, p.config, p.log); err != nil {
 		return p, err
 	}
-	g, conn, err := NewGuard(s, p.log)
+	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name)
+	g, conn, err := NewGuard(s, p.log, p.metrics)
 	if err != nil {
 		return p, err
 	}
 	p.guard, p.conn = g, conn
-	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name)
 	return p, nil
 }
 
@@ -175,5 +175,9 @@ func authorizerHandler(p parts) (*authorizer.Handler, error) {
 }
 
 func newCheck(p parts) (lambda.Handler, error) {
-	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	ids, err := identity.NewResolver(p.settings.APIKeyHeader, p.settings.IPv6Prefix)
+	if err != nil { // settings bound the prefix length: the header is at fault
+		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
+	}
+	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
 }

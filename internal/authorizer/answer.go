@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/jsonout"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
@@ -46,19 +47,22 @@ func (h *Handler) appendAnswer(b []byte, ev event, o Outcome) []byte {
 }
 
 // contextField is one member of the authorizer context: a number, a string when
-// isStr, or the number followed by unit as a string when unit is set ("1 second").
+// isStr, the number followed by unit as a string when unit is set ("1 second"), or a
+// boolean when isBool.
 type contextField struct {
-	key   string
-	n     int64
-	str   string
-	isStr bool
-	unit  string
+	key    string
+	n      int64
+	str    string
+	isStr  bool
+	unit   string
+	b      bool
+	isBool bool
 }
 
 // contextFields are the authorizer context of o: the rate-limit figures that the
 // gateway responses and the headers read (ratelimitheaders names them), in the order of
 // their names, as encoding/json writes a map. buf holds the reset time's text.
-func (h *Handler) contextFields(o Outcome, buf []byte) [11]contextField {
+func (h *Handler) contextFields(o Outcome, buf []byte) [12]contextField {
 	d := o.Result.Decision
 	at := d.At
 	if at.IsZero() { // Redis did not decide (degraded): the local clock is all there is
@@ -76,6 +80,7 @@ func (h *Handler) contextFields(o Outcome, buf []byte) [11]contextField {
 		{key: ratelimitheaders.KeyRule, str: d.Rule, isStr: true},
 		{key: ratelimitheaders.KeyPlan, str: o.Limits.Plan, isStr: true},
 		{key: ratelimitheaders.KeyReason, str: string(d.Reason), isStr: true},
+		{key: ratelimitheaders.KeyDegraded, b: d.Reason == bucketgate.ReasonDegraded, isBool: true},
 		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.Result), isStr: true},
 		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.Limits.Rules), isStr: true},
 	}
@@ -97,6 +102,8 @@ func (h *Handler) appendContext(b []byte, o Outcome) []byte {
 			b = append(append(jsonout.Int(append(b, '"'), f.n), f.unit...), '"')
 		case f.isStr:
 			b = jsonout.String(b, f.str)
+		case f.isBool:
+			b = jsonout.Bool(b, f.b)
 		default:
 			b = jsonout.Int(b, f.n)
 		}
@@ -116,6 +123,8 @@ func (h *Handler) Context(o Outcome) map[string]any {
 			m[f.key] = strconv.FormatInt(f.n, 10) + f.unit
 		case f.isStr:
 			m[f.key] = f.str
+		case f.isBool:
+			m[f.key] = f.b
 		default:
 			m[f.key] = f.n
 		}

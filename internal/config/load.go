@@ -213,31 +213,43 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 	}
 	c.routeRules = append(extras, nil)
 	for _, name := range sortedKeys(c.plans) {
-		if err := c.combine(c.plans[name], c.routeRules); err != nil {
+		if err := c.combine(c.plans[name]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// combine sets p.byRoute to p's rules merged with each route's extra rules (extras[i]
-// for route i, then nil for no route), checking that each set, at its route's cost, is
-// a request the engine accepts.
-func (c *Config) combine(p *Plan, extras [][]bucketgate.Rule) error {
-	p.byRoute = make([][]bucketgate.Rule, 0, len(extras))
-	for i, extra := range extras {
-		rules := merge(p.Rules, extra)
-		cost := int64(defaultCost)
-		field, with := "plans."+p.Name, ""
-		if i < len(c.routes) {
-			cost = c.routes[i].cost
-			field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
+// combine sets p.byRoute to p's rules merged with each route's extra rules
+// (c.routeRules[i] for route i, then nil for no route), checking that each set, at its
+// route's cost, is a request the engine accepts. A route that adds no rule shares p's.
+func (c *Config) combine(p *Plan) error {
+	p.byRoute = make([][]bucketgate.Rule, 0, len(c.routeRules))
+	for i, extra := range c.routeRules {
+		rules := p.Rules
+		if len(extra) > 0 {
+			rules = merge(p.Rules, extra)
 		}
-		q := bucketgate.Request{Identity: "config", Rules: rules, Cost: cost}
-		if err := q.Validate(); err != nil {
-			return errorAt(field, "%s%v", with, err)
+		if err := c.validRoute(p, i, rules); err != nil {
+			return err
 		}
 		p.byRoute = append(p.byRoute, rules)
+	}
+	return nil
+}
+
+// validRoute reports rules, p's for route i (i = len(c.routes): none), when, at the
+// route's cost, they are not a request the engine accepts.
+func (c *Config) validRoute(p *Plan, i int, rules []bucketgate.Rule) error {
+	cost := int64(defaultCost)
+	field, with := "plans."+p.Name, ""
+	if i < len(c.routes) {
+		cost = c.routes[i].cost
+		field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
+	}
+	q := bucketgate.Request{Identity: "config", Rules: rules, Cost: cost}
+	if err := q.Validate(); err != nil {
+		return errorAt(field, "%s%v", with, err)
 	}
 	return nil
 }

@@ -58,6 +58,9 @@ func NewResolver(header string, ipv6Prefix int) (Resolver, error) {
 	return Resolver{header: header, ipv6Prefix: ipv6Prefix}, nil
 }
 
+// IPv6Prefix returns the prefix length, in bits, that IPv6 sources are grouped by.
+func (r Resolver) IPv6Prefix() int { return r.ipv6Prefix }
+
 // Header returns the name of the API key header, as configured.
 func (r Resolver) Header() string { return r.header }
 

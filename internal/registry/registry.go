@@ -68,6 +68,13 @@ type Document struct {
 // NewDocument returns the registry of c's keys and tenants.
 func NewDocument(c *config.Config) Document { return Document{c: c} }
 
+// Holds reports whether id is an identity the registry can know: an API key's
+// ("key:<digest>") or a tenant's ("tenant:<key>"). No registry reads any other, such as
+// a source address's ("ip:..."): no item can change the plan of an address.
+func Holds(id string) bool {
+	return strings.HasPrefix(id, bucketgate.KeyPrefix) || strings.HasPrefix(id, bucketgate.TenantPrefix)
+}
+
 // Lookup returns the plan the document maps id to, or an Entry with no plan. It never
 // fails.
 func (d Document) Lookup(_ context.Context, id string) (Entry, error) {

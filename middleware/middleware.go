@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 
@@ -43,9 +42,10 @@ import (
 const DefaultName = "middleware"
 
 // Options configure a Limiter. Every setting of the functions applies, read through
-// Getenv (see the README's table of environment variables: REDIS_TIMEOUT_MS, FAIL_MODE,
-// REDIS_TLS, METRICS_NAMESPACE, LOG_LEVEL, ...); a field that is set wins over its
-// variable. The zero Options read everything from the environment.
+// Getenv under the same names and with the same defaults (docs/configuration.md:
+// REDIS_TIMEOUT_MS, FAIL_MODE, REDIS_TLS, METRICS_NAMESPACE, STACK_NAME, LOG_LEVEL, ...);
+// a field that is set wins over its variable. The zero Options read everything from
+// the environment.
 type Options struct {
 	// Getenv reads the settings; nil is os.Getenv.
 	Getenv func(string) string
@@ -83,7 +83,6 @@ type Limiter struct {
 	authorizer *authorizer.Handler
 	proxies    proxies
 	close      func()
-	log        *slog.Logger
 }
 
 // New returns the Limiter that opts describe. Its error names the option (or the
@@ -104,11 +103,11 @@ func New(opts Options) (*Limiter, error) {
 	if opts.LogOutput == nil {
 		opts.LogOutput = os.Stderr
 	}
-	h, closeConn, log, err := app.NewAuthorizer(opts.Name, opts.getenv(), opts.Metrics, opts.LogOutput)
+	h, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), opts.Metrics, opts.LogOutput)
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %w", err)
 	}
-	return &Limiter{authorizer: h, proxies: ps, close: closeConn, log: log}, nil
+	return &Limiter{authorizer: h, proxies: ps, close: closeConn}, nil
 }
 
 // getenv returns Getenv (or os.Getenv) with the settings opts sets in place of their

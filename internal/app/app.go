@@ -71,18 +71,17 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 
 // NewAuthorizer builds the authorizer's handler as Build does, for a caller that
 // decides requests itself (package middleware): metrics carry the Function dimension
-// name. It returns a function that closes the Redis connection, and the logger even
-// with an error.
-func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, close func(), log *slog.Logger, err error) {
+// name. It returns a function that closes the Redis connection.
+func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, close func(), err error) {
 	p, err := assemble(getenv, name, metrics, logOut)
 	if err != nil {
-		return nil, nil, p.log, err
+		return nil, nil, err
 	}
 	if h, err = authorizerHandler(p); err != nil {
 		p.conn.Close()
-		return nil, nil, p.log, err
+		return nil, nil, err
 	}
-	return h, p.conn.Close, p.log, nil
+	return h, p.conn.Close, nil
 }
 
 // assemble reads the settings through getenv and builds what every function shares:

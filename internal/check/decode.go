@@ -57,7 +57,7 @@ func jsonError(path string, err error) error {
 	path = join(path, se.Path(true))
 	switch se.Problem {
 	case strictjson.Duplicate:
-		return fmt.Errorf("%s: given twice", field(path, se.Name))
+		return fmt.Errorf("%s: given twice", field(path, strictjson.PathName(se.Name)))
 	case strictjson.LoneSurrogate:
 		return fmt.Errorf("%s: %s at byte %d is half of a UTF-16 surrogate pair: JSON decoding would replace it with U+FFFD, so send text (or the pair)",
 			where(path), se.Char, se.InString)

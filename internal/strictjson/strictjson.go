@@ -215,13 +215,20 @@ func (e *Error) Path(indices bool) string {
 			if b.Len() > 0 {
 				b.WriteByte('.')
 			}
-			if strings.Trim(tok, plainName) != "" || tok == "" {
-				tok = strconv.Quote(tok) // a name that could be read as part of the path, or the message
-			}
-			b.WriteString(tok)
+			b.WriteString(PathName(tok))
 		}
 	}
 	return b.String()
+}
+
+// PathName returns an object's name as a path shows it: as it is when it is letters,
+// digits, '_' and '-', else quoted, so that no name reads as part of the path or of
+// the message after it.
+func PathName(name string) string {
+	if name == "" || strings.Trim(name, plainName) != "" {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 // plainName are the bytes of a name a path shows as it is.

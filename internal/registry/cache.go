@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -257,13 +257,13 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 	var bad *RecordError
 	switch {
 	case errors.As(err, &bad):
-		c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, identity.LogForm(bad.ID)),
+		c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, bucketgate.LogForm(bad.ID)),
 			slog.String(AttrAttribute, bad.Attribute), slog.String(telemetry.AttrError, bad.Err.Error()))
 		return cached{}, true, nil
 	case err != nil && (caller.Err() != nil || budget && ctx.Err() != nil): // the caller's time ran out
 		return cached{}, false, &gaveUpError{err: err}
 	case err != nil:
-		c.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgReadFailed, slog.String(AttrItem, identity.LogForm(id)), slog.String(telemetry.AttrError, err.Error()))
+		c.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgReadFailed, slog.String(AttrItem, bucketgate.LogForm(id)), slog.String(telemetry.AttrError, err.Error()))
 		return cached{}, false, err
 	}
 	return e, false, nil

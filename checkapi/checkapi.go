@@ -33,12 +33,14 @@ type Request struct {
 	// Key identifies whose buckets these are (a tenant, a user, an API client):
 	// 1 to MaxKey bytes of UTF-8 text. Required, unless Identity is given.
 	Key string `json:"key,omitempty"`
-	// Identity names the buckets of one of the authorizer's identities instead of Key's:
-	// "key:<digest>" (an API key by the first 32 hex digits of its SHA-256) or
-	// "ip:<address>" (a source address, an IPv6 one by its prefix such as
-	// "ip:2001:db8::/64"). It is the operator's path (bucketgate buckets): whoever may
-	// invoke the function may spend, refund or reset any caller's buckets. Empty means
-	// Key's buckets; not together with Key.
+	// Identity names the buckets of an identity instead of Key's: one of the
+	// authorizer's, "key:<digest>" (an API key by the first 32 hex digits of its
+	// SHA-256) or "ip:<address>" (a source address exactly as the authorizer spells it:
+	// an IPv6 one by its prefix of the function's IPV6_PREFIX_LENGTH, such as
+	// "ip:2001:db8::/64"), or "tenant:<key>", Key's own buckets. It is the operator's
+	// path (bucketgate buckets), logged at info: whoever may invoke the function may
+	// spend, refund or reset any caller's buckets. Empty means Key's buckets; not
+	// together with Key.
 	Identity string `json:"identity,omitempty"`
 	// Op is what to do; empty means OpCheck, and leaves "op" out of the JSON (the
 	// function refuses "op": "", as any other unknown operation).
@@ -66,7 +68,9 @@ const (
 	// whether it did: the default.
 	OpCheck Op = "check"
 	// OpRefund gives Cost tokens back to every rule, never above its capacity: for a
-	// request whose work failed after its check. A rule that is full stays full.
+	// request whose work failed after its check. A rule that is full stays full, and a
+	// refund never lowers a bucket, whatever plan it names: one that another plan of a
+	// larger capacity left above this plan's stays as it is.
 	OpRefund Op = "refund"
 	// OpReset makes every rule full again: its state removed from Redis.
 	OpReset Op = "reset"

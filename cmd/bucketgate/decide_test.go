@@ -77,7 +77,7 @@ func TestKeysDecideTheAuthorizer(t *testing.T) {
 	c.env[settings.EnvRedisAddr] = srv.Addr
 	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
 	c.env[settings.EnvTimeoutMS] = "2000"
-	c.env[settings.EnvRegistryTimeoutMS] = "5000" // a slow read would answer stale: the change not yet seen
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10) // a slow read would answer stale: the change not yet seen
 	c.env[settings.EnvLogLevel] = "debug"
 	c.ok("keys", "init")
 	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))

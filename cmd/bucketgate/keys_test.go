@@ -24,9 +24,10 @@ const table = "bucketgate-keys"
 
 // cli runs bucketgate command lines against one dynalite server.
 type cli struct {
-	t   *testing.T
-	env map[string]string
-	db  *dynamodb.Client // the server's, to read what the CLI wrote
+	t     *testing.T
+	env   map[string]string
+	stdin string           // what the next commands read on stdin
+	db    *dynamodb.Client // the server's, to read what the CLI wrote
 }
 
 func newCLI(t *testing.T) *cli {
@@ -39,7 +40,7 @@ func newCLI(t *testing.T) *cli {
 func (c *cli) run(args ...string) (int, string, string) {
 	c.t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, func(k string) string { return c.env[k] }, &stdout, &stderr)
+	code := run(context.Background(), args, func(k string) string { return c.env[k] }, strings.NewReader(c.stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -250,7 +251,7 @@ func TestKeysFollowTheConfiguration(t *testing.T) {
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"keys", "create", "--help"}, {"--stack", "x", "buckets", "show", "-h"}} {
 		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr)
+		code := run(context.Background(), args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
 		for _, want := range []string{
 			"usage: bucketgate [--stack NAME] GROUP COMMAND", "--stack NAME (default: $BUCKETGATE_STACK)", "outputs RegistryTableName and\nCheckFunctionName",
 			"bucketgate keys create --plan NAME", "bucketgate buckets refund --cost N", "  bucketgate version\n",

@@ -30,7 +30,6 @@ func TestParseTarget(t *testing.T) {
 		name, arg  string
 		ipv6Prefix int // 0: settings.DefaultIPv6Prefix
 		want       string
-		tenant     bool
 	}{
 		{name: "API key", arg: "bg_secret", want: "key:" + digest},
 		{name: "API key with blanks around it, as the authorizer trims it", arg: " bg_secret\t", want: "key:" + digest},
@@ -49,7 +48,7 @@ func TestParseTarget(t *testing.T) {
 		{name: "IPv6 by its /56", arg: "2001:db8:1:2::99", ipv6Prefix: 56, want: "ip:2001:db8:1::/56"},
 		{name: "IPv6 one by one", arg: "2001:db8:1:2::99", ipv6Prefix: 128, want: "ip:2001:db8:1:2::99"},
 		{name: "the unknown source", arg: "ip:unknown", want: "ip:unknown"},
-		{name: "tenant", arg: "tenant:acme svc", want: "tenant:acme svc", tenant: true},
+		{name: "tenant", arg: "tenant:acme svc", want: "tenant:acme svc"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,9 +57,6 @@ func TestParseTarget(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := checkapi.Request{Identity: tc.want}
-			if tc.tenant {
-				want = checkapi.Request{Key: strings.TrimPrefix(tc.want, "tenant:")}
-			}
 			if got.id != tc.want || got.req.Identity != want.Identity || got.req.Key != want.Key {
 				t.Fatalf("parseTarget(%q) = %+v, want id %s, request %+v", tc.arg, got, tc.want, want)
 			}

@@ -72,7 +72,8 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 	if err != nil {
 		return nil, log, err
 	}
-	g, _, err := NewGuard(s, log)
+	emitter := telemetry.NewEmitter(metrics, s.Namespace, s.Stack, f.Name)
+	g, _, err := NewGuard(s, log, emitter)
 	if err != nil {
 		return nil, log, err
 	}
@@ -81,7 +82,7 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 		config:   cfg,
 		registry: reg,
 		guard:    g,
-		metrics:  telemetry.NewEmitter(metrics, s.Namespace, s.Stack, f.Name),
+		metrics:  emitter,
 		log:      log,
 	})
 	return h, log, err
@@ -145,5 +146,9 @@ func newAuthorizer(p parts) (lambda.Handler, error) {
 }
 
 func newCheck(p parts) (lambda.Handler, error) {
-	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	ids, err := identity.NewResolver(p.settings.APIKeyHeader, p.settings.IPv6Prefix)
+	if err != nil { // settings bound the prefix length: the header is at fault
+		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
+	}
+	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
 }

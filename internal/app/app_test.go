@@ -236,7 +236,7 @@ func TestNewGuardDecides(t *testing.T) {
 		settings.EnvFailMode:  settings.FailOpen,
 		settings.EnvTimeoutMS: "2000", // generous: a loaded machine must not turn this into degraded
 	})
-	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestXRayDaemonFromSettings(t *testing.T) {
 	}
 	defer daemon.Close()
 	s := redistest.Settings(t, withMini(t, map[string]string{settings.EnvXRayDaemon: daemon.LocalAddr().String()}))
-	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,5 +301,30 @@ func TestBadXRayDaemonWarnsOnce(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], `"level":"WARN"`) || !strings.Contains(lines[0], tracing.MsgBadDaemonAddress) ||
 		!strings.Contains(lines[0], settings.EnvXRayDaemon) {
 		t.Fatalf("log %q, want one warning naming %s", &logs, settings.EnvXRayDaemon)
+	}
+}
+
+// A Redis that evicts keys under memory pressure (volatile-lru, the default of
+// ElastiCache's node-based parameter groups) is found when the function connects: a
+// warning naming the policy and the node, and one RedisEvictionPolicy count by Policy on
+// the metrics writer. A noeviction Redis (the servers' default) gets neither.
+func TestEvictionPolicyWarned(t *testing.T) {
+	for _, policy := range []string{"volatile-lru", "noeviction"} {
+		t.Run(policy, func(t *testing.T) {
+			srv := redistest.Start(t, "--maxmemory-policy", policy)
+			var metrics, logs bytes.Buffer
+			h, _, err := app.Build(app.Check, env(map[string]string{settings.EnvRedisAddr: srv.Addr}), &metrics, &logs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Invoke(context.Background(), []byte(`{"key":"k","plan":"free"}`)); err != nil {
+				t.Fatal(err)
+			}
+			warned := strings.Contains(logs.String(), `"level":"WARN","msg":"`+app.MsgEvictionPolicy+`","node":"`+srv.Addr+`","policy":"`+policy+`"`)
+			counted := strings.Contains(metrics.String(), `"Policy":"`+policy+`","RedisEvictionPolicy":1`)
+			if want := policy != "noeviction"; warned != want || counted != want {
+				t.Fatalf("warned %v, counted %v; want %v:\n%s\n%s", warned, counted, want, &logs, &metrics)
+			}
+		})
 	}
 }

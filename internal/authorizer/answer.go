@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/jsonout"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
@@ -45,13 +46,16 @@ func (h *Handler) appendAnswer(b []byte, ev event, o outcome) []byte {
 }
 
 // contextField is one member of the authorizer context: a number, a string when
-// isStr, or the number followed by unit as a string when unit is set ("1 second").
+// isStr, the number followed by unit as a string when unit is set ("1 second"), or a
+// boolean when isBool.
 type contextField struct {
-	key   string
-	n     int64
-	str   string
-	isStr bool
-	unit  string
+	key    string
+	n      int64
+	str    string
+	isStr  bool
+	unit   string
+	b      bool
+	isBool bool
 }
 
 // appendContext appends the authorizer context of o: the rate-limit figures that the
@@ -76,6 +80,7 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 		{key: ratelimitheaders.KeyRule, str: d.Rule, isStr: true},
 		{key: ratelimitheaders.KeyPlan, str: o.limits.Plan, isStr: true},
 		{key: ratelimitheaders.KeyReason, str: string(d.Reason), isStr: true},
+		{key: ratelimitheaders.KeyDegraded, b: d.Reason == bucket.ReasonDegraded, isBool: true},
 		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.result), isStr: true},
 		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.limits.Rules), isStr: true},
 	}
@@ -91,6 +96,8 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 			b = append(append(jsonout.Int(append(b, '"'), f.n), f.unit...), '"')
 		case f.isStr:
 			b = jsonout.String(b, f.str)
+		case f.isBool:
+			b = jsonout.Bool(b, f.b)
 		default:
 			b = jsonout.Int(b, f.n)
 		}

@@ -17,9 +17,12 @@ const (
 	attrRequestID = "apiRequestId"
 	attrSourceIP  = "sourceIp"
 	// attrUnknownKey, on the line of a request limited by its source IP although it
-	// carried an API key the registry does not know: that key's identity (a digest),
-	// or conflictingKeys.
+	// carried an API key the registry does not know (or, failing open, could not look
+	// up): that key's identity (a digest), or conflictingKeys.
 	attrUnknownKey = "unknownKey"
+	// attrRegistryError, on the line of a request limited by its source IP because
+	// the registry could not look its key up (failing open): the registry's error.
+	attrRegistryError = "registryError"
 )
 
 // conflictingKeys is attrUnknownKey's value for an API key header given twice with
@@ -90,8 +93,12 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 // what the log lines should add: a registered API key's own, on its plan with its
 // rules; else the source's, on the default plan, for a request without a key or (when
 // unknownKeys is ip) with a key the registry does not know. A nil plan means refused.
-// When the registry could not answer, it returns the key's identity on the default plan
-// and the registry's error: the request is then answered by the failure policy.
+// When the registry could not answer, a limiter that fails closed gets the key's
+// identity and the registry's error: the request is then answered by the failure
+// policy (503). One that fails open limits the request as its source on the default
+// plan, under unknownKeys ip and refuse alike: Redis can still decide, and a key that
+// cannot be looked up must buy no way past every limit (unlimited, degraded), nor turn
+// a table outage into 401s for every registered key (refused).
 func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (identity.Identity, *config.Plan, []slog.Attr, error) {
 	switch {
 	case c.Conflict:
@@ -107,6 +114,10 @@ func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Inv
 			inv.ObserveLookup(string(e.Result), e.Invalid)
 		}
 		switch {
+		case err != nil && h.Guard.FailOpen():
+			err = fmt.Errorf("registry lookup of %s: %w", c.Key, err)
+			attrs = append(attrs, slog.String(attrUnknownKey, c.Key.String()), slog.String(attrRegistryError, err.Error()))
+			return c.IP, h.Plans.DefaultPlan(), attrs, nil
 		case err != nil:
 			return c.Key, h.Plans.DefaultPlan(), attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
 		case e.Plan != nil:

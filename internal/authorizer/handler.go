@@ -33,6 +33,9 @@ type Guard interface {
 	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
 	// Fallback answers by the failure policy when the registry failed.
 	Fallback(q bucket.Request, f guard.Failure, err error) guard.Result
+	// FailOpen reports whether requests Redis (or the registry) cannot decide are
+	// allowed, degraded.
+	FailOpen() bool
 }
 
 // Registry says who an API key is: its plan with its own rules, or no plan when the

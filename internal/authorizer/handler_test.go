@@ -183,7 +183,7 @@ func TestRetryAfterText(t *testing.T) {
 // Every context value is a string, a number or a boolean (API Gateway drops anything
 // else), and every documented key is there, whatever the outcome.
 func TestContextValueTypes(t *testing.T) {
-	keys := []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset, ratelimitheaders.KeyResetAt, ratelimitheaders.KeyRule, ratelimitheaders.KeyPlan, ratelimitheaders.KeyReason, ratelimitheaders.KeyRateLimit, ratelimitheaders.KeyRateLimitPolicy, ratelimitheaders.KeyRetryAfterText}
+	keys := []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset, ratelimitheaders.KeyResetAt, ratelimitheaders.KeyRule, ratelimitheaders.KeyPlan, ratelimitheaders.KeyReason, ratelimitheaders.KeyRateLimit, ratelimitheaders.KeyRateLimitPolicy, ratelimitheaders.KeyRetryAfterText, ratelimitheaders.KeyDegraded}
 	slices.Sort(keys)
 	tests := []struct {
 		name     string
@@ -221,6 +221,9 @@ func TestContextValueTypes(t *testing.T) {
 				}
 				if a.str(t, ratelimitheaders.KeyReason) != tc.reason {
 					t.Errorf("reason %q, want %q", a.str(t, ratelimitheaders.KeyReason), tc.reason)
+				}
+				if degraded, _ := a.Context[ratelimitheaders.KeyDegraded].(bool); degraded != (tc.reason == "degraded") {
+					t.Errorf("degraded %v with reason %q", a.Context[ratelimitheaders.KeyDegraded], tc.reason)
 				}
 			})
 		}

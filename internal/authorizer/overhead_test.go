@@ -26,6 +26,8 @@ func (d fixedGuard) Fallback(bucket.Request, guard.Failure, error) guard.Result 
 	panic("fixedGuard: the registry never fails in the benchmark")
 }
 
+func (d fixedGuard) FailOpen() bool { return false }
+
 // stubAllowed is what fixedGuard answers in BenchmarkHandlerOverhead: an admission
 // as Redis would give it, with a latency for the metrics.
 var stubAllowed = fixedGuard{

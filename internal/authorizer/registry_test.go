@@ -170,8 +170,9 @@ func TestRegistryPlansAndOverrides(t *testing.T) {
 	}
 }
 
-// When the registry cannot say who a key is and nothing is cached, the request follows
-// the failure policy, counted as FailClosed with reason registry_error; Redis is not asked.
+// When the registry cannot say who a key is and nothing is cached, a limiter that fails
+// closed answers 503, counted as FailClosed with reason registry_error, Redis not asked;
+// one that fails open limits the request as its source address on the default plan.
 func TestRegistryFailure(t *testing.T) {
 	down := errors.New("dynamodb: throttled")
 	for _, failOpen := range []bool{false, true} {
@@ -184,8 +185,11 @@ func TestRegistryFailure(t *testing.T) {
 				t.Errorf("EMF %v: want one registry lookup with result error", doc)
 			}
 			if failOpen {
-				if err != nil || !a.allowed(t) || a.str(t, ratelimitheaders.KeyReason) != "degraded" {
-					t.Fatalf("fail open: %s, %v; want allowed, degraded", a.raw, err)
+				if err != nil || !a.allowed(t) || a.str(t, ratelimitheaders.KeyReason) != "ok" || a.PrincipalID != "ip:198.51.100.23" || a.str(t, ratelimitheaders.KeyPlan) != "free" {
+					t.Fatalf("fail open: %s, %v; want allowed as its source on the default plan", a.raw, err)
+				}
+				if keys := f.mr.Keys(); !slices.Equal(keys, []string{bucket.Key(a.PrincipalID)}) {
+					t.Errorf("Redis keys %v, want the source's bucket", keys)
 				}
 			} else {
 				if !errors.Is(err, ErrUnavailable) {
@@ -195,7 +199,7 @@ func TestRegistryFailure(t *testing.T) {
 					t.Errorf("EMF %v: want FailClosed with reason registry_error", doc)
 				}
 			}
-			if keys := f.mr.Keys(); len(keys) != 0 {
+			if keys := f.mr.Keys(); !failOpen && len(keys) != 0 {
 				t.Errorf("Redis was written (%v) although the registry failed", keys)
 			}
 			if !strings.Contains(f.logs.String(), "throttled") {
@@ -303,6 +307,47 @@ func TestRevokedAndExpiredKeys(t *testing.T) {
 				}
 				if keys := f.mr.Keys(); !slices.Equal(keys, []string{bucket.Key(sourceIdentity)}) {
 					t.Errorf("Redis keys %v, want the source's one bucket", keys)
+				}
+			})
+		}
+	}
+}
+
+// TestRegistryOutageFailOpenLimitsBySource: failing open with the table down while Redis
+// is healthy, a request whose key cannot be looked up is limited as its source address
+// on the default plan, as a request without a key is (10 then 429 on free), whatever the
+// key (a new made-up one each time, the same junk one, a registered one) and under
+// unknownKeys ip and refuse alike: a key header never buys a way past every limit. The
+// decision line names the key's digest and the registry's error.
+func TestRegistryOutageFailOpenLimitsBySource(t *testing.T) {
+	registered := registry.Record{ID: "key:" + config.KeyDigest("k-registered"), Plan: "pro"}
+	keys := map[string]func(i int) string{
+		"a new made-up key each time": func(i int) string { return "made-up-" + strconv.Itoa(i) },
+		"the same junk key":           func(int) string { return "junk" },
+		"a registered key":            func(int) string { return "k-registered" },
+	}
+	for name, key := range keys {
+		for _, policy := range []string{"ip", "refuse"} {
+			t.Run(name+"/"+policy, func(t *testing.T) {
+				cfg := unknownKeysConfig(t, policy)
+				f := newFixture(t, options{config: cfg, failOpen: true, registry: cacheOver(cfg, errors.New("dynamodb: unreachable"), registered)})
+				var got []string
+				for i := range 15 {
+					a, err := f.invoke(t, withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": key(i)}))
+					if err != nil {
+						t.Fatalf("request %d: %v", i, err)
+					}
+					if a.PrincipalID != sourceIdentity || a.str(t, ratelimitheaders.KeyPlan) != "free" {
+						t.Fatalf("request %d: %s: want the source's identity on the default plan", i, a.raw)
+					}
+					got = append(got, a.str(t, ratelimitheaders.KeyReason))
+				}
+				if want := strings.TrimSpace(strings.Repeat("ok ", 10) + strings.Repeat("limited ", 5)); strings.Join(got, " ") != want {
+					t.Fatalf("reasons %v, want %s: limited as the source", got, want)
+				}
+				logs := f.logs.String()
+				if !strings.Contains(logs, `"unknownKey":"key:`+config.KeyDigest(key(14))+`"`) || !strings.Contains(logs, `"registryError":"registry lookup of key:`) {
+					t.Errorf("the decision lines do not name the key's digest and the registry's error:\n%s", logs)
 				}
 			})
 		}

@@ -38,13 +38,12 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 		cost, give = 0, float64(q.Cost)
 	}
 	tokens := make([]float64, len(q.Rules))
-	stored := make([]bool, len(q.Rules))
 	allowed := true
 	for i, r := range q.Rules {
 		tokens[i] = float64(r.Capacity)
 		if k != nil && q.Op != OpReset {
 			if b, ok := k.buckets[r.Name]; ok {
-				tokens[i], stored[i] = refill(b, r, nowUS, give), true
+				tokens[i] = refill(b, r, nowUS, give)
 			}
 		}
 		if !r.Shadow && tokens[i] < cost {
@@ -93,9 +92,9 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 	case q.Op == OpReset:
 		m.remove(key, q.Rules)
 	case q.Op == OpRefund:
-		m.write(key, q.Rules, tokens, stored, nowUS, 0)
+		m.refund(key, q.Rules, give)
 	case allowed && q.Cost > 0:
-		m.write(key, q.Rules, tokens, nil, nowUS, int64(math.Ceil(float64(nowUS)/1000)+expiry))
+		m.write(key, q.Rules, tokens, nowUS, int64(math.Ceil(float64(nowUS)/1000)+expiry))
 	}
 	return newDecision(q, allowed, binding, int64(math.Floor(fewest)), int64(wait), int64(reset), nowUS, waitRule, limited)
 }
@@ -113,13 +112,10 @@ func refill(b ModelBucket, r Rule, nowUS int64, give float64) float64 {
 	return math.Min(level+give, float64(r.Capacity))
 }
 
-// write stores tokens[i] for every rule (only for those marked in only, when it is not
-// nil) as of nowUS, and lets the key live until expires at least.
-func (m *Model) write(key string, rules []Rule, tokens []float64, only []bool, nowUS, expires int64) {
+// write stores tokens[i] for every rule as of nowUS, and lets the key live until expires
+// at least.
+func (m *Model) write(key string, rules []Rule, tokens []float64, nowUS, expires int64) {
 	for i, r := range rules {
-		if only != nil && !only[i] {
-			continue
-		}
 		k := m.keys[key]
 		if k == nil {
 			k = &modelKey{buckets: map[string]ModelBucket{}}
@@ -127,6 +123,26 @@ func (m *Model) write(key string, rules []Rule, tokens []float64, only []bool, n
 		}
 		k.buckets[r.Name] = ModelBucket{Tokens: tokens[i], Stamp: nowUS}
 		k.expires = max(k.expires, expires)
+	}
+}
+
+// refund adds give tokens to the stored count of every rule with state, at its stamp,
+// capped at the rule's capacity unless the count holds more already: a refund never
+// lowers a bucket, whatever capacity and rate its rules give. Stamps and expiry stand.
+func (m *Model) refund(key string, rules []Rule, give float64) {
+	k := m.keys[key]
+	if k == nil {
+		return
+	}
+	for _, r := range rules {
+		b, ok := k.buckets[r.Name]
+		if !ok {
+			continue
+		}
+		if raised := math.Min(b.Tokens+give, float64(r.Capacity)); raised > b.Tokens {
+			b.Tokens = raised
+			k.buckets[r.Name] = b
+		}
 	}
 }
 

@@ -171,14 +171,20 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 
 // randomRequest draws 1 to 3 distinct rules and an operation: a check of cost 0 (a
 // peek), 1, a random cost or the smallest capacity; a refund of 1 to the smallest
-// capacity; or a reset.
+// capacity; or a reset. One rule in four comes as another plan has it (otherPlan): the
+// same bucket under a smaller capacity and a faster rate, so that checks, refunds and
+// peeks meet buckets another plan left above their capacity.
 func randomRequest(rng *rand.Rand, id string, pool []bucket.Rule) bucket.Request {
 	perm := rng.Perm(len(pool))[:1+rng.IntN(3)]
 	q := bucket.Request{Identity: id}
 	smallest := int64(bucket.MaxCapacity)
 	for _, i := range perm {
-		q.Rules = append(q.Rules, pool[i])
-		smallest = min(smallest, pool[i].Capacity)
+		r := pool[i]
+		if rng.IntN(4) == 0 {
+			r = otherPlan(r)
+		}
+		q.Rules = append(q.Rules, r)
+		smallest = min(smallest, r.Capacity)
 	}
 	switch rng.IntN(20) {
 	case 0, 1, 2, 3:
@@ -195,6 +201,14 @@ func randomRequest(rng *rand.Rand, id string, pool []bucket.Rule) bucket.Request
 		q.Cost = 1
 	}
 	return q
+}
+
+// otherPlan returns r as another plan has it: the same name (the same bucket), a third
+// of its capacity (at least 1) and twice its rate (at most bucket.MaxRefillPerSecond).
+func otherPlan(r bucket.Rule) bucket.Rule {
+	r.Capacity = max(1, r.Capacity/3)
+	r.RefillPerSecond = min(2*r.RefillPerSecond, bucket.MaxRefillPerSecond)
+	return r
 }
 
 // compareState checks that Redis holds exactly the model's state for identity, and,

@@ -101,7 +101,10 @@ const (
 	OpCheck Op = iota
 	// OpRefund gives Cost tokens back to every rule that has state, never above its
 	// capacity: for a request whose work failed downstream. A rule without state is
-	// full and stays so.
+	// full and stays so. The tokens are added to what the rule stored at its last write,
+	// at that write's time, and a rule that stored more than the request's capacity
+	// (under a plan of a larger one) stays as it is: a refund never lowers a bucket,
+	// whatever rules it names.
 	OpRefund
 	// OpReset makes every rule full again by removing its state (the identity's key goes
 	// with its last rule). Its Cost is 0.

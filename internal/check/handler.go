@@ -17,6 +17,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -42,8 +43,12 @@ type Handler struct {
 	Guard Guard
 	// Plans resolves plan names, and gives the default plan.
 	Plans Plans
-	// Registry says which plan a tenant is on, for checks with neither plan nor rules.
+	// Registry says which plan a tenant (or an API key, on the operator's path) is on,
+	// for checks with neither plan nor rules.
 	Registry Registry
+	// Identities groups IPv6 sources as the authorizer does: the operator's path takes
+	// an "ip:" identity only as the authorizer spells it (its header is not read).
+	Identities identity.Resolver
 	// Metrics gets one Emit per invocation that decided something.
 	Metrics Emitter
 	// Log gets a debug line per decision (telemetry.LogDecision) and a warning per
@@ -62,7 +67,7 @@ const MsgOperation = "bucket operation"
 // payload is a function error of type checkapi.ErrorTypeInvalidRequest naming the field
 // at fault; then nothing is decided, so nothing is written to Redis.
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	checks, batch, err := parse(payload, h.Plans)
+	checks, batch, err := parse(payload, h.Plans, h.Identities)
 	if err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
 // identityPrefix namespaces the check function's keys in Redis and in the registry: key
@@ -60,8 +61,9 @@ type check struct {
 	req bucket.Request
 	// explicit reports a check that named an identity: the operator's path.
 	explicit bool
-	// tenant reports a check with neither plan nor rules: its identity's plan comes from
-	// the registry (resolveTenants), and until then req has no rules.
+	// tenant reports a check with neither plan nor rules for an identity the registry
+	// holds (a tenant, an API key): its plan comes from the registry (resolveTenants),
+	// and until then req has no rules.
 	tenant bool
 	// lookupErr is why the registry could not say who the identity is: the check is
 	// then answered by the failure policy.
@@ -69,15 +71,16 @@ type check struct {
 }
 
 // parse reads and validates a whole payload: one check, or a batch of them (batch
-// true). Its error names the field at fault; it decides nothing.
-func parse(payload []byte, plans Plans) (checks []check, batch bool, err error) {
+// true), with the plans and, for explicit identities, the authorizer's sources. Its
+// error names the field at fault; it decides nothing.
+func parse(payload []byte, plans Plans, sources identity.Resolver) (checks []check, batch bool, err error) {
 	top, err := members("", payload, payloadFields)
 	if err != nil {
 		return nil, false, err
 	}
 	raw, batch := top[fieldChecks]
 	if !batch {
-		c, err := parseCheck("", top, plans)
+		c, err := parseCheck("", top, plans, sources)
 		return []check{c}, false, err
 	}
 	for _, name := range checkFields {
@@ -99,7 +102,7 @@ func parse(payload []byte, plans Plans) (checks []check, batch bool, err error) 
 		if err != nil {
 			return nil, true, err
 		}
-		if checks[i], err = parseCheck(path, m, plans); err != nil {
+		if checks[i], err = parseCheck(path, m, plans, sources); err != nil {
 			return nil, true, err
 		}
 	}
@@ -107,24 +110,25 @@ func parse(payload []byte, plans Plans) (checks []check, batch bool, err error) 
 }
 
 // parseCheck validates the members m of the check at path.
-func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, error) {
+func parseCheck(path string, m map[string]json.RawMessage, plans Plans, sources identity.Resolver) (check, error) {
 	var c check
 	switch {
 	case m[fieldIdentity] != nil && m[fieldKey] != nil:
 		return check{}, fmt.Errorf("%s: not with %s: give a key (the check function's own buckets) or an identity (the authorizer's), not both",
 			field(path, fieldIdentity), fieldKey)
 	case m[fieldIdentity] != nil:
-		id, err := parseIdentity(field(path, fieldIdentity), m[fieldIdentity])
+		id, logged, err := parseIdentity(field(path, fieldIdentity), m[fieldIdentity], sources)
 		if err != nil {
 			return check{}, err
 		}
-		c.logged, c.req.Identity, c.explicit = id, id, true
+		c.logged, c.req.Identity, c.explicit = logged, id, true
 	default:
 		key, err := parseKey(field(path, fieldKey), m[fieldKey])
 		if err != nil {
 			return check{}, err
 		}
-		c.logged, c.req.Identity = identityPrefix+config.KeyDigest(key), identityPrefix+key
+		c.req.Identity = identityPrefix + key
+		c.logged = identity.LogForm(c.req.Identity)
 	}
 	op, err := parseOp(field(path, fieldOp), m[fieldOp])
 	if err != nil {
@@ -145,8 +149,11 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 			return check{}, err
 		}
 		c.inline = true
-	default:
+	case registry.Holds(c.req.Identity):
 		c.tenant = true // the registry's plan, checked against the cost in resolveTenants
+	default: // an address: no registry item may change its plan, the authorizer's default
+		p := plans.DefaultPlan()
+		c.plan, c.req.Rules = p.Name, p.Rules
 	}
 	if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], op, c.req.Rules); err != nil {
 		return check{}, err

@@ -218,31 +218,43 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 	}
 	c.routeRules = append(extras, nil)
 	for _, name := range sortedKeys(c.plans) {
-		if err := c.combine(c.plans[name], c.routeRules); err != nil {
+		if err := c.combine(c.plans[name]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// combine sets p.byRoute to p's rules merged with each route's extra rules (extras[i]
-// for route i, then nil for no route), checking that each set, at its route's cost, is
-// a request the engine accepts.
-func (c *Config) combine(p *Plan, extras [][]bucket.Rule) error {
-	p.byRoute = make([][]bucket.Rule, 0, len(extras))
-	for i, extra := range extras {
-		rules := merge(p.Rules, extra)
-		cost := int64(defaultCost)
-		field, with := "plans."+p.Name, ""
-		if i < len(c.routes) {
-			cost = c.routes[i].cost
-			field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
+// combine sets p.byRoute to p's rules merged with each route's extra rules
+// (c.routeRules[i] for route i, then nil for no route), checking that each set, at its
+// route's cost, is a request the engine accepts. A route that adds no rule shares p's.
+func (c *Config) combine(p *Plan) error {
+	p.byRoute = make([][]bucket.Rule, 0, len(c.routeRules))
+	for i, extra := range c.routeRules {
+		rules := p.Rules
+		if len(extra) > 0 {
+			rules = merge(p.Rules, extra)
 		}
-		q := bucket.Request{Identity: "config", Rules: rules, Cost: cost}
-		if err := q.Validate(); err != nil {
-			return errorAt(field, "%s%v", with, err)
+		if err := c.validRoute(p, i, rules); err != nil {
+			return err
 		}
 		p.byRoute = append(p.byRoute, rules)
+	}
+	return nil
+}
+
+// validRoute reports rules, p's for route i (i = len(c.routes): none), when, at the
+// route's cost, they are not a request the engine accepts.
+func (c *Config) validRoute(p *Plan, i int, rules []bucket.Rule) error {
+	cost := int64(defaultCost)
+	field, with := "plans."+p.Name, ""
+	if i < len(c.routes) {
+		cost = c.routes[i].cost
+		field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
+	}
+	q := bucket.Request{Identity: "config", Rules: rules, Cost: cost}
+	if err := q.Validate(); err != nil {
+		return errorAt(field, "%s%v", with, err)
 	}
 	return nil
 }
@@ -345,6 +357,19 @@ const DigestLen = 32
 // KeyDigest returns the digest under which an API key is configured, limited and
 // logged: the first DigestLen hex digits of its SHA-256. Raw keys are never stored.
 // From a shell: printf %s "$KEY" | sha256sum | cut -c1-32
+//
+// The digest is unsalted, on purpose. It must be the same everywhere a key is named:
+// the authorizer and the check function, the CLI, the configuration document (whose
+// authors compute it with sha256sum), the registry's item ids, the Redis keys of every
+// bucket, and services limiting through the library. A keyed hash would need the
+// deployment's key in all of them (the document's authors too), and changing that key
+// would orphan every registry item and bucket. What an unsalted digest gives away is
+// the key itself only when the key can be guessed: the keys bucketgate makes (bucketgate
+// keys create) carry 256 bits from crypto/rand, beyond any dictionary or search, and a
+// 128-bit digest has no practical collision or preimage. A key chosen by a person can
+// be guessed: the CLI registers one made elsewhere (keys create --key -) only with 128
+// bits of estimated entropy, the document takes digests only, and the local demo's
+// sample keys guard nothing.
 func KeyDigest(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:DigestLen/2])

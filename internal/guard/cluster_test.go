@@ -43,7 +43,7 @@ func TestClusterMasterDown(t *testing.T) {
 		run(t, m, "CONFIG", "SET", "cluster-require-full-coverage", "no")
 	}
 	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_TIMEOUT_MS": faultTimeoutMS})
-	perRange, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+	perRange, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,8 +89,9 @@ type Options struct {
 	// ProbeInterval is how long an open circuit answers alone before one request
 	// probes Redis; zero is DefaultProbeInterval.
 	ProbeInterval time.Duration
-	// DenyCacheSize bounds the deny cache, in entries; zero means no cache. The cache
-	// times entries by Now: Redis's clock and Now must advance together (real time).
+	// DenyCacheSize bounds the deny cache, in entries; zero means no cache. Its entries
+	// also hold at most DenyCacheMaxBytes. The cache times entries by Now: Redis's
+	// clock and Now must advance together (real time).
 	DenyCacheSize int
 }
 
@@ -345,6 +346,10 @@ func (g *Guard) result(q bucket.Request, d bucket.Decision, err error, start tim
 	}
 	return Result{Decision: d, Latency: latency}
 }
+
+// FailOpen reports whether g allows, degraded, the requests Redis does not decide
+// (Options.FailOpen).
+func (g *Guard) FailOpen() bool { return g.opts.FailOpen }
 
 // Fallback returns the Result of q when something the decision needs before Redis
 // failed with f and err (FailureRegistryError): denied with reason unavailable, or

@@ -25,7 +25,8 @@ const (
 	// KindIP: the request's source address (an IPv6 source by its prefix).
 	KindIP Kind = "ip"
 	// KindTenant: a key the check function was invoked with, as given: services that
-	// invoke it are trusted, their keys are not secrets.
+	// invoke it are trusted. Its buckets and registry item carry the key itself; logs
+	// carry its digest (LogForm), as a tenant's key may name a customer.
 	KindTenant Kind = "tenant"
 )
 
@@ -48,6 +49,17 @@ type Identity struct {
 // "tenant:<key>": the bucket.Request identity, the registry's item id, and the REST
 // authorizer's principal id.
 func (id Identity) String() string { return string(id.Kind) + ":" + id.Value }
+
+// LogForm returns the identity id ("kind:value", String's form) as logs and errors
+// carry it: a tenant's ("tenant:<key>") with its key as its digest, config.KeyDigest
+// ("tenant:<digest>"), so that a tenant's key never rests in a log; any other as it is
+// (an API key's identity is its digest already, an address is no secret).
+func LogForm(id string) string {
+	if key, ok := strings.CutPrefix(id, string(KindTenant)+":"); ok {
+		return string(KindTenant) + ":" + config.KeyDigest(key)
+	}
+	return id
+}
 
 // Caller is who sent a request, as far as the request says: always its source address,
 // and its API key when it carried exactly one.
@@ -86,6 +98,9 @@ func NewResolver(header string, ipv6Prefix int) (Resolver, error) {
 	}
 	return Resolver{header: header, ipv6Prefix: ipv6Prefix}, nil
 }
+
+// IPv6Prefix returns the prefix length, in bits, that IPv6 sources are grouped by.
+func (r Resolver) IPv6Prefix() int { return r.ipv6Prefix }
 
 // Header returns the name of the API key header, as configured.
 func (r Resolver) Header() string { return r.header }

@@ -70,6 +70,8 @@ type Report struct {
 
 	// Registry is item 8: the key registry's DynamoDB reads against their bound.
 	Registry RegistryReads
+	// EntryBytes is BenchmarkCacheEntryBytes: a registry cache entry's heap, by kind.
+	EntryBytes []GoBench
 
 	// Batch is item 9: one check against a batch through a slow link.
 	Batch BatchRun
@@ -362,6 +364,7 @@ func (r Report) Markdown() string {
 	p("the refill rate. %d of %d admitted; a correct limiter admits at most capacity + refill × %.1f s + 1 = %.0f.\n\n", f.Admitted, f.Offered, f.Elapsed.Seconds(), f.Bound())
 	p("![admitted vs offered requests per second during a flood](%s)\n\n", r.PlotFile)
 	r.registrySection(p)
+	r.entryBytesSection(p)
 	r.batchSection(p)
 	r.endToEndSection(p)
 	return b.String()

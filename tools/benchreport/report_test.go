@@ -34,7 +34,7 @@ import (
 
 var (
 	reportPath  = flag.String("report", "", "write the benchmark report (BENCHMARKS.md) here; TestReport skips without it")
-	goBenchPath = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer")
+	goBenchPath = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer, CacheEntryBytes on internal/registry")
 	insnPath    = flag.String("instructions", "", "output of make bench-instructions (instructions/instructions.sh)")
 )
 
@@ -44,6 +44,7 @@ var reportCommands = []string{
 	"bash tools/benchreport/instructions/instructions.sh > instructions.txt  # item 1: make bench-instructions",
 	"for i in 1 2 3 4 5; do go test -run '^$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket; done > gobench.txt",
 	"go test -run '^$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >> gobench.txt",
+	"go test -run '^$' -bench CacheEntryBytes -benchtime 1x -count 1 ./internal/registry >> gobench.txt",
 	"cd tools && go test -count=1 -timeout 15m -run '^TestReport$' -v ./benchreport -args -report=$PWD/../BENCHMARKS.md -gobench=../gobench.txt -instructions=../instructions.txt",
 }
 
@@ -134,7 +135,7 @@ func TestReport(t *testing.T) {
 	}
 
 	if *goBenchPath == "" {
-		t.Fatal("-gobench is required with -report: the output of BenchmarkClientCost and BenchmarkHandlerOverhead")
+		t.Fatal("-gobench is required with -report: the output of BenchmarkClientCost, BenchmarkHandlerOverhead and BenchmarkCacheEntryBytes")
 	}
 	out, err := os.Open(*goBenchPath)
 	if err != nil {
@@ -149,6 +150,9 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Authorizer, err = handlerOverheadFrom(benches); err != nil {
+		t.Fatal(err)
+	}
+	if r.EntryBytes, err = entryBytesFrom(benches); err != nil {
 		t.Fatal(err)
 	}
 

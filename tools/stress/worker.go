@@ -60,7 +60,7 @@ func Work(p Plan) (WorkerReport, error) {
 	}
 	instances := make([]*guard.Guard, max(p.Instances, 1))
 	for i := range instances {
-		g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+		g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil)
 		if err != nil {
 			return WorkerReport{}, fmt.Errorf("instance %d: %w", i, err)
 		}

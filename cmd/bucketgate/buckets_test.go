@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -116,7 +116,7 @@ func (d *deployment) want(b bucketJSON, id, plan, rule string, limit, remaining 
 func TestBucketsSession(t *testing.T) {
 	d, srv := newDeployment(t)
 	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
-	id := "key:" + config.KeyDigest(key)
+	id := "key:" + bucketgate.KeyDigest(key)
 	for range 5 {
 		d.authz.decide(t, key)
 	}
@@ -176,7 +176,7 @@ func TestBucketsSession(t *testing.T) {
 		t.Errorf("want an info line per request on the operator's path (12, the tenant's too), the tenant by its digest:\n%s", logs)
 	}
 	everything := payloads + d.check.logs.String() + d.check.metrics.String() + d.authz.logs.String() + d.authz.metrics.String() + redisDump(t, srv) + d.items()
-	if strings.Contains(everything, key) || !strings.Contains(everything, config.KeyDigest(key)) {
+	if strings.Contains(everything, key) || !strings.Contains(everything, bucketgate.KeyDigest(key)) {
 		t.Fatalf("the raw key is in a payload, a log, a metric, Redis or the table, or its digest is nowhere:\n%s", everything)
 	}
 }
@@ -245,7 +245,7 @@ func TestBucketsBadInput(t *testing.T) {
 
 	d.env[envCheckFunction] = "elsewhere"
 	d.fails(exitError, "no function elsewhere: name the deployed stack with --stack", "buckets", "show", key)
-	d.want(d.bucket("show", "--function", checkFunction, key), "key:"+config.KeyDigest(key), "gold", "burst", 50, 49)
+	d.want(d.bucket("show", "--function", checkFunction, key), "key:"+bucketgate.KeyDigest(key), "gold", "burst", 50, 49)
 
 	srv.Close() // Redis gone: the function fails closed, and the CLI says what is unknown
 	d.fails(exitError, "Redis did not decide in time (reason unavailable): the refund may or may not have happened",

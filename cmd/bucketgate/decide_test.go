@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -84,7 +84,7 @@ func TestKeysDecideTheAuthorizer(t *testing.T) {
 	c.env[settings.EnvLogLevel] = "debug"
 	c.ok("keys", "init")
 	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
-	id := "key:" + config.KeyDigest(key)
+	id := "key:" + bucketgate.KeyDigest(key)
 
 	var a authorizer
 	h, _, err := app.Build(app.Authorizer, func(k string) string { return c.env[k] }, &a.metrics, &a.logs)
@@ -133,7 +133,7 @@ func TestKeysDecideTheAuthorizer(t *testing.T) {
 	if strings.Contains(everything, key) {
 		t.Fatalf("the raw key is in the table, Redis, the logs or the metrics:\n%s", everything)
 	}
-	if !strings.Contains(everything, config.KeyDigest(key)) {
+	if !strings.Contains(everything, bucketgate.KeyDigest(key)) {
 		t.Fatalf("the key's digest is nowhere either: did anything run?\n%s", everything)
 	}
 }

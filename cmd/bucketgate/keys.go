@@ -12,11 +12,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -169,7 +168,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			if err := checkTenant(*tenant); err != nil {
 				return fmt.Errorf("%w: --tenant: %w", errUsage, err)
 			}
-			rec.ID = identity.Identity{Kind: identity.KindTenant, Value: *tenant}.String()
+			rec.ID = bucketgate.Identity{Kind: bucketgate.KindTenant, Value: *tenant}.String()
 			if err := t.put(e.ctx, rec); err != nil {
 				return err
 			}
@@ -262,10 +261,10 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)
 		}
 		id := args[0]
-		var now []bucket.Rule
+		var now []bucketgate.Rule
 		err := t.change(e.ctx, id, func(r *registry.Record) error {
 			for _, o := range rules {
-				if i := slices.IndexFunc(r.Rules, func(x bucket.Rule) bool { return x.Name == o.Name }); i >= 0 {
+				if i := slices.IndexFunc(r.Rules, func(x bucketgate.Rule) bool { return x.Name == o.Name }); i >= 0 {
 					r.Rules[i] = o
 				} else {
 					r.Rules = append(r.Rules, o)
@@ -343,7 +342,7 @@ func newKey() (string, error) {
 
 // keyID returns the registry id of an API key.
 func keyID(key string) string {
-	return identity.Identity{Kind: identity.KindKey, Value: config.KeyDigest(key)}.String()
+	return bucketgate.KeyIdentity(key).String()
 }
 
 // itemArg returns the registry id that the argument arg names: as itemID does, or for
@@ -365,13 +364,13 @@ func itemArg(e env, arg string) (string, error) {
 // may be a key.
 func itemID(arg string) (string, error) {
 	switch {
-	case strings.HasPrefix(arg, string(identity.KindTenant)+":"):
-		if len(arg) == len(identity.KindTenant)+1 {
+	case strings.HasPrefix(arg, string(bucketgate.KindTenant)+":"):
+		if len(arg) == len(bucketgate.KindTenant)+1 {
 			return "", fmt.Errorf("%w: tenant: with no tenant key", errUsage)
 		}
 		return arg, nil
-	case strings.HasPrefix(arg, string(identity.KindKey)+":"):
-		if !isDigest(arg[len(identity.KindKey)+1:]) {
+	case strings.HasPrefix(arg, string(bucketgate.KindKey)+":"):
+		if !isDigest(arg[len(bucketgate.KindKey)+1:]) {
 			return "", errNotDigest
 		}
 		return arg, nil
@@ -391,11 +390,11 @@ func checkTenant(key string) error {
 }
 
 // errNotDigest is the error about "key:" followed by anything but a key's digest.
-var errNotDigest = fmt.Errorf("%w: key: wants the key's digest, %d lowercase hex digits (give an API key itself without key:)", errUsage, config.DigestLen)
+var errNotDigest = fmt.Errorf("%w: key: wants the key's digest, %d lowercase hex digits (give an API key itself without key:)", errUsage, bucketgate.DigestLen)
 
-// isDigest reports whether s is a key digest: config.DigestLen lowercase hex digits.
+// isDigest reports whether s is a key digest: bucketgate.DigestLen lowercase hex digits.
 func isDigest(s string) bool {
-	if len(s) != config.DigestLen {
+	if len(s) != bucketgate.DigestLen {
 		return false
 	}
 	return strings.Trim(s, "0123456789abcdef") == ""

@@ -41,7 +41,7 @@ func readKey(e env) (string, error) {
 }
 
 // Bounds of keysCreate's guard against keys a dictionary could reverse from their
-// digest (see config.KeyDigest): what a key of 22 random base64url characters has.
+// digest (see bucketgate.KeyDigest): what a key of 22 random base64url characters has.
 const (
 	minKeyBits     = 128
 	minKeyDistinct = 10

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate"
 )
 
 // TestKeyFromStdin: everywhere the CLI takes an API key, "-" reads it from the first
@@ -13,7 +13,7 @@ import (
 func TestKeyFromStdin(t *testing.T) {
 	d, _ := newDeployment(t)
 	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
-	id := "key:" + config.KeyDigest(key)
+	id := "key:" + bucketgate.KeyDigest(key)
 	d.stdin = key + "\n"
 	for _, args := range [][]string{
 		{"keys", "show", "-"},
@@ -54,10 +54,10 @@ func TestCreateWithAnExistingKey(t *testing.T) {
 	strong := "legacy_9fK2mQx7Lp4Rz8Vt1Wc6Yb3N"
 	c.stdin = strong + "\n"
 	code, stdout, stderr := c.run("keys", "create", "--plan", "pro", "--key", "-")
-	if code != exitOK || stdout != "" || !strings.Contains(stderr, "created key:"+config.KeyDigest(strong)) || strings.Contains(stdout+stderr, strong) {
+	if code != exitOK || stdout != "" || !strings.Contains(stderr, "created key:"+bucketgate.KeyDigest(strong)) || strings.Contains(stdout+stderr, strong) {
 		t.Fatalf("create --key -: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if show := c.ok("keys", "show", "key:"+config.KeyDigest(strong)); !strings.Contains(show, "plan       pro") {
+	if show := c.ok("keys", "show", "key:"+bucketgate.KeyDigest(strong)); !strings.Contains(show, "plan       pro") {
 		t.Fatalf("show:\n%s", show)
 	}
 	for _, weak := range []string{"password123", "acme-prod-key", "0123456789abcdef01234567", strings.Repeat("a", 40)} {

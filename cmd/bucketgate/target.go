@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/identity"
 )
@@ -36,19 +37,19 @@ func parseTarget(arg string, src sources) (target, error) {
 	switch {
 	case strings.Trim(arg, " \t") == "":
 		return target{}, fmt.Errorf("%w: IDENTITY is empty", errUsage)
-	case kind == string(identity.KindTenant):
+	case kind == string(bucketgate.KindTenant):
 		if rest == "" {
 			return target{}, fmt.Errorf("%w: tenant: with no tenant key", errUsage)
 		}
 		return identityTarget(arg), nil
-	case kind == string(identity.KindKey):
+	case kind == string(bucketgate.KindKey):
 		if !isDigest(rest) {
 			return target{}, errNotDigest
 		}
 		return identityTarget(arg), nil
-	case kind == string(identity.KindIP) && rest == identity.UnknownAddr:
+	case kind == string(bucketgate.KindIP) && rest == identity.UnknownAddr:
 		return identityTarget(arg), nil
-	case kind == string(identity.KindIP):
+	case kind == string(bucketgate.KindIP):
 		return src.target(rest)
 	case isAddress(arg):
 		return src.target(arg)

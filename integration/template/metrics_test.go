@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -90,14 +90,14 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 		t.Fatal(err)
 	}
 	results := []guard.Result{
-		{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}, Latency: time.Millisecond},
-		{Decision: bucket.Decision{Reason: bucket.ReasonLimited}, Latency: time.Millisecond},
-		{Decision: bucket.Decision{Reason: bucket.ReasonLimited}, CacheHit: true},
+		{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}, Latency: time.Millisecond},
+		{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited}, Latency: time.Millisecond},
+		{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited}, CacheHit: true},
 	}
 	for _, f := range []guard.Failure{guard.FailureTimeout, guard.FailureRedisError, guard.FailureBadResponse, guard.FailureRegistryError} {
 		results = append(results,
-			guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonUnavailable}, Failure: f, Latency: time.Millisecond},
-			guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonDegraded}, Failure: f})
+			guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: f, Latency: time.Millisecond},
+			guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: f})
 	}
 	lookups := []registry.Result{registry.ResultHit, registry.ResultMiss, registry.ResultStale, registry.ResultError}
 	var out bytes.Buffer

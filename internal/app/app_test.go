@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -141,7 +142,7 @@ func TestBuildAuthorizer(t *testing.T) {
 	if err := json.Unmarshal(out, &resp); err != nil {
 		t.Fatal(err)
 	}
-	if resp.PrincipalID != "key:"+config.KeyDigest("bg-sample-pro-key") || resp.Context["plan"] != "pro" {
+	if resp.PrincipalID != "key:"+bucketgate.KeyDigest("bg-sample-pro-key") || resp.Context["plan"] != "pro" {
 		t.Errorf("principal %q context %v: the custom header or the configuration file was not used", resp.PrincipalID, resp.Context)
 	}
 	if !strings.Contains(metrics.String(), `"Namespace":"acme/limits"`) || !strings.Contains(metrics.String(), `"Function":"authorizer"`) {
@@ -242,8 +243,8 @@ func TestNewGuardDecides(t *testing.T) {
 	}
 	defer conn.Close()
 	limits := config.Default().Limits(config.Default().DefaultPlan(), "GET", "/")
-	r, err := g.Decide(context.Background(), bucket.Request{Identity: "ip:192.0.2.1", Rules: limits.Rules, Cost: limits.Cost})
-	if err != nil || !r.Allowed || r.Reason != bucket.ReasonOK || r.Remaining != 9 {
+	r, err := g.Decide(context.Background(), bucketgate.Request{Identity: "ip:192.0.2.1", Rules: limits.Rules, Cost: limits.Cost})
+	if err != nil || !r.Allowed || r.Reason != bucketgate.ReasonOK || r.Remaining != 9 {
 		t.Fatalf("Decide = %+v, %v", r, err)
 	}
 	if !m.Exists(bucket.Key("ip:192.0.2.1")) {
@@ -275,7 +276,7 @@ func TestXRayDaemonFromSettings(t *testing.T) {
 	defer conn.Close()
 	const traceID = "1-5759e988-bd862e3fe1be46a994272793"
 	ctx := context.WithValue(context.Background(), tracing.LambdaHeaderKey, "Root="+traceID+";Parent=53995c3f42cd8ad8;Sampled=1") //nolint:staticcheck // aws-lambda-go's own key
-	if _, err := g.Decide(ctx, bucket.Request{Identity: "x", Rules: config.Default().DefaultPlan().Rules, Cost: 1}); err != nil {
+	if _, err := g.Decide(ctx, bucketgate.Request{Identity: "x", Rules: config.Default().DefaultPlan().Rules, Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
 	_ = daemon.SetReadDeadline(time.Now().Add(10 * time.Second))

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
@@ -33,49 +33,57 @@ const conflictingKeys = "conflicting values"
 // maxLoggedSourceIP bounds how much of an unusable source IP a log line quotes.
 const maxLoggedSourceIP = 64
 
-// call is what one authorizer event asks, whatever its payload version.
-type call struct {
-	keys      identity.KeyCopies // the API key header's copies
-	sourceIP  string
-	method    string
-	path      string
-	requestID string // API Gateway's request id, for the logs
+// Call is what one request asks the authorizer, whatever brought it: an API Gateway
+// event of any payload version, or an HTTP request to a service (package middleware).
+type Call struct {
+	// Keys are the copies of the API key header the request carried.
+	Keys identity.KeyCopies
+	// SourceIP is the request's source address, as the caller's network saw it.
+	SourceIP string
+	// Method and Path are the request's, for the configuration's routes.
+	Method, Path string
+	// RequestID identifies the request in the logs; empty for none.
+	RequestID string
 }
 
-// outcome is a decided call that API Gateway should hear about: allowed, limited or
-// degraded (an unavailable limiter is an error instead).
-type outcome struct {
-	id     identity.Identity
-	limits config.Limits
-	result guard.Result
+// Outcome is a decided Call that the caller should hear about: allowed, limited or
+// degraded (an unavailable limiter, or a refused identity, is an error instead).
+type Outcome struct {
+	// Identity is whose buckets the request spent.
+	Identity bucketgate.Identity
+	// Limits are the plan, rules and cost it was decided against.
+	Limits config.Limits
+	// Result is the decision.
+	Result guard.Result
 }
 
-// decide resolves c's identity and limits and decides it. Its error is ErrUnauthorized
-// for a refused identity, wraps ErrUnavailable when Redis or the registry could not
-// decide and the limiter fails closed, or reports a request that can never be decided.
-func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
+// Authorize resolves c's identity and limits and decides it, writing one EMF line and
+// its log lines. Its error is ErrUnauthorized for a refused identity, wraps
+// ErrUnavailable when Redis or the registry could not decide and the limiter fails
+// closed, or reports a request that can never be decided.
+func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
 	v, refresh := h.Config.Current(ctx)
 	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
-	caller := h.Identities.ResolveCopies(c.keys, c.sourceIP)
-	attrs := []slog.Attr{slog.String(attrRequestID, c.requestID)}
+	caller := h.Identities.ResolveCopies(c.Keys, c.SourceIP)
+	attrs := []slog.Attr{slog.String(attrRequestID, c.RequestID)}
 	if caller.IP.Value == identity.UnknownAddr {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "source IP is not an IP address: limited under the shared unknown identity",
-			append(attrs, slog.String(attrSourceIP, truncate(c.sourceIP, maxLoggedSourceIP)))...)
+			append(attrs, slog.String(attrSourceIP, truncate(c.SourceIP, maxLoggedSourceIP)))...)
 	}
 	id, plan, attrs, lookupErr := h.who(ctx, v, caller, &inv, attrs)
 	attrs = append([]slog.Attr{slog.String(telemetry.AttrIdentity, id.String())}, attrs...)
 	var limits config.Limits // none when there is no configuration: lookupErr says why
 	switch {
 	case plan != nil:
-		limits = v.Config.Limits(plan, c.method, c.path)
+		limits = v.Config.Limits(plan, c.Method, c.Path)
 	case lookupErr == nil:
 		h.Log.LogAttrs(ctx, slog.LevelDebug, "identity refused", attrs...)
-		return outcome{}, ErrUnauthorized
+		return Outcome{}, ErrUnauthorized
 	}
 	attrs = append(attrs, slog.String(telemetry.AttrPlan, limits.Plan), slog.Int64(telemetry.AttrCost, limits.Cost))
-	q := bucket.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
+	q := bucketgate.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
 	var (
 		r   guard.Result
 		err error
@@ -84,15 +92,15 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 		r = h.Guard.Fallback(q, guard.FailureRegistryError, lookupErr)
 	} else if r, err = h.Guard.Decide(ctx, q); err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelError, "request cannot be decided", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
-		return outcome{}, fmt.Errorf("decide: %w", err)
+		return Outcome{}, fmt.Errorf("decide: %w", err)
 	}
 	inv.Observe(r)
 	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, "", attrs...)
 	telemetry.LogDecision(ctx, h.Log, r, attrs...)
-	if r.Reason == bucket.ReasonUnavailable {
-		return outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
+	if r.Reason == bucketgate.ReasonUnavailable {
+		return Outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
 	}
-	return outcome{id: id, limits: limits, result: r}, nil
+	return Outcome{Identity: id, Limits: limits, Result: r}, nil
 }
 
 // who returns whose buckets the caller spends and under which plan of v, and attrs
@@ -107,15 +115,15 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 // turn a table outage into 401s for every registered key (refused). When v has no
 // configuration (the table unread since the instance started), nothing can be limited:
 // the key's (or the source's) identity, no plan and v's error, for the failure policy.
-func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (identity.Identity, *config.Plan, []slog.Attr, error) {
+func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (bucketgate.Identity, *config.Plan, []slog.Attr, error) {
 	switch {
-	case v.Config == nil && c.Key != identity.Identity{} && !c.Conflict:
+	case v.Config == nil && c.Key != bucketgate.Identity{} && !c.Conflict:
 		return c.Key, nil, attrs, v.Err
 	case v.Config == nil:
 		return c.IP, nil, attrs, v.Err
 	case c.Conflict:
 		attrs = append(attrs, slog.String(attrUnknownKey, conflictingKeys))
-	case c.Key == identity.Identity{}:
+	case c.Key == bucketgate.Identity{}:
 		if v.Config.RefuseAnonymous() {
 			return c.IP, nil, attrs, nil
 		}

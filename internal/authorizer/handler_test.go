@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -16,7 +16,7 @@ import (
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
-var proDigest = config.KeyDigest(sampleProKey)
+var proDigest = bucketgate.KeyDigest(sampleProKey)
 
 func TestSampleEvents(t *testing.T) {
 	tests := []struct {
@@ -66,7 +66,7 @@ func TestSampleEvents(t *testing.T) {
 			if got := a.str(t, ratelimitheaders.KeyRateLimitPolicy); got != tc.wantPolicy {
 				t.Errorf("rateLimitPolicy %q, want %q", got, tc.wantPolicy)
 			}
-			if a.str(t, ratelimitheaders.KeyReason) != string(bucket.ReasonOK) || a.num(t, ratelimitheaders.KeyRetryAfter) != 0 {
+			if a.str(t, ratelimitheaders.KeyReason) != string(bucketgate.ReasonOK) || a.num(t, ratelimitheaders.KeyRetryAfter) != 0 {
 				t.Errorf("context %v", a.Context)
 			}
 		})
@@ -365,7 +365,7 @@ func TestRawKeyNeverAppears(t *testing.T) {
 				if strings.Contains(all, tc.key) {
 					t.Fatalf("raw key %q found in the output:\n%s", tc.key, all)
 				}
-				if !strings.Contains(all, config.KeyDigest(tc.key)) {
+				if !strings.Contains(all, bucketgate.KeyDigest(tc.key)) {
 					t.Fatalf("the key's digest is not in the output either: did anything run?\n%s", all)
 				}
 			})

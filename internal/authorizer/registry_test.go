@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -70,7 +71,7 @@ func TestMadeUpKeysShareTheSourceBucket(t *testing.T) {
 			if keys := f.mr.Keys(); len(keys) != 1 || !strings.HasPrefix(keys[0], "bg:{ip:") {
 				t.Fatalf("Redis keys %v, want the source's one bucket", keys)
 			}
-			if !strings.Contains(f.logs.String(), `"unknownKey":"key:`+config.KeyDigest("made-up-3")+`"`) {
+			if !strings.Contains(f.logs.String(), `"unknownKey":"key:`+bucketgate.KeyDigest("made-up-3")+`"`) {
 				t.Errorf("the decision line does not name the unknown key's digest: %s", &f.logs)
 			}
 		})
@@ -134,8 +135,8 @@ func TestConflictingKeyHeaders(t *testing.T) {
 func TestRegistryPlansAndOverrides(t *testing.T) {
 	cfg := sampleConfig(t)
 	reg := cacheOver(cfg, nil,
-		registry.Record{ID: "key:" + config.KeyDigest("k-override"), Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
-		registry.Record{ID: "key:" + config.KeyDigest("k-revoked"), Plan: "pro", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + bucketgate.KeyDigest("k-override"), Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
+		registry.Record{ID: "key:" + bucketgate.KeyDigest("k-revoked"), Plan: "pro", Status: registry.StatusRevoked},
 	)
 	f := newFixture(t, options{config: cfg, cache: reg})
 	ev := withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": "k-override"})
@@ -143,7 +144,7 @@ func TestRegistryPlansAndOverrides(t *testing.T) {
 	for range 4 {
 		a := f.mustInvoke(t, ev)
 		allowed = append(allowed, a.allowed(t))
-		if a.str(t, ratelimitheaders.KeyPlan) != "pro" || a.num(t, ratelimitheaders.KeyLimit) != 3 || a.PrincipalID != "key:"+config.KeyDigest("k-override") {
+		if a.str(t, ratelimitheaders.KeyPlan) != "pro" || a.num(t, ratelimitheaders.KeyLimit) != 3 || a.PrincipalID != "key:"+bucketgate.KeyDigest("k-override") {
 			t.Fatalf("answer %s: want pro with its burst of 3", a.raw)
 		}
 	}
@@ -256,7 +257,7 @@ func checkUnknownKey(t *testing.T, f *fixture, policy string, ev []byte) {
 // under refuse it is refused with 401 and Redis is not written. A key expiring a second
 // later is still its own, on its plan.
 func TestRevokedAndExpiredKeys(t *testing.T) {
-	id := "key:" + config.KeyDigest("k-registered")
+	id := "key:" + bucketgate.KeyDigest("k-registered")
 	tests := []struct {
 		name   string
 		record registry.Record
@@ -320,7 +321,7 @@ func TestRevokedAndExpiredKeys(t *testing.T) {
 // unknownKeys ip and refuse alike: a key header never buys a way past every limit. The
 // decision line names the key's digest and the registry's error.
 func TestRegistryOutageFailOpenLimitsBySource(t *testing.T) {
-	registered := registry.Record{ID: "key:" + config.KeyDigest("k-registered"), Plan: "pro"}
+	registered := registry.Record{ID: "key:" + bucketgate.KeyDigest("k-registered"), Plan: "pro"}
 	keys := map[string]func(i int) string{
 		"a new made-up key each time": func(i int) string { return "made-up-" + strconv.Itoa(i) },
 		"the same junk key":           func(int) string { return "junk" },
@@ -346,7 +347,7 @@ func TestRegistryOutageFailOpenLimitsBySource(t *testing.T) {
 					t.Fatalf("reasons %v, want %s: limited as the source", got, want)
 				}
 				logs := f.logs.String()
-				if !strings.Contains(logs, `"unknownKey":"key:`+config.KeyDigest(key(14))+`"`) || !strings.Contains(logs, `"registryError":"registry lookup of key:`) {
+				if !strings.Contains(logs, `"unknownKey":"key:`+bucketgate.KeyDigest(key(14))+`"`) || !strings.Contains(logs, `"registryError":"registry lookup of key:`) {
 					t.Errorf("the decision lines do not name the key's digest and the registry's error:\n%s", logs)
 				}
 			})

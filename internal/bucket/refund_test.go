@@ -5,12 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
 // pro is the built-in pro plan's burst: the same bucket as free's, a larger capacity
 // and a faster refill.
-var pro = []bucket.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 50}}
+var pro = []bucketgate.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 50}}
 
 // TestRefundNeverLowersABucket: a refund under a plan of a smaller capacity (or a slower
 // rate) than the one that spent the bucket leaves it where it is, or raises it; never
@@ -19,10 +20,10 @@ var pro = []bucket.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 50}}
 func TestRefundNeverLowersABucket(t *testing.T) {
 	tests := []struct {
 		name       string
-		spend      []bucket.Rule // the plan of the check
+		spend      []bucketgate.Rule // the plan of the check
 		cost       int64
-		wait       time.Duration // between the check and the refund
-		refund     []bucket.Rule // the plan the refund names
+		wait       time.Duration     // between the check and the refund
+		refund     []bucketgate.Rule // the plan the refund names
 		give       int64
 		wantTokens float64 // the stored count after the refund
 		wantPeek   int64   // remaining tokens of a peek under spend, wait after the refund
@@ -39,7 +40,7 @@ func TestRefundNeverLowersABucket(t *testing.T) {
 			m := newMini(t)
 			l := bucket.New(m.client)
 			model := bucket.NewModel()
-			step := func(q bucket.Request) bucket.Decision {
+			step := func(q bucketgate.Request) bucketgate.Decision {
 				t.Helper()
 				got := decide(t, l, q)
 				want := model.Decide(m.now, q)
@@ -48,10 +49,10 @@ func TestRefundNeverLowersABucket(t *testing.T) {
 				}
 				return got
 			}
-			step(bucket.Request{Identity: "tenant:x", Rules: tc.spend, Cost: tc.cost})
+			step(bucketgate.Request{Identity: "tenant:x", Rules: tc.spend, Cost: tc.cost})
 			before, _ := model.Bucket("tenant:x", "burst")
 			m.advance(tc.wait)
-			step(bucket.Request{Identity: "tenant:x", Rules: tc.refund, Cost: tc.give, Op: bucket.OpRefund})
+			step(bucketgate.Request{Identity: "tenant:x", Rules: tc.refund, Cost: tc.give, Op: bucketgate.OpRefund})
 			after, _ := model.Bucket("tenant:x", "burst")
 			if after.Tokens != tc.wantTokens || after.Stamp != before.Stamp {
 				t.Fatalf("after the refund: %v tokens at %d, want %v at the check's stamp %d", after.Tokens, after.Stamp, tc.wantTokens, before.Stamp)
@@ -60,7 +61,7 @@ func TestRefundNeverLowersABucket(t *testing.T) {
 				t.Fatalf("Redis holds %s tokens, want %v", got, tc.wantTokens)
 			}
 			m.advance(tc.wait)
-			if d := step(bucket.Request{Identity: "tenant:x", Rules: tc.spend, Cost: 0}); d.Remaining != tc.wantPeek {
+			if d := step(bucketgate.Request{Identity: "tenant:x", Rules: tc.spend, Cost: 0}); d.Remaining != tc.wantPeek {
 				t.Fatalf("peek under the spending plan: %d remaining, want %d", d.Remaining, tc.wantPeek)
 			}
 		})

@@ -1,43 +1,35 @@
 package check
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
-)
-
-// The prefixes of the identities a check may name (see checkapi.Request.Identity):
-// the authorizer's, and the check function's own tenants (identityPrefix).
-const (
-	keyPrefix = string(identity.KindKey) + ":"
-	ipPrefix  = string(identity.KindIP) + ":"
 )
 
 // parseIdentity reads the explicit identity at path, spelled as the authorizer and the
 // registry spell them: "key:<digest>", "ip:<source>" exactly as sources (the
 // authorizer's) resolve a source, or "tenant:<key>" for a key of the check function's
 // own. It returns the identity and its logged form, a tenant's key as its digest.
-func parseIdentity(path string, raw json.RawMessage, sources identity.Resolver) (id, logged string, err error) {
-	id, err = textValue(path, raw)
+func parseIdentity(path string, raw []byte, sources identity.Resolver) (id, logged string, err error) {
+	id, err = stringValue(path, raw)
 	if err != nil {
 		return "", "", err
 	}
-	if d, ok := strings.CutPrefix(id, keyPrefix); ok && validDigest(d) {
+	if d, ok := strings.CutPrefix(id, bucketgate.KeyPrefix); ok && bucketgate.ValidDigest(d) {
 		return id, id, nil
 	}
 	if key, ok := strings.CutPrefix(id, identityPrefix); ok {
 		if key == "" || len(key) > checkapi.MaxKey {
 			return "", "", fmt.Errorf("%s: %s with a key of %d bytes: want 1 to %d, as the check function takes its keys", path, identityPrefix, len(key), checkapi.MaxKey)
 		}
-		return id, identity.LogForm(id), nil
+		return id, bucketgate.LogForm(id), nil
 	}
-	if a, ok := strings.CutPrefix(id, ipPrefix); ok {
+	if a, ok := strings.CutPrefix(id, bucketgate.IPPrefix); ok {
 		if err := checkSource(a, sources); err != nil {
 			return "", "", fmt.Errorf("%s: %q: %w", path, truncate(id, 2*maxShown), err)
 		}
@@ -49,7 +41,7 @@ func parseIdentity(path string, raw json.RawMessage, sources identity.Resolver) 
 
 // errIdentity says how an identity is spelled.
 var errIdentity = fmt.Errorf("want %s<the first %d hex digits of the API key's SHA-256, never the key>, %s<address> (an IPv6 source by its prefix, such as %s2001:db8::/64) as the authorizer logs them, or %s<key> for a key of this function's own",
-	keyPrefix, config.DigestLen, ipPrefix, ipPrefix, identityPrefix)
+	bucketgate.KeyPrefix, bucketgate.DigestLen, bucketgate.IPPrefix, bucketgate.IPPrefix, identityPrefix)
 
 // checkSource reports a source a that the authorizer never writes in an identity,
 // naming the spelling it uses when there is one: it writes an IPv4 address (and an
@@ -69,30 +61,17 @@ func checkSource(a string, sources identity.Resolver) error {
 		case perr != nil:
 			return errIdentity
 		case p.Addr().Is4():
-			return fmt.Errorf("want %s<address>: the authorizer counts IPv4 sources one by one", ipPrefix)
+			return fmt.Errorf("want %s<address>: the authorizer counts IPv4 sources one by one", bucketgate.IPPrefix)
 		case p.Bits() < bits:
 			return fmt.Errorf("want an address or a /%d prefix: the authorizer groups IPv6 sources by /%d (%s), and a /%d holds many of its identities", bits, bits, settings.EnvIPv6Prefix, p.Bits())
 		}
 		addr = p.Addr()
 	}
 	want := sources.ResolveCopies(identity.KeyCopies{}, addr.String()).IP.String()
-	if want == ipPrefix+a {
+	if want == bucketgate.IPPrefix+a {
 		return nil
 	}
 	return fmt.Errorf("want %s, as the authorizer spells this source (it groups IPv6 sources by /%d, %s)", want, bits, settings.EnvIPv6Prefix)
-}
-
-// validDigest reports whether s is a key digest as config.KeyDigest writes it.
-func validDigest(s string) bool {
-	if len(s) != config.DigestLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // truncate returns at most n bytes of s.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -68,7 +69,7 @@ func TestOperationsRealRedis(t *testing.T) {
 	}
 
 	// The operator's path: the authorizer's buckets of an API key, by its digest.
-	digest := config.KeyDigest("an-api-key")
+	digest := bucketgate.KeyDigest("an-api-key")
 	apiKey := `{"identity":"key:` + digest + `","plan":"free"`
 	if r := decodeResponse(t, f.invokeOK(t, []byte(apiKey+`,"cost":10}`))); !r.Allowed || r.Remaining != 0 || r.Plan != "free" {
 		t.Fatalf("spending the key's bucket: %+v", r)
@@ -113,7 +114,7 @@ func TestShadowRulesThroughTheHandler(t *testing.T) {
 		}
 	}
 	logs := f.logs.String()
-	if shadow != 1 || strings.Count(logs, telemetry.MsgShadowLimited) != 1 || !strings.Contains(logs, config.KeyDigest("tenant-42")) ||
+	if shadow != 1 || strings.Count(logs, telemetry.MsgShadowLimited) != 1 || !strings.Contains(logs, bucketgate.KeyDigest("tenant-42")) ||
 		!strings.Contains(logs, `"rule":"trial"`) || strings.Contains(logs, `"tenant-42"`) {
 		t.Fatalf("%d ShadowLimited lines in %v; logs:\n%s\nwant one, and one info line with the key's digest", shadow, lines, logs)
 	}
@@ -159,8 +160,8 @@ func TestOperatorIdentityPlans(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, cfg, guard.Options{})
 	tests := []struct{ identity, plan string }{
-		{"key:" + config.KeyDigest("bg-sample-pro-key"), "pro"},
-		{"key:" + config.KeyDigest("a key nobody registered"), "free"},
+		{"key:" + bucketgate.KeyDigest("bg-sample-pro-key"), "pro"},
+		{"key:" + bucketgate.KeyDigest("a key nobody registered"), "free"},
 		{"ip:203.0.113.10", "free"},
 		{"ip:2001:db8:1:2::/64", "free"},
 	}
@@ -259,7 +260,7 @@ func TestOperatorAddressesAreNoRegistryIdentities(t *testing.T) {
 	if src.Reads() != 0 {
 		t.Errorf("%d reads of the table for addresses, want none", src.Reads())
 	}
-	digest := "key:" + config.KeyDigest("some key")
+	digest := "key:" + bucketgate.KeyDigest("some key")
 	if r := decodeResponse(t, f.invokeOK(t, []byte(`{"identity":"`+digest+`","op":"reset"}`))); r.Reason != checkapi.ReasonUnavailable {
 		t.Errorf("a key's reset with the table down: %+v, want unavailable", r)
 	}
@@ -288,7 +289,7 @@ func TestOperatorTenantIdentity(t *testing.T) {
 		t.Fatalf("%+v: want the tenant's own bucket, 5 taken and 2 given back", r)
 	}
 	logs := f.logs.String()
-	if n := strings.Count(logs, `"msg":"`+MsgOperation+`"`); n != 2 || !strings.Contains(logs, `"identity":"tenant:`+config.KeyDigest("acme-secret-name")+`"`) {
+	if n := strings.Count(logs, `"msg":"`+MsgOperation+`"`); n != 2 || !strings.Contains(logs, `"identity":"tenant:`+bucketgate.KeyDigest("acme-secret-name")+`"`) {
 		t.Fatalf("%d info lines for 2 operator requests, or no digest:\n%s", n, logs)
 	}
 	if strings.Contains(logs, "acme-secret-name") {

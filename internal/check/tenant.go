@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -84,7 +85,9 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 // that needs a plan answered by the failure policy.
 type unconfigured struct{}
 
-func (unconfigured) Plan(name string) (*config.Plan, bool) { return &config.Plan{Name: name}, true }
+func (unconfigured) Plan(name string) (*config.Plan, bool) {
+	return &config.Plan{Plan: bucketgate.Plan{Name: name}}, true
+}
 
 func (unconfigured) DefaultPlan() *config.Plan { return &config.Plan{} }
 

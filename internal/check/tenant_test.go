@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -30,7 +29,7 @@ func TestTenantPlanFromTheRegistry(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
 	src := registrytest.New(
-		registry.Record{ID: "tenant:acme", Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
+		registry.Record{ID: "tenant:acme", Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
 		registry.Record{ID: "tenant:gone", Plan: "enterprise", Status: registry.StatusRevoked},
 	)
 	f.withRegistry(src)
@@ -68,7 +67,7 @@ func TestTenantPlanFromTheRegistry(t *testing.T) {
 func TestTenantCostAboveItsPlan(t *testing.T) {
 	mr, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
-	f.withRegistry(registrytest.New(registry.Record{ID: "tenant:small", Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}}))
+	f.withRegistry(registrytest.New(registry.Record{ID: "tenant:small", Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}}))
 	_, err := f.invoke([]byte(`{"checks": [{"key": "other"}, {"key": "small", "cost": 5}]}`))
 	ive := functionError(t, err)
 	if ive.Type != checkapi.ErrorTypeInvalidRequest || ive.Message != "checks[1].cost: 5 exceeds capacity 3 of rule burst: it could never be allowed" {
@@ -100,7 +99,7 @@ func TestTenantRegistryFailure(t *testing.T) {
 		if keys := mr.Keys(); len(keys) != 1 {
 			t.Errorf("Redis keys %v: want the pro check's only", keys)
 		}
-		if logs := f.logs.String(); strings.Contains(logs, "tenant-t1") || !strings.Contains(logs, "registry lookup of tenant:"+config.KeyDigest("tenant-t1")) {
+		if logs := f.logs.String(); strings.Contains(logs, "tenant-t1") || !strings.Contains(logs, "registry lookup of tenant:"+bucketgate.KeyDigest("tenant-t1")) {
 			t.Errorf("failOpen %v: the decision line must name the tenant by its digest, never its key:\n%s", failOpen, logs)
 		}
 		if !failOpen && !strings.Contains(f.metrics.String(), `"Reason":"registry_error"`) {

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // DenyCacheMaxAge is the longest a cached denial is served, however long the wait Redis
@@ -30,7 +30,7 @@ const DenyCacheMaxBytes = 32 << 20
 const entryOverhead = 768
 
 // denyCache remembers, for a check Redis decided, the denial an identical check would
-// get until Redis's wait has passed (bucket.Decision.Repeat), or DenyCacheMaxAge if
+// get until Redis's wait has passed (bucketgate.Decision.Repeat), or DenyCacheMaxAge if
 // that comes first: the retry-after of a denial, or, after an admission that left fewer
 // than cost tokens, the time until they are back. A repeat of the check in that time is
 // denied without asking Redis. Other checks only ever take tokens, so none could have it
@@ -53,7 +53,7 @@ type denyCache struct {
 // checkKey) sent at sent.
 type denial struct {
 	check string
-	d     bucket.Decision
+	d     bucketgate.Decision
 	sent  time.Time
 }
 
@@ -65,7 +65,7 @@ func newDenyCache(size int) *denyCache {
 // the time since the check that Redis decided was sent, and its At moved on by as much,
 // so that At + ResetAfter is still the moment Redis gave. It finds nothing once that
 // check's wait, or DenyCacheMaxAge, has passed.
-func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool) {
+func (c *denyCache) get(q bucketgate.Request, now time.Time) (bucketgate.Decision, bool) {
 	check := checkKey(q)
 	c.mu.Lock()
 	list := c.entries[q.Identity]
@@ -80,7 +80,7 @@ func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool)
 	}
 	c.mu.Unlock()
 	if i < 0 {
-		return bucket.Decision{}, false
+		return bucketgate.Decision{}, false
 	}
 	elapsed := now.Sub(e.sent)
 	d := e.d
@@ -93,7 +93,7 @@ func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool)
 // put caches the denial that follows d, Redis's decision for the check q sent at sent,
 // when there is one to wait out (d.Repeat). The wait counts from when the check was
 // sent, before Redis decided: the entry ends no later than the moment Redis gave.
-func (c *denyCache) put(q bucket.Request, d bucket.Decision, sent time.Time) {
+func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.Time) {
 	d, ok := d.Repeat()
 	if !ok {
 		return
@@ -160,7 +160,7 @@ func index(list []denial, check string) int {
 
 // checkKey is the cost and each rule in order (shadow or not), separated by bytes that
 // Validate allows in no rule name or number.
-func checkKey(q bucket.Request) string {
+func checkKey(q bucketgate.Request) string {
 	var b strings.Builder
 	b.Grow(32*len(q.Rules) + 24)
 	b.WriteString(strconv.FormatInt(q.Cost, 10))

@@ -7,18 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
 // worstDenial returns the i-th of a flood of the deny cache's worst entries: a check
-// function tenant with the longest key, bucket.MaxRules rules with the longest names
+// function tenant with the longest key, bucketgate.MaxRules rules with the longest names
 // and numbers, a cost of MaxCapacity, and a denial naming a rule by a string of its own
 // (inline rules' names are decoded afresh for each request).
-func worstDenial(i int, rules []bucket.Rule) (bucket.Request, bucket.Decision) {
+func worstDenial(i int, rules []bucketgate.Rule) (bucketgate.Request, bucketgate.Decision) {
 	id := fmt.Sprintf("tenant:%0*d", checkapi.MaxKey, i)
-	q := bucket.Request{Identity: id, Rules: rules, Cost: bucket.MaxCapacity}
-	d := bucket.Decision{Reason: bucket.ReasonLimited, Rule: strings.Clone(rules[7].Name), Limit: bucket.MaxCapacity,
+	q := bucketgate.Request{Identity: id, Rules: rules, Cost: bucketgate.MaxCapacity}
+	d := bucketgate.Decision{Reason: bucketgate.ReasonLimited, Rule: strings.Clone(rules[7].Name), Limit: bucketgate.MaxCapacity,
 		RetryAfter: time.Hour, ResetAfter: time.Hour, At: time.Unix(1_800_000_000, 0)}
 	return q, d
 }
@@ -29,9 +29,9 @@ func worstDenial(i int, rules []bucket.Rule) (bucket.Request, bucket.Decision) {
 // stays within that plus its table, allocated at init. The figure is the heap's, read
 // after a collection: a generous bound, not a timing.
 func TestDenyCacheBytesBound(t *testing.T) {
-	rules := make([]bucket.Rule, bucket.MaxRules)
+	rules := make([]bucketgate.Rule, bucketgate.MaxRules)
 	for i := range rules {
-		rules[i] = bucket.Rule{Name: fmt.Sprintf("%s%d", strings.Repeat("r", bucket.MaxRuleName-1), i), Capacity: bucket.MaxCapacity, RefillPerSecond: 0.011574074074074073}
+		rules[i] = bucketgate.Rule{Name: fmt.Sprintf("%s%d", strings.Repeat("r", bucketgate.MaxRuleName-1), i), Capacity: bucketgate.MaxCapacity, RefillPerSecond: 0.011574074074074073}
 	}
 	const size = 100_000 // settings.MaxDenyCacheSize
 	var before, after runtime.MemStats

@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -85,13 +84,13 @@ type Cache struct {
 
 // cached is one identity's entry.
 type cached struct {
-	planName  string         // the record's plan; "": no usable record (none, revoked, unreadable)
-	rules     []bucket.Rule  // the record's own rules
-	cfg       *config.Config // the configuration plan was resolved with; nil: not yet
-	plan      *config.Plan   // planName with rules, resolved with cfg; nil: not known
-	expiresAt instant        // the record's expiry; zero: never
-	readAt    instant        // when the read that filled it began; zero: no read succeeded yet
-	retryAt   instant        // after a failed read: no read of it before then
+	planName  string            // the record's plan; "": no usable record (none, revoked, unreadable)
+	rules     []bucketgate.Rule // the record's own rules
+	cfg       *config.Config    // the configuration plan was resolved with; nil: not yet
+	plan      *config.Plan      // planName with rules, resolved with cfg; nil: not known
+	expiresAt instant           // the record's expiry; zero: never
+	readAt    instant           // when the read that filled it began; zero: no read succeeded yet
+	retryAt   instant           // after a failed read: no read of it before then
 }
 
 // instant is a time of an entry in Unix nanoseconds, 0 for the zero Time: a third of a
@@ -261,7 +260,7 @@ func (c *Cache) logInvalid(ctx context.Context, bad *RecordError) bool {
 	if bad == nil {
 		return false
 	}
-	c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, identity.LogForm(bad.ID)),
+	c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, bucketgate.LogForm(bad.ID)),
 		slog.String(AttrAttribute, bad.Attribute), slog.String(telemetry.AttrError, bad.Err.Error()))
 	return true
 }
@@ -335,7 +334,7 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 	case err != nil && (caller.Err() != nil || budget && ctx.Err() != nil): // the caller's time ran out
 		return cached{}, false, &gaveUpError{err: err}
 	case err != nil:
-		c.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgReadFailed, slog.String(AttrItem, identity.LogForm(id)), slog.String(telemetry.AttrError, err.Error()))
+		c.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgReadFailed, slog.String(AttrItem, bucketgate.LogForm(id)), slog.String(telemetry.AttrError, err.Error()))
 		return cached{}, false, err
 	}
 	return e, false, nil

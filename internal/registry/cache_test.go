@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -83,7 +83,7 @@ func TestCacheFollowsTheTable(t *testing.T) {
 	c, clk := newCache(t, src, registry.Options{})
 	lookup(t, c, digestID)
 
-	src.Put(registry.Record{ID: digestID, Plan: "enterprise", Rules: []bucket.Rule{{Name: "burst", Capacity: 42, RefillPerSecond: 1}}})
+	src.Put(registry.Record{ID: digestID, Plan: "enterprise", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 42, RefillPerSecond: 1}}})
 	if plan, _ := lookup(t, c, digestID); plan != "pro" {
 		t.Fatalf("plan %q inside the period, want the cached pro", plan)
 	}
@@ -402,7 +402,7 @@ func TestCacheReadsOnlyRegistryIdentities(t *testing.T) {
 }
 
 // A tenant's key is in no log line of the registry: items are named by their logged
-// form (identity.LogForm), the key as its digest, at error (an invalid item) and at
+// form (bucketgate.LogForm), the key as its digest, at error (an invalid item) and at
 // warn (a failed read).
 func TestCacheLogsTenantsAsDigests(t *testing.T) {
 	const key = "acme-corp-secret-name"
@@ -419,7 +419,7 @@ func TestCacheLogsTenantsAsDigests(t *testing.T) {
 	if e, err := c.Lookup(context.Background(), plans, "tenant:"+key); err != nil || !e.Invalid {
 		t.Fatalf("%+v, %v: want an invalid item", e, err)
 	}
-	want := `"item":"tenant:` + config.KeyDigest(key) + `"`
+	want := `"item":"tenant:` + bucketgate.KeyDigest(key) + `"`
 	if strings.Contains(logs.String(), key) || strings.Count(logs.String(), want) != 2 {
 		t.Fatalf("want two lines naming %s, and never the key:\n%s", want, &logs)
 	}

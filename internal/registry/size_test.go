@@ -8,20 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
 // planRules is how many rules sizeDocument's plan has: with a route's, a request's
-// most (bucket.MaxRules).
-const planRules = bucket.MaxRules - 1
+// most (bucketgate.MaxRules).
+const planRules = bucketgate.MaxRules - 1
 
 // planRule and routeRule name the i-th rule of sizeDocument's plan and the rule of its
 // i-th route, with the longest names.
-func planRule(i int) string  { return fmt.Sprintf("plan%0*d", bucket.MaxRuleName-4, i) }
-func routeRule(i int) string { return fmt.Sprintf("route%0*d", bucket.MaxRuleName-5, i) }
+func planRule(i int) string  { return fmt.Sprintf("plan%0*d", bucketgate.MaxRuleName-4, i) }
+func routeRule(i int) string { return fmt.Sprintf("route%0*d", bucketgate.MaxRuleName-5, i) }
 
 // sizeDocument is a configuration at the document's limits where an entry's size
 // could grow: a plan of planRules rules, and config.MaxRoutes routes that each add a
@@ -57,7 +57,7 @@ func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error
 		if i >= planRules {
 			name = routeRule(i - planRules)
 		}
-		r.Rules = append(r.Rules, bucket.Rule{Name: name, Capacity: 10, RefillPerSecond: 1})
+		r.Rules = append(r.Rules, bucketgate.Rule{Name: name, Capacity: 10, RefillPerSecond: 1})
 	}
 	return r, true, nil
 }
@@ -97,7 +97,7 @@ func apiKeyID(i int) string { return fmt.Sprintf("key:%032x", i) }
 func tenantID(i int) string { return fmt.Sprintf("tenant:%0*d", checkapi.MaxKey, i) }
 
 // BenchmarkCacheEntryBytes reports the heap a registry cache entry takes (B/entry), for
-// an API key on its plan alone and with bucket.MaxRules rules of its own, under a plan
+// an API key on its plan alone and with bucketgate.MaxRules rules of its own, under a plan
 // of 7 rules and config.MaxRoutes routes that each add one (the longest names
 // throughout): make bench prints it. Run it alone with
 // go test -run '^$' -bench CacheEntryBytes -benchtime 1x ./internal/registry
@@ -107,7 +107,7 @@ func BenchmarkCacheEntryBytes(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		own  int
-	}{{"plan", 0}, {"own-rules", bucket.MaxRules}} {
+	}{{"plan", 0}, {"own-rules", bucketgate.MaxRules}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var per float64
 			for b.Loop() {
@@ -127,7 +127,7 @@ func BenchmarkCacheEntryBytes(b *testing.B) {
 func TestCacheEntryBytesBound(t *testing.T) {
 	cfg := sizeDocument(t)
 	const entries = 2000
-	if got := entryBytes(t, cfg, copying{own: bucket.MaxRules}, entries, tenantID); got > maxEntryBytes {
+	if got := entryBytes(t, cfg, copying{own: bucketgate.MaxRules}, entries, tenantID); got > maxEntryBytes {
 		t.Errorf("the worst entry takes %.0f bytes, want at most %d", got, maxEntryBytes)
 	}
 	if got := entryBytes(t, cfg, copying{}, entries, apiKeyID); got > maxPlainEntryBytes {

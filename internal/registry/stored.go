@@ -3,11 +3,13 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -29,20 +31,21 @@ func VersionID(v int64) string { return VersionPrefix + strconv.FormatInt(v, 10)
 func IsConfigID(id string) bool { return id == ConfigID || strings.HasPrefix(id, VersionPrefix) }
 
 // DocumentAttribute is the attribute of a configuration item that holds the document.
-const DocumentAttribute = attrDocument
+const DocumentAttribute = "document"
 
-// Attribute names of a configuration item, beside attrID and attrNote.
-const (
-	attrDocument  = "document"
-	attrVersion   = "version"
-	attrUpdatedAt = "updatedAt"
-)
+// configItem is a configuration item as the table holds it (attributevalue's shape of
+// a StoredConfig), in the order DecodeConfigItem checks its attributes.
+type configItem struct {
+	ID        string `dynamodbav:"id"`
+	Document  string `dynamodbav:"document"`
+	Version   int64  `dynamodbav:"version"`
+	UpdatedAt int64  `dynamodbav:"updatedAt,omitempty"`
+	Note      string `dynamodbav:"note,omitempty"`
+}
 
 // ConfigAttributes returns the name of every attribute a configuration item may hold,
 // KeyAttribute first.
-func ConfigAttributes() []string {
-	return []string{attrID, attrDocument, attrVersion, attrUpdatedAt, attrNote}
-}
+func ConfigAttributes() []string { return fieldNames(reflect.TypeFor[configItem]()) }
 
 // MaxVersion is the highest version a configuration item may hold: the largest whole
 // number a DynamoDB number and a float64 both hold exactly (2^53).
@@ -64,39 +67,43 @@ type StoredConfig struct {
 	Note string
 }
 
-// DecodeConfigItem reads a configuration item strictly: document a non-empty string,
-// version a whole number from 1 to MaxVersion, updatedAt whole Unix seconds, note a
-// string, and no other attribute. Its error is a *RecordError naming the attribute; the
-// returned StoredConfig then still holds what could be read (the version, when it is a
-// number), so that the caller can say which version it was.
-func DecodeConfigItem(item map[string]types.AttributeValue) (StoredConfig, error) {
-	var s StoredConfig
-	id, err := stringAttr(item, attrID, true)
-	if err != nil {
-		return s, &RecordError{ID: "(no id)", Attribute: attrID, Err: err}
+// DecodeConfigItem reads a configuration item strictly, as DecodeItem reads a record:
+// document a non-empty string, version a whole number from 1 to MaxVersion, updatedAt
+// whole Unix seconds, note a string, and no other attribute. Its error is a
+// *RecordError naming the attribute; the returned StoredConfig then still holds what
+// could be read (the version, even one written as a string), so that the caller can
+// say which version it was and where to look for a copy.
+func DecodeConfigItem(av map[string]types.AttributeValue) (StoredConfig, error) {
+	var it configItem
+	if id, ok := av[attrID].(*types.AttributeValueMemberS); ok {
+		it.ID = id.Value
 	}
-	s.ID = id
-	s.Version, _ = versionHint(item[attrVersion])
+	hint, _ := versionHint(av["version"])
 	fail := func(attr string, err error) (StoredConfig, error) {
-		return StoredConfig{ID: id, Version: s.Version}, &RecordError{ID: id, Attribute: attr, Err: err}
+		id := it.ID
+		if _, ok := av[attrID].(*types.AttributeValueMemberS); !ok {
+			id = "(no id)"
+		}
+		return StoredConfig{ID: it.ID, Version: hint}, &RecordError{ID: id, Attribute: attr, Err: err}
 	}
-	if name, err := unknownAttribute(item, ConfigAttributes()); err != nil {
-		return fail(name, err)
+	if attr, err := decodeMap("", av, reflect.ValueOf(&it).Elem()); err != nil {
+		return fail(attr, err)
 	}
-	if s.Document, err = stringAttr(item, attrDocument, true); err != nil {
-		return fail(attrDocument, err)
+	switch {
+	case it.ID == "":
+		return fail(attrID, fmt.Errorf("empty"))
+	case it.Document == "":
+		return fail(DocumentAttribute, fmt.Errorf("empty"))
+	case it.Version < 1 || it.Version > MaxVersion:
+		return fail("version", fmt.Errorf("%q: want %s", truncate(number(av["version"])), numberWants["version"]))
+	case it.ID != ConfigID && it.ID != VersionID(it.Version):
+		return fail(attrID, fmt.Errorf("%q: want %s or %s, as its version is %d", truncate(it.ID), ConfigID, VersionID(it.Version), it.Version))
+	case av["updatedAt"] != nil && (it.UpdatedAt < 1 || it.UpdatedAt > MaxExpiresAt):
+		return fail("updatedAt", fmt.Errorf("%q: want %s", truncate(number(av["updatedAt"])), numberWants["updatedAt"]))
 	}
-	if _, err = version(item[attrVersion]); err != nil {
-		return fail(attrVersion, err)
-	}
-	if id != ConfigID && id != VersionID(s.Version) {
-		return fail(attrID, fmt.Errorf("%q: want %s or %s, as its version is %d", truncate(id), ConfigID, VersionID(s.Version), s.Version))
-	}
-	if s.UpdatedAt, err = unixTime(item[attrUpdatedAt]); err != nil {
-		return fail(attrUpdatedAt, err)
-	}
-	if s.Note, err = stringAttr(item, attrNote, false); err != nil {
-		return fail(attrNote, err)
+	s := StoredConfig{ID: it.ID, Document: it.Document, Version: it.Version, Note: it.Note}
+	if it.UpdatedAt != 0 {
+		s.UpdatedAt = time.Unix(it.UpdatedAt, 0)
 	}
 	return s, nil
 }
@@ -104,31 +111,15 @@ func DecodeConfigItem(item map[string]types.AttributeValue) (StoredConfig, error
 // Item returns s as a table item, the form DecodeConfigItem reads: empty attributes
 // left out.
 func (s StoredConfig) Item() map[string]types.AttributeValue {
-	item := map[string]types.AttributeValue{
-		attrID:       &types.AttributeValueMemberS{Value: s.ID},
-		attrDocument: &types.AttributeValueMemberS{Value: s.Document},
-		attrVersion:  &types.AttributeValueMemberN{Value: strconv.FormatInt(s.Version, 10)},
-	}
+	it := configItem{ID: s.ID, Document: s.Document, Version: s.Version, Note: s.Note}
 	if !s.UpdatedAt.IsZero() {
-		item[attrUpdatedAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(s.UpdatedAt.Unix(), 10)}
+		it.UpdatedAt = s.UpdatedAt.Unix()
 	}
-	if s.Note != "" {
-		item[attrNote] = &types.AttributeValueMemberS{Value: s.Note}
-	}
-	return item
-}
-
-// version reads a version value: a whole number from 1 to MaxVersion.
-func version(v types.AttributeValue) (int64, error) {
-	text, err := number(v)
+	av, err := attributevalue.MarshalMap(it)
 	if err != nil {
-		return 0, err
+		panic("registry: a configuration item of strings and numbers does not marshal: " + err.Error())
 	}
-	n, err := strconv.ParseInt(text, 10, 64)
-	if err != nil || n < 1 || n > MaxVersion {
-		return 0, fmt.Errorf("%q: want a whole number from 1 to %d", truncate(text), int64(MaxVersion))
-	}
-	return n, nil
+	return av
 }
 
 // versionHint returns the version that v says, even written as a string ("7") by a

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/jsonout"
 )
@@ -45,13 +45,13 @@ const (
 )
 
 // OutcomeOf returns the Outcome dimension value of a decision's reason.
-func OutcomeOf(r bucket.Reason) string {
+func OutcomeOf(r bucketgate.Reason) string {
 	switch r {
-	case bucket.ReasonOK:
+	case bucketgate.ReasonOK:
 		return OutcomeAllowed
-	case bucket.ReasonDegraded:
+	case bucketgate.ReasonDegraded:
 		return OutcomeDegraded
-	case bucket.ReasonUnavailable:
+	case bucketgate.ReasonUnavailable:
 		return OutcomeUnavailable
 	}
 	return OutcomeLimited

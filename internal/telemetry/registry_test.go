@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -24,35 +24,35 @@ func TestRegistryMetrics(t *testing.T) {
 		want    []string // per line: Outcome/Result/RegistryLookups/RegistryInvalidItems/ConfigInvalid
 	}{
 		{"a hit with its decision", func(inv *telemetry.Invocation) {
-			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
 			inv.ObserveLookup("hit", false)
 		}, []string{"allowed/hit/1/-/-"}},
 		{"a lookup without a decision (refused)", func(inv *telemetry.Invocation) {
 			inv.ObserveLookup("miss", true)
 		}, []string{"-/miss/1/1/-"}},
 		{"a batch", func(inv *telemetry.Invocation) {
-			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
 			inv.ObserveLookup("hit", false)
 			inv.ObserveLookup("miss", false)
 			inv.ObserveLookup("hit", false)
 			inv.ObserveLookup("error", false)
 		}, []string{"allowed/hit/2/-/-", "-/miss/1/-/-", "-/error/1/-/-"}},
 		{"no lookup", func(inv *telemetry.Invocation) {
-			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
 		}, []string{"allowed/-/-/-/-"}},
 		{"a read of the configuration, with a lookup", func(inv *telemetry.Invocation) {
 			inv.ObserveConfig("miss", false)
-			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
 			inv.ObserveLookup("hit", false)
 		}, []string{"allowed/miss/1/-/-", "-/hit/1/-/-"}},
 		{"a document that does not load, and an invalid item", func(inv *telemetry.Invocation) {
 			inv.ObserveConfig("miss", true)
 			inv.ObserveLookup("miss", true)
-			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
 		}, []string{"allowed/miss/2/1/1"}},
 		{"a failed read of the configuration", func(inv *telemetry.Invocation) {
 			inv.ObserveConfig("error", false)
-			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
 		}, []string{"allowed/error/1/-/-"}},
 		{"nothing read", func(inv *telemetry.Invocation) {
 			inv.ObserveConfig("", false)

@@ -1,4 +1,5 @@
-package bucketgate_test
+// Package make_test holds the Makefile to what it promises.
+package make_test
 
 import (
 	"os"
@@ -16,6 +17,7 @@ import (
 func TestMakeTestSaysWhichEngineIsMissing(t *testing.T) {
 	cmd := exec.Command("make", "-s", "-o", "vet", "-o", "internal/testkit/dynalite/node_modules/.package-lock.json",
 		"test", "GO=true", "ENGINES=redis-server no-such-server-here")
+	cmd.Dir = "../.." // the repository's root
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "CI=") || strings.HasPrefix(kv, "BUCKETGATE_REQUIRE_SERVERS=") || strings.HasPrefix(kv, "MAKEFLAGS=")
 	})

@@ -61,6 +61,7 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 	id, plan, attrs, lookupErr := h.who(ctx, caller, &inv, attrs)
 	attrs = append([]slog.Attr{slog.String(telemetry.AttrIdentity, id.String())}, attrs...)
 	if plan == nil {
+		inv.ObserveRefused()
 		h.Log.LogAttrs(ctx, slog.LevelDebug, "identity refused", attrs...)
 		return outcome{}, ErrUnauthorized
 	}

@@ -145,5 +145,6 @@ func newAuthorizer(p parts) (lambda.Handler, error) {
 }
 
 func newCheck(p parts) (lambda.Handler, error) {
-	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Metrics: p.metrics, Log: p.log, Now: time.Now,
+		OperatorFunction: p.settings.OperatorFunction}, nil
 }

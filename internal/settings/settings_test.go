@@ -145,6 +145,10 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.Stack == "orders-prod2" }},
 		{"longest stack name", map[string]string{"STACK_NAME": "S" + strings.Repeat("-", 127)},
 			func(s settings.Settings) bool { return len(s.Stack) == settings.MaxStackName }},
+		{"operator function", map[string]string{"OPERATOR_FUNCTION": " bucketgate-operator "},
+			func(s settings.Settings) bool { return s.OperatorFunction == "bucketgate-operator" }},
+		{"operator function by its alias's ARN", map[string]string{"OPERATOR_FUNCTION": "arn:aws:lambda:us-east-1:123456789012:function:bucketgate-operator:live"},
+			func(s settings.Settings) bool { return strings.HasSuffix(s.OperatorFunction, ":live") }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,6 +242,8 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"stack name with an underscore", map[string]string{"STACK_NAME": "orders_prod"}, []string{"STACK_NAME", "hyphens"}},
 		{"stack name of spaces", map[string]string{"STACK_NAME": " "}, []string{"STACK_NAME"}},
 		{"registry timeout zero", map[string]string{"REGISTRY_TIMEOUT_MS": "0"}, []string{"REGISTRY_TIMEOUT_MS", "1 to 60000"}},
+		{"operator function with a space", map[string]string{"OPERATOR_FUNCTION": "bucketgate operator"}, []string{"OPERATOR_FUNCTION", `"bucketgate operator"`, "name:alias or ARN"}},
+		{"operator function too long", map[string]string{"OPERATOR_FUNCTION": strings.Repeat("f", 171)}, []string{"OPERATOR_FUNCTION", "at most 170"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

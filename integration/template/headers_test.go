@@ -127,16 +127,38 @@ func checkHTTPAPIResponseHeaders(t *testing.T, path string) {
 	}
 }
 
+// backendSecret is the logical id of the secret whose value a REST API sends to its HTTP
+// backend as ratelimitheaders.HeaderGatewaySecret.
+const backendSecret = "BackendSecret"
+
 // checkRESTIntegrationRequestHeaders: each HTTP integration of a REST API (template.yaml:
 // with HttpBackendUrl set; an !If whose other branch is the sample backend) sends the
 // rate-limit values as request headers named like the response headers, from exactly the
-// context keys the real authorizer sets on an allowed call.
+// context keys the real authorizer sets on an allowed call, and the header
+// ratelimitheaders.FromGateway checks: a static value (quoted) that CloudFormation
+// resolves from the template's own generated secret, of letters and digits alone (a
+// quote would end the value).
 func checkRESTIntegrationRequestHeaders(t *testing.T, path string) {
 	tpl := loadTemplate(t, path)
 	allowed, _ := decidedContexts(t)
-	want := map[string]string{"integration.request.path.proxy": "method.request.path.proxy"}
+	want := map[string]string{
+		"integration.request.path.proxy":                                     "method.request.path.proxy",
+		"integration.request.header." + ratelimitheaders.HeaderGatewaySecret: "'{{resolve:secretsmanager:${" + backendSecret + "}}}'",
+	}
 	for h, src := range headerMapping(t, allowed, "context.authorizer.") {
 		want["integration.request.header."+h] = src
+	}
+	if secret, ok := tpl.Resources[backendSecret]; slices.ContainsFunc(slices.Collect(maps.Values(tpl.Resources)), func(r samResource) bool { return r.Type == "AWS::Serverless::Api" }) {
+		var p struct {
+			GenerateSecretString map[string]any `yaml:"GenerateSecretString"`
+		}
+		if ok {
+			secret.properties(t, &p)
+		}
+		g := p.GenerateSecretString
+		if !ok || secret.Type != "AWS::SecretsManager::Secret" || g["ExcludePunctuation"] != true || g["IncludeSpace"] != false || g["PasswordLength"].(int) < 32 {
+			t.Errorf("%s: %v %+v: want a generated secret of 32 letters and digits or more", backendSecret, secret.Type, g)
+		}
 	}
 	for id, r := range tpl.Resources {
 		if r.Type != "AWS::Serverless::Api" {

@@ -4,7 +4,8 @@ GO ?= go
 TEST_FLAGS ?= -count=1 -timeout 10m
 
 # The real-server suites run once per engine: Redis OSS and Valkey, the engine
-# ElastiCache creates by default. A missing engine skips them loudly (CI: fails).
+# ElastiCache creates by default. A missing engine skips them loudly (CI: fails), and
+# make test says so in a SKIPPED line per missing engine after its run.
 ENGINES ?= redis-server valkey-server
 
 # dynalite, the local DynamoDB of the registry's tests and of local runs: pinned by
@@ -24,6 +25,9 @@ test: vet $(DYNALITE) ## every test: unit (miniredis), real-server suites on eac
 	@set -e; for engine in $(ENGINES); do \
 	  echo "== go test ./... with BUCKETGATE_REDIS_SERVER=$$engine"; \
 	  BUCKETGATE_REDIS_SERVER=$$engine $(GO) test $(TEST_FLAGS) ./...; \
+	  if ! command -v $$engine >/dev/null; then \
+	    echo "SKIPPED: $$engine is not on PATH: every real-server suite skipped under it (CI, or BUCKETGATE_REQUIRE_SERVERS=1, fails them instead)"; \
+	  fi; \
 	done
 	cd tools && $(GO) test $(TEST_FLAGS) ./...
 
@@ -113,8 +117,9 @@ lint: ## cfn-lint on every template: template.yaml and examples/ (SAM transform 
 # headline, a few minutes under valgrind: needs valgrind); then every part starts its own
 # redis-server on a free loopback port (redis-server and redis-benchmark must be
 # installed: apt-get install redis-server). BenchmarkClientCost runs five times, one run
-# at a time, so that its two halves take turns, and BenchmarkHandlerOverhead
-# (internal/authorizer) five times; then TestReport measures the rest (cold starts, the
+# at a time, so that its two halves take turns, BenchmarkHandlerOverhead
+# (internal/authorizer) five times, and BenchmarkCacheEntryBytes (internal/registry: the
+# bytes of a registry cache entry, with and without rules of its own) once; then TestReport measures the rest (cold starts, the
 # key registry's reads and the end-to-end invocations against its own dynalite) and
 # writes BENCHMARKS.md and its plot. About ten minutes on 2 CPUs.
 .PHONY: bench
@@ -126,6 +131,7 @@ bench: $(DYNALITE)
 		BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -run '^$$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket >>"$$out" || { cat "$$out"; exit 1; }; \
 	done && \
 	$(GO) test -run '^$$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >>"$$out" || { cat "$$out"; exit 1; }; \
+	$(GO) test -run '^$$' -bench CacheEntryBytes -benchtime 1x -count 1 ./internal/registry >>"$$out" || { cat "$$out"; exit 1; }; \
 	grep '^Benchmark' "$$out" && \
 	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -timeout 15m -run '^TestReport$$' -v ./benchreport \
 		-args -report="$(CURDIR)/BENCHMARKS.md" -gobench="$$out" -instructions="$$insn"

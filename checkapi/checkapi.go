@@ -2,17 +2,22 @@
 // sends (one Request, or a Batch of them), what it gets back (a Response, or a
 // BatchResult), and the limits the function enforces. It has no dependencies, so the
 // function and its callers (see package checkclient) share it without pulling in the
-// other's libraries.
+// other's libraries. Its Rule, Op and Reason are the root package's (bucketgate), the
+// one vocabulary of every part of bucketgate.
 package checkapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+)
 
 // Limits of one invocation.
 const (
 	// MaxBatch is the most checks one Batch may carry.
 	MaxBatch = 100
 	// MaxKey is the longest Key, in bytes.
-	MaxKey = 1000
+	MaxKey = bucketgate.MaxTenantKey
 	// MaxCost is the largest Cost the function parses, 2^53: the largest whole number
 	// that every JSON implementation holds exactly. A Cost must also fit every rule's
 	// capacity, which is far smaller.
@@ -33,15 +38,17 @@ type Request struct {
 	// Key identifies whose buckets these are (a tenant, a user, an API client):
 	// 1 to MaxKey bytes of UTF-8 text. Required, unless Identity is given.
 	Key string `json:"key,omitempty"`
-	// Identity names the buckets of one of the authorizer's identities instead of Key's:
-	// "key:<digest>" (an API key by the first 32 hex digits of its SHA-256) or
-	// "ip:<address>" (a source address, an IPv6 one by its prefix such as
-	// "ip:2001:db8::/64"). It is the operator's path (bucketgate buckets): whoever may
-	// invoke the function may spend, refund or reset any caller's buckets. Empty means
-	// Key's buckets; not together with Key.
+	// Identity names the buckets of an identity instead of Key's: one of the
+	// authorizer's, "key:<digest>" (an API key by the first 32 hex digits of its
+	// SHA-256) or "ip:<address>" (a source address exactly as the authorizer spells it:
+	// an IPv6 one by its prefix of the function's IPV6_PREFIX_LENGTH, such as
+	// "ip:2001:db8::/64"), or "tenant:<key>", Key's own buckets. It is the operator's
+	// path (bucketgate buckets), logged at info: whoever may invoke the function may
+	// spend, refund or reset any caller's buckets. Empty means Key's buckets; not
+	// together with Key.
 	Identity string `json:"identity,omitempty"`
-	// Op is what to do; empty means OpCheck, and leaves "op" out of the JSON (the
-	// function refuses "op": "", as any other unknown operation).
+	// Op is what to do; OpCheck, the zero Op, leaves "op" out of the JSON (the function
+	// refuses "op": "", as any other unknown operation).
 	Op Op `json:"op,omitempty"`
 	// Plan names a configured plan; empty means none. Not together with Rules.
 	Plan string `json:"plan,omitempty"`
@@ -57,39 +64,30 @@ type Request struct {
 // Cost returns a pointer to n, for Request.Cost: Cost(0) is a peek.
 func Cost(n int64) *int64 { return &n }
 
-// Op is what a Request does to its buckets.
-type Op string
+// Op is what a Request does to its buckets: its JSON is the operation's name. The zero
+// Op is OpCheck.
+type Op = bucketgate.Op
 
 // The operations of a Request.
 const (
 	// OpCheck takes Cost tokens from every rule when every rule has them, and answers
-	// whether it did: the default.
-	OpCheck Op = "check"
+	// whether it did: the default, left out of the JSON.
+	OpCheck = bucketgate.OpCheck
 	// OpRefund gives Cost tokens back to every rule, never above its capacity: for a
-	// request whose work failed after its check. A rule that is full stays full.
-	OpRefund Op = "refund"
+	// request whose work failed after its check. A rule that is full stays full, and a
+	// refund never lowers a bucket, whatever plan it names: one that another plan of a
+	// larger capacity left above this plan's stays as it is.
+	OpRefund = bucketgate.OpRefund
 	// OpReset makes every rule full again: its state removed from Redis.
-	OpReset Op = "reset"
+	OpReset = bucketgate.OpReset
 )
 
 // Rule is one inline token bucket: Capacity tokens at most, refilled continuously at
-// RefillPerSecond tokens per second. The zero Rule is invalid.
-type Rule struct {
-	// Name identifies the bucket together with the key: 1 to 64 letters, digits,
-	// '_', '-' or '.'.
-	Name string `json:"name"`
-	// Capacity is the burst, in whole tokens, 1 to 1e9.
-	Capacity int64 `json:"capacity"`
-	// RefillPerSecond is the refill rate in tokens per second, above 0 and at most 1e9,
-	// such that the bucket fills within 366 days; fractions allowed (a daily quota of
-	// 1000 refills 1000/86400 per second).
-	RefillPerSecond float64 `json:"refillPerSecond"`
-	// Shadow marks a rule that is decided but never denies: a check is allowed or denied
-	// by the other rules alone, and the Response describes them alone; the rule's bucket
-	// gives cost tokens for the checks they allow, when it has them. False, the zero
-	// value, is an enforced rule.
-	Shadow bool `json:"shadow,omitempty"`
-}
+// RefillPerSecond tokens per second (fractions allowed: a daily quota of 1000 refills
+// 1000/86400 per second), with Shadow marking a rule that is decided but never denies.
+// Its JSON is {"name", "capacity", "refillPerSecond", "shadow"}. The zero Rule is
+// invalid.
+type Rule = bucketgate.Rule
 
 // Batch is up to MaxBatch checks in one invocation, decided in one round trip to Redis,
 // in order: each check is atomic, the batch is not, and a later check sees the tokens
@@ -106,16 +104,15 @@ type BatchResult struct {
 	Results []Response `json:"results"`
 }
 
-// Reason says why a Response came out as it did.
-type Reason string
+// Reason says why a Response came out as it did: ok, limited, unavailable or degraded.
+type Reason = bucketgate.Reason
 
-// The reasons of a Response: the engine's own values (package bucket), restated here
-// so that callers need not import it; a test holds the two equal.
+// The reasons of a Response.
 const (
-	ReasonOK          Reason = "ok"          // allowed: every rule had enough tokens
-	ReasonLimited     Reason = "limited"     // denied: a rule lacked tokens; see RetryAfterMS
-	ReasonUnavailable Reason = "unavailable" // denied: Redis could not decide in time (fail closed)
-	ReasonDegraded    Reason = "degraded"    // allowed: Redis could not decide in time (fail open)
+	ReasonOK          = bucketgate.ReasonOK          // allowed: every rule had enough tokens
+	ReasonLimited     = bucketgate.ReasonLimited     // denied: a rule lacked tokens; see RetryAfterMS
+	ReasonUnavailable = bucketgate.ReasonUnavailable // denied: Redis could not decide in time (fail closed)
+	ReasonDegraded    = bucketgate.ReasonDegraded    // allowed: Redis could not decide in time (fail open)
 )
 
 // Response is the decision on one Request, describing its enforced rules after it:

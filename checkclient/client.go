@@ -89,7 +89,7 @@ func (c *Client) Reset(ctx context.Context, req checkapi.Request) (checkapi.Resp
 
 // operate sends req as op.
 func (c *Client) operate(ctx context.Context, op checkapi.Op, req checkapi.Request) (checkapi.Response, error) {
-	if req.Op != "" && req.Op != op {
+	if req.Op != checkapi.OpCheck && req.Op != op {
 		return checkapi.Response{}, c.refuse(fmt.Sprintf("op: %q, sent with %s: want empty or %q", req.Op, op, op))
 	}
 	req.Op = op

@@ -10,8 +10,12 @@
 // The headers are the IETF draft's RateLimit and RateLimit-Policy
 // (draft-ietf-httpapi-ratelimit-headers) and the widespread X-RateLimit-Limit,
 // X-RateLimit-Remaining and X-RateLimit-Reset, the same on an allowed answer as on the
-// 429 of a denied one (which also has Retry-After). The Key constants are the context's
-// keys: this package is the contract between the authorizer and a backend.
+// 429 of a denied one (which also has Retry-After), and X-RateLimit-Degraded: true when
+// the limiter failed open and decided nothing. Whenever the context holds bucketgate's
+// decision, every header of those names (any X-RateLimit-* too) that the response
+// already had is replaced or removed, so that what a client or backend wrote never
+// passes for the limiter's. The Key constants are the context's keys: this package is
+// the contract between the authorizer and a backend.
 package ratelimitheaders
 
 import (
@@ -50,8 +54,12 @@ const (
 	KeyRule = "rule"
 	// KeyPlan: the plan decided against (string).
 	KeyPlan = "plan"
-	// KeyReason: ok, limited or degraded (string).
+	// KeyReason: ok, limited or degraded (string). Every context of bucketgate's has it.
 	KeyReason = "reason"
+	// KeyDegraded: true when the limiter failed open and decided nothing, else false
+	// (boolean; REST APIs pass it as the string "true" or "false"). The
+	// X-RateLimit-Degraded header value.
+	KeyDegraded = "degraded"
 	// KeyRateLimit: the RateLimit header value; empty when degraded (string).
 	KeyRateLimit = "rateLimit"
 	// KeyRateLimitPolicy: the RateLimit-Policy header value (string).
@@ -73,25 +81,48 @@ const (
 	// HeaderRetryAfter is the seconds to wait before a retry will be accepted
 	// (KeyRetryAfter), on a denial only.
 	HeaderRetryAfter = "Retry-After"
+	// HeaderDegraded is "true" on an answer the limiter allowed without deciding, as
+	// it fails open (KeyDegraded); absent otherwise.
+	HeaderDegraded = "X-RateLimit-Degraded"
 )
 
+// prefixXRateLimit starts the name of every X-RateLimit-* header: all are the limiter's.
+const prefixXRateLimit = "X-RateLimit-"
+
+// Owned reports whether a header called name (any case) is one the limiter's answer
+// owns: RateLimit, RateLimit-Policy and every X-RateLimit-*. Setting the headers of a
+// decision replaces or removes them all.
+func Owned(name string) bool {
+	return strings.EqualFold(name, HeaderRateLimit) || strings.EqualFold(name, HeaderRateLimitPolicy) ||
+		len(name) >= len(prefixXRateLimit) && strings.EqualFold(name[:len(prefixXRateLimit)], prefixXRateLimit)
+}
+
 // Headers returns the rate-limit headers that authorizer, an authorizer context as
-// API Gateway passes it (values as strings or numbers), describes: RateLimit,
+// API Gateway passes it (values as strings, numbers or booleans), describes: RateLimit,
 // RateLimit-Policy, X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, and
-// Retry-After when the request was denied. It returns nil when the context holds no
-// decision of bucketgate's: another authorizer's context, or a degraded one (the
-// limiter failed open and decided nothing). A value that is not what its key holds
-// (a number that is not a whole number >= 0, a string with control characters) leaves
-// its header out.
+// Retry-After when the request was denied. A decision with no figures has fewer: a
+// degraded one (the limiter failed open and decided nothing) X-RateLimit-Degraded and
+// RateLimit-Policy; one whose rules are all shadow none at all. It returns nil when the
+// context holds no decision of bucketgate's (neither KeyReason nor KeyRateLimit):
+// another authorizer's. A
+// value that is not what its key holds (a number that is not a whole number >= 0, a
+// string with control characters) leaves its header out.
 func Headers(authorizer map[string]any) map[string]string {
-	limit, ok := text(authorizer[KeyRateLimit])
-	if !ok || limit == "" {
+	if !decided(authorizer) {
 		return nil
 	}
-	h := map[string]string{HeaderRateLimit: limit}
+	h := map[string]string{}
 	if v, ok := text(authorizer[KeyRateLimitPolicy]); ok && v != "" {
 		h[HeaderRateLimitPolicy] = v
 	}
+	if degraded(authorizer) {
+		h[HeaderDegraded] = "true"
+	}
+	limit, ok := text(authorizer[KeyRateLimit])
+	if !ok || limit == "" { // no figures: degraded, or every rule shadow
+		return h
+	}
+	h[HeaderRateLimit] = limit
 	for header, key := range map[string]string{HeaderLimit: KeyLimit, HeaderRemaining: KeyRemaining, HeaderReset: KeyReset} {
 		if v, ok := whole(authorizer[key]); ok {
 			h[header] = v
@@ -105,63 +136,89 @@ func Headers(authorizer map[string]any) map[string]string {
 
 // SetProxyResponse sets the rate-limit headers that req's authorizer context describes
 // (see Headers) on resp, a Lambda proxy response in payload format 1.0: a REST API's,
-// or an HTTP API's with payload 1.0. Each replaces any header of the same name, in any
-// case, in Headers and MultiValueHeaders. Without a decision in the context it does
-// nothing.
+// or an HTTP API's with payload 1.0. With a decision of bucketgate's in the context,
+// every header the limiter owns (see Owned) is removed first from Headers and
+// MultiValueHeaders, in any case; without one it does nothing.
 func SetProxyResponse(resp *events.APIGatewayProxyResponse, req *events.APIGatewayProxyRequest) {
 	authorizer := req.RequestContext.Authorizer
 	if lambda, ok := authorizer["lambda"].(map[string]any); ok { // HTTP APIs nest it
 		authorizer = lambda
 	}
-	resp.Headers = set(resp.Headers, resp.MultiValueHeaders, Headers(authorizer))
+	resp.Headers = set(resp.Headers, resp.MultiValueHeaders, authorizer)
 }
 
 // SetV2HTTPResponse sets the rate-limit headers that req's Lambda authorizer context
 // describes (see Headers) on resp, an HTTP API's Lambda proxy response in payload
-// format 2.0. Each replaces any header of the same name, in any case. Without a Lambda
-// authorizer's decision in the context it does nothing.
+// format 2.0, as SetProxyResponse does. Without a Lambda authorizer's decision in the
+// context it does nothing.
 func SetV2HTTPResponse(resp *events.APIGatewayV2HTTPResponse, req *events.APIGatewayV2HTTPRequest) {
 	if req.RequestContext.Authorizer == nil {
 		return
 	}
-	resp.Headers = set(resp.Headers, resp.MultiValueHeaders, Headers(req.RequestContext.Authorizer.Lambda))
+	resp.Headers = set(resp.Headers, resp.MultiValueHeaders, req.RequestContext.Authorizer.Lambda)
 }
 
 // SetHeader sets the rate-limit headers that an authorizer context describes (see
-// Headers) on h, for a backend that serves HTTP itself. Each replaces any header of the
-// same name in any case, and is spelled as the Header constants are, as API Gateway
-// sends it.
+// Headers) on h, for a backend that serves HTTP itself (or a gateway toward one).
+// With a decision of bucketgate's in the context, every header the limiter owns (see
+// Owned) is removed first, in any case; the ones set are spelled as the Header
+// constants are, as API Gateway sends them. Without one it does nothing.
 func SetHeader(h http.Header, authorizer map[string]any) {
+	if !decided(authorizer) {
+		return
+	}
+	deleteOwned(h)
 	for name, v := range Headers(authorizer) {
-		deleteFold(h, name)
 		h[name] = []string{v}
 	}
 }
 
-// set sets the headers h in a response's headers and returns them, made when nil; each
-// replaces any header of the same name, in any case, there and in multi.
-func set(headers map[string]string, multi map[string][]string, h map[string]string) map[string]string {
-	if len(h) == 0 {
+// set sets the headers authorizer describes in a response's headers and returns them,
+// made when needed, after removing every header the limiter owns there and in multi.
+func set(headers map[string]string, multi map[string][]string, authorizer map[string]any) map[string]string {
+	if !decided(authorizer) {
 		return headers
 	}
-	if headers == nil {
+	deleteOwned(headers)
+	deleteOwned(multi)
+	h := Headers(authorizer)
+	if headers == nil && len(h) > 0 {
 		headers = make(map[string]string, len(h))
 	}
 	for name, v := range h {
-		deleteFold(headers, name)
-		deleteFold(multi, name)
 		headers[name] = v
 	}
 	return headers
 }
 
-// deleteFold deletes every key of m equal to name in any case.
-func deleteFold[V any](m map[string]V, name string) {
+// deleteOwned deletes every key of m that names a header the limiter owns.
+func deleteOwned[V any](m map[string]V) {
 	for k := range m {
-		if strings.EqualFold(k, name) {
+		if Owned(k) {
 			delete(m, k)
 		}
 	}
+}
+
+// decided reports whether authorizer, an authorizer context, holds a decision of
+// bucketgate's: it has KeyReason or KeyRateLimit.
+func decided(authorizer map[string]any) bool {
+	_, reason := text(authorizer[KeyReason])
+	_, limit := text(authorizer[KeyRateLimit])
+	return reason || limit
+}
+
+// degraded reports whether authorizer is a degraded decision: KeyDegraded true (a
+// boolean, or the string REST APIs make of it), or, from an authorizer older than the
+// key, KeyReason degraded.
+func degraded(authorizer map[string]any) bool {
+	switch v := authorizer[KeyDegraded].(type) {
+	case bool:
+		return v
+	case string:
+		return v == "true"
+	}
+	return authorizer[KeyReason] == "degraded"
 }
 
 // text returns v when it is a string fit for a header value: no control characters.

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -105,7 +106,7 @@ func TestSetV2HTTPResponse(t *testing.T) {
 }
 
 // Events without bucketgate's decision leave the response as it is: no authorizer, an
-// IAM or JWT authorizer, another Lambda authorizer's context, a degraded decision.
+// IAM or JWT authorizer, another Lambda authorizer's context.
 func TestNoDecisionNoHeaders(t *testing.T) {
 	for _, name := range []string{"apigw-v2-request-no-authorizer.json", "apigw-v2-request-iam.json", "apigw-v2-request-jwt-authorizer.json", "apigw-v2-request-lambda-authorizer.json"} {
 		var req events.APIGatewayV2HTTPRequest
@@ -116,15 +117,49 @@ func TestNoDecisionNoHeaders(t *testing.T) {
 			t.Errorf("%s: headers %v, want the backend's only", name, resp.Headers)
 		}
 	}
-	var req events.APIGatewayProxyRequest
-	readEvent(t, "apigw-request.json", &req) // its own authorizer's principalId, clientId, clientName
+}
+
+// A decision with no figures still owns the rate-limit headers: the backend's own
+// (RateLimit, RateLimit-Policy, any X-RateLimit-*, in any case, single or multi-value)
+// are removed, and a degraded one says so with X-RateLimit-Degraded: true beside its
+// policy; one whose rules are all shadow sets none.
+func TestDecisionWithoutFigures(t *testing.T) {
 	degraded := maps.Clone(allowed)
-	degraded[ratelimitheaders.KeyRateLimit], degraded[ratelimitheaders.KeyReason] = "", "degraded"
-	maps.Copy(req.RequestContext.Authorizer, stringified(degraded))
-	var resp events.APIGatewayProxyResponse
-	ratelimitheaders.SetProxyResponse(&resp, &req)
-	if resp.Headers != nil {
-		t.Errorf("degraded: headers %v, want none", resp.Headers)
+	degraded[ratelimitheaders.KeyRateLimit], degraded[ratelimitheaders.KeyReason], degraded[ratelimitheaders.KeyDegraded] = "", "degraded", true
+	shadow := maps.Clone(allowed)
+	shadow[ratelimitheaders.KeyRateLimit], shadow[ratelimitheaders.KeyRateLimitPolicy], shadow[ratelimitheaders.KeyRule] = "", "", ""
+	backend := func() (map[string]string, map[string][]string) {
+		return map[string]string{"Content-Type": "text/plain", "x-ratelimit-remaining": "999", "RateLimit": "mine", "X-RateLimit-Tier": "gold"},
+			map[string][]string{"ratelimit-policy": {"a", "b"}, "X-RateLimit-Degraded": {"no"}}
+	}
+	tests := []struct {
+		name string
+		ctx  map[string]any
+		want map[string]string
+	}{
+		{"degraded", degraded, map[string]string{"Content-Type": "text/plain", "X-RateLimit-Degraded": "true", "RateLimit-Policy": `"burst";q=10;w=10`}},
+		{"degraded, as strings", stringified(degraded), map[string]string{"Content-Type": "text/plain", "X-RateLimit-Degraded": "true", "RateLimit-Policy": `"burst";q=10;w=10`}},
+		{"every rule shadow", shadow, map[string]string{"Content-Type": "text/plain"}},
+	}
+	for _, tc := range tests {
+		var req events.APIGatewayProxyRequest
+		readEvent(t, "apigw-request.json", &req) // its own authorizer's principalId, clientId, clientName
+		maps.Copy(req.RequestContext.Authorizer, tc.ctx)
+		resp := events.APIGatewayProxyResponse{}
+		resp.Headers, resp.MultiValueHeaders = backend()
+		ratelimitheaders.SetProxyResponse(&resp, &req)
+		if !maps.Equal(resp.Headers, tc.want) || len(resp.MultiValueHeaders) != 0 {
+			t.Errorf("%s: headers %v %v, want %v", tc.name, resp.Headers, resp.MultiValueHeaders, tc.want)
+		}
+		h := http.Header{"Content-Type": {"text/plain"}, "Ratelimit": {"forged"}, "X-Ratelimit-Remaining": {"999"}, "X-Ratelimit-Anything": {"x"}}
+		ratelimitheaders.SetHeader(h, tc.ctx)
+		got := map[string]string{}
+		for name, vs := range h {
+			got[name] = strings.Join(vs, ",")
+		}
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("%s: SetHeader %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

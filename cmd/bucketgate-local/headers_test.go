@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -78,6 +79,8 @@ func recordingBackend(t *testing.T) (*httptest.Server, func() []seen) {
 		mu.Unlock()
 		w.Header().Set("X-Backend", "yes")
 		w.Header().Set("X-RateLimit-Limit", "999")
+		w.Header().Set("RateLimit", `"backend";r=1;t=1`)
+		w.Header().Set("X-RateLimit-Degraded", "backend")
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte(`{"created":true}`))
@@ -177,5 +180,66 @@ func TestMakeRunBackend(t *testing.T) {
 	}
 	if want := "serve -addr 127.0.0.1:9090 -backend 'http://127.0.0.1:3000/v1'"; !strings.Contains(string(out), want) {
 		t.Errorf("make -n run BACKEND=...: %s, want %q", out, want)
+	}
+}
+
+// TestForgedRateLimitHeadersAlwaysReplaced: whatever the decision, the backend never
+// sees a client's own RateLimit, RateLimit-Policy or X-RateLimit-* headers, and the
+// client never sees the backend's: they are replaced, or removed, also when the
+// decision has no figures (failing open with Redis down: degraded; every rule shadow).
+// A degraded answer says so to both with X-RateLimit-Degraded: true.
+func TestForgedRateLimitHeadersAlwaysReplaced(t *testing.T) {
+	down := miniAt(t)
+	downAddr := down.Addr()
+	down.Close()
+	shadowOnly := "defaultPlan: trial\nplans: {trial: {shadow: true, rules: [{name: burst, capacity: 10, refillPerSecond: 1}]}}"
+	forged := map[string]string{
+		"RateLimit": `"forged";r=1000;t=1`, "RateLimit-Policy": `"forged";q=1000;w=1`, "X-RateLimit-Limit": "1000",
+		"x-ratelimit-remaining": "1000", "X-RateLimit-Reset": "1", "X-RateLimit-Degraded": "false", "X-RateLimit-Tier": "gold",
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want map[string]string // the rate-limit headers backend and client see, all of them
+	}{
+		{"degraded", map[string]string{"REDIS_ADDR": downAddr, "FAIL_MODE": "open", "REDIS_TIMEOUT_MS": "50"},
+			map[string]string{"X-Ratelimit-Degraded": "true", "Ratelimit-Policy": `"burst";q=10;w=10`}},
+		{"every rule shadow", map[string]string{"REDIS_ADDR": miniAt(t).Addr(), "RATE_LIMIT_CONFIG": shadowOnly}, map[string]string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, requests := recordingBackend(t)
+			g := startGatewayWith(t, serveOptions{template: templatePath, backend: srv.URL}, tc.env)
+			req, err := http.NewRequest(http.MethodGet, g.url+"/scores", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, v := range forged {
+				req.Header[name] = []string{v}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("status %d, want the backend's 201", resp.StatusCode)
+			}
+			got := requests()
+			if len(got) != 1 {
+				t.Fatalf("the backend saw %d requests", len(got))
+			}
+			for who, h := range map[string]http.Header{"the backend": got[0].header, "the client": resp.Header} {
+				rate := map[string]string{}
+				for name, vs := range h {
+					if n := strings.ToLower(name); n == "ratelimit" || n == "ratelimit-policy" || strings.HasPrefix(n, "x-ratelimit-") {
+						rate[http.CanonicalHeaderKey(name)] = strings.Join(vs, " | ")
+					}
+				}
+				if !maps.Equal(rate, tc.want) {
+					t.Errorf("%s saw the rate-limit headers %v, want %v", who, rate, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -15,7 +15,8 @@ const bucketsUsage = `  bucketgate buckets show [--json] [--plan NAME | --rule N
   bucketgate buckets refund --cost N [--json] [--plan NAME | --rule NAME:CAPACITY:RATE...] IDENTITY
   bucketgate buckets reset [--json] [--plan NAME | --rule NAME:CAPACITY:RATE...] IDENTITY
 
-IDENTITY is an API key (sent as key:<digest>, never itself), key:<digest>, an IP address
+IDENTITY is an API key (sent as key:<digest>, never itself; - reads it from the first line
+of stdin, out of the process list and the shell's history), key:<digest>, an IP address
 or ip:<address> (an IPv6 address stands for its prefix of IPV6_PREFIX_LENGTH bits, as the
 authorizer groups it: ip:2001:db8::/64), ip:unknown, or tenant:<key> for a check function
 tenant. The rules are the identity's own as the check function resolves them (a
@@ -91,8 +92,14 @@ func runBuckets(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	t, err := parseTarget(positional[0], sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix})
-	if err != nil {
+	var t target
+	if positional[0] == fromStdin {
+		key, err := readKey(e)
+		if err != nil {
+			return err
+		}
+		t = identityTarget(keyID(key))
+	} else if t, err = parseTarget(positional[0], sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix}); err != nil {
 		return err
 	}
 	req := t.req

@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -116,7 +116,7 @@ func (d *deployment) want(b bucketJSON, id, plan, rule string, limit, remaining 
 func TestBucketsSession(t *testing.T) {
 	d, srv := newDeployment(t)
 	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
-	id := "key:" + config.KeyDigest(key)
+	id := "key:" + bucketgate.KeyDigest(key)
 	for range 5 {
 		d.authz.decide(t, key)
 	}
@@ -169,14 +169,14 @@ func TestBucketsSession(t *testing.T) {
 	}
 	payloads := d.check.payloads.String()
 	if !strings.Contains(payloads, `"identity":"`+id+`"`) || !strings.Contains(payloads, `"identity":"ip:2001:db8:1:2::/64","cost":0`) ||
-		!strings.Contains(payloads, `{"identity":"`+id+`","op":"refund","cost":3}`) || !strings.Contains(payloads, `"key":"acme"`) {
+		!strings.Contains(payloads, `{"identity":"`+id+`","op":"refund","cost":3}`) || !strings.Contains(payloads, `"identity":"tenant:acme"`) {
 		t.Errorf("the check function was invoked with:\n%s", payloads)
 	}
-	if logs := d.check.logs.String(); strings.Count(logs, `"msg":"bucket operation"`) != 11 {
-		t.Errorf("want an info line per request on the operator's path (11, the tenant's is not):\n%s", logs)
+	if logs := d.check.logs.String(); strings.Count(logs, `"msg":"bucket operation"`) != 12 || strings.Contains(logs, "acme") {
+		t.Errorf("want an info line per request on the operator's path (12, the tenant's too), the tenant by its digest:\n%s", logs)
 	}
 	everything := payloads + d.check.logs.String() + d.check.metrics.String() + d.authz.logs.String() + d.authz.metrics.String() + redisDump(t, srv) + d.items()
-	if strings.Contains(everything, key) || !strings.Contains(everything, config.KeyDigest(key)) {
+	if strings.Contains(everything, key) || !strings.Contains(everything, bucketgate.KeyDigest(key)) {
 		t.Fatalf("the raw key is in a payload, a log, a metric, Redis or the table, or its digest is nowhere:\n%s", everything)
 	}
 }
@@ -245,9 +245,23 @@ func TestBucketsBadInput(t *testing.T) {
 
 	d.env[envCheckFunction] = "elsewhere"
 	d.fails(exitError, "no function elsewhere: name the deployed stack with --stack", "buckets", "show", key)
-	d.want(d.bucket("show", "--function", checkFunction, key), "key:"+config.KeyDigest(key), "gold", "burst", 50, 49)
+	d.want(d.bucket("show", "--function", checkFunction, key), "key:"+bucketgate.KeyDigest(key), "gold", "burst", 50, 49)
 
 	srv.Close() // Redis gone: the function fails closed, and the CLI says what is unknown
 	d.fails(exitError, "Redis did not decide in time (reason unavailable): the refund may or may not have happened",
 		"buckets", "refund", "--function", checkFunction, "--cost", "1", key)
+}
+
+// A refund that names no plan is decided under the identity's plan, the default one for
+// a tenant the registry does not know: it must not lower what a check under a larger
+// plan left (the script adds to the stored count, never caps it down).
+func TestBucketsRefundNeverLowers(t *testing.T) {
+	d, _ := newDeployment(t)
+	if _, err := d.check.Invoke(context.Background(), []byte(`{"key":"acme","plan":"gold","cost":10}`)); err != nil {
+		t.Fatal(err)
+	}
+	d.want(d.bucket("show", "--plan", "gold", "tenant:acme"), "tenant:acme", "gold", "burst", 50, 40)
+	d.want(d.bucket("refund", "--cost", "1", "tenant:acme"), "tenant:acme", "basic", "burst", 5, 5)
+	d.want(d.bucket("show", "--plan", "gold", "tenant:acme"), "tenant:acme", "gold", "burst", 50, 40)
+	d.want(d.bucket("refund", "--cost", "1", "--plan", "gold", "tenant:acme"), "tenant:acme", "gold", "burst", 50, 41)
 }

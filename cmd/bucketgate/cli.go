@@ -23,11 +23,12 @@ const (
 // errUsage is wrapped by every error about the command line.
 var errUsage = errors.New("usage")
 
-// env is what every command runs with: the process's context, environment and output,
-// and the --stack flag given before the group, if any.
+// env is what every command runs with: the process's context, environment, input and
+// output, and the --stack flag given before the group, if any.
 type env struct {
 	ctx            context.Context
 	getenv         func(string) string
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	stackFlag      *flag.Flag
 }
@@ -75,9 +76,10 @@ func usage() string {
 }
 
 // run runs the command line args with the environment read through getenv and returns
-// the exit status. Only a command's result goes to stdout; errors and notes go to stderr.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	err := dispatch(env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr}, args)
+// the exit status. stdin is read only for a key given as "-". Only a command's result
+// goes to stdout; errors and notes go to stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := dispatch(env{ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}, args)
 	switch {
 	case err == nil:
 		return exitOK

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/internal/version"
@@ -28,7 +29,7 @@ func TestVersion(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), tc.args, func(string) string { return "" }, &stdout, &stderr)
+			code := run(context.Background(), tc.args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
 			if code != tc.code || stdout.String() != tc.stdout || (code == exitOK) != (stderr.Len() == 0) {
 				t.Fatalf("bucketgate %v: exit %d, stdout %q, stderr %q; want exit %d, stdout %q", tc.args, code, &stdout, &stderr, tc.code, tc.stdout)
 			}

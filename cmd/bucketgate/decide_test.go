@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -77,11 +77,11 @@ func TestKeysDecideTheAuthorizer(t *testing.T) {
 	c.env[settings.EnvRedisAddr] = srv.Addr
 	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
 	c.env[settings.EnvTimeoutMS] = "2000"
-	c.env[settings.EnvRegistryTimeoutMS] = "5000" // a slow read would answer stale: the change not yet seen
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10) // a slow read would answer stale: the change not yet seen
 	c.env[settings.EnvLogLevel] = "debug"
 	c.ok("keys", "init")
 	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
-	id := "key:" + config.KeyDigest(key)
+	id := "key:" + bucketgate.KeyDigest(key)
 
 	var a authorizer
 	h, _, err := app.Build(app.Authorizer, func(k string) string { return c.env[k] }, &a.metrics, &a.logs)
@@ -130,7 +130,7 @@ func TestKeysDecideTheAuthorizer(t *testing.T) {
 	if strings.Contains(everything, key) {
 		t.Fatalf("the raw key is in the table, Redis, the logs or the metrics:\n%s", everything)
 	}
-	if !strings.Contains(everything, config.KeyDigest(key)) {
+	if !strings.Contains(everything, bucketgate.KeyDigest(key)) {
 		t.Fatalf("the key's digest is nowhere either: did anything run?\n%s", everything)
 	}
 }

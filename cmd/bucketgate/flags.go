@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 )
 
 // ruleList is a repeatable -rule flag: NAME:CAPACITY:RATE, RATE in tokens per second or
 // N/PERIOD.
-type ruleList []bucket.Rule
+type ruleList []bucketgate.Rule
 
 func (l *ruleList) String() string { return fmt.Sprint(*l) }
 

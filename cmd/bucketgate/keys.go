@@ -12,17 +12,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 const keysUsage = `  bucketgate keys init
-  bucketgate keys create --plan NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule NAME:CAPACITY:RATE]... [--tenant KEY]
+  bucketgate keys create --plan NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule NAME:CAPACITY:RATE]... [--tenant KEY | --key -]
   bucketgate keys revoke KEY
   bucketgate keys expire KEY WHEN|never
   bucketgate keys set-plan KEY NAME
@@ -32,8 +30,10 @@ const keysUsage = `  bucketgate keys init
   bucketgate keys list [--json]
 
 KEY is an API key, its id key:<32 hex digits> (printf %s "$KEY" | sha256sum | cut -c1-32),
-or tenant:<key> for a check function tenant. create prints the new key alone on the first
-line of stdout: it is shown once, only its digest is stored. WHEN is an RFC 3339 time
+or tenant:<key> for a check function tenant; - reads an API key from the first line of
+stdin, out of the process list and the shell's history. create prints the new key alone on
+the first line of stdout: it is shown once, only its digest is stored; with --key - it
+registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. WHEN is an RFC 3339 time
 (2027-01-31T00:00:00Z), a date (2027-01-31, midnight UTC) or a time from now (90m, 720h,
 30d). RATE is tokens per second (0.5), or N/PERIOD (1000/day; second, minute, hour, day
 or a duration such as 90s). A rule named like one of the plan's or a route's replaces it
@@ -81,7 +81,7 @@ func runKeys(e env, args []string) error {
 		return err
 	}
 	if c.item {
-		if positional[0], err = itemID(positional[0]); err != nil {
+		if positional[0], err = itemArg(e, positional[0]); err != nil {
 			return err
 		}
 	}
@@ -143,6 +143,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	note := fs.String("note", "", "a note, for people")
 	expires := fs.String("expires", "", "when the key stops working (default: never)")
 	tenant := fs.String("tenant", "", "register this check function tenant instead of a new API key")
+	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE (repeatable)")
 	return func(e env, t *keyTable, _ []string) error {
@@ -154,11 +155,17 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if rec.ExpiresAt, err = parseWhen(*expires, time.Now()); err != nil {
 			return fmt.Errorf("%w: --expires: %w", errUsage, err)
 		}
+		if *tenant != "" && *existing != "" {
+			return fmt.Errorf("%w: keys create: --tenant or --key, not both", errUsage)
+		}
+		if *existing != "" {
+			return createExisting(e, t, rec, *existing)
+		}
 		if *tenant != "" {
 			if err := checkTenant(*tenant); err != nil {
 				return fmt.Errorf("%w: --tenant: %w", errUsage, err)
 			}
-			rec.ID = identity.Identity{Kind: identity.KindTenant, Value: *tenant}.String()
+			rec.ID = bucketgate.Identity{Kind: bucketgate.KindTenant, Value: *tenant}.String()
 			if err := t.put(e.ctx, rec); err != nil {
 				return err
 			}
@@ -177,6 +184,28 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		fmt.Fprintf(e.stderr, "created %s on plan %s: the key above is shown this once, store it now\n", rec.ID, rec.Plan)
 		return nil
 	}
+}
+
+// createExisting registers rec under the API key read from stdin, arg being "-": a key
+// made elsewhere, moved into the registry, refused when its digest could be reversed
+// (checkEntropy). It prints its id, never the key.
+func createExisting(e env, t *keyTable, rec registry.Record, arg string) error {
+	if arg != fromStdin {
+		return fmt.Errorf("%w: keys create: --key takes - alone, and reads the key from stdin: a key on the command line shows in the process list and the shell's history", errUsage)
+	}
+	key, err := readKey(e)
+	if err != nil {
+		return err
+	}
+	if err := checkEntropy(key); err != nil {
+		return err
+	}
+	rec.ID = keyID(key)
+	if err := t.put(e.ctx, rec); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "created %s on plan %s, for the key read from stdin\n", rec.ID, rec.Plan)
+	return nil
 }
 
 func revokeFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
@@ -229,10 +258,10 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)
 		}
 		id := args[0]
-		var now []bucket.Rule
+		var now []bucketgate.Rule
 		err := t.change(e.ctx, id, func(r *registry.Record) error {
 			for _, o := range rules {
-				if i := slices.IndexFunc(r.Rules, func(x bucket.Rule) bool { return x.Name == o.Name }); i >= 0 {
+				if i := slices.IndexFunc(r.Rules, func(x bucketgate.Rule) bool { return x.Name == o.Name }); i >= 0 {
 					r.Rules[i] = o
 				} else {
 					r.Rules = append(r.Rules, o)
@@ -310,7 +339,20 @@ func newKey() (string, error) {
 
 // keyID returns the registry id of an API key.
 func keyID(key string) string {
-	return identity.Identity{Kind: identity.KindKey, Value: config.KeyDigest(key)}.String()
+	return bucketgate.KeyIdentity(key).String()
+}
+
+// itemArg returns the registry id that the argument arg names: as itemID does, or for
+// "-" the id of the API key read from stdin.
+func itemArg(e env, arg string) (string, error) {
+	if arg != fromStdin {
+		return itemID(arg)
+	}
+	key, err := readKey(e)
+	if err != nil {
+		return "", err
+	}
+	return keyID(key), nil
 }
 
 // itemID returns the registry id that arg names: "key:<digest>" or "tenant:<key>" as
@@ -319,13 +361,13 @@ func keyID(key string) string {
 // may be a key.
 func itemID(arg string) (string, error) {
 	switch {
-	case strings.HasPrefix(arg, string(identity.KindTenant)+":"):
-		if len(arg) == len(identity.KindTenant)+1 {
+	case strings.HasPrefix(arg, string(bucketgate.KindTenant)+":"):
+		if len(arg) == len(bucketgate.KindTenant)+1 {
 			return "", fmt.Errorf("%w: tenant: with no tenant key", errUsage)
 		}
 		return arg, nil
-	case strings.HasPrefix(arg, string(identity.KindKey)+":"):
-		if !isDigest(arg[len(identity.KindKey)+1:]) {
+	case strings.HasPrefix(arg, string(bucketgate.KindKey)+":"):
+		if !isDigest(arg[len(bucketgate.KindKey)+1:]) {
 			return "", errNotDigest
 		}
 		return arg, nil
@@ -345,11 +387,11 @@ func checkTenant(key string) error {
 }
 
 // errNotDigest is the error about "key:" followed by anything but a key's digest.
-var errNotDigest = fmt.Errorf("%w: key: wants the key's digest, %d lowercase hex digits (give an API key itself without key:)", errUsage, config.DigestLen)
+var errNotDigest = fmt.Errorf("%w: key: wants the key's digest, %d lowercase hex digits (give an API key itself without key:)", errUsage, bucketgate.DigestLen)
 
-// isDigest reports whether s is a key digest: config.DigestLen lowercase hex digits.
+// isDigest reports whether s is a key digest: bucketgate.DigestLen lowercase hex digits.
 func isDigest(s string) bool {
-	if len(s) != config.DigestLen {
+	if len(s) != bucketgate.DigestLen {
 		return false
 	}
 	return strings.Trim(s, "0123456789abcdef") == ""

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
@@ -24,9 +24,10 @@ const table = "bucketgate-keys"
 
 // cli runs bucketgate command lines against one dynalite server.
 type cli struct {
-	t   *testing.T
-	env map[string]string
-	db  *dynamodb.Client // the server's, to read what the CLI wrote
+	t     *testing.T
+	env   map[string]string
+	stdin string           // what the next commands read on stdin
+	db    *dynamodb.Client // the server's, to read what the CLI wrote
 }
 
 func newCLI(t *testing.T) *cli {
@@ -39,7 +40,7 @@ func newCLI(t *testing.T) *cli {
 func (c *cli) run(args ...string) (int, string, string) {
 	c.t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, func(k string) string { return c.env[k] }, &stdout, &stderr)
+	code := run(context.Background(), args, func(k string) string { return c.env[k] }, strings.NewReader(c.stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -117,7 +118,7 @@ func TestKeysSession(t *testing.T) {
 		t.Fatalf("create printed %q: want the key alone on one line", out)
 	}
 	key := strings.TrimSpace(out)
-	id := "key:" + config.KeyDigest(key)
+	id := "key:" + bucketgate.KeyDigest(key)
 	show := c.ok("keys", "show", key)
 	for _, want := range []string{"id         " + id, "plan       pro", "status     active", "expiresAt  2030-01-31T00:00:00Z",
 		"rules      burst:7:0.5 daily:1000:0.011574074074074073", "owner      acme", "note       trial"} {
@@ -198,14 +199,14 @@ func TestKeysBadInput(t *testing.T) {
 		{"zero rate", exitUsage, `rate "0"`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:0"}},
 		{"duplicate rule", exitError, `name "q" given twice`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1", "--rule", "q:5:1"}},
 		{"bad expiry", exitUsage, `"tomorrow": want an RFC 3339 time`, []string{"keys", "create", "--plan", "pro", "--expires", "tomorrow"}},
-		{"unknown key", exitError, "no such item: key:" + config.KeyDigest("nobody's") + " is not in table", []string{"keys", "revoke", "nobody's"}},
+		{"unknown key", exitError, "no such item: key:" + bucketgate.KeyDigest("nobody's") + " is not in table", []string{"keys", "revoke", "nobody's"}},
 		{"set an unknown plan", exitError, `unknown plan "gold"`, []string{"keys", "set-plan", key, "gold"}},
 		{"override without rules", exitUsage, "give at least one --rule", []string{"keys", "override", key}},
 		{"two keys", exitUsage, "want 1 argument(s), got 2", []string{"keys", "revoke", key, key}},
 		{"empty tenant", exitUsage, "tenant: with no tenant key", []string{"keys", "show", "tenant:"}},
 		{"key: without a digest", exitUsage, "key: wants the key's digest, 32 lowercase hex digits", []string{"keys", "revoke", "key:"}},
 		{"key: with a short digest", exitUsage, "key: wants the key's digest", []string{"keys", "show", "key:" + strings.Repeat("a", 31)}},
-		{"key: with an uppercase digest", exitUsage, "key: wants the key's digest", []string{"keys", "expire", "key:" + strings.ToUpper(config.KeyDigest(key)), "never"}},
+		{"key: with an uppercase digest", exitUsage, "key: wants the key's digest", []string{"keys", "expire", "key:" + strings.ToUpper(bucketgate.KeyDigest(key)), "never"}},
 		{"tenant longer than a key", exitUsage, "--tenant: a tenant key of 1001 bytes: want 1 to 1000 bytes of UTF-8 text", []string{"keys", "create", "--plan", "free", "--tenant", strings.Repeat("t", 1001)}},
 		{"tenant not UTF-8", exitUsage, "--tenant: a tenant key of 4 bytes: want 1 to 1000", []string{"keys", "create", "--plan", "free", "--tenant", "acm\xff"}},
 		{"plan twice", exitUsage, `invalid value "pro" for flag -plan: given twice: give it once`, []string{"keys", "create", "--plan", "free", "--plan", "pro"}},
@@ -250,7 +251,7 @@ func TestKeysFollowTheConfiguration(t *testing.T) {
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"keys", "create", "--help"}, {"--stack", "x", "buckets", "show", "-h"}} {
 		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr)
+		code := run(context.Background(), args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
 		for _, want := range []string{
 			"usage: bucketgate [--stack NAME] GROUP COMMAND", "--stack NAME (default: $BUCKETGATE_STACK)", "outputs RegistryTableName and\nOperatorFunctionName",
 			"bucketgate keys create --plan NAME", "bucketgate buckets refund --cost N", "  bucketgate version\n",

@@ -10,7 +10,8 @@
 // Its buckets commands reach the buckets of an API key, a source address or a tenant
 // through the stack's operator function (CHECK_FUNCTION, or -function), invoked with the
 // AWS SDK's Lambda client: show them (a peek), refund tokens, or reset them. An API key
-// is sent only as its digest.
+// is sent only as its digest. Wherever a command takes an API key, "-" reads it from
+// stdin, out of the process list and the shell's history.
 //
 // With -stack NAME (or BUCKETGATE_STACK) the table and the operator function come from the
 // outputs of a deployed stack, read with CloudFormation DescribeStacks when a command
@@ -26,7 +27,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -9,20 +9,20 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
 // recordJSON is a record as -json prints it.
 type recordJSON struct {
-	ID        string        `json:"id"`
-	Plan      string        `json:"plan"`
-	Status    string        `json:"status"`
-	ExpiresAt string        `json:"expiresAt,omitempty"`
-	Rules     []bucket.Rule `json:"rules,omitempty"`
-	Owner     string        `json:"owner,omitempty"`
-	Note      string        `json:"note,omitempty"`
+	ID        string            `json:"id"`
+	Plan      string            `json:"plan"`
+	Status    string            `json:"status"`
+	ExpiresAt string            `json:"expiresAt,omitempty"`
+	Rules     []bucketgate.Rule `json:"rules,omitempty"`
+	Owner     string            `json:"owner,omitempty"`
+	Note      string            `json:"note,omitempty"`
 }
 
 // itemJSON is an item of a list as -json prints it: its record, or why it is invalid.
@@ -112,7 +112,7 @@ func orNever(s string) string {
 }
 
 // rulesText prints rules as the --rule flag takes them, or "-" for none.
-func rulesText(rs []bucket.Rule) string {
+func rulesText(rs []bucketgate.Rule) string {
 	if len(rs) == 0 {
 		return "-"
 	}

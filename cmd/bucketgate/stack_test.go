@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
-	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/moto"
 )
@@ -99,7 +99,7 @@ func (s *stackDeployment) failsOnce(want string, args ...string) {
 func TestStackSession(t *testing.T) {
 	s := newStackDeployment(t)
 	key := strings.TrimSpace(s.ok("--stack", deployedStack, "keys", "create", "--plan", "gold"))
-	id := "key:" + config.KeyDigest(key)
+	id := "key:" + bucketgate.KeyDigest(key)
 	if got := s.calls.take(); !slices.Equal(got, []string{"cloudformation:DescribeStacks", "dynamodb:PutItem"}) {
 		t.Fatalf("keys create through the stack called %v, want DescribeStacks then PutItem", got)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/identity"
 )
@@ -13,8 +14,8 @@ import (
 type target struct {
 	// id is the identity as printed: key:<digest>, ip:<source> or tenant:<key>.
 	id string
-	// req names it to the check function: Identity for the authorizer's identities,
-	// Key for a tenant.
+	// req names it to the check function, by its Identity: the operator's path, which
+	// the function logs at info.
 	req checkapi.Request
 }
 
@@ -36,19 +37,19 @@ func parseTarget(arg string, src sources) (target, error) {
 	switch {
 	case strings.Trim(arg, " \t") == "":
 		return target{}, fmt.Errorf("%w: IDENTITY is empty", errUsage)
-	case kind == string(identity.KindTenant):
+	case kind == string(bucketgate.KindTenant):
 		if rest == "" {
 			return target{}, fmt.Errorf("%w: tenant: with no tenant key", errUsage)
 		}
-		return target{id: arg, req: checkapi.Request{Key: rest}}, nil
-	case kind == string(identity.KindKey):
+		return identityTarget(arg), nil
+	case kind == string(bucketgate.KindKey):
 		if !isDigest(rest) {
 			return target{}, errNotDigest
 		}
-		return authorizerTarget(arg), nil
-	case kind == string(identity.KindIP) && rest == identity.UnknownAddr:
-		return authorizerTarget(arg), nil
-	case kind == string(identity.KindIP):
+		return identityTarget(arg), nil
+	case kind == string(bucketgate.KindIP) && rest == identity.UnknownAddr:
+		return identityTarget(arg), nil
+	case kind == string(bucketgate.KindIP):
 		return src.target(rest)
 	case isAddress(arg):
 		return src.target(arg)
@@ -57,11 +58,11 @@ func parseTarget(arg string, src sources) (target, error) {
 	case hasKind && isKindName(kind):
 		return target{}, fmt.Errorf("%w: IDENTITY has an unknown kind before ':': want key:<digest>, ip:<address>, tenant:<key>, an API key or an IP address", errUsage)
 	}
-	return authorizerTarget(keyID(strings.Trim(arg, " \t"))), nil
+	return identityTarget(keyID(strings.Trim(arg, " \t"))), nil
 }
 
-// authorizerTarget names one of the authorizer's identities, id.
-func authorizerTarget(id string) target {
+// identityTarget names the identity id.
+func identityTarget(id string) target {
 	return target{id: id, req: checkapi.Request{Identity: id}}
 }
 
@@ -69,7 +70,7 @@ func authorizerTarget(id string) target {
 // authorizer's length.
 func (src sources) target(s string) (target, error) {
 	if _, err := netip.ParseAddr(s); err == nil {
-		return authorizerTarget(src.resolver.Resolve(nil, nil, s).IP.String()), nil
+		return identityTarget(src.resolver.Resolve(nil, nil, s).IP.String()), nil
 	}
 	p, err := netip.ParsePrefix(s)
 	switch {
@@ -81,7 +82,7 @@ func (src sources) target(s string) (target, error) {
 		return target{}, fmt.Errorf("%w: ip:%s: the authorizer groups IPv6 sources by /%d (IPV6_PREFIX_LENGTH): give an address or a /%d prefix, and set IPV6_PREFIX_LENGTH as the functions have it",
 			errUsage, s, src.ipv6Prefix, src.ipv6Prefix)
 	}
-	return authorizerTarget(src.resolver.Resolve(nil, nil, p.Addr().String()).IP.String()), nil
+	return identityTarget(src.resolver.Resolve(nil, nil, p.Addr().String()).IP.String()), nil
 }
 
 // isAddress reports whether s is an IP address or prefix.

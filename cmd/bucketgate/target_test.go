@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -25,18 +25,17 @@ func sourcesOf(t *testing.T, ipv6Prefix int) sources {
 // through internal/identity, as the authorizer resolves it), a tenant, or an API key by
 // its digest.
 func TestParseTarget(t *testing.T) {
-	digest := config.KeyDigest("bg_secret")
+	digest := bucketgate.KeyDigest("bg_secret")
 	tests := []struct {
 		name, arg  string
 		ipv6Prefix int // 0: settings.DefaultIPv6Prefix
 		want       string
-		tenant     bool
 	}{
 		{name: "API key", arg: "bg_secret", want: "key:" + digest},
 		{name: "API key with blanks around it, as the authorizer trims it", arg: " bg_secret\t", want: "key:" + digest},
 		{name: "key digest", arg: "key:" + digest, want: "key:" + digest},
-		{name: "a word is a key", arg: "unknown", want: "key:" + config.KeyDigest("unknown")},
-		{name: "text with a blank before a colon is a key", arg: "my key:x", want: "key:" + config.KeyDigest("my key:x")},
+		{name: "a word is a key", arg: "unknown", want: "key:" + bucketgate.KeyDigest("unknown")},
+		{name: "text with a blank before a colon is a key", arg: "my key:x", want: "key:" + bucketgate.KeyDigest("my key:x")},
 		{name: "IPv4", arg: "203.0.113.10", want: "ip:203.0.113.10"},
 		{name: "ip: IPv4", arg: "ip:203.0.113.10", want: "ip:203.0.113.10"},
 		{name: "IPv4 /32", arg: "203.0.113.10/32", want: "ip:203.0.113.10"},
@@ -49,7 +48,7 @@ func TestParseTarget(t *testing.T) {
 		{name: "IPv6 by its /56", arg: "2001:db8:1:2::99", ipv6Prefix: 56, want: "ip:2001:db8:1::/56"},
 		{name: "IPv6 one by one", arg: "2001:db8:1:2::99", ipv6Prefix: 128, want: "ip:2001:db8:1:2::99"},
 		{name: "the unknown source", arg: "ip:unknown", want: "ip:unknown"},
-		{name: "tenant", arg: "tenant:acme svc", want: "tenant:acme svc", tenant: true},
+		{name: "tenant", arg: "tenant:acme svc", want: "tenant:acme svc"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,9 +57,6 @@ func TestParseTarget(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := checkapi.Request{Identity: tc.want}
-			if tc.tenant {
-				want = checkapi.Request{Key: strings.TrimPrefix(tc.want, "tenant:")}
-			}
 			if got.id != tc.want || got.req.Identity != want.Identity || got.req.Key != want.Key {
 				t.Fatalf("parseTarget(%q) = %+v, want id %s, request %+v", tc.arg, got, tc.want, want)
 			}
@@ -75,7 +71,7 @@ func TestParseTargetRefuses(t *testing.T) {
 		{"blank", " \t", "IDENTITY is empty"},
 		{"empty tenant", "tenant:", "tenant: with no tenant key"},
 		{"key: with a raw key", "key:bg_secret", "key: wants the key's digest, 32 lowercase hex digits"},
-		{"key: with an upper-case digest", "key:" + strings.ToUpper(config.KeyDigest("k")), "key: wants the key's digest"},
+		{"key: with an upper-case digest", "key:" + strings.ToUpper(bucketgate.KeyDigest("k")), "key: wants the key's digest"},
 		{"unknown kind", "user:bob", "unknown kind before ':'"},
 		{"mistyped IPv4", "203.0.113.300", "looks like an IP address but is not one"},
 		{"IPv4 with leading zeros", "192.000.2.1", "looks like an IP address"},

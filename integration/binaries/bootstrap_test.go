@@ -248,8 +248,10 @@ func TestCheckBinary(t *testing.T) {
 	if err != nil || json.Unmarshal(out, &batch) != nil || len(batch.Results) != 4 {
 		t.Fatalf("batch: %s, %v", out, err)
 	}
-	if r := batch.Results[0]; !r.Allowed || r.Remaining != 98 { // the single check spent one of tenant-42's pro tokens
-		t.Errorf("batch result 0: %+v, want allowed with 98 remaining", r)
+	// The single check spent one of tenant-42's pro tokens, and pro refills 50 a second:
+	// 98 left when the batch came within 20 ms, 99 on a machine slow enough to give it back.
+	if r := batch.Results[0]; !r.Allowed || r.Remaining < 98 || r.Remaining > 99 {
+		t.Errorf("batch result 0: %+v, want allowed with 98 (or, after 20 ms, 99) remaining", r)
 	}
 
 	_, err = f.invoke(t, samples.Read(t, "check-invalid.json"))

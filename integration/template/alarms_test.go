@@ -92,6 +92,13 @@ func number(t *testing.T, v any) float64 {
 // on refusals, or on what another alarm reports.
 func TestTemplateAlarmShapes(t *testing.T) {
 	rs := deploy(t, readTemplate(t, limiter)).resources(t)
+	// The alarms of a deployment on a Redis of yours.
+	existing := deploy(t, readTemplate(t, limiter), "VpcId", "vpc-1", "SubnetIds", "subnet-1", "RouteTableIds", "rtb-1", "RedisEndpoint", "redis.internal:6379").resources(t)
+	for id, r := range existing {
+		if _, ok := rs[id]; !ok && r.Type == "AWS::CloudWatch::Alarm" {
+			rs[id] = r
+		}
+	}
 	tests := []struct {
 		alarm, name string
 		data        []map[string]float64
@@ -123,6 +130,11 @@ func TestTemplateAlarmShapes(t *testing.T) {
 		{"HttpApi5xxAlarm", "a tenth failing", minutes(3, map[string]float64{"count": 100, "errors": 10}), true},
 		{"CacheThrottledAlarm", "the cache throttles", minutes(3, map[string]float64{"ThrottledCmds": 40}), true},
 		{"CacheThrottledAlarm", "it does not", minutes(3, map[string]float64{"ThrottledCmds": 0}), false},
+		{"CacheEvictionsAlarm", "a bucket evicted", []map[string]float64{{"Evictions": 1}}, true},
+		{"CacheEvictionsAlarm", "none", []map[string]float64{{"Evictions": 0}}, false},
+		{"RedisEvictionPolicyAlarm", "a node that evicts", []map[string]float64{{"volatile_lru": 1}}, true},
+		{"RedisEvictionPolicyAlarm", "another", []map[string]float64{{"allkeys_random": 2}}, true},
+		{"RedisEvictionPolicyAlarm", "noeviction everywhere", []map[string]float64{{}}, false},
 	}
 	tested := map[string]map[bool]bool{}
 	for _, tc := range tests {

@@ -1,6 +1,6 @@
 package template_test
 
-// The bytes the cost of logs is computed from (docs/deploy.md, "Cost"): CloudWatch Logs
+// The bytes the cost of logs is computed from (docs/deploy.md, "Costs"): CloudWatch Logs
 // bills every byte a function writes, its log lines (stderr) and its EMF lines (stdout)
 // alike, and Lambda's own lines for each invocation.
 
@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
@@ -48,7 +48,7 @@ func TestDecisionLogBytes(t *testing.T) {
 	const table = "bucketgate-keys"
 	client := dynalite.Table(t, table)
 	rawKey := "bg-cost-key"
-	item := registry.Record{ID: "key:" + config.KeyDigest(rawKey), Plan: "free"}.Item()
+	item := registry.Record{ID: "key:" + bucketgate.KeyDigest(rawKey), Plan: "free"}.Item()
 	if _, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
 		t.Fatal(err)
 	}

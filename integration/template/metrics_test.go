@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -89,14 +89,14 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 		t.Fatal(err)
 	}
 	results := []guard.Result{
-		{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}, Latency: time.Millisecond},
-		{Decision: bucket.Decision{Reason: bucket.ReasonLimited}, Latency: time.Millisecond},
-		{Decision: bucket.Decision{Reason: bucket.ReasonLimited}, CacheHit: true},
+		{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}, Latency: time.Millisecond},
+		{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited}, Latency: time.Millisecond},
+		{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited}, CacheHit: true},
 	}
 	for _, f := range []guard.Failure{guard.FailureTimeout, guard.FailureRedisError, guard.FailureBadResponse, guard.FailureRegistryError} {
 		results = append(results,
-			guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonUnavailable}, Failure: f, Latency: time.Millisecond},
-			guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonDegraded}, Failure: f})
+			guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: f, Latency: time.Millisecond},
+			guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: f})
 	}
 	lookups := []registry.Result{registry.ResultHit, registry.ResultMiss, registry.ResultStale, registry.ResultError}
 	var out bytes.Buffer
@@ -107,6 +107,11 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 			inv.Observe(r)
 			inv.ObserveLookup(string(lookups[i%len(lookups)]), i == 0)
 			if err := e.Emit(time.Unix(1_800_000_000, 0), &inv); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, policy := range evictionPolicies { // found when a function connects
+			if err := e.EmitEvictionPolicy(time.Unix(1_800_000_000, 0), policy); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -219,6 +224,10 @@ func dashboardMetrics(t *testing.T, id string, body any) []watched {
 	return out
 }
 
+// evictionPolicies are Redis's eviction policies but noeviction, which the functions
+// count in RedisEvictionPolicy by Policy.
+var evictionPolicies = []string{"volatile-lru", "allkeys-lru", "volatile-lfu", "allkeys-lfu", "volatile-random", "allkeys-random", "volatile-ttl"}
+
 // awsMetrics are the metrics of AWS's namespaces that the template may watch, by
 // namespace and the kind of resource their one dimension names: a Go function of the
 // stack (AWS/Lambda, FunctionName), a REST API by its name (AWS/ApiGateway, ApiName), an
@@ -227,7 +236,7 @@ func dashboardMetrics(t *testing.T, id string, body any) []watched {
 var awsMetrics = map[string]map[string][]string{ // namespace -> dimension -> metric names
 	"AWS/Lambda":      {"FunctionName": {"Errors", "Invocations", "Throttles", "Duration", "ConcurrentExecutions"}},
 	"AWS/ApiGateway":  {"ApiName": {"5XXError", "4XXError", "Count", "Latency", "IntegrationLatency"}, "ApiId": {"5xx", "4xx", "Count", "Latency", "IntegrationLatency"}},
-	"AWS/ElastiCache": {"clusterId": {"ThrottledCmds", "ElastiCacheProcessingUnits", "BytesUsedForCache", "SuccessfulWriteRequestLatency", "CurrConnections"}},
+	"AWS/ElastiCache": {"clusterId": {"ThrottledCmds", "Evictions", "ElastiCacheProcessingUnits", "BytesUsedForCache", "SuccessfulWriteRequestLatency", "CurrConnections"}},
 }
 
 // awsResources returns, for each dimension of awsMetrics, the values that name a
@@ -253,7 +262,7 @@ func awsResources(t *testing.T, d deployment) map[string]map[string]bool {
 	return out
 }
 
-// checkMetrics: the alarms and the dashboard of a deployment with the defaults watch
+// checkMetrics: the alarms and the dashboard of the template (each with the defaults) watch
 // metrics the functions write, exactly: in the functions' namespace, a metric and
 // dimension set (Stack with the stack's name among them) that the real telemetry code
 // writes; in AWS's namespaces, a metric AWS publishes there, by the one dimension that
@@ -262,12 +271,16 @@ func awsResources(t *testing.T, d deployment) map[string]map[string]bool {
 func checkMetrics(t *testing.T, path string) {
 	d := deploy(t, readTemplate(t, path))
 	var all []watched
-	for id, r := range d.resources(t) {
-		switch r.Type {
+	// Every alarm and dashboard, whatever its Condition (an alarm of a Redis of yours
+	// too), its properties resolved with the defaults.
+	for id, r := range section(d.doc, "Resources") {
+		r, _ := r.(map[string]any)
+		props, _ := d.resolve(t, r["Properties"]).(map[string]any)
+		switch r["Type"] {
 		case "AWS::CloudWatch::Alarm":
-			all = append(all, alarmMetrics(t, id, r.Properties)...)
+			all = append(all, alarmMetrics(t, id, props)...)
 		case "AWS::CloudWatch::Dashboard":
-			all = append(all, dashboardMetrics(t, id, r.Properties["DashboardBody"])...)
+			all = append(all, dashboardMetrics(t, id, props["DashboardBody"])...)
 		}
 	}
 	if len(all) == 0 {

@@ -33,6 +33,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/localgw"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // root is the repository root, from this package's directory.
@@ -365,7 +366,7 @@ func checkGatewayResponses(t *testing.T, path string) {
 		status  int
 		headers map[string]string // mapping expressions in the template
 	}{
-		{localgw.AccessDenied, ctx, http.StatusTooManyRequests, headerMapping(t, ctx, "context.authorizer.")},
+		{localgw.AccessDenied, ctx, http.StatusTooManyRequests, denialHeaders(t, ctx)},
 		{localgw.AuthorizerFailure, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.AuthorizerConfigErr, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.Unauthorized, nil, http.StatusUnauthorized, nil},
@@ -403,6 +404,15 @@ func checkGatewayResponses(t *testing.T, path string) {
 			}
 		})
 	}
+}
+
+// denialHeaders returns the mapping of the 429's headers: those of the limited context,
+// but X-RateLimit-Degraded (a denial is never degraded).
+func denialHeaders(t *testing.T, ctx map[string]any) map[string]string {
+	t.Helper()
+	m := headerMapping(t, ctx, "context.authorizer.")
+	delete(m, ratelimitheaders.HeaderDegraded)
+	return m
 }
 
 // jsonText returns v as JSON.

@@ -17,8 +17,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -103,7 +103,7 @@ func decisionLogs(t *testing.T, level string) (logs, metrics []map[string]any, r
 	m.SetTime(time.Date(2025, 12, 11, 16, 15, 0, 0, time.UTC))
 	// The key is registered (a key nobody registered would be limited as its source).
 	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], pro: [{name: burst, capacity: 100, refillPerSecond: 50}]}\n" +
-		"keys: {" + config.KeyDigest(rawKey) + ": free}"
+		"keys: {" + bucketgate.KeyDigest(rawKey) + ": free}"
 	env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: decisionTimeout, settings.EnvLambdaLogLevel: level, settings.EnvConfigInline: doc,
 		settings.EnvStackName: testStack}
 	var logOut, metricOut bytes.Buffer
@@ -201,10 +201,10 @@ func TestTemplateContributorInsights(t *testing.T) {
 	rules := insightRules(t, tpl)
 	groups := logGroups(t, tpl)
 	logs, _, rawKey := decisionLogs(t, "DEBUG")
-	keyIdentity := "key:" + config.KeyDigest(rawKey)
-	tenantIdentity := "tenant:" + config.KeyDigest(rawKey)
+	keyIdentity := "key:" + bucketgate.KeyDigest(rawKey)
+	tenantIdentity := "tenant:" + bucketgate.KeyDigest(rawKey)
 	want := map[string]map[string]int{ // by what the rule must count
-		"requests": {keyIdentity: 11, "ip:203.0.113.10": 11, tenantIdentity: 2, "tenant:" + config.KeyDigest("tenant-42"): 1},
+		"requests": {keyIdentity: 11, "ip:203.0.113.10": 11, tenantIdentity: 2, "tenant:" + bucketgate.KeyDigest("tenant-42"): 1},
 		"limited":  {keyIdentity: 1, "ip:203.0.113.10": 1},
 	}
 	found := map[string]string{}

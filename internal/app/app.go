@@ -19,6 +19,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/version"
@@ -50,6 +51,7 @@ type parts struct {
 	config   *config.Config
 	registry authorizer.Registry // the check handler's Registry too
 	guard    *guard.Guard
+	conn     *redisconn.Conn // the Redis connection behind guard
 	metrics  *telemetry.Emitter
 	log      *slog.Logger
 }
@@ -59,32 +61,51 @@ type parts struct {
 // the variable to set or fix; the configuration is checked before Redis is tried. It
 // returns the logger even with an error, so that the error can be logged.
 func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (lambda.Handler, *slog.Logger, error) {
+	p, err := assemble(getenv, f.Name, metrics, logOut)
+	if err != nil {
+		return nil, p.log, err
+	}
+	h, err := f.handler(p)
+	return h, p.log, err
+}
+
+// NewAuthorizer builds the authorizer's handler as Build does, for a caller that
+// decides requests itself (package middleware): metrics carry the Function dimension
+// name. It returns a function that closes the Redis connection.
+func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, close func(), err error) {
+	p, err := assemble(getenv, name, metrics, logOut)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h, err = authorizerHandler(p); err != nil {
+		p.conn.Close()
+		return nil, nil, err
+	}
+	return h, p.conn.Close, nil
+}
+
+// assemble reads the settings through getenv and builds what every function shares:
+// the configuration, the registry, the decision chain over Redis, the metrics (of the
+// function called name) and the logger, which it returns even with an error.
+func assemble(getenv func(string) string, name string, metrics, logOut io.Writer) (parts, error) {
 	s, err := settings.Load(getenv)
-	log := telemetry.NewLogger(logOut, s.LogLevel)
+	p := parts{settings: s, log: telemetry.NewLogger(logOut, s.LogLevel)}
 	if err != nil {
-		return nil, log, fmt.Errorf("settings: %w", err)
+		return p, fmt.Errorf("settings: %w", err)
 	}
-	cfg, err := LoadConfig(s)
+	if p.config, err = LoadConfig(s); err != nil {
+		return p, err
+	}
+	if p.registry, err = NewRegistry(s, p.config, p.log); err != nil {
+		return p, err
+	}
+	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name)
+	g, conn, err := NewGuard(s, p.log, p.metrics)
 	if err != nil {
-		return nil, log, err
+		return p, err
 	}
-	reg, err := NewRegistry(s, cfg, log)
-	if err != nil {
-		return nil, log, err
-	}
-	g, _, err := NewGuard(s, log)
-	if err != nil {
-		return nil, log, err
-	}
-	h, err := f.handler(parts{
-		settings: s,
-		config:   cfg,
-		registry: reg,
-		guard:    g,
-		metrics:  telemetry.NewEmitter(metrics, s.Namespace, s.Stack, f.Name),
-		log:      log,
-	})
-	return h, log, err
+	p.guard, p.conn = g, conn
+	return p, nil
 }
 
 // Main is the main function of the Lambda function f: it builds f's handler from the
@@ -136,15 +157,27 @@ func LoadConfig(s settings.Settings) (*config.Config, error) {
 }
 
 func newAuthorizer(p parts) (lambda.Handler, error) {
+	h, err := authorizerHandler(p)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// authorizerHandler is the authorizer's handler over p.
+func authorizerHandler(p parts) (*authorizer.Handler, error) {
 	ids, err := identity.NewResolver(p.settings.APIKeyHeader, p.settings.IPv6Prefix)
 	if err != nil { // settings bound the prefix length: the header is at fault
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
-	h := &authorizer.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}
-	return h, nil
+	return &authorizer.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
 }
 
 func newCheck(p parts) (lambda.Handler, error) {
-	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Metrics: p.metrics, Log: p.log, Now: time.Now,
+	ids, err := identity.NewResolver(p.settings.APIKeyHeader, p.settings.IPv6Prefix)
+	if err != nil { // settings bound the prefix length: the header is at fault
+		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
+	}
+	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now,
 		OperatorFunction: p.settings.OperatorFunction}, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -141,7 +142,7 @@ func TestBuildAuthorizer(t *testing.T) {
 	if err := json.Unmarshal(out, &resp); err != nil {
 		t.Fatal(err)
 	}
-	if resp.PrincipalID != "key:"+config.KeyDigest("bg-sample-pro-key") || resp.Context["plan"] != "pro" {
+	if resp.PrincipalID != "key:"+bucketgate.KeyDigest("bg-sample-pro-key") || resp.Context["plan"] != "pro" {
 		t.Errorf("principal %q context %v: the custom header or the configuration file was not used", resp.PrincipalID, resp.Context)
 	}
 	if !strings.Contains(metrics.String(), `"Namespace":"acme/limits"`) || !strings.Contains(metrics.String(), `"Function":"authorizer"`) {
@@ -262,14 +263,14 @@ func TestNewGuardDecides(t *testing.T) {
 		settings.EnvFailMode:  settings.FailOpen,
 		settings.EnvTimeoutMS: "2000", // generous: a loaded machine must not turn this into degraded
 	})
-	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	limits := config.Default().Limits(config.Default().DefaultPlan(), "GET", "/")
-	r, err := g.Decide(context.Background(), bucket.Request{Identity: "ip:192.0.2.1", Rules: limits.Rules, Cost: limits.Cost})
-	if err != nil || !r.Allowed || r.Reason != bucket.ReasonOK || r.Remaining != 9 {
+	r, err := g.Decide(context.Background(), bucketgate.Request{Identity: "ip:192.0.2.1", Rules: limits.Rules, Cost: limits.Cost})
+	if err != nil || !r.Allowed || r.Reason != bucketgate.ReasonOK || r.Remaining != 9 {
 		t.Fatalf("Decide = %+v, %v", r, err)
 	}
 	if !m.Exists(bucket.Key("ip:192.0.2.1")) {
@@ -294,14 +295,14 @@ func TestXRayDaemonFromSettings(t *testing.T) {
 	}
 	defer daemon.Close()
 	s := redistest.Settings(t, withMini(t, map[string]string{settings.EnvXRayDaemon: daemon.LocalAddr().String()}))
-	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	const traceID = "1-5759e988-bd862e3fe1be46a994272793"
 	ctx := context.WithValue(context.Background(), tracing.LambdaHeaderKey, "Root="+traceID+";Parent=53995c3f42cd8ad8;Sampled=1") //nolint:staticcheck // aws-lambda-go's own key
-	if _, err := g.Decide(ctx, bucket.Request{Identity: "x", Rules: config.Default().DefaultPlan().Rules, Cost: 1}); err != nil {
+	if _, err := g.Decide(ctx, bucketgate.Request{Identity: "x", Rules: config.Default().DefaultPlan().Rules, Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
 	_ = daemon.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -327,5 +328,30 @@ func TestBadXRayDaemonWarnsOnce(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], `"level":"WARN"`) || !strings.Contains(lines[0], tracing.MsgBadDaemonAddress) ||
 		!strings.Contains(lines[0], settings.EnvXRayDaemon) {
 		t.Fatalf("log %q, want one warning naming %s", &logs, settings.EnvXRayDaemon)
+	}
+}
+
+// A Redis that evicts keys under memory pressure (volatile-lru, the default of
+// ElastiCache's node-based parameter groups) is found when the function connects: a
+// warning naming the policy and the node, and one RedisEvictionPolicy count by Policy on
+// the metrics writer. A noeviction Redis (the servers' default) gets neither.
+func TestEvictionPolicyWarned(t *testing.T) {
+	for _, policy := range []string{"volatile-lru", "noeviction"} {
+		t.Run(policy, func(t *testing.T) {
+			srv := redistest.Start(t, "--maxmemory-policy", policy)
+			var metrics, logs bytes.Buffer
+			h, _, err := app.Build(app.Check, env(map[string]string{settings.EnvRedisAddr: srv.Addr}), &metrics, &logs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Invoke(context.Background(), []byte(`{"key":"k","plan":"free"}`)); err != nil {
+				t.Fatal(err)
+			}
+			warned := strings.Contains(logs.String(), `"level":"WARN","msg":"`+app.MsgEvictionPolicy+`","node":"`+srv.Addr+`","policy":"`+policy+`"`)
+			counted := strings.Contains(metrics.String(), `"Policy":"`+policy+`","RedisEvictionPolicy":1`)
+			if want := policy != "noeviction"; warned != want || counted != want {
+				t.Fatalf("warned %v, counted %v; want %v:\n%s\n%s", warned, counted, want, &logs, &metrics)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
@@ -16,9 +17,11 @@ import (
 // NewGuard connects to the Redis of s and returns the decision chain over it, with the
 // connection (close it when done): the engine, an X-Ray subsegment per Redis call,
 // inside the failure policy of s. A bad X-Ray daemon address turns subsegments off with
-// a warning in log; decisions never depend on it. Its error names the variable to fix.
-func NewGuard(s settings.Settings, log *slog.Logger) (*guard.Guard, *redisconn.Conn, error) {
-	conn, err := redisconn.New(s)
+// a warning in log; decisions never depend on it. Once connected, a Redis node whose
+// eviction policy is not noeviction is a warning in log and, with metrics (nil: none),
+// counted in RedisEvictionPolicy. Its error names the variable to fix.
+func NewGuard(s settings.Settings, log *slog.Logger, metrics *telemetry.Emitter) (*guard.Guard, *redisconn.Conn, error) {
+	conn, err := redisconn.New(s, redisconn.WithEvictionPolicy(evictionReport(log, metrics)))
 	if errors.Is(err, redisconn.ErrNoAddress) {
 		return nil, nil, fmt.Errorf("%w to the host:port of the Redis or ElastiCache endpoint (comma-separated seeds for cluster mode)", err)
 	}
@@ -47,5 +50,34 @@ func GuardOptions(s settings.Settings) guard.Options {
 		FailuresToOpen: guard.DefaultFailuresToOpen,
 		ProbeInterval:  guard.DefaultProbeInterval,
 		DenyCacheSize:  s.DenyCacheSize,
+	}
+}
+
+// Log messages and attribute keys about Redis's eviction policy.
+const (
+	MsgEvictionPolicy        = "Redis evicts keys under memory pressure: exhausted buckets and quotas come back full; set maxmemory-policy noeviction"
+	MsgEvictionPolicyUnknown = "Redis eviction policy unknown"
+	AttrNode                 = "node"
+	AttrPolicy               = "policy"
+)
+
+// evictionReport returns what a connection reports each node's eviction policy to: a
+// warning, and a count in metrics (when not nil), for a policy other than noeviction;
+// a debug line when it could not be read (miniredis, a server whose INFO lacks it, an
+// ACL that refuses INFO): nothing to act on.
+func evictionReport(log *slog.Logger, metrics *telemetry.Emitter) func(node, policy string, err error) {
+	return func(node, policy string, err error) {
+		switch {
+		case err != nil:
+			log.Debug(MsgEvictionPolicyUnknown, slog.String(AttrNode, node), slog.String(telemetry.AttrError, err.Error()))
+		case policy != redisconn.NoEviction:
+			log.Warn(MsgEvictionPolicy, slog.String(AttrNode, node), slog.String(AttrPolicy, policy))
+			if metrics == nil {
+				return
+			}
+			if err := metrics.EmitEvictionPolicy(time.Now(), policy); err != nil {
+				log.Warn("metrics not written", slog.String(telemetry.AttrError, err.Error()))
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -30,10 +31,18 @@ func NewRegistry(s settings.Settings, cfg *config.Config, log *slog.Logger) (aut
 	if err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", settings.EnvRegistryTable, s.RegistryTable, err)
 	}
-	return registry.NewCache(registry.NewTable(client, s.RegistryTable), cfg, registry.Options{
+	return registry.NewCache(registry.NewTable(client, s.RegistryTable), cfg, RegistryOptions(s, log)), nil
+}
+
+// RegistryOptions returns the registry cache's options of s (REGISTRY_CACHE_MS,
+// REGISTRY_CACHE_SIZE, REGISTRY_TIMEOUT_MS), logging to log, with the guard's margin
+// before the invocation's deadline: a lookup leaves the failure policy time to answer.
+func RegistryOptions(s settings.Settings, log *slog.Logger) registry.Options {
+	return registry.Options{
 		TTL:     s.RegistryCacheTTL,
 		Size:    s.RegistryCacheSize,
 		Timeout: s.RegistryTimeout,
+		Margin:  guard.DefaultMargin,
 		Log:     log,
-	}), nil
+	}
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // One registry: a table, or the document's keys and tenants, never both.
@@ -30,5 +33,15 @@ func TestRegistryInitSendsNothing(t *testing.T) {
 	}
 	if out, err := h.Invoke(context.Background(), []byte(`{"key": "k", "plan": "free"}`)); err != nil || !strings.Contains(string(out), `"allowed":true`) {
 		t.Fatalf("a check with a plan: %s, %v; want it decided without the registry", out, err)
+	}
+}
+
+// The registry's reads end the guard's margin before the invocation's deadline, and
+// REGISTRY_TIMEOUT_MS, REGISTRY_CACHE_MS and REGISTRY_CACHE_SIZE size the cache.
+func TestRegistryOptions(t *testing.T) {
+	s := redistest.Settings(t, map[string]string{settings.EnvRegistryTimeoutMS: "150", settings.EnvRegistryCacheMS: "5000", settings.EnvRegistryCacheSize: "7"})
+	o := app.RegistryOptions(s, nil)
+	if o.Margin != guard.DefaultMargin || o.Timeout != 150*time.Millisecond || o.TTL != 5*time.Second || o.Size != 7 {
+		t.Fatalf("RegistryOptions: %+v", o)
 	}
 }

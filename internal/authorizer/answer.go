@@ -3,8 +3,10 @@ package authorizer
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/jsonout"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
@@ -24,8 +26,8 @@ const answerSize = 1024
 // APIGatewayCustomAuthorizerResponse (REST), APIGatewayV2CustomAuthorizerIAMPolicyResponse
 // (HTTP API payload 1.0) or APIGatewayV2CustomAuthorizerSimpleResponse (payload 2.0), as
 // encoding/json would write them, with the authorizer context of o.
-func (h *Handler) appendAnswer(b []byte, ev event, o outcome) []byte {
-	allowed := o.result.Allowed
+func (h *Handler) appendAnswer(b []byte, ev event, o Outcome) []byte {
+	allowed := o.Result.Allowed
 	if ev.kind == kindHTTPV2 {
 		b = append(jsonout.Bool(append(b, `{"isAuthorized":`...), allowed), `,"context":`...)
 		return append(h.appendContext(b, o), '}')
@@ -34,7 +36,7 @@ func (h *Handler) appendAnswer(b []byte, ev event, o outcome) []byte {
 	if allowed {
 		effect = effectAllow
 	}
-	b = jsonout.String(append(b, `{"principalId":`...), o.id.String())
+	b = jsonout.String(append(b, `{"principalId":`...), o.Identity.String())
 	b = append(b, `,"policyDocument":{"Version":`...)
 	b = jsonout.String(b, policyVersion)
 	b = jsonout.String(append(b, `,"Statement":[{"Action":[`...), invokeAction)
@@ -45,43 +47,52 @@ func (h *Handler) appendAnswer(b []byte, ev event, o outcome) []byte {
 }
 
 // contextField is one member of the authorizer context: a number, a string when
-// isStr, or the number followed by unit as a string when unit is set ("1 second").
+// isStr, the number followed by unit as a string when unit is set ("1 second"), or a
+// boolean when isBool.
 type contextField struct {
-	key   string
-	n     int64
-	str   string
-	isStr bool
-	unit  string
+	key    string
+	n      int64
+	str    string
+	isStr  bool
+	unit   string
+	b      bool
+	isBool bool
 }
 
-// appendContext appends the authorizer context of o: the rate-limit figures that the
+// contextFields are the authorizer context of o: the rate-limit figures that the
 // gateway responses and the headers read (ratelimitheaders names them), in the order of
-// their names, as encoding/json writes a map.
-func (h *Handler) appendContext(b []byte, o outcome) []byte {
-	d := o.result.Decision
+// their names, as encoding/json writes a map. buf holds the reset time's text.
+func (h *Handler) contextFields(o Outcome, buf []byte) [12]contextField {
+	d := o.Result.Decision
 	at := d.At
 	if at.IsZero() { // Redis did not decide (degraded): the local clock is all there is
 		at = h.Now()
 	}
 	reset := ceilUnix(at.Add(d.ResetAfter))
 	retryAfter := ceilSeconds(d.RetryAfter)
-	var resetAt [len(time.RFC3339) + 8]byte
 	fields := [...]contextField{
 		{key: ratelimitheaders.KeyLimit, n: d.Limit},
 		{key: ratelimitheaders.KeyRemaining, n: d.Remaining},
 		{key: ratelimitheaders.KeyRetryAfter, n: retryAfter},
 		{key: ratelimitheaders.KeyRetryAfterText, n: retryAfter, unit: seconds(retryAfter)},
 		{key: ratelimitheaders.KeyReset, n: reset},
-		{key: ratelimitheaders.KeyResetAt, str: string(time.Unix(reset, 0).UTC().AppendFormat(resetAt[:0], time.RFC3339)), isStr: true},
+		{key: ratelimitheaders.KeyResetAt, str: string(time.Unix(reset, 0).UTC().AppendFormat(buf[:0], time.RFC3339)), isStr: true},
 		{key: ratelimitheaders.KeyRule, str: d.Rule, isStr: true},
-		{key: ratelimitheaders.KeyPlan, str: o.limits.Plan, isStr: true},
+		{key: ratelimitheaders.KeyPlan, str: o.Limits.Plan, isStr: true},
 		{key: ratelimitheaders.KeyReason, str: string(d.Reason), isStr: true},
-		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.result), isStr: true},
-		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.limits.Rules), isStr: true},
+		{key: ratelimitheaders.KeyDegraded, b: d.Reason == bucketgate.ReasonDegraded, isBool: true},
+		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.Result), isStr: true},
+		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.Limits.Rules), isStr: true},
 	}
 	slices.SortFunc(fields[:], func(x, y contextField) int { return cmp.Compare(x.key, y.key) })
+	return fields
+}
+
+// appendContext appends the authorizer context of o (see contextFields) as JSON.
+func (h *Handler) appendContext(b []byte, o Outcome) []byte {
+	var resetAt [len(time.RFC3339) + 8]byte
 	b = append(b, '{')
-	for i, f := range fields {
+	for i, f := range h.contextFields(o, resetAt[:]) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -91,11 +102,34 @@ func (h *Handler) appendContext(b []byte, o outcome) []byte {
 			b = append(append(jsonout.Int(append(b, '"'), f.n), f.unit...), '"')
 		case f.isStr:
 			b = jsonout.String(b, f.str)
+		case f.isBool:
+			b = jsonout.Bool(b, f.b)
 		default:
 			b = jsonout.Int(b, f.n)
 		}
 	}
 	return append(b, '}')
+}
+
+// Context returns the authorizer context of o as API Gateway hands it on (numbers as
+// int64): what the gateway responses and ratelimitheaders read.
+func (h *Handler) Context(o Outcome) map[string]any {
+	var resetAt [len(time.RFC3339) + 8]byte
+	fields := h.contextFields(o, resetAt[:])
+	m := make(map[string]any, len(fields))
+	for _, f := range fields {
+		switch {
+		case f.unit != "":
+			m[f.key] = strconv.FormatInt(f.n, 10) + f.unit
+		case f.isStr:
+			m[f.key] = f.str
+		case f.isBool:
+			m[f.key] = f.b
+		default:
+			m[f.key] = f.n
+		}
+	}
+	return m
 }
 
 // seconds returns the unit that follows n seconds in words: " second" after 1, else

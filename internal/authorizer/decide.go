@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
@@ -17,9 +17,12 @@ const (
 	attrRequestID = "apiRequestId"
 	attrSourceIP  = "sourceIp"
 	// attrUnknownKey, on the line of a request limited by its source IP although it
-	// carried an API key the registry does not know: that key's identity (a digest),
-	// or conflictingKeys.
+	// carried an API key the registry does not know (or, failing open, could not look
+	// up): that key's identity (a digest), or conflictingKeys.
 	attrUnknownKey = "unknownKey"
+	// attrRegistryError, on the line of a request limited by its source IP because
+	// the registry could not look its key up (failing open): the registry's error.
+	attrRegistryError = "registryError"
 )
 
 // conflictingKeys is attrUnknownKey's value for an API key header given twice with
@@ -29,45 +32,53 @@ const conflictingKeys = "conflicting values"
 // maxLoggedSourceIP bounds how much of an unusable source IP a log line quotes.
 const maxLoggedSourceIP = 64
 
-// call is what one authorizer event asks, whatever its payload version.
-type call struct {
-	keys      identity.KeyCopies // the API key header's copies
-	sourceIP  string
-	method    string
-	path      string
-	requestID string // API Gateway's request id, for the logs
+// Call is what one request asks the authorizer, whatever brought it: an API Gateway
+// event of any payload version, or an HTTP request to a service (package middleware).
+type Call struct {
+	// Keys are the copies of the API key header the request carried.
+	Keys identity.KeyCopies
+	// SourceIP is the request's source address, as the caller's network saw it.
+	SourceIP string
+	// Method and Path are the request's, for the configuration's routes.
+	Method, Path string
+	// RequestID identifies the request in the logs; empty for none.
+	RequestID string
 }
 
-// outcome is a decided call that API Gateway should hear about: allowed, limited or
-// degraded (an unavailable limiter is an error instead).
-type outcome struct {
-	id     identity.Identity
-	limits config.Limits
-	result guard.Result
+// Outcome is a decided Call that the caller should hear about: allowed, limited or
+// degraded (an unavailable limiter, or a refused identity, is an error instead).
+type Outcome struct {
+	// Identity is whose buckets the request spent.
+	Identity bucketgate.Identity
+	// Limits are the plan, rules and cost it was decided against.
+	Limits config.Limits
+	// Result is the decision.
+	Result guard.Result
 }
 
-// decide resolves c's identity and limits and decides it. Its error is ErrUnauthorized
-// for a refused identity, wraps ErrUnavailable when Redis or the registry could not
-// decide and the limiter fails closed, or reports a request that can never be decided.
-func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
+// Authorize resolves c's identity and limits and decides it, writing one EMF line and
+// its log lines. Its error is ErrUnauthorized for a refused identity, wraps
+// ErrUnavailable when Redis or the registry could not decide and the limiter fails
+// closed, or reports a request that can never be decided.
+func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
-	caller := h.Identities.ResolveCopies(c.keys, c.sourceIP)
-	attrs := []slog.Attr{slog.String(attrRequestID, c.requestID)}
+	caller := h.Identities.ResolveCopies(c.Keys, c.SourceIP)
+	attrs := []slog.Attr{slog.String(attrRequestID, c.RequestID)}
 	if caller.IP.Value == identity.UnknownAddr {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "source IP is not an IP address: limited under the shared unknown identity",
-			append(attrs, slog.String(attrSourceIP, truncate(c.sourceIP, maxLoggedSourceIP)))...)
+			append(attrs, slog.String(attrSourceIP, truncate(c.SourceIP, maxLoggedSourceIP)))...)
 	}
 	id, plan, attrs, lookupErr := h.who(ctx, caller, &inv, attrs)
 	attrs = append([]slog.Attr{slog.String(telemetry.AttrIdentity, id.String())}, attrs...)
 	if plan == nil {
 		inv.ObserveRefused()
 		h.Log.LogAttrs(ctx, slog.LevelDebug, "identity refused", attrs...)
-		return outcome{}, ErrUnauthorized
+		return Outcome{}, ErrUnauthorized
 	}
-	limits := h.Plans.Limits(plan, c.method, c.path)
+	limits := h.Plans.Limits(plan, c.Method, c.Path)
 	attrs = append(attrs, slog.String(telemetry.AttrPlan, limits.Plan), slog.Int64(telemetry.AttrCost, limits.Cost))
-	q := bucket.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
+	q := bucketgate.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
 	var (
 		r   guard.Result
 		err error
@@ -76,28 +87,32 @@ func (h *Handler) decide(ctx context.Context, c call) (outcome, error) {
 		r = h.Guard.Fallback(q, guard.FailureRegistryError, lookupErr)
 	} else if r, err = h.Guard.Decide(ctx, q); err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelError, "request cannot be decided", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
-		return outcome{}, fmt.Errorf("decide: %w", err)
+		return Outcome{}, fmt.Errorf("decide: %w", err)
 	}
 	inv.Observe(r)
 	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, "", attrs...)
 	telemetry.LogDecision(ctx, h.Log, r, attrs...)
-	if r.Reason == bucket.ReasonUnavailable {
-		return outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
+	if r.Reason == bucketgate.ReasonUnavailable {
+		return Outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
 	}
-	return outcome{id: id, limits: limits, result: r}, nil
+	return Outcome{Identity: id, Limits: limits, Result: r}, nil
 }
 
 // who returns whose buckets the caller spends and under which plan, and attrs with
 // what the log lines should add: a registered API key's own, on its plan with its
 // rules; else the source's, on the default plan, for a request without a key or (when
 // unknownKeys is ip) with a key the registry does not know. A nil plan means refused.
-// When the registry could not answer, it returns the key's identity on the default plan
-// and the registry's error: the request is then answered by the failure policy.
-func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (identity.Identity, *config.Plan, []slog.Attr, error) {
+// When the registry could not answer, a limiter that fails closed gets the key's
+// identity and the registry's error: the request is then answered by the failure
+// policy (503). One that fails open limits the request as its source on the default
+// plan, under unknownKeys ip and refuse alike: Redis can still decide, and a key that
+// cannot be looked up must buy no way past every limit (unlimited, degraded), nor turn
+// a table outage into 401s for every registered key (refused).
+func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (bucketgate.Identity, *config.Plan, []slog.Attr, error) {
 	switch {
 	case c.Conflict:
 		attrs = append(attrs, slog.String(attrUnknownKey, conflictingKeys))
-	case c.Key == identity.Identity{}:
+	case c.Key == bucketgate.Identity{}:
 		if h.Plans.RefuseAnonymous() {
 			return c.IP, nil, attrs, nil
 		}
@@ -108,6 +123,10 @@ func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Inv
 			inv.ObserveLookup(string(e.Result), e.Invalid)
 		}
 		switch {
+		case err != nil && h.Guard.FailOpen():
+			err = fmt.Errorf("registry lookup of %s: %w", c.Key, err)
+			attrs = append(attrs, slog.String(attrUnknownKey, c.Key.String()), slog.String(attrRegistryError, err.Error()))
+			return c.IP, h.Plans.DefaultPlan(), attrs, nil
 		case err != nil:
 			return c.Key, h.Plans.DefaultPlan(), attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
 		case e.Plan != nil:

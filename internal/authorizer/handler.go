@@ -10,7 +10,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
@@ -30,9 +30,12 @@ var ErrUnavailable = errors.New("rate limiter unavailable")
 
 // Guard decides one request under the failure policy; *guard.Guard is one.
 type Guard interface {
-	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
+	Decide(ctx context.Context, q bucketgate.Request) (guard.Result, error)
 	// Fallback answers by the failure policy when the registry failed.
-	Fallback(q bucket.Request, f guard.Failure, err error) guard.Result
+	Fallback(q bucketgate.Request, f guard.Failure, err error) guard.Result
+	// FailOpen reports whether requests Redis (or the registry) cannot decide are
+	// allowed, degraded.
+	FailOpen() bool
 }
 
 // Registry says who an API key is: its plan with its own rules, or no plan when the
@@ -93,7 +96,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.ErrorContext(ctx, "authorizer event rejected", slog.String(telemetry.AttrError, err.Error()))
 		return nil, err
 	}
-	o, err := h.decide(ctx, ev.call)
+	o, err := h.Authorize(ctx, ev.call)
 	if err != nil {
 		return nil, err
 	}

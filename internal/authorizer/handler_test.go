@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -16,7 +16,7 @@ import (
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
-var proDigest = config.KeyDigest(sampleProKey)
+var proDigest = bucketgate.KeyDigest(sampleProKey)
 
 func TestSampleEvents(t *testing.T) {
 	tests := []struct {
@@ -66,7 +66,7 @@ func TestSampleEvents(t *testing.T) {
 			if got := a.str(t, ratelimitheaders.KeyRateLimitPolicy); got != tc.wantPolicy {
 				t.Errorf("rateLimitPolicy %q, want %q", got, tc.wantPolicy)
 			}
-			if a.str(t, ratelimitheaders.KeyReason) != string(bucket.ReasonOK) || a.num(t, ratelimitheaders.KeyRetryAfter) != 0 {
+			if a.str(t, ratelimitheaders.KeyReason) != string(bucketgate.ReasonOK) || a.num(t, ratelimitheaders.KeyRetryAfter) != 0 {
 				t.Errorf("context %v", a.Context)
 			}
 		})
@@ -183,7 +183,7 @@ func TestRetryAfterText(t *testing.T) {
 // Every context value is a string, a number or a boolean (API Gateway drops anything
 // else), and every documented key is there, whatever the outcome.
 func TestContextValueTypes(t *testing.T) {
-	keys := []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset, ratelimitheaders.KeyResetAt, ratelimitheaders.KeyRule, ratelimitheaders.KeyPlan, ratelimitheaders.KeyReason, ratelimitheaders.KeyRateLimit, ratelimitheaders.KeyRateLimitPolicy, ratelimitheaders.KeyRetryAfterText}
+	keys := []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset, ratelimitheaders.KeyResetAt, ratelimitheaders.KeyRule, ratelimitheaders.KeyPlan, ratelimitheaders.KeyReason, ratelimitheaders.KeyRateLimit, ratelimitheaders.KeyRateLimitPolicy, ratelimitheaders.KeyRetryAfterText, ratelimitheaders.KeyDegraded}
 	slices.Sort(keys)
 	tests := []struct {
 		name     string
@@ -221,6 +221,9 @@ func TestContextValueTypes(t *testing.T) {
 				}
 				if a.str(t, ratelimitheaders.KeyReason) != tc.reason {
 					t.Errorf("reason %q, want %q", a.str(t, ratelimitheaders.KeyReason), tc.reason)
+				}
+				if degraded, _ := a.Context[ratelimitheaders.KeyDegraded].(bool); degraded != (tc.reason == "degraded") {
+					t.Errorf("degraded %v with reason %q", a.Context[ratelimitheaders.KeyDegraded], tc.reason)
 				}
 			})
 		}
@@ -370,7 +373,7 @@ func TestRawKeyNeverAppears(t *testing.T) {
 				if strings.Contains(all, tc.key) {
 					t.Fatalf("raw key %q found in the output:\n%s", tc.key, all)
 				}
-				if !strings.Contains(all, config.KeyDigest(tc.key)) {
+				if !strings.Contains(all, bucketgate.KeyDigest(tc.key)) {
 					t.Fatalf("the key's digest is not in the output either: did anything run?\n%s", all)
 				}
 			})

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -18,18 +18,20 @@ import (
 // fixedGuard answers every request with the same Result: Redis stubbed out.
 type fixedGuard guard.Result
 
-func (d fixedGuard) Decide(context.Context, bucket.Request) (guard.Result, error) {
+func (d fixedGuard) Decide(context.Context, bucketgate.Request) (guard.Result, error) {
 	return guard.Result(d), nil
 }
 
-func (d fixedGuard) Fallback(bucket.Request, guard.Failure, error) guard.Result {
+func (d fixedGuard) Fallback(bucketgate.Request, guard.Failure, error) guard.Result {
 	panic("fixedGuard: the registry never fails in the benchmark")
 }
+
+func (d fixedGuard) FailOpen() bool { return false }
 
 // stubAllowed is what fixedGuard answers in BenchmarkHandlerOverhead: an admission
 // as Redis would give it, with a latency for the metrics.
 var stubAllowed = fixedGuard{
-	Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Limit: 10,
+	Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: "burst", Limit: 10,
 		Remaining: 9, ResetAfter: 100 * time.Millisecond, At: t0},
 	Latency: time.Millisecond,
 }

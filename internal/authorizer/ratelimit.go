@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
@@ -31,7 +31,7 @@ const (
 )
 
 // rateLimitPolicy returns the RateLimit-Policy value of rules, their enforced ones.
-func rateLimitPolicy(rules []bucket.Rule) string {
+func rateLimitPolicy(rules []bucketgate.Rule) string {
 	var b strings.Builder
 	for _, r := range rules {
 		if r.Shadow {
@@ -52,7 +52,7 @@ func rateLimitPolicy(rules []bucket.Rule) string {
 // rateLimit returns the RateLimit value of r, or "" when Redis did not decide or no
 // rule is enforced.
 func rateLimit(r guard.Result) string {
-	if r.Failure != guard.FailureNone || r.Reason == bucket.ReasonDegraded || r.Rule == "" {
+	if r.Failure != guard.FailureNone || r.Reason == bucketgate.ReasonDegraded || r.Rule == "" {
 		return ""
 	}
 	window := r.ResetAfter

@@ -4,30 +4,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
 func TestRateLimitPolicy(t *testing.T) {
 	tests := []struct {
 		name  string
-		rules []bucket.Rule
+		rules []bucketgate.Rule
 		want  string
 	}{
-		{"free", []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, `"burst";q=10;w=10`},
-		{"pro fills in 2 s", []bucket.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 50}}, `"burst";q=100;w=2`},
-		{"burst and daily quota", []bucket.Rule{
+		{"free", []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, `"burst";q=10;w=10`},
+		{"pro fills in 2 s", []bucketgate.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 50}}, `"burst";q=100;w=2`},
+		{"burst and daily quota", []bucketgate.Rule{
 			{Name: "burst", Capacity: 10, RefillPerSecond: 1},
 			{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400},
 		}, `"burst";q=10;w=10, "daily";q=1000;w=86400`},
-		{"fill time rounded up", []bucket.Rule{{Name: "a.b-c_d", Capacity: 3, RefillPerSecond: 2}}, `"a.b-c_d";q=3;w=2`},
-		{"sub-second fill is at least 1", []bucket.Rule{{Name: "fast", Capacity: 1, RefillPerSecond: 1000}}, `"fast";q=1;w=1`},
-		{"shadow rules are no policy", []bucket.Rule{
+		{"fill time rounded up", []bucketgate.Rule{{Name: "a.b-c_d", Capacity: 3, RefillPerSecond: 2}}, `"a.b-c_d";q=3;w=2`},
+		{"sub-second fill is at least 1", []bucketgate.Rule{{Name: "fast", Capacity: 1, RefillPerSecond: 1000}}, `"fast";q=1;w=1`},
+		{"shadow rules are no policy", []bucketgate.Rule{
 			{Name: "trial", Capacity: 5, RefillPerSecond: 1, Shadow: true},
 			{Name: "burst", Capacity: 10, RefillPerSecond: 1},
 			{Name: "strict", Capacity: 2, RefillPerSecond: 1, Shadow: true},
 		}, `"burst";q=10;w=10`},
-		{"shadow rules alone", []bucket.Rule{{Name: "trial", Capacity: 5, RefillPerSecond: 1, Shadow: true}}, ``},
+		{"shadow rules alone", []bucketgate.Rule{{Name: "trial", Capacity: 5, RefillPerSecond: 1, Shadow: true}}, ``},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,12 +44,12 @@ func TestRateLimit(t *testing.T) {
 		r    guard.Result
 		want string
 	}{
-		{"allowed: window until full", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Remaining: 7, ResetAfter: 2500 * time.Millisecond}}, `"burst";r=7;t=3`},
-		{"allowed and full", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Remaining: 9, ResetAfter: 0}}, `"burst";r=9;t=0`},
-		{"limited: window is the retry-after", guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonLimited, Rule: "burst", RetryAfter: 1 * time.Second, ResetAfter: 10 * time.Second}}, `"burst";r=0;t=1`},
-		{"limited, retry-after rounded up", guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonLimited, Rule: "daily", Remaining: 1, RetryAfter: 86_399_001 * time.Millisecond}}, `"daily";r=1;t=86400`},
-		{"shadow rules alone: nothing enforced", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}}, ``},
-		{"degraded: no service limit known", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonDegraded, Rule: "burst"}, Failure: guard.FailureTimeout}, ``},
+		{"allowed: window until full", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: "burst", Remaining: 7, ResetAfter: 2500 * time.Millisecond}}, `"burst";r=7;t=3`},
+		{"allowed and full", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: "burst", Remaining: 9, ResetAfter: 0}}, `"burst";r=9;t=0`},
+		{"limited: window is the retry-after", guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited, Rule: "burst", RetryAfter: 1 * time.Second, ResetAfter: 10 * time.Second}}, `"burst";r=0;t=1`},
+		{"limited, retry-after rounded up", guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited, Rule: "daily", Remaining: 1, RetryAfter: 86_399_001 * time.Millisecond}}, `"daily";r=1;t=86400`},
+		{"shadow rules alone: nothing enforced", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}}, ``},
+		{"degraded: no service limit known", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded, Rule: "burst"}, Failure: guard.FailureTimeout}, ``},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,14 +79,14 @@ func TestCeilings(t *testing.T) {
 }
 
 func TestWriteSFStringEscapes(t *testing.T) {
-	r := guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: `a"b\c`}}
+	r := guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: `a"b\c`}}
 	if got, want := rateLimit(r), `"a\"b\\c";r=0;t=0`; got != want {
 		t.Fatalf("rateLimit = %s, want %s", got, want)
 	}
 }
 
 func BenchmarkRateLimitPolicy(b *testing.B) {
-	rules := []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}, {Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}
+	rules := []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}, {Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = rateLimitPolicy(rules)

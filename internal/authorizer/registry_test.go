@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -70,7 +71,7 @@ func TestMadeUpKeysShareTheSourceBucket(t *testing.T) {
 			if keys := f.mr.Keys(); len(keys) != 1 || !strings.HasPrefix(keys[0], "bg:{ip:") {
 				t.Fatalf("Redis keys %v, want the source's one bucket", keys)
 			}
-			if !strings.Contains(f.logs.String(), `"unknownKey":"key:`+config.KeyDigest("made-up-3")+`"`) {
+			if !strings.Contains(f.logs.String(), `"unknownKey":"key:`+bucketgate.KeyDigest("made-up-3")+`"`) {
 				t.Errorf("the decision line does not name the unknown key's digest: %s", &f.logs)
 			}
 		})
@@ -134,8 +135,8 @@ func TestConflictingKeyHeaders(t *testing.T) {
 func TestRegistryPlansAndOverrides(t *testing.T) {
 	cfg := sampleConfig(t)
 	reg := cacheOver(cfg, nil,
-		registry.Record{ID: "key:" + config.KeyDigest("k-override"), Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
-		registry.Record{ID: "key:" + config.KeyDigest("k-revoked"), Plan: "pro", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + bucketgate.KeyDigest("k-override"), Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
+		registry.Record{ID: "key:" + bucketgate.KeyDigest("k-revoked"), Plan: "pro", Status: registry.StatusRevoked},
 	)
 	f := newFixture(t, options{config: cfg, registry: reg})
 	ev := withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": "k-override"})
@@ -143,7 +144,7 @@ func TestRegistryPlansAndOverrides(t *testing.T) {
 	for range 4 {
 		a := f.mustInvoke(t, ev)
 		allowed = append(allowed, a.allowed(t))
-		if a.str(t, ratelimitheaders.KeyPlan) != "pro" || a.num(t, ratelimitheaders.KeyLimit) != 3 || a.PrincipalID != "key:"+config.KeyDigest("k-override") {
+		if a.str(t, ratelimitheaders.KeyPlan) != "pro" || a.num(t, ratelimitheaders.KeyLimit) != 3 || a.PrincipalID != "key:"+bucketgate.KeyDigest("k-override") {
 			t.Fatalf("answer %s: want pro with its burst of 3", a.raw)
 		}
 	}
@@ -170,8 +171,9 @@ func TestRegistryPlansAndOverrides(t *testing.T) {
 	}
 }
 
-// When the registry cannot say who a key is and nothing is cached, the request follows
-// the failure policy, counted as FailClosed with reason registry_error; Redis is not asked.
+// When the registry cannot say who a key is and nothing is cached, a limiter that fails
+// closed answers 503, counted as FailClosed with reason registry_error, Redis not asked;
+// one that fails open limits the request as its source address on the default plan.
 func TestRegistryFailure(t *testing.T) {
 	down := errors.New("dynamodb: throttled")
 	for _, failOpen := range []bool{false, true} {
@@ -184,8 +186,11 @@ func TestRegistryFailure(t *testing.T) {
 				t.Errorf("EMF %v: want one registry lookup with result error", doc)
 			}
 			if failOpen {
-				if err != nil || !a.allowed(t) || a.str(t, ratelimitheaders.KeyReason) != "degraded" {
-					t.Fatalf("fail open: %s, %v; want allowed, degraded", a.raw, err)
+				if err != nil || !a.allowed(t) || a.str(t, ratelimitheaders.KeyReason) != "ok" || a.PrincipalID != "ip:198.51.100.23" || a.str(t, ratelimitheaders.KeyPlan) != "free" {
+					t.Fatalf("fail open: %s, %v; want allowed as its source on the default plan", a.raw, err)
+				}
+				if keys := f.mr.Keys(); !slices.Equal(keys, []string{bucket.Key(a.PrincipalID)}) {
+					t.Errorf("Redis keys %v, want the source's bucket", keys)
 				}
 			} else {
 				if !errors.Is(err, ErrUnavailable) {
@@ -195,7 +200,7 @@ func TestRegistryFailure(t *testing.T) {
 					t.Errorf("EMF %v: want FailClosed with reason registry_error", doc)
 				}
 			}
-			if keys := f.mr.Keys(); len(keys) != 0 {
+			if keys := f.mr.Keys(); !failOpen && len(keys) != 0 {
 				t.Errorf("Redis was written (%v) although the registry failed", keys)
 			}
 			if !strings.Contains(f.logs.String(), "throttled") {
@@ -252,7 +257,7 @@ func checkUnknownKey(t *testing.T, f *fixture, policy string, ev []byte) {
 // under refuse it is refused with 401 and Redis is not written. A key expiring a second
 // later is still its own, on its plan.
 func TestRevokedAndExpiredKeys(t *testing.T) {
-	id := "key:" + config.KeyDigest("k-registered")
+	id := "key:" + bucketgate.KeyDigest("k-registered")
 	tests := []struct {
 		name   string
 		record registry.Record
@@ -303,6 +308,47 @@ func TestRevokedAndExpiredKeys(t *testing.T) {
 				}
 				if keys := f.mr.Keys(); !slices.Equal(keys, []string{bucket.Key(sourceIdentity)}) {
 					t.Errorf("Redis keys %v, want the source's one bucket", keys)
+				}
+			})
+		}
+	}
+}
+
+// TestRegistryOutageFailOpenLimitsBySource: failing open with the table down while Redis
+// is healthy, a request whose key cannot be looked up is limited as its source address
+// on the default plan, as a request without a key is (10 then 429 on free), whatever the
+// key (a new made-up one each time, the same junk one, a registered one) and under
+// unknownKeys ip and refuse alike: a key header never buys a way past every limit. The
+// decision line names the key's digest and the registry's error.
+func TestRegistryOutageFailOpenLimitsBySource(t *testing.T) {
+	registered := registry.Record{ID: "key:" + bucketgate.KeyDigest("k-registered"), Plan: "pro"}
+	keys := map[string]func(i int) string{
+		"a new made-up key each time": func(i int) string { return "made-up-" + strconv.Itoa(i) },
+		"the same junk key":           func(int) string { return "junk" },
+		"a registered key":            func(int) string { return "k-registered" },
+	}
+	for name, key := range keys {
+		for _, policy := range []string{"ip", "refuse"} {
+			t.Run(name+"/"+policy, func(t *testing.T) {
+				cfg := unknownKeysConfig(t, policy)
+				f := newFixture(t, options{config: cfg, failOpen: true, registry: cacheOver(cfg, errors.New("dynamodb: unreachable"), registered)})
+				var got []string
+				for i := range 15 {
+					a, err := f.invoke(t, withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": key(i)}))
+					if err != nil {
+						t.Fatalf("request %d: %v", i, err)
+					}
+					if a.PrincipalID != sourceIdentity || a.str(t, ratelimitheaders.KeyPlan) != "free" {
+						t.Fatalf("request %d: %s: want the source's identity on the default plan", i, a.raw)
+					}
+					got = append(got, a.str(t, ratelimitheaders.KeyReason))
+				}
+				if want := strings.TrimSpace(strings.Repeat("ok ", 10) + strings.Repeat("limited ", 5)); strings.Join(got, " ") != want {
+					t.Fatalf("reasons %v, want %s: limited as the source", got, want)
+				}
+				logs := f.logs.String()
+				if !strings.Contains(logs, `"unknownKey":"key:`+bucketgate.KeyDigest(key(14))+`"`) || !strings.Contains(logs, `"registryError":"registry lookup of key:`) {
+					t.Errorf("the decision lines do not name the key's digest and the registry's error:\n%s", logs)
 				}
 			})
 		}

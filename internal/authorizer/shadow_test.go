@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -23,7 +24,7 @@ plans:
     - {name: trial, capacity: 2, refill: 1, per: hour, shadow: true}
   trial: {shadow: true, rules: [{name: trial, capacity: 2, refill: 1, per: hour}]}
 keys:
-  ` + config.KeyDigest(sampleProKey) + `: trial
+  ` + bucketgate.KeyDigest(sampleProKey) + `: trial
 `))
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
@@ -29,8 +29,8 @@ import (
 func TestInvalidTableItems(t *testing.T) {
 	const table = "bucketgate-keys"
 	client := dynalite.Table(t, table)
-	burst := func(capacity int64) bucket.Rule {
-		return bucket.Rule{Name: "burst", Capacity: capacity, RefillPerSecond: 1}
+	burst := func(capacity int64) bucketgate.Rule {
+		return bucketgate.Rule{Name: "burst", Capacity: capacity, RefillPerSecond: 1}
 	}
 	tests := []struct {
 		name      string
@@ -38,17 +38,17 @@ func TestInvalidTableItems(t *testing.T) {
 		edit      func(map[string]types.AttributeValue) // nil: the record's item as it is
 		attribute string                                // the attribute at fault; "": a valid item
 	}{
-		{"valid", registry.Record{Plan: "pro", Rules: []bucket.Rule{burst(3)}}, nil, ""},
+		{"valid", registry.Record{Plan: "pro", Rules: []bucketgate.Rule{burst(3)}}, nil, ""},
 		{"unknown plan", registry.Record{Plan: "gold"}, nil, "plan"},
-		{"capacity out of range", registry.Record{Plan: "pro", Rules: []bucket.Rule{burst(0)}}, nil, "rules"},
-		{"rule given twice", registry.Record{Plan: "pro", Rules: []bucket.Rule{burst(3), burst(4)}}, nil, "rules"},
+		{"capacity out of range", registry.Record{Plan: "pro", Rules: []bucketgate.Rule{burst(0)}}, nil, "rules"},
+		{"rule given twice", registry.Record{Plan: "pro", Rules: []bucketgate.Rule{burst(3), burst(4)}}, nil, "rules"},
 		{"expiresAt not a number", registry.Record{Plan: "pro"}, func(it map[string]types.AttributeValue) {
 			it["expiresAt"] = &types.AttributeValueMemberS{Value: "tomorrow"}
 		}, "expiresAt"},
 	}
 	for _, tc := range tests {
 		rawKey := "k-" + strings.ReplaceAll(tc.name, " ", "-")
-		id := "key:" + config.KeyDigest(rawKey)
+		id := "key:" + bucketgate.KeyDigest(rawKey)
 		tc.record.ID = id
 		item := tc.record.Item()
 		if tc.edit != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -40,7 +41,7 @@ var badStates = []struct {
 // reset clears the fields (a key of another type has to be deleted).
 func testBadStates(t *testing.T, c rueidis.Client) {
 	ctx := context.Background()
-	rules := []bucket.Rule{free[0], {Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}
+	rules := []bucketgate.Rule{free[0], {Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}
 	l := bucket.New(c)
 	for _, tc := range badStates {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,13 +54,13 @@ func testBadStates(t *testing.T, c rueidis.Client) {
 					do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(f, v).Build())
 				}
 			}
-			for _, q := range []bucket.Request{
+			for _, q := range []bucketgate.Request{
 				{Identity: id, Rules: rules, Cost: 1},
 				{Identity: id, Rules: rules},
-				{Identity: id, Rules: rules, Cost: 1, Op: bucket.OpRefund},
+				{Identity: id, Rules: rules, Cost: 1, Op: bucketgate.OpRefund},
 			} {
 				d, err := l.Decide(ctx, q)
-				if !errors.Is(err, bucket.ErrBadState) || errors.Is(err, bucket.ErrInvalid) || d != (bucket.Decision{}) {
+				if !errors.Is(err, bucket.ErrBadState) || errors.Is(err, bucketgate.ErrInvalid) || d != (bucketgate.Decision{}) {
 					t.Fatalf("%v of cost %d: %+v, %v: want ErrBadState", q.Op, q.Cost, d, err)
 				}
 			}
@@ -68,10 +69,10 @@ func testBadStates(t *testing.T, c rueidis.Client) {
 					t.Fatalf("fields became %v (%v), want them untouched: %v", got, err, tc.fields)
 				}
 			}
-			if d := decide(t, l, bucket.Request{Identity: "good-" + tc.name, Rules: rules, Cost: 1}); !d.Allowed {
+			if d := decide(t, l, bucketgate.Request{Identity: "good-" + tc.name, Rules: rules, Cost: 1}); !d.Allowed {
 				t.Fatalf("another identity: %+v", d)
 			}
-			reset := bucket.Request{Identity: id, Rules: rules, Op: bucket.OpReset}
+			reset := bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpReset}
 			if tc.fields == nil {
 				if _, err := l.Decide(ctx, reset); !errors.Is(err, bucket.ErrBadState) {
 					t.Fatalf("reset of a key of another type: %v, want ErrBadState", err)
@@ -84,7 +85,7 @@ func testBadStates(t *testing.T, c rueidis.Client) {
 			if n := mustInt(t, do(t, c, c.B().Exists().Key(key).Build())); n != 0 {
 				t.Fatalf("the key outlived the reset of its every field")
 			}
-			if d := decide(t, l, bucket.Request{Identity: id, Rules: rules, Cost: 1}); !d.Allowed || d.Remaining != 9 {
+			if d := decide(t, l, bucketgate.Request{Identity: id, Rules: rules, Cost: 1}); !d.Allowed || d.Remaining != 9 {
 				t.Fatalf("after the reset: %+v", d)
 			}
 		})

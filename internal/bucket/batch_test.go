@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -29,14 +30,14 @@ func batchDifferential(t *testing.T, c rueidis.Client, flush func()) {
 	l := bucket.New(c)
 	model := bucket.NewModel()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 14))
-	pool := []bucket.Rule{
+	pool := []bucketgate.Rule{
 		{Name: "burst", Capacity: 5, RefillPerSecond: 0.01},
 		{Name: "daily", Capacity: 20, RefillPerSecond: 20.0 / 86400},
 		{Name: "trial", Capacity: 3, RefillPerSecond: 0.01, Shadow: true},
 	}
 	counts := map[string]int{}
 	for round := range 30 {
-		qs := make([]bucket.Request, 1+rng.IntN(100))
+		qs := make([]bucketgate.Request, 1+rng.IntN(100))
 		for i := range qs {
 			qs[i] = randomRequest(rng, hostile[rng.IntN(len(hostile))], pool)
 		}
@@ -52,7 +53,7 @@ func batchDifferential(t *testing.T, c rueidis.Client, flush func()) {
 		}
 		for i, q := range qs {
 			if i == invalid {
-				if !errors.Is(errs[i], bucket.ErrInvalid) {
+				if !errors.Is(errs[i], bucketgate.ErrInvalid) {
 					t.Fatalf("round %d, request %d (invalid): %+v, %v", round, i, decisions[i], errs[i])
 				}
 				continue

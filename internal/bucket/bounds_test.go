@@ -9,22 +9,23 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/lua"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // boundRules are rules at and just past every bound of a rule.
-var boundRules = []Rule{
-	{Name: "largest", Capacity: MaxCapacity, RefillPerSecond: MaxRefillPerSecond},
-	{Name: "capacity-past", Capacity: MaxCapacity + 1, RefillPerSecond: MaxRefillPerSecond},
-	{Name: "rate-past", Capacity: 1, RefillPerSecond: math.Nextafter(MaxRefillPerSecond, math.Inf(1))},
+var boundRules = []bucketgate.Rule{
+	{Name: "largest", Capacity: bucketgate.MaxCapacity, RefillPerSecond: bucketgate.MaxRefillPerSecond},
+	{Name: "capacity-past", Capacity: bucketgate.MaxCapacity + 1, RefillPerSecond: bucketgate.MaxRefillPerSecond},
+	{Name: "rate-past", Capacity: 1, RefillPerSecond: math.Nextafter(bucketgate.MaxRefillPerSecond, math.Inf(1))},
 	{Name: "rate-1e19", Capacity: 10, RefillPerSecond: 1e19},
 	{Name: "rate-1e-300", Capacity: 1000, RefillPerSecond: 1e-300},
-	{Name: "smallest-rate", Capacity: 1, RefillPerSecond: 1 / MaxFillTime.Seconds()},
-	{Name: "slowest-fill", Capacity: 1000, RefillPerSecond: 1000 / MaxFillTime.Seconds()},
-	{Name: "fill-past", Capacity: 1000, RefillPerSecond: math.Nextafter(1000/MaxFillTime.Seconds(), 0)},
-	{Name: "fill-past-by-a-second", Capacity: 1000, RefillPerSecond: 1000 / (MaxFillTime.Seconds() + 1)},
-	{Name: "fastest-fill", Capacity: 1, RefillPerSecond: MaxRefillPerSecond},
+	{Name: "smallest-rate", Capacity: 1, RefillPerSecond: 1 / bucketgate.MaxFillTime.Seconds()},
+	{Name: "slowest-fill", Capacity: 1000, RefillPerSecond: 1000 / bucketgate.MaxFillTime.Seconds()},
+	{Name: "fill-past", Capacity: 1000, RefillPerSecond: math.Nextafter(1000/bucketgate.MaxFillTime.Seconds(), 0)},
+	{Name: "fill-past-by-a-second", Capacity: 1000, RefillPerSecond: 1000 / (bucketgate.MaxFillTime.Seconds() + 1)},
+	{Name: "fastest-fill", Capacity: 1, RefillPerSecond: bucketgate.MaxRefillPerSecond},
 }
 
 // TestScriptBoundsAreValidates holds bucket.lua to Rule.Validate on every bound, on a
@@ -42,7 +43,7 @@ func TestScriptBoundsAreValidates(t *testing.T) {
 			if valid {
 				ok++
 			}
-			q := Request{Identity: "bounds", Rules: []Rule{r}, Cost: 1}
+			q := bucketgate.Request{Identity: "bounds", Rules: []bucketgate.Rule{r}, Cost: 1}
 			key, args := scriptCall(q, new([maxArgs]string))
 			for name, c := range servers {
 				err := eval(context.Background(), c, key, args).Error()

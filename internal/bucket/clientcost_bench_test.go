@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/lua"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -23,8 +24,8 @@ func BenchmarkClientCost(b *testing.B) {
 	srv := redistest.Start(b)
 	client := redistest.Client(b, srv.Addr)
 	ctx := context.Background()
-	rule := bucket.Rule{Name: "burst", Capacity: bucket.MaxCapacity, RefillPerSecond: 1e6}
-	req := bucket.Request{Identity: "client-cost", Rules: []bucket.Rule{rule}, Cost: 1}
+	rule := bucketgate.Rule{Name: "burst", Capacity: bucketgate.MaxCapacity, RefillPerSecond: 1e6}
+	req := bucketgate.Request{Identity: "client-cost", Rules: []bucketgate.Rule{rule}, Cost: 1}
 
 	b.Run("limiter", func(b *testing.B) {
 		l := bucket.New(client)

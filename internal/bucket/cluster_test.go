@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -38,7 +39,7 @@ func TestTLSScenario(t *testing.T) {
 	c := connect(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_USERNAME": "app", "REDIS_PASSWORD": "pw"},
 		redisconn.WithRootCAs(ca.Pool))
 	l := bucket.New(c)
-	q := bucket.Request{Identity: "tls", Rules: []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 1}
+	q := bucketgate.Request{Identity: "tls", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 1}
 	for i := range 10 {
 		if d, err := l.Decide(context.Background(), q); err != nil || !d.Allowed {
 			t.Fatalf("request %d over TLS: %+v %v", i+1, d, err)
@@ -112,7 +113,7 @@ const (
 	concurrentFor        = 1500 * time.Millisecond
 )
 
-var chained = []bucket.Rule{
+var chained = []bucketgate.Rule{
 	{Name: "burst", Capacity: 20, RefillPerSecond: 10},
 	{Name: "minute", Capacity: 30, RefillPerSecond: 0.5},
 }
@@ -142,7 +143,7 @@ func concurrent(t *testing.T, clients []rueidis.Client) {
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
 			for time.Now().Before(stop) {
 				id := fmt.Sprintf("conc-%d", rng.IntN(concurrentIdentities))
-				d, err := l.Decide(context.Background(), bucket.Request{Identity: id, Rules: chained, Cost: 1})
+				d, err := l.Decide(context.Background(), bucketgate.Request{Identity: id, Rules: chained, Cost: 1})
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", id, err)
 					return

@@ -1,97 +1,15 @@
 package bucket
 
-import "time"
-
-// Reason says why a Decision came out as it did.
-type Reason string
-
-// The reasons of a Decision, as the check function's "reason" field spells them.
-const (
-	// ReasonOK: allowed, every rule had enough tokens.
-	ReasonOK Reason = "ok"
-	// ReasonLimited: denied, a rule lacked tokens; RetryAfter says for how long.
-	ReasonLimited Reason = "limited"
-	// ReasonUnavailable: denied because Redis could not decide in time (fail closed).
-	ReasonUnavailable Reason = "unavailable"
-	// ReasonDegraded: allowed without a decision because Redis could not decide in
-	// time and the limiter is configured to fail open.
-	ReasonDegraded Reason = "degraded"
-)
-
-// Decision is the outcome of one Request, describing its enforced rules after it: a
-// check's decision, or the buckets after a refund or a reset (allowed, reason ok). The
-// zero Decision is a denial with no reason.
-type Decision struct {
-	// Allowed reports whether the request may proceed.
-	Allowed bool
-	// Reason is why: ok, limited, unavailable or degraded.
-	Reason Reason
-	// Rule names the binding rule: the denying rule with the longest wait, or, when
-	// allowed, the enforced rule with the fewest tokens left; empty when every rule of
-	// the request is shadow.
-	Rule string
-	// Limit is the binding rule's capacity, in tokens; 0 without a binding rule.
-	Limit int64
-	// Remaining is the floor of the tokens left in the tightest enforced rule after the
-	// decision; 0 without a binding rule.
-	Remaining int64
-	// RetryAfter is how long until cost tokens are there in every denying rule, rounded
-	// up to whole milliseconds; zero when allowed.
-	RetryAfter time.Duration
-	// ResetAfter is how long until every rule is full again, in whole milliseconds.
-	ResetAfter time.Duration
-	// At is the Redis server time of the decision; zero when Redis did not decide.
-	At time.Time
-	// ShadowLimited holds the shadow rules of an allowed check that lacked its cost:
-	// the rules that, enforced, would have denied it. Empty otherwise.
-	ShadowLimited RuleSet
-
-	// After an admission that left a rule short of cost tokens: how long until an
-	// identical request could be allowed (rounded up to whole milliseconds), and the rule
-	// it waits for, the one with the longest wait. Zero otherwise (see Repeat).
-	wait      time.Duration
-	waitRule  string
-	waitLimit int64
-}
-
-// Repeat returns the denial that Redis gives a request identical to the one d decided,
-// from d's At until the denial's RetryAfter has passed, and false when an identical
-// request could be allowed at once or Redis did not decide d. For a denial it is d;
-// after an admission that left a rule short of cost tokens, it is the denial naming that
-// rule. Other requests only ever take tokens, so none could make it pass sooner.
-func (d Decision) Repeat() (Decision, bool) {
-	switch {
-	case d.Reason == ReasonLimited:
-		return d, d.RetryAfter > 0
-	case d.Reason != ReasonOK || d.wait <= 0:
-		return Decision{}, false
-	}
-	return Decision{
-		Reason:     ReasonLimited,
-		Rule:       d.waitRule,
-		Limit:      d.waitLimit,
-		Remaining:  d.Remaining,
-		RetryAfter: d.wait,
-		ResetAfter: d.ResetAfter,
-		At:         d.At,
-	}, true
-}
-
-// RuleSet is a set of the rules of a Request, by index in its Rules: bit i stands for
-// Rules[i]. The zero RuleSet is empty.
-type RuleSet uint32
-
-// Has reports whether the rule at index i is in s.
-func (s RuleSet) Has(i int) bool { return i >= 0 && i < 32 && s&(1<<i) != 0 }
+import "github.com/bucketgate/bucketgate"
 
 // newDecision is the Decision on q that the script's figures (and the model's) make: the
 // binding rule and the wait rule by index in q.Rules (-1 for none), remaining tokens,
 // wait, reset and now in whole milliseconds, milliseconds and microseconds, and the
 // shadow denials.
-func newDecision(q Request, allowed bool, binding int, remaining, wait, reset, now int64, waitRule int, shadowLimited RuleSet) Decision {
-	d := Decision{
+func newDecision(q bucketgate.Request, allowed bool, binding int, remaining, wait, reset, now int64, waitRule int, shadowLimited bucketgate.RuleSet) bucketgate.Decision {
+	d := bucketgate.Decision{
 		Allowed:       allowed,
-		Reason:        ReasonOK,
+		Reason:        bucketgate.ReasonOK,
 		Remaining:     remaining,
 		ResetAfter:    millisToDuration(reset),
 		At:            microsToTime(now),
@@ -102,9 +20,9 @@ func newDecision(q Request, allowed bool, binding int, remaining, wait, reset, n
 	}
 	switch {
 	case !allowed:
-		d.Reason, d.RetryAfter = ReasonLimited, millisToDuration(wait)
+		d.Reason, d.RetryAfter = bucketgate.ReasonLimited, millisToDuration(wait)
 	case waitRule >= 0:
-		d.wait, d.waitRule, d.waitLimit = millisToDuration(wait), q.Rules[waitRule].Name, q.Rules[waitRule].Capacity
+		d.Shortfall = bucketgate.Shortfall{Rule: q.Rules[waitRule].Name, Limit: q.Rules[waitRule].Capacity, Wait: millisToDuration(wait)}
 	}
 	return d
 }

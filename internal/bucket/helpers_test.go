@@ -8,11 +8,12 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
 // free is the built-in free plan: burst 10, 1 token per second.
-var free = []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}
+var free = []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}
 
 // epoch is the fixed start of every controlled clock.
 var epoch = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -45,7 +46,7 @@ func (m *mini) advance(d time.Duration) {
 }
 
 // decide runs q and fails the test on an error.
-func decide(t *testing.T, l *bucket.Limiter, q bucket.Request) bucket.Decision {
+func decide(t *testing.T, l *bucket.Limiter, q bucketgate.Request) bucketgate.Decision {
 	t.Helper()
 	d, err := l.Decide(context.Background(), q)
 	if err != nil {
@@ -55,9 +56,9 @@ func decide(t *testing.T, l *bucket.Limiter, q bucket.Request) bucket.Decision {
 }
 
 // expectRun asserts that n requests in a row get allowed.
-func expectRun(t *testing.T, l *bucket.Limiter, q bucket.Request, n int, allowed bool) bucket.Decision {
+func expectRun(t *testing.T, l *bucket.Limiter, q bucketgate.Request, n int, allowed bool) bucketgate.Decision {
 	t.Helper()
-	var d bucket.Decision
+	var d bucketgate.Decision
 	for i := range n {
 		if d = decide(t, l, q); d.Allowed != allowed {
 			t.Fatalf("request %d of %d: allowed %v, want %v (%+v)", i+1, n, d.Allowed, allowed, d)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
@@ -62,13 +63,13 @@ func (l *Limiter) redis(ctx context.Context) (rediser, error) {
 // not the script's (nothing is written), ErrBadReply for an answer of the wrong shape,
 // or whatever rueidis returned (ctx's deadline, a connection error, a Redis error). On
 // any error the Decision is the zero Decision: what to do is the caller's policy.
-func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
+func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error) {
 	if err := q.Validate(); err != nil {
-		return Decision{}, err
+		return bucketgate.Decision{}, err
 	}
 	c, err := l.redis(ctx)
 	if err != nil {
-		return Decision{}, fmt.Errorf("bucket script: %w", err)
+		return bucketgate.Decision{}, fmt.Errorf("bucket script: %w", err)
 	}
 	var argv [maxArgs]string
 	key, args := scriptCall(q, &argv)
@@ -81,8 +82,8 @@ func (l *Limiter) Decide(ctx context.Context, q Request) (Decision, error) {
 // what an earlier one wrote. An invalid request is not sent. When ctx ends before the
 // answers arrive, every request still waiting for its answer gets ctx's error: it may
 // or may not have been decided by Redis, and it is never sent again.
-func (l *Limiter) DecideBatch(ctx context.Context, qs []Request) (decisions []Decision, errs []error) {
-	decisions, errs = make([]Decision, len(qs)), make([]error, len(qs))
+func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (decisions []bucketgate.Decision, errs []error) {
+	decisions, errs = make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
 	c, err := l.redis(ctx)
 	cmds := make(rueidis.Commands, 0, len(qs))
 	sent := make([]int, 0, len(qs)) // the index in qs of each command
@@ -95,7 +96,7 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []Request) (decisions []De
 			continue
 		}
 		key, args := scriptCall(q, new([maxArgs]string))
-		cmds = append(cmds, c.B().Evalsha().Sha1(lua.BucketSHA1).Numkeys(1).Key(key).Arg(args...).Build())
+		cmds = append(cmds, evalsha(c, key, args))
 		sent = append(sent, i)
 	}
 	if len(cmds) == 0 {
@@ -107,9 +108,9 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []Request) (decisions []De
 	var again rueidis.Commands
 	var retried []int // the index in results of each command sent again
 	for j, r := range results {
-		if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
+		if noScript(r) {
 			key, args := scriptCall(qs[sent[j]], new([maxArgs]string))
-			again = append(again, c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(key).Arg(args...).Build())
+			again = append(again, evalText(c, key, args))
 			retried = append(retried, j)
 		}
 	}
@@ -126,14 +127,14 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []Request) (decisions []De
 }
 
 // decode reads the script's answer to q.
-func decode(r rueidis.RedisResult, q Request) (Decision, error) {
+func decode(r rueidis.RedisResult, q bucketgate.Request) (bucketgate.Decision, error) {
 	reply, err := r.ToArray()
 	if err != nil {
-		return Decision{}, scriptError(err)
+		return bucketgate.Decision{}, scriptError(err)
 	}
 	vals, err := replyInts(reply)
 	if err != nil {
-		return Decision{}, err
+		return bucketgate.Decision{}, err
 	}
 	return decodeReply(vals, q)
 }
@@ -154,32 +155,51 @@ func scriptError(err error) error {
 			slices.ContainsFunc(lua.ArithmeticErrors, func(text string) bool { return strings.Contains(msg, text) }):
 			return fmt.Errorf("%w: %w", ErrBadState, err)
 		case strings.Contains(msg, lua.ErrorPrefix):
-			return fmt.Errorf("%w: redis refused the request: %w", ErrInvalid, err)
+			return fmt.Errorf("%w: redis refused the request: %w", bucketgate.ErrInvalid, err)
 		}
 	}
 	return fmt.Errorf("bucket script: %w", err)
 }
 
 // eval runs bucket.lua on key with args: EVALSHA, then EVAL when Redis does not know
-// the script yet (NOSCRIPT: nothing ran). Never retried: a retried call could charge twice.
+// the script yet (NOSCRIPT: nothing ran). Never retried: a retried call could charge
+// twice. DecideBatch pipelines the same two steps.
 func eval(ctx context.Context, c rediser, key string, args []string) rueidis.RedisResult {
-	r := c.Do(ctx, c.B().Evalsha().Sha1(lua.BucketSHA1).Numkeys(1).Key(key).Arg(args...).Build())
-	if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
-		r = c.Do(ctx, c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(key).Arg(args...).Build())
+	r := c.Do(ctx, evalsha(c, key, args))
+	if noScript(r) {
+		r = c.Do(ctx, evalText(c, key, args))
 	}
 	return r
 }
 
+// evalsha is the script call (EVALSHA) on key with args.
+func evalsha(c rediser, key string, args []string) rueidis.Completed {
+	return c.B().Evalsha().Sha1(lua.BucketSHA1).Numkeys(1).Key(key).Arg(args...).Build()
+}
+
+// evalText is the script call with the script's text (EVAL) on key with args, for a
+// Redis that answered its EVALSHA with NOSCRIPT.
+func evalText(c rediser, key string, args []string) rueidis.Completed {
+	return c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(key).Arg(args...).Build()
+}
+
+// noScript reports a script call that Redis refused with NOSCRIPT: it does not know
+// the script yet, and nothing ran.
+func noScript(r rueidis.RedisResult) bool {
+	err, ok := rueidis.IsRedisErr(r.Error())
+	return ok && err.IsNoScript()
+}
+
 // maxArgs is the longest ARGV of a valid request.
-const maxArgs = lua.ArgsFixed + lua.ArgsPerRule*MaxRules
+const maxArgs = lua.ArgsFixed + lua.ArgsPerRule*bucketgate.MaxRules
 
 // scriptCall lays q out as bucket.lua's key and ARGV, the ARGV in argv, and returns the
 // key and the ARGV. The key, every field name and every number are cut from one string,
 // so that a decision allocates once for its arguments however many rules it has. A
 // check of cost 1 leaves the operation out, as the script allows. q must be valid (at
 // most MaxRules rules).
-func scriptCall(q Request, argv *[maxArgs]string) (key string, args []string) {
-	layout := lua.Args{Rules: len(q.Rules), Op: q.Op != OpCheck || q.Cost != 1}
+func scriptCall(q bucketgate.Request, argv *[maxArgs]string) (key string, args []string) {
+	layout := lua.Args{Rules: len(q.Rules), Op: q.Op != bucketgate.OpCheck || q.Cost != 1}
 	var buf [512]byte
 	var cuts [maxArgs]cut // where each ARGV value lies in b, by its index in ARGV
 	b := appendKey(buf[:0], q.Identity)
@@ -187,11 +207,11 @@ func scriptCall(q Request, argv *[maxArgs]string) (key string, args []string) {
 	at := len(b)
 	if layout.Op {
 		switch q.Op {
-		case OpCheck:
+		case bucketgate.OpCheck:
 			b = strconv.AppendInt(b, q.Cost, 10)
-		case OpRefund:
+		case bucketgate.OpRefund:
 			b = strconv.AppendInt(b, -q.Cost, 10)
-		case OpReset:
+		case bucketgate.OpReset:
 			b = append(b, lua.OpReset...)
 		}
 		cuts[lua.ArgOp], at = cut{at, len(b)}, len(b)

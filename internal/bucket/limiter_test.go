@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
@@ -15,15 +16,15 @@ import (
 func TestFreePlanScenario(t *testing.T) {
 	m := newMini(t)
 	l := bucket.New(m.client)
-	q := bucket.Request{Identity: "tenant-1", Rules: free, Cost: 1}
+	q := bucketgate.Request{Identity: "tenant-1", Rules: free, Cost: 1}
 
 	last := expectRun(t, l, q, 10, true)
-	if rep, ok := last.Repeat(); last.Remaining != 0 || last.Limit != 10 || last.Rule != "burst" || last.Reason != bucket.ReasonOK ||
+	if rep, ok := last.Repeat(); last.Remaining != 0 || last.Limit != 10 || last.Rule != "burst" || last.Reason != bucketgate.ReasonOK ||
 		!ok || rep.RetryAfter != time.Second || rep.Rule != "burst" {
 		t.Errorf("10th: %+v, whose repeat is %+v", last, rep)
 	}
 	d := expectRun(t, l, q, 1, false)
-	want := bucket.Decision{Reason: bucket.ReasonLimited, Rule: "burst", Limit: 10, Remaining: 0,
+	want := bucketgate.Decision{Reason: bucketgate.ReasonLimited, Rule: "burst", Limit: 10, Remaining: 0,
 		RetryAfter: time.Second, ResetAfter: 10 * time.Second}
 	if !d.At.Equal(epoch) {
 		t.Errorf("11th: At %v, want the Redis time %v", d.At, epoch)
@@ -37,41 +38,41 @@ func TestFreePlanScenario(t *testing.T) {
 }
 
 func TestDecisions(t *testing.T) {
-	daily := bucket.Rule{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}
-	half := bucket.Rule{Name: "slow", Capacity: 2, RefillPerSecond: 0.5}
+	daily := bucketgate.Rule{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}
+	half := bucketgate.Rule{Name: "slow", Capacity: 2, RefillPerSecond: 0.5}
 	tests := []struct {
 		name  string
-		rules []bucket.Rule
+		rules []bucketgate.Rule
 		// steps: advance, then cost; want allowed, remaining, retry, rule
 		steps []step
 	}{
-		{"fractional refill accumulates sub-tokens", []bucket.Rule{half}, []step{
+		{"fractional refill accumulates sub-tokens", []bucketgate.Rule{half}, []step{
 			{0, 2, true, 0, 0, "slow"},
 			{time.Second, 1, false, 0, time.Second, "slow"}, // 0.5 tokens: 1 s to go
 			{999 * time.Millisecond, 1, false, 0, time.Millisecond, "slow"},
 			{time.Millisecond, 1, true, 0, 0, "slow"},
 		}},
-		{"peek writes nothing", []bucket.Rule{half}, []step{
+		{"peek writes nothing", []bucketgate.Rule{half}, []step{
 			{0, 0, true, 2, 0, "slow"},
 			{0, 0, true, 2, 0, "slow"},
 			{0, 2, true, 0, 0, "slow"},
 			{0, 0, true, 0, 0, "slow"},
 		}},
-		{"denial drains nothing", []bucket.Rule{half}, []step{
+		{"denial drains nothing", []bucketgate.Rule{half}, []step{
 			{0, 1, true, 1, 0, "slow"},
 			{0, 2, false, 1, 2 * time.Second, "slow"},
 			{0, 1, true, 0, 0, "slow"},
 		}},
-		{"chained: daily quota binds when burst is full", append([]bucket.Rule{free[0]}, bucket.Rule{Name: "daily", Capacity: 3, RefillPerSecond: 3.0 / 86400}), []step{
+		{"chained: daily quota binds when burst is full", append([]bucketgate.Rule{free[0]}, bucketgate.Rule{Name: "daily", Capacity: 3, RefillPerSecond: 3.0 / 86400}), []step{
 			{0, 3, true, 0, 0, "daily"},
 			{time.Hour, 1, false, 0, 7 * time.Hour, "daily"}, // 1/8 token back: 7/8 * 8 h to go
 		}},
-		{"chained: all or nothing", []bucket.Rule{free[0], daily}, []step{
+		{"chained: all or nothing", []bucketgate.Rule{free[0], daily}, []step{
 			{0, 10, true, 0, 0, "burst"},
 			{0, 1, false, 0, time.Second, "burst"},
 			{time.Second, 1, true, 0, 0, "burst"},
 		}},
-		{"cost equal to capacity", []bucket.Rule{daily}, []step{
+		{"cost equal to capacity", []bucketgate.Rule{daily}, []step{
 			{0, 1000, true, 0, 0, "daily"},
 			{0, 1000, false, 0, 86400 * time.Second, "daily"},
 		}},
@@ -82,7 +83,7 @@ func TestDecisions(t *testing.T) {
 			l := bucket.New(m.client)
 			for i, s := range tt.steps {
 				m.advance(s.advance)
-				d := decide(t, l, bucket.Request{Identity: "id", Rules: tt.rules, Cost: s.cost})
+				d := decide(t, l, bucketgate.Request{Identity: "id", Rules: tt.rules, Cost: s.cost})
 				if d.Allowed != s.allowed || d.Remaining != s.remaining || d.RetryAfter != s.retry || d.Rule != s.rule {
 					t.Errorf("step %d: got allowed %v remaining %d retry %v rule %s, want %+v", i, d.Allowed, d.Remaining, d.RetryAfter, d.Rule, s)
 				}
@@ -105,14 +106,14 @@ type step struct {
 func TestSameRuleSharesBucket(t *testing.T) {
 	m := newMini(t)
 	l := bucket.New(m.client)
-	other := bucket.Rule{Name: "other", Capacity: 100, RefillPerSecond: 1}
-	expectRun(t, l, bucket.Request{Identity: "a", Rules: free, Cost: 6}, 1, true)
-	d := expectRun(t, l, bucket.Request{Identity: "a", Rules: []bucket.Rule{other, free[0]}, Cost: 4}, 1, true)
+	other := bucketgate.Rule{Name: "other", Capacity: 100, RefillPerSecond: 1}
+	expectRun(t, l, bucketgate.Request{Identity: "a", Rules: free, Cost: 6}, 1, true)
+	d := expectRun(t, l, bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{other, free[0]}, Cost: 4}, 1, true)
 	if d.Rule != "burst" || d.Remaining != 0 {
 		t.Errorf("shared bucket: %+v", d)
 	}
-	expectRun(t, l, bucket.Request{Identity: "a", Rules: free, Cost: 1}, 1, false)
-	expectRun(t, l, bucket.Request{Identity: "b", Rules: free, Cost: 10}, 1, true)
+	expectRun(t, l, bucketgate.Request{Identity: "a", Rules: free, Cost: 1}, 1, false)
+	expectRun(t, l, bucketgate.Request{Identity: "b", Rules: free, Cost: 10}, 1, true)
 }
 
 // TestExpiryInvisible: once a key expires its bucket is full, exactly as if it had
@@ -120,7 +121,7 @@ func TestSameRuleSharesBucket(t *testing.T) {
 func TestExpiryInvisible(t *testing.T) {
 	m := newMini(t)
 	l := bucket.New(m.client)
-	q := bucket.Request{Identity: "x", Rules: free, Cost: 10}
+	q := bucketgate.Request{Identity: "x", Rules: free, Cost: 10}
 	expectRun(t, l, q, 1, true)
 	m.advance(10*time.Second - time.Millisecond)
 	if !m.Exists(bucket.Key("x")) {
@@ -137,15 +138,15 @@ func TestExpiryInvisible(t *testing.T) {
 func TestInvalidWritesNothing(t *testing.T) {
 	m := newMini(t)
 	l := bucket.New(m.client)
-	bad := []bucket.Request{
+	bad := []bucketgate.Request{
 		{Identity: "x", Rules: free, Cost: 11},
 		{Identity: "x", Rules: free, Cost: -1},
 		{Identity: "", Rules: free, Cost: 1},
 		{Identity: "x", Cost: 1},
-		{Identity: "x", Rules: []bucket.Rule{free[0], free[0]}, Cost: 1},
+		{Identity: "x", Rules: []bucketgate.Rule{free[0], free[0]}, Cost: 1},
 	}
 	for _, q := range bad {
-		if _, err := l.Decide(context.Background(), q); !errors.Is(err, bucket.ErrInvalid) {
+		if _, err := l.Decide(context.Background(), q); !errors.Is(err, bucketgate.ErrInvalid) {
 			t.Errorf("Decide(%+v) = %v, want ErrInvalid", q, err)
 		}
 	}
@@ -160,30 +161,30 @@ func TestInvalidWritesNothing(t *testing.T) {
 // them; nothing is written when the enforced rules deny, even when it lacks them too;
 // with shadow rules alone every check is allowed; a refund and a reset reach it too.
 func TestShadowRules(t *testing.T) {
-	burst := bucket.Rule{Name: "burst", Capacity: 10, RefillPerSecond: 1}
-	strict := bucket.Rule{Name: "strict", Capacity: 8, RefillPerSecond: 0.1, Shadow: true}
-	both, alone := []bucket.Rule{strict, burst}, []bucket.Rule{strict}
+	burst := bucketgate.Rule{Name: "burst", Capacity: 10, RefillPerSecond: 1}
+	strict := bucketgate.Rule{Name: "strict", Capacity: 8, RefillPerSecond: 0.1, Shadow: true}
+	both, alone := []bucketgate.Rule{strict, burst}, []bucketgate.Rule{strict}
 	m := newMini(t)
 	l := bucket.New(m.client)
 	model := bucket.NewModel()
 	steps := []struct {
 		name          string
 		advance       time.Duration
-		q             bucket.Request
+		q             bucketgate.Request
 		allowed       bool
 		rule          string // the binding rule: enforced, or none
 		remaining     int64
-		shadowLimited bucket.RuleSet
+		shadowLimited bucketgate.RuleSet
 		burst, strict float64 // the stored tokens after the step
 	}{
-		{"both have tokens: both give", 0, bucket.Request{Rules: both, Cost: 2}, true, "burst", 8, 0, 8, 6},
-		{"the shadow rule is tighter, not binding", 0, bucket.Request{Rules: both, Cost: 5}, true, "burst", 3, 0, 3, 1},
-		{"the shadow rule alone lacks: it gives nothing", 0, bucket.Request{Rules: both, Cost: 2}, true, "burst", 1, 1 << 0, 1, 1},
-		{"the enforced rule denies: nothing written, no shadow denial", 0, bucket.Request{Rules: both, Cost: 7}, false, "burst", 1, 0, 1, 1},
-		{"10 s later: both refilled, both give", 10 * time.Second, bucket.Request{Rules: both, Cost: 2}, true, "burst", 8, 0, 8, 0},
-		{"shadow rules alone: allowed, nothing enforced", 0, bucket.Request{Rules: alone, Cost: 1}, true, "", 0, 1 << 0, 8, 0},
-		{"a peek is never a shadow denial", 0, bucket.Request{Rules: both}, true, "burst", 8, 0, 8, 0},
-		{"a refund reaches the shadow rule", 0, bucket.Request{Rules: both, Cost: 3, Op: bucket.OpRefund}, true, "burst", 10, 0, 10, 3},
+		{"both have tokens: both give", 0, bucketgate.Request{Rules: both, Cost: 2}, true, "burst", 8, 0, 8, 6},
+		{"the shadow rule is tighter, not binding", 0, bucketgate.Request{Rules: both, Cost: 5}, true, "burst", 3, 0, 3, 1},
+		{"the shadow rule alone lacks: it gives nothing", 0, bucketgate.Request{Rules: both, Cost: 2}, true, "burst", 1, 1 << 0, 1, 1},
+		{"the enforced rule denies: nothing written, no shadow denial", 0, bucketgate.Request{Rules: both, Cost: 7}, false, "burst", 1, 0, 1, 1},
+		{"10 s later: both refilled, both give", 10 * time.Second, bucketgate.Request{Rules: both, Cost: 2}, true, "burst", 8, 0, 8, 0},
+		{"shadow rules alone: allowed, nothing enforced", 0, bucketgate.Request{Rules: alone, Cost: 1}, true, "", 0, 1 << 0, 8, 0},
+		{"a peek is never a shadow denial", 0, bucketgate.Request{Rules: both}, true, "burst", 8, 0, 8, 0},
+		{"a refund reaches the shadow rule", 0, bucketgate.Request{Rules: both, Cost: 3, Op: bucketgate.OpRefund}, true, "burst", 10, 0, 10, 3},
 	}
 	for _, s := range steps {
 		m.advance(s.advance)
@@ -204,7 +205,7 @@ func TestShadowRules(t *testing.T) {
 			}
 		}
 	}
-	d := decide(t, l, bucket.Request{Identity: "shadow", Rules: both, Op: bucket.OpReset})
+	d := decide(t, l, bucketgate.Request{Identity: "shadow", Rules: both, Op: bucketgate.OpReset})
 	if d.Remaining != 10 || m.Exists(bucket.Key("shadow")) {
 		t.Fatalf("reset: %+v, key left %v", d, m.Exists(bucket.Key("shadow")))
 	}

@@ -3,6 +3,8 @@ package bucket
 import (
 	"math"
 	"time"
+
+	"github.com/bucketgate/bucketgate"
 )
 
 // Model is the reference model: the same math as bucket.lua in plain Go, with time
@@ -29,22 +31,21 @@ func NewModel() *Model { return &Model{keys: map[string]*modelKey{}} }
 
 // Decide does q at now exactly as the script would, and records the writes. q must
 // be valid (see Request.Validate).
-func (m *Model) Decide(now time.Time, q Request) Decision {
+func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision {
 	nowUS := timeToMicros(now)
 	key := Key(q.Identity)
 	k := m.keys[key]
 	cost, give := float64(q.Cost), 0.0
-	if q.Op == OpRefund {
+	if q.Op == bucketgate.OpRefund {
 		cost, give = 0, float64(q.Cost)
 	}
 	tokens := make([]float64, len(q.Rules))
-	stored := make([]bool, len(q.Rules))
 	allowed := true
 	for i, r := range q.Rules {
 		tokens[i] = float64(r.Capacity)
-		if k != nil && q.Op != OpReset {
+		if k != nil && q.Op != bucketgate.OpReset {
 			if b, ok := k.buckets[r.Name]; ok {
-				tokens[i], stored[i] = refill(b, r, nowUS, give), true
+				tokens[i] = refill(b, r, nowUS, give)
 			}
 		}
 		if !r.Shadow && tokens[i] < cost {
@@ -53,7 +54,7 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 	}
 	binding, waitRule := -1, -1
 	var wait float64
-	var limited RuleSet
+	var limited bucketgate.RuleSet
 	for i, r := range q.Rules {
 		switch {
 		case r.Shadow && allowed && tokens[i] < cost:
@@ -90,36 +91,33 @@ func (m *Model) Decide(now time.Time, q Request) Decision {
 		fewest = 0
 	}
 	switch {
-	case q.Op == OpReset:
+	case q.Op == bucketgate.OpReset:
 		m.remove(key, q.Rules)
-	case q.Op == OpRefund:
-		m.write(key, q.Rules, tokens, stored, nowUS, 0)
+	case q.Op == bucketgate.OpRefund:
+		m.refund(key, q.Rules, give)
 	case allowed && q.Cost > 0:
-		m.write(key, q.Rules, tokens, nil, nowUS, int64(math.Ceil(float64(nowUS)/1000)+expiry))
+		m.write(key, q.Rules, tokens, nowUS, int64(math.Ceil(float64(nowUS)/1000)+expiry))
 	}
 	return newDecision(q, allowed, binding, int64(math.Floor(fewest)), int64(wait), int64(reset), nowUS, waitRule, limited)
 }
 
 // waitMillis is how long r takes to refill tokens, in whole milliseconds rounded up.
-func waitMillis(tokens float64, r Rule) float64 {
+func waitMillis(tokens float64, r bucketgate.Rule) float64 {
 	return math.Ceil(tokens * 1000 / r.RefillPerSecond)
 }
 
 // refill returns b's tokens at nowUS with give tokens added, at most r's capacity; a
 // stamp in the future counts as now.
-func refill(b ModelBucket, r Rule, nowUS int64, give float64) float64 {
+func refill(b ModelBucket, r bucketgate.Rule, nowUS int64, give float64) float64 {
 	elapsed := float64(max(nowUS-b.Stamp, 0))
 	level := b.Tokens + float64(elapsed*r.RefillPerSecond)/1e6
 	return math.Min(level+give, float64(r.Capacity))
 }
 
-// write stores tokens[i] for every rule (only for those marked in only, when it is not
-// nil) as of nowUS, and lets the key live until expires at least.
-func (m *Model) write(key string, rules []Rule, tokens []float64, only []bool, nowUS, expires int64) {
+// write stores tokens[i] for every rule as of nowUS, and lets the key live until expires
+// at least.
+func (m *Model) write(key string, rules []bucketgate.Rule, tokens []float64, nowUS, expires int64) {
 	for i, r := range rules {
-		if only != nil && !only[i] {
-			continue
-		}
 		k := m.keys[key]
 		if k == nil {
 			k = &modelKey{buckets: map[string]ModelBucket{}}
@@ -130,8 +128,28 @@ func (m *Model) write(key string, rules []Rule, tokens []float64, only []bool, n
 	}
 }
 
+// refund adds give tokens to the stored count of every rule with state, at its stamp,
+// capped at the rule's capacity unless the count holds more already: a refund never
+// lowers a bucket, whatever capacity and rate its rules give. Stamps and expiry stand.
+func (m *Model) refund(key string, rules []bucketgate.Rule, give float64) {
+	k := m.keys[key]
+	if k == nil {
+		return
+	}
+	for _, r := range rules {
+		b, ok := k.buckets[r.Name]
+		if !ok {
+			continue
+		}
+		if raised := math.Min(b.Tokens+give, float64(r.Capacity)); raised > b.Tokens {
+			b.Tokens = raised
+			k.buckets[r.Name] = b
+		}
+	}
+}
+
 // remove deletes the state of rules, and the key with its last bucket.
-func (m *Model) remove(key string, rules []Rule) {
+func (m *Model) remove(key string, rules []bucketgate.Rule) {
 	k := m.keys[key]
 	if k == nil {
 		return

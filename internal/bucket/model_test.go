@@ -4,13 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
 // TestModelFreePlanScenario runs the free-plan scenario on the model alone, time passed in.
 func TestModelFreePlanScenario(t *testing.T) {
 	m := bucket.NewModel()
-	q := bucket.Request{Identity: "tenant-1", Rules: free, Cost: 1}
+	q := bucketgate.Request{Identity: "tenant-1", Rules: free, Cost: 1}
 	run := func(at time.Time, n int, allowed bool) {
 		t.Helper()
 		for i := range n {
@@ -27,7 +28,7 @@ func TestModelFreePlanScenario(t *testing.T) {
 		t.Errorf("expires at %v", exp)
 	}
 	// A clock behind the last write refills nothing and takes nothing back.
-	if d := m.Decide(epoch, bucket.Request{Identity: "tenant-1", Rules: free}); d.Remaining != 0 || d.RetryAfter != 0 {
+	if d := m.Decide(epoch, bucketgate.Request{Identity: "tenant-1", Rules: free}); d.Remaining != 0 || d.RetryAfter != 0 {
 		t.Errorf("peek behind the clock: %+v", d)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/lua"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -22,7 +23,7 @@ import (
 // hostile are identities that try to leave their hash tag, collide, or break the key.
 var hostile = []string{
 	"plain", "a{b}c", "}", "{", "{}", "%7B", "a:r1:tokens", "\x00\xff", "%7D", "%", "%25", "bg:{x}",
-	"\x00", "naïve", strings.Repeat("{", bucket.MaxIdentity), "x}y{z",
+	"\x00", "naïve", strings.Repeat("{", bucketgate.MaxIdentity), "x}y{z",
 }
 
 // real starts a redis-server and returns a Limiter and a raw client on it.
@@ -45,7 +46,7 @@ func do(t testing.TB, c rueidis.Client, cmd rueidis.Completed) rueidis.RedisResu
 // shiftStamps moves every rule stamp of identity by d, in Redis and in the model (nil
 // model: Redis only), as if d had passed (d > 0) or the state came from a clock d ahead
 // (d < 0). The key's expiry moves later by the skew so it cannot expire early.
-func shiftStamps(t testing.TB, c rueidis.Client, model *bucket.Model, identity string, rules []bucket.Rule, d time.Duration) {
+func shiftStamps(t testing.TB, c rueidis.Client, model *bucket.Model, identity string, rules []bucketgate.Rule, d time.Duration) {
 	t.Helper()
 	key := bucket.Key(identity)
 	for _, r := range rules {
@@ -69,7 +70,7 @@ func shiftStamps(t testing.TB, c rueidis.Client, model *bucket.Model, identity s
 
 func TestFreePlanScenarioRealRedis(t *testing.T) {
 	l, c := real(t)
-	q := bucket.Request{Identity: "tenant-1", Rules: free, Cost: 1}
+	q := bucketgate.Request{Identity: "tenant-1", Rules: free, Cost: 1}
 	expectRun(t, l, q, 10, true)
 	expectRun(t, l, q, 1, false)
 	shiftStamps(t, c, nil, q.Identity, free, 5*time.Second)
@@ -95,7 +96,7 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 2026))
 	rates := []float64{0.01, 0.5, 1, 3.7, 50, 1000, 1000.0 / 86400, 1e6}
-	pool := make([]bucket.Rule, 7)
+	pool := make([]bucketgate.Rule, 7)
 	for i := range pool {
 		// The last two rules are shadow: requests mix them with enforced rules, or carry
 		// shadow rules alone. They and the first two are slow enough to run dry, so that
@@ -106,8 +107,8 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 		if shadow || i < 2 {
 			rate = rates[rng.IntN(3)]
 		}
-		capacity := min(int64(1+rng.IntN(30)), int64(rate*bucket.MaxFillTime.Seconds()))
-		pool[i] = bucket.Rule{Name: fmt.Sprintf("r%d", i), Capacity: capacity, RefillPerSecond: rate, Shadow: shadow}
+		capacity := min(int64(1+rng.IntN(30)), int64(rate*bucketgate.MaxFillTime.Seconds()))
+		pool[i] = bucketgate.Rule{Name: fmt.Sprintf("r%d", i), Capacity: capacity, RefillPerSecond: rate, Shadow: shadow}
 	}
 	ids := append([]string(nil), hostile[:8]...)
 	for i := range extra {
@@ -143,7 +144,7 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 			}
 			counts[string(got.Reason)]++
 			switch {
-			case q.Op != bucket.OpCheck:
+			case q.Op != bucketgate.OpCheck:
 				counts[q.Op.String()]++
 			case q.Cost == 0:
 				counts["peek"]++
@@ -171,14 +172,20 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 
 // randomRequest draws 1 to 3 distinct rules and an operation: a check of cost 0 (a
 // peek), 1, a random cost or the smallest capacity; a refund of 1 to the smallest
-// capacity; or a reset.
-func randomRequest(rng *rand.Rand, id string, pool []bucket.Rule) bucket.Request {
+// capacity; or a reset. One rule in four comes as another plan has it (otherPlan): the
+// same bucket under a smaller capacity and a faster rate, so that checks, refunds and
+// peeks meet buckets another plan left above their capacity.
+func randomRequest(rng *rand.Rand, id string, pool []bucketgate.Rule) bucketgate.Request {
 	perm := rng.Perm(len(pool))[:1+rng.IntN(3)]
-	q := bucket.Request{Identity: id}
-	smallest := int64(bucket.MaxCapacity)
+	q := bucketgate.Request{Identity: id}
+	smallest := int64(bucketgate.MaxCapacity)
 	for _, i := range perm {
-		q.Rules = append(q.Rules, pool[i])
-		smallest = min(smallest, pool[i].Capacity)
+		r := pool[i]
+		if rng.IntN(4) == 0 {
+			r = otherPlan(r)
+		}
+		q.Rules = append(q.Rules, r)
+		smallest = min(smallest, r.Capacity)
 	}
 	switch rng.IntN(20) {
 	case 0, 1, 2, 3:
@@ -188,18 +195,26 @@ func randomRequest(rng *rand.Rand, id string, pool []bucket.Rule) bucket.Request
 	case 8, 9, 10, 11:
 		q.Cost = rng.Int64N(smallest + 1)
 	case 12, 13:
-		q.Op, q.Cost = bucket.OpRefund, 1+rng.Int64N(smallest)
+		q.Op, q.Cost = bucketgate.OpRefund, 1+rng.Int64N(smallest)
 	case 14:
-		q.Op = bucket.OpReset
+		q.Op = bucketgate.OpReset
 	default:
 		q.Cost = 1
 	}
 	return q
 }
 
+// otherPlan returns r as another plan has it: the same name (the same bucket), a third
+// of its capacity (at least 1) and twice its rate (at most bucketgate.MaxRefillPerSecond).
+func otherPlan(r bucketgate.Rule) bucketgate.Rule {
+	r.Capacity = max(1, r.Capacity/3)
+	r.RefillPerSecond = min(2*r.RefillPerSecond, bucketgate.MaxRefillPerSecond)
+	return r
+}
+
 // compareState checks that Redis holds exactly the model's state for identity, and,
 // with expiry, that the key expires when the model says.
-func compareState(t *testing.T, c rueidis.Client, model *bucket.Model, id string, rules []bucket.Rule, expiry bool) {
+func compareState(t *testing.T, c rueidis.Client, model *bucket.Model, id string, rules []bucketgate.Rule, expiry bool) {
 	t.Helper()
 	fields, err := c.Do(context.Background(), c.B().Hgetall().Key(bucket.Key(id)).Build()).AsStrMap()
 	if err != nil {
@@ -243,12 +258,12 @@ func compareExpiry(t *testing.T, c rueidis.Client, model *bucket.Model, id strin
 // when every bucket is full again plus the margin; peeks and denials leave it alone.
 func TestKeyShapeAndExpiry(t *testing.T) {
 	l, c := real(t)
-	daily := bucket.Rule{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}
-	rules := []bucket.Rule{free[0], daily}
+	daily := bucketgate.Rule{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}
+	rules := []bucketgate.Rule{free[0], daily}
 	model := bucket.NewModel()
 	key := bucket.Key("tenant-9")
 
-	peek := decide(t, l, bucket.Request{Identity: "tenant-9", Rules: rules, Cost: 0})
+	peek := decide(t, l, bucketgate.Request{Identity: "tenant-9", Rules: rules, Cost: 0})
 	if n := do(t, c, c.B().Exists().Key(key).Build()); mustInt(t, n) != 0 {
 		t.Fatal("a peek created the key")
 	}
@@ -256,7 +271,7 @@ func TestKeyShapeAndExpiry(t *testing.T) {
 		t.Errorf("peek: %+v", peek)
 	}
 
-	q := bucket.Request{Identity: "tenant-9", Rules: rules, Cost: 3}
+	q := bucketgate.Request{Identity: "tenant-9", Rules: rules, Cost: 3}
 	d := decide(t, l, q)
 	model.Decide(d.At, q)
 	fields, err := c.Do(context.Background(), c.B().Hgetall().Key(key).Build()).AsStrMap()
@@ -284,26 +299,26 @@ func TestKeyShapeAndExpiry(t *testing.T) {
 	}
 
 	// A denial writes nothing, so the expiry stays.
-	expectRun(t, l, bucket.Request{Identity: "tenant-9", Rules: rules, Cost: 8}, 1, false)
+	expectRun(t, l, bucketgate.Request{Identity: "tenant-9", Rules: rules, Cost: 8}, 1, false)
 	if again := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build())); again != expiry {
 		t.Errorf("denial moved expiry %d -> %d", expiry, again)
 	}
 	// A call with only the short rule must not shorten the life of the daily bucket.
 	shiftStamps(t, c, nil, "tenant-9", free, time.Hour)
-	expectRun(t, l, bucket.Request{Identity: "tenant-9", Rules: free, Cost: 1}, 1, true)
+	expectRun(t, l, bucketgate.Request{Identity: "tenant-9", Rules: free, Cost: 1}, 1, true)
 	if again := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build())); again < expiry {
 		t.Errorf("a burst-only call shortened expiry %d -> %d", expiry, again)
 	}
 	// A rule new to the key (the script tries NX first on a fresh rule set) neither
 	// shortens its life nor fails to lengthen it.
 	expiry = mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build()))
-	minute := bucket.Rule{Name: "minute", Capacity: 5, RefillPerSecond: 1}
-	expectRun(t, l, bucket.Request{Identity: "tenant-9", Rules: []bucket.Rule{minute}, Cost: 1}, 1, true)
+	minute := bucketgate.Rule{Name: "minute", Capacity: 5, RefillPerSecond: 1}
+	expectRun(t, l, bucketgate.Request{Identity: "tenant-9", Rules: []bucketgate.Rule{minute}, Cost: 1}, 1, true)
 	if again := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build())); again != expiry {
 		t.Errorf("a new short rule moved expiry %d -> %d", expiry, again)
 	}
-	month := bucket.Rule{Name: "month", Capacity: 10, RefillPerSecond: 10.0 / (30 * 86400)}
-	m := expectRun(t, l, bucket.Request{Identity: "tenant-9", Rules: []bucket.Rule{month}, Cost: 1}, 1, true)
+	month := bucketgate.Rule{Name: "month", Capacity: 10, RefillPerSecond: 10.0 / (30 * 86400)}
+	m := expectRun(t, l, bucketgate.Request{Identity: "tenant-9", Rules: []bucketgate.Rule{month}, Cost: 1}, 1, true)
 	want := m.At.Add(m.ResetAfter + bucket.ExpiryMargin)
 	if again := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build())); again <= expiry || again > want.UnixMilli()+1 {
 		t.Errorf("a new long rule: expiry %d -> %d, want about %d", expiry, again, want.UnixMilli())
@@ -324,9 +339,9 @@ func mustInt(t testing.TB, r rueidis.RedisResult) int64 {
 func TestHostileIdentities(t *testing.T) {
 	l, c := real(t)
 	for i, id := range hostile {
-		expectRun(t, l, bucket.Request{Identity: id, Rules: free, Cost: 10}, 1, true)
+		expectRun(t, l, bucketgate.Request{Identity: id, Rules: free, Cost: 10}, 1, true)
 		for _, other := range hostile[i+1:] {
-			if d := decide(t, l, bucket.Request{Identity: other, Rules: free, Cost: 0}); d.Remaining != 10 {
+			if d := decide(t, l, bucketgate.Request{Identity: other, Rules: free, Cost: 0}); d.Remaining != 10 {
 				t.Fatalf("draining %q took from %q: %+v", id, other, d)
 			}
 		}
@@ -354,8 +369,8 @@ func TestConcurrentAdmission(t *testing.T) {
 	)
 	srv := redistest.Start(t)
 	clients := []rueidis.Client{redistest.Client(t, srv.Addr), redistest.Client(t, srv.Addr)}
-	rule := bucket.Rule{Name: "hot", Capacity: 50, RefillPerSecond: 200}
-	q := bucket.Request{Identity: "hot", Rules: []bucket.Rule{rule}, Cost: 1}
+	rule := bucketgate.Rule{Name: "hot", Capacity: 50, RefillPerSecond: 200}
+	q := bucketgate.Request{Identity: "hot", Rules: []bucketgate.Rule{rule}, Cost: 1}
 	start := redisTime(t, clients[0])
 	var admitted, denied atomic.Int64
 	var wg sync.WaitGroup
@@ -419,8 +434,8 @@ func BenchmarkDecideRealRedis(b *testing.B) {
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
 			l, _ := real(b)
-			rules := []bucket.Rule{{Name: "burst", Capacity: 1_000_000, RefillPerSecond: 1e6}, {Name: "daily", Capacity: 1_000_000, RefillPerSecond: 1e3}}[:n]
-			q := bucket.Request{Identity: "bench", Rules: rules, Cost: 1}
+			rules := []bucketgate.Rule{{Name: "burst", Capacity: 1_000_000, RefillPerSecond: 1e6}, {Name: "daily", Capacity: 1_000_000, RefillPerSecond: 1e3}}[:n]
+			q := bucketgate.Request{Identity: "bench", Rules: rules, Cost: 1}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -476,5 +491,23 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 				t.Fatalf("%d keys written", n)
 			}
 		})
+	}
+}
+
+// BenchmarkDecideBatchRealRedis decides a batch of 100 checks, each of its own identity,
+// in one round trip to a real server.
+func BenchmarkDecideBatchRealRedis(b *testing.B) {
+	l, _ := real(b)
+	rules := []bucketgate.Rule{{Name: "burst", Capacity: 1_000_000, RefillPerSecond: 1e6}}
+	qs := make([]bucketgate.Request, 100)
+	for i := range qs {
+		qs[i] = bucketgate.Request{Identity: fmt.Sprintf("bench-%d", i), Rules: rules, Cost: 1}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, errs := l.DecideBatch(ctx, qs); errs[0] != nil {
+			b.Fatal(errs[0])
+		}
 	}
 }

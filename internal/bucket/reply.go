@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
@@ -37,10 +38,10 @@ func flag(flags int64, shift, bits int) int64 { return flags >> shift & (1<<bits
 
 // decodeReply turns the script's integers into a Decision for q, checking every value
 // against what the script can return for q.
-func decodeReply(vals replyVals, q Request) (Decision, error) {
+func decodeReply(vals replyVals, q bucketgate.Request) (bucketgate.Decision, error) {
 	flags := vals[lua.ReplyFlags]
 	if flags < 0 {
-		return Decision{}, fmt.Errorf("%w: flags %d below zero", ErrBadReply, flags)
+		return bucketgate.Decision{}, fmt.Errorf("%w: flags %d below zero", ErrBadReply, flags)
 	}
 	allowed := flag(flags, lua.FlagsAllowedShift, lua.FlagsAllowedBits)
 	binding := flag(flags, lua.FlagsBindingShift, lua.FlagsBindingBits)
@@ -49,7 +50,7 @@ func decodeReply(vals replyVals, q Request) (Decision, error) {
 	remaining := flags >> lua.FlagsRemainingShift
 	wait, reset, now := vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow]
 	n := int64(len(q.Rules))
-	maxWait := MaxFillTime.Milliseconds() + 1
+	maxWait := bucketgate.MaxFillTime.Milliseconds() + 1
 	enforced := func(r int64) bool { return r >= 1 && r <= n && !q.Rules[r-1].Shadow }
 	var shadow int64 // the shadow rules of q, as the script's bit set
 	for i, r := range q.Rules {
@@ -58,22 +59,22 @@ func decodeReply(vals replyVals, q Request) (Decision, error) {
 		}
 	}
 	switch {
-	case q.Op != OpCheck && allowed != 1:
-		return Decision{}, fmt.Errorf("%w: allowed is %d for a %v", ErrBadReply, allowed, q.Op)
+	case q.Op != bucketgate.OpCheck && allowed != 1:
+		return bucketgate.Decision{}, fmt.Errorf("%w: allowed is %d for a %v", ErrBadReply, allowed, q.Op)
 	case binding == 0 && shadow != 1<<n-1, binding != 0 && !enforced(binding):
-		return Decision{}, fmt.Errorf("%w: binding rule %d, want an enforced rule from 1 to %d", ErrBadReply, binding, n)
+		return bucketgate.Decision{}, fmt.Errorf("%w: binding rule %d, want an enforced rule from 1 to %d", ErrBadReply, binding, n)
 	case binding != 0 && remaining > q.Rules[binding-1].Capacity || binding == 0 && remaining != 0:
-		return Decision{}, fmt.Errorf("%w: remaining %d out of range", ErrBadReply, remaining)
-	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0, q.Op != OpCheck && wait != 0:
-		return Decision{}, fmt.Errorf("%w: wait %d ms with allowed %d for a %v", ErrBadReply, wait, allowed, q.Op)
+		return bucketgate.Decision{}, fmt.Errorf("%w: remaining %d out of range", ErrBadReply, remaining)
+	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0, q.Op != bucketgate.OpCheck && wait != 0:
+		return bucketgate.Decision{}, fmt.Errorf("%w: wait %d ms with allowed %d for a %v", ErrBadReply, wait, allowed, q.Op)
 	case (wait == 0) != (waitRule == 0), waitRule != 0 && !enforced(waitRule), allowed == 0 && waitRule != binding:
-		return Decision{}, fmt.Errorf("%w: wait rule %d with wait %d ms, binding rule %d and allowed %d", ErrBadReply, waitRule, wait, binding, allowed)
-	case reset < 0 || reset > maxWait, q.Op == OpReset && reset != 0:
-		return Decision{}, fmt.Errorf("%w: reset after %d ms out of range", ErrBadReply, reset)
+		return bucketgate.Decision{}, fmt.Errorf("%w: wait rule %d with wait %d ms, binding rule %d and allowed %d", ErrBadReply, waitRule, wait, binding, allowed)
+	case reset < 0 || reset > maxWait, q.Op == bucketgate.OpReset && reset != 0:
+		return bucketgate.Decision{}, fmt.Errorf("%w: reset after %d ms out of range", ErrBadReply, reset)
 	case now <= 0:
-		return Decision{}, fmt.Errorf("%w: server time %d", ErrBadReply, now)
-	case denials&^shadow != 0, denials != 0 && (allowed == 0 || q.Op != OpCheck || q.Cost == 0):
-		return Decision{}, fmt.Errorf("%w: shadow denials %b for shadow rules %b, allowed %d", ErrBadReply, denials, shadow, allowed)
+		return bucketgate.Decision{}, fmt.Errorf("%w: server time %d", ErrBadReply, now)
+	case denials&^shadow != 0, denials != 0 && (allowed == 0 || q.Op != bucketgate.OpCheck || q.Cost == 0):
+		return bucketgate.Decision{}, fmt.Errorf("%w: shadow denials %b for shadow rules %b, allowed %d", ErrBadReply, denials, shadow, allowed)
 	}
-	return newDecision(q, allowed == 1, int(binding-1), remaining, wait, reset, now, int(waitRule-1), RuleSet(denials)), nil
+	return newDecision(q, allowed == 1, int(binding-1), remaining, wait, reset, now, int(waitRule-1), bucketgate.RuleSet(denials)), nil
 }

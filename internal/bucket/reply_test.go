@@ -10,10 +10,11 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/mock"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
-var twoRules = Request{Identity: "id", Cost: 1, Rules: []Rule{
+var twoRules = bucketgate.Request{Identity: "id", Cost: 1, Rules: []bucketgate.Rule{
 	{Name: "burst", Capacity: 10, RefillPerSecond: 1},
 	{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400},
 }}
@@ -24,26 +25,26 @@ func TestDecodeReply(t *testing.T) {
 	tests := []struct {
 		name string
 		vals replyVals
-		want Decision
+		want bucketgate.Decision
 		err  string
 	}{
 		{"allowed", reply(1, 1, 9, 0, 1000, nowUS, 0),
-			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 9, ResetAfter: time.Second, At: time.UnixMicro(nowUS)}, ""},
+			bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: "burst", Limit: 10, Remaining: 9, ResetAfter: time.Second, At: time.UnixMicro(nowUS)}, ""},
 		{"allowed, the second rule then short", reply(1, 1, 0, 86, 86_400_000, nowUS, 2),
-			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS), wait: 86 * time.Millisecond, waitRule: "daily", waitLimit: 1000}, ""},
+			bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: "burst", Limit: 10, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS), Shortfall: bucketgate.Shortfall{Wait: 86 * time.Millisecond, Rule: "daily", Limit: 1000}}, ""},
 		{"limited by the second rule", reply(0, 2, 0, 86400, 86_400_000, nowUS, 2),
-			Decision{Reason: ReasonLimited, Rule: "daily", Limit: 1000, RetryAfter: 86400 * time.Millisecond, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS)}, ""},
-		{"flags below zero", replyVals{-1, 0, 0, nowUS}, Decision{}, "flags -1"},
-		{"binding zero", reply(1, 0, 0, 0, 0, nowUS, 0), Decision{}, "binding rule 0"},
-		{"binding past the rules", reply(1, 3, 0, 0, 0, nowUS, 0), Decision{}, "binding rule 3"},
-		{"negative wait", reply(1, 1, 0, -5, 0, nowUS, 1), Decision{}, "wait -5 ms with allowed 1"},
-		{"denied without a wait", reply(0, 1, 0, 0, 0, nowUS, 0), Decision{}, "wait 0 ms with allowed 0"},
-		{"wait without its rule", reply(1, 1, 0, 5, 0, nowUS, 0), Decision{}, "wait rule 0 with wait 5 ms"},
-		{"wait rule without a wait", reply(1, 1, 0, 0, 0, nowUS, 1), Decision{}, "wait rule 1 with wait 0 ms"},
-		{"wait rule past the rules", reply(1, 1, 0, 5, 0, nowUS, 3), Decision{}, "wait rule 3"},
-		{"denial waiting for another rule", reply(0, 1, 0, 5, 0, nowUS, 2), Decision{}, "wait rule 2 with wait 5 ms, binding rule 1"},
-		{"endless reset", reply(1, 1, 0, 0, 1<<60, nowUS, 0), Decision{}, "reset after"},
-		{"no server time", reply(1, 1, 0, 0, 0, 0, 0), Decision{}, "server time 0"},
+			bucketgate.Decision{Reason: bucketgate.ReasonLimited, Rule: "daily", Limit: 1000, RetryAfter: 86400 * time.Millisecond, ResetAfter: 86400 * time.Second, At: time.UnixMicro(nowUS)}, ""},
+		{"flags below zero", replyVals{-1, 0, 0, nowUS}, bucketgate.Decision{}, "flags -1"},
+		{"binding zero", reply(1, 0, 0, 0, 0, nowUS, 0), bucketgate.Decision{}, "binding rule 0"},
+		{"binding past the rules", reply(1, 3, 0, 0, 0, nowUS, 0), bucketgate.Decision{}, "binding rule 3"},
+		{"negative wait", reply(1, 1, 0, -5, 0, nowUS, 1), bucketgate.Decision{}, "wait -5 ms with allowed 1"},
+		{"denied without a wait", reply(0, 1, 0, 0, 0, nowUS, 0), bucketgate.Decision{}, "wait 0 ms with allowed 0"},
+		{"wait without its rule", reply(1, 1, 0, 5, 0, nowUS, 0), bucketgate.Decision{}, "wait rule 0 with wait 5 ms"},
+		{"wait rule without a wait", reply(1, 1, 0, 0, 0, nowUS, 1), bucketgate.Decision{}, "wait rule 1 with wait 0 ms"},
+		{"wait rule past the rules", reply(1, 1, 0, 5, 0, nowUS, 3), bucketgate.Decision{}, "wait rule 3"},
+		{"denial waiting for another rule", reply(0, 1, 0, 5, 0, nowUS, 2), bucketgate.Decision{}, "wait rule 2 with wait 5 ms, binding rule 1"},
+		{"endless reset", reply(1, 1, 0, 0, 1<<60, nowUS, 0), bucketgate.Decision{}, "reset after"},
+		{"no server time", reply(1, 1, 0, 0, 0, 0, 0), bucketgate.Decision{}, "server time 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,7 +69,7 @@ func reply(allowed, binding, remaining, wait, reset, now, waitRule int64, denial
 }
 
 // checkDecode decodes vals for q and compares the outcome with want or the error err.
-func checkDecode(t *testing.T, q Request, vals replyVals, want Decision, err string) {
+func checkDecode(t *testing.T, q bucketgate.Request, vals replyVals, want bucketgate.Decision, err string) {
 	t.Helper()
 	got, gotErr := decodeReply(vals, q)
 	if err != "" {
@@ -86,39 +87,39 @@ func checkDecode(t *testing.T, q Request, vals replyVals, want Decision, err str
 // can answer for them.
 func TestDecodeReplyOperations(t *testing.T) {
 	shadowDaily := twoRules
-	shadowDaily.Rules = []Rule{twoRules.Rules[0], twoRules.Rules[1]}
+	shadowDaily.Rules = []bucketgate.Rule{twoRules.Rules[0], twoRules.Rules[1]}
 	shadowDaily.Rules[1].Shadow = true
 	allShadow := shadowDaily
-	allShadow.Rules = []Rule{shadowDaily.Rules[1]}
+	allShadow.Rules = []bucketgate.Rule{shadowDaily.Rules[1]}
 	refund, reset := twoRules, twoRules
-	refund.Op, reset.Op, reset.Cost = OpRefund, OpReset, 0
+	refund.Op, reset.Op, reset.Cost = bucketgate.OpRefund, bucketgate.OpReset, 0
 	at := time.UnixMicro(nowUS)
 	tests := []struct {
 		name string
-		q    Request
+		q    bucketgate.Request
 		vals replyVals
-		want Decision
+		want bucketgate.Decision
 		err  string
 	}{
 		{"shadow denial", shadowDaily, reply(1, 1, 9, 0, 1000, nowUS, 0, 2),
-			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 9, ResetAfter: time.Second, At: at, ShadowLimited: 2}, ""},
+			bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: "burst", Limit: 10, Remaining: 9, ResetAfter: time.Second, At: at, ShadowLimited: 2}, ""},
 		{"only shadow rules", allShadow, reply(1, 0, 0, 0, 0, nowUS, 0, 1),
-			Decision{Allowed: true, Reason: ReasonOK, At: at, ShadowLimited: 1}, ""},
+			bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, At: at, ShadowLimited: 1}, ""},
 		{"refund", refund, reply(1, 1, 10, 0, 0, nowUS, 0),
-			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 10, At: at}, ""},
+			bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: "burst", Limit: 10, Remaining: 10, At: at}, ""},
 		{"reset", reset, reply(1, 1, 10, 0, 0, nowUS, 0),
-			Decision{Allowed: true, Reason: ReasonOK, Rule: "burst", Limit: 10, Remaining: 10, At: at}, ""},
-		{"binding a shadow rule", shadowDaily, reply(1, 2, 9, 0, 1000, nowUS, 0, 0), Decision{}, "binding rule 2"},
-		{"no binding rule with an enforced one", shadowDaily, reply(1, 0, 0, 0, 0, nowUS, 0, 0), Decision{}, "binding rule 0"},
-		{"remaining above the binding capacity", twoRules, reply(1, 1, 11, 0, 0, nowUS, 0), Decision{}, "remaining 11"},
-		{"remaining without a binding rule", allShadow, reply(1, 0, 3, 0, 0, nowUS, 0, 0), Decision{}, "remaining 3"},
-		{"waiting for a shadow rule", shadowDaily, reply(1, 1, 0, 5, 1000, nowUS, 2, 0), Decision{}, "wait rule 2"},
-		{"an enforced rule as a shadow denial", shadowDaily, reply(1, 1, 9, 0, 1000, nowUS, 0, 1), Decision{}, "shadow denials 1"},
-		{"a shadow denial of a denied check", shadowDaily, reply(0, 1, 0, 5, 1000, nowUS, 1, 2), Decision{}, "shadow denials 10"},
-		{"a shadow denial of a refund", func() Request { q := shadowDaily; q.Op = OpRefund; return q }(), reply(1, 1, 9, 0, 1000, nowUS, 0, 2), Decision{}, "shadow denials 10"},
-		{"a denied refund", refund, reply(0, 1, 0, 5, 1000, nowUS, 1), Decision{}, "allowed is 0 for a refund"},
-		{"a refund with a wait", refund, reply(1, 1, 0, 5, 1000, nowUS, 1), Decision{}, "wait 5 ms with allowed 1 for a refund"},
-		{"a reset not full", reset, reply(1, 1, 5, 0, 5000, nowUS, 0), Decision{}, "reset after 5000 ms"},
+			bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: "burst", Limit: 10, Remaining: 10, At: at}, ""},
+		{"binding a shadow rule", shadowDaily, reply(1, 2, 9, 0, 1000, nowUS, 0, 0), bucketgate.Decision{}, "binding rule 2"},
+		{"no binding rule with an enforced one", shadowDaily, reply(1, 0, 0, 0, 0, nowUS, 0, 0), bucketgate.Decision{}, "binding rule 0"},
+		{"remaining above the binding capacity", twoRules, reply(1, 1, 11, 0, 0, nowUS, 0), bucketgate.Decision{}, "remaining 11"},
+		{"remaining without a binding rule", allShadow, reply(1, 0, 3, 0, 0, nowUS, 0, 0), bucketgate.Decision{}, "remaining 3"},
+		{"waiting for a shadow rule", shadowDaily, reply(1, 1, 0, 5, 1000, nowUS, 2, 0), bucketgate.Decision{}, "wait rule 2"},
+		{"an enforced rule as a shadow denial", shadowDaily, reply(1, 1, 9, 0, 1000, nowUS, 0, 1), bucketgate.Decision{}, "shadow denials 1"},
+		{"a shadow denial of a denied check", shadowDaily, reply(0, 1, 0, 5, 1000, nowUS, 1, 2), bucketgate.Decision{}, "shadow denials 10"},
+		{"a shadow denial of a refund", func() bucketgate.Request { q := shadowDaily; q.Op = bucketgate.OpRefund; return q }(), reply(1, 1, 9, 0, 1000, nowUS, 0, 2), bucketgate.Decision{}, "shadow denials 10"},
+		{"a denied refund", refund, reply(0, 1, 0, 5, 1000, nowUS, 1), bucketgate.Decision{}, "allowed is 0 for a refund"},
+		{"a refund with a wait", refund, reply(1, 1, 0, 5, 1000, nowUS, 1), bucketgate.Decision{}, "wait 5 ms with allowed 1 for a refund"},
+		{"a reset not full", reset, reply(1, 1, 5, 0, 5000, nowUS, 0), bucketgate.Decision{}, "reset after 5000 ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,8 +178,8 @@ func FuzzDecodeReply(f *testing.F) {
 		// refund, reset) and which rules are shadow (2 bits).
 		q := twoRules
 		q.Rules = slices.Clone(q.Rules[:int(shape)%3])
-		q.Op = Op(shape / 3 % 3)
-		if q.Op == OpReset {
+		q.Op = bucketgate.Op(shape / 3 % 3)
+		if q.Op == bucketgate.OpReset {
 			q.Cost = 0
 		}
 		for i := range q.Rules {
@@ -192,9 +193,9 @@ func FuzzDecodeReply(f *testing.F) {
 			}
 			return
 		}
-		binds := slices.ContainsFunc(q.Rules, func(r Rule) bool { return !r.Shadow })
+		binds := slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return !r.Shadow })
 		if d.Allowed != (d.RetryAfter == 0) || d.Remaining < 0 || (d.Rule != "") != binds || d.At.IsZero() ||
-			(d.wait == 0) != (d.waitRule == "") || !d.Allowed && d.waitRule != "" || q.Op != OpCheck && (!d.Allowed || d.wait != 0) {
+			(d.Shortfall.Wait == 0) != (d.Shortfall.Rule == "") || !d.Allowed && d.Shortfall.Rule != "" || q.Op != bucketgate.OpCheck && (!d.Allowed || d.Shortfall.Wait != 0) {
 			t.Fatalf("inconsistent decision %+v from %v for %+v", d, vals, q)
 		}
 		for i, r := range q.Rules {
@@ -245,13 +246,13 @@ func FuzzReplyInts(f *testing.F) {
 // TestFlagsHoldEveryRule: the packed reply has room for every rule of a request, and
 // for the largest remaining below 2^53 (exact in Lua's doubles).
 func TestFlagsHoldEveryRule(t *testing.T) {
-	if MaxRules >= 1<<lua.FlagsBindingBits || MaxRules >= 1<<lua.FlagsWaitRuleBits || MaxRules > lua.FlagsDenialsBits {
-		t.Errorf("MaxRules %d does not fit the reply's flags", MaxRules)
+	if bucketgate.MaxRules >= 1<<lua.FlagsBindingBits || bucketgate.MaxRules >= 1<<lua.FlagsWaitRuleBits || bucketgate.MaxRules > lua.FlagsDenialsBits {
+		t.Errorf("bucketgate.MaxRules %d does not fit the reply's flags", bucketgate.MaxRules)
 	}
 	if lua.FlagsDenialsShift+lua.FlagsDenialsBits != lua.FlagsRemainingShift || lua.FlagsBindingShift+lua.FlagsBindingBits != lua.FlagsWaitRuleShift {
 		t.Error("the flags' fields overlap or leave gaps")
 	}
-	if int64(MaxCapacity)<<lua.FlagsRemainingShift >= 1<<53 {
-		t.Errorf("remaining %d does not fit a double exactly once shifted by %d", MaxCapacity, lua.FlagsRemainingShift)
+	if int64(bucketgate.MaxCapacity)<<lua.FlagsRemainingShift >= 1<<53 {
+		t.Errorf("remaining %d does not fit a double exactly once shifted by %d", bucketgate.MaxCapacity, lua.FlagsRemainingShift)
 	}
 }

@@ -4,31 +4,33 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bucketgate/bucketgate"
 )
 
 func TestScriptCall(t *testing.T) {
-	long := strings.Repeat("{x}%", MaxIdentity/4)
+	long := strings.Repeat("{x}%", bucketgate.MaxIdentity/4)
 	tests := []struct {
 		name     string
-		q        Request
+		q        bucketgate.Request
 		wantKey  string
 		wantArgs []string
 	}{
 		{
 			name:     "one rule, cost 1: the operation left out",
-			q:        Request{Identity: "tenant-42", Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 1},
+			q:        bucketgate.Request{Identity: "tenant-42", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 1},
 			wantKey:  "bg:{tenant-42}",
 			wantArgs: []string{"burst:tokens", "burst:ts", "10", "1"},
 		},
 		{
 			name:     "cost 2",
-			q:        Request{Identity: "tenant-42", Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 2},
+			q:        bucketgate.Request{Identity: "tenant-42", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 2},
 			wantKey:  "bg:{tenant-42}",
 			wantArgs: []string{"2", "burst:tokens", "burst:ts", "10", "1"},
 		},
 		{
 			name: "chained rules, fractional rates, peek",
-			q: Request{Identity: "a{b}c%d", Cost: 0, Rules: []Rule{
+			q: bucketgate.Request{Identity: "a{b}c%d", Cost: 0, Rules: []bucketgate.Rule{
 				{Name: "burst", Capacity: 100, RefillPerSecond: 0.5},
 				{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400},
 			}},
@@ -37,19 +39,19 @@ func TestScriptCall(t *testing.T) {
 		},
 		{
 			name:     "refund of 1, shadow rule",
-			q:        Request{Identity: "t", Op: OpRefund, Cost: 1, Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}, {Name: "new", Capacity: 5, RefillPerSecond: 2, Shadow: true}}},
+			q:        bucketgate.Request{Identity: "t", Op: bucketgate.OpRefund, Cost: 1, Rules: []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}, {Name: "new", Capacity: 5, RefillPerSecond: 2, Shadow: true}}},
 			wantKey:  "bg:{t}",
 			wantArgs: []string{"-1", "burst:tokens", "burst:ts", "new:tokens", "new:ts", "10", "1", "-5", "2"},
 		},
 		{
 			name:     "reset",
-			q:        Request{Identity: "t", Op: OpReset, Rules: []Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}},
+			q:        bucketgate.Request{Identity: "t", Op: bucketgate.OpReset, Rules: []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}},
 			wantKey:  "bg:{t}",
 			wantArgs: []string{"reset", "burst:tokens", "burst:ts", "10", "1"},
 		},
 		{
 			name:     "identity longer than the stack buffer",
-			q:        Request{Identity: long, Rules: []Rule{{Name: "r", Capacity: MaxCapacity, RefillPerSecond: 1e9}}, Cost: MaxCapacity},
+			q:        bucketgate.Request{Identity: long, Rules: []bucketgate.Rule{{Name: "r", Capacity: bucketgate.MaxCapacity, RefillPerSecond: 1e9}}, Cost: bucketgate.MaxCapacity},
 			wantKey:  Key(long),
 			wantArgs: []string{"1000000000", "r:tokens", "r:ts", "1000000000", "1000000000"},
 		},

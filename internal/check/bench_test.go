@@ -16,13 +16,13 @@ func BenchmarkParse(b *testing.B) {
 		{"single", `{"key":"tenant-42","plan":"pro","cost":1}`},
 		{"batch of MaxBatch", full},
 	}
-	plans := config.Default()
+	plans, sources := config.Default(), testSources(b)
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			payload := []byte(c.payload)
 			for b.Loop() {
-				if _, _, err := parse(payload, plans); err != nil {
+				if _, _, err := parse(payload, plans, sources); err != nil {
 					b.Fatal(err)
 				}
 			}

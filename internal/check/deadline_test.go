@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,9 +15,12 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 )
 
 // TestBatchWithinTheInvocationDeadline: the deadline of a batch is the invocation's (the
@@ -137,5 +141,79 @@ func TestBatchWithinTheInvocationDeadline(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// deadlines is a stalled registry table: every read waits until its context ends, and
+// the deadline of each is kept.
+type deadlines struct {
+	*registrytest.Source
+
+	mu  sync.Mutex
+	got []time.Time
+}
+
+func (d *deadlines) Get(ctx context.Context, id string) (registry.Record, bool, error) {
+	at, ok := ctx.Deadline()
+	if !ok {
+		at = time.Time{}
+	}
+	d.mu.Lock()
+	d.got = append(d.got, at)
+	d.mu.Unlock()
+	return d.Source.Get(ctx, id)
+}
+
+// TestTenantLookupsWithinTheInvocationDeadline: with the table stalled, a batch of
+// MaxBatch tenants (read maxLookups at a time) is answered by the failure policy, every
+// registry read having ended the guard's margin before the invocation's deadline,
+// however long REGISTRY_TIMEOUT_MS is: the function answers, instead of "Task timed
+// out".
+func TestTenantLookupsWithinTheInvocationDeadline(t *testing.T) {
+	const returnWithin = 10 * time.Second // a loaded machine's slack: catches waiting, not slowness
+	_, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{Margin: guard.DefaultMargin})
+	src := &deadlines{Source: registrytest.New()}
+	src.Gate = make(chan struct{}) // never opens: the table stalls
+	f.h.Registry = registry.NewCache(src, f.h.Plans.(*config.Config), registry.Options{TTL: time.Minute, Size: 1000, Timeout: time.Hour, Margin: guard.DefaultMargin})
+	items := make([]string, checkapi.MaxBatch)
+	for i := range items {
+		items[i] = fmt.Sprintf(`{"key":"tenant-%d"}`, i)
+	}
+	deadline := time.Now().Add(300 * time.Millisecond)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	done := make(chan []byte, 1)
+	go func() {
+		out, err := lambda.NewHandler(f.h).Invoke(ctx, []byte(`{"checks":[`+strings.Join(items, ",")+`]}`))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	var out []byte
+	select {
+	case out = <-done:
+	case <-time.After(time.Until(deadline) + returnWithin):
+		t.Fatalf("no answer %v after the invocation's deadline", returnWithin)
+	}
+	var got checkapi.BatchResult
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Results) != len(items) {
+		t.Fatalf("%s (%v): want %d results", out, err, len(items))
+	}
+	for i, r := range got.Results {
+		if r.Reason != checkapi.ReasonUnavailable || r.Plan != "" {
+			t.Fatalf("results[%d] = %+v, want unavailable", i, r)
+		}
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.got) == 0 {
+		t.Fatal("no read")
+	}
+	for _, at := range src.got {
+		if at.IsZero() || at.After(deadline.Add(-guard.DefaultMargin)) {
+			t.Fatalf("a read's deadline %v: want no later than %v, the margin before the invocation's", at, deadline.Add(-guard.DefaultMargin))
+		}
 	}
 }

@@ -14,23 +14,24 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
 // Guard decides requests under the failure policy, one or a batch in one round trip;
 // *guard.Guard is one.
 type Guard interface {
-	Decide(ctx context.Context, q bucket.Request) (guard.Result, error)
-	DecideBatch(ctx context.Context, qs []bucket.Request) ([]guard.Result, error)
+	Decide(ctx context.Context, q bucketgate.Request) (guard.Result, error)
+	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]guard.Result, error)
 	// Fallback answers by the failure policy when the registry failed.
-	Fallback(q bucket.Request, f guard.Failure, err error) guard.Result
+	Fallback(q bucketgate.Request, f guard.Failure, err error) guard.Result
 }
 
-// Emitter writes the metrics of one invocation; *telemetry.Emitter is one.
-type Emitter interface {
+// Metrics writes the metrics of one invocation; *telemetry.Emitter is one.
+type Metrics interface {
 	Emit(at time.Time, inv *telemetry.Invocation) error
 }
 
@@ -42,10 +43,14 @@ type Handler struct {
 	Guard Guard
 	// Plans resolves plan names, and gives the default plan.
 	Plans Plans
-	// Registry says which plan a tenant is on, for checks with neither plan nor rules.
+	// Registry says which plan a tenant (or an API key, on the operator's path) is on,
+	// for checks with neither plan nor rules.
 	Registry Registry
+	// Identities groups IPv6 sources as the authorizer does: the operator's path takes
+	// an "ip:" identity only as the authorizer spells it (its header is not read).
+	Identities identity.Resolver
 	// Metrics gets one Emit per invocation that decided something.
-	Metrics Emitter
+	Metrics Metrics
 	// Log gets a debug line per decision (telemetry.LogDecision) and a warning per
 	// failure.
 	Log *slog.Logger
@@ -67,7 +72,7 @@ const MsgOperation = "bucket operation"
 // payload is a function error of type checkapi.ErrorTypeInvalidRequest naming the field
 // at fault; then nothing is decided, so nothing is written to Redis.
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	checks, batch, err := parse(payload, h.Plans)
+	checks, batch, err := parse(payload, h.Plans, h.Identities)
 	if err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
@@ -95,7 +100,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.logged), slog.String(telemetry.AttrPlan, c.plan),
 			slog.Int64(telemetry.AttrCost, c.req.Cost), slog.String(telemetry.AttrOp, c.req.Op.String())}
 		telemetry.LogDecision(ctx, h.Log, r, attrs...)
-		if c.explicit || c.req.Op == bucket.OpReset { // an operator's doing: kept at info
+		if c.explicit || c.req.Op == bucketgate.OpReset { // an operator's doing: kept at info
 			h.Log.LogAttrs(ctx, slog.LevelInfo, MsgOperation, append(attrs, slog.String(telemetry.AttrReason, string(r.Reason)))...)
 		}
 		metricRule := "" // a plan's rule names are the configuration's, few and known
@@ -116,7 +121,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // check the engine refused, in a batch by its index.
 func (h *Handler) decide(ctx context.Context, checks []check, batch bool) ([]guard.Result, error) {
 	results := make([]guard.Result, len(checks))
-	qs := make([]bucket.Request, 0, len(checks))
+	qs := make([]bucketgate.Request, 0, len(checks))
 	asked := make([]int, 0, len(checks)) // the index in checks of each request in qs
 	for i, c := range checks {
 		if c.lookupErr != nil {
@@ -149,7 +154,7 @@ func (h *Handler) decide(ctx context.Context, checks []check, batch bool) ([]gua
 func response(c check, r guard.Result) checkapi.Response {
 	return checkapi.Response{
 		Allowed:      r.Allowed,
-		Reason:       checkapi.Reason(r.Reason),
+		Reason:       r.Reason,
 		Limit:        r.Limit,
 		Remaining:    r.Remaining,
 		RetryAfterMS: r.RetryAfter.Milliseconds(),

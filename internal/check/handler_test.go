@@ -13,6 +13,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -167,7 +168,7 @@ func TestTelemetryAndLogs(t *testing.T) {
 	if n := strings.Count(logs, `"msg":"decision"`); n != 5 {
 		t.Errorf("%d decision log lines for 5 decisions:\n%s", n, logs)
 	}
-	if strings.Contains(logs, "tenant-42") || !strings.Contains(logs, config.KeyDigest("tenant-42")) {
+	if strings.Contains(logs, "tenant-42") || !strings.Contains(logs, bucketgate.KeyDigest("tenant-42")) {
 		t.Errorf("logs must carry the key's digest, never the key:\n%s", logs)
 	}
 }
@@ -179,9 +180,9 @@ type refusingGuard struct {
 	refuse int
 }
 
-func (d *refusingGuard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]guard.Result, error) {
+func (d *refusingGuard) DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]guard.Result, error) {
 	if d.refuse < len(qs) {
-		return nil, &guard.BatchError{Index: d.refuse, Err: fmt.Errorf("%w: redis refused the request: bucketgate: test", bucket.ErrInvalid)}
+		return nil, &guard.BatchError{Index: d.refuse, Err: fmt.Errorf("%w: redis refused the request: bucketgate: test", bucketgate.ErrInvalid)}
 	}
 	return d.Guard.DecideBatch(ctx, qs)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -52,14 +53,25 @@ func newFixture(t testing.TB, client rueidis.Client, cfg *config.Config, opts gu
 	}
 	f := &fixture{metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
 	f.h = &Handler{
-		Guard:    guard.New(bucket.New(client), opts),
-		Plans:    cfg,
-		Registry: registry.NewDocument(cfg),
-		Metrics:  telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, settings.DefaultStackName, testFunction),
-		Log:      slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:      func() time.Time { return testTime },
+		Guard:      guard.New(bucket.New(client), opts),
+		Plans:      cfg,
+		Registry:   registry.NewDocument(cfg),
+		Identities: testSources(t),
+		Metrics:    telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, settings.DefaultStackName, testFunction),
+		Log:        slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:        func() time.Time { return testTime },
 	}
 	return f
+}
+
+// testSources groups IPv6 sources by /64, as the authorizer does by default.
+func testSources(t testing.TB) identity.Resolver {
+	t.Helper()
+	r, err := identity.NewResolver(settings.DefaultAPIKeyHeader, settings.DefaultIPv6Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // startMiniredis returns a miniredis at testTime and a client of it.

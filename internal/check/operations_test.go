@@ -3,15 +3,22 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
@@ -62,7 +69,7 @@ func TestOperationsRealRedis(t *testing.T) {
 	}
 
 	// The operator's path: the authorizer's buckets of an API key, by its digest.
-	digest := config.KeyDigest("an-api-key")
+	digest := bucketgate.KeyDigest("an-api-key")
 	apiKey := `{"identity":"key:` + digest + `","plan":"free"`
 	if r := decodeResponse(t, f.invokeOK(t, []byte(apiKey+`,"cost":10}`))); !r.Allowed || r.Remaining != 0 || r.Plan != "free" {
 		t.Fatalf("spending the key's bucket: %+v", r)
@@ -107,7 +114,7 @@ func TestShadowRulesThroughTheHandler(t *testing.T) {
 		}
 	}
 	logs := f.logs.String()
-	if shadow != 1 || strings.Count(logs, telemetry.MsgShadowLimited) != 1 || !strings.Contains(logs, config.KeyDigest("tenant-42")) ||
+	if shadow != 1 || strings.Count(logs, telemetry.MsgShadowLimited) != 1 || !strings.Contains(logs, bucketgate.KeyDigest("tenant-42")) ||
 		!strings.Contains(logs, `"rule":"trial"`) || strings.Contains(logs, `"tenant-42"`) {
 		t.Fatalf("%d ShadowLimited lines in %v; logs:\n%s\nwant one, and one info line with the key's digest", shadow, lines, logs)
 	}
@@ -153,8 +160,8 @@ func TestOperatorIdentityPlans(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, cfg, guard.Options{})
 	tests := []struct{ identity, plan string }{
-		{"key:" + config.KeyDigest("bg-sample-pro-key"), "pro"},
-		{"key:" + config.KeyDigest("a key nobody registered"), "free"},
+		{"key:" + bucketgate.KeyDigest("bg-sample-pro-key"), "pro"},
+		{"key:" + bucketgate.KeyDigest("a key nobody registered"), "free"},
 		{"ip:203.0.113.10", "free"},
 		{"ip:2001:db8:1:2::/64", "free"},
 	}
@@ -163,5 +170,129 @@ func TestOperatorIdentityPlans(t *testing.T) {
 		if r.Plan != tc.plan || !r.Allowed {
 			t.Errorf("%s: %+v, want plan %s", tc.identity, r, tc.plan)
 		}
+	}
+}
+
+// withIPv6Prefix makes f's handler group IPv6 sources by bits, as an authorizer with
+// IPV6_PREFIX_LENGTH=bits does.
+func (f *fixture) withIPv6Prefix(t *testing.T, bits int) {
+	t.Helper()
+	r, err := identity.NewResolver(settings.DefaultAPIKeyHeader, bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h.Identities = r
+}
+
+// TestOperatorSourcesAsTheAuthorizerSpellsThem: an "ip:" identity is taken only as the
+// authorizer writes the source, under its IPv6 grouping (IPV6_PREFIX_LENGTH): any
+// other spelling would reach a bucket the authorizer never spends, so it is refused,
+// naming the spelling to use, and nothing is written.
+func TestOperatorSourcesAsTheAuthorizerSpellsThem(t *testing.T) {
+	tests := []struct {
+		bits     int
+		identity string
+		want     string // the error's text after the identity; "" for accepted
+	}{
+		{64, "ip:192.0.2.1", ""},
+		{64, "ip:2001:db8::/64", ""},
+		{64, "ip:unknown", ""},
+		{64, "ip:2001:db8::1", "want ip:2001:db8::/64, as the authorizer spells this source (it groups IPv6 sources by /64, IPV6_PREFIX_LENGTH)"},
+		{64, "ip:2001:db8::/48", "want an address or a /64 prefix: the authorizer groups IPv6 sources by /64 (IPV6_PREFIX_LENGTH), and a /48 holds many of its identities"},
+		{64, "ip:2001:db8::/96", "want ip:2001:db8::/64, as the authorizer spells this source"},
+		{64, "ip:192.0.2.0/24", "want ip:<address>: the authorizer counts IPv4 sources one by one"},
+		{64, "ip:::ffff:192.0.2.1", "want ip:192.0.2.1, as the authorizer spells this source"},
+		{64, "ip:fe80::1%eth0", "want ip:fe80::/64, as the authorizer spells this source"},
+		{48, "ip:2001:db8::/48", ""},
+		{48, "ip:2001:db8::/64", "want ip:2001:db8::/48, as the authorizer spells this source (it groups IPv6 sources by /48, IPV6_PREFIX_LENGTH)"},
+		{128, "ip:2001:db8::1", ""},
+		{128, "ip:2001:db8::/64", "want an address or a /128 prefix"},
+		{128, "ip:2001:db8::1/128", "want ip:2001:db8::1, as the authorizer spells this source"},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("/%d %s", tc.bits, tc.identity), func(t *testing.T) {
+			mr, client := startMiniredis(t)
+			f := newFixture(t, client, nil, guard.Options{})
+			f.withIPv6Prefix(t, tc.bits)
+			out, err := f.invoke([]byte(`{"identity":"` + tc.identity + `","op":"reset"}`))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if r := decodeResponse(t, out); r.Reason != checkapi.ReasonOK {
+					t.Fatalf("%+v", r)
+				}
+				return
+			}
+			ive := functionError(t, err)
+			if want := fmt.Sprintf("identity: %q: %s", tc.identity, tc.want); !strings.HasPrefix(ive.Message, want) {
+				t.Fatalf("error %q\nwant it to start %q", ive.Message, want)
+			}
+			if keys := mr.Keys(); len(keys) != 0 {
+				t.Fatalf("a refused identity wrote %v", keys)
+			}
+		})
+	}
+}
+
+// TestOperatorAddressesAreNoRegistryIdentities: only keys and tenants are in the
+// registry. An address named without plan or rules is on the default plan, whatever an
+// item written under its id says, with no read of the table: so with the table down,
+// its buckets are still shown, refunded and reset; a key's are not.
+func TestOperatorAddressesAreNoRegistryIdentities(t *testing.T) {
+	_, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	src := registrytest.New(registry.Record{ID: "ip:203.0.113.10", Plan: "enterprise"})
+	f.withRegistry(src)
+	if r := decodeResponse(t, f.invokeOK(t, []byte(`{"identity":"ip:203.0.113.10","cost":0}`))); r.Plan != "free" || r.Limit != 10 {
+		t.Fatalf("%+v: want the default plan, whatever the item under the address's id says", r)
+	}
+	src.Fail(errors.New("dynamodb: unreachable"))
+	for _, payload := range []string{
+		`{"identity":"ip:203.0.113.10","op":"reset"}`,
+		`{"identity":"ip:203.0.113.10","op":"refund","cost":2}`,
+		`{"identity":"ip:2001:db8::/64","cost":0}`,
+	} {
+		if r := decodeResponse(t, f.invokeOK(t, []byte(payload))); r.Reason != checkapi.ReasonOK || r.Plan != "free" {
+			t.Errorf("%s with the table down: %+v, want it done on the default plan", payload, r)
+		}
+	}
+	if src.Reads() != 0 {
+		t.Errorf("%d reads of the table for addresses, want none", src.Reads())
+	}
+	digest := "key:" + bucketgate.KeyDigest("some key")
+	if r := decodeResponse(t, f.invokeOK(t, []byte(`{"identity":"`+digest+`","op":"reset"}`))); r.Reason != checkapi.ReasonUnavailable {
+		t.Errorf("a key's reset with the table down: %+v, want unavailable", r)
+	}
+	if strings.Contains(f.metrics.String(), `"Result":"miss"`) {
+		t.Errorf("lookups counted for addresses: %s", f.metrics)
+	}
+}
+
+// TestOperatorTenantIdentity: the operator's path reaches a tenant's buckets as
+// "tenant:<key>" (the CLI's spelling), on its registry plan, logged at info like every
+// request on that path, the key as its digest only.
+func TestOperatorTenantIdentity(t *testing.T) {
+	_, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	f.withRegistry(registrytest.New(registry.Record{ID: "tenant:acme-secret-name", Plan: "pro"}))
+	f.invokeOK(t, []byte(`{"key":"acme-secret-name","cost":5}`))
+	for _, payload := range []string{
+		`{"identity":"tenant:acme-secret-name","cost":0}`,
+		`{"identity":"tenant:acme-secret-name","op":"refund","cost":2}`,
+	} {
+		if r := decodeResponse(t, f.invokeOK(t, []byte(payload))); r.Plan != "pro" || r.Limit != 100 {
+			t.Fatalf("%s: %+v, want the tenant's pro buckets", payload, r)
+		}
+	}
+	if r := decodeResponse(t, f.invokeOK(t, []byte(`{"key":"acme-secret-name","cost":0}`))); r.Remaining != 97 {
+		t.Fatalf("%+v: want the tenant's own bucket, 5 taken and 2 given back", r)
+	}
+	logs := f.logs.String()
+	if n := strings.Count(logs, `"msg":"`+MsgOperation+`"`); n != 2 || !strings.Contains(logs, `"identity":"tenant:`+bucketgate.KeyDigest("acme-secret-name")+`"`) {
+		t.Fatalf("%d info lines for 2 operator requests, or no digest:\n%s", n, logs)
+	}
+	if strings.Contains(logs, "acme-secret-name") {
+		t.Fatalf("a tenant's key in the logs:\n%s", logs)
 	}
 }

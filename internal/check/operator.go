@@ -3,8 +3,8 @@ package check
 import (
 	"fmt"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
 // MsgOperatorRefused is the message of the warning line for a payload that asks a
@@ -29,7 +29,7 @@ func (h *Handler) operatorOnly(checks []check, batch bool) error {
 		switch {
 		case c.explicit:
 			what = fmt.Sprintf("%s: the buckets of one of the authorizer's identities", field(path, fieldIdentity))
-		case c.req.Op == bucket.OpReset:
+		case c.req.Op == bucketgate.OpReset:
 			what = fmt.Sprintf("%s: %s", field(path, fieldOp), checkapi.OpReset)
 		default:
 			continue

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -20,7 +20,7 @@ const operatorFunction = "bucketgate-test-operator"
 // serves what services do: checks, peeks and refunds of their own keys. Without
 // OperatorFunction every operation is served (TestOperationsRealRedis).
 func TestServiceFacingRefusesOperatorOperations(t *testing.T) {
-	digest := config.KeyDigest("an-api-key")
+	digest := bucketgate.KeyDigest("an-api-key")
 	tenant := `{"key":"tenant-7","rules":[` + slowRule + `]`
 	tests := []struct {
 		name    string

@@ -37,9 +37,9 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	plans := config.Default()
+	plans, sources := config.Default(), testSources(f)
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		checks, batch, err := parse(payload, plans)
+		checks, batch, err := parse(payload, plans, sources)
 		if err != nil {
 			msg := err.Error()
 			if i := strings.Index(msg, ": "); i <= 0 {

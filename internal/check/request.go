@@ -1,20 +1,20 @@
 package check
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
 // identityPrefix namespaces the check function's keys in Redis and in the registry: key
 // "tenant-42" spends the buckets of identity "tenant:tenant-42" (Redis key
 // "bg:{tenant:tenant-42}"), apart from the authorizer's "key:" and "ip:" identities.
-const identityPrefix = string(identity.KindTenant) + ":"
+const identityPrefix = bucketgate.TenantPrefix
 
 // Member names of the payload.
 const (
@@ -35,9 +35,6 @@ var (
 	ruleFields    = []string{"name", "capacity", "refillPerSecond", "shadow"}
 )
 
-// ops are the operations of the payload's op, by name.
-var ops = map[checkapi.Op]bucket.Op{checkapi.OpCheck: bucket.OpCheck, checkapi.OpRefund: bucket.OpRefund, checkapi.OpReset: bucket.OpReset}
-
 // Plans finds the rules of a check that names no inline rules; *config.Config is one.
 type Plans interface {
 	// Plan returns the plan called name.
@@ -57,11 +54,12 @@ type check struct {
 	// inline reports a check that brought its own rules, whose names are the caller's.
 	inline bool
 	// req is what the engine decides.
-	req bucket.Request
+	req bucketgate.Request
 	// explicit reports a check that named an identity: the operator's path.
 	explicit bool
-	// tenant reports a check with neither plan nor rules: its identity's plan comes from
-	// the registry (resolveTenants), and until then req has no rules.
+	// tenant reports a check with neither plan nor rules for an identity the registry
+	// holds (a tenant, an API key): its plan comes from the registry (resolveTenants),
+	// and until then req has no rules.
 	tenant bool
 	// lookupErr is why the registry could not say who the identity is: the check is
 	// then answered by the failure policy.
@@ -69,15 +67,16 @@ type check struct {
 }
 
 // parse reads and validates a whole payload: one check, or a batch of them (batch
-// true). Its error names the field at fault; it decides nothing.
-func parse(payload []byte, plans Plans) (checks []check, batch bool, err error) {
+// true), with the plans and, for explicit identities, the authorizer's sources. Its
+// error names the field at fault; it decides nothing.
+func parse(payload []byte, plans Plans, sources identity.Resolver) (checks []check, batch bool, err error) {
 	top, err := members("", payload, payloadFields)
 	if err != nil {
 		return nil, false, err
 	}
 	raw, batch := top[fieldChecks]
 	if !batch {
-		c, err := parseCheck("", top, plans)
+		c, err := parseCheck("", top, plans, sources)
 		return []check{c}, false, err
 	}
 	for _, name := range checkFields {
@@ -99,7 +98,7 @@ func parse(payload []byte, plans Plans) (checks []check, batch bool, err error) 
 		if err != nil {
 			return nil, true, err
 		}
-		if checks[i], err = parseCheck(path, m, plans); err != nil {
+		if checks[i], err = parseCheck(path, m, plans, sources); err != nil {
 			return nil, true, err
 		}
 	}
@@ -107,24 +106,25 @@ func parse(payload []byte, plans Plans) (checks []check, batch bool, err error) 
 }
 
 // parseCheck validates the members m of the check at path.
-func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, error) {
+func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.Resolver) (check, error) {
 	var c check
 	switch {
 	case m[fieldIdentity] != nil && m[fieldKey] != nil:
 		return check{}, fmt.Errorf("%s: not with %s: give a key (the check function's own buckets) or an identity (the authorizer's), not both",
 			field(path, fieldIdentity), fieldKey)
 	case m[fieldIdentity] != nil:
-		id, err := parseIdentity(field(path, fieldIdentity), m[fieldIdentity])
+		id, logged, err := parseIdentity(field(path, fieldIdentity), m[fieldIdentity], sources)
 		if err != nil {
 			return check{}, err
 		}
-		c.logged, c.req.Identity, c.explicit = id, id, true
+		c.logged, c.req.Identity, c.explicit = logged, id, true
 	default:
 		key, err := parseKey(field(path, fieldKey), m[fieldKey])
 		if err != nil {
 			return check{}, err
 		}
-		c.logged, c.req.Identity = identityPrefix+config.KeyDigest(key), identityPrefix+key
+		c.req.Identity = identityPrefix + key
+		c.logged = bucketgate.LogForm(c.req.Identity)
 	}
 	op, err := parseOp(field(path, fieldOp), m[fieldOp])
 	if err != nil {
@@ -145,8 +145,11 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 			return check{}, err
 		}
 		c.inline = true
-	default:
+	case registry.Holds(c.req.Identity):
 		c.tenant = true // the registry's plan, checked against the cost in resolveTenants
+	default: // an address: no registry item may change its plan, the authorizer's default
+		p := plans.DefaultPlan()
+		c.plan, c.req.Rules = p.Name, p.Rules
 	}
 	if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], op, c.req.Rules); err != nil {
 		return check{}, err
@@ -160,11 +163,11 @@ func parseCheck(path string, m map[string]json.RawMessage, plans Plans) (check, 
 	return c, nil
 }
 
-func parseKey(path string, raw json.RawMessage) (string, error) {
+func parseKey(path string, raw []byte) (string, error) {
 	if raw == nil {
 		return "", fmt.Errorf("%s: missing: every check needs a key (or an identity)", path)
 	}
-	key, err := textValue(path, raw)
+	key, err := stringValue(path, raw)
 	switch {
 	case err != nil:
 		return "", err
@@ -177,22 +180,22 @@ func parseKey(path string, raw json.RawMessage) (string, error) {
 }
 
 // parseOp reads the operation at path; nil is a check.
-func parseOp(path string, raw json.RawMessage) (bucket.Op, error) {
+func parseOp(path string, raw []byte) (bucketgate.Op, error) {
 	if raw == nil {
-		return bucket.OpCheck, nil
+		return bucketgate.OpCheck, nil
 	}
 	name, err := stringValue(path, raw)
 	if err != nil {
 		return 0, err
 	}
-	op, ok := ops[checkapi.Op(name)]
-	if !ok {
-		return 0, fmt.Errorf("%s: unknown operation %q: want %s, %s or %s", path, name, checkapi.OpCheck, checkapi.OpRefund, checkapi.OpReset)
+	var op bucketgate.Op
+	if err := op.UnmarshalText([]byte(name)); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return op, nil
 }
 
-func parsePlan(path string, raw json.RawMessage, plans Plans) (*config.Plan, error) {
+func parsePlan(path string, raw []byte, plans Plans) (*config.Plan, error) {
 	name, err := stringValue(path, raw)
 	if err != nil {
 		return nil, err
@@ -206,15 +209,15 @@ func parsePlan(path string, raw json.RawMessage, plans Plans) (*config.Plan, err
 	return p, nil
 }
 
-func parseRules(path string, raw json.RawMessage) ([]bucket.Rule, error) {
+func parseRules(path string, raw []byte) ([]bucketgate.Rule, error) {
 	elems, err := arrayValue(path, raw)
 	if err != nil {
 		return nil, err
 	}
-	if len(elems) == 0 || len(elems) > bucket.MaxRules {
-		return nil, fmt.Errorf("%s: %d rules: want 1 to %d, or a plan", path, len(elems), bucket.MaxRules)
+	if len(elems) == 0 || len(elems) > bucketgate.MaxRules {
+		return nil, fmt.Errorf("%s: %d rules: want 1 to %d, or a plan", path, len(elems), bucketgate.MaxRules)
 	}
-	rules := make([]bucket.Rule, len(elems))
+	rules := make([]bucketgate.Rule, len(elems))
 	for i, elem := range elems {
 		if rules[i], err = parseRule(index(path, i), elem); err != nil {
 			return nil, err
@@ -228,17 +231,17 @@ func parseRules(path string, raw json.RawMessage) ([]bucket.Rule, error) {
 	return rules, nil
 }
 
-func parseRule(path string, raw json.RawMessage) (bucket.Rule, error) {
+func parseRule(path string, raw []byte) (bucketgate.Rule, error) {
 	m, err := members(path, raw, ruleFields)
 	if err != nil {
-		return bucket.Rule{}, err
+		return bucketgate.Rule{}, err
 	}
 	for _, name := range ruleFields[:3] { // shadow is optional
 		if m[name] == nil {
-			return bucket.Rule{}, fmt.Errorf("%s: missing", field(path, name))
+			return bucketgate.Rule{}, fmt.Errorf("%s: missing", field(path, name))
 		}
 	}
-	var r bucket.Rule
+	var r bucketgate.Rule
 	if r.Name, err = stringValue(field(path, "name"), m["name"]); err != nil {
 		return r, err
 	}
@@ -261,35 +264,35 @@ func parseRule(path string, raw json.RawMessage) (bucket.Rule, error) {
 
 // parseCost reads the cost at path for op (nil: the default) and checks that every rule
 // can hold it.
-func parseCost(path string, raw json.RawMessage, op bucket.Op, rules []bucket.Rule) (int64, error) {
+func parseCost(path string, raw []byte, op bucketgate.Op, rules []bucketgate.Rule) (int64, error) {
 	switch {
-	case op == bucket.OpReset && raw != nil:
+	case op == bucketgate.OpReset && raw != nil:
 		return 0, fmt.Errorf("%s: not with op %s: a reset makes every rule full, whatever it held", path, checkapi.OpReset)
-	case op == bucket.OpReset:
+	case op == bucketgate.OpReset:
 		return 0, nil
 	case raw == nil:
 		return checkapi.DefaultCost, fits(path, checkapi.DefaultCost, op, rules)
 	}
 	want := fmt.Sprintf("a whole number from 0 to %d (2^53)", int64(checkapi.MaxCost))
-	if op == bucket.OpRefund {
+	if op == bucketgate.OpRefund {
 		want = fmt.Sprintf("a whole number of tokens to give back, from 1 to %d (2^53)", int64(checkapi.MaxCost))
 	}
 	cost, err := wholeValue(path, raw, want)
 	if err != nil {
 		return 0, err
 	}
-	if cost < 0 || cost > checkapi.MaxCost || op == bucket.OpRefund && cost == 0 {
+	if cost < 0 || cost > checkapi.MaxCost || op == bucketgate.OpRefund && cost == 0 {
 		return 0, fmt.Errorf("%s: got %d, want %s", path, cost, want)
 	}
 	return cost, fits(path, cost, op, rules)
 }
 
 // fits reports a cost (at path) of op that a rule of rules can never hold.
-func fits(path string, cost int64, op bucket.Op, rules []bucket.Rule) error {
+func fits(path string, cost int64, op bucketgate.Op, rules []bucketgate.Rule) error {
 	for _, r := range rules {
 		switch {
 		case cost <= r.Capacity:
-		case op == bucket.OpRefund:
+		case op == bucketgate.OpRefund:
 			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: a refund gives back at most a rule's capacity", path, cost, r.Capacity, r.Name)
 		default:
 			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: it could never be allowed", path, cost, r.Capacity, r.Name)

@@ -22,10 +22,11 @@ const maxLookups = 16
 
 // resolveTenants gives every check that named neither a plan nor rules its tenant's
 // plan from the registry, or the default plan for a tenant the registry does not know
-// (never registered, revoked, expired, invalid). A check whose lookup failed gets the
-// default plan and keeps the error, to be answered by the failure policy. Its error
-// names a check whose cost its plan can never allow; then nothing is decided. The
-// lookups of a batch run concurrently, at most maxLookups at once.
+// (never registered, revoked, expired, invalid). A check whose lookup failed gets no
+// plan and no rules, and keeps the error, to be answered by the failure policy: its
+// plan is unknown, so neither is its cost checked nor its answer given a plan's name.
+// Its error names a check whose cost its plan can never allow; then nothing is
+// decided. The lookups of a batch run concurrently, at most maxLookups at once.
 func (h *Handler) resolveTenants(ctx context.Context, checks []check, batch bool, inv *telemetry.Invocation) error {
 	type answer struct {
 		e   registry.Entry
@@ -56,6 +57,7 @@ func (h *Handler) resolveTenants(ctx context.Context, checks []check, batch bool
 		}
 		if err != nil {
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, err) // the decision line's error: the key as its digest
+			continue
 		}
 		p := e.Plan
 		if p == nil {

@@ -2,14 +2,15 @@ package check
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -29,7 +30,7 @@ func TestTenantPlanFromTheRegistry(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
 	src := registrytest.New(
-		registry.Record{ID: "tenant:acme", Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
+		registry.Record{ID: "tenant:acme", Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
 		registry.Record{ID: "tenant:gone", Plan: "enterprise", Status: registry.StatusRevoked},
 	)
 	f.withRegistry(src)
@@ -67,7 +68,7 @@ func TestTenantPlanFromTheRegistry(t *testing.T) {
 func TestTenantCostAboveItsPlan(t *testing.T) {
 	mr, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
-	f.withRegistry(registrytest.New(registry.Record{ID: "tenant:small", Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}}))
+	f.withRegistry(registrytest.New(registry.Record{ID: "tenant:small", Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}}))
 	_, err := f.invoke([]byte(`{"checks": [{"key": "other"}, {"key": "small", "cost": 5}]}`))
 	ive := functionError(t, err)
 	if ive.Type != checkapi.ErrorTypeInvalidRequest || ive.Message != "checks[1].cost: 5 exceeds capacity 3 of rule burst: it could never be allowed" {
@@ -80,6 +81,7 @@ func TestTenantCostAboveItsPlan(t *testing.T) {
 
 // A tenant the registry cannot say anything about follows the failure policy, counted
 // as FailClosed with reason registry_error; the other checks of the batch are decided.
+// Its answer names no plan and no rule: the registry could not say which are its.
 func TestTenantRegistryFailure(t *testing.T) {
 	for _, failOpen := range []bool{false, true} {
 		mr, client := startMiniredis(t)
@@ -88,9 +90,9 @@ func TestTenantRegistryFailure(t *testing.T) {
 		src.Fail(errors.New("dynamodb: throttled"))
 		f.withRegistry(src)
 		out := f.invokeOK(t, []byte(`{"checks": [{"key": "tenant-t1"}, {"key": "tenant-t1", "plan": "pro"}]}`))
-		want := `{"results":[{"allowed":false,"reason":"unavailable","limit":10,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"burst","plan":"free"},`
+		want := `{"results":[{"allowed":false,"reason":"unavailable","limit":0,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"","plan":""},`
 		if failOpen {
-			want = `{"results":[{"allowed":true,"reason":"degraded","limit":10,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"free"},`
+			want = `{"results":[{"allowed":true,"reason":"degraded","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""},`
 		}
 		if !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), `"reason":"ok","limit":100,"remaining":99`) {
 			t.Fatalf("failOpen %v: %s\nwant it to start %s and decide the pro check", failOpen, out, want)
@@ -98,11 +100,67 @@ func TestTenantRegistryFailure(t *testing.T) {
 		if keys := mr.Keys(); len(keys) != 1 {
 			t.Errorf("Redis keys %v: want the pro check's only", keys)
 		}
-		if logs := f.logs.String(); strings.Contains(logs, "tenant-t1") || !strings.Contains(logs, "registry lookup of tenant:"+config.KeyDigest("tenant-t1")) {
+		if logs := f.logs.String(); strings.Contains(logs, "tenant-t1") || !strings.Contains(logs, "registry lookup of tenant:"+bucketgate.KeyDigest("tenant-t1")) {
 			t.Errorf("failOpen %v: the decision line must name the tenant by its digest, never its key:\n%s", failOpen, logs)
 		}
 		if !failOpen && !strings.Contains(f.metrics.String(), `"Reason":"registry_error"`) {
 			t.Errorf("no FailClosed by registry_error in %s", f.metrics)
+		}
+	}
+}
+
+// During a registry outage a tenant's check, or refund, is answered unavailable (or
+// degraded) whatever its cost: the default plan is not its plan, so a cost above the
+// default plan's capacity is no invalid request, and no answer names the default plan.
+// The batch's other checks are decided.
+func TestTenantRegistryOutageIsNoInvalidRequest(t *testing.T) {
+	payloads := []string{
+		`{"key": "pro-tenant", "cost": 50}`,
+		`{"key": "pro-tenant", "cost": 50, "op": "refund"}`,
+		`{"key": "pro-tenant"}`,
+		`{"checks": [{"key": "pro-tenant", "cost": 50}, {"key": "other", "plan": "pro", "cost": 50}, {"key": "pro-tenant", "op": "refund", "cost": 40}]}`,
+	}
+	for _, failOpen := range []bool{false, true} {
+		reason := checkapi.ReasonUnavailable
+		if failOpen {
+			reason = checkapi.ReasonDegraded
+		}
+		for _, payload := range payloads {
+			mr, client := startMiniredis(t)
+			f := newFixture(t, client, nil, guard.Options{FailOpen: failOpen})
+			src := registrytest.New(registry.Record{ID: "tenant:pro-tenant", Plan: "pro"})
+			src.Fail(errors.New("dynamodb: throttled"))
+			f.withRegistry(src)
+			out, err := f.invoke([]byte(payload))
+			if err != nil {
+				t.Fatalf("failOpen %v: %s: %v: want an answer by the failure policy", failOpen, payload, err)
+			}
+			var results []checkapi.Response
+			if strings.HasPrefix(payload, `{"checks"`) {
+				var b checkapi.BatchResult
+				if err := json.Unmarshal(out, &b); err != nil {
+					t.Fatal(err)
+				}
+				results = b.Results
+			} else {
+				var r checkapi.Response
+				if err := json.Unmarshal(out, &r); err != nil {
+					t.Fatal(err)
+				}
+				results = []checkapi.Response{r}
+			}
+			for i, r := range results {
+				decided := strings.HasPrefix(payload, `{"checks"`) && i == 1
+				switch {
+				case decided && (r.Reason != checkapi.ReasonOK || r.Plan != "pro" || r.Remaining != 50):
+					t.Errorf("failOpen %v: %s: results[%d] = %+v, want the unrelated check decided", failOpen, payload, i, r)
+				case !decided && (r.Reason != reason || r.Allowed != failOpen || r.Plan != "" || r.Rule != "" || r.Limit != 0):
+					t.Errorf("failOpen %v: %s: results[%d] = %+v, want %s with no plan or rule", failOpen, payload, i, r, reason)
+				}
+			}
+			if keys := mr.Keys(); len(keys) > 1 {
+				t.Errorf("Redis keys %v: nothing of the tenant's may be written", keys)
+			}
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package config
 
-import (
-	"github.com/bucketgate/bucketgate/internal/bucket"
-)
+import "github.com/bucketgate/bucketgate"
 
 // Policy values of Document.UnknownKeys (PolicyIP or PolicyRefuse) and
 // Document.Anonymous (PolicyDefault or PolicyRefuse).
@@ -26,19 +24,23 @@ type Config struct {
 	keys          map[string]*Plan
 	tenants       map[string]*Plan
 	routes        []route
-	routeRules    [][]bucket.Rule // routeRules[i] is route i's rules; the last entry is none
+	routeRules    [][]bucketgate.Rule // routeRules[i] is route i's rules; the last entry is none
 	refuseUnknown bool
 	refuseAnon    bool
 }
 
-// Plan is a named rule set.
+// Plan is a configured plan (bucketgate.Plan: its name and its own rules, before any
+// route adds its own) with its route table.
 type Plan struct {
-	// Name is the plan's name, as configured.
-	Name string
-	// Rules are the plan's own rules, before any route adds its own.
-	Rules []bucket.Rule
-	// byRoute[i] is Rules plus route i's rules; the last entry is Rules alone.
-	byRoute [][]bucket.Rule
+	bucketgate.Plan
+	// byRoute[i] is Rules plus route i's rules; the last entry is Rules alone. A plan
+	// of the document has it, shared by every identity on the plan; an identity's plan
+	// with overrides (Override) has none: it shares the document's route table, and
+	// Limits merges a route's rules with its own when the route has any.
+	byRoute [][]bucketgate.Rule
+	// overrides are an identity's own rules (Override), which replace the routes' rules
+	// of their names; nil for a plan of the document.
+	overrides []bucketgate.Rule
 }
 
 // Limits are what one request is decided against.
@@ -46,7 +48,7 @@ type Limits struct {
 	// Plan is the plan's name.
 	Plan string
 	// Rules are the plan's rules and the matching route's, decided together.
-	Rules []bucket.Rule
+	Rules []bucketgate.Rule
 	// Cost is the tokens the request takes: the route's cost, or 1.
 	Cost int64
 }
@@ -97,10 +99,25 @@ func (c *Config) Limits(p *Plan, method, path string) Limits {
 	segs := pathSegments(path, buf[:0])
 	for i, r := range c.routes {
 		if r.matches(method, segs) {
-			return Limits{Plan: p.Name, Rules: p.byRoute[i], Cost: r.cost}
+			return Limits{Plan: p.Name, Rules: c.rules(p, i), Cost: r.cost}
 		}
 	}
-	return Limits{Plan: p.Name, Rules: p.byRoute[len(c.routes)], Cost: defaultCost}
+	return Limits{Plan: p.Name, Rules: c.rules(p, len(c.routes)), Cost: defaultCost}
+}
+
+// rules returns p's rules with route i's (i = len(c.routes): none): the document's plans
+// have them ready; an identity's plan with overrides has its own rules alone for a route
+// that adds none, and else merges them with the route's, an override replacing the
+// route's rule of its name (an allocation, for such identities' requests to such
+// routes only).
+func (c *Config) rules(p *Plan, i int) []bucketgate.Rule {
+	switch {
+	case p.byRoute != nil:
+		return p.byRoute[i]
+	case len(c.routeRules[i]) == 0:
+		return p.Rules
+	}
+	return merge(p.Rules, replace(c.routeRules[i], p.overrides))
 }
 
 // maxInlineSegments is how many path segments Limits splits a path into without

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 )
 
@@ -36,7 +36,7 @@ routes:
 
 func TestDefault(t *testing.T) {
 	c := config.Default()
-	want := map[string]bucket.Rule{
+	want := map[string]bucketgate.Rule{
 		"free":       {Name: "burst", Capacity: 10, RefillPerSecond: 1},
 		"pro":        {Name: "burst", Capacity: 100, RefillPerSecond: 50},
 		"enterprise": {Name: "burst", Capacity: 500, RefillPerSecond: 200},
@@ -47,7 +47,7 @@ func TestDefault(t *testing.T) {
 			t.Errorf("plan %s = %+v", name, p)
 		}
 	}
-	if p, known := c.PlanForKey(config.KeyDigest("anything")); known || p.Name != "free" || c.RefuseUnknownKeys() || c.RefuseAnonymous() {
+	if p, known := c.PlanForKey(bucketgate.KeyDigest("anything")); known || p.Name != "free" || c.RefuseUnknownKeys() || c.RefuseAnonymous() {
 		t.Errorf("default: unknown key gets %s known=%v", p.Name, known)
 	}
 }
@@ -311,7 +311,7 @@ func TestNumbersAreDecimal(t *testing.T) {
 }
 
 // shadow: true on a rule, a plan or a route marks the rules it covers, and only those,
-// as shadow rules (bucket.Rule.Shadow).
+// as shadow rules (bucketgate.Rule.Shadow).
 func TestShadow(t *testing.T) {
 	c, err := config.Parse([]byte(`
 defaultPlan: free
@@ -408,7 +408,7 @@ func TestReadFile(t *testing.T) {
 // TestKeyDigest matches the shell recipe of docs/keys.md: sha256sum, first 32 hex digits.
 func TestKeyDigest(t *testing.T) {
 	sum := sha256.Sum256([]byte("k"))
-	if got, want := config.KeyDigest("k"), hex.EncodeToString(sum[:])[:config.DigestLen]; got != want {
+	if got, want := bucketgate.KeyDigest("k"), hex.EncodeToString(sum[:])[:bucketgate.DigestLen]; got != want {
 		t.Errorf("KeyDigest = %s, want %s", got, want)
 	}
 }
@@ -433,7 +433,7 @@ func FuzzParse(f *testing.F) {
 		for _, name := range c.Plans() {
 			p, _ := c.Plan(name)
 			l := c.Limits(p, "GET", "/")
-			q := bucket.Request{Identity: "fuzz", Rules: l.Rules, Cost: l.Cost}
+			q := bucketgate.Request{Identity: "fuzz", Rules: l.Rules, Cost: l.Cost}
 			if err := q.Validate(); err != nil {
 				t.Fatalf("accepted config yields an invalid request: %v", err)
 			}

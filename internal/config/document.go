@@ -25,12 +25,12 @@ type Document struct {
 	// Anonymous is what happens to a request with no API key: "default" (the default
 	// plan, limited by source IP) or "refuse" (401). Empty is "default".
 	Anonymous string `yaml:"anonymous"`
-	// Plans maps a plan name (1 to MaxPlanName printable ASCII bytes, not '"' or '\')
+	// Plans maps a plan name (1 to bucketgate.MaxPlanName printable ASCII bytes, not '"' or '\')
 	// to the plan: at most MaxPlans of them.
 	Plans map[string]PlanSpec `yaml:"plans"`
 	// Keys maps an API key's digest (see KeyDigest) to a plan name: at most MaxKeys.
 	Keys map[string]string `yaml:"keys"`
-	// Tenants maps a tenant id (the check function's key, 1 to checkapi.MaxKey bytes) to
+	// Tenants maps a tenant id (the check function's key, 1 to bucketgate.MaxTenantKey bytes) to
 	// a plan name: at most MaxTenants.
 	Tenants map[string]string `yaml:"tenants"`
 	// Routes add a cost and rules to matching requests; the first match wins. At most
@@ -41,7 +41,7 @@ type Document struct {
 // PlanSpec is a plan as written: the list of its rules, or a mapping with the rules
 // and shadow.
 type PlanSpec struct {
-	// Rules are the plan's rules, decided together: 1 to bucket.MaxRules.
+	// Rules are the plan's rules, decided together: 1 to bucketgate.MaxRules.
 	Rules []RuleSpec `yaml:"rules"`
 	// Shadow makes every rule of the plan a shadow rule (see RuleSpec.Shadow).
 	Shadow bool `yaml:"shadow"`
@@ -60,7 +60,7 @@ type RuleSpec struct {
 	Refill float64 `yaml:"refill"`
 	// Per is the period of Refill.
 	Per string `yaml:"per"`
-	// Shadow makes the rule a shadow rule (bucket.Rule.Shadow): decided, and its bucket
+	// Shadow makes the rule a shadow rule (bucketgate.Rule.Shadow): decided, and its bucket
 	// spent, as if it were enforced, but it never denies. False enforces it.
 	Shadow bool `yaml:"shadow"`
 }

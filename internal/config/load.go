@@ -1,9 +1,7 @@
 package config
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // Limits on the document, so that no document can exhaust a function's memory or time
@@ -32,8 +29,6 @@ const (
 	// more belong in the key registry.
 	MaxKeys    = 5_000
 	MaxTenants = 5_000
-	// MaxPlanName is the longest plan name, in bytes.
-	MaxPlanName = 64
 )
 
 //go:embed default.yaml
@@ -92,7 +87,7 @@ func Parse(doc []byte) (*Config, error) {
 // it may be a raw API key, which an init error would otherwise put in the log.
 func hideKey(err error) error {
 	if fe := (*fieldError)(nil); errors.As(err, &fe) {
-		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !validDigest(name) {
+		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !bucketgate.ValidDigest(name) {
 			fe.shown = "keys"
 		}
 	}
@@ -132,7 +127,7 @@ func compile(d Document) (*Config, error) {
 		if len(rules) == 0 {
 			return nil, errorAt(field, "at least one rule is required")
 		}
-		c.plans[name] = &Plan{Name: name, Rules: rules}
+		c.plans[name] = &Plan{Plan: bucketgate.Plan{Name: name, Rules: rules}}
 	}
 	if d.DefaultPlan == "" {
 		return nil, errorAt("defaultPlan", "required")
@@ -141,16 +136,16 @@ func compile(d Document) (*Config, error) {
 		return nil, err
 	}
 	for _, digest := range sortedKeys(d.Keys) {
-		if !validDigest(digest) {
-			return nil, errorAt("keys."+digest, "an entry of %d bytes is not a key digest: want %d lowercase hex digits (see KeyDigest), never a raw key", len(digest), DigestLen)
+		if !bucketgate.ValidDigest(digest) {
+			return nil, errorAt("keys."+digest, "an entry of %d bytes is not a key digest: want %d lowercase hex digits (see bucketgate.KeyDigest), never a raw key", len(digest), bucketgate.DigestLen)
 		}
 		if c.keys[digest], err = c.plan("keys."+digest, d.Keys[digest]); err != nil {
 			return nil, err
 		}
 	}
 	for _, id := range sortedKeys(d.Tenants) {
-		if id == "" || len(id) > checkapi.MaxKey {
-			return nil, errorAt("tenants."+id, "a tenant id of %d bytes: want 1 to %d, as the check function's keys are", len(id), checkapi.MaxKey)
+		if id == "" || len(id) > bucketgate.MaxTenantKey {
+			return nil, errorAt("tenants."+id, "a tenant id of %d bytes: want 1 to %d, as the check function's keys are", len(id), bucketgate.MaxTenantKey)
 		}
 		if c.tenants[id], err = c.plan("tenants."+id, d.Tenants[id]); err != nil {
 			return nil, err
@@ -162,8 +157,8 @@ func compile(d Document) (*Config, error) {
 // checkPlanName reports a plan name that could not travel in the authorizer context
 // and the 429's JSON body as it is.
 func checkPlanName(name string) error {
-	if name == "" || len(name) > MaxPlanName {
-		return fmt.Errorf("a plan name is 1 to %d bytes", MaxPlanName)
+	if name == "" || len(name) > bucketgate.MaxPlanName {
+		return fmt.Errorf("a plan name is 1 to %d bytes", bucketgate.MaxPlanName)
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c < ' ' || c > '~' || c == '"' || c == '\\' {
@@ -179,10 +174,10 @@ func checkPlanName(name string) error {
 // rule of that name is the same bucket and counts once; another route's must have the
 // same numbers.
 func compileRoutes(c *Config, specs []RouteSpec) error {
-	extras := make([][]bucket.Rule, 0, len(specs)+1)
+	extras := make([][]bucketgate.Rule, 0, len(specs)+1)
 	type named struct {
 		path string
-		rule bucket.Rule
+		rule bucketgate.Rule
 	}
 	first := map[string]named{} // by rule name: the first route rule of that name
 	for i, spec := range specs {
@@ -218,37 +213,49 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 	}
 	c.routeRules = append(extras, nil)
 	for _, name := range sortedKeys(c.plans) {
-		if err := c.combine(c.plans[name], c.routeRules); err != nil {
+		if err := c.combine(c.plans[name]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// combine sets p.byRoute to p's rules merged with each route's extra rules (extras[i]
-// for route i, then nil for no route), checking that each set, at its route's cost, is
-// a request the engine accepts.
-func (c *Config) combine(p *Plan, extras [][]bucket.Rule) error {
-	p.byRoute = make([][]bucket.Rule, 0, len(extras))
-	for i, extra := range extras {
-		rules := merge(p.Rules, extra)
-		cost := int64(defaultCost)
-		field, with := "plans."+p.Name, ""
-		if i < len(c.routes) {
-			cost = c.routes[i].cost
-			field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
+// combine sets p.byRoute to p's rules merged with each route's extra rules
+// (c.routeRules[i] for route i, then nil for no route), checking that each set, at its
+// route's cost, is a request the engine accepts. A route that adds no rule shares p's.
+func (c *Config) combine(p *Plan) error {
+	p.byRoute = make([][]bucketgate.Rule, 0, len(c.routeRules))
+	for i, extra := range c.routeRules {
+		rules := p.Rules
+		if len(extra) > 0 {
+			rules = merge(p.Rules, extra)
 		}
-		q := bucket.Request{Identity: "config", Rules: rules, Cost: cost}
-		if err := q.Validate(); err != nil {
-			return errorAt(field, "%s%v", with, err)
+		if err := c.validRoute(p, i, rules); err != nil {
+			return err
 		}
 		p.byRoute = append(p.byRoute, rules)
 	}
 	return nil
 }
 
+// validRoute reports rules, p's for route i (i = len(c.routes): none), when, at the
+// route's cost, they are not a request the engine accepts.
+func (c *Config) validRoute(p *Plan, i int, rules []bucketgate.Rule) error {
+	cost := int64(defaultCost)
+	field, with := "plans."+p.Name, ""
+	if i < len(c.routes) {
+		cost = c.routes[i].cost
+		field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
+	}
+	q := bucketgate.Request{Identity: "config", Rules: rules, Cost: cost}
+	if err := q.Validate(); err != nil {
+		return errorAt(field, "%s%v", with, err)
+	}
+	return nil
+}
+
 // planRule returns a plan that has a rule called name, and that rule.
-func (c *Config) planRule(name string) (plan string, r bucket.Rule, ok bool) {
+func (c *Config) planRule(name string) (plan string, r bucketgate.Rule, ok bool) {
 	for _, plan := range sortedKeys(c.plans) {
 		for _, r := range c.plans[plan].Rules {
 			if r.Name == name {
@@ -256,26 +263,26 @@ func (c *Config) planRule(name string) (plan string, r bucket.Rule, ok bool) {
 			}
 		}
 	}
-	return "", bucket.Rule{}, false
+	return "", bucketgate.Rule{}, false
 }
 
 // sameBucket reports whether a and b are the same bucket: the same name, capacity and
 // rate. Whether a rule is a shadow rule does not change its bucket.
-func sameBucket(a, b bucket.Rule) bool {
+func sameBucket(a, b bucketgate.Rule) bool {
 	return a.Name == b.Name && a.Capacity == b.Capacity && a.RefillPerSecond == b.RefillPerSecond
 }
 
 // numbers describes a rule's capacity and rate for an error.
-func numbers(r bucket.Rule) string {
+func numbers(r bucketgate.Rule) string {
 	return fmt.Sprintf("capacity %d, refillPerSecond %v", r.Capacity, r.RefillPerSecond)
 }
 
 // merge returns the plan's rules followed by the route's, a route rule that is already
 // the plan's counting once: enforced when either enforces it.
-func merge(plan, route []bucket.Rule) []bucket.Rule {
-	rules := append(make([]bucket.Rule, 0, len(plan)+len(route)), plan...)
+func merge(plan, route []bucketgate.Rule) []bucketgate.Rule {
+	rules := append(make([]bucketgate.Rule, 0, len(plan)+len(route)), plan...)
 	for _, r := range route {
-		if i := slices.IndexFunc(rules, func(p bucket.Rule) bool { return p.Name == r.Name }); i >= 0 {
+		if i := slices.IndexFunc(rules, func(p bucketgate.Rule) bool { return p.Name == r.Name }); i >= 0 {
 			rules[i].Shadow = rules[i].Shadow && r.Shadow
 			continue
 		}
@@ -285,11 +292,11 @@ func merge(plan, route []bucket.Rule) []bucket.Rule {
 }
 
 // compileRules compiles the rules at field; shadow makes them all shadow rules.
-func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucket.Rule, error) {
-	if len(specs) > bucket.MaxRules {
-		return nil, errorAt(field, "%d rules: want at most %d", len(specs), bucket.MaxRules)
+func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucketgate.Rule, error) {
+	if len(specs) > bucketgate.MaxRules {
+		return nil, errorAt(field, "%d rules: want at most %d", len(specs), bucketgate.MaxRules)
 	}
-	rules := make([]bucket.Rule, 0, len(specs))
+	rules := make([]bucketgate.Rule, 0, len(specs))
 	for i, s := range specs {
 		r, err := s.Rule()
 		if err != nil {
@@ -302,14 +309,14 @@ func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucket.Rule, e
 }
 
 // Rule returns the rule s describes, validated; the error names what is wrong.
-func (s RuleSpec) Rule() (bucket.Rule, error) {
+func (s RuleSpec) Rule() (bucketgate.Rule, error) {
 	rate, err := s.refillPerSecond()
 	if err != nil {
-		return bucket.Rule{}, err
+		return bucketgate.Rule{}, err
 	}
-	r := bucket.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow}
+	r := bucketgate.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow}
 	if err := r.Validate(); err != nil {
-		return bucket.Rule{}, err
+		return bucketgate.Rule{}, err
 	}
 	return r, nil
 }
@@ -337,27 +344,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// DigestLen is the length of a key digest in hex digits (128 bits of SHA-256).
-const DigestLen = 32
-
-// KeyDigest returns the digest under which an API key is configured, limited and
-// logged: the first DigestLen hex digits of its SHA-256. Raw keys are never stored.
-// From a shell: printf %s "$KEY" | sha256sum | cut -c1-32
-func KeyDigest(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:DigestLen/2])
-}
-
-func validDigest(s string) bool {
-	if len(s) != DigestLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

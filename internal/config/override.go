@@ -2,8 +2,9 @@ package config
 
 import (
 	"fmt"
+	"slices"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // Override returns plan p as it applies to one identity with its own rules (a registry
@@ -12,54 +13,79 @@ import (
 // name is added to p's rules, so to every request. Without overrides it returns p itself.
 //
 // The overrides are validated as strictly as the document's rules: each a valid
-// bucket.Rule, distinct names, at most bucket.MaxRules of them, and every route's rule
+// bucketgate.Rule, distinct names, at most bucketgate.MaxRules of them, and every route's rule
 // set with them a request the engine accepts (a route's cost within every capacity).
 // The error names the override ("rules[1]: ...") or the route. The returned Plan has
 // p's name; the buckets of its rules are the identity's own, whatever the plan, so a
-// plan change keeps them.
-func (c *Config) Override(p *Plan, overrides []bucket.Rule) (*Plan, error) {
+// plan change keeps them. It holds its own rules and the overrides, and shares the
+// document's route table: its size does not grow with the routes (registry cache
+// entries are such plans).
+func (c *Config) Override(p *Plan, overrides []bucketgate.Rule) (*Plan, error) {
 	if len(overrides) == 0 {
 		return p, nil
 	}
-	if len(overrides) > bucket.MaxRules {
-		return nil, fmt.Errorf("rules: %d overrides: want at most %d", len(overrides), bucket.MaxRules)
+	if len(overrides) > bucketgate.MaxRules {
+		return nil, fmt.Errorf("rules: %d overrides: want at most %d", len(overrides), bucketgate.MaxRules)
 	}
-	byName := make(map[string]bucket.Rule, len(overrides))
 	for i, r := range overrides {
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("rules[%d]: %w", i, err)
 		}
-		if _, dup := byName[r.Name]; dup {
-			return nil, fmt.Errorf("rules[%d]: name %q given twice", i, r.Name)
-		}
-		byName[r.Name] = r
-	}
-	replaced := map[string]bool{}
-	replace := func(rules []bucket.Rule) []bucket.Rule {
-		out := make([]bucket.Rule, len(rules))
-		for i, r := range rules {
-			out[i] = r
-			if o, ok := byName[r.Name]; ok {
-				o.Shadow = r.Shadow
-				out[i], replaced[r.Name] = o, true
+		for j := range i {
+			if overrides[j].Name == r.Name {
+				return nil, fmt.Errorf("rules[%d]: name %q given twice", i, r.Name)
 			}
 		}
-		return out
 	}
-	own := replace(p.Rules)
-	extras := make([][]bucket.Rule, len(c.routeRules))
-	for i, rules := range c.routeRules {
-		extras[i] = replace(rules)
-	}
+	// Clipped: an append below never writes into p's rules.
+	own := slices.Clip(replace(p.Rules, overrides))
 	for _, r := range overrides { // in the record's order
-		if !replaced[r.Name] {
+		if !c.replaces(p, r.Name) {
 			r.Shadow = false
 			own = append(own, r)
 		}
 	}
-	q := &Plan{Name: p.Name, Rules: own}
-	if err := c.combine(q, extras); err != nil {
-		return nil, fmt.Errorf("rules: %w", err)
+	q := &Plan{Plan: bucketgate.Plan{Name: p.Name, Rules: own}, overrides: slices.Clone(overrides)}
+	for i := range c.routeRules { // every route's rule set, as Limits will give it
+		if err := c.validRoute(q, i, c.rules(q, i)); err != nil {
+			return nil, fmt.Errorf("rules: %w", err)
+		}
 	}
 	return q, nil
+}
+
+// replaces reports whether an override called name replaces a rule of p or of a route.
+func (c *Config) replaces(p *Plan, name string) bool {
+	has := func(r bucketgate.Rule) bool { return r.Name == name }
+	if slices.ContainsFunc(p.Rules, has) {
+		return true
+	}
+	for _, rules := range c.routeRules {
+		if slices.ContainsFunc(rules, has) {
+			return true
+		}
+	}
+	return false
+}
+
+// replace returns rules with each rule named like one of overrides replaced by it,
+// keeping its shadow mark; rules itself when none is.
+func replace(rules, overrides []bucketgate.Rule) []bucketgate.Rule {
+	var out []bucketgate.Rule
+	for i, r := range rules {
+		for _, o := range overrides {
+			if o.Name != r.Name {
+				continue
+			}
+			if out == nil {
+				out = slices.Clone(rules)
+			}
+			o.Shadow = r.Shadow
+			out[i] = o
+		}
+	}
+	if out == nil {
+		return rules
+	}
+	return out
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 )
 
@@ -20,17 +20,17 @@ func TestOverride(t *testing.T) {
 	pro, _ := c.Plan("pro")
 	tests := []struct {
 		name      string
-		overrides []bucket.Rule
+		overrides []bucketgate.Rule
 		method    string
 		path      string
 		want      string // name:capacity per rule, in order
 	}{
 		{"none is the plan", nil, "GET", "/", "burst:100 daily:100000"},
-		{"replace a plan rule", []bucket.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 1}}, "GET", "/", "burst:7 daily:100000"},
-		{"add a rule", []bucket.Rule{{Name: "hourly", Capacity: 50, RefillPerSecond: 1}}, "GET", "/", "burst:100 daily:100000 hourly:50"},
-		{"added rule on a route too", []bucket.Rule{{Name: "hourly", Capacity: 50, RefillPerSecond: 1}}, "POST", "/uploads/1", "burst:100 daily:100000 hourly:50 uploads:20"},
-		{"replace a route rule", []bucket.Rule{{Name: "uploads", Capacity: 200, RefillPerSecond: 1}}, "POST", "/uploads/1", "burst:100 daily:100000 uploads:200"},
-		{"a route rule stays off other routes", []bucket.Rule{{Name: "uploads", Capacity: 200, RefillPerSecond: 1}}, "GET", "/", "burst:100 daily:100000"},
+		{"replace a plan rule", []bucketgate.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 1}}, "GET", "/", "burst:7 daily:100000"},
+		{"add a rule", []bucketgate.Rule{{Name: "hourly", Capacity: 50, RefillPerSecond: 1}}, "GET", "/", "burst:100 daily:100000 hourly:50"},
+		{"added rule on a route too", []bucketgate.Rule{{Name: "hourly", Capacity: 50, RefillPerSecond: 1}}, "POST", "/uploads/1", "burst:100 daily:100000 hourly:50 uploads:20"},
+		{"replace a route rule", []bucketgate.Rule{{Name: "uploads", Capacity: 200, RefillPerSecond: 1}}, "POST", "/uploads/1", "burst:100 daily:100000 uploads:200"},
+		{"a route rule stays off other routes", []bucketgate.Rule{{Name: "uploads", Capacity: 200, RefillPerSecond: 1}}, "GET", "/", "burst:100 daily:100000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,7 +66,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.Override(c.DefaultPlan(), []bucket.Rule{
+	p, err := c.Override(c.DefaultPlan(), []bucketgate.Rule{
 		{Name: "trial", Capacity: 5, RefillPerSecond: 1},
 		{Name: "uploads", Capacity: 2, RefillPerSecond: 1},
 		{Name: "extra", Capacity: 5, RefillPerSecond: 1, Shadow: true},
@@ -89,21 +89,21 @@ func TestOverrideErrorsNameTheRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	pro, _ := c.Plan("pro")
-	nine := make([]bucket.Rule, bucket.MaxRules+1)
+	nine := make([]bucketgate.Rule, bucketgate.MaxRules+1)
 	for i := range nine {
-		nine[i] = bucket.Rule{Name: "r" + itoa(int64(i)), Capacity: 10, RefillPerSecond: 1}
+		nine[i] = bucketgate.Rule{Name: "r" + itoa(int64(i)), Capacity: 10, RefillPerSecond: 1}
 	}
 	tests := []struct {
 		name      string
-		overrides []bucket.Rule
+		overrides []bucketgate.Rule
 		want      string
 	}{
 		{"too many", nine, "rules: 9 overrides: want at most 8"},
-		{"bad capacity", []bucket.Rule{{Name: "burst", Capacity: 0, RefillPerSecond: 1}}, "rules[0]: invalid: rule burst: capacity 0"},
-		{"bad rate", []bucket.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: -1}}, "rules[1]: invalid: rule b: refillPerSecond -1"},
-		{"bad name", []bucket.Rule{{Name: "a b", Capacity: 1, RefillPerSecond: 1}}, `rules[0]: invalid: name "a b"`},
-		{"duplicate", []bucket.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 2, RefillPerSecond: 1}}, `rules[1]: name "a" given twice`},
-		{"route cost above the new capacity", []bucket.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "rules: routes[0]: with plans.pro: invalid: cost 5 exceeds capacity 2 of rule burst"},
+		{"bad capacity", []bucketgate.Rule{{Name: "burst", Capacity: 0, RefillPerSecond: 1}}, "rules[0]: invalid: rule burst: capacity 0"},
+		{"bad rate", []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: -1}}, "rules[1]: invalid: rule b: refillPerSecond -1"},
+		{"bad name", []bucketgate.Rule{{Name: "a b", Capacity: 1, RefillPerSecond: 1}}, `rules[0]: invalid: name "a b"`},
+		{"duplicate", []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 2, RefillPerSecond: 1}}, `rules[1]: name "a" given twice`},
+		{"route cost above the new capacity", []bucketgate.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "rules: routes[0]: with plans.pro: invalid: cost 5 exceeds capacity 2 of rule burst"},
 		{"too many with a route", nine[:7], "rules: routes[0]: with plans.pro: invalid: 10 rules: want at most 8"},
 	}
 	for _, tc := range tests {
@@ -112,8 +112,8 @@ func TestOverrideErrorsNameTheRule(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Override = %v, want an error mentioning %q", err, tc.want)
 			}
-			if tc.name == "bad capacity" && !errors.Is(err, bucket.ErrInvalid) {
-				t.Errorf("error %v does not wrap bucket.ErrInvalid", err)
+			if tc.name == "bad capacity" && !errors.Is(err, bucketgate.ErrInvalid) {
+				t.Errorf("error %v does not wrap bucketgate.ErrInvalid", err)
 			}
 		})
 	}

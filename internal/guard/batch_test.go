@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // decideBatch decides qs on g and fails t on an error.
-func decideBatch(t *testing.T, g *guard.Guard, ctx context.Context, qs ...bucket.Request) []guard.Result {
+func decideBatch(t *testing.T, g *guard.Guard, ctx context.Context, qs ...bucketgate.Request) []guard.Result {
 	t.Helper()
 	rs, err := g.DecideBatch(ctx, qs)
 	if err != nil || len(rs) != len(qs) {
@@ -29,7 +30,7 @@ func TestDecideBatch(t *testing.T) {
 	_, clk, engine := miniEngine(t)
 	g := guard.New(engine, guard.Options{Now: clk.Now, DenyCacheSize: 100})
 	ctx := context.Background()
-	qs := make([]bucket.Request, 12)
+	qs := make([]bucketgate.Request, 12)
 	for i := range qs {
 		qs[i] = request("a")
 	}
@@ -40,14 +41,14 @@ func TestDecideBatch(t *testing.T) {
 			t.Fatalf("results[%d] = %+v, want allowed %v from Redis", i, r, wantAllowed)
 		}
 	}
-	if rs[9].Remaining != 0 || rs[10].Reason != bucket.ReasonLimited || rs[11].Remaining != 9 {
+	if rs[9].Remaining != 0 || rs[10].Reason != bucketgate.ReasonLimited || rs[11].Remaining != 9 {
 		t.Fatalf("results %+v: want a's bucket spent in order, b untouched", rs)
 	}
 	if n := engine.calls.Load(); n != 1 {
 		t.Fatalf("%d calls to the engine for one batch", n)
 	}
 
-	rs = decideBatch(t, g, ctx, request("a"), bucket.Request{Identity: "a", Rules: burst, Op: bucket.OpReset}, request("a"))
+	rs = decideBatch(t, g, ctx, request("a"), bucketgate.Request{Identity: "a", Rules: burst, Op: bucketgate.OpReset}, request("a"))
 	if !rs[0].CacheHit || rs[0].Allowed || rs[1].CacheHit || !rs[1].Allowed || rs[1].Remaining != 10 || rs[2].CacheHit || !rs[2].Allowed || rs[2].Remaining != 9 {
 		t.Fatalf("check, reset, check: %+v\nwant a cached denial, then Redis for the reset and the check after it", rs)
 	}
@@ -55,9 +56,9 @@ func TestDecideBatch(t *testing.T) {
 	before := engine.calls.Load()
 	bad := request("a")
 	bad.Cost = 11
-	_, err := g.DecideBatch(ctx, []bucket.Request{request("c"), bad})
+	_, err := g.DecideBatch(ctx, []bucketgate.Request{request("c"), bad})
 	var be *guard.BatchError
-	if !errors.As(err, &be) || be.Index != 1 || !errors.Is(err, bucket.ErrInvalid) || engine.calls.Load() != before {
+	if !errors.As(err, &be) || be.Index != 1 || !errors.Is(err, bucketgate.ErrInvalid) || engine.calls.Load() != before {
 		t.Fatalf("an invalid request: %v (calls %d -> %d), want a BatchError at index 1, nothing asked", err, before, engine.calls.Load())
 	}
 }
@@ -73,7 +74,7 @@ func TestDecideBatchCircuitOpen(t *testing.T) {
 	}
 	before := engine.calls.Load()
 	for i, r := range decideBatch(t, g, context.Background(), request("a"), request("b"), request("c")) {
-		if !r.CircuitOpen || !r.Allowed || r.Reason != bucket.ReasonDegraded || !errors.Is(r.Err, guard.ErrCircuitOpen) {
+		if !r.CircuitOpen || !r.Allowed || r.Reason != bucketgate.ReasonDegraded || !errors.Is(r.Err, guard.ErrCircuitOpen) {
 			t.Fatalf("results[%d] with the circuit open: %+v", i, r)
 		}
 	}
@@ -91,19 +92,19 @@ func TestDecideBatchDeadline(t *testing.T) {
 		name        string
 		failOpen    bool
 		wantAllowed bool
-		wantReason  bucket.Reason
+		wantReason  bucketgate.Reason
 	}{
-		{name: "fail closed", wantReason: bucket.ReasonUnavailable},
-		{name: "fail open", failOpen: true, wantAllowed: true, wantReason: bucket.ReasonDegraded},
+		{name: "fail closed", wantReason: bucketgate.ReasonUnavailable},
+		{name: "fail open", failOpen: true, wantAllowed: true, wantReason: bucketgate.ReasonDegraded},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			const checks, capacity = 50, 100
 			srv := redistest.Start(t)
 			g := guard.New(bucket.New(redistest.Client(t, srv.Addr)), guard.Options{Timeout: 200 * time.Millisecond, Margin: 20 * time.Millisecond, FailOpen: tc.failOpen})
-			rules := []bucket.Rule{{Name: "slow", Capacity: capacity, RefillPerSecond: 0.001}}
-			q := bucket.Request{Identity: "paused", Rules: rules, Cost: 1}
-			qs := make([]bucket.Request, checks)
+			rules := []bucketgate.Rule{{Name: "slow", Capacity: capacity, RefillPerSecond: 0.001}}
+			q := bucketgate.Request{Identity: "paused", Rules: rules, Cost: 1}
+			qs := make([]bucketgate.Request, checks)
 			for i := range qs {
 				qs[i] = q
 			}

@@ -23,7 +23,7 @@ const (
 	FailureRegistryError Failure = "registry_error"
 )
 
-// Classify names the failure behind a Decide error that is not bucket.ErrInvalid.
+// Classify names the failure behind a Decide error that is not bucketgate.ErrInvalid.
 func Classify(err error) Failure {
 	var netErr net.Error
 	switch {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
@@ -43,7 +44,7 @@ func TestClusterMasterDown(t *testing.T) {
 		run(t, m, "CONFIG", "SET", "cluster-require-full-coverage", "no")
 	}
 	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_TIMEOUT_MS": faultTimeoutMS})
-	perRange, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+	perRange, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestClusterMasterDown(t *testing.T) {
 		{"one circuit", oneCircuit, true},
 	}
 	for _, tc := range tests {
-		for _, q := range []bucket.Request{down, alive} { // connected, script loaded on both masters
+		for _, q := range []bucketgate.Request{down, alive} { // connected, script loaded on both masters
 			if r := decide(t, tc.g, q); r.Failure != guard.FailureNone {
 				t.Fatalf("%s: %s before the fault: %+v", tc.name, q.Identity, r)
 			}
@@ -79,7 +80,7 @@ func TestClusterMasterDown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for deadline := time.Now().Add(slack); ; {
 				r := decide(t, tc.g, down)
-				if r.Failure == guard.FailureNone || r.Reason != bucket.ReasonUnavailable {
+				if r.Failure == guard.FailureNone || r.Reason != bucketgate.ReasonUnavailable {
 					t.Fatalf("%s on the master that is down: %+v", down.Identity, r)
 				}
 				if r.CircuitOpen {

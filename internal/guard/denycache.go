@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // DenyCacheMaxAge is the longest a cached denial is served, however long the wait Redis
@@ -14,21 +14,38 @@ import (
 // (anywhere) keeps serving it for at most this long after it.
 const DenyCacheMaxAge = time.Second
 
+// DenyCacheMaxBytes bounds the entries of a deny cache, whatever their number
+// (Options.DenyCacheSize): 32 MiB, an eighth of the functions' 256 MB. Each entry counts
+// its identity, its rule set's key, the names its decision holds and entryOverhead;
+// the worst entry (a check function tenant's 1,000-byte key, 8 rules of 64-byte names)
+// counts about 2.6 KB, so a cache of them holds about 12,800. Its table, allocated at
+// init for Options.DenyCacheSize entries (about 6 MB for 100,000), comes on top.
+const DenyCacheMaxBytes = 32 << 20
+
+// entryOverhead is what a deny cache entry takes besides its strings' bytes: the
+// denial (the Decision, the send time, its strings' headers, about 200 bytes) with room
+// for its list's growth, a map entry of its identity, and the rounding of every
+// allocation up to its size class. TestDenyCacheBytesBound holds the count of a full
+// cache of worst entries to at least what they take on the heap.
+const entryOverhead = 768
+
 // denyCache remembers, for a check Redis decided, the denial an identical check would
-// get until Redis's wait has passed (bucket.Decision.Repeat), or DenyCacheMaxAge if
+// get until Redis's wait has passed (bucketgate.Decision.Repeat), or DenyCacheMaxAge if
 // that comes first: the retry-after of a denial, or, after an admission that left fewer
 // than cost tokens, the time until they are back. A repeat of the check in that time is
 // denied without asking Redis. Other checks only ever take tokens, so none could have it
 // allowed sooner; refunds and resets give tokens back, so this instance forgets an
 // identity's denials when it sends one, and the age bound covers the other instances.
 // Entries are keyed by identity, rule set and cost: a check that differs in any of them
-// never meets another's denial. It holds at most size entries; a full cache drops an
-// arbitrary one to make room. It is safe for concurrent use.
+// never meets another's denial. It holds at most size entries, and at most
+// DenyCacheMaxBytes of them (entryBytes); a full cache drops arbitrary ones to make
+// room. It is safe for concurrent use.
 type denyCache struct {
 	size int
 
 	mu      sync.Mutex
 	n       int                 // entries held
+	bytes   int                 // their entryBytes
 	entries map[string][]denial // by identity
 }
 
@@ -36,7 +53,7 @@ type denyCache struct {
 // checkKey) sent at sent.
 type denial struct {
 	check string
-	d     bucket.Decision
+	d     bucketgate.Decision
 	sent  time.Time
 }
 
@@ -48,7 +65,7 @@ func newDenyCache(size int) *denyCache {
 // the time since the check that Redis decided was sent, and its At moved on by as much,
 // so that At + ResetAfter is still the moment Redis gave. It finds nothing once that
 // check's wait, or DenyCacheMaxAge, has passed.
-func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool) {
+func (c *denyCache) get(q bucketgate.Request, now time.Time) (bucketgate.Decision, bool) {
 	check := checkKey(q)
 	c.mu.Lock()
 	list := c.entries[q.Identity]
@@ -63,7 +80,7 @@ func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool)
 	}
 	c.mu.Unlock()
 	if i < 0 {
-		return bucket.Decision{}, false
+		return bucketgate.Decision{}, false
 	}
 	elapsed := now.Sub(e.sent)
 	d := e.d
@@ -76,34 +93,46 @@ func (c *denyCache) get(q bucket.Request, now time.Time) (bucket.Decision, bool)
 // put caches the denial that follows d, Redis's decision for the check q sent at sent,
 // when there is one to wait out (d.Repeat). The wait counts from when the check was
 // sent, before Redis decided: the entry ends no later than the moment Redis gave.
-func (c *denyCache) put(q bucket.Request, d bucket.Decision, sent time.Time) {
+func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.Time) {
 	d, ok := d.Repeat()
 	if !ok {
 		return
 	}
 	e := denial{check: checkKey(q), d: d, sent: sent}
+	need := entryBytes(q.Identity, e)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	list := c.entries[q.Identity]
 	if i := index(list, e.check); i >= 0 {
+		c.bytes += need - entryBytes(q.Identity, list[i])
 		list[i] = e
 		return
 	}
-	if c.n >= c.size {
+	for c.n > 0 && (c.n >= c.size || c.bytes+need > DenyCacheMaxBytes) {
 		for id, l := range c.entries { // map order: an arbitrary entry
 			c.remove(id, l, 0)
 			break
 		}
-		list = c.entries[q.Identity] // it may have been the one
 	}
-	c.entries[q.Identity] = append(list, e)
+	c.entries[q.Identity] = append(c.entries[q.Identity], e) // the list may have gone
 	c.n++
+	c.bytes += need
+}
+
+// entryBytes is what the deny cache counts for entry e of identity: the bytes of its
+// strings (the identity counted with each of its entries; the decision holds one of its
+// own, its rule's name) and entryOverhead.
+func entryBytes(identity string, e denial) int {
+	return len(identity) + len(e.check) + len(e.d.Rule) + entryOverhead
 }
 
 // forget drops every denial cached for identity.
 func (c *denyCache) forget(identity string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, e := range c.entries[identity] {
+		c.bytes -= entryBytes(identity, e)
+	}
 	c.n -= len(c.entries[identity])
 	delete(c.entries, identity)
 }
@@ -111,6 +140,7 @@ func (c *denyCache) forget(identity string) {
 // remove drops entry i of list, identity's entries. c.mu must be held.
 func (c *denyCache) remove(identity string, list []denial, i int) {
 	c.n--
+	c.bytes -= entryBytes(identity, list[i])
 	if len(list) == 1 {
 		delete(c.entries, identity)
 		return
@@ -130,7 +160,7 @@ func index(list []denial, check string) int {
 
 // checkKey is the cost and each rule in order (shadow or not), separated by bytes that
 // Validate allows in no rule name or number.
-func checkKey(q bucket.Request) string {
+func checkKey(q bucketgate.Request) string {
 	var b strings.Builder
 	b.Grow(32*len(q.Rules) + 24)
 	b.WriteString(strconv.FormatInt(q.Cost, 10))

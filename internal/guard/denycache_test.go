@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
@@ -36,7 +36,7 @@ func TestDenyCache(t *testing.T) {
 		t.Fatalf("10th: %+v, want allowed with a wait of 100ms for burst", last)
 	}
 	denied := decide(t, g, a)
-	if denied.Allowed || !denied.CacheHit || denied.Reason != bucket.ReasonLimited || denied.RetryAfter != 100*time.Millisecond ||
+	if denied.Allowed || !denied.CacheHit || denied.Reason != bucketgate.ReasonLimited || denied.RetryAfter != 100*time.Millisecond ||
 		!repeats(denied) || denied.ResetAfter != time.Second || !denied.At.Equal(last.At) {
 		t.Fatalf("the first denial must come from the cache, as the admission's wait: %+v", denied)
 	}
@@ -44,18 +44,18 @@ func TestDenyCache(t *testing.T) {
 	type step struct {
 		name          string
 		advance       time.Duration
-		q             bucket.Request
+		q             bucketgate.Request
 		wantCall      bool
 		wantAllowed   bool
 		wantRetry     time.Duration
 		wantResetLeft time.Duration
 	}
-	chained := bucket.Request{Identity: "a", Rules: append(slices.Clone(burst), bucket.Rule{Name: "day", Capacity: 1000, RefillPerSecond: 1}), Cost: 1}
+	chained := bucketgate.Request{Identity: "a", Rules: append(slices.Clone(burst), bucketgate.Rule{Name: "day", Capacity: 1000, RefillPerSecond: 1}), Cost: 1}
 	steps := []step{
 		{"repeat: from the cache", 0, a, false, false, 100 * time.Millisecond, time.Second},
 		{"later: the wait shrinks", 40 * time.Millisecond, a, false, false, 60 * time.Millisecond, 960 * time.Millisecond},
 		{"another rule set asks Redis", 0, chained, true, false, 60 * time.Millisecond, 0},
-		{"another cost asks Redis", 0, bucket.Request{Identity: "a", Rules: burst, Cost: 2}, true, false, 160 * time.Millisecond, 0},
+		{"another cost asks Redis", 0, bucketgate.Request{Identity: "a", Rules: burst, Cost: 2}, true, false, 160 * time.Millisecond, 0},
 		{"another identity asks Redis", 0, request("b"), true, true, 0, 0},
 		{"a millisecond before retry-after", 59 * time.Millisecond, a, false, false, time.Millisecond, 901 * time.Millisecond},
 		{"at retry-after: Redis again", time.Millisecond, a, true, true, 0, 0},
@@ -76,7 +76,7 @@ func TestDenyCache(t *testing.T) {
 		if called != s.wantCall || r.CacheHit == s.wantCall || r.Allowed != s.wantAllowed || r.RetryAfter != s.wantRetry {
 			t.Fatalf("%s: asked Redis %v (want %v), %+v (want allowed %v, retry after %v)", s.name, called, s.wantCall, r, s.wantAllowed, s.wantRetry)
 		}
-		if r.CacheHit && (r.Reason != bucket.ReasonLimited || r.Rule != "burst" || r.Limit != 10 || r.ResetAfter != s.wantResetLeft) {
+		if r.CacheHit && (r.Reason != bucketgate.ReasonLimited || r.Rule != "burst" || r.Limit != 10 || r.ResetAfter != s.wantResetLeft) {
 			t.Fatalf("%s: cached denial %+v, want reset after %v and the original decision's fields", s.name, r, s.wantResetLeft)
 		}
 	}
@@ -123,7 +123,7 @@ func flood(t *testing.T, cacheSize int) (allowed []bool, calls int64) {
 	for i := range floodRequests {
 		r := decide(t, g, request("flooder"))
 		allowed = append(allowed, r.Allowed)
-		if r.Reason != bucket.ReasonOK && r.Reason != bucket.ReasonLimited {
+		if r.Reason != bucketgate.ReasonOK && r.Reason != bucketgate.ReasonLimited {
 			t.Fatalf("request %d: %+v", i, r)
 		}
 		clk.Advance(floodEvery)
@@ -168,15 +168,15 @@ func TestDenyCacheFlood(t *testing.T) {
 func TestDenyCacheGivesWayToRefundsAndResets(t *testing.T) {
 	_, clk, engine := miniEngine(t)
 	g := guard.New(engine, guard.Options{Now: clk.Now, DenyCacheSize: 100})
-	daily := []bucket.Rule{{Name: "daily", Capacity: 10, RefillPerSecond: 10.0 / 86400}}
-	drain := func(id string) bucket.Request {
-		q := bucket.Request{Identity: id, Rules: daily, Cost: 10}
+	daily := []bucketgate.Rule{{Name: "daily", Capacity: 10, RefillPerSecond: 10.0 / 86400}}
+	drain := func(id string) bucketgate.Request {
+		q := bucketgate.Request{Identity: id, Rules: daily, Cost: 10}
 		if r := decide(t, g, q); !r.Allowed {
 			t.Fatalf("draining %s: %+v", id, r)
 		}
-		return bucket.Request{Identity: id, Rules: daily, Cost: 1}
+		return bucketgate.Request{Identity: id, Rules: daily, Cost: 1}
 	}
-	step := func(name string, q bucket.Request, wantCall, wantAllowed bool) {
+	step := func(name string, q bucketgate.Request, wantCall, wantAllowed bool) {
 		t.Helper()
 		before := engine.calls.Load()
 		r := decide(t, g, q)
@@ -188,16 +188,16 @@ func TestDenyCacheGivesWayToRefundsAndResets(t *testing.T) {
 	one := drain("a")
 	step("drained: Redis denies", one, true, false)
 	step("a repeat: from the cache", one, false, false)
-	step("a refund goes to Redis", bucket.Request{Identity: "a", Rules: daily, Cost: 1, Op: bucket.OpRefund}, true, true)
+	step("a refund goes to Redis", bucketgate.Request{Identity: "a", Rules: daily, Cost: 1, Op: bucketgate.OpRefund}, true, true)
 	step("after the refund: Redis again", one, true, true)
 	step("the admission's wait: from the cache", one, false, false)
-	step("a reset goes to Redis", bucket.Request{Identity: "a", Rules: daily, Op: bucket.OpReset}, true, true)
+	step("a reset goes to Redis", bucketgate.Request{Identity: "a", Rules: daily, Op: bucketgate.OpReset}, true, true)
 	step("after the reset: Redis again", one, true, true)
 
 	one = drain("b")
 	step("b drained: Redis denies for hours", one, true, false)
 	shadow := one
-	shadow.Rules = []bucket.Rule{daily[0]}
+	shadow.Rules = []bucketgate.Rule{daily[0]}
 	shadow.Rules[0].Shadow = true
 	step("the same rule as shadow: Redis", shadow, true, true)
 	clk.Advance(guard.DenyCacheMaxAge - time.Millisecond)

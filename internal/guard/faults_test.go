@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
@@ -52,7 +53,7 @@ func chain(t *testing.T, addr string, env map[string]string) *guard.Guard {
 }
 
 // timed decides q and returns the result and how long it took.
-func timed(t *testing.T, g *guard.Guard, q bucket.Request) (guard.Result, time.Duration) {
+func timed(t *testing.T, g *guard.Guard, q bucketgate.Request) (guard.Result, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	r := decide(t, g, q)
@@ -60,12 +61,12 @@ func timed(t *testing.T, g *guard.Guard, q bucket.Request) (guard.Result, time.D
 }
 
 // recovers polls until g decides q with Redis, and fails t if that takes too long.
-func recovers(t *testing.T, g *guard.Guard, q bucket.Request) {
+func recovers(t *testing.T, g *guard.Guard, q bucketgate.Request) {
 	t.Helper()
 	deadline := time.Now().Add(recoveryWithin)
 	for {
 		r := decide(t, g, q)
-		if r.Failure == guard.FailureNone && r.Reason == bucket.ReasonOK {
+		if r.Failure == guard.FailureNone && r.Reason == bucketgate.ReasonOK {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -133,16 +134,16 @@ func TestFaults(t *testing.T) {
 			}
 			g := chain(t, addr, env)
 			q := request("victim")
-			if r := decide(t, g, q); r.Reason != bucket.ReasonOK {
+			if r := decide(t, g, q); r.Reason != bucketgate.ReasonOK {
 				t.Fatalf("before the fault: %+v", r)
 			}
 
 			f.inject(t)
 			for i := range guard.DefaultFailuresToOpen + 1 { // the last one meets an open circuit
 				r, took := timed(t, g, q)
-				wantReason, wantAllowed, wantRetry := bucket.ReasonUnavailable, false, guard.FailureRetryAfter
+				wantReason, wantAllowed, wantRetry := bucketgate.ReasonUnavailable, false, guard.FailureRetryAfter
 				if tc.failOpen {
-					wantReason, wantAllowed, wantRetry = bucket.ReasonDegraded, true, 0
+					wantReason, wantAllowed, wantRetry = bucketgate.ReasonDegraded, true, 0
 				}
 				if r.Failure != tc.want || r.Reason != wantReason || r.Allowed != wantAllowed || r.RetryAfter != wantRetry || r.Err == nil {
 					t.Fatalf("decision %d during the fault: %+v, want %s with failure %s", i+1, r, wantReason, tc.want)
@@ -183,20 +184,20 @@ func TestBadStateIsOneIdentitysFailure(t *testing.T) {
 			run(t, srv, tc.inject...)
 			for i := range 3 * guard.DefaultFailuresToOpen {
 				r := decide(t, g, request(victim))
-				if r.Failure != guard.FailureBadResponse || r.Reason != bucket.ReasonUnavailable || r.CircuitOpen ||
+				if r.Failure != guard.FailureBadResponse || r.Reason != bucketgate.ReasonUnavailable || r.CircuitOpen ||
 					!errors.Is(r.Err, bucket.ErrBadState) {
 					t.Fatalf("decision %d on the victim: %+v, want unavailable, bad_response, circuit closed", i+1, r)
 				}
-				if other := decide(t, g, request("bystander-"+tc.name)); other.Failure != guard.FailureNone || other.Reason != bucket.ReasonOK {
+				if other := decide(t, g, request("bystander-"+tc.name)); other.Failure != guard.FailureNone || other.Reason != bucketgate.ReasonOK {
 					t.Fatalf("decision %d on another identity: %+v", i+1, other)
 				}
 			}
 			if !tc.reset {
 				run(t, srv, "DEL", tc.inject[1])
-			} else if r := decide(t, g, bucket.Request{Identity: victim, Rules: burst, Op: bucket.OpReset}); r.Failure != guard.FailureNone {
+			} else if r := decide(t, g, bucketgate.Request{Identity: victim, Rules: burst, Op: bucketgate.OpReset}); r.Failure != guard.FailureNone {
 				t.Fatalf("reset: %+v", r)
 			}
-			if r := decide(t, g, request(victim)); r.Reason != bucket.ReasonOK || r.Remaining != burst[0].Capacity-1 {
+			if r := decide(t, g, request(victim)); r.Reason != bucketgate.ReasonOK || r.Remaining != burst[0].Capacity-1 {
 				t.Fatalf("after the repair: %+v", r)
 			}
 		})
@@ -209,11 +210,11 @@ func TestNoScriptRecovery(t *testing.T) {
 	srv := redistest.Start(t)
 	g := chain(t, srv.Addr, nil)
 	q := request("flushed")
-	if r := decide(t, g, q); r.Reason != bucket.ReasonOK {
+	if r := decide(t, g, q); r.Reason != bucketgate.ReasonOK {
 		t.Fatalf("before: %+v", r)
 	}
 	run(t, srv, "SCRIPT", "FLUSH")
-	if r := decide(t, g, q); r.Failure != guard.FailureNone || r.Reason != bucket.ReasonOK {
+	if r := decide(t, g, q); r.Failure != guard.FailureNone || r.Reason != bucketgate.ReasonOK {
 		t.Fatalf("after SCRIPT FLUSH: %+v", r)
 	}
 	if n := run(t, srv, "SCRIPT", "EXISTS", scriptSHA()); n != "1" {
@@ -247,7 +248,7 @@ func TestColdStartDuringOutage(t *testing.T) {
 	g := chain(t, srv.Addr, nil)
 	q := request("cold")
 	for i := range guard.DefaultFailuresToOpen + 1 {
-		if r := decide(t, g, q); r.Reason != bucket.ReasonUnavailable || r.Failure != guard.FailureRedisError {
+		if r := decide(t, g, q); r.Reason != bucketgate.ReasonUnavailable || r.Failure != guard.FailureRedisError {
 			t.Fatalf("decision %d during the outage: %+v", i+1, r)
 		}
 	}
@@ -284,7 +285,7 @@ func TestNoGoroutineGrowth(t *testing.T) {
 	patient := guard.New(engine, guard.Options{Timeout: s.Timeout})
 	withBreaker := guard.New(engine, app.GuardOptions(s))
 	q := request("leak")
-	if r := decide(t, patient, q); r.Reason != bucket.ReasonOK {
+	if r := decide(t, patient, q); r.Reason != bucketgate.ReasonOK {
 		t.Fatalf("before: %+v", r)
 	}
 	baseline := runtime.NumGoroutine()
@@ -311,10 +312,10 @@ func TestNoGoroutineGrowth(t *testing.T) {
 }
 
 // countFailures makes n decisions and checks that each one failed with want.
-func countFailures(t *testing.T, g *guard.Guard, q bucket.Request, n int, want guard.Failure) {
+func countFailures(t *testing.T, g *guard.Guard, q bucketgate.Request, n int, want guard.Failure) {
 	t.Helper()
 	for i := range n {
-		if r := decide(t, g, q); r.Failure != want || r.Reason != bucket.ReasonUnavailable {
+		if r := decide(t, g, q); r.Failure != want || r.Reason != bucketgate.ReasonUnavailable {
 			t.Fatalf("failed decision %d of %d: %+v, want %s", i+1, n, r, want)
 		}
 	}
@@ -343,7 +344,7 @@ func run(t *testing.T, srv *redistest.Server, args ...string) string {
 func TestOneStallCountsOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	g := chain(t, srv.Addr, nil)
-	if r := decide(t, g, request("victim")); r.Reason != bucket.ReasonOK {
+	if r := decide(t, g, request("victim")); r.Reason != bucketgate.ReasonOK {
 		t.Fatalf("before the stall: %+v", r)
 	}
 	srv.Pause()

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
@@ -52,8 +53,8 @@ const (
 
 // limiter is the engine a Guard wraps: *bucket.Limiter, traced or not.
 type limiter interface {
-	Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error)
-	DecideBatch(ctx context.Context, qs []bucket.Request) ([]bucket.Decision, []error)
+	Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error)
+	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
 }
 
 // DefaultMargin is the Margin of the functions: time enough to answer the invocation
@@ -89,8 +90,9 @@ type Options struct {
 	// ProbeInterval is how long an open circuit answers alone before one request
 	// probes Redis; zero is DefaultProbeInterval.
 	ProbeInterval time.Duration
-	// DenyCacheSize bounds the deny cache, in entries; zero means no cache. The cache
-	// times entries by Now: Redis's clock and Now must advance together (real time).
+	// DenyCacheSize bounds the deny cache, in entries; zero means no cache. Its entries
+	// also hold at most DenyCacheMaxBytes. The cache times entries by Now: Redis's
+	// clock and Now must advance together (real time).
 	DenyCacheSize int
 }
 
@@ -127,7 +129,7 @@ func New(next limiter, opts Options) *Guard {
 
 // Result is a Decision with what it took to reach it.
 type Result struct {
-	bucket.Decision
+	bucketgate.Decision
 	// Failure is why Redis did not decide; FailureNone when it did. While the circuit
 	// is open it is the failure that opened it.
 	Failure Failure
@@ -146,41 +148,22 @@ type Result struct {
 	CircuitOpen bool
 }
 
-// Decide decides q by the failure policy. Its error is non-nil only for a request that
-// can never be decided (it wraps bucket.ErrInvalid); every Redis failure is a Result.
-func (g *Guard) Decide(ctx context.Context, q bucket.Request) (Result, error) {
-	start := g.opts.Now()
-	if d, ok := g.cached(q, start); ok {
-		// A cached denial was given to this very request (same identity, rules, cost),
-		// so the request is valid.
-		return Result{Decision: d, CacheHit: true}, nil
+// Decide decides q by the failure policy: a batch of one (see DecideBatch). Its error
+// is non-nil only for a request that can never be decided (it wraps
+// bucketgate.ErrInvalid); every Redis failure is a Result.
+func (g *Guard) Decide(ctx context.Context, q bucketgate.Request) (Result, error) {
+	var r [1]Result
+	if err := g.decide(ctx, []bucketgate.Request{q}, r[:]); err != nil {
+		return Result{}, err.Err
 	}
-	c := g.circuit(q.Identity)
-	if r, done, err := g.short(c, q, start); done {
-		return r, err
-	}
-	ctx, cancel, err := g.callContext(ctx)
-	if err != nil {
-		if err := q.Validate(); err != nil {
-			return Result{}, err
-		}
-		return g.fallback(q, FailureTimeout, err, 0), nil
-	}
-	defer cancel()
-	d, err := g.next.Decide(ctx, q)
-	end := g.opts.Now()
-	if errors.Is(err, bucket.ErrInvalid) {
-		return Result{}, err
-	}
-	c.record(start, end, err)
-	return g.result(q, d, err, start, end.Sub(start)), nil
+	return r[0], nil
 }
 
 // BatchError is the error of a batch with a request that can never be decided.
 type BatchError struct {
 	// Index is the request's index in the batch.
 	Index int
-	// Err wraps bucket.ErrInvalid.
+	// Err wraps bucketgate.ErrInvalid.
 	Err error
 }
 
@@ -197,77 +180,153 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // answers every request whose circuit is open, and the rest share one deadline: those
 // Redis did not answer in time fail with FailureTimeout, never sent again. Its error is a
 // *BatchError when a request can never be decided; then no Result is given.
-func (g *Guard) DecideBatch(ctx context.Context, qs []bucket.Request) ([]Result, error) {
-	for i, q := range qs {
-		if err := q.Validate(); err != nil {
-			return nil, &BatchError{Index: i, Err: err}
+func (g *Guard) DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]Result, error) {
+	results := make([]Result, len(qs))
+	if err := g.decide(ctx, qs, results); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// decide decides qs into results (as long), the one path of Decide and DecideBatch. A
+// batch of several is validated whole before anything is decided, so that an invalid
+// request leaves every other undecided; a batch of one is validated where it is answered
+// without the engine (the engine refuses it before any write), so that a single
+// decision costs what it did before batches. One request asked is the engine's Decide,
+// several its DecideBatch.
+func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []Result) *BatchError {
+	validated := len(qs) > 1
+	if validated {
+		for i, q := range qs {
+			if err := q.Validate(); err != nil {
+				return &BatchError{Index: i, Err: err}
+			}
 		}
 	}
 	start := g.opts.Now()
-	results := make([]Result, len(qs))
-	ask := make([]bucket.Request, 0, len(qs))
-	asked := make([]int, 0, len(qs)) // the index in qs of each request in ask
-	var given map[string]bool        // identities given tokens back earlier in the batch
+	var (
+		askedBuf [1]int
+		asked    = askedBuf[:0] // the index in qs of each request for Redis
+		viaBuf   [1]circuit
+		via      = viaBuf[:0]    // the circuits of each request asked, when there is a breaker
+		given    map[string]bool // identities given tokens back earlier in the batch
+	)
+	if len(qs) > 1 {
+		asked, via = make([]int, 0, len(qs)), make([]circuit, 0, len(qs))
+	}
 	for i, q := range qs {
-		if q.Op != bucket.OpCheck {
-			if given == nil {
-				given = map[string]bool{}
+		if q.Op != bucketgate.OpCheck {
+			if i < len(qs)-1 { // a later check of the batch must not be answered by the cache
+				if given == nil {
+					given = map[string]bool{}
+				}
+				given[q.Identity] = true
 			}
-			given[q.Identity] = true
 		} else if d, ok := g.cached(q, start); ok && !given[q.Identity] {
+			// A cached denial was given to this very request (same identity, rules,
+			// cost), so the request is valid.
 			results[i] = Result{Decision: d, CacheHit: true}
 			continue
 		}
-		ask, asked = append(ask, q), append(asked, i)
-	}
-	var via []circuit // the circuits of each request in ask, when there is a breaker
-	if g.circuits != nil {
-		n := 0
-		for _, i := range asked {
-			c := g.circuit(qs[i].Identity)
+		if g.circuits != nil {
+			c := g.circuit(q.Identity)
 			if ok, f, err := c.allow(start); !ok {
-				results[i] = g.open(qs[i], f, err)
+				if !validated {
+					if err := q.Validate(); err != nil {
+						return &BatchError{Index: i, Err: err}
+					}
+				}
+				results[i] = g.open(q, f, err)
 				continue
 			}
-			ask[n], asked[n], via = qs[i], i, append(via, c)
-			n++
+			via = append(via, c)
 		}
-		ask, asked = ask[:n], asked[:n]
+		asked = append(asked, i)
 	}
-	if len(ask) == 0 {
-		return results, nil
+	if len(asked) == 0 {
+		return nil
 	}
 	ctx, cancel, err := g.callContext(ctx)
 	if err != nil {
 		for _, i := range asked {
+			if !validated {
+				if err := qs[i].Validate(); err != nil {
+					return &BatchError{Index: i, Err: err}
+				}
+			}
 			results[i] = g.fallback(qs[i], FailureTimeout, err, 0)
 		}
-		return results, nil
+		return nil
 	}
 	defer cancel()
-	ds, errs := g.next.DecideBatch(ctx, ask)
+	var (
+		d1   [1]bucketgate.Decision
+		e1   [1]error
+		ds   = d1[:]
+		errs = e1[:]
+	)
+	if len(asked) == 1 {
+		ds[0], errs[0] = g.next.Decide(ctx, qs[asked[0]])
+	} else {
+		ask := make([]bucketgate.Request, len(asked))
+		for k, i := range asked {
+			ask[k] = qs[i]
+		}
+		ds, errs = g.next.DecideBatch(ctx, ask)
+	}
 	end := g.opts.Now()
 	// Each circuit asked is told once: of a success when Redis decided any of its
-	// requests, else of a failure.
-	failed := make(map[*breaker]error, 2*len(via))
+	// requests, else of a failure. A request has two circuits at most, a batch
+	// circuitCount.
+	var toldBuf [2]told // a request's two circuits
+	tell := toldBuf[:0]
+	if len(asked) > 1 {
+		tell = make([]told, 0, circuitCount)
+	}
 	for k, i := range asked {
 		err := errs[k]
-		if errors.Is(err, bucket.ErrInvalid) {
-			return nil, &BatchError{Index: i, Err: err}
+		if errors.Is(err, bucketgate.ErrInvalid) {
+			return &BatchError{Index: i, Err: err}
 		}
-		if via != nil {
+		if len(via) > 0 {
+			f := failure(err)
 			for _, b := range [...]*breaker{via[k].cluster, via[k].own} {
-				if prev, seen := failed[b]; b != nil && (!seen || prev != nil) {
-					failed[b] = failure(err)
+				if b != nil {
+					tell = tellOnce(tell, b, f)
 				}
 			}
 		}
 		results[i] = g.result(qs[i], ds[k], err, start, end.Sub(start))
 	}
-	for b, err := range failed {
-		b.record(start, end, err)
+	for _, t := range tell {
+		t.b.record(start, end, t.err)
 	}
-	return results, nil
+	return nil
+}
+
+// circuitCount is how many circuits there are: one per range of CircuitSlots slots,
+// and the whole cluster's.
+const circuitCount = bucket.Slots/CircuitSlots + 1
+
+// told is what one circuit is told of a batch: nil for a success.
+type told struct {
+	b   *breaker
+	err error
+}
+
+// tellOnce adds to tell that b's request ended with err (nil: Redis decided it): a
+// success stands over every failure of the same circuit, a later failure over an
+// earlier one.
+func tellOnce(tell []told, b *breaker, err error) []told {
+	for i := range tell {
+		if tell[i].b == b {
+			if tell[i].err != nil {
+				tell[i].err = err
+			}
+			return tell
+		}
+	}
+	return append(tell, told{b, err})
 }
 
 // circuit returns the circuits that answer for identity; none without a breaker.
@@ -282,28 +341,15 @@ func (g *Guard) circuit(identity string) circuit {
 }
 
 // cached returns the deny cache's answer to q, if it has one.
-func (g *Guard) cached(q bucket.Request, now time.Time) (bucket.Decision, bool) {
-	if g.cache == nil || q.Op != bucket.OpCheck {
-		return bucket.Decision{}, false
+func (g *Guard) cached(q bucketgate.Request, now time.Time) (bucketgate.Decision, bool) {
+	if g.cache == nil || q.Op != bucketgate.OpCheck {
+		return bucketgate.Decision{}, false
 	}
 	return g.cache.get(q, now)
 }
 
-// short answers q at now without Redis while its circuit c is open (done true): by
-// the failure policy, or with q's error when q is invalid.
-func (g *Guard) short(c circuit, q bucket.Request, now time.Time) (r Result, done bool, err error) {
-	ok, f, lastErr := c.allow(now)
-	if ok {
-		return Result{}, false, nil
-	}
-	if err := q.Validate(); err != nil {
-		return Result{}, true, err
-	}
-	return g.open(q, f, lastErr), true, nil
-}
-
 // open is the Result of q while the circuit is open after failure f with error err.
-func (g *Guard) open(q bucket.Request, f Failure, err error) Result {
+func (g *Guard) open(q bucketgate.Request, f Failure, err error) Result {
 	r := g.fallback(q, f, fmt.Errorf("%w: last failure: %w", ErrCircuitOpen, err), 0)
 	r.CircuitOpen = true
 	return r
@@ -331,13 +377,13 @@ func (g *Guard) callContext(ctx context.Context) (context.Context, context.Cance
 }
 
 // result is the Result of q, which Redis was asked at start and answered with d or err
-// (not bucket.ErrInvalid) after latency; it keeps the deny cache up to date.
-func (g *Guard) result(q bucket.Request, d bucket.Decision, err error, start time.Time, latency time.Duration) Result {
+// (not bucketgate.ErrInvalid) after latency; it keeps the deny cache up to date.
+func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, start time.Time, latency time.Duration) Result {
 	if err != nil {
 		return g.fallback(q, Classify(err), err, latency)
 	}
 	if g.cache != nil {
-		if q.Op == bucket.OpCheck {
+		if q.Op == bucketgate.OpCheck {
 			g.cache.put(q, d, start)
 		} else {
 			g.cache.forget(q.Identity)
@@ -346,20 +392,24 @@ func (g *Guard) result(q bucket.Request, d bucket.Decision, err error, start tim
 	return Result{Decision: d, Latency: latency}
 }
 
+// FailOpen reports whether g allows, degraded, the requests Redis does not decide
+// (Options.FailOpen).
+func (g *Guard) FailOpen() bool { return g.opts.FailOpen }
+
 // Fallback returns the Result of q when something the decision needs before Redis
 // failed with f and err (FailureRegistryError): denied with reason unavailable, or
 // allowed with reason degraded, by the failure policy. Redis is not asked and the
 // circuit breaker not told.
-func (g *Guard) Fallback(q bucket.Request, f Failure, err error) Result {
+func (g *Guard) Fallback(q bucketgate.Request, f Failure, err error) Result {
 	return g.fallback(q, f, err, 0)
 }
 
 // fallback is the Result of a request Redis did not decide: it describes the first
 // enforced rule, if any.
-func (g *Guard) fallback(q bucket.Request, f Failure, err error, latency time.Duration) Result {
-	d := bucket.Decision{Reason: bucket.ReasonUnavailable, RetryAfter: FailureRetryAfter}
+func (g *Guard) fallback(q bucketgate.Request, f Failure, err error, latency time.Duration) Result {
+	d := bucketgate.Decision{Reason: bucketgate.ReasonUnavailable, RetryAfter: FailureRetryAfter}
 	if g.opts.FailOpen {
-		d = bucket.Decision{Allowed: true, Reason: bucket.ReasonDegraded}
+		d = bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}
 	}
 	for _, r := range q.Rules {
 		if !r.Shadow {

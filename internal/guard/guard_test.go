@@ -11,6 +11,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -46,13 +47,13 @@ type counting struct {
 	calls atomic.Int64
 }
 
-func (c *counting) Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error) {
+func (c *counting) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error) {
 	c.calls.Add(1)
 	return c.next.Decide(ctx, q)
 }
 
 // DecideBatch counts one call for the batch.
-func (c *counting) DecideBatch(ctx context.Context, qs []bucket.Request) ([]bucket.Decision, []error) {
+func (c *counting) DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error) {
 	c.calls.Add(1)
 	return c.next.DecideBatch(ctx, qs)
 }
@@ -66,11 +67,13 @@ func miniEngine(t *testing.T) (*miniredis.Miniredis, *clock, *counting) {
 	return mr, clk, &counting{next: bucket.New(redistest.Client(t, mr.Addr()))}
 }
 
-var burst = []bucket.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 10}}
+var burst = []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 10}}
 
-func request(id string) bucket.Request { return bucket.Request{Identity: id, Rules: burst, Cost: 1} }
+func request(id string) bucketgate.Request {
+	return bucketgate.Request{Identity: id, Rules: burst, Cost: 1}
+}
 
-func decide(t *testing.T, g *guard.Guard, q bucket.Request) guard.Result {
+func decide(t *testing.T, g *guard.Guard, q bucketgate.Request) guard.Result {
 	t.Helper()
 	r, err := g.Decide(context.Background(), q)
 	if err != nil {
@@ -83,16 +86,16 @@ func TestFailurePolicy(t *testing.T) {
 	tests := []struct {
 		name     string
 		failOpen bool
-		want     bucket.Decision
+		want     bucketgate.Decision
 	}{
-		{"fail closed", false, bucket.Decision{Reason: bucket.ReasonUnavailable, RetryAfter: guard.FailureRetryAfter, Rule: "burst", Limit: 10}},
-		{"fail open", true, bucket.Decision{Allowed: true, Reason: bucket.ReasonDegraded, Rule: "burst", Limit: 10}},
+		{"fail closed", false, bucketgate.Decision{Reason: bucketgate.ReasonUnavailable, RetryAfter: guard.FailureRetryAfter, Rule: "burst", Limit: 10}},
+		{"fail open", true, bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded, Rule: "burst", Limit: 10}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			mr, clk, engine := miniEngine(t)
 			g := guard.New(engine, guard.Options{FailOpen: tc.failOpen, Now: clk.Now})
-			if r := decide(t, g, request("a")); r.Reason != bucket.ReasonOK || r.Failure != guard.FailureNone {
+			if r := decide(t, g, request("a")); r.Reason != bucketgate.ReasonOK || r.Failure != guard.FailureNone {
 				t.Fatalf("healthy: %+v", r)
 			}
 			mr.Close()
@@ -100,7 +103,7 @@ func TestFailurePolicy(t *testing.T) {
 			if r.Decision != tc.want || r.Failure != guard.FailureRedisError || r.Err == nil {
 				t.Fatalf("Redis gone: %+v, want %+v with redis_error", r, tc.want)
 			}
-			if _, err := g.Decide(context.Background(), bucket.Request{Identity: "a", Rules: burst, Cost: 11}); !errors.Is(err, bucket.ErrInvalid) {
+			if _, err := g.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: burst, Cost: 11}); !errors.Is(err, bucketgate.ErrInvalid) {
 				t.Fatalf("invalid request while Redis is gone: %v, want ErrInvalid", err)
 			}
 		})
@@ -111,7 +114,7 @@ func TestCircuitBreaker(t *testing.T) {
 	const failuresToOpen = 3
 	mr, clk, engine := miniEngine(t)
 	g := guard.New(engine, guard.Options{Now: clk.Now, FailuresToOpen: failuresToOpen, ProbeInterval: time.Second})
-	step := func(name string, wantCall bool, wantReason bucket.Reason, wantOpen bool) {
+	step := func(name string, wantCall bool, wantReason bucketgate.Reason, wantOpen bool) {
 		t.Helper()
 		before := engine.calls.Load()
 		r := decide(t, g, request("a"))
@@ -124,28 +127,28 @@ func TestCircuitBreaker(t *testing.T) {
 		}
 	}
 
-	step("healthy", true, bucket.ReasonOK, false)
+	step("healthy", true, bucketgate.ReasonOK, false)
 	mr.Close()
 	for i := range failuresToOpen {
-		step("failure "+string(rune('1'+i)), true, bucket.ReasonUnavailable, false)
+		step("failure "+string(rune('1'+i)), true, bucketgate.ReasonUnavailable, false)
 	}
-	step("open", false, bucket.ReasonUnavailable, true)
+	step("open", false, bucketgate.ReasonUnavailable, true)
 	clk.Advance(999 * time.Millisecond)
-	step("open just before the probe", false, bucket.ReasonUnavailable, true)
+	step("open just before the probe", false, bucketgate.ReasonUnavailable, true)
 	clk.Advance(time.Millisecond)
-	step("probe while still down", true, bucket.ReasonUnavailable, false)
-	step("open again after the failed probe", false, bucket.ReasonUnavailable, true)
-	if _, err := g.Decide(context.Background(), bucket.Request{Identity: "a", Rules: burst, Cost: -1}); !errors.Is(err, bucket.ErrInvalid) {
+	step("probe while still down", true, bucketgate.ReasonUnavailable, false)
+	step("open again after the failed probe", false, bucketgate.ReasonUnavailable, true)
+	if _, err := g.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: burst, Cost: -1}); !errors.Is(err, bucketgate.ErrInvalid) {
 		t.Fatalf("invalid request while open: %v, want ErrInvalid", err)
 	}
 
 	if err := mr.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	step("Redis back, circuit still open", false, bucket.ReasonUnavailable, true)
+	step("Redis back, circuit still open", false, bucketgate.ReasonUnavailable, true)
 	clk.Advance(time.Second)
-	step("probe succeeds", true, bucket.ReasonOK, false)
-	step("closed", true, bucket.ReasonOK, false)
+	step("probe succeeds", true, bucketgate.ReasonOK, false)
+	step("closed", true, bucketgate.ReasonOK, false)
 }
 
 // TestWholeClusterCircuit: when every master of a cluster fails (miniredis stands in,
@@ -206,7 +209,7 @@ func TestCircuitBreakerFailOpen(t *testing.T) {
 	decide(t, g, request("a"))
 	before := engine.calls.Load()
 	r := decide(t, g, request("a"))
-	if !r.CircuitOpen || !r.Allowed || r.Reason != bucket.ReasonDegraded || engine.calls.Load() != before {
+	if !r.CircuitOpen || !r.Allowed || r.Reason != bucketgate.ReasonDegraded || engine.calls.Load() != before {
 		t.Fatalf("open circuit failing open: %+v", r)
 	}
 }

@@ -2,7 +2,7 @@
 // header when there is exactly one, and the source IP (one IPv4 address, or an IPv6
 // prefix, /64 by default). Whose buckets the request spends is the handler's choice
 // (a registered key's, else the source's). A raw key never leaves this package: it
-// becomes its config.KeyDigest first, so Redis keys, logs, metrics, registry lookups and
+// becomes its bucketgate.KeyDigest first, so Redis keys, logs, metrics, registry lookups and
 // principal ids only ever see the digest. Identities are namespaced by kind ("key:" or
 // "ip:") so that no address can ever equal a key's identity.
 package identity
@@ -12,21 +12,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/bucketgate/bucketgate/internal/config"
-)
-
-// Kind says where an Identity came from.
-type Kind string
-
-// The kinds of Identity.
-const (
-	// KindKey: an API key, held as its config.KeyDigest.
-	KindKey Kind = "key"
-	// KindIP: the request's source address (an IPv6 source by its prefix).
-	KindIP Kind = "ip"
-	// KindTenant: a key the check function was invoked with, as given: services that
-	// invoke it are trusted, their keys are not secrets.
-	KindTenant Kind = "tenant"
+	"github.com/bucketgate/bucketgate"
 )
 
 // UnknownAddr is the Value of the one shared KindIP identity of every request whose
@@ -34,34 +20,19 @@ const (
 // events sometimes carry placeholders such as "...").
 const UnknownAddr = "unknown"
 
-// Identity is whose buckets a request spends. The zero Identity is invalid.
-type Identity struct {
-	// Kind is where the identity came from.
-	Kind Kind
-	// Value is the key's digest (KindKey), the canonical source address, IPv6 prefix
-	// or UnknownAddr (KindIP), or the check function's key (KindTenant). It never
-	// holds a raw API key.
-	Value string
-}
-
-// String returns the namespaced identity, "key:<digest>", "ip:<address>" or
-// "tenant:<key>": the bucket.Request identity, the registry's item id, and the REST
-// authorizer's principal id.
-func (id Identity) String() string { return string(id.Kind) + ":" + id.Value }
-
 // Caller is who sent a request, as far as the request says: always its source address,
 // and its API key when it carried exactly one.
 type Caller struct {
 	// Key is the API key's identity (KindKey) when the request carried one non-blank
 	// key, in one or more copies of the same value; the zero Identity otherwise.
-	Key Identity
+	Key bucketgate.Identity
 	// Conflict reports an API key header given more than once with different values
 	// (in any letter case, or in the multi-value headers): that is not a key, and Key is
 	// zero. The handlers treat it as an unknown key.
 	Conflict bool
 	// IP is the source address's identity (KindIP): one IPv4 address, or the IPv6
 	// prefix it belongs to, or UnknownAddr.
-	IP Identity
+	IP bucketgate.Identity
 }
 
 // Resolver finds the Caller of a request. The zero Resolver is unusable; use
@@ -86,6 +57,9 @@ func NewResolver(header string, ipv6Prefix int) (Resolver, error) {
 	}
 	return Resolver{header: header, ipv6Prefix: ipv6Prefix}, nil
 }
+
+// IPv6Prefix returns the prefix length, in bits, that IPv6 sources are grouped by.
+func (r Resolver) IPv6Prefix() int { return r.ipv6Prefix }
 
 // Header returns the name of the API key header, as configured.
 func (r Resolver) Header() string { return r.header }
@@ -119,12 +93,12 @@ func (r Resolver) IsKeyHeader(name string) bool { return strings.EqualFold(name,
 // ResolveCopies returns the Caller of a request whose API key header copies k holds,
 // from sourceIP: Resolve for a caller that reads the headers itself.
 func (r Resolver) ResolveCopies(k KeyCopies, sourceIP string) Caller {
-	c := Caller{IP: Identity{Kind: KindIP, Value: r.source(sourceIP)}}
+	c := Caller{IP: bucketgate.Identity{Kind: bucketgate.KindIP, Value: r.source(sourceIP)}}
 	switch {
 	case k.conflict:
 		c.Conflict = true
 	case k.key != "":
-		c.Key = Identity{Kind: KindKey, Value: config.KeyDigest(k.key)}
+		c.Key = bucketgate.KeyIdentity(k.key)
 	}
 	return c
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -18,14 +18,14 @@ func who(c identity.Caller) string {
 	switch {
 	case c.Conflict:
 		return "conflict"
-	case c.Key != identity.Identity{}:
+	case c.Key != bucketgate.Identity{}:
 		return c.Key.String()
 	}
 	return c.IP.String()
 }
 
 func TestResolve(t *testing.T) {
-	digest := config.KeyDigest(rawKey)
+	digest := bucketgate.KeyDigest(rawKey)
 	tests := []struct {
 		name     string
 		header   string
@@ -75,7 +75,7 @@ func TestResolve(t *testing.T) {
 			if strings.Contains(got, rawKey) {
 				t.Fatalf("identity %q holds the raw key", got)
 			}
-			if c.IP.Kind != identity.KindIP || c.IP.Value == "" {
+			if c.IP.Kind != bucketgate.KindIP || c.IP.Value == "" {
 				t.Fatalf("source identity %+v, want one of kind ip", c.IP)
 			}
 		})
@@ -89,13 +89,13 @@ func TestNamespacesCannotCollide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"192.0.2.1", "::1", config.KeyDigest("x"), "key:" + config.KeyDigest("x"), "unknown"} {
+	for _, s := range []string{"192.0.2.1", "::1", bucketgate.KeyDigest("x"), "key:" + bucketgate.KeyDigest("x"), "unknown"} {
 		asKey := r.Resolve(map[string]string{settings.DefaultAPIKeyHeader: s}, nil, "").Key
 		asIP := r.Resolve(nil, nil, s).IP
 		if asKey == asIP || asKey.String() == asIP.String() {
 			t.Errorf("%q: key identity %q equals address identity %q", s, asKey, asIP)
 		}
-		if asKey.Kind != identity.KindKey || asIP.Kind != identity.KindIP {
+		if asKey.Kind != bucketgate.KindKey || asIP.Kind != bucketgate.KindIP {
 			t.Errorf("%q: kinds %q and %q", s, asKey.Kind, asIP.Kind)
 		}
 	}
@@ -151,7 +151,7 @@ func TestResolveIgnoresMapOrder(t *testing.T) {
 	r, _ := identity.NewResolver(settings.DefaultAPIKeyHeader, settings.DefaultIPv6Prefix)
 	headers := map[string]string{"X-API-Key": "a", "x-api-key": "b", "X-Api-Key": "a", "Accept": "*/*", "X-API-KEY": "a"}
 	for range 200 {
-		if c := r.Resolve(headers, nil, "192.0.2.1"); !c.Conflict || c.Key != (identity.Identity{}) {
+		if c := r.Resolve(headers, nil, "192.0.2.1"); !c.Conflict || c.Key != (bucketgate.Identity{}) {
 			t.Fatalf("Resolve = %+v, want a conflict every time", c)
 		}
 	}

@@ -12,7 +12,8 @@
 --             n >= 0    a check of cost n: allowed when every enforced rule holds n
 --                       tokens, and then n is taken from every rule; 0 is a peek.
 --             -n        a refund of n >= 1: n tokens back to every rule that has state,
---                       never above its capacity.
+--                       never above its capacity, and never lowering a rule (see
+--                       below).
 --             "reset"   every rule's fields removed: every rule full again (the key goes
 --                       with its last field).
 -- ARGV[..]  then, for n rules: the 2n field names, "<rule>:tokens" then "<rule>:ts" for
@@ -47,8 +48,15 @@
 -- A check that takes tokens writes every rule and sets the key to expire 1000 ms (the
 -- margin, bucket.ExpiryMargin) after every bucket written is full again, never shortening
 -- its life (PEXPIREAT GT, or NX on a key that has no expiry yet). A denial or a peek
--- writes nothing. A refund writes the rules that have state and leaves the expiry, which
--- it can only have made later than needed. Arguments are checked before any write; a bad
+-- writes nothing. A refund adds its tokens to the count each rule with state stored, at
+-- that count's stamp, capped at the capacity unless the count already held more (stored
+-- under a plan of a larger capacity: then it stays as it is); it writes only the counts
+-- it raised, and leaves the stamps and the expiry, which it can only have made later
+-- than needed. So a refund never lowers a bucket, whatever plan it names: at any later
+-- time, refilled at any rate, a rule holds at least what it would have held without it
+-- (refilling the count to now under the refund's rate, as a check does, would lose the
+-- refill a faster plan gives). Its reply's figures are those of the counts written,
+-- refilled to now under the request's rules. Arguments are checked before any write; a bad
 -- one is an error reply starting with "ERR bucketgate:". Stored fields that are not the
 -- script's stop a check or a refund before any write: that identity fails until its
 -- fields expire or are reset. A field that is not a number, or a count without its
@@ -77,7 +85,7 @@ local o = nargs % 4
 if o > 1 or nargs < o + 4 then
   return redis.error_reply('ERR bucketgate: ARGV must be the operation (or nothing, for a check of cost 1), two field names per rule, then capacity and rate per rule')
 end
-local cost, give, reset = 1, 0
+local cost, give, op = 1, 0 -- op: nil for a check, else 'refund' or 'reset'
 if o == 1 then
   cost = argv[1]
   if cost == '1' then
@@ -87,9 +95,9 @@ if o == 1 then
     if n and n >= 0 and n % 1 == 0 then
       cost = n
     elseif n and n <= -1 and n % 1 == 0 then
-      cost, give = 0, -n
+      cost, give, op = 0, -n, 'refund'
     elseif cost == 'reset' then
-      cost, reset = 0, true
+      cost, op = 0, 'reset'
     else
       return redis.error_reply('ERR bucketgate: operation must be a whole number (a cost >= 0, or -n to refund n) or reset')
     end
@@ -110,8 +118,11 @@ if least < 1 then least = 1 end
 
 local t = call('TIME')
 local now = t[1] * 1000000 + t[2]
-local s
-if reset then s = {} elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) else s = call('HMGET', key, unpack(argv, o + 1, o + n2)) end
+-- A refund keeps the fields as read (before): the loop below overwrites s with levels.
+local s, before
+if op then
+  if op == 'reset' then s = {} else s = call('HMGET', key, unpack(argv, o + 1, o + n2)); before = {unpack(s)} end
+elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) else s = call('HMGET', key, unpack(argv, o + 1, o + n2)) end
 
 -- One pass over the rules: check each, refill it (a timestamp in the future, after a
 -- failover to a skewed replica, counts as now; a refund adds its tokens before the cap)
@@ -249,9 +260,9 @@ if dbinding then
 end
 
 if allowed == 1 and most > 0 then
-  -- TIME's microseconds have six digits nine times in ten: then the stamp is a join.
-  local stamp = #t[2] == 6 and t[1] .. t[2] or string.format('%d', now)
   if give == 0 then
+    -- TIME's microseconds have six digits nine times in ten: then the stamp is a join.
+    local stamp = #t[2] == 6 and t[1] .. t[2] or string.format('%d', now)
     -- One HSET for one or two rules (no table to build), one per rule beyond.
     if n2 == 2 then
       call('HSET', key, argv[o + 1], s[1], argv[o + 2], stamp)
@@ -271,12 +282,19 @@ if allowed == 1 and most > 0 then
     if not stored then first, second = 'NX', 'GT' end
     if call('PEXPIREAT', key, at, first) == 0 then call('PEXPIREAT', key, at, second) end
   else
-    -- A refund: the rules with state (a stamp), whose expiry stands.
+    -- A refund: give tokens added to each stored count, at its stamp, capped at the
+    -- capacity unless the count holds more already; written only where that raised it.
     for i = 1, n2, 2 do
-      if s[i + 1] then call('HSET', key, argv[o + i], s[i], argv[o + i + 1], stamp) end
+      if before[i] then
+        local count, cap = before[i] + 0, argv[o + n2 + i] + 0
+        if cap < 0 then cap = -cap end -- a shadow rule
+        local raised = count + give
+        if raised > cap then raised = cap end
+        if raised > count then call('HSET', key, argv[o + i], raised) end
+      end
     end
   end
-elseif reset then
+elseif op then -- a reset: a refund is always allowed, a check never gets here with op
   call('HDEL', key, unpack(argv, o + 1, o + n2))
 end
 

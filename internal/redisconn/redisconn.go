@@ -13,7 +13,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,8 +48,9 @@ var ErrNotCluster = errors.New(settings.EnvCluster + "=on but the server is not 
 type Option func(*options)
 
 type options struct {
-	aws     *aws.Config
-	rootCAs *x509.CertPool
+	aws      *aws.Config
+	rootCAs  *x509.CertPool
+	eviction func(node, policy string, err error)
 }
 
 // WithAWSConfig makes New use cfg (region, credentials, endpoints) for Secrets Manager
@@ -56,6 +59,20 @@ func WithAWSConfig(cfg aws.Config) Option { return func(o *options) { o.aws = &c
 
 // WithRootCAs makes TLS connections trust pool instead of the system roots.
 func WithRootCAs(pool *x509.CertPool) Option { return func(o *options) { o.rootCAs = pool } }
+
+// NoEviction is the eviction policy (maxmemory_policy) under which Redis never evicts
+// a key: a full cache refuses writes (bucketgate then fails closed, or open) instead of
+// forgetting buckets, which would come back full.
+const NoEviction = "noeviction"
+
+// WithEvictionPolicy makes the connection read every node's eviction policy once it
+// has connected, from INFO memory (which ElastiCache answers, where CONFIG GET is
+// refused), and report each node's: its policy (maxmemory_policy), or the error that
+// left it unknown. A policy other than NoEviction lets Redis evict keys under memory
+// pressure: exhausted buckets and idle daily quotas would come back full.
+func WithEvictionPolicy(report func(node, policy string, err error)) Option {
+	return func(o *options) { o.eviction = report }
+}
 
 // New returns the connection for s, whose rueidis client has client-side caching off
 // (ElastiCache and miniredis do not support tracking). It reads the password secret and
@@ -77,7 +94,13 @@ func New(s settings.Settings, opts ...Option) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := newConn(func() (rueidis.Client, error) { return connect(co, s.Cluster) })
+	c := newConn(func() (rueidis.Client, error) {
+		cl, err := connect(co, s.Cluster)
+		if err == nil && o.eviction != nil {
+			reportEviction(cl, o.eviction)
+		}
+		return cl, err
+	})
 	first, cancelFirst := context.WithTimeout(context.Background(), ConnectTimeout)
 	defer cancelFirst()
 	if _, err := c.Client(first); err != nil && isConfigError(err) {
@@ -157,4 +180,31 @@ func connect(co rueidis.ClientOption, mode settings.ClusterMode) (rueidis.Client
 		return nil, ErrNotCluster
 	}
 	return c, nil
+}
+
+// reportEviction reads the eviction policy of every node c knows, in order of address,
+// within ConnectTimeout, and reports each.
+func reportEviction(c rueidis.Client, report func(node, policy string, err error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
+	defer cancel()
+	nodes := c.Nodes()
+	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
+		n := nodes[addr]
+		info, err := n.Do(ctx, n.B().Info().Section("memory").Build()).ToString()
+		policy := ""
+		if err == nil {
+			policy, err = maxmemoryPolicy(info)
+		}
+		report(addr, policy, err)
+	}
+}
+
+// maxmemoryPolicy reads maxmemory_policy from the text of INFO memory.
+func maxmemoryPolicy(info string) (string, error) {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok && v != "" {
+			return v, nil
+		}
+	}
+	return "", errors.New("INFO memory says no maxmemory_policy")
 }

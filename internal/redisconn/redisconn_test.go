@@ -3,7 +3,9 @@ package redisconn_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,4 +168,63 @@ func TestClusterModes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEvictionPolicyReported: once connected, every node's eviction policy is read
+// from INFO memory (which ElastiCache answers where CONFIG GET is refused) and
+// reported: real servers started with volatile-lru, allkeys-lru and the default,
+// noeviction; and each node of a cluster.
+func TestEvictionPolicyReported(t *testing.T) {
+	type report struct{ node, policy string }
+	check := func(t *testing.T, env map[string]string) []report {
+		t.Helper()
+		var (
+			mu  sync.Mutex
+			got []report
+		)
+		c, err := redisconn.New(redistest.Settings(t, env), redisconn.WithEvictionPolicy(func(node, policy string, err error) {
+			if err != nil {
+				t.Errorf("node %s: %v", node, err)
+			}
+			mu.Lock()
+			got = append(got, report{node, policy})
+			mu.Unlock()
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := ping(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+	for _, policy := range []string{"volatile-lru", "allkeys-lru", ""} {
+		t.Run("standalone "+policy, func(t *testing.T) {
+			var srv *redistest.Server
+			want := policy
+			if policy == "" {
+				srv, want = redistest.Start(t), redisconn.NoEviction
+			} else {
+				srv = redistest.Start(t, "--maxmemory-policy", policy)
+			}
+			if got := check(t, map[string]string{"REDIS_ADDR": srv.Addr}); len(got) != 1 || got[0] != (report{srv.Addr, want}) {
+				t.Fatalf("reports %v, want one: %s %s", got, srv.Addr, want)
+			}
+		})
+	}
+	t.Run("cluster", func(t *testing.T) {
+		cluster := redistest.StartCluster(t, 3, 0)
+		got := check(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")})
+		if len(got) != 3 {
+			t.Fatalf("reports %v, want one per node", got)
+		}
+		for _, r := range got {
+			if r.policy != redisconn.NoEviction || !slices.Contains(cluster.Seeds(), r.node) {
+				t.Fatalf("report %v: want a node of the cluster, noeviction", r)
+			}
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -47,6 +48,12 @@ type Options struct {
 	StaleIfError time.Duration
 	// Timeout is the deadline of one read; zero leaves the caller's context alone.
 	Timeout time.Duration
+	// Margin is how long before the deadline of a lookup's context (the invocation's) a
+	// read ends at the latest, so that the handler can still answer by the failure
+	// policy in time (guard.DefaultMargin in the functions). A read that the caller's
+	// time, less Margin, cut short is the caller's giving up, no failure of the table.
+	// Zero keeps no margin.
+	Margin time.Duration
 	// Now reads the clock for entries' ages and records' expiry; nil is time.Now.
 	Now func() time.Time
 	// Log receives an error line per invalid item read and a warning per failed read;
@@ -65,6 +72,11 @@ type Cache struct {
 	entries map[string]cached
 	unknown map[string]struct{} // the ids of entries that know no plan: evicted first
 	reads   map[string]*read    // reads in flight, by identity
+	// holds are the identities with no entry whose last read failed, with the time
+	// until which no read of them is made (RetryAfterFailure): apart from the entries,
+	// so that a made-up key's hold needs no room among the entries of registered keys
+	// (which it must not evict while the table fails), and bounded as they are.
+	holds map[string]time.Time
 }
 
 // cached is one identity's entry.
@@ -98,10 +110,11 @@ func NewCache(src Source, plans Plans, opts Options) *Cache {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{src: src, plans: plans, opts: opts, entries: make(map[string]cached), unknown: make(map[string]struct{}), reads: make(map[string]*read)}
+	return &Cache{src: src, plans: plans, opts: opts, entries: make(map[string]cached), unknown: make(map[string]struct{}),
+		reads: make(map[string]*read), holds: make(map[string]time.Time)}
 }
 
-// Len returns the number of entries.
+// Len returns the number of entries (holds after failed reads apart).
 func (c *Cache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -114,7 +127,11 @@ func (c *Cache) Len() int {
 // returns an error (ResultError), and so does every lookup of id for
 // RetryAfterFailure, without a read. A lookup whose ctx ends first returns ctx's error
 // (ResultError); that is no failure of the source: lookups sharing its read read again.
+// An id the registry cannot hold (see Holds) is not known, at once: no read, no Result.
 func (c *Cache) Lookup(ctx context.Context, id string) (Entry, error) {
+	if !Holds(id) {
+		return Entry{}, nil
+	}
 	for {
 		now := c.opts.Now()
 		c.mu.Lock()
@@ -126,6 +143,9 @@ func (c *Cache) Lookup(ctx context.Context, id string) (Entry, error) {
 		case ok && now.Before(e.retryAt):
 			c.mu.Unlock()
 			return c.fallback(e, now, errRecentFailure)
+		case !ok && now.Before(c.holds[id]):
+			c.mu.Unlock()
+			return Entry{Result: ResultError}, errRecentFailure
 		}
 		if r, ok := c.reads[id]; ok {
 			c.mu.Unlock()
@@ -147,18 +167,24 @@ func (c *Cache) fill(ctx context.Context, id string, now time.Time, r *read) (En
 	fresh, invalid, err := c.read(ctx, id, now)
 	c.mu.Lock()
 	delete(c.reads, id)
+	var gaveUp *gaveUpError
 	switch {
 	case err == nil:
 		fresh.readAt = now
 		c.store(id, fresh)
+		delete(c.holds, id)
 		r.entry = fresh.entry(now, ResultMiss)
 		r.entry.Invalid = invalid
-	case ctx.Err() != nil: // the caller gave up, not the source: nothing learned
-		r.entry, r.err, r.abandoned = Entry{Result: ResultError}, ctx.Err(), true
+	case errors.As(err, &gaveUp): // the caller gave up, not the source: nothing learned
+		r.entry, r.err, r.abandoned = Entry{Result: ResultError}, gaveUp.err, true
 	default:
-		e := c.entries[id] // what was there, if anything, stays: stale-if-error
-		e.retryAt = now.Add(RetryAfterFailure)
-		c.store(id, e)
+		e, ok := c.entries[id] // what was there, if anything, stays: stale-if-error
+		if ok {
+			e.retryAt = now.Add(RetryAfterFailure)
+			c.entries[id] = e
+		} else {
+			c.hold(id, now.Add(RetryAfterFailure))
+		}
 		r.entry, r.err = c.fallback(e, now, err)
 	}
 	c.mu.Unlock()
@@ -199,13 +225,28 @@ func (r *read) wait(ctx context.Context) (Entry, error) {
 	return e, r.err
 }
 
-// read reads id from the source as of now. An item that cannot be used is logged and
-// known as no one (invalid true); err is the source's own failure.
+// gaveUpError is read's error when the caller's time ran out first (its context ended,
+// or its deadline less Margin passed): no failure of the source.
+type gaveUpError struct{ err error }
+
+func (e *gaveUpError) Error() string { return e.err.Error() }
+func (e *gaveUpError) Unwrap() error { return e.err }
+
+// read reads id from the source as of now, by the earlier of Timeout from now and the
+// caller's deadline less Margin. An item that cannot be used is logged and known as no
+// one (invalid true); err is the source's own failure, or a *gaveUpError.
 func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached, invalid bool, err error) {
-	ctx := caller
+	ctx, budget := caller, false
+	var end time.Time
 	if c.opts.Timeout > 0 {
+		end = time.Now().Add(c.opts.Timeout)
+	}
+	if deadline, ok := caller.Deadline(); ok && c.opts.Margin > 0 && (end.IsZero() || deadline.Add(-c.opts.Margin).Before(end)) {
+		end, budget = deadline.Add(-c.opts.Margin), true
+	}
+	if !end.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+		ctx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
 	}
 	rec, found, err := c.src.Get(ctx, id)
@@ -216,13 +257,13 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 	var bad *RecordError
 	switch {
 	case errors.As(err, &bad):
-		c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, bad.ID),
+		c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, bucketgate.LogForm(bad.ID)),
 			slog.String(AttrAttribute, bad.Attribute), slog.String(telemetry.AttrError, bad.Err.Error()))
 		return cached{}, true, nil
-	case err != nil && caller.Err() != nil: // the caller gave up: no failure of the source
-		return cached{}, false, err
+	case err != nil && (caller.Err() != nil || budget && ctx.Err() != nil): // the caller's time ran out
+		return cached{}, false, &gaveUpError{err: err}
 	case err != nil:
-		c.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgReadFailed, slog.String(AttrItem, id), slog.String(telemetry.AttrError, err.Error()))
+		c.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgReadFailed, slog.String(AttrItem, bucketgate.LogForm(id)), slog.String(telemetry.AttrError, err.Error()))
 		return cached{}, false, err
 	}
 	return e, false, nil
@@ -232,18 +273,17 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 const (
 	MsgInvalidItem = "registry item invalid: its identity counts as unknown"
 	MsgReadFailed  = "registry read failed"
-	AttrItem       = "item"      // the item's id: an identity, a digest for API keys
+	AttrItem       = "item"      // the item's id: an identity, a key (an API key's, a tenant's) as its digest
 	AttrAttribute  = "attribute" // the attribute at fault
 )
 
-// store puts e under id, evicting an entry first when id is new and the cache is full.
-// An entry that holds nothing but a failed read's hold (no read of it succeeded) only
-// takes the place of one that knows no plan: without one, it is not kept. So made-up
-// keys never push out, while the table fails, an entry that can still answer stale.
-// The caller holds c.mu.
+// store puts e, a read that succeeded, under id, evicting an entry first when id is new
+// and the cache is full. Only reads that succeeded make entries (a failed read of an
+// identity with none is a hold), so made-up keys never push out, while the table fails,
+// an entry that can still answer stale. The caller holds c.mu.
 func (c *Cache) store(id string, e cached) {
-	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.opts.Size && !c.evict(e.readAt.IsZero()) {
-		return
+	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.opts.Size {
+		c.evict()
 	}
 	c.entries[id] = e
 	if e.plan == nil {
@@ -254,10 +294,9 @@ func (c *Cache) store(id string, e cached) {
 }
 
 // evict removes the entry read longest ago among a few (Go's map order is random) of
-// those that know no plan, or when there are none and not onlyUnknown, of all: made-up
-// keys take one another's place before a key the table knows. It reports whether it
-// removed one. The caller holds c.mu.
-func (c *Cache) evict(onlyUnknown bool) bool {
+// those that know no plan, or when there are none, of all: made-up keys take one
+// another's place before a key the table knows. The caller holds c.mu.
+func (c *Cache) evict() {
 	var (
 		victim string
 		oldest time.Time
@@ -270,26 +309,47 @@ func (c *Cache) evict(onlyUnknown bool) bool {
 		n++
 		return n < evictionSample
 	}
-	switch {
-	case len(c.unknown) > 0:
-		for id := range c.unknown {
-			if !sample(id) {
-				break
-			}
-		}
-	case !onlyUnknown:
+	ids := c.unknown
+	if len(ids) == 0 {
 		for id := range c.entries {
 			if !sample(id) {
 				break
 			}
 		}
+	} else {
+		for id := range ids {
+			if !sample(id) {
+				break
+			}
+		}
 	}
-	if n == 0 {
-		return false
+	if n > 0 {
+		delete(c.entries, victim)
+		delete(c.unknown, victim)
 	}
-	delete(c.entries, victim)
-	delete(c.unknown, victim)
-	return true
+}
+
+// hold records that no read of id, which has no entry, is made before until. At most
+// Options.Size holds are kept: a new one takes the place of a hold that has ended, or
+// of the one that ends first, among a few. The caller holds c.mu.
+func (c *Cache) hold(id string, until time.Time) {
+	if _, ok := c.holds[id]; !ok && len(c.holds) >= c.opts.Size {
+		var (
+			victim string
+			first  time.Time
+			n      int
+		)
+		for other, end := range c.holds { // Go's map order is random
+			if n == 0 || end.Before(first) {
+				victim, first = other, end
+			}
+			if n++; n == evictionSample {
+				break
+			}
+		}
+		delete(c.holds, victim)
+	}
+	c.holds[id] = until
 }
 
 // entry is what e says at now, answered as r: no plan once the record has expired.

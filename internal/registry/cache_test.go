@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -80,7 +80,7 @@ func TestCacheFollowsTheTable(t *testing.T) {
 	c, clk := newCache(t, src, registry.Options{})
 	lookup(t, c, digestID)
 
-	src.Put(registry.Record{ID: digestID, Plan: "enterprise", Rules: []bucket.Rule{{Name: "burst", Capacity: 42, RefillPerSecond: 1}}})
+	src.Put(registry.Record{ID: digestID, Plan: "enterprise", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 42, RefillPerSecond: 1}}})
 	if plan, _ := lookup(t, c, digestID); plan != "pro" {
 		t.Fatalf("plan %q inside the period, want the cached pro", plan)
 	}
@@ -379,5 +379,111 @@ func BenchmarkCacheHit(b *testing.B) {
 		if e, _ := c.Lookup(ctx, digestID); e.Result != registry.ResultHit {
 			b.Fatalf("result %s", e.Result)
 		}
+	}
+}
+
+// Only keys and tenants are in the registry: a lookup of any other identity (an
+// address) knows no one at once, with no read, whatever the table holds under its id.
+func TestCacheReadsOnlyRegistryIdentities(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: "ip:192.0.2.1", Plan: "pro"}, registry.Record{ID: "tenant:t1", Plan: "pro"})
+	c, _ := newCache(t, src, registry.Options{})
+	for _, id := range []string{"ip:192.0.2.1", "ip:2001:db8::/64", "ip:unknown", "192.0.2.1", ""} {
+		e, err := c.Lookup(context.Background(), id)
+		if err != nil || e.Plan != nil || e.Result != "" {
+			t.Errorf("Lookup(%q) = %+v, %v; want no one, no result", id, e, err)
+		}
+	}
+	if plan, _ := lookup(t, c, "tenant:t1"); plan != "pro" || src.Reads() != 1 {
+		t.Fatalf("tenant: %q after %d reads, want pro after 1 (the addresses' none)", plan, src.Reads())
+	}
+}
+
+// A tenant's key is in no log line of the registry: items are named by their logged
+// form (bucketgate.LogForm), the key as its digest, at error (an invalid item) and at
+// warn (a failed read).
+func TestCacheLogsTenantsAsDigests(t *testing.T) {
+	const key = "acme-corp-secret-name"
+	src := registrytest.New()
+	src.PutInvalid("tenant:"+key, &registry.RecordError{ID: "tenant:" + key, Attribute: "plan", Err: errors.New(`unknown plan "gold"`)})
+	var logs bytes.Buffer
+	c, clk := newCache(t, src, registry.Options{Log: telemetry.NewLogger(&logs, nil)})
+	src.Fail(errors.New("throttled"))
+	if _, err := c.Lookup(context.Background(), "tenant:"+key); err == nil {
+		t.Fatal("no error with the table down")
+	}
+	src.Fail(nil)
+	clk.advance(registry.RetryAfterFailure)
+	if e, err := c.Lookup(context.Background(), "tenant:"+key); err != nil || !e.Invalid {
+		t.Fatalf("%+v, %v: want an invalid item", e, err)
+	}
+	want := `"item":"tenant:` + bucketgate.KeyDigest(key) + `"`
+	if strings.Contains(logs.String(), key) || strings.Count(logs.String(), want) != 2 {
+		t.Fatalf("want two lines naming %s, and never the key:\n%s", want, &logs)
+	}
+}
+
+// The hold after a failed read (no read of the identity for RetryAfterFailure) holds
+// even when the cache is full of registered keys, which a made-up key never evicts
+// while the table fails: a hundred lookups of one made-up key make one read.
+func TestCacheHoldSurvivesAFullCache(t *testing.T) {
+	const size = 4
+	var known []registry.Record
+	for i := range size {
+		known = append(known, registry.Record{ID: "key:known-" + strconv.Itoa(i), Plan: "pro"})
+	}
+	src := registrytest.New(known...)
+	c, clk := newCache(t, src, registry.Options{Size: size})
+	for _, r := range known {
+		lookup(t, c, r.ID)
+	}
+	src.Fail(errors.New("throttled"))
+	clk.advance(ttl)
+	reads := src.Reads()
+	for i := range 100 {
+		if _, err := c.Lookup(context.Background(), "key:made-up"); err == nil {
+			t.Fatalf("lookup %d of a made-up key with the table down: no error", i)
+		}
+	}
+	if n := src.Reads() - reads; n != 1 {
+		t.Fatalf("%d reads for 100 lookups of one made-up key within a second, want 1", n)
+	}
+	for _, r := range known {
+		if plan, result := lookup(t, c, r.ID); plan != "pro" || result != registry.ResultStale {
+			t.Fatalf("%s: %q %s, want pro, stale: a hold evicted it", r.ID, plan, result)
+		}
+	}
+	clk.advance(registry.RetryAfterFailure)
+	if _, err := c.Lookup(context.Background(), "key:made-up"); err == nil || src.Reads()-reads != 1+size+1 {
+		t.Fatalf("%v after %d reads: want a second read of it once the hold ends", err, src.Reads()-reads)
+	}
+	for i := range size * 100 { // a flood of made-up keys: the holds stay bounded
+		c.Lookup(context.Background(), "key:flood-"+strconv.Itoa(i))
+	}
+	if holds := registry.HoldsOf(c); holds > size {
+		t.Fatalf("%d holds after a flood, want at most the cache's size %d", holds, size)
+	}
+}
+
+// A read ends Margin before the deadline of the lookup's context (the invocation's),
+// even when Timeout is far: that is the caller's time running out, no failure of the
+// table, so no hold keeps the next invocation's lookup from reading, and no failed read
+// is logged.
+func TestCacheReadEndsMarginBeforeTheDeadline(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
+	src.Gate = make(chan struct{})
+	var logs bytes.Buffer
+	c, _ := newCache(t, src, registry.Options{Timeout: time.Hour, Margin: 1500 * time.Millisecond, Log: telemetry.NewLogger(&logs, nil)})
+	ctx, cancel := context.WithTimeout(context.Background(), 1600*time.Millisecond)
+	defer cancel()
+	e, err := c.Lookup(ctx, digestID)
+	if !errors.Is(err, context.DeadlineExceeded) || e.Result != registry.ResultError || ctx.Err() != nil {
+		t.Fatalf("Lookup = %+v, %v, the caller's context %v; want the read's deadline error, a margin before the caller's", e, err, ctx.Err())
+	}
+	close(src.Gate)
+	if plan, result := lookup(t, c, digestID); plan != "pro" || result != registry.ResultMiss {
+		t.Fatalf("the next lookup: %q %s, want a read (no hold)", plan, result)
+	}
+	if strings.Contains(logs.String(), registry.MsgReadFailed) {
+		t.Errorf("the caller's time running out was logged as a failed read: %s", &logs)
 	}
 }

@@ -1,245 +1,214 @@
 package registry
 
 import (
-	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
-// Attribute names of an item, and of each map in its rules list.
+// Attribute names of an item.
 const (
-	attrID              = "id"
-	attrPlan            = "plan"
-	attrStatus          = "status"
-	attrExpiresAt       = "expiresAt"
-	attrRules           = "rules"
-	attrOwner           = "owner"
-	attrNote            = "note"
-	attrRuleName        = "name"
-	attrCapacity        = "capacity"
-	attrRefillPerSecond = "refillPerSecond"
+	attrID    = "id"
+	attrPlan  = "plan"
+	attrRules = "rules"
 )
 
 // KeyAttribute is the table's partition key: a string attribute holding the identity.
 const KeyAttribute = attrID
 
-// Attributes returns the name of every attribute an item may hold, KeyAttribute first.
-func Attributes() []string {
-	return []string{attrID, attrPlan, attrStatus, attrExpiresAt, attrRules, attrOwner, attrNote}
+// item is a registry item as the table holds it (attributevalue's shape of a Record):
+// every attribute it may have, in the order DecodeItem checks them. An attribute
+// without omitempty is required.
+type item struct {
+	ID        string `dynamodbav:"id"`
+	Plan      string `dynamodbav:"plan"`
+	Status    string `dynamodbav:"status,omitempty"`
+	ExpiresAt int64  `dynamodbav:"expiresAt,omitempty"`
+	Rules     []rule `dynamodbav:"rules,omitempty"`
+	Owner     string `dynamodbav:"owner,omitempty"`
+	Note      string `dynamodbav:"note,omitempty"`
 }
+
+// rule is one map of an item's rules list: a bucketgate.Rule without shadow.
+type rule struct {
+	Name            string  `dynamodbav:"name"`
+	Capacity        int64   `dynamodbav:"capacity"`
+	RefillPerSecond float64 `dynamodbav:"refillPerSecond"`
+}
+
+// Errors say what a value should have been: typeWants, by attribute, after its type's
+// name, for a value of another type; numberWants, for a number out of range.
+var (
+	typeWants = map[string]string{
+		"expiresAt": " of Unix seconds",
+		attrRules:   " of maps",
+		"rules[]":   " of name, capacity and refillPerSecond",
+	}
+	numberWants = map[string]string{
+		"expiresAt":       fmt.Sprintf("whole Unix seconds from 1 to %d", int64(MaxExpiresAt)),
+		"capacity":        "a whole number of tokens",
+		"refillPerSecond": "a finite number of tokens per second",
+	}
+)
+
+// Attributes returns the name of every attribute an item may hold, KeyAttribute first.
+func Attributes() []string { return fieldNames(reflect.TypeFor[item]()) }
 
 // MaxExpiresAt is the latest expiresAt an item may hold, in Unix seconds: the last
 // second of the year 9999.
 const MaxExpiresAt = 253402300799
 
 // DecodeItem reads a table item strictly, as the configuration document is read: every
-// attribute of the right type, numbers where numbers belong (capacity a whole number,
-// expiresAt whole Unix seconds from 1 to MaxExpiresAt), status active or revoked, at
-// most bucket.MaxRules rules of exactly name, capacity and refillPerSecond, and no
-// attribute it does not know. Its error is a *RecordError naming the attribute. It does
-// not check the plan or the rules against the configuration: see Record.Resolve.
-func DecodeItem(item map[string]types.AttributeValue) (Record, error) {
-	var r Record
-	id, err := stringAttr(item, attrID, true)
-	if err != nil {
-		return r, &RecordError{ID: "(no id)", Attribute: attrID, Err: err}
+// attribute of the right type (see item), numbers where numbers belong (capacity a
+// whole number, expiresAt whole Unix seconds from 1 to MaxExpiresAt), status active or
+// revoked, at most bucketgate.MaxRules rules of exactly name, capacity and
+// refillPerSecond, and no attribute it does not know. attributevalue converts the
+// values. Its error is a *RecordError naming the attribute. It does not check the plan
+// or the rules against the configuration: see Record.Resolve.
+func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
+	var it item
+	if id, ok := av[attrID].(*types.AttributeValueMemberS); ok {
+		it.ID = id.Value
 	}
-	r.ID = id
 	fail := func(attr string, err error) (Record, error) {
-		return Record{ID: id}, &RecordError{ID: id, Attribute: attr, Err: err}
-	}
-	known := Attributes()
-	for name := range item {
-		if !slices.Contains(known, name) {
-			return fail(strconv.Quote(name), fmt.Errorf("unknown attribute (want %s or %s)",
-				strings.Join(known[:len(known)-1], ", "), known[len(known)-1]))
+		id := it.ID
+		if _, ok := av[attrID].(*types.AttributeValueMemberS); !ok {
+			id = "(no id)"
 		}
+		return Record{ID: it.ID}, &RecordError{ID: id, Attribute: attr, Err: err}
 	}
-	if r.Plan, err = stringAttr(item, attrPlan, true); err != nil {
-		return fail(attrPlan, err)
+	if attr, err := decodeMap("", av, reflect.ValueOf(&it).Elem()); err != nil {
+		return fail(attr, err)
 	}
-	status, err := stringAttr(item, attrStatus, false)
-	switch r.Status = Status(status); {
-	case err != nil:
-		return fail(attrStatus, err)
-	case item[attrStatus] != nil && r.Status != StatusActive && r.Status != StatusRevoked: // "" too: only absence means active
-		return fail(attrStatus, fmt.Errorf("%q: want %q or %q", status, StatusActive, StatusRevoked))
+	r := Record{ID: it.ID, Plan: it.Plan, Status: Status(it.Status), Owner: it.Owner, Note: it.Note}
+	switch {
+	case it.ID == "":
+		return fail(attrID, fmt.Errorf("empty"))
+	case it.Plan == "":
+		return fail(attrPlan, fmt.Errorf("empty"))
+	case av["status"] != nil && r.Status != StatusActive && r.Status != StatusRevoked: // "" too: only absence means active
+		return fail("status", fmt.Errorf("%q: want %q or %q", it.Status, StatusActive, StatusRevoked))
+	case av["expiresAt"] != nil && (it.ExpiresAt < 1 || it.ExpiresAt > MaxExpiresAt):
+		return fail("expiresAt", fmt.Errorf("%q: want %s", truncate(number(av["expiresAt"])), numberWants["expiresAt"]))
+	case len(it.Rules) > bucketgate.MaxRules:
+		return fail(attrRules, fmt.Errorf("%d rules: want at most %d", len(it.Rules), bucketgate.MaxRules))
 	}
-	if r.ExpiresAt, err = expiresAt(item[attrExpiresAt]); err != nil {
-		return fail(attrExpiresAt, err)
+	if it.ExpiresAt != 0 {
+		r.ExpiresAt = time.Unix(it.ExpiresAt, 0)
 	}
-	if r.Rules, err = rules(item[attrRules]); err != nil {
-		if re := (*RecordError)(nil); errors.As(err, &re) {
-			return fail(re.Attribute, re.Err)
+	for i, x := range it.Rules {
+		if math.IsNaN(x.RefillPerSecond) || math.IsInf(x.RefillPerSecond, 0) {
+			path := fmt.Sprintf("%s[%d].refillPerSecond", attrRules, i)
+			m := av[attrRules].(*types.AttributeValueMemberL).Value[i].(*types.AttributeValueMemberM).Value
+			return fail(path, fmt.Errorf("%q: want %s", truncate(number(m["refillPerSecond"])), numberWants["refillPerSecond"]))
 		}
-		return fail(attrRules, err)
-	}
-	if r.Owner, err = stringAttr(item, attrOwner, false); err != nil {
-		return fail(attrOwner, err)
-	}
-	if r.Note, err = stringAttr(item, attrNote, false); err != nil {
-		return fail(attrNote, err)
+		r.Rules = append(r.Rules, bucketgate.Rule{Name: x.Name, Capacity: x.Capacity, RefillPerSecond: x.RefillPerSecond})
 	}
 	return r, nil
 }
 
-// Item returns r as a table item, the form DecodeItem reads: empty attributes left out.
-func (r Record) Item() map[string]types.AttributeValue {
-	item := map[string]types.AttributeValue{
-		attrID:   &types.AttributeValueMemberS{Value: r.ID},
-		attrPlan: &types.AttributeValueMemberS{Value: r.Plan},
+// decodeMap decodes the map av into the struct v, the value at path: no attribute v
+// does not name, every attribute of the type its field is, each converted by
+// attributevalue. Its error names the attribute (its path) at fault.
+func decodeMap(path string, av map[string]types.AttributeValue, v reflect.Value) (string, error) {
+	names := fieldNames(v.Type())
+	for name := range av {
+		if !slices.Contains(names, name) {
+			return join(path, strconv.Quote(name)), fmt.Errorf("unknown attribute (want %s or %s)", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+		}
 	}
-	if r.Status != "" {
-		item[attrStatus] = &types.AttributeValueMemberS{Value: string(r.Status)}
+	for i, name := range names {
+		field, at := v.Field(i), join(path, name)
+		value, ok := av[name]
+		switch {
+		case !ok && !strings.Contains(v.Type().Field(i).Tag.Get("dynamodbav"), ",omitempty"):
+			if path == "" {
+				return at, fmt.Errorf("missing: every item needs a %s", name)
+			}
+			return at, fmt.Errorf("missing")
+		case !ok:
+			continue
+		}
+		if attr, err := decodeValue(at, name, value, field); err != nil {
+			return attr, err
+		}
 	}
-	if !r.ExpiresAt.IsZero() {
-		item[attrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.ExpiresAt.Unix(), 10)}
-	}
-	if len(r.Rules) > 0 {
-		item[attrRules] = RulesAttribute(r.Rules)
-	}
-	if r.Owner != "" {
-		item[attrOwner] = &types.AttributeValueMemberS{Value: r.Owner}
-	}
-	if r.Note != "" {
-		item[attrNote] = &types.AttributeValueMemberS{Value: r.Note}
-	}
-	return item
+	return "", nil
 }
 
-// RulesAttribute returns rules as the value of an item's rules attribute.
-func RulesAttribute(rules []bucket.Rule) types.AttributeValue {
-	list := make([]types.AttributeValue, len(rules))
-	for i, rule := range rules {
-		list[i] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-			attrRuleName:        &types.AttributeValueMemberS{Value: rule.Name},
-			attrCapacity:        &types.AttributeValueMemberN{Value: strconv.FormatInt(rule.Capacity, 10)},
-			attrRefillPerSecond: &types.AttributeValueMemberN{Value: strconv.FormatFloat(rule.RefillPerSecond, 'f', -1, 64)},
-		}}
+// decodeValue decodes value, the attribute called name at path, into v.
+func decodeValue(path, name string, value types.AttributeValue, v reflect.Value) (string, error) {
+	want := typeOf(v.Type())
+	if got := typeName(value); got != want {
+		return path, fmt.Errorf("got %s, want %s%s", got, want, typeWants[name])
 	}
-	return &types.AttributeValueMemberL{Value: list}
-}
-
-// stringAttr returns the string attribute name of item; a missing one is "" or, when
-// required, an error.
-func stringAttr(item map[string]types.AttributeValue, name string, required bool) (string, error) {
-	v, ok := item[name]
-	if !ok {
-		if required {
-			return "", fmt.Errorf("missing: every item needs a %s", name)
+	switch v.Kind() {
+	case reflect.Slice:
+		list := value.(*types.AttributeValueMemberL).Value
+		if len(list) > bucketgate.MaxRules {
+			return path, fmt.Errorf("%d rules: want at most %d", len(list), bucketgate.MaxRules)
+		}
+		v.Set(reflect.MakeSlice(v.Type(), len(list), len(list)))
+		for i, e := range list {
+			if attr, err := decodeValue(fmt.Sprintf("%s[%d]", path, i), name+"[]", e, v.Index(i)); err != nil {
+				return attr, err
+			}
 		}
 		return "", nil
+	case reflect.Struct:
+		return decodeMap(path, value.(*types.AttributeValueMemberM).Value, v)
 	}
-	s, ok := v.(*types.AttributeValueMemberS)
-	switch {
-	case !ok:
-		return "", fmt.Errorf("got %s, want a string (S)", typeName(v))
-	case required && s.Value == "":
-		return "", fmt.Errorf("empty")
+	if err := attributevalue.Unmarshal(value, v.Addr().Interface()); err != nil {
+		return path, fmt.Errorf("%q: want %s", truncate(number(value)), numberWants[name])
 	}
-	return s.Value, nil
+	return "", nil
 }
 
-// expiresAt reads an expiresAt value: whole Unix seconds; nil (absent) is never.
-func expiresAt(v types.AttributeValue) (time.Time, error) {
-	if v == nil {
-		return time.Time{}, nil
+// Item returns r as a table item, the form DecodeItem reads: empty attributes left out.
+func (r Record) Item() map[string]types.AttributeValue {
+	it := item{ID: r.ID, Plan: r.Plan, Status: string(r.Status), Owner: r.Owner, Note: r.Note}
+	if !r.ExpiresAt.IsZero() {
+		it.ExpiresAt = r.ExpiresAt.Unix()
 	}
-	n, ok := v.(*types.AttributeValueMemberN)
-	if !ok {
-		return time.Time{}, fmt.Errorf("got %s, want a number (N) of Unix seconds", typeName(v))
+	for _, x := range r.Rules {
+		it.Rules = append(it.Rules, rule{Name: x.Name, Capacity: x.Capacity, RefillPerSecond: x.RefillPerSecond})
 	}
-	sec, err := strconv.ParseInt(n.Value, 10, 64)
-	if err != nil || sec < 1 || sec > MaxExpiresAt {
-		return time.Time{}, fmt.Errorf("%q: want whole Unix seconds from 1 to %d", truncate(n.Value), int64(MaxExpiresAt))
-	}
-	return time.Unix(sec, 0), nil
-}
-
-// rules reads a rules value: a list of at most bucket.MaxRules maps; nil (absent) is
-// none. An error about one rule is a *RecordError naming it ("rules[1].capacity").
-func rules(v types.AttributeValue) ([]bucket.Rule, error) {
-	if v == nil {
-		return nil, nil
-	}
-	l, ok := v.(*types.AttributeValueMemberL)
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("got %s, want a list (L) of maps", typeName(v))
-	case len(l.Value) > bucket.MaxRules:
-		return nil, fmt.Errorf("%d rules: want at most %d", len(l.Value), bucket.MaxRules)
-	}
-	out := make([]bucket.Rule, len(l.Value))
-	for i, e := range l.Value {
-		path := fmt.Sprintf("%s[%d]", attrRules, i)
-		r, attr, err := rule(e)
-		if err != nil {
-			if attr != "" {
-				path += "." + attr
-			}
-			return nil, &RecordError{Attribute: path, Err: err}
-		}
-		out[i] = r
-	}
-	return out, nil
-}
-
-// rule reads one element of a rules list; its error names the member at fault, or ""
-// for the element itself.
-func rule(v types.AttributeValue) (r bucket.Rule, attr string, err error) {
-	m, ok := v.(*types.AttributeValueMemberM)
-	if !ok {
-		return r, "", fmt.Errorf("got %s, want a map (M) of %s, %s and %s", typeName(v), attrRuleName, attrCapacity, attrRefillPerSecond)
-	}
-	for name := range m.Value {
-		if name != attrRuleName && name != attrCapacity && name != attrRefillPerSecond {
-			return r, strconv.Quote(name), fmt.Errorf("unknown attribute (want %s, %s and %s)", attrRuleName, attrCapacity, attrRefillPerSecond)
-		}
-	}
-	if r.Name, err = stringAttr(m.Value, attrRuleName, true); err != nil {
-		return r, attrRuleName, err
-	}
-	capacity, err := number(m.Value[attrCapacity])
-	if err == nil {
-		r.Capacity, err = strconv.ParseInt(capacity, 10, 64)
-		if err != nil {
-			err = fmt.Errorf("%q: want a whole number of tokens", truncate(capacity))
-		}
-	}
+	av, err := attributevalue.MarshalMap(it)
 	if err != nil {
-		return r, attrCapacity, err
+		panic("registry: an item of strings and numbers does not marshal: " + err.Error())
 	}
-	rate, err := number(m.Value[attrRefillPerSecond])
-	if err == nil {
-		r.RefillPerSecond, err = strconv.ParseFloat(rate, 64)
-		if err != nil || math.IsNaN(r.RefillPerSecond) || math.IsInf(r.RefillPerSecond, 0) {
-			err = fmt.Errorf("%q: want a finite number of tokens per second", truncate(rate))
-		}
-	}
-	if err != nil {
-		return r, attrRefillPerSecond, err
-	}
-	return r, "", nil
+	return av
 }
 
-// number returns the text of a number attribute, required.
-func number(v types.AttributeValue) (string, error) {
-	n, ok := v.(*types.AttributeValueMemberN)
-	switch {
-	case v == nil:
-		return "", fmt.Errorf("missing")
-	case !ok:
-		return "", fmt.Errorf("got %s, want a number (N)", typeName(v))
+// fieldNames returns the attribute names of struct t's fields, in order.
+func fieldNames(t reflect.Type) []string {
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i], _, _ = strings.Cut(t.Field(i).Tag.Get("dynamodbav"), ",")
 	}
-	return n.Value, nil
+	return names
+}
+
+// typeOf names the DynamoDB type that holds a Go value of type t, as typeName does.
+func typeOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string (S)"
+	case reflect.Int64, reflect.Float64:
+		return "a number (N)"
+	case reflect.Slice:
+		return "a list (L)"
+	}
+	return "a map (M)"
 }
 
 // typeName names the DynamoDB type of v, as the API spells it.
@@ -263,6 +232,23 @@ func typeName(v types.AttributeValue) string {
 		return "a set (SS, NS or BS)"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// number returns the text of a number attribute.
+func number(v types.AttributeValue) string {
+	n, _ := v.(*types.AttributeValueMemberN)
+	if n == nil {
+		return ""
+	}
+	return n.Value
+}
+
+// join is the path of attribute name in the map at path.
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
 
 // maxQuoted bounds how much of a bad value an error quotes.

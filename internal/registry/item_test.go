@@ -10,7 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
@@ -56,7 +56,7 @@ func TestDecodeItem(t *testing.T) {
 	}
 	want := registry.Record{
 		ID: digestID, Plan: "pro", Status: registry.StatusActive, ExpiresAt: time.Unix(1900000000, 0),
-		Rules: []bucket.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 0.5}, {Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}},
+		Rules: []bucketgate.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 0.5}, {Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}},
 		Owner: "acme", Note: "trial",
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -70,7 +70,7 @@ func TestDecodeItem(t *testing.T) {
 
 // Every flaw of an item is an error naming the attribute, never a panic.
 func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
-	many := make([]types.AttributeValue, bucket.MaxRules+1)
+	many := make([]types.AttributeValue, bucketgate.MaxRules+1)
 	for i := range many {
 		many[i] = rule("r"+strconv.Itoa(i), "1", "1")
 	}
@@ -131,11 +131,11 @@ func TestResolve(t *testing.T) {
 		want string // the rules as name:capacity, or the error
 	}{
 		{"plan alone", registry.Record{ID: digestID, Plan: "pro"}, "burst:100"},
-		{"override", registry.Record{ID: digestID, Plan: "pro", Rules: []bucket.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 1}}}, "burst:7"},
+		{"override", registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 1}}}, "burst:7"},
 		{"unknown plan", registry.Record{ID: digestID, Plan: "gold"}, `attribute plan: unknown plan "gold"`},
-		{"duplicate rule names", registry.Record{ID: digestID, Plan: "pro", Rules: []bucket.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 1, RefillPerSecond: 1}}}, `attribute rules: rules[1]: name "a" given twice`},
-		{"capacity out of range", registry.Record{ID: digestID, Plan: "pro", Rules: []bucket.Rule{{Name: "a", Capacity: bucket.MaxCapacity + 1, RefillPerSecond: 1}}}, "attribute rules: rules[0]: invalid: rule a: capacity 1000000001"},
-		{"rate too slow", registry.Record{ID: digestID, Plan: "pro", Rules: []bucket.Rule{{Name: "a", Capacity: 1000, RefillPerSecond: 1e-9}}}, "attribute rules: rules[0]: invalid: rule a: refillPerSecond 1e-09 fills capacity 1000"},
+		{"duplicate rule names", registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 1, RefillPerSecond: 1}}}, `attribute rules: rules[1]: name "a" given twice`},
+		{"capacity out of range", registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{{Name: "a", Capacity: bucketgate.MaxCapacity + 1, RefillPerSecond: 1}}}, "attribute rules: rules[0]: invalid: rule a: capacity 1000000001"},
+		{"rate too slow", registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{{Name: "a", Capacity: 1000, RefillPerSecond: 1e-9}}}, "attribute rules: rules[0]: invalid: rule a: refillPerSecond 1e-09 fills capacity 1000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

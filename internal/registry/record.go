@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 )
 
@@ -24,7 +24,7 @@ const (
 // Record is one identity's item in the registry table, as DESIGN.md gives it.
 type Record struct {
 	// ID is the item's partition key, the identity it describes: "key:<digest>" for
-	// an API key (32 hex digits of its SHA-256, config.KeyDigest), "tenant:<key>" for
+	// an API key (32 hex digits of its SHA-256, bucketgate.KeyDigest), "tenant:<key>" for
 	// a check function key.
 	ID string
 	// Plan names a plan of the configuration document. Required.
@@ -37,7 +37,7 @@ type Record struct {
 	// Rules are the identity's own rules (see config.Config.Override): one named like
 	// a rule of its plan or of a route replaces it, another name adds a rule. Empty
 	// for none.
-	Rules []bucket.Rule
+	Rules []bucketgate.Rule
 	// Owner and Note are for people; no decision reads them.
 	Owner, Note string
 }
@@ -51,7 +51,7 @@ func (r Record) Active(now time.Time) bool {
 // *config.Config is one.
 type Plans interface {
 	Plan(name string) (*config.Plan, bool)
-	Override(p *config.Plan, overrides []bucket.Rule) (*config.Plan, error)
+	Override(p *config.Plan, overrides []bucketgate.Rule) (*config.Plan, error)
 }
 
 // Resolve returns the plan r puts its identity on: r's plan with r's rules applied. An

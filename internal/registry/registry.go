@@ -13,7 +13,7 @@
 // for a bounded time (stale-if-error); an identity with nothing cached is an error the
 // handlers answer by the failure policy. Time is passed in (Options.Now).
 //
-// Identities are the limiter's own strings (identity.Identity's String): "key:<digest>"
+// Identities are the limiter's own strings (bucketgate.Identity's String): "key:<digest>"
 // for an API key, "tenant:<key>" for a check function key. A raw API key never reaches
 // this package.
 package registry
@@ -22,8 +22,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
 // Result says how a lookup was answered: the Result dimension of the RegistryLookups
@@ -68,11 +68,12 @@ type Document struct {
 // NewDocument returns the registry of c's keys and tenants.
 func NewDocument(c *config.Config) Document { return Document{c: c} }
 
-// Identity prefixes of the identities a registry knows.
-const (
-	keyPrefix    = string(identity.KindKey) + ":"
-	tenantPrefix = string(identity.KindTenant) + ":"
-)
+// Holds reports whether id is an identity the registry can know: an API key's
+// ("key:<digest>") or a tenant's ("tenant:<key>"). No registry reads any other, such as
+// a source address's ("ip:..."): no item can change the plan of an address.
+func Holds(id string) bool {
+	return strings.HasPrefix(id, bucketgate.KeyPrefix) || strings.HasPrefix(id, bucketgate.TenantPrefix)
+}
 
 // Lookup returns the plan the document maps id to, or an Entry with no plan. It never
 // fails.
@@ -84,9 +85,9 @@ func (d Document) Lookup(_ context.Context, id string) (Entry, error) {
 		p     *config.Plan
 		known bool
 	)
-	if digest, ok := strings.CutPrefix(id, keyPrefix); ok {
+	if digest, ok := strings.CutPrefix(id, bucketgate.KeyPrefix); ok {
 		p, known = d.c.PlanForKey(digest)
-	} else if key, ok := strings.CutPrefix(id, tenantPrefix); ok {
+	} else if key, ok := strings.CutPrefix(id, bucketgate.TenantPrefix); ok {
 		p, known = d.c.PlanForTenant(key)
 	}
 	if !known {

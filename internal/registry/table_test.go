@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
 )
@@ -28,7 +28,7 @@ func TestTable(t *testing.T) {
 		}
 	}
 	want := registry.Record{ID: digestID, Plan: "pro", ExpiresAt: time.Unix(1_900_000_000, 0),
-		Rules: []bucket.Rule{{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}, Owner: "acme"}
+		Rules: []bucketgate.Rule{{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}, Owner: "acme"}
 	put(want.Item())
 	put(item("id", s("key:bad"), "rules", l(rule("b", "1.5", "1"))))
 	put(item("id", s("tenant:t1"), "plan", s("free")))

@@ -75,9 +75,14 @@ const (
 	// DefaultRegistryCacheSize is the registry cache's size in entries when
 	// REGISTRY_CACHE_SIZE is unset: a few megabytes at most.
 	DefaultRegistryCacheSize = 10_000
-	// MaxRegistryCacheSize is the largest REGISTRY_CACHE_SIZE, in entries (about 200
-	// bytes each for API keys: 200 MB; a tenant's entry holds its key too, up to
-	// 1,000 bytes more).
+	// MaxRegistryCacheSize is the largest REGISTRY_CACHE_SIZE, in entries. An entry's
+	// heap does not grow with the routes: at most 320 bytes for an API key on its plan
+	// (3 MB at the default 10,000 entries, 320 MB at this bound: more than the
+	// template's 256 MB function), 1.5 KB for one with 8 rules of its own, 3 KB for the
+	// worst (a tenant's 1,000-byte key with 8 rules of its own, the longest names):
+	// size it to the function's memory. A read that failed keeps a hold per identity
+	// too, as many at most (its id and a time). make bench measures the entries
+	// (BenchmarkCacheEntryBytes in internal/registry).
 	MaxRegistryCacheSize = 1_000_000
 	// DefaultRegistryTimeout is the deadline of one registry read when
 	// REGISTRY_TIMEOUT_MS is unset.
@@ -91,8 +96,9 @@ const (
 	// far beyond any useful wait and well inside time.Duration.
 	MaxTimeout = time.Minute
 	// MaxDenyCacheSize is the largest deny cache DENY_CACHE_SIZE may ask for, in
-	// entries: its table is allocated at init (about 3 MB for 100,000 entries) and a
-	// full one holds about 27 MB, a tenth of the template's 256 MB.
+	// entries: its table is allocated at init (about 6 MB for 100,000 entries), and
+	// its entries hold at most guard.DenyCacheMaxBytes (32 MiB) whatever their number,
+	// identities and rules: together under a sixth of the template's 256 MB.
 	MaxDenyCacheSize = 100_000
 	// MaxNamespace is the longest METRICS_NAMESPACE, in bytes: CloudWatch's own limit.
 	MaxNamespace = 255
@@ -105,6 +111,13 @@ const (
 	// MaxRegistryCacheTTL is the longest REGISTRY_CACHE_MS: a day, beyond which a
 	// revocation would hardly be one.
 	MaxRegistryCacheTTL = 24 * time.Hour
+	// MaxRegistryTimeout is the longest REGISTRY_TIMEOUT_MS: half of the functions'
+	// timeout in template.yaml (5 s), so that a read of the table leaves the invocation
+	// the time to ask Redis and answer. The function's own timeout is known only at run
+	// time (the invocation's deadline): there, every read also ends
+	// guard.DefaultMargin (20 ms) before it, and its check is answered by the failure
+	// policy.
+	MaxRegistryTimeout = 2500 * time.Millisecond
 )
 
 // FAIL_MODE values.
@@ -212,7 +225,7 @@ type Settings struct {
 	// to MaxRegistryCacheSize; default DefaultRegistryCacheSize).
 	RegistryCacheSize int
 	// RegistryTimeout is the deadline of one registry read (REGISTRY_TIMEOUT_MS, whole
-	// milliseconds from 1 to MaxTimeout; default DefaultRegistryTimeout).
+	// milliseconds from 1 to MaxRegistryTimeout; default DefaultRegistryTimeout).
 	RegistryTimeout time.Duration
 	// OperatorFunction, when set, makes the check function service-facing: it refuses
 	// the operator's operations (resets, and every check naming one of the authorizer's
@@ -368,8 +381,8 @@ func (s *Settings) loadRegistry(getenv func(string) string) error {
 	if s.RegistryCacheSize, err = parseWhole(getenv, EnvRegistryCacheSize, DefaultRegistryCacheSize, 1, MaxRegistryCacheSize, "entries"); err != nil {
 		return err
 	}
-	if s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxTimeout); err != nil {
-		return err
+	if s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxRegistryTimeout); err != nil {
+		return fmt.Errorf("%w (at most half of the function timeout of the template, 5 s: a read must leave the invocation time to ask Redis and answer)", err)
 	}
 	if s.RegistryTable != "" {
 		return checkTable(s.RegistryTable)
@@ -405,12 +418,22 @@ func parseWhole(getenv func(string) string, name string, def, least, most int, u
 	return n, nil
 }
 
-// parseAddrs splits a comma-separated list of host:port seeds.
+// parseAddrs splits a comma-separated list of host:port seeds. A seed with
+// credentials in it (a URL's user:password@, or anything before an '@': no host name
+// holds one) is refused without quoting them, since init errors are logged.
 func parseAddrs(v string) ([]string, error) {
 	var addrs []string
 	for _, a := range strings.Split(v, ",") {
 		if a = strings.TrimSpace(a); a == "" {
 			continue
+		}
+		if at := strings.LastIndexByte(a, '@'); at >= 0 {
+			shown := "***" + a[at:]
+			if scheme, _, ok := strings.Cut(a, "://"); ok && len(scheme) < at {
+				shown = scheme + "://" + shown
+			}
+			return nil, fmt.Errorf("%s: %q (credentials hidden): want host:port alone: put the password in %s (or %s) and the user in %s",
+				EnvRedisAddr, shown, EnvPassword, EnvPasswordSecretARN, EnvUsername)
 		}
 		if _, _, err := splitHostPort(a); err != nil {
 			return nil, fmt.Errorf("%s: %q: want host:port: %w", EnvRedisAddr, a, err)

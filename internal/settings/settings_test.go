@@ -241,7 +241,10 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"stack name starting with a digit", map[string]string{"STACK_NAME": "2orders"}, []string{"STACK_NAME", `"2orders"`, "a letter"}},
 		{"stack name with an underscore", map[string]string{"STACK_NAME": "orders_prod"}, []string{"STACK_NAME", "hyphens"}},
 		{"stack name of spaces", map[string]string{"STACK_NAME": " "}, []string{"STACK_NAME"}},
-		{"registry timeout zero", map[string]string{"REGISTRY_TIMEOUT_MS": "0"}, []string{"REGISTRY_TIMEOUT_MS", "1 to 60000"}},
+		{"registry timeout zero", map[string]string{"REGISTRY_TIMEOUT_MS": "0"}, []string{"REGISTRY_TIMEOUT_MS", "1 to 2500"}},
+		// A read that could outlast the function's own timeout (the template's: 5 s).
+		{"registry timeout beyond the function's", map[string]string{"REGISTRY_TIMEOUT_MS": "60000"}, []string{"REGISTRY_TIMEOUT_MS=\"60000\"", "1 to 2500", "function timeout"}},
+		{"registry timeout just beyond the bound", map[string]string{"REGISTRY_TIMEOUT_MS": "2501"}, []string{"REGISTRY_TIMEOUT_MS", "2500"}},
 		{"operator function with a space", map[string]string{"OPERATOR_FUNCTION": "bucketgate operator"}, []string{"OPERATOR_FUNCTION", `"bucketgate operator"`, "name:alias or ARN"}},
 		{"operator function too long", map[string]string{"OPERATOR_FUNCTION": strings.Repeat("f", 171)}, []string{"OPERATOR_FUNCTION", "at most 170"}},
 	}
@@ -279,5 +282,29 @@ func TestIsServerlessEndpoint(t *testing.T) {
 		if got := settings.IsServerlessEndpoint(tc.host); got != tc.want {
 			t.Errorf("IsServerlessEndpoint(%q) = %v, want %v", tc.host, got, tc.want)
 		}
+	}
+}
+
+// A REDIS_ADDR written as a URL with credentials, or with a user and password before
+// the host, is refused naming the variable and where the password goes, and the error
+// never quotes the credentials: an init error lands in the function's log.
+func TestRedisAddrCredentialsNeverEchoed(t *testing.T) {
+	for _, addr := range []string{
+		"rediss://user:s3cret-pw@host.example:6379",
+		"redis://:s3cret-pw@host.example:6379",
+		"user:s3cret-pw@host.example:6379",
+		"s3cret-pw@host.example:6379",
+		"10.0.0.1:6379,rediss://app:s3cret-pw@10.0.0.2:6379",
+	} {
+		t.Run(addr, func(t *testing.T) {
+			_, err := settings.Load(env(map[string]string{"REDIS_ADDR": addr}))
+			if err == nil {
+				t.Fatal("loaded; want an error")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "s3cret") || !strings.Contains(msg, "REDIS_ADDR") || !strings.Contains(msg, "REDIS_PASSWORD") || !strings.Contains(msg, "host:port") {
+				t.Fatalf("error %q: want REDIS_ADDR, host:port and REDIS_PASSWORD named, the password nowhere", msg)
+			}
+		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/jsonout"
 )
@@ -24,11 +24,16 @@ const (
 	MetricRedisLatency  = "RedisLatency"  // milliseconds, by Outcome
 	MetricDenyCacheHits = "DenyCacheHits" // count, by Outcome; written only when not zero
 	MetricShadowLimited = "ShadowLimited" // count, by Rule: allowed requests a shadow rule would have denied
-	DimOutcome          = "Outcome"
-	DimReason           = "Reason"
-	DimFunction         = "Function"
-	DimRule             = "Rule"
-	DimStack            = "Stack" // on every metric, beside the others
+	// MetricRedisEvictionPolicy counts, by Policy, the Redis nodes found at connection
+	// time with an eviction policy other than noeviction: under memory pressure they
+	// evict buckets, which come back full.
+	MetricRedisEvictionPolicy = "RedisEvictionPolicy"
+	DimPolicy                 = "Policy"
+	DimOutcome                = "Outcome"
+	DimReason                 = "Reason"
+	DimFunction               = "Function"
+	DimRule                   = "Rule"
+	DimStack                  = "Stack" // on every metric, beside the others
 )
 
 // Outcome values of the Outcome dimension.
@@ -40,13 +45,13 @@ const (
 )
 
 // OutcomeOf returns the Outcome dimension value of a decision's reason.
-func OutcomeOf(r bucket.Reason) string {
+func OutcomeOf(r bucketgate.Reason) string {
 	switch r {
-	case bucket.ReasonOK:
+	case bucketgate.ReasonOK:
 		return OutcomeAllowed
-	case bucket.ReasonDegraded:
+	case bucketgate.ReasonDegraded:
 		return OutcomeDegraded
-	case bucket.ReasonUnavailable:
+	case bucketgate.ReasonUnavailable:
 		return OutcomeUnavailable
 	}
 	return OutcomeLimited
@@ -174,6 +179,28 @@ func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 		}
 	}
 	return nil
+}
+
+// evictionPolicies are the values of Redis's maxmemory_policy, the Policy dimension's
+// values; any other is counted as otherPolicy, so that the dimension stays small.
+var evictionPolicies = []string{"noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random",
+	"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
+
+// otherPolicy is the Policy dimension of an eviction policy Redis does not name.
+const otherPolicy = "other"
+
+// EmitEvictionPolicy writes one EMF line at time at counting one Redis node whose
+// eviction policy is policy (MetricRedisEvictionPolicy, by Policy): the connection
+// reports it once it has connected, outside any invocation.
+func (e *Emitter) EmitEvictionPolicy(at time.Time, policy string) error {
+	if !slices.Contains(evictionPolicies, policy) {
+		policy = otherPolicy
+	}
+	buf := lines.Get().(*[]byte)
+	defer lines.Put(buf)
+	var d document
+	d.count(e.namespace, MetricRedisEvictionPolicy, 1, DimPolicy, policy)
+	return e.write(buf, &d, at.UnixMilli())
 }
 
 // write writes d as one EMF line at ms (Unix milliseconds), built in *buf.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -56,16 +56,16 @@ func TestEmitDecisionLines(t *testing.T) {
 		metrics []string // by directive, dimension: metric names
 		members map[string]any
 	}{
-		{"allowed", guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}, Latency: ms},
+		{"allowed", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}, Latency: ms},
 			[]string{"Outcome: Decisions RedisLatency"},
 			map[string]any{"Outcome": "allowed", "Decisions": 1.0, "RedisLatency": []any{1.0}}},
-		{"limited by Redis", guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonLimited}, Latency: 2 * ms},
+		{"limited by Redis", guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited}, Latency: 2 * ms},
 			[]string{"Outcome: Decisions RedisLatency"},
 			map[string]any{"Outcome": "limited", "Decisions": 1.0, "RedisLatency": []any{2.0}}},
-		{"limited by the deny cache", guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonLimited}, CacheHit: true},
+		{"limited by the deny cache", guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited}, CacheHit: true},
 			[]string{"Outcome: Decisions DenyCacheHits"},
 			map[string]any{"Outcome": "limited", "Decisions": 1.0, "DenyCacheHits": 1.0}},
-		{"failed closed", guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonUnavailable}, Failure: guard.FailureTimeout, Latency: 50 * ms},
+		{"failed closed", guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: guard.FailureTimeout, Latency: 50 * ms},
 			[]string{"Outcome: Decisions RedisLatency", "Reason: FailClosed"},
 			map[string]any{"Outcome": "unavailable", "Decisions": 1.0, "RedisLatency": []any{50.0}, "Reason": "timeout", "FailClosed": 1.0}},
 	}
@@ -121,7 +121,7 @@ func jsonEqual(t *testing.T, a, b any) bool {
 func TestEmitLineBytes(t *testing.T) {
 	var out bytes.Buffer
 	var inv telemetry.Invocation
-	inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}, Latency: 1234567 * time.Nanosecond})
+	inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}, Latency: 1234567 * time.Nanosecond})
 	inv.ObserveLookup("hit", false)
 	if err := telemetry.NewEmitter(&out, "bucketgate", "bucketgate", "authorizer").Emit(time.UnixMilli(1795633672639), &inv); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
@@ -85,7 +85,7 @@ const InlineRule = "(inline)"
 // instead when it is not empty, such as InlineRule), and one line per rule with attrs
 // first (the identity's digest form and the plan; never a raw key), then the rule and
 // its capacity.
-func ObserveShadow(ctx context.Context, l *slog.Logger, inv *Invocation, q bucket.Request, r guard.Result, metricRule string, attrs ...slog.Attr) {
+func ObserveShadow(ctx context.Context, l *slog.Logger, inv *Invocation, q bucketgate.Request, r guard.Result, metricRule string, attrs ...slog.Attr) {
 	if r.ShadowLimited == 0 {
 		return
 	}

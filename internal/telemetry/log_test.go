@@ -9,21 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
 func TestLogDecision(t *testing.T) {
 	decided := guard.Result{
-		Decision: bucket.Decision{Allowed: false, Reason: bucket.ReasonLimited, Rule: "burst", Limit: 10, RetryAfter: 1500 * time.Millisecond},
+		Decision: bucketgate.Decision{Allowed: false, Reason: bucketgate.ReasonLimited, Rule: "burst", Limit: 10, RetryAfter: 1500 * time.Millisecond},
 		Latency:  2 * time.Millisecond,
 	}
 	allowed := guard.Result{
-		Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Rule: "burst", Limit: 10, Remaining: 9},
+		Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Rule: "burst", Limit: 10, Remaining: 9},
 	}
 	failed := guard.Result{
-		Decision: bucket.Decision{Reason: bucket.ReasonUnavailable, Rule: "burst", Limit: 10, RetryAfter: guard.FailureRetryAfter},
+		Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable, Rule: "burst", Limit: 10, RetryAfter: guard.FailureRetryAfter},
 		Failure:  guard.FailureTimeout,
 		Err:      errors.New("context deadline exceeded"),
 	}
@@ -74,7 +74,7 @@ func TestLogDecision(t *testing.T) {
 
 func BenchmarkLogDecisionDisabled(b *testing.B) {
 	l := telemetry.NewLogger(&bytes.Buffer{}, slog.LevelInfo)
-	r := guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}}
+	r := guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -23,21 +23,21 @@ func TestRegistryMetrics(t *testing.T) {
 		want    []string // per line: Outcome/Result/RegistryLookups/RegistryInvalidItems
 	}{
 		{"a hit with its decision", func(inv *telemetry.Invocation) {
-			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
 			inv.ObserveLookup("hit", false)
 		}, []string{"allowed/hit/1/-"}},
 		{"a lookup without a decision (refused)", func(inv *telemetry.Invocation) {
 			inv.ObserveLookup("miss", true)
 		}, []string{"-/miss/1/1"}},
 		{"a batch", func(inv *telemetry.Invocation) {
-			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
 			inv.ObserveLookup("hit", false)
 			inv.ObserveLookup("miss", false)
 			inv.ObserveLookup("hit", false)
 			inv.ObserveLookup("error", false)
 		}, []string{"allowed/hit/2/-", "-/miss/1/-", "-/error/1/-"}},
 		{"no lookup", func(inv *telemetry.Invocation) {
-			inv.Observe(guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK}})
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
 		}, []string{"allowed/-/-/-"}},
 	}
 	for _, tc := range tests {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -20,7 +20,7 @@ import (
 // by rule, and logged at info; the EMF line is the ShadowLimited metric with the Rule
 // dimension (never the identity).
 func TestObserveShadow(t *testing.T) {
-	q := bucket.Request{Identity: "key:0f0f", Rules: []bucket.Rule{
+	q := bucketgate.Request{Identity: "key:0f0f", Rules: []bucketgate.Rule{
 		{Name: "burst", Capacity: 10, RefillPerSecond: 1},
 		{Name: "trial", Capacity: 5, RefillPerSecond: 1, Shadow: true},
 		{Name: "strict", Capacity: 2, RefillPerSecond: 1, Shadow: true},
@@ -29,8 +29,8 @@ func TestObserveShadow(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&logs, nil)) // info
 	var inv telemetry.Invocation
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, q.Identity)}
-	for _, limited := range []bucket.RuleSet{1<<1 | 1<<2, 1 << 2, 0} {
-		r := guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, ShadowLimited: limited}}
+	for _, limited := range []bucketgate.RuleSet{1<<1 | 1<<2, 1 << 2, 0} {
+		r := guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, ShadowLimited: limited}}
 		inv.Observe(r)
 		telemetry.ObserveShadow(context.Background(), log, &inv, q, r, "", attrs...)
 	}

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // SubsegmentName names the subsegment around each Redis decision.
@@ -52,10 +52,10 @@ type subsegment struct {
 // newSubsegment returns the subsegment of a decision that ran from start to end in trace
 // tr and returned dec and err: annotated with the decision when there is one, flagged
 // error or fault when there is not.
-func newSubsegment(tr trace, start, end time.Time, dec bucket.Decision, err error) subsegment {
+func newSubsegment(tr trace, start, end time.Time, dec bucketgate.Decision, err error) subsegment {
 	s := newRedisSubsegment(tr, start, end)
 	switch {
-	case errors.Is(err, bucket.ErrInvalid):
+	case errors.Is(err, bucketgate.ErrInvalid):
 		s.Error = true
 	case err != nil:
 		s.Fault = true
@@ -77,7 +77,7 @@ func newBatchSubsegment(tr trace, start, end time.Time, n int, errs []error) sub
 	s.Annotations = map[string]any{AnnotationBatch: n}
 	for _, err := range errs {
 		if err != nil {
-			s.Error, s.Fault = errors.Is(err, bucket.ErrInvalid), !errors.Is(err, bucket.ErrInvalid)
+			s.Error, s.Fault = errors.Is(err, bucketgate.ErrInvalid), !errors.Is(err, bucketgate.ErrInvalid)
 			break
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -41,8 +41,8 @@ type Options struct {
 
 // limiter is the engine a Limiter traces: *bucket.Limiter is one.
 type limiter interface {
-	Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error)
-	DecideBatch(ctx context.Context, qs []bucket.Request) ([]bucket.Decision, []error)
+	Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error)
+	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
 }
 
 // Limiter wraps the engine in an X-Ray subsegment per decision. It is safe for
@@ -100,7 +100,7 @@ func ParseDaemonAddress(s string) (*net.UDPAddr, error) {
 // Decide decides q with the wrapped engine and returns its results unchanged. When ctx
 // is traced, it then sends a subsegment around the call to the daemon without waiting;
 // a subsegment that cannot be sent is dropped and logged at debug.
-func (l *Limiter) Decide(ctx context.Context, q bucket.Request) (bucket.Decision, error) {
+func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error) {
 	tr, ok := traceOf(ctx)
 	if !ok || l.daemon == nil {
 		return l.next.Decide(ctx, q)
@@ -116,7 +116,7 @@ func (l *Limiter) Decide(ctx context.Context, q bucket.Request) (bucket.Decision
 // DecideBatch decides qs with the wrapped engine and returns its results unchanged.
 // When ctx is traced, it then sends one subsegment around the batch's round trip,
 // annotated with its size and flagged as Decide flags the first request that failed.
-func (l *Limiter) DecideBatch(ctx context.Context, qs []bucket.Request) ([]bucket.Decision, []error) {
+func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error) {
 	tr, ok := traceOf(ctx)
 	if !ok || l.daemon == nil {
 		return l.next.DecideBatch(ctx, qs)
@@ -132,7 +132,7 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucket.Request) ([]bucke
 
 // emit sends the subsegment of one decision, which ran from start to end in trace tr
 // and returned dec and err.
-func (l *Limiter) emit(tr trace, start, end time.Time, dec bucket.Decision, err error) error {
+func (l *Limiter) emit(tr trace, start, end time.Time, dec bucketgate.Decision, err error) error {
 	return l.send(newSubsegment(tr, start, end, dec, err))
 }
 

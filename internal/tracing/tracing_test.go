@@ -16,6 +16,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -47,12 +48,12 @@ var (
 // request is decided through the tracer; twin is the same request for another identity,
 // decided by the bare limiter to show that results pass through unchanged.
 var (
-	request = bucket.Request{
+	request = bucketgate.Request{
 		Identity: "ip:192.0.2.1",
-		Rules:    []bucket.Rule{{Name: "burst", Capacity: 1, RefillPerSecond: 1}},
+		Rules:    []bucketgate.Rule{{Name: "burst", Capacity: 1, RefillPerSecond: 1}},
 		Cost:     1,
 	}
-	twin = func() bucket.Request { q := request; q.Identity = "ip:192.0.2.2"; return q }()
+	twin = func() bucketgate.Request { q := request; q.Identity = "ip:192.0.2.2"; return q }()
 )
 
 // fakeDaemon is a UDP socket on loopback standing in for the X-Ray daemon.
@@ -141,7 +142,7 @@ func TestSubsegmentOfEachOutcome(t *testing.T) {
 	tests := []struct {
 		name string
 		// prepare runs before the decision, for the traced request q and its twin.
-		prepare   func(m *miniredis.Miniredis, bare *bucket.Limiter, q, twin bucket.Request)
+		prepare   func(m *miniredis.Miniredis, bare *bucket.Limiter, q, twin bucketgate.Request)
 		cost      int64
 		wantAnn   map[string]any
 		wantError bool // the request is invalid: the caller's error, word for word the bare one
@@ -154,8 +155,8 @@ func TestSubsegmentOfEachOutcome(t *testing.T) {
 		},
 		{
 			name: "limited",
-			prepare: func(_ *miniredis.Miniredis, bare *bucket.Limiter, q, twin bucket.Request) {
-				for _, r := range []bucket.Request{q, twin} {
+			prepare: func(_ *miniredis.Miniredis, bare *bucket.Limiter, q, twin bucketgate.Request) {
+				for _, r := range []bucketgate.Request{q, twin} {
 					if _, err := bare.Decide(context.Background(), r); err != nil {
 						t.Fatal(err)
 					}
@@ -167,7 +168,7 @@ func TestSubsegmentOfEachOutcome(t *testing.T) {
 		{name: "invalid request", cost: 2, wantError: true},
 		{
 			name:      "redis down",
-			prepare:   func(m *miniredis.Miniredis, _ *bucket.Limiter, _, _ bucket.Request) { m.Close() },
+			prepare:   func(m *miniredis.Miniredis, _ *bucket.Limiter, _, _ bucketgate.Request) { m.Close() },
 			cost:      1,
 			wantFault: true,
 		},
@@ -191,7 +192,7 @@ func TestSubsegmentOfEachOutcome(t *testing.T) {
 			}
 			switch {
 			case tc.wantError:
-				if !errors.Is(err, bucket.ErrInvalid) || wantErr == nil || err.Error() != wantErr.Error() {
+				if !errors.Is(err, bucketgate.ErrInvalid) || wantErr == nil || err.Error() != wantErr.Error() {
 					t.Fatalf("error %v, want the bare limiter's %v", err, wantErr)
 				}
 			case tc.wantFault:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/check"
@@ -46,7 +47,7 @@ func (b BatchRun) BatchMedian() time.Duration { return medianDuration(b.Batch) }
 func (b BatchRun) Ratio() float64 { return float64(b.BatchMedian()) / float64(b.OneMedian()) }
 
 // batchRule is the rule of check i of a batch, on its own key: named for i and of
-// capacity bucket.MaxCapacity - i, so that its answer says which check it answers; it
+// capacity bucketgate.MaxCapacity - i, so that its answer says which check it answers; it
 // never runs dry, so that every check of the run is an admission.
 const batchRule = `{"name":"burst-%d","capacity":%d,"refillPerSecond":1000000}`
 
@@ -75,7 +76,7 @@ func MeasureBatch(ctx context.Context, addr string, plan BatchPlan) (BatchRun, e
 	}
 	checks := make([]string, plan.Checks)
 	for i := range checks {
-		checks[i] = fmt.Sprintf(`{"key":"batch-%d","rules":[`+batchRule+`]}`, i, i, bucket.MaxCapacity-i)
+		checks[i] = fmt.Sprintf(`{"key":"batch-%d","rules":[`+batchRule+`]}`, i, i, bucketgate.MaxCapacity-i)
 	}
 	one, batch := []byte(checks[0]), []byte(`{"checks":[`+strings.Join(checks, ",")+`]}`)
 	run := BatchRun{Plan: plan}
@@ -132,7 +133,7 @@ func inOrder(out []byte, batch bool, checks int) error {
 		if r.Reason != checkapi.ReasonOK {
 			return fmt.Errorf("batch: check %d answered %+v, want ok", i, r)
 		}
-		if rule, limit := fmt.Sprintf("burst-%d", i), int64(bucket.MaxCapacity-i); r.Rule != rule || r.Limit != limit {
+		if rule, limit := fmt.Sprintf("burst-%d", i), int64(bucketgate.MaxCapacity-i); r.Rule != rule || r.Limit != limit {
 			return fmt.Errorf("batch: answer %d is on rule %s of limit %d, want %s of limit %d: answers out of order", i, r.Rule, r.Limit, rule, limit)
 		}
 	}

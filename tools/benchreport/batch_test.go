@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
@@ -31,7 +31,7 @@ func TestMeasureBatch(t *testing.T) {
 // own index.
 func TestInOrder(t *testing.T) {
 	ok := func(i int) checkapi.Response {
-		return checkapi.Response{Allowed: true, Reason: checkapi.ReasonOK, Limit: int64(bucket.MaxCapacity - i), Remaining: int64(bucket.MaxCapacity - i - 1), Rule: fmt.Sprintf("burst-%d", i)}
+		return checkapi.Response{Allowed: true, Reason: checkapi.ReasonOK, Limit: int64(bucketgate.MaxCapacity - i), Remaining: int64(bucketgate.MaxCapacity - i - 1), Rule: fmt.Sprintf("burst-%d", i)}
 	}
 	batchOf := func(rs ...checkapi.Response) []byte {
 		out, err := json.Marshal(checkapi.BatchResult{Results: rs})

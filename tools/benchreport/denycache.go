@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
@@ -45,9 +45,9 @@ func (d DenyCacheRun) OverAdmitted() int64 { return max(0, int64(d.Flood.Admitte
 
 // GuardDecide decides through g with rules and counts in *failures the decisions g
 // made without Redis's answer.
-func GuardDecide(g *guard.Guard, failures *int, rules ...bucket.Rule) DecideFunc {
+func GuardDecide(g *guard.Guard, failures *int, rules ...bucketgate.Rule) DecideFunc {
 	return func(ctx context.Context, identity string) (bool, error) {
-		r, err := g.Decide(ctx, bucket.Request{Identity: identity, Rules: rules, Cost: 1})
+		r, err := g.Decide(ctx, bucketgate.Request{Identity: identity, Rules: rules, Cost: 1})
 		if r.Failure != guard.FailureNone {
 			*failures++
 		}

@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // syntheticDenyCacheRun is a flood of 1,000 requests over 10 s against capacity 10
 // refilled at 10/s, 110 admitted, with calls EVALSHA calls.
 func syntheticDenyCacheRun(name string, calls int64) DenyCacheRun {
-	plan := FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 10, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second}
+	plan := FloodPlan{Rule: bucketgate.Rule{Name: "flood", Capacity: 10, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second}
 	return DenyCacheRun{Name: name, RedisCalls: calls, Flood: Flood{Plan: plan, Offered: 1000, Admitted: 110, Elapsed: 10 * time.Second}}
 }
 

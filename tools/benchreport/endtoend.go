@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/lua"
 	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
@@ -66,7 +67,7 @@ func (e EndToEnd) BareP99() time.Duration { return percentile(e.Bare, 99) }
 // timing the last plan.Invocations; then times as many EVALSHAs of bucket.lua for the
 // same identity and rule through client. Every invocation must be allowed (the plan's
 // rule must admit them all), so that each one reaches Redis.
-func MeasureEndToEnd(ctx context.Context, root string, env []string, event []byte, client rueidis.Client, rule bucket.Rule, plan EndToEndPlan) (EndToEnd, error) {
+func MeasureEndToEnd(ctx context.Context, root string, env []string, event []byte, client rueidis.Client, rule bucketgate.Rule, plan EndToEndPlan) (EndToEnd, error) {
 	dir, err := os.MkdirTemp("", "endtoend")
 	if err != nil {
 		return EndToEnd{}, err

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // FloodPlan is one identity sending requests at a steady Offered rate for Duration
 // against Rule, counted in bins of Bin.
 type FloodPlan struct {
 	// Rule is the only rule of every request.
-	Rule bucket.Rule
+	Rule bucketgate.Rule
 	// Offered is the rate requests are sent at, per second.
 	Offered float64
 	// Duration is how long the flood lasts.

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // syntheticFlood is what a correct limiter admits when one identity offers 100/s
 // against capacity 50 refilled at 10/s, in half-second bins.
 func syntheticFlood() Flood {
-	plan := FloodPlan{Rule: bucket.Rule{Name: "burst", Capacity: 50, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second / 2}
+	plan := FloodPlan{Rule: bucketgate.Rule{Name: "burst", Capacity: 50, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second / 2}
 	f := Flood{Plan: plan}
 	for i := range 20 {
 		b := FloodBin{Start: time.Duration(i) * plan.Bin, Offered: 50, Admitted: 5}

@@ -20,6 +20,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
@@ -34,7 +35,7 @@ import (
 
 var (
 	reportPath  = flag.String("report", "", "write the benchmark report (BENCHMARKS.md) here; TestReport skips without it")
-	goBenchPath = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer")
+	goBenchPath = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer, CacheEntryBytes on internal/registry")
 	insnPath    = flag.String("instructions", "", "output of make bench-instructions (instructions/instructions.sh)")
 )
 
@@ -44,6 +45,7 @@ var reportCommands = []string{
 	"bash tools/benchreport/instructions/instructions.sh > instructions.txt  # item 1: make bench-instructions",
 	"for i in 1 2 3 4 5; do go test -run '^$' -bench ClientCost -benchmem -benchtime 20000x -count 1 ./internal/bucket; done > gobench.txt",
 	"go test -run '^$' -bench HandlerOverhead -benchmem -count 5 ./internal/authorizer >> gobench.txt",
+	"go test -run '^$' -bench CacheEntryBytes -benchtime 1x -count 1 ./internal/registry >> gobench.txt",
 	"cd tools && go test -count=1 -timeout 15m -run '^TestReport$' -v ./benchreport -args -report=$PWD/../BENCHMARKS.md -gobench=../gobench.txt -instructions=../instructions.txt",
 }
 
@@ -52,10 +54,10 @@ var (
 	redisSideWorkload = Workload{Identities: 2000, Rounds: 20, Workers: 8}
 	redisSideReps     = 7
 	throughputPlan    = ThroughputPlan{Requests: 150_000, Keyspace: 10_000, Workers: 64, Clients: 64, Pipeline: 16, Reps: 3}
-	floodPlan         = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 50, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second / 2}
+	floodPlan         = FloodPlan{Rule: bucketgate.Rule{Name: "flood", Capacity: 50, RefillPerSecond: 10}, Offered: 100, Duration: 10 * time.Second, Bin: time.Second / 2}
 	// denyCachePlan is item 6: 1,100 requests, 10 times what the rule admits over the
 	// flood (capacity 10 + 10/s × 10 s = 110).
-	denyCachePlan = FloodPlan{Rule: bucket.Rule{Name: "flood", Capacity: 10, RefillPerSecond: 10}, Offered: 110, Duration: 10 * time.Second, Bin: time.Second}
+	denyCachePlan = FloodPlan{Rule: bucketgate.Rule{Name: "flood", Capacity: 10, RefillPerSecond: 10}, Offered: 110, Duration: 10 * time.Second, Bin: time.Second}
 	// batchPlan is item 9 (issue 14): a batch of 100 against one check, 5 ms each way.
 	batchPlan = BatchPlan{Latency: 5 * time.Millisecond, Checks: checkapi.MaxBatch, Reps: 21}
 	// registryPlan is item 8: 1,000 keys of Zipf(1.1) popularity, 10 environments,
@@ -134,7 +136,7 @@ func TestReport(t *testing.T) {
 	}
 
 	if *goBenchPath == "" {
-		t.Fatal("-gobench is required with -report: the output of BenchmarkClientCost and BenchmarkHandlerOverhead")
+		t.Fatal("-gobench is required with -report: the output of BenchmarkClientCost, BenchmarkHandlerOverhead and BenchmarkCacheEntryBytes")
 	}
 	out, err := os.Open(*goBenchPath)
 	if err != nil {
@@ -149,6 +151,9 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Authorizer, err = handlerOverheadFrom(benches); err != nil {
+		t.Fatal(err)
+	}
+	if r.EntryBytes, err = entryBytesFrom(benches); err != nil {
 		t.Fatal(err)
 	}
 
@@ -277,7 +282,7 @@ const (
 )
 
 // endToEndRule is the pro plan's rule of endToEndConfig.
-var endToEndRule = bucket.Rule{Name: "burst", Capacity: 1_000_000_000, RefillPerSecond: 1_000_000}
+var endToEndRule = bucketgate.Rule{Name: "burst", Capacity: 1_000_000_000, RefillPerSecond: 1_000_000}
 
 // endToEndTable creates item 10's table on dyn with the sample key on pro, and returns
 // the environment that points a function at it.
@@ -285,7 +290,7 @@ func endToEndTable(ctx context.Context, dyn *dynalite.Server, client *dynamodb.C
 	if err := registry.CreateTable(ctx, client, endToEndTableName); err != nil {
 		return nil, err
 	}
-	rec := registry.Record{ID: "key:" + config.KeyDigest(endToEndKey), Plan: "pro"}
+	rec := registry.Record{ID: "key:" + bucketgate.KeyDigest(endToEndKey), Plan: "pro"}
 	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(endToEndTableName), Item: rec.Item()}); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
@@ -17,9 +18,9 @@ import (
 type DecideFunc func(ctx context.Context, identity string) (bool, error)
 
 // BucketgateDecide decides through bucketgate's Limiter with rules.
-func BucketgateDecide(l *bucket.Limiter, rules ...bucket.Rule) DecideFunc {
+func BucketgateDecide(l *bucket.Limiter, rules ...bucketgate.Rule) DecideFunc {
 	return func(ctx context.Context, identity string) (bool, error) {
-		d, err := l.Decide(ctx, bucket.Request{Identity: identity, Rules: rules, Cost: 1})
+		d, err := l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: rules, Cost: 1})
 		return d.Allowed, err
 	}
 }
@@ -41,8 +42,8 @@ func RedisRateDecide(l *redis_rate.Limiter, limit redis_rate.Limit) DecideFunc {
 // The slow refill keeps the mix of allowed and denied requests the same whatever the
 // speed of the contender. The daily rule is a plan's chained quota: 1000 a day.
 var (
-	burstRule = bucket.Rule{Name: "burst", Capacity: 10, RefillPerSecond: 0.1}
-	dailyRule = bucket.Rule{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}
+	burstRule = bucketgate.Rule{Name: "burst", Capacity: 10, RefillPerSecond: 0.1}
+	dailyRule = bucketgate.Rule{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}
 	peerLimit = redis_rate.Limit{Rate: 1, Burst: 10, Period: 10 * time.Second}
 )
 

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // overTolerance is how far, in tokens, admissions may exceed a bound before they count
@@ -131,7 +131,7 @@ func account(scenarios []Scenario, recs []Record, resets []reset) Accounting {
 			series[k] = append(series[k], admission{r.At, int64(r.Cost)})
 		}
 	}
-	rules := make([]map[string]bucket.Rule, len(scenarios))
+	rules := make([]map[string]bucketgate.Rule, len(scenarios))
 	for i, s := range scenarios {
 		rules[i], _ = s.rules() // validated with the plan
 	}

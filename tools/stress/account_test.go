@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 const second = int64(microsPerSecond)
@@ -55,8 +55,8 @@ func TestOverTokens(t *testing.T) {
 
 // testScenarios are two scenarios: one rule, and two rules in two shapes sharing one.
 var testScenarios = []Scenario{
-	{Name: "one", Weight: 1, Identities: 2, Shapes: [][]bucket.Rule{{{Name: "r", Capacity: 2, RefillPerSecond: 1}}}, MaxCost: 2},
-	{Name: "chained", Weight: 1, Identities: 1, Shapes: [][]bucket.Rule{
+	{Name: "one", Weight: 1, Identities: 2, Shapes: [][]bucketgate.Rule{{{Name: "r", Capacity: 2, RefillPerSecond: 1}}}, MaxCost: 2},
+	{Name: "chained", Weight: 1, Identities: 1, Shapes: [][]bucketgate.Rule{
 		{{Name: "burst", Capacity: 3, RefillPerSecond: 1}},
 		{{Name: "burst", Capacity: 3, RefillPerSecond: 1}, {Name: "quota", Capacity: 4, RefillPerSecond: 0.001}},
 	}, MaxCost: 1},

@@ -23,10 +23,16 @@ type FuzzResult struct {
 	Target string
 	// Execs is how many inputs the fuzzer ran, as its last progress line says.
 	Execs int64
-	// Failed reports a failing input or a fuzzer that did not finish; Tail is the end
-	// of its output then.
+	// Failed reports a failing input: one the fuzzer wrote (a new file under
+	// testdata/fuzz, or its "Failing input written to" line) or a seed corpus entry that
+	// failed. Only that fails the stress run. Tail is the end of the output then, or
+	// with a Note.
 	Failed bool
-	Tail   string
+	// Note says why a run that found no failing input still ended in error: the fuzz
+	// coordinator's own deadline under load (golang/go#75804), or anything else that is
+	// not a product failure. Reported, never failed.
+	Note string
+	Tail string
 }
 
 var (
@@ -111,7 +117,7 @@ const fuzzSlack = 3 * time.Minute
 
 // runFuzz runs every fuzz target under root for fuzzTime each, one after another, with
 // the go tool goTool. The seed corpora are the targets' own (the sample events of
-// events/ among them) and the fuzz cache.
+// events/ among them) and the fuzz cache. Each run is judged by classifyFuzz.
 func runFuzz(ctx context.Context, goTool, root string, fuzzTime time.Duration, progress func(FuzzResult)) ([]FuzzResult, error) {
 	targets, err := findFuzzTargets(root)
 	if err != nil {
@@ -119,18 +125,63 @@ func runFuzz(ctx context.Context, goTool, root string, fuzzTime time.Duration, p
 	}
 	var out []FuzzResult
 	for _, t := range targets {
+		corpus := filepath.Join(root, t.dir, "testdata", "fuzz", t.name)
+		before := corpusFiles(corpus)
 		tctx, cancel := context.WithTimeout(ctx, fuzzTime+fuzzSlack)
 		cmd := exec.CommandContext(tctx, goTool, "test", "-run", "^$", "-fuzz", "^"+t.name+"$", "-fuzztime", fuzzTime.String(), t.dir)
 		cmd.Dir = root
 		output, runErr := cmd.CombinedOutput()
 		cancel()
-		execs, ok := lastExecs(output)
-		r := FuzzResult{Package: t.dir, Target: t.name, Execs: execs, Failed: runErr != nil || !ok}
-		if r.Failed {
+		var written []string
+		for name := range corpusFiles(corpus) {
+			if !before[name] {
+				written = append(written, name)
+			}
+		}
+		execs, _ := lastExecs(output)
+		r := FuzzResult{Package: t.dir, Target: t.name, Execs: execs}
+		r.Failed, r.Note = classifyFuzz(output, runErr, written)
+		if r.Failed || r.Note != "" {
 			r.Tail = fmt.Sprintf("%v\n%s", runErr, tail(output))
 		}
 		progress(r)
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Lines of go test's fuzzing output that mean an input failed.
+const (
+	failingInputWritten = "Failing input written to"
+	seedEntryFailed     = "failure while testing seed corpus entry"
+	deadlineExceeded    = "context deadline exceeded"
+)
+
+// classifyFuzz judges one fuzz run from its output, its exit error and the corpus files
+// it wrote (written): failed only when it found a failing input (a file written, the
+// "Failing input written to" line, a seed corpus entry that failed). An error without
+// one is a note: the coordinator's own deadline (golang/go#75804: under load, Go's fuzz
+// coordinator can report the end of -fuzztime as a failure), or whatever else stopped
+// it, which a failing input would have shown.
+func classifyFuzz(output []byte, runErr error, written []string) (failed bool, note string) {
+	switch {
+	case len(written) > 0 || bytes.Contains(output, []byte(failingInputWritten)) || bytes.Contains(output, []byte(seedEntryFailed)):
+		return true, ""
+	case runErr == nil:
+		return false, ""
+	case bytes.Contains(output, []byte(deadlineExceeded)):
+		return false, "infrastructure: the fuzz coordinator reported its own deadline (golang/go#75804), no failing input"
+	}
+	return false, fmt.Sprintf("infrastructure: the run ended with %v and wrote no failing input", runErr)
+}
+
+// corpusFiles returns the names of the files in dir, a fuzz target's corpus; none when
+// it does not exist.
+func corpusFiles(dir string) map[string]bool {
+	entries, _ := os.ReadDir(dir) // a missing corpus holds nothing
+	files := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		files[e.Name()] = true
+	}
+	return files
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -38,7 +38,7 @@ const (
 // hostileRules are the two rules every hostile identity is decided with: first the
 // first alone, then both. Their refill is slow enough that no token comes back during
 // the run, so a bucket's remaining tokens count exactly the requests that spent it.
-var hostileRules = []bucket.Rule{
+var hostileRules = []bucketgate.Rule{
 	{Name: "hostile", Capacity: 1000, RefillPerSecond: 0.01},
 	{Name: "hostile-2", Capacity: 500, RefillPerSecond: 0.01},
 }
@@ -57,9 +57,9 @@ var craftedIdentities = []string{
 	"{", "}", "{}", "}{", "{{}}", "%", "%%", "%7B", "%7b", "%7D", "%25", "%257B", "%7B%7D",
 	"a{b}c", "{a}", "%7Ba%7D", "a%7Bb%7Dc", ":", "::", "bg:{x}", "x}:bg:{y", "\x00", "\x00{",
 	"{\x00}", "\xff\xfe", "\xc3\x28", "\xed\xa0\x80", "é", "e\u0301", " ", "\t",
-	strings.Repeat("{", bucket.MaxIdentity-len(tenantPrefix)),
-	strings.Repeat("}", bucket.MaxIdentity-len(tenantPrefix)),
-	strings.Repeat("%", bucket.MaxIdentity-len(tenantPrefix)),
+	strings.Repeat("{", bucketgate.MaxIdentity-len(tenantPrefix)),
+	strings.Repeat("}", bucketgate.MaxIdentity-len(tenantPrefix)),
+	strings.Repeat("%", bucketgate.MaxIdentity-len(tenantPrefix)),
 }
 
 // HostilePlan is a hostile-identity run: every worker makes the same cases from the
@@ -98,9 +98,9 @@ func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollis
 		add(hostileCase{raw: true, want: tenantPrefix + id, valid: true})
 	}
 	for range p.Identities {
-		add(hostileCase{raw: true, want: tenantPrefix + randomBytes(rng, 1+rng.IntN(bucket.MaxIdentity-len(tenantPrefix))), valid: true})
+		add(hostileCase{raw: true, want: tenantPrefix + randomBytes(rng, 1+rng.IntN(bucketgate.MaxIdentity-len(tenantPrefix))), valid: true})
 	}
-	for _, n := range []int{bucket.MaxIdentity + 1, 4 << 10, MaxHeaderBytes} {
+	for _, n := range []int{bucketgate.MaxIdentity + 1, 4 << 10, MaxHeaderBytes} {
 		add(hostileCase{raw: true, want: randomBytes(rng, n)})
 	}
 	add(hostileCase{raw: true, want: ""})
@@ -108,14 +108,14 @@ func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollis
 	headers := []string{settings.DefaultAPIKeyHeader, strings.ToLower(settings.DefaultAPIKeyHeader), strings.ToUpper(settings.DefaultAPIKeyHeader)}
 	digests := map[string]string{}
 	for i := range p.Keys {
-		n := 1 + rng.IntN(bucket.MaxIdentity)
+		n := 1 + rng.IntN(bucketgate.MaxIdentity)
 		if rng.IntN(100) < hugeKeyPercent {
 			n = MaxHeaderBytes
 		}
 		prefix := "k" + strconv.Itoa(i) + "-" // distinct ("-" is not in the alphabet), never blank
 		key := prefix + randomBytes(rng, max(n-len(prefix), 0))
 		trimmed := strings.Trim(key, " \t")
-		want := string(identity.KindKey) + ":" + config.KeyDigest(trimmed)
+		want := string(bucketgate.KindKey) + ":" + bucketgate.KeyDigest(trimmed)
 		if other, ok := digests[want]; ok && other != trimmed {
 			digestCollisions++
 		}
@@ -128,9 +128,9 @@ func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollis
 		if i%2 == 1 {
 			ip, canonical = fmt.Sprintf("fe80::%x%%eth{0}", i), fmt.Sprintf("fe80::%x", i)
 		}
-		add(hostileCase{headers: map[string]string{settings.DefaultAPIKeyHeader: " \t "}, sourceIP: ip, want: string(identity.KindIP) + ":" + canonical, valid: true})
+		add(hostileCase{headers: map[string]string{settings.DefaultAPIKeyHeader: " \t "}, sourceIP: ip, want: string(bucketgate.KindIP) + ":" + canonical, valid: true})
 	}
-	add(hostileCase{sourceIP: "{not an address}\x00", want: string(identity.KindIP) + ":" + identity.UnknownAddr, valid: true})
+	add(hostileCase{sourceIP: "{not an address}\x00", want: string(bucketgate.KindIP) + ":" + identity.UnknownAddr, valid: true})
 	return cases, digestCollisions
 }
 
@@ -138,7 +138,7 @@ func hostileCases(seed uint64, p HostilePlan) (cases []hostileCase, digestCollis
 // the key's, else the source address's.
 func resolve(r identity.Resolver, c hostileCase) string {
 	caller := r.Resolve(c.headers, nil, c.sourceIP)
-	if caller.Key != (identity.Identity{}) {
+	if caller.Key != (bucketgate.Identity{}) {
 		return caller.Key.String()
 	}
 	return caller.IP.String()
@@ -157,7 +157,7 @@ func randomBytes(rng *rand.Rand, n int) string {
 type HostileReport struct {
 	// Decisions counts every Decide call; Identities the valid identities decided.
 	Decisions, Identities int64
-	// Refused counts invalid identities refused with bucket.ErrInvalid.
+	// Refused counts invalid identities refused with bucketgate.ErrInvalid.
 	Refused int64
 	// Collisions counts decisions whose remaining tokens show that another identity
 	// spent from the same bucket.
@@ -222,11 +222,11 @@ func (w *hostileWorker) decide(chain *guard.Guard, c hostileCase) {
 		}
 	}
 	ctx := context.Background()
-	for i, rules := range [][]bucket.Rule{hostileRules[:1], hostileRules} {
-		res, err := chain.Decide(ctx, bucket.Request{Identity: id, Rules: rules, Cost: 1})
+	for i, rules := range [][]bucketgate.Rule{hostileRules[:1], hostileRules} {
+		res, err := chain.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Cost: 1})
 		w.note(func(r *HostileReport) { r.Decisions++ }, "")
 		switch {
-		case !c.valid && errors.Is(err, bucket.ErrInvalid):
+		case !c.valid && errors.Is(err, bucketgate.ErrInvalid):
 			w.note(func(r *HostileReport) { r.Refused++ }, "")
 			return
 		case !c.valid || err != nil:

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -38,7 +39,7 @@ func TestHostileCases(t *testing.T) {
 		}
 		if !c.valid {
 			invalid++
-			if err := (bucket.Request{Identity: c.want, Rules: hostileRules, Cost: 1}).Validate(); err == nil {
+			if err := (bucketgate.Request{Identity: c.want, Rules: hostileRules, Cost: 1}).Validate(); err == nil {
 				t.Fatalf("invalid case %d (%d bytes) validates", i, len(c.want))
 			}
 			continue

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 )
 
 // Plan is what one worker process does: the coordinator writes it to a file and starts
@@ -56,7 +56,7 @@ type Scenario struct {
 	Identities int `json:"identities"`
 	// Shapes are the rule sets a request carries; a rule name means one rule (one
 	// capacity and rate) in every shape, so shapes that share it share its bucket.
-	Shapes [][]bucket.Rule `json:"shapes"`
+	Shapes [][]bucketgate.Rule `json:"shapes"`
 	// MaxCost is the highest cost of a request; at least 1.
 	MaxCost int64 `json:"maxCost"`
 	// PeekPercent is the percentage of requests with cost 0.
@@ -69,8 +69,8 @@ func IdentityName(phase, scenario string, i uint32) string {
 }
 
 // rules returns the rules of s by name, and an error when one name has two meanings.
-func (s Scenario) rules() (map[string]bucket.Rule, error) {
-	byName := map[string]bucket.Rule{}
+func (s Scenario) rules() (map[string]bucketgate.Rule, error) {
+	byName := map[string]bucketgate.Rule{}
 	for _, shape := range s.Shapes {
 		for _, r := range shape {
 			if prev, ok := byName[r.Name]; ok && prev != r {

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
@@ -34,13 +34,13 @@ func outcomeOf(r guard.Result, err error) Outcome {
 		return OutcomeError
 	}
 	switch r.Reason {
-	case bucket.ReasonOK:
+	case bucketgate.ReasonOK:
 		return OutcomeOK
-	case bucket.ReasonLimited:
+	case bucketgate.ReasonLimited:
 		return OutcomeLimited
-	case bucket.ReasonUnavailable:
+	case bucketgate.ReasonUnavailable:
 		return OutcomeUnavailable
-	case bucket.ReasonDegraded:
+	case bucketgate.ReasonDegraded:
 		return OutcomeDegraded
 	}
 	return outcomeUnknown
@@ -130,7 +130,7 @@ func newRecord(start, end time.Time, res guard.Result, err error) Record {
 		rec.At = res.At.UnixMicro()
 	}
 	rec.RetryAfter = res.RetryAfter.Milliseconds()
-	rec.Remaining = int32(min(res.Remaining, bucket.MaxCapacity))
+	rec.Remaining = int32(min(res.Remaining, bucketgate.MaxCapacity))
 	if res.Allowed {
 		rec.Flags |= flagAllowed
 	}

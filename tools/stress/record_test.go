@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
@@ -23,10 +23,10 @@ func TestRecordsRoundTrip(t *testing.T) {
 		res guard.Result
 		err error
 	}{
-		{guard.Result{Decision: bucket.Decision{Allowed: true, Reason: bucket.ReasonOK, Remaining: 7, At: start.Add(time.Millisecond)}}, nil},
-		{guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonLimited, RetryAfter: 1500 * time.Millisecond, At: start}, CacheHit: true}, nil},
-		{guard.Result{Decision: bucket.Decision{Reason: bucket.ReasonUnavailable, RetryAfter: time.Second}, Failure: guard.FailureTimeout, CircuitOpen: true}, nil},
-		{guard.Result{}, bucket.ErrInvalid},
+		{guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, Remaining: 7, At: start.Add(time.Millisecond)}}, nil},
+		{guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited, RetryAfter: 1500 * time.Millisecond, At: start}, CacheHit: true}, nil},
+		{guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable, RetryAfter: time.Second}, Failure: guard.FailureTimeout, CircuitOpen: true}, nil},
+		{guard.Result{}, bucketgate.ErrInvalid},
 	}
 	var want []Record
 	b := rf.batch()

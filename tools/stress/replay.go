@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
@@ -102,7 +103,7 @@ func replayIdentity(phase string, scenarios []Scenario, id idKey, events []event
 			out.Unverifiable++
 			continue
 		}
-		q := bucket.Request{Identity: IdentityName(phase, s.Name, id.identity), Rules: s.Shapes[r.Shape], Cost: int64(r.Cost)}
+		q := bucketgate.Request{Identity: IdentityName(phase, s.Name, id.identity), Rules: s.Shapes[r.Shape], Cost: int64(r.Cost)}
 		want := model.Decide(time.UnixMicro(r.At), q)
 		if want.Allowed == r.Allowed() && want.Remaining == int64(r.Remaining) && want.RetryAfter.Milliseconds() == r.RetryAfter {
 			out.Verified++

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
@@ -17,7 +18,7 @@ func modelRecords(steps []struct {
 	s := testScenarios[1]
 	var out []Record
 	for _, st := range steps {
-		d := m.Decide(time.UnixMicro(st.at), bucket.Request{Identity: IdentityName("test", s.Name, 0), Rules: s.Shapes[st.shape], Cost: int64(st.cost)})
+		d := m.Decide(time.UnixMicro(st.at), bucketgate.Request{Identity: IdentityName("test", s.Name, 0), Rules: s.Shapes[st.shape], Cost: int64(st.cost)})
 		r := Record{Scenario: 1, Shape: st.shape, Cost: st.cost, At: st.at, Start: st.at, End: st.at, Remaining: int32(d.Remaining), RetryAfter: d.RetryAfter.Milliseconds(), Outcome: uint8(OutcomeLimited)}
 		if d.Allowed {
 			r.Outcome, r.Flags = uint8(OutcomeOK), flagAllowed

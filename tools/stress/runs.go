@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -62,9 +63,9 @@ func command(ctx context.Context, srv *redistest.Server, args ...string) (string
 	return srv.Command(ctx, args...)
 }
 
-// rule makes a bucket.Rule.
-func rule(name string, capacity int64, perSecond float64) bucket.Rule {
-	return bucket.Rule{Name: name, Capacity: capacity, RefillPerSecond: perSecond}
+// rule makes a bucketgate.Rule.
+func rule(name string, capacity int64, perSecond float64) bucketgate.Rule {
+	return bucketgate.Rule{Name: name, Capacity: capacity, RefillPerSecond: perSecond}
 }
 
 // daySeconds is the length of a day, for daily quotas.
@@ -77,9 +78,9 @@ const daySeconds = 86400
 func loadScenarios() []Scenario {
 	burst, daily := rule("burst", 20, 50), rule("daily", 500, 500.0/daySeconds)
 	return []Scenario{
-		{Name: "hot", Weight: 30, Identities: 4, Shapes: [][]bucket.Rule{{rule("hot", 100, 200)}}, MaxCost: 1},
-		{Name: "many", Weight: 40, Identities: 5000, Shapes: [][]bucket.Rule{{rule("burst", 5, 0.5)}}, MaxCost: 1},
-		{Name: "chained", Weight: 30, Identities: 64, Shapes: [][]bucket.Rule{{burst}, {burst, daily}, {daily}}, MaxCost: 3, PeekPercent: 5},
+		{Name: "hot", Weight: 30, Identities: 4, Shapes: [][]bucketgate.Rule{{rule("hot", 100, 200)}}, MaxCost: 1},
+		{Name: "many", Weight: 40, Identities: 5000, Shapes: [][]bucketgate.Rule{{rule("burst", 5, 0.5)}}, MaxCost: 1},
+		{Name: "chained", Weight: 30, Identities: 64, Shapes: [][]bucketgate.Rule{{burst}, {burst, daily}, {daily}}, MaxCost: 3, PeekPercent: 5},
 	}
 }
 
@@ -91,7 +92,7 @@ func soakScenarios() []Scenario {
 	s := loadScenarios()
 	s[1].Identities = 1_000_000
 	daily := rule("daily", 50, 50.0/daySeconds)
-	s[2].Shapes = [][]bucket.Rule{{s[2].Shapes[0][0]}, {s[2].Shapes[0][0], daily}, {daily}}
+	s[2].Shapes = [][]bucketgate.Rule{{s[2].Shapes[0][0]}, {s[2].Shapes[0][0], daily}, {daily}}
 	return s
 }
 

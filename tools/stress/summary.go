@@ -256,8 +256,11 @@ func (s *Summary) Write(w io.Writer, failures, misses []string) {
 		p("|---|---|--:|---|")
 		for _, f := range s.Fuzz {
 			result := "pass"
-			if f.Failed {
+			switch {
+			case f.Failed:
 				result = "FAIL"
+			case f.Note != "":
+				result = "infrastructure note (below)"
 			}
 			p("| %s | %s | %d | %s |", f.Package, f.Target, f.Execs, result)
 		}
@@ -288,6 +291,11 @@ func (s *Summary) Write(w io.Writer, failures, misses []string) {
 	}
 	for _, m := range misses {
 		p("- GOAL MISSED: %s", m)
+	}
+	for _, f := range s.Fuzz {
+		if f.Note != "" {
+			p("- NOTE, not the product's: fuzz %s %s: %s", f.Package, f.Target, f.Note)
+		}
 	}
 	p("")
 	p("over-admitted: %d", s.OverAdmitted())

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -60,7 +60,7 @@ func Work(p Plan) (WorkerReport, error) {
 	}
 	instances := make([]*guard.Guard, max(p.Instances, 1))
 	for i := range instances {
-		g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler))
+		g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil)
 		if err != nil {
 			return WorkerReport{}, fmt.Errorf("instance %d: %w", i, err)
 		}
@@ -135,7 +135,7 @@ func (w *worker) run(g int, end time.Time) {
 		s := &w.plan.Scenarios[si]
 		id := uint32(rng.IntN(s.Identities))
 		shape := rng.IntN(len(s.Shapes))
-		q := bucket.Request{
+		q := bucketgate.Request{
 			Identity: IdentityName(w.plan.Phase, s.Name, id),
 			Rules:    s.Shapes[shape],
 			Cost:     cost(rng, s, s.Shapes[shape]),
@@ -166,7 +166,7 @@ func (w *worker) pick(rng *rand.Rand) int {
 
 // cost chooses a request's cost: a peek PeekPercent of the time, else 1 to MaxCost,
 // never above the smallest capacity of its rules.
-func cost(rng *rand.Rand, s *Scenario, rules []bucket.Rule) int64 {
+func cost(rng *rand.Rand, s *Scenario, rules []bucketgate.Rule) int64 {
 	if rng.IntN(100) < s.PeekPercent {
 		return 0
 	}
@@ -198,7 +198,7 @@ func warmUp(instances []*guard.Guard, p Plan) {
 	rules := p.Scenarios[0].Shapes[0]
 	for _, g := range instances {
 		for i := range warmUpIdentities {
-			_, _ = g.Decide(context.Background(), bucket.Request{Identity: IdentityName(p.Phase, "warm-up", uint32(i)), Rules: rules})
+			_, _ = g.Decide(context.Background(), bucketgate.Request{Identity: IdentityName(p.Phase, "warm-up", uint32(i)), Rules: rules})
 		}
 	}
 }

@@ -1,8 +1,10 @@
-package bucket
+package bucketgate
 
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -90,89 +92,19 @@ func validName(name string) bool {
 	return true
 }
 
-// Op is what a Request does to its buckets. The zero Op is OpCheck.
-type Op uint8
-
-// The operations of a Request.
-const (
-	// OpCheck asks for Cost tokens from every rule at once: allowed when every enforced
-	// rule holds them, and then they are taken from every rule; otherwise nothing is
-	// written. Cost 0 is a peek: the decision without a write.
-	OpCheck Op = iota
-	// OpRefund gives Cost tokens back to every rule that has state, never above its
-	// capacity: for a request whose work failed downstream. A rule without state is
-	// full and stays so.
-	OpRefund
-	// OpReset makes every rule full again by removing its state (the identity's key goes
-	// with its last rule). Its Cost is 0.
-	OpReset
-)
-
-// String returns the operation's name as the check function spells it: check, refund
-// or reset.
-func (o Op) String() string {
-	switch o {
-	case OpCheck:
-		return "check"
-	case OpRefund:
-		return "refund"
-	case OpReset:
-		return "reset"
+// secondsToDuration converts seconds to a Duration, saturating instead of overflowing.
+func secondsToDuration(s float64) time.Duration {
+	if s >= float64(math.MaxInt64)/float64(time.Second) {
+		return time.Duration(math.MaxInt64)
 	}
-	return fmt.Sprintf("Op(%d)", uint8(o))
+	return time.Duration(s * float64(time.Second))
 }
 
-// Request is one operation on the buckets of Identity for Rules, decided atomically:
-// by default a check of Cost tokens.
-type Request struct {
-	// Identity is whose buckets these are: 1 to MaxIdentity bytes, any bytes at all.
-	Identity string
-	// Rules are decided together, all or nothing: 1 to MaxRules, distinct names. Shadow
-	// rules among them never deny (see Rule.Shadow).
-	Rules []Rule
-	// Cost is a whole number of tokens, at most the smallest capacity: for OpCheck, the
-	// tokens taken from every rule (the zero Cost is a peek: the decision without a
-	// write); for OpRefund, the tokens given back, at least 1; for OpReset, 0.
-	Cost int64
-	// Op is what the request does; the zero Op is OpCheck.
-	Op Op
-}
-
-// Validate reports the first thing wrong with q, naming the field.
-func (q Request) Validate() error {
-	switch {
-	case q.Identity == "":
-		return fmt.Errorf("%w: identity is empty", ErrInvalid)
-	case len(q.Identity) > MaxIdentity:
-		return fmt.Errorf("%w: identity is %d bytes: want at most %d", ErrInvalid, len(q.Identity), MaxIdentity)
-	case len(q.Rules) == 0:
-		return fmt.Errorf("%w: no rules", ErrInvalid)
-	case len(q.Rules) > MaxRules:
-		return fmt.Errorf("%w: %d rules: want at most %d", ErrInvalid, len(q.Rules), MaxRules)
-	case q.Op > OpReset:
-		return fmt.Errorf("%w: operation %v: want check, refund or reset", ErrInvalid, q.Op)
-	case q.Cost < 0:
-		return fmt.Errorf("%w: cost %d: want 0 or more", ErrInvalid, q.Cost)
-	case q.Op == OpRefund && q.Cost == 0:
-		return fmt.Errorf("%w: refund of 0 tokens: want 1 or more", ErrInvalid)
-	case q.Op == OpReset && q.Cost != 0:
-		return fmt.Errorf("%w: reset with cost %d: a reset takes no cost", ErrInvalid, q.Cost)
+// formatSeconds writes s seconds as a Duration rounded to the second, or, beyond the
+// longest Duration, in seconds with four significant digits.
+func formatSeconds(s float64) string {
+	if s >= float64(math.MaxInt64)/float64(time.Second) {
+		return strconv.FormatFloat(s, 'g', 4, 64) + "s"
 	}
-	for i, r := range q.Rules {
-		if err := r.Validate(); err != nil {
-			return fmt.Errorf("rules[%d]: %w", i, err)
-		}
-		if q.Cost > r.Capacity {
-			if q.Op == OpRefund {
-				return fmt.Errorf("%w: refund %d exceeds capacity %d of rule %s", ErrInvalid, q.Cost, r.Capacity, r.Name)
-			}
-			return fmt.Errorf("%w: cost %d exceeds capacity %d of rule %s: it could never be allowed", ErrInvalid, q.Cost, r.Capacity, r.Name)
-		}
-		for _, earlier := range q.Rules[:i] {
-			if earlier.Name == r.Name {
-				return fmt.Errorf("%w: rule %s appears twice", ErrInvalid, r.Name)
-			}
-		}
-	}
-	return nil
+	return secondsToDuration(s).Round(time.Second).String()
 }

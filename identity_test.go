@@ -1,0 +1,46 @@
+package bucketgate_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/bucketgate/bucketgate"
+)
+
+// An API key is spelled by its digest, the first 32 hex digits of its SHA-256: what
+// `printf %s "$KEY" | sha256sum | cut -c1-32` prints.
+func TestKeyIdentity(t *testing.T) {
+	id := bucketgate.KeyIdentity("bg-sample-pro-key")
+	if id.String() != bucketgate.KeyPrefix+id.Value || !bucketgate.ValidDigest(id.Value) || id.Value != bucketgate.KeyDigest("bg-sample-pro-key") {
+		t.Fatalf("KeyIdentity = %q", id)
+	}
+	if got := bucketgate.KeyDigest("abc"); got != "ba7816bf8f01cfea414140de5dae2223" {
+		t.Fatalf("KeyDigest(abc) = %s, want the first 32 hex digits of SHA-256(abc)", got)
+	}
+	for _, s := range []string{"", "BA7816BF8F01CFEA414140DE5DAE2223", "ba7816bf8f01cfea414140de5dae222", "ba7816bf8f01cfea414140de5dae2223a", "zz7816bf8f01cfea414140de5dae2223"} {
+		if bucketgate.ValidDigest(s) {
+			t.Errorf("ValidDigest(%q) = true", s)
+		}
+	}
+}
+
+// An operation's JSON is its name; an unknown name is an error naming those there are.
+func TestOpText(t *testing.T) {
+	for _, op := range []bucketgate.Op{bucketgate.OpCheck, bucketgate.OpRefund, bucketgate.OpReset} {
+		b, err := json.Marshal(op)
+		var back bucketgate.Op
+		if err != nil || string(b) != `"`+op.String()+`"` || json.Unmarshal(b, &back) != nil || back != op {
+			t.Errorf("%v: %s, %v, back %v", op, b, err, back)
+		}
+		if p, ok := bucketgate.ParseOp(op.String()); !ok || p != op {
+			t.Errorf("ParseOp(%q) = %v, %v", op, p, ok)
+		}
+	}
+	var op bucketgate.Op
+	if err := op.UnmarshalText([]byte("Reset")); err == nil || err.Error() != `unknown operation "Reset": want check, refund or reset` {
+		t.Errorf("UnmarshalText(Reset) = %v", err)
+	}
+	if _, err := json.Marshal(bucketgate.OpReset + 1); err == nil {
+		t.Error("an unknown operation marshals")
+	}
+}

@@ -1,0 +1,136 @@
+package registry_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
+)
+
+// planRules is how many rules sizeDocument's plan has: with a route's, a request's
+// most (bucketgate.MaxRules).
+const planRules = bucketgate.MaxRules - 1
+
+// planRule and routeRule name the i-th rule of sizeDocument's plan and the rule of its
+// i-th route, with the longest names.
+func planRule(i int) string  { return fmt.Sprintf("plan%0*d", bucketgate.MaxRuleName-4, i) }
+func routeRule(i int) string { return fmt.Sprintf("route%0*d", bucketgate.MaxRuleName-5, i) }
+
+// sizeDocument is a configuration at the document's limits where an entry's size
+// could grow: a plan of planRules rules, and config.MaxRoutes routes that each add a
+// rule of their own.
+func sizeDocument(tb testing.TB) *config.Config {
+	tb.Helper()
+	var doc strings.Builder
+	doc.WriteString("defaultPlan: big\nplans:\n  big:\n")
+	for i := range planRules {
+		fmt.Fprintf(&doc, "    - {name: %s, capacity: 1000, refillPerSecond: 1}\n", planRule(i))
+	}
+	doc.WriteString("routes:\n")
+	for i := range config.MaxRoutes {
+		fmt.Fprintf(&doc, "  - {path: /route%d/**, rules: [{name: %s, capacity: 100, refillPerSecond: 1}]}\n", i, routeRule(i))
+	}
+	c, err := config.Parse([]byte(doc.String()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// copying is a registry.Source whose every read returns a record of its own, as one
+// decoded from a DynamoDB item is: the entries built from it keep its strings alone.
+// Its records have own rules of their own: the first replace the plan's rules, the
+// rest the routes'.
+type copying struct{ own int }
+
+func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error) {
+	r := registry.Record{ID: strings.Clone(id), Plan: strings.Clone("big")}
+	for i := range s.own {
+		name := planRule(i)
+		if i >= planRules {
+			name = routeRule(i - planRules)
+		}
+		r.Rules = append(r.Rules, bucketgate.Rule{Name: name, Capacity: 10, RefillPerSecond: 1})
+	}
+	return r, true, nil
+}
+
+// entryBytes fills a registry cache with n entries read from src, under ids made by
+// id, and returns the heap they take per entry (read after a collection: a bound, not
+// an exact figure).
+func entryBytes(tb testing.TB, cfg *config.Config, src registry.Source, n int, id func(i int) string) float64 {
+	tb.Helper()
+	c := registry.NewCache(src, cfg, registry.Options{TTL: time.Hour, Size: n})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		if e, err := c.Lookup(context.Background(), id(i)); err != nil || e.Plan == nil {
+			tb.Fatalf("lookup %d: %+v, %v", i, e, err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(c)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+}
+
+// Bounds of a registry cache entry's heap, as settings.MaxRegistryCacheSize states
+// them, whatever the routes: the worst entry (a tenant's 1,000-byte key with 8 rules of
+// its own, all with the longest names), and an API key on its plan alone.
+const (
+	maxEntryBytes      = 3 << 10
+	maxPlainEntryBytes = 320
+)
+
+// apiKeyID is the identity of the i-th API key: key:<32 hex digits>.
+func apiKeyID(i int) string { return fmt.Sprintf("key:%032x", i) }
+
+// tenantID is the identity of the i-th tenant with the longest key.
+func tenantID(i int) string { return fmt.Sprintf("tenant:%0*d", checkapi.MaxKey, i) }
+
+// BenchmarkCacheEntryBytes reports the heap a registry cache entry takes (B/entry), for
+// an API key on its plan alone and with bucketgate.MaxRules rules of its own, under a plan
+// of 7 rules and config.MaxRoutes routes that each add one (the longest names
+// throughout): make bench prints it. Run it alone with
+// go test -run '^$' -bench CacheEntryBytes -benchtime 1x ./internal/registry
+func BenchmarkCacheEntryBytes(b *testing.B) {
+	cfg := sizeDocument(b)
+	const entries = 2000
+	for _, tc := range []struct {
+		name string
+		own  int
+	}{{"plan", 0}, {"own-rules", bucketgate.MaxRules}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var per float64
+			for b.Loop() {
+				per = entryBytes(b, cfg, copying{own: tc.own}, entries, apiKeyID)
+			}
+			b.ReportMetric(per, "B/entry")
+		})
+	}
+}
+
+// TestCacheEntryBytesBound: an entry's size does not grow with the routes. The worst
+// entry (a tenant's 1,000-byte key, 8 rules of its own, all with the longest names, a
+// plan of 7 rules and 100 routes that each add one) takes at most maxEntryBytes; an API
+// key on its plan alone at most maxPlainEntryBytes. An identity's plan with its own
+// rules shares the document's route table instead of a merged copy of every route's
+// rules (which took 36 KB with these 100 routes).
+func TestCacheEntryBytesBound(t *testing.T) {
+	cfg := sizeDocument(t)
+	const entries = 2000
+	if got := entryBytes(t, cfg, copying{own: bucketgate.MaxRules}, entries, tenantID); got > maxEntryBytes {
+		t.Errorf("the worst entry takes %.0f bytes, want at most %d", got, maxEntryBytes)
+	}
+	if got := entryBytes(t, cfg, copying{}, entries, apiKeyID); got > maxPlainEntryBytes {
+		t.Errorf("an API key on its plan alone takes %.0f bytes, want at most %d", got, maxPlainEntryBytes)
+	}
+}

@@ -1,0 +1,176 @@
+// Package middleware limits the requests of a Go HTTP service with bucketgate: the
+// same Redis, key registry, plans and buckets as the API Gateway authorizer, decided by
+// the same code. A service that is not behind API Gateway (ECS, App Runner, a Lambda
+// function URL, an ALB target) wraps its handler once:
+//
+//	limiter, err := middleware.New(middleware.Options{RedisAddr: "cache:6379"})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	defer limiter.Close()
+//	http.ListenAndServe(":8080", limiter.Handler(mux))
+//
+// A caller is who the authorizer says it is: the API key header's key when the registry
+// (or the configuration document) knows it, else the source address (IPv4 one by one,
+// IPv6 by its /64); the source is the connection's peer (Request.RemoteAddr), never a
+// header a client writes, unless Options.TrustedProxies names the proxies in front of
+// the service. The answers are the gateway's: a request the limiter allows reaches the
+// next handler with the rate-limit headers on its response (RateLimit, RateLimit-Policy,
+// X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset); a limited one gets 429
+// with Retry-After, the same headers and the gateway's JSON body; a refused identity
+// 401; and when Redis (or the registry) cannot decide and the limiter fails closed, 503
+// with Retry-After: 1. Each decision writes the authorizer's EMF metric line and log
+// lines. A caller limited through the API is limited through the middleware too, and the
+// other way round: they spend the same buckets.
+package middleware
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/authorizer"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
+)
+
+// DefaultName is the Function dimension of the middleware's metrics when
+// Options.Name is empty.
+const DefaultName = "middleware"
+
+// Options configure a Limiter. Every setting of the functions applies, read through
+// Getenv under the same names and with the same defaults (docs/configuration.md:
+// REDIS_TIMEOUT_MS, FAIL_MODE, REDIS_TLS, METRICS_NAMESPACE, STACK_NAME, LOG_LEVEL, ...);
+// a field that is set wins over its variable. The zero Options read everything from
+// the environment.
+type Options struct {
+	// Getenv reads the settings; nil is os.Getenv.
+	Getenv func(string) string
+	// RedisAddr is the Redis or Valkey endpoint, host:port (comma-separated seeds for
+	// a cluster); empty is REDIS_ADDR, which is then required.
+	RedisAddr string
+	// KeyHeader is the name of the API key header; empty is API_KEY_HEADER, or
+	// X-API-Key.
+	KeyHeader string
+	// Config is the configuration document, YAML or JSON: plans, routes, and what
+	// becomes of unknown keys and anonymous callers. Empty is RATE_LIMIT_CONFIG or
+	// RATE_LIMIT_CONFIG_FILE, or the built-in document.
+	Config string
+	// RegistryTable names the DynamoDB table of API keys (read with the AWS SDK's
+	// default configuration); empty is REGISTRY_TABLE, or none: the document's keys.
+	RegistryTable string
+	// TrustedProxies are the proxies in front of the service, as addresses or CIDR
+	// prefixes ("10.0.0.0/8", "192.0.2.7"). A request from one of them is from the
+	// rightmost address of its X-Forwarded-For headers that is not a trusted proxy (the
+	// hops before it are the client's to write). Empty trusts none: the source is
+	// always Request.RemoteAddr.
+	TrustedProxies []string
+	// Name is the Function dimension of the metrics; empty is DefaultName.
+	Name string
+	// Metrics receives the EMF metric lines; nil is os.Stdout, where the CloudWatch
+	// agent or a container's awslogs driver reads them.
+	Metrics io.Writer
+	// LogOutput receives the JSON log lines, at LOG_LEVEL; nil is os.Stderr.
+	LogOutput io.Writer
+}
+
+// Limiter is the middleware: Handler limits the requests of a handler. It is safe for
+// concurrent use; make one per process and Close it when done.
+type Limiter struct {
+	authorizer *authorizer.Handler
+	proxies    proxies
+	close      func()
+}
+
+// New returns the Limiter that opts describe. Its error names the option (or the
+// environment variable) to fix; the configuration is checked before Redis is tried,
+// and an unreachable Redis is no error: decisions follow the failure policy until it
+// answers.
+func New(opts Options) (*Limiter, error) {
+	ps, err := parseProxies(opts.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("middleware: TrustedProxies: %w", err)
+	}
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = os.Stdout
+	}
+	if opts.LogOutput == nil {
+		opts.LogOutput = os.Stderr
+	}
+	h, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), opts.Metrics, opts.LogOutput)
+	if err != nil {
+		return nil, fmt.Errorf("middleware: %w", err)
+	}
+	return &Limiter{authorizer: h, proxies: ps, close: closeConn}, nil
+}
+
+// getenv returns Getenv (or os.Getenv) with the settings opts sets in place of their
+// variables.
+func (o Options) getenv() func(string) string {
+	base := o.Getenv
+	if base == nil {
+		base = os.Getenv
+	}
+	set := map[string]string{
+		settings.EnvRedisAddr:     o.RedisAddr,
+		settings.EnvAPIKeyHeader:  o.KeyHeader,
+		settings.EnvConfigInline:  o.Config,
+		settings.EnvRegistryTable: o.RegistryTable,
+	}
+	return func(name string) string {
+		if v := set[name]; v != "" {
+			return v
+		}
+		if name == settings.EnvConfigFile && o.Config != "" {
+			return "" // the document given wins over a file named in the environment
+		}
+		return base(name)
+	}
+}
+
+// Close closes the connection to Redis. Requests in flight fail by the failure policy.
+func (l *Limiter) Close() { l.close() }
+
+// Handler returns next limited: each request is decided before next sees it, and
+// answered by the limiter when it may not proceed (429, 401 or 503).
+func (l *Limiter) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o, err := l.authorizer.Authorize(r.Context(), l.call(r))
+		switch {
+		case errors.Is(err, authorizer.ErrUnauthorized):
+			writeJSON(w, http.StatusUnauthorized, unauthorizedBody)
+			return
+		case err != nil: // unavailable, failing closed, or a request that can never be decided
+			w.Header().Set(ratelimitheaders.HeaderRetryAfter, "1")
+			writeJSON(w, http.StatusServiceUnavailable, unavailableBody)
+			return
+		}
+		context := l.authorizer.Context(o)
+		ratelimitheaders.SetHeader(w.Header(), context)
+		if !o.Result.Allowed {
+			writeJSON(w, http.StatusTooManyRequests, limitedBody(context))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// call is what r asks the authorizer: every copy of the API key header, the source
+// address, the method and the path as sent.
+func (l *Limiter) call(r *http.Request) authorizer.Call {
+	c := authorizer.Call{SourceIP: l.proxies.source(r), Method: r.Method, Path: r.URL.EscapedPath()}
+	for name, values := range r.Header {
+		if l.authorizer.Identities.IsKeyHeader(name) {
+			for _, v := range values {
+				c.Keys.Add(v)
+			}
+		}
+	}
+	return c
+}

@@ -1,0 +1,207 @@
+package middleware_test
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/localgw"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/middleware"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
+)
+
+// templatePath is the SAM template whose gateway responses the middleware answers as.
+const templatePath = "../template.yaml"
+
+// ok is the service behind the middleware.
+var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+
+// newLimiter returns a Limiter on a fresh miniredis with the settings vars (which may
+// set REDIS_ADDR themselves) and opts.
+func newLimiter(t *testing.T, vars map[string]string, opts middleware.Options) *middleware.Limiter {
+	t.Helper()
+	m, _ := redistest.Mini(t)
+	all := map[string]string{"REDIS_ADDR": m.Addr(), "REDIS_TIMEOUT_MS": "2000"}
+	for k, v := range vars {
+		all[k] = v
+	}
+	opts.Getenv, opts.Metrics, opts.LogOutput = env(all), io.Discard, io.Discard
+	l, err := middleware.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// serve sends r through l to ok and returns the answer.
+func serve(l *middleware.Limiter, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	l.Handler(ok).ServeHTTP(w, r)
+	return w
+}
+
+// The answers are template.yaml's gateway responses, filled as API Gateway fills them
+// (the local gateway renders the template): the rate-limit headers on allowed answers,
+// 429 with Retry-After and the same JSON body when limited, 401 when refused, 503 with
+// Retry-After: 1 when failing closed.
+func TestAnswersAreTheGateways(t *testing.T) {
+	rs, err := localgw.LoadResponses(templatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens}, middleware.Options{})
+	for i := range 10 {
+		w := serve(l, httptest.NewRequest("GET", "/orders/42", nil))
+		if w.Code != http.StatusOK || w.Body.String() != "ok" || header(w.Header(), ratelimitheaders.HeaderRemaining) != string(rune('9'-i)) ||
+			header(w.Header(), ratelimitheaders.HeaderRateLimitPolicy) != `"burst";q=10;w=864000` || header(w.Header(), ratelimitheaders.HeaderRetryAfter) != "" {
+			t.Fatalf("request %d: %d %q, headers %v", i+1, w.Code, w.Body, w.Header())
+		}
+	}
+	w := serve(l, httptest.NewRequest("GET", "/orders/42", nil))
+	want := httptest.NewRecorder()
+	context := map[string]any{}
+	for _, key := range []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset} {
+		context[key] = whole(t, w.Header(), key)
+	}
+	context[ratelimitheaders.KeyRetryAfterText] = header(w.Header(), ratelimitheaders.HeaderRetryAfter) + " seconds"
+	context[ratelimitheaders.KeyRateLimit] = header(w.Header(), ratelimitheaders.HeaderRateLimit)
+	context[ratelimitheaders.KeyRateLimitPolicy] = header(w.Header(), ratelimitheaders.HeaderRateLimitPolicy)
+	context[ratelimitheaders.KeyResetAt], context[ratelimitheaders.KeyRule], context[ratelimitheaders.KeyPlan] = resetAt(t, w.Body.String()), "burst", "free"
+	rs.Lookup(localgw.AccessDenied).Write(want, httptest.NewRequest("GET", "/orders/42", nil), context)
+	same(t, "limited", w, want)
+
+	refusing := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens + "\nanonymous: refuse"}, middleware.Options{})
+	want = httptest.NewRecorder()
+	rs.Lookup(localgw.Unauthorized).Write(want, httptest.NewRequest("GET", "/", nil), nil)
+	same(t, "refused", serve(refusing, httptest.NewRequest("GET", "/", nil)), want)
+
+	closed, err := net.Listen("tcp", "127.0.0.1:0") // an address nothing answers on once closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	down := newLimiter(t, map[string]string{"REDIS_ADDR": closed.Addr().String(), "REDIS_TIMEOUT_MS": "50"}, middleware.Options{})
+	want = httptest.NewRecorder()
+	rs.Lookup(localgw.AuthorizerFailure).Write(want, httptest.NewRequest("GET", "/", nil), nil)
+	same(t, "failing closed", serve(down, httptest.NewRequest("GET", "/", nil)), want)
+
+	open := newLimiter(t, map[string]string{"REDIS_ADDR": closed.Addr().String(), "REDIS_TIMEOUT_MS": "50", "FAIL_MODE": "open"}, middleware.Options{})
+	if w := serve(open, httptest.NewRequest("GET", "/", nil)); w.Code != http.StatusOK || header(w.Header(), ratelimitheaders.HeaderRateLimit) != "" {
+		t.Fatalf("failing open: %d, headers %v; want the service's answer, without rate-limit headers", w.Code, w.Header())
+	}
+}
+
+// same fails t unless got has want's status, body and headers.
+func same(t *testing.T, what string, got, want *httptest.ResponseRecorder) {
+	t.Helper()
+	if got.Code != want.Code || got.Body.String() != want.Body.String() {
+		t.Fatalf("%s: %d %s\nwant %d %s", what, got.Code, got.Body, want.Code, want.Body)
+	}
+	for name := range want.Header() {
+		if header(got.Header(), name) != header(want.Header(), name) {
+			t.Errorf("%s: header %s %q, want %q", what, name, header(got.Header(), name), header(want.Header(), name))
+		}
+	}
+}
+
+// whole returns the value of the header that key's context value fills, as a number.
+func whole(t *testing.T, h http.Header, key string) float64 {
+	t.Helper()
+	name := map[string]string{ratelimitheaders.KeyLimit: ratelimitheaders.HeaderLimit, ratelimitheaders.KeyRemaining: ratelimitheaders.HeaderRemaining,
+		ratelimitheaders.KeyRetryAfter: ratelimitheaders.HeaderRetryAfter, ratelimitheaders.KeyReset: ratelimitheaders.HeaderReset}[key]
+	v := header(h, name)
+	var n float64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			t.Fatalf("header %s %q: want a whole number", name, v)
+		}
+		n = n*10 + float64(c-'0')
+	}
+	if v == "" {
+		t.Fatalf("no header %s", name)
+	}
+	return n
+}
+
+// resetAt returns the resetAt of a 429 body.
+func resetAt(t *testing.T, body string) string {
+	t.Helper()
+	_, rest, found := strings.Cut(body, `"resetAt": "`)
+	at, _, _ := strings.Cut(rest, `"`)
+	if !found || len(at) != len("2006-01-02T15:04:05Z") {
+		t.Fatalf("no resetAt in %s", body)
+	}
+	return at
+}
+
+// The API key header is read in any case and every copy counts, as the authorizer reads
+// it; Options.KeyHeader names it.
+func TestKeyHeader(t *testing.T) {
+	doc := "defaultPlan: free\nunknownKeys: refuse\nplans: {free: [{name: burst, capacity: 10, refill: 1, per: day}], pro: [{name: burst, capacity: 100, refill: 1, per: day}]}\nkeys: {" + digest("pro-key") + ": pro}"
+	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": doc}, middleware.Options{KeyHeader: "X-Tenant-Key"})
+	for _, tc := range []struct {
+		name    string
+		headers [][2]string
+		code    int
+		limit   string
+	}{
+		{"registered key", [][2]string{{"X-Tenant-Key", "pro-key"}}, http.StatusOK, "100"},
+		{"lower-case header", [][2]string{{"x-tenant-key", "pro-key"}}, http.StatusOK, "100"},
+		{"two equal copies", [][2]string{{"X-Tenant-Key", "pro-key"}, {"X-Tenant-Key", " pro-key"}}, http.StatusOK, "100"},
+		{"two different copies", [][2]string{{"X-Tenant-Key", "pro-key"}, {"X-Tenant-Key", "other"}}, http.StatusUnauthorized, ""},
+		{"unknown key", [][2]string{{"X-Tenant-Key", "made-up"}}, http.StatusUnauthorized, ""},
+		{"the default header is not the key header", [][2]string{{"X-API-Key", "pro-key"}}, http.StatusOK, "10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			for _, h := range tc.headers {
+				r.Header[h[0]] = append(r.Header[h[0]], h[1])
+			}
+			if w := serve(l, r); w.Code != tc.code || header(w.Header(), ratelimitheaders.HeaderLimit) != tc.limit {
+				t.Fatalf("%d with limit %q, want %d with %q", w.Code, header(w.Header(), ratelimitheaders.HeaderLimit), tc.code, tc.limit)
+			}
+		})
+	}
+}
+
+func TestNewErrorsNameTheOption(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts middleware.Options
+		want string
+	}{
+		{"no Redis", middleware.Options{Getenv: env(nil)}, "REDIS_ADDR"},
+		{"bad trusted proxy", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"10.0.0.0/8", "proxy.internal"}}, `TrustedProxies: [1] "proxy.internal"`},
+		{"bad key header", middleware.Options{RedisAddr: "127.0.0.1:1", KeyHeader: "X Key", Getenv: env(nil)}, "API_KEY_HEADER"},
+		{"bad document", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "plans: {}", Getenv: env(nil)}, "RATE_LIMIT_CONFIG"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Metrics, tc.opts.LogOutput = io.Discard, io.Discard
+			if l, err := middleware.New(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+				if l != nil {
+					l.Close()
+				}
+				t.Fatalf("New = %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// digest is an API key's digest, as the document lists it.
+func digest(key string) string { return bucketgate.KeyDigest(key) }
+
+// header returns the value of the header called name as it is spelled: the
+// rate-limit headers are spelled as API Gateway sends them ("RateLimit-Policy"), which
+// http.Header.Get, canonicalizing the name, does not find.
+func header(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return h.Get(name)
+}

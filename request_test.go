@@ -1,0 +1,63 @@
+package bucketgate_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/bucketgate/bucketgate"
+)
+
+func TestRequestValidate(t *testing.T) {
+	ok := bucketgate.Rule{Name: "burst", Capacity: 10, RefillPerSecond: 1}
+	withRule := func(r bucketgate.Rule) bucketgate.Request {
+		return bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{r}, Cost: 1}
+	}
+	tests := []struct {
+		name string
+		q    bucketgate.Request
+		want string // substring of the error; "" for valid
+	}{
+		{"valid", withRule(ok), ""},
+		{"valid peek", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}}, ""},
+		{"valid daily quota", withRule(bucketgate.Rule{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}), ""},
+		{"empty identity", bucketgate.Request{Rules: []bucketgate.Rule{ok}, Cost: 1}, "identity is empty"},
+		{"long identity", bucketgate.Request{Identity: strings.Repeat("x", bucketgate.MaxIdentity+1), Rules: []bucketgate.Rule{ok}}, "identity is 1025 bytes"},
+		{"no rules", bucketgate.Request{Identity: "id", Cost: 1}, "no rules"},
+		{"too many rules", bucketgate.Request{Identity: "id", Rules: make([]bucketgate.Rule, bucketgate.MaxRules+1)}, "9 rules"},
+		{"negative cost", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: -1}, "cost -1"},
+		{"cost above capacity", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 11}, "cost 11 exceeds capacity 10 of rule burst"},
+		{"duplicate rule", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, ok}}, "rule burst appears twice"},
+		{"empty name", withRule(bucketgate.Rule{Capacity: 1, RefillPerSecond: 1}), `name ""`},
+		{"name with colon", withRule(bucketgate.Rule{Name: "a:b", Capacity: 1, RefillPerSecond: 1}), `name "a:b"`},
+		{"zero capacity", withRule(bucketgate.Rule{Name: "r", RefillPerSecond: 1}), "rules[0]: invalid: rule r: capacity 0"},
+		{"huge capacity", withRule(bucketgate.Rule{Name: "r", Capacity: bucketgate.MaxCapacity + 1, RefillPerSecond: 1e9}), "capacity 1000000001"},
+		{"zero rate", withRule(bucketgate.Rule{Name: "r", Capacity: 1}), "refillPerSecond 0"},
+		{"NaN rate", withRule(bucketgate.Rule{Name: "r", Capacity: 1, RefillPerSecond: math.NaN()}), "refillPerSecond NaN: want a number above 0"},
+		{"infinite rate", withRule(bucketgate.Rule{Name: "r", Capacity: 1, RefillPerSecond: math.Inf(1)}), "refillPerSecond +Inf"},
+		{"fills too slowly", withRule(bucketgate.Rule{Name: "r", Capacity: 1000, RefillPerSecond: 1e-6}), "fills capacity 1000 in 277777h46m40s: want at most 8784h0m0s"},
+		{"fills beyond any duration", withRule(bucketgate.Rule{Name: "r", Capacity: 1000, RefillPerSecond: 1e-300}), "refillPerSecond 1e-300 fills capacity 1000 in 1e+303s: want at most 8784h0m0s"},
+		{"refills too fast", withRule(bucketgate.Rule{Name: "r", Capacity: 10, RefillPerSecond: 1e19}), "refillPerSecond 1e+19: want a number above 0 and at most 1e+09"},
+		{"valid fastest refill", withRule(bucketgate.Rule{Name: "r", Capacity: bucketgate.MaxCapacity, RefillPerSecond: bucketgate.MaxRefillPerSecond}), ""},
+		{"valid shadow rule", withRule(bucketgate.Rule{Name: "r", Capacity: 10, RefillPerSecond: 1, Shadow: true}), ""},
+		{"valid refund", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 10, Op: bucketgate.OpRefund}, ""},
+		{"valid reset", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpReset}, ""},
+		{"refund of nothing", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpRefund}, "refund of 0 tokens"},
+		{"refund above capacity", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 11, Op: bucketgate.OpRefund}, "refund 11 exceeds capacity 10 of rule burst"},
+		{"reset with a cost", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpReset}, "reset with cost 1"},
+		{"unknown operation", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpReset + 1}, "operation Op(3)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.q.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tt.want == "":
+			case err == nil || !errors.Is(err, bucketgate.ErrInvalid) || !strings.Contains(err.Error(), tt.want):
+				t.Fatalf("Validate() = %v, want ErrInvalid mentioning %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -179,5 +179,6 @@ func newCheck(p parts) (lambda.Handler, error) {
 	if err != nil { // settings bound the prefix length: the header is at fault
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
-	return &check.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	return &check.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now,
+		OperatorFunction: p.settings.OperatorFunction}, nil
 }

@@ -79,6 +79,7 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	case plan != nil:
 		limits = v.Config.Limits(plan, c.Method, c.Path)
 	case lookupErr == nil:
+		inv.ObserveRefused()
 		h.Log.LogAttrs(ctx, slog.LevelDebug, "identity refused", attrs...)
 		return Outcome{}, ErrUnauthorized
 	}

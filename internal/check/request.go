@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -58,9 +59,13 @@ type check struct {
 	// explicit reports a check that named an identity: the operator's path.
 	explicit bool
 	// tenant reports a check with neither plan nor rules for an identity the registry
-	// holds (a tenant, an API key): its plan comes from the registry (resolveTenants),
-	// and until then req has no rules.
+	// holds (a tenant, an API key, an account): its plan comes from the registry
+	// (resolveTenants), and until then req has no rules.
 	tenant bool
+	// follow reports a check naming an API key or an account with a plan or rules: the
+	// registry says whose buckets they are (a key of an account spends its account's),
+	// and nothing else.
+	follow bool
 	// lookupErr is why the registry could not say who the identity is: the check is
 	// then answered by the failure policy.
 	lookupErr error
@@ -151,6 +156,9 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 		p := plans.DefaultPlan()
 		c.plan, c.req.Rules = p.Name, p.Rules
 	}
+	// A plan or rules given for an API key or an account: the registry says whose
+	// buckets they are.
+	c.follow = c.explicit && !c.tenant && (strings.HasPrefix(c.req.Identity, bucketgate.KeyPrefix) || strings.HasPrefix(c.req.Identity, bucketgate.AccountPrefix))
 	if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], op, c.req.Rules); err != nil {
 		return check{}, err
 	}

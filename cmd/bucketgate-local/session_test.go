@@ -10,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/bucketgate/bucketgate/internal/settings"
-	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
 )
 
 // accountSessionDoc is the document whose accounts session TestRegistryAccountSession
@@ -29,14 +26,7 @@ const (
 // times of expiry.
 func TestRegistryAccountSession(t *testing.T) {
 	steps := sessionSteps(t)
-	srv := dynalite.Start(t)
-	srv.Setenv(t)
-	env := map[string]string{
-		"REDIS_ADDR":                miniAt(t).Addr(),
-		settings.EnvRegistryTable:   "bucketgate-keys",
-		settings.EnvRegistryCacheMS: "300",
-		envDynamoDBEndpoint:         srv.URL,
-	}
+	env := tableEnv(t)
 	cli := buildCLI(t)
 	runBucketgate(t, cli, env, "keys", "init")
 	g := startGateway(t, env)

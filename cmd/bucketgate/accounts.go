@@ -38,7 +38,7 @@ var accountsCommands = map[string]tableCommand{
 	"override":        {1, accountArg, overrideFlags},
 	"clear-overrides": {1, accountArg, clearFlags},
 	"show":            {1, accountArg, accountShowFlags},
-	"list":            {0, nil, accountListFlags},
+	"list":            {0, nil, listFlags(true)},
 }
 
 // runAccounts runs the accounts command named by args[0].
@@ -122,24 +122,6 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return writeJSON(e.stdout, j)
 		}
 		return writeAccount(e.stdout, r, keys)
-	}
-}
-
-func accountListFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	return func(e env, t *keyTable, _ []string) error {
-		items, err := t.list(e.ctx, true)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			out := make([]itemJSON, len(items))
-			for i, it := range items {
-				out[i] = itemJSONOf(it)
-			}
-			return writeJSON(e.stdout, out)
-		}
-		return writeList(e.stdout, items)
 	}
 }
 

@@ -82,7 +82,7 @@ var keysCommands = map[string]tableCommand{
 	"override":        {1, itemArg, overrideFlags},
 	"clear-overrides": {1, itemArg, clearFlags},
 	"show":            {1, itemArg, showFlags},
-	"list":            {0, nil, listFlags},
+	"list":            {0, nil, listFlags(false)},
 }
 
 // runKeys runs the keys command named by args[0].
@@ -358,10 +358,17 @@ func showFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	}
 }
 
-func listFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+// listFlags is the list command of keys, or with accounts of accounts.
+func listFlags(accounts bool) func(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	return func(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+		return listItems(fs, accounts)
+	}
+}
+
+func listItems(fs *flag.FlagSet, accounts bool) func(env, *keyTable, []string) error {
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	return func(e env, t *keyTable, _ []string) error {
-		items, err := t.list(e.ctx, false)
+		items, err := t.list(e.ctx, accounts)
 		if err != nil {
 			return err
 		}

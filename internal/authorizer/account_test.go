@@ -97,3 +97,18 @@ func TestRevokedAccountTurnsItsKeysAway(t *testing.T) {
 		})
 	}
 }
+
+// A key item written by hand naming an account the table does not hold is an invalid
+// item: the key is unknown (limited as its address), the EMF line counts it in
+// RegistryInvalidItems (the registry's error line naming the key and the attribute is
+// TestCacheAccountInvalid's).
+func TestKeyOfAMissingAccountIsInvalid(t *testing.T) {
+	cfg := unknownKeysConfig(t, "ip")
+	id := "key:" + bucketgate.KeyDigest("key a")
+	f := newFixture(t, options{config: cfg, cache: cacheOver(cfg, nil, registry.Record{ID: id, Account: "gone"})})
+	checkUnknownKey(t, f, "ip", keyed(t, "key a"))
+	doc := oneEMF(t, f.metrics.Bytes())
+	if doc[telemetry.MetricRegistryInvalid] != 1.0 {
+		t.Errorf("EMF %v: want RegistryInvalidItems 1", doc)
+	}
+}

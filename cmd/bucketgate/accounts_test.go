@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,10 +55,10 @@ func TestAccountsSession(t *testing.T) {
 	}
 	c.ok("accounts", "clear-overrides", "acme")
 	list := c.ok("keys", "list")
-	if !strings.Contains(list, firstID+"  enterprise (acct:acme)  active") || strings.Contains(list, "account:acme") {
+	if !regexp.MustCompile(firstID+`\s+enterprise \(acct:acme\)\s+active`).MatchString(list) || strings.Contains(list, "account:acme") {
 		t.Fatalf("keys list:\n%s\nwant the keys on their account's plan, and no account", list)
 	}
-	if list := c.ok("accounts", "list"); !strings.Contains(list, "account:acme  enterprise  active") || strings.Contains(list, firstID) {
+	if list := c.ok("accounts", "list"); !regexp.MustCompile(`account:acme\s+enterprise\s+active`).MatchString(list) || strings.Contains(list, firstID) {
 		t.Fatalf("accounts list:\n%s", list)
 	}
 
@@ -118,6 +119,9 @@ func TestAccountsSession(t *testing.T) {
 	}
 	if show := c.ok("accounts", "show", "acme"); !strings.Contains(show, "status     revoked\n") {
 		t.Fatalf("after revoke:\n%s", show)
+	}
+	if list := c.ok("keys", "list"); !regexp.MustCompile(secondID + `\s+enterprise \(acct:acme\)\s+active \(account revoked\)`).MatchString(list) {
+		t.Fatalf("keys list after the account's revocation:\n%s", list)
 	}
 	c.fails(exitError, "account acme is revoked: its keys are unknown to the functions; nothing written", "keys", "create", "--account", "acme")
 	c.fails(exitError, "account acme is revoked", "keys", "roll", second)

@@ -27,10 +27,12 @@ type recordJSON struct {
 	Note      string            `json:"note,omitempty"`
 }
 
-// itemJSON is an item of a list as -json prints it: its record, or why it is invalid.
+// itemJSON is an item of a list as -json prints it: its record, or why it is invalid,
+// and the status of a key's account that is not active.
 type itemJSON struct {
 	recordJSON
-	Invalid string `json:"invalid,omitempty"`
+	AccountStatus string `json:"accountStatus,omitempty"`
+	Invalid       string `json:"invalid,omitempty"`
 }
 
 // accountJSON is an account as -json prints it: its record, whose buckets it spends and
@@ -54,7 +56,7 @@ func recordJSONOf(r registry.Record, plan string) recordJSON {
 }
 
 func itemJSONOf(it listed) itemJSON {
-	j := itemJSON{recordJSON: recordJSONOf(it.rec, it.plan)}
+	j := itemJSON{recordJSON: recordJSONOf(it.rec, it.plan), AccountStatus: it.accountStatus}
 	if it.err != nil {
 		j.Invalid = it.err.Error()
 	}
@@ -123,11 +125,14 @@ func writeList(w io.Writer, items []listed) error {
 			fmt.Fprintf(tw, "%s\tinvalid: %v\n", it.rec.ID, it.err)
 			continue
 		}
-		r, plan := it.rec, it.plan
+		r, plan, st := it.rec, it.plan, status(it.rec)
 		if r.Account != "" {
 			plan += " (acct:" + r.Account + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, plan, status(r), orNever(expiry(r)), rulesText(r.Rules), r.Owner, r.Note)
+		if it.accountStatus != "" {
+			st += " (account " + it.accountStatus + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, plan, st, orNever(expiry(r)), rulesText(r.Rules), r.Owner, r.Note)
 	}
 	return tw.Flush()
 }

@@ -303,11 +303,13 @@ func (t *keyTable) read(ctx context.Context, id string) (map[string]types.Attrib
 }
 
 // listed is one item of a list: its record, the plan it is decided under (its
-// account's, for a key of an account), or why the functions cannot use it.
+// account's, for a key of an account), or why the functions cannot use it; for a key of
+// an account that is not active, the account's status.
 type listed struct {
-	rec  registry.Record
-	plan string
-	err  error
+	rec           registry.Record
+	plan          string
+	accountStatus string
+	err           error
 }
 
 // list reads every item of the identities (keys and tenants) or the accounts, in the
@@ -358,6 +360,9 @@ func (t *keyTable) list(ctx context.Context, accounts bool) ([]listed, error) {
 			it.err = fmt.Errorf("attribute account: account %s is not in the table", it.rec.Account)
 		default:
 			it.plan = acct.Plan
+			if s := status(acct); s != string(registry.StatusActive) {
+				it.accountStatus = s
+			}
 			_, it.err = registry.ResolveMember(it.rec, acct, plans)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -70,8 +71,10 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 }
 
 // NewAuthorizer builds the authorizer's handler as Build does, for a caller that
-// decides requests itself (package middleware): metrics carry the Function dimension
-// name. It returns a function that closes the Redis connection.
+// decides requests itself (package middleware), in a process that is not frozen between
+// requests: metrics carry the Function dimension name, and what they gather is written
+// every METRICS_FLUSH_MS even when no request comes. It returns a function that writes
+// what waits and closes the Redis connection.
 func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, close func(), err error) {
 	p, err := assemble(getenv, name, metrics, logOut)
 	if err != nil {
@@ -81,7 +84,43 @@ func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.W
 		p.conn.Close()
 		return nil, nil, err
 	}
-	return h, p.conn.Close, nil
+	stop := flushEvery(p.metrics, p.settings.MetricsFlush, p.log)
+	return h, func() { stop(); p.conn.Close() }, nil
+}
+
+// flushEvery flushes e every interval until the function it returns is called, which
+// flushes it once more; interval 0 (a line per invocation) needs no timer.
+func flushEvery(e *telemetry.Emitter, interval time.Duration, log *slog.Logger) (stop func()) {
+	flush := func() {
+		if err := e.Flush(); err != nil {
+			log.Warn("metrics not written", slog.String(telemetry.AttrError, err.Error()))
+		}
+	}
+	if interval == 0 {
+		return flush
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				flush()
+			case <-done:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-exited
+			flush()
+		})
+	}
 }
 
 // assemble reads the settings through getenv and builds what every function shares:
@@ -99,7 +138,7 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 	if p.registry, err = NewRegistry(s, p.config, p.log); err != nil {
 		return p, err
 	}
-	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name)
+	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name, telemetry.FlushEvery(s.MetricsFlush))
 	g, conn, err := NewGuard(s, p.log, p.metrics)
 	if err != nil {
 		return p, err

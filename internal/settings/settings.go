@@ -42,6 +42,7 @@ const (
 	EnvRegistryCacheSize = "REGISTRY_CACHE_SIZE"
 	EnvRegistryTimeoutMS = "REGISTRY_TIMEOUT_MS"
 	EnvStackName         = "STACK_NAME"
+	EnvMetricsFlushMS    = "METRICS_FLUSH_MS"
 )
 
 // Defaults of the settings that have one.
@@ -86,6 +87,9 @@ const (
 	// DefaultRegistryTimeout is the deadline of one registry read when
 	// REGISTRY_TIMEOUT_MS is unset.
 	DefaultRegistryTimeout = 200 * time.Millisecond
+	// DefaultMetricsFlush is how often, at most, an instance writes the metrics it has
+	// gathered while traffic flows, when METRICS_FLUSH_MS is unset: a second.
+	DefaultMetricsFlush = time.Second
 )
 
 // Bounds of the settings that size something. A value beyond one is an init error that
@@ -114,6 +118,9 @@ const (
 	// guard.DefaultMargin (20 ms) before it, and its check is answered by the failure
 	// policy.
 	MaxRegistryTimeout = 2500 * time.Millisecond
+	// MaxMetricsFlush is the longest METRICS_FLUSH_MS: a minute, CloudWatch's period
+	// of standard metrics (and what an instance that ends may lose of them).
+	MaxMetricsFlush = time.Minute
 )
 
 // FAIL_MODE values.
@@ -223,6 +230,11 @@ type Settings struct {
 	// RegistryTimeout is the deadline of one registry read (REGISTRY_TIMEOUT_MS, whole
 	// milliseconds from 1 to MaxRegistryTimeout; default DefaultRegistryTimeout).
 	RegistryTimeout time.Duration
+	// MetricsFlush is how often, at most, an instance writes the EMF metrics of the
+	// invocations it served (telemetry.FlushEvery): their sum, a line per outcome,
+	// while traffic flows (METRICS_FLUSH_MS, whole milliseconds from 0 to
+	// MaxMetricsFlush; 0 writes a line per invocation; default DefaultMetricsFlush).
+	MetricsFlush time.Duration
 }
 
 // Load reads the settings through getenv (os.Getenv in production) and validates them;
@@ -287,6 +299,9 @@ func Load(getenv func(string) string) (Settings, error) {
 		s.Namespace = v
 	}
 	if err := checkStackName(s.Stack); err != nil {
+		return s, err
+	}
+	if s.MetricsFlush, err = parseMillis(getenv, EnvMetricsFlushMS, DefaultMetricsFlush, 0, MaxMetricsFlush); err != nil {
 		return s, err
 	}
 	if v := getenv(EnvDenyCacheSize); v != "" {

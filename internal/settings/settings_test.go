@@ -33,6 +33,7 @@ func TestLoadDefaults(t *testing.T) {
 		RegistryCacheTTL:  settings.DefaultRegistryCacheTTL,
 		RegistryCacheSize: settings.DefaultRegistryCacheSize,
 		RegistryTimeout:   settings.DefaultRegistryTimeout,
+		MetricsFlush:      settings.DefaultMetricsFlush,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", s, want)
@@ -145,6 +146,10 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.Stack == "orders-prod2" }},
 		{"longest stack name", map[string]string{"STACK_NAME": "S" + strings.Repeat("-", 127)},
 			func(s settings.Settings) bool { return len(s.Stack) == settings.MaxStackName }},
+		{"metrics a line per invocation", map[string]string{"METRICS_FLUSH_MS": "0"},
+			func(s settings.Settings) bool { return s.MetricsFlush == 0 }},
+		{"metrics once a minute", map[string]string{"METRICS_FLUSH_MS": "60000"},
+			func(s settings.Settings) bool { return s.MetricsFlush == settings.MaxMetricsFlush }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,6 +246,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		// A read that could outlast the function's own timeout (the template's: 5 s).
 		{"registry timeout beyond the function's", map[string]string{"REGISTRY_TIMEOUT_MS": "60000"}, []string{"REGISTRY_TIMEOUT_MS=\"60000\"", "1 to 2500", "function timeout"}},
 		{"registry timeout just beyond the bound", map[string]string{"REGISTRY_TIMEOUT_MS": "2501"}, []string{"REGISTRY_TIMEOUT_MS", "2500"}},
+		{"metrics flush beyond a minute", map[string]string{"METRICS_FLUSH_MS": "60001"}, []string{"METRICS_FLUSH_MS", "0 to 60000"}},
+		{"metrics flush negative", map[string]string{"METRICS_FLUSH_MS": "-1"}, []string{"METRICS_FLUSH_MS"}},
+		{"metrics flush in seconds", map[string]string{"METRICS_FLUSH_MS": "1s"}, []string{"METRICS_FLUSH_MS"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

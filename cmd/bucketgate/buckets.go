@@ -27,17 +27,20 @@ above its capacity (sent again only when Lambda refused it or no connection was 
 never after a failure that may have come after it ran); reset makes every rule full.
 Each prints the buckets after it.
 
-Every command invokes the check function --function NAME (default: $` + envCheckFunction + `, else
-the output ` + outputCheckName + ` of the stack of --stack, else ` + defaultCheckFunction + `) through Lambda
+Every command invokes the operator function, the check function's code serving the
+operator's operations, which a stack's check function refuses: --function NAME
+(default: $` + envCheckFunction + `, else the output ` + outputOperatorName + ` of the stack of --stack,
+or ` + outputCheckName + ` for a stack without one, else ` + defaultCheckFunction + `) through Lambda
 Invoke, with the AWS SDK's default credentials and region, which need
 lambda:InvokeFunction on it; AWS_ENDPOINT_URL_LAMBDA points it at another endpoint.
 `
 
-// envCheckFunction names the check function the buckets commands invoke, and
-// defaultCheckFunction is the name they invoke without it.
+// envCheckFunction names the function the buckets commands invoke (a deployed stack's
+// operator function), and defaultCheckFunction is the name they invoke without it: the
+// operator function of a stack named bucketgate.
 const (
 	envCheckFunction     = "CHECK_FUNCTION"
-	defaultCheckFunction = "bucketgate-check"
+	defaultCheckFunction = "bucketgate-operator"
 )
 
 // bucketsCommand is one buckets command: it adds its flags to fs and returns the
@@ -67,7 +70,7 @@ func runBuckets(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	function := fs.String("function", "", "the check function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputCheckName+", else "+defaultCheckFunction+")")
+	function := fs.String("function", "", "the operator function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputOperatorName+", else "+defaultCheckFunction+")")
 	e.addStack(fs)
 	plan := fs.String("plan", "", "the rules of this plan, instead of the identity's own")
 	var rules ruleList
@@ -131,8 +134,10 @@ func runBuckets(e env, args []string) error {
 	return writeBucket(e.stdout, t.id, res)
 }
 
-// functionOf returns the check function to invoke: the --function flag's value,
-// else CHECK_FUNCTION's, else the one the outputs of st name, else defaultCheckFunction.
+// functionOf returns the function to invoke: the --function flag's value, else
+// CHECK_FUNCTION's, else the operator function the outputs of st name (the check
+// function of a stack without one, which serves every operation), else
+// defaultCheckFunction.
 func functionOf(e env, flagValue string, st *stack) (string, error) {
 	name, from := flagValue, "--function"
 	if name == "" {
@@ -143,7 +148,7 @@ func functionOf(e env, flagValue string, st *stack) (string, error) {
 		st.passOver(e, "check function "+name, from)
 		return name, nil
 	case st.name != "":
-		return st.output(e.ctx, "--function", outputCheckName, outputCheckArn)
+		return st.output(e.ctx, "--function", outputOperatorName, outputCheckName)
 	}
 	return defaultCheckFunction, nil
 }

@@ -253,10 +253,10 @@ func TestHelp(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
 		for _, want := range []string{
-			"usage: bucketgate [--stack NAME] GROUP COMMAND", "--stack NAME (default: $BUCKETGATE_STACK)", "outputs RegistryTableName and\nCheckFunctionName",
+			"usage: bucketgate [--stack NAME] GROUP COMMAND", "--stack NAME (default: $BUCKETGATE_STACK)", "outputs RegistryTableName and\nOperatorFunctionName",
 			"bucketgate keys create --plan NAME", "bucketgate buckets refund --cost N", "  bucketgate version\n",
 			"--table NAME (default: $REGISTRY_TABLE, else the output\nRegistryTableName of the stack of --stack)",
-			"(default: $CHECK_FUNCTION, else\nthe output CheckFunctionName of the stack of --stack, else bucketgate-check)",
+			"(default: $CHECK_FUNCTION, else the output OperatorFunctionName of the stack of --stack,\nor CheckFunctionName for a stack without one, else bucketgate-operator)",
 		} {
 			if code != exitOK || !strings.Contains(stdout.String(), want) || stderr.Len() != 0 {
 				t.Fatalf("bucketgate %v: exit %d, want %q in\n%s\n%s", args, code, want, &stdout, &stderr)

@@ -8,12 +8,12 @@
 // RATE_LIMIT_CONFIG_FILE, or the built-in one).
 //
 // Its buckets commands reach the buckets of an API key, a source address or a tenant
-// through the check function (CHECK_FUNCTION, or -function), invoked with the AWS SDK's
-// Lambda client: show them (a peek), refund tokens, or reset them. An API key is sent
-// only as its digest. Wherever a command takes an API key, "-" reads it from stdin, out
-// of the process list and the shell's history.
+// through the stack's operator function (CHECK_FUNCTION, or -function), invoked with the
+// AWS SDK's Lambda client: show them (a peek), refund tokens, or reset them. An API key
+// is sent only as its digest. Wherever a command takes an API key, "-" reads it from
+// stdin, out of the process list and the shell's history.
 //
-// With -stack NAME (or BUCKETGATE_STACK) the table and the check function come from the
+// With -stack NAME (or BUCKETGATE_STACK) the table and the operator function come from the
 // outputs of a deployed stack, read with CloudFormation DescribeStacks when a command
 // needs them and is not given them. "bucketgate version" prints the version; run
 // "bucketgate help" for the usage.

@@ -72,6 +72,7 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	id, plan, attrs, lookupErr := h.who(ctx, caller, &inv, attrs)
 	attrs = append([]slog.Attr{slog.String(telemetry.AttrIdentity, id.String())}, attrs...)
 	if plan == nil {
+		inv.ObserveRefused()
 		h.Log.LogAttrs(ctx, slog.LevelDebug, "identity refused", attrs...)
 		return Outcome{}, ErrUnauthorized
 	}

@@ -56,6 +56,11 @@ type Handler struct {
 	Log *slog.Logger
 	// Now reads the clock for the metrics' timestamp.
 	Now func() time.Time
+	// OperatorFunction, when set, makes this function service-facing: it refuses the
+	// operator's operations (a reset, or any check naming one of the authorizer's
+	// identities) as invalid requests that name this function, which serves them, and
+	// counts each refusal (Decisions, Outcome refused). Empty serves every operation.
+	OperatorFunction string
 }
 
 // MsgOperation is the message of the info line for every reset, and every request that
@@ -74,6 +79,11 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
+	if err := h.operatorOnly(checks, batch); err != nil {
+		inv.ObserveRefused()
+		h.Log.LogAttrs(ctx, slog.LevelWarn, MsgOperatorRefused, slog.String(telemetry.AttrError, err.Error()))
+		return nil, invalidRequest(err)
+	}
 	if err := h.resolveTenants(ctx, checks, batch, &inv); err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)

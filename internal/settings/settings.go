@@ -43,6 +43,7 @@ const (
 	EnvRegistryTimeoutMS = "REGISTRY_TIMEOUT_MS"
 	EnvStackName         = "STACK_NAME"
 	EnvMetricsFlushMS    = "METRICS_FLUSH_MS"
+	EnvOperatorFunction  = "OPERATOR_FUNCTION"
 )
 
 // Defaults of the settings that have one.
@@ -108,6 +109,9 @@ const (
 	// MaxStackName is the longest STACK_NAME, in bytes: CloudFormation's longest stack
 	// name. The name is on every metric line.
 	MaxStackName = 128
+	// MaxFunctionName is the longest OPERATOR_FUNCTION, in bytes: Lambda's longest
+	// function ARN with a qualifier.
+	MaxFunctionName = 170
 	// MaxRegistryCacheTTL is the longest REGISTRY_CACHE_MS: a day, beyond which a
 	// revocation would hardly be one.
 	MaxRegistryCacheTTL = 24 * time.Hour
@@ -235,6 +239,15 @@ type Settings struct {
 	// while traffic flows (METRICS_FLUSH_MS, whole milliseconds from 0 to
 	// MaxMetricsFlush; 0 writes a line per invocation; default DefaultMetricsFlush).
 	MetricsFlush time.Duration
+	// OperatorFunction, when set, makes the check function service-facing: it refuses
+	// the operator's operations (resets, and every check naming one of the authorizer's
+	// identities), each with an error saying to invoke this function instead, which
+	// serves them (OPERATOR_FUNCTION: a Lambda function name, name:alias or ARN, at most
+	// MaxFunctionName bytes of letters, digits, '-', '_', ':' or '.'; default empty:
+	// every operation is served, as on this machine). The template sets it on the check
+	// function to the operator function's name, so that a grant of lambda:InvokeFunction
+	// on the check function never grants resets.
+	OperatorFunction string
 }
 
 // Load reads the settings through getenv (os.Getenv in production) and validates them;
@@ -256,6 +269,7 @@ func Load(getenv func(string) string) (Settings, error) {
 		APIKeyHeader:      cmp.Or(getenv(EnvAPIKeyHeader), DefaultAPIKeyHeader),
 		XRayDaemon:        cmp.Or(getenv(EnvXRayDaemon), DefaultXRayDaemon),
 		RegistryTable:     strings.TrimSpace(getenv(EnvRegistryTable)),
+		OperatorFunction:  strings.TrimSpace(getenv(EnvOperatorFunction)),
 	}
 	if s.ConfigInline != "" && s.ConfigFile != "" {
 		return s, fmt.Errorf("set %s or %s, not both", EnvConfigInline, EnvConfigFile)
@@ -302,6 +316,9 @@ func Load(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	if s.MetricsFlush, err = parseMillis(getenv, EnvMetricsFlushMS, DefaultMetricsFlush, 0, MaxMetricsFlush); err != nil {
+		return s, err
+	}
+	if err := checkFunctionName(s.OperatorFunction); err != nil {
 		return s, err
 	}
 	if v := getenv(EnvDenyCacheSize); v != "" {

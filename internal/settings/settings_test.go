@@ -150,6 +150,10 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.MetricsFlush == 0 }},
 		{"metrics once a minute", map[string]string{"METRICS_FLUSH_MS": "60000"},
 			func(s settings.Settings) bool { return s.MetricsFlush == settings.MaxMetricsFlush }},
+		{"operator function", map[string]string{"OPERATOR_FUNCTION": " bucketgate-operator "},
+			func(s settings.Settings) bool { return s.OperatorFunction == "bucketgate-operator" }},
+		{"operator function by its alias's ARN", map[string]string{"OPERATOR_FUNCTION": "arn:aws:lambda:us-east-1:123456789012:function:bucketgate-operator:live"},
+			func(s settings.Settings) bool { return strings.HasSuffix(s.OperatorFunction, ":live") }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -249,6 +253,8 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"metrics flush beyond a minute", map[string]string{"METRICS_FLUSH_MS": "60001"}, []string{"METRICS_FLUSH_MS", "0 to 60000"}},
 		{"metrics flush negative", map[string]string{"METRICS_FLUSH_MS": "-1"}, []string{"METRICS_FLUSH_MS"}},
 		{"metrics flush in seconds", map[string]string{"METRICS_FLUSH_MS": "1s"}, []string{"METRICS_FLUSH_MS"}},
+		{"operator function with a space", map[string]string{"OPERATOR_FUNCTION": "bucketgate operator"}, []string{"OPERATOR_FUNCTION", `"bucketgate operator"`, "name:alias or ARN"}},
+		{"operator function too long", map[string]string{"OPERATOR_FUNCTION": strings.Repeat("f", 171)}, []string{"OPERATOR_FUNCTION", "at most 170"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

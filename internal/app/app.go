@@ -6,6 +6,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/check"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/redisconn"
@@ -54,6 +56,7 @@ type parts struct {
 	guard    *guard.Guard
 	conn     *redisconn.Conn // the Redis connection behind guard
 	metrics  *telemetry.Emitter
+	events   *eventbus.Sender // nil without EVENT_BUS_NAME
 	log      *slog.Logger
 }
 
@@ -139,6 +142,9 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 		return p, err
 	}
 	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name, telemetry.FlushEvery(s.MetricsFlush))
+	if p.events, err = NewEvents(s, p.log); err != nil {
+		return p, err
+	}
 	g, conn, err := NewGuard(s, p.log, p.metrics)
 	if err != nil {
 		return p, err
@@ -174,6 +180,20 @@ const (
 	// AttrVersion is bucketgate's version (package version).
 	AttrVersion = "version"
 )
+
+// NewEvents returns the sender of the events of s's bus (EVENT_BUS_NAME, within
+// EVENTS_TIMEOUT_MS), logging its failures to log; nil without a bus. Making its client
+// sends no request.
+func NewEvents(s settings.Settings, log *slog.Logger) (*eventbus.Sender, error) {
+	if s.EventBusName == "" {
+		return nil, nil
+	}
+	client, err := eventbus.NewClient(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s: %w", settings.EnvEventBusName, s.EventBusName, err)
+	}
+	return eventbus.NewSender(client, eventbus.Options{Bus: s.EventBusName, Timeout: s.EventsTimeout, Log: log}), nil
+}
 
 // LoadConfig loads the configuration document that s names: inline, from a file, or
 // the built-in one. Its error names the variable.

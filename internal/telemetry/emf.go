@@ -64,13 +64,26 @@ type Invocation struct {
 	groups  []*group      // one per (outcome, failure), in order of appearance
 	lookups []lookupCount // one per registry lookup result, in order of appearance
 	invalid int           // registry items read that could not be used
-	shadow  []shadowCount // one per shadow rule that would have denied, in order of appearance
+	shadow  []namedCount  // by shadow rule: allowed requests it would have denied, in order of appearance
+	// eventsFailed are the events not sent, by reason, in order of appearance.
+	eventsFailed []namedCount
 }
 
-// shadowCount is how many allowed requests a shadow rule would have denied.
-type shadowCount struct {
-	rule string
+// namedCount is a count of one dimension value: a shadow rule, a reason.
+type namedCount struct {
+	name string
 	n    int
+}
+
+// addNamed adds n to the count of name in *counts.
+func addNamed(counts *[]namedCount, name string, n int) {
+	for i := range *counts {
+		if (*counts)[i].name == name {
+			(*counts)[i].n += n
+			return
+		}
+	}
+	*counts = append(*counts, namedCount{name: name, n: n})
 }
 
 type group struct {
@@ -95,18 +108,7 @@ func (inv *Invocation) Observe(r guard.Result) {
 
 // ObserveShadowLimited counts one allowed request that the shadow rule called rule would
 // have denied.
-func (inv *Invocation) ObserveShadowLimited(rule string) { inv.countShadow(rule, 1) }
-
-// countShadow adds n would-be denials of the shadow rule called rule.
-func (inv *Invocation) countShadow(rule string, n int) {
-	for i := range inv.shadow {
-		if inv.shadow[i].rule == rule {
-			inv.shadow[i].n += n
-			return
-		}
-	}
-	inv.shadow = append(inv.shadow, shadowCount{rule: rule, n: n})
-}
+func (inv *Invocation) ObserveShadowLimited(rule string) { addNamed(&inv.shadow, rule, 1) }
 
 func (inv *Invocation) group(outcome string, f guard.Failure) *group {
 	for _, g := range inv.groups {
@@ -131,7 +133,7 @@ func latencyMillis(d time.Duration) float64 {
 
 // empty reports whether inv observed nothing.
 func (inv *Invocation) empty() bool {
-	return len(inv.groups) == 0 && len(inv.lookups) == 0 && inv.invalid == 0 && len(inv.shadow) == 0
+	return len(inv.groups) == 0 && len(inv.lookups) == 0 && inv.invalid == 0 && len(inv.shadow) == 0 && len(inv.eventsFailed) == 0
 }
 
 // add adds everything o observed to inv.
@@ -147,7 +149,10 @@ func (inv *Invocation) add(o *Invocation) {
 	}
 	inv.invalid += o.invalid
 	for _, c := range o.shadow {
-		inv.countShadow(c.rule, c.n)
+		addNamed(&inv.shadow, c.name, c.n)
+	}
+	for _, c := range o.eventsFailed {
+		addNamed(&inv.eventsFailed, c.name, c.n)
 	}
 }
 
@@ -214,8 +219,8 @@ func NewEmitter(w io.Writer, namespace, stack, function string, opts ...EmitterO
 // FlushEvery): one line per distinct outcome and failure reason (one line for a single
 // decision), carrying the registry's metrics too (more lines only when there are more
 // distinct lookup results than decision lines), a line per MaxValues latencies beyond
-// the first MaxValues of an outcome, and one line per shadow rule that would have
-// denied. An empty Invocation writes nothing. Each line is a JSON object with its names
+// the first MaxValues of an outcome, one line per shadow rule that would have denied,
+// and one per reason events were not sent. An empty Invocation writes nothing. Each line is a JSON object with its names
 // in order, as encoding/json writes a map, and is written with one Write; its
 // timestamp is the time of the first Invocation it holds.
 func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
@@ -297,7 +302,14 @@ func (e *Emitter) write(at time.Time, inv *Invocation) error {
 	}
 	for _, c := range inv.shadow {
 		var d document
-		d.count(e.namespace, MetricShadowLimited, c.n, DimRule, c.rule)
+		d.count(e.namespace, MetricShadowLimited, c.n, DimRule, c.name)
+		if err := e.writeLine(&d, ms); err != nil {
+			return err
+		}
+	}
+	for _, c := range inv.eventsFailed {
+		var d document
+		d.count(e.namespace, MetricEventsFailed, c.n, DimReason, c.name)
 		if err := e.writeLine(&d, ms); err != nil {
 			return err
 		}

@@ -126,7 +126,7 @@ func TestFlushEvery(t *testing.T) {
 }
 
 // Every metric gathered reaches a line: the sums of every outcome and failure, lookup
-// result, invalid item and shadow rule of the Invocations, as FlushEvery adds them up,
+// result, invalid item, shadow rule and events not sent of the Invocations, as FlushEvery adds them up,
 // equal what their lines one by one hold.
 func TestFlushEveryKeepsEveryMetric(t *testing.T) {
 	results := []guard.Result{
@@ -153,6 +153,7 @@ func TestFlushEveryKeepsEveryMetric(t *testing.T) {
 		if r.ShadowLimited != 0 {
 			inv.ObserveShadowLimited("trial")
 		}
+		inv.ObserveEventsFailed([]string{telemetry.EventsTimeout, telemetry.EventsError, telemetry.EventsRejected}[i%3], i%2)
 		for _, e := range []*telemetry.Emitter{one, sum} {
 			if err := e.Emit(at, &inv); err != nil {
 				t.Fatal(err)

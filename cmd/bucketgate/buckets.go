@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
@@ -25,7 +27,8 @@ registered key's plan and rules, else the default plan), or those of --plan, or 
 tokens left (cost 0: nothing written); refund gives N tokens back to every rule, never
 above its capacity (sent again only when Lambda refused it or no connection was made,
 never after a failure that may have come after it ran); reset makes every rule full.
-Each prints the buckets after it.
+Each prints the buckets after it. With REGISTRY_TABLE set, --plan must name a plan of
+the table's configuration document, when it holds one (bucketgate config).
 
 Every command invokes the operator function, the check function's code serving the
 operator's operations, which a stack's check function refuses: --function NAME
@@ -87,6 +90,11 @@ func runBuckets(e env, args []string) error {
 	s, err := settings.Load(e.getenv)
 	if err != nil {
 		return err
+	}
+	if *plan != "" && s.RegistryTable != "" {
+		if err := checkPlan(e, *plan); err != nil {
+			return err
+		}
 	}
 	resolver, err := identity.NewResolver(s.APIKeyHeader, s.IPv6Prefix)
 	if err != nil {
@@ -197,4 +205,23 @@ func refunded(id string, req checkapi.Request) string {
 
 func wasReset(id string, _ checkapi.Request) string {
 	return fmt.Sprintf("reset %s: every rule is full", id)
+}
+
+// checkPlan reports a plan name that the registry table's configuration document (of
+// REGISTRY_TABLE) does not have. While the table holds none, the check function's own
+// document decides, which this machine cannot know: it says so itself.
+func checkPlan(e env, name string) error {
+	t, err := openTable(e, "", e.stack())
+	if err != nil {
+		return err
+	}
+	cfg, version, err := t.tableConfig(e.ctx)
+	if err != nil || cfg == nil {
+		return err
+	}
+	if _, ok := cfg.Plan(name); !ok {
+		return fmt.Errorf("unknown plan %q: not in version %d of the configuration document of table %s (configured: %s)",
+			name, version, t.name, strings.Join(slices.Sorted(slices.Values(cfg.Plans())), ", "))
+	}
+	return nil
 }

@@ -61,6 +61,7 @@ type group struct {
 // groups are the command groups by name.
 var groups = map[string]group{
 	"keys":    {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
+	"config":  {about: "the configuration document (plans and routes) in the registry table, versioned", run: runConfig, usage: configUsage},
 	"buckets": {about: "the buckets of an API key, an IP address or a tenant, through the check function", run: runBuckets, usage: bucketsUsage},
 	"version": {about: "the version of this bucketgate (also --version)", run: runVersion, usage: "  bucketgate version\n"},
 }

@@ -4,8 +4,13 @@
 // (or -table), with the AWS SDK's default credentials: create an API key (a random key
 // printed once, only its digest stored), revoke it, set its expiry, its plan or its own
 // rules, show and list the registry, and create the table for local use. Plans are
-// checked against the configuration document the functions load (RATE_LIMIT_CONFIG,
-// RATE_LIMIT_CONFIG_FILE, or the built-in one).
+// checked against the configuration document the functions load: the table's, or while
+// it holds none, that of RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the built-in one.
+//
+// Its config commands keep that document in the table, versioned: show it, put a new
+// version (checked by the functions' own loader, written only if no other write came
+// between, refused when it would leave an active key without its plan), list the
+// versions and roll back to one.
 //
 // Its buckets commands reach the buckets of an API key, a source address or a tenant
 // through the stack's operator function (CHECK_FUNCTION, or -function), invoked with the

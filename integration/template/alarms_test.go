@@ -125,6 +125,8 @@ func TestTemplateAlarmShapes(t *testing.T) {
 		{"CheckThrottlesAlarm", "throttled two minutes of three", append(minutes(2, map[string]float64{"Throttles": 1}), map[string]float64{}), true},
 		{"RegistryInvalidItemsAlarm", "one invalid item read", []map[string]float64{{"check": 1}}, true},
 		{"RegistryInvalidItemsAlarm", "none", []map[string]float64{{}}, false},
+		{"ConfigInvalidAlarm", "a stored document that does not load", []map[string]float64{{"authorizer": 1}}, true},
+		{"ConfigInvalidAlarm", "none", []map[string]float64{{}}, false},
 		{"RestApi5xxAlarm", "the backend down at one request a minute", minutes(3, map[string]float64{"count": 1, "errors": 1}), true},
 		{"RestApi5xxAlarm", "a stray 502", minutes(3, map[string]float64{"count": 1000, "errors": 1}), false},
 		{"HttpApi5xxAlarm", "a tenth failing", minutes(3, map[string]float64{"count": 100, "errors": 10}), true},

@@ -75,7 +75,7 @@ func emfMetrics(t *testing.T, lines []map[string]any) map[string]bool {
 // emittedMetrics returns the namespace and every metric the functions write with the
 // template's environment: each function's emitter, from the settings that environment
 // loads (its flush interval too), writing every outcome, failure reason and registry
-// lookup result.
+// lookup result, and the invalid items and documents.
 func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 	t.Helper()
 	vars := loadTemplate(t, limiter).Globals.Function.Environment.Variables
@@ -109,6 +109,7 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 			var inv telemetry.Invocation
 			inv.Observe(r)
 			inv.ObserveLookup(string(lookups[i%len(lookups)]), i == 0)
+			inv.ObserveConfig("", i == 0) // a configuration document that does not load: ConfigInvalid
 			if err := e.Emit(time.Unix(1_800_000_000, 0), &inv); err != nil {
 				t.Fatal(err)
 			}

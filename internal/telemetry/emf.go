@@ -63,27 +63,31 @@ func OutcomeOf(r bucketgate.Reason) string {
 type Invocation struct {
 	groups  []*group      // one per (outcome, failure), in order of appearance
 	lookups []lookupCount // one per registry lookup result, in order of appearance
-	invalid int           // registry items read that could not be used
-	shadow  []namedCount  // by shadow rule: allowed requests it would have denied, in order of appearance
-	// eventsFailed are the events not sent, by reason, in order of appearance.
-	eventsFailed []namedCount
+	// invalid counts registry items read that could not be used, configInvalid
+	// configuration documents read that do not load (int32: the Invocation of every
+	// decision stays in its allocation size class).
+	invalid, configInvalid int32
+	// counts are the counts by one dimension value, in order of appearance:
+	// ShadowLimited by rule, EventsFailed by reason (one slice, for the size class).
+	counts []namedCount
 }
 
-// namedCount is a count of one dimension value: a shadow rule, a reason.
+// namedCount is n of metric by the dimension dim with one value, such as ShadowLimited
+// by Rule trial.
 type namedCount struct {
-	name string
-	n    int
+	metric, dim, value string
+	n                  int
 }
 
-// addNamed adds n to the count of name in *counts.
-func addNamed(counts *[]namedCount, name string, n int) {
-	for i := range *counts {
-		if (*counts)[i].name == name {
-			(*counts)[i].n += n
+// addCount adds n to the count of metric by dim's value.
+func (inv *Invocation) addCount(metric, dim, value string, n int) {
+	for i := range inv.counts {
+		if c := &inv.counts[i]; c.metric == metric && c.dim == dim && c.value == value {
+			c.n += n
 			return
 		}
 	}
-	*counts = append(*counts, namedCount{name: name, n: n})
+	inv.counts = append(inv.counts, namedCount{metric: metric, dim: dim, value: value, n: n})
 }
 
 type group struct {
@@ -108,7 +112,9 @@ func (inv *Invocation) Observe(r guard.Result) {
 
 // ObserveShadowLimited counts one allowed request that the shadow rule called rule would
 // have denied.
-func (inv *Invocation) ObserveShadowLimited(rule string) { addNamed(&inv.shadow, rule, 1) }
+func (inv *Invocation) ObserveShadowLimited(rule string) {
+	inv.addCount(MetricShadowLimited, DimRule, rule, 1)
+}
 
 func (inv *Invocation) group(outcome string, f guard.Failure) *group {
 	for _, g := range inv.groups {
@@ -133,7 +139,7 @@ func latencyMillis(d time.Duration) float64 {
 
 // empty reports whether inv observed nothing.
 func (inv *Invocation) empty() bool {
-	return len(inv.groups) == 0 && len(inv.lookups) == 0 && inv.invalid == 0 && len(inv.shadow) == 0 && len(inv.eventsFailed) == 0
+	return len(inv.groups) == 0 && len(inv.lookups) == 0 && inv.invalid == 0 && inv.configInvalid == 0 && len(inv.counts) == 0
 }
 
 // add adds everything o observed to inv.
@@ -148,11 +154,9 @@ func (inv *Invocation) add(o *Invocation) {
 		inv.countLookup(l.result, l.n)
 	}
 	inv.invalid += o.invalid
-	for _, c := range o.shadow {
-		addNamed(&inv.shadow, c.name, c.n)
-	}
-	for _, c := range o.eventsFailed {
-		addNamed(&inv.eventsFailed, c.name, c.n)
+	inv.configInvalid += o.configInvalid
+	for _, c := range o.counts {
+		inv.addCount(c.metric, c.dim, c.value, c.n)
 	}
 }
 
@@ -272,7 +276,7 @@ func (e *Emitter) write(at time.Time, inv *Invocation) error {
 	if len(inv.lookups) > n {
 		n = len(inv.lookups)
 	}
-	if n == 0 && inv.invalid > 0 {
+	if n == 0 && inv.invalid+inv.configInvalid > 0 {
 		n = 1
 	}
 	for i := range n {
@@ -284,8 +288,8 @@ func (e *Emitter) write(at time.Time, inv *Invocation) error {
 			l := inv.lookups[i]
 			d.count(e.namespace, MetricRegistryLookups, l.n, DimResult, l.result)
 		}
-		if i == 0 && inv.invalid > 0 {
-			d.count(e.namespace, MetricRegistryInvalid, inv.invalid, "", "")
+		if i == 0 {
+			d.invalid(e.namespace, inv)
 		}
 		if err := e.writeLine(&d, ms); err != nil {
 			return err
@@ -300,16 +304,9 @@ func (e *Emitter) write(at time.Time, inv *Invocation) error {
 			}
 		}
 	}
-	for _, c := range inv.shadow {
+	for _, c := range inv.counts {
 		var d document
-		d.count(e.namespace, MetricShadowLimited, c.n, DimRule, c.name)
-		if err := e.writeLine(&d, ms); err != nil {
-			return err
-		}
-	}
-	for _, c := range inv.eventsFailed {
-		var d document
-		d.count(e.namespace, MetricEventsFailed, c.n, DimReason, c.name)
+		d.count(e.namespace, c.metric, c.n, c.dim, c.value)
 		if err := e.writeLine(&d, ms); err != nil {
 			return err
 		}
@@ -352,10 +349,10 @@ func (e *Emitter) writeLine(d *document, ms int64) error {
 
 // The most fields and directives one EMF document holds: the decision's (Decisions,
 // DenyCacheHits, Outcome, RedisLatency, Reason, FailClosed), a registry lookup's
-// (RegistryLookups, Result) and the invalid items' (RegistryInvalidItems), Function and
-// Stack.
+// (RegistryLookups, Result), the invalid items' and documents' (RegistryInvalidItems,
+// ConfigInvalid: one directive), Function and Stack.
 const (
-	maxFields     = 11
+	maxFields     = 12
 	maxDirectives = 4
 	maxMetrics    = 3
 )
@@ -433,6 +430,25 @@ func (d *document) latencies(namespace, outcome string, ms []float64) {
 	d.directive(namespace, DimOutcome, emfMetric{MetricRedisLatency, "Milliseconds"})
 	d.add(field{name: DimOutcome, str: outcome, isStr: true})
 	d.add(field{name: MetricRedisLatency, ms: ms})
+}
+
+// invalid adds the counts of inv's invalid registry items and configuration documents,
+// by Stack and Function alone, in one directive; nothing when there are none.
+func (d *document) invalid(namespace string, inv *Invocation) {
+	if inv.invalid+inv.configInvalid == 0 {
+		return
+	}
+	dir := d.directive(namespace, "")
+	for _, m := range []struct {
+		name string
+		n    int32
+	}{{MetricRegistryInvalid, inv.invalid}, {MetricConfigInvalid, inv.configInvalid}} {
+		if m.n > 0 {
+			dir.metrics[dir.nmetrics] = emfMetric{m.name, "Count"}
+			dir.nmetrics++
+			d.add(field{name: m.name, n: int(m.n)})
+		}
+	}
 }
 
 // count adds the count n of metric, by dim with value (by Stack and Function alone when

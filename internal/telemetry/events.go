@@ -17,6 +17,6 @@ const (
 // or EventsRejected).
 func (inv *Invocation) ObserveEventsFailed(reason string, n int) {
 	if n > 0 {
-		addNamed(&inv.eventsFailed, reason, n)
+		inv.addCount(MetricEventsFailed, DimReason, reason, n)
 	}
 }

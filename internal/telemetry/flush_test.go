@@ -150,6 +150,7 @@ func TestFlushEveryKeepsEveryMetric(t *testing.T) {
 		var inv telemetry.Invocation
 		inv.Observe(r)
 		inv.ObserveLookup(lookups[i%len(lookups)], i%3 == 0)
+		inv.ObserveConfig("", i%4 == 1)
 		if r.ShadowLimited != 0 {
 			inv.ObserveShadowLimited("trial")
 		}

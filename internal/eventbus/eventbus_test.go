@@ -54,7 +54,8 @@ func TestSendToEventBridge(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	s := eventbus.NewSender(client, eventbus.Options{Bus: bus.Name, Timeout: 5 * time.Second, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	// A deadline that moto on a busy machine meets: its first PutEvents loads its code.
+	s := eventbus.NewSender(client, eventbus.Options{Bus: bus.Name, Timeout: 30 * time.Second, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	var events []eventbus.Event
 	for i := range 12 {
 		events = append(events, thresholdEvent(fmt.Sprintf("key:%032x", i)))

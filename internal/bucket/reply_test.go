@@ -2,6 +2,7 @@ package bucket
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -71,14 +72,14 @@ func reply(allowed, binding, remaining, wait, reset, now, waitRule int64, denial
 // checkDecode decodes vals for q and compares the outcome with want or the error err.
 func checkDecode(t *testing.T, q bucketgate.Request, vals replyVals, want bucketgate.Decision, err string) {
 	t.Helper()
-	got, gotErr := decodeReply(vals, q)
+	got, gotErr := decodeReply(vals, nil, q)
 	if err != "" {
 		if !errors.Is(gotErr, ErrBadReply) || !contains(gotErr, err) {
 			t.Fatalf("err = %v, want ErrBadReply mentioning %q", gotErr, err)
 		}
 		return
 	}
-	if gotErr != nil || got != want {
+	if gotErr != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v, %v\nwant %+v", got, gotErr, want)
 	}
 }
@@ -152,7 +153,7 @@ func TestReplyInts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := replyInts(tt.reply)
+			_, _, err := replyInts(tt.reply, twoRules)
 			if (tt.err == "") != (err == nil) || tt.err != "" && (!errors.Is(err, ErrBadReply) || !contains(err, tt.err)) {
 				t.Fatalf("err = %v, want %q", err, tt.err)
 			}
@@ -186,7 +187,7 @@ func FuzzDecodeReply(f *testing.F) {
 			q.Rules[i].Shadow = shape/9&(1<<i) != 0
 		}
 		vals := replyVals{flags, wait, reset, now}
-		d, err := decodeReply(vals, q)
+		d, err := decodeReply(vals, nil, q)
 		if err != nil {
 			if !errors.Is(err, ErrBadReply) {
 				t.Fatalf("error does not wrap ErrBadReply: %v", err)
@@ -228,7 +229,7 @@ func FuzzReplyInts(f *testing.F) {
 				reply = append(reply, mock.RedisArray(mock.RedisInt64(v)))
 			}
 		}
-		vals, err := replyInts(reply)
+		vals, _, err := replyInts(reply, twoRules)
 		if err != nil {
 			if !errors.Is(err, ErrBadReply) {
 				t.Fatalf("error does not wrap ErrBadReply: %v", err)
@@ -252,7 +253,10 @@ func TestFlagsHoldEveryRule(t *testing.T) {
 	if lua.FlagsDenialsShift+lua.FlagsDenialsBits != lua.FlagsRemainingShift || lua.FlagsBindingShift+lua.FlagsBindingBits != lua.FlagsWaitRuleShift {
 		t.Error("the flags' fields overlap or leave gaps")
 	}
-	if int64(bucketgate.MaxCapacity)<<lua.FlagsRemainingShift >= 1<<53 {
-		t.Errorf("remaining %d does not fit a double exactly once shifted by %d", bucketgate.MaxCapacity, lua.FlagsRemainingShift)
+	if bucketgate.MaxCapacity >= 1<<lua.FlagsRemainingBits || lua.FlagsRemainingShift+lua.FlagsRemainingBits != lua.FlagsReservedShift {
+		t.Errorf("remaining %d does not fit its %d bits, or they overlap the reserved ones", bucketgate.MaxCapacity, lua.FlagsRemainingBits)
+	}
+	if lua.FlagsReservedShift+6 > 53 {
+		t.Errorf("the reserved bits from %d reach past 2^53, the exact integers of a double", lua.FlagsReservedShift)
 	}
 }

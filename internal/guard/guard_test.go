@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,7 +101,7 @@ func TestFailurePolicy(t *testing.T) {
 			}
 			mr.Close()
 			r := decide(t, g, request("a"))
-			if r.Decision != tc.want || r.Failure != guard.FailureRedisError || r.Err == nil {
+			if !reflect.DeepEqual(r.Decision, tc.want) || r.Failure != guard.FailureRedisError || r.Err == nil {
 				t.Fatalf("Redis gone: %+v, want %+v with redis_error", r, tc.want)
 			}
 			if _, err := g.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: burst, Cost: 11}); !errors.Is(err, bucketgate.ErrInvalid) {

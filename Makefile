@@ -80,11 +80,16 @@ LAMBDA_ARCH ?= arm64
 LAMBDA_BUILD = CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='$(GO_LDFLAGS)'
 CHECK_ARTIFACTS_DIR = $(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for a local build run make build))
 
-.PHONY: build build-AuthorizerFunction build-CheckFunction cli clean lint
+.PHONY: build build-AuthorizerFunction build-CheckFunction build-OperatorFunction cli clean lint
 build-AuthorizerFunction:
 	$(CHECK_ARTIFACTS_DIR)$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/authorizer
 
 build-CheckFunction:
+	$(CHECK_ARTIFACTS_DIR)$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/check
+
+# The operator function is the check function's code, deployed a second time with the
+# operator's operations enabled (the check function refuses them: OPERATOR_FUNCTION).
+build-OperatorFunction:
 	$(CHECK_ARTIFACTS_DIR)$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/check
 
 # BIN is where make build and make cli put the binaries. build runs the recipes in this

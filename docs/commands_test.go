@@ -184,8 +184,25 @@ func problems(t *testing.T, ref commandRef, targets map[string]bool) []string {
 		}
 		return out
 	}
+	// bucketgate's flags before the group (--stack NAME, --version): given to every
+	// variant in front, where they were shown.
+	args := ref.args
+	var global []string
+	for ref.name == "bucketgate" && len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		args = args[1:]
+		switch {
+		case name == "version" || name == "help" || name == "h":
+			global = append(global, "--"+name)
+		default: // a flag with a value: --stack NAME or --stack=NAME
+			global = append(global, "--"+name+"=x")
+			if !hasValue && len(args) > 0 {
+				args = args[1:]
+			}
+		}
+	}
 	var names, flags []string
-	for _, w := range ref.args {
+	for _, w := range args {
 		w = strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(w, "["), "..."), "]")
 		switch {
 		case strings.HasPrefix(w, "-") && len(w) > 1:
@@ -207,7 +224,7 @@ func problems(t *testing.T, ref commandRef, targets map[string]bool) []string {
 		variants = next
 	}
 	for _, v := range variants {
-		args := v
+		args := append(append([]string(nil), global...), v...)
 		if len(v) == maxNames(ref.name) || len(v) > 0 && v[0] == "help" {
 			for _, f := range flags {
 				args = append(args, "--"+f+"=x")
@@ -283,11 +300,17 @@ func TestShownCommandsCatchWhatIsGone(t *testing.T) {
 		{"`bucketgate buckets show|refund|reset`", 0},
 		{"```\n$ make invoke FUNCTION=check EVENT=events/check-peek.json 2>/dev/null | grep remaining\n```", 0},
 		{"```\n$ go run ./cmd/bucketgate-local serve -addr 127.0.0.1:8080 -backend URL\n```", 0},
+		{"```sh\nKEY=$(bucketgate --stack bucketgate keys create --plan pro)\n```", 0},
+		{"`bucketgate --stack=NAME buckets show KEY`", 0},
+		{"`bucketgate --version`", 0},
 		{"```sh\nbucketgate keys create --plan NAME --colour blue\n```", 1},
 		{"`bucketgate keys destroy KEY`", 1},
 		{"`bucketgate accounts list`", 1},
 		{"`bucketgate buckets show|drain`", 1},
 		{"```\n$ go run ./cmd/bucketgate-local serve -port 8080\n```", 1},
+		{"```sh\nbucketgate --stak bucketgate keys list\n```", 1},
+		{"```sh\nbucketgate --stack bucketgate keys destroy KEY\n```", 1},
+		{"`bucketgate --stack NAME keys list --colour blue`", 1},
 		{"`make deploy`", 1},
 		{"`make invoke EVENT=events/check-nothing.json`", 1},
 	}

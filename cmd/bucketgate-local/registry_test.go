@@ -55,16 +55,7 @@ func TestRegistrySession(t *testing.T) {
 	cli := buildCLI(t)
 	keys := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(cli, append([]string{"keys"}, args...)...)
-		cmd.Env = os.Environ()
-		for k, v := range env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("bucketgate keys %s: %v\n%s", strings.Join(args, " "), err, stderrOf(err))
-		}
-		return string(out)
+		return runBucketgate(t, cli, env, append([]string{"keys"}, args...)...)
 	}
 	keys("init")
 	key := strings.TrimSpace(keys("create", "--plan", "pro"))
@@ -86,6 +77,83 @@ func TestRegistrySession(t *testing.T) {
 	if strings.Contains(g.stdout.String()+g.stderr.String(), key) {
 		t.Errorf("the gateway printed the raw key")
 	}
+}
+
+// The session of the docs that moves plans into the table, through the real local
+// gateway and the real CLI: config put, a key on a plan the table's document adds,
+// curl, a put that changes the plan, curl within the cache period (Redis's clock held
+// still: no refill), config rollback.
+func TestRegistryConfigSession(t *testing.T) {
+	srv := dynalite.Start(t)
+	srv.Setenv(t)
+	env := map[string]string{
+		"REDIS_ADDR":                miniAt(t).Addr(),
+		settings.EnvRegistryTable:   "bucketgate-keys",
+		settings.EnvRegistryCacheMS: "300",
+		envDynamoDBEndpoint:         srv.URL,
+	}
+	cli := buildCLI(t)
+	bg := func(args ...string) string {
+		t.Helper()
+		return runBucketgate(t, cli, env, args...)
+	}
+	bg("keys", "init")
+	plans := filepath.Join(t.TempDir(), "plans.yaml")
+	write := func(goldBurst int) {
+		t.Helper()
+		doc := "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 3, refill: 1, per: hour}]\n" +
+			"  gold: [{name: burst, capacity: " + strconv.Itoa(goldBurst) + ", refill: 1, per: hour}]\n"
+		if err := os.WriteFile(plans, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(5)
+	bg("config", "put", plans, "--note", "gold plan")
+	if got := bg("config", "show"); !strings.Contains(got, "gold: [{name: burst, capacity: 5") {
+		t.Fatalf("config show:\n%s", got)
+	}
+	key := strings.TrimSpace(bg("keys", "create", "--plan", "gold"))
+	g := startGateway(t, env)
+	if got := g.statuses(t, 6, func(int) string { return key }); got != "200 200 200 200 200 429" {
+		t.Fatalf("the key on gold, version 1: %s, want a burst of 5", got)
+	}
+	write(8)
+	bg("config", "put", plans, "--note", "gold burst 8")
+	time.Sleep(300 * time.Millisecond) // REGISTRY_CACHE_MS
+	if r := g.get(t, "/scores", key); r.status != http.StatusTooManyRequests || r.body["limit"] != 8.0 {
+		t.Fatalf("after the put: %d %v; want 429 on gold's 8: the bucket keeps its tokens, none", r.status, r.body)
+	}
+	other := strings.TrimSpace(bg("keys", "create", "--plan", "gold"))
+	if got := g.statuses(t, 9, func(int) string { return other }); got != "200 200 200 200 200 200 200 200 429" {
+		t.Fatalf("a new key on gold, version 2: %s, want a burst of 8", got)
+	}
+	bg("config", "rollback", "1")
+	time.Sleep(300 * time.Millisecond)
+	if r := g.get(t, "/scores", key); r.status != http.StatusTooManyRequests || r.body["limit"] != 5.0 {
+		t.Fatalf("after the rollback: %d %v; want 429 on gold's 5 again", r.status, r.body)
+	}
+	if history := bg("config", "history"); strings.Count(history, "\n") != 4 || !strings.Contains(history, "rollback to version 1") {
+		t.Fatalf("config history:\n%s", history)
+	}
+	if out := g.stdout.String(); !strings.Contains(out, "the table's configuration document when it holds one") {
+		t.Errorf("the banner does not say where the plans come from:\n%s", out)
+	}
+}
+
+// runBucketgate runs the bucketgate binary cli with args and the environment env added to
+// this process's, and returns its stdout; it fails the test if the command fails.
+func runBucketgate(t *testing.T, cli string, env map[string]string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(cli, args...)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bucketgate %s: %v\n%s", strings.Join(args, " "), err, stderrOf(err))
+	}
+	return string(out)
 }
 
 // buildCLI builds cmd/bucketgate into the test's directory and returns its path.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -74,9 +75,17 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	if err != nil {
 		return err
 	}
-	cfg, err := app.LoadConfig(s) // app.Build loaded it already: it cannot fail here
+	env, err := app.LoadConfig(s) // app.Build loaded it already: it cannot fail here
 	if err != nil {
 		return err
+	}
+	live, err := app.NewConfiguration(s, env, slog.New(slog.DiscardHandler)) // the table's document, if it holds one
+	if err != nil {
+		return err
+	}
+	cfg, version := env, int64(0)
+	if v, _ := live.Current(ctx); v.Config != nil {
+		cfg, version = v.Config, v.Version
 	}
 	url := "http://" + l.Addr().String()
 	if err := printBanner(stdout, banner{
@@ -85,7 +94,7 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 		Redis:    where,
 		Backend:  backendText,
 		Registry: registryWhere(getenv),
-		BuiltIn:  s.ConfigInline == "" && s.ConfigFile == "",
+		BuiltIn:  s.ConfigInline == "" && s.ConfigFile == "" && version == 0,
 		LogLevel: settings.EnvLogLevel,
 		TryIt:    tryIt(cfg, url, s.APIKeyHeader),
 	}); err != nil {
@@ -108,8 +117,8 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 }
 
 // registryWhere says where the authorizer finds API keys: the DynamoDB table of
-// REGISTRY_TABLE (at the endpoint the AWS SDK is pointed at, if any), or the
-// configuration document.
+// REGISTRY_TABLE (at the endpoint the AWS SDK is pointed at, if any), which may hold
+// the plans too, or the configuration document.
 func registryWhere(getenv func(string) string) string {
 	table := getenv(settings.EnvRegistryTable)
 	if table == "" {
@@ -119,7 +128,7 @@ func registryWhere(getenv func(string) string) string {
 	if endpoint := getenv(envDynamoDBEndpoint); endpoint != "" {
 		where = endpoint
 	}
-	return fmt.Sprintf("DynamoDB table %s at %s, cached %s ms (%s)", table, where,
+	return fmt.Sprintf("DynamoDB table %s at %s, cached %s ms (%s); plans from the table's configuration document when it holds one (bucketgate config)", table, where,
 		cmp.Or(getenv(settings.EnvRegistryCacheMS), fmt.Sprint(settings.DefaultRegistryCacheTTL.Milliseconds())), settings.EnvRegistryCacheMS)
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
@@ -25,19 +27,23 @@ registered key's plan and rules, else the default plan), or those of --plan, or 
 tokens left (cost 0: nothing written); refund gives N tokens back to every rule, never
 above its capacity (sent again only when Lambda refused it or no connection was made,
 never after a failure that may have come after it ran); reset makes every rule full.
-Each prints the buckets after it.
+Each prints the buckets after it. With REGISTRY_TABLE set, --plan must name a plan of
+the table's configuration document, when it holds one (bucketgate config).
 
-Every command invokes the check function --function NAME (default: $` + envCheckFunction + `, else
-the output ` + outputCheckName + ` of the stack of --stack, else ` + defaultCheckFunction + `) through Lambda
+Every command invokes the operator function, the check function's code serving the
+operator's operations, which a stack's check function refuses: --function NAME
+(default: $` + envCheckFunction + `, else the output ` + outputOperatorName + ` of the stack of --stack,
+or ` + outputCheckName + ` for a stack without one, else ` + defaultCheckFunction + `) through Lambda
 Invoke, with the AWS SDK's default credentials and region, which need
 lambda:InvokeFunction on it; AWS_ENDPOINT_URL_LAMBDA points it at another endpoint.
 `
 
-// envCheckFunction names the check function the buckets commands invoke, and
-// defaultCheckFunction is the name they invoke without it.
+// envCheckFunction names the function the buckets commands invoke (a deployed stack's
+// operator function), and defaultCheckFunction is the name they invoke without it: the
+// operator function of a stack named bucketgate.
 const (
 	envCheckFunction     = "CHECK_FUNCTION"
-	defaultCheckFunction = "bucketgate-check"
+	defaultCheckFunction = "bucketgate-operator"
 )
 
 // bucketsCommand is one buckets command: it adds its flags to fs and returns the
@@ -67,7 +73,7 @@ func runBuckets(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	function := fs.String("function", "", "the check function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputCheckName+", else "+defaultCheckFunction+")")
+	function := fs.String("function", "", "the operator function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputOperatorName+", else "+defaultCheckFunction+")")
 	e.addStack(fs)
 	plan := fs.String("plan", "", "the rules of this plan, instead of the identity's own")
 	var rules ruleList
@@ -84,6 +90,11 @@ func runBuckets(e env, args []string) error {
 	s, err := settings.Load(e.getenv)
 	if err != nil {
 		return err
+	}
+	if *plan != "" && s.RegistryTable != "" {
+		if err := checkPlan(e, *plan); err != nil {
+			return err
+		}
 	}
 	resolver, err := identity.NewResolver(s.APIKeyHeader, s.IPv6Prefix)
 	if err != nil {
@@ -131,8 +142,10 @@ func runBuckets(e env, args []string) error {
 	return writeBucket(e.stdout, t.id, res)
 }
 
-// functionOf returns the check function to invoke: the --function flag's value,
-// else CHECK_FUNCTION's, else the one the outputs of st name, else defaultCheckFunction.
+// functionOf returns the function to invoke: the --function flag's value, else
+// CHECK_FUNCTION's, else the operator function the outputs of st name (the check
+// function of a stack without one, which serves every operation), else
+// defaultCheckFunction.
 func functionOf(e env, flagValue string, st *stack) (string, error) {
 	name, from := flagValue, "--function"
 	if name == "" {
@@ -143,7 +156,7 @@ func functionOf(e env, flagValue string, st *stack) (string, error) {
 		st.passOver(e, "check function "+name, from)
 		return name, nil
 	case st.name != "":
-		return st.output(e.ctx, "--function", outputCheckName, outputCheckArn)
+		return st.output(e.ctx, "--function", outputOperatorName, outputCheckName)
 	}
 	return defaultCheckFunction, nil
 }
@@ -192,4 +205,23 @@ func refunded(id string, req checkapi.Request) string {
 
 func wasReset(id string, _ checkapi.Request) string {
 	return fmt.Sprintf("reset %s: every rule is full", id)
+}
+
+// checkPlan reports a plan name that the registry table's configuration document (of
+// REGISTRY_TABLE) does not have. While the table holds none, the check function's own
+// document decides, which this machine cannot know: it says so itself.
+func checkPlan(e env, name string) error {
+	t, err := openTable(e, "", e.stack())
+	if err != nil {
+		return err
+	}
+	cfg, version, err := t.tableConfig(e.ctx)
+	if err != nil || cfg == nil {
+		return err
+	}
+	if _, ok := cfg.Plan(name); !ok {
+		return fmt.Errorf("unknown plan %q: not in version %d of the configuration document of table %s (configured: %s)",
+			name, version, t.name, strings.Join(slices.Sorted(slices.Values(cfg.Plans())), ", "))
+	}
+	return nil
 }

@@ -61,6 +61,7 @@ type group struct {
 // groups are the command groups by name.
 var groups = map[string]group{
 	"keys":    {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
+	"config":  {about: "the configuration document (plans and routes) in the registry table, versioned", run: runConfig, usage: configUsage},
 	"buckets": {about: "the buckets of an API key, an IP address or a tenant, through the check function", run: runBuckets, usage: bucketsUsage},
 	"version": {about: "the version of this bucketgate (also --version)", run: runVersion, usage: "  bucketgate version\n"},
 }
@@ -99,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func dispatch(e env, args []string) error {
 	fs := flag.NewFlagSet("bucketgate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.String("stack", "", "the deployed stack whose outputs name the table and the check function (default: $"+envStack+")")
+	fs.String("stack", "", "the deployed stack whose outputs name the table and the operator function (default: $"+envStack+")")
 	showVersion := fs.Bool("version", false, "print the version")
 	onceOnly(fs)
 	if err := fs.Parse(args); err != nil {

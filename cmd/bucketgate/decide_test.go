@@ -11,9 +11,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -175,5 +178,100 @@ func TestTenantsDecideTheCheckFunction(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), tc.want) {
 			t.Errorf("%s: %s, %v; want %s", tc.payload, out, err, tc.want)
 		}
+	}
+}
+
+// Both functions, as Lambda builds them, follow the table's document: a put and a
+// rollback take effect within the cache period, with no redeploy, for an API key's plan
+// (authorizer) and a tenant's and a named plan (check). A document written by hand that
+// does not load is kept out: the last good one decides, ConfigInvalid counts it, a
+// fresh instance starts on the newest copy that loads, and one with none refuses to
+// start.
+func TestConfigDecidesTheFunctions(t *testing.T) {
+	mr, _ := redistest.Mini(t)
+	c := newCLI(t)
+	c.env[settings.EnvRedisAddr] = mr.Addr()
+	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
+	c.env[settings.EnvTimeoutMS] = "2000"
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "gold.yaml", goldDoc))
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+	c.ok("keys", "create", "--tenant", "acme", "--plan", "gold")
+	getenv := func(k string) string { return c.env[k] }
+	var a authorizer
+	var err error
+	if a.h, _, err = app.Build(app.Authorizer, getenv, &a.metrics, &a.logs); err != nil {
+		t.Fatal(err)
+	}
+	checks, _, err := app.Build(app.Check, getenv, &bytes.Buffer{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(payload string) string {
+		t.Helper()
+		out, err := checks.Invoke(context.Background(), []byte(payload))
+		if err != nil {
+			return err.Error()
+		}
+		return string(out)
+	}
+	steps := []struct {
+		name          string
+		args          []string // the CLI's command before the step
+		keyLimit      int64    // the API key's, on pro
+		tenant, named string   // in the check function's answers: the tenant's, and a check naming gold
+	}{
+		{"version 1", nil, 100, `"limit":300,"remaining":299`, `"limit":300`},
+		{"put: gold retired, pro 150", []string{"config", "put", file(t, "no-gold.yaml", noGoldDoc), "--force"}, 150, `"limit":10,"remaining":9,"retryAfterMs":0,"resetAfterMs":1000,"rule":"burst","plan":"free"`, `unknown plan \"gold\"`},
+		{"rollback to version 1", []string{"config", "rollback", "1"}, 100, `"limit":300,"remaining":299`, `"limit":300`},
+	}
+	for _, st := range steps {
+		if st.args != nil {
+			c.ok(st.args...)
+			time.Sleep(cachePeriod)
+		}
+		mr.FlushAll()
+		if _, plan, limit, _ := a.decide(t, key); plan != "pro" || limit != st.keyLimit {
+			t.Fatalf("%s: the key on %s with limit %d, want pro with %d", st.name, plan, limit, st.keyLimit)
+		}
+		if got := check(`{"key": "acme"}`); !strings.Contains(got, st.tenant) {
+			t.Fatalf("%s: the tenant: %s, want %s", st.name, got, st.tenant)
+		}
+		if got := check(`{"key": "other", "plan": "gold"}`); !strings.Contains(got, st.named) {
+			t.Fatalf("%s: a check naming gold: %s, want %s", st.name, got, st.named)
+		}
+	}
+
+	bad := registry.StoredConfig{ID: registry.ConfigID, Document: goldDoc + "routs: []\n", Version: 4}
+	if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: bad.Item()}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(cachePeriod)
+	a.metrics.Reset()
+	if _, _, limit, _ := a.decide(t, key); limit != 100 {
+		t.Fatalf("a hand-written version 4 that does not load: limit %d, want version 3's 100", limit)
+	}
+	if !strings.Contains(a.metrics.String(), `"ConfigInvalid":1`) || !strings.Contains(a.logs.String(), `"version":4`) {
+		t.Fatalf("no ConfigInvalid counted, or no error naming version 4:\n%s\n%s", &a.metrics, &a.logs)
+	}
+	var fresh authorizer
+	if fresh.h, _, err = app.Build(app.Authorizer, getenv, &fresh.metrics, &fresh.logs); err != nil {
+		t.Fatalf("a fresh instance with version 3's copy to fall back on: %v", err)
+	}
+	if _, _, limit, _ := fresh.decide(t, key); limit != 100 || !strings.Contains(fresh.logs.String(), `"source":"the copy config#3: the item config does not load"`) {
+		t.Fatalf("a fresh instance: limit %d, logs:\n%s\nwant version 3, the copy, in force", limit, &fresh.logs)
+	}
+
+	other := newCLI(t)
+	other.env[settings.EnvRedisAddr] = mr.Addr()
+	other.ok("keys", "init")
+	if _, err := other.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: bad.Item()}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = app.Build(app.Check, func(k string) string { return other.env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "REGISTRY_TABLE=bucketgate-keys: no configuration document of the registry table loads") ||
+		!strings.Contains(err.Error(), "version 4 (config): rate-limit configuration: routs") {
+		t.Fatalf("a fresh instance with no document that loads: %v, want it to refuse to start, naming the version and the field", err)
 	}
 }

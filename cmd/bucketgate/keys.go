@@ -15,6 +15,7 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -42,20 +43,22 @@ for the key; another name adds a rule.
 Every command takes --table NAME (default: $REGISTRY_TABLE, else the output
 RegistryTableName of the stack of --stack) and the AWS SDK's default credentials and
 region; AWS_ENDPOINT_URL_DYNAMODB points it at a local DynamoDB. Plans are checked
-against the configuration document of RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the
-built-in one, as the functions load it.
+against the configuration document the functions load: the table's (bucketgate config),
+or while the table holds none, that of RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the
+built-in one.
 `
 
-// keysCommand is one keys command: it adds its flags to fs and returns the function that
-// runs with the table and the parsed arguments.
-type keysCommand struct {
+// tableCommand is one command over the registry table (keys, config): it adds its
+// flags to fs and returns the function that runs with the table and the parsed
+// arguments.
+type tableCommand struct {
 	args int // how many arguments it takes
 	// item reports that the first argument is a KEY: the function gets its registry id.
 	item  bool
 	flags func(fs *flag.FlagSet) func(e env, t *keyTable, args []string) error
 }
 
-var keysCommands = map[string]keysCommand{
+var keysCommands = map[string]tableCommand{
 	"init":            {0, false, initFlags},
 	"create":          {0, false, createFlags},
 	"revoke":          {1, true, revokeFlags},
@@ -68,8 +71,12 @@ var keysCommands = map[string]keysCommand{
 }
 
 // runKeys runs the keys command named by args[0].
-func runKeys(e env, args []string) error {
-	c, fs, err := command("keys", keysCommands, args)
+func runKeys(e env, args []string) error { return runTableCommand(e, "keys", keysCommands, args) }
+
+// runTableCommand runs the command of group named by args[0] among commands, with the
+// table of --table or REGISTRY_TABLE.
+func runTableCommand(e env, group string, commands map[string]tableCommand, args []string) error {
+	c, fs, err := command(group, commands, args)
 	if err != nil {
 		return err
 	}
@@ -93,9 +100,9 @@ func runKeys(e env, args []string) error {
 }
 
 // openTable returns the registry table called name, else the one of REGISTRY_TABLE,
-// else the one the output RegistryTableName of st names, with the configuration's plans.
-// It reads the stack, if it must, on the table's first use, after the command has
-// checked its arguments.
+// else the one the output RegistryTableName of st names. It reads the stack, if it must,
+// on the table's first use, after the command has checked its arguments; the plans
+// records are checked against, when a command first needs them (keyTable.plans).
 func openTable(e env, name string, st *stack) (*keyTable, error) {
 	s, err := settings.Load(e.getenv)
 	if err != nil {
@@ -108,11 +115,7 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 	if name == "" && st.name == "" {
 		return nil, fmt.Errorf("%w: no registry table: set %s or --table, or name the stack with --stack or %s", errUsage, settings.EnvRegistryTable, envStack)
 	}
-	plans, err := app.LoadConfig(s)
-	if err != nil {
-		return nil, err
-	}
-	t := &keyTable{name: name, plans: plans}
+	t := &keyTable{name: name, env: func() (*config.Config, error) { return app.LoadConfig(s) }}
 	t.open = sync.OnceValue(func() (err error) {
 		if t.name == "" {
 			if t.name, err = st.output(e.ctx, "--table", outputTable); err != nil {

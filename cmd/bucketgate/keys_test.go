@@ -190,7 +190,7 @@ func TestKeysBadInput(t *testing.T) {
 		{"no command", exitUsage, "keys: name a command", []string{"keys"}},
 		{"unknown command", exitUsage, `unknown command "delete"`, []string{"keys", "delete", key}},
 		{"no plan", exitUsage, "--plan is required", []string{"keys", "create"}},
-		{"unknown plan", exitError, `attribute plan: unknown plan "gold": not in the configuration document (configured: enterprise, free, pro)`, []string{"keys", "create", "--plan", "gold"}},
+		{"unknown plan", exitError, `attribute plan: unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from this shell's RATE_LIMIT_CONFIG`, []string{"keys", "create", "--plan", "gold"}},
 		{"rule without rate", exitUsage, `"burst:7": want NAME:CAPACITY:RATE`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:7"}},
 		{"fractional capacity", exitUsage, `capacity "1.5": want a whole number`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:1.5:1"}},
 		{"capacity out of range", exitUsage, "capacity 0: want 1 to 1000000000", []string{"keys", "create", "--plan", "pro", "--rule", "burst:0:1"}},
@@ -235,15 +235,17 @@ func TestKeysBadInput(t *testing.T) {
 	}
 }
 
-// Plans are the configuration document's, as the functions load it.
+// While the table holds no document, plans are those of this shell's configuration
+// document, as the functions load theirs; a command that checks no plan needs none.
 func TestKeysFollowTheConfiguration(t *testing.T) {
 	c := newCLI(t)
 	c.env[settings.EnvConfigInline] = "defaultPlan: basic\nplans: {basic: [{name: burst, capacity: 5, refillPerSecond: 1}], gold: [{name: burst, capacity: 50, refillPerSecond: 5}]}"
 	c.ok("keys", "init")
 	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "gold"))
-	c.fails(exitError, `unknown plan "pro": not in the configuration document (configured: basic, gold)`, "keys", "set-plan", key, "pro")
+	c.fails(exitError, `unknown plan "pro": not in the configuration document (configured: basic, gold; from this shell's`, "keys", "set-plan", key, "pro")
 	c.env[settings.EnvConfigInline] = "defaultPlan: x\nplans: {}"
-	c.fails(exitError, "RATE_LIMIT_CONFIG", "keys", "show", key)
+	c.fails(exitError, "RATE_LIMIT_CONFIG", "keys", "set-plan", key, "basic")
+	c.ok("keys", "show", key) // needs no plans
 }
 
 // help, --help and a command's --help print the usage: every group, command, flag
@@ -253,10 +255,11 @@ func TestHelp(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
 		for _, want := range []string{
-			"usage: bucketgate [--stack NAME] GROUP COMMAND", "--stack NAME (default: $BUCKETGATE_STACK)", "outputs RegistryTableName and\nCheckFunctionName",
+			"usage: bucketgate [--stack NAME] GROUP COMMAND", "--stack NAME (default: $BUCKETGATE_STACK)", "outputs RegistryTableName and\nOperatorFunctionName",
 			"bucketgate keys create --plan NAME", "bucketgate buckets refund --cost N", "  bucketgate version\n",
+			"bucketgate config put FILE [--note TEXT] [--force]",
 			"--table NAME (default: $REGISTRY_TABLE, else the output\nRegistryTableName of the stack of --stack)",
-			"(default: $CHECK_FUNCTION, else\nthe output CheckFunctionName of the stack of --stack, else bucketgate-check)",
+			"(default: $CHECK_FUNCTION, else the output OperatorFunctionName of the stack of --stack,\nor CheckFunctionName for a stack without one, else bucketgate-operator)",
 		} {
 			if code != exitOK || !strings.Contains(stdout.String(), want) || stderr.Len() != 0 {
 				t.Fatalf("bucketgate %v: exit %d, want %q in\n%s\n%s", args, code, want, &stdout, &stderr)

@@ -19,12 +19,13 @@ import (
 const policyFile = "iam-policy.json"
 
 // policyResources are the resources each service's actions may be granted on, with
-// the placeholders of policyFile: the stack, its table and its check function
-// (unqualified, or an alias or version of it).
+// the placeholders of policyFile: the stack, its table and its operator function
+// (unqualified, or an alias or version of it), never the check function: an operator
+// needs no grant on it.
 var policyResources = map[string][]string{
 	"cloudformation": {"arn:aws:cloudformation:REGION:ACCOUNT_ID:stack/STACK_NAME/*"},
 	"dynamodb":       {"arn:aws:dynamodb:REGION:ACCOUNT_ID:table/REGISTRY_TABLE_NAME"},
-	"lambda":         {"arn:aws:lambda:REGION:ACCOUNT_ID:function:CHECK_FUNCTION_NAME", "arn:aws:lambda:REGION:ACCOUNT_ID:function:CHECK_FUNCTION_NAME:*"},
+	"lambda":         {"arn:aws:lambda:REGION:ACCOUNT_ID:function:OPERATOR_FUNCTION_NAME", "arn:aws:lambda:REGION:ACCOUNT_ID:function:OPERATOR_FUNCTION_NAME:*"},
 }
 
 // localOnly are the actions of `bucketgate keys init`, which creates a table for local
@@ -53,7 +54,7 @@ func (l *stringOrList) UnmarshalJSON(b []byte) error {
 
 // The policy grants exactly the actions that a session of every command of the CLI
 // calls through a stack, each on its own service's resource of the stack (DescribeStacks
-// on the stack, DynamoDB's on the registry table, InvokeFunction on the check
+// on the stack, DynamoDB's on the registry table, InvokeFunction on the operator
 // function), and it is a policy that IAM's syntax accepts (moto's validator).
 func TestIAMPolicy(t *testing.T) {
 	s := newStackDeployment(t)
@@ -117,7 +118,7 @@ func TestIAMPolicy(t *testing.T) {
 	}
 
 	doc := strings.NewReplacer("REGION", moto.Region, "ACCOUNT_ID", moto.AccountID, "STACK_NAME", deployedStack,
-		"REGISTRY_TABLE_NAME", table, "CHECK_FUNCTION_NAME", checkFunction).Replace(string(b))
+		"REGISTRY_TABLE_NAME", table, "OPERATOR_FUNCTION_NAME", checkFunction).Replace(string(b))
 	_, err = iam.NewFromConfig(s.moto.Config()).CreatePolicy(t.Context(), &iam.CreatePolicyInput{PolicyName: aws.String("bucketgate-cli"), PolicyDocument: aws.String(doc)})
 	if err != nil {
 		t.Fatalf("%s, its placeholders filled in, is refused by IAM (moto): %v", policyFile, err)

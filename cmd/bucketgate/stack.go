@@ -14,7 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// envStack names the deployed stack whose outputs name the table and the check
+// envStack names the deployed stack whose outputs name the table and the operator
 // function when --stack is not given.
 const envStack = "BUCKETGATE_STACK"
 
@@ -24,6 +24,7 @@ const (
 	outputAuthorizerArn = "AuthorizerFunctionArn"
 	outputCheckArn      = "CheckFunctionArn"
 	outputCheckName     = "CheckFunctionName"
+	outputOperatorName  = "OperatorFunctionName"
 	outputTable         = "RegistryTableName"
 )
 
@@ -33,9 +34,9 @@ var stackOutputs = []string{outputAuthorizerArn, outputCheckArn, outputCheckName
 
 // stackUsage is the paragraph of the usage about --stack.
 const stackUsage = `--stack NAME (default: $` + envStack + `), before the group or among a command's flags,
-names a deployed bucketgate stack: a command that needs the registry table or the check
-function and is not given it reads it from the stack's outputs ` + outputTable + ` and
-` + outputCheckName + ` (CloudFormation DescribeStacks, once per run). --table and --function,
+names a deployed bucketgate stack: a command that needs the registry table or the
+operator function and is not given it reads it from the stack's outputs ` + outputTable + ` and
+` + outputOperatorName + ` (CloudFormation DescribeStacks, once per run). --table and --function,
 and REGISTRY_TABLE and CHECK_FUNCTION, win when given. AWS_ENDPOINT_URL_CLOUDFORMATION
 points it at another endpoint.
 `

@@ -17,7 +17,7 @@ import (
 )
 
 // deployedStack is the stack of the test deployment, whose outputs name its table and
-// its check function.
+// its operator function (the test's check function, serving every operation).
 const deployedStack = "bucketgate-test"
 
 // stackDeployment is a deployment whose names the CLI finds in a CloudFormation stack
@@ -44,8 +44,9 @@ func newStackDeployment(t *testing.T) *stackDeployment {
 	}
 	s.createStack(deployedStack, map[string]string{
 		outputTable:         table,
-		outputCheckName:     checkFunction,
-		outputCheckArn:      functionARN(checkFunction),
+		outputCheckName:     "bucketgate-test-check",
+		outputCheckArn:      functionARN("bucketgate-test-check") + ":live",
+		outputOperatorName:  checkFunction,
 		outputAuthorizerArn: functionARN("bucketgate-test-authorizer"),
 	})
 	return s
@@ -93,14 +94,14 @@ func (s *stackDeployment) failsOnce(want string, args ...string) {
 
 // The operator names the stack, with --stack (before the group or among the command's
 // flags) or BUCKETGATE_STACK, and the keys and buckets commands work through the table
-// and the check function its outputs name; each run reads the stack once, and only a
+// and the operator function its outputs name (never the check function); each run reads the stack once, and only a
 // command that needs a name from it reads it.
 func TestStackSession(t *testing.T) {
 	s := newStackDeployment(t)
 	key := strings.TrimSpace(s.ok("--stack", deployedStack, "keys", "create", "--plan", "gold"))
 	id := "key:" + bucketgate.KeyDigest(key)
-	if got := s.calls.take(); !slices.Equal(got, []string{"cloudformation:DescribeStacks", "dynamodb:PutItem"}) {
-		t.Fatalf("keys create through the stack called %v, want DescribeStacks then PutItem", got)
+	if got := s.calls.take(); !slices.Equal(got, []string{"cloudformation:DescribeStacks", "dynamodb:GetItem", "dynamodb:PutItem"}) {
+		t.Fatalf("keys create through the stack called %v, want DescribeStacks, GetItem (the table's plans), then PutItem", got)
 	}
 	if !strings.Contains(s.items(), id) {
 		t.Fatalf("the key is not in the stack's table:\n%s", s.items())
@@ -151,11 +152,12 @@ func TestStackSession(t *testing.T) {
 		t.Fatalf("usage errors called %v", got)
 	}
 
-	// A stack that names its check function by ARN alone.
-	s.createStack("by-arn", map[string]string{outputTable: table, outputCheckArn: functionARN(checkFunction)})
-	s.want(s.bucket("show", key, "--stack", "by-arn"), id, "gold", "burst", 50, 50)
+	// A stack deployed before the operator function: its check function served every
+	// operation, and the buckets commands invoke it.
+	s.createStack("no-operator", map[string]string{outputTable: table, outputCheckName: checkFunction, outputCheckArn: functionARN(checkFunction)})
+	s.want(s.bucket("show", key, "--stack", "no-operator"), id, "gold", "burst", 50, 50)
 	if got := s.calls.take(); !slices.Equal(got, []string{"cloudformation:DescribeStacks", "lambda:InvokeFunction"}) {
-		t.Fatalf("buckets show through a stack naming the function's ARN called %v", got)
+		t.Fatalf("buckets show through a stack without an operator function called %v", got)
 	}
 }
 
@@ -183,7 +185,7 @@ func TestStackBadInput(t *testing.T) {
 		{"no table output", "checks-only", []string{"keys", "set-plan", key, "basic"},
 			"stack checks-only (--stack) has no output RegistryTableName (status CREATE_COMPLETE; its outputs: CheckFunctionName): deploy the current template.yaml to it, or give --table"},
 		{"env: no function output", "keys-only", []string{"buckets", "reset", key},
-			"stack keys-only (BUCKETGATE_STACK) has no output CheckFunctionName or CheckFunctionArn (status CREATE_COMPLETE; its outputs: RegistryTableName): deploy the current template.yaml to it, or give --function"},
+			"stack keys-only (BUCKETGATE_STACK) has no output OperatorFunctionName or CheckFunctionName (status CREATE_COMPLETE; its outputs: RegistryTableName): deploy the current template.yaml to it, or give --function"},
 	}
 	items, invoked := s.items(), s.lambda.Invocations(checkFunction)
 	s.calls.take()

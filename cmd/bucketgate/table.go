@@ -15,6 +15,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // keyTable is the registry table as the CLI writes it: every record is checked against
@@ -22,10 +23,16 @@ import (
 type keyTable struct {
 	// open finds the table's name, if it is not known yet, and makes db, on the first
 	// call; every call returns its error.
-	open  func() error
-	db    *dynamodb.Client
-	name  string
-	plans *config.Config
+	open func() error
+	db   *dynamodb.Client
+	name string
+	// env loads the environment's configuration document (RATE_LIMIT_CONFIG, ...): the
+	// plans while the table holds no document of its own.
+	env func() (*config.Config, error)
+	// loaded is the configuration records are checked against, once plans has read it,
+	// and from where it comes.
+	loaded *config.Config
+	from   string
 }
 
 // Condition expressions of the writes: a new item, or one that is there.
@@ -45,24 +52,33 @@ func (t *keyTable) create(ctx context.Context) error {
 
 // put writes rec as a new item, after checking it as the functions would read it.
 func (t *keyTable) put(ctx context.Context, rec registry.Record) error {
-	if err := t.check(rec); err != nil {
+	if err := t.check(ctx, rec); err != nil {
 		return err
 	}
+	return t.putNew(ctx, rec.ID, rec.Item())
+}
+
+// putNew writes item, the item of id, on the condition that the table holds none: its
+// error then wraps errExists.
+func (t *keyTable) putNew(ctx context.Context, id string, item map[string]types.AttributeValue) error {
 	if err := t.open(); err != nil {
 		return err
 	}
 	_, err := t.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(t.name),
-		Item:                     rec.Item(),
+		Item:                     item,
 		ConditionExpression:      aws.String(isNew),
 		ExpressionAttributeNames: map[string]string{"#id": registry.KeyAttribute},
 	})
 	var exists *types.ConditionalCheckFailedException
 	if errors.As(err, &exists) {
-		return fmt.Errorf("%s is already in table %s", rec.ID, t.name)
+		return fmt.Errorf("%s %w %s", id, errExists, t.name)
 	}
-	return t.explain(err, rec.ID)
+	return t.explain(err, id)
 }
+
+// errExists is wrapped by putNew's error for an item the table holds already.
+var errExists = errors.New("is already in table")
 
 // revoke marks the item of id revoked, whatever else it holds.
 func (t *keyTable) revoke(ctx context.Context, id string) error {
@@ -95,10 +111,10 @@ func (t *keyTable) change(ctx context.Context, id string, edit func(*registry.Re
 	if err := edit(&rec); err != nil {
 		return err
 	}
-	if err := t.check(rec); err != nil {
+	if err := t.check(ctx, rec); err != nil {
 		return err
 	}
-	cond, names, values := unchanged(item)
+	cond, names, values := unchanged(item, registry.Attributes())
 	_, err = t.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(t.name),
 		Item:                      rec.Item(),
@@ -113,11 +129,11 @@ func (t *keyTable) change(ctx context.Context, id string, edit func(*registry.Re
 	return t.explain(err, id)
 }
 
-// unchanged returns the condition that an item is still item: every attribute of item
-// equal, every other attribute of a record absent.
-func unchanged(item map[string]types.AttributeValue) (string, map[string]string, map[string]types.AttributeValue) {
+// unchanged returns the condition that an item is still item: every attribute of attrs
+// that item holds equal, every other one absent.
+func unchanged(item map[string]types.AttributeValue, attrs []string) (string, map[string]string, map[string]types.AttributeValue) {
 	c := condition{names: map[string]string{}, values: map[string]types.AttributeValue{}}
-	for _, attr := range registry.Attributes() {
+	for _, attr := range attrs {
 		if v, ok := item[attr]; ok {
 			c.equal(c.name(attr), v)
 		} else {
@@ -175,17 +191,67 @@ func (c *condition) value(v types.AttributeValue) string {
 }
 
 // check returns why the functions could not use rec, naming the attribute.
-func (t *keyTable) check(rec registry.Record) error {
+func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 	if _, err := registry.DecodeItem(rec.Item()); err != nil {
 		return err
 	}
-	if _, err := rec.Resolve(t.plans); err != nil {
+	plans, err := t.plans(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := rec.Resolve(plans); err != nil {
 		if strings.Contains(err.Error(), "unknown plan") {
-			return fmt.Errorf("%w (configured: %s)", err, strings.Join(slices.Sorted(slices.Values(t.plans.Plans())), ", "))
+			return fmt.Errorf("%w (configured: %s; from %s)", err, strings.Join(slices.Sorted(slices.Values(plans.Plans())), ", "), t.from)
 		}
 		return err
 	}
 	return nil
+}
+
+// plans returns the configuration that records are checked against, as the functions
+// load it: the table's document (tableConfig) when it holds one, never a document of
+// this shell; else the environment's (RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the
+// built-in one), which the functions load while the table holds none.
+func (t *keyTable) plans(ctx context.Context) (*config.Config, error) {
+	if t.loaded != nil {
+		return t.loaded, nil
+	}
+	cfg, version, err := t.tableConfig(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case cfg == nil:
+		if cfg, err = t.env(); err != nil {
+			return nil, err
+		}
+		t.from = "this shell's " + settings.EnvConfigInline + ", " + settings.EnvConfigFile +
+			" or built-in document, as the table holds none: check that it is the functions' own"
+	default:
+		t.from = fmt.Sprintf("version %d of the table's configuration document", version)
+	}
+	t.loaded = cfg
+	return cfg, nil
+}
+
+// tableConfig returns the table's configuration document in force and its version,
+// or nil when the table holds none. One that does not load is an error: the functions
+// keep their last good document, which this machine cannot know.
+func (t *keyTable) tableConfig(ctx context.Context) (*config.Config, int64, error) {
+	cur, _, err := t.readConfig(ctx, registry.ConfigID)
+	var bad *registry.RecordError
+	switch {
+	case errors.Is(err, errNoItem):
+		return nil, 0, nil
+	case errors.As(err, &bad):
+		return nil, 0, fmt.Errorf("the configuration document of table %s cannot be read: %w: fix it with bucketgate config put or rollback", t.name, err)
+	case err != nil:
+		return nil, 0, err
+	}
+	cfg, err := cur.Load()
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: the functions keep their last good document; fix it with bucketgate config put or rollback", err)
+	}
+	return cfg, cur.Version, nil
 }
 
 // get reads the record of id (strongly consistent).
@@ -231,9 +297,16 @@ func (t *keyTable) list(ctx context.Context) ([]listed, error) {
 			return nil, t.explain(err, "")
 		}
 		for _, it := range page.Items {
+			if id, ok := it[registry.KeyAttribute].(*types.AttributeValueMemberS); ok && registry.IsConfigID(id.Value) {
+				continue // the configuration document, not an identity: bucketgate config
+			}
 			rec, err := registry.DecodeItem(it)
 			if err == nil {
-				_, err = rec.Resolve(t.plans)
+				var plans *config.Config
+				if plans, err = t.plans(ctx); err != nil {
+					return nil, err
+				}
+				_, err = rec.Resolve(plans)
 			}
 			items = append(items, listed{rec: rec, err: err})
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -347,8 +348,9 @@ func (d deployment) refused(t *testing.T) []string {
 type noValue struct{}
 
 // resolve returns v with every Fn::If decided, every Ref of a parameter or a pseudo
-// parameter replaced by its value and AWS::NoValue left out; other functions (Ref of a
-// resource, Fn::GetAtt, Fn::Sub, Fn::Select...) stay as they are, arguments resolved.
+// parameter replaced by its value, AWS::NoValue left out, and Fn::Split and Fn::Select
+// of literal strings evaluated; other functions (Ref of a resource, Fn::GetAtt, Fn::Sub,
+// Fn::Select of others...) stay as they are, arguments resolved.
 func (d deployment) resolve(t *testing.T, v any) any {
 	t.Helper()
 	switch v := v.(type) {
@@ -389,7 +391,32 @@ func (d deployment) resolve(t *testing.T, v any) any {
 				out[k] = r
 			}
 		}
-		return out
+		return literal(out)
+	}
+	return v
+}
+
+// literal returns the value of a Fn::Split or a Fn::Select whose arguments are literal
+// strings (a parameter's value, resolved), as CloudFormation evaluates it; any other
+// value as it is.
+func literal(v map[string]any) any {
+	if args, ok := v["Fn::Split"].([]any); ok && len(v) == 1 && len(args) == 2 {
+		sep, okSep := args[0].(string)
+		s, okS := args[1].(string)
+		if okSep && okS {
+			var out []any
+			for _, part := range strings.Split(s, sep) {
+				out = append(out, part)
+			}
+			return out
+		}
+	}
+	if args, ok := v["Fn::Select"].([]any); ok && len(v) == 1 && len(args) == 2 {
+		i, err := strconv.Atoi(fmt.Sprint(args[0]))
+		list, isList := args[1].([]any)
+		if err == nil && isList && i >= 0 && i < len(list) && !slices.ContainsFunc(list, func(e any) bool { _, s := e.(string); return !s }) {
+			return list[i]
+		}
 	}
 	return v
 }

@@ -1,6 +1,6 @@
 package template_test
 
-// The bytes the cost of logs is computed from (docs/deploy.md, "Cost"): CloudWatch Logs
+// The bytes the cost of logs is computed from (docs/deploy.md, "Costs"): CloudWatch Logs
 // bills every byte a function writes, its log lines (stderr) and its EMF lines (stdout)
 // alike, and Lambda's own lines for each invocation.
 

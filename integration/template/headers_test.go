@@ -8,6 +8,7 @@ package template_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -17,26 +18,34 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // headerMapping returns, for each header ratelimitheaders.Headers writes from ctx, the
-// mapping expression of the context key it comes from: prefix followed by the key.
+// mapping expression of the context key it comes from: prefix followed by the key. A
+// boolean key (degraded) counts as true, so that its header is mapped: API Gateway
+// cannot leave a mapped header out, and sends its false too.
 func headerMapping(t *testing.T, ctx map[string]any, prefix string) map[string]string {
 	t.Helper()
 	unique := map[string]any{} // every key of ctx with a value no other key has
 	keyOf := map[string]string{}
 	for i, k := range slices.Sorted(maps.Keys(ctx)) {
 		v := any(fmt.Sprintf("v%d", i))
-		if n, ok := ctx[k].(float64); ok {
+		switch n := ctx[k].(type) {
+		case float64:
 			v = float64(1000 + i)
 			if n == 0 { // a zero stays zero: Retry-After is for denials only
 				v = 0.0
 			}
+		case bool:
+			v = true
 		}
 		unique[k], keyOf[fmt.Sprint(v)] = v, k
 	}
@@ -127,16 +136,38 @@ func checkHTTPAPIResponseHeaders(t *testing.T, path string) {
 	}
 }
 
+// backendSecret is the logical id of the secret whose value a REST API sends to its HTTP
+// backend as ratelimitheaders.HeaderGatewaySecret.
+const backendSecret = "BackendSecret"
+
 // checkRESTIntegrationRequestHeaders: each HTTP integration of a REST API (template.yaml:
 // with HttpBackendUrl set; an !If whose other branch is the sample backend) sends the
 // rate-limit values as request headers named like the response headers, from exactly the
-// context keys the real authorizer sets on an allowed call.
+// context keys the real authorizer sets on an allowed call, and the header
+// ratelimitheaders.FromGateway checks: a static value (quoted) that CloudFormation
+// resolves from the template's own generated secret, of letters and digits alone (a
+// quote would end the value).
 func checkRESTIntegrationRequestHeaders(t *testing.T, path string) {
 	tpl := loadTemplate(t, path)
 	allowed, _ := decidedContexts(t)
-	want := map[string]string{"integration.request.path.proxy": "method.request.path.proxy"}
+	want := map[string]string{
+		"integration.request.path.proxy":                                     "method.request.path.proxy",
+		"integration.request.header." + ratelimitheaders.HeaderGatewaySecret: "'{{resolve:secretsmanager:${" + backendSecret + "}}}'",
+	}
 	for h, src := range headerMapping(t, allowed, "context.authorizer.") {
 		want["integration.request.header."+h] = src
+	}
+	if secret, ok := tpl.Resources[backendSecret]; slices.ContainsFunc(slices.Collect(maps.Values(tpl.Resources)), func(r samResource) bool { return r.Type == "AWS::Serverless::Api" }) {
+		var p struct {
+			GenerateSecretString map[string]any `yaml:"GenerateSecretString"`
+		}
+		if ok {
+			secret.properties(t, &p)
+		}
+		g := p.GenerateSecretString
+		if !ok || secret.Type != "AWS::SecretsManager::Secret" || g["ExcludePunctuation"] != true || g["IncludeSpace"] != false || g["PasswordLength"].(int) < 32 {
+			t.Errorf("%s: %v %+v: want a generated secret of 32 letters and digits or more", backendSecret, secret.Type, g)
+		}
 	}
 	for id, r := range tpl.Resources {
 		if r.Type != "AWS::Serverless::Api" {
@@ -162,9 +193,36 @@ func checkRESTIntegrationRequestHeaders(t *testing.T, path string) {
 	}
 }
 
+// degradedContext returns the authorizer context of a request the real authorizer let
+// through undecided: failing open, Redis unreachable.
+func degradedContext(t *testing.T) map[string]any {
+	t.Helper()
+	m := miniredis.RunT(t)
+	addr := m.Addr()
+	m.Close()
+	env := map[string]string{settings.EnvRedisAddr: addr, settings.EnvTimeoutMS: "50", settings.EnvFailMode: settings.FailOpen}
+	h, _, err := app.Build(app.Authorizer, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Invoke(t.Context(), samples.Read(t, "authorizer-rest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a events.APIGatewayCustomAuthorizerResponse
+	if err := json.Unmarshal(out, &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.PolicyDocument.Statement[0].Effect != "Allow" || a.Context[ratelimitheaders.KeyDegraded] != true {
+		t.Fatalf("answer %s: want an Allow, degraded", out)
+	}
+	return a.Context
+}
+
 // The sample backend's inline code (run with node, where it is installed; required in
 // CI) answers a REST API event and an HTTP API event, each with the real authorizer's
-// context added to aws-lambda-go's sample event as API Gateway adds it, with the headers
+// context (of an allowed call, and of one let through undecided as the limiter fails
+// open) added to aws-lambda-go's sample event as API Gateway adds it, with the headers
 // ratelimitheaders sets.
 func TestTemplateSampleBackendHeaders(t *testing.T) {
 	node := testkit.LookPath(t, "node")
@@ -177,53 +235,57 @@ func TestTemplateSampleBackendHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	allowed, _ := decidedContexts(t)
-
-	var rest events.APIGatewayProxyRequest // REST APIs pass the context as strings
-	if err := json.Unmarshal(samples.ReadLambdaEvent(t, "apigw-request.json"), &rest); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range allowed {
-		if n, ok := v.(float64); ok {
-			v = strconv.FormatFloat(n, 'f', -1, 64)
-		}
-		rest.RequestContext.Authorizer[k] = v
-	}
-	var wantREST events.APIGatewayProxyResponse
-	ratelimitheaders.SetProxyResponse(&wantREST, &rest)
-
-	var http events.APIGatewayV2HTTPRequest // HTTP APIs nest it under "lambda"
-	if err := json.Unmarshal(samples.ReadLambdaEvent(t, "apigw-v2-request-lambda-authorizer.json"), &http); err != nil {
-		t.Fatal(err)
-	}
-	maps.Copy(http.RequestContext.Authorizer.Lambda, allowed)
-	var wantHTTP events.APIGatewayV2HTTPResponse
-	ratelimitheaders.SetV2HTTPResponse(&wantHTTP, &http)
-
-	for name, tc := range map[string]struct {
-		event any
-		want  map[string]string
-	}{"REST": {rest, wantREST.Headers}, "HTTP API": {http, wantHTTP.Headers}} {
-		event, err := json.Marshal(tc.event)
-		if err != nil {
+	for decision, ctx := range map[string]map[string]any{"allowed": allowed, "degraded": degradedContext(t)} {
+		var rest events.APIGatewayProxyRequest // REST APIs pass the context as strings
+		if err := json.Unmarshal(samples.ReadLambdaEvent(t, "apigw-request.json"), &rest); err != nil {
 			t.Fatal(err)
 		}
-		script := `require("./index.js").handler(JSON.parse(require("fs").readFileSync(0, "utf8"))).then(r => process.stdout.write(JSON.stringify(r)))`
-		cmd := exec.Command(node, "-e", script)
-		cmd.Dir, cmd.Stdin = dir, strings.NewReader(string(event))
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: node: %v", name, err)
+		for k, v := range ctx {
+			switch n := v.(type) {
+			case float64:
+				v = strconv.FormatFloat(n, 'f', -1, 64)
+			case bool:
+				v = strconv.FormatBool(n)
+			}
+			rest.RequestContext.Authorizer[k] = v
 		}
-		var resp struct {
-			StatusCode int               `json:"statusCode"`
-			Headers    map[string]string `json:"headers"`
+		var wantREST events.APIGatewayProxyResponse
+		ratelimitheaders.SetProxyResponse(&wantREST, &rest)
+
+		var http events.APIGatewayV2HTTPRequest // HTTP APIs nest it under "lambda"
+		if err := json.Unmarshal(samples.ReadLambdaEvent(t, "apigw-v2-request-lambda-authorizer.json"), &http); err != nil {
+			t.Fatal(err)
 		}
-		if err := json.Unmarshal(out, &resp); err != nil {
-			t.Fatalf("%s: answer %s: %v", name, out, err)
-		}
-		delete(resp.Headers, "content-type")
-		if resp.StatusCode != 200 || !maps.Equal(resp.Headers, tc.want) {
-			t.Errorf("%s: %d %v, want 200 %v", name, resp.StatusCode, resp.Headers, tc.want)
+		maps.Copy(http.RequestContext.Authorizer.Lambda, ctx)
+		var wantHTTP events.APIGatewayV2HTTPResponse
+		ratelimitheaders.SetV2HTTPResponse(&wantHTTP, &http)
+
+		for name, tc := range map[string]struct {
+			event any
+			want  map[string]string
+		}{"REST": {rest, wantREST.Headers}, "HTTP API": {http, wantHTTP.Headers}} {
+			event, err := json.Marshal(tc.event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			script := `require("./index.js").handler(JSON.parse(require("fs").readFileSync(0, "utf8"))).then(r => process.stdout.write(JSON.stringify(r)))`
+			cmd := exec.Command(node, "-e", script)
+			cmd.Dir, cmd.Stdin = dir, strings.NewReader(string(event))
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s, %s: node: %v", decision, name, err)
+			}
+			var resp struct {
+				StatusCode int               `json:"statusCode"`
+				Headers    map[string]string `json:"headers"`
+			}
+			if err := json.Unmarshal(out, &resp); err != nil {
+				t.Fatalf("%s, %s: answer %s: %v", decision, name, out, err)
+			}
+			delete(resp.Headers, "content-type")
+			if resp.StatusCode != 200 || len(tc.want) == 0 || !maps.Equal(resp.Headers, tc.want) {
+				t.Errorf("%s, %s: %d %v, want 200 %v", decision, name, resp.StatusCode, resp.Headers, tc.want)
+			}
 		}
 	}
 }

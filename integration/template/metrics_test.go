@@ -74,7 +74,8 @@ func emfMetrics(t *testing.T, lines []map[string]any) map[string]bool {
 
 // emittedMetrics returns the namespace and every metric the functions write with the
 // template's environment: each function's emitter, from the settings that environment
-// loads, writing every outcome, failure reason and registry lookup result.
+// loads, writing every outcome, failure reason and registry lookup result, and the
+// invalid items and documents.
 func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 	t.Helper()
 	vars := loadTemplate(t, limiter).Globals.Function.Environment.Variables
@@ -106,9 +107,20 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 			var inv telemetry.Invocation
 			inv.Observe(r)
 			inv.ObserveLookup(string(lookups[i%len(lookups)]), i == 0)
+			inv.ObserveConfig("", i == 0) // a configuration document that does not load: ConfigInvalid
 			if err := e.Emit(time.Unix(1_800_000_000, 0), &inv); err != nil {
 				t.Fatal(err)
 			}
+		}
+		for _, policy := range evictionPolicies { // found when a function connects
+			if err := e.EmitEvictionPolicy(time.Unix(1_800_000_000, 0), policy); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var refused telemetry.Invocation // a 401, or an operator's operation the check function refuses
+		refused.ObserveRefused()
+		if err := e.Emit(time.Unix(1_800_000_000, 0), &refused); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return s.Namespace, emfMetrics(t, jsonLines(t, &out))
@@ -214,45 +226,90 @@ func dashboardMetrics(t *testing.T, id string, body any) []watched {
 	return out
 }
 
-// checkMetrics: the alarms and the dashboard of a deployment with the defaults watch
+// evictionPolicies are Redis's eviction policies but noeviction, which the functions
+// count in RedisEvictionPolicy by Policy.
+var evictionPolicies = []string{"volatile-lru", "allkeys-lru", "volatile-lfu", "allkeys-lfu", "volatile-random", "allkeys-random", "volatile-ttl"}
+
+// awsMetrics are the metrics of AWS's namespaces that the template may watch, by
+// namespace and the kind of resource their one dimension names: a Go function of the
+// stack (AWS/Lambda, FunctionName), a REST API by its name (AWS/ApiGateway, ApiName), an
+// HTTP API by its id (ApiId) and a serverless cache by its name (AWS/ElastiCache,
+// clusterId: serverless caches publish under that dimension alone, not CacheClusterId).
+var awsMetrics = map[string]map[string][]string{ // namespace -> dimension -> metric names
+	"AWS/Lambda":      {"FunctionName": {"Errors", "Invocations", "Throttles", "Duration", "ConcurrentExecutions"}},
+	"AWS/ApiGateway":  {"ApiName": {"5XXError", "4XXError", "Count", "Latency", "IntegrationLatency"}, "ApiId": {"5xx", "4xx", "Count", "Latency", "IntegrationLatency"}},
+	"AWS/ElastiCache": {"clusterId": {"ThrottledCmds", "Evictions", "ElastiCacheProcessingUnits", "BytesUsedForCache", "SuccessfulWriteRequestLatency", "CurrConnections"}},
+}
+
+// awsResources returns, for each dimension of awsMetrics, the values that name a
+// resource of the deployment, as the alarms' resolved dimensions print them.
+func awsResources(t *testing.T, d deployment) map[string]map[string]bool {
+	t.Helper()
+	out := map[string]map[string]bool{"FunctionName": {}, "ApiName": {}, "ApiId": {}, "clusterId": {}}
+	for id := range deployedGoFunctions(t) {
+		out["FunctionName"][fmt.Sprint(ref(id))], out["FunctionName"]["sub:"+id] = true, true
+	}
+	for id, r := range d.resources(t) {
+		switch r.Type {
+		case "AWS::Serverless::Api":
+			body, _ := r.Properties["DefinitionBody"].(map[string]any)
+			info, _ := body["info"].(map[string]any)
+			out["ApiName"][fmt.Sprint(info["title"])] = true
+		case "AWS::Serverless::HttpApi":
+			out["ApiId"][fmt.Sprint(ref(id))] = true
+		case "AWS::ElastiCache::ServerlessCache":
+			out["clusterId"][fmt.Sprint(ref(id))] = true
+		}
+	}
+	return out
+}
+
+// checkMetrics: the alarms and the dashboard of the template (each with the defaults) watch
 // metrics the functions write, exactly: in the functions' namespace, a metric and
 // dimension set (Stack with the stack's name among them) that the real telemetry code
-// writes; in AWS/Lambda, a function of the stack. A typo, a dimension too many or the
-// other stack's name would watch nothing, silently.
+// writes; in AWS's namespaces, a metric AWS publishes there, by the one dimension that
+// names a resource of the stack (awsMetrics). A typo, a dimension too many or the other
+// stack's name would watch nothing, silently.
 func checkMetrics(t *testing.T, path string) {
 	d := deploy(t, readTemplate(t, path))
 	var all []watched
-	for id, r := range d.resources(t) {
-		switch r.Type {
+	// Every alarm and dashboard, whatever its Condition (an alarm of a Redis of yours
+	// too), its properties resolved with the defaults.
+	for id, r := range section(d.doc, "Resources") {
+		r, _ := r.(map[string]any)
+		props, _ := d.resolve(t, r["Properties"]).(map[string]any)
+		switch r["Type"] {
 		case "AWS::CloudWatch::Alarm":
-			all = append(all, alarmMetrics(t, id, r.Properties)...)
+			all = append(all, alarmMetrics(t, id, props)...)
 		case "AWS::CloudWatch::Dashboard":
-			all = append(all, dashboardMetrics(t, id, r.Properties["DashboardBody"])...)
+			all = append(all, dashboardMetrics(t, id, props["DashboardBody"])...)
 		}
 	}
 	if len(all) == 0 {
 		return // no alarm or dashboard (the examples)
 	}
 	namespace, emitted := emittedMetrics(t)
-	functions := map[string]bool{}
-	for _, name := range goFunctions(t) {
-		id := logicalID(name)
-		functions[fmt.Sprint(map[string]any{"Ref": id})], functions["sub:"+id] = true, true
-	}
+	resources := awsResources(t, d)
 	own := 0
 	for _, w := range all {
-		switch w.namespace {
-		case namespace:
+		if w.namespace == namespace {
 			own++
 			if k := metricKey(w.namespace, w.name, w.dims); !emitted[k] {
 				t.Errorf("%s watches %s, which the functions never write; they write %v", w.where, k, slices.Sorted(maps.Keys(emitted)))
 			}
-		case "AWS/Lambda":
-			if len(w.dims) != 1 || !functions[w.dims["FunctionName"]] {
-				t.Errorf("%s watches %s %v: want one FunctionName, a function of the stack", w.where, w.name, w.dims)
-			}
-		default:
-			t.Errorf("%s watches %s %s: a namespace of no function of the stack", w.where, w.namespace, w.name)
+			continue
+		}
+		byDim, ok := awsMetrics[w.namespace]
+		if !ok {
+			t.Errorf("%s watches %s %s: a namespace of no resource of the stack", w.where, w.namespace, w.name)
+			continue
+		}
+		matched := false
+		for dim, names := range byDim {
+			matched = matched || len(w.dims) == 1 && resources[dim][w.dims[dim]] && slices.Contains(names, w.name)
+		}
+		if !matched {
+			t.Errorf("%s watches %s %s %v: want one of %v by one dimension naming a resource of the stack (%v)", w.where, w.namespace, w.name, w.dims, byDim, resources)
 		}
 	}
 	if own == 0 {

@@ -7,15 +7,40 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
+// narrowed are the Number parameters whose MaxValue is below the bound of their
+// variable on purpose, with the deadline that bounds them: a decision's deadline with
+// the registry's read must end inside the functions' timeout, or Lambda kills the
+// invocation (and its instance) before the limiter answers. Rules cannot compare
+// numbers, so the parameter's own bound refuses it, as early.
+var narrowed = map[string]time.Duration{
+	"RedisTimeoutMs": settings.DefaultRegistryTimeout, // the template sets no REGISTRY_TIMEOUT_MS
+}
+
 // Every Number parameter that sets a function's environment variable has the bounds
 // settings.Load enforces on that variable, so that a value sam deploy accepts never
-// stops the functions at init: its MinValue and MaxValue load, one beyond either fails.
+// stops the functions at init: its MinValue and MaxValue load, one beyond either fails;
+// but a narrowed parameter's MaxValue, which with its companion's deadline ends before
+// the functions' Timeout, at least a second before it.
 func TestTemplateNumberParametersHoldTheSettingsBounds(t *testing.T) {
 	tpl := loadTemplate(t, limiter)
+	var globals struct {
+		Globals struct {
+			Function struct {
+				Timeout int64 `yaml:"Timeout"`
+			} `yaml:"Function"`
+		} `yaml:"Globals"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, limiter)), &globals); err != nil || globals.Globals.Function.Timeout == 0 {
+		t.Fatalf("Globals.Function.Timeout: %v (%v)", globals.Globals.Function.Timeout, err)
+	}
+	timeout := time.Duration(globals.Globals.Function.Timeout) * time.Second
 	checked := map[string]bool{}
 	for _, name := range goFunctions(t) {
 		vars := tpl.function(t, tpl.Resources[logicalID(name)]).Environment.Variables
@@ -44,7 +69,14 @@ func TestTemplateNumberParametersHoldTheSettingsBounds(t *testing.T) {
 					t.Errorf("parameter %s allows %d, which stops the functions at init: %v", ref, v, err)
 				}
 			}
-			for _, v := range []int64{*p.MinValue - 1, *p.MaxValue + 1} {
+			beyond := []int64{*p.MinValue - 1, *p.MaxValue + 1}
+			if companion, ok := narrowed[ref]; ok {
+				beyond = beyond[:1]
+				if deadline := time.Duration(*p.MaxValue)*time.Millisecond + companion; deadline > timeout-time.Second {
+					t.Errorf("parameter %s allows %d ms, which with %v more ends at %v, not a second before the functions' Timeout %v", ref, *p.MaxValue, companion, deadline, timeout)
+				}
+			}
+			for _, v := range beyond {
 				if load(v) == nil {
 					t.Errorf("parameter %s refuses %d, which %s accepts: its bounds are narrower than the code's", ref, v, env)
 				}

@@ -27,6 +27,10 @@ type registryResources struct {
 // dynamoActions matches every DynamoDB action the template names.
 var dynamoActions = regexp.MustCompile(`dynamodb:[A-Za-z*]+`)
 
+// functionPolicy is the managed policy of what the Go functions may do, beyond their
+// logs and traces.
+const functionPolicy = "FunctionAccessPolicy"
+
 // The key registry: a DynamoDB table keyed as the registry reads it (on demand,
 // point-in-time recovery, encryption, kept when the stack goes), or an existing one;
 // both Go functions get its name and may only GetItem on it; a gateway VPC endpoint
@@ -34,9 +38,8 @@ var dynamoActions = regexp.MustCompile(`dynamodb:[A-Za-z*]+`)
 // functions run in private subnets (TestTemplateCreatedVpc and TestTemplateExistingVpc
 // deploy it).
 func TestTemplateRegistry(t *testing.T) {
-	b := []byte(readFile(t, limiter))
 	var tpl registryResources
-	if err := yaml.Unmarshal(b, &tpl); err != nil {
+	if err := yaml.Unmarshal([]byte(readFile(t, limiter)), &tpl); err != nil {
 		t.Fatal(err)
 	}
 	table, ok := tpl.Resources["RegistryTable"]
@@ -48,41 +51,53 @@ func TestTemplateRegistry(t *testing.T) {
 	wantAttr := []any{map[string]any{"AttributeName": registry.KeyAttribute, "AttributeType": "S"}}
 	if p["BillingMode"] != "PAY_PER_REQUEST" || !reflect.DeepEqual(p["KeySchema"], wantKey) || !reflect.DeepEqual(p["AttributeDefinitions"], wantAttr) ||
 		!reflect.DeepEqual(p["PointInTimeRecoverySpecification"], map[string]any{"PointInTimeRecoveryEnabled": true}) ||
-		!reflect.DeepEqual(p["SSESpecification"], map[string]any{"SSEEnabled": true}) ||
+		!reflect.DeepEqual(p["SSESpecification"], map[string]any{"SSEEnabled": true}) || p["DeletionProtectionEnabled"] != true ||
 		table.DeletionPolicy != "Retain" || table.UpdateReplacePolicy != "Retain" {
-		t.Errorf("RegistryTable %+v: want on-demand, key %s (S), point-in-time recovery, SSE, retained", table, registry.KeyAttribute)
+		t.Errorf("RegistryTable %+v: want on-demand, key %s (S), point-in-time recovery, SSE, deletion protection, retained", table, registry.KeyAttribute)
 	}
 
 	full := loadTemplate(t, limiter)
 	wantResource := []any{"CreateRegistryTable", "RegistryTable.Arn", "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${ExistingRegistryTable}"}
-	for _, name := range goFunctions(t) {
-		id := logicalID(name)
+	for id := range deployedGoFunctions(t) {
 		vars := full.function(t, full.Resources[id]).Environment.Variables
 		if !reflect.DeepEqual(vars[settings.EnvRegistryTable], []any{"CreateRegistryTable", "RegistryTable", "ExistingRegistryTable"}) {
 			t.Errorf("%s: %s = %v, want the created or the existing table", id, settings.EnvRegistryTable, vars[settings.EnvRegistryTable])
 		}
-		var grants []map[string]any
-		collectStatements(tpl.Resources[id].Properties["Policies"], &grants)
-		n := 0
-		for _, s := range grants {
-			if !dynamoActions.MatchString(jsonText(t, s["Action"])) {
-				continue
-			}
-			n++
-			if s["Action"] != "dynamodb:GetItem" || !reflect.DeepEqual(s["Resource"], wantResource) || s["Effect"] != "Allow" {
-				t.Errorf("%s: DynamoDB statement %v, want exactly dynamodb:GetItem on the registry table", id, s)
-			}
-		}
-		if n != 1 {
-			t.Errorf("%s: %d DynamoDB statements, want 1", id, n)
+		if p := tpl.Resources[id].Properties["Policies"]; !reflect.DeepEqual(p, []any{functionPolicy}) {
+			t.Errorf("%s: Policies %v, want [!Ref %s] alone", id, p, functionPolicy)
 		}
 	}
-	if actions := slices.Compact(slices.Sorted(slices.Values(dynamoActions.FindAllString(string(b), -1)))); !slices.Equal(actions, []string{"dynamodb:GetItem"}) {
-		t.Errorf("the template grants DynamoDB actions %v, want dynamodb:GetItem alone", actions)
+	policy := tpl.Resources[functionPolicy]
+	var grants []map[string]any
+	collectStatements(policy.Properties["PolicyDocument"], &grants)
+	n := 0
+	for _, s := range grants {
+		if !dynamoActions.MatchString(jsonText(t, s["Action"])) {
+			continue
+		}
+		n++
+		if s["Action"] != "dynamodb:GetItem" || !reflect.DeepEqual(s["Resource"], wantResource) || s["Effect"] != "Allow" {
+			t.Errorf("%s: DynamoDB statement %v, want exactly dynamodb:GetItem on the registry table", functionPolicy, s)
+		}
+	}
+	if policy.Type != "AWS::IAM::ManagedPolicy" || n != 1 {
+		t.Errorf("%s (%s): %d DynamoDB statements, want an AWS::IAM::ManagedPolicy with 1", functionPolicy, policy.Type, n)
+	}
+	// No identity of the stack may do more with DynamoDB (the endpoint's policy, which
+	// grants nothing by itself, is TestTemplateSecurity's).
+	var iam []string
+	for _, r := range tpl.Resources {
+		switch r.Type {
+		case "AWS::IAM::ManagedPolicy", "AWS::IAM::Role", "AWS::IAM::Policy", "AWS::Serverless::Function":
+			iam = append(iam, dynamoActions.FindAllString(jsonText(t, r.Properties), -1)...)
+		}
+	}
+	if actions := slices.Compact(slices.Sorted(slices.Values(iam))); !slices.Equal(actions, []string{"dynamodb:GetItem"}) {
+		t.Errorf("the template's IAM policies grant DynamoDB actions %v, want dynamodb:GetItem alone", actions)
 	}
 
 	ep, ok := tpl.Resources["DynamoDBEndpoint"]
-	if !ok || ep.Type != "AWS::EC2::VPCEndpoint" || ep.Condition != "CreateDynamoDBEndpoint" || ep.Properties["VpcEndpointType"] != "Gateway" ||
+	if !ok || ep.Type != "AWS::EC2::VPCEndpoint" || ep.Condition != "AddDynamoDBEndpoint" || ep.Properties["VpcEndpointType"] != "Gateway" ||
 		ep.Properties["ServiceName"] != "com.amazonaws.${AWS::Region}.dynamodb" ||
 		!reflect.DeepEqual(ep.Properties["RouteTableIds"], []any{"CreateVpc", []any{"PrivateRouteTable"}, "RouteTableIds"}) ||
 		!reflect.DeepEqual(ep.Properties["VpcId"], []any{"CreateVpc", "Vpc", "VpcId"}) {

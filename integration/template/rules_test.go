@@ -33,6 +33,10 @@ var rules = []struct {
 	{"HTTPAPIResponseHeaders", checkHTTPAPIResponseHeaders},
 	{"Metrics", checkMetrics},
 	{"Imports", checkImports},
+	{"AccessLogs", checkAccessLogs},
+	{"StageThrottling", checkStageThrottling},
+	{"RESTTLS", checkRESTTLS},
+	{"LogGroups", checkLogGroups},
 }
 
 func TestTemplates(t *testing.T) {

@@ -43,7 +43,8 @@ func vpcConfig(t *testing.T, d deployment) map[string]any {
 
 // ec2InCreatedVpc are the EC2 resource types a created VPC may hold: nothing that leads
 // out of it (NAT or internet gateways, routes, peering, transit gateways, addresses).
-var ec2InCreatedVpc = []string{"AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::RouteTable", "AWS::EC2::SubnetRouteTableAssociation", "AWS::EC2::SecurityGroup", "AWS::EC2::VPCEndpoint"}
+var ec2InCreatedVpc = []string{"AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::RouteTable", "AWS::EC2::SubnetRouteTableAssociation", "AWS::EC2::SecurityGroup",
+	"AWS::EC2::SecurityGroupEgress", "AWS::EC2::VPCEndpoint"}
 
 // With no parameter the stack creates a VPC: two private subnets in the first two
 // Availability Zones of the Region, their route table with no route out (no NAT, no
@@ -193,6 +194,14 @@ func TestTemplateRules(t *testing.T) {
 			"RedisEndpoint", "redis.internal:6379", "RedisPasswordSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:redis"), ""},
 		{"an existing Redis with IAM authentication", append(existing, "RouteTableIds", "rtb-1", "RedisEndpoint", "c.serverless.use1.cache.amazonaws.com:6379",
 			"RedisUsername", "app", "RedisIamAuthCacheName", "c"), ""},
+		{"an existing Redis without AUTH or TLS", append(existing, "RouteTableIds", "rtb-1", "RedisEndpoint", "redis.internal:6379", "RedisTls", "false"), ""},
+		{"a password under a key of yours", append(existing, "RouteTableIds", "rtb-1", "RedisEndpoint", "redis.internal:6379",
+			"RedisPasswordSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:redis", "RedisPasswordSecretKmsKeyArn", "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab"), ""},
+		{"a second stack on route tables that have an endpoint", append(existing, "RouteTableIds", "rtb-1", "CreateDynamoDBEndpoint", "false"), ""},
+		{"alarms to a topic of yours", []string{"AlarmTopicArn", "arn:aws:sns:us-east-1:123456789012:on-call"}, ""},
+		{"alarms mailed", []string{"AlarmEmail", "on-call@example.com"}, ""},
+		{"caps, and a linear rollout", []string{"AuthorizerReservedConcurrency", "100", "CheckReservedConcurrency", "20", "DeploymentType", "Linear10PercentEvery1Minute"}, ""},
+		{"REST access logs through the account's own role", []string{"ApiGatewayLoggingRole", "existing"}, ""},
 
 		{"a VPC without subnets", []string{"VpcId", "vpc-1", "RouteTableIds", "rtb-1"}, "ExistingVpc[0]"},
 		{"a VPC without a route to DynamoDB", existing, "ExistingVpc[1]"},
@@ -203,8 +212,21 @@ func TestTemplateRules(t *testing.T) {
 		{"NAT in a VPC without one", []string{"RegistryRoute", "nat"}, "CreatedVpc[3]"},
 		{"an existing Redis from a VPC that reaches nothing", []string{"RedisEndpoint", "redis.internal:6379"}, "CreatedVpc[4]"},
 		{"a password for the created cache", append(existing, "RouteTableIds", "rtb-1", "RedisPasswordSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:redis"), "CreatedCache[0]"},
-		{"IAM authentication to the created cache", append(existing, "RouteTableIds", "rtb-1", "RedisIamAuthCacheName", "c"), "CreatedCache[0]"},
+		{"IAM authentication to the created cache", append(existing, "RouteTableIds", "rtb-1", "RedisUsername", "app", "RedisIamAuthCacheName", "c"), "CreatedCache[0]"},
 		{"a user for the created cache", []string{"RedisUsername", "app"}, "CreatedCache[0]"},
+		{"TLS off to the created cache", []string{"RedisTls", "false"}, "CreatedCache[1]"},
+		{"an endpoint the created VPC lacks", []string{"CreateDynamoDBEndpoint", "false"}, "ExistingDynamoDBEndpoint[0]"},
+		{"an endpoint of their own and NAT both", append(existing, "RegistryRoute", "nat", "CreateDynamoDBEndpoint", "false"), "ExistingDynamoDBEndpoint[1]"},
+		{"a password in clear text", append(existing, "RouteTableIds", "rtb-1", "RedisEndpoint", "redis.internal:6379", "RedisTls", "false",
+			"RedisPasswordSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:redis"), "RedisAuthentication[0]"},
+		{"an IAM token in clear text", append(existing, "RouteTableIds", "rtb-1", "RedisEndpoint", "redis.internal:6379", "RedisTls", "false",
+			"RedisUsername", "app", "RedisIamAuthCacheName", "c"), "RedisAuthentication[0]"},
+		{"IAM authentication without a user", append(existing, "RouteTableIds", "rtb-1", "RedisEndpoint", "c.serverless.use1.cache.amazonaws.com:6379",
+			"RedisIamAuthCacheName", "c"), "RedisAuthentication[1]"},
+		{"IAM authentication and a password", append(existing, "RouteTableIds", "rtb-1", "RedisEndpoint", "c.serverless.use1.cache.amazonaws.com:6379",
+			"RedisUsername", "app", "RedisIamAuthCacheName", "c", "RedisPasswordSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:redis"), "RedisAuthentication[2]"},
+		{"a key without its secret", []string{"RedisPasswordSecretKmsKeyArn", "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab"}, "RedisAuthentication[3]"},
+		{"an email for a topic of yours", []string{"AlarmTopicArn", "arn:aws:sns:us-east-1:123456789012:on-call", "AlarmEmail", "on-call@example.com"}, "Alarms[0]"},
 		{"an X-Ray endpoint in your own VPC", append(existing, "RouteTableIds", "rtb-1", "XRayEndpoint", "true"), "TracingEndpoint[0]"},
 		{"a backend without the example API", []string{"CreateExampleApi", "false", "HttpBackendUrl", "https://api.example.com"}, "ExampleBackend[0]"},
 	}
@@ -230,11 +252,14 @@ func TestTemplateRules(t *testing.T) {
 }
 
 // isAPIResource reports whether a transformed resource belongs to an API: API Gateway's
-// resources, and Lambda permissions for API Gateway.
+// resources, and Lambda permissions for API Gateway. The Region's API Gateway account
+// setting (ApiGatewayLoggingRole=create) is no API's: it is made for REST APIs of yours
+// too.
 func isAPIResource(r map[string]any) bool {
 	typ, _ := r["Type"].(string)
 	p, _ := r["Properties"].(map[string]any)
-	return strings.HasPrefix(typ, "AWS::ApiGateway") || typ == "AWS::Lambda::Permission" && p["Principal"] == "apigateway.amazonaws.com"
+	return strings.HasPrefix(typ, "AWS::ApiGateway") && typ != "AWS::ApiGateway::Account" ||
+		typ == "AWS::Lambda::Permission" && p["Principal"] == "apigateway.amazonaws.com"
 }
 
 // CreateExampleApi=false deploys the limiter alone: after the SAM transform no API
@@ -257,10 +282,7 @@ func TestTemplateWithoutExampleApi(t *testing.T) {
 			}
 		}
 		slices.Sort(functions)
-		var goIDs []string
-		for _, name := range goFunctions(t) {
-			goIDs = append(goIDs, logicalID(name))
-		}
+		goIDs := slices.Sorted(maps.Keys(deployedGoFunctions(t)))
 		outputs := d.outputs(t)
 		_, restURL := outputs["RestApiUrl"]
 		_, httpURL := outputs["HttpApiUrl"]
@@ -280,11 +302,15 @@ func TestTemplateExports(t *testing.T) {
 	outputs := deploy(t, readTemplate(t, limiter)).outputs(t)
 	limiterExports(t)
 	want := map[string]any{
-		"AuthorizerFunctionArn":   map[string]any{"Fn::GetAtt": []any{"AuthorizerFunction", "Arn"}},
-		"CheckFunctionArn":        map[string]any{"Fn::GetAtt": []any{"CheckFunction", "Arn"}},
+		// The aliases, which gradual deployments shift: an API of your own invokes the
+		// authorizer's, services the check function's.
+		"AuthorizerFunctionArn":   ref("AuthorizerFunction.Alias"),
+		"CheckFunctionArn":        ref("CheckFunction.Alias"),
 		"CheckFunctionName":       ref("CheckFunction"),
+		"OperatorFunctionName":    ref(operatorFunction),
 		"RegistryTableName":       ref("RegistryTable"), // the created one, by default
 		"FunctionSecurityGroupId": map[string]any{"Fn::GetAtt": []any{"FunctionSecurityGroup", "GroupId"}},
+		"AlarmTopicArn":           ref("AlarmTopic"), // the created one, by default
 	}
 	for name, value := range want {
 		if o, ok := outputs[name]; !ok || !reflect.DeepEqual(o["Value"], value) {
@@ -294,5 +320,13 @@ func TestTemplateExports(t *testing.T) {
 	withTable := deploy(t, readTemplate(t, limiter), "ExistingRegistryTable", "keys").outputs(t)
 	if v := withTable["RegistryTableName"]["Value"]; v != "keys" {
 		t.Errorf("RegistryTableName with ExistingRegistryTable=keys: %v", v)
+	}
+	const topic = "arn:aws:sns:us-east-1:123456789012:on-call"
+	if v := deploy(t, readTemplate(t, limiter), "AlarmTopicArn", topic).outputs(t)["AlarmTopicArn"]["Value"]; v != topic {
+		t.Errorf("AlarmTopicArn with AlarmTopicArn=%s: %v", topic, v)
+	}
+	backend := deploy(t, readTemplate(t, limiter), "HttpBackendUrl", "https://api.example.com").outputs(t)
+	if _, ok := outputs["BackendSecretArn"]; ok || !reflect.DeepEqual(backend["BackendSecretArn"]["Value"], ref("BackendSecret")) {
+		t.Errorf("BackendSecretArn %v (default %v): want the secret with HttpBackendUrl alone", backend["BackendSecretArn"], outputs["BackendSecretArn"])
 	}
 }

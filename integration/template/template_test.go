@@ -33,6 +33,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/localgw"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // root is the repository root, from this package's directory.
@@ -188,14 +189,30 @@ func goFunctions(t *testing.T) []string {
 	return names
 }
 
+// operatorFunction is the logical id of the operator function: the check function's
+// code, deployed a second time with every operation enabled.
+const operatorFunction = "OperatorFunction"
+
+// deployedGoFunctions returns the Go functions the template deploys, by logical id,
+// each with the function whose code it runs: one per directory under functions/, and
+// the operator function.
+func deployedGoFunctions(t *testing.T) map[string]app.Function {
+	t.Helper()
+	out := map[string]app.Function{operatorFunction: app.Check}
+	for _, name := range goFunctions(t) {
+		out[logicalID(name)] = app.Functions[name]
+	}
+	return out
+}
+
 // Each Go function is deployed as a provided.al2023 arm64 bootstrap built by its
-// Makefile target, and the target builds that function's main package the way Lambda
-// needs it; no other function is built by the Makefile.
+// Makefile target, and the target builds the main package of the function whose code
+// it runs, the way Lambda needs it; no other function is built by the Makefile.
 func TestTemplateGoFunctions(t *testing.T) {
 	tpl := loadTemplate(t, limiter)
-	names := goFunctions(t)
-	for _, name := range names {
-		id := logicalID(name)
+	deployed := deployedGoFunctions(t)
+	for _, id := range slices.Sorted(maps.Keys(deployed)) {
+		name := deployed[id].Name
 		t.Run(id, func(t *testing.T) {
 			r, ok := tpl.Resources[id]
 			if !ok || r.Type != "AWS::Serverless::Function" {
@@ -224,8 +241,8 @@ func TestTemplateGoFunctions(t *testing.T) {
 		})
 	}
 	for id, r := range tpl.Resources {
-		if r.Metadata.BuildMethod == goBuildMethod && !slices.ContainsFunc(names, func(n string) bool { return logicalID(n) == id }) {
-			t.Errorf("%s is built by the Makefile but is no directory under functions/", id)
+		if _, ok := deployed[id]; r.Metadata.BuildMethod == goBuildMethod && !ok {
+			t.Errorf("%s is built by the Makefile but is none of the Go functions %v", id, slices.Sorted(maps.Keys(deployed)))
 		}
 	}
 }
@@ -349,7 +366,7 @@ func checkGatewayResponses(t *testing.T, path string) {
 		status  int
 		headers map[string]string // mapping expressions in the template
 	}{
-		{localgw.AccessDenied, ctx, http.StatusTooManyRequests, headerMapping(t, ctx, "context.authorizer.")},
+		{localgw.AccessDenied, ctx, http.StatusTooManyRequests, denialHeaders(t, ctx)},
 		{localgw.AuthorizerFailure, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.AuthorizerConfigErr, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.Unauthorized, nil, http.StatusUnauthorized, nil},
@@ -389,6 +406,15 @@ func checkGatewayResponses(t *testing.T, path string) {
 	}
 }
 
+// denialHeaders returns the mapping of the 429's headers: those of the limited context,
+// but X-RateLimit-Degraded (a denial is never degraded).
+func denialHeaders(t *testing.T, ctx map[string]any) map[string]string {
+	t.Helper()
+	m := headerMapping(t, ctx, "context.authorizer.")
+	delete(m, ratelimitheaders.HeaderDegraded)
+	return m
+}
+
 // jsonText returns v as JSON.
 func jsonText(t *testing.T, v any) string {
 	t.Helper()
@@ -425,17 +451,16 @@ func envRead(t *testing.T, f app.Function) map[string]bool {
 // code reads.
 func TestTemplateEnvironmentIsRead(t *testing.T) {
 	tpl := loadTemplate(t, limiter)
-	for _, name := range goFunctions(t) {
-		id := logicalID(name)
+	for id, f := range deployedGoFunctions(t) {
 		t.Run(id, func(t *testing.T) {
-			read := envRead(t, app.Functions[name])
+			read := envRead(t, f)
 			vars := tpl.function(t, tpl.Resources[id]).Environment.Variables
 			if len(vars) == 0 {
 				t.Fatal("no environment variables: is the template read right?")
 			}
 			for _, v := range slices.Sorted(maps.Keys(vars)) {
 				if !read[v] {
-					t.Errorf("the template sets %s, which %s never reads (it reads %v)", v, name, slices.Sorted(maps.Keys(read)))
+					t.Errorf("the template sets %s, which %s never reads (it reads %v)", v, f.Name, slices.Sorted(maps.Keys(read)))
 				}
 			}
 		})

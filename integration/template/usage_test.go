@@ -71,26 +71,23 @@ func insightRules(t *testing.T, tpl samTemplate) map[string]insightRule {
 	return rules
 }
 
-// logGroups returns the logical ids of the log groups of the Go functions.
+// logGroups returns the logical ids of the log groups the functions of functions/ (the
+// authorizer and the check function, whose decisions the rules count; not the operator
+// function's peeks) write to: the group each one's LoggingConfig names.
 func logGroups(t *testing.T, tpl samTemplate) []string {
 	t.Helper()
 	var ids []string
-	for id, r := range tpl.Resources {
+	for _, name := range goFunctions(t) {
 		var p struct {
-			LogGroupName string `yaml:"LogGroupName"`
+			LoggingConfig struct {
+				LogGroup string `yaml:"LogGroup"` // !Ref X decodes as X
+			} `yaml:"LoggingConfig"`
 		}
-		if r.Type != "AWS::Logs::LogGroup" {
-			continue
+		tpl.Resources[logicalID(name)].properties(t, &p)
+		if g, ok := tpl.Resources[p.LoggingConfig.LogGroup]; !ok || g.Type != "AWS::Logs::LogGroup" {
+			t.Fatalf("%s: LoggingConfig.LogGroup %q: want !Ref of a log group of the template", logicalID(name), p.LoggingConfig.LogGroup)
 		}
-		r.properties(t, &p)
-		for _, name := range goFunctions(t) {
-			if p.LogGroupName == "/aws/lambda/${"+logicalID(name)+"}" {
-				ids = append(ids, id)
-			}
-		}
-	}
-	if len(ids) != len(goFunctions(t)) {
-		t.Fatalf("log groups %v: want one /aws/lambda/${...} group for each function %v", ids, goFunctions(t))
+		ids = append(ids, p.LoggingConfig.LogGroup)
 	}
 	return slices.Sorted(slices.Values(ids))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/redisconn"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/version"
@@ -48,8 +49,7 @@ var (
 // parts are what every function is built from.
 type parts struct {
 	settings settings.Settings
-	config   *config.Config
-	registry authorizer.Registry // the check handler's Registry too
+	config   *registry.Live // the configuration and the registry, which change together
 	guard    *guard.Guard
 	conn     *redisconn.Conn // the Redis connection behind guard
 	metrics  *telemetry.Emitter
@@ -93,10 +93,11 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 	if err != nil {
 		return p, fmt.Errorf("settings: %w", err)
 	}
-	if p.config, err = LoadConfig(s); err != nil {
+	env, err := LoadConfig(s)
+	if err != nil {
 		return p, err
 	}
-	if p.registry, err = NewRegistry(s, p.config, p.log); err != nil {
+	if p.config, err = NewConfiguration(s, env, p.log); err != nil {
 		return p, err
 	}
 	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name)
@@ -170,7 +171,7 @@ func authorizerHandler(p parts) (*authorizer.Handler, error) {
 	if err != nil { // settings bound the prefix length: the header is at fault
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
-	return &authorizer.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	return &authorizer.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
 }
 
 func newCheck(p parts) (lambda.Handler, error) {
@@ -178,5 +179,6 @@ func newCheck(p parts) (lambda.Handler, error) {
 	if err != nil { // settings bound the prefix length: the header is at fault
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
-	return &check.Handler{Guard: p.guard, Plans: p.config, Registry: p.registry, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	return &check.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now,
+		OperatorFunction: p.settings.OperatorFunction}, nil
 }

@@ -172,6 +172,32 @@ func TestBuildCheck(t *testing.T) {
 	}
 }
 
+// OPERATOR_FUNCTION makes the check function service-facing, as the template's check
+// function is: a reset is refused, naming the function that serves it (which is built
+// without the variable, and serves it).
+func TestBuildCheckServiceFacing(t *testing.T) {
+	reset := []byte(`{"key":"tenant-1","plan":"free","op":"reset"}`)
+	tests := []struct {
+		name, operator string
+		refused        bool
+	}{
+		{"the check function", "bucketgate-operator", true},
+		{"the operator function", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _, err := app.Build(app.Check, env(withMini(t, map[string]string{settings.EnvOperatorFunction: tc.operator})), &bytes.Buffer{}, &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = h.Invoke(context.Background(), reset)
+			if refused := err != nil && strings.Contains(err.Error(), "invoke bucketgate-operator"); refused != tc.refused || !tc.refused && err != nil {
+				t.Fatalf("reset: %v; want refused %v", err, tc.refused)
+			}
+		})
+	}
+}
+
 // The log level follows Lambda's logging controls: AWS_LAMBDA_LOG_LEVEL, which the
 // template's LoggingConfig sets, wins over LOG_LEVEL.
 func TestBuildFollowsLambdaLogLevel(t *testing.T) {

@@ -6,22 +6,25 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
-// NewRegistry returns the key registry of s: without REGISTRY_TABLE, the keys and
-// tenants of the configuration document cfg; with it, the DynamoDB table behind the
-// cache of s (REGISTRY_CACHE_MS, REGISTRY_CACHE_SIZE, REGISTRY_TIMEOUT_MS), resolving
-// plans with cfg and logging invalid items to log. Making the table's client sends no
-// request. A document that lists keys or tenants while a table is set is an error: one
-// registry, not two.
-func NewRegistry(s settings.Settings, cfg *config.Config, log *slog.Logger) (authorizer.Registry, error) {
+// NewConfiguration returns the configuration and key registry of s, cfg being the
+// environment's document (LoadConfig). Without REGISTRY_TABLE: cfg, always, with its
+// keys and tenants as the registry. With it: the DynamoDB table behind the cache of s
+// (REGISTRY_CACHE_MS, REGISTRY_CACHE_SIZE, REGISTRY_TIMEOUT_MS) is the registry, and
+// the table's configuration document, read now and then at most once per
+// REGISTRY_CACHE_MS, is in force (cfg while the table holds none); invalid items and
+// documents are logged to log. A document that lists keys or tenants while a table is
+// set is an error (one registry, not two), and so is a table whose document, and every
+// earlier version read, does not load. A table that cannot be read is no error: until
+// it answers, decisions follow the failure policy.
+func NewConfiguration(s settings.Settings, cfg *config.Config, log *slog.Logger) (*registry.Live, error) {
 	if s.RegistryTable == "" {
-		return registry.NewDocument(cfg), nil
+		return registry.NewStatic(cfg, nil), nil
 	}
 	if cfg.ListsIdentities() {
 		return nil, errors.New(settings.EnvRegistryTable + " is set and the configuration document lists keys or tenants: " +
@@ -31,7 +34,13 @@ func NewRegistry(s settings.Settings, cfg *config.Config, log *slog.Logger) (aut
 	if err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", settings.EnvRegistryTable, s.RegistryTable, err)
 	}
-	return registry.NewCache(registry.NewTable(client, s.RegistryTable), cfg, RegistryOptions(s, log)), nil
+	table := registry.NewTable(client, s.RegistryTable)
+	live := registry.NewLive(table, registry.NewCache(table, RegistryOptions(s, log)), cfg,
+		registry.LiveOptions{TTL: s.RegistryCacheTTL, Timeout: s.RegistryTimeout, Margin: guard.DefaultMargin, Log: log})
+	if err := live.Load(context.Background()); err != nil {
+		return nil, fmt.Errorf("%s=%s: %w", settings.EnvRegistryTable, s.RegistryTable, err)
+	}
+	return live, nil
 }
 
 // RegistryOptions returns the registry cache's options of s (REGISTRY_CACHE_MS,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -22,17 +23,35 @@ func TestRegistryTableAndDocumentKeys(t *testing.T) {
 	}
 }
 
-// A table that cannot be reached does not fail init: the client makes no request
-// until a key needs a lookup.
-func TestRegistryInitSendsNothing(t *testing.T) {
+// A table that cannot be reached does not fail init: the function starts, and until
+// the table answers, every check that needs a plan follows the failure policy (closed:
+// unavailable, counted as a registry error); a check with its own rules needs no
+// configuration and is decided.
+func TestRegistryUnreachableAtInit(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1")
 	t.Setenv("AWS_REGION", "us-east-1")
-	h, _, err := app.Build(app.Check, env(withMini(t, map[string]string{settings.EnvRegistryTable: "keys"})), &bytes.Buffer{}, &bytes.Buffer{})
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	var metrics, logs bytes.Buffer
+	h, _, err := app.Build(app.Check, env(withMini(t, map[string]string{settings.EnvRegistryTable: "keys"})), &metrics, &logs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := h.Invoke(context.Background(), []byte(`{"key": "k", "plan": "free"}`)); err != nil || !strings.Contains(string(out), `"allowed":true`) {
-		t.Fatalf("a check with a plan: %s, %v; want it decided without the registry", out, err)
+	if !strings.Contains(logs.String(), registry.MsgConfigReadFailed) {
+		t.Errorf("init logs no failed read of the configuration:\n%s", &logs)
+	}
+	for _, payload := range []string{`{"key": "k", "plan": "free"}`, `{"key": "k"}`} {
+		out, err := h.Invoke(context.Background(), []byte(payload))
+		if err != nil || !strings.Contains(string(out), `"reason":"unavailable"`) {
+			t.Fatalf("%s: %s, %v; want unavailable, by the failure policy", payload, out, err)
+		}
+	}
+	if !strings.Contains(metrics.String(), `"Reason":"registry_error"`) {
+		t.Errorf("metrics %s: want FailClosed with reason registry_error", &metrics)
+	}
+	out, err := h.Invoke(context.Background(), []byte(`{"key": "k", "rules": [{"name": "b", "capacity": 5, "refillPerSecond": 1}]}`))
+	if err != nil || !strings.Contains(string(out), `"allowed":true`) || !strings.Contains(string(out), `"remaining":4`) {
+		t.Fatalf("a check with its own rules: %s, %v; want it decided by Redis", out, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -63,19 +64,25 @@ type Outcome struct {
 func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
+	v, refresh := h.Config.Current(ctx)
+	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
 	caller := h.Identities.ResolveCopies(c.Keys, c.SourceIP)
 	attrs := []slog.Attr{slog.String(attrRequestID, c.RequestID)}
 	if caller.IP.Value == identity.UnknownAddr {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "source IP is not an IP address: limited under the shared unknown identity",
 			append(attrs, slog.String(attrSourceIP, truncate(c.SourceIP, maxLoggedSourceIP)))...)
 	}
-	id, plan, attrs, lookupErr := h.who(ctx, caller, &inv, attrs)
+	id, plan, attrs, lookupErr := h.who(ctx, v, caller, &inv, attrs)
 	attrs = append([]slog.Attr{slog.String(telemetry.AttrIdentity, id.String())}, attrs...)
-	if plan == nil {
+	var limits config.Limits // none when there is no configuration: lookupErr says why
+	switch {
+	case plan != nil:
+		limits = v.Config.Limits(plan, c.Method, c.Path)
+	case lookupErr == nil:
+		inv.ObserveRefused()
 		h.Log.LogAttrs(ctx, slog.LevelDebug, "identity refused", attrs...)
 		return Outcome{}, ErrUnauthorized
 	}
-	limits := h.Plans.Limits(plan, c.Method, c.Path)
 	attrs = append(attrs, slog.String(telemetry.AttrPlan, limits.Plan), slog.Int64(telemetry.AttrCost, limits.Cost))
 	q := bucketgate.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
 	var (
@@ -97,27 +104,33 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	return Outcome{Identity: id, Limits: limits, Result: r}, nil
 }
 
-// who returns whose buckets the caller spends and under which plan, and attrs with
-// what the log lines should add: a registered API key's own, on its plan with its
+// who returns whose buckets the caller spends and under which plan of v, and attrs
+// with what the log lines should add: a registered API key's own, on its plan with its
 // rules; else the source's, on the default plan, for a request without a key or (when
-// unknownKeys is ip) with a key the registry does not know. A nil plan means refused.
-// When the registry could not answer, a limiter that fails closed gets the key's
-// identity and the registry's error: the request is then answered by the failure
-// policy (503). One that fails open limits the request as its source on the default
-// plan, under unknownKeys ip and refuse alike: Redis can still decide, and a key that
-// cannot be looked up must buy no way past every limit (unlimited, degraded), nor turn
-// a table outage into 401s for every registered key (refused).
-func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (bucketgate.Identity, *config.Plan, []slog.Attr, error) {
+// unknownKeys is ip) with a key the registry does not know. A nil plan with no error
+// means refused. When the registry could not answer, a limiter that fails closed gets
+// the key's identity and the registry's error: the request is then answered by the
+// failure policy (503). One that fails open limits the request as its source on the
+// default plan, under unknownKeys ip and refuse alike: Redis can still decide, and a key
+// that cannot be looked up must buy no way past every limit (unlimited, degraded), nor
+// turn a table outage into 401s for every registered key (refused). When v has no
+// configuration (the table unread since the instance started), nothing can be limited:
+// the key's (or the source's) identity, no plan and v's error, for the failure policy.
+func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (bucketgate.Identity, *config.Plan, []slog.Attr, error) {
 	switch {
+	case v.Config == nil && c.Key != bucketgate.Identity{} && !c.Conflict:
+		return c.Key, nil, attrs, v.Err
+	case v.Config == nil:
+		return c.IP, nil, attrs, v.Err
 	case c.Conflict:
 		attrs = append(attrs, slog.String(attrUnknownKey, conflictingKeys))
 	case c.Key == bucketgate.Identity{}:
-		if h.Plans.RefuseAnonymous() {
+		if v.Config.RefuseAnonymous() {
 			return c.IP, nil, attrs, nil
 		}
-		return c.IP, h.Plans.DefaultPlan(), attrs, nil
+		return c.IP, v.Config.DefaultPlan(), attrs, nil
 	default:
-		e, err := h.Registry.Lookup(ctx, c.Key.String())
+		e, err := v.Lookup(ctx, c.Key.String())
 		if e.Result != "" {
 			inv.ObserveLookup(string(e.Result), e.Invalid)
 		}
@@ -125,18 +138,18 @@ func (h *Handler) who(ctx context.Context, c identity.Caller, inv *telemetry.Inv
 		case err != nil && h.Guard.FailOpen():
 			err = fmt.Errorf("registry lookup of %s: %w", c.Key, err)
 			attrs = append(attrs, slog.String(attrUnknownKey, c.Key.String()), slog.String(attrRegistryError, err.Error()))
-			return c.IP, h.Plans.DefaultPlan(), attrs, nil
+			return c.IP, v.Config.DefaultPlan(), attrs, nil
 		case err != nil:
-			return c.Key, h.Plans.DefaultPlan(), attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
+			return c.Key, v.Config.DefaultPlan(), attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
 		case e.Plan != nil:
 			return c.Key, e.Plan, attrs, nil
 		}
 		attrs = append(attrs, slog.String(attrUnknownKey, c.Key.String()))
 	}
-	if h.Plans.RefuseUnknownKeys() {
+	if v.Config.RefuseUnknownKeys() {
 		return c.IP, nil, attrs, nil
 	}
-	return c.IP, h.Plans.DefaultPlan(), attrs, nil
+	return c.IP, v.Config.DefaultPlan(), attrs, nil
 }
 
 // emit writes the invocation's metrics: one EMF line for its one decision, with the

@@ -60,7 +60,9 @@ type fixture struct {
 type options struct {
 	config   *config.Config // nil: the built-in default
 	failOpen bool
-	registry Registry // nil: the configuration's keys (registry.Document)
+	cache    *registry.Cache // the registry; nil: the configuration's keys
+	// live, when set, is the configuration instead of config and cache.
+	live Configuration
 }
 
 func newFixture(t testing.TB, o options) *fixture {
@@ -75,15 +77,14 @@ func newFixture(t testing.TB, o options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := o.registry
-	if reg == nil {
-		reg = registry.NewDocument(cfg)
+	live := o.live
+	if live == nil {
+		live = registry.NewStatic(cfg, o.cache)
 	}
 	f := &fixture{mr: mr, now: tLocal}
 	f.h = &Handler{
 		Guard:      guard.New(bucket.New(client), guard.Options{Timeout: testTimeout, FailOpen: o.failOpen, FailuresToOpen: guard.DefaultFailuresToOpen}),
-		Plans:      cfg,
-		Registry:   reg,
+		Config:     live,
 		Identities: ids,
 		Metrics:    telemetry.NewEmitter(&f.metrics, settings.DefaultNamespace, settings.DefaultStackName, testFunction),
 		Log:        telemetry.NewLogger(&f.logs, slog.LevelDebug),

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -38,19 +37,12 @@ type Guard interface {
 	FailOpen() bool
 }
 
-// Registry says who an API key is: its plan with its own rules, or no plan when the
-// registry does not know it; *registry.Cache and registry.Document are ones.
-type Registry interface {
-	Lookup(ctx context.Context, id string) (registry.Entry, error)
-}
-
-// Plans gives the default plan, the policies and the route limits; *config.Config is
-// one.
-type Plans interface {
-	DefaultPlan() *config.Plan
-	RefuseUnknownKeys() bool
-	RefuseAnonymous() bool
-	Limits(p *config.Plan, method, path string) config.Limits
+// Configuration gives each invocation what it is decided by: the configuration
+// document (the default plan, the policies, the route limits) and the registry that
+// says who an API key is, its plan resolved with that document; *registry.Live is one.
+// The Refresh says what getting it read, for the metrics.
+type Configuration interface {
+	Current(ctx context.Context) (registry.View, registry.Refresh)
 }
 
 // Metrics writes one invocation's metrics; *telemetry.Emitter is one.
@@ -65,11 +57,10 @@ type Metrics interface {
 type Handler struct {
 	// Guard decides requests (Redis behind the failure policy).
 	Guard Guard
-	// Plans gives the default plan, the policies for unknown keys and anonymous
-	// callers, and route limits (the rate-limit configuration).
-	Plans Plans
-	// Registry says which plan an API key is on (its "key:<digest>" identity).
-	Registry Registry
+	// Config gives the default plan, the policies for unknown keys and anonymous
+	// callers, and route limits (the rate-limit configuration), and the registry that
+	// says which plan an API key is on (its "key:<digest>" identity).
+	Config Configuration
 	// Identities reads the caller's API key header and source IP.
 	Identities identity.Resolver
 	// Metrics receives one Invocation per decided event.

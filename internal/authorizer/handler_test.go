@@ -273,6 +273,8 @@ func TestFailOpen(t *testing.T) {
 	}
 }
 
+// A refused identity (unknownKeys or anonymous: refuse) is the error Unauthorized, which
+// API Gateway answers with 401; it never reaches Redis, and counts as refused.
 func TestUnauthorized(t *testing.T) {
 	refuse := mustParse(t, `
 defaultPlan: free
@@ -308,8 +310,14 @@ keys:
 				if err == nil || err.Error() != "Unauthorized" {
 					t.Fatalf("error %v, want exactly Unauthorized", err)
 				}
-				if keys := f.mr.Keys(); len(keys) != 0 || f.metrics.Len() != 0 {
-					t.Errorf("a refused identity reached Redis (%v) or the metrics (%s)", keys, f.metrics.String())
+				if keys := f.mr.Keys(); len(keys) != 0 {
+					t.Errorf("a refused identity reached Redis: %v", keys)
+				}
+				// Counted as refused, apart from the decisions and the failures, so that
+				// an alarm on the function's errors leaves the 401s out.
+				if doc := oneEMF(t, f.metrics.Bytes()); doc[telemetry.DimOutcome] != telemetry.OutcomeRefused || doc[telemetry.MetricDecisions] != 1.0 ||
+					doc[telemetry.MetricFailClosed] != nil || doc[telemetry.MetricRedisLatency] != nil {
+					t.Errorf("EMF %v: want Decisions 1 with Outcome %s alone", doc, telemetry.OutcomeRefused)
 				}
 			})
 		}

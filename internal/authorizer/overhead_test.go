@@ -53,20 +53,37 @@ func (f *fixture) benchInvoke(b *testing.B, event []byte) {
 // BenchmarkHandlerOverhead measures the handler's own cost per invocation with Redis
 // stubbed out (issue 7, item 4): decode the event, resolve the identity and limits,
 // write the EMF line, encode the answer. make bench reports it. The key cases take the
-// sample pro key through the configuration document's registry (no table), and through
-// a registry table's warm cache (every lookup a hit; the EMF line then carries
-// RegistryLookups too): the difference is what the table costs a request once cached.
+// sample pro key through the configuration document's registry (no table), through a
+// registry table's warm cache (every lookup a hit; the EMF line then carries
+// RegistryLookups too), and the same with the configuration document itself read from
+// the table (issue 26: within its period, so that no invocation reads it): the
+// differences are what the table costs a request once cached, and what a document
+// that can change at run time costs it.
 func BenchmarkHandlerOverhead(b *testing.B) {
+	const tableDoc = "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], pro: [{name: burst, capacity: 100, refillPerSecond: 50}]}\nroutes: [{method: POST, path: /orders, cost: 2}]"
 	for _, bc := range []struct {
 		name, event string
-		table       bool
-	}{{"rest", restEvent, false}, {"http", httpEvent, false}, {"rest-key-document", restProEvent, false}, {"rest-key-table-cached", restProEvent, true}} {
+		table       bool // the key in a registry table
+		config      bool // the document in the table too
+	}{
+		{"rest", restEvent, false, false}, {"http", httpEvent, false, false}, {"rest-key-document", restProEvent, false, false},
+		{"rest-key-table-cached", restProEvent, true, false}, {"rest-key-table-config", restProEvent, true, true},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := sampleConfig(b)
 			o := options{config: cfg}
-			if bc.table {
-				o.config = mustParse(b, "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], pro: [{name: burst, capacity: 100, refillPerSecond: 50}]}\nroutes: [{method: POST, path: /orders, cost: 2}]")
-				o.registry = registry.NewCache(registrytest.New(registry.Record{ID: "key:" + proDigest, Plan: "pro"}), o.config, registry.Options{TTL: time.Hour, Size: 10})
+			src := registrytest.New(registry.Record{ID: "key:" + proDigest, Plan: "pro"})
+			cache := registry.NewCache(src, registry.Options{TTL: time.Hour, Size: 10})
+			switch {
+			case bc.config:
+				src.PutConfig(registry.StoredConfig{ID: registry.ConfigID, Document: tableDoc, Version: 1})
+				live := registry.NewLive(src, cache, cfg, registry.LiveOptions{TTL: time.Hour})
+				if err := live.Load(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				o.live = live
+			case bc.table:
+				o.config, o.cache = mustParse(b, tableDoc), cache
 			}
 			f := newFixture(b, o)
 			f.h.Guard = stubAllowed

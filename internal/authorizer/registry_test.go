@@ -31,7 +31,7 @@ func cacheOptions() registry.Options {
 func cacheOver(cfg *config.Config, err error, records ...registry.Record) *registry.Cache {
 	src := registrytest.New(records...)
 	src.Fail(err)
-	return registry.NewCache(src, cfg, cacheOptions())
+	return registry.NewCache(src, cacheOptions())
 }
 
 // httpV1Event is the REST sample as an HTTP API payload 1.0 event, which carries
@@ -138,7 +138,7 @@ func TestRegistryPlansAndOverrides(t *testing.T) {
 		registry.Record{ID: "key:" + bucketgate.KeyDigest("k-override"), Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
 		registry.Record{ID: "key:" + bucketgate.KeyDigest("k-revoked"), Plan: "pro", Status: registry.StatusRevoked},
 	)
-	f := newFixture(t, options{config: cfg, registry: reg})
+	f := newFixture(t, options{config: cfg, cache: reg})
 	ev := withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": "k-override"})
 	var allowed []bool
 	for range 4 {
@@ -179,7 +179,7 @@ func TestRegistryFailure(t *testing.T) {
 	for _, failOpen := range []bool{false, true} {
 		t.Run("failOpen="+strconv.FormatBool(failOpen), func(t *testing.T) {
 			cfg := sampleConfig(t)
-			f := newFixture(t, options{config: cfg, failOpen: failOpen, registry: cacheOver(cfg, down)})
+			f := newFixture(t, options{config: cfg, failOpen: failOpen, cache: cacheOver(cfg, down)})
 			a, err := f.invoke(t, samples.Read(t, restProEvent))
 			doc := oneEMF(t, f.metrics.Bytes())
 			if doc[telemetry.DimResult] != "error" || doc[telemetry.MetricRegistryLookups] != 1.0 {
@@ -273,7 +273,7 @@ func TestRevokedAndExpiredKeys(t *testing.T) {
 		for _, policy := range []string{"ip", "refuse"} {
 			t.Run(tc.name+"/"+policy, func(t *testing.T) {
 				cfg := unknownKeysConfig(t, policy)
-				f := newFixture(t, options{config: cfg, registry: cacheOver(cfg, nil, tc.record)})
+				f := newFixture(t, options{config: cfg, cache: cacheOver(cfg, nil, tc.record)})
 				keyed := withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": "k-registered"})
 				if tc.known {
 					a := f.mustInvoke(t, keyed)
@@ -331,7 +331,7 @@ func TestRegistryOutageFailOpenLimitsBySource(t *testing.T) {
 		for _, policy := range []string{"ip", "refuse"} {
 			t.Run(name+"/"+policy, func(t *testing.T) {
 				cfg := unknownKeysConfig(t, policy)
-				f := newFixture(t, options{config: cfg, failOpen: true, registry: cacheOver(cfg, errors.New("dynamodb: unreachable"), registered)})
+				f := newFixture(t, options{config: cfg, failOpen: true, cache: cacheOver(cfg, errors.New("dynamodb: unreachable"), registered)})
 				var got []string
 				for i := range 15 {
 					a, err := f.invoke(t, withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": key(i)}))

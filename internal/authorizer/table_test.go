@@ -63,8 +63,8 @@ func TestInvalidTableItems(t *testing.T) {
 				var logs bytes.Buffer
 				opts := cacheOptions()
 				opts.Log = telemetry.NewLogger(&logs, slog.LevelDebug)
-				reg := registry.NewCache(registry.NewTable(client, table), cfg, opts)
-				f := newFixture(t, options{config: cfg, registry: reg})
+				reg := registry.NewCache(registry.NewTable(client, table), opts)
+				f := newFixture(t, options{config: cfg, cache: reg})
 				ev := withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": rawKey})
 				if tc.attribute == "" {
 					a := f.mustInvoke(t, ev)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -175,7 +174,7 @@ func TestTenantLookupsWithinTheInvocationDeadline(t *testing.T) {
 	f := newFixture(t, client, nil, guard.Options{Margin: guard.DefaultMargin})
 	src := &deadlines{Source: registrytest.New()}
 	src.Gate = make(chan struct{}) // never opens: the table stalls
-	f.h.Registry = registry.NewCache(src, f.h.Plans.(*config.Config), registry.Options{TTL: time.Minute, Size: 1000, Timeout: time.Hour, Margin: guard.DefaultMargin})
+	f.h.Config = registry.NewStatic(f.cfg, registry.NewCache(src, registry.Options{TTL: time.Minute, Size: 1000, Timeout: time.Hour, Margin: guard.DefaultMargin}))
 	items := make([]string, checkapi.MaxBatch)
 	for i := range items {
 		items[i] = fmt.Sprintf(`{"key":"tenant-%d"}`, i)

@@ -52,15 +52,23 @@ func readDocBlocks(t *testing.T) []docBlock {
 	return blocks
 }
 
+// stackRequest is the info string of a request the doc sends to a deployed stack's check
+// function, which serves services only (OPERATOR_FUNCTION set to the stack's operator
+// function, bucketgate-operator for a stack named bucketgate).
+const stackRequest = "json request to a stack's check function"
+
 // TestDocExamples replays the section's examples in order on one fresh Redis at one
 // instant: each "json request" block against the "json response" or "json error"
-// block after it; the failure-policy blocks against the first request on a Redis that
-// is gone; the Go blocks against the compiled example. Any other block must be shell,
+// block after it (a stackRequest's on a service-facing handler); the failure-policy
+// blocks against the first request on a Redis that is gone; the Go blocks against the
+// compiled example. Any other block must be shell,
 // or the whole program (and its output) that docs/docs_test.go runs.
 func TestDocExamples(t *testing.T) {
 	blocks := readDocBlocks(t)
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
+	stack := newFixture(t, client, nil, guard.Options{})
+	stack.h.OperatorFunction = "bucketgate-operator"
 	example, err := os.ReadFile(goExamplePath)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +78,7 @@ func TestDocExamples(t *testing.T) {
 	for i := 0; i < len(blocks); i++ {
 		b := blocks[i]
 		switch b.info {
-		case "json request":
+		case "json request", stackRequest:
 			if i+1 == len(blocks) {
 				t.Fatalf("%s:%d: a request with no answer after it", docPath, b.line)
 			}
@@ -79,6 +87,10 @@ func TestDocExamples(t *testing.T) {
 			}
 			requests++
 			i++
+			if b.info == stackRequest {
+				checkDocAnswer(t, stack, b, blocks[i])
+				continue
+			}
 			checkDocAnswer(t, f, b, blocks[i])
 		case "json unavailable", "json degraded":
 			if firstRequest == nil {

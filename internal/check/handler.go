@@ -41,11 +41,10 @@ type Handler struct {
 	// Guard decides each check; its failure policy (fail closed or open) is the
 	// authorizer's.
 	Guard Guard
-	// Plans resolves plan names, and gives the default plan.
-	Plans Plans
-	// Registry says which plan a tenant (or an API key, on the operator's path) is on,
-	// for checks with neither plan nor rules.
-	Registry Registry
+	// Config gives the plans (by name, and the default plan) and the registry that
+	// says which plan a tenant (or an API key, on the operator's path) is on, for
+	// checks with neither plan nor rules.
+	Config Configuration
 	// Identities groups IPv6 sources as the authorizer does: the operator's path takes
 	// an "ip:" identity only as the authorizer spells it (its header is not read).
 	Identities identity.Resolver
@@ -56,6 +55,11 @@ type Handler struct {
 	Log *slog.Logger
 	// Now reads the clock for the metrics' timestamp.
 	Now func() time.Time
+	// OperatorFunction, when set, makes this function service-facing: it refuses the
+	// operator's operations (a reset, or any check naming one of the authorizer's
+	// identities) as invalid requests that name this function, which serves them, and
+	// counts each refusal (Decisions, Outcome refused). Empty serves every operation.
+	OperatorFunction string
 }
 
 // MsgOperation is the message of the info line for every reset, and every request that
@@ -67,14 +71,28 @@ const MsgOperation = "bucket operation"
 // payload is a function error of type checkapi.ErrorTypeInvalidRequest naming the field
 // at fault; then nothing is decided, so nothing is written to Redis.
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	checks, batch, err := parse(payload, h.Plans, h.Identities)
+	var inv telemetry.Invocation
+	defer h.emit(ctx, &inv)
+	v, refresh := h.Config.Current(ctx)
+	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
+	var plans Plans = v.Config
+	if v.Config == nil {
+		plans = unconfigured{}
+	}
+	checks, batch, err := parse(payload, plans, h.Identities)
 	if err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
-	var inv telemetry.Invocation
-	defer h.emit(ctx, &inv)
-	if err := h.resolveTenants(ctx, checks, batch, &inv); err != nil {
+	if err := h.operatorOnly(checks, batch); err != nil {
+		inv.ObserveRefused()
+		h.Log.LogAttrs(ctx, slog.LevelWarn, MsgOperatorRefused, slog.String(telemetry.AttrError, err.Error()))
+		return nil, invalidRequest(err)
+	}
+	if v.Config == nil {
+		unresolved(checks, v.Err)
+	}
+	if err := h.resolveTenants(ctx, v, checks, batch, &inv); err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}

@@ -37,6 +37,7 @@ const testTimeout = 2 * time.Second
 // fixture is a Handler on one Redis with its metrics and logs captured.
 type fixture struct {
 	h       *Handler
+	cfg     *config.Config // the handler's configuration
 	metrics *bytes.Buffer
 	logs    *bytes.Buffer
 }
@@ -51,11 +52,10 @@ func newFixture(t testing.TB, client rueidis.Client, cfg *config.Config, opts gu
 	if opts.Timeout == 0 {
 		opts.Timeout = testTimeout
 	}
-	f := &fixture{metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
+	f := &fixture{cfg: cfg, metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
 	f.h = &Handler{
 		Guard:      guard.New(bucket.New(client), opts),
-		Plans:      cfg,
-		Registry:   registry.NewDocument(cfg),
+		Config:     registry.NewStatic(cfg, nil),
 		Identities: testSources(t),
 		Metrics:    telemetry.NewEmitter(f.metrics, settings.DefaultNamespace, settings.DefaultStackName, testFunction),
 		Log:        slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

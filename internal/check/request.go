@@ -154,7 +154,7 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 	if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], op, c.req.Rules); err != nil {
 		return check{}, err
 	}
-	if c.tenant {
+	if len(c.req.Rules) == 0 { // a tenant's, or no configuration's: no rules yet
 		return c, nil
 	}
 	if err := c.req.Validate(); err != nil { // what the engine would refuse, if anything is left

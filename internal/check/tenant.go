@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
-// Registry says which plan a tenant is on (its "tenant:<key>" identity), with its own
-// rules, or no plan when the registry does not know it; *registry.Cache and
-// registry.Document are ones.
-type Registry interface {
-	Lookup(ctx context.Context, id string) (registry.Entry, error)
+// Configuration gives each invocation what it is decided by: the configuration
+// document (the plans) and the registry that says which plan a tenant is on (its
+// "tenant:<key>" identity), with its own rules, resolved with that document;
+// *registry.Live is one. The Refresh says what getting it read, for the metrics.
+type Configuration interface {
+	Current(ctx context.Context) (registry.View, registry.Refresh)
 }
 
 // maxLookups bounds the registry lookups of one batch that run at once: a cold batch of
@@ -26,8 +29,9 @@ const maxLookups = 16
 // plan and no rules, and keeps the error, to be answered by the failure policy: its
 // plan is unknown, so neither is its cost checked nor its answer given a plan's name.
 // Its error names a check whose cost its plan can never allow; then nothing is
-// decided. The lookups of a batch run concurrently, at most maxLookups at once.
-func (h *Handler) resolveTenants(ctx context.Context, checks []check, batch bool, inv *telemetry.Invocation) error {
+// decided. The lookups of a batch run concurrently, at most maxLookups at once. v is
+// the invocation's configuration and registry.
+func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {
 	type answer struct {
 		e   registry.Entry
 		err error
@@ -42,7 +46,7 @@ func (h *Handler) resolveTenants(ctx context.Context, checks []check, batch bool
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			answers[i].e, answers[i].err = h.Registry.Lookup(ctx, checks[i].req.Identity)
+			answers[i].e, answers[i].err = v.Lookup(ctx, checks[i].req.Identity)
 		})
 	}
 	wg.Wait()
@@ -61,7 +65,7 @@ func (h *Handler) resolveTenants(ctx context.Context, checks []check, batch bool
 		}
 		p := e.Plan
 		if p == nil {
-			p = h.Plans.DefaultPlan()
+			p = v.Config.DefaultPlan()
 		}
 		c.plan, c.req.Rules = p.Name, p.Rules
 		path := ""
@@ -73,4 +77,29 @@ func (h *Handler) resolveTenants(ctx context.Context, checks []check, batch bool
 		}
 	}
 	return nil
+}
+
+// unconfigured is the Plans of an instance that has no configuration yet (the registry
+// table could not be read since it started): it takes every plan name, as a plan with no
+// rules, so that the payload is still checked whole; unresolved then has every check
+// that needs a plan answered by the failure policy.
+type unconfigured struct{}
+
+func (unconfigured) Plan(name string) (*config.Plan, bool) {
+	return &config.Plan{Plan: bucketgate.Plan{Name: name}}, true
+}
+
+func (unconfigured) DefaultPlan() *config.Plan { return &config.Plan{} }
+
+func (unconfigured) Plans() []string { return nil }
+
+// unresolved gives every check of checks that names a plan, or needs its identity's
+// plan, the error err: with no configuration, it is answered by the failure policy.
+// Checks that bring their own rules are decided as usual.
+func unresolved(checks []check, err error) {
+	for i := range checks {
+		if c := &checks[i]; !c.inline { // its plan is unknown: no name in its answer either
+			c.tenant, c.plan, c.lookupErr = false, "", fmt.Errorf("no configuration: %w", err)
+		}
+	}
 }

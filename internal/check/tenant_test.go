@@ -11,7 +11,6 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -20,7 +19,7 @@ import (
 
 // withRegistry puts f's handler on a registry cache over src.
 func (f *fixture) withRegistry(src *registrytest.Source) {
-	f.h.Registry = registry.NewCache(src, f.h.Plans.(*config.Config), registry.Options{TTL: time.Minute, Size: 100})
+	f.h.Config = registry.NewStatic(f.cfg, registry.NewCache(src, registry.Options{TTL: time.Minute, Size: 100}))
 }
 
 // A check with neither plan nor rules is decided under its tenant's registry plan with
@@ -201,7 +200,7 @@ func TestTenantsLookedUpTogether(t *testing.T) {
 	_, client := startMiniredis(t)
 	f := newFixture(t, client, nil, guard.Options{})
 	src := &barrier{Source: registrytest.New(), want: 3, all: make(chan struct{})}
-	f.h.Registry = registry.NewCache(src, f.h.Plans.(*config.Config), registry.Options{TTL: time.Minute, Size: 100})
+	f.h.Config = registry.NewStatic(f.cfg, registry.NewCache(src, registry.Options{TTL: time.Minute, Size: 100}))
 	out := f.invokeOK(t, []byte(`{"checks": [{"key": "a"}, {"key": "b"}, {"key": "c"}]}`))
 	if src.most != 3 || strings.Count(string(out), `"plan":"free"`) != 3 {
 		t.Fatalf("at most %d reads at once for 3 tenants, answer %s; want 3 at once", src.most, out)

@@ -62,11 +62,14 @@ type Options struct {
 }
 
 // Cache is a registry that reads a Source and keeps the answers. It is safe for
-// concurrent use; concurrent lookups of one identity share one read.
+// concurrent use; concurrent lookups of one identity share one read. It keeps each
+// record's plan name and rules, and resolves them with the configuration each lookup
+// brings: an entry resolved with one configuration document is resolved again, without
+// a read, by the first lookup that brings another, so that no plan of an old document
+// outlives a change of the document.
 type Cache struct {
-	src   Source
-	plans Plans
-	opts  Options
+	src  Source
+	opts Options
 
 	mu      sync.Mutex
 	entries map[string]cached
@@ -81,15 +84,40 @@ type Cache struct {
 
 // cached is one identity's entry.
 type cached struct {
-	plan      *config.Plan // nil: not known (none, revoked, invalid)
-	expiresAt time.Time    // the record's expiry; zero: never
-	readAt    time.Time    // when the read that filled it began; zero: no read succeeded yet
-	retryAt   time.Time    // after a failed read: no read of it before then
+	planName  string            // the record's plan; "": no usable record (none, revoked, unreadable)
+	rules     []bucketgate.Rule // the record's own rules
+	cfg       *config.Config    // the configuration plan was resolved with; nil: not yet
+	plan      *config.Plan      // planName with rules, resolved with cfg; nil: not known
+	expiresAt instant           // the record's expiry; zero: never
+	readAt    instant           // when the read that filled it began; zero: no read succeeded yet
+	retryAt   instant           // after a failed read: no read of it before then
+}
+
+// instant is a time of an entry in Unix nanoseconds, 0 for the zero Time: a third of a
+// time.Time's size, so that an entry that keeps its record's plan name and rules (to
+// resolve them again for a new document) is no larger than one that did not.
+type instant int64
+
+// at returns t as an instant.
+func at(t time.Time) instant {
+	if t.IsZero() {
+		return 0
+	}
+	return instant(t.UnixNano())
+}
+
+// time returns i as a Time: the zero Time for 0.
+func (i instant) time() time.Time {
+	if i == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(i))
 }
 
 // read is a read in flight; done is closed when its answer is set.
 type read struct {
 	done  chan struct{}
+	cfg   *config.Config // the configuration of the lookup that reads: its answer's plan
 	entry Entry
 	err   error
 	// abandoned reports that the lookup that read gave up (its context ended) before
@@ -97,9 +125,8 @@ type read struct {
 	abandoned bool
 }
 
-// NewCache returns a Cache reading src and resolving records' plans with plans (the
-// configuration, a *config.Config).
-func NewCache(src Source, plans Plans, opts Options) *Cache {
+// NewCache returns a Cache reading src.
+func NewCache(src Source, opts Options) *Cache {
 	opts.Size = max(opts.Size, 1)
 	if opts.StaleIfError <= 0 {
 		opts.StaleIfError = DefaultStaleIfError
@@ -110,7 +137,7 @@ func NewCache(src Source, plans Plans, opts Options) *Cache {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{src: src, plans: plans, opts: opts, entries: make(map[string]cached), unknown: make(map[string]struct{}),
+	return &Cache{src: src, opts: opts, entries: make(map[string]cached), unknown: make(map[string]struct{}),
 		reads: make(map[string]*read), holds: make(map[string]time.Time)}
 }
 
@@ -121,14 +148,16 @@ func (c *Cache) Len() int {
 	return len(c.entries)
 }
 
-// Lookup returns what the registry says about id: from the cache within the period
-// (ResultHit), else from one read of the source (ResultMiss). When the read fails, an
-// entry at most StaleIfError past its period answers (ResultStale); with none, Lookup
-// returns an error (ResultError), and so does every lookup of id for
-// RetryAfterFailure, without a read. A lookup whose ctx ends first returns ctx's error
-// (ResultError); that is no failure of the source: lookups sharing its read read again.
-// An id the registry cannot hold (see Holds) is not known, at once: no read, no Result.
-func (c *Cache) Lookup(ctx context.Context, id string) (Entry, error) {
+// Lookup returns what the registry says about id, its plan resolved with cfg: from the
+// cache within the period (ResultHit), else from one read of the source (ResultMiss).
+// When the read fails, an entry at most StaleIfError past its period answers
+// (ResultStale); with none, Lookup returns an error (ResultError), and so does every
+// lookup of id for RetryAfterFailure, without a read. A lookup whose ctx ends first
+// returns ctx's error (ResultError); that is no failure of the source: lookups sharing
+// its read read again. An id the registry cannot hold (see Holds) is not known, at
+// once: no read, no Result. A record whose plan or rules cfg refuses is logged once per
+// read and per configuration, and answers no plan (Invalid).
+func (c *Cache) Lookup(ctx context.Context, cfg *config.Config, id string) (Entry, error) {
 	if !Holds(id) {
 		return Entry{}, nil
 	}
@@ -137,12 +166,18 @@ func (c *Cache) Lookup(ctx context.Context, id string) (Entry, error) {
 		c.mu.Lock()
 		e, ok := c.entries[id]
 		switch {
-		case ok && !e.readAt.IsZero() && now.Sub(e.readAt) < c.opts.TTL:
+		case ok && e.readAt != 0 && now.Sub(e.readAt.time()) < c.opts.TTL:
+			e, bad := c.resolve(id, e, cfg)
 			c.mu.Unlock()
-			return e.entry(now, ResultHit), nil
-		case ok && now.Before(e.retryAt):
+			answer := e.entry(now, ResultHit)
+			answer.Invalid = c.logInvalid(ctx, bad)
+			return answer, nil
+		case ok && now.Before(e.retryAt.time()):
+			e, bad := c.resolve(id, e, cfg)
 			c.mu.Unlock()
-			return c.fallback(e, now, errRecentFailure)
+			answer, err := c.fallback(e, now, errRecentFailure)
+			answer.Invalid = c.logInvalid(ctx, bad) && err == nil
+			return answer, err
 		case !ok && now.Before(c.holds[id]):
 			c.mu.Unlock()
 			return Entry{Result: ResultError}, errRecentFailure
@@ -150,12 +185,13 @@ func (c *Cache) Lookup(ctx context.Context, id string) (Entry, error) {
 		if r, ok := c.reads[id]; ok {
 			c.mu.Unlock()
 			e, err := r.wait(ctx)
-			if err != errAbandoned {
-				return e, err
+			// Another configuration's read: once it is in, the entry is resolved with cfg.
+			if err == errAbandoned || r.cfg != cfg && ctx.Err() == nil {
+				continue
 			}
-			continue
+			return e, err
 		}
-		r := &read{done: make(chan struct{})}
+		r := &read{done: make(chan struct{}), cfg: cfg}
 		c.reads[id] = r
 		c.mu.Unlock()
 		return c.fill(ctx, id, now, r)
@@ -165,31 +201,68 @@ func (c *Cache) Lookup(ctx context.Context, id string) (Entry, error) {
 // fill reads id as of now for r, the read in flight of id, and answers it.
 func (c *Cache) fill(ctx context.Context, id string, now time.Time, r *read) (Entry, error) {
 	fresh, invalid, err := c.read(ctx, id, now)
+	var bad *RecordError
 	c.mu.Lock()
 	delete(c.reads, id)
 	var gaveUp *gaveUpError
 	switch {
 	case err == nil:
-		fresh.readAt = now
+		fresh.readAt = at(now)
+		fresh, bad = c.resolve(id, fresh, r.cfg)
 		c.store(id, fresh)
 		delete(c.holds, id)
 		r.entry = fresh.entry(now, ResultMiss)
-		r.entry.Invalid = invalid
+		r.entry.Invalid = invalid || bad != nil
 	case errors.As(err, &gaveUp): // the caller gave up, not the source: nothing learned
 		r.entry, r.err, r.abandoned = Entry{Result: ResultError}, gaveUp.err, true
 	default:
 		e, ok := c.entries[id] // what was there, if anything, stays: stale-if-error
 		if ok {
-			e.retryAt = now.Add(RetryAfterFailure)
+			e.retryAt = at(now.Add(RetryAfterFailure))
 			c.entries[id] = e
+			e, bad = c.resolve(id, e, r.cfg)
 		} else {
 			c.hold(id, now.Add(RetryAfterFailure))
 		}
 		r.entry, r.err = c.fallback(e, now, err)
+		r.entry.Invalid = bad != nil && r.err == nil
 	}
 	c.mu.Unlock()
+	c.logInvalid(ctx, bad)
 	close(r.done)
 	return r.entry, r.err
+}
+
+// resolve returns e with its record's plan resolved with cfg, stored under id when that
+// changed it, and the error that made the record unusable when this resolution found
+// one: a record is resolved once per configuration. The caller holds c.mu.
+func (c *Cache) resolve(id string, e cached, cfg *config.Config) (cached, *RecordError) {
+	if e.planName == "" || e.cfg == cfg {
+		return e, nil
+	}
+	var err error
+	e.cfg = cfg
+	e.plan, err = Record{ID: id, Plan: e.planName, Rules: e.rules}.Resolve(cfg)
+	if e.plan != nil {
+		e.planName = e.plan.Name // the document's copy: the record's is no longer held
+	}
+	if _, ok := c.entries[id]; ok {
+		c.store(id, e)
+	}
+	bad := (*RecordError)(nil)
+	errors.As(err, &bad)
+	return e, bad
+}
+
+// logInvalid logs bad, a record that cannot be used, at error, and reports whether
+// there was one.
+func (c *Cache) logInvalid(ctx context.Context, bad *RecordError) bool {
+	if bad == nil {
+		return false
+	}
+	c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, bucketgate.LogForm(bad.ID)),
+		slog.String(AttrAttribute, bad.Attribute), slog.String(telemetry.AttrError, bad.Err.Error()))
+	return true
 }
 
 // errRecentFailure is the error of a lookup that did not read because a read of the
@@ -199,7 +272,7 @@ var errRecentFailure = errors.New("registry: a read of this identity failed less
 // fallback answers a lookup whose read failed with err: stale when e is young enough,
 // else an error.
 func (c *Cache) fallback(e cached, now time.Time, err error) (Entry, error) {
-	if !e.readAt.IsZero() && now.Sub(e.readAt) < c.opts.TTL+c.opts.StaleIfError {
+	if e.readAt != 0 && now.Sub(e.readAt.time()) < c.opts.TTL+c.opts.StaleIfError {
 		return e.entry(now, ResultStale), nil
 	}
 	return Entry{Result: ResultError}, err
@@ -233,8 +306,9 @@ func (e *gaveUpError) Error() string { return e.err.Error() }
 func (e *gaveUpError) Unwrap() error { return e.err }
 
 // read reads id from the source as of now, by the earlier of Timeout from now and the
-// caller's deadline less Margin. An item that cannot be used is logged and known as no
-// one (invalid true); err is the source's own failure, or a *gaveUpError.
+// caller's deadline less Margin, its plan not yet resolved. An item that cannot be read
+// is logged and known as no one (invalid true); err is the source's own failure, or a
+// *gaveUpError.
 func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached, invalid bool, err error) {
 	ctx, budget := caller, false
 	var end time.Time
@@ -251,15 +325,12 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 	}
 	rec, found, err := c.src.Get(ctx, id)
 	if err == nil && found && rec.Status != StatusRevoked {
-		e.plan, err = rec.Resolve(c.plans)
-		e.expiresAt = rec.ExpiresAt
+		e.planName, e.rules, e.expiresAt = rec.Plan, rec.Rules, at(rec.ExpiresAt)
 	}
 	var bad *RecordError
 	switch {
 	case errors.As(err, &bad):
-		c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, bucketgate.LogForm(bad.ID)),
-			slog.String(AttrAttribute, bad.Attribute), slog.String(telemetry.AttrError, bad.Err.Error()))
-		return cached{}, true, nil
+		return cached{}, c.logInvalid(ctx, bad), nil
 	case err != nil && (caller.Err() != nil || budget && ctx.Err() != nil): // the caller's time ran out
 		return cached{}, false, &gaveUpError{err: err}
 	case err != nil:
@@ -299,11 +370,11 @@ func (c *Cache) store(id string, e cached) {
 func (c *Cache) evict() {
 	var (
 		victim string
-		oldest time.Time
+		oldest instant
 		n      int
 	)
 	sample := func(id string) bool {
-		if e := c.entries[id]; n == 0 || e.readAt.Before(oldest) {
+		if e := c.entries[id]; n == 0 || e.readAt < oldest {
 			victim, oldest = id, e.readAt
 		}
 		n++
@@ -355,7 +426,7 @@ func (c *Cache) hold(id string, until time.Time) {
 // entry is what e says at now, answered as r: no plan once the record has expired.
 func (e cached) entry(now time.Time, r Result) Entry {
 	p := e.plan
-	if p != nil && !e.expiresAt.IsZero() && !now.Before(e.expiresAt) {
+	if p != nil && e.expiresAt != 0 && !now.Before(e.expiresAt.time()) {
 		p = nil
 	}
 	return Entry{Plan: p, Result: r}

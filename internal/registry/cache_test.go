@@ -26,17 +26,20 @@ func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 const ttl = 30 * time.Second
 
+// plans is the configuration the tests' lookups resolve plans with.
+var plans = config.Default()
+
 func newCache(t *testing.T, src *registrytest.Source, opts registry.Options) (*registry.Cache, *clock) {
 	t.Helper()
 	clk := &clock{t: time.Unix(1_800_000_000, 0)}
 	opts.TTL, opts.Now, opts.Size = ttl, clk.now, cmp.Or(opts.Size, 1000)
-	return registry.NewCache(src, config.Default(), opts), clk
+	return registry.NewCache(src, opts), clk
 }
 
 // lookup looks id up and returns its plan's name ("" for none) and the Result.
 func lookup(t *testing.T, c *registry.Cache, id string) (string, registry.Result) {
 	t.Helper()
-	e, err := c.Lookup(context.Background(), id)
+	e, err := c.Lookup(context.Background(), plans, id)
 	if err != nil {
 		t.Fatalf("Lookup(%s): %v", id, err)
 	}
@@ -85,7 +88,7 @@ func TestCacheFollowsTheTable(t *testing.T) {
 		t.Fatalf("plan %q inside the period, want the cached pro", plan)
 	}
 	clk.advance(ttl)
-	e, err := c.Lookup(context.Background(), digestID)
+	e, err := c.Lookup(context.Background(), plans, digestID)
 	if err != nil || e.Plan.Name != "enterprise" || e.Plan.Rules[0].Capacity != 42 {
 		t.Fatalf("after the period: %+v, %v; want enterprise with burst 42", e.Plan, err)
 	}
@@ -171,7 +174,7 @@ func TestCacheFloodKeepsKnownKeys(t *testing.T) {
 		src.Fail(errors.New("throttled"))
 		clk.advance(ttl)
 		for i := range size * 10 {
-			if _, err := c.Lookup(context.Background(), "key:outage-"+strconv.Itoa(i)); err == nil {
+			if _, err := c.Lookup(context.Background(), plans, "key:outage-"+strconv.Itoa(i)); err == nil {
 				t.Fatal("a made-up key's lookup while the table fails: no error")
 			}
 		}
@@ -204,11 +207,11 @@ func TestCacheStaleIfError(t *testing.T) {
 	if !strings.Contains(logs.String(), registry.MsgReadFailed) || !strings.Contains(logs.String(), "throttled") {
 		t.Errorf("no warning about the failed read: %s", &logs)
 	}
-	e, err := c.Lookup(context.Background(), "key:never-seen")
+	e, err := c.Lookup(context.Background(), plans, "key:never-seen")
 	if !errors.Is(err, down) || e.Result != registry.ResultError || e.Plan != nil {
 		t.Fatalf("nothing cached: %+v, %v; want an error", e, err)
 	}
-	if _, err := c.Lookup(context.Background(), "key:never-seen"); err == nil || src.Reads() != 3 {
+	if _, err := c.Lookup(context.Background(), plans, "key:never-seen"); err == nil || src.Reads() != 3 {
 		t.Fatalf("again within a second: %v after %d reads, want an error without a read", err, src.Reads())
 	}
 	clk.advance(time.Minute - time.Second)
@@ -216,7 +219,7 @@ func TestCacheStaleIfError(t *testing.T) {
 		t.Fatalf("just inside StaleIfError: %s, want stale", result)
 	}
 	clk.advance(time.Second)
-	if e, err := c.Lookup(context.Background(), digestID); err == nil || e.Result != registry.ResultError {
+	if e, err := c.Lookup(context.Background(), plans, digestID); err == nil || e.Result != registry.ResultError {
 		t.Fatalf("past StaleIfError: %+v, %v; want an error", e, err)
 	}
 	src.Fail(nil)
@@ -234,11 +237,11 @@ func TestCacheInvalidItem(t *testing.T) {
 	var logs bytes.Buffer
 	c, _ := newCache(t, src, registry.Options{Log: telemetry.NewLogger(&logs, nil)})
 	for _, id := range []string{digestID, "key:gold"} {
-		e, err := c.Lookup(context.Background(), id)
+		e, err := c.Lookup(context.Background(), plans, id)
 		if err != nil || e.Plan != nil || !e.Invalid {
 			t.Fatalf("%s: %+v, %v; want no plan, invalid", id, e, err)
 		}
-		if e, _ := c.Lookup(context.Background(), id); e.Invalid || e.Result != registry.ResultHit {
+		if e, _ := c.Lookup(context.Background(), plans, id); e.Invalid || e.Result != registry.ResultHit {
 			t.Fatalf("%s again: %+v; want a hit, not counted invalid again", id, e)
 		}
 	}
@@ -263,7 +266,7 @@ func TestCacheSharesAReadInFlight(t *testing.T) {
 	results := make(chan registry.Entry, n)
 	for range n {
 		wg.Go(func() {
-			e, err := c.Lookup(context.Background(), digestID)
+			e, err := c.Lookup(context.Background(), plans, digestID)
 			if err != nil {
 				t.Error(err)
 			}
@@ -299,7 +302,7 @@ func TestCacheCallerGivingUpIsNoFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.Lookup(ctx, digestID)
+		_, err := c.Lookup(ctx, plans, digestID)
 		first <- err
 	}()
 	for src.Held() == 0 { // the first lookup's read is held
@@ -307,7 +310,7 @@ func TestCacheCallerGivingUpIsNoFailure(t *testing.T) {
 	}
 	second := make(chan registry.Entry, 1)
 	go func() {
-		e, err := c.Lookup(context.Background(), digestID)
+		e, err := c.Lookup(context.Background(), plans, digestID)
 		if err != nil {
 			t.Errorf("a lookup sharing the read of one that gave up: %v, want its answer", err)
 		}
@@ -331,8 +334,8 @@ func TestCacheCallerGivingUpIsNoFailure(t *testing.T) {
 
 // A read is bounded by Options.Timeout.
 func TestCacheTimeout(t *testing.T) {
-	c := registry.NewCache(slowSource{}, config.Default(), registry.Options{TTL: ttl, Size: 1, Timeout: 10 * time.Millisecond})
-	e, err := c.Lookup(context.Background(), digestID)
+	c := registry.NewCache(slowSource{}, registry.Options{TTL: ttl, Size: 1, Timeout: 10 * time.Millisecond})
+	e, err := c.Lookup(context.Background(), plans, digestID)
 	if !errors.Is(err, context.DeadlineExceeded) || e.Result != registry.ResultError {
 		t.Fatalf("Lookup = %+v, %v; want a deadline error", e, err)
 	}
@@ -369,14 +372,14 @@ func TestDocument(t *testing.T) {
 // per-request cost with a warm cache.
 func BenchmarkCacheHit(b *testing.B) {
 	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
-	c := registry.NewCache(src, config.Default(), registry.Options{TTL: time.Hour, Size: 10})
+	c := registry.NewCache(src, registry.Options{TTL: time.Hour, Size: 10})
 	ctx := context.Background()
-	if _, err := c.Lookup(ctx, digestID); err != nil {
+	if _, err := c.Lookup(ctx, plans, digestID); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if e, _ := c.Lookup(ctx, digestID); e.Result != registry.ResultHit {
+		if e, _ := c.Lookup(ctx, plans, digestID); e.Result != registry.ResultHit {
 			b.Fatalf("result %s", e.Result)
 		}
 	}
@@ -388,7 +391,7 @@ func TestCacheReadsOnlyRegistryIdentities(t *testing.T) {
 	src := registrytest.New(registry.Record{ID: "ip:192.0.2.1", Plan: "pro"}, registry.Record{ID: "tenant:t1", Plan: "pro"})
 	c, _ := newCache(t, src, registry.Options{})
 	for _, id := range []string{"ip:192.0.2.1", "ip:2001:db8::/64", "ip:unknown", "192.0.2.1", ""} {
-		e, err := c.Lookup(context.Background(), id)
+		e, err := c.Lookup(context.Background(), plans, id)
 		if err != nil || e.Plan != nil || e.Result != "" {
 			t.Errorf("Lookup(%q) = %+v, %v; want no one, no result", id, e, err)
 		}
@@ -408,12 +411,12 @@ func TestCacheLogsTenantsAsDigests(t *testing.T) {
 	var logs bytes.Buffer
 	c, clk := newCache(t, src, registry.Options{Log: telemetry.NewLogger(&logs, nil)})
 	src.Fail(errors.New("throttled"))
-	if _, err := c.Lookup(context.Background(), "tenant:"+key); err == nil {
+	if _, err := c.Lookup(context.Background(), plans, "tenant:"+key); err == nil {
 		t.Fatal("no error with the table down")
 	}
 	src.Fail(nil)
 	clk.advance(registry.RetryAfterFailure)
-	if e, err := c.Lookup(context.Background(), "tenant:"+key); err != nil || !e.Invalid {
+	if e, err := c.Lookup(context.Background(), plans, "tenant:"+key); err != nil || !e.Invalid {
 		t.Fatalf("%+v, %v: want an invalid item", e, err)
 	}
 	want := `"item":"tenant:` + bucketgate.KeyDigest(key) + `"`
@@ -440,7 +443,7 @@ func TestCacheHoldSurvivesAFullCache(t *testing.T) {
 	clk.advance(ttl)
 	reads := src.Reads()
 	for i := range 100 {
-		if _, err := c.Lookup(context.Background(), "key:made-up"); err == nil {
+		if _, err := c.Lookup(context.Background(), plans, "key:made-up"); err == nil {
 			t.Fatalf("lookup %d of a made-up key with the table down: no error", i)
 		}
 	}
@@ -453,11 +456,11 @@ func TestCacheHoldSurvivesAFullCache(t *testing.T) {
 		}
 	}
 	clk.advance(registry.RetryAfterFailure)
-	if _, err := c.Lookup(context.Background(), "key:made-up"); err == nil || src.Reads()-reads != 1+size+1 {
+	if _, err := c.Lookup(context.Background(), plans, "key:made-up"); err == nil || src.Reads()-reads != 1+size+1 {
 		t.Fatalf("%v after %d reads: want a second read of it once the hold ends", err, src.Reads()-reads)
 	}
 	for i := range size * 100 { // a flood of made-up keys: the holds stay bounded
-		c.Lookup(context.Background(), "key:flood-"+strconv.Itoa(i))
+		c.Lookup(context.Background(), plans, "key:flood-"+strconv.Itoa(i))
 	}
 	if holds := registry.HoldsOf(c); holds > size {
 		t.Fatalf("%d holds after a flood, want at most the cache's size %d", holds, size)
@@ -475,7 +478,7 @@ func TestCacheReadEndsMarginBeforeTheDeadline(t *testing.T) {
 	c, _ := newCache(t, src, registry.Options{Timeout: time.Hour, Margin: 1500 * time.Millisecond, Log: telemetry.NewLogger(&logs, nil)})
 	ctx, cancel := context.WithTimeout(context.Background(), 1600*time.Millisecond)
 	defer cancel()
-	e, err := c.Lookup(ctx, digestID)
+	e, err := c.Lookup(ctx, plans, digestID)
 	if !errors.Is(err, context.DeadlineExceeded) || e.Result != registry.ResultError || ctx.Err() != nil {
 		t.Fatalf("Lookup = %+v, %v, the caller's context %v; want the read's deadline error, a margin before the caller's", e, err, ctx.Err())
 	}

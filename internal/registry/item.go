@@ -50,11 +50,14 @@ type rule struct {
 var (
 	typeWants = map[string]string{
 		"expiresAt": " of Unix seconds",
+		"updatedAt": " of Unix seconds",
 		attrRules:   " of maps",
 		"rules[]":   " of name, capacity and refillPerSecond",
 	}
 	numberWants = map[string]string{
 		"expiresAt":       fmt.Sprintf("whole Unix seconds from 1 to %d", int64(MaxExpiresAt)),
+		"updatedAt":       fmt.Sprintf("whole Unix seconds from 1 to %d", int64(MaxExpiresAt)),
+		"version":         fmt.Sprintf("a whole number from 1 to %d", int64(MaxVersion)),
 		"capacity":        "a whole number of tokens",
 		"refillPerSecond": "a finite number of tokens per second",
 	}

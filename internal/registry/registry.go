@@ -2,9 +2,12 @@
 // its own rules (overrides), or that the registry does not know it (never registered,
 // revoked, expired, or an item the registry cannot use).
 //
-// Two kinds of registry answer the handlers' one question, Lookup(ctx, id): a Document,
-// the configuration document's keys and tenants (small setups, local runs), and a
-// Cache over a Table, an Amazon DynamoDB table read with GetItem (REGISTRY_TABLE). The
+// Two kinds of registry answer the handlers' one question, a View's Lookup(ctx, id): a
+// Document, the configuration document's keys and tenants (small setups, local runs),
+// and a Cache over a Table, an Amazon DynamoDB table read with GetItem (REGISTRY_TABLE).
+// The table may hold the configuration document itself (StoredConfig): a Live reads it
+// at init and then at most once per period, and gives each invocation a View, the
+// document and the registry resolving plans with it, which change together. The
 // Cache keeps hits and misses alike for a period (REGISTRY_CACHE_MS) in a bounded
 // number of entries (REGISTRY_CACHE_SIZE), so that a revocation, a plan change or an
 // override takes effect on every execution environment within that period, and a flood

@@ -67,12 +67,12 @@ func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error
 // an exact figure).
 func entryBytes(tb testing.TB, cfg *config.Config, src registry.Source, n int, id func(i int) string) float64 {
 	tb.Helper()
-	c := registry.NewCache(src, cfg, registry.Options{TTL: time.Hour, Size: n})
+	c := registry.NewCache(src, registry.Options{TTL: time.Hour, Size: n})
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range n {
-		if e, err := c.Lookup(context.Background(), id(i)); err != nil || e.Plan == nil {
+		if e, err := c.Lookup(context.Background(), cfg, id(i)); err != nil || e.Plan == nil {
 			tb.Fatalf("lookup %d: %+v, %v", i, e, err)
 		}
 	}

@@ -40,17 +40,11 @@ func (t *Table) Get(ctx context.Context, id string) (r Record, found bool, err e
 	if len(id) > MaxID || !utf8.ValidString(id) || id == "" {
 		return Record{}, false, nil
 	}
-	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(t.name),
-		Key:       map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: id}},
-	})
-	if err != nil {
-		return Record{}, false, fmt.Errorf("registry table %s: %w", t.name, err)
+	item, err := t.getItem(ctx, id)
+	if err != nil || item == nil {
+		return Record{}, false, err
 	}
-	if len(out.Item) == 0 {
-		return Record{}, false, nil
-	}
-	r, err = DecodeItem(out.Item)
+	r, err = DecodeItem(item)
 	if err != nil {
 		return r, true, err
 	}
@@ -58,4 +52,36 @@ func (t *Table) Get(ctx context.Context, id string) (r Record, found bool, err e
 		return r, true, &RecordError{ID: id, Attribute: attrID, Err: fmt.Errorf("%q: want the id it was read by", truncate(r.ID))}
 	}
 	return r, true, nil
+}
+
+// GetConfig reads the configuration item id (ConfigID, or a VersionID) with one GetItem
+// (eventually consistent). found is false when the table holds no such item. An item
+// DecodeConfigItem refuses is a *RecordError, with what could be read of it; any other
+// error is DynamoDB's.
+func (t *Table) GetConfig(ctx context.Context, id string) (s StoredConfig, found bool, err error) {
+	item, err := t.getItem(ctx, id)
+	if err != nil || item == nil {
+		return StoredConfig{}, false, err
+	}
+	s, err = DecodeConfigItem(item)
+	if err == nil && s.ID != id {
+		err = &RecordError{ID: id, Attribute: attrID, Err: fmt.Errorf("%q: want the id it was read by", truncate(s.ID))}
+	}
+	return s, true, err
+}
+
+// getItem reads the item id with one GetItem (eventually consistent): nil when the
+// table holds none.
+func (t *Table) getItem(ctx context.Context, id string) (map[string]types.AttributeValue, error) {
+	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(t.name),
+		Key:       map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: id}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registry table %s: %w", t.name, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
 }

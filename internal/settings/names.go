@@ -41,6 +41,16 @@ func checkStackName(v string) error {
 	return nil
 }
 
+// checkFunctionName reports why v is not a Lambda function to invoke: a name,
+// name:alias or ARN, MaxFunctionName bytes at most of letters, digits, '-', '_', ':' or
+// '.'; empty is none.
+func checkFunctionName(v string) error {
+	if len(v) > MaxFunctionName || strings.Trim(v, letters+digits+"-_:.") != "" {
+		return fmt.Errorf("%s=%q: want a Lambda function name, name:alias or ARN: at most %d letters, digits, '-', '_', ':' or '.'", EnvOperatorFunction, v, MaxFunctionName)
+	}
+	return nil
+}
+
 // checkTable reports why v is not a DynamoDB table name: 3 to 255 letters, digits, '_',
 // '-' or '.'. The template grants the functions GetItem on the table of that name, so
 // an ARN will not do either.

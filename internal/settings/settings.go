@@ -42,6 +42,7 @@ const (
 	EnvRegistryCacheSize = "REGISTRY_CACHE_SIZE"
 	EnvRegistryTimeoutMS = "REGISTRY_TIMEOUT_MS"
 	EnvStackName         = "STACK_NAME"
+	EnvOperatorFunction  = "OPERATOR_FUNCTION"
 )
 
 // Defaults of the settings that have one.
@@ -77,7 +78,7 @@ const (
 	// MaxRegistryCacheSize is the largest REGISTRY_CACHE_SIZE, in entries. An entry's
 	// heap does not grow with the routes: at most 320 bytes for an API key on its plan
 	// (3 MB at the default 10,000 entries, 320 MB at this bound: more than the
-	// template's 256 MB function), 1.5 KB for one with 8 rules of its own, 3 KB for the
+	// template's 256 MB function), 1.8 KB for one with 8 rules of its own, 3 KB for the
 	// worst (a tenant's 1,000-byte key with 8 rules of its own, the longest names):
 	// size it to the function's memory. A read that failed keeps a hold per identity
 	// too, as many at most (its id and a time). make bench measures the entries
@@ -104,6 +105,9 @@ const (
 	// MaxStackName is the longest STACK_NAME, in bytes: CloudFormation's longest stack
 	// name. The name is on every metric line.
 	MaxStackName = 128
+	// MaxFunctionName is the longest OPERATOR_FUNCTION, in bytes: Lambda's longest
+	// function ARN with a qualifier.
+	MaxFunctionName = 170
 	// MaxRegistryCacheTTL is the longest REGISTRY_CACHE_MS: a day, beyond which a
 	// revocation would hardly be one.
 	MaxRegistryCacheTTL = 24 * time.Hour
@@ -223,6 +227,15 @@ type Settings struct {
 	// RegistryTimeout is the deadline of one registry read (REGISTRY_TIMEOUT_MS, whole
 	// milliseconds from 1 to MaxRegistryTimeout; default DefaultRegistryTimeout).
 	RegistryTimeout time.Duration
+	// OperatorFunction, when set, makes the check function service-facing: it refuses
+	// the operator's operations (resets, and every check naming one of the authorizer's
+	// identities), each with an error saying to invoke this function instead, which
+	// serves them (OPERATOR_FUNCTION: a Lambda function name, name:alias or ARN, at most
+	// MaxFunctionName bytes of letters, digits, '-', '_', ':' or '.'; default empty:
+	// every operation is served, as on this machine). The template sets it on the check
+	// function to the operator function's name, so that a grant of lambda:InvokeFunction
+	// on the check function never grants resets.
+	OperatorFunction string
 }
 
 // Load reads the settings through getenv (os.Getenv in production) and validates them;
@@ -244,6 +257,7 @@ func Load(getenv func(string) string) (Settings, error) {
 		APIKeyHeader:      cmp.Or(getenv(EnvAPIKeyHeader), DefaultAPIKeyHeader),
 		XRayDaemon:        cmp.Or(getenv(EnvXRayDaemon), DefaultXRayDaemon),
 		RegistryTable:     strings.TrimSpace(getenv(EnvRegistryTable)),
+		OperatorFunction:  strings.TrimSpace(getenv(EnvOperatorFunction)),
 	}
 	if s.ConfigInline != "" && s.ConfigFile != "" {
 		return s, fmt.Errorf("set %s or %s, not both", EnvConfigInline, EnvConfigFile)
@@ -287,6 +301,9 @@ func Load(getenv func(string) string) (Settings, error) {
 		s.Namespace = v
 	}
 	if err := checkStackName(s.Stack); err != nil {
+		return s, err
+	}
+	if err := checkFunctionName(s.OperatorFunction); err != nil {
 		return s, err
 	}
 	if v := getenv(EnvDenyCacheSize); v != "" {

@@ -145,6 +145,10 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.Stack == "orders-prod2" }},
 		{"longest stack name", map[string]string{"STACK_NAME": "S" + strings.Repeat("-", 127)},
 			func(s settings.Settings) bool { return len(s.Stack) == settings.MaxStackName }},
+		{"operator function", map[string]string{"OPERATOR_FUNCTION": " bucketgate-operator "},
+			func(s settings.Settings) bool { return s.OperatorFunction == "bucketgate-operator" }},
+		{"operator function by its alias's ARN", map[string]string{"OPERATOR_FUNCTION": "arn:aws:lambda:us-east-1:123456789012:function:bucketgate-operator:live"},
+			func(s settings.Settings) bool { return strings.HasSuffix(s.OperatorFunction, ":live") }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,6 +245,8 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		// A read that could outlast the function's own timeout (the template's: 5 s).
 		{"registry timeout beyond the function's", map[string]string{"REGISTRY_TIMEOUT_MS": "60000"}, []string{"REGISTRY_TIMEOUT_MS=\"60000\"", "1 to 2500", "function timeout"}},
 		{"registry timeout just beyond the bound", map[string]string{"REGISTRY_TIMEOUT_MS": "2501"}, []string{"REGISTRY_TIMEOUT_MS", "2500"}},
+		{"operator function with a space", map[string]string{"OPERATOR_FUNCTION": "bucketgate operator"}, []string{"OPERATOR_FUNCTION", `"bucketgate operator"`, "name:alias or ARN"}},
+		{"operator function too long", map[string]string{"OPERATOR_FUNCTION": strings.Repeat("f", 171)}, []string{"OPERATOR_FUNCTION", "at most 170"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

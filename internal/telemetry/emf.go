@@ -62,8 +62,11 @@ func OutcomeOf(r bucketgate.Reason) string {
 type Invocation struct {
 	groups  []*group      // one per (outcome, failure), in order of appearance
 	lookups []lookupCount // one per registry lookup result, in order of appearance
-	invalid int           // registry items read that could not be used
-	shadow  []shadowCount // one per shadow rule that would have denied, in order of appearance
+	// invalid counts registry items read that could not be used, configInvalid
+	// configuration documents read that do not load (int32: the Invocation of every
+	// decision stays in its allocation size class).
+	invalid, configInvalid int32
+	shadow                 []shadowCount // one per shadow rule that would have denied, in order of appearance
 }
 
 // shadowCount is how many allowed requests a shadow rule would have denied.
@@ -152,7 +155,7 @@ func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 	if len(inv.lookups) > n {
 		n = len(inv.lookups)
 	}
-	if n == 0 && inv.invalid > 0 {
+	if n == 0 && inv.invalid+inv.configInvalid > 0 {
 		n = 1
 	}
 	for i := range n {
@@ -164,8 +167,8 @@ func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 			l := inv.lookups[i]
 			d.count(e.namespace, MetricRegistryLookups, l.n, DimResult, l.result)
 		}
-		if i == 0 && inv.invalid > 0 {
-			d.count(e.namespace, MetricRegistryInvalid, inv.invalid, "", "")
+		if i == 0 {
+			d.invalid(e.namespace, inv)
 		}
 		if err := e.write(buf, &d, ms); err != nil {
 			return err
@@ -217,10 +220,10 @@ func (e *Emitter) write(buf *[]byte, d *document, ms int64) error {
 
 // The most fields and directives one EMF document holds: the decision's (Decisions,
 // DenyCacheHits, Outcome, RedisLatency, Reason, FailClosed), a registry lookup's
-// (RegistryLookups, Result) and the invalid items' (RegistryInvalidItems), Function and
-// Stack.
+// (RegistryLookups, Result), the invalid items' and documents' (RegistryInvalidItems,
+// ConfigInvalid: one directive), Function and Stack.
 const (
-	maxFields     = 11
+	maxFields     = 12
 	maxDirectives = 4
 	maxMetrics    = 3
 )
@@ -289,6 +292,25 @@ func (d *document) decisions(namespace string, g *group) {
 		d.directive(namespace, DimReason, emfMetric{MetricFailClosed, "Count"})
 		d.add(field{name: DimReason, str: string(g.failure), isStr: true})
 		d.add(field{name: MetricFailClosed, n: g.decisions})
+	}
+}
+
+// invalid adds the counts of inv's invalid registry items and configuration documents,
+// by Stack and Function alone, in one directive; nothing when there are none.
+func (d *document) invalid(namespace string, inv *Invocation) {
+	if inv.invalid+inv.configInvalid == 0 {
+		return
+	}
+	dir := d.directive(namespace, "")
+	for _, m := range []struct {
+		name string
+		n    int32
+	}{{MetricRegistryInvalid, inv.invalid}, {MetricConfigInvalid, inv.configInvalid}} {
+		if m.n > 0 {
+			dir.metrics[dir.nmetrics] = emfMetric{m.name, "Count"}
+			dir.nmetrics++
+			d.add(field{name: m.name, n: int(m.n)})
+		}
 	}
 }
 

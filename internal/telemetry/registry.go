@@ -10,6 +10,10 @@ const (
 	// (unknown plan, invalid rules, wrong types): each is also an error log line naming
 	// the item and the attribute.
 	MetricRegistryInvalid = "RegistryInvalidItems"
+	// MetricConfigInvalid counts reads of a configuration document in the registry
+	// table that does not load (never applied: the document in force stays): each is
+	// also an error log line naming the version and the field.
+	MetricConfigInvalid = "ConfigInvalid"
 	// DimResult is the dimension of MetricRegistryLookups.
 	DimResult = "Result"
 )
@@ -33,4 +37,17 @@ func (inv *Invocation) ObserveLookup(result string, invalid bool) {
 		}
 	}
 	inv.lookups = append(inv.lookups, lookupCount{result: result, n: 1})
+}
+
+// ObserveConfig adds what getting the invocation's configuration read: nothing (result
+// ""), the registry table's configuration item (a lookup answered result: miss, or
+// error when the read failed and the document in force stayed); invalid reports that
+// the document read does not load.
+func (inv *Invocation) ObserveConfig(result string, invalid bool) {
+	if result != "" {
+		inv.ObserveLookup(result, false)
+	}
+	if invalid {
+		inv.configInvalid++
+	}
 }

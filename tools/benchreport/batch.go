@@ -18,6 +18,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/check"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/tools/stress"
 )
@@ -69,7 +70,7 @@ func MeasureBatch(ctx context.Context, addr string, plan BatchPlan) (BatchRun, e
 	defer client.Close()
 	h := &check.Handler{
 		Guard:   guard.New(bucket.New(client), guard.Options{Timeout: time.Second + 100*plan.Latency}),
-		Plans:   config.Default(),
+		Config:  registry.NewStatic(config.Default(), nil),
 		Metrics: telemetry.NewEmitter(io.Discard, "bench", "bench", "check"),
 		Log:     slog.New(slog.DiscardHandler),
 		Now:     time.Now,

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -88,7 +89,7 @@ func (c *countingSource) Get(ctx context.Context, id string) (registry.Record, b
 // src (the table), with plans resolving the records. Time is simulated, not waited for:
 // the caches read a clock that each request moves on by 1/Rate seconds, so the run
 // takes as long as its reads do, and every cache miss is a real read of src.
-func MeasureRegistryReads(ctx context.Context, plan RegistryPlan, src registry.Source, plans registry.Plans) (RegistryReads, error) {
+func MeasureRegistryReads(ctx context.Context, plan RegistryPlan, src registry.Source, plans *config.Config) (RegistryReads, error) {
 	began := time.Now()
 	counted := &countingSource{Source: src}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -96,7 +97,7 @@ func MeasureRegistryReads(ctx context.Context, plan RegistryPlan, src registry.S
 	caches := make([]*registry.Cache, plan.Environments)
 	seen := make([]map[int]bool, plan.Environments)
 	for i := range caches {
-		caches[i] = registry.NewCache(counted, plans, registry.Options{TTL: plan.CachePeriod, Size: settings.DefaultRegistryCacheSize, Now: clock})
+		caches[i] = registry.NewCache(counted, registry.Options{TTL: plan.CachePeriod, Size: settings.DefaultRegistryCacheSize, Now: clock})
 		seen[i] = map[int]bool{}
 	}
 	rng := rand.New(rand.NewSource(plan.Seed))
@@ -105,7 +106,7 @@ func MeasureRegistryReads(ctx context.Context, plan RegistryPlan, src registry.S
 	r := RegistryReads{Plan: plan}
 	for range plan.Requests() {
 		env, key := rng.Intn(plan.Environments), int(zipf.Uint64())
-		e, err := caches[env].Lookup(ctx, RegistryKeyID(key))
+		e, err := caches[env].Lookup(ctx, plans, RegistryKeyID(key))
 		if err != nil {
 			return r, fmt.Errorf("registry lookup of key %d: %w", key, err)
 		}

@@ -1,6 +1,7 @@
 // Package registrytest holds a registry.Source in memory, for the tests of the registry's
-// cache and of the handlers: records by identity, invalid items, failures on demand, and
-// a count of reads. The real table is tested against dynalite (internal/testkit/dynalite).
+// cache and of the handlers: records by identity, configuration items
+// (registry.ConfigSource), invalid items, failures on demand, and a count of reads. The
+// real table is tested against dynalite (internal/testkit/dynalite).
 package registrytest
 
 import (
@@ -20,6 +21,7 @@ type Source struct {
 
 	mu      sync.Mutex
 	records map[string]registry.Record
+	configs map[string]registry.StoredConfig
 	invalid map[string]*registry.RecordError
 	err     error
 	reads   int
@@ -28,7 +30,7 @@ type Source struct {
 
 // New returns a Source holding records.
 func New(records ...registry.Record) *Source {
-	s := &Source{records: map[string]registry.Record{}, invalid: map[string]*registry.RecordError{}}
+	s := &Source{records: map[string]registry.Record{}, configs: map[string]registry.StoredConfig{}, invalid: map[string]*registry.RecordError{}}
 	for _, r := range records {
 		s.records[r.ID] = r
 	}
@@ -54,6 +56,41 @@ func (s *Source) Get(ctx context.Context, id string) (registry.Record, bool, err
 	}
 	r, ok := s.records[id]
 	return r, ok, nil
+}
+
+// GetConfig returns the configuration item id as Get returns a record: an error set by
+// Fail, the *RecordError set by PutInvalid (with the item set by PutConfig, if any), or
+// the item set by PutConfig.
+func (s *Source) GetConfig(ctx context.Context, id string) (registry.StoredConfig, bool, error) {
+	err := s.hold(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	if err != nil {
+		return registry.StoredConfig{}, false, err
+	}
+	if s.err != nil {
+		return registry.StoredConfig{}, false, s.err
+	}
+	c, ok := s.configs[id]
+	if e, bad := s.invalid[id]; bad {
+		return c, true, e
+	}
+	return c, ok, nil
+}
+
+// PutConfig sets the configuration item c.ID.
+func (s *Source) PutConfig(c registry.StoredConfig) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.configs[c.ID] = c
+}
+
+// DeleteConfig removes the configuration item id.
+func (s *Source) DeleteConfig(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.configs, id)
 }
 
 // hold waits for Gate, if any, to open; it returns ctx's error when ctx ends first.

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/settings"
+)
+
+// Documents of the configuration tests: gold's burst is 300 in the first, and the
+// second drops gold and gives pro a burst of 150.
+const (
+	goldDoc = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 10, refillPerSecond: 1}]\n" +
+		"  pro: [{name: burst, capacity: 100, refillPerSecond: 50}]\n  gold: [{name: burst, capacity: 300, refillPerSecond: 100}]\n"
+	noGoldDoc = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 10, refillPerSecond: 1}]\n" +
+		"  pro: [{name: burst, capacity: 150, refillPerSecond: 50}]\n"
+)
+
+// file writes content to a file of the test's and returns its path.
+func file(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A session of every config command against dynalite: put, show, history, a refused
+// put, --force, an unchanged put, rollback; and the keys commands checking plans
+// against the table's document, never this shell's.
+func TestConfigSession(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.fails(exitError, "table bucketgate-keys holds no configuration document: the functions use their RATE_LIMIT_CONFIG", "config", "show")
+	if out := c.ok("config", "history"); strings.TrimSpace(out) != "VERSION  CURRENT  UPDATED  BYTES  NOTE" {
+		t.Fatalf("history of no document:\n%s", out)
+	}
+	c.fails(exitError, `unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from this shell's`, "keys", "create", "--plan", "gold")
+
+	code, _, stderr := c.run("config", "put", file(t, "gold.yaml", goldDoc), "--note", "gold plan")
+	if code != exitOK || !strings.Contains(stderr, "wrote version 1 to table bucketgate-keys (the functions used their own document until now)") {
+		t.Fatalf("put: %d %s", code, stderr)
+	}
+	code, stdout, stderr := c.run("config", "show")
+	if code != exitOK || stdout != goldDoc || !strings.HasPrefix(stderr, "version 1 of table bucketgate-keys, written 20") || !strings.HasSuffix(stderr, ": gold plan\n") {
+		t.Fatalf("show: %d\n%s\n%s", code, stdout, stderr)
+	}
+	var shown configJSON
+	if err := json.Unmarshal([]byte(c.ok("config", "show", "--json")), &shown); err != nil || shown.Version != 1 || shown.Document != goldDoc || shown.Note != "gold plan" {
+		t.Fatalf("show --json: %+v, %v", shown, err)
+	}
+
+	c.env[settings.EnvConfigInline] = noGoldDoc // this shell's document: never the one checked while the table has one
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "gold", "--owner", "acme"))
+	id := keyID(key)
+	c.ok("keys", "create", "--tenant", "t-gold", "--plan", "gold")
+	c.ok("keys", "create", "--tenant", "t-gone", "--plan", "gold")
+	c.ok("keys", "revoke", "tenant:t-gone")
+	c.fails(exitError, `unknown plan "basic": not in the configuration document (configured: free, gold, pro; from version 1 of the table's configuration document)`,
+		"keys", "set-plan", key, "basic")
+
+	noGold := file(t, "no-gold.yaml", noGoldDoc)
+	before := c.items()
+	code, stdout, stderr = c.run("config", "put", noGold)
+	if code != exitError || stdout != "" || !strings.Contains(stderr, "the document would leave active keys or tenants without a usable plan (--force writes it anyway") ||
+		!strings.Contains(stderr, "\n  "+id+` (plan gold): plan: unknown plan "gold"`) || !strings.Contains(stderr, "\n  tenant:t-gold (plan gold)") || strings.Contains(stderr, "t-gone") {
+		t.Fatalf("a put dropping gold: %d\n%s\nwant a refusal naming the active key and tenant on gold, not the revoked one", code, stderr)
+	}
+	if after := c.items(); len(after) != len(before) {
+		t.Fatalf("a refused put wrote:\nbefore %s\nafter  %s", before, after)
+	}
+	code, _, stderr = c.run("config", "put", noGold, "--force", "--note", "gold retired")
+	if code != exitOK || !strings.Contains(stderr, "warning: --force: these active keys or tenants now count as unknown:\n  "+id) ||
+		!strings.Contains(stderr, "wrote version 2 to table bucketgate-keys (was 1)") {
+		t.Fatalf("put --force: %d\n%s", code, stderr)
+	}
+	code, _, stderr = c.run("config", "put", noGold)
+	if code != exitOK || !strings.Contains(stderr, "unchanged: version 2 of table bucketgate-keys is this document; nothing written") {
+		t.Fatalf("the same document again: %d %s", code, stderr)
+	}
+	if list := c.ok("keys", "list"); strings.Contains(list, "config#") || strings.Contains(list, "\nconfig ") || !strings.Contains(list, id+"  invalid: ") {
+		t.Fatalf("keys list lists the configuration, or not the key that lost its plan:\n%s", list)
+	}
+
+	code, _, stderr = c.run("config", "rollback", "1")
+	if code != exitOK || !strings.Contains(stderr, "wrote version 3 to table bucketgate-keys (was 2)") {
+		t.Fatalf("rollback: %d %s", code, stderr)
+	}
+	if doc := c.ok("config", "show"); doc != goldDoc {
+		t.Fatalf("after the rollback, show:\n%s\nwant version 1's document", doc)
+	}
+	if doc := c.ok("config", "show", "--version", "2"); doc != noGoldDoc {
+		t.Fatalf("show --version 2:\n%s", doc)
+	}
+	history := c.ok("config", "history")
+	lines := strings.Split(strings.TrimSpace(history), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "3        *        20") || !strings.HasSuffix(lines[1], "rollback to version 1") ||
+		!strings.HasSuffix(lines[2], "gold retired") || !strings.HasPrefix(lines[3], "1                 20") || !strings.HasSuffix(lines[3], "gold plan") {
+		t.Fatalf("history:\n%s", history)
+	}
+	var versions []configJSON
+	if err := json.Unmarshal([]byte(c.ok("config", "history", "--json")), &versions); err != nil || len(versions) != 3 ||
+		versions[0].Version != 3 || !versions[0].Current || versions[2].Bytes != len(goldDoc) || versions[1].Current {
+		t.Fatalf("history --json: %+v, %v", versions, err)
+	}
+	c.ok("keys", "set-plan", key, "gold") // gold is back
+	items := c.items()
+	for _, want := range []string{"id=config ", "id=config#1 ", "id=config#2 ", "id=config#3 "} {
+		if !strings.Contains(items+" ", want) {
+			t.Errorf("the table does not hold %s:\n%s", strings.TrimSpace(want), items)
+		}
+	}
+}
+
+// Two operators put on the same version: one wins, the other fails saying so, and
+// nothing is lost: the winner's document is in force with its copy, and the loser
+// wrote nothing.
+func TestConfigRace(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
+	kt, err := openTable(env{ctx: context.Background(), getenv: func(k string) string { return c.env[k] }}, "", &stack{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	prepare := func(doc string) configWrite {
+		t.Helper()
+		cfg, err := registry.LoadDocument([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := kt.prepareConfig(ctx, doc, cfg, "", false, func(string) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	first, second := prepare(noGoldDoc), prepare(strings.Replace(goldDoc, "300", "400", 1))
+	if first.version != 2 || second.version != 2 {
+		t.Fatalf("both prepared versions %d and %d, want 2: each read version 1", first.version, second.version)
+	}
+	if err := kt.commitConfig(ctx, first); err != nil {
+		t.Fatalf("the first write: %v", err)
+	}
+	err = kt.commitConfig(ctx, second)
+	if err == nil || !strings.Contains(err.Error(), "the configuration changed while this command ran: it read version 1, and version 2 was written meanwhile; nothing written") {
+		t.Fatalf("the second write: %v, want it refused, naming the versions", err)
+	}
+	if doc := c.ok("config", "show"); doc != noGoldDoc {
+		t.Fatalf("in force:\n%s\nwant the winner's", doc)
+	}
+	if doc := c.ok("config", "show", "--version", "2"); doc != noGoldDoc {
+		t.Fatalf("the copy of version 2:\n%s\nwant the winner's", doc)
+	}
+	if out := c.ok("config", "history"); strings.Count(out, "\n") != 3 {
+		t.Fatalf("history:\n%s\nwant versions 2 and 1 only", out)
+	}
+
+	// A first document, raced likewise: the table held none when both read.
+	c2 := newCLI(t)
+	c2.ok("keys", "init")
+	kt2, err := openTable(env{ctx: ctx, getenv: func(k string) string { return c2.env[k] }}, "", &stack{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kt = kt2
+	first, second = prepare(goldDoc), prepare(noGoldDoc)
+	if err := kt.commitConfig(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := kt.commitConfig(ctx, second); err == nil || !strings.Contains(err.Error(), "it read no document, and version 1 was written meanwhile") {
+		t.Fatalf("the second first document: %v", err)
+	}
+}
+
+// Bad input: put exits 1 with the loader's error naming the field and writes nothing;
+// so do the other commands' mistakes.
+func TestConfigBadInput(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
+	before := c.items()
+	big := goldDoc + "#" + strings.Repeat("x", config.MaxDocument) + "\n"
+	huge := goldDoc + "#" + strings.Repeat("x", maxItemBytes) + "\n"
+	tests := []struct {
+		name string
+		code int
+		want string
+		args []string
+	}{
+		{"too large for the loader", exitError, "rate-limit configuration: document is 262349 bytes, want at most 262144: nothing written", []string{"config", "put", file(t, "big.yaml", big)}},
+		{"too large for the item", exitError, "more than 409600 bytes: a registry item holds at most 400 KB", []string{"config", "put", file(t, "huge.yaml", huge)}},
+		{"invalid YAML", exitError, "rate-limit configuration: ", []string{"config", "put", file(t, "bad.yaml", "defaultPlan: [free\n")}},
+		{"invalid JSON", exitError, "rate-limit configuration: ", []string{"config", "put", file(t, "bad.json", `{"defaultPlan": "free", "plans": {`)}},
+		{"unknown field", exitError, "plan (line 6, column 1): unknown field; did you mean plans?: nothing written", []string{"config", "put", file(t, "typo.yaml", goldDoc+"plan: x\n")}},
+		{"rule out of range", exitError, "plans.free[0]", []string{"config", "put", file(t, "zero.yaml", strings.Replace(goldDoc, "capacity: 10,", "capacity: 0,", 1))}},
+		{"keys in the document", exitError, "keys, tenants: a document in the registry table lists no keys or tenants", []string{"config", "put", file(t, "keys.yaml", goldDoc+"tenants: {t1: free}\n")}},
+		{"not UTF-8", exitError, "the document is not UTF-8 text", []string{"config", "put", file(t, "latin1.yaml", goldDoc+"# caf\xe9\n")}},
+		{"empty", exitError, "rate-limit configuration", []string{"config", "put", file(t, "empty.yaml", "")}},
+		{"no file", exitError, "no-such.yaml: no such file", []string{"config", "put", filepath.Join(t.TempDir(), "no-such.yaml")}},
+		{"no FILE", exitUsage, "config put: want 1 argument(s), got 0", []string{"config", "put"}},
+		{"unknown command", exitUsage, `config: unknown command "get": want history, put, rollback, show`, []string{"config", "get"}},
+		{"rollback to nothing", exitError, "no such item: table bucketgate-keys holds no version 7", []string{"config", "rollback", "7"}},
+		{"rollback to no number", exitUsage, `config rollback: "latest": want a version, 1 or more`, []string{"config", "rollback", "latest"}},
+		{"show version 0", exitUsage, "config show: --version 0: want 1 or more", []string{"config", "show", "--version", "0"}},
+		{"show a version not there", exitError, "holds no version 9", []string{"config", "show", "--version", "9"}},
+		{"note twice", exitUsage, "given twice", []string{"config", "put", file(t, "v.yaml", noGoldDoc), "--note", "a", "--note", "b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.fails(tc.code, tc.want, tc.args...)
+		})
+	}
+	c.t = t
+	if after := c.items(); len(after) != len(before) {
+		t.Fatalf("bad input wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// Items written by hand with the wrong types are documents that do not load: the CLI
+// says so, naming the attribute, refuses to check plans against them, cannot roll back
+// to one, and put replaces the item in force with the next version.
+func TestConfigHandWrittenItems(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
+	put := func(item map[string]types.AttributeValue) {
+		t.Helper()
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	put(map[string]types.AttributeValue{"id": s("config"), "document": s(noGoldDoc), "version": s("4")})
+	put(map[string]types.AttributeValue{"id": s("config#2"), "document": n("2"), "version": n("2")})
+	put(map[string]types.AttributeValue{"id": s("config#3"), "document": s(goldDoc + "routs: []\n"), "version": n("3")})
+
+	c.fails(exitError, "invalid registry item config: attribute version: got a string (S), want a number (N)", "config", "show")
+	c.fails(exitError, "the configuration document of table bucketgate-keys cannot be read: invalid registry item config: attribute version", "keys", "create", "--plan", "pro")
+	c.fails(exitError, "attribute document: got a number (N), want a string (S)", "config", "rollback", "2")
+	c.fails(exitError, "configuration version 3 (config#3): rate-limit configuration: routs (line 6, column 1): unknown field; did you mean routes?: nothing written", "config", "rollback", "3")
+	if out := c.ok("config", "history"); !strings.Contains(out, "invalid: invalid registry item config#2: attribute document") || !strings.Contains(out, "\n3 ") {
+		t.Fatalf("history with hand-written copies:\n%s", out)
+	}
+	code, _, stderr := c.run("config", "put", file(t, "v.yaml", noGoldDoc))
+	if code != exitOK || !strings.Contains(stderr, "wrote version 5 to table bucketgate-keys (was 4)") {
+		t.Fatalf("put over a hand-written item: %d %s; want version 5, above every version the table holds", code, stderr)
+	}
+	if doc := c.ok("config", "show"); doc != noGoldDoc {
+		t.Fatalf("after the put:\n%s", doc)
+	}
+	c.ok("keys", "create", "--plan", "pro")
+}
+
+// With REGISTRY_TABLE, buckets --plan names a plan of the table's document: a plan it
+// lacks is refused before the check function is invoked.
+func TestBucketsPlanFromTheTable(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.env[envCheckFunction] = "no-such-function"
+	c.ok("config", "put", file(t, "v.yaml", noGoldDoc))
+	c.fails(exitError, `unknown plan "gold": not in version 1 of the configuration document of table bucketgate-keys (configured: free, pro)`,
+		"buckets", "show", "--plan", "gold", "ip:192.0.2.1")
+}

@@ -1,0 +1,289 @@
+package template_test
+
+// The alarms page for what hurts and for nothing else: each alarm's metric math is
+// evaluated on minutes of data as CloudWatch evaluates it (mathexpr_test.go), and a
+// total outage at one request a minute fires it while a stray failure among many, the
+// callers' refusals and the failures another alarm owns do not. Every alarm notifies the
+// topic when it fires and when it recovers, and the gradual deployments roll back on
+// the ones that a bad version would set off.
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// minutes returns n minutes of the same data, by metric id (a metric math alarm's) or
+// metric name (an alarm on one metric); a metric absent from the map has no datapoint.
+func minutes(n int, m map[string]float64) []map[string]float64 {
+	return slices.Repeat([]map[string]float64{m}, n)
+}
+
+// alarmFires evaluates the alarm (resolved properties) on data, one map per minute,
+// oldest first, and reports whether it is in ALARM after the last: at least
+// DatapointsToAlarm of the last EvaluationPeriods minutes breach, a missing datapoint
+// not breaching.
+func alarmFires(t *testing.T, id string, p map[string]any, data []map[string]float64) bool {
+	t.Helper()
+	if p["ComparisonOperator"] != "GreaterThanThreshold" || p["TreatMissingData"] != "notBreaching" {
+		t.Fatalf("%s: %v, %v: want GreaterThanThreshold and notBreaching", id, p["ComparisonOperator"], p["TreatMissingData"])
+	}
+	threshold, periods, needed := number(t, p["Threshold"]), int(number(t, p["EvaluationPeriods"])), int(number(t, p["DatapointsToAlarm"]))
+	value := func(minute map[string]float64) mathValue {
+		if name, ok := p["MetricName"].(string); ok {
+			v, ok := minute[name]
+			return mathValue{v, ok}
+		}
+		exprs, returned := map[string]mathExpr{}, ""
+		list, _ := p["Metrics"].([]any)
+		for _, m := range list {
+			m, _ := m.(map[string]any)
+			mid, _ := m["Id"].(string)
+			if m["ReturnData"] == true {
+				returned = mid
+			}
+			if src, ok := m["Expression"].(string); ok {
+				e, err := parseMath(src)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", id, mid, err)
+				}
+				exprs[mid] = e
+			}
+		}
+		var ids func(string) (mathValue, error)
+		ids = func(mid string) (mathValue, error) {
+			if e, ok := exprs[mid]; ok {
+				return e(ids)
+			}
+			if !slices.ContainsFunc(list, func(m any) bool { return m.(map[string]any)["Id"] == mid }) {
+				return mathValue{}, fmt.Errorf("no metric or expression %q", mid)
+			}
+			v, ok := minute[mid]
+			return mathValue{v, ok}, nil
+		}
+		v, err := ids(returned)
+		if returned == "" || err != nil {
+			t.Fatalf("%s: the returned expression %q: %v", id, returned, err)
+		}
+		return v
+	}
+	breaching := 0
+	for _, minute := range data[max(0, len(data)-periods):] {
+		if v := value(minute); v.ok && v.v > threshold {
+			breaching++
+		}
+	}
+	return breaching >= needed
+}
+
+// number returns v, a YAML number or the string of one, as a float64.
+func number(t *testing.T, v any) float64 {
+	t.Helper()
+	var f float64
+	if _, err := fmt.Sscan(fmt.Sprint(v), &f); err != nil {
+		t.Fatalf("%v: not a number", v)
+	}
+	return f
+}
+
+// Each alarm fires on what it is for, at low traffic too, and not on a stray failure,
+// on refusals, or on what another alarm reports.
+func TestTemplateAlarmShapes(t *testing.T) {
+	rs := deploy(t, readTemplate(t, limiter)).resources(t)
+	// The alarms of a deployment on a Redis of yours.
+	existing := deploy(t, readTemplate(t, limiter), "VpcId", "vpc-1", "SubnetIds", "subnet-1", "RouteTableIds", "rtb-1", "RedisEndpoint", "redis.internal:6379").resources(t)
+	for id, r := range existing {
+		if _, ok := rs[id]; !ok && r.Type == "AWS::CloudWatch::Alarm" {
+			rs[id] = r
+		}
+	}
+	tests := []struct {
+		alarm, name string
+		data        []map[string]float64
+		fires       bool
+	}{
+		{"FailClosedAlarm", "a total outage at one request a minute", minutes(3, map[string]float64{"unavailable": 1}), true},
+		{"FailClosedAlarm", "a tenth failing closed", minutes(3, map[string]float64{"allowed": 800, "limited": 100, "unavailable": 100}), true},
+		{"FailClosedAlarm", "one minute of it", append(minutes(2, map[string]float64{"allowed": 900}), map[string]float64{"unavailable": 900}), false},
+		{"FailClosedAlarm", "a stray failure among many", minutes(3, map[string]float64{"allowed": 1000, "unavailable": 1}), false},
+		{"FailClosedAlarm", "limiting is no failure", minutes(3, map[string]float64{"allowed": 10, "limited": 990}), false},
+		{"FailClosedAlarm", "no traffic", minutes(3, map[string]float64{}), false},
+		{"DegradedAlarm", "failing open at one request a minute", minutes(3, map[string]float64{"degraded": 1}), true},
+		{"DegradedAlarm", "a stray degraded decision", minutes(3, map[string]float64{"allowed": 500, "degraded": 2}), false},
+		{"AuthorizerErrorsAlarm", "crashes", minutes(3, map[string]float64{"invocations": 1000, "errors": 100}), true},
+		{"AuthorizerErrorsAlarm", "a timeout at one request a minute", minutes(3, map[string]float64{"invocations": 1, "errors": 1}), true},
+		{"AuthorizerErrorsAlarm", "401s alone", minutes(3, map[string]float64{"invocations": 1000, "errors": 600, "refused": 600}), false},
+		{"AuthorizerErrorsAlarm", "503s alone (FailClosedAlarm's)", minutes(3, map[string]float64{"invocations": 50, "errors": 50, "unavailable": 50}), false},
+		{"AuthorizerErrorsAlarm", "crashes among 401s", minutes(3, map[string]float64{"invocations": 1000, "errors": 700, "refused": 600}), true},
+		{"AuthorizerErrorsAlarm", "a stray error", minutes(3, map[string]float64{"invocations": 1000, "errors": 1}), false},
+		{"CheckErrorsAlarm", "crashes", minutes(3, map[string]float64{"invocations": 200, "errors": 20}), true},
+		{"CheckErrorsAlarm", "operator operations refused", minutes(3, map[string]float64{"invocations": 20, "errors": 20, "refused": 20}), false},
+		{"AuthorizerThrottlesAlarm", "throttled", minutes(3, map[string]float64{"Throttles": 3}), true},
+		{"AuthorizerThrottlesAlarm", "never throttled", minutes(3, map[string]float64{}), false},
+		{"CheckThrottlesAlarm", "throttled two minutes of three", append(minutes(2, map[string]float64{"Throttles": 1}), map[string]float64{}), true},
+		{"RegistryInvalidItemsAlarm", "one invalid item read", []map[string]float64{{"check": 1}}, true},
+		{"RegistryInvalidItemsAlarm", "none", []map[string]float64{{}}, false},
+		{"ConfigInvalidAlarm", "a stored document that does not load", []map[string]float64{{"authorizer": 1}}, true},
+		{"ConfigInvalidAlarm", "none", []map[string]float64{{}}, false},
+		{"RestApi5xxAlarm", "the backend down at one request a minute", minutes(3, map[string]float64{"count": 1, "errors": 1}), true},
+		{"RestApi5xxAlarm", "a stray 502", minutes(3, map[string]float64{"count": 1000, "errors": 1}), false},
+		{"HttpApi5xxAlarm", "a tenth failing", minutes(3, map[string]float64{"count": 100, "errors": 10}), true},
+		{"CacheThrottledAlarm", "the cache throttles", minutes(3, map[string]float64{"ThrottledCmds": 40}), true},
+		{"CacheThrottledAlarm", "it does not", minutes(3, map[string]float64{"ThrottledCmds": 0}), false},
+		{"CacheEvictionsAlarm", "a bucket evicted", []map[string]float64{{"Evictions": 1}}, true},
+		{"CacheEvictionsAlarm", "none", []map[string]float64{{"Evictions": 0}}, false},
+		{"RedisEvictionPolicyAlarm", "a node that evicts", []map[string]float64{{"volatile_lru": 1}}, true},
+		{"RedisEvictionPolicyAlarm", "another", []map[string]float64{{"allkeys_random": 2}}, true},
+		{"RedisEvictionPolicyAlarm", "noeviction everywhere", []map[string]float64{{}}, false},
+	}
+	tested := map[string]map[bool]bool{}
+	for _, tc := range tests {
+		t.Run(tc.alarm+"/"+tc.name, func(t *testing.T) {
+			r, ok := rs[tc.alarm]
+			if !ok || r.Type != "AWS::CloudWatch::Alarm" {
+				t.Fatalf("no alarm %s", tc.alarm)
+			}
+			if got := alarmFires(t, tc.alarm, r.Properties, tc.data); got != tc.fires {
+				t.Errorf("fires %v, want %v", got, tc.fires)
+			}
+		})
+		if tested[tc.alarm] == nil {
+			tested[tc.alarm] = map[bool]bool{}
+		}
+		tested[tc.alarm][tc.fires] = true
+	}
+	for _, id := range ofType(rs, "AWS::CloudWatch::Alarm") {
+		if !tested[id][true] || id != "CheckThrottlesAlarm" && id != "HttpApi5xxAlarm" && !tested[id][false] {
+			t.Errorf("%s: no case where it fires, or none where it stays quiet (%v)", id, tested[id])
+		}
+	}
+}
+
+// Every alarm notifies the topic when it fires and when it recovers: the one the stack
+// creates (encrypted with a key of its own that CloudWatch may use, TLS only), with
+// AlarmEmail subscribed to it; or AlarmTopicArn.
+func TestTemplateAlarmActions(t *testing.T) {
+	const given = "arn:aws:sns:us-east-1:123456789012:on-call"
+	tests := []struct {
+		name   string
+		params []string
+		topic  any // the alarms' action
+		email  bool
+	}{
+		{"the stack's topic", nil, ref("AlarmTopic"), false},
+		{"the stack's topic, mailed", []string{"AlarmEmail", "on-call@example.com"}, ref("AlarmTopic"), true},
+		{"a topic of yours", []string{"AlarmTopicArn", given}, given, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := deploy(t, readTemplate(t, limiter), tc.params...).resources(t)
+			alarms := ofType(rs, "AWS::CloudWatch::Alarm")
+			if len(alarms) < 10 {
+				t.Fatalf("alarms %v: want the ten of the issue at least", alarms)
+			}
+			for _, id := range alarms {
+				p := rs[id].Properties
+				if want := []any{tc.topic}; !reflect.DeepEqual(p["AlarmActions"], want) || !reflect.DeepEqual(p["OKActions"], want) {
+					t.Errorf("%s: AlarmActions %v, OKActions %v: want %v both", id, p["AlarmActions"], p["OKActions"], want)
+				}
+			}
+			sub, subscribed := rs["AlarmEmailSubscription"]
+			if subscribed != tc.email || subscribed && (sub.Properties["Protocol"] != "email" || sub.Properties["Endpoint"] != "on-call@example.com" || !reflect.DeepEqual(sub.Properties["TopicArn"], ref("AlarmTopic"))) {
+				t.Errorf("subscription %v (made %v), want one %v", sub.Properties, subscribed, tc.email)
+			}
+			_, created := rs["AlarmTopic"]
+			if created != (tc.topic != given) {
+				t.Fatalf("topic created %v", created)
+			}
+			if !created {
+				return
+			}
+			if topic := rs["AlarmTopic"].Properties; !reflect.DeepEqual(topic["KmsMasterKeyId"], ref("AlarmKey")) {
+				t.Errorf("AlarmTopic %v: want it encrypted with AlarmKey (CloudWatch cannot publish under aws/sns)", topic)
+			}
+			key := rs["AlarmKey"].Properties
+			if key["EnableKeyRotation"] != true || !slices.ContainsFunc(statements(t, key["KeyPolicy"]), func(s map[string]any) bool {
+				return reflect.DeepEqual(s["Principal"], map[string]any{"Service": "cloudwatch.amazonaws.com"}) &&
+					reflect.DeepEqual(s["Action"], []any{"kms:Decrypt", "kms:GenerateDataKey*"}) && s["Effect"] == "Allow"
+			}) {
+				t.Errorf("AlarmKey %v: want rotation, and CloudWatch allowed to encrypt for the topic", key)
+			}
+			policy := statements(t, rs["AlarmTopicPolicy"].Properties["PolicyDocument"])
+			if !slices.ContainsFunc(policy, func(s map[string]any) bool {
+				return s["Effect"] == "Allow" && s["Action"] == "sns:Publish" && reflect.DeepEqual(s["Principal"], map[string]any{"Service": "cloudwatch.amazonaws.com"})
+			}) || !slices.ContainsFunc(policy, func(s map[string]any) bool {
+				return s["Effect"] == "Deny" && reflect.DeepEqual(s["Condition"], map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}})
+			}) {
+				t.Errorf("AlarmTopicPolicy %v: want CloudWatch allowed to publish, over TLS only", policy)
+			}
+		})
+	}
+}
+
+// statements returns the statements of a policy document.
+func statements(t *testing.T, doc any) []map[string]any {
+	t.Helper()
+	d, _ := doc.(map[string]any)
+	list, _ := d["Statement"].([]any)
+	var out []map[string]any
+	for _, s := range list {
+		m, ok := s.(map[string]any)
+		if !ok {
+			t.Fatalf("statement %v", s)
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		t.Fatalf("policy document %v has no statement", doc)
+	}
+	return out
+}
+
+// A new version of the authorizer or the check function takes traffic gradually
+// (DeploymentType) through its alias live, and CodeDeploy rolls it back when a
+// fail-closed, degraded, error or throttle alarm of it fires; API Gateway invokes the
+// authorizer's alias, allowed on the alias.
+func TestTemplateGradualDeployment(t *testing.T) {
+	doc := samTranslate(t, limiter)
+	rs := deploy(t, doc).resources(t)
+	for fn, alarms := range map[string][]string{
+		"AuthorizerFunction": {"FailClosedAlarm", "DegradedAlarm", "AuthorizerErrorsAlarm", "AuthorizerThrottlesAlarm"},
+		"CheckFunction":      {"FailClosedAlarm", "DegradedAlarm", "CheckErrorsAlarm", "CheckThrottlesAlarm"},
+	} {
+		alias, ok := rs[fn+"Aliaslive"]
+		if !ok || alias.Type != "AWS::Lambda::Alias" || alias.Properties["Name"] != "live" {
+			t.Errorf("%s: no alias live (%v)", fn, alias)
+		}
+		group := rs[fn+"DeploymentGroup"].Properties
+		var names []any
+		config, _ := group["AlarmConfiguration"].(map[string]any)
+		list, _ := config["Alarms"].([]any)
+		for _, a := range list {
+			names = append(names, a.(map[string]any)["Name"])
+		}
+		var want []any
+		for _, a := range alarms {
+			want = append(want, ref(a))
+		}
+		rollback, _ := group["AutoRollbackConfiguration"].(map[string]any)
+		if config["Enabled"] != true || !reflect.DeepEqual(names, want) || rollback["Enabled"] != true ||
+			!slices.Contains(rollback["Events"].([]any), any("DEPLOYMENT_STOP_ON_ALARM")) {
+			t.Errorf("%s: deployment group %v: want rollback on the alarms %v", fn, group, alarms)
+		}
+		// The transform here resolves DeploymentType to its default, as SAM resolves the
+		// value a deployment gives.
+		if cfg := jsonText(t, group["DeploymentConfigName"]); !strings.Contains(cfg, "CodeDeployDefault.Lambda") || !strings.Contains(cfg, "Canary10Percent5Minutes") {
+			t.Errorf("%s: deployment config %s: want DeploymentType's", fn, cfg)
+		}
+	}
+	for _, id := range []string{"RestApiRateLimiterAuthorizerPermission", "HttpApiRateLimiterAuthorizerPermission"} {
+		if p := rs[id].Properties; p["Principal"] != "apigateway.amazonaws.com" || !reflect.DeepEqual(p["FunctionName"], ref("AuthorizerFunctionAliaslive")) {
+			t.Errorf("%s: %v: want API Gateway allowed to invoke the authorizer's alias live", id, p)
+		}
+	}
+	if _, ok := rs["OperatorFunctionAliaslive"]; ok {
+		t.Errorf("the operator function has an alias: operators invoke it as it is, and it takes no part in gradual deployments")
+	}
+}

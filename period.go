@@ -95,5 +95,5 @@ func (r Rule) anchor() int {
 	if r.Anchor == 0 {
 		return 1
 	}
-	return r.Anchor
+	return int(r.Anchor)
 }

@@ -57,7 +57,6 @@ func TestRequestValidate(t *testing.T) {
 		{"quota of a huge limit", withRule(bucketgate.Rule{Name: "m", Limit: bucketgate.MaxCapacity + 1, Period: bucketgate.PeriodDay}), "limit 1000000001"},
 		{"quota of an unknown period", withRule(bucketgate.Rule{Name: "m", Limit: 5, Period: bucketgate.PeriodMonth + 1}), "rule m: period Period(4): want day, week or month"},
 		{"anchor 29", withRule(bucketgate.Rule{Name: "m", Limit: 5, Period: bucketgate.PeriodMonth, Anchor: 29}), "rule m: anchor 29: want a day of the month from 1 to 28"},
-		{"negative anchor", withRule(bucketgate.Rule{Name: "m", Limit: 5, Period: bucketgate.PeriodMonth, Anchor: -1}), "anchor -1"},
 		{"anchor of a weekly quota", withRule(bucketgate.Rule{Name: "w", Limit: 5, Period: bucketgate.PeriodWeek, Anchor: 3}), "rule w: anchor 3 with period week: only a monthly quota has an anchor"},
 		{"quota with a capacity", withRule(bucketgate.Rule{Name: "m", Limit: 5, Period: bucketgate.PeriodDay, Capacity: 5}), "rule m: a quota (period day) has a limit, not a capacity or a refillPerSecond"},
 		{"bucket with a limit", withRule(bucketgate.Rule{Name: "b", Capacity: 5, RefillPerSecond: 1, Limit: 5}), "rule b: a limit or an anchor without a period"},

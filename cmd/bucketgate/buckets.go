@@ -112,9 +112,7 @@ func runBuckets(e env, args []string) error {
 	}
 	req := t.req
 	req.Plan = *plan
-	for _, r := range rules {
-		req.Rules = append(req.Rules, checkapi.Rule{Name: r.Name, Capacity: r.Capacity, RefillPerSecond: r.RefillPerSecond})
-	}
+	req.Rules = append(req.Rules, rules...)
 	if err := complete(&req); err != nil {
 		return err
 	}

@@ -118,7 +118,14 @@ func rulesText(rs []bucketgate.Rule) string {
 	}
 	parts := make([]string, len(rs))
 	for i, r := range rs {
-		parts[i] = r.Name + ":" + strconv.FormatInt(r.Capacity, 10) + ":" + strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64)
+		switch {
+		case r.IsQuota() && r.Anchor != 0:
+			parts[i] = r.Name + ":" + strconv.FormatInt(r.Limit, 10) + ":" + r.Period.String() + "@" + strconv.Itoa(int(r.Anchor))
+		case r.IsQuota():
+			parts[i] = r.Name + ":" + strconv.FormatInt(r.Limit, 10) + ":" + r.Period.String()
+		default:
+			parts[i] = r.Name + ":" + strconv.FormatInt(r.Capacity, 10) + ":" + strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64)
+		}
 	}
 	return strings.Join(parts, " ")
 }

@@ -305,7 +305,7 @@ func periodCode(r bucketgate.Rule) int64 {
 	case bucketgate.PeriodWeek:
 		return lua.PeriodWeek
 	}
-	return int64(lua.PeriodMonth - max(r.Anchor, 1))
+	return lua.PeriodMonth - int64(max(r.Anchor, 1))
 }
 
 // cut is where one value lies in scriptCall's string.

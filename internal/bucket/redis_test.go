@@ -125,7 +125,7 @@ func differential(t *testing.T, c rueidis.Client, ops, extra, usageDays int) {
 	pool = append(pool,
 		bucketgate.Rule{Name: "q-day", Limit: int64(1 + rng.IntN(30)), Period: bucketgate.PeriodDay},
 		bucketgate.Rule{Name: "q-week", Limit: int64(1 + rng.IntN(30)), Period: bucketgate.PeriodWeek},
-		bucketgate.Rule{Name: "q-month", Limit: int64(1 + rng.IntN(30)), Period: bucketgate.PeriodMonth, Anchor: 1 + rng.IntN(bucketgate.MaxAnchor)},
+		bucketgate.Rule{Name: "q-month", Limit: int64(1 + rng.IntN(30)), Period: bucketgate.PeriodMonth, Anchor: uint8(1 + rng.IntN(bucketgate.MaxAnchor))},
 		bucketgate.Rule{Name: "q-shadow", Limit: int64(1 + rng.IntN(10)), Period: bucketgate.PeriodMonth, Shadow: true},
 	)
 	ids := append([]string(nil), hostile[:8]...)

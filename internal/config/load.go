@@ -305,7 +305,7 @@ func sameRule(a, b bucketgate.Rule) bool {
 }
 
 // anchor is r's anchor as it counts: a monthly quota's day, 1 when not given.
-func anchor(r bucketgate.Rule) int {
+func anchor(r bucketgate.Rule) uint8 {
 	if r.Period == bucketgate.PeriodMonth && r.Anchor == 0 {
 		return 1
 	}
@@ -399,7 +399,7 @@ func (s RuleSpec) quota() (bucketgate.Rule, error) {
 	}
 	r := bucketgate.Rule{Name: s.Name, Limit: int64(s.Limit), Period: period, Shadow: s.Shadow}
 	if s.Anchor != nil {
-		r.Anchor = int(*s.Anchor)
+		r.Anchor = uint8(*s.Anchor)
 	}
 	if err := r.Validate(); err != nil {
 		return bucketgate.Rule{}, err

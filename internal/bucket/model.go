@@ -389,15 +389,17 @@ func (m *Model) Quota(identity, rule string) (ModelQuota, bool) {
 	return q, ok
 }
 
-// Usage returns identity's stored usage of UTC day day (days since 1970-01-01), and
-// false when none was written.
-func (m *Model) Usage(identity string, day int64) (ModelUsage, bool) {
-	k := m.keys[Key(identity)]
-	if k == nil {
-		return ModelUsage{}, false
+// Usage returns identity's usage of every UTC day from first's to last's at now, as
+// Limiter.Usage reads it: the state hash's and the archive's of each day, added.
+func (m *Model) Usage(identity string, first, last, now time.Time) []bucketgate.DayUsage {
+	st := m.State(identity, now)
+	var days []bucketgate.DayUsage
+	for d := dayNumber(first); d <= dayNumber(last); d++ {
+		u, a := st.Usage[d], st.Archive[d]
+		days = append(days, bucketgate.DayUsage{Day: time.Unix(d*86400, 0).UTC(),
+			Allowed: u.Allowed + a.Allowed, Cost: u.Cost + a.Cost, Limited: u.Limited + a.Limited})
 	}
-	u, ok := k.usage[day]
-	return u, ok
+	return days
 }
 
 // ModelState is all an identity's keys hold in the model: its buckets and quotas by

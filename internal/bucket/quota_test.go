@@ -2,6 +2,7 @@ package bucket_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -165,6 +166,9 @@ func TestCalendarDifferential(t *testing.T) {
 					t.Fatalf("%v, %+v:\nscript %+v\nmodel  %+v", m.now, q, got, want)
 				}
 				compareStored(t, m.client, model, id, m.now, true)
+				if counts["ok"]%40 == 0 {
+					compareUsage(t, l, model, id, m.now.AddDate(0, 0, -kept-2), m.now, m.now)
+				}
 				if len(model.State(id, m.now).Archive) > 1 {
 					counts["archive of days"]++
 				}
@@ -190,5 +194,50 @@ func TestCalendarDifferential(t *testing.T) {
 				compareStored(t, m.client, model, id, m.now, true)
 			}
 		})
+	}
+}
+
+// Usage refuses a range it cannot read, and stored usage the script did not write.
+func TestUsageReadRefuses(t *testing.T) {
+	m := newMini(t)
+	l := bucket.New(m.client, bucket.Usage(35))
+	ctx := context.Background()
+	day := epoch.Unix() / 86400
+	for _, tc := range []struct {
+		name        string
+		id          string
+		first, last time.Time
+		want        error
+	}{
+		{"reversed", "a", epoch, epoch.AddDate(0, 0, -1), bucketgate.ErrInvalid},
+		{"longer than kept at most", "a", epoch.AddDate(0, 0, -bucket.MaxUsageDays), epoch, bucketgate.ErrInvalid},
+		{"no identity", "", epoch, epoch, bucketgate.ErrInvalid},
+	} {
+		if _, err := l.Usage(ctx, tc.id, tc.first, tc.last); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if days, err := l.Usage(ctx, "a", epoch.AddDate(0, 0, -bucket.MaxUsageDays+1), epoch); err != nil || len(days) != bucket.MaxUsageDays {
+		t.Errorf("the longest range: %d days, %v", len(days), err)
+	}
+	for _, tc := range []struct{ name, key, field, value string }{
+		{"a count that is not a number", bucket.Key("b"), lua.UsageField(day, lua.UsageAllowed), "x"},
+		{"a negative count", bucket.Key("b"), lua.UsageField(day, lua.UsageLimited), "-1"},
+		{"an archived day of two counts", bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "1 2"},
+		{"an archived day of less cost than checks", bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "5 4 0"},
+		{"an archived day padded", bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "05 5 0"},
+	} {
+		m.FlushAll()
+		m.HSet(tc.key, tc.field, tc.value)
+		if _, err := l.Usage(ctx, "b", epoch.AddDate(0, 0, -2), epoch); !errors.Is(err, bucket.ErrBadState) {
+			t.Errorf("%s: %v, want ErrBadState", tc.name, err)
+		}
+	}
+	m.FlushAll()
+	if err := m.Set(bucket.UsageKey("b"), "not a hash"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Usage(ctx, "b", epoch, epoch); !errors.Is(err, bucket.ErrBadState) {
+		t.Errorf("an archive of another type: %v, want ErrBadState", err)
 	}
 }

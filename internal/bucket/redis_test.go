@@ -193,6 +193,7 @@ func differential(t *testing.T, c rueidis.Client, ops, extra, usageDays int) {
 	}
 	for _, id := range ids {
 		compareStored(t, c, model, id, last, !skewed[id])
+		compareUsage(t, l, model, id, last.AddDate(0, 0, -1), last, last)
 	}
 	if len(skewed) > (len(ids)+1)/2 {
 		t.Fatalf("%d of %d identities skewed: too few expiries compared", len(skewed), len(ids))

@@ -122,3 +122,16 @@ func compareStored(t *testing.T, c rueidis.Client, model *bucket.Model, id strin
 		}
 	}
 }
+
+// compareUsage checks that Limiter.Usage reads identity's usage of the days from first
+// to last as the model holds it at now.
+func compareUsage(t *testing.T, l *bucket.Limiter, model *bucket.Model, id string, first, last, now time.Time) {
+	t.Helper()
+	got, err := l.Usage(context.Background(), id, first, last)
+	if err != nil {
+		t.Fatalf("Usage(%q): %v", id, err)
+	}
+	if want := model.Usage(id, first, last, now); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q's usage from %v to %v:\nredis %+v\nmodel %+v", id, first, last, got, want)
+	}
+}

@@ -28,8 +28,8 @@ func TestPeriodText(t *testing.T) {
 	}
 	for rule, want := range map[bucketgate.Rule]string{
 		{Name: "monthly", Limit: 1000, Period: bucketgate.PeriodMonth, Anchor: 15}: `{"name":"monthly","limit":1000,"period":"month","anchor":15}`,
-		{Name: "daily", Limit: 5, Period: bucketgate.PeriodDay, Shadow: true}:       `{"name":"daily","limit":5,"period":"day","shadow":true}`,
-		{Name: "burst", Capacity: 10, RefillPerSecond: 0.5}:                         `{"name":"burst","capacity":10,"refillPerSecond":0.5}`,
+		{Name: "daily", Limit: 5, Period: bucketgate.PeriodDay, Shadow: true}:      `{"name":"daily","limit":5,"period":"day","shadow":true}`,
+		{Name: "burst", Capacity: 10, RefillPerSecond: 0.5}:                        `{"name":"burst","capacity":10,"refillPerSecond":0.5}`,
 	} {
 		b, err := json.Marshal(rule)
 		var back bucketgate.Rule

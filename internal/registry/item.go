@@ -225,23 +225,43 @@ func (r Record) Item() map[string]types.AttributeValue {
 	if !r.ExpiresAt.IsZero() {
 		it.ExpiresAt = r.ExpiresAt.Unix()
 	}
-	for _, x := range r.Rules {
-		it.Rules = append(it.Rules, rule{Name: x.Name, Capacity: x.Capacity, RefillPerSecond: x.RefillPerSecond,
-			Limit: x.Limit, Period: periodName(x.Period), Anchor: int64(x.Anchor)})
-	}
 	av, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		panic("registry: an item of strings and numbers does not marshal: " + err.Error())
 	}
+	if len(r.Rules) == 0 {
+		return av
+	}
+	rules := make([]types.AttributeValue, len(r.Rules))
+	for i, x := range r.Rules {
+		rules[i] = ruleItem(x)
+	}
+	av[attrRules] = &types.AttributeValueMemberL{Value: rules}
 	return av
 }
 
-// periodName is p's name in an item: "" for a bucket (PeriodNone).
-func periodName(p bucketgate.Period) string {
-	if p == bucketgate.PeriodNone {
-		return ""
+// ruleItem returns x as a map of an item's rules: a bucket's name, capacity and
+// refillPerSecond, zeros included; a quota's name, limit, period and, when it has one,
+// anchor.
+func ruleItem(x bucketgate.Rule) types.AttributeValue {
+	number := func(v any) types.AttributeValue {
+		n, err := attributevalue.Marshal(v)
+		if err != nil {
+			panic("registry: a number does not marshal: " + err.Error())
+		}
+		return n
 	}
-	return p.String()
+	m := map[string]types.AttributeValue{"name": &types.AttributeValueMemberS{Value: x.Name}}
+	switch {
+	case !x.IsQuota():
+		m["capacity"], m["refillPerSecond"] = number(x.Capacity), number(x.RefillPerSecond)
+	case x.Anchor != 0:
+		m["anchor"] = number(int64(x.Anchor))
+		fallthrough
+	default:
+		m["limit"], m["period"] = number(x.Limit), &types.AttributeValueMemberS{Value: x.Period.String()}
+	}
+	return &types.AttributeValueMemberM{Value: m}
 }
 
 // fieldNames returns the attribute names of struct t's fields, in order.

@@ -197,6 +197,9 @@ func FuzzDecodeItem(f *testing.F) {
 	f.Add("pro", "active", "1900000000", uint16(0b0000_0011_0000_1000), "burst", "7", "0.5", "")
 	f.Add("gold", "revoked", "1.5", uint16(0b1111_1111_1111_1111), "b", "1e40", "NaN", "tier")
 	f.Add("", "x", "-1", uint16(0b0000_0000_0100_0110), "", "-1", "1e-300", "note")
+	f.Add("pro", "active", "1900000000", uint16(0b0110_0000_0000_1000), "monthly", "15", "month", "")
+	f.Add("pro", "active", "1900000000", uint16(0b0010_0001_0000_1000), "daily", "500", "day", "")
+	f.Add("pro", "active", "1900000000", uint16(0b1110_0000_0000_1000), "weekly", "29", "week", "")
 	plans := config.Default()
 	f.Fuzz(func(t *testing.T, plan, status, expires string, shape uint16, name, capacity, rate, extra string) {
 		it := map[string]types.AttributeValue{"id": s(digestID), "plan": s(plan)}
@@ -218,6 +221,15 @@ func FuzzDecodeItem(f *testing.F) {
 				e := rule(name+strconv.Itoa(i%3), capacity, rate)
 				if bit(6) {
 					e.(*types.AttributeValueMemberM).Value["capacity"] = s(capacity)
+				}
+				if bit(13) { // a quota: its limit, the rate as its period, perhaps an anchor
+					e = m("name", s(name+strconv.Itoa(i%3)), "limit", n(capacity), "period", s(rate))
+					if bit(14) {
+						e.(*types.AttributeValueMemberM).Value["anchor"] = n(capacity)
+					}
+					if bit(15) {
+						e.(*types.AttributeValueMemberM).Value["refillPerSecond"] = n(capacity)
+					}
 				}
 				if bit(5) && i == 1 {
 					e = s(name)

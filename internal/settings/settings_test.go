@@ -33,6 +33,7 @@ func TestLoadDefaults(t *testing.T) {
 		RegistryCacheTTL:  settings.DefaultRegistryCacheTTL,
 		RegistryCacheSize: settings.DefaultRegistryCacheSize,
 		RegistryTimeout:   settings.DefaultRegistryTimeout,
+		UsageDays:         settings.DefaultUsageDays,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", s, want)
@@ -105,6 +106,10 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.FailOpen }},
 		{"deny cache off", map[string]string{"DENY_CACHE_SIZE": "0"},
 			func(s settings.Settings) bool { return s.DenyCacheSize == 0 }},
+		{"usage off", map[string]string{"USAGE_RETENTION_DAYS": "0"},
+			func(s settings.Settings) bool { return s.UsageDays == 0 }},
+		{"usage kept longest", map[string]string{"USAGE_RETENTION_DAYS": "400"},
+			func(s settings.Settings) bool { return s.UsageDays == settings.MaxUsageDays }},
 		{"password", map[string]string{"REDIS_USERNAME": "app", "REDIS_PASSWORD": "pw"},
 			func(s settings.Settings) bool { return s.Username == "app" && s.Password == "pw" }},
 		{"password to your own Redis without TLS", map[string]string{"REDIS_ADDR": "redis.internal:6379", "REDIS_PASSWORD": "pw"},
@@ -205,6 +210,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"timeout that would overflow", map[string]string{"REDIS_TIMEOUT_MS": "9223372036854"}, []string{"REDIS_TIMEOUT_MS", "60000"}},
 		{"fail mode", map[string]string{"FAIL_MODE": "closed-ish"}, []string{"FAIL_MODE"}},
 		{"deny cache negative", map[string]string{"DENY_CACHE_SIZE": "-1"}, []string{"DENY_CACHE_SIZE"}},
+		{"usage kept 401 days", map[string]string{"USAGE_RETENTION_DAYS": "401"}, []string{"USAGE_RETENTION_DAYS", "want a whole number of days from 0 to 400"}},
+		{"usage kept -1 days", map[string]string{"USAGE_RETENTION_DAYS": "-1"}, []string{"USAGE_RETENTION_DAYS"}},
+		{"usage kept a month", map[string]string{"USAGE_RETENTION_DAYS": "1M"}, []string{"USAGE_RETENTION_DAYS", `"1M"`}},
 		{"deny cache of 10^8", map[string]string{"DENY_CACHE_SIZE": "100000000"}, []string{"DENY_CACHE_SIZE", "100000"}},
 		{"deny cache beyond int", map[string]string{"DENY_CACHE_SIZE": "99999999999999999999"}, []string{"DENY_CACHE_SIZE", "100000"}},
 		{"namespace too long", map[string]string{"METRICS_NAMESPACE": strings.Repeat("n", 256)}, []string{"METRICS_NAMESPACE", "256 bytes", "255"}},

@@ -68,7 +68,7 @@ type Request struct {
 	Cost *int64 `json:"cost,omitempty"`
 	// From and To are the first and last UTC days of a usage report (OpUsage), as
 	// YYYY-MM-DD, within the days the function keeps (USAGE_RETENTION_DAYS, today
-	// included): To defaults to today (the function's clock, UTC), From to To. Only
+	// included): To defaults to today (UTC, by Redis's clock, which counts the days), From to To. Only
 	// with OpUsage.
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`

@@ -97,8 +97,8 @@ func (c *Client) operate(ctx context.Context, op checkapi.Op, req checkapi.Reque
 }
 
 // Usage reports the usage of req.Key (or, on the operator's path, req.Identity) per UTC
-// day from req.From to req.To (YYYY-MM-DD; To defaults to today, by the function's
-// clock, and From to To), within the days the function keeps: the checks allowed and
+// day from req.From to req.To (YYYY-MM-DD; To defaults to today, by Redis's clock, and
+// From to To), within the days the function keeps: the checks allowed and
 // the cost they took, and the checks limited, a day of no checks as zeros, with their
 // total. req.Op must be empty or checkapi.OpUsage, and req has no plan, rules or cost. A
 // read changes nothing, so it keeps every retry of the Lambda client. Errors are as for

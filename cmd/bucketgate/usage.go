@@ -19,7 +19,7 @@ const usageUsage = `  bucketgate usage [--from DATE] [--to DATE] [--json | --csv
 IDENTITY is as for buckets: an API key (sent as key:<digest>; - reads it from stdin),
 key:<digest>, an IP address or ip:<address>, ip:unknown, or tenant:<key>. It prints the
 identity's usage per UTC day from --from to --to (YYYY-MM-DD; --to defaults to today, by
-the function's clock, --from to --to), within the days the function keeps
+Redis's clock, --from to --to), within the days the function keeps
 (USAGE_RETENTION_DAYS): the checks allowed, the checks limited and the cost the allowed
 ones took, then their total. --json prints the check function's answer, --csv a header
 row (date,allowed,limited,cost) and a row per day. It invokes the operator function as

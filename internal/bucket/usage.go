@@ -89,6 +89,30 @@ func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.T
 	return days, nil
 }
 
+// Time returns Redis's clock (TIME): the clock of every decision and of the days of
+// usage.
+func (l *Limiter) Time(ctx context.Context) (time.Time, error) {
+	c, err := l.redis(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time: %w", err)
+	}
+	parts, err := c.Do(ctx, c.B().Time().Build()).AsStrSlice()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time: %w", err)
+	}
+	var sec, usec int64
+	if len(parts) == 2 {
+		sec, err = strconv.ParseInt(parts[0], 10, 64)
+		if err == nil {
+			usec, err = strconv.ParseInt(parts[1], 10, 64)
+		}
+	}
+	if len(parts) != 2 || err != nil || sec <= 0 || usec < 0 || usec >= 1_000_000 {
+		return time.Time{}, fmt.Errorf("%w: TIME answered %q", ErrBadReply, parts)
+	}
+	return time.Unix(sec, usec*1000), nil
+}
+
 // dayNumber is t's UTC day: days since 1970-01-01.
 func dayNumber(t time.Time) int64 { return floorDiv(t.Unix(), 86400) }
 

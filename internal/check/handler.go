@@ -30,6 +30,8 @@ type Guard interface {
 	Fallback(q bucketgate.Request, f guard.Failure, err error) guard.Result
 	// Usage reads an identity's usage of the UTC days from first's to last's.
 	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
+	// Time reads Redis's clock: what today is for usage.
+	Time(ctx context.Context) (time.Time, error)
 }
 
 // Metrics writes the metrics of one invocation; *telemetry.Emitter is one.

@@ -20,26 +20,33 @@ import (
 const MsgUsage = "usage report"
 
 // usage answers c, a usage request: the identity's usage of every day from c.from to
-// c.to (To defaults to today, by the function's clock in UTC, From to To), within the
-// days the engine keeps. A range it cannot answer is an invalid request naming the
-// field; Redis's failure a function error of type checkapi.ErrorTypeUnavailable.
+// c.to (To defaults to today, by Redis's clock in UTC, From to To), within the days the
+// engine keeps. A range it cannot answer is an invalid request naming the field;
+// Redis's failure a function error of type checkapi.ErrorTypeUnavailable.
 func (h *Handler) usage(ctx context.Context, c check) ([]byte, error) {
-	first, last, err := h.usageDays(c)
+	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.logged), slog.String(telemetry.AttrOp, c.req.Op.String())}
+	if h.UsageDays == 0 {
+		err := fmt.Errorf("%s: %s is off in this function: USAGE_RETENTION_DAYS is 0", fieldOp, checkapi.OpUsage)
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
+		return nil, invalidRequest(err)
+	}
+	now, err := h.Guard.Time(ctx)
+	if err != nil {
+		return nil, h.unavailable(ctx, c, attrs, err)
+	}
+	first, last, err := h.usageDays(c, now)
 	if err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
-	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.logged), slog.String(telemetry.AttrOp, c.req.Op.String()),
-		slog.String(fieldFrom, first.Format(time.DateOnly)), slog.String(fieldTo, last.Format(time.DateOnly))}
+	attrs = append(attrs, slog.String(fieldFrom, first.Format(time.DateOnly)), slog.String(fieldTo, last.Format(time.DateOnly)))
 	days, err := h.Guard.Usage(ctx, c.req.Identity, first, last)
 	switch {
 	case errors.Is(err, bucketgate.ErrInvalid): // the engine and the range check disagree
 		h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	case err != nil:
-		h.Log.LogAttrs(ctx, slog.LevelWarn, MsgUsage, append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
-		return nil, messages.InvokeResponse_Error{Type: checkapi.ErrorTypeUnavailable,
-			Message: fmt.Sprintf("usage of %s: Redis did not answer: %v", c.logged, err)}
+		return nil, h.unavailable(ctx, c, attrs, err)
 	}
 	if c.explicit {
 		h.Log.LogAttrs(ctx, slog.LevelInfo, MsgUsage, attrs...)
@@ -54,13 +61,17 @@ func (h *Handler) usage(ctx context.Context, c check) ([]byte, error) {
 	return json.Marshal(u)
 }
 
-// usageDays returns the first and last day of usage request c, checked against today
-// and the days kept.
-func (h *Handler) usageDays(c check) (first, last time.Time, err error) {
-	if h.UsageDays == 0 {
-		return first, last, fmt.Errorf("%s: %s is off in this function: USAGE_RETENTION_DAYS is 0", fieldOp, checkapi.OpUsage)
-	}
-	today := bucketgate.UTCDay(h.Now())
+// unavailable logs and returns the error of usage request c, which Redis did not answer
+// (err): a function error of type checkapi.ErrorTypeUnavailable.
+func (h *Handler) unavailable(ctx context.Context, c check, attrs []slog.Attr, err error) error {
+	h.Log.LogAttrs(ctx, slog.LevelWarn, MsgUsage, append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
+	return messages.InvokeResponse_Error{Type: checkapi.ErrorTypeUnavailable, Message: fmt.Sprintf("usage of %s: Redis did not answer: %v", c.logged, err)}
+}
+
+// usageDays returns the first and last day of usage request c, checked against today,
+// now's day, and the days kept.
+func (h *Handler) usageDays(c check, now time.Time) (first, last time.Time, err error) {
+	today := bucketgate.UTCDay(now)
 	earliest := today.AddDate(0, 0, 1-h.UsageDays)
 	last, first = today, today
 	if c.to != "" {
@@ -72,7 +83,7 @@ func (h *Handler) usageDays(c check) (first, last time.Time, err error) {
 	}
 	switch {
 	case last.After(today):
-		return first, last, fmt.Errorf("%s: %s is after today, %s (UTC, by this function's clock)", fieldTo, c.to, today.Format(time.DateOnly))
+		return first, last, fmt.Errorf("%s: %s is after today, %s (UTC, by Redis's clock)", fieldTo, c.to, today.Format(time.DateOnly))
 	case first.After(last):
 		return first, last, fmt.Errorf("%s: %s is after %s, %s: the days are reversed", fieldFrom, c.from, fieldTo, last.Format(time.DateOnly))
 	case first.Before(earliest):

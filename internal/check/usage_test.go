@@ -13,7 +13,7 @@ import (
 )
 
 // usageFixture is a fixture whose engine counts usage, kept days days, and a function
-// that moves both clocks (the function's and Redis's) to a time.
+// that moves Redis's clock to a time.
 func usageFixture(t *testing.T, days int) (*fixture, func(time.Time)) {
 	t.Helper()
 	mr, client := startMiniredis(t)
@@ -25,7 +25,6 @@ func usageFixture(t *testing.T, days int) (*fixture, func(time.Time)) {
 		mr.FastForward(at.Sub(now))
 		now = at
 		mr.SetTime(at)
-		f.h.Now = func() time.Time { return at }
 	}
 }
 
@@ -93,7 +92,7 @@ func TestUsageRequestErrors(t *testing.T) {
 	f, _ := usageFixture(t, 35)
 	tests := []struct{ name, payload, want string }{
 		{"reversed", `{"key":"a","op":"usage","from":"2025-03-01","to":"2025-02-28"}`, "from: 2025-03-01 is after to, 2025-02-28: the days are reversed"},
-		{"after today", `{"key":"a","op":"usage","to":"2025-03-02"}`, "to: 2025-03-02 is after today, 2025-03-01 (UTC, by this function's clock)"},
+		{"after today", `{"key":"a","op":"usage","to":"2025-03-02"}`, "to: 2025-03-02 is after today, 2025-03-01 (UTC, by Redis's clock)"},
 		{"beyond retention", `{"key":"a","op":"usage","from":"2025-01-01"}`, "from: 2025-01-01 is beyond the 35 days of usage kept (USAGE_RETENTION_DAYS, today included): want 2025-01-26 or later"},
 		{"to alone beyond retention", `{"key":"a","op":"usage","to":"2025-01-25"}`, "to: 2025-01-25 is beyond the 35 days of usage kept"},
 		{"malformed", `{"key":"a","op":"usage","from":"2025-3-1"}`, `from: "2025-3-1": want a day as YYYY-MM-DD, such as 2026-11-25`},

@@ -28,6 +28,8 @@ func (stubEngine) Usage(context.Context, string, time.Time, time.Time) ([]bucket
 	return nil, nil
 }
 
+func (stubEngine) Time(context.Context) (time.Time, error) { return epoch, nil }
+
 func (stubEngine) DecideBatch(_ context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error) {
 	ds, errs := make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
 	for i, q := range qs {

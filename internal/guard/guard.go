@@ -56,6 +56,7 @@ type limiter interface {
 	Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error)
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
 	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
+	Time(ctx context.Context) (time.Time, error)
 }
 
 // DefaultMargin is the Margin of the functions: time enough to answer the invocation
@@ -404,6 +405,17 @@ func (g *Guard) Usage(ctx context.Context, identity string, first, last time.Tim
 	}
 	defer cancel()
 	return g.next.Usage(ctx, identity, first, last)
+}
+
+// Time reads Redis's clock from the engine within the deadline a decision has; like
+// Usage, it tells the circuit breaker nothing.
+func (g *Guard) Time(ctx context.Context) (time.Time, error) {
+	ctx, cancel, err := g.callContext(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer cancel()
+	return g.next.Time(ctx)
 }
 
 // FailOpen reports whether g allows, degraded, the requests Redis does not decide

@@ -65,6 +65,12 @@ func (c *counting) Usage(ctx context.Context, identity string, first, last time.
 	return c.next.Usage(ctx, identity, first, last)
 }
 
+// Time counts one call for the read.
+func (c *counting) Time(ctx context.Context) (time.Time, error) {
+	c.calls.Add(1)
+	return c.next.Time(ctx)
+}
+
 // miniEngine is a real Limiter on miniredis whose TIME follows a test clock.
 func miniEngine(t *testing.T) (*miniredis.Miniredis, *clock, *counting) {
 	t.Helper()

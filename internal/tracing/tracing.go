@@ -45,6 +45,7 @@ type limiter interface {
 	Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error)
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
 	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
+	Time(ctx context.Context) (time.Time, error)
 }
 
 // Limiter wraps the engine in an X-Ray subsegment per decision. It is safe for
@@ -149,6 +150,9 @@ func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.T
 	}
 	return days, err
 }
+
+// Time reads Redis's clock with the wrapped engine, untraced: a read of a report's.
+func (l *Limiter) Time(ctx context.Context) (time.Time, error) { return l.next.Time(ctx) }
 
 // emit sends the subsegment of one decision, which ran from start to end in trace tr
 // and returned dec and err.

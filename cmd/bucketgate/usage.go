@@ -81,12 +81,12 @@ func writeUsage(w io.Writer, u checkapi.Usage) error {
 	if err := writeAttributes(w, [][2]string{{"identity", u.Identity}}); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "DATE\tALLOWED\tLIMITED\tCOST\t")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DATE\tALLOWED\tLIMITED\tCOST")
 	for _, d := range u.Days {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", d.Date, d.Allowed, d.Limited, d.Cost)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", d.Date, d.Allowed, d.Limited, d.Cost)
 	}
-	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t\n", u.Total.Allowed, u.Total.Limited, u.Total.Cost)
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\n", u.Total.Allowed, u.Total.Limited, u.Total.Cost)
 	return tw.Flush()
 }
 

@@ -120,7 +120,7 @@ lint: ## cfn-lint on every template: template.yaml and examples/ (SAM transform 
 # at a time, so that its two halves take turns, BenchmarkHandlerOverhead
 # (internal/authorizer) five times, and BenchmarkCacheEntryBytes (internal/registry: the
 # bytes of a registry cache entry, with and without rules of its own) once; then TestReport measures the rest (cold starts, the
-# key registry's reads and the end-to-end invocations against its own dynalite) and
+# key registry's reads, the end-to-end invocations and the log bytes per invocation against its own dynalite) and
 # writes BENCHMARKS.md and its plot. About ten minutes on 2 CPUs.
 .PHONY: bench
 bench: $(DYNALITE)
@@ -135,6 +135,13 @@ bench: $(DYNALITE)
 	grep '^Benchmark' "$$out" && \
 	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -timeout 15m -run '^TestReport$$' -v ./benchreport \
 		-args -report="$(CURDIR)/BENCHMARKS.md" -gobench="$$out" -instructions="$$insn"
+
+# bench-logbytes: make bench's item 11 alone (a minute): the bytes an authorizer
+# invocation writes to CloudWatch Logs at the template's defaults and at DEBUG, printed
+# as the line and the section make bench writes into BENCHMARKS.md.
+.PHONY: bench-logbytes
+bench-logbytes: $(DYNALITE)
+	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -run '^TestLogBytes$$' -v ./benchreport -args -logbytes
 
 # bench-instructions: Redis-side instructions per decision (callgrind), bucketgate against
 # redis_rate: a figure that a busy machine does not move (needs valgrind: apt-get install valgrind).

@@ -19,8 +19,9 @@
 // X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset); a limited one gets 429
 // with Retry-After, the same headers and the gateway's JSON body; a refused identity
 // 401; and when Redis (or the registry) cannot decide and the limiter fails closed, 503
-// with Retry-After: 1. Each decision writes the authorizer's EMF metric line and log
-// lines. A caller limited through the API is limited through the middleware too, and the
+// with Retry-After: 1. Each decision counts in the authorizer's EMF metrics (written
+// at most once per METRICS_FLUSH_MS, a second, and when the Limiter is closed) and
+// writes its log lines. A caller limited through the API is limited through the middleware too, and the
 // other way round: they spend the same buckets.
 package middleware
 
@@ -134,7 +135,8 @@ func (o Options) getenv() func(string) string {
 	}
 }
 
-// Close closes the connection to Redis. Requests in flight fail by the failure policy.
+// Close writes the metrics that wait and closes the connection to Redis. Requests in
+// flight fail by the failure policy.
 func (l *Limiter) Close() { l.close() }
 
 // Handler returns next limited: each request is decided before next sees it, and

@@ -1,7 +1,9 @@
 package middleware_test
 
 import (
+	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -204,4 +206,36 @@ func header(h http.Header, name string) string {
 		return v[0]
 	}
 	return h.Get(name)
+}
+
+// The metrics of a service's requests are added up and written at most once a second
+// (METRICS_FLUSH_MS); Close writes what waits, so that a service that stops loses none.
+func TestCloseWritesTheMetrics(t *testing.T) {
+	m, _ := redistest.Mini(t)
+	var metrics strings.Builder
+	l, err := middleware.New(middleware.Options{
+		Getenv:  env(map[string]string{"REDIS_ADDR": m.Addr(), "REDIS_TIMEOUT_MS": "2000", "RATE_LIMIT_CONFIG": tenTokens}),
+		Metrics: &metrics, LogOutput: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 12 {
+		serve(l, httptest.NewRequest("GET", "/orders/42", nil))
+	}
+	l.Close()
+	l.Close() // a second Close writes nothing more
+	decisions := map[string]float64{}
+	for line := range strings.Lines(metrics.String()) {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("metrics line %s: %v", line, err)
+		}
+		o, _ := doc["Outcome"].(string)
+		n, _ := doc["Decisions"].(float64)
+		decisions[o] += n
+	}
+	if want := map[string]float64{"allowed": 10, "limited": 2}; !maps.Equal(decisions, want) {
+		t.Fatalf("decisions %v written, want %v:\n%s", decisions, want, &metrics)
+	}
 }

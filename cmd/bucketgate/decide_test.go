@@ -82,6 +82,7 @@ func TestKeysDecideTheAuthorizer(t *testing.T) {
 	c.env[settings.EnvTimeoutMS] = "2000"
 	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10) // a slow read would answer stale: the change not yet seen
 	c.env[settings.EnvLogLevel] = "debug"
+	c.env[settings.EnvMetricsFlushMS] = "0" // a metrics line per invocation: each step's are its own
 	c.ok("keys", "init")
 	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
 	id := "key:" + bucketgate.KeyDigest(key)
@@ -194,6 +195,7 @@ func TestConfigDecidesTheFunctions(t *testing.T) {
 	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
 	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
 	c.env[settings.EnvTimeoutMS] = "2000"
+	c.env[settings.EnvMetricsFlushMS] = "0" // a metrics line per invocation: each step's are its own
 	c.ok("keys", "init")
 	c.ok("config", "put", file(t, "gold.yaml", goldDoc))
 	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))

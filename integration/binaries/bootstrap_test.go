@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/testkit/runtimeapi"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -221,13 +223,29 @@ func TestAuthorizerBinary(t *testing.T) {
 	if !errors.As(err, &fe) || !strings.HasPrefix(fe.Message, "rate limiter unavailable") {
 		t.Fatalf("with Redis stopped: %v; want the function error rate limiter unavailable (API Gateway: 503)", err)
 	}
+	// The metrics of the invocations within a second of the first wait for the first
+	// invocation a second or more after it, which writes them with its own.
+	time.Sleep(telemetry.DefaultFlushInterval)
+	if _, err := f.invoke(t, samples.Read(t, "authorizer-http.json")); err == nil {
+		t.Fatal("with Redis stopped: allowed")
+	}
 	f.stop()
 	wantInitLine(t, f, "authorizer")
 	metrics := f.stdout.String()
-	for outcome, want := range map[string]int{"allowed": 4, "limited": 1, "unavailable": 1} {
-		if got := strings.Count(metrics, `"Function":"authorizer","Outcome":"`+outcome+`"`); got != want {
-			t.Errorf("%d EMF lines of outcome %s on stdout, want %d:\n%s", got, outcome, want, metrics)
+	decisions := map[string]float64{}
+	for line := range strings.Lines(metrics) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stdout line %s: %v", line, err)
 		}
+		if m["Function"] == "authorizer" {
+			o, _ := m["Outcome"].(string)
+			n, _ := m["Decisions"].(float64)
+			decisions[o] += n
+		}
+	}
+	if want := map[string]float64{"allowed": 4, "limited": 1, "unavailable": 2}; !maps.Equal(decisions, want) {
+		t.Errorf("decisions by outcome on stdout %v, want %v:\n%s", decisions, want, metrics)
 	}
 }
 

@@ -21,11 +21,12 @@ import (
 const slowFree = "defaultPlan: free\nplans: {free: [{name: burst, capacity: 3, refill: 3, per: hour}]}"
 
 // binaries starts the authorizer and the check function on one real redis-server with
-// configuration cfg, as two Lambda functions of one deployment.
+// configuration cfg, as two Lambda functions of one deployment, each writing its metrics
+// a line per invocation (METRICS_FLUSH_MS 0), so that a test reads each one's.
 func binaries(t *testing.T, cfg string) (authorizer, check *function, redis *redistest.Server) {
 	t.Helper()
 	redis = redistest.Start(t)
-	env := map[string]string{"REDIS_ADDR": redis.Addr, "REDIS_TIMEOUT_MS": decisionTimeout, "RATE_LIMIT_CONFIG": cfg}
+	env := map[string]string{"REDIS_ADDR": redis.Addr, "REDIS_TIMEOUT_MS": decisionTimeout, "RATE_LIMIT_CONFIG": cfg, "METRICS_FLUSH_MS": "0"}
 	return startFunction(t, bootstrap(t, "AuthorizerFunction"), env), startFunction(t, bootstrap(t, "CheckFunction"), env), redis
 }
 

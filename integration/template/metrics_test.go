@@ -74,8 +74,8 @@ func emfMetrics(t *testing.T, lines []map[string]any) map[string]bool {
 
 // emittedMetrics returns the namespace and every metric the functions write with the
 // template's environment: each function's emitter, from the settings that environment
-// loads, writing every outcome, failure reason and registry lookup result, and the
-// invalid items and documents.
+// loads (its flush interval too), writing every outcome, failure reason and registry
+// lookup result, and the invalid items and documents.
 func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 	t.Helper()
 	vars := loadTemplate(t, limiter).Globals.Function.Environment.Variables
@@ -100,9 +100,11 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 			guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: f})
 	}
 	lookups := []registry.Result{registry.ResultHit, registry.ResultMiss, registry.ResultStale, registry.ResultError}
+	// Each function's instance adds its invocations up and writes their sums a line per
+	// outcome (METRICS_FLUSH_MS): the first at once, the rest together when flushed.
 	var out bytes.Buffer
 	for _, name := range slices.Sorted(maps.Keys(app.Functions)) {
-		e := telemetry.NewEmitter(&out, s.Namespace, s.Stack, name)
+		e := telemetry.NewEmitter(&out, s.Namespace, s.Stack, name, telemetry.FlushEvery(s.MetricsFlush))
 		for i, r := range results {
 			var inv telemetry.Invocation
 			inv.Observe(r)
@@ -120,6 +122,9 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 		var refused telemetry.Invocation // a 401, or an operator's operation the check function refuses
 		refused.ObserveRefused()
 		if err := e.Emit(time.Unix(1_800_000_000, 0), &refused); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}

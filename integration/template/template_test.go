@@ -109,6 +109,7 @@ type samFunction struct {
 type samLoggingConfig struct {
 	LogFormat           string `yaml:"LogFormat"`
 	ApplicationLogLevel string `yaml:"ApplicationLogLevel"`
+	SystemLogLevel      string `yaml:"SystemLogLevel"`
 }
 
 // samAuth is the Auth property of an AWS::Serverless::Api or HttpApi.

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/logbytes"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
@@ -115,7 +117,7 @@ func decisionLogs(t *testing.T, level string) (logs, metrics []map[string]any, r
 		events := [][]byte{}
 		if f.Name == app.Authorizer.Name {
 			for range 11 {
-				events = append(events, withAPIKey(t, samples.Read(t, "authorizer-rest.json"), rawKey))
+				events = append(events, samples.WithAPIKey(t, samples.Read(t, "authorizer-rest.json"), rawKey))
 			}
 			for range 11 {
 				events = append(events, samples.Read(t, "authorizer-rest.json"))
@@ -130,22 +132,6 @@ func decisionLogs(t *testing.T, level string) (logs, metrics []map[string]any, r
 		}
 	}
 	return jsonLines(t, &logOut), jsonLines(t, &metricOut), rawKey
-}
-
-// withAPIKey returns the REST event with the API key header set to key.
-func withAPIKey(t *testing.T, event []byte, key string) []byte {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(event, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["headers"] = map[string]any{settings.DefaultAPIKeyHeader: key}
-	delete(m, "multiValueHeaders")
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // jsonLines decodes the JSON objects of b, one a line.
@@ -193,21 +179,22 @@ lines:
 	return counts
 }
 
-// The rules count identities from the decision lines the functions write: the top by
-// requests counts every decision, the top by limited requests the limited ones; the
-// identities are digests, never the raw key; the dashboard shows both.
+// The rules count identities from the decision lines the functions write at the
+// template's default log level: the one rule, the top identities by limited requests,
+// counts the limited ones, by digest, never the raw key, and the dashboard shows it. No
+// rule reads lines the default level does not write (it would show nothing): requests
+// by identity are usage, counted by Redis.
 func TestTemplateContributorInsights(t *testing.T) {
 	tpl := loadTemplate(t, limiter)
 	rules := insightRules(t, tpl)
 	groups := logGroups(t, tpl)
-	logs, _, rawKey := decisionLogs(t, "DEBUG")
+	logs, _, rawKey := decisionLogs(t, tpl.Parameters["LogLevel"].Default)
 	keyIdentity := "key:" + bucketgate.KeyDigest(rawKey)
-	tenantIdentity := "tenant:" + bucketgate.KeyDigest(rawKey)
-	want := map[string]map[string]int{ // by what the rule must count
-		"requests": {keyIdentity: 11, "ip:203.0.113.10": 11, tenantIdentity: 2, "tenant:" + bucketgate.KeyDigest("tenant-42"): 1},
-		"limited":  {keyIdentity: 1, "ip:203.0.113.10": 1},
+	want := map[string]int{keyIdentity: 1, "ip:203.0.113.10": 1} // the limited requests
+	shown := dashboardInsightRules(t, tpl)
+	if len(rules) == 0 {
+		t.Fatal("no Contributor Insights rule")
 	}
-	found := map[string]string{}
 	for id, rule := range rules {
 		if !slices.Equal(slices.Sorted(slices.Values(rule.LogGroupNames)), groups) {
 			t.Errorf("%s: log groups %v, want both functions' %v", id, rule.LogGroupNames, groups)
@@ -215,25 +202,16 @@ func TestTemplateContributorInsights(t *testing.T) {
 		if !slices.Equal(rule.Contribution.Keys, []string{"$." + telemetry.AttrIdentity}) {
 			t.Errorf("%s: keys %v, want the decision line's identity", id, rule.Contribution.Keys)
 		}
-		got := contributions(t, rule, logs)
-		for what, counts := range want {
-			if maps.Equal(got, counts) {
-				found[what] = id
-			}
+		if got := contributions(t, rule, logs); !maps.Equal(got, want) {
+			t.Errorf("%s counts %v at the default log level, want the limited requests %v", id, got, want)
 		}
-		for identity := range got {
-			if strings.Contains(identity, rawKey) {
-				t.Errorf("%s: contributor %q holds the raw key", id, identity)
-			}
-		}
-	}
-	if len(found) != len(want) {
-		t.Fatalf("rules %v count %v; want one counting each of %v", slices.Sorted(maps.Keys(rules)), found, want)
-	}
-	shown := dashboardInsightRules(t, tpl)
-	for what, id := range found {
 		if !slices.Contains(shown, id+".RuleName") {
-			t.Errorf("the dashboard does not show %s (top identities by %s); it shows %v", id, what, shown)
+			t.Errorf("the dashboard does not show %s; it shows %v", id, shown)
+		}
+	}
+	for _, l := range logs {
+		if strings.Contains(fmt.Sprint(l), rawKey) {
+			t.Errorf("a log line holds the raw key: %v", l)
 		}
 	}
 }
@@ -307,16 +285,18 @@ func TestMetricsHoldNoIdentity(t *testing.T) {
 }
 
 // Both functions follow Lambda's logging controls: the template sets LoggingConfig with
-// JSON logs and an application log level the code reads from AWS_LAMBDA_LOG_LEVEL, never
+// JSON logs, an application log level the code reads from AWS_LAMBDA_LOG_LEVEL, never
 // above INFO (Lambda files the EMF lines, which have no level, as INFO: WARN would drop
-// every metric); at the default the decision lines the rules read are written; and the
-// template no longer sets LOG_LEVEL, which Lambda's level overrides.
+// every metric), and Lambda's own level; the defaults are those the cost of logs is
+// measured at (logbytes.Defaults); at the default a line is written per limited
+// decision and none per allowed one; and the template no longer sets LOG_LEVEL, which
+// Lambda's level overrides.
 func TestTemplateLoggingConfig(t *testing.T) {
 	tpl := loadTemplate(t, limiter)
 	for _, name := range goFunctions(t) {
 		lc := tpl.function(t, tpl.Resources[logicalID(name)]).LoggingConfig
-		if lc.LogFormat != "JSON" || lc.ApplicationLogLevel != "LogLevel" {
-			t.Fatalf("%s: LoggingConfig %+v: want JSON and !Ref LogLevel", name, lc)
+		if lc.LogFormat != "JSON" || lc.ApplicationLogLevel != "LogLevel" || lc.SystemLogLevel != "SystemLogLevel" {
+			t.Fatalf("%s: LoggingConfig %+v: want JSON, !Ref LogLevel and !Ref SystemLogLevel", name, lc)
 		}
 	}
 	if _, set := tpl.Globals.Function.Environment.Variables[settings.EnvLogLevel]; set {
@@ -337,14 +317,23 @@ func TestTemplateLoggingConfig(t *testing.T) {
 			t.Errorf("LogLevel %s: level %v, %v: want one the code reads, at most INFO", level, s.LogLevel, err)
 		}
 	}
-	logs, _, _ := decisionLogs(t, param.Default)
-	n := 0
-	for _, l := range logs {
-		if l["msg"] == telemetry.MsgDecision {
-			n++
+	system := tpl.Parameters["SystemLogLevel"]
+	if got := (logbytes.Levels{Application: param.Default, System: system.Default}); got != logbytes.Defaults {
+		t.Errorf("the template's levels %v; the cost of logs is measured at %v (internal/testkit/logbytes)", got, logbytes.Defaults)
+	}
+	for _, level := range system.AllowedValues {
+		if _, err := logbytes.PlatformBytes(level); err != nil {
+			t.Errorf("SystemLogLevel %s: %v", level, err)
 		}
 	}
-	if n != 25 {
-		t.Errorf("%d decision lines at the default level %s, want one per decision (25)", n, param.Default)
+	logs, _, _ := decisionLogs(t, param.Default)
+	decisions := map[any]int{}
+	for _, l := range logs {
+		if l["msg"] == telemetry.MsgDecision {
+			decisions[l["reason"]]++
+		}
+	}
+	if want := map[any]int{"limited": 2}; !maps.Equal(decisions, want) {
+		t.Errorf("decision lines by reason %v at the default log level %s, want one per limited decision %v", decisions, param.Default, want)
 	}
 }

@@ -6,10 +6,12 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -17,6 +19,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/check"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/redisconn"
@@ -53,6 +56,7 @@ type parts struct {
 	guard    *guard.Guard
 	conn     *redisconn.Conn // the Redis connection behind guard
 	metrics  *telemetry.Emitter
+	events   *eventbus.Sender // nil without EVENT_BUS_NAME
 	log      *slog.Logger
 }
 
@@ -70,8 +74,10 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 }
 
 // NewAuthorizer builds the authorizer's handler as Build does, for a caller that
-// decides requests itself (package middleware): metrics carry the Function dimension
-// name. It returns a function that closes the Redis connection.
+// decides requests itself (package middleware), in a process that is not frozen between
+// requests: metrics carry the Function dimension name, and what they gather is written
+// every METRICS_FLUSH_MS even when no request comes. It returns a function that writes
+// what waits and closes the Redis connection.
 func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, close func(), err error) {
 	p, err := assemble(getenv, name, metrics, logOut)
 	if err != nil {
@@ -81,7 +87,43 @@ func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.W
 		p.conn.Close()
 		return nil, nil, err
 	}
-	return h, p.conn.Close, nil
+	stop := flushEvery(p.metrics, p.settings.MetricsFlush, p.log)
+	return h, func() { stop(); p.conn.Close() }, nil
+}
+
+// flushEvery flushes e every interval until the function it returns is called, which
+// flushes it once more; interval 0 (a line per invocation) needs no timer.
+func flushEvery(e *telemetry.Emitter, interval time.Duration, log *slog.Logger) (stop func()) {
+	flush := func() {
+		if err := e.Flush(); err != nil {
+			log.Warn("metrics not written", slog.String(telemetry.AttrError, err.Error()))
+		}
+	}
+	if interval == 0 {
+		return flush
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				flush()
+			case <-done:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-exited
+			flush()
+		})
+	}
 }
 
 // assemble reads the settings through getenv and builds what every function shares:
@@ -100,7 +142,10 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 	if p.config, err = NewConfiguration(s, env, p.log); err != nil {
 		return p, err
 	}
-	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name)
+	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name, telemetry.FlushEvery(s.MetricsFlush))
+	if p.events, err = NewEvents(s, p.log); err != nil {
+		return p, err
+	}
 	g, conn, err := NewGuard(s, p.log, p.metrics)
 	if err != nil {
 		return p, err
@@ -136,6 +181,20 @@ const (
 	// AttrVersion is bucketgate's version (package version).
 	AttrVersion = "version"
 )
+
+// NewEvents returns the sender of the events of s's bus (EVENT_BUS_NAME, within
+// EVENTS_TIMEOUT_MS), logging its failures to log; nil without a bus. Making its client
+// sends no request.
+func NewEvents(s settings.Settings, log *slog.Logger) (*eventbus.Sender, error) {
+	if s.EventBusName == "" {
+		return nil, nil
+	}
+	client, err := eventbus.NewClient(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s: %w", settings.EnvEventBusName, s.EventBusName, err)
+	}
+	return eventbus.NewSender(client, eventbus.Options{Bus: s.EventBusName, Timeout: s.EventsTimeout, Log: log}), nil
+}
 
 // LoadConfig loads the configuration document that s names: inline, from a file, or
 // the built-in one. Its error names the variable.

@@ -93,6 +93,10 @@ func TestBuildErrorsSayWhatToSet(t *testing.T) {
 			[]string{settings.EnvTLS + "=false", "accepts TLS connections only"}},
 		{"deny cache too large to allocate", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvDenyCacheSize: "100000000"}, []string{settings.EnvDenyCacheSize, "100000"}},
 		{"bad Lambda log level", app.Check, map[string]string{settings.EnvLambdaLogLevel: "LOUD"}, []string{settings.EnvLambdaLogLevel}},
+		{"event bus that is no bus", app.Authorizer, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvEventBusName: "arn:aws:sns:us-east-1:123456789012:limits"},
+			[]string{settings.EnvEventBusName, "not the ARN of an event bus"}},
+		{"events timeout beyond a second", app.Check, map[string]string{settings.EnvRedisAddr: "127.0.0.1:1", settings.EnvEventsTimeoutMS: "5000"},
+			[]string{settings.EnvEventsTimeoutMS, "1 to 1000"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,5 +357,26 @@ func TestEvictionPolicyWarned(t *testing.T) {
 				t.Fatalf("warned %v, counted %v; want %v:\n%s\n%s", warned, counted, want, &logs, &metrics)
 			}
 		})
+	}
+}
+
+// Without EVENT_BUS_NAME there is no sender; with one, a sender is made at init without
+// a request (the bus is first reached when a decision crosses a threshold).
+func TestNewEvents(t *testing.T) {
+	s, err := settings.Load(env(map[string]string{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := app.NewEvents(s, slog.New(slog.DiscardHandler)); e != nil || err != nil {
+		t.Fatalf("NewEvents without a bus = %v, %v; want none", e, err)
+	}
+	t.Setenv("AWS_ENDPOINT_URL_EVENTBRIDGE", "http://127.0.0.1:1") // nothing answers there
+	t.Setenv("AWS_REGION", "us-east-1")
+	s, err = settings.Load(env(map[string]string{settings.EnvEventBusName: "bucketgate-events"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := app.NewEvents(s, slog.New(slog.DiscardHandler)); e == nil || err != nil {
+		t.Fatalf("NewEvents = %v, %v; want a sender", e, err)
 	}
 }

@@ -51,6 +51,8 @@ func TestDocsListEveryVariable(t *testing.T) {
 		settings.EnvRegistryCacheSize: strconv.Itoa(settings.DefaultRegistryCacheSize),
 		settings.EnvRegistryTimeoutMS: strconv.FormatInt(settings.DefaultRegistryTimeout.Milliseconds(), 10),
 		settings.EnvUsageDays:         strconv.Itoa(settings.DefaultUsageDays),
+		settings.EnvMetricsFlushMS:    strconv.FormatInt(settings.DefaultMetricsFlush.Milliseconds(), 10),
+		settings.EnvEventsTimeoutMS:   strconv.FormatInt(settings.DefaultEventsTimeout.Milliseconds(), 10),
 	} {
 		if got := defaults[name]; !strings.HasPrefix(got, "`"+want+"`") {
 			t.Errorf("%s: %s defaults to %q, want `%s`", docPath, name, got, want)

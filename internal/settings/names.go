@@ -2,6 +2,7 @@ package settings
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -47,6 +48,33 @@ func checkStackName(v string) error {
 func checkFunctionName(v string) error {
 	if len(v) > MaxFunctionName || strings.Trim(v, letters+digits+"-_:.") != "" {
 		return fmt.Errorf("%s=%q: want a Lambda function name, name:alias or ARN: at most %d letters, digits, '-', '_', ':' or '.'", EnvOperatorFunction, v, MaxFunctionName)
+	}
+	return nil
+}
+
+// MaxEventBusName is the longest event bus name, in bytes: EventBridge's limit.
+const MaxEventBusName = 256
+
+// eventBusARN matches the ARN of an event bus, with its name's bytes in name.
+var eventBusARN = regexp.MustCompile(`^arn:aws(-[a-z]+)*:events:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:event-bus/(?P<name>.*)$`)
+
+// checkEventBus reports why v is neither an EventBridge event bus name (1 to
+// MaxEventBusName letters, digits, '.', '-', '_' or '/') nor the ARN of a bus; empty is
+// none.
+func checkEventBus(v string) error {
+	if v == "" {
+		return nil
+	}
+	name := v
+	if strings.HasPrefix(v, "arn:") {
+		m := eventBusARN.FindStringSubmatch(v)
+		if m == nil {
+			return fmt.Errorf("%s=%q: not the ARN of an event bus: want arn:<partition>:events:<region>:<account>:event-bus/<name>, or the bus's name", EnvEventBusName, v)
+		}
+		name = m[eventBusARN.SubexpIndex("name")]
+	}
+	if name == "" || len(name) > MaxEventBusName || strings.Trim(name, letters+digits+".-_/") != "" {
+		return fmt.Errorf("%s=%q: want an event bus name (1 to %d letters, digits, '.', '-', '_' or '/') or its ARN", EnvEventBusName, v, MaxEventBusName)
 	}
 	return nil
 }

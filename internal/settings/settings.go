@@ -42,6 +42,9 @@ const (
 	EnvRegistryCacheSize = "REGISTRY_CACHE_SIZE"
 	EnvRegistryTimeoutMS = "REGISTRY_TIMEOUT_MS"
 	EnvStackName         = "STACK_NAME"
+	EnvMetricsFlushMS    = "METRICS_FLUSH_MS"
+	EnvEventBusName      = "EVENT_BUS_NAME"
+	EnvEventsTimeoutMS   = "EVENTS_TIMEOUT_MS"
 	EnvOperatorFunction  = "OPERATOR_FUNCTION"
 	EnvUsageDays         = "USAGE_RETENTION_DAYS"
 )
@@ -92,6 +95,12 @@ const (
 	// USAGE_RETENTION_DAYS is unset: 35, so that a monthly billing period is always
 	// whole.
 	DefaultUsageDays = 35
+	// DefaultMetricsFlush is how often, at most, an instance writes the metrics it has
+	// gathered while traffic flows, when METRICS_FLUSH_MS is unset: a second.
+	DefaultMetricsFlush = time.Second
+	// DefaultEventsTimeout is the deadline of sending an invocation's events when
+	// EVENTS_TIMEOUT_MS is unset.
+	DefaultEventsTimeout = 100 * time.Millisecond
 )
 
 // Bounds of the settings that size something. A value beyond one is an init error that
@@ -126,6 +135,12 @@ const (
 	// guard.DefaultMargin (20 ms) before it, and its check is answered by the failure
 	// policy.
 	MaxRegistryTimeout = 2500 * time.Millisecond
+	// MaxMetricsFlush is the longest METRICS_FLUSH_MS: a minute, CloudWatch's period
+	// of standard metrics (and what an instance that ends may lose of them).
+	MaxMetricsFlush = time.Minute
+	// MaxEventsTimeout is the longest EVENTS_TIMEOUT_MS: a second, which an
+	// invocation that crossed a threshold may wait for EventBridge at most.
+	MaxEventsTimeout = time.Second
 )
 
 // FAIL_MODE values.
@@ -235,6 +250,23 @@ type Settings struct {
 	// RegistryTimeout is the deadline of one registry read (REGISTRY_TIMEOUT_MS, whole
 	// milliseconds from 1 to MaxRegistryTimeout; default DefaultRegistryTimeout).
 	RegistryTimeout time.Duration
+	// MetricsFlush is how often, at most, an instance writes the EMF metrics of the
+	// invocations it served (telemetry.FlushEvery): their sum, a line per outcome,
+	// while traffic flows (METRICS_FLUSH_MS, whole milliseconds from 0 to
+	// MaxMetricsFlush; 0 writes a line per invocation; default DefaultMetricsFlush).
+	MetricsFlush time.Duration
+	// EventBusName is the Amazon EventBridge event bus that a decision crossing a
+	// threshold sends its event to, by name or ARN (EVENT_BUS_NAME: a bus name, 1 to
+	// MaxEventBusName of letters, digits, '.', '-', '_' or '/', or a bus's ARN,
+	// arn:<partition>:events:<region>:<account>:event-bus/<name>; blanks around it
+	// trimmed; default empty: no events). The AWS SDK finds the region, the credentials
+	// and any endpoint override (AWS_ENDPOINT_URL_EVENTBRIDGE) itself.
+	EventBusName string
+	// EventsTimeout is the deadline of sending an invocation's events
+	// (EVENTS_TIMEOUT_MS, whole milliseconds from 1 to MaxEventsTimeout; default
+	// DefaultEventsTimeout): past it the events are counted as failed, and the
+	// invocation answers as it would have.
+	EventsTimeout time.Duration
 	// OperatorFunction, when set, makes the check function service-facing: it refuses
 	// the operator's operations (resets, and every check naming one of the authorizer's
 	// identities), each with an error saying to invoke this function instead, which
@@ -272,6 +304,7 @@ func Load(getenv func(string) string) (Settings, error) {
 		XRayDaemon:        cmp.Or(getenv(EnvXRayDaemon), DefaultXRayDaemon),
 		RegistryTable:     strings.TrimSpace(getenv(EnvRegistryTable)),
 		OperatorFunction:  strings.TrimSpace(getenv(EnvOperatorFunction)),
+		EventBusName:      strings.TrimSpace(getenv(EnvEventBusName)),
 	}
 	if s.ConfigInline != "" && s.ConfigFile != "" {
 		return s, fmt.Errorf("set %s or %s, not both", EnvConfigInline, EnvConfigFile)
@@ -315,6 +348,15 @@ func Load(getenv func(string) string) (Settings, error) {
 		s.Namespace = v
 	}
 	if err := checkStackName(s.Stack); err != nil {
+		return s, err
+	}
+	if s.MetricsFlush, err = parseMillis(getenv, EnvMetricsFlushMS, DefaultMetricsFlush, 0, MaxMetricsFlush); err != nil {
+		return s, err
+	}
+	if s.EventsTimeout, err = parseMillis(getenv, EnvEventsTimeoutMS, DefaultEventsTimeout, time.Millisecond, MaxEventsTimeout); err != nil {
+		return s, err
+	}
+	if err := checkEventBus(s.EventBusName); err != nil {
 		return s, err
 	}
 	if err := checkFunctionName(s.OperatorFunction); err != nil {

@@ -34,6 +34,8 @@ func TestLoadDefaults(t *testing.T) {
 		RegistryCacheSize: settings.DefaultRegistryCacheSize,
 		RegistryTimeout:   settings.DefaultRegistryTimeout,
 		UsageDays:         settings.DefaultUsageDays,
+		MetricsFlush:      settings.DefaultMetricsFlush,
+		EventsTimeout:     settings.DefaultEventsTimeout,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", s, want)
@@ -150,6 +152,24 @@ func TestLoad(t *testing.T) {
 			func(s settings.Settings) bool { return s.Stack == "orders-prod2" }},
 		{"longest stack name", map[string]string{"STACK_NAME": "S" + strings.Repeat("-", 127)},
 			func(s settings.Settings) bool { return len(s.Stack) == settings.MaxStackName }},
+		{"metrics a line per invocation", map[string]string{"METRICS_FLUSH_MS": "0"},
+			func(s settings.Settings) bool { return s.MetricsFlush == 0 }},
+		{"metrics once a minute", map[string]string{"METRICS_FLUSH_MS": "60000"},
+			func(s settings.Settings) bool { return s.MetricsFlush == settings.MaxMetricsFlush }},
+		{"event bus by name", map[string]string{"EVENT_BUS_NAME": " bucketgate-events ", "EVENTS_TIMEOUT_MS": "1"},
+			func(s settings.Settings) bool {
+				return s.EventBusName == "bucketgate-events" && s.EventsTimeout == time.Millisecond
+			}},
+		{"the default event bus", map[string]string{"EVENT_BUS_NAME": "default"},
+			func(s settings.Settings) bool { return s.EventBusName == "default" }},
+		{"a partner event bus", map[string]string{"EVENT_BUS_NAME": "aws.partner/example.com/1234/billing"},
+			func(s settings.Settings) bool { return s.EventBusName == "aws.partner/example.com/1234/billing" }},
+		{"event bus by ARN, in another partition", map[string]string{"EVENT_BUS_NAME": "arn:aws-us-gov:events:us-gov-west-1:123456789012:event-bus/limits"},
+			func(s settings.Settings) bool { return strings.HasSuffix(s.EventBusName, "/limits") }},
+		{"longest event bus name, longest events timeout", map[string]string{"EVENT_BUS_NAME": strings.Repeat("b", 256), "EVENTS_TIMEOUT_MS": "1000"},
+			func(s settings.Settings) bool {
+				return len(s.EventBusName) == settings.MaxEventBusName && s.EventsTimeout == settings.MaxEventsTimeout
+			}},
 		{"operator function", map[string]string{"OPERATOR_FUNCTION": " bucketgate-operator "},
 			func(s settings.Settings) bool { return s.OperatorFunction == "bucketgate-operator" }},
 		{"operator function by its alias's ARN", map[string]string{"OPERATOR_FUNCTION": "arn:aws:lambda:us-east-1:123456789012:function:bucketgate-operator:live"},
@@ -253,6 +273,19 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		// A read that could outlast the function's own timeout (the template's: 5 s).
 		{"registry timeout beyond the function's", map[string]string{"REGISTRY_TIMEOUT_MS": "60000"}, []string{"REGISTRY_TIMEOUT_MS=\"60000\"", "1 to 2500", "function timeout"}},
 		{"registry timeout just beyond the bound", map[string]string{"REGISTRY_TIMEOUT_MS": "2501"}, []string{"REGISTRY_TIMEOUT_MS", "2500"}},
+		{"metrics flush beyond a minute", map[string]string{"METRICS_FLUSH_MS": "60001"}, []string{"METRICS_FLUSH_MS", "0 to 60000"}},
+		{"metrics flush negative", map[string]string{"METRICS_FLUSH_MS": "-1"}, []string{"METRICS_FLUSH_MS"}},
+		{"metrics flush in seconds", map[string]string{"METRICS_FLUSH_MS": "1s"}, []string{"METRICS_FLUSH_MS"}},
+		{"event bus name with a space", map[string]string{"EVENT_BUS_NAME": "bucketgate events"}, []string{"EVENT_BUS_NAME", `"bucketgate events"`, "event bus name"}},
+		{"event bus name too long", map[string]string{"EVENT_BUS_NAME": strings.Repeat("b", 257)}, []string{"EVENT_BUS_NAME", "256"}},
+		{"event bus ARN of another service", map[string]string{"EVENT_BUS_NAME": "arn:aws:sqs:us-east-1:123456789012:queue"}, []string{"EVENT_BUS_NAME", "not the ARN of an event bus"}},
+		{"event bus ARN of a rule", map[string]string{"EVENT_BUS_NAME": "arn:aws:events:us-east-1:123456789012:rule/limits"}, []string{"EVENT_BUS_NAME", "event-bus/<name>"}},
+		{"event bus ARN without a name", map[string]string{"EVENT_BUS_NAME": "arn:aws:events:us-east-1:123456789012:event-bus/"}, []string{"EVENT_BUS_NAME"}},
+		{"event bus ARN with a short account", map[string]string{"EVENT_BUS_NAME": "arn:aws:events:us-east-1:1234:event-bus/limits"}, []string{"EVENT_BUS_NAME"}},
+		{"event bus URL", map[string]string{"EVENT_BUS_NAME": "https://events.us-east-1.amazonaws.com"}, []string{"EVENT_BUS_NAME"}},
+		{"events timeout zero", map[string]string{"EVENTS_TIMEOUT_MS": "0"}, []string{"EVENTS_TIMEOUT_MS", "1 to 1000"}},
+		{"events timeout beyond a second", map[string]string{"EVENTS_TIMEOUT_MS": "1001"}, []string{"EVENTS_TIMEOUT_MS", "1 to 1000"}},
+		{"events timeout in seconds", map[string]string{"EVENTS_TIMEOUT_MS": "0.1"}, []string{"EVENTS_TIMEOUT_MS"}},
 		{"operator function with a space", map[string]string{"OPERATOR_FUNCTION": "bucketgate operator"}, []string{"OPERATOR_FUNCTION", `"bucketgate operator"`, "name:alias or ARN"}},
 		{"operator function too long", map[string]string{"OPERATOR_FUNCTION": strings.Repeat("f", 171)}, []string{"OPERATOR_FUNCTION", "at most 170"}},
 	}

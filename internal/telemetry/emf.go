@@ -5,6 +5,7 @@
 package telemetry
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -66,13 +67,27 @@ type Invocation struct {
 	// configuration documents read that do not load (int32: the Invocation of every
 	// decision stays in its allocation size class).
 	invalid, configInvalid int32
-	shadow                 []shadowCount // one per shadow rule that would have denied, in order of appearance
+	// counts are the counts by one dimension value, in order of appearance:
+	// ShadowLimited by rule, EventsFailed by reason (one slice, for the size class).
+	counts []namedCount
 }
 
-// shadowCount is how many allowed requests a shadow rule would have denied.
-type shadowCount struct {
-	rule string
-	n    int
+// namedCount is n of metric by the dimension dim with one value, such as ShadowLimited
+// by Rule trial.
+type namedCount struct {
+	metric, dim, value string
+	n                  int
+}
+
+// addCount adds n to the count of metric by dim's value.
+func (inv *Invocation) addCount(metric, dim, value string, n int) {
+	for i := range inv.counts {
+		if c := &inv.counts[i]; c.metric == metric && c.dim == dim && c.value == value {
+			c.n += n
+			return
+		}
+	}
+	inv.counts = append(inv.counts, namedCount{metric: metric, dim: dim, value: value, n: n})
 }
 
 type group struct {
@@ -91,20 +106,14 @@ func (inv *Invocation) Observe(r guard.Result) {
 		g.denyCacheHits++
 	}
 	if r.Latency > 0 {
-		g.latencyMS = append(g.latencyMS, durationToMillis(r.Latency))
+		g.latencyMS = append(g.latencyMS, latencyMillis(r.Latency))
 	}
 }
 
 // ObserveShadowLimited counts one allowed request that the shadow rule called rule would
 // have denied.
 func (inv *Invocation) ObserveShadowLimited(rule string) {
-	for i := range inv.shadow {
-		if inv.shadow[i].rule == rule {
-			inv.shadow[i].n++
-			return
-		}
-	}
-	inv.shadow = append(inv.shadow, shadowCount{rule: rule, n: 1})
+	inv.addCount(MetricShadowLimited, DimRule, rule, 1)
 }
 
 func (inv *Invocation) group(outcome string, f guard.Failure) *group {
@@ -121,35 +130,147 @@ func (inv *Invocation) group(outcome string, f guard.Failure) *group {
 // durationToMillis converts a duration to fractional milliseconds.
 func durationToMillis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// Emitter writes Invocations as EMF lines to w. It is safe for concurrent use only if w is.
+// latencyMillis is d as a RedisLatency value: milliseconds to the whole microsecond,
+// which is finer than CloudWatch's percentiles and shortens the EMF line by a few bytes
+// per value.
+func latencyMillis(d time.Duration) float64 {
+	return float64(d.Round(time.Microsecond)/time.Microsecond) / 1e3
+}
+
+// empty reports whether inv observed nothing.
+func (inv *Invocation) empty() bool {
+	return len(inv.groups) == 0 && len(inv.lookups) == 0 && inv.invalid == 0 && inv.configInvalid == 0 && len(inv.counts) == 0
+}
+
+// add adds everything o observed to inv.
+func (inv *Invocation) add(o *Invocation) {
+	for _, og := range o.groups {
+		g := inv.group(og.outcome, og.failure)
+		g.decisions += og.decisions
+		g.denyCacheHits += og.denyCacheHits
+		g.latencyMS = append(g.latencyMS, og.latencyMS...)
+	}
+	for _, l := range o.lookups {
+		inv.countLookup(l.result, l.n)
+	}
+	inv.invalid += o.invalid
+	inv.configInvalid += o.configInvalid
+	for _, c := range o.counts {
+		inv.addCount(c.metric, c.dim, c.value, c.n)
+	}
+}
+
+// reset empties inv.
+func (inv *Invocation) reset() { *inv = Invocation{} }
+
+// DefaultFlushInterval is how often, at most, a Lambda function's Emitter writes the
+// Invocations it has gathered while traffic flows (METRICS_FLUSH_MS unset).
+const DefaultFlushInterval = time.Second
+
+// MaxValues is the most values one EMF line may hold for a metric (the embedded metric
+// format's limit): RedisLatency values beyond it go on lines of their own.
+const MaxValues = 100
+
+// Emitter writes Invocations as EMF lines to w, one line per Invocation or, with
+// FlushEvery, their sum at most once per interval. It is safe for concurrent use.
 type Emitter struct {
 	w         io.Writer
 	namespace string
 	stack     string
 	function  string
+	interval  time.Duration // 0: every Invocation at once
+
+	mu      sync.Mutex
+	pending Invocation // gathered and not yet written
+	start   time.Time  // when pending's first Invocation was emitted
+	flushed time.Time  // when the last interval began: pending was last written for it
+	buf     []byte     // the line being built
+}
+
+// EmitterOption configures an Emitter.
+type EmitterOption func(*Emitter)
+
+// FlushEvery makes the Emitter add up the Invocations it is given and write their sum
+// at most once per interval: an Invocation that comes interval or more after the last
+// write is written at once, with what was gathered since; one that comes sooner waits
+// for the next. A Lambda instance thus writes at most a line (per outcome) a second
+// while traffic flows, and each Invocation of one that serves fewer than one request
+// per interval at once, as without the option. The sum of one minute is never written
+// with another's (CloudWatch files metrics by the minute): an Invocation of a later
+// minute first writes what the earlier one gathered, under its own time. What waits is
+// lost if the process ends before its next Invocation or Flush: at most interval's
+// worth. A clock that goes back writes at once. interval <= 0 writes every Invocation
+// at once.
+func FlushEvery(interval time.Duration) EmitterOption {
+	return func(e *Emitter) { e.interval = max(interval, 0) }
 }
 
 // NewEmitter returns an Emitter writing to w (os.Stdout in Lambda) under namespace, with
 // stack as the Stack dimension of every metric and function as the Function dimension.
 // Each metric is written by its own dimension with Stack (Decisions by Stack and
 // Outcome) and by it with Stack and Function (by Stack, Function and Outcome); a metric
-// without a dimension of its own by Stack and Function.
-func NewEmitter(w io.Writer, namespace, stack, function string) *Emitter {
-	return &Emitter{w: w, namespace: namespace, stack: stack, function: function}
+// without a dimension of its own by Stack and Function. Without options it writes every
+// Invocation at once.
+func NewEmitter(w io.Writer, namespace, stack, function string, opts ...EmitterOption) *Emitter {
+	e := &Emitter{w: w, namespace: namespace, stack: stack, function: function}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
 }
 
-// lines are reusable buffers for Emit.
-var lines = sync.Pool{New: func() any { return new([]byte) }}
-
-// Emit writes inv as EMF at time at: one line per distinct outcome and failure reason
-// (one line for a single decision), carrying the registry's metrics too (more lines only
-// when there are more distinct lookup results than decision lines), and one line per
-// shadow rule that would have denied. An empty Invocation writes nothing. Each line is a
-// JSON object with its names in order, as encoding/json writes a map, and is written
-// with one Write.
+// Emit writes inv, emitted at time at, as EMF (or adds it to what waits, with
+// FlushEvery): one line per distinct outcome and failure reason (one line for a single
+// decision), carrying the registry's metrics too (more lines only when there are more
+// distinct lookup results than decision lines), a line per MaxValues latencies beyond
+// the first MaxValues of an outcome, one line per shadow rule that would have denied,
+// and one per reason events were not sent. An empty Invocation writes nothing. Each line is a JSON object with its names
+// in order, as encoding/json writes a map, and is written with one Write; its
+// timestamp is the time of the first Invocation it holds.
 func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
-	buf := lines.Get().(*[]byte)
-	defer lines.Put(buf)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.interval == 0 {
+		return e.write(at, inv)
+	}
+	var err error
+	if !e.pending.empty() && at.Truncate(time.Minute) != e.start.Truncate(time.Minute) {
+		err = e.flush() // another minute's
+	}
+	if e.pending.empty() {
+		e.start = at
+	}
+	e.pending.add(inv)
+	if since := at.Sub(e.flushed); since >= e.interval || since < 0 { // < 0: the clock went back
+
+		e.flushed = at
+		err = errors.Join(err, e.flush())
+	}
+	return err
+}
+
+// Flush writes what waits (with FlushEvery) under the time of its first Invocation, as
+// Emit would; it writes nothing when nothing waits. A process calls it before it ends,
+// and one that is not frozen between requests (a server using the middleware) may call
+// it on a timer, so that what a quiet moment leaves waiting is not held long.
+func (e *Emitter) Flush() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.flush()
+}
+
+// flush writes and empties pending. e.mu is held.
+func (e *Emitter) flush() error {
+	if e.pending.empty() {
+		return nil
+	}
+	err := e.write(e.start, &e.pending)
+	e.pending.reset()
+	return err
+}
+
+// write writes inv at time at. e.mu is held.
+func (e *Emitter) write(at time.Time, inv *Invocation) error {
 	ms := at.UnixMilli()
 	n := len(inv.groups)
 	if len(inv.lookups) > n {
@@ -170,14 +291,23 @@ func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 		if i == 0 {
 			d.invalid(e.namespace, inv)
 		}
-		if err := e.write(buf, &d, ms); err != nil {
+		if err := e.writeLine(&d, ms); err != nil {
 			return err
 		}
 	}
-	for _, c := range inv.shadow {
+	for _, g := range inv.groups {
+		for rest := g.latencyMS[min(len(g.latencyMS), MaxValues):]; len(rest) > 0; rest = rest[min(len(rest), MaxValues):] {
+			var d document
+			d.latencies(e.namespace, g.outcome, rest[:min(len(rest), MaxValues)])
+			if err := e.writeLine(&d, ms); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range inv.counts {
 		var d document
-		d.count(e.namespace, MetricShadowLimited, c.n, DimRule, c.rule)
-		if err := e.write(buf, &d, ms); err != nil {
+		d.count(e.namespace, c.metric, c.n, c.dim, c.value)
+		if err := e.writeLine(&d, ms); err != nil {
 			return err
 		}
 	}
@@ -199,20 +329,19 @@ func (e *Emitter) EmitEvictionPolicy(at time.Time, policy string) error {
 	if !slices.Contains(evictionPolicies, policy) {
 		policy = otherPolicy
 	}
-	buf := lines.Get().(*[]byte)
-	defer lines.Put(buf)
 	var d document
 	d.count(e.namespace, MetricRedisEvictionPolicy, 1, DimPolicy, policy)
-	return e.write(buf, &d, at.UnixMilli())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.writeLine(&d, at.UnixMilli())
 }
 
-// write writes d as one EMF line at ms (Unix milliseconds), built in *buf.
-func (e *Emitter) write(buf *[]byte, d *document, ms int64) error {
+// writeLine writes d as one EMF line at ms (Unix milliseconds). e.mu is held.
+func (e *Emitter) writeLine(d *document, ms int64) error {
 	d.add(field{name: DimFunction, str: e.function, isStr: true})
 	d.add(field{name: DimStack, str: e.stack, isStr: true})
-	b := d.append((*buf)[:0], ms)
-	*buf = append(b, '\n')
-	if _, err := e.w.Write(*buf); err != nil {
+	e.buf = append(d.append(e.buf[:0], ms), '\n')
+	if _, err := e.w.Write(e.buf); err != nil {
 		return fmt.Errorf("telemetry: write EMF: %w", err)
 	}
 	return nil
@@ -286,13 +415,21 @@ func (d *document) decisions(namespace string, g *group) {
 	if len(g.latencyMS) > 0 {
 		dir.metrics[dir.nmetrics] = emfMetric{MetricRedisLatency, "Milliseconds"}
 		dir.nmetrics++
-		d.add(field{name: MetricRedisLatency, ms: g.latencyMS})
+		d.add(field{name: MetricRedisLatency, ms: g.latencyMS[:min(len(g.latencyMS), MaxValues)]})
 	}
 	if g.failure != guard.FailureNone && g.outcome == OutcomeUnavailable {
 		d.directive(namespace, DimReason, emfMetric{MetricFailClosed, "Count"})
 		d.add(field{name: DimReason, str: string(g.failure), isStr: true})
 		d.add(field{name: MetricFailClosed, n: g.decisions})
 	}
+}
+
+// latencies adds RedisLatency values ms of outcome, alone: the values of a line beyond
+// MaxValues.
+func (d *document) latencies(namespace, outcome string, ms []float64) {
+	d.directive(namespace, DimOutcome, emfMetric{MetricRedisLatency, "Milliseconds"})
+	d.add(field{name: DimOutcome, str: outcome, isStr: true})
+	d.add(field{name: MetricRedisLatency, ms: ms})
 }
 
 // invalid adds the counts of inv's invalid registry items and configuration documents,

@@ -30,13 +30,18 @@ func (inv *Invocation) ObserveLookup(result string, invalid bool) {
 	if invalid {
 		inv.invalid++
 	}
+	inv.countLookup(result, 1)
+}
+
+// countLookup adds n lookups answered as result.
+func (inv *Invocation) countLookup(result string, n int) {
 	for i := range inv.lookups {
 		if inv.lookups[i].result == result {
-			inv.lookups[i].n++
+			inv.lookups[i].n += n
 			return
 		}
 	}
-	inv.lookups = append(inv.lookups, lookupCount{result: result, n: 1})
+	inv.lookups = append(inv.lookups, lookupCount{result: result, n: n})
 }
 
 // ObserveConfig adds what getting the invocation's configuration read: nothing (result

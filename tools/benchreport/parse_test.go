@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bucketgate/bucketgate/internal/testkit/logbytes"
 )
 
 // wantedError checks err against want, a part of the message or "" for none, and
@@ -176,6 +178,10 @@ func TestMarkdown(t *testing.T) {
 			One: []time.Duration{11 * time.Millisecond, 10 * time.Millisecond, 12 * time.Millisecond}, Batch: []time.Duration{14 * time.Millisecond, 13 * time.Millisecond, 30 * time.Millisecond}},
 		Registry: RegistryReads{Plan: RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: 30 * time.Second},
 			Reads: 9000, Distinct: 6000, Wall: 9 * time.Second},
+		LogBytes: LogBytes{Plan: LogBytesPlan{Rates: []int{1, 100}, Headline: 100, Seconds: 2}, Results: []logbytes.Result{
+			logBytesResult(logbytes.Defaults, false, 100, 11, 0), logBytesResult(logbytes.Defaults, true, 100, 5, 333),
+			logBytesResult(logbytes.Debug, false, 100, 11, 340), logBytesResult(logbytes.Debug, true, 100, 5, 333),
+			logBytesResult(logbytes.Defaults, false, 1, 530, 0)}},
 	}
 	md := r.Markdown()
 	for _, want := range []string{
@@ -200,6 +206,10 @@ func TestMarkdown(t *testing.T) {
 		"X/Z repetition by repetition (each pair from the same turn): 1.20 1.00 1.50; median 1.20.",
 		"| 8 | key registry: DynamoDB reads per 1,000 authorizer requests | 150.0 (bound 200.0) | <= the bound, every key found | met |",
 		"| 9000 | 150.0 | 12000 | 200.0 | 0 |",
+		"log bytes/invocation: allowed 11, limited 338 (defaults); allowed 351, limited 338 (DEBUG)",
+		"| 11 | log bytes per authorizer invocation at 100/s, allowed and limited: defaults; LogLevel DEBUG | 11, 338; 351, 338 | allowed at the defaults <= 250 | met |",
+		"| allowed, defaults | 530.0 (530.0 + 0.0) | 11.0 (11.0 + 0.0) |",
+		"| limited, DEBUG | 0.0 (0.0 + 0.0) | 338.0 (5.0 + 333.0) |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)
@@ -228,6 +238,11 @@ func TestMarkdown(t *testing.T) {
 			t.Errorf("Markdown with %s does not say the goal is not met", name)
 		}
 	}
+}
+
+// logBytesResult is a measurement of 100 invocations that wrote emf and logs bytes each.
+func logBytesResult(levels logbytes.Levels, limited bool, rate, emf, logs int) logbytes.Result {
+	return logbytes.Result{Case: logbytes.Case{Levels: levels, Limited: limited, Rate: rate, Seconds: 1}, Invocations: 100, Written: 100, EMF: 100 * emf, Logs: 100 * logs}
 }
 
 func TestParseInstructions(t *testing.T) {

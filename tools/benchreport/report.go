@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/bucketgate/bucketgate/internal/testkit/logbytes"
 )
 
 // Goals of issues 7, 14 and 17, the figures the report checks.
@@ -79,6 +81,9 @@ type Report struct {
 	// EndToEnd is item 10: the built authorizer's invocations under a Runtime API,
 	// beside bare EVALSHAs.
 	EndToEnd EndToEnd
+
+	// LogBytes is item 11: the bytes an authorizer invocation writes to CloudWatch Logs.
+	LogBytes LogBytes
 }
 
 // InstructionsLine is the one-line summary of item 1.
@@ -116,6 +121,7 @@ func (r Report) Lines() []string {
 		"key registry: " + r.registrySummary(),
 		"batch: " + r.batchSummary(),
 		"end to end: " + r.endToEndSummary(),
+		r.LogBytes.Line(),
 	}
 }
 
@@ -275,8 +281,11 @@ func (r Report) Markdown() string {
 	p("| 9 | wall time, a batch of %d checks / one check, through a link of %v each way | %.1f / %.1f ms = %.2f | <= %.1f | %s |\n",
 		r.Batch.Plan.Checks, r.Batch.Plan.Latency, ms(r.Batch.BatchMedian()), ms(r.Batch.OneMedian()), r.Batch.Ratio(), goalBatchRatio, verdict(r.Batch.Ratio() <= goalBatchRatio))
 	e := r.EndToEnd
-	p("| 10 | an authorizer invocation through the built binary, p50 / p99, beside a bare EVALSHA | %.3f / %.3f ms (EVALSHA %.3f / %.3f ms) | reported beside the floor | measured |\n\n",
+	p("| 10 | an authorizer invocation through the built binary, p50 / p99, beside a bare EVALSHA | %.3f / %.3f ms (EVALSHA %.3f / %.3f ms) | reported beside the floor | measured |\n",
 		ms(e.InvokeP50()), ms(e.InvokeP99()), ms(e.BareP50()), ms(e.BareP99()))
+	p("| 11 | log bytes per authorizer invocation at %d/s, allowed and limited: defaults; LogLevel DEBUG | %.0f, %.0f; %.0f, %.0f | allowed at the defaults <= %d | %s |\n\n",
+		r.LogBytes.Plan.Headline, r.LogBytes.headline(logbytes.Defaults, false), r.LogBytes.headline(logbytes.Defaults, true),
+		r.LogBytes.headline(logbytes.Debug, false), r.LogBytes.headline(logbytes.Debug, true), goalLogBytes, verdict(r.LogBytes.Met()))
 
 	w := r.Workload
 	p("## 1. Redis-side cost per decision\n\n```\n%s\n```\n\n", r.InstructionsLine())
@@ -393,6 +402,8 @@ func (r Report) Markdown() string {
 	r.entryBytesSection(p)
 	r.batchSection(p)
 	r.endToEndSection(p)
+	p("\n")
+	r.LogBytes.Section(p)
 	return b.String()
 }
 

@@ -34,9 +34,10 @@ import (
 )
 
 var (
-	reportPath  = flag.String("report", "", "write the benchmark report (BENCHMARKS.md) here; TestReport skips without it")
-	goBenchPath = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer, CacheEntryBytes on internal/registry")
-	insnPath    = flag.String("instructions", "", "output of make bench-instructions (instructions/instructions.sh)")
+	reportPath   = flag.String("report", "", "write the benchmark report (BENCHMARKS.md) here; TestReport skips without it")
+	goBenchPath  = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer, CacheEntryBytes on internal/registry")
+	insnPath     = flag.String("instructions", "", "output of make bench-instructions (instructions/instructions.sh)")
+	logBytesOnly = flag.Bool("logbytes", false, "TestLogBytes: measure item 11 alone and print its line and section")
 )
 
 // reportCommands are what make bench runs; keep them in step with the Makefile.
@@ -65,6 +66,9 @@ var (
 	registryPlan = RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: settings.DefaultRegistryCacheTTL, Seed: 1}
 	// endToEndPlan is item 10 (issue 17): 10,000 invocations after 200 that warm up.
 	endToEndPlan = EndToEndPlan{Invocations: 10_000, Warm: 200}
+	// logBytesPlan is item 11 (issue 30): an instance at 1 to 1,000 requests a second,
+	// 10 s each; the headline at 100 a second, a busy instance.
+	logBytesPlan = LogBytesPlan{Rates: []int{1, 10, 100, 1000}, Headline: 100, Seconds: 10}
 	plotFile     = "benchmarks-flood.png"
 	// throughputFlushDelay is rueidis's MaxFlushDelay for the batching client: it lets
 	// the pipeline gather commands between writes, trading microseconds of latency for
@@ -235,6 +239,8 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	r.LogBytes = MeasureLogBytes(t, dynClient, logBytesPlan)
+
 	r.Elapsed = time.Since(began)
 	for _, line := range r.Lines() {
 		say(line)
@@ -243,6 +249,23 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	say("wrote " + *reportPath)
+}
+
+// TestLogBytes is item 11 alone (make bench-logbytes): it prints the line and the
+// section of BENCHMARKS.md that make bench writes, from a run of its own. Without
+// -logbytes it skips, so make test never runs it.
+func TestLogBytes(t *testing.T) {
+	if !*logBytesOnly {
+		t.Skip("item 11 alone runs with make bench-logbytes (-logbytes)")
+	}
+	lb := MeasureLogBytes(t, dynalite.Start(t).Client(t), logBytesPlan)
+	var b strings.Builder
+	lb.Section(func(format string, args ...any) { fmt.Fprintf(&b, format, args...) })
+	fmt.Println(lb.Line())
+	fmt.Print(b.String())
+	if !lb.Met() {
+		t.Errorf("the goal (allowed at the defaults <= %d bytes, every decision counted) is not met", goalLogBytes)
+	}
 }
 
 // registryTable is the table item 8 reads.

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // Dir returns the absolute path of the repository's events/ directory, found from this
@@ -31,6 +33,23 @@ func Read(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// WithAPIKey returns the REST authorizer event with the API key header
+// (settings.DefaultAPIKeyHeader) set to key, in headers alone.
+func WithAPIKey(t testing.TB, event []byte, key string) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(event, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["headers"] = map[string]any{settings.DefaultAPIKeyHeader: key}
+	delete(m, "multiValueHeaders")
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // LambdaEvents returns the directory of aws-lambda-go's own sample events

@@ -1,0 +1,238 @@
+// Package eventbus sends bucketgate's events to Amazon EventBridge: a quota's threshold
+// reached, an identity's first denial by a rule in a window. A decision is made first
+// and never changes for an event: the events of an invocation go in one PutEvents call
+// (more, ten entries each, when there are more than ten), bounded by a deadline
+// (EVENTS_TIMEOUT_MS); what is not sent by then, or is refused, is counted
+// (telemetry.MetricEventsFailed by reason) and logged, at most once per period.
+//
+// An event's detail names an identity by its digest form, never a raw key.
+package eventbus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// Source is the source of every event bucketgate sends.
+const Source = "bucketgate"
+
+// Detail types: what happened.
+const (
+	// TypeQuotaThreshold is a quota's count reaching a threshold of its limit (80 or
+	// 100 percent) in its window, once per window and threshold.
+	TypeQuotaThreshold = "Quota Threshold Reached"
+	// TypeRateLimited is an identity's first denial by a rule in a window.
+	TypeRateLimited = "Rate Limited"
+)
+
+// MaxEntries is the most entries one PutEvents call takes (EventBridge's limit).
+const MaxEntries = 10
+
+// Event is one event of a decision.
+type Event struct {
+	// Type is its detail type: TypeQuotaThreshold or TypeRateLimited.
+	Type string
+	// Time is when the decision was made.
+	Time time.Time
+	// Detail is what the event says.
+	Detail Detail
+}
+
+// Detail is an event's detail, its JSON: who, under which plan and rule, how much of
+// which limit, in which window. It holds no raw key.
+type Detail struct {
+	// Identity is the bucket identity in its digest form (bucketgate.LogForm):
+	// "key:<digest>", "tenant:<digest>", "acct:<name>" or "ip:<address>".
+	Identity string `json:"identity"`
+	// Account is the identity's account (a registry item's account), if any.
+	Account string `json:"account,omitempty"`
+	// Owner is the registry item's owner, if any: text for people.
+	Owner string `json:"owner,omitempty"`
+	// Plan is the plan decided under.
+	Plan string `json:"plan"`
+	// Rule is the rule whose threshold was reached, or that denied.
+	Rule string `json:"rule"`
+	// Threshold is the percent of Limit reached: 80 or 100 (TypeQuotaThreshold only).
+	Threshold int `json:"threshold,omitempty"`
+	// Usage is what the rule counted in its window when it crossed: a quota's count; a
+	// bucket's tokens taken from it (its capacity less what it holds).
+	Usage int64 `json:"usage"`
+	// Limit is the rule's limit or capacity.
+	Limit int64 `json:"limit"`
+	// Window is the rule's window: a quota's calendar window; for a bucket, from the
+	// denial until the bucket is full again.
+	Window Window `json:"window"`
+	// Stack is the stack of the function that sent it (STACK_NAME).
+	Stack string `json:"stack"`
+}
+
+// Window is a span of time, its Start included and its End not.
+type Window struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// DefaultLogEvery is how often, at most, a Sender logs its failures when
+// Options.LogEvery is zero.
+const DefaultLogEvery = time.Minute
+
+// putter puts events on a bus; *eventbridge.Client is one.
+type putter interface {
+	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+}
+
+// NewClient returns an EventBridge client of the AWS SDK's default configuration (the
+// region, the credentials, and AWS_ENDPOINT_URL_EVENTBRIDGE when set). It sends no
+// request.
+func NewClient(ctx context.Context) (*eventbridge.Client, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration for EventBridge: %w", err)
+	}
+	return eventbridge.NewFromConfig(cfg), nil
+}
+
+// Options configure a Sender. Bus, Timeout and Log are required.
+type Options struct {
+	// Bus is the event bus, by name or ARN (EVENT_BUS_NAME).
+	Bus string
+	// Timeout bounds one Send (EVENTS_TIMEOUT_MS).
+	Timeout time.Duration
+	// Log receives the failures, at warn, at most once per LogEvery.
+	Log *slog.Logger
+	// LogEvery is how often, at most, a failure is logged; zero is DefaultLogEvery.
+	LogEvery time.Duration
+	// Now reads the clock for LogEvery; nil is time.Now.
+	Now func() time.Time
+}
+
+// Sender sends the events of invocations to one bus. It is safe for concurrent use.
+type Sender struct {
+	client putter
+	opts   Options
+
+	mu     sync.Mutex
+	logged time.Time // when a failure was last logged
+	unsaid int       // events failed since, not logged
+}
+
+// NewSender returns a Sender putting events on opts.Bus through client.
+func NewSender(client putter, opts Options) *Sender {
+	if opts.LogEvery <= 0 {
+		opts.LogEvery = DefaultLogEvery
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Sender{client: client, opts: opts}
+}
+
+// Send puts events on the bus, MaxEntries to a call, the calls at once, and returns
+// when all have answered or Timeout (or ctx's deadline) has passed, whichever is first.
+// It counts the events not sent in inv, by reason, and logs the failure (at most once
+// per LogEvery, saying how many failed since the last line). Nothing it meets is an
+// error to its caller: a decision never changes for its events.
+func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []Event) {
+	if len(events) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	calls := (len(events) + MaxEntries - 1) / MaxEntries
+	results := make([]failure, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		batch := events[i*MaxEntries : min(len(events), (i+1)*MaxEntries)]
+		wg.Go(func() { results[i] = s.put(ctx, batch) })
+	}
+	wg.Wait()
+	for _, f := range results {
+		if f.n > 0 {
+			inv.ObserveEventsFailed(f.reason, f.n)
+			s.logFailure(ctx, f)
+		}
+	}
+}
+
+// failure is what one PutEvents call did not send: n events, for reason, with err.
+type failure struct {
+	n      int
+	reason string
+	err    error
+}
+
+// put sends events in one PutEvents call and returns what it did not send.
+func (s *Sender) put(ctx context.Context, events []Event) failure {
+	entries := make([]types.PutEventsRequestEntry, len(events))
+	for i, e := range events {
+		detail, err := json.Marshal(e.Detail)
+		if err != nil { // a struct of strings, numbers and times: never
+			return failure{n: len(events), reason: telemetry.EventsError, err: fmt.Errorf("event detail: %w", err)}
+		}
+		entries[i] = types.PutEventsRequestEntry{
+			EventBusName: aws.String(s.opts.Bus),
+			Source:       aws.String(Source),
+			DetailType:   aws.String(e.Type),
+			Detail:       aws.String(string(detail)),
+			Time:         aws.Time(e.Time),
+		}
+	}
+	out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return failure{n: len(events), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent within %v: %w", s.opts.Timeout, err)}
+	case err != nil:
+		return failure{n: len(events), reason: telemetry.EventsError, err: err}
+	case out.FailedEntryCount > 0:
+		return failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries)}
+	}
+	return failure{}
+}
+
+// rejection describes the first entry EventBridge refused.
+func rejection(entries []types.PutEventsResultEntry) error {
+	for _, e := range entries {
+		if e.ErrorCode != nil {
+			return fmt.Errorf("refused: %s: %s", aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
+		}
+	}
+	return errors.New("refused, no entry saying why")
+}
+
+// Message and attributes of the line a failure logs.
+const (
+	MsgFailed    = "events not sent"
+	AttrBus      = "bus"
+	AttrFailed   = "failed"
+	AttrUnlogged = "failedUnlogged"
+)
+
+// logFailure logs f at warn unless a failure was logged less than LogEvery ago, in
+// which case it only counts it for the next line.
+func (s *Sender) logFailure(ctx context.Context, f failure) {
+	s.mu.Lock()
+	now := s.opts.Now()
+	if !s.logged.IsZero() && now.Sub(s.logged) < s.opts.LogEvery && now.Sub(s.logged) >= 0 {
+		s.unsaid += f.n
+		s.mu.Unlock()
+		return
+	}
+	unsaid := s.unsaid
+	s.logged, s.unsaid = now, 0
+	s.mu.Unlock()
+	s.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgFailed, slog.String(AttrBus, s.opts.Bus),
+		slog.String(telemetry.AttrReason, f.reason), slog.Int(AttrFailed, f.n), slog.Int(AttrUnlogged, unsaid),
+		slog.String(telemetry.AttrError, f.err.Error()))
+}

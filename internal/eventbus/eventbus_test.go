@@ -1,0 +1,221 @@
+package eventbus_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+
+	"github.com/bucketgate/bucketgate/internal/eventbus"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/moto"
+)
+
+// month is a quota's window.
+var month = eventbus.Window{Start: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+
+// thresholdEvent is a quota's 80% of identity.
+func thresholdEvent(identity string) eventbus.Event {
+	return eventbus.Event{Type: eventbus.TypeQuotaThreshold, Time: time.Date(2026, 11, 25, 19, 22, 10, 0, time.UTC), Detail: eventbus.Detail{
+		Identity: identity, Account: "acme", Owner: "billing@acme.example", Plan: "pro", Rule: "monthly", Threshold: 80,
+		Usage: 80_000, Limit: 100_000, Window: month, Stack: "orders-prod"}}
+}
+
+// metrics returns inv as its EMF lines.
+func metrics(t *testing.T, inv *telemetry.Invocation) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := telemetry.NewEmitter(&out, "bucketgate", "orders-prod", "authorizer").Emit(time.Unix(1_800_000_000, 0), inv); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// The events reach the bus as EventBridge delivers them to a rule's target (moto's
+// EventBridge, a rule on the bus delivering to an SQS queue): source bucketgate, the
+// detail type, the time of the decision, the detail as sent; more than ten in several
+// calls; nothing counted as failed.
+func TestSendToEventBridge(t *testing.T) {
+	srv := moto.Start(t)
+	srv.Setenv(t, "EventBridge", "SQS")
+	bus := srv.Bus(t, "bucketgate-test", eventbus.Source)
+	client, err := eventbus.NewClient(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	// A deadline that moto on a busy machine meets: its first PutEvents loads its code.
+	s := eventbus.NewSender(client, eventbus.Options{Bus: bus.Name, Timeout: 30 * time.Second, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	var events []eventbus.Event
+	for i := range 12 {
+		events = append(events, thresholdEvent(fmt.Sprintf("key:%032x", i)))
+	}
+	events[11].Type = eventbus.TypeRateLimited
+	var inv telemetry.Invocation
+	s.Send(t.Context(), &inv, events)
+	if m := metrics(t, &inv); m != "" || logs.Len() != 0 {
+		t.Fatalf("failures: %s %s", m, &logs)
+	}
+	got := bus.Receive(t, 12, 20*time.Second)
+	if len(got) != 12 {
+		t.Fatalf("%d events delivered, want 12", len(got))
+	}
+	byIdentity := map[string]moto.Event{}
+	for _, e := range got {
+		var d eventbus.Detail
+		if err := json.Unmarshal(e.Detail, &d); err != nil {
+			t.Fatalf("detail %s: %v", e.Detail, err)
+		}
+		byIdentity[d.Identity] = e
+		if e.Source != eventbus.Source || e.Region != moto.Region {
+			t.Errorf("event %s %s %s: want source %s in region %s", e.Source, e.Region, e.Detail, eventbus.Source, moto.Region)
+		}
+		if at, err := time.Parse(time.RFC3339, e.Time); err != nil || !at.Equal(events[0].Time) {
+			t.Errorf("event time %s, want the decision's %v", e.Time, events[0].Time)
+		}
+	}
+	first := byIdentity[fmt.Sprintf("key:%032x", 0)]
+	want := `{"identity":"key:00000000000000000000000000000000","account":"acme","owner":"billing@acme.example","plan":"pro","rule":"monthly",` +
+		`"threshold":80,"usage":80000,"limit":100000,"window":{"start":"2026-11-01T00:00:00Z","end":"2026-12-01T00:00:00Z"},"stack":"orders-prod"}`
+	if first.DetailType != eventbus.TypeQuotaThreshold || !jsonEqual(t, first.Detail, want) {
+		t.Errorf("event %s %s, want %s %s", first.DetailType, first.Detail, eventbus.TypeQuotaThreshold, want)
+	}
+	if last := byIdentity[fmt.Sprintf("key:%032x", 11)]; last.DetailType != eventbus.TypeRateLimited {
+		t.Errorf("the 12th event's detail type %q, want %q", last.DetailType, eventbus.TypeRateLimited)
+	}
+}
+
+// jsonEqual reports whether JSON a and b hold the same value.
+func jsonEqual(t *testing.T, a json.RawMessage, b string) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(b), &y); err != nil {
+		t.Fatal(err)
+	}
+	xs, _ := json.Marshal(x)
+	ys, _ := json.Marshal(y)
+	return bytes.Equal(xs, ys)
+}
+
+// local returns a sender to an endpoint of this process that answers every request
+// with handle, logging to logs with its period counted on the clock *now.
+func local(t *testing.T, handle http.HandlerFunc, timeout time.Duration, logs *bytes.Buffer, now *time.Time) *eventbus.Sender {
+	t.Helper()
+	endpoint := httptest.NewServer(handle)
+	t.Cleanup(endpoint.Close)
+	client := eventbridge.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(endpoint.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("id", "secret", "")})
+	return eventbus.NewSender(client, eventbus.Options{Bus: "bucketgate", Timeout: timeout, Log: slog.New(slog.NewJSONHandler(logs, nil)),
+		LogEvery: time.Minute, Now: func() time.Time { return *now }})
+}
+
+// An endpoint that does not answer in time: Send returns at its deadline, whatever the
+// endpoint does, and counts the events as timeout.
+func TestSendToASlowBus(t *testing.T) {
+	release := make(chan struct{})
+	held := make(chan struct{}, 10)
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		held <- struct{}{}
+		select { // answers only when the test is over, or when the client gives up
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}
+	var logs bytes.Buffer
+	now := time.Unix(1_800_000_000, 0)
+	timeout := 100 * time.Millisecond
+	s := local(t, slow, timeout, &logs, &now)
+	t.Cleanup(func() { close(release) }) // before the endpoint closes, which waits for its handlers
+	var inv telemetry.Invocation
+	began := time.Now()
+	s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+	took := time.Since(began)
+	select {
+	case <-held:
+	default:
+		t.Fatal("the endpoint never got the request")
+	}
+	if m := metrics(t, &inv); !strings.Contains(m, `"EventsFailed":2,"Function":"authorizer","Reason":"timeout"`) {
+		t.Errorf("metrics %s: want 2 EventsFailed by timeout", m)
+	}
+	if !strings.Contains(logs.String(), `"reason":"timeout"`) || !strings.Contains(logs.String(), "not sent within 100ms") {
+		t.Errorf("log %s: want the timeout", &logs)
+	}
+	t.Logf("Send returned after %v against an endpoint that had not answered (timeout %v)", took, timeout)
+}
+
+// An endpoint that answers garbage, an error, or refuses entries: each failure counted
+// by its reason; the first logged, the others within the period only counted, and said
+// by the first line after it.
+func TestSendToABrokenBus(t *testing.T) {
+	answers := []struct {
+		name   string
+		handle http.HandlerFunc
+		reason string
+		failed int
+	}{
+		{"garbage", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html>not EventBridge</html>") }, telemetry.EventsError, 2},
+		{"an error", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"__type":"ResourceNotFoundException","message":"Event bus bucketgate does not exist."}`)
+		}, telemetry.EventsError, 2},
+		{"a refused entry", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+			fmt.Fprint(w, `{"FailedEntryCount":1,"Entries":[{"EventId":"1"},{"ErrorCode":"InternalFailure","ErrorMessage":"try again"}]}`)
+		}, telemetry.EventsRejected, 1},
+	}
+	for _, a := range answers {
+		t.Run(a.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			now := time.Unix(1_800_000_000, 0)
+			s := local(t, a.handle, 5*time.Second, &logs, &now)
+			var inv telemetry.Invocation
+			for range 3 { // within a minute
+				s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+				now = now.Add(10 * time.Second)
+			}
+			want := fmt.Sprintf(`"EventsFailed":%d,"Function":"authorizer","Reason":%q`, 3*a.failed, a.reason)
+			if m := metrics(t, &inv); !strings.Contains(m, want) {
+				t.Errorf("metrics %s: want %s", m, want)
+			}
+			if n := strings.Count(logs.String(), eventbus.MsgFailed); n != 1 || !strings.Contains(logs.String(), `"reason":"`+a.reason+`"`) {
+				t.Fatalf("%d lines within the period, want 1 with its reason:\n%s", n, &logs)
+			}
+			now = now.Add(time.Minute)
+			s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+			if n := strings.Count(logs.String(), eventbus.MsgFailed); n != 2 || !strings.Contains(logs.String(), fmt.Sprintf(`"failedUnlogged":%d`, 2*a.failed)) {
+				t.Fatalf("%d lines after the period, want a second saying the %d failed unlogged:\n%s", n, 2*a.failed, &logs)
+			}
+			if strings.Contains(logs.String(), "billing@acme.example") {
+				t.Errorf("a log line holds the detail: %s", &logs)
+			}
+		})
+	}
+}
+
+// No events, no call.
+func TestSendNothing(t *testing.T) {
+	var logs bytes.Buffer
+	now := time.Unix(1_800_000_000, 0)
+	called := false
+	s := local(t, func(http.ResponseWriter, *http.Request) { called = true }, time.Second, &logs, &now)
+	var inv telemetry.Invocation
+	s.Send(context.Background(), &inv, nil)
+	if called || metrics(t, &inv) != "" || logs.Len() != 0 {
+		t.Fatalf("called %v, metrics %q, logs %q: want nothing", called, metrics(t, &inv), &logs)
+	}
+}

@@ -1,0 +1,270 @@
+// Package logbytes measures what an authorizer invocation costs in CloudWatch Logs: the
+// bytes the function writes (its EMF metric lines on stdout, its log lines on stderr)
+// and the lines Lambda writes for it, per invocation, averaged over an instance serving a
+// steady rate of requests. CloudWatch Logs bills every one of those bytes.
+//
+// An instance is the authorizer as app.Build makes it for Lambda, with the template's
+// environment (a registry table, the stack's name, the log level), on an embedded Redis,
+// driven by a clock of its own: a rate of 1,000 invocations a second takes no second of
+// the test. make bench (tools/benchreport, the log bytes item) and
+// integration/template's TestDecisionLogBytes measure with it.
+package logbytes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/authorizer"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+)
+
+// Levels are a function's log levels: the template's LogLevel and SystemLogLevel
+// parameters (Lambda's LoggingConfig, JSON format).
+type Levels struct {
+	// Application is the application log level (ApplicationLogLevel, which Lambda
+	// passes as AWS_LAMBDA_LOG_LEVEL): DEBUG writes a line per decision, INFO a line per
+	// limited decision.
+	Application string
+	// System is Lambda's own log level (SystemLogLevel): INFO writes platform.start and
+	// platform.report for every invocation, WARN neither.
+	System string
+}
+
+func (l Levels) String() string { return "LogLevel " + l.Application + ", SystemLogLevel " + l.System }
+
+// The levels measured.
+var (
+	// Defaults are the template's (a test in integration/template holds them equal).
+	Defaults = Levels{Application: "INFO", System: "WARN"}
+	// Debug is the template's defaults with LogLevel DEBUG.
+	Debug = Levels{Application: "DEBUG", System: "WARN"}
+)
+
+// PlatformLines are the lines Lambda writes for each invocation of a traced function in
+// the JSON log format at SystemLogLevel INFO, as AWS documents them (platform.start and
+// platform.report; a request id is a UUID, a trace id Root=1-<8 hex>-<24 hex>): Lambda
+// writes them, so they are counted, not measured. At WARN it writes neither.
+var PlatformLines = []string{
+	`{"time":"2026-11-25T19:22:22.123Z","type":"platform.start","record":{"requestId":"6d68ca91-49c9-448d-89b8-7ca3e6dc66aa","version":"$LATEST",` +
+		`"tracing":{"spanId":"4ce1e3b5f2a81c7d","type":"X-Amzn-Trace-Id","value":"Root=1-6745a1b2-3c4d5e6f7a8b9c0d1e2f3a4b;Parent=4ce1e3b5f2a81c7d;Sampled=1"}}}`,
+	`{"time":"2026-11-25T19:22:22.125Z","type":"platform.report","record":{"requestId":"6d68ca91-49c9-448d-89b8-7ca3e6dc66aa",` +
+		`"metrics":{"durationMs":1.871,"billedDurationMs":2,"memorySizeMB":256,"maxMemoryUsedMB":31},` +
+		`"tracing":{"spanId":"4ce1e3b5f2a81c7d","type":"X-Amzn-Trace-Id","value":"Root=1-6745a1b2-3c4d5e6f7a8b9c0d1e2f3a4b;Parent=4ce1e3b5f2a81c7d;Sampled=1"},"status":"success"}}`,
+}
+
+// PlatformBytes returns the bytes of the lines Lambda writes for each invocation at
+// system log level system (INFO or WARN).
+func PlatformBytes(system string) (int, error) {
+	switch system {
+	case "WARN":
+		return 0, nil
+	case "INFO":
+		n := 0
+		for _, l := range PlatformLines {
+			n += len(l)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("system log level %q: want INFO or WARN (DEBUG's lines are not counted here)", system)
+}
+
+// Case is one measurement: an instance at levels serving rate requests a second for
+// seconds, every one from one registered API key, allowed or limited.
+type Case struct {
+	Levels Levels
+	// Limited: the key's plan is spent (its requests limited, mostly by the deny cache
+	// as a request after the last token usually is); else every request is allowed.
+	Limited bool
+	// Rate is the invocations per second of the instance: 1, 10, 100 or 1000, so that
+	// they are evenly spaced to the nanosecond.
+	Rate int
+	// Seconds is how long is measured, after a warm-up of two seconds at least.
+	Seconds int
+}
+
+func (c Case) String() string {
+	outcome := "allowed"
+	if c.Limited {
+		outcome = "limited"
+	}
+	return fmt.Sprintf("%s at %d/s, %v", outcome, c.Rate, c.Levels)
+}
+
+// Result is what a Case measured.
+type Result struct {
+	Case
+	// Invocations were measured; Allowed of them were.
+	Invocations, Allowed int
+	// EMF, Logs and Platform are the bytes of the metric lines (stdout), the log lines
+	// (stderr) and Lambda's lines, the newline that ends a line not counted (a log event
+	// holds none).
+	EMF, Logs, Platform int
+	// EMFLines and LogLines are how many lines the function wrote.
+	EMFLines, LogLines int
+	// Last is what the last invocation that wrote anything wrote (at the rates
+	// measured, the metrics of the last second), stdout then stderr.
+	Last string
+	// Written is how many of the invocations the metrics written count (Decisions):
+	// all of them, since the measurement ends on an invocation that writes.
+	Written int
+	// Held is how many invocations of one more second cut short (Rate - 1 more) the
+	// instance holds unwritten when it stops: what a recycle would lose.
+	Held int
+}
+
+// PerInvocation is the bytes per invocation, every line counted.
+func (r Result) PerInvocation() float64 {
+	return float64(r.EMF+r.Logs+r.Platform) / float64(max(r.Invocations, 1))
+}
+
+// Fixture is the registry table every Case of one run reads: an API key on a plan that
+// admits every request measured, and one on a plan that admits ten.
+type Fixture struct {
+	table string
+}
+
+// Table is the name of the registry table NewFixture creates.
+const Table = "bucketgate-logbytes"
+
+// The raw API keys of the Fixture (the functions only ever see their digests).
+const (
+	allowedKey = "bg-logbytes-allowed"
+	limitedKey = "bg-logbytes-limited"
+)
+
+// document is the configuration of every Case: the built-in plans' names and rules,
+// pro with room for every request measured (Redis's clock stands still), free with ten.
+const document = "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], " +
+	"pro: [{name: burst, capacity: 100000, refillPerSecond: 50}]}"
+
+// NewFixture creates the registry table in the DynamoDB that client reaches, with the
+// keys. The functions find it through the AWS SDK's environment, as client was made
+// (dynalite.Server.Client sets it).
+func NewFixture(t testing.TB, client *dynamodb.Client) *Fixture {
+	t.Helper()
+	if err := registry.CreateTable(t.Context(), client, Table); err != nil {
+		t.Fatalf("logbytes: create table %s: %v", Table, err)
+	}
+	for key, plan := range map[string]string{allowedKey: "pro", limitedKey: "free"} {
+		item := registry.Record{ID: "key:" + bucketgate.KeyDigest(key), Plan: plan}.Item()
+		if _, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(Table), Item: item}); err != nil {
+			t.Fatalf("logbytes: put key: %v", err)
+		}
+	}
+	return &Fixture{table: Table}
+}
+
+// start is the instance clock's first reading: the measurement stays within its minute.
+var start = time.Date(2026, 11, 25, 19, 22, 1, 0, time.UTC)
+
+// Measure runs c on a new instance and returns what it wrote.
+func (f *Fixture) Measure(t testing.TB, c Case) Result {
+	t.Helper()
+	platform, err := PlatformBytes(c.Levels.System)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Rate <= 0 || time.Second%time.Duration(c.Rate) != 0 || c.Seconds <= 0 {
+		t.Fatalf("logbytes: %v for %d s: want a rate that divides a second into whole nanoseconds, and seconds", c, c.Seconds)
+	}
+	m := miniredis.RunT(t)
+	m.SetTime(start)
+	env := map[string]string{
+		settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: "1000", settings.EnvLambdaLogLevel: c.Levels.Application,
+		settings.EnvRegistryTable: f.table, settings.EnvNamespace: settings.DefaultNamespace, settings.EnvStackName: "bucketgate",
+		settings.EnvConfigInline: document,
+	}
+	var stdout, stderr bytes.Buffer
+	h, _, err := app.Build(app.Authorizer, func(k string) string { return env[k] }, &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	instance, ok := h.(*authorizer.Handler)
+	if !ok {
+		t.Fatalf("logbytes: the authorizer is a %T", h)
+	}
+	now := start
+	instance.Now = func() time.Time { return now }
+	step := time.Second / time.Duration(c.Rate)
+	key := allowedKey
+	if c.Limited {
+		key = limitedKey
+	}
+	event := samples.WithAPIKey(t, samples.Read(t, "authorizer-rest.json"), key)
+	invoke := func() bool {
+		out, err := instance.Invoke(context.Background(), event)
+		if err != nil {
+			t.Fatalf("logbytes: %v: %v", c, err)
+		}
+		var a events.APIGatewayCustomAuthorizerResponse
+		if err := json.Unmarshal(out, &a); err != nil || len(a.PolicyDocument.Statement) != 1 {
+			t.Fatalf("logbytes: answer %s: %v", out, err)
+		}
+		now = now.Add(step)
+		return a.PolicyDocument.Statement[0].Effect == "Allow"
+	}
+	// Warm up: the registry read, the bucket spent when limited, two seconds at least;
+	// then on until an invocation writes the metrics, which begins an interval.
+	for i, denied := 0, false; i < 2*c.Rate || (c.Limited && !denied); i++ {
+		denied = !invoke() || denied
+	}
+	for i := 0; ; i++ {
+		stdout.Reset()
+		invoke()
+		if stdout.Len() > 0 {
+			break
+		}
+		if i > 2*c.Rate {
+			t.Fatalf("logbytes: %v: no metrics written in two seconds", c)
+		}
+	}
+	stdout.Reset()
+	stderr.Reset()
+	r := Result{Case: c, Invocations: c.Rate * c.Seconds}
+	for range r.Invocations {
+		out, logs := stdout.Len(), stderr.Len()
+		if invoke() {
+			r.Allowed++
+		}
+		if stdout.Len() > out || stderr.Len() > logs {
+			r.Last = string(stdout.Bytes()[out:]) + string(stderr.Bytes()[logs:])
+		}
+	}
+	r.EMFLines, r.LogLines = bytes.Count(stdout.Bytes(), []byte("\n")), bytes.Count(stderr.Bytes(), []byte("\n"))
+	r.EMF, r.Logs = stdout.Len()-r.EMFLines, stderr.Len()-r.LogLines
+	r.Platform = platform * r.Invocations
+	r.Written = decisions(t, stdout.Bytes())
+	stdout.Reset()
+	for range c.Rate - 1 {
+		invoke()
+	}
+	r.Held = c.Rate - 1 - decisions(t, stdout.Bytes())
+	return r
+}
+
+// decisions returns the sum of the Decisions of the EMF lines of b.
+func decisions(t testing.TB, b []byte) int {
+	t.Helper()
+	n := 0
+	for line := range bytes.Lines(b) {
+		var m struct{ Decisions int }
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("logbytes: EMF line %s: %v", line, err)
+		}
+		n += m.Decisions
+	}
+	return n
+}

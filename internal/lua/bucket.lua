@@ -132,26 +132,37 @@
 -- quota is told from a bucket in the branch that checks an unusual rule's bounds, so
 -- that the usual bucket pays one test for quotas.
 --
--- How usage is counted was chosen by make bench-instructions' figures (a check of one
--- rule, half of them limited; instructions per call, redis-server 7.0 under callgrind;
--- the usual check without usage measures 54,400 against 53,600 before quotas):
---   - A day's counters in the state hash, named by the day, read in the HMGET and
---     written in the HSET the check makes anyway (a denial's HINCRBY its one more call):
---     64,500 on fresh identities; but with 34 days kept in that hash, every decision on
---     it pays Redis's linear search of a listpack of 70 fields: 118,000 with usage, and
---     even 72,000 for a check without usage. History must not live in the hash every
---     decision reads: hence the archive, which only the day's first usage touches (66,600
---     fresh; 70,600 with yesterday in the state hash and 33 days in the archive, the
---     steady state).
---   - A redis.call costs 7,000 to 10,000 here: a separate usage hash counted with
---     HINCRBY would cost two calls per admission; BITFIELD counters in a string key,
---     whose offsets must be formatted, cost 24,000 more per call.
---   - Numbers: glibc's strtod and %.17g formatting cost 1,000 to 1,500 each, so the
---     days kept stay a string until needed, the cost above one (x) is kept apart so that
---     a check of cost 1 reads and writes one usage field, the day's names are built by
---     one string.format each, and the denial's HINCRBY adds the string '1'.
+-- How usage and quotas are counted was chosen by make bench-instructions' figures
+-- (redis-server 7.0 under callgrind, machine instructions per call, a check of one rule
+-- half of them limited, fresh identities; main before quotas: 53,561). This script: a
+-- check without usage 54,161 (+1.1%), with usage 66,631 (1.23x; 70,800 in the steady
+-- state, the day's first write moving yesterday to a 33-day archive), a bucket and a
+-- monthly quota with usage 87,187 (1.61x; two buckets without usage cost 73,926, 1.36x).
+-- The goals were 1.12x and 1.45x; what stands between:
+--   - A redis.call costs 7,000 to 10,000 here, a write more than a read: the denial's
+--     HINCRBY, the one write the design gives it, is 10,600 a denial, 5,300 a call of a
+--     mix half limited. An HSET of a count read in the HMGET costs more (8,500, plus the
+--     field read on every call and the number's parsing and formatting).
+--   - Each value in ARGV, KEYS and the HMGET or HSET costs about 700 to 1,400 (the
+--     listpack search, the Lua string), and glibc's strtod and %.17g 1,000 to 1,500 a
+--     number: the days kept stay a string until needed, the cost above one (x) is kept
+--     apart so that a check of cost 1 reads and writes one usage field, the day's names
+--     are built by one string.format each (%d is cheap, %.14g is not), and the denial's
+--     HINCRBY adds the string '1'. What is left: two ARGV values and a key, one field in
+--     the HMGET and one in the HSET, a name and a number or two formatted.
+--   - The day's counters in the state hash, named by the day (u:<D>:a), ride in the HMGET
+--     and HSET the check makes anyway, and make the PEXPIREAT of later writes of the day
+--     unneeded (-2,600 an admission). Keeping past days there too measured 64,500 on
+--     fresh identities, but with 34 days in the hash every decision on it pays Redis's
+--     linear search of a listpack of 70 fields: 118,000 with usage, 72,000 even for a
+--     check without usage. History must not live in the hash every decision reads: hence
+--     the archive, which only the day's first write touches.
+--   - A separate usage hash counted with HINCRBY would cost two calls an admission;
+--     BITFIELD counters in a string key, whose offsets must be formatted, 24,000 a call.
 --   - A quota stores its window's end, not its start: a call within the window computes
---     no date (the civil calendar costs 7,000 a call).
+--     no date (the civil calendar cost 7,000 a call); a quota then costs what a bucket
+--     does (a bucket and a daily quota without usage: 74,500 against 73,400 for two
+--     buckets). Two rules cost a third more than one whatever their kind.
 
 local argv, call, tonumber, huge = ARGV, redis.call, tonumber, 1 / 0 -- math.huge is not infinite on every Lua
 local key, nargs = KEYS[1], #argv

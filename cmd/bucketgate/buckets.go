@@ -107,11 +107,7 @@ func runBuckets(e env, args []string) error {
 	if err := complete(&req); err != nil {
 		return err
 	}
-	name, err := functionOf(e, *function, e.stack())
-	if err != nil {
-		return err
-	}
-	checks, err := newCheckClient(e.ctx, name)
+	name, checks, err := operatorClient(e, *function)
 	if err != nil {
 		return err
 	}
@@ -146,6 +142,17 @@ func resolveTarget(e env, s settings.Settings, arg string) (target, error) {
 		return identityTarget(keyID(key)), nil
 	}
 	return parseTarget(arg, sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix})
+}
+
+// operatorClient returns the function to invoke (see functionOf; flagValue is the
+// --function flag's) and a client of it.
+func operatorClient(e env, flagValue string) (string, *checkclient.Client, error) {
+	name, err := functionOf(e, flagValue, e.stack())
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := newCheckClient(e.ctx, name)
+	return name, c, err
 }
 
 // functionOf returns the function to invoke: the --function flag's value, else

@@ -53,11 +53,7 @@ func runUsage(e env, args []string) error {
 	}
 	req := t.req
 	req.Op, req.From, req.To = checkapi.OpUsage, *from, *to
-	name, err := functionOf(e, *function, e.stack())
-	if err != nil {
-		return err
-	}
-	checks, err := newCheckClient(e.ctx, name)
+	name, checks, err := operatorClient(e, *function)
 	if err != nil {
 		return err
 	}

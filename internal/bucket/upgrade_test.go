@@ -152,7 +152,9 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		}
 		counts["old "+q.Op.String()]++
 		after := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build()))
-		if before > 0 && (after > 0 && after < before || after == -2) {
+		// A reset that removes the last fields removes the key: fine when they were all
+		// the previous release's own (the rest is checked below).
+		if before > 0 && (after > 0 && after < before || after == -2 && len(known) > 0) {
 			t.Fatalf("step %d: the previous release's %v moved the key's expiry %d -> %d", i, q.Op, before, after)
 		}
 		if now := foreign(); !reflect.DeepEqual(now, known) {

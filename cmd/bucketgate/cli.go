@@ -63,6 +63,7 @@ var groups = map[string]group{
 	"keys":    {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
 	"config":  {about: "the configuration document (plans and routes) in the registry table, versioned", run: runConfig, usage: configUsage},
 	"buckets": {about: "the buckets of an API key, an IP address or a tenant, through the check function", run: runBuckets, usage: bucketsUsage},
+	"usage":   {about: "the usage of an API key, an IP address or a tenant per day, through the check function", run: runUsage, usage: usageUsage},
 	"version": {about: "the version of this bucketgate (also --version)", run: runVersion, usage: "  bucketgate version\n"},
 }
 

@@ -31,15 +31,17 @@ type Decision struct {
 	// allowed, the enforced rule with the fewest tokens left; empty when every rule of
 	// the request is shadow.
 	Rule string
-	// Limit is the binding rule's capacity, in tokens; 0 without a binding rule.
+	// Limit is the binding rule's capacity (a quota's limit), in tokens; 0 without a
+	// binding rule.
 	Limit int64
 	// Remaining is the floor of the tokens left in the tightest enforced rule after the
-	// decision; 0 without a binding rule.
+	// decision (what a quota may still admit in its window); 0 without a binding rule.
 	Remaining int64
 	// RetryAfter is how long until cost tokens are there in every denying rule, rounded
-	// up to whole milliseconds; zero when allowed.
+	// up to whole milliseconds (for a quota, until its window ends); zero when allowed.
 	RetryAfter time.Duration
-	// ResetAfter is how long until every rule is full again, in whole milliseconds.
+	// ResetAfter is how long until every rule is full again (every bucket full, and the
+	// window of every quota that counted something ended), in whole milliseconds.
 	ResetAfter time.Duration
 	// At is the Redis server time of the decision; zero when Redis did not decide.
 	At time.Time
@@ -49,6 +51,20 @@ type Decision struct {
 	// Shortfall is, after an admission that left an enforced rule short of cost tokens,
 	// the rule an identical request waits for and how long; zero otherwise (see Repeat).
 	Shortfall Shortfall
+	// Rules holds, for a peek (a check of cost 0) that Redis decided, the state of every
+	// rule of the request, enforced and shadow, in the order of its Rules; nil otherwise.
+	Rules []RuleState
+}
+
+// RuleState is one rule's state as a peek found it.
+type RuleState struct {
+	// Remaining is the floor of the tokens a bucket holds, or what a quota may still
+	// admit in its window (its limit less its count, 0 at least).
+	Remaining int64
+	// ResetAfter is how long until a bucket is full again (0 when it is), or until a
+	// quota's window ends and its count starts again from 0, rounded up to whole
+	// milliseconds.
+	ResetAfter time.Duration
 }
 
 // Shortfall is the enforced rule that an admission left short of its request's cost:

@@ -19,21 +19,26 @@ const (
 	// full and stays so. The tokens are added to what the rule stored at its last write,
 	// at that write's time, and a rule that stored more than the request's capacity
 	// (under a plan of a larger one) stays as it is: a refund never lowers a bucket,
-	// whatever rules it names.
+	// whatever rules it names. A quota's count in its current window goes down by Cost,
+	// to 0 at least; a window that has ended has nothing to give back.
 	OpRefund
 	// OpReset makes every rule full again by removing its state (the identity's key goes
 	// with its last rule). Its Cost is 0.
 	OpReset
+	// OpUsage reads an identity's usage by UTC day (requests allowed and limited, cost
+	// admitted): a report, not a decision, so no Request has it (Validate refuses it).
+	// The check function takes it by name.
+	OpUsage
 )
 
 // opNames are the operations' names, by Op.
-var opNames = [...]string{OpCheck: "check", OpRefund: "refund", OpReset: "reset"}
+var opNames = [...]string{OpCheck: "check", OpRefund: "refund", OpReset: "reset", OpUsage: "usage"}
 
-// opList lists the operations' names for an error: "check, refund or reset".
+// opList lists the operations' names for an error: "check, refund, reset or usage".
 var opList = strings.Join(opNames[:len(opNames)-1], ", ") + " or " + opNames[len(opNames)-1]
 
-// String returns the operation's name as the check function spells it: check, refund
-// or reset.
+// String returns the operation's name as the check function spells it: check, refund,
+// reset or usage.
 func (o Op) String() string {
 	if int(o) < len(opNames) {
 		return opNames[o]
@@ -76,14 +81,14 @@ type Request struct {
 	// Identity is whose buckets these are: 1 to MaxIdentity bytes, any bytes at all.
 	Identity string
 	// Rules are decided together, all or nothing: 1 to MaxRules, distinct names (valid
-	// rule names, or KeyRuleName's of them for the own rules of an account's key).
-	// Shadow rules among them never deny (see Rule.Shadow).
+	// rule names, or KeyRuleName's of them for the own rules of an account's key),
+	// buckets and quotas alike. Shadow rules among them never deny (see Rule.Shadow).
 	Rules []Rule
-	// Cost is a whole number of tokens, at most the smallest capacity: for OpCheck, the
+	// Cost is a whole number of tokens, at most every rule's Max: for OpCheck, the
 	// tokens taken from every rule (the zero Cost is a peek: the decision without a
 	// write); for OpRefund, the tokens given back, at least 1; for OpReset, 0.
 	Cost int64
-	// Op is what the request does; the zero Op is OpCheck.
+	// Op is what the request does; the zero Op is OpCheck. OpUsage is no request's.
 	Op Op
 }
 
@@ -100,6 +105,8 @@ func (q Request) Validate() error {
 		return fmt.Errorf("%w: %d rules: want at most %d", ErrInvalid, len(q.Rules), MaxRules)
 	case int(q.Op) >= len(opNames):
 		return fmt.Errorf("%w: operation %v: want %s", ErrInvalid, q.Op, opList)
+	case q.Op == OpUsage:
+		return fmt.Errorf("%w: operation usage reads a report, not a decision", ErrInvalid)
 	case q.Cost < 0:
 		return fmt.Errorf("%w: cost %d: want 0 or more", ErrInvalid, q.Cost)
 	case q.Op == OpRefund && q.Cost == 0:
@@ -115,11 +122,11 @@ func (q Request) Validate() error {
 		if err := own.Validate(); err != nil {
 			return fmt.Errorf("rules[%d]: %w", i, err)
 		}
-		if q.Cost > r.Capacity {
+		if q.Cost > r.Max() {
 			if q.Op == OpRefund {
-				return fmt.Errorf("%w: refund %d exceeds capacity %d of rule %s", ErrInvalid, q.Cost, r.Capacity, r.Name)
+				return fmt.Errorf("%w: refund %d exceeds %s %d of rule %s", ErrInvalid, q.Cost, r.MaxName(), r.Max(), r.Name)
 			}
-			return fmt.Errorf("%w: cost %d exceeds capacity %d of rule %s: it could never be allowed", ErrInvalid, q.Cost, r.Capacity, r.Name)
+			return fmt.Errorf("%w: cost %d exceeds %s %d of rule %s: it could never be allowed", ErrInvalid, q.Cost, r.MaxName(), r.Max(), r.Name)
 		}
 		for _, earlier := range q.Rules[:i] {
 			if earlier.Name == r.Name {

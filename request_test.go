@@ -11,6 +11,7 @@ import (
 
 func TestRequestValidate(t *testing.T) {
 	ok := bucketgate.Rule{Name: "burst", Capacity: 10, RefillPerSecond: 1}
+	monthly := bucketgate.Rule{Name: "monthly", Limit: 100, Period: bucketgate.PeriodMonth}
 	withRule := func(r bucketgate.Rule) bucketgate.Request {
 		return bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{r}, Cost: 1}
 	}
@@ -55,7 +56,22 @@ func TestRequestValidate(t *testing.T) {
 			{Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), "burst"), Capacity: 1, RefillPerSecond: 1}}}, "appears twice"},
 		{"key's own rule beside the account's of its name", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{
 			ok, {Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), "burst"), Capacity: 1, RefillPerSecond: 1}}}, ""},
-		{"unknown operation", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpReset + 1}, "operation Op(3)"},
+		{"unknown operation", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpUsage + 1}, "operation Op(4)"},
+		{"usage is no request", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpUsage}, "operation usage reads a report"},
+		{"valid monthly quota", withRule(monthly), ""},
+		{"valid anchored quota", withRule(bucketgate.Rule{Name: "m", Limit: 1, Period: bucketgate.PeriodMonth, Anchor: 28}), ""},
+		{"valid daily and weekly quotas", bucketgate.Request{Identity: "id", Cost: 1, Rules: []bucketgate.Rule{
+			{Name: "d", Limit: 5, Period: bucketgate.PeriodDay}, {Name: "w", Limit: 5, Period: bucketgate.PeriodWeek}, ok}}, ""},
+		{"quota of limit 0", withRule(bucketgate.Rule{Name: "m", Period: bucketgate.PeriodMonth}), "rule m: limit 0: want 1 to 1000000000"},
+		{"quota of a huge limit", withRule(bucketgate.Rule{Name: "m", Limit: bucketgate.MaxCapacity + 1, Period: bucketgate.PeriodDay}), "limit 1000000001"},
+		{"quota of an unknown period", withRule(bucketgate.Rule{Name: "m", Limit: 5, Period: bucketgate.PeriodMonth + 1}), "rule m: period Period(4): want day, week or month"},
+		{"anchor 29", withRule(bucketgate.Rule{Name: "m", Limit: 5, Period: bucketgate.PeriodMonth, Anchor: 29}), "rule m: anchor 29: want a day of the month from 1 to 28"},
+		{"anchor of a weekly quota", withRule(bucketgate.Rule{Name: "w", Limit: 5, Period: bucketgate.PeriodWeek, Anchor: 3}), "rule w: anchor 3 with period week: only a monthly quota has an anchor"},
+		{"quota with a capacity", withRule(bucketgate.Rule{Name: "m", Limit: 5, Period: bucketgate.PeriodDay, Capacity: 5}), "rule m: a quota (period day) has a limit, not a capacity or a refillPerSecond"},
+		{"bucket with a limit", withRule(bucketgate.Rule{Name: "b", Capacity: 5, RefillPerSecond: 1, Limit: 5}), "rule b: a limit or an anchor without a period"},
+		{"cost above a limit", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{monthly}, Cost: 101}, "cost 101 exceeds limit 100 of rule monthly"},
+		{"refund above a limit", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{monthly}, Cost: 101, Op: bucketgate.OpRefund}, "refund 101 exceeds limit 100 of rule monthly"},
+		{"a quota and a bucket of one name", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, {Name: "burst", Limit: 5, Period: bucketgate.PeriodDay}}}, "rule burst appears twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

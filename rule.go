@@ -34,19 +34,37 @@ const (
 	MaxIdentity = 1024
 )
 
-// Rule is one token bucket: Capacity tokens at most (the burst), refilled continuously
-// at RefillPerSecond tokens per second (fractions allowed: 1000 per day is 1000/86400).
-// A new bucket starts full. The zero Rule is invalid.
+// Rule is one limit of a request: a token bucket (Capacity and RefillPerSecond), or a
+// quota on the calendar (Limit, Period and Anchor). The zero Rule is invalid.
+//
+// A token bucket holds Capacity tokens at most (the burst), refilled continuously at
+// RefillPerSecond tokens per second (fractions allowed: 1000 per day is 1000/86400). A
+// new bucket starts full.
+//
+// A quota admits Limit tokens at most in each window of its Period (a UTC day, a week
+// from Monday, or a month from day Anchor), counting what it admitted since the window
+// began; it starts at 0 in every window, with nothing refilled in between.
 type Rule struct {
-	// Name identifies the bucket together with the identity: the same name in two
-	// requests of one identity is one bucket. Letters, digits, '_', '-' and '.'.
+	// Name identifies the rule's state together with the identity: the same name in
+	// two requests of one identity is one bucket (or one quota). Letters, digits, '_',
+	// '-' and '.'.
 	Name string `json:"name"`
-	// Capacity is the burst size in whole tokens, 1 to MaxCapacity.
-	Capacity int64 `json:"capacity"`
-	// RefillPerSecond is the refill rate in tokens per second, above 0 and at most
-	// MaxRefillPerSecond, such that the bucket fills within MaxFillTime.
-	RefillPerSecond float64 `json:"refillPerSecond"`
-	// Shadow marks a rule that is decided and whose bucket evolves as if it were
+	// Capacity is a bucket's burst size in whole tokens, 1 to MaxCapacity; 0 for a quota.
+	Capacity int64 `json:"capacity,omitempty"`
+	// RefillPerSecond is a bucket's refill rate in tokens per second, above 0 and at
+	// most MaxRefillPerSecond, such that the bucket fills within MaxFillTime; 0 for a
+	// quota.
+	RefillPerSecond float64 `json:"refillPerSecond,omitempty"`
+	// Limit is a quota's most tokens per window, 1 to MaxCapacity; 0 for a bucket.
+	Limit int64 `json:"limit,omitempty"`
+	// Period is a quota's window: PeriodDay, PeriodWeek or PeriodMonth. PeriodNone, the
+	// zero value, makes the rule a bucket.
+	Period Period `json:"period,omitempty"`
+	// Anchor is the day of the month, 1 to MaxAnchor, on which a monthly quota's
+	// windows begin (the billing day); 0 means 1. Only a monthly quota has one. (A byte,
+	// so that a Rule stays 48 bytes: registry cache entries hold many.)
+	Anchor uint8 `json:"anchor,omitempty"`
+	// Shadow marks a rule that is decided and whose state evolves as if it were
 	// enforced, but that never denies: a new limit tried on live traffic. A check is
 	// allowed or denied by the enforced rules alone, and its Decision describes them
 	// alone. When they allow it, a shadow rule holding Cost tokens gives them, and one
@@ -56,11 +74,38 @@ type Rule struct {
 	Shadow bool `json:"shadow,omitempty"`
 }
 
+// IsQuota reports whether r is a quota on the calendar (it has a Period) rather than a
+// token bucket.
+func (r Rule) IsQuota() bool { return r.Period != PeriodNone }
+
+// Max is the most tokens r holds: a bucket's Capacity, a quota's Limit. No request of
+// r may cost more, and a Decision whose binding rule is r has it as its Limit.
+func (r Rule) Max() int64 {
+	if r.IsQuota() {
+		return r.Limit
+	}
+	return r.Capacity
+}
+
+// MaxName names what Max is for r, for a message: "capacity" or "limit".
+func (r Rule) MaxName() string {
+	if r.IsQuota() {
+		return "limit"
+	}
+	return "capacity"
+}
+
 // Validate reports the first thing wrong with r, naming the field.
 func (r Rule) Validate() error {
-	switch {
-	case !validName(r.Name, MaxRuleName):
+	if !validName(r.Name, MaxRuleName) {
 		return fmt.Errorf("%w: name %q: want 1 to %d letters, digits, '_', '-' or '.'", ErrInvalid, r.Name, MaxRuleName)
+	}
+	if r.IsQuota() {
+		return r.validateQuota()
+	}
+	switch {
+	case r.Limit != 0 || r.Anchor != 0:
+		return fmt.Errorf("%w: rule %s: a limit or an anchor without a period: a quota needs a period (day, week or month), a bucket has a capacity and a refillPerSecond instead", ErrInvalid, r.Name)
 	case r.Capacity < 1 || r.Capacity > MaxCapacity:
 		return fmt.Errorf("%w: rule %s: capacity %d: want 1 to %d", ErrInvalid, r.Name, r.Capacity, MaxCapacity)
 	case !(r.RefillPerSecond > 0 && r.RefillPerSecond <= MaxRefillPerSecond): // NaN fails too
@@ -91,13 +136,39 @@ func cutKeyRule(name string) (string, bool) {
 	return rule, ok && ValidDigest(digest)
 }
 
-// FillTime is how long r takes to refill from empty to Capacity. It saturates at the
-// longest Duration; a valid rule fills within MaxFillTime.
+// validateQuota reports the first thing wrong with quota r, naming the field.
+func (r Rule) validateQuota() error {
+	switch {
+	case int(r.Period) >= len(periodNames):
+		return fmt.Errorf("%w: rule %s: period %v: want day, week or month", ErrInvalid, r.Name, r.Period)
+	case r.Capacity != 0 || r.RefillPerSecond != 0:
+		return fmt.Errorf("%w: rule %s: a quota (period %v) has a limit, not a capacity or a refillPerSecond", ErrInvalid, r.Name, r.Period)
+	case r.Limit < 1 || r.Limit > MaxCapacity:
+		return fmt.Errorf("%w: rule %s: limit %d: want 1 to %d", ErrInvalid, r.Name, r.Limit, MaxCapacity)
+	case r.Anchor != 0 && r.Period != PeriodMonth:
+		return fmt.Errorf("%w: rule %s: anchor %d with period %v: only a monthly quota has an anchor", ErrInvalid, r.Name, r.Anchor, r.Period)
+	case r.Anchor > MaxAnchor:
+		return fmt.Errorf("%w: rule %s: anchor %d: want a day of the month from 1 to %d", ErrInvalid, r.Name, r.Anchor, MaxAnchor)
+	}
+	return nil
+}
+
+// SameKind reports whether a and b are of one kind, both buckets or both quotas: what a
+// rule name must keep wherever it appears, since it names one state of an identity.
+func SameKind(a, b Rule) bool { return a.IsQuota() == b.IsQuota() }
+
+// FillTime is how long bucket r takes to refill from empty to Capacity. It saturates at
+// the longest Duration; a valid bucket fills within MaxFillTime. A quota has none: 0.
 func (r Rule) FillTime() time.Duration { return secondsToDuration(r.fillSeconds()) }
 
 // fillSeconds is how long r takes to refill from empty to Capacity, in seconds: the
 // same division bucket.lua makes to check the bound.
-func (r Rule) fillSeconds() float64 { return float64(r.Capacity) / r.RefillPerSecond }
+func (r Rule) fillSeconds() float64 {
+	if r.IsQuota() {
+		return 0
+	}
+	return float64(r.Capacity) / r.RefillPerSecond
+}
 
 // validName reports whether name is 1 to maxLen letters, digits, '_', '-' or '.': a
 // rule's name, or an account's.

@@ -31,9 +31,15 @@ const (
 // Nothing is written to Redis for an invalid request or any check of an invalid batch.
 const ErrorTypeInvalidRequest = "InvalidRequestError"
 
+// ErrorTypeUnavailable is the errorType of the function error that answers a usage
+// request (OpUsage) Redis could not answer in time: a report has no failure policy.
+const ErrorTypeUnavailable = "UnavailableError"
+
 // Request is one check: may Key spend Cost tokens now? Or, with Op, a refund or a
-// reset of Key's buckets. The rules come from Plan, or inline from Rules, or (with
-// neither) from the plan configured for Key as a tenant, else the default plan.
+// reset of Key's buckets, or a report of Key's usage (OpUsage, with From and To and no
+// rules or cost; answered by a Usage, never in a batch). The rules come from Plan, or
+// inline from Rules, or (with neither) from the plan configured for Key as a tenant,
+// else the default plan.
 type Request struct {
 	// Key identifies whose buckets these are (a tenant, a user, an API client):
 	// 1 to MaxKey bytes of UTF-8 text. Required, unless Identity is given.
@@ -57,10 +63,17 @@ type Request struct {
 	// Rules are inline rules, decided together, all or nothing; nil means none. Not
 	// together with Plan.
 	Rules []Rule `json:"rules,omitempty"`
-	// Cost is the whole number of tokens, at most the smallest capacity: taken from
-	// every rule by a check (0 is a peek: the decision, nothing taken), given back by a
-	// refund (at least 1). Nil means DefaultCost; a reset takes none (nil). See Cost.
+	// Cost is the whole number of tokens, at most the smallest capacity or limit: taken
+	// from every rule by a check (0 is a peek: the decision, nothing taken, and the state
+	// of every rule in Response.Rules), given back by a refund (at least 1). Nil means
+	// DefaultCost; a reset takes none (nil). See Cost.
 	Cost *int64 `json:"cost,omitempty"`
+	// From and To are the first and last UTC days of a usage report (OpUsage), as
+	// YYYY-MM-DD, within the days the function keeps (USAGE_RETENTION_DAYS, today
+	// included): To defaults to today (UTC, by Redis's clock, which counts the days), From to To. Only
+	// with OpUsage.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 // Cost returns a pointer to n, for Request.Cost: Cost(0) is a peek.
@@ -80,15 +93,18 @@ const (
 	// refund never lowers a bucket, whatever plan it names: one that another plan of a
 	// larger capacity left above this plan's stays as it is.
 	OpRefund = bucketgate.OpRefund
+	// OpUsage reports Key's (or Identity's) usage per UTC day from From to To: a Usage.
+	OpUsage = bucketgate.OpUsage
 	// OpReset makes every rule full again: its state removed from Redis.
 	OpReset = bucketgate.OpReset
 )
 
-// Rule is one inline token bucket: Capacity tokens at most, refilled continuously at
-// RefillPerSecond tokens per second (fractions allowed: a daily quota of 1000 refills
-// 1000/86400 per second), with Shadow marking a rule that is decided but never denies.
-// Its JSON is {"name", "capacity", "refillPerSecond", "shadow"}. The zero Rule is
-// invalid.
+// Rule is one inline rule: a token bucket, Capacity tokens at most refilled
+// continuously at RefillPerSecond tokens per second (fractions allowed), JSON {"name",
+// "capacity", "refillPerSecond", "shadow"}; or a quota on the calendar, Limit tokens a
+// UTC day, a week from Monday or a month from day Anchor, JSON {"name", "limit",
+// "period", "anchor", "shadow"}. Shadow marks a rule that is decided but never denies.
+// The zero Rule is invalid.
 type Rule = bucketgate.Rule
 
 // Batch is up to MaxBatch checks in one invocation, decided in one round trip to Redis,
@@ -142,6 +158,64 @@ type Response struct {
 	Rule string `json:"rule"`
 	// Plan names the plan the check was decided under; empty for inline rules.
 	Plan string `json:"plan"`
+	// Rules holds, for a peek (cost 0) Redis decided, every rule of the check, enforced
+	// and shadow, in order; nil otherwise (left out of the JSON).
+	Rules []RuleStatus `json:"rules,omitempty"`
+}
+
+// RuleStatus is one rule's state as a peek found it.
+type RuleStatus struct {
+	// Name is the rule's name.
+	Name string `json:"name"`
+	// Period is a quota's period (day, week or month); empty (left out) for a bucket.
+	Period bucketgate.Period `json:"period,omitempty"`
+	// Limit is a bucket's capacity or a quota's limit, in tokens.
+	Limit int64 `json:"limit"`
+	// Remaining is the floor of a bucket's tokens, or what a quota may still admit in
+	// its window.
+	Remaining int64 `json:"remaining"`
+	// ResetAfterMS is how long until a bucket is full again (0 when it is), or until a
+	// quota's window ends, in whole milliseconds rounded up.
+	ResetAfterMS int64 `json:"resetAfterMs"`
+	// WindowEnd is when a quota's window ends, RFC 3339 in UTC (2026-12-01T00:00:00Z),
+	// by Redis's clock; empty (left out) for a bucket.
+	WindowEnd string `json:"windowEnd,omitempty"`
+	// Shadow marks a shadow rule, which never denies.
+	Shadow bool `json:"shadow,omitempty"`
+}
+
+// Usage answers a usage request (OpUsage): the identity's usage of every UTC day from
+// From to To, a day with no checks as zeros, and their total. It counts what Redis
+// decided: checks allowed and the cost they took, and checks limited; peeks, refunds and
+// resets count nothing, and neither do denials an authorizer's in-process deny cache
+// answered without Redis.
+type Usage struct {
+	// Identity is whose usage it is: "tenant:<key>" for a Key, else the Identity asked.
+	Identity string `json:"identity"`
+	// From and To are the first and last days, YYYY-MM-DD.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Days are the days from From to To, in order.
+	Days []UsageDay `json:"days"`
+	// Total adds the days up.
+	Total UsageCounts `json:"total"`
+}
+
+// UsageDay is one UTC day of a Usage.
+type UsageDay struct {
+	// Date is the day, YYYY-MM-DD.
+	Date string `json:"date"`
+	UsageCounts
+}
+
+// UsageCounts are the counts of a day or of a Usage's total.
+type UsageCounts struct {
+	// Allowed counts the checks allowed that took tokens.
+	Allowed int64 `json:"allowed"`
+	// Limited counts the checks denied.
+	Limited int64 `json:"limited"`
+	// Cost is the tokens the allowed checks took.
+	Cost int64 `json:"cost"`
 }
 
 // RetryAfter returns RetryAfterMS as a Duration.

@@ -1,6 +1,6 @@
 // Package checkclient calls bucketgate's check function from Go through the AWS SDK's
 // Lambda Invoke: typed requests and responses (package checkapi), one invocation per
-// Check, CheckBatch, Refund or Reset, and the function's errors as typed Go errors. A
+// Check, CheckBatch, Refund, Reset or Usage, and the function's errors as typed Go errors. A
 // reply it cannot read as a decision is an error, never a denial.
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
@@ -94,6 +94,32 @@ func (c *Client) operate(ctx context.Context, op checkapi.Op, req checkapi.Reque
 	}
 	req.Op = op
 	return c.Check(ctx, req)
+}
+
+// Usage reports the usage of req.Key (or, on the operator's path, req.Identity) per UTC
+// day from req.From to req.To (YYYY-MM-DD; To defaults to today, by Redis's clock, and
+// From to To), within the days the function keeps: the checks allowed and
+// the cost they took, and the checks limited, a day of no checks as zeros, with their
+// total. req.Op must be empty or checkapi.OpUsage, and req has no plan, rules or cost. A
+// read changes nothing, so it keeps every retry of the Lambda client. Errors are as for
+// Check; Redis's failure is a *FunctionError of type checkapi.ErrorTypeUnavailable, and
+// an answer that is not such a report one of type ErrorTypeUnreadable.
+func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usage, error) {
+	if req.Op != checkapi.OpCheck && req.Op != checkapi.OpUsage {
+		return checkapi.Usage{}, c.refuse(fmt.Sprintf("op: %q, sent with %s: want empty or %q", req.Op, checkapi.OpUsage, checkapi.OpUsage))
+	}
+	req.Op = checkapi.OpUsage
+	if err := c.validate("", req); err != nil {
+		return checkapi.Usage{}, err
+	}
+	var u checkapi.Usage
+	if err := c.invoke(ctx, req, &u, false); err != nil {
+		return checkapi.Usage{}, err
+	}
+	if err := checkUsage(u); err != nil {
+		return checkapi.Usage{}, c.unreadable(err)
+	}
+	return u, nil
 }
 
 // CheckBatch decides 1 to checkapi.MaxBatch requests in one invocation, in one round

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func TestResponseDecoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := checkapi.Response{Reason: checkapi.ReasonLimited, Limit: 10, RetryAfterMS: 1500, ResetAfterMS: 10000, Rule: "burst", Plan: "free"}
-	if res != want || res.RetryAfter().Seconds() != 1.5 || res.ResetAfter().Seconds() != 10 {
+	if !reflect.DeepEqual(res, want) || res.RetryAfter().Seconds() != 1.5 || res.ResetAfter().Seconds() != 10 {
 		t.Fatalf("Check = %+v, want %+v (fields added later are ignored)", res, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -95,6 +96,50 @@ func (r response) check() error {
 		return fmt.Errorf("allowed %v with reason %s", r.Allowed, r.Reason)
 	case r.Limit < 0 || r.Remaining < 0 || r.RetryAfterMS < 0 || r.ResetAfterMS < 0:
 		return errors.New("a figure below zero")
+	}
+	for i, rule := range r.Rules {
+		switch {
+		case rule.Name == "":
+			return fmt.Errorf("rules[%d]: no name", i)
+		case rule.Limit < 1 || rule.Remaining < 0 || rule.Remaining > rule.Limit || rule.ResetAfterMS < 0:
+			return fmt.Errorf("rules[%d] (%s): %d of %d left, full in %d ms", i, rule.Name, rule.Remaining, rule.Limit, rule.ResetAfterMS)
+		case (rule.Period != 0) != (rule.WindowEnd != ""):
+			return fmt.Errorf("rules[%d] (%s): period %q with window end %q", i, rule.Name, rule.Period, rule.WindowEnd)
+		}
+		if rule.WindowEnd != "" {
+			if _, err := time.Parse(time.RFC3339, rule.WindowEnd); err != nil {
+				return fmt.Errorf("rules[%d] (%s): window end %q: %w", i, rule.Name, rule.WindowEnd, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkUsage reports why u cannot be read as the usage asked for: days missing or out
+// of order, a count below zero, a total that is not their sum.
+func checkUsage(u checkapi.Usage) error {
+	from, err1 := time.Parse(time.DateOnly, u.From)
+	to, err2 := time.Parse(time.DateOnly, u.To)
+	switch {
+	case u.Identity == "":
+		return errors.New("no identity")
+	case err1 != nil || err2 != nil || to.Before(from):
+		return fmt.Errorf("from %q to %q", u.From, u.To)
+	case len(u.Days) != int(to.Sub(from)/(24*time.Hour))+1:
+		return fmt.Errorf("%d days from %s to %s", len(u.Days), u.From, u.To)
+	}
+	var total checkapi.UsageCounts
+	for i, d := range u.Days {
+		if want := from.AddDate(0, 0, i).Format(time.DateOnly); d.Date != want {
+			return fmt.Errorf("days[%d]: date %q, want %s", i, d.Date, want)
+		}
+		if d.Allowed < 0 || d.Limited < 0 || d.Cost < d.Allowed {
+			return fmt.Errorf("days[%d]: %d allowed (cost %d), %d limited", i, d.Allowed, d.Cost, d.Limited)
+		}
+		total.Allowed, total.Limited, total.Cost = total.Allowed+d.Allowed, total.Limited+d.Limited, total.Cost+d.Cost
+	}
+	if total != u.Total {
+		return fmt.Errorf("total %+v, the days add up to %+v", u.Total, total)
 	}
 	return nil
 }

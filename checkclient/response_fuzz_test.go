@@ -26,6 +26,9 @@ func FuzzDecodeAnswer(f *testing.F) {
 		`{"allowed":true,"reason":"ok","limit":1.5}`,
 		`{"errorType":"Boom","errorMessage":"x"}`,
 		`null`, `[]`, `"ok"`, `{}`, `{"allowed":true,"reason":"ok"} {}`,
+		`{"allowed":true,"reason":"ok","limit":10,"remaining":7,"rules":[{"name":"burst","limit":10,"remaining":7,"resetAfterMs":3000},` +
+			`{"name":"monthly","period":"month","limit":1000,"remaining":990,"resetAfterMs":86400000,"windowEnd":"2026-12-01T00:00:00Z"}]}`,
+		`{"allowed":true,"reason":"ok","rules":[{"name":"m","period":"fortnight","limit":1,"remaining":2}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

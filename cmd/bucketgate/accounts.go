@@ -12,9 +12,9 @@ import (
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
-const accountsUsage = `  bucketgate accounts create NAME --plan PLAN [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule NAME:CAPACITY:RATE]...
+const accountsUsage = `  bucketgate accounts create NAME --plan PLAN [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule RULE]...
   bucketgate accounts set-plan NAME PLAN
-  bucketgate accounts override NAME --rule NAME:CAPACITY:RATE [--rule ...]
+  bucketgate accounts override NAME --rule RULE [--rule ...]
   bucketgate accounts clear-overrides NAME
   bucketgate accounts expire NAME WHEN|never
   bucketgate accounts revoke NAME
@@ -26,7 +26,7 @@ account:NAME name it too): its item is account:NAME, its identity acct:NAME. Eve
 an account (keys create --account NAME, keys roll) is decided as the account, under its
 plan and rules, and spends the account's buckets, one set for all its keys; a revoked or
 expired account makes every key of it unknown, within the functions' cache period. show
-lists the account's keys. WHEN, RATE, --table and the plans are as for keys; writes are
+lists the account's keys. WHEN, RULE, --table and the plans are as for keys; writes are
 conditional as theirs.
 `
 
@@ -81,7 +81,7 @@ func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	note := fs.String("note", "", "a note, for people")
 	expires := fs.String("expires", "", "when the account and every key of it stop working (default: never)")
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule of the account's own, NAME:CAPACITY:RATE (repeatable)")
+	fs.Var(&rules, "rule", "a rule of the account's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
 	return func(e env, t *keyTable, args []string) error {
 		if *plan == "" {
 			return fmt.Errorf("%w: accounts create: --plan is required", errUsage)

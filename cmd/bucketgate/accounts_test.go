@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -232,6 +233,13 @@ func TestAccountsDecideTheFunctions(t *testing.T) {
 		t.Fatalf("remaining %v over both keys, want one bucket of 5 spent by both", got)
 	}
 	d.want(d.bucket("show", "acct:acme"), "acct:acme", "basic", "burst", 5, 0)
+	for _, id := range []string{"acct:acme", a} {
+		var u checkapi.Usage
+		// The sixth request's denial came from the authorizer's deny cache: no usage.
+		if err := json.Unmarshal([]byte(c.ok("usage", "--json", id)), &u); err != nil || u.Identity != "acct:acme" || u.Total.Allowed != 5 || u.Total.Cost != 5 {
+			t.Fatalf("usage of %s: %+v, %v; want the account's, both keys': 5 allowed", id, u, err)
+		}
+	}
 	d.want(d.bucket("refund", "--cost", "2", a), keyID(a), "basic", "burst", 5, 2)
 	time.Sleep(time.Second) // the authorizer's deny cache holds a denial a second at most
 	if _, _, _, remaining := d.authz.decide(t, b); remaining != 1 {

@@ -13,9 +13,9 @@ import (
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
-const bucketsUsage = `  bucketgate buckets show [--json] [--plan NAME | --rule NAME:CAPACITY:RATE...] IDENTITY
-  bucketgate buckets refund --cost N [--json] [--plan NAME | --rule NAME:CAPACITY:RATE...] IDENTITY
-  bucketgate buckets reset [--json] [--plan NAME | --rule NAME:CAPACITY:RATE...] IDENTITY
+const bucketsUsage = `  bucketgate buckets show [--json] [--plan NAME | --rule RULE...] IDENTITY
+  bucketgate buckets refund --cost N [--json] [--plan NAME | --rule RULE...] IDENTITY
+  bucketgate buckets reset [--json] [--plan NAME | --rule RULE...] IDENTITY
 
 IDENTITY is an API key (sent as key:<digest>, never itself; - reads it from the first line
 of stdin, out of the process list and the shell's history), key:<digest>, acct:<name> for
@@ -25,8 +25,9 @@ tenant:<key> for a check function tenant. A key of an account reaches the accoun
 buckets, which all its keys spend. The rules are the identity's own as the check function
 resolves them (a registered key's or account's plan and rules, a key of an account's with
 its own rules, else the default plan), or those of --plan, or the --rule ones (a route's
-rules, by their names). show peeks at the rule with the fewest
-tokens left (cost 0: nothing written); refund gives N tokens back to every rule, never
+rules, by their names: NAME:CAPACITY:RATE for a bucket, NAME:LIMIT:PERIOD[@DAY] for a
+quota). show peeks at the rule with the fewest
+tokens left and lists every rule, buckets and quotas (cost 0: nothing written); refund gives N tokens back to every rule, never
 above its capacity (sent again only when Lambda refused it or no connection was made,
 never after a failure that may have come after it ran); reset makes every rule full.
 Each prints the buckets after it. With REGISTRY_TABLE set, --plan must name a plan of
@@ -79,7 +80,7 @@ func runBuckets(e env, args []string) error {
 	e.addStack(fs)
 	plan := fs.String("plan", "", "the rules of this plan, instead of the identity's own")
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule NAME:CAPACITY:RATE instead of the identity's own, such as a route's (repeatable)")
+	fs.Var(&rules, "rule", "a rule NAME:CAPACITY:RATE (a bucket) or NAME:LIMIT:PERIOD[@DAY] (a quota) instead of the identity's own, such as a route's (repeatable)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	complete := c.flags(fs)
 	positional, err := parse(fs, args[1:], 1)
@@ -98,33 +99,17 @@ func runBuckets(e env, args []string) error {
 			return err
 		}
 	}
-	resolver, err := identity.NewResolver(s.APIKeyHeader, s.IPv6Prefix)
+	t, err := resolveTarget(e, s, positional[0])
 	if err != nil {
-		return err
-	}
-	var t target
-	if positional[0] == fromStdin {
-		key, err := readKey(e)
-		if err != nil {
-			return err
-		}
-		t = identityTarget(keyID(key))
-	} else if t, err = parseTarget(positional[0], sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix}); err != nil {
 		return err
 	}
 	req := t.req
 	req.Plan = *plan
-	for _, r := range rules {
-		req.Rules = append(req.Rules, checkapi.Rule{Name: r.Name, Capacity: r.Capacity, RefillPerSecond: r.RefillPerSecond})
-	}
+	req.Rules = append(req.Rules, rules...)
 	if err := complete(&req); err != nil {
 		return err
 	}
-	name, err := functionOf(e, *function, e.stack())
-	if err != nil {
-		return err
-	}
-	checks, err := newCheckClient(e.ctx, name)
+	name, checks, err := operatorClient(e, *function)
 	if err != nil {
 		return err
 	}
@@ -142,6 +127,34 @@ func runBuckets(e env, args []string) error {
 		return writeJSON(e.stdout, bucketJSONOf(t.id, res))
 	}
 	return writeBucket(e.stdout, t.id, res)
+}
+
+// resolveTarget returns the identity that arg (IDENTITY, or - for a key on stdin) names,
+// with the IPv6 prefix and key header of settings s.
+func resolveTarget(e env, s settings.Settings, arg string) (target, error) {
+	resolver, err := identity.NewResolver(s.APIKeyHeader, s.IPv6Prefix)
+	if err != nil {
+		return target{}, err
+	}
+	if arg == fromStdin {
+		key, err := readKey(e)
+		if err != nil {
+			return target{}, err
+		}
+		return identityTarget(keyID(key)), nil
+	}
+	return parseTarget(arg, sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix})
+}
+
+// operatorClient returns the function to invoke (see functionOf; flagValue is the
+// --function flag's) and a client of it.
+func operatorClient(e env, flagValue string) (string, *checkclient.Client, error) {
+	name, err := functionOf(e, flagValue, e.stack())
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := newCheckClient(e.ctx, name)
+	return name, c, err
 }
 
 // functionOf returns the function to invoke: the --function flag's value, else

@@ -139,8 +139,14 @@ func TestBucketsSession(t *testing.T) {
 	d.want(d.bucket("show", "--plan", "basic", key), id, "basic", "burst", 5, 5)
 	d.want(d.bucket("show", key, "--rule", "burst:48:1"), id, "", "burst", 48, 48)
 	d.want(d.bucket("reset", key), id, "gold", "burst", 50, 50)
-	if n, err := srv.Command(context.Background(), "EXISTS", "bg:{"+id+"}"); err != nil || n != "0" {
-		t.Fatalf("EXISTS bg:{%s} after reset = %s, %v: want the key gone", id, n, err)
+	// The rules' fields are gone; the day's usage (the authorizer's checks) stays.
+	for _, field := range []string{"burst:tokens", "burst:ts", "daily:tokens", "daily:ts"} {
+		if n, err := srv.Command(context.Background(), "HEXISTS", "bg:{"+id+"}", field); err != nil || n != "0" {
+			t.Fatalf("HEXISTS bg:{%s} %s after reset = %s, %v: want the field gone", id, field, n, err)
+		}
+	}
+	if n, err := srv.Command(context.Background(), "HLEN", "bg:{"+id+"}"); err != nil || n != "1" {
+		t.Fatalf("HLEN bg:{%s} after reset = %s, %v: want the day's usage alone", id, n, err)
 	}
 	if _, _, _, remaining := d.authz.decide(t, key); remaining != 49 {
 		t.Fatalf("the authorizer after the reset: %d left, want 49 of a full 50", remaining)

@@ -11,32 +11,53 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 )
 
-// ruleList is a repeatable -rule flag: NAME:CAPACITY:RATE, RATE in tokens per second or
-// N/PERIOD.
+// ruleList is a repeatable -rule flag: NAME:CAPACITY:RATE (a bucket, RATE in tokens per
+// second or N/PERIOD) or NAME:LIMIT:PERIOD[@DAY] (a quota: PERIOD day, week or month, a
+// month from DAY).
 type ruleList []bucketgate.Rule
 
 func (l *ruleList) String() string { return fmt.Sprint(*l) }
 
 func (l *ruleList) repeatable() {}
 
+// ruleForms is how a -rule flag is written, for an error.
+const ruleForms = "want NAME:CAPACITY:RATE (a bucket) or NAME:LIMIT:PERIOD[@DAY] (a quota), such as burst:100:50, daily:1000:1000/day or monthly:100000:month@15"
+
 // Set parses one rule, checked as the configuration document checks its rules.
 func (l *ruleList) Set(v string) error {
 	parts := strings.Split(v, ":")
 	if len(parts) != 3 {
-		return fmt.Errorf("%q: want NAME:CAPACITY:RATE, such as burst:100:50 or daily:1000:1000/day", v)
+		return fmt.Errorf("%q: %s", v, ruleForms)
 	}
-	capacity, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil {
-		return fmt.Errorf("%q: capacity %q: want a whole number of tokens", v, parts[1])
-	}
-	spec := config.RuleSpec{Name: parts[0], Capacity: config.Count(capacity)}
-	if n, per, ok := strings.Cut(parts[2], "/"); ok {
-		spec.Per = per
-		if spec.Refill, err = strconv.ParseFloat(n, 64); err != nil {
-			return fmt.Errorf("%q: refill %q: want a number of tokens", v, n)
+	n, err := strconv.ParseInt(parts[1], 10, 64)
+	period, day, anchored := strings.Cut(parts[2], "@")
+	_, quota := bucketgate.ParsePeriod(period)
+	var spec config.RuleSpec
+	switch {
+	case quota || anchored:
+		if err != nil {
+			return fmt.Errorf("%q: limit %q: want a whole number of tokens", v, parts[1])
 		}
-	} else if spec.RefillPerSecond, err = strconv.ParseFloat(parts[2], 64); err != nil || spec.RefillPerSecond == 0 {
-		return fmt.Errorf("%q: rate %q: want tokens per second > 0, or N/PERIOD", v, parts[2])
+		spec = config.RuleSpec{Name: parts[0], Limit: config.Count(n), Period: period}
+		if anchored {
+			a, err := strconv.ParseInt(day, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%q: anchor %q: want a day of the month from 1 to %d", v, day, bucketgate.MaxAnchor)
+			}
+			spec.Anchor = (*config.Count)(&a)
+		}
+	case err != nil:
+		return fmt.Errorf("%q: capacity %q: want a whole number of tokens", v, parts[1])
+	default:
+		spec = config.RuleSpec{Name: parts[0], Capacity: config.Count(n)}
+		if n, per, ok := strings.Cut(parts[2], "/"); ok {
+			spec.Per = per
+			if spec.Refill, err = strconv.ParseFloat(n, 64); err != nil {
+				return fmt.Errorf("%q: refill %q: want a number of tokens", v, n)
+			}
+		} else if spec.RefillPerSecond, err = strconv.ParseFloat(parts[2], 64); err != nil || spec.RefillPerSecond == 0 {
+			return fmt.Errorf("%q: rate %q: want tokens per second > 0, N/PERIOD, or day, week or month for a quota", v, parts[2])
+		}
 	}
 	r, err := spec.Rule()
 	if err != nil {

@@ -21,13 +21,13 @@ import (
 )
 
 const keysUsage = `  bucketgate keys init
-  bucketgate keys create --plan NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule NAME:CAPACITY:RATE]... [--tenant KEY | --key -]
-  bucketgate keys create --account NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule NAME:CAPACITY:RATE]... [--key -]
+  bucketgate keys create --plan NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule RULE]... [--tenant KEY | --key -]
+  bucketgate keys create --account NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule RULE]... [--key -]
   bucketgate keys roll KEY [--overlap DURATION] [--account NAME]
   bucketgate keys revoke KEY
   bucketgate keys expire KEY WHEN|never
   bucketgate keys set-plan KEY NAME
-  bucketgate keys override KEY --rule NAME:CAPACITY:RATE [--rule ...]
+  bucketgate keys override KEY --rule RULE [--rule ...]
   bucketgate keys clear-overrides KEY
   bucketgate keys show [--json] KEY
   bucketgate keys list [--json]
@@ -38,9 +38,11 @@ stdin, out of the process list and the shell's history. create prints the new ke
 the first line of stdout: it is shown once, only its digest is stored; with --key - it
 registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. WHEN is an RFC 3339 time
 (2027-01-31T00:00:00Z), a date (2027-01-31, midnight UTC) or a time from now (90m, 720h,
-30d). RATE is tokens per second (0.5), or N/PERIOD (1000/day; second, minute, hour, day
-or a duration such as 90s). A rule named like one of the plan's or a route's replaces it
-for the key; another name adds a rule.
+30d). RULE is a bucket, NAME:CAPACITY:RATE, RATE in tokens per second (0.5) or N/PERIOD
+(1000/day; second, minute, hour, day or a duration such as 90s), or a quota on the
+calendar, NAME:LIMIT:PERIOD[@DAY], PERIOD day, week or month (a month from DAY, 1 to 28:
+monthly:100000:month@15). A rule named like one of the plan's or a route's replaces it
+for the key (a bucket by a bucket, a quota by a quota); another name adds a rule.
 
 A key of an account (--account, which must be in the table and active) is decided as the
 account: its plan and rules, its buckets (acct:NAME), shared by every key of it; the
@@ -164,7 +166,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	tenant := fs.String("tenant", "", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE (repeatable)")
+	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
 	return func(e env, t *keyTable, _ []string) error {
 		switch {
 		case *plan == "" && *account == "":
@@ -298,7 +300,7 @@ func setPlanFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 
 func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE (repeatable): replaces the key's rule of that name, or adds one")
+	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable): replaces the key's rule of that name, or adds one")
 	return func(e env, t *keyTable, args []string) error {
 		if len(rules) == 0 {
 			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)

@@ -174,23 +174,32 @@ func rulesText(rs []bucketgate.Rule) string {
 	}
 	parts := make([]string, len(rs))
 	for i, r := range rs {
-		parts[i] = r.Name + ":" + strconv.FormatInt(r.Capacity, 10) + ":" + strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64)
+		switch {
+		case r.IsQuota() && r.Anchor != 0:
+			parts[i] = r.Name + ":" + strconv.FormatInt(r.Limit, 10) + ":" + r.Period.String() + "@" + strconv.Itoa(int(r.Anchor))
+		case r.IsQuota():
+			parts[i] = r.Name + ":" + strconv.FormatInt(r.Limit, 10) + ":" + r.Period.String()
+		default:
+			parts[i] = r.Name + ":" + strconv.FormatInt(r.Capacity, 10) + ":" + strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64)
+		}
 	}
 	return strings.Join(parts, " ")
 }
 
-// bucketJSON is the buckets of an identity as -json prints them.
+// bucketJSON is the buckets of an identity as -json prints them: the binding rule's,
+// and after a show every rule's.
 type bucketJSON struct {
-	Identity     string `json:"identity"`
-	Plan         string `json:"plan"`
-	Rule         string `json:"rule"`
-	Limit        int64  `json:"limit"`
-	Remaining    int64  `json:"remaining"`
-	ResetAfterMS int64  `json:"resetAfterMs"`
+	Identity     string                `json:"identity"`
+	Plan         string                `json:"plan"`
+	Rule         string                `json:"rule"`
+	Limit        int64                 `json:"limit"`
+	Remaining    int64                 `json:"remaining"`
+	ResetAfterMS int64                 `json:"resetAfterMs"`
+	Rules        []checkapi.RuleStatus `json:"rules,omitempty"`
 }
 
 func bucketJSONOf(id string, r checkapi.Response) bucketJSON {
-	return bucketJSON{Identity: id, Plan: r.Plan, Rule: r.Rule, Limit: r.Limit, Remaining: r.Remaining, ResetAfterMS: r.ResetAfterMS}
+	return bucketJSON{Identity: id, Plan: r.Plan, Rule: r.Rule, Limit: r.Limit, Remaining: r.Remaining, ResetAfterMS: r.ResetAfterMS, Rules: r.Rules}
 }
 
 // writeBucket prints the buckets of identity id, as r describes them, as aligned
@@ -205,8 +214,33 @@ func writeBucket(w io.Writer, id string, r checkapi.Response) error {
 	if rule == "" {
 		rule = "- (shadow rules only)"
 	}
-	return writeAttributes(w, [][2]string{
+	if err := writeAttributes(w, [][2]string{
 		{"identity", id}, {"plan", plan}, {"rule", rule}, {"limit", strconv.FormatInt(r.Limit, 10)},
 		{"remaining", strconv.FormatInt(r.Remaining, 10)}, {"resetAfter", r.ResetAfter().String()},
-	})
+	}); err != nil || len(r.Rules) == 0 {
+		return err
+	}
+	return writeRules(w, r.Rules)
+}
+
+// writeRules prints every rule of a show after a blank line: a bucket's capacity, its
+// tokens and when it is full again; a quota's period, limit, what it may still admit
+// and when its window ends.
+func writeRules(w io.Writer, rules []checkapi.RuleStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nRULE\tKIND\tLIMIT\tREMAINING\tRESET")
+	for _, r := range rules {
+		kind, reset := "bucket", "full"
+		switch {
+		case r.Period != 0:
+			kind, reset = r.Period.String(), "window ends "+r.WindowEnd
+		case r.ResetAfterMS > 0:
+			reset = "full in " + (time.Duration(r.ResetAfterMS) * time.Millisecond).String()
+		}
+		if r.Shadow {
+			kind += " (shadow)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.Name, kind, r.Limit, r.Remaining, reset)
+	}
+	return tw.Flush()
 }

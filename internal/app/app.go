@@ -239,5 +239,5 @@ func newCheck(p parts) (lambda.Handler, error) {
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
 	return &check.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now,
-		OperatorFunction: p.settings.OperatorFunction}, nil
+		OperatorFunction: p.settings.OperatorFunction, UsageDays: p.settings.UsageDays}, nil
 }

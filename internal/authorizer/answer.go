@@ -68,7 +68,10 @@ func (h *Handler) contextFields(o Outcome, buf []byte) [12]contextField {
 	if at.IsZero() { // Redis did not decide (degraded): the local clock is all there is
 		at = h.Now()
 	}
-	reset := ceilUnix(at.Add(d.ResetAfter))
+	// The figures are whole milliseconds counted from Redis's time: from at's millisecond,
+	// they reach a quota's window's end (a whole second) exactly, not up to a millisecond
+	// past it, which would round the reset up a second.
+	reset := ceilUnix(at.Truncate(time.Millisecond).Add(d.ResetAfter))
 	retryAfter := ceilSeconds(d.RetryAfter)
 	fields := [...]contextField{
 		{key: ratelimitheaders.KeyLimit, n: d.Limit},
@@ -82,7 +85,7 @@ func (h *Handler) contextFields(o Outcome, buf []byte) [12]contextField {
 		{key: ratelimitheaders.KeyReason, str: string(d.Reason), isStr: true},
 		{key: ratelimitheaders.KeyDegraded, b: d.Reason == bucketgate.ReasonDegraded, isBool: true},
 		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.Result), isStr: true},
-		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.Limits.Rules), isStr: true},
+		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.Limits.Rules, at), isStr: true},
 	}
 	slices.SortFunc(fields[:], func(x, y contextField) int { return cmp.Compare(x.key, y.key) })
 	return fields

@@ -3,6 +3,7 @@ package authorizer
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
@@ -17,8 +18,10 @@ import (
 //	RateLimit: "burst";r=0;t=1
 //
 // RateLimit-Policy has one item per enforced rule of the request (plan and route; a
-// shadow rule limits nothing, so it is not a policy): q is the rule's capacity, w its fill time (capacity / refill per second) in seconds, rounded
-// up. RateLimit has one item, the binding rule: r is the whole tokens remaining and t
+// shadow rule limits nothing, so it is not a policy): q is the rule's capacity, w its
+// fill time (capacity / refill per second) in seconds, rounded up; for a quota, q is its
+// limit and w the length of its window that holds the decision, in seconds (a month's
+// is 28 to 31 days): "monthly";q=100000;w=2592000. RateLimit has one item, the binding rule: r is the whole tokens remaining and t
 // the effective window in seconds, rounded up: the retry-after when denied (so that
 // Retry-After never points before the end of the window, section 6), and the time until
 // every bucket is full again when allowed.
@@ -30,8 +33,9 @@ const (
 	paramTime  = ";t="
 )
 
-// rateLimitPolicy returns the RateLimit-Policy value of rules, their enforced ones.
-func rateLimitPolicy(rules []bucketgate.Rule) string {
+// rateLimitPolicy returns the RateLimit-Policy value of rules, their enforced ones, for
+// a decision at at.
+func rateLimitPolicy(rules []bucketgate.Rule, at time.Time) string {
 	var b strings.Builder
 	for _, r := range rules {
 		if r.Shadow {
@@ -42,9 +46,14 @@ func rateLimitPolicy(rules []bucketgate.Rule) string {
 		}
 		writeSFString(&b, r.Name)
 		b.WriteString(paramQuota)
-		b.WriteString(strconv.FormatInt(r.Capacity, 10))
+		b.WriteString(strconv.FormatInt(r.Max(), 10))
 		b.WriteString(paramWin)
-		b.WriteString(strconv.FormatInt(max(1, ceilSeconds(r.FillTime())), 10))
+		window := r.FillTime()
+		if r.IsQuota() {
+			start, end := r.Window(at)
+			window = end.Sub(start)
+		}
+		b.WriteString(strconv.FormatInt(max(1, ceilSeconds(window)), 10))
 	}
 	return b.String()
 }

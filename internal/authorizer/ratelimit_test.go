@@ -28,10 +28,17 @@ func TestRateLimitPolicy(t *testing.T) {
 			{Name: "strict", Capacity: 2, RefillPerSecond: 1, Shadow: true},
 		}, `"burst";q=10;w=10`},
 		{"shadow rules alone", []bucketgate.Rule{{Name: "trial", Capacity: 5, RefillPerSecond: 1, Shadow: true}}, ``},
+		{"a monthly quota: its window, February's", []bucketgate.Rule{
+			{Name: "burst", Capacity: 10, RefillPerSecond: 1},
+			{Name: "monthly", Limit: 100000, Period: bucketgate.PeriodMonth},
+		}, `"burst";q=10;w=10, "monthly";q=100000;w=2419200`},
+		{"a billing month from the 15th: February 15 to March 15, 2026", []bucketgate.Rule{{Name: "m", Limit: 5, Period: bucketgate.PeriodMonth, Anchor: 15}}, `"m";q=5;w=2419200`},
+		{"a day and a week", []bucketgate.Rule{{Name: "d", Limit: 5, Period: bucketgate.PeriodDay}, {Name: "w", Limit: 9, Period: bucketgate.PeriodWeek}}, `"d";q=5;w=86400, "w";q=9;w=604800`},
 	}
+	at := time.Date(2026, 2, 20, 9, 0, 0, 0, time.UTC)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := rateLimitPolicy(tc.rules); got != tc.want {
+			if got := rateLimitPolicy(tc.rules, at); got != tc.want {
 				t.Fatalf("rateLimitPolicy = %s, want %s", got, tc.want)
 			}
 		})
@@ -89,6 +96,6 @@ func BenchmarkRateLimitPolicy(b *testing.B) {
 	rules := []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}, {Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = rateLimitPolicy(rules)
+		_ = rateLimitPolicy(rules, time.Time{})
 	}
 }

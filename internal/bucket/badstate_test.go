@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -60,7 +61,7 @@ func testBadStates(t *testing.T, c rueidis.Client) {
 				{Identity: id, Rules: rules, Cost: 1, Op: bucketgate.OpRefund},
 			} {
 				d, err := l.Decide(ctx, q)
-				if !errors.Is(err, bucket.ErrBadState) || errors.Is(err, bucketgate.ErrInvalid) || d != (bucketgate.Decision{}) {
+				if !errors.Is(err, bucket.ErrBadState) || errors.Is(err, bucketgate.ErrInvalid) || !reflect.DeepEqual(d, bucketgate.Decision{}) {
 					t.Fatalf("%v of cost %d: %+v, %v: want ErrBadState", q.Op, q.Cost, d, err)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func batchDifferential(t *testing.T, c rueidis.Client, flush func()) {
 				t.Fatalf("round %d, request %d: %v", round, i, errs[i])
 			}
 			got, want := decisions[i], model.Decide(decisions[i].At, q)
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("round %d, request %d %+v:\nredis %+v\nmodel %+v", round, i, q, got, want)
 			}
 			counts[string(got.Reason)+" "+q.Op.String()]++

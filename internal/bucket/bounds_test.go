@@ -44,9 +44,9 @@ func TestScriptBoundsAreValidates(t *testing.T) {
 				ok++
 			}
 			q := bucketgate.Request{Identity: "bounds", Rules: []bucketgate.Rule{r}, Cost: 1}
-			key, args := scriptCall(q, new([maxArgs]string))
+			keys, args := scriptCall(q, 0, new(scriptArgs))
 			for name, c := range servers {
-				err := eval(context.Background(), c, key, args).Error()
+				err := eval(context.Background(), c, keys, args).Error()
 				if accepted := err == nil; accepted != valid {
 					t.Errorf("%s, rule %+v: script error %v, Validate %v", name, r, err, r.Validate())
 				} else if err != nil && !strings.Contains(err.Error(), lua.ErrorPrefix+" rule "+r.Name) {

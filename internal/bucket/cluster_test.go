@@ -80,7 +80,7 @@ func TestCluster(t *testing.T) {
 			}
 		}
 	})
-	t.Run("differential", func(t *testing.T) { differential(t, c, 3000, 60) })
+	t.Run("differential", func(t *testing.T) { differential(t, c, 3000, 60, 0) })
 	t.Run("identities spread over every master", func(t *testing.T) {
 		for _, m := range cluster.Masters {
 			n, err := m.Command(context.Background(), "DBSIZE")
@@ -91,6 +91,14 @@ func TestCluster(t *testing.T) {
 				t.Fatalf("master %s holds no bucket", m.Addr)
 			}
 		}
+	})
+	t.Run("differential with usage", func(t *testing.T) {
+		for _, m := range cluster.Masters { // the same identities, from nothing
+			if _, err := m.Command(context.Background(), "FLUSHALL"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		differential(t, c, 2000, 60, 35)
 	})
 	t.Run("batches across slots", func(t *testing.T) {
 		batchDifferential(t, c, func() {

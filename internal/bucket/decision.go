@@ -16,13 +16,13 @@ func newDecision(q bucketgate.Request, allowed bool, binding int, remaining, wai
 		ShadowLimited: shadowLimited,
 	}
 	if binding >= 0 {
-		d.Rule, d.Limit = q.Rules[binding].Name, q.Rules[binding].Capacity
+		d.Rule, d.Limit = q.Rules[binding].Name, q.Rules[binding].Max()
 	}
 	switch {
 	case !allowed:
 		d.Reason, d.RetryAfter = bucketgate.ReasonLimited, millisToDuration(wait)
 	case waitRule >= 0:
-		d.Shortfall = bucketgate.Shortfall{Rule: q.Rules[waitRule].Name, Limit: q.Rules[waitRule].Capacity, Wait: millisToDuration(wait)}
+		d.Shortfall = bucketgate.Shortfall{Rule: q.Rules[waitRule].Name, Limit: q.Rules[waitRule].Max(), Wait: millisToDuration(wait)}
 	}
 	return d
 }

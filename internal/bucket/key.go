@@ -14,6 +14,15 @@ func Key(identity string) string {
 	return string(appendKey(buf[:0], identity))
 }
 
+// UsageSuffix follows an identity's Key in the key of its usage archive: the usage of
+// its past days (see UsageKey).
+const UsageSuffix = ":usage"
+
+// UsageKey returns the Redis key of identity's usage archive, a hash of one field per
+// UTC day before the current one: Key(identity) + UsageSuffix, in the same hash tag, so
+// in the same cluster slot. No identity's Key is another's UsageKey: a Key ends with '}'.
+func UsageKey(identity string) string { return Key(identity) + UsageSuffix }
+
 // appendKey appends Key(identity) to dst.
 func appendKey(dst []byte, identity string) []byte {
 	dst = append(dst, KeyPrefix...)

@@ -30,21 +30,53 @@ type rediser interface {
 // Limiter decides requests with one atomic script call each. It is safe for concurrent
 // use; make one per process and share it.
 type Limiter struct {
-	client  rediser                                       // set by New
-	connect func(context.Context) (rueidis.Client, error) // set by NewLazy
+	client    rediser                                       // set by New
+	connect   func(context.Context) (rueidis.Client, error) // set by NewLazy
+	usageDays int                                           // set by Usage; 0 counts none
+}
+
+// Option is a setting of a Limiter.
+type Option func(*Limiter)
+
+// MaxUsageDays is the most UTC days of usage a Limiter keeps (see Usage).
+const MaxUsageDays = lua.MaxUsageDays
+
+// Usage makes a Limiter count every check that takes tokens in its identity's usage of
+// the UTC day (of Redis's clock), in the same script call: requests allowed and the
+// cost they took, or requests limited. The usage of a day is kept for days days, that
+// day included (1 to MaxUsageDays); 0 counts none. It panics on another number: the
+// settings that give it are checked first.
+func Usage(days int) Option {
+	if days < 0 || days > MaxUsageDays {
+		panic(fmt.Sprintf("bucket: usage kept %d days: want 0 to %d", days, MaxUsageDays))
+	}
+	return func(l *Limiter) { l.usageDays = days }
 }
 
 // New returns a Limiter that keeps its buckets in the Redis (or Valkey) behind client,
 // a connected client. It should be made with DisableCache: ElastiCache does not support
 // tracking.
-func New(client rediser) *Limiter { return &Limiter{client: client} }
+func New(client rediser, opts ...Option) *Limiter {
+	l := &Limiter{client: client}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
 
 // NewLazy returns a Limiter that asks connect for the client of each call, so that it
 // can be made before Redis is reachable: connect's error is the call's error.
 // (*redisconn.Conn).Client, which connects on first use, is such a function.
-func NewLazy(connect func(context.Context) (rueidis.Client, error)) *Limiter {
-	return &Limiter{connect: connect}
+func NewLazy(connect func(context.Context) (rueidis.Client, error), opts ...Option) *Limiter {
+	l := &Limiter{connect: connect}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
 }
+
+// UsageDays is how many UTC days of usage l keeps; 0 when it counts none.
+func (l *Limiter) UsageDays() int { return l.usageDays }
 
 // redis returns the client of one call.
 func (l *Limiter) redis(ctx context.Context) (rediser, error) {
@@ -71,9 +103,9 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("bucket script: %w", err)
 	}
-	var argv [maxArgs]string
-	key, args := scriptCall(q, &argv)
-	return decode(eval(ctx, c, key, args), q)
+	var call scriptArgs
+	keys, args := scriptCall(q, l.usageDays, &call)
+	return decode(eval(ctx, c, keys, args), q)
 }
 
 // DecideBatch decides every request of qs in one round trip: their script calls are
@@ -95,8 +127,8 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 			errs[i] = fmt.Errorf("bucket script: %w", err)
 			continue
 		}
-		key, args := scriptCall(q, new([maxArgs]string))
-		cmds = append(cmds, evalsha(c, key, args))
+		keys, args := scriptCall(q, l.usageDays, new(scriptArgs))
+		cmds = append(cmds, evalsha(c, keys, args))
 		sent = append(sent, i)
 	}
 	if len(cmds) == 0 {
@@ -109,8 +141,8 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 	var retried []int // the index in results of each command sent again
 	for j, r := range results {
 		if noScript(r) {
-			key, args := scriptCall(qs[sent[j]], new([maxArgs]string))
-			again = append(again, evalText(c, key, args))
+			keys, args := scriptCall(qs[sent[j]], l.usageDays, new(scriptArgs))
+			again = append(again, evalText(c, keys, args))
 			retried = append(retried, j)
 		}
 	}
@@ -132,11 +164,11 @@ func decode(r rueidis.RedisResult, q bucketgate.Request) (bucketgate.Decision, e
 	if err != nil {
 		return bucketgate.Decision{}, scriptError(err)
 	}
-	vals, err := replyInts(reply)
+	vals, rest, err := replyInts(reply, q)
 	if err != nil {
 		return bucketgate.Decision{}, err
 	}
-	return decodeReply(vals, q)
+	return decodeReply(vals, rest, q)
 }
 
 // ErrBadState is wrapped by every error about an identity's stored state that the
@@ -161,26 +193,26 @@ func scriptError(err error) error {
 	return fmt.Errorf("bucket script: %w", err)
 }
 
-// eval runs bucket.lua on key with args: EVALSHA, then EVAL when Redis does not know
+// eval runs bucket.lua on keys with args: EVALSHA, then EVAL when Redis does not know
 // the script yet (NOSCRIPT: nothing ran). Never retried: a retried call could charge
 // twice. DecideBatch pipelines the same two steps.
-func eval(ctx context.Context, c rediser, key string, args []string) rueidis.RedisResult {
-	r := c.Do(ctx, evalsha(c, key, args))
+func eval(ctx context.Context, c rediser, keys, args []string) rueidis.RedisResult {
+	r := c.Do(ctx, evalsha(c, keys, args))
 	if noScript(r) {
-		r = c.Do(ctx, evalText(c, key, args))
+		r = c.Do(ctx, evalText(c, keys, args))
 	}
 	return r
 }
 
-// evalsha is the script call (EVALSHA) on key with args.
-func evalsha(c rediser, key string, args []string) rueidis.Completed {
-	return c.B().Evalsha().Sha1(lua.BucketSHA1).Numkeys(1).Key(key).Arg(args...).Build()
+// evalsha is the script call (EVALSHA) on keys with args.
+func evalsha(c rediser, keys, args []string) rueidis.Completed {
+	return c.B().Evalsha().Sha1(lua.BucketSHA1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
-// evalText is the script call with the script's text (EVAL) on key with args, for a
+// evalText is the script call with the script's text (EVAL) on keys with args, for a
 // Redis that answered its EVALSHA with NOSCRIPT.
-func evalText(c rediser, key string, args []string) rueidis.Completed {
-	return c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(key).Arg(args...).Build()
+func evalText(c rediser, keys, args []string) rueidis.Completed {
+	return c.B().Eval().Script(lua.BucketSource).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
 // noScript reports a script call that Redis refused with NOSCRIPT: it does not know
@@ -193,17 +225,28 @@ func noScript(r rueidis.RedisResult) bool {
 // maxArgs is the longest ARGV of a valid request.
 const maxArgs = lua.ArgsFixed + lua.ArgsPerRule*bucketgate.MaxRules
 
-// scriptCall lays q out as bucket.lua's key and ARGV, the ARGV in argv, and returns the
-// key and the ARGV. The key, every field name and every number are cut from one string,
-// so that a decision allocates once for its arguments however many rules it has. A
-// check of cost 1 leaves the operation out, as the script allows. q must be valid (at
-// most MaxRules rules).
-func scriptCall(q bucketgate.Request, argv *[maxArgs]string) (key string, args []string) {
-	layout := lua.Args{Rules: len(q.Rules), Op: q.Op != bucketgate.OpCheck || q.Cost != 1}
+// scriptArgs holds the KEYS and ARGV of one script call.
+type scriptArgs struct {
+	keys [lua.KeysMax]string
+	argv [maxArgs]string
+}
+
+// scriptCall lays q out as bucket.lua's KEYS and ARGV, in call, and returns them: the
+// state hash, and with usage (usageDays above 0, for a check that takes tokens) its
+// archive and the days usage is kept. The keys, every field name and every number are
+// cut from one string, so that a decision allocates once for its arguments however
+// many rules it has. A check of cost 1 without usage leaves the operation out, as the
+// script allows. q must be valid (at most MaxRules rules).
+func scriptCall(q bucketgate.Request, usageDays int, call *scriptArgs) (keys, args []string) {
+	usage := usageDays > 0 && q.Op == bucketgate.OpCheck && q.Cost > 0
+	layout := lua.Args{Rules: len(q.Rules), Op: usage || q.Op != bucketgate.OpCheck || q.Cost != 1, Usage: usage}
 	var buf [512]byte
 	var cuts [maxArgs]cut // where each ARGV value lies in b, by its index in ARGV
 	b := appendKey(buf[:0], q.Identity)
 	keyEnd := len(b)
+	if usage {
+		b = append(b, UsageSuffix...) // the archive's key: the state's, and the suffix
+	}
 	at := len(b)
 	if layout.Op {
 		switch q.Op {
@@ -216,25 +259,53 @@ func scriptCall(q bucketgate.Request, argv *[maxArgs]string) (key string, args [
 		}
 		cuts[lua.ArgOp], at = cut{at, len(b)}, len(b)
 	}
+	if usage {
+		b = strconv.AppendInt(b, int64(usageDays), 10)
+		cuts[lua.ArgUsageDays], at = cut{at, len(b)}, len(b)
+	}
 	for i, r := range q.Rules {
-		b = append(append(b, r.Name...), lua.TokensSuffix...)
+		first, second := lua.TokensSuffix, lua.StampSuffix
+		if r.IsQuota() {
+			first, second = lua.UsedSuffix, lua.EndSuffix
+		}
+		b = append(append(b, r.Name...), first...)
 		cuts[layout.TokensField(i)], at = cut{at, len(b)}, len(b)
-		b = append(append(b, r.Name...), lua.StampSuffix...)
+		b = append(append(b, r.Name...), second...)
 		cuts[layout.StampField(i)], at = cut{at, len(b)}, len(b)
 		if r.Shadow {
 			b = append(b, '-')
 		}
-		b = strconv.AppendInt(b, r.Capacity, 10)
+		b = strconv.AppendInt(b, r.Max(), 10)
 		cuts[layout.Capacity(i)], at = cut{at, len(b)}, len(b)
-		b = strconv.AppendFloat(b, r.RefillPerSecond, 'f', -1, 64) // plain decimal: miniredis's Lua reads no exponent
+		if r.IsQuota() {
+			b = strconv.AppendInt(b, periodCode(r), 10)
+		} else {
+			b = strconv.AppendFloat(b, r.RefillPerSecond, 'f', -1, 64) // plain decimal: miniredis's Lua reads no exponent
+		}
 		cuts[layout.Rate(i)], at = cut{at, len(b)}, len(b)
 	}
 	s := string(b)
-	args = argv[:layout.Len()]
+	args = call.argv[:layout.Len()]
 	for i := range args {
 		args[i] = s[cuts[i].from:cuts[i].to]
 	}
-	return s[:keyEnd], args
+	call.keys[lua.KeyState] = s[:keyEnd]
+	if !usage {
+		return call.keys[:1], args
+	}
+	call.keys[lua.KeyUsage] = s[:keyEnd+len(UsageSuffix)]
+	return call.keys[:2], args
+}
+
+// periodCode is quota r's period as the script reads it (lua.PeriodDay, ...).
+func periodCode(r bucketgate.Rule) int64 {
+	switch r.Period {
+	case bucketgate.PeriodDay:
+		return lua.PeriodDay
+	case bucketgate.PeriodWeek:
+		return lua.PeriodWeek
+	}
+	return lua.PeriodMonth - int64(max(r.Anchor, 1))
 }
 
 // cut is where one value lies in scriptCall's string.

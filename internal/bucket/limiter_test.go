@@ -3,6 +3,7 @@ package bucket_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestFreePlanScenario(t *testing.T) {
 	if !d.At.Equal(epoch) {
 		t.Errorf("11th: At %v, want the Redis time %v", d.At, epoch)
 	}
-	if d.At = (time.Time{}); d != want {
+	if d.At = (time.Time{}); !reflect.DeepEqual(d, want) {
 		t.Errorf("11th:\n got %+v\nwant %+v", d, want)
 	}
 	m.advance(5 * time.Second)
@@ -191,7 +192,7 @@ func TestShadowRules(t *testing.T) {
 		s.q.Identity = "shadow"
 		got := decide(t, l, s.q)
 		want := model.Decide(m.now, s.q)
-		if got != want {
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: script %+v, model %+v", s.name, got, want)
 		}
 		if got.Allowed != s.allowed || got.Rule != s.rule || got.Remaining != s.remaining || got.ShadowLimited != s.shadowLimited {

@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"maps"
 	"math"
 	"time"
 
@@ -8,100 +9,282 @@ import (
 )
 
 // Model is the reference model: the same math as bucket.lua in plain Go, with time
-// passed in, keeping state in memory. Tests hold the script to it. It is not safe for
-// concurrent use. The zero Model is not ready; use NewModel.
+// passed in, keeping state in memory: buckets, quotas on the calendar, usage by day and
+// each key's expiry, which removes the key once it is past. Tests hold the script to it.
+// It is not safe for concurrent use. The zero Model is not ready; use NewModel.
 type Model struct {
 	keys map[string]*modelKey
+	// UsageDays is how many UTC days of usage the model keeps, as the Usage option's
+	// days: 0 counts none.
+	UsageDays int
 }
 
-// ModelBucket is one rule's state as the script stores it: Tokens (a double) as of
+// ModelBucket is one bucket's state as the script stores it: Tokens (a double) as of
 // Stamp (microseconds of Redis time).
 type ModelBucket struct {
 	Tokens float64
 	Stamp  int64
 }
 
-type modelKey struct {
-	buckets map[string]ModelBucket
-	expires int64 // milliseconds: when every bucket written is full again, the latest
+// ModelQuota is one quota's state as the script stores it: Used tokens admitted in the
+// window that ends at End (Unix seconds).
+type ModelQuota struct {
+	Used int64
+	End  int64
 }
 
-// NewModel returns an empty Model: every bucket starts full.
+// ModelUsage is an identity's usage of one UTC day as the script stores it.
+type ModelUsage struct {
+	Allowed, Cost, Limited int64
+}
+
+type modelKey struct {
+	buckets map[string]ModelBucket
+	quotas  map[string]ModelQuota
+	usage   map[int64]ModelUsage // by UTC day, days since 1970-01-01
+	expires int64                // the key's expiry, Unix milliseconds; 0 for none
+}
+
+func (k *modelKey) empty() bool { return len(k.buckets)+len(k.quotas)+len(k.usage) == 0 }
+
+// quota returns the stored state of k's quota rule for an operation op: none for a
+// reset, which reads nothing, or when k is nil.
+func (k *modelKey) quota(rule string, op bucketgate.Op) (ModelQuota, bool) {
+	if k == nil || op == bucketgate.OpReset {
+		return ModelQuota{}, false
+	}
+	q, ok := k.quotas[rule]
+	return q, ok
+}
+
+// NewModel returns an empty Model that counts no usage: every bucket starts full and
+// every quota at 0.
 func NewModel() *Model { return &Model{keys: map[string]*modelKey{}} }
+
+// key returns the state of Redis key name at nowUS, nil when there is none: a key past
+// its expiry is removed, as Redis does.
+func (m *Model) key(name string, nowUS int64) *modelKey {
+	k := m.keys[name]
+	if k != nil && k.expires > 0 && nowUS/1000 > k.expires {
+		delete(m.keys, name)
+		return nil
+	}
+	return k
+}
+
+// ruleState is one rule of a decision in the model: its level (a bucket's tokens, a
+// quota's room) and, for a quota, its count, its window's end (Unix seconds) and the ms
+// until then.
+type ruleState struct {
+	level float64
+	count int64
+	end   int64
+	qend  float64
+}
 
 // Decide does q at now exactly as the script would, and records the writes. q must
 // be valid (see Request.Validate).
 func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision {
 	nowUS := timeToMicros(now)
 	key := Key(q.Identity)
-	k := m.keys[key]
-	cost, give := float64(q.Cost), 0.0
+	k := m.key(key, nowUS)
+	cost, give := float64(q.Cost), int64(0)
 	if q.Op == bucketgate.OpRefund {
-		cost, give = 0, float64(q.Cost)
+		cost, give = 0, q.Cost
 	}
-	tokens := make([]float64, len(q.Rules))
+	states := make([]ruleState, len(q.Rules))
 	allowed := true
 	for i, r := range q.Rules {
-		tokens[i] = float64(r.Capacity)
-		if k != nil && q.Op != bucketgate.OpReset {
-			if b, ok := k.buckets[r.Name]; ok {
-				tokens[i] = refill(b, r, nowUS, give)
+		st := &states[i]
+		if r.IsQuota() {
+			// The stored count applies until its window's end; then the window that
+			// holds now counts from 0.
+			if stored, ok := k.quota(r.Name, q.Op); ok && stored.End*1_000_000 > nowUS {
+				st.count, st.end = stored.Used, stored.End
+			} else {
+				_, end := r.Window(now)
+				st.end = end.Unix()
+			}
+			st.qend = float64(ceilDiv(st.end*1_000_000-nowUS, 1000))
+			st.count = max(0, st.count-give)
+			st.level = float64(max(0, r.Limit-st.count))
+		} else {
+			st.level = float64(r.Capacity)
+			if k != nil && q.Op != bucketgate.OpReset {
+				if b, ok := k.buckets[r.Name]; ok {
+					st.level = refill(b, r, nowUS, float64(give))
+				}
 			}
 		}
-		if !r.Shadow && tokens[i] < cost {
+		if !r.Shadow && st.level < cost {
 			allowed = false
 		}
 	}
+	// wait is how long rule i waits for cost, full how long until it is full again.
+	wait := func(i int) float64 {
+		if q.Rules[i].IsQuota() {
+			return states[i].qend
+		}
+		return waitMillis(cost-states[i].level, q.Rules[i])
+	}
+	full := func(i int) float64 {
+		if q.Rules[i].IsQuota() {
+			if states[i].count > 0 {
+				return states[i].qend
+			}
+			return 0
+		}
+		return waitMillis(float64(q.Rules[i].Capacity)-states[i].level, q.Rules[i])
+	}
 	binding, waitRule := -1, -1
-	var wait float64
+	var waited float64
 	var limited bucketgate.RuleSet
 	for i, r := range q.Rules {
+		st := &states[i]
 		switch {
-		case r.Shadow && allowed && tokens[i] < cost:
+		case r.Shadow && allowed && st.level < cost:
 			limited |= 1 << i // a shadow denial takes nothing
 		case r.Shadow && allowed:
-			tokens[i] -= cost
+			st.take(r, cost)
 		case r.Shadow:
 		case allowed:
-			tokens[i] -= cost
-			if binding < 0 || tokens[i] < tokens[binding] {
+			st.take(r, cost)
+			if binding < 0 || st.level < states[binding].level {
 				binding = i
 			}
-			if tokens[i] < cost {
-				if w := waitMillis(cost-tokens[i], r); w > wait {
-					wait, waitRule = w, i
+			if st.level < cost {
+				if w := wait(i); w > waited {
+					waited, waitRule = w, i
 				}
 			}
-		case tokens[i] < cost:
-			if w := waitMillis(cost-tokens[i], r); w > wait {
-				wait, binding = w, i
+		case st.level < cost:
+			if w := wait(i); w > waited {
+				waited, binding = w, i
 			}
 		}
 	}
-	fewest, reset, expiry := math.Inf(1), 0.0, 0.0
+	fewest, reset, last := math.Inf(1), 0.0, 0.0
 	for i, r := range q.Rules {
-		full := waitMillis(float64(r.Capacity)-tokens[i], r)
-		expiry = math.Max(expiry, full)
+		f := full(i)
+		last = math.Max(last, f)
 		if !r.Shadow {
-			fewest = math.Min(fewest, tokens[i])
-			reset = math.Max(reset, full)
+			fewest = math.Min(fewest, states[i].level)
+			reset = math.Max(reset, f)
 		}
 	}
 	if binding < 0 { // every rule is shadow: nothing to describe
 		fewest = 0
 	}
+	d := newDecision(q, allowed, binding, int64(math.Floor(fewest)), int64(waited), int64(reset), nowUS, waitRule, limited)
+	counted := m.UsageDays > 0 && q.Op == bucketgate.OpCheck && q.Cost > 0
 	switch {
 	case q.Op == bucketgate.OpReset:
 		m.remove(key, q.Rules)
 	case q.Op == bucketgate.OpRefund:
-		m.refund(key, q.Rules, give)
+		m.refund(key, q.Rules, states, give)
 	case allowed && q.Cost > 0:
-		m.write(key, q.Rules, tokens, nowUS, int64(math.Ceil(float64(nowUS)/1000)+expiry))
+		k = m.write(key, q.Rules, states, nowUS)
+		at := ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond)
+		if counted {
+			m.countUsage(q.Identity, k, nowUS, at, q.Cost, 0)
+		} else {
+			k.extend(at)
+		}
+	case counted: // a denial: its one write is the usage count
+		m.countUsage(q.Identity, k, nowUS, 0, 0, 1)
+	case q.Cost == 0: // a peek: every rule's state
+		d.Rules = make([]bucketgate.RuleState, len(q.Rules))
+		for i, r := range q.Rules {
+			left := math.Floor(states[i].level)
+			if r.IsQuota() {
+				left = states[i].level
+			}
+			d.Rules[i] = bucketgate.RuleState{Remaining: int64(left), ResetAfter: millisToDuration(int64(full(i)))}
+			if r.IsQuota() {
+				d.Rules[i].ResetAfter = millisToDuration(int64(states[i].qend))
+			}
+		}
 	}
-	return newDecision(q, allowed, binding, int64(math.Floor(fewest)), int64(wait), int64(reset), nowUS, waitRule, limited)
+	return d
 }
 
-// waitMillis is how long r takes to refill tokens, in whole milliseconds rounded up.
+// take takes cost from rule r's state, for an admission.
+func (st *ruleState) take(r bucketgate.Rule, cost float64) {
+	st.level -= cost
+	if r.IsQuota() {
+		st.count += int64(cost)
+	}
+}
+
+// countUsage adds an admission of cost (limited 0) or a denial (limited 1) to the
+// usage of identity's key k for the day of nowUS, as the script does: the day's first
+// write moves the usage of earlier days from k to the archive (UsageKey), removes the
+// archive's days past keeping and makes both keys live as long as the usage in them is
+// kept; another write leaves the expiry unless the rules need more than that (at, 0
+// for none).
+func (m *Model) countUsage(identity string, k *modelKey, nowUS, at, cost, limited int64) {
+	day, keep := floorDiv(nowUS, 86_400_000_000), int64(m.UsageDays)
+	if k.usage == nil {
+		k.usage = map[int64]ModelUsage{}
+	}
+	u := k.usage[day]
+	newDay := u.Allowed == 0 && (limited == 0 || u.Limited == 0)
+	if limited == 0 {
+		u.Allowed, u.Cost = u.Allowed+1, u.Cost+cost
+	} else {
+		u.Limited++
+	}
+	k.usage[day] = u
+	margin := int64(ExpiryMargin / time.Millisecond)
+	kept := (day+keep)*86_400_000 + margin
+	if !newDay {
+		if at > kept {
+			k.extend(at)
+		}
+		return
+	}
+	last, moved := int64(0), false
+	archiveKey := UsageKey(identity)
+	archive := m.key(archiveKey, nowUS)
+	for d, old := range k.usage {
+		if d == day {
+			continue
+		}
+		delete(k.usage, d)
+		if !moved || d > last {
+			last, moved = d, true
+		}
+		if d <= day-keep {
+			continue
+		}
+		if archive == nil {
+			archive = &modelKey{usage: map[int64]ModelUsage{}}
+			m.keys[archiveKey] = archive
+		}
+		sum := archive.usage[d]
+		archive.usage[d] = ModelUsage{Allowed: sum.Allowed + old.Allowed, Cost: sum.Cost + old.Cost, Limited: sum.Limited + old.Limited}
+	}
+	switch {
+	case !moved:
+	case last <= day-keep:
+		delete(m.keys, archiveKey)
+	case archive != nil:
+		for d := last - keep + 1; d <= day-keep; d++ {
+			delete(archive.usage, d)
+		}
+		if len(archive.usage) == 0 {
+			delete(m.keys, archiveKey)
+		} else {
+			archive.extend((last+keep)*86_400_000 + margin)
+		}
+	}
+	k.extend(max(at, kept))
+}
+
+// extend lets k live until at (Unix milliseconds) at least.
+func (k *modelKey) extend(at int64) { k.expires = max(k.expires, at) }
+
+// waitMillis is how long bucket r takes to refill tokens, in whole milliseconds rounded up.
 func waitMillis(tokens float64, r bucketgate.Rule) float64 {
 	return math.Ceil(tokens * 1000 / r.RefillPerSecond)
 }
@@ -114,55 +297,78 @@ func refill(b ModelBucket, r bucketgate.Rule, nowUS int64, give float64) float64
 	return math.Min(level+give, float64(r.Capacity))
 }
 
-// write stores tokens[i] for every rule as of nowUS, and lets the key live until expires
-// at least.
-func (m *Model) write(key string, rules []bucketgate.Rule, tokens []float64, nowUS, expires int64) {
-	for i, r := range rules {
-		k := m.keys[key]
-		if k == nil {
-			k = &modelKey{buckets: map[string]ModelBucket{}}
-			m.keys[key] = k
-		}
-		k.buckets[r.Name] = ModelBucket{Tokens: tokens[i], Stamp: nowUS}
-		k.expires = max(k.expires, expires)
+// write stores every rule's state after an admission at nowUS: a bucket's tokens as of
+// nowUS, a quota's count in its window. It returns the key.
+func (m *Model) write(key string, rules []bucketgate.Rule, states []ruleState, nowUS int64) *modelKey {
+	k := m.keys[key]
+	if k == nil {
+		k = &modelKey{}
+		m.keys[key] = k
 	}
+	for i, r := range rules {
+		if r.IsQuota() {
+			if k.quotas == nil {
+				k.quotas = map[string]ModelQuota{}
+			}
+			k.quotas[r.Name] = ModelQuota{Used: states[i].count, End: states[i].end}
+			continue
+		}
+		if k.buckets == nil {
+			k.buckets = map[string]ModelBucket{}
+		}
+		k.buckets[r.Name] = ModelBucket{Tokens: states[i].level, Stamp: nowUS}
+	}
+	return k
 }
 
-// refund adds give tokens to the stored count of every rule with state, at its stamp,
+// refund adds give tokens to the stored count of every bucket with state, at its stamp,
 // capped at the rule's capacity unless the count holds more already: a refund never
-// lowers a bucket, whatever capacity and rate its rules give. Stamps and expiry stand.
-func (m *Model) refund(key string, rules []bucketgate.Rule, give float64) {
+// lowers a bucket, whatever capacity and rate its rules give. A quota's count in the
+// current window (states) goes down by give, to 0 at least. Stamps, windows and expiry
+// stand.
+func (m *Model) refund(key string, rules []bucketgate.Rule, states []ruleState, give int64) {
 	k := m.keys[key]
 	if k == nil {
 		return
 	}
-	for _, r := range rules {
+	for i, r := range rules {
+		if r.IsQuota() {
+			if q, ok := k.quotas[r.Name]; ok && q.End == states[i].end && states[i].count < q.Used {
+				k.quotas[r.Name] = ModelQuota{Used: states[i].count, End: q.End}
+			}
+			continue
+		}
 		b, ok := k.buckets[r.Name]
 		if !ok {
 			continue
 		}
-		if raised := math.Min(b.Tokens+give, float64(r.Capacity)); raised > b.Tokens {
+		if raised := math.Min(b.Tokens+float64(give), float64(r.Capacity)); raised > b.Tokens {
 			b.Tokens = raised
 			k.buckets[r.Name] = b
 		}
 	}
 }
 
-// remove deletes the state of rules, and the key with its last bucket.
+// remove deletes the state of rules, and the key with its last field.
 func (m *Model) remove(key string, rules []bucketgate.Rule) {
 	k := m.keys[key]
 	if k == nil {
 		return
 	}
 	for _, r := range rules {
-		delete(k.buckets, r.Name)
+		if r.IsQuota() {
+			delete(k.quotas, r.Name)
+		} else {
+			delete(k.buckets, r.Name)
+		}
 	}
-	if len(k.buckets) == 0 {
+	if k.empty() {
 		delete(m.keys, key)
 	}
 }
 
-// Bucket returns the stored state of identity's rule, and false when none was written.
+// Bucket returns the stored state of identity's bucket rule, and false when none was
+// written.
 func (m *Model) Bucket(identity, rule string) (ModelBucket, bool) {
 	k := m.keys[Key(identity)]
 	if k == nil {
@@ -172,22 +378,115 @@ func (m *Model) Bucket(identity, rule string) (ModelBucket, bool) {
 	return b, ok
 }
 
+// Quota returns the stored state of identity's quota rule, and false when none was
+// written.
+func (m *Model) Quota(identity, rule string) (ModelQuota, bool) {
+	k := m.keys[Key(identity)]
+	if k == nil {
+		return ModelQuota{}, false
+	}
+	q, ok := k.quotas[rule]
+	return q, ok
+}
+
+// Usage returns identity's usage of every UTC day from first's to last's at now, as
+// Limiter.Usage reads it: the state hash's and the archive's of each day, added.
+func (m *Model) Usage(identity string, first, last, now time.Time) []bucketgate.DayUsage {
+	st := m.State(identity, now)
+	var days []bucketgate.DayUsage
+	for d := dayNumber(first); d <= dayNumber(last); d++ {
+		u, a := st.Usage[d], st.Archive[d]
+		days = append(days, bucketgate.DayUsage{Day: time.Unix(d*86400, 0).UTC(),
+			Allowed: u.Allowed + a.Allowed, Cost: u.Cost + a.Cost, Limited: u.Limited + a.Limited})
+	}
+	return days
+}
+
+// ModelState is all an identity's keys hold in the model: its buckets and quotas by
+// rule name and the usage of its current day in its state hash, and the usage of past
+// days in its archive, by UTC day (days since 1970-01-01). An empty map is nil.
+type ModelState struct {
+	Buckets map[string]ModelBucket
+	Quotas  map[string]ModelQuota
+	Usage   map[int64]ModelUsage
+	Archive map[int64]ModelUsage
+}
+
+// State returns all identity's keys hold at now (nothing of a key once it has expired).
+func (m *Model) State(identity string, now time.Time) ModelState {
+	var st ModelState
+	if k := m.key(Key(identity), timeToMicros(now)); k != nil {
+		st.Buckets, st.Quotas, st.Usage = maps.Clone(nonEmpty(k.buckets)), maps.Clone(nonEmpty(k.quotas)), maps.Clone(nonEmpty(k.usage))
+	}
+	if a := m.key(UsageKey(identity), timeToMicros(now)); a != nil {
+		st.Archive = maps.Clone(nonEmpty(a.usage))
+	}
+	return st
+}
+
+// UsageExpiresAt returns when identity's usage archive expires, and false when it has
+// none.
+func (m *Model) UsageExpiresAt(identity string) (time.Time, bool) {
+	a := m.keys[UsageKey(identity)]
+	if a == nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(a.expires), true
+}
+
+// nonEmpty returns m, or nil when it is empty.
+func nonEmpty[K comparable, V any](m map[K]V) map[K]V {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// SetQuota overwrites the stored state of identity's quota rule, as a test does to
+// Redis to end a window.
+func (m *Model) SetQuota(identity, rule string, q ModelQuota) {
+	key := Key(identity)
+	if m.keys[key] == nil {
+		m.keys[key] = &modelKey{}
+	}
+	if m.keys[key].quotas == nil {
+		m.keys[key].quotas = map[string]ModelQuota{}
+	}
+	m.keys[key].quotas[rule] = q
+}
+
 // SetBucket overwrites the stored state of identity's rule, as a test does to Redis to
 // simulate state written under another clock.
 func (m *Model) SetBucket(identity, rule string, b ModelBucket) {
 	key := Key(identity)
 	if m.keys[key] == nil {
-		m.keys[key] = &modelKey{buckets: map[string]ModelBucket{}}
+		m.keys[key] = &modelKey{}
+	}
+	if m.keys[key].buckets == nil {
+		m.keys[key].buckets = map[string]ModelBucket{}
 	}
 	m.keys[key].buckets[rule] = b
 }
 
-// ExpiresAt returns when identity's key expires (the latest moment at which every bucket
-// of a write was full again, plus ExpiryMargin), and false when nothing was written for it.
+// ExpiresAt returns when identity's key expires (the latest moment at which every rule
+// of a write was full again, or its day's usage no longer kept, plus ExpiryMargin), and
+// false when nothing was written for it.
 func (m *Model) ExpiresAt(identity string) (time.Time, bool) {
 	k := m.keys[Key(identity)]
 	if k == nil {
 		return time.Time{}, false
 	}
-	return time.UnixMilli(k.expires).Add(ExpiryMargin), true
+	return time.UnixMilli(k.expires), true
+}
+
+// ceilDiv is a / b rounded up, for b > 0.
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
+
+// floorDiv is a / b rounded down, for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
 }

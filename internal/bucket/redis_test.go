@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,19 +80,30 @@ func TestFreePlanScenarioRealRedis(t *testing.T) {
 }
 
 // TestDifferential holds the script on real Redis to the Go model, decision by decision
-// and byte for byte of state, over random identities, rules, costs and time steps.
+// and byte for byte of state, over random identities, rules (buckets and quotas),
+// costs and time steps, with usage off; TestDifferentialUsage with usage on.
 func TestDifferential(t *testing.T) {
 	_, c := real(t)
-	differential(t, c, 10_000, 0)
+	differential(t, c, 10_000, 0, 0)
 }
 
-// differential runs ops random operations against c and the model: decisions on the
-// hostile identities plus extra generated ones, time steps of up to 10 s, and buckets
-// stamped up to 2 s in the future (a skewed failover). Every decision must equal the
-// model's at the same Redis time, and in the end every stored bucket the model's.
-func differential(t *testing.T, c rueidis.Client, ops, extra int) {
+// TestDifferentialUsage is TestDifferential with usage kept 35 days: the day's usage
+// and the key's expiry, which usage makes cover its days, are the model's too.
+func TestDifferentialUsage(t *testing.T) {
+	_, c := real(t)
+	differential(t, c, 5000, 0, 35)
+}
+
+// differential runs ops random operations against c and the model, usage kept
+// usageDays days (0: none): decisions on the hostile identities plus extra generated
+// ones, time steps of up to 10 s, buckets stamped up to 2 s in the future (a skewed
+// failover), and quota windows that end (a real server's clock cannot be moved, so the
+// stored window is moved back to the one before: what the script then finds is what it
+// finds once a window has ended). Every decision must equal the model's at the same
+// Redis time, and in the end every identity's stored fields the model's.
+func differential(t *testing.T, c rueidis.Client, ops, extra, usageDays int) {
 	t.Helper()
-	l := bucket.New(c)
+	l := bucket.New(c, bucket.Usage(usageDays))
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 2026))
@@ -110,13 +122,21 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 		capacity := min(int64(1+rng.IntN(30)), int64(rate*bucketgate.MaxFillTime.Seconds()))
 		pool[i] = bucketgate.Rule{Name: fmt.Sprintf("r%d", i), Capacity: capacity, RefillPerSecond: rate, Shadow: shadow}
 	}
+	pool = append(pool,
+		bucketgate.Rule{Name: "q-day", Limit: int64(1 + rng.IntN(30)), Period: bucketgate.PeriodDay},
+		bucketgate.Rule{Name: "q-week", Limit: int64(1 + rng.IntN(30)), Period: bucketgate.PeriodWeek},
+		bucketgate.Rule{Name: "q-month", Limit: int64(1 + rng.IntN(30)), Period: bucketgate.PeriodMonth, Anchor: uint8(1 + rng.IntN(bucketgate.MaxAnchor))},
+		bucketgate.Rule{Name: "q-shadow", Limit: int64(1 + rng.IntN(10)), Period: bucketgate.PeriodMonth, Shadow: true},
+	)
 	ids := append([]string(nil), hostile[:8]...)
 	for i := range extra {
 		ids = append(ids, "id-"+strconv.Itoa(i))
 	}
 	model := bucket.NewModel()
+	model.UsageDays = usageDays
 	counts := map[string]int{}
 	skewed := map[string]bool{} // shiftStamps gave the key an hour's life: its expiry is no longer the model's (even ids only)
+	var last time.Time          // the Redis time of the latest decision
 	for range ops {
 		i := rng.IntN(len(ids))
 		id := ids[i]
@@ -128,6 +148,10 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 		case op < 8: // a time step of up to 10 s
 			shiftStamps(t, c, model, id, pool, time.Duration(rng.Int64N(int64(10*time.Second))))
 			counts["step"]++
+		case op < 10: // every quota's window ends
+			if endWindows(t, c, model, id, pool) {
+				counts["window ended"]++
+			}
 		default:
 			q := randomRequest(rng, id, pool)
 			got := decide(t, l, q)
@@ -135,8 +159,9 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 			if !got.At.Equal(want.At) {
 				t.Fatalf("At %v vs %v", got.At, want.At)
 			}
+			last = got.At
 			got.At, want.At = time.Time{}, time.Time{}
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("request %+v:\nredis %+v\nmodel %+v", q, got, want)
 			}
 			if !skewed[id] {
@@ -155,19 +180,50 @@ func differential(t *testing.T, c rueidis.Client, ops, extra int) {
 			if got.Rule == "" {
 				counts["shadow only"]++
 			}
+			if i := slices.IndexFunc(q.Rules, func(r bucketgate.Rule) bool { return r.Name == got.Rule }); i >= 0 && q.Rules[i].IsQuota() {
+				counts["quota binds "+string(got.Reason)]++
+			}
 		}
 	}
 	t.Logf("operations: %v", counts)
 	if counts["ok"] < ops/10 || counts["limited"] < ops/20 || counts["peek"] < ops/20 || counts["refund"] < ops/50 ||
-		counts["reset"] < ops/100 || counts["shadow-limited"] < ops/200 || counts["shadow only"] < ops/100 {
+		counts["reset"] < ops/100 || counts["shadow-limited"] < ops/200 || counts["shadow only"] < ops/100 ||
+		counts["quota binds limited"] < ops/200 || counts["window ended"] < ops/200 {
 		t.Errorf("workload too one-sided to mean much: %v", counts)
 	}
 	for _, id := range ids {
-		compareState(t, c, model, id, pool, !skewed[id])
+		compareStored(t, c, model, id, last, !skewed[id])
+		compareUsage(t, l, model, id, last.AddDate(0, 0, -1), last, last)
 	}
 	if len(skewed) > (len(ids)+1)/2 {
 		t.Fatalf("%d of %d identities skewed: too few expiries compared", len(skewed), len(ids))
 	}
+}
+
+// endWindows ends the stored window of every quota of identity among rules, in Redis
+// and in the model, by moving its end back to its start (in the past); it reports
+// whether one had a window stored.
+func endWindows(t testing.TB, c rueidis.Client, model *bucket.Model, identity string, rules []bucketgate.Rule) bool {
+	t.Helper()
+	key := bucket.Key(identity)
+	moved := false
+	for _, r := range rules {
+		if !r.IsQuota() {
+			continue
+		}
+		end, err := c.Do(context.Background(), c.B().Hget().Key(key).Field(r.Name+lua.EndSuffix).Build()).AsInt64()
+		if rueidis.IsRedisNil(err) {
+			continue
+		} else if err != nil {
+			t.Fatalf("HGET end: %v", err)
+		}
+		start, _ := r.Window(time.Unix(end, 0).Add(-time.Second))
+		do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(r.Name+lua.EndSuffix, strconv.FormatInt(start.Unix(), 10)).Build())
+		q, _ := model.Quota(identity, r.Name)
+		model.SetQuota(identity, r.Name, bucket.ModelQuota{Used: q.Used, End: start.Unix()})
+		moved = true
+	}
+	return moved
 }
 
 // randomRequest draws 1 to 3 distinct rules and an operation: a check of cost 0 (a
@@ -185,7 +241,7 @@ func randomRequest(rng *rand.Rand, id string, pool []bucketgate.Rule) bucketgate
 			r = otherPlan(r)
 		}
 		q.Rules = append(q.Rules, r)
-		smallest = min(smallest, r.Capacity)
+		smallest = min(smallest, r.Max())
 	}
 	switch rng.IntN(20) {
 	case 0, 1, 2, 3:
@@ -205,39 +261,16 @@ func randomRequest(rng *rand.Rand, id string, pool []bucketgate.Rule) bucketgate
 }
 
 // otherPlan returns r as another plan has it: the same name (the same bucket), a third
-// of its capacity (at least 1) and twice its rate (at most bucketgate.MaxRefillPerSecond).
+// of its capacity (at least 1) and twice its rate (at most bucketgate.MaxRefillPerSecond);
+// for a quota, a third of its limit (at least 1) in the same windows.
 func otherPlan(r bucketgate.Rule) bucketgate.Rule {
+	if r.IsQuota() {
+		r.Limit = max(1, r.Limit/3)
+		return r
+	}
 	r.Capacity = max(1, r.Capacity/3)
 	r.RefillPerSecond = min(2*r.RefillPerSecond, bucketgate.MaxRefillPerSecond)
 	return r
-}
-
-// compareState checks that Redis holds exactly the model's state for identity, and,
-// with expiry, that the key expires when the model says.
-func compareState(t *testing.T, c rueidis.Client, model *bucket.Model, id string, rules []bucketgate.Rule, expiry bool) {
-	t.Helper()
-	fields, err := c.Do(context.Background(), c.B().Hgetall().Key(bucket.Key(id)).Build()).AsStrMap()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if expiry {
-		compareExpiry(t, c, model, id)
-	}
-	for _, r := range rules {
-		b, ok := model.Bucket(id, r.Name)
-		tokens, stamp := fields[r.Name+lua.TokensSuffix], fields[r.Name+lua.StampSuffix]
-		if !ok {
-			if tokens != "" || stamp != "" {
-				t.Errorf("%q %s: redis has %s@%s, model nothing", id, r.Name, tokens, stamp)
-			}
-			continue
-		}
-		gotTokens, err1 := strconv.ParseFloat(tokens, 64)
-		gotStamp, err2 := strconv.ParseInt(stamp, 10, 64)
-		if err1 != nil || err2 != nil || gotTokens != b.Tokens || gotStamp != b.Stamp {
-			t.Errorf("%q %s: redis %s@%s, model %v@%d", id, r.Name, tokens, stamp, b.Tokens, b.Stamp)
-		}
-	}
 }
 
 // compareExpiry checks that identity's key expires when the model says, and exists
@@ -461,13 +494,26 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"unknown operation", []string{"refund", "b:tokens", "b:ts", "10", "1"}, "operation must be a whole number"},
 		{"infinite cost", []string{"inf", "b:tokens", "b:ts", "10", "1"}, "operation must be a whole number"},
 		{"no rules", []string{"1"}, "ARGV must be"},
-		{"partial rule", []string{"2", "b:tokens", "b:ts", "10", "1", "x"}, "ARGV must be"},
-		{"a rule and a half without the operation", []string{"b:tokens", "b:ts", "10", "1", "c:tokens", "c:ts"}, "ARGV must be"},
-		{"zero capacity", []string{"1", "b:tokens", "b:ts", "0", "1"}, "rule b: capacity"},
-		{"shadow zero capacity", []string{"1", "b:tokens", "b:ts", "-0", "1"}, "rule b: capacity"},
-		{"capacity above 1e9", []string{"1", "b:tokens", "b:ts", "1000000001", "1e9"}, "rule b: capacity"},
-		{"shadow capacity above 1e9", []string{"1", "b:tokens", "b:ts", "-1000000001", "1e9"}, "rule b: capacity"},
-		{"fractional shadow capacity", []string{"1", "b:tokens", "b:ts", "-1.5", "1"}, "rule b: capacity"},
+		{"partial rule", []string{"2", "b:tokens", "b:ts", "10", "1", "x", "y"}, "ARGV must be"},
+		{"a rule and a half without the operation", []string{"b:tokens", "b:ts", "10", "1", "c:tokens", "c:ts", "x"}, "ARGV must be"},
+		{"usage kept 0 days", []string{"1", "0", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept, a whole number from 1 to 400, and its archive"},
+		{"usage kept 401 days", []string{"1", "401", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept"},
+		{"usage kept half a day", []string{"1", "1.5", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept"},
+		{"usage kept no number", []string{"1", "x", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept"},
+		{"usage without its archive", []string{"1", "35", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept"},
+		{"quota of period 0", []string{"1", "q:used", "q:end", "10", "-2"}, "rule q: period must be -1 (a day), -7 (a week)"},
+		{"quota of anchor 29", []string{"1", "q:used", "q:end", "10", "-129"}, "rule q: period must be"},
+		{"quota of anchor 0", []string{"1", "q:used", "q:end", "10", "-100"}, "rule q: period must be"},
+		{"quota of a fractional period", []string{"1", "q:used", "q:end", "10", "-101.5"}, "rule q: period must be"},
+		{"quota of limit 0", []string{"1", "q:used", "q:end", "0", "-1"}, "rule q: capacity or limit must be"},
+		{"quota of limit above 1e9", []string{"1", "q:used", "q:end", "1000000001", "-7"}, "rule q: capacity or limit must be"},
+		{"cost above a limit", []string{"11", "q:used", "q:end", "10", "-1"}, "rule q: cost 11 exceeds limit 10"},
+		{"refund above a shadow limit", []string{"-11", "q:used", "q:end", "-10", "-105"}, "rule q: refund 11 exceeds limit 10"},
+		{"zero capacity", []string{"1", "b:tokens", "b:ts", "0", "1"}, "rule b: capacity or limit"},
+		{"shadow zero capacity", []string{"1", "b:tokens", "b:ts", "-0", "1"}, "rule b: capacity or limit"},
+		{"capacity above 1e9", []string{"1", "b:tokens", "b:ts", "1000000001", "1e9"}, "rule b: capacity or limit"},
+		{"shadow capacity above 1e9", []string{"1", "b:tokens", "b:ts", "-1000000001", "1e9"}, "rule b: capacity or limit"},
+		{"fractional shadow capacity", []string{"1", "b:tokens", "b:ts", "-1.5", "1"}, "rule b: capacity or limit"},
 		{"NaN rate", []string{"1", "b:tokens", "b:ts", "10", "nan"}, "rule b: refill per second"},
 		{"infinite rate", []string{"1", "b:tokens", "b:ts", "10", "inf"}, "rule b: refill per second"},
 		{"rate above 1e9", []string{"1", "b:tokens", "b:ts", "10", "1000000001"}, "rule b: refill per second"},
@@ -475,7 +521,7 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"cost above capacity", []string{"11", "b:tokens", "b:ts", "10", "1"}, "rule b: cost 11 exceeds capacity 10"},
 		{"cost above a shadow capacity", []string{"11", "b:tokens", "b:ts", "-10", "1"}, "rule b: cost 11 exceeds capacity 10"},
 		{"refund above capacity", []string{"-11", "b:tokens", "b:ts", "10", "1"}, "rule b: refund 11 exceeds capacity 10"},
-		{"second rule bad", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "10", "1", "0.5", "1"}, "rule b: capacity"},
+		{"second rule bad", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "10", "1", "0.5", "1"}, "rule b: capacity or limit"},
 		{"the operation left out, bad rule", []string{"b:tokens", "b:ts", "10", "0"}, "rule b: refill per second"},
 		{"duplicate rule", []string{"1", "a:tokens", "a:ts", "a:tokens", "a:ts", "10", "1", "10", "1"}, "rule a appears twice"},
 		{"duplicate third rule", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "a:tokens", "a:ts", "10", "1", "10", "1", "5", "1"}, "rule a appears twice"},
@@ -483,7 +529,11 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := c.Do(context.Background(), c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(bucket.Key("x")).Arg(tt.argv...).Build()).Error()
+			keys := []string{bucket.Key("x")}
+			if strings.HasPrefix(tt.name, "usage kept") { // with the archive: the days are at fault
+				keys = append(keys, bucket.UsageKey("x"))
+			}
+			err := c.Do(context.Background(), c.B().Eval().Script(lua.BucketSource).Numkeys(int64(len(keys))).Key(keys...).Arg(tt.argv...).Build()).Error()
 			if err == nil || !strings.Contains(err.Error(), "bucketgate: "+tt.want) {
 				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
 			}

@@ -1,6 +1,7 @@
 package bucket_test
 
 import (
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestRefundNeverLowersABucket(t *testing.T) {
 				t.Helper()
 				got := decide(t, l, q)
 				want := model.Decide(m.now, q)
-				if got != want {
+				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("%+v:\nscript %+v\nmodel  %+v", q, got, want)
 				}
 				return got

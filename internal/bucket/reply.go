@@ -14,40 +14,62 @@ import (
 // with values out of range. Such a reply is never taken as a decision.
 var ErrBadReply = errors.New("malformed reply from redis")
 
-// replyVals are the integers of one script reply, at the indexes lua.Reply* names.
+// replyVals are the first integers of one script reply, at the indexes lua.Reply* names.
 type replyVals [lua.ReplyLen]int64
 
-// replyInts checks that reply is exactly lua.ReplyLen integers and returns them.
-func replyInts(reply []rueidis.RedisMessage) (replyVals, error) {
+// peek reports whether q is a peek: the script's reply to it has lua.ReplyPerRule more
+// integers per rule.
+func peek(q bucketgate.Request) bool { return q.Op == bucketgate.OpCheck && q.Cost == 0 }
+
+// replyInts checks that reply is exactly the integers the script answers q with:
+// lua.ReplyLen, and for a peek lua.ReplyPerRule more per rule. It returns the first
+// lua.ReplyLen, and a peek's others.
+func replyInts(reply []rueidis.RedisMessage, q bucketgate.Request) (replyVals, []int64, error) {
 	var vals replyVals
-	if len(reply) != lua.ReplyLen {
-		return vals, fmt.Errorf("%w: %d elements, want %d", ErrBadReply, len(reply), lua.ReplyLen)
+	want := lua.ReplyLen
+	if peek(q) {
+		want += lua.ReplyPerRule * len(q.Rules)
+	}
+	if len(reply) != want {
+		return vals, nil, fmt.Errorf("%w: %d elements, want %d", ErrBadReply, len(reply), want)
+	}
+	var rest []int64
+	if want > lua.ReplyLen {
+		rest = make([]int64, want-lua.ReplyLen)
 	}
 	for i := range reply {
 		v, err := reply[i].ToInt64()
 		if err != nil {
-			return vals, fmt.Errorf("%w: element %d is not an integer: %w", ErrBadReply, i, err)
+			return vals, nil, fmt.Errorf("%w: element %d is not an integer: %w", ErrBadReply, i, err)
 		}
-		vals[i] = v
+		if i < lua.ReplyLen {
+			vals[i] = v
+		} else {
+			rest[i-lua.ReplyLen] = v
+		}
 	}
-	return vals, nil
+	return vals, rest, nil
 }
 
 // flag returns the field of flags at shift, bits wide.
 func flag(flags int64, shift, bits int) int64 { return flags >> shift & (1<<bits - 1) }
 
+// maxWindowMillis is the longest a quota's window can last, in milliseconds: a month of
+// 31 days.
+const maxWindowMillis = 31 * 24 * 3600 * 1000
+
 // decodeReply turns the script's integers into a Decision for q, checking every value
-// against what the script can return for q.
-func decodeReply(vals replyVals, q bucketgate.Request) (bucketgate.Decision, error) {
+// against what the script can return for q: vals, and a peek's rules' figures (rest).
+func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate.Decision, error) {
 	flags := vals[lua.ReplyFlags]
-	if flags < 0 {
-		return bucketgate.Decision{}, fmt.Errorf("%w: flags %d below zero", ErrBadReply, flags)
+	if flags < 0 || flags>>lua.FlagsReservedShift != 0 {
+		return bucketgate.Decision{}, fmt.Errorf("%w: flags %d below zero or with reserved bits", ErrBadReply, flags)
 	}
 	allowed := flag(flags, lua.FlagsAllowedShift, lua.FlagsAllowedBits)
 	binding := flag(flags, lua.FlagsBindingShift, lua.FlagsBindingBits)
 	waitRule := flag(flags, lua.FlagsWaitRuleShift, lua.FlagsWaitRuleBits)
 	denials := flag(flags, lua.FlagsDenialsShift, lua.FlagsDenialsBits)
-	remaining := flags >> lua.FlagsRemainingShift
+	remaining := flag(flags, lua.FlagsRemainingShift, lua.FlagsRemainingBits)
 	wait, reset, now := vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow]
 	n := int64(len(q.Rules))
 	maxWait := bucketgate.MaxFillTime.Milliseconds() + 1
@@ -63,7 +85,7 @@ func decodeReply(vals replyVals, q bucketgate.Request) (bucketgate.Decision, err
 		return bucketgate.Decision{}, fmt.Errorf("%w: allowed is %d for a %v", ErrBadReply, allowed, q.Op)
 	case binding == 0 && shadow != 1<<n-1, binding != 0 && !enforced(binding):
 		return bucketgate.Decision{}, fmt.Errorf("%w: binding rule %d, want an enforced rule from 1 to %d", ErrBadReply, binding, n)
-	case binding != 0 && remaining > q.Rules[binding-1].Capacity || binding == 0 && remaining != 0:
+	case binding != 0 && remaining > q.Rules[binding-1].Max() || binding == 0 && remaining != 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: remaining %d out of range", ErrBadReply, remaining)
 	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0, q.Op != bucketgate.OpCheck && wait != 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: wait %d ms with allowed %d for a %v", ErrBadReply, wait, allowed, q.Op)
@@ -76,5 +98,26 @@ func decodeReply(vals replyVals, q bucketgate.Request) (bucketgate.Decision, err
 	case denials&^shadow != 0, denials != 0 && (allowed == 0 || q.Op != bucketgate.OpCheck || q.Cost == 0):
 		return bucketgate.Decision{}, fmt.Errorf("%w: shadow denials %b for shadow rules %b, allowed %d", ErrBadReply, denials, shadow, allowed)
 	}
-	return newDecision(q, allowed == 1, int(binding-1), remaining, wait, reset, now, int(waitRule-1), bucketgate.RuleSet(denials)), nil
+	d := newDecision(q, allowed == 1, int(binding-1), remaining, wait, reset, now, int(waitRule-1), bucketgate.RuleSet(denials))
+	if rest == nil {
+		return d, nil
+	}
+	if allowed != 1 {
+		return bucketgate.Decision{}, fmt.Errorf("%w: a peek denied", ErrBadReply)
+	}
+	d.Rules = make([]bucketgate.RuleState, len(q.Rules))
+	for i, r := range q.Rules {
+		left, full := rest[lua.ReplyRuleLeft(i)-lua.ReplyLen], rest[lua.ReplyRuleReset(i)-lua.ReplyLen]
+		var bad bool
+		if r.IsQuota() {
+			bad = left < 0 || left > r.Limit || full < 1 || full > maxWindowMillis
+		} else {
+			bad = left < 0 || left > r.Capacity || full < 0 || full > maxWait || (left == r.Capacity) != (full == 0)
+		}
+		if bad {
+			return bucketgate.Decision{}, fmt.Errorf("%w: rule %d (%s) left %d, full in %d ms", ErrBadReply, i+1, r.Name, left, full)
+		}
+		d.Rules[i] = bucketgate.RuleState{Remaining: left, ResetAfter: millisToDuration(full)}
+	}
+	return d, nil
 }

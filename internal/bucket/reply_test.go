@@ -2,6 +2,7 @@ package bucket
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -71,14 +72,14 @@ func reply(allowed, binding, remaining, wait, reset, now, waitRule int64, denial
 // checkDecode decodes vals for q and compares the outcome with want or the error err.
 func checkDecode(t *testing.T, q bucketgate.Request, vals replyVals, want bucketgate.Decision, err string) {
 	t.Helper()
-	got, gotErr := decodeReply(vals, q)
+	got, gotErr := decodeReply(vals, nil, q)
 	if err != "" {
 		if !errors.Is(gotErr, ErrBadReply) || !contains(gotErr, err) {
 			t.Fatalf("err = %v, want ErrBadReply mentioning %q", gotErr, err)
 		}
 		return
 	}
-	if gotErr != nil || got != want {
+	if gotErr != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v, %v\nwant %+v", got, gotErr, want)
 	}
 }
@@ -152,7 +153,7 @@ func TestReplyInts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := replyInts(tt.reply)
+			_, _, err := replyInts(tt.reply, twoRules)
 			if (tt.err == "") != (err == nil) || tt.err != "" && (!errors.Is(err, ErrBadReply) || !contains(err, tt.err)) {
 				t.Fatalf("err = %v, want %q", err, tt.err)
 			}
@@ -160,11 +161,12 @@ func TestReplyInts(t *testing.T) {
 	}
 }
 
-// FuzzDecodeReply: any four integers decode to a consistent Decision or ErrBadReply,
-// never a panic.
+// FuzzDecodeReply: any four integers, and a peek's two per rule, decode to a
+// consistent Decision or ErrBadReply, never a panic.
 func FuzzDecodeReply(f *testing.F) {
-	seed := func(shape uint8, vals replyVals) {
-		f.Add(vals[lua.ReplyFlags], vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow], shape)
+	seed := func(shape uint8, vals replyVals, rest ...int64) {
+		rest = append(rest, 0, 0, 0, 0)
+		f.Add(vals[lua.ReplyFlags], vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow], rest[0], rest[1], rest[2], rest[3], shape)
 	}
 	seed(2, reply(1, 1, 9, 0, 1000, nowUS, 0))
 	seed(2, reply(1, 1, 0, 86, 1000, nowUS, 2))
@@ -172,10 +174,15 @@ func FuzzDecodeReply(f *testing.F) {
 	seed(2+3*4, reply(1, 1, 9, 0, 1000, nowUS, 0, 2))
 	seed(1+3*8, reply(1, 0, 0, 0, 0, nowUS, 0, 1))
 	seed(2+3*1, reply(1, 1, 10, 0, 0, nowUS, 0))
+	seed(2+36, reply(0, 2, 0, 86400, 86_400_000, nowUS, 2))                // a quota binds
+	seed(2+72, reply(1, 1, 9, 0, 1000, nowUS, 0), 9, 1000, 1000, 0)        // a peek
+	seed(2+36+72, reply(1, 1, 9, 0, 1000, nowUS, 0), 9, 1000, 995, 864000) // a peek at a quota
 	seed(0, replyVals{-1, -1, -1, -1})
-	f.Fuzz(func(t *testing.T, flags, wait, reset, now int64, shape uint8) {
+	f.Fuzz(func(t *testing.T, flags, wait, reset, now, left1, full1, left2, full2 int64, shape uint8) {
 		// shape picks the request: how many rules (0 to 2), its operation (check,
-		// refund, reset) and which rules are shadow (2 bits).
+		// refund, reset), which rules are shadow (2 bits), whether the second rule is a
+		// quota, and whether a check is a peek (its reply then has left and full for
+		// each rule).
 		q := twoRules
 		q.Rules = slices.Clone(q.Rules[:int(shape)%3])
 		q.Op = bucketgate.Op(shape / 3 % 3)
@@ -185,8 +192,15 @@ func FuzzDecodeReply(f *testing.F) {
 		for i := range q.Rules {
 			q.Rules[i].Shadow = shape/9&(1<<i) != 0
 		}
+		if len(q.Rules) == 2 && shape/36%2 == 1 {
+			q.Rules[1] = bucketgate.Rule{Name: "monthly", Limit: 1000, Period: bucketgate.PeriodMonth, Shadow: q.Rules[1].Shadow}
+		}
+		var rest []int64
+		if q.Op == bucketgate.OpCheck && shape/72%2 == 1 {
+			q.Cost, rest = 0, []int64{left1, full1, left2, full2}[:2*len(q.Rules)]
+		}
 		vals := replyVals{flags, wait, reset, now}
-		d, err := decodeReply(vals, q)
+		d, err := decodeReply(vals, rest, q)
 		if err != nil {
 			if !errors.Is(err, ErrBadReply) {
 				t.Fatalf("error does not wrap ErrBadReply: %v", err)
@@ -201,6 +215,14 @@ func FuzzDecodeReply(f *testing.F) {
 		for i, r := range q.Rules {
 			if d.ShadowLimited.Has(i) && (!r.Shadow || !d.Allowed) || r.Name == d.Rule && r.Shadow {
 				t.Fatalf("shadow rules %+v in decision %+v from %v", q.Rules, d, vals)
+			}
+		}
+		if (rest != nil) != (d.Rules != nil) || len(d.Rules) != len(rest)/2 {
+			t.Fatalf("rules %+v from %v for %+v", d.Rules, rest, q)
+		}
+		for i, st := range d.Rules {
+			if st.Remaining < 0 || st.Remaining > q.Rules[i].Max() || st.ResetAfter < 0 || q.Rules[i].IsQuota() && st.ResetAfter == 0 {
+				t.Fatalf("rule %d: %+v from %v for %+v", i, st, rest, q.Rules[i])
 			}
 		}
 	})
@@ -228,7 +250,7 @@ func FuzzReplyInts(f *testing.F) {
 				reply = append(reply, mock.RedisArray(mock.RedisInt64(v)))
 			}
 		}
-		vals, err := replyInts(reply)
+		vals, _, err := replyInts(reply, twoRules)
 		if err != nil {
 			if !errors.Is(err, ErrBadReply) {
 				t.Fatalf("error does not wrap ErrBadReply: %v", err)
@@ -252,7 +274,46 @@ func TestFlagsHoldEveryRule(t *testing.T) {
 	if lua.FlagsDenialsShift+lua.FlagsDenialsBits != lua.FlagsRemainingShift || lua.FlagsBindingShift+lua.FlagsBindingBits != lua.FlagsWaitRuleShift {
 		t.Error("the flags' fields overlap or leave gaps")
 	}
-	if int64(bucketgate.MaxCapacity)<<lua.FlagsRemainingShift >= 1<<53 {
-		t.Errorf("remaining %d does not fit a double exactly once shifted by %d", bucketgate.MaxCapacity, lua.FlagsRemainingShift)
+	if bucketgate.MaxCapacity >= 1<<lua.FlagsRemainingBits || lua.FlagsRemainingShift+lua.FlagsRemainingBits != lua.FlagsReservedShift {
+		t.Errorf("remaining %d does not fit its %d bits, or they overlap the reserved ones", bucketgate.MaxCapacity, lua.FlagsRemainingBits)
+	}
+	if lua.FlagsReservedShift+6 > 53 {
+		t.Errorf("the reserved bits from %d reach past 2^53, the exact integers of a double", lua.FlagsReservedShift)
+	}
+}
+
+// A peek's reply carries every rule's state, each held to what the script can answer.
+func TestDecodePeek(t *testing.T) {
+	q := bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{
+		{Name: "burst", Capacity: 10, RefillPerSecond: 1},
+		{Name: "monthly", Limit: 1000, Period: bucketgate.PeriodMonth, Shadow: true},
+	}}
+	vals := reply(1, 1, 7, 0, 3000, nowUS, 0)
+	d, err := decodeReply(vals, []int64{7, 3000, 990, 86_400_000}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bucketgate.RuleState{{Remaining: 7, ResetAfter: 3 * time.Second}, {Remaining: 990, ResetAfter: 24 * time.Hour}}
+	if !reflect.DeepEqual(d.Rules, want) {
+		t.Fatalf("rules %+v, want %+v", d.Rules, want)
+	}
+	for _, tc := range []struct {
+		name string
+		rest []int64
+	}{
+		{"tokens above capacity", []int64{11, 0, 990, 1}},
+		{"a full bucket not full", []int64{10, 5, 990, 1}},
+		{"a bucket full in no time, short", []int64{9, 0, 990, 1}},
+		{"a quota's window that has ended", []int64{7, 3000, 990, 0}},
+		{"room above the limit", []int64{7, 3000, 1001, 1}},
+		{"negative room", []int64{7, 3000, -1, 1}},
+	} {
+		if _, err := decodeReply(vals, tc.rest, q); !errors.Is(err, ErrBadReply) {
+			t.Errorf("%s: %v, want ErrBadReply", tc.name, err)
+		}
+	}
+	four := []rueidis.RedisMessage{mock.RedisInt64(1), mock.RedisInt64(0), mock.RedisInt64(0), mock.RedisInt64(nowUS)}
+	if _, _, err := replyInts(four, q); !errors.Is(err, ErrBadReply) || !contains(err, "4 elements, want 8") {
+		t.Errorf("a peek's reply of four: %v, want ErrBadReply", err)
 	}
 }

@@ -13,6 +13,7 @@ func TestScriptCall(t *testing.T) {
 	tests := []struct {
 		name     string
 		q        bucketgate.Request
+		usage    int
 		wantKey  string
 		wantArgs []string
 	}{
@@ -50,6 +51,39 @@ func TestScriptCall(t *testing.T) {
 			wantArgs: []string{"reset", "burst:tokens", "burst:ts", "10", "1"},
 		},
 		{
+			name: "quotas of every period, shadow",
+			q: bucketgate.Request{Identity: "t", Cost: 1, Rules: []bucketgate.Rule{
+				{Name: "daily", Limit: 100, Period: bucketgate.PeriodDay},
+				{Name: "weekly", Limit: 500, Period: bucketgate.PeriodWeek, Shadow: true},
+				{Name: "monthly", Limit: 1000, Period: bucketgate.PeriodMonth},
+				{Name: "billing", Limit: 1000, Period: bucketgate.PeriodMonth, Anchor: 28},
+			}},
+			wantKey: "bg:{t}",
+			wantArgs: []string{"daily:used", "daily:end", "weekly:used", "weekly:end", "monthly:used", "monthly:end", "billing:used", "billing:end",
+				"100", "-1", "-500", "-7", "1000", "-101", "1000", "-128"},
+		},
+		{
+			name:     "usage: the operation, even of cost 1, then the days kept; the archive's key",
+			q:        bucketgate.Request{Identity: "tenant-42", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}, Cost: 1},
+			usage:    35,
+			wantKey:  "bg:{tenant-42} bg:{tenant-42}:usage",
+			wantArgs: []string{"1", "35", "burst:tokens", "burst:ts", "10", "1"},
+		},
+		{
+			name:     "usage: a peek counts none",
+			q:        bucketgate.Request{Identity: "tenant-42", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}},
+			usage:    35,
+			wantKey:  "bg:{tenant-42}",
+			wantArgs: []string{"0", "burst:tokens", "burst:ts", "10", "1"},
+		},
+		{
+			name:     "usage: a refund counts none",
+			q:        bucketgate.Request{Identity: "t", Op: bucketgate.OpRefund, Cost: 2, Rules: []bucketgate.Rule{{Name: "q", Limit: 10, Period: bucketgate.PeriodWeek}}},
+			usage:    400,
+			wantKey:  "bg:{t}",
+			wantArgs: []string{"-2", "q:used", "q:end", "10", "-7"},
+		},
+		{
 			name:     "identity longer than the stack buffer",
 			q:        bucketgate.Request{Identity: long, Rules: []bucketgate.Rule{{Name: "r", Capacity: bucketgate.MaxCapacity, RefillPerSecond: 1e9}}, Cost: bucketgate.MaxCapacity},
 			wantKey:  Key(long),
@@ -58,9 +92,9 @@ func TestScriptCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key, args := scriptCall(tt.q, new([maxArgs]string))
-			if key != tt.wantKey {
-				t.Errorf("key = %q, want %q", key, tt.wantKey)
+			keys, args := scriptCall(tt.q, tt.usage, new(scriptArgs))
+			if got := strings.Join(keys, " "); got != tt.wantKey {
+				t.Errorf("keys = %q, want %q", got, tt.wantKey)
 			}
 			if !slices.Equal(args, tt.wantArgs) {
 				t.Errorf("args = %q, want %q", args, tt.wantArgs)

@@ -65,3 +65,27 @@ func TestOperatorAccountBadName(t *testing.T) {
 		}
 	}
 }
+
+// The usage of a key of an account is its account's, which every key of it counts in; an
+// account made from a lone key counts in that key's. The answer names the identity read.
+func TestOperatorAccountUsage(t *testing.T) {
+	f, _ := usageFixture(t, 3)
+	member := bucketgate.KeyDigest("member")
+	lone := bucketgate.KeyDigest("lone")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "key:" + member, Account: "acme"},
+		registry.Record{ID: "account:made", Plan: "pro", Buckets: "key:" + lone},
+	))
+	f.invokeOK(t, []byte(`{"identity":"key:`+member+`","cost":2}`))
+	f.invokeOK(t, []byte(`{"identity":"acct:acme"}`))
+	f.invokeOK(t, []byte(`{"identity":"key:`+lone+`","plan":"pro"}`))
+	day := `"from":"2025-03-01","to":"2025-03-01"`
+	for _, tc := range []struct{ payload, want string }{
+		{`{"identity":"key:` + member + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
+		{`{"identity":"acct:acme","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
+		{`{"identity":"acct:made","op":"usage"}`, `{"identity":"key:` + lone + `",` + day + `,"days":[{"date":"2025-03-01","allowed":1,"limited":0,"cost":1}],"total":{"allowed":1,"limited":0,"cost":1}}`},
+	} {
+		assertJSONEqual(t, f.invokeOK(t, []byte(tc.payload)), tc.want)
+	}
+}

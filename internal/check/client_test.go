@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestClientEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := checkapi.Response{Allowed: true, Reason: checkapi.ReasonOK, Limit: 100, Remaining: 99, ResetAfterMS: 20, Rule: "burst", Plan: "pro"}
-	if res != want {
+	if !reflect.DeepEqual(res, want) {
 		t.Fatalf("Check = %+v, want %+v", res, want)
 	}
 

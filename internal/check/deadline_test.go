@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -108,7 +109,7 @@ func TestBatchWithinTheInvocationDeadline(t *testing.T) {
 				t.Fatalf("%s (%v): want %d results", a.out, err, checks)
 			}
 			for i, r := range got.Results {
-				if want := tc.want(i); r != want {
+				if want := tc.want(i); !reflect.DeepEqual(r, want) {
 					t.Fatalf("results[%d] = %+v, want %+v", i, r, want)
 				}
 			}

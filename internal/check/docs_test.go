@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // docPath is the check function's contract; every example in it is replayed here,
@@ -69,6 +71,9 @@ func TestDocExamples(t *testing.T) {
 	f := newFixture(t, client, nil, guard.Options{})
 	stack := newFixture(t, client, nil, guard.Options{})
 	stack.h.OperatorFunction = "bucketgate-operator"
+	for _, h := range []*Handler{f.h, stack.h} { // usage counted, as the functions count it by default
+		h.Guard, h.UsageDays = guard.New(bucket.New(client, bucket.Usage(settings.DefaultUsageDays)), guard.Options{Timeout: testTimeout}), settings.DefaultUsageDays
+	}
 	example, err := os.ReadFile(goExamplePath)
 	if err != nil {
 		t.Fatal(err)

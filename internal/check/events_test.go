@@ -15,7 +15,7 @@ func TestEvents(t *testing.T) {
 		wantErr bool
 	}{
 		{"check-single.json", `{"allowed":true,"reason":"ok","limit":100,"remaining":99,"retryAfterMs":0,"resetAfterMs":20,"rule":"burst","plan":"pro"}`, false},
-		{"check-peek.json", `{"allowed":true,"reason":"ok","limit":100,"remaining":100,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"pro"}`, false},
+		{"check-peek.json", `{"allowed":true,"reason":"ok","limit":100,"remaining":100,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"pro","rules":[{"name":"burst","limit":100,"remaining":100,"resetAfterMs":0}]}`, false},
 		{"check-batch.json", `{"results":[
 			{"allowed":true,"reason":"ok","limit":100,"remaining":99,"retryAfterMs":0,"resetAfterMs":20,"rule":"burst","plan":"pro"},
 			{"allowed":true,"reason":"ok","limit":60,"remaining":56,"retryAfterMs":0,"resetAfterMs":345600,"rule":"minute","plan":""},

@@ -28,6 +28,10 @@ type Guard interface {
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]guard.Result, error)
 	// Fallback answers by the failure policy when the registry failed.
 	Fallback(q bucketgate.Request, f guard.Failure, err error) guard.Result
+	// Usage reads an identity's usage of the UTC days from first's to last's.
+	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
+	// Time reads Redis's clock: what today is for usage.
+	Time(ctx context.Context) (time.Time, error)
 }
 
 // Metrics writes the metrics of one invocation; *telemetry.Emitter is one.
@@ -55,6 +59,9 @@ type Handler struct {
 	Log *slog.Logger
 	// Now reads the clock for the metrics' timestamp.
 	Now func() time.Time
+	// UsageDays is how many UTC days of usage the engine keeps (USAGE_RETENTION_DAYS,
+	// today included): a usage request may ask for those; 0 turns usage requests away.
+	UsageDays int
 	// OperatorFunction, when set, makes this function service-facing: it refuses the
 	// operator's operations (a reset, or any check naming one of the authorizer's
 	// identities) as invalid requests that name this function, which serves them, and
@@ -88,6 +95,9 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		inv.ObserveRefused()
 		h.Log.LogAttrs(ctx, slog.LevelWarn, MsgOperatorRefused, slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
+	}
+	if !batch && checks[0].req.Op == bucketgate.OpUsage {
+		return h.usage(ctx, h.whoseUsage(ctx, v, checks[0], &inv))
 	}
 	if v.Config == nil {
 		unresolved(checks, v.Err)
@@ -158,9 +168,10 @@ func (h *Handler) decide(ctx context.Context, checks []check, batch bool) ([]gua
 	return results, nil
 }
 
-// response is the answer to check c decided as r.
+// response is the answer to check c decided as r: for a peek Redis decided, with the
+// state of every rule.
 func response(c check, r guard.Result) checkapi.Response {
-	return checkapi.Response{
+	res := checkapi.Response{
 		Allowed:      r.Allowed,
 		Reason:       r.Reason,
 		Limit:        r.Limit,
@@ -170,6 +181,19 @@ func response(c check, r guard.Result) checkapi.Response {
 		Rule:         r.Rule,
 		Plan:         c.plan,
 	}
+	if len(r.Rules) != len(c.req.Rules) {
+		return res
+	}
+	res.Rules = make([]checkapi.RuleStatus, len(r.Rules))
+	for i, rule := range c.req.Rules {
+		st := r.Rules[i]
+		res.Rules[i] = checkapi.RuleStatus{Name: rule.Name, Period: rule.Period, Limit: rule.Max(), Remaining: st.Remaining,
+			ResetAfterMS: st.ResetAfter.Milliseconds(), Shadow: rule.Shadow}
+		if rule.IsQuota() { // the window ends on a whole second; the wait was rounded up to the millisecond
+			res.Rules[i].WindowEnd = r.At.Add(st.ResetAfter).Truncate(time.Second).UTC().Format(time.RFC3339)
+		}
+	}
+	return res
 }
 
 // invalidRequest is the function error of an invalid request: the Lambda runtime

@@ -63,7 +63,7 @@ func TestPeekWritesNothing(t *testing.T) {
 	key := bucket.Key(identityPrefix + "tenant-42")
 	peek := samples.Read(t, "check-peek.json")
 
-	assertJSONEqual(t, f.invokeOK(t, peek), `{"allowed":true,"reason":"ok","limit":100,"remaining":100,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"pro"}`)
+	assertJSONEqual(t, f.invokeOK(t, peek), `{"allowed":true,"reason":"ok","limit":100,"remaining":100,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"pro","rules":[{"name":"burst","limit":100,"remaining":100,"resetAfterMs":0}]}`)
 	if mr.Exists(key) {
 		t.Fatalf("a peek on a new bucket wrote %s", key)
 	}
@@ -72,7 +72,7 @@ func TestPeekWritesNothing(t *testing.T) {
 		f.invokeOK(t, samples.Read(t, "check-single.json"))
 	}
 	before, ttl := hash(t, mr, key), mr.TTL(key)
-	assertJSONEqual(t, f.invokeOK(t, peek), `{"allowed":true,"reason":"ok","limit":100,"remaining":97,"retryAfterMs":0,"resetAfterMs":60,"rule":"burst","plan":"pro"}`)
+	assertJSONEqual(t, f.invokeOK(t, peek), `{"allowed":true,"reason":"ok","limit":100,"remaining":97,"retryAfterMs":0,"resetAfterMs":60,"rule":"burst","plan":"pro","rules":[{"name":"burst","limit":100,"remaining":97,"resetAfterMs":60}]}`)
 	if after := hash(t, mr, key); !maps.Equal(before, after) || mr.TTL(key) != ttl {
 		t.Fatalf("a peek changed %s: %v (ttl %v) became %v (ttl %v)", key, before, ttl, after, mr.TTL(key))
 	}

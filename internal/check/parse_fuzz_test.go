@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -34,6 +35,14 @@ func FuzzParse(f *testing.F) {
 		`{"identity":"key:0123456789abcdef0123456789abcdef","op":"reset"}`, `{"identity":"ip:2001:db8::/64","cost":0}`,
 		`{"key":"\ud800"}`, `{"key":"\udc00x"}`, `{"key":"\ud83d\ude00"}`, `{"key":"\ufffd"}`, "{\"key\":\"\xff\"}",
 		`{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1,"shadow":true}]}`,
+		`{"key":"a","rules":[{"name":"m","limit":1000,"period":"month","anchor":28},{"name":"d","limit":5,"period":"day","shadow":true}],"cost":5}`,
+		`{"key":"a","rules":[{"name":"w","limit":1,"period":"week"}],"op":"refund","cost":1}`,
+		`{"key":"a","rules":[{"name":"m","limit":1,"period":"month","anchor":0}]}`,
+		`{"key":"a","rules":[{"name":"m","limit":1,"period":"year"}]}`,
+		`{"key":"a","rules":[{"name":"m","capacity":1,"refillPerSecond":1,"limit":1,"period":"day"}]}`,
+		`{"key":"a","op":"usage"}`, `{"key":"a","op":"usage","from":"2026-11-01","to":"2026-11-25"}`,
+		`{"identity":"tenant:a","op":"usage","to":"2026-02-29"}`, `{"key":"a","op":"usage","from":"2026-11-25T00:00:00Z"}`,
+		`{"checks":[{"key":"a","op":"usage"}]}`, `{"key":"a","from":"2026-11-01"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -61,6 +70,20 @@ func FuzzParse(f *testing.F) {
 				if c.req.Rules = plans.DefaultPlan().Rules; fits("cost", c.req.Cost, c.req.Op, c.req.Rules) != nil {
 					continue // resolveTenants refuses it, naming the cost
 				}
+			}
+			if c.req.Op == bucketgate.OpUsage {
+				for _, day := range []string{c.from, c.to} {
+					if _, err := parseDay(day); day != "" && err != nil {
+						t.Fatalf("a usage request from %q to %q of %q: %v", c.from, c.to, payload, err)
+					}
+				}
+				if batch || c.req.Rules != nil || c.req.Cost != 0 {
+					t.Fatalf("a usage request with rules %v or cost %d, batch %v: %q", c.req.Rules, c.req.Cost, batch, payload)
+				}
+				continue
+			}
+			if c.from != "" || c.to != "" {
+				t.Fatalf("checks[%d]: days %q to %q with op %v: %q", i, c.from, c.to, c.req.Op, payload)
 			}
 			if err := c.req.Validate(); err != nil {
 				t.Fatalf("checks[%d] of %q is invalid: %v", i, payload, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -25,15 +26,17 @@ const (
 	fieldPlan     = "plan"
 	fieldRules    = "rules"
 	fieldCost     = "cost"
+	fieldFrom     = "from"
+	fieldTo       = "to"
 	fieldChecks   = "checks"
 )
 
 // checkFields and ruleFields are the members a check and an inline rule may have;
 // payloadFields those of the payload (one check, or checks).
 var (
-	checkFields   = []string{fieldKey, fieldIdentity, fieldOp, fieldPlan, fieldRules, fieldCost}
+	checkFields   = []string{fieldKey, fieldIdentity, fieldOp, fieldPlan, fieldRules, fieldCost, fieldFrom, fieldTo}
 	payloadFields = append(slices.Clone(checkFields), fieldChecks)
-	ruleFields    = []string{"name", "capacity", "refillPerSecond", "shadow"}
+	ruleFields    = []string{"name", "capacity", "refillPerSecond", "limit", "period", "anchor", "shadow"}
 )
 
 // Plans finds the rules of a check that names no inline rules; *config.Config is one.
@@ -69,6 +72,8 @@ type check struct {
 	// lookupErr is why the registry could not say who the identity is: the check is
 	// then answered by the failure policy.
 	lookupErr error
+	// from and to are a usage request's days as given (OpUsage): "" when left out.
+	from, to string
 }
 
 // parse reads and validates a whole payload: one check, or a batch of them (batch
@@ -106,6 +111,9 @@ func parse(payload []byte, plans Plans, sources identity.Resolver) (checks []che
 		if checks[i], err = parseCheck(path, m, plans, sources); err != nil {
 			return nil, true, err
 		}
+		if checks[i].req.Op == bucketgate.OpUsage {
+			return nil, true, fmt.Errorf("%s: %s is a report, not a check: send it alone, not in a batch", field(path, fieldOp), checkapi.OpUsage)
+		}
 	}
 	return checks, true, nil
 }
@@ -136,6 +144,14 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 		return check{}, err
 	}
 	c.req.Op = op
+	if op == bucketgate.OpUsage {
+		return parseUsage(path, m, c)
+	}
+	for _, name := range []string{fieldFrom, fieldTo} {
+		if m[name] != nil {
+			return check{}, fmt.Errorf("%s: only with op %s: a usage report's first and last day", field(path, name), checkapi.OpUsage)
+		}
+	}
 	switch {
 	case m[fieldPlan] != nil && m[fieldRules] != nil:
 		return check{}, fmt.Errorf("%s: not with %s: give a plan or inline rules, not both", field(path, fieldRules), fieldPlan)
@@ -156,9 +172,7 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 		p := plans.DefaultPlan()
 		c.plan, c.req.Rules = p.Name, p.Rules
 	}
-	// A plan or rules given for an API key or an account: the registry says whose
-	// buckets they are.
-	c.follow = c.explicit && !c.tenant && (strings.HasPrefix(c.req.Identity, bucketgate.KeyPrefix) || strings.HasPrefix(c.req.Identity, bucketgate.AccountPrefix))
+	c.follow = !c.tenant && follows(c)
 	if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], op, c.req.Rules); err != nil {
 		return check{}, err
 	}
@@ -169,6 +183,49 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 		return check{}, fmt.Errorf("%s: %w", where(path), err)
 	}
 	return c, nil
+}
+
+// follows reports whether the registry says whose buckets (and usage) c's identity
+// spends: an API key's or an account's named on the operator's path (a key of an
+// account spends its account's).
+func follows(c check) bool {
+	return c.explicit && (strings.HasPrefix(c.req.Identity, bucketgate.KeyPrefix) || strings.HasPrefix(c.req.Identity, bucketgate.AccountPrefix))
+}
+
+// parseUsage completes c, a usage request at path with members m: its days as given
+// (read and checked against today when it is answered), and nothing a check has.
+func parseUsage(path string, m map[string][]byte, c check) (check, error) {
+	c.follow = follows(c)
+	for _, name := range []string{fieldPlan, fieldRules, fieldCost} {
+		if m[name] != nil {
+			return check{}, fmt.Errorf("%s: not with op %s: a usage report counts every check of the identity, whatever its rules", field(path, name), checkapi.OpUsage)
+		}
+	}
+	var err error
+	for _, d := range []struct {
+		name string
+		day  *string
+	}{{fieldFrom, &c.from}, {fieldTo, &c.to}} {
+		if m[d.name] == nil {
+			continue
+		}
+		if *d.day, err = stringValue(field(path, d.name), m[d.name]); err != nil {
+			return check{}, err
+		}
+		if _, err := parseDay(*d.day); err != nil {
+			return check{}, fmt.Errorf("%s: %w", field(path, d.name), err)
+		}
+	}
+	return c, nil
+}
+
+// parseDay reads a day written YYYY-MM-DD, exactly (no other spelling of it).
+func parseDay(s string) (time.Time, error) {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil || t.Format(time.DateOnly) != s {
+		return time.Time{}, fmt.Errorf("%.40q: want a day as YYYY-MM-DD, such as 2026-11-25", s)
+	}
+	return t, nil
 }
 
 func parseKey(path string, raw []byte) (string, error) {
@@ -244,7 +301,11 @@ func parseRule(path string, raw []byte) (bucketgate.Rule, error) {
 	if err != nil {
 		return bucketgate.Rule{}, err
 	}
-	for _, name := range ruleFields[:3] { // shadow is optional
+	required := []string{"name", "capacity", "refillPerSecond"}
+	if m["period"] != nil || m["limit"] != nil || m["anchor"] != nil {
+		required = []string{"name", "limit", "period"} // a quota
+	}
+	for _, name := range required {
 		if m[name] == nil {
 			return bucketgate.Rule{}, fmt.Errorf("%s: missing", field(path, name))
 		}
@@ -253,11 +314,22 @@ func parseRule(path string, raw []byte) (bucketgate.Rule, error) {
 	if r.Name, err = stringValue(field(path, "name"), m["name"]); err != nil {
 		return r, err
 	}
-	if r.Capacity, err = wholeValue(field(path, "capacity"), m["capacity"], "a whole number of tokens"); err != nil {
-		return r, err
-	}
-	if r.RefillPerSecond, err = numberValue(field(path, "refillPerSecond"), m["refillPerSecond"]); err != nil {
-		return r, err
+	if m["period"] != nil {
+		if r, err = parseQuota(path, m, r); err != nil {
+			return r, err
+		}
+	} else {
+		for _, name := range []string{"limit", "anchor"} {
+			if m[name] != nil {
+				return r, fmt.Errorf("%s: a bucket's (it has no period): a quota has a limit, a period and perhaps an anchor; a bucket, a capacity and a refillPerSecond", field(path, name))
+			}
+		}
+		if r.Capacity, err = wholeValue(field(path, "capacity"), m["capacity"], "a whole number of tokens"); err != nil {
+			return r, err
+		}
+		if r.RefillPerSecond, err = numberValue(field(path, "refillPerSecond"), m["refillPerSecond"]); err != nil {
+			return r, err
+		}
 	}
 	if m["shadow"] != nil {
 		if r.Shadow, err = boolValue(field(path, "shadow"), m["shadow"]); err != nil {
@@ -266,6 +338,40 @@ func parseRule(path string, raw []byte) (bucketgate.Rule, error) {
 	}
 	if err := r.Validate(); err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// parseQuota reads the quota r at path from its members m: its limit, period and anchor.
+func parseQuota(path string, m map[string][]byte, r bucketgate.Rule) (bucketgate.Rule, error) {
+	for _, name := range []string{"capacity", "refillPerSecond"} {
+		if m[name] != nil {
+			return r, fmt.Errorf("%s: a quota's (it has a period): a quota has a limit, a period and perhaps an anchor; a bucket, a capacity and a refillPerSecond", field(path, name))
+		}
+	}
+	name, err := stringValue(field(path, "period"), m["period"])
+	if err != nil {
+		return r, err
+	}
+	var ok bool
+	if r.Period, ok = bucketgate.ParsePeriod(name); !ok {
+		return r, fmt.Errorf("%s: %.20q: want day, week or month", field(path, "period"), name)
+	}
+	if r.Limit, err = wholeValue(field(path, "limit"), m["limit"], "a whole number of tokens"); err != nil {
+		return r, err
+	}
+	if m["anchor"] != nil {
+		want := fmt.Sprintf("a day of the month from 1 to %d", bucketgate.MaxAnchor)
+		anchor, err := wholeValue(field(path, "anchor"), m["anchor"], want)
+		switch {
+		case err != nil:
+			return r, err
+		case r.Period != bucketgate.PeriodMonth:
+			return r, fmt.Errorf("%s: %d with period %s: only a monthly quota has an anchor", field(path, "anchor"), anchor, r.Period)
+		case anchor < 1 || anchor > bucketgate.MaxAnchor:
+			return r, fmt.Errorf("%s: %d: want %s", field(path, "anchor"), anchor, want)
+		}
+		r.Anchor = uint8(anchor)
 	}
 	return r, nil
 }
@@ -299,11 +405,11 @@ func parseCost(path string, raw []byte, op bucketgate.Op, rules []bucketgate.Rul
 func fits(path string, cost int64, op bucketgate.Op, rules []bucketgate.Rule) error {
 	for _, r := range rules {
 		switch {
-		case cost <= r.Capacity:
+		case cost <= r.Max():
 		case op == bucketgate.OpRefund:
-			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: a refund gives back at most a rule's capacity", path, cost, r.Capacity, r.Name)
+			return fmt.Errorf("%s: %d exceeds %s %d of rule %s: a refund gives back at most a rule's %s", path, cost, r.MaxName(), r.Max(), r.Name, r.MaxName())
 		default:
-			return fmt.Errorf("%s: %d exceeds capacity %d of rule %s: it could never be allowed", path, cost, r.Capacity, r.Name)
+			return fmt.Errorf("%s: %d exceeds %s %d of rule %s: it could never be allowed", path, cost, r.MaxName(), r.Max(), r.Name)
 		}
 	}
 	return nil

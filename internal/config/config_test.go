@@ -422,6 +422,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("plans: {a: [{name: b, capacity: 9e99, refill: -1, per: 0s}]}"))
 	f.Add([]byte("defaultPlan: t\nplans: {t: {shadow: true, rules: [{name: b, capacity: 5, refillPerSecond: 1}]}}\nroutes: [{path: /x/../y, shadow: true, rules: [{name: u, capacity: 2, refillPerSecond: 1}]}]"))
 	f.Add([]byte("defaultPlan: p\nplans: {p: &r [{name: b, capacity: 0100, refillPerSecond: 1}], q: *r}"))
+	f.Add([]byte("defaultPlan: p\nplans: {p: [{name: b, capacity: 5, refillPerSecond: 1}, {name: m, limit: 1000, period: month, anchor: 15}]}\nroutes: [{path: /r, cost: 5, rules: [{name: w, limit: 50, period: week}]}]"))
+	f.Add([]byte("defaultPlan: p\nplans: {p: [{name: m, limit: 0, period: day, anchor: 0}], q: [{name: m, capacity: 1, refillPerSecond: 1}]}"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		c, err := config.Parse(doc)
 		if err != nil {

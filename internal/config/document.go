@@ -47,12 +47,14 @@ type PlanSpec struct {
 	Shadow bool `yaml:"shadow"`
 }
 
-// RuleSpec is a rule as written: a rate either as refillPerSecond, or as refill tokens
-// per period ("second", "minute", "hour", "day", or a Go duration such as "90s").
+// RuleSpec is a rule as written: a token bucket, its rate either as refillPerSecond, or
+// as refill tokens per period ("second", "minute", "hour", "day", or a Go duration such
+// as "90s"); or a quota on the calendar, with a limit, a period and, for a month, an
+// anchor.
 type RuleSpec struct {
-	// Name is the rule's name: with the identity, it names one bucket.
+	// Name is the rule's name: with the identity, it names one bucket (or quota).
 	Name string `yaml:"name"`
-	// Capacity is the burst, in tokens.
+	// Capacity is a bucket's burst, in tokens.
 	Capacity Count `yaml:"capacity"`
 	// RefillPerSecond is the rate in tokens per second; zero when Refill and Per give it.
 	RefillPerSecond float64 `yaml:"refillPerSecond"`
@@ -60,6 +62,14 @@ type RuleSpec struct {
 	Refill float64 `yaml:"refill"`
 	// Per is the period of Refill.
 	Per string `yaml:"per"`
+	// Limit is a quota's most tokens per window, 1 to bucketgate.MaxCapacity.
+	Limit Count `yaml:"limit"`
+	// Period makes the rule a quota: "day" (UTC), "week" (from Monday, UTC) or "month"
+	// (from day Anchor, UTC). Empty for a bucket.
+	Period string `yaml:"period"`
+	// Anchor is the day of the month, 1 to bucketgate.MaxAnchor, on which a monthly
+	// quota's windows begin (the billing day); nil means 1.
+	Anchor *Count `yaml:"anchor"`
 	// Shadow makes the rule a shadow rule (bucketgate.Rule.Shadow): decided, and its bucket
 	// spent, as if it were enforced, but it never denies. False enforces it.
 	Shadow bool `yaml:"shadow"`

@@ -129,6 +129,9 @@ func compile(d Document) (*Config, error) {
 		}
 		c.plans[name] = &Plan{Plan: bucketgate.Plan{Name: name, Rules: rules}}
 	}
+	if err := oneKindPerName(c.plans); err != nil {
+		return nil, err
+	}
 	if d.DefaultPlan == "" {
 		return nil, errorAt("defaultPlan", "required")
 	}
@@ -152,6 +155,32 @@ func compile(d Document) (*Config, error) {
 		}
 	}
 	return c, compileRoutes(c, d.Routes)
+}
+
+// oneKindPerName reports a rule name that is a bucket in one plan and a quota in
+// another: one name is one state of an identity, which a plan change keeps, so plans
+// may give a name other numbers but not another kind.
+func oneKindPerName(plans map[string]*Plan) error {
+	type named struct {
+		path string
+		rule bucketgate.Rule
+	}
+	first := map[string]named{}
+	for _, plan := range sortedKeys(plans) {
+		for i, r := range plans[plan].Rules {
+			path := fmt.Sprintf("plans.%s[%d]", plan, i)
+			prev, ok := first[r.Name]
+			if !ok {
+				first[r.Name] = named{path, r}
+				continue
+			}
+			if !bucketgate.SameKind(prev.rule, r) {
+				return errorAt(path, "rule %s is %s, and %s of %s: a rule name is one bucket or one quota of an identity, so give one of them another name",
+					r.Name, kind(r), kind(prev.rule), prev.path)
+			}
+		}
+	}
+	return nil
 }
 
 // checkPlanName reports a plan name that could not travel in the authorizer context
@@ -196,15 +225,15 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		for j, rule := range rules {
 			path := fmt.Sprintf("%s.rules[%d]", field, j)
 			prev, ok := first[rule.Name]
-			if ok && !sameBucket(prev.rule, rule) {
-				return errorAt(path, "rule %s (%s) has other numbers than %s (%s): a rule name is one bucket of an identity, so give both the same numbers, or this one another name",
+			if ok && !sameRule(prev.rule, rule) {
+				return errorAt(path, "rule %s (%s) has other numbers than %s (%s): a rule name is one bucket (or quota) of an identity, so give both the same numbers, or this one another name",
 					rule.Name, numbers(rule), prev.path, numbers(prev.rule))
 			}
 			if !ok {
 				first[rule.Name] = named{path, rule}
 			}
-			if plan, planRule, ok := c.planRule(rule.Name); ok && !sameBucket(planRule, rule) {
-				return errorAt(path, "rule %s (%s) has other numbers than the rule %s of plans.%s (%s): a rule name is one bucket of an identity, so give the route's rule the plan's numbers, or another name",
+			if plan, planRule, ok := c.planRule(rule.Name); ok && !sameRule(planRule, rule) {
+				return errorAt(path, "rule %s (%s) has other numbers than the rule %s of plans.%s (%s): a rule name is one bucket (or quota) of an identity, so give the route's rule the plan's numbers, or another name",
 					rule.Name, numbers(rule), rule.Name, plan, numbers(planRule))
 			}
 		}
@@ -266,15 +295,41 @@ func (c *Config) planRule(name string) (plan string, r bucketgate.Rule, ok bool)
 	return "", bucketgate.Rule{}, false
 }
 
-// sameBucket reports whether a and b are the same bucket: the same name, capacity and
-// rate. Whether a rule is a shadow rule does not change its bucket.
-func sameBucket(a, b bucketgate.Rule) bool {
-	return a.Name == b.Name && a.Capacity == b.Capacity && a.RefillPerSecond == b.RefillPerSecond
+// sameRule reports whether a and b are the same bucket (the same name, capacity and
+// rate) or the same quota (the same name, limit, period and anchor). Whether a rule is a
+// shadow rule does not change it.
+func sameRule(a, b bucketgate.Rule) bool {
+	a.Shadow, b.Shadow = false, false
+	a.Anchor, b.Anchor = anchor(a), anchor(b)
+	return a == b
 }
 
-// numbers describes a rule's capacity and rate for an error.
+// anchor is r's anchor as it counts: a monthly quota's day, 1 when not given.
+func anchor(r bucketgate.Rule) uint8 {
+	if r.Period == bucketgate.PeriodMonth && r.Anchor == 0 {
+		return 1
+	}
+	return r.Anchor
+}
+
+// numbers describes a rule's numbers for an error: a bucket's capacity and rate, a
+// quota's limit, period and anchor.
 func numbers(r bucketgate.Rule) string {
+	switch {
+	case r.Period == bucketgate.PeriodMonth:
+		return fmt.Sprintf("limit %d a month from day %d", r.Limit, anchor(r))
+	case r.IsQuota():
+		return fmt.Sprintf("limit %d a %v", r.Limit, r.Period)
+	}
 	return fmt.Sprintf("capacity %d, refillPerSecond %v", r.Capacity, r.RefillPerSecond)
+}
+
+// kind names what r is, for an error: a bucket or a quota.
+func kind(r bucketgate.Rule) string {
+	if r.IsQuota() {
+		return "a quota"
+	}
+	return "a bucket"
 }
 
 // merge returns the plan's rules followed by the route's, a route rule that is already
@@ -308,13 +363,44 @@ func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucketgate.Rul
 	return rules, nil
 }
 
-// Rule returns the rule s describes, validated; the error names what is wrong.
+// Rule returns the rule s describes, validated; the error names what is wrong. A spec
+// with a period (or a limit, or an anchor) is a quota, another a bucket.
 func (s RuleSpec) Rule() (bucketgate.Rule, error) {
+	if s.Period != "" || s.Limit != 0 || s.Anchor != nil {
+		return s.quota()
+	}
 	rate, err := s.refillPerSecond()
 	if err != nil {
 		return bucketgate.Rule{}, err
 	}
 	r := bucketgate.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow}
+	if err := r.Validate(); err != nil {
+		return bucketgate.Rule{}, err
+	}
+	return r, nil
+}
+
+// quota returns the quota s describes, validated.
+func (s RuleSpec) quota() (bucketgate.Rule, error) {
+	period, ok := bucketgate.ParsePeriod(s.Period)
+	switch {
+	case s.Period == "":
+		return bucketgate.Rule{}, errors.New("a limit or an anchor without a period: a quota needs period: day, week or month (a bucket has capacity and refillPerSecond instead)")
+	case !ok:
+		return bucketgate.Rule{}, fmt.Errorf("period %q: want day, week or month", s.Period)
+	case s.Capacity != 0 || s.RefillPerSecond != 0 || s.Refill != 0 || s.Per != "":
+		return bucketgate.Rule{}, fmt.Errorf("a quota (period %s) has a limit, not a capacity, refillPerSecond, refill or per", period)
+	case s.Limit == 0:
+		return bucketgate.Rule{}, fmt.Errorf("limit is required for a quota: 1 to %d tokens a %s", bucketgate.MaxCapacity, period)
+	case s.Anchor != nil && period != bucketgate.PeriodMonth:
+		return bucketgate.Rule{}, fmt.Errorf("anchor %d with period %s: only a monthly quota has an anchor", *s.Anchor, period)
+	case s.Anchor != nil && (*s.Anchor < 1 || *s.Anchor > bucketgate.MaxAnchor):
+		return bucketgate.Rule{}, fmt.Errorf("anchor %d: want a day of the month from 1 to %d (every month has it)", *s.Anchor, bucketgate.MaxAnchor)
+	}
+	r := bucketgate.Rule{Name: s.Name, Limit: int64(s.Limit), Period: period, Shadow: s.Shadow}
+	if s.Anchor != nil {
+		r.Anchor = uint8(*s.Anchor)
+	}
 	if err := r.Validate(); err != nil {
 		return bucketgate.Rule{}, err
 	}

@@ -27,6 +27,11 @@ func (c *Config) Override(p *Plan, overrides []bucketgate.Rule) (*Plan, error) {
 	if err := validOwn(overrides, "overrides"); err != nil {
 		return nil, err
 	}
+	for i, r := range overrides {
+		if where, other, ok := c.namesake(p, r.Name); ok && !bucketgate.SameKind(other, r) {
+			return nil, fmt.Errorf("rules[%d]: rule %s is %s, and %s of %s: an override replaces a rule of its kind; give it another name", i, r.Name, kind(r), kind(other), where)
+		}
+	}
 	// Clipped: an append below never writes into p's rules.
 	own := slices.Clip(replace(p.Rules, overrides))
 	for _, r := range overrides { // in the record's order
@@ -93,6 +98,20 @@ func (c *Config) validPlan(q *Plan) (*Plan, error) {
 		}
 	}
 	return q, nil
+}
+
+// namesake returns the rule called name that an override would replace, of p or of a
+// route, and where it is ("the plan", "routes[2]").
+func (c *Config) namesake(p *Plan, name string) (where string, r bucketgate.Rule, ok bool) {
+	if i := slices.IndexFunc(p.Rules, func(r bucketgate.Rule) bool { return r.Name == name }); i >= 0 {
+		return "plan " + p.Name, p.Rules[i], true
+	}
+	for k, rules := range c.routeRules {
+		if i := slices.IndexFunc(rules, func(r bucketgate.Rule) bool { return r.Name == name }); i >= 0 {
+			return fmt.Sprintf("routes[%d]", k), rules[i], true
+		}
+	}
+	return "", bucketgate.Rule{}, false
 }
 
 // replaces reports whether an override called name replaces a rule of p or of a route.

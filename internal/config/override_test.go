@@ -169,6 +169,11 @@ func TestWithKeyRules(t *testing.T) {
 	if l := c.Limits(pro, "GET", "/"); len(l.Rules) != 2 {
 		t.Errorf("the document's plan changed: %+v", l.Rules)
 	}
+	quota := bucketgate.Rule{Name: "monthly", Limit: 50, Period: bucketgate.PeriodMonth, Anchor: 15}
+	p, err := c.WithKeyRules(pro, digest, []bucketgate.Rule{quota})
+	if err != nil || len(p.Rules) != 3 || p.Rules[2].Name != digest+"/monthly" || !p.Rules[2].IsQuota() || p.Rules[2].Limit != 50 {
+		t.Errorf("a key's own quota: %+v, %v", p, err)
+	}
 }
 
 func TestWithKeyRulesErrorsNameTheRule(t *testing.T) {

@@ -24,6 +24,12 @@ func (stubEngine) Decide(_ context.Context, q bucketgate.Request) (bucketgate.De
 	return stubDecision, nil
 }
 
+func (stubEngine) Usage(context.Context, string, time.Time, time.Time) ([]bucketgate.DayUsage, error) {
+	return nil, nil
+}
+
+func (stubEngine) Time(context.Context) (time.Time, error) { return epoch, nil }
+
 func (stubEngine) DecideBatch(_ context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error) {
 	ds, errs := make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
 	for i, q := range qs {

@@ -158,8 +158,9 @@ func index(list []denial, check string) int {
 	return -1
 }
 
-// checkKey is the cost and each rule in order (shadow or not), separated by bytes that
-// Validate allows in no rule name or number.
+// checkKey is the cost and each rule in order (shadow or not; a bucket's capacity and
+// rate, a quota's limit, period and anchor), separated by bytes that Validate allows in
+// no rule name or number.
 func checkKey(q bucketgate.Request) string {
 	var b strings.Builder
 	b.Grow(32*len(q.Rules) + 24)
@@ -171,6 +172,15 @@ func checkKey(q bucketgate.Request) string {
 		}
 		b.WriteString(r.Name)
 		b.WriteByte(' ')
+		if r.IsQuota() { // limit, period and anchor: "q:1000:month:15"
+			b.WriteString("q:")
+			b.WriteString(strconv.FormatInt(r.Limit, 10))
+			b.WriteByte(':')
+			b.WriteString(r.Period.String())
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(max(int(r.Anchor), 1)))
+			continue
+		}
 		b.WriteString(strconv.FormatInt(r.Capacity, 10))
 		b.WriteByte(' ')
 		b.WriteString(strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64))

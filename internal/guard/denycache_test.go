@@ -1,6 +1,7 @@
 package guard_test
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func waits(r guard.Result) bool {
 // repeats reports whether r is the denial an identical request gets (a denial's own).
 func repeats(r guard.Result) bool {
 	rep, ok := r.Repeat()
-	return ok && rep == r.Decision
+	return ok && reflect.DeepEqual(rep, r.Decision)
 }
 
 func TestDenyCache(t *testing.T) {

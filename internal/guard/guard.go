@@ -55,6 +55,8 @@ const (
 type limiter interface {
 	Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error)
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
+	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
+	Time(ctx context.Context) (time.Time, error)
 }
 
 // DefaultMargin is the Margin of the functions: time enough to answer the invocation
@@ -392,6 +394,30 @@ func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, s
 	return Result{Decision: d, Latency: latency}
 }
 
+// Usage reads identity's usage of every UTC day from first's to last's from the engine
+// (see bucket.Limiter.Usage), within the deadline a decision has. It is a report, not a
+// decision: Redis's failure is its error, whatever the failure policy, and the deny
+// cache and the circuit breaker are neither asked nor told.
+func (g *Guard) Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error) {
+	ctx, cancel, err := g.callContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return g.next.Usage(ctx, identity, first, last)
+}
+
+// Time reads Redis's clock from the engine within the deadline a decision has; like
+// Usage, it tells the circuit breaker nothing.
+func (g *Guard) Time(ctx context.Context) (time.Time, error) {
+	ctx, cancel, err := g.callContext(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer cancel()
+	return g.next.Time(ctx)
+}
+
 // FailOpen reports whether g allows, degraded, the requests Redis does not decide
 // (Options.FailOpen).
 func (g *Guard) FailOpen() bool { return g.opts.FailOpen }
@@ -413,7 +439,7 @@ func (g *Guard) fallback(q bucketgate.Request, f Failure, err error, latency tim
 	}
 	for _, r := range q.Rules {
 		if !r.Shadow {
-			d.Rule, d.Limit = r.Name, r.Capacity
+			d.Rule, d.Limit = r.Name, r.Max()
 			break
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,6 +59,18 @@ func (c *counting) DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]
 	return c.next.DecideBatch(ctx, qs)
 }
 
+// Usage counts one call for the read.
+func (c *counting) Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error) {
+	c.calls.Add(1)
+	return c.next.Usage(ctx, identity, first, last)
+}
+
+// Time counts one call for the read.
+func (c *counting) Time(ctx context.Context) (time.Time, error) {
+	c.calls.Add(1)
+	return c.next.Time(ctx)
+}
+
 // miniEngine is a real Limiter on miniredis whose TIME follows a test clock.
 func miniEngine(t *testing.T) (*miniredis.Miniredis, *clock, *counting) {
 	t.Helper()
@@ -100,7 +113,7 @@ func TestFailurePolicy(t *testing.T) {
 			}
 			mr.Close()
 			r := decide(t, g, request("a"))
-			if r.Decision != tc.want || r.Failure != guard.FailureRedisError || r.Err == nil {
+			if !reflect.DeepEqual(r.Decision, tc.want) || r.Failure != guard.FailureRedisError || r.Err == nil {
 				t.Fatalf("Redis gone: %+v, want %+v with redis_error", r, tc.want)
 			}
 			if _, err := g.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: burst, Cost: 11}); !errors.Is(err, bucketgate.ErrInvalid) {
@@ -211,5 +224,30 @@ func TestCircuitBreakerFailOpen(t *testing.T) {
 	r := decide(t, g, request("a"))
 	if !r.CircuitOpen || !r.Allowed || r.Reason != bucketgate.ReasonDegraded || engine.calls.Load() != before {
 		t.Fatalf("open circuit failing open: %+v", r)
+	}
+}
+
+// Usage reads the engine's usage within the guard's deadline; a failure is its error,
+// whatever the failure policy, and tells the circuit breaker nothing.
+func TestUsage(t *testing.T) {
+	mr, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{FailOpen: true, Now: clk.Now, FailuresToOpen: 1, Timeout: time.Second})
+	days, err := g.Usage(context.Background(), "u", epoch, epoch)
+	if err != nil || len(days) != 1 || days[0] != (bucketgate.DayUsage{Day: bucketgate.UTCDay(epoch)}) {
+		t.Fatalf("Usage = %+v, %v", days, err)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(guard.DefaultMargin/2))
+	defer cancel()
+	g = guard.New(engine, guard.Options{Now: clk.Now, Margin: guard.DefaultMargin})
+	if _, err := g.Usage(ctx, "u", epoch, epoch); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Usage past the margin: %v, want the deadline", err)
+	}
+	mr.Close()
+	g = guard.New(engine, guard.Options{FailOpen: true, Now: clk.Now, FailuresToOpen: 1, Timeout: time.Second})
+	if _, err := g.Usage(context.Background(), "u", epoch, epoch); err == nil {
+		t.Fatal("Usage with Redis gone: no error")
+	}
+	if r, err := g.Decide(context.Background(), request("u")); err != nil || r.CircuitOpen {
+		t.Fatalf("the decision after a failed read: %+v, %v: the read told the breaker", r, err)
 	}
 }

@@ -1,32 +1,64 @@
--- bucketgate token bucket: one operation on an identity's buckets for one or more rules,
--- atomically: a check (take cost tokens from every rule, or nothing), a refund or a reset.
+-- bucketgate: one operation on an identity's rules, token buckets and quotas on the
+-- calendar, atomically: a check (take cost tokens from every rule, or nothing), a
+-- refund or a reset; and, for a check that takes tokens, the identity's usage of the day.
 --
 -- This header is where the layout of KEYS, ARGV and the reply is written; lua.go names
 -- the same positions for the Go side.
 --
--- KEYS[1]   the identity's state hash, "<prefix>{<identity>}". Each rule of the identity
---           keeps two fields in it: "<rule>:tokens" (a double) and "<rule>:ts" (the Redis
---           TIME of its last write, in microseconds). A rule with no fields is full.
--- ARGV[1]   the operation, left out for the usual check of cost 1 (ARGV then holds 4n
---           values for n rules, 4n + 1 with the operation):
---             n >= 0    a check of cost n: allowed when every enforced rule holds n
---                       tokens, and then n is taken from every rule; 0 is a peek.
---             -n        a refund of n >= 1: n tokens back to every rule that has state,
---                       never above its capacity, and never lowering a rule (see
---                       below).
---             "reset"   every rule's fields removed: every rule full again (the key goes
---                       with its last field).
--- ARGV[..]  then, for n rules: the 2n field names, "<rule>:tokens" then "<rule>:ts" for
---           each rule in turn; then 2n numbers, capacity (whole tokens; negated for a
---           shadow rule) then refill per second for each rule in the same order. The
---           caller spells the field names, so that HMGET reads them straight from ARGV
---           and no name is built here.
+-- KEYS[1]   the identity's state hash, "<prefix>{<identity>}". A bucket keeps two fields
+--           in it: "<rule>:tokens" (a double) and "<rule>:ts" (the Redis TIME of its last
+--           write, in microseconds). A quota keeps "<rule>:used" (what it admitted in its
+--           window, a whole number) and "<rule>:end" (when that window ends, Unix
+--           seconds). A rule with no fields is full. With usage, the current UTC day D
+--           (days since 1970-01-01) keeps up to three fields: "u:<D>:a" (checks allowed),
+--           "u:<D>:x" (the cost they took above one each: the cost admitted is a + x, and
+--           a check of cost 1 touches no x) and "u:<D>:l" (checks limited); no rule's field
+--           starts "u:<digit>" (a rule name has no ':').
+-- KEYS[2]   with usage only: the identity's usage archive, "<prefix>{<identity>}:usage"
+--           (the same hash tag: the same cluster slot), a hash of one field per earlier
+--           day D, "<D>" = "<allowed> <cost> <limited>".
+-- ARGV      first f values (f = #ARGV % 4) that apply to the call, then the rules':
+--   f = 0     nothing: a check of cost 1, no usage counted (4n values for n rules).
+--   f = 1     ARGV[1], the operation:
+--               n >= 0    a check of cost n: allowed when every enforced rule holds n
+--                         tokens, and then n is taken from every rule; 0 is a peek.
+--               -n        a refund of n >= 1: n tokens back to every rule that has state,
+--                         never above its capacity, and never lowering a rule (see
+--                         below); a quota's count lowered by n, to 0 at least.
+--               "reset"   every rule's fields removed: every rule full again (the key goes
+--                         with its last field).
+--   f = 2     ARGV[1], the operation, and ARGV[2], the days usage is kept (1 to 400,
+--             today included): a check that takes tokens (cost >= 1) counts in the usage
+--             of the day; another operation ignores it.
+--   f = 3     refused (kept for what later versions add).
+--           Then, for n rules: the 2n field names, the two of each rule in turn
+--           ("<rule>:tokens" and "<rule>:ts", or "<rule>:used" and "<rule>:end"); then 2n
+--           numbers, two per rule in the same order: a bucket's capacity (whole tokens)
+--           and refill per second; a quota's limit (whole tokens) and period: -1 a UTC
+--           day, -7 a week from Monday, -100 - a a month from day a (1 to 28) to the same
+--           day of the next month. The capacity or limit is negated for a shadow rule.
+--           The caller spells the field names, so that HMGET reads them straight from
+--           ARGV and no name is built here.
 --
--- Bounds, the same as bucket.Rule.Validate: capacity 1 to 1e9, refill per second above 0
--- and at most 1e9, capacity / refill at most 31622400 s (366 days), cost and refund at
--- most every rule's capacity, no rule twice. A capacity or a refill that is not a number
--- at all stops the script with Lua's arithmetic error (they are read by arithmetic, not
--- tonumber, which would read each twice); the Go side never sends one.
+-- Bounds, the same as bucketgate.Rule.Validate: capacity and limit 1 to 1e9, refill per
+-- second above 0 and at most 1e9, capacity / refill at most 31622400 s (366 days), a
+-- period of the three, cost and refund at most every rule's capacity or limit, no field
+-- name twice (the Go side also refuses a bucket and a quota of one name). A capacity, a
+-- limit, a refill or a period that is not a number at all stops the script with Lua's
+-- arithmetic error (they are read by arithmetic, not tonumber, which would read each
+-- twice); the Go side never sends one. The days usage is kept, and KEYS[2], are read and
+-- checked when a write needs them (the day's first usage, or a rule that lives past the
+-- day), before any write.
+--
+-- Windows: a quota counts in the window of its period that holds Redis's TIME, in UTC:
+-- day D runs from D * 86400 to (D + 1) * 86400; a week from the Monday on or before D; a
+-- month from day a of D's month when D's day of the month is a or later, else of the
+-- month before (the civil date by H. Hinnant's days-to-civil arithmetic, years counted
+-- from March). Its stored count applies until the window stored with it ends (a window
+-- written under a clock ahead ends later: the count stands, so that no window admits
+-- more than its limit); then it counts from 0 in the window that holds now, whose end the
+-- calendar gives: only then, so that most calls compute no date. A quota's room is its
+-- limit less its count (0 at least); its wait, when short, is until its window ends.
 --
 -- A shadow rule is decided as if it were enforced, but never denies: a check is allowed
 -- or denied by the enforced rules alone, and the reply's figures describe them alone. When
@@ -36,34 +68,56 @@
 --
 -- Reply: four integers {flags, wait (ms until an identical check could be allowed,
 -- rounded up: the retry-after when denied, 0 when it could be now), reset after (ms until
--- every rule is full, rounded up), now (Redis TIME, us)}, over the enforced rules, after
--- the operation. flags packs, from its lowest bit: allowed (1 bit: 0 or 1), the binding
+-- every rule is full: every bucket full, and every quota that counted something at its
+-- window's end; rounded up), now (Redis TIME, us)}, over the enforced rules, after the
+-- operation. flags packs, from its lowest bit: allowed (1 bit: 0 or 1), the binding
 -- rule (4 bits: the 1-based index of the rule; 0 when every rule is shadow), the wait
 -- rule (4 bits: the index of the rule the wait is for, 0 when wait is 0), the shadow
 -- denials of an allowed check (8 bits: bit r-1 for rule r), and from bit 17 on remaining
--- (the floor of the fewest tokens left): allowed + 2 binding + 32 wait rule + 512
--- denials + 131072 remaining, below 2^47, exact in a double. A refund and a reset are
--- allowed with no wait.
+-- (the floor of the fewest tokens left, a quota's room, below 2^30): allowed + 2 binding
+-- + 32 wait rule + 512 denials + 131072 remaining. Bits 47 to 52 are 0: kept for notices
+-- of later versions (a crossed threshold, a debt), so that the reply stays below 2^53,
+-- exact in a double. A refund and a reset are allowed with no wait. A peek (a check of
+-- cost 0) replies two more integers per rule, enforced and shadow, in ARGV's order: the
+-- floor of a bucket's tokens or a quota's room, then the ms until the bucket is full (0
+-- when it is) or until the quota's window ends, rounded up.
 --
 -- A check that takes tokens writes every rule and sets the key to expire 1000 ms (the
--- margin, bucket.ExpiryMargin) after every bucket written is full again, never shortening
--- its life (PEXPIREAT GT, or NX on a key that has no expiry yet). A denial or a peek
--- writes nothing. A refund adds its tokens to the count each rule with state stored, at
--- that count's stamp, capped at the capacity unless the count already held more (stored
--- under a plan of a larger capacity: then it stays as it is); it writes only the counts
--- it raised, and leaves the stamps and the expiry, which it can only have made later
--- than needed. So a refund never lowers a bucket, whatever plan it names: at any later
--- time, refilled at any rate, a rule holds at least what it would have held without it
--- (refilling the count to now under the refund's rate, as a check does, would lose the
--- refill a faster plan gives). Its reply's figures are those of the counts written,
--- refilled to now under the request's rules. Arguments are checked before any write; a bad
--- one is an error reply starting with "ERR bucketgate:". Stored fields that are not the
--- script's stop a check or a refund before any write: that identity fails until its
--- fields expire or are reset. A field that is not a number, or a count without its
--- stamp, stops it with Lua's own arithmetic error (lua.ArithmeticErrors); a stamp without
--- its count, or a count or a stamp that is not finite (or a count below zero once
--- refilled), with an error reply starting with "ERR bucketgate-state:". A reset reads no
--- field.
+-- margin, bucket.ExpiryMargin) after every bucket written is full again and every quota
+-- written has reached its window's end, never shortening its life (PEXPIREAT GT, or NX on
+-- a key that has no expiry yet). A denial or a peek writes no rule. A refund adds its
+-- tokens to the count each bucket with state stored, at that count's stamp, capped at
+-- the capacity unless the count already held more (stored under a plan of a larger
+-- capacity: then it stays as it is); it writes only the counts it raised, and leaves the
+-- stamps and the expiry, which it can only have made later than needed. So a refund
+-- never lowers a bucket, whatever plan it names: at any later time, refilled at any rate,
+-- a rule holds at least what it would have held without it (refilling the count to now
+-- under the refund's rate, as a check does, would lose the refill a faster plan gives).
+-- A refund lowers a quota's count in its window by its tokens, to 0 at least, and writes
+-- only a count it lowered; a window that has ended has nothing to give back. Its reply's
+-- figures are those of the counts written, refilled to now under the request's rules.
+-- Arguments are checked before any write; a bad one is an error reply starting with
+-- "ERR bucketgate:". Stored fields that are not the script's stop a check or a refund
+-- before any write: that identity fails until its fields expire or are reset. A field
+-- that is not a number, or a count without its stamp or window, stops it with Lua's own
+-- arithmetic error (lua.ArithmeticErrors); a stamp or window without its count, or a
+-- count, stamp or window that is not finite (or a count below zero once refilled), with
+-- an error reply starting with "ERR bucketgate-state:"; a day's usage count that is not
+-- a whole number, with Lua's error (allowed) or Redis's (HINCRBY, limited). A reset reads
+-- no field.
+--
+-- Usage (f = 2): a check that takes tokens adds, when allowed, 1 to "u:<D>:a" (and its
+-- cost less one to "u:<D>:x") in the HMGET and HSET it makes anyway, or, when denied, 1
+-- to "u:<D>:l" with HINCRBY: the one write of a denial. A peek, a refund and a reset
+-- count nothing, and a reset removes no usage. The day's first usage (no "u:<D>:a" yet,
+-- or a first "u:<D>:l" with none) moves the usage of earlier days still in the state
+-- hash (the last active day's, L) to the archive (HGETALL of the small hash; HSETNX,
+-- adding to a day archived before), removes the archive's days that fell past keeping
+-- since day L (L - kept + 1 to D - kept; all of it when L is past keeping), lets the
+-- archive live until day L's usage is no longer kept ((L + kept) * 86400000 ms plus the
+-- margin) and the state hash until day D's is no longer; a later write of the day needs
+-- no PEXPIREAT unless a rule lives longer. A usage count that is not a number moves as
+-- 0. So the state hash holds one day of usage at most, and a decision never reads more.
 --
 -- The script runs once per decision, so it is written for few Lua instructions, few
 -- calls out of the VM and few new tables and strings (make bench-instructions counts
@@ -72,21 +126,56 @@
 -- the figures of both outcomes (a single rule, the usual case, keeps only its own),
 -- ceil(x) is x + (-x) % 1 and floor(x) is x - x % 1 (exact for doubles, no call), every
 -- rule's fields go in one HSET for one or two rules, and integers go to Redis as strings
--- (7.0 formats a Lua number with the slower %.17g). Leaving the operation out keeps ARGV
--- within 4 values for one rule and 8 for two: Redis grows the table it builds for ARGV
--- by doubling, and each doubling costs as much as several values.
+-- formatted by %d (7.0 formats a Lua number with the slower %.17g). Leaving the operation
+-- out keeps ARGV within 4 values for one rule and 8 for two: Redis grows the table it
+-- builds for ARGV by doubling, and each doubling costs as much as several values. A
+-- quota is told from a bucket in the branch that checks an unusual rule's bounds, so
+-- that the usual bucket pays one test for quotas.
+--
+-- How usage and quotas are counted was chosen by make bench-instructions' figures
+-- (redis-server 7.0 under callgrind, machine instructions per call, a check of one rule
+-- half of them limited, fresh identities; main before quotas: 53,561). This script: a
+-- check without usage 54,161 (+1.1%), with usage 66,631 (1.23x; 70,800 in the steady
+-- state, the day's first write moving yesterday to a 33-day archive), a bucket and a
+-- monthly quota with usage 87,187 (1.61x; two buckets without usage cost 73,926, 1.36x).
+-- The goals were 1.12x and 1.45x; what stands between:
+--   - A redis.call costs 7,000 to 10,000 here, a write more than a read: the denial's
+--     HINCRBY, the one write the design gives it, is 10,600 a denial, 5,300 a call of a
+--     mix half limited. An HSET of a count read in the HMGET costs more (8,500, plus the
+--     field read on every call and the number's parsing and formatting).
+--   - Each value in ARGV, KEYS and the HMGET or HSET costs about 700 to 1,400 (the
+--     listpack search, the Lua string), and glibc's strtod and %.17g 1,000 to 1,500 a
+--     number: the days kept stay a string until needed, the cost above one (x) is kept
+--     apart so that a check of cost 1 reads and writes one usage field, the day's names
+--     are built by one string.format each (%d is cheap, %.14g is not), and the denial's
+--     HINCRBY adds the string '1'. What is left: two ARGV values and a key, one field in
+--     the HMGET and one in the HSET, a name and a number or two formatted.
+--   - The day's counters in the state hash, named by the day (u:<D>:a), ride in the HMGET
+--     and HSET the check makes anyway, and make the PEXPIREAT of later writes of the day
+--     unneeded (-2,600 an admission). Keeping past days there too measured 64,500 on
+--     fresh identities, but with 34 days in the hash every decision on it pays Redis's
+--     linear search of a listpack of 70 fields: 118,000 with usage, 72,000 even for a
+--     check without usage. History must not live in the hash every decision reads: hence
+--     the archive, which only the day's first write touches.
+--   - A separate usage hash counted with HINCRBY would cost two calls an admission;
+--     BITFIELD counters in a string key, whose offsets must be formatted, 24,000 a call.
+--   - A quota stores its window's end, not its start: a call within the window computes
+--     no date (the civil calendar cost 7,000 a call); a quota then costs what a bucket
+--     does (a bucket and a daily quota without usage: 74,500 against 73,400 for two
+--     buckets). Two rules cost a third more than one whatever their kind.
 
 local argv, call, tonumber, huge = ARGV, redis.call, tonumber, 1 / 0 -- math.huge is not infinite on every Lua
 local key, nargs = KEYS[1], #argv
 
--- o is 1 when ARGV[1] is the operation, 0 when it is left out (a check of cost 1). The
--- usual cost, '1', skips tonumber: comparing Lua strings compares pointers.
+-- o is how many values of ARGV apply to the call: 0 (a check of cost 1), 1 (the
+-- operation) or 2 (the operation and the days usage is kept). The usual cost, '1', skips
+-- tonumber: comparing Lua strings compares pointers.
 local o = nargs % 4
-if o > 1 or nargs < o + 4 then
-  return redis.error_reply('ERR bucketgate: ARGV must be the operation (or nothing, for a check of cost 1), two field names per rule, then capacity and rate per rule')
+if o > 2 or nargs < o + 4 then
+  return redis.error_reply('ERR bucketgate: ARGV must be the operation and the days usage is kept (or fewer: see the header), two field names per rule, then two numbers per rule')
 end
-local cost, give, op = 1, 0 -- op: nil for a check, else 'refund' or 'reset'
-if o == 1 then
+local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'reset'; keep: the days usage is kept (see below), nil when none is counted
+if o > 0 then
   cost = argv[1]
   if cost == '1' then
     cost = 1
@@ -102,9 +191,13 @@ if o == 1 then
       return redis.error_reply('ERR bucketgate: operation must be a whole number (a cost >= 0, or -n to refund n) or reset')
     end
   end
+  -- The days usage is kept stay ARGV's string until a write needs them (the day's
+  -- first, or a rule living past the day), which reads and checks them first: most
+  -- calls need no tonumber.
+  if o == 2 and not op and cost > 0 then keep = argv[2] end
 end
--- Rule r's fields are ARGV[o+2r-1] and ARGV[o+2r], its capacity and rate ARGV[o+n2+2r-1]
--- and ARGV[o+n2+2r]: the loops below run i = 2r-1 over 1, 3, .., n2-1, and s[i], s[i+1]
+-- Rule r's fields are ARGV[o+2r-1] and ARGV[o+2r], its two numbers ARGV[o+n2+2r-1] and
+-- ARGV[o+n2+2r]: the loops below run i = 2r-1 over 1, 3, .., n2-1, and s[i], s[i+1]
 -- are rule r's stored fields.
 local n2 = (nargs - o) / 2
 local most = cost + give -- one of them is 0: what every capacity must hold
@@ -112,16 +205,34 @@ local least = most -- the least capacity this operation allows
 if least < 1 then least = 1 end
 
 -- Bounds are written as numbers where they are used, so that no local costs a load per
--- call: capacity 1e9 (bucket.MaxCapacity), refill 1e9 per second
--- (bucket.MaxRefillPerSecond), fill time 31622400 s (bucket.MaxFillTime), expiry margin
--- 1000 ms (bucket.ExpiryMargin).
+-- call: capacity 1e9 (bucketgate.MaxCapacity), refill 1e9 per second
+-- (bucketgate.MaxRefillPerSecond), fill time 31622400 s (bucketgate.MaxFillTime), expiry
+-- margin 1000 ms (bucket.ExpiryMargin), usage kept 400 days (bucket.MaxUsageDays).
 
 local t = call('TIME')
 local now = t[1] * 1000000 + t[2]
 -- A refund keeps the fields as read (before): the loop below overwrites s with levels.
-local s, before
+-- With usage: day is the UTC day (days since 1970-01-01, also for quotas), ua the field
+-- of its allowed checks and, for a check of a cost other than 1, ux that of their cost
+-- above one each; s[n2 + 1] holds the day's allowed checks, and s[n2 + 2] (with ux) their
+-- cost above one each.
+local s, before, day, ua, ux
 if op then
   if op == 'reset' then s = {} else s = call('HMGET', key, unpack(argv, o + 1, o + n2)); before = {unpack(s)} end
+elseif keep then
+  day = now - now % 86400000000
+  day = day / 86400000000
+  ua = string.format('u:%d:a', day)
+  if cost ~= 1 then ux = string.format('u:%d:x', day) end
+  if n2 == 2 and not ux then
+    s = call('HMGET', key, argv[o + 1], argv[o + 2], ua)
+  elseif n2 == 4 and not ux then
+    s = call('HMGET', key, argv[o + 1], argv[o + 2], argv[o + 3], argv[o + 4], ua)
+  else
+    local f = {unpack(argv, o + 1, o + n2)}
+    f[n2 + 1], f[n2 + 2] = ua, ux
+    s = call('HMGET', key, unpack(f))
+  end
 elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) else s = call('HMGET', key, unpack(argv, o + 1, o + n2)) end
 
 -- One pass over the rules: check each, refill it (a timestamp in the future, after a
@@ -132,125 +243,227 @@ elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) else s = ca
 -- the first with the fewest tokens left; when denied, the first denying rule with the
 -- longest wait. Reset: the longest time until a rule is full. Wait, when allowed: the
 -- longest time until a rule has cost tokens again. s[i] becomes rule r's tokens after an
--- admission, for HSET. Shadow rules keep their own figures: the index i of the last one
--- met (shadow), their denials (denials) and the longest time until one is full (sreset),
--- for the expiry. Locals that start nil are set by one instruction: binding and dbinding
--- get their rule before they are read, the shadow figures are set by the first shadow
--- rule, stored once a rule has state. An error about a rule names it by its tokens field
--- less ":tokens" (string.sub(argv[o + i], 1, -8)), written out on each error path: a
--- helper function would be a new closure per call.
+-- admission (a quota's count), for HSET, and a quota's s[i + 1] its window's end. Shadow
+-- rules keep their own figures: the index i of the last one met (shadow), their denials
+-- (denials) and the longest time until one is full (sreset), for the expiry. quotas has
+-- bit r-1 set for each quota r, and ends, for a peek, a quota's ms until its window ends
+-- by i. Locals that start nil are set by one instruction: binding and dbinding get their
+-- rule before they are read, the shadow figures are set by the first shadow rule, stored
+-- once a rule has state, quotas and ends by the first quota. An error about a rule names
+-- it by its first field less its suffix (string.match(argv[o + i], '^[^:]*')), written
+-- out on each error path: a helper function would be a new closure per call.
 local allowed, fewest, wait, waitrule, resetafter, dfewest, dwait, dreset = 1, huge, 0, 0, 0, huge, 0, 0
-local binding, dbinding, shadow, denials, sreset, stored
+local binding, dbinding, shadow, denials, sreset, stored, quotas, ends
 for i = 1, n2, 2 do
   local j = o + n2 + i
-  local cap, rate = argv[j] + 0, argv[j + 1] + 0
-  -- One test for the usual rule; the rest tells a shadow rule (negated capacity) from a
-  -- bad one.
+  local cap, rate, period = argv[j] + 0, argv[j + 1] + 0 -- period: a quota's (its rate); nil for a bucket
+  -- One test for the usual rule; the rest tells a shadow rule (negated capacity), a quota
+  -- (a period below zero) and a bad rule apart.
   if cap < least or cap > 1e9 or cap % 1 ~= 0 or not (rate > 0 and rate <= 1e9) or cap / rate > 31622400 then
     if cap <= -1 and cap >= -1e9 and cap % 1 == 0 then cap, shadow = -cap, i end
     if cap < 1 or cap > 1e9 or cap % 1 ~= 0 then
-      return redis.error_reply('ERR bucketgate: rule ' .. string.sub(argv[o + i], 1, -8) .. ': capacity must be a whole number from 1 to 1e9 (negated for a shadow rule)')
+      return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': capacity or limit must be a whole number from 1 to 1e9 (negated for a shadow rule)')
     end
-    if not (rate > 0 and rate <= 1e9) then
-      return redis.error_reply('ERR bucketgate: rule ' .. string.sub(argv[o + i], 1, -8) .. ': refill per second must be above 0 and at most 1e9')
-    end
-    if cap / rate > 31622400 then
-      return redis.error_reply('ERR bucketgate: rule ' .. string.sub(argv[o + i], 1, -8) .. ': fills in more than 366 days')
+    if rate < 0 then
+      if not (rate == -1 or rate == -7 or rate <= -101 and rate >= -128 and rate % 1 == 0) then
+        return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': period must be -1 (a day), -7 (a week) or -100 less the anchor day, 1 to 28 (a month)')
+      end
+      period = rate
+    else
+      if not (rate > 0 and rate <= 1e9) then
+        return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': refill per second must be above 0 and at most 1e9')
+      end
+      if cap / rate > 31622400 then
+        return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': fills in more than 366 days')
+      end
     end
     if most > cap then
-      return redis.error_reply('ERR bucketgate: rule ' .. string.sub(argv[o + i], 1, -8) .. ': ' .. (give > 0 and 'refund ' or 'cost ') .. most .. ' exceeds capacity ' .. cap)
+      return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': ' .. (give > 0 and 'refund ' or 'cost ') .. most .. ' exceeds ' .. (period and 'limit ' or 'capacity ') .. cap)
     end
   end
   if i > 1 then -- the first rule skips setting up an empty loop
     local name = argv[o + i]
     for k = o + 1, o + i - 2, 2 do
       if argv[k] == name then
-        return redis.error_reply('ERR bucketgate: rule ' .. string.sub(name, 1, -8) .. ' appears twice')
+        return redis.error_reply('ERR bucketgate: rule ' .. string.match(name, '^[^:]*') .. ' appears twice')
       end
     end
   end
-  local level, ts = s[i], s[i + 1]
-  if level then
-    -- Arithmetic reads the stored strings: one that is not a number (or is missing, for
-    -- a count without its stamp) stops the script with Lua's own error, before any
-    -- write (the Go side reads it as bad state). A NaN or infinite count or stamp makes
-    -- a level that is not a number from 0 to capacity (+inf is told apart where the
-    -- level is capped), but for a stamp in the future, checked where elapsed time below
-    -- zero counts as zero.
-    stored = true
-    local elapsed = now - ts
-    if elapsed < 0 then
-      if not (elapsed > -huge) then
-        return redis.error_reply('ERR bucketgate-state: rule ' .. string.sub(argv[o + i], 1, -8) .. ': stored time ' .. string.sub(ts, 1, 32) .. ' is not a finite number')
+  if period then
+    -- A quota: its count in its window, while the window stored has not ended; else 0
+    -- in the window that holds now, computed from the calendar. s[i + 1] becomes the
+    -- window's end to write: the stored string, or the new end (a number).
+    local used, ending = s[i], s[i + 1]
+    local count, we = 0 -- we: the window's end, Unix seconds
+    if used then
+      -- Arithmetic reads both stored strings, as a bucket's: one that is not a number (or
+      -- is missing, for a count without its window) stops the script with Lua's error.
+      stored = true
+      local c, e = used + 0, ending + 0
+      if not (c >= 0 and c < huge and e > -huge and e < huge) then
+        return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored count ' .. string.sub(used, 1, 32) .. ' of a window ending ' .. string.sub(ending, 1, 32) .. ' are not finite numbers, the count >= 0')
       end
-      elapsed = 0
+      if e * 1000000 > now then count, we = c, e end
+    elseif ending then
+      return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored window without count')
     end
-    level = level + elapsed * rate / 1000000 + give
-    if level > cap then
-      if level == huge then level = -1 else level = cap end
+    if not we then
+      -- The window that holds now, in days since 1970-01-01, ends on day we.
+      if not day then
+        day = now - now % 86400000000
+        day = day / 86400000000
+      end
+      if period == -1 then
+        we = day + 1
+      elseif period == -7 then
+        we = day - (day + 3) % 7 + 7 -- 1970-01-01 was a Thursday
+      else
+        -- The civil date of day: year yoe of a 400-year era from March, month mp from
+        -- March (0 to 11), day d. The window ends on day a of the month after mp, or of
+        -- mp itself when d is earlier than a: y years and m months from the era's March
+        -- (m = 12 reaches into the next year), then days from the era's start, then from
+        -- 1970-01-01.
+        local a = -100 - period
+        local z = day + 719468
+        local era = (z - z % 146097) / 146097
+        local doe = z - era * 146097
+        local yoe = doe - (doe - doe % 1460) / 1460 + (doe - doe % 36524) / 36524 - (doe - doe % 146096) / 146096
+        yoe = (yoe - yoe % 365) / 365
+        local doy = doe - 365 * yoe - (yoe - yoe % 4) / 4 + (yoe - yoe % 100) / 100
+        local m = 5 * doy + 2
+        m = (m - m % 153) / 153
+        local d = 153 * m + 2
+        d = doy - (d - d % 5) / 5 + 1
+        if d >= a then m = m + 1 end
+        local y = yoe
+        if m == 12 then y, m = y + 1, 0 end
+        m = 153 * m + 2
+        we = era * 146097 + 365 * y + (y - y % 4) / 4 - (y - y % 100) / 100 + (y - y % 400) / 400 + (m - m % 5) / 5 + a - 719469
+      end
+      we = we * 86400
+      s[i + 1] = we
     end
-    if not (level >= 0) then
-      return redis.error_reply('ERR bucketgate-state: rule ' .. string.sub(argv[o + i], 1, -8) .. ': stored tokens ' .. string.sub(s[i], 1, 32) .. ' at time ' .. string.sub(ts, 1, 32) .. ' are not a finite number >= 0')
+    local qend = (we * 1000000 - now) / 1000 -- ms until the window ends
+    qend = qend + (-qend) % 1
+    quotas = (quotas or 0) + 2 ^ ((i - 1) / 2)
+    if cost == 0 and not op then
+      ends = ends or {}
+      ends[i] = qend
     end
-  elseif ts then
-    return redis.error_reply('ERR bucketgate-state: rule ' .. string.sub(argv[o + i], 1, -8) .. ': stored time without tokens')
-  else
-    level = cap
-  end
-  if shadow == i then
-    -- A shadow rule, if the check is allowed: cost taken when it holds cost tokens,
-    -- else a shadow denial that takes nothing.
-    local r = (i + 1) / 2
-    if level < cost then
-      denials = (denials or 0) + 2 ^ (r - 1)
-    else
-      level = level - cost
+    if give > 0 then
+      count = count - give
+      if count < 0 then count = 0 end
     end
-    s[i] = level
-    local full = (cap - level) * 1000 / rate
-    full = full + (-full) % 1
-    if not sreset or full > sreset then sreset = full end
-  elseif n2 == 2 then
-    -- The only rule: its outcome is the decision's.
-    binding = 1
-    if level < cost then
-      allowed, fewest, waitrule = 0, level, 1
-      wait = (cost - level) * 1000 / rate
-      wait = wait + (-wait) % 1
-    else
-      level = level - cost
-      s[1], fewest = level, level
+    local level, full, r = cap - count, 0, (i + 1) / 2
+    if level < 0 then level = 0 end
+    if count > 0 then full = qend end
+    if shadow == i then
       if level < cost then
-        wait, waitrule = (cost - level) * 1000 / rate, 1
-        wait = wait + (-wait) % 1
+        denials = (denials or 0) + 2 ^ (r - 1)
+      elseif cost > 0 then
+        count, full = count + cost, qend
+      end
+      s[i] = count
+      if not sreset or full > sreset then sreset = full end
+    else
+      if level < dfewest then dfewest = level end
+      if full > dreset then dreset = full end
+      if level < cost then
+        allowed = 0
+        if qend > dwait then dwait, dbinding = qend, r end
+      elseif allowed == 1 then
+        level, count = level - cost, count + cost
+        s[i] = count
+        if level < fewest then fewest, binding = level, r end
+        if count > 0 then full = qend end
+        if full > resetafter then resetafter = full end
+        if level < cost and qend > wait then wait, waitrule = qend, r end
       end
     end
-    resetafter = (cap - level) * 1000 / rate
-    resetafter = resetafter + (-resetafter) % 1
   else
-    -- If denied: this rule as it is.
-    local r = (i + 1) / 2
-    if level < dfewest then dfewest = level end
-    local full = (cap - level) * 1000 / rate
-    full = full + (-full) % 1
-    if full > dreset then dreset = full end
-    if level < cost then
-      allowed = 0
-      local w = (cost - level) * 1000 / rate
-      w = w + (-w) % 1
-      if w > dwait then dwait, dbinding = w, r end
-    elseif allowed == 1 then
-      -- If allowed: this rule with cost taken.
-      level = level - cost
+    local level, ts = s[i], s[i + 1]
+    if level then
+      -- Arithmetic reads the stored strings: one that is not a number (or is missing, for
+      -- a count without its stamp) stops the script with Lua's own error, before any
+      -- write (the Go side reads it as bad state). A NaN or infinite count or stamp makes
+      -- a level that is not a number from 0 to capacity (+inf is told apart where the
+      -- level is capped), but for a stamp in the future, checked where elapsed time below
+      -- zero counts as zero.
+      stored = true
+      local elapsed = now - ts
+      if elapsed < 0 then
+        if not (elapsed > -huge) then
+          return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored time ' .. string.sub(ts, 1, 32) .. ' is not a finite number')
+        end
+        elapsed = 0
+      end
+      level = level + elapsed * rate / 1000000 + give
+      if level > cap then
+        if level == huge then level = -1 else level = cap end
+      end
+      if not (level >= 0) then
+        return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored tokens ' .. string.sub(s[i], 1, 32) .. ' at time ' .. string.sub(ts, 1, 32) .. ' are not a finite number >= 0')
+      end
+    elseif ts then
+      return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored time without tokens')
+    else
+      level = cap
+    end
+    if shadow == i then
+      -- A shadow rule, if the check is allowed: cost taken when it holds cost tokens,
+      -- else a shadow denial that takes nothing.
+      local r = (i + 1) / 2
+      if level < cost then
+        denials = (denials or 0) + 2 ^ (r - 1)
+      else
+        level = level - cost
+      end
       s[i] = level
-      if level < fewest then fewest, binding = level, r end
-      full = (cap - level) * 1000 / rate
+      local full = (cap - level) * 1000 / rate
       full = full + (-full) % 1
-      if full > resetafter then resetafter = full end
+      if not sreset or full > sreset then sreset = full end
+    elseif n2 == 2 then
+      -- The only rule: its outcome is the decision's.
+      binding = 1
       if level < cost then
+        allowed, fewest, waitrule = 0, level, 1
+        wait = (cost - level) * 1000 / rate
+        wait = wait + (-wait) % 1
+      else
+        level = level - cost
+        s[1], fewest = level, level
+        if level < cost then
+          wait, waitrule = (cost - level) * 1000 / rate, 1
+          wait = wait + (-wait) % 1
+        end
+      end
+      resetafter = (cap - level) * 1000 / rate
+      resetafter = resetafter + (-resetafter) % 1
+    else
+      -- If denied: this rule as it is.
+      local r = (i + 1) / 2
+      if level < dfewest then dfewest = level end
+      local full = (cap - level) * 1000 / rate
+      full = full + (-full) % 1
+      if full > dreset then dreset = full end
+      if level < cost then
+        allowed = 0
         local w = (cost - level) * 1000 / rate
         w = w + (-w) % 1
-        if w > wait then wait, waitrule = w, r end
+        if w > dwait then dwait, dbinding = w, r end
+      elseif allowed == 1 then
+        -- If allowed: this rule with cost taken.
+        level = level - cost
+        s[i] = level
+        if level < fewest then fewest, binding = level, r end
+        full = (cap - level) * 1000 / rate
+        full = full + (-full) % 1
+        if full > resetafter then resetafter = full end
+        if level < cost then
+          local w = (cost - level) * 1000 / rate
+          w = w + (-w) % 1
+          if w > wait then wait, waitrule = w, r end
+        end
       end
     end
   end
@@ -259,48 +472,188 @@ if dbinding then
   fewest, binding, wait, waitrule, resetafter = dfewest, dbinding, dwait, dbinding, dreset
 end
 
+-- at: when the key must expire (ms), nil to leave it; newday: the first write of the
+-- day's usage, which prunes the days past keeping.
+local at, newday
 if allowed == 1 and most > 0 then
   if give == 0 then
     -- TIME's microseconds have six digits nine times in ten: then the stamp is a join.
     local stamp = #t[2] == 6 and t[1] .. t[2] or string.format('%d', now)
-    -- One HSET for one or two rules (no table to build), one per rule beyond.
-    if n2 == 2 then
-      call('HSET', key, argv[o + 1], s[1], argv[o + 2], stamp)
-    elseif n2 == 4 then
-      call('HSET', key, argv[o + 1], s[1], argv[o + 2], stamp, argv[o + 3], s[3], argv[o + 4], stamp)
-    else
-      for i = 1, n2, 2 do
-        call('HSET', key, argv[o + i], s[i], argv[o + i + 1], stamp)
-      end
-    end
-    -- GT never shortens the key's life, but does nothing to a key with no expiry yet: NX
-    -- sets that. A key with no stored rule yet is most likely new, so it tries NX first:
-    -- one call usually does it either way.
     local last = resetafter
     if sreset and sreset > last then last = sreset end
-    local at, first, second = string.format('%d', (now + (-now) % 1000) / 1000 + last + 1000), 'GT', 'NX'
-    if not stored then first, second = 'NX', 'GT' end
-    if call('PEXPIREAT', key, at, first) == 0 then call('PEXPIREAT', key, at, second) end
+    at = (now + (-now) % 1000) / 1000 + last + 1000
+    if not (keep or quotas) then
+      -- One HSET for one or two rules (no table to build), one per rule beyond.
+      if n2 == 2 then
+        call('HSET', key, argv[o + 1], s[1], argv[o + 2], stamp)
+      elseif n2 == 4 then
+        call('HSET', key, argv[o + 1], s[1], argv[o + 2], stamp, argv[o + 3], s[3], argv[o + 4], stamp)
+      else
+        for i = 1, n2, 2 do
+          call('HSET', key, argv[o + i], s[i], argv[o + i + 1], stamp)
+        end
+      end
+    else
+      -- With usage, the day's first write makes the key live until the day's usage is
+      -- no longer kept; a later one needs no PEXPIREAT unless a rule lives past that.
+      -- The days kept are read and checked, before any write, when that is to be told
+      -- (kept at least 1 day, the day's usage lives to the day's end at least).
+      local a, x -- the day's allowed checks and their cost above one each, after this check
+      if keep then
+        newday = not s[n2 + 1]
+        if newday or at > (day + 1) * 86400000 + 1000 then
+          keep = tonumber(keep)
+          if not (keep and keep >= 1 and keep <= 400 and keep % 1 == 0 and KEYS[2]) then
+            return redis.error_reply('ERR bucketgate: usage needs the days it is kept, a whole number from 1 to 400, and its archive, KEYS[2]')
+          end
+          if not newday and at <= (day + keep) * 86400000 + 1000 then at = nil end
+        else
+          at = nil
+        end
+        a = string.format('%d', (s[n2 + 1] or 0) + 1)
+        if ux then x = string.format('%d', (s[n2 + 2] or 0) + cost - 1) end
+      end
+      -- A quota's values are its count, a whole number, and its window's end (s[i + 1]:
+      -- the stored string, or a new end).
+      local v1, v2, v3, v4 = s[1], stamp, s[3], stamp
+      if quotas then
+        if quotas % 2 == 1 then v1, v2 = string.format('%d', v1), s[2] end
+        if quotas % 4 >= 2 then v3, v4 = string.format('%d', v3), s[4] end
+      end
+      if n2 == 2 then
+        if not keep then
+          call('HSET', key, argv[o + 1], v1, argv[o + 2], v2)
+        elseif ux then
+          call('HSET', key, argv[o + 1], v1, argv[o + 2], v2, ua, a, ux, x)
+        else
+          call('HSET', key, argv[o + 1], v1, argv[o + 2], v2, ua, a)
+        end
+      elseif n2 == 4 then
+        if not keep then
+          call('HSET', key, argv[o + 1], v1, argv[o + 2], v2, argv[o + 3], v3, argv[o + 4], v4)
+        elseif ux then
+          call('HSET', key, argv[o + 1], v1, argv[o + 2], v2, argv[o + 3], v3, argv[o + 4], v4, ua, a, ux, x)
+        else
+          call('HSET', key, argv[o + 1], v1, argv[o + 2], v2, argv[o + 3], v3, argv[o + 4], v4, ua, a)
+        end
+      else
+        for i = 1, n2, 2 do
+          if quotas and quotas % 2 ^ ((i + 1) / 2) >= 2 ^ ((i - 1) / 2) then
+            call('HSET', key, argv[o + i], string.format('%d', s[i]), argv[o + i + 1], s[i + 1])
+          else
+            call('HSET', key, argv[o + i], s[i], argv[o + i + 1], stamp)
+          end
+        end
+        if ux then call('HSET', key, ua, a, ux, x) elseif keep then call('HSET', key, ua, a) end
+      end
+    end
   else
-    -- A refund: give tokens added to each stored count, at its stamp, capped at the
-    -- capacity unless the count holds more already; written only where that raised it.
+    -- A refund: give tokens added to each stored bucket count, at its stamp, capped at
+    -- the capacity unless the count holds more already; written only where that raised
+    -- it. A quota's count of the current window, lowered (s[i]), written if it was.
     for i = 1, n2, 2 do
       if before[i] then
-        local count, cap = before[i] + 0, argv[o + n2 + i] + 0
-        if cap < 0 then cap = -cap end -- a shadow rule
-        local raised = count + give
-        if raised > cap then raised = cap end
-        if raised > count then call('HSET', key, argv[o + i], raised) end
+        if quotas and quotas % 2 ^ ((i + 1) / 2) >= 2 ^ ((i - 1) / 2) then
+          if s[i + 1] == before[i + 1] and s[i] < before[i] + 0 then call('HSET', key, argv[o + i], string.format('%d', s[i])) end
+        else
+          local count, cap = before[i] + 0, argv[o + n2 + i] + 0
+          if cap < 0 then cap = -cap end -- a shadow rule
+          local raised = count + give
+          if raised > cap then raised = cap end
+          if raised > count then call('HSET', key, argv[o + i], raised) end
+        end
       end
     end
   end
 elseif op then -- a reset: a refund is always allowed, a check never gets here with op
   call('HDEL', key, unpack(argv, o + 1, o + n2))
+elseif keep and allowed == 0 then
+  -- A denial counted in usage: its one write. It may be the day's first when the day
+  -- has no allowed check yet: then the days kept are read and checked first.
+  if not s[n2 + 1] then
+    keep = tonumber(keep)
+    if not (keep and keep >= 1 and keep <= 400 and keep % 1 == 0 and KEYS[2]) then
+      return redis.error_reply('ERR bucketgate: usage needs the days it is kept, a whole number from 1 to 400, and its archive, KEYS[2]')
+    end
+  end
+  newday = call('HINCRBY', key, string.format('u:%d:l', day), '1') == 1 and not s[n2 + 1]
+end
+if newday then
+  -- The day's first usage in the state hash: the usage of earlier days still in it (the
+  -- last active day's, read from the small hash) moves to the archive (KEYS[2]), a field
+  -- "a c l" per day, added to a day archived before (written under a clock ahead);
+  -- the archive's days that fell past keeping since that day go; both keys live as long
+  -- as the usage in them is kept.
+  local h, olds, names, last = call('HGETALL', key), {}, {}
+  for k = 1, #h, 2 do
+    local d, w = string.match(h[k], '^u:(%d+):([axl])$')
+    d = tonumber(d)
+    if d and d ~= day then
+      names[#names + 1] = h[k]
+      local u = olds[d] or {a = 0, x = 0, l = 0}
+      u[w], olds[d] = tonumber(h[k + 1]) or 0, u
+      if not last or d > last then last = d end
+    end
+  end
+  if last then
+    local archive = KEYS[2]
+    for d, u in pairs(olds) do
+      if d > day - keep then
+        local c = u.a + u.x
+        if call('HSETNX', archive, d, string.format('%d %d %d', u.a, c, u.l)) == 0 then
+          local a0, c0, l0 = string.match(call('HGET', archive, d) or '', '^(%d+) (%d+) (%d+)$')
+          call('HSET', archive, d, string.format('%d %d %d', (tonumber(a0) or 0) + u.a, (tonumber(c0) or 0) + c, (tonumber(l0) or 0) + u.l))
+        end
+      end
+    end
+    call('HDEL', key, unpack(names))
+    if last <= day - keep then
+      call('DEL', archive)
+    else
+      local gone = {}
+      for d = last - keep + 1, day - keep do gone[#gone + 1] = d end
+      if #gone > 0 then call('HDEL', archive, unpack(gone)) end
+      local upto = string.format('%d', (last + keep) * 86400000 + 1000)
+      if call('PEXPIREAT', archive, upto, 'GT') == 0 then call('PEXPIREAT', archive, upto, 'NX') end
+    end
+  end
+  local kept = (day + keep) * 86400000 + 1000
+  if not at or kept > at then at = kept end
+end
+if at then
+  -- GT never shortens the key's life, but does nothing to a key with no expiry yet: NX
+  -- sets that. A key with no stored rule yet is most likely new, so it tries NX first:
+  -- one call usually does it either way.
+  local first, second = 'GT', 'NX'
+  if not stored then first, second = 'NX', 'GT' end
+  at = string.format('%d', at)
+  if call('PEXPIREAT', key, at, first) == 0 then call('PEXPIREAT', key, at, second) end
 end
 
 if shadow then
   if allowed == 0 then denials = 0 end
   if not binding then fewest, binding = 0, 0 end -- no enforced rule
+end
+if cost == 0 and not op then
+  -- A peek: the four, then every rule's tokens (a quota's room) and the ms until it is
+  -- full (a quota's window ends).
+  local reply = {allowed + 2 * binding + 32 * waitrule + 131072 * (fewest - fewest % 1), wait, resetafter, now}
+  for i = 1, n2, 2 do
+    local cap, left, full = argv[o + n2 + i] + 0
+    if cap < 0 then cap = -cap end
+    if ends and ends[i] then
+      left, full = cap - s[i], ends[i]
+      if left < 0 then left = 0 end
+    else
+      left = s[i] - s[i] % 1
+      full = (cap - s[i]) * 1000 / argv[o + n2 + i + 1]
+      full = full + (-full) % 1
+    end
+    reply[i + 4], reply[i + 5] = left, full
+  end
+  return reply
+end
+if shadow then
   return {allowed + 2 * binding + 32 * waitrule + 512 * (denials or 0) + 131072 * (fewest - fewest % 1), wait, resetafter, now}
 end
 return {allowed + 2 * binding + 32 * waitrule + 131072 * (fewest - fewest % 1), wait, resetafter, now}

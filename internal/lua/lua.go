@@ -8,6 +8,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"strconv"
 )
 
 // BucketSource is the text of bucket.lua, the token-bucket decision script.
@@ -21,79 +22,148 @@ var BucketSHA1 = func() string {
 	return hex.EncodeToString(sum[:])
 }()
 
+// KEYS of bucket.lua, by index: the identity's state hash, and with usage (Args.Usage)
+// its usage archive, in the same cluster slot. KeysMax is the most keys a call has.
+const (
+	KeyState = 0
+	KeyUsage = 1
+	KeysMax  = 2
+)
+
 // OpReset is ARGV's operation that removes every rule's state.
 const OpReset = "reset"
 
 // Args is the layout of ARGV for a call on Rules rules: the operation (left out when Op
-// is false: a check of cost 1), then two hash field names per rule (its tokens, its
-// stamp), then two numbers per rule (its capacity, negated for a shadow rule, and its
-// refill per second), each group in the order of the rules. Indexes are 0-based, as a Go
-// slice holds ARGV; r is the index of a rule, from 0 to Rules-1.
+// is false: a check of cost 1), the days usage is kept (only with Usage, which needs the
+// operation), then two hash field names per rule (a bucket's tokens and stamp, a quota's
+// count and window's end), then two numbers per rule (a bucket's capacity and refill per
+// second, a quota's limit and period code; the first negated for a shadow rule), each
+// group in the order of the rules. Indexes are 0-based, as a Go slice holds ARGV; r is
+// the index of a rule, from 0 to Rules-1.
 type Args struct {
 	// Rules is how many rules the call decides.
 	Rules int
-	// Op reports whether ARGV starts with the operation; false for a check of cost 1.
+	// Op reports whether ARGV starts with the operation; false for a check of cost 1
+	// without usage.
 	Op bool
+	// Usage reports whether ARGV holds the days usage is kept after the operation: the
+	// call counts a check that takes tokens in the identity's usage of the day.
+	Usage bool
 }
 
 // ArgOp is the index in ARGV of the operation, when Args.Op: a check's cost (a whole
 // number >= 0), a refund's tokens negated, or OpReset.
 const ArgOp = 0
 
+// ArgUsageDays is the index in ARGV of the days usage is kept (1 to MaxUsageDays), when
+// Args.Usage.
+const ArgUsageDays = 1
+
 // Len is the length of ARGV.
 func (a Args) Len() int { return a.fixed() + ArgsPerRule*a.Rules }
 
-// fixed is how many values precede the rules' fields: the operation, or none.
+// fixed is how many values precede the rules' fields: the operation and the days usage
+// is kept, the operation, or none.
 func (a Args) fixed() int {
-	if a.Op {
+	switch {
+	case a.Usage:
+		return 2
+	case a.Op:
 		return 1
 	}
 	return 0
 }
 
-// TokensField is the index of rule r's tokens field name (its name + TokensSuffix).
+// TokensField is the index of rule r's first field name: a bucket's tokens (its name +
+// TokensSuffix), a quota's count (its name + UsedSuffix).
 func (a Args) TokensField(r int) int { return a.fixed() + fieldsPerRule*r }
 
-// StampField is the index of rule r's stamp field name (its name + StampSuffix).
+// StampField is the index of rule r's second field name: a bucket's stamp (its name +
+// StampSuffix), a quota's window's end (its name + EndSuffix).
 func (a Args) StampField(r int) int { return a.TokensField(r) + 1 }
 
-// Capacity is the index of rule r's capacity, in whole tokens, negated for a shadow rule.
+// Capacity is the index of rule r's capacity (a quota's limit), in whole tokens,
+// negated for a shadow rule.
 func (a Args) Capacity(r int) int { return a.fixed() + fieldsPerRule*a.Rules + numbersPerRule*r }
 
-// Rate is the index of rule r's refill per second.
+// Rate is the index of rule r's refill per second, or a quota's period code (PeriodDay,
+// PeriodWeek, PeriodMonth less the anchor day).
 func (a Args) Rate(r int) int { return a.Capacity(r) + 1 }
 
-// How many values ARGV holds: at most ArgsFixed for the call (the operation), and
-// ArgsPerRule for each rule (two field names, two numbers).
+// How many values ARGV holds: at most ArgsFixed for the call (the operation, the days
+// usage is kept), and ArgsPerRule for each rule (two field names, two numbers).
 const (
-	ArgsFixed      = 1
+	ArgsFixed      = 2
 	ArgsPerRule    = fieldsPerRule + numbersPerRule
 	fieldsPerRule  = 2
 	numbersPerRule = 2
 )
 
-// TokensSuffix and StampSuffix follow a rule's name in its two fields of the identity's
-// hash: its tokens (a double) and the Redis TIME of its last write (microseconds).
+// TokensSuffix and StampSuffix follow a bucket's name in its two fields of the
+// identity's hash: its tokens (a double) and the Redis TIME of its last write
+// (microseconds). UsedSuffix and EndSuffix follow a quota's name in its two: what it
+// admitted in its window (a whole number), and when the window ends (Unix seconds).
 const (
 	TokensSuffix = ":tokens"
 	StampSuffix  = ":ts"
+	UsedSuffix   = ":used"
+	EndSuffix    = ":end"
 )
+
+// A quota's period code, its second number in ARGV: PeriodDay for a UTC day,
+// PeriodWeek for a week from Monday, PeriodMonth - a for a month from day a (1 to 28).
+const (
+	PeriodDay   = -1
+	PeriodWeek  = -7
+	PeriodMonth = -100
+)
+
+// Usage fields in the identity's hash: UsagePrefix, the UTC day (days since 1970-01-01,
+// in decimal), ':' and one of UsageAllowed (checks allowed), UsageExtra (the cost they
+// took above one each: the cost admitted is allowed + extra, and a check of cost 1
+// touches no extra field) and UsageLimited (checks limited), each a whole number. See
+// UsageField.
+const (
+	UsagePrefix  = "u:"
+	UsageAllowed = 'a'
+	UsageExtra   = 'x'
+	UsageLimited = 'l'
+)
+
+// MaxUsageDays is the most days of usage the script keeps: the 400 written in it.
+const MaxUsageDays = 400
+
+// UsageField returns the field of the identity's hash that holds what (UsageAllowed,
+// UsageExtra or UsageLimited) of UTC day day, days since 1970-01-01: "u:20417:a".
+func UsageField(day int64, what byte) string {
+	return UsagePrefix + strconv.FormatInt(day, 10) + ":" + string(what)
+}
 
 // ExpiryMarginMillis is how long after every bucket written is full again bucket.lua
 // lets a key expire, in milliseconds: the 1000 written in the script.
 const ExpiryMarginMillis = 1000
 
-// Reply layout of bucket.lua: ReplyLen integers at these indexes.
+// Reply layout of bucket.lua: ReplyLen integers at these indexes, and for a peek
+// ReplyPerRule more per rule (see ReplyRuleLeft).
 const (
-	ReplyFlags = 0 // allowed, binding rule, wait rule, shadow denials and remaining, packed as the Flags* constants say
-	ReplyWait  = 1 // ms until an identical request could be allowed, rounded up; the retry-after when denied
-	ReplyReset = 2 // ms until every rule is full, rounded up
-	ReplyNow   = 3 // the Redis TIME of the decision, in microseconds
-	ReplyLen   = 4
+	ReplyFlags   = 0 // allowed, binding rule, wait rule, shadow denials and remaining, packed as the Flags* constants say
+	ReplyWait    = 1 // ms until an identical request could be allowed, rounded up; the retry-after when denied
+	ReplyReset   = 2 // ms until every rule is full, rounded up
+	ReplyNow     = 3 // the Redis TIME of the decision, in microseconds
+	ReplyLen     = 4
+	ReplyPerRule = 2
 )
 
-// The fields of ReplyFlags, from its lowest bit: each is (flags >> Shift) & (1<<Bits - 1),
-// remaining takes every bit from FlagsRemainingShift on.
+// ReplyRuleLeft is the index in a peek's reply of rule r's tokens (floor), or a quota's
+// room (its limit less its count, 0 at least).
+func ReplyRuleLeft(r int) int { return ReplyLen + ReplyPerRule*r }
+
+// ReplyRuleReset is the index in a peek's reply of the ms until rule r is full again,
+// or until a quota's window ends, rounded up.
+func ReplyRuleReset(r int) int { return ReplyRuleLeft(r) + 1 }
+
+// The fields of ReplyFlags, from its lowest bit: each is (flags >> Shift) & (1<<Bits - 1).
+// The bits from FlagsReservedShift on are 0: kept for notices of later versions.
 const (
 	FlagsAllowedShift   = 0  // 1 allowed, 0 denied
 	FlagsAllowedBits    = 1  //
@@ -103,7 +173,9 @@ const (
 	FlagsWaitRuleBits   = 4  //
 	FlagsDenialsShift   = 9  // the shadow rules that lacked cost tokens for an allowed check: bit r for rule r (0-based)
 	FlagsDenialsBits    = 8  //
-	FlagsRemainingShift = 17 // floor of the fewest tokens left after the decision
+	FlagsRemainingShift = 17 // floor of the fewest tokens left after the decision (a quota's room)
+	FlagsRemainingBits  = 30 //
+	FlagsReservedShift  = 47 // 0
 )
 
 // Error replies of bucket.lua start with one of these, after Redis's "ERR ".

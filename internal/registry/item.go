@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -42,11 +43,15 @@ type item struct {
 	Buckets   string `dynamodbav:"buckets,omitempty"`
 }
 
-// rule is one map of an item's rules list: a bucketgate.Rule without shadow.
+// rule is one map of an item's rules list: a bucketgate.Rule without shadow, a bucket
+// (capacity and refillPerSecond) or a quota (limit, period and perhaps anchor).
 type rule struct {
 	Name            string  `dynamodbav:"name"`
-	Capacity        int64   `dynamodbav:"capacity"`
-	RefillPerSecond float64 `dynamodbav:"refillPerSecond"`
+	Capacity        int64   `dynamodbav:"capacity,omitempty"`
+	RefillPerSecond float64 `dynamodbav:"refillPerSecond,omitempty"`
+	Limit           int64   `dynamodbav:"limit,omitempty"`
+	Period          string  `dynamodbav:"period,omitempty"`
+	Anchor          int64   `dynamodbav:"anchor,omitempty"`
 }
 
 // Errors say what a value should have been: typeWants, by attribute, after its type's
@@ -56,13 +61,15 @@ var (
 		"expiresAt": " of Unix seconds",
 		"updatedAt": " of Unix seconds",
 		attrRules:   " of maps",
-		"rules[]":   " of name, capacity and refillPerSecond",
+		"rules[]":   " of name with capacity and refillPerSecond (a bucket), or with limit, period and anchor (a quota)",
 	}
 	numberWants = map[string]string{
 		"expiresAt":       fmt.Sprintf("whole Unix seconds from 1 to %d", int64(MaxExpiresAt)),
 		"updatedAt":       fmt.Sprintf("whole Unix seconds from 1 to %d", int64(MaxExpiresAt)),
 		"version":         fmt.Sprintf("a whole number from 1 to %d", int64(MaxVersion)),
 		"capacity":        "a whole number of tokens",
+		"limit":           "a whole number of tokens",
+		"anchor":          fmt.Sprintf("a whole day of the month from 1 to %d", bucketgate.MaxAnchor),
 		"refillPerSecond": "a finite number of tokens per second",
 	}
 )
@@ -77,14 +84,15 @@ const MaxExpiresAt = 253402300799
 // DecodeItem reads a table item strictly, as the configuration document is read: every
 // attribute of the right type (see item), numbers where numbers belong (capacity a
 // whole number, expiresAt whole Unix seconds from 1 to MaxExpiresAt), status active or
-// revoked, at most bucketgate.MaxRules rules of exactly name, capacity and
-// refillPerSecond, and no attribute it does not know. An account's item
-// ("account:<name>", a name bucketgate.ValidAccountName takes) names no account, and
-// only it may say whose buckets it spends (buckets: "key:<digest>"); only an API key's
-// item ("key:...") may name an account, by a name of an account, and then needs no
-// plan. attributevalue converts the values. Its error is a *RecordError naming the
-// attribute. It does not check the plan or the rules against the configuration (see
-// Record.Resolve), nor that a key's account exists.
+// revoked, at most bucketgate.MaxRules rules, each exactly name, capacity and
+// refillPerSecond (a bucket) or name, limit, period and perhaps anchor (a quota), and no
+// attribute it does not know. An account's item ("account:<name>", a name
+// bucketgate.ValidAccountName takes) names no account, and only it may say whose buckets
+// it spends (buckets: "key:<digest>"); only an API key's item ("key:...") may name an
+// account, by a name of an account, and then needs no plan. attributevalue converts the
+// values. Its error is a *RecordError naming the attribute. It does not check the plan
+// or the rules against the configuration (see Record.Resolve), nor that a key's account
+// exists.
 func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 	var it item
 	if id, ok := av[attrID].(*types.AttributeValueMemberS); ok {
@@ -132,14 +140,49 @@ func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 		r.ExpiresAt = time.Unix(it.ExpiresAt, 0)
 	}
 	for i, x := range it.Rules {
-		if math.IsNaN(x.RefillPerSecond) || math.IsInf(x.RefillPerSecond, 0) {
-			path := fmt.Sprintf("%s[%d].refillPerSecond", attrRules, i)
-			m := av[attrRules].(*types.AttributeValueMemberL).Value[i].(*types.AttributeValueMemberM).Value
-			return fail(path, fmt.Errorf("%q: want %s", truncate(number(m["refillPerSecond"])), numberWants["refillPerSecond"]))
+		m := av[attrRules].(*types.AttributeValueMemberL).Value[i].(*types.AttributeValueMemberM).Value
+		rule, attr, err := x.decode(m)
+		if err != nil {
+			return fail(fmt.Sprintf("%s[%d]%s", attrRules, i, attr), err)
 		}
-		r.Rules = append(r.Rules, bucketgate.Rule{Name: x.Name, Capacity: x.Capacity, RefillPerSecond: x.RefillPerSecond})
+		r.Rules = append(r.Rules, rule)
 	}
 	return r, nil
+}
+
+// decode returns x, read from its map m, as a bucketgate.Rule: a quota when m has a
+// period, else a bucket, each with exactly its own attributes. Its error names the
+// attribute at fault (".period"), or none for the map. Ranges are checked later, with
+// the plan (Record.Resolve).
+func (x rule) decode(m map[string]types.AttributeValue) (bucketgate.Rule, string, error) {
+	has := func(name string) bool { _, ok := m[name]; return ok }
+	if !has("period") {
+		switch {
+		case has("limit") || has("anchor"):
+			return bucketgate.Rule{}, "", errors.New("a limit or an anchor without a period: a quota needs period (day, week or month), a bucket has capacity and refillPerSecond")
+		case !has("capacity"):
+			return bucketgate.Rule{}, ".capacity", errors.New("missing: a bucket needs a capacity and a refillPerSecond (a quota, a limit and a period)")
+		case !has("refillPerSecond"):
+			return bucketgate.Rule{}, ".refillPerSecond", errors.New("missing: a bucket needs a capacity and a refillPerSecond")
+		case math.IsNaN(x.RefillPerSecond) || math.IsInf(x.RefillPerSecond, 0):
+			return bucketgate.Rule{}, ".refillPerSecond", fmt.Errorf("%q: want %s", truncate(number(m["refillPerSecond"])), numberWants["refillPerSecond"])
+		}
+		return bucketgate.Rule{Name: x.Name, Capacity: x.Capacity, RefillPerSecond: x.RefillPerSecond}, "", nil
+	}
+	period, ok := bucketgate.ParsePeriod(x.Period)
+	switch {
+	case !ok:
+		return bucketgate.Rule{}, ".period", fmt.Errorf("%q: want day, week or month", truncate(x.Period))
+	case has("capacity") || has("refillPerSecond"):
+		return bucketgate.Rule{}, "", fmt.Errorf("a quota (period %s) has a limit, not a capacity or a refillPerSecond", period)
+	case !has("limit"):
+		return bucketgate.Rule{}, ".limit", errors.New("missing: a quota needs a limit")
+	case has("anchor") && period != bucketgate.PeriodMonth:
+		return bucketgate.Rule{}, ".anchor", fmt.Errorf("%d with period %s: only a monthly quota has an anchor", x.Anchor, period)
+	case has("anchor") && (x.Anchor < 1 || x.Anchor > bucketgate.MaxAnchor):
+		return bucketgate.Rule{}, ".anchor", fmt.Errorf("%d: want %s", x.Anchor, numberWants["anchor"])
+	}
+	return bucketgate.Rule{Name: x.Name, Limit: x.Limit, Period: period, Anchor: uint8(x.Anchor)}, "", nil
 }
 
 // decodeMap decodes the map av into the struct v, the value at path: no attribute v
@@ -214,14 +257,43 @@ func (r Record) Item() map[string]types.AttributeValue {
 	if !r.ExpiresAt.IsZero() {
 		it.ExpiresAt = r.ExpiresAt.Unix()
 	}
-	for _, x := range r.Rules {
-		it.Rules = append(it.Rules, rule{Name: x.Name, Capacity: x.Capacity, RefillPerSecond: x.RefillPerSecond})
-	}
 	av, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		panic("registry: an item of strings and numbers does not marshal: " + err.Error())
 	}
+	if len(r.Rules) == 0 {
+		return av
+	}
+	rules := make([]types.AttributeValue, len(r.Rules))
+	for i, x := range r.Rules {
+		rules[i] = ruleItem(x)
+	}
+	av[attrRules] = &types.AttributeValueMemberL{Value: rules}
 	return av
+}
+
+// ruleItem returns x as a map of an item's rules: a bucket's name, capacity and
+// refillPerSecond, zeros included; a quota's name, limit, period and, when it has one,
+// anchor.
+func ruleItem(x bucketgate.Rule) types.AttributeValue {
+	number := func(v any) types.AttributeValue {
+		n, err := attributevalue.Marshal(v)
+		if err != nil {
+			panic("registry: a number does not marshal: " + err.Error())
+		}
+		return n
+	}
+	m := map[string]types.AttributeValue{"name": &types.AttributeValueMemberS{Value: x.Name}}
+	switch {
+	case !x.IsQuota():
+		m["capacity"], m["refillPerSecond"] = number(x.Capacity), number(x.RefillPerSecond)
+	case x.Anchor != 0:
+		m["anchor"] = number(int64(x.Anchor))
+		fallthrough
+	default:
+		m["limit"], m["period"] = number(x.Limit), &types.AttributeValueMemberS{Value: x.Period.String()}
+	}
+	return &types.AttributeValueMemberM{Value: m}
 }
 
 // fieldNames returns the attribute names of struct t's fields, in order.

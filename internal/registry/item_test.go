@@ -152,6 +152,16 @@ func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
 		{"rule without name", item("rules", l(m("capacity", n("1"), "refillPerSecond", n("1")))), "attribute rules[0].name: missing"},
 		{"rule without capacity", item("rules", l(rule("a", "1", "1"), m("name", s("b"), "refillPerSecond", n("1")))), "attribute rules[1].capacity: missing"},
 		{"capacity a string", item("rules", l(m("name", s("b"), "capacity", s("10"), "refillPerSecond", n("1")))), "attribute rules[0].capacity: got a string (S), want a number (N)"},
+		{"quota of an unknown period", item("rules", l(m("name", s("q"), "limit", n("5"), "period", s("monthly")))), `attribute rules[0].period: "monthly": want day, week or month`},
+		{"quota period a number", item("rules", l(m("name", s("q"), "limit", n("5"), "period", n("30")))), "attribute rules[0].period: got a number (N), want a string (S)"},
+		{"quota without a limit", item("rules", l(m("name", s("q"), "period", s("day")))), "attribute rules[0].limit: missing: a quota needs a limit"},
+		{"quota limit a fraction", item("rules", l(m("name", s("q"), "limit", n("2.5"), "period", s("day")))), `attribute rules[0].limit: "2.5": want a whole number of tokens`},
+		{"quota with a capacity", item("rules", l(m("name", s("q"), "limit", n("5"), "period", s("day"), "capacity", n("5")))), "attribute rules[0]: a quota (period day) has a limit, not a capacity or a refillPerSecond"},
+		{"anchor 0", item("rules", l(m("name", s("q"), "limit", n("5"), "period", s("month"), "anchor", n("0")))), "attribute rules[0].anchor: 0: want a whole day of the month from 1 to 28"},
+		{"anchor 29", item("rules", l(m("name", s("q"), "limit", n("5"), "period", s("month"), "anchor", n("29")))), "attribute rules[0].anchor: 29: want a whole day"},
+		{"anchor a fraction", item("rules", l(m("name", s("q"), "limit", n("5"), "period", s("month"), "anchor", n("1.5")))), `attribute rules[0].anchor: "1.5": want a whole day of the month from 1 to 28`},
+		{"anchor of a day quota", item("rules", l(m("name", s("q"), "limit", n("5"), "period", s("day"), "anchor", n("3")))), "attribute rules[0].anchor: 3 with period day: only a monthly quota has an anchor"},
+		{"limit without a period", item("rules", l(m("name", s("q"), "limit", n("5"), "capacity", n("5"), "refillPerSecond", n("1")))), "attribute rules[0]: a limit or an anchor without a period"},
 		{"capacity a fraction", item("rules", l(rule("b", "1.5", "1"))), `attribute rules[0].capacity: "1.5": want a whole number of tokens`},
 		{"capacity huge", item("rules", l(rule("b", "1e40", "1"))), `attribute rules[0].capacity: "1e40"`},
 		{"rate not finite", item("rules", l(rule("b", "1", "NaN"))), `attribute rules[0].refillPerSecond: "NaN": want a finite number`},
@@ -256,6 +266,9 @@ func FuzzDecodeItem(f *testing.F) {
 	f.Add("", "x", "-1", uint16(0b0000_0000_0100_0110), "", "-1", "1e-300", "note")
 	f.Add("pro", "active", "1", uint16(0b0000_0000_1000_0000), "burst", "7", "0.5", "account")
 	f.Add("pro", "active", "1", uint16(0b0000_0000_1000_0001), "burst", "7", "0.5", "buckets")
+	f.Add("pro", "active", "1900000000", uint16(0b0110_0000_0000_1000), "monthly", "15", "month", "")
+	f.Add("pro", "active", "1900000000", uint16(0b0010_0001_0000_1000), "daily", "500", "day", "")
+	f.Add("pro", "active", "1900000000", uint16(0b1110_0000_0000_1000), "weekly", "29", "week", "")
 	plans := config.Default()
 	f.Fuzz(func(t *testing.T, plan, status, expires string, shape uint16, name, capacity, rate, extra string) {
 		it := map[string]types.AttributeValue{"id": s(digestID), "plan": s(plan)}
@@ -277,6 +290,15 @@ func FuzzDecodeItem(f *testing.F) {
 				e := rule(name+strconv.Itoa(i%3), capacity, rate)
 				if bit(6) {
 					e.(*types.AttributeValueMemberM).Value["capacity"] = s(capacity)
+				}
+				if bit(13) { // a quota: its limit, the rate as its period, perhaps an anchor
+					e = m("name", s(name+strconv.Itoa(i%3)), "limit", n(capacity), "period", s(rate))
+					if bit(14) {
+						e.(*types.AttributeValueMemberM).Value["anchor"] = n(capacity)
+					}
+					if bit(15) {
+						e.(*types.AttributeValueMemberM).Value["refillPerSecond"] = n(capacity)
+					}
 				}
 				if bit(5) && i == 1 {
 					e = s(name)
@@ -307,4 +329,28 @@ func FuzzDecodeItem(f *testing.F) {
 			t.Fatalf("Resolve error %v is not a *RecordError", err)
 		}
 	})
+}
+
+// A quota of an item's rules decodes to its bucketgate.Rule, and Item writes it back as
+// DecodeItem reads it.
+func TestDecodeItemQuota(t *testing.T) {
+	it := item("rules", l(rule("burst", "7", "0.5"),
+		m("name", s("monthly"), "limit", n("100000"), "period", s("month"), "anchor", n("15")),
+		m("name", s("daily"), "limit", n("500"), "period", s("day"))))
+	got, err := registry.DecodeItem(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bucketgate.Rule{
+		{Name: "burst", Capacity: 7, RefillPerSecond: 0.5},
+		{Name: "monthly", Limit: 100000, Period: bucketgate.PeriodMonth, Anchor: 15},
+		{Name: "daily", Limit: 500, Period: bucketgate.PeriodDay},
+	}
+	if !reflect.DeepEqual(got.Rules, want) {
+		t.Fatalf("rules %+v, want %+v", got.Rules, want)
+	}
+	back, err := registry.DecodeItem(got.Item())
+	if err != nil || !reflect.DeepEqual(back, got) {
+		t.Fatalf("round trip: %+v, %v; want %+v", back, err, got)
+	}
 }

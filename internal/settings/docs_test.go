@@ -50,6 +50,7 @@ func TestDocsListEveryVariable(t *testing.T) {
 		settings.EnvRegistryCacheMS:   strconv.FormatInt(settings.DefaultRegistryCacheTTL.Milliseconds(), 10),
 		settings.EnvRegistryCacheSize: strconv.Itoa(settings.DefaultRegistryCacheSize),
 		settings.EnvRegistryTimeoutMS: strconv.FormatInt(settings.DefaultRegistryTimeout.Milliseconds(), 10),
+		settings.EnvUsageDays:         strconv.Itoa(settings.DefaultUsageDays),
 		settings.EnvMetricsFlushMS:    strconv.FormatInt(settings.DefaultMetricsFlush.Milliseconds(), 10),
 		settings.EnvEventsTimeoutMS:   strconv.FormatInt(settings.DefaultEventsTimeout.Milliseconds(), 10),
 	} {

@@ -46,6 +46,7 @@ const (
 	EnvEventBusName      = "EVENT_BUS_NAME"
 	EnvEventsTimeoutMS   = "EVENTS_TIMEOUT_MS"
 	EnvOperatorFunction  = "OPERATOR_FUNCTION"
+	EnvUsageDays         = "USAGE_RETENTION_DAYS"
 )
 
 // Defaults of the settings that have one.
@@ -90,6 +91,10 @@ const (
 	// DefaultRegistryTimeout is the deadline of one registry read when
 	// REGISTRY_TIMEOUT_MS is unset.
 	DefaultRegistryTimeout = 200 * time.Millisecond
+	// DefaultUsageDays is how many UTC days of each identity's usage Redis keeps when
+	// USAGE_RETENTION_DAYS is unset: 35, so that a monthly billing period is always
+	// whole.
+	DefaultUsageDays = 35
 	// DefaultMetricsFlush is how often, at most, an instance writes the metrics it has
 	// gathered while traffic flows, when METRICS_FLUSH_MS is unset: a second.
 	DefaultMetricsFlush = time.Second
@@ -117,6 +122,9 @@ const (
 	// MaxFunctionName is the longest OPERATOR_FUNCTION, in bytes: Lambda's longest
 	// function ARN with a qualifier.
 	MaxFunctionName = 170
+	// MaxUsageDays is the most days USAGE_RETENTION_DAYS may keep: a year and a month,
+	// the script's bound (bucket.MaxUsageDays).
+	MaxUsageDays = 400
 	// MaxRegistryCacheTTL is the longest REGISTRY_CACHE_MS: a day, beyond which a
 	// revocation would hardly be one.
 	MaxRegistryCacheTTL = 24 * time.Hour
@@ -268,6 +276,12 @@ type Settings struct {
 	// function to the operator function's name, so that a grant of lambda:InvokeFunction
 	// on the check function never grants resets.
 	OperatorFunction string
+	// UsageDays is how many UTC days of each identity's usage Redis keeps, today
+	// included (USAGE_RETENTION_DAYS, 0 to MaxUsageDays; 0 counts no usage; default
+	// DefaultUsageDays). Every check that takes tokens counts, in its own script call,
+	// in its identity's usage of the day (checks allowed, their cost, checks limited),
+	// which the check function's op usage reports.
+	UsageDays int
 }
 
 // Load reads the settings through getenv (os.Getenv in production) and validates them;
@@ -354,6 +368,9 @@ func Load(getenv func(string) string) (Settings, error) {
 			return s, fmt.Errorf("%s=%q: want a whole number of entries from 0 (no cache) to %d", EnvDenyCacheSize, v, MaxDenyCacheSize)
 		}
 		s.DenyCacheSize = n
+	}
+	if s.UsageDays, err = parseWhole(getenv, EnvUsageDays, DefaultUsageDays, 0, MaxUsageDays, "days"); err != nil {
+		return s, err
 	}
 	if err := s.validateTLS(); err != nil {
 		return s, err

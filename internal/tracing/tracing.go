@@ -10,6 +10,7 @@ package tracing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -43,6 +44,8 @@ type Options struct {
 type limiter interface {
 	Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error)
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
+	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
+	Time(ctx context.Context) (time.Time, error)
 }
 
 // Limiter wraps the engine in an X-Ray subsegment per decision. It is safe for
@@ -129,6 +132,27 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]b
 	}
 	return ds, errs
 }
+
+// Usage reads identity's usage with the wrapped engine and returns its results
+// unchanged. When ctx is traced, it then sends a subsegment around the read, flagged as
+// Decide flags an error.
+func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error) {
+	tr, ok := traceOf(ctx)
+	if !ok || l.daemon == nil {
+		return l.next.Usage(ctx, identity, first, last)
+	}
+	start := l.now()
+	days, err := l.next.Usage(ctx, identity, first, last)
+	s := newRedisSubsegment(tr, start, l.now())
+	s.Error, s.Fault = errors.Is(err, bucketgate.ErrInvalid), err != nil && !errors.Is(err, bucketgate.ErrInvalid)
+	if serr := l.send(s); serr != nil {
+		l.log.LogAttrs(ctx, slog.LevelDebug, MsgNotSent, slog.String(telemetry.AttrError, serr.Error()))
+	}
+	return days, err
+}
+
+// Time reads Redis's clock with the wrapped engine, untraced: a read of a report's.
+func (l *Limiter) Time(ctx context.Context) (time.Time, error) { return l.next.Time(ctx) }
 
 // emit sends the subsegment of one decision, which ran from start to end in trace tr
 // and returned dec and err.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -187,7 +188,7 @@ func TestSubsegmentOfEachOutcome(t *testing.T) {
 
 			got, err := d.Decide(sampled(traceID), q)
 
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Decision = %+v, want the bare limiter's %+v", got, want)
 			}
 			switch {

@@ -17,12 +17,19 @@ type Instructions struct {
 	// Admitted, Refund and Reset are per operation on one rule: a check that is always
 	// admitted (so always writes), a refund, a reset.
 	Admitted, Refund, Reset int64
+	// Round3 is the round-3 line as instructions.sh prints it (a check without usage,
+	// with usage, a bucket and a monthly quota, and the lease operations, "-" for a
+	// figure not built), and Check, Usage and Quota its first three figures; empty and
+	// zeros from an output without it.
+	Round3              string
+	Check, Usage, Quota int64
 }
 
 // instructionsPrefixes start instructions.sh's two lines of figures.
 const (
 	instructionsDecisionPrefix  = "redis-side instructions/decision:"
 	instructionsOperationPrefix = "redis-side instructions/operation, 1 rule:"
+	instructionsRound3Prefix    = "round-3 instructions/decision:"
 )
 
 // parseInstructions reads instructions.sh's output: both of its lines must be there.
@@ -47,6 +54,12 @@ func parseInstructions(r io.Reader) (Instructions, error) {
 				return Instructions{}, fmt.Errorf("instructions: %q: %w", line, err)
 			}
 			operation = true
+		case strings.HasPrefix(line, instructionsRound3Prefix):
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, instructionsRound3Prefix), " check %d, check+usage %d, bucket+quota %d,",
+				&in.Check, &in.Usage, &in.Quota); err != nil {
+				return Instructions{}, fmt.Errorf("instructions: %q: %w", line, err)
+			}
+			in.Round3 = line
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -60,6 +73,22 @@ func parseInstructions(r io.Reader) (Instructions, error) {
 	}
 	return in, nil
 }
+
+// Round3Line is the round-3 line with its ratios to the check and their goals (issue
+// 29); empty without the line.
+func (in Instructions) Round3Line() string {
+	if in.Round3 == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s; check+usage / check %.2f (goal <= %.2f), bucket+quota / check %.2f (goal <= %.2f)",
+		in.Round3, float64(in.Usage)/float64(in.Check), goalUsageOverCheck, float64(in.Quota)/float64(in.Check), goalQuotaOverCheck)
+}
+
+// Goals of issue 29 for the round-3 figures, over a check without usage.
+const (
+	goalUsageOverCheck = 1.12
+	goalQuotaOverCheck = 1.45
+)
 
 // Ratio is bucketgate's 1 rule over redis_rate.
 func (in Instructions) Ratio() float64 { return float64(in.OneRule) / float64(in.RedisRate) }

@@ -264,4 +264,12 @@ func TestParseInstructions(t *testing.T) {
 	if _, err := parseInstructions(strings.NewReader(out[:120])); err == nil {
 		t.Fatal("parsed output without its second line")
 	}
+	round3 := "round-3 instructions/decision: check 54161, check+usage 66631, bucket+quota 87187, reserve -, settle -, acquire -"
+	in, err = parseInstructions(strings.NewReader(out + round3 + "\n"))
+	if err != nil || in.Check != 54161 || in.Usage != 66631 || in.Quota != 87187 || in.Round3 != round3 {
+		t.Fatalf("with the round-3 line: %+v, %v", in, err)
+	}
+	if want := round3 + "; check+usage / check 1.23 (goal <= 1.12), bucket+quota / check 1.61 (goal <= 1.45)"; in.Round3Line() != want {
+		t.Fatalf("Round3Line = %q, want %q", in.Round3Line(), want)
+	}
 }

@@ -290,7 +290,11 @@ func (r Report) Markdown() string {
 		r.LogBytes.headline(logbytes.Debug, false), r.LogBytes.headline(logbytes.Debug, true), goalLogBytes, verdict(r.LogBytes.Met()))
 
 	w := r.Workload
-	p("## 1. Redis-side cost per decision\n\n```\n%s\n```\n\n", r.InstructionsLine())
+	p("## 1. Redis-side cost per decision\n\n```\n%s\n", r.InstructionsLine())
+	if line := r.Instructions.Round3Line(); line != "" {
+		p("%s\n", line)
+	}
+	p("```\n\n")
 	p("The headline: machine instructions that redis-server runs inside EVALSHA per call, counted by callgrind\n")
 	p("(`make bench-instructions`, which make bench runs first: `tools/benchreport/instructions/instructions.sh`),\n")
 	p("the same on a busy machine as on an idle one. 20,000 calls over 1,000 random identities, every contender with a\n")

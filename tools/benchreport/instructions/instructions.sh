@@ -31,7 +31,9 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # count SCRIPT PREP ARGS...: instructions per EVALSHA of SCRIPT with key bg:{<random>} and
 # ARGS. With PREP (an operation, such as a cost), the same N calls of SCRIPT with PREP in
 # place of ARGS' first go first, uncounted (EVAL, not EVALSHA): they give the identities
-# state to refund or reset.
+# state to refund or reset. With USAGE=1 in the environment, a second key follows: the
+# usage archive bg:{<random>}:usage (redis-benchmark draws each __rand_int__ apart, so it
+# is another identity's: no matter here, where it is only declared).
 count() {
   local script=$1 prep=$2; shift 2
   local port out pid total
@@ -46,7 +48,9 @@ count() {
   fi
   local sha
   sha=$(redis-cli -p "$port" script load "$(cat "$script")")
-  redis-benchmark -p "$port" -n "$n" -c 1 -r 1000 EVALSHA "$sha" 1 'bg:{__rand_int__}' "$@" >/dev/null
+  local keys=(1 'bg:{__rand_int__}')
+  [ -n "${USAGE:-}" ] && keys=(2 'bg:{__rand_int__}' 'bg:{__rand_int__}:usage')
+  redis-benchmark -p "$port" -n "$n" -c 1 -r 1000 EVALSHA "$sha" "${keys[@]}" "$@" >/dev/null
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   wait "$pid" || true
   total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
@@ -67,7 +71,14 @@ big=(burst:tokens burst:ts 1000 0.001)
 admitted=$(count "$bucket" '' "${big[@]}")
 refund=$(count "$bucket" 500 -1 "${big[@]}")
 reset=$(count "$bucket" 500 reset "${big[@]}")
+# Round 3 (issues 29 and 31): the check above (usage off), the same check with usage kept
+# 35 days (the operation and the days in ARGV), and one bucket with one monthly quota
+# (limit 1000: the bucket binds, as above), usage on. Figures of operations not built yet
+# print as "-".
+usage=$(USAGE=1 count "$bucket" '' 1 35 "${rule[@]}")
+quota=$(USAGE=1 count "$bucket" '' 1 35 burst:tokens burst:ts monthly:used monthly:end 10 0.001 1000 -101)
 awk -v x="$one" -v y="$two" -v z="$gcra" 'BEGIN {
   printf "redis-side instructions/decision: bucketgate 1 rule %d, 2 rules %d, redis_rate %d, ratio X/Z %.3f, Y/X %.2f\n", x, y, z, x / z, y / x }'
 awk -v x="$one" -v a="$admitted" -v f="$refund" -v r="$reset" 'BEGIN {
   printf "redis-side instructions/operation, 1 rule: check %d (every one admitted: %d), refund %d (%.2fx an admitted check), reset %d (%.2fx a check)\n", x, a, f, f / a, r, r / x }'
+printf 'round-3 instructions/decision: check %d, check+usage %d, bucket+quota %d, reserve -, settle -, acquire -\n' "$one" "$usage" "$quota"

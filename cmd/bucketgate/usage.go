@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/checkclient"
+	"github.com/bucketgate/bucketgate/internal/settings"
+)
+
+const usageUsage = `  bucketgate usage [--from DATE] [--to DATE] [--json | --csv] IDENTITY
+
+IDENTITY is as for buckets: an API key (sent as key:<digest>; - reads it from stdin),
+key:<digest>, acct:<name>, an IP address or ip:<address>, ip:unknown, or tenant:<key>; a
+key of an account counts in its account's usage, which it prints. It prints the
+identity's usage per UTC day from --from to --to (YYYY-MM-DD; --to defaults to today, by
+Redis's clock, --from to --to), within the days the function keeps
+(USAGE_RETENTION_DAYS): the checks allowed, the checks limited and the cost the allowed
+ones took, then their total. --json prints the check function's answer, --csv a header
+row (date,allowed,limited,cost) and a row per day. It invokes the operator function as
+buckets does (--function, --stack).
+`
+
+// runUsage runs bucketgate usage.
+func runUsage(e env, args []string) error {
+	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	function := fs.String("function", "", "the operator function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputOperatorName+", else "+defaultCheckFunction+")")
+	e.addStack(fs)
+	from := fs.String("from", "", "the first day, YYYY-MM-DD (default: --to)")
+	to := fs.String("to", "", "the last day, YYYY-MM-DD (default: today, UTC)")
+	asJSON := fs.Bool("json", false, "print the answer as JSON")
+	asCSV := fs.Bool("csv", false, "print CSV: date,allowed,limited,cost and a row per day")
+	positional, err := parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if *asJSON && *asCSV {
+		return fmt.Errorf("%w: usage: --json or --csv, not both", errUsage)
+	}
+	s, err := settings.Load(e.getenv)
+	if err != nil {
+		return err
+	}
+	t, err := resolveTarget(e, s, positional[0])
+	if err != nil {
+		return err
+	}
+	req := t.req
+	req.Op, req.From, req.To = checkapi.OpUsage, *from, *to
+	name, checks, err := operatorClient(e, *function)
+	if err != nil {
+		return err
+	}
+	u, err := checks.Usage(e.ctx, req)
+	var fe *checkclient.FunctionError
+	switch {
+	case errors.As(err, &fe) && fe.Type == checkapi.ErrorTypeUnavailable:
+		return fmt.Errorf("%s: Redis did not answer in time: %s", name, fe.Message)
+	case err != nil:
+		return explainInvoke(err, name)
+	case *asJSON:
+		return writeJSON(e.stdout, u)
+	case *asCSV:
+		return writeUsageCSV(e.stdout, u)
+	}
+	return writeUsage(e.stdout, u)
+}
+
+// writeUsage prints u: the identity, then a row per day and the total, aligned.
+func writeUsage(w io.Writer, u checkapi.Usage) error {
+	if err := writeAttributes(w, [][2]string{{"identity", u.Identity}}); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DATE\tALLOWED\tLIMITED\tCOST")
+	for _, d := range u.Days {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", d.Date, d.Allowed, d.Limited, d.Cost)
+	}
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\n", u.Total.Allowed, u.Total.Limited, u.Total.Cost)
+	return tw.Flush()
+}
+
+// writeUsageCSV prints u's days as CSV under the header date,allowed,limited,cost.
+func writeUsageCSV(w io.Writer, u checkapi.Usage) error {
+	cw := csv.NewWriter(w)
+	rows := [][]string{{"date", "allowed", "limited", "cost"}}
+	for _, d := range u.Days {
+		rows = append(rows, []string{d.Date, strconv.FormatInt(d.Allowed, 10), strconv.FormatInt(d.Limited, 10), strconv.FormatInt(d.Cost, 10)})
+	}
+	return cw.WriteAll(rows)
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/checkapi"
+)
+
+// bucketgate usage reports an identity's checks per day through the check function, as
+// a table, JSON or CSV; a range the function cannot answer is its refusal, naming the
+// flag's field, and a Redis that is gone is said so.
+func TestUsageCommand(t *testing.T) {
+	d, srv := newDeployment(t)
+	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	id := "key:" + bucketgate.KeyDigest(key)
+	for range 3 {
+		d.authz.decide(t, key)
+	}
+	var u checkapi.Usage
+	if err := json.Unmarshal([]byte(d.ok("usage", "--json", key)), &u); err != nil {
+		t.Fatal(err)
+	}
+	today := u.To // Redis's day
+	if u.Identity != id || u.From != today || len(u.Days) != 1 || u.Total != (checkapi.UsageCounts{Allowed: 3, Cost: 3}) {
+		t.Fatalf("usage --json: %+v", u)
+	}
+	table := d.ok("usage", id)
+	if want := "identity  " + id + "\nDATE        ALLOWED  LIMITED  COST\n" + today + "  3        0        3\ntotal       3        0        3\n"; table != want {
+		t.Fatalf("usage:\n%s\nwant\n%s", table, want)
+	}
+	day, err := time.Parse(time.DateOnly, today)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yesterday, longAgo := day.AddDate(0, 0, -1).Format(time.DateOnly), day.AddDate(0, 0, -40).Format(time.DateOnly)
+	if csv := d.ok("usage", "--csv", "--from", yesterday, key); csv != "date,allowed,limited,cost\n"+yesterday+",0,0,0\n"+today+",3,0,3\n" {
+		t.Fatalf("usage --csv:\n%s", csv)
+	}
+	d.fails(exitUsage, "usage: --json or --csv, not both", "usage", "--json", "--csv", key)
+	d.fails(exitUsage, "usage: want 1 argument(s), got 0", "usage")
+	d.fails(exitError, `refused the request, nothing was changed: from: "2026-13-01": want a day as YYYY-MM-DD`, "usage", "--from", "2026-13-01", key)
+	d.fails(exitError, "from: "+longAgo+" is beyond the 35 days of usage kept", "usage", "--from", longAgo, key)
+	srv.Close()
+	d.fails(exitError, "Redis did not answer in time", "usage", key)
+}

@@ -1,0 +1,52 @@
+package authorizer
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
+)
+
+// A monthly quota binds like a bucket: once its month is spent the answer is a 429
+// whose Retry-After and X-RateLimit-Reset are the window's end, its RateLimit-Policy
+// names the quota with its limit and the month's length, and RateLimit waits for the
+// month's end.
+func TestMonthlyQuotaBinds(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+defaultPlan: metered
+plans:
+  metered:
+    - {name: burst, capacity: 100, refillPerSecond: 100}
+    - {name: monthly, limit: 3, period: month}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, options{config: cfg})
+	event := samples.Read(t, restEvent)
+	for i := range 3 {
+		if a := f.mustInvoke(t, event); !a.allowed(t) || a.num(t, ratelimitheaders.KeyRemaining) != int64(2-i) {
+			t.Fatalf("request %d: %v", i+1, a)
+		}
+	}
+	a := f.mustInvoke(t, event)
+	end := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // t0 is 2025-12-11 16:15 UTC
+	wait := int64(end.Sub(t0) / time.Second)
+	switch {
+	case a.allowed(t):
+		t.Fatalf("the 4th of a month of 3: %v", a)
+	case a.str(t, ratelimitheaders.KeyRule) != "monthly" || a.num(t, ratelimitheaders.KeyLimit) != 3:
+		t.Errorf("binding rule %q, limit %d", a.str(t, ratelimitheaders.KeyRule), a.num(t, ratelimitheaders.KeyLimit))
+	case a.num(t, ratelimitheaders.KeyRetryAfter) != wait:
+		t.Errorf("retryAfter %d, want %d s: until the month's end", a.num(t, ratelimitheaders.KeyRetryAfter), wait)
+	case a.num(t, ratelimitheaders.KeyReset) != end.Unix() || a.str(t, ratelimitheaders.KeyResetAt) != "2026-01-01T00:00:00Z":
+		t.Errorf("reset %d (%s), want the window's end %d", a.num(t, ratelimitheaders.KeyReset), a.str(t, ratelimitheaders.KeyResetAt), end.Unix())
+	case a.str(t, ratelimitheaders.KeyRateLimitPolicy) != `"burst";q=100;w=1, "monthly";q=3;w=2678400`:
+		t.Errorf("policy %s: want December's 31 days", a.str(t, ratelimitheaders.KeyRateLimitPolicy))
+	case a.str(t, ratelimitheaders.KeyRateLimit) != `"monthly";r=0;t=`+strconv.FormatInt(wait, 10):
+		t.Errorf("RateLimit %s", a.str(t, ratelimitheaders.KeyRateLimit))
+	}
+}

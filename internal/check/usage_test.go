@@ -1,0 +1,133 @@
+package check
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/settings"
+)
+
+// usageFixture is a fixture whose engine counts usage, kept days days, and a function
+// that moves Redis's clock to a time.
+func usageFixture(t *testing.T, days int) (*fixture, func(time.Time)) {
+	t.Helper()
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	f.h.Guard = guard.New(bucket.New(client, bucket.Usage(days)), guard.Options{Timeout: testTimeout})
+	f.h.UsageDays = days
+	now := testTime
+	return f, func(at time.Time) {
+		mr.FastForward(at.Sub(now))
+		now = at
+		mr.SetTime(at)
+	}
+}
+
+// An inline monthly quota binds like a bucket: denied once its window's limit is spent,
+// until the window ends, and a peek shows every rule with the window's end.
+func TestInlineQuota(t *testing.T) {
+	f, _ := usageFixture(t, settings.DefaultUsageDays)
+	check := `{"key":"acme","rules":[{"name":"burst","capacity":100,"refillPerSecond":100},{"name":"monthly","limit":3,"period":"month","anchor":15}]}`
+	for range 3 {
+		f.invokeOK(t, []byte(check))
+	}
+	// testTime is 2025-03-01 12:00 UTC: the window began on February 15 and ends March 15.
+	wait := strconv.FormatInt(time.Date(2025, 3, 15, 0, 0, 0, 0, time.UTC).Sub(testTime).Milliseconds(), 10)
+	assertJSONEqual(t, f.invokeOK(t, []byte(check)), `{"allowed":false,"reason":"limited","limit":3,"remaining":0,"retryAfterMs":`+wait+
+		`,"resetAfterMs":`+wait+`,"rule":"monthly","plan":""}`)
+	peek := strings.Replace(check, `{"key"`, `{"cost":0,"key"`, 1)
+	assertJSONEqual(t, f.invokeOK(t, []byte(peek)), `{"allowed":true,"reason":"ok","limit":3,"remaining":0,"retryAfterMs":0,`+
+		`"resetAfterMs":`+wait+`,"rule":"monthly","plan":"","rules":[`+
+		`{"name":"burst","limit":100,"remaining":97,"resetAfterMs":30},`+
+		`{"name":"monthly","period":"month","limit":3,"remaining":0,"resetAfterMs":`+wait+`,"windowEnd":"2025-03-15T00:00:00Z"}]}`)
+}
+
+// The usage of a key per day: checks allowed with their cost, checks limited; peeks
+// count nothing; days of no check are zeros; the total adds them up.
+func TestUsageReport(t *testing.T) {
+	f, at := usageFixture(t, 3)
+	day1 := testTime
+	check := func(cost int) {
+		f.invoke([]byte(`{"key":"acme","rules":[{"name":"burst","capacity":5,"refillPerSecond":0.00001}],"cost":` + strconv.Itoa(cost) + `}`))
+	}
+	check(2)
+	check(3)
+	check(1) // limited: 0 left
+	check(0) // a peek
+	at(day1.Add(24 * time.Hour))
+	check(1)
+	at(day1.Add(2 * 24 * time.Hour))
+	assertJSONEqual(t, f.invokeOK(t, []byte(`{"key":"acme","op":"usage","from":"2025-03-01"}`)), `{"identity":"tenant:acme","from":"2025-03-01","to":"2025-03-03","days":[
+		{"date":"2025-03-01","allowed":2,"limited":1,"cost":5},
+		{"date":"2025-03-02","allowed":0,"limited":1,"cost":0},
+		{"date":"2025-03-03","allowed":0,"limited":0,"cost":0}],
+		"total":{"allowed":2,"limited":2,"cost":5}}`)
+	// To alone: that day; neither: today.
+	assertJSONEqual(t, f.invokeOK(t, []byte(`{"key":"acme","op":"usage","to":"2025-03-02"}`)), `{"identity":"tenant:acme","from":"2025-03-02","to":"2025-03-02",
+		"days":[{"date":"2025-03-02","allowed":0,"limited":1,"cost":0}],"total":{"allowed":0,"limited":1,"cost":0}}`)
+	assertJSONEqual(t, f.invokeOK(t, []byte(`{"identity":"tenant:acme","op":"usage"}`)), `{"identity":"tenant:acme","from":"2025-03-03","to":"2025-03-03",
+		"days":[{"date":"2025-03-03","allowed":0,"limited":0,"cost":0}],"total":{"allowed":0,"limited":0,"cost":0}}`)
+	// Past the days kept: an error naming them.
+	at(day1.Add(3 * 24 * time.Hour))
+	ive := functionError(t, mustFail(f, `{"key":"acme","op":"usage","from":"2025-03-01"}`))
+	if want := "from: 2025-03-01 is beyond the 3 days of usage kept (USAGE_RETENTION_DAYS, today included): want 2025-03-02 or later"; ive.Message != want {
+		t.Errorf("error %q, want %q", ive.Message, want)
+	}
+}
+
+// mustFail invokes payload and returns its error, nil when it succeeded.
+func mustFail(f *fixture, payload string) error {
+	_, err := f.invoke([]byte(payload))
+	return err
+}
+
+// Usage requests the function cannot answer are invalid requests naming the field, and
+// write nothing.
+func TestUsageRequestErrors(t *testing.T) {
+	f, _ := usageFixture(t, 35)
+	tests := []struct{ name, payload, want string }{
+		{"reversed", `{"key":"a","op":"usage","from":"2025-03-01","to":"2025-02-28"}`, "from: 2025-03-01 is after to, 2025-02-28: the days are reversed"},
+		{"after today", `{"key":"a","op":"usage","to":"2025-03-02"}`, "to: 2025-03-02 is after today, 2025-03-01 (UTC, by Redis's clock)"},
+		{"beyond retention", `{"key":"a","op":"usage","from":"2025-01-01"}`, "from: 2025-01-01 is beyond the 35 days of usage kept (USAGE_RETENTION_DAYS, today included): want 2025-01-26 or later"},
+		{"to alone beyond retention", `{"key":"a","op":"usage","to":"2025-01-25"}`, "to: 2025-01-25 is beyond the 35 days of usage kept"},
+		{"malformed", `{"key":"a","op":"usage","from":"2025-3-1"}`, `from: "2025-3-1": want a day as YYYY-MM-DD, such as 2026-11-25`},
+		{"not a day", `{"key":"a","op":"usage","to":"2025-02-30"}`, `to: "2025-02-30": want a day as YYYY-MM-DD`},
+		{"a time", `{"key":"a","op":"usage","to":"2025-03-01T00:00:00Z"}`, `to: "2025-03-01T00:00:00Z": want a day as YYYY-MM-DD`},
+		{"a number", `{"key":"a","op":"usage","to":20250301}`, "to: got number, want a string"},
+		{"with a plan", `{"key":"a","op":"usage","plan":"pro"}`, "plan: not with op usage"},
+		{"with a cost", `{"key":"a","op":"usage","cost":0}`, "cost: not with op usage"},
+		{"with rules", `{"key":"a","op":"usage","rules":[]}`, "rules: not with op usage"},
+		{"days with a check", `{"key":"a","from":"2025-03-01"}`, "from: only with op usage"},
+		{"days with a refund", `{"key":"a","op":"refund","to":"2025-03-01"}`, "to: only with op usage"},
+		{"in a batch", `{"checks":[{"key":"a"},{"key":"a","op":"usage"}]}`, "checks[1].op: usage is a report, not a check: send it alone, not in a batch"},
+		{"no key", `{"op":"usage"}`, "key: missing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ive := functionError(t, mustFail(f, tc.payload))
+			if ive.Type != checkapi.ErrorTypeInvalidRequest || !strings.HasPrefix(ive.Message, tc.want) {
+				t.Fatalf("error %q of type %q, want one starting %q", ive.Message, ive.Type, tc.want)
+			}
+		})
+	}
+	f.h.UsageDays = 0
+	if ive := functionError(t, mustFail(f, `{"key":"a","op":"usage"}`)); ive.Message != "op: usage is off in this function: USAGE_RETENTION_DAYS is 0" {
+		t.Errorf("usage off: %q", ive.Message)
+	}
+}
+
+// A service-facing check function answers a key's own usage, and refuses an
+// identity's, the operator's path.
+func TestUsageOnTheServicePath(t *testing.T) {
+	f, _ := usageFixture(t, 35)
+	f.h.OperatorFunction = "stack-operator"
+	f.invokeOK(t, []byte(`{"key":"a","op":"usage"}`))
+	if ive := functionError(t, mustFail(f, `{"identity":"tenant:a","op":"usage"}`)); !strings.Contains(ive.Message, "invoke stack-operator") {
+		t.Errorf("an identity's usage on the service path: %q", ive.Message)
+	}
+}

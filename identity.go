@@ -20,6 +20,9 @@ const (
 	// invoke it are trusted. Its buckets and registry item carry the key itself; logs
 	// carry its digest (LogForm), as a tenant's key may name a customer.
 	KindTenant Kind = "tenant"
+	// KindAccount: an account of the registry, by its name (ValidAccountName): every
+	// API key of the account is decided as the account, and spends its buckets.
+	KindAccount Kind = "acct"
 )
 
 // Identity is whose buckets a request spends. The zero Identity is none.
@@ -27,21 +30,30 @@ type Identity struct {
 	// Kind is what the identity is.
 	Kind Kind
 	// Value is the key's digest (KindKey), the canonical source address or IPv6 prefix
-	// (KindIP), or the check function's key (KindTenant). It never holds a raw API key.
+	// (KindIP), the check function's key (KindTenant), or the account's name
+	// (KindAccount). It never holds a raw API key.
 	Value string
 }
 
-// String returns the namespaced identity, "key:<digest>", "ip:<address>" or
-// "tenant:<key>": Request.Identity, the registry's item id, and the REST authorizer's
-// principal id.
+// String returns the namespaced identity, "key:<digest>", "ip:<address>",
+// "tenant:<key>" or "acct:<name>": Request.Identity, the registry's lookups, and the
+// REST authorizer's principal id.
 func (id Identity) String() string { return string(id.Kind) + ":" + id.Value }
 
 // The namespaces of the kinds' identities, as Identity.String spells them.
 const (
-	KeyPrefix    = string(KindKey) + ":"
-	IPPrefix     = string(KindIP) + ":"
-	TenantPrefix = string(KindTenant) + ":"
+	KeyPrefix     = string(KindKey) + ":"
+	IPPrefix      = string(KindIP) + ":"
+	TenantPrefix  = string(KindTenant) + ":"
+	AccountPrefix = string(KindAccount) + ":"
 )
+
+// MaxAccountName is the longest account name, in bytes.
+const MaxAccountName = 128
+
+// ValidAccountName reports whether name can name an account: 1 to MaxAccountName
+// letters, digits, '.', '_' or '-'.
+func ValidAccountName(name string) bool { return validName(name, MaxAccountName) }
 
 // LogForm returns the identity id ("kind:value", Identity.String's form) as logs and
 // errors carry it: a tenant's ("tenant:<key>") with its key as its digest, KeyDigest

@@ -2,6 +2,7 @@ package bucketgate_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate"
@@ -42,5 +43,24 @@ func TestOpText(t *testing.T) {
 	}
 	if _, err := json.Marshal(bucketgate.OpUsage + 1); err == nil {
 		t.Error("an unknown operation marshals")
+	}
+}
+
+// An account's name is 1 to MaxAccountName letters, digits, '.', '_' or '-'; its
+// identity is acct:<name>, apart from every other kind's.
+func TestAccountName(t *testing.T) {
+	for _, name := range []string{"acme", "a", "Acme_Corp-2.eu", strings.Repeat("x", bucketgate.MaxAccountName)} {
+		if !bucketgate.ValidAccountName(name) {
+			t.Errorf("ValidAccountName(%q) = false", name)
+		}
+	}
+	for _, name := range []string{"", "a b", "a:b", "a/b", "ü", "{acme}", strings.Repeat("x", bucketgate.MaxAccountName+1)} {
+		if bucketgate.ValidAccountName(name) {
+			t.Errorf("ValidAccountName(%q) = true", name)
+		}
+	}
+	id := bucketgate.Identity{Kind: bucketgate.KindAccount, Value: "acme"}
+	if id.String() != "acct:acme" || bucketgate.AccountPrefix != "acct:" || bucketgate.LogForm(id.String()) != "acct:acme" {
+		t.Errorf("account identity %q, prefix %q, logged %q", id, bucketgate.AccountPrefix, bucketgate.LogForm(id.String()))
 	}
 }

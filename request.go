@@ -80,8 +80,9 @@ func (o *Op) UnmarshalText(name []byte) error {
 type Request struct {
 	// Identity is whose buckets these are: 1 to MaxIdentity bytes, any bytes at all.
 	Identity string
-	// Rules are decided together, all or nothing: 1 to MaxRules, distinct names, buckets
-	// and quotas alike. Shadow rules among them never deny (see Rule.Shadow).
+	// Rules are decided together, all or nothing: 1 to MaxRules, distinct names (valid
+	// rule names, or KeyRuleName's of them for the own rules of an account's key),
+	// buckets and quotas alike. Shadow rules among them never deny (see Rule.Shadow).
 	Rules []Rule
 	// Cost is a whole number of tokens, at most every rule's Max: for OpCheck, the
 	// tokens taken from every rule (the zero Cost is a peek: the decision without a
@@ -114,7 +115,11 @@ func (q Request) Validate() error {
 		return fmt.Errorf("%w: reset with cost %d: a reset takes no cost", ErrInvalid, q.Cost)
 	}
 	for i, r := range q.Rules {
-		if err := r.Validate(); err != nil {
+		own := r // a key's own rule (KeyRuleName) is valid as its rule is
+		if name, ok := cutKeyRule(r.Name); ok {
+			own.Name = name
+		}
+		if err := own.Validate(); err != nil {
 			return fmt.Errorf("rules[%d]: %w", i, err)
 		}
 		if q.Cost > r.Max() {

@@ -47,6 +47,15 @@ func TestRequestValidate(t *testing.T) {
 		{"refund of nothing", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpRefund}, "refund of 0 tokens"},
 		{"refund above capacity", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 11, Op: bucketgate.OpRefund}, "refund 11 exceeds capacity 10 of rule burst"},
 		{"reset with a cost", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpReset}, "reset with cost 1"},
+		{"valid key's own rule", withRule(bucketgate.Rule{Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), strings.Repeat("r", bucketgate.MaxRuleName)), Capacity: 1, RefillPerSecond: 1}), ""},
+		{"key's own rule of a bad name", withRule(bucketgate.Rule{Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), "a:b"), Capacity: 1, RefillPerSecond: 1}), `name "a:b"`},
+		{"key's own rule of no name", withRule(bucketgate.Rule{Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), ""), Capacity: 1, RefillPerSecond: 1}), `name ""`},
+		{"key's own rule of a bad digest", withRule(bucketgate.Rule{Name: bucketgate.KeyRuleName("not-a-digest", "burst"), Capacity: 1, RefillPerSecond: 1}), `name "not-a-digest/burst"`},
+		{"key's own rule twice", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{
+			{Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), "burst"), Capacity: 1, RefillPerSecond: 1},
+			{Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), "burst"), Capacity: 1, RefillPerSecond: 1}}}, "appears twice"},
+		{"key's own rule beside the account's of its name", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{
+			ok, {Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), "burst"), Capacity: 1, RefillPerSecond: 1}}}, ""},
 		{"unknown operation", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpUsage + 1}, "operation Op(4)"},
 		{"usage is no request", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpUsage}, "operation usage reads a report"},
 		{"valid monthly quota", withRule(monthly), ""},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -96,7 +97,7 @@ func (r Rule) MaxName() string {
 
 // Validate reports the first thing wrong with r, naming the field.
 func (r Rule) Validate() error {
-	if !validName(r.Name) {
+	if !validName(r.Name, MaxRuleName) {
 		return fmt.Errorf("%w: name %q: want 1 to %d letters, digits, '_', '-' or '.'", ErrInvalid, r.Name, MaxRuleName)
 	}
 	if r.IsQuota() {
@@ -114,6 +115,25 @@ func (r Rule) Validate() error {
 			ErrInvalid, r.Name, r.RefillPerSecond, r.Capacity, formatSeconds(r.fillSeconds()), MaxFillTime)
 	}
 	return nil
+}
+
+// KeyRuleName returns the name by which a request of an account names the rule called
+// name of one of the account's API keys, the key of digest: "<digest>/<name>". A key's
+// own rules limit that key alone, in the same atomic call as the account's rules: their
+// state lives in the account's hash beside the account's rules, apart from them and
+// from every other key's, and the headers and answers name them so. No rule of a
+// configuration document, a registry item or a check can have such a name ('/' is none
+// of a rule name's characters), so none shares such a rule's bucket. A request's rule
+// names are valid rule names, or such names of valid rule names.
+func KeyRuleName(digest, name string) string { return digest + keyRuleSeparator + name }
+
+// keyRuleSeparator separates the digest from the rule's name in KeyRuleName.
+const keyRuleSeparator = "/"
+
+// cutKeyRule returns the rule's own name of a KeyRuleName, and false for any other name.
+func cutKeyRule(name string) (string, bool) {
+	digest, rule, ok := strings.Cut(name, keyRuleSeparator)
+	return rule, ok && ValidDigest(digest)
 }
 
 // validateQuota reports the first thing wrong with quota r, naming the field.
@@ -150,8 +170,10 @@ func (r Rule) fillSeconds() float64 {
 	return float64(r.Capacity) / r.RefillPerSecond
 }
 
-func validName(name string) bool {
-	if len(name) == 0 || len(name) > MaxRuleName {
+// validName reports whether name is 1 to maxLen letters, digits, '_', '-' or '.': a
+// rule's name, or an account's.
+func validName(name string, maxLen int) bool {
+	if len(name) == 0 || len(name) > maxLen {
 		return false
 	}
 	for i := 0; i < len(name); i++ {

@@ -48,10 +48,12 @@ type Request struct {
 	// authorizer's, "key:<digest>" (an API key by the first 32 hex digits of its
 	// SHA-256) or "ip:<address>" (a source address exactly as the authorizer spells it:
 	// an IPv6 one by its prefix of the function's IPV6_PREFIX_LENGTH, such as
-	// "ip:2001:db8::/64"), or "tenant:<key>", Key's own buckets. It is the operator's
-	// path (bucketgate buckets), logged at info: whoever may invoke the function may
-	// spend, refund or reset any caller's buckets. Empty means Key's buckets; not
-	// together with Key.
+	// "ip:2001:db8::/64"), "acct:<name>" (an account of the registry, whose keys all
+	// spend its buckets), or "tenant:<key>", Key's own buckets. An API key of an account
+	// reaches its account's buckets (its own rules among them), whatever the plan or
+	// rules given. It is the operator's path (bucketgate buckets), logged at info:
+	// whoever may invoke the function may spend, refund or reset any caller's buckets.
+	// Empty means Key's buckets; not together with Key.
 	Identity string `json:"identity,omitempty"`
 	// Op is what to do; OpCheck, the zero Op, leaves "op" out of the JSON (the function
 	// refuses "op": "", as any other unknown operation).

@@ -43,15 +43,8 @@ func TestMadeUpKeysShareTheIPBucket(t *testing.T) {
 // The session with a local table (docs/keys.md), through the real local gateway and the real
 // CLI: keys init, keys create, curl with the new key, keys revoke, curl again.
 func TestRegistrySession(t *testing.T) {
-	srv := dynalite.Start(t)
-	srv.Setenv(t)
-	env := map[string]string{
-		"REDIS_ADDR":                miniAt(t).Addr(),
-		"RATE_LIMIT_CONFIG":         slowPlans,
-		settings.EnvRegistryTable:   "bucketgate-keys",
-		settings.EnvRegistryCacheMS: "300",
-		envDynamoDBEndpoint:         srv.URL,
-	}
+	env := tableEnv(t)
+	env["RATE_LIMIT_CONFIG"] = slowPlans
 	cli := buildCLI(t)
 	keys := func(args ...string) string {
 		t.Helper()
@@ -71,7 +64,7 @@ func TestRegistrySession(t *testing.T) {
 	if r := g.get(t, "/scores", key); r.status != http.StatusTooManyRequests || r.body["plan"] != "free" {
 		t.Fatalf("the revoked key: %d %v, want 429 on the IP's spent free bucket", r.status, r.body)
 	}
-	if out := g.stdout.String(); !strings.Contains(out, "registry    DynamoDB table bucketgate-keys at "+srv.URL+", cached 300 ms") {
+	if out := g.stdout.String(); !strings.Contains(out, "registry    DynamoDB table bucketgate-keys at "+env[envDynamoDBEndpoint]+", cached 300 ms") {
 		t.Errorf("the banner does not name the registry table:\n%s", out)
 	}
 	if strings.Contains(g.stdout.String()+g.stderr.String(), key) {
@@ -84,14 +77,7 @@ func TestRegistrySession(t *testing.T) {
 // curl, a put that changes the plan, curl within the cache period (Redis's clock held
 // still: no refill), config rollback.
 func TestRegistryConfigSession(t *testing.T) {
-	srv := dynalite.Start(t)
-	srv.Setenv(t)
-	env := map[string]string{
-		"REDIS_ADDR":                miniAt(t).Addr(),
-		settings.EnvRegistryTable:   "bucketgate-keys",
-		settings.EnvRegistryCacheMS: "300",
-		envDynamoDBEndpoint:         srv.URL,
-	}
+	env := tableEnv(t)
 	cli := buildCLI(t)
 	bg := func(args ...string) string {
 		t.Helper()
@@ -137,6 +123,21 @@ func TestRegistryConfigSession(t *testing.T) {
 	}
 	if out := g.stdout.String(); !strings.Contains(out, "the table's configuration document when it holds one") {
 		t.Errorf("the banner does not say where the plans come from:\n%s", out)
+	}
+}
+
+// tableEnv starts dynalite for the test and returns the environment of a session with
+// the local table bucketgate-keys on it: a miniredis whose clock is held still, and a
+// cache period of 300 ms.
+func tableEnv(t *testing.T) map[string]string {
+	t.Helper()
+	srv := dynalite.Start(t)
+	srv.Setenv(t)
+	return map[string]string{
+		"REDIS_ADDR":                miniAt(t).Addr(),
+		settings.EnvRegistryTable:   "bucketgate-keys",
+		settings.EnvRegistryCacheMS: "300",
+		envDynamoDBEndpoint:         srv.URL,
 	}
 }
 

@@ -18,13 +18,15 @@ const bucketsUsage = `  bucketgate buckets show [--json] [--plan NAME | --rule R
   bucketgate buckets reset [--json] [--plan NAME | --rule RULE...] IDENTITY
 
 IDENTITY is an API key (sent as key:<digest>, never itself; - reads it from the first line
-of stdin, out of the process list and the shell's history), key:<digest>, an IP address
-or ip:<address> (an IPv6 address stands for its prefix of IPV6_PREFIX_LENGTH bits, as the
-authorizer groups it: ip:2001:db8::/64), ip:unknown, or tenant:<key> for a check function
-tenant. The rules are the identity's own as the check function resolves them (a
-registered key's plan and rules, else the default plan), or those of --plan, or the
---rule ones (a route's rules, by their names: NAME:CAPACITY:RATE for a bucket,
-NAME:LIMIT:PERIOD[@DAY] for a quota). show peeks at the rule with the fewest
+of stdin, out of the process list and the shell's history), key:<digest>, acct:<name> for
+an account, an IP address or ip:<address> (an IPv6 address stands for its prefix of
+IPV6_PREFIX_LENGTH bits, as the authorizer groups it: ip:2001:db8::/64), ip:unknown, or
+tenant:<key> for a check function tenant. A key of an account reaches the account's
+buckets, which all its keys spend. The rules are the identity's own as the check function
+resolves them (a registered key's or account's plan and rules, a key of an account's with
+its own rules, else the default plan), or those of --plan, or the --rule ones (a route's
+rules, by their names: NAME:CAPACITY:RATE for a bucket, NAME:LIMIT:PERIOD[@DAY] for a
+quota). show peeks at the rule with the fewest
 tokens left and lists every rule, buckets and quotas (cost 0: nothing written); refund gives N tokens back to every rule, never
 above its capacity (sent again only when Lambda refused it or no connection was made,
 never after a failure that may have come after it ran); reset makes every rule full.

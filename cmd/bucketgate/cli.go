@@ -60,11 +60,12 @@ type group struct {
 
 // groups are the command groups by name.
 var groups = map[string]group{
-	"keys":    {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
-	"config":  {about: "the configuration document (plans and routes) in the registry table, versioned", run: runConfig, usage: configUsage},
-	"buckets": {about: "the buckets of an API key, an IP address or a tenant, through the check function", run: runBuckets, usage: bucketsUsage},
-	"usage":   {about: "the usage of an API key, an IP address or a tenant per day, through the check function", run: runUsage, usage: usageUsage},
-	"version": {about: "the version of this bucketgate (also --version)", run: runVersion, usage: "  bucketgate version\n"},
+	"keys":     {about: "API keys and tenants in the registry table", run: runKeys, usage: keysUsage},
+	"accounts": {about: "accounts in the registry table: many keys, one plan, one set of buckets", run: runAccounts, usage: accountsUsage},
+	"config":   {about: "the configuration document (plans and routes) in the registry table, versioned", run: runConfig, usage: configUsage},
+	"buckets":  {about: "the buckets of an API key, an account, an IP address or a tenant, through the operator function", run: runBuckets, usage: bucketsUsage},
+	"usage":    {about: "the usage of an API key, an account, an IP address or a tenant per day, through the operator function", run: runUsage, usage: usageUsage},
+	"version":  {about: "the version of this bucketgate (also --version)", run: runVersion, usage: "  bucketgate version\n"},
 }
 
 // usage is the whole command line's usage.

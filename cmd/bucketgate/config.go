@@ -31,15 +31,16 @@ FILE (- for stdin) as the next version; history lists the versions, newest first
 rollback writes version N's document again as the next version. put and rollback check
 the document as the functions load it, write only if the document in force is still the
 one they read (another operator's write in between fails them, and nothing is written),
-and refuse a document that leaves an active key or tenant without its plan, naming them
-(--force writes it anyway). Every command takes --table NAME (default: $REGISTRY_TABLE).
+and refuse a document that leaves an active key, tenant or account without its plan (or a
+key of an account without room for its own rules), naming them (--force writes it
+anyway). Every command takes --table NAME (default: $REGISTRY_TABLE).
 `
 
 var configCommands = map[string]tableCommand{
-	"show":     {0, false, configShowFlags},
-	"put":      {1, false, configPutFlags},
-	"history":  {0, false, configHistoryFlags},
-	"rollback": {1, false, configRollbackFlags},
+	"show":     {0, nil, configShowFlags},
+	"put":      {1, nil, configPutFlags},
+	"history":  {0, nil, configHistoryFlags},
+	"rollback": {1, nil, configRollbackFlags},
 }
 
 // runConfig runs the config command named by args[0].
@@ -95,7 +96,7 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 
 func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	note := fs.String("note", "", "why, for people")
-	force := fs.Bool("force", false, "write it even if active keys or tenants lose their plan")
+	force := fs.Bool("force", false, "write it even if active keys, tenants or accounts lose their plan")
 	return func(e env, t *keyTable, args []string) error {
 		doc, err := readDocument(args[0])
 		if err != nil {
@@ -155,7 +156,7 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 
 func configRollbackFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	note := fs.String("note", "", "why, for people (default: rollback to version N)")
-	force := fs.Bool("force", false, "write it even if active keys or tenants lose their plan")
+	force := fs.Bool("force", false, "write it even if active keys, tenants or accounts lose their plan")
 	return func(e env, t *keyTable, args []string) error {
 		v, err := strconv.ParseInt(args[0], 10, 64)
 		if err != nil || v < 1 {

@@ -73,7 +73,7 @@ func TestConfigSession(t *testing.T) {
 	noGold := file(t, "no-gold.yaml", noGoldDoc)
 	before := c.items()
 	code, stdout, stderr = c.run("config", "put", noGold)
-	if code != exitError || stdout != "" || !strings.Contains(stderr, "the document would leave active keys or tenants without a usable plan (--force writes it anyway") ||
+	if code != exitError || stdout != "" || !strings.Contains(stderr, "the document would leave active keys, tenants or accounts without a usable plan (--force writes it anyway") ||
 		!strings.Contains(stderr, "\n  "+id+` (plan gold): plan: unknown plan "gold"`) || !strings.Contains(stderr, "\n  tenant:t-gold (plan gold)") || strings.Contains(stderr, "t-gone") {
 		t.Fatalf("a put dropping gold: %d\n%s\nwant a refusal naming the active key and tenant on gold, not the revoked one", code, stderr)
 	}
@@ -81,7 +81,7 @@ func TestConfigSession(t *testing.T) {
 		t.Fatalf("a refused put wrote:\nbefore %s\nafter  %s", before, after)
 	}
 	code, _, stderr = c.run("config", "put", noGold, "--force", "--note", "gold retired")
-	if code != exitOK || !strings.Contains(stderr, "warning: --force: these active keys or tenants now count as unknown:\n  "+id) ||
+	if code != exitOK || !strings.Contains(stderr, "warning: --force: these active keys, tenants or accounts now count as unknown:\n  "+id) ||
 		!strings.Contains(stderr, "wrote version 2 to table bucketgate-keys (was 1)") {
 		t.Fatalf("put --force: %d\n%s", code, stderr)
 	}

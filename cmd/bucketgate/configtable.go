@@ -122,22 +122,39 @@ const maxBroken = 10
 
 // errPlansInUse is wrapped by the refusal of a document that would leave active
 // identities without a usable plan.
-var errPlansInUse = errors.New("the document would leave active keys or tenants without a usable plan")
+var errPlansInUse = errors.New("the document would leave active keys, tenants or accounts without a usable plan")
 
 // broken returns what cfg would break: every active record (not revoked, not expired
-// at now) whose plan cfg does not have or whose own rules it refuses, as a line each.
+// at now) whose plan cfg does not have or whose own rules it refuses, as a line each:
+// an account, and a key of an active account whose own rules its account's plan would
+// no longer take (a key of an account that cfg breaks is the account's line).
 func broken(records []registry.Record, cfg *config.Config, now time.Time) []string {
+	accounts := map[string]registry.Record{}
+	for _, rec := range records {
+		if name, ok := strings.CutPrefix(rec.ID, registry.AccountItemPrefix); ok {
+			accounts[name] = rec
+		}
+	}
 	var out []string
 	for _, rec := range records {
 		if !rec.Active(now) {
 			continue
 		}
-		if _, err := rec.Resolve(cfg); err != nil {
+		plan, err := rec.Plan, error(nil)
+		if acct, ok := accounts[rec.Account]; rec.Account == "" {
+			_, err = rec.Resolve(cfg)
+		} else if ok && acct.Active(now) {
+			if _, aerr := acct.Resolve(cfg); aerr == nil {
+				plan = acct.Plan
+				_, err = registry.ResolveMember(rec, acct, cfg)
+			}
+		}
+		if err != nil {
 			var re *registry.RecordError
 			if errors.As(err, &re) {
 				err = fmt.Errorf("%s: %w", re.Attribute, re.Err)
 			}
-			out = append(out, fmt.Sprintf("%s (plan %s): %v", rec.ID, rec.Plan, err))
+			out = append(out, fmt.Sprintf("%s (plan %s): %v", rec.ID, plan, err))
 		}
 	}
 	return out
@@ -213,7 +230,7 @@ func (t *keyTable) prepareConfig(ctx context.Context, doc string, cfg *config.Co
 		if !force {
 			return w, fmt.Errorf("%w (--force writes it anyway, and the functions then treat them as unknown keys):\n%s", errPlansInUse, nameBroken(lines))
 		}
-		warn(fmt.Sprintf("--force: these active keys or tenants now count as unknown:\n%s", nameBroken(lines)))
+		warn(fmt.Sprintf("--force: these active keys, tenants or accounts now count as unknown:\n%s", nameBroken(lines)))
 	}
 	w.version = max(w.cur.Version, h.latest()) + 1
 	if w.raw != nil {

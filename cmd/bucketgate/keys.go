@@ -22,6 +22,8 @@ import (
 
 const keysUsage = `  bucketgate keys init
   bucketgate keys create --plan NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule RULE]... [--tenant KEY | --key -]
+  bucketgate keys create --account NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule RULE]... [--key -]
+  bucketgate keys roll KEY [--overlap DURATION] [--account NAME]
   bucketgate keys revoke KEY
   bucketgate keys expire KEY WHEN|never
   bucketgate keys set-plan KEY NAME
@@ -42,6 +44,17 @@ calendar, NAME:LIMIT:PERIOD[@DAY], PERIOD day, week or month (a month from DAY, 
 monthly:100000:month@15). A rule named like one of the plan's or a route's replaces it
 for the key (a bucket by a bucket, a quota by a quota); another name adds a rule.
 
+A key of an account (--account, which must be in the table and active) is decided as the
+account: its plan and rules, its buckets (acct:NAME), shared by every key of it; the
+key's own --rule ones limit that key alone, beside the account's (named <digest>/NAME in
+the headers), and its plan is the account's (bucketgate accounts set-plan). roll issues a
+new key for the same account, prints it alone on the first line of stdout, once, and sets
+the old key to expire after --overlap (24h by default, at most 720h; 0 expires it now,
+and an earlier expiry stays); the new key keeps the old one's own rules, owner, note and
+expiry. A lone key first becomes the key of an account of its own, named by --account or
+key-<its digest>, with its plan and rules, which spends the key's own buckets
+(key:<digest>): the rotation gives back no token.
+
 Every command takes --table NAME (default: $REGISTRY_TABLE, else the output
 RegistryTableName of the stack of --stack) and the AWS SDK's default credentials and
 region; AWS_ENDPOINT_URL_DYNAMODB points it at a local DynamoDB. Plans are checked
@@ -50,26 +63,28 @@ or while the table holds none, that of RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE
 built-in one.
 `
 
-// tableCommand is one command over the registry table (keys, config): it adds its
-// flags to fs and returns the function that runs with the table and the parsed
+// tableCommand is one command over the registry table (keys, accounts, config): it adds
+// its flags to fs and returns the function that runs with the table and the parsed
 // arguments.
 type tableCommand struct {
 	args int // how many arguments it takes
-	// item reports that the first argument is a KEY: the function gets its registry id.
-	item  bool
+	// item, when set, turns the first argument (a KEY, an account's NAME) into the id of
+	// its registry item, which the function gets instead.
+	item  func(e env, arg string) (string, error)
 	flags func(fs *flag.FlagSet) func(e env, t *keyTable, args []string) error
 }
 
 var keysCommands = map[string]tableCommand{
-	"init":            {0, false, initFlags},
-	"create":          {0, false, createFlags},
-	"revoke":          {1, true, revokeFlags},
-	"expire":          {2, true, expireFlags},
-	"set-plan":        {2, true, setPlanFlags},
-	"override":        {1, true, overrideFlags},
-	"clear-overrides": {1, true, clearFlags},
-	"show":            {1, true, showFlags},
-	"list":            {0, false, listFlags},
+	"init":            {0, nil, initFlags},
+	"create":          {0, nil, createFlags},
+	"roll":            {1, itemArg, rollFlags},
+	"revoke":          {1, itemArg, revokeFlags},
+	"expire":          {2, itemArg, expireFlags},
+	"set-plan":        {2, itemArg, setPlanFlags},
+	"override":        {1, itemArg, overrideFlags},
+	"clear-overrides": {1, itemArg, clearFlags},
+	"show":            {1, itemArg, showFlags},
+	"list":            {0, nil, listFlags(false)},
 }
 
 // runKeys runs the keys command named by args[0].
@@ -89,8 +104,8 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 	if err != nil {
 		return err
 	}
-	if c.item {
-		if positional[0], err = itemArg(e, positional[0]); err != nil {
+	if c.item != nil {
+		if positional[0], err = c.item(e, positional[0]); err != nil {
 			return err
 		}
 	}
@@ -143,7 +158,8 @@ func initFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 }
 
 func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
-	plan := fs.String("plan", "", "the key's plan (required)")
+	plan := fs.String("plan", "", "the key's plan (required, but with --account)")
+	account := fs.String("account", "", "the account the key is for, in the table: the key is decided as the account")
 	owner := fs.String("owner", "", "who the key is for, for people")
 	note := fs.String("note", "", "a note, for people")
 	expires := fs.String("expires", "", "when the key stops working (default: never)")
@@ -152,16 +168,28 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
 	return func(e env, t *keyTable, _ []string) error {
-		if *plan == "" {
-			return fmt.Errorf("%w: keys create: --plan is required", errUsage)
+		switch {
+		case *plan == "" && *account == "":
+			return fmt.Errorf("%w: keys create: --plan is required (or --account)", errUsage)
+		case *plan != "" && *account != "":
+			return fmt.Errorf("%w: keys create: --plan or --account, not both: a key of an account is on the account's plan", errUsage)
+		case *account != "" && *tenant != "":
+			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
+		case *account != "" && !bucketgate.ValidAccountName(*account):
+			return fmt.Errorf("%w: --account %q: %s", errUsage, *account, wantAccountName)
 		}
-		rec := registry.Record{Plan: *plan, Rules: rules, Owner: *owner, Note: *note}
+		rec := registry.Record{Plan: *plan, Account: *account, Rules: rules, Owner: *owner, Note: *note}
 		var err error
 		if rec.ExpiresAt, err = parseWhen(*expires, time.Now()); err != nil {
 			return fmt.Errorf("%w: --expires: %w", errUsage, err)
 		}
 		if *tenant != "" && *existing != "" {
 			return fmt.Errorf("%w: keys create: --tenant or --key, not both", errUsage)
+		}
+		if *account != "" {
+			if err := t.activeAccount(e.ctx, *account); err != nil {
+				return err
+			}
 		}
 		if *existing != "" {
 			return createExisting(e, t, rec, *existing)
@@ -186,9 +214,17 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return err
 		}
 		fmt.Fprintln(e.stdout, key)
-		fmt.Fprintf(e.stderr, "created %s on plan %s: the key above is shown this once, store it now\n", rec.ID, rec.Plan)
+		fmt.Fprintf(e.stderr, "created %s %s: the key above is shown this once, store it now\n", rec.ID, onWhat(rec))
 		return nil
 	}
+}
+
+// onWhat says what rec's key is decided as: "on plan NAME", or "in account NAME".
+func onWhat(rec registry.Record) string {
+	if rec.Account != "" {
+		return "in account " + rec.Account
+	}
+	return "on plan " + rec.Plan
 }
 
 // createExisting registers rec under the API key read from stdin, arg being "-": a key
@@ -209,7 +245,7 @@ func createExisting(e env, t *keyTable, rec registry.Record, arg string) error {
 	if err := t.put(e.ctx, rec); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "created %s on plan %s, for the key read from stdin\n", rec.ID, rec.Plan)
+	fmt.Fprintf(e.stderr, "created %s %s, for the key read from stdin\n", rec.ID, onWhat(rec))
 	return nil
 }
 
@@ -219,7 +255,7 @@ func revokeFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 		if err := t.revoke(e.ctx, id); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "revoked %s: every function treats it as unknown within its cache period (REGISTRY_CACHE_MS)\n", id)
+		fmt.Fprintf(e.stderr, "revoked %s: every function treats it%s as unknown within its cache period (REGISTRY_CACHE_MS)\n", id, andItsKeys(id))
 		return nil
 	}
 }
@@ -247,7 +283,14 @@ func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 func setPlanFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 	return func(e env, t *keyTable, args []string) error {
 		id := args[0]
-		if err := t.change(e.ctx, id, func(r *registry.Record) error { r.Plan = args[1]; return nil }); err != nil {
+		err := t.change(e.ctx, id, func(r *registry.Record) error {
+			if r.Account != "" {
+				return fmt.Errorf("%s is a key of account %s: its plan is the account's (bucketgate accounts set-plan %s PLAN)", id, r.Account, r.Account)
+			}
+			r.Plan = args[1]
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "%s is on plan %s, keeping its buckets\n", id, args[1])
@@ -302,17 +345,32 @@ func showFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return writeJSON(e.stdout, recordJSONOf(r))
+		plan := r.Plan
+		if r.Account != "" {
+			acct, err := t.account(e.ctx, r.Account)
+			if err != nil {
+				return fmt.Errorf("%s is a key of account %s, which it cannot be decided as: %w", id, r.Account, err)
+			}
+			plan = acct.Plan
 		}
-		return writeRecord(e.stdout, r)
+		if *asJSON {
+			return writeJSON(e.stdout, recordJSONOf(r, plan))
+		}
+		return writeRecord(e.stdout, r, plan)
 	}
 }
 
-func listFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+// listFlags is the list command of keys, or with accounts of accounts.
+func listFlags(accounts bool) func(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	return func(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+		return listItems(fs, accounts)
+	}
+}
+
+func listItems(fs *flag.FlagSet, accounts bool) func(env, *keyTable, []string) error {
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	return func(e env, t *keyTable, _ []string) error {
-		items, err := t.list(e.ctx)
+		items, err := t.list(e.ctx, accounts)
 		if err != nil {
 			return err
 		}
@@ -325,6 +383,14 @@ func listFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		}
 		return writeList(e.stdout, items)
 	}
+}
+
+// andItsKeys is ", and every key of it," for the item id of an account, else "".
+func andItsKeys(id string) string {
+	if strings.HasPrefix(id, registry.AccountItemPrefix) {
+		return ", and every key of it,"
+	}
+	return ""
 }
 
 // keyBytes is how many random bytes a new API key holds: 256 bits.
@@ -362,10 +428,12 @@ func itemArg(e env, arg string) (string, error) {
 
 // itemID returns the registry id that arg names: "key:<digest>" or "tenant:<key>" as
 // given, any other text as an API key (by its digest); "key:" with anything but a
-// digest is refused, as a mistyped id rather than a key. The error never quotes arg: it
-// may be a key.
+// digest is refused, as a mistyped id rather than a key, and an account's id or
+// identity as an account's. The error never quotes arg: it may be a key.
 func itemID(arg string) (string, error) {
 	switch {
+	case strings.HasPrefix(arg, bucketgate.AccountPrefix), strings.HasPrefix(arg, registry.AccountItemPrefix):
+		return "", fmt.Errorf("%w: KEY names an account: bucketgate accounts takes it", errUsage)
 	case strings.HasPrefix(arg, string(bucketgate.KindTenant)+":"):
 		if len(arg) == len(bucketgate.KindTenant)+1 {
 			return "", fmt.Errorf("%w: tenant: with no tenant key", errUsage)

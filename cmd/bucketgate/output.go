@@ -14,9 +14,11 @@ import (
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
-// recordJSON is a record as -json prints it.
+// recordJSON is a record as -json prints it: Plan is the plan it is decided under, its
+// account's for a key of an account.
 type recordJSON struct {
 	ID        string            `json:"id"`
+	Account   string            `json:"account,omitempty"`
 	Plan      string            `json:"plan"`
 	Status    string            `json:"status"`
 	ExpiresAt string            `json:"expiresAt,omitempty"`
@@ -25,18 +27,36 @@ type recordJSON struct {
 	Note      string            `json:"note,omitempty"`
 }
 
-// itemJSON is an item of a list as -json prints it: its record, or why it is invalid.
+// itemJSON is an item of a list as -json prints it: its record, or why it is invalid,
+// and the status of a key's account that is not active.
 type itemJSON struct {
 	recordJSON
-	Invalid string `json:"invalid,omitempty"`
+	AccountStatus string `json:"accountStatus,omitempty"`
+	Invalid       string `json:"invalid,omitempty"`
 }
 
-func recordJSONOf(r registry.Record) recordJSON {
-	return recordJSON{ID: r.ID, Plan: r.Plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: r.Owner, Note: r.Note}
+// accountJSON is an account as -json prints it: its record, whose buckets it spends and
+// its keys.
+type accountJSON struct {
+	recordJSON
+	Identity string           `json:"identity"`
+	Keys     []accountKeyJSON `json:"keys"`
+}
+
+// accountKeyJSON is a key of an account in accountJSON.
+type accountKeyJSON struct {
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	ExpiresAt string `json:"expiresAt,omitempty"`
+}
+
+// recordJSONOf returns r as -json prints it, decided under plan.
+func recordJSONOf(r registry.Record, plan string) recordJSON {
+	return recordJSON{ID: r.ID, Account: r.Account, Plan: plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: r.Owner, Note: r.Note}
 }
 
 func itemJSONOf(it listed) itemJSON {
-	j := itemJSON{recordJSON: recordJSONOf(it.rec)}
+	j := itemJSON{recordJSON: recordJSONOf(it.rec, it.plan), AccountStatus: it.accountStatus}
 	if it.err != nil {
 		j.Invalid = it.err.Error()
 	}
@@ -49,12 +69,41 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// writeRecord prints r as aligned "attribute value" lines.
-func writeRecord(w io.Writer, r registry.Record) error {
-	return writeAttributes(w, [][2]string{
-		{"id", r.ID}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
+// writeRecord prints r, decided under plan, as aligned "attribute value" lines; a key of
+// an account has a line account, and its plan is the account's.
+func writeRecord(w io.Writer, r registry.Record, plan string) error {
+	lines := [][2]string{{"id", r.ID}}
+	if r.Account != "" {
+		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", plan + " (the account's)"})
+	} else {
+		lines = append(lines, [2]string{"plan", plan})
+	}
+	return writeAttributes(w, append(lines, [][2]string{
+		{"status", status(r)}, {"expiresAt", orNever(expiry(r))}, {"rules", rulesText(r.Rules)}, {"owner", r.Owner}, {"note", r.Note},
+	}...))
+}
+
+// writeAccount prints the account r and its keys as aligned "attribute value" lines, a
+// line key for each key, with its status or expiry when it has one.
+func writeAccount(w io.Writer, r registry.Record, keys []registry.Record) error {
+	lines := [][2]string{
+		{"id", r.ID}, {"identity", accountIdentity(r)}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
 		{"rules", rulesText(r.Rules)}, {"owner", r.Owner}, {"note", r.Note},
-	})
+	}
+	for _, k := range keys {
+		line := k.ID
+		switch s := status(k); {
+		case s != string(registry.StatusActive):
+			line += " (" + s + ")"
+		case expiry(k) != "":
+			line += " (expires " + expiry(k) + ")"
+		}
+		lines = append(lines, [2]string{"key", line})
+	}
+	if len(keys) == 0 {
+		lines = append(lines, [2]string{"key", "- (bucketgate keys create --account " + accountName(r.ID) + ")"})
+	}
+	return writeAttributes(w, lines)
 }
 
 // writeAttributes prints attribute-value pairs as aligned lines.
@@ -66,7 +115,8 @@ func writeAttributes(w io.Writer, lines [][2]string) error {
 	return tw.Flush()
 }
 
-// writeList prints items as a table, one line each.
+// writeList prints items as a table, one line each: a key of an account with its
+// account's plan, and the account after it.
 func writeList(w io.Writer, items []listed) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPLAN\tSTATUS\tEXPIRES\tRULES\tOWNER\tNOTE")
@@ -75,8 +125,14 @@ func writeList(w io.Writer, items []listed) error {
 			fmt.Fprintf(tw, "%s\tinvalid: %v\n", it.rec.ID, it.err)
 			continue
 		}
-		r := it.rec
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Plan, status(r), orNever(expiry(r)), rulesText(r.Rules), r.Owner, r.Note)
+		r, plan, st := it.rec, it.plan, status(it.rec)
+		if r.Account != "" {
+			plan += " (acct:" + r.Account + ")"
+		}
+		if it.accountStatus != "" {
+			st += " (account " + it.accountStatus + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, plan, st, orNever(expiry(r)), rulesText(r.Rules), r.Owner, r.Note)
 	}
 	return tw.Flush()
 }

@@ -60,10 +60,16 @@ func TestIAMPolicy(t *testing.T) {
 	s := newStackDeployment(t)
 	s.env[envStack] = deployedStack
 	key := strings.TrimSpace(s.ok("keys", "create", "--plan", "gold"))
+	s.ok("accounts", "create", "acme", "--plan", "gold")
+	member := strings.TrimSpace(s.ok("keys", "create", "--account", "acme"))
 	session := [][]string{
 		{"keys", "show", key}, {"keys", "list"}, {"keys", "override", key, "--rule", "burst:9:1"},
 		{"keys", "clear-overrides", key}, {"keys", "set-plan", key, "basic"}, {"keys", "expire", key, "30d"},
 		{"buckets", "show", key}, {"buckets", "refund", "--cost", "1", key}, {"buckets", "reset", key},
+		{"keys", "roll", key}, {"keys", "roll", "--overlap", "1h", member}, {"keys", "show", member},
+		{"accounts", "show", "acme"}, {"accounts", "list"}, {"accounts", "override", "acme", "--rule", "burst:9:1"},
+		{"accounts", "clear-overrides", "acme"}, {"accounts", "set-plan", "acme", "basic"}, {"accounts", "expire", "acme", "30d"},
+		{"buckets", "show", "acct:acme"}, {"accounts", "revoke", "acme"},
 		{"keys", "revoke", key}, {"version"}, {"help"},
 	}
 	for _, args := range session {
@@ -74,13 +80,14 @@ func TestIAMPolicy(t *testing.T) {
 	if init := slices.Compact(slices.Sorted(slices.Values(s.calls.take()))); !slices.Equal(init, localOnly) {
 		t.Fatalf("keys init called %v, want %v", init, localOnly)
 	}
-	ran := map[string]bool{"keys create": true, "keys init": true}
+	ran := map[string]bool{"keys create": true, "keys init": true, "accounts create": true}
 	for _, args := range session {
 		if len(args) > 1 {
 			ran[args[0]+" "+args[1]] = true
 		}
 	}
-	for group, commands := range map[string][]string{"keys": slices.Collect(maps.Keys(keysCommands)), "buckets": slices.Collect(maps.Keys(bucketsCommands))} {
+	for group, commands := range map[string][]string{"keys": slices.Collect(maps.Keys(keysCommands)), "accounts": slices.Collect(maps.Keys(accountsCommands)),
+		"buckets": slices.Collect(maps.Keys(bucketsCommands))} {
 		for _, c := range commands {
 			if !ran[group+" "+c] {
 				t.Fatalf("the session does not run %s %s: add it, so that the policy covers what it calls", group, c)

@@ -104,6 +104,11 @@ func (t *keyTable) change(ctx context.Context, id string, edit func(*registry.Re
 	if err != nil {
 		return err
 	}
+	return t.changeItem(ctx, id, item, edit)
+}
+
+// changeItem is change of item, the item of id as read.
+func (t *keyTable) changeItem(ctx context.Context, id string, item map[string]types.AttributeValue, edit func(*registry.Record) error) error {
 	rec, err := registry.DecodeItem(item)
 	if err != nil {
 		return err
@@ -190,13 +195,22 @@ func (c *condition) value(v types.AttributeValue) string {
 	return p
 }
 
-// check returns why the functions could not use rec, naming the attribute.
+// check returns why the functions could not use rec, naming the attribute: a key of an
+// account is checked with its account, which must be in the table.
 func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 	if _, err := registry.DecodeItem(rec.Item()); err != nil {
 		return err
 	}
 	plans, err := t.plans(ctx)
 	if err != nil {
+		return err
+	}
+	if rec.Account != "" {
+		acct, err := t.account(ctx, rec.Account)
+		if err != nil {
+			return err
+		}
+		_, err = registry.ResolveMember(rec, acct, plans)
 		return err
 	}
 	if _, err := rec.Resolve(plans); err != nil {
@@ -206,6 +220,16 @@ func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 		return err
 	}
 	return nil
+}
+
+// account reads the record of the account called name (strongly consistent); the error
+// of one the table does not hold says how to create it.
+func (t *keyTable) account(ctx context.Context, name string) (registry.Record, error) {
+	rec, err := t.get(ctx, registry.AccountItemPrefix+name)
+	if errors.Is(err, errNoItem) {
+		return rec, fmt.Errorf("%w: account %s is not in table %s (bucketgate accounts create %s --plan NAME creates it)", errNoItem, name, t.name, name)
+	}
+	return rec, err
 }
 
 // plans returns the configuration that records are checked against, as the functions
@@ -278,18 +302,26 @@ func (t *keyTable) read(ctx context.Context, id string) (map[string]types.Attrib
 	return out.Item, nil
 }
 
-// listed is one item of a list: its record, or why the functions cannot use it.
+// listed is one item of a list: its record, the plan it is decided under (its
+// account's, for a key of an account), or why the functions cannot use it; for a key of
+// an account that is not active, the account's status.
 type listed struct {
-	rec registry.Record
-	err error
+	rec           registry.Record
+	plan          string
+	accountStatus string
+	err           error
 }
 
-// list reads every item, in the order of their ids.
-func (t *keyTable) list(ctx context.Context) ([]listed, error) {
+// list reads every item of the identities (keys and tenants) or the accounts, in the
+// order of their ids: a key of an account is checked with its account.
+func (t *keyTable) list(ctx context.Context, accounts bool) ([]listed, error) {
 	if err := t.open(); err != nil {
 		return nil, err
 	}
-	var items []listed
+	var (
+		items []listed
+		found = map[string]registry.Record{} // the accounts, by name
+	)
 	p := dynamodb.NewScanPaginator(t.db, &dynamodb.ScanInput{TableName: aws.String(t.name), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -297,18 +329,41 @@ func (t *keyTable) list(ctx context.Context) ([]listed, error) {
 			return nil, t.explain(err, "")
 		}
 		for _, it := range page.Items {
-			if id, ok := it[registry.KeyAttribute].(*types.AttributeValueMemberS); ok && registry.IsConfigID(id.Value) {
+			id, _ := it[registry.KeyAttribute].(*types.AttributeValueMemberS)
+			if id != nil && registry.IsConfigID(id.Value) {
 				continue // the configuration document, not an identity: bucketgate config
 			}
 			rec, err := registry.DecodeItem(it)
-			if err == nil {
-				var plans *config.Config
-				if plans, err = t.plans(ctx); err != nil {
-					return nil, err
-				}
-				_, err = rec.Resolve(plans)
+			name, isAccount := strings.CutPrefix(rec.ID, registry.AccountItemPrefix)
+			if isAccount && err == nil {
+				found[name] = rec
 			}
-			items = append(items, listed{rec: rec, err: err})
+			if isAccount == accounts {
+				items = append(items, listed{rec: rec, plan: rec.Plan, err: err})
+			}
+		}
+	}
+	var plans *config.Config
+	if len(items) > 0 {
+		var err error
+		if plans, err = t.plans(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for i := range items {
+		it := &items[i]
+		switch acct, ok := found[it.rec.Account]; {
+		case it.err != nil:
+		case it.rec.Account == "":
+			_, it.err = it.rec.Resolve(plans)
+		case !ok:
+			it.err = fmt.Errorf("attribute account: account %s is not in the table", it.rec.Account)
+		default:
+			it.plan = acct.Plan
+			if s := status(acct); s != string(registry.StatusActive) {
+				it.accountStatus = s
+			}
+			_, it.err = registry.ResolveMember(it.rec, acct, plans)
 		}
 	}
 	slices.SortFunc(items, func(a, b listed) int { return strings.Compare(a.rec.ID, b.rec.ID) })

@@ -12,7 +12,8 @@ import (
 
 // target is whose buckets a buckets command reaches.
 type target struct {
-	// id is the identity as printed: key:<digest>, ip:<source> or tenant:<key>.
+	// id is the identity as printed: key:<digest>, acct:<name>, ip:<source> or
+	// tenant:<key>.
 	id string
 	// req names it to the check function, by its Identity: the operator's path, which
 	// the function logs at info.
@@ -26,8 +27,8 @@ type sources struct {
 	ipv6Prefix int
 }
 
-// parseTarget reads IDENTITY: "tenant:<key>", "key:<digest>", "ip:<address>" or an IP
-// address (an IPv6 one standing for its prefix, as the authorizer groups it), or
+// parseTarget reads IDENTITY: "tenant:<key>", "key:<digest>", "acct:<name>" (an
+// account), "ip:<address>" or an IP address (an IPv6 one standing for its prefix, as the authorizer groups it), or
 // "ip:unknown" (the shared identity of requests without a readable source), or any
 // other text as an API key, by its digest. Text that looks like a mistyped address or an
 // identity of another kind is refused rather than taken for a key. The error never
@@ -47,6 +48,11 @@ func parseTarget(arg string, src sources) (target, error) {
 			return target{}, errNotDigest
 		}
 		return identityTarget(arg), nil
+	case kind == string(bucketgate.KindAccount):
+		if !bucketgate.ValidAccountName(rest) {
+			return target{}, fmt.Errorf("%w: acct:%q: %s", errUsage, rest, wantAccountName)
+		}
+		return identityTarget(arg), nil
 	case kind == string(bucketgate.KindIP) && rest == identity.UnknownAddr:
 		return identityTarget(arg), nil
 	case kind == string(bucketgate.KindIP):
@@ -56,7 +62,7 @@ func parseTarget(arg string, src sources) (target, error) {
 	case looksLikeAddress(arg):
 		return target{}, fmt.Errorf("%w: IDENTITY looks like an IP address but is not one (want 203.0.113.10, 2001:db8::1 or 2001:db8::/64)", errUsage)
 	case hasKind && isKindName(kind):
-		return target{}, fmt.Errorf("%w: IDENTITY has an unknown kind before ':': want key:<digest>, ip:<address>, tenant:<key>, an API key or an IP address", errUsage)
+		return target{}, fmt.Errorf("%w: IDENTITY has an unknown kind before ':': want key:<digest>, acct:<name>, ip:<address>, tenant:<key>, an API key or an IP address", errUsage)
 	}
 	return identityTarget(keyID(strings.Trim(arg, " \t"))), nil
 }

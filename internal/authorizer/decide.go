@@ -24,6 +24,11 @@ const (
 	// attrRegistryError, on the line of a request limited by its source IP because
 	// the registry could not look its key up (failing open): the registry's error.
 	attrRegistryError = "registryError"
+	// attrKey, on the line of a request decided as its key's account: the key's
+	// identity (a digest); the identity is the account's.
+	attrKey = "key"
+	// attrAccount, on the line of a request of a key of an account: the account's name.
+	attrAccount = "account"
 )
 
 // conflictingKeys is attrUnknownKey's value for an API key header given twice with
@@ -106,7 +111,8 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 
 // who returns whose buckets the caller spends and under which plan of v, and attrs
 // with what the log lines should add: a registered API key's own, on its plan with its
-// rules; else the source's, on the default plan, for a request without a key or (when
+// rules, or for a key of an account the account's, on the account's plan with the key's
+// own rules added (the lines then name the key and the account); else the source's, on the default plan, for a request without a key or (when
 // unknownKeys is ip) with a key the registry does not know. A nil plan with no error
 // means refused. When the registry could not answer, a limiter that fails closed gets
 // the key's identity and the registry's error: the request is then answered by the
@@ -134,6 +140,9 @@ func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, i
 		if e.Result != "" {
 			inv.ObserveLookup(string(e.Result), e.Invalid)
 		}
+		if e.AccountResult != "" {
+			inv.ObserveLookup(string(e.AccountResult), e.AccountInvalid)
+		}
 		switch {
 		case err != nil && h.Guard.FailOpen():
 			err = fmt.Errorf("registry lookup of %s: %w", c.Key, err)
@@ -141,6 +150,8 @@ func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, i
 			return c.IP, v.Config.DefaultPlan(), attrs, nil
 		case err != nil:
 			return c.Key, v.Config.DefaultPlan(), attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
+		case e.Plan != nil && e.Identity != bucketgate.Identity{}: // a key of an account: the account's buckets
+			return e.Identity, e.Plan, append(attrs, slog.String(attrKey, c.Key.String()), slog.String(attrAccount, e.Account)), nil
 		case e.Plan != nil:
 			return c.Key, e.Plan, attrs, nil
 		}

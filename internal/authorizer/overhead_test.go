@@ -58,21 +58,28 @@ func (f *fixture) benchInvoke(b *testing.B, event []byte) {
 // RegistryLookups too), and the same with the configuration document itself read from
 // the table (issue 26: within its period, so that no invocation reads it): the
 // differences are what the table costs a request once cached, and what a document
-// that can change at run time costs it.
+// that can change at run time costs it. The last takes the key as a key of an account,
+// with a rule of its own (two hits, the plan made with the account's kept).
 func BenchmarkHandlerOverhead(b *testing.B) {
 	const tableDoc = "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], pro: [{name: burst, capacity: 100, refillPerSecond: 50}]}\nroutes: [{method: POST, path: /orders, cost: 2}]"
 	for _, bc := range []struct {
 		name, event string
 		table       bool // the key in a registry table
 		config      bool // the document in the table too
+		account     bool // the key of an account in the table, with a rule of its own
 	}{
-		{"rest", restEvent, false, false}, {"http", httpEvent, false, false}, {"rest-key-document", restProEvent, false, false},
-		{"rest-key-table-cached", restProEvent, true, false}, {"rest-key-table-config", restProEvent, true, true},
+		{"rest", restEvent, false, false, false}, {"http", httpEvent, false, false, false}, {"rest-key-document", restProEvent, false, false, false},
+		{"rest-key-table-cached", restProEvent, true, false, false}, {"rest-key-table-config", restProEvent, true, true, false},
+		{"rest-key-account-cached", restProEvent, true, false, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := sampleConfig(b)
 			o := options{config: cfg}
 			src := registrytest.New(registry.Record{ID: "key:" + proDigest, Plan: "pro"})
+			if bc.account {
+				src.Put(registry.Record{ID: "account:acme", Plan: "pro"})
+				src.Put(registry.Record{ID: "key:" + proDigest, Account: "acme", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 5, RefillPerSecond: 1}}})
+			}
 			cache := registry.NewCache(src, registry.Options{TTL: time.Hour, Size: 10})
 			switch {
 			case bc.config:

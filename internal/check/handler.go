@@ -97,7 +97,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, invalidRequest(err)
 	}
 	if !batch && checks[0].req.Op == bucketgate.OpUsage {
-		return h.usage(ctx, checks[0])
+		return h.usage(ctx, h.whoseUsage(ctx, v, checks[0], &inv))
 	}
 	if v.Config == nil {
 		unresolved(checks, v.Err)

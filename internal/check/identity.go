@@ -13,8 +13,8 @@ import (
 
 // parseIdentity reads the explicit identity at path, spelled as the authorizer and the
 // registry spell them: "key:<digest>", "ip:<source>" exactly as sources (the
-// authorizer's) resolve a source, or "tenant:<key>" for a key of the check function's
-// own. It returns the identity and its logged form, a tenant's key as its digest.
+// authorizer's) resolve a source, "acct:<name>" for an account, or "tenant:<key>" for a
+// key of the check function's own. It returns the identity and its logged form, a tenant's key as its digest.
 func parseIdentity(path string, raw []byte, sources identity.Resolver) (id, logged string, err error) {
 	id, err = stringValue(path, raw)
 	if err != nil {
@@ -29,6 +29,12 @@ func parseIdentity(path string, raw []byte, sources identity.Resolver) (id, logg
 		}
 		return id, bucketgate.LogForm(id), nil
 	}
+	if name, ok := strings.CutPrefix(id, bucketgate.AccountPrefix); ok {
+		if !bucketgate.ValidAccountName(name) {
+			return "", "", fmt.Errorf("%s: %q: an account's name is 1 to %d letters, digits, '.', '_' or '-'", path, truncate(id, 2*maxShown), bucketgate.MaxAccountName)
+		}
+		return id, id, nil
+	}
 	if a, ok := strings.CutPrefix(id, bucketgate.IPPrefix); ok {
 		if err := checkSource(a, sources); err != nil {
 			return "", "", fmt.Errorf("%s: %q: %w", path, truncate(id, 2*maxShown), err)
@@ -40,8 +46,8 @@ func parseIdentity(path string, raw []byte, sources identity.Resolver) (id, logg
 }
 
 // errIdentity says how an identity is spelled.
-var errIdentity = fmt.Errorf("want %s<the first %d hex digits of the API key's SHA-256, never the key>, %s<address> (an IPv6 source by its prefix, such as %s2001:db8::/64) as the authorizer logs them, or %s<key> for a key of this function's own",
-	bucketgate.KeyPrefix, bucketgate.DigestLen, bucketgate.IPPrefix, bucketgate.IPPrefix, identityPrefix)
+var errIdentity = fmt.Errorf("want %s<the first %d hex digits of the API key's SHA-256, never the key>, %s<address> (an IPv6 source by its prefix, such as %s2001:db8::/64) as the authorizer logs them, %s<name> for an account, or %s<key> for a key of this function's own",
+	bucketgate.KeyPrefix, bucketgate.DigestLen, bucketgate.IPPrefix, bucketgate.IPPrefix, bucketgate.AccountPrefix, identityPrefix)
 
 // checkSource reports a source a that the authorizer never writes in an identity,
 // naming the spelling it uses when there is one: it writes an IPv4 address (and an

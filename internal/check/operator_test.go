@@ -35,6 +35,7 @@ func TestServiceFacingRefusesOperatorOperations(t *testing.T) {
 		{"a check of an API key's buckets", `{"identity":"key:` + digest + `","plan":"free"}`, "identity:"},
 		{"a peek at a source's buckets", `{"identity":"ip:203.0.113.9","plan":"free","cost":0}`, "identity:"},
 		{"a refund to an API key", `{"identity":"key:` + digest + `","plan":"free","op":"refund","cost":1}`, "identity:"},
+		{"a peek at an account's buckets", `{"identity":"acct:acme","cost":0}`, "identity:"},
 		{"a reset in a batch", `{"checks":[` + tenant + `},` + tenant + `,"op":"reset"}]}`, "checks[1].op: reset"},
 		{"an API key in a batch", `{"checks":[{"identity":"ip:203.0.113.9","plan":"free"},` + tenant + `}]}`, "checks[0].identity:"},
 	}

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
@@ -61,9 +62,13 @@ type check struct {
 	// explicit reports a check that named an identity: the operator's path.
 	explicit bool
 	// tenant reports a check with neither plan nor rules for an identity the registry
-	// holds (a tenant, an API key): its plan comes from the registry (resolveTenants),
-	// and until then req has no rules.
+	// holds (a tenant, an API key, an account): its plan comes from the registry
+	// (resolveTenants), and until then req has no rules.
 	tenant bool
+	// follow reports a check naming an API key or an account with a plan or rules: the
+	// registry says whose buckets they are (a key of an account spends its account's),
+	// and nothing else.
+	follow bool
 	// lookupErr is why the registry could not say who the identity is: the check is
 	// then answered by the failure policy.
 	lookupErr error
@@ -167,6 +172,7 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 		p := plans.DefaultPlan()
 		c.plan, c.req.Rules = p.Name, p.Rules
 	}
+	c.follow = !c.tenant && follows(c)
 	if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], op, c.req.Rules); err != nil {
 		return check{}, err
 	}
@@ -179,9 +185,17 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 	return c, nil
 }
 
+// follows reports whether the registry says whose buckets (and usage) c's identity
+// spends: an API key's or an account's named on the operator's path (a key of an
+// account spends its account's).
+func follows(c check) bool {
+	return c.explicit && (strings.HasPrefix(c.req.Identity, bucketgate.KeyPrefix) || strings.HasPrefix(c.req.Identity, bucketgate.AccountPrefix))
+}
+
 // parseUsage completes c, a usage request at path with members m: its days as given
 // (read and checked against today when it is answered), and nothing a check has.
 func parseUsage(path string, m map[string][]byte, c check) (check, error) {
+	c.follow = follows(c)
 	for _, name := range []string{fieldPlan, fieldRules, fieldCost} {
 		if m[name] != nil {
 			return check{}, fmt.Errorf("%s: not with op %s: a usage report counts every check of the identity, whatever its rules", field(path, name), checkapi.OpUsage)

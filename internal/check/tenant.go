@@ -25,12 +25,15 @@ const maxLookups = 16
 
 // resolveTenants gives every check that named neither a plan nor rules its tenant's
 // plan from the registry, or the default plan for a tenant the registry does not know
-// (never registered, revoked, expired, invalid). A check whose lookup failed gets no
-// plan and no rules, and keeps the error, to be answered by the failure policy: its
-// plan is unknown, so neither is its cost checked nor its answer given a plan's name.
-// Its error names a check whose cost its plan can never allow; then nothing is
-// decided. The lookups of a batch run concurrently, at most maxLookups at once. v is
-// the invocation's configuration and registry.
+// (never registered, revoked, expired, invalid), and every check of an identity the
+// registry holds (with a plan or rules given too, for an API key or an account) the
+// identity whose buckets it spends: a key of an account spends its account's, an
+// account made from a lone key that key's. A check whose lookup failed gets no plan and
+// no rules, and keeps the error, to be answered by the failure policy: its plan is
+// unknown, so neither is its cost checked nor its answer given a plan's name. Its error
+// names a check whose cost its plan can never allow; then nothing is decided. The
+// lookups of a batch run concurrently, at most maxLookups at once. v is the
+// invocation's configuration and registry.
 func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {
 	type answer struct {
 		e   registry.Entry
@@ -40,7 +43,7 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, maxLookups)
 	for i := range checks {
-		if !checks[i].tenant {
+		if !checks[i].tenant && !checks[i].follow {
 			continue
 		}
 		slots <- struct{}{}
@@ -52,15 +55,25 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 	wg.Wait()
 	for i := range checks {
 		c := &checks[i]
-		if !c.tenant {
+		if !c.tenant && !c.follow {
 			continue
 		}
 		e, err := answers[i].e, answers[i].err
 		if e.Result != "" {
 			inv.ObserveLookup(string(e.Result), e.Invalid)
 		}
+		if e.AccountResult != "" {
+			inv.ObserveLookup(string(e.AccountResult), e.AccountInvalid)
+		}
 		if err != nil {
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, err) // the decision line's error: the key as its digest
+			continue
+		}
+		if e.Identity != (bucketgate.Identity{}) {
+			c.req.Identity = e.Identity.String()
+			c.logged = bucketgate.LogForm(c.req.Identity)
+		}
+		if c.follow {
 			continue
 		}
 		p := e.Plan
@@ -95,10 +108,13 @@ func (unconfigured) Plans() []string { return nil }
 
 // unresolved gives every check of checks that names a plan, or needs its identity's
 // plan, the error err: with no configuration, it is answered by the failure policy.
-// Checks that bring their own rules are decided as usual.
+// Checks that bring their own rules are decided as usual, on the identity named (the
+// registry, unread, cannot say whose buckets they are).
 func unresolved(checks []check, err error) {
 	for i := range checks {
-		if c := &checks[i]; !c.inline { // its plan is unknown: no name in its answer either
+		c := &checks[i]
+		c.follow = false
+		if !c.inline { // its plan is unknown: no name in its answer either
 			c.tenant, c.plan, c.lookupErr = false, "", fmt.Errorf("no configuration: %w", err)
 		}
 	}

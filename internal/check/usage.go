@@ -12,6 +12,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -25,6 +26,9 @@ const MsgUsage = "usage report"
 // Redis's failure a function error of type checkapi.ErrorTypeUnavailable.
 func (h *Handler) usage(ctx context.Context, c check) ([]byte, error) {
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.logged), slog.String(telemetry.AttrOp, c.req.Op.String())}
+	if c.lookupErr != nil {
+		return nil, h.unavailable(ctx, c, attrs, c.lookupErr)
+	}
 	if h.UsageDays == 0 {
 		err := fmt.Errorf("%s: %s is off in this function: USAGE_RETENTION_DAYS is 0", fieldOp, checkapi.OpUsage)
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
@@ -62,10 +66,31 @@ func (h *Handler) usage(ctx context.Context, c check) ([]byte, error) {
 }
 
 // unavailable logs and returns the error of usage request c, which Redis did not answer
-// (err): a function error of type checkapi.ErrorTypeUnavailable.
+// (err), or whose identity the registry could not look up (c.lookupErr): a function
+// error of type checkapi.ErrorTypeUnavailable.
 func (h *Handler) unavailable(ctx context.Context, c check, attrs []slog.Attr, err error) error {
 	h.Log.LogAttrs(ctx, slog.LevelWarn, MsgUsage, append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
-	return messages.InvokeResponse_Error{Type: checkapi.ErrorTypeUnavailable, Message: fmt.Sprintf("usage of %s: Redis did not answer: %v", c.logged, err)}
+	what := "Redis did not answer"
+	if c.lookupErr != nil {
+		what = "the registry could not say whose usage it is"
+	}
+	return messages.InvokeResponse_Error{Type: checkapi.ErrorTypeUnavailable, Message: fmt.Sprintf("usage of %s: %s: %v", c.logged, what, err)}
+}
+
+// whoseUsage returns c, a usage request, on the identity whose usage it reads: a key of
+// an account counts in its account's usage, an account made from a lone key in that
+// key's (see follows); with lookupErr set when the registry could not say.
+func (h *Handler) whoseUsage(ctx context.Context, v registry.View, c check, inv *telemetry.Invocation) check {
+	switch {
+	case !c.follow:
+	case v.Config == nil:
+		c.lookupErr = fmt.Errorf("no configuration: %w", v.Err)
+	default:
+		checks := []check{c}
+		_ = h.resolveTenants(ctx, v, checks, false, inv) // a usage request has no cost to refuse
+		c = checks[0]
+	}
+	return c
 }
 
 // usageDays returns the first and last day of usage request c, checked against today,

@@ -24,18 +24,10 @@ func (c *Config) Override(p *Plan, overrides []bucketgate.Rule) (*Plan, error) {
 	if len(overrides) == 0 {
 		return p, nil
 	}
-	if len(overrides) > bucketgate.MaxRules {
-		return nil, fmt.Errorf("rules: %d overrides: want at most %d", len(overrides), bucketgate.MaxRules)
+	if err := validOwn(overrides, "overrides"); err != nil {
+		return nil, err
 	}
 	for i, r := range overrides {
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("rules[%d]: %w", i, err)
-		}
-		for j := range i {
-			if overrides[j].Name == r.Name {
-				return nil, fmt.Errorf("rules[%d]: name %q given twice", i, r.Name)
-			}
-		}
 		if where, other, ok := c.namesake(p, r.Name); ok && !bucketgate.SameKind(other, r) {
 			return nil, fmt.Errorf("rules[%d]: rule %s is %s, and %s of %s: an override replaces a rule of its kind; give it another name", i, r.Name, kind(r), kind(other), where)
 		}
@@ -48,8 +40,59 @@ func (c *Config) Override(p *Plan, overrides []bucketgate.Rule) (*Plan, error) {
 			own = append(own, r)
 		}
 	}
-	q := &Plan{Plan: bucketgate.Plan{Name: p.Name, Rules: own}, overrides: slices.Clone(overrides)}
-	for i := range c.routeRules { // every route's rule set, as Limits will give it
+	return c.validPlan(&Plan{Plan: bucketgate.Plan{Name: p.Name, Rules: own}, overrides: slices.Clone(overrides)})
+}
+
+// WithKeyRules returns plan p, an account's (with the account's own rules applied, see
+// Override), as it applies to the account's API key of digest, with the key's own
+// rules: each is added to every request of the key under its bucketgate.KeyRuleName,
+// an enforced rule of the key alone, decided with the account's rules in one call. None
+// replaces a rule of the plan or of a route: those buckets are the account's, shared
+// by all its keys. Without own rules it returns p itself.
+//
+// The own rules are validated as Override validates overrides, and every route's rule
+// set with them must be a request the engine accepts (at most bucketgate.MaxRules rules
+// in all, a route's cost within every capacity): the error names the rule ("rules[1]:
+// ...") or the route. Like Override's, the returned Plan shares the document's route
+// table.
+func (c *Config) WithKeyRules(p *Plan, digest string, own []bucketgate.Rule) (*Plan, error) {
+	if len(own) == 0 {
+		return p, nil
+	}
+	if err := validOwn(own, "rules of the key's own"); err != nil {
+		return nil, err
+	}
+	rules := append(make([]bucketgate.Rule, 0, len(p.Rules)+len(own)), p.Rules...)
+	for _, r := range own {
+		r.Name, r.Shadow = bucketgate.KeyRuleName(digest, r.Name), false
+		rules = append(rules, r)
+	}
+	return c.validPlan(&Plan{Plan: bucketgate.Plan{Name: p.Name, Rules: rules}, overrides: p.overrides})
+}
+
+// validOwn reports the first thing wrong with an identity's own rules (what, in an
+// error about their number): at most bucketgate.MaxRules valid rules of distinct names.
+func validOwn(rules []bucketgate.Rule, what string) error {
+	if len(rules) > bucketgate.MaxRules {
+		return fmt.Errorf("rules: %d %s: want at most %d", len(rules), what, bucketgate.MaxRules)
+	}
+	for i, r := range rules {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("rules[%d]: %w", i, err)
+		}
+		for j := range i {
+			if rules[j].Name == r.Name {
+				return fmt.Errorf("rules[%d]: name %q given twice", i, r.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// validPlan returns q, an identity's plan, when every route's rule set with it is a
+// request the engine accepts, as Limits will give them.
+func (c *Config) validPlan(q *Plan) (*Plan, error) {
+	for i := range c.routeRules {
 		if err := c.validRoute(q, i, c.rules(q, i)); err != nil {
 			return nil, fmt.Errorf("rules: %w", err)
 		}

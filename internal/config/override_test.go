@@ -120,3 +120,92 @@ func TestOverrideErrorsNameTheRule(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A key's own rules in an account add to the account's plan under the key's names,
+// on every route, enforced, replacing nothing: the account's rule of the same name
+// stays, and so do the account's overrides.
+func TestWithKeyRules(t *testing.T) {
+	c, err := config.Parse([]byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pro, _ := c.Plan("pro")
+	digest := bucketgate.KeyDigest("a key")
+	if p, err := c.WithKeyRules(pro, digest, nil); err != nil || p != pro {
+		t.Fatalf("no own rules: %p, %v; want the plan itself", p, err)
+	}
+	account, err := c.Override(pro, []bucketgate.Rule{{Name: "uploads", Capacity: 200, RefillPerSecond: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := []bucketgate.Rule{{Name: "burst", Capacity: 5, RefillPerSecond: 1, Shadow: true}}
+	tests := []struct {
+		name   string
+		plan   *config.Plan
+		method string
+		path   string
+		want   string // name:capacity:shadow per rule, in order
+	}{
+		{"the plan's", pro, "GET", "/", "burst:100:false daily:100000:false " + digest + "/burst:5:false"},
+		{"with a route's", pro, "POST", "/uploads/1", "burst:100:false daily:100000:false " + digest + "/burst:5:false uploads:20:false"},
+		{"with the account's override of a route's", account, "POST", "/uploads/1", "burst:100:false daily:100000:false " + digest + "/burst:5:false uploads:200:false"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := c.WithKeyRules(tc.plan, digest, own)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := c.Limits(p, tc.method, tc.path)
+			var got []string
+			for _, r := range l.Rules {
+				got = append(got, r.Name+":"+itoa(r.Capacity)+":"+strconv.FormatBool(r.Shadow))
+			}
+			if strings.Join(got, " ") != tc.want || l.Plan != "pro" {
+				t.Errorf("Limits = %s plan %s, want %s plan pro", strings.Join(got, " "), l.Plan, tc.want)
+			}
+		})
+	}
+	if l := c.Limits(pro, "GET", "/"); len(l.Rules) != 2 {
+		t.Errorf("the document's plan changed: %+v", l.Rules)
+	}
+	quota := bucketgate.Rule{Name: "monthly", Limit: 50, Period: bucketgate.PeriodMonth, Anchor: 15}
+	p, err := c.WithKeyRules(pro, digest, []bucketgate.Rule{quota})
+	if err != nil || len(p.Rules) != 3 || p.Rules[2].Name != digest+"/monthly" || !p.Rules[2].IsQuota() || p.Rules[2].Limit != 50 {
+		t.Errorf("a key's own quota: %+v, %v", p, err)
+	}
+}
+
+func TestWithKeyRulesErrorsNameTheRule(t *testing.T) {
+	c, err := config.Parse([]byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pro, _ := c.Plan("pro")
+	digest := bucketgate.KeyDigest("a key")
+	rules := func(n int) []bucketgate.Rule {
+		rs := make([]bucketgate.Rule, n)
+		for i := range rs {
+			rs[i] = bucketgate.Rule{Name: "r" + itoa(int64(i)), Capacity: 10, RefillPerSecond: 1}
+		}
+		return rs
+	}
+	tests := []struct {
+		name string
+		own  []bucketgate.Rule
+		want string
+	}{
+		{"too many", rules(9), "rules: 9 rules of the key's own: want at most 8"},
+		{"bad name", []bucketgate.Rule{{Name: "a/b", Capacity: 1, RefillPerSecond: 1}}, `rules[0]: invalid: name "a/b"`},
+		{"duplicate", []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 2, RefillPerSecond: 1}}, `rules[1]: name "a" given twice`},
+		{"too many with the plan's and a route's", rules(7), "rules: routes[0]: with plans.pro: invalid: 10 rules: want at most 8"},
+		{"route cost above its capacity", []bucketgate.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "rules: routes[0]: with plans.pro: invalid: cost 5 exceeds capacity 2 of rule " + digest + "/burst"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := c.WithKeyRules(pro, digest, tc.own); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("WithKeyRules = %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}

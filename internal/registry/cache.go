@@ -3,9 +3,12 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -27,10 +30,11 @@ const (
 // read, as Redis's own eviction samples keys).
 const evictionSample = 8
 
-// Source reads records by identity; *Table is one.
+// Source reads records by the id of their item (ItemID of an identity); *Table is one.
 type Source interface {
-	// Get returns the record of id, found false when there is none. A *RecordError is
-	// an item that cannot be used; any other error is the source's own failure.
+	// Get returns the record of the item id, found false when there is none. A
+	// *RecordError is an item that cannot be used; any other error is the source's own
+	// failure.
 	Get(ctx context.Context, id string) (r Record, found bool, err error)
 }
 
@@ -82,16 +86,38 @@ type Cache struct {
 	holds map[string]time.Time
 }
 
-// cached is one identity's entry.
+// cached is one identity's entry, by the id of its item (ItemID).
 type cached struct {
-	planName  string            // the record's plan; "": no usable record (none, revoked, unreadable)
+	planName  string            // the record's plan; "": no usable record (none, revoked, unreadable), or a key of an account
 	rules     []bucketgate.Rule // the record's own rules
 	cfg       *config.Config    // the configuration plan was resolved with; nil: not yet
 	plan      *config.Plan      // planName with rules, resolved with cfg; nil: not known
 	expiresAt instant           // the record's expiry; zero: never
 	readAt    instant           // when the read that filled it began; zero: no read succeeded yet
 	retryAt   instant           // after a failed read: no read of it before then
+	who       *who              // the record's owner, account, buckets; nil: none of them
 }
+
+// who is what an entry keeps of its record besides the plan: its owner, and for a key of
+// an account the account and the plan made with the account's; for an account (whose
+// entry always has one when the table holds its item, usable or not) the identity whose
+// buckets it spends. It is read and written with the Cache's mutex held.
+type who struct {
+	owner   string // the record's owner, at most MaxOwner bytes of it
+	account string // a key's account; "": none
+	buckets string // an account's Record.Buckets
+	// A key of an account: the plan it was last decided under (its own rules added to
+	// the account's plan), made with from, the account's plan, as read at fromRead; a
+	// change of either makes it again.
+	member   *config.Plan
+	from     *config.Plan
+	fromRead instant
+}
+
+// MaxOwner is how many bytes of a record's owner an Entry carries (cut at a character
+// boundary): enough to name a customer in an event, and an entry stays small whatever
+// the item holds.
+const MaxOwner = 128
 
 // instant is a time of an entry in Unix nanoseconds, 0 for the zero Time: a third of a
 // time.Time's size, so that an entry that keeps its record's plan name and rules (to
@@ -157,10 +183,81 @@ func (c *Cache) Len() int {
 // its read read again. An id the registry cannot hold (see Holds) is not known, at
 // once: no read, no Result. A record whose plan or rules cfg refuses is logged once per
 // read and per configuration, and answers no plan (Invalid).
+//
+// A key of an account is decided as its account: Lookup then looks the account up too
+// (a second lookup, cached as the first: AccountResult) and answers the account's plan
+// with the key's own rules added (config.Config.WithKeyRules), the account's identity
+// (Identity), and nothing when the account is revoked, expired or unusable. A key
+// naming an account that the table does not hold, or own rules that cannot be added to
+// the account's plan, is an invalid item, logged once per read.
 func (c *Cache) Lookup(ctx context.Context, cfg *config.Config, id string) (Entry, error) {
 	if !Holds(id) {
 		return Entry{}, nil
 	}
+	item := ItemID(id)
+	e, err := c.lookup(ctx, cfg, item)
+	if err != nil || e.who == nil {
+		return e, err
+	}
+	if name, ok := strings.CutPrefix(item, AccountItemPrefix); ok {
+		e.Account, e.Identity = name, accountIdentity(name, e.who)
+		return e, nil
+	}
+	if e.who.account == "" {
+		return e, nil
+	}
+	a, err := c.lookup(ctx, cfg, AccountItemPrefix+e.who.account)
+	e.AccountResult, e.AccountInvalid = a.Result, a.Invalid
+	if err != nil {
+		return Entry{Result: e.Result, AccountResult: a.Result}, fmt.Errorf("account %s of %s: %w", e.who.account, bucketgate.LogForm(id), err)
+	}
+	return c.member(ctx, cfg, item, e, a), nil
+}
+
+// member answers e, the lookup of a key of an account (the item id), with a, the lookup
+// of the account: the account's plan with the key's own rules, made once per read of
+// either and configuration, and logged once so when the key cannot be used.
+func (c *Cache) member(ctx context.Context, cfg *config.Config, id string, e, a Entry) Entry {
+	name := e.who.account
+	answer := Entry{Result: e.Result, Invalid: e.Invalid, AccountResult: a.Result, AccountInvalid: a.Invalid, Account: name}
+	c.mu.Lock()
+	w := e.who
+	stale := w.from != a.Plan || w.fromRead != a.readAt
+	var bad *RecordError
+	switch {
+	case !stale:
+	case a.who == nil: // the table holds no item of the account
+		w.member = nil
+		bad = &RecordError{ID: id, Attribute: attrAccount, Err: fmt.Errorf("account %s is not in the registry", name)}
+	case a.Plan == nil: // revoked, expired or unusable: its keys are unknown
+		w.member = nil
+	default:
+		var err error
+		if w.member, err = withKeyRules(cfg, a.Plan, id, name, e.rules); err != nil {
+			errors.As(err, &bad)
+		}
+	}
+	w.from, w.fromRead = a.Plan, a.readAt
+	answer.Plan = w.member
+	c.mu.Unlock()
+	answer.Invalid = c.logInvalid(ctx, bad) || answer.Invalid
+	if answer.Plan != nil {
+		answer.Identity, answer.Owner = accountIdentity(name, a.who), a.Owner
+	}
+	return answer
+}
+
+// accountIdentity returns the identity whose buckets the account called name spends, as
+// its entry's w says: its own, or the one it was made from (Record.Buckets).
+func accountIdentity(name string, w *who) bucketgate.Identity {
+	if digest, ok := strings.CutPrefix(w.buckets, bucketgate.KeyPrefix); ok {
+		return bucketgate.Identity{Kind: bucketgate.KindKey, Value: digest}
+	}
+	return bucketgate.Identity{Kind: bucketgate.KindAccount, Value: name}
+}
+
+// lookup answers the lookup of the item id, the item's own record alone.
+func (c *Cache) lookup(ctx context.Context, cfg *config.Config, id string) (Entry, error) {
 	for {
 		now := c.opts.Now()
 		c.mu.Lock()
@@ -324,13 +421,23 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 		defer cancel()
 	}
 	rec, found, err := c.src.Get(ctx, id)
+	var bad *RecordError
+	invalid = errors.As(err, &bad)
+	if found && (err == nil || invalid) && strings.HasPrefix(id, AccountItemPrefix) {
+		e.who = &who{} // an account that is there, usable or not: its keys are unknown, not invalid
+	}
 	if err == nil && found && rec.Status != StatusRevoked {
 		e.planName, e.rules, e.expiresAt = rec.Plan, rec.Rules, at(rec.ExpiresAt)
+		if rec.Account != "" {
+			e.planName = "" // the account's plan decides
+		}
+		if rec.Owner != "" || rec.Account != "" || e.who != nil {
+			e.who = &who{owner: truncateText(rec.Owner, MaxOwner), account: rec.Account, buckets: rec.Buckets}
+		}
 	}
-	var bad *RecordError
 	switch {
-	case errors.As(err, &bad):
-		return cached{}, c.logInvalid(ctx, bad), nil
+	case invalid:
+		return cached{who: e.who}, c.logInvalid(ctx, bad), nil
 	case err != nil && (caller.Err() != nil || budget && ctx.Err() != nil): // the caller's time ran out
 		return cached{}, false, &gaveUpError{err: err}
 	case err != nil:
@@ -357,7 +464,7 @@ func (c *Cache) store(id string, e cached) {
 		c.evict()
 	}
 	c.entries[id] = e
-	if e.plan == nil {
+	if e.plan == nil && (e.who == nil || e.who.account == "") { // a key of an account is known: its plan is its account's
 		c.unknown[id] = struct{}{}
 	} else {
 		delete(c.unknown, id)
@@ -424,10 +531,29 @@ func (c *Cache) hold(id string, until time.Time) {
 }
 
 // entry is what e says at now, answered as r: no plan once the record has expired.
+// Its who and rules are the record's, for the lookup of a key's account; readAt is
+// e's.
 func (e cached) entry(now time.Time, r Result) Entry {
-	p := e.plan
-	if p != nil && e.expiresAt != 0 && !now.Before(e.expiresAt.time()) {
-		p = nil
+	if e.expiresAt != 0 && !now.Before(e.expiresAt.time()) {
+		if e.who != nil && e.who.account == "" {
+			return Entry{Result: r, who: e.who, readAt: e.readAt} // an account, expired: there, unusable
+		}
+		return Entry{Result: r}
 	}
-	return Entry{Plan: p, Result: r}
+	answer := Entry{Plan: e.plan, Result: r, who: e.who, rules: e.rules, readAt: e.readAt}
+	if e.who != nil {
+		answer.Owner = e.who.owner
+	}
+	return answer
+}
+
+// truncateText returns at most n bytes of s, cut at a character boundary.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -18,9 +18,11 @@ import (
 
 // Attribute names of an item.
 const (
-	attrID    = "id"
-	attrPlan  = "plan"
-	attrRules = "rules"
+	attrID      = "id"
+	attrPlan    = "plan"
+	attrRules   = "rules"
+	attrAccount = "account"
+	attrBuckets = "buckets"
 )
 
 // KeyAttribute is the table's partition key: a string attribute holding the identity.
@@ -28,15 +30,17 @@ const KeyAttribute = attrID
 
 // item is a registry item as the table holds it (attributevalue's shape of a Record):
 // every attribute it may have, in the order DecodeItem checks them. An attribute
-// without omitempty is required.
+// without omitempty is required; plan is, but in a key of an account (DecodeItem).
 type item struct {
 	ID        string `dynamodbav:"id"`
-	Plan      string `dynamodbav:"plan"`
+	Plan      string `dynamodbav:"plan,omitempty"`
+	Account   string `dynamodbav:"account,omitempty"`
 	Status    string `dynamodbav:"status,omitempty"`
 	ExpiresAt int64  `dynamodbav:"expiresAt,omitempty"`
 	Rules     []rule `dynamodbav:"rules,omitempty"`
 	Owner     string `dynamodbav:"owner,omitempty"`
 	Note      string `dynamodbav:"note,omitempty"`
+	Buckets   string `dynamodbav:"buckets,omitempty"`
 }
 
 // rule is one map of an item's rules list: a bucketgate.Rule without shadow, a bucket
@@ -82,9 +86,13 @@ const MaxExpiresAt = 253402300799
 // whole number, expiresAt whole Unix seconds from 1 to MaxExpiresAt), status active or
 // revoked, at most bucketgate.MaxRules rules, each exactly name, capacity and
 // refillPerSecond (a bucket) or name, limit, period and perhaps anchor (a quota), and no
-// attribute it does not know. attributevalue converts the
+// attribute it does not know. An account's item ("account:<name>", a name
+// bucketgate.ValidAccountName takes) names no account, and only it may say whose buckets
+// it spends (buckets: "key:<digest>"); only an API key's item ("key:...") may name an
+// account, by a name of an account, and then needs no plan. attributevalue converts the
 // values. Its error is a *RecordError naming the attribute. It does not check the plan
-// or the rules against the configuration: see Record.Resolve.
+// or the rules against the configuration (see Record.Resolve), nor that a key's account
+// exists.
 func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 	var it item
 	if id, ok := av[attrID].(*types.AttributeValueMemberS); ok {
@@ -100,12 +108,27 @@ func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 	if attr, err := decodeMap("", av, reflect.ValueOf(&it).Elem()); err != nil {
 		return fail(attr, err)
 	}
-	r := Record{ID: it.ID, Plan: it.Plan, Status: Status(it.Status), Owner: it.Owner, Note: it.Note}
+	r := Record{ID: it.ID, Plan: it.Plan, Account: it.Account, Status: Status(it.Status), Owner: it.Owner, Note: it.Note, Buckets: it.Buckets}
+	name, isAccount := strings.CutPrefix(it.ID, AccountItemPrefix)
 	switch {
 	case it.ID == "":
 		return fail(attrID, fmt.Errorf("empty"))
-	case it.Plan == "":
+	case isAccount && !bucketgate.ValidAccountName(name):
+		return fail(attrID, fmt.Errorf("%q: %s", truncate(it.ID), wantAccountName))
+	case av[attrAccount] != nil && isAccount:
+		return fail(attrAccount, fmt.Errorf("an account's item names no account: accounts do not nest"))
+	case av[attrAccount] != nil && !strings.HasPrefix(it.ID, bucketgate.KeyPrefix):
+		return fail(attrAccount, fmt.Errorf("only an API key's item (%s<digest>) names an account", bucketgate.KeyPrefix))
+	case av[attrAccount] != nil && !bucketgate.ValidAccountName(it.Account):
+		return fail(attrAccount, fmt.Errorf("%q: %s", truncate(it.Account), wantAccountName))
+	case av[attrPlan] == nil && it.Account == "":
+		return fail(attrPlan, fmt.Errorf("missing: every item needs a plan, but a key of an account (it has its account's)"))
+	case av[attrPlan] != nil && it.Plan == "":
 		return fail(attrPlan, fmt.Errorf("empty"))
+	case av[attrBuckets] != nil && !isAccount:
+		return fail(attrBuckets, fmt.Errorf("only an account's item says whose buckets it spends"))
+	case av[attrBuckets] != nil && !validKeyID(it.Buckets):
+		return fail(attrBuckets, fmt.Errorf("%q: want %s<the %d hex digits of a key's digest>: the key the account was made from", truncate(it.Buckets), bucketgate.KeyPrefix, bucketgate.DigestLen))
 	case av["status"] != nil && r.Status != StatusActive && r.Status != StatusRevoked: // "" too: only absence means active
 		return fail("status", fmt.Errorf("%q: want %q or %q", it.Status, StatusActive, StatusRevoked))
 	case av["expiresAt"] != nil && (it.ExpiresAt < 1 || it.ExpiresAt > MaxExpiresAt):
@@ -219,9 +242,18 @@ func decodeValue(path, name string, value types.AttributeValue, v reflect.Value)
 	return "", nil
 }
 
+// wantAccountName says what an account's name is.
+var wantAccountName = fmt.Sprintf("want an account's name: 1 to %d letters, digits, '.', '_' or '-'", bucketgate.MaxAccountName)
+
+// validKeyID reports whether id is an API key's identity: "key:<digest>".
+func validKeyID(id string) bool {
+	digest, ok := strings.CutPrefix(id, bucketgate.KeyPrefix)
+	return ok && bucketgate.ValidDigest(digest)
+}
+
 // Item returns r as a table item, the form DecodeItem reads: empty attributes left out.
 func (r Record) Item() map[string]types.AttributeValue {
-	it := item{ID: r.ID, Plan: r.Plan, Status: string(r.Status), Owner: r.Owner, Note: r.Note}
+	it := item{ID: r.ID, Plan: r.Plan, Account: r.Account, Status: string(r.Status), Owner: r.Owner, Note: r.Note, Buckets: r.Buckets}
 	if !r.ExpiresAt.IsZero() {
 		it.ExpiresAt = r.ExpiresAt.Unix()
 	}

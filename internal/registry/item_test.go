@@ -68,6 +68,59 @@ func TestDecodeItem(t *testing.T) {
 	}
 }
 
+// An account's item has a key item's attributes and may say whose buckets it spends; a
+// key of an account needs no plan, and one it holds is read (and ignored by the cache).
+func TestDecodeAccountItems(t *testing.T) {
+	tests := []struct {
+		name string
+		item map[string]types.AttributeValue
+		want registry.Record
+	}{
+		{"an account", item("id", s("account:Acme_Corp-2.eu"), "owner", s("Acme"), "rules", l(rule("burst", "7", "1"))),
+			registry.Record{ID: "account:Acme_Corp-2.eu", Plan: "pro", Owner: "Acme", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 1}}}},
+		{"an account made from a key", item("id", s("account:made"), "buckets", s(digestID), "status", s("revoked")),
+			registry.Record{ID: "account:made", Plan: "pro", Status: registry.StatusRevoked, Buckets: digestID}},
+		{"a key of an account", item("plan", nil, "account", s("acme"), "expiresAt", n("1900000000")),
+			registry.Record{ID: digestID, Account: "acme", ExpiresAt: time.Unix(1900000000, 0)}},
+		{"a key of an account with a plan", item("account", s("acme")), registry.Record{ID: digestID, Plan: "pro", Account: "acme"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := registry.DecodeItem(tc.item)
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("DecodeItem = %+v, %v; want %+v", got, err, tc.want)
+			}
+			if back, err := registry.DecodeItem(got.Item()); err != nil || !reflect.DeepEqual(back, got) {
+				t.Fatalf("round trip through Item = %+v, %v", back, err)
+			}
+		})
+	}
+	if got := registry.ItemID("acct:acme"); got != "account:acme" || registry.IdentityOf(got) != "acct:acme" || registry.ItemID(digestID) != digestID {
+		t.Errorf("ItemID(acct:acme) = %q, back %q", got, registry.IdentityOf(got))
+	}
+}
+
+// ResolveMember decides a key of an account under the account's plan and rules, with the
+// key's own rules added under its names; errors name the attribute and whose it is.
+func TestResolveMember(t *testing.T) {
+	c := config.Default()
+	digest := strings.TrimPrefix(digestID, bucketgate.KeyPrefix)
+	account := registry.Record{ID: "account:acme", Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 50, RefillPerSecond: 1}}}
+	key := registry.Record{ID: digestID, Account: "acme", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 5, RefillPerSecond: 1}}}
+	p, err := registry.ResolveMember(key, account, c)
+	if err != nil || len(p.Rules) != 2 || p.Rules[0].Capacity != 50 || p.Rules[1].Name != digest+"/burst" || p.Name != "pro" {
+		t.Fatalf("ResolveMember = %+v, %v", p, err)
+	}
+	account.Plan = "gold"
+	if _, err := registry.ResolveMember(key, account, c); err == nil || !strings.Contains(err.Error(), `account:acme: attribute plan: unknown plan "gold"`) {
+		t.Errorf("an account on an unknown plan: %v", err)
+	}
+	account.Plan, key.Rules = "pro", []bucketgate.Rule{{Name: "a b", Capacity: 5, RefillPerSecond: 1}}
+	if _, err := registry.ResolveMember(key, account, c); err == nil || !strings.Contains(err.Error(), digestID+`: attribute rules: with plan pro of account acme: rules[0]: invalid: name "a b"`) {
+		t.Errorf("a key's bad own rule: %v", err)
+	}
+}
+
 // Every flaw of an item is an error naming the attribute, never a panic.
 func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
 	many := make([]types.AttributeValue, bucketgate.MaxRules+1)
@@ -117,6 +170,20 @@ func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
 		{"owner a number", item("owner", n("7")), "attribute owner: got a number (N)"},
 		{"note binary", item("note", &types.AttributeValueMemberB{Value: []byte("x")}), "attribute note: got binary (B)"},
 		{"unknown attribute", item("tier", s("gold")), `attribute "tier": unknown attribute`},
+		{"account a number", item("account", n("7")), "attribute account: got a number (N), want a string (S)"},
+		{"account name outside its set", item("account", s("acme corp")), `attribute account: "acme corp": want an account's name: 1 to 128 letters, digits, '.', '_' or '-'`},
+		{"account name empty", item("account", s("")), `attribute account: "": want an account's name`},
+		{"account name too long", item("account", s(strings.Repeat("a", 129))), `attribute account: "aaaa`},
+		{"account of a tenant", item("id", s("tenant:t1"), "account", s("acme")), "attribute account: only an API key's item (key:<digest>) names an account"},
+		{"account of an account", item("id", s("account:a"), "account", s("acme")), "attribute account: an account's item names no account: accounts do not nest"},
+		{"account of itself", item("id", s("account:acme"), "account", s("acme")), "attribute account: an account's item names no account"},
+		{"account's name outside its set", item("id", s("account:a b")), `attribute id: "account:a b": want an account's name`},
+		{"account's name empty", item("id", s("account:")), `attribute id: "account:": want an account's name`},
+		{"account without a plan", item("id", s("account:acme"), "plan", nil), "attribute plan: missing"},
+		{"key of an account with an empty plan", item("account", s("acme"), "plan", s("")), "attribute plan: empty"},
+		{"buckets of a key", item("buckets", s(digestID)), "attribute buckets: only an account's item says whose buckets it spends"},
+		{"buckets not a key", item("id", s("account:acme"), "buckets", s("acct:other")), `attribute buckets: "acct:other": want key:<the 32 hex digits of a key's digest>`},
+		{"buckets a number", item("id", s("account:acme"), "buckets", n("1")), "attribute buckets: got a number (N)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,6 +264,8 @@ func FuzzDecodeItem(f *testing.F) {
 	f.Add("pro", "active", "1900000000", uint16(0b0000_0011_0000_1000), "burst", "7", "0.5", "")
 	f.Add("gold", "revoked", "1.5", uint16(0b1111_1111_1111_1111), "b", "1e40", "NaN", "tier")
 	f.Add("", "x", "-1", uint16(0b0000_0000_0100_0110), "", "-1", "1e-300", "note")
+	f.Add("pro", "active", "1", uint16(0b0000_0000_1000_0000), "burst", "7", "0.5", "account")
+	f.Add("pro", "active", "1", uint16(0b0000_0000_1000_0001), "burst", "7", "0.5", "buckets")
 	f.Add("pro", "active", "1900000000", uint16(0b0110_0000_0000_1000), "monthly", "15", "month", "")
 	f.Add("pro", "active", "1900000000", uint16(0b0010_0001_0000_1000), "daily", "500", "day", "")
 	f.Add("pro", "active", "1900000000", uint16(0b1110_0000_0000_1000), "weekly", "29", "week", "")

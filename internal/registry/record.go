@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
@@ -25,10 +26,18 @@ const (
 type Record struct {
 	// ID is the item's partition key, the identity it describes: "key:<digest>" for
 	// an API key (32 hex digits of its SHA-256, bucketgate.KeyDigest), "tenant:<key>" for
-	// a check function key.
+	// a check function key, "account:<name>" for an account (its identity is
+	// "acct:<name>": see ItemID).
 	ID string
-	// Plan names a plan of the configuration document. Required.
+	// Plan names a plan of the configuration document. Required, but in a key of an
+	// account, which is decided by its account's plan: one it holds is ignored.
 	Plan string
+	// Account names the account of an API key: the key is decided as the account
+	// (identity "acct:<name>"), under the account's plan and rules, spending the
+	// account's buckets, with its own Rules added for itself alone (see
+	// config.Config.WithKeyRules). Empty for a key of no account; only an API key's
+	// record has one.
+	Account string
 	// Status is StatusActive or StatusRevoked; empty is StatusActive.
 	Status Status
 	// ExpiresAt is when the identity starts to count as unknown, to the second; the
@@ -40,6 +49,32 @@ type Record struct {
 	Rules []bucketgate.Rule
 	// Owner and Note are for people; no decision reads them.
 	Owner, Note string
+	// Buckets, in an account's record, is the identity whose buckets the account's
+	// keys spend when it is not the account's own ("acct:<name>"): "key:<digest>" of
+	// the lone key that bucketgate keys roll made the account from, whose buckets it
+	// keeps. Empty otherwise.
+	Buckets string
+}
+
+// AccountItemPrefix starts the id of an account's item, "account:<name>"; the account's
+// identity is bucketgate.AccountPrefix and the name.
+const AccountItemPrefix = "account:"
+
+// ItemID returns the id of the item that says who identity id is: "account:<name>" for
+// an account ("acct:<name>"), the identity itself for any other.
+func ItemID(id string) string {
+	if name, ok := strings.CutPrefix(id, bucketgate.AccountPrefix); ok {
+		return AccountItemPrefix + name
+	}
+	return id
+}
+
+// IdentityOf returns the identity that the item of id says who it is: ItemID's inverse.
+func IdentityOf(id string) string {
+	if name, ok := strings.CutPrefix(id, AccountItemPrefix); ok {
+		return bucketgate.AccountPrefix + name
+	}
+	return id
 }
 
 // Active reports whether r's identity may be used at now: not revoked, not expired.
@@ -47,11 +82,12 @@ func (r Record) Active(now time.Time) bool {
 	return r.Status != StatusRevoked && (r.ExpiresAt.IsZero() || now.Before(r.ExpiresAt))
 }
 
-// Plans finds a plan by name and applies an identity's overrides to it;
-// *config.Config is one.
+// Plans finds a plan by name and applies an identity's overrides to it, or a key's own
+// rules to its account's; *config.Config is one.
 type Plans interface {
 	Plan(name string) (*config.Plan, bool)
 	Override(p *config.Plan, overrides []bucketgate.Rule) (*config.Plan, error)
+	WithKeyRules(p *config.Plan, digest string, own []bucketgate.Rule) (*config.Plan, error)
 }
 
 // Resolve returns the plan r puts its identity on: r's plan with r's rules applied. An
@@ -65,6 +101,30 @@ func (r Record) Resolve(plans Plans) (*config.Plan, error) {
 	q, err := plans.Override(p, r.Rules)
 	if err != nil {
 		return nil, &RecordError{ID: r.ID, Attribute: attrRules, Err: err}
+	}
+	return q, nil
+}
+
+// ResolveMember returns the plan that key, a record of an API key of account, is decided
+// under: account's plan with account's rules (Resolve), and key's own rules added for key
+// alone (config.Config.WithKeyRules). An account the configuration refuses is a
+// *RecordError naming the account's attribute; own rules it refuses with the account's
+// plan, one naming key's rules. Resolve ignores Status and ExpiresAt, and whether key
+// names account.
+func ResolveMember(key, account Record, plans Plans) (*config.Plan, error) {
+	p, err := account.Resolve(plans)
+	if err != nil {
+		return nil, err
+	}
+	return withKeyRules(plans, p, key.ID, key.Account, key.Rules)
+}
+
+// withKeyRules returns p, the plan of account, with the own rules of its key of
+// identity id; their error is a *RecordError naming the key's rules.
+func withKeyRules(plans Plans, p *config.Plan, id, account string, own []bucketgate.Rule) (*config.Plan, error) {
+	q, err := plans.WithKeyRules(p, strings.TrimPrefix(id, bucketgate.KeyPrefix), own)
+	if err != nil {
+		return nil, &RecordError{ID: id, Attribute: attrRules, Err: fmt.Errorf("with plan %s of account %s: %w", p.Name, account, err)}
 	}
 	return q, nil
 }

@@ -57,8 +57,29 @@ type Entry struct {
 	// Result says how the Cache answered; empty from a Document, which reads nothing.
 	Result Result
 	// Invalid reports that this lookup read an item the registry cannot use (logged at
-	// error, once per read): Plan is nil.
+	// error, once per read): Plan is nil. A key naming an account that the table does
+	// not hold is such an item.
 	Invalid bool
+	// Identity is whose buckets the identity's requests spend when it is not the
+	// identity itself: a key of an account (with a Plan) spends its account's, and an
+	// account (usable or not) its own, "acct:<name>", or, for an account that bucketgate
+	// keys roll made from a lone key, that key's (Record.Buckets). The zero Identity
+	// otherwise.
+	Identity bucketgate.Identity
+	// Account names the key's account, or the account looked up; empty otherwise.
+	// Owner is the owner of the record that decides (the account's, for a key of an
+	// account), at most MaxOwner bytes of it. Both are for logs and events: no decision
+	// reads them.
+	Account, Owner string
+	// AccountResult says how the Cache answered the lookup of a key's account, made
+	// after the key's (a second lookup of the RegistryLookups metric); empty when it
+	// made none. AccountInvalid reports that it read an item it cannot use.
+	AccountResult  Result
+	AccountInvalid bool
+
+	who    *who              // the entry's record's owner, account, buckets (a Cache's)
+	rules  []bucketgate.Rule // the record's own rules (a Cache's)
+	readAt instant           // when the entry was read (a Cache's)
 }
 
 // Document is the registry a configuration document holds: its keys (by digest) and
@@ -72,10 +93,12 @@ type Document struct {
 func NewDocument(c *config.Config) Document { return Document{c: c} }
 
 // Holds reports whether id is an identity the registry can know: an API key's
-// ("key:<digest>") or a tenant's ("tenant:<key>"). No registry reads any other, such as
-// a source address's ("ip:..."): no item can change the plan of an address.
+// ("key:<digest>"), a tenant's ("tenant:<key>") or an account's ("acct:<name>"). No
+// registry reads any other, such as a source address's ("ip:..."): no item can change
+// the plan of an address.
 func Holds(id string) bool {
-	return strings.HasPrefix(id, bucketgate.KeyPrefix) || strings.HasPrefix(id, bucketgate.TenantPrefix)
+	return strings.HasPrefix(id, bucketgate.KeyPrefix) || strings.HasPrefix(id, bucketgate.TenantPrefix) ||
+		strings.HasPrefix(id, bucketgate.AccountPrefix)
 }
 
 // Lookup returns the plan the document maps id to, or an Entry with no plan. It never

@@ -47,11 +47,21 @@ func sizeDocument(tb testing.TB) *config.Config {
 // copying is a registry.Source whose every read returns a record of its own, as one
 // decoded from a DynamoDB item is: the entries built from it keep its strings alone.
 // Its records have own rules of their own: the first replace the plan's rules, the
-// rest the routes'.
-type copying struct{ own int }
+// rest the routes'. With account, they are keys of that account, with an owner, and
+// the account is on the plan.
+type copying struct {
+	own     int
+	account string
+}
 
 func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error) {
+	if strings.HasPrefix(id, registry.AccountItemPrefix) {
+		return registry.Record{ID: id, Plan: "big", Owner: "Acme Corp"}, true, nil
+	}
 	r := registry.Record{ID: strings.Clone(id), Plan: strings.Clone("big")}
+	if s.account != "" {
+		r.Plan, r.Account, r.Owner = "", strings.Clone(s.account), strings.Clone("Acme Corp")
+	}
 	for i := range s.own {
 		name := planRule(i)
 		if i >= planRules {
@@ -86,8 +96,9 @@ func entryBytes(tb testing.TB, cfg *config.Config, src registry.Source, n int, i
 // them, whatever the routes: the worst entry (a tenant's 1,000-byte key with 8 rules of
 // its own, all with the longest names), and an API key on its plan alone.
 const (
-	maxEntryBytes      = 3 << 10
-	maxPlainEntryBytes = 320
+	maxEntryBytes       = 3 << 10
+	maxPlainEntryBytes  = 320
+	maxMemberEntryBytes = 640
 )
 
 // apiKeyID is the identity of the i-th API key: key:<32 hex digits>.
@@ -105,13 +116,14 @@ func BenchmarkCacheEntryBytes(b *testing.B) {
 	cfg := sizeDocument(b)
 	const entries = 2000
 	for _, tc := range []struct {
-		name string
-		own  int
-	}{{"plan", 0}, {"own-rules", bucketgate.MaxRules}} {
+		name    string
+		own     int
+		account string
+	}{{"plan", 0, ""}, {"own-rules", bucketgate.MaxRules, ""}, {"account", 0, accountName}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var per float64
 			for b.Loop() {
-				per = entryBytes(b, cfg, copying{own: tc.own}, entries, apiKeyID)
+				per = entryBytes(b, cfg, copying{own: tc.own, account: tc.account}, entries, apiKeyID)
 			}
 			b.ReportMetric(per, "B/entry")
 		})
@@ -133,4 +145,10 @@ func TestCacheEntryBytesBound(t *testing.T) {
 	if got := entryBytes(t, cfg, copying{}, entries, apiKeyID); got > maxPlainEntryBytes {
 		t.Errorf("an API key on its plan alone takes %.0f bytes, want at most %d", got, maxPlainEntryBytes)
 	}
+	if got := entryBytes(t, cfg, copying{account: accountName}, entries, apiKeyID); got > maxMemberEntryBytes {
+		t.Errorf("an API key of an account with the longest name takes %.0f bytes, want at most %d", got, maxMemberEntryBytes)
+	}
 }
+
+// accountName is the longest account name.
+var accountName = strings.Repeat("a", bucketgate.MaxAccountName)

@@ -32,8 +32,9 @@ func NewTable(client getter, name string) *Table { return &Table{client: client,
 // Name returns the table's name.
 func (t *Table) Name() string { return t.name }
 
-// Get reads the record of identity id with one GetItem (eventually consistent: a write
-// shows within about a second). found is false when the table holds no item for id.
+// Get reads the record of the item id (an identity's ItemID) with one GetItem
+// (eventually consistent: a write shows within about a second). found is false when the
+// table holds no item id.
 // An item DecodeItem refuses, or one whose id differs, is a *RecordError; any other
 // error is DynamoDB's, and says nothing about id.
 func (t *Table) Get(ctx context.Context, id string) (r Record, found bool, err error) {

@@ -59,3 +59,43 @@ func TestTable(t *testing.T) {
 		t.Fatalf("missing table: %v; want DynamoDB's ResourceNotFoundException naming it", err)
 	}
 }
+
+// Two keys of one account, and the account, read from dynalite through a Cache: both
+// keys are decided as the account, under its plan, and the account is read once for
+// both; a revocation of the account makes both unknown after the period.
+func TestTableAccounts(t *testing.T) {
+	client := dynalite.Table(t, "bucketgate-keys")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	put := func(r registry.Record) {
+		t.Helper()
+		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("bucketgate-keys"), Item: r.Item()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(registry.Record{ID: "account:acme", Plan: "enterprise", Owner: "Acme Corp"})
+	put(registry.Record{ID: memberA, Account: "acme"})
+	put(registry.Record{ID: memberB, Account: "acme"})
+	table := registry.NewTable(client, "bucketgate-keys")
+	if got, found, err := table.Get(ctx, "account:acme"); err != nil || !found || got.Plan != "enterprise" || got.Owner != "Acme Corp" {
+		t.Fatalf("the account's item: %+v, %v, %v", got, found, err)
+	}
+	if got, found, err := table.Get(ctx, memberA); err != nil || !found || got.Account != "acme" || got.Plan != "" {
+		t.Fatalf("a key's item: %+v, %v, %v", got, found, err)
+	}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	c := registry.NewCache(table, registry.Options{TTL: ttl, Size: 100, Now: clk.now})
+	for _, id := range []string{memberA, memberB} {
+		e, err := c.Lookup(ctx, plans, id)
+		if err != nil || e.Plan == nil || e.Plan.Name != "enterprise" || e.Identity.String() != acmeID || e.Owner != "Acme Corp" {
+			t.Fatalf("%s: %+v, %v; want acme's enterprise", id, e, err)
+		}
+	}
+	put(registry.Record{ID: "account:acme", Plan: "enterprise", Status: registry.StatusRevoked})
+	clk.advance(ttl)
+	for _, id := range []string{memberA, memberB} {
+		if e, err := c.Lookup(ctx, plans, id); err != nil || e.Plan != nil {
+			t.Fatalf("%s of the revoked account: %+v, %v; want unknown", id, e, err)
+		}
+	}
+}

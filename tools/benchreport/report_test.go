@@ -37,6 +37,7 @@ var (
 	reportPath   = flag.String("report", "", "write the benchmark report (BENCHMARKS.md) here; TestReport skips without it")
 	goBenchPath  = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer, CacheEntryBytes on internal/registry")
 	insnPath     = flag.String("instructions", "", "output of make bench-instructions (instructions/instructions.sh)")
+	registryOnly = flag.Bool("registry", false, "TestRegistryReport: measure item 8 alone and print it")
 	logBytesOnly = flag.Bool("logbytes", false, "TestLogBytes: measure item 11 alone and print its line and section")
 )
 
@@ -61,9 +62,11 @@ var (
 	denyCachePlan = FloodPlan{Rule: bucketgate.Rule{Name: "flood", Capacity: 10, RefillPerSecond: 10}, Offered: 110, Duration: 10 * time.Second, Bin: time.Second}
 	// batchPlan is item 9 (issue 14): a batch of 100 against one check, 5 ms each way.
 	batchPlan = BatchPlan{Latency: 5 * time.Millisecond, Checks: checkapi.MaxBatch, Reps: 21}
-	// registryPlan is item 8: 1,000 keys of Zipf(1.1) popularity, 10 environments,
-	// 60 s at 1,000 requests/s, the default cache period.
-	registryPlan = RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: settings.DefaultRegistryCacheTTL, Seed: 1}
+	// registryPlan is item 8: 1,000 keys of Zipf(1.1) popularity, half of them in
+	// accounts of 5, 10 environments, 60 s at 1,000 requests/s, the default cache period;
+	// pairReps reads of a key and its account each way.
+	registryPlan = RegistryPlan{Keys: 1000, Zipf: 1.1, Environments: 10, Duration: time.Minute, Rate: 1000, CachePeriod: settings.DefaultRegistryCacheTTL, KeysPerAccount: 5, Seed: 1}
+	pairReps     = 200
 	// endToEndPlan is item 10 (issue 17): 10,000 invocations after 200 that warm up.
 	endToEndPlan = EndToEndPlan{Invocations: 10_000, Warm: 200}
 	// logBytesPlan is item 11 (issue 30): an instance at 1 to 1,000 requests a second,
@@ -227,7 +230,7 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if r.Registry, err = measureRegistry(ctx, dynClient); err != nil {
+	if r.Registry, r.PairReads, err = measureRegistry(ctx, dynClient); err != nil {
 		t.Fatal(err)
 	}
 	if r.Batch, err = MeasureBatch(ctx, srv.Addr, batchPlan); err != nil {
@@ -271,28 +274,51 @@ func TestLogBytes(t *testing.T) {
 // registryTable is the table item 8 reads.
 const registryTable = "bucketgate-bench-keys"
 
-// measureRegistry runs item 8 against the run's dynalite: registryPlan's keys on pro,
-// read through the registry's Table.
-func measureRegistry(ctx context.Context, client *dynamodb.Client) (RegistryReads, error) {
+// measureRegistry runs item 8 against the run's dynalite: registryPlan's keys and
+// accounts on pro, read through the registry's Table, and a key and its account read
+// both ways.
+func measureRegistry(ctx context.Context, client *dynamodb.Client) (RegistryReads, PairReads, error) {
 	if err := registry.CreateTable(ctx, client, registryTable); err != nil {
-		return RegistryReads{}, err
+		return RegistryReads{}, PairReads{}, err
 	}
 	const batch = 25 // BatchWriteItem's most
-	for first := 0; first < registryPlan.Keys; first += batch {
+	records := registryPlan.Records()
+	for first := 0; first < len(records); first += batch {
 		var puts []types.WriteRequest
-		for i := first; i < min(first+batch, registryPlan.Keys); i++ {
-			rec := registry.Record{ID: RegistryKeyID(i), Plan: "pro"}
+		for _, rec := range records[first:min(first+batch, len(records))] {
 			puts = append(puts, types.WriteRequest{PutRequest: &types.PutRequest{Item: rec.Item()}})
 		}
 		out, err := client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{registryTable: puts}})
 		if err != nil {
-			return RegistryReads{}, err
+			return RegistryReads{}, PairReads{}, err
 		}
 		if n := len(out.UnprocessedItems[registryTable]); n > 0 {
-			return RegistryReads{}, fmt.Errorf("dynalite left %d of %d items unwritten", n, len(puts))
+			return RegistryReads{}, PairReads{}, fmt.Errorf("dynalite left %d of %d items unwritten", n, len(puts))
 		}
 	}
-	return MeasureRegistryReads(ctx, registryPlan, registry.NewTable(client, registryTable), config.Default())
+	reads, err := MeasureRegistryReads(ctx, registryPlan, registry.NewTable(client, registryTable), config.Default())
+	if err != nil {
+		return reads, PairReads{}, err
+	}
+	pairs, err := MeasurePairReads(ctx, client, registryTable, RegistryKeyID(1), registry.ItemID(bucketgate.AccountPrefix+registryPlan.Account(1)), pairReps)
+	return reads, pairs, err
+}
+
+// TestRegistryReport runs item 8 alone against a dynalite of its own and prints its
+// line, writing no report: go test -run '^TestRegistryReport$' -v ./benchreport -args -registry
+func TestRegistryReport(t *testing.T) {
+	if !*registryOnly {
+		t.Skip("item 8 alone runs with -registry")
+	}
+	var r Report
+	var err error
+	if r.Registry, r.PairReads, err = measureRegistry(context.Background(), dynalite.Start(t).Client(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r.registrySummary())
+	var md strings.Builder
+	r.registrySection(func(format string, args ...any) { fmt.Fprintf(&md, format, args...) })
+	t.Log("\n" + md.String())
 }
 
 // The table, configuration and rule of item 10 (and of item 5's start with a table): the

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/registry"
+)
+
+const accountsUsage = `  bucketgate accounts create NAME --plan PLAN [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule RULE]...
+  bucketgate accounts set-plan NAME PLAN
+  bucketgate accounts override NAME --rule RULE [--rule ...]
+  bucketgate accounts clear-overrides NAME
+  bucketgate accounts expire NAME WHEN|never
+  bucketgate accounts revoke NAME
+  bucketgate accounts show [--json] NAME
+  bucketgate accounts list [--json]
+
+NAME is an account's name, 1 to 128 letters, digits, '.', '_' or '-' (acct:NAME and
+account:NAME name it too): its item is account:NAME, its identity acct:NAME. Every key of
+an account (keys create --account NAME, keys roll) is decided as the account, under its
+plan and rules, and spends the account's buckets, one set for all its keys; a revoked or
+expired account makes every key of it unknown, within the functions' cache period. show
+lists the account's keys. WHEN, RULE, --table and the plans are as for keys; writes are
+conditional as theirs.
+`
+
+var accountsCommands = map[string]tableCommand{
+	"create":          {1, accountArg, accountCreateFlags},
+	"revoke":          {1, accountArg, revokeFlags},
+	"expire":          {2, accountArg, expireFlags},
+	"set-plan":        {2, accountArg, setPlanFlags},
+	"override":        {1, accountArg, overrideFlags},
+	"clear-overrides": {1, accountArg, clearFlags},
+	"show":            {1, accountArg, accountShowFlags},
+	"list":            {0, nil, listFlags(true)},
+}
+
+// runAccounts runs the accounts command named by args[0].
+func runAccounts(e env, args []string) error {
+	return runTableCommand(e, "accounts", accountsCommands, args)
+}
+
+// wantAccountName says what an account's name is.
+var wantAccountName = fmt.Sprintf("want an account's name: 1 to %d letters, digits, '.', '_' or '-'", bucketgate.MaxAccountName)
+
+// accountArg returns the id of the item of the account that arg names: NAME,
+// acct:NAME or account:NAME.
+func accountArg(_ env, arg string) (string, error) {
+	name, ok := strings.CutPrefix(arg, bucketgate.AccountPrefix)
+	if !ok {
+		name = strings.TrimPrefix(arg, registry.AccountItemPrefix)
+	}
+	if !bucketgate.ValidAccountName(name) {
+		return "", fmt.Errorf("%w: account %q: %s", errUsage, arg, wantAccountName)
+	}
+	return registry.AccountItemPrefix + name, nil
+}
+
+// activeAccount reports why a key cannot be put in the account called name: the table
+// does not hold it, or it is revoked or expired.
+func (t *keyTable) activeAccount(ctx context.Context, name string) error {
+	acct, err := t.account(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !acct.Active(time.Now()) {
+		return fmt.Errorf("account %s is %s: its keys are unknown to the functions; nothing written", name, status(acct))
+	}
+	return nil
+}
+
+func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	plan := fs.String("plan", "", "the account's plan (required)")
+	owner := fs.String("owner", "", "who the account is, for people")
+	note := fs.String("note", "", "a note, for people")
+	expires := fs.String("expires", "", "when the account and every key of it stop working (default: never)")
+	var rules ruleList
+	fs.Var(&rules, "rule", "a rule of the account's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
+	return func(e env, t *keyTable, args []string) error {
+		if *plan == "" {
+			return fmt.Errorf("%w: accounts create: --plan is required", errUsage)
+		}
+		rec := registry.Record{ID: args[0], Plan: *plan, Rules: rules, Owner: *owner, Note: *note}
+		var err error
+		if rec.ExpiresAt, err = parseWhen(*expires, time.Now()); err != nil {
+			return fmt.Errorf("%w: --expires: %w", errUsage, err)
+		}
+		if err := t.put(e.ctx, rec); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "created account %s on plan %s: bucketgate keys create --account %s makes its keys\n",
+			accountName(rec.ID), rec.Plan, accountName(rec.ID))
+		return nil
+	}
+}
+
+// accountName returns the name of the account of the item id.
+func accountName(id string) string { return strings.TrimPrefix(id, registry.AccountItemPrefix) }
+
+func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(e env, t *keyTable, args []string) error {
+		r, err := t.get(e.ctx, args[0])
+		if err != nil {
+			return err
+		}
+		keys, err := t.keysOf(e.ctx, accountName(r.ID))
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			j := accountJSON{recordJSON: recordJSONOf(r, r.Plan), Identity: accountIdentity(r)}
+			for _, k := range keys {
+				j.Keys = append(j.Keys, accountKeyJSON{ID: k.ID, Status: status(k), ExpiresAt: expiry(k)})
+			}
+			return writeJSON(e.stdout, j)
+		}
+		return writeAccount(e.stdout, r, keys)
+	}
+}
+
+// keysOf reads the records of every key of the account called name, in the order of
+// their ids.
+func (t *keyTable) keysOf(ctx context.Context, name string) ([]registry.Record, error) {
+	h, err := t.scan(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(h.records, func(r registry.Record) bool { return r.Account != name }), nil
+}
+
+// accountIdentity returns whose buckets the account of r spends: acct:NAME, or the key
+// it was made from.
+func accountIdentity(r registry.Record) string {
+	if r.Buckets != "" {
+		return r.Buckets
+	}
+	return registry.IdentityOf(r.ID)
+}

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+)
+
+// A session of every accounts command, and of the keys commands with accounts, against
+// dynalite: what is written and what is printed.
+func TestAccountsSession(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	code, _, stderr := c.run("accounts", "create", "acme", "--plan", "pro", "--owner", "Acme Corp", "--note", "since 2026")
+	if code != exitOK || stderr != "created account acme on plan pro: bucketgate keys create --account acme makes its keys\n" {
+		t.Fatalf("accounts create: %d %q", code, stderr)
+	}
+	code, stdout, stderr := c.run("keys", "create", "--account", "acme", "--rule", "burst:5:1")
+	if code != exitOK || !keyLine.MatchString(stdout) || !strings.Contains(stderr, "in account acme: the key above is shown this once") {
+		t.Fatalf("keys create --account: %d %q %q", code, stdout, stderr)
+	}
+	first := strings.TrimSpace(stdout)
+	second := strings.TrimSpace(c.ok("keys", "create", "--account", "acme", "--owner", "staging"))
+	firstID, secondID := keyID(first), keyID(second)
+
+	show := c.ok("keys", "show", first)
+	for _, want := range []string{"id         " + firstID, "account    acme", "plan       pro (the account's)", "rules      burst:5:1"} {
+		if !strings.Contains(show, want+"\n") {
+			t.Errorf("keys show:\n%s\nwant a line %q", show, want)
+		}
+	}
+	var rec recordJSON
+	if err := json.Unmarshal([]byte(c.ok("keys", "show", "--json", second)), &rec); err != nil || rec.Account != "acme" || rec.Plan != "pro" || rec.Owner != "staging" {
+		t.Fatalf("keys show --json: %+v, %v", rec, err)
+	}
+	c.ok("accounts", "set-plan", "acme", "enterprise")
+	c.ok("accounts", "override", "acct:acme", "--rule", "burst:42:1")
+	show = c.ok("accounts", "show", "acme")
+	for _, want := range []string{"id         account:acme", "identity   acct:acme", "plan       enterprise", "status     active", "rules      burst:42:1",
+		"owner      Acme Corp", "note       since 2026", "key        " + min(firstID, secondID), "key        " + max(firstID, secondID)} {
+		if !strings.Contains(show, want+"\n") {
+			t.Errorf("accounts show:\n%s\nwant a line %q", show, want)
+		}
+	}
+	var acct accountJSON
+	if err := json.Unmarshal([]byte(c.ok("accounts", "show", "--json", "account:acme")), &acct); err != nil || acct.Identity != "acct:acme" || len(acct.Keys) != 2 || acct.Plan != "enterprise" {
+		t.Fatalf("accounts show --json: %+v, %v", acct, err)
+	}
+	c.ok("accounts", "clear-overrides", "acme")
+	list := c.ok("keys", "list")
+	if !regexp.MustCompile(firstID+`\s+enterprise \(acct:acme\)\s+active`).MatchString(list) || strings.Contains(list, "account:acme") {
+		t.Fatalf("keys list:\n%s\nwant the keys on their account's plan, and no account", list)
+	}
+	if list := c.ok("accounts", "list"); !regexp.MustCompile(`account:acme\s+enterprise\s+active`).MatchString(list) || strings.Contains(list, firstID) {
+		t.Fatalf("accounts list:\n%s", list)
+	}
+
+	// A roll of a key of the account: a new key in it, the old one expiring.
+	code, stdout, stderr = c.run("keys", "roll", first, "--overlap", "1h")
+	if code != exitOK || !keyLine.MatchString(stdout) {
+		t.Fatalf("keys roll: %d %q %q", code, stdout, stderr)
+	}
+	third := strings.TrimSpace(stdout)
+	if !strings.Contains(stderr, "created "+keyID(third)+" in account acme: the key above is shown this once") || !strings.Contains(stderr, firstID+" expires ") {
+		t.Fatalf("keys roll's notes: %q", stderr)
+	}
+	if show := c.ok("keys", "show", third); !strings.Contains(show, "account    acme\n") || !strings.Contains(show, "rules      burst:5:1\n") {
+		t.Fatalf("the new key keeps the old one's own rules:\n%s", show)
+	}
+	if show := c.ok("accounts", "show", "acme"); !strings.Contains(show, "key        "+firstID+" (expires ") {
+		t.Fatalf("accounts show after the roll:\n%s", show)
+	}
+
+	// A roll of a lone key: it becomes an account of its own, named in the output.
+	lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro", "--rule", "burst:7:1", "--owner", "solo", "--expires", "2031-01-01"))
+	loneID := keyID(lone)
+	made := "key-" + bucketgate.KeyDigest(lone)
+	code, stdout, stderr = c.run("keys", "roll", lone)
+	if code != exitOK || !keyLine.MatchString(stdout) || !strings.Contains(stderr, loneID+" is a key of account "+made+" now, on plan pro, which spends its buckets ("+loneID+")") {
+		t.Fatalf("keys roll of a lone key: %d %q %q", code, stdout, stderr)
+	}
+	show = c.ok("accounts", "show", made)
+	for _, want := range []string{"identity   " + loneID, "plan       pro", "rules      burst:7:1", "owner      solo"} {
+		if !strings.Contains(show, want+"\n") {
+			t.Errorf("the account a lone key became:\n%s\nwant a line %q", show, want)
+		}
+	}
+	if show := c.ok("keys", "show", lone); !strings.Contains(show, "account    "+made+"\n") || !strings.Contains(show, "rules      -\n") || !strings.Contains(show, "expiresAt  "+time.Now().Add(24*time.Hour).UTC().Format("2006-01-02T15")) {
+		t.Fatalf("the lone key after its roll:\n%s\nwant it in the account, its rules the account's, expiring in 24h", show)
+	}
+	if show := c.ok("keys", "show", strings.TrimSpace(stdout)); !strings.Contains(show, "expiresAt  2031-01-01T00:00:00Z\n") || !strings.Contains(show, "owner      solo\n") {
+		t.Fatalf("the new key keeps the old one's expiry and owner:\n%s", show)
+	}
+	code, _, stderr = c.run("keys", "roll", "--overlap", "0", lone)
+	if code != exitOK || !strings.Contains(stderr, loneID+" expires ") {
+		t.Fatalf("a second roll of the lone key, now of its account: %d %q", code, stderr)
+	}
+	if show := c.ok("keys", "show", lone); !strings.Contains(show, "status     expired\n") {
+		t.Fatalf("--overlap 0 expires the old key at once:\n%s", show)
+	}
+	c.fails(exitError, "is expired: a roll replaces a working key", "keys", "roll", lone)
+
+	// The lone key's roll with a name, and one stopped before its end, taken up again.
+	named := strings.TrimSpace(c.ok("keys", "create", "--plan", "free"))
+	if _, _, stderr := c.run("keys", "roll", "--account", "named-co", named); !strings.Contains(stderr, "is a key of account named-co now") {
+		t.Fatalf("keys roll --account: %q", stderr)
+	}
+
+	code, _, stderr = c.run("accounts", "revoke", "acme")
+	if code != exitOK || !strings.Contains(stderr, "revoked account:acme: every function treats it, and every key of it, as unknown") {
+		t.Fatalf("accounts revoke: %d %q", code, stderr)
+	}
+	if show := c.ok("accounts", "show", "acme"); !strings.Contains(show, "status     revoked\n") {
+		t.Fatalf("after revoke:\n%s", show)
+	}
+	if list := c.ok("keys", "list"); !regexp.MustCompile(secondID + `\s+enterprise \(acct:acme\)\s+active \(account revoked\)`).MatchString(list) {
+		t.Fatalf("keys list after the account's revocation:\n%s", list)
+	}
+	c.fails(exitError, "account acme is revoked: its keys are unknown to the functions; nothing written", "keys", "create", "--account", "acme")
+	c.fails(exitError, "account acme is revoked", "keys", "roll", second)
+	if items := c.items(); strings.Contains(items, first) || strings.Contains(items, third) {
+		t.Fatalf("the table holds a raw key:\n%s", items)
+	}
+}
+
+// Bad input is an error naming the problem and the field, and nothing is written.
+func TestAccountsBadInput(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	member := strings.TrimSpace(c.ok("keys", "create", "--account", "acme"))
+	lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "free"))
+	c.ok("keys", "create", "--tenant", "t1", "--plan", "free")
+	before := c.items()
+	nine := []string{"keys", "create", "--account", "acme"}
+	for i := range 8 { // with the plan's burst, 9
+		nine = append(nine, "--rule", "r"+strconv.Itoa(i)+":5:1")
+	}
+	tests := []struct {
+		name string
+		code int
+		want string
+		args []string
+	}{
+		{"a name outside its set", exitUsage, `account "acme corp": want an account's name: 1 to 128 letters, digits, '.', '_' or '-'`, []string{"accounts", "create", "acme corp", "--plan", "pro"}},
+		{"a name too long", exitUsage, "want an account's name", []string{"accounts", "show", strings.Repeat("a", 129)}},
+		{"an empty name", exitUsage, "want an account's name", []string{"accounts", "show", "acct:"}},
+		{"no plan", exitUsage, "accounts create: --plan is required", []string{"accounts", "create", "other"}},
+		{"an unknown plan", exitError, `account:other: attribute plan: unknown plan "gold"`, []string{"accounts", "create", "other", "--plan", "gold"}},
+		{"an account twice", exitError, "account:acme is already in table", []string{"accounts", "create", "acme", "--plan", "pro"}},
+		{"an account that does not exist", exitError, "no such item: account:nobody is not in table", []string{"accounts", "revoke", "nobody"}},
+		{"a key of an account that does not exist", exitError, "account nobody is not in table bucketgate-keys (bucketgate accounts create nobody --plan NAME creates it)", []string{"keys", "create", "--account", "nobody"}},
+		{"a key's account outside its set", exitUsage, `--account "a/b": want an account's name`, []string{"keys", "create", "--account", "a/b"}},
+		{"a key with a plan and an account", exitUsage, "--plan or --account, not both", []string{"keys", "create", "--account", "acme", "--plan", "pro"}},
+		{"a tenant in an account", exitUsage, "--account or --tenant, not both", []string{"keys", "create", "--account", "acme", "--tenant", "t2"}},
+		{"a key with more rules than its account's plan takes", exitError, "attribute rules: with plan pro of account acme: rules: plans.pro: invalid: 9 rules: want at most 8", nine},
+		{"the plan of a key of an account", exitError, "is a key of account acme: its plan is the account's (bucketgate accounts set-plan acme PLAN)", []string{"keys", "set-plan", member, "free"}},
+		{"an account by keys", exitUsage, "KEY names an account: bucketgate accounts takes it", []string{"keys", "show", "acct:acme"}},
+		{"an overlap below zero", exitUsage, `--overlap "-1h": want a duration from 0 to 720h0m0s (30 days)`, []string{"keys", "roll", "--overlap", "-1h", member}},
+		{"an overlap over 30 days", exitUsage, `--overlap "31d": want a duration from 0 to 720h0m0s`, []string{"keys", "roll", "--overlap", "31d", member}},
+		{"an overlap of hours over 30 days", exitUsage, `--overlap "721h"`, []string{"keys", "roll", "--overlap", "721h", lone}},
+		{"an overlap that is no duration", exitUsage, `--overlap "a day"`, []string{"keys", "roll", "--overlap", "a day", member}},
+		{"a roll of a tenant", exitUsage, "tenant:t1 is a check function tenant: only an API key rolls", []string{"keys", "roll", "tenant:t1"}},
+		{"a roll naming an account for a key of one", exitUsage, "is a key of account acme already: --account names the account a lone key becomes", []string{"keys", "roll", "--account", "x", member}},
+		{"a roll into an account of another", exitError, "account:acme is already in table bucketgate-keys: name another with --account", []string{"keys", "roll", "--account", "acme", lone}},
+		{"a roll of a key nobody registered", exitError, "no such item", []string{"keys", "roll", "nobody's key"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.fails(tc.code, tc.want, tc.args...)
+		})
+	}
+	c.t = t
+	if after := c.items(); after != before {
+		t.Fatalf("bad input wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// config put refuses a document that drops a plan an active account uses, or leaves a
+// key of an account without room for its own rules, naming them; a revoked account's
+// plan may go.
+func TestConfigPutKeepsAccountsPlans(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "gold.yaml", goldDoc))
+	c.ok("accounts", "create", "acme", "--plan", "gold")
+	member := strings.TrimSpace(c.ok("keys", "create", "--account", "acme", "--rule", "hourly:5:5/hour"))
+	c.ok("accounts", "create", "gone", "--plan", "gold")
+	c.ok("accounts", "revoke", "gone")
+	code, _, stderr := c.run("config", "put", file(t, "no-gold.yaml", noGoldDoc))
+	if code != exitError || !strings.Contains(stderr, "account:acme (plan gold): plan: unknown plan \"gold\"") || strings.Contains(stderr, "account:gone") || strings.Contains(stderr, keyID(member)) {
+		t.Fatalf("config put without gold: %d %s; want account:acme named, alone", code, stderr)
+	}
+	crowded := goldDoc + "routes:\n  - {path: /x, rules: [{name: a, capacity: 5, refillPerSecond: 1}, {name: b, capacity: 5, refillPerSecond: 1}, {name: c, capacity: 5, refillPerSecond: 1}, {name: d, capacity: 5, refillPerSecond: 1}, {name: e, capacity: 5, refillPerSecond: 1}, {name: f, capacity: 5, refillPerSecond: 1}, {name: g, capacity: 5, refillPerSecond: 1}]}\n"
+	c.fails(exitError, keyID(member)+" (plan gold): rules: with plan gold of account acme: rules: routes[0]", "config", "put", file(t, "crowded.yaml", crowded))
+}
+
+// The functions as Lambda builds them, on a real Redis and the registry on dynalite:
+// two keys of an account spend one bucket; a roll of a lone key keeps its buckets, the
+// old key working until the overlap ends and unknown after it; a revoked account turns
+// both its keys away; the operator reaches the account's buckets by acct:NAME.
+func TestAccountsDecideTheFunctions(t *testing.T) {
+	c := newCLI(t)
+	c.env[settings.EnvConfigInline] = bucketsConfig
+	c.env[envCheckFunction] = checkFunction
+	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
+	c.ok("keys", "init")
+	srv := redistest.Start(t)
+	d := deploy(t, c, srv.Addr, checkFunction)
+	c.ok("accounts", "create", "acme", "--plan", "basic")
+	a := strings.TrimSpace(c.ok("keys", "create", "--account", "acme"))
+	b := strings.TrimSpace(c.ok("keys", "create", "--account", "acme"))
+	var got []string
+	for i := range 6 {
+		key := []string{a, b}[i%2]
+		principal, plan, limit, remaining := d.authz.decide(t, key)
+		if principal != "acct:acme" || plan != "basic" || limit != 5 {
+			t.Fatalf("request %d: %s on %s, limit %d: want acct:acme on basic", i, principal, plan, limit)
+		}
+		got = append(got, strconv.FormatInt(remaining, 10))
+	}
+	if strings.Join(got, " ") != "4 3 2 1 0 0" {
+		t.Fatalf("remaining %v over both keys, want one bucket of 5 spent by both", got)
+	}
+	d.want(d.bucket("show", "acct:acme"), "acct:acme", "basic", "burst", 5, 0)
+	for _, id := range []string{"acct:acme", a} {
+		var u checkapi.Usage
+		// The sixth request's denial came from the authorizer's deny cache: no usage.
+		if err := json.Unmarshal([]byte(c.ok("usage", "--json", id)), &u); err != nil || u.Identity != "acct:acme" || u.Total.Allowed != 5 || u.Total.Cost != 5 {
+			t.Fatalf("usage of %s: %+v, %v; want the account's, both keys': 5 allowed", id, u, err)
+		}
+	}
+	d.want(d.bucket("refund", "--cost", "2", a), keyID(a), "basic", "burst", 5, 2)
+	time.Sleep(time.Second) // the authorizer's deny cache holds a denial a second at most
+	if _, _, _, remaining := d.authz.decide(t, b); remaining != 1 {
+		t.Fatalf("after a refund to one key: %d left for the other, want 1", remaining)
+	}
+	if keys := redisDump(t, srv); strings.Count(keys, "bg:{") != 1 || !strings.Contains(keys, "bg:{acct:acme}") {
+		t.Fatalf("Redis holds %s: want the account's one hash", keys)
+	}
+
+	c.ok("accounts", "revoke", "acme")
+	time.Sleep(cachePeriod)
+	for _, key := range []string{a, b} {
+		if principal, plan, _, _ := d.authz.decide(t, key); principal != "ip:203.0.113.10" || plan != "basic" {
+			t.Fatalf("a key of the revoked account: %s on %s, want its source's", principal, plan)
+		}
+	}
+
+	lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "gold"))
+	loneID := keyID(lone)
+	for range 10 {
+		d.authz.decide(t, lone)
+	}
+	code, stdout, stderr := c.run("keys", "roll", "--overlap", "2s", lone)
+	if code != exitOK {
+		t.Fatalf("keys roll: %d %s", code, stderr)
+	}
+	next := strings.TrimSpace(stdout)
+	time.Sleep(cachePeriod)
+	for i, key := range []string{next, lone, next} {
+		if principal, plan, limit, remaining := d.authz.decide(t, key); principal != loneID || plan != "gold" || limit != 50 || remaining != int64(39-i) {
+			t.Fatalf("request %d after the roll: %s on %s, %d of %d left; want the lone key's buckets, %d left", i, principal, plan, remaining, limit, 39-i)
+		}
+	}
+	d.want(d.bucket("show", "acct:key-"+bucketgate.KeyDigest(lone)), "acct:key-"+bucketgate.KeyDigest(lone), "gold", "burst", 50, 37)
+	time.Sleep(2*time.Second + cachePeriod) // the overlap ends
+	if principal, _, _, _ := d.authz.decide(t, lone); principal != "ip:203.0.113.10" {
+		t.Fatalf("the old key after the overlap: %s, want unknown: its source's", principal)
+	}
+	if principal, _, _, remaining := d.authz.decide(t, next); principal != loneID || remaining != 36 {
+		t.Fatalf("the new key after the overlap: %s with %d left, want the lone key's buckets, 36 left", principal, remaining)
+	}
+	everything := c.items() + d.authz.logs.String() + d.check.logs.String() + d.check.payloads.String() + redisDump(t, srv)
+	for _, key := range []string{a, b, lone, next} {
+		if strings.Contains(everything, key) {
+			t.Fatalf("a raw key is in the table, a log, a payload or Redis:\n%s", everything)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/registry"
+)
+
+// Bounds of keys roll --overlap: how long the old key keeps working beside the new one.
+const (
+	defaultOverlap = 24 * time.Hour
+	maxOverlap     = 30 * 24 * time.Hour
+)
+
+// madeAccountPrefix starts the name of the account that keys roll makes a lone key into,
+// unless --account names it: "key-<the key's digest>", unique as the key is.
+const madeAccountPrefix = "key-"
+
+func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	overlap := fs.String("overlap", "24h", "how long the old key keeps working beside the new one: 0 to 720h (30 days), such as 90m, 24h or 7d")
+	account := fs.String("account", "", "the name of the account a lone key becomes (default: key-<its digest>)")
+	return func(e env, t *keyTable, args []string) error {
+		d, err := parseOverlap(*overlap)
+		if err != nil {
+			return err
+		}
+		id := args[0]
+		if !strings.HasPrefix(id, bucketgate.KeyPrefix) {
+			return fmt.Errorf("%w: keys roll: %s is a check function tenant: only an API key rolls", errUsage, id)
+		}
+		if *account != "" && !bucketgate.ValidAccountName(*account) {
+			return fmt.Errorf("%w: --account %q: %s", errUsage, *account, wantAccountName)
+		}
+		item, err := t.read(e.ctx, id)
+		if err != nil {
+			return err
+		}
+		old, err := registry.DecodeItem(item)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		if !old.Active(now) {
+			return fmt.Errorf("%s is %s: a roll replaces a working key; bucketgate keys create makes a new one", id, status(old))
+		}
+		name := old.Account
+		switch {
+		case name != "" && *account != "":
+			return fmt.Errorf("%w: keys roll: %s is a key of account %s already: --account names the account a lone key becomes", errUsage, id, name)
+		case name != "":
+			if err := t.activeAccount(e.ctx, name); err != nil {
+				return err
+			}
+		default:
+			name = cmp.Or(*account, madeAccountPrefix+strings.TrimPrefix(id, bucketgate.KeyPrefix))
+			if err := t.makeAccount(e, old, name); err != nil {
+				return err
+			}
+		}
+		// The old key, in the account, expiring after the overlap (or sooner, as it was).
+		until := now.Add(d).Truncate(time.Second)
+		if !old.ExpiresAt.IsZero() && old.ExpiresAt.Before(until) {
+			until = old.ExpiresAt
+		}
+		err = t.changeItem(e.ctx, id, item, func(r *registry.Record) error {
+			if r.Account == "" { // its plan and rules are the account's now
+				r.Account, r.Plan, r.Rules = name, "", nil
+			}
+			r.ExpiresAt = until
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// The new key, in the account, with the old one's own rules, owner, note and expiry.
+		next := registry.Record{Account: name, Owner: old.Owner, Note: old.Note, ExpiresAt: old.ExpiresAt}
+		if old.Account != "" {
+			next.Rules = old.Rules
+		}
+		key, err := newKey()
+		if err == nil {
+			next.ID = keyID(key)
+			err = t.put(e.ctx, next)
+		}
+		if err != nil {
+			return fmt.Errorf("%s is in account %s and expires %s, but the new key was not written (run keys roll %s again): %w",
+				id, name, until.UTC().Format(time.RFC3339), id, err)
+		}
+		fmt.Fprintln(e.stdout, key)
+		fmt.Fprintf(e.stderr, "created %s in account %s: the key above is shown this once, store it now\n", next.ID, name)
+		fmt.Fprintf(e.stderr, "%s expires %s: until then both keys work, on the same buckets\n", id, until.UTC().Format(time.RFC3339))
+		return nil
+	}
+}
+
+// makeAccount makes the account called name out of old, a lone key's record: its plan,
+// its rules, its owner and note, spending the key's buckets (Record.Buckets), so that the
+// rotation gives no token back. An account of that name already made from this key (a
+// roll that stopped before its end) is taken as it is.
+func (t *keyTable) makeAccount(e env, old registry.Record, name string) error {
+	acct := registry.Record{ID: registry.AccountItemPrefix + name, Plan: old.Plan, Rules: old.Rules, Owner: old.Owner, Note: old.Note, Buckets: old.ID}
+	err := t.put(e.ctx, acct)
+	if errors.Is(err, errExists) {
+		there, rerr := t.get(e.ctx, acct.ID)
+		if rerr != nil || there.Buckets != old.ID {
+			return fmt.Errorf("%w: name another with --account", err)
+		}
+		acct, err = there, nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "%s is a key of account %s now, on plan %s, which spends its buckets (%s): no token is given back\n",
+		old.ID, name, acct.Plan, old.ID)
+	return nil
+}
+
+// parseOverlap reads --overlap: a duration from 0 to maxOverlap, Go's (90m, 24h) or in
+// whole days (7d).
+func parseOverlap(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if days, ok := strings.CutSuffix(v, "d"); ok && err != nil {
+		var n time.Duration
+		if _, err = fmt.Sscanf(days, "%d", &n); err == nil && strings.Trim(days, "0123456789") == "" {
+			d = n * 24 * time.Hour
+		} else {
+			err = errors.New("not a number of days")
+		}
+	}
+	if err != nil || d < 0 || d > maxOverlap {
+		return 0, fmt.Errorf("%w: --overlap %q: want a duration from 0 to %v (30 days), such as 90m, 24h or 7d", errUsage, v, maxOverlap)
+	}
+	return d, nil
+}

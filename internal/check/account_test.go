@@ -1,0 +1,91 @@
+package check
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
+)
+
+// The operator's path reaches an account's buckets: by acct:<name> under the account's
+// plan, and by the key:<digest> of any key of it (with the key's own rules), with or
+// without a plan given; an account made from a lone key by its buckets, the key's.
+func TestOperatorAccounts(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	member := bucketgate.KeyDigest("member")
+	lone := bucketgate.KeyDigest("lone")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "key:" + member, Account: "acme", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 3, RefillPerSecond: 1}}},
+		registry.Record{ID: "account:made", Plan: "enterprise", Buckets: "key:" + lone},
+		registry.Record{ID: "key:" + lone, Account: "made"},
+	))
+	tests := []struct {
+		payload, want, redisKey string
+	}{
+		{`{"identity":"acct:acme","cost":5}`, `"limit":100,"remaining":95,"retryAfterMs":0,"resetAfterMs":100,"rule":"burst","plan":"pro"`, "acct:acme"},
+		{`{"identity":"key:` + member + `","cost":2}`, `"limit":3,"remaining":1,"retryAfterMs":0,"resetAfterMs":2000,"rule":"` + member + `/burst","plan":"pro"`, "acct:acme"},
+		{`{"identity":"acct:acme","cost":0}`, `"limit":100,"remaining":93`, "acct:acme"},
+		{`{"identity":"key:` + member + `","plan":"free","cost":0}`, `"limit":10,"remaining":10`, "acct:acme"},
+		{`{"identity":"acct:made"}`, `"limit":500,"remaining":499,"retryAfterMs":0,"resetAfterMs":5,"rule":"burst","plan":"enterprise"`, "key:" + lone},
+		{`{"identity":"acct:acme","op":"reset"}`, `"limit":100,"remaining":100`, ""},
+	}
+	for _, tc := range tests {
+		out := f.invokeOK(t, []byte(tc.payload))
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s: %s, want %s", tc.payload, out, tc.want)
+		}
+		if tc.redisKey != "" && !mr.Exists(bucket.Key(tc.redisKey)) {
+			t.Errorf("%s: no hash %s (keys %v)", tc.payload, bucket.Key(tc.redisKey), mr.Keys())
+		}
+	}
+	if mr.Exists(bucket.Key("key:"+member)) || mr.Exists(bucket.Key("acct:made")) {
+		t.Errorf("Redis keys %v: a key of an account has no buckets of its own", mr.Keys())
+	}
+	if logs := f.logs.String(); !strings.Contains(logs, `"identity":"acct:acme"`) {
+		t.Errorf("the operator's lines do not name the account:\n%s", logs)
+	}
+}
+
+// An account's name outside its set is an invalid request naming the field.
+func TestOperatorAccountBadName(t *testing.T) {
+	_, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	for _, id := range []string{"acct:", "acct:a b", "acct:" + strings.Repeat("a", bucketgate.MaxAccountName+1)} {
+		_, err := f.invoke([]byte(`{"identity":"` + id + `"}`))
+		ive := functionError(t, err)
+		if ive.Type != checkapi.ErrorTypeInvalidRequest || !strings.HasPrefix(ive.Message, "identity: ") || !strings.Contains(ive.Message, "an account's name is 1 to 128") {
+			t.Errorf("%s: %+v", id, ive)
+		}
+	}
+}
+
+// The usage of a key of an account is its account's, which every key of it counts in; an
+// account made from a lone key counts in that key's. The answer names the identity read.
+func TestOperatorAccountUsage(t *testing.T) {
+	f, _ := usageFixture(t, 3)
+	member := bucketgate.KeyDigest("member")
+	lone := bucketgate.KeyDigest("lone")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "key:" + member, Account: "acme"},
+		registry.Record{ID: "account:made", Plan: "pro", Buckets: "key:" + lone},
+	))
+	f.invokeOK(t, []byte(`{"identity":"key:`+member+`","cost":2}`))
+	f.invokeOK(t, []byte(`{"identity":"acct:acme"}`))
+	f.invokeOK(t, []byte(`{"identity":"key:`+lone+`","plan":"pro"}`))
+	day := `"from":"2025-03-01","to":"2025-03-01"`
+	for _, tc := range []struct{ payload, want string }{
+		{`{"identity":"key:` + member + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
+		{`{"identity":"acct:acme","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
+		{`{"identity":"acct:made","op":"usage"}`, `{"identity":"key:` + lone + `",` + day + `,"days":[{"date":"2025-03-01","allowed":1,"limited":0,"cost":1}],"total":{"allowed":1,"limited":0,"cost":1}}`},
+	} {
+		assertJSONEqual(t, f.invokeOK(t, []byte(tc.payload)), tc.want)
+	}
+}

@@ -54,6 +54,19 @@ type Decision struct {
 	// Rules holds, for a peek (a check of cost 0) that Redis decided, the state of every
 	// rule of the request, enforced and shadow, in the order of its Rules; nil otherwise.
 	Rules []RuleState
+	// Reservation is, for an OpReserve Redis allowed, the reservation's id: what
+	// OpSettle and OpCancel take (Request.ID). Empty otherwise.
+	Reservation string
+	// Expires is, for an OpReserve Redis allowed, when the reservation ends unsettled
+	// (and stays charged at its estimate); the zero Time otherwise.
+	Expires time.Time
+	// Replayed reports a decision Redis gave before, answered again with nothing
+	// written: the first decision on a request whose RequestID it had seen, or the first
+	// outcome of a reservation settled (or cancelled) before.
+	Replayed bool
+	// Settled is, for OpSettle and OpCancel, the actual cost the reservation was
+	// settled at: the first settle's when Replayed.
+	Settled int64
 }
 
 // RuleState is one rule's state as a peek found it.

@@ -3,6 +3,7 @@ package bucket
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -21,13 +22,21 @@ type replyVals [lua.ReplyLen]int64
 // integers per rule.
 func peek(q bucketgate.Request) bool { return q.Op == bucketgate.OpCheck && q.Cost == 0 }
 
+// checks reports whether q is decided as a check: allowed or denied, with a wait.
+func checks(q bucketgate.Request) bool {
+	return q.Op == bucketgate.OpCheck || q.Op == bucketgate.OpReserve
+}
+
 // replyInts checks that reply is exactly the integers the script answers q with:
-// lua.ReplyLen, and for a peek lua.ReplyPerRule more per rule. It returns the first
-// lua.ReplyLen, and a peek's others.
+// lua.ReplyLen, for a peek lua.ReplyPerRule more per rule, with a hold
+// lua.ReplyHoldLen. It returns the first lua.ReplyLen, and the others.
 func replyInts(reply []rueidis.RedisMessage, q bucketgate.Request) (replyVals, []int64, error) {
 	var vals replyVals
 	want := lua.ReplyLen
-	if peek(q) {
+	switch {
+	case holds(q):
+		want = lua.ReplyHoldLen
+	case peek(q):
 		want += lua.ReplyPerRule * len(q.Rules)
 	}
 	if len(reply) != want {
@@ -72,7 +81,7 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 	remaining := flag(flags, lua.FlagsRemainingShift, lua.FlagsRemainingBits)
 	wait, reset, now := vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow]
 	n := int64(len(q.Rules))
-	maxWait := bucketgate.MaxFillTime.Milliseconds() + 1
+	maxWait := 2*bucketgate.MaxFillTime.Milliseconds() + 1 // from a debt of the capacity
 	enforced := func(r int64) bool { return r >= 1 && r <= n && !q.Rules[r-1].Shadow }
 	var shadow int64 // the shadow rules of q, as the script's bit set
 	for i, r := range q.Rules {
@@ -80,14 +89,17 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 			shadow |= 1 << i
 		}
 	}
+	if holds(q) && rest[lua.ReplyReplayed-lua.ReplyLen] == 1 && binding >= 1 && binding <= n {
+		remaining = min(remaining, q.Rules[binding-1].Max()) // the first answer, under a larger plan
+	}
 	switch {
-	case q.Op != bucketgate.OpCheck && allowed != 1:
+	case !checks(q) && allowed != 1:
 		return bucketgate.Decision{}, fmt.Errorf("%w: allowed is %d for a %v", ErrBadReply, allowed, q.Op)
 	case binding == 0 && shadow != 1<<n-1, binding != 0 && !enforced(binding):
 		return bucketgate.Decision{}, fmt.Errorf("%w: binding rule %d, want an enforced rule from 1 to %d", ErrBadReply, binding, n)
 	case binding != 0 && remaining > q.Rules[binding-1].Max() || binding == 0 && remaining != 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: remaining %d out of range", ErrBadReply, remaining)
-	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0, q.Op != bucketgate.OpCheck && wait != 0:
+	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0, !checks(q) && wait != 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: wait %d ms with allowed %d for a %v", ErrBadReply, wait, allowed, q.Op)
 	case (wait == 0) != (waitRule == 0), waitRule != 0 && !enforced(waitRule), allowed == 0 && waitRule != binding:
 		return bucketgate.Decision{}, fmt.Errorf("%w: wait rule %d with wait %d ms, binding rule %d and allowed %d", ErrBadReply, waitRule, wait, binding, allowed)
@@ -95,10 +107,13 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 		return bucketgate.Decision{}, fmt.Errorf("%w: reset after %d ms out of range", ErrBadReply, reset)
 	case now <= 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: server time %d", ErrBadReply, now)
-	case denials&^shadow != 0, denials != 0 && (allowed == 0 || q.Op != bucketgate.OpCheck || q.Cost == 0):
+	case denials&^shadow != 0, denials != 0 && (allowed == 0 || !checks(q) || q.Cost == 0):
 		return bucketgate.Decision{}, fmt.Errorf("%w: shadow denials %b for shadow rules %b, allowed %d", ErrBadReply, denials, shadow, allowed)
 	}
 	d := newDecision(q, allowed == 1, int(binding-1), remaining, wait, reset, now, int(waitRule-1), bucketgate.RuleSet(denials))
+	if holds(q) {
+		return heldReply(d, q, rest[lua.ReplyReplayed-lua.ReplyLen], rest[lua.ReplyHeld-lua.ReplyLen])
+	}
 	if rest == nil {
 		return d, nil
 	}
@@ -118,6 +133,28 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 			return bucketgate.Decision{}, fmt.Errorf("%w: rule %d (%s) left %d, full in %d ms", ErrBadReply, i+1, r.Name, left, full)
 		}
 		d.Rules[i] = bucketgate.RuleState{Remaining: left, ResetAfter: millisToDuration(full)}
+	}
+	return d, nil
+}
+
+// heldReply completes d, the decision on q with a hold, with the reply's two more
+// values: replayed (0 or 1) and held, a settle's actual cost or an allowed reserve's
+// expiry (Unix ms), else 0.
+func heldReply(d bucketgate.Decision, q bucketgate.Request, replayed, held int64) (bucketgate.Decision, error) {
+	settles := q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
+	switch {
+	case replayed != 0 && replayed != 1:
+		return bucketgate.Decision{}, fmt.Errorf("%w: replayed %d", ErrBadReply, replayed)
+	case settles && (held < 0 || held > bucketgate.MaxSettle || replayed == 0 && held != q.Cost),
+		q.Op == bucketgate.OpReserve && d.Allowed && held <= 0,
+		!settles && !(q.Op == bucketgate.OpReserve && d.Allowed) && held != 0:
+		return bucketgate.Decision{}, fmt.Errorf("%w: %d held for a %v allowed %v", ErrBadReply, held, q.Op, d.Allowed)
+	}
+	d.Replayed = replayed == 1
+	if settles {
+		d.Settled = held
+	} else if held > 0 {
+		d.Expires = time.UnixMilli(held)
 	}
 	return d, nil
 }

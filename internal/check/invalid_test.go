@@ -80,7 +80,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"cost above the plan's capacity", `{"key":"a","plan":"free","cost":11}`, "cost: 11 exceeds capacity 10 of rule burst: it could never be allowed"},
 		{"cost above the default plan's capacity", `{"key":"a","cost":11}`, "cost: 11 exceeds capacity 10 of rule burst"},
 		{"cost above the smallest inline capacity", `{"key":"a","rules":[{"name":"big","capacity":100,"refillPerSecond":1},{"name":"small","capacity":5,"refillPerSecond":1}],"cost":6}`, "cost: 6 exceeds capacity 5 of rule small"},
-		{"unknown operation", `{"key":"a","op":"take"}`, `op: unknown operation "take": want check, refund, reset or usage`},
+		{"unknown operation", `{"key":"a","op":"take"}`, `op: unknown operation "take": want check, refund, reset, usage, reserve, settle or cancel`},
 		{"operation in another case", `{"key":"a","op":"Reset"}`, `op: unknown operation "Reset"`},
 		{"empty operation", `{"key":"a","op":""}`, `op: unknown operation ""`},
 		{"operation not a string", `{"key":"a","op":1}`, "op: got number, want a string"},

@@ -14,7 +14,10 @@
 --           "u:<D>:x" (the cost they took above one each: the cost admitted is a + x, and
 --           a check of cost 1 touches no x) and "u:<D>:l" (checks limited); no rule's field
 --           starts "u:<digit>" (a rule name has no ':').
--- KEYS[2]   with usage only: the identity's usage archive, "<prefix>{<identity>}:usage"
+-- KEYS[3]   with a hold (f = 3) only: the record of the request or its reservation,
+--           "<prefix>{<identity>}:h:<nonce>" (see "Holds" below); KEYS[2] is then given
+--           with or without usage.
+-- KEYS[2]   with usage or a hold only: the identity's usage archive, "<prefix>{<identity>}:usage"
 --           (the same hash tag: the same cluster slot), a hash of one field per earlier
 --           day D, "<D>" = "<allowed> <cost> <limited>".
 -- ARGV      first f values (f = #ARGV % 4) that apply to the call, then the rules':
@@ -30,7 +33,12 @@
 --   f = 2     ARGV[1], the operation, and ARGV[2], the days usage is kept (1 to 400,
 --             today included): a check that takes tokens (cost >= 1) counts in the usage
 --             of the day; another operation ignores it.
---   f = 3     refused (kept for what later versions add).
+--   f = 3     a hold: ARGV[1] the operation as for f = 1, or "r<n>" (a reserve of
+--             the estimate n >= 1: a check of n that, allowed, makes a reservation) or
+--             "s<a>" (a settle at the actual cost a, 0 to 1e9); ARGV[2] the days usage is
+--             kept as for f = 2, or '0' for none; ARGV[3] the hold: for a settle, its
+--             rules' fingerprint; else "<g> <life> <ttl> <fp>" (see "Holds"). A hold is
+--             for a check that takes tokens, a refund, a reserve or a settle.
 --           Then, for n rules: the 2n field names, the two of each rule in turn
 --           ("<rule>:tokens" and "<rule>:ts", or "<rule>:used" and "<rule>:end"); then 2n
 --           numbers, two per rule in the same order: a bucket's capacity (whole tokens)
@@ -106,6 +114,28 @@
 -- a whole number, with Lua's error (allowed) or Redis's (HINCRBY, limited). A reset reads
 -- no field.
 --
+-- Holds (f = 3): a record, one string in KEYS[3] (no field of the state hash), holds
+-- "<fp> <flags> <wait> <reset> <now> <expiry> <estimate>", a request's fingerprint fp
+-- ("<rules' fingerprint>:<what>", what starting 'r' for a reserve), its decision's four
+-- figures, an allowed reserve's expiry (Unix ms, now + ttl; 0 otherwise) and its
+-- estimate; a settle adds " <flags> <wait> <reset> <now> <actual>", its outcome. With
+-- g = '1' (an idempotent request) the record is read first: found, its fingerprint
+-- must be fp (else an error) and its decision is answered again, nothing written; not
+-- found, the request is decided and its record written (SET PX life). A reserve with
+-- g = '0' writes its record only when allowed. A settle reads the record: missing, of
+-- other rules or of no allowed reserve, an error; settled, its first outcome answered
+-- again; at or past its expiry, an error (the estimate stays taken). Otherwise it
+-- settles: an actual cost below the estimate is a refund of the difference (as above);
+-- above, a debit of the difference that never denies: a bucket goes down to minus its
+-- capacity at most, a quota's count up to twice its limit at most, every rule is
+-- written as by a check, and no usage is counted. Its outcome is added to the record
+-- (KEEPTTL). A stored bucket count below zero is such a debt: it refills as any count,
+-- a check waits until it holds the cost, a peek shows 0 left. The record is the last
+-- write. Errors about a hold start "ERR bucketgate-hold:" and write nothing. A hold's
+-- reply is the four integers and two more: 1 when the answer is a decision or outcome
+-- given again (else 0), and a settle's actual cost or an allowed reserve's expiry (Unix
+-- ms), else 0.
+--
 -- Usage (f = 2): a check that takes tokens adds, when allowed, 1 to "u:<D>:a" (and its
 -- cost less one to "u:<D>:x") in the HMGET and HSET it makes anyway, or, when denied, 1
 -- to "u:<D>:l" with HINCRBY: the one write of a denial. A peek, a refund and a reset
@@ -168,15 +198,37 @@ local argv, call, tonumber, huge = ARGV, redis.call, tonumber, 1 / 0 -- math.hug
 local key, nargs = KEYS[1], #argv
 
 -- o is how many values of ARGV apply to the call: 0 (a check of cost 1), 1 (the
--- operation) or 2 (the operation and the days usage is kept). The usual cost, '1', skips
--- tonumber: comparing Lua strings compares pointers.
+-- operation), 2 (the operation and the days usage is kept) or 3 (and the hold). The
+-- usual cost, '1', skips tonumber: comparing Lua strings compares pointers.
 local o = nargs % 4
-if o > 2 or nargs < o + 4 then
-  return redis.error_reply('ERR bucketgate: ARGV must be the operation and the days usage is kept (or fewer: see the header), two field names per rule, then two numbers per rule')
+if nargs < o + 4 then
+  return redis.error_reply('ERR bucketgate: ARGV must be the operation, the days usage is kept and the hold (or fewer: see the header), two field names per rule, then two numbers per rule')
 end
 local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'reset'; keep: the days usage is kept (see below), nil when none is counted
+-- With a hold (o = 3, "Holds" in the header): rec the record's key, fp the fingerprint
+-- (a settle's: its rules'), get '1' to read the record first (an idempotent request),
+-- life the ms a new record lives, ttl a reserve's ms, reserve and settle (the actual
+-- cost) for those operations, debit for a settle that takes more than its estimate.
+local rec, fp, get, life, ttl, reserve, settle, debit
 if o > 0 then
   cost = argv[1]
+  if o == 3 then
+    rec = KEYS[3]
+    local b = string.byte(cost)
+    if b == 115 then -- 's': a settle at the actual cost that follows
+      settle, fp, cost = tonumber(string.sub(cost, 2)), argv[3], '0'
+      if not (settle and settle >= 0 and settle <= 1e9 and settle % 1 == 0 and rec and string.find(fp, '^%S+$')) then
+        return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its rules\' fingerprint and its record, KEYS[3]')
+      end
+    else
+      if b == 114 and cost ~= 'reset' then reserve, cost = true, string.sub(cost, 2) end -- 'r': a reserve of the estimate that follows
+      get, life, ttl, fp = string.match(argv[3], '^([01]) (%d+) (%d+) (%S+)$')
+      if not (fp and rec and life + 0 >= 1) then
+        return redis.error_reply('ERR bucketgate: a hold must be 0 or 1 (read the record first), the ms a record lives (1 or more), a reserve\'s ttl in ms and the fingerprint, with the record, KEYS[3]')
+      end
+      ttl = ttl + 0
+    end
+  end
   if cost == '1' then
     cost = 1
   else
@@ -194,7 +246,14 @@ if o > 0 then
   -- The days usage is kept stay ARGV's string until a write needs them (the day's
   -- first, or a rule living past the day), which reads and checks them first: most
   -- calls need no tonumber.
-  if o == 2 and not op and cost > 0 then keep = argv[2] end
+  if o == 2 and not op and cost > 0 then
+    keep = argv[2]
+  elseif o == 3 and not settle then
+    if op == 'reset' or not op and cost == 0 or reserve and (op or ttl < 1) then
+      return redis.error_reply('ERR bucketgate: a hold is for a check that takes tokens, a refund, a reserve (with a ttl of 1 ms or more) or a settle')
+    end
+    if not op and argv[2] ~= '0' then keep = argv[2] end
+  end
 end
 -- Rule r's fields are ARGV[o+2r-1] and ARGV[o+2r], its two numbers ARGV[o+n2+2r-1] and
 -- ARGV[o+n2+2r]: the loops below run i = 2r-1 over 1, 3, .., n2-1, and s[i], s[i+1]
@@ -211,6 +270,43 @@ if least < 1 then least = 1 end
 
 local t = call('TIME')
 local now = t[1] * 1000000 + t[2]
+-- A hold's record (o = 3), read first by a settle and an idempotent request (rv): see
+-- "Holds" in the header.
+local rv, nowms
+if rec then
+  nowms = (now - now % 1000) / 1000
+  if settle or get == '1' then rv = call('GET', rec) end
+  if settle then
+    local rfp, f, w, r, n, exp, e, sf, sw, sr, sn, sa
+    if rv then
+      rfp, f, w, r, n, exp, e, sf, sw, sr, sn, sa = string.match(rv, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) ?(%d*) ?(%d*) ?(%d*) ?(%d*) ?(%d*)$')
+    end
+    if not e or exp == '0' or string.sub(rfp, 1, #fp + 2) ~= fp .. ':r' then
+      return redis.error_reply('ERR bucketgate-hold: reservation unknown: none was made for this identity and these rules, or it ended long ago')
+    end
+    if sf ~= '' then
+      return {sf + 0, sw + 0, sr + 0, sn + 0, 1, sa + 0} -- settled before: its first outcome
+    end
+    if nowms >= exp + 0 then
+      return redis.error_reply('ERR bucketgate-hold: reservation expired at ' .. exp .. ' ms (Unix time): it stays charged at its estimate')
+    end
+    e = e + 0
+    if settle > e then
+      cost, debit = settle - e, true
+    else
+      cost, give, op = 0, e - settle, 'refund'
+    end
+    most = cost + give
+  elseif rv then
+    local rfp, f, w, r, n, exp = string.match(rv, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+)')
+    if not exp or rfp ~= fp then
+      return redis.error_reply('ERR bucketgate-hold: requestId was used first for another request (operation, cost, ttl or rules): a new request needs a new requestId')
+    end
+    return {f + 0, w + 0, r + 0, n + 0, 1, exp + 0} -- decided before: its first decision
+  end
+end
+local need = cost -- what an enforced rule must hold: a peek, a refund and a debit never deny
+if cost == 0 or debit then need = -huge end
 -- A refund keeps the fields as read (before): the loop below overwrites s with levels.
 -- With usage: day is the UTC day (days since 1970-01-01, also for quotas), ua the field
 -- of its allowed checks and, for a check of a cost other than 1, ux that of their cost
@@ -277,7 +373,7 @@ for i = 1, n2, 2 do
         return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': fills in more than 366 days')
       end
     end
-    if most > cap then
+    if most > cap and not settle then
       return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': ' .. (give > 0 and 'refund ' or 'cost ') .. most .. ' exceeds ' .. (period and 'limit ' or 'capacity ') .. cap)
     end
   end
@@ -358,26 +454,31 @@ for i = 1, n2, 2 do
     if level < 0 then level = 0 end
     if count > 0 then full = qend end
     if shadow == i then
-      if level < cost then
+      if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
       elseif cost > 0 then
         count, full = count + cost, qend
+        if debit and count > cap + cap then count = cap + cap end -- over its limit by its limit at most
       end
       s[i] = count
       if not sreset or full > sreset then sreset = full end
     else
       if level < dfewest then dfewest = level end
       if full > dreset then dreset = full end
-      if level < cost then
+      if level < need then
         allowed = 0
         if qend > dwait then dwait, dbinding = qend, r end
       elseif allowed == 1 then
         level, count = level - cost, count + cost
+        if debit then
+          if count > cap + cap then count = cap + cap end -- over its limit by its limit at most
+          level = cap - count
+        end
         s[i] = count
         if level < fewest then fewest, binding = level, r end
         if count > 0 then full = qend end
         if full > resetafter then resetafter = full end
-        if level < cost and qend > wait then wait, waitrule = qend, r end
+        if level < need and qend > wait then wait, waitrule = qend, r end
       end
     end
   else
@@ -399,10 +500,10 @@ for i = 1, n2, 2 do
       end
       level = level + elapsed * rate / 1000000 + give
       if level > cap then
-        if level == huge then level = -1 else level = cap end
+        if level == huge then level = -huge else level = cap end
       end
-      if not (level >= 0) then
-        return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored tokens ' .. string.sub(s[i], 1, 32) .. ' at time ' .. string.sub(ts, 1, 32) .. ' are not a finite number >= 0')
+      if not (level > -huge) then -- below zero: a debt a settle took
+        return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored tokens ' .. string.sub(s[i], 1, 32) .. ' at time ' .. string.sub(ts, 1, 32) .. ' are not a finite number')
       end
     elseif ts then
       return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored time without tokens')
@@ -413,10 +514,11 @@ for i = 1, n2, 2 do
       -- A shadow rule, if the check is allowed: cost taken when it holds cost tokens,
       -- else a shadow denial that takes nothing.
       local r = (i + 1) / 2
-      if level < cost then
+      if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
       else
         level = level - cost
+        if debit and level < -cap then level = -cap end -- a debt of its capacity at most
       end
       s[i] = level
       local full = (cap - level) * 1000 / rate
@@ -425,14 +527,15 @@ for i = 1, n2, 2 do
     elseif n2 == 2 then
       -- The only rule: its outcome is the decision's.
       binding = 1
-      if level < cost then
+      if level < need then
         allowed, fewest, waitrule = 0, level, 1
         wait = (cost - level) * 1000 / rate
         wait = wait + (-wait) % 1
       else
         level = level - cost
+        if debit and level < -cap then level = -cap end
         s[1], fewest = level, level
-        if level < cost then
+        if level < need then
           wait, waitrule = (cost - level) * 1000 / rate, 1
           wait = wait + (-wait) % 1
         end
@@ -446,7 +549,7 @@ for i = 1, n2, 2 do
       local full = (cap - level) * 1000 / rate
       full = full + (-full) % 1
       if full > dreset then dreset = full end
-      if level < cost then
+      if level < need then
         allowed = 0
         local w = (cost - level) * 1000 / rate
         w = w + (-w) % 1
@@ -454,12 +557,13 @@ for i = 1, n2, 2 do
       elseif allowed == 1 then
         -- If allowed: this rule with cost taken.
         level = level - cost
+        if debit and level < -cap then level = -cap end
         s[i] = level
         if level < fewest then fewest, binding = level, r end
         full = (cap - level) * 1000 / rate
         full = full + (-full) % 1
         if full > resetafter then resetafter = full end
-        if level < cost then
+        if level < need then
           local w = (cost - level) * 1000 / rate
           w = w + (-w) % 1
           if w > wait then wait, waitrule = w, r end
@@ -471,6 +575,7 @@ end
 if dbinding then
   fewest, binding, wait, waitrule, resetafter = dfewest, dbinding, dwait, dbinding, dreset
 end
+if fewest < 0 then fewest = 0 end -- a bucket in debt has none left
 
 -- at: when the key must expire (ms), nil to leave it; newday: the first write of the
 -- day's usage, which prunes the days past keeping.
@@ -565,7 +670,7 @@ if allowed == 1 and most > 0 then
       end
     end
   end
-elseif op then -- a reset: a refund is always allowed, a check never gets here with op
+elseif op == 'reset' then -- a refund is always allowed (a settle at its estimate gives 0), a check never gets here with op
   call('HDEL', key, unpack(argv, o + 1, o + n2))
 elseif keep and allowed == 0 then
   -- A denial counted in usage: its one write. It may be the day's first when the day
@@ -634,6 +739,19 @@ if shadow then
   if allowed == 0 then denials = 0 end
   if not binding then fewest, binding = 0, 0 end -- no enforced rule
 end
+if rec then
+  -- A hold's record, the last write: a settle's first outcome added to its record; a
+  -- new one for an idempotent request, or a reserve allowed, with its expiry (x).
+  local flags, x = allowed + 2 * binding + 32 * waitrule + 512 * (denials or 0) + 131072 * (fewest - fewest % 1), 0
+  if settle then
+    x = settle
+    call('SET', rec, rv .. string.format(' %d %d %d %d %d', flags, wait, resetafter, now, settle), 'KEEPTTL')
+  elseif get == '1' or reserve and allowed == 1 then
+    if reserve and allowed == 1 then x = nowms + ttl end
+    call('SET', rec, string.format('%s %d %d %d %d %d %d', fp, flags, wait, resetafter, now, x, cost), 'PX', life)
+  end
+  return {flags, wait, resetafter, now, 0, x}
+end
 if cost == 0 and not op then
   -- A peek: the four, then every rule's tokens (a quota's room) and the ms until it is
   -- full (a quota's window ends).
@@ -646,6 +764,7 @@ if cost == 0 and not op then
       if left < 0 then left = 0 end
     else
       left = s[i] - s[i] % 1
+      if left < 0 then left = 0 end
       full = (cap - s[i]) * 1000 / argv[o + n2 + i + 1]
       full = full + (-full) % 1
     end

@@ -2,16 +2,19 @@ package bucket
 
 import (
 	"cmp"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
 // DefaultIdempotency is how long a Limiter remembers a RequestID when no Idempotency
@@ -26,7 +29,8 @@ const (
 
 // Idempotency makes a Limiter remember each RequestID for ttl (MinIdempotency to
 // MaxIdempotency): the same identity and RequestID within ttl answers the first
-// decision. It panics on another duration: the settings that give it are checked first.
+// decision. A settled reservation's outcome is kept as long past its expiry. It panics
+// on another duration: the settings that give it are checked first.
 func Idempotency(ttl time.Duration) Option {
 	if ttl < MinIdempotency || ttl > MaxIdempotency || ttl%time.Millisecond != 0 {
 		panic(fmt.Sprintf("bucket: idempotency %v: want whole milliseconds from %v to %v", ttl, MinIdempotency, MaxIdempotency))
@@ -34,64 +38,126 @@ func Idempotency(ttl time.Duration) Option {
 	return func(l *Limiter) { l.idempotency = ttl }
 }
 
-// Secret makes a Limiter sign its reservation ids with HMAC-SHA256 under secret, and
-// refuse an id not signed so for its identity before it asks Redis. Every instance
-// deciding on the same Redis must have the same secret. Without one (the default), ids
-// carry a MAC under the empty key, which any caller can compute: an id is then refused
-// unless Redis holds its record, made for that identity and found by a random 128-bit
-// nonce (or by the RequestID of the reserve).
+// Secret makes a Limiter sign its reservation ids with HMAC-SHA256 under secret (16
+// bytes at least), and refuse an id not signed so for the identity and rules of its
+// settle. Every instance deciding on the same Redis must have the same secret. Without
+// one, a Limiter uses the one Redis keeps (SecretKey), made at random by the first
+// instance that needs it and read once per process.
 func Secret(secret []byte) Option {
+	if len(secret) < 16 {
+		panic(fmt.Sprintf("bucket: a secret of %d bytes: want 16 or more", len(secret)))
+	}
 	s := append([]byte(nil), secret...)
 	return func(l *Limiter) { l.secret = s }
 }
 
-// idVersion starts every reservation id: "r1.<nonce>.<mac>", both base64url.
-const idVersion = "r1."
+// SecretKey is the Redis key of the secret that signs reservation ids when no Secret
+// option gives one: 64 hex digits, written once (SET NX) and never expiring. Removing
+// it (or a Redis that loses it) makes every outstanding reservation's settle refused:
+// they stay charged at their estimates.
+const SecretKey = KeyPrefix + "secret"
 
-// nonceBytes is the length of a nonce and of a MAC in an id, in bytes.
-const nonceBytes = 16
+// idVersion starts every reservation id: "r2.<payload>.<mac>", both base64url; the
+// payload is the nonce, the estimate and the expiry (Unix ms), the MAC over the
+// identity, the rules' names and the payload.
+const idVersion = "r2."
 
-// holds reports whether q's script call carries a hold: a reserve, a settle, a cancel,
-// or an idempotent request.
-func holds(q bucketgate.Request) bool {
-	return q.RequestID != "" || q.Op == bucketgate.OpReserve || q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
-}
+// Lengths in an id, in bytes: the nonce, the payload (nonce, estimate, expiry) and the
+// MAC.
+const (
+	nonceBytes   = 16
+	payloadBytes = nonceBytes + 8 + 8
+	macBytes     = 16
+)
 
-// mac returns the first nonceBytes of HMAC-SHA256 under l's secret of what, a label
-// and then the identity and a value, separated by zero bytes, in base64url.
-func (l *Limiter) mac(label, identity, value string) string {
-	h := hmac.New(sha256.New, l.secret)
-	h.Write([]byte(label))
-	h.Write([]byte{0})
-	h.Write([]byte(identity))
-	h.Write([]byte{0})
-	h.Write([]byte(value))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:nonceBytes])
-}
-
-// nonce returns the nonce of q's record: a settle's from its id (checked against its
-// MAC), an idempotent request's from its RequestID, a reserve's without one at random.
-func (l *Limiter) nonce(q bucketgate.Request) (string, error) {
-	switch {
-	case q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel:
-		rest, ok := strings.CutPrefix(q.ID, idVersion)
-		nonce, sum, ok2 := strings.Cut(rest, ".")
-		if !ok || !ok2 || len(nonce) != base64.RawURLEncoding.EncodedLen(nonceBytes) ||
-			!hmac.Equal([]byte(sum), []byte(l.mac("reservation", q.Identity, nonce))) {
-			return "", fmt.Errorf("%w: reservation %q: not an id this limiter made for the identity", bucketgate.ErrConflict, truncate(q.ID))
-		}
-		return nonce, nil
-	case q.RequestID != "":
-		return l.mac("request", q.Identity, q.RequestID), nil
+// secretOf returns l's secret: the Secret option's, or the one Redis keeps, read (and
+// made, the first time) through c once per Limiter.
+func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
+	l.secretMu.Lock()
+	defer l.secretMu.Unlock()
+	if l.secret != nil {
+		return l.secret, nil
 	}
-	var b [nonceBytes]byte
+	var b [32]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+	res := c.DoMulti(ctx,
+		c.B().Set().Key(SecretKey).Value(hex.EncodeToString(b[:])).Nx().Build(),
+		c.B().Get().Key(SecretKey).Build())
+	s, err := res[1].ToString()
+	if err != nil {
+		return nil, fmt.Errorf("bucket: the reservations' secret (%s): %w", SecretKey, err)
+	}
+	if len(s) < 32 {
+		return nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretKey, len(s))
+	}
+	l.secret = []byte(s)
+	return l.secret, nil
 }
 
-// reservationID is the id of the reservation whose record has nonce, for identity.
-func (l *Limiter) reservationID(identity, nonce string) string {
-	return idVersion + nonce + "." + l.mac("reservation", identity, nonce)
+// holds reports whether q's script call carries a hold: a settle, a cancel, or an
+// idempotent request.
+func holds(q bucketgate.Request) bool {
+	return q.RequestID != "" || settles(q)
+}
+
+// settles reports whether q settles a reservation: OpSettle or OpCancel.
+func settles(q bucketgate.Request) bool {
+	return q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
+}
+
+// signs reports whether q needs the secret: a reserve, a settle, a cancel, or an
+// idempotent request (whose record is named by a MAC of its RequestID).
+func signs(q bucketgate.Request) bool { return q.Op == bucketgate.OpReserve || holds(q) }
+
+// mac returns the first macBytes of HMAC-SHA256 under secret of parts, each followed by
+// a zero byte, in base64url.
+func mac(secret []byte, parts ...string) string {
+	h := hmac.New(sha256.New, secret)
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:macBytes])
+}
+
+// reservation is what a reservation id carries.
+type reservation struct {
+	nonce            string // base64url
+	estimate, expiry int64  // tokens, Unix ms
+}
+
+// id is r's id for identity and rules, signed under secret.
+func (r reservation) id(secret []byte, identity string, rules []bucketgate.Rule) string {
+	var p [payloadBytes]byte
+	base64.RawURLEncoding.Decode(p[:nonceBytes], []byte(r.nonce)) // a nonce is base64url of nonceBytes
+	binary.BigEndian.PutUint64(p[nonceBytes:], uint64(r.estimate))
+	binary.BigEndian.PutUint64(p[nonceBytes+8:], uint64(r.expiry))
+	payload := base64.RawURLEncoding.EncodeToString(p[:])
+	return idVersion + payload + "." + mac(secret, "reservation", identity, namesPrint(rules), payload)
+}
+
+// parseReservation reads q's reservation id, made under secret for q's identity and
+// rules; its error wraps ErrConflict for any other.
+func parseReservation(secret []byte, q bucketgate.Request) (reservation, error) {
+	refused := fmt.Errorf("%w: reservation %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, truncate(q.ID))
+	rest, ok := strings.CutPrefix(q.ID, idVersion)
+	payload, sum, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || !hmac.Equal([]byte(sum), []byte(mac(secret, "reservation", q.Identity, namesPrint(q.Rules), payload))) {
+		return reservation{}, refused
+	}
+	var p [payloadBytes]byte
+	if n, err := base64.RawURLEncoding.Decode(p[:], []byte(payload)); err != nil || n != payloadBytes {
+		return reservation{}, refused
+	}
+	r := reservation{
+		nonce:    base64.RawURLEncoding.EncodeToString(p[:nonceBytes]),
+		estimate: int64(binary.BigEndian.Uint64(p[nonceBytes:])),
+		expiry:   int64(binary.BigEndian.Uint64(p[nonceBytes+8:])),
+	}
+	if r.estimate < 1 || r.estimate > bucketgate.MaxCapacity || r.expiry < 0 {
+		return reservation{}, refused // signed, so never: but bounds are checked where read
+	}
+	return r, nil
 }
 
 // truncate cuts s to 32 bytes for a message.
@@ -116,12 +182,12 @@ func namesPrint(rules []bucketgate.Rule) string {
 // requestPrint is the fingerprint of q a record keeps, so that a RequestID used again
 // for another request is refused: its rules' names, then ':' and its operation (r, c
 // or f: a reserve, a check, a refund), cost and, for a reserve, ttl ("r10/300000").
-func requestPrint(q bucketgate.Request, ttl time.Duration) string {
+func requestPrint(q bucketgate.Request) string {
 	var b strings.Builder
 	b.WriteString(namesPrint(q.Rules))
 	switch q.Op {
 	case bucketgate.OpReserve:
-		fmt.Fprintf(&b, ":r%d/%d", q.Cost, ttl.Milliseconds())
+		fmt.Fprintf(&b, ":r%d/%d", q.Cost, ttlOf(q).Milliseconds())
 	case bucketgate.OpRefund:
 		fmt.Fprintf(&b, ":f%d", q.Cost)
 	default:
@@ -130,41 +196,49 @@ func requestPrint(q bucketgate.Request, ttl time.Duration) string {
 	return b.String()
 }
 
-// hold is what a script call with a hold carries beyond the request: its record's
-// nonce and ARGV's hold (lua.ArgHold). The zero hold is none.
+// ttlOf is how long q, a reserve, holds its reservation.
+func ttlOf(q bucketgate.Request) time.Duration { return cmp.Or(q.TTL, bucketgate.DefaultTTL) }
+
+// hold is what a script call with a hold carries beyond the request: its record's key
+// suffix (lua.RecordInfix or lua.SettledInfix and a nonce) and ARGV's hold
+// (lua.ArgHold); and, for a reserve, the nonce of its reservation. The zero hold is none.
 type hold struct {
-	nonce, arg string
+	record, arg, nonce string
 }
 
-// hold returns q's hold, none when q has none; an error wrapping ErrConflict for a
-// settle whose id this limiter did not make for q's identity.
-func (l *Limiter) hold(q bucketgate.Request) (hold, error) {
-	if !holds(q) {
-		return hold{}, nil
+// hold returns q's hold, none when q has none, with the secret when q needs it; an error
+// wrapping ErrConflict for a settle whose id this limiter did not make for q's identity
+// and rules.
+func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (hold, []byte, error) {
+	if !signs(q) {
+		return hold{}, nil, nil
 	}
-	nonce, err := l.nonce(q)
+	secret, err := l.secretOf(ctx, c)
 	if err != nil {
-		return hold{}, err
+		return hold{}, nil, err
 	}
-	if q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel {
-		return hold{nonce: nonce, arg: namesPrint(q.Rules)}, nil
+	if settles(q) {
+		r, err := parseReservation(secret, q)
+		if err != nil {
+			return hold{}, nil, err
+		}
+		return hold{record: lua.SettledInfix + r.nonce, arg: fmt.Sprintf("%d %d %d", r.estimate, r.expiry, l.idempotency.Milliseconds())}, secret, nil
 	}
-	get, life, ttl := "0", time.Duration(0), time.Duration(0)
-	if q.RequestID != "" {
-		get, life = "1", l.idempotency
+	if q.RequestID == "" { // a reserve: its nonce at random, no record
+		var b [nonceBytes]byte
+		rand.Read(b[:]) // never fails (crypto/rand)
+		return hold{nonce: base64.RawURLEncoding.EncodeToString(b[:])}, secret, nil
 	}
-	if q.Op == bucketgate.OpReserve {
-		ttl = cmp.Or(q.TTL, bucketgate.DefaultTTL)
-		life = ttl + l.idempotency // an expired reservation is told from an unknown one for as long
-	}
-	return hold{nonce: nonce, arg: fmt.Sprintf("%s %d %d %s", get, life.Milliseconds(), ttl.Milliseconds(), requestPrint(q, ttl))}, nil
+	nonce := mac(secret, "request", q.Identity, q.RequestID) // macBytes: a nonce's length
+	return hold{record: lua.RecordInfix + nonce, arg: fmt.Sprintf("%d %s", l.idempotency.Milliseconds(), requestPrint(q)), nonce: nonce}, secret, nil
 }
 
-// held completes d, the decision on q with hold h, with what the hold gives: an
-// allowed reserve's id. Expires, Replayed and Settled are the reply's (decodeReply).
-func (l *Limiter) held(d bucketgate.Decision, q bucketgate.Request, h hold) bucketgate.Decision {
-	if q.Op == bucketgate.OpReserve && d.Allowed {
-		d.Reservation = l.reservationID(q.Identity, h.nonce)
+// held completes d, the decision on q with hold h, with an allowed reserve's id and
+// expiry: Redis's time of the decision (the first one's, replayed) and q's ttl.
+func held(d bucketgate.Decision, q bucketgate.Request, h hold, secret []byte) bucketgate.Decision {
+	if q.Op == bucketgate.OpReserve && d.Allowed && !d.At.IsZero() {
+		r := reservation{nonce: h.nonce, estimate: q.Cost, expiry: d.At.UnixMilli() + ttlOf(q).Milliseconds()}
+		d.Reservation, d.Expires = r.id(secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)
 	}
 	return d
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -34,7 +35,8 @@ type Limiter struct {
 	connect     func(context.Context) (rueidis.Client, error) // set by NewLazy
 	usageDays   int                                           // set by Usage; 0 counts none
 	idempotency time.Duration                                 // set by Idempotency
-	secret      []byte                                        // set by Secret
+	secret      []byte                                        // set by Secret, or read from Redis (secretOf)
+	secretMu    sync.Mutex                                    // guards secret
 }
 
 // Option is a setting of a Limiter.
@@ -105,14 +107,14 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("bucket script: %w", err)
 	}
-	h, err := l.hold(q)
+	h, secret, err := l.hold(ctx, c, q)
 	if err != nil {
 		return bucketgate.Decision{}, err
 	}
 	var call scriptArgs
 	keys, args := scriptCall(q, l.usageDays, h, &call)
 	d, err := decode(eval(ctx, c, keys, args), q)
-	return l.held(d, q, h), err
+	return held(d, q, h, secret), err
 }
 
 // DecideBatch decides every request of qs in one round trip: their script calls are
@@ -127,6 +129,7 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 	cmds := make(rueidis.Commands, 0, len(qs))
 	sent := make([]int, 0, len(qs)) // the index in qs of each command
 	hs := make([]hold, len(qs))     // the hold of each request
+	secrets := make([][]byte, len(qs))
 	for i, q := range qs {
 		if errs[i] = q.Validate(); errs[i] != nil {
 			continue
@@ -135,7 +138,7 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 			errs[i] = fmt.Errorf("bucket script: %w", err)
 			continue
 		}
-		if hs[i], errs[i] = l.hold(q); errs[i] != nil {
+		if hs[i], secrets[i], errs[i] = l.hold(ctx, c, q); errs[i] != nil {
 			continue
 		}
 		keys, args := scriptCall(q, l.usageDays, hs[i], new(scriptArgs))
@@ -165,7 +168,7 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 	for j, r := range results {
 		i := sent[j]
 		decisions[i], errs[i] = decode(r, qs[i])
-		decisions[i] = l.held(decisions[i], qs[i], hs[i])
+		decisions[i] = held(decisions[i], qs[i], hs[i], secrets[i])
 	}
 	return decisions, errs
 }
@@ -253,7 +256,7 @@ type scriptArgs struct {
 // script allows. q must be valid (at most MaxRules rules).
 func scriptCall(q bucketgate.Request, usageDays int, h hold, call *scriptArgs) (keys, args []string) {
 	usage := usageDays > 0 && (q.Op == bucketgate.OpCheck && q.Cost > 0 || q.Op == bucketgate.OpReserve)
-	layout := lua.Args{Rules: len(q.Rules), Op: usage || q.Op != bucketgate.OpCheck || q.Cost != 1 || h.arg != "", Usage: usage, Hold: h.arg != ""}
+	layout := lua.Args{Rules: len(q.Rules), Op: usage || !checks(q) || q.Cost != 1 || h.arg != "", Usage: usage, Hold: h.arg != ""}
 	var buf [512]byte
 	var cuts [maxArgs]cut // where each ARGV value lies in b, by its index in ARGV
 	b := appendKey(buf[:0], q.Identity)
@@ -263,20 +266,18 @@ func scriptCall(q bucketgate.Request, usageDays int, h hold, call *scriptArgs) (
 	}
 	recordEnd := len(b)
 	if layout.Hold {
-		b = append(append(append(b, b[:keyEnd]...), lua.RecordInfix...), h.nonce...)
+		b = append(append(b, b[:keyEnd]...), h.record...)
 		recordEnd = len(b)
 	}
 	at := len(b)
 	if layout.Op {
 		switch q.Op {
-		case bucketgate.OpCheck:
+		case bucketgate.OpCheck, bucketgate.OpReserve: // a reserve is a check of its estimate
 			b = strconv.AppendInt(b, q.Cost, 10)
 		case bucketgate.OpRefund:
 			b = strconv.AppendInt(b, -q.Cost, 10)
 		case bucketgate.OpReset:
 			b = append(b, lua.OpReset...)
-		case bucketgate.OpReserve:
-			b = strconv.AppendInt(append(b, lua.ReservePrefix...), q.Cost, 10)
 		case bucketgate.OpSettle, bucketgate.OpCancel:
 			b = strconv.AppendInt(append(b, lua.SettlePrefix...), q.Cost, 10)
 		}

@@ -16,9 +16,10 @@ type Model struct {
 	keys map[string]*modelKey
 	// UsageDays is how many UTC days of usage the model keeps, as the Usage option's
 	// days: 0 counts none.
-	UsageDays int
-	records   map[string]*modelRecord // holds' records, by identity, 0 and name (see Hold)
-	nonces    int                     // the reserves without RequestID so far
+	UsageDays    int
+	records      map[string]*modelRecord      // idempotent requests' records, by identity, 0 and name (see Hold)
+	reservations map[string]*modelReservation // by identity, 0 and the model's id
+	nonces       int                          // the reserves without RequestID so far
 }
 
 // ModelBucket is one bucket's state as the script stores it: Tokens (a double) as of

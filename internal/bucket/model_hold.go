@@ -1,7 +1,6 @@
 package bucket
 
 import (
-	"cmp"
 	"fmt"
 	"strconv"
 	"time"
@@ -9,58 +8,57 @@ import (
 	"github.com/bucketgate/bucketgate"
 )
 
-// modelRecord is a hold's record in the model: the request's fingerprint, its first
-// decision, an allowed reserve's expiry and estimate, a settle's first outcome, and
-// when the record itself ends (Unix ms).
+// modelRecord is an idempotent request's record in the model: its fingerprint, its
+// first decision, and when the record ends (Unix ms).
 type modelRecord struct {
-	print    string
-	first    bucketgate.Decision
-	expires  int64 // Unix ms; 0 but for an allowed reserve
-	estimate int64
-	settled  *bucketgate.Decision
-	ends     int64
+	print string
+	first bucketgate.Decision
+	ends  int64
 }
 
-// Hold does q, a request with a hold (a reserve, a settle, a cancel, or one with a
-// RequestID), at now exactly as the script would, remembering RequestIDs for
-// idempotency. A reserve's Reservation is the model's own id, which a settle of the
-// model takes. Its error wraps ErrConflict where the script refuses the request.
+// modelReservation is a reservation the model made: what its id carries (the rules'
+// names, the estimate, the expiry in Unix ms) and, once settled, its first outcome.
+type modelReservation struct {
+	names            string
+	estimate, expiry int64
+	settled          *bucketgate.Decision
+}
+
+// Hold does q, a reserve, a settle, a cancel or a request with a RequestID, at now
+// exactly as the script and the Limiter would, remembering RequestIDs for idempotency
+// and settled reservations idempotency past their expiry. A reserve's Reservation is
+// the model's own id, which a settle of the model takes. Its error wraps ErrConflict
+// where the Limiter or the script refuses the request.
 func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Duration) (bucketgate.Decision, error) {
 	if m.records == nil {
-		m.records = map[string]*modelRecord{}
+		m.records, m.reservations = map[string]*modelRecord{}, map[string]*modelReservation{}
 	}
 	nowMS := now.UnixMilli()
-	if q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel {
-		rec := m.records[q.Identity+"\x00"+q.ID]
-		if rec == nil || rec.ends <= nowMS || rec.expires == 0 || rec.print[:len(namesPrint(q.Rules))+2] != namesPrint(q.Rules)+":r" {
-			return bucketgate.Decision{}, fmt.Errorf("%w: reservation unknown", bucketgate.ErrConflict)
+	if settles(q) {
+		r := m.reservations[q.Identity+"\x00"+q.ID]
+		if r == nil || r.names != namesPrint(q.Rules) {
+			return bucketgate.Decision{}, fmt.Errorf("%w: not an id this limiter made for the identity and rules", bucketgate.ErrConflict)
 		}
-		if rec.settled != nil {
-			d := *rec.settled
+		if nowMS >= r.expiry {
+			return bucketgate.Decision{}, fmt.Errorf("%w: reservation expired", bucketgate.ErrConflict)
+		}
+		if r.settled != nil && nowMS < r.expiry+idempotency.Milliseconds() {
+			d := *r.settled
 			d.Replayed = true
 			return relimit(d, q), nil
 		}
-		if nowMS >= rec.expires {
-			return bucketgate.Decision{}, fmt.Errorf("%w: reservation expired", bucketgate.ErrConflict)
-		}
 		var d bucketgate.Decision
-		if q.Cost > rec.estimate {
-			d = m.decide(now, q, bucketgate.OpCheck, q.Cost-rec.estimate, true)
+		if q.Cost > r.estimate {
+			d = m.decide(now, q, bucketgate.OpCheck, q.Cost-r.estimate, true)
 		} else {
-			d = m.decide(now, q, bucketgate.OpRefund, rec.estimate-q.Cost, false)
+			d = m.decide(now, q, bucketgate.OpRefund, r.estimate-q.Cost, false)
 		}
 		d.Settled = q.Cost
-		rec.settled = &d
+		r.settled = &d
 		return d, nil
 	}
-	ttl := time.Duration(0)
-	if q.Op == bucketgate.OpReserve {
-		ttl = cmp.Or(q.TTL, bucketgate.DefaultTTL)
-	}
-	print := requestPrint(q, ttl)
-	name := ""
+	print, name := requestPrint(q), q.Identity+"\x00q:"+q.RequestID
 	if q.RequestID != "" {
-		name = q.Identity + "\x00q:" + q.RequestID
 		if rec := m.records[name]; rec != nil && rec.ends > nowMS {
 			if rec.print != print {
 				return bucketgate.Decision{}, fmt.Errorf("%w: requestId used first for another request", bucketgate.ErrConflict)
@@ -75,23 +73,15 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		op = bucketgate.OpCheck
 	}
 	d := m.decide(now, q, op, q.Cost, false)
-	rec := &modelRecord{print: print, estimate: q.Cost}
-	if q.RequestID != "" {
-		rec.ends = nowMS + idempotency.Milliseconds()
-	}
 	if q.Op == bucketgate.OpReserve && d.Allowed {
-		rec.expires = nowMS + ttl.Milliseconds()
-		rec.ends = nowMS + (ttl + idempotency).Milliseconds()
-		if name == "" {
-			m.nonces++
-			name = q.Identity + "\x00n:" + strconv.Itoa(m.nonces)
-		}
-		d.Reservation = name[len(q.Identity)+1:]
-		d.Expires = time.UnixMilli(rec.expires)
+		m.nonces++
+		id := "m" + strconv.Itoa(m.nonces)
+		expiry := nowMS + ttlOf(q).Milliseconds()
+		m.reservations[q.Identity+"\x00"+id] = &modelReservation{names: namesPrint(q.Rules), estimate: q.Cost, expiry: expiry}
+		d.Reservation, d.Expires = id, time.UnixMilli(expiry)
 	}
-	rec.first = d
-	if name != "" {
-		m.records[name] = rec
+	if q.RequestID != "" {
+		m.records[name] = &modelRecord{print: print, first: d, ends: nowMS + idempotency.Milliseconds()}
 	}
 	return d, nil
 }

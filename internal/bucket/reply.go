@@ -3,7 +3,6 @@ package bucket
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/rueidis"
 
@@ -138,23 +137,15 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 }
 
 // heldReply completes d, the decision on q with a hold, with the reply's two more
-// values: replayed (0 or 1) and held, a settle's actual cost or an allowed reserve's
-// expiry (Unix ms), else 0.
+// values: replayed (0 or 1) and held, a settle's actual cost, else 0.
 func heldReply(d bucketgate.Decision, q bucketgate.Request, replayed, held int64) (bucketgate.Decision, error) {
-	settles := q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
 	switch {
 	case replayed != 0 && replayed != 1:
 		return bucketgate.Decision{}, fmt.Errorf("%w: replayed %d", ErrBadReply, replayed)
-	case settles && (held < 0 || held > bucketgate.MaxSettle || replayed == 0 && held != q.Cost),
-		q.Op == bucketgate.OpReserve && d.Allowed && held <= 0,
-		!settles && !(q.Op == bucketgate.OpReserve && d.Allowed) && held != 0:
-		return bucketgate.Decision{}, fmt.Errorf("%w: %d held for a %v allowed %v", ErrBadReply, held, q.Op, d.Allowed)
+	case settles(q) && (held < 0 || held > bucketgate.MaxSettle || replayed == 0 && held != q.Cost), !settles(q) && held != 0:
+		return bucketgate.Decision{}, fmt.Errorf("%w: %d settled for a %v", ErrBadReply, held, q.Op)
 	}
 	d.Replayed = replayed == 1
-	if settles {
-		d.Settled = held
-	} else if held > 0 {
-		d.Expires = time.UnixMilli(held)
-	}
+	d.Settled = held
 	return d, nil
 }

@@ -22,7 +22,7 @@ func TestReservationsRealRedis(t *testing.T) {
 	slow := `{"key":"llm","rules":[` + slowRule + `]`
 	r := decodeResponse(t, f.invokeOK(t, []byte(slow+`,"op":"reserve","cost":8,"ttlMs":60000}`)))
 	exp, err := time.Parse(time.RFC3339, r.ExpiresAt)
-	if !r.Allowed || r.Remaining != 2 || !strings.HasPrefix(r.Reservation, "r1.") || err != nil || time.Until(exp) > time.Minute+time.Second {
+	if !r.Allowed || r.Remaining != 2 || !strings.HasPrefix(r.Reservation, "r2.") || err != nil || time.Until(exp) > time.Minute+time.Second {
 		t.Fatalf("reserve = %+v (%v)", r, err)
 	}
 	settle := fmt.Sprintf(`%s,"op":"settle","reservation":%q,"cost":%%d}`, slow, r.Reservation)

@@ -14,8 +14,9 @@
 --           "u:<D>:x" (the cost they took above one each: the cost admitted is a + x, and
 --           a check of cost 1 touches no x) and "u:<D>:l" (checks limited); no rule's field
 --           starts "u:<digit>" (a rule name has no ':').
--- KEYS[3]   with a hold (f = 3) only: the record of the request or its reservation,
---           "<prefix>{<identity>}:h:<nonce>" (see "Holds" below); KEYS[2] is then given
+-- KEYS[3]   with a hold (f = 3) only: the record of an idempotent request,
+--           "<prefix>{<identity>}:h:<nonce>", or of a settled reservation,
+--           "<prefix>{<identity>}:s:<nonce>" (see "Holds" below); KEYS[2] is then given
 --           with or without usage.
 -- KEYS[2]   with usage or a hold only: the identity's usage archive, "<prefix>{<identity>}:usage"
 --           (the same hash tag: the same cluster slot), a hash of one field per earlier
@@ -33,12 +34,10 @@
 --   f = 2     ARGV[1], the operation, and ARGV[2], the days usage is kept (1 to 400,
 --             today included): a check that takes tokens (cost >= 1) counts in the usage
 --             of the day; another operation ignores it.
---   f = 3     a hold: ARGV[1] the operation as for f = 1, or "r<n>" (a reserve of
---             the estimate n >= 1: a check of n that, allowed, makes a reservation) or
---             "s<a>" (a settle at the actual cost a, 0 to 1e9); ARGV[2] the days usage is
---             kept as for f = 2, or '0' for none; ARGV[3] the hold: for a settle, its
---             rules' fingerprint; else "<g> <life> <ttl> <fp>" (see "Holds"). A hold is
---             for a check that takes tokens, a refund, a reserve or a settle.
+--   f = 3     a hold: ARGV[1] the operation as for f = 1, or "s<a>" (a settle at the
+--             actual cost a, 0 to 1e9); ARGV[2] the days usage is kept as for f = 2, or
+--             '0' for none; ARGV[3] the hold (see "Holds"). A hold is for a check that
+--             takes tokens, a refund or a settle.
 --           Then, for n rules: the 2n field names, the two of each rule in turn
 --           ("<rule>:tokens" and "<rule>:ts", or "<rule>:used" and "<rule>:end"); then 2n
 --           numbers, two per rule in the same order: a bucket's capacity (whole tokens)
@@ -114,27 +113,24 @@
 -- a whole number, with Lua's error (allowed) or Redis's (HINCRBY, limited). A reset reads
 -- no field.
 --
--- Holds (f = 3): a record, one string in KEYS[3] (no field of the state hash), holds
--- "<fp> <flags> <wait> <reset> <now> <expiry> <estimate>", a request's fingerprint fp
--- ("<rules' fingerprint>:<what>", what starting 'r' for a reserve), its decision's four
--- figures, an allowed reserve's expiry (Unix ms, now + ttl; 0 otherwise) and its
--- estimate; a settle adds " <flags> <wait> <reset> <now> <actual>", its outcome. With
--- g = '1' (an idempotent request) the record is read first: found, its fingerprint
--- must be fp (else an error) and its decision is answered again, nothing written; not
--- found, the request is decided and its record written (SET PX life). A reserve with
--- g = '0' writes its record only when allowed. A settle reads the record: missing, of
--- other rules or of no allowed reserve, an error; settled, its first outcome answered
--- again; at or past its expiry, an error (the estimate stays taken). Otherwise it
--- settles: an actual cost below the estimate is a refund of the difference (as above);
--- above, a debit of the difference that never denies: a bucket goes down to minus its
--- capacity at most, a quota's count up to twice its limit at most, every rule is
--- written as by a check, and no usage is counted. Its outcome is added to the record
--- (KEEPTTL). A stored bucket count below zero is such a debt: it refills as any count,
--- a check waits until it holds the cost, a peek shows 0 left. The record is the last
--- write. Errors about a hold start "ERR bucketgate-hold:" and write nothing. A hold's
--- reply is the four integers and two more: 1 when the answer is a decision or outcome
--- given again (else 0), and a settle's actual cost or an allowed reserve's expiry (Unix
--- ms), else 0.
+-- Holds (f = 3): a settle, or an idempotent request. A reserve is no hold: the caller
+-- sends it as the check of its estimate and signs what its settle needs (the estimate
+-- and the expiry) into its id. A settle ("s<a>", hold "<estimate> <expiry> <life>") is
+-- refused at or past its reservation's expiry (Unix ms; an error, the estimate stays
+-- taken); otherwise an actual cost below the estimate is a refund of the difference (as
+-- above), above it a debit of the difference that never denies: a bucket goes down to
+-- minus its capacity at most, a quota's count up to twice its limit at most, every rule
+-- is written as by a check, and no usage is counted. Before any other write, its outcome
+-- "<flags> <wait> <reset> <now> <actual>" goes to its record, KEYS[3] (SET NX GET, living
+-- life ms past the expiry): a record there already is a settle made before, whose
+-- outcome answers, nothing written. An idempotent request (hold "<life> <fp>") reads its
+-- record first: found, its fingerprint must be fp (else an error) and its decision
+-- "<fp> <flags> <wait> <reset> <now>" answers again, nothing written; not found, the
+-- request is decided and its record written last (SET PX life). A stored bucket count
+-- below zero is a settle's debt: it refills as any count, a check waits until it holds
+-- the cost, a peek shows 0 left. Errors about a hold start "ERR bucketgate-hold:" and
+-- write nothing. A hold's reply is the four integers and two more: 1 when the answer is
+-- a decision or outcome given again (else 0), and a settle's actual cost (else 0).
 --
 -- Usage (f = 2): a check that takes tokens adds, when allowed, 1 to "u:<D>:a" (and its
 -- cost less one to "u:<D>:x") in the HMGET and HSET it makes anyway, or, when denied, 1
@@ -205,28 +201,26 @@ if nargs < o + 4 then
   return redis.error_reply('ERR bucketgate: ARGV must be the operation, the days usage is kept and the hold (or fewer: see the header), two field names per rule, then two numbers per rule')
 end
 local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'reset'; keep: the days usage is kept (see below), nil when none is counted
--- With a hold (o = 3, "Holds" in the header): rec the record's key, fp the fingerprint
--- (a settle's: its rules'), get '1' to read the record first (an idempotent request),
--- life the ms a new record lives, ttl a reserve's ms, reserve and settle (the actual
--- cost) for those operations, debit for a settle that takes more than its estimate.
-local rec, fp, get, life, ttl, reserve, settle, debit
+-- With a hold (o = 3, "Holds" in the header): rec the record's key, life the ms a new
+-- record lives, fp an idempotent request's fingerprint, settle a settle's actual cost,
+-- est and exp its reservation's estimate and expiry (Unix ms; a settle's record lives
+-- life ms past it), debit for a settle that takes more than its estimate.
+local rec, life, fp, settle, est, exp, debit
 if o > 0 then
   cost = argv[1]
   if o == 3 then
     rec = KEYS[3]
-    local b = string.byte(cost)
-    if b == 115 then -- 's': a settle at the actual cost that follows
-      settle, fp, cost = tonumber(string.sub(cost, 2)), argv[3], '0'
-      if not (settle and settle >= 0 and settle <= 1e9 and settle % 1 == 0 and rec and string.find(fp, '^%S+$')) then
-        return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its rules\' fingerprint and its record, KEYS[3]')
+    if string.byte(cost) == 115 then -- 's': a settle at the actual cost that follows
+      settle, cost = tonumber(string.sub(cost, 2)), '0'
+      est, exp, life = string.match(argv[3], '^(%d+) (%d+) (%d+)$')
+      if not (settle and settle >= 0 and settle <= 1e9 and settle % 1 == 0 and life and est + 0 >= 1 and est + 0 <= 1e9 and life + 0 >= 1 and rec) then
+        return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its reservation\'s estimate (1 to 1e9), expiry and the ms its record lives (1 or more), and its record, KEYS[3]')
       end
     else
-      if b == 114 and cost ~= 'reset' then reserve, cost = true, string.sub(cost, 2) end -- 'r': a reserve of the estimate that follows
-      get, life, ttl, fp = string.match(argv[3], '^([01]) (%d+) (%d+) (%S+)$')
-      if not (fp and rec and life + 0 >= 1) then
-        return redis.error_reply('ERR bucketgate: a hold must be 0 or 1 (read the record first), the ms a record lives (1 or more), a reserve\'s ttl in ms and the fingerprint, with the record, KEYS[3]')
+      life, fp = string.match(argv[3], '^(%d+) (%S+)$')
+      if not (fp and life + 0 >= 1 and rec) then
+        return redis.error_reply('ERR bucketgate: a hold must be the ms a record lives (1 or more) and the fingerprint, with the record, KEYS[3]')
       end
-      ttl = ttl + 0
     end
   end
   if cost == '1' then
@@ -249,8 +243,8 @@ if o > 0 then
   if o == 2 and not op and cost > 0 then
     keep = argv[2]
   elseif o == 3 and not settle then
-    if op == 'reset' or not op and cost == 0 or reserve and (op or ttl < 1) then
-      return redis.error_reply('ERR bucketgate: a hold is for a check that takes tokens, a refund, a reserve (with a ttl of 1 ms or more) or a settle')
+    if op == 'reset' or not op and cost == 0 then
+      return redis.error_reply('ERR bucketgate: a hold is for a check that takes tokens, a refund or a settle')
     end
     if not op and argv[2] ~= '0' then keep = argv[2] end
   end
@@ -270,39 +264,30 @@ if least < 1 then least = 1 end
 
 local t = call('TIME')
 local now = t[1] * 1000000 + t[2]
--- A hold's record (o = 3), read first by a settle and an idempotent request (rv): see
--- "Holds" in the header.
-local rv, nowms
+-- A hold (o = 3): a settle after its reservation's expiry is refused; an idempotent
+-- request reads its record first (rv), and one found answers its first decision.
+local rv
 if rec then
-  nowms = (now - now % 1000) / 1000
-  if settle or get == '1' then rv = call('GET', rec) end
   if settle then
-    local rfp, f, w, r, n, exp, e, sf, sw, sr, sn, sa
-    if rv then
-      rfp, f, w, r, n, exp, e, sf, sw, sr, sn, sa = string.match(rv, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) ?(%d*) ?(%d*) ?(%d*) ?(%d*) ?(%d*)$')
-    end
-    if not e or exp == '0' or string.sub(rfp, 1, #fp + 2) ~= fp .. ':r' then
-      return redis.error_reply('ERR bucketgate-hold: reservation unknown: none was made for this identity and these rules, or it ended long ago')
-    end
-    if sf ~= '' then
-      return {sf + 0, sw + 0, sr + 0, sn + 0, 1, sa + 0} -- settled before: its first outcome
-    end
-    if nowms >= exp + 0 then
+    if (now - now % 1000) / 1000 >= exp + 0 then
       return redis.error_reply('ERR bucketgate-hold: reservation expired at ' .. exp .. ' ms (Unix time): it stays charged at its estimate')
     end
-    e = e + 0
-    if settle > e then
-      cost, debit = settle - e, true
+    est = est + 0
+    if settle > est then
+      cost, debit = settle - est, true
     else
-      cost, give, op = 0, e - settle, 'refund'
+      cost, give, op = 0, est - settle, 'refund'
     end
     most = cost + give
-  elseif rv then
-    local rfp, f, w, r, n, exp = string.match(rv, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+)')
-    if not exp or rfp ~= fp then
-      return redis.error_reply('ERR bucketgate-hold: requestId was used first for another request (operation, cost, ttl or rules): a new request needs a new requestId')
+  else
+    rv = call('GET', rec)
+    if rv then
+      local rfp, f, w, r, n = string.match(rv, '^(%S+) (%d+) (%d+) (%d+) (%d+)$')
+      if not n or rfp ~= fp then
+        return redis.error_reply('ERR bucketgate-hold: requestId was used first for another request (operation, cost, ttl or rules): a new request needs a new requestId')
+      end
+      return {f + 0, w + 0, r + 0, n + 0, 1, 0} -- decided before: its first decision
     end
-    return {f + 0, w + 0, r + 0, n + 0, 1, exp + 0} -- decided before: its first decision
   end
 end
 local need = cost -- what an enforced rule must hold: a peek, a refund and a debit never deny
@@ -577,6 +562,22 @@ if dbinding then
 end
 if fewest < 0 then fewest = 0 end -- a bucket in debt has none left
 
+if settle then
+  -- The settle's outcome, written unless the reservation was settled before: then its
+  -- first outcome answers, and nothing else is written. The first write of a settle.
+  local b, f = binding or 0, fewest
+  if not binding then f = 0 end
+  local o1 = string.format('%d %d %d %d %d', allowed + 2 * b + 32 * waitrule + 131072 * (f - f % 1), wait, resetafter, now, settle)
+  local old = call('SET', rec, o1, 'NX', 'GET', 'PXAT', string.format('%d', exp + life)) -- kept life ms past the expiry
+  if old then
+    local f1, w, r, n, a = string.match(old, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+    if not a then
+      return redis.error_reply('ERR bucketgate-state: the settled record of this reservation is not bucketgate\'s')
+    end
+    return {f1 + 0, w + 0, r + 0, n + 0, 1, a + 0} -- settled before: its first outcome
+  end
+end
+
 -- at: when the key must expire (ms), nil to leave it; newday: the first write of the
 -- day's usage, which prunes the days past keeping.
 local at, newday
@@ -740,17 +741,12 @@ if shadow then
   if not binding then fewest, binding = 0, 0 end -- no enforced rule
 end
 if rec then
-  -- A hold's record, the last write: a settle's first outcome added to its record; a
-  -- new one for an idempotent request, or a reserve allowed, with its expiry (x).
-  local flags, x = allowed + 2 * binding + 32 * waitrule + 512 * (denials or 0) + 131072 * (fewest - fewest % 1), 0
-  if settle then
-    x = settle
-    call('SET', rec, rv .. string.format(' %d %d %d %d %d', flags, wait, resetafter, now, settle), 'KEEPTTL')
-  elseif get == '1' or reserve and allowed == 1 then
-    if reserve and allowed == 1 then x = nowms + ttl end
-    call('SET', rec, string.format('%s %d %d %d %d %d %d', fp, flags, wait, resetafter, now, x, cost), 'PX', life)
+  -- An idempotent request's record, its last write: its decision.
+  local flags = allowed + 2 * binding + 32 * waitrule + 512 * (denials or 0) + 131072 * (fewest - fewest % 1)
+  if not settle then
+    call('SET', rec, string.format('%s %d %d %d %d', fp, flags, wait, resetafter, now), 'PX', life)
   end
-  return {flags, wait, resetafter, now, 0, x}
+  return {flags, wait, resetafter, now, 0, settle or 0}
 end
 if cost == 0 and not op then
   -- A peek: the four, then every rule's tokens (a quota's room) and the ms until it is

@@ -33,16 +33,17 @@ const (
 	KeysMax   = 3
 )
 
-// RecordInfix follows the state hash's key in a record's key, before its nonce:
-// "<state key>:h:<nonce>".
-const RecordInfix = ":h:"
-
-// ReservePrefix and SettlePrefix start ARGV's operation, with a hold, for a reserve of
-// the estimate that follows and for a settle at the actual cost that follows.
+// RecordInfix and SettledInfix follow the state hash's key in a record's key, before its
+// nonce: "<state key>:h:<nonce>" holds an idempotent request's decision, "<state
+// key>:s:<nonce>" a settled reservation's outcome.
 const (
-	ReservePrefix = "r"
-	SettlePrefix  = "s"
+	RecordInfix  = ":h:"
+	SettledInfix = ":s:"
 )
+
+// SettlePrefix starts ARGV's operation, with a hold, for a settle at the actual cost
+// that follows.
+const SettlePrefix = "s"
 
 // OpReset is ARGV's operation that removes every rule's state.
 const OpReset = "reset"
@@ -64,7 +65,7 @@ type Args struct {
 	// call counts a check that takes tokens in the identity's usage of the day.
 	Usage bool
 	// Hold reports whether ARGV holds, after the operation and the days usage is kept
-	// ("0" for none), the hold (ArgHold): a reserve, a settle, or an idempotent request.
+	// ("0" for none), the hold (ArgHold): a settle, or an idempotent request.
 	Hold bool
 }
 
@@ -76,9 +77,9 @@ const ArgOp = 0
 // Args.Usage.
 const ArgUsageDays = 1
 
-// ArgHold is the index in ARGV of the hold, when Args.Hold: for a settle, its rules'
-// fingerprint; else "<g> <life> <ttl> <fingerprint>", g 1 to read the record first (an
-// idempotent request), life the ms a new record lives, ttl a reserve's ms (else 0).
+// ArgHold is the index in ARGV of the hold, when Args.Hold: for a settle, "<estimate>
+// <expiry> <life>", its reservation's estimate and expiry (Unix ms) and how long its
+// record lives past that (ms); for an idempotent request, "<life> <fingerprint>".
 const ArgHold = 2
 
 // Len is the length of ARGV.
@@ -177,8 +178,8 @@ const (
 	ReplyLen     = 4
 	ReplyPerRule = 2
 	// With a hold, two more: ReplyReplayed 1 when the answer is a first decision or
-	// outcome given again (nothing written), ReplyHeld a settle's actual cost or an
-	// allowed reserve's expiry (Unix ms; 0 otherwise).
+	// outcome given again (nothing written), ReplyHeld a settle's actual cost (0
+	// otherwise).
 	ReplyReplayed = 4
 	ReplyHeld     = 5
 	ReplyHoldLen  = 6
@@ -215,8 +216,8 @@ const (
 	// StateErrorPrefix starts the error reply for stored fields of the identity that the
 	// script did not write (not finite numbers, half a rule): nothing was written.
 	StateErrorPrefix = "bucketgate-state:"
-	// HoldErrorPrefix starts the error reply for a reservation that is unknown or
-	// expired, or a requestId used first for another request: nothing was written.
+	// HoldErrorPrefix starts the error reply for a reservation that expired, or a
+	// requestId used first for another request: nothing was written.
 	HoldErrorPrefix = "bucketgate-hold:"
 )
 

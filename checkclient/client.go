@@ -103,7 +103,8 @@ func (c *Client) Refund(ctx context.Context, req checkapi.Request) (checkapi.Res
 // answers Response.Reservation, held for req.TTLMS (0: 5 minutes): settle it with
 // Settle (or Cancel) once the actual cost is known; one not settled in time stays
 // charged at its estimate. req.Op must be empty or checkapi.OpReserve. Errors are as for
-// Check.
+// Check. A degraded Response (Redis did not answer, FAIL_MODE=open) is allowed with no
+// Reservation: there is nothing to settle.
 func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	return c.operate(ctx, checkapi.OpReserve, req)
 }
@@ -115,7 +116,9 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // outcome (Response.Replayed), so that it keeps every retry. req.Op must be empty or
 // checkapi.OpSettle; req.Cost and req.Reservation are set from actual and reservation.
 // A reservation unknown to the function, expired, or of another key is a
-// *FunctionError of type checkapi.ErrorTypeConflict; other errors are as for Check.
+// *FunctionError of type checkapi.ErrorTypeConflict; other errors are as for Check. A
+// Response of reason unavailable or degraded (Redis did not answer) settled nothing:
+// send it again.
 func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
 	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
 	return c.operate(ctx, checkapi.OpSettle, req)

@@ -105,9 +105,8 @@ func settles(q bucketgate.Request) bool {
 	return q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
 }
 
-// signs reports whether q needs the secret: a reserve, a settle, a cancel, or an
-// idempotent request (whose record is named by a MAC of its RequestID).
-func signs(q bucketgate.Request) bool { return q.Op == bucketgate.OpReserve || holds(q) }
+// signs reports whether q needs the secret: a reserve, a settle or a cancel.
+func signs(q bucketgate.Request) bool { return q.Op == bucketgate.OpReserve || settles(q) }
 
 // mac returns the first macBytes of HMAC-SHA256 under secret of parts, each followed by
 // a zero byte, in base64url.
@@ -210,12 +209,15 @@ type hold struct {
 // wrapping ErrConflict for a settle whose id this limiter did not make for q's identity
 // and rules.
 func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (hold, []byte, error) {
-	if !signs(q) {
+	if !signs(q) && q.RequestID == "" {
 		return hold{}, nil, nil
 	}
-	secret, err := l.secretOf(ctx, c)
-	if err != nil {
-		return hold{}, nil, err
+	var secret []byte
+	if signs(q) {
+		var err error
+		if secret, err = l.secretOf(ctx, c); err != nil {
+			return hold{}, nil, err
+		}
 	}
 	if settles(q) {
 		r, err := parseReservation(secret, q)
@@ -229,7 +231,10 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 		rand.Read(b[:]) // never fails (crypto/rand)
 		return hold{nonce: base64.RawURLEncoding.EncodeToString(b[:])}, secret, nil
 	}
-	nonce := mac(secret, "request", q.Identity, q.RequestID) // macBytes: a nonce's length
+	// The record of a RequestID is named by a digest of it, in the identity's own slot:
+	// only a request of that identity reaches it.
+	sum := sha256.Sum256([]byte("request\x00" + q.Identity + "\x00" + q.RequestID))
+	nonce := base64.RawURLEncoding.EncodeToString(sum[:nonceBytes])
 	return hold{record: lua.RecordInfix + nonce, arg: fmt.Sprintf("%d %s", l.idempotency.Milliseconds(), requestPrint(q)), nonce: nonce}, secret, nil
 }
 

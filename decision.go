@@ -95,9 +95,12 @@ type Shortfall struct {
 // from d's At until the denial's RetryAfter has passed, and false when an identical
 // request could be allowed at once or Redis did not decide d. For a denial it is d;
 // after an admission that left a rule short of cost tokens, it is the denial naming that
-// rule. Other requests only ever take tokens, so none could make it pass sooner.
+// rule. Other requests only ever take tokens, so none could make it pass sooner. A
+// decision Replayed is an earlier one's: it repeats nothing.
 func (d Decision) Repeat() (Decision, bool) {
 	switch {
+	case d.Replayed:
+		return Decision{}, false
 	case d.Reason == ReasonLimited:
 		return d, d.RetryAfter > 0
 	case d.Reason != ReasonOK || d.Shortfall.Wait <= 0:

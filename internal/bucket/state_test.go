@@ -65,7 +65,8 @@ func storedState(t testing.TB, c rueidis.Client, id string) bucket.ModelState {
 					t.Fatalf("%q: field %s holds %q", id, f, v)
 				}
 			} else {
-				b.Stamp = whole(f, v)
+				stamp, marked := strings.CutPrefix(v, string(lua.MarkLimited))
+				b.Stamp, b.Limited = whole(f, stamp), marked
 			}
 			st.Buckets[name] = b
 		case strings.HasSuffix(f, lua.UsedSuffix), strings.HasSuffix(f, lua.EndSuffix):
@@ -77,7 +78,12 @@ func storedState(t testing.TB, c rueidis.Client, id string) bucket.ModelState {
 			if ":"+suffix == lua.UsedSuffix {
 				q.Used = whole(f, v)
 			} else {
-				q.End = whole(f, v)
+				rest, marked := strings.CutPrefix(v, string(lua.MarkLimited))
+				end := strings.TrimLeft(rest, string(lua.MarkReached))
+				q.End, q.Limited, q.Reached = whole(f, end), marked, len(rest)-len(end)
+				if q.Reached > 2 {
+					t.Fatalf("%q: field %s holds %q: more than two thresholds", id, f, v)
+				}
 			}
 			st.Quotas[name] = q
 		default:

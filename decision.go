@@ -116,10 +116,12 @@ type Shortfall struct {
 // from d's At until the denial's RetryAfter has passed, and false when an identical
 // request could be allowed at once or Redis did not decide d. For a denial it is d;
 // after an admission that left a rule short of cost tokens, it is the denial naming that
-// rule. Other requests only ever take tokens, so none could make it pass sooner.
+// rule. Other requests only ever take tokens, so none could make it pass sooner. A
+// repeat crosses nothing: its Crossings are nil.
 func (d Decision) Repeat() (Decision, bool) {
 	switch {
 	case d.Reason == ReasonLimited:
+		d.Crossings = nil
 		return d, d.RetryAfter > 0
 	case d.Reason != ReasonOK || d.Shortfall.Wait <= 0:
 		return Decision{}, false

@@ -220,13 +220,13 @@ func endWindows(t testing.TB, c rueidis.Client, model *bucket.Model, identity st
 		if !r.IsQuota() {
 			continue
 		}
-		end, err := c.Do(context.Background(), c.B().Hget().Key(key).Field(r.Name+lua.EndSuffix).Build()).AsInt64()
+		stored, err := c.Do(context.Background(), c.B().Hget().Key(key).Field(r.Name+lua.EndSuffix).Build()).AsFloat64() // marks and all
 		if rueidis.IsRedisNil(err) {
 			continue
 		} else if err != nil {
 			t.Fatalf("HGET end: %v", err)
 		}
-		start, _ := r.Window(time.Unix(end, 0).Add(-time.Second))
+		start, _ := r.Window(time.Unix(int64(stored), 0).Add(-time.Second))
 		do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(r.Name+lua.EndSuffix, strconv.FormatInt(start.Unix(), 10)).Build())
 		q, _ := model.Quota(identity, r.Name)
 		model.SetQuota(identity, r.Name, bucket.ModelQuota{Used: q.Used, End: start.Unix()})

@@ -78,12 +78,13 @@ func storedState(t testing.TB, c rueidis.Client, id string) bucket.ModelState {
 			if ":"+suffix == lua.UsedSuffix {
 				q.Used = whole(f, v)
 			} else {
-				rest, marked := strings.CutPrefix(v, string(lua.MarkLimited))
-				end := strings.TrimLeft(rest, string(lua.MarkReached))
-				q.End, q.Limited, q.Reached = whole(f, end), marked, len(rest)-len(end)
-				if q.Reached > 2 {
-					t.Fatalf("%q: field %s holds %q: more than two thresholds", id, f, v)
+				end, marked := strings.CutPrefix(v, string(lua.MarkLimited))
+				if digits, ok := strings.CutSuffix(end, lua.MarkReached80); ok {
+					end, q.Reached = digits, 1
+				} else if digits, ok := strings.CutSuffix(end, lua.MarkReached100); ok {
+					end, q.Reached = digits, 2
 				}
+				q.End, q.Limited = whole(f, end), marked
 			}
 			st.Quotas[name] = q
 		default:

@@ -12,8 +12,10 @@
 --           seconds). Marks for events (see Crossings below), which a previous release
 --           reads as the same numbers: a bucket's stamp starts with '+' from its first
 --           denial until it is next full; a quota's end starts with '+' after its first
---           denial in the window, then '0' once 80% of its limit was reported in the
---           window, '00' once 100% also was ("+01767225600"). A rule with no fields is full. With usage, the current UTC day D
+--           denial in the window, and ends with 'e0' once 80% of its limit was reported
+--           in the window, 'E0' once 100% also was ("+1767225600E0"; not leading zeros,
+--           which gopher-lua, miniredis's Lua, reads as octal). A rule with no fields is
+--           full. With usage, the current UTC day D
 --           (days since 1970-01-01) keeps up to three fields: "u:<D>:a" (checks allowed),
 --           "u:<D>:x" (the cost they took above one each: the cost admitted is a + x, and
 --           a check of cost 1 touches no x) and "u:<D>:l" (checks limited); no rule's field
@@ -96,7 +98,7 @@
 -- denial (which marks its stamp: the denial's one more write) until it is full again
 -- (the next admission finding it full writes the stamp unmarked); a quota's is its
 -- calendar window: its first denial marks its end, and an admission that moves its count
--- across 80% or 100% of its limit reports it unless the end's '0's say it was (a refund
+-- across 80% or 100% of its limit reports it unless the end's suffix says it was (a refund
 -- that lowered the count below leaves them). A reset removes the marks with the fields.
 -- The common admission pays one string length per stored bucket.
 --
@@ -404,9 +406,12 @@ for i = 1, n2, 2 do
         s[i] = count
         if count * 5 >= cap * 4 and (count - cost) * 5 < cap * 4 or count >= cap and count - cost < cap then
           -- Across 80% or 100% of the limit: reported unless the window's end says it was
-          -- (z: its '0's); the end written says so from now on.
-          local sign, z = '', 0
-          if ending and s[i + 1] == ending then sign, z = string.match(ending, '^(%+?)(0*)'); z = #z end
+          -- (z: 1 for its suffix e0, 2 for E0); the end written says so from now on.
+          local sign, digits, z = '', string.format('%d', we), 0
+          if ending and s[i + 1] == ending then
+            sign, digits, z = string.match(ending, '^(%+?)([^eE]*)(.?)')
+            if z == 'e' then z = 1 elseif z == 'E' then z = 2 else z = 0 end
+          end
           local reached = 1
           if count >= cap then reached = 2 end
           if reached > z then
@@ -415,7 +420,7 @@ for i = 1, n2, 2 do
             if reached == 2 then bits = bits + 2 ^ (31 + r) end
             up, ufig = (up or 0) + bits, ufig or {}
             ufig[i], ufig[i + 1] = count, we
-            s[i + 1] = sign .. string.rep('0', reached) .. string.format('%d', we)
+            s[i + 1] = sign .. digits .. (reached == 2 and 'E0' or 'e0')
           end
         end
         if level < fewest then fewest, binding = level, r end

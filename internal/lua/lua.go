@@ -110,13 +110,14 @@ const (
 	EndSuffix    = ":end"
 )
 
-// Marks for events at the start of a stamp or a window's end, which read as the same
-// number: MarkLimited ('+') once the rule's first denial in its window was reported;
-// then, on a quota's end, one MarkReached ('0') per threshold reported in its window
-// (80%, then 100%).
+// Marks for events on a stamp or a window's end, which read as the same number:
+// MarkLimited ('+') starts it once the rule's first denial in its window was reported;
+// a quota's end ends with MarkReached80 once 80% of its limit was reported in its
+// window, MarkReached100 once 100% also was.
 const (
-	MarkLimited = '+'
-	MarkReached = '0'
+	MarkLimited    = '+'
+	MarkReached80  = "e0"
+	MarkReached100 = "E0"
 )
 
 // A quota's period code, its second number in ARGV: PeriodDay for a UTC day,

@@ -14,7 +14,8 @@ var mdLink = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)\)`)
 // mdHeading matches a Markdown heading line.
 var mdHeading = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
 
-// The README and docs/ stand alone: every link resolves inside the repository, to a
+// The README and docs/ stand alone: every link resolves inside the repository (relative
+// to its file, or to the root when it starts with /, as GitHub reads it), to a
 // file that exists and, for an anchor, to a heading of that file.
 func TestDocLinksStayInTheRepository(t *testing.T) {
 	docs := append(docFiles(t), "BENCHMARKS.md", "RELIABILITY.md")
@@ -32,6 +33,9 @@ func TestDocLinksStayInTheRepository(t *testing.T) {
 			file := doc
 			if path != "" {
 				file = filepath.Join(filepath.Dir(doc), path)
+				if strings.HasPrefix(path, "/") { // from the repository's root, as GitHub reads it
+					file = filepath.Clean(path[1:])
+				}
 				if rel, err := filepath.Rel(".", file); err != nil || strings.HasPrefix(rel, "..") { // file is relative to the root
 					t.Errorf("%s: link %s points outside the repository", doc, target)
 					continue

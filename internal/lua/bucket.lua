@@ -14,8 +14,8 @@
 --           denial until it is next full; a quota's end starts with '+' after its first
 --           denial in the window, and ends with 'e0' once 80% of its limit was reported
 --           in the window, 'E0' once 100% also was ("+1767225600E0"; not leading zeros,
---           which gopher-lua, miniredis's Lua, reads as octal). A rule with no fields is
---           full. With usage, the current UTC day D
+--           which gopher-lua, miniredis's Lua, reads as octal).
+--           A rule with no fields is full. With usage, the current UTC day D
 --           (days since 1970-01-01) keeps up to three fields: "u:<D>:a" (checks allowed),
 --           "u:<D>:x" (the cost they took above one each: the cost admitted is a + x, and
 --           a check of cost 1 touches no x) and "u:<D>:l" (checks limited); no rule's field
@@ -82,11 +82,12 @@
 -- denials of an allowed check (8 bits: bit r-1 for rule r), and from bit 17 on remaining
 -- (the floor of the fewest tokens left, a quota's room, below 2^30): allowed + 2 binding
 -- + 32 wait rule + 512 denials + 131072 remaining. Bit 47 says that the check crossed
--- a threshold (below); bits 48 to 52 are 0: kept for notices of later versions (a debt),
--- so that the reply stays below 2^53, exact in a double. A refund and a reset are allowed with no wait. A peek (a check of
--- cost 0) replies two more integers per rule, enforced and shadow, in ARGV's order: the
--- floor of a bucket's tokens or a quota's room, then the ms until the bucket is full (0
--- when it is) or until the quota's window ends, rounded up.
+-- a threshold (Crossings, below); bits 48 to 52 are 0: kept for notices of later versions
+-- (a debt), so that the reply stays below 2^53, exact in a double. A refund and a reset
+-- are allowed with no wait. A peek (a check of cost 0) replies two more integers per
+-- rule, enforced and shadow, in ARGV's order: the floor of a bucket's tokens or a
+-- quota's room, then the ms until the bucket is full (0 when it is) or until the quota's
+-- window ends, rounded up.
 --
 -- Crossings (events): a check replies, with bit 47 of flags set, 1 + 2n more integers
 -- when it crossed something, once per window whatever the number of callers: a bit set

@@ -82,7 +82,7 @@ func TestEventsOncePerCrossing(t *testing.T) {
 	srv := moto.Start(t)
 	srv.Setenv(t, "EventBridge", "SQS")
 	bus := srv.Bus(t, "bucketgate-events", eventbus.Source)
-	warmUp(t, bus.Name)
+	warmUp(t, bus)
 	redis := redistest.Start(t)
 	vars := map[string]string{settings.EnvRedisAddr: redis.Addr, settings.EnvEventBusName: bus.Name, settings.EnvEventsTimeoutMS: "1000"}
 	authorizer, authMetrics, _ := eventsFunction(t, app.Authorizer, vars)
@@ -136,18 +136,21 @@ func TestEventsOncePerCrossing(t *testing.T) {
 	}
 }
 
-// warmUp puts one event of another source on bus, which its rule does not deliver: moto
-// loads its EventBridge code on its first PutEvents, slower than EVENTS_TIMEOUT_MS on a
-// busy machine.
-func warmUp(t *testing.T, bus string) {
+// warmUp puts one event on bus and reads it from its queue: moto loads the code of
+// PutEvents, of its rules and of their delivery to SQS on first use, which is slower
+// than EVENTS_TIMEOUT_MS (1 s at most) on a busy machine.
+func warmUp(t *testing.T, bus *moto.Bus) {
 	t.Helper()
 	client, err := eventbus.NewClient(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.PutEvents(t.Context(), &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
-		EventBusName: aws.String(bus), Source: aws.String("warm-up"), DetailType: aws.String("warm-up"), Detail: aws.String("{}")}}}); err != nil {
+		EventBusName: aws.String(bus.Name), Source: aws.String(eventbus.Source), DetailType: aws.String("warm-up"), Detail: aws.String("{}")}}}); err != nil {
 		t.Fatal(err)
+	}
+	if got := bus.Receive(t, 1, 30*time.Second); len(got) != 1 {
+		t.Fatalf("the warm-up event: %d delivered, want 1", len(got))
 	}
 }
 

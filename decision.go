@@ -67,6 +67,40 @@ type Decision struct {
 	// Settled is, for OpSettle and OpCancel, the actual cost the reservation was
 	// settled at: the first settle's when Replayed.
 	Settled int64
+	// Crossings holds what this check crossed, as Redis reports it once per window and
+	// threshold whatever the number of callers: in the order of the request's Rules,
+	// for each rule its first denial, then 80%, then 100%. Nil when nothing was crossed.
+	Crossings []Crossing
+}
+
+// CrossingKind is what a Crossing crossed, spelled as the EventBridge event's
+// detail-type.
+type CrossingKind string
+
+// The kinds of a Crossing.
+const (
+	// CrossingLimited: an enforced rule's first denial of the identity in its window: a
+	// quota's calendar window, or for a bucket from that denial until it is full again.
+	CrossingLimited CrossingKind = "Rate Limited"
+	// CrossingThreshold: an admission moved a quota's count in its window to Percent
+	// (80 or 100) of its limit or above.
+	CrossingThreshold CrossingKind = "Quota Threshold Reached"
+)
+
+// Crossing is one threshold a check crossed (see Decision.Crossings).
+type Crossing struct {
+	// Kind is what was crossed; Rule names the rule, Limit is its capacity or limit.
+	Kind  CrossingKind
+	Rule  string
+	Limit int64
+	// Percent is the threshold of a quota, 80 or 100; 0 for CrossingLimited.
+	Percent int64
+	// Usage is a quota's count in its window after the check; for a bucket, its tokens
+	// in use (its capacity less the floor of the tokens it holds).
+	Usage int64
+	// WindowStart and WindowEnd bound the window: a quota's calendar window; for a
+	// bucket, the decision's time and when the bucket is full again (whole ms).
+	WindowStart, WindowEnd time.Time
 }
 
 // RuleState is one rule's state as a peek found it.
@@ -96,12 +130,14 @@ type Shortfall struct {
 // request could be allowed at once or Redis did not decide d. For a denial it is d;
 // after an admission that left a rule short of cost tokens, it is the denial naming that
 // rule. Other requests only ever take tokens, so none could make it pass sooner. A
-// decision Replayed is an earlier one's: it repeats nothing.
+// repeat crosses nothing: its Crossings are nil. A decision Replayed is an earlier
+// one's: it repeats nothing.
 func (d Decision) Repeat() (Decision, bool) {
 	switch {
 	case d.Replayed:
 		return Decision{}, false
 	case d.Reason == ReasonLimited:
+		d.Crossings = nil
 		return d, d.RetryAfter > 0
 	case d.Reason != ReasonOK || d.Shortfall.Wait <= 0:
 		return Decision{}, false

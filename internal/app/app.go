@@ -193,7 +193,7 @@ func NewEvents(s settings.Settings, log *slog.Logger) (*eventbus.Sender, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", settings.EnvEventBusName, s.EventBusName, err)
 	}
-	return eventbus.NewSender(client, eventbus.Options{Bus: s.EventBusName, Timeout: s.EventsTimeout, Log: log}), nil
+	return eventbus.NewSender(client, eventbus.Options{Bus: s.EventBusName, Timeout: s.EventsTimeout, Stack: s.Stack, Log: log}), nil
 }
 
 // LoadConfig loads the configuration document that s names: inline, from a file, or
@@ -230,7 +230,11 @@ func authorizerHandler(p parts) (*authorizer.Handler, error) {
 	if err != nil { // settings bound the prefix length: the header is at fault
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
-	return &authorizer.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}, nil
+	h := &authorizer.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now}
+	if p.events != nil { // a nil *eventbus.Sender is no nil interface
+		h.Events = p.events
+	}
+	return h, nil
 }
 
 func newCheck(p parts) (lambda.Handler, error) {
@@ -238,6 +242,10 @@ func newCheck(p parts) (lambda.Handler, error) {
 	if err != nil { // settings bound the prefix length: the header is at fault
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
-	return &check.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now,
-		OperatorFunction: p.settings.OperatorFunction, UsageDays: p.settings.UsageDays}, nil
+	h := &check.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now,
+		OperatorFunction: p.settings.OperatorFunction, UsageDays: p.settings.UsageDays}
+	if p.events != nil { // a nil *eventbus.Sender is no nil interface
+		h.Events = p.events
+	}
+	return h, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -77,7 +78,7 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "source IP is not an IP address: limited under the shared unknown identity",
 			append(attrs, slog.String(attrSourceIP, truncate(c.SourceIP, maxLoggedSourceIP)))...)
 	}
-	id, plan, attrs, lookupErr := h.who(ctx, v, caller, &inv, attrs)
+	id, plan, entry, attrs, lookupErr := h.who(ctx, v, caller, &inv, attrs)
 	attrs = append([]slog.Attr{slog.String(telemetry.AttrIdentity, id.String())}, attrs...)
 	var limits config.Limits // none when there is no configuration: lookupErr says why
 	switch {
@@ -103,6 +104,9 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	inv.Observe(r)
 	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, "", attrs...)
 	telemetry.LogDecision(ctx, h.Log, r, attrs...)
+	if h.Events != nil && len(r.Crossings) > 0 { // only on the invocation that crossed; the decision stands
+		h.Events.Send(ctx, &inv, eventbus.Crossed(r.Decision, eventbus.Who{Identity: q.Identity, Account: entry.Account, Owner: entry.Owner, Plan: limits.Plan}))
+	}
 	if r.Reason == bucketgate.ReasonUnavailable {
 		return Outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
 	}
@@ -122,19 +126,19 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 // turn a table outage into 401s for every registered key (refused). When v has no
 // configuration (the table unread since the instance started), nothing can be limited:
 // the key's (or the source's) identity, no plan and v's error, for the failure policy.
-func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (bucketgate.Identity, *config.Plan, []slog.Attr, error) {
+func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, inv *telemetry.Invocation, attrs []slog.Attr) (bucketgate.Identity, *config.Plan, registry.Entry, []slog.Attr, error) {
 	switch {
 	case v.Config == nil && c.Key != bucketgate.Identity{} && !c.Conflict:
-		return c.Key, nil, attrs, v.Err
+		return c.Key, nil, registry.Entry{}, attrs, v.Err
 	case v.Config == nil:
-		return c.IP, nil, attrs, v.Err
+		return c.IP, nil, registry.Entry{}, attrs, v.Err
 	case c.Conflict:
 		attrs = append(attrs, slog.String(attrUnknownKey, conflictingKeys))
 	case c.Key == bucketgate.Identity{}:
 		if v.Config.RefuseAnonymous() {
-			return c.IP, nil, attrs, nil
+			return c.IP, nil, registry.Entry{}, attrs, nil
 		}
-		return c.IP, v.Config.DefaultPlan(), attrs, nil
+		return c.IP, v.Config.DefaultPlan(), registry.Entry{}, attrs, nil
 	default:
 		e, err := v.Lookup(ctx, c.Key.String())
 		if e.Result != "" {
@@ -147,20 +151,20 @@ func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, i
 		case err != nil && h.Guard.FailOpen():
 			err = fmt.Errorf("registry lookup of %s: %w", c.Key, err)
 			attrs = append(attrs, slog.String(attrUnknownKey, c.Key.String()), slog.String(attrRegistryError, err.Error()))
-			return c.IP, v.Config.DefaultPlan(), attrs, nil
+			return c.IP, v.Config.DefaultPlan(), registry.Entry{}, attrs, nil
 		case err != nil:
-			return c.Key, v.Config.DefaultPlan(), attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
+			return c.Key, v.Config.DefaultPlan(), registry.Entry{}, attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
 		case e.Plan != nil && e.Identity != bucketgate.Identity{}: // a key of an account: the account's buckets
-			return e.Identity, e.Plan, append(attrs, slog.String(attrKey, c.Key.String()), slog.String(attrAccount, e.Account)), nil
+			return e.Identity, e.Plan, e, append(attrs, slog.String(attrKey, c.Key.String()), slog.String(attrAccount, e.Account)), nil
 		case e.Plan != nil:
-			return c.Key, e.Plan, attrs, nil
+			return c.Key, e.Plan, e, attrs, nil
 		}
 		attrs = append(attrs, slog.String(attrUnknownKey, c.Key.String()))
 	}
 	if v.Config.RefuseUnknownKeys() {
-		return c.IP, nil, attrs, nil
+		return c.IP, nil, registry.Entry{}, attrs, nil
 	}
-	return c.IP, v.Config.DefaultPlan(), attrs, nil
+	return c.IP, v.Config.DefaultPlan(), registry.Entry{}, attrs, nil
 }
 
 // emit writes the invocation's metrics: one EMF line for its one decision, with the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -50,6 +51,12 @@ type Metrics interface {
 	Emit(at time.Time, inv *telemetry.Invocation) error
 }
 
+// Events sends the events of an invocation, within its own deadline, counting what it
+// could not send in the invocation; *eventbus.Sender is one.
+type Events interface {
+	Send(ctx context.Context, inv *telemetry.Invocation, events []eventbus.Event)
+}
+
 // Handler is the authorizer: it decodes an API Gateway REQUEST authorizer event, finds
 // the caller's identity and limits, asks the Guard, writes one EMF line and one log
 // line, and answers in the event's own response format. Every field is required. It is
@@ -70,6 +77,9 @@ type Handler struct {
 	// Now reads the clock for metric timestamps, and for the reset time when Redis did
 	// not decide.
 	Now func() time.Time
+	// Events, optional, sends the events of a decision that crossed a threshold
+	// (EVENT_BUS_NAME); nil sends none.
+	Events Events
 }
 
 // Invoke answers any supported authorizer event, told apart by its shape: REST (payload

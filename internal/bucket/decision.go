@@ -1,6 +1,10 @@
 package bucket
 
-import "github.com/bucketgate/bucketgate"
+import (
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+)
 
 // newDecision is the Decision on q that the script's figures (and the model's) make: the
 // binding rule and the wait rule by index in q.Rules (-1 for none), remaining tokens,
@@ -25,4 +29,38 @@ func newDecision(q bucketgate.Request, allowed bool, binding int, remaining, wai
 		d.Shortfall = bucketgate.Shortfall{Rule: q.Rules[waitRule].Name, Limit: q.Rules[waitRule].Max(), Wait: millisToDuration(wait)}
 	}
 	return d
+}
+
+// newCrossings is what q crossed at at, as the script's figures (and the model's) say:
+// the rules of its first denials (limited) and of quotas reaching 80% and 100% of their
+// limit, and two figures per rule (figs[2i], figs[2i+1]): a quota's count and its
+// window's end (Unix seconds), a bucket's floor of tokens and the ms until it is full.
+// Nil when none.
+func newCrossings(q bucketgate.Request, at time.Time, limited, reached80, reached100 bucketgate.RuleSet, figs []int64) []bucketgate.Crossing {
+	var cs []bucketgate.Crossing
+	for i, r := range q.Rules {
+		c := bucketgate.Crossing{Rule: r.Name, Limit: r.Max(), Usage: figs[2*i]}
+		if r.IsQuota() {
+			c.WindowEnd = time.Unix(figs[2*i+1], 0).UTC()
+			c.WindowStart, _ = r.Window(c.WindowEnd.Add(-time.Second))
+		} else {
+			c.Usage = r.Capacity - figs[2*i]
+			c.WindowStart = at.UTC()
+			c.WindowEnd = c.WindowStart.Add(millisToDuration(figs[2*i+1]))
+		}
+		if limited.Has(i) {
+			c.Kind = bucketgate.CrossingLimited
+			cs = append(cs, c)
+		}
+		c.Kind = bucketgate.CrossingThreshold
+		if reached80.Has(i) {
+			c.Percent = 80
+			cs = append(cs, c)
+		}
+		if reached100.Has(i) {
+			c.Percent = 100
+			cs = append(cs, c)
+		}
+	}
+	return cs
 }

@@ -26,7 +26,8 @@ func TestFreePlanScenario(t *testing.T) {
 	}
 	d := expectRun(t, l, q, 1, false)
 	want := bucketgate.Decision{Reason: bucketgate.ReasonLimited, Rule: "burst", Limit: 10, Remaining: 0,
-		RetryAfter: time.Second, ResetAfter: 10 * time.Second}
+		RetryAfter: time.Second, ResetAfter: 10 * time.Second, Crossings: []bucketgate.Crossing{{Kind: bucketgate.CrossingLimited,
+			Rule: "burst", Limit: 10, Usage: 10, WindowStart: epoch, WindowEnd: epoch.Add(10 * time.Second)}}}
 	if !d.At.Equal(epoch) {
 		t.Errorf("11th: At %v, want the Redis time %v", d.At, epoch)
 	}

@@ -23,17 +23,23 @@ type Model struct {
 }
 
 // ModelBucket is one bucket's state as the script stores it: Tokens (a double) as of
-// Stamp (microseconds of Redis time).
+// Stamp (microseconds of Redis time); Limited once its first denial since it was last
+// full was reported (the stamp's lua.MarkLimited).
 type ModelBucket struct {
-	Tokens float64
-	Stamp  int64
+	Tokens  float64
+	Stamp   int64
+	Limited bool
 }
 
 // ModelQuota is one quota's state as the script stores it: Used tokens admitted in the
-// window that ends at End (Unix seconds).
+// window that ends at End (Unix seconds); Limited once its first denial in the window
+// was reported, Reached the thresholds reported in the window (0; 1: 80%; 2: 80% and
+// 100%), the marks of the end.
 type ModelQuota struct {
-	Used int64
-	End  int64
+	Used    int64
+	End     int64
+	Limited bool
+	Reached int
 }
 
 // ModelUsage is an identity's usage of one UTC day as the script stores it.
@@ -77,12 +83,14 @@ func (m *Model) key(name string, nowUS int64) *modelKey {
 
 // ruleState is one rule of a decision in the model: its level (a bucket's tokens, a
 // quota's room) and, for a quota, its count, its window's end (Unix seconds) and the ms
-// until then.
+// until then; and its marks (see ModelBucket, ModelQuota).
 type ruleState struct {
-	level float64
-	count int64
-	end   int64
-	qend  float64
+	level   float64
+	count   int64
+	end     int64
+	qend    float64
+	limited bool
+	reached int
 }
 
 // Decide does q at now exactly as the script would, and records the writes. q must
@@ -114,7 +122,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 			// The stored count applies until its window's end; then the window that
 			// holds now counts from 0.
 			if stored, ok := k.quota(r.Name, op); ok && stored.End*1_000_000 > nowUS {
-				st.count, st.end = stored.Used, stored.End
+				st.count, st.end, st.limited, st.reached = stored.Used, stored.End, stored.Limited, stored.Reached
 			} else {
 				_, end := r.Window(now)
 				st.end = end.Unix()
@@ -126,7 +134,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 			st.level = float64(r.Capacity)
 			if k != nil && op != bucketgate.OpReset {
 				if b, ok := k.buckets[r.Name]; ok {
-					st.level = refill(b, r, nowUS, float64(give))
+					st.level, st.limited = refill(b, r, nowUS, float64(give)), b.Limited
 				}
 			}
 		}
@@ -152,17 +160,42 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	}
 	binding, waitRule := -1, -1
 	var waited float64
-	var limited bucketgate.RuleSet
+	var limited, firstDenied, reached80, reached100 bucketgate.RuleSet
+	figs := make([]int64, 2*len(q.Rules)) // the crossings' figures
 	for i, r := range q.Rules {
 		st := &states[i]
 		switch {
 		case r.Shadow && allowed && st.level < need:
 			limited |= 1 << i // a shadow denial takes nothing
+			st.limited = false
 		case r.Shadow && allowed:
 			st.take(r, cost, debit)
+			st.limited = false
 		case r.Shadow:
 		case allowed:
+			// A bucket's mark stays while it is not full; a quota's thresholds are
+			// reported once in the window.
+			st.limited = st.limited && (r.IsQuota() || st.level < float64(r.Capacity))
+			was := st.count
 			st.take(r, cost, debit)
+			if r.IsQuota() && st.crossed(r, was) {
+				figs[2*i], figs[2*i+1] = st.count, st.end
+				reached := 1
+				if st.count >= r.Limit {
+					reached = 2
+				}
+				if reached > st.reached {
+					if st.reached < 1 {
+						reached80 |= 1 << i
+					}
+					if reached == 2 {
+						reached100 |= 1 << i
+					}
+					st.reached = reached
+				} else {
+					figs[2*i], figs[2*i+1] = 0, 0
+				}
+			}
 			if binding < 0 || st.level < states[binding].level {
 				binding = i
 			}
@@ -174,6 +207,14 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		case st.level < need:
 			if w := wait(i); w > waited {
 				waited, binding = w, i
+			}
+			if !st.limited { // its first denial in the window
+				firstDenied |= 1 << i
+				st.limited = true
+				figs[2*i], figs[2*i+1] = st.count, st.end
+				if !r.IsQuota() {
+					figs[2*i], figs[2*i+1] = max(0, int64(math.Floor(st.level))), int64(full(i)) // a debt shows 0 left
+				}
 			}
 		}
 	}
@@ -190,6 +231,10 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		fewest = 0
 	}
 	d := newDecision(q, allowed, binding, int64(math.Floor(fewest)), int64(waited), int64(reset), nowUS, waitRule, limited)
+	d.Crossings = newCrossings(q, d.At, firstDenied, reached80, reached100, figs)
+	if firstDenied != 0 {
+		m.mark(key, q.Rules, firstDenied)
+	}
 	counted := m.UsageDays > 0 && op == bucketgate.OpCheck && qcost > 0 && !debit
 	switch {
 	case op == bucketgate.OpReset:
@@ -220,6 +265,31 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		}
 	}
 	return d
+}
+
+// crossed reports whether an admission moved quota r's count from was across 80% or
+// 100% of its limit.
+func (st *ruleState) crossed(r bucketgate.Rule, was int64) bool {
+	return 5*st.count >= 4*r.Limit && 5*was < 4*r.Limit || st.count >= r.Limit && was < r.Limit
+}
+
+// mark records the first denial of rules in denied, whose state is stored.
+func (m *Model) mark(key string, rules []bucketgate.Rule, denied bucketgate.RuleSet) {
+	k := m.keys[key]
+	for i, r := range rules {
+		if !denied.Has(i) {
+			continue
+		}
+		if r.IsQuota() {
+			q := k.quotas[r.Name]
+			q.Limited = true
+			k.quotas[r.Name] = q
+		} else {
+			b := k.buckets[r.Name]
+			b.Limited = true
+			k.buckets[r.Name] = b
+		}
+	}
 }
 
 // take takes cost from rule r's state, for an admission; a debit owes at most a
@@ -331,13 +401,13 @@ func (m *Model) write(key string, rules []bucketgate.Rule, states []ruleState, n
 			if k.quotas == nil {
 				k.quotas = map[string]ModelQuota{}
 			}
-			k.quotas[r.Name] = ModelQuota{Used: states[i].count, End: states[i].end}
+			k.quotas[r.Name] = ModelQuota{Used: states[i].count, End: states[i].end, Limited: states[i].limited, Reached: states[i].reached}
 			continue
 		}
 		if k.buckets == nil {
 			k.buckets = map[string]ModelBucket{}
 		}
-		k.buckets[r.Name] = ModelBucket{Tokens: states[i].level, Stamp: nowUS}
+		k.buckets[r.Name] = ModelBucket{Tokens: states[i].level, Stamp: nowUS, Limited: states[i].limited}
 	}
 	return k
 }
@@ -355,7 +425,8 @@ func (m *Model) refund(key string, rules []bucketgate.Rule, states []ruleState, 
 	for i, r := range rules {
 		if r.IsQuota() {
 			if q, ok := k.quotas[r.Name]; ok && q.End == states[i].end && states[i].count < q.Used {
-				k.quotas[r.Name] = ModelQuota{Used: states[i].count, End: q.End}
+				q.Used = states[i].count
+				k.quotas[r.Name] = q
 			}
 			continue
 		}

@@ -44,7 +44,7 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		}
 		if r.settled != nil && nowMS < r.expiry+idempotency.Milliseconds() {
 			d := *r.settled
-			d.Replayed = true
+			d.Replayed, d.Crossings = true, nil // a replay crosses nothing
 			return relimit(d, q), nil
 		}
 		var d bucketgate.Decision
@@ -64,7 +64,7 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 				return bucketgate.Decision{}, fmt.Errorf("%w: requestId used first for another request", bucketgate.ErrConflict)
 			}
 			d := rec.first
-			d.Replayed = true
+			d.Replayed, d.Crossings = true, nil // a replay crosses nothing
 			return relimit(d, q), nil
 		}
 	}

@@ -51,17 +51,22 @@ func shiftStamps(t testing.TB, c rueidis.Client, model *bucket.Model, identity s
 	t.Helper()
 	key := bucket.Key(identity)
 	for _, r := range rules {
-		ts, err := c.Do(context.Background(), c.B().Hget().Key(key).Field(r.Name+lua.StampSuffix).Build()).AsInt64()
+		stored, err := c.Do(context.Background(), c.B().Hget().Key(key).Field(r.Name+lua.StampSuffix).Build()).ToString()
 		if rueidis.IsRedisNil(err) {
 			continue
 		} else if err != nil {
 			t.Fatalf("HGET ts: %v", err)
 		}
+		digits, marked := strings.CutPrefix(stored, string(lua.MarkLimited)) // the mark stays
+		ts, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil {
+			t.Fatalf("stamp %q: %v", stored, err)
+		}
 		ts -= d.Microseconds()
-		do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(r.Name+lua.StampSuffix, strconv.FormatInt(ts, 10)).Build())
+		do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(r.Name+lua.StampSuffix, stored[:len(stored)-len(digits)]+strconv.FormatInt(ts, 10)).Build())
 		if model != nil {
 			b, _ := model.Bucket(identity, r.Name)
-			model.SetBucket(identity, r.Name, bucket.ModelBucket{Tokens: b.Tokens, Stamp: ts})
+			model.SetBucket(identity, r.Name, bucket.ModelBucket{Tokens: b.Tokens, Stamp: ts, Limited: marked})
 		}
 	}
 	if d < 0 {
@@ -177,6 +182,9 @@ func differential(t *testing.T, c rueidis.Client, ops, extra, usageDays int) {
 			if got.ShadowLimited != 0 {
 				counts["shadow-limited"]++
 			}
+			for _, c := range got.Crossings {
+				counts[fmt.Sprintf("%s %d", c.Kind, c.Percent)]++
+			}
 			if got.Rule == "" {
 				counts["shadow only"]++
 			}
@@ -188,7 +196,8 @@ func differential(t *testing.T, c rueidis.Client, ops, extra, usageDays int) {
 	t.Logf("operations: %v", counts)
 	if counts["ok"] < ops/10 || counts["limited"] < ops/20 || counts["peek"] < ops/20 || counts["refund"] < ops/50 ||
 		counts["reset"] < ops/100 || counts["shadow-limited"] < ops/200 || counts["shadow only"] < ops/100 ||
-		counts["quota binds limited"] < ops/200 || counts["window ended"] < ops/200 {
+		counts["quota binds limited"] < ops/200 || counts["window ended"] < ops/200 ||
+		counts["Rate Limited 0"] < ops/200 || counts["Quota Threshold Reached 80"] < ops/500 || counts["Quota Threshold Reached 100"] < ops/500 {
 		t.Errorf("workload too one-sided to mean much: %v", counts)
 	}
 	for _, id := range ids {
@@ -211,13 +220,13 @@ func endWindows(t testing.TB, c rueidis.Client, model *bucket.Model, identity st
 		if !r.IsQuota() {
 			continue
 		}
-		end, err := c.Do(context.Background(), c.B().Hget().Key(key).Field(r.Name+lua.EndSuffix).Build()).AsInt64()
+		stored, err := c.Do(context.Background(), c.B().Hget().Key(key).Field(r.Name+lua.EndSuffix).Build()).AsFloat64() // marks and all
 		if rueidis.IsRedisNil(err) {
 			continue
 		} else if err != nil {
 			t.Fatalf("HGET end: %v", err)
 		}
-		start, _ := r.Window(time.Unix(end, 0).Add(-time.Second))
+		start, _ := r.Window(time.Unix(int64(stored), 0).Add(-time.Second))
 		do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(r.Name+lua.EndSuffix, strconv.FormatInt(start.Unix(), 10)).Build())
 		q, _ := model.Quota(identity, r.Name)
 		model.SetQuota(identity, r.Name, bucket.ModelQuota{Used: q.Used, End: start.Unix()})

@@ -27,8 +27,9 @@ func checks(q bucketgate.Request) bool {
 }
 
 // replyInts checks that reply is exactly the integers the script answers q with:
-// lua.ReplyLen, for a peek lua.ReplyPerRule more per rule, with a hold
-// lua.ReplyHoldLen. It returns the first lua.ReplyLen, and the others.
+// lua.ReplyLen; for a peek lua.ReplyPerRule more per rule; with a hold two more
+// (lua.ReplyHoldLen); with the crossed flag, the crossings and lua.ReplyPerRule more per
+// rule (after a hold's two). It returns the first lua.ReplyLen, and the others.
 func replyInts(reply []rueidis.RedisMessage, q bucketgate.Request) (replyVals, []int64, error) {
 	var vals replyVals
 	want := lua.ReplyLen
@@ -37,6 +38,14 @@ func replyInts(reply []rueidis.RedisMessage, q bucketgate.Request) (replyVals, [
 		want = lua.ReplyHoldLen
 	case peek(q):
 		want += lua.ReplyPerRule * len(q.Rules)
+	}
+	if len(reply) > 0 {
+		if flags, err := reply[lua.ReplyFlags].ToInt64(); err == nil && flag(flags, lua.FlagsCrossedShift, 1) == 1 {
+			want = lua.ReplyCrossingCount(len(q.Rules))
+			if holds(q) {
+				want += lua.ReplyHoldLen - lua.ReplyLen
+			}
+		}
 	}
 	if len(reply) != want {
 		return vals, nil, fmt.Errorf("%w: %d elements, want %d", ErrBadReply, len(reply), want)
@@ -111,7 +120,14 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 	}
 	d := newDecision(q, allowed == 1, int(binding-1), remaining, wait, reset, now, int(waitRule-1), bucketgate.RuleSet(denials))
 	if holds(q) {
-		return heldReply(d, q, rest[lua.ReplyReplayed-lua.ReplyLen], rest[lua.ReplyHeld-lua.ReplyLen])
+		d, err := heldReply(d, q, rest[lua.ReplyReplayed-lua.ReplyLen], rest[lua.ReplyHeld-lua.ReplyLen])
+		if err != nil || flag(flags, lua.FlagsCrossedShift, 1) == 0 {
+			return d, err
+		}
+		return decodeCrossings(d, rest[lua.ReplyHoldLen-lua.ReplyLen:], q)
+	}
+	if flag(flags, lua.FlagsCrossedShift, 1) == 1 {
+		return decodeCrossings(d, rest, q)
 	}
 	if rest == nil {
 		return d, nil
@@ -149,3 +165,54 @@ func heldReply(d bucketgate.Decision, q bucketgate.Request, replayed, held int64
 	d.Settled = held
 	return d, nil
 }
+
+// decodeCrossings adds to d, the decision on q, the crossings of the script's reply (rest:
+// its integers after the first lua.ReplyLen), checking that each is one q could cross:
+// a first denial by an enforced rule of a denied check, a threshold of an enforced
+// quota of an allowed one, and figures for those rules alone.
+func decodeCrossings(d bucketgate.Decision, rest []int64, q bucketgate.Request) (bucketgate.Decision, error) {
+	n := len(q.Rules)
+	if len(rest) != lua.ReplyCrossingCount(n)-lua.ReplyLen {
+		return bucketgate.Decision{}, fmt.Errorf("%w: crossings in %d more elements for %d rules", ErrBadReply, len(rest), n)
+	}
+	bits := rest[lua.ReplyCrossings-lua.ReplyLen]
+	var limited, reached80, reached100 bucketgate.RuleSet
+	if bits >= 0 {
+		limited = bucketgate.RuleSet(flag(bits, lua.CrossLimitedShift, n))
+		reached80 = bucketgate.RuleSet(flag(bits, lua.Cross80Shift, n))
+		reached100 = bucketgate.RuleSet(flag(bits, lua.Cross100Shift, n))
+	}
+	if bits <= 0 || int64(limited)<<lua.CrossLimitedShift|int64(reached80)<<lua.Cross80Shift|int64(reached100)<<lua.Cross100Shift != bits ||
+		!checks(q) && q.Op != bucketgate.OpSettle || q.Cost == 0 || d.Allowed && limited != 0 || !d.Allowed && reached80|reached100 != 0 {
+		return bucketgate.Decision{}, fmt.Errorf("%w: crossings %b for a %v of cost %d, allowed %v", ErrBadReply, bits, q.Op, q.Cost, d.Allowed)
+	}
+	figs := make([]int64, 2*n)
+	for i, r := range q.Rules {
+		count, end := rest[lua.ReplyCrossingCount(i)-lua.ReplyLen], rest[lua.ReplyCrossingEnd(i)-lua.ReplyLen]
+		figs[2*i], figs[2*i+1] = count, end
+		crossed := limited.Has(i) || reached80.Has(i) || reached100.Has(i)
+		var bad bool
+		switch {
+		case !crossed:
+			bad = count != 0 || end != 0
+		case r.Shadow, !r.IsQuota() && (reached80 | reached100).Has(i):
+			bad = true
+		case r.IsQuota():
+			// A window's end is within a month of now; the count reached the threshold
+			// it crossed.
+			nowS := d.At.Unix()
+			bad = count < 1 || count > maxStoredCount || end <= nowS || end > nowS+maxWindowMillis/1000+1 ||
+				reached100.Has(i) && count < r.Limit || reached80.Has(i) && 5*count < 4*r.Limit
+		default:
+			bad = count < 0 || count >= r.Capacity || end < 1 || end > 2*bucketgate.MaxFillTime.Milliseconds()+1 // from a debt of the capacity
+		}
+		if bad {
+			return bucketgate.Decision{}, fmt.Errorf("%w: rule %d (%s) crossed with figures %d and %d", ErrBadReply, i+1, r.Name, count, end)
+		}
+	}
+	d.Crossings = newCrossings(q, d.At, limited, reached80, reached100, figs)
+	return d, nil
+}
+
+// maxStoredCount is the most a quota's count can be: its limit under any plan.
+const maxStoredCount = bucketgate.MaxCapacity

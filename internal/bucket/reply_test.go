@@ -69,6 +69,12 @@ func reply(allowed, binding, remaining, wait, reset, now, waitRule int64, denial
 	return vals
 }
 
+// crossed returns vals with the flag that crossings follow.
+func crossed(vals replyVals) replyVals {
+	vals[lua.ReplyFlags] |= 1 << lua.FlagsCrossedShift
+	return vals
+}
+
 // checkDecode decodes vals for q and compares the outcome with want or the error err.
 func checkDecode(t *testing.T, q bucketgate.Request, vals replyVals, want bucketgate.Decision, err string) {
 	t.Helper()
@@ -165,8 +171,8 @@ func TestReplyInts(t *testing.T) {
 // consistent Decision or ErrBadReply, never a panic.
 func FuzzDecodeReply(f *testing.F) {
 	seed := func(shape uint8, vals replyVals, rest ...int64) {
-		rest = append(rest, 0, 0, 0, 0)
-		f.Add(vals[lua.ReplyFlags], vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow], rest[0], rest[1], rest[2], rest[3], shape)
+		rest = append(rest, 0, 0, 0, 0, 0)
+		f.Add(vals[lua.ReplyFlags], vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow], rest[0], rest[1], rest[2], rest[3], rest[4], shape)
 	}
 	seed(2, reply(1, 1, 9, 0, 1000, nowUS, 0))
 	seed(2, reply(1, 1, 0, 86, 1000, nowUS, 2))
@@ -174,11 +180,14 @@ func FuzzDecodeReply(f *testing.F) {
 	seed(2+3*4, reply(1, 1, 9, 0, 1000, nowUS, 0, 2))
 	seed(1+3*8, reply(1, 0, 0, 0, 0, nowUS, 0, 1))
 	seed(2+3*1, reply(1, 1, 10, 0, 0, nowUS, 0))
-	seed(2+36, reply(0, 2, 0, 86400, 86_400_000, nowUS, 2))                // a quota binds
-	seed(2+72, reply(1, 1, 9, 0, 1000, nowUS, 0), 9, 1000, 1000, 0)        // a peek
-	seed(2+36+72, reply(1, 1, 9, 0, 1000, nowUS, 0), 9, 1000, 995, 864000) // a peek at a quota
+	seed(2+36, reply(0, 2, 0, 86400, 86_400_000, nowUS, 2))                                                   // a quota binds
+	seed(2+72, reply(1, 1, 9, 0, 1000, nowUS, 0), 9, 1000, 1000, 0)                                           // a peek
+	seed(2+36+72, reply(1, 1, 9, 0, 1000, nowUS, 0), 9, 1000, 995, 864000)                                    // a peek at a quota
+	seed(2+36, crossed(reply(0, 2, 0, 86400, 86_400_000, nowUS, 2)), 0, 0, 1000, nowUS/1e6+86400, 2)          // a quota's first denial
+	seed(2, crossed(reply(0, 1, 0, 500, 1000, nowUS, 1)), 0, 1000, 0, 0, 1)                                   // a bucket's
+	seed(2+36, crossed(reply(1, 1, 9, 0, 1000, nowUS, 0)), 0, 0, 800, nowUS/1e6+86400, 1<<lua.Cross80Shift+2) // 80% of a quota
 	seed(0, replyVals{-1, -1, -1, -1})
-	f.Fuzz(func(t *testing.T, flags, wait, reset, now, left1, full1, left2, full2 int64, shape uint8) {
+	f.Fuzz(func(t *testing.T, flags, wait, reset, now, left1, full1, left2, full2, crossings int64, shape uint8) {
 		// shape picks the request: how many rules (0 to 2), its operation (check,
 		// refund, reset), which rules are shadow (2 bits), whether the second rule is a
 		// quota, and whether a check is a peek (its reply then has left and full for
@@ -199,6 +208,9 @@ func FuzzDecodeReply(f *testing.F) {
 		if q.Op == bucketgate.OpCheck && shape/72%2 == 1 {
 			q.Cost, rest = 0, []int64{left1, full1, left2, full2}[:2*len(q.Rules)]
 		}
+		if flags>>lua.FlagsCrossedShift&1 == 1 && rest == nil { // crossings: their bits, then two per rule
+			rest = []int64{crossings, left1, full1, left2, full2}[:1+2*len(q.Rules)]
+		}
 		vals := replyVals{flags, wait, reset, now}
 		d, err := decodeReply(vals, rest, q)
 		if err != nil {
@@ -216,6 +228,16 @@ func FuzzDecodeReply(f *testing.F) {
 			if d.ShadowLimited.Has(i) && (!r.Shadow || !d.Allowed) || r.Name == d.Rule && r.Shadow {
 				t.Fatalf("shadow rules %+v in decision %+v from %v", q.Rules, d, vals)
 			}
+		}
+		for _, c := range d.Crossings {
+			i := slices.IndexFunc(q.Rules, func(r bucketgate.Rule) bool { return r.Name == c.Rule })
+			if i < 0 || q.Rules[i].Shadow || (c.Kind == bucketgate.CrossingLimited) == d.Allowed || c.Kind == bucketgate.CrossingThreshold && !q.Rules[i].IsQuota() ||
+				c.Usage < 0 || c.Usage > maxStoredCount || !c.WindowEnd.After(c.WindowStart) {
+				t.Fatalf("crossing %+v in decision %+v from %v %v for %+v", c, d, vals, rest, q)
+			}
+		}
+		if d.Crossings != nil {
+			return
 		}
 		if (rest != nil) != (d.Rules != nil) || len(d.Rules) != len(rest)/2 {
 			t.Fatalf("rules %+v from %v for %+v", d.Rules, rest, q)
@@ -274,11 +296,15 @@ func TestFlagsHoldEveryRule(t *testing.T) {
 	if lua.FlagsDenialsShift+lua.FlagsDenialsBits != lua.FlagsRemainingShift || lua.FlagsBindingShift+lua.FlagsBindingBits != lua.FlagsWaitRuleShift {
 		t.Error("the flags' fields overlap or leave gaps")
 	}
-	if bucketgate.MaxCapacity >= 1<<lua.FlagsRemainingBits || lua.FlagsRemainingShift+lua.FlagsRemainingBits != lua.FlagsReservedShift {
-		t.Errorf("remaining %d does not fit its %d bits, or they overlap the reserved ones", bucketgate.MaxCapacity, lua.FlagsRemainingBits)
+	if bucketgate.MaxCapacity >= 1<<lua.FlagsRemainingBits || lua.FlagsRemainingShift+lua.FlagsRemainingBits != lua.FlagsCrossedShift ||
+		lua.FlagsCrossedShift+1 != lua.FlagsReservedShift {
+		t.Errorf("remaining %d does not fit its %d bits, or they overlap the crossed flag and the reserved bits", bucketgate.MaxCapacity, lua.FlagsRemainingBits)
 	}
-	if lua.FlagsReservedShift+6 > 53 {
+	if lua.FlagsReservedShift+5 > 53 {
 		t.Errorf("the reserved bits from %d reach past 2^53, the exact integers of a double", lua.FlagsReservedShift)
+	}
+	if bucketgate.MaxRules > lua.Cross80Shift-lua.CrossLimitedShift || bucketgate.MaxRules > lua.Cross100Shift-lua.Cross80Shift || lua.Cross100Shift+bucketgate.MaxRules > 53 {
+		t.Errorf("bucketgate.MaxRules %d does not fit the crossings' bits", bucketgate.MaxRules)
 	}
 }
 
@@ -316,4 +342,67 @@ func TestDecodePeek(t *testing.T) {
 	if _, _, err := replyInts(four, q); !errors.Is(err, ErrBadReply) || !contains(err, "4 elements, want 8") {
 		t.Errorf("a peek's reply of four: %v, want ErrBadReply", err)
 	}
+}
+
+func TestDecodeCrossings(t *testing.T) {
+	q := bucketgate.Request{Identity: "id", Cost: 1, Rules: []bucketgate.Rule{
+		{Name: "burst", Capacity: 10, RefillPerSecond: 1},
+		{Name: "monthly", Limit: 1000, Period: bucketgate.PeriodMonth},
+	}}
+	at := time.UnixMicro(nowUS).UTC()
+	end := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	month := bucketgate.Crossing{Rule: "monthly", Limit: 1000, WindowStart: end.AddDate(0, -1, 0), WindowEnd: end}
+	denied, allowed := crossed(reply(0, 1, 0, 500, 1000, nowUS, 1)), crossed(reply(1, 1, 9, 0, 1000, nowUS, 0))
+	tests := []struct {
+		name string
+		vals replyVals
+		rest []int64
+		want []bucketgate.Crossing
+		err  string
+	}{
+		{"both rules' first denial", denied, []int64{3, 9, 1000, 1000, end.Unix()}, []bucketgate.Crossing{
+			{Kind: bucketgate.CrossingLimited, Rule: "burst", Limit: 10, Usage: 1, WindowStart: at, WindowEnd: at.Add(time.Second)},
+			withKind(month, bucketgate.CrossingLimited, 0, 1000)}, ""},
+		{"80% and 100%", allowed, []int64{2<<lua.Cross80Shift | 2<<lua.Cross100Shift, 0, 0, 1000, end.Unix()}, []bucketgate.Crossing{
+			withKind(month, bucketgate.CrossingThreshold, 80, 1000), withKind(month, bucketgate.CrossingThreshold, 100, 1000)}, ""},
+		{"no bits", allowed, []int64{0, 0, 0, 0, 0}, nil, "crossings 0"},
+		{"a threshold of a denial", denied, []int64{2 << lua.Cross80Shift, 0, 0, 900, end.Unix()}, nil, "crossings"},
+		{"a denial of an admission", allowed, []int64{1, 9, 1000, 0, 0}, nil, "crossings 1"},
+		{"a bucket's threshold", allowed, []int64{1 << lua.Cross80Shift, 9, 1000, 0, 0}, nil, "rule 1 (burst)"},
+		{"a bit past the rules", allowed, []int64{4 << lua.Cross80Shift, 0, 0, 0, 0}, nil, "crossings"},
+		{"figures of a rule that crossed nothing", denied, []int64{1, 9, 1000, 5, 0}, nil, "rule 2 (monthly)"},
+		{"80% short of it", allowed, []int64{2 << lua.Cross80Shift, 0, 0, 799, end.Unix()}, nil, "rule 2 (monthly)"},
+		{"a window that has ended", allowed, []int64{2 << lua.Cross80Shift, 0, 0, 800, nowUS / 1e6}, nil, "rule 2 (monthly)"},
+		{"a full bucket denied", denied, []int64{1, 10, 0, 0, 0}, nil, "rule 1 (burst)"},
+		{"too short", denied, []int64{1, 9, 1000}, nil, "3 more elements"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := decodeReply(tt.vals, tt.rest, q)
+			if tt.err != "" {
+				if !errors.Is(err, ErrBadReply) || !contains(err, tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(d.Crossings, tt.want) {
+				t.Fatalf("crossings %+v (%v), want %+v", d.Crossings, err, tt.want)
+			}
+		})
+	}
+	peek := q
+	peek.Cost = 0
+	if _, err := decodeReply(allowed, []int64{2 << lua.Cross80Shift, 0, 0, 800, end.Unix()}, peek); !errors.Is(err, ErrBadReply) {
+		t.Errorf("a peek's crossings: %v, want ErrBadReply", err)
+	}
+	five := []rueidis.RedisMessage{mock.RedisInt64(allowed[0]), mock.RedisInt64(0), mock.RedisInt64(0), mock.RedisInt64(nowUS), mock.RedisInt64(1)}
+	if _, _, err := replyInts(five, q); !errors.Is(err, ErrBadReply) || !contains(err, "5 elements, want 9") {
+		t.Errorf("crossings without their figures: %v, want ErrBadReply", err)
+	}
+}
+
+// withKind returns c as a crossing of kind at percent with usage.
+func withKind(c bucketgate.Crossing, kind bucketgate.CrossingKind, percent, usage int64) bucketgate.Crossing {
+	c.Kind, c.Percent, c.Usage = kind, percent, usage
+	return c
 }

@@ -65,7 +65,8 @@ func storedState(t testing.TB, c rueidis.Client, id string) bucket.ModelState {
 					t.Fatalf("%q: field %s holds %q", id, f, v)
 				}
 			} else {
-				b.Stamp = whole(f, v)
+				stamp, marked := strings.CutPrefix(v, string(lua.MarkLimited))
+				b.Stamp, b.Limited = whole(f, stamp), marked
 			}
 			st.Buckets[name] = b
 		case strings.HasSuffix(f, lua.UsedSuffix), strings.HasSuffix(f, lua.EndSuffix):
@@ -77,7 +78,13 @@ func storedState(t testing.TB, c rueidis.Client, id string) bucket.ModelState {
 			if ":"+suffix == lua.UsedSuffix {
 				q.Used = whole(f, v)
 			} else {
-				q.End = whole(f, v)
+				end, marked := strings.CutPrefix(v, string(lua.MarkLimited))
+				if digits, ok := strings.CutSuffix(end, lua.MarkReached80); ok {
+					end, q.Reached = digits, 1
+				} else if digits, ok := strings.CutSuffix(end, lua.MarkReached100); ok {
+					end, q.Reached = digits, 2
+				}
+				q.End, q.Limited = whole(f, end), marked
 			}
 			st.Quotas[name] = q
 		default:

@@ -61,7 +61,9 @@ func oldCall(t *testing.T, c rueidis.Client, q bucketgate.Request) bucketgate.De
 // previous refund, which refilled to now, is read back into the model); the quota never
 // admits more than its limit and loses no count; the usage of the day loses no check; and
 // the previous script never shortens the key's life, nor touches a field it does not
-// know.
+// know. The marks of crossings are read by the previous script as the numbers they
+// mark (a marked stamp, a marked window's end), and this release's crossings are the
+// model's.
 func TestUpgradeFromPreviousRelease(t *testing.T) {
 	_, c := real(t)
 	ctx := context.Background()
@@ -117,6 +119,9 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 			if now := used(); now != count || now > limit {
 				t.Fatalf("step %d: the quota counted %d, then %d after %+v (%+v): want %d, at most %d", i, was, now, q, got, count, limit)
 			}
+			for _, c := range got.Crossings {
+				counts[string(c.Kind)+" "+c.Rule]++
+			}
 			if q.Op == bucketgate.OpCheck {
 				newChecks++
 				if !got.Allowed {
@@ -139,16 +144,21 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 			q.Op, q.Cost = bucketgate.OpReset, 0
 		}
 		got := oldCall(t, c, q)
-		if q.Op == bucketgate.OpRefund { // it refilled to now and wrote: the model reads what it wrote
-			if b, ok := storedState(t, c, id).Buckets[burst.Name]; ok {
-				model.SetBucket(id, burst.Name, b)
-			}
-		} else {
+		if q.Op != bucketgate.OpRefund {
 			model.UsageDays = 0 // the previous release counted no usage
 			want := model.Decide(got.At, q)
 			if got.Allowed != want.Allowed || got.Rule != want.Rule || got.Remaining != want.Remaining {
 				t.Fatalf("step %d, the previous release's %+v:\nredis %+v\nmodel %+v", i, q, got, want)
 			}
+		}
+		// The model reads back what it wrote: a refund refilled to now; a check wrote its
+		// stamp without the mark of a first denial, and a denial marked none (so that this
+		// release may report a bucket's first denial once more during a deploy).
+		if b, ok := storedState(t, c, id).Buckets[burst.Name]; ok {
+			if b.Limited {
+				counts["old read a marked stamp"]++
+			}
+			model.SetBucket(id, burst.Name, b)
 		}
 		counts["old "+q.Op.String()]++
 		after := mustInt(t, do(t, c, c.B().Pexpiretime().Key(key).Build()))
@@ -163,7 +173,8 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	}
 	t.Logf("operations: %v; the quota counts %d of %d, this release limited %d", counts, used(), limit, limited)
 	switch {
-	case counts["quota limited"] == 0 || counts["old reset"] == 0 || counts["old refund"] == 0:
+	case counts["quota limited"] == 0 || counts["old reset"] == 0 || counts["old refund"] == 0 ||
+		counts["old read a marked stamp"] == 0 || counts["Rate Limited burst"] == 0 || counts["Rate Limited monthly"] == 0:
 		t.Fatalf("too one-sided to mean much: %v, limited %d", counts, limited)
 	}
 	var usage bucketgate.DayUsage

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -67,6 +68,15 @@ type Handler struct {
 	// identities) as invalid requests that name this function, which serves them, and
 	// counts each refusal (Decisions, Outcome refused). Empty serves every operation.
 	OperatorFunction string
+	// Events, optional, sends the events of the decisions that crossed a threshold
+	// (EVENT_BUS_NAME), all of an invocation's at once; nil sends none.
+	Events Events
+}
+
+// Events sends the events of an invocation, within its own deadline, counting what it
+// could not send in the invocation; *eventbus.Sender is one.
+type Events interface {
+	Send(ctx context.Context, inv *telemetry.Invocation, events []eventbus.Event)
 }
 
 // MsgOperation is the message of the info line for every reset, and every request that
@@ -116,6 +126,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, invalidRequest(err)
 	}
 	responses := make([]checkapi.Response, len(checks))
+	var events []eventbus.Event
 	for i, c := range checks {
 		r := results[i]
 		inv.Observe(r)
@@ -131,6 +142,12 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		}
 		telemetry.ObserveShadow(ctx, h.Log, &inv, c.req, r, metricRule, attrs...)
 		responses[i] = response(c, r)
+		if h.Events != nil {
+			events = append(events, eventbus.Crossed(r.Decision, eventbus.Who{Identity: c.req.Identity, Account: c.account, Owner: c.owner, Plan: c.plan})...)
+		}
+	}
+	if len(events) > 0 { // only on the invocation that crossed; the decisions stand
+		h.Events.Send(ctx, &inv, events)
 	}
 	if !batch {
 		return json.Marshal(responses[0])

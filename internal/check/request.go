@@ -58,6 +58,9 @@ type check struct {
 	logged string
 	// plan names the plan of the rules; empty for inline rules.
 	plan string
+	// account and owner are the registry's for the identity (events only); empty
+	// when it holds none.
+	account, owner string
 	// inline reports a check that brought its own rules, whose names are the caller's.
 	inline bool
 	// req is what the engine decides.

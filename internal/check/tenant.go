@@ -69,6 +69,7 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, err) // the decision line's error: the key as its digest
 			continue
 		}
+		c.account, c.owner = e.Account, e.Owner
 		if e.Identity != (bucketgate.Identity{}) {
 			c.req.Identity = e.Identity.String()
 			c.logged = bucketgate.LogForm(c.req.Identity)

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -84,6 +85,36 @@ type Window struct {
 	End   time.Time `json:"end"`
 }
 
+// Who is whose decision it was, for its events' detail.
+type Who struct {
+	// Identity is whose buckets were decided, in any form: the detail holds its
+	// digest form (bucketgate.LogForm).
+	Identity string
+	// Account, Owner and Plan are the registry's account and owner of the identity
+	// (empty when none) and the plan decided under.
+	Account, Owner, Plan string
+}
+
+// Crossed returns the events of what d crossed (d.Crossings), one per crossing, for
+// who; nil when d crossed nothing. Its detail's Stack is left to the Sender.
+func Crossed(d bucketgate.Decision, who Who) []Event {
+	if len(d.Crossings) == 0 {
+		return nil
+	}
+	events := make([]Event, 0, len(d.Crossings))
+	for _, c := range d.Crossings {
+		typ := TypeRateLimited
+		if c.Kind == bucketgate.CrossingThreshold {
+			typ = TypeQuotaThreshold
+		}
+		events = append(events, Event{Type: typ, Time: d.At.UTC(), Detail: Detail{
+			Identity: bucketgate.LogForm(who.Identity), Account: who.Account, Owner: who.Owner, Plan: who.Plan,
+			Rule: c.Rule, Threshold: int(c.Percent), Usage: c.Usage, Limit: c.Limit,
+			Window: Window{Start: c.WindowStart.UTC(), End: c.WindowEnd.UTC()}}})
+	}
+	return events
+}
+
 // DefaultLogEvery is how often, at most, a Sender logs its failures when
 // Options.LogEvery is zero.
 const DefaultLogEvery = time.Minute
@@ -110,6 +141,8 @@ type Options struct {
 	Bus string
 	// Timeout bounds one Send (EVENTS_TIMEOUT_MS).
 	Timeout time.Duration
+	// Stack fills the Stack of a detail that has none (STACK_NAME).
+	Stack string
 	// Log receives the failures, at warn, at most once per LogEvery.
 	Log *slog.Logger
 	// LogEvery is how often, at most, a failure is logged; zero is DefaultLogEvery.
@@ -177,6 +210,9 @@ type failure struct {
 func (s *Sender) put(ctx context.Context, events []Event) failure {
 	entries := make([]types.PutEventsRequestEntry, len(events))
 	for i, e := range events {
+		if e.Detail.Stack == "" {
+			e.Detail.Stack = s.opts.Stack
+		}
 		detail, err := json.Marshal(e.Detail)
 		if err != nil { // a struct of strings, numbers and times: never
 			return failure{n: len(events), reason: telemetry.EventsError, err: fmt.Errorf("event detail: %w", err)}

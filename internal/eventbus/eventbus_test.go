@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/moto"
@@ -217,5 +219,32 @@ func TestSendNothing(t *testing.T) {
 	s.Send(context.Background(), &inv, nil)
 	if called || metrics(t, &inv) != "" || logs.Len() != 0 {
 		t.Fatalf("called %v, metrics %q, logs %q: want nothing", called, metrics(t, &inv), &logs)
+	}
+}
+
+// A decision's crossings become one event each, at the decision's time, naming the
+// identity by its digest form (a tenant's raw key never leaves), the account, owner and
+// plan given, and the rule's usage, limit and window; a decision that crossed nothing
+// makes none.
+func TestCrossed(t *testing.T) {
+	at := time.Date(2026, 11, 25, 19, 22, 10, 0, time.UTC)
+	d := bucketgate.Decision{At: at, Crossings: []bucketgate.Crossing{
+		{Kind: bucketgate.CrossingThreshold, Rule: "monthly", Limit: 100_000, Percent: 80, Usage: 80_000, WindowStart: month.Start, WindowEnd: month.End},
+		{Kind: bucketgate.CrossingLimited, Rule: "burst", Limit: 10, Usage: 10, WindowStart: at, WindowEnd: at.Add(10 * time.Second)},
+	}}
+	who := eventbus.Who{Identity: "tenant:acme-secret", Account: "acme", Owner: "billing@acme.example", Plan: "pro"}
+	got := eventbus.Crossed(d, who)
+	id := bucketgate.LogForm("tenant:acme-secret")
+	want := []eventbus.Event{
+		{Type: eventbus.TypeQuotaThreshold, Time: at, Detail: eventbus.Detail{Identity: id, Account: "acme", Owner: "billing@acme.example", Plan: "pro",
+			Rule: "monthly", Threshold: 80, Usage: 80_000, Limit: 100_000, Window: month}},
+		{Type: eventbus.TypeRateLimited, Time: at, Detail: eventbus.Detail{Identity: id, Account: "acme", Owner: "billing@acme.example", Plan: "pro",
+			Rule: "burst", Usage: 10, Limit: 10, Window: eventbus.Window{Start: at, End: at.Add(10 * time.Second)}}},
+	}
+	if !reflect.DeepEqual(got, want) || strings.Contains(fmt.Sprint(got), "acme-secret") {
+		t.Fatalf("events %+v, want %+v", got, want)
+	}
+	if e := eventbus.Crossed(bucketgate.Decision{At: at}, who); e != nil {
+		t.Fatalf("events %+v of a decision that crossed nothing", e)
 	}
 }

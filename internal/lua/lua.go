@@ -135,6 +135,16 @@ const (
 	EndSuffix    = ":end"
 )
 
+// Marks for events on a stamp or a window's end, which read as the same number:
+// MarkLimited ('+') starts it once the rule's first denial in its window was reported;
+// a quota's end ends with MarkReached80 once 80% of its limit was reported in its
+// window, MarkReached100 once 100% also was.
+const (
+	MarkLimited    = '+'
+	MarkReached80  = "e0"
+	MarkReached100 = "E0"
+)
+
 // A quota's period code, its second number in ARGV: PeriodDay for a UTC day,
 // PeriodWeek for a week from Monday, PeriodMonth - a for a month from day a (1 to 28).
 const (
@@ -206,8 +216,32 @@ const (
 	FlagsDenialsBits    = 8  //
 	FlagsRemainingShift = 17 // floor of the fewest tokens left after the decision (a quota's room)
 	FlagsRemainingBits  = 30 //
-	FlagsReservedShift  = 47 // 0
+	FlagsCrossedShift   = 47 // 1: the reply holds the crossings (ReplyCrossings)
+	FlagsReservedShift  = 48 // 0
 )
+
+// ReplyCrossings is the index, in a reply with FlagsCrossedShift's bit set, of what the
+// check crossed: bit CrossLimitedShift+r for rule r's first denial in its window,
+// Cross80Shift+r and Cross100Shift+r for a quota's count reaching 80% and 100% of its
+// limit; then ReplyPerRule integers per rule (see ReplyCrossingCount).
+const (
+	ReplyCrossings     = ReplyLen
+	CrossLimitedShift  = 0
+	Cross80Shift       = 16
+	Cross100Shift      = 32
+	CrossingsLenFixed  = 1 // the bits, before the rules' figures
+	crossingsFirstRule = ReplyCrossings + CrossingsLenFixed
+)
+
+// ReplyCrossingCount is the index, in a reply with crossings, of rule r's first figure:
+// a quota's count in its window, a bucket's floor of tokens; 0 for a rule that crossed
+// nothing.
+func ReplyCrossingCount(r int) int { return crossingsFirstRule + ReplyPerRule*r }
+
+// ReplyCrossingEnd is the index, in a reply with crossings, of rule r's second figure:
+// a quota's window's end (Unix seconds), the ms until a bucket is full (rounded up); 0
+// for a rule that crossed nothing.
+func ReplyCrossingEnd(r int) int { return ReplyCrossingCount(r) + 1 }
 
 // Error replies of bucket.lua start with one of these, after Redis's "ERR ".
 const (

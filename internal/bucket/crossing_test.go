@@ -1,0 +1,133 @@
+package bucket_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+)
+
+// kinds lists d's crossings as "<rule> <kind> <percent>", for comparing.
+func kinds(d bucketgate.Decision) []string {
+	var out []string
+	for _, c := range d.Crossings {
+		out = append(out, fmt.Sprintf("%s %s %d", c.Rule, c.Kind, c.Percent))
+	}
+	return out
+}
+
+// wantCrossings runs q and checks that it is allowed as said and crosses exactly want.
+func wantCrossings(t *testing.T, l *bucket.Limiter, q bucketgate.Request, allowed bool, want ...string) bucketgate.Decision {
+	t.Helper()
+	d := decide(t, l, q)
+	if got := kinds(d); d.Allowed != allowed || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%+v: allowed %v crossing %q, want %v %q", q, d.Allowed, got, allowed, want)
+	}
+	return d
+}
+
+// A quota reports 80% and 100% once in its window and its first denial once; a refund
+// below a threshold reported does not make it report again; a reset does. On a real
+// server and on miniredis (gopher-lua reads numbers its own way).
+func TestQuotaCrossingsOncePerWindow(t *testing.T) {
+	t.Run("real", func(t *testing.T) {
+		l, _ := real(t)
+		quotaCrossings(t, l)
+	})
+	t.Run("miniredis", func(t *testing.T) { quotaCrossings(t, bucket.New(newMini(t).client)) })
+}
+
+func quotaCrossings(t *testing.T, l *bucket.Limiter) {
+	quota := bucketgate.Rule{Name: "monthly", Limit: 10, Period: bucketgate.PeriodMonth}
+	q := bucketgate.Request{Identity: "key:crossings-quota", Rules: []bucketgate.Rule{quota}, Cost: 1}
+	for range 7 {
+		wantCrossings(t, l, q, true)
+	}
+	d := wantCrossings(t, l, q, true, "monthly Quota Threshold Reached 80")
+	start, end := quota.Window(d.At)
+	if c := d.Crossings[0]; c.Usage != 8 || c.Limit != 10 || !c.WindowStart.Equal(start) || !c.WindowEnd.Equal(end) {
+		t.Fatalf("crossing %+v: want usage 8 of 10 in [%v, %v)", c, start, end)
+	}
+	wantCrossings(t, l, q, true)
+	wantCrossings(t, l, q, true, "monthly Quota Threshold Reached 100")
+	wantCrossings(t, l, q, false, "monthly Rate Limited 0")
+	wantCrossings(t, l, q, false)
+	refund := q
+	refund.Op, refund.Cost = bucketgate.OpRefund, 5
+	wantCrossings(t, l, refund, true)
+	for range 5 {
+		wantCrossings(t, l, q, true) // 80% and 100% again, reported before
+	}
+	wantCrossings(t, l, q, false) // denied again, reported before
+	reset := q
+	reset.Op, reset.Cost = bucketgate.OpReset, 0
+	wantCrossings(t, l, reset, true)
+	big := q
+	big.Cost = 10 // both thresholds in one admission
+	wantCrossings(t, l, big, true, "monthly Quota Threshold Reached 80", "monthly Quota Threshold Reached 100")
+}
+
+// A bucket reports its first denial once until it is full again, rule by rule.
+func TestBucketCrossingsUntilFull(t *testing.T) {
+	l, c := real(t)
+	burst := bucketgate.Rule{Name: "burst", Capacity: 2, RefillPerSecond: 0.01}
+	hourly := bucketgate.Rule{Name: "hourly", Capacity: 3, RefillPerSecond: 0.001}
+	const id = "key:crossings-bucket"
+	q := bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{burst}, Cost: 1}
+	wantCrossings(t, l, q, true)
+	wantCrossings(t, l, q, true)
+	d := wantCrossings(t, l, q, false, "burst Rate Limited 0")
+	if c := d.Crossings[0]; c.Usage != 2 || c.Limit != 2 || !c.WindowStart.Equal(d.At) || c.WindowEnd.Sub(d.At) > 200*time.Second || c.WindowEnd.Sub(d.At) < 199*time.Second {
+		t.Fatalf("crossing %+v at %v: want usage 2 of 2 until full in 200 s", c, d.At)
+	}
+	wantCrossings(t, l, q, false)
+	shiftStamps(t, c, nil, id, q.Rules, 100*time.Second) // one token back: still not full
+	wantCrossings(t, l, q, true)
+	wantCrossings(t, l, q, false)
+	shiftStamps(t, c, nil, id, q.Rules, 300*time.Second) // full: the next admission ends the window
+	wantCrossings(t, l, q, true)
+	wantCrossings(t, l, q, true)
+	wantCrossings(t, l, q, false, "burst Rate Limited 0")
+	// Two rules: each reports its own first denial.
+	both := bucketgate.Request{Identity: "key:crossings-two", Rules: []bucketgate.Rule{burst, hourly}, Cost: 2}
+	wantCrossings(t, l, both, true)
+	wantCrossings(t, l, both, false, "burst Rate Limited 0", "hourly Rate Limited 0")
+	wantCrossings(t, l, both, false)
+}
+
+// Two limiters (two functions' clients) on one real server, checking one identity at
+// once: every crossing is reported exactly once.
+func TestCrossingsOnceUnderConcurrency(t *testing.T) {
+	l1, c := real(t)
+	l2 := bucket.New(c)
+	quota := bucketgate.Rule{Name: "daily", Limit: 50, Period: bucketgate.PeriodDay}
+	burst := bucketgate.Rule{Name: "burst", Capacity: 40, RefillPerSecond: 0.001}
+	q := bucketgate.Request{Identity: "key:crossings-concurrent", Rules: []bucketgate.Rule{burst, quota}, Cost: 1}
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		l := l1
+		if w%2 == 1 {
+			l = l2
+		}
+		wg.Go(func() {
+			for range 15 {
+				d := decide(t, l, q)
+				mu.Lock()
+				for _, k := range kinds(d) {
+					got[k]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	want := map[string]int{"burst Rate Limited 0": 1, "daily Quota Threshold Reached 80": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("crossings %v, want %v", got, want)
+	}
+}

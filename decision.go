@@ -54,6 +54,19 @@ type Decision struct {
 	// Rules holds, for a peek (a check of cost 0) that Redis decided, the state of every
 	// rule of the request, enforced and shadow, in the order of its Rules; nil otherwise.
 	Rules []RuleState
+	// Reservation is, for an OpReserve Redis allowed, the reservation's id: what
+	// OpSettle and OpCancel take (Request.ID). Empty otherwise.
+	Reservation string
+	// Expires is, for an OpReserve Redis allowed, when the reservation ends unsettled
+	// (and stays charged at its estimate); the zero Time otherwise.
+	Expires time.Time
+	// Replayed reports a decision Redis gave before, answered again with nothing
+	// written: the first decision on a request whose RequestID it had seen, or the first
+	// outcome of a reservation settled (or cancelled) before.
+	Replayed bool
+	// Settled is, for OpSettle and OpCancel, the actual cost the reservation was
+	// settled at: the first settle's when Replayed.
+	Settled int64
 	// Crossings holds what this check crossed, as Redis reports it once per window and
 	// threshold whatever the number of callers: in the order of the request's Rules,
 	// for each rule its first denial, then 80%, then 100%. Nil when nothing was crossed.
@@ -117,9 +130,12 @@ type Shortfall struct {
 // request could be allowed at once or Redis did not decide d. For a denial it is d;
 // after an admission that left a rule short of cost tokens, it is the denial naming that
 // rule. Other requests only ever take tokens, so none could make it pass sooner. A
-// repeat crosses nothing: its Crossings are nil.
+// repeat crosses nothing: its Crossings are nil. A decision Replayed is an earlier
+// one's: it repeats nothing.
 func (d Decision) Repeat() (Decision, bool) {
 	switch {
+	case d.Replayed:
+		return Decision{}, false
 	case d.Reason == ReasonLimited:
 		d.Crossings = nil
 		return d, d.RetryAfter > 0

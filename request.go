@@ -3,6 +3,8 @@ package bucketgate
 import (
 	"fmt"
 	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // Op is what a Request does to its buckets. The zero Op is OpCheck.
@@ -29,16 +31,58 @@ const (
 	// admitted): a report, not a decision, so no Request has it (Validate refuses it).
 	// The check function takes it by name.
 	OpUsage
+	// OpReserve is a check of Cost tokens, the estimate of work whose cost is known only
+	// after it, that, when allowed, holds them as a reservation for TTL:
+	// Decision.Reservation is its id, which OpSettle and OpCancel take. A reservation
+	// not settled within its TTL stays charged at its estimate.
+	OpReserve
+	// OpSettle settles the reservation ID at Cost, the actual cost: it gives back what
+	// the estimate took beyond it, or takes the rest, which never fails (a bucket may go
+	// down to minus its capacity, a quota over its limit by as much; later checks wait
+	// until it has refilled). Settling again answers the first outcome and changes
+	// nothing.
+	OpSettle
+	// OpCancel settles the reservation ID at 0: every token of its estimate back.
+	OpCancel
 )
 
 // opNames are the operations' names, by Op.
-var opNames = [...]string{OpCheck: "check", OpRefund: "refund", OpReset: "reset", OpUsage: "usage"}
+var opNames = [...]string{OpCheck: "check", OpRefund: "refund", OpReset: "reset", OpUsage: "usage",
+	OpReserve: "reserve", OpSettle: "settle", OpCancel: "cancel"}
 
-// opList lists the operations' names for an error: "check, refund, reset or usage".
+// opList lists the operations' names for an error: "check, refund, ... or cancel".
 var opList = strings.Join(opNames[:len(opNames)-1], ", ") + " or " + opNames[len(opNames)-1]
 
+// ErrConflict is wrapped by every error about a request that conflicts with what the
+// limiter holds: a settle or a cancel of a reservation it did not make for the identity
+// (a bad id, or none made with it), or that expired (it stays charged at its
+// estimate), or a RequestID used first for another request. Nothing is written. Such a
+// request can never be decided as given: errors.Is(err, ErrInvalid) holds too.
+var ErrConflict error = conflict{}
+
+// conflict is ErrConflict's type: an ErrInvalid too.
+type conflict struct{}
+
+func (conflict) Error() string        { return "conflict" }
+func (conflict) Is(target error) bool { return target == ErrInvalid }
+
+// Reservations and idempotent requests.
+const (
+	// DefaultTTL is how long a reservation holds when its Request gives no TTL.
+	DefaultTTL = 5 * time.Minute
+	// MaxTTL is the longest TTL of a reservation.
+	MaxTTL = time.Hour
+	// MaxRequestID is the longest RequestID, in bytes.
+	MaxRequestID = 128
+	// MaxID is the longest reservation id, in bytes: more is not one the limiter made.
+	MaxID = 128
+	// MaxSettle is the largest actual cost a settle takes: MaxCapacity, beyond which a
+	// cost is not a measure of work but a mistake.
+	MaxSettle = MaxCapacity
+)
+
 // String returns the operation's name as the check function spells it: check, refund,
-// reset or usage.
+// reset, usage, reserve, settle or cancel.
 func (o Op) String() string {
 	if int(o) < len(opNames) {
 		return opNames[o]
@@ -82,14 +126,29 @@ type Request struct {
 	Identity string
 	// Rules are decided together, all or nothing: 1 to MaxRules, distinct names (valid
 	// rule names, or KeyRuleName's of them for the own rules of an account's key),
-	// buckets and quotas alike. Shadow rules among them never deny (see Rule.Shadow).
+	// buckets and quotas alike. Shadow rules among them never deny (see Rule.Shadow). A
+	// settle or a cancel has the rules (by name) its reservation took the estimate from.
 	Rules []Rule
-	// Cost is a whole number of tokens, at most every rule's Max: for OpCheck, the
-	// tokens taken from every rule (the zero Cost is a peek: the decision without a
-	// write); for OpRefund, the tokens given back, at least 1; for OpReset, 0.
+	// Cost is a whole number of tokens, at most every rule's Max: for OpCheck, the tokens
+	// taken from every rule (the zero Cost is a peek: the decision without a write); for
+	// OpReserve, the estimate, at least 1; for OpRefund, the tokens given back, at least
+	// 1; for OpSettle, the actual cost, 0 to MaxSettle (more than any Max); for OpReset
+	// and OpCancel, 0.
 	Cost int64
 	// Op is what the request does; the zero Op is OpCheck. OpUsage is no request's.
 	Op Op
+	// TTL is how long an OpReserve holds its reservation: whole milliseconds, 1 ms to
+	// MaxTTL; zero means DefaultTTL. Only a reserve has one.
+	TTL time.Duration
+	// RequestID makes a request that takes or gives back tokens (a check of a cost, a
+	// reserve, a refund) idempotent: Redis remembers it for the identity, and the same
+	// RequestID again answers the first decision, Replayed, and writes nothing. 1 to
+	// MaxRequestID bytes of UTF-8; empty for none. A settle and a cancel are idempotent
+	// by their ID already: one given there is ignored.
+	RequestID string
+	// ID is the reservation an OpSettle or OpCancel settles (Decision.Reservation): 1 to
+	// MaxID bytes. Identity and the names of Rules must be the reserve's.
+	ID string
 }
 
 // Validate reports the first thing wrong with q, naming the field.
@@ -111,8 +170,15 @@ func (q Request) Validate() error {
 		return fmt.Errorf("%w: cost %d: want 0 or more", ErrInvalid, q.Cost)
 	case q.Op == OpRefund && q.Cost == 0:
 		return fmt.Errorf("%w: refund of 0 tokens: want 1 or more", ErrInvalid)
-	case q.Op == OpReset && q.Cost != 0:
-		return fmt.Errorf("%w: reset with cost %d: a reset takes no cost", ErrInvalid, q.Cost)
+	case q.Op == OpReserve && q.Cost == 0:
+		return fmt.Errorf("%w: reserve of 0 tokens: want an estimate of 1 or more", ErrInvalid)
+	case q.Op == OpSettle && q.Cost > MaxSettle:
+		return fmt.Errorf("%w: settle at cost %d: want the actual cost, 0 to %d", ErrInvalid, q.Cost, MaxSettle)
+	case (q.Op == OpReset || q.Op == OpCancel) && q.Cost != 0:
+		return fmt.Errorf("%w: %v with cost %d: a %v takes no cost", ErrInvalid, q.Op, q.Cost, q.Op)
+	}
+	if err := q.validateHold(); err != nil {
+		return err
 	}
 	for i, r := range q.Rules {
 		own := r // a key's own rule (KeyRuleName) is valid as its rule is
@@ -122,10 +188,11 @@ func (q Request) Validate() error {
 		if err := own.Validate(); err != nil {
 			return fmt.Errorf("rules[%d]: %w", i, err)
 		}
-		if q.Cost > r.Max() {
-			if q.Op == OpRefund {
-				return fmt.Errorf("%w: refund %d exceeds %s %d of rule %s", ErrInvalid, q.Cost, r.MaxName(), r.Max(), r.Name)
-			}
+		switch {
+		case q.Op == OpSettle || q.Cost <= r.Max():
+		case q.Op == OpRefund:
+			return fmt.Errorf("%w: refund %d exceeds %s %d of rule %s", ErrInvalid, q.Cost, r.MaxName(), r.Max(), r.Name)
+		default:
 			return fmt.Errorf("%w: cost %d exceeds %s %d of rule %s: it could never be allowed", ErrInvalid, q.Cost, r.MaxName(), r.Max(), r.Name)
 		}
 		for _, earlier := range q.Rules[:i] {
@@ -135,4 +202,36 @@ func (q Request) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validateHold reports the first thing wrong with q's TTL, RequestID and ID.
+func (q Request) validateHold() error {
+	byID := q.Op == OpSettle || q.Op == OpCancel
+	switch {
+	case q.TTL != 0 && q.Op != OpReserve:
+		return fmt.Errorf("%w: ttl with a %v: only a reserve holds anything", ErrInvalid, q.writes())
+	case q.TTL < 0 || q.TTL > MaxTTL || q.TTL%time.Millisecond != 0:
+		return fmt.Errorf("%w: ttl %v: want whole milliseconds from 1ms to %v (0 for %v)", ErrInvalid, q.TTL, MaxTTL, DefaultTTL)
+	case q.RequestID != "" && (q.Op == OpReset || q.Op == OpCheck && q.Cost == 0):
+		return fmt.Errorf("%w: requestId with a %s: it comes out the same however often it runs", ErrInvalid, q.writes())
+	case len(q.RequestID) > MaxRequestID:
+		return fmt.Errorf("%w: requestId of %d bytes: want 1 to %d", ErrInvalid, len(q.RequestID), MaxRequestID)
+	case !utf8.ValidString(q.RequestID):
+		return fmt.Errorf("%w: requestId is not UTF-8 text", ErrInvalid)
+	case byID && q.ID == "":
+		return fmt.Errorf("%w: %v without the id of its reservation", ErrInvalid, q.Op)
+	case !byID && q.ID != "":
+		return fmt.Errorf("%w: an id with a %v: only settle and cancel take one", ErrInvalid, q.Op)
+	case len(q.ID) > MaxID:
+		return fmt.Errorf("%w: id of %d bytes: want at most %d", ErrInvalid, len(q.ID), MaxID)
+	}
+	return nil
+}
+
+// writes names q's operation for a message: "peek" for a check of cost 0.
+func (q Request) writes() string {
+	if q.Op == OpCheck && q.Cost == 0 {
+		return "peek"
+	}
+	return q.Op.String()
 }

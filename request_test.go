@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 )
@@ -56,7 +57,7 @@ func TestRequestValidate(t *testing.T) {
 			{Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), "burst"), Capacity: 1, RefillPerSecond: 1}}}, "appears twice"},
 		{"key's own rule beside the account's of its name", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{
 			ok, {Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), "burst"), Capacity: 1, RefillPerSecond: 1}}}, ""},
-		{"unknown operation", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpUsage + 1}, "operation Op(4)"},
+		{"unknown operation", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpCancel + 1}, "operation Op(7)"},
 		{"usage is no request", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpUsage}, "operation usage reads a report"},
 		{"valid monthly quota", withRule(monthly), ""},
 		{"valid anchored quota", withRule(bucketgate.Rule{Name: "m", Limit: 1, Period: bucketgate.PeriodMonth, Anchor: 28}), ""},
@@ -72,6 +73,24 @@ func TestRequestValidate(t *testing.T) {
 		{"cost above a limit", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{monthly}, Cost: 101}, "cost 101 exceeds limit 100 of rule monthly"},
 		{"refund above a limit", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{monthly}, Cost: 101, Op: bucketgate.OpRefund}, "refund 101 exceeds limit 100 of rule monthly"},
 		{"a quota and a bucket of one name", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, {Name: "burst", Limit: 5, Period: bucketgate.PeriodDay}}}, "rule burst appears twice"},
+		{"valid reserve", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, monthly}, Cost: 10, Op: bucketgate.OpReserve, TTL: bucketgate.MaxTTL, RequestID: "req-1"}, ""},
+		{"reserve of nothing", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpReserve}, "reserve of 0 tokens"},
+		{"reserve above capacity", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 11, Op: bucketgate.OpReserve}, "cost 11 exceeds capacity 10"},
+		{"ttl above the most", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpReserve, TTL: bucketgate.MaxTTL + time.Millisecond}, "ttl 1h0m0.001s: want whole milliseconds from 1ms to 1h0m0s"},
+		{"negative ttl", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpReserve, TTL: -time.Millisecond}, "ttl -1ms"},
+		{"ttl of a fraction of a millisecond", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpReserve, TTL: 1500 * time.Microsecond}, "ttl 1.5ms"},
+		{"ttl with a refund", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpRefund, TTL: time.Second}, "ttl with a refund"},
+		{"ttl with a check", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, TTL: time.Second}, "ttl with a check"},
+		{"requestId too long", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, RequestID: strings.Repeat("é", 65)}, "requestId of 130 bytes: want 1 to 128"},
+		{"requestId not UTF-8", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, RequestID: "a\xffb"}, "requestId is not UTF-8"},
+		{"requestId with a peek", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, RequestID: "r"}, "requestId with a peek"},
+		{"requestId with a reset", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpReset, RequestID: "r"}, "requestId with a reset"},
+		{"valid settle above the capacity", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1000, Op: bucketgate.OpSettle, ID: "r1.x"}, ""},
+		{"settle of an absurd cost", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: bucketgate.MaxSettle + 1, Op: bucketgate.OpSettle, ID: "r1.x"}, "settle at cost 1000000001: want the actual cost, 0 to 1000000000"},
+		{"settle without an id", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpSettle}, "settle without the id of its reservation"},
+		{"cancel with a cost", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpCancel, ID: "r1.x"}, "cancel with cost 1"},
+		{"an id with a check", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, ID: "r1.x"}, "an id with a check"},
+		{"an id too long", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpCancel, ID: strings.Repeat("x", bucketgate.MaxID+1)}, "id of 129 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

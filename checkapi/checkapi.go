@@ -31,6 +31,12 @@ const (
 // Nothing is written to Redis for an invalid request or any check of an invalid batch.
 const ErrorTypeInvalidRequest = "InvalidRequestError"
 
+// ErrorTypeConflict is the errorType of the function error that answers a request in
+// conflict with what the limiter holds: a settle or a cancel of a reservation it did
+// not make for the identity, or that expired (it stays charged at its estimate), or a
+// RequestID used first for another request. Nothing is written.
+const ErrorTypeConflict = "ConflictError"
+
 // ErrorTypeUnavailable is the errorType of the function error that answers a usage
 // request (OpUsage) Redis could not answer in time: a report has no failure policy.
 const ErrorTypeUnavailable = "UnavailableError"
@@ -74,6 +80,19 @@ type Request struct {
 	// with OpUsage.
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
+	// TTLMS is how long a reserve's reservation holds, in milliseconds: 1 to 3600000;
+	// 0 (left out) means 300000. A reservation not settled within it stays charged at
+	// its estimate. Only with OpReserve.
+	TTLMS int64 `json:"ttlMs,omitempty"`
+	// RequestID makes a check that takes tokens, a reserve or a refund idempotent: the
+	// same Key (or Identity) and RequestID within the function's IDEMPOTENCY_TTL_MS
+	// answers the first decision again (Response.Replayed) and changes nothing. 1 to
+	// 128 bytes; empty for none. A RequestID used again for another request (another
+	// operation, cost, ttl or rules) is refused (ErrorTypeConflict).
+	RequestID string `json:"requestId,omitempty"`
+	// Reservation is what OpSettle and OpCancel settle: a Response.Reservation of a
+	// reserve with the same Key (or Identity) and rules (by name).
+	Reservation string `json:"reservation,omitempty"`
 }
 
 // Cost returns a pointer to n, for Request.Cost: Cost(0) is a peek.
@@ -97,6 +116,15 @@ const (
 	OpUsage = bucketgate.OpUsage
 	// OpReset makes every rule full again: its state removed from Redis.
 	OpReset = bucketgate.OpReset
+	// OpReserve is a check of Cost, the estimate of work whose cost is known only after
+	// it, that, when allowed, answers a Response.Reservation held for TTLMS.
+	OpReserve = bucketgate.OpReserve
+	// OpSettle settles Reservation at Cost, the actual cost: the difference given back,
+	// or taken (into a debt of a bucket's capacity at most: it never fails). Settling
+	// again answers the first outcome.
+	OpSettle = bucketgate.OpSettle
+	// OpCancel settles Reservation at 0.
+	OpCancel = bucketgate.OpCancel
 )
 
 // Rule is one inline rule: a token bucket, Capacity tokens at most refilled
@@ -161,6 +189,18 @@ type Response struct {
 	// Rules holds, for a peek (cost 0) Redis decided, every rule of the check, enforced
 	// and shadow, in order; nil otherwise (left out of the JSON).
 	Rules []RuleStatus `json:"rules,omitempty"`
+	// Reservation is, for a reserve Redis allowed, the reservation's id, which OpSettle
+	// and OpCancel take; empty (left out) otherwise.
+	Reservation string `json:"reservation,omitempty"`
+	// ExpiresAt is when that reservation ends unsettled, RFC 3339 in UTC with
+	// milliseconds, by Redis's clock; empty (left out) otherwise.
+	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Replayed reports a first decision (or a settle's first outcome) answered again,
+	// nothing written: the RequestID was seen before, or the reservation was settled.
+	Replayed bool `json:"replayed,omitempty"`
+	// Settled is, for a settle, the actual cost the reservation was settled at: the
+	// first settle's when Replayed.
+	Settled int64 `json:"settled,omitempty"`
 }
 
 // RuleStatus is one rule's state as a peek found it.

@@ -1,7 +1,8 @@
 // Package checkclient calls bucketgate's check function from Go through the AWS SDK's
 // Lambda Invoke: typed requests and responses (package checkapi), one invocation per
-// Check, CheckBatch, Refund, Reset or Usage, and the function's errors as typed Go errors. A
-// reply it cannot read as a decision is an error, never a denial.
+// Check, CheckBatch, Refund, Reset, Reserve, Settle, Cancel or Usage, and the function's
+// errors as typed Go errors. A reply it cannot read as a decision is an error, never a
+// denial.
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	...
@@ -35,12 +36,25 @@ type Invoker interface {
 type Client struct {
 	invoker  Invoker
 	function string
+	noIDs    bool // set by WithoutRequestIDs
 }
+
+// Option is a setting of a Client.
+type Option func(*Client)
+
+// WithoutRequestIDs makes a Client send no requestId of its own: for a check function
+// older than 0.3.0, which refuses the field. A request that takes or gives back tokens
+// is then sent again only when the function did not run (see Check).
+func WithoutRequestIDs() Option { return func(c *Client) { c.noIDs = true } }
 
 // New returns a Client that invokes function (a name, a name:alias, or an ARN)
 // through invoker, synchronously.
-func New(invoker Invoker, function string) *Client {
-	return &Client{invoker: invoker, function: function}
+func New(invoker Invoker, function string, opts ...Option) *Client {
+	c := &Client{invoker: invoker, function: function}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Check decides one request (a check, or the operation req.Op names). Its error is an
@@ -51,16 +65,20 @@ func New(invoker Invoker, function string) *Client {
 // A Redis outage is not an error: it is a Response with reason unavailable (or degraded
 // when the function fails open).
 //
-// A request that takes tokens (Cost nil or above 0) or gives them back is sent again
-// only after a failure that shows the function did not run: Lambda refused it (a 4xx,
-// such as 429 when the function is throttled) or no connection was made; then as the
-// Lambda client's retryer decides. After any other error (a 5xx, a connection lost, the
-// context's deadline) it may or may not have run, and sending it again would take or
-// give back its tokens twice. A peek and a reset keep every retry of the Lambda client.
+// A request that takes tokens (Cost nil or above 0), a reserve or a refund gets a
+// requestId of its own (a random one, unless req.RequestID gives it), the same for
+// every attempt, so that the function decides it once however often it is sent: it
+// keeps every retry of the Lambda client (after a 5xx or a connection lost too), and a
+// retry answers the first decision. A settle and a cancel are idempotent by their
+// reservation, and a peek and a reset come out the same however often they run. With
+// WithoutRequestIDs, a request that takes or gives back tokens without a RequestID is
+// sent again only after a failure that shows the function did not run: Lambda refused
+// it (a 4xx, such as 429 when the function is throttled) or no connection was made.
 func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	if err := c.validate("", req); err != nil {
 		return checkapi.Response{}, err
 	}
+	req = c.identify(req)
 	var res response
 	if err := c.invoke(ctx, req, &res, writes(req)); err != nil {
 		return checkapi.Response{}, err
@@ -78,6 +96,38 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 // *InvalidRequestError the refund may or may not have happened. Errors are as for Check.
 func (c *Client) Refund(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	return c.operate(ctx, checkapi.OpRefund, req)
+}
+
+// Reserve takes req.Cost tokens (nil: checkapi.DefaultCost), the estimate of work whose
+// cost is known only after it, from every rule when every rule has them, and then
+// answers Response.Reservation, held for req.TTLMS (0: 5 minutes): settle it with
+// Settle (or Cancel) once the actual cost is known; one not settled in time stays
+// charged at its estimate. req.Op must be empty or checkapi.OpReserve. Errors are as for
+// Check. A degraded Response (Redis did not answer, FAIL_MODE=open) is allowed with no
+// Reservation: there is nothing to settle.
+func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
+	return c.operate(ctx, checkapi.OpReserve, req)
+}
+
+// Settle settles reservation, made by Reserve with the same Key (or Identity) and
+// rules as req, at the actual cost: what the estimate took beyond it goes back to every
+// rule, or the rest is taken, which never fails (a bucket may owe up to its capacity,
+// and later requests wait until it has refilled). Settling again answers the first
+// outcome (Response.Replayed), so that it keeps every retry. req.Op must be empty or
+// checkapi.OpSettle; req.Cost and req.Reservation are set from actual and reservation.
+// A reservation unknown to the function, expired, or of another key is a
+// *FunctionError of type checkapi.ErrorTypeConflict; other errors are as for Check. A
+// Response of reason unavailable or degraded (Redis did not answer) settled nothing:
+// send it again.
+func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
+	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
+	return c.operate(ctx, checkapi.OpSettle, req)
+}
+
+// Cancel settles reservation at 0, every token of its estimate back, as Settle does.
+func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation string) (checkapi.Response, error) {
+	req.Reservation = reservation
+	return c.operate(ctx, checkapi.OpCancel, req)
 }
 
 // Reset makes every rule of req full again (its state removed) and answers the buckets
@@ -128,15 +178,18 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 // batch before anything is decided, and the error names the index ("checks[3].cost:
 // ..."); a batch of the wrong size is refused before it is sent. A batch that holds a
 // request that takes or gives back tokens is sent again only when the function did not
-// run, as that request alone would be.
+// run, as that request alone would be, unless each such request has its requestId (see
+// Check).
 func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]checkapi.Response, error) {
 	if len(reqs) == 0 || len(reqs) > checkapi.MaxBatch {
 		return nil, c.refuse(fmt.Sprintf("checks: %d checks: want 1 to %d per call", len(reqs), checkapi.MaxBatch))
 	}
+	reqs = slices.Clone(reqs)
 	for i, req := range reqs {
 		if err := c.validate(fmt.Sprintf("checks[%d].", i), req); err != nil {
 			return nil, err
 		}
+		reqs[i] = c.identify(req)
 	}
 	var res struct {
 		Results []response `json:"results"`

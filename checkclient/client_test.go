@@ -37,10 +37,10 @@ func TestRequestEncoding(t *testing.T) {
 		req  checkapi.Request
 		want string
 	}{
-		{"plan, default cost", checkapi.Request{Key: "tenant-42", Plan: "pro"}, `{"key":"tenant-42","plan":"pro"}`},
+		{"plan, default cost", checkapi.Request{Key: "tenant-42", Plan: "pro", RequestID: "r-1"}, `{"key":"tenant-42","plan":"pro","requestId":"r-1"}`},
 		{"peek", checkapi.Request{Key: "tenant-42", Cost: checkapi.Cost(0)}, `{"key":"tenant-42","cost":0}`},
-		{"inline rules", checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}, Cost: new(int64(3))},
-			`{"key":"k","rules":[{"name":"daily","capacity":1000,"refillPerSecond":0.011574074074074073}],"cost":3}`},
+		{"inline rules", checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}}, Cost: new(int64(3)), RequestID: "r-2"},
+			`{"key":"k","rules":[{"name":"daily","capacity":1000,"refillPerSecond":0.011574074074074073}],"cost":3,"requestId":"r-2"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -271,7 +271,8 @@ func TestRefusedBeforeSending(t *testing.T) {
 	}
 }
 
-// TestOperationsEncoding: Refund and Reset send the operation.
+// TestOperationsEncoding: Refund, Reset, Reserve, Settle and Cancel send the operation
+// and what it needs.
 func TestOperationsEncoding(t *testing.T) {
 	var got []string
 	c := serve(t, func(p []byte) ([]byte, error) {
@@ -279,13 +280,25 @@ func TestOperationsEncoding(t *testing.T) {
 		return []byte(`{"allowed":true,"reason":"ok","limit":10,"remaining":10}`), nil
 	})
 	ctx := context.Background()
-	if _, err := c.Refund(ctx, checkapi.Request{Key: "k", Plan: "free", Cost: checkapi.Cost(2)}); err != nil {
+	if _, err := c.Refund(ctx, checkapi.Request{Key: "k", Plan: "free", Cost: checkapi.Cost(2), RequestID: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Reset(ctx, checkapi.Request{Identity: "ip:192.0.2.1", Plan: "free", Op: checkapi.OpReset}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`{"key":"k","op":"refund","plan":"free","cost":2}`, `{"identity":"ip:192.0.2.1","op":"reset","plan":"free"}`}
+	if _, err := c.Reserve(ctx, checkapi.Request{Key: "k", Plan: "free", Cost: checkapi.Cost(500), TTLMS: 60000, RequestID: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Settle(ctx, checkapi.Request{Key: "k", Plan: "free"}, "r1.n.m", 720); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Cancel(ctx, checkapi.Request{Key: "k", Plan: "free"}, "r1.n.m"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"key":"k","op":"refund","plan":"free","cost":2,"requestId":"r"}`, `{"identity":"ip:192.0.2.1","op":"reset","plan":"free"}`,
+		`{"key":"k","op":"reserve","plan":"free","cost":500,"ttlMs":60000,"requestId":"q"}`,
+		`{"key":"k","op":"settle","plan":"free","cost":720,"reservation":"r1.n.m"}`,
+		`{"key":"k","op":"cancel","plan":"free","reservation":"r1.n.m"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sent %q, want %q", got, want)
 	}

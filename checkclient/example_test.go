@@ -73,5 +73,30 @@ func ExampleClient_Reset() {
 	fmt.Printf("%s: %d of %d left\n", res.Rule, res.Remaining, res.Limit)
 }
 
+// An LLM backend reserves the most tokens a completion may use, and settles what it
+// used once the model has answered: the difference goes back to the key's buckets.
+func ExampleClient_Settle() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	checks := checkclient.New(lambda.NewFromConfig(cfg), "bucketgate-check")
+
+	req := checkapi.Request{Key: "tenant-42", Plan: "pro"}
+	maxTokens := int64(4000)
+	res, err := checks.Reserve(ctx, checkapi.Request{Key: req.Key, Plan: req.Plan, Cost: &maxTokens})
+	if err != nil || !res.Allowed {
+		return // limited (res.RetryAfter()), or no decision
+	}
+	used := complete(ctx, maxTokens) // the tokens the model really used
+	if _, err := checks.Settle(ctx, req, res.Reservation, used); err != nil {
+		log.Print(err) // unsettled, the reservation stays charged at maxTokens
+	}
+}
+
+// complete stands for an LLM call of at most maxTokens tokens; it returns those used.
+func complete(_ context.Context, maxTokens int64) int64 { return maxTokens / 3 }
+
 // doWork stands for the work a check guards.
 func doWork(context.Context) error { return nil }

@@ -2,6 +2,8 @@ package checkclient
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"net"
 
@@ -11,17 +13,31 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 )
 
-// writes reports whether req changes its buckets when the function runs it: a check
-// that takes tokens, or a refund. Running one twice takes or gives back its tokens
-// twice; a peek and a reset come out the same however often they run.
+// writes reports whether req changes its buckets each time the function runs it: a
+// check that takes tokens, a reserve or a refund without a requestId. Running one twice
+// takes or gives back its tokens twice; a peek, a reset, a settle, a cancel and a
+// request with a requestId come out the same however often they run.
 func writes(req checkapi.Request) bool {
-	switch req.Op {
-	case checkapi.OpRefund:
+	switch {
+	case req.RequestID != "":
+		return false
+	case req.Op == checkapi.OpRefund:
 		return true
-	case checkapi.OpReset:
+	case req.Op == checkapi.OpReset, req.Op == checkapi.OpSettle, req.Op == checkapi.OpCancel:
 		return false
 	}
 	return req.Cost == nil || *req.Cost != 0
+}
+
+// identify gives req, when it writes (see writes), a random requestId of its own,
+// unless c sends none (WithoutRequestIDs).
+func (c *Client) identify(req checkapi.Request) checkapi.Request {
+	if !c.noIDs && writes(req) {
+		var b [16]byte
+		rand.Read(b[:]) // never fails (crypto/rand)
+		req.RequestID = base64.RawURLEncoding.EncodeToString(b[:])
+	}
+	return req
 }
 
 // retryUnlessRan narrows the SDK's retries of one invocation that writes: it is sent

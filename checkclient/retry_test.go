@@ -3,9 +3,11 @@ package checkclient_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,15 +37,24 @@ const (
 // flaky serves the Invoke API, failing the first invocation as first says and answering
 // every later one with a decision (one per check of a batch). Its client retries up to
 // three times without waiting.
-func flaky(t *testing.T, first failure) (*checkclient.Client, *atomic.Int32) {
+func flaky(t *testing.T, first failure, opts ...checkclient.Option) (*checkclient.Client, *atomic.Int32, *[]string) {
 	t.Helper()
 	var invocations atomic.Int32
+	var ids []string // the requestIds of every invocation, in order (a batch's, joined)
 	ok := checkapi.Response{Allowed: true, Reason: checkapi.ReasonOK}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var batch checkapi.Batch
+		var batch struct {
+			checkapi.Batch
+			checkapi.Request
+		}
 		if err := json.NewDecoder(r.Body).Decode(&batch); err != nil {
 			t.Errorf("request body: %v", err)
 		}
+		id := batch.RequestID
+		for _, c := range batch.Checks {
+			id += "," + c.RequestID
+		}
+		ids = append(ids, id)
 		n := invocations.Add(1)
 		switch {
 		case n == 1 && first == throttled:
@@ -87,13 +98,15 @@ func flaky(t *testing.T, first failure) (*checkclient.Client, *atomic.Int32) {
 		HTTPClient:   &http.Client{Transport: transport},
 		Retryer:      retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts, o.Backoff = 3, noWait }),
 	})
-	return checkclient.New(client, "fn"), &invocations
+	return checkclient.New(client, "fn", opts...), &invocations, &ids
 }
 
-// An invocation that takes or gives back tokens is sent again only when the function did
-// not run (a throttle, a refused connection): after a failure that may have come after
-// it ran, a second run would take or give back the tokens twice. A peek and a reset keep
-// the client's retries.
+// Every invocation keeps the client's retries, one that takes or gives back tokens with
+// the same requestId on every attempt, so that the function decides it once. Without
+// requestIds (WithoutRequestIDs), one that takes or gives back tokens is sent again only
+// when the function did not run (a throttle, a refused connection): after a failure
+// that may have come after it ran, a second run would take or give back the tokens
+// twice; a peek and a reset keep the client's retries.
 func TestRetries(t *testing.T) {
 	ctx := context.Background()
 	peek := checkapi.Request{Key: "k", Cost: checkapi.Cost(0)}
@@ -126,27 +139,52 @@ func TestRetries(t *testing.T) {
 			_, err := c.CheckBatch(ctx, []checkapi.Request{peek, refund})
 			return err
 		},
+		"reserve": func(c *checkclient.Client) error {
+			_, err := c.Reserve(ctx, checkapi.Request{Key: "k", Cost: checkapi.Cost(100)})
+			return err
+		},
+		"settle": func(c *checkclient.Client) error {
+			_, err := c.Settle(ctx, checkapi.Request{Key: "k"}, "r1.n.m", 80)
+			return err
+		},
+		"cancel": func(c *checkclient.Client) error {
+			_, err := c.Cancel(ctx, checkapi.Request{Key: "k"}, "r1.n.m")
+			return err
+		},
 	}
 	// sentAgain lists the calls a failure that may have come after the function ran
 	// sends again.
-	sentAgain := map[string]bool{"peek": true, "reset": true, "batch of peeks": true}
-	for name, call := range calls {
-		for _, f := range []struct {
-			name  string
-			first failure
-		}{{"throttled", throttled}, {"refused", refused}, {"failed after it ran", failedAfterRun}} {
-			t.Run(name+"/"+f.name, func(t *testing.T) {
-				c, invocations := flaky(t, f.first)
-				err := call(c)
-				again := f.first != failedAfterRun || sentAgain[name]
-				want := int32(1)
-				if f.first != refused && again {
-					want = 2 // a refused connection never reaches the server
-				}
-				if again != (err == nil) || invocations.Load() != want {
-					t.Fatalf("error %v after %d invocations, want sent again %v (%d invocations)", err, invocations.Load(), again, want)
-				}
-			})
+	// without requestIds (with them, every call is).
+	sentAgain := map[string]bool{"peek": true, "reset": true, "batch of peeks": true, "settle": true, "cancel": true}
+	for _, ids := range []bool{true, false} {
+		for name, call := range calls {
+			for _, f := range []struct {
+				name  string
+				first failure
+			}{{"throttled", throttled}, {"refused", refused}, {"failed after it ran", failedAfterRun}} {
+				t.Run(fmt.Sprintf("requestIds %v/%s/%s", ids, name, f.name), func(t *testing.T) {
+					var opts []checkclient.Option
+					if !ids {
+						opts = append(opts, checkclient.WithoutRequestIDs())
+					}
+					c, invocations, seen := flaky(t, f.first, opts...)
+					err := call(c)
+					again := ids || f.first != failedAfterRun || sentAgain[name]
+					want := int32(1)
+					if f.first != refused && again {
+						want = 2 // a refused connection never reaches the server
+					}
+					if again != (err == nil) || invocations.Load() != want {
+						t.Fatalf("error %v after %d invocations, want sent again %v (%d invocations)", err, invocations.Load(), again, want)
+					}
+					if len(*seen) == 2 && (*seen)[0] != (*seen)[1] {
+						t.Fatalf("requestIds %q: want the same on every attempt", *seen)
+					}
+					if withID := strings.Trim(strings.Join(*seen, ""), ",") != ""; withID != (ids && !sentAgain[name]) {
+						t.Fatalf("requestIds %q with requestIds %v", *seen, ids)
+					}
+				})
+			}
 		}
 	}
 }

@@ -175,7 +175,7 @@ func TestBucketsSession(t *testing.T) {
 	}
 	payloads := d.check.payloads.String()
 	if !strings.Contains(payloads, `"identity":"`+id+`"`) || !strings.Contains(payloads, `"identity":"ip:2001:db8:1:2::/64","cost":0`) ||
-		!strings.Contains(payloads, `{"identity":"`+id+`","op":"refund","cost":3}`) || !strings.Contains(payloads, `"identity":"tenant:acme"`) {
+		!strings.Contains(payloads, `{"identity":"`+id+`","op":"refund","cost":3,"requestId":"`) || !strings.Contains(payloads, `"identity":"tenant:acme"`) {
 		t.Errorf("the check function was invoked with:\n%s", payloads)
 	}
 	if logs := d.check.logs.String(); strings.Count(logs, `"msg":"bucket operation"`) != 12 || strings.Contains(logs, "acme") {

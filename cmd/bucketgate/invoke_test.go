@@ -38,10 +38,10 @@ func localAWS(t *testing.T) {
 	}
 }
 
-// The service's refusals say what to do, and a refund is sent again only when the
-// function did not run: the SDK retries a failed reset (the service's 503) and a
-// throttled refund (429) as configured (AWS_MAX_ATTEMPTS), never a refund that failed
-// with a 503, which may have come after it ran: a retry could apply it twice.
+// The service's refusals say what to do, and the SDK retries a failed reset (the
+// service's 503), a throttled refund (429) and a refund that failed with a 503, which may
+// have come after it ran, as configured (AWS_MAX_ATTEMPTS): the refund carries one
+// requestId on every attempt, so that the function applies it once.
 func TestInvokeErrors(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -51,7 +51,7 @@ func TestInvokeErrors(t *testing.T) {
 		want      string
 		calls     int32
 	}{
-		{"refund, service error", http.StatusServiceUnavailable, "ServiceException", []string{"refund", "--cost", "1", "203.0.113.10"}, "ServiceException", 1},
+		{"refund, service error", http.StatusServiceUnavailable, "ServiceException", []string{"refund", "--cost", "1", "203.0.113.10"}, "ServiceException", 2},
 		{"reset, service error", http.StatusServiceUnavailable, "ServiceException", []string{"reset", "203.0.113.10"}, "ServiceException", 2},
 		{"refund, throttled", http.StatusTooManyRequests, "TooManyRequestsException", []string{"refund", "--cost", "1", "203.0.113.10"}, "TooManyRequestsException", 2},
 		{"access denied", http.StatusForbidden, "AccessDeniedException", []string{"show", "203.0.113.10"},

@@ -24,7 +24,7 @@ var badStates = []struct {
 	{"NaN tokens", map[string]string{"burst:tokens": "nan", "burst:ts": "1"}},
 	{"infinite tokens", map[string]string{"burst:tokens": "inf", "burst:ts": "1"}},
 	{"minus infinite tokens", map[string]string{"burst:tokens": "-inf", "burst:ts": "1"}},
-	{"negative tokens", map[string]string{"burst:tokens": "-5", "burst:ts": "9000000000000000"}}, // a stamp in 2255: no refill
+	{"tokens of minus infinity", map[string]string{"burst:tokens": "-inf", "burst:ts": "9000000000000000"}}, // a stamp in 2255: no refill; a debt (below zero) is finite
 	{"tokens not a number", map[string]string{"burst:tokens": "five", "burst:ts": "1"}},
 	{"empty tokens", map[string]string{"burst:tokens": "", "burst:ts": "1"}},
 	{"NaN stamp", map[string]string{"burst:tokens": "5", "burst:ts": "nan"}},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -30,9 +31,12 @@ type rediser interface {
 // Limiter decides requests with one atomic script call each. It is safe for concurrent
 // use; make one per process and share it.
 type Limiter struct {
-	client    rediser                                       // set by New
-	connect   func(context.Context) (rueidis.Client, error) // set by NewLazy
-	usageDays int                                           // set by Usage; 0 counts none
+	client      rediser                                       // set by New
+	connect     func(context.Context) (rueidis.Client, error) // set by NewLazy
+	usageDays   int                                           // set by Usage; 0 counts none
+	idempotency time.Duration                                 // set by Idempotency
+	secret      []byte                                        // set by Secret, or read from Redis (secretOf)
+	secretMu    sync.Mutex                                    // guards secret
 }
 
 // Option is a setting of a Limiter.
@@ -57,7 +61,7 @@ func Usage(days int) Option {
 // a connected client. It should be made with DisableCache: ElastiCache does not support
 // tracking.
 func New(client rediser, opts ...Option) *Limiter {
-	l := &Limiter{client: client}
+	l := &Limiter{client: client, idempotency: DefaultIdempotency}
 	for _, o := range opts {
 		o(l)
 	}
@@ -68,7 +72,7 @@ func New(client rediser, opts ...Option) *Limiter {
 // can be made before Redis is reachable: connect's error is the call's error.
 // (*redisconn.Conn).Client, which connects on first use, is such a function.
 func NewLazy(connect func(context.Context) (rueidis.Client, error), opts ...Option) *Limiter {
-	l := &Limiter{connect: connect}
+	l := &Limiter{connect: connect, idempotency: DefaultIdempotency}
 	for _, o := range opts {
 		o(l)
 	}
@@ -103,9 +107,14 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("bucket script: %w", err)
 	}
+	h, secret, err := l.hold(ctx, c, q)
+	if err != nil {
+		return bucketgate.Decision{}, err
+	}
 	var call scriptArgs
-	keys, args := scriptCall(q, l.usageDays, &call)
-	return decode(eval(ctx, c, keys, args), q)
+	keys, args := scriptCall(q, l.usageDays, h, &call)
+	d, err := decode(eval(ctx, c, keys, args), q)
+	return held(d, q, h, secret), err
 }
 
 // DecideBatch decides every request of qs in one round trip: their script calls are
@@ -119,6 +128,8 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 	c, err := l.redis(ctx)
 	cmds := make(rueidis.Commands, 0, len(qs))
 	sent := make([]int, 0, len(qs)) // the index in qs of each command
+	hs := make([]hold, len(qs))     // the hold of each request
+	secrets := make([][]byte, len(qs))
 	for i, q := range qs {
 		if errs[i] = q.Validate(); errs[i] != nil {
 			continue
@@ -127,7 +138,10 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 			errs[i] = fmt.Errorf("bucket script: %w", err)
 			continue
 		}
-		keys, args := scriptCall(q, l.usageDays, new(scriptArgs))
+		if hs[i], secrets[i], errs[i] = l.hold(ctx, c, q); errs[i] != nil {
+			continue
+		}
+		keys, args := scriptCall(q, l.usageDays, hs[i], new(scriptArgs))
 		cmds = append(cmds, evalsha(c, keys, args))
 		sent = append(sent, i)
 	}
@@ -141,7 +155,7 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 	var retried []int // the index in results of each command sent again
 	for j, r := range results {
 		if noScript(r) {
-			keys, args := scriptCall(qs[sent[j]], l.usageDays, new(scriptArgs))
+			keys, args := scriptCall(qs[sent[j]], l.usageDays, hs[sent[j]], new(scriptArgs))
 			again = append(again, evalText(c, keys, args))
 			retried = append(retried, j)
 		}
@@ -154,6 +168,7 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 	for j, r := range results {
 		i := sent[j]
 		decisions[i], errs[i] = decode(r, qs[i])
+		decisions[i] = held(decisions[i], qs[i], hs[i], secrets[i])
 	}
 	return decisions, errs
 }
@@ -186,6 +201,8 @@ func scriptError(err error) error {
 		case strings.Contains(msg, lua.StateErrorPrefix), strings.Contains(msg, "WRONGTYPE"), // miniredis wraps WRONGTYPE
 			slices.ContainsFunc(lua.ArithmeticErrors, func(text string) bool { return strings.Contains(msg, text) }):
 			return fmt.Errorf("%w: %w", ErrBadState, err)
+		case strings.Contains(msg, lua.HoldErrorPrefix):
+			return fmt.Errorf("%w: %w", bucketgate.ErrConflict, err)
 		case strings.Contains(msg, lua.ErrorPrefix):
 			return fmt.Errorf("%w: redis refused the request: %w", bucketgate.ErrInvalid, err)
 		}
@@ -237,31 +254,45 @@ type scriptArgs struct {
 // cut from one string, so that a decision allocates once for its arguments however
 // many rules it has. A check of cost 1 without usage leaves the operation out, as the
 // script allows. q must be valid (at most MaxRules rules).
-func scriptCall(q bucketgate.Request, usageDays int, call *scriptArgs) (keys, args []string) {
-	usage := usageDays > 0 && q.Op == bucketgate.OpCheck && q.Cost > 0
-	layout := lua.Args{Rules: len(q.Rules), Op: usage || q.Op != bucketgate.OpCheck || q.Cost != 1, Usage: usage}
+func scriptCall(q bucketgate.Request, usageDays int, h hold, call *scriptArgs) (keys, args []string) {
+	usage := usageDays > 0 && (q.Op == bucketgate.OpCheck && q.Cost > 0 || q.Op == bucketgate.OpReserve)
+	layout := lua.Args{Rules: len(q.Rules), Op: usage || !checks(q) || q.Cost != 1 || h.arg != "", Usage: usage, Hold: h.arg != ""}
 	var buf [512]byte
 	var cuts [maxArgs]cut // where each ARGV value lies in b, by its index in ARGV
 	b := appendKey(buf[:0], q.Identity)
 	keyEnd := len(b)
-	if usage {
+	if usage || layout.Hold {
 		b = append(b, UsageSuffix...) // the archive's key: the state's, and the suffix
+	}
+	recordEnd := len(b)
+	if layout.Hold {
+		b = append(append(b, b[:keyEnd]...), h.record...)
+		recordEnd = len(b)
 	}
 	at := len(b)
 	if layout.Op {
 		switch q.Op {
-		case bucketgate.OpCheck:
+		case bucketgate.OpCheck, bucketgate.OpReserve: // a reserve is a check of its estimate
 			b = strconv.AppendInt(b, q.Cost, 10)
 		case bucketgate.OpRefund:
 			b = strconv.AppendInt(b, -q.Cost, 10)
 		case bucketgate.OpReset:
 			b = append(b, lua.OpReset...)
+		case bucketgate.OpSettle, bucketgate.OpCancel:
+			b = strconv.AppendInt(append(b, lua.SettlePrefix...), q.Cost, 10)
 		}
 		cuts[lua.ArgOp], at = cut{at, len(b)}, len(b)
 	}
 	if usage {
 		b = strconv.AppendInt(b, int64(usageDays), 10)
 		cuts[lua.ArgUsageDays], at = cut{at, len(b)}, len(b)
+	} else if layout.Hold {
+		b = append(b, '0')
+		cuts[lua.ArgUsageDays], at = cut{at, len(b)}, len(b)
+	}
+	if layout.Hold {
+		b = append(b, h.arg...)
+		cuts[lua.ArgHold], at = cut{at, len(b)}, len(b)
 	}
 	for i, r := range q.Rules {
 		first, second := lua.TokensSuffix, lua.StampSuffix
@@ -290,11 +321,15 @@ func scriptCall(q bucketgate.Request, usageDays int, call *scriptArgs) (keys, ar
 		args[i] = s[cuts[i].from:cuts[i].to]
 	}
 	call.keys[lua.KeyState] = s[:keyEnd]
-	if !usage {
+	if !usage && !layout.Hold {
 		return call.keys[:1], args
 	}
 	call.keys[lua.KeyUsage] = s[:keyEnd+len(UsageSuffix)]
-	return call.keys[:2], args
+	if !layout.Hold {
+		return call.keys[:2], args
+	}
+	call.keys[lua.KeyRecord] = s[keyEnd+len(UsageSuffix) : recordEnd]
+	return call.keys[:3], args
 }
 
 // periodCode is quota r's period as the script reads it (lua.PeriodDay, ...).

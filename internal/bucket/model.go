@@ -16,7 +16,10 @@ type Model struct {
 	keys map[string]*modelKey
 	// UsageDays is how many UTC days of usage the model keeps, as the Usage option's
 	// days: 0 counts none.
-	UsageDays int
+	UsageDays    int
+	records      map[string]*modelRecord      // idempotent requests' records, by identity, 0 and name (see Hold)
+	reservations map[string]*modelReservation // by identity, 0 and the model's id
+	nonces       int                          // the reserves without RequestID so far
 }
 
 // ModelBucket is one bucket's state as the script stores it: Tokens (a double) as of
@@ -91,14 +94,25 @@ type ruleState struct {
 }
 
 // Decide does q at now exactly as the script would, and records the writes. q must
-// be valid (see Request.Validate).
+// be valid (see Request.Validate) and have no hold (see Hold).
 func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision {
+	return m.decide(now, q, q.Op, q.Cost, false)
+}
+
+// decide does q at now as operation op of cost (a refund's tokens), a debit (a settle
+// that takes more than its estimate, which never denies and owes at most a bucket's
+// capacity, a quota's limit) or not.
+func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qcost int64, debit bool) bucketgate.Decision {
 	nowUS := timeToMicros(now)
 	key := Key(q.Identity)
 	k := m.key(key, nowUS)
-	cost, give := float64(q.Cost), int64(0)
-	if q.Op == bucketgate.OpRefund {
-		cost, give = 0, q.Cost
+	cost, give := float64(qcost), int64(0)
+	if op == bucketgate.OpRefund {
+		cost, give = 0, qcost
+	}
+	need := cost // what an enforced rule must hold: a peek, a refund and a debit never deny
+	if cost == 0 || debit {
+		need = math.Inf(-1)
 	}
 	states := make([]ruleState, len(q.Rules))
 	allowed := true
@@ -107,7 +121,7 @@ func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision 
 		if r.IsQuota() {
 			// The stored count applies until its window's end; then the window that
 			// holds now counts from 0.
-			if stored, ok := k.quota(r.Name, q.Op); ok && stored.End*1_000_000 > nowUS {
+			if stored, ok := k.quota(r.Name, op); ok && stored.End*1_000_000 > nowUS {
 				st.count, st.end, st.limited, st.reached = stored.Used, stored.End, stored.Limited, stored.Reached
 			} else {
 				_, end := r.Window(now)
@@ -118,13 +132,13 @@ func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision 
 			st.level = float64(max(0, r.Limit-st.count))
 		} else {
 			st.level = float64(r.Capacity)
-			if k != nil && q.Op != bucketgate.OpReset {
+			if k != nil && op != bucketgate.OpReset {
 				if b, ok := k.buckets[r.Name]; ok {
 					st.level, st.limited = refill(b, r, nowUS, float64(give)), b.Limited
 				}
 			}
 		}
-		if !r.Shadow && st.level < cost {
+		if !r.Shadow && st.level < need {
 			allowed = false
 		}
 	}
@@ -151,19 +165,20 @@ func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision 
 	for i, r := range q.Rules {
 		st := &states[i]
 		switch {
-		case r.Shadow && allowed && st.level < cost:
+		case r.Shadow && allowed && st.level < need:
 			limited |= 1 << i // a shadow denial takes nothing
 			st.limited = false
 		case r.Shadow && allowed:
-			st.take(r, cost)
+			st.take(r, cost, debit)
 			st.limited = false
 		case r.Shadow:
 		case allowed:
 			// A bucket's mark stays while it is not full; a quota's thresholds are
 			// reported once in the window.
 			st.limited = st.limited && (r.IsQuota() || st.level < float64(r.Capacity))
-			st.take(r, cost)
-			if r.IsQuota() && st.crossed(r, int64(cost)) {
+			was := st.count
+			st.take(r, cost, debit)
+			if r.IsQuota() && st.crossed(r, was) {
 				figs[2*i], figs[2*i+1] = st.count, st.end
 				reached := 1
 				if st.count >= r.Limit {
@@ -184,12 +199,12 @@ func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision 
 			if binding < 0 || st.level < states[binding].level {
 				binding = i
 			}
-			if st.level < cost {
+			if st.level < need {
 				if w := wait(i); w > waited {
 					waited, waitRule = w, i
 				}
 			}
-		case st.level < cost:
+		case st.level < need:
 			if w := wait(i); w > waited {
 				waited, binding = w, i
 			}
@@ -198,7 +213,7 @@ func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision 
 				st.limited = true
 				figs[2*i], figs[2*i+1] = st.count, st.end
 				if !r.IsQuota() {
-					figs[2*i], figs[2*i+1] = int64(math.Floor(st.level)), int64(full(i))
+					figs[2*i], figs[2*i+1] = max(0, int64(math.Floor(st.level))), int64(full(i)) // a debt shows 0 left
 				}
 			}
 		}
@@ -212,7 +227,7 @@ func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision 
 			reset = math.Max(reset, f)
 		}
 	}
-	if binding < 0 { // every rule is shadow: nothing to describe
+	if binding < 0 || fewest < 0 { // every rule is shadow: nothing to describe; or a debt: none left
 		fewest = 0
 	}
 	d := newDecision(q, allowed, binding, int64(math.Floor(fewest)), int64(waited), int64(reset), nowUS, waitRule, limited)
@@ -220,26 +235,26 @@ func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision 
 	if firstDenied != 0 {
 		m.mark(key, q.Rules, firstDenied)
 	}
-	counted := m.UsageDays > 0 && q.Op == bucketgate.OpCheck && q.Cost > 0
+	counted := m.UsageDays > 0 && op == bucketgate.OpCheck && qcost > 0 && !debit
 	switch {
-	case q.Op == bucketgate.OpReset:
+	case op == bucketgate.OpReset:
 		m.remove(key, q.Rules)
-	case q.Op == bucketgate.OpRefund:
+	case op == bucketgate.OpRefund:
 		m.refund(key, q.Rules, states, give)
-	case allowed && q.Cost > 0:
+	case allowed && qcost > 0:
 		k = m.write(key, q.Rules, states, nowUS)
 		at := ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond)
 		if counted {
-			m.countUsage(q.Identity, k, nowUS, at, q.Cost, 0)
+			m.countUsage(q.Identity, k, nowUS, at, qcost, 0)
 		} else {
 			k.extend(at)
 		}
 	case counted: // a denial: its one write is the usage count
 		m.countUsage(q.Identity, k, nowUS, 0, 0, 1)
-	case q.Cost == 0: // a peek: every rule's state
+	case qcost == 0: // a peek: every rule's state
 		d.Rules = make([]bucketgate.RuleState, len(q.Rules))
 		for i, r := range q.Rules {
-			left := math.Floor(states[i].level)
+			left := max(0, math.Floor(states[i].level))
 			if r.IsQuota() {
 				left = states[i].level
 			}
@@ -252,10 +267,9 @@ func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision 
 	return d
 }
 
-// crossed reports whether an admission of cost moved quota r's count across 80% or 100%
-// of its limit.
-func (st *ruleState) crossed(r bucketgate.Rule, cost int64) bool {
-	was := st.count - cost
+// crossed reports whether an admission moved quota r's count from was across 80% or
+// 100% of its limit.
+func (st *ruleState) crossed(r bucketgate.Rule, was int64) bool {
 	return 5*st.count >= 4*r.Limit && 5*was < 4*r.Limit || st.count >= r.Limit && was < r.Limit
 }
 
@@ -278,11 +292,18 @@ func (m *Model) mark(key string, rules []bucketgate.Rule, denied bucketgate.Rule
 	}
 }
 
-// take takes cost from rule r's state, for an admission.
-func (st *ruleState) take(r bucketgate.Rule, cost float64) {
+// take takes cost from rule r's state, for an admission; a debit owes at most a
+// bucket's capacity, a quota's limit beyond it.
+func (st *ruleState) take(r bucketgate.Rule, cost float64, debit bool) {
 	st.level -= cost
 	if r.IsQuota() {
 		st.count += int64(cost)
+		if debit {
+			st.count = min(st.count, 2*r.Limit)
+			st.level = float64(r.Limit - st.count)
+		}
+	} else if debit {
+		st.level = max(st.level, -float64(r.Capacity))
 	}
 }
 

@@ -503,8 +503,17 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"unknown operation", []string{"refund", "b:tokens", "b:ts", "10", "1"}, "operation must be a whole number"},
 		{"infinite cost", []string{"inf", "b:tokens", "b:ts", "10", "1"}, "operation must be a whole number"},
 		{"no rules", []string{"1"}, "ARGV must be"},
-		{"partial rule", []string{"2", "b:tokens", "b:ts", "10", "1", "x", "y"}, "ARGV must be"},
-		{"a rule and a half without the operation", []string{"b:tokens", "b:ts", "10", "1", "c:tokens", "c:ts", "x"}, "ARGV must be"},
+		{"partial rule", []string{"2", "b:tokens", "b:ts", "10", "1", "x", "y"}, "a hold must be"},
+		{"a rule and a half without the operation", []string{"b:tokens", "b:ts", "10", "1", "c:tokens", "c:ts", "x"}, "a hold must be"},
+		{"hold: a peek", []string{"0", "0", "1000 fp", "b:tokens", "b:ts", "10", "1"}, "a hold is for a check that takes tokens"},
+		{"hold: a reset", []string{"reset", "0", "1000 fp", "b:tokens", "b:ts", "10", "1"}, "a hold is for"},
+		{"hold: a record of no life", []string{"1", "0", "0 fp", "b:tokens", "b:ts", "10", "1"}, "a hold must be"},
+		{"hold: malformed", []string{"1", "0", "1 1000 fp", "b:tokens", "b:ts", "10", "1"}, "a hold must be"},
+		{"hold: a settle of a fraction", []string{"s1.5", "0", "5 1 1000", "b:tokens", "b:ts", "10", "1"}, "a settle must be s and the actual cost"},
+		{"hold: a settle above 1e9", []string{"s1000000001", "0", "5 1 1000", "b:tokens", "b:ts", "10", "1"}, "a settle must be"},
+		{"hold: a settle of an estimate of 0", []string{"s1", "0", "0 1 1000", "b:tokens", "b:ts", "10", "1"}, "a settle must be"},
+		{"hold: a settle without its expiry", []string{"s1", "0", "5 1000", "b:tokens", "b:ts", "10", "1"}, "a settle must be"},
+		{"hold: a settle after its expiry", []string{"s1", "0", "5 1 1000", "b:tokens", "b:ts", "10", "1"}, "reservation expired at 1 ms"},
 		{"usage kept 0 days", []string{"1", "0", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept, a whole number from 1 to 400, and its archive"},
 		{"usage kept 401 days", []string{"1", "401", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept"},
 		{"usage kept half a day", []string{"1", "1.5", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept"},
@@ -542,8 +551,11 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 			if strings.HasPrefix(tt.name, "usage kept") { // with the archive: the days are at fault
 				keys = append(keys, bucket.UsageKey("x"))
 			}
+			if strings.HasPrefix(tt.name, "hold") { // with the record: the hold is at fault
+				keys = append(keys, bucket.UsageKey("x"), bucket.Key("x")+lua.RecordInfix+"n")
+			}
 			err := c.Do(context.Background(), c.B().Eval().Script(lua.BucketSource).Numkeys(int64(len(keys))).Key(keys...).Arg(tt.argv...).Build()).Error()
-			if err == nil || !strings.Contains(err.Error(), "bucketgate: "+tt.want) {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "bucketgate") {
 				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
 			}
 			if n := mustInt(t, do(t, c, c.B().Dbsize().Build())); n != 0 {

@@ -21,19 +21,30 @@ type replyVals [lua.ReplyLen]int64
 // integers per rule.
 func peek(q bucketgate.Request) bool { return q.Op == bucketgate.OpCheck && q.Cost == 0 }
 
+// checks reports whether q is decided as a check: allowed or denied, with a wait.
+func checks(q bucketgate.Request) bool {
+	return q.Op == bucketgate.OpCheck || q.Op == bucketgate.OpReserve
+}
+
 // replyInts checks that reply is exactly the integers the script answers q with:
-// lua.ReplyLen; for a peek lua.ReplyPerRule more per rule; with the crossed flag, the
-// crossings and lua.ReplyPerRule more per rule. It returns the first lua.ReplyLen, and
-// the others.
+// lua.ReplyLen; for a peek lua.ReplyPerRule more per rule; with a hold two more
+// (lua.ReplyHoldLen); with the crossed flag, the crossings and lua.ReplyPerRule more per
+// rule (after a hold's two). It returns the first lua.ReplyLen, and the others.
 func replyInts(reply []rueidis.RedisMessage, q bucketgate.Request) (replyVals, []int64, error) {
 	var vals replyVals
 	want := lua.ReplyLen
-	if peek(q) {
+	switch {
+	case holds(q):
+		want = lua.ReplyHoldLen
+	case peek(q):
 		want += lua.ReplyPerRule * len(q.Rules)
 	}
 	if len(reply) > 0 {
 		if flags, err := reply[lua.ReplyFlags].ToInt64(); err == nil && flag(flags, lua.FlagsCrossedShift, 1) == 1 {
 			want = lua.ReplyCrossingCount(len(q.Rules))
+			if holds(q) {
+				want += lua.ReplyHoldLen - lua.ReplyLen
+			}
 		}
 	}
 	if len(reply) != want {
@@ -78,7 +89,7 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 	remaining := flag(flags, lua.FlagsRemainingShift, lua.FlagsRemainingBits)
 	wait, reset, now := vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow]
 	n := int64(len(q.Rules))
-	maxWait := bucketgate.MaxFillTime.Milliseconds() + 1
+	maxWait := 2*bucketgate.MaxFillTime.Milliseconds() + 1 // from a debt of the capacity
 	enforced := func(r int64) bool { return r >= 1 && r <= n && !q.Rules[r-1].Shadow }
 	var shadow int64 // the shadow rules of q, as the script's bit set
 	for i, r := range q.Rules {
@@ -86,14 +97,17 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 			shadow |= 1 << i
 		}
 	}
+	if holds(q) && rest[lua.ReplyReplayed-lua.ReplyLen] == 1 && binding >= 1 && binding <= n {
+		remaining = min(remaining, q.Rules[binding-1].Max()) // the first answer, under a larger plan
+	}
 	switch {
-	case q.Op != bucketgate.OpCheck && allowed != 1:
+	case !checks(q) && allowed != 1:
 		return bucketgate.Decision{}, fmt.Errorf("%w: allowed is %d for a %v", ErrBadReply, allowed, q.Op)
 	case binding == 0 && shadow != 1<<n-1, binding != 0 && !enforced(binding):
 		return bucketgate.Decision{}, fmt.Errorf("%w: binding rule %d, want an enforced rule from 1 to %d", ErrBadReply, binding, n)
 	case binding != 0 && remaining > q.Rules[binding-1].Max() || binding == 0 && remaining != 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: remaining %d out of range", ErrBadReply, remaining)
-	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0, q.Op != bucketgate.OpCheck && wait != 0:
+	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0, !checks(q) && wait != 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: wait %d ms with allowed %d for a %v", ErrBadReply, wait, allowed, q.Op)
 	case (wait == 0) != (waitRule == 0), waitRule != 0 && !enforced(waitRule), allowed == 0 && waitRule != binding:
 		return bucketgate.Decision{}, fmt.Errorf("%w: wait rule %d with wait %d ms, binding rule %d and allowed %d", ErrBadReply, waitRule, wait, binding, allowed)
@@ -101,10 +115,17 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 		return bucketgate.Decision{}, fmt.Errorf("%w: reset after %d ms out of range", ErrBadReply, reset)
 	case now <= 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: server time %d", ErrBadReply, now)
-	case denials&^shadow != 0, denials != 0 && (allowed == 0 || q.Op != bucketgate.OpCheck || q.Cost == 0):
+	case denials&^shadow != 0, denials != 0 && (allowed == 0 || !checks(q) || q.Cost == 0):
 		return bucketgate.Decision{}, fmt.Errorf("%w: shadow denials %b for shadow rules %b, allowed %d", ErrBadReply, denials, shadow, allowed)
 	}
 	d := newDecision(q, allowed == 1, int(binding-1), remaining, wait, reset, now, int(waitRule-1), bucketgate.RuleSet(denials))
+	if holds(q) {
+		d, err := heldReply(d, q, rest[lua.ReplyReplayed-lua.ReplyLen], rest[lua.ReplyHeld-lua.ReplyLen])
+		if err != nil || flag(flags, lua.FlagsCrossedShift, 1) == 0 {
+			return d, err
+		}
+		return decodeCrossings(d, rest[lua.ReplyHoldLen-lua.ReplyLen:], q)
+	}
 	if flag(flags, lua.FlagsCrossedShift, 1) == 1 {
 		return decodeCrossings(d, rest, q)
 	}
@@ -131,6 +152,20 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 	return d, nil
 }
 
+// heldReply completes d, the decision on q with a hold, with the reply's two more
+// values: replayed (0 or 1) and held, a settle's actual cost, else 0.
+func heldReply(d bucketgate.Decision, q bucketgate.Request, replayed, held int64) (bucketgate.Decision, error) {
+	switch {
+	case replayed != 0 && replayed != 1:
+		return bucketgate.Decision{}, fmt.Errorf("%w: replayed %d", ErrBadReply, replayed)
+	case settles(q) && (held < 0 || held > bucketgate.MaxSettle || replayed == 0 && held != q.Cost), !settles(q) && held != 0:
+		return bucketgate.Decision{}, fmt.Errorf("%w: %d settled for a %v", ErrBadReply, held, q.Op)
+	}
+	d.Replayed = replayed == 1
+	d.Settled = held
+	return d, nil
+}
+
 // decodeCrossings adds to d, the decision on q, the crossings of the script's reply (rest:
 // its integers after the first lua.ReplyLen), checking that each is one q could cross:
 // a first denial by an enforced rule of a denied check, a threshold of an enforced
@@ -148,7 +183,7 @@ func decodeCrossings(d bucketgate.Decision, rest []int64, q bucketgate.Request) 
 		reached100 = bucketgate.RuleSet(flag(bits, lua.Cross100Shift, n))
 	}
 	if bits <= 0 || int64(limited)<<lua.CrossLimitedShift|int64(reached80)<<lua.Cross80Shift|int64(reached100)<<lua.Cross100Shift != bits ||
-		q.Op != bucketgate.OpCheck || q.Cost == 0 || d.Allowed && limited != 0 || !d.Allowed && reached80|reached100 != 0 {
+		!checks(q) && q.Op != bucketgate.OpSettle || q.Cost == 0 || d.Allowed && limited != 0 || !d.Allowed && reached80|reached100 != 0 {
 		return bucketgate.Decision{}, fmt.Errorf("%w: crossings %b for a %v of cost %d, allowed %v", ErrBadReply, bits, q.Op, q.Cost, d.Allowed)
 	}
 	figs := make([]int64, 2*n)
@@ -169,7 +204,7 @@ func decodeCrossings(d bucketgate.Decision, rest []int64, q bucketgate.Request) 
 			bad = count < 1 || count > maxStoredCount || end <= nowS || end > nowS+maxWindowMillis/1000+1 ||
 				reached100.Has(i) && count < r.Limit || reached80.Has(i) && 5*count < 4*r.Limit
 		default:
-			bad = count < 0 || count >= r.Capacity || end < 1 || end > bucketgate.MaxFillTime.Milliseconds()+1
+			bad = count < 0 || count >= r.Capacity || end < 1 || end > 2*bucketgate.MaxFillTime.Milliseconds()+1 // from a debt of the capacity
 		}
 		if bad {
 			return bucketgate.Decision{}, fmt.Errorf("%w: rule %d (%s) crossed with figures %d and %d", ErrBadReply, i+1, r.Name, count, end)

@@ -59,6 +59,10 @@ func readDocBlocks(t *testing.T) []docBlock {
 // function, bucketgate-operator for a stack named bucketgate).
 const stackRequest = "json request to a stack's check function"
 
+// docSecret signs the reservation ids of the examples, so that they come out the same
+// on every run (a function without a secret uses one Redis keeps, made at random).
+const docSecret = "the secret of the doc examples."
+
 // TestDocExamples replays the section's examples in order on one fresh Redis at one
 // instant: each "json request" block against the "json response" or "json error"
 // block after it (a stackRequest's on a service-facing handler); the failure-policy
@@ -72,7 +76,7 @@ func TestDocExamples(t *testing.T) {
 	stack := newFixture(t, client, nil, guard.Options{})
 	stack.h.OperatorFunction = "bucketgate-operator"
 	for _, h := range []*Handler{f.h, stack.h} { // usage counted, as the functions count it by default
-		h.Guard, h.UsageDays = guard.New(bucket.New(client, bucket.Usage(settings.DefaultUsageDays)), guard.Options{Timeout: testTimeout}), settings.DefaultUsageDays
+		h.Guard, h.UsageDays = guard.New(bucket.New(client, bucket.Usage(settings.DefaultUsageDays), bucket.Secret([]byte(docSecret))), guard.Options{Timeout: testTimeout}), settings.DefaultUsageDays
 	}
 	example, err := os.ReadFile(goExamplePath)
 	if err != nil {

@@ -117,6 +117,10 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, invalidRequest(err)
 	}
 	results, err := h.decide(ctx, checks, batch)
+	if errors.Is(err, bucketgate.ErrConflict) { // a reservation or requestId Redis refused
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "conflict", slog.String(telemetry.AttrError, err.Error()))
+		return nil, messages.InvokeResponse_Error{Message: err.Error(), Type: checkapi.ErrorTypeConflict}
+	}
 	if err != nil { // Redis refused a request that parse accepted: engine and parse disagree
 		h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
@@ -197,6 +201,12 @@ func response(c check, r guard.Result) checkapi.Response {
 		ResetAfterMS: r.ResetAfter.Milliseconds(),
 		Rule:         r.Rule,
 		Plan:         c.plan,
+		Reservation:  r.Reservation,
+		Replayed:     r.Replayed,
+		Settled:      r.Settled,
+	}
+	if !r.Expires.IsZero() {
+		res.ExpiresAt = r.Expires.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	}
 	if len(r.Rules) != len(c.req.Rules) {
 		return res

@@ -20,21 +20,24 @@ const identityPrefix = bucketgate.TenantPrefix
 
 // Member names of the payload.
 const (
-	fieldKey      = "key"
-	fieldIdentity = "identity"
-	fieldOp       = "op"
-	fieldPlan     = "plan"
-	fieldRules    = "rules"
-	fieldCost     = "cost"
-	fieldFrom     = "from"
-	fieldTo       = "to"
-	fieldChecks   = "checks"
+	fieldKey         = "key"
+	fieldIdentity    = "identity"
+	fieldOp          = "op"
+	fieldPlan        = "plan"
+	fieldRules       = "rules"
+	fieldCost        = "cost"
+	fieldFrom        = "from"
+	fieldTo          = "to"
+	fieldChecks      = "checks"
+	fieldTTL         = "ttlMs"
+	fieldRequestID   = "requestId"
+	fieldReservation = "reservation"
 )
 
 // checkFields and ruleFields are the members a check and an inline rule may have;
 // payloadFields those of the payload (one check, or checks).
 var (
-	checkFields   = []string{fieldKey, fieldIdentity, fieldOp, fieldPlan, fieldRules, fieldCost, fieldFrom, fieldTo}
+	checkFields   = []string{fieldKey, fieldIdentity, fieldOp, fieldPlan, fieldRules, fieldCost, fieldFrom, fieldTo, fieldTTL, fieldRequestID, fieldReservation}
 	payloadFields = append(slices.Clone(checkFields), fieldChecks)
 	ruleFields    = []string{"name", "capacity", "refillPerSecond", "limit", "period", "anchor", "shadow"}
 )
@@ -179,6 +182,9 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 	if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], op, c.req.Rules); err != nil {
 		return check{}, err
 	}
+	if err := parseHold(path, m, &c.req); err != nil {
+		return check{}, err
+	}
 	if len(c.req.Rules) == 0 { // a tenant's, or no configuration's: no rules yet
 		return c, nil
 	}
@@ -199,7 +205,7 @@ func follows(c check) bool {
 // (read and checked against today when it is answered), and nothing a check has.
 func parseUsage(path string, m map[string][]byte, c check) (check, error) {
 	c.follow = follows(c)
-	for _, name := range []string{fieldPlan, fieldRules, fieldCost} {
+	for _, name := range []string{fieldPlan, fieldRules, fieldCost, fieldTTL, fieldRequestID, fieldReservation} {
 		if m[name] != nil {
 			return check{}, fmt.Errorf("%s: not with op %s: a usage report counts every check of the identity, whatever its rules", field(path, name), checkapi.OpUsage)
 		}
@@ -385,8 +391,20 @@ func parseCost(path string, raw []byte, op bucketgate.Op, rules []bucketgate.Rul
 	switch {
 	case op == bucketgate.OpReset && raw != nil:
 		return 0, fmt.Errorf("%s: not with op %s: a reset makes every rule full, whatever it held", path, checkapi.OpReset)
-	case op == bucketgate.OpReset:
+	case op == bucketgate.OpCancel && raw != nil:
+		return 0, fmt.Errorf("%s: not with op %s: a cancel settles at 0", path, checkapi.OpCancel)
+	case op == bucketgate.OpReset, op == bucketgate.OpCancel:
 		return 0, nil
+	case op == bucketgate.OpSettle:
+		if raw == nil {
+			return 0, fmt.Errorf("%s: missing: a settle needs the actual cost", path)
+		}
+		want := fmt.Sprintf("the actual cost, a whole number from 0 to %d", int64(bucketgate.MaxSettle))
+		cost, err := wholeValue(path, raw, want)
+		if err == nil && (cost < 0 || cost > bucketgate.MaxSettle) {
+			err = fmt.Errorf("%s: got %d, want %s", path, cost, want)
+		}
+		return cost, err
 	case raw == nil:
 		return checkapi.DefaultCost, fits(path, checkapi.DefaultCost, op, rules)
 	}
@@ -398,7 +416,10 @@ func parseCost(path string, raw []byte, op bucketgate.Op, rules []bucketgate.Rul
 	if err != nil {
 		return 0, err
 	}
-	if cost < 0 || cost > checkapi.MaxCost || op == bucketgate.OpRefund && cost == 0 {
+	if op == bucketgate.OpReserve {
+		want = fmt.Sprintf("an estimate, a whole number from 1 to %d (2^53)", int64(checkapi.MaxCost))
+	}
+	if cost < 0 || cost > checkapi.MaxCost || (op == bucketgate.OpRefund || op == bucketgate.OpReserve) && cost == 0 {
 		return 0, fmt.Errorf("%s: got %d, want %s", path, cost, want)
 	}
 	return cost, fits(path, cost, op, rules)
@@ -406,6 +427,9 @@ func parseCost(path string, raw []byte, op bucketgate.Op, rules []bucketgate.Rul
 
 // fits reports a cost (at path) of op that a rule of rules can never hold.
 func fits(path string, cost int64, op bucketgate.Op, rules []bucketgate.Rule) error {
+	if op == bucketgate.OpSettle { // the actual cost: what a rule cannot hold becomes a debt
+		return nil
+	}
 	for _, r := range rules {
 		switch {
 		case cost <= r.Max():
@@ -416,4 +440,59 @@ func fits(path string, cost int64, op bucketgate.Op, rules []bucketgate.Rule) er
 		}
 	}
 	return nil
+}
+
+// parseHold reads into q, a request of the check at path with members m, its ttlMs (a
+// reserve's), requestId (a check that takes tokens, a reserve's or a refund's) and
+// reservation (a settle's or a cancel's, which needs it).
+func parseHold(path string, m map[string][]byte, q *bucketgate.Request) error {
+	settles := q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
+	switch {
+	case m[fieldTTL] != nil && q.Op != bucketgate.OpReserve:
+		return fmt.Errorf("%s: only with op %s: how long its reservation holds", field(path, fieldTTL), checkapi.OpReserve)
+	case m[fieldReservation] != nil && !settles:
+		return fmt.Errorf("%s: only with op %s or %s: the reservation they settle", field(path, fieldReservation), checkapi.OpSettle, checkapi.OpCancel)
+	case m[fieldReservation] == nil && settles:
+		return fmt.Errorf("%s: missing: a %v needs the reservation a reserve answered", field(path, fieldReservation), q.Op)
+	case m[fieldRequestID] != nil && (settles || q.Op == bucketgate.OpReset || q.Op == bucketgate.OpCheck && q.Cost == 0):
+		return fmt.Errorf("%s: not with a %s: only a request that takes or gives back tokens has one (a settle and a cancel are idempotent by their reservation)",
+			field(path, fieldRequestID), opName(*q))
+	}
+	if raw := m[fieldTTL]; raw != nil {
+		want := fmt.Sprintf("whole milliseconds from 1 to %d", bucketgate.MaxTTL.Milliseconds())
+		ms, err := wholeValue(field(path, fieldTTL), raw, want)
+		if err != nil {
+			return err
+		}
+		if ms < 1 || ms > bucketgate.MaxTTL.Milliseconds() {
+			return fmt.Errorf("%s: got %d, want %s", field(path, fieldTTL), ms, want)
+		}
+		q.TTL = time.Duration(ms) * time.Millisecond
+	}
+	for _, f := range []struct {
+		name string
+		to   *string
+		most int
+	}{{fieldRequestID, &q.RequestID, bucketgate.MaxRequestID}, {fieldReservation, &q.ID, bucketgate.MaxID}} {
+		if m[f.name] == nil {
+			continue
+		}
+		v, err := stringValue(field(path, f.name), m[f.name])
+		if err != nil {
+			return err
+		}
+		if v == "" || len(v) > f.most {
+			return fmt.Errorf("%s: %d bytes: want 1 to %d", field(path, f.name), len(v), f.most)
+		}
+		*f.to = v
+	}
+	return nil
+}
+
+// opName names q's operation for a message: "peek" for a check of cost 0.
+func opName(q bucketgate.Request) string {
+	if q.Op == bucketgate.OpCheck && q.Cost == 0 {
+		return "peek"
+	}
+	return q.Op.String()
 }

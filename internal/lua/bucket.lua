@@ -20,7 +20,11 @@
 --           "u:<D>:x" (the cost they took above one each: the cost admitted is a + x, and
 --           a check of cost 1 touches no x) and "u:<D>:l" (checks limited); no rule's field
 --           starts "u:<digit>" (a rule name has no ':').
--- KEYS[2]   with usage only: the identity's usage archive, "<prefix>{<identity>}:usage"
+-- KEYS[3]   with a hold (f = 3) only: the record of an idempotent request,
+--           "<prefix>{<identity>}:h:<nonce>", or of a settled reservation,
+--           "<prefix>{<identity>}:s:<nonce>" (see "Holds" below); KEYS[2] is then given
+--           with or without usage.
+-- KEYS[2]   with usage or a hold only: the identity's usage archive, "<prefix>{<identity>}:usage"
 --           (the same hash tag: the same cluster slot), a hash of one field per earlier
 --           day D, "<D>" = "<allowed> <cost> <limited>".
 -- ARGV      first f values (f = #ARGV % 4) that apply to the call, then the rules':
@@ -36,7 +40,10 @@
 --   f = 2     ARGV[1], the operation, and ARGV[2], the days usage is kept (1 to 400,
 --             today included): a check that takes tokens (cost >= 1) counts in the usage
 --             of the day; another operation ignores it.
---   f = 3     refused (kept for what later versions add).
+--   f = 3     a hold: ARGV[1] the operation as for f = 1, or "s<a>" (a settle at the
+--             actual cost a, 0 to 1e9); ARGV[2] the days usage is kept as for f = 2, or
+--             '0' for none; ARGV[3] the hold (see "Holds"). A hold is for a check that
+--             takes tokens, a refund or a settle.
 --           Then, for n rules: the 2n field names, the two of each rule in turn
 --           ("<rule>:tokens" and "<rule>:ts", or "<rule>:used" and "<rule>:end"); then 2n
 --           numbers, two per rule in the same order: a bucket's capacity (whole tokens)
@@ -130,6 +137,25 @@
 -- a whole number, with Lua's error (allowed) or Redis's (HINCRBY, limited). A reset reads
 -- no field.
 --
+-- Holds (f = 3): a settle, or an idempotent request. A reserve is no hold: the caller
+-- sends it as the check of its estimate and signs what its settle needs (the estimate
+-- and the expiry) into its id. A settle ("s<a>", hold "<estimate> <expiry> <life>") is
+-- refused at or past its reservation's expiry (Unix ms; an error, the estimate stays
+-- taken); otherwise an actual cost below the estimate is a refund of the difference (as
+-- above), above it a debit of the difference that never denies: a bucket goes down to
+-- minus its capacity at most, a quota's count up to twice its limit at most, every rule
+-- is written as by a check, and no usage is counted. Before any other write, its outcome
+-- "<flags> <wait> <reset> <now> <actual>" goes to its record, KEYS[3] (SET NX GET, living
+-- life ms past the expiry): a record there already is a settle made before, whose
+-- outcome answers, nothing written. An idempotent request (hold "<life> <fp>") reads its
+-- record first: found, its fingerprint must be fp (else an error) and its decision
+-- "<fp> <flags> <wait> <reset> <now>" answers again, nothing written; not found, the
+-- request is decided and its record written last (SET PX life). A stored bucket count
+-- below zero is a settle's debt: it refills as any count, a check waits until it holds
+-- the cost, a peek shows 0 left. Errors about a hold start "ERR bucketgate-hold:" and
+-- write nothing. A hold's reply is the four integers and two more: 1 when the answer is
+-- a decision or outcome given again (else 0), and a settle's actual cost (else 0).
+--
 -- Usage (f = 2): a check that takes tokens adds, when allowed, 1 to "u:<D>:a" (and its
 -- cost less one to "u:<D>:x") in the HMGET and HSET it makes anyway, or, when denied, 1
 -- to "u:<D>:l" with HINCRBY: the one write of a denial. A peek, a refund and a reset
@@ -192,15 +218,35 @@ local argv, call, tonumber, huge = ARGV, redis.call, tonumber, 1 / 0 -- math.hug
 local key, nargs = KEYS[1], #argv
 
 -- o is how many values of ARGV apply to the call: 0 (a check of cost 1), 1 (the
--- operation) or 2 (the operation and the days usage is kept). The usual cost, '1', skips
--- tonumber: comparing Lua strings compares pointers.
+-- operation), 2 (the operation and the days usage is kept) or 3 (and the hold). The
+-- usual cost, '1', skips tonumber: comparing Lua strings compares pointers.
 local o = nargs % 4
-if o > 2 or nargs < o + 4 then
-  return redis.error_reply('ERR bucketgate: ARGV must be the operation and the days usage is kept (or fewer: see the header), two field names per rule, then two numbers per rule')
+if nargs < o + 4 then
+  return redis.error_reply('ERR bucketgate: ARGV must be the operation, the days usage is kept and the hold (or fewer: see the header), two field names per rule, then two numbers per rule')
 end
 local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'reset'; keep: the days usage is kept (see below), nil when none is counted
+-- With a hold (o = 3, "Holds" in the header): rec the record's key, life the ms a new
+-- record lives, fp an idempotent request's fingerprint, settle a settle's actual cost,
+-- est and exp its reservation's estimate and expiry (Unix ms; a settle's record lives
+-- life ms past it), debit for a settle that takes more than its estimate.
+local rec, life, fp, settle, est, exp, debit
 if o > 0 then
   cost = argv[1]
+  if o == 3 then
+    rec = KEYS[3]
+    if string.byte(cost) == 115 then -- 's': a settle at the actual cost that follows
+      settle, cost = tonumber(string.sub(cost, 2)), '0'
+      est, exp, life = string.match(argv[3], '^(%d+) (%d+) (%d+)$')
+      if not (settle and settle >= 0 and settle <= 1e9 and settle % 1 == 0 and life and est + 0 >= 1 and est + 0 <= 1e9 and life + 0 >= 1 and rec) then
+        return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its reservation\'s estimate (1 to 1e9), expiry and the ms its record lives (1 or more), and its record, KEYS[3]')
+      end
+    else
+      life, fp = string.match(argv[3], '^(%d+) (%S+)$')
+      if not (fp and life + 0 >= 1 and rec) then
+        return redis.error_reply('ERR bucketgate: a hold must be the ms a record lives (1 or more) and the fingerprint, with the record, KEYS[3]')
+      end
+    end
+  end
   if cost == '1' then
     cost = 1
   else
@@ -218,7 +264,14 @@ if o > 0 then
   -- The days usage is kept stay ARGV's string until a write needs them (the day's
   -- first, or a rule living past the day), which reads and checks them first: most
   -- calls need no tonumber.
-  if o == 2 and not op and cost > 0 then keep = argv[2] end
+  if o == 2 and not op and cost > 0 then
+    keep = argv[2]
+  elseif o == 3 and not settle then
+    if op == 'reset' or not op and cost == 0 then
+      return redis.error_reply('ERR bucketgate: a hold is for a check that takes tokens, a refund or a settle')
+    end
+    if not op and argv[2] ~= '0' then keep = argv[2] end
+  end
 end
 -- Rule r's fields are ARGV[o+2r-1] and ARGV[o+2r], its two numbers ARGV[o+n2+2r-1] and
 -- ARGV[o+n2+2r]: the loops below run i = 2r-1 over 1, 3, .., n2-1, and s[i], s[i+1]
@@ -235,6 +288,34 @@ if least < 1 then least = 1 end
 
 local t = call('TIME')
 local now = t[1] * 1000000 + t[2]
+-- A hold (o = 3): a settle after its reservation's expiry is refused; an idempotent
+-- request reads its record first (rv), and one found answers its first decision.
+local rv
+if rec then
+  if settle then
+    if (now - now % 1000) / 1000 >= exp + 0 then
+      return redis.error_reply('ERR bucketgate-hold: reservation expired at ' .. exp .. ' ms (Unix time): it stays charged at its estimate')
+    end
+    est = est + 0
+    if settle > est then
+      cost, debit = settle - est, true
+    else
+      cost, give, op = 0, est - settle, 'refund'
+    end
+    most = cost + give
+  else
+    rv = call('GET', rec)
+    if rv then
+      local rfp, f, w, r, n = string.match(rv, '^(%S+) (%d+) (%d+) (%d+) (%d+)$')
+      if not n or rfp ~= fp then
+        return redis.error_reply('ERR bucketgate-hold: requestId was used first for another request (operation, cost, ttl or rules): a new request needs a new requestId')
+      end
+      return {f + 0, w + 0, r + 0, n + 0, 1, 0} -- decided before: its first decision
+    end
+  end
+end
+local need = cost -- what an enforced rule must hold: a peek, a refund and a debit never deny
+if cost == 0 or debit then need = -huge end
 -- A refund keeps the fields as read (before): the loop below overwrites s with levels.
 -- With usage: day is the UTC day (days since 1970-01-01, also for quotas), ua the field
 -- of its allowed checks and, for a check of a cost other than 1, ux that of their cost
@@ -306,7 +387,7 @@ for i = 1, n2, 2 do
         return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': fills in more than 366 days')
       end
     end
-    if most > cap then
+    if most > cap and not settle then
       return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': ' .. (give > 0 and 'refund ' or 'cost ') .. most .. ' exceeds ' .. (period and 'limit ' or 'capacity ') .. cap)
     end
   end
@@ -387,17 +468,18 @@ for i = 1, n2, 2 do
     if level < 0 then level = 0 end
     if count > 0 then full = qend end
     if shadow == i then
-      if level < cost then
+      if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
       elseif cost > 0 then
         count, full = count + cost, qend
+        if debit and count > cap + cap then count = cap + cap end -- over its limit by its limit at most
       end
       s[i] = count
       if not sreset or full > sreset then sreset = full end
     else
       if level < dfewest then dfewest = level end
       if full > dreset then dreset = full end
-      if level < cost then
+      if level < need then
         allowed = 0
         if qend > dwait then dwait, dbinding = qend, r end
         -- A denial implies a count stored in the window (ending): the first, unless marked.
@@ -406,9 +488,14 @@ for i = 1, n2, 2 do
           fig[i], fig[i + 1], marks[#marks + 1], marks[#marks + 2] = count, we, argv[o + i + 1], '+' .. ending
         end
       elseif allowed == 1 then
+        local was = count
         level, count = level - cost, count + cost
+        if debit then
+          if count > cap + cap then count = cap + cap end -- over its limit by its limit at most
+          level = cap - count
+        end
         s[i] = count
-        if count * 5 >= cap * 4 and (count - cost) * 5 < cap * 4 or count >= cap and count - cost < cap then
+        if count * 5 >= cap * 4 and was * 5 < cap * 4 or count >= cap and was < cap then
           -- Across 80% or 100% of the limit: reported unless the window's end says it was
           -- (z: 1 for its suffix e0, 2 for E0); the end written says so from now on.
           local sign, digits, z = '', string.format('%d', we), 0
@@ -430,7 +517,7 @@ for i = 1, n2, 2 do
         if level < fewest then fewest, binding = level, r end
         if count > 0 then full = qend end
         if full > resetafter then resetafter = full end
-        if level < cost and qend > wait then wait, waitrule = qend, r end
+        if level < need and qend > wait then wait, waitrule = qend, r end
       end
     end
   else
@@ -452,17 +539,17 @@ for i = 1, n2, 2 do
       end
       level = level + elapsed * rate / 1000000 + give
       if level > cap then
-        if level == huge then level = -1 else level = cap end
+        if level == huge then level = -huge else level = cap end
       end
-      if not (level >= 0) then
-        return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored tokens ' .. string.sub(s[i], 1, 32) .. ' at time ' .. string.sub(ts, 1, 32) .. ' are not a finite number >= 0')
+      if not (level > -huge) then -- below zero: a debt a settle took
+        return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored tokens ' .. string.sub(s[i], 1, 32) .. ' at time ' .. string.sub(ts, 1, 32) .. ' are not a finite number')
       end
       -- A marked stamp, told by its length alone ('+' and 16 digits; the script writes
       -- no other stamp longer than 16 characters before the year 2286): denied before
       -- in this window, which an admission ends only when it finds the bucket full. ts
       -- becomes true for a mark; kept, for an enforced rule that admits now.
       if #ts > 16 then
-        if level < cap and level >= cost and shadow ~= i then kept = kept or {}; kept[i + 1] = true end
+        if level < cap and level >= need and shadow ~= i then kept = kept or {}; kept[i + 1] = true end -- need: a debit admits whatever it holds
         ts = true
       end
     elseif ts then
@@ -474,10 +561,11 @@ for i = 1, n2, 2 do
       -- A shadow rule, if the check is allowed: cost taken when it holds cost tokens,
       -- else a shadow denial that takes nothing.
       local r = (i + 1) / 2
-      if level < cost then
+      if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
       else
         level = level - cost
+        if debit and level < -cap then level = -cap end -- a debt of its capacity at most
       end
       s[i] = level
       local full = (cap - level) * 1000 / rate
@@ -486,18 +574,19 @@ for i = 1, n2, 2 do
     elseif n2 == 2 then
       -- The only rule: its outcome is the decision's.
       binding = 1
-      if level < cost then
+      if level < need then
         allowed, fewest, waitrule = 0, level, 1
         wait = (cost - level) * 1000 / rate
         wait = wait + (-wait) % 1
         if ts ~= true then -- its first denial in the window: marked
           local full = (cap - level) * 1000 / rate
-          cross, fig, marks = 1, {level - level % 1, full + (-full) % 1}, {argv[o + 2], '+' .. ts}
+          cross, fig, marks = 1, {level > 0 and level - level % 1 or 0, full + (-full) % 1}, {argv[o + 2], '+' .. ts} -- a debt shows 0 left
         end
       else
         level = level - cost
+        if debit and level < -cap then level = -cap end
         s[1], fewest = level, level
-        if level < cost then
+        if level < need then
           wait, waitrule = (cost - level) * 1000 / rate, 1
           wait = wait + (-wait) % 1
         end
@@ -511,24 +600,25 @@ for i = 1, n2, 2 do
       local full = (cap - level) * 1000 / rate
       full = full + (-full) % 1
       if full > dreset then dreset = full end
-      if level < cost then
+      if level < need then
         allowed = 0
         local w = (cost - level) * 1000 / rate
         w = w + (-w) % 1
         if w > dwait then dwait, dbinding = w, r end
         if ts ~= true then -- its first denial in the window: marked
           cross, fig, marks = (cross or 0) + 2 ^ (r - 1), fig or {}, marks or {}
-          fig[i], fig[i + 1], marks[#marks + 1], marks[#marks + 2] = level - level % 1, full, argv[o + i + 1], '+' .. ts
+          fig[i], fig[i + 1], marks[#marks + 1], marks[#marks + 2] = level > 0 and level - level % 1 or 0, full, argv[o + i + 1], '+' .. ts
         end
       elseif allowed == 1 then
         -- If allowed: this rule with cost taken.
         level = level - cost
+        if debit and level < -cap then level = -cap end
         s[i] = level
         if level < fewest then fewest, binding = level, r end
         full = (cap - level) * 1000 / rate
         full = full + (-full) % 1
         if full > resetafter then resetafter = full end
-        if level < cost then
+        if level < need then
           local w = (cost - level) * 1000 / rate
           w = w + (-w) % 1
           if w > wait then wait, waitrule = w, r end
@@ -540,7 +630,24 @@ end
 if dbinding then
   fewest, binding, wait, waitrule, resetafter = dfewest, dbinding, dwait, dbinding, dreset
 end
+if fewest < 0 then fewest = 0 end -- a bucket in debt has none left
 if up and allowed == 1 then cross, fig = up, ufig end -- thresholds count only when admitted
+
+if settle then
+  -- The settle's outcome, written unless the reservation was settled before: then its
+  -- first outcome answers, and nothing else is written. The first write of a settle.
+  local b, f = binding or 0, fewest
+  if not binding then f = 0 end
+  local o1 = string.format('%d %d %d %d %d', allowed + 2 * b + 32 * waitrule + 131072 * (f - f % 1), wait, resetafter, now, settle)
+  local old = call('SET', rec, o1, 'NX', 'GET', 'PXAT', string.format('%d', exp + life)) -- kept life ms past the expiry
+  if old then
+    local f1, w, r, n, a = string.match(old, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+    if not a then
+      return redis.error_reply('ERR bucketgate-state: the settled record of this reservation is not bucketgate\'s')
+    end
+    return {f1 + 0, w + 0, r + 0, n + 0, 1, a + 0} -- settled before: its first outcome
+  end
+end
 
 -- at: when the key must expire (ms), nil to leave it; newday: the first write of the
 -- day's usage, which prunes the days past keeping.
@@ -639,7 +746,7 @@ if allowed == 1 and most > 0 then
       end
     end
   end
-elseif op then -- a reset: a refund is always allowed, a check never gets here with op
+elseif op == 'reset' then -- a refund is always allowed (a settle at its estimate gives 0), a check never gets here with op
   call('HDEL', key, unpack(argv, o + 1, o + n2))
 elseif keep and allowed == 0 then
   -- A denial counted in usage: its one write. It may be the day's first when the day
@@ -708,6 +815,23 @@ if shadow then
   if allowed == 0 then denials = 0 end
   if not binding then fewest, binding = 0, 0 end -- no enforced rule
 end
+if rec then
+  -- A hold: an idempotent request's record, its decision (a replay crosses nothing);
+  -- then the reply with its two more values, and any crossings after them, as below.
+  local flags = allowed + 2 * binding + 32 * waitrule + 512 * (denials or 0) + 131072 * (fewest - fewest % 1)
+  if not settle then
+    call('SET', rec, string.format('%s %d %d %d %d', fp, flags, wait, resetafter, now), 'PX', life)
+  end
+  if cross then
+    if marks then call('HSET', key, unpack(marks)) end
+    local reply = {flags + 140737488355328, wait, resetafter, now, 0, settle or 0, cross}
+    for i = 1, n2, 2 do
+      reply[i + 7], reply[i + 8] = fig[i] or 0, fig[i + 1] or 0
+    end
+    return reply
+  end
+  return {flags, wait, resetafter, now, 0, settle or 0}
+end
 if cost == 0 and not op then
   -- A peek: the four, then every rule's tokens (a quota's room) and the ms until it is
   -- full (a quota's window ends).
@@ -720,6 +844,7 @@ if cost == 0 and not op then
       if left < 0 then left = 0 end
     else
       left = s[i] - s[i] % 1
+      if left < 0 then left = 0 end
       full = (cap - s[i]) * 1000 / argv[o + n2 + i + 1]
       full = full + (-full) % 1
     end

@@ -23,12 +23,27 @@ var BucketSHA1 = func() string {
 }()
 
 // KEYS of bucket.lua, by index: the identity's state hash, and with usage (Args.Usage)
-// its usage archive, in the same cluster slot. KeysMax is the most keys a call has.
+// or a hold (Args.Hold) its usage archive, and with a hold the record of the request or
+// of its reservation (RecordInfix), all in the same cluster slot. KeysMax is the most
+// keys a call has.
 const (
-	KeyState = 0
-	KeyUsage = 1
-	KeysMax  = 2
+	KeyState  = 0
+	KeyUsage  = 1
+	KeyRecord = 2
+	KeysMax   = 3
 )
+
+// RecordInfix and SettledInfix follow the state hash's key in a record's key, before its
+// nonce: "<state key>:h:<nonce>" holds an idempotent request's decision, "<state
+// key>:s:<nonce>" a settled reservation's outcome.
+const (
+	RecordInfix  = ":h:"
+	SettledInfix = ":s:"
+)
+
+// SettlePrefix starts ARGV's operation, with a hold, for a settle at the actual cost
+// that follows.
+const SettlePrefix = "s"
 
 // OpReset is ARGV's operation that removes every rule's state.
 const OpReset = "reset"
@@ -49,6 +64,9 @@ type Args struct {
 	// Usage reports whether ARGV holds the days usage is kept after the operation: the
 	// call counts a check that takes tokens in the identity's usage of the day.
 	Usage bool
+	// Hold reports whether ARGV holds, after the operation and the days usage is kept
+	// ("0" for none), the hold (ArgHold): a settle, or an idempotent request.
+	Hold bool
 }
 
 // ArgOp is the index in ARGV of the operation, when Args.Op: a check's cost (a whole
@@ -59,6 +77,11 @@ const ArgOp = 0
 // Args.Usage.
 const ArgUsageDays = 1
 
+// ArgHold is the index in ARGV of the hold, when Args.Hold: for a settle, "<estimate>
+// <expiry> <life>", its reservation's estimate and expiry (Unix ms) and how long its
+// record lives past that (ms); for an idempotent request, "<life> <fingerprint>".
+const ArgHold = 2
+
 // Len is the length of ARGV.
 func (a Args) Len() int { return a.fixed() + ArgsPerRule*a.Rules }
 
@@ -66,6 +89,8 @@ func (a Args) Len() int { return a.fixed() + ArgsPerRule*a.Rules }
 // is kept, the operation, or none.
 func (a Args) fixed() int {
 	switch {
+	case a.Hold:
+		return 3
 	case a.Usage:
 		return 2
 	case a.Op:
@@ -91,9 +116,9 @@ func (a Args) Capacity(r int) int { return a.fixed() + fieldsPerRule*a.Rules + n
 func (a Args) Rate(r int) int { return a.Capacity(r) + 1 }
 
 // How many values ARGV holds: at most ArgsFixed for the call (the operation, the days
-// usage is kept), and ArgsPerRule for each rule (two field names, two numbers).
+// usage is kept, the hold), and ArgsPerRule for each rule (two field names, two numbers).
 const (
-	ArgsFixed      = 2
+	ArgsFixed      = 3
 	ArgsPerRule    = fieldsPerRule + numbersPerRule
 	fieldsPerRule  = 2
 	numbersPerRule = 2
@@ -162,6 +187,12 @@ const (
 	ReplyNow     = 3 // the Redis TIME of the decision, in microseconds
 	ReplyLen     = 4
 	ReplyPerRule = 2
+	// With a hold, two more: ReplyReplayed 1 when the answer is a first decision or
+	// outcome given again (nothing written), ReplyHeld a settle's actual cost (0
+	// otherwise).
+	ReplyReplayed = 4
+	ReplyHeld     = 5
+	ReplyHoldLen  = 6
 )
 
 // ReplyRuleLeft is the index in a peek's reply of rule r's tokens (floor), or a quota's
@@ -219,6 +250,9 @@ const (
 	// StateErrorPrefix starts the error reply for stored fields of the identity that the
 	// script did not write (not finite numbers, half a rule): nothing was written.
 	StateErrorPrefix = "bucketgate-state:"
+	// HoldErrorPrefix starts the error reply for a reservation that expired, or a
+	// requestId used first for another request: nothing was written.
+	HoldErrorPrefix = "bucketgate-hold:"
 )
 
 // ArithmeticErrors are the texts by which Lua reports arithmetic on a value that is not

@@ -47,6 +47,7 @@ const (
 	EnvEventsTimeoutMS   = "EVENTS_TIMEOUT_MS"
 	EnvOperatorFunction  = "OPERATOR_FUNCTION"
 	EnvUsageDays         = "USAGE_RETENTION_DAYS"
+	EnvIdempotencyMS     = "IDEMPOTENCY_TTL_MS"
 )
 
 // Defaults of the settings that have one.
@@ -125,6 +126,9 @@ const (
 	// MaxUsageDays is the most days USAGE_RETENTION_DAYS may keep: a year and a month,
 	// the script's bound (bucket.MaxUsageDays).
 	MaxUsageDays = 400
+	// DefaultIdempotency is how long Redis remembers a requestId when
+	// IDEMPOTENCY_TTL_MS is unset: 10 minutes.
+	DefaultIdempotency = 10 * time.Minute
 	// MaxRegistryCacheTTL is the longest REGISTRY_CACHE_MS: a day, beyond which a
 	// revocation would hardly be one.
 	MaxRegistryCacheTTL = 24 * time.Hour
@@ -282,6 +286,10 @@ type Settings struct {
 	// in its identity's usage of the day (checks allowed, their cost, checks limited),
 	// which the check function's op usage reports.
 	UsageDays int
+	// Idempotency is how long Redis remembers a check's requestId for its identity
+	// (IDEMPOTENCY_TTL_MS, 1000 to 86400000 ms; default DefaultIdempotency): the same
+	// requestId within it answers the first decision and changes nothing.
+	Idempotency time.Duration
 }
 
 // Load reads the settings through getenv (os.Getenv in production) and validates them;
@@ -372,6 +380,11 @@ func Load(getenv func(string) string) (Settings, error) {
 	if s.UsageDays, err = parseWhole(getenv, EnvUsageDays, DefaultUsageDays, 0, MaxUsageDays, "days"); err != nil {
 		return s, err
 	}
+	ms, err := parseWhole(getenv, EnvIdempotencyMS, int(DefaultIdempotency.Milliseconds()), 1000, 86_400_000, "milliseconds")
+	if err != nil {
+		return s, err
+	}
+	s.Idempotency = time.Duration(ms) * time.Millisecond
 	if err := s.validateTLS(); err != nil {
 		return s, err
 	}

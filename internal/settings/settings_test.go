@@ -34,6 +34,7 @@ func TestLoadDefaults(t *testing.T) {
 		RegistryCacheSize: settings.DefaultRegistryCacheSize,
 		RegistryTimeout:   settings.DefaultRegistryTimeout,
 		UsageDays:         settings.DefaultUsageDays,
+		Idempotency:       settings.DefaultIdempotency,
 		MetricsFlush:      settings.DefaultMetricsFlush,
 		EventsTimeout:     settings.DefaultEventsTimeout,
 	}
@@ -233,6 +234,8 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"usage kept 401 days", map[string]string{"USAGE_RETENTION_DAYS": "401"}, []string{"USAGE_RETENTION_DAYS", "want a whole number of days from 0 to 400"}},
 		{"usage kept -1 days", map[string]string{"USAGE_RETENTION_DAYS": "-1"}, []string{"USAGE_RETENTION_DAYS"}},
 		{"usage kept a month", map[string]string{"USAGE_RETENTION_DAYS": "1M"}, []string{"USAGE_RETENTION_DAYS", `"1M"`}},
+		{"idempotency below a second", map[string]string{"IDEMPOTENCY_TTL_MS": "999"}, []string{"IDEMPOTENCY_TTL_MS", "want a whole number of milliseconds from 1000 to 86400000"}},
+		{"idempotency of a week", map[string]string{"IDEMPOTENCY_TTL_MS": "604800000"}, []string{"IDEMPOTENCY_TTL_MS"}},
 		{"deny cache of 10^8", map[string]string{"DENY_CACHE_SIZE": "100000000"}, []string{"DENY_CACHE_SIZE", "100000"}},
 		{"deny cache beyond int", map[string]string{"DENY_CACHE_SIZE": "99999999999999999999"}, []string{"DENY_CACHE_SIZE", "100000"}},
 		{"namespace too long", map[string]string{"METRICS_NAMESPACE": strings.Repeat("n", 256)}, []string{"METRICS_NAMESPACE", "256 bytes", "255"}},

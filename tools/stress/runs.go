@@ -98,7 +98,7 @@ func soakScenarios() []Scenario {
 
 // standalone runs the load and fault runs against one standalone redis-server.
 func (r *runner) standalone(ctx context.Context) error {
-	names := []string{"standalone", "pause", "kill-restart", "script-flush", "latency-below-deadline", "latency-beyond-deadline"}
+	names := []string{"standalone", "pause", "kill-restart", "script-flush", "latency-below-deadline", "latency-beyond-deadline", "leases"}
 	if !r.anySelected(names) {
 		return nil
 	}
@@ -163,6 +163,9 @@ func (r *runner) standalone(ctx context.Context) error {
 		if _, err := r.load(ctx, lr); err != nil {
 			return err
 		}
+	}
+	if r.selected("leases") {
+		return r.leases(ctx, srv, r.opts.Load, r.opts.Workers*r.opts.Goroutines)
 	}
 	return nil
 }

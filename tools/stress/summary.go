@@ -38,6 +38,8 @@ type Summary struct {
 	Runs []*RunResult
 	// Hostile is the hostile-identity run, if it ran.
 	Hostile *HostileResult
+	// Leases is the reserve, settle and idempotent-check storm, if it ran.
+	Leases *LeasesResult
 	// Soak is the soak's memory and goroutine trends, if it ran; RedisSamples are its
 	// raw Redis readings.
 	Soak         *SoakResult
@@ -104,6 +106,9 @@ func (s *Summary) OverAdmitted() int64 {
 	for _, r := range s.Runs {
 		n += r.Accounting.OverAdmitted
 	}
+	if s.Leases != nil {
+		n += s.Leases.OverAdmitted
+	}
 	return n
 }
 
@@ -133,6 +138,17 @@ func (s *Summary) Failures() []string {
 		// No fault here makes Redis answer out of shape: a bad response is the engine's.
 		if n := r.FailClosed[guard.FailureBadResponse]; n > 0 {
 			add("%s: %d replies of the wrong shape from a real Redis", r.Name, n)
+		}
+	}
+	if l := s.Leases; l != nil {
+		if l.OverAdmitted > 0 {
+			add("leases: over-admitted %d tokens", l.OverAdmitted)
+		}
+		if l.DoubleSettles > 0 || l.DoubleCharges > 0 {
+			add("leases: %d reservations settled twice, %d requestIds charged twice", l.DoubleSettles, l.DoubleCharges)
+		}
+		if l.Errors > 0 {
+			add("leases: %d errors, e.g. %s", l.Errors, l.ErrorExample)
 		}
 	}
 	if h := s.Hostile; h != nil {
@@ -231,6 +247,12 @@ func (s *Summary) Write(w io.Writer, failures, misses []string) {
 			rec = fmt.Sprintf("%s / %s / %s", ms(r.Recovery[0]), ms(r.Recovery[n/2]), ms(r.Recovery[n-1]))
 		}
 		p("| %s | %s | %d | %s | %d | %d | %d |", r.Name, ms(r.FaultLatency), len(r.Recovery)+r.NotRecovered, rec, r.NotRecovered, r.FailClosedOutside, r.AcrossFailover)
+	}
+	if l := s.Leases; l != nil {
+		p("\n## Leases (standalone)\n")
+		p("| reserves | allowed | settles (two at once each) | settled twice | idempotent checks (two at once each) | charged twice | errors | over-admitted |")
+		p("|---|---|---|---|---|---|---|---|")
+		p("| %d | %d | %d | %d | %d | %d | %d | %d |", l.Reserves, l.Allowed, l.Settles, l.DoubleSettles, l.Idempotent, l.DoubleCharges, l.Errors, l.OverAdmitted)
 	}
 	if h := s.Hostile; h != nil {
 		p("\n## Hostile identities (cluster)\n")

@@ -10,9 +10,12 @@
 # would make the mix of allowed and denied requests (about half each at the default N,
 # as in BENCHMARKS.md item 1) depend on the machine's speed.
 #
-# usage: instructions.sh [N]   (default 20000; needs valgrind, redis-server, redis-benchmark)
+# usage: instructions.sh [N] [leases]   (default 20000; needs valgrind, redis-server,
+# redis-benchmark). With "leases", only the figures of issue 31: a check, a reserve and a
+# settle.
 set -euo pipefail
 n=${1:-20000}
+only=${2:-}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -57,8 +60,47 @@ count() {
   echo $((total / n))
 }
 
+# count_cmds PREP CMDS: instructions per call of the EVALSHA lines of file CMDS (redis-cli's
+# inline syntax, @SHA@ for the script's SHA1), the same count after the lines of file PREP
+# (uncounted: their figure is counted alone and taken off). redis-benchmark draws keys at
+# random; a reserve and its settle need one record each, named here.
+count_cmds() {
+  local prep=$1 cmds=$2 port out pid total calls sha
+  port=$(free_port)
+  out="$work/callgrind.$port"
+  valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no --toggle-collect=evalShaCommand \
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$work/valgrind.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+  sha=$(redis-cli -p "$port" script load "$(cat "$bucket")")
+  cat $prep "$cmds" | sed "s/@SHA@/$sha/" | redis-cli -p "$port" >"$work/replies"
+  if grep -q ERR "$work/replies"; then echo "instructions.sh: $(grep -m1 ERR "$work/replies")" >&2; exit 1; fi
+  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  wait "$pid" || true
+  total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+  calls=$(wc -l <"$cmds")
+  echo $((total / calls))
+}
+
 bucket=$root/internal/lua/bucket.lua
 rule=(burst:tokens burst:ts 10 0.001)
+
+# Issue 31: bucket.Limiter sends a reserve as the check of its estimate (its id, signed,
+# carries the rest): the check's call. A settle: reserves of 5 tokens (checks) on a
+# bucket of 1000, 20 per identity, each settled at 3 (2 tokens given back), against the
+# same reserves alone; each settle writes its outcome under its own record key.
+awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 1 bg:{%d} 5 burst:tokens burst:ts 1000 0.001\n", i % 1000 }' >"$work/reserve5"
+awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 3 bg:{%d} bg:{%d}:usage bg:{%d}:s:%d s3 0 \"5 99999999999999 600000\" burst:tokens burst:ts 1000 0.001\n", i % 1000, i % 1000, i % 1000, i }' >"$work/settle"
+if [ "$only" = leases ]; then
+  one=$(count "$bucket" '' "${rule[@]}")
+  admitted=$(count "$bucket" '' burst:tokens burst:ts 1000 0.001)
+  reserve=$one
+  reserve5=$(count_cmds '' "$work/reserve5")
+  settle=$(( $(count_cmds "$work/reserve5" "$work/settle") - reserve5 ))
+  awk -v x="$one" -v a="$admitted" -v r="$reserve" -v s="$settle" 'BEGIN {
+    printf "lease instructions/call: check %d, reserve %d (%.2fx the check), settle %d (%.2fx the check; an admitted check %d, %.2fx)\n", x, r, r / x, s, s / x, a, s / a }'
+  exit 0
+fi
 # Checks of cost 1 leave the operation out, as bucket.Limiter sends them.
 one=$(count "$bucket" '' "${rule[@]}")
 two=$(count "$bucket" '' burst:tokens burst:ts daily:tokens daily:ts 10 0.001 1000 0.011574074074074073)
@@ -81,4 +123,7 @@ awk -v x="$one" -v y="$two" -v z="$gcra" 'BEGIN {
   printf "redis-side instructions/decision: bucketgate 1 rule %d, 2 rules %d, redis_rate %d, ratio X/Z %.3f, Y/X %.2f\n", x, y, z, x / z, y / x }'
 awk -v x="$one" -v a="$admitted" -v f="$refund" -v r="$reset" 'BEGIN {
   printf "redis-side instructions/operation, 1 rule: check %d (every one admitted: %d), refund %d (%.2fx an admitted check), reset %d (%.2fx a check)\n", x, a, f, f / a, r, r / x }'
-printf 'round-3 instructions/decision: check %d, check+usage %d, bucket+quota %d, reserve -, settle -, acquire -\n' "$one" "$usage" "$quota"
+reserve=$one
+reserve5=$(count_cmds '' "$work/reserve5")
+settle=$(( $(count_cmds "$work/reserve5" "$work/settle") - reserve5 ))
+printf 'round-3 instructions/decision: check %d, check+usage %d, bucket+quota %d, reserve %d, settle %d, acquire -\n' "$one" "$usage" "$quota" "$reserve" "$settle"

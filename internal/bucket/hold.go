@@ -1,0 +1,249 @@
+package bucket
+
+import (
+	"cmp"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/lua"
+)
+
+// DefaultIdempotency is how long a Limiter remembers a RequestID when no Idempotency
+// option says otherwise.
+const DefaultIdempotency = 10 * time.Minute
+
+// MinIdempotency and MaxIdempotency bound the Idempotency option.
+const (
+	MinIdempotency = time.Second
+	MaxIdempotency = 24 * time.Hour
+)
+
+// Idempotency makes a Limiter remember each RequestID for ttl (MinIdempotency to
+// MaxIdempotency): the same identity and RequestID within ttl answers the first
+// decision. A settled reservation's outcome is kept as long past its expiry. It panics
+// on another duration: the settings that give it are checked first.
+func Idempotency(ttl time.Duration) Option {
+	if ttl < MinIdempotency || ttl > MaxIdempotency || ttl%time.Millisecond != 0 {
+		panic(fmt.Sprintf("bucket: idempotency %v: want whole milliseconds from %v to %v", ttl, MinIdempotency, MaxIdempotency))
+	}
+	return func(l *Limiter) { l.idempotency = ttl }
+}
+
+// Secret makes a Limiter sign its reservation ids with HMAC-SHA256 under secret (16
+// bytes at least), and refuse an id not signed so for the identity and rules of its
+// settle. Every instance deciding on the same Redis must have the same secret. Without
+// one, a Limiter uses the one Redis keeps (SecretKey), made at random by the first
+// instance that needs it and read once per process.
+func Secret(secret []byte) Option {
+	if len(secret) < 16 {
+		panic(fmt.Sprintf("bucket: a secret of %d bytes: want 16 or more", len(secret)))
+	}
+	s := append([]byte(nil), secret...)
+	return func(l *Limiter) { l.secret = s }
+}
+
+// SecretKey is the Redis key of the secret that signs reservation ids when no Secret
+// option gives one: 64 hex digits, written once (SET NX) and never expiring. Removing
+// it (or a Redis that loses it) makes every outstanding reservation's settle refused:
+// they stay charged at their estimates.
+const SecretKey = KeyPrefix + "secret"
+
+// idVersion starts every reservation id: "r2.<payload>.<mac>", both base64url; the
+// payload is the nonce, the estimate and the expiry (Unix ms), the MAC over the
+// identity, the rules' names and the payload.
+const idVersion = "r2."
+
+// Lengths in an id, in bytes: the nonce, the payload (nonce, estimate, expiry) and the
+// MAC.
+const (
+	nonceBytes   = 16
+	payloadBytes = nonceBytes + 8 + 8
+	macBytes     = 16
+)
+
+// secretOf returns l's secret: the Secret option's, or the one Redis keeps, read (and
+// made, the first time) through c once per Limiter.
+func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
+	l.secretMu.Lock()
+	defer l.secretMu.Unlock()
+	if l.secret != nil {
+		return l.secret, nil
+	}
+	var b [32]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	res := c.DoMulti(ctx,
+		c.B().Set().Key(SecretKey).Value(hex.EncodeToString(b[:])).Nx().Build(),
+		c.B().Get().Key(SecretKey).Build())
+	s, err := res[1].ToString()
+	if err != nil {
+		return nil, fmt.Errorf("bucket: the reservations' secret (%s): %w", SecretKey, err)
+	}
+	if len(s) < 32 {
+		return nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretKey, len(s))
+	}
+	l.secret = []byte(s)
+	return l.secret, nil
+}
+
+// holds reports whether q's script call carries a hold: a settle, a cancel, or an
+// idempotent request.
+func holds(q bucketgate.Request) bool {
+	return q.RequestID != "" || settles(q)
+}
+
+// settles reports whether q settles a reservation: OpSettle or OpCancel.
+func settles(q bucketgate.Request) bool {
+	return q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
+}
+
+// signs reports whether q needs the secret: a reserve, a settle or a cancel.
+func signs(q bucketgate.Request) bool { return q.Op == bucketgate.OpReserve || settles(q) }
+
+// mac returns the first macBytes of HMAC-SHA256 under secret of parts, each followed by
+// a zero byte, in base64url.
+func mac(secret []byte, parts ...string) string {
+	h := hmac.New(sha256.New, secret)
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:macBytes])
+}
+
+// reservation is what a reservation id carries.
+type reservation struct {
+	nonce            string // base64url
+	estimate, expiry int64  // tokens, Unix ms
+}
+
+// id is r's id for identity and rules, signed under secret.
+func (r reservation) id(secret []byte, identity string, rules []bucketgate.Rule) string {
+	var p [payloadBytes]byte
+	base64.RawURLEncoding.Decode(p[:nonceBytes], []byte(r.nonce)) // a nonce is base64url of nonceBytes
+	binary.BigEndian.PutUint64(p[nonceBytes:], uint64(r.estimate))
+	binary.BigEndian.PutUint64(p[nonceBytes+8:], uint64(r.expiry))
+	payload := base64.RawURLEncoding.EncodeToString(p[:])
+	return idVersion + payload + "." + mac(secret, "reservation", identity, namesPrint(rules), payload)
+}
+
+// parseReservation reads q's reservation id, made under secret for q's identity and
+// rules; its error wraps ErrConflict for any other.
+func parseReservation(secret []byte, q bucketgate.Request) (reservation, error) {
+	refused := fmt.Errorf("%w: reservation %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, truncate(q.ID))
+	rest, ok := strings.CutPrefix(q.ID, idVersion)
+	payload, sum, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || !hmac.Equal([]byte(sum), []byte(mac(secret, "reservation", q.Identity, namesPrint(q.Rules), payload))) {
+		return reservation{}, refused
+	}
+	var p [payloadBytes]byte
+	if n, err := base64.RawURLEncoding.Decode(p[:], []byte(payload)); err != nil || n != payloadBytes {
+		return reservation{}, refused
+	}
+	r := reservation{
+		nonce:    base64.RawURLEncoding.EncodeToString(p[:nonceBytes]),
+		estimate: int64(binary.BigEndian.Uint64(p[nonceBytes:])),
+		expiry:   int64(binary.BigEndian.Uint64(p[nonceBytes+8:])),
+	}
+	if r.estimate < 1 || r.estimate > bucketgate.MaxCapacity || r.expiry < 0 {
+		return reservation{}, refused // signed, so never: but bounds are checked where read
+	}
+	return r, nil
+}
+
+// truncate cuts s to 32 bytes for a message.
+func truncate(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
+}
+
+// namesPrint is the fingerprint of the names of rules: what a settle must share with its
+// reserve (16 hex digits of their SHA-256).
+func namesPrint(rules []bucketgate.Rule) string {
+	h := sha256.New()
+	for _, r := range rules {
+		h.Write([]byte(r.Name))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// requestPrint is the fingerprint of q a record keeps, so that a RequestID used again
+// for another request is refused: its rules' names, then ':' and its operation (r, c
+// or f: a reserve, a check, a refund), cost and, for a reserve, ttl ("r10/300000").
+func requestPrint(q bucketgate.Request) string {
+	var b strings.Builder
+	b.WriteString(namesPrint(q.Rules))
+	switch q.Op {
+	case bucketgate.OpReserve:
+		fmt.Fprintf(&b, ":r%d/%d", q.Cost, ttlOf(q).Milliseconds())
+	case bucketgate.OpRefund:
+		fmt.Fprintf(&b, ":f%d", q.Cost)
+	default:
+		fmt.Fprintf(&b, ":c%d", q.Cost)
+	}
+	return b.String()
+}
+
+// ttlOf is how long q, a reserve, holds its reservation.
+func ttlOf(q bucketgate.Request) time.Duration { return cmp.Or(q.TTL, bucketgate.DefaultTTL) }
+
+// hold is what a script call with a hold carries beyond the request: its record's key
+// suffix (lua.RecordInfix or lua.SettledInfix and a nonce) and ARGV's hold
+// (lua.ArgHold); and, for a reserve, the nonce of its reservation. The zero hold is none.
+type hold struct {
+	record, arg, nonce string
+}
+
+// hold returns q's hold, none when q has none, with the secret when q needs it; an error
+// wrapping ErrConflict for a settle whose id this limiter did not make for q's identity
+// and rules.
+func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (hold, []byte, error) {
+	if !signs(q) && q.RequestID == "" {
+		return hold{}, nil, nil
+	}
+	var secret []byte
+	if signs(q) {
+		var err error
+		if secret, err = l.secretOf(ctx, c); err != nil {
+			return hold{}, nil, err
+		}
+	}
+	if settles(q) {
+		r, err := parseReservation(secret, q)
+		if err != nil {
+			return hold{}, nil, err
+		}
+		return hold{record: lua.SettledInfix + r.nonce, arg: fmt.Sprintf("%d %d %d", r.estimate, r.expiry, l.idempotency.Milliseconds())}, secret, nil
+	}
+	if q.RequestID == "" { // a reserve: its nonce at random, no record
+		var b [nonceBytes]byte
+		rand.Read(b[:]) // never fails (crypto/rand)
+		return hold{nonce: base64.RawURLEncoding.EncodeToString(b[:])}, secret, nil
+	}
+	// The record of a RequestID is named by a digest of it, in the identity's own slot:
+	// only a request of that identity reaches it.
+	sum := sha256.Sum256([]byte("request\x00" + q.Identity + "\x00" + q.RequestID))
+	nonce := base64.RawURLEncoding.EncodeToString(sum[:nonceBytes])
+	return hold{record: lua.RecordInfix + nonce, arg: fmt.Sprintf("%d %s", l.idempotency.Milliseconds(), requestPrint(q)), nonce: nonce}, secret, nil
+}
+
+// held completes d, the decision on q with hold h, with an allowed reserve's id and
+// expiry: Redis's time of the decision (the first one's, replayed) and q's ttl.
+func held(d bucketgate.Decision, q bucketgate.Request, h hold, secret []byte) bucketgate.Decision {
+	if q.Op == bucketgate.OpReserve && d.Allowed && !d.At.IsZero() {
+		r := reservation{nonce: h.nonce, estimate: q.Cost, expiry: d.At.UnixMilli() + ttlOf(q).Milliseconds()}
+		d.Reservation, d.Expires = r.id(secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)
+	}
+	return d
+}

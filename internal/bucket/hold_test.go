@@ -1,0 +1,282 @@
+package bucket_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+)
+
+// TestReserveSettle: a reserve takes its estimate and answers an id; a settle gives
+// back what the estimate took beyond the actual cost, or takes the rest into a debt of
+// the capacity at most; settling again answers the first outcome; a cancel gives every
+// token back; the same requestId answers the first decision and writes nothing.
+func TestReserveSettle(t *testing.T) {
+	l, _ := real(t)
+	ctx := context.Background()
+	slow := []bucketgate.Rule{{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}, {Name: "monthly", Limit: 100, Period: bucketgate.PeriodMonth}}
+	q := func(id string, op bucketgate.Op, cost int64) bucketgate.Request {
+		return bucketgate.Request{Identity: id, Rules: slow, Op: op, Cost: cost}
+	}
+	peek := func(id string) []bucketgate.RuleState {
+		t.Helper()
+		d, err := l.Decide(ctx, q(id, bucketgate.OpCheck, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Rules
+	}
+	r, err := l.Decide(ctx, q("a", bucketgate.OpReserve, 6))
+	if err != nil || !r.Allowed || !strings.HasPrefix(r.Reservation, "r2.") || r.Remaining != 4 || r.Expires.Sub(r.At) < 299*time.Second {
+		t.Fatalf("reserve 6 = %+v, %v", r, err)
+	}
+	settle := q("a", bucketgate.OpSettle, 2)
+	settle.ID = r.Reservation
+	s, err := l.Decide(ctx, settle)
+	if err != nil || !s.Allowed || s.Replayed || s.Settled != 2 {
+		t.Fatalf("settle 2 = %+v, %v", s, err)
+	}
+	if got := peek("a"); got[0].Remaining != 8 || got[1].Remaining != 98 {
+		t.Fatalf("after settling 6 at 2: %+v", got)
+	}
+	settle.Cost = 9
+	if s, err := l.Decide(ctx, settle); err != nil || !s.Replayed || s.Settled != 2 {
+		t.Fatalf("settle again = %+v, %v; want the first outcome", s, err)
+	}
+	if got := peek("a"); got[0].Remaining != 8 {
+		t.Fatalf("a second settle changed the bucket: %+v", got)
+	}
+
+	// Over the estimate: into a debt of the capacity at most, and a quota over its limit.
+	r, _ = l.Decide(ctx, q("b", bucketgate.OpReserve, 5))
+	settle = q("b", bucketgate.OpSettle, 40)
+	settle.ID = r.Reservation
+	if s, err := l.Decide(ctx, settle); err != nil || !s.Allowed || s.Remaining != 0 {
+		t.Fatalf("settle 40 = %+v, %v", s, err)
+	}
+	if d, err := l.Decide(ctx, q("b", bucketgate.OpCheck, 1)); err != nil || d.Allowed || d.RetryAfter < 11000*time.Second {
+		t.Fatalf("a check on a debt of 10 = %+v, %v; want denied for 11 tokens' refill", d, err)
+	}
+	if got := peek("b"); got[0].Remaining != 0 || got[1].Remaining != 60 {
+		t.Fatalf("after settling 5 at 40: %+v", got)
+	}
+
+	// Cancel: every token back.
+	r, _ = l.Decide(ctx, q("c", bucketgate.OpReserve, 7))
+	cancel := q("c", bucketgate.OpCancel, 0)
+	cancel.ID = r.Reservation
+	if s, err := l.Decide(ctx, cancel); err != nil || s.Settled != 0 {
+		t.Fatalf("cancel = %+v, %v", s, err)
+	}
+	if got := peek("c"); got[0].Remaining != 10 || got[1].Remaining != 100 {
+		t.Fatalf("after cancel: %+v", got)
+	}
+
+	// Idempotent: the same requestId answers the first decision, another request under
+	// it is refused.
+	idem := q("d", bucketgate.OpCheck, 3)
+	idem.RequestID = "req-1"
+	first, err := l.Decide(ctx, idem)
+	if err != nil || !first.Allowed || first.Replayed {
+		t.Fatalf("first = %+v, %v", first, err)
+	}
+	again, err := l.Decide(ctx, idem)
+	if err != nil || !again.Replayed || again.Remaining != first.Remaining || !again.At.Equal(first.At) {
+		t.Fatalf("again = %+v, %v; first %+v", again, err, first)
+	}
+	if got := peek("d"); got[0].Remaining != 7 {
+		t.Fatalf("a replay took tokens: %+v", got)
+	}
+	idem.Cost = 4
+	if _, err := l.Decide(ctx, idem); !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "another request") {
+		t.Fatalf("another request under the requestId: %v", err)
+	}
+}
+
+// TestSettleRefused: an expired reservation stays charged at its estimate; an id forged,
+// of another identity, of other rules or of another secret is refused; nothing changes.
+func TestSettleRefused(t *testing.T) {
+	_, c := real(t)
+	l := bucket.New(c, bucket.Secret([]byte("the first secret, 32 bytes long.")))
+	other := bucket.New(c, bucket.Secret([]byte("the other secret, also that long.")))
+	ctx := context.Background()
+	rules := []bucketgate.Rule{{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}}
+	r, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules, Op: bucketgate.OpReserve, Cost: 4, TTL: time.Millisecond})
+	if err != nil || !r.Allowed {
+		t.Fatal(r, err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	settle := func(l *bucket.Limiter, id, identity string, rules []bucketgate.Rule) error {
+		_, err := l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: rules, Op: bucketgate.OpSettle, Cost: 1, ID: id})
+		return err
+	}
+	forged := r.Reservation[:len(r.Reservation)-2] + "AA"
+	for _, tt := range []struct {
+		name, want string
+		err        error
+	}{
+		{"expired", "stays charged at its estimate", settle(l, r.Reservation, "a", rules)},
+		{"forged", "not an id this limiter made", settle(l, forged, "a", rules)},
+		{"malformed", "not an id this limiter made", settle(l, "r2.x", "a", rules)},
+		{"of another identity", "not an id this limiter made", settle(l, r.Reservation, "b", rules)},
+		{"of another secret", "not an id this limiter made", settle(other, r.Reservation, "a", rules)},
+		{"of other rules", "not an id this limiter made", settle(l, r.Reservation, "a", []bucketgate.Rule{{Name: "x", Capacity: 10, RefillPerSecond: 1}})},
+	} {
+		if !errors.Is(tt.err, bucketgate.ErrConflict) || !strings.Contains(tt.err.Error(), tt.want) {
+			t.Errorf("%s: %v, want ErrConflict saying %q", tt.name, tt.err, tt.want)
+		}
+	}
+	if d, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules}); err != nil || d.Rules[0].Remaining != 6 {
+		t.Fatalf("after the refusals: %+v, %v; want the estimate still charged", d, err)
+	}
+}
+
+// TestDifferentialHolds holds reserves, settles (under and over the estimate, into
+// debt, after expiry, twice), cancels and idempotent requests on real Redis to the
+// model, among plain checks, refunds, resets and time steps; usage kept 35 days.
+func TestDifferentialHolds(t *testing.T) {
+	_, c := real(t)
+	differentialHolds(t, c, 3000, 35)
+}
+
+// reservation is one the differential test made: its ids in Redis and in the model.
+type reservation struct {
+	redis, model string
+	q            bucketgate.Request
+	short        bool // a ttl of 1 ms: expired when settled
+}
+
+// differentialHolds runs ops random operations with holds against c and the model, usage
+// kept usageDays days, comparing every decision and error, and in the end every
+// identity's stored fields.
+func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
+	t.Helper()
+	ctx := context.Background()
+	l := bucket.New(c, bucket.Usage(usageDays))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 31))
+	pool := []bucketgate.Rule{
+		{Name: "slow", Capacity: 20, RefillPerSecond: 0.5},
+		{Name: "tiny", Capacity: 5, RefillPerSecond: 0.01},
+		{Name: "fast", Capacity: 30, RefillPerSecond: 1000},
+		{Name: "shadow", Capacity: 6, RefillPerSecond: 0.01, Shadow: true},
+		{Name: "q-day", Limit: 40, Period: bucketgate.PeriodDay},
+		{Name: "q-month", Limit: 25, Period: bucketgate.PeriodMonth, Anchor: 3},
+	}
+	ids := []string{"hold", "hold{b}c", "hold\x00\xff", "hold%7B"} // none of the other differential tests'
+	model := bucket.NewModel()
+	model.UsageDays = usageDays
+	var held []reservation
+	counts := map[string]int{}
+	var last time.Time
+	for range ops {
+		id := ids[rng.IntN(len(ids))]
+		var q bucketgate.Request
+		var r *reservation
+		switch op := rng.IntN(100); {
+		case op < 5:
+			shiftStamps(t, c, model, id, pool, time.Duration(rng.Int64N(int64(20*time.Second))))
+			counts["step"]++
+			continue
+		case op < 30:
+			q = randomRequest(rng, id, pool)
+		case op < 60 || len(held) == 0:
+			q = randomRequest(rng, id, pool)
+			q.Op, q.Cost = bucketgate.OpReserve, 1+rng.Int64N(q.Cost+3)
+			for _, rule := range q.Rules {
+				q.Cost = min(q.Cost, rule.Max())
+			}
+			if rng.IntN(10) == 0 {
+				q.TTL = time.Millisecond
+			}
+		case op < 90:
+			r = &held[rng.IntN(len(held))]
+			q = r.q
+			q.Op, q.Cost, q.TTL, q.RequestID = bucketgate.OpSettle, rng.Int64N(3*r.q.Cost+1), 0, ""
+			if rng.IntN(5) == 0 {
+				q.Op, q.Cost = bucketgate.OpCancel, 0
+			}
+			if rng.IntN(4) == 0 {
+				q.Rules = append([]bucketgate.Rule(nil), q.Rules...)
+				q.Rules[0] = otherPlan(q.Rules[0]) // a settle under another plan: the same names
+			}
+			if r.short {
+				time.Sleep(2 * time.Millisecond)
+			}
+		default:
+			q = randomRequest(rng, id, pool)
+			q.Cost = max(q.Cost, 1)
+			if q.Op == bucketgate.OpReset {
+				q.Op = bucketgate.OpCheck
+			}
+		}
+		if q.Op != bucketgate.OpSettle && q.Op != bucketgate.OpCancel && q.Op != bucketgate.OpReset && (q.Op != bucketgate.OpCheck || q.Cost > 0) && rng.IntN(2) == 0 {
+			q.RequestID = fmt.Sprintf("req-%d", rng.IntN(40))
+		}
+		mq := q
+		if r != nil {
+			q.ID, mq.ID = r.redis, r.model
+		}
+		got, err := l.Decide(ctx, q)
+		now := got.At
+		if err != nil {
+			if now, err = l.Time(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_, err = l.Decide(ctx, q) // the error again, after the time read
+		}
+		var want bucketgate.Decision
+		var werr error
+		if q.Op == bucketgate.OpReserve || q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel || q.RequestID != "" {
+			want, werr = model.Hold(now, mq, bucket.DefaultIdempotency)
+		} else {
+			want = model.Decide(now, mq)
+		}
+		if (err == nil) != (werr == nil) || err != nil && !(errors.Is(err, bucketgate.ErrConflict) && errors.Is(werr, bucketgate.ErrConflict)) {
+			t.Fatalf("request %+v:\nredis %v\nmodel %v", q, err, werr)
+		}
+		if err != nil {
+			counts["conflict"]++
+			if strings.Contains(err.Error(), "expired") {
+				counts["expired"]++
+			}
+			continue
+		}
+		last = got.At
+		if q.Op == bucketgate.OpReserve && got.Allowed {
+			held = append(held, reservation{redis: got.Reservation, model: want.Reservation, q: q, short: q.TTL == time.Millisecond})
+		}
+		if (got.Reservation == "") != (want.Reservation == "") {
+			t.Fatalf("request %+v: reservation %q, model %q", q, got.Reservation, want.Reservation)
+		}
+		got.Reservation, want.Reservation = "", ""
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("request %+v:\nredis %+v\nmodel %+v", q, got, want)
+		}
+		counts[q.Op.String()+" "+string(got.Reason)]++
+		if got.Replayed {
+			counts["replayed"]++
+		}
+		if q.Op == bucketgate.OpSettle && q.Cost > r.q.Cost && !got.Replayed {
+			counts["settle over"]++
+		}
+	}
+	t.Logf("operations: %v", counts)
+	if counts["reserve ok"] < ops/20 || counts["settle ok"] < ops/20 || counts["cancel ok"] < ops/100 || counts["replayed"] < ops/50 ||
+		counts["conflict"] < ops/100 || counts["expired"] < ops/200 || counts["settle over"] < ops/50 || counts["reserve limited"] < ops/50 {
+		t.Errorf("workload too one-sided to mean much: %v", counts)
+	}
+	for _, id := range ids {
+		compareStored(t, c, model, id, last, false)
+	}
+}

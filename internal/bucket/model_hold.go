@@ -1,0 +1,101 @@
+package bucket
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+)
+
+// modelRecord is an idempotent request's record in the model: its fingerprint, its
+// first decision, and when the record ends (Unix ms).
+type modelRecord struct {
+	print string
+	first bucketgate.Decision
+	ends  int64
+}
+
+// modelReservation is a reservation the model made: what its id carries (the rules'
+// names, the estimate, the expiry in Unix ms) and, once settled, its first outcome.
+type modelReservation struct {
+	names            string
+	estimate, expiry int64
+	settled          *bucketgate.Decision
+}
+
+// Hold does q, a reserve, a settle, a cancel or a request with a RequestID, at now
+// exactly as the script and the Limiter would, remembering RequestIDs for idempotency
+// and settled reservations idempotency past their expiry. A reserve's Reservation is
+// the model's own id, which a settle of the model takes. Its error wraps ErrConflict
+// where the Limiter or the script refuses the request.
+func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Duration) (bucketgate.Decision, error) {
+	if m.records == nil {
+		m.records, m.reservations = map[string]*modelRecord{}, map[string]*modelReservation{}
+	}
+	nowMS := now.UnixMilli()
+	if settles(q) {
+		r := m.reservations[q.Identity+"\x00"+q.ID]
+		if r == nil || r.names != namesPrint(q.Rules) {
+			return bucketgate.Decision{}, fmt.Errorf("%w: not an id this limiter made for the identity and rules", bucketgate.ErrConflict)
+		}
+		if nowMS >= r.expiry {
+			return bucketgate.Decision{}, fmt.Errorf("%w: reservation expired", bucketgate.ErrConflict)
+		}
+		if r.settled != nil && nowMS < r.expiry+idempotency.Milliseconds() {
+			d := *r.settled
+			d.Replayed, d.Crossings = true, nil // a replay crosses nothing
+			return relimit(d, q), nil
+		}
+		var d bucketgate.Decision
+		if q.Cost > r.estimate {
+			d = m.decide(now, q, bucketgate.OpCheck, q.Cost-r.estimate, true)
+		} else {
+			d = m.decide(now, q, bucketgate.OpRefund, r.estimate-q.Cost, false)
+		}
+		d.Settled = q.Cost
+		r.settled = &d
+		return d, nil
+	}
+	print, name := requestPrint(q), q.Identity+"\x00q:"+q.RequestID
+	if q.RequestID != "" {
+		if rec := m.records[name]; rec != nil && rec.ends > nowMS {
+			if rec.print != print {
+				return bucketgate.Decision{}, fmt.Errorf("%w: requestId used first for another request", bucketgate.ErrConflict)
+			}
+			d := rec.first
+			d.Replayed, d.Crossings = true, nil // a replay crosses nothing
+			return relimit(d, q), nil
+		}
+	}
+	op := q.Op
+	if op == bucketgate.OpReserve {
+		op = bucketgate.OpCheck
+	}
+	d := m.decide(now, q, op, q.Cost, false)
+	if q.Op == bucketgate.OpReserve && d.Allowed {
+		m.nonces++
+		id := "m" + strconv.Itoa(m.nonces)
+		expiry := nowMS + ttlOf(q).Milliseconds()
+		m.reservations[q.Identity+"\x00"+id] = &modelReservation{names: namesPrint(q.Rules), estimate: q.Cost, expiry: expiry}
+		d.Reservation, d.Expires = id, time.UnixMilli(expiry)
+	}
+	if q.RequestID != "" {
+		m.records[name] = &modelRecord{print: print, first: d, ends: nowMS + idempotency.Milliseconds()}
+	}
+	return d, nil
+}
+
+// relimit gives d, a decision replayed for q, the limits of q's rules: the script's
+// reply names its rules by index, and the request it answers gives their figures.
+func relimit(d bucketgate.Decision, q bucketgate.Request) bucketgate.Decision {
+	for _, r := range q.Rules {
+		if r.Name == d.Rule {
+			d.Limit, d.Remaining = r.Max(), min(d.Remaining, r.Max())
+		}
+		if r.Name == d.Shortfall.Rule {
+			d.Shortfall.Limit = r.Max()
+		}
+	}
+	return d
+}

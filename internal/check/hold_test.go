@@ -1,0 +1,71 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+)
+
+// TestReservationsRealRedis: through the handler on a real server, a reserve answers a
+// reservation and its expiry; a settle gives back or takes the difference and, again,
+// answers its first outcome; a cancel gives the estimate back; a requestId makes a check
+// idempotent; a forged reservation or a reused requestId is a ConflictError, and bad
+// input an InvalidRequestError naming the field, each changing nothing.
+func TestReservationsRealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+	slow := `{"key":"llm","rules":[` + slowRule + `]`
+	r := decodeResponse(t, f.invokeOK(t, []byte(slow+`,"op":"reserve","cost":8,"ttlMs":60000}`)))
+	exp, err := time.Parse(time.RFC3339, r.ExpiresAt)
+	if !r.Allowed || r.Remaining != 2 || !strings.HasPrefix(r.Reservation, "r2.") || err != nil || time.Until(exp) > time.Minute+time.Second {
+		t.Fatalf("reserve = %+v (%v)", r, err)
+	}
+	settle := fmt.Sprintf(`%s,"op":"settle","reservation":%q,"cost":%%d}`, slow, r.Reservation)
+	s := decodeResponse(t, f.invokeOK(t, []byte(fmt.Sprintf(settle, 3))))
+	if !s.Allowed || s.Remaining != 7 || s.Settled != 3 || s.Replayed {
+		t.Fatalf("settle 3 = %+v", s)
+	}
+	s = decodeResponse(t, f.invokeOK(t, []byte(fmt.Sprintf(settle, 9))))
+	if !s.Replayed || s.Settled != 3 || s.Remaining != 7 {
+		t.Fatalf("settle again = %+v: want the first outcome", s)
+	}
+	r = decodeResponse(t, f.invokeOK(t, []byte(slow+`,"op":"reserve","cost":5}`)))
+	c := decodeResponse(t, f.invokeOK(t, []byte(fmt.Sprintf(`%s,"op":"cancel","reservation":%q}`, slow, r.Reservation))))
+	if !c.Allowed || c.Remaining != 7 {
+		t.Fatalf("cancel = %+v", c)
+	}
+	idem := slow + `,"cost":2,"requestId":"call-1"}`
+	first := decodeResponse(t, f.invokeOK(t, []byte(idem)))
+	again := decodeResponse(t, f.invokeOK(t, []byte(idem)))
+	if first.Remaining != 5 || first.Replayed || !again.Replayed || again.Remaining != 5 {
+		t.Fatalf("idempotent check: %+v then %+v", first, again)
+	}
+	for _, tt := range []struct{ name, payload, errType, want string }{
+		{"forged reservation", fmt.Sprintf(`%s,"op":"settle","reservation":%q,"cost":1}`, slow, r.Reservation+"x"), checkapi.ErrorTypeConflict, "not an id this limiter made"},
+		{"another key's reservation", fmt.Sprintf(`{"key":"other","rules":[%s],"op":"cancel","reservation":%q}`, slowRule, r.Reservation), checkapi.ErrorTypeConflict, "not an id this limiter made"},
+		{"requestId reused", slow + `,"cost":3,"requestId":"call-1"}`, checkapi.ErrorTypeConflict, "another request"},
+		{"settle without a reservation", slow + `,"op":"settle","cost":1}`, checkapi.ErrorTypeInvalidRequest, "reservation: missing"},
+		{"settle without a cost", fmt.Sprintf(`%s,"op":"settle","reservation":%q}`, slow, r.Reservation), checkapi.ErrorTypeInvalidRequest, "cost: missing"},
+		{"settle of a negative cost", fmt.Sprintf(`%s,"op":"settle","reservation":%q,"cost":-1}`, slow, r.Reservation), checkapi.ErrorTypeInvalidRequest, "want the actual cost"},
+		{"settle of an absurd cost", fmt.Sprintf(`%s,"op":"settle","reservation":%q,"cost":1e12}`, slow, r.Reservation), checkapi.ErrorTypeInvalidRequest, "want the actual cost"},
+		{"ttl too long", slow + `,"op":"reserve","ttlMs":3600001}`, checkapi.ErrorTypeInvalidRequest, "ttlMs: got 3600001"},
+		{"ttl of 0", slow + `,"op":"reserve","ttlMs":0}`, checkapi.ErrorTypeInvalidRequest, "ttlMs: got 0"},
+		{"ttl with a check", slow + `,"ttlMs":1000}`, checkapi.ErrorTypeInvalidRequest, "ttlMs: only with op reserve"},
+		{"requestId too long", slow + `,"requestId":"` + strings.Repeat("r", 129) + `"}`, checkapi.ErrorTypeInvalidRequest, "requestId: 129 bytes"},
+		{"requestId with a peek", slow + `,"cost":0,"requestId":"p"}`, checkapi.ErrorTypeInvalidRequest, "requestId: not with a peek"},
+		{"reservation with a check", slow + `,"reservation":"r1.x"}`, checkapi.ErrorTypeInvalidRequest, "reservation: only with op settle or cancel"},
+	} {
+		_, err := f.invoke([]byte(tt.payload))
+		if fe := functionError(t, err); fe.Type != tt.errType || !strings.Contains(fe.Message, tt.want) {
+			t.Errorf("%s: %+v, want %s mentioning %q", tt.name, fe, tt.errType, tt.want)
+		}
+	}
+	if p := decodeResponse(t, f.invokeOK(t, []byte(slow+`,"cost":0}`))); p.Remaining != 5 {
+		t.Fatalf("after the refused requests: %+v, want 5 left", p)
+	}
+}

@@ -31,6 +31,23 @@ awk '/allowN = redis.NewScript\(`/{on=1; next} on && /^`\)/{exit} on' "$peer/lua
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# start: redis-server under callgrind on a free loopback port ($port), counting inside
+# EVALSHA alone ($out, $pid); stop: shuts it down and sets $total, the instructions counted.
+# Both set the caller's locals port, out, pid and total.
+start() {
+  port=$(free_port)
+  out="$work/callgrind.$port"
+  valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no --toggle-collect=evalShaCommand \
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$work/valgrind.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+}
+stop() {
+  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  wait "$pid" || true
+  total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+}
+
 # count SCRIPT PREP ARGS...: instructions per EVALSHA of SCRIPT with key bg:{<random>} and
 # ARGS. With PREP (an operation, such as a cost), the same N calls of SCRIPT with PREP in
 # place of ARGS' first go first, uncounted (EVAL, not EVALSHA): they give the identities
@@ -40,12 +57,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 count() {
   local script=$1 prep=$2; shift 2
   local port out pid total
-  port=$(free_port)
-  out="$work/callgrind.$port"
-  valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no --toggle-collect=evalShaCommand \
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$work/valgrind.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+  start
   if [ -n "$prep" ]; then
     redis-benchmark -p "$port" -n "$n" -c 1 -r 1000 EVAL "$(cat "$script")" 1 'bg:{__rand_int__}' "$prep" "${@:2}" >/dev/null
   fi
@@ -54,9 +66,7 @@ count() {
   local keys=(1 'bg:{__rand_int__}')
   [ -n "${USAGE:-}" ] && keys=(2 'bg:{__rand_int__}' 'bg:{__rand_int__}:usage')
   redis-benchmark -p "$port" -n "$n" -c 1 -r 1000 EVALSHA "$sha" "${keys[@]}" "$@" >/dev/null
-  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-  wait "$pid" || true
-  total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+  stop
   echo $((total / n))
 }
 
@@ -66,18 +76,11 @@ count() {
 # random; a reserve and its settle need one record each, named here.
 count_cmds() {
   local prep=$1 cmds=$2 port out pid total calls sha
-  port=$(free_port)
-  out="$work/callgrind.$port"
-  valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no --toggle-collect=evalShaCommand \
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$work/valgrind.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+  start
   sha=$(redis-cli -p "$port" script load "$(cat "$bucket")")
   cat $prep "$cmds" | sed "s/@SHA@/$sha/" | redis-cli -p "$port" >"$work/replies"
   if grep -q ERR "$work/replies"; then echo "instructions.sh: $(grep -m1 ERR "$work/replies")" >&2; exit 1; fi
-  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-  wait "$pid" || true
-  total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+  stop
   calls=$(wc -l <"$cmds")
   echo $((total / calls))
 }

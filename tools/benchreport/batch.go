@@ -23,13 +23,15 @@ import (
 	"github.com/bucketgate/bucketgate/tools/stress"
 )
 
-// BatchPlan is item 8: one check, and a batch of Checks, through the check function's
+// BatchPlan is item 9: one check, and a batch of Checks, through the check function's
 // handler to a redis-server behind a proxy that holds every chunk of bytes for Latency
-// in each direction, Reps times each, taking turns.
+// in each direction, Reps times each, taking turns. With Settle, each is a settle (of
+// 3 tokens) of a reservation (of 5) made for it, untimed, just before.
 type BatchPlan struct {
 	Latency time.Duration
 	Checks  int
 	Reps    int
+	Settle  bool
 }
 
 // BatchRun is what item 8 measured: the wall time of each invocation, by repetition.
@@ -77,18 +79,36 @@ func MeasureBatch(ctx context.Context, addr string, plan BatchPlan) (BatchRun, e
 	}
 	checks := make([]string, plan.Checks)
 	for i := range checks {
-		checks[i] = fmt.Sprintf(`{"key":"batch-%d","rules":[`+batchRule+`]}`, i, i, bucketgate.MaxCapacity-i)
+		checks[i] = fmt.Sprintf(`{"key":"batch-%d","rules":[`+batchRule+`]`, i, i, bucketgate.MaxCapacity-i)
 	}
-	one, batch := []byte(checks[0]), []byte(`{"checks":[`+strings.Join(checks, ",")+`]}`)
+	request := func(i int, op string) string { return checks[i] + op + "}" }
+	batchOf := func(op string) []byte {
+		all := make([]string, len(checks))
+		for i := range checks {
+			all[i] = request(i, op)
+		}
+		return []byte(`{"checks":[` + strings.Join(all, ",") + `]}`)
+	}
+	one, batch := []byte(request(0, "")), batchOf("")
+	if plan.Settle {
+		one, batch = []byte(request(0, `,"op":"settle","reservation":"%s","cost":3`)), batchOf(`,"op":"settle","reservation":"%s","cost":3`)
+	}
 	run := BatchRun{Plan: plan}
 	timed := func(payload []byte, into *[]time.Duration) error {
+		isBatch := bytes.Equal(payload, batch)
+		if plan.Settle {
+			var err error
+			if payload, err = reserved(ctx, h, payload, isBatch, plan.Checks); err != nil {
+				return err
+			}
+		}
 		start := time.Now()
 		out, err := h.Invoke(ctx, payload)
 		if err != nil {
 			return fmt.Errorf("batch: %w", err)
 		}
 		*into = append(*into, time.Since(start))
-		return inOrder(out, bytes.Equal(payload, batch), plan.Checks)
+		return inOrder(out, isBatch, plan.Checks)
 	}
 	var warm []time.Duration
 	if err := timed(one, &warm); err != nil { // connected, script loaded
@@ -108,6 +128,39 @@ func MeasureBatch(ctx context.Context, addr string, plan BatchPlan) (BatchRun, e
 		}
 	}
 	return run, nil
+}
+
+// reserved returns settles, a settle request or a batch of checks of them with a %s
+// where each reservation goes, with those of reservations of 5 tokens each that h made
+// for them just now (one batch, untimed).
+func reserved(ctx context.Context, h *check.Handler, settles []byte, batch bool, checks int) ([]byte, error) {
+	reserves := bytes.ReplaceAll(settles, []byte(`"op":"settle","reservation":"%s","cost":3`), []byte(`"op":"reserve","cost":5`))
+	if !batch {
+		reserves = []byte(`{"checks":[` + string(reserves) + `]}`)
+	}
+	out, err := h.Invoke(ctx, reserves)
+	if err != nil {
+		return nil, fmt.Errorf("batch: reserve: %w", err)
+	}
+	var b checkapi.BatchResult
+	if err := json.Unmarshal(out, &b); err != nil {
+		return nil, fmt.Errorf("batch: reserve: answer %s: %w", out, err)
+	}
+	ids := make([]any, len(b.Results))
+	for i, r := range b.Results {
+		if r.Reservation == "" {
+			return nil, fmt.Errorf("batch: reserve %d answered %+v, want a reservation", i, r)
+		}
+		ids[i] = r.Reservation
+	}
+	want := 1
+	if batch {
+		want = checks
+	}
+	if len(ids) != want {
+		return nil, fmt.Errorf("batch: %d reservations for %d settles", len(ids), want)
+	}
+	return fmt.Appendf(nil, string(settles), ids...), nil
 }
 
 // inOrder reports an answer (a batch's results of checks checks, or the response to

@@ -14,16 +14,18 @@ import (
 )
 
 // TestMeasureBatch: a small run through the delaying proxy on a real server gives a
-// figure per invocation, every answer checked.
+// figure per invocation, every answer checked, of checks and of settles.
 func TestMeasureBatch(t *testing.T) {
 	srv := redistest.Start(t)
-	plan := BatchPlan{Latency: time.Millisecond, Checks: 5, Reps: 2}
-	run, err := MeasureBatch(context.Background(), srv.Addr, plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(run.One) != plan.Reps || len(run.Batch) != plan.Reps || run.OneMedian() <= 0 || run.BatchMedian() <= 0 {
-		t.Fatalf("run %+v: want %d figures of each, all positive", run, plan.Reps)
+	for _, settle := range []bool{false, true} {
+		plan := BatchPlan{Latency: time.Millisecond, Checks: 5, Reps: 2, Settle: settle}
+		run, err := MeasureBatch(context.Background(), srv.Addr, plan)
+		if err != nil {
+			t.Fatalf("settle %v: %v", settle, err)
+		}
+		if len(run.One) != plan.Reps || len(run.Batch) != plan.Reps || run.OneMedian() <= 0 || run.BatchMedian() <= 0 {
+			t.Fatalf("settle %v: run %+v: want %d figures of each, all positive", settle, run, plan.Reps)
+		}
 	}
 }
 

@@ -236,6 +236,11 @@ func TestReport(t *testing.T) {
 	if r.Batch, err = MeasureBatch(ctx, srv.Addr, batchPlan); err != nil {
 		t.Fatal(err)
 	}
+	settlePlan := batchPlan
+	settlePlan.Settle = true
+	if r.SettleBatch, err = MeasureBatch(ctx, srv.Addr, settlePlan); err != nil {
+		t.Fatal(err)
+	}
 
 	e2eEnv = append(append(slices.Clone(lambdaEnv), e2eEnv...), settings.EnvConfigInline+"="+endToEndConfig)
 	if r.EndToEnd, err = MeasureEndToEnd(ctx, root, e2eEnv, endToEndEvent(t, root), client, endToEndRule, endToEndPlan); err != nil {

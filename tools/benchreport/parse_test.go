@@ -160,20 +160,21 @@ func TestBuiltFunctions(t *testing.T) {
 
 func TestMarkdown(t *testing.T) {
 	r := Report{
-		Machine:      Machine{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPUs: 2, CPUModel: "cpu", GoVersion: "go1.26", Platform: "linux/amd64", RedisVersion: "7.0.15"},
-		Workload:     Workload{Identities: 10, Rounds: 2, Workers: 1},
-		Instructions: Instructions{OneRule: 50000, TwoRules: 70000, RedisRate: 56000, Admitted: 60000, Refund: 55000, Reset: 40000},
-		EndToEnd:     EndToEnd{Plan: EndToEndPlan{Invocations: 4, Warm: 1}, Invoke: []time.Duration{300 * time.Microsecond, 310 * time.Microsecond, 320 * time.Microsecond, 900 * time.Microsecond}, Bare: []time.Duration{50 * time.Microsecond, 60 * time.Microsecond, 70 * time.Microsecond, 80 * time.Microsecond}, Answer: `{"principalId":"key:x"}`},
-		OneRule:      RedisSide{Name: "bucketgate 1 rule", UsecPerCall: 6, Runs: []float64{6, 8, 9}},
-		TwoRules:     RedisSide{Name: "bucketgate 2 rules", UsecPerCall: 9},
-		RedisRate:    RedisSide{Name: "redis_rate", UsecPerCall: 5, Runs: []float64{5, 8, 6}},
-		Throughput:   Throughput{RedisBenchmark: 100, Go: []Rate{{Name: "a", PerSecond: 70}, {Name: "b", PerSecond: 90}}},
-		ClientCost:   ClientCost{Paired: GoBench{Metrics: map[string]float64{pairedLimiterUnit: 110, pairedBareUnit: 100}}},
-		Authorizer:   []GoBench{{Name: handlerOverheadPrefix + "rest", Runs: 5, Metrics: map[string]float64{"ns/op": 12345, "B/op": 2000, "allocs/op": 30}}},
-		DenyCache:    syntheticDenyCacheRun("on", 210),
-		NoDenyCache:  syntheticDenyCacheRun("off", 1000),
-		Flood:        syntheticFlood(),
-		PlotFile:     "plot.png",
+		Machine:  Machine{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPUs: 2, CPUModel: "cpu", GoVersion: "go1.26", Platform: "linux/amd64", RedisVersion: "7.0.15"},
+		Workload: Workload{Identities: 10, Rounds: 2, Workers: 1},
+		Instructions: Instructions{OneRule: 50000, TwoRules: 70000, RedisRate: 56000, Admitted: 60000, Refund: 55000, Reset: 40000,
+			Round3: "round-3 instructions/decision: check 50000, check+usage 60000, bucket+quota 70000, reserve 50000, settle 90000, acquire -", Check: 50000, Usage: 60000, Quota: 70000, Reserve: 50000, Settle: 90000},
+		EndToEnd:    EndToEnd{Plan: EndToEndPlan{Invocations: 4, Warm: 1}, Invoke: []time.Duration{300 * time.Microsecond, 310 * time.Microsecond, 320 * time.Microsecond, 900 * time.Microsecond}, Bare: []time.Duration{50 * time.Microsecond, 60 * time.Microsecond, 70 * time.Microsecond, 80 * time.Microsecond}, Answer: `{"principalId":"key:x"}`},
+		OneRule:     RedisSide{Name: "bucketgate 1 rule", UsecPerCall: 6, Runs: []float64{6, 8, 9}},
+		TwoRules:    RedisSide{Name: "bucketgate 2 rules", UsecPerCall: 9},
+		RedisRate:   RedisSide{Name: "redis_rate", UsecPerCall: 5, Runs: []float64{5, 8, 6}},
+		Throughput:  Throughput{RedisBenchmark: 100, Go: []Rate{{Name: "a", PerSecond: 70}, {Name: "b", PerSecond: 90}}},
+		ClientCost:  ClientCost{Paired: GoBench{Metrics: map[string]float64{pairedLimiterUnit: 110, pairedBareUnit: 100}}},
+		Authorizer:  []GoBench{{Name: handlerOverheadPrefix + "rest", Runs: 5, Metrics: map[string]float64{"ns/op": 12345, "B/op": 2000, "allocs/op": 30}}},
+		DenyCache:   syntheticDenyCacheRun("on", 210),
+		NoDenyCache: syntheticDenyCacheRun("off", 1000),
+		Flood:       syntheticFlood(),
+		PlotFile:    "plot.png",
 		Batch: BatchRun{Plan: BatchPlan{Latency: 5 * time.Millisecond, Checks: 100, Reps: 3},
 			One: []time.Duration{11 * time.Millisecond, 10 * time.Millisecond, 12 * time.Millisecond}, Batch: []time.Duration{14 * time.Millisecond, 13 * time.Millisecond, 30 * time.Millisecond}},
 		SettleBatch: BatchRun{Plan: BatchPlan{Latency: 5 * time.Millisecond, Checks: 100, Reps: 1, Settle: true},
@@ -194,6 +195,10 @@ func TestMarkdown(t *testing.T) {
 		"| 1 | Redis-side instructions per decision, 2 chained rules / 1 rule | 70000 / 50000 = 1.40 | <= 1.3 | **not met** |",
 		"| 1 | second opinion: Redis-side µs per decision, 1 rule / redis_rate; 2 rules / 1 rule | 6.00 / 5.00 = 1.20; 1.50 | none: a busy machine moves it | measured |",
 		"| bucketgate, a refund | 55000 |",
+		"| 1 | round 3: a check (usage off) / round 2's 53699 | 0.931 | <= 1.02 | met |",
+		"| 1 | round 3, over a check: check+usage; bucket+quota | 1.20; 1.40 | <= 1.12; <= 1.45 | **not met** |",
+		"| 1 | round 3, over a check: reserve; settle | 1.00; 1.80 | <= 1.15; <= 1.15 | **not met** |",
+		"A settle is 1.80x (goal 1.15)",
 		"| 10 | an authorizer invocation through the built binary, p50 / p99, beside a bare EVALSHA | 0.310 / 0.900 ms (EVALSHA 0.060 / 0.080 ms) | reported beside the floor | measured |",
 		"| authorizer invocation | 0.310 ms | 0.900 ms |",
 		"bucketgate (b) / redis-benchmark -P 0 | 90 / 100 = 0.90 | >= 0.8 | met |",
@@ -275,5 +280,16 @@ func TestParseInstructions(t *testing.T) {
 	}
 	if want := round3 + "; check+usage / check 1.23 (goal <= 1.12), bucket+quota / check 1.61 (goal <= 1.45)"; in.Round3Line() != want {
 		t.Fatalf("Round3Line = %q, want %q", in.Round3Line(), want)
+	}
+	leases := "round-3 instructions/decision: check 50000, check+usage 60000, bucket+quota 70000, reserve 50000, settle 90000, acquire -"
+	in, err = parseInstructions(strings.NewReader(out + leases + "\n"))
+	if err != nil || in.Reserve != 50000 || in.Settle != 90000 {
+		t.Fatalf("with the lease figures: %+v, %v", in, err)
+	}
+	if want := leases + "; check+usage / check 1.20 (goal <= 1.12), bucket+quota / check 1.40 (goal <= 1.45), reserve / check 1.00 (goal <= 1.15), settle / check 1.80 (goal <= 1.15)"; in.Round3Line() != want {
+		t.Fatalf("Round3Line = %q, want %q", in.Round3Line(), want)
+	}
+	if _, err := parseInstructions(strings.NewReader(out + strings.Replace(leases, "settle 90000", "settle x", 1) + "\n")); err == nil {
+		t.Fatal("a settle figure that is no number: no error")
 	}
 }

@@ -250,8 +250,9 @@ func FuzzDecodeReply(f *testing.F) {
 	})
 }
 
-// FuzzReplyInts: replies of any shape built from the fuzz input are either exactly
-// lua.ReplyLen integers or ErrBadReply.
+// FuzzReplyInts: replies of any shape built from the fuzz input are either integers of
+// a shape the script answers (lua.ReplyLen, or with the crossed flag the crossings' longer
+// reply) returned in order, or ErrBadReply.
 func FuzzReplyInts(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0}, int64(7))
 	f.Add([]byte{0, 1, 2, 3, 4}, int64(-1))
@@ -272,16 +273,24 @@ func FuzzReplyInts(f *testing.F) {
 				reply = append(reply, mock.RedisArray(mock.RedisInt64(v)))
 			}
 		}
-		vals, _, err := replyInts(reply, twoRules)
+		vals, rest, err := replyInts(reply, twoRules)
 		if err != nil {
 			if !errors.Is(err, ErrBadReply) {
 				t.Fatalf("error does not wrap ErrBadReply: %v", err)
 			}
 			return
 		}
+		want := lua.ReplyLen
+		if flag(v, lua.FlagsCrossedShift, 1) == 1 {
+			want = lua.ReplyCrossingCount(len(twoRules.Rules))
+		}
+		if len(kinds) != want {
+			t.Fatalf("accepted %d elements of %v, want %d", len(kinds), v, want)
+		}
+		got := append(vals[:], rest...)
 		for i, k := range kinds {
-			if k%5 != 0 || vals[i] != v {
-				t.Fatalf("accepted %v as %v", kinds, vals)
+			if k%5 != 0 || got[i] != v {
+				t.Fatalf("accepted %v as %v", kinds, got)
 			}
 		}
 	})

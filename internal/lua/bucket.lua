@@ -221,7 +221,7 @@ local key, nargs = KEYS[1], #argv
 -- operation), 2 (the operation and the days usage is kept) or 3 (and the hold). The
 -- usual cost, '1', skips tonumber: comparing Lua strings compares pointers.
 local o = nargs % 4
-if nargs < o + 4 then
+if nargs < o + 4 and not (o == 3 and string.byte(argv[3]) == 64) then -- a lease may come with no other rule
   return redis.error_reply('ERR bucketgate: ARGV must be the operation, the days usage is kept and the hold (or fewer: see the header), two field names per rule, then two numbers per rule')
 end
 local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'reset'; keep: the days usage is kept (see below), nil when none is counted
@@ -230,18 +230,56 @@ local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'rese
 -- est and exp its reservation's estimate and expiry (Unix ms; a settle's record lives
 -- life ms past it), debit for a settle that takes more than its estimate.
 local rec, life, fp, settle, est, exp, debit
+-- With a lease (a hold starting '@', "Leases" in the header): lease the most in flight
+-- of each concurrency rule (its sorted set is KEYS[3 + k]), lnonce the lease's member,
+-- lttl its ms to live.
+local lease, lnonce, lttl
 if o > 0 then
   cost = argv[1]
   if o == 3 then
     rec = KEYS[3]
-    if string.byte(cost) == 115 then -- 's': a settle at the actual cost that follows
+    local hold = argv[3]
+    if string.byte(hold) == 64 then -- '@': a lease, then any other hold
+      local spec
+      spec, lnonce, hold = string.match(hold, '^@([%d/]+) (%S+) ?(.*)$')
+      lease = {}
+      if spec then
+        for v in string.gmatch(spec, '%d+') do lease[#lease + 1] = v + 0 end
+      end
+      lttl = table.remove(lease, 1)
+      local ok = lnonce and #lease >= 1 and #lease == #KEYS - 3
+      for k = 1, ok and #lease or 0 do
+        if lease[k] < 1 or lease[k] > 10000 then ok = false end
+      end
+      if not ok then
+        return redis.error_reply('ERR bucketgate: a lease must be @, its ms to live, then / and the most in flight (1 to 10000) of each concurrency rule, a space and its nonce, with one sorted set per rule from KEYS[4]')
+      end
+      if cost == 'release' then
+        -- A release: the lease's member out of every set (after the expired ones: a
+        -- lease past its ttl was released by time). Reply: how many sets held it, now.
+        local t = call('TIME')
+        local ms = string.format('%d', t[1] * 1000 + (t[2] - t[2] % 1000) / 1000)
+        local released = 0
+        for k = 4, #KEYS do
+          call('ZREMRANGEBYSCORE', KEYS[k], '-inf', ms)
+          released = released + call('ZREM', KEYS[k], lnonce)
+        end
+        return {released, t[1] * 1000000 + t[2]}
+      end
+      if not (lttl >= 1 and lttl <= 3600000 and string.match(cost, '^%d+$') and cost + 0 >= 1) then
+        return redis.error_reply('ERR bucketgate: a lease is for a check that takes tokens, and lives 1 to 3600000 ms')
+      end
+      if hold == '' then rec = nil end -- no other hold: no record
+    end
+    if lease and not rec then
+    elseif string.byte(cost) == 115 then -- 's': a settle at the actual cost that follows
       settle, cost = tonumber(string.sub(cost, 2)), '0'
-      est, exp, life = string.match(argv[3], '^(%d+) (%d+) (%d+)$')
+      est, exp, life = string.match(hold, '^(%d+) (%d+) (%d+)$')
       if not (settle and settle >= 0 and settle <= 1e9 and settle % 1 == 0 and life and est + 0 >= 1 and est + 0 <= 1e9 and life + 0 >= 1 and rec) then
         return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its reservation\'s estimate (1 to 1e9), expiry and the ms its record lives (1 or more), and its record, KEYS[3]')
       end
     else
-      life, fp = string.match(argv[3], '^(%d+) (%S+)$')
+      life, fp = string.match(hold, '^(%d+) (%S+)$')
       if not (fp and life + 0 >= 1 and rec) then
         return redis.error_reply('ERR bucketgate: a hold must be the ms a record lives (1 or more) and the fingerprint, with the record, KEYS[3]')
       end
@@ -338,7 +376,7 @@ elseif keep then
     f[n2 + 1], f[n2 + 2] = ua, ux
     s = call('HMGET', key, unpack(f))
   end
-elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) else s = call('HMGET', key, unpack(argv, o + 1, o + n2)) end
+elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) elseif n2 == 0 then s = {} else s = call('HMGET', key, unpack(argv, o + 1, o + n2)) end
 
 -- One pass over the rules: check each, refill it (a timestamp in the future, after a
 -- failover to a skewed replica, counts as now; a refund adds its tokens before the cap)
@@ -631,6 +669,27 @@ if dbinding then
   fewest, binding, wait, waitrule, resetafter = dfewest, dbinding, dwait, dbinding, dreset
 end
 if fewest < 0 then fewest = 0 end -- a bucket in debt has none left
+-- Leases: a check every other rule allows takes a lease of every concurrency rule (rule
+-- n2 / 2 + k), or of none when one holds its most in flight already: then it is denied,
+-- its figures that rule's alone. Expired leases go first. lcounts: each set's size.
+local lms, lcounts
+if lease and allowed == 1 then
+  lms = (now - now % 1000) / 1000
+  local ms = string.format('%d', lms)
+  lcounts = {}
+  for k = 1, #lease do
+    local z = KEYS[3 + k]
+    call('ZREMRANGEBYSCORE', z, '-inf', ms)
+    local c = call('ZCARD', z)
+    if c >= lease[k] then
+      local first, last = call('ZRANGE', z, 0, 0, 'WITHSCORES'), call('ZRANGE', z, -1, -1, 'WITHSCORES')
+      allowed, binding, waitrule, fewest, wait, resetafter = 0, n2 / 2 + k, n2 / 2 + k, 0, first[2] - lms, last[2] - lms
+      break
+    end
+    lcounts[k] = c
+    if lease[k] - c - 1 < fewest then fewest, binding = lease[k] - c - 1, n2 / 2 + k end
+  end
+end
 if up and allowed == 1 then cross, fig = up, ufig end -- thresholds count only when admitted
 
 if settle then
@@ -801,7 +860,7 @@ if newday then
   local kept = (day + keep) * 86400000 + 1000
   if not at or kept > at then at = kept end
 end
-if at then
+if at and (n2 > 0 or keep) then -- a lease alone writes no state hash
   -- GT never shortens the key's life, but does nothing to a key with no expiry yet: NX
   -- sets that. A key with no stored rule yet is most likely new, so it tries NX first:
   -- one call usually does it either way.
@@ -809,6 +868,15 @@ if at then
   if not stored then first, second = 'NX', 'GT' end
   at = string.format('%d', at)
   if call('PEXPIREAT', key, at, first) == 0 then call('PEXPIREAT', key, at, second) end
+end
+if lcounts and allowed == 1 then
+  -- The lease, in every set, which lives until its latest lease expires and the margin.
+  local e, x = string.format('%d', lms + lttl), string.format('%d', lms + lttl + 1000)
+  for k = 1, #lease do
+    local z = KEYS[3 + k]
+    call('ZADD', z, e, lnonce)
+    call('PEXPIREAT', z, x, lcounts[k] == 0 and 'NX' or 'GT') -- an empty set was removed: new
+  end
 end
 
 if shadow then

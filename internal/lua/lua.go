@@ -30,7 +30,39 @@ const (
 	KeyState  = 0
 	KeyUsage  = 1
 	KeyRecord = 2
-	KeysMax   = 3
+	KeysMax   = KeyLeases + MaxLeaseRules
+)
+
+// KeyLeases is the index in KEYS of the first concurrency rule's sorted set, with a
+// lease (LeaseMark): rule k's is KeyLeases + k, "<state key>" + LeaseInfix + its name,
+// a member per lease (its nonce) scored by its expiry (Unix ms of Redis's clock).
+// KEYS[KeyRecord] is then given even with no record (any key of the slot). A call has
+// MaxLeaseRules sets at most.
+const (
+	KeyLeases     = 3
+	MaxLeaseRules = 8
+	LeaseInfix    = ":c:"
+)
+
+// LeaseMark starts ARGV's hold for a call with concurrency rules: "@<ttl>/<N1>/.../<Nm>
+// <nonce>", the lease's ms to live, the most in flight of each concurrency rule in the
+// order of their sets, and the lease's member; then, after a space, any other hold.
+// With OpRelease as the operation (and no other rule), the call releases the lease.
+const LeaseMark = "@"
+
+// OpRelease is ARGV's operation that releases a lease (LeaseMark's hold, ttl 0).
+const OpRelease = "release"
+
+// MaxConcurrency is the most in flight the script takes for a concurrency rule: the
+// 10000 written in it.
+const MaxConcurrency = 10000
+
+// A release's reply: ReplyReleased, how many sets held the lease (0 when it was
+// released before or expired), and ReplyReleaseNow, the Redis TIME (microseconds).
+const (
+	ReplyReleased   = 0
+	ReplyReleaseNow = 1
+	ReplyReleaseLen = 2
 )
 
 // RecordInfix and SettledInfix follow the state hash's key in a record's key, before its

@@ -3,6 +3,7 @@ package bucket
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/redis/rueidis"
 
@@ -76,7 +77,7 @@ func (l *Limiter) decideLeases(ctx context.Context, c rediser, q bucketgate.Requ
 	if q.Acquires() {
 		keys, args := scriptCall(qs, m, l.usageDays, h, new(scriptArgs))
 		d, err := decode(eval(ctx, c, keys, args), qs)
-		return held(d, q, h, secret), err
+		return inOrder(held(d, q, h, secret), q), err
 	}
 	qo := withoutLeases(qs)
 	switch {
@@ -86,7 +87,24 @@ func (l *Limiter) decideLeases(ctx context.Context, c rediser, q bucketgate.Requ
 		return l.resetLeases(ctx, c, q, qo)
 	}
 	keys, args := scriptCall(qo, 0, l.usageDays, h, new(scriptArgs))
-	return decode(eval(ctx, c, keys, args), qo)
+	d, err := decode(eval(ctx, c, keys, args), qo)
+	return inOrder(d, q), err
+}
+
+// inOrder is d, decided on q's rules in byKind's order, with its ShadowLimited in the
+// order of q's rules.
+func inOrder(d bucketgate.Decision, q bucketgate.Request) bucketgate.Decision {
+	if d.ShadowLimited == 0 {
+		return d
+	}
+	var set bucketgate.RuleSet
+	for j, r := range byKind(q.Rules) {
+		if d.ShadowLimited.Has(j) {
+			set |= 1 << slices.IndexFunc(q.Rules, func(x bucketgate.Rule) bool { return x.Name == r.Name })
+		}
+	}
+	d.ShadowLimited = set
+	return d
 }
 
 // decodeRelease reads the script's answer to a release.

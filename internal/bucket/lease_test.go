@@ -3,9 +3,15 @@ package bucket_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
@@ -129,5 +135,178 @@ func TestLeases(t *testing.T) {
 	}
 	if n := mustInt(t, do(t, c, c.B().Exists().Key(bucket.LeaseKey("a", "streams")).Build())); n != 0 {
 		t.Fatal("the leases outlived a reset")
+	}
+}
+
+// TestDifferentialLeases holds acquires (with buckets and quotas that deny, with
+// requestIds, with ttls that end during the run), releases (once, twice, of refused
+// ids), peeks, resets, refunds and reserves that acquire on real Redis to the model,
+// usage kept 35 days; then every identity's stored fields and leases.
+func TestDifferentialLeases(t *testing.T) {
+	_, c := real(t)
+	differentialLeases(t, c, 2000, 35)
+}
+
+// lease is one the differential test acquired: its ids in Redis and in the model.
+type lease struct {
+	redis, model string
+	q            bucketgate.Request
+}
+
+// differentialLeases runs ops random operations with concurrency rules against c and
+// the model, usage kept usageDays days, comparing every decision and error, and in the
+// end every identity's stored fields and sets of leases.
+func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int) {
+	t.Helper()
+	ctx := context.Background()
+	l := bucket.New(c, bucket.Usage(usageDays))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 32))
+	concurrency := []bucketgate.Rule{{Name: "streams", Concurrency: 3}, {Name: "one", Concurrency: 1}}
+	pool := []bucketgate.Rule{
+		{Name: "slow", Capacity: 8, RefillPerSecond: 2},
+		{Name: "q-day", Limit: 400, Period: bucketgate.PeriodDay},
+		{Name: "shadow", Capacity: 3, RefillPerSecond: 0.5, Shadow: true},
+	}
+	ids := []string{"lease", "lease{b}c", "lease\x00\xff"} // none of the other differential tests'
+	model := bucket.NewModel()
+	model.UsageDays = usageDays
+	var held []lease
+	counts := map[string]int{}
+	var last time.Time
+	for range ops {
+		id := ids[rng.IntN(len(ids))]
+		q := bucketgate.Request{Identity: id}
+		for _, i := range rng.Perm(len(concurrency))[:1+rng.IntN(2)] {
+			r := concurrency[i]
+			if rng.IntN(5) == 0 {
+				r.Concurrency++ // another plan's
+			}
+			q.Rules = append(q.Rules, r)
+		}
+		for _, i := range rng.Perm(len(pool))[:rng.IntN(3)] {
+			q.Rules = append(q.Rules, pool[i])
+		}
+		rng.Shuffle(len(q.Rules), func(i, j int) { q.Rules[i], q.Rules[j] = q.Rules[j], q.Rules[i] })
+		var mq bucketgate.Request
+		switch op := rng.IntN(100); {
+		case op < 50 || len(held) == 0:
+			q.Cost = 1 + rng.Int64N(3)
+			if rng.IntN(8) == 0 && slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return !r.IsConcurrency() }) {
+				q.Op = bucketgate.OpReserve
+			}
+			q.TTL = []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 20 * time.Millisecond, time.Second}[rng.IntN(5)]
+			if rng.IntN(3) == 0 {
+				q.RequestID = fmt.Sprintf("req-%d", rng.IntN(200))
+			}
+		case op < 85:
+			h := held[max(0, len(held)-1-rng.IntN(4))] // a recent one, more likely held still
+			q = h.q
+			q.Op, q.Cost, q.TTL, q.RequestID = bucketgate.OpRelease, 0, 0, ""
+			mq = q
+			q.ID, mq.ID = h.redis, h.model
+			switch rng.IntN(12) {
+			case 0:
+				q.ID, mq.ID = h.redis[:len(h.redis)-2]+"AA", "forged"
+			case 1:
+				q.Identity = ids[(slices.Index(ids, q.Identity)+1)%len(ids)]
+				mq.Identity = q.Identity
+			}
+			if rng.IntN(3) == 0 {
+				time.Sleep(2 * time.Millisecond)
+			}
+		case op < 93:
+			q.Cost = 0 // a peek
+		case op < 98:
+			if !slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return !r.IsConcurrency() }) {
+				q.Rules = append(q.Rules, pool[0])
+			}
+			q.Op, q.Cost = bucketgate.OpRefund, 1
+		default:
+			q.Op = bucketgate.OpReset
+		}
+		if mq.Identity == "" {
+			mq = q
+		}
+		got, err := l.Decide(ctx, q)
+		now := got.At
+		if err != nil {
+			if now, err = l.Time(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_, err = l.Decide(ctx, q) // the error again, after the time read
+		}
+		var want bucketgate.Decision
+		var werr error
+		if q.Op == bucketgate.OpReserve || q.Op == bucketgate.OpRelease || q.RequestID != "" {
+			want, werr = model.Hold(now, mq, bucket.DefaultIdempotency)
+		} else {
+			want = model.Decide(now, mq)
+		}
+		if (err == nil) != (werr == nil) || err != nil && !(errors.Is(err, bucketgate.ErrConflict) && errors.Is(werr, bucketgate.ErrConflict)) {
+			t.Fatalf("request %+v:\nredis %v\nmodel %v", q, err, werr)
+		}
+		if err != nil {
+			counts["conflict"]++
+			continue
+		}
+		last = got.At
+		if got.Lease != "" && !got.Replayed {
+			held = append(held, lease{redis: got.Lease, model: want.Lease, q: q})
+		}
+		if (got.Lease == "") != (want.Lease == "") || (got.Reservation == "") != (want.Reservation == "") {
+			t.Fatalf("request %+v: lease %q, model %q", q, got.Lease, want.Lease)
+		}
+		got.Lease, want.Lease, got.Reservation, want.Reservation = "", "", "", ""
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("request %+v:\nredis %+v\nmodel %+v", q, got, want)
+		}
+		counts[q.Op.String()+" "+string(got.Reason)]++
+		switch {
+		case q.Op == bucketgate.OpRelease && got.Released:
+			counts["released"]++
+		case q.Op == bucketgate.OpRelease:
+			counts["not released"]++
+		case !got.Allowed && got.Limit > 0 && slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return r.Name == got.Rule && r.IsConcurrency() }):
+			counts["denied by concurrency"]++
+		case !got.Allowed:
+			counts["denied by a bucket or quota"]++
+		}
+	}
+	t.Logf("operations: %v", counts)
+	if counts["released"] < ops/20 || counts["not released"] < ops/50 || counts["denied by concurrency"] < ops/20 ||
+		counts["denied by a bucket or quota"] < ops/100 || counts["conflict"] < ops/100 || counts["check ok"] < ops/10 {
+		t.Errorf("workload too one-sided to mean much: %v", counts)
+	}
+	for _, id := range ids {
+		compareStored(t, c, model, id, last, false)
+		now := redisTime(t, c)
+		for _, r := range concurrency {
+			compareLeases(t, c, model, id, r.Name, now)
+		}
+	}
+}
+
+// compareLeases checks that identity's set of concurrency rule rule holds the leases
+// the model holds at now (their expiries: the members differ) and expires when the
+// model's does.
+func compareLeases(t *testing.T, c rueidis.Client, model *bucket.Model, id, rule string, now time.Time) {
+	t.Helper()
+	zs, err := c.Do(context.Background(), c.B().Zrange().Key(bucket.LeaseKey(id, rule)).Min("0").Max("-1").Withscores().Build()).AsZScores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, z := range zs {
+		got = append(got, int64(z.Score))
+	}
+	want, expires := model.Leases(id, rule, now)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%q's leases of %s: redis %v, model %v", id, rule, got, want)
+	}
+	at := mustInt(t, do(t, c, c.B().Pexpiretime().Key(bucket.LeaseKey(id, rule)).Build()))
+	if want == nil && at != -2 || want != nil && at != expires {
+		t.Fatalf("%q's leases of %s expire at %d, model %d", id, rule, at, expires)
 	}
 }

@@ -687,7 +687,8 @@ if lease and allowed == 1 then
       break
     end
     lcounts[k] = c
-    if lease[k] - c - 1 < fewest then fewest, binding = lease[k] - c - 1, n2 / 2 + k end
+    local left = lease[k] - c - 1 -- binding when fewer than every other rule's whole tokens left
+    if not binding or left < fewest - fewest % 1 then fewest, binding = left, n2 / 2 + k end
   end
 end
 if up and allowed == 1 then cross, fig = up, ufig end -- thresholds count only when admitted

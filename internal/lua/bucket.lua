@@ -24,6 +24,9 @@
 --           "<prefix>{<identity>}:h:<nonce>", or of a settled reservation,
 --           "<prefix>{<identity>}:s:<nonce>" (see "Holds" below); KEYS[2] is then given
 --           with or without usage.
+-- KEYS[4..] with a lease only (a hold starting '@'; see "Leases" below): the sorted set
+--           of each concurrency rule, "<prefix>{<identity>}:c:<rule>", in the hold's
+--           order; KEYS[3] is then given even with no record (any key of the slot).
 -- KEYS[2]   with usage or a hold only: the identity's usage archive, "<prefix>{<identity>}:usage"
 --           (the same hash tag: the same cluster slot), a hash of one field per earlier
 --           day D, "<D>" = "<allowed> <cost> <limited>".
@@ -155,6 +158,23 @@
 -- the cost, a peek shows 0 left. Errors about a hold start "ERR bucketgate-hold:" and
 -- write nothing. A hold's reply is the four integers and two more: 1 when the answer is
 -- a decision or outcome given again (else 0), and a settle's actual cost (else 0).
+--
+-- Leases (f = 3, a hold "@<ttl>/<N1>/.../<Nm> <nonce>", then a space and any other hold):
+-- concurrency rules 1 to m, numbered after the n rules of ARGV (rule n + k) and never
+-- shadow, N their most leases in flight (1 to 10000), their sets KEYS[3 + k], scored by
+-- each lease's expiry (Unix ms), member the nonce. A check that takes tokens (cost >= 1),
+-- once every other rule allows it, removes each set's expired leases (score <= now ms)
+-- and counts the rest, rule by rule: a set holding N already denies it, binding and wait
+-- rule n + k, 0 remaining, its wait until the set's earliest lease expires and its reset
+-- until its latest does: nothing is taken, nothing is crossed, and usage counts the
+-- denial as any other. Else, last, the nonce goes into every set at now + ttl (1 to
+-- 3600000 ms), each set living 1000 ms past its latest lease (PEXPIREAT NX on a new set,
+-- GT on another), and a rule with fewer leases left than the other rules' whole tokens
+-- left (or when no other rule binds) is the binding rule, its leases left the remaining.
+-- A denial by another rule takes no lease and sweeps nothing. With no other rule (ARGV's
+-- n = 0) no state hash is written but usage. A release: ARGV[1] "release", the hold
+-- "@0/<N...> <nonce>" and no rule: each set's expired leases removed, then the nonce;
+-- reply {the sets that held it, now (us)}, 0 sets when it was released or expired before.
 --
 -- Usage (f = 2): a check that takes tokens adds, when allowed, 1 to "u:<D>:a" (and its
 -- cost less one to "u:<D>:x") in the HMGET and HSET it makes anyway, or, when denied, 1

@@ -119,7 +119,7 @@ func TestSettleRefused(t *testing.T) {
 		_, err := l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: rules, Op: bucketgate.OpSettle, Cost: 1, ID: id})
 		return err
 	}
-	forged := r.Reservation[:len(r.Reservation)-2] + "AA"
+	forged := forge(r.Reservation)
 	for _, tt := range []struct {
 		name, want string
 		err        error

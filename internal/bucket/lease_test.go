@@ -73,7 +73,7 @@ func TestLeases(t *testing.T) {
 		t.Fatalf("after a release = %+v", d)
 	}
 	// Refused ids: nothing released.
-	forged := d2.Lease[:len(d2.Lease)-2] + "AA"
+	forged := forge(d2.Lease)
 	other := bucket.New(c, bucket.Secret([]byte("another secret, thirty-two bytes")))
 	r, _ := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{tokens}, Op: bucketgate.OpReserve, Cost: 1})
 	for name, err := range map[string]error{
@@ -144,7 +144,14 @@ func TestLeases(t *testing.T) {
 // usage kept 35 days; then every identity's stored fields and leases.
 func TestDifferentialLeases(t *testing.T) {
 	_, c := real(t)
-	differentialLeases(t, c, 2000, 35)
+	differentialLeases(t, c, 2000, 35, time.Sleep)
+}
+
+// TestDifferentialLeasesMiniredis holds the same to the model on miniredis, the local
+// default's engine, its clock moved by the test.
+func TestDifferentialLeasesMiniredis(t *testing.T) {
+	m := newMini(t)
+	differentialLeases(t, m.client, 2000, 35, m.advance)
 }
 
 // lease is one the differential test acquired: its ids in Redis and in the model.
@@ -155,8 +162,9 @@ type lease struct {
 
 // differentialLeases runs ops random operations with concurrency rules against c and
 // the model, usage kept usageDays days, comparing every decision and error, and in the
-// end every identity's stored fields and sets of leases.
-func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int) {
+// end every identity's stored fields and sets of leases; pass lets time pass on c's
+// clock.
+func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int, pass func(time.Duration)) {
 	t.Helper()
 	ctx := context.Background()
 	l := bucket.New(c, bucket.Usage(usageDays))
@@ -176,6 +184,9 @@ func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int) {
 	counts := map[string]int{}
 	var last time.Time
 	for range ops {
+		if rng.IntN(4) == 0 {
+			pass(time.Duration(rng.IntN(1500)) * time.Microsecond)
+		}
 		id := ids[rng.IntN(len(ids))]
 		q := bucketgate.Request{Identity: id}
 		for _, i := range rng.Perm(len(concurrency))[:1+rng.IntN(2)] {
@@ -208,13 +219,13 @@ func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int) {
 			q.ID, mq.ID = h.redis, h.model
 			switch rng.IntN(12) {
 			case 0:
-				q.ID, mq.ID = h.redis[:len(h.redis)-2]+"AA", "forged"
+				q.ID, mq.ID = forge(h.redis), "forged"
 			case 1:
 				q.Identity = ids[(slices.Index(ids, q.Identity)+1)%len(ids)]
 				mq.Identity = q.Identity
 			}
 			if rng.IntN(3) == 0 {
-				time.Sleep(2 * time.Millisecond)
+				pass(2 * time.Millisecond)
 			}
 		case op < 93:
 			q.Cost = 0 // a peek
@@ -309,4 +320,13 @@ func compareLeases(t *testing.T, c rueidis.Client, model *bucket.Model, id, rule
 	if want == nil && at != -2 || want != nil && at != expires {
 		t.Fatalf("%q's leases of %s expire at %d, model %d", id, rule, at, expires)
 	}
+}
+
+// forge returns id with its last character changed: the MAC no longer the limiter's.
+func forge(id string) string {
+	last := byte('A')
+	if id[len(id)-1] == last {
+		last = 'B'
+	}
+	return id[:len(id)-1] + string(last)
 }

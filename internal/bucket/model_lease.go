@@ -52,8 +52,9 @@ func (m *Model) sweep(name string, nowMS int64) *modelSet {
 // decideLeases does q, with concurrency rules, at now as operation op of cost, a debit
 // or not, as the script and the Limiter would: an acquire (a check of a cost) decides
 // the other rules first and takes a lease of every concurrency rule only if they allow
-// it, or denies it for the first concurrency rule that has no lease left (nothing
-// taken, the denial counted in usage); a peek adds every concurrency rule's state; a
+// it, or denies it for the first concurrency rule that has no lease left once its
+// expired leases are swept, which only a full set is (nothing taken, the denial counted
+// in usage); a peek adds every concurrency rule's state; a
 // reset removes the leases; a refund and a settle leave them.
 func (m *Model) decideLeases(now time.Time, q bucketgate.Request, op bucketgate.Op, qcost int64, debit bool) bucketgate.Decision {
 	return inOrder(m.decideByKind(now, q, op, qcost, debit), q)
@@ -118,9 +119,16 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 	counts := make([]int, len(qs.Rules)-n)
 	for k, r := range qs.Rules[n:] {
 		name := LeaseKey(q.Identity, r.Name)
-		z := m.sweep(name, nowMS)
+		z := m.set(name, nowMS)
 		if z != nil {
 			counts[k] = len(z.leases)
+		}
+		if counts[k] >= int(r.Concurrency) { // full, expired leases too: swept
+			if z = m.sweep(name, nowMS); z != nil {
+				counts[k] = len(z.leases)
+			} else {
+				counts[k] = 0
+			}
 		}
 		if counts[k] >= int(r.Concurrency) {
 			first, last := slices.Min(slices.Collect(maps.Values(z.leases))), slices.Max(slices.Collect(maps.Values(z.leases)))

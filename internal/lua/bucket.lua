@@ -163,14 +163,16 @@
 -- concurrency rules 1 to m, numbered after the n rules of ARGV (rule n + k) and never
 -- shadow, N their most leases in flight (1 to 10000), their sets KEYS[3 + k], scored by
 -- each lease's expiry (Unix ms), member the nonce. A check that takes tokens (cost >= 1),
--- once every other rule allows it, removes each set's expired leases (score <= now ms)
--- and counts the rest, rule by rule: a set holding N already denies it, binding and wait
+-- once every other rule allows it, counts each set's leases, rule by rule, and when a
+-- set holds N (expired ones too) removes its expired leases (score <= now ms) and counts
+-- again (so a set never holds more than N): a set holding N still denies it, binding and wait
 -- rule n + k, 0 remaining, its wait until the set's earliest lease expires and its reset
 -- until its latest does: nothing is taken, nothing is crossed, and usage counts the
 -- denial as any other. Else, last, the nonce goes into every set at now + ttl (1 to
 -- 3600000 ms), each set living 1000 ms past its latest lease (PEXPIREAT NX on a new set,
--- GT on another), and a rule with fewer leases left than the other rules' whole tokens
--- left (or when no other rule binds) is the binding rule, its leases left the remaining.
+-- GT on another), and a rule with fewer leases left (N less the set's leases, expired
+-- ones not swept yet too) than the other rules' whole tokens left (or when no other rule
+-- binds) is the binding rule, its leases left the remaining.
 -- A denial by another rule takes no lease and sweeps nothing. With no other rule (ARGV's
 -- n = 0) no state hash is written but usage. A release: ARGV[1] "release", the hold
 -- "@0/<N...> <nonce>" and no rule: each set's expired leases removed, then the nonce;
@@ -260,13 +262,19 @@ if o > 0 then
     rec = KEYS[3]
     local hold = argv[3]
     if string.byte(hold) == 64 then -- '@': a lease, then any other hold
-      local spec
-      spec, lnonce, hold = string.match(hold, '^@([%d/]+) (%S+) ?(.*)$')
-      lease = {}
-      if spec then
-        for v in string.gmatch(spec, '%d+') do lease[#lease + 1] = v + 0 end
+      local n1
+      lttl, n1, lnonce, hold = string.match(hold, '^@(%d+)/(%d+) (%S+) ?(.*)$') -- one rule, the usual case
+      if n1 then
+        lttl, lease = lttl + 0, {n1 + 0}
+      else
+        local spec
+        spec, lnonce, hold = string.match(argv[3], '^@([%d/]+) (%S+) ?(.*)$')
+        lease = {}
+        if spec then
+          for v in string.gmatch(spec, '%d+') do lease[#lease + 1] = v + 0 end
+        end
+        lttl = table.remove(lease, 1)
       end
-      lttl = table.remove(lease, 1)
       local ok = lnonce and #lease >= 1 and #lease == #KEYS - 3
       for k = 1, ok and #lease or 0 do
         if lease[k] < 1 or lease[k] > 10000 then ok = false end
@@ -695,12 +703,14 @@ if fewest < 0 then fewest = 0 end -- a bucket in debt has none left
 local lms, lcounts
 if lease and allowed == 1 then
   lms = (now - now % 1000) / 1000
-  local ms = string.format('%d', lms)
   lcounts = {}
   for k = 1, #lease do
     local z = KEYS[3 + k]
-    call('ZREMRANGEBYSCORE', z, '-inf', ms)
     local c = call('ZCARD', z)
+    if c >= lease[k] then -- full, counting the expired leases not swept yet: swept now
+      call('ZREMRANGEBYSCORE', z, '-inf', string.format('%d', lms))
+      c = call('ZCARD', z)
+    end
     if c >= lease[k] then
       local first, last = call('ZRANGE', z, 0, 0, 'WITHSCORES'), call('ZRANGE', z, -1, -1, 'WITHSCORES')
       allowed, binding, waitrule, fewest, wait, resetafter = 0, n2 / 2 + k, n2 / 2 + k, 0, first[2] - lms, last[2] - lms

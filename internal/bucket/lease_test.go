@@ -330,3 +330,21 @@ func forge(id string) string {
 	}
 	return id[:len(id)-1] + string(last)
 }
+
+// TestLeasesInABatch: a batch decides a request with a concurrency rule as Decide does,
+// beside the others.
+func TestLeasesInABatch(t *testing.T) {
+	l, _ := real(t)
+	rules := []bucketgate.Rule{{Name: "one", Concurrency: 1}}
+	q := bucketgate.Request{Identity: "batch", Rules: rules, Cost: 1}
+	plain := bucketgate.Request{Identity: "batch", Rules: free, Cost: 1}
+	ds, errs := l.DecideBatch(context.Background(), []bucketgate.Request{q, plain, q})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if !ds[0].Allowed || ds[0].Lease == "" || !ds[1].Allowed || ds[1].Remaining != 9 || ds[2].Allowed || ds[2].Rule != "one" {
+		t.Fatalf("batch = %+v", ds)
+	}
+}

@@ -111,7 +111,7 @@ func ExampleClient_Release() {
 		return // five streams in flight (res.RetryAfter()), or no decision
 	}
 	defer checks.Release(ctx, req, res.Lease) // idempotent: safe to retry
-	_ = doWork(ctx)                            // the stream
+	_ = doWork(ctx)                           // the stream
 }
 
 // complete stands for an LLM call of at most maxTokens tokens; it returns those used.

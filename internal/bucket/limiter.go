@@ -273,16 +273,13 @@ func scriptCall(q bucketgate.Request, m, usageDays int, h hold, call *scriptArgs
 	var cuts [maxArgs]cut // where each ARGV value lies in b, by its index in ARGV
 	b := appendKey(buf[:0], q.Identity)
 	keyEnd := len(b)
-	if usage || layout.Hold {
+	archive, record := usage || h.record != "", h.record != "" // a lease alone needs neither
+	if archive {
 		b = append(b, UsageSuffix...) // the archive's key: the state's, and the suffix
 	}
 	recordEnd := len(b)
-	if layout.Hold {
-		record := h.record
-		if record == "" { // a lease without a record: any key of the slot
-			record = lua.RecordInfix + h.nonce + h.lease
-		}
-		b = append(append(b, b[:keyEnd]...), record...)
+	if record {
+		b = append(append(b, b[:keyEnd]...), h.record...)
 		recordEnd = len(b)
 	}
 	var leaseCuts [lua.MaxLeaseRules]cut // where each set's key lies in b
@@ -360,18 +357,17 @@ func scriptCall(q bucketgate.Request, m, usageDays int, h hold, call *scriptArgs
 		args[i] = s[cuts[i].from:cuts[i].to]
 	}
 	call.keys[lua.KeyState] = s[:keyEnd]
-	if !usage && !layout.Hold {
-		return call.keys[:1], args
+	n = 1
+	if archive {
+		call.keys[lua.KeyUsage], n = s[:keyEnd+len(UsageSuffix)], 2
 	}
-	call.keys[lua.KeyUsage] = s[:keyEnd+len(UsageSuffix)]
-	if !layout.Hold {
-		return call.keys[:2], args
+	if record {
+		call.keys[lua.KeyRecord], n = s[keyEnd+len(UsageSuffix):recordEnd], 3
 	}
-	call.keys[lua.KeyRecord] = s[keyEnd+len(UsageSuffix) : recordEnd]
 	for k := range m {
-		call.keys[lua.KeyLeases+k] = s[leaseCuts[k].from:leaseCuts[k].to]
+		call.keys[n+k] = s[leaseCuts[k].from:leaseCuts[k].to]
 	}
-	return call.keys[:lua.KeyLeases+m], args
+	return call.keys[:n+m], args
 }
 
 // periodCode is quota r's period as the script reads it (lua.PeriodDay, ...).

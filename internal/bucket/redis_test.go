@@ -551,7 +551,9 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"lease: two rules, three sets", []string{"1", "0", "@1000/2/3 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
 		{"lease: a peek", []string{"0", "0", "@1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a lease is for a check that takes tokens"},
 		{"lease: a refund", []string{"-1", "0", "@1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a lease is for a check that takes tokens"},
-		{"lease: a settle", []string{"s1", "0", "@1000/2 n 5 1 1000", "b:tokens", "b:ts", "10", "1"}, "a lease is for a check that takes tokens"},
+		{"lease: a settle", []string{"s1", "0", "@1000/2 n 5 1 1000 fp", "b:tokens", "b:ts", "10", "1"}, "a settle must be"},
+		{"lease: a record, no record key", []string{"1", "0", "@1000/2 n 1000 fp", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
+		{"lease: usage, no archive", []string{"1", "35", "@1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
 		{"lease: ttl 0", []string{"1", "0", "@0/2 n", "b:tokens", "b:ts", "10", "1"}, "lives 1 to 3600000 ms"},
 		{"lease: ttl above an hour", []string{"1", "0", "@3600001/2 n", "b:tokens", "b:ts", "10", "1"}, "lives 1 to 3600000 ms"},
 		{"lease: a bad record", []string{"1", "0", "@1000/2 n 0 fp", "b:tokens", "b:ts", "10", "1"}, "a hold must be"},
@@ -563,7 +565,10 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 			if strings.HasPrefix(tt.name, "usage kept") { // with the archive: the days are at fault
 				keys = append(keys, bucket.UsageKey("x"))
 			}
-			if strings.HasPrefix(tt.name, "hold") || strings.HasPrefix(tt.name, "lease") { // with the record: the hold is at fault
+			if strings.HasPrefix(tt.name, "hold") { // with the record: the hold is at fault
+				keys = append(keys, bucket.UsageKey("x"), bucket.Key("x")+lua.RecordInfix+"n")
+			}
+			if strings.HasPrefix(tt.name, "lease") && strings.Contains(tt.argv[2], " fp") && !strings.Contains(tt.name, "no record key") { // a lease with a record
 				keys = append(keys, bucket.UsageKey("x"), bucket.Key("x")+lua.RecordInfix+"n")
 			}
 			if strings.HasPrefix(tt.name, "lease") && !strings.Contains(tt.name, "three sets") {

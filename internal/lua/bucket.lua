@@ -24,9 +24,10 @@
 --           "<prefix>{<identity>}:h:<nonce>", or of a settled reservation,
 --           "<prefix>{<identity>}:s:<nonce>" (see "Holds" below); KEYS[2] is then given
 --           with or without usage.
--- KEYS[4..] with a lease only (a hold starting '@'; see "Leases" below): the sorted set
---           of each concurrency rule, "<prefix>{<identity>}:c:<rule>", in the hold's
---           order; KEYS[3] is then given even with no record (any key of the slot).
+-- KEYS[..]  with a lease only (a hold starting '@'; see "Leases" below), the last KEYS:
+--           the sorted set of each concurrency rule, "<prefix>{<identity>}:c:<rule>", in
+--           the hold's order, after KEYS[2] only with usage or a record, and KEYS[3]
+--           only with a record.
 -- KEYS[2]   with usage or a hold only: the identity's usage archive, "<prefix>{<identity>}:usage"
 --           (the same hash tag: the same cluster slot), a hash of one field per earlier
 --           day D, "<D>" = "<allowed> <cost> <limited>".
@@ -161,7 +162,7 @@
 --
 -- Leases (f = 3, a hold "@<ttl>/<N1>/.../<Nm> <nonce>", then a space and any other hold):
 -- concurrency rules 1 to m, numbered after the n rules of ARGV (rule n + k) and never
--- shadow, N their most leases in flight (1 to 10000), their sets KEYS[3 + k], scored by
+-- shadow, N their most leases in flight (1 to 10000), their sets the last m KEYS, scored by
 -- each lease's expiry (Unix ms), member the nonce. A check that takes tokens (cost >= 1),
 -- once every other rule allows it, counts each set's leases, rule by rule, and when a
 -- set holds N (expired ones too) removes its expired leases (score <= now ms) and counts
@@ -255,7 +256,7 @@ local rec, life, fp, settle, est, exp, debit
 -- With a lease (a hold starting '@', "Leases" in the header): lease the most in flight
 -- of each concurrency rule (its sorted set is KEYS[3 + k]), lnonce the lease's member,
 -- lttl its ms to live.
-local lease, lnonce, lttl
+local lease, lnonce, lttl, lk -- lk: the index in KEYS before the first set
 if o > 0 then
   cost = argv[1]
   if o == 3 then
@@ -275,12 +276,13 @@ if o > 0 then
         end
         lttl = table.remove(lease, 1)
       end
-      local ok = lnonce and #lease >= 1 and #lease == #KEYS - 3
+      lk = #KEYS - #lease
+      local ok = lnonce and #lease >= 1 and lk == (hold ~= '' and 3 or argv[2] ~= '0' and 2 or 1) -- the record, else the archive, else the state before the sets
       for k = 1, ok and #lease or 0 do
         if lease[k] < 1 or lease[k] > 10000 then ok = false end
       end
       if not ok then
-        return redis.error_reply('ERR bucketgate: a lease must be @, its ms to live, then / and the most in flight (1 to 10000) of each concurrency rule, a space and its nonce, with one sorted set per rule from KEYS[4]')
+        return redis.error_reply('ERR bucketgate: a lease must be @, its ms to live, then / and the most in flight (1 to 10000) of each concurrency rule, a space and its nonce, with one sorted set per rule, the last KEYS (after the archive with usage, and the record with one)')
       end
       if cost == 'release' then
         -- A release: the lease's member out of every set (after the expired ones: a
@@ -288,14 +290,14 @@ if o > 0 then
         local t = call('TIME')
         local ms = string.format('%d', t[1] * 1000 + (t[2] - t[2] % 1000) / 1000)
         local released = 0
-        for k = 4, #KEYS do
+        for k = lk + 1, #KEYS do
           call('ZREMRANGEBYSCORE', KEYS[k], '-inf', ms)
           released = released + call('ZREM', KEYS[k], lnonce)
         end
         return {released, t[1] * 1000000 + t[2]}
       end
-      if not (lttl >= 1 and lttl <= 3600000 and string.match(cost, '^%d+$') and cost + 0 >= 1) then
-        return redis.error_reply('ERR bucketgate: a lease is for a check that takes tokens, and lives 1 to 3600000 ms')
+      if not (lttl >= 1 and lttl <= 3600000) then
+        return redis.error_reply('ERR bucketgate: a lease lives 1 to 3600000 ms')
       end
       if hold == '' then rec = nil end -- no other hold: no record
     end
@@ -330,6 +332,9 @@ if o > 0 then
   -- The days usage is kept stay ARGV's string until a write needs them (the day's
   -- first, or a rule living past the day), which reads and checks them first: most
   -- calls need no tonumber.
+  if lease and (op or cost == 0) then -- a settle's cost is 0 here
+    return redis.error_reply('ERR bucketgate: a lease is for a check that takes tokens')
+  end
   if o == 2 and not op and cost > 0 then
     keep = argv[2]
   elseif o == 3 and not settle then
@@ -705,7 +710,7 @@ if lease and allowed == 1 then
   lms = (now - now % 1000) / 1000
   lcounts = {}
   for k = 1, #lease do
-    local z = KEYS[3 + k]
+    local z = KEYS[lk + k]
     local c = call('ZCARD', z)
     if c >= lease[k] then -- full, counting the expired leases not swept yet: swept now
       call('ZREMRANGEBYSCORE', z, '-inf', string.format('%d', lms))
@@ -904,7 +909,7 @@ if lcounts and allowed == 1 then
   -- The lease, in every set, which lives until its latest lease expires and the margin.
   local e, x = string.format('%d', lms + lttl), string.format('%d', lms + lttl + 1000)
   for k = 1, #lease do
-    local z = KEYS[3 + k]
+    local z = KEYS[lk + k]
     call('ZADD', z, e, lnonce)
     call('PEXPIREAT', z, x, lcounts[k] == 0 and 'NX' or 'GT') -- an empty set was removed: new
   end

@@ -33,11 +33,12 @@ const (
 	KeysMax   = KeyLeases + MaxLeaseRules
 )
 
-// KeyLeases is the index in KEYS of the first concurrency rule's sorted set, with a
-// lease (LeaseMark): rule k's is KeyLeases + k, "<state key>" + LeaseInfix + its name,
-// a member per lease (its nonce) scored by its expiry (Unix ms of Redis's clock).
-// KEYS[KeyRecord] is then given even with no record (any key of the slot). A call has
-// MaxLeaseRules sets at most.
+// With a lease (LeaseMark), the last KEYS are the concurrency rules' sorted sets, in
+// the hold's order: "<state key>" + LeaseInfix + the rule's name, a member per lease
+// (its nonce) scored by its expiry (Unix ms of Redis's clock). KEYS[KeyUsage] comes
+// before them only with usage or a record, KEYS[KeyRecord] only with a record. A call
+// has MaxLeaseRules sets at most; KeyLeases is the index of the first set when every
+// other key is given.
 const (
 	KeyLeases     = 3
 	MaxLeaseRules = 8

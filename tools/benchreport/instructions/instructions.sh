@@ -96,11 +96,11 @@ awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 1 bg:{%d} 5
 awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 3 bg:{%d} bg:{%d}:usage bg:{%d}:s:%d s3 0 \"5 99999999999999 600000\" burst:tokens burst:ts 1000 0.001\n", i % 1000, i % 1000, i % 1000, i }' >"$work/settle"
 # An acquire: the check above (the same bucket, the same mix of allowed and denied) with
 # a concurrency rule of 100 in flight, as bucket.Limiter sends it (the lease in the hold,
-# a record's key declared, the rule's sorted set); every lease its own member, none
+# the rule's sorted set after the state's key); every lease its own member, none
 # released (an identity holds 10 at most: the bucket binds). acquire_all: the same on a
 # bucket of 1000 (every call admitted: each takes a lease), beside an admitted check.
 acquire_lines() { # CAPACITY FILE
-  awk -v n="$n" -v cap="$1" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 4 bg:{%d} bg:{%d}:usage bg:{%d}:h:x bg:{%d}:c:streams 1 0 \"@300000/100 n%d\" burst:tokens burst:ts %d 0.001\n", i % 1000, i % 1000, i % 1000, i % 1000, i, cap }' >"$2"
+  awk -v n="$n" -v cap="$1" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 2 bg:{%d} bg:{%d}:c:streams 1 0 \"@300000/100 n%d\" burst:tokens burst:ts %d 0.001\n", i % 1000, i % 1000, i, cap }' >"$2"
 }
 acquire_lines 10 "$work/acquire"
 acquire_lines 1000 "$work/acquire_all"

@@ -896,15 +896,6 @@ if newday then
   local kept = (day + keep) * 86400000 + 1000
   if not at or kept > at then at = kept end
 end
-if at and (n2 > 0 or keep) then -- a lease alone writes no state hash
-  -- GT never shortens the key's life, but does nothing to a key with no expiry yet: NX
-  -- sets that. A key with no stored rule yet is most likely new, so it tries NX first:
-  -- one call usually does it either way.
-  local first, second = 'GT', 'NX'
-  if not stored then first, second = 'NX', 'GT' end
-  at = string.format('%d', at)
-  if call('PEXPIREAT', key, at, first) == 0 then call('PEXPIREAT', key, at, second) end
-end
 if lcounts and allowed == 1 then
   -- The lease, in every set, which lives until its latest lease expires and the margin.
   local e, x = string.format('%d', lms + lttl), string.format('%d', lms + lttl + 1000)
@@ -913,6 +904,16 @@ if lcounts and allowed == 1 then
     call('ZADD', z, e, lnonce)
     call('PEXPIREAT', z, x, lcounts[k] == 0 and 'NX' or 'GT') -- an empty set was removed: new
   end
+  if n2 == 0 and not keep then at = nil end -- a lease alone writes no state hash
+end
+if at then
+  -- GT never shortens the key's life, but does nothing to a key with no expiry yet: NX
+  -- sets that. A key with no stored rule yet is most likely new, so it tries NX first:
+  -- one call usually does it either way.
+  local first, second = 'GT', 'NX'
+  if not stored then first, second = 'NX', 'GT' end
+  at = string.format('%d', at)
+  if call('PEXPIREAT', key, at, first) == 0 then call('PEXPIREAT', key, at, second) end
 end
 
 if shadow then

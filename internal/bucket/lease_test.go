@@ -166,7 +166,6 @@ type lease struct {
 // clock.
 func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int, pass func(time.Duration)) {
 	t.Helper()
-	ctx := context.Background()
 	l := bucket.New(c, bucket.Usage(usageDays))
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -240,24 +239,7 @@ func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int, pass
 		if mq.Identity == "" {
 			mq = q
 		}
-		got, err := l.Decide(ctx, q)
-		now := got.At
-		if err != nil {
-			if now, err = l.Time(ctx); err != nil {
-				t.Fatal(err)
-			}
-			_, err = l.Decide(ctx, q) // the error again, after the time read
-		}
-		var want bucketgate.Decision
-		var werr error
-		if q.Op == bucketgate.OpReserve || q.Op == bucketgate.OpRelease || q.RequestID != "" {
-			want, werr = model.Hold(now, mq, bucket.DefaultIdempotency)
-		} else {
-			want = model.Decide(now, mq)
-		}
-		if (err == nil) != (werr == nil) || err != nil && !(errors.Is(err, bucketgate.ErrConflict) && errors.Is(werr, bucketgate.ErrConflict)) {
-			t.Fatalf("request %+v:\nredis %v\nmodel %v", q, err, werr)
-		}
+		got, want, err := decideBoth(t, l, model, q, mq)
 		if err != nil {
 			counts["conflict"]++
 			continue

@@ -200,7 +200,7 @@ func TestMarkdown(t *testing.T) {
 		"| 1 | round 3, over a check: reserve; settle | 1.00; 1.80 | <= 1.15; <= 1.15 | **not met** |",
 		"A settle is 1.80x (goal 1.15)",
 		"| 1 | round 3, over a check: acquire (a bucket and a concurrency rule) | 1.50 | <= 1.40 | **not met** |",
-		"An acquire (a bucket and a concurrency rule) is 1.50x a check (goal 1.40)",
+		"An acquire (a bucket and a concurrency rule, half of them admitted as the check's) is 1.50x a check (goal\n1.40)",
 		"| 10 | an authorizer invocation through the built binary, p50 / p99, beside a bare EVALSHA | 0.310 / 0.900 ms (EVALSHA 0.060 / 0.080 ms) | reported beside the floor | measured |",
 		"| authorizer invocation | 0.310 ms | 0.900 ms |",
 		"bucketgate (b) / redis-benchmark -P 0 | 90 / 100 = 0.90 | >= 0.8 | met |",

@@ -98,7 +98,8 @@ type Args struct {
 	// call counts a check that takes tokens in the identity's usage of the day.
 	Usage bool
 	// Hold reports whether ARGV holds, after the operation and the days usage is kept
-	// ("0" for none), the hold (ArgHold): a settle, or an idempotent request.
+	// ("0" for none), the hold (ArgHold): a settle, an idempotent request, or a lease
+	// (LeaseMark) and perhaps one of the others.
 	Hold bool
 }
 
@@ -112,7 +113,8 @@ const ArgUsageDays = 1
 
 // ArgHold is the index in ARGV of the hold, when Args.Hold: for a settle, "<estimate>
 // <expiry> <life>", its reservation's estimate and expiry (Unix ms) and how long its
-// record lives past that (ms); for an idempotent request, "<life> <fingerprint>".
+// record lives past that (ms); for an idempotent request, "<life> <fingerprint>"; with
+// concurrency rules, the lease (LeaseMark) first, then a space and any of those.
 const ArgHold = 2
 
 // Len is the length of ARGV.

@@ -271,7 +271,7 @@ func TestRefusedBeforeSending(t *testing.T) {
 	}
 }
 
-// TestOperationsEncoding: Refund, Reset, Reserve, Settle and Cancel send the operation
+// TestOperationsEncoding: Refund, Reset, Reserve, Settle, Cancel and Release send the operation
 // and what it needs.
 func TestOperationsEncoding(t *testing.T) {
 	var got []string
@@ -295,10 +295,14 @@ func TestOperationsEncoding(t *testing.T) {
 	if _, err := c.Cancel(ctx, checkapi.Request{Key: "k", Plan: "free"}, "r1.n.m"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Release(ctx, checkapi.Request{Key: "k", Plan: "free"}, "r2.n.m"); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{`{"key":"k","op":"refund","plan":"free","cost":2,"requestId":"r"}`, `{"identity":"ip:192.0.2.1","op":"reset","plan":"free"}`,
 		`{"key":"k","op":"reserve","plan":"free","cost":500,"ttlMs":60000,"requestId":"q"}`,
 		`{"key":"k","op":"settle","plan":"free","cost":720,"reservation":"r1.n.m"}`,
-		`{"key":"k","op":"cancel","plan":"free","reservation":"r1.n.m"}`}
+		`{"key":"k","op":"cancel","plan":"free","reservation":"r1.n.m"}`,
+		`{"key":"k","op":"release","plan":"free","lease":"r2.n.m"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sent %q, want %q", got, want)
 	}

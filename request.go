@@ -75,7 +75,10 @@ const (
 	// MaxRequestID is the longest RequestID, in bytes.
 	MaxRequestID = 128
 	// MaxID is the longest reservation id, in bytes: more is not one the limiter made.
-	MaxID = 128
+	// An id with MaxClaims of claims is shorter: it fits an HTTP header.
+	MaxID = 512
+	// MaxClaims is the most bytes of claims a reservation id carries (Request.Claims).
+	MaxClaims = 256
 	// MaxSettle is the largest actual cost a settle takes: MaxCapacity, beyond which a
 	// cost is not a measure of work but a mistake.
 	MaxSettle = MaxCapacity
@@ -149,6 +152,11 @@ type Request struct {
 	// ID is the reservation an OpSettle or OpCancel settles (Decision.Reservation): 1 to
 	// MaxID bytes. Identity and the names of Rules must be the reserve's.
 	ID string
+	// Claims, on an OpReserve, is what its reservation id carries besides, signed with
+	// it, for whoever settles by the id alone: what they need to find the identity and
+	// the rules again (the authorizer's say where its rules came from). The limiter never reads it. 0 to MaxClaims bytes;
+	// empty for none (an id then carries only the reservation).
+	Claims string
 }
 
 // Validate reports the first thing wrong with q, naming the field.
@@ -224,6 +232,10 @@ func (q Request) validateHold() error {
 		return fmt.Errorf("%w: an id with a %v: only settle and cancel take one", ErrInvalid, q.Op)
 	case len(q.ID) > MaxID:
 		return fmt.Errorf("%w: id of %d bytes: want at most %d", ErrInvalid, len(q.ID), MaxID)
+	case q.Claims != "" && q.Op != OpReserve:
+		return fmt.Errorf("%w: claims with a %v: only a reserve's id carries them", ErrInvalid, q.writes())
+	case len(q.Claims) > MaxClaims:
+		return fmt.Errorf("%w: claims of %d bytes: want at most %d", ErrInvalid, len(q.Claims), MaxClaims)
 	}
 	return nil
 }

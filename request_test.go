@@ -90,7 +90,9 @@ func TestRequestValidate(t *testing.T) {
 		{"settle without an id", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpSettle}, "settle without the id of its reservation"},
 		{"cancel with a cost", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpCancel, ID: "r1.x"}, "cancel with cost 1"},
 		{"an id with a check", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, ID: "r1.x"}, "an id with a check"},
-		{"an id too long", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpCancel, ID: strings.Repeat("x", bucketgate.MaxID+1)}, "id of 129 bytes"},
+		{"an id too long", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpCancel, ID: strings.Repeat("x", bucketgate.MaxID+1)}, "id of 513 bytes"},
+		{"claims on a check", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Claims: "c"}, "claims with a check"},
+		{"claims too long", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpReserve, Cost: 1, Claims: strings.Repeat("c", bucketgate.MaxClaims+1)}, "claims of 257 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/localgw"
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // function answers an invocation in a test, as a Lambda handler does.
@@ -272,7 +274,8 @@ func TestRefusedBeforeSending(t *testing.T) {
 }
 
 // TestOperationsEncoding: Refund, Reset, Reserve, Settle and Cancel send the operation
-// and what it needs.
+// and what it needs; SettleReservation, CancelReservation and SettleRequest the
+// reservation alone.
 func TestOperationsEncoding(t *testing.T) {
 	var got []string
 	c := serve(t, func(p []byte) ([]byte, error) {
@@ -295,10 +298,25 @@ func TestOperationsEncoding(t *testing.T) {
 	if _, err := c.Cancel(ctx, checkapi.Request{Key: "k", Plan: "free"}, "r1.n.m"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.SettleReservation(ctx, "r2.n.m", 30); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CancelReservation(ctx, "r2.n.m"); err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/v1/chat", nil)
+	r.Header.Set(ratelimitheaders.HeaderReservation, "r2.h.m")
+	if _, err := c.SettleRequest(ctx, r, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SettleRequest(ctx, httptest.NewRequest("GET", "/", nil), 5); !errors.Is(err, checkclient.ErrNoReservation) {
+		t.Fatalf("SettleRequest without the header: %v, want ErrNoReservation", err)
+	}
 	want := []string{`{"key":"k","op":"refund","plan":"free","cost":2,"requestId":"r"}`, `{"identity":"ip:192.0.2.1","op":"reset","plan":"free"}`,
 		`{"key":"k","op":"reserve","plan":"free","cost":500,"ttlMs":60000,"requestId":"q"}`,
 		`{"key":"k","op":"settle","plan":"free","cost":720,"reservation":"r1.n.m"}`,
-		`{"key":"k","op":"cancel","plan":"free","reservation":"r1.n.m"}`}
+		`{"key":"k","op":"cancel","plan":"free","reservation":"r1.n.m"}`,
+		`{"op":"settle","cost":30,"reservation":"r2.n.m"}`, `{"op":"cancel","reservation":"r2.n.m"}`, `{"op":"settle","cost":0,"reservation":"r2.h.m"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sent %q, want %q", got, want)
 	}

@@ -3,16 +3,20 @@ package check
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -21,6 +25,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
@@ -266,5 +271,39 @@ func TestSettleByReservationRefused(t *testing.T) {
 	}
 	if got := b.tokens(t, alice, llmRule, "tokens"); got != 600 {
 		t.Fatalf("after the revoked key's settle: %d tokens, want 600", got)
+	}
+}
+
+// TestSettleRequestEndToEnd: a backend's request carries the authorizer's reservation
+// in HeaderReservation (as the templates map it); checkclient's SettleRequest settles
+// it, through the AWS SDK and the Lambda Invoke API, with this function on a real
+// server; a request that carries none is ErrNoReservation, with nothing sent.
+func TestSettleRequestEndToEnd(t *testing.T) {
+	const function = "bucketgate-check"
+	b := newBearerFixture(t, llmConfig)
+	srv := lambdatest.Start(t, map[string]lambda.Handler{function: lambda.NewHandler(b.check.h)})
+	checks := checkclient.New(srv.Client(), function)
+
+	r := httptest.NewRequest("POST", "/v1/chat", nil)
+	r.Header.Set(ratelimitheaders.HeaderReservation, b.reserve(t, "alice"))
+	res, err := checks.SettleRequest(r.Context(), r, 250)
+	if err != nil || res.Settled != 250 || res.Remaining != 750 {
+		t.Fatalf("SettleRequest = %+v, %v: want 150 back, 750 left", res, err)
+	}
+	if again, err := checks.SettleRequest(r.Context(), r, 1); err != nil || !again.Replayed || again.Settled != 250 {
+		t.Fatalf("SettleRequest again = %+v, %v: want the first outcome", again, err)
+	}
+	r.Header.Set(ratelimitheaders.HeaderReservation, b.reserve(t, "alice"))
+	if c, err := checks.CancelReservation(r.Context(), ratelimitheaders.Reservation(r)); err != nil || c.Remaining != 750 {
+		t.Fatalf("CancelReservation = %+v, %v: want the estimate back, 750 left", c, err)
+	}
+	if _, err := checks.SettleRequest(r.Context(), httptest.NewRequest("GET", "/v1/models", nil), 1); !errors.Is(err, checkclient.ErrNoReservation) {
+		t.Fatalf("SettleRequest of a request without a reservation: %v, want ErrNoReservation", err)
+	}
+	forged := httptest.NewRequest("POST", "/v1/chat", nil)
+	forged.Header.Set(ratelimitheaders.HeaderReservation, "r2.AAAA.BBBB")
+	var fe *checkclient.FunctionError
+	if _, err := checks.SettleRequest(r.Context(), forged, 1); !errors.As(err, &fe) || fe.Type != checkapi.ErrorTypeConflict {
+		t.Fatalf("SettleRequest of a forged id: %v, want a conflict", err)
 	}
 }

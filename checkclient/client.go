@@ -17,7 +17,6 @@ package checkclient
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -145,19 +144,15 @@ func (c *Client) CancelReservation(ctx context.Context, reservation string) (che
 	return c.Cancel(ctx, checkapi.Request{}, reservation)
 }
 
-// ErrNoReservation is SettleRequest's error for a request that carries no
-// reservation: its route reserves nothing, or the limiter failed open (degraded) and
-// decided nothing. There is nothing to settle.
-var ErrNoReservation = errors.New("checkclient: the request carries no reservation (" + ratelimitheaders.HeaderReservation + ")")
-
 // SettleRequest settles the reservation that r, a request the authorizer let through
 // on a route that reserves, carries (ratelimitheaders.Reservation) at the actual cost,
 // with SettleReservation: the one call a backend makes once it knows what the work
-// cost. Its error is ErrNoReservation when r carries none; else as SettleReservation's.
+// cost. Its error is ratelimitheaders.ErrNoReservation when r carries none; else as
+// SettleReservation's.
 func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int64) (checkapi.Response, error) {
 	id := ratelimitheaders.Reservation(r)
 	if id == "" {
-		return checkapi.Response{}, ErrNoReservation
+		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
 	}
 	return c.SettleReservation(ctx, id, actual)
 }

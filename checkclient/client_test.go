@@ -309,7 +309,7 @@ func TestOperationsEncoding(t *testing.T) {
 	if _, err := c.SettleRequest(ctx, r, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SettleRequest(ctx, httptest.NewRequest("GET", "/", nil), 5); !errors.Is(err, checkclient.ErrNoReservation) {
+	if _, err := c.SettleRequest(ctx, httptest.NewRequest("GET", "/", nil), 5); !errors.Is(err, ratelimitheaders.ErrNoReservation) {
 		t.Fatalf("SettleRequest without the header: %v, want ErrNoReservation", err)
 	}
 	want := []string{`{"key":"k","op":"refund","plan":"free","cost":2,"requestId":"r"}`, `{"identity":"ip:192.0.2.1","op":"reset","plan":"free"}`,

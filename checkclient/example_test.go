@@ -13,6 +13,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // A service asks the check function whether tenant-42 may make one call on the pro
@@ -111,7 +112,7 @@ func ExampleClient_SettleRequest() {
 	http.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) {
 		used := complete(r.Context(), 4096) // the route's reserve, its max_tokens
 		_, err := checks.SettleRequest(r.Context(), r, used)
-		if err != nil && !errors.Is(err, checkclient.ErrNoReservation) {
+		if err != nil && !errors.Is(err, ratelimitheaders.ErrNoReservation) {
 			log.Print(err) // unsettled, the reservation stays charged at 4096
 		}
 		fmt.Fprintf(w, `{"usage":{"total_tokens":%d}}`, used)

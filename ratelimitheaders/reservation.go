@@ -1,13 +1,19 @@
 package ratelimitheaders
 
 import (
+	"errors"
 	"net/http"
-	"net/textproto"
+	"strings"
 )
 
 // maxID is the longest id a reservation (or lease) header carries, in bytes: the
 // limiter's ids are shorter.
 const maxID = 512
+
+// ErrNoReservation is the error of settling the reservation of a request that carries
+// none (Reservation is empty): its route reserves nothing, or the limiter failed open
+// (degraded) and decided nothing. There is nothing to settle.
+var ErrNoReservation = errors.New("the request carries no reservation (" + HeaderReservation + ")")
 
 // Reservation returns the reservation id that r, a request the limiter let through,
 // carries in HeaderReservation: what the backend settles at the actual cost, once,
@@ -18,7 +24,13 @@ const maxID = 512
 // the header from the authorizer context over any the client sent, and so does package
 // middleware; an id the limiter did not make is refused when settled.
 func Reservation(r *http.Request) string {
-	return single(r.Header[textproto.CanonicalMIMEHeaderKey(HeaderReservation)])
+	var values []string
+	for name, v := range r.Header { // any spelling of the name: a map set by hand may not be canonical
+		if strings.EqualFold(name, HeaderReservation) {
+			values = append(values, v...)
+		}
+	}
+	return single(values)
 }
 
 // ContextReservation returns the reservation id in an authorizer context as a Lambda
@@ -30,6 +42,25 @@ func ContextReservation(authorizer map[string]any) string {
 	}
 	id, _ := authorizer[KeyReservation].(string)
 	return single([]string{id})
+}
+
+// SetHeldHeaders sets on h, the headers of a request on its way to the backend, what
+// the request holds for the backend to settle or release, from an authorizer context:
+// HeaderReservation (KeyReservation) and HeaderLease (KeyLease), each when the context
+// holds one; any copy of those headers the client sent is removed first, whatever the
+// context, so that only the limiter's reaches the backend. It is what the templates'
+// integrations map, for a gateway or middleware in front of an HTTP service.
+func SetHeldHeaders(h http.Header, authorizer map[string]any) {
+	for header, key := range map[string]string{HeaderReservation: KeyReservation, HeaderLease: KeyLease} {
+		for name := range h {
+			if strings.EqualFold(name, header) {
+				delete(h, name)
+			}
+		}
+		if id, ok := text(authorizer[key]); ok && id != "" {
+			h.Set(header, id)
+		}
+	}
 }
 
 // single returns the one value of values when it can be an id; else "".

@@ -1,7 +1,9 @@
 package ratelimitheaders_test
 
 import (
+	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -21,6 +23,8 @@ func TestReservation(t *testing.T) {
 		{"none", nil, ""},
 		{"empty (a route that reserves nothing)", map[string][]string{"X-Ratelimit-Reservation": {""}}, ""},
 		{"twice", map[string][]string{"X-Ratelimit-Reservation": {id, id}}, ""},
+		{"twice, in two spellings", map[string][]string{"X-Ratelimit-Reservation": {id}, ratelimitheaders.HeaderReservation: {id}}, ""},
+		{"as the constant spells it", map[string][]string{ratelimitheaders.HeaderReservation: {id}}, id},
 		{"too long", map[string][]string{"X-Ratelimit-Reservation": {strings.Repeat("r", 513)}}, ""},
 		{"with a space", map[string][]string{"X-Ratelimit-Reservation": {"r2.A B"}}, ""},
 		{"not ASCII", map[string][]string{"X-Ratelimit-Reservation": {"r2.é"}}, ""},
@@ -58,5 +62,20 @@ func TestContextReservation(t *testing.T) {
 		if got := ratelimitheaders.ContextReservation(ctx); got != "" {
 			t.Errorf("%s: ContextReservation = %q, want none", name, got)
 		}
+	}
+}
+
+// SetHeldHeaders sets the reservation and lease of the context, and removes a client's
+// copies of those headers, in any case, whatever the context holds.
+func TestSetHeldHeaders(t *testing.T) {
+	h := http.Header{"X-Ratelimit-Reservation": {"forged"}, "x-ratelimit-lease": {"forged"}, "Accept": {"*/*"}}
+	ratelimitheaders.SetHeldHeaders(h, map[string]any{ratelimitheaders.KeyReservation: "r2.A.B", ratelimitheaders.KeyLease: ""})
+	want := http.Header{"X-Ratelimit-Reservation": {"r2.A.B"}, "Accept": {"*/*"}}
+	if !reflect.DeepEqual(h, want) {
+		t.Fatalf("headers %v, want %v", h, want)
+	}
+	ratelimitheaders.SetHeldHeaders(h, nil)
+	if !reflect.DeepEqual(h, http.Header{"Accept": {"*/*"}}) {
+		t.Fatalf("headers %v after a context that holds nothing, want Accept alone", h)
 	}
 }

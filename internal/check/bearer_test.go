@@ -297,7 +297,7 @@ func TestSettleRequestEndToEnd(t *testing.T) {
 	if c, err := checks.CancelReservation(r.Context(), ratelimitheaders.Reservation(r)); err != nil || c.Remaining != 750 {
 		t.Fatalf("CancelReservation = %+v, %v: want the estimate back, 750 left", c, err)
 	}
-	if _, err := checks.SettleRequest(r.Context(), httptest.NewRequest("GET", "/v1/models", nil), 1); !errors.Is(err, checkclient.ErrNoReservation) {
+	if _, err := checks.SettleRequest(r.Context(), httptest.NewRequest("GET", "/v1/models", nil), 1); !errors.Is(err, ratelimitheaders.ErrNoReservation) {
 		t.Fatalf("SettleRequest of a request without a reservation: %v, want ErrNoReservation", err)
 	}
 	forged := httptest.NewRequest("POST", "/v1/chat", nil)

@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -187,6 +188,16 @@ func TestSettleByReservationAlone(t *testing.T) {
 	free := []bucketgate.Rule{{Name: "tokens", Capacity: 500, RefillPerSecond: 0.001}}
 	if s := decodeResponse(t, b.check.invokeOK(t, settlePayload(id, 50))); s.Settled != 50 || s.Plan != "free" || b.tokens(t, "ip:198.51.100.7", free, "tokens") != 450 {
 		t.Fatalf("settle of the address's = %+v: want 450 left on free", s)
+	}
+
+	// A batch of settles by the reservation alone: one round trip, each its own.
+	one, two := b.reserve(t, "carol"), b.reserve(t, "carol")
+	var batch checkapi.BatchResult
+	if err := json.Unmarshal(b.check.invokeOK(t, fmt.Appendf(nil, `{"checks":[{"op":"settle","reservation":%q,"cost":10},{"op":"cancel","reservation":%q}]}`, one, two)), &batch); err != nil {
+		t.Fatal(err)
+	}
+	if r := batch.Results; len(r) != 2 || r[0].Settled != 10 || r[1].Remaining != 990 {
+		t.Fatalf("a batch of a settle at 10 and a cancel: %+v, want 990 left", r)
 	}
 
 	// A route without reserve is a check, as before: no reservation.

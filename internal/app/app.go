@@ -62,7 +62,7 @@ type parts struct {
 
 // Build reads the settings through getenv (os.Getenv in Lambda), sends the function's
 // logs to logOut and its metrics to metrics, and builds f's handler. Its error names
-// the variable to set or fix; the configuration is checked before Redis is tried. It
+// the variable to set or fix; the configuration's error comes before Redis's. It
 // returns the logger even with an error, so that the error can be logged.
 func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (lambda.Handler, *slog.Logger, error) {
 	p, err := assemble(getenv, f.Name, metrics, logOut)
@@ -139,19 +139,26 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 	if err != nil {
 		return p, err
 	}
-	if p.config, err = NewConfiguration(s, env, p.log); err != nil {
-		return p, err
-	}
+	// The registry table is read while Redis connects: two round trips of a cold start
+	// at once. Its error still comes first.
+	var configErr error
+	configured := make(chan struct{})
+	go func() {
+		defer close(configured)
+		p.config, configErr = NewConfiguration(s, env, p.log)
+	}()
 	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name, telemetry.FlushEvery(s.MetricsFlush))
-	if p.events, err = NewEvents(s, p.log); err != nil {
-		return p, err
+	if p.events, err = NewEvents(s, p.log); err == nil {
+		p.guard, p.conn, err = NewGuard(s, p.log, p.metrics)
 	}
-	g, conn, err := NewGuard(s, p.log, p.metrics)
-	if err != nil {
-		return p, err
+	<-configured
+	if configErr != nil {
+		if p.conn != nil {
+			p.conn.Close()
+		}
+		return p, configErr
 	}
-	p.guard, p.conn = g, conn
-	return p, nil
+	return p, err
 }
 
 // Main is the main function of the Lambda function f: it builds f's handler from the

@@ -14,12 +14,24 @@ import (
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
-// One registry: a table, or the document's keys and tenants, never both.
+// One registry: a table, or the document's keys and tenants, never both. The
+// configuration's error comes first, though Redis connects meanwhile and fails too.
 func TestRegistryTableAndDocumentKeys(t *testing.T) {
 	doc := "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 1}]}\ntenants: {t1: free}"
-	_, _, err := app.Build(app.Check, env(withMini(t, map[string]string{settings.EnvConfigInline: doc, settings.EnvRegistryTable: "keys"})), &bytes.Buffer{}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "REGISTRY_TABLE is set and the configuration document lists keys or tenants") {
-		t.Fatalf("Build = %v, want an error naming REGISTRY_TABLE and the document's keys", err)
+	for _, tc := range []struct {
+		name  string
+		redis string
+	}{
+		{"Redis up", withMini(t, nil)[settings.EnvRedisAddr]},
+		{"Redis unreachable", "127.0.0.1:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{settings.EnvRedisAddr: tc.redis, settings.EnvConfigInline: doc, settings.EnvRegistryTable: "keys"}
+			_, _, err := app.Build(app.Check, env(vars), &bytes.Buffer{}, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), "REGISTRY_TABLE is set and the configuration document lists keys or tenants") {
+				t.Fatalf("Build = %v, want an error naming REGISTRY_TABLE and the document's keys", err)
+			}
+		})
 	}
 }
 

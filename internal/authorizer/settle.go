@@ -7,7 +7,6 @@ import (
 	"log/slog"
 
 	"github.com/bucketgate/bucketgate"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -26,10 +25,9 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	if op != bucketgate.OpSettle && op != bucketgate.OpCancel {
 		return guard.Result{}, fmt.Errorf("%w: operation %v: want settle or cancel", bucketgate.ErrInvalid, op)
 	}
-	raw, ok := bucket.Claims(reservation)
-	c, err := claims.Parse(raw)
-	if !ok || err != nil {
-		return guard.Result{}, fmt.Errorf("%w: reservation: not an id the authorizer made", bucketgate.ErrConflict)
+	c, err := claims.Read(reservation)
+	if err != nil {
+		return guard.Result{}, fmt.Errorf("%w: reservation: %w", bucketgate.ErrConflict, err)
 	}
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
@@ -47,11 +46,10 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 	if err := parseHold(path, m, &c.req); err != nil {
 		return check{}, err
 	}
-	raw, ok := bucket.Claims(c.req.ID)
-	cl, err := claims.Parse(raw)
-	if !ok || err != nil {
-		c.refused = fmt.Errorf("%s: %w: not an id the limiter made to be settled by itself (the authorizer's); a reservation of the check function's names its %s (or %s) and %s (or %s)",
-			field(path, fieldReservation), bucketgate.ErrConflict, fieldKey, fieldIdentity, fieldPlan, fieldRules)
+	cl, err := claims.Read(c.req.ID)
+	if err != nil {
+		c.refused = fmt.Errorf("%s: %w: %w; a reservation of the check function's names its %s (or %s) and %s (or %s)",
+			field(path, fieldReservation), bucketgate.ErrConflict, err, fieldKey, fieldIdentity, fieldPlan, fieldRules)
 		return c, nil
 	}
 	c.claims = cl

@@ -8,11 +8,13 @@ package claims
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
@@ -72,6 +74,23 @@ func Parse(s string) (Claims, error) {
 		return Claims{}, fmt.Errorf("claims: an API key with %.48q: only an account's identity has one", c.Identity)
 	case c.Key != "" && !validKey(c.Key):
 		return Claims{}, fmt.Errorf("claims: key %.48q: want key:<digest>", c.Key)
+	}
+	return c, nil
+}
+
+// ErrNone is Read's error for a reservation id that carries no claims the authorizer
+// writes: not an id the limiter made to be settled by itself (a check function's, or
+// one forged).
+var ErrNone = errors.New("not an id the limiter made to be settled by itself (the authorizer's)")
+
+// Read returns the claims that reservation id id carries, not yet verified: the settle
+// that follows them is refused unless the limiter signed the id, claims and all, for
+// the identity and rules they lead to. Its error is ErrNone.
+func Read(id string) (Claims, error) {
+	raw, ok := bucket.Claims(id)
+	c, err := Parse(raw)
+	if !ok || err != nil {
+		return Claims{}, ErrNone
 	}
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package claims_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -85,4 +86,15 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) = %+v, which writes %q", s, c, back)
 		}
 	})
+}
+
+// Read refuses, as ErrNone, an id that carries no claims the authorizer writes: a check
+// function's (none), or one that is no id at all. (The ids the authorizer makes are read
+// back by the tests of internal/check and internal/authorizer, on real servers.)
+func TestReadRefuses(t *testing.T) {
+	for _, id := range []string{"", "r2.YmEbG7KPIb9rHudxkgGlbAAAAAAAAA-gAAABlVGYceA.JeiHLzs3l2vW53uJpOkaZA", "r2.!.x", "not an id"} {
+		if c, err := claims.Read(id); !errors.Is(err, claims.ErrNone) {
+			t.Errorf("Read(%q) = %+v, %v; want ErrNone", id, c, err)
+		}
+	}
 }

@@ -58,8 +58,16 @@ type Decision struct {
 	// OpSettle and OpCancel take (Request.ID). Empty otherwise.
 	Reservation string
 	// Expires is, for an OpReserve Redis allowed, when the reservation ends unsettled
-	// (and stays charged at its estimate); the zero Time otherwise.
+	// (and stays charged at its estimate), and for a check that acquired a Lease, when
+	// the lease frees itself; the zero Time otherwise.
 	Expires time.Time
+	// Lease is, for a check (or a reserve) with concurrency rules that Redis allowed,
+	// the id of the lease it holds in each of them: what OpRelease takes (Request.ID).
+	// Empty otherwise.
+	Lease string
+	// Released reports, for an OpRelease, that the lease was held and is returned now;
+	// false when it was released before or its TTL ended (nothing changed).
+	Released bool
 	// Replayed reports a decision Redis gave before, answered again with nothing
 	// written: the first decision on a request whose RequestID it had seen, or the first
 	// outcome of a reservation settled (or cancelled) before.

@@ -28,7 +28,7 @@ func TestKeyIdentity(t *testing.T) {
 // An operation's JSON is its name; an unknown name is an error naming those there are.
 func TestOpText(t *testing.T) {
 	for _, op := range []bucketgate.Op{bucketgate.OpCheck, bucketgate.OpRefund, bucketgate.OpReset, bucketgate.OpUsage,
-		bucketgate.OpReserve, bucketgate.OpSettle, bucketgate.OpCancel} {
+		bucketgate.OpReserve, bucketgate.OpSettle, bucketgate.OpCancel, bucketgate.OpRelease} {
 		b, err := json.Marshal(op)
 		var back bucketgate.Op
 		if err != nil || string(b) != `"`+op.String()+`"` || json.Unmarshal(b, &back) != nil || back != op {
@@ -39,10 +39,10 @@ func TestOpText(t *testing.T) {
 		}
 	}
 	var op bucketgate.Op
-	if err := op.UnmarshalText([]byte("Reset")); err == nil || err.Error() != `unknown operation "Reset": want check, refund, reset, usage, reserve, settle or cancel` {
+	if err := op.UnmarshalText([]byte("Reset")); err == nil || err.Error() != `unknown operation "Reset": want check, refund, reset, usage, reserve, settle, cancel or release` {
 		t.Errorf("UnmarshalText(Reset) = %v", err)
 	}
-	if _, err := json.Marshal(bucketgate.OpCancel + 1); err == nil {
+	if _, err := json.Marshal(bucketgate.OpRelease + 1); err == nil {
 		t.Error("an unknown operation marshals")
 	}
 }

@@ -44,11 +44,15 @@ const (
 	OpSettle
 	// OpCancel settles the reservation ID at 0: every token of its estimate back.
 	OpCancel
+	// OpRelease returns the lease ID (Decision.Lease) to the concurrency rules of Rules:
+	// Decision.Released reports whether it was still held. Releasing again, or after
+	// the lease's TTL, answers Released false and changes nothing. Its Cost is 0.
+	OpRelease
 )
 
 // opNames are the operations' names, by Op.
 var opNames = [...]string{OpCheck: "check", OpRefund: "refund", OpReset: "reset", OpUsage: "usage",
-	OpReserve: "reserve", OpSettle: "settle", OpCancel: "cancel"}
+	OpReserve: "reserve", OpSettle: "settle", OpCancel: "cancel", OpRelease: "release"}
 
 // opList lists the operations' names for an error: "check, refund, ... or cancel".
 var opList = strings.Join(opNames[:len(opNames)-1], ", ") + " or " + opNames[len(opNames)-1]
@@ -68,16 +72,18 @@ func (conflict) Is(target error) bool { return target == ErrInvalid }
 
 // Reservations and idempotent requests.
 const (
-	// DefaultTTL is how long a reservation holds when its Request gives no TTL.
+	// DefaultTTL is how long a reservation or a lease holds when its Request gives no
+	// TTL.
 	DefaultTTL = 5 * time.Minute
-	// MaxTTL is the longest TTL of a reservation.
+	// MaxTTL is the longest TTL of a reservation or a lease.
 	MaxTTL = time.Hour
 	// MaxRequestID is the longest RequestID, in bytes.
 	MaxRequestID = 128
-	// MaxID is the longest reservation id, in bytes: more is not one the limiter made.
-	// An id with MaxClaims of claims is shorter: it fits an HTTP header.
+	// MaxID is the longest reservation or lease id, in bytes: more is not one the
+	// limiter made. An id with MaxClaims of claims is shorter: it fits an HTTP header.
 	MaxID = 512
-	// MaxClaims is the most bytes of claims a reservation id carries (Request.Claims).
+	// MaxClaims is the most bytes of claims a reservation or lease id carries
+	// (Request.Claims).
 	MaxClaims = 256
 	// MaxSettle is the largest actual cost a settle takes: MaxCapacity, beyond which a
 	// cost is not a measure of work but a mistake.
@@ -85,7 +91,7 @@ const (
 )
 
 // String returns the operation's name as the check function spells it: check, refund,
-// reset, usage, reserve, settle or cancel.
+// reset, usage, reserve, settle, cancel or release.
 func (o Op) String() string {
 	if int(o) < len(opNames) {
 		return opNames[o]
@@ -129,8 +135,12 @@ type Request struct {
 	Identity string
 	// Rules are decided together, all or nothing: 1 to MaxRules, distinct names (valid
 	// rule names, or KeyRuleName's of them for the own rules of an account's key),
-	// buckets and quotas alike. Shadow rules among them never deny (see Rule.Shadow). A
-	// settle or a cancel has the rules (by name) its reservation took the estimate from.
+	// buckets, quotas and concurrency rules alike. Shadow rules among them never deny
+	// (see Rule.Shadow). A check of a cost that every rule allows acquires a lease of
+	// every concurrency rule (Decision.Lease); a refund, a settle and a cancel leave
+	// concurrency rules as they are, and a reserve, a refund, a settle and a cancel need
+	// a bucket or a quota. A settle, a cancel or a release has the rules (by name) of its
+	// reserve or acquire.
 	Rules []Rule
 	// Cost is a whole number of tokens, at most every rule's Max: for OpCheck, the tokens
 	// taken from every rule (the zero Cost is a peek: the decision without a write); for
@@ -140,8 +150,9 @@ type Request struct {
 	Cost int64
 	// Op is what the request does; the zero Op is OpCheck. OpUsage is no request's.
 	Op Op
-	// TTL is how long an OpReserve holds its reservation: whole milliseconds, 1 ms to
-	// MaxTTL; zero means DefaultTTL. Only a reserve has one.
+	// TTL is how long an OpReserve holds its reservation, and a check or reserve with
+	// concurrency rules its lease: whole milliseconds, 1 ms to MaxTTL; zero means
+	// DefaultTTL. Only those have one.
 	TTL time.Duration
 	// RequestID makes a request that takes or gives back tokens (a check of a cost, a
 	// reserve, a refund) idempotent: Redis remembers it for the identity, and the same
@@ -149,13 +160,17 @@ type Request struct {
 	// MaxRequestID bytes of UTF-8; empty for none. A settle and a cancel are idempotent
 	// by their ID already: one given there is ignored.
 	RequestID string
-	// ID is the reservation an OpSettle or OpCancel settles (Decision.Reservation): 1 to
-	// MaxID bytes. Identity and the names of Rules must be the reserve's.
+	// ID is the reservation an OpSettle or OpCancel settles (Decision.Reservation), or
+	// the lease an OpRelease returns (Decision.Lease): 1 to MaxID bytes. Identity and
+	// the names of Rules must be the reserve's or the acquire's. A release ignores a
+	// RequestID: releasing is idempotent already.
 	ID string
-	// Claims, on an OpReserve, is what its reservation id carries besides, signed with
-	// it, for whoever settles by the id alone: what they need to find the identity and
-	// the rules again (the authorizer's say where its rules came from). The limiter never reads it. 0 to MaxClaims bytes;
-	// empty for none (an id then carries only the reservation).
+	// Claims, on a request that holds something (Holds: a reserve, or a check with a
+	// concurrency rule), is what its reservation and lease ids carry besides, signed
+	// with them, for whoever settles or releases by the id alone: what they need to find
+	// the identity and the rules again (the authorizer's say where its rules came from).
+	// The limiter never reads it. 0 to MaxClaims bytes; empty for none (an id then
+	// carries only the reservation or lease).
 	Claims string
 }
 
@@ -182,10 +197,13 @@ func (q Request) Validate() error {
 		return fmt.Errorf("%w: reserve of 0 tokens: want an estimate of 1 or more", ErrInvalid)
 	case q.Op == OpSettle && q.Cost > MaxSettle:
 		return fmt.Errorf("%w: settle at cost %d: want the actual cost, 0 to %d", ErrInvalid, q.Cost, MaxSettle)
-	case (q.Op == OpReset || q.Op == OpCancel) && q.Cost != 0:
+	case (q.Op == OpReset || q.Op == OpCancel || q.Op == OpRelease) && q.Cost != 0:
 		return fmt.Errorf("%w: %v with cost %d: a %v takes no cost", ErrInvalid, q.Op, q.Cost, q.Op)
 	}
 	if err := q.validateHold(); err != nil {
+		return err
+	}
+	if err := q.validateLease(); err != nil {
 		return err
 	}
 	for i, r := range q.Rules {
@@ -197,7 +215,7 @@ func (q Request) Validate() error {
 			return fmt.Errorf("rules[%d]: %w", i, err)
 		}
 		switch {
-		case q.Op == OpSettle || q.Cost <= r.Max():
+		case q.Op == OpSettle || r.IsConcurrency() || q.Cost <= r.Max():
 		case q.Op == OpRefund:
 			return fmt.Errorf("%w: refund %d exceeds %s %d of rule %s", ErrInvalid, q.Cost, r.MaxName(), r.Max(), r.Name)
 		default:
@@ -214,10 +232,10 @@ func (q Request) Validate() error {
 
 // validateHold reports the first thing wrong with q's TTL, RequestID and ID.
 func (q Request) validateHold() error {
-	byID := q.Op == OpSettle || q.Op == OpCancel
+	byID := q.Op == OpSettle || q.Op == OpCancel || q.Op == OpRelease
 	switch {
-	case q.TTL != 0 && q.Op != OpReserve:
-		return fmt.Errorf("%w: ttl with a %v: only a reserve holds anything", ErrInvalid, q.writes())
+	case q.TTL != 0 && !q.Holds():
+		return fmt.Errorf("%w: ttl with a %v: only a reserve, or a check with a concurrency rule, holds anything", ErrInvalid, q.writes())
 	case q.TTL < 0 || q.TTL > MaxTTL || q.TTL%time.Millisecond != 0:
 		return fmt.Errorf("%w: ttl %v: want whole milliseconds from 1ms to %v (0 for %v)", ErrInvalid, q.TTL, MaxTTL, DefaultTTL)
 	case q.RequestID != "" && (q.Op == OpReset || q.Op == OpCheck && q.Cost == 0):
@@ -227,17 +245,61 @@ func (q Request) validateHold() error {
 	case !utf8.ValidString(q.RequestID):
 		return fmt.Errorf("%w: requestId is not UTF-8 text", ErrInvalid)
 	case byID && q.ID == "":
-		return fmt.Errorf("%w: %v without the id of its reservation", ErrInvalid, q.Op)
+		return fmt.Errorf("%w: %v without the id of its %s", ErrInvalid, q.Op, q.idName())
 	case !byID && q.ID != "":
-		return fmt.Errorf("%w: an id with a %v: only settle and cancel take one", ErrInvalid, q.Op)
+		return fmt.Errorf("%w: an id with a %v: only settle, cancel and release take one", ErrInvalid, q.Op)
 	case len(q.ID) > MaxID:
 		return fmt.Errorf("%w: id of %d bytes: want at most %d", ErrInvalid, len(q.ID), MaxID)
-	case q.Claims != "" && q.Op != OpReserve:
-		return fmt.Errorf("%w: claims with a %v: only a reserve's id carries them", ErrInvalid, q.writes())
+	case q.Claims != "" && !q.Holds():
+		return fmt.Errorf("%w: claims with a %v: only the ids of a reserve or an acquire carry them", ErrInvalid, q.writes())
 	case len(q.Claims) > MaxClaims:
 		return fmt.Errorf("%w: claims of %d bytes: want at most %d", ErrInvalid, len(q.Claims), MaxClaims)
 	}
 	return nil
+}
+
+// validateLease reports the first thing wrong with q's concurrency rules: a release
+// needs one, and a reserve, a refund, a settle and a cancel a bucket or a quota.
+func (q Request) validateLease() error {
+	var leases int
+	for _, r := range q.Rules {
+		if r.IsConcurrency() {
+			leases++
+		}
+	}
+	switch {
+	case q.Op == OpRelease && leases == 0:
+		return fmt.Errorf("%w: release without a concurrency rule: a lease is returned to the concurrency rules that gave it", ErrInvalid)
+	case leases == len(q.Rules) && (q.Op == OpReserve || q.Op == OpRefund || q.Op == OpSettle || q.Op == OpCancel):
+		return fmt.Errorf("%w: %v with concurrency rules alone: it needs a bucket or a quota", ErrInvalid, q.Op)
+	}
+	return nil
+}
+
+// Holds reports whether q holds something for a TTL: a reserve holds its reservation,
+// and a check of a cost (or a reserve) with a concurrency rule acquires a lease.
+func (q Request) Holds() bool { return q.Op == OpReserve || q.Acquires() }
+
+// Acquires reports whether q, when allowed, acquires a lease: a check of a cost, or a
+// reserve, with a concurrency rule.
+func (q Request) Acquires() bool {
+	if q.Op != OpReserve && (q.Op != OpCheck || q.Cost == 0) {
+		return false
+	}
+	for _, r := range q.Rules {
+		if r.IsConcurrency() {
+			return true
+		}
+	}
+	return false
+}
+
+// idName names what q's ID is, for a message: "lease" or "reservation".
+func (q Request) idName() string {
+	if q.Op == OpRelease {
+		return "lease"
+	}
+	return "reservation"
 }
 
 // writes names q's operation for a message: "peek" for a check of cost 0.

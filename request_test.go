@@ -13,6 +13,7 @@ import (
 func TestRequestValidate(t *testing.T) {
 	ok := bucketgate.Rule{Name: "burst", Capacity: 10, RefillPerSecond: 1}
 	monthly := bucketgate.Rule{Name: "monthly", Limit: 100, Period: bucketgate.PeriodMonth}
+	streams := bucketgate.Rule{Name: "streams", Concurrency: 4}
 	withRule := func(r bucketgate.Rule) bucketgate.Request {
 		return bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{r}, Cost: 1}
 	}
@@ -57,7 +58,7 @@ func TestRequestValidate(t *testing.T) {
 			{Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), "burst"), Capacity: 1, RefillPerSecond: 1}}}, "appears twice"},
 		{"key's own rule beside the account's of its name", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{
 			ok, {Name: bucketgate.KeyRuleName(bucketgate.KeyDigest("k"), "burst"), Capacity: 1, RefillPerSecond: 1}}}, ""},
-		{"unknown operation", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpCancel + 1}, "operation Op(7)"},
+		{"unknown operation", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpRelease + 1}, "operation Op(8)"},
 		{"usage is no request", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpUsage}, "operation usage reads a report"},
 		{"valid monthly quota", withRule(monthly), ""},
 		{"valid anchored quota", withRule(bucketgate.Rule{Name: "m", Limit: 1, Period: bucketgate.PeriodMonth, Anchor: 28}), ""},
@@ -91,8 +92,25 @@ func TestRequestValidate(t *testing.T) {
 		{"cancel with a cost", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpCancel, ID: "r1.x"}, "cancel with cost 1"},
 		{"an id with a check", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, ID: "r1.x"}, "an id with a check"},
 		{"an id too long", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpCancel, ID: strings.Repeat("x", bucketgate.MaxID+1)}, "id of 513 bytes"},
+		{"valid acquire", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, streams}, Cost: 10, TTL: bucketgate.MaxTTL, RequestID: "r"}, ""},
+		{"valid acquire of a concurrency rule alone", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams}, Cost: 1}, ""},
+		{"valid reserve that acquires", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams, ok}, Cost: 10, Op: bucketgate.OpReserve}, ""},
+		{"valid release", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, streams}, Op: bucketgate.OpRelease, ID: "r2.x"}, ""},
+		{"negative concurrency", withRule(bucketgate.Rule{Name: "c", Concurrency: -1}), "rule c: concurrency -1: want 1 to 10000"},
+		{"concurrency above the most", withRule(bucketgate.Rule{Name: "c", Concurrency: bucketgate.MaxConcurrency + 1}), "rule c: concurrency 10001: want 1 to 10000"},
+		{"concurrency with a capacity", withRule(bucketgate.Rule{Name: "c", Concurrency: 2, Capacity: 5, RefillPerSecond: 1}), "rule c: a concurrency rule has no capacity"},
+		{"concurrency with a period", withRule(bucketgate.Rule{Name: "c", Concurrency: 2, Limit: 5, Period: bucketgate.PeriodDay}), "rule c: a concurrency rule has no capacity"},
+		{"shadow concurrency", withRule(bucketgate.Rule{Name: "c", Concurrency: 2, Shadow: true}), "rule c: a concurrency rule cannot be shadow"},
+		{"a concurrency rule and a bucket of one name", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, {Name: "burst", Concurrency: 2}}}, "rule burst appears twice"},
+		{"ttl with a peek of a concurrency rule", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams}, TTL: time.Second}, "ttl with a peek"},
+		{"release without its lease", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams}, Op: bucketgate.OpRelease}, "release without the id of its lease"},
+		{"release with a cost", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams}, Op: bucketgate.OpRelease, Cost: 1, ID: "r2.x"}, "release with cost 1"},
+		{"release of no concurrency rule", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpRelease, ID: "r2.x"}, "release without a concurrency rule"},
+		{"reserve of a concurrency rule alone", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams}, Op: bucketgate.OpReserve, Cost: 1}, "reserve with concurrency rules alone: it needs a bucket or a quota"},
+		{"refund of a concurrency rule alone", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams}, Op: bucketgate.OpRefund, Cost: 1}, "refund with concurrency rules alone"},
 		{"claims on a check", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Claims: "c"}, "claims with a check"},
 		{"claims too long", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpReserve, Cost: 1, Claims: strings.Repeat("c", bucketgate.MaxClaims+1)}, "claims of 257 bytes"},
+		{"claims on an acquire", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, streams}, Cost: 1, Claims: "c"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

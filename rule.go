@@ -32,10 +32,13 @@ const (
 	MaxRuleName = 64
 	// MaxIdentity is the longest identity, in bytes.
 	MaxIdentity = 1024
+	// MaxConcurrency is the most requests in flight a concurrency rule may allow.
+	MaxConcurrency = 10_000
 )
 
-// Rule is one limit of a request: a token bucket (Capacity and RefillPerSecond), or a
-// quota on the calendar (Limit, Period and Anchor). The zero Rule is invalid.
+// Rule is one limit of a request: a token bucket (Capacity and RefillPerSecond), a
+// quota on the calendar (Limit, Period and Anchor), or a limit of requests in flight
+// (Concurrency). The zero Rule is invalid.
 //
 // A token bucket holds Capacity tokens at most (the burst), refilled continuously at
 // RefillPerSecond tokens per second (fractions allowed: 1000 per day is 1000/86400). A
@@ -44,6 +47,9 @@ const (
 // A quota admits Limit tokens at most in each window of its Period (a UTC day, a week
 // from Monday, or a month from day Anchor), counting what it admitted since the window
 // began; it starts at 0 in every window, with nothing refilled in between.
+//
+// A concurrency rule admits Concurrency requests in flight at most: a check it admits
+// holds a lease (Decision.Lease) until OpRelease returns it or its TTL ends.
 type Rule struct {
 	// Name identifies the rule's state together with the identity: the same name in
 	// two requests of one identity is one bucket (or one quota). Letters, digits, '_',
@@ -72,25 +78,41 @@ type Rule struct {
 	// it, nothing is written, shadow rules included. False, the zero value, is an
 	// enforced rule.
 	Shadow bool `json:"shadow,omitempty"`
+	// Concurrency is a concurrency rule's most requests in flight, 1 to
+	// MaxConcurrency; 0 for a bucket or a quota. Such a rule has no other number and is
+	// never shadow. (An int32, so that a Rule stays 48 bytes.)
+	Concurrency int32 `json:"concurrency,omitempty"`
 }
 
 // IsQuota reports whether r is a quota on the calendar (it has a Period) rather than a
 // token bucket.
 func (r Rule) IsQuota() bool { return r.Period != PeriodNone }
 
-// Max is the most tokens r holds: a bucket's Capacity, a quota's Limit. No request of
-// r may cost more, and a Decision whose binding rule is r has it as its Limit.
+// IsConcurrency reports whether r limits requests in flight (it has a Concurrency)
+// rather than tokens.
+func (r Rule) IsConcurrency() bool { return r.Concurrency != 0 }
+
+// Max is the most tokens r holds: a bucket's Capacity, a quota's Limit; a concurrency
+// rule's requests in flight. No request of a bucket or quota may cost more, and a
+// Decision whose binding rule is r has it as its Limit.
 func (r Rule) Max() int64 {
-	if r.IsQuota() {
+	switch {
+	case r.IsQuota():
 		return r.Limit
+	case r.IsConcurrency():
+		return int64(r.Concurrency)
 	}
 	return r.Capacity
 }
 
-// MaxName names what Max is for r, for a message: "capacity" or "limit".
+// MaxName names what Max is for r, for a message: "capacity", "limit" or
+// "concurrency".
 func (r Rule) MaxName() string {
-	if r.IsQuota() {
+	switch {
+	case r.IsQuota():
 		return "limit"
+	case r.IsConcurrency():
+		return "concurrency"
 	}
 	return "capacity"
 }
@@ -99,6 +121,9 @@ func (r Rule) MaxName() string {
 func (r Rule) Validate() error {
 	if !validName(r.Name, MaxRuleName) {
 		return fmt.Errorf("%w: name %q: want 1 to %d letters, digits, '_', '-' or '.'", ErrInvalid, r.Name, MaxRuleName)
+	}
+	if r.IsConcurrency() {
+		return r.validateConcurrency()
 	}
 	if r.IsQuota() {
 		return r.validateQuota()
@@ -153,9 +178,26 @@ func (r Rule) validateQuota() error {
 	return nil
 }
 
-// SameKind reports whether a and b are of one kind, both buckets or both quotas: what a
-// rule name must keep wherever it appears, since it names one state of an identity.
-func SameKind(a, b Rule) bool { return a.IsQuota() == b.IsQuota() }
+// validateConcurrency reports the first thing wrong with concurrency rule r, naming the
+// field.
+func (r Rule) validateConcurrency() error {
+	switch {
+	case r.Concurrency < 1 || r.Concurrency > MaxConcurrency:
+		return fmt.Errorf("%w: rule %s: concurrency %d: want 1 to %d", ErrInvalid, r.Name, r.Concurrency, MaxConcurrency)
+	case r.Capacity != 0 || r.RefillPerSecond != 0 || r.Limit != 0 || r.Period != PeriodNone || r.Anchor != 0:
+		return fmt.Errorf("%w: rule %s: a concurrency rule has no capacity, refillPerSecond, limit, period or anchor", ErrInvalid, r.Name)
+	case r.Shadow:
+		return fmt.Errorf("%w: rule %s: a concurrency rule cannot be shadow", ErrInvalid, r.Name)
+	}
+	return nil
+}
+
+// SameKind reports whether a and b are of one kind, both buckets, both quotas or both
+// concurrency rules: what a rule name must keep wherever it appears, since it names one
+// state of an identity.
+func SameKind(a, b Rule) bool {
+	return a.IsQuota() == b.IsQuota() && a.IsConcurrency() == b.IsConcurrency()
+}
 
 // FillTime is how long bucket r takes to refill from empty to Capacity. It saturates at
 // the longest Duration; a valid bucket fills within MaxFillTime. A quota has none: 0.
@@ -164,7 +206,7 @@ func (r Rule) FillTime() time.Duration { return secondsToDuration(r.fillSeconds(
 // fillSeconds is how long r takes to refill from empty to Capacity, in seconds: the
 // same division bucket.lua makes to check the bound.
 func (r Rule) fillSeconds() float64 {
-	if r.IsQuota() {
+	if r.IsQuota() || r.IsConcurrency() {
 		return 0
 	}
 	return float64(r.Capacity) / r.RefillPerSecond

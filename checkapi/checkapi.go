@@ -81,9 +81,11 @@ type Request struct {
 	// with OpUsage.
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
-	// TTLMS is how long a reserve's reservation holds, in milliseconds: 1 to 3600000;
-	// 0 (left out) means 300000. A reservation not settled within it stays charged at
-	// its estimate. Only with OpReserve.
+	// TTLMS is how long a reserve's reservation holds, and a check's (or reserve's)
+	// lease of its concurrency rules, in milliseconds: 1 to 3600000; 0 (left out) means
+	// 300000. A reservation not settled within it stays charged at its estimate; a lease
+	// not released within it frees itself. Only with OpReserve, or OpCheck of a cost
+	// with a concurrency rule.
 	TTLMS int64 `json:"ttlMs,omitempty"`
 	// RequestID makes a check that takes tokens, a reserve or a refund idempotent: the
 	// same Key (or Identity) and RequestID within the function's IDEMPOTENCY_TTL_MS
@@ -97,6 +99,9 @@ type Request struct {
 	// reserves (its context's, the X-RateLimit-Reservation header), which carries its
 	// identity and route itself.
 	Reservation string `json:"reservation,omitempty"`
+	// Lease is what OpRelease returns: a Response.Lease of a check with the same Key (or
+	// Identity) and rules (by name).
+	Lease string `json:"lease,omitempty"`
 }
 
 // Cost returns a pointer to n, for Request.Cost: Cost(0) is a peek.
@@ -129,14 +134,18 @@ const (
 	OpSettle = bucketgate.OpSettle
 	// OpCancel settles Reservation at 0.
 	OpCancel = bucketgate.OpCancel
+	// OpRelease returns Lease to the concurrency rules that gave it: Response.Released
+	// reports whether it was still held (false: released before, or its TTLMS ended).
+	OpRelease = bucketgate.OpRelease
 )
 
 // Rule is one inline rule: a token bucket, Capacity tokens at most refilled
 // continuously at RefillPerSecond tokens per second (fractions allowed), JSON {"name",
-// "capacity", "refillPerSecond", "shadow"}; or a quota on the calendar, Limit tokens a
+// "capacity", "refillPerSecond", "shadow"}; a quota on the calendar, Limit tokens a
 // UTC day, a week from Monday or a month from day Anchor, JSON {"name", "limit",
-// "period", "anchor", "shadow"}. Shadow marks a rule that is decided but never denies.
-// The zero Rule is invalid.
+// "period", "anchor", "shadow"}; or a concurrency rule, Concurrency requests in flight
+// at most, JSON {"name", "concurrency"}. Shadow marks a rule that is decided but never
+// denies. The zero Rule is invalid.
 type Rule = bucketgate.Rule
 
 // Batch is up to MaxBatch checks in one invocation, decided in one round trip to Redis,
@@ -196,8 +205,8 @@ type Response struct {
 	// Reservation is, for a reserve Redis allowed, the reservation's id, which OpSettle
 	// and OpCancel take; empty (left out) otherwise.
 	Reservation string `json:"reservation,omitempty"`
-	// ExpiresAt is when that reservation ends unsettled, RFC 3339 in UTC with
-	// milliseconds, by Redis's clock; empty (left out) otherwise.
+	// ExpiresAt is when that reservation ends unsettled (or the Lease frees itself),
+	// RFC 3339 in UTC with milliseconds, by Redis's clock; empty (left out) otherwise.
 	ExpiresAt string `json:"expiresAt,omitempty"`
 	// Replayed reports a first decision (or a settle's first outcome) answered again,
 	// nothing written: the RequestID was seen before, or the reservation was settled.
@@ -205,6 +214,14 @@ type Response struct {
 	// Settled is, for a settle, the actual cost the reservation was settled at: the
 	// first settle's when Replayed.
 	Settled int64 `json:"settled,omitempty"`
+	// Lease is, for a check (or reserve) with concurrency rules Redis allowed, the id of
+	// the lease it holds, which OpRelease returns; ExpiresAt is then when it frees
+	// itself. Empty (left out) otherwise.
+	Lease string `json:"lease,omitempty"`
+	// Released is, for a release, whether the lease was held and is returned now; false
+	// when it was released before or its TTLMS ended (nothing changed). Nil (left out)
+	// for every other operation.
+	Released *bool `json:"released,omitempty"`
 }
 
 // RuleStatus is one rule's state as a peek found it.
@@ -213,19 +230,24 @@ type RuleStatus struct {
 	Name string `json:"name"`
 	// Period is a quota's period (day, week or month); empty (left out) for a bucket.
 	Period bucketgate.Period `json:"period,omitempty"`
-	// Limit is a bucket's capacity or a quota's limit, in tokens.
+	// Limit is a bucket's capacity or a quota's limit, in tokens; a concurrency rule's
+	// most requests in flight.
 	Limit int64 `json:"limit"`
 	// Remaining is the floor of a bucket's tokens, or what a quota may still admit in
-	// its window.
+	// its window; for a concurrency rule, the leases it may still give (Limit less
+	// those in flight).
 	Remaining int64 `json:"remaining"`
-	// ResetAfterMS is how long until a bucket is full again (0 when it is), or until a
-	// quota's window ends, in whole milliseconds rounded up.
+	// ResetAfterMS is how long until a bucket is full again (0 when it is), until a
+	// quota's window ends, or until a concurrency rule's last lease expires (0 with none
+	// in flight), in whole milliseconds rounded up.
 	ResetAfterMS int64 `json:"resetAfterMs"`
 	// WindowEnd is when a quota's window ends, RFC 3339 in UTC (2026-12-01T00:00:00Z),
 	// by Redis's clock; empty (left out) for a bucket.
 	WindowEnd string `json:"windowEnd,omitempty"`
 	// Shadow marks a shadow rule, which never denies.
 	Shadow bool `json:"shadow,omitempty"`
+	// Concurrency marks a concurrency rule, whose Limit is requests in flight.
+	Concurrency bool `json:"concurrency,omitempty"`
 }
 
 // Usage answers a usage request (OpUsage): the identity's usage of every UTC day from

@@ -1,9 +1,9 @@
 // Package checkclient calls bucketgate's check function from Go through the AWS SDK's
 // Lambda Invoke: typed requests and responses (package checkapi), one invocation per
-// Check, CheckBatch, Refund, Reset, Reserve, Settle, Cancel or Usage (and SettleRequest,
-// SettleReservation and CancelReservation for the authorizer's reservations), and the
-// function's errors as typed Go errors. A reply it cannot read as a decision is an
-// error, never a denial.
+// Check, CheckBatch, Refund, Reset, Reserve, Settle, Cancel, Release or Usage (and
+// SettleRequest, SettleReservation and CancelReservation for the authorizer's
+// reservations), and the function's errors as typed Go errors. A reply it cannot read as
+// a decision is an error, never a denial.
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	...
@@ -73,7 +73,8 @@ func New(invoker Invoker, function string, opts ...Option) *Client {
 // every attempt, so that the function decides it once however often it is sent: it
 // keeps every retry of the Lambda client (after a 5xx or a connection lost too), and a
 // retry answers the first decision. A settle and a cancel are idempotent by their
-// reservation, and a peek and a reset come out the same however often they run. With
+// reservation, a release by its lease, and a peek and a reset come out the same however
+// often they run. With
 // WithoutRequestIDs, a request that takes or gives back tokens without a RequestID is
 // sent again only after a failure that shows the function did not run: Lambda refused
 // it (a 4xx, such as 429 when the function is throttled) or no connection was made.
@@ -161,6 +162,19 @@ func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int6
 func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation string) (checkapi.Response, error) {
 	req.Reservation = reservation
 	return c.operate(ctx, checkapi.OpCancel, req)
+}
+
+// Release returns lease, which a check (or a reserve) with the same Key (or Identity)
+// and rules as req answered (Response.Lease), to its concurrency rules:
+// Response.Released reports whether it was still held; releasing again (or after its
+// TTLMS) answers Released false and changes nothing, so that it keeps every retry.
+// req.Op must be empty or checkapi.OpRelease; req.Lease is set from lease. A lease
+// unknown to the function, or of another key or rules, is a *FunctionError of type
+// checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
+// unavailable or degraded (Redis did not answer) released nothing: send it again.
+func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string) (checkapi.Response, error) {
+	req.Lease = lease
+	return c.operate(ctx, checkapi.OpRelease, req)
 }
 
 // Reset makes every rule of req full again (its state removed) and answers the buckets

@@ -273,8 +273,8 @@ func TestRefusedBeforeSending(t *testing.T) {
 	}
 }
 
-// TestOperationsEncoding: Refund, Reset, Reserve, Settle and Cancel send the operation
-// and what it needs; SettleReservation, CancelReservation and SettleRequest the
+// TestOperationsEncoding: Refund, Reset, Reserve, Settle, Cancel and Release send the
+// operation and what it needs; SettleReservation, CancelReservation and SettleRequest the
 // reservation alone.
 func TestOperationsEncoding(t *testing.T) {
 	var got []string
@@ -298,6 +298,9 @@ func TestOperationsEncoding(t *testing.T) {
 	if _, err := c.Cancel(ctx, checkapi.Request{Key: "k", Plan: "free"}, "r1.n.m"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Release(ctx, checkapi.Request{Key: "k", Plan: "free"}, "r2.n.m"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.SettleReservation(ctx, "r2.n.m", 30); err != nil {
 		t.Fatal(err)
 	}
@@ -316,6 +319,7 @@ func TestOperationsEncoding(t *testing.T) {
 		`{"key":"k","op":"reserve","plan":"free","cost":500,"ttlMs":60000,"requestId":"q"}`,
 		`{"key":"k","op":"settle","plan":"free","cost":720,"reservation":"r1.n.m"}`,
 		`{"key":"k","op":"cancel","plan":"free","reservation":"r1.n.m"}`,
+		`{"key":"k","op":"release","plan":"free","lease":"r2.n.m"}`,
 		`{"op":"settle","cost":30,"reservation":"r2.n.m"}`, `{"op":"cancel","reservation":"r2.n.m"}`, `{"op":"settle","cost":0,"reservation":"r2.h.m"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sent %q, want %q", got, want)

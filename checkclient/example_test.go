@@ -119,6 +119,25 @@ func ExampleClient_SettleRequest() {
 	})
 }
 
+// A streaming backend holds one of a key's five streams while it streams, and returns
+// it when done (a lease not returned frees itself after TTLMS).
+func ExampleClient_Release() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	checks := checkclient.New(lambda.NewFromConfig(cfg), "bucketgate-check")
+
+	req := checkapi.Request{Key: "tenant-42", Rules: []checkapi.Rule{{Name: "streams", Concurrency: 5}}}
+	res, err := checks.Check(ctx, checkapi.Request{Key: req.Key, Rules: req.Rules, TTLMS: 600000})
+	if err != nil || !res.Allowed {
+		return // five streams in flight (res.RetryAfter()), or no decision
+	}
+	defer checks.Release(ctx, req, res.Lease) // idempotent: safe to retry
+	_ = doWork(ctx)                           // the stream
+}
+
 // complete stands for an LLM call of at most maxTokens tokens; it returns those used.
 func complete(_ context.Context, maxTokens int64) int64 { return maxTokens / 3 }
 

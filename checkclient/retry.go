@@ -23,7 +23,7 @@ func writes(req checkapi.Request) bool {
 		return false
 	case req.Op == checkapi.OpRefund:
 		return true
-	case req.Op == checkapi.OpReset, req.Op == checkapi.OpSettle, req.Op == checkapi.OpCancel:
+	case req.Op == checkapi.OpReset, req.Op == checkapi.OpSettle, req.Op == checkapi.OpCancel, req.Op == checkapi.OpRelease:
 		return false
 	}
 	return req.Cost == nil || *req.Cost != 0

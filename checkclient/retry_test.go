@@ -155,11 +155,15 @@ func TestRetries(t *testing.T) {
 			_, err := c.SettleReservation(ctx, "r2.n.m", 80)
 			return err
 		},
+		"release": func(c *checkclient.Client) error {
+			_, err := c.Release(ctx, checkapi.Request{Key: "k"}, "r2.n.m")
+			return err
+		},
 	}
 	// sentAgain lists the calls a failure that may have come after the function ran
 	// sends again.
 	// without requestIds (with them, every call is).
-	sentAgain := map[string]bool{"peek": true, "reset": true, "batch of peeks": true, "settle": true, "cancel": true, "settle by the reservation alone": true}
+	sentAgain := map[string]bool{"peek": true, "reset": true, "batch of peeks": true, "settle": true, "cancel": true, "release": true, "settle by the reservation alone": true}
 	for _, ids := range []bool{true, false} {
 		for name, call := range calls {
 			for _, f := range []struct {

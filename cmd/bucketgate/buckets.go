@@ -80,7 +80,7 @@ func runBuckets(e env, args []string) error {
 	e.addStack(fs)
 	plan := fs.String("plan", "", "the rules of this plan, instead of the identity's own")
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule NAME:CAPACITY:RATE (a bucket) or NAME:LIMIT:PERIOD[@DAY] (a quota) instead of the identity's own, such as a route's (repeatable)")
+	fs.Var(&rules, "rule", "a rule NAME:CAPACITY:RATE (a bucket), NAME:LIMIT:PERIOD[@DAY] (a quota) or NAME:N:concurrent instead of the identity's own, such as a route's (repeatable)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	complete := c.flags(fs)
 	positional, err := parse(fs, args[1:], 1)

@@ -271,3 +271,21 @@ func TestBucketsRefundNeverLowers(t *testing.T) {
 	d.want(d.bucket("show", "--plan", "gold", "tenant:acme"), "tenant:acme", "gold", "burst", 50, 40)
 	d.want(d.bucket("refund", "--cost", "1", "--plan", "gold", "tenant:acme"), "tenant:acme", "gold", "burst", 50, 41)
 }
+
+// buckets show lists a concurrency rule (--rule NAME:N:concurrent) with its leases left
+// and when the last one in flight ends.
+func TestBucketsShowConcurrency(t *testing.T) {
+	d, _ := newDeployment(t)
+	rules := []string{"--rule", "streams:2:concurrent", "--rule", "burst:10:1"}
+	b := d.bucket(append([]string{"show", "tenant:acme"}, rules...)...)
+	if len(b.Rules) != 2 || !b.Rules[0].Concurrency || b.Rules[0].Limit != 2 || b.Rules[0].Remaining != 2 || b.Rules[0].ResetAfterMS != 0 {
+		t.Fatalf("show before any lease: %+v", b.Rules)
+	}
+	if _, err := d.check.Invoke(context.Background(), []byte(`{"identity":"tenant:acme","rules":[{"name":"streams","concurrency":2},{"name":"burst","capacity":10,"refillPerSecond":1}],"ttlMs":60000}`)); err != nil {
+		t.Fatal(err)
+	}
+	show := d.ok(append([]string{"buckets", "show", "tenant:acme"}, rules...)...)
+	if !strings.Contains(show, "streams  concurrency  2      1          1 in flight, the last ends in ") {
+		t.Fatalf("buckets show with a lease in flight:\n%s", show)
+	}
+}

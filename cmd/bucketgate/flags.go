@@ -12,8 +12,8 @@ import (
 )
 
 // ruleList is a repeatable -rule flag: NAME:CAPACITY:RATE (a bucket, RATE in tokens per
-// second or N/PERIOD) or NAME:LIMIT:PERIOD[@DAY] (a quota: PERIOD day, week or month, a
-// month from DAY).
+// second or N/PERIOD), NAME:LIMIT:PERIOD[@DAY] (a quota: PERIOD day, week or month, a
+// month from DAY) or NAME:N:concurrent (a concurrency rule of N in flight).
 type ruleList []bucketgate.Rule
 
 func (l *ruleList) String() string { return fmt.Sprint(*l) }
@@ -21,7 +21,10 @@ func (l *ruleList) String() string { return fmt.Sprint(*l) }
 func (l *ruleList) repeatable() {}
 
 // ruleForms is how a -rule flag is written, for an error.
-const ruleForms = "want NAME:CAPACITY:RATE (a bucket) or NAME:LIMIT:PERIOD[@DAY] (a quota), such as burst:100:50, daily:1000:1000/day or monthly:100000:month@15"
+const ruleForms = "want NAME:CAPACITY:RATE (a bucket), NAME:LIMIT:PERIOD[@DAY] (a quota) or NAME:N:concurrent (a concurrency rule), such as burst:100:50, daily:1000:1000/day, monthly:100000:month@15 or streams:5:concurrent"
+
+// concurrent is the third part of a -rule flag of a concurrency rule.
+const concurrent = "concurrent"
 
 // Set parses one rule, checked as the configuration document checks its rules.
 func (l *ruleList) Set(v string) error {
@@ -34,6 +37,11 @@ func (l *ruleList) Set(v string) error {
 	_, quota := bucketgate.ParsePeriod(period)
 	var spec config.RuleSpec
 	switch {
+	case parts[2] == concurrent:
+		if err != nil {
+			return fmt.Errorf("%q: concurrency %q: want a whole number of requests in flight", v, parts[1])
+		}
+		spec = config.RuleSpec{Name: parts[0], Concurrency: config.Count(n)}
 	case quota || anchored:
 		if err != nil {
 			return fmt.Errorf("%q: limit %q: want a whole number of tokens", v, parts[1])

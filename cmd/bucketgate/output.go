@@ -179,6 +179,8 @@ func rulesText(rs []bucketgate.Rule) string {
 			parts[i] = r.Name + ":" + strconv.FormatInt(r.Limit, 10) + ":" + r.Period.String() + "@" + strconv.Itoa(int(r.Anchor))
 		case r.IsQuota():
 			parts[i] = r.Name + ":" + strconv.FormatInt(r.Limit, 10) + ":" + r.Period.String()
+		case r.IsConcurrency():
+			parts[i] = r.Name + ":" + strconv.Itoa(int(r.Concurrency)) + ":" + concurrent
 		default:
 			parts[i] = r.Name + ":" + strconv.FormatInt(r.Capacity, 10) + ":" + strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64)
 		}
@@ -225,13 +227,18 @@ func writeBucket(w io.Writer, id string, r checkapi.Response) error {
 
 // writeRules prints every rule of a show after a blank line: a bucket's capacity, its
 // tokens and when it is full again; a quota's period, limit, what it may still admit
-// and when its window ends.
+// and when its window ends; a concurrency rule's most in flight, the leases it may still
+// give and when its last lease in flight ends.
 func writeRules(w io.Writer, rules []checkapi.RuleStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nRULE\tKIND\tLIMIT\tREMAINING\tRESET")
 	for _, r := range rules {
 		kind, reset := "bucket", "full"
 		switch {
+		case r.Concurrency && r.ResetAfterMS > 0:
+			kind, reset = "concurrency", fmt.Sprintf("%d in flight, the last ends in %v", r.Limit-r.Remaining, time.Duration(r.ResetAfterMS)*time.Millisecond)
+		case r.Concurrency:
+			kind, reset = "concurrency", "none in flight"
 		case r.Period != 0:
 			kind, reset = r.Period.String(), "window ends "+r.WindowEnd
 		case r.ResetAfterMS > 0:

@@ -44,7 +44,7 @@ func TestScriptBoundsAreValidates(t *testing.T) {
 				ok++
 			}
 			q := bucketgate.Request{Identity: "bounds", Rules: []bucketgate.Rule{r}, Cost: 1}
-			keys, args := scriptCall(q, 0, hold{}, new(scriptArgs))
+			keys, args := scriptCall(q, 0, 0, hold{}, new(scriptArgs))
 			for name, c := range servers {
 				err := eval(context.Background(), c, keys, args).Error()
 				if accepted := err == nil; accepted != valid {

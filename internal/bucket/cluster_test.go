@@ -82,6 +82,7 @@ func TestCluster(t *testing.T) {
 	})
 	t.Run("differential", func(t *testing.T) { differential(t, c, 3000, 60, 0) })
 	t.Run("differential with holds", func(t *testing.T) { differentialHolds(t, c, 2000, 35) })
+	t.Run("differential with leases", func(t *testing.T) { differentialLeases(t, c, 1500, 0, time.Sleep) })
 	t.Run("identities spread over every master", func(t *testing.T) {
 		for _, m := range cluster.Masters {
 			n, err := m.Command(context.Background(), "DBSIZE")

@@ -57,10 +57,10 @@ func Secret(secret []byte) Option {
 // they stay charged at their estimates.
 const SecretKey = KeyPrefix + "secret"
 
-// idVersion starts every reservation id: "r2.<payload>.<mac>", both base64url; the
-// payload is the nonce, the estimate and the expiry (Unix ms), then the claims
-// (Request.Claims, 0 to MaxClaims bytes), the MAC over the identity, the rules' names
-// and the payload.
+// idVersion starts every reservation and lease id: "r2.<payload>.<mac>", both
+// base64url; the payload is the nonce, the estimate (0 for a lease) and the expiry (Unix
+// ms), then the claims (Request.Claims, 0 to MaxClaims bytes), the MAC over the kind,
+// the identity, the rules' names and the payload.
 const idVersion = "r2."
 
 // Lengths in an id, in bytes: the nonce, the payload before its claims (nonce,
@@ -106,8 +106,11 @@ func settles(q bucketgate.Request) bool {
 	return q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
 }
 
-// signs reports whether q needs the secret: a reserve, a settle or a cancel.
-func signs(q bucketgate.Request) bool { return q.Op == bucketgate.OpReserve || settles(q) }
+// signs reports whether q needs the secret: a reserve, a settle, a cancel, an acquire
+// or a release.
+func signs(q bucketgate.Request) bool {
+	return q.Op == bucketgate.OpReserve || settles(q) || q.Op == bucketgate.OpRelease || q.Acquires()
+}
 
 // mac returns the first macBytes of HMAC-SHA256 under secret of parts, each followed by
 // a zero byte, in base64url.
@@ -120,34 +123,49 @@ func mac(secret []byte, parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:macBytes])
 }
 
-// reservation is what a reservation id carries.
+// reservation is what a reservation id or a lease id carries: a lease's estimate is 0.
 type reservation struct {
 	nonce            string // base64url
 	estimate, expiry int64  // tokens, Unix ms
-	claims           string // Request.Claims of its reserve
+	claims           string // Request.Claims of its reserve or acquire
 }
 
-// id is r's id for identity and rules, signed under secret: the one signing function of
-// every id the limiter makes.
-func (r reservation) id(secret []byte, identity string, rules []bucketgate.Rule) string {
+// The kinds of signed ids, each in its MAC, so that no id of one kind is one of the
+// other: a reservation's, a lease's.
+const (
+	kindReservation = "reservation"
+	kindLease       = "lease"
+)
+
+// id is r's id of kind (kindReservation, kindLease) for identity and rules, signed
+// under secret: the one signing function of every id the limiter makes, one format and
+// one signature for both kinds, claims and all.
+func (r reservation) id(kind string, secret []byte, identity string, rules []bucketgate.Rule) string {
 	p := make([]byte, payloadBytes, payloadBytes+len(r.claims))
 	base64.RawURLEncoding.Decode(p[:nonceBytes], []byte(r.nonce)) // a nonce is base64url of nonceBytes
 	binary.BigEndian.PutUint64(p[nonceBytes:], uint64(r.estimate))
 	binary.BigEndian.PutUint64(p[nonceBytes+8:], uint64(r.expiry))
 	payload := base64.RawURLEncoding.EncodeToString(append(p, r.claims...))
-	return idVersion + payload + "." + mac(secret, "reservation", identity, namesPrint(rules), payload)
+	return idVersion + payload + "." + mac(secret, kind, identity, namesPrint(rules), payload)
 }
 
 // parseReservation reads q's reservation id, made under secret for q's identity and
 // rules; its error wraps ErrConflict for any other.
 func parseReservation(secret []byte, q bucketgate.Request) (reservation, error) {
-	refused := fmt.Errorf("%w: reservation %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, truncate(q.ID))
+	return parseID(kindReservation, secret, q)
+}
+
+// parseID reads q's id of kind, made under secret for q's identity and rules; its error
+// wraps ErrConflict for any other.
+func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, error) {
+	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, kind, truncate(q.ID))
 	payload, sum, ok := cutID(q.ID)
-	if !ok || !hmac.Equal([]byte(sum), []byte(mac(secret, "reservation", q.Identity, namesPrint(q.Rules), payload))) {
+	if !ok || !hmac.Equal([]byte(sum), []byte(mac(secret, kind, q.Identity, namesPrint(q.Rules), payload))) {
 		return reservation{}, refused
 	}
 	r, ok := decodePayload(payload)
-	if !ok || r.estimate < 1 || r.estimate > bucketgate.MaxCapacity || r.expiry < 0 {
+	lease := kind == kindLease
+	if !ok || lease && r.estimate != 0 || !lease && (r.estimate < 1 || r.estimate > bucketgate.MaxCapacity) || r.expiry < 0 {
 		return reservation{}, refused // signed, so never: but bounds are checked where read
 	}
 	return r, nil
@@ -212,7 +230,8 @@ func namesPrint(rules []bucketgate.Rule) string {
 
 // requestPrint is the fingerprint of q a record keeps, so that a RequestID used again
 // for another request is refused: its rules' names, then ':' and its operation (r, c
-// or f: a reserve, a check, a refund), cost and, for a reserve, ttl ("r10/300000").
+// or f: a reserve, a check, a refund), cost and, for a reserve or an acquire, ttl
+// ("r10/300000").
 func requestPrint(q bucketgate.Request) string {
 	var b strings.Builder
 	b.WriteString(namesPrint(q.Rules))
@@ -223,11 +242,14 @@ func requestPrint(q bucketgate.Request) string {
 		fmt.Fprintf(&b, ":f%d", q.Cost)
 	default:
 		fmt.Fprintf(&b, ":c%d", q.Cost)
+		if q.Acquires() {
+			fmt.Fprintf(&b, "/%d", ttlOf(q).Milliseconds())
+		}
 	}
 	return b.String()
 }
 
-// ttlOf is how long q, a reserve, holds its reservation.
+// ttlOf is how long q, a reserve or an acquire, holds its reservation or lease.
 func ttlOf(q bucketgate.Request) time.Duration { return cmp.Or(q.TTL, bucketgate.DefaultTTL) }
 
 // hold is what a script call with a hold carries beyond the request: its record's key
@@ -235,6 +257,7 @@ func ttlOf(q bucketgate.Request) time.Duration { return cmp.Or(q.TTL, bucketgate
 // (lua.ArgHold); and, for a reserve, the nonce of its reservation. The zero hold is none.
 type hold struct {
 	record, arg, nonce string
+	lease              string // a release's nonce
 }
 
 // hold returns q's hold, none when q has none, with the secret when q needs it; an error
@@ -251,6 +274,13 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 			return hold{}, nil, err
 		}
 	}
+	if q.Op == bucketgate.OpRelease {
+		r, err := parseID(kindLease, secret, q)
+		if err != nil {
+			return hold{}, nil, err
+		}
+		return hold{lease: r.nonce}, secret, nil
+	}
 	if settles(q) {
 		r, err := parseReservation(secret, q)
 		if err != nil {
@@ -258,7 +288,7 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 		}
 		return hold{record: lua.SettledInfix + r.nonce, arg: fmt.Sprintf("%d %d %d", r.estimate, r.expiry, l.idempotency.Milliseconds())}, secret, nil
 	}
-	if q.RequestID == "" { // a reserve: its nonce at random, no record
+	if q.RequestID == "" { // a reserve or an acquire: its nonce at random, no record
 		var b [nonceBytes]byte
 		rand.Read(b[:]) // never fails (crypto/rand)
 		return hold{nonce: base64.RawURLEncoding.EncodeToString(b[:])}, secret, nil
@@ -270,12 +300,21 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 	return hold{record: lua.RecordInfix + nonce, arg: fmt.Sprintf("%d %s", l.idempotency.Milliseconds(), requestPrint(q)), nonce: nonce}, secret, nil
 }
 
-// held completes d, the decision on q with hold h, with an allowed reserve's id and
-// expiry: Redis's time of the decision (the first one's, replayed) and q's ttl.
+// held completes d, the decision on q with hold h, with an allowed reserve's id, an
+// allowed acquire's lease, and their expiry: Redis's time of the decision (the first
+// one's, replayed) and q's ttl. A reserve that acquires has both ids, of one nonce.
 func held(d bucketgate.Decision, q bucketgate.Request, h hold, secret []byte) bucketgate.Decision {
-	if q.Op == bucketgate.OpReserve && d.Allowed && !d.At.IsZero() {
-		r := reservation{nonce: h.nonce, estimate: q.Cost, expiry: d.At.UnixMilli() + ttlOf(q).Milliseconds(), claims: q.Claims}
-		d.Reservation, d.Expires = r.id(secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)
+	if !d.Allowed || d.At.IsZero() {
+		return d
+	}
+	r := reservation{nonce: h.nonce, expiry: d.At.UnixMilli() + ttlOf(q).Milliseconds(), claims: q.Claims}
+	if q.Op == bucketgate.OpReserve {
+		r.estimate = q.Cost
+		d.Reservation, d.Expires = r.id(kindReservation, secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)
+		r.estimate = 0
+	}
+	if q.Acquires() {
+		d.Lease, d.Expires = r.id(kindLease, secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)
 	}
 	return d
 }

@@ -16,8 +16,8 @@ import (
 func FuzzParseReservation(f *testing.F) {
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	rules := []bucketgate.Rule{{Name: "tokens", Capacity: 1000, RefillPerSecond: 10}}
-	good := reservation{nonce: "AAAAAAAAAAAAAAAAAAAAAA", estimate: 40, expiry: 1767225600000}.id(secret, "key:abc", rules)
-	claimed := reservation{nonce: "AAAAAAAAAAAAAAAAAAAAAA", estimate: 40, expiry: 1767225600000, claims: "k\x00key:abc\x001"}.id(secret, "key:abc", rules)
+	good := reservation{nonce: "AAAAAAAAAAAAAAAAAAAAAA", estimate: 40, expiry: 1767225600000}.id(kindReservation, secret, "key:abc", rules)
+	claimed := reservation{nonce: "AAAAAAAAAAAAAAAAAAAAAA", estimate: 40, expiry: 1767225600000, claims: "k\x00key:abc\x001"}.id(kindReservation, secret, "key:abc", rules)
 	f.Add(good, "key:abc")
 	f.Add(claimed, "key:abc")
 	f.Add(claimed[:10]+claimed[12:], "key:abc")
@@ -38,7 +38,7 @@ func FuzzParseReservation(f *testing.F) {
 		if id != good && id != claimed || identity != "key:abc" {
 			t.Fatalf("accepted id %q for %q: only the signed id for key:abc may pass", id, identity)
 		}
-		if back := r.id(secret, identity, rules); back != id {
+		if back := r.id(kindReservation, secret, identity, rules); back != id {
 			t.Fatalf("id %q read as %+v signs back to %q", id, r, back)
 		}
 		if r.estimate < 1 || r.estimate > bucketgate.MaxCapacity || r.expiry < 0 {

@@ -107,12 +107,15 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("bucket script: %w", err)
 	}
+	if leases(q.Rules) > 0 {
+		return l.decideLeases(ctx, c, q)
+	}
 	h, secret, err := l.hold(ctx, c, q)
 	if err != nil {
 		return bucketgate.Decision{}, err
 	}
 	var call scriptArgs
-	keys, args := scriptCall(q, l.usageDays, h, &call)
+	keys, args := scriptCall(q, 0, l.usageDays, h, &call)
 	d, err := decode(eval(ctx, c, keys, args), q)
 	return held(d, q, h, secret), err
 }
@@ -122,7 +125,9 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 // qs[i] as Decide would. Each request is atomic, the batch is not: a later request sees
 // what an earlier one wrote. An invalid request is not sent. When ctx ends before the
 // answers arrive, every request still waiting for its answer gets ctx's error: it may
-// or may not have been decided by Redis, and it is never sent again.
+// or may not have been decided by Redis, and it is never sent again. A request with a
+// concurrency rule is decided on its own, as Decide decides it, before the others are
+// sent.
 func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (decisions []bucketgate.Decision, errs []error) {
 	decisions, errs = make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
 	c, err := l.redis(ctx)
@@ -138,10 +143,14 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 			errs[i] = fmt.Errorf("bucket script: %w", err)
 			continue
 		}
+		if leases(q.Rules) > 0 {
+			decisions[i], errs[i] = l.decideLeases(ctx, c, q)
+			continue
+		}
 		if hs[i], secrets[i], errs[i] = l.hold(ctx, c, q); errs[i] != nil {
 			continue
 		}
-		keys, args := scriptCall(q, l.usageDays, hs[i], new(scriptArgs))
+		keys, args := scriptCall(q, 0, l.usageDays, hs[i], new(scriptArgs))
 		cmds = append(cmds, evalsha(c, keys, args))
 		sent = append(sent, i)
 	}
@@ -155,7 +164,7 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 	var retried []int // the index in results of each command sent again
 	for j, r := range results {
 		if noScript(r) {
-			keys, args := scriptCall(qs[sent[j]], l.usageDays, hs[sent[j]], new(scriptArgs))
+			keys, args := scriptCall(qs[sent[j]], 0, l.usageDays, hs[sent[j]], new(scriptArgs))
 			again = append(again, evalText(c, keys, args))
 			retried = append(retried, j)
 		}
@@ -253,21 +262,31 @@ type scriptArgs struct {
 // archive and the days usage is kept. The keys, every field name and every number are
 // cut from one string, so that a decision allocates once for its arguments however
 // many rules it has. A check of cost 1 without usage leaves the operation out, as the
-// script allows. q must be valid (at most MaxRules rules).
-func scriptCall(q bucketgate.Request, usageDays int, h hold, call *scriptArgs) (keys, args []string) {
+// script allows. q must be valid (at most MaxRules rules); its last m rules are
+// concurrency rules (an acquire or a release: see lua.LeaseMark), the others buckets
+// and quotas.
+func scriptCall(q bucketgate.Request, m, usageDays int, h hold, call *scriptArgs) (keys, args []string) {
 	usage := usageDays > 0 && (q.Op == bucketgate.OpCheck && q.Cost > 0 || q.Op == bucketgate.OpReserve)
-	layout := lua.Args{Rules: len(q.Rules), Op: usage || !checks(q) || q.Cost != 1 || h.arg != "", Usage: usage, Hold: h.arg != ""}
+	n := len(q.Rules) - m
+	layout := lua.Args{Rules: n, Op: usage || !checks(q) || q.Cost != 1 || h.arg != "" || m > 0, Usage: usage, Hold: h.arg != "" || m > 0}
 	var buf [512]byte
 	var cuts [maxArgs]cut // where each ARGV value lies in b, by its index in ARGV
 	b := appendKey(buf[:0], q.Identity)
 	keyEnd := len(b)
-	if usage || layout.Hold {
+	archive, record := usage || h.record != "", h.record != "" // a lease alone needs neither
+	if archive {
 		b = append(b, UsageSuffix...) // the archive's key: the state's, and the suffix
 	}
 	recordEnd := len(b)
-	if layout.Hold {
+	if record {
 		b = append(append(b, b[:keyEnd]...), h.record...)
 		recordEnd = len(b)
+	}
+	var leaseCuts [lua.MaxLeaseRules]cut // where each set's key lies in b
+	for k, r := range q.Rules[n:] {
+		from := len(b)
+		b = append(append(append(b, b[:keyEnd]...), lua.LeaseInfix...), r.Name...)
+		leaseCuts[k] = cut{from, len(b)}
 	}
 	at := len(b)
 	if layout.Op {
@@ -280,6 +299,8 @@ func scriptCall(q bucketgate.Request, usageDays int, h hold, call *scriptArgs) (
 			b = append(b, lua.OpReset...)
 		case bucketgate.OpSettle, bucketgate.OpCancel:
 			b = strconv.AppendInt(append(b, lua.SettlePrefix...), q.Cost, 10)
+		case bucketgate.OpRelease:
+			b = append(b, lua.OpRelease...)
 		}
 		cuts[lua.ArgOp], at = cut{at, len(b)}, len(b)
 	}
@@ -291,10 +312,25 @@ func scriptCall(q bucketgate.Request, usageDays int, h hold, call *scriptArgs) (
 		cuts[lua.ArgUsageDays], at = cut{at, len(b)}, len(b)
 	}
 	if layout.Hold {
+		if m > 0 { // "@<ttl>/<N1>/.../<Nm> <nonce>", then any other hold
+			b = append(b, lua.LeaseMark...)
+			if q.Op != bucketgate.OpRelease {
+				b = strconv.AppendInt(b, ttlOf(q).Milliseconds(), 10)
+			} else {
+				b = append(b, '0')
+			}
+			for _, r := range q.Rules[n:] {
+				b = strconv.AppendInt(append(b, '/'), int64(r.Concurrency), 10)
+			}
+			b = append(append(append(b, ' '), h.nonce...), h.lease...)
+			if h.arg != "" {
+				b = append(b, ' ')
+			}
+		}
 		b = append(b, h.arg...)
 		cuts[lua.ArgHold], at = cut{at, len(b)}, len(b)
 	}
-	for i, r := range q.Rules {
+	for i, r := range q.Rules[:n] {
 		first, second := lua.TokensSuffix, lua.StampSuffix
 		if r.IsQuota() {
 			first, second = lua.UsedSuffix, lua.EndSuffix
@@ -321,15 +357,17 @@ func scriptCall(q bucketgate.Request, usageDays int, h hold, call *scriptArgs) (
 		args[i] = s[cuts[i].from:cuts[i].to]
 	}
 	call.keys[lua.KeyState] = s[:keyEnd]
-	if !usage && !layout.Hold {
-		return call.keys[:1], args
+	n = 1
+	if archive {
+		call.keys[lua.KeyUsage], n = s[:keyEnd+len(UsageSuffix)], 2
 	}
-	call.keys[lua.KeyUsage] = s[:keyEnd+len(UsageSuffix)]
-	if !layout.Hold {
-		return call.keys[:2], args
+	if record {
+		call.keys[lua.KeyRecord], n = s[keyEnd+len(UsageSuffix):recordEnd], 3
 	}
-	call.keys[lua.KeyRecord] = s[keyEnd+len(UsageSuffix) : recordEnd]
-	return call.keys[:3], args
+	for k := range m {
+		call.keys[n+k] = s[leaseCuts[k].from:leaseCuts[k].to]
+	}
+	return call.keys[:n+m], args
 }
 
 // periodCode is quota r's period as the script reads it (lua.PeriodDay, ...).

@@ -19,7 +19,9 @@ type Model struct {
 	UsageDays    int
 	records      map[string]*modelRecord      // idempotent requests' records, by identity, 0 and name (see Hold)
 	reservations map[string]*modelReservation // by identity, 0 and the model's id
-	nonces       int                          // the reserves without RequestID so far
+	nonces       int                          // the reserves without RequestID and the leases so far
+	sets         map[string]*modelSet         // concurrency rules' sorted sets, by key (LeaseKey)
+	leaseIDs     map[string]modelLeaseID      // by identity, 0 and the model's id
 }
 
 // ModelBucket is one bucket's state as the script stores it: Tokens (a double) as of
@@ -103,6 +105,9 @@ func (m *Model) Decide(now time.Time, q bucketgate.Request) bucketgate.Decision 
 // that takes more than its estimate, which never denies and owes at most a bucket's
 // capacity, a quota's limit) or not.
 func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qcost int64, debit bool) bucketgate.Decision {
+	if leases(q.Rules) > 0 {
+		return m.decideLeases(now, q, op, qcost, debit)
+	}
 	nowUS := timeToMicros(now)
 	key := Key(q.Identity)
 	k := m.key(key, nowUS)

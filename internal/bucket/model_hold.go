@@ -24,7 +24,7 @@ type modelReservation struct {
 	settled          *bucketgate.Decision
 }
 
-// Hold does q, a reserve, a settle, a cancel or a request with a RequestID, at now
+// Hold does q, a reserve, a settle, a cancel, a release or a request with a RequestID, at now
 // exactly as the script and the Limiter would, remembering RequestIDs for idempotency
 // and settled reservations idempotency past their expiry. A reserve's Reservation is
 // the model's own id, which a settle of the model takes. Its error wraps ErrConflict
@@ -34,6 +34,9 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		m.records, m.reservations = map[string]*modelRecord{}, map[string]*modelReservation{}
 	}
 	nowMS := now.UnixMilli()
+	if q.Op == bucketgate.OpRelease {
+		return m.release(now, q)
+	}
 	if settles(q) {
 		r := m.reservations[q.Identity+"\x00"+q.ID]
 		if r == nil || r.names != namesPrint(q.Rules) {

@@ -544,6 +544,20 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"duplicate rule", []string{"1", "a:tokens", "a:ts", "a:tokens", "a:ts", "10", "1", "10", "1"}, "rule a appears twice"},
 		{"duplicate third rule", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "a:tokens", "a:ts", "10", "1", "10", "1", "5", "1"}, "rule a appears twice"},
 		{"reset, bad rule", []string{"reset", "b:tokens", "b:ts", "10", "0"}, "rule b: refill per second"},
+		{"lease: concurrency 0", []string{"1", "0", "@1000/0 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
+		{"lease: concurrency above 10000", []string{"1", "0", "@1000/10001 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
+		{"lease: no nonce", []string{"1", "0", "@1000/2", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
+		{"lease: malformed", []string{"1", "0", "@1000/x n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
+		{"lease: two rules, three sets", []string{"1", "0", "@1000/2/3 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
+		{"lease: a peek", []string{"0", "0", "@1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a lease is for a check that takes tokens"},
+		{"lease: a refund", []string{"-1", "0", "@1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a lease is for a check that takes tokens"},
+		{"lease: a settle", []string{"s1", "0", "@1000/2 n 5 1 1000 fp", "b:tokens", "b:ts", "10", "1"}, "a settle must be"},
+		{"lease: a record, no record key", []string{"1", "0", "@1000/2 n 1000 fp", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
+		{"lease: usage, no archive", []string{"1", "35", "@1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
+		{"lease: ttl 0", []string{"1", "0", "@0/2 n", "b:tokens", "b:ts", "10", "1"}, "lives 1 to 3600000 ms"},
+		{"lease: ttl above an hour", []string{"1", "0", "@3600001/2 n", "b:tokens", "b:ts", "10", "1"}, "lives 1 to 3600000 ms"},
+		{"lease: a bad record", []string{"1", "0", "@1000/2 n 0 fp", "b:tokens", "b:ts", "10", "1"}, "a hold must be"},
+		{"lease: alone, bad", []string{"1", "0", "@1000/0 n"}, "a lease must be @"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -553,6 +567,15 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 			}
 			if strings.HasPrefix(tt.name, "hold") { // with the record: the hold is at fault
 				keys = append(keys, bucket.UsageKey("x"), bucket.Key("x")+lua.RecordInfix+"n")
+			}
+			if strings.HasPrefix(tt.name, "lease") && strings.Contains(tt.argv[2], " fp") && !strings.Contains(tt.name, "no record key") { // a lease with a record
+				keys = append(keys, bucket.UsageKey("x"), bucket.Key("x")+lua.RecordInfix+"n")
+			}
+			if strings.HasPrefix(tt.name, "lease") && !strings.Contains(tt.name, "three sets") {
+				keys = append(keys, bucket.LeaseKey("x", "c"))
+			}
+			if strings.Contains(tt.name, "three sets") {
+				keys = append(keys, bucket.LeaseKey("x", "c"), bucket.LeaseKey("x", "d"), bucket.LeaseKey("x", "e"))
 			}
 			err := c.Do(context.Background(), c.B().Eval().Script(lua.BucketSource).Numkeys(int64(len(keys))).Key(keys...).Arg(tt.argv...).Build()).Error()
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "bucketgate") {

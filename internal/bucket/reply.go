@@ -41,7 +41,7 @@ func replyInts(reply []rueidis.RedisMessage, q bucketgate.Request) (replyVals, [
 	}
 	if len(reply) > 0 {
 		if flags, err := reply[lua.ReplyFlags].ToInt64(); err == nil && flag(flags, lua.FlagsCrossedShift, 1) == 1 {
-			want = lua.ReplyCrossingCount(len(q.Rules))
+			want = lua.ReplyCrossingCount(len(q.Rules) - leases(q.Rules))
 			if holds(q) {
 				want += lua.ReplyHoldLen - lua.ReplyLen
 			}
@@ -124,10 +124,10 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 		if err != nil || flag(flags, lua.FlagsCrossedShift, 1) == 0 {
 			return d, err
 		}
-		return decodeCrossings(d, rest[lua.ReplyHoldLen-lua.ReplyLen:], q)
+		return decodeCrossings(d, rest[lua.ReplyHoldLen-lua.ReplyLen:], withoutLeases(q))
 	}
 	if flag(flags, lua.FlagsCrossedShift, 1) == 1 {
-		return decodeCrossings(d, rest, q)
+		return decodeCrossings(d, rest, withoutLeases(q))
 	}
 	if rest == nil {
 		return d, nil

@@ -415,3 +415,40 @@ func withKind(c bucketgate.Crossing, kind bucketgate.CrossingKind, percent, usag
 	c.Kind, c.Percent, c.Usage = kind, percent, usage
 	return c
 }
+
+// FuzzDecodeRelease holds decodeRelease to the release's reply: exactly two integers,
+// the sets that held the lease (0 to lua.MaxLeaseRules) and a positive Redis time, else
+// an error wrapping ErrBadReply; never a panic.
+func FuzzDecodeRelease(f *testing.F) {
+	f.Add([]byte{0, 0}, int64(1), int64(1764131234567000))
+	f.Add([]byte{0, 0}, int64(9), int64(1))
+	f.Add([]byte{0, 1}, int64(0), int64(0))
+	f.Add([]byte{0, 0, 0}, int64(1), int64(1))
+	f.Fuzz(func(t *testing.T, kinds []byte, released, now int64) {
+		reply := make([]rueidis.RedisMessage, 0, len(kinds))
+		for i, k := range kinds {
+			v := released
+			if i == lua.ReplyReleaseNow {
+				v = now
+			}
+			switch k % 3 {
+			case 0:
+				reply = append(reply, mock.RedisInt64(v))
+			case 1:
+				reply = append(reply, mock.RedisString("1"))
+			default:
+				reply = append(reply, mock.RedisNil())
+			}
+		}
+		d, err := decodeRelease(mock.Result(mock.RedisArray(reply...)))
+		ok := len(kinds) == lua.ReplyReleaseLen && kinds[0]%3 == 0 && kinds[1]%3 == 0 && released >= 0 && released <= lua.MaxLeaseRules && now > 0
+		switch {
+		case err != nil && !errors.Is(err, ErrBadReply):
+			t.Fatalf("error does not wrap ErrBadReply: %v", err)
+		case (err == nil) != ok:
+			t.Fatalf("%v of %d, %d: decision %+v, error %v", kinds, released, now, d, err)
+		case ok && (d.Released != (released > 0) || !d.Allowed || d.At.UnixMicro() != now):
+			t.Fatalf("%v of %d, %d: decision %+v", kinds, released, now, d)
+		}
+	})
+}

@@ -92,7 +92,7 @@ func TestScriptCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			keys, args := scriptCall(tt.q, tt.usage, hold{}, new(scriptArgs))
+			keys, args := scriptCall(tt.q, 0, tt.usage, hold{}, new(scriptArgs))
 			if got := strings.Join(keys, " "); got != tt.wantKey {
 				t.Errorf("keys = %q, want %q", got, tt.wantKey)
 			}

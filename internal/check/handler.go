@@ -208,6 +208,10 @@ func response(c check, r guard.Result) checkapi.Response {
 		Reservation:  r.Reservation,
 		Replayed:     r.Replayed,
 		Settled:      r.Settled,
+		Lease:        r.Lease,
+	}
+	if c.req.Op == bucketgate.OpRelease {
+		res.Released = &r.Released
 	}
 	if !r.Expires.IsZero() {
 		res.ExpiresAt = r.Expires.UTC().Format("2006-01-02T15:04:05.000Z07:00")
@@ -219,7 +223,7 @@ func response(c check, r guard.Result) checkapi.Response {
 	for i, rule := range c.req.Rules {
 		st := r.Rules[i]
 		res.Rules[i] = checkapi.RuleStatus{Name: rule.Name, Period: rule.Period, Limit: rule.Max(), Remaining: st.Remaining,
-			ResetAfterMS: st.ResetAfter.Milliseconds(), Shadow: rule.Shadow}
+			ResetAfterMS: st.ResetAfter.Milliseconds(), Shadow: rule.Shadow, Concurrency: rule.IsConcurrency()}
 		if rule.IsQuota() { // the window ends on a whole second; the wait was rounded up to the millisecond
 			res.Rules[i].WindowEnd = r.At.Add(st.ResetAfter).Truncate(time.Second).UTC().Format(time.RFC3339)
 		}

@@ -69,3 +69,62 @@ func TestReservationsRealRedis(t *testing.T) {
 		t.Fatalf("after the refused requests: %+v, want 5 left", p)
 	}
 }
+
+// TestLeasesRealRedis: through the handler on a real server, a check with a concurrency
+// rule answers a lease and its expiry, and is denied by that rule (its retry-after the
+// earliest lease's expiry, no token taken) while every lease is in flight; a release
+// returns the lease once ("released": true, then false) and clears the cached denial; a
+// peek shows the rule's leases left; a forged lease is a ConflictError, and bad input an
+// InvalidRequestError naming the field, each changing nothing.
+func TestLeasesRealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{DenyCacheSize: 100})
+	rules := `{"key":"stream","rules":[{"name":"streams","concurrency":1},` + slowRule + `]`
+	a := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"ttlMs":60000}`)))
+	exp, err := time.Parse(time.RFC3339, a.ExpiresAt)
+	if !a.Allowed || !strings.HasPrefix(a.Lease, "r2.") || a.Rule != "streams" || a.Remaining != 0 || err != nil || time.Until(exp) > time.Minute+time.Second {
+		t.Fatalf("acquire = %+v (%v)", a, err)
+	}
+	for range 2 { // the second from the deny cache
+		d := decodeResponse(t, f.invokeOK(t, []byte(rules+`}`)))
+		if d.Allowed || d.Reason != checkapi.ReasonLimited || d.Rule != "streams" || d.Limit != 1 || d.Lease != "" || d.RetryAfterMS < 59000 {
+			t.Fatalf("while the lease is held = %+v", d)
+		}
+	}
+	p := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"cost":0}`)))
+	if len(p.Rules) != 2 || !p.Rules[0].Concurrency || p.Rules[0].Limit != 1 || p.Rules[0].Remaining != 0 || p.Rules[1].Remaining != 9 {
+		t.Fatalf("peek = %+v; want no lease left, 9 tokens", p.Rules)
+	}
+	release := fmt.Sprintf(`%s,"op":"release","lease":%q}`, rules, a.Lease)
+	for i, want := range []string{`"released":true`, `"released":false`} {
+		if out := f.invokeOK(t, []byte(release)); !strings.Contains(string(out), want) {
+			t.Fatalf("release %d = %s, want %s", i+1, out, want)
+		}
+	}
+	if d := decodeResponse(t, f.invokeOK(t, []byte(rules+`}`))); !d.Allowed || d.Lease == "" {
+		t.Fatalf("after the release = %+v; want a new lease, no cached denial", d)
+	}
+	for _, tt := range []struct{ name, payload, errType, want string }{
+		{"forged lease", fmt.Sprintf(`%s,"op":"release","lease":%q}`, rules, a.Lease+"x"), checkapi.ErrorTypeConflict, "not an id this limiter made"},
+		{"another key's lease", fmt.Sprintf(`{"key":"other","rules":[{"name":"streams","concurrency":1},%s],"op":"release","lease":%q}`, slowRule, a.Lease), checkapi.ErrorTypeConflict, "not an id this limiter made"},
+		{"release without a lease", rules + `,"op":"release"}`, checkapi.ErrorTypeInvalidRequest, "lease: missing"},
+		{"release with a cost", fmt.Sprintf(`%s,"op":"release","lease":%q,"cost":1}`, rules, a.Lease), checkapi.ErrorTypeInvalidRequest, "cost: not with op release"},
+		{"release with a requestId", fmt.Sprintf(`%s,"op":"release","lease":%q,"requestId":"x"}`, rules, a.Lease), checkapi.ErrorTypeInvalidRequest, "requestId: not with a release"},
+		{"release of no concurrency rule", fmt.Sprintf(`{"key":"stream","rules":[%s],"op":"release","lease":%q}`, slowRule, a.Lease), checkapi.ErrorTypeInvalidRequest, "release without a concurrency rule"},
+		{"lease with a check", fmt.Sprintf(`%s,"lease":%q}`, rules, a.Lease), checkapi.ErrorTypeInvalidRequest, "lease: only with op release"},
+		{"concurrency 0", `{"key":"stream","rules":[{"name":"c","concurrency":0}]}`, checkapi.ErrorTypeInvalidRequest, "rules[0].concurrency: got 0, want a whole number of requests in flight from 1 to 10000"},
+		{"concurrency of a fraction", `{"key":"stream","rules":[{"name":"c","concurrency":1.5}]}`, checkapi.ErrorTypeInvalidRequest, "rules[0].concurrency"},
+		{"concurrency with a capacity", `{"key":"stream","rules":[{"name":"c","concurrency":2,"capacity":3}]}`, checkapi.ErrorTypeInvalidRequest, "rules[0].capacity: a concurrency rule's"},
+		{"shadow concurrency", `{"key":"stream","rules":[{"name":"c","concurrency":2,"shadow":true}]}`, checkapi.ErrorTypeInvalidRequest, "rules[0].shadow: a concurrency rule's"},
+		{"a concurrency rule and a bucket of one name", `{"key":"stream","rules":[{"name":"slow","concurrency":2},` + slowRule + `]}`, checkapi.ErrorTypeInvalidRequest, `rules[1]: name "slow": already the name of rules[0]`},
+		{"ttl with a peek", rules + `,"cost":0,"ttlMs":1000}`, checkapi.ErrorTypeInvalidRequest, "ttlMs: only with op reserve"},
+	} {
+		_, err := f.invoke([]byte(tt.payload))
+		if fe := functionError(t, err); fe.Type != tt.errType || !strings.Contains(fe.Message, tt.want) {
+			t.Errorf("%s: %+v, want %s mentioning %q", tt.name, fe, tt.errType, tt.want)
+		}
+	}
+	if p := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"cost":0}`))); p.Rules[0].Remaining != 0 || p.Rules[1].Remaining != 8 {
+		t.Fatalf("after the refused requests: %+v, want the lease still held, 8 tokens", p.Rules)
+	}
+}

@@ -52,6 +52,9 @@ func FuzzParse(f *testing.F) {
 		`{"op":"cancel","reservation":"r2.YmEbG7KPIb9rHudxkgGlbAAAAAAAAA-gAAABlVGYceA.JeiHLzs3l2vW53uJpOkaZA"}`,
 		`{"op":"settle","reservation":"` + claimed + `","cost":5}`, `{"reservation":"` + claimed + `","cost":5}`,
 		`{"checks":[{"op":"cancel","reservation":"` + claimed + `"},{"key":"a"}]}`,
+		`{"key":"a","rules":[{"name":"c","concurrency":3},{"name":"r","capacity":5,"refillPerSecond":1}],"cost":5,"ttlMs":1000}`,
+		`{"key":"a","rules":[{"name":"c","concurrency":3}],"op":"release","lease":"r2.x.y"}`,
+		`{"key":"a","rules":[{"name":"c","concurrency":0}]}`, `{"key":"a","rules":[{"name":"c","concurrency":2,"limit":1}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -87,8 +90,8 @@ func FuzzParse(f *testing.F) {
 				if c.req.Rules != nil {
 					t.Fatalf("checks[%d]: a tenant check with rules %v before the registry", i, c.req.Rules)
 				}
-				if c.req.Rules = plans.DefaultPlan().Rules; fits("cost", c.req.Cost, c.req.Op, c.req.Rules) != nil {
-					continue // resolveTenants refuses it, naming the cost
+				if c.req.Rules = plans.DefaultPlan().Rules; fits("cost", c.req.Cost, c.req.Op, c.req.Rules) != nil || fitsHold("", c.req) != nil {
+					continue // resolveTenants refuses it, naming the cost, the ttlMs or the lease
 				}
 			}
 			if c.req.Op == bucketgate.OpUsage {

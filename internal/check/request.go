@@ -33,14 +33,15 @@ const (
 	fieldTTL         = "ttlMs"
 	fieldRequestID   = "requestId"
 	fieldReservation = "reservation"
+	fieldLease       = "lease"
 )
 
 // checkFields and ruleFields are the members a check and an inline rule may have;
 // payloadFields those of the payload (one check, or checks).
 var (
-	checkFields   = []string{fieldKey, fieldIdentity, fieldOp, fieldPlan, fieldRules, fieldCost, fieldFrom, fieldTo, fieldTTL, fieldRequestID, fieldReservation}
+	checkFields   = []string{fieldKey, fieldIdentity, fieldOp, fieldPlan, fieldRules, fieldCost, fieldFrom, fieldTo, fieldTTL, fieldRequestID, fieldReservation, fieldLease}
 	payloadFields = append(slices.Clone(checkFields), fieldChecks)
-	ruleFields    = []string{"name", "capacity", "refillPerSecond", "limit", "period", "anchor", "shadow"}
+	ruleFields    = []string{"name", "capacity", "refillPerSecond", "limit", "period", "anchor", "shadow", "concurrency"}
 )
 
 // Plans finds the rules of a check that names no inline rules; *config.Config is one.
@@ -215,7 +216,7 @@ func follows(c check) bool {
 // (read and checked against today when it is answered), and nothing a check has.
 func parseUsage(path string, m map[string][]byte, c check) (check, error) {
 	c.follow = follows(c)
-	for _, name := range []string{fieldPlan, fieldRules, fieldCost, fieldTTL, fieldRequestID, fieldReservation} {
+	for _, name := range []string{fieldPlan, fieldRules, fieldCost, fieldTTL, fieldRequestID, fieldReservation, fieldLease} {
 		if m[name] != nil {
 			return check{}, fmt.Errorf("%s: not with op %s: a usage report counts every check of the identity, whatever its rules", field(path, name), checkapi.OpUsage)
 		}
@@ -320,6 +321,9 @@ func parseRule(path string, raw []byte) (bucketgate.Rule, error) {
 	if err != nil {
 		return bucketgate.Rule{}, err
 	}
+	if m["concurrency"] != nil {
+		return parseConcurrency(path, m)
+	}
 	required := []string{"name", "capacity", "refillPerSecond"}
 	if m["period"] != nil || m["limit"] != nil || m["anchor"] != nil {
 		required = []string{"name", "limit", "period"} // a quota
@@ -355,6 +359,37 @@ func parseRule(path string, raw []byte) (bucketgate.Rule, error) {
 			return r, err
 		}
 	}
+	if err := r.Validate(); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// parseConcurrency reads the concurrency rule at path from its members m: its name and
+// its most requests in flight, nothing else.
+func parseConcurrency(path string, m map[string][]byte) (bucketgate.Rule, error) {
+	for _, name := range []string{"capacity", "refillPerSecond", "limit", "period", "anchor", "shadow"} {
+		if m[name] != nil {
+			return bucketgate.Rule{}, fmt.Errorf("%s: a concurrency rule's (it has a concurrency): a concurrency rule has a name and a concurrency alone, and is never shadow", field(path, name))
+		}
+	}
+	if m["name"] == nil {
+		return bucketgate.Rule{}, fmt.Errorf("%s: missing", field(path, "name"))
+	}
+	var r bucketgate.Rule
+	var err error
+	if r.Name, err = stringValue(field(path, "name"), m["name"]); err != nil {
+		return r, err
+	}
+	want := fmt.Sprintf("a whole number of requests in flight from 1 to %d", bucketgate.MaxConcurrency)
+	n, err := wholeValue(field(path, "concurrency"), m["concurrency"], want)
+	if err != nil {
+		return r, err
+	}
+	if n < 1 || n > bucketgate.MaxConcurrency {
+		return r, fmt.Errorf("%s: got %d, want %s", field(path, "concurrency"), n, want)
+	}
+	r.Concurrency = int32(n)
 	if err := r.Validate(); err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
@@ -403,7 +438,9 @@ func parseCost(path string, raw []byte, op bucketgate.Op, rules []bucketgate.Rul
 		return 0, fmt.Errorf("%s: not with op %s: a reset makes every rule full, whatever it held", path, checkapi.OpReset)
 	case op == bucketgate.OpCancel && raw != nil:
 		return 0, fmt.Errorf("%s: not with op %s: a cancel settles at 0", path, checkapi.OpCancel)
-	case op == bucketgate.OpReset, op == bucketgate.OpCancel:
+	case op == bucketgate.OpRelease && raw != nil:
+		return 0, fmt.Errorf("%s: not with op %s: a release returns a lease, whatever the check cost", path, checkapi.OpRelease)
+	case op == bucketgate.OpReset, op == bucketgate.OpCancel, op == bucketgate.OpRelease:
 		return 0, nil
 	case op == bucketgate.OpSettle:
 		if raw == nil {
@@ -442,7 +479,7 @@ func fits(path string, cost int64, op bucketgate.Op, rules []bucketgate.Rule) er
 	}
 	for _, r := range rules {
 		switch {
-		case cost <= r.Max():
+		case cost <= r.Max() || r.IsConcurrency(): // a lease is one in flight, whatever its cost
 		case op == bucketgate.OpRefund:
 			return fmt.Errorf("%s: %d exceeds %s %d of rule %s: a refund gives back at most a rule's %s", path, cost, r.MaxName(), r.Max(), r.Name, r.MaxName())
 		default:
@@ -453,19 +490,25 @@ func fits(path string, cost int64, op bucketgate.Op, rules []bucketgate.Rule) er
 }
 
 // parseHold reads into q, a request of the check at path with members m, its ttlMs (a
-// reserve's), requestId (a check that takes tokens, a reserve's or a refund's) and
-// reservation (a settle's or a cancel's, which needs it).
+// reserve's, or a check's that acquires a lease), requestId (a check that takes tokens,
+// a reserve's or a refund's), reservation (a settle's or a cancel's, which needs it) and
+// lease (a release's, which needs it).
 func parseHold(path string, m map[string][]byte, q *bucketgate.Request) error {
 	settles := q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
+	release := q.Op == bucketgate.OpRelease
 	switch {
-	case m[fieldTTL] != nil && q.Op != bucketgate.OpReserve:
-		return fmt.Errorf("%s: only with op %s: how long its reservation holds", field(path, fieldTTL), checkapi.OpReserve)
+	case m[fieldTTL] != nil && q.Op != bucketgate.OpReserve && (q.Op != bucketgate.OpCheck || q.Cost == 0):
+		return ttlRefused(path)
 	case m[fieldReservation] != nil && !settles:
 		return fmt.Errorf("%s: only with op %s or %s: the reservation they settle", field(path, fieldReservation), checkapi.OpSettle, checkapi.OpCancel)
 	case m[fieldReservation] == nil && settles:
 		return fmt.Errorf("%s: missing: a %v needs the reservation a reserve answered", field(path, fieldReservation), q.Op)
-	case m[fieldRequestID] != nil && (settles || q.Op == bucketgate.OpReset || q.Op == bucketgate.OpCheck && q.Cost == 0):
-		return fmt.Errorf("%s: not with a %s: only a request that takes or gives back tokens has one (a settle and a cancel are idempotent by their reservation)",
+	case m[fieldLease] != nil && !release:
+		return fmt.Errorf("%s: only with op %s: the lease it returns", field(path, fieldLease), checkapi.OpRelease)
+	case m[fieldLease] == nil && release:
+		return fmt.Errorf("%s: missing: a release needs the lease a check answered", field(path, fieldLease))
+	case m[fieldRequestID] != nil && (settles || release || q.Op == bucketgate.OpReset || q.Op == bucketgate.OpCheck && q.Cost == 0):
+		return fmt.Errorf("%s: not with a %s: only a request that takes or gives back tokens has one (a settle and a cancel are idempotent by their reservation, a release by its lease)",
 			field(path, fieldRequestID), opName(*q))
 	}
 	if raw := m[fieldTTL]; raw != nil {
@@ -479,11 +522,16 @@ func parseHold(path string, m map[string][]byte, q *bucketgate.Request) error {
 		}
 		q.TTL = time.Duration(ms) * time.Millisecond
 	}
+	if len(q.Rules) > 0 { // else a tenant's: resolveTenants checks its plan's
+		if err := fitsHold(path, *q); err != nil {
+			return err
+		}
+	}
 	for _, f := range []struct {
 		name string
 		to   *string
 		most int
-	}{{fieldRequestID, &q.RequestID, bucketgate.MaxRequestID}, {fieldReservation, &q.ID, bucketgate.MaxID}} {
+	}{{fieldRequestID, &q.RequestID, bucketgate.MaxRequestID}, {fieldReservation, &q.ID, bucketgate.MaxID}, {fieldLease, &q.ID, bucketgate.MaxID}} {
 		if m[f.name] == nil {
 			continue
 		}
@@ -497,6 +545,24 @@ func parseHold(path string, m map[string][]byte, q *bucketgate.Request) error {
 		*f.to = v
 	}
 	return nil
+}
+
+// fitsHold reports a hold of q, the request of the check at path, that q's rules can
+// never have: a ttlMs of a check that acquires no lease, a release of no concurrency
+// rule.
+func fitsHold(path string, q bucketgate.Request) error {
+	switch {
+	case q.TTL != 0 && !q.Holds():
+		return ttlRefused(path)
+	case q.Op == bucketgate.OpRelease && !slices.ContainsFunc(q.Rules, bucketgate.Rule.IsConcurrency):
+		return fmt.Errorf("%s: release without a concurrency rule: a lease is returned to the concurrency rules that gave it", field(path, fieldLease))
+	}
+	return nil
+}
+
+// ttlRefused is the error of a ttlMs (of the check at path) that holds nothing.
+func ttlRefused(path string) error {
+	return fmt.Errorf("%s: only with op %s, or a check of a cost with a concurrency rule: how long its reservation or lease holds", field(path, fieldTTL), checkapi.OpReserve)
 }
 
 // opName names q's operation for a message: "peek" for a check of cost 0.

@@ -89,6 +89,9 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 		if err := fits(field(path, fieldCost), c.req.Cost, c.req.Op, c.req.Rules); err != nil {
 			return err
 		}
+		if err := fitsHold(path, c.req); err != nil {
+			return err
+		}
 	}
 	return nil
 }

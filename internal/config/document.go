@@ -49,8 +49,8 @@ type PlanSpec struct {
 
 // RuleSpec is a rule as written: a token bucket, its rate either as refillPerSecond, or
 // as refill tokens per period ("second", "minute", "hour", "day", or a Go duration such
-// as "90s"); or a quota on the calendar, with a limit, a period and, for a month, an
-// anchor.
+// as "90s"); a quota on the calendar, with a limit, a period and, for a month, an
+// anchor; or a concurrency rule, with its most requests in flight.
 type RuleSpec struct {
 	// Name is the rule's name: with the identity, it names one bucket (or quota).
 	Name string `yaml:"name"`
@@ -71,8 +71,13 @@ type RuleSpec struct {
 	// quota's windows begin (the billing day); nil means 1.
 	Anchor *Count `yaml:"anchor"`
 	// Shadow makes the rule a shadow rule (bucketgate.Rule.Shadow): decided, and its bucket
-	// spent, as if it were enforced, but it never denies. False enforces it.
+	// spent, as if it were enforced, but it never denies. False enforces it. A
+	// concurrency rule is never shadow.
 	Shadow bool `yaml:"shadow"`
+	// Concurrency makes the rule a concurrency rule: its most requests in flight, 1 to
+	// bucketgate.MaxConcurrency, each holding a lease until released or its ttl ends.
+	// It has no other number.
+	Concurrency Count `yaml:"concurrency"`
 }
 
 // RouteSpec matches requests by method and path and adds Cost (default 1) and Rules.

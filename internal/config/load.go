@@ -175,7 +175,7 @@ func oneKindPerName(plans map[string]*Plan) error {
 				continue
 			}
 			if !bucketgate.SameKind(prev.rule, r) {
-				return errorAt(path, "rule %s is %s, and %s of %s: a rule name is one bucket or one quota of an identity, so give one of them another name",
+				return errorAt(path, "rule %s is %s, and %s of %s: a rule name is one bucket, quota or concurrency rule of an identity, so give one of them another name",
 					r.Name, kind(r), kind(prev.rule), prev.path)
 			}
 		}
@@ -329,14 +329,19 @@ func numbers(r bucketgate.Rule) string {
 		return fmt.Sprintf("limit %d a month from day %d", r.Limit, anchor(r))
 	case r.IsQuota():
 		return fmt.Sprintf("limit %d a %v", r.Limit, r.Period)
+	case r.IsConcurrency():
+		return fmt.Sprintf("concurrency %d", r.Concurrency)
 	}
 	return fmt.Sprintf("capacity %d, refillPerSecond %v", r.Capacity, r.RefillPerSecond)
 }
 
-// kind names what r is, for an error: a bucket or a quota.
+// kind names what r is, for an error: a bucket, a quota or a concurrency rule.
 func kind(r bucketgate.Rule) string {
-	if r.IsQuota() {
+	switch {
+	case r.IsQuota():
 		return "a quota"
+	case r.IsConcurrency():
+		return "a concurrency rule"
 	}
 	return "a bucket"
 }
@@ -375,6 +380,9 @@ func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucketgate.Rul
 // Rule returns the rule s describes, validated; the error names what is wrong. A spec
 // with a period (or a limit, or an anchor) is a quota, another a bucket.
 func (s RuleSpec) Rule() (bucketgate.Rule, error) {
+	if s.Concurrency != 0 {
+		return s.concurrency()
+	}
 	if s.Period != "" || s.Limit != 0 || s.Anchor != nil {
 		return s.quota()
 	}
@@ -383,6 +391,21 @@ func (s RuleSpec) Rule() (bucketgate.Rule, error) {
 		return bucketgate.Rule{}, err
 	}
 	r := bucketgate.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow}
+	if err := r.Validate(); err != nil {
+		return bucketgate.Rule{}, err
+	}
+	return r, nil
+}
+
+// concurrency returns the concurrency rule s describes, validated.
+func (s RuleSpec) concurrency() (bucketgate.Rule, error) {
+	switch {
+	case s.Capacity != 0 || s.RefillPerSecond != 0 || s.Refill != 0 || s.Per != "" || s.Limit != 0 || s.Period != "" || s.Anchor != nil:
+		return bucketgate.Rule{}, errors.New("a concurrency rule has a concurrency alone, not a capacity, refillPerSecond, refill, per, limit, period or anchor")
+	case s.Concurrency < 1 || s.Concurrency > bucketgate.MaxConcurrency:
+		return bucketgate.Rule{}, fmt.Errorf("concurrency %d: want 1 to %d requests in flight", s.Concurrency, bucketgate.MaxConcurrency)
+	}
+	r := bucketgate.Rule{Name: s.Name, Concurrency: int32(s.Concurrency), Shadow: s.Shadow}
 	if err := r.Validate(); err != nil {
 		return bucketgate.Rule{}, err
 	}

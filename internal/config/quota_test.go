@@ -75,7 +75,7 @@ func TestQuotaErrorsNameTheField(t *testing.T) {
 		{"a quota with a capacity", plan("{name: q, limit: 5, period: day, capacity: 5}"), "a quota (period day) has a limit, not a capacity, refillPerSecond, refill or per"},
 		{"a quota with a refill", plan("{name: q, limit: 5, period: day, refill: 5, per: day}"), "a quota (period day) has a limit"},
 		{"a quota and a bucket of one name in two plans", "defaultPlan: free\nplans:\n  free: [{name: daily, capacity: 10, refill: 10, per: day}]\n  pro: [{name: daily, limit: 100, period: day}]\n",
-			"plans.pro[0] (line 4, column 9): rule daily is a quota, and a bucket of plans.free[0]: a rule name is one bucket or one quota of an identity"},
+			"plans.pro[0] (line 4, column 9): rule daily is a quota, and a bucket of plans.free[0]: a rule name is one bucket, quota or concurrency rule of an identity"},
 		{"a route quota of a plan bucket's name", "defaultPlan: free\nplans: {free: [{name: b, capacity: 5, refillPerSecond: 1}]}\nroutes: [{path: /x, rules: [{name: b, limit: 5, period: day}]}]\n",
 			"routes[0].rules[0] (line 3, column 29): rule b (limit 5 a day) has other numbers than the rule b of plans.free (capacity 5, refillPerSecond 1)"},
 		{"a route quota with another anchor than the plan's", "defaultPlan: free\nplans: {free: [{name: m, limit: 5, period: month}]}\nroutes: [{path: /x, rules: [{name: m, limit: 5, period: month, anchor: 2}]}]\n",

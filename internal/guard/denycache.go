@@ -159,7 +159,7 @@ func index(list []denial, check string) int {
 }
 
 // checkKey is the cost and each rule in order (shadow or not; a bucket's capacity and
-// rate, a quota's limit, period and anchor), separated by bytes that Validate allows in
+// rate, a quota's limit, period and anchor, a concurrency rule's most in flight), separated by bytes that Validate allows in
 // no rule name or number.
 func checkKey(q bucketgate.Request) string {
 	var b strings.Builder
@@ -172,6 +172,11 @@ func checkKey(q bucketgate.Request) string {
 		}
 		b.WriteString(r.Name)
 		b.WriteByte(' ')
+		if r.IsConcurrency() { // its most in flight: "c:5"
+			b.WriteString("c:")
+			b.WriteString(strconv.Itoa(int(r.Concurrency)))
+			continue
+		}
 		if r.IsQuota() { // limit, period and anchor: "q:1000:month:15"
 			b.WriteString("q:")
 			b.WriteString(strconv.FormatInt(r.Limit, 10))

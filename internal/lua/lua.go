@@ -30,7 +30,40 @@ const (
 	KeyState  = 0
 	KeyUsage  = 1
 	KeyRecord = 2
-	KeysMax   = 3
+	KeysMax   = KeyLeases + MaxLeaseRules
+)
+
+// With a lease (LeaseMark), the last KEYS are the concurrency rules' sorted sets, in
+// the hold's order: "<state key>" + LeaseInfix + the rule's name, a member per lease
+// (its nonce) scored by its expiry (Unix ms of Redis's clock). KEYS[KeyUsage] comes
+// before them only with usage or a record, KEYS[KeyRecord] only with a record. A call
+// has MaxLeaseRules sets at most; KeyLeases is the index of the first set when every
+// other key is given.
+const (
+	KeyLeases     = 3
+	MaxLeaseRules = 8
+	LeaseInfix    = ":c:"
+)
+
+// LeaseMark starts ARGV's hold for a call with concurrency rules: "@<ttl>/<N1>/.../<Nm>
+// <nonce>", the lease's ms to live, the most in flight of each concurrency rule in the
+// order of their sets, and the lease's member; then, after a space, any other hold.
+// With OpRelease as the operation (and no other rule), the call releases the lease.
+const LeaseMark = "@"
+
+// OpRelease is ARGV's operation that releases a lease (LeaseMark's hold, ttl 0).
+const OpRelease = "release"
+
+// MaxConcurrency is the most in flight the script takes for a concurrency rule: the
+// 10000 written in it.
+const MaxConcurrency = 10000
+
+// A release's reply: ReplyReleased, how many sets held the lease (0 when it was
+// released before or expired), and ReplyReleaseNow, the Redis TIME (microseconds).
+const (
+	ReplyReleased   = 0
+	ReplyReleaseNow = 1
+	ReplyReleaseLen = 2
 )
 
 // RecordInfix and SettledInfix follow the state hash's key in a record's key, before its
@@ -65,7 +98,8 @@ type Args struct {
 	// call counts a check that takes tokens in the identity's usage of the day.
 	Usage bool
 	// Hold reports whether ARGV holds, after the operation and the days usage is kept
-	// ("0" for none), the hold (ArgHold): a settle, or an idempotent request.
+	// ("0" for none), the hold (ArgHold): a settle, an idempotent request, or a lease
+	// (LeaseMark) and perhaps one of the others.
 	Hold bool
 }
 
@@ -79,7 +113,8 @@ const ArgUsageDays = 1
 
 // ArgHold is the index in ARGV of the hold, when Args.Hold: for a settle, "<estimate>
 // <expiry> <life>", its reservation's estimate and expiry (Unix ms) and how long its
-// record lives past that (ms); for an idempotent request, "<life> <fingerprint>".
+// record lives past that (ms); for an idempotent request, "<life> <fingerprint>"; with
+// concurrency rules, the lease (LeaseMark) first, then a space and any of those.
 const ArgHold = 2
 
 // Len is the length of ARGV.

@@ -44,7 +44,8 @@ type item struct {
 }
 
 // rule is one map of an item's rules list: a bucketgate.Rule without shadow, a bucket
-// (capacity and refillPerSecond) or a quota (limit, period and perhaps anchor).
+// (capacity and refillPerSecond), a quota (limit, period and perhaps anchor) or a
+// concurrency rule (concurrency).
 type rule struct {
 	Name            string  `dynamodbav:"name"`
 	Capacity        int64   `dynamodbav:"capacity,omitempty"`
@@ -52,6 +53,7 @@ type rule struct {
 	Limit           int64   `dynamodbav:"limit,omitempty"`
 	Period          string  `dynamodbav:"period,omitempty"`
 	Anchor          int64   `dynamodbav:"anchor,omitempty"`
+	Concurrency     int64   `dynamodbav:"concurrency,omitempty"`
 }
 
 // Errors say what a value should have been: typeWants, by attribute, after its type's
@@ -61,7 +63,7 @@ var (
 		"expiresAt": " of Unix seconds",
 		"updatedAt": " of Unix seconds",
 		attrRules:   " of maps",
-		"rules[]":   " of name with capacity and refillPerSecond (a bucket), or with limit, period and anchor (a quota)",
+		"rules[]":   " of name with capacity and refillPerSecond (a bucket), with limit, period and anchor (a quota), or with concurrency",
 	}
 	numberWants = map[string]string{
 		"expiresAt":       fmt.Sprintf("whole Unix seconds from 1 to %d", int64(MaxExpiresAt)),
@@ -71,6 +73,7 @@ var (
 		"limit":           "a whole number of tokens",
 		"anchor":          fmt.Sprintf("a whole day of the month from 1 to %d", bucketgate.MaxAnchor),
 		"refillPerSecond": "a finite number of tokens per second",
+		"concurrency":     fmt.Sprintf("a whole number of requests in flight from 1 to %d", bucketgate.MaxConcurrency),
 	}
 )
 
@@ -85,7 +88,8 @@ const MaxExpiresAt = 253402300799
 // attribute of the right type (see item), numbers where numbers belong (capacity a
 // whole number, expiresAt whole Unix seconds from 1 to MaxExpiresAt), status active or
 // revoked, at most bucketgate.MaxRules rules, each exactly name, capacity and
-// refillPerSecond (a bucket) or name, limit, period and perhaps anchor (a quota), and no
+// refillPerSecond (a bucket), name, limit, period and perhaps anchor (a quota) or name
+// and concurrency (a concurrency rule), and no
 // attribute it does not know. An account's item ("account:<name>", a name
 // bucketgate.ValidAccountName takes) names no account, and only it may say whose buckets
 // it spends (buckets: "key:<digest>"); only an API key's item ("key:...") may name an
@@ -156,6 +160,15 @@ func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 // the plan (Record.Resolve).
 func (x rule) decode(m map[string]types.AttributeValue) (bucketgate.Rule, string, error) {
 	has := func(name string) bool { _, ok := m[name]; return ok }
+	if has("concurrency") {
+		switch {
+		case len(m) != 2 || !has("name"):
+			return bucketgate.Rule{}, "", errors.New("a concurrency rule has a name and a concurrency alone")
+		case x.Concurrency < 1 || x.Concurrency > bucketgate.MaxConcurrency:
+			return bucketgate.Rule{}, ".concurrency", fmt.Errorf("%d: want %s", x.Concurrency, numberWants["concurrency"])
+		}
+		return bucketgate.Rule{Name: x.Name, Concurrency: int32(x.Concurrency)}, "", nil
+	}
 	if !has("period") {
 		switch {
 		case has("limit") || has("anchor"):
@@ -274,7 +287,7 @@ func (r Record) Item() map[string]types.AttributeValue {
 
 // ruleItem returns x as a map of an item's rules: a bucket's name, capacity and
 // refillPerSecond, zeros included; a quota's name, limit, period and, when it has one,
-// anchor.
+// anchor; a concurrency rule's name and concurrency.
 func ruleItem(x bucketgate.Rule) types.AttributeValue {
 	number := func(v any) types.AttributeValue {
 		n, err := attributevalue.Marshal(v)
@@ -285,6 +298,8 @@ func ruleItem(x bucketgate.Rule) types.AttributeValue {
 	}
 	m := map[string]types.AttributeValue{"name": &types.AttributeValueMemberS{Value: x.Name}}
 	switch {
+	case x.IsConcurrency():
+		m["concurrency"] = number(int64(x.Concurrency))
 	case !x.IsQuota():
 		m["capacity"], m["refillPerSecond"] = number(x.Capacity), number(x.RefillPerSecond)
 	case x.Anchor != 0:

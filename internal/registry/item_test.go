@@ -166,6 +166,9 @@ func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
 		{"capacity huge", item("rules", l(rule("b", "1e40", "1"))), `attribute rules[0].capacity: "1e40"`},
 		{"rate not finite", item("rules", l(rule("b", "1", "NaN"))), `attribute rules[0].refillPerSecond: "NaN": want a finite number`},
 		{"rate overflows", item("rules", l(rule("b", "1", "1e400"))), `attribute rules[0].refillPerSecond: "1e400"`},
+		{"concurrency 0", item("rules", l(m("name", s("c"), "concurrency", n("0")))), "attribute rules[0].concurrency: 0: want a whole number of requests in flight from 1 to 10000"},
+		{"concurrency a fraction", item("rules", l(m("name", s("c"), "concurrency", n("1.5")))), `attribute rules[0].concurrency: "1.5"`},
+		{"concurrency with a capacity", item("rules", l(m("name", s("c"), "concurrency", n("2"), "capacity", n("5")))), "attribute rules[0]: a concurrency rule has a name and a concurrency alone"},
 		{"rule member unknown", item("rules", l(m("name", s("b"), "capacity", n("1"), "refillPerSecond", n("1"), "burst", n("2")))), `attribute rules[0]."burst": unknown attribute`},
 		{"owner a number", item("owner", n("7")), "attribute owner: got a number (N)"},
 		{"note binary", item("note", &types.AttributeValueMemberB{Value: []byte("x")}), "attribute note: got binary (B)"},
@@ -331,12 +334,13 @@ func FuzzDecodeItem(f *testing.F) {
 	})
 }
 
-// A quota of an item's rules decodes to its bucketgate.Rule, and Item writes it back as
-// DecodeItem reads it.
+// A quota (and a concurrency rule) of an item's rules decodes to its bucketgate.Rule, and
+// Item writes it back as DecodeItem reads it.
 func TestDecodeItemQuota(t *testing.T) {
 	it := item("rules", l(rule("burst", "7", "0.5"),
 		m("name", s("monthly"), "limit", n("100000"), "period", s("month"), "anchor", n("15")),
-		m("name", s("daily"), "limit", n("500"), "period", s("day"))))
+		m("name", s("daily"), "limit", n("500"), "period", s("day")),
+		m("name", s("streams"), "concurrency", n("4"))))
 	got, err := registry.DecodeItem(it)
 	if err != nil {
 		t.Fatal(err)
@@ -345,6 +349,7 @@ func TestDecodeItemQuota(t *testing.T) {
 		{Name: "burst", Capacity: 7, RefillPerSecond: 0.5},
 		{Name: "monthly", Limit: 100000, Period: bucketgate.PeriodMonth, Anchor: 15},
 		{Name: "daily", Limit: 500, Period: bucketgate.PeriodDay},
+		{Name: "streams", Concurrency: 4},
 	}
 	if !reflect.DeepEqual(got.Rules, want) {
 		t.Fatalf("rules %+v, want %+v", got.Rules, want)

@@ -20,10 +20,11 @@ type Instructions struct {
 	Admitted, Refund, Reset int64
 	// Round3 is the round-3 line as instructions.sh prints it (a check without usage,
 	// with usage, a bucket and a monthly quota, and the lease operations, "-" for a
-	// figure not built), Check, Usage and Quota its first three figures, Reserve and
-	// Settle two more; empty and zeros from an output without it (a "-" is a zero).
-	Round3                               string
-	Check, Usage, Quota, Reserve, Settle int64
+	// figure not built), Check, Usage and Quota its first three figures, Reserve, Settle
+	// and Acquire three more; empty and zeros from an output without it (a "-" is a
+	// zero).
+	Round3                                        string
+	Check, Usage, Quota, Reserve, Settle, Acquire int64
 }
 
 // instructionsPrefixes start instructions.sh's two lines of figures.
@@ -68,6 +69,8 @@ func parseInstructions(r io.Reader) (Instructions, error) {
 					into = &in.Reserve
 				case "settle":
 					into = &in.Settle
+				case "acquire":
+					into = &in.Acquire
 				}
 				if into == nil || figure == "-" {
 					continue
@@ -105,6 +108,9 @@ func (in Instructions) Round3Line() string {
 		line += fmt.Sprintf(", reserve / check %.2f (goal <= %.2f), settle / check %.2f (goal <= %.2f)",
 			float64(in.Reserve)/float64(in.Check), goalLeaseOverCheck, float64(in.Settle)/float64(in.Check), goalLeaseOverCheck)
 	}
+	if in.Acquire > 0 {
+		line += fmt.Sprintf(", acquire / check %.2f (goal <= %.2f)", float64(in.Acquire)/float64(in.Check), goalAcquireOverCheck)
+	}
 	return line
 }
 
@@ -118,6 +124,9 @@ const (
 	goalCheckOverRound2 = 1.02
 	// goalLeaseOverCheck bounds a reserve and a settle over a check (issue 31).
 	goalLeaseOverCheck = 1.15
+	// goalAcquireOverCheck bounds a check with a concurrency rule that acquires a lease
+	// over a check (issue 31).
+	goalAcquireOverCheck = 1.4
 )
 
 // Ratio is bucketgate's 1 rule over redis_rate.

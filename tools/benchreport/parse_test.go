@@ -163,7 +163,7 @@ func TestMarkdown(t *testing.T) {
 		Machine:  Machine{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPUs: 2, CPUModel: "cpu", GoVersion: "go1.26", Platform: "linux/amd64", RedisVersion: "7.0.15"},
 		Workload: Workload{Identities: 10, Rounds: 2, Workers: 1},
 		Instructions: Instructions{OneRule: 50000, TwoRules: 70000, RedisRate: 56000, Admitted: 60000, Refund: 55000, Reset: 40000,
-			Round3: "round-3 instructions/decision: check 50000, check+usage 60000, bucket+quota 70000, reserve 50000, settle 90000, acquire -", Check: 50000, Usage: 60000, Quota: 70000, Reserve: 50000, Settle: 90000},
+			Round3: "round-3 instructions/decision: check 50000, check+usage 60000, bucket+quota 70000, reserve 50000, settle 90000, acquire 75000", Check: 50000, Usage: 60000, Quota: 70000, Reserve: 50000, Settle: 90000, Acquire: 75000},
 		EndToEnd:    EndToEnd{Plan: EndToEndPlan{Invocations: 4, Warm: 1}, Invoke: []time.Duration{300 * time.Microsecond, 310 * time.Microsecond, 320 * time.Microsecond, 900 * time.Microsecond}, Bare: []time.Duration{50 * time.Microsecond, 60 * time.Microsecond, 70 * time.Microsecond, 80 * time.Microsecond}, Answer: `{"principalId":"key:x"}`},
 		OneRule:     RedisSide{Name: "bucketgate 1 rule", UsecPerCall: 6, Runs: []float64{6, 8, 9}},
 		TwoRules:    RedisSide{Name: "bucketgate 2 rules", UsecPerCall: 9},
@@ -199,6 +199,8 @@ func TestMarkdown(t *testing.T) {
 		"| 1 | round 3, over a check: check+usage; bucket+quota | 1.20; 1.40 | <= 1.12; <= 1.45 | **not met** |",
 		"| 1 | round 3, over a check: reserve; settle | 1.00; 1.80 | <= 1.15; <= 1.15 | **not met** |",
 		"A settle is 1.80x (goal 1.15)",
+		"| 1 | round 3, over a check: acquire (a bucket and a concurrency rule) | 1.50 | <= 1.40 | **not met** |",
+		"An acquire (a bucket and a concurrency rule, half of them admitted as the check's) is 1.50x a check (goal\n1.40)",
 		"| 10 | an authorizer invocation through the built binary, p50 / p99, beside a bare EVALSHA | 0.310 / 0.900 ms (EVALSHA 0.060 / 0.080 ms) | reported beside the floor | measured |",
 		"| authorizer invocation | 0.310 ms | 0.900 ms |",
 		"bucketgate (b) / redis-benchmark -P 0 | 90 / 100 = 0.90 | >= 0.8 | met |",
@@ -283,11 +285,22 @@ func TestParseInstructions(t *testing.T) {
 	}
 	leases := "round-3 instructions/decision: check 50000, check+usage 60000, bucket+quota 70000, reserve 50000, settle 90000, acquire -"
 	in, err = parseInstructions(strings.NewReader(out + leases + "\n"))
-	if err != nil || in.Reserve != 50000 || in.Settle != 90000 {
+	if err != nil || in.Reserve != 50000 || in.Settle != 90000 || in.Acquire != 0 {
 		t.Fatalf("with the lease figures: %+v, %v", in, err)
 	}
 	if want := leases + "; check+usage / check 1.20 (goal <= 1.12), bucket+quota / check 1.40 (goal <= 1.45), reserve / check 1.00 (goal <= 1.15), settle / check 1.80 (goal <= 1.15)"; in.Round3Line() != want {
 		t.Fatalf("Round3Line = %q, want %q", in.Round3Line(), want)
+	}
+	acquire := strings.Replace(leases, "acquire -", "acquire 65000", 1)
+	in, err = parseInstructions(strings.NewReader(out + acquire + "\n"))
+	if err != nil || in.Acquire != 65000 {
+		t.Fatalf("with the acquire figure: %+v, %v", in, err)
+	}
+	if want := acquire + "; check+usage / check 1.20 (goal <= 1.12), bucket+quota / check 1.40 (goal <= 1.45), reserve / check 1.00 (goal <= 1.15), settle / check 1.80 (goal <= 1.15), acquire / check 1.30 (goal <= 1.40)"; in.Round3Line() != want {
+		t.Fatalf("Round3Line = %q, want %q", in.Round3Line(), want)
+	}
+	if _, err := parseInstructions(strings.NewReader(out + strings.Replace(acquire, "acquire 65000", "acquire 6.5e4", 1) + "\n")); err == nil {
+		t.Fatal("an acquire figure that is no whole number: no error")
 	}
 	if _, err := parseInstructions(strings.NewReader(out + strings.Replace(leases, "settle 90000", "settle x", 1) + "\n")); err == nil {
 		t.Fatal("a settle figure that is no number: no error")

@@ -18,7 +18,9 @@ import (
 
 // LeasesResult is the leases run: goroutines reserving on a few hot identities, each
 // reservation settled by two goroutines at once (at different actual costs, never below
-// the estimate, so that no token goes back), and idempotent checks sent twice at once.
+// the estimate, so that no token goes back), idempotent checks sent twice at once, and
+// the release storm: checks of a concurrency rule (and a bucket) on a few other hot
+// identities, each lease released by two goroutines at once, or never (to expire).
 type LeasesResult struct {
 	// Reserves, Allowed and Settles count the reserves, those allowed, and the settles
 	// of them that Redis decided (two per allowed reserve).
@@ -35,11 +37,47 @@ type LeasesResult struct {
 	// OverAdmitted is the most tokens any window of the reserves and checks admitted on
 	// one identity beyond its capacity and refill: 0 is the goal.
 	OverAdmitted int64
+	// Acquires and Acquired count the checks of the concurrency rule and those allowed
+	// (each a lease); Releases the releases Redis decided (two per released lease), and
+	// Expired the leases never released, left to expire.
+	Acquires, Acquired, Releases, Expired int64
+	// ReleasedTwice counts leases both of whose releases answered Released, and
+	// LostLeases those neither of whose did before the lease expired: each a failure.
+	ReleasedTwice, LostLeases int64
+	// MostInFlight is the most leases of one identity in flight at any instant of
+	// Redis's clock (acquired, not yet released or expired), and OverConcurrency by how
+	// much it exceeds the rule's concurrency: 0 is the goal.
+	MostInFlight, OverConcurrency int64
+	// Leaked counts the leases in flight after the storm that the run does not hold
+	// (or held leases missing), and the sets still there after every lease expired:
+	// 0 is the goal.
+	Leaked int64
 }
 
 // leaseRule is the leases run's bucket: slow enough that the hot identities run dry, fast
 // enough that many reserves are allowed and settled.
 var leaseRule = bucketgate.Rule{Name: "tokens", Capacity: 200, RefillPerSecond: 5000}
+
+// leaseStreams is the release storm's concurrency rule, beside a bucket that also
+// binds now and then: four in flight at most per identity.
+var (
+	leaseStreams = bucketgate.Rule{Name: "streams", Concurrency: 4}
+	leaseTokens  = bucketgate.Rule{Name: "tokens", Capacity: 100, RefillPerSecond: 2000}
+)
+
+// TTLs of the release storm's leases: one released holds long enough never to expire
+// during the run; one never released expires soon, within the run or just after it.
+const (
+	leaseHeld   = time.Minute
+	leaseUnheld = 50 * time.Millisecond
+)
+
+// held is a lease of the release storm: its identity, when Redis acquired it (us), when
+// it ended (us: released, or expired) and its expiry (ms).
+type held struct {
+	id             string
+	from, end, exp int64
+}
 
 // leases runs the leases storm against srv for d with workers goroutines.
 func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Duration, workers int) error {
@@ -53,6 +91,7 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 	res := &LeasesResult{}
 	var mu sync.Mutex
 	adm := map[string][]admission{}
+	var leased []held
 	admit := func(id string, d bucketgate.Decision, cost int64) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -72,6 +111,16 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(r.opts.Seed, uint64(w)))
 			for n := 0; time.Now().Before(end) && ctx.Err() == nil; n++ {
+				if n%4 == 1 { // the release storm
+					if h, err := r.acquireRelease(ctx, l, rng, res, &mu); err != nil {
+						fail(err)
+					} else if h != nil {
+						mu.Lock()
+						leased = append(leased, *h)
+						mu.Unlock()
+					}
+					continue
+				}
 				id := fmt.Sprintf("lease-%d", rng.IntN(8))
 				rules := []bucketgate.Rule{leaseRule}
 				if n%4 == 3 { // an idempotent check, sent twice at once
@@ -136,9 +185,143 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 		sort.Slice(a, func(i, j int) bool { return a[i].at < a[j].at })
 		res.OverAdmitted = max(res.OverAdmitted, overTokens(excess(a, leaseRule.Capacity, leaseRule.RefillPerSecond)))
 	}
+	res.MostInFlight = mostInFlight(leased)
+	res.OverConcurrency = max(0, res.MostInFlight-int64(leaseStreams.Concurrency))
+	if err := leaks(ctx, c, leased, res); err != nil {
+		return err
+	}
 	r.sum.Leases = res
 	r.logf("leases: %d reserves (%d allowed), %d settles, %d double settles, %d idempotent checks, %d charged twice, %d errors, over-admitted %d",
 		res.Reserves, res.Allowed, res.Settles, res.DoubleSettles, res.Idempotent, res.DoubleCharges, res.Errors, res.OverAdmitted)
+	r.logf("leases: %d acquires (%d leases), %d releases (two at once each), %d left to expire, %d released twice, %d lost, at most %d in flight (concurrency %d), %d leaked",
+		res.Acquires, res.Acquired, res.Releases, res.Expired, res.ReleasedTwice, res.LostLeases, res.MostInFlight, leaseStreams.Concurrency, res.Leaked)
+	return nil
+}
+
+// acquireRelease is one turn of the release storm: a check of the concurrency rule on
+// one of four hot identities and, when it holds a lease, two releases of it at once
+// after a moment, or, one time in ten, none (the lease expires). It returns the lease,
+// nil when denied.
+func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *rand.Rand, res *LeasesResult, mu *sync.Mutex) (*held, error) {
+	id := fmt.Sprintf("conc-%d", rng.IntN(4))
+	rules := []bucketgate.Rule{leaseStreams, leaseTokens}
+	keep := rng.IntN(10) != 0
+	ttl := leaseUnheld
+	if keep {
+		ttl = leaseHeld
+	}
+	d, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Cost: 1 + rng.Int64N(3), TTL: ttl})
+	mu.Lock()
+	res.Acquires++
+	mu.Unlock()
+	if err != nil || !d.Allowed {
+		return nil, err
+	}
+	h := &held{id: id, from: d.At.UnixMicro(), end: d.Expires.UnixMilli() * 1000, exp: d.Expires.UnixMilli()}
+	mu.Lock()
+	res.Acquired++
+	if !keep {
+		res.Expired++
+	}
+	mu.Unlock()
+	if !keep {
+		return h, nil
+	}
+	time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
+	ds, err := both(func() (bucketgate.Decision, error) {
+		return l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpRelease, ID: d.Lease})
+	})
+	if err != nil {
+		return h, err // the lease may stand: counted as held to its expiry
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res.Releases += 2
+	switch {
+	case ds[0].Released && ds[1].Released:
+		res.ReleasedTwice++
+	case !ds[0].Released && !ds[1].Released:
+		res.LostLeases++
+	case ds[0].Released:
+		h.end = ds[0].At.UnixMicro()
+	default:
+		h.end = ds[1].At.UnixMicro()
+	}
+	return h, nil
+}
+
+// mostInFlight is the most leases of one identity held at one instant: each from its
+// acquire to its release or expiry, an end counting before a start at the same instant.
+func mostInFlight(leased []held) int64 {
+	type edge struct {
+		at    int64
+		delta int64
+	}
+	by := map[string][]edge{}
+	for _, h := range leased {
+		by[h.id] = append(by[h.id], edge{h.from, 1}, edge{h.end, -1})
+	}
+	var most int64
+	for _, es := range by {
+		sort.Slice(es, func(i, j int) bool { return es[i].at < es[j].at || es[i].at == es[j].at && es[i].delta < es[j].delta })
+		var n int64
+		for _, e := range es {
+			n += e.delta
+			most = max(most, n)
+		}
+	}
+	return most
+}
+
+// leaks compares the leases in flight in Redis after the storm with those the run
+// holds (none of the released ones; the unreleased ones not expired yet); then, once
+// every unreleased lease has expired, checks that no set holds a lease in flight and
+// that each set left (its expired leases not swept yet) expires within the margin of
+// the latest lease it ever held. It counts each lease and set out of place in
+// res.Leaked.
+func leaks(ctx context.Context, c rueidis.Client, leased []held, res *LeasesResult) error {
+	t, err := bucket.New(c).Time(ctx)
+	if err != nil {
+		return fmt.Errorf("stress: leases: %w", err)
+	}
+	want, latest, last := map[string]int64{}, map[string]int64{}, int64(0)
+	for _, h := range leased {
+		if h.end > t.UnixMicro() {
+			want[h.id]++
+		}
+		latest[h.id] = max(latest[h.id], h.exp)
+		last = max(last, h.end/1000)
+	}
+	inFlight := func(id string, nowMS int64) (int64, error) {
+		return c.Do(ctx, c.B().Zcount().Key(bucket.LeaseKey(id, leaseStreams.Name)).Min(fmt.Sprintf("(%d", nowMS)).Max("+inf").Build()).AsInt64()
+	}
+	for k := range 4 {
+		id := fmt.Sprintf("conc-%d", k)
+		n, err := inFlight(id, t.UnixMilli())
+		if err != nil {
+			return fmt.Errorf("stress: leases of %s: %w", id, err)
+		}
+		res.Leaked += max(n-want[id], want[id]-n)
+	}
+	time.Sleep(time.Until(time.UnixMilli(last).Add(100 * time.Millisecond))) // Redis's clock is this machine's
+	if t, err = bucket.New(c).Time(ctx); err != nil {
+		return fmt.Errorf("stress: leases: %w", err)
+	}
+	for k := range 4 {
+		id := fmt.Sprintf("conc-%d", k)
+		n, err := inFlight(id, t.UnixMilli())
+		if err != nil {
+			return fmt.Errorf("stress: leases of %s: %w", id, err)
+		}
+		at, err := c.Do(ctx, c.B().Pexpiretime().Key(bucket.LeaseKey(id, leaseStreams.Name)).Build()).AsInt64()
+		if err != nil {
+			return fmt.Errorf("stress: leases of %s: %w", id, err)
+		}
+		res.Leaked += n
+		if at != -2 && (at < 0 || at > latest[id]+bucket.ExpiryMargin.Milliseconds()) {
+			res.Leaked++ // a set that would outlive its leases
+		}
+	}
 	return nil
 }
 

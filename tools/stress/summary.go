@@ -150,6 +150,9 @@ func (s *Summary) Failures() []string {
 		if l.Errors > 0 {
 			add("leases: %d errors, e.g. %s", l.Errors, l.ErrorExample)
 		}
+		if l.OverConcurrency > 0 || l.ReleasedTwice > 0 || l.LostLeases > 0 || l.Leaked > 0 {
+			add("leases: %d in flight beyond the concurrency, %d leases released twice, %d lost, %d leaked", l.OverConcurrency, l.ReleasedTwice, l.LostLeases, l.Leaked)
+		}
 	}
 	if h := s.Hostile; h != nil {
 		failed := int64(0)
@@ -253,6 +256,9 @@ func (s *Summary) Write(w io.Writer, failures, misses []string) {
 		p("| reserves | allowed | settles (two at once each) | settled twice | idempotent checks (two at once each) | charged twice | errors | over-admitted |")
 		p("|---|---|---|---|---|---|---|---|")
 		p("| %d | %d | %d | %d | %d | %d | %d | %d |", l.Reserves, l.Allowed, l.Settles, l.DoubleSettles, l.Idempotent, l.DoubleCharges, l.Errors, l.OverAdmitted)
+		p("\n| acquires | leases | releases (two at once each) | left to expire | released twice | lost | most in flight (concurrency %d) | leaked |", leaseStreams.Concurrency)
+		p("|---|---|---|---|---|---|---|---|")
+		p("| %d | %d | %d | %d | %d | %d | %d | %d |", l.Acquires, l.Acquired, l.Releases, l.Expired, l.ReleasedTwice, l.LostLeases, l.MostInFlight, l.Leaked)
 	}
 	if h := s.Hostile; h != nil {
 		p("\n## Hostile identities (cluster)\n")

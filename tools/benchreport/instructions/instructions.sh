@@ -11,8 +11,8 @@
 # as in BENCHMARKS.md item 1) depend on the machine's speed.
 #
 # usage: instructions.sh [N] [leases]   (default 20000; needs valgrind, redis-server,
-# redis-benchmark). With "leases", only the figures of issue 31: a check, a reserve and a
-# settle.
+# redis-benchmark). With "leases", only the figures of issue 31: a check, a reserve, a
+# settle and an acquire.
 set -euo pipefail
 n=${1:-20000}
 only=${2:-}
@@ -94,14 +94,26 @@ rule=(burst:tokens burst:ts 10 0.001)
 # same reserves alone; each settle writes its outcome under its own record key.
 awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 1 bg:{%d} 5 burst:tokens burst:ts 1000 0.001\n", i % 1000 }' >"$work/reserve5"
 awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 3 bg:{%d} bg:{%d}:usage bg:{%d}:s:%d s3 0 \"5 99999999999999 600000\" burst:tokens burst:ts 1000 0.001\n", i % 1000, i % 1000, i % 1000, i }' >"$work/settle"
+# An acquire: the check above (the same bucket, the same mix of allowed and denied) with
+# a concurrency rule of 100 in flight, as bucket.Limiter sends it (the lease in the hold,
+# the rule's sorted set after the state's key); every lease its own member, none
+# released (an identity holds 10 at most: the bucket binds). acquire_all: the same on a
+# bucket of 1000 (every call admitted: each takes a lease), beside an admitted check.
+acquire_lines() { # CAPACITY FILE
+  awk -v n="$n" -v cap="$1" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 2 bg:{%d} bg:{%d}:c:streams 1 0 \"@300000/100 n%d\" burst:tokens burst:ts %d 0.001\n", i % 1000, i % 1000, i, cap }' >"$2"
+}
+acquire_lines 10 "$work/acquire"
+acquire_lines 1000 "$work/acquire_all"
 if [ "$only" = leases ]; then
   one=$(count "$bucket" '' "${rule[@]}")
   admitted=$(count "$bucket" '' burst:tokens burst:ts 1000 0.001)
   reserve=$one
   reserve5=$(count_cmds '' "$work/reserve5")
   settle=$(( $(count_cmds "$work/reserve5" "$work/settle") - reserve5 ))
-  awk -v x="$one" -v a="$admitted" -v r="$reserve" -v s="$settle" 'BEGIN {
-    printf "lease instructions/call: check %d, reserve %d (%.2fx the check), settle %d (%.2fx the check; an admitted check %d, %.2fx)\n", x, r, r / x, s, s / x, a, s / a }'
+  acquire=$(count_cmds '' "$work/acquire")
+  acquire_all=$(count_cmds '' "$work/acquire_all")
+  awk -v x="$one" -v a="$admitted" -v r="$reserve" -v s="$settle" -v q="$acquire" -v qa="$acquire_all" 'BEGIN {
+    printf "lease instructions/call: check %d, reserve %d (%.2fx the check), settle %d (%.2fx the check; an admitted check %d, %.2fx), acquire %d (%.2fx the check; every one admitted %d, %.2fx an admitted check)\n", x, r, r / x, s, s / x, a, s / a, q, q / x, qa, qa / a }'
   exit 0
 fi
 # Checks of cost 1 leave the operation out, as bucket.Limiter sends them.
@@ -129,4 +141,5 @@ awk -v x="$one" -v a="$admitted" -v f="$refund" -v r="$reset" 'BEGIN {
 reserve=$one
 reserve5=$(count_cmds '' "$work/reserve5")
 settle=$(( $(count_cmds "$work/reserve5" "$work/settle") - reserve5 ))
-printf 'round-3 instructions/decision: check %d, check+usage %d, bucket+quota %d, reserve %d, settle %d, acquire -\n' "$one" "$usage" "$quota" "$reserve" "$settle"
+acquire=$(count_cmds '' "$work/acquire")
+printf 'round-3 instructions/decision: check %d, check+usage %d, bucket+quota %d, reserve %d, settle %d, acquire %d\n' "$one" "$usage" "$quota" "$reserve" "$settle" "$acquire"

@@ -1,0 +1,203 @@
+package bucket
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/lua"
+)
+
+// leases is how many of rules are concurrency rules.
+func leases(rules []bucketgate.Rule) int {
+	var m int
+	for _, r := range rules {
+		if r.IsConcurrency() {
+			m++
+		}
+	}
+	return m
+}
+
+// withoutLeases is q with its rules before its first concurrency rule: q itself for a
+// request laid out by byKind.
+func withoutLeases(q bucketgate.Request) bucketgate.Request {
+	for i, r := range q.Rules {
+		if r.IsConcurrency() {
+			q.Rules = q.Rules[:i]
+			break
+		}
+	}
+	return q
+}
+
+// byKind returns rules with its buckets and quotas first and its concurrency rules
+// last, each in rules' order: the order of the script's rules, which numbers a
+// concurrency rule after every other.
+func byKind(rules []bucketgate.Rule) []bucketgate.Rule {
+	out := make([]bucketgate.Rule, 0, len(rules))
+	for _, r := range rules {
+		if !r.IsConcurrency() {
+			out = append(out, r)
+		}
+	}
+	for _, r := range rules {
+		if r.IsConcurrency() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// LeaseKey returns the Redis key of identity's leases of its concurrency rule rule: a
+// sorted set of a member per lease, scored by its expiry (Unix ms of Redis's clock), in
+// the identity's cluster slot.
+func LeaseKey(identity, rule string) string { return Key(identity) + lua.LeaseInfix + rule }
+
+// decideLeases decides q, a valid request with concurrency rules, on c: an acquire (a
+// check of a cost, or a reserve) and a release in one script call; a peek reads the
+// leases in flight after the script's peek of the other rules, and a reset removes them
+// in the round trip of the script's reset; a refund, a settle and a cancel leave them as
+// they are.
+func (l *Limiter) decideLeases(ctx context.Context, c rediser, q bucketgate.Request) (bucketgate.Decision, error) {
+	h, secret, err := l.hold(ctx, c, q)
+	if err != nil {
+		return bucketgate.Decision{}, err
+	}
+	qs := q
+	qs.Rules = byKind(q.Rules)
+	m := leases(q.Rules)
+	if q.Op == bucketgate.OpRelease {
+		keys, args := scriptCall(qs, m, l.usageDays, h, new(scriptArgs))
+		return decodeRelease(eval(ctx, c, keys, args))
+	}
+	if q.Acquires() {
+		keys, args := scriptCall(qs, m, l.usageDays, h, new(scriptArgs))
+		d, err := decode(eval(ctx, c, keys, args), qs)
+		return inOrder(held(d, q, h, secret), q), err
+	}
+	qo := withoutLeases(qs)
+	switch {
+	case peek(q):
+		return l.peekLeases(ctx, c, q, qo)
+	case q.Op == bucketgate.OpReset:
+		return l.resetLeases(ctx, c, q, qo)
+	}
+	keys, args := scriptCall(qo, 0, l.usageDays, h, new(scriptArgs))
+	d, err := decode(eval(ctx, c, keys, args), qo)
+	return inOrder(d, q), err
+}
+
+// inOrder is d, decided on q's rules in byKind's order, with its ShadowLimited in the
+// order of q's rules.
+func inOrder(d bucketgate.Decision, q bucketgate.Request) bucketgate.Decision {
+	if d.ShadowLimited == 0 {
+		return d
+	}
+	var set bucketgate.RuleSet
+	for j, r := range byKind(q.Rules) {
+		if d.ShadowLimited.Has(j) {
+			set |= 1 << slices.IndexFunc(q.Rules, func(x bucketgate.Rule) bool { return x.Name == r.Name })
+		}
+	}
+	d.ShadowLimited = set
+	return d
+}
+
+// decodeRelease reads the script's answer to a release.
+func decodeRelease(r rueidis.RedisResult) (bucketgate.Decision, error) {
+	reply, err := r.ToArray()
+	if err != nil {
+		return bucketgate.Decision{}, scriptError(err)
+	}
+	if len(reply) != lua.ReplyReleaseLen {
+		return bucketgate.Decision{}, fmt.Errorf("%w: %d elements, want %d", ErrBadReply, len(reply), lua.ReplyReleaseLen)
+	}
+	released, err1 := reply[lua.ReplyReleased].ToInt64()
+	now, err2 := reply[lua.ReplyReleaseNow].ToInt64()
+	if err1 != nil || err2 != nil || released < 0 || released > lua.MaxLeaseRules || now <= 0 {
+		return bucketgate.Decision{}, fmt.Errorf("%w: release answered %v", ErrBadReply, reply)
+	}
+	return bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, At: microsToTime(now), Released: released > 0}, nil
+}
+
+// peekLeases is the peek q: the script's peek of qo, its buckets and quotas (Redis's
+// time alone when it has none), then every concurrency rule's leases in flight at that
+// time. A concurrency rule's RuleState is the leases it may still give and the time
+// until its last lease expires.
+func (l *Limiter) peekLeases(ctx context.Context, c rediser, q, qo bucketgate.Request) (bucketgate.Decision, error) {
+	d := bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}
+	var err error
+	if len(qo.Rules) > 0 {
+		keys, args := scriptCall(qo, 0, l.usageDays, hold{}, new(scriptArgs))
+		if d, err = decode(eval(ctx, c, keys, args), qo); err != nil {
+			return bucketgate.Decision{}, err
+		}
+	} else if d.At, err = l.Time(ctx); err != nil {
+		return bucketgate.Decision{}, err
+	}
+	var cmds rueidis.Commands
+	for _, r := range q.Rules {
+		if r.IsConcurrency() {
+			cmds = append(cmds, c.B().Zrange().Key(LeaseKey(q.Identity, r.Name)).Min("0").Max("-1").Withscores().Build())
+		}
+	}
+	results := c.DoMulti(ctx, cmds...)
+	nowMS := d.At.UnixMilli()
+	states := make([]bucketgate.RuleState, 0, len(q.Rules))
+	var k, o int // the next concurrency rule's result, the next other rule's state
+	for _, r := range q.Rules {
+		if !r.IsConcurrency() {
+			states = append(states, d.Rules[o])
+			o++
+			continue
+		}
+		leases, err := results[k].AsZScores()
+		k++
+		if err != nil {
+			return bucketgate.Decision{}, fmt.Errorf("bucket leases of %s: %w", r.Name, err)
+		}
+		var held, last int64
+		for _, z := range leases {
+			if exp := int64(z.Score); exp > nowMS {
+				held, last = held+1, max(last, exp-nowMS)
+			}
+		}
+		states = append(states, bucketgate.RuleState{Remaining: max(0, int64(r.Concurrency)-held), ResetAfter: millisToDuration(last)})
+	}
+	d.Rules = states
+	return d, nil
+}
+
+// resetLeases is the reset q: the script's reset of qo, its buckets and quotas, and
+// every concurrency rule's leases removed, in one round trip (then Redis's time, when q
+// has no other rule).
+func (l *Limiter) resetLeases(ctx context.Context, c rediser, q, qo bucketgate.Request) (bucketgate.Decision, error) {
+	var cmds rueidis.Commands
+	if len(qo.Rules) > 0 {
+		keys, args := scriptCall(qo, 0, l.usageDays, hold{}, new(scriptArgs))
+		cmds = append(cmds, evalText(c, keys, args))
+	}
+	for _, r := range q.Rules {
+		if r.IsConcurrency() {
+			cmds = append(cmds, c.B().Del().Key(LeaseKey(q.Identity, r.Name)).Build())
+		}
+	}
+	results := c.DoMulti(ctx, cmds...)
+	for _, r := range results[len(cmds)-leases(q.Rules):] {
+		if err := r.Error(); err != nil {
+			return bucketgate.Decision{}, fmt.Errorf("bucket reset of leases: %w", err)
+		}
+	}
+	if len(qo.Rules) > 0 {
+		return decode(results[0], qo)
+	}
+	at, err := l.Time(ctx)
+	if err != nil {
+		return bucketgate.Decision{}, err
+	}
+	return bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, At: at}, nil
+}

@@ -1,0 +1,332 @@
+package bucket_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+)
+
+// TestLeases: a check with a concurrency rule acquires a lease while fewer than its
+// most are in flight, and is denied (the rule binding, a retry-after until the earliest
+// lease expires, nothing taken from its bucket) when that many are; a release returns
+// the lease once (again: Released false, nothing changed); a lease frees itself at its
+// ttl; a check denied by a bucket takes no lease; a reserve acquires too; a peek shows
+// the leases in flight, a reset removes them; the set lives as long as its last lease.
+func TestLeases(t *testing.T) {
+	l, c := real(t)
+	ctx := context.Background()
+	streams := bucketgate.Rule{Name: "streams", Concurrency: 2}
+	tokens := bucketgate.Rule{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}
+	rules := []bucketgate.Rule{streams, tokens} // the concurrency rule first: the script numbers it last
+	check := func(cost int64) bucketgate.Decision {
+		t.Helper()
+		q := bucketgate.Request{Identity: "a", Rules: rules, Cost: cost}
+		if cost > 0 {
+			q.TTL = time.Minute
+		}
+		d, err := l.Decide(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	release := func(id string) (bucketgate.Decision, error) {
+		return l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules, Op: bucketgate.OpRelease, ID: id})
+	}
+	d1 := check(1)
+	if !d1.Allowed || !strings.HasPrefix(d1.Lease, "r2.") || d1.Expires.Sub(d1.At) < 59*time.Second || d1.Rule != "streams" || d1.Remaining != 1 {
+		t.Fatalf("first acquire = %+v", d1)
+	}
+	d2 := check(1)
+	if !d2.Allowed || d2.Lease == d1.Lease || d2.Rule != "streams" || d2.Remaining != 0 {
+		t.Fatalf("second acquire = %+v", d2)
+	}
+	d3 := check(1)
+	if d3.Allowed || d3.Rule != "streams" || d3.Limit != 2 || d3.Lease != "" || d3.RetryAfter < 59*time.Second || d3.RetryAfter > time.Minute {
+		t.Fatalf("third acquire = %+v; want denied by streams until the first lease expires", d3)
+	}
+	peek := check(0)
+	if peek.Rules[0].Remaining != 0 || peek.Rules[0].ResetAfter < 59*time.Second || peek.Rules[1].Remaining != 8 {
+		t.Fatalf("peek = %+v; want no lease left and 8 tokens (the denial took none)", peek.Rules)
+	}
+	if z := mustInt(t, do(t, c, c.B().Pexpiretime().Key(bucket.LeaseKey("a", "streams")).Build())); z < d2.Expires.UnixMilli() {
+		t.Fatalf("the set expires at %d, before its last lease (%d)", z, d2.Expires.UnixMilli())
+	}
+	if r, err := release(d1.Lease); err != nil || !r.Released {
+		t.Fatalf("release = %+v, %v", r, err)
+	}
+	if r, err := release(d1.Lease); err != nil || r.Released {
+		t.Fatalf("release again = %+v, %v; want Released false", r, err)
+	}
+	if d := check(1); !d.Allowed {
+		t.Fatalf("after a release = %+v", d)
+	}
+	// Refused ids: nothing released.
+	forged := forge(d2.Lease)
+	other := bucket.New(c, bucket.Secret([]byte("another secret, thirty-two bytes")))
+	r, _ := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{tokens}, Op: bucketgate.OpReserve, Cost: 1})
+	for name, err := range map[string]error{
+		"forged":           func() error { _, err := release(forged); return err }(),
+		"malformed":        func() error { _, err := release("r2.x"); return err }(),
+		"a reservation id": func() error { _, err := release(r.Reservation); return err }(),
+		"of another identity": func() error {
+			_, err := l.Decide(ctx, bucketgate.Request{Identity: "b", Rules: rules, Op: bucketgate.OpRelease, ID: d2.Lease})
+			return err
+		}(),
+		"of other rules": func() error {
+			_, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{streams}, Op: bucketgate.OpRelease, ID: d2.Lease})
+			return err
+		}(),
+		"of another secret": func() error {
+			_, err := other.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules, Op: bucketgate.OpRelease, ID: d2.Lease})
+			return err
+		}(),
+	} {
+		if !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "not an id this limiter made") {
+			t.Errorf("release of a lease %s: %v, want ErrConflict", name, err)
+		}
+	}
+	if n := mustInt(t, do(t, c, c.B().Zcard().Key(bucket.LeaseKey("a", "streams")).Build())); n != 2 {
+		t.Fatalf("%d leases after the refused releases, want 2", n)
+	}
+
+	// Denied by a bucket: no lease taken.
+	if d, err := l.Decide(ctx, bucketgate.Request{Identity: "b", Rules: rules, Cost: 10}); err != nil || !d.Allowed {
+		t.Fatal(d, err)
+	}
+	if d, _ := l.Decide(ctx, bucketgate.Request{Identity: "b", Rules: rules, Cost: 1}); d.Allowed || d.Rule != "tokens" || d.Lease != "" {
+		t.Fatalf("a check the bucket denies = %+v", d)
+	}
+	if n := mustInt(t, do(t, c, c.B().Zcard().Key(bucket.LeaseKey("b", "streams")).Build())); n != 1 {
+		t.Fatalf("%d leases after a denial by the bucket, want 1", n)
+	}
+
+	// A lease frees itself at its ttl; a concurrency rule alone; a reserve acquires.
+	alone := []bucketgate.Rule{{Name: "one", Concurrency: 1}}
+	short, err := l.Decide(ctx, bucketgate.Request{Identity: "c", Rules: alone, Cost: 1, TTL: 20 * time.Millisecond})
+	if err != nil || !short.Allowed || short.Rule != "one" || short.Remaining != 0 {
+		t.Fatal(short, err)
+	}
+	if d, _ := l.Decide(ctx, bucketgate.Request{Identity: "c", Rules: alone, Cost: 1}); d.Allowed || d.RetryAfter > 20*time.Millisecond {
+		t.Fatalf("while the lease is held = %+v", d)
+	}
+	time.Sleep(30 * time.Millisecond)
+	res, err := l.Decide(ctx, bucketgate.Request{Identity: "c", Rules: append([]bucketgate.Rule{tokens}, alone...), Op: bucketgate.OpReserve, Cost: 3})
+	if err != nil || !res.Allowed || res.Lease == "" || res.Reservation == "" || res.Lease == res.Reservation {
+		t.Fatalf("a reserve after the lease expired = %+v, %v; want a lease and a reservation", res, err)
+	}
+	if d, err := l.Decide(ctx, bucketgate.Request{Identity: "c", Rules: alone, Op: bucketgate.OpRelease, ID: short.Lease}); err != nil || d.Released {
+		t.Fatalf("release of an expired lease = %+v, %v; want Released false", d, err)
+	}
+	// Reset: the leases go.
+	if _, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules, Op: bucketgate.OpReset}); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustInt(t, do(t, c, c.B().Exists().Key(bucket.LeaseKey("a", "streams")).Build())); n != 0 {
+		t.Fatal("the leases outlived a reset")
+	}
+}
+
+// TestDifferentialLeases holds acquires (with buckets and quotas that deny, with
+// requestIds, with ttls that end during the run), releases (once, twice, of refused
+// ids), peeks, resets, refunds and reserves that acquire on real Redis to the model,
+// usage kept 35 days; then every identity's stored fields and leases.
+func TestDifferentialLeases(t *testing.T) {
+	_, c := real(t)
+	differentialLeases(t, c, 2000, 35, time.Sleep)
+}
+
+// TestDifferentialLeasesMiniredis holds the same to the model on miniredis, the local
+// default's engine, its clock moved by the test.
+func TestDifferentialLeasesMiniredis(t *testing.T) {
+	m := newMini(t)
+	differentialLeases(t, m.client, 2000, 35, m.advance)
+}
+
+// lease is one the differential test acquired: its ids in Redis and in the model.
+type lease struct {
+	redis, model string
+	q            bucketgate.Request
+}
+
+// differentialLeases runs ops random operations with concurrency rules against c and
+// the model, usage kept usageDays days, comparing every decision and error, and in the
+// end every identity's stored fields and sets of leases; pass lets time pass on c's
+// clock.
+func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int, pass func(time.Duration)) {
+	t.Helper()
+	l := bucket.New(c, bucket.Usage(usageDays))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 32))
+	concurrency := []bucketgate.Rule{{Name: "streams", Concurrency: 3}, {Name: "one", Concurrency: 1}}
+	pool := []bucketgate.Rule{
+		{Name: "slow", Capacity: 8, RefillPerSecond: 2},
+		{Name: "q-day", Limit: 400, Period: bucketgate.PeriodDay},
+		{Name: "shadow", Capacity: 3, RefillPerSecond: 0.5, Shadow: true},
+	}
+	ids := []string{"lease", "lease{b}c", "lease\x00\xff"} // none of the other differential tests'
+	model := bucket.NewModel()
+	model.UsageDays = usageDays
+	var held []lease
+	counts := map[string]int{}
+	var last time.Time
+	for range ops {
+		if rng.IntN(4) == 0 {
+			pass(time.Duration(rng.IntN(1500)) * time.Microsecond)
+		}
+		id := ids[rng.IntN(len(ids))]
+		q := bucketgate.Request{Identity: id}
+		for _, i := range rng.Perm(len(concurrency))[:1+rng.IntN(2)] {
+			r := concurrency[i]
+			if rng.IntN(5) == 0 {
+				r.Concurrency++ // another plan's
+			}
+			q.Rules = append(q.Rules, r)
+		}
+		for _, i := range rng.Perm(len(pool))[:rng.IntN(3)] {
+			q.Rules = append(q.Rules, pool[i])
+		}
+		rng.Shuffle(len(q.Rules), func(i, j int) { q.Rules[i], q.Rules[j] = q.Rules[j], q.Rules[i] })
+		var mq bucketgate.Request
+		switch op := rng.IntN(100); {
+		case op < 50 || len(held) == 0:
+			q.Cost = 1 + rng.Int64N(3)
+			if rng.IntN(8) == 0 && slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return !r.IsConcurrency() }) {
+				q.Op = bucketgate.OpReserve
+			}
+			q.TTL = []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 20 * time.Millisecond, time.Second}[rng.IntN(5)]
+			if rng.IntN(3) == 0 {
+				q.RequestID = fmt.Sprintf("req-%d", rng.IntN(200))
+			}
+		case op < 85:
+			h := held[max(0, len(held)-1-rng.IntN(4))] // a recent one, more likely held still
+			q = h.q
+			q.Op, q.Cost, q.TTL, q.RequestID = bucketgate.OpRelease, 0, 0, ""
+			mq = q
+			q.ID, mq.ID = h.redis, h.model
+			switch rng.IntN(12) {
+			case 0:
+				q.ID, mq.ID = forge(h.redis), "forged"
+			case 1:
+				q.Identity = ids[(slices.Index(ids, q.Identity)+1)%len(ids)]
+				mq.Identity = q.Identity
+			}
+			if rng.IntN(3) == 0 {
+				pass(2 * time.Millisecond)
+			}
+		case op < 93:
+			q.Cost = 0 // a peek
+		case op < 98:
+			if !slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return !r.IsConcurrency() }) {
+				q.Rules = append(q.Rules, pool[0])
+			}
+			q.Op, q.Cost = bucketgate.OpRefund, 1
+		default:
+			q.Op = bucketgate.OpReset
+		}
+		if mq.Identity == "" {
+			mq = q
+		}
+		got, want, err := decideBoth(t, l, model, q, mq)
+		if err != nil {
+			counts["conflict"]++
+			continue
+		}
+		last = got.At
+		if got.Lease != "" && !got.Replayed {
+			held = append(held, lease{redis: got.Lease, model: want.Lease, q: q})
+		}
+		if (got.Lease == "") != (want.Lease == "") || (got.Reservation == "") != (want.Reservation == "") {
+			t.Fatalf("request %+v: lease %q, model %q", q, got.Lease, want.Lease)
+		}
+		got.Lease, want.Lease, got.Reservation, want.Reservation = "", "", "", ""
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("request %+v:\nredis %+v\nmodel %+v", q, got, want)
+		}
+		counts[q.Op.String()+" "+string(got.Reason)]++
+		switch {
+		case q.Op == bucketgate.OpRelease && got.Released:
+			counts["released"]++
+		case q.Op == bucketgate.OpRelease:
+			counts["not released"]++
+		case !got.Allowed && got.Limit > 0 && slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return r.Name == got.Rule && r.IsConcurrency() }):
+			counts["denied by concurrency"]++
+		case !got.Allowed:
+			counts["denied by a bucket or quota"]++
+		}
+	}
+	t.Logf("operations: %v", counts)
+	if counts["released"] < ops/20 || counts["not released"] < ops/50 || counts["denied by concurrency"] < ops/20 ||
+		counts["denied by a bucket or quota"] < ops/100 || counts["conflict"] < ops/100 || counts["check ok"] < ops/10 {
+		t.Errorf("workload too one-sided to mean much: %v", counts)
+	}
+	for _, id := range ids {
+		compareStored(t, c, model, id, last, false)
+		now := redisTime(t, c)
+		for _, r := range concurrency {
+			compareLeases(t, c, model, id, r.Name, now)
+		}
+	}
+}
+
+// compareLeases checks that identity's set of concurrency rule rule holds the leases
+// the model holds at now (their expiries: the members differ) and expires when the
+// model's does.
+func compareLeases(t *testing.T, c rueidis.Client, model *bucket.Model, id, rule string, now time.Time) {
+	t.Helper()
+	zs, err := c.Do(context.Background(), c.B().Zrange().Key(bucket.LeaseKey(id, rule)).Min("0").Max("-1").Withscores().Build()).AsZScores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, z := range zs {
+		got = append(got, int64(z.Score))
+	}
+	want, expires := model.Leases(id, rule, now)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%q's leases of %s: redis %v, model %v", id, rule, got, want)
+	}
+	at := mustInt(t, do(t, c, c.B().Pexpiretime().Key(bucket.LeaseKey(id, rule)).Build()))
+	if want == nil && at != -2 || want != nil && at != expires {
+		t.Fatalf("%q's leases of %s expire at %d, model %d", id, rule, at, expires)
+	}
+}
+
+// forge returns id with its last character changed: the MAC no longer the limiter's.
+func forge(id string) string {
+	last := byte('A')
+	if id[len(id)-1] == last {
+		last = 'B'
+	}
+	return id[:len(id)-1] + string(last)
+}
+
+// TestLeasesInABatch: a batch decides a request with a concurrency rule as Decide does,
+// beside the others.
+func TestLeasesInABatch(t *testing.T) {
+	l, _ := real(t)
+	rules := []bucketgate.Rule{{Name: "one", Concurrency: 1}}
+	q := bucketgate.Request{Identity: "batch", Rules: rules, Cost: 1}
+	plain := bucketgate.Request{Identity: "batch", Rules: free, Cost: 1}
+	ds, errs := l.DecideBatch(context.Background(), []bucketgate.Request{q, plain, q})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if !ds[0].Allowed || ds[0].Lease == "" || !ds[1].Allowed || ds[1].Remaining != 9 || ds[2].Allowed || ds[2].Rule != "one" {
+		t.Fatalf("batch = %+v", ds)
+	}
+}

@@ -1,9 +1,9 @@
 // Package checkclient calls bucketgate's check function from Go through the AWS SDK's
 // Lambda Invoke: typed requests and responses (package checkapi), one invocation per
 // Check, CheckBatch, Refund, Reset, Reserve, Settle, Cancel, Release or Usage (and
-// SettleRequest, SettleReservation and CancelReservation for the authorizer's
-// reservations), and the function's errors as typed Go errors. A reply it cannot read as
-// a decision is an error, never a denial.
+// SettleRequest, SettleReservation, CancelReservation, ReleaseRequest and ReleaseLease
+// for the authorizer's reservations and leases), and the function's errors as typed Go
+// errors. A reply it cannot read as a decision is an error, never a denial.
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	...
@@ -156,6 +156,27 @@ func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int6
 		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
 	}
 	return c.SettleReservation(ctx, id, actual)
+}
+
+// ReleaseLease returns lease, an id the authorizer issued (on a request with a
+// concurrency rule), with the id alone, as SettleReservation settles: Release with no
+// Key, plan or rules. An id the limiter did not make (or whose key was revoked, or whose
+// route's rules changed, since) is a *FunctionError of type checkapi.ErrorTypeConflict:
+// the lease then frees itself at its TTL.
+func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Response, error) {
+	return c.Release(ctx, checkapi.Request{}, lease)
+}
+
+// ReleaseRequest returns the lease that r, a request the authorizer let through with a
+// concurrency rule, carries (ratelimitheaders.Lease), with ReleaseLease: the one call a
+// backend makes when its work is done. Its error is ratelimitheaders.ErrNoLease when r
+// carries none; else as ReleaseLease's.
+func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
+	id := ratelimitheaders.Lease(r)
+	if id == "" {
+		return checkapi.Response{}, ratelimitheaders.ErrNoLease
+	}
+	return c.ReleaseLease(ctx, id)
 }
 
 // Cancel settles reservation at 0, every token of its estimate back, as Settle does.

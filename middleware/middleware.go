@@ -205,11 +205,23 @@ func (l *Limiter) Cancel(ctx context.Context, r *http.Request) (bucketgate.Decis
 	return l.settle(ctx, r, bucketgate.OpCancel, 0)
 }
 
-// settle settles r's reservation by op at actual.
+// Release returns the lease that r carries (a request with a concurrency rule: the
+// Limiter acquired it and handed its id to the next handler in
+// ratelimitheaders.HeaderLease), for work that is done; releasing again changes nothing
+// (Decision.Released false). Its error is ratelimitheaders.ErrNoLease when r carries
+// none, and else as Settle's. A lease not released frees itself at its TTL.
+func (l *Limiter) Release(ctx context.Context, r *http.Request) (bucketgate.Decision, error) {
+	return l.settle(ctx, r, bucketgate.OpRelease, 0)
+}
+
+// settle settles r's reservation by op at actual, or releases its lease (OpRelease).
 func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op, actual int64) (bucketgate.Decision, error) {
-	id := ratelimitheaders.Reservation(r)
+	id, none := ratelimitheaders.Reservation(r), ratelimitheaders.ErrNoReservation
+	if op == bucketgate.OpRelease {
+		id, none = ratelimitheaders.Lease(r), ratelimitheaders.ErrNoLease
+	}
 	if id == "" {
-		return bucketgate.Decision{}, ratelimitheaders.ErrNoReservation
+		return bucketgate.Decision{}, none
 	}
 	res, err := l.authorizer.Settle(ctx, id, op, actual)
 	if err != nil {

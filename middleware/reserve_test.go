@@ -83,3 +83,50 @@ func TestSettleThroughTheMiddleware(t *testing.T) {
 func remaining(w *httptest.ResponseRecorder) string {
 	return strings.Join(w.Header()[ratelimitheaders.HeaderRemaining], ",")
 }
+
+// On a request with a concurrency rule, the next handler finds the Limiter's lease in
+// X-RateLimit-Lease and returns it with Release, on a real redis-server: the stream is
+// free again at once; a request that holds none is ErrNoLease.
+func TestReleaseThroughTheMiddleware(t *testing.T) {
+	srv := redistest.Start(t)
+	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}"
+	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc, "REDIS_TIMEOUT_MS": "2000"}),
+		Metrics: io.Discard, LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var released []bool
+	var errs []error
+	release := true
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if release {
+			d, err := l.Release(r.Context(), r)
+			released, errs = append(released, d.Released), append(errs, err)
+		}
+		io.WriteString(w, "ok")
+	})
+	serve := func() int {
+		w := httptest.NewRecorder()
+		l.Handler(backend).ServeHTTP(w, httptest.NewRequest("GET", "/stream", nil))
+		return w.Code
+	}
+	for i := range 3 { // one stream at most, released each time
+		if code := serve(); code != 200 {
+			t.Fatalf("stream %d: %d, want 200: the previous one was released", i+1, code)
+		}
+	}
+	if len(errs) != 3 || errs[0] != nil || !released[0] || !released[2] {
+		t.Fatalf("Release: %v, %v: want each lease released", released, errs)
+	}
+	release = false
+	if code := serve(); code != 200 {
+		t.Fatalf("a stream kept: %d", code)
+	}
+	if code := serve(); code != http.StatusTooManyRequests {
+		t.Fatalf("a second stream while one is held: %d, want 429", code)
+	}
+	if _, err := l.Release(t.Context(), httptest.NewRequest("GET", "/", nil)); !errors.Is(err, ratelimitheaders.ErrNoLease) {
+		t.Fatalf("Release without a lease: %v, want ErrNoLease", err)
+	}
+}

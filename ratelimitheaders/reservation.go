@@ -23,10 +23,24 @@ var ErrNoReservation = errors.New("the request carries no reservation (" + Heade
 // no id (longer than an id, or with bytes outside printable ASCII). The templates set
 // the header from the authorizer context over any the client sent, and so does package
 // middleware; an id the limiter did not make is refused when settled.
-func Reservation(r *http.Request) string {
+func Reservation(r *http.Request) string { return held(r, HeaderReservation) }
+
+// ErrNoLease is the error of releasing the lease of a request that carries none (Lease
+// is empty): its rules have no concurrency rule, or the limiter failed open (degraded)
+// and decided nothing. There is nothing to release.
+var ErrNoLease = errors.New("the request carries no lease (" + HeaderLease + ")")
+
+// Lease returns the lease id that r, a request the limiter let through, carries in
+// HeaderLease: what the backend releases when its work is done, with checkclient's
+// ReleaseRequest (or ReleaseLease); "" as Reservation says.
+func Lease(r *http.Request) string { return held(r, HeaderLease) }
+
+// held returns the one id that r carries in header, in any spelling of its name (a map
+// set by hand may not be canonical); "" as Reservation says.
+func held(r *http.Request, header string) string {
 	var values []string
-	for name, v := range r.Header { // any spelling of the name: a map set by hand may not be canonical
-		if strings.EqualFold(name, HeaderReservation) {
+	for name, v := range r.Header {
+		if strings.EqualFold(name, header) {
 			values = append(values, v...)
 		}
 	}
@@ -37,10 +51,20 @@ func Reservation(r *http.Request) string {
 // proxy backend receives it (requestContext.authorizer, an HTTP API's nested under
 // "lambda"): KeyReservation, or "" as Reservation says.
 func ContextReservation(authorizer map[string]any) string {
+	return contextID(authorizer, KeyReservation)
+}
+
+// ContextLease returns the lease id in an authorizer context as a Lambda proxy backend
+// receives it: KeyLease, or "" as ContextReservation says.
+func ContextLease(authorizer map[string]any) string { return contextID(authorizer, KeyLease) }
+
+// contextID returns the id under key in an authorizer context (an HTTP API's nested
+// under "lambda"), or "".
+func contextID(authorizer map[string]any, key string) string {
 	if lambda, ok := authorizer["lambda"].(map[string]any); ok {
 		authorizer = lambda
 	}
-	id, _ := authorizer[KeyReservation].(string)
+	id, _ := authorizer[key].(string)
 	return single([]string{id})
 }
 

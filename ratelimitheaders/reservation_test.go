@@ -79,3 +79,21 @@ func TestSetHeldHeaders(t *testing.T) {
 		t.Fatalf("headers %v after a context that holds nothing, want Accept alone", h)
 	}
 }
+
+// Lease and ContextLease read the lease as Reservation and ContextReservation read the
+// reservation.
+func TestLease(t *testing.T) {
+	const id = "r2.LLLL.MMMM"
+	r := httptest.NewRequest("GET", "/stream", nil)
+	r.Header.Set(ratelimitheaders.HeaderLease, id)
+	r.Header.Set(ratelimitheaders.HeaderReservation, "r2.other.one")
+	if got := ratelimitheaders.Lease(r); got != id {
+		t.Fatalf("Lease = %q, want %q", got, id)
+	}
+	if got := ratelimitheaders.ContextLease(map[string]any{"lambda": map[string]any{ratelimitheaders.KeyLease: id}}); got != id {
+		t.Fatalf("ContextLease = %q, want %q", got, id)
+	}
+	if got := ratelimitheaders.Lease(httptest.NewRequest("GET", "/", nil)); got != "" {
+		t.Fatalf("Lease of a request without one = %q", got)
+	}
+}

@@ -61,10 +61,10 @@ type contextField struct {
 
 // contextFields are the authorizer context of o: the rate-limit figures that the
 // gateway responses and the headers read (ratelimitheaders names them), and the
-// reservation a backend settles (empty when the request reserved nothing) and the lease
-// it releases (empty: acquiring one is still to be wired), always present so that a
-// template's mapping of them always has a value; in the order of their names, as
-// encoding/json writes a map. buf holds the reset time's text.
+// reservation a backend settles and the lease it releases (each empty when the request
+// holds none), always present so that a template's mapping of them always has a value;
+// in the order of their names, as encoding/json writes a map. buf holds the reset
+// time's text.
 func (h *Handler) contextFields(o Outcome, buf []byte) [14]contextField {
 	d := o.Result.Decision
 	at := d.At
@@ -90,7 +90,7 @@ func (h *Handler) contextFields(o Outcome, buf []byte) [14]contextField {
 		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.Result), isStr: true},
 		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.Limits.Rules, at), isStr: true},
 		{key: ratelimitheaders.KeyReservation, str: d.Reservation, isStr: true},
-		{key: ratelimitheaders.KeyLease, isStr: true},
+		{key: ratelimitheaders.KeyLease, str: d.Lease, isStr: true},
 	}
 	slices.SortFunc(fields[:], func(x, y contextField) int { return cmp.Compare(x.key, y.key) })
 	return fields

@@ -14,7 +14,8 @@ import (
 
 // Settle settles reservation, an id this authorizer issued (Outcome.Result.Reservation,
 // on a route that reserves), at actual tokens (0 to bucketgate.MaxSettle; op
-// bucketgate.OpSettle) or cancels it (op bucketgate.OpCancel, actual 0), with the id
+// bucketgate.OpSettle) or cancels it (op bucketgate.OpCancel, actual 0), or releases a
+// lease it issued (Outcome.Result.Lease; op bucketgate.OpRelease, actual 0), with the id
 // alone: its claims lead to the identity and the route's rules in the configuration in
 // force, as the check function's settle by the reservation does. It writes one EMF line
 // and a decision line. Its error wraps bucketgate.ErrConflict for an id the limiter did
@@ -22,8 +23,8 @@ import (
 // estimate), bucketgate.ErrInvalid for bad input, and ErrUnavailable when Redis (or the
 // registry) could not settle it: try again.
 func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.Op, actual int64) (guard.Result, error) {
-	if op != bucketgate.OpSettle && op != bucketgate.OpCancel {
-		return guard.Result{}, fmt.Errorf("%w: operation %v: want settle or cancel", bucketgate.ErrInvalid, op)
+	if op != bucketgate.OpSettle && op != bucketgate.OpCancel && op != bucketgate.OpRelease {
+		return guard.Result{}, fmt.Errorf("%w: operation %v: want settle, cancel or release", bucketgate.ErrInvalid, op)
 	}
 	c, err := claims.Read(reservation)
 	if err != nil {

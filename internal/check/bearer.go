@@ -11,28 +11,34 @@ import (
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
-// byReservation reports whether the check with members m names its reservation alone
-// (no key, identity, plan or rules): a settle or a cancel of a reservation the
-// authorizer made, whose id carries whose it is and where its rules come from.
+// byReservation reports whether the check with members m names its reservation or
+// lease alone (no key, identity, plan or rules): a settle or a cancel of a reservation,
+// or a release of a lease, the authorizer made, whose id carries whose it is and where
+// its rules come from.
 func byReservation(m map[string][]byte) bool {
-	return m[fieldReservation] != nil && m[fieldKey] == nil && m[fieldIdentity] == nil && m[fieldPlan] == nil && m[fieldRules] == nil
+	return (m[fieldReservation] != nil || m[fieldLease] != nil) && m[fieldKey] == nil && m[fieldIdentity] == nil && m[fieldPlan] == nil && m[fieldRules] == nil
 }
 
 // parseByReservation validates the members m of the check at path that names its
-// reservation alone. The id's claims say whose buckets and which route; resolveBearers
-// finds the rules. An id that carries no claims the authorizer writes leaves c.refused
-// set (a conflict: not an id the limiter made to be settled by itself), and nothing is
-// decided. The signed id is the capability: it settles or cancels its own reservation,
-// and nothing else (a check, a peek, a refund or a reset names a key or an identity).
+// reservation (or lease) alone. The id's claims say whose buckets and which route;
+// resolveBearers finds the rules. An id that carries no claims the authorizer writes
+// leaves c.refused set (a conflict: not an id the limiter made to be settled by
+// itself), and nothing is decided. The signed id is the capability: it settles or
+// cancels its own reservation, or releases its own lease, and nothing else (a check, a
+// peek, a refund or a reset names a key or an identity).
 func parseByReservation(path string, m map[string][]byte) (check, error) {
 	var c check
 	op, err := parseOp(field(path, fieldOp), m[fieldOp])
 	if err != nil {
 		return check{}, err
 	}
-	if op != bucketgate.OpSettle && op != bucketgate.OpCancel {
-		return check{}, fmt.Errorf("%s: alone (no %s, %s, %s or %s) only with op %s or %s: a reservation the authorizer made settles by its id; a %v names a key or an identity",
-			field(path, fieldReservation), fieldKey, fieldIdentity, fieldPlan, fieldRules, checkapi.OpSettle, checkapi.OpCancel, op)
+	if op != bucketgate.OpSettle && op != bucketgate.OpCancel && op != bucketgate.OpRelease {
+		name := fieldReservation
+		if m[name] == nil {
+			name = fieldLease
+		}
+		return check{}, fmt.Errorf("%s: alone (no %s, %s, %s or %s) only with op %s, %s or %s: a reservation or lease the authorizer made settles or is released by its id; a %v names a key or an identity",
+			field(path, name), fieldKey, fieldIdentity, fieldPlan, fieldRules, checkapi.OpSettle, checkapi.OpCancel, checkapi.OpRelease, op)
 	}
 	for _, name := range []string{fieldFrom, fieldTo} {
 		if m[name] != nil {
@@ -48,8 +54,12 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 	}
 	cl, err := claims.Read(c.req.ID)
 	if err != nil {
-		c.refused = fmt.Errorf("%s: %w: %w; a reservation of the check function's names its %s (or %s) and %s (or %s)",
-			field(path, fieldReservation), bucketgate.ErrConflict, err, fieldKey, fieldIdentity, fieldPlan, fieldRules)
+		name := fieldReservation
+		if op == bucketgate.OpRelease {
+			name = fieldLease
+		}
+		c.refused = fmt.Errorf("%s: %w: %w; a %s of the check function's names its %s (or %s) and %s (or %s)",
+			field(path, name), bucketgate.ErrConflict, err, name, fieldKey, fieldIdentity, fieldPlan, fieldRules)
 		return c, nil
 	}
 	c.claims = cl
@@ -76,10 +86,14 @@ func resolveBearers(ctx context.Context, v registry.View, checks []check, batch 
 		if batch {
 			path = index(fieldChecks, i)
 		}
+		name := fieldReservation
+		if c.req.Op == bucketgate.OpRelease {
+			name = fieldLease
+		}
 		l, err := claims.Resolve(ctx, v, c.claims)
 		switch {
 		case errors.Is(err, bucketgate.ErrConflict):
-			return fmt.Errorf("%s: %w", field(path, fieldReservation), err)
+			return fmt.Errorf("%s: %w", field(path, name), err)
 		case err != nil:
 			c.lookupErr = err
 			continue

@@ -33,7 +33,7 @@ import (
 )
 
 // llmConfig is an LLM API's: POST /v1/chat reserves 400 tokens (max_tokens) for a
-// minute, GET /v1/models takes 1. The buckets refill so slowly that a test's own
+// minute, GET /v1/models takes 1, GET /v1/stream takes 1 and holds one stream at most. The buckets refill so slowly that a test's own
 // duration changes no floor of them.
 const llmConfig = `defaultPlan: free
 plans:
@@ -42,6 +42,7 @@ plans:
 routes:
   - {method: POST, path: /v1/chat, reserve: 400, ttlMs: 60000}
   - {method: GET, path: /v1/models}
+  - {method: GET, path: /v1/stream, rules: [{name: streams, concurrency: 1}]}
 `
 
 // llmKeys are the registry of the tests: keys "alice" and "carol" on llm; the account
@@ -257,8 +258,8 @@ func TestSettleByReservationRefused(t *testing.T) {
 		{"the check function's own id alone", string(settlePayload(own.Reservation, 1)), checkapi.ErrorTypeConflict, "names its key (or identity)", b.check},
 		{"the route's rules changed", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "not an id this limiter made for the identity and rules", changed},
 		{"the route gone", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "route 1 is no longer in the configuration", gone},
-		{"a check by the id alone", fmt.Sprintf(`{"reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle or cancel", b.check},
-		{"a reserve by the id alone", fmt.Sprintf(`{"op":"reserve","reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle or cancel", b.check},
+		{"a check by the id alone", fmt.Sprintf(`{"reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
+		{"a reserve by the id alone", fmt.Sprintf(`{"op":"reserve","reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
 		{"a settle without its cost", fmt.Sprintf(`{"op":"settle","reservation":%q}`, id), checkapi.ErrorTypeInvalidRequest, "cost: missing", b.check},
 		{"a settle with a requestId", fmt.Sprintf(`{"op":"settle","reservation":%q,"cost":1,"requestId":"r"}`, id), checkapi.ErrorTypeInvalidRequest, "requestId: not with a settle", b.check},
 	}
@@ -316,5 +317,41 @@ func TestSettleRequestEndToEnd(t *testing.T) {
 	var fe *checkclient.FunctionError
 	if _, err := checks.SettleRequest(r.Context(), forged, 1); !errors.As(err, &fe) || fe.Type != checkapi.ErrorTypeConflict {
 		t.Fatalf("SettleRequest of a forged id: %v, want a conflict", err)
+	}
+}
+
+// TestReleaseByLeaseAlone: on a route with a concurrency rule, the authorizer's context
+// carries the lease it acquired (and no reservation); the stack's check function
+// releases it with the lease alone, which frees the stream; releasing again changes
+// nothing; a forged lease is a conflict, and a lease with op release only.
+func TestReleaseByLeaseAlone(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	ctx := b.authorize(t, "carol", "GET", "/v1/stream")
+	lease, _ := ctx[ratelimitheaders.KeyLease].(string)
+	if ctx[ratelimitheaders.KeyReason] != "ok" || !strings.HasPrefix(lease, "r2.") || ctx[ratelimitheaders.KeyReservation] != "" {
+		t.Fatalf("GET /v1/stream: context %v: want allowed with a lease, no reservation", ctx)
+	}
+	if busy := b.authorize(t, "carol", "GET", "/v1/stream"); busy[ratelimitheaders.KeyReason] != "limited" || busy[ratelimitheaders.KeyLease] != "" {
+		t.Fatalf("a second stream: context %v: want limited (one stream at most), no lease", busy)
+	}
+	release := fmt.Appendf(nil, `{"op":"release","lease":%q}`, lease)
+	if r := decodeResponse(t, b.check.invokeOK(t, release)); r.Released == nil || !*r.Released {
+		t.Fatalf("release by the lease alone = %+v, want released", r)
+	}
+	if r := decodeResponse(t, b.check.invokeOK(t, release)); r.Released == nil || *r.Released {
+		t.Fatalf("release again = %+v, want nothing released", r)
+	}
+	if again := b.authorize(t, "carol", "GET", "/v1/stream"); again[ratelimitheaders.KeyReason] != "ok" {
+		t.Fatalf("a stream after the release: context %v: want allowed", again)
+	}
+	for name, tt := range map[string]struct{ payload, errType, want string }{
+		"forged":        {fmt.Sprintf(`{"op":"release","lease":%q}`, lease[:len(lease)-2]+"AA"), checkapi.ErrorTypeConflict, "not an id this limiter made"},
+		"settled":       {fmt.Sprintf(`{"op":"settle","lease":%q,"cost":1}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: missing: a settle needs the reservation"},
+		"a reservation": {fmt.Sprintf(`{"op":"release","reservation":%q}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: only with op settle or cancel"},
+	} {
+		_, err := b.check.invoke([]byte(tt.payload))
+		if fe := functionError(t, err); fe.Type != tt.errType || !strings.Contains(fe.Message, tt.want) {
+			t.Errorf("%s: %+v, want %s mentioning %q", name, fe, tt.errType, tt.want)
+		}
 	}
 }

@@ -80,8 +80,11 @@ const (
 	// MaxRequestID is the longest RequestID, in bytes.
 	MaxRequestID = 128
 	// MaxID is the longest reservation or lease id, in bytes: more is not one the
-	// limiter made.
-	MaxID = 128
+	// limiter made. An id with MaxClaims of claims is shorter: it fits an HTTP header.
+	MaxID = 512
+	// MaxClaims is the most bytes of claims a reservation or lease id carries
+	// (Request.Claims).
+	MaxClaims = 256
 	// MaxSettle is the largest actual cost a settle takes: MaxCapacity, beyond which a
 	// cost is not a measure of work but a mistake.
 	MaxSettle = MaxCapacity
@@ -162,6 +165,13 @@ type Request struct {
 	// the names of Rules must be the reserve's or the acquire's. A release ignores a
 	// RequestID: releasing is idempotent already.
 	ID string
+	// Claims, on a request that holds something (Holds: a reserve, or a check with a
+	// concurrency rule), is what its reservation and lease ids carry besides, signed
+	// with them, for whoever settles or releases by the id alone: what they need to find
+	// the identity and the rules again (the authorizer's say where its rules came from).
+	// The limiter never reads it. 0 to MaxClaims bytes; empty for none (an id then
+	// carries only the reservation or lease).
+	Claims string
 }
 
 // Validate reports the first thing wrong with q, naming the field.
@@ -240,6 +250,10 @@ func (q Request) validateHold() error {
 		return fmt.Errorf("%w: an id with a %v: only settle, cancel and release take one", ErrInvalid, q.Op)
 	case len(q.ID) > MaxID:
 		return fmt.Errorf("%w: id of %d bytes: want at most %d", ErrInvalid, len(q.ID), MaxID)
+	case q.Claims != "" && !q.Holds():
+		return fmt.Errorf("%w: claims with a %v: only the ids of a reserve or an acquire carry them", ErrInvalid, q.writes())
+	case len(q.Claims) > MaxClaims:
+		return fmt.Errorf("%w: claims of %d bytes: want at most %d", ErrInvalid, len(q.Claims), MaxClaims)
 	}
 	return nil
 }

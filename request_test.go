@@ -91,7 +91,7 @@ func TestRequestValidate(t *testing.T) {
 		{"settle without an id", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpSettle}, "settle without the id of its reservation"},
 		{"cancel with a cost", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpCancel, ID: "r1.x"}, "cancel with cost 1"},
 		{"an id with a check", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, ID: "r1.x"}, "an id with a check"},
-		{"an id too long", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpCancel, ID: strings.Repeat("x", bucketgate.MaxID+1)}, "id of 129 bytes"},
+		{"an id too long", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpCancel, ID: strings.Repeat("x", bucketgate.MaxID+1)}, "id of 513 bytes"},
 		{"valid acquire", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, streams}, Cost: 10, TTL: bucketgate.MaxTTL, RequestID: "r"}, ""},
 		{"valid acquire of a concurrency rule alone", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams}, Cost: 1}, ""},
 		{"valid reserve that acquires", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams, ok}, Cost: 10, Op: bucketgate.OpReserve}, ""},
@@ -108,6 +108,9 @@ func TestRequestValidate(t *testing.T) {
 		{"release of no concurrency rule", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpRelease, ID: "r2.x"}, "release without a concurrency rule"},
 		{"reserve of a concurrency rule alone", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams}, Op: bucketgate.OpReserve, Cost: 1}, "reserve with concurrency rules alone: it needs a bucket or a quota"},
 		{"refund of a concurrency rule alone", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{streams}, Op: bucketgate.OpRefund, Cost: 1}, "refund with concurrency rules alone"},
+		{"claims on a check", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Claims: "c"}, "claims with a check"},
+		{"claims too long", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpReserve, Cost: 1, Claims: strings.Repeat("c", bucketgate.MaxClaims+1)}, "claims of 257 bytes"},
+		{"claims on an acquire", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, streams}, Cost: 1, Claims: "c"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,7 +48,8 @@ const ErrorTypeUnavailable = "UnavailableError"
 // else the default plan.
 type Request struct {
 	// Key identifies whose buckets these are (a tenant, a user, an API client):
-	// 1 to MaxKey bytes of UTF-8 text. Required, unless Identity is given.
+	// 1 to MaxKey bytes of UTF-8 text. Required, unless Identity is given, or the
+	// request settles or cancels the authorizer's Reservation by the id alone.
 	Key string `json:"key,omitempty"`
 	// Identity names the buckets of an identity instead of Key's: one of the
 	// authorizer's, "key:<digest>" (an API key by the first 32 hex digits of its
@@ -93,7 +94,10 @@ type Request struct {
 	// operation, cost, ttl or rules) is refused (ErrorTypeConflict).
 	RequestID string `json:"requestId,omitempty"`
 	// Reservation is what OpSettle and OpCancel settle: a Response.Reservation of a
-	// reserve with the same Key (or Identity) and rules (by name).
+	// reserve with the same Key (or Identity) and rules (by name); or, with no Key,
+	// Identity, Plan or Rules, a reservation the authorizer made on a route that
+	// reserves (its context's, the X-RateLimit-Reservation header), which carries its
+	// identity and route itself.
 	Reservation string `json:"reservation,omitempty"`
 	// Lease is what OpRelease returns: a Response.Lease of a check with the same Key (or
 	// Identity) and rules (by name).

@@ -1,8 +1,9 @@
 // Package checkclient calls bucketgate's check function from Go through the AWS SDK's
 // Lambda Invoke: typed requests and responses (package checkapi), one invocation per
-// Check, CheckBatch, Refund, Reset, Reserve, Settle, Cancel, Release or Usage, and the function's
-// errors as typed Go errors. A reply it cannot read as a decision is an error, never a
-// denial.
+// Check, CheckBatch, Refund, Reset, Reserve, Settle, Cancel, Release or Usage (and
+// SettleRequest, SettleReservation, CancelReservation, ReleaseRequest and ReleaseLease
+// for the authorizer's reservations and leases), and the function's errors as typed Go
+// errors. A reply it cannot read as a decision is an error, never a denial.
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	...
@@ -17,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // Invoker invokes a Lambda function; *lambda.Client is one.
@@ -123,6 +126,57 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
 	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
 	return c.operate(ctx, checkapi.OpSettle, req)
+}
+
+// SettleReservation settles reservation, an id the authorizer issued (on a route that
+// reserves), at the actual cost, with the id alone: the id carries whose buckets and
+// which rules, signed, so that a backend needs nothing else its request does not carry
+// (the stack's service-facing check function takes it). It is Settle with no Key, plan
+// or rules, and keeps every retry as Settle does. An id the limiter did not make (or
+// whose key was revoked, or whose route's rules changed, since) is a *FunctionError of
+// type checkapi.ErrorTypeConflict: the reservation stays charged at its estimate.
+func (c *Client) SettleReservation(ctx context.Context, reservation string, actual int64) (checkapi.Response, error) {
+	return c.Settle(ctx, checkapi.Request{}, reservation, actual)
+}
+
+// CancelReservation settles reservation, an id the authorizer issued, at 0, with the id
+// alone, as SettleReservation does.
+func (c *Client) CancelReservation(ctx context.Context, reservation string) (checkapi.Response, error) {
+	return c.Cancel(ctx, checkapi.Request{}, reservation)
+}
+
+// SettleRequest settles the reservation that r, a request the authorizer let through
+// on a route that reserves, carries (ratelimitheaders.Reservation) at the actual cost,
+// with SettleReservation: the one call a backend makes once it knows what the work
+// cost. Its error is ratelimitheaders.ErrNoReservation when r carries none; else as
+// SettleReservation's.
+func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int64) (checkapi.Response, error) {
+	id := ratelimitheaders.Reservation(r)
+	if id == "" {
+		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
+	}
+	return c.SettleReservation(ctx, id, actual)
+}
+
+// ReleaseLease returns lease, an id the authorizer issued (on a request with a
+// concurrency rule), with the id alone, as SettleReservation settles: Release with no
+// Key, plan or rules. An id the limiter did not make (or whose key was revoked, or whose
+// route's rules changed, since) is a *FunctionError of type checkapi.ErrorTypeConflict:
+// the lease then frees itself at its TTL.
+func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Response, error) {
+	return c.Release(ctx, checkapi.Request{}, lease)
+}
+
+// ReleaseRequest returns the lease that r, a request the authorizer let through with a
+// concurrency rule, carries (ratelimitheaders.Lease), with ReleaseLease: the one call a
+// backend makes when its work is done. Its error is ratelimitheaders.ErrNoLease when r
+// carries none; else as ReleaseLease's.
+func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
+	id := ratelimitheaders.Lease(r)
+	if id == "" {
+		return checkapi.Response{}, ratelimitheaders.ErrNoLease
+	}
+	return c.ReleaseLease(ctx, id)
 }
 
 // Cancel settles reservation at 0, every token of its estimate back, as Settle does.

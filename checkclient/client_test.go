@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/localgw"
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // function answers an invocation in a test, as a Lambda handler does.
@@ -271,8 +273,9 @@ func TestRefusedBeforeSending(t *testing.T) {
 	}
 }
 
-// TestOperationsEncoding: Refund, Reset, Reserve, Settle, Cancel and Release send the operation
-// and what it needs.
+// TestOperationsEncoding: Refund, Reset, Reserve, Settle, Cancel and Release send the
+// operation and what it needs; SettleReservation, CancelReservation and SettleRequest the
+// reservation alone, ReleaseLease and ReleaseRequest the lease alone.
 func TestOperationsEncoding(t *testing.T) {
 	var got []string
 	c := serve(t, func(p []byte) ([]byte, error) {
@@ -298,11 +301,37 @@ func TestOperationsEncoding(t *testing.T) {
 	if _, err := c.Release(ctx, checkapi.Request{Key: "k", Plan: "free"}, "r2.n.m"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.SettleReservation(ctx, "r2.n.m", 30); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CancelReservation(ctx, "r2.n.m"); err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/v1/chat", nil)
+	r.Header.Set(ratelimitheaders.HeaderReservation, "r2.h.m")
+	if _, err := c.SettleRequest(ctx, r, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SettleRequest(ctx, httptest.NewRequest("GET", "/", nil), 5); !errors.Is(err, ratelimitheaders.ErrNoReservation) {
+		t.Fatalf("SettleRequest without the header: %v, want ErrNoReservation", err)
+	}
+	if _, err := c.ReleaseLease(ctx, "r2.l.m"); err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set(ratelimitheaders.HeaderLease, "r2.h.l")
+	if _, err := c.ReleaseRequest(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ReleaseRequest(ctx, httptest.NewRequest("GET", "/", nil)); !errors.Is(err, ratelimitheaders.ErrNoLease) {
+		t.Fatalf("ReleaseRequest without the header: %v, want ErrNoLease", err)
+	}
 	want := []string{`{"key":"k","op":"refund","plan":"free","cost":2,"requestId":"r"}`, `{"identity":"ip:192.0.2.1","op":"reset","plan":"free"}`,
 		`{"key":"k","op":"reserve","plan":"free","cost":500,"ttlMs":60000,"requestId":"q"}`,
 		`{"key":"k","op":"settle","plan":"free","cost":720,"reservation":"r1.n.m"}`,
 		`{"key":"k","op":"cancel","plan":"free","reservation":"r1.n.m"}`,
-		`{"key":"k","op":"release","plan":"free","lease":"r2.n.m"}`}
+		`{"key":"k","op":"release","plan":"free","lease":"r2.n.m"}`,
+		`{"op":"settle","cost":30,"reservation":"r2.n.m"}`, `{"op":"cancel","reservation":"r2.n.m"}`, `{"op":"settle","cost":0,"reservation":"r2.h.m"}`,
+		`{"op":"release","lease":"r2.l.m"}`, `{"op":"release","lease":"r2.h.l"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sent %q, want %q", got, want)
 	}

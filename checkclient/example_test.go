@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // A service asks the check function whether tenant-42 may make one call on the pro
@@ -93,6 +95,28 @@ func ExampleClient_Settle() {
 	if _, err := checks.Settle(ctx, req, res.Reservation, used); err != nil {
 		log.Print(err) // unsettled, the reservation stays charged at maxTokens
 	}
+}
+
+// An LLM backend behind the authorizer: its route reserves the most tokens a completion
+// may use (routes: [{method: POST, path: /v1/chat, reserve: 4096}], max_tokens), the
+// authorizer's reservation reaches it in the X-RateLimit-Reservation header, and once
+// the model has answered it settles the tokens used, with that alone.
+func ExampleClient_SettleRequest() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	checks := checkclient.New(lambda.NewFromConfig(cfg), "bucketgate-check")
+
+	http.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) {
+		used := complete(r.Context(), 4096) // the route's reserve, its max_tokens
+		_, err := checks.SettleRequest(r.Context(), r, used)
+		if err != nil && !errors.Is(err, ratelimitheaders.ErrNoReservation) {
+			log.Print(err) // unsettled, the reservation stays charged at 4096
+		}
+		fmt.Fprintf(w, `{"usage":{"total_tokens":%d}}`, used)
+	})
 }
 
 // A streaming backend holds one of a key's five streams while it streams, and returns

@@ -151,6 +151,10 @@ func TestRetries(t *testing.T) {
 			_, err := c.Cancel(ctx, checkapi.Request{Key: "k"}, "r1.n.m")
 			return err
 		},
+		"settle by the reservation alone": func(c *checkclient.Client) error {
+			_, err := c.SettleReservation(ctx, "r2.n.m", 80)
+			return err
+		},
 		"release": func(c *checkclient.Client) error {
 			_, err := c.Release(ctx, checkapi.Request{Key: "k"}, "r2.n.m")
 			return err
@@ -159,7 +163,7 @@ func TestRetries(t *testing.T) {
 	// sentAgain lists the calls a failure that may have come after the function ran
 	// sends again.
 	// without requestIds (with them, every call is).
-	sentAgain := map[string]bool{"peek": true, "reset": true, "batch of peeks": true, "settle": true, "cancel": true, "release": true}
+	sentAgain := map[string]bool{"peek": true, "reset": true, "batch of peeks": true, "settle": true, "cancel": true, "release": true, "settle by the reservation alone": true}
 	for _, ids := range []bool{true, false} {
 		for name, call := range calls {
 			for _, f := range []struct {

@@ -23,15 +23,22 @@
 // at most once per METRICS_FLUSH_MS, a second, and when the Limiter is closed) and
 // writes its log lines. A caller limited through the API is limited through the middleware too, and the
 // other way round: they spend the same buckets.
+//
+// On a route whose configuration reserves an estimate (reserve: N, such as an LLM's
+// max_tokens), the next handler finds the reservation in the request's
+// X-RateLimit-Reservation header, and settles the actual cost once it knows it with
+// Limiter.Settle(ctx, r, used).
 package middleware
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -159,6 +166,7 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			writeJSON(w, http.StatusTooManyRequests, limitedBody(context))
 			return
 		}
+		ratelimitheaders.SetHeldHeaders(r.Header, context) // a route's reservation, for next to settle
 		next.ServeHTTP(w, r)
 	})
 }
@@ -175,4 +183,49 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 		}
 	}
 	return c
+}
+
+// Settle settles the reservation that r carries (on a route whose configuration says
+// reserve: the Limiter reserved that estimate and handed the id to the next handler in
+// ratelimitheaders.HeaderReservation) at actual tokens, the work's actual cost: what the
+// estimate took beyond it goes back to every rule, or the rest is taken (a bucket may
+// owe up to its capacity). Settling again answers the first outcome. Its error is
+// ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
+// for an id the limiter did not make, or whose key or route changed since (it stays
+// charged at its estimate); or wraps an unavailable limiter's error: try again. It is
+// the one call a service makes once it knows what the work cost, as a backend behind
+// API Gateway makes checkclient's SettleRequest.
+func (l *Limiter) Settle(ctx context.Context, r *http.Request, actual int64) (bucketgate.Decision, error) {
+	return l.settle(ctx, r, bucketgate.OpSettle, actual)
+}
+
+// Cancel settles the reservation that r carries at 0, every token of its estimate back,
+// as Settle does: for work that did not happen.
+func (l *Limiter) Cancel(ctx context.Context, r *http.Request) (bucketgate.Decision, error) {
+	return l.settle(ctx, r, bucketgate.OpCancel, 0)
+}
+
+// Release returns the lease that r carries (a request with a concurrency rule: the
+// Limiter acquired it and handed its id to the next handler in
+// ratelimitheaders.HeaderLease), for work that is done; releasing again changes nothing
+// (Decision.Released false). Its error is ratelimitheaders.ErrNoLease when r carries
+// none, and else as Settle's. A lease not released frees itself at its TTL.
+func (l *Limiter) Release(ctx context.Context, r *http.Request) (bucketgate.Decision, error) {
+	return l.settle(ctx, r, bucketgate.OpRelease, 0)
+}
+
+// settle settles r's reservation by op at actual, or releases its lease (OpRelease).
+func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op, actual int64) (bucketgate.Decision, error) {
+	id, none := ratelimitheaders.Reservation(r), ratelimitheaders.ErrNoReservation
+	if op == bucketgate.OpRelease {
+		id, none = ratelimitheaders.Lease(r), ratelimitheaders.ErrNoLease
+	}
+	if id == "" {
+		return bucketgate.Decision{}, none
+	}
+	res, err := l.authorizer.Settle(ctx, id, op, actual)
+	if err != nil {
+		return bucketgate.Decision{}, fmt.Errorf("middleware: %w", err)
+	}
+	return res.Decision, nil
 }

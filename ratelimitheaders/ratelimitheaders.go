@@ -64,6 +64,15 @@ const (
 	KeyRateLimit = "rateLimit"
 	// KeyRateLimitPolicy: the RateLimit-Policy header value (string).
 	KeyRateLimitPolicy = "rateLimitPolicy"
+	// KeyReservation: the id of the reservation the request holds, on a route that
+	// reserves an estimate (the configuration's reserve), for the backend to settle at
+	// the actual cost; empty when it holds none (string). The HeaderReservation request
+	// header value.
+	KeyReservation = "reservation"
+	// KeyLease: the id of the lease the request holds, on a route with a concurrency
+	// rule, for the backend to release; empty when it holds none (string). The
+	// HeaderLease request header value.
+	KeyLease = "lease"
 )
 
 // Header names, as API Gateway and the local gateway send them.
@@ -84,6 +93,13 @@ const (
 	// HeaderDegraded is "true" on an answer the limiter allowed without deciding, as
 	// it fails open (KeyDegraded); absent otherwise.
 	HeaderDegraded = "X-RateLimit-Degraded"
+	// HeaderReservation is the request header that carries the request's reservation
+	// id (KeyReservation) to the backend: the templates map it from the authorizer
+	// context, the middleware sets it. Reservation reads it.
+	HeaderReservation = "X-RateLimit-Reservation"
+	// HeaderLease is the request header that carries the request's lease id (KeyLease)
+	// to the backend, as HeaderReservation does its reservation.
+	HeaderLease = "X-RateLimit-Lease"
 )
 
 // prefixXRateLimit starts the name of every X-RateLimit-* header: all are the limiter's.

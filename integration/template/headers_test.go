@@ -140,10 +140,57 @@ func checkHTTPAPIResponseHeaders(t *testing.T, path string) {
 // backend as ratelimitheaders.HeaderGatewaySecret.
 const backendSecret = "BackendSecret"
 
+// heldHeaders returns the request headers that carry what an allowed request holds for
+// the backend to settle or release, by the context key each comes from, checking that
+// the real authorizer sets each key on allowed, an allowed call's context.
+func heldHeaders(t *testing.T, allowed map[string]any) map[string]string {
+	t.Helper()
+	held := map[string]string{ratelimitheaders.HeaderReservation: ratelimitheaders.KeyReservation, ratelimitheaders.HeaderLease: ratelimitheaders.KeyLease}
+	for _, key := range held {
+		if _, set := allowed[key].(string); !set {
+			t.Errorf("context %s: the authorizer does not set it on an allowed call: %v", key, allowed)
+		}
+	}
+	return held
+}
+
+// checkHTTPAPIRequestHeaders: each HTTP integration (http_proxy) of an HTTP API sends
+// the request's reservation and lease as request headers (HeaderReservation,
+// HeaderLease), overwriting any a client sent, from exactly the context keys the real
+// authorizer sets; a Lambda integration reads them from its event's context instead
+// (ratelimitheaders.ContextReservation), and has no request parameters.
+func checkHTTPAPIRequestHeaders(t *testing.T, path string) {
+	tpl := loadTemplate(t, path)
+	allowed, _ := decidedContexts(t)
+	want := map[string]string{}
+	for h, key := range heldHeaders(t, allowed) {
+		want["overwrite:header."+h] = "$context.authorizer." + key
+	}
+	for id, r := range tpl.Resources {
+		if r.Type != "AWS::Serverless::HttpApi" {
+			continue
+		}
+		in, _ := integration(t, definitionBody(t, tpl, id)).(map[string]any)
+		switch in["type"] {
+		case "http_proxy":
+			if got := stringMap(t, in["requestParameters"]); !maps.Equal(got, want) {
+				t.Errorf("%s: request parameters %v, want %v", id, got, want)
+			}
+		case "aws_proxy":
+			if in["requestParameters"] != nil {
+				t.Errorf("%s: a Lambda integration with request parameters %v", id, in["requestParameters"])
+			}
+		default:
+			t.Errorf("%s: integration type %v: want http_proxy or aws_proxy", id, in["type"])
+		}
+	}
+}
+
 // checkRESTIntegrationRequestHeaders: each HTTP integration of a REST API (template.yaml:
 // with HttpBackendUrl set; an !If whose other branch is the sample backend) sends the
 // rate-limit values as request headers named like the response headers, from exactly the
-// context keys the real authorizer sets on an allowed call, and the header
+// context keys the real authorizer sets on an allowed call, the request's reservation and
+// lease (HeaderReservation, HeaderLease), and the header
 // ratelimitheaders.FromGateway checks: a static value (quoted) that CloudFormation
 // resolves from the template's own generated secret, of letters and digits alone (a
 // quote would end the value).
@@ -156,6 +203,9 @@ func checkRESTIntegrationRequestHeaders(t *testing.T, path string) {
 	}
 	for h, src := range headerMapping(t, allowed, "context.authorizer.") {
 		want["integration.request.header."+h] = src
+	}
+	for h, key := range heldHeaders(t, allowed) {
+		want["integration.request.header."+h] = "context.authorizer." + key
 	}
 	if secret, ok := tpl.Resources[backendSecret]; slices.ContainsFunc(slices.Collect(maps.Values(tpl.Resources)), func(r samResource) bool { return r.Type == "AWS::Serverless::Api" }) {
 		var p struct {

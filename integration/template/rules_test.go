@@ -31,6 +31,7 @@ var rules = []struct {
 	{"GatewayResponses", checkGatewayResponses},
 	{"RESTIntegrationRequestHeaders", checkRESTIntegrationRequestHeaders},
 	{"HTTPAPIResponseHeaders", checkHTTPAPIResponseHeaders},
+	{"HTTPAPIRequestHeaders", checkHTTPAPIRequestHeaders},
 	{"Metrics", checkMetrics},
 	{"Imports", checkImports},
 	{"AccessLogs", checkAccessLogs},

@@ -60,9 +60,12 @@ type contextField struct {
 }
 
 // contextFields are the authorizer context of o: the rate-limit figures that the
-// gateway responses and the headers read (ratelimitheaders names them), in the order of
-// their names, as encoding/json writes a map. buf holds the reset time's text.
-func (h *Handler) contextFields(o Outcome, buf []byte) [12]contextField {
+// gateway responses and the headers read (ratelimitheaders names them), and the
+// reservation a backend settles and the lease it releases (each empty when the request
+// holds none), always present so that a template's mapping of them always has a value;
+// in the order of their names, as encoding/json writes a map. buf holds the reset
+// time's text.
+func (h *Handler) contextFields(o Outcome, buf []byte) [14]contextField {
 	d := o.Result.Decision
 	at := d.At
 	if at.IsZero() { // Redis did not decide (degraded): the local clock is all there is
@@ -86,6 +89,8 @@ func (h *Handler) contextFields(o Outcome, buf []byte) [12]contextField {
 		{key: ratelimitheaders.KeyDegraded, b: d.Reason == bucketgate.ReasonDegraded, isBool: true},
 		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.Result), isStr: true},
 		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.Limits.Rules, at), isStr: true},
+		{key: ratelimitheaders.KeyReservation, str: d.Reservation, isStr: true},
+		{key: ratelimitheaders.KeyLease, str: d.Lease, isStr: true},
 	}
 	slices.SortFunc(fields[:], func(x, y contextField) int { return cmp.Compare(x.key, y.key) })
 	return fields

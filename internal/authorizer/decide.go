@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
@@ -89,8 +90,11 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 		h.Log.LogAttrs(ctx, slog.LevelDebug, "identity refused", attrs...)
 		return Outcome{}, ErrUnauthorized
 	}
-	attrs = append(attrs, slog.String(telemetry.AttrPlan, limits.Plan), slog.Int64(telemetry.AttrCost, limits.Cost))
-	q := bucketgate.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
+	q := request(id, caller.Key, limits)
+	attrs = append(attrs, slog.String(telemetry.AttrPlan, limits.Plan), slog.Int64(telemetry.AttrCost, q.Cost))
+	if q.Op == bucketgate.OpReserve {
+		attrs = append(attrs, slog.String(telemetry.AttrOp, q.Op.String()))
+	}
 	var (
 		r   guard.Result
 		err error
@@ -111,6 +115,22 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
 	}
 	return Outcome{Identity: id, Limits: limits, Result: r}, nil
+}
+
+// request is what the authorizer asks the engine for a request of identity id (that
+// carried the API key whose identity is key, if any) under limits: a check of the
+// route's cost or, on a route that reserves, a reserve of its estimate for its TTL.
+// When it holds something (a reservation, or a lease of a concurrency rule), its ids
+// carry the claims a settle or release by the id alone follows back to id and limits.
+func request(id, key bucketgate.Identity, limits config.Limits) bucketgate.Request {
+	q := bucketgate.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
+	if limits.Reserve > 0 {
+		q.Op, q.Cost, q.TTL = bucketgate.OpReserve, limits.Reserve, limits.TTL
+	}
+	if q.Holds() {
+		q.Claims = claims.Of(id, key, limits).String()
+	}
+	return q
 }
 
 // who returns whose buckets the caller spends and under which plan of v, and attrs

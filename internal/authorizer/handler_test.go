@@ -183,7 +183,7 @@ func TestRetryAfterText(t *testing.T) {
 // Every context value is a string, a number or a boolean (API Gateway drops anything
 // else), and every documented key is there, whatever the outcome.
 func TestContextValueTypes(t *testing.T) {
-	keys := []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset, ratelimitheaders.KeyResetAt, ratelimitheaders.KeyRule, ratelimitheaders.KeyPlan, ratelimitheaders.KeyReason, ratelimitheaders.KeyRateLimit, ratelimitheaders.KeyRateLimitPolicy, ratelimitheaders.KeyRetryAfterText, ratelimitheaders.KeyDegraded}
+	keys := []string{ratelimitheaders.KeyLimit, ratelimitheaders.KeyRemaining, ratelimitheaders.KeyRetryAfter, ratelimitheaders.KeyReset, ratelimitheaders.KeyResetAt, ratelimitheaders.KeyRule, ratelimitheaders.KeyPlan, ratelimitheaders.KeyReason, ratelimitheaders.KeyRateLimit, ratelimitheaders.KeyRateLimitPolicy, ratelimitheaders.KeyRetryAfterText, ratelimitheaders.KeyDegraded, ratelimitheaders.KeyReservation, ratelimitheaders.KeyLease}
 	slices.Sort(keys)
 	tests := []struct {
 		name     string

@@ -57,13 +57,14 @@ func Secret(secret []byte) Option {
 // they stay charged at their estimates.
 const SecretKey = KeyPrefix + "secret"
 
-// idVersion starts every reservation id: "r2.<payload>.<mac>", both base64url; the
-// payload is the nonce, the estimate and the expiry (Unix ms), the MAC over the
-// identity, the rules' names and the payload.
+// idVersion starts every reservation and lease id: "r2.<payload>.<mac>", both
+// base64url; the payload is the nonce, the estimate (0 for a lease) and the expiry (Unix
+// ms), then the claims (Request.Claims, 0 to MaxClaims bytes), the MAC over the kind,
+// the identity, the rules' names and the payload.
 const idVersion = "r2."
 
-// Lengths in an id, in bytes: the nonce, the payload (nonce, estimate, expiry) and the
-// MAC.
+// Lengths in an id, in bytes: the nonce, the payload before its claims (nonce,
+// estimate, expiry) and the MAC.
 const (
 	nonceBytes   = 16
 	payloadBytes = nonceBytes + 8 + 8
@@ -126,6 +127,7 @@ func mac(secret []byte, parts ...string) string {
 type reservation struct {
 	nonce            string // base64url
 	estimate, expiry int64  // tokens, Unix ms
+	claims           string // Request.Claims of its reserve or acquire
 }
 
 // The kinds of signed ids, each in its MAC, so that no id of one kind is one of the
@@ -136,13 +138,14 @@ const (
 )
 
 // id is r's id of kind (kindReservation, kindLease) for identity and rules, signed
-// under secret: one format and one signature for both kinds.
+// under secret: the one signing function of every id the limiter makes, one format and
+// one signature for both kinds, claims and all.
 func (r reservation) id(kind string, secret []byte, identity string, rules []bucketgate.Rule) string {
-	var p [payloadBytes]byte
+	p := make([]byte, payloadBytes, payloadBytes+len(r.claims))
 	base64.RawURLEncoding.Decode(p[:nonceBytes], []byte(r.nonce)) // a nonce is base64url of nonceBytes
 	binary.BigEndian.PutUint64(p[nonceBytes:], uint64(r.estimate))
 	binary.BigEndian.PutUint64(p[nonceBytes+8:], uint64(r.expiry))
-	payload := base64.RawURLEncoding.EncodeToString(p[:])
+	payload := base64.RawURLEncoding.EncodeToString(append(p, r.claims...))
 	return idVersion + payload + "." + mac(secret, kind, identity, namesPrint(rules), payload)
 }
 
@@ -156,25 +159,54 @@ func parseReservation(secret []byte, q bucketgate.Request) (reservation, error) 
 // wraps ErrConflict for any other.
 func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, error) {
 	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, kind, truncate(q.ID))
-	rest, ok := strings.CutPrefix(q.ID, idVersion)
-	payload, sum, ok2 := strings.Cut(rest, ".")
-	if !ok || !ok2 || !hmac.Equal([]byte(sum), []byte(mac(secret, kind, q.Identity, namesPrint(q.Rules), payload))) {
+	payload, sum, ok := cutID(q.ID)
+	if !ok || !hmac.Equal([]byte(sum), []byte(mac(secret, kind, q.Identity, namesPrint(q.Rules), payload))) {
 		return reservation{}, refused
 	}
-	var p [payloadBytes]byte
-	if n, err := base64.RawURLEncoding.Decode(p[:], []byte(payload)); err != nil || n != payloadBytes {
-		return reservation{}, refused
-	}
-	r := reservation{
-		nonce:    base64.RawURLEncoding.EncodeToString(p[:nonceBytes]),
-		estimate: int64(binary.BigEndian.Uint64(p[nonceBytes:])),
-		expiry:   int64(binary.BigEndian.Uint64(p[nonceBytes+8:])),
-	}
+	r, ok := decodePayload(payload)
 	lease := kind == kindLease
-	if lease && r.estimate != 0 || !lease && (r.estimate < 1 || r.estimate > bucketgate.MaxCapacity) || r.expiry < 0 {
+	if !ok || lease && r.estimate != 0 || !lease && (r.estimate < 1 || r.estimate > bucketgate.MaxCapacity) || r.expiry < 0 {
 		return reservation{}, refused // signed, so never: but bounds are checked where read
 	}
 	return r, nil
+}
+
+// cutID returns the payload and the MAC of id, as written; false when id is not
+// spelled as one.
+func cutID(id string) (payload, sum string, ok bool) {
+	rest, ok := strings.CutPrefix(id, idVersion)
+	if !ok || len(id) > bucketgate.MaxID {
+		return "", "", false
+	}
+	return strings.Cut(rest, ".")
+}
+
+// decodePayload reads an id's payload, not yet trusted; false when it cannot be one.
+func decodePayload(payload string) (reservation, bool) {
+	p, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil || len(p) < payloadBytes || len(p) > payloadBytes+bucketgate.MaxClaims {
+		return reservation{}, false
+	}
+	return reservation{
+		nonce:    base64.RawURLEncoding.EncodeToString(p[:nonceBytes]),
+		estimate: int64(binary.BigEndian.Uint64(p[nonceBytes:])),
+		expiry:   int64(binary.BigEndian.Uint64(p[nonceBytes+8:])),
+		claims:   string(p[payloadBytes:]),
+	}, true
+}
+
+// Claims returns the claims (bucketgate.Request.Claims) that reservation id id
+// carries, so that a settle by the id alone can find the identity and rules its reserve
+// had; false when id carries none or is not spelled as an id. They are not verified:
+// the settle that names the identity and rules they lead to is refused (ErrConflict)
+// unless the limiter signed the id, claims and all, for those.
+func Claims(id string) (string, bool) {
+	payload, _, ok := cutID(id)
+	if !ok {
+		return "", false
+	}
+	r, ok := decodePayload(payload)
+	return r.claims, ok && r.claims != ""
 }
 
 // truncate cuts s to 32 bytes for a message.
@@ -275,7 +307,7 @@ func held(d bucketgate.Decision, q bucketgate.Request, h hold, secret []byte) bu
 	if !d.Allowed || d.At.IsZero() {
 		return d
 	}
-	r := reservation{nonce: h.nonce, expiry: d.At.UnixMilli() + ttlOf(q).Milliseconds()}
+	r := reservation{nonce: h.nonce, expiry: d.At.UnixMilli() + ttlOf(q).Milliseconds(), claims: q.Claims}
 	if q.Op == bucketgate.OpReserve {
 		r.estimate = q.Cost
 		d.Reservation, d.Expires = r.id(kindReservation, secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)

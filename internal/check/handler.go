@@ -106,6 +106,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, MsgOperatorRefused, slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
+	var results []guard.Result
 	if !batch && checks[0].req.Op == bucketgate.OpUsage {
 		return h.usage(ctx, h.whoseUsage(ctx, v, checks[0], &inv))
 	}
@@ -116,8 +117,11 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
-	results, err := h.decide(ctx, checks, batch)
-	if errors.Is(err, bucketgate.ErrConflict) { // a reservation or requestId Redis refused
+	err = resolveBearers(ctx, v, checks, batch)
+	if err == nil {
+		results, err = h.decide(ctx, checks, batch)
+	}
+	if errors.Is(err, bucketgate.ErrConflict) { // a reservation or requestId refused
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "conflict", slog.String(telemetry.AttrError, err.Error()))
 		return nil, messages.InvokeResponse_Error{Message: err.Error(), Type: checkapi.ErrorTypeConflict}
 	}

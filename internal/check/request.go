@@ -8,6 +8,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -81,6 +82,12 @@ type check struct {
 	lookupErr error
 	// from and to are a usage request's days as given (OpUsage): "" when left out.
 	from, to string
+	// bearer reports a settle or a cancel that named its reservation alone (the
+	// authorizer's): claims, from its id, say whose and which route; refused, when set,
+	// is why the id cannot be one (a conflict).
+	bearer  bool
+	claims  claims.Claims
+	refused error
 }
 
 // parse reads and validates a whole payload: one check, or a batch of them (batch
@@ -127,6 +134,9 @@ func parse(payload []byte, plans Plans, sources identity.Resolver) (checks []che
 
 // parseCheck validates the members m of the check at path.
 func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.Resolver) (check, error) {
+	if byReservation(m) {
+		return parseByReservation(path, m)
+	}
 	var c check
 	switch {
 	case m[fieldIdentity] != nil && m[fieldKey] != nil:

@@ -1,6 +1,10 @@
 package config
 
-import "github.com/bucketgate/bucketgate"
+import (
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+)
 
 // Policy values of Document.UnknownKeys (PolicyIP or PolicyRefuse) and
 // Document.Anonymous (PolicyDefault or PolicyRefuse).
@@ -51,6 +55,15 @@ type Limits struct {
 	Rules []bucketgate.Rule
 	// Cost is the tokens the request takes: the route's cost, or 1.
 	Cost int64
+	// Reserve is the estimate the request reserves instead of taking Cost (the route's
+	// reserve); 0 for a check of Cost.
+	Reserve int64
+	// TTL is how long a reservation of Reserve holds: the route's ttlMs; zero is
+	// bucketgate.DefaultTTL.
+	TTL time.Duration
+	// Route is the matching route's number: 1 for the document's first; 0 for none.
+	// LimitsAt gives the same Limits from it.
+	Route int
 }
 
 // Plan returns the plan called name.
@@ -99,10 +112,32 @@ func (c *Config) Limits(p *Plan, method, path string) Limits {
 	segs := pathSegments(path, buf[:0])
 	for i, r := range c.routes {
 		if r.matches(method, segs) {
-			return Limits{Plan: p.Name, Rules: c.rules(p, i), Cost: r.cost}
+			return c.limitsAt(p, i)
 		}
 	}
-	return Limits{Plan: p.Name, Rules: c.rules(p, len(c.routes)), Cost: defaultCost}
+	return c.limitsAt(p, len(c.routes))
+}
+
+// LimitsAt returns the Limits of a request on plan p that matched route (Limits.Route:
+// 0 for none, i+1 for the document's route i), as Limits gave them; false when the
+// document has no such route.
+func (c *Config) LimitsAt(p *Plan, route int) (Limits, bool) {
+	switch {
+	case route == 0:
+		return c.limitsAt(p, len(c.routes)), true
+	case route < 0 || route > len(c.routes):
+		return Limits{}, false
+	}
+	return c.limitsAt(p, route-1), true
+}
+
+// limitsAt returns the Limits of p with route i (i = len(c.routes): none).
+func (c *Config) limitsAt(p *Plan, i int) Limits {
+	if i == len(c.routes) {
+		return Limits{Plan: p.Name, Rules: c.rules(p, i), Cost: defaultCost}
+	}
+	r := c.routes[i]
+	return Limits{Plan: p.Name, Rules: c.rules(p, i), Cost: r.cost, Reserve: r.reserve, TTL: r.ttl, Route: i + 1}
 }
 
 // rules returns p's rules with route i's (i = len(c.routes): none): the document's plans

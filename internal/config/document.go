@@ -91,6 +91,14 @@ type RouteSpec struct {
 	// Cost is the tokens a matching request takes, 1 or more; nil means 1. (A cost of 0
 	// would turn the route into a peek that enforces nothing.)
 	Cost *Count `yaml:"cost"`
+	// Reserve, when set, makes the authorizer reserve this estimate of tokens for a
+	// matching request instead of taking its cost (1 or more; not with Cost): the
+	// backend settles the actual cost afterwards with the reservation id the authorizer
+	// context carries. Nil takes the cost.
+	Reserve *Count `yaml:"reserve"`
+	// TTLMs is how long a reservation of the route holds, in milliseconds (1 to
+	// 3600000; only with Reserve); nil means 300000 (bucketgate.DefaultTTL).
+	TTLMs *Count `yaml:"ttlMs"`
 	// Rules are added to the plan's rules for matching requests. A rule named like a
 	// plan's rule must have that rule's capacity and rate (it is the same bucket, and
 	// counts once); a name used by several routes must have the same numbers in each.

@@ -218,6 +218,12 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		if spec.Shadow && spec.Cost != nil && *spec.Cost != defaultCost {
 			return errorAt(field+".cost", "a shadow route cannot set a cost: the cost applies to every rule of the request, the plan's enforced rules too")
 		}
+		if spec.Shadow && spec.Reserve != nil {
+			return errorAt(field+".reserve", "a shadow route cannot reserve: the estimate applies to every rule of the request, the plan's enforced rules too")
+		}
+		if err := compileReserve(field, spec, &r); err != nil {
+			return err
+		}
 		rules, err := compileRules(field+".rules", spec.Rules, spec.Shadow)
 		if err != nil {
 			return err
@@ -270,13 +276,16 @@ func (c *Config) combine(p *Plan) error {
 // validRoute reports rules, p's for route i (i = len(c.routes): none), when, at the
 // route's cost, they are not a request the engine accepts.
 func (c *Config) validRoute(p *Plan, i int, rules []bucketgate.Rule) error {
-	cost := int64(defaultCost)
+	q := bucketgate.Request{Identity: "config", Rules: rules, Cost: defaultCost}
 	field, with := "plans."+p.Name, ""
 	if i < len(c.routes) {
-		cost = c.routes[i].cost
+		r := c.routes[i]
+		q.Cost = r.cost
+		if r.reserve > 0 {
+			q.Op, q.Cost, q.TTL = bucketgate.OpReserve, r.reserve, r.ttl
+		}
 		field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
 	}
-	q := bucketgate.Request{Identity: "config", Rules: rules, Cost: cost}
 	if err := q.Validate(); err != nil {
 		return errorAt(field, "%s%v", with, err)
 	}

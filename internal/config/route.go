@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
 )
 
 // route is a compiled RouteSpec.
@@ -12,6 +15,8 @@ type route struct {
 	segments []string // the pattern's segments, "*" for any one segment
 	rest     bool     // the pattern ended in "**" or "{name+}": any rest matches
 	cost     int64
+	reserve  int64         // the estimate a request reserves; 0 takes cost instead
+	ttl      time.Duration // how long its reservation holds; 0 is bucketgate.DefaultTTL
 }
 
 func compileRoute(spec RouteSpec) (route, error) {
@@ -53,6 +58,30 @@ func compileRoute(spec RouteSpec) (route, error) {
 		return r, fmt.Errorf("cost %d would make the route a peek that enforces nothing: want 1 or more", r.cost)
 	}
 	return r, nil
+}
+
+// compileReserve sets r's reserve and ttl from spec, the route at field: an estimate
+// instead of a cost, and how long its reservation holds.
+func compileReserve(field string, spec RouteSpec, r *route) error {
+	switch {
+	case spec.TTLMs != nil && spec.Reserve == nil:
+		return errorAt(field+".ttlMs", "only with reserve: how long the route's reservation holds")
+	case spec.Reserve == nil:
+		return nil
+	case spec.Cost != nil:
+		return errorAt(field+".reserve", "not with cost: a route reserves an estimate (settled at the actual cost) or takes a cost, not both")
+	case *spec.Reserve < 1:
+		return errorAt(field+".reserve", "%d: want an estimate of 1 token or more", *spec.Reserve)
+	}
+	r.reserve = int64(*spec.Reserve)
+	if spec.TTLMs != nil {
+		most := bucketgate.MaxTTL.Milliseconds()
+		if ms := int64(*spec.TTLMs); ms < 1 || ms > most {
+			return errorAt(field+".ttlMs", "%d: want whole milliseconds from 1 to %d", ms, most)
+		}
+		r.ttl = time.Duration(*spec.TTLMs) * time.Millisecond
+	}
+	return nil
 }
 
 func isParam(s string) bool { return len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' }

@@ -72,13 +72,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // integrate hands an allowed request to the backend as the template's integrations do:
-// the rate-limit values of the authorizer context go to the backend as request headers
-// (the REST API's HTTP integration maps them so; a client's own headers of those names
-// are replaced), and onto the backend's answer as response headers (the HTTP API's
+// the rate-limit values of the authorizer context, and the request's reservation and
+// lease, go to the backend as request headers (the REST API's HTTP integration maps
+// them so; a client's own headers of those names are replaced), and onto the backend's answer as response headers (the HTTP API's
 // response mapping), replacing any the backend set.
 func (g *Gateway) integrate(w http.ResponseWriter, r *http.Request, context map[string]any) {
 	r = r.Clone(r.Context())
 	ratelimitheaders.SetHeader(r.Header, context)
+	ratelimitheaders.SetHeldHeaders(r.Header, context)
 	g.Backend.ServeHTTP(&headerWriter{ResponseWriter: w, context: context}, r)
 }
 

@@ -1,0 +1,58 @@
+package authorizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/claims"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// Settle settles reservation, an id this authorizer issued (Outcome.Result.Reservation,
+// on a route that reserves), at actual tokens (0 to bucketgate.MaxSettle; op
+// bucketgate.OpSettle) or cancels it (op bucketgate.OpCancel, actual 0), or releases a
+// lease it issued (Outcome.Result.Lease; op bucketgate.OpRelease, actual 0), with the id
+// alone: its claims lead to the identity and the route's rules in the configuration in
+// force, as the check function's settle by the reservation does. It writes one EMF line
+// and a decision line. Its error wraps bucketgate.ErrConflict for an id the limiter did
+// not make, or whose key or route changed since (the reservation stays charged at its
+// estimate), bucketgate.ErrInvalid for bad input, and ErrUnavailable when Redis (or the
+// registry) could not settle it: try again.
+func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.Op, actual int64) (guard.Result, error) {
+	if op != bucketgate.OpSettle && op != bucketgate.OpCancel && op != bucketgate.OpRelease {
+		return guard.Result{}, fmt.Errorf("%w: operation %v: want settle, cancel or release", bucketgate.ErrInvalid, op)
+	}
+	c, err := claims.Read(reservation)
+	if err != nil {
+		return guard.Result{}, fmt.Errorf("%w: reservation: %w", bucketgate.ErrConflict, err)
+	}
+	var inv telemetry.Invocation
+	defer h.emit(ctx, &inv)
+	v, refresh := h.Config.Current(ctx)
+	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
+	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
+	l, err := claims.Resolve(ctx, v, c)
+	if err != nil {
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
+		if !errors.Is(err, bucketgate.ErrConflict) { // the registry could not say
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return guard.Result{}, err
+	}
+	q := bucketgate.Request{Identity: c.Identity, Rules: l.Rules, Op: op, Cost: actual, ID: reservation}
+	r, err := h.Guard.Decide(ctx, q)
+	if err != nil {
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
+		return guard.Result{}, err
+	}
+	inv.Observe(r)
+	telemetry.LogDecision(ctx, h.Log, r, append(attrs, slog.String(telemetry.AttrPlan, l.Plan))...)
+	if r.Failure != guard.FailureNone || r.Reason == bucketgate.ReasonDegraded || r.Reason == bucketgate.ReasonUnavailable {
+		return r, fmt.Errorf("%w (%s): the reservation is not settled", ErrUnavailable, r.Failure)
+	}
+	return r, nil
+}

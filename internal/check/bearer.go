@@ -1,0 +1,104 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/claims"
+	"github.com/bucketgate/bucketgate/internal/registry"
+)
+
+// byReservation reports whether the check with members m names its reservation or
+// lease alone (no key, identity, plan or rules): a settle or a cancel of a reservation,
+// or a release of a lease, the authorizer made, whose id carries whose it is and where
+// its rules come from.
+func byReservation(m map[string][]byte) bool {
+	return (m[fieldReservation] != nil || m[fieldLease] != nil) && m[fieldKey] == nil && m[fieldIdentity] == nil && m[fieldPlan] == nil && m[fieldRules] == nil
+}
+
+// parseByReservation validates the members m of the check at path that names its
+// reservation (or lease) alone. The id's claims say whose buckets and which route;
+// resolveBearers finds the rules. An id that carries no claims the authorizer writes
+// leaves c.refused set (a conflict: not an id the limiter made to be settled by
+// itself), and nothing is decided. The signed id is the capability: it settles or
+// cancels its own reservation, or releases its own lease, and nothing else (a check, a
+// peek, a refund or a reset names a key or an identity).
+func parseByReservation(path string, m map[string][]byte) (check, error) {
+	var c check
+	op, err := parseOp(field(path, fieldOp), m[fieldOp])
+	if err != nil {
+		return check{}, err
+	}
+	if op != bucketgate.OpSettle && op != bucketgate.OpCancel && op != bucketgate.OpRelease {
+		name := fieldReservation
+		if m[name] == nil {
+			name = fieldLease
+		}
+		return check{}, fmt.Errorf("%s: alone (no %s, %s, %s or %s) only with op %s, %s or %s: a reservation or lease the authorizer made settles or is released by its id; a %v names a key or an identity",
+			field(path, name), fieldKey, fieldIdentity, fieldPlan, fieldRules, checkapi.OpSettle, checkapi.OpCancel, checkapi.OpRelease, op)
+	}
+	for _, name := range []string{fieldFrom, fieldTo} {
+		if m[name] != nil {
+			return check{}, fmt.Errorf("%s: only with op %s: a usage report's first and last day", field(path, name), checkapi.OpUsage)
+		}
+	}
+	c.req.Op, c.bearer = op, true
+	if c.req.Cost, err = parseCost(field(path, fieldCost), m[fieldCost], op, nil); err != nil {
+		return check{}, err
+	}
+	if err := parseHold(path, m, &c.req); err != nil {
+		return check{}, err
+	}
+	cl, err := claims.Read(c.req.ID)
+	if err != nil {
+		name := fieldReservation
+		if op == bucketgate.OpRelease {
+			name = fieldLease
+		}
+		c.refused = fmt.Errorf("%s: %w: %w; a %s of the check function's names its %s (or %s) and %s (or %s)",
+			field(path, name), bucketgate.ErrConflict, err, name, fieldKey, fieldIdentity, fieldPlan, fieldRules)
+		return c, nil
+	}
+	c.claims = cl
+	c.req.Identity, c.logged = cl.Identity, cl.Identity // the authorizer's identities are digests or addresses
+	return c, nil
+}
+
+// resolveBearers gives every check that named its reservation alone the identity and
+// rules its id's claims lead to in v (see claims.Resolve). Its error wraps
+// bucketgate.ErrConflict, naming the check, for an id the limiter did not make to be
+// settled by itself, or whose claims no longer lead where they led (the key revoked or
+// moved, the route gone): nothing is then decided, and the reservation stays charged at
+// its estimate. A check whose lookup failed keeps the error, for the failure policy.
+func resolveBearers(ctx context.Context, v registry.View, checks []check, batch bool) error {
+	for i := range checks {
+		c := &checks[i]
+		switch {
+		case c.refused != nil:
+			return c.refused
+		case !c.bearer || c.lookupErr != nil:
+			continue
+		}
+		path := ""
+		if batch {
+			path = index(fieldChecks, i)
+		}
+		name := fieldReservation
+		if c.req.Op == bucketgate.OpRelease {
+			name = fieldLease
+		}
+		l, err := claims.Resolve(ctx, v, c.claims)
+		switch {
+		case errors.Is(err, bucketgate.ErrConflict):
+			return fmt.Errorf("%s: %w", field(path, name), err)
+		case err != nil:
+			c.lookupErr = err
+			continue
+		}
+		c.plan, c.req.Rules = l.Plan, l.Rules
+	}
+	return nil
+}

@@ -1,0 +1,357 @@
+package check
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/checkclient"
+	"github.com/bucketgate/bucketgate/internal/authorizer"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
+)
+
+// llmConfig is an LLM API's: POST /v1/chat reserves 400 tokens (max_tokens) for a
+// minute, GET /v1/models takes 1, GET /v1/stream takes 1 and holds one stream at most. The buckets refill so slowly that a test's own
+// duration changes no floor of them.
+const llmConfig = `defaultPlan: free
+plans:
+  free: [{name: tokens, capacity: 500, refillPerSecond: 0.001}]
+  llm: [{name: tokens, capacity: 1000, refillPerSecond: 0.001}]
+routes:
+  - {method: POST, path: /v1/chat, reserve: 400, ttlMs: 60000}
+  - {method: GET, path: /v1/models}
+  - {method: GET, path: /v1/stream, rules: [{name: streams, concurrency: 1}]}
+`
+
+// llmKeys are the registry of the tests: keys "alice" and "carol" on llm; the account
+// acme on llm, with key "bob" of it, which has a rule of its own.
+var llmKeys = []registry.Record{
+	{ID: "key:" + bucketgate.KeyDigest("alice"), Plan: "llm"},
+	{ID: "key:" + bucketgate.KeyDigest("carol"), Plan: "llm"},
+	{ID: "account:acme", Plan: "llm"},
+	{ID: "key:" + bucketgate.KeyDigest("bob"), Account: "acme", Rules: []bucketgate.Rule{{Name: "tokens", Capacity: 600, RefillPerSecond: 0.001}}},
+}
+
+// bearerFixture is the authorizer and the stack's (service-facing) check function on
+// one real server, each with its own registry cache over one source.
+type bearerFixture struct {
+	auth   *authorizer.Handler
+	check  *fixture
+	src    *registrytest.Source
+	client rueidis.Client
+}
+
+func newBearerFixture(t *testing.T, doc string) *bearerFixture {
+	t.Helper()
+	srv := redistest.Start(t)
+	client := redistest.Client(t, srv.Addr)
+	cfg, err := config.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := registrytest.New(llmKeys...)
+	cache := func() *registry.Cache { return registry.NewCache(src, registry.Options{Size: 100}) }
+	ids, err := identity.NewResolver(settings.DefaultAPIKeyHeader, settings.DefaultIPv6Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bearerFixture{src: src, client: client, auth: &authorizer.Handler{
+		Guard:      guard.New(bucket.New(client), guard.Options{Timeout: testTimeout}),
+		Config:     registry.NewStatic(cfg, cache()),
+		Identities: ids,
+		Metrics:    telemetry.NewEmitter(&strings.Builder{}, settings.DefaultNamespace, settings.DefaultStackName, "authorizer"),
+		Log:        slog.New(slog.DiscardHandler),
+		Now:        time.Now,
+	}}
+	b.check = newFixture(t, client, cfg, guard.Options{})
+	b.check.h.Config = registry.NewStatic(cfg, cache())
+	b.check.h.OperatorFunction = "bucketgate-operator" // the stack's: service-facing
+	return b
+}
+
+// authorize decides a request to method and path with API key key ("" for none) from
+// source, and returns its authorizer context.
+func (b *bearerFixture) authorize(t *testing.T, key, method, path string) map[string]any {
+	t.Helper()
+	c := authorizer.Call{SourceIP: "198.51.100.7", Method: method, Path: path}
+	if key != "" {
+		c.Keys.Add(key)
+	}
+	o, err := b.auth.Authorize(context.Background(), c)
+	if err != nil {
+		t.Fatalf("authorize %s %s: %v", method, path, err)
+	}
+	return b.auth.Context(o)
+}
+
+// reserve is authorize for a request to the reserving route, which must be allowed with
+// a reservation; it returns the reservation's id.
+func (b *bearerFixture) reserve(t *testing.T, key string) string {
+	t.Helper()
+	ctx := b.authorize(t, key, "POST", "/v1/chat")
+	id, _ := ctx[ratelimitheaders.KeyReservation].(string)
+	if ctx[ratelimitheaders.KeyReason] != "ok" || !strings.HasPrefix(id, "r2.") || len(id) > 512 {
+		t.Fatalf("reserve with key %q: context %v: want allowed with a reservation of 512 bytes at most", key, ctx)
+	}
+	return id
+}
+
+// tokens returns the whole tokens left in identity's rule of rules called name: a peek.
+func (b *bearerFixture) tokens(t *testing.T, id string, rules []bucketgate.Rule, name string) int64 {
+	t.Helper()
+	d, err := bucket.New(b.client).Decide(context.Background(), bucketgate.Request{Identity: id, Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rules {
+		if r.Name == name {
+			return d.Rules[i].Remaining
+		}
+	}
+	t.Fatalf("no rule %s", name)
+	return 0
+}
+
+var llmRule = []bucketgate.Rule{{Name: "tokens", Capacity: 1000, RefillPerSecond: 0.001}}
+
+// settlePayload is a settle by the reservation alone, of cost.
+func settlePayload(id string, cost int64) []byte {
+	return fmt.Appendf(nil, `{"op":"settle","reservation":%q,"cost":%d}`, id, cost)
+}
+
+// TestSettleByReservationAlone: the authorizer reserves the route's estimate and puts
+// the id in its context; the stack's check function settles it with the id alone (for
+// an API key, an account's key with a rule of its own, and a source address), giving
+// back what the estimate took beyond the actual cost or taking the rest into debt;
+// settling again answers the first outcome; a cancel gives the estimate back.
+func TestSettleByReservationAlone(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	alice := "key:" + bucketgate.KeyDigest("alice")
+
+	id := b.reserve(t, "alice")
+	if got := b.tokens(t, alice, llmRule, "tokens"); got != 600 {
+		t.Fatalf("after the reserve: %d tokens, want 600", got)
+	}
+	s := decodeResponse(t, b.check.invokeOK(t, settlePayload(id, 100)))
+	if !s.Allowed || s.Settled != 100 || s.Replayed || s.Plan != "llm" || s.Remaining != 900 {
+		t.Fatalf("settle at 100 = %+v: want 300 back, 900 left", s)
+	}
+	again := decodeResponse(t, b.check.invokeOK(t, settlePayload(id, 999)))
+	if !again.Replayed || again.Settled != 100 || b.tokens(t, alice, llmRule, "tokens") != 900 {
+		t.Fatalf("settle again = %+v: want the first outcome, nothing changed", again)
+	}
+
+	// Over the estimate: the rest is taken, into debt.
+	id = b.reserve(t, "alice")
+	s = decodeResponse(t, b.check.invokeOK(t, settlePayload(id, 1500)))
+	if s.Settled != 1500 || s.Remaining != 0 || s.ResetAfterMS < 1_599_000_000 { // 1600 tokens short of full, at 0.001 per second
+		t.Fatalf("settle at 1500 = %+v: want 900-1500 = -600 tokens, 1.6e6 s from full", s)
+	}
+	if ctx := b.authorize(t, "alice", "POST", "/v1/chat"); ctx[ratelimitheaders.KeyReason] != "limited" || ctx[ratelimitheaders.KeyReservation] != "" {
+		t.Fatalf("a reserve in debt: context %v: want limited, no reservation", ctx)
+	}
+
+	// An account's key with a rule of its own: the account's buckets, the key's rule.
+	bob := bucketgate.KeyRuleName(bucketgate.KeyDigest("bob"), "tokens")
+	acme := []bucketgate.Rule{llmRule[0], {Name: bob, Capacity: 600, RefillPerSecond: 0.001}}
+	id = b.reserve(t, "bob")
+	if c := decodeResponse(t, b.check.invokeOK(t, fmt.Appendf(nil, `{"op":"cancel","reservation":%q}`, id))); !c.Allowed {
+		t.Fatalf("cancel = %+v", c)
+	}
+	if a, k := b.tokens(t, "acct:acme", acme, "tokens"), b.tokens(t, "acct:acme", acme, bob); a != 1000 || k != 600 {
+		t.Fatalf("after the cancel: account %d, key's own %d: want every token back (1000, 600)", a, k)
+	}
+
+	// A source address, on the default plan.
+	id = b.reserve(t, "")
+	free := []bucketgate.Rule{{Name: "tokens", Capacity: 500, RefillPerSecond: 0.001}}
+	if s := decodeResponse(t, b.check.invokeOK(t, settlePayload(id, 50))); s.Settled != 50 || s.Plan != "free" || b.tokens(t, "ip:198.51.100.7", free, "tokens") != 450 {
+		t.Fatalf("settle of the address's = %+v: want 450 left on free", s)
+	}
+
+	// A batch of settles by the reservation alone: one round trip, each its own.
+	one, two := b.reserve(t, "carol"), b.reserve(t, "carol")
+	var batch checkapi.BatchResult
+	if err := json.Unmarshal(b.check.invokeOK(t, fmt.Appendf(nil, `{"checks":[{"op":"settle","reservation":%q,"cost":10},{"op":"cancel","reservation":%q}]}`, one, two)), &batch); err != nil {
+		t.Fatal(err)
+	}
+	if r := batch.Results; len(r) != 2 || r[0].Settled != 10 || r[1].Remaining != 990 {
+		t.Fatalf("a batch of a settle at 10 and a cancel: %+v, want 990 left", r)
+	}
+
+	// A route without reserve is a check, as before: no reservation.
+	if ctx := b.authorize(t, "", "GET", "/v1/models"); ctx[ratelimitheaders.KeyReservation] != "" || ctx[ratelimitheaders.KeyRemaining] != int64(449) {
+		t.Fatalf("a route without reserve: context %v: want a check of 1, no reservation", ctx)
+	}
+}
+
+// withClaims returns id with its claims replaced by claims, its MAC kept: an id altered
+// by a caller.
+func withClaims(t *testing.T, id, claims string) string {
+	t.Helper()
+	parts := strings.Split(id, ".")
+	p, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil || len(parts) != 3 {
+		t.Fatalf("id %q: %v", id, err)
+	}
+	return parts[0] + "." + base64.RawURLEncoding.EncodeToString(append(p[:32:32], claims...)) + "." + parts[2]
+}
+
+// TestSettleByReservationRefused: a forged id, one whose identity was altered, one
+// settled in another identity's name, one the check function made, and one whose
+// configuration or key changed since: each a conflict that writes nothing, the
+// reservation charged at its estimate; the id alone settles, and nothing else.
+func TestSettleByReservationRefused(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	alice := "key:" + bucketgate.KeyDigest("alice")
+	id := b.reserve(t, "alice")
+	raw, _ := bucket.Claims(id)
+	own := decodeResponse(t, b.check.invokeOK(t, fmt.Appendf(nil, `{"key":"svc","rules":[%s],"op":"reserve","cost":2}`, slowRule)))
+
+	changed := newFixture(t, b.client, nil, guard.Options{})
+	routeRules, err := config.Parse([]byte(strings.Replace(llmConfig, "ttlMs: 60000}", "ttlMs: 60000, rules: [{name: chats, capacity: 500, refillPerSecond: 1}]}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed.h.Config = registry.NewStatic(routeRules, registry.NewCache(b.src, registry.Options{Size: 100}))
+	noRoutes, err := config.Parse([]byte(llmConfig[:strings.Index(llmConfig, "routes:")]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := newFixture(t, b.client, nil, guard.Options{})
+	gone.h.Config = registry.NewStatic(noRoutes, registry.NewCache(b.src, registry.Options{Size: 100}))
+	operator := newFixture(t, b.client, nil, guard.Options{})
+	operator.h.Config = registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+
+	tests := []struct {
+		name, payload, errType, want string
+		f                            *fixture
+	}{
+		{"forged", string(settlePayload(id[:len(id)-2]+"AA", 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
+		{"identity altered", string(settlePayload(withClaims(t, id, strings.Replace(raw, bucketgate.KeyDigest("alice"), bucketgate.KeyDigest("carol"), 1)), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
+		{"identity altered to an account's", string(settlePayload(withClaims(t, id, "a1 acct:acme 1 key:"+bucketgate.KeyDigest("bob")), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
+		{"claims cut", string(settlePayload(withClaims(t, id, ""), 1)), checkapi.ErrorTypeConflict, "not an id the limiter made to be settled by itself", b.check},
+		{"claims garbled", string(settlePayload(withClaims(t, id, "a1 tenant:x 1"), 1)), checkapi.ErrorTypeConflict, "not an id the limiter made to be settled by itself", b.check},
+		{"settled as another identity", fmt.Sprintf(`{"identity":"key:%s","plan":"llm","op":"settle","reservation":%q,"cost":1}`, bucketgate.KeyDigest("bob"), id), checkapi.ErrorTypeConflict, "not an id this limiter made", operator},
+		{"the check function's own id alone", string(settlePayload(own.Reservation, 1)), checkapi.ErrorTypeConflict, "names its key (or identity)", b.check},
+		{"the route's rules changed", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "not an id this limiter made for the identity and rules", changed},
+		{"the route gone", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "route 1 is no longer in the configuration", gone},
+		{"a check by the id alone", fmt.Sprintf(`{"reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
+		{"a reserve by the id alone", fmt.Sprintf(`{"op":"reserve","reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
+		{"a settle without its cost", fmt.Sprintf(`{"op":"settle","reservation":%q}`, id), checkapi.ErrorTypeInvalidRequest, "cost: missing", b.check},
+		{"a settle with a requestId", fmt.Sprintf(`{"op":"settle","reservation":%q,"cost":1,"requestId":"r"}`, id), checkapi.ErrorTypeInvalidRequest, "requestId: not with a settle", b.check},
+	}
+	for _, tt := range tests {
+		_, err := tt.f.invoke([]byte(tt.payload))
+		if fe := functionError(t, err); fe.Type != tt.errType || !strings.Contains(fe.Message, tt.want) {
+			t.Errorf("%s: %+v, want %s mentioning %q", tt.name, fe, tt.errType, tt.want)
+		}
+	}
+	if got := b.tokens(t, alice, llmRule, "tokens"); got != 600 {
+		t.Fatalf("after the refusals: %d tokens, want 600: the estimate still charged, nothing else written", got)
+	}
+
+	// A key revoked since its reserve: refused, the estimate stays charged.
+	b.src.Put(registry.Record{ID: alice, Plan: "llm", Status: registry.StatusRevoked})
+	revoked := newFixture(t, b.client, nil, guard.Options{})
+	revoked.h.Config = registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+	_, err = revoked.invoke(settlePayload(id, 1))
+	if fe := functionError(t, err); fe.Type != checkapi.ErrorTypeConflict || !strings.Contains(fe.Message, "is no longer registered") {
+		t.Errorf("a revoked key's reservation: %+v, want a conflict", fe)
+	}
+	if got := b.tokens(t, alice, llmRule, "tokens"); got != 600 {
+		t.Fatalf("after the revoked key's settle: %d tokens, want 600", got)
+	}
+}
+
+// TestSettleRequestEndToEnd: a backend's request carries the authorizer's reservation
+// in HeaderReservation (as the templates map it); checkclient's SettleRequest settles
+// it, through the AWS SDK and the Lambda Invoke API, with this function on a real
+// server; a request that carries none is ErrNoReservation, with nothing sent.
+func TestSettleRequestEndToEnd(t *testing.T) {
+	const function = "bucketgate-check"
+	b := newBearerFixture(t, llmConfig)
+	srv := lambdatest.Start(t, map[string]lambda.Handler{function: lambda.NewHandler(b.check.h)})
+	checks := checkclient.New(srv.Client(), function)
+
+	r := httptest.NewRequest("POST", "/v1/chat", nil)
+	r.Header.Set(ratelimitheaders.HeaderReservation, b.reserve(t, "alice"))
+	res, err := checks.SettleRequest(r.Context(), r, 250)
+	if err != nil || res.Settled != 250 || res.Remaining != 750 {
+		t.Fatalf("SettleRequest = %+v, %v: want 150 back, 750 left", res, err)
+	}
+	if again, err := checks.SettleRequest(r.Context(), r, 1); err != nil || !again.Replayed || again.Settled != 250 {
+		t.Fatalf("SettleRequest again = %+v, %v: want the first outcome", again, err)
+	}
+	r.Header.Set(ratelimitheaders.HeaderReservation, b.reserve(t, "alice"))
+	if c, err := checks.CancelReservation(r.Context(), ratelimitheaders.Reservation(r)); err != nil || c.Remaining != 750 {
+		t.Fatalf("CancelReservation = %+v, %v: want the estimate back, 750 left", c, err)
+	}
+	if _, err := checks.SettleRequest(r.Context(), httptest.NewRequest("GET", "/v1/models", nil), 1); !errors.Is(err, ratelimitheaders.ErrNoReservation) {
+		t.Fatalf("SettleRequest of a request without a reservation: %v, want ErrNoReservation", err)
+	}
+	forged := httptest.NewRequest("POST", "/v1/chat", nil)
+	forged.Header.Set(ratelimitheaders.HeaderReservation, "r2.AAAA.BBBB")
+	var fe *checkclient.FunctionError
+	if _, err := checks.SettleRequest(r.Context(), forged, 1); !errors.As(err, &fe) || fe.Type != checkapi.ErrorTypeConflict {
+		t.Fatalf("SettleRequest of a forged id: %v, want a conflict", err)
+	}
+}
+
+// TestReleaseByLeaseAlone: on a route with a concurrency rule, the authorizer's context
+// carries the lease it acquired (and no reservation); the stack's check function
+// releases it with the lease alone, which frees the stream; releasing again changes
+// nothing; a forged lease is a conflict, and a lease with op release only.
+func TestReleaseByLeaseAlone(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	ctx := b.authorize(t, "carol", "GET", "/v1/stream")
+	lease, _ := ctx[ratelimitheaders.KeyLease].(string)
+	if ctx[ratelimitheaders.KeyReason] != "ok" || !strings.HasPrefix(lease, "r2.") || ctx[ratelimitheaders.KeyReservation] != "" {
+		t.Fatalf("GET /v1/stream: context %v: want allowed with a lease, no reservation", ctx)
+	}
+	if busy := b.authorize(t, "carol", "GET", "/v1/stream"); busy[ratelimitheaders.KeyReason] != "limited" || busy[ratelimitheaders.KeyLease] != "" {
+		t.Fatalf("a second stream: context %v: want limited (one stream at most), no lease", busy)
+	}
+	release := fmt.Appendf(nil, `{"op":"release","lease":%q}`, lease)
+	if r := decodeResponse(t, b.check.invokeOK(t, release)); r.Released == nil || !*r.Released {
+		t.Fatalf("release by the lease alone = %+v, want released", r)
+	}
+	if r := decodeResponse(t, b.check.invokeOK(t, release)); r.Released == nil || *r.Released {
+		t.Fatalf("release again = %+v, want nothing released", r)
+	}
+	if again := b.authorize(t, "carol", "GET", "/v1/stream"); again[ratelimitheaders.KeyReason] != "ok" {
+		t.Fatalf("a stream after the release: context %v: want allowed", again)
+	}
+	for name, tt := range map[string]struct{ payload, errType, want string }{
+		"forged":        {fmt.Sprintf(`{"op":"release","lease":%q}`, lease[:len(lease)-2]+"AA"), checkapi.ErrorTypeConflict, "not an id this limiter made"},
+		"settled":       {fmt.Sprintf(`{"op":"settle","lease":%q,"cost":1}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: missing: a settle needs the reservation"},
+		"a reservation": {fmt.Sprintf(`{"op":"release","reservation":%q}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: only with op settle or cancel"},
+	} {
+		_, err := b.check.invoke([]byte(tt.payload))
+		if fe := functionError(t, err); fe.Type != tt.errType || !strings.Contains(fe.Message, tt.want) {
+			t.Errorf("%s: %+v, want %s mentioning %q", name, fe, tt.errType, tt.want)
+		}
+	}
+}

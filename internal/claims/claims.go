@@ -1,0 +1,155 @@
+// Package claims writes and reads what the authorizer's reservation ids carry for a
+// settle by the id alone (bucketgate.Request.Claims): whose buckets the reserve spent
+// and where its rules came from, so that the check function finds the same identity and
+// rules again, from the same configuration, with nothing but the id. The limiter signs
+// the claims with the reservation (internal/bucket), so a settle that follows altered
+// claims is refused there.
+package claims
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
+)
+
+// version starts the claims this package writes.
+const version = "a1"
+
+// Claims are whose buckets an authorizer's reserve spent and where its rules came from.
+type Claims struct {
+	// Identity is whose buckets: "key:<digest>", "acct:<name>" or "ip:<source>", as
+	// the authorizer spells them (never a raw key).
+	Identity string
+	// Key is, for an account's Identity, the API key's identity ("key:<digest>") whose
+	// registry entry gave the plan (an account's key may add rules of its own); empty
+	// for any other Identity.
+	Key string
+	// Route is the configuration's route the request matched (config.Limits.Route): 0
+	// for none, 1 for the document's first.
+	Route int
+}
+
+// String returns c as Request.Claims carries them: "a1 <identity> <route>", then " <key>"
+// for an account's. None of the parts holds a space.
+func (c Claims) String() string {
+	s := version + " " + c.Identity + " " + strconv.Itoa(c.Route)
+	if c.Key != "" {
+		s += " " + c.Key
+	}
+	return s
+}
+
+// Parse reads claims that String wrote. Its error names what is wrong; claims come in a
+// caller's reservation id, so they are checked whole before anything follows them.
+func Parse(s string) (Claims, error) {
+	parts := strings.Split(s, " ")
+	if len(parts) < 3 || len(parts) > 4 || parts[0] != version {
+		return Claims{}, fmt.Errorf("claims of %d bytes: not the authorizer's", len(s))
+	}
+	c := Claims{Identity: parts[1]}
+	route, err := strconv.Atoi(parts[2])
+	if err != nil || route < 0 || route > config.MaxRoutes || strconv.Itoa(route) != parts[2] {
+		return Claims{}, fmt.Errorf("claims: route %.8q: want 0 to %d", parts[2], config.MaxRoutes)
+	}
+	c.Route = route
+	if len(parts) == 4 {
+		c.Key = parts[3]
+	}
+	digest, isKey := strings.CutPrefix(c.Identity, bucketgate.KeyPrefix)
+	name, isAccount := strings.CutPrefix(c.Identity, bucketgate.AccountPrefix)
+	addr, isIP := strings.CutPrefix(c.Identity, bucketgate.IPPrefix)
+	switch {
+	case isKey && !bucketgate.ValidDigest(digest), isAccount && !bucketgate.ValidAccountName(name), isIP && (addr == "" || len(addr) > maxSource):
+		return Claims{}, fmt.Errorf("claims: identity %.48q: not one the authorizer writes", c.Identity)
+	case !isKey && !isAccount && !isIP:
+		return Claims{}, fmt.Errorf("claims: identity of %d bytes: want key:, acct: or ip:", len(c.Identity))
+	case isAccount != (c.Key != ""):
+		return Claims{}, fmt.Errorf("claims: an API key with %.48q: only an account's identity has one", c.Identity)
+	case c.Key != "" && !validKey(c.Key):
+		return Claims{}, fmt.Errorf("claims: key %.48q: want key:<digest>", c.Key)
+	}
+	return c, nil
+}
+
+// ErrNone is Read's error for a reservation id that carries no claims the authorizer
+// writes: not an id the limiter made to be settled by itself (a check function's, or
+// one forged).
+var ErrNone = errors.New("not an id the limiter made to be settled by itself (the authorizer's)")
+
+// Read returns the claims that reservation id id carries, not yet verified: the settle
+// that follows them is refused unless the limiter signed the id, claims and all, for
+// the identity and rules they lead to. Its error is ErrNone.
+func Read(id string) (Claims, error) {
+	raw, ok := bucket.Claims(id)
+	c, err := Parse(raw)
+	if !ok || err != nil {
+		return Claims{}, ErrNone
+	}
+	return c, nil
+}
+
+// maxSource is the longest source address (or IPv6 prefix) of an "ip:" identity.
+const maxSource = len("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255/128")
+
+// validKey reports whether id is an API key's identity, "key:<digest>".
+func validKey(id string) bool {
+	d, ok := strings.CutPrefix(id, bucketgate.KeyPrefix)
+	return ok && bucketgate.ValidDigest(d)
+}
+
+// Of returns the claims of a reserve the authorizer decided for identity id under
+// limits, for a request that carried the API key whose identity is key (zero for none).
+func Of(id, key bucketgate.Identity, limits config.Limits) Claims {
+	c := Claims{Identity: id.String(), Route: limits.Route}
+	if id.Kind == bucketgate.KindAccount {
+		c.Key = key.String()
+	}
+	return c
+}
+
+// Resolve returns whose buckets c names and the Limits of its route on that identity's
+// plan today, in v: the default plan for a source address, the registry's plan (with the
+// key's own rules) for an API key or an account's key. Its error wraps
+// bucketgate.ErrConflict when c no longer leads there (the key unknown or revoked, or
+// now of another account, the route gone): a settle is then refused, and its
+// reservation stays charged at its estimate. Any other error is the registry's, for the
+// failure policy.
+func Resolve(ctx context.Context, v registry.View, c Claims) (config.Limits, error) {
+	if v.Config == nil {
+		return config.Limits{}, fmt.Errorf("no configuration: %w", v.Err)
+	}
+	plan := v.Config.DefaultPlan()
+	if !strings.HasPrefix(c.Identity, bucketgate.IPPrefix) {
+		via := c.Identity
+		if c.Key != "" {
+			via = c.Key
+		}
+		e, err := v.Lookup(ctx, via)
+		if err != nil {
+			return config.Limits{}, fmt.Errorf("registry lookup of %s: %w", via, err)
+		}
+		spends := via
+		if e.Identity != (bucketgate.Identity{}) {
+			spends = e.Identity.String()
+		}
+		switch {
+		case e.Plan == nil:
+			return config.Limits{}, fmt.Errorf("%w: the reservation's %s is no longer registered: it stays charged at its estimate", bucketgate.ErrConflict, via)
+		case spends != c.Identity:
+			return config.Limits{}, fmt.Errorf("%w: the reservation's %s now spends the buckets of %s, not %s: it stays charged at its estimate", bucketgate.ErrConflict, via, spends, c.Identity)
+		}
+		plan = e.Plan
+	}
+	l, ok := v.Config.LimitsAt(plan, c.Route)
+	if !ok {
+		return config.Limits{}, fmt.Errorf("%w: the reservation's route %d is no longer in the configuration: it stays charged at its estimate", bucketgate.ErrConflict, c.Route)
+	}
+	return l, nil
+}

@@ -213,7 +213,8 @@
 -- 100,858 and 111,321 when settles counted no usage: the same calls, with two more fields
 -- in the HMGET, two or four in the HSET, a table below the estimate, and above it no
 -- PEXPIREAT (the day's usage keeps the key longer than the debit needs). Without usage a
--- settle is unchanged (make bench-instructions: 101,119; 100,523 before).
+-- settle costs what it did (make bench-instructions: 101,119 and 101,706 in two runs, a
+-- check 55,801 and 55,998; 100,523 before).
 --
 -- The script runs once per decision, so it is written for few Lua instructions, few
 -- calls out of the VM and few new tables and strings (make bench-instructions counts

@@ -280,7 +280,10 @@ type UsageCounts struct {
 	Allowed int64 `json:"allowed"`
 	// Limited counts the checks denied.
 	Limited int64 `json:"limited"`
-	// Cost is the tokens the allowed checks took.
+	// Cost is the tokens the allowed checks took, a reserve's estimate corrected by its
+	// settle (or cancel) on the day the settle is made: a day's cost may be below its
+	// allowed checks, or below zero when its settles gave back what reserves of earlier
+	// days took; a total over both days is what was used.
 	Cost int64 `json:"cost"`
 }
 

@@ -116,7 +116,9 @@ func (r response) check() error {
 }
 
 // checkUsage reports why u cannot be read as the usage asked for: days missing or out
-// of order, a count below zero, a total that is not their sum.
+// of order, a count of checks below zero, a total that is not their sum. A day's cost
+// may be below its checks, or below zero: a settle corrects the cost of the day it is
+// made on.
 func checkUsage(u checkapi.Usage) error {
 	from, err1 := time.Parse(time.DateOnly, u.From)
 	to, err2 := time.Parse(time.DateOnly, u.To)
@@ -133,7 +135,7 @@ func checkUsage(u checkapi.Usage) error {
 		if want := from.AddDate(0, 0, i).Format(time.DateOnly); d.Date != want {
 			return fmt.Errorf("days[%d]: date %q, want %s", i, d.Date, want)
 		}
-		if d.Allowed < 0 || d.Limited < 0 || d.Cost < d.Allowed {
+		if d.Allowed < 0 || d.Limited < 0 {
 			return fmt.Errorf("days[%d]: %d allowed (cost %d), %d limited", i, d.Allowed, d.Cost, d.Limited)
 		}
 		total.Allowed, total.Limited, total.Cost = total.Allowed+d.Allowed, total.Limited+d.Limited, total.Cost+d.Cost

@@ -40,8 +40,8 @@ func TestUsage(t *testing.T) {
 		"a day missing":     strings.Replace(report, `{"date":"2026-11-25","allowed":0,"limited":0,"cost":0}`, `{"date":"2026-11-26","allowed":0,"limited":0,"cost":0}`, 1),
 		"a total not added": strings.Replace(report, `"total":{"allowed":3`, `"total":{"allowed":4`, 1),
 		"a negative count":  strings.Replace(report, `"limited":1,"cost":9},`, `"limited":-1,"cost":9},`, 1),
-		"less cost than checks": strings.Replace(strings.Replace(report, `"cost":9},`, `"cost":2},`, 1),
-			`"total":{"allowed":3,"limited":1,"cost":9}`, `"total":{"allowed":3,"limited":1,"cost":2}`, 1),
+		"a negative count of checks allowed": strings.Replace(strings.Replace(report, `"allowed":3,"limited":1,"cost":9},`, `"allowed":-3,"limited":1,"cost":9},`, 1),
+			`"total":{"allowed":3`, `"total":{"allowed":-3`, 1),
 		"no identity": strings.Replace(report, `"identity":"tenant:acme"`, `"identity":""`, 1),
 		"a decision":  `{"allowed":true,"reason":"ok"}`,
 	} {
@@ -50,6 +50,13 @@ func TestUsage(t *testing.T) {
 		if _, err := c.Usage(context.Background(), checkapi.Request{Key: "acme"}); !errors.As(err, &fe) || fe.Type != checkclient.ErrorTypeUnreadable {
 			t.Errorf("%s: %v, want an unreadable answer", name, err)
 		}
+	}
+	// A settle corrects the cost of the day it is made on: below the checks, or below
+	// zero for a day that settled reserves of the day before.
+	answer = strings.Replace(strings.Replace(report, `"allowed":0,"limited":0,"cost":0}`, `"allowed":0,"limited":0,"cost":-7}`, 1),
+		`"total":{"allowed":3,"limited":1,"cost":9}`, `"total":{"allowed":3,"limited":1,"cost":2}`, 1)
+	if u, err := c.Usage(context.Background(), checkapi.Request{Key: "acme"}); err != nil || u.Days[1].Cost != -7 || u.Total.Cost != 2 {
+		t.Errorf("a day's cost below zero: %+v, %v", u, err)
 	}
 	var ire *checkclient.InvalidRequestError
 	if _, err := c.Usage(context.Background(), checkapi.Request{Key: "acme", Op: checkapi.OpReset}); !errors.As(err, &ire) || !ire.Local {

@@ -22,7 +22,8 @@ key of an account counts in its account's usage, which it prints. It prints the
 identity's usage per UTC day from --from to --to (YYYY-MM-DD; --to defaults to today, by
 Redis's clock, --from to --to), within the days the function keeps
 (USAGE_RETENTION_DAYS): the checks allowed, the checks limited and the cost the allowed
-ones took, then their total. --json prints the check function's answer, --csv a header
+ones took (a reserve's estimate corrected by its settle on the day of the settle: a day
+may show a cost below zero when it settled reserves of earlier days), then their total. --json prints the check function's answer, --csv a header
 row (date,allowed,limited,cost) and a row per day. It invokes the operator function as
 buckets does (--function, --stack).
 `

@@ -157,7 +157,8 @@ type reservation struct {
 
 // differentialHolds runs ops random operations with holds against c and the model, usage
 // kept usageDays days, comparing every decision and error, and in the end every
-// identity's stored fields.
+// identity's stored fields and usage (which settles under and over their estimates,
+// cancels and settles made twice correct, or not).
 func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 	t.Helper()
 	l := bucket.New(c, bucket.Usage(usageDays))
@@ -260,6 +261,7 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 	}
 	for _, id := range ids {
 		compareStored(t, c, model, id, last, false)
+		compareUsage(t, l, model, id, bucketgate.UTCDay(last).AddDate(0, 0, -1), last, last) // settles' corrections too
 	}
 }
 

@@ -258,15 +258,16 @@ type scriptArgs struct {
 }
 
 // scriptCall lays q out as bucket.lua's KEYS and ARGV, in call, and returns them: the
-// state hash, and with usage (usageDays above 0, for a check that takes tokens) its
-// archive and the days usage is kept. The keys, every field name and every number are
+// state hash, and with usage (usageDays above 0, for a check that takes tokens, a
+// reserve, or a settle or cancel, which corrects the day's cost) its archive and the
+// days usage is kept. The keys, every field name and every number are
 // cut from one string, so that a decision allocates once for its arguments however
 // many rules it has. A check of cost 1 without usage leaves the operation out, as the
 // script allows. q must be valid (at most MaxRules rules); its last m rules are
 // concurrency rules (an acquire or a release: see lua.LeaseMark), the others buckets
 // and quotas.
 func scriptCall(q bucketgate.Request, m, usageDays int, h hold, call *scriptArgs) (keys, args []string) {
-	usage := usageDays > 0 && (q.Op == bucketgate.OpCheck && q.Cost > 0 || q.Op == bucketgate.OpReserve)
+	usage := usageDays > 0 && (q.Op == bucketgate.OpCheck && q.Cost > 0 || q.Op == bucketgate.OpReserve || settles(q))
 	n := len(q.Rules) - m
 	layout := lua.Args{Rules: n, Op: usage || !checks(q) || q.Cost != 1 || h.arg != "" || m > 0, Usage: usage, Hold: h.arg != "" || m > 0}
 	var buf [512]byte

@@ -250,12 +250,12 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		k = m.write(key, q.Rules, states, nowUS)
 		at := ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond)
 		if counted {
-			m.countUsage(q.Identity, k, nowUS, at, qcost, 0)
+			m.countUsage(q.Identity, k, nowUS, at, ModelUsage{Allowed: 1, Cost: qcost})
 		} else {
 			k.extend(at)
 		}
 	case counted: // a denial: its one write is the usage count
-		m.countUsage(q.Identity, k, nowUS, 0, 0, 1)
+		m.countUsage(q.Identity, k, nowUS, 0, ModelUsage{Limited: 1})
 	case qcost == 0: // a peek: every rule's state
 		d.Rules = make([]bucketgate.RuleState, len(q.Rules))
 		for i, r := range q.Rules {
@@ -312,24 +312,20 @@ func (st *ruleState) take(r bucketgate.Rule, cost float64, debit bool) {
 	}
 }
 
-// countUsage adds an admission of cost (limited 0) or a denial (limited 1) to the
-// usage of identity's key k for the day of nowUS, as the script does: the day's first
-// write moves the usage of earlier days from k to the archive (UsageKey), removes the
-// archive's days past keeping and makes both keys live as long as the usage in them is
-// kept; another write leaves the expiry unless the rules need more than that (at, 0
-// for none).
-func (m *Model) countUsage(identity string, k *modelKey, nowUS, at, cost, limited int64) {
+// countUsage adds add to the usage of identity's key k for the day of nowUS, as the
+// script does: an admission ({1, cost, 0}), a denial ({0, 0, 1}) or a settle's
+// correction of the cost ({0, actual - estimate, 0}). The day's first write moves the
+// usage of earlier days from k to the archive (UsageKey), removes the archive's days
+// past keeping and makes both keys live as long as the usage in them is kept; another
+// write leaves the expiry unless the rules need more than that (at, 0 for none).
+func (m *Model) countUsage(identity string, k *modelKey, nowUS, at int64, add ModelUsage) {
 	day, keep := floorDiv(nowUS, 86_400_000_000), int64(m.UsageDays)
 	if k.usage == nil {
 		k.usage = map[int64]ModelUsage{}
 	}
 	u := k.usage[day]
-	newDay := u.Allowed == 0 && (limited == 0 || u.Limited == 0)
-	if limited == 0 {
-		u.Allowed, u.Cost = u.Allowed+1, u.Cost+cost
-	} else {
-		u.Limited++
-	}
+	newDay := u.Allowed == 0 && (add.Limited == 0 || u.Limited == 0)
+	u.Allowed, u.Cost, u.Limited = u.Allowed+add.Allowed, u.Cost+add.Cost, u.Limited+add.Limited
 	k.usage[day] = u
 	margin := int64(ExpiryMargin / time.Millisecond)
 	kept := (day+keep)*86_400_000 + margin
@@ -375,6 +371,19 @@ func (m *Model) countUsage(identity string, k *modelKey, nowUS, at, cost, limite
 		}
 	}
 	k.extend(max(at, kept))
+}
+
+// correctUsage adds delta, a settle's actual cost less its reservation's estimate, to
+// the cost of identity's usage of the day of nowUS, as the script does (see countUsage);
+// the key is made when it has expired.
+func (m *Model) correctUsage(identity string, nowUS, delta int64) {
+	key := Key(identity)
+	k := m.key(key, nowUS)
+	if k == nil {
+		k = &modelKey{}
+		m.keys[key] = k
+	}
+	m.countUsage(identity, k, nowUS, 0, ModelUsage{Cost: delta})
 }
 
 // extend lets k live until at (Unix milliseconds) at least.

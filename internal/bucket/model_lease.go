@@ -139,7 +139,7 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 					k = &modelKey{}
 					m.keys[key] = k
 				}
-				m.countUsage(q.Identity, k, nowUS, 0, 0, 1)
+				m.countUsage(q.Identity, k, nowUS, 0, ModelUsage{Limited: 1})
 			}
 			return newDecision(qs, false, n+k, 0, first-nowMS, last-nowMS, nowUS, n+k, 0)
 		}

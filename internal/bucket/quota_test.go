@@ -224,14 +224,31 @@ func TestUsageReadRefuses(t *testing.T) {
 		{"a count that is not a number", bucket.Key("b"), lua.UsageField(day, lua.UsageAllowed), "x"},
 		{"a negative count", bucket.Key("b"), lua.UsageField(day, lua.UsageLimited), "-1"},
 		{"an archived day of two counts", bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "1 2"},
-		{"an archived day of less cost than checks", bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "5 4 0"},
+		{"a negative count of checks allowed", bucket.Key("b"), lua.UsageField(day, lua.UsageAllowed), "-1"},
+		{"a cost above one each of -2^53", bucket.Key("b"), lua.UsageField(day, lua.UsageExtra), "-9007199254740992"},
+		{"a cost above one each not whole", bucket.Key("b"), lua.UsageField(day, lua.UsageExtra), "-1.5"},
+		{"an archived day of negative checks", bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "-1 4 0"},
+		{"an archived day of negative limited", bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "1 4 -1"},
+		{"an archived day of cost -2^53", bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "1 -9007199254740992 0"},
 		{"an archived day padded", bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "05 5 0"},
+		{"an archived day of a padded negative cost", bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "1 -05 0"},
 	} {
 		m.FlushAll()
 		m.HSet(tc.key, tc.field, tc.value)
 		if _, err := l.Usage(ctx, "b", epoch.AddDate(0, 0, -2), epoch); !errors.Is(err, bucket.ErrBadState) {
 			t.Errorf("%s: %v, want ErrBadState", tc.name, err)
 		}
+	}
+	// A settle corrects the cost of the day it is made on: below the checks, or below
+	// zero when its reserve was counted on an earlier day. Read as stored.
+	m.FlushAll()
+	m.HSet(bucket.Key("b"), lua.UsageField(day, lua.UsageAllowed), "0", lua.UsageField(day, lua.UsageExtra), "-3650")
+	m.HSet(bucket.UsageKey("b"), strconv.FormatInt(day-1, 10), "5 4 0")
+	days, err := l.Usage(ctx, "b", epoch.AddDate(0, 0, -1), epoch)
+	today := bucketgate.UTCDay(epoch)
+	want := []bucketgate.DayUsage{{Day: today.AddDate(0, 0, -1), Allowed: 5, Cost: 4}, {Day: today, Cost: -3650}}
+	if err != nil || !reflect.DeepEqual(days, want) {
+		t.Errorf("costs corrected by settles: %+v, %v; want %+v", days, err, want)
 	}
 	m.FlushAll()
 	if err := m.Set(bucket.UsageKey("b"), "not a hash"); err != nil {

@@ -75,7 +75,7 @@ func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.T
 		u.Day = time.Unix((from+int64(i))*86400, 0).UTC()
 		var counts [3]int64 // allowed, extra, limited
 		for k := range counts {
-			if counts[k], err = storedCount(now[3*i+k], current[3*i+k]); err != nil {
+			if counts[k], err = storedCount(now[3*i+k], current[3*i+k], k == 1); err != nil {
 				return nil, err
 			}
 		}
@@ -126,8 +126,9 @@ func usageError(err error) error {
 }
 
 // storedCount reads a day's count from the state hash's field: absent is 0, else a
-// whole number from 0 below 2^53.
-func storedCount(m rueidis.RedisMessage, field string) (int64, error) {
+// whole number from 0 below 2^53, or above -2^53 when signed (the cost above one each,
+// which a settle giving back lowers: see Usage).
+func storedCount(m rueidis.RedisMessage, field string, signed bool) (int64, error) {
 	if m.IsNil() {
 		return 0, nil
 	}
@@ -136,15 +137,16 @@ func storedCount(m rueidis.RedisMessage, field string) (int64, error) {
 		return 0, fmt.Errorf("%w: usage field %s: %w", ErrBadReply, field, err)
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n >= 1<<53 {
+	if err != nil || n < 0 && (!signed || n <= -1<<53) || n >= 1<<53 {
 		return 0, fmt.Errorf("%w: usage field %s holds %.32q, not a count", ErrBadState, field, s)
 	}
 	return n, nil
 }
 
 // archivedDay reads a day of identity's archive, field day: absent is zeros, else
-// "<allowed> <cost> <limited>", whole numbers from 0 below 2^53, the cost at least the
-// checks allowed (each took 1 at least).
+// "<allowed> <cost> <limited>", whole numbers below 2^53 in magnitude, the counts of
+// checks from 0; the cost may be below the checks allowed, or below zero, when settles
+// gave back what reserves took (on an earlier day, for a cost below zero).
 func archivedDay(m rueidis.RedisMessage, identity, day string) (allowed, cost, limited int64, err error) {
 	if m.IsNil() {
 		return 0, 0, 0, nil
@@ -158,9 +160,9 @@ func archivedDay(m rueidis.RedisMessage, identity, day string) (allowed, cost, l
 	bad := len(fields) != len(counts)
 	for i := 0; !bad && i < len(counts); i++ {
 		counts[i], err = strconv.ParseInt(fields[i], 10, 64)
-		bad = err != nil || counts[i] < 0 || counts[i] >= 1<<53 || strconv.FormatInt(counts[i], 10) != fields[i]
+		bad = err != nil || counts[i] < 0 && (i != 1 || counts[i] <= -1<<53) || counts[i] >= 1<<53 || strconv.FormatInt(counts[i], 10) != fields[i]
 	}
-	if bad || counts[1] < counts[0] {
+	if bad {
 		return 0, 0, 0, fmt.Errorf("%w: %s's usage archive: day %s holds %.40q, not \"<allowed> <cost> <limited>\"", ErrBadState, bucketgate.LogForm(identity), day, s)
 	}
 	return counts[0], counts[1], counts[2], nil

@@ -108,7 +108,8 @@ type Args struct {
 const ArgOp = 0
 
 // ArgUsageDays is the index in ARGV of the days usage is kept (1 to MaxUsageDays), when
-// Args.Usage.
+// Args.Usage; with Args.Hold, the same or "0" for none. A settle given the days corrects
+// the cost of the day's usage by its actual cost less its estimate.
 const ArgUsageDays = 1
 
 // ArgHold is the index in ARGV of the hold, when Args.Hold: for a settle, "<estimate>

@@ -164,28 +164,51 @@
 -- Leases (f = 3, a hold "@<ttl>/<N1>/.../<Nm> <nonce>", after any other hold and a space):
 -- concurrency rules 1 to m, numbered after the n rules of ARGV (rule n + k) and never
 -- shadow, N their most leases in flight (1 to 10000), their sets the last m KEYS, scored by
--- each lease's expiry (Unix ms), member the nonce. A check that takes tokens (cost >= 1),
--- once every other rule allows it, counts each set's leases, rule by rule, and when a
--- set holds N (expired ones too) removes its expired leases (score <= now ms) and counts
--- again (so a set never holds more than N): a set holding N still denies it, binding and wait
--- rule n + k, 0 remaining, its wait until the set's earliest lease expires and its reset
--- until its latest does: nothing is taken, nothing is crossed, and usage counts the
--- denial as any other. Else, last, the nonce goes into every set at now + ttl (1 to
--- 3600000 ms), each set living 1000 ms past its latest lease (PEXPIREAT NX on a new set,
--- GT on another), and a rule with fewer leases left (N less the set's leases, expired
--- ones not swept yet too) than the other rules' whole tokens left (or when no other rule
--- binds) is the binding rule, its leases left the remaining.
+-- each lease's expiry (Unix ms), member the nonce (never '~'), beside the set's mark: the
+-- member '~', scored by the set's expiry. A check that takes tokens (cost >= 1), once
+-- every other rule allows it, reads the lease and counts each set's leases (ZCARD less
+-- the mark), rule by rule, and when a set holds N (expired ones too) removes its expired
+-- leases (score <= now ms) and counts again (so a set never holds more than N): a set
+-- holding N still denies it, binding and wait rule n + k, 0 remaining, its wait until the
+-- set's earliest lease expires and its reset until its latest does: nothing is taken,
+-- nothing is crossed, and usage counts the denial as any other. Else, last, the nonce
+-- goes into every set at now + ttl (1 to 3600000 ms; a member there already keeps the
+-- later of its two expiries), and a rule with fewer leases left (N less the set's
+-- leases, expired ones not swept yet too) than the other rules' whole tokens left (or
+-- when no other rule binds) is the binding rule, its leases left the remaining.
+-- A set expires at the first whole minute (Unix time, a multiple of 60000 ms) at least
+-- 1000 ms (the margin) past its latest lease, and its mark says when: ZADD GT CH adds the
+-- lease and raises the mark to this lease's minute, and only when it moved the mark (two
+-- members changed) does PEXPIREAT follow (NX on a new set, GT on another), so that most
+-- acquires make two calls, ZCARD and ZADD. A lease that changes nothing had a mark as
+-- late (every lease's minute is at most the mark), so two changes are the mark's move.
+-- The mark goes only with the set, or in a sweep at the set's last millisecond, when
+-- every lease goes too: a release of the last lease leaves the set and its mark. A set
+-- without its mark (written by an earlier build of this release, or by hand) would count
+-- one lease less until its next acquire adds the mark, and a mark above the set's
+-- expiry (a set's expiry shortened by hand) would let the set go before its leases:
+-- nothing but this script may write the sets.
 -- A denial by another rule takes no lease, sweeps nothing and reads nothing of the lease
 -- but its '@': the lease is read (and checked) only once every other rule allowed the
--- check, before any write, by one pattern. With no other rule (ARGV's
--- n = 0) no state hash is written but usage. A release: ARGV[1] "release", the hold
--- "@0/<N...> <nonce>" and no rule: each set's expired leases removed, then the nonce;
--- reply {the sets that held it, now (us)}, 0 sets when it was released or expired before.
+-- check, before any write, by one pattern. With no other rule (ARGV's n = 0) no state
+-- hash is written but usage. A release: ARGV[1] "release", the hold "@0/<N...> <nonce>"
+-- and no rule: each set's expired leases removed, then the nonce; reply {the sets that
+-- held it, now (us)}, 0 sets when it was released or expired before.
 -- Under make bench-instructions' callgrind, an acquire (one bucket, one concurrency rule
--- of 100, half of the checks admitted as for the check's figure) costs 82,662, 1.48x a
--- check (55,734; goal 1.4x): an admission's ZCARD, ZADD and PEXPIREAT (sweeping every
--- time, a fourth call, made it 97,793), and the hold's three ARGV values and the set's
--- key on every call.
+-- of 100, half of the checks admitted as for the check's figure) costs 77,538, 1.39x a
+-- check (55,935; goal 1.4x; 82,662 and 1.48x before): an admission's ZCARD and
+-- ZADD, the lease's pattern, and the hold's ARGV value and the set's key on every call.
+-- Reading the lease only when it is taken saved 4,600 a denial (its pattern); the mark
+-- saves the PEXPIREAT (6,200) of most admissions but costs its ZADD 4,800 more (a member,
+-- two flags, a number formatted). Sweeping every time (a fourth call) cost 97,793; the
+-- lease's numbers found by plain string.find and string.sub, 3,200 more than the pattern;
+-- sending the lease as ARGV[1] without the days and the hold ('1' and '0': strings the
+-- script holds already), nothing. A count of the leases in the state hash instead of
+-- ZCARD (4,200 an admission) was not built: its field would cost every call in the HMGET
+-- (about 1,000, denials too) and an admission in the HSET (1,000 more), about 600 a call
+-- saved at best, while a release would need a call more to keep the remaining exact, a
+-- lease alone (n = 0) writes no hash, and a count lost or behind the set (a hash that
+-- expired first) must never admit more: ZCARD again.
 --
 -- Usage (f = 2; a settle's, f = 3): a check that takes tokens adds, when allowed, 1 to
 -- "u:<D>:a" (and its cost less one to "u:<D>:x") in the HMGET and HSET it makes anyway, or,
@@ -270,7 +293,7 @@ local key, nargs = KEYS[1], #argv
 -- operation), 2 (the operation and the days usage is kept) or 3 (and the hold). The
 -- usual cost, '1', skips tonumber: comparing Lua strings compares pointers.
 local o = nargs % 4
-if nargs < o + 4 and not (o == 3 and string.find(argv[3], '@', 1, true)) then -- a lease may come with no other rule
+if nargs < o + 4 and not (o == 3 and (string.byte(argv[3]) == 64 or string.find(argv[3], ' @', 1, true))) then -- a lease may come with no other rule
   return redis.error_reply('ERR bucketgate: ARGV must be the operation, the days usage is kept and the hold (or fewer: see the header), two field names per rule, then two numbers per rule')
 end
 local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'reset'; keep: the days usage is kept (see below), nil when none is counted
@@ -404,9 +427,8 @@ elseif keep then -- a check that takes tokens, or a settle (op 'refund' when it 
     s = call('HMGET', key, unpack(f))
   end
   if op then before = {unpack(s)} end
-elseif op then
-  if n2 == 0 then s = {} else s = call('HMGET', key, unpack(argv, o + 1, o + n2)) end -- no rule: a release
-  before = {unpack(s)}
+elseif op == 'refund' then -- a release has no rule: n2 = 0 below
+  s = call('HMGET', key, unpack(argv, o + 1, o + n2)); before = {unpack(s)}
 elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) elseif n2 == 0 then s = {} else s = call('HMGET', key, unpack(argv, o + 1, o + n2)) end
 
 -- One pass over the rules: check each, refill it (a timestamp in the future, after a
@@ -702,9 +724,9 @@ end
 if fewest < 0 then fewest = 0 end -- a bucket in debt has none left
 -- Leases: a check every other rule allows takes a lease of every concurrency rule (rule
 -- n2 / 2 + k), or of none when one holds its most in flight already: then it is denied,
--- its figures that rule's alone. Expired leases go first. lcounts: each set's size.
--- The lease is read here, before any write, by plain searches (a pattern costs more):
--- its first '/' and space, then each number between.
+-- its figures that rule's alone. Expired leases go first. lcounts: each set's size, its
+-- mark (see the header) included. The lease is read here, before any write: one
+-- pattern for one rule.
 local lms, lcounts
 if lease and allowed == 1 then
   local n1, ok
@@ -721,7 +743,7 @@ if lease and allowed == 1 then
     lttl = table.remove(lmost, 1)
   end
   lk = #KEYS - #lmost
-  ok = lnonce and #lmost >= 1 and lk == (rec and 3 or argv[2] ~= '0' and 2 or 1)
+  ok = lnonce and lnonce ~= '~' and #lmost >= 1 and lk == (rec and 3 or argv[2] ~= '0' and 2 or 1) -- the record, else the archive, else the state before the sets
   for k = 1, ok and #lmost or 0 do
     if lmost[k] < 1 or lmost[k] > 10000 then ok = false end
   end
@@ -745,18 +767,19 @@ if lease and allowed == 1 then
   lcounts = {}
   for k = 1, #lmost do
     local z = KEYS[lk + k]
-    local c = call('ZCARD', z)
-    if c >= lmost[k] then -- full, counting the expired leases not swept yet: swept now
+    local c = call('ZCARD', z) -- its leases and its mark, or 0 when there is no set
+    if c > lmost[k] then -- full, counting the expired leases not swept yet: swept now
       call('ZREMRANGEBYSCORE', z, '-inf', string.format('%d', lms))
       c = call('ZCARD', z)
     end
-    if c >= lmost[k] then
-      local first, last = call('ZRANGE', z, 0, 0, 'WITHSCORES'), call('ZRANGE', z, -1, -1, 'WITHSCORES')
+    if c > lmost[k] then -- the latest lease is the one before the mark, which scores highest
+      local first, last = call('ZRANGE', z, 0, 0, 'WITHSCORES'), call('ZRANGE', z, -2, -2, 'WITHSCORES')
       allowed, binding, waitrule, fewest, wait, resetafter = 0, n2 / 2 + k, n2 / 2 + k, 0, first[2] - lms, last[2] - lms
       break
     end
     lcounts[k] = c
-    local left = lmost[k] - c - 1 -- binding when fewer than every other rule's whole tokens left
+    local left = lmost[k] - c -- binding when fewer than every other rule's whole tokens left
+    if c == 0 then left = left - 1 end
     if not binding or left < fewest - fewest % 1 then fewest, binding = left, n2 / 2 + k end
   end
 end
@@ -955,12 +978,19 @@ if newday then
   if not at or kept > at then at = kept end
 end
 if lcounts and allowed == 1 then
-  -- The lease, in every set, which lives until its latest lease expires and the margin.
-  local e, x = string.format('%d', lms + lttl), string.format('%d', lms + lttl + 1000)
+  -- The lease, in every set, and the set's mark '~' scored by when the set expires: the
+  -- first whole minute (Unix time) at least the margin past its latest lease, both
+  -- raised only (GT). The mark moves, and the set's expiry with it, only when this
+  -- lease's minute is later: ZADD then changes two members (CH), else one or none (a
+  -- lease whose member was there already, as late, came with a mark as late).
+  local x = lms + lttl + 1000
+  x = string.format('%d', x + (-x) % 60000)
+  local e = string.format('%d', lms + lttl)
   for k = 1, #lmost do
     local z = KEYS[lk + k]
-    call('ZADD', z, e, lnonce)
-    call('PEXPIREAT', z, x, lcounts[k] == 0 and 'NX' or 'GT') -- an empty set was removed: new
+    if call('ZADD', z, 'GT', 'CH', e, lnonce, x, '~') == 2 then
+      call('PEXPIREAT', z, x, lcounts[k] == 0 and 'NX' or 'GT') -- an empty set was removed: new
+    end
   end
   if n2 == 0 and not keep then at = nil end -- a lease alone writes no state hash
 end

@@ -45,6 +45,15 @@ const (
 	LeaseInfix    = ":c:"
 )
 
+// LeaseSetMark is the member of every concurrency rule's set beside its leases, scored
+// by the set's expiry (Unix ms): the first multiple of LeaseSetMinute at least the
+// expiry margin past the set's latest lease. It is no lease: it is never counted as one.
+const LeaseSetMark = "~"
+
+// LeaseSetMinute is the step of a set's expiry, in ms: the set expires on a whole
+// minute (Unix time), so that most acquires leave its expiry as it is.
+const LeaseSetMinute = 60_000
+
 // LeaseMark starts the lease in ARGV's hold for a call with concurrency rules:
 // "@<ttl>/<N1>/.../<Nm> <nonce>", the lease's ms to live, the most in flight of each
 // concurrency rule in the order of their sets, and the lease's member; after any other

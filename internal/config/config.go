@@ -58,12 +58,29 @@ type Limits struct {
 	// Reserve is the estimate the request reserves instead of taking Cost (the route's
 	// reserve); 0 for a check of Cost.
 	Reserve int64
-	// TTL is how long a reservation of Reserve holds: the route's ttlMs; zero is
-	// bucketgate.DefaultTTL.
+	// TTL is how long what the request holds lasts (the reservation of Reserve, the
+	// lease of a concurrency rule of Rules): the route's ttlMs; zero is
+	// bucketgate.DefaultTTL. Request gives it to a request that holds something alone.
 	TTL time.Duration
 	// Route is the matching route's number: 1 for the document's first; 0 for none.
 	// LimitsAt gives the same Limits from it.
 	Route int
+}
+
+// Request returns what l asks of the engine for identity: a check of Cost or, on a
+// route that reserves, a reserve of the estimate Reserve; when it holds something (a
+// reservation, or a lease of a concurrency rule: bucketgate.Request.Holds), for TTL.
+// A request on a route with a ttl that holds nothing (its identity's rules have no
+// concurrency rule) has none: the engine refuses a ttl there.
+func (l Limits) Request(identity string) bucketgate.Request {
+	q := bucketgate.Request{Identity: identity, Rules: l.Rules, Cost: l.Cost}
+	if l.Reserve > 0 {
+		q.Op, q.Cost = bucketgate.OpReserve, l.Reserve
+	}
+	if q.Holds() {
+		q.TTL = l.TTL
+	}
+	return q
 }
 
 // Plan returns the plan called name.

@@ -16,7 +16,7 @@ type route struct {
 	rest     bool     // the pattern ended in "**" or "{name+}": any rest matches
 	cost     int64
 	reserve  int64         // the estimate a request reserves; 0 takes cost instead
-	ttl      time.Duration // how long its reservation holds; 0 is bucketgate.DefaultTTL
+	ttl      time.Duration // how long its reservation or lease holds; 0 is bucketgate.DefaultTTL
 }
 
 func compileRoute(spec RouteSpec) (route, error) {
@@ -60,12 +60,10 @@ func compileRoute(spec RouteSpec) (route, error) {
 	return r, nil
 }
 
-// compileReserve sets r's reserve and ttl from spec, the route at field: an estimate
-// instead of a cost, and how long its reservation holds.
+// compileReserve sets r's reserve from spec, the route at field: an estimate instead of
+// a cost.
 func compileReserve(field string, spec RouteSpec, r *route) error {
 	switch {
-	case spec.TTLMs != nil && spec.Reserve == nil:
-		return errorAt(field+".ttlMs", "only with reserve: how long the route's reservation holds")
 	case spec.Reserve == nil:
 		return nil
 	case spec.Cost != nil:
@@ -74,13 +72,27 @@ func compileReserve(field string, spec RouteSpec, r *route) error {
 		return errorAt(field+".reserve", "%d: want an estimate of 1 token or more", *spec.Reserve)
 	}
 	r.reserve = int64(*spec.Reserve)
-	if spec.TTLMs != nil {
-		most := bucketgate.MaxTTL.Milliseconds()
-		if ms := int64(*spec.TTLMs); ms < 1 || ms > most {
-			return errorAt(field+".ttlMs", "%d: want whole milliseconds from 1 to %d", ms, most)
-		}
-		r.ttl = time.Duration(*spec.TTLMs) * time.Millisecond
+	return nil
+}
+
+// compileTTL sets r's ttl from spec, the route at field, whose requests take a lease
+// when leases (a concurrency rule of the route's or of a plan's applies to them): how
+// long what a request of the route holds lasts, a reservation or a lease. A ttlMs on a
+// route whose requests can hold neither (by the document: an identity's own rules in
+// the registry may add a concurrency rule, which the document cannot know) is an error:
+// it would change nothing.
+func compileTTL(field string, spec RouteSpec, r *route, leases bool) error {
+	switch {
+	case spec.TTLMs == nil:
+		return nil
+	case r.reserve == 0 && !leases:
+		return errorAt(field+".ttlMs", "only with reserve or a concurrency rule (the route's or a plan's): how long the route's reservation or lease holds, and this route's requests hold neither")
 	}
+	most := bucketgate.MaxTTL.Milliseconds()
+	if ms := int64(*spec.TTLMs); ms < 1 || ms > most {
+		return errorAt(field+".ttlMs", "%d: want whole milliseconds from 1 to %d", ms, most)
+	}
+	r.ttl = time.Duration(*spec.TTLMs) * time.Millisecond
 	return nil
 }
 

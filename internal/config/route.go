@@ -46,6 +46,7 @@ func compileRoute(spec RouteSpec) (route, error) {
 			continue
 		case isParam(s):
 			s = "*"
+		case s == "*":
 		case strings.ContainsAny(s, "{}*"):
 			return r, fmt.Errorf("path %q: segment %q: want a literal, *, {name}, ** or {name+}", spec.Path, s)
 		}

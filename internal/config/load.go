@@ -208,6 +208,7 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		path string
 		rule bucketgate.Rule
 	}
+	c.routeIDs = make(map[string]int, len(specs))
 	first := map[string]named{} // by rule name: the first route rule of that name
 	planLeases := c.anyPlanRule(bucketgate.Rule.IsConcurrency)
 	for i, spec := range specs {
@@ -247,6 +248,9 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 				return errorAt(path, "rule %s (%s) has other numbers than the rule %s of plans.%s (%s): a rule name is one bucket (or quota) of an identity, so give the route's rule the plan's numbers, or another name",
 					rule.Name, numbers(rule), rule.Name, plan, numbers(planRule))
 			}
+		}
+		if _, ok := c.routeIDs[r.id]; !ok {
+			c.routeIDs[r.id] = i
 		}
 		c.routes = append(c.routes, r)
 		extras = append(extras, rules)

@@ -12,8 +12,8 @@ import (
 )
 
 // A route's reserve: the authorizer reserves that estimate instead of taking a cost,
-// held for the route's ttlMs (the default when left out); LimitsAt gives back the very
-// Limits of a route's number.
+// held for the route's ttlMs (the default when left out); LimitsOf gives back the very
+// Limits of a route's id, and nothing for an id no route has.
 func TestRouteReserve(t *testing.T) {
 	doc := "defaultPlan: llm\nplans: {llm: [{name: tokens, capacity: 10000, refillPerSecond: 100}]}\nroutes:\n" +
 		"  - {method: POST, path: /v1/chat, reserve: 4096, ttlMs: 60000}\n" +
@@ -28,9 +28,9 @@ func TestRouteReserve(t *testing.T) {
 		name, method, path string
 		want               config.Limits
 	}{
-		{"reserve with a ttl", "POST", "/v1/chat", config.Limits{Plan: "llm", Cost: 1, Reserve: 4096, TTL: time.Minute, Route: 1}},
-		{"reserve, default ttl", "POST", "/v1/complete", config.Limits{Plan: "llm", Cost: 1, Reserve: 512, Route: 2}},
-		{"a cost", "GET", "/v1/models", config.Limits{Plan: "llm", Cost: 2, Route: 3}},
+		{"reserve with a ttl", "POST", "/v1/chat", config.Limits{Plan: "llm", Cost: 1, Reserve: 4096, TTL: time.Minute, Route: chatRoute}},
+		{"reserve, default ttl", "POST", "/v1/complete", config.Limits{Plan: "llm", Cost: 1, Reserve: 512, Route: "3ab50e979ffdbcac"}},
+		{"a cost", "GET", "/v1/models", config.Limits{Plan: "llm", Cost: 2, Route: "5d09822f0111034a"}},
 		{"no route", "GET", "/", config.Limits{Plan: "llm", Cost: 1}},
 	}
 	for _, tt := range tests {
@@ -41,17 +41,78 @@ func TestRouteReserve(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) || len(l.Rules) != 1 || l.Rules[0].Name != "tokens" {
 				t.Fatalf("Limits = %+v, want %+v with rule tokens", l, tt.want)
 			}
-			at, ok := c.LimitsAt(p, l.Route)
+			at, ok := c.LimitsOf(p, l.Route)
 			at.Rules = nil
 			if !ok || !reflect.DeepEqual(at, tt.want) {
-				t.Fatalf("LimitsAt(%d) = %+v, %v; want %+v", l.Route, at, ok, tt.want)
+				t.Fatalf("LimitsOf(%q) = %+v, %v; want %+v", l.Route, at, ok, tt.want)
 			}
 		})
 	}
-	for _, route := range []int{-1, 4} {
-		if l, ok := c.LimitsAt(p, route); ok {
-			t.Errorf("LimitsAt(%d) = %+v, true: the document has no such route", route, l)
+	for _, route := range []string{"0000000000000000", "CB3991B74AF151D5", "1"} {
+		if l, ok := c.LimitsOf(p, route); ok {
+			t.Errorf("LimitsOf(%q) = %+v, true: the document has no such route", route, l)
 		}
+	}
+}
+
+// chatRoute is the id of the route POST /v1/chat: the first 16 hex digits of the
+// SHA-256 of "POST /v1/chat". Pinned: reservations in flight name their routes by it,
+// so another spelling of the digest would refuse every settle across an upgrade.
+const chatRoute = "cb3991b74af151d5"
+
+// A route's id is its method and path pattern's: the same for every spelling of one
+// pattern, another for another method or pattern; and the same whatever routes are
+// added, removed or moved around it, so that LimitsOf still finds it there.
+func TestRouteIDs(t *testing.T) {
+	id := func(t *testing.T, routes string) string {
+		t.Helper()
+		c, err := config.Parse([]byte("defaultPlan: free\nplans: {free: [{name: b, capacity: 100, refillPerSecond: 1}]}\nroutes: [" + routes + "]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Limits(c.DefaultPlan(), "POST", "/v1/chat").Route
+	}
+	for _, tt := range []struct {
+		name, route string
+		same        bool
+	}{
+		{"as written", "{method: POST, path: /v1/chat}", true},
+		{"method in lower case", "{method: post, path: /v1/chat}", true},
+		{"literals in upper case", "{method: POST, path: /V1/Chat}", true},
+		{"a trailing slash", "{method: POST, path: /v1/chat/}", true},
+		{"another cost and rules", "{method: POST, path: /v1/chat, cost: 3, rules: [{name: c, concurrency: 1}]}", true},
+		{"a parameter", "{method: POST, path: '/v1/{op}'}", false},
+		{"any method", "{path: /v1/chat}", false},
+		{"any rest", "{method: POST, path: /v1/chat/**}", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := id(t, tt.route); (got == chatRoute) != tt.same || len(got) != config.RouteIDLen {
+				t.Fatalf("route %s: id %q; want the same as POST /v1/chat's (%s): %v", tt.route, got, chatRoute, tt.same)
+			}
+		})
+	}
+	if a, b := id(t, "{method: POST, path: '/v1/{op}'}"), id(t, "{method: POST, path: '/v1/*'}"); a != b {
+		t.Errorf("/v1/{op} and /v1/* are one pattern: ids %s and %s", a, b)
+	}
+	if a, b := id(t, "{method: POST, path: '/v1/{rest+}'}"), id(t, "{method: POST, path: '/v1/**'}"); a != b {
+		t.Errorf("/v1/{rest+} and /v1/** are one pattern: ids %s and %s", a, b)
+	}
+	chat := "{method: POST, path: /v1/chat, reserve: 10}"
+	for _, tt := range []struct{ name, routes string }{
+		{"alone", chat},
+		{"a route inserted before it", "{path: /v1/models}, " + chat},
+		{"routes moved around it", "{path: /b}, " + chat + ", {path: /a}"},
+		{"a later route of its pattern", chat + ", {method: POST, path: /V1/chat, cost: 5}"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Parse([]byte("defaultPlan: free\nplans: {free: [{name: b, capacity: 100, refillPerSecond: 1}]}\nroutes: [" + tt.routes + "]\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l, ok := c.LimitsOf(c.DefaultPlan(), chatRoute); !ok || l.Reserve != 10 || l.Route != chatRoute {
+				t.Fatalf("LimitsOf(%s) = %+v, %v; want the route POST /v1/chat that reserves 10", chatRoute, l, ok)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,8 +12,12 @@ import (
 	"github.com/bucketgate/bucketgate"
 )
 
+// RouteIDLen is the length of a route's id (Limits.Route): lowercase hex digits.
+const RouteIDLen = 16
+
 // route is a compiled RouteSpec.
 type route struct {
+	id       string   // routeID's
 	method   string   // upper case; "" matches any
 	segments []string // the pattern's segments, "*" for any one segment
 	rest     bool     // the pattern ended in "**" or "{name+}": any rest matches
@@ -58,7 +65,32 @@ func compileRoute(spec RouteSpec) (route, error) {
 	if r.cost < 1 {
 		return r, fmt.Errorf("cost %d would make the route a peek that enforces nothing: want 1 or more", r.cost)
 	}
+	r.id = routeID(r)
 	return r, nil
+}
+
+// routeID returns r's id: the first RouteIDLen hex digits of the SHA-256 of its method
+// and path pattern as it matches ("POST /v1/chat", "* /v1/*/**": any method, a
+// parameter, literals in lower case since they match in any case). A reservation's id
+// names its route by it, so that a settle finds the route again whatever routes were
+// added, removed or moved around it; two spellings of one pattern ("/v1/{id}",
+// "/V1/*") are one route.
+func routeID(r route) string {
+	var b strings.Builder
+	b.WriteString(cmp.Or(r.method, "*"))
+	b.WriteByte(' ')
+	for _, s := range r.segments {
+		b.WriteByte('/')
+		b.WriteString(strings.ToLower(s))
+	}
+	if r.rest {
+		b.WriteString("/**")
+	}
+	if len(r.segments) == 0 && !r.rest {
+		b.WriteByte('/')
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:RouteIDLen/2])
 }
 
 // compileReserve sets r's reserve from spec, the route at field: an estimate instead of

@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
-	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
-	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 	"github.com/bucketgate/bucketgate/middleware"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
@@ -146,26 +144,10 @@ func TestLeaseTTLOfTheRoute(t *testing.T) {
 	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}]}\nroutes:\n" +
 		"  - {method: GET, path: /v1/stream, ttlMs: 90000, rules: [{name: streams, concurrency: 2}]}\n" +
 		"  - {method: GET, path: /v1/export, rules: [{name: exports, concurrency: 2}]}\n"
-	vars := map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc, "REDIS_TIMEOUT_MS": "2000"}
-	auth, _, err := app.Build(app.Authorizer, env(vars), io.Discard, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := middleware.New(middleware.Options{Getenv: env(vars), Metrics: io.Discard, LogOutput: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	auth, l := authorizerAndLimiter(t, srv.Addr, doc)
 	const source = "127.0.0.1" // both ways: one identity's leases
 	viaGateway := func(path string) string {
-		var ev map[string]any
-		if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
-			t.Fatal(err)
-		}
-		ev["path"] = path
-		ev["requestContext"].(map[string]any)["identity"].(map[string]any)["sourceIp"] = source
-		event, _ := json.Marshal(ev)
-		out, err := auth.Invoke(context.Background(), event)
+		out, err := auth.Invoke(context.Background(), gatewayEvent(t, path, source))
 		if err != nil {
 			t.Fatal(err)
 		}

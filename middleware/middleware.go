@@ -209,7 +209,7 @@ func (l *Limiter) Cancel(ctx context.Context, r *http.Request) (bucketgate.Decis
 // Limiter acquired it and handed its id to the next handler in
 // ratelimitheaders.HeaderLease), for work that is done; releasing again changes nothing
 // (Decision.Released false). Its error is ratelimitheaders.ErrNoLease when r carries
-// none, and else as Settle's. A lease not released frees itself at its TTL.
+// none, and else as Settle's. A lease not released frees itself at its route's ttlMs.
 func (l *Limiter) Release(ctx context.Context, r *http.Request) (bucketgate.Decision, error) {
 	return l.settle(ctx, r, bucketgate.OpRelease, 0)
 }

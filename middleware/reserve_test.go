@@ -1,6 +1,8 @@
 package middleware_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,8 +10,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/middleware"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
@@ -128,5 +132,63 @@ func TestReleaseThroughTheMiddleware(t *testing.T) {
 	}
 	if _, err := l.Release(t.Context(), httptest.NewRequest("GET", "/", nil)); !errors.Is(err, ratelimitheaders.ErrNoLease) {
 		t.Fatalf("Release without a lease: %v, want ErrNoLease", err)
+	}
+}
+
+// A route's ttlMs is how long its requests' leases hold, through the authorizer (an API
+// Gateway event) and the middleware alike, on one real redis-server: each lease's score
+// in its concurrency rule's sorted set (its expiry, by Redis's clock) is the route's ttl
+// after the decision; a route with a concurrency rule and no ttlMs holds the default.
+func TestLeaseTTLOfTheRoute(t *testing.T) {
+	srv := redistest.Start(t)
+	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}]}\nroutes:\n" +
+		"  - {method: GET, path: /v1/stream, ttlMs: 90000, rules: [{name: streams, concurrency: 2}]}\n" +
+		"  - {method: GET, path: /v1/export, rules: [{name: exports, concurrency: 2}]}\n"
+	auth, l := authorizerAndLimiter(t, srv.Addr, doc)
+	const source = "127.0.0.1" // both ways: one identity's leases
+	viaGateway := func(path string) string {
+		out, err := auth.Invoke(context.Background(), gatewayEvent(t, path, source))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a struct{ Context map[string]any }
+		if err := json.Unmarshal(out, &a); err != nil {
+			t.Fatal(err)
+		}
+		return ratelimitheaders.ContextLease(a.Context)
+	}
+	viaService := func(path string) (lease string) {
+		r := httptest.NewRequest("GET", path, nil)
+		r.RemoteAddr = source + ":5000"
+		l.Handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { lease = ratelimitheaders.Lease(r) })).ServeHTTP(httptest.NewRecorder(), r)
+		return lease
+	}
+	c := redistest.Client(t, srv.Addr)
+	redisNow := func() int64 {
+		tm, err := c.Do(context.Background(), c.B().Time().Build()).AsIntSlice()
+		if err != nil || len(tm) != 2 {
+			t.Fatalf("TIME: %v, %v", tm, err)
+		}
+		return tm[0]*1000 + tm[1]/1000
+	}
+	for _, tt := range []struct {
+		path, rule string
+		ttl        time.Duration
+	}{
+		{"/v1/stream", "streams", 90 * time.Second},
+		{"/v1/export", "exports", bucketgate.DefaultTTL},
+	} {
+		before := redisNow()
+		leases := []string{viaGateway(tt.path), viaService(tt.path)}
+		after := redisNow() + 1 // TIME's millisecond rounds down; an expiry's up
+		zs, err := c.Do(context.Background(), c.B().Zrange().Key(bucket.LeaseKey(bucketgate.IPPrefix+source, tt.rule)).Min("0").Max("-1").Withscores().Build()).AsZScores()
+		if err != nil || len(zs) != 2 || !strings.HasPrefix(leases[0], "r2.") || !strings.HasPrefix(leases[1], "r2.") {
+			t.Fatalf("%s: leases %q, sorted set %v (%v): want one lease through each", tt.path, leases, zs, err)
+		}
+		for _, z := range zs {
+			if at := int64(z.Score); at < before+tt.ttl.Milliseconds() || at > after+tt.ttl.Milliseconds() {
+				t.Errorf("%s: a lease expires %d ms after the first decision's time, want %d (%d to %d)", tt.path, at-before, tt.ttl.Milliseconds(), before, after)
+			}
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/lambda"
+
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -26,29 +28,12 @@ func env(kv map[string]string) func(string) string { return func(k string) strin
 // redis-server, 5 through each are allowed and the 11th is denied by either.
 func TestBucketsSharedWithTheAuthorizer(t *testing.T) {
 	srv := redistest.Start(t)
-	vars := map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": tenTokens, "REDIS_TIMEOUT_MS": "2000"}
-	auth, _, err := app.Build(app.Authorizer, env(vars), io.Discard, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	limiter, err := middleware.New(middleware.Options{Getenv: env(vars), Metrics: io.Discard, LogOutput: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer limiter.Close()
+	auth, limiter := authorizerAndLimiter(t, srv.Addr, tenTokens)
 	service := httptest.NewServer(limiter.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })))
 	defer service.Close()
 
 	// The authorizer's event comes from the address the service sees: loopback.
-	var ev map[string]any
-	if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
-		t.Fatal(err)
-	}
-	ev["requestContext"].(map[string]any)["identity"].(map[string]any)["sourceIp"] = "127.0.0.1"
-	event, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	event := gatewayEvent(t, "/orders/42", "127.0.0.1")
 	viaGateway := func() (allowed bool, remaining string) {
 		out, err := auth.Invoke(context.Background(), event)
 		if err != nil {
@@ -86,6 +71,40 @@ func TestBucketsSharedWithTheAuthorizer(t *testing.T) {
 	if allowed, _ := viaGateway(); allowed {
 		t.Fatal("the 11th request through the gateway was allowed")
 	}
+}
+
+// authorizerAndLimiter returns the authorizer's Lambda handler and a Limiter (closed
+// when t ends), both on the Redis at addr with the configuration document doc.
+func authorizerAndLimiter(t *testing.T, addr, doc string) (lambda.Handler, *middleware.Limiter) {
+	t.Helper()
+	vars := map[string]string{"REDIS_ADDR": addr, "RATE_LIMIT_CONFIG": doc, "REDIS_TIMEOUT_MS": "2000"}
+	auth, _, err := app.Build(app.Authorizer, env(vars), io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiter, err := middleware.New(middleware.Options{Getenv: env(vars), Metrics: io.Discard, LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(limiter.Close)
+	return auth, limiter
+}
+
+// gatewayEvent returns the sample REST API authorizer event of a GET of path from the
+// source address source.
+func gatewayEvent(t *testing.T, path, source string) []byte {
+	t.Helper()
+	var ev map[string]any
+	if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["path"] = path
+	ev["requestContext"].(map[string]any)["identity"].(map[string]any)["sourceIp"] = source
+	event, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return event
 }
 
 // jsonNumber writes a decoded JSON number as a header carries it.

@@ -244,7 +244,8 @@ func statements(t *testing.T, doc any) []map[string]any {
 // A new version of the authorizer or the check function takes traffic gradually
 // (DeploymentType) through its alias live, and CodeDeploy rolls it back when a
 // fail-closed, degraded, error or throttle alarm of it fires; API Gateway invokes the
-// authorizer's alias, allowed on the alias.
+// authorizer's alias, allowed on the alias; the authorizer is updated after the check
+// function.
 func TestTemplateGradualDeployment(t *testing.T) {
 	doc := samTranslate(t, limiter)
 	rs := deploy(t, doc).resources(t)
@@ -282,6 +283,11 @@ func TestTemplateGradualDeployment(t *testing.T) {
 		if p := rs[id].Properties; p["Principal"] != "apigateway.amazonaws.com" || !reflect.DeepEqual(p["FunctionName"], ref("AuthorizerFunctionAliaslive")) {
 			t.Errorf("%s: %v: want API Gateway allowed to invoke the authorizer's alias live", id, p)
 		}
+	}
+	// The check function settles the ids the authorizer issues: a new authorizer waits
+	// for the new check function to take all of its traffic.
+	if after := rs["AuthorizerFunction"].DependsOn; !slices.Contains(after, "CheckFunctionAliaslive") {
+		t.Errorf("AuthorizerFunction DependsOn %v: want CheckFunctionAliaslive, so that the check function is updated first", after)
 	}
 	if _, ok := rs["OperatorFunctionAliaslive"]; ok {
 		t.Errorf("the operator function has an alias: operators invoke it as it is, and it takes no part in gradual deployments")

@@ -421,10 +421,12 @@ func literal(v map[string]any) any {
 	return v
 }
 
-// resource is a resource a deployment creates: its type and resolved properties.
+// resource is a resource a deployment creates: its type, resolved properties and the
+// logical ids it depends on (DependsOn, a string or a list).
 type resource struct {
 	Type       string
 	Properties map[string]any
+	DependsOn  []string
 }
 
 // resources returns the resources the deployment creates (their Condition holds), by
@@ -434,7 +436,17 @@ func (d deployment) resources(t *testing.T) map[string]resource {
 	return existing(d, t, "Resources", func(r map[string]any) resource {
 		typ, _ := r["Type"].(string)
 		props, _ := d.resolve(t, r["Properties"]).(map[string]any)
-		return resource{typ, props}
+		var after []string
+		switch v := r["DependsOn"].(type) {
+		case string:
+			after = []string{v}
+		case []any:
+			for _, id := range v {
+				s, _ := id.(string)
+				after = append(after, s)
+			}
+		}
+		return resource{typ, props, after}
 	})
 }
 

@@ -118,15 +118,13 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 }
 
 // request is what the authorizer asks the engine for a request of identity id (that
-// carried the API key whose identity is key, if any) under limits: a check of the
-// route's cost or, on a route that reserves, a reserve of its estimate for its TTL.
-// When it holds something (a reservation, or a lease of a concurrency rule), its ids
-// carry the claims a settle or release by the id alone follows back to id and limits.
+// carried the API key whose identity is key, if any) under limits (config.Limits.Request:
+// a check of the route's cost or, on a route that reserves, a reserve of its estimate;
+// what it holds, for the route's ttl). When it holds something (a reservation, or a
+// lease of a concurrency rule), its ids carry the claims a settle or release by the id
+// alone follows back to id and limits.
 func request(id, key bucketgate.Identity, limits config.Limits) bucketgate.Request {
-	q := bucketgate.Request{Identity: id.String(), Rules: limits.Rules, Cost: limits.Cost}
-	if limits.Reserve > 0 {
-		q.Op, q.Cost, q.TTL = bucketgate.OpReserve, limits.Reserve, limits.TTL
-	}
+	q := limits.Request(id.String())
 	if q.Holds() {
 		q.Claims = claims.Of(id, key, limits).String()
 	}

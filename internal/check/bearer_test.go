@@ -20,6 +20,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
@@ -205,6 +206,38 @@ func TestSettleByReservationAlone(t *testing.T) {
 	if ctx := b.authorize(t, "", "GET", "/v1/models"); ctx[ratelimitheaders.KeyReservation] != "" || ctx[ratelimitheaders.KeyRemaining] != int64(449) {
 		t.Fatalf("a route without reserve: context %v: want a check of 1, no reservation", ctx)
 	}
+
+	// A route inserted before the reserving one (another removed, another moved) since
+	// the reserve: settled, the id names its route by its method and path.
+	id = b.reserve(t, "carol")
+	moved := newFixture(t, b.client, nil, guard.Options{})
+	moved.h.Config = registry.NewStatic(mustConfig(t, movedRoutes), registry.NewCache(b.src, registry.Options{Size: 100}))
+	carol := "key:" + bucketgate.KeyDigest("carol")
+	if s := decodeResponse(t, moved.invokeOK(t, settlePayload(id, 100))); s.Settled != 100 || b.tokens(t, carol, llmRule, "tokens") != 890 {
+		t.Fatalf("settle after a route inserted before the reserving one = %+v: want 300 back, 890 left", s)
+	}
+}
+
+// movedRoutes is llmConfig with a route of other rules inserted before the reserving
+// one, in its place (first), GET /v1/models removed and GET /v1/stream moved before it.
+const movedRoutes = `defaultPlan: free
+plans:
+  free: [{name: tokens, capacity: 500, refillPerSecond: 0.001}]
+  llm: [{name: tokens, capacity: 1000, refillPerSecond: 0.001}]
+routes:
+  - {method: POST, path: /v1/embeddings, cost: 2, rules: [{name: embeddings, capacity: 100, refillPerSecond: 1}]}
+  - {method: GET, path: /v1/stream, rules: [{name: streams, concurrency: 1}]}
+  - {method: POST, path: /v1/chat, reserve: 400, ttlMs: 60000}
+`
+
+// mustConfig parses the configuration document doc, which must be valid.
+func mustConfig(t *testing.T, doc string) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // withClaims returns id with its claims replaced by claims, its MAC kept: an id altered
@@ -228,6 +261,10 @@ func TestSettleByReservationRefused(t *testing.T) {
 	alice := "key:" + bucketgate.KeyDigest("alice")
 	id := b.reserve(t, "alice")
 	raw, _ := bucket.Claims(id)
+	c, err := claims.Parse(raw)
+	if err != nil || c.Route == "" {
+		t.Fatalf("the reservation's claims %q: %+v, %v: want its route", raw, c, err)
+	}
 	own := decodeResponse(t, b.check.invokeOK(t, fmt.Appendf(nil, `{"key":"svc","rules":[%s],"op":"reserve","cost":2}`, slowRule)))
 
 	changed := newFixture(t, b.client, nil, guard.Options{})
@@ -251,13 +288,13 @@ func TestSettleByReservationRefused(t *testing.T) {
 	}{
 		{"forged", string(settlePayload(id[:len(id)-2]+"AA", 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
 		{"identity altered", string(settlePayload(withClaims(t, id, strings.Replace(raw, bucketgate.KeyDigest("alice"), bucketgate.KeyDigest("carol"), 1)), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
-		{"identity altered to an account's", string(settlePayload(withClaims(t, id, "a1 acct:acme 1 key:"+bucketgate.KeyDigest("bob")), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
+		{"identity altered to an account's", string(settlePayload(withClaims(t, id, claims.Claims{Identity: "acct:acme", Key: "key:" + bucketgate.KeyDigest("bob"), Route: c.Route}.String()), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
 		{"claims cut", string(settlePayload(withClaims(t, id, ""), 1)), checkapi.ErrorTypeConflict, "not an id the limiter made to be settled by itself", b.check},
-		{"claims garbled", string(settlePayload(withClaims(t, id, "a1 tenant:x 1"), 1)), checkapi.ErrorTypeConflict, "not an id the limiter made to be settled by itself", b.check},
+		{"claims garbled", string(settlePayload(withClaims(t, id, "a2 tenant:x -"), 1)), checkapi.ErrorTypeConflict, "not an id the limiter made to be settled by itself", b.check},
 		{"settled as another identity", fmt.Sprintf(`{"identity":"key:%s","plan":"llm","op":"settle","reservation":%q,"cost":1}`, bucketgate.KeyDigest("bob"), id), checkapi.ErrorTypeConflict, "not an id this limiter made", operator},
 		{"the check function's own id alone", string(settlePayload(own.Reservation, 1)), checkapi.ErrorTypeConflict, "names its key (or identity)", b.check},
 		{"the route's rules changed", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "not an id this limiter made for the identity and rules", changed},
-		{"the route gone", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "route 1 is no longer in the configuration", gone},
+		{"the route gone", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "route (" + c.Route + ") is no longer in the configuration", gone},
 		{"a check by the id alone", fmt.Sprintf(`{"reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
 		{"a reserve by the id alone", fmt.Sprintf(`{"op":"reserve","reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
 		{"a settle without its cost", fmt.Sprintf(`{"op":"settle","reservation":%q}`, id), checkapi.ErrorTypeInvalidRequest, "cost: missing", b.check},

@@ -17,8 +17,8 @@ import (
 )
 
 // claimed is a reservation id spelled as the authorizer's are, with claims (for the
-// source 192.0.2.1, route 1); its MAC is no one's.
-var claimed = "r2." + base64.RawURLEncoding.EncodeToString(append(make([]byte, 32), "a1 ip:192.0.2.1 1"...)) + ".AAAAAAAAAAAAAAAAAAAAAA"
+// source 192.0.2.1, the route POST /v1/chat); its MAC is no one's.
+var claimed = "r2." + base64.RawURLEncoding.EncodeToString(append(make([]byte, 32), "a2 ip:192.0.2.1 cb3991b74af151d5"...)) + ".AAAAAAAAAAAAAAAAAAAAAA"
 
 // FuzzParse holds parse to its contract on any payload: no panic; an error that names
 // where the problem is; or checks the engine accepts, for a payload that is valid JSON.

@@ -10,6 +10,9 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 )
 
+// route is a route's id (config.Limits.Route).
+const route = "cb3991b74af151d5"
+
 var (
 	digest  = bucketgate.KeyDigest("k")
 	key     = bucketgate.Identity{Kind: bucketgate.KindKey, Value: digest}
@@ -24,14 +27,14 @@ func TestRoundTrip(t *testing.T) {
 	tests := []struct {
 		name     string
 		id, key  bucketgate.Identity
-		route    int
+		route    string
 		want     claims.Claims
 		wantText string
 	}{
-		{"API key", key, key, 1, claims.Claims{Identity: "key:" + digest, Route: 1}, "a1 key:" + digest + " 1"},
-		{"account's key", account, key, 3, claims.Claims{Identity: "acct:acme", Key: "key:" + digest, Route: 3}, "a1 acct:acme 3 key:" + digest},
-		{"source", ip, bucketgate.Identity{}, 0, claims.Claims{Identity: "ip:2001:db8::/64"}, "a1 ip:2001:db8::/64 0"},
-		{"longest", longest, key, config.MaxRoutes, claims.Claims{Identity: longest.String(), Key: key.String(), Route: config.MaxRoutes}, ""},
+		{"API key", key, key, route, claims.Claims{Identity: "key:" + digest, Route: route}, "a2 key:" + digest + " " + route},
+		{"account's key", account, key, route, claims.Claims{Identity: "acct:acme", Key: "key:" + digest, Route: route}, "a2 acct:acme " + route + " key:" + digest},
+		{"source, no route", ip, bucketgate.Identity{}, "", claims.Claims{Identity: "ip:2001:db8::/64"}, "a2 ip:2001:db8::/64 -"},
+		{"longest", longest, key, route, claims.Claims{Identity: longest.String(), Key: key.String(), Route: route}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,18 +54,22 @@ func TestRoundTrip(t *testing.T) {
 func TestParseRefuses(t *testing.T) {
 	for _, tt := range []struct{ name, s, want string }{
 		{"empty", "", "not the authorizer's"},
-		{"other version", "a2 key:" + digest + " 1", "not the authorizer's"},
-		{"tenant", "a1 tenant:t 1", "want key:, acct: or ip:"},
-		{"raw key", "a1 key:my-secret 1", "not one the authorizer writes"},
-		{"bad account", "a1 acct:a/b 1 key:" + digest, "not one the authorizer writes"},
-		{"account without its key", "a1 acct:acme 1", "only an account's identity has one"},
-		{"key with a key", "a1 key:" + digest + " 1 key:" + digest, "only an account's identity has one"},
-		{"account's key not a digest", "a1 acct:acme 1 key:x", "want key:<digest>"},
-		{"route negative", "a1 ip:1.2.3.4 -1", "want 0 to 100"},
-		{"route padded", "a1 ip:1.2.3.4 01", "want 0 to 100"},
-		{"route too far", "a1 ip:1.2.3.4 101", "want 0 to 100"},
-		{"empty source", "a1 ip: 1", "not one the authorizer writes"},
-		{"five parts", "a1 ip:1.2.3.4 1 key:" + digest + " x", "not the authorizer's"},
+		{"other version", "a3 key:" + digest + " " + route, "not the authorizer's"},
+		{"the route's place (a1, before 0.3.0)", "a1 key:" + digest + " 1", "not the authorizer's"},
+		{"tenant", "a2 tenant:t " + route, "want key:, acct: or ip:"},
+		{"raw key", "a2 key:my-secret " + route, "not one the authorizer writes"},
+		{"bad account", "a2 acct:a/b " + route + " key:" + digest, "not one the authorizer writes"},
+		{"account without its key", "a2 acct:acme " + route, "only an account's identity has one"},
+		{"key with a key", "a2 key:" + digest + " " + route + " key:" + digest, "only an account's identity has one"},
+		{"account's key not a digest", "a2 acct:acme " + route + " key:x", "want key:<digest>"},
+		{"route a place", "a2 ip:1.2.3.4 1", "route \"1\": want 16 lowercase hex digits, or - for none"},
+		{"route in upper case", "a2 ip:1.2.3.4 CB3991B74AF151D5", "want 16 lowercase hex digits"},
+		{"route too short", "a2 ip:1.2.3.4 " + route[1:], "want 16 lowercase hex digits"},
+		{"route too long", "a2 ip:1.2.3.4 " + route + "0", "want 16 lowercase hex digits"},
+		{"route not hex", "a2 ip:1.2.3.4 cb3991b74af151dg", "want 16 lowercase hex digits"},
+		{"route empty", "a2 ip:1.2.3.4 ", "want 16 lowercase hex digits"},
+		{"empty source", "a2 ip: -", "not one the authorizer writes"},
+		{"five parts", "a2 ip:1.2.3.4 - key:" + digest + " x", "not the authorizer's"},
 	} {
 		if c, err := claims.Parse(tt.s); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Parse(%q) = %+v, %v; want an error saying %q", tt.name, tt.s, c, err, tt.want)
@@ -71,12 +78,14 @@ func TestParseRefuses(t *testing.T) {
 }
 
 // FuzzParse: claims come in a caller's reservation id. Whatever they hold, Parse
-// returns claims or an error, never a panic, and what it accepts writes back the same.
+// returns claims or an error, never a panic; what it accepts writes back the same, and
+// names a route by an id of config.RouteIDLen digits, or none.
 func FuzzParse(f *testing.F) {
-	f.Add("a1 acct:acme 3 key:" + digest)
+	f.Add("a2 acct:acme " + route + " key:" + digest)
+	f.Add("a2 key:" + digest + " " + route)
+	f.Add("a2 ip:unknown -")
+	f.Add("a2  -")
 	f.Add("a1 key:" + digest + " 1")
-	f.Add("a1 ip:unknown 0")
-	f.Add("a1  0")
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := claims.Parse(s)
 		if err != nil {
@@ -84,6 +93,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if back := c.String(); back != s {
 			t.Fatalf("Parse(%q) = %+v, which writes %q", s, c, back)
+		}
+		if c.Route != "" && len(c.Route) != config.RouteIDLen {
+			t.Fatalf("Parse(%q) = %+v: a route no configuration names", s, c)
 		}
 	})
 }

@@ -29,6 +29,7 @@ type Config struct {
 	tenants       map[string]*Plan
 	routes        []route
 	routeRules    [][]bucketgate.Rule // routeRules[i] is route i's rules; the last entry is none
+	routeIDs      map[string]int      // by route id: the first route of that id (the one that matches)
 	refuseUnknown bool
 	refuseAnon    bool
 }
@@ -58,12 +59,30 @@ type Limits struct {
 	// Reserve is the estimate the request reserves instead of taking Cost (the route's
 	// reserve); 0 for a check of Cost.
 	Reserve int64
-	// TTL is how long a reservation of Reserve holds: the route's ttlMs; zero is
-	// bucketgate.DefaultTTL.
+	// TTL is how long what the request holds lasts (the reservation of Reserve, the
+	// lease of a concurrency rule of Rules): the route's ttlMs; zero is
+	// bucketgate.DefaultTTL. Request gives it to a request that holds something alone.
 	TTL time.Duration
-	// Route is the matching route's number: 1 for the document's first; 0 for none.
-	// LimitsAt gives the same Limits from it.
-	Route int
+	// Route is the matching route's id: a digest of its method and path pattern
+	// (RouteIDLen lowercase hex digits), which stays the route's whatever routes come
+	// before or after it; empty for none. LimitsOf gives the same Limits from it.
+	Route string
+}
+
+// Request returns what l asks of the engine for identity: a check of Cost or, on a
+// route that reserves, a reserve of the estimate Reserve; when it holds something (a
+// reservation, or a lease of a concurrency rule: bucketgate.Request.Holds), for TTL.
+// A request on a route with a ttl that holds nothing (its identity's rules have no
+// concurrency rule) has none: the engine refuses a ttl there.
+func (l Limits) Request(identity string) bucketgate.Request {
+	q := bucketgate.Request{Identity: identity, Rules: l.Rules, Cost: l.Cost}
+	if l.Reserve > 0 {
+		q.Op, q.Cost = bucketgate.OpReserve, l.Reserve
+	}
+	if q.Holds() {
+		q.TTL = l.TTL
+	}
+	return q
 }
 
 // Plan returns the plan called name.
@@ -118,17 +137,18 @@ func (c *Config) Limits(p *Plan, method, path string) Limits {
 	return c.limitsAt(p, len(c.routes))
 }
 
-// LimitsAt returns the Limits of a request on plan p that matched route (Limits.Route:
-// 0 for none, i+1 for the document's route i), as Limits gave them; false when the
-// document has no such route.
-func (c *Config) LimitsAt(p *Plan, route int) (Limits, bool) {
-	switch {
-	case route == 0:
+// LimitsOf returns the Limits of a request on plan p that matched route (Limits.Route:
+// empty for none), as Limits gave them; false when the document has no route of that
+// id (of that method and path pattern).
+func (c *Config) LimitsOf(p *Plan, route string) (Limits, bool) {
+	if route == "" {
 		return c.limitsAt(p, len(c.routes)), true
-	case route < 0 || route > len(c.routes):
+	}
+	i, ok := c.routeIDs[route]
+	if !ok {
 		return Limits{}, false
 	}
-	return c.limitsAt(p, route-1), true
+	return c.limitsAt(p, i), true
 }
 
 // limitsAt returns the Limits of p with route i (i = len(c.routes): none).
@@ -137,7 +157,7 @@ func (c *Config) limitsAt(p *Plan, i int) Limits {
 		return Limits{Plan: p.Name, Rules: c.rules(p, i), Cost: defaultCost}
 	}
 	r := c.routes[i]
-	return Limits{Plan: p.Name, Rules: c.rules(p, i), Cost: r.cost, Reserve: r.reserve, TTL: r.ttl, Route: i + 1}
+	return Limits{Plan: p.Name, Rules: c.rules(p, i), Cost: r.cost, Reserve: r.reserve, TTL: r.ttl, Route: r.id}
 }
 
 // rules returns p's rules with route i's (i = len(c.routes): none): the document's plans

@@ -32,6 +32,7 @@ tenants:
 routes:
   - {method: POST, path: "/uploads/{id}", cost: 5, rules: [{name: uploads, capacity: 20, refill: 1, per: minute}]}
   - {method: "*", path: /reports/**, cost: 3}
+  - {method: GET, path: "/scores/*/rank", cost: 2}
 `
 
 func TestDefault(t *testing.T) {
@@ -69,6 +70,8 @@ func TestLimits(t *testing.T) {
 		{"parameter is one segment", "POST", "/uploads/7/parts", 1, []string{"burst", "daily"}},
 		{"rest matches many", "DELETE", "/reports/2026/11", 3, []string{"burst", "daily"}},
 		{"rest matches none", "GET", "/reports", 3, []string{"burst", "daily"}},
+		{"* is one segment", "GET", "/scores/7/rank", 2, []string{"burst", "daily"}},
+		{"* is not none", "GET", "/scores/rank", 1, []string{"burst", "daily"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -96,8 +96,10 @@ type RouteSpec struct {
 	// backend settles the actual cost afterwards with the reservation id the authorizer
 	// context carries. Nil takes the cost.
 	Reserve *Count `yaml:"reserve"`
-	// TTLMs is how long a reservation of the route holds, in milliseconds (1 to
-	// 3600000; only with Reserve); nil means 300000 (bucketgate.DefaultTTL).
+	// TTLMs is how long what a request of the route holds lasts, its reservation (see
+	// Reserve) or its lease of a concurrency rule (the route's or its plan's), in
+	// milliseconds (1 to 3600000; only on a route that reserves, or that has a
+	// concurrency rule, or when a plan has one); nil means 300000 (bucketgate.DefaultTTL).
 	TTLMs *Count `yaml:"ttlMs"`
 	// Rules are added to the plan's rules for matching requests. A rule named like a
 	// plan's rule must have that rule's capacity and rate (it is the same bucket, and

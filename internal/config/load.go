@@ -208,7 +208,9 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		path string
 		rule bucketgate.Rule
 	}
+	c.routeIDs = make(map[string]int, len(specs))
 	first := map[string]named{} // by rule name: the first route rule of that name
+	planLeases := c.anyPlanRule(bucketgate.Rule.IsConcurrency)
 	for i, spec := range specs {
 		field := fmt.Sprintf("routes[%d]", i)
 		r, err := compileRoute(spec)
@@ -228,6 +230,10 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		if err != nil {
 			return err
 		}
+		leases := planLeases || slices.ContainsFunc(rules, bucketgate.Rule.IsConcurrency)
+		if err := compileTTL(field, spec, &r, leases); err != nil {
+			return err
+		}
 		for j, rule := range rules {
 			path := fmt.Sprintf("%s.rules[%d]", field, j)
 			prev, ok := first[rule.Name]
@@ -242,6 +248,9 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 				return errorAt(path, "rule %s (%s) has other numbers than the rule %s of plans.%s (%s): a rule name is one bucket (or quota) of an identity, so give the route's rule the plan's numbers, or another name",
 					rule.Name, numbers(rule), rule.Name, plan, numbers(planRule))
 			}
+		}
+		if _, ok := c.routeIDs[r.id]; !ok {
+			c.routeIDs[r.id] = i
 		}
 		c.routes = append(c.routes, r)
 		extras = append(extras, rules)
@@ -273,23 +282,31 @@ func (c *Config) combine(p *Plan) error {
 	return nil
 }
 
-// validRoute reports rules, p's for route i (i = len(c.routes): none), when, at the
-// route's cost, they are not a request the engine accepts.
+// validRoute reports rules, p's for route i (i = len(c.routes): none), when, as the
+// request Limits.Request makes of them at the route's cost (or estimate) and ttl, they
+// are not a request the engine accepts.
 func (c *Config) validRoute(p *Plan, i int, rules []bucketgate.Rule) error {
-	q := bucketgate.Request{Identity: "config", Rules: rules, Cost: defaultCost}
+	l := Limits{Rules: rules, Cost: defaultCost}
 	field, with := "plans."+p.Name, ""
 	if i < len(c.routes) {
 		r := c.routes[i]
-		q.Cost = r.cost
-		if r.reserve > 0 {
-			q.Op, q.Cost, q.TTL = bucketgate.OpReserve, r.reserve, r.ttl
-		}
+		l.Cost, l.Reserve, l.TTL = r.cost, r.reserve, r.ttl
 		field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
 	}
-	if err := q.Validate(); err != nil {
+	if err := l.Request("config").Validate(); err != nil {
 		return errorAt(field, "%s%v", with, err)
 	}
 	return nil
+}
+
+// anyPlanRule reports whether a rule of a plan satisfies f.
+func (c *Config) anyPlanRule(f func(bucketgate.Rule) bool) bool {
+	for _, p := range c.plans {
+		if slices.ContainsFunc(p.Rules, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // planRule returns a plan that has a rule called name, and that rule.

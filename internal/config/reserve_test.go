@@ -12,8 +12,8 @@ import (
 )
 
 // A route's reserve: the authorizer reserves that estimate instead of taking a cost,
-// held for the route's ttlMs (the default when left out); LimitsAt gives back the very
-// Limits of a route's number.
+// held for the route's ttlMs (the default when left out); LimitsOf gives back the very
+// Limits of a route's id, and nothing for an id no route has.
 func TestRouteReserve(t *testing.T) {
 	doc := "defaultPlan: llm\nplans: {llm: [{name: tokens, capacity: 10000, refillPerSecond: 100}]}\nroutes:\n" +
 		"  - {method: POST, path: /v1/chat, reserve: 4096, ttlMs: 60000}\n" +
@@ -28,9 +28,9 @@ func TestRouteReserve(t *testing.T) {
 		name, method, path string
 		want               config.Limits
 	}{
-		{"reserve with a ttl", "POST", "/v1/chat", config.Limits{Plan: "llm", Cost: 1, Reserve: 4096, TTL: time.Minute, Route: 1}},
-		{"reserve, default ttl", "POST", "/v1/complete", config.Limits{Plan: "llm", Cost: 1, Reserve: 512, Route: 2}},
-		{"a cost", "GET", "/v1/models", config.Limits{Plan: "llm", Cost: 2, Route: 3}},
+		{"reserve with a ttl", "POST", "/v1/chat", config.Limits{Plan: "llm", Cost: 1, Reserve: 4096, TTL: time.Minute, Route: chatRoute}},
+		{"reserve, default ttl", "POST", "/v1/complete", config.Limits{Plan: "llm", Cost: 1, Reserve: 512, Route: "3ab50e979ffdbcac"}},
+		{"a cost", "GET", "/v1/models", config.Limits{Plan: "llm", Cost: 2, Route: "5d09822f0111034a"}},
 		{"no route", "GET", "/", config.Limits{Plan: "llm", Cost: 1}},
 	}
 	for _, tt := range tests {
@@ -41,17 +41,78 @@ func TestRouteReserve(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) || len(l.Rules) != 1 || l.Rules[0].Name != "tokens" {
 				t.Fatalf("Limits = %+v, want %+v with rule tokens", l, tt.want)
 			}
-			at, ok := c.LimitsAt(p, l.Route)
+			at, ok := c.LimitsOf(p, l.Route)
 			at.Rules = nil
 			if !ok || !reflect.DeepEqual(at, tt.want) {
-				t.Fatalf("LimitsAt(%d) = %+v, %v; want %+v", l.Route, at, ok, tt.want)
+				t.Fatalf("LimitsOf(%q) = %+v, %v; want %+v", l.Route, at, ok, tt.want)
 			}
 		})
 	}
-	for _, route := range []int{-1, 4} {
-		if l, ok := c.LimitsAt(p, route); ok {
-			t.Errorf("LimitsAt(%d) = %+v, true: the document has no such route", route, l)
+	for _, route := range []string{"0000000000000000", "CB3991B74AF151D5", "1"} {
+		if l, ok := c.LimitsOf(p, route); ok {
+			t.Errorf("LimitsOf(%q) = %+v, true: the document has no such route", route, l)
 		}
+	}
+}
+
+// chatRoute is the id of the route POST /v1/chat: the first 16 hex digits of the
+// SHA-256 of "POST /v1/chat". Pinned: reservations in flight name their routes by it,
+// so another spelling of the digest would refuse every settle across an upgrade.
+const chatRoute = "cb3991b74af151d5"
+
+// A route's id is its method and path pattern's: the same for every spelling of one
+// pattern, another for another method or pattern; and the same whatever routes are
+// added, removed or moved around it, so that LimitsOf still finds it there.
+func TestRouteIDs(t *testing.T) {
+	id := func(t *testing.T, routes string) string {
+		t.Helper()
+		c, err := config.Parse([]byte("defaultPlan: free\nplans: {free: [{name: b, capacity: 100, refillPerSecond: 1}]}\nroutes: [" + routes + "]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Limits(c.DefaultPlan(), "POST", "/v1/chat").Route
+	}
+	for _, tt := range []struct {
+		name, route string
+		same        bool
+	}{
+		{"as written", "{method: POST, path: /v1/chat}", true},
+		{"method in lower case", "{method: post, path: /v1/chat}", true},
+		{"literals in upper case", "{method: POST, path: /V1/Chat}", true},
+		{"a trailing slash", "{method: POST, path: /v1/chat/}", true},
+		{"another cost and rules", "{method: POST, path: /v1/chat, cost: 3, rules: [{name: c, concurrency: 1}]}", true},
+		{"a parameter", "{method: POST, path: '/v1/{op}'}", false},
+		{"any method", "{path: /v1/chat}", false},
+		{"any rest", "{method: POST, path: /v1/chat/**}", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := id(t, tt.route); (got == chatRoute) != tt.same || len(got) != config.RouteIDLen {
+				t.Fatalf("route %s: id %q; want the same as POST /v1/chat's (%s): %v", tt.route, got, chatRoute, tt.same)
+			}
+		})
+	}
+	if a, b := id(t, "{method: POST, path: '/v1/{op}'}"), id(t, "{method: POST, path: '/v1/*'}"); a != b {
+		t.Errorf("/v1/{op} and /v1/* are one pattern: ids %s and %s", a, b)
+	}
+	if a, b := id(t, "{method: POST, path: '/v1/{rest+}'}"), id(t, "{method: POST, path: '/v1/**'}"); a != b {
+		t.Errorf("/v1/{rest+} and /v1/** are one pattern: ids %s and %s", a, b)
+	}
+	chat := "{method: POST, path: /v1/chat, reserve: 10}"
+	for _, tt := range []struct{ name, routes string }{
+		{"alone", chat},
+		{"a route inserted before it", "{path: /v1/models}, " + chat},
+		{"routes moved around it", "{path: /b}, " + chat + ", {path: /a}"},
+		{"a later route of its pattern", chat + ", {method: POST, path: /V1/chat, cost: 5}"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Parse([]byte("defaultPlan: free\nplans: {free: [{name: b, capacity: 100, refillPerSecond: 1}]}\nroutes: [" + tt.routes + "]\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l, ok := c.LimitsOf(c.DefaultPlan(), chatRoute); !ok || l.Reserve != 10 || l.Route != chatRoute {
+				t.Fatalf("LimitsOf(%s) = %+v, %v; want the route POST /v1/chat that reserves 10", chatRoute, l, ok)
+			}
+		})
 	}
 }
 
@@ -64,7 +125,8 @@ func TestRouteReserveErrors(t *testing.T) {
 		{"reserve not whole", "routes: [{path: /x, reserve: 1.5}]", `routes[0].reserve (line 3, column 30): "1.5": want a whole decimal number`},
 		{"reserve above capacity", "routes: [{path: /x, reserve: 101}]", "routes[0] (line 3, column 10): with plans.free: invalid: cost 101 exceeds capacity 100 of rule b"},
 		{"reserve with cost", "routes: [{path: /x, cost: 2, reserve: 10}]", "routes[0].reserve (line 3, column 39): not with cost"},
-		{"ttlMs without reserve", "routes: [{path: /x, ttlMs: 1000}]", "routes[0].ttlMs (line 3, column 28): only with reserve"},
+		{"ttlMs without reserve or a concurrency rule", "routes: [{path: /x, ttlMs: 1000}]", "routes[0].ttlMs (line 3, column 28): only with reserve or a concurrency rule (the route's or a plan's)"},
+		{"ttlMs with a cost and no concurrency rule", "routes: [{path: /x, cost: 2, ttlMs: 1000}, {path: /y, rules: [{name: s, concurrency: 1}]}]", "routes[0].ttlMs (line 3, column 37): only with reserve or a concurrency rule"},
 		{"ttlMs 0", "routes: [{path: /x, reserve: 10, ttlMs: 0}]", "routes[0].ttlMs (line 3, column 41): 0: want whole milliseconds from 1 to 3600000"},
 		{"ttlMs above an hour", "routes: [{path: /x, reserve: 10, ttlMs: 3600001}]", "routes[0].ttlMs (line 3, column 41): 3600001: want whole milliseconds from 1 to 3600000"},
 		{"shadow route reserves", "routes: [{path: /x, reserve: 10, shadow: true, rules: [{name: u, capacity: 50, refillPerSecond: 1}]}]", "routes[0].reserve (line 3, column 30): a shadow route cannot reserve"},
@@ -80,4 +142,75 @@ func TestRouteReserveErrors(t *testing.T) {
 	if bucketgate.MaxTTL != time.Hour {
 		t.Fatalf("MaxTTL %v: the messages above say 3600000", bucketgate.MaxTTL)
 	}
+}
+
+// A route's ttlMs is how long its requests' leases hold too: accepted on a route whose
+// requests can take one by the document (a concurrency rule of its own, or of any plan,
+// the default plan or another), refused on one whose requests hold nothing, within
+// 1 to 3600000 ms. Limits carry the ttl, and Limits.Request gives it to a request that
+// holds something alone: on a plan without a concurrency rule, a check of the route
+// holds nothing and has no ttl (the engine would refuse one).
+func TestRouteTTLOfLeases(t *testing.T) {
+	const (
+		bucket  = "{name: b, capacity: 100, refillPerSecond: 1}"
+		streams = "{name: streams, concurrency: 2}"
+	)
+	doc := func(free, pro, routes string) string {
+		return "defaultPlan: free\nplans: {free: [" + free + "], pro: [" + pro + "]}\nroutes: [" + routes + "]\n"
+	}
+	tests := []struct {
+		name, doc string
+		want      string        // an error's text; empty: accepted
+		plan      string        // accepted: the plan whose request on GET /x is checked
+		ttl       time.Duration // accepted: that request's ttl
+	}{
+		{name: "a concurrency rule of the route's", doc: doc(bucket, bucket, "{path: /x, ttlMs: 3600000, rules: ["+streams+"]}"), plan: "free", ttl: time.Hour},
+		{name: "a concurrency rule of the default plan's", doc: doc(bucket+", "+streams, bucket, "{path: /x, cost: 2, ttlMs: 90000}"), plan: "free", ttl: 90 * time.Second},
+		{name: "a concurrency rule of another plan's: its requests", doc: doc(bucket, bucket+", "+streams, "{path: /x, ttlMs: 1}"), plan: "pro", ttl: time.Millisecond},
+		{name: "a concurrency rule of another plan's: the default plan's hold nothing", doc: doc(bucket, bucket+", "+streams, "{path: /x, ttlMs: 1}"), plan: "free", ttl: 0},
+		{name: "reserve and a concurrency rule: one ttl for both", doc: doc(bucket, bucket, "{path: /x, reserve: 10, ttlMs: 60000, rules: ["+streams+"]}"), plan: "free", ttl: time.Minute},
+		{name: "no concurrency rule, no reserve", doc: doc(bucket, bucket, "{path: /x, ttlMs: 60000}"),
+			want: "routes[0].ttlMs (line 3, column 28): only with reserve or a concurrency rule (the route's or a plan's): how long the route's reservation or lease holds, and this route's requests hold neither"},
+		{name: "another route's concurrency rule", doc: doc(bucket, bucket, "{path: /y, rules: ["+streams+"]}, {path: /x, ttlMs: 60000}"),
+			want: "routes[1].ttlMs (line 3, column 82): only with reserve or a concurrency rule"},
+		{name: "ttlMs 0 with a concurrency rule", doc: doc(bucket+", "+streams, bucket, "{path: /x, ttlMs: 0}"),
+			want: "routes[0].ttlMs (line 3, column 28): 0: want whole milliseconds from 1 to 3600000"},
+		{name: "ttlMs above an hour with a concurrency rule", doc: doc(bucket, bucket, "{path: /x, ttlMs: 3600001, rules: ["+streams+"]}"),
+			want: "routes[0].ttlMs (line 3, column 28): 3600001: want whole milliseconds from 1 to 3600000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Parse([]byte(tt.doc))
+			if tt.want != "" {
+				if !errors.Is(err, config.ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("Parse() = %v, want ErrConfig mentioning %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := c.Plan(tt.plan)
+			q := c.Limits(p, "GET", "/x").Request("id")
+			if q.TTL != tt.ttl || q.Holds() != (tt.ttl != 0) {
+				t.Fatalf("request on plan %s: %+v (holds %v), want ttl %v", tt.plan, q, q.Holds(), tt.ttl)
+			}
+			if err := q.Validate(); err != nil {
+				t.Fatalf("request on plan %s: %v", tt.plan, err)
+			}
+		})
+	}
+	t.Run("an identity's own concurrency rule", func(t *testing.T) {
+		c, err := config.Parse([]byte(doc(bucket, bucket+", "+streams, "{path: /x, ttlMs: 90000}")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := c.Override(c.DefaultPlan(), []bucketgate.Rule{{Name: "mine", Concurrency: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q := c.Limits(own, "GET", "/x").Request("id"); q.TTL != 90*time.Second || q.Validate() != nil {
+			t.Fatalf("request of an identity of the default plan with a concurrency rule of its own: %+v (%v), want the route's ttl", q, q.Validate())
+		}
+	})
 }

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,14 +12,18 @@ import (
 	"github.com/bucketgate/bucketgate"
 )
 
+// RouteIDLen is the length of a route's id (Limits.Route): lowercase hex digits.
+const RouteIDLen = 16
+
 // route is a compiled RouteSpec.
 type route struct {
+	id       string   // routeID's
 	method   string   // upper case; "" matches any
 	segments []string // the pattern's segments, "*" for any one segment
 	rest     bool     // the pattern ended in "**" or "{name+}": any rest matches
 	cost     int64
 	reserve  int64         // the estimate a request reserves; 0 takes cost instead
-	ttl      time.Duration // how long its reservation holds; 0 is bucketgate.DefaultTTL
+	ttl      time.Duration // how long its reservation or lease holds; 0 is bucketgate.DefaultTTL
 }
 
 func compileRoute(spec RouteSpec) (route, error) {
@@ -46,6 +53,7 @@ func compileRoute(spec RouteSpec) (route, error) {
 			continue
 		case isParam(s):
 			s = "*"
+		case s == "*":
 		case strings.ContainsAny(s, "{}*"):
 			return r, fmt.Errorf("path %q: segment %q: want a literal, *, {name}, ** or {name+}", spec.Path, s)
 		}
@@ -57,15 +65,38 @@ func compileRoute(spec RouteSpec) (route, error) {
 	if r.cost < 1 {
 		return r, fmt.Errorf("cost %d would make the route a peek that enforces nothing: want 1 or more", r.cost)
 	}
+	r.id = routeID(r)
 	return r, nil
 }
 
-// compileReserve sets r's reserve and ttl from spec, the route at field: an estimate
-// instead of a cost, and how long its reservation holds.
+// routeID returns r's id: the first RouteIDLen hex digits of the SHA-256 of its method
+// and path pattern as it matches ("POST /v1/chat", "* /v1/*/**": any method, a
+// parameter, literals in lower case since they match in any case). A reservation's id
+// names its route by it, so that a settle finds the route again whatever routes were
+// added, removed or moved around it; two spellings of one pattern ("/v1/{id}",
+// "/V1/*") are one route.
+func routeID(r route) string {
+	var b strings.Builder
+	b.WriteString(cmp.Or(r.method, "*"))
+	b.WriteByte(' ')
+	for _, s := range r.segments {
+		b.WriteByte('/')
+		b.WriteString(strings.ToLower(s))
+	}
+	if r.rest {
+		b.WriteString("/**")
+	}
+	if len(r.segments) == 0 && !r.rest {
+		b.WriteByte('/')
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:RouteIDLen/2])
+}
+
+// compileReserve sets r's reserve from spec, the route at field: an estimate instead of
+// a cost.
 func compileReserve(field string, spec RouteSpec, r *route) error {
 	switch {
-	case spec.TTLMs != nil && spec.Reserve == nil:
-		return errorAt(field+".ttlMs", "only with reserve: how long the route's reservation holds")
 	case spec.Reserve == nil:
 		return nil
 	case spec.Cost != nil:
@@ -74,13 +105,27 @@ func compileReserve(field string, spec RouteSpec, r *route) error {
 		return errorAt(field+".reserve", "%d: want an estimate of 1 token or more", *spec.Reserve)
 	}
 	r.reserve = int64(*spec.Reserve)
-	if spec.TTLMs != nil {
-		most := bucketgate.MaxTTL.Milliseconds()
-		if ms := int64(*spec.TTLMs); ms < 1 || ms > most {
-			return errorAt(field+".ttlMs", "%d: want whole milliseconds from 1 to %d", ms, most)
-		}
-		r.ttl = time.Duration(*spec.TTLMs) * time.Millisecond
+	return nil
+}
+
+// compileTTL sets r's ttl from spec, the route at field, whose requests take a lease
+// when leases (a concurrency rule of the route's or of a plan's applies to them): how
+// long what a request of the route holds lasts, a reservation or a lease. A ttlMs on a
+// route whose requests can hold neither (by the document: an identity's own rules in
+// the registry may add a concurrency rule, which the document cannot know) is an error:
+// it would change nothing.
+func compileTTL(field string, spec RouteSpec, r *route, leases bool) error {
+	switch {
+	case spec.TTLMs == nil:
+		return nil
+	case r.reserve == 0 && !leases:
+		return errorAt(field+".ttlMs", "only with reserve or a concurrency rule (the route's or a plan's): how long the route's reservation or lease holds, and this route's requests hold neither")
 	}
+	most := bucketgate.MaxTTL.Milliseconds()
+	if ms := int64(*spec.TTLMs); ms < 1 || ms > most {
+		return errorAt(field+".ttlMs", "%d: want whole milliseconds from 1 to %d", ms, most)
+	}
+	r.ttl = time.Duration(*spec.TTLMs) * time.Millisecond
 	return nil
 }
 

@@ -25,6 +25,12 @@ type Instructions struct {
 	// zero).
 	Round3                                        string
 	Check, Usage, Quota, Reserve, Settle, Acquire int64
+	// SettlesUsage is the line of settles with usage kept 35 days as instructions.sh
+	// prints it, SettleBelow and SettleAbove its figures: a settle below its estimate
+	// (a refund) and above it (a debit), each correcting the day's cost; empty and zeros
+	// from an output without it.
+	SettlesUsage             string
+	SettleBelow, SettleAbove int64
 }
 
 // instructionsPrefixes start instructions.sh's two lines of figures.
@@ -32,6 +38,7 @@ const (
 	instructionsDecisionPrefix  = "redis-side instructions/decision:"
 	instructionsOperationPrefix = "redis-side instructions/operation, 1 rule:"
 	instructionsRound3Prefix    = "round-3 instructions/decision:"
+	instructionsSettlesPrefix   = "round-3 settles with usage kept:"
 )
 
 // parseInstructions reads instructions.sh's output: both of its lines must be there.
@@ -82,6 +89,12 @@ func parseInstructions(r io.Reader) (Instructions, error) {
 				*into = n
 			}
 			in.Round3 = line
+		case strings.HasPrefix(line, instructionsSettlesPrefix):
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, instructionsSettlesPrefix), " below the estimate %d (%fx the check), above it %d (%fx)",
+				&in.SettleBelow, &ratio1, &in.SettleAbove, &ratio2); err != nil {
+				return Instructions{}, fmt.Errorf("instructions: %q: %w", line, err)
+			}
+			in.SettlesUsage = line
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -163,7 +163,8 @@ func TestMarkdown(t *testing.T) {
 		Machine:  Machine{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPUs: 2, CPUModel: "cpu", GoVersion: "go1.26", Platform: "linux/amd64", RedisVersion: "7.0.15"},
 		Workload: Workload{Identities: 10, Rounds: 2, Workers: 1},
 		Instructions: Instructions{OneRule: 50000, TwoRules: 70000, RedisRate: 56000, Admitted: 60000, Refund: 55000, Reset: 40000,
-			Round3: "round-3 instructions/decision: check 50000, check+usage 60000, bucket+quota 70000, reserve 50000, settle 90000, acquire 75000", Check: 50000, Usage: 60000, Quota: 70000, Reserve: 50000, Settle: 90000, Acquire: 75000},
+			Round3: "round-3 instructions/decision: check 50000, check+usage 60000, bucket+quota 70000, reserve 50000, settle 90000, acquire 75000", Check: 50000, Usage: 60000, Quota: 70000, Reserve: 50000, Settle: 90000, Acquire: 75000,
+			SettlesUsage: "round-3 settles with usage kept: below the estimate 110000 (2.20x the check), above it 105000 (2.10x)", SettleBelow: 110000, SettleAbove: 105000},
 		EndToEnd:    EndToEnd{Plan: EndToEndPlan{Invocations: 4, Warm: 1}, Invoke: []time.Duration{300 * time.Microsecond, 310 * time.Microsecond, 320 * time.Microsecond, 900 * time.Microsecond}, Bare: []time.Duration{50 * time.Microsecond, 60 * time.Microsecond, 70 * time.Microsecond, 80 * time.Microsecond}, Answer: `{"principalId":"key:x"}`},
 		OneRule:     RedisSide{Name: "bucketgate 1 rule", UsecPerCall: 6, Runs: []float64{6, 8, 9}},
 		TwoRules:    RedisSide{Name: "bucketgate 2 rules", UsecPerCall: 9},
@@ -199,6 +200,8 @@ func TestMarkdown(t *testing.T) {
 		"| 1 | round 3, over a check: check+usage; bucket+quota | 1.20; 1.40 | <= 1.12; <= 1.45 | **not met** |",
 		"| 1 | round 3, over a check: reserve; settle | 1.00; 1.80 | <= 1.15; <= 1.15 | **not met** |",
 		"A settle is 1.80x (goal 1.15)",
+		"| 1 | round 3, over a check: a settle with usage kept, below; above its estimate | 2.20; 2.10 | none of its own (settle's goal is usage off) | measured |",
+		"round-3 settles with usage kept: below the estimate 110000 (2.20x the check), above it 105000 (2.10x)\n```",
 		"| 1 | round 3, over a check: acquire (a bucket and a concurrency rule) | 1.50 | <= 1.40 | **not met** |",
 		"An acquire (a bucket and a concurrency rule, half of them admitted as the check's) is 1.50x a check (goal\n1.40)",
 		"| 10 | an authorizer invocation through the built binary, p50 / p99, beside a bare EVALSHA | 0.310 / 0.900 ms (EVALSHA 0.060 / 0.080 ms) | reported beside the floor | measured |",
@@ -304,5 +307,13 @@ func TestParseInstructions(t *testing.T) {
 	}
 	if _, err := parseInstructions(strings.NewReader(out + strings.Replace(leases, "settle 90000", "settle x", 1) + "\n")); err == nil {
 		t.Fatal("a settle figure that is no number: no error")
+	}
+	settles := "round-3 settles with usage kept: below the estimate 121244 (2.17x the check), above it 120271 (2.15x)"
+	in, err = parseInstructions(strings.NewReader(out + acquire + "\n" + settles + "\n"))
+	if err != nil || in.SettleBelow != 121244 || in.SettleAbove != 120271 || in.SettlesUsage != settles || in.Acquire != 65000 {
+		t.Fatalf("with the settles' line: %+v, %v", in, err)
+	}
+	if _, err := parseInstructions(strings.NewReader(out + strings.Replace(settles, "120271", "many", 1) + "\n")); err == nil {
+		t.Fatal("a settle with usage that is no number: no error")
 	}
 }

@@ -284,6 +284,10 @@ func (r Report) Markdown() string {
 			p("| 1 | round 3, over a check: reserve; settle | %.2f; %.2f | <= %.2f; <= %.2f | %s |\n",
 				over(in.Reserve), over(in.Settle), goalLeaseOverCheck, goalLeaseOverCheck, verdict(over(in.Reserve) <= goalLeaseOverCheck && over(in.Settle) <= goalLeaseOverCheck))
 		}
+		if in.SettleBelow > 0 {
+			p("| 1 | round 3, over a check: a settle with usage kept, below; above its estimate | %.2f; %.2f | none of its own (settle's goal is usage off) | measured |\n",
+				over(in.SettleBelow), over(in.SettleAbove))
+		}
 		if in.Acquire > 0 {
 			p("| 1 | round 3, over a check: acquire (a bucket and a concurrency rule) | %.2f | <= %.2f | %s |\n",
 				over(in.Acquire), goalAcquireOverCheck, verdict(over(in.Acquire) <= goalAcquireOverCheck))
@@ -318,6 +322,9 @@ func (r Report) Markdown() string {
 	w := r.Workload
 	p("## 1. Redis-side cost per decision\n\n```\n%s\n", r.InstructionsLine())
 	if line := r.Instructions.Round3Line(); line != "" {
+		p("%s\n", line)
+	}
+	if line := r.Instructions.SettlesUsage; line != "" {
 		p("%s\n", line)
 	}
 	p("```\n\n")

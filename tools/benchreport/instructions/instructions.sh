@@ -12,7 +12,7 @@
 #
 # usage: instructions.sh [N] [leases]   (default 20000; needs valgrind, redis-server,
 # redis-benchmark). With "leases", only the figures of issue 31: a check, a reserve, a
-# settle and an acquire.
+# settle and an acquire, and settles with usage kept.
 set -euo pipefail
 n=${1:-20000}
 only=${2:-}
@@ -92,8 +92,26 @@ rule=(burst:tokens burst:ts 10 0.001)
 # carries the rest): the check's call. A settle: reserves of 5 tokens (checks) on a
 # bucket of 1000, 20 per identity, each settled at 3 (2 tokens given back), against the
 # same reserves alone; each settle writes its outcome under its own record key.
+# With usage kept 35 days (settles_usage): the same reserves counted in usage, settled at
+# 3 (below the estimate: a refund, the day's cost corrected by -2) and at 7 (above it: a
+# debit, the cost corrected by +2).
 awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 1 bg:{%d} 5 burst:tokens burst:ts 1000 0.001\n", i % 1000 }' >"$work/reserve5"
-awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 3 bg:{%d} bg:{%d}:usage bg:{%d}:s:%d s3 0 \"5 99999999999999 600000\" burst:tokens burst:ts 1000 0.001\n", i % 1000, i % 1000, i % 1000, i }' >"$work/settle"
+awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 2 bg:{%d} bg:{%d}:usage 5 35 burst:tokens burst:ts 1000 0.001\n", i % 1000, i % 1000 }' >"$work/reserve5u"
+settle_lines() { # ACTUAL DAYS FILE: a settle of each reserve at ACTUAL, usage kept DAYS ('0': none)
+  awk -v n="$n" -v a="$1" -v d="$2" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 3 bg:{%d} bg:{%d}:usage bg:{%d}:s:%d s%d %s \"5 99999999999999 600000\" burst:tokens burst:ts 1000 0.001\n", i % 1000, i % 1000, i % 1000, i, a, d }' >"$3"
+}
+settle_lines 3 0 "$work/settle"
+settle_lines 3 35 "$work/settle_below"
+settle_lines 7 35 "$work/settle_above"
+# settles_usage CHECK: prints the line of settles with usage, over the check's figure.
+settles_usage() {
+  local reserved below above
+  reserved=$(count_cmds '' "$work/reserve5u")
+  below=$(( $(count_cmds "$work/reserve5u" "$work/settle_below") - reserved ))
+  above=$(( $(count_cmds "$work/reserve5u" "$work/settle_above") - reserved ))
+  awk -v x="$1" -v b="$below" -v a="$above" 'BEGIN {
+    printf "round-3 settles with usage kept: below the estimate %d (%.2fx the check), above it %d (%.2fx)\n", b, b / x, a, a / x }'
+}
 # An acquire: the check above (the same bucket, the same mix of allowed and denied) with
 # a concurrency rule of 100 in flight, as bucket.Limiter sends it (the lease in the hold,
 # the rule's sorted set after the state's key); every lease its own member, none
@@ -114,6 +132,7 @@ if [ "$only" = leases ]; then
   acquire_all=$(count_cmds '' "$work/acquire_all")
   awk -v x="$one" -v a="$admitted" -v r="$reserve" -v s="$settle" -v q="$acquire" -v qa="$acquire_all" 'BEGIN {
     printf "lease instructions/call: check %d, reserve %d (%.2fx the check), settle %d (%.2fx the check; an admitted check %d, %.2fx), acquire %d (%.2fx the check; every one admitted %d, %.2fx an admitted check)\n", x, r, r / x, s, s / x, a, s / a, q, q / x, qa, qa / a }'
+  settles_usage "$one"
   exit 0
 fi
 # Checks of cost 1 leave the operation out, as bucket.Limiter sends them.
@@ -143,3 +162,4 @@ reserve5=$(count_cmds '' "$work/reserve5")
 settle=$(( $(count_cmds "$work/reserve5" "$work/settle") - reserve5 ))
 acquire=$(count_cmds '' "$work/acquire")
 printf 'round-3 instructions/decision: check %d, check+usage %d, bucket+quota %d, reserve %d, settle %d, acquire %d\n' "$one" "$usage" "$quota" "$reserve" "$settle" "$acquire"
+settles_usage "$one"

@@ -162,7 +162,7 @@ func (l *Limiter) peekLeases(ctx context.Context, c rediser, q, qo bucketgate.Re
 		}
 		var held, last int64
 		for _, z := range leases {
-			if exp := int64(z.Score); exp > nowMS {
+			if exp := int64(z.Score); exp > nowMS && z.Member != lua.LeaseSetMark {
 				held, last = held+1, max(last, exp-nowMS)
 			}
 		}

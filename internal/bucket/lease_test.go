@@ -15,6 +15,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
 // TestLeases: a check with a concurrency rule acquires a lease while fewer than its
@@ -97,8 +98,8 @@ func TestLeases(t *testing.T) {
 			t.Errorf("release of a lease %s: %v, want ErrConflict", name, err)
 		}
 	}
-	if n := mustInt(t, do(t, c, c.B().Zcard().Key(bucket.LeaseKey("a", "streams")).Build())); n != 2 {
-		t.Fatalf("%d leases after the refused releases, want 2", n)
+	if n := mustInt(t, do(t, c, c.B().Zcard().Key(bucket.LeaseKey("a", "streams")).Build())); n != 2+1 {
+		t.Fatalf("%d members after the refused releases, want 2 leases and the set's mark", n)
 	}
 
 	// Denied by a bucket: no lease taken.
@@ -108,8 +109,8 @@ func TestLeases(t *testing.T) {
 	if d, _ := l.Decide(ctx, bucketgate.Request{Identity: "b", Rules: rules, Cost: 1}); d.Allowed || d.Rule != "tokens" || d.Lease != "" {
 		t.Fatalf("a check the bucket denies = %+v", d)
 	}
-	if n := mustInt(t, do(t, c, c.B().Zcard().Key(bucket.LeaseKey("b", "streams")).Build())); n != 1 {
-		t.Fatalf("%d leases after a denial by the bucket, want 1", n)
+	if n := mustInt(t, do(t, c, c.B().Zcard().Key(bucket.LeaseKey("b", "streams")).Build())); n != 1+1 {
+		t.Fatalf("%d members after a denial by the bucket, want 1 lease and the set's mark", n)
 	}
 
 	// A lease frees itself at its ttl; a concurrency rule alone; a reserve acquires.
@@ -282,8 +283,8 @@ func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int, pass
 }
 
 // compareLeases checks that identity's set of concurrency rule rule holds the leases
-// the model holds at now (their expiries: the members differ) and expires when the
-// model's does.
+// the model holds at now (their expiries: the members differ) and its mark, scored by
+// its expiry, and expires when the model's does.
 func compareLeases(t *testing.T, c rueidis.Client, model *bucket.Model, id, rule string, now time.Time) {
 	t.Helper()
 	zs, err := c.Do(context.Background(), c.B().Zrange().Key(bucket.LeaseKey(id, rule)).Min("0").Max("-1").Withscores().Build()).AsZScores()
@@ -291,7 +292,12 @@ func compareLeases(t *testing.T, c rueidis.Client, model *bucket.Model, id, rule
 		t.Fatal(err)
 	}
 	var got []int64
+	mark := int64(0)
 	for _, z := range zs {
+		if z.Member == lua.LeaseSetMark {
+			mark = int64(z.Score)
+			continue
+		}
 		got = append(got, int64(z.Score))
 	}
 	want, expires := model.Leases(id, rule, now)
@@ -299,8 +305,8 @@ func compareLeases(t *testing.T, c rueidis.Client, model *bucket.Model, id, rule
 		t.Fatalf("%q's leases of %s: redis %v, model %v", id, rule, got, want)
 	}
 	at := mustInt(t, do(t, c, c.B().Pexpiretime().Key(bucket.LeaseKey(id, rule)).Build()))
-	if want == nil && at != -2 || want != nil && at != expires {
-		t.Fatalf("%q's leases of %s expire at %d, model %d", id, rule, at, expires)
+	if expires == 0 && at != -2 || expires != 0 && (at != expires || mark != expires) {
+		t.Fatalf("%q's leases of %s expire at %d (mark %d), model %d", id, rule, at, mark, expires)
 	}
 }
 
@@ -329,4 +335,90 @@ func TestLeasesInABatch(t *testing.T) {
 	if !ds[0].Allowed || ds[0].Lease == "" || !ds[1].Allowed || ds[1].Remaining != 9 || ds[2].Allowed || ds[2].Rule != "one" {
 		t.Fatalf("batch = %+v", ds)
 	}
+}
+
+// TestLeaseSetMark: a set keeps a mark scored by its expiry, the first whole minute at
+// least a second past its latest lease, which only a lease of a later minute moves; a
+// release of its last lease leaves the set and its mark, which no decision counts as a
+// lease; a sweep of the full set keeps the mark; at the set's expiry all of it goes.
+// Every decision and the set are held to the model's, on miniredis's clock.
+func TestLeaseSetMark(t *testing.T) {
+	m := newMini(t)
+	l := bucket.New(m.client)
+	model := bucket.NewModel()
+	rules := []bucketgate.Rule{{Name: "streams", Concurrency: 2}}
+	key := bucket.LeaseKey("mark", "streams")
+	decide := func(q bucketgate.Request, mq bucketgate.Request) bucketgate.Decision {
+		t.Helper()
+		q.Identity, mq.Identity, q.Rules, mq.Rules = "mark", "mark", rules, rules
+		got, want, err := decideBoth(t, l, model, q, mq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got.Lease == "") != (want.Lease == "") {
+			t.Fatalf("request %+v: lease %q, model %q", q, got.Lease, want.Lease)
+		}
+		gl, wl := got.Lease, want.Lease
+		got.Lease, want.Lease = "", ""
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("request %+v:\nredis %+v\nmodel %+v", q, got, want)
+		}
+		compareLeases(t, m.client, model, "mark", "streams", m.now)
+		got.Lease, want.Lease = gl, wl
+		return want
+	}
+	expiry := func() int64 { return mustInt(t, do(t, m.client, m.client.B().Pexpiretime().Key(key).Build())) }
+	acquire := func(ttl time.Duration) (id, modelID string, d bucketgate.Decision) {
+		t.Helper()
+		q := bucketgate.Request{Identity: "mark", Rules: rules, Cost: 1, TTL: ttl}
+		got, err := l.Decide(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := model.Decide(got.At, q)
+		if got.Allowed != want.Allowed || got.Remaining != want.Remaining || got.RetryAfter != want.RetryAfter {
+			t.Fatalf("acquire: redis %+v, model %+v", got, want)
+		}
+		compareLeases(t, m.client, model, "mark", "streams", m.now)
+		return got.Lease, want.Lease, got
+	}
+	release := func(redis, modelID string) {
+		t.Helper()
+		decide(bucketgate.Request{Op: bucketgate.OpRelease, ID: redis}, bucketgate.Request{Op: bucketgate.OpRelease, ID: modelID})
+	}
+
+	r1, m1, d1 := acquire(40 * time.Second) // 12:00:40 and a second: the set expires at 12:01
+	if want := epoch.Add(time.Minute).UnixMilli(); expiry() != want || !d1.Allowed || d1.Remaining != 1 {
+		t.Fatalf("first acquire %+v, set expires at %d, want %d", d1, expiry(), want)
+	}
+	m.advance(30 * time.Second)
+	r2, m2, d2 := acquire(5 * time.Second) // 12:00:35 and a second: the same minute, the expiry stays
+	if want := epoch.Add(time.Minute).UnixMilli(); expiry() != want || d2.Remaining != 0 {
+		t.Fatalf("second acquire %+v, set expires at %d, want %d", d2, expiry(), want)
+	}
+	if _, _, d := acquire(time.Second); d.Allowed || d.Rule != "streams" {
+		t.Fatalf("a third acquire = %+v, want denied: the mark is no lease", d)
+	}
+	release(r1, m1)
+	release(r2, m2)
+	if n := mustInt(t, do(t, m.client, m.client.B().Zcard().Key(key).Build())); n != 1 {
+		t.Fatalf("%d members once every lease was released, want the mark alone", n)
+	}
+	if peek := decide(bucketgate.Request{}, bucketgate.Request{}); peek.Rules[0].Remaining != 2 {
+		t.Fatalf("peek after the releases = %+v, want 2 leases left", peek.Rules)
+	}
+	r3, _, d3 := acquire(40 * time.Second) // 12:01:10 and a second: the mark and the expiry move to 12:02
+	if want := epoch.Add(2 * time.Minute).UnixMilli(); expiry() != want || d3.Remaining != 1 || r3 == "" {
+		t.Fatalf("acquire after the releases %+v, set expires at %d, want %d", d3, expiry(), want)
+	}
+	acquire(time.Millisecond)
+	m.advance(5 * time.Millisecond)
+	if _, _, d := acquire(time.Second); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("acquire of a full set with an expired lease = %+v, want it swept and the lease taken", d)
+	}
+	m.advance(2 * time.Minute) // past the set's expiry: no set, no mark
+	if n := mustInt(t, do(t, m.client, m.client.B().Exists().Key(key).Build())); n != 0 {
+		t.Fatal("the set outlived its expiry")
+	}
+	compareLeases(t, m.client, model, "mark", "streams", m.now)
 }

@@ -313,7 +313,11 @@ func scriptCall(q bucketgate.Request, m, usageDays int, h hold, call *scriptArgs
 		cuts[lua.ArgUsageDays], at = cut{at, len(b)}, len(b)
 	}
 	if layout.Hold {
-		if m > 0 { // "@<ttl>/<N1>/.../<Nm> <nonce>", then any other hold
+		b = append(b, h.arg...)
+		if m > 0 { // any other hold, then "@<ttl>/<N1>/.../<Nm> <nonce>"
+			if h.arg != "" {
+				b = append(b, ' ')
+			}
 			b = append(b, lua.LeaseMark...)
 			if q.Op != bucketgate.OpRelease {
 				b = strconv.AppendInt(b, ttlOf(q).Milliseconds(), 10)
@@ -324,11 +328,7 @@ func scriptCall(q bucketgate.Request, m, usageDays int, h hold, call *scriptArgs
 				b = strconv.AppendInt(append(b, '/'), int64(r.Concurrency), 10)
 			}
 			b = append(append(append(b, ' '), h.nonce...), h.lease...)
-			if h.arg != "" {
-				b = append(b, ' ')
-			}
 		}
-		b = append(b, h.arg...)
 		cuts[lua.ArgHold], at = cut{at, len(b)}, len(b)
 	}
 	for i, r := range q.Rules[:n] {

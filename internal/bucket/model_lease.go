@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
 // modelLeaseID is a lease the model made: what its id carries (the rules' names) and
@@ -17,7 +18,8 @@ type modelLeaseID struct {
 }
 
 // modelSet is a concurrency rule's sorted set in the model: each lease's expiry (Unix
-// ms) by its member, and the set's own expiry (Unix ms).
+// ms) by its member, and the set's own expiry (Unix ms), which is also the score of its
+// mark (lua.LeaseSetMark): a set lives, with no lease left too, until it expires.
 type modelSet struct {
 	leases  map[string]int64
 	expires int64
@@ -35,18 +37,27 @@ func (m *Model) set(name string, nowMS int64) *modelSet {
 }
 
 // sweep removes the leases of set name that expired at nowMS (ZREMRANGEBYSCORE), and
-// the set with its last lease; it returns the set, nil when there is none.
+// the set when its mark goes too (at its expiry's very millisecond, when every lease
+// has expired); it returns the set, nil when there is none.
 func (m *Model) sweep(name string, nowMS int64) *modelSet {
 	z := m.set(name, nowMS)
 	if z == nil {
 		return nil
 	}
 	maps.DeleteFunc(z.leases, func(_ string, exp int64) bool { return exp <= nowMS })
-	if len(z.leases) == 0 {
+	if z.expires <= nowMS {
 		delete(m.sets, name)
 		return nil
 	}
 	return z
+}
+
+// setExpiry is when a set whose latest lease expires at exp (Unix ms, after 1970)
+// expires: the first whole minute at least ExpiryMargin later, as the script scores the
+// set's mark.
+func setExpiry(exp int64) int64 {
+	x := exp + ExpiryMargin.Milliseconds()
+	return x + (lua.LeaseSetMinute-x%lua.LeaseSetMinute)%lua.LeaseSetMinute
 }
 
 // decideLeases does q, with concurrency rules, at now as operation op of cost, a debit
@@ -159,8 +170,9 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 			z = &modelSet{leases: map[string]int64{}}
 			m.sets[name] = z
 		}
-		z.leases[nonce] = nowMS + ttlOf(q).Milliseconds()
-		z.expires = max(z.expires, nowMS+ttlOf(q).Milliseconds()+int64(ExpiryMargin/time.Millisecond))
+		exp := nowMS + ttlOf(q).Milliseconds()
+		z.leases[nonce] = max(z.leases[nonce], exp) // ZADD GT: a member acquired again keeps its later expiry
+		z.expires = max(z.expires, setExpiry(exp))
 	}
 	if m.leaseIDs == nil {
 		m.leaseIDs = map[string]modelLeaseID{}
@@ -188,10 +200,7 @@ func (m *Model) release(now time.Time, q bucketgate.Request) (bucketgate.Decisio
 		if z := m.sweep(name, floorDiv(nowUS, 1000)); z != nil {
 			if _, held := z.leases[l.nonce]; held {
 				d.Released = true
-				delete(z.leases, l.nonce)
-				if len(z.leases) == 0 {
-					delete(m.sets, name)
-				}
+				delete(z.leases, l.nonce) // the set stays, with its mark
 			}
 		}
 	}
@@ -219,7 +228,7 @@ func (m *Model) snapshot(names ...string) func() {
 
 // Leases returns the expiries (Unix ms) of the leases in identity's set of concurrency
 // rule rule at now, expired ones not swept yet included, in increasing order, and the
-// set's expiry; nil and 0 when there is no set.
+// set's expiry (its mark's score); nil and 0 when there is no set.
 func (m *Model) Leases(identity, rule string, now time.Time) ([]int64, int64) {
 	z := m.set(LeaseKey(identity, rule), now.UnixMilli())
 	if z == nil {

@@ -548,16 +548,20 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"lease: concurrency above 10000", []string{"1", "0", "@1000/10001 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
 		{"lease: no nonce", []string{"1", "0", "@1000/2", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
 		{"lease: malformed", []string{"1", "0", "@1000/x n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
+		{"lease: the set's mark as its nonce", []string{"1", "0", "@1000/2 ~", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
 		{"lease: two rules, three sets", []string{"1", "0", "@1000/2/3 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
 		{"lease: a peek", []string{"0", "0", "@1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a lease is for a check that takes tokens"},
 		{"lease: a refund", []string{"-1", "0", "@1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a lease is for a check that takes tokens"},
-		{"lease: a settle", []string{"s1", "0", "@1000/2 n 5 1 1000 fp", "b:tokens", "b:ts", "10", "1"}, "a settle must be"},
-		{"lease: a record, no record key", []string{"1", "0", "@1000/2 n 1000 fp", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
+		{"lease: a settle", []string{"s1", "0", "5 1 1000 @1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a settle must be"},
+		{"lease: a record, no record key", []string{"1", "0", "1000 fp @1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a hold must be"},
+		{"lease: after a hold that is not a lease", []string{"1", "0", "1000 fp 1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a hold must be"},
 		{"lease: usage, no archive", []string{"1", "35", "@1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
 		{"lease: ttl 0", []string{"1", "0", "@0/2 n", "b:tokens", "b:ts", "10", "1"}, "lives 1 to 3600000 ms"},
 		{"lease: ttl above an hour", []string{"1", "0", "@3600001/2 n", "b:tokens", "b:ts", "10", "1"}, "lives 1 to 3600000 ms"},
-		{"lease: a bad record", []string{"1", "0", "@1000/2 n 0 fp", "b:tokens", "b:ts", "10", "1"}, "a hold must be"},
+		{"lease: a bad record", []string{"1", "0", "0 fp @1000/2 n", "b:tokens", "b:ts", "10", "1"}, "a hold must be"},
 		{"lease: alone, bad", []string{"1", "0", "@1000/0 n"}, "a lease must be @"},
+		{"lease: alone after a record, bad", []string{"1", "0", "1000 fp @1000/0 n"}, "a lease must be @"},
+		{"hold: a fingerprint with an @, no rule", []string{"1", "0", "1000 f@p"}, "ARGV must be"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -161,29 +161,54 @@
 -- four integers and two more: 1 when the answer is a decision or outcome given again (else
 -- 0), and a settle's actual cost (else 0).
 --
--- Leases (f = 3, a hold "@<ttl>/<N1>/.../<Nm> <nonce>", then a space and any other hold):
+-- Leases (f = 3, a hold "@<ttl>/<N1>/.../<Nm> <nonce>", after any other hold and a space):
 -- concurrency rules 1 to m, numbered after the n rules of ARGV (rule n + k) and never
 -- shadow, N their most leases in flight (1 to 10000), their sets the last m KEYS, scored by
--- each lease's expiry (Unix ms), member the nonce. A check that takes tokens (cost >= 1),
--- once every other rule allows it, counts each set's leases, rule by rule, and when a
--- set holds N (expired ones too) removes its expired leases (score <= now ms) and counts
--- again (so a set never holds more than N): a set holding N still denies it, binding and wait
--- rule n + k, 0 remaining, its wait until the set's earliest lease expires and its reset
--- until its latest does: nothing is taken, nothing is crossed, and usage counts the
--- denial as any other. Else, last, the nonce goes into every set at now + ttl (1 to
--- 3600000 ms), each set living 1000 ms past its latest lease (PEXPIREAT NX on a new set,
--- GT on another), and a rule with fewer leases left (N less the set's leases, expired
--- ones not swept yet too) than the other rules' whole tokens left (or when no other rule
--- binds) is the binding rule, its leases left the remaining.
--- A denial by another rule takes no lease and sweeps nothing. With no other rule (ARGV's
--- n = 0) no state hash is written but usage. A release: ARGV[1] "release", the hold
--- "@0/<N...> <nonce>" and no rule: each set's expired leases removed, then the nonce;
--- reply {the sets that held it, now (us)}, 0 sets when it was released or expired before.
+-- each lease's expiry (Unix ms), member the nonce (never '~'), beside the set's mark: the
+-- member '~', scored by the set's expiry. A check that takes tokens (cost >= 1), once
+-- every other rule allows it, reads the lease and counts each set's leases (ZCARD less
+-- the mark), rule by rule, and when a set holds N (expired ones too) removes its expired
+-- leases (score <= now ms) and counts again (so a set never holds more than N): a set
+-- holding N still denies it, binding and wait rule n + k, 0 remaining, its wait until the
+-- set's earliest lease expires and its reset until its latest does: nothing is taken,
+-- nothing is crossed, and usage counts the denial as any other. Else, last, the nonce
+-- goes into every set at now + ttl (1 to 3600000 ms; a member there already keeps the
+-- later of its two expiries), and a rule with fewer leases left (N less the set's
+-- leases, expired ones not swept yet too) than the other rules' whole tokens left (or
+-- when no other rule binds) is the binding rule, its leases left the remaining.
+-- A set expires at the first whole minute (Unix time, a multiple of 60000 ms) at least
+-- 1000 ms (the margin) past its latest lease, and its mark says when: ZADD GT CH adds the
+-- lease and raises the mark to this lease's minute, and only when it moved the mark (two
+-- members changed) does PEXPIREAT follow (NX on a new set, GT on another), so that most
+-- acquires make two calls, ZCARD and ZADD. A lease that changes nothing had a mark as
+-- late (every lease's minute is at most the mark), so two changes are the mark's move.
+-- The mark goes only with the set, or in a sweep at the set's last millisecond, when
+-- every lease goes too: a release of the last lease leaves the set and its mark. A set
+-- without its mark (written by an earlier build of this release, or by hand) would count
+-- one lease less until its next acquire adds the mark, and a mark above the set's
+-- expiry (a set's expiry shortened by hand) would let the set go before its leases:
+-- nothing but this script may write the sets.
+-- A denial by another rule takes no lease, sweeps nothing and reads nothing of the lease
+-- but its '@': the lease is read (and checked) only once every other rule allowed the
+-- check, before any write, by one pattern. With no other rule (ARGV's n = 0) no state
+-- hash is written but usage. A release: ARGV[1] "release", the hold "@0/<N...> <nonce>"
+-- and no rule: each set's expired leases removed, then the nonce; reply {the sets that
+-- held it, now (us)}, 0 sets when it was released or expired before.
 -- Under make bench-instructions' callgrind, an acquire (one bucket, one concurrency rule
--- of 100, half of the checks admitted as for the check's figure) costs 82,662, 1.48x a
--- check (55,734; goal 1.4x): an admission's ZCARD, ZADD and PEXPIREAT (sweeping every
--- time, a fourth call, made it 97,793), and the hold's three ARGV values and the set's
--- key on every call.
+-- of 100, half of the checks admitted as for the check's figure) costs 77,538, 1.39x a
+-- check (55,935; goal 1.4x; 82,662 and 1.48x before): an admission's ZCARD and
+-- ZADD, the lease's pattern, and the hold's ARGV value and the set's key on every call.
+-- Reading the lease only when it is taken saved 4,600 a denial (its pattern); the mark
+-- saves the PEXPIREAT (6,200) of most admissions but costs its ZADD 4,800 more (a member,
+-- two flags, a number formatted). Sweeping every time (a fourth call) cost 97,793; the
+-- lease's numbers found by plain string.find and string.sub, 3,200 more than the pattern;
+-- sending the lease as ARGV[1] without the days and the hold ('1' and '0': strings the
+-- script holds already), nothing. A count of the leases in the state hash instead of
+-- ZCARD (4,200 an admission) was not built: its field would cost every call in the HMGET
+-- (about 1,000, denials too) and an admission in the HSET (1,000 more), about 600 a call
+-- saved at best, while a release would need a call more to keep the remaining exact, a
+-- lease alone (n = 0) writes no hash, and a count lost or behind the set (a hash that
+-- expired first) must never admit more: ZCARD again.
 --
 -- Usage (f = 2; a settle's, f = 3): a check that takes tokens adds, when allowed, 1 to
 -- "u:<D>:a" (and its cost less one to "u:<D>:x") in the HMGET and HSET it makes anyway, or,
@@ -268,7 +293,7 @@ local key, nargs = KEYS[1], #argv
 -- operation), 2 (the operation and the days usage is kept) or 3 (and the hold). The
 -- usual cost, '1', skips tonumber: comparing Lua strings compares pointers.
 local o = nargs % 4
-if nargs < o + 4 and not (o == 3 and string.byte(argv[3]) == 64) then -- a lease may come with no other rule
+if nargs < o + 4 and not (o == 3 and (string.byte(argv[3]) == 64 or string.find(argv[3], ' @', 1, true))) then -- a lease may come with no other rule
   return redis.error_reply('ERR bucketgate: ARGV must be the operation, the days usage is kept and the hold (or fewer: see the header), two field names per rule, then two numbers per rule')
 end
 local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'reset'; keep: the days usage is kept (see below), nil when none is counted
@@ -277,55 +302,17 @@ local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'rese
 -- est and exp its reservation's estimate and expiry (Unix ms; a settle's record lives
 -- life ms past it), debit for a settle that takes more than its estimate.
 local rec, life, fp, settle, est, exp, debit
--- With a lease (a hold starting '@', "Leases" in the header): lease the most in flight
--- of each concurrency rule (its sorted set is KEYS[3 + k]), lnonce the lease's member,
+-- With a lease ("Leases" in the header): lease its text, read only when it is taken
+-- (or released), after the other rules allowed the check; then lmost the most in flight
+-- of each concurrency rule (its sorted set is KEYS[lk + k]), lnonce the lease's member,
 -- lttl its ms to live.
-local lease, lnonce, lttl, lk -- lk: the index in KEYS before the first set
+local lease, lmost, lnonce, lttl, lk -- lk: the index in KEYS before the first set
 if o > 0 then
   cost = argv[1]
   if o == 3 then
-    rec = KEYS[3]
     local hold = argv[3]
-    if string.byte(hold) == 64 then -- '@': a lease, then any other hold
-      local n1
-      lttl, n1, lnonce, hold = string.match(hold, '^@(%d+)/(%d+) (%S+) ?(.*)$') -- one rule, the usual case
-      if n1 then
-        lttl, lease = lttl + 0, {n1 + 0}
-      else
-        local spec
-        spec, lnonce, hold = string.match(argv[3], '^@([%d/]+) (%S+) ?(.*)$')
-        lease = {}
-        if spec then
-          for v in string.gmatch(spec, '%d+') do lease[#lease + 1] = v + 0 end
-        end
-        lttl = table.remove(lease, 1)
-      end
-      lk = #KEYS - #lease
-      local ok = lnonce and #lease >= 1 and lk == (hold ~= '' and 3 or argv[2] ~= '0' and 2 or 1) -- the record, else the archive, else the state before the sets
-      for k = 1, ok and #lease or 0 do
-        if lease[k] < 1 or lease[k] > 10000 then ok = false end
-      end
-      if not ok then
-        return redis.error_reply('ERR bucketgate: a lease must be @, its ms to live, then / and the most in flight (1 to 10000) of each concurrency rule, a space and its nonce, with one sorted set per rule, the last KEYS (after the archive with usage, and the record with one)')
-      end
-      if cost == 'release' then
-        -- A release: the lease's member out of every set (after the expired ones: a
-        -- lease past its ttl was released by time). Reply: how many sets held it, now.
-        local t = call('TIME')
-        local ms = string.format('%d', t[1] * 1000 + (t[2] - t[2] % 1000) / 1000)
-        local released = 0
-        for k = lk + 1, #KEYS do
-          call('ZREMRANGEBYSCORE', KEYS[k], '-inf', ms)
-          released = released + call('ZREM', KEYS[k], lnonce)
-        end
-        return {released, t[1] * 1000000 + t[2]}
-      end
-      if not (lttl >= 1 and lttl <= 3600000) then
-        return redis.error_reply('ERR bucketgate: a lease lives 1 to 3600000 ms')
-      end
-      if hold == '' then rec = nil end -- no other hold: no record
-    end
-    if lease and not rec then
+    if string.byte(hold) == 64 then lease = hold else rec = KEYS[3] end -- '@': a lease alone
+    if lease then
     elseif string.byte(cost) == 115 then -- 's': a settle at the actual cost that follows
       settle, cost = tonumber(string.sub(cost, 2)), '0'
       est, exp, life = string.match(hold, '^(%d+) (%d+) (%d+)$')
@@ -333,8 +320,9 @@ if o > 0 then
         return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its reservation\'s estimate (1 to 1e9), expiry and the ms its record lives (1 or more), and its record, KEYS[3]')
       end
     else
-      life, fp = string.match(hold, '^(%d+) (%S+)$')
-      if not (fp and life + 0 >= 1 and rec) then
+      life, fp, lease = string.match(hold, '^(%d+) (%S+) ?(.*)$') -- and perhaps a lease
+      if lease == '' then lease = nil end
+      if not (fp and life + 0 >= 1 and rec and (not lease or string.byte(lease) == 64)) then
         return redis.error_reply('ERR bucketgate: a hold must be the ms a record lives (1 or more) and the fingerprint, with the record, KEYS[3]')
       end
     end
@@ -349,6 +337,8 @@ if o > 0 then
       cost, give, op = 0, -n, 'refund'
     elseif cost == 'reset' then
       cost, op = 0, 'reset'
+    elseif cost == 'release' and lease then
+      cost, op = 0, 'release'
     else
       return redis.error_reply('ERR bucketgate: operation must be a whole number (a cost >= 0, or -n to refund n) or reset')
     end
@@ -356,7 +346,7 @@ if o > 0 then
   -- The days usage is kept stay ARGV's string until a write needs them (the day's
   -- first, or a rule living past the day), which reads and checks them first: most
   -- calls need no tonumber.
-  if lease and (op or cost == 0) then -- a settle's cost is 0 here
+  if lease and cost == 0 and op ~= 'release' then -- a settle's cost is 0 here
     return redis.error_reply('ERR bucketgate: a lease is for a check that takes tokens')
   end
   if o == 2 and not op and cost > 0 then
@@ -437,7 +427,7 @@ elseif keep then -- a check that takes tokens, or a settle (op 'refund' when it 
     s = call('HMGET', key, unpack(f))
   end
   if op then before = {unpack(s)} end
-elseif op then
+elseif op == 'refund' then -- a release has no rule: n2 = 0 below
   s = call('HMGET', key, unpack(argv, o + 1, o + n2)); before = {unpack(s)}
 elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) elseif n2 == 0 then s = {} else s = call('HMGET', key, unpack(argv, o + 1, o + n2)) end
 
@@ -734,25 +724,62 @@ end
 if fewest < 0 then fewest = 0 end -- a bucket in debt has none left
 -- Leases: a check every other rule allows takes a lease of every concurrency rule (rule
 -- n2 / 2 + k), or of none when one holds its most in flight already: then it is denied,
--- its figures that rule's alone. Expired leases go first. lcounts: each set's size.
+-- its figures that rule's alone. Expired leases go first. lcounts: each set's size, its
+-- mark (see the header) included. The lease is read here, before any write: one
+-- pattern for one rule.
 local lms, lcounts
 if lease and allowed == 1 then
+  local n1, ok
+  lttl, n1, lnonce = string.match(lease, '^@(%d+)/(%d+) (%S+)$') -- one rule, the usual case
+  if n1 then
+    lttl, lmost = lttl + 0, {n1 + 0}
+  else
+    local spec
+    spec, lnonce = string.match(lease, '^@([%d/]+) (%S+)$')
+    lmost = {}
+    if spec then
+      for v in string.gmatch(spec, '%d+') do lmost[#lmost + 1] = v + 0 end
+    end
+    lttl = table.remove(lmost, 1)
+  end
+  lk = #KEYS - #lmost
+  ok = lnonce and lnonce ~= '~' and #lmost >= 1 and lk == (rec and 3 or argv[2] ~= '0' and 2 or 1) -- the record, else the archive, else the state before the sets
+  for k = 1, ok and #lmost or 0 do
+    if lmost[k] < 1 or lmost[k] > 10000 then ok = false end
+  end
+  if not ok then
+    return redis.error_reply('ERR bucketgate: a lease must be @, its ms to live, then / and the most in flight (1 to 10000) of each concurrency rule, a space and its nonce, with one sorted set per rule, the last KEYS (after the archive with usage, and the record with one)')
+  end
   lms = (now - now % 1000) / 1000
+  if op then
+    -- A release: the lease's member out of every set (after the expired ones: a lease
+    -- past its ttl was released by time). Reply: how many sets held it, now.
+    local ms, released = string.format('%d', lms), 0
+    for k = lk + 1, #KEYS do
+      call('ZREMRANGEBYSCORE', KEYS[k], '-inf', ms)
+      released = released + call('ZREM', KEYS[k], lnonce)
+    end
+    return {released, now}
+  end
+  if not (lttl >= 1 and lttl <= 3600000 and lttl % 1 == 0) then
+    return redis.error_reply('ERR bucketgate: a lease lives 1 to 3600000 ms')
+  end
   lcounts = {}
-  for k = 1, #lease do
+  for k = 1, #lmost do
     local z = KEYS[lk + k]
-    local c = call('ZCARD', z)
-    if c >= lease[k] then -- full, counting the expired leases not swept yet: swept now
+    local c = call('ZCARD', z) -- its leases and its mark, or 0 when there is no set
+    if c > lmost[k] then -- full, counting the expired leases not swept yet: swept now
       call('ZREMRANGEBYSCORE', z, '-inf', string.format('%d', lms))
       c = call('ZCARD', z)
     end
-    if c >= lease[k] then
-      local first, last = call('ZRANGE', z, 0, 0, 'WITHSCORES'), call('ZRANGE', z, -1, -1, 'WITHSCORES')
+    if c > lmost[k] then -- the latest lease is the one before the mark, which scores highest
+      local first, last = call('ZRANGE', z, 0, 0, 'WITHSCORES'), call('ZRANGE', z, -2, -2, 'WITHSCORES')
       allowed, binding, waitrule, fewest, wait, resetafter = 0, n2 / 2 + k, n2 / 2 + k, 0, first[2] - lms, last[2] - lms
       break
     end
     lcounts[k] = c
-    local left = lease[k] - c - 1 -- binding when fewer than every other rule's whole tokens left
+    local left = lmost[k] - c -- binding when fewer than every other rule's whole tokens left
+    if c == 0 then left = left - 1 end
     if not binding or left < fewest - fewest % 1 then fewest, binding = left, n2 / 2 + k end
   end
 end
@@ -951,12 +978,19 @@ if newday then
   if not at or kept > at then at = kept end
 end
 if lcounts and allowed == 1 then
-  -- The lease, in every set, which lives until its latest lease expires and the margin.
-  local e, x = string.format('%d', lms + lttl), string.format('%d', lms + lttl + 1000)
-  for k = 1, #lease do
+  -- The lease, in every set, and the set's mark '~' scored by when the set expires: the
+  -- first whole minute (Unix time) at least the margin past its latest lease, both
+  -- raised only (GT). The mark moves, and the set's expiry with it, only when this
+  -- lease's minute is later: ZADD then changes two members (CH), else one or none (a
+  -- lease whose member was there already, as late, came with a mark as late).
+  local x = lms + lttl + 1000
+  x = string.format('%d', x + (-x) % 60000)
+  local e = string.format('%d', lms + lttl)
+  for k = 1, #lmost do
     local z = KEYS[lk + k]
-    call('ZADD', z, e, lnonce)
-    call('PEXPIREAT', z, x, lcounts[k] == 0 and 'NX' or 'GT') -- an empty set was removed: new
+    if call('ZADD', z, 'GT', 'CH', e, lnonce, x, '~') == 2 then
+      call('PEXPIREAT', z, x, lcounts[k] == 0 and 'NX' or 'GT') -- an empty set was removed: new
+    end
   end
   if n2 == 0 and not keep then at = nil end -- a lease alone writes no state hash
 end

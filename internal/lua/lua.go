@@ -45,9 +45,19 @@ const (
 	LeaseInfix    = ":c:"
 )
 
-// LeaseMark starts ARGV's hold for a call with concurrency rules: "@<ttl>/<N1>/.../<Nm>
-// <nonce>", the lease's ms to live, the most in flight of each concurrency rule in the
-// order of their sets, and the lease's member; then, after a space, any other hold.
+// LeaseSetMark is the member of every concurrency rule's set beside its leases, scored
+// by the set's expiry (Unix ms): the first multiple of LeaseSetMinute at least the
+// expiry margin past the set's latest lease. It is no lease: it is never counted as one.
+const LeaseSetMark = "~"
+
+// LeaseSetMinute is the step of a set's expiry, in ms: the set expires on a whole
+// minute (Unix time), so that most acquires leave its expiry as it is.
+const LeaseSetMinute = 60_000
+
+// LeaseMark starts the lease in ARGV's hold for a call with concurrency rules:
+// "@<ttl>/<N1>/.../<Nm> <nonce>", the lease's ms to live, the most in flight of each
+// concurrency rule in the order of their sets, and the lease's member; after any other
+// hold and a space, so that a hold that starts with it is a lease alone.
 // With OpRelease as the operation (and no other rule), the call releases the lease.
 const LeaseMark = "@"
 
@@ -115,7 +125,8 @@ const ArgUsageDays = 1
 // ArgHold is the index in ARGV of the hold, when Args.Hold: for a settle, "<estimate>
 // <expiry> <life>", its reservation's estimate and expiry (Unix ms) and how long its
 // record lives past that (ms); for an idempotent request, "<life> <fingerprint>"; with
-// concurrency rules, the lease (LeaseMark) first, then a space and any of those.
+// concurrency rules, the lease (LeaseMark), alone or after an idempotent request's and a
+// space.
 const ArgHold = 2
 
 // Len is the length of ARGV.

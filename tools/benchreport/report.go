@@ -529,11 +529,12 @@ func (r Report) round3Miss(p func(format string, args ...any)) {
 	if in.Acquire > 0 {
 		p("An acquire (a bucket and a concurrency rule, half of them admitted as the check's) is %.2fx a check (goal\n",
 			over(in.Acquire))
-		p("%.2f): an admission's three calls on the sorted set (`ZCARD`, `ZADD`, `PEXPIREAT`, about 25,000: the sweep\n",
+		p("%.2f): an admission's two calls on the sorted set (`ZCARD` and `ZADD`, about 17,000: the sweep is made only\n",
 			goalAcquireOverCheck)
-		p("is made only when the set is full, which saved a fourth), and on every call the hold's three more ARGV values\n")
-		p("and the set's key (about 10,000). Keeping the set's expiry in the state hash, read in the `HMGET` a check\n")
-		p("makes anyway, would make most admissions' `PEXPIREAT` unneeded (an estimated 1.43x).\n\n")
+		p("when the set is full, and `PEXPIREAT` only when the set's mark, scored by its expiry on a whole minute, moves),\n")
+		p("the lease read by one pattern (about 4,600) only when the other rules allow the check, and on every call\n")
+		p("the hold's ARGV value and the set's key (about 4,000). The header of internal/lua/bucket.lua lists the\n")
+		p("alternatives measured.\n\n")
 		return
 	}
 	p("Acquire (concurrency rules) is not built.\n\n")

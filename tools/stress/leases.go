@@ -13,6 +13,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/lua"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
@@ -49,8 +50,8 @@ type LeasesResult struct {
 	// much it exceeds the rule's concurrency: 0 is the goal.
 	MostInFlight, OverConcurrency int64
 	// Leaked counts the leases in flight after the storm that the run does not hold
-	// (or held leases missing), and the sets still there after every lease expired:
-	// 0 is the goal.
+	// (or held leases missing), and the sets that would outlive their latest lease by
+	// more than the margin and the rest of its minute: 0 is the goal.
 	Leaked int64
 }
 
@@ -292,8 +293,15 @@ func leaks(ctx context.Context, c rueidis.Client, leased []held, res *LeasesResu
 		latest[h.id] = max(latest[h.id], h.exp)
 		last = max(last, h.end/1000)
 	}
-	inFlight := func(id string, nowMS int64) (int64, error) {
-		return c.Do(ctx, c.B().Zcount().Key(bucket.LeaseKey(id, leaseStreams.Name)).Min(fmt.Sprintf("(%d", nowMS)).Max("+inf").Build()).AsInt64()
+	inFlight := func(id string, nowMS int64) (int64, error) { // the set's mark is no lease
+		zs, err := c.Do(ctx, c.B().Zrange().Key(bucket.LeaseKey(id, leaseStreams.Name)).Min(fmt.Sprintf("(%d", nowMS)).Max("+inf").Byscore().Withscores().Build()).AsZScores()
+		var n int64
+		for _, z := range zs {
+			if z.Member != lua.LeaseSetMark {
+				n++
+			}
+		}
+		return n, err
 	}
 	for k := range 4 {
 		id := fmt.Sprintf("conc-%d", k)
@@ -318,8 +326,10 @@ func leaks(ctx context.Context, c rueidis.Client, leased []held, res *LeasesResu
 			return fmt.Errorf("stress: leases of %s: %w", id, err)
 		}
 		res.Leaked += n
-		if at != -2 && (at < 0 || at > latest[id]+bucket.ExpiryMargin.Milliseconds()) {
-			res.Leaked++ // a set that would outlive its leases
+		bound := latest[id] + bucket.ExpiryMargin.Milliseconds() // then the whole minute (lua.LeaseSetMinute)
+		bound += (lua.LeaseSetMinute - bound%lua.LeaseSetMinute) % lua.LeaseSetMinute
+		if at != -2 && (at < 0 || at > bound) {
+			res.Leaked++ // a set that would outlive its leases by more than its minute
 		}
 	}
 	return nil

@@ -140,6 +140,43 @@ func TestSettleRefused(t *testing.T) {
 	}
 }
 
+// TestSettleAfterExpiry: a settle made before its reservation expired answers its first
+// outcome after the expiry too (a retry whose answer was lost), whatever cost it names;
+// one never settled is refused there, its estimate still charged.
+func TestSettleAfterExpiry(t *testing.T) {
+	_, c := real(t)
+	l := bucket.New(c, bucket.Secret([]byte("the first secret, 32 bytes long.")))
+	ctx := context.Background()
+	rules := []bucketgate.Rule{{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}}
+	reserve := func(cost int64) bucketgate.Decision {
+		t.Helper()
+		d, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules, Op: bucketgate.OpReserve, Cost: cost, TTL: 100 * time.Millisecond})
+		if err != nil || !d.Allowed {
+			t.Fatalf("reserve %d = %+v, %v", cost, d, err)
+		}
+		return d
+	}
+	settle := func(id string, cost int64) (bucketgate.Decision, error) {
+		return l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules, Op: bucketgate.OpSettle, Cost: cost, ID: id})
+	}
+	settled, unsettled := reserve(4), reserve(3)
+	first, err := settle(settled.Reservation, 1)
+	if err != nil || first.Replayed || first.Settled != 1 {
+		t.Fatalf("settle 4 at 1 = %+v, %v", first, err)
+	}
+	time.Sleep(time.Until(settled.Expires.Add(20 * time.Millisecond)))
+	again, err := settle(settled.Reservation, 9)
+	if err != nil || !again.Replayed || again.Settled != 1 || !again.At.Equal(first.At) || again.Remaining != first.Remaining {
+		t.Fatalf("settled again after the expiry = %+v, %v; want the first outcome %+v", again, err, first)
+	}
+	if _, err := settle(unsettled.Reservation, 1); !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "stays charged at its estimate") {
+		t.Fatalf("a first settle after the expiry: %v, want ErrConflict saying it stays charged", err)
+	}
+	if d, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules}); err != nil || d.Rules[0].Remaining != 6 {
+		t.Fatalf("after the settles: %+v, %v; want 10 - 4 + 3 (settled at 1) - 3 (unsettled) = 6 before this check", d, err)
+	}
+}
+
 // TestDifferentialHolds holds reserves, settles (under and over the estimate, into
 // debt, after expiry, twice), cancels and idempotent requests on real Redis to the
 // model, among plain checks, refunds, resets and time steps; usage kept 35 days.

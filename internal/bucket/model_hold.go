@@ -42,13 +42,14 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		if r == nil || r.names != namesPrint(q.Rules) {
 			return bucketgate.Decision{}, fmt.Errorf("%w: not an id this limiter made for the identity and rules", bucketgate.ErrConflict)
 		}
-		if nowMS >= r.expiry {
-			return bucketgate.Decision{}, fmt.Errorf("%w: reservation expired", bucketgate.ErrConflict)
-		}
 		if r.settled != nil && nowMS < r.expiry+idempotency.Milliseconds() {
+			// Past the expiry too: a retry of a settle made before it.
 			d := *r.settled
 			d.Replayed, d.Crossings = true, nil // a replay crosses nothing
 			return relimit(d, q), nil
+		}
+		if nowMS >= r.expiry {
+			return bucketgate.Decision{}, fmt.Errorf("%w: reservation expired", bucketgate.ErrConflict)
 		}
 		var d bucketgate.Decision
 		if q.Cost > r.estimate {

@@ -144,7 +144,8 @@
 -- Holds (f = 3): a settle, or an idempotent request. A reserve is no hold: the caller sends
 -- it as the check of its estimate and signs what its settle needs (the estimate and the
 -- expiry) into its id. A settle ("s<a>", hold "<estimate> <expiry> <life>") is refused at
--- or past its reservation's expiry (Unix ms; an error, the estimate stays taken); otherwise
+-- or past its reservation's expiry (Unix ms; an error, the estimate stays taken) unless it
+-- was settled before, whose outcome then answers from its record (GET); otherwise
 -- an actual cost below the estimate is a refund of the difference (as above), above it a
 -- debit of the difference that never denies: a bucket goes down to minus its capacity at
 -- most, a quota's count up to twice its limit at most, every rule is written as by a check;
@@ -382,7 +383,17 @@ local rv
 if rec then
   if settle then
     if (now - now % 1000) / 1000 >= exp + 0 then
-      return redis.error_reply('ERR bucketgate-hold: reservation expired at ' .. exp .. ' ms (Unix time): it stays charged at its estimate')
+      -- Past the expiry: a settle made before it still answers (a retry whose first
+      -- answer was lost), from its record; else refused.
+      local old = call('GET', rec)
+      if not old then
+        return redis.error_reply('ERR bucketgate-hold: reservation expired at ' .. exp .. ' ms (Unix time): it stays charged at its estimate')
+      end
+      local f1, w, r, n, a = string.match(old, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+      if not a then
+        return redis.error_reply('ERR bucketgate-state: the settled record of this reservation is not bucketgate\'s')
+      end
+      return {f1 + 0, w + 0, r + 0, n + 0, 1, a + 0} -- settled before: its first outcome
     end
     est = est + 0
     if settle > est then

@@ -200,6 +200,7 @@ func TestMarkdown(t *testing.T) {
 		"| 1 | round 3, over a check: check+usage; bucket+quota | 1.20; 1.40 | <= 1.12; <= 1.45 | **not met** |",
 		"| 1 | round 3, over a check: reserve; settle | 1.00; 1.80 | <= 1.15; <= 1.15 | **not met** |",
 		"A settle is 1.80x (goal 1.15)",
+		"The goal is below what an admitted check costs (60000, 1.20x a check",
 		"| 1 | round 3, over a check: a settle with usage kept, below; above its estimate | 2.20; 2.10 | none of its own (settle's goal is usage off) | measured |",
 		"round-3 settles with usage kept: below the estimate 110000 (2.20x the check), above it 105000 (2.10x)\n```",
 		"| 1 | round 3, over a check: acquire (a bucket and a concurrency rule) | 1.50 | <= 1.40 | **not met** |",

@@ -525,6 +525,12 @@ func (r Report) round3Miss(p func(format string, args ...any)) {
 		p("that makes it happen once (its outcome, `SET NX GET` under a key of its own, about 10,000), three more ARGV\n")
 		p("values and two more KEYS (about 5,000) and the outcome's five numbers formatted; a first design that wrote a\n")
 		p("record at every reserve measured 1.43x and 1.83x. ")
+		if in.Admitted > 0 {
+			p("The goal is below what an admitted check costs (%d, %.2fx a check: `TIME`, `HMGET`, `HSET`,\n", in.Admitted, over(in.Admitted))
+			p("`PEXPIREAT`), and a settle must make a check's writes and its record's: with Redis 7.0 (no expiry per hash\n")
+			p("field) the record is a key of its own, so a settle at 1.15x needs another design of the record, not a\n")
+			p("cheaper script. ")
+		}
 	}
 	if in.Acquire > 0 {
 		p("An acquire (a bucket and a concurrency rule, half of them admitted as the check's) is %.2fx a check (goal\n",

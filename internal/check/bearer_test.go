@@ -240,6 +240,16 @@ func mustConfig(t *testing.T, doc string) *config.Config {
 	return c
 }
 
+// forged returns id with the last character of its MAC changed (never to itself: the
+// MAC is compared as written).
+func forged(id string) string {
+	last := byte('A')
+	if id[len(id)-1] == last {
+		last = 'B'
+	}
+	return id[:len(id)-1] + string(last)
+}
+
 // withClaims returns id with its claims replaced by claims, its MAC kept: an id altered
 // by a caller.
 func withClaims(t *testing.T, id, claims string) string {
@@ -286,7 +296,7 @@ func TestSettleByReservationRefused(t *testing.T) {
 		name, payload, errType, want string
 		f                            *fixture
 	}{
-		{"forged", string(settlePayload(id[:len(id)-2]+"AA", 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
+		{"forged", string(settlePayload(forged(id), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
 		{"identity altered", string(settlePayload(withClaims(t, id, strings.Replace(raw, bucketgate.KeyDigest("alice"), bucketgate.KeyDigest("carol"), 1)), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
 		{"identity altered to an account's", string(settlePayload(withClaims(t, id, claims.Claims{Identity: "acct:acme", Key: "key:" + bucketgate.KeyDigest("bob"), Route: c.Route}.String()), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
 		{"claims cut", string(settlePayload(withClaims(t, id, ""), 1)), checkapi.ErrorTypeConflict, "not an id the limiter made to be settled by itself", b.check},
@@ -382,7 +392,7 @@ func TestReleaseByLeaseAlone(t *testing.T) {
 		t.Fatalf("a stream after the release: context %v: want allowed", again)
 	}
 	for name, tt := range map[string]struct{ payload, errType, want string }{
-		"forged":        {fmt.Sprintf(`{"op":"release","lease":%q}`, lease[:len(lease)-2]+"AA"), checkapi.ErrorTypeConflict, "not an id this limiter made"},
+		"forged":        {fmt.Sprintf(`{"op":"release","lease":%q}`, forged(lease)), checkapi.ErrorTypeConflict, "not an id this limiter made"},
 		"settled":       {fmt.Sprintf(`{"op":"settle","lease":%q,"cost":1}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: missing: a settle needs the reservation"},
 		"a reservation": {fmt.Sprintf(`{"op":"release","reservation":%q}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: only with op settle or cancel"},
 	} {

@@ -204,23 +204,34 @@ func NewEvents(s settings.Settings, log *slog.Logger) (*eventbus.Sender, error) 
 }
 
 // LoadConfig loads the configuration document that s names: inline, from a file, or
-// the built-in one. Its error names the variable.
+// the built-in one. Without a registry table the document is the whole registry, and
+// what changes nothing then is an error too (config.Config.CheckAlone). Its error names
+// the variable.
 func LoadConfig(s settings.Settings) (*config.Config, error) {
+	var (
+		c     *config.Config
+		err   error
+		where string
+	)
 	switch {
 	case s.ConfigInline != "":
-		c, err := config.Parse([]byte(s.ConfigInline))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", settings.EnvConfigInline, err)
-		}
-		return c, nil
+		c, err = config.Parse([]byte(s.ConfigInline))
+		where = settings.EnvConfigInline
 	case s.ConfigFile != "":
-		c, err := config.ReadFile(s.ConfigFile)
-		if err != nil {
-			return nil, fmt.Errorf("%s=%s: %w", settings.EnvConfigFile, s.ConfigFile, err)
-		}
-		return c, nil
+		c, err = config.ReadFile(s.ConfigFile)
+		where = settings.EnvConfigFile + "=" + s.ConfigFile
+	default:
+		return config.Default(), nil
 	}
-	return config.Default(), nil
+	if err == nil && s.RegistryTable == "" {
+		if err = c.CheckAlone(); err != nil {
+			err = fmt.Errorf("%w (%s is not set: the document is the registry)", err, settings.EnvRegistryTable)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return c, nil
 }
 
 func newAuthorizer(p parts) (lambda.Handler, error) {

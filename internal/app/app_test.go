@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -257,6 +258,25 @@ func TestLoadConfig(t *testing.T) {
 				t.Fatalf("answer %s, %v; want plan %s", out, err, tc.plan)
 			}
 		})
+	}
+}
+
+// A route's ttlMs that no rule of the document uses is an error when the document is
+// the whole registry (no REGISTRY_TABLE), naming the variable and the field; with a
+// table, an identity's own concurrency rule may use it, and the document loads.
+func TestLoadConfigAlone(t *testing.T) {
+	const doc = "defaultPlan: x\nplans: {x: [{name: b, capacity: 10, refillPerSecond: 1}]}\nroutes: [{path: /v1/stream, ttlMs: 60000}]"
+	_, err := app.LoadConfig(redistest.Settings(t, map[string]string{settings.EnvConfigInline: doc}))
+	want := settings.EnvConfigInline + ": " + config.ErrConfig.Error() + ": routes[0].ttlMs (line 3, column 36): only with reserve or a concurrency rule"
+	if !errors.Is(err, config.ErrConfig) || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "("+settings.EnvRegistryTable+" is not set: the document is the registry)") {
+		t.Fatalf("LoadConfig without a table: %v, want %q...", err, want)
+	}
+	c, err := app.LoadConfig(redistest.Settings(t, map[string]string{settings.EnvConfigInline: doc, settings.EnvRegistryTable: "keys"}))
+	if err != nil {
+		t.Fatalf("LoadConfig with a table: %v", err)
+	}
+	if c.CheckAlone() == nil {
+		t.Fatal("CheckAlone() = nil, want the route's ttlMs named")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/lua"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
@@ -90,5 +92,61 @@ func TestInvalidTableItems(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A route's ttlMs times the lease of a concurrency rule that only a registry item gives
+// (the document has none, and loads with a table), read from dynalite as the functions
+// read it: the lease's score in its set is Redis's time plus the route's ttl. A key of
+// the same route without such a rule holds nothing: no lease, and no ttl sent.
+func TestRouteTTLOfAnItemsLease(t *testing.T) {
+	const table = "bucketgate-keys"
+	client := dynalite.Table(t, table)
+	cfg := mustParse(t, "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n"+
+		"routes: [{method: GET, path: '/orders/*', ttlMs: 90000}]\n")
+	if cfg.CheckAlone() == nil {
+		t.Fatal("CheckAlone() = nil: the document's route should hold nothing by itself")
+	}
+	records := map[string]registry.Record{
+		"k-streams": {Plan: "free", Rules: []bucketgate.Rule{{Name: "streams", Concurrency: 2}}},
+		"k-plain":   {Plan: "free"},
+	}
+	for raw, rec := range records {
+		rec.ID = "key:" + bucketgate.KeyDigest(raw)
+		if _, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: rec.Item()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFixture(t, options{config: cfg, cache: registry.NewCache(registry.NewTable(client, table), cacheOptions())})
+	invoke := func(raw string) answer {
+		a := f.mustInvoke(t, withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": raw}))
+		if !a.allowed(t) {
+			t.Fatalf("%s: denied: %s", raw, a.raw)
+		}
+		return a
+	}
+	a := invoke("k-streams")
+	lease, _ := a.Context[ratelimitheaders.KeyLease].(string)
+	id := "key:" + bucketgate.KeyDigest("k-streams")
+	members, err := f.mr.ZMembers(bucket.LeaseKey(id, "streams"))
+	if err != nil {
+		t.Fatalf("the item's lease set: %v (keys %v; answer %s)", err, f.mr.Keys(), a.raw)
+	}
+	var scores []float64
+	for _, m := range members {
+		if m == lua.LeaseSetMark {
+			continue
+		}
+		s, err := f.mr.ZScore(bucket.LeaseKey(id, "streams"), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scores = append(scores, s)
+	}
+	if want := float64(t0.Add(90 * time.Second).UnixMilli()); lease == "" || len(scores) != 1 || scores[0] != want {
+		t.Fatalf("lease %q, scores %v: want one lease expiring at %v (Redis's time plus the route's 90 s)", lease, scores, want)
+	}
+	if a := invoke("k-plain"); a.str(t, ratelimitheaders.KeyLease) != "" {
+		t.Fatalf("a key without a concurrency rule took a lease: %s", a.raw)
 	}
 }

@@ -32,6 +32,7 @@ type Config struct {
 	routeIDs      map[string]int      // by route id: the first route of that id (the one that matches)
 	refuseUnknown bool
 	refuseAnon    bool
+	idleTTL       error // a route's ttlMs that only an identity's own rules could use: CheckAlone
 }
 
 // Plan is a configured plan (bucketgate.Plan: its name and its own rules, before any
@@ -114,6 +115,15 @@ func (c *Config) PlanForTenant(id string) (p *Plan, known bool) {
 
 // ListsIdentities reports whether the document lists any key or tenant.
 func (c *Config) ListsIdentities() bool { return len(c.keys)+len(c.tenants) > 0 }
+
+// CheckAlone reports, as an error wrapping ErrConfig that names the field, what in c
+// changes nothing when c is the whole registry (no registry table, its keys and tenants
+// the only identities): a route's ttlMs on a route whose requests hold neither a
+// reservation nor a lease of a rule of the document. With a registry table an
+// identity's own rules may add a concurrency rule, whose lease the route's ttlMs then
+// times, so Parse cannot tell; a document that lists keys or tenants has no table, and
+// Parse refuses it there.
+func (c *Config) CheckAlone() error { return c.idleTTL }
 
 // RefuseUnknownKeys reports whether API keys that the registry does not know (unknown,
 // revoked, expired or invalid) are refused (401) rather than limited by source IP.

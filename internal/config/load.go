@@ -74,13 +74,22 @@ func Parse(doc []byte) (*Config, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, hideKey(err))
 	}
 	c, err := compile(d)
+	if err != nil {
+		return nil, located(err, positions)
+	}
+	if c.idleTTL != nil {
+		c.idleTTL = located(c.idleTTL, positions)
+	}
+	return c, nil
+}
+
+// located returns err, an error of compile, wrapping ErrConfig with its field's position
+// added from positions.
+func located(err error, positions map[string]position) error {
 	if fe := (*fieldError)(nil); errors.As(err, &fe) && fe.pos.line == 0 {
 		fe.pos = positions[fe.path]
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, hideKey(err))
-	}
-	return c, nil
+	return fmt.Errorf("%w: %w", ErrConfig, hideKey(err))
 }
 
 // hideKey returns err, naming an entry of keys whose name is not a digest as "keys":
@@ -231,8 +240,14 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 			return err
 		}
 		leases := planLeases || slices.ContainsFunc(rules, bucketgate.Rule.IsConcurrency)
-		if err := compileTTL(field, spec, &r, leases); err != nil {
+		idle, err := compileTTL(field, spec, &r, leases)
+		switch {
+		case err != nil:
 			return err
+		case idle != nil && c.ListsIdentities(): // no registry table: its rules are the document's
+			return idle
+		case idle != nil && c.idleTTL == nil:
+			c.idleTTL = idle
 		}
 		for j, rule := range rules {
 			path := fmt.Sprintf("%s.rules[%d]", field, j)

@@ -125,8 +125,6 @@ func TestRouteReserveErrors(t *testing.T) {
 		{"reserve not whole", "routes: [{path: /x, reserve: 1.5}]", `routes[0].reserve (line 3, column 30): "1.5": want a whole decimal number`},
 		{"reserve above capacity", "routes: [{path: /x, reserve: 101}]", "routes[0] (line 3, column 10): with plans.free: invalid: cost 101 exceeds capacity 100 of rule b"},
 		{"reserve with cost", "routes: [{path: /x, cost: 2, reserve: 10}]", "routes[0].reserve (line 3, column 39): not with cost"},
-		{"ttlMs without reserve or a concurrency rule", "routes: [{path: /x, ttlMs: 1000}]", "routes[0].ttlMs (line 3, column 28): only with reserve or a concurrency rule (the route's or a plan's)"},
-		{"ttlMs with a cost and no concurrency rule", "routes: [{path: /x, cost: 2, ttlMs: 1000}, {path: /y, rules: [{name: s, concurrency: 1}]}]", "routes[0].ttlMs (line 3, column 37): only with reserve or a concurrency rule"},
 		{"ttlMs 0", "routes: [{path: /x, reserve: 10, ttlMs: 0}]", "routes[0].ttlMs (line 3, column 41): 0: want whole milliseconds from 1 to 3600000"},
 		{"ttlMs above an hour", "routes: [{path: /x, reserve: 10, ttlMs: 3600001}]", "routes[0].ttlMs (line 3, column 41): 3600001: want whole milliseconds from 1 to 3600000"},
 		{"shadow route reserves", "routes: [{path: /x, reserve: 10, shadow: true, rules: [{name: u, capacity: 50, refillPerSecond: 1}]}]", "routes[0].reserve (line 3, column 30): a shadow route cannot reserve"},
@@ -146,21 +144,26 @@ func TestRouteReserveErrors(t *testing.T) {
 
 // A route's ttlMs is how long its requests' leases hold too: accepted on a route whose
 // requests can take one by the document (a concurrency rule of its own, or of any plan,
-// the default plan or another), refused on one whose requests hold nothing, within
-// 1 to 3600000 ms. Limits carry the ttl, and Limits.Request gives it to a request that
+// the default plan or another), within 1 to 3600000 ms. On a route whose requests hold
+// nothing by the document, Parse accepts it (a registry table's identity may have a
+// concurrency rule of its own) and CheckAlone, for a document that is the whole
+// registry, refuses it; a document that lists keys or tenants has no table, and Parse
+// refuses it there. Limits carry the ttl, and Limits.Request gives it to a request that
 // holds something alone: on a plan without a concurrency rule, a check of the route
 // holds nothing and has no ttl (the engine would refuse one).
 func TestRouteTTLOfLeases(t *testing.T) {
 	const (
 		bucket  = "{name: b, capacity: 100, refillPerSecond: 1}"
 		streams = "{name: streams, concurrency: 2}"
+		idle    = "only with reserve or a concurrency rule (the route's, a plan's, or with a registry table an identity's own): how long the route's reservation or lease holds, and this route's requests hold neither"
 	)
 	doc := func(free, pro, routes string) string {
 		return "defaultPlan: free\nplans: {free: [" + free + "], pro: [" + pro + "]}\nroutes: [" + routes + "]\n"
 	}
 	tests := []struct {
 		name, doc string
-		want      string        // an error's text; empty: accepted
+		want      string        // Parse's error; empty: accepted
+		alone     string        // accepted: CheckAlone's error; empty: none
 		plan      string        // accepted: the plan whose request on GET /x is checked
 		ttl       time.Duration // accepted: that request's ttl
 	}{
@@ -169,14 +172,20 @@ func TestRouteTTLOfLeases(t *testing.T) {
 		{name: "a concurrency rule of another plan's: its requests", doc: doc(bucket, bucket+", "+streams, "{path: /x, ttlMs: 1}"), plan: "pro", ttl: time.Millisecond},
 		{name: "a concurrency rule of another plan's: the default plan's hold nothing", doc: doc(bucket, bucket+", "+streams, "{path: /x, ttlMs: 1}"), plan: "free", ttl: 0},
 		{name: "reserve and a concurrency rule: one ttl for both", doc: doc(bucket, bucket, "{path: /x, reserve: 10, ttlMs: 60000, rules: ["+streams+"]}"), plan: "free", ttl: time.Minute},
-		{name: "no concurrency rule, no reserve", doc: doc(bucket, bucket, "{path: /x, ttlMs: 60000}"),
-			want: "routes[0].ttlMs (line 3, column 28): only with reserve or a concurrency rule (the route's or a plan's): how long the route's reservation or lease holds, and this route's requests hold neither"},
-		{name: "another route's concurrency rule", doc: doc(bucket, bucket, "{path: /y, rules: ["+streams+"]}, {path: /x, ttlMs: 60000}"),
-			want: "routes[1].ttlMs (line 3, column 82): only with reserve or a concurrency rule"},
+		{name: "no concurrency rule, no reserve", doc: doc(bucket, bucket, "{path: /x, ttlMs: 60000}"), plan: "free", ttl: 0,
+			alone: "routes[0].ttlMs (line 3, column 28): " + idle},
+		{name: "a cost and no concurrency rule", doc: doc(bucket, bucket, "{path: /x, cost: 2, ttlMs: 1000}"), plan: "pro", ttl: 0,
+			alone: "routes[0].ttlMs (line 3, column 37): " + idle},
+		{name: "another route's concurrency rule", doc: doc(bucket, bucket, "{path: /y, rules: ["+streams+"]}, {path: /x, ttlMs: 60000}"), plan: "free", ttl: 0,
+			alone: "routes[1].ttlMs (line 3, column 82): " + idle},
+		{name: "no concurrency rule, keys listed", doc: doc(bucket, bucket, "{path: /x, ttlMs: 60000}") + "keys: {0123456789abcdef0123456789abcdef: pro}\n",
+			want: "routes[0].ttlMs (line 3, column 28): " + idle},
 		{name: "ttlMs 0 with a concurrency rule", doc: doc(bucket+", "+streams, bucket, "{path: /x, ttlMs: 0}"),
 			want: "routes[0].ttlMs (line 3, column 28): 0: want whole milliseconds from 1 to 3600000"},
 		{name: "ttlMs above an hour with a concurrency rule", doc: doc(bucket, bucket, "{path: /x, ttlMs: 3600001, rules: ["+streams+"]}"),
 			want: "routes[0].ttlMs (line 3, column 28): 3600001: want whole milliseconds from 1 to 3600000"},
+		{name: "ttlMs 0 without a concurrency rule", doc: doc(bucket, bucket, "{path: /x, ttlMs: 0}"),
+			want: "routes[0].ttlMs (line 3, column 28): 0: want whole milliseconds from 1 to 3600000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,6 +199,9 @@ func TestRouteTTLOfLeases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := c.CheckAlone(); tt.alone == "" && err != nil || tt.alone != "" && (!errors.Is(err, config.ErrConfig) || !strings.Contains(err.Error(), tt.alone)) {
+				t.Fatalf("CheckAlone() = %v, want %q", err, tt.alone)
+			}
 			p, _ := c.Plan(tt.plan)
 			q := c.Limits(p, "GET", "/x").Request("id")
 			if q.TTL != tt.ttl || q.Holds() != (tt.ttl != 0) {
@@ -201,7 +213,7 @@ func TestRouteTTLOfLeases(t *testing.T) {
 		})
 	}
 	t.Run("an identity's own concurrency rule", func(t *testing.T) {
-		c, err := config.Parse([]byte(doc(bucket, bucket+", "+streams, "{path: /x, ttlMs: 90000}")))
+		c, err := config.Parse([]byte(doc(bucket, bucket, "{path: /x, ttlMs: 90000}")))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -110,23 +110,24 @@ func compileReserve(field string, spec RouteSpec, r *route) error {
 
 // compileTTL sets r's ttl from spec, the route at field, whose requests take a lease
 // when leases (a concurrency rule of the route's or of a plan's applies to them): how
-// long what a request of the route holds lasts, a reservation or a lease. A ttlMs on a
-// route whose requests can hold neither (by the document: an identity's own rules in
-// the registry may add a concurrency rule, which the document cannot know) is an error:
-// it would change nothing.
-func compileTTL(field string, spec RouteSpec, r *route, leases bool) error {
-	switch {
-	case spec.TTLMs == nil:
-		return nil
-	case r.reserve == 0 && !leases:
-		return errorAt(field+".ttlMs", "only with reserve or a concurrency rule (the route's or a plan's): how long the route's reservation or lease holds, and this route's requests hold neither")
+// long what a request of the route holds lasts, a reservation or a lease. It returns
+// idle, an error naming the field, for a ttlMs on a route whose requests can hold
+// neither by the document: an identity's own rules in a registry table may add a
+// concurrency rule, which the document cannot know, so whether that changes nothing is
+// for the caller to tell (Config.CheckAlone).
+func compileTTL(field string, spec RouteSpec, r *route, leases bool) (idle, err error) {
+	if spec.TTLMs == nil {
+		return nil, nil
 	}
 	most := bucketgate.MaxTTL.Milliseconds()
 	if ms := int64(*spec.TTLMs); ms < 1 || ms > most {
-		return errorAt(field+".ttlMs", "%d: want whole milliseconds from 1 to %d", ms, most)
+		return nil, errorAt(field+".ttlMs", "%d: want whole milliseconds from 1 to %d", ms, most)
 	}
 	r.ttl = time.Duration(*spec.TTLMs) * time.Millisecond
-	return nil
+	if r.reserve == 0 && !leases {
+		idle = errorAt(field+".ttlMs", "only with reserve or a concurrency rule (the route's, a plan's, or with a registry table an identity's own): how long the route's reservation or lease holds, and this route's requests hold neither")
+	}
+	return idle, nil
 }
 
 func isParam(s string) bool { return len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' }

@@ -2,20 +2,22 @@ package bucketgate
 
 import "time"
 
-// Reason says why a Decision came out as it did.
+// Reason says why a Decision came out as it did. The zero Reason, "", is none: a
+// Decision's that nothing decided.
 type Reason string
 
 // The reasons of a Decision, as the check function's "reason" field spells them.
 // Later kinds of rule (quotas, concurrency) answer with the same reasons.
 const (
-	// ReasonOK: allowed, every rule had enough tokens.
+	// ReasonOK means allowed: every enforced rule had enough tokens.
 	ReasonOK Reason = "ok"
-	// ReasonLimited: denied, a rule lacked tokens; RetryAfter says for how long.
+	// ReasonLimited means denied: a rule lacked tokens; RetryAfter says for how long.
 	ReasonLimited Reason = "limited"
-	// ReasonUnavailable: denied because Redis could not decide in time (fail closed).
+	// ReasonUnavailable means denied because Redis could not decide in time (fail
+	// closed).
 	ReasonUnavailable Reason = "unavailable"
-	// ReasonDegraded: allowed without a decision because Redis could not decide in
-	// time and the limiter is configured to fail open.
+	// ReasonDegraded means allowed without a decision because Redis could not decide
+	// in time and the limiter is configured to fail open.
 	ReasonDegraded Reason = "degraded"
 )
 
@@ -73,7 +75,7 @@ type Decision struct {
 	// outcome of a reservation settled (or cancelled) before.
 	Replayed bool
 	// Settled is, for OpSettle and OpCancel, the actual cost the reservation was
-	// settled at: the first settle's when Replayed.
+	// settled at, in tokens: the first settle's when Replayed; 0 otherwise.
 	Settled int64
 	// Crossings holds what this check crossed, as Redis reports it once per window and
 	// threshold whatever the number of callers: in the order of the request's Rules,
@@ -82,29 +84,32 @@ type Decision struct {
 }
 
 // CrossingKind is what a Crossing crossed, spelled as the EventBridge event's
-// detail-type.
+// detail-type. The zero CrossingKind, "", is none.
 type CrossingKind string
 
 // The kinds of a Crossing.
 const (
-	// CrossingLimited: an enforced rule's first denial of the identity in its window: a
-	// quota's calendar window, or for a bucket from that denial until it is full again.
+	// CrossingLimited is an enforced rule's first denial of the identity in its window:
+	// a quota's calendar window, or for a bucket from that denial until it is full
+	// again.
 	CrossingLimited CrossingKind = "Rate Limited"
-	// CrossingThreshold: an admission moved a quota's count in its window to Percent
-	// (80 or 100) of its limit or above.
+	// CrossingThreshold is an admission that moved a quota's count in its window to
+	// Percent (80 or 100) of its limit or above.
 	CrossingThreshold CrossingKind = "Quota Threshold Reached"
 )
 
 // Crossing is one threshold a check crossed (see Decision.Crossings).
 type Crossing struct {
-	// Kind is what was crossed; Rule names the rule, Limit is its capacity or limit.
-	Kind  CrossingKind
-	Rule  string
+	// Kind is what was crossed.
+	Kind CrossingKind
+	// Rule names the rule that crossed it.
+	Rule string
+	// Limit is the rule's capacity (a bucket's) or limit (a quota's), in tokens.
 	Limit int64
 	// Percent is the threshold of a quota, 80 or 100; 0 for CrossingLimited.
 	Percent int64
-	// Usage is a quota's count in its window after the check; for a bucket, its tokens
-	// in use (its capacity less the floor of the tokens it holds).
+	// Usage is a quota's count in its window after the check, in tokens; for a bucket,
+	// its tokens in use (its capacity less the floor of the tokens it holds).
 	Usage int64
 	// WindowStart and WindowEnd bound the window: a quota's calendar window; for a
 	// bucket, the decision's time and when the bucket is full again (whole ms).
@@ -114,7 +119,7 @@ type Crossing struct {
 // RuleState is one rule's state as a peek found it.
 type RuleState struct {
 	// Remaining is the floor of the tokens a bucket holds, or what a quota may still
-	// admit in its window (its limit less its count, 0 at least).
+	// admit in its window (its limit less its count, 0 at least), in tokens.
 	Remaining int64
 	// ResetAfter is how long until a bucket is full again (0 when it is), or until a
 	// quota's window ends and its count starts again from 0, rounded up to whole
@@ -123,10 +128,12 @@ type RuleState struct {
 }
 
 // Shortfall is the enforced rule that an admission left short of its request's cost:
-// the one with the longest wait until an identical request could be allowed.
+// the one with the longest wait until an identical request could be allowed. The zero
+// Shortfall is none.
 type Shortfall struct {
-	// Rule names the rule; Limit is its capacity, in tokens.
-	Rule  string
+	// Rule names the rule.
+	Rule string
+	// Limit is the rule's capacity (or a quota's limit), in tokens.
 	Limit int64
 	// Wait is how long until the rule holds the cost again, rounded up to whole
 	// milliseconds.

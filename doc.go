@@ -7,5 +7,5 @@
 //
 // The engine that decides requests on Redis is internal; Go services limit their own
 // HTTP requests with package middleware, and call the check function with package
-// checkclient.
+// checkclient: docs/library.md and docs/check.md are their guides.
 package bucketgate

@@ -7,20 +7,20 @@ import (
 )
 
 // Kind says what an Identity is, and spells its namespace: no identity of one kind can
-// equal an identity of another.
+// equal an identity of another. The zero Kind, "", is none.
 type Kind string
 
 // The kinds of Identity.
 const (
-	// KindKey: an API key, held as its KeyDigest.
+	// KindKey is an API key, held as its KeyDigest.
 	KindKey Kind = "key"
-	// KindIP: a request's source address (an IPv6 source by its prefix).
+	// KindIP is a request's source address (an IPv6 source by its prefix).
 	KindIP Kind = "ip"
-	// KindTenant: a key the check function was invoked with, as given: services that
+	// KindTenant is a key the check function was invoked with, as given: services that
 	// invoke it are trusted. Its buckets and registry item carry the key itself; logs
 	// carry its digest (LogForm), as a tenant's key may name a customer.
 	KindTenant Kind = "tenant"
-	// KindAccount: an account of the registry, by its name (ValidAccountName): every
+	// KindAccount is an account of the registry, by its name (ValidAccountName): every
 	// API key of the account is decided as the account, and spends its buckets.
 	KindAccount Kind = "acct"
 )

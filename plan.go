@@ -5,7 +5,8 @@ const MaxPlanName = 64
 
 // Plan is a named set of rules that every request of an identity on it is decided
 // against, all together: free, pro, enterprise. The configuration document defines
-// plans; the registry puts identities on them.
+// plans; the registry puts identities on them. The zero Plan is invalid: it has no
+// name.
 type Plan struct {
 	// Name is the plan's name: 1 to MaxPlanName bytes of printable ASCII but '"' and
 	// '\', so that it travels as it is in the authorizer context and the 429's body.

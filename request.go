@@ -85,8 +85,8 @@ const (
 	// MaxClaims is the most bytes of claims a reservation or lease id carries
 	// (Request.Claims).
 	MaxClaims = 256
-	// MaxSettle is the largest actual cost a settle takes: MaxCapacity, beyond which a
-	// cost is not a measure of work but a mistake.
+	// MaxSettle is the largest actual cost a settle takes, in tokens: MaxCapacity,
+	// beyond which a cost is not a measure of work but a mistake.
 	MaxSettle = MaxCapacity
 )
 
@@ -129,7 +129,7 @@ func (o *Op) UnmarshalText(name []byte) error {
 }
 
 // Request is one operation on the buckets of Identity for Rules, decided atomically:
-// by default a check of Cost tokens.
+// by default a check of Cost tokens. The zero Request is invalid: it has no identity.
 type Request struct {
 	// Identity is whose buckets these are: 1 to MaxIdentity bytes, any bytes at all.
 	Identity string
@@ -165,9 +165,9 @@ type Request struct {
 	// the names of Rules must be the reserve's or the acquire's. A release ignores a
 	// RequestID: releasing is idempotent already.
 	ID string
-	// Claims, on a request that holds something (Holds: a reserve, or a check with a
-	// concurrency rule), is what its reservation and lease ids carry besides, signed
-	// with them, for whoever settles or releases by the id alone: what they need to find
+	// Claims is what the reservation and lease ids of a request that holds something
+	// (Holds: a reserve, or a check with a concurrency rule) carry besides, signed with
+	// them, for whoever settles or releases by the id alone: what they need to find
 	// the identity and the rules again (the authorizer's say where its rules came from).
 	// The limiter never reads it. 0 to MaxClaims bytes; empty for none (an id then
 	// carries only the reservation or lease).

@@ -3,7 +3,7 @@
 // BatchResult), and the limits the function enforces. It has no dependencies, so the
 // function and its callers (see package checkclient) share it without pulling in the
 // other's libraries. Its Rule, Op and Reason are the root package's (bucketgate), the
-// one vocabulary of every part of bucketgate.
+// one vocabulary of every part of bucketgate. docs/check.md is the function's guide.
 package checkapi
 
 import (
@@ -18,9 +18,9 @@ const (
 	MaxBatch = 100
 	// MaxKey is the longest Key, in bytes.
 	MaxKey = bucketgate.MaxTenantKey
-	// MaxCost is the largest Cost the function parses, 2^53: the largest whole number
-	// that every JSON implementation holds exactly. A Cost must also fit every rule's
-	// capacity, which is far smaller.
+	// MaxCost is the largest Cost the function parses, in tokens, 2^53: the largest
+	// whole number that every JSON implementation holds exactly. A Cost must also fit
+	// every rule's capacity, which is far smaller.
 	MaxCost = 1 << 53
 	// DefaultCost is the tokens a Request takes when it gives no Cost.
 	DefaultCost = 1
@@ -45,7 +45,7 @@ const ErrorTypeUnavailable = "UnavailableError"
 // reset of Key's buckets, or a report of Key's usage (OpUsage, with From and To and no
 // rules or cost; answered by a Usage, never in a batch). The rules come from Plan, or
 // inline from Rules, or (with neither) from the plan configured for Key as a tenant,
-// else the default plan.
+// else the default plan. The zero Request is invalid: it has no Key.
 type Request struct {
 	// Key identifies whose buckets these are (a tenant, a user, an API client):
 	// 1 to MaxKey bytes of UTF-8 text. Required, unless Identity is given, or the
@@ -75,12 +75,14 @@ type Request struct {
 	// of every rule in Response.Rules), given back by a refund (at least 1). Nil means
 	// DefaultCost; a reset takes none (nil). See Cost.
 	Cost *int64 `json:"cost,omitempty"`
-	// From and To are the first and last UTC days of a usage report (OpUsage), as
-	// YYYY-MM-DD, within the days the function keeps (USAGE_RETENTION_DAYS, today
-	// included): To defaults to today (UTC, by Redis's clock, which counts the days), From to To. Only
-	// with OpUsage.
+	// From is the first UTC day of a usage report (OpUsage), as YYYY-MM-DD, within the
+	// days the function keeps (USAGE_RETENTION_DAYS, today included); empty means To.
+	// Only with OpUsage.
 	From string `json:"from,omitempty"`
-	To   string `json:"to,omitempty"`
+	// To is the last UTC day of a usage report (OpUsage), as YYYY-MM-DD, within the
+	// days the function keeps; empty means today (UTC, by Redis's clock, which counts
+	// the days). Only with OpUsage.
+	To string `json:"to,omitempty"`
 	// TTLMS is how long a reserve's reservation holds, and a check's (or reserve's)
 	// lease of its concurrency rules, in milliseconds: 1 to 3600000; 0 (left out) means
 	// 300000. A reservation not settled within it stays charged at its estimate; a lease
@@ -151,7 +153,8 @@ type Rule = bucketgate.Rule
 // Batch is up to MaxBatch checks in one invocation, decided in one round trip to Redis,
 // in order: each check is atomic, the batch is not, and a later check sees the tokens
 // an earlier one took. Checks Redis does not answer before the invocation's deadline
-// answer as a Redis failure would (unavailable, or degraded when failing open).
+// answer as a Redis failure would (unavailable, or degraded when failing open). The
+// zero Batch is invalid: it has no checks.
 type Batch struct {
 	// Checks are the checks, 1 to MaxBatch.
 	Checks []Request `json:"checks"`
@@ -258,9 +261,10 @@ type RuleStatus struct {
 type Usage struct {
 	// Identity is whose usage it is: "tenant:<key>" for a Key, else the Identity asked.
 	Identity string `json:"identity"`
-	// From and To are the first and last days, YYYY-MM-DD.
+	// From is the first day, YYYY-MM-DD.
 	From string `json:"from"`
-	To   string `json:"to"`
+	// To is the last day, YYYY-MM-DD.
+	To string `json:"to"`
 	// Days are the days from From to To, in order.
 	Days []UsageDay `json:"days"`
 	// Total adds the days up.
@@ -271,10 +275,12 @@ type Usage struct {
 type UsageDay struct {
 	// Date is the day, YYYY-MM-DD.
 	Date string `json:"date"`
+	// UsageCounts are the day's counts, members of the day's JSON object.
 	UsageCounts
 }
 
-// UsageCounts are the counts of a day or of a Usage's total.
+// UsageCounts are the counts of a day or of a Usage's total. The zero UsageCounts is
+// a day of no checks.
 type UsageCounts struct {
 	// Allowed counts the checks allowed that took tokens.
 	Allowed int64 `json:"allowed"`

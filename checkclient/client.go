@@ -31,11 +31,12 @@ import (
 
 // Invoker invokes a Lambda function; *lambda.Client is one.
 type Invoker interface {
+	// Invoke invokes the function that in names, as (*lambda.Client).Invoke does.
 	Invoke(ctx context.Context, in *lambda.InvokeInput, optFns ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
 }
 
 // Client invokes one check function. It is safe for concurrent use if its Invoker is
-// (*lambda.Client is).
+// (*lambda.Client is). Make one with New: the zero Client has no Invoker.
 type Client struct {
 	invoker  Invoker
 	function string

@@ -27,7 +27,7 @@
 // On a route whose configuration reserves an estimate (reserve: N, such as an LLM's
 // max_tokens), the next handler finds the reservation in the request's
 // X-RateLimit-Reservation header, and settles the actual cost once it knows it with
-// Limiter.Settle(ctx, r, used).
+// Limiter.Settle(ctx, r, used). docs/library.md is the middleware's guide.
 package middleware
 
 import (
@@ -86,7 +86,8 @@ type Options struct {
 }
 
 // Limiter is the middleware: Handler limits the requests of a handler. It is safe for
-// concurrent use; make one per process and Close it when done.
+// concurrent use; make one per process with New (the zero Limiter has no Redis) and
+// Close it when done.
 type Limiter struct {
 	authorizer *authorizer.Handler
 	proxies    proxies

@@ -34,44 +34,46 @@ import (
 // the event: requestContext.authorizer, or requestContext.authorizer.lambda for HTTP
 // APIs), REST APIs as strings.
 const (
-	// KeyLimit: the binding rule's capacity, in tokens (number).
+	// KeyLimit holds the binding rule's capacity, in tokens (number).
 	KeyLimit = "limit"
-	// KeyRemaining: whole tokens left in the tightest rule after the decision (number).
+	// KeyRemaining holds the whole tokens left in the tightest rule after the decision
+	// (number).
 	KeyRemaining = "remaining"
-	// KeyRetryAfter: seconds until the request could succeed, rounded up; 0 when
-	// allowed (number). The Retry-After header value.
+	// KeyRetryAfter holds the seconds until the request could succeed, rounded up; 0
+	// when allowed (number). The Retry-After header value.
 	KeyRetryAfter = "retryAfter"
-	// KeyRetryAfterText: KeyRetryAfter in words for a message, such as the 429's body:
-	// "1 second", "2 seconds" ("0 seconds" when allowed) (string).
+	// KeyRetryAfterText holds KeyRetryAfter in words for a message, such as the 429's
+	// body: "1 second", "2 seconds" ("0 seconds" when allowed) (string).
 	KeyRetryAfterText = "retryAfterText"
-	// KeyReset: when every rule is full again, in Unix seconds rounded up, from the
-	// Redis clock (number).
+	// KeyReset holds when every rule is full again, in Unix seconds rounded up, from
+	// the Redis clock (number).
 	KeyReset = "reset"
-	// KeyResetAt: the same instant as KeyReset in RFC 3339, UTC, such as
+	// KeyResetAt holds the same instant as KeyReset in RFC 3339, UTC, such as
 	// "2025-12-11T16:15:25Z" (string): the resetAt of the 429 body.
 	KeyResetAt = "resetAt"
-	// KeyRule: the binding rule's name (string).
+	// KeyRule holds the binding rule's name (string).
 	KeyRule = "rule"
-	// KeyPlan: the plan decided against (string).
+	// KeyPlan holds the name of the plan decided against (string).
 	KeyPlan = "plan"
-	// KeyReason: ok, limited or degraded (string). Every context of bucketgate's has it.
+	// KeyReason holds ok, limited or degraded (string). Every context of bucketgate's
+	// has it.
 	KeyReason = "reason"
-	// KeyDegraded: true when the limiter failed open and decided nothing, else false
-	// (boolean; REST APIs pass it as the string "true" or "false"). The
+	// KeyDegraded holds true when the limiter failed open and decided nothing, else
+	// false (boolean; REST APIs pass it as the string "true" or "false"). The
 	// X-RateLimit-Degraded header value.
 	KeyDegraded = "degraded"
-	// KeyRateLimit: the RateLimit header value; empty when degraded (string).
+	// KeyRateLimit holds the RateLimit header value; empty when degraded (string).
 	KeyRateLimit = "rateLimit"
-	// KeyRateLimitPolicy: the RateLimit-Policy header value (string).
+	// KeyRateLimitPolicy holds the RateLimit-Policy header value (string).
 	KeyRateLimitPolicy = "rateLimitPolicy"
-	// KeyReservation: the id of the reservation the request holds, on a route that
+	// KeyReservation holds the id of the reservation the request holds, on a route that
 	// reserves an estimate (the configuration's reserve), for the backend to settle at
 	// the actual cost; empty when it holds none (string). The HeaderReservation request
 	// header value.
 	KeyReservation = "reservation"
-	// KeyLease: the id of the lease the request holds, on a route with a concurrency
-	// rule, for the backend to release; empty when it holds none (string). The
-	// HeaderLease request header value.
+	// KeyLease holds the id of the lease the request holds, on a route with a
+	// concurrency rule, for the backend to release; empty when it holds none (string).
+	// The HeaderLease request header value.
 	KeyLease = "lease"
 )
 

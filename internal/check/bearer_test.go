@@ -401,4 +401,21 @@ func TestReleaseByLeaseAlone(t *testing.T) {
 			t.Errorf("%s: %+v, want %s mentioning %q", name, fe, tt.errType, tt.want)
 		}
 	}
+
+	// The route's concurrency rule gone since the acquire (a bucket of the same name in
+	// its place): a conflict, as any change of the route's rules, through the check
+	// function and the authorizer's Settle (the middleware's Release) alike.
+	held, _ := b.authorize(t, "alice", "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
+	changed := mustConfig(t, strings.Replace(llmConfig, "{name: streams, concurrency: 1}", "{name: streams, capacity: 5, refillPerSecond: 1}", 1))
+	noLease := newFixture(t, b.client, nil, guard.Options{})
+	noLease.h.Config = registry.NewStatic(changed, registry.NewCache(b.src, registry.Options{Size: 100}))
+	_, err := noLease.invoke(fmt.Appendf(nil, `{"op":"release","lease":%q}`, held))
+	if fe := functionError(t, err); fe.Type != checkapi.ErrorTypeConflict || !strings.Contains(fe.Message, "no concurrency rule") {
+		t.Errorf("a release after the route's concurrency rule went: %+v, want a conflict naming it", fe)
+	}
+	auth := &authorizer.Handler{Guard: b.auth.Guard, Config: registry.NewStatic(changed, registry.NewCache(b.src, registry.Options{Size: 100})),
+		Identities: b.auth.Identities, Metrics: b.auth.Metrics, Log: b.auth.Log, Now: b.auth.Now}
+	if _, err := auth.Settle(context.Background(), held, bucketgate.OpRelease, 0); !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "no concurrency rule") {
+		t.Errorf("the authorizer's release after the route's concurrency rule went: %v, want a conflict naming it", err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
@@ -135,13 +136,15 @@ func Of(id, key bucketgate.Identity, limits config.Limits) Claims {
 }
 
 // Resolve returns whose buckets c names and the Limits of its route on that identity's
-// plan today, in v: the default plan for a source address, the registry's plan (with the
-// key's own rules) for an API key or an account's key. Its error wraps
-// bucketgate.ErrConflict when c no longer leads there (the key unknown or revoked, or
-// now of another account, the route gone): a settle is then refused, and its
-// reservation stays charged at its estimate. Any other error is the registry's, for the
-// failure policy.
-func Resolve(ctx context.Context, v registry.View, c Claims) (config.Limits, error) {
+// plan today, in v, for op (a settle, a cancel or a release): the default plan for a
+// source address, the registry's plan (with the key's own rules) for an API key or an
+// account's key. Its error wraps bucketgate.ErrConflict when c no longer leads there
+// (the key unknown or revoked, or now of another account, the route gone, or its rules
+// now unable to do op: a release without a concurrency rule, a settle or a cancel
+// without a bucket or a quota): a settle is then refused, and its reservation stays
+// charged at its estimate (a lease frees itself at its ttl). Any other error is the
+// registry's, for the failure policy.
+func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (config.Limits, error) {
 	if v.Config == nil {
 		return config.Limits{}, fmt.Errorf("no configuration: %w", v.Err)
 	}
@@ -170,6 +173,13 @@ func Resolve(ctx context.Context, v registry.View, c Claims) (config.Limits, err
 	l, ok := v.Config.LimitsOf(plan, c.Route)
 	if !ok {
 		return config.Limits{}, fmt.Errorf("%w: the reservation's route (%s) is no longer in the configuration, no route has its method and path: it stays charged at its estimate", bucketgate.ErrConflict, c.Route)
+	}
+	leases := slices.ContainsFunc(l.Rules, bucketgate.Rule.IsConcurrency)
+	switch {
+	case op == bucketgate.OpRelease && !leases:
+		return config.Limits{}, fmt.Errorf("%w: the lease's route (%s) has no concurrency rule any more: it frees itself at its ttl", bucketgate.ErrConflict, cmp.Or(c.Route, noRoute))
+	case op != bucketgate.OpRelease && !slices.ContainsFunc(l.Rules, func(r bucketgate.Rule) bool { return !r.IsConcurrency() }):
+		return config.Limits{}, fmt.Errorf("%w: the reservation's route (%s) has no bucket or quota any more: it stays charged at its estimate", bucketgate.ErrConflict, cmp.Or(c.Route, noRoute))
 	}
 	return l, nil
 }

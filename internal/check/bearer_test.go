@@ -419,3 +419,30 @@ func TestReleaseByLeaseAlone(t *testing.T) {
 		t.Errorf("the authorizer's release after the route's concurrency rule went: %v, want a conflict naming it", err)
 	}
 }
+
+// TestSettleByReservationAfterARoll: a lone key rolled (bucketgate keys roll) becomes an
+// account that spends the old key's buckets; the new key's reservations and leases
+// settle and release by the id alone, before and after the old key expires: the id
+// names the key that made it, not the old key whose buckets it spends.
+func TestSettleByReservationAfterARoll(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	old, rolled := "key:"+bucketgate.KeyDigest("dave"), "key-"+bucketgate.KeyDigest("dave")
+	b.src.Put(registry.Record{ID: "account:" + rolled, Plan: "llm", Buckets: old})
+	b.src.Put(registry.Record{ID: old, Account: rolled})
+	b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest("dave2"), Account: rolled, Rules: []bucketgate.Rule{{Name: "own", Capacity: 5000, RefillPerSecond: 1}}})
+	for _, oldKey := range []string{"active", "expired"} {
+		if oldKey == "expired" {
+			b.src.Put(registry.Record{ID: old, Account: rolled, ExpiresAt: time.Now().Add(-time.Minute)})
+		}
+		id := b.reserve(t, "dave2")
+		lease, _ := b.authorize(t, "dave2", "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
+		check := newFixture(t, b.client, nil, guard.Options{})
+		check.h.Config = registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+		if s, err := check.invoke(settlePayload(id, 100)); err != nil || !decodeResponse(t, s).Allowed {
+			t.Errorf("old key %s: settle of the new key's reservation: %v", oldKey, err)
+		}
+		if r, err := check.invoke(fmt.Appendf(nil, `{"op":"release","lease":%q}`, lease)); err != nil || !*decodeResponse(t, r).Released {
+			t.Errorf("old key %s: release of the new key's lease: %v", oldKey, err)
+		}
+	}
+}

@@ -32,9 +32,11 @@ type Claims struct {
 	// Identity is whose buckets: "key:<digest>", "acct:<name>" or "ip:<source>", as
 	// the authorizer spells them (never a raw key).
 	Identity string
-	// Key is, for an account's Identity, the API key's identity ("key:<digest>") whose
-	// registry entry gave the plan (an account's key may add rules of its own); empty
-	// for any other Identity.
+	// Key is the API key's identity ("key:<digest>") whose registry entry gave the plan
+	// and says whose buckets it spends, when that is not Key itself: for an account's
+	// Identity (an account's key may add rules of its own), and for a key's Identity
+	// that another key spends (the account bucketgate keys roll made from the old key
+	// spends its buckets, and outlives it). Empty for any other Identity.
 	Key string
 	// Route is the configuration's route the request matched (config.Limits.Route): its
 	// id, a digest of its method and path pattern, which other routes added, removed or
@@ -77,8 +79,10 @@ func Parse(s string) (Claims, error) {
 		return Claims{}, fmt.Errorf("claims: identity %.48q: not one the authorizer writes", c.Identity)
 	case !isKey && !isAccount && !isIP:
 		return Claims{}, fmt.Errorf("claims: identity of %d bytes: want key:, acct: or ip:", len(c.Identity))
-	case isAccount != (c.Key != ""):
-		return Claims{}, fmt.Errorf("claims: an API key with %.48q: only an account's identity has one", c.Identity)
+	case isAccount && c.Key == "":
+		return Claims{}, fmt.Errorf("claims: %.48q without its API key: an account's identity has one", c.Identity)
+	case isIP && c.Key != "", c.Key == c.Identity:
+		return Claims{}, fmt.Errorf("claims: an API key with %.48q: only an account's identity, or a key's that another key spends, has one", c.Identity)
 	case c.Key != "" && !validKey(c.Key):
 		return Claims{}, fmt.Errorf("claims: key %.48q: want key:<digest>", c.Key)
 	}
@@ -126,10 +130,12 @@ func validKey(id string) bool {
 }
 
 // Of returns the claims of a reserve the authorizer decided for identity id under
-// limits, for a request that carried the API key whose identity is key (zero for none).
+// limits, for a request that carried the API key whose identity is key (zero for none):
+// with key when the registry's entry of key said whose buckets id are (an account's, or
+// another key's).
 func Of(id, key bucketgate.Identity, limits config.Limits) Claims {
 	c := Claims{Identity: id.String(), Route: limits.Route}
-	if id.Kind == bucketgate.KindAccount {
+	if id.Kind == bucketgate.KindAccount || id.Kind == bucketgate.KindKey && key != id {
 		c.Key = key.String()
 	}
 	return c

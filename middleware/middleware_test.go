@@ -51,7 +51,8 @@ func serve(l *middleware.Limiter, r *http.Request) *httptest.ResponseRecorder {
 // The answers are template.yaml's gateway responses, filled as API Gateway fills them
 // (the local gateway renders the template): the rate-limit headers on allowed answers,
 // 429 with Retry-After and the same JSON body when limited, 401 when refused, 503 with
-// Retry-After: 1 when failing closed.
+// Retry-After: 1 when failing closed, X-RateLimit-Degraded: true and RateLimit-Policy
+// alone when failing open.
 func TestAnswersAreTheGateways(t *testing.T) {
 	rs, err := localgw.LoadResponses(templatePath)
 	if err != nil {
@@ -94,8 +95,10 @@ func TestAnswersAreTheGateways(t *testing.T) {
 	same(t, "failing closed", serve(down, httptest.NewRequest("GET", "/", nil)), want)
 
 	open := newLimiter(t, map[string]string{"REDIS_ADDR": closed.Addr().String(), "REDIS_TIMEOUT_MS": "50", "FAIL_MODE": "open"}, middleware.Options{})
-	if w := serve(open, httptest.NewRequest("GET", "/", nil)); w.Code != http.StatusOK || header(w.Header(), ratelimitheaders.HeaderRateLimit) != "" {
-		t.Fatalf("failing open: %d, headers %v; want the service's answer, without rate-limit headers", w.Code, w.Header())
+	if w := serve(open, httptest.NewRequest("GET", "/", nil)); w.Code != http.StatusOK || header(w.Header(), ratelimitheaders.HeaderRateLimit) != "" ||
+		header(w.Header(), ratelimitheaders.HeaderLimit) != "" || header(w.Header(), ratelimitheaders.HeaderDegraded) != "true" ||
+		header(w.Header(), ratelimitheaders.HeaderRateLimitPolicy) != `"burst";q=10;w=10` {
+		t.Fatalf("failing open: %d, headers %v; want the service's answer with X-RateLimit-Degraded: true and RateLimit-Policy only (docs/library.md)", w.Code, w.Header())
 	}
 }
 

@@ -70,14 +70,24 @@ func tryIt(cfg *config.Config, url, header string) string {
 }
 
 // burst returns how many requests in a row the enforced rules of limits allow from
-// full buckets: the smallest number of whole costs a rule holds. ok is false when every
-// rule is shadow (nothing is ever denied).
+// full buckets, with nothing released: the fewest a rule admits, whole costs of a
+// bucket's capacity or a quota's limit (the estimate of a route that reserves, else its
+// cost), or a concurrency rule's leases, one a request. ok is false when every rule is
+// shadow (nothing is ever denied).
 func burst(limits config.Limits) (n int64, ok bool) {
+	cost := limits.Cost
+	if limits.Reserve > 0 {
+		cost = limits.Reserve
+	}
 	for _, r := range limits.Rules {
 		if r.Shadow {
 			continue
 		}
-		if k := r.Capacity / limits.Cost; !ok || k < n {
+		k := r.Max() / cost
+		if r.IsConcurrency() {
+			k = r.Max()
+		}
+		if !ok || k < n {
 			n, ok = k, true
 		}
 	}

@@ -15,7 +15,9 @@ var bannerLoop = regexp.MustCompile(`(?m)^  for i in \$\(seq (\d+)\); do curl -s
 // The banner says what the loaded configuration does, and its curl commands do it: the
 // loop's last request is the first 429, sent with a made-up key when such keys are
 // limited by IP and without one when they are refused; the 401 it promises is the
-// answer. Under unknownKeys: refuse it used to promise a 429 for a made-up key.
+// answer. Under unknownKeys: refuse it used to promise a 429 for a made-up key; under
+// a quota, a concurrency rule or a route that reserves, it counted a bucket's capacity
+// by the route's cost alone (a monthly quota of 5: "the 1st request").
 func TestBannerTellsTheTruth(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -32,6 +34,12 @@ func TestBannerTellsTheTruth(t *testing.T) {
 			3, true, "Without the X-API-Key header the caller is answered 401 (anonymous: refuse)", ""},
 		{"both refused", "{defaultPlan: free, unknownKeys: refuse, anonymous: refuse, plans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}}",
 			0, false, "Every request without a registered API key is answered 401", "k"},
+		{"a monthly quota binds first", "{defaultPlan: metered, plans: {metered: [{name: burst, capacity: 10, refillPerSecond: 1}, {name: monthly, limit: 5, period: month}]}}",
+			6, true, "the 6th request in a row is answered 429", "-"},
+		{"a concurrency rule binds first, whatever the cost", "{defaultPlan: c, plans: {c: [{name: burst, capacity: 10, refillPerSecond: 1}, {name: streams, concurrency: 2}]}, routes: [{path: /scores, cost: 2}]}",
+			3, true, "the 3rd request in a row is answered 429", "-"},
+		{"a route that reserves", "{defaultPlan: r, plans: {r: [{name: burst, capacity: 100, refillPerSecond: 1}]}, routes: [{path: /scores, reserve: 40}]}",
+			3, true, "the 3rd request in a row is answered 429", "-"},
 		{"all shadow", "{defaultPlan: t, plans: {t: [{name: b, capacity: 1, refillPerSecond: 1, shadow: true}]}}",
 			0, false, "every rule of the default plan t is shadow, so every request is allowed", "-"},
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -137,7 +136,7 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if *asJSON {
 			return writeJSON(e.stdout, out)
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(e.stdout)
 		fmt.Fprintln(tw, "VERSION\tCURRENT\tUPDATED\tBYTES\tNOTE")
 		for i, v := range out {
 			current := ""

@@ -161,6 +161,8 @@ func TestKeysSession(t *testing.T) {
 		!strings.HasPrefix(lines[2], "tenant:acme-svc") {
 		t.Fatalf("list:\n%s", list)
 	}
+	noTrailingSpaces(t, "keys list", list)
+	noTrailingSpaces(t, "keys show of a tenant without owner or note", c.ok("keys", "show", "tenant:acme-svc"))
 	var all []itemJSON
 	if err := json.Unmarshal([]byte(c.ok("keys", "list", "--json")), &all); err != nil || len(all) != 2 || all[1].ID != "tenant:acme-svc" {
 		t.Fatalf("list --json: %+v, %v", all, err)
@@ -169,6 +171,17 @@ func TestKeysSession(t *testing.T) {
 	items := c.items()
 	if strings.Contains(items, key) || !strings.Contains(items, id) {
 		t.Fatalf("the table holds the raw key, or not its id:\n%s", items)
+	}
+}
+
+// noTrailingSpaces fails t if a line of out, what a command printed, ends with a space:
+// an empty last value (an owner or a note) printed its column's padding.
+func noTrailingSpaces(t *testing.T, what, out string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasSuffix(line, " ") {
+			t.Errorf("%s prints a line ending with spaces: %q", what, line)
+		}
 	}
 }
 

@@ -106,9 +106,44 @@ func writeAccount(w io.Writer, r registry.Record, keys []registry.Record) error 
 	return writeAttributes(w, lines)
 }
 
+// newTable returns a tabwriter that prints aligned columns, two spaces apart, to w,
+// and no padding at the end of a line (an empty last value, such as an owner or a
+// note, left its column's padding there). Flush it.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(&trimRight{w: w}, 0, 4, 2, ' ', 0)
+}
+
+// trimRight writes to w what is written to it but the spaces that end a line.
+type trimRight struct {
+	w      io.Writer
+	spaces int // spaces held back: written before the next byte that is not a space or a newline
+}
+
+func (t *trimRight) Write(p []byte) (int, error) {
+	out := make([]byte, 0, len(p))
+	for _, c := range p {
+		switch c {
+		case ' ':
+			t.spaces++
+			continue
+		case '\n':
+			t.spaces = 0
+		default:
+			for ; t.spaces > 0; t.spaces-- {
+				out = append(out, ' ')
+			}
+		}
+		out = append(out, c)
+	}
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // writeAttributes prints attribute-value pairs as aligned lines.
 func writeAttributes(w io.Writer, lines [][2]string) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	for _, line := range lines {
 		fmt.Fprintf(tw, "%s\t%s\n", line[0], line[1])
 	}
@@ -118,7 +153,7 @@ func writeAttributes(w io.Writer, lines [][2]string) error {
 // writeList prints items as a table, one line each: a key of an account with its
 // account's plan, and the account after it.
 func writeList(w io.Writer, items []listed) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tPLAN\tSTATUS\tEXPIRES\tRULES\tOWNER\tNOTE")
 	for _, it := range items {
 		if it.err != nil {
@@ -230,7 +265,7 @@ func writeBucket(w io.Writer, id string, r checkapi.Response) error {
 // and when its window ends; a concurrency rule's most in flight, the leases it may still
 // give and when its last lease in flight ends.
 func writeRules(w io.Writer, rules []checkapi.RuleStatus) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "\nRULE\tKIND\tLIMIT\tREMAINING\tRESET")
 	for _, r := range rules {
 		kind, reset := "bucket", "full"

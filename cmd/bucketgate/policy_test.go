@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,7 +54,7 @@ func (l *stringOrList) UnmarshalJSON(b []byte) error {
 }
 
 // The policy grants exactly the actions that a session of every command of the CLI
-// calls through a stack, each on its own service's resource of the stack (DescribeStacks
+// (config and usage included: the session ran neither) calls through a stack, each on its own service's resource of the stack (DescribeStacks
 // on the stack, DynamoDB's on the registry table, InvokeFunction on the operator
 // function), and it is a policy that IAM's syntax accepts (moto's validator).
 func TestIAMPolicy(t *testing.T) {
@@ -62,7 +63,17 @@ func TestIAMPolicy(t *testing.T) {
 	key := strings.TrimSpace(s.ok("keys", "create", "--plan", "gold"))
 	s.ok("accounts", "create", "acme", "--plan", "gold")
 	member := strings.TrimSpace(s.ok("keys", "create", "--account", "acme"))
+	plans := filepath.Join(t.TempDir(), "plans.yaml")
+	if err := os.WriteFile(plans, []byte(bucketsConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	morePlans := filepath.Join(t.TempDir(), "more-plans.yaml")
+	if err := os.WriteFile(morePlans, []byte(bucketsConfig+"  silver: [{name: burst, capacity: 20, refillPerSecond: 0.001}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	session := [][]string{
+		{"config", "put", plans}, {"config", "put", morePlans, "--note", "silver"}, {"config", "show"},
+		{"config", "history"}, {"config", "rollback", "1"}, {"usage", key},
 		{"keys", "show", key}, {"keys", "list"}, {"keys", "override", key, "--rule", "burst:9:1"},
 		{"keys", "clear-overrides", key}, {"keys", "set-plan", key, "basic"}, {"keys", "expire", key, "30d"},
 		{"buckets", "show", key}, {"buckets", "refund", "--cost", "1", key}, {"buckets", "reset", key},
@@ -82,12 +93,18 @@ func TestIAMPolicy(t *testing.T) {
 	}
 	ran := map[string]bool{"keys create": true, "keys init": true, "accounts create": true}
 	for _, args := range session {
+		ran[args[0]] = true
 		if len(args) > 1 {
 			ran[args[0]+" "+args[1]] = true
 		}
 	}
+	for group := range groups { // a group without commands of its own: usage, version
+		if _, commands := map[string]bool{"keys": true, "accounts": true, "buckets": true, "config": true}[group]; !commands && !ran[group] {
+			t.Fatalf("the session does not run %s: add it, so that the policy covers what it calls", group)
+		}
+	}
 	for group, commands := range map[string][]string{"keys": slices.Collect(maps.Keys(keysCommands)), "accounts": slices.Collect(maps.Keys(accountsCommands)),
-		"buckets": slices.Collect(maps.Keys(bucketsCommands))} {
+		"buckets": slices.Collect(maps.Keys(bucketsCommands)), "config": slices.Collect(maps.Keys(configCommands))} {
 		for _, c := range commands {
 			if !ran[group+" "+c] {
 				t.Fatalf("the session does not run %s %s: add it, so that the policy covers what it calls", group, c)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
@@ -79,7 +78,7 @@ func writeUsage(w io.Writer, u checkapi.Usage) error {
 	if err := writeAttributes(w, [][2]string{{"identity", u.Identity}}); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "DATE\tALLOWED\tLIMITED\tCOST")
 	for _, d := range u.Days {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", d.Date, d.Allowed, d.Limited, d.Cost)

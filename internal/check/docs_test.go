@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -130,12 +132,65 @@ func checkDocAnswer(t *testing.T, f *fixture, request, answer docBlock) {
 			t.Fatalf("%s:%d: %v", docPath, request.line, err)
 		}
 		assertJSONEqual(t, out, answer.text)
+		roundTrip(t, request, requestType(request.text))
+		roundTrip(t, answer, responseType(answer.text))
 	case "json error":
 		ive := functionError(t, err)
 		got, _ := json.Marshal(ive)
 		assertJSONEqual(t, got, answer.text)
+		roundTrip(t, answer, new(struct {
+			ErrorMessage string `json:"errorMessage"`
+			ErrorType    string `json:"errorType"`
+		}))
 	default:
 		t.Fatalf("%s:%d: the request is answered by %q, want json response or json error", docPath, answer.line, answer.info)
+	}
+}
+
+// requestType returns a new value of the checkapi type that a request example is: a
+// Batch when it has checks, else a Request.
+func requestType(text string) any {
+	if strings.Contains(text, `"checks"`) {
+		return new(checkapi.Batch)
+	}
+	return new(checkapi.Request)
+}
+
+// responseType returns a new value of the checkapi type that an answer example is: a
+// BatchResult when it has results, a Usage when it has days, else a Response.
+func responseType(text string) any {
+	switch {
+	case strings.Contains(text, `"results"`):
+		return new(checkapi.BatchResult)
+	case strings.Contains(text, `"days"`):
+		return new(checkapi.Usage)
+	}
+	return new(checkapi.Response)
+}
+
+// roundTrip fails t unless b's JSON decodes into v, the payload type a Go caller uses
+// (checkapi's), with no member the type lacks, and encodes back to the same JSON: an
+// example whose member is misspelt, or that the types no longer carry, fails.
+func roundTrip(t *testing.T, b docBlock, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(b.text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("%s:%d: the example does not decode into %T: %v", docPath, b.line, v, err)
+	}
+	again, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("%s:%d: %T: %v", docPath, b.line, v, err)
+	}
+	var got, want any
+	if err := json.Unmarshal(again, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(b.text), &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:%d: the example through %T comes out as\n%s\nwant\n%s", docPath, b.line, v, again, b.text)
 	}
 }
 
@@ -150,4 +205,5 @@ func checkDocFailure(t *testing.T, b docBlock, request []byte) {
 		t.Fatalf("%s:%d: %v", docPath, b.line, err)
 	}
 	assertJSONEqual(t, out, b.text)
+	roundTrip(t, b, new(checkapi.Response))
 }

@@ -91,8 +91,9 @@ type Request struct {
 	TTLMS int64 `json:"ttlMs,omitempty"`
 	// RequestID makes a check that takes tokens, a reserve or a refund idempotent: the
 	// same Key (or Identity) and RequestID within the function's IDEMPOTENCY_TTL_MS
-	// answers the first decision again (Response.Replayed) and changes nothing. 1 to
-	// 128 bytes; empty for none. A RequestID used again for another request (another
+	// answers the first decision again (Response.Replayed) and changes nothing (a
+	// reserve's or an acquire's RequestID is remembered TTLMS longer, while its id may
+	// be held). 1 to 128 bytes; empty for none. A RequestID used again for another request (another
 	// operation, cost, ttl or rules) is refused (ErrorTypeConflict).
 	RequestID string `json:"requestId,omitempty"`
 	// Reservation is what OpSettle and OpCancel settle: a Response.Reservation of a

@@ -61,7 +61,8 @@ func New(invoker Invoker, function string, opts ...Option) *Client {
 	return c
 }
 
-// Check decides one request (a check, or the operation req.Op names). Its error is an
+// Check decides one request (a check, or the operation req.Op names; a usage report is
+// Usage's, and refused here before it is sent). Its error is an
 // *InvalidRequestError when the function refused req, or the client did before sending
 // it (nothing was decided or written); a *FunctionError when the function failed
 // otherwise, or answered something that is not a decision; and else the SDK's error for
@@ -80,7 +81,7 @@ func New(invoker Invoker, function string, opts ...Option) *Client {
 // sent again only after a failure that shows the function did not run: Lambda refused
 // it (a 4xx, such as 429 when the function is throttled) or no connection was made.
 func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
-	if err := c.validate("", req); err != nil {
+	if err := c.validateDecision("", req); err != nil {
 		return checkapi.Response{}, err
 	}
 	req = c.identify(req)
@@ -255,7 +256,7 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 	}
 	reqs = slices.Clone(reqs)
 	for i, req := range reqs {
-		if err := c.validate(fmt.Sprintf("checks[%d].", i), req); err != nil {
+		if err := c.validateDecision(fmt.Sprintf("checks[%d].", i), req); err != nil {
 			return nil, err
 		}
 		reqs[i] = c.identify(req)

@@ -228,7 +228,8 @@ func TestErrors(t *testing.T) {
 // TestRefusedBeforeSending: what the client can tell is wrong is an InvalidRequestError
 // of its own (Local), and nothing is sent: a batch of the wrong size, a key that is not
 // UTF-8 text (encoding/json would send U+FFFD in its place, merging it with other keys),
-// an operation that contradicts the method.
+// an operation that contradicts the method, a usage report asked as a decision (the
+// function would refuse the requestId the client gives a request that is not a peek).
 func TestRefusedBeforeSending(t *testing.T) {
 	invocations := 0
 	c := serve(t, func([]byte) ([]byte, error) {
@@ -260,6 +261,11 @@ func TestRefusedBeforeSending(t *testing.T) {
 			return err
 		}, "checks[1].rules[1].refillPerSecond: +Inf: want a finite number"},
 		{"refund of a reset", func() error { _, err := c.Refund(ctx, checkapi.Request{Key: "k", Op: checkapi.OpReset}); return err }, `op: "reset", sent with refund`},
+		{"usage through Check", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", Op: checkapi.OpUsage}); return err }, `op: "usage": a report, not a decision: call Usage`},
+		{"usage in a batch", func() error {
+			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "k", Op: checkapi.OpUsage}})
+			return err
+		}, `checks[1].op: "usage": a report, not a decision: call Usage`},
 	}
 	for _, tc := range calls {
 		err := tc.call()

@@ -176,6 +176,16 @@ func (c *Client) validate(prefix string, req checkapi.Request) error {
 	return nil
 }
 
+// validateDecision is validate for req, a request answered by a decision: a usage
+// report is not one (and would be sent with a requestId, which the function refuses on
+// it).
+func (c *Client) validateDecision(prefix string, req checkapi.Request) error {
+	if req.Op == checkapi.OpUsage {
+		return c.refuse(prefix + `op: "usage": a report, not a decision: call Usage`)
+	}
+	return c.validate(prefix, req)
+}
+
 // refuse is the client's own refusal of a request, with message naming the field.
 func (c *Client) refuse(message string) error {
 	return &InvalidRequestError{Function: c.function, Message: message, Local: true}

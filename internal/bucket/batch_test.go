@@ -82,3 +82,32 @@ func run(t *testing.T, c rueidis.Client, args ...string) {
 		t.Fatalf("%v: %v", args, err)
 	}
 }
+
+// TestDecideBatchInOrderWithLeases: a batch with a concurrency rule is decided in order
+// too: a request after one that drained the bucket is denied, whichever has the
+// concurrency rule, and one before it is decided first.
+func TestDecideBatchInOrderWithLeases(t *testing.T) {
+	l, _ := real(t)
+	tokens := bucketgate.Rule{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}
+	streams := bucketgate.Rule{Name: "streams", Concurrency: 5}
+	drain := bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{tokens}, Cost: 10}
+	acquire := bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{tokens, streams}, Cost: 1}
+	for _, tt := range []struct {
+		name    string
+		qs      []bucketgate.Request
+		allowed []bool
+	}{
+		{"a drain, then an acquire", []bucketgate.Request{drain, acquire}, []bool{true, false}},
+		{"an acquire, then a drain", []bucketgate.Request{acquire, drain, acquire}, []bool{true, false, true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			decide(t, l, bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{tokens, streams}, Op: bucketgate.OpReset})
+			ds, errs := l.DecideBatch(context.Background(), tt.qs)
+			for i, d := range ds {
+				if errs[i] != nil || d.Allowed != tt.allowed[i] {
+					t.Fatalf("request %d: %+v, %v; want allowed %v (decided in the batch's order)", i, d, errs[i], tt.allowed[i])
+				}
+			}
+		})
+	}
+}

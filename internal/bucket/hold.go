@@ -29,7 +29,9 @@ const (
 
 // Idempotency makes a Limiter remember each RequestID for ttl (MinIdempotency to
 // MaxIdempotency): the same identity and RequestID within ttl answers the first
-// decision. A settled reservation's outcome is kept as long past its expiry. It panics
+// decision; a reserve's or an acquire's RequestID is remembered its Request.TTL longer,
+// so that no id it gave is given again while it may be held. A settled reservation's
+// outcome is kept ttl past its expiry. It panics
 // on another duration: the settings that give it are checked first.
 func Idempotency(ttl time.Duration) Option {
 	if ttl < MinIdempotency || ttl > MaxIdempotency || ttl%time.Millisecond != 0 {
@@ -297,7 +299,21 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 	// only a request of that identity reaches it.
 	sum := sha256.Sum256([]byte("request\x00" + q.Identity + "\x00" + q.RequestID))
 	nonce := base64.RawURLEncoding.EncodeToString(sum[:nonceBytes])
-	return hold{record: lua.RecordInfix + nonce, arg: fmt.Sprintf("%d %s", l.idempotency.Milliseconds(), requestPrint(q)), nonce: nonce}, secret, nil
+	return hold{record: lua.RecordInfix + nonce, arg: fmt.Sprintf("%d %s", recordLife(q, l.idempotency).Milliseconds(), requestPrint(q)), nonce: nonce}, secret, nil
+}
+
+// recordLife is how long the record of q's RequestID lives: idempotency, and for a
+// request that holds something (a reserve, an acquire) its ttl more. Its reservation
+// and lease ids are named by the RequestID (their nonce), so the RequestID must answer
+// its first decision for as long as what that gave may be held, and a settle of it
+// answered again (idempotency past its expiry): otherwise the same RequestID made a
+// second lease of the same member while the first was held (counted once), or a second
+// reservation whose settle answered the first's outcome and settled nothing.
+func recordLife(q bucketgate.Request, idempotency time.Duration) time.Duration {
+	if q.Holds() {
+		return idempotency + ttlOf(q)
+	}
+	return idempotency
 }
 
 // held completes d, the decision on q with hold h, with an allowed reserve's id, an

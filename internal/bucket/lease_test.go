@@ -422,3 +422,47 @@ func TestLeaseSetMark(t *testing.T) {
 	}
 	compareLeases(t, m.client, model, "mark", "streams", m.now)
 }
+
+// TestRequestIDNeverGivesAHeldIDTwice: a reservation's or a lease's id of a request with
+// a RequestID is named by the RequestID, so the RequestID is remembered for as long as
+// what it holds may be held (or its settle replayed): past the Idempotency option by
+// the ttl. Else the same RequestID after the Idempotency, while the first lease is still
+// held, acquired a second lease of the same member (counted once: one more in flight
+// than the rule's concurrency), and reserved again under the same nonce, whose settle
+// answered the first reservation's outcome and settled nothing.
+func TestRequestIDNeverGivesAHeldIDTwice(t *testing.T) {
+	m := newMini(t)
+	l := bucket.New(m.client, bucket.Idempotency(time.Second))
+	tokens := bucketgate.Rule{Name: "tokens", Capacity: 100, RefillPerSecond: 0.001}
+	acquire := bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{{Name: "streams", Concurrency: 2}, tokens}, Cost: 1, TTL: time.Minute}
+	first := acquire
+	first.RequestID = "job-1"
+	d1 := decide(t, l, first)
+	m.advance(2 * time.Second) // past the Idempotency, within the lease's ttl
+	if d := decide(t, l, first); !d.Allowed || !d.Replayed || d.Lease != d1.Lease {
+		t.Fatalf("the same requestId while its lease is held = %+v; want the first decision replayed (lease %s)", d, d1.Lease)
+	}
+	if d := decide(t, l, acquire); !d.Allowed {
+		t.Fatalf("a second lease = %+v", d)
+	}
+	if d := decide(t, l, acquire); d.Allowed {
+		t.Fatalf("a third lease of 2 in flight = %+v; want denied", d)
+	}
+	m.advance(time.Minute) // every lease expired, and the requestId's record with them
+	if d := decide(t, l, first); !d.Allowed || d.Replayed {
+		t.Fatalf("the same requestId once its lease has expired = %+v; want a new decision", d)
+	}
+
+	reserve := bucketgate.Request{Identity: "b", Rules: []bucketgate.Rule{tokens}, Op: bucketgate.OpReserve, Cost: 50, TTL: time.Minute, RequestID: "job-2"}
+	r1 := decide(t, l, reserve)
+	if s := decide(t, l, bucketgate.Request{Identity: "b", Rules: reserve.Rules, Op: bucketgate.OpSettle, Cost: 10, ID: r1.Reservation}); s.Replayed || s.Remaining != 90 {
+		t.Fatalf("settle = %+v; want 90 left", s)
+	}
+	m.advance(2 * time.Second)
+	if r := decide(t, l, reserve); !r.Replayed || r.Reservation != r1.Reservation || r.Remaining != 50 {
+		t.Fatalf("the same requestId while its settle is remembered = %+v; want the first reserve replayed, nothing taken", r)
+	}
+	if p := decide(t, l, bucketgate.Request{Identity: "b", Rules: reserve.Rules}); p.Rules[0].Remaining != 90 {
+		t.Fatalf("peek = %+v; want the 90 the settle left", p.Rules)
+	}
+}

@@ -126,15 +126,12 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 // what an earlier one wrote. An invalid request is not sent. When ctx ends before the
 // answers arrive, every request still waiting for its answer gets ctx's error: it may
 // or may not have been decided by Redis, and it is never sent again. A request with a
-// concurrency rule is decided on its own, as Decide decides it, before the others are
-// sent.
+// concurrency rule is decided on its own, as Decide decides it, after the requests
+// before it and before those after it: a round trip more each.
 func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (decisions []bucketgate.Decision, errs []error) {
 	decisions, errs = make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
 	c, err := l.redis(ctx)
-	cmds := make(rueidis.Commands, 0, len(qs))
-	sent := make([]int, 0, len(qs)) // the index in qs of each command
-	hs := make([]hold, len(qs))     // the hold of each request
-	secrets := make([][]byte, len(qs))
+	p := pipeline{hs: make([]hold, len(qs)), secrets: make([][]byte, len(qs))}
 	for i, q := range qs {
 		if errs[i] = q.Validate(); errs[i] != nil {
 			continue
@@ -144,27 +141,43 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 			continue
 		}
 		if leases(q.Rules) > 0 {
+			l.send(ctx, c, qs, &p, decisions, errs) // the requests before it first: it sees what they wrote
 			decisions[i], errs[i] = l.decideLeases(ctx, c, q)
 			continue
 		}
-		if hs[i], secrets[i], errs[i] = l.hold(ctx, c, q); errs[i] != nil {
+		if p.hs[i], p.secrets[i], errs[i] = l.hold(ctx, c, q); errs[i] != nil {
 			continue
 		}
-		keys, args := scriptCall(q, 0, l.usageDays, hs[i], new(scriptArgs))
-		cmds = append(cmds, evalsha(c, keys, args))
-		sent = append(sent, i)
+		keys, args := scriptCall(q, 0, l.usageDays, p.hs[i], new(scriptArgs))
+		p.cmds = append(p.cmds, evalsha(c, keys, args))
+		p.sent = append(p.sent, i)
 	}
-	if len(cmds) == 0 {
-		return decisions, errs
+	l.send(ctx, c, qs, &p, decisions, errs)
+	return decisions, errs
+}
+
+// pipeline is the script calls of a batch waiting to be sent together.
+type pipeline struct {
+	cmds    rueidis.Commands
+	sent    []int    // the index in the batch of each command
+	hs      []hold   // the hold of each request of the batch
+	secrets [][]byte // the secret of each request of the batch
+}
+
+// send sends p's calls, requests of qs, in one round trip, and empties it: decisions[i]
+// and errs[i] answer qs[i].
+func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, p *pipeline, decisions []bucketgate.Decision, errs []error) {
+	if len(p.cmds) == 0 {
+		return
 	}
-	results := c.DoMulti(ctx, cmds...)
+	results := c.DoMulti(ctx, p.cmds...)
 	// Redis without the script ran none of the calls it refused with NOSCRIPT: send
 	// those again with the script's text.
 	var again rueidis.Commands
 	var retried []int // the index in results of each command sent again
 	for j, r := range results {
 		if noScript(r) {
-			keys, args := scriptCall(qs[sent[j]], 0, l.usageDays, hs[sent[j]], new(scriptArgs))
+			keys, args := scriptCall(qs[p.sent[j]], 0, l.usageDays, p.hs[p.sent[j]], new(scriptArgs))
 			again = append(again, evalText(c, keys, args))
 			retried = append(retried, j)
 		}
@@ -175,11 +188,11 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 		}
 	}
 	for j, r := range results {
-		i := sent[j]
+		i := p.sent[j]
 		decisions[i], errs[i] = decode(r, qs[i])
-		decisions[i] = held(decisions[i], qs[i], hs[i], secrets[i])
+		decisions[i] = held(decisions[i], qs[i], p.hs[i], p.secrets[i])
 	}
-	return decisions, errs
+	p.cmds, p.sent = nil, p.sent[:0]
 }
 
 // decode reads the script's answer to q.

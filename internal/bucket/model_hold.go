@@ -26,7 +26,8 @@ type modelReservation struct {
 
 // Hold does q, a reserve, a settle, a cancel, a release or a request with a RequestID, at now
 // exactly as the script and the Limiter would, remembering RequestIDs for idempotency
-// and settled reservations idempotency past their expiry. A reserve's Reservation is
+// (a reserve's or an acquire's its ttl more) and settled reservations idempotency past
+// their expiry. A reserve's Reservation is
 // the model's own id, which a settle of the model takes. Its error wraps ErrConflict
 // where the Limiter or the script refuses the request.
 func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Duration) (bucketgate.Decision, error) {
@@ -88,7 +89,7 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		d.Reservation, d.Expires = id, time.UnixMilli(expiry)
 	}
 	if q.RequestID != "" {
-		m.records[name] = &modelRecord{print: print, first: d, ends: nowMS + idempotency.Milliseconds()}
+		m.records[name] = &modelRecord{print: print, first: d, ends: nowMS + recordLife(q, idempotency).Milliseconds()}
 	}
 	return d, nil
 }

@@ -90,7 +90,7 @@ func resolveBearers(ctx context.Context, v registry.View, checks []check, batch 
 		if c.req.Op == bucketgate.OpRelease {
 			name = fieldLease
 		}
-		l, err := claims.Resolve(ctx, v, c.claims)
+		l, err := claims.Resolve(ctx, v, c.claims, c.req.Op)
 		switch {
 		case errors.Is(err, bucketgate.ErrConflict):
 			return fmt.Errorf("%s: %w", field(path, name), err)

@@ -401,4 +401,48 @@ func TestReleaseByLeaseAlone(t *testing.T) {
 			t.Errorf("%s: %+v, want %s mentioning %q", name, fe, tt.errType, tt.want)
 		}
 	}
+
+	// The route's concurrency rule gone since the acquire (a bucket of the same name in
+	// its place): a conflict, as any change of the route's rules, through the check
+	// function and the authorizer's Settle (the middleware's Release) alike.
+	held, _ := b.authorize(t, "alice", "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
+	changed := mustConfig(t, strings.Replace(llmConfig, "{name: streams, concurrency: 1}", "{name: streams, capacity: 5, refillPerSecond: 1}", 1))
+	noLease := newFixture(t, b.client, nil, guard.Options{})
+	noLease.h.Config = registry.NewStatic(changed, registry.NewCache(b.src, registry.Options{Size: 100}))
+	_, err := noLease.invoke(fmt.Appendf(nil, `{"op":"release","lease":%q}`, held))
+	if fe := functionError(t, err); fe.Type != checkapi.ErrorTypeConflict || !strings.Contains(fe.Message, "no concurrency rule") {
+		t.Errorf("a release after the route's concurrency rule went: %+v, want a conflict naming it", fe)
+	}
+	auth := &authorizer.Handler{Guard: b.auth.Guard, Config: registry.NewStatic(changed, registry.NewCache(b.src, registry.Options{Size: 100})),
+		Identities: b.auth.Identities, Metrics: b.auth.Metrics, Log: b.auth.Log, Now: b.auth.Now}
+	if _, err := auth.Settle(context.Background(), held, bucketgate.OpRelease, 0); !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "no concurrency rule") {
+		t.Errorf("the authorizer's release after the route's concurrency rule went: %v, want a conflict naming it", err)
+	}
+}
+
+// TestSettleByReservationAfterARoll: a lone key rolled (bucketgate keys roll) becomes an
+// account that spends the old key's buckets; the new key's reservations and leases
+// settle and release by the id alone, before and after the old key expires: the id
+// names the key that made it, not the old key whose buckets it spends.
+func TestSettleByReservationAfterARoll(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	old, rolled := "key:"+bucketgate.KeyDigest("dave"), "key-"+bucketgate.KeyDigest("dave")
+	b.src.Put(registry.Record{ID: "account:" + rolled, Plan: "llm", Buckets: old})
+	b.src.Put(registry.Record{ID: old, Account: rolled})
+	b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest("dave2"), Account: rolled, Rules: []bucketgate.Rule{{Name: "own", Capacity: 5000, RefillPerSecond: 1}}})
+	for _, oldKey := range []string{"active", "expired"} {
+		if oldKey == "expired" {
+			b.src.Put(registry.Record{ID: old, Account: rolled, ExpiresAt: time.Now().Add(-time.Minute)})
+		}
+		id := b.reserve(t, "dave2")
+		lease, _ := b.authorize(t, "dave2", "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
+		check := newFixture(t, b.client, nil, guard.Options{})
+		check.h.Config = registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+		if s, err := check.invoke(settlePayload(id, 100)); err != nil || !decodeResponse(t, s).Allowed {
+			t.Errorf("old key %s: settle of the new key's reservation: %v", oldKey, err)
+		}
+		if r, err := check.invoke(fmt.Appendf(nil, `{"op":"release","lease":%q}`, lease)); err != nil || !*decodeResponse(t, r).Released {
+			t.Errorf("old key %s: release of the new key's lease: %v", oldKey, err)
+		}
+	}
 }

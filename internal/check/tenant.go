@@ -31,7 +31,9 @@ const maxLookups = 16
 // account made from a lone key that key's. A check whose lookup failed gets no plan and
 // no rules, and keeps the error, to be answered by the failure policy: its plan is
 // unknown, so neither is its cost checked nor its answer given a plan's name. Its error
-// names a check whose cost its plan can never allow; then nothing is decided. The
+// names a check whose cost its plan can never allow, or that its plan can never do (a
+// reserve, a refund, a settle or a cancel with concurrency rules alone); then nothing
+// is decided. The
 // lookups of a batch run concurrently, at most maxLookups at once. v is the
 // invocation's configuration and registry.
 func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {
@@ -91,6 +93,9 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 		}
 		if err := fitsHold(path, c.req); err != nil {
 			return err
+		}
+		if err := c.req.Validate(); err != nil { // what else the engine would refuse, as parseCheck asks of inline rules
+			return fmt.Errorf("%s: %w", where(path), err)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
@@ -75,6 +76,36 @@ func TestTenantCostAboveItsPlan(t *testing.T) {
 	}
 	if keys := mr.Keys(); len(keys) != 0 {
 		t.Fatalf("Redis written for an invalid batch: %v", keys)
+	}
+}
+
+// A request its tenant's plan can never do is an invalid request naming it, refused
+// before the engine sees it (no error line: the engine agrees with what was checked), as
+// the same request with inline rules is: a reserve or a refund on a plan of concurrency
+// rules alone.
+func TestTenantOperationItsPlanCannotDo(t *testing.T) {
+	mr, client := startMiniredis(t)
+	cfg, err := config.Parse([]byte("defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 10, refillPerSecond: 1}]\n  streams: [{name: streams, concurrency: 2}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, client, cfg, guard.Options{})
+	f.withRegistry(registrytest.New(registry.Record{ID: "tenant:st", Plan: "streams"}))
+	for _, tt := range []struct{ name, payload, want string }{
+		{"reserve", `{"key": "st", "op": "reserve", "cost": 2}`, "request: invalid: reserve with concurrency rules alone"},
+		{"refund in a batch", `{"checks": [{"key": "other"}, {"key": "st", "op": "refund"}]}`, "checks[1]: invalid: refund with concurrency rules alone"},
+	} {
+		f.logs.Reset()
+		_, err := f.invoke([]byte(tt.payload))
+		if fe := functionError(t, err); fe.Type != checkapi.ErrorTypeInvalidRequest || !strings.HasPrefix(fe.Message, tt.want) {
+			t.Errorf("%s: %+v, want an invalid request starting %q", tt.name, fe, tt.want)
+		}
+		if strings.Contains(f.logs.String(), `"level":"ERROR"`) {
+			t.Errorf("%s: an error line for a request refused as invalid: %s", tt.name, f.logs)
+		}
+	}
+	if keys := mr.Keys(); len(keys) != 0 {
+		t.Fatalf("Redis written for invalid requests: %v", keys)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
@@ -31,9 +32,11 @@ type Claims struct {
 	// Identity is whose buckets: "key:<digest>", "acct:<name>" or "ip:<source>", as
 	// the authorizer spells them (never a raw key).
 	Identity string
-	// Key is, for an account's Identity, the API key's identity ("key:<digest>") whose
-	// registry entry gave the plan (an account's key may add rules of its own); empty
-	// for any other Identity.
+	// Key is the API key's identity ("key:<digest>") whose registry entry gave the plan
+	// and says whose buckets it spends, when that is not Key itself: for an account's
+	// Identity (an account's key may add rules of its own), and for a key's Identity
+	// that another key spends (the account bucketgate keys roll made from the old key
+	// spends its buckets, and outlives it). Empty for any other Identity.
 	Key string
 	// Route is the configuration's route the request matched (config.Limits.Route): its
 	// id, a digest of its method and path pattern, which other routes added, removed or
@@ -76,8 +79,10 @@ func Parse(s string) (Claims, error) {
 		return Claims{}, fmt.Errorf("claims: identity %.48q: not one the authorizer writes", c.Identity)
 	case !isKey && !isAccount && !isIP:
 		return Claims{}, fmt.Errorf("claims: identity of %d bytes: want key:, acct: or ip:", len(c.Identity))
-	case isAccount != (c.Key != ""):
-		return Claims{}, fmt.Errorf("claims: an API key with %.48q: only an account's identity has one", c.Identity)
+	case isAccount && c.Key == "":
+		return Claims{}, fmt.Errorf("claims: %.48q without its API key: an account's identity has one", c.Identity)
+	case isIP && c.Key != "", c.Key == c.Identity:
+		return Claims{}, fmt.Errorf("claims: an API key with %.48q: only an account's identity, or a key's that another key spends, has one", c.Identity)
 	case c.Key != "" && !validKey(c.Key):
 		return Claims{}, fmt.Errorf("claims: key %.48q: want key:<digest>", c.Key)
 	}
@@ -125,23 +130,27 @@ func validKey(id string) bool {
 }
 
 // Of returns the claims of a reserve the authorizer decided for identity id under
-// limits, for a request that carried the API key whose identity is key (zero for none).
+// limits, for a request that carried the API key whose identity is key (zero for none):
+// with key when the registry's entry of key said whose buckets id are (an account's, or
+// another key's).
 func Of(id, key bucketgate.Identity, limits config.Limits) Claims {
 	c := Claims{Identity: id.String(), Route: limits.Route}
-	if id.Kind == bucketgate.KindAccount {
+	if id.Kind == bucketgate.KindAccount || id.Kind == bucketgate.KindKey && key != id {
 		c.Key = key.String()
 	}
 	return c
 }
 
 // Resolve returns whose buckets c names and the Limits of its route on that identity's
-// plan today, in v: the default plan for a source address, the registry's plan (with the
-// key's own rules) for an API key or an account's key. Its error wraps
-// bucketgate.ErrConflict when c no longer leads there (the key unknown or revoked, or
-// now of another account, the route gone): a settle is then refused, and its
-// reservation stays charged at its estimate. Any other error is the registry's, for the
-// failure policy.
-func Resolve(ctx context.Context, v registry.View, c Claims) (config.Limits, error) {
+// plan today, in v, for op (a settle, a cancel or a release): the default plan for a
+// source address, the registry's plan (with the key's own rules) for an API key or an
+// account's key. Its error wraps bucketgate.ErrConflict when c no longer leads there
+// (the key unknown or revoked, or now of another account, the route gone, or its rules
+// now unable to do op: a release without a concurrency rule, a settle or a cancel
+// without a bucket or a quota): a settle is then refused, and its reservation stays
+// charged at its estimate (a lease frees itself at its ttl). Any other error is the
+// registry's, for the failure policy.
+func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (config.Limits, error) {
 	if v.Config == nil {
 		return config.Limits{}, fmt.Errorf("no configuration: %w", v.Err)
 	}
@@ -170,6 +179,13 @@ func Resolve(ctx context.Context, v registry.View, c Claims) (config.Limits, err
 	l, ok := v.Config.LimitsOf(plan, c.Route)
 	if !ok {
 		return config.Limits{}, fmt.Errorf("%w: the reservation's route (%s) is no longer in the configuration, no route has its method and path: it stays charged at its estimate", bucketgate.ErrConflict, c.Route)
+	}
+	leases := slices.ContainsFunc(l.Rules, bucketgate.Rule.IsConcurrency)
+	switch {
+	case op == bucketgate.OpRelease && !leases:
+		return config.Limits{}, fmt.Errorf("%w: the lease's route (%s) has no concurrency rule any more: it frees itself at its ttl", bucketgate.ErrConflict, cmp.Or(c.Route, noRoute))
+	case op != bucketgate.OpRelease && !slices.ContainsFunc(l.Rules, func(r bucketgate.Rule) bool { return !r.IsConcurrency() }):
+		return config.Limits{}, fmt.Errorf("%w: the reservation's route (%s) has no bucket or quota any more: it stays charged at its estimate", bucketgate.ErrConflict, cmp.Or(c.Route, noRoute))
 	}
 	return l, nil
 }

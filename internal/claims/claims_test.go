@@ -18,10 +18,12 @@ var (
 	key     = bucketgate.Identity{Kind: bucketgate.KindKey, Value: digest}
 	account = bucketgate.Identity{Kind: bucketgate.KindAccount, Value: "acme"}
 	ip      = bucketgate.Identity{Kind: bucketgate.KindIP, Value: "2001:db8::/64"}
+	rolled  = bucketgate.Identity{Kind: bucketgate.KindKey, Value: bucketgate.KeyDigest("old")} // an account made by keys roll spends it
 )
 
 // Claims written by Of parse back to themselves, and fit bucketgate.MaxClaims at their
-// longest; an account's carry the key that led to it, no other's does.
+// longest; an account's, and a key's that another key spends, carry the key that led to
+// it, no other's does.
 func TestRoundTrip(t *testing.T) {
 	longest := bucketgate.Identity{Kind: bucketgate.KindAccount, Value: strings.Repeat("a", bucketgate.MaxAccountName)}
 	tests := []struct {
@@ -34,6 +36,8 @@ func TestRoundTrip(t *testing.T) {
 		{"API key", key, key, route, claims.Claims{Identity: "key:" + digest, Route: route}, "a2 key:" + digest + " " + route},
 		{"account's key", account, key, route, claims.Claims{Identity: "acct:acme", Key: "key:" + digest, Route: route}, "a2 acct:acme " + route + " key:" + digest},
 		{"source, no route", ip, bucketgate.Identity{}, "", claims.Claims{Identity: "ip:2001:db8::/64"}, "a2 ip:2001:db8::/64 -"},
+		{"source of an unknown key", ip, key, route, claims.Claims{Identity: "ip:2001:db8::/64", Route: route}, "a2 ip:2001:db8::/64 " + route},
+		{"a key spending a rolled key's buckets", rolled, key, route, claims.Claims{Identity: rolled.String(), Key: "key:" + digest, Route: route}, "a2 " + rolled.String() + " " + route + " key:" + digest},
 		{"longest", longest, key, route, claims.Claims{Identity: longest.String(), Key: key.String(), Route: route}, ""},
 	}
 	for _, tt := range tests {
@@ -59,8 +63,9 @@ func TestParseRefuses(t *testing.T) {
 		{"tenant", "a2 tenant:t " + route, "want key:, acct: or ip:"},
 		{"raw key", "a2 key:my-secret " + route, "not one the authorizer writes"},
 		{"bad account", "a2 acct:a/b " + route + " key:" + digest, "not one the authorizer writes"},
-		{"account without its key", "a2 acct:acme " + route, "only an account's identity has one"},
-		{"key with a key", "a2 key:" + digest + " " + route + " key:" + digest, "only an account's identity has one"},
+		{"account without its key", "a2 acct:acme " + route, "without its API key"},
+		{"key with itself", "a2 key:" + digest + " " + route + " key:" + digest, "only an account's identity, or a key's that another key spends"},
+		{"source with a key", "a2 ip:1.2.3.4 " + route + " key:" + digest, "only an account's identity, or a key's that another key spends"},
 		{"account's key not a digest", "a2 acct:acme " + route + " key:x", "want key:<digest>"},
 		{"route a place", "a2 ip:1.2.3.4 1", "route \"1\": want 16 lowercase hex digits, or - for none"},
 		{"route in upper case", "a2 ip:1.2.3.4 CB3991B74AF151D5", "want 16 lowercase hex digits"},

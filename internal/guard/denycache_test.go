@@ -206,3 +206,29 @@ func TestDenyCacheGivesWayToRefundsAndResets(t *testing.T) {
 	clk.Advance(time.Millisecond)
 	step("at the age bound: Redis again", one, true, false)
 }
+
+// TestDenyCacheKeepsRequestIDs: a check with a RequestID is answered by Redis, never by
+// the deny cache, so that a retry of it answers its first decision (Replayed) however
+// the cache holds a denial of the same rules and cost: a retry of an admitted check must
+// not be told it was limited.
+func TestDenyCacheKeepsRequestIDs(t *testing.T) {
+	_, _, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: func() time.Time { return epoch }, DenyCacheSize: 100})
+	all := bucketgate.Request{Identity: "a", Rules: burst, Cost: 10, RequestID: "job-1"}
+	first := decide(t, g, all)
+	if !first.Allowed || first.CacheHit || !waits(first) {
+		t.Fatalf("first: %+v, want allowed with a wait (every token taken)", first)
+	}
+	for _, name := range []string{"the retry", "a retry after another request's denial"} {
+		before := engine.calls.Load()
+		again := decide(t, g, all)
+		if engine.calls.Load() == before || again.CacheHit || !again.Allowed || !again.Replayed {
+			t.Fatalf("%s: %+v, want the first decision (allowed) replayed by Redis", name, again)
+		}
+		other := all
+		other.RequestID = "job-2"
+		if r := decide(t, g, other); r.Allowed {
+			t.Fatalf("another request: %+v, want denied", r)
+		}
+	}
+}

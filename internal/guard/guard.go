@@ -342,9 +342,11 @@ func (g *Guard) circuit(identity string) circuit {
 	return circuit{cluster: &g.cluster, own: &g.circuits[bucket.Slot(identity)/CircuitSlots]}
 }
 
-// cached returns the deny cache's answer to q, if it has one.
+// cached returns the deny cache's answer to q, if it has one. A check with a RequestID
+// has none: only Redis holds its first decision, which a retry of it must answer again
+// (an admission replayed, not a denial that another check's wait implies).
 func (g *Guard) cached(q bucketgate.Request, now time.Time) (bucketgate.Decision, bool) {
-	if g.cache == nil || q.Op != bucketgate.OpCheck {
+	if g.cache == nil || q.Op != bucketgate.OpCheck || q.RequestID != "" {
 		return bucketgate.Decision{}, false
 	}
 	return g.cache.get(q, now)

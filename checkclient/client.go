@@ -41,10 +41,29 @@ type Client struct {
 	invoker  Invoker
 	function string
 	noIDs    bool // set by WithoutRequestIDs
+	retries  int  // WithFunctionRetries; DefaultFunctionRetries
 }
 
 // Option is a setting of a Client.
 type Option func(*Client)
+
+// DefaultFunctionRetries is how many times, by default, a Client sends a request again
+// after the function failed in a way that another run may not (see WithFunctionRetries).
+const DefaultFunctionRetries = 2
+
+// WithFunctionRetries makes a Client send a request that is safe to send again (one
+// with a requestId, a peek, a reset, a settle, a cancel, a release, a usage report) up
+// to n more times after the function failed in a way that another run may not: a
+// *FunctionError of a crash, a timeout (Sandbox.Timedout), an init failure, or a usage
+// report Redis did not answer in time (checkapi.ErrorTypeUnavailable); never after an
+// *InvalidRequestError, a ConflictError or an answer that is not a decision, which
+// would come again. It waits about 100 ms before the first retry, twice as long before
+// each next, and not past ctx's deadline. n = 0 sends once; the default is
+// DefaultFunctionRetries. The Lambda client's own retries (of the service's failures)
+// are apart from these.
+func WithFunctionRetries(n int) Option {
+	return func(c *Client) { c.retries = max(n, 0) }
+}
 
 // WithoutRequestIDs makes a Client send no requestId of its own: for a check function
 // older than 0.3.0, which refuses the field. A request that takes or gives back tokens
@@ -54,7 +73,7 @@ func WithoutRequestIDs() Option { return func(c *Client) { c.noIDs = true } }
 // New returns a Client that invokes function (a name, a name:alias, or an ARN)
 // through invoker, synchronously.
 func New(invoker Invoker, function string, opts ...Option) *Client {
-	c := &Client{invoker: invoker, function: function}
+	c := &Client{invoker: invoker, function: function, retries: DefaultFunctionRetries}
 	for _, o := range opts {
 		o(c)
 	}
@@ -73,8 +92,9 @@ func New(invoker Invoker, function string, opts ...Option) *Client {
 // A request that takes tokens (Cost nil or above 0), a reserve or a refund gets a
 // requestId of its own (a random one, unless req.RequestID gives it), the same for
 // every attempt, so that the function decides it once however often it is sent: it
-// keeps every retry of the Lambda client (after a 5xx or a connection lost too), and a
-// retry answers the first decision. A settle and a cancel are idempotent by their
+// keeps every retry of the Lambda client (after a 5xx or a connection lost too) and the
+// client's own after a function error another run may not meet (a timeout, a crash:
+// WithFunctionRetries), and a retry answers the first decision. A settle and a cancel are idempotent by their
 // reservation, a release by its lease, and a peek and a reset come out the same however
 // often they run. With
 // WithoutRequestIDs, a request that takes or gives back tokens without a RequestID is
@@ -282,13 +302,25 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 
 // invoke sends in and decodes the answer into out; write narrows the SDK's retries to
 // failures where the function did not run (retryUnlessRan), for a payload that must not
-// run twice. An answer with an errorType or an
-// errorMessage is a function error, with the X-Amz-Function-Error header or without.
+// run twice. A payload that may run twice is sent again after a function error another
+// run may not meet, up to c.retries times (WithFunctionRetries).
 func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 	payload, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("checkclient: encode request: %w", err)
 	}
+	for retry := 0; ; retry++ {
+		err := c.invokeOnce(ctx, payload, out, write)
+		if write || retry == c.retries || !passing(err) || !pause(ctx, retry) {
+			return err
+		}
+	}
+}
+
+// invokeOnce sends payload once (with the SDK's retries: see invoke) and decodes the
+// answer into out. An answer with an errorType or an errorMessage is a function error,
+// with the X-Amz-Function-Error header or without.
+func (c *Client) invokeOnce(ctx context.Context, payload []byte, out any, write bool) error {
 	var opts []func(*lambda.Options)
 	if write {
 		opts = append(opts, retryUnlessRan)

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	mrand "math/rand/v2"
 	"net"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -77,4 +79,36 @@ func notRun(err error) bool {
 	var dns *net.DNSError
 	var op *net.OpError
 	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
+}
+
+// passing reports whether err is a function error that another run of the function may
+// not meet: a crash, a timeout, an init failure, Redis not answering a usage report in
+// time. An InvalidRequestError, a ConflictError and an answer that is not a decision
+// would come again.
+func passing(err error) bool {
+	var fe *FunctionError
+	return errors.As(err, &fe) && fe.Type != checkapi.ErrorTypeConflict && fe.Type != ErrorTypeUnreadable
+}
+
+// firstPause is the wait before a Client's first retry after a function error, doubled
+// before each next, less up to half of it at random.
+const firstPause = 100 * time.Millisecond
+
+// pause waits before retry number retry + 1 after a function error, and reports whether
+// ctx lets it be sent: false when ctx is done first, or when its deadline comes before
+// the wait ends.
+func pause(ctx context.Context, retry int) bool {
+	d := firstPause << retry
+	d -= mrand.N(d / 2)
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

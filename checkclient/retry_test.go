@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -32,6 +34,8 @@ const (
 	failedAfterRun
 	// refused: the connection is refused, so nothing reaches Lambda.
 	refused
+	// timedOut: the function ran past its timeout (a function error, Sandbox.Timedout).
+	timedOut
 )
 
 // flaky serves the Invoke API, failing the first invocation as first says and answering
@@ -61,6 +65,8 @@ func flaky(t *testing.T, first failure, opts ...checkclient.Option) (*checkclien
 			lambdatest.ServiceError(w, http.StatusTooManyRequests, "TooManyRequestsException", "Rate exceeded")
 		case n == 1 && first == failedAfterRun:
 			lambdatest.ServiceError(w, http.StatusInternalServerError, "ServiceException", "internal failure")
+		case n == 1 && first == timedOut:
+			functionFailed(w, "Sandbox.Timedout", "Task timed out after 5.00 seconds")
 		case batch.Checks != nil:
 			results := make([]checkapi.Response, len(batch.Checks))
 			for i := range results {
@@ -102,11 +108,12 @@ func flaky(t *testing.T, first failure, opts ...checkclient.Option) (*checkclien
 }
 
 // Every invocation keeps the client's retries, one that takes or gives back tokens with
-// the same requestId on every attempt, so that the function decides it once. Without
-// requestIds (WithoutRequestIDs), one that takes or gives back tokens is sent again only
-// when the function did not run (a throttle, a refused connection): after a failure
-// that may have come after it ran, a second run would take or give back the tokens
-// twice; a peek and a reset keep the client's retries.
+// the same requestId on every attempt, so that the function decides it once; and the
+// client's own after a function that timed out. Without requestIds (WithoutRequestIDs),
+// one that takes or gives back tokens is sent again only when the function did not run
+// (a throttle, a refused connection): after a failure that may have come after it ran (a
+// 5xx, a timeout), a second run would take or give back the tokens twice; a peek and a
+// reset keep the retries.
 func TestRetries(t *testing.T) {
 	ctx := context.Background()
 	peek := checkapi.Request{Key: "k", Cost: checkapi.Cost(0)}
@@ -169,7 +176,7 @@ func TestRetries(t *testing.T) {
 			for _, f := range []struct {
 				name  string
 				first failure
-			}{{"throttled", throttled}, {"refused", refused}, {"failed after it ran", failedAfterRun}} {
+			}{{"throttled", throttled}, {"refused", refused}, {"failed after it ran", failedAfterRun}, {"timed out", timedOut}} {
 				t.Run(fmt.Sprintf("requestIds %v/%s/%s", ids, name, f.name), func(t *testing.T) {
 					var opts []checkclient.Option
 					if !ids {
@@ -177,7 +184,8 @@ func TestRetries(t *testing.T) {
 					}
 					c, invocations, seen := flaky(t, f.first, opts...)
 					err := call(c)
-					again := ids || f.first != failedAfterRun || sentAgain[name]
+					ran := f.first == failedAfterRun || f.first == timedOut // it may have run
+					again := ids || !ran || sentAgain[name]
 					want := int32(1)
 					if f.first != refused && again {
 						want = 2 // a refused connection never reaches the server
@@ -194,5 +202,87 @@ func TestRetries(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// functionFailed answers an invocation as Lambda does when the function failed: 200,
+// X-Amz-Function-Error: Unhandled, and the error's type and message.
+func functionFailed(w http.ResponseWriter, errorType, message string) {
+	w.Header().Set("X-Amz-Function-Error", "Unhandled")
+	_ = json.NewEncoder(w).Encode(map[string]string{"errorType": errorType, "errorMessage": message})
+}
+
+// A request that is safe to send again is sent again after a function error another run
+// may not meet (a timeout, a crash, Redis not answering a usage report), up to
+// WithFunctionRetries times (DefaultFunctionRetries), its requestId the same each time;
+// never after a refusal that would come again (an invalid request, a conflict, an answer
+// that is not a decision), nor past ctx's deadline.
+func TestFunctionErrorRetries(t *testing.T) {
+	usage := checkapi.Usage{Identity: "key:k", From: "2026-11-26", To: "2026-11-26", Days: []checkapi.UsageDay{{Date: "2026-11-26"}}}
+	tests := []struct {
+		name     string
+		fails    int    // invocations that fail before one answers
+		errType  string // their errorType
+		usage    bool   // a usage report, else a check
+		opts     []checkclient.Option
+		deadline time.Duration // of ctx; 0: none
+		want     int32         // invocations
+		ok       bool          // the call succeeds
+	}{
+		{name: "a timeout, then an answer", fails: 1, errType: "Sandbox.Timedout", want: 2, ok: true},
+		{name: "a crash, then an answer", fails: 1, errType: "Runtime.ExitError", want: 2, ok: true},
+		{name: "two timeouts, then an answer", fails: 2, errType: "Sandbox.Timedout", want: 3, ok: true},
+		{name: "three timeouts", fails: 3, errType: "Sandbox.Timedout", want: 3},
+		{name: "Redis not answering a usage report, then an answer", fails: 1, errType: checkapi.ErrorTypeUnavailable, usage: true, want: 2, ok: true},
+		{name: "a conflict", fails: 1, errType: checkapi.ErrorTypeConflict, want: 1},
+		{name: "an invalid request", fails: 1, errType: checkapi.ErrorTypeInvalidRequest, want: 1},
+		{name: "an answer that is not a decision", fails: 1, errType: "", want: 1},
+		{name: "WithFunctionRetries(0)", fails: 1, errType: "Sandbox.Timedout", opts: []checkclient.Option{checkclient.WithFunctionRetries(0)}, want: 1},
+		{name: "WithFunctionRetries(5)", fails: 4, errType: "Sandbox.Timedout", opts: []checkclient.Option{checkclient.WithFunctionRetries(5)}, want: 5, ok: true},
+		{name: "a deadline before the wait ends", fails: 1, errType: "Sandbox.Timedout", deadline: 20 * time.Millisecond, want: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var invocations atomic.Int32
+			var ids []string
+			srv := lambdatest.Start(t, map[string]lambda.Handler{"fn": function(func(payload []byte) ([]byte, error) {
+				var req checkapi.Request
+				if err := json.Unmarshal(payload, &req); err != nil {
+					t.Errorf("request %s: %v", payload, err)
+				}
+				ids = append(ids, req.RequestID)
+				if n := invocations.Add(1); int(n) <= tt.fails {
+					if tt.errType == "" {
+						return []byte(`{"allowed": "maybe"}`), nil
+					}
+					return nil, messages.InvokeResponse_Error{Type: tt.errType, Message: "failed"}
+				}
+				if tt.usage {
+					return json.Marshal(usage)
+				}
+				return json.Marshal(checkapi.Response{Allowed: true, Reason: checkapi.ReasonOK})
+			})})
+			c := checkclient.New(srv.Client(), "fn", tt.opts...)
+			ctx := context.Background()
+			if tt.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			var err error
+			if tt.usage {
+				_, err = c.Usage(ctx, checkapi.Request{Key: "k"})
+			} else {
+				_, err = c.Check(ctx, checkapi.Request{Key: "k"})
+			}
+			if got := invocations.Load(); got != tt.want || (err == nil) != tt.ok {
+				t.Fatalf("%d invocations, error %v: want %d, success %v", got, err, tt.want, tt.ok)
+			}
+			for _, id := range ids {
+				if id != ids[0] || !tt.usage && id == "" {
+					t.Fatalf("requestIds %q: want one on every attempt of a check", ids)
+				}
+			}
+		})
 	}
 }

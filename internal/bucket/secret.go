@@ -1,0 +1,204 @@
+package bucket
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+)
+
+// Secret makes a Limiter sign its reservation and lease ids with HMAC-SHA256 under
+// secret (16 bytes at least), and refuse an id not signed so for the identity and rules
+// of its settle or release. Every instance deciding on the same Redis must have the
+// same secret. Without one, a Limiter uses the one Redis keeps (SecretKey): see
+// SecretRecheck.
+func Secret(secret []byte) Option {
+	if len(secret) < 16 {
+		panic(fmt.Sprintf("bucket: a secret of %d bytes: want 16 or more", len(secret)))
+	}
+	s := append([]byte(nil), secret...)
+	return func(l *Limiter) { l.secrets.current, l.secrets.fixed = s, true }
+}
+
+// SecretKey is the Redis key of the secret that signs reservation and lease ids when no
+// Secret option gives one: 64 hex digits, written by the first instance that needs it
+// (SET NX) and never expiring. A Redis that loses it (a FLUSHALL, a restore) gets it
+// back, or another one, at the next read (SecretRecheck).
+const SecretKey = KeyPrefix + "secret"
+
+// SecretRecheck is how long a Limiter without the Secret option signs with the secret
+// it read from Redis (SecretKey) before it reads it again, on the next call that signs
+// or verifies an id, in one round trip: SET NX of its own secret, then GET. A Redis that
+// lost the key gets that Limiter's secret back, so that the ids signed before still
+// verify everywhere; a Redis that holds another secret (written by an instance started
+// after the loss) makes the Limiter sign with that one, and keep its own to verify ids
+// with for keptFor. Every instance of a fleet signs with Redis's secret within
+// SecretRecheck of a change, or at its first refused id (RefusedRecheck).
+const SecretRecheck = time.Minute
+
+// RefusedRecheck is how soon after its last read a Limiter without the Secret option
+// reads Redis's secret again when an id is refused under every secret it holds, and
+// then verifies the id once more: an instance that has not read a new secret yet
+// settles at its first refused id, and forged ids cost Redis one read a second at most.
+const RefusedRecheck = time.Second
+
+// keptSecrets is how many secrets a Limiter keeps beside the one that signs, to verify
+// ids with: two, so that a second change within the time one is kept loses nothing.
+const keptSecrets = 2
+
+// keptFor is how long a Limiter of idempotency ttl keeps a secret it no longer signs
+// with to verify ids: an id signed under it, by this instance or another one that has
+// not read the new secret yet (SecretRecheck), is held until bucketgate.MaxTTL later at
+// most, and its settle is answered again until idempotency past its expiry (the
+// settled record's life). Past that, its settle is refused whatever the secret.
+func keptFor(idempotency time.Duration) time.Duration {
+	return SecretRecheck + bucketgate.MaxTTL + idempotency
+}
+
+// secrets is what a Limiter signs and verifies ids with.
+type secrets struct {
+	mu      sync.Mutex
+	current []byte                  // signs and verifies; nil until read from Redis
+	fixed   bool                    // set by Secret: never read from Redis
+	read    time.Time               // the Limiter's clock when current was last read
+	reading bool                    // a read again is in flight
+	kept    [keptSecrets]keptSecret // verify only, each until its time
+}
+
+// keptSecret is a secret that verifies ids until until (the Limiter's clock).
+type keptSecret struct {
+	secret []byte
+	until  time.Time
+}
+
+// secretOf returns the secret that signs l's ids: the Secret option's, or the one Redis
+// keeps, read (and made, the first time) through c, and read again when SecretRecheck
+// has passed since.
+func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
+	s := &l.secrets
+	s.mu.Lock()
+	if s.current == nil { // the first read: every call waits for it
+		defer s.mu.Unlock()
+		var b [32]byte
+		rand.Read(b[:]) // never fails (crypto/rand)
+		got, err := readSecret(ctx, c, []byte(hex.EncodeToString(b[:])))
+		if err != nil {
+			return nil, err
+		}
+		s.current, s.read = got, l.now()
+		return got, nil
+	}
+	s.mu.Unlock()
+	current, _ := l.recheck(ctx, c, SecretRecheck)
+	return current, nil
+}
+
+// recheck reads Redis's secret again through c when after has passed since the last
+// read and no other call is reading it, and returns the secret that signs, and true
+// when that changed. Other calls go on with the secret they have meanwhile. A read that
+// fails changes nothing: the next one comes after again (the call's own round trip
+// meets the failure).
+func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) ([]byte, bool) {
+	s := &l.secrets
+	s.mu.Lock()
+	now := l.now()
+	mine := s.current
+	if s.fixed || s.reading || now.Sub(s.read) < after {
+		s.mu.Unlock()
+		return mine, false
+	}
+	s.reading = true
+	s.mu.Unlock()
+	got, err := readSecret(ctx, c, mine)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reading, s.read = false, now
+	if err != nil || bytes.Equal(got, mine) {
+		return mine, false
+	}
+	s.adopt(got, now.Add(keptFor(l.idempotency)))
+	return got, true
+}
+
+// adopt makes secret the one that signs, and keeps the one before it to verify ids
+// until until, in place of the kept secret that expires first. A kept secret that signs
+// again leaves the ring.
+func (s *secrets) adopt(secret []byte, until time.Time) {
+	slot := 0
+	for i, k := range s.kept {
+		if bytes.Equal(k.secret, secret) {
+			s.kept[i] = keptSecret{}
+		}
+		if s.kept[i].until.Before(s.kept[slot].until) {
+			slot = i
+		}
+	}
+	s.kept[slot] = keptSecret{s.current, until}
+	s.current = secret
+}
+
+// verify reads q's id of kind, made for q's identity and rules under a secret l holds:
+// the one that signs, then those it keeps. An id refused under all of them makes l read
+// Redis's secret again (RefusedRecheck), and is verified once more when that changed
+// the secret. Its error wraps ErrConflict for an id l did not make.
+func (l *Limiter) verify(ctx context.Context, c rediser, kind string, q bucketgate.Request) (reservation, error) {
+	r, err := l.verifyHeld(kind, q)
+	if err == nil {
+		return r, nil
+	}
+	if _, changed := l.recheck(ctx, c, RefusedRecheck); changed {
+		return l.verifyHeld(kind, q)
+	}
+	return reservation{}, err
+}
+
+// verifyHeld reads q's id of kind under the secrets l holds now, dropping those kept
+// past their time.
+func (l *Limiter) verifyHeld(kind string, q bucketgate.Request) (reservation, error) {
+	s := &l.secrets
+	var held [1 + keptSecrets][]byte
+	s.mu.Lock()
+	held[0] = s.current
+	for i, k := range s.kept {
+		switch {
+		case k.secret == nil:
+		case l.now().Before(k.until):
+			held[1+i] = k.secret
+		default:
+			s.kept[i] = keptSecret{}
+		}
+	}
+	s.mu.Unlock()
+	var err error
+	for _, secret := range held {
+		if secret == nil {
+			continue
+		}
+		var r reservation
+		if r, err = parseID(kind, secret, q); err == nil {
+			return r, nil
+		}
+	}
+	return reservation{}, err
+}
+
+// readSecret writes mine as Redis's secret through c unless it has one (SET NX), and
+// returns the one it has, in one round trip.
+func readSecret(ctx context.Context, c rediser, mine []byte) ([]byte, error) {
+	res := c.DoMulti(ctx,
+		c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
+		c.B().Get().Key(SecretKey).Build())
+	s, err := res[1].ToString()
+	if err != nil {
+		return nil, fmt.Errorf("bucket: the reservations' secret (%s): %w", SecretKey, err)
+	}
+	if len(s) < 32 {
+		return nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretKey, len(s))
+	}
+	return []byte(s), nil
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,11 +17,12 @@ import (
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
-// clock is a test's clock for a Limiter's reads of its secret (bucket.Clock).
-type clock struct{ t time.Time }
+// clock is a test's clock for a Limiter's reads of its secret (bucket.Clock), safe for
+// concurrent use.
+type clock struct{ elapsed atomic.Int64 } // since epoch, ns
 
-func (k *clock) now() time.Time          { return k.t }
-func (k *clock) advance(d time.Duration) { k.t = k.t.Add(d) }
+func (k *clock) now() time.Time          { return epoch.Add(time.Duration(k.elapsed.Load())) }
+func (k *clock) advance(d time.Duration) { k.elapsed.Add(int64(d)) }
 
 // secretFleet is one Redis, a clock, and Limiters on both, as the instances of a fleet.
 type secretFleet struct {
@@ -34,7 +37,7 @@ var slowRules = []bucketgate.Rule{{Name: "tokens", Capacity: 1000, RefillPerSeco
 func newSecretFleet(t *testing.T) *secretFleet {
 	t.Helper()
 	srv := redistest.Start(t)
-	return &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: &clock{epoch}}
+	return &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: new(clock)}
 }
 
 // instance is a Limiter on f's Redis and clock, as an instance started now.
@@ -209,6 +212,29 @@ func TestSecretAfterLoss(t *testing.T) {
 			if s := f.secret(); s != "" {
 				t.Errorf("Redis's secret %q: a Limiter with a Secret option wrote one", s)
 			}
+		}},
+		{"concurrent calls while the secret changes: each settles its own ids", func(f *secretFleet) {
+			a := f.instance()
+			f.reserve(a)
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					for i := range 40 {
+						if g == 0 && i == 20 {
+							f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat("7", 64)).Build())
+						}
+						f.clock.advance(bucket.SecretRecheck / 10)
+						d, err := a.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 10})
+						if err != nil || !d.Allowed { // no Fatal outside the test's goroutine
+							t.Errorf("reserve: %+v, %v", d, err)
+							return
+						}
+						f.settles("A, of its id", a, d.Reservation)
+					}
+				})
+			}
+			wg.Wait()
+			f.settles("another instance, of A's id", f.instance(), f.reserve(a))
 		}},
 	}
 	for _, tt := range tests {

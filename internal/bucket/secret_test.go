@@ -221,7 +221,9 @@ func TestSecretAfterLoss(t *testing.T) {
 				wg.Go(func() {
 					for i := range 40 {
 						if g == 0 && i == 20 {
-							f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat("7", 64)).Build())
+							if err := f.c.Do(context.Background(), f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat("7", 64)).Build()).Error(); err != nil {
+								t.Error(err)
+							}
 						}
 						f.clock.advance(bucket.SecretRecheck / 10)
 						d, err := a.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 10})

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -31,13 +32,20 @@ func Secret(secret []byte) Option {
 // back, or another one, at the next read (SecretRecheck).
 const SecretKey = KeyPrefix + "secret"
 
+// SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's:
+// a sorted set of each, scored by the time until which it verifies ids (Unix ms),
+// written by an instance that finds at SecretKey another secret than the one it signed
+// with, and read with SecretKey, so that every instance, one started after the change
+// too, verifies the ids signed before it. It expires keptFor after its last write.
+const SecretsKeptKey = KeyPrefix + "secret:kept"
+
 // SecretRecheck is how long a Limiter without the Secret option signs with the secret
 // it read from Redis (SecretKey) before it reads it again, on the next call that signs
 // or verifies an id, in one round trip: SET NX of its own secret, then GET. A Redis that
 // lost the key gets that Limiter's secret back, so that the ids signed before still
 // verify everywhere; a Redis that holds another secret (written by an instance started
 // after the loss) makes the Limiter sign with that one, and keep its own to verify ids
-// with for keptFor. Every instance of a fleet signs with Redis's secret within
+// with for keptFor, in SecretsKeptKey too, where every instance reads it. Every instance of a fleet signs with Redis's secret within
 // SecretRecheck of a change, or at its first refused id (RefusedRecheck).
 const SecretRecheck = time.Minute
 
@@ -86,11 +94,13 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 		defer s.mu.Unlock()
 		var b [32]byte
 		rand.Read(b[:]) // never fails (crypto/rand)
-		got, err := readSecret(ctx, c, []byte(hex.EncodeToString(b[:])))
+		now := l.now()
+		got, kept, err := readSecret(ctx, c, []byte(hex.EncodeToString(b[:])), now)
 		if err != nil {
 			return nil, err
 		}
-		s.current, s.read = got, l.now()
+		s.current, s.read = got, now
+		s.keepAll(kept)
 		return got, nil
 	}
 	s.mu.Unlock()
@@ -98,11 +108,12 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 	return current, nil
 }
 
-// recheck reads Redis's secret again through c when after has passed since the last
-// read and no other call is reading it, and returns the secret that signs, and true
-// when that changed. Other calls go on with the secret they have meanwhile. A read that
+// recheck reads Redis's secrets again through c when after has passed since the last
+// read and no other call is reading them, and returns the secret that signs, and true
+// when it read them. Other calls go on with the secrets they have meanwhile. A read that
 // fails changes nothing: the next one comes after again (the call's own round trip
-// meets the failure).
+// meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
+// round trip more once per change.
 func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) ([]byte, bool) {
 	s := &l.secrets
 	s.mu.Lock()
@@ -114,44 +125,83 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	}
 	s.reading = true
 	s.mu.Unlock()
-	got, err := readSecret(ctx, c, mine)
+	got, kept, err := readSecret(ctx, c, mine, now)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.reading, s.read = false, now
-	if err != nil || bytes.Equal(got, mine) {
+	if err != nil {
+		s.mu.Unlock()
 		return mine, false
 	}
-	s.adopt(got, now.Add(keptFor(l.idempotency)))
+	until := now.Add(keptFor(l.idempotency))
+	changed := !bytes.Equal(got, mine)
+	if changed {
+		s.adopt(got, until)
+	}
+	s.keepAll(kept)
+	s.mu.Unlock()
+	if changed {
+		// Best effort: every instance that signed with mine writes it when it changes.
+		c.DoMulti(ctx,
+			c.B().Zadd().Key(SecretsKeptKey).Gt().ScoreMember().ScoreMember(float64(until.UnixMilli()), string(mine)).Build(),
+			c.B().Zremrangebyscore().Key(SecretsKeptKey).Min("-inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Build(),
+			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(keptFor(l.idempotency).Milliseconds()).Build())
+	}
 	return got, true
 }
 
 // adopt makes secret the one that signs, and keeps the one before it to verify ids
-// until until, in place of the kept secret that expires first. A kept secret that signs
-// again leaves the ring.
+// until until.
 func (s *secrets) adopt(secret []byte, until time.Time) {
-	slot := 0
+	old := s.current
 	for i, k := range s.kept {
 		if bytes.Equal(k.secret, secret) {
 			s.kept[i] = keptSecret{}
 		}
-		if s.kept[i].until.Before(s.kept[slot].until) {
+	}
+	s.current = secret
+	s.keep(keptSecret{old, until})
+}
+
+// keepAll keeps each of kept, the secrets read from SecretsKeptKey.
+func (s *secrets) keepAll(kept []keptSecret) {
+	for _, k := range kept {
+		s.keep(k)
+	}
+}
+
+// keep keeps k's secret to verify ids until its time, in place of the kept secret that
+// expires first when that is sooner; one kept already keeps the later of both times.
+// The secret that signs is never kept.
+func (s *secrets) keep(k keptSecret) {
+	if bytes.Equal(k.secret, s.current) {
+		return
+	}
+	slot := 0
+	for i, held := range s.kept {
+		if bytes.Equal(held.secret, k.secret) {
+			if k.until.After(held.until) {
+				s.kept[i].until = k.until
+			}
+			return
+		}
+		if held.until.Before(s.kept[slot].until) {
 			slot = i
 		}
 	}
-	s.kept[slot] = keptSecret{s.current, until}
-	s.current = secret
+	if k.until.After(s.kept[slot].until) {
+		s.kept[slot] = k
+	}
 }
 
 // verify reads q's id of kind, made for q's identity and rules under a secret l holds:
 // the one that signs, then those it keeps. An id refused under all of them makes l read
-// Redis's secret again (RefusedRecheck), and is verified once more when that changed
-// the secret. Its error wraps ErrConflict for an id l did not make.
+// Redis's secrets again (RefusedRecheck), and is verified once more under those. Its error wraps ErrConflict for an id l did not make.
 func (l *Limiter) verify(ctx context.Context, c rediser, kind string, q bucketgate.Request) (reservation, error) {
 	r, err := l.verifyHeld(kind, q)
 	if err == nil {
 		return r, nil
 	}
-	if _, changed := l.recheck(ctx, c, RefusedRecheck); changed {
+	if _, read := l.recheck(ctx, c, RefusedRecheck); read {
 		return l.verifyHeld(kind, q)
 	}
 	return reservation{}, err
@@ -188,17 +238,30 @@ func (l *Limiter) verifyHeld(kind string, q bucketgate.Request) (reservation, er
 }
 
 // readSecret writes mine as Redis's secret through c unless it has one (SET NX), and
-// returns the one it has, in one round trip.
-func readSecret(ctx context.Context, c rediser, mine []byte) ([]byte, error) {
+// returns the one it has and the kept ones (SecretsKeptKey) that verify ids after now,
+// keptSecrets at most, in one round trip.
+func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]byte, []keptSecret, error) {
 	res := c.DoMulti(ctx,
 		c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
-		c.B().Get().Key(SecretKey).Build())
+		c.B().Get().Key(SecretKey).Build(),
+		c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Byscore().Rev().Limit(0, keptSecrets).Withscores().Build())
 	s, err := res[1].ToString()
 	if err != nil {
-		return nil, fmt.Errorf("bucket: the reservations' secret (%s): %w", SecretKey, err)
+		return nil, nil, fmt.Errorf("bucket: the reservations' secret (%s): %w", SecretKey, err)
 	}
 	if len(s) < 32 {
-		return nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretKey, len(s))
+		return nil, nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretKey, len(s))
 	}
-	return []byte(s), nil
+	scores, err := res[2].AsZScores()
+	if err != nil {
+		return nil, nil, fmt.Errorf("bucket: the reservations' kept secrets (%s): %w", SecretsKeptKey, err)
+	}
+	kept := make([]keptSecret, len(scores))
+	for i, z := range scores {
+		if len(z.Member) < 32 {
+			return nil, nil, fmt.Errorf("%w: a kept secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretsKeptKey, len(z.Member))
+		}
+		kept[i] = keptSecret{[]byte(z.Member), time.UnixMilli(int64(z.Score))}
+	}
+	return []byte(s), kept, nil
 }

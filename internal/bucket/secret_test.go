@@ -3,6 +3,7 @@ package bucket_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -107,7 +108,7 @@ func TestSecretAfterLoss(t *testing.T) {
 	}{
 		{"a new instance after the flush: the fleet signs with its secret after the recheck, and verifies its own earlier ids", func(f *secretFleet) {
 			a, b := f.instance(), f.instance()
-			before, beforeB := f.reserve(a), f.reserve(b)
+			before, beforeB, forC, forE := f.reserve(a), f.reserve(b), f.reserve(a), f.reserve(b)
 			old := f.secret()
 			f.run(f.c.B().Flushall().Build())
 			c := f.instance()
@@ -123,19 +124,22 @@ func TestSecretAfterLoss(t *testing.T) {
 			f.settles("A, of its id before the flush", a, before)
 			f.settles("B, of its id before the flush", b, beforeB)
 			f.settles("A, of C's id", a, fromC)
+			f.settles("C, of A's id before the flush (A wrote its secret as kept)", c, forC)
+			f.settles("E, started after, of B's id before the flush", f.instance(), forE)
 			if s := f.secret(); s == old {
 				t.Errorf("Redis's secret is the old one again: the new instance's ids are refused")
 			}
 		}},
 		{"a refused id reads the new secret at once", func(f *secretFleet) {
 			a := f.instance()
-			before := f.reserve(a)
+			before, forC := f.reserve(a), f.reserve(a)
 			f.run(f.c.B().Flushall().Build())
 			c := f.instance()
 			fromC := f.reserve(c)
 			f.clock.advance(bucket.RefusedRecheck)
 			f.settles("A, of C's id at its first refusal", a, fromC)
 			f.settles("A, of its id before the flush", a, before)
+			f.settles("C, of A's id before the flush at its first refusal", c, forC)
 			f.settles("C, of A's id after", c, f.reserve(a))
 		}},
 		{"a flush and no new instance: the recheck writes the old secret back", func(f *secretFleet) {
@@ -196,6 +200,20 @@ func TestSecretAfterLoss(t *testing.T) {
 			f.settles("A, of its id just before the kept secret's time", a, early)
 			f.clock.advance(time.Millisecond)
 			f.refuses("A, of its id at the kept secret's time", a, late)
+		}},
+		{"three changes within the time one is kept: the two latest kept, the first dropped", func(f *secretFleet) {
+			a := f.instance()
+			ids := []string{f.reserve(a)}
+			for _, digit := range "789" {
+				f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat(string(digit), 64)).Build())
+				f.clock.advance(bucket.SecretRecheck)
+				ids = append(ids, f.reserve(a))
+			}
+			f.refuses("A, of its id under the first secret", a, ids[0])
+			for i, id := range ids[1:] {
+				f.settles(fmt.Sprintf("A, of its id under secret %d", i+2), a, id)
+			}
+			f.refuses("a new instance, of the id under the first secret", f.instance(), ids[0])
 		}},
 		{"a Secret option: never read from Redis, nothing written", func(f *secretFleet) {
 			a := f.instance(bucket.Secret([]byte("the fixed secret, 32 bytes long.")))

@@ -32,25 +32,27 @@ func Secret(secret []byte) Option {
 // back, or another one, at the next read (SecretRecheck).
 const SecretKey = KeyPrefix + "secret"
 
-// SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's:
-// a sorted set of each, scored by the time until which it verifies ids (Unix ms),
-// written by an instance that finds at SecretKey another secret than the one it signed
-// with, and read with SecretKey, so that every instance, one started after the change
-// too, verifies the ids signed before it. It expires keptFor after its last write.
+// SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's: a
+// sorted set of each, scored by the time until which it verifies ids (Unix ms of the
+// writer's clock), written by an instance that finds at SecretKey another secret than
+// the one it signed with, and read with SecretKey, so that every instance, one started
+// after the change too, verifies the ids signed before it. It expires keptFor after its
+// last write.
 const SecretsKeptKey = KeyPrefix + "secret:kept"
 
 // SecretRecheck is how long a Limiter without the Secret option signs with the secret
 // it read from Redis (SecretKey) before it reads it again, on the next call that signs
-// or verifies an id, in one round trip: SET NX of its own secret, then GET. A Redis that
-// lost the key gets that Limiter's secret back, so that the ids signed before still
-// verify everywhere; a Redis that holds another secret (written by an instance started
-// after the loss) makes the Limiter sign with that one, and keep its own to verify ids
-// with for keptFor, in SecretsKeptKey too, where every instance reads it. Every instance of a fleet signs with Redis's secret within
-// SecretRecheck of a change, or at its first refused id (RefusedRecheck).
+// or verifies an id, in one round trip: SET NX of its own secret, GET, and the kept
+// secrets (SecretsKeptKey). A Redis that lost the key gets that Limiter's secret back,
+// so that the ids signed before still verify everywhere; a Redis that holds another
+// secret (written by an instance started after the loss) makes the Limiter sign with
+// that one, and keep its own to verify ids with for keptFor, in SecretsKeptKey too,
+// where every instance reads it. Every instance of a fleet signs with Redis's secret
+// within SecretRecheck of a change, or at its first refused id (RefusedRecheck).
 const SecretRecheck = time.Minute
 
 // RefusedRecheck is how soon after its last read a Limiter without the Secret option
-// reads Redis's secret again when an id is refused under every secret it holds, and
+// reads Redis's secrets again when an id is refused under every secret it holds, and
 // then verifies the id once more: an instance that has not read a new secret yet
 // settles at its first refused id, and forged ids cost Redis one read a second at most.
 const RefusedRecheck = time.Second
@@ -195,7 +197,8 @@ func (s *secrets) keep(k keptSecret) {
 
 // verify reads q's id of kind, made for q's identity and rules under a secret l holds:
 // the one that signs, then those it keeps. An id refused under all of them makes l read
-// Redis's secrets again (RefusedRecheck), and is verified once more under those. Its error wraps ErrConflict for an id l did not make.
+// Redis's secrets again (RefusedRecheck), and is verified once more under those. Its
+// error wraps ErrConflict for an id l did not make.
 func (l *Limiter) verify(ctx context.Context, c rediser, kind string, q bucketgate.Request) (reservation, error) {
 	r, err := l.verifyHeld(kind, q)
 	if err == nil {

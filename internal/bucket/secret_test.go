@@ -215,6 +215,17 @@ func TestSecretAfterLoss(t *testing.T) {
 			}
 			f.refuses("a new instance, of the id under the first secret", f.instance(), ids[0])
 		}},
+		{"checks that sign nothing never read the secret", func(f *secretFleet) {
+			a := f.instance()
+			for _, q := range []bucketgate.Request{{Cost: 1}, {Cost: 1, RequestID: "r1"}, {Op: bucketgate.OpRefund, Cost: 1}} {
+				q.Identity, q.Rules = "a", slowRules
+				decide(t, a, q)
+				f.clock.advance(bucket.SecretRecheck)
+			}
+			if s := f.secret(); s != "" {
+				t.Errorf("Redis's secret %q: a check that signs nothing read it", s)
+			}
+		}},
 		{"a Secret option: never read from Redis, nothing written", func(f *secretFleet) {
 			a := f.instance(bucket.Secret([]byte("the fixed secret, 32 bytes long.")))
 			id := f.reserve(a)

@@ -73,8 +73,8 @@ type Options struct {
 	// TrustedProxies are the proxies in front of the service, as addresses or CIDR
 	// prefixes ("10.0.0.0/8", "192.0.2.7"). A request from one of them is from the
 	// rightmost address of its X-Forwarded-For headers that is not a trusted proxy (the
-	// hops before it are the client's to write). Empty trusts none: the source is
-	// always Request.RemoteAddr.
+	// hops before it are the client's to write; a hop with a port is its address).
+	// Empty trusts none: the source is always Request.RemoteAddr.
 	TrustedProxies []string
 	// Name is the Function dimension of the metrics; empty is DefaultName.
 	Name string

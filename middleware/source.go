@@ -24,6 +24,9 @@ func parseProxies(entries []string) (proxies, error) {
 			}
 			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
 		}
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 { // ::ffff:10.0.0.0/104 is 10.0.0.0/8: addresses are unmapped
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
 		ps = append(ps, p.Masked())
 	}
 	return ps, nil
@@ -42,8 +45,10 @@ func (ps proxies) trusted(a netip.Addr) bool {
 
 // source returns the source address of r: its peer, or, when the peer is a trusted
 // proxy, the rightmost hop of X-Forwarded-For (all its headers, in order) that is not
-// one; when every hop is trusted, the leftmost. A hop that is not an address ends the
-// walk: it is the source, which the authorizer limits as the shared unknown address.
+// one; when every hop is trusted, the leftmost. A hop may carry a port, as some proxies
+// write it ("203.0.113.7:5000", "[2001:db8::1]:443"): its address is the hop. A hop that
+// is not an address ends the walk: it is the source, which the authorizer limits as the
+// shared unknown address.
 func (ps proxies) source(r *http.Request) string {
 	peer := r.RemoteAddr
 	if host, _, err := net.SplitHostPort(peer); err == nil {
@@ -60,6 +65,9 @@ func (ps proxies) source(r *http.Request) string {
 		for j := len(list) - 1; j >= 0; j-- {
 			hop := strings.TrimSpace(list[j])
 			a, err := netip.ParseAddr(hop)
+			if ap, perr := netip.ParseAddrPort(hop); err != nil && perr == nil {
+				a, err, hop = ap.Addr(), nil, ap.Addr().String()
+			}
 			if err != nil || !ps.trusted(a) {
 				return hop
 			}

@@ -232,3 +232,34 @@ func TestDenyCacheKeepsRequestIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestDenyCacheAnswersReserves: a reserve is decided by Redis as the check of its
+// estimate, so the deny cache answers a repeat of a reserve (or a check of the same
+// cost) that Redis would deny, with no reservation; a settle that gives tokens back
+// makes the instance forget the identity's denials, as a refund does.
+func TestDenyCacheAnswersReserves(t *testing.T) {
+	_, _, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: func() time.Time { return epoch }, DenyCacheSize: 100})
+	reserve := bucketgate.Request{Identity: "a", Rules: burst, Cost: 10, Op: bucketgate.OpReserve}
+	first := decide(t, g, reserve)
+	if !first.Allowed || first.CacheHit || first.Reservation == "" || !waits(first) {
+		t.Fatalf("first reserve: %+v, want allowed, a reservation and a wait (every token taken)", first)
+	}
+	step := func(name string, q bucketgate.Request, wantCall, wantAllowed bool) guard.Result {
+		t.Helper()
+		before := engine.calls.Load()
+		r := decide(t, g, q)
+		if called := engine.calls.Load() > before; called != wantCall || r.Allowed != wantAllowed || r.CacheHit == wantCall {
+			t.Fatalf("%s: asked Redis %v (want %v), %+v (want allowed %v)", name, called, wantCall, r, wantAllowed)
+		}
+		return r
+	}
+	if r := step("the same reserve: from the cache", reserve, false, false); r.Reservation != "" || r.Reason != bucketgate.ReasonLimited {
+		t.Fatalf("a cached denial of a reserve: %+v, want limited with no reservation", r)
+	}
+	check := reserve
+	check.Op = bucketgate.OpCheck
+	step("a check of the estimate: from the cache", check, false, false)
+	step("a settle gives 6 back: Redis", bucketgate.Request{Identity: "a", Rules: burst, Op: bucketgate.OpSettle, ID: first.Reservation, Cost: 4}, true, true)
+	step("after the settle: Redis again", bucketgate.Request{Identity: "a", Rules: burst, Cost: 6, Op: bucketgate.OpReserve}, true, true)
+}

@@ -217,7 +217,7 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 		asked, via = make([]int, 0, len(qs)), make([]circuit, 0, len(qs))
 	}
 	for i, q := range qs {
-		if q.Op != bucketgate.OpCheck {
+		if !takesOnly(q) {
 			if i < len(qs)-1 { // a later check of the batch must not be answered by the cache
 				if given == nil {
 					given = map[string]bool{}
@@ -342,11 +342,21 @@ func (g *Guard) circuit(identity string) circuit {
 	return circuit{cluster: &g.cluster, own: &g.circuits[bucket.Slot(identity)/CircuitSlots]}
 }
 
-// cached returns the deny cache's answer to q, if it has one. A check with a RequestID
-// has none: only Redis holds its first decision, which a retry of it must answer again
-// (an admission replayed, not a denial that another check's wait implies).
+// takesOnly reports whether q only ever takes tokens, or nothing: a check, or a reserve
+// (to Redis, the check of its estimate). The deny cache may answer one (see cached) and
+// learns from its decision; any other operation may give tokens back (a refund, a
+// reset, a settle, a cancel, a release), so its identity's cached denials are forgotten.
+func takesOnly(q bucketgate.Request) bool {
+	return q.Op == bucketgate.OpCheck || q.Op == bucketgate.OpReserve
+}
+
+// cached returns the deny cache's answer to q, if it has one: a denial of a check or a
+// reserve of the same identity, rules and cost (a reserve is denied as the check of its
+// estimate is). A request with a RequestID has none: only Redis holds its first
+// decision, which a retry of it must answer again (an admission replayed, not a denial
+// that another check's wait implies).
 func (g *Guard) cached(q bucketgate.Request, now time.Time) (bucketgate.Decision, bool) {
-	if g.cache == nil || q.Op != bucketgate.OpCheck || q.RequestID != "" {
+	if g.cache == nil || !takesOnly(q) || q.RequestID != "" {
 		return bucketgate.Decision{}, false
 	}
 	return g.cache.get(q, now)
@@ -387,7 +397,7 @@ func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, s
 		return g.fallback(q, Classify(err), err, latency)
 	}
 	if g.cache != nil {
-		if q.Op == bucketgate.OpCheck {
+		if takesOnly(q) {
 			g.cache.put(q, d, start)
 		} else {
 			g.cache.forget(q.Identity)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -286,5 +288,66 @@ func TestAccountsDecideTheFunctions(t *testing.T) {
 		if strings.Contains(everything, key) {
 			t.Fatalf("a raw key is in the table, a log, a payload or Redis:\n%s", everything)
 		}
+	}
+}
+
+// A roll that a failed write stopped halfway, run again as it says, issues a key that
+// keeps the old key's expiry (never, here): not the overlap's end, which the stopped
+// run may have set on the old key already. A roll whose old key cannot be changed after
+// its new key was written prints the new key, which works, and names the command that
+// sets the old key's expiry.
+func TestRollStoppedHalfway(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	// A new key's item: a put of an item that must not exist, in an account.
+	newKeyPut := func(action string, body []byte) bool {
+		return action == "dynamodb:PutItem" && bytes.Contains(body, []byte(`"ConditionExpression":"attribute_not_exists(#id)"`)) &&
+			bytes.Contains(body, []byte(`"account":{"S":`))
+	}
+	// The old key's item, changed on the condition that it is as read.
+	oldKeyPut := func(action string, body []byte) bool {
+		return action == "dynamodb:PutItem" && !bytes.Contains(body, []byte(`"ConditionExpression":"attribute_not_exists(#id)"`))
+	}
+	tests := []struct {
+		name    string
+		lone    bool
+		refused func(string, []byte) bool
+	}{
+		{"a lone key, the new key's write refused", true, newKeyPut},
+		{"a key of an account, the new key's write refused", false, newKeyPut},
+		{"a lone key, the old key's write refused", true, oldKeyPut},
+		{"a key of an account, the old key's write refused", false, oldKeyPut},
+	}
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			defer func() { c.t = t }()
+			create := []string{"keys", "create", "--account", "acme"}
+			if tc.lone {
+				create = []string{"keys", "create", "--plan", "pro"}
+			}
+			old := strings.TrimSpace(c.ok(create...))
+			calls.refuseWhen(tc.refused)
+			code, stdout, stderr := c.run("keys", "roll", old)
+			calls.refuseWhen(nil)
+			if code != exitError {
+				t.Fatalf("the roll with a write refused: exit %d %q %q; want %d", code, stdout, stderr, exitError)
+			}
+			next := strings.TrimSpace(stdout)
+			if next == "" { // no key issued: the roll runs again, as its error says
+				if !strings.Contains(stderr, "run keys roll") {
+					t.Fatalf("the stopped roll's error %q: want it to say to run it again", stderr)
+				}
+				next = strings.TrimSpace(c.ok("keys", "roll", old))
+			} else if !keyLine.MatchString(stdout) || !strings.Contains(stderr, "bucketgate keys expire "+keyID(old)+" ") {
+				t.Fatalf("the roll whose old key was not changed: %q %q; want the new key, and the command that sets the old key's expiry", stdout, stderr)
+			}
+			if show := c.ok("keys", "show", next); !strings.Contains(show, "expiresAt  never\n") || !strings.Contains(show, "status     active\n") {
+				t.Fatalf("the new key:\n%s\nwant it active and never expiring, as the old key was before its roll", show)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,12 +129,12 @@ func (t *keyTable) makeAccount(e env, old registry.Record, name string) error {
 func parseOverlap(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if days, ok := strings.CutSuffix(v, "d"); ok && err != nil {
-		var n time.Duration
-		if _, err = fmt.Sscanf(days, "%d", &n); err == nil && strings.Trim(days, "0123456789") == "" {
-			d = n * 24 * time.Hour
-		} else {
-			err = errors.New("not a number of days")
+		// Bounded before it is multiplied: 2^48 days and one would wrap around to a day.
+		n, nerr := strconv.ParseUint(days, 10, 64)
+		if err = nerr; err == nil && n > uint64(maxOverlap/(24*time.Hour)) {
+			err = errors.New("too many days")
 		}
+		d = time.Duration(n) * 24 * time.Hour
 	}
 	if err != nil || d < 0 || d > maxOverlap {
 		return 0, fmt.Errorf("%w: --overlap %q: want a duration from 0 to %v (30 days), such as 90m, 24h or 7d", errUsage, v, maxOverlap)

@@ -141,6 +141,11 @@ func TestAccountsBadInput(t *testing.T) {
 	member := strings.TrimSpace(c.ok("keys", "create", "--account", "acme"))
 	lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "free"))
 	c.ok("keys", "create", "--tenant", "t1", "--plan", "free")
+	crowded := []string{"keys", "create", "--account", "acme"}
+	for i := range 7 { // with the plan's burst, 8: room for none of the account's own
+		crowded = append(crowded, "--rule", "k"+strconv.Itoa(i)+":5:1")
+	}
+	crowdedID := keyID(strings.TrimSpace(c.ok(crowded...)))
 	before := c.items()
 	nine := []string{"keys", "create", "--account", "acme"}
 	for i := range 8 { // with the plan's burst, 9
@@ -165,6 +170,8 @@ func TestAccountsBadInput(t *testing.T) {
 		{"a tenant in an account", exitUsage, "--account or --tenant, not both", []string{"keys", "create", "--account", "acme", "--tenant", "t2"}},
 		{"a key with more rules than its account's plan takes", exitError, "attribute rules: with plan pro of account acme: rules: plans.pro: invalid: 9 rules: want at most 8", nine},
 		{"the plan of a key of an account", exitError, "is a key of account acme: its plan is the account's (bucketgate accounts set-plan acme PLAN)", []string{"keys", "set-plan", member, "free"}},
+		{"an override that leaves a key of the account no room for its own rules", exitError,
+			"account:acme: the change would leave keys of the account without room for their own rules (the functions would treat them as unknown keys; bucketgate keys clear-overrides makes room); nothing written:\n  " + crowdedID + " (plan pro): rules: with plan pro of account acme: rules: plans.pro: invalid: 9 rules: want at most 8", []string{"accounts", "override", "acme", "--rule", "extra:5:1"}},
 		{"an account by keys", exitUsage, "KEY names an account: bucketgate accounts takes it", []string{"keys", "show", "acct:acme"}},
 		{"an overlap below zero", exitUsage, `--overlap "-1h": want a duration from 0 to 720h0m0s (30 days)`, []string{"keys", "roll", "--overlap", "-1h", member}},
 		{"an overlap over 30 days", exitUsage, `--overlap "31d": want a duration from 0 to 720h0m0s`, []string{"keys", "roll", "--overlap", "31d", member}},

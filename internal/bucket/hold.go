@@ -40,25 +40,6 @@ func Idempotency(ttl time.Duration) Option {
 	return func(l *Limiter) { l.idempotency = ttl }
 }
 
-// Secret makes a Limiter sign its reservation ids with HMAC-SHA256 under secret (16
-// bytes at least), and refuse an id not signed so for the identity and rules of its
-// settle. Every instance deciding on the same Redis must have the same secret. Without
-// one, a Limiter uses the one Redis keeps (SecretKey), made at random by the first
-// instance that needs it and read once per process.
-func Secret(secret []byte) Option {
-	if len(secret) < 16 {
-		panic(fmt.Sprintf("bucket: a secret of %d bytes: want 16 or more", len(secret)))
-	}
-	s := append([]byte(nil), secret...)
-	return func(l *Limiter) { l.secret = s }
-}
-
-// SecretKey is the Redis key of the secret that signs reservation ids when no Secret
-// option gives one: 64 hex digits, written once (SET NX) and never expiring. Removing
-// it (or a Redis that loses it) makes every outstanding reservation's settle refused:
-// they stay charged at their estimates.
-const SecretKey = KeyPrefix + "secret"
-
 // idVersion starts every reservation and lease id: "r2.<payload>.<mac>", both
 // base64url; the payload is the nonce, the estimate (0 for a lease) and the expiry (Unix
 // ms), then the claims (Request.Claims, 0 to MaxClaims bytes), the MAC over the kind,
@@ -72,30 +53,6 @@ const (
 	payloadBytes = nonceBytes + 8 + 8
 	macBytes     = 16
 )
-
-// secretOf returns l's secret: the Secret option's, or the one Redis keeps, read (and
-// made, the first time) through c once per Limiter.
-func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
-	l.secretMu.Lock()
-	defer l.secretMu.Unlock()
-	if l.secret != nil {
-		return l.secret, nil
-	}
-	var b [32]byte
-	rand.Read(b[:]) // never fails (crypto/rand)
-	res := c.DoMulti(ctx,
-		c.B().Set().Key(SecretKey).Value(hex.EncodeToString(b[:])).Nx().Build(),
-		c.B().Get().Key(SecretKey).Build())
-	s, err := res[1].ToString()
-	if err != nil {
-		return nil, fmt.Errorf("bucket: the reservations' secret (%s): %w", SecretKey, err)
-	}
-	if len(s) < 32 {
-		return nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretKey, len(s))
-	}
-	l.secret = []byte(s)
-	return l.secret, nil
-}
 
 // holds reports whether q's script call carries a hold: a settle, a cancel, or an
 // idempotent request.
@@ -149,12 +106,6 @@ func (r reservation) id(kind string, secret []byte, identity string, rules []buc
 	binary.BigEndian.PutUint64(p[nonceBytes+8:], uint64(r.expiry))
 	payload := base64.RawURLEncoding.EncodeToString(append(p, r.claims...))
 	return idVersion + payload + "." + mac(secret, kind, identity, namesPrint(rules), payload)
-}
-
-// parseReservation reads q's reservation id, made under secret for q's identity and
-// rules; its error wraps ErrConflict for any other.
-func parseReservation(secret []byte, q bucketgate.Request) (reservation, error) {
-	return parseID(kindReservation, secret, q)
 }
 
 // parseID reads q's id of kind, made under secret for q's identity and rules; its error
@@ -277,14 +228,14 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 		}
 	}
 	if q.Op == bucketgate.OpRelease {
-		r, err := parseID(kindLease, secret, q)
+		r, err := l.verify(ctx, c, kindLease, q)
 		if err != nil {
 			return hold{}, nil, err
 		}
 		return hold{lease: r.nonce}, secret, nil
 	}
 	if settles(q) {
-		r, err := parseReservation(secret, q)
+		r, err := l.verify(ctx, c, kindReservation, q)
 		if err != nil {
 			return hold{}, nil, err
 		}

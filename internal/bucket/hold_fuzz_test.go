@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzParseReservation: a reservation id is a caller's input. Whatever it holds,
-// parseReservation returns a reservation or an error wrapping ErrConflict, never a
+// parseID returns a reservation or an error wrapping ErrConflict, never a
 // panic; it accepts only what the secret signed for the identity and rules, and what it
 // accepts signs back to the very same id, within the bounds a settle needs. Claims reads
 // any id without a panic, and the claims it reads from an accepted id are the signed
@@ -28,7 +28,7 @@ func FuzzParseReservation(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id, identity string) {
 		q := bucketgate.Request{Identity: identity, Rules: rules, Op: bucketgate.OpSettle, ID: id}
 		claims, hasClaims := Claims(id)
-		r, err := parseReservation(secret, q)
+		r, err := parseID(kindReservation, secret, q)
 		if err != nil {
 			if !errors.Is(err, bucketgate.ErrConflict) {
 				t.Fatalf("id %q: error %v does not wrap ErrConflict", id, err)
@@ -45,7 +45,7 @@ func FuzzParseReservation(f *testing.F) {
 			t.Fatalf("id %q read out of bounds: %+v", id, r)
 		}
 		if claims != r.claims || hasClaims != (r.claims != "") {
-			t.Fatalf("id %q: Claims = %q, %v; parseReservation read %q", id, claims, hasClaims, r.claims)
+			t.Fatalf("id %q: Claims = %q, %v; parseID read %q", id, claims, hasClaims, r.claims)
 		}
 	})
 }

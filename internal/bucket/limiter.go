@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -35,8 +34,8 @@ type Limiter struct {
 	connect     func(context.Context) (rueidis.Client, error) // set by NewLazy
 	usageDays   int                                           // set by Usage; 0 counts none
 	idempotency time.Duration                                 // set by Idempotency
-	secret      []byte                                        // set by Secret, or read from Redis (secretOf)
-	secretMu    sync.Mutex                                    // guards secret
+	secrets     secrets                                       // set by Secret, or read from Redis (secretOf)
+	now         func() time.Time                              // the clock of reading the secret again; time.Now
 }
 
 // Option is a setting of a Limiter.
@@ -61,7 +60,7 @@ func Usage(days int) Option {
 // a connected client. It should be made with DisableCache: ElastiCache does not support
 // tracking.
 func New(client rediser, opts ...Option) *Limiter {
-	l := &Limiter{client: client, idempotency: DefaultIdempotency}
+	l := &Limiter{client: client, idempotency: DefaultIdempotency, now: time.Now}
 	for _, o := range opts {
 		o(l)
 	}
@@ -72,7 +71,7 @@ func New(client rediser, opts ...Option) *Limiter {
 // can be made before Redis is reachable: connect's error is the call's error.
 // (*redisconn.Conn).Client, which connects on first use, is such a function.
 func NewLazy(connect func(context.Context) (rueidis.Client, error), opts ...Option) *Limiter {
-	l := &Limiter{connect: connect, idempotency: DefaultIdempotency}
+	l := &Limiter{connect: connect, idempotency: DefaultIdempotency, now: time.Now}
 	for _, o := range opts {
 		o(l)
 	}

@@ -489,6 +489,36 @@ func BenchmarkDecideRealRedis(b *testing.B) {
 	}
 }
 
+// BenchmarkReserveSettleRealRedis measures the decisions that sign and verify an id: a
+// reserve alone, and a reserve then its settle (two round trips). Its allocations are
+// the cost of the secret on the common path.
+func BenchmarkReserveSettleRealRedis(b *testing.B) {
+	l, _ := real(b)
+	rules := []bucketgate.Rule{{Name: "burst", Capacity: bucketgate.MaxCapacity, RefillPerSecond: 1e6}}
+	reserve := bucketgate.Request{Identity: "bench", Rules: rules, Op: bucketgate.OpReserve, Cost: 10, TTL: time.Minute}
+	ctx := context.Background()
+	b.Run("reserve", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := l.Decide(ctx, reserve); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reserve-settle", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := l.Decide(ctx, reserve)
+			if err == nil {
+				_, err = l.Decide(ctx, bucketgate.Request{Identity: "bench", Rules: rules, Op: bucketgate.OpSettle, Cost: 4, ID: d.Reservation})
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // TestScriptRefusesBadArguments calls the script directly, past the Go validation: every
 // bad argument is an error reply naming it, and nothing is written.
 func TestScriptRefusesBadArguments(t *testing.T) {

@@ -1,0 +1,270 @@
+package bucket
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+)
+
+// Secret makes a Limiter sign its reservation and lease ids with HMAC-SHA256 under
+// secret (16 bytes at least), and refuse an id not signed so for the identity and rules
+// of its settle or release. Every instance deciding on the same Redis must have the
+// same secret. Without one, a Limiter uses the one Redis keeps (SecretKey): see
+// SecretRecheck.
+func Secret(secret []byte) Option {
+	if len(secret) < 16 {
+		panic(fmt.Sprintf("bucket: a secret of %d bytes: want 16 or more", len(secret)))
+	}
+	s := append([]byte(nil), secret...)
+	return func(l *Limiter) { l.secrets.current, l.secrets.fixed = s, true }
+}
+
+// SecretKey is the Redis key of the secret that signs reservation and lease ids when no
+// Secret option gives one: 64 hex digits, written by the first instance that needs it
+// (SET NX) and never expiring. A Redis that loses it (a FLUSHALL, a restore) gets it
+// back, or another one, at the next read (SecretRecheck).
+const SecretKey = KeyPrefix + "secret"
+
+// SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's: a
+// sorted set of each, scored by the time until which it verifies ids (Unix ms of the
+// writer's clock), written by an instance that finds at SecretKey another secret than
+// the one it signed with, and read with SecretKey, so that every instance, one started
+// after the change too, verifies the ids signed before it. It expires keptFor after its
+// last write.
+const SecretsKeptKey = KeyPrefix + "secret:kept"
+
+// SecretRecheck is how long a Limiter without the Secret option signs with the secret
+// it read from Redis (SecretKey) before it reads it again, on the next call that signs
+// or verifies an id, in one round trip: SET NX of its own secret, GET, and the kept
+// secrets (SecretsKeptKey). A Redis that lost the key gets that Limiter's secret back,
+// so that the ids signed before still verify everywhere; a Redis that holds another
+// secret (written by an instance started after the loss) makes the Limiter sign with
+// that one, and keep its own to verify ids with for keptFor, in SecretsKeptKey too,
+// where every instance reads it. Every instance of a fleet signs with Redis's secret
+// within SecretRecheck of a change, or at its first refused id (RefusedRecheck).
+const SecretRecheck = time.Minute
+
+// RefusedRecheck is how soon after its last read a Limiter without the Secret option
+// reads Redis's secrets again when an id is refused under every secret it holds, and
+// then verifies the id once more: an instance that has not read a new secret yet
+// settles at its first refused id, and forged ids cost Redis one read a second at most.
+const RefusedRecheck = time.Second
+
+// keptSecrets is how many secrets a Limiter keeps beside the one that signs, to verify
+// ids with: two, so that a second change within the time one is kept loses nothing.
+const keptSecrets = 2
+
+// keptFor is how long a Limiter of idempotency ttl keeps a secret it no longer signs
+// with to verify ids: an id signed under it, by this instance or another one that has
+// not read the new secret yet (SecretRecheck), is held until bucketgate.MaxTTL later at
+// most, and its settle is answered again until idempotency past its expiry (the
+// settled record's life). Past that, its settle is refused whatever the secret.
+func keptFor(idempotency time.Duration) time.Duration {
+	return SecretRecheck + bucketgate.MaxTTL + idempotency
+}
+
+// secrets is what a Limiter signs and verifies ids with.
+type secrets struct {
+	mu      sync.Mutex
+	current []byte                  // signs and verifies; nil until read from Redis
+	fixed   bool                    // set by Secret: never read from Redis
+	read    time.Time               // the Limiter's clock when current was last read
+	reading bool                    // a read again is in flight
+	kept    [keptSecrets]keptSecret // verify only, each until its time
+}
+
+// keptSecret is a secret that verifies ids until until (the Limiter's clock).
+type keptSecret struct {
+	secret []byte
+	until  time.Time
+}
+
+// secretOf returns the secret that signs l's ids: the Secret option's, or the one Redis
+// keeps, read (and made, the first time) through c, and read again when SecretRecheck
+// has passed since.
+func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
+	s := &l.secrets
+	s.mu.Lock()
+	if s.current == nil { // the first read: every call waits for it
+		defer s.mu.Unlock()
+		var b [32]byte
+		rand.Read(b[:]) // never fails (crypto/rand)
+		now := l.now()
+		got, kept, err := readSecret(ctx, c, []byte(hex.EncodeToString(b[:])), now)
+		if err != nil {
+			return nil, err
+		}
+		s.current, s.read = got, now
+		s.keepAll(kept)
+		return got, nil
+	}
+	s.mu.Unlock()
+	current, _ := l.recheck(ctx, c, SecretRecheck)
+	return current, nil
+}
+
+// recheck reads Redis's secrets again through c when after has passed since the last
+// read and no other call is reading them, and returns the secret that signs, and true
+// when it read them. Other calls go on with the secrets they have meanwhile. A read that
+// fails changes nothing: the next one comes after again (the call's own round trip
+// meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
+// round trip more once per change.
+func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) ([]byte, bool) {
+	s := &l.secrets
+	s.mu.Lock()
+	now := l.now()
+	mine := s.current
+	if s.fixed || s.reading || now.Sub(s.read) < after {
+		s.mu.Unlock()
+		return mine, false
+	}
+	s.reading = true
+	s.mu.Unlock()
+	got, kept, err := readSecret(ctx, c, mine, now)
+	s.mu.Lock()
+	s.reading, s.read = false, now
+	if err != nil {
+		s.mu.Unlock()
+		return mine, false
+	}
+	until := now.Add(keptFor(l.idempotency))
+	changed := !bytes.Equal(got, mine)
+	if changed {
+		s.adopt(got, until)
+	}
+	s.keepAll(kept)
+	s.mu.Unlock()
+	if changed {
+		// Best effort: every instance that signed with mine writes it when it changes.
+		c.DoMulti(ctx,
+			c.B().Zadd().Key(SecretsKeptKey).Gt().ScoreMember().ScoreMember(float64(until.UnixMilli()), string(mine)).Build(),
+			c.B().Zremrangebyscore().Key(SecretsKeptKey).Min("-inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Build(),
+			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(keptFor(l.idempotency).Milliseconds()).Build())
+	}
+	return got, true
+}
+
+// adopt makes secret the one that signs, and keeps the one before it to verify ids
+// until until.
+func (s *secrets) adopt(secret []byte, until time.Time) {
+	old := s.current
+	for i, k := range s.kept {
+		if bytes.Equal(k.secret, secret) {
+			s.kept[i] = keptSecret{}
+		}
+	}
+	s.current = secret
+	s.keep(keptSecret{old, until})
+}
+
+// keepAll keeps each of kept, the secrets read from SecretsKeptKey.
+func (s *secrets) keepAll(kept []keptSecret) {
+	for _, k := range kept {
+		s.keep(k)
+	}
+}
+
+// keep keeps k's secret to verify ids until its time, in place of the kept secret that
+// expires first when that is sooner; one kept already keeps the later of both times.
+// The secret that signs is never kept.
+func (s *secrets) keep(k keptSecret) {
+	if bytes.Equal(k.secret, s.current) {
+		return
+	}
+	slot := 0
+	for i, held := range s.kept {
+		if bytes.Equal(held.secret, k.secret) {
+			if k.until.After(held.until) {
+				s.kept[i].until = k.until
+			}
+			return
+		}
+		if held.until.Before(s.kept[slot].until) {
+			slot = i
+		}
+	}
+	if k.until.After(s.kept[slot].until) {
+		s.kept[slot] = k
+	}
+}
+
+// verify reads q's id of kind, made for q's identity and rules under a secret l holds:
+// the one that signs, then those it keeps. An id refused under all of them makes l read
+// Redis's secrets again (RefusedRecheck), and is verified once more under those. Its
+// error wraps ErrConflict for an id l did not make.
+func (l *Limiter) verify(ctx context.Context, c rediser, kind string, q bucketgate.Request) (reservation, error) {
+	r, err := l.verifyHeld(kind, q)
+	if err == nil {
+		return r, nil
+	}
+	if _, read := l.recheck(ctx, c, RefusedRecheck); read {
+		return l.verifyHeld(kind, q)
+	}
+	return reservation{}, err
+}
+
+// verifyHeld reads q's id of kind under the secrets l holds now, dropping those kept
+// past their time.
+func (l *Limiter) verifyHeld(kind string, q bucketgate.Request) (reservation, error) {
+	s := &l.secrets
+	var held [1 + keptSecrets][]byte
+	s.mu.Lock()
+	held[0] = s.current
+	for i, k := range s.kept {
+		switch {
+		case k.secret == nil:
+		case l.now().Before(k.until):
+			held[1+i] = k.secret
+		default:
+			s.kept[i] = keptSecret{}
+		}
+	}
+	s.mu.Unlock()
+	var err error
+	for _, secret := range held {
+		if secret == nil {
+			continue
+		}
+		var r reservation
+		if r, err = parseID(kind, secret, q); err == nil {
+			return r, nil
+		}
+	}
+	return reservation{}, err
+}
+
+// readSecret writes mine as Redis's secret through c unless it has one (SET NX), and
+// returns the one it has and the kept ones (SecretsKeptKey) that verify ids after now,
+// keptSecrets at most, in one round trip.
+func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]byte, []keptSecret, error) {
+	res := c.DoMulti(ctx,
+		c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
+		c.B().Get().Key(SecretKey).Build(),
+		c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Byscore().Rev().Limit(0, keptSecrets).Withscores().Build())
+	s, err := res[1].ToString()
+	if err != nil {
+		return nil, nil, fmt.Errorf("bucket: the reservations' secret (%s): %w", SecretKey, err)
+	}
+	if len(s) < 32 {
+		return nil, nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretKey, len(s))
+	}
+	scores, err := res[2].AsZScores()
+	if err != nil {
+		return nil, nil, fmt.Errorf("bucket: the reservations' kept secrets (%s): %w", SecretsKeptKey, err)
+	}
+	kept := make([]keptSecret, len(scores))
+	for i, z := range scores {
+		if len(z.Member) < 32 {
+			return nil, nil, fmt.Errorf("%w: a kept secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretsKeptKey, len(z.Member))
+		}
+		kept[i] = keptSecret{[]byte(z.Member), time.UnixMilli(int64(z.Score))}
+	}
+	return []byte(s), kept, nil
+}

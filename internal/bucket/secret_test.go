@@ -1,0 +1,326 @@
+package bucket_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+)
+
+// clock is a test's clock for a Limiter's reads of its secret (bucket.Clock), safe for
+// concurrent use.
+type clock struct{ elapsed atomic.Int64 } // since epoch, ns
+
+func (k *clock) now() time.Time          { return epoch.Add(time.Duration(k.elapsed.Load())) }
+func (k *clock) advance(d time.Duration) { k.elapsed.Add(int64(d)) }
+
+// secretFleet is one Redis, a clock, and Limiters on both, as the instances of a fleet.
+type secretFleet struct {
+	t     *testing.T
+	c     rueidis.Client
+	clock *clock
+}
+
+// slowRules never refill within a test: what a reserve took stays taken.
+var slowRules = []bucketgate.Rule{{Name: "tokens", Capacity: 1000, RefillPerSecond: 0.001}}
+
+func newSecretFleet(t *testing.T) *secretFleet {
+	t.Helper()
+	srv := redistest.Start(t)
+	return &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: new(clock)}
+}
+
+// instance is a Limiter on f's Redis and clock, as an instance started now.
+func (f *secretFleet) instance(opts ...bucket.Option) *bucket.Limiter {
+	return bucket.New(f.c, append(opts, bucket.Clock(f.clock.now))...)
+}
+
+// reserve reserves 10 tokens of identity "a" through l and returns the id.
+func (f *secretFleet) reserve(l *bucket.Limiter) string {
+	f.t.Helper()
+	d, err := l.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 10, TTL: bucketgate.MaxTTL})
+	if err != nil || !d.Allowed || d.Reservation == "" {
+		f.t.Fatalf("reserve: %+v, %v", d, err)
+	}
+	return d.Reservation
+}
+
+// settle settles id at 1 through l.
+func (f *secretFleet) settle(l *bucket.Limiter, id string) error {
+	_, err := l.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpSettle, Cost: 1, ID: id})
+	return err
+}
+
+// settles fails the test unless l settles id.
+func (f *secretFleet) settles(who string, l *bucket.Limiter, id string) {
+	f.t.Helper()
+	if err := f.settle(l, id); err != nil {
+		f.t.Errorf("%s: settle: %v", who, err)
+	}
+}
+
+// refuses fails the test unless l refuses id as not its own.
+func (f *secretFleet) refuses(who string, l *bucket.Limiter, id string) {
+	f.t.Helper()
+	if err := f.settle(l, id); !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "not an id this limiter made") {
+		f.t.Errorf("%s: settle: %v, want ErrConflict: not an id this limiter made", who, err)
+	}
+}
+
+// secret is Redis's secret, "" when it has none.
+func (f *secretFleet) secret() string {
+	f.t.Helper()
+	s, err := f.c.Do(context.Background(), f.c.B().Get().Key(bucket.SecretKey).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return ""
+	} else if err != nil {
+		f.t.Fatalf("GET %s: %v", bucket.SecretKey, err)
+	}
+	return s
+}
+
+// run sends cmd to f's Redis.
+func (f *secretFleet) run(cmd rueidis.Completed) {
+	f.t.Helper()
+	do(f.t, f.c, cmd)
+}
+
+// TestSecretAfterLoss: a Redis that loses its secret (FLUSHALL) gets the fleet's back,
+// or the fleet converges on the one a new instance wrote, within SecretRecheck or at
+// the first refused id (RefusedRecheck), keeping what it signed before verifiable;
+// forged ids are refused under every secret and read Redis once a second at most; a
+// kept secret is dropped after its time; a Secret option is never read again.
+func TestSecretAfterLoss(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(f *secretFleet)
+	}{
+		{"a new instance after the flush: the fleet signs with its secret after the recheck, and verifies its own earlier ids", func(f *secretFleet) {
+			a, b := f.instance(), f.instance()
+			before, beforeB, forC, forE := f.reserve(a), f.reserve(b), f.reserve(a), f.reserve(b)
+			old := f.secret()
+			f.run(f.c.B().Flushall().Build())
+			c := f.instance()
+			fromC := f.reserve(c)
+			if f.secret() == old || f.secret() == "" {
+				t.Fatalf("the new instance's secret %q: want a new one", f.secret())
+			}
+			f.refuses("A before its recheck", a, fromC) // split, and no read again within RefusedRecheck
+			f.clock.advance(bucket.SecretRecheck)
+			fromA, fromB := f.reserve(a), f.reserve(b) // each reads Redis's secret again
+			f.settles("C, of A's id after the recheck", c, fromA)
+			f.settles("C, of B's id after the recheck", c, fromB)
+			f.settles("A, of its id before the flush", a, before)
+			f.settles("B, of its id before the flush", b, beforeB)
+			f.settles("A, of C's id", a, fromC)
+			f.settles("C, of A's id before the flush (A wrote its secret as kept)", c, forC)
+			f.settles("E, started after, of B's id before the flush", f.instance(), forE)
+			if s := f.secret(); s == old {
+				t.Errorf("Redis's secret is the old one again: the new instance's ids are refused")
+			}
+		}},
+		{"a refused id reads the new secret at once", func(f *secretFleet) {
+			a := f.instance()
+			before, forC := f.reserve(a), f.reserve(a)
+			f.run(f.c.B().Flushall().Build())
+			c := f.instance()
+			fromC := f.reserve(c)
+			f.clock.advance(bucket.RefusedRecheck)
+			f.settles("A, of C's id at its first refusal", a, fromC)
+			f.settles("A, of its id before the flush", a, before)
+			f.settles("C, of A's id before the flush at its first refusal", c, forC)
+			f.settles("C, of A's id after", c, f.reserve(a))
+		}},
+		{"a flush and no new instance: the recheck writes the old secret back", func(f *secretFleet) {
+			a := f.instance()
+			before := f.reserve(a)
+			old := f.secret()
+			f.run(f.c.B().Flushall().Build())
+			f.clock.advance(bucket.SecretRecheck)
+			f.reserve(a)
+			if s := f.secret(); s != old {
+				t.Fatalf("Redis's secret after A's recheck: %q, want A's %q", s, old)
+			}
+			f.settles("D, started after, of A's id before the flush", f.instance(), before)
+		}},
+		{"a forged id: refused under every secret held, nothing written, Redis read once a second at most", func(f *secretFleet) {
+			a := f.instance()
+			first := f.reserve(a)
+			f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat("7", 64)).Build()) // another instance's
+			f.clock.advance(bucket.SecretRecheck)
+			second := f.reserve(a) // A signs with the other secret and keeps its own
+			f.settles("A, of its id under the kept secret", a, first)
+			peek := func() int64 {
+				d, err := a.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d.Rules[0].Remaining
+			}
+			remaining, keys := peek(), f.keys()
+			f.clock.advance(bucket.RefusedRecheck)
+			f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
+			f.refuses("A, of a forged id under its kept secret", a, forge(first))
+			if f.secret() == "" {
+				t.Errorf("the first refused id did not read Redis's secret again (nothing written back)")
+			}
+			f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
+			f.refuses("A, of a forged id under the secret it signs with", a, forge(second))
+			if s := f.secret(); s != "" {
+				t.Errorf("a second refused id within RefusedRecheck read Redis again: it wrote %q back", s)
+			}
+			f.clock.advance(bucket.RefusedRecheck)
+			f.refuses("A, a second later", a, forge(second))
+			if f.secret() == "" {
+				t.Errorf("a refused id RefusedRecheck later did not read Redis's secret again")
+			}
+			if got, k := peek(), f.keys(); got != remaining || strings.Join(k, " ") != strings.Join(keys, " ") {
+				t.Errorf("after the forged ids: %d remaining, keys %q; want %d, %q", got, k, remaining, keys)
+			}
+		}},
+		{"the kept secret is dropped after its time", func(f *secretFleet) {
+			a := f.instance()
+			early, late := f.reserve(a), f.reserve(a)
+			f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat("7", 64)).Build())
+			f.clock.advance(bucket.SecretRecheck)
+			f.reserve(a) // A signs with the other secret from now
+			kept := bucket.KeptFor(bucket.DefaultIdempotency)
+			f.clock.advance(kept - time.Millisecond)
+			f.settles("A, of its id just before the kept secret's time", a, early)
+			f.clock.advance(time.Millisecond)
+			f.refuses("A, of its id at the kept secret's time", a, late)
+		}},
+		{"three changes within the time one is kept: the two latest kept, the first dropped", func(f *secretFleet) {
+			a := f.instance()
+			ids := []string{f.reserve(a)}
+			for _, digit := range "789" {
+				f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat(string(digit), 64)).Build())
+				f.clock.advance(bucket.SecretRecheck)
+				ids = append(ids, f.reserve(a))
+			}
+			f.refuses("A, of its id under the first secret", a, ids[0])
+			for i, id := range ids[1:] {
+				f.settles(fmt.Sprintf("A, of its id under secret %d", i+2), a, id)
+			}
+			f.refuses("a new instance, of the id under the first secret", f.instance(), ids[0])
+		}},
+		{"checks that sign nothing never read the secret", func(f *secretFleet) {
+			a := f.instance()
+			for _, q := range []bucketgate.Request{{Cost: 1}, {Cost: 1, RequestID: "r1"}, {Op: bucketgate.OpRefund, Cost: 1}} {
+				q.Identity, q.Rules = "a", slowRules
+				decide(t, a, q)
+				f.clock.advance(bucket.SecretRecheck)
+			}
+			if s := f.secret(); s != "" {
+				t.Errorf("Redis's secret %q: a check that signs nothing read it", s)
+			}
+		}},
+		{"a Secret option: never read from Redis, nothing written", func(f *secretFleet) {
+			a := f.instance(bucket.Secret([]byte("the fixed secret, 32 bytes long.")))
+			id := f.reserve(a)
+			f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat("7", 64)).Build())
+			f.clock.advance(bucket.SecretRecheck)
+			f.reserve(a)
+			f.settles("A, of its id after the minute", a, id)
+			f.refuses("A, of a forged id", a, forge(id))
+			f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
+			f.clock.advance(bucket.SecretRecheck)
+			f.reserve(a)
+			f.refuses("A, of a forged id", a, forge(id))
+			if s := f.secret(); s != "" {
+				t.Errorf("Redis's secret %q: a Limiter with a Secret option wrote one", s)
+			}
+		}},
+		{"concurrent calls while the secret changes: each settles its own ids", func(f *secretFleet) {
+			a := f.instance()
+			f.reserve(a)
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					for i := range 40 {
+						if g == 0 && i == 20 {
+							if err := f.c.Do(context.Background(), f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat("7", 64)).Build()).Error(); err != nil {
+								t.Error(err)
+							}
+						}
+						f.clock.advance(bucket.SecretRecheck / 10)
+						d, err := a.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 10})
+						if err != nil || !d.Allowed { // no Fatal outside the test's goroutine
+							t.Errorf("reserve: %+v, %v", d, err)
+							return
+						}
+						f.settles("A, of its id", a, d.Reservation)
+					}
+				})
+			}
+			wg.Wait()
+			f.settles("another instance, of A's id", f.instance(), f.reserve(a))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.run(newSecretFleet(t))
+		})
+	}
+}
+
+// keys is every key in f's Redis but the secret, sorted.
+func (f *secretFleet) keys() []string {
+	f.t.Helper()
+	keys, err := f.c.Do(context.Background(), f.c.B().Keys().Pattern("*").Build()).AsStrSlice()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := keys[:0]
+	for _, k := range keys {
+		if k != bucket.SecretKey {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestSecretBadState: a secret or a kept secret that bucketgate did not write fails the
+// calls that sign, with an error that names its key, and writes nothing.
+func TestSecretBadState(t *testing.T) {
+	tests := []struct {
+		name, want string
+		write      func(c rueidis.Client) rueidis.Completed
+		bad        bool // ErrBadState
+	}{
+		{"a short secret", bucket.SecretKey, func(c rueidis.Client) rueidis.Completed {
+			return c.B().Set().Key(bucket.SecretKey).Value("short").Build()
+		}, true},
+		{"a short kept secret", bucket.SecretsKeptKey, func(c rueidis.Client) rueidis.Completed {
+			return c.B().Zadd().Key(bucket.SecretsKeptKey).ScoreMember().ScoreMember(1e15, "short").Build()
+		}, true},
+		{"kept secrets of another type", bucket.SecretsKeptKey, func(c rueidis.Client) rueidis.Completed {
+			return c.B().Set().Key(bucket.SecretsKeptKey).Value(strings.Repeat("7", 64)).Build()
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newSecretFleet(t)
+			f.run(tt.write(f.c))
+			_, err := f.instance().Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 10})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || errors.Is(err, bucket.ErrBadState) != tt.bad {
+				t.Errorf("reserve: %v; want an error naming %s (ErrBadState: %v)", err, tt.want, tt.bad)
+			}
+			if n := mustInt(t, do(t, f.c, f.c.B().Exists().Key(bucket.Key("a")).Build())); n != 0 {
+				t.Errorf("the identity's state was written")
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"regexp"
@@ -9,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -317,15 +322,31 @@ func TestRollStoppedHalfway(t *testing.T) {
 	oldKeyPut := func(action string, body []byte) bool {
 		return action == "dynamodb:PutItem" && !bytes.Contains(body, []byte(`"ConditionExpression":"attribute_not_exists(#id)"`))
 	}
+	// The old key's item, changed by another hand just before the roll's write of it.
+	oldKeyChanged := func(action string, body []byte) bool {
+		if oldKeyPut(action, body) {
+			id := regexp.MustCompile(`"id":\{"S":"(key:[0-9a-f]+)"`).FindSubmatch(body)
+			_, err := c.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+				TableName: aws.String(table), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: string(id[1])}},
+				UpdateExpression: aws.String("SET note = :n"), ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberS{Value: "another hand"}},
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		return false
+	}
 	tests := []struct {
 		name    string
 		lone    bool
 		refused func(string, []byte) bool
+		want    string // in the error of a roll that printed its new key
 	}{
-		{"a lone key, the new key's write refused", true, newKeyPut},
-		{"a key of an account, the new key's write refused", false, newKeyPut},
-		{"a lone key, the old key's write refused", true, oldKeyPut},
-		{"a key of an account, the old key's write refused", false, oldKeyPut},
+		{"a lone key, the new key's write refused", true, newKeyPut, ""},
+		{"a key of an account, the new key's write refused", false, newKeyPut, ""},
+		{"a lone key, the old key's write refused", true, oldKeyPut, "refused by the test"},
+		{"a key of an account, the old key's write refused", false, oldKeyPut, "refused by the test"},
+		{"a key of an account, changed by another hand during the roll", false, oldKeyChanged, "): changed while this command ran (in table bucketgate-keys)\n"},
 	}
 	c.ok("accounts", "create", "acme", "--plan", "pro")
 	for _, tc := range tests {
@@ -349,7 +370,7 @@ func TestRollStoppedHalfway(t *testing.T) {
 					t.Fatalf("the stopped roll's error %q: want it to say to run it again", stderr)
 				}
 				next = strings.TrimSpace(c.ok("keys", "roll", old))
-			} else if !keyLine.MatchString(stdout) || !strings.Contains(stderr, "bucketgate keys expire "+keyID(old)+" ") {
+			} else if !keyLine.MatchString(stdout) || !strings.Contains(stderr, "bucketgate keys expire "+keyID(old)+" ") || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "run it again") {
 				t.Fatalf("the roll whose old key was not changed: %q %q; want the new key, and the command that sets the old key's expiry", stdout, stderr)
 			}
 			if show := c.ok("keys", "show", next); !strings.Contains(show, "expiresAt  never\n") || !strings.Contains(show, "status     active\n") {

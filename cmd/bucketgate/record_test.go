@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -83,9 +85,11 @@ func (r *awsRecorder) serve(w http.ResponseWriter, req *http.Request) {
 	refuse := r.refuse != nil && r.refuse(action, body)
 	r.mu.Unlock()
 	if refuse {
+		refusal := `{"__type":"com.amazon.coral.validate#ValidationException","message":"awsRecorder: refused by the test"}`
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(refusal))), 10)) // as DynamoDB's, which the SDK checks
 		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, `{"__type":"com.amazon.coral.validate#ValidationException","message":"awsRecorder: refused by the test"}`)
+		io.WriteString(w, refusal)
 		return
 	}
 	backend.ServeHTTP(w, req)

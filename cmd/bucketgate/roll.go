@@ -94,6 +94,9 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			r.ExpiresAt = until
 			return nil
 		})
+		if errors.Is(err, errChanged) { // not to be run again: that would issue another key
+			err = fmt.Errorf("%w (in table %s)", errChanged, t.name)
+		}
 		if err != nil { // the new key works, and is shown: only the old key's expiry is missing
 			return fmt.Errorf("%s was not set to expire (bucketgate keys expire %s %s sets it): %w", id, id, until.UTC().Format(time.RFC3339), err)
 		}

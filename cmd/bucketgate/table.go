@@ -133,10 +133,13 @@ func (t *keyTable) changeItem(ctx context.Context, id string, item map[string]ty
 	})
 	var changed *types.ConditionalCheckFailedException
 	if errors.As(err, &changed) {
-		return fmt.Errorf("%s changed while this command ran (in table %s): nothing written; run it again", id, t.name)
+		return fmt.Errorf("%s %w (in table %s): nothing written; run it again", id, errChanged, t.name)
 	}
 	return t.explain(err, id)
 }
+
+// errChanged is wrapped by changeItem's error for an item changed since it was read.
+var errChanged = errors.New("changed while this command ran")
 
 // unchanged returns the condition that an item is still item: every attribute of attrs
 // that item holds equal, every other one absent.

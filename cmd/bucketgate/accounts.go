@@ -27,7 +27,8 @@ an account (keys create --account NAME, keys roll) is decided as the account, un
 plan and rules, and spends the account's buckets, one set for all its keys; a revoked or
 expired account makes every key of it unknown, within the functions' cache period. show
 lists the account's keys. WHEN, RULE, --table and the plans are as for keys; writes are
-conditional as theirs.
+conditional as theirs. set-plan and override refuse a change that leaves an active key of
+the account without room for its own rules, naming the keys.
 `
 
 var accountsCommands = map[string]tableCommand{

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -139,6 +146,11 @@ func TestAccountsBadInput(t *testing.T) {
 	member := strings.TrimSpace(c.ok("keys", "create", "--account", "acme"))
 	lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "free"))
 	c.ok("keys", "create", "--tenant", "t1", "--plan", "free")
+	crowded := []string{"keys", "create", "--account", "acme"}
+	for i := range 7 { // with the plan's burst, 8: room for none of the account's own
+		crowded = append(crowded, "--rule", "k"+strconv.Itoa(i)+":5:1")
+	}
+	crowdedID := keyID(strings.TrimSpace(c.ok(crowded...)))
 	before := c.items()
 	nine := []string{"keys", "create", "--account", "acme"}
 	for i := range 8 { // with the plan's burst, 9
@@ -163,6 +175,8 @@ func TestAccountsBadInput(t *testing.T) {
 		{"a tenant in an account", exitUsage, "--account or --tenant, not both", []string{"keys", "create", "--account", "acme", "--tenant", "t2"}},
 		{"a key with more rules than its account's plan takes", exitError, "attribute rules: with plan pro of account acme: rules: plans.pro: invalid: 9 rules: want at most 8", nine},
 		{"the plan of a key of an account", exitError, "is a key of account acme: its plan is the account's (bucketgate accounts set-plan acme PLAN)", []string{"keys", "set-plan", member, "free"}},
+		{"an override that leaves a key of the account no room for its own rules", exitError,
+			"account:acme: the change would leave keys of the account without room for their own rules (the functions would treat them as unknown keys; bucketgate keys clear-overrides makes room); nothing written:\n  " + crowdedID + " (plan pro): rules: with plan pro of account acme: rules: plans.pro: invalid: 9 rules: want at most 8", []string{"accounts", "override", "acme", "--rule", "extra:5:1"}},
 		{"an account by keys", exitUsage, "KEY names an account: bucketgate accounts takes it", []string{"keys", "show", "acct:acme"}},
 		{"an overlap below zero", exitUsage, `--overlap "-1h": want a duration from 0 to 720h0m0s (30 days)`, []string{"keys", "roll", "--overlap", "-1h", member}},
 		{"an overlap over 30 days", exitUsage, `--overlap "31d": want a duration from 0 to 720h0m0s`, []string{"keys", "roll", "--overlap", "31d", member}},
@@ -286,5 +300,82 @@ func TestAccountsDecideTheFunctions(t *testing.T) {
 		if strings.Contains(everything, key) {
 			t.Fatalf("a raw key is in the table, a log, a payload or Redis:\n%s", everything)
 		}
+	}
+}
+
+// A roll that a failed write stopped halfway, run again as it says, issues a key that
+// keeps the old key's expiry (never, here): not the overlap's end, which the stopped
+// run may have set on the old key already. A roll whose old key cannot be changed after
+// its new key was written prints the new key, which works, and names the command that
+// sets the old key's expiry.
+func TestRollStoppedHalfway(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	// A new key's item: a put of an item that must not exist, in an account.
+	newKeyPut := func(action string, body []byte) bool {
+		return action == "dynamodb:PutItem" && bytes.Contains(body, []byte(`"ConditionExpression":"attribute_not_exists(#id)"`)) &&
+			bytes.Contains(body, []byte(`"account":{"S":`))
+	}
+	// The old key's item, changed on the condition that it is as read.
+	oldKeyPut := func(action string, body []byte) bool {
+		return action == "dynamodb:PutItem" && !bytes.Contains(body, []byte(`"ConditionExpression":"attribute_not_exists(#id)"`))
+	}
+	// The old key's item, changed by another hand just before the roll's write of it.
+	oldKeyChanged := func(action string, body []byte) bool {
+		if oldKeyPut(action, body) {
+			id := regexp.MustCompile(`"id":\{"S":"(key:[0-9a-f]+)"`).FindSubmatch(body)
+			_, err := c.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+				TableName: aws.String(table), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: string(id[1])}},
+				UpdateExpression: aws.String("SET note = :n"), ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberS{Value: "another hand"}},
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		return false
+	}
+	tests := []struct {
+		name    string
+		lone    bool
+		refused func(string, []byte) bool
+		want    string // in the error of a roll that printed its new key
+	}{
+		{"a lone key, the new key's write refused", true, newKeyPut, ""},
+		{"a key of an account, the new key's write refused", false, newKeyPut, ""},
+		{"a lone key, the old key's write refused", true, oldKeyPut, "refused by the test"},
+		{"a key of an account, the old key's write refused", false, oldKeyPut, "refused by the test"},
+		{"a key of an account, changed by another hand during the roll", false, oldKeyChanged, "): changed while this command ran (in table bucketgate-keys)\n"},
+	}
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			defer func() { c.t = t }()
+			create := []string{"keys", "create", "--account", "acme"}
+			if tc.lone {
+				create = []string{"keys", "create", "--plan", "pro"}
+			}
+			old := strings.TrimSpace(c.ok(create...))
+			calls.refuseWhen(tc.refused)
+			code, stdout, stderr := c.run("keys", "roll", old)
+			calls.refuseWhen(nil)
+			if code != exitError {
+				t.Fatalf("the roll with a write refused: exit %d %q %q; want %d", code, stdout, stderr, exitError)
+			}
+			next := strings.TrimSpace(stdout)
+			if next == "" { // no key issued: the roll runs again, as its error says
+				if !strings.Contains(stderr, "run keys roll") {
+					t.Fatalf("the stopped roll's error %q: want it to say to run it again", stderr)
+				}
+				next = strings.TrimSpace(c.ok("keys", "roll", old))
+			} else if !keyLine.MatchString(stdout) || !strings.Contains(stderr, "bucketgate keys expire "+keyID(old)+" ") || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "run it again") {
+				t.Fatalf("the roll whose old key was not changed: %q %q; want the new key, and the command that sets the old key's expiry", stdout, stderr)
+			}
+			if show := c.ok("keys", "show", next); !strings.Contains(show, "expiresAt  never\n") || !strings.Contains(show, "status     active\n") {
+				t.Fatalf("the new key:\n%s\nwant it active and never expiring, as the old key was before its roll", show)
+			}
+		})
 	}
 }

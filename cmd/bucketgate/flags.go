@@ -9,6 +9,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
 // ruleList is a repeatable -rule flag: NAME:CAPACITY:RATE (a bucket, RATE in tokens per
@@ -79,16 +80,24 @@ func (l *ruleList) Set(v string) error {
 // whole days (n days past it would wrap around to an earlier time).
 const maxDays = int(math.MaxInt64 / int64(24*time.Hour))
 
-// parseWhen reads a time: RFC 3339, a date (midnight UTC), or a duration from now (Go's,
-// or whole days as 30d). Empty is the zero Time: never.
+// parseWhen reads a time: RFC 3339, a date (midnight UTC), both from 1970-01-01T00:00:01Z
+// to registry.MaxExpiresAt, or a duration from now (Go's, or whole days as 30d). Empty is
+// the zero Time: never.
 func parseWhen(v string, now time.Time) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		t, err = time.Parse(time.DateOnly, v)
 	}
-	if t, err := time.Parse(time.DateOnly, v); err == nil {
+	if err == nil {
+		// The zero Time is never, and 1970-01-01T00:00:00Z an expiresAt of 0, which
+		// the table leaves out: never too. An earlier or later time is no item's.
+		if t.Unix() < 1 || t.Unix() > registry.MaxExpiresAt {
+			return time.Time{}, fmt.Errorf("%q: want a time from %s to %s", v,
+				time.Unix(1, 0).UTC().Format(time.RFC3339), time.Unix(registry.MaxExpiresAt, 0).UTC().Format(time.RFC3339))
+		}
 		return t, nil
 	}
 	d, err := time.ParseDuration(v)

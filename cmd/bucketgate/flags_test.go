@@ -1,9 +1,12 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
 // parseWhen reads each form of a time, and refuses a time from now that a Duration
@@ -26,6 +29,10 @@ func TestParseWhen(t *testing.T) {
 		{"zero days", "0d", time.Time{}, "want an RFC 3339 time"},
 		{"negative days", "-3d", time.Time{}, "want an RFC 3339 time"},
 		{"words", "tomorrow", time.Time{}, "want an RFC 3339 time"},
+		{"the first day of the calendar", "0001-01-01", time.Time{}, `"0001-01-01": want a time from 1970-01-01T00:00:01Z to 9999-12-31T23:59:59Z`},
+		{"the Unix epoch", "1970-01-01T00:00:00Z", time.Time{}, "want a time from 1970-01-01T00:00:01Z"},
+		{"before the Unix epoch", "1969-07-20", time.Time{}, "want a time from 1970-01-01T00:00:01Z"},
+		{"the first second a table holds", "1970-01-01T00:00:01Z", time.Unix(1, 0).UTC(), ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,4 +47,69 @@ func TestParseWhen(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseOverlap reads a duration or whole days from 0 to 30 days, and refuses a number of
+// days that a Duration cannot hold rather than wrap it around to another overlap.
+func TestParseOverlap(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     time.Duration
+		err      string
+	}{
+		{"duration", "90m", 90 * time.Minute, ""},
+		{"zero", "0", 0, ""},
+		{"days", "7d", 7 * 24 * time.Hour, ""},
+		{"30 days", "30d", maxOverlap, ""},
+		{"31 days", "31d", 0, `--overlap "31d": want a duration from 0 to 720h0m0s`},
+		{"days that wrap to 1 day", "281474976710657d", 0, `--overlap "281474976710657d"`},
+		{"days that wrap to 0", "281474976710656d", 0, `--overlap "281474976710656d"`},
+		{"signed days", "+7d", 0, `--overlap "+7d"`},
+		{"negative", "-1h", 0, `--overlap "-1h"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseOverlap(tc.in)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("%q: %v", tc.in, err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("%q: %v, %v; want an error mentioning %q", tc.in, got, err, tc.err)
+			case got != tc.want:
+				t.Fatalf("%q: %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzParseTimes: parseWhen returns the zero Time (never) for "" alone, and otherwise a
+// time a registry item holds, or an error; parseOverlap an overlap from 0 to 30 days, N
+// days for "Nd", or an error.
+func FuzzParseTimes(f *testing.F) {
+	for _, s := range []string{"", "90m", "30d", "106752d", "0001-01-01", "1970-01-01T00:00:00Z", "2027-01-31", "281474976710657d", "-0d", "1e3d"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 22, 12, 0, 0, 500, time.UTC)
+	f.Fuzz(func(t *testing.T, v string) {
+		when, err := parseWhen(v, now)
+		switch {
+		case err != nil:
+		case when.IsZero() != (v == ""):
+			t.Fatalf("parseWhen(%q) = %v: the zero Time (never) is for \"\" alone", v, when)
+		case v != "" && (when.Unix() < 1 || when.Unix() > registry.MaxExpiresAt):
+			t.Fatalf("parseWhen(%q) = %v: outside what a registry item holds", v, when)
+		}
+		d, err := parseOverlap(v)
+		if err != nil {
+			return
+		}
+		if d < 0 || d > maxOverlap {
+			t.Fatalf("parseOverlap(%q) = %v: want 0 to %v", v, d, maxOverlap)
+		}
+		if days, ok := strings.CutSuffix(v, "d"); ok {
+			if n, err := strconv.Atoi(days); err != nil || time.Duration(n)*24*time.Hour != d {
+				t.Fatalf("parseOverlap(%q) = %v: want %s days", v, d, days)
+			}
+		}
+	})
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,9 @@ type awsRecorder struct {
 	backends map[string]*httputil.ReverseProxy // by SigV4 service name
 	mu       sync.Mutex
 	actions  []string
+	// refuse, when set, is asked about each request, by its action and body: true
+	// answers it with an error that the SDK does not retry, and passes nothing on.
+	refuse func(action string, body []byte) bool
 }
 
 // newRecorder serves until t ends, passing the requests of each service (by its SigV4
@@ -77,8 +82,25 @@ func (r *awsRecorder) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	r.actions = append(r.actions, action)
+	refuse := r.refuse != nil && r.refuse(action, body)
 	r.mu.Unlock()
+	if refuse {
+		refusal := `{"__type":"com.amazon.coral.validate#ValidationException","message":"awsRecorder: refused by the test"}`
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(refusal))), 10)) // as DynamoDB's, which the SDK checks
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, refusal)
+		return
+	}
 	backend.ServeHTTP(w, req)
+}
+
+// refuseWhen makes r refuse the requests that refuse reports (see awsRecorder.refuse);
+// nil refuses none.
+func (r *awsRecorder) refuseWhen(refuse func(action string, body []byte) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refuse = refuse
 }
 
 // operation names the API operation of req with body, by its protocol: the JSON

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,6 +64,24 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				return err
 			}
 		}
+		// The new key, in the account, with the old one's own rules, owner, note and
+		// expiry, written before the old key changes: a roll stopped before it leaves the
+		// old key as it was, so that running it again reads the old key's own expiry, not
+		// the overlap's end.
+		next := registry.Record{Account: name, Owner: old.Owner, Note: old.Note, ExpiresAt: old.ExpiresAt}
+		if old.Account != "" {
+			next.Rules = old.Rules
+		}
+		key, err := newKey()
+		if err == nil {
+			next.ID = keyID(key)
+			err = t.put(e.ctx, next)
+		}
+		if err != nil {
+			return fmt.Errorf("the new key was not written, and %s is unchanged (run keys roll %s again): %w", id, id, err)
+		}
+		fmt.Fprintln(e.stdout, key)
+		fmt.Fprintf(e.stderr, "created %s in account %s: the key above is shown this once, store it now\n", next.ID, name)
 		// The old key, in the account, expiring after the overlap (or sooner, as it was).
 		until := now.Add(d).Truncate(time.Second)
 		if !old.ExpiresAt.IsZero() && old.ExpiresAt.Before(until) {
@@ -75,25 +94,12 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			r.ExpiresAt = until
 			return nil
 		})
-		if err != nil {
-			return err
+		if errors.Is(err, errChanged) { // not to be run again: that would issue another key
+			err = fmt.Errorf("%w (in table %s)", errChanged, t.name)
 		}
-		// The new key, in the account, with the old one's own rules, owner, note and expiry.
-		next := registry.Record{Account: name, Owner: old.Owner, Note: old.Note, ExpiresAt: old.ExpiresAt}
-		if old.Account != "" {
-			next.Rules = old.Rules
+		if err != nil { // the new key works, and is shown: only the old key's expiry is missing
+			return fmt.Errorf("%s was not set to expire (bucketgate keys expire %s %s sets it): %w", id, id, until.UTC().Format(time.RFC3339), err)
 		}
-		key, err := newKey()
-		if err == nil {
-			next.ID = keyID(key)
-			err = t.put(e.ctx, next)
-		}
-		if err != nil {
-			return fmt.Errorf("%s is in account %s and expires %s, but the new key was not written (run keys roll %s again): %w",
-				id, name, until.UTC().Format(time.RFC3339), id, err)
-		}
-		fmt.Fprintln(e.stdout, key)
-		fmt.Fprintf(e.stderr, "created %s in account %s: the key above is shown this once, store it now\n", next.ID, name)
 		fmt.Fprintf(e.stderr, "%s expires %s: until then both keys work, on the same buckets\n", id, until.UTC().Format(time.RFC3339))
 		return nil
 	}
@@ -126,12 +132,12 @@ func (t *keyTable) makeAccount(e env, old registry.Record, name string) error {
 func parseOverlap(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if days, ok := strings.CutSuffix(v, "d"); ok && err != nil {
-		var n time.Duration
-		if _, err = fmt.Sscanf(days, "%d", &n); err == nil && strings.Trim(days, "0123456789") == "" {
-			d = n * 24 * time.Hour
-		} else {
-			err = errors.New("not a number of days")
+		// Bounded before it is multiplied: 2^48 days and one would wrap around to a day.
+		n, nerr := strconv.ParseUint(days, 10, 64)
+		if err = nerr; err == nil && n > uint64(maxOverlap/(24*time.Hour)) {
+			err = errors.New("too many days")
 		}
+		d = time.Duration(n) * 24 * time.Hour
 	}
 	if err != nil || d < 0 || d > maxOverlap {
 		return 0, fmt.Errorf("%w: --overlap %q: want a duration from 0 to %v (30 days), such as 90m, 24h or 7d", errUsage, v, maxOverlap)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -119,6 +120,9 @@ func (t *keyTable) changeItem(ctx context.Context, id string, item map[string]ty
 	if err := t.check(ctx, rec); err != nil {
 		return err
 	}
+	if err := t.checkKeysOf(ctx, item, rec); err != nil {
+		return err
+	}
 	cond, names, values := unchanged(item, registry.Attributes())
 	_, err = t.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(t.name),
@@ -129,10 +133,13 @@ func (t *keyTable) changeItem(ctx context.Context, id string, item map[string]ty
 	})
 	var changed *types.ConditionalCheckFailedException
 	if errors.As(err, &changed) {
-		return fmt.Errorf("%s changed while this command ran (in table %s): nothing written; run it again", id, t.name)
+		return fmt.Errorf("%s %w (in table %s): nothing written; run it again", id, errChanged, t.name)
 	}
 	return t.explain(err, id)
 }
+
+// errChanged is wrapped by changeItem's error for an item changed since it was read.
+var errChanged = errors.New("changed while this command ran")
 
 // unchanged returns the condition that an item is still item: every attribute of attrs
 // that item holds equal, every other one absent.
@@ -218,6 +225,52 @@ func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 			return fmt.Errorf("%w (configured: %s; from %s)", err, strings.Join(slices.Sorted(slices.Values(plans.Plans())), ", "), t.from)
 		}
 		return err
+	}
+	return nil
+}
+
+// checkKeysOf returns why rec, the record of an account as the change of item would
+// write it, leaves active keys of the account that the functions could use before
+// unusable: a plan or rules of the account's that leave a key no room for its own rules
+// (config put refuses a document that would, as keys create refuses such a key). It
+// names them. A change of neither the plan nor the rules checks nothing.
+func (t *keyTable) checkKeysOf(ctx context.Context, item map[string]types.AttributeValue, rec registry.Record) error {
+	name, ok := strings.CutPrefix(rec.ID, registry.AccountItemPrefix)
+	if !ok {
+		return nil
+	}
+	was, err := registry.DecodeItem(item)
+	if err != nil || was.Plan == rec.Plan && slices.Equal(was.Rules, rec.Rules) {
+		return nil
+	}
+	keys, err := t.keysOf(ctx, name)
+	if err != nil {
+		return err
+	}
+	plans, err := t.plans(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var lines []string
+	for _, k := range keys {
+		if !k.Active(now) {
+			continue
+		}
+		if _, err := registry.ResolveMember(k, was, plans); err != nil {
+			continue // unusable already: not this change's doing
+		}
+		if _, err := registry.ResolveMember(k, rec, plans); err != nil {
+			var re *registry.RecordError
+			if errors.As(err, &re) {
+				err = fmt.Errorf("%s: %w", re.Attribute, re.Err)
+			}
+			lines = append(lines, fmt.Sprintf("%s (plan %s): %v", k.ID, rec.Plan, err))
+		}
+	}
+	if len(lines) > 0 {
+		return fmt.Errorf("%s: the change would leave keys of the account without room for their own rules (the functions would treat them as unknown keys; bucketgate keys clear-overrides makes room); nothing written:\n%s",
+			rec.ID, nameBroken(lines))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,62 @@ func TestTableConfig(t *testing.T) {
 	if _, _, err := registry.NewTable(client, "no-such-table").GetConfig(ctx, registry.ConfigID); err == nil || errors.Is(err, registry.ErrInvalidRecord) {
 		t.Fatalf("a missing table: %v, want DynamoDB's error", err)
 	}
+}
+
+// FuzzDecodeConfigItem builds configuration items of every shape from the fuzzer's
+// strings and a bit mask of types: DecodeConfigItem never panics, refuses with a
+// *RecordError naming the item and an attribute, or returns a StoredConfig that Item
+// writes back unchanged; Load of one either loads or says which version does not.
+func FuzzDecodeConfigItem(f *testing.F) {
+	f.Add("config", docV1, "3", "1800000000", "note", uint8(0))
+	f.Add("config#3", docV1, "3", "1800000000", "", uint8(0b0000_0100))
+	f.Add("config#7", "plans: {", "7.0", "-1", "x", uint8(0b0001_0011))
+	f.Add("", "", "9007199254740993", "1e3", "", uint8(0b1110_1000))
+	f.Fuzz(func(t *testing.T, id, doc, version, updated, note string, shape uint8) {
+		it := map[string]types.AttributeValue{"id": s(id), "document": s(doc), "version": n(version), "updatedAt": n(updated), "note": s(note)}
+		bit := func(i uint) bool { return shape&(1<<i) != 0 }
+		if bit(0) {
+			it["version"] = s(version)
+		}
+		if bit(1) {
+			it["updatedAt"] = s(updated)
+		}
+		if bit(2) {
+			delete(it, "updatedAt")
+		}
+		if bit(3) {
+			delete(it, "document")
+		}
+		if bit(4) {
+			it["document"] = n(doc)
+		}
+		if bit(5) {
+			it[note] = s(note)
+		}
+		if bit(6) {
+			delete(it, "id")
+		}
+		if bit(7) {
+			it["note"] = l(s(note))
+		}
+		got, err := registry.DecodeConfigItem(it)
+		if err != nil {
+			var re *registry.RecordError
+			wantID := id // an empty id DynamoDB never holds: a key is never empty
+			if bit(6) {
+				wantID = "(no id)"
+			}
+			if !errors.As(err, &re) || re.Attribute == "" || re.ID != wantID {
+				t.Fatalf("DecodeConfigItem error %v: want a *RecordError naming item and attribute", err)
+			}
+			return
+		}
+		back, err := registry.DecodeConfigItem(got.Item())
+		if err != nil || !reflect.DeepEqual(back, got) {
+			t.Fatalf("Item round trip: %+v, %v; want %+v", back, err, got)
+		}
+		if _, err := got.Load(); err != nil && !strings.Contains(err.Error(), "configuration version "+strconv.FormatInt(got.Version, 10)) {
+			t.Fatalf("Load error %v does not name version %d", err, got.Version)
+		}
+	})
 }

@@ -82,7 +82,7 @@ type check struct {
 	lookupErr error
 	// from and to are a usage request's days as given (OpUsage): "" when left out.
 	from, to string
-	// bearer reports a settle or a cancel that named its reservation alone (the
+	// bearer reports a settle, a cancel or a release that named its id alone (the
 	// authorizer's): claims, from its id, say whose and which route; refused, when set,
 	// is why the id cannot be one (a conflict).
 	bearer  bool

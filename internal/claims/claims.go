@@ -69,6 +69,9 @@ func Parse(s string) (Claims, error) {
 		c.Route = parts[2]
 	}
 	if len(parts) == 4 {
+		if parts[3] == "" { // a space and no key: Claims.String never writes it
+			return Claims{}, errors.New(`claims: key "": want key:<digest>`)
+		}
 		c.Key = parts[3]
 	}
 	digest, isKey := strings.CutPrefix(c.Identity, bucketgate.KeyPrefix)

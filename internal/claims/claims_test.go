@@ -73,6 +73,7 @@ func TestParseRefuses(t *testing.T) {
 		{"route too long", "a2 ip:1.2.3.4 " + route + "0", "want 16 lowercase hex digits"},
 		{"route not hex", "a2 ip:1.2.3.4 cb3991b74af151dg", "want 16 lowercase hex digits"},
 		{"route empty", "a2 ip:1.2.3.4 ", "want 16 lowercase hex digits"},
+		{"key empty", "a2 ip:1.2.3.4 - ", `key "": want key:<digest>`},
 		{"empty source", "a2 ip: -", "not one the authorizer writes"},
 		{"five parts", "a2 ip:1.2.3.4 - key:" + digest + " x", "not the authorizer's"},
 	} {

@@ -75,6 +75,9 @@ func TestACL(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), srv.Addr) || !strings.Contains(err.Error(), tc.user) {
 				t.Fatalf("error %v: want an init error naming %s and user %q with %s", err, srv.Addr, tc.user, tc.wantErr)
 			}
+			if !strings.Contains(err.Error(), "REDIS_USERNAME") || !strings.Contains(err.Error(), "REDIS_PASSWORD") {
+				t.Fatalf("error %v: want it to name REDIS_USERNAME and REDIS_PASSWORD, where the credentials came from", err)
+			}
 			if tc.password != "" && strings.Contains(err.Error(), tc.password) {
 				t.Fatalf("error %v quotes the password", err)
 			}

@@ -21,7 +21,10 @@ import (
 // shadow rule limits nothing, so it is not a policy): q is the rule's capacity, w its
 // fill time (capacity / refill per second) in seconds, rounded up; for a quota, q is its
 // limit and w the length of its window that holds the decision, in seconds (a month's
-// is 28 to 31 days): "monthly";q=100000;w=2592000. RateLimit has one item, the binding rule: r is the whole tokens remaining and t
+// is 28 to 31 days): "monthly";q=100000;w=2592000; for a concurrency rule, q is its most
+// in flight, its quota unit qu "concurrency" (the draft's unit of concurrent requests) and
+// no w, since it limits requests at once, not over a window: "streams";q=5;qu="concurrency".
+// RateLimit has one item, the binding rule: r is the whole tokens remaining and t
 // the effective window in seconds, rounded up: the retry-after when denied (so that
 // Retry-After never points before the end of the window, section 6), and the time until
 // every bucket is full again when allowed.
@@ -29,6 +32,7 @@ const (
 	sfListSep  = ", "
 	paramQuota = ";q="
 	paramWin   = ";w="
+	unitConc   = `;qu="concurrency"`
 	paramLeft  = ";r="
 	paramTime  = ";t="
 )
@@ -47,6 +51,10 @@ func rateLimitPolicy(rules []bucketgate.Rule, at time.Time) string {
 		writeSFString(&b, r.Name)
 		b.WriteString(paramQuota)
 		b.WriteString(strconv.FormatInt(r.Max(), 10))
+		if r.IsConcurrency() {
+			b.WriteString(unitConc)
+			continue
+		}
 		b.WriteString(paramWin)
 		window := r.FillTime()
 		if r.IsQuota() {

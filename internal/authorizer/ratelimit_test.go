@@ -33,6 +33,10 @@ func TestRateLimitPolicy(t *testing.T) {
 			{Name: "monthly", Limit: 100000, Period: bucketgate.PeriodMonth},
 		}, `"burst";q=10;w=10, "monthly";q=100000;w=2419200`},
 		{"a billing month from the 15th: February 15 to March 15, 2026", []bucketgate.Rule{{Name: "m", Limit: 5, Period: bucketgate.PeriodMonth, Anchor: 15}}, `"m";q=5;w=2419200`},
+		{"a concurrency rule: its most in flight, in the unit of concurrent requests, no window", []bucketgate.Rule{
+			{Name: "burst", Capacity: 10, RefillPerSecond: 1},
+			{Name: "streams", Concurrency: 5},
+		}, `"burst";q=10;w=10, "streams";q=5;qu="concurrency"`},
 		{"a day and a week", []bucketgate.Rule{{Name: "d", Limit: 5, Period: bucketgate.PeriodDay}, {Name: "w", Limit: 9, Period: bucketgate.PeriodWeek}}, `"d";q=5;w=86400, "w";q=9;w=604800`},
 	}
 	at := time.Date(2026, 2, 20, 9, 0, 0, 0, time.UTC)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate/internal/redisconn"
@@ -41,6 +42,20 @@ func TestTLS(t *testing.T) {
 	t.Run("trusted CA", func(t *testing.T) {
 		if got := whoami(t, redistest.Settings(t, env), redisconn.WithRootCAs(ca.Pool)); got != "app" {
 			t.Fatalf("authenticated as %q over TLS", got)
+		}
+	})
+	// A server that refuses the IAM token (here: any Redis, which knows no IAM) is an
+	// init error naming the user id and the cache the token was signed for.
+	t.Run("refused IAM token", func(t *testing.T) {
+		iam := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_IAM_AUTH": "true",
+			"REDIS_USERNAME": "app", "REDIS_CACHE_NAME": "orders-cache"})
+		creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}, nil
+		})
+		_, err := redisconn.New(iam, redisconn.WithRootCAs(ca.Pool), redisconn.WithAWSConfig(aws.Config{Region: "us-east-1", Credentials: creds}))
+		if err == nil || !strings.Contains(err.Error(), "WRONGPASS") || !strings.Contains(err.Error(), "REDIS_USERNAME") ||
+			!strings.Contains(err.Error(), "REDIS_CACHE_NAME") || !strings.Contains(err.Error(), "orders-cache") {
+			t.Fatalf("error %v: want WRONGPASS naming REDIS_USERNAME and REDIS_CACHE_NAME orders-cache", err)
 		}
 	})
 	t.Run("unknown CA is an init error", func(t *testing.T) {

@@ -117,6 +117,28 @@ func TestBuildErrorsSayWhatToSet(t *testing.T) {
 	}
 }
 
+// A Redis that refuses the credentials was reached at its address: the init error
+// names the variables the credentials came from, and does not send the operator to
+// REDIS_ADDR.
+func TestBuildRefusedRedisCredentials(t *testing.T) {
+	m, _ := redistest.Mini(t)
+	m.RequireAuth("s3cret")
+	_, _, err := app.Build(app.Authorizer, env(map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvPassword: "guess"}), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil {
+		t.Fatal("Build with a refused password: no error")
+	}
+	for _, w := range []string{"WRONGPASS", settings.EnvUsername, settings.EnvPassword} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
+	}
+	for _, w := range []string{"check " + settings.EnvRedisAddr, "guess"} {
+		if strings.Contains(err.Error(), w) {
+			t.Errorf("error %q says %q", err, w)
+		}
+	}
+}
+
 // The wiring main uses for the authorizer, end to end: environment in, EMF on the
 // metrics writer, answer out.
 func TestBuildAuthorizer(t *testing.T) {

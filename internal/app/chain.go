@@ -25,8 +25,8 @@ func NewGuard(s settings.Settings, log *slog.Logger, metrics *telemetry.Emitter)
 	if errors.Is(err, redisconn.ErrNoAddress) {
 		return nil, nil, fmt.Errorf("%w to the host:port of the Redis or ElastiCache endpoint (comma-separated seeds for cluster mode)", err)
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w (check %s)", err, settings.EnvRedisAddr)
+	if err != nil { // it names the address, and the variables at fault
+		return nil, nil, err
 	}
 	daemon, err := tracing.ParseDaemonAddress(s.XRayDaemon)
 	if err != nil {

@@ -15,7 +15,7 @@ type Failure string
 // The failures of a Result.
 const (
 	FailureNone        Failure = ""
-	FailureTimeout     Failure = "timeout"      // the deadline passed first
+	FailureTimeout     Failure = "timeout"      // the deadline passed first, or the caller stopped waiting (its context canceled)
 	FailureRedisError  Failure = "redis_error"  // connection refused, reset, or an error reply
 	FailureBadResponse Failure = "bad_response" // an answer of the wrong shape, or about stored state that is not bucketgate's
 	// FailureRegistryError: the key registry could not say who the identity is (its
@@ -27,7 +27,7 @@ const (
 func Classify(err error) Failure {
 	var netErr net.Error
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &netErr) && netErr.Timeout():
 		return FailureTimeout
 	case errors.Is(err, bucket.ErrBadReply), errors.Is(err, bucket.ErrBadState):
 		return FailureBadResponse

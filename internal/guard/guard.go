@@ -10,7 +10,8 @@
 // until the wait Redis gave (the retry-after of a denial, or the time until an admission's
 // tokens are back), DenyCacheMaxAge at most. The breaker counts failures of Redis itself
 // (timeouts, connection errors, error replies), never an answer about one identity's
-// stored state (bucket.ErrBadState): that request fails alone, as bad_response. A batch
+// stored state (bucket.ErrBadState): that request fails alone, as bad_response; nor a
+// caller that stopped waiting (its context canceled), whose request fails as a timeout. A batch
 // (DecideBatch) goes to Redis in one round trip under the same policy and one deadline,
 // which ends Margin before the invocation's. Time is passed in (Options.Now), but for
 // the deadlines of contexts, which are real time.
@@ -248,6 +249,7 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 	if len(asked) == 0 {
 		return nil
 	}
+	caller := ctx
 	ctx, cancel, err := g.callContext(ctx)
 	if err != nil {
 		for _, i := range asked {
@@ -277,6 +279,9 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 		ds, errs = g.next.DecideBatch(ctx, ask)
 	}
 	end := g.opts.Now()
+	// A caller that stopped waiting (its context canceled: a client that hung up) says
+	// nothing about Redis: its failures are not the breaker's to count.
+	gone := errors.Is(caller.Err(), context.Canceled)
 	// Each circuit asked is told once: of a success when Redis decided any of its
 	// requests, else of a failure. A request has two circuits at most, a batch
 	// circuitCount.
@@ -290,8 +295,7 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 		if errors.Is(err, bucketgate.ErrInvalid) {
 			return &BatchError{Index: i, Err: err}
 		}
-		if len(via) > 0 {
-			f := failure(err)
+		if f := failure(err); len(via) > 0 && (f == nil || !gone) {
 			for _, b := range [...]*breaker{via[k].cluster, via[k].own} {
 				if b != nil {
 					tell = tellOnce(tell, b, f)

@@ -251,3 +251,23 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("the decision after a failed read: %+v, %v: the read told the breaker", r, err)
 	}
 }
+
+// A request whose caller stopped waiting (its context canceled: an HTTP client of the
+// middleware that hung up) fails by the policy as the timeout it is to that caller, and
+// tells the circuit breaker nothing: Redis did not fail, so however many callers hang up,
+// the next caller is still decided by Redis.
+func TestCallerCancelIsNoRedisFailure(t *testing.T) {
+	_, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: clk.Now, FailuresToOpen: 1, Timeout: time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 3 {
+		r, err := g.Decide(ctx, request("a"))
+		if err != nil || r.Reason != bucketgate.ReasonUnavailable || r.Failure != guard.FailureTimeout || !errors.Is(r.Err, context.Canceled) {
+			t.Fatalf("caller gone: %+v, %v; want unavailable, timeout, the cancellation", r, err)
+		}
+	}
+	if r := decide(t, g, request("a")); r.CircuitOpen || r.Reason != bucketgate.ReasonOK {
+		t.Fatalf("the next caller after three that hung up: %+v, want decided by Redis", r)
+	}
+}

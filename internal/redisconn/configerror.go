@@ -32,23 +32,42 @@ func isConfigError(err error) bool {
 	case !errors.As(err, &redisErr) || redisErr.IsNil():
 		return false
 	}
+	return isAuthError(err) || strings.Contains(redisErr.Error(), clusterDisabled)
+}
+
+// isAuthError reports whether err is Redis refusing the credentials.
+func isAuthError(err error) bool {
+	var redisErr *rueidis.RedisError
+	if !errors.As(err, &redisErr) || redisErr.IsNil() {
+		return false
+	}
 	msg := redisErr.Error()
 	for _, p := range configErrorPrefixes {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}
-	return strings.Contains(msg, clusterDisabled)
+	return false
 }
 
 // clusterDisabled is in the error a standalone server answers CLUSTER commands with.
 const clusterDisabled = "cluster support disabled"
 
-// hint adds what to do about a configuration error when it is not obvious.
-func hint(err error) error {
-	if strings.Contains(err.Error(), clusterDisabled) {
+// hint adds what to do about a configuration error of s when it is not obvious: for
+// refused credentials, the settings they came from.
+func hint(err error, s settings.Settings) error {
+	switch {
+	case strings.Contains(err.Error(), clusterDisabled):
 		return fmt.Errorf("%w (several addresses in %s mean cluster mode: give one address, or set %s=off)",
 			err, settings.EnvRedisAddr, settings.EnvCluster)
+	case !isAuthError(err):
+		return err
+	case s.IAMAuth:
+		return fmt.Errorf("%w (an IAM token for %s, the ElastiCache user id, on %s %q: check both, and that the function's role may elasticache:Connect to them)",
+			err, settings.EnvUsername, settings.EnvCacheName, s.CacheName)
+	case s.PasswordSecretARN != "":
+		return fmt.Errorf("%w (the password of %s's secret %s, and the user of %s or the secret's \"username\": check them)",
+			err, settings.EnvPasswordSecretARN, s.PasswordSecretARN, settings.EnvUsername)
 	}
-	return err
+	return fmt.Errorf("%w (the credentials of %s and %s: check them)", err, settings.EnvUsername, settings.EnvPassword)
 }

@@ -109,7 +109,7 @@ func New(s settings.Settings, opts ...Option) (*Conn, error) {
 		if co.Username != "" {
 			as = fmt.Sprintf(" as user %q", co.Username)
 		}
-		return nil, fmt.Errorf("connect to Redis at %s%s: %w", strings.Join(s.RedisAddrs, ","), as, hint(err))
+		return nil, fmt.Errorf("connect to Redis at %s%s: %w", strings.Join(s.RedisAddrs, ","), as, hint(err, s))
 	}
 	return c, nil
 }

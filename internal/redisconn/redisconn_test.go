@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate/internal/redisconn"
@@ -43,6 +44,20 @@ func TestTLS(t *testing.T) {
 			t.Fatalf("authenticated as %q over TLS", got)
 		}
 	})
+	// A server that refuses the IAM token (here: any Redis, which knows no IAM) is an
+	// init error naming the user id and the cache the token was signed for.
+	t.Run("refused IAM token", func(t *testing.T) {
+		iam := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_IAM_AUTH": "true",
+			"REDIS_USERNAME": "app", "REDIS_CACHE_NAME": "orders-cache"})
+		creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}, nil
+		})
+		_, err := redisconn.New(iam, redisconn.WithRootCAs(ca.Pool), redisconn.WithAWSConfig(aws.Config{Region: "us-east-1", Credentials: creds}))
+		if err == nil || !strings.Contains(err.Error(), "WRONGPASS") || !strings.Contains(err.Error(), "REDIS_USERNAME") ||
+			!strings.Contains(err.Error(), "REDIS_CACHE_NAME") || !strings.Contains(err.Error(), "orders-cache") {
+			t.Fatalf("error %v: want WRONGPASS naming REDIS_USERNAME and REDIS_CACHE_NAME orders-cache", err)
+		}
+	})
 	t.Run("unknown CA is an init error", func(t *testing.T) {
 		_, err := redisconn.New(redistest.Settings(t, env))
 		if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), srv.Addr) {
@@ -74,6 +89,9 @@ func TestACL(t *testing.T) {
 			_, err := redisconn.New(s)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), srv.Addr) || !strings.Contains(err.Error(), tc.user) {
 				t.Fatalf("error %v: want an init error naming %s and user %q with %s", err, srv.Addr, tc.user, tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), "REDIS_USERNAME") || !strings.Contains(err.Error(), "REDIS_PASSWORD") {
+				t.Fatalf("error %v: want it to name REDIS_USERNAME and REDIS_PASSWORD, where the credentials came from", err)
 			}
 			if tc.password != "" && strings.Contains(err.Error(), tc.password) {
 				t.Fatalf("error %v quotes the password", err)

@@ -96,6 +96,7 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 		binary  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:binary-AbCdEf"
 		badJSON = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:badjson-AbCdEf"
 		missing = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:missing-AbCdEf"
+		stale   = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:stale-AbCdEf"
 	)
 	sm := startSecretsManager(t, map[string]map[string]any{
 		plain:   {"SecretString": "s3cret"},
@@ -103,6 +104,7 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 		noPass:  {"SecretString": `{"username":"alice"}`},
 		binary:  {"SecretBinary": "czNjcmV0"},
 		badJSON: {"SecretString": `{"password": s3cret}`},
+		stale:   {"SecretString": `{"username":"alice","password":"rotated-away"}`},
 	})
 
 	t.Run("plain secret with REDIS_USERNAME", func(t *testing.T) {
@@ -126,6 +128,7 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 		{"JSON without password", noPass, `no "password"`},
 		{"binary secret", binary, "binary secrets are not supported"},
 		{"malformed JSON", badJSON, "not a JSON object"},
+		{"password Redis refuses", stale, "WRONGPASS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": tc.id})

@@ -107,11 +107,14 @@ func newIAMAuth(ctx context.Context, s settings.Settings, cfg aws.Config, now fu
 }
 
 // current returns the token and when it was signed, signing a new one when the last
-// is TokenRenewal old.
+// is TokenRenewal old. Ages are told by the wall clock, as ElastiCache judges a token
+// (its X-Amz-Date): the times keep no monotonic reading (Round(0)), which may stand
+// still while a Lambda environment is frozen between invocations and would let a token
+// past its TokenLifetime be handed to a new connection after a long freeze.
 func (a *iamAuth) current(ctx context.Context) (rueidis.AuthCredentials, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if now := a.now(); a.token == "" || now.Sub(a.issued) >= TokenRenewal {
+	if now := a.now().Round(0); a.token == "" || now.Sub(a.issued) >= TokenRenewal {
 		token, err := a.signer.Token(ctx, now)
 		if err != nil {
 			return rueidis.AuthCredentials{}, err

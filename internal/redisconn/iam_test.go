@@ -181,6 +181,31 @@ func TestIAMTokenRenewal(t *testing.T) {
 	}
 }
 
+// A token's age is told by the wall clock, as ElastiCache tells it: the clock's times
+// come with a monotonic reading (time.Now's), which may stand still while a Lambda
+// environment is frozen, and neither the time a token was signed nor RefreshAfter keeps
+// it (a Time's String shows "m=" when it does).
+func TestIAMTokenAgeByWallClock(t *testing.T) {
+	s := settings.Settings{Username: "app", CacheName: "orders-cache", IAMAuth: true}
+	cfg := aws.Config{Region: testRegion, Credentials: staticCredentials("")}
+	a, err := newIAMAuth(context.Background(), s, cfg, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.credentials(rueidis.AuthCredentialsContext{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(time.Now().String(), " m=") {
+		t.Fatal("time.Now has no monotonic reading here: this test proves nothing")
+	}
+	for name, at := range map[string]time.Time{"signed": a.issued, "RefreshAfter": c.RefreshAfter} {
+		if strings.Contains(at.String(), " m=") {
+			t.Errorf("%s %v keeps a monotonic reading: a token's age would not be the wall clock's", name, at)
+		}
+	}
+}
+
 func TestIAMNeedsRegionAndCredentials(t *testing.T) {
 	s := settings.Settings{Username: "app", CacheName: "orders-cache", IAMAuth: true}
 	if _, err := newIAMAuth(context.Background(), s, aws.Config{Credentials: staticCredentials("")}, time.Now); err == nil || !strings.Contains(err.Error(), "AWS_REGION") {

@@ -114,7 +114,7 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 				t.Fatal(err)
 			}
 		}
-		for _, policy := range evictionPolicies { // found when a function connects
+		for _, policy := range append(evictionPolicies, unnamedPolicy) { // found when a function connects
 			if err := e.EmitEvictionPolicy(time.Unix(1_800_000_000, 0), policy); err != nil {
 				t.Fatal(err)
 			}
@@ -235,6 +235,10 @@ func dashboardMetrics(t *testing.T, id string, body any) []watched {
 // count in RedisEvictionPolicy by Policy.
 var evictionPolicies = []string{"volatile-lru", "allkeys-lru", "volatile-lfu", "allkeys-lfu", "volatile-random", "allkeys-random", "volatile-ttl"}
 
+// unnamedPolicy is an eviction policy the functions do not name (a newer Redis's or
+// Valkey's), which they count in RedisEvictionPolicy under a Policy of their own.
+const unnamedPolicy = "allkeys-of-a-newer-redis"
+
 // awsMetrics are the metrics of AWS's namespaces that the template may watch, by
 // namespace and the kind of resource their one dimension names: a Go function of the
 // stack (AWS/Lambda, FunctionName), a REST API by its name (AWS/ApiGateway, ApiName), an
@@ -319,5 +323,42 @@ func checkMetrics(t *testing.T, path string) {
 	}
 	if own == 0 {
 		t.Fatalf("no alarm or widget watches the namespace %s", namespace)
+	}
+}
+
+// The alarm on the eviction policy of a Redis of yours reads RedisEvictionPolicy under
+// every Policy the functions write for it (each one evicts: they write none for
+// noeviction), a policy they do not name too: a node counted under a Policy the alarm
+// does not read would never fire it.
+func TestTemplateEvictionPolicyAlarmReadsEveryPolicy(t *testing.T) {
+	const alarm = "RedisEvictionPolicyAlarm"
+	d := deploy(t, readTemplate(t, limiter), "VpcId", "vpc-1", "SubnetIds", "subnet-1", "RouteTableIds", "rtb-1", "RedisEndpoint", "redis.internal:6379")
+	r, ok := d.resources(t)[alarm]
+	if !ok {
+		t.Fatalf("no %s with a RedisEndpoint", alarm)
+	}
+	read := map[string]bool{}
+	for _, w := range alarmMetrics(t, alarm, r.Properties) {
+		if w.name == telemetry.MetricRedisEvictionPolicy && w.dims[telemetry.DimStack] == testStack && len(w.dims) == 2 {
+			read[w.dims[telemetry.DimPolicy]] = true
+		}
+	}
+	namespace, emitted := emittedMetrics(t)
+	written := map[string]bool{}
+	for k := range emitted {
+		for _, p := range slices.Concat([]string{"noeviction", unnamedPolicy, "other"}, evictionPolicies) {
+			dims := map[string]string{telemetry.DimStack: testStack, telemetry.DimPolicy: p}
+			if k == metricKey(namespace, telemetry.MetricRedisEvictionPolicy, dims) {
+				written[p] = true
+			}
+		}
+	}
+	if len(written) <= len(evictionPolicies) {
+		t.Fatalf("the functions write RedisEvictionPolicy by Stack and Policy under %v: want each policy of %v, and one for %s", slices.Sorted(maps.Keys(written)), evictionPolicies, unnamedPolicy)
+	}
+	for _, p := range slices.Sorted(maps.Keys(written)) {
+		if !read[p] {
+			t.Errorf("%s does not read RedisEvictionPolicy with Policy %s, which the functions write (it reads %v): it would never fire for such a node", alarm, p, slices.Sorted(maps.Keys(read)))
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
@@ -121,6 +122,45 @@ func TestTemplateRegistryTablePatternHoldsTheSettingsRule(t *testing.T) {
 		})
 		if loads, allowed := err == nil, pattern.MatchString(tc.table); loads != allowed {
 			t.Errorf("%s: %q: the pattern allows it %v, settings loads it %v (%v)", tc.name, tc.table, allowed, loads, err)
+		}
+	}
+}
+
+// ApiKeyHeader's AllowedPattern takes exactly the header names the authorizer starts
+// with (API_KEY_HEADER; empty is the default header), so that sam deploy refuses a name
+// that would stop the authorizer at init, every request of the APIs then failing,
+// instead of deploying it.
+func TestTemplateApiKeyHeaderPatternHoldsTheResolversRule(t *testing.T) {
+	p := loadTemplate(t, limiter).Parameters["ApiKeyHeader"]
+	pattern, err := regexp.Compile(p.AllowedPattern)
+	if p.AllowedPattern == "" || err != nil {
+		t.Fatalf("ApiKeyHeader: AllowedPattern %q (%v): want the header names the authorizer accepts", p.AllowedPattern, err)
+	}
+	tests := []struct {
+		name, header string
+	}{
+		{"the default", "X-API-Key"},
+		{"empty: the default header", ""},
+		{"every kind of byte", "x_key.v2!#$%&'*+^`|~9"},
+		{"a space", "X API Key"},
+		{"a colon", "X-API-Key:"},
+		{"a slash", "api/key"},
+		{"quoted", `"X-API-Key"`},
+		{"not ASCII", "Schlüssel"},
+		{"a new line", "X-API-Key\nX"},
+	}
+	for _, tc := range tests {
+		s, err := settings.Load(func(k string) string {
+			if k == settings.EnvAPIKeyHeader {
+				return tc.header
+			}
+			return ""
+		})
+		if err == nil {
+			_, err = identity.NewResolver(s.APIKeyHeader, s.IPv6Prefix)
+		}
+		if starts, allowed := err == nil, pattern.MatchString(tc.header); starts != allowed {
+			t.Errorf("%s: %q: the pattern allows it %v, the authorizer starts with it %v (%v)", tc.name, tc.header, allowed, starts, err)
 		}
 	}
 }

@@ -164,3 +164,44 @@ func TestTemplateApiKeyHeaderPatternHoldsTheResolversRule(t *testing.T) {
 		}
 	}
 }
+
+// RedisEndpoint's AllowedPattern takes only addresses REDIS_ADDR loads with (seeds of
+// host:port, or the empty default, which creates the cache), so that sam deploy refuses
+// one that would stop the functions at init (a missing port, a scheme, credentials)
+// instead of deploying them; and it takes the endpoints ElastiCache gives.
+func TestTemplateRedisEndpointPatternHoldsTheSettingsRule(t *testing.T) {
+	p := loadTemplate(t, limiter).Parameters["RedisEndpoint"]
+	pattern, err := regexp.Compile(p.AllowedPattern)
+	if p.AllowedPattern == "" || err != nil {
+		t.Fatalf("RedisEndpoint: AllowedPattern %q (%v): want the addresses settings accepts", p.AllowedPattern, err)
+	}
+	tests := []struct {
+		name, addr string
+		allowed    bool
+	}{
+		{"the default: create the cache", "", true},
+		{"a serverless cache", "c-abc123.serverless.use1.cache.amazonaws.com:6379", true},
+		{"a cluster's seeds", "a.cache.amazonaws.com:6379,b.cache.amazonaws.com:6380", true},
+		{"an address", "10.0.1.7:6379", true},
+		{"the highest port", "redis.internal:65535", true},
+		{"no port", "redis.internal", false},
+		{"port 0", "redis.internal:0", false},
+		{"a port too high", "redis.internal:65536", false},
+		{"a scheme", "rediss://redis.internal:6379", false},
+		{"credentials", "user:secret@redis.internal:6379", false},
+		{"a seed without a port", "a.internal:6379,b.internal", false},
+		{"no host", ":6379", false},
+	}
+	for _, tc := range tests {
+		_, err := settings.Load(func(k string) string {
+			if k == settings.EnvRedisAddr {
+				return tc.addr
+			}
+			return ""
+		})
+		allowed := pattern.MatchString(tc.addr)
+		if loads := err == nil; allowed != tc.allowed || tc.addr != "" && allowed != loads {
+			t.Errorf("%s: %q: the pattern allows it %v (want %v), settings loads it %v (%v)", tc.name, tc.addr, allowed, tc.allowed, loads, err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -121,6 +122,8 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 		}
 		var refused telemetry.Invocation // a 401, or an operator's operation the check function refuses
 		refused.ObserveRefused()
+		refused.ObserveShadowLimited("trial")                   // an allowed request a shadow rule would have denied
+		refused.ObserveEventsFailed(telemetry.EventsTimeout, 1) // an event not sent
 		if err := e.Emit(time.Unix(1_800_000_000, 0), &refused); err != nil {
 			t.Fatal(err)
 		}
@@ -359,6 +362,56 @@ func TestTemplateEvictionPolicyAlarmReadsEveryPolicy(t *testing.T) {
 	for _, p := range slices.Sorted(maps.Keys(written)) {
 		if !read[p] {
 			t.Errorf("%s does not read RedisEvictionPolicy with Policy %s, which the functions write (it reads %v): it would never fire for such a node", alarm, p, slices.Sorted(maps.Keys(read)))
+		}
+	}
+}
+
+// metricRow is a row of the metric table of docs/operations.md: the metric and the
+// dimensions of its first column, their values (in parentheses) left out.
+var metricRow = regexp.MustCompile("(?m)^\\| `([A-Za-z]+)` \\| [A-Za-z]+ \\| ([^|]+) \\|")
+
+// The metric table of docs/operations.md lists every metric the functions write, under
+// the dimension sets they write it by, and no other.
+func TestOperationsMetricTable(t *testing.T) {
+	namespace, emitted := emittedMetrics(t)
+	written := map[string]map[string]bool{} // metric -> its dimension sets, names sorted
+	for k := range emitted {
+		rest, ok := strings.CutPrefix(k, namespace+" ")
+		name, dims, _ := strings.Cut(rest, " {")
+		if !ok {
+			t.Fatalf("%s: not in %s", k, namespace)
+		}
+		var set []string
+		for _, d := range strings.Split(strings.TrimSuffix(dims, "}"), ", ") {
+			n, _, _ := strings.Cut(d, "=")
+			set = append(set, n)
+		}
+		if written[name] == nil {
+			written[name] = map[string]bool{}
+		}
+		written[name][strings.Join(set, ", ")] = true
+	}
+	const doc = "docs/operations.md"
+	listed := map[string]map[string]bool{}
+	for _, m := range metricRow.FindAllStringSubmatch(readFile(t, doc), -1) {
+		listed[m[1]] = map[string]bool{}
+		for _, set := range strings.Split(regexp.MustCompile(`\([^)]*\)`).ReplaceAllString(m[2], ""), ";") {
+			var names []string
+			for _, n := range regexp.MustCompile("`([A-Za-z]+)`").FindAllStringSubmatch(set, -1) {
+				names = append(names, n[1])
+			}
+			slices.Sort(names)
+			listed[m[1]][strings.Join(names, ", ")] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(written)) {
+		if got, want := slices.Sorted(maps.Keys(listed[name])), slices.Sorted(maps.Keys(written[name])); !slices.Equal(got, want) {
+			t.Errorf("%s: %s by %q, want by %q as the functions write it", doc, name, got, want)
+		}
+	}
+	for name := range listed {
+		if written[name] == nil {
+			t.Errorf("%s lists %s, which the functions never write", doc, name)
 		}
 	}
 }

@@ -257,6 +257,10 @@ func TestTemplateBackendUrlPattern(t *testing.T) {
 		"AlarmTopicArn":                {"": true, "arn:aws:sns:eu-west-1:123456789012:on-call": true, "on-call": false},
 		"AlarmEmail":                   {"": true, "on-call@example.com": true, "on-call": false, "a@b@example.com": false},
 		"DynamoDBPrefixListId":         {"": true, "pl-02cd2c6b": true, "com.amazonaws.us-east-1.dynamodb": false},
+		// ElastiCache stores the name in lowercase: the functions' elasticache:Connect
+		// grant names the cache by it, and another case would never match.
+		"RedisIamAuthCacheName": {"": true, "orders-cache": true, "c": true, "Orders-Cache": false, "orders cache": false,
+			"arn:aws:elasticache:us-east-1:123456789012:replicationgroup:orders-cache": false},
 	} {
 		pattern := regexp.MustCompile(loadTemplate(t, limiter).Parameters[param].AllowedPattern)
 		for v, want := range cases {

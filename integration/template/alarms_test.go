@@ -136,6 +136,7 @@ func TestTemplateAlarmShapes(t *testing.T) {
 		{"CacheEvictionsAlarm", "none", []map[string]float64{{"Evictions": 0}}, false},
 		{"RedisEvictionPolicyAlarm", "a node that evicts", []map[string]float64{{"volatile_lru": 1}}, true},
 		{"RedisEvictionPolicyAlarm", "another", []map[string]float64{{"allkeys_random": 2}}, true},
+		{"RedisEvictionPolicyAlarm", "a policy the functions do not name", []map[string]float64{{"other": 1}}, true},
 		{"RedisEvictionPolicyAlarm", "noeviction everywhere", []map[string]float64{{}}, false},
 	}
 	tested := map[string]map[bool]bool{}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -114,13 +115,15 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 				t.Fatal(err)
 			}
 		}
-		for _, policy := range evictionPolicies { // found when a function connects
+		for _, policy := range append(evictionPolicies, unnamedPolicy) { // found when a function connects
 			if err := e.EmitEvictionPolicy(time.Unix(1_800_000_000, 0), policy); err != nil {
 				t.Fatal(err)
 			}
 		}
 		var refused telemetry.Invocation // a 401, or an operator's operation the check function refuses
 		refused.ObserveRefused()
+		refused.ObserveShadowLimited("trial")                   // an allowed request a shadow rule would have denied
+		refused.ObserveEventsFailed(telemetry.EventsTimeout, 1) // an event not sent
 		if err := e.Emit(time.Unix(1_800_000_000, 0), &refused); err != nil {
 			t.Fatal(err)
 		}
@@ -235,6 +238,10 @@ func dashboardMetrics(t *testing.T, id string, body any) []watched {
 // count in RedisEvictionPolicy by Policy.
 var evictionPolicies = []string{"volatile-lru", "allkeys-lru", "volatile-lfu", "allkeys-lfu", "volatile-random", "allkeys-random", "volatile-ttl"}
 
+// unnamedPolicy is an eviction policy the functions do not name (a newer Redis's or
+// Valkey's), which they count in RedisEvictionPolicy under a Policy of their own.
+const unnamedPolicy = "allkeys-of-a-newer-redis"
+
 // awsMetrics are the metrics of AWS's namespaces that the template may watch, by
 // namespace and the kind of resource their one dimension names: a Go function of the
 // stack (AWS/Lambda, FunctionName), a REST API by its name (AWS/ApiGateway, ApiName), an
@@ -319,5 +326,92 @@ func checkMetrics(t *testing.T, path string) {
 	}
 	if own == 0 {
 		t.Fatalf("no alarm or widget watches the namespace %s", namespace)
+	}
+}
+
+// The alarm on the eviction policy of a Redis of yours reads RedisEvictionPolicy under
+// every Policy the functions write for it (each one evicts: they write none for
+// noeviction), a policy they do not name too: a node counted under a Policy the alarm
+// does not read would never fire it.
+func TestTemplateEvictionPolicyAlarmReadsEveryPolicy(t *testing.T) {
+	const alarm = "RedisEvictionPolicyAlarm"
+	d := deploy(t, readTemplate(t, limiter), "VpcId", "vpc-1", "SubnetIds", "subnet-1", "RouteTableIds", "rtb-1", "RedisEndpoint", "redis.internal:6379")
+	r, ok := d.resources(t)[alarm]
+	if !ok {
+		t.Fatalf("no %s with a RedisEndpoint", alarm)
+	}
+	read := map[string]bool{}
+	for _, w := range alarmMetrics(t, alarm, r.Properties) {
+		if w.name == telemetry.MetricRedisEvictionPolicy && w.dims[telemetry.DimStack] == testStack && len(w.dims) == 2 {
+			read[w.dims[telemetry.DimPolicy]] = true
+		}
+	}
+	namespace, emitted := emittedMetrics(t)
+	written := map[string]bool{}
+	for k := range emitted {
+		for _, p := range slices.Concat([]string{"noeviction", unnamedPolicy, "other"}, evictionPolicies) {
+			dims := map[string]string{telemetry.DimStack: testStack, telemetry.DimPolicy: p}
+			if k == metricKey(namespace, telemetry.MetricRedisEvictionPolicy, dims) {
+				written[p] = true
+			}
+		}
+	}
+	if len(written) <= len(evictionPolicies) {
+		t.Fatalf("the functions write RedisEvictionPolicy by Stack and Policy under %v: want each policy of %v, and one for %s", slices.Sorted(maps.Keys(written)), evictionPolicies, unnamedPolicy)
+	}
+	for _, p := range slices.Sorted(maps.Keys(written)) {
+		if !read[p] {
+			t.Errorf("%s does not read RedisEvictionPolicy with Policy %s, which the functions write (it reads %v): it would never fire for such a node", alarm, p, slices.Sorted(maps.Keys(read)))
+		}
+	}
+}
+
+// metricRow is a row of the metric table of docs/operations.md: the metric and the
+// dimensions of its first column, their values (in parentheses) left out.
+var metricRow = regexp.MustCompile("(?m)^\\| `([A-Za-z]+)` \\| [A-Za-z]+ \\| ([^|]+) \\|")
+
+// The metric table of docs/operations.md lists every metric the functions write, under
+// the dimension sets they write it by, and no other.
+func TestOperationsMetricTable(t *testing.T) {
+	namespace, emitted := emittedMetrics(t)
+	written := map[string]map[string]bool{} // metric -> its dimension sets, names sorted
+	for k := range emitted {
+		rest, ok := strings.CutPrefix(k, namespace+" ")
+		name, dims, _ := strings.Cut(rest, " {")
+		if !ok {
+			t.Fatalf("%s: not in %s", k, namespace)
+		}
+		var set []string
+		for _, d := range strings.Split(strings.TrimSuffix(dims, "}"), ", ") {
+			n, _, _ := strings.Cut(d, "=")
+			set = append(set, n)
+		}
+		if written[name] == nil {
+			written[name] = map[string]bool{}
+		}
+		written[name][strings.Join(set, ", ")] = true
+	}
+	const doc = "docs/operations.md"
+	listed := map[string]map[string]bool{}
+	for _, m := range metricRow.FindAllStringSubmatch(readFile(t, doc), -1) {
+		listed[m[1]] = map[string]bool{}
+		for _, set := range strings.Split(regexp.MustCompile(`\([^)]*\)`).ReplaceAllString(m[2], ""), ";") {
+			var names []string
+			for _, n := range regexp.MustCompile("`([A-Za-z]+)`").FindAllStringSubmatch(set, -1) {
+				names = append(names, n[1])
+			}
+			slices.Sort(names)
+			listed[m[1]][strings.Join(names, ", ")] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(written)) {
+		if got, want := slices.Sorted(maps.Keys(listed[name])), slices.Sorted(maps.Keys(written[name])); !slices.Equal(got, want) {
+			t.Errorf("%s: %s by %q, want by %q as the functions write it", doc, name, got, want)
+		}
+	}
+	for name := range listed {
+		if written[name] == nil {
+			t.Errorf("%s lists %s, which the functions never write", doc, name)
+		}
 	}
 }

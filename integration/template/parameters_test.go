@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
@@ -121,6 +122,86 @@ func TestTemplateRegistryTablePatternHoldsTheSettingsRule(t *testing.T) {
 		})
 		if loads, allowed := err == nil, pattern.MatchString(tc.table); loads != allowed {
 			t.Errorf("%s: %q: the pattern allows it %v, settings loads it %v (%v)", tc.name, tc.table, allowed, loads, err)
+		}
+	}
+}
+
+// ApiKeyHeader's AllowedPattern takes exactly the header names the authorizer starts
+// with (API_KEY_HEADER; empty is the default header), so that sam deploy refuses a name
+// that would stop the authorizer at init, every request of the APIs then failing,
+// instead of deploying it.
+func TestTemplateApiKeyHeaderPatternHoldsTheResolversRule(t *testing.T) {
+	p := loadTemplate(t, limiter).Parameters["ApiKeyHeader"]
+	pattern, err := regexp.Compile(p.AllowedPattern)
+	if p.AllowedPattern == "" || err != nil {
+		t.Fatalf("ApiKeyHeader: AllowedPattern %q (%v): want the header names the authorizer accepts", p.AllowedPattern, err)
+	}
+	tests := []struct {
+		name, header string
+	}{
+		{"the default", "X-API-Key"},
+		{"empty: the default header", ""},
+		{"every kind of byte", "x_key.v2!#$%&'*+^`|~9"},
+		{"a space", "X API Key"},
+		{"a colon", "X-API-Key:"},
+		{"a slash", "api/key"},
+		{"quoted", `"X-API-Key"`},
+		{"not ASCII", "Schlüssel"},
+		{"a new line", "X-API-Key\nX"},
+	}
+	for _, tc := range tests {
+		s, err := settings.Load(func(k string) string {
+			if k == settings.EnvAPIKeyHeader {
+				return tc.header
+			}
+			return ""
+		})
+		if err == nil {
+			_, err = identity.NewResolver(s.APIKeyHeader, s.IPv6Prefix)
+		}
+		if starts, allowed := err == nil, pattern.MatchString(tc.header); starts != allowed {
+			t.Errorf("%s: %q: the pattern allows it %v, the authorizer starts with it %v (%v)", tc.name, tc.header, allowed, starts, err)
+		}
+	}
+}
+
+// RedisEndpoint's AllowedPattern takes only addresses REDIS_ADDR loads with (seeds of
+// host:port, or the empty default, which creates the cache), so that sam deploy refuses
+// one that would stop the functions at init (a missing port, a scheme, credentials)
+// instead of deploying them; and it takes the endpoints ElastiCache gives.
+func TestTemplateRedisEndpointPatternHoldsTheSettingsRule(t *testing.T) {
+	p := loadTemplate(t, limiter).Parameters["RedisEndpoint"]
+	pattern, err := regexp.Compile(p.AllowedPattern)
+	if p.AllowedPattern == "" || err != nil {
+		t.Fatalf("RedisEndpoint: AllowedPattern %q (%v): want the addresses settings accepts", p.AllowedPattern, err)
+	}
+	tests := []struct {
+		name, addr string
+		allowed    bool
+	}{
+		{"the default: create the cache", "", true},
+		{"a serverless cache", "c-abc123.serverless.use1.cache.amazonaws.com:6379", true},
+		{"a cluster's seeds", "a.cache.amazonaws.com:6379,b.cache.amazonaws.com:6380", true},
+		{"an address", "10.0.1.7:6379", true},
+		{"the highest port", "redis.internal:65535", true},
+		{"no port", "redis.internal", false},
+		{"port 0", "redis.internal:0", false},
+		{"a port too high", "redis.internal:65536", false},
+		{"a scheme", "rediss://redis.internal:6379", false},
+		{"credentials", "user:secret@redis.internal:6379", false},
+		{"a seed without a port", "a.internal:6379,b.internal", false},
+		{"no host", ":6379", false},
+	}
+	for _, tc := range tests {
+		_, err := settings.Load(func(k string) string {
+			if k == settings.EnvRedisAddr {
+				return tc.addr
+			}
+			return ""
+		})
+		allowed := pattern.MatchString(tc.addr)
+		if loads := err == nil; allowed != tc.allowed || tc.addr != "" && allowed != loads {
+			t.Errorf("%s: %q: the pattern allows it %v (want %v), settings loads it %v (%v)", tc.name, tc.addr, allowed, tc.allowed, loads, err)
 		}
 	}
 }

@@ -248,11 +248,19 @@ func TestTemplateBackendUrlPattern(t *testing.T) {
 	}
 	for param, cases := range map[string]map[string]bool{
 		"RedisPasswordSecretArn": {"": true, "arn:aws:secretsmanager:us-east-1:123456789012:secret:redis-AbCdEf": true, "redis-password": false,
-			"arn:aws:ssm:us-east-1:123456789012:parameter/redis": false},
+			"arn:aws:ssm:us-east-1:123456789012:parameter/redis": false,
+			// A partial ARN (no random suffix): Secrets Manager finds the secret by it,
+			// but the functions' grant on it would never match the secret's ARN.
+			"arn:aws:secretsmanager:us-east-1:123456789012:secret:redis":                      false,
+			"arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/redis-password-AbCdEf": true},
 		"RedisPasswordSecretKmsKeyArn": {"": true, "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab": true, "alias/aws/secretsmanager": false},
 		"AlarmTopicArn":                {"": true, "arn:aws:sns:eu-west-1:123456789012:on-call": true, "on-call": false},
 		"AlarmEmail":                   {"": true, "on-call@example.com": true, "on-call": false, "a@b@example.com": false},
 		"DynamoDBPrefixListId":         {"": true, "pl-02cd2c6b": true, "com.amazonaws.us-east-1.dynamodb": false},
+		// ElastiCache stores the name in lowercase: the functions' elasticache:Connect
+		// grant names the cache by it, and another case would never match.
+		"RedisIamAuthCacheName": {"": true, "orders-cache": true, "c": true, "Orders-Cache": false, "orders cache": false,
+			"arn:aws:elasticache:us-east-1:123456789012:replicationgroup:orders-cache": false},
 	} {
 		pattern := regexp.MustCompile(loadTemplate(t, limiter).Parameters[param].AllowedPattern)
 		for v, want := range cases {

@@ -6,7 +6,6 @@ package template_test
 import (
 	"encoding/json"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,12 +99,7 @@ func TestTemplateEvents(t *testing.T) {
 	}
 	env := d.resolve(t, section(doc, "Globals"))
 	bus, _ := mustAt(t, env, globalEnv(settings.EnvEventBusName)).(string)
-	if s, err := settings.Load(func(k string) string {
-		if k == settings.EnvEventBusName {
-			return bus
-		}
-		return ""
-	}); err != nil || s.EventBusName != "orders-events" {
+	if s, err := settingsWith(settings.EnvEventBusName, bus); err != nil || s.EventBusName != "orders-events" {
 		t.Fatalf("the functions read EVENT_BUS_NAME %q, %v; want the bus", s.EventBusName, err)
 	}
 	var send any
@@ -210,15 +204,10 @@ func mustAt(t *testing.T, v any, path string) any {
 // ARN of a bus, which EVENT_BUS_NAME also takes, is a bus of another account, which a
 // rule here could not watch and the stack's policy does not name.
 func TestTemplateEventBusPattern(t *testing.T) {
-	pattern := regexp.MustCompile(loadTemplate(t, limiter).Parameters["EventBusName"].AllowedPattern)
+	pattern := allowedPattern(t, "EventBusName")
 	for _, v := range []string{"", "default", "orders-events", "aws.partner/example.com/1234/billing", "a_b.c", strings.Repeat("b", 256),
 		strings.Repeat("b", 257), "orders events", "ordérs", "arn:aws:events:us-east-1:123456789012:event-bus/orders"} {
-		_, err := settings.Load(func(k string) string {
-			if k == settings.EnvEventBusName {
-				return v
-			}
-			return ""
-		})
+		_, err := settingsWith(settings.EnvEventBusName, v)
 		functions := err == nil && !strings.HasPrefix(v, "arn:")
 		if got := pattern.MatchString(v); got != functions {
 			t.Errorf("EventBusName %q: allowed %v; the functions take it as a name: %v (%v)", v, got, functions, err)

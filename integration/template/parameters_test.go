@@ -2,7 +2,6 @@ package template_test
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,12 +56,7 @@ func TestTemplateNumberParametersHoldTheSettingsBounds(t *testing.T) {
 				continue
 			}
 			load := func(v int64) error {
-				_, err := settings.Load(func(k string) string {
-					if k == env {
-						return strconv.FormatInt(v, 10)
-					}
-					return ""
-				})
+				_, err := settingsWith(env, strconv.FormatInt(v, 10))
 				return err
 			}
 			for _, v := range []int64{*p.MinValue, *p.MaxValue} {
@@ -93,11 +87,7 @@ func TestTemplateNumberParametersHoldTheSettingsBounds(t *testing.T) {
 // with (and the empty default, which creates a table), so that sam deploy refuses a name
 // that would stop the functions at init instead of deploying them.
 func TestTemplateRegistryTablePatternHoldsTheSettingsRule(t *testing.T) {
-	p := loadTemplate(t, limiter).Parameters["ExistingRegistryTable"]
-	pattern, err := regexp.Compile(p.AllowedPattern)
-	if p.AllowedPattern == "" || err != nil {
-		t.Fatalf("ExistingRegistryTable: AllowedPattern %q (%v): want the table names settings accepts", p.AllowedPattern, err)
-	}
+	pattern := allowedPattern(t, "ExistingRegistryTable")
 	tests := []struct {
 		name, table string
 	}{
@@ -114,12 +104,7 @@ func TestTemplateRegistryTablePatternHoldsTheSettingsRule(t *testing.T) {
 		{"not ASCII", "schlüssel"},
 	}
 	for _, tc := range tests {
-		_, err := settings.Load(func(k string) string {
-			if k == settings.EnvRegistryTable {
-				return tc.table
-			}
-			return ""
-		})
+		_, err := settingsWith(settings.EnvRegistryTable, tc.table)
 		if loads, allowed := err == nil, pattern.MatchString(tc.table); loads != allowed {
 			t.Errorf("%s: %q: the pattern allows it %v, settings loads it %v (%v)", tc.name, tc.table, allowed, loads, err)
 		}
@@ -131,11 +116,7 @@ func TestTemplateRegistryTablePatternHoldsTheSettingsRule(t *testing.T) {
 // that would stop the authorizer at init, every request of the APIs then failing,
 // instead of deploying it.
 func TestTemplateApiKeyHeaderPatternHoldsTheResolversRule(t *testing.T) {
-	p := loadTemplate(t, limiter).Parameters["ApiKeyHeader"]
-	pattern, err := regexp.Compile(p.AllowedPattern)
-	if p.AllowedPattern == "" || err != nil {
-		t.Fatalf("ApiKeyHeader: AllowedPattern %q (%v): want the header names the authorizer accepts", p.AllowedPattern, err)
-	}
+	pattern := allowedPattern(t, "ApiKeyHeader")
 	tests := []struct {
 		name, header string
 	}{
@@ -150,12 +131,7 @@ func TestTemplateApiKeyHeaderPatternHoldsTheResolversRule(t *testing.T) {
 		{"a new line", "X-API-Key\nX"},
 	}
 	for _, tc := range tests {
-		s, err := settings.Load(func(k string) string {
-			if k == settings.EnvAPIKeyHeader {
-				return tc.header
-			}
-			return ""
-		})
+		s, err := settingsWith(settings.EnvAPIKeyHeader, tc.header)
 		if err == nil {
 			_, err = identity.NewResolver(s.APIKeyHeader, s.IPv6Prefix)
 		}
@@ -170,11 +146,7 @@ func TestTemplateApiKeyHeaderPatternHoldsTheResolversRule(t *testing.T) {
 // one that would stop the functions at init (a missing port, a scheme, credentials)
 // instead of deploying them; and it takes the endpoints ElastiCache gives.
 func TestTemplateRedisEndpointPatternHoldsTheSettingsRule(t *testing.T) {
-	p := loadTemplate(t, limiter).Parameters["RedisEndpoint"]
-	pattern, err := regexp.Compile(p.AllowedPattern)
-	if p.AllowedPattern == "" || err != nil {
-		t.Fatalf("RedisEndpoint: AllowedPattern %q (%v): want the addresses settings accepts", p.AllowedPattern, err)
-	}
+	pattern := allowedPattern(t, "RedisEndpoint")
 	tests := []struct {
 		name, addr string
 		allowed    bool
@@ -193,12 +165,7 @@ func TestTemplateRedisEndpointPatternHoldsTheSettingsRule(t *testing.T) {
 		{"no host", ":6379", false},
 	}
 	for _, tc := range tests {
-		_, err := settings.Load(func(k string) string {
-			if k == settings.EnvRedisAddr {
-				return tc.addr
-			}
-			return ""
-		})
+		_, err := settingsWith(settings.EnvRedisAddr, tc.addr)
 		allowed := pattern.MatchString(tc.addr)
 		if loads := err == nil; allowed != tc.allowed || tc.addr != "" && allowed != loads {
 			t.Errorf("%s: %q: the pattern allows it %v (want %v), settings loads it %v (%v)", tc.name, tc.addr, allowed, tc.allowed, loads, err)

@@ -10,7 +10,6 @@ package template_test
 
 import (
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,8 +234,7 @@ func TestTemplateCacheUserIds(t *testing.T) {
 // HttpBackendUrl takes an https URL and nothing else: a client's headers, API keys
 // included, never travel to the backend in clear text.
 func TestTemplateBackendUrlPattern(t *testing.T) {
-	p := loadTemplate(t, limiter).Parameters["HttpBackendUrl"]
-	pattern := regexp.MustCompile(p.AllowedPattern)
+	pattern := allowedPattern(t, "HttpBackendUrl")
 	for url, want := range map[string]bool{
 		"": true, "https://api.example.com": true, "https://api.example.com/v2": true, "https://10.0.0.5:8443/api": true,
 		"http://api.example.com": false, "https://api.example.com/": false, "https://api.example.com/v2?x=1": false, "ftp://files.example.com": false,
@@ -262,7 +260,7 @@ func TestTemplateBackendUrlPattern(t *testing.T) {
 		"RedisIamAuthCacheName": {"": true, "orders-cache": true, "c": true, "Orders-Cache": false, "orders cache": false,
 			"arn:aws:elasticache:us-east-1:123456789012:replicationgroup:orders-cache": false},
 	} {
-		pattern := regexp.MustCompile(loadTemplate(t, limiter).Parameters[param].AllowedPattern)
+		pattern := allowedPattern(t, param)
 		for v, want := range cases {
 			if got := pattern.MatchString(v); got != want {
 				t.Errorf("%s %q: allowed %v, want %v", param, v, got, want)

@@ -123,6 +123,29 @@ type samAuth struct {
 	} `yaml:"Auth"`
 }
 
+// allowedPattern returns the AllowedPattern of the limiter template's parameter name,
+// compiled; it fails the test when the parameter has none, or one that does not compile.
+func allowedPattern(t *testing.T, name string) *regexp.Regexp {
+	t.Helper()
+	p := loadTemplate(t, limiter).Parameters[name]
+	pattern, err := regexp.Compile(p.AllowedPattern)
+	if p.AllowedPattern == "" || err != nil {
+		t.Fatalf("%s: AllowedPattern %q (%v): want the values the functions accept", name, p.AllowedPattern, err)
+	}
+	return pattern
+}
+
+// settingsWith loads the functions' settings with the one variable name set to value,
+// as a parameter of the template sets it, and every other variable unset.
+func settingsWith(name, value string) (settings.Settings, error) {
+	return settings.Load(func(k string) string {
+		if k == name {
+			return value
+		}
+		return ""
+	})
+}
+
 // loadTemplate returns the template at path (from the repository root).
 func loadTemplate(t *testing.T, path string) samTemplate {
 	t.Helper()

@@ -307,12 +307,7 @@ func TestTemplateLoggingConfig(t *testing.T) {
 		t.Fatalf("parameter LogLevel %+v: want its allowed values", param)
 	}
 	for _, level := range param.AllowedValues {
-		s, err := settings.Load(func(k string) string {
-			if k == settings.EnvLambdaLogLevel {
-				return level
-			}
-			return ""
-		})
+		s, err := settingsWith(settings.EnvLambdaLogLevel, level)
 		if err != nil || s.LogLevel > settings.DefaultLogLevel {
 			t.Errorf("LogLevel %s: level %v, %v: want one the code reads, at most INFO", level, s.LogLevel, err)
 		}

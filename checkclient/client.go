@@ -266,7 +266,9 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 // trip to Redis, in order: results[i] answers reqs[i]. Each request is atomic, the
 // batch is not. Errors are as for Check; an invalid request anywhere refuses the whole
 // batch before anything is decided, and the error names the index ("checks[3].cost:
-// ..."); a batch of the wrong size is refused before it is sent. A batch that holds a
+// ..."); a batch of the wrong size is refused before it is sent. A ConflictError of one
+// request (see Settle) is the batch's error too, but the other requests may have been
+// decided, and stand: its message names them. A batch that holds a
 // request that takes or gives back tokens is sent again only when the function did not
 // run, as that request alone would be, unless each such request has its requestId (see
 // Check).

@@ -207,3 +207,39 @@ func checkDocFailure(t *testing.T, b docBlock, request []byte) {
 	assertJSONEqual(t, out, b.text)
 	roundTrip(t, b, new(checkapi.Response))
 }
+
+// TestResponseTableListsEveryField: the Response section's table names every member a
+// response may carry (checkapi.Response's), each in its first column, and the row of
+// "rules" every member of a rule's state (checkapi.RuleStatus's).
+func TestResponseTableListsEveryField(t *testing.T) {
+	b, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(b), "\n## Response\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	listed := map[string]string{} // a member named in a row's first column: the row
+	for line := range strings.SplitSeq(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		for i, part := range strings.Split(cells[1], "`") {
+			if i%2 == 1 {
+				listed[part] = line
+			}
+		}
+	}
+	for f := range reflect.TypeFor[checkapi.Response]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if _, ok := listed[name]; !ok {
+			t.Errorf("%s: the Response table has no row for %q (checkapi.Response.%s)", docPath, name, f.Name)
+		}
+	}
+	for f := range reflect.TypeFor[checkapi.RuleStatus]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !strings.Contains(listed["rules"], `"`+name+`"`) {
+			t.Errorf("%s: the Response table's row of rules does not name %q (checkapi.RuleStatus.%s)", docPath, name, f.Name)
+		}
+	}
+}

@@ -226,7 +226,8 @@ type Response struct {
 	Lease string `json:"lease,omitempty"`
 	// Released is, for a release, whether the lease was held and is returned now; false
 	// when it was released before or its TTLMS ended (nothing changed). Nil (left out)
-	// for every other operation.
+	// for every other operation, and for a release Redis did not answer (reason
+	// unavailable or degraded: send it again).
 	Released *bool `json:"released,omitempty"`
 }
 

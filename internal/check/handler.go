@@ -228,7 +228,7 @@ func (h *Handler) decide(ctx context.Context, checks []check, batch bool) ([]gua
 }
 
 // response is the answer to check c decided as r: for a peek Redis decided, with the
-// state of every rule.
+// state of every rule; for a release Redis decided, whether it released.
 func response(c check, r guard.Result) checkapi.Response {
 	res := checkapi.Response{
 		Allowed:      r.Allowed,
@@ -244,7 +244,7 @@ func response(c check, r guard.Result) checkapi.Response {
 		Settled:      r.Settled,
 		Lease:        r.Lease,
 	}
-	if c.req.Op == bucketgate.OpRelease {
+	if c.req.Op == bucketgate.OpRelease && r.Failure == guard.FailureNone { // else nothing is known of the lease
 		res.Released = &r.Released
 	}
 	if !r.Expires.IsZero() {

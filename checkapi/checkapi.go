@@ -181,8 +181,9 @@ const (
 )
 
 // Response is the decision on one Request, describing its enforced rules after it:
-// for a refund or a reset, allowed with reason ok. The zero Response is a denial with
-// no reason.
+// for a refund or a reset, allowed with reason ok (unavailable or degraded, as a check's,
+// when Redis could not answer: it may not have been done). The zero Response is a
+// denial with no reason.
 type Response struct {
 	// Allowed reports whether the request may proceed.
 	Allowed bool `json:"allowed"`

@@ -61,7 +61,10 @@ type Request struct {
 	// spend its buckets), or "tenant:<key>", Key's own buckets. An API key of an account
 	// reaches its account's buckets (its own rules among them), whatever the plan or
 	// rules given. It is the operator's path (bucketgate buckets), logged at info:
-	// whoever may invoke the function may spend, refund or reset any caller's buckets.
+	// whoever may invoke the function that serves it may spend, refund or reset any
+	// caller's buckets. A stack's check function serves services alone (its
+	// OPERATOR_FUNCTION names the stack's operator function, which serves this path): it
+	// refuses an Identity, and OpReset, as an invalid request naming that function.
 	// Empty means Key's buckets; not together with Key.
 	Identity string `json:"identity,omitempty"`
 	// Op is what to do; OpCheck, the zero Op, leaves "op" out of the JSON (the function
@@ -128,7 +131,8 @@ const (
 	OpRefund = bucketgate.OpRefund
 	// OpUsage reports Key's (or Identity's) usage per UTC day from From to To: a Usage.
 	OpUsage = bucketgate.OpUsage
-	// OpReset makes every rule full again: its state removed from Redis.
+	// OpReset makes every rule full again: its state removed from Redis. An operator's
+	// operation: a service-facing check function refuses it (see Request.Identity).
 	OpReset = bucketgate.OpReset
 	// OpReserve is a check of Cost, the estimate of work whose cost is known only after
 	// it, that, when allowed, answers a Response.Reservation held for TTLMS.

@@ -222,7 +222,9 @@ func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string
 
 // Reset makes every rule of req full again (its state removed) and answers the buckets
 // after it. req.Op must be empty or checkapi.OpReset, and req.Cost nil. Errors are as
-// for Check.
+// for Check. It is an operator's operation: a stack's check function, which serves
+// services alone, refuses it with an *InvalidRequestError naming the stack's operator
+// function, which a Client of that function serves.
 func (c *Client) Reset(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	return c.operate(ctx, checkapi.OpReset, req)
 }

@@ -224,7 +224,7 @@ func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string
 // after it. req.Op must be empty or checkapi.OpReset, and req.Cost nil. Errors are as
 // for Check. It is an operator's operation: a stack's check function, which serves
 // services alone, refuses it with an *InvalidRequestError naming the stack's operator
-// function, which a Client of that function serves.
+// function; a Client of that function (its output OperatorFunctionName) resets.
 func (c *Client) Reset(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	return c.operate(ctx, checkapi.OpReset, req)
 }

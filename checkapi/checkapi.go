@@ -40,7 +40,8 @@ const ErrorTypeInvalidRequest = "InvalidRequestError"
 const ErrorTypeConflict = "ConflictError"
 
 // ErrorTypeUnavailable is the errorType of the function error that answers a usage
-// request (OpUsage) Redis could not answer in time: a report has no failure policy.
+// request (OpUsage) Redis could not answer in time (or answered with what is not
+// bucketgate's usage, which the errorMessage says): a report has no failure policy.
 const ErrorTypeUnavailable = "UnavailableError"
 
 // Request is one check: may Key spend Cost tokens now? Or, with Op, a refund or a

@@ -195,7 +195,10 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // for an id the limiter did not make, or whose key or route changed since (it stays
 // charged at its estimate); or wraps an unavailable limiter's error: try again. It is
 // the one call a service makes once it knows what the work cost, as a backend behind
-// API Gateway makes checkclient's SettleRequest.
+// API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
+// cancellation and deadline do not: a request whose client hung up (r.Context()
+// canceled) is settled all the same, within REDIS_TIMEOUT_MS, never left charged at its
+// estimate; Cancel and Release likewise.
 func (l *Limiter) Settle(ctx context.Context, r *http.Request, actual int64) (bucketgate.Decision, error) {
 	return l.settle(ctx, r, bucketgate.OpSettle, actual)
 }
@@ -224,7 +227,7 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 	if id == "" {
 		return bucketgate.Decision{}, none
 	}
-	res, err := l.authorizer.Settle(ctx, id, op, actual)
+	res, err := l.authorizer.Settle(context.WithoutCancel(ctx), id, op, actual) // the client may be gone; the work is done
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("middleware: %w", err)
 	}

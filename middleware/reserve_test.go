@@ -201,3 +201,57 @@ func TestLeaseTTLOfTheRoute(t *testing.T) {
 		}
 	}
 }
+
+// A client that hangs up mid-stream cancels its request's context, and the next handler
+// returns what the request holds with that context, as the docs show
+// (Limiter.Release(r.Context(), r), Settle likewise): on a real redis-server, the lease
+// is released at once (the next stream is allowed) and the reservation is settled (its
+// difference back), not left to their ttl.
+func TestSettledAfterTheClientHungUp(t *testing.T) {
+	srv := redistest.Start(t)
+	doc := "defaultPlan: free\nplans: {free: [{name: tokens, capacity: 1000, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}\n" +
+		"routes: [{method: POST, path: /v1/chat, reserve: 400}]"
+	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc, "REDIS_TIMEOUT_MS": "2000"}),
+		Metrics: io.Discard, LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	type outcome struct {
+		released, settled error
+		d                 bucketgate.Decision
+	}
+	started, done := make(chan struct{}), make(chan outcome, 1)
+	service := httptest.NewServer(l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		close(started)
+		<-r.Context().Done() // the client hung up mid-stream
+		var o outcome
+		o.d, o.settled = l.Settle(r.Context(), r, 100)
+		_, o.released = l.Release(r.Context(), r)
+		done <- o
+	})))
+	defer service.Close()
+
+	ctx, hangUp := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", service.URL+"/v1/chat", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	hangUp()
+	resp.Body.Close()
+	o := <-done
+	if o.settled != nil || o.d.Settled != 100 || o.d.Remaining != 900 || o.released != nil {
+		t.Fatalf("after the client hung up: Settle %+v, %v; Release %v: want 300 back (900 left) and the lease released", o.d, o.settled, o.released)
+	}
+	next := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/v1/models", nil)
+	r.RemoteAddr = "127.0.0.1:5000"
+	l.Handler(ok).ServeHTTP(next, r)
+	if next.Code != http.StatusOK {
+		t.Fatalf("the next stream: %d, want 200: the one whose client hung up was released", next.Code)
+	}
+}

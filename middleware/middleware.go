@@ -148,7 +148,9 @@ func (o Options) getenv() func(string) string {
 func (l *Limiter) Close() { l.close() }
 
 // Handler returns next limited: each request is decided before next sees it, and
-// answered by the limiter when it may not proceed (429, 401 or 503).
+// answered by the limiter when it may not proceed (429, 401 or 503). When next panics,
+// the lease its request holds (a concurrency rule's) is released as the panic passes,
+// which goes on up; a reservation stays charged at its estimate, as one never settled.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o, err := l.authorizer.Authorize(r.Context(), l.call(r))
@@ -161,14 +163,25 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, unavailableBody)
 			return
 		}
-		context := l.authorizer.Context(o)
-		ratelimitheaders.SetHeader(w.Header(), context)
+		ac := l.authorizer.Context(o) // the authorizer context
+		ratelimitheaders.SetHeader(w.Header(), ac)
 		if !o.Result.Allowed {
-			writeJSON(w, http.StatusTooManyRequests, limitedBody(context))
+			writeJSON(w, http.StatusTooManyRequests, limitedBody(ac))
 			return
 		}
-		ratelimitheaders.SetHeldHeaders(r.Header, context) // a route's reservation, for next to settle
+		ratelimitheaders.SetHeldHeaders(r.Header, ac) // a route's reservation, for next to settle
+		if o.Result.Lease == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		done := false
+		defer func() {
+			if !done { // next panicked: the request is no longer in flight
+				_, _ = l.authorizer.Settle(context.WithoutCancel(r.Context()), o.Result.Lease, bucketgate.OpRelease, 0)
+			}
+		}()
 		next.ServeHTTP(w, r)
+		done = true
 	})
 }
 

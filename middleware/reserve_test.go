@@ -255,3 +255,52 @@ func TestSettledAfterTheClientHungUp(t *testing.T) {
 		t.Fatalf("the next stream: %d, want 200: the one whose client hung up was released", next.Code)
 	}
 }
+
+// A next handler that panics (http.ErrAbortHandler included) ends its request: the
+// Limiter returns the lease the request held as the panic passes (a stream of a
+// concurrency: 1 rule is free again at once, not at its ttl), and the panic goes on up
+// as it was.
+func TestLeaseReleasedWhenTheHandlerPanics(t *testing.T) {
+	srv := redistest.Start(t)
+	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}"
+	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc, "REDIS_TIMEOUT_MS": "2000"}),
+		Metrics: io.Discard, LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	released := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { // a stream that ends well
+		if _, err := l.Release(r.Context(), r); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		value any
+	}{
+		{"a bug", "index out of range"},
+		{"an aborted response", http.ErrAbortHandler},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			panicking := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if ratelimitheaders.Lease(r) == "" {
+					t.Error("no lease reached the handler")
+				}
+				panic(tc.value)
+			})
+			var got any
+			func() {
+				defer func() { got = recover() }()
+				l.Handler(panicking).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/stream", nil))
+			}()
+			if got != tc.value {
+				t.Fatalf("recovered %v, want the handler's panic %v", got, tc.value)
+			}
+			next := httptest.NewRecorder()
+			l.Handler(released).ServeHTTP(next, httptest.NewRequest("GET", "/stream", nil))
+			if next.Code != http.StatusOK {
+				t.Fatalf("the next stream: %d, want 200: the panicked one's lease released", next.Code)
+			}
+		})
+	}
+}

@@ -148,9 +148,12 @@ func (o Options) getenv() func(string) string {
 func (l *Limiter) Close() { l.close() }
 
 // Handler returns next limited: each request is decided before next sees it, and
-// answered by the limiter when it may not proceed (429, 401 or 503). When next panics,
-// the lease its request holds (a concurrency rule's) is released as the panic passes,
-// which goes on up; a reservation stays charged at its estimate, as one never settled.
+// answered by the limiter when it may not proceed (429, 401 or 503). The rate-limit
+// headers of next's answer are the limiter's: any RateLimit, RateLimit-Policy or
+// X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
+// answer's header is written. When next panics, the lease its request holds (a
+// concurrency rule's) is released as the panic passes, which goes on up; a reservation
+// stays charged at its estimate, as one never settled.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o, err := l.authorizer.Authorize(r.Context(), l.call(r))
@@ -170,8 +173,10 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			return
 		}
 		ratelimitheaders.SetHeldHeaders(r.Header, ac) // a route's reservation, for next to settle
+		aw := &answerWriter{ResponseWriter: w, context: ac}
 		if o.Result.Lease == "" {
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(aw, r)
+			aw.setHeaders() // next wrote nothing: the server writes the header as it is
 			return
 		}
 		done := false
@@ -180,7 +185,8 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 				_, _ = l.authorizer.Settle(context.WithoutCancel(r.Context()), o.Result.Lease, bucketgate.OpRelease, 0)
 			}
 		}()
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(aw, r)
+		aw.setHeaders()
 		done = true
 	})
 }

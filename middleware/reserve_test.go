@@ -93,7 +93,8 @@ func remaining(w *httptest.ResponseRecorder) string {
 
 // On a request with a concurrency rule, the next handler finds the Limiter's lease in
 // X-RateLimit-Lease and returns it with Release, on a real redis-server: the stream is
-// free again at once; a request that holds none is ErrNoLease.
+// free again at once; a request that holds none is ErrNoLease; with Redis down, the
+// error says the lease is not released (no reservation).
 func TestReleaseThroughTheMiddleware(t *testing.T) {
 	srv := redistest.Start(t)
 	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}"
@@ -106,7 +107,9 @@ func TestReleaseThroughTheMiddleware(t *testing.T) {
 	var released []bool
 	var errs []error
 	release := true
+	var kept *http.Request // the last stream, whose lease is kept when release is false
 	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kept = r
 		if release {
 			d, err := l.Release(r.Context(), r)
 			released, errs = append(released, d.Released), append(errs, err)
@@ -135,6 +138,10 @@ func TestReleaseThroughTheMiddleware(t *testing.T) {
 	}
 	if _, err := l.Release(t.Context(), httptest.NewRequest("GET", "/", nil)); !errors.Is(err, ratelimitheaders.ErrNoLease) {
 		t.Fatalf("Release without a lease: %v, want ErrNoLease", err)
+	}
+	srv.Stop()
+	if _, err := l.Release(t.Context(), kept); err == nil || !strings.Contains(err.Error(), "lease is not released") || strings.Contains(err.Error(), "reservation") {
+		t.Fatalf("Release with Redis down: %v, want an error saying the lease is not released", err)
 	}
 }
 

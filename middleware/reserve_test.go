@@ -218,12 +218,7 @@ func TestSettledAfterTheClientHungUp(t *testing.T) {
 	srv := redistest.Start(t)
 	doc := "defaultPlan: free\nplans: {free: [{name: tokens, capacity: 1000, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}\n" +
 		"routes: [{method: POST, path: /v1/chat, reserve: 400}]"
-	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc, "REDIS_TIMEOUT_MS": "2000"}),
-		Metrics: io.Discard, LogOutput: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := newLimiter(t, map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc}, middleware.Options{})
 	type outcome struct {
 		released, settled error
 		d                 bucketgate.Decision
@@ -270,12 +265,7 @@ func TestSettledAfterTheClientHungUp(t *testing.T) {
 func TestLeaseReleasedWhenTheHandlerPanics(t *testing.T) {
 	srv := redistest.Start(t)
 	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}"
-	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc, "REDIS_TIMEOUT_MS": "2000"}),
-		Metrics: io.Discard, LogOutput: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := newLimiter(t, map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc}, middleware.Options{})
 	released := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { // a stream that ends well
 		if _, err := l.Release(r.Context(), r); err != nil {
 			t.Error(err)

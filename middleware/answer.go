@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -55,3 +57,53 @@ func writeJSON(w http.ResponseWriter, status int, body string) {
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body))
 }
+
+// answerWriter is the next handler's ResponseWriter: as the answer's header is written
+// (its status, its first byte, a flush, or the end of the handler), it puts the
+// limiter's rate-limit headers in place of every one the handler set (its own, or an
+// upstream's it proxies), as the gateway does with a backend's. http.ResponseController
+// reaches the writer underneath through Unwrap; Flush and Hijack are passed on for
+// handlers that assert them.
+type answerWriter struct {
+	http.ResponseWriter
+	context map[string]any // the authorizer context whose headers the answer carries
+	written bool           // the final header is written
+}
+
+// setHeaders puts the limiter's headers on the answer unless its final header is
+// written already.
+func (w *answerWriter) setHeaders() {
+	if !w.written {
+		ratelimitheaders.SetHeader(w.Header(), w.context)
+	}
+}
+
+func (w *answerWriter) WriteHeader(code int) {
+	w.setHeaders()
+	if code >= 200 || code == http.StatusSwitchingProtocols { // 1xx but 101 precede the final header
+		w.written = true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *answerWriter) Write(b []byte) (int, error) {
+	w.setHeaders()
+	w.written = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush writes the header, if it is not written yet, and what is buffered.
+func (w *answerWriter) Flush() {
+	w.setHeaders()
+	w.written = true
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hands over the connection, when the writer underneath can.
+func (w *answerWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.written = true
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// Unwrap returns the writer underneath, for http.ResponseController.
+func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

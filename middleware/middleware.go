@@ -148,7 +148,12 @@ func (o Options) getenv() func(string) string {
 func (l *Limiter) Close() { l.close() }
 
 // Handler returns next limited: each request is decided before next sees it, and
-// answered by the limiter when it may not proceed (429, 401 or 503).
+// answered by the limiter when it may not proceed (429, 401 or 503). The rate-limit
+// headers of next's answer are the limiter's: any RateLimit, RateLimit-Policy or
+// X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
+// answer's header is written. When next panics, the lease its request holds (a
+// concurrency rule's) is released as the panic passes, which goes on up; a reservation
+// stays charged at its estimate, as one never settled.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o, err := l.authorizer.Authorize(r.Context(), l.call(r))
@@ -161,14 +166,28 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, unavailableBody)
 			return
 		}
-		context := l.authorizer.Context(o)
-		ratelimitheaders.SetHeader(w.Header(), context)
+		ac := l.authorizer.Context(o) // the authorizer context
+		ratelimitheaders.SetHeader(w.Header(), ac)
 		if !o.Result.Allowed {
-			writeJSON(w, http.StatusTooManyRequests, limitedBody(context))
+			writeJSON(w, http.StatusTooManyRequests, limitedBody(ac))
 			return
 		}
-		ratelimitheaders.SetHeldHeaders(r.Header, context) // a route's reservation, for next to settle
-		next.ServeHTTP(w, r)
+		ratelimitheaders.SetHeldHeaders(r.Header, ac) // a route's reservation, for next to settle
+		aw := &answerWriter{ResponseWriter: w, context: ac}
+		if o.Result.Lease == "" {
+			next.ServeHTTP(aw, r)
+			aw.setHeaders() // next wrote nothing: the server writes the header as it is
+			return
+		}
+		done := false
+		defer func() {
+			if !done { // next panicked: the request is no longer in flight
+				_, _ = l.authorizer.Settle(context.WithoutCancel(r.Context()), o.Result.Lease, bucketgate.OpRelease, 0)
+			}
+		}()
+		next.ServeHTTP(aw, r)
+		aw.setHeaders()
+		done = true
 	})
 }
 
@@ -195,7 +214,10 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // for an id the limiter did not make, or whose key or route changed since (it stays
 // charged at its estimate); or wraps an unavailable limiter's error: try again. It is
 // the one call a service makes once it knows what the work cost, as a backend behind
-// API Gateway makes checkclient's SettleRequest.
+// API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
+// cancellation and deadline do not: a request whose client hung up (r.Context()
+// canceled) is settled all the same, within REDIS_TIMEOUT_MS, never left charged at its
+// estimate; Cancel and Release likewise.
 func (l *Limiter) Settle(ctx context.Context, r *http.Request, actual int64) (bucketgate.Decision, error) {
 	return l.settle(ctx, r, bucketgate.OpSettle, actual)
 }
@@ -224,7 +246,7 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 	if id == "" {
 		return bucketgate.Decision{}, none
 	}
-	res, err := l.authorizer.Settle(ctx, id, op, actual)
+	res, err := l.authorizer.Settle(context.WithoutCancel(ctx), id, op, actual) // the client may be gone; the work is done
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("middleware: %w", err)
 	}

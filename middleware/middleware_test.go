@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -240,5 +241,73 @@ func TestCloseWritesTheMetrics(t *testing.T) {
 	}
 	if want := map[string]float64{"allowed": 10, "limited": 2}; !maps.Equal(decisions, want) {
 		t.Fatalf("decisions %v written, want %v:\n%s", decisions, want, &metrics)
+	}
+}
+
+// The rate-limit headers of an answer are the limiter's alone, as behind the gateway:
+// the ones the next handler writes (its own, or an upstream's that it proxies, added or
+// set, in any case, any X-RateLimit-*) are replaced or removed, whether it writes a
+// status, a body or nothing, and it can still flush a stream.
+func TestNextHandlersRateLimitHeadersReplaced(t *testing.T) {
+	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens}, middleware.Options{})
+	upstream := func(h http.Header) {
+		h.Add("X-RateLimit-Remaining", "4999")
+		h.Set("ratelimit", `"upstream";r=4999;t=60`)
+		h["X-Ratelimit-Remaining-Tokens"] = []string{"150000"}
+		h.Set("RateLimit-Policy", `"upstream";q=5000;w=60`)
+	}
+	for i, tc := range []struct {
+		name string
+		next http.HandlerFunc
+	}{
+		{"status", func(w http.ResponseWriter, _ *http.Request) { upstream(w.Header()); w.WriteHeader(http.StatusCreated) }},
+		{"body", func(w http.ResponseWriter, _ *http.Request) { upstream(w.Header()); io.WriteString(w, "ok") }},
+		{"nothing", func(w http.ResponseWriter, _ *http.Request) { upstream(w.Header()) }},
+		{"flushed", func(w http.ResponseWriter, _ *http.Request) { upstream(w.Header()); w.(http.Flusher).Flush() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			l.Handler(tc.next).ServeHTTP(w, httptest.NewRequest("GET", "/orders/42", nil))
+			left := string(rune('9' - i))
+			got := http.Header{}
+			for name, v := range w.Result().Header {
+				if ratelimitheaders.Owned(name) {
+					key := http.CanonicalHeaderKey(name)
+					got[key] = append(got[key], v...)
+				}
+			}
+			rl, reset := got["Ratelimit"], got["X-Ratelimit-Reset"]
+			delete(got, "Ratelimit")
+			delete(got, "X-Ratelimit-Reset")
+			want := http.Header{"Ratelimit-Policy": {`"burst";q=10;w=864000`}, "X-Ratelimit-Limit": {"10"}, "X-Ratelimit-Remaining": {left}}
+			if len(rl) != 1 || !strings.HasPrefix(rl[0], `"burst";r=`+left+";") || len(reset) != 1 || !maps.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("rate-limit headers %v, RateLimit %q, X-RateLimit-Reset %q: want the limiter's alone: %v, RateLimit \"burst\";r=%s;..., one reset", got, rl, reset, want, left)
+			}
+		})
+	}
+}
+
+// A handler behind the Limiter can still take the connection over (a WebSocket's
+// upgrade asserts http.Hijacker).
+func TestNextHandlerHijacks(t *testing.T) {
+	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens}, middleware.Options{})
+	service := httptest.NewServer(l.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+		buf.Flush()
+	})))
+	defer service.Close()
+	resp, err := http.Get(service.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("%d, want the hijacking handler's 101", resp.StatusCode)
 	}
 }

@@ -93,7 +93,8 @@ func remaining(w *httptest.ResponseRecorder) string {
 
 // On a request with a concurrency rule, the next handler finds the Limiter's lease in
 // X-RateLimit-Lease and returns it with Release, on a real redis-server: the stream is
-// free again at once; a request that holds none is ErrNoLease.
+// free again at once; a request that holds none is ErrNoLease; with Redis down, the
+// error says the lease is not released (no reservation).
 func TestReleaseThroughTheMiddleware(t *testing.T) {
 	srv := redistest.Start(t)
 	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}"
@@ -106,7 +107,9 @@ func TestReleaseThroughTheMiddleware(t *testing.T) {
 	var released []bool
 	var errs []error
 	release := true
+	var kept *http.Request // the last stream, whose lease is kept when release is false
 	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kept = r
 		if release {
 			d, err := l.Release(r.Context(), r)
 			released, errs = append(released, d.Released), append(errs, err)
@@ -135,6 +138,10 @@ func TestReleaseThroughTheMiddleware(t *testing.T) {
 	}
 	if _, err := l.Release(t.Context(), httptest.NewRequest("GET", "/", nil)); !errors.Is(err, ratelimitheaders.ErrNoLease) {
 		t.Fatalf("Release without a lease: %v, want ErrNoLease", err)
+	}
+	srv.Stop()
+	if _, err := l.Release(t.Context(), kept); err == nil || !strings.Contains(err.Error(), "lease is not released") || strings.Contains(err.Error(), "reservation") {
+		t.Fatalf("Release with Redis down: %v, want an error saying the lease is not released", err)
 	}
 }
 
@@ -199,5 +206,98 @@ func TestLeaseTTLOfTheRoute(t *testing.T) {
 				t.Errorf("%s: a lease expires %d ms after the first decision's time, want %d (%d to %d)", tt.path, at-before, tt.ttl.Milliseconds(), before, after)
 			}
 		}
+	}
+}
+
+// A client that hangs up mid-stream cancels its request's context, and the next handler
+// returns what the request holds with that context, as the docs show
+// (Limiter.Release(r.Context(), r), Settle likewise): on a real redis-server, the lease
+// is released at once (the next stream is allowed) and the reservation is settled (its
+// difference back), not left to their ttl.
+func TestSettledAfterTheClientHungUp(t *testing.T) {
+	srv := redistest.Start(t)
+	doc := "defaultPlan: free\nplans: {free: [{name: tokens, capacity: 1000, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}\n" +
+		"routes: [{method: POST, path: /v1/chat, reserve: 400}]"
+	l := newLimiter(t, map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc}, middleware.Options{})
+	type outcome struct {
+		released, settled error
+		d                 bucketgate.Decision
+	}
+	started, done := make(chan struct{}), make(chan outcome, 1)
+	service := httptest.NewServer(l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		close(started)
+		<-r.Context().Done() // the client hung up mid-stream
+		var o outcome
+		o.d, o.settled = l.Settle(r.Context(), r, 100)
+		_, o.released = l.Release(r.Context(), r)
+		done <- o
+	})))
+	defer service.Close()
+
+	ctx, hangUp := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", service.URL+"/v1/chat", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	hangUp()
+	resp.Body.Close()
+	o := <-done
+	if o.settled != nil || o.d.Settled != 100 || o.d.Remaining != 900 || o.released != nil {
+		t.Fatalf("after the client hung up: Settle %+v, %v; Release %v: want 300 back (900 left) and the lease released", o.d, o.settled, o.released)
+	}
+	next := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/v1/models", nil)
+	r.RemoteAddr = "127.0.0.1:5000"
+	l.Handler(ok).ServeHTTP(next, r)
+	if next.Code != http.StatusOK {
+		t.Fatalf("the next stream: %d, want 200: the one whose client hung up was released", next.Code)
+	}
+}
+
+// A next handler that panics (http.ErrAbortHandler included) ends its request: the
+// Limiter returns the lease the request held as the panic passes (a stream of a
+// concurrency: 1 rule is free again at once, not at its ttl), and the panic goes on up
+// as it was.
+func TestLeaseReleasedWhenTheHandlerPanics(t *testing.T) {
+	srv := redistest.Start(t)
+	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}"
+	l := newLimiter(t, map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc}, middleware.Options{})
+	released := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { // a stream that ends well
+		if _, err := l.Release(r.Context(), r); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		value any
+	}{
+		{"a bug", "index out of range"},
+		{"an aborted response", http.ErrAbortHandler},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			panicking := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if ratelimitheaders.Lease(r) == "" {
+					t.Error("no lease reached the handler")
+				}
+				panic(tc.value)
+			})
+			var got any
+			func() {
+				defer func() { got = recover() }()
+				l.Handler(panicking).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/stream", nil))
+			}()
+			if got != tc.value {
+				t.Fatalf("recovered %v, want the handler's panic %v", got, tc.value)
+			}
+			next := httptest.NewRecorder()
+			l.Handler(released).ServeHTTP(next, httptest.NewRequest("GET", "/stream", nil))
+			if next.Code != http.StatusOK {
+				t.Fatalf("the next stream: %d, want 200: the panicked one's lease released", next.Code)
+			}
+		})
 	}
 }

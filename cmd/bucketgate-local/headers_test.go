@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The quick start's scenario (README.md), through the real local gateway on a Redis
@@ -169,6 +171,39 @@ func TestBackendUnreachable(t *testing.T) {
 	}
 	if !strings.Contains(g.stderr.String(), "backend: ") {
 		t.Errorf("the reason is not on stderr:\n%s", g.stderr.String())
+	}
+}
+
+// A service that streams (server-sent events, an LLM's tokens) streams through the local
+// gateway: each event it flushes reaches the client while the stream is still open,
+// with the rate-limit headers, as an HTTP integration with response streaming passes it.
+func TestBackendStreams(t *testing.T) {
+	read := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		select { // the stream stays open until the client has the first event
+		case <-read:
+			io.WriteString(w, "data: last\n\n")
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+			io.WriteString(w, "data: the first event never reached the client\n\n")
+		}
+	}))
+	defer srv.Close()
+	g := startGatewayWith(t, serveOptions{template: templatePath, backend: srv.URL}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
+	resp, err := http.Get(g.url + "/v1/chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewReader(resp.Body)
+	first, err := events.ReadString('\n')
+	close(read)
+	rest, _ := io.ReadAll(events)
+	if first != "data: first\n" || !strings.Contains(string(rest), "data: last") || resp.Header.Get("X-RateLimit-Remaining") != "9" {
+		t.Fatalf("first line %q (%v), then %q, headers %v", first, err, rest, resp.Header)
 	}
 }
 

@@ -159,3 +159,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap returns the writer underneath, for http.ResponseController: a backend's
+// streamed answer is flushed through.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

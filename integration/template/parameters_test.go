@@ -144,31 +144,40 @@ func TestTemplateApiKeyHeaderPatternHoldsTheResolversRule(t *testing.T) {
 // RedisEndpoint's AllowedPattern takes only addresses REDIS_ADDR loads with (seeds of
 // host:port, or the empty default, which creates the cache), so that sam deploy refuses
 // one that would stop the functions at init (a missing port, a scheme, credentials)
-// instead of deploying them; and it takes the endpoints ElastiCache gives.
+// instead of deploying them; and it takes the endpoints ElastiCache gives. An IPv6
+// literal, which REDIS_ADDR takes (a Redis of your own, locally or beside a service), the
+// template refuses, and its refusal says so: the functions in the VPC reach no IPv6
+// address (their security group's way out to RedisEndpoint is IPv4, on the port after
+// the first ":" of its first seed, and the functions are not allowed IPv6 traffic).
 func TestTemplateRedisEndpointPatternHoldsTheSettingsRule(t *testing.T) {
 	pattern := allowedPattern(t, "RedisEndpoint")
 	tests := []struct {
-		name, addr string
-		allowed    bool
+		name, addr     string
+		allowed, loads bool
 	}{
-		{"the default: create the cache", "", true},
-		{"a serverless cache", "c-abc123.serverless.use1.cache.amazonaws.com:6379", true},
-		{"a cluster's seeds", "a.cache.amazonaws.com:6379,b.cache.amazonaws.com:6380", true},
-		{"an address", "10.0.1.7:6379", true},
-		{"the highest port", "redis.internal:65535", true},
-		{"no port", "redis.internal", false},
-		{"port 0", "redis.internal:0", false},
-		{"a port too high", "redis.internal:65536", false},
-		{"a scheme", "rediss://redis.internal:6379", false},
-		{"credentials", "user:secret@redis.internal:6379", false},
-		{"a seed without a port", "a.internal:6379,b.internal", false},
-		{"no host", ":6379", false},
+		{"the default: create the cache", "", true, true},
+		{"a serverless cache", "c-abc123.serverless.use1.cache.amazonaws.com:6379", true, true},
+		{"a cluster's seeds", "a.cache.amazonaws.com:6379,b.cache.amazonaws.com:6380", true, true},
+		{"an address", "10.0.1.7:6379", true, true},
+		{"the highest port", "redis.internal:65535", true, true},
+		{"an IPv6 literal", "[fd00::7]:6379", false, true},
+		{"a seed with an IPv6 literal", "a.internal:6379,[fd00::7]:6379", false, true},
+		{"no port", "redis.internal", false, false},
+		{"port 0", "redis.internal:0", false, false},
+		{"a port too high", "redis.internal:65536", false, false},
+		{"a scheme", "rediss://redis.internal:6379", false, false},
+		{"credentials", "user:secret@redis.internal:6379", false, false},
+		{"a seed without a port", "a.internal:6379,b.internal", false, false},
+		{"no host", ":6379", false, false},
 	}
 	for _, tc := range tests {
 		_, err := settingsWith(settings.EnvRedisAddr, tc.addr)
 		allowed := pattern.MatchString(tc.addr)
-		if loads := err == nil; allowed != tc.allowed || tc.addr != "" && allowed != loads {
-			t.Errorf("%s: %q: the pattern allows it %v (want %v), settings loads it %v (%v)", tc.name, tc.addr, allowed, tc.allowed, loads, err)
+		if loads := err == nil; allowed != tc.allowed || loads != tc.loads {
+			t.Errorf("%s: %q: the pattern allows it %v (want %v), settings loads it %v (want %v: %v)", tc.name, tc.addr, allowed, tc.allowed, loads, tc.loads, err)
 		}
+	}
+	if c := loadTemplate(t, limiter).Parameters["RedisEndpoint"].ConstraintDescription; !strings.Contains(c, "IPv6") {
+		t.Errorf("RedisEndpoint's ConstraintDescription %q: want it to say why an IPv6 literal is refused", c)
 	}
 }

@@ -77,8 +77,10 @@ type samTemplate struct {
 		// AllowedPattern is a CloudFormation (Java) regular expression; the ones here
 		// are also valid RE2.
 		AllowedPattern string `yaml:"AllowedPattern"`
-		MinValue       *int64 `yaml:"MinValue"`
-		MaxValue       *int64 `yaml:"MaxValue"`
+		// ConstraintDescription is what sam deploy says of a value that breaks them.
+		ConstraintDescription string `yaml:"ConstraintDescription"`
+		MinValue              *int64 `yaml:"MinValue"`
+		MaxValue              *int64 `yaml:"MaxValue"`
 	} `yaml:"Parameters"`
 	Globals struct {
 		Function samFunction `yaml:"Function"`

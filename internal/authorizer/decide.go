@@ -109,12 +109,26 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, "", attrs...)
 	telemetry.LogDecision(ctx, h.Log, r, attrs...)
 	if h.Events != nil && len(r.Crossings) > 0 { // only on the invocation that crossed; the decision stands
-		h.Events.Send(ctx, &inv, eventbus.Crossed(r.Decision, eventbus.Who{Identity: q.Identity, Account: entry.Account, Owner: entry.Owner, Plan: limits.Plan}))
+		send, cancel := outliving(ctx)
+		h.Events.Send(send, &inv, eventbus.Crossed(r.Decision, eventbus.Who{Identity: q.Identity, Account: entry.Account, Owner: entry.Owner, Plan: limits.Plan}))
+		cancel()
 	}
 	if r.Reason == bucketgate.ReasonUnavailable {
 		return Outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
 	}
 	return Outcome{Identity: id, Limits: limits, Result: r}, nil
+}
+
+// outliving returns ctx with its values and its deadline but not its cancellation:
+// what a decision Redis made must do once (send the events of a crossing, reported once
+// per window) is done even when the caller hung up meanwhile (a client of the
+// middleware, whose request's context is canceled then).
+func outliving(ctx context.Context) (context.Context, context.CancelFunc) {
+	detached := context.WithoutCancel(ctx)
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(detached, deadline)
+	}
+	return detached, func() {}
 }
 
 // request is what the authorizer asks the engine for a request of identity id (that

@@ -3,18 +3,60 @@ package authorizer
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
-// recorder keeps what each invocation sent, one Send per call.
-type recorder struct{ sends [][]eventbus.Event }
+// recorder keeps what each invocation sent, one Send per call, and the error of its
+// context then.
+type recorder struct {
+	sends [][]eventbus.Event
+	errs  []error
+}
 
-func (r *recorder) Send(_ context.Context, _ *telemetry.Invocation, events []eventbus.Event) {
+func (r *recorder) Send(ctx context.Context, _ *telemetry.Invocation, events []eventbus.Event) {
 	r.sends = append(r.sends, events)
+	r.errs = append(r.errs, ctx.Err())
+}
+
+// hangUp is a Guard whose caller hangs up as Redis answers (a client of the middleware
+// whose request's context is canceled then): it decides with Guard, then cancels.
+type hangUp struct {
+	Guard
+	cancel context.CancelFunc
+}
+
+func (h hangUp) Decide(ctx context.Context, q bucketgate.Request) (guard.Result, error) {
+	r, err := h.Guard.Decide(ctx, q)
+	h.cancel()
+	return r, err
+}
+
+// A caller that hangs up once Redis has decided loses no event: Redis reports a
+// crossing once per window, so the invocation that crossed sends it with a context the
+// caller's cancellation does not end (its deadline still bounds it).
+func TestEventsOutliveTheCaller(t *testing.T) {
+	f := newFixture(t, options{config: mustParse(t, "defaultPlan: free\nplans: {free: [{name: burst, capacity: 1, refill: 1, per: day}]}")})
+	rec := &recorder{}
+	f.h.Events = rec
+	call := Call{SourceIP: "203.0.113.9", Method: "GET", Path: "/"}
+	if o, err := f.h.Authorize(context.Background(), call); err != nil || !o.Result.Allowed {
+		t.Fatalf("first request: %+v, %v", o.Result, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f.h.Guard = hangUp{Guard: f.h.Guard, cancel: cancel}
+	if o, err := f.h.Authorize(ctx, call); err != nil || o.Result.Allowed {
+		t.Fatalf("second request: %+v, %v: want the first denial", o.Result, err)
+	}
+	if len(rec.sends) != 1 || len(rec.sends[0]) != 1 || rec.errs[0] != nil {
+		t.Fatalf("sends %+v with context errors %v: want the first denial's event sent with a live context", rec.sends, rec.errs)
+	}
 }
 
 // A key of an account: its first denial is one event, sent by the invocation that was

@@ -52,7 +52,11 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	inv.Observe(r)
 	telemetry.LogDecision(ctx, h.Log, r, append(attrs, slog.String(telemetry.AttrPlan, l.Plan))...)
 	if r.Failure != guard.FailureNone || r.Reason == bucketgate.ReasonDegraded || r.Reason == bucketgate.ReasonUnavailable {
-		return r, fmt.Errorf("%w (%s): the reservation is not settled", ErrUnavailable, r.Failure)
+		what := "the reservation is not settled"
+		if op == bucketgate.OpRelease {
+			what = "the lease is not released"
+		}
+		return r, fmt.Errorf("%w (%s): %s", ErrUnavailable, r.Failure, what)
 	}
 	return r, nil
 }

@@ -126,8 +126,15 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		if r.IsQuota() {
 			// The stored count applies until its window's end; then the window that
 			// holds now counts from 0.
+			// A later end than a day's or a week's window can have (a day or a week and
+			// an hour from now, a week's on a Monday) is another period's, stored before
+			// the rule changed period: its count stands until this period's window ends,
+			// unmarked.
 			if stored, ok := k.quota(r.Name, op); ok && stored.End*1_000_000 > nowUS {
 				st.count, st.end, st.limited, st.reached = stored.Used, stored.End, stored.Limited, stored.Reached
+				if _, end := r.Window(now); ofAnotherPeriod(r, st.end, nowUS) && end.Unix() < st.end {
+					st.end, st.limited, st.reached = end.Unix(), false, 0
+				}
 			} else {
 				_, end := r.Window(now)
 				st.end = end.Unix()
@@ -238,7 +245,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	d := newDecision(q, allowed, binding, int64(math.Floor(fewest)), int64(waited), int64(reset), nowUS, waitRule, limited)
 	d.Crossings = newCrossings(q, d.At, firstDenied, reached80, reached100, figs)
 	if firstDenied != 0 {
-		m.mark(key, q.Rules, firstDenied)
+		m.mark(key, q.Rules, states, firstDenied)
 	}
 	counted := m.UsageDays > 0 && op == bucketgate.OpCheck && qcost > 0 && !debit
 	switch {
@@ -278,8 +285,9 @@ func (st *ruleState) crossed(r bucketgate.Rule, was int64) bool {
 	return 5*st.count >= 4*r.Limit && 5*was < 4*r.Limit || st.count >= r.Limit && was < r.Limit
 }
 
-// mark records the first denial of rules in denied, whose state is stored.
-func (m *Model) mark(key string, rules []bucketgate.Rule, denied bucketgate.RuleSet) {
+// mark records the first denial of rules in denied, whose state is stored; a quota's
+// window is its state's (states), the stored one's but for a quota that changed period.
+func (m *Model) mark(key string, rules []bucketgate.Rule, states []ruleState, denied bucketgate.RuleSet) {
 	k := m.keys[key]
 	for i, r := range rules {
 		if !denied.Has(i) {
@@ -287,7 +295,7 @@ func (m *Model) mark(key string, rules []bucketgate.Rule, denied bucketgate.Rule
 		}
 		if r.IsQuota() {
 			q := k.quotas[r.Name]
-			q.Limited = true
+			q.End, q.Limited, q.Reached = states[i].end, true, states[i].reached
 			k.quotas[r.Name] = q
 		} else {
 			b := k.buckets[r.Name]
@@ -583,6 +591,20 @@ func (m *Model) ExpiresAt(identity string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(k.expires), true
+}
+
+// ofAnotherPeriod reports whether end, the end (Unix seconds) of the window stored
+// with quota r's count, is one no window of r's period ends on at nowUS, an hour
+// allowed for a clock ahead: more than a day (a week) and an hour away for a daily
+// (weekly) quota, or not a Monday for a weekly one. A monthly quota's never is.
+func ofAnotherPeriod(r bucketgate.Rule, end, nowUS int64) bool {
+	switch r.Period {
+	case bucketgate.PeriodDay:
+		return end*1_000_000-nowUS > (86400+3600)*1_000_000
+	case bucketgate.PeriodWeek:
+		return end*1_000_000-nowUS > (7*86400+3600)*1_000_000 || end%86400 != 0 || (end/86400+3)%7 != 0
+	}
+	return false
 }
 
 // ceilDiv is a / b rounded up, for b > 0.

@@ -113,7 +113,8 @@ func TestWindow(t *testing.T) {
 // TestCalendarDifferential holds the script to the model while Redis's clock (miniredis,
 // which answers TIME from SetTime and runs the same bucket.lua) moves across the month
 // ends of a common and a leap February, a year end and week ends: random checks, peeks,
-// refunds and resets of buckets and quotas of every period (shadow ones too), with usage
+// refunds and resets of buckets and quotas of every period (shadow ones too; a quota now
+// and then under another period, as a changed plan gives it), with usage
 // kept 3 days (so that the days past keeping are pruned within the run) from two of the
 // starts and none from the others, and time steps from milliseconds to days. Every decision, every stored field and every key's expiry
 // (and so its disappearance) are the model's.
@@ -160,6 +161,12 @@ func TestCalendarDifferential(t *testing.T) {
 					m.advance(time.Millisecond)
 				}
 				q := randomRequest(rng, id, pool)
+				for i, r := range q.Rules {
+					if r.IsQuota() && rng.IntN(20) == 0 { // as a plan that changed its period has it
+						q.Rules[i].Period, q.Rules[i].Anchor = bucketgate.PeriodDay+bucketgate.Period(rng.IntN(3)), 0
+						counts["period changed"]++
+					}
+				}
 				got := decide(t, l, q)
 				want := model.Decide(m.now, q)
 				if !reflect.DeepEqual(got, want) {
@@ -184,7 +191,7 @@ func TestCalendarDifferential(t *testing.T) {
 			}
 			t.Logf("ends %v; %v", m.now, counts)
 			if counts["quota binds limited"] < 50 || counts["quota binds ok"] < 50 || counts["refund"] < 50 || counts["reset"] < 20 ||
-				kept > 0 && counts["archive of days"] < 100 {
+				kept > 0 && counts["archive of days"] < 100 || counts["period changed"] < 20 {
 				t.Errorf("workload too one-sided to mean much: %v", counts)
 			}
 			if m.now.Sub(start) < 14*24*time.Hour {
@@ -256,5 +263,89 @@ func TestUsageReadRefuses(t *testing.T) {
 	}
 	if _, err := l.Usage(ctx, "b", epoch, epoch); !errors.Is(err, bucket.ErrBadState) {
 		t.Errorf("an archive of another type: %v, want ErrBadState", err)
+	}
+}
+
+// TestQuotaChangesPeriod: a quota whose rule changes period under the same name (a plan
+// or a registry override from monthly to daily) keeps its count only until the window
+// of its new period ends, as a plan change keeps a count; a window stored under a clock
+// ahead still keeps its count to its end. The script and the model agree on each.
+func TestQuotaChangesPeriod(t *testing.T) {
+	at := func(d string, h, min int) time.Time {
+		day, err := time.Parse(time.DateOnly, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return day.Add(time.Duration(h)*time.Hour + time.Duration(min)*time.Minute)
+	}
+	quota := func(p bucketgate.Period) []bucketgate.Rule {
+		return []bucketgate.Rule{{Name: "calls", Limit: 5, Period: p}}
+	}
+	for _, tc := range []struct {
+		name     string
+		spent    time.Time         // 5 spent then, under from
+		from, to []bucketgate.Rule // the rule before and after the change
+		checked  time.Time         // a check then, under to: denied
+		until    time.Time         // until then
+	}{
+		{"month to day", at("2026-11-20", 10, 0), quota(bucketgate.PeriodMonth), quota(bucketgate.PeriodDay), at("2026-11-20", 11, 0), at("2026-11-21", 0, 0)},
+		{"month to day, the day before the month's last", at("2026-11-29", 10, 0), quota(bucketgate.PeriodMonth), quota(bucketgate.PeriodDay), at("2026-11-29", 11, 0), at("2026-11-30", 0, 0)},
+		{"month to day on the month's last day", at("2026-11-30", 10, 0), quota(bucketgate.PeriodMonth), quota(bucketgate.PeriodDay), at("2026-11-30", 11, 0), at("2026-12-01", 0, 0)},
+		{"month to week", at("2026-11-05", 10, 0), quota(bucketgate.PeriodMonth), quota(bucketgate.PeriodWeek), at("2026-11-05", 11, 0), at("2026-11-09", 0, 0)},
+		{"month to week, the month ending a day after the week", at("2026-11-26", 10, 0), quota(bucketgate.PeriodMonth), quota(bucketgate.PeriodWeek), at("2026-11-26", 11, 0), at("2026-11-30", 0, 0)},
+		{"month of anchor 14 to week, ending on a Monday", at("2026-11-20", 10, 0), []bucketgate.Rule{{Name: "calls", Limit: 5, Period: bucketgate.PeriodMonth, Anchor: 14}}, quota(bucketgate.PeriodWeek), at("2026-11-20", 11, 0), at("2026-11-23", 0, 0)},
+		{"week to day", at("2026-11-23", 10, 0), quota(bucketgate.PeriodWeek), quota(bucketgate.PeriodDay), at("2026-11-23", 11, 0), at("2026-11-24", 0, 0)},
+		{"day to week: the day's count to the day's end", at("2026-11-25", 10, 0), quota(bucketgate.PeriodDay), quota(bucketgate.PeriodWeek), at("2026-11-25", 11, 0), at("2026-11-26", 0, 0)},
+		{"day to month: the day's count to the day's end", at("2026-11-25", 10, 0), quota(bucketgate.PeriodDay), quota(bucketgate.PeriodMonth), at("2026-11-25", 11, 0), at("2026-11-26", 0, 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMini(t)
+			l := bucket.New(m.client)
+			model := bucket.NewModel()
+			m.SetTime(tc.spent)
+			q := bucketgate.Request{Identity: "changed", Rules: tc.from, Cost: 5}
+			if got, want := decide(t, l, q), model.Decide(tc.spent, q); !got.Allowed || !reflect.DeepEqual(got, want) {
+				t.Fatalf("spending the quota:\nscript %+v\nmodel  %+v", got, want)
+			}
+			m.SetTime(tc.checked)
+			q = bucketgate.Request{Identity: "changed", Rules: tc.to, Cost: 1}
+			got, want := decide(t, l, q), model.Decide(tc.checked, q)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("after the change:\nscript %+v\nmodel  %+v", got, want)
+			}
+			if wait := tc.until.Sub(tc.checked); got.Allowed || got.RetryAfter != wait {
+				t.Fatalf("after the change: allowed %v, retry after %v; want denied until %v (%v)", got.Allowed, got.RetryAfter, tc.until, wait)
+			}
+			compareStored(t, m.client, model, "changed", tc.checked, false)
+			m.SetTime(tc.until)
+			if got, want := decide(t, l, q), model.Decide(tc.until, q); !got.Allowed || !reflect.DeepEqual(got, want) {
+				t.Fatalf("when the window ends:\nscript %+v\nmodel  %+v", got, want)
+			}
+			compareStored(t, m.client, model, "changed", tc.until, false)
+		})
+	}
+	// A daily window stored under a clock ahead that had passed midnight ends a day
+	// later than the calendar's: its count stands to its end.
+	m := newMini(t)
+	l := bucket.New(m.client)
+	now := at("2026-11-25", 23, 59).Add(59*time.Second + 900*time.Millisecond)
+	m.SetTime(now)
+	ahead := at("2026-11-27", 0, 0).Unix()
+	m.HSet(bucket.Key("ahead"), "calls"+lua.UsedSuffix, "5", "calls"+lua.EndSuffix, strconv.FormatInt(ahead, 10))
+	if d := decide(t, l, bucketgate.Request{Identity: "ahead", Rules: quota(bucketgate.PeriodDay), Cost: 1}); d.Allowed || d.RetryAfter != time.Unix(ahead, 0).Sub(now) {
+		t.Fatalf("a window stored under a clock ahead: %+v, want denied until %v", d, time.Unix(ahead, 0).UTC())
+	}
+	// On redis-server, by its clock: a daily quota finding a month's window ten days
+	// away denies until the day's end, and stores that end.
+	rl, c := real(t)
+	end := bucketgate.UTCDay(redisTime(t, c)).AddDate(0, 0, 1)
+	do(t, c, c.B().Hset().Key(bucket.Key("real")).FieldValue().FieldValue("calls"+lua.UsedSuffix, "5").
+		FieldValue("calls"+lua.EndSuffix, strconv.FormatInt(end.AddDate(0, 0, 10).Unix(), 10)).Build())
+	d := decide(t, rl, bucketgate.Request{Identity: "real", Rules: quota(bucketgate.PeriodDay), Cost: 1})
+	if d.Allowed || d.RetryAfter > 24*time.Hour {
+		t.Fatalf("redis-server: %+v, want denied until %v", d, end)
+	}
+	if got, err := do(t, c, c.B().Hget().Key(bucket.Key("real")).Field("calls"+lua.EndSuffix).Build()).ToString(); err != nil || got != "+"+strconv.FormatInt(end.Unix(), 10) {
+		t.Fatalf("redis-server: the window stored ends at %q (%v), want +%d (marked)", got, err, end.Unix())
 	}
 }

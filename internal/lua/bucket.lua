@@ -74,7 +74,10 @@
 -- from March). Its stored count applies until the window stored with it ends (a window
 -- written under a clock ahead ends later: the count stands, so that no window admits
 -- more than its limit); then it counts from 0 in the window that holds now, whose end the
--- calendar gives: only then, so that most calls compute no date. A quota's room is its
+-- calendar gives: only then, so that most calls compute no date. But a day's or a week's
+-- stored end more than its period and an hour away, or a week's not on a Monday, is
+-- another period's (the rule changed period under its name): its count stands until the
+-- window of the day or week that holds now ends, which it is written with, unmarked. A quota's room is its
 -- limit less its count (0 at least); its wait, when short, is until its window ends.
 --
 -- A shadow rule is decided as if it were enforced, but never denies: a check is allowed
@@ -515,7 +518,26 @@ for i = 1, n2, 2 do
       if not (c >= 0 and c < huge and e > -huge and e < huge) then
         return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored count ' .. string.sub(used, 1, 32) .. ' of a window ending ' .. string.sub(ending, 1, 32) .. ' are not finite numbers, the count >= 0')
       end
-      if e * 1000000 > now then count, we = c, e end
+      if e * 1000000 > now then
+        count, we = c, e
+        -- A day's window ends within a day of now, a week's on a Monday within a week
+        -- (an hour more each, for a window stored under a clock ahead): a later end is
+        -- another period's, stored before the rule changed period (a plan changed under
+        -- the same name). The count stands until this period's window ends, unmarked.
+        if period > -8 and (e * 1000000 - now > (3600 - 86400 * period) * 1000000 or period == -7 and (e / 86400 + 3) % 7 ~= 0) then
+          if not day then
+            day = now - now % 86400000000
+            day = day / 86400000000
+          end
+          local ce = day + 1
+          if period == -7 then ce = day - (day + 3) % 7 + 7 end
+          ce = ce * 86400
+          if ce < e then
+            we, ending = ce, string.format('%d', ce)
+            s[i + 1] = ending
+          end
+        end
+      end
     elseif ending then
       return redis.error_reply('ERR bucketgate-state: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': stored window without count')
     end

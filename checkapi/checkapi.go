@@ -34,11 +34,14 @@ const ErrorTypeInvalidRequest = "InvalidRequestError"
 // ErrorTypeConflict is the errorType of the function error that answers a request in
 // conflict with what the limiter holds: a settle or a cancel of a reservation it did
 // not make for the identity, or that expired (it stays charged at its estimate), or a
-// RequestID used first for another request. Nothing is written.
+// RequestID used first for another request. Nothing is written for that request; in a
+// Batch, the other checks may have been decided all the same (a batch is not atomic),
+// and the errorMessage names those that were.
 const ErrorTypeConflict = "ConflictError"
 
 // ErrorTypeUnavailable is the errorType of the function error that answers a usage
-// request (OpUsage) Redis could not answer in time: a report has no failure policy.
+// request (OpUsage) Redis could not answer in time (or answered with what is not
+// bucketgate's usage, which the errorMessage says): a report has no failure policy.
 const ErrorTypeUnavailable = "UnavailableError"
 
 // Request is one check: may Key spend Cost tokens now? Or, with Op, a refund or a
@@ -59,7 +62,10 @@ type Request struct {
 	// spend its buckets), or "tenant:<key>", Key's own buckets. An API key of an account
 	// reaches its account's buckets (its own rules among them), whatever the plan or
 	// rules given. It is the operator's path (bucketgate buckets), logged at info:
-	// whoever may invoke the function may spend, refund or reset any caller's buckets.
+	// whoever may invoke the function that serves it may spend, refund or reset any
+	// caller's buckets. A stack's check function serves services alone (its
+	// OPERATOR_FUNCTION names the stack's operator function, which serves this path): it
+	// refuses an Identity, and OpReset, as an invalid request naming that function.
 	// Empty means Key's buckets; not together with Key.
 	Identity string `json:"identity,omitempty"`
 	// Op is what to do; OpCheck, the zero Op, leaves "op" out of the JSON (the function
@@ -126,7 +132,8 @@ const (
 	OpRefund = bucketgate.OpRefund
 	// OpUsage reports Key's (or Identity's) usage per UTC day from From to To: a Usage.
 	OpUsage = bucketgate.OpUsage
-	// OpReset makes every rule full again: its state removed from Redis.
+	// OpReset makes every rule full again: its state removed from Redis. An operator's
+	// operation: a service-facing check function refuses it (see Request.Identity).
 	OpReset = bucketgate.OpReset
 	// OpReserve is a check of Cost, the estimate of work whose cost is known only after
 	// it, that, when allowed, answers a Response.Reservation held for TTLMS.
@@ -179,8 +186,9 @@ const (
 )
 
 // Response is the decision on one Request, describing its enforced rules after it:
-// for a refund or a reset, allowed with reason ok. The zero Response is a denial with
-// no reason.
+// for a refund or a reset, allowed with reason ok (unavailable or degraded, as a check's,
+// when Redis could not answer: it may not have been done). The zero Response is a
+// denial with no reason.
 type Response struct {
 	// Allowed reports whether the request may proceed.
 	Allowed bool `json:"allowed"`
@@ -224,7 +232,8 @@ type Response struct {
 	Lease string `json:"lease,omitempty"`
 	// Released is, for a release, whether the lease was held and is returned now; false
 	// when it was released before or its TTLMS ended (nothing changed). Nil (left out)
-	// for every other operation.
+	// for every other operation, and for a release Redis did not answer (reason
+	// unavailable or degraded: send it again).
 	Released *bool `json:"released,omitempty"`
 }
 

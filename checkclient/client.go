@@ -222,7 +222,9 @@ func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string
 
 // Reset makes every rule of req full again (its state removed) and answers the buckets
 // after it. req.Op must be empty or checkapi.OpReset, and req.Cost nil. Errors are as
-// for Check.
+// for Check. It is an operator's operation: a stack's check function, which serves
+// services alone, refuses it with an *InvalidRequestError naming the stack's operator
+// function; a Client of that function (its output OperatorFunctionName) resets.
 func (c *Client) Reset(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	return c.operate(ctx, checkapi.OpReset, req)
 }
@@ -266,7 +268,9 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 // trip to Redis, in order: results[i] answers reqs[i]. Each request is atomic, the
 // batch is not. Errors are as for Check; an invalid request anywhere refuses the whole
 // batch before anything is decided, and the error names the index ("checks[3].cost:
-// ..."); a batch of the wrong size is refused before it is sent. A batch that holds a
+// ..."); a batch of the wrong size is refused before it is sent. A ConflictError of one
+// request (see Settle) is the batch's error too, but the other requests may have been
+// decided, and stand: its message names them. A batch that holds a
 // request that takes or gives back tokens is sent again only when the function did not
 // run, as that request alone would be, unless each such request has its requestId (see
 // Check).

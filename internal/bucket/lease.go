@@ -127,7 +127,7 @@ func decodeRelease(r rueidis.RedisResult) (bucketgate.Decision, error) {
 // peekLeases is the peek q: the script's peek of qo, its buckets and quotas (Redis's
 // time alone when it has none), then every concurrency rule's leases in flight at that
 // time. A concurrency rule's RuleState is the leases it may still give and the time
-// until its last lease expires.
+// until its last lease expires; it binds as peekBinding says.
 func (l *Limiter) peekLeases(ctx context.Context, c rediser, q, qo bucketgate.Request) (bucketgate.Decision, error) {
 	d := bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}
 	var err error
@@ -168,8 +168,21 @@ func (l *Limiter) peekLeases(ctx context.Context, c rediser, q, qo bucketgate.Re
 		}
 		states = append(states, bucketgate.RuleState{Remaining: max(0, int64(r.Concurrency)-held), ResetAfter: millisToDuration(last)})
 	}
+	return peekBinding(d, q, states), nil
+}
+
+// peekBinding completes d, the peek q of its buckets and quotas, with states, every
+// rule's in q's order: the binding rule becomes a concurrency rule that has fewer
+// leases left than d's rule has whole tokens (or the first, when d has none), as a
+// check's does.
+func peekBinding(d bucketgate.Decision, q bucketgate.Request, states []bucketgate.RuleState) bucketgate.Decision {
+	for i, r := range q.Rules {
+		if left := states[i].Remaining; r.IsConcurrency() && (d.Rule == "" || left < d.Remaining) {
+			d.Rule, d.Limit, d.Remaining = r.Name, int64(r.Concurrency), left
+		}
+	}
 	d.Rules = states
-	return d, nil
+	return d
 }
 
 // resetLeases is the reset q: the script's reset of qo, its buckets and quotas, and

@@ -112,8 +112,7 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 			}
 			states = append(states, bucketgate.RuleState{Remaining: max(0, int64(r.Concurrency)-held), ResetAfter: millisToDuration(last)})
 		}
-		d.Rules = states
-		return d
+		return peekBinding(d, q, states)
 	case op != bucketgate.OpCheck || debit:
 		return m.decide(now, qo, op, qcost, debit)
 	}

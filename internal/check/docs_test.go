@@ -207,3 +207,55 @@ func checkDocFailure(t *testing.T, b docBlock, request []byte) {
 	assertJSONEqual(t, out, b.text)
 	roundTrip(t, b, new(checkapi.Response))
 }
+
+// TestTablesListEveryField: the Request section's table names every member of a check
+// (checkapi.Request's), and the Response section's every member a response may carry
+// (checkapi.Response's), each in its first column, with the row of "rules" naming every
+// member of a rule's state (checkapi.RuleStatus's).
+func TestTablesListEveryField(t *testing.T) {
+	b, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		section string
+		members reflect.Type
+	}{{"Request", reflect.TypeFor[checkapi.Request]()}, {"Response", reflect.TypeFor[checkapi.Response]()}} {
+		listed := tableRows(string(b), tc.section)
+		for f := range tc.members.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if _, ok := listed[name]; !ok {
+				t.Errorf("%s: the %s table has no row for %q (%v.%s)", docPath, tc.section, name, tc.members, f.Name)
+			}
+		}
+		if tc.section != "Response" {
+			continue
+		}
+		for f := range reflect.TypeFor[checkapi.RuleStatus]().Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !strings.Contains(listed["rules"], `"`+name+`"`) {
+				t.Errorf("%s: the Response table's row of rules does not name %q (checkapi.RuleStatus.%s)", docPath, name, f.Name)
+			}
+		}
+	}
+}
+
+// tableRows returns the rows of the tables of doc's section (its "## " heading), by each
+// name quoted in their first column.
+func tableRows(doc, section string) map[string]string {
+	_, text, _ := strings.Cut(doc, "\n## "+section+"\n")
+	text, _, _ = strings.Cut(text, "\n## ")
+	rows := map[string]string{}
+	for line := range strings.SplitSeq(text, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		for i, part := range strings.Split(cells[1], "`") {
+			if i%2 == 1 {
+				rows[part] = line
+			}
+		}
+	}
+	return rows
+}

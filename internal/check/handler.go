@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
@@ -121,6 +122,10 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	if err == nil {
 		results, err = h.decide(ctx, checks, batch)
 	}
+	responses := h.answer(ctx, checks, results, &inv) // the checks decided, though Redis refused another
+	if err != nil && batch {
+		err = standing(err, results)
+	}
 	if errors.Is(err, bucketgate.ErrConflict) { // a reservation or requestId refused
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "conflict", slog.String(telemetry.AttrError, err.Error()))
 		return nil, messages.InvokeResponse_Error{Message: err.Error(), Type: checkapi.ErrorTypeConflict}
@@ -129,9 +134,21 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
+	if !batch {
+		return json.Marshal(responses[0])
+	}
+	return json.Marshal(checkapi.BatchResult{Results: responses})
+}
+
+// answer counts, logs and sends the events of every check of checks that results
+// decided (a check left undecided has the zero Result), and returns their responses.
+func (h *Handler) answer(ctx context.Context, checks []check, results []guard.Result, inv *telemetry.Invocation) []checkapi.Response {
 	responses := make([]checkapi.Response, len(checks))
 	var events []eventbus.Event
 	for i, c := range checks {
+		if i >= len(results) || results[i].Reason == "" {
+			continue
+		}
 		r := results[i]
 		inv.Observe(r)
 		attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.logged), slog.String(telemetry.AttrPlan, c.plan),
@@ -144,19 +161,36 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		if c.inline {
 			metricRule = telemetry.InlineRule
 		}
-		telemetry.ObserveShadow(ctx, h.Log, &inv, c.req, r, metricRule, attrs...)
+		telemetry.ObserveShadow(ctx, h.Log, inv, c.req, r, metricRule, attrs...)
 		responses[i] = response(c, r)
 		if h.Events != nil {
 			events = append(events, eventbus.Crossed(r.Decision, eventbus.Who{Identity: c.req.Identity, Account: c.account, Owner: c.owner, Plan: c.plan})...)
 		}
 	}
 	if len(events) > 0 { // only on the invocation that crossed; the decisions stand
-		h.Events.Send(ctx, &inv, events)
+		h.Events.Send(ctx, inv, events)
 	}
-	if !batch {
-		return json.Marshal(responses[0])
+	return responses
+}
+
+// standing adds to err, the error of a batch of which Redis refused a check, the checks
+// decided all the same (a batch is not atomic): their answers go with the error, and
+// what they took or gave back stands.
+func standing(err error, results []guard.Result) error {
+	var decided []string
+	for i, r := range results {
+		if r.Reason != "" {
+			decided = append(decided, index(fieldChecks, i))
+		}
 	}
-	return json.Marshal(checkapi.BatchResult{Results: responses})
+	switch len(decided) {
+	case 0:
+		return err
+	case 1:
+		return fmt.Errorf("%w (%s was decided all the same: a batch is not atomic, and what it took or gave back stands)", err, decided[0])
+	}
+	return fmt.Errorf("%w (%s and %s were decided all the same: a batch is not atomic, and what they took or gave back stands)",
+		err, strings.Join(decided[:len(decided)-1], ", "), decided[len(decided)-1])
 }
 
 // decide decides checks: one by itself, a batch in one round trip; a check whose
@@ -182,19 +216,19 @@ func (h *Handler) decide(ctx context.Context, checks []check, batch bool) ([]gua
 		return results, err
 	}
 	rs, err := h.Guard.DecideBatch(ctx, qs)
+	if len(rs) == len(qs) {
+		for k, i := range asked {
+			results[i] = rs[k]
+		}
+	}
 	if be := (*guard.BatchError)(nil); errors.As(err, &be) {
-		return nil, fmt.Errorf("%s: %w", index(fieldChecks, asked[be.Index]), be.Err)
-	} else if err != nil {
-		return nil, err
+		return results, fmt.Errorf("%s: %w", index(fieldChecks, asked[be.Index]), be.Err)
 	}
-	for k, i := range asked {
-		results[i] = rs[k]
-	}
-	return results, nil
+	return results, err
 }
 
 // response is the answer to check c decided as r: for a peek Redis decided, with the
-// state of every rule.
+// state of every rule; for a release Redis decided, whether it released.
 func response(c check, r guard.Result) checkapi.Response {
 	res := checkapi.Response{
 		Allowed:      r.Allowed,
@@ -210,7 +244,7 @@ func response(c check, r guard.Result) checkapi.Response {
 		Settled:      r.Settled,
 		Lease:        r.Lease,
 	}
-	if c.req.Op == bucketgate.OpRelease {
+	if c.req.Op == bucketgate.OpRelease && r.Failure == guard.FailureNone { // else nothing is known of the lease
 		res.Released = &r.Released
 	}
 	if !r.Expires.IsZero() {

@@ -128,3 +128,20 @@ func TestLeasesRealRedis(t *testing.T) {
 		t.Fatalf("after the refused requests: %+v, want the lease still held, 8 tokens", p.Rules)
 	}
 }
+
+// A peek names its binding rule as a check does: a concurrency rule when it has fewer
+// leases left than the other rules have whole tokens, with the leases it may still give,
+// and when it is the only enforced rule.
+func TestPeekBindsOnLeases(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+	rules := `{"key":"stream","rules":[{"name":"streams","concurrency":2},` + slowRule + `]`
+	f.invokeOK(t, []byte(rules+`}`))
+	if p := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"cost":0}`))); p.Rule != "streams" || p.Limit != 2 || p.Remaining != 1 {
+		t.Errorf("peek with one lease of two held, 9 tokens = %+v; want rule streams, limit 2, 1 left", p)
+	}
+	alone := `{"key":"alone","rules":[{"name":"streams","concurrency":3}],"cost":0}`
+	if p := decodeResponse(t, f.invokeOK(t, []byte(alone))); p.Rule != "streams" || p.Limit != 3 || p.Remaining != 3 {
+		t.Errorf("peek of a concurrency rule alone = %+v; want rule streams, limit 3, 3 left", p)
+	}
+}

@@ -187,3 +187,26 @@ func TestBadStateThroughTheHandler(t *testing.T) {
 		}
 	}
 }
+
+// A release Redis did not answer says nothing of the lease: no "released" member, which
+// would say the lease was already gone (false) or returned (true); its reason says to
+// send it again.
+func TestReleaseRedisDidNotAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts guard.Options
+		want string
+	}{
+		{"fail closed", guard.Options{}, `{"allowed":false,"reason":"unavailable","limit":1,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"streams","plan":""}`},
+		{"fail open", guard.Options{FailOpen: true}, `{"allowed":true,"reason":"degraded","limit":1,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"streams","plan":""}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			f := newFixture(t, redistest.Client(t, srv.Addr), nil, tc.opts)
+			rules := `{"key":"stream","rules":[{"name":"streams","concurrency":1},` + slowRule + `]`
+			a := decodeResponse(t, f.invokeOK(t, []byte(rules+`}`)))
+			srv.Stop()
+			assertJSONEqual(t, f.invokeOK(t, []byte(rules+`,"op":"release","lease":"`+a.Lease+`"}`)), tc.want)
+		})
+	}
+}

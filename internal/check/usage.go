@@ -12,6 +12,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -66,13 +67,17 @@ func (h *Handler) usage(ctx context.Context, c check) ([]byte, error) {
 }
 
 // unavailable logs and returns the error of usage request c, which Redis did not answer
-// (err), or whose identity the registry could not look up (c.lookupErr): a function
-// error of type checkapi.ErrorTypeUnavailable.
+// (err), or answered with what is not bucketgate's usage, or whose identity the registry
+// could not look up (c.lookupErr): a function error of type
+// checkapi.ErrorTypeUnavailable.
 func (h *Handler) unavailable(ctx context.Context, c check, attrs []slog.Attr, err error) error {
 	h.Log.LogAttrs(ctx, slog.LevelWarn, MsgUsage, append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 	what := "Redis did not answer"
-	if c.lookupErr != nil {
+	switch {
+	case c.lookupErr != nil:
 		what = "the registry could not say whose usage it is"
+	case guard.Classify(err) == guard.FailureBadResponse:
+		what = "Redis holds what is not bucketgate's usage"
 	}
 	return messages.InvokeResponse_Error{Type: checkapi.ErrorTypeUnavailable, Message: fmt.Sprintf("usage of %s: %s: %v", c.logged, what, err)}
 }

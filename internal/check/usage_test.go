@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/lua"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
@@ -129,5 +131,24 @@ func TestUsageOnTheServicePath(t *testing.T) {
 	f.invokeOK(t, []byte(`{"key":"a","op":"usage"}`))
 	if ive := functionError(t, mustFail(f, `{"identity":"tenant:a","op":"usage"}`)); !strings.Contains(ive.Message, "invoke stack-operator") {
 		t.Errorf("an identity's usage on the service path: %q", ive.Message)
+	}
+}
+
+// A usage report Redis cannot answer is an UnavailableError that says why: a day's count
+// in Redis that is not bucketgate's (stored data is input too), which is no failure to
+// answer, or Redis gone.
+func TestUsageUnavailable(t *testing.T) {
+	f, _ := usageFixture(t, 35)
+	mr, client := startMiniredis(t) // a Redis of the test's own, to corrupt and to stop
+	f.h.Guard = guard.New(bucket.New(client, bucket.Usage(35)), guard.Options{Timeout: testTimeout})
+	mr.HSet(bucket.Key("tenant:bad"), lua.UsageField(testTime.Unix()/86400, lua.UsageAllowed), "many")
+	ue := functionError(t, mustFail(f, `{"key":"bad","op":"usage"}`))
+	if want := "usage of tenant:" + bucketgate.KeyDigest("bad") + ": Redis holds what is not bucketgate's usage: "; ue.Type != checkapi.ErrorTypeUnavailable || !strings.HasPrefix(ue.Message, want) {
+		t.Errorf("bad state: error %q of type %q, want one starting %q", ue.Message, ue.Type, want)
+	}
+	mr.Close()
+	ue = functionError(t, mustFail(f, `{"key":"a","op":"usage"}`))
+	if want := "usage of tenant:" + bucketgate.KeyDigest("a") + ": Redis did not answer: "; ue.Type != checkapi.ErrorTypeUnavailable || !strings.HasPrefix(ue.Message, want) {
+		t.Errorf("Redis gone: error %q of type %q, want one starting %q", ue.Message, ue.Type, want)
 	}
 }

@@ -162,7 +162,8 @@ func (g *Guard) Decide(ctx context.Context, q bucketgate.Request) (Result, error
 	return r[0], nil
 }
 
-// BatchError is the error of a batch with a request that can never be decided.
+// BatchError is the error of a batch with a request that can never be decided, or that
+// Redis refused (bucketgate.ErrConflict among them).
 type BatchError struct {
 	// Index is the request's index in the batch.
 	Index int
@@ -182,11 +183,15 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // none after a refund or reset of its identity in the batch), the circuit breaker
 // answers every request whose circuit is open, and the rest share one deadline: those
 // Redis did not answer in time fail with FailureTimeout, never sent again. Its error is a
-// *BatchError when a request can never be decided; then no Result is given.
+// *BatchError when a request can never be decided, or Redis refused one (a conflict):
+// then the other requests' Results are those they were answered, the zero Result for a
+// request left undecided. A request found invalid before anything was sent leaves every
+// request undecided; one Redis refused leaves the others decided (a batch is not
+// atomic), as the deny cache and the circuit breaker learn.
 func (g *Guard) DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]Result, error) {
 	results := make([]Result, len(qs))
 	if err := g.decide(ctx, qs, results); err != nil {
-		return nil, err
+		return results, err
 	}
 	return results, nil
 }
@@ -290,10 +295,14 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 	if len(asked) > 1 {
 		tell = make([]told, 0, circuitCount)
 	}
+	var refused *BatchError // the first request Redis refused; the others stand
 	for k, i := range asked {
 		err := errs[k]
 		if errors.Is(err, bucketgate.ErrInvalid) {
-			return &BatchError{Index: i, Err: err}
+			if refused == nil {
+				refused = &BatchError{Index: i, Err: err}
+			}
+			continue
 		}
 		if f := failure(err); len(via) > 0 && (f == nil || !gone) {
 			for _, b := range [...]*breaker{via[k].cluster, via[k].own} {
@@ -307,7 +316,7 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 	for _, t := range tell {
 		t.b.record(start, end, t.err)
 	}
-	return nil
+	return refused
 }
 
 // circuitCount is how many circuits there are: one per range of CircuitSlots slots,

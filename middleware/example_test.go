@@ -1,9 +1,15 @@
 package middleware_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/bucketgate/bucketgate/middleware"
 )
@@ -11,7 +17,9 @@ import (
 // A service limits its requests against the limiter's Redis: the same plans, keys and
 // buckets as the API Gateway authorizer. The other settings (FAIL_MODE,
 // RATE_LIMIT_CONFIG, REGISTRY_TABLE, ...) come from the environment, as the functions'
-// do.
+// do. At SIGTERM (ECS, App Runner) or Ctrl-C the requests in flight finish, then Close
+// writes the metrics that wait: a process that ends by log.Fatal, or by a signal it does
+// not handle, loses up to METRICS_FLUSH_MS of them.
 func Example() {
 	limiter, err := middleware.New(middleware.Options{
 		RedisAddr:      "cache.internal:6379",
@@ -20,11 +28,25 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer limiter.Close()
-
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "order "+r.PathValue("id")) })
-	log.Fatal(http.ListenAndServe(":8080", limiter.Handler(mux)))
+	srv := &http.Server{Addr: ":8080", Handler: limiter.Handler(mux)}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			log.Print(err)
+			stop()
+		}
+	}()
+	<-ctx.Done()
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		log.Print(err)
+	}
+	limiter.Close()
 }
 
 // An LLM service reserves the most tokens a completion may use (its route in the
@@ -35,8 +57,6 @@ func ExampleLimiter_Settle() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer limiter.Close()
-
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) {
 		used := int64(1234) // the completion's usage.total_tokens, at most 4096
@@ -45,5 +65,6 @@ func ExampleLimiter_Settle() {
 		}
 		io.WriteString(w, `{"usage":{"total_tokens":1234}}`)
 	})
-	log.Fatal(http.ListenAndServe(":8080", limiter.Handler(mux)))
+	// Served, and the limiter closed at shutdown, as in Example.
+	http.Handle("/", limiter.Handler(mux))
 }

@@ -7,8 +7,13 @@
 //	if err != nil {
 //		log.Fatal(err)
 //	}
-//	defer limiter.Close()
-//	http.ListenAndServe(":8080", limiter.Handler(mux))
+//	srv := &http.Server{Addr: ":8080", Handler: limiter.Handler(mux)}
+//	go srv.ListenAndServe()
+//	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+//	<-ctx.Done()
+//	stop()
+//	srv.Shutdown(context.Background()) // the requests in flight finish,
+//	limiter.Close()                    // then the metrics that wait are written
 //
 // A caller is who the authorizer says it is: the API key header's key when the registry
 // (or the configuration document) knows it, else the source address (IPv4 one by one,

@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"maps"
@@ -241,6 +242,33 @@ func TestCloseWritesTheMetrics(t *testing.T) {
 	}
 	if want := map[string]float64{"allowed": 10, "limited": 2}; !maps.Equal(decisions, want) {
 		t.Fatalf("decisions %v written, want %v:\n%s", decisions, want, &metrics)
+	}
+}
+
+// A request whose client hung up is decided all the same, within REDIS_TIMEOUT_MS: Redis
+// may have taken its tokens already, so it is counted as what it was, never as a
+// fail-closed timeout (which pages the operator about a Redis that is fine).
+func TestDecidedAfterTheClientHungUp(t *testing.T) {
+	m, _ := redistest.Mini(t)
+	var metrics strings.Builder
+	l, err := middleware.New(middleware.Options{
+		Getenv:  env(map[string]string{"REDIS_ADDR": m.Addr(), "REDIS_TIMEOUT_MS": "2000", "RATE_LIMIT_CONFIG": tenTokens}),
+		Metrics: &metrics, LogOutput: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, hangUp := context.WithCancel(context.Background())
+	hangUp()
+	gone := serve(l, httptest.NewRequest("GET", "/orders/42", nil).WithContext(ctx))
+	next := serve(l, httptest.NewRequest("GET", "/orders/42", nil))
+	l.Close()
+	if gone.Code != http.StatusOK || header(gone.Header(), "X-RateLimit-Remaining") != "9" || header(next.Header(), "X-RateLimit-Remaining") != "8" {
+		t.Fatalf("the request whose client hung up: %d, %s left; the next: %s left; want 200, 9 and 8",
+			gone.Code, header(gone.Header(), "X-RateLimit-Remaining"), header(next.Header(), "X-RateLimit-Remaining"))
+	}
+	if strings.Contains(metrics.String(), "FailClosed") {
+		t.Errorf("a hang-up counted as failing closed:\n%s", &metrics)
 	}
 }
 

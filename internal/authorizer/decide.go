@@ -67,8 +67,13 @@ type Outcome struct {
 // Authorize resolves c's identity and limits and decides it, writing one EMF line and
 // its log lines. Its error is ErrUnauthorized for a refused identity, wraps
 // ErrUnavailable when Redis or the registry could not decide and the limiter fails
-// closed, or reports a request that can never be decided.
+// closed, or reports a request that can never be decided. ctx's deadline bounds it, its
+// cancellation does not stop it: a decision once asked is made whole, counted and its
+// events sent, even when the caller hung up meanwhile (a client of the middleware), as
+// Redis may have taken its tokens already.
 func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
+	ctx, cancel := outliving(ctx)
+	defer cancel()
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
 	v, refresh := h.Config.Current(ctx)
@@ -109,9 +114,7 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	telemetry.ObserveShadow(ctx, h.Log, &inv, q, r, "", attrs...)
 	telemetry.LogDecision(ctx, h.Log, r, attrs...)
 	if h.Events != nil && len(r.Crossings) > 0 { // only on the invocation that crossed; the decision stands
-		send, cancel := outliving(ctx)
-		h.Events.Send(send, &inv, eventbus.Crossed(r.Decision, eventbus.Who{Identity: q.Identity, Account: entry.Account, Owner: entry.Owner, Plan: limits.Plan}))
-		cancel()
+		h.Events.Send(ctx, &inv, eventbus.Crossed(r.Decision, eventbus.Who{Identity: q.Identity, Account: entry.Account, Owner: entry.Owner, Plan: limits.Plan}))
 	}
 	if r.Reason == bucketgate.ReasonUnavailable {
 		return Outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
@@ -119,10 +122,10 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	return Outcome{Identity: id, Limits: limits, Result: r}, nil
 }
 
-// outliving returns ctx with its values and its deadline but not its cancellation:
-// what a decision Redis made must do once (send the events of a crossing, reported once
-// per window) is done even when the caller hung up meanwhile (a client of the
-// middleware, whose request's context is canceled then).
+// outliving returns ctx with its values and its deadline but not its cancellation, for
+// what must be done whole even when the caller hung up meanwhile (a client of the
+// middleware, whose request's context is canceled then): a decision, which Redis may
+// have made already, and the events of its crossing, reported once per window.
 func outliving(ctx context.Context) (context.Context, context.CancelFunc) {
 	detached := context.WithoutCancel(ctx)
 	if deadline, ok := ctx.Deadline(); ok {

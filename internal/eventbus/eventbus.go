@@ -141,6 +141,10 @@ type Options struct {
 	Bus string
 	// Timeout bounds one Send (EVENTS_TIMEOUT_MS).
 	Timeout time.Duration
+	// Margin is how long before the deadline of Send's context (the invocation's) a
+	// Send ends at the latest, so that the function still answers in time; zero ends it
+	// at the deadline.
+	Margin time.Duration
 	// Stack fills the Stack of a detail that has none (STACK_NAME).
 	Stack string
 	// Log receives the failures, at warn, at most once per LogEvery.
@@ -173,7 +177,8 @@ func NewSender(client putter, opts Options) *Sender {
 }
 
 // Send puts events on the bus, MaxEntries to a call, the calls at once, and returns
-// when all have answered or Timeout (or ctx's deadline) has passed, whichever is first.
+// when all have answered or Timeout has passed (or ctx's deadline less Margin), whichever
+// is first.
 // It counts the events not sent in inv, by reason, and logs the failure (at most once
 // per LogEvery, saying how many failed since the last line). Nothing it meets is an
 // error to its caller: a decision never changes for its events.
@@ -181,7 +186,11 @@ func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []E
 	if len(events) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	end := time.Now().Add(s.opts.Timeout)
+	if deadline, ok := ctx.Deadline(); ok && deadline.Add(-s.opts.Margin).Before(end) {
+		end = deadline.Add(-s.opts.Margin)
+	}
+	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	calls := (len(events) + MaxEntries - 1) / MaxEntries
 	results := make([]failure, calls)

@@ -116,12 +116,17 @@ func jsonEqual(t *testing.T, a json.RawMessage, b string) bool {
 // with handle, logging to logs with its period counted on the clock *now.
 func local(t *testing.T, handle http.HandlerFunc, timeout time.Duration, logs *bytes.Buffer, now *time.Time) *eventbus.Sender {
 	t.Helper()
+	return eventbus.NewSender(localClient(t, handle), eventbus.Options{Bus: "bucketgate", Timeout: timeout, Log: slog.New(slog.NewJSONHandler(logs, nil)),
+		LogEvery: time.Minute, Now: func() time.Time { return *now }})
+}
+
+// localClient returns an EventBridge client of an endpoint of this process that answers
+// every request with handle.
+func localClient(t *testing.T, handle http.HandlerFunc) *eventbridge.Client {
 	endpoint := httptest.NewServer(handle)
 	t.Cleanup(endpoint.Close)
-	client := eventbridge.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(endpoint.URL),
+	return eventbridge.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(endpoint.URL),
 		Credentials: credentials.NewStaticCredentialsProvider("id", "secret", "")})
-	return eventbus.NewSender(client, eventbus.Options{Bus: "bucketgate", Timeout: timeout, Log: slog.New(slog.NewJSONHandler(logs, nil)),
-		LogEvery: time.Minute, Now: func() time.Time { return *now }})
 }
 
 // An endpoint that does not answer in time: Send returns at its deadline, whatever the
@@ -157,6 +162,32 @@ func TestSendToASlowBus(t *testing.T) {
 		t.Errorf("log %s: want the timeout", &logs)
 	}
 	t.Logf("Send returned after %v against an endpoint that had not answered (timeout %v)", took, timeout)
+}
+
+// Near the end of an invocation, a Send ends Margin before the invocation's deadline
+// (less than its Timeout away), so that the function still answers in time: the events
+// count as not sent within their time.
+func TestSendEndsBeforeTheDeadline(t *testing.T) {
+	release := make(chan struct{})
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}
+	client := localClient(t, slow)
+	t.Cleanup(func() { close(release) }) // before the endpoint closes, which waits for its handlers
+	s := eventbus.NewSender(client, eventbus.Options{Bus: "bucketgate", Timeout: time.Minute, Margin: 1500 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	invocation, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	var inv telemetry.Invocation
+	s.Send(invocation, &inv, []eventbus.Event{thresholdEvent("key:0f")})
+	if err := invocation.Err(); err != nil {
+		t.Fatalf("Send returned after the invocation's deadline (%v), not Margin before it", err)
+	}
+	if m := metrics(t, &inv); !strings.Contains(m, `"EventsFailed":1,"Function":"authorizer","Reason":"timeout"`) {
+		t.Errorf("metrics %s: want 1 EventsFailed by timeout", m)
+	}
 }
 
 // An endpoint that answers garbage, an error, or refuses entries: each failure counted

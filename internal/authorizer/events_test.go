@@ -50,3 +50,32 @@ func TestEventsOfAKeyOfAnAccount(t *testing.T) {
 		t.Fatalf("detail %+v", d)
 	}
 }
+
+// A settle is a decision too (the middleware's Limiter.Settle): the settle that takes a
+// quota to 80% of its limit sends the crossing's event, which the script reports to
+// that settle alone, once in the window; the reserve that crossed nothing sends none.
+func TestEventsOfASettle(t *testing.T) {
+	cfg := mustParse(t, "defaultPlan: metered\nplans: {metered: [{name: monthly, limit: 1000, period: month}]}\n"+
+		"routes: [{method: POST, path: /v1/chat, reserve: 100}]")
+	f := newFixture(t, options{config: cfg})
+	rec := &recorder{}
+	f.h.Events = rec
+	o, err := f.h.Authorize(t.Context(), Call{SourceIP: "192.0.2.7", Method: "POST", Path: "/v1/chat"})
+	if err != nil || !o.Result.Allowed || o.Result.Reservation == "" {
+		t.Fatalf("reserve: %+v, %v", o.Result, err)
+	}
+	if len(rec.sends) != 0 {
+		t.Fatalf("the reserve sent %+v: it crossed nothing", rec.sends)
+	}
+	if _, err := f.h.Settle(t.Context(), o.Result.Reservation, bucketgate.OpSettle, 850); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.sends) != 1 || len(rec.sends[0]) != 1 {
+		t.Fatalf("the settle to 850 of 1000 sent %+v, want one event", rec.sends)
+	}
+	e := rec.sends[0][0]
+	if d := e.Detail; e.Type != eventbus.TypeQuotaThreshold || d.Identity != "ip:192.0.2.7" || d.Plan != "metered" || d.Rule != "monthly" ||
+		d.Threshold != 80 || d.Usage != 850 || d.Limit != 1000 {
+		t.Fatalf("event %+v, want monthly's 80%% at 850 of 1000 on plan metered", e)
+	}
+}

@@ -173,15 +173,21 @@ func NewSender(client putter, opts Options) *Sender {
 }
 
 // Send puts events on the bus, MaxEntries to a call, the calls at once, and returns
-// when all have answered or Timeout (or ctx's deadline) has passed, whichever is first.
-// It counts the events not sent in inv, by reason, and logs the failure (at most once
+// when all have answered or Timeout (or ctx's deadline) has passed, whichever is first;
+// ctx canceled does not stop it (a caller that stopped waiting once its decision was made,
+// such as a client of the middleware that hung up: the script reported the crossing to
+// that decision alone, and its event would be lost). It counts the events not sent in inv, by reason, and logs the failure (at most once
 // per LogEvery, saying how many failed since the last line). Nothing it meets is an
 // error to its caller: a decision never changes for its events.
 func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []Event) {
 	if len(events) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	deadline := time.Now().Add(s.opts.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	calls := (len(events) + MaxEntries - 1) / MaxEntries
 	results := make([]failure, calls)

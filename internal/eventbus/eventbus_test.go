@@ -248,3 +248,38 @@ func TestCrossed(t *testing.T) {
 		t.Fatalf("events %+v of a decision that crossed nothing", e)
 	}
 }
+
+// A caller that stopped waiting after its decision was made (a client of the middleware
+// that hung up: its request's context canceled) loses no event: the script reported the
+// crossing to that decision alone, so Send still puts it on the bus, within Timeout and
+// the caller's deadline, and counts nothing.
+func TestSendForACallerThatStoppedWaiting(t *testing.T) {
+	var logs bytes.Buffer
+	now := time.Unix(1_800_000_000, 0)
+	got := make(chan int, 10)
+	accept := func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Entries []json.RawMessage }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			t.Errorf("request: %v", err)
+		}
+		got <- len(in.Entries)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		fmt.Fprint(w, `{"FailedEntryCount":0,"Entries":[{"EventId":"1"},{"EventId":"2"}]}`)
+	}
+	s := local(t, accept, 5*time.Second, &logs, &now)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var inv telemetry.Invocation
+	s.Send(ctx, &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+	if m := metrics(t, &inv); m != "" || logs.Len() != 0 {
+		t.Fatalf("failures: %s %s", m, &logs)
+	}
+	select {
+	case n := <-got:
+		if n != 2 {
+			t.Fatalf("%d entries put, want 2", n)
+		}
+	default:
+		t.Fatal("the events were never put")
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
@@ -231,7 +232,7 @@ func (s *Sender) put(ctx context.Context, events []Event) failure {
 			Time:         aws.Time(e.Time),
 		}
 	}
-	out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
+	out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, retryAtOnce)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return failure{n: len(events), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent within %v: %w", s.opts.Timeout, err)}
@@ -241,6 +242,17 @@ func (s *Sender) put(ctx context.Context, events []Event) failure {
 		return failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries)}
 	}
 	return failure{}
+}
+
+// retryAtOnce makes a PutEvents call that failed for a reason worth another try (a
+// throttle, a 5xx, a connection reset) try again at once, retry.DefaultMaxAttempts
+// attempts in all: the SDK's backoff (up to 2 s before the first retry) never fits in
+// a Timeout of at most a second, and a deadline that passes while it waits leaves only
+// "context deadline exceeded" to count and log, not the error that lasted.
+func retryAtOnce(o *eventbridge.Options) {
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+	})
 }
 
 // rejection describes the first entry EventBridge refused.

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,5 +282,48 @@ func TestSendForACallerThatStoppedWaiting(t *testing.T) {
 		}
 	default:
 		t.Fatal("the events were never put")
+	}
+}
+
+// A call that fails for a reason worth another try (EventBridge throttling the account's
+// PutEvents, a 5xx) is tried again at once, three attempts in all, within the deadline:
+// a failure that lasts is counted as the error it is, which the log line names, not as a
+// deadline passed while the SDK waited (up to 2 s) to try again.
+func TestSendRetriesWithinTheDeadline(t *testing.T) {
+	answer := func(w http.ResponseWriter, status int, body string) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.WriteHeader(status)
+		fmt.Fprint(w, body)
+	}
+	const throttled = `{"__type":"ThrottlingException","message":"Rate exceeded"}`
+	for _, tc := range []struct {
+		name   string
+		answer func(w http.ResponseWriter, call int)
+		calls  int
+		want   string // the metric line's failure, or "" for none
+		log    string
+	}{
+		{"throttled throughout", func(w http.ResponseWriter, _ int) { answer(w, http.StatusBadRequest, throttled) },
+			3, `"EventsFailed":1,"Function":"authorizer","Reason":"error"`, "ThrottlingException: Rate exceeded"},
+		{"a 5xx once", func(w http.ResponseWriter, call int) {
+			if call == 1 {
+				answer(w, http.StatusInternalServerError, `{"__type":"InternalException","message":"try again"}`)
+				return
+			}
+			answer(w, http.StatusOK, `{"FailedEntryCount":0,"Entries":[{"EventId":"1"}]}`)
+		}, 2, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			now := time.Unix(1_800_000_000, 0)
+			var calls atomic.Int32
+			s := local(t, func(w http.ResponseWriter, _ *http.Request) { tc.answer(w, int(calls.Add(1))) }, 500*time.Millisecond, &logs, &now)
+			var inv telemetry.Invocation
+			s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f")})
+			m := metrics(t, &inv)
+			if int(calls.Load()) != tc.calls || tc.want == "" && m != "" || !strings.Contains(m, tc.want) || !strings.Contains(logs.String(), tc.log) {
+				t.Fatalf("%d calls, metrics %q, log %q: want %d calls, %q, a line naming %q", calls.Load(), m, &logs, tc.calls, tc.want, tc.log)
+			}
+		})
 	}
 }

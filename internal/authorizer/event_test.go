@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -97,6 +98,32 @@ func TestBadEvents(t *testing.T) {
 			}
 			if !strings.Contains(f.logs.String(), `"level":"ERROR"`) || !strings.Contains(f.logs.String(), "authorizer event rejected") {
 				t.Errorf("no error line in the log: %s", f.logs.String())
+			}
+		})
+	}
+}
+
+// A key header given twice reaches an HTTP API's payload 2.0 event joined with a comma,
+// and the other kinds' events in multiValueHeaders: each reads the one key. Only payload
+// 2.0 joins, so only there is a comma read as two copies.
+func TestKeyHeaderGivenTwice(t *testing.T) {
+	tests := []struct {
+		name, event, want string
+	}{
+		{"HTTP API 2.0 joined", `{"version":"2.0","type":"REQUEST","routeArn":"a","headers":{"x-api-key":"K,K"}}`, "K"},
+		{"HTTP API 2.0 two keys read whole", `{"version":"2.0","type":"REQUEST","routeArn":"a","headers":{"x-api-key":"K,L"}}`, "K,L"},
+		{"REST multiValueHeaders", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K"},"multiValueHeaders":{"X-API-Key":["K","K"]}}`, "K"},
+		{"REST keeps a comma", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K,K"}}`, "K,K"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := decodeEvent([]byte(tc.event), testResolver(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := testResolver(t).ResolveCopies(ev.call.Keys, "192.0.2.1")
+			if got.Conflict || got.Key != bucketgate.KeyIdentity(tc.want) {
+				t.Errorf("read %+v, want the key %q", got, tc.want)
 			}
 		})
 	}

@@ -122,6 +122,26 @@ func (k *KeyCopies) Add(v string) {
 	}
 }
 
+// Unjoin reads the one copy held as copies that a proxy joined with commas, as API
+// Gateway's HTTP API payload 2.0 joins a header given more than once: when every
+// comma-separated part is the same key (blank-trimmed), k holds that key. Otherwise k is
+// unchanged: a copy without a comma, and one whose parts differ, which is read whole as
+// one key (so a key that holds a comma still works, and two different keys joined are
+// an unknown key).
+func (k *KeyCopies) Unjoin() {
+	if k.conflict || !strings.Contains(k.key, ",") {
+		return
+	}
+	parts := strings.Split(k.key, ",")
+	first := strings.Trim(parts[0], " \t")
+	for _, p := range parts[1:] {
+		if strings.Trim(p, " \t") != first {
+			return
+		}
+	}
+	k.key = first
+}
+
 // Merge adds every copy that o holds.
 func (k *KeyCopies) Merge(o KeyCopies) {
 	if o.seen {

@@ -145,6 +145,37 @@ func TestIPv6Prefix(t *testing.T) {
 	}
 }
 
+// An HTTP API's payload 2.0 joins a header given more than once with commas: the same key
+// twice is that key; anything else is read whole, as before.
+func TestKeyCopiesUnjoin(t *testing.T) {
+	tests := []struct {
+		name   string
+		copies []string
+		want   string
+	}{
+		{"one key", []string{rawKey}, "key:" + bucketgate.KeyDigest(rawKey)},
+		{"the same key twice", []string{rawKey + "," + rawKey}, "key:" + bucketgate.KeyDigest(rawKey)},
+		{"the same key three times, blanks around", []string{rawKey + ", " + rawKey + " ,\t" + rawKey}, "key:" + bucketgate.KeyDigest(rawKey)},
+		{"two keys: read whole", []string{rawKey + ",other"}, "key:" + bucketgate.KeyDigest(rawKey+",other")},
+		{"a key ending in a comma: read whole", []string{rawKey + ","}, "key:" + bucketgate.KeyDigest(rawKey+",")},
+		{"blank copies joined", []string{" , "}, "ip:192.0.2.1"},
+		{"a conflict stays one", []string{rawKey + "," + rawKey, "other"}, "conflict"},
+	}
+	r, _ := identity.NewResolver(settings.DefaultAPIKeyHeader, settings.DefaultIPv6Prefix)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var k identity.KeyCopies
+			for _, c := range tc.copies {
+				k.Add(c)
+			}
+			k.Unjoin()
+			if got := who(r.ResolveCopies(k, "192.0.2.1")); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 // Whatever order the maps are walked in, the answer is the same: the answer depends on
 // the set of values alone. Go randomizes map order, so many runs see many orders.
 func TestResolveIgnoresMapOrder(t *testing.T) {

@@ -53,29 +53,52 @@ func TestEventsOfAKeyOfAnAccount(t *testing.T) {
 
 // A settle is a decision too (the middleware's Limiter.Settle): the settle that takes a
 // quota to 80% of its limit sends the crossing's event, which the script reports to
-// that settle alone, once in the window; the reserve that crossed nothing sends none.
+// that settle alone, once in the window, with the detail of the request's own events
+// (for a key of an account: the account's identity, its name and owner, its plan);
+// the reserve that crossed nothing sends none.
 func TestEventsOfASettle(t *testing.T) {
-	cfg := mustParse(t, "defaultPlan: metered\nplans: {metered: [{name: monthly, limit: 1000, period: month}]}\n"+
+	cfg := mustParse(t, "defaultPlan: metered\nplans: {metered: [{name: monthly, limit: 1000, period: month}], team: [{name: monthly, limit: 1000, period: month}]}\n"+
 		"routes: [{method: POST, path: /v1/chat, reserve: 100}]")
-	f := newFixture(t, options{config: cfg})
-	rec := &recorder{}
-	f.h.Events = rec
-	o, err := f.h.Authorize(t.Context(), Call{SourceIP: "192.0.2.7", Method: "POST", Path: "/v1/chat"})
-	if err != nil || !o.Result.Allowed || o.Result.Reservation == "" {
-		t.Fatalf("reserve: %+v, %v", o.Result, err)
-	}
-	if len(rec.sends) != 0 {
-		t.Fatalf("the reserve sent %+v: it crossed nothing", rec.sends)
-	}
-	if _, err := f.h.Settle(t.Context(), o.Result.Reservation, bucketgate.OpSettle, 850); err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.sends) != 1 || len(rec.sends[0]) != 1 {
-		t.Fatalf("the settle to 850 of 1000 sent %+v, want one event", rec.sends)
-	}
-	e := rec.sends[0][0]
-	if d := e.Detail; e.Type != eventbus.TypeQuotaThreshold || d.Identity != "ip:192.0.2.7" || d.Plan != "metered" || d.Rule != "monthly" ||
-		d.Threshold != 80 || d.Usage != 850 || d.Limit != 1000 {
-		t.Fatalf("event %+v, want monthly's 80%% at 850 of 1000 on plan metered", e)
+	reg := cacheOver(cfg, nil,
+		registry.Record{ID: "account:acme", Plan: "team", Owner: "Acme"},
+		registry.Record{ID: "key:" + bucketgate.KeyDigest("key a"), Account: "acme", Owner: "Acme's CI"},
+	)
+	for _, tc := range []struct {
+		name string
+		key  string
+		want eventbus.Detail
+	}{
+		{"a source address", "", eventbus.Detail{Identity: "ip:192.0.2.7", Plan: "metered"}},
+		{"a key of an account", "key a", eventbus.Detail{Identity: "acct:acme", Account: "acme", Owner: "Acme", Plan: "team"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, options{config: cfg, cache: reg})
+			rec := &recorder{}
+			f.h.Events = rec
+			c := Call{SourceIP: "192.0.2.7", Method: "POST", Path: "/v1/chat"}
+			if tc.key != "" {
+				c.Keys.Add(tc.key)
+			}
+			o, err := f.h.Authorize(t.Context(), c)
+			if err != nil || !o.Result.Allowed || o.Result.Reservation == "" {
+				t.Fatalf("reserve: %+v, %v", o.Result, err)
+			}
+			if len(rec.sends) != 0 {
+				t.Fatalf("the reserve sent %+v: it crossed nothing", rec.sends)
+			}
+			if _, err := f.h.Settle(t.Context(), o.Result.Reservation, bucketgate.OpSettle, 850); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.sends) != 1 || len(rec.sends[0]) != 1 {
+				t.Fatalf("the settle to 850 of 1000 sent %+v, want one event", rec.sends)
+			}
+			want := tc.want
+			want.Rule, want.Threshold, want.Usage, want.Limit = "monthly", 80, 850, 1000
+			if e := rec.sends[0][0]; e.Type != eventbus.TypeQuotaThreshold || e.Detail.Window.End.IsZero() {
+				t.Fatalf("event %+v, want %s with its window", e, eventbus.TypeQuotaThreshold)
+			} else if e.Detail.Window = (eventbus.Window{}); e.Detail != want {
+				t.Fatalf("detail %+v, want %+v", e.Detail, want)
+			}
+		})
 	}
 }

@@ -37,7 +37,7 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	v, refresh := h.Config.Current(ctx)
 	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
-	l, err := claims.Resolve(ctx, v, c, op)
+	l, who, err := claims.Resolve(ctx, v, c, op)
 	if err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		if !errors.Is(err, bucketgate.ErrConflict) { // the registry could not say
@@ -54,7 +54,7 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	inv.Observe(r)
 	telemetry.LogDecision(ctx, h.Log, r, append(attrs, slog.String(telemetry.AttrPlan, l.Plan))...)
 	if h.Events != nil && len(r.Crossings) > 0 { // the script reports a crossing to this settle alone
-		h.Events.Send(ctx, &inv, eventbus.Crossed(r.Decision, eventbus.Who{Identity: c.Identity, Plan: l.Plan}))
+		h.Events.Send(ctx, &inv, eventbus.Crossed(r.Decision, eventbus.Who{Identity: c.Identity, Account: who.Account, Owner: who.Owner, Plan: l.Plan}))
 	}
 	if r.Failure != guard.FailureNone || r.Reason == bucketgate.ReasonDegraded || r.Reason == bucketgate.ReasonUnavailable {
 		return r, fmt.Errorf("%w (%s): the reservation is not settled", ErrUnavailable, r.Failure)

@@ -68,7 +68,8 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 }
 
 // resolveBearers gives every check that named its reservation alone the identity and
-// rules its id's claims lead to in v (see claims.Resolve). Its error wraps
+// rules its id's claims lead to in v (see claims.Resolve), and the registry's account
+// and owner of that identity (for its events). Its error wraps
 // bucketgate.ErrConflict, naming the check, for an id the limiter did not make to be
 // settled by itself, or whose claims no longer lead where they led (the key revoked or
 // moved, the route gone): nothing is then decided, and the reservation stays charged at
@@ -90,7 +91,7 @@ func resolveBearers(ctx context.Context, v registry.View, checks []check, batch 
 		if c.req.Op == bucketgate.OpRelease {
 			name = fieldLease
 		}
-		l, err := claims.Resolve(ctx, v, c.claims, c.req.Op)
+		l, e, err := claims.Resolve(ctx, v, c.claims, c.req.Op)
 		switch {
 		case errors.Is(err, bucketgate.ErrConflict):
 			return fmt.Errorf("%s: %w", field(path, name), err)
@@ -98,7 +99,7 @@ func resolveBearers(ctx context.Context, v registry.View, checks []check, batch 
 			c.lookupErr = err
 			continue
 		}
-		c.plan, c.req.Rules = l.Plan, l.Rules
+		c.plan, c.req.Rules, c.account, c.owner = l.Plan, l.Rules, e.Account, e.Owner
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -213,7 +214,9 @@ type failure struct {
 	err    error
 }
 
-// put sends events in one PutEvents call and returns what it did not send.
+// put sends events in one PutEvents call, and the entries EventBridge refused for a
+// reason worth another try (retryable) again at once, retry.DefaultMaxAttempts calls in
+// all, and returns what it did not send.
 func (s *Sender) put(ctx context.Context, events []Event) failure {
 	entries := make([]types.PutEventsRequestEntry, len(events))
 	for i, e := range events {
@@ -232,16 +235,46 @@ func (s *Sender) put(ctx context.Context, events []Event) failure {
 			Time:         aws.Time(e.Time),
 		}
 	}
-	out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, retryAtOnce)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return failure{n: len(events), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent within %v: %w", s.opts.Timeout, err)}
-	case err != nil:
-		return failure{n: len(events), reason: telemetry.EventsError, err: err}
-	case out.FailedEntryCount > 0:
-		return failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries)}
+	for call := 1; ; call++ {
+		out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, retryAtOnce)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return failure{n: len(entries), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent within %v: %w", s.opts.Timeout, err)}
+		case err != nil:
+			return failure{n: len(entries), reason: telemetry.EventsError, err: err}
+		case out.FailedEntryCount == 0:
+			return failure{}
+		}
+		again, ok := refusedRetryable(entries, out)
+		if !ok || call == retry.DefaultMaxAttempts || ctx.Err() != nil {
+			return failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries)}
+		}
+		entries = again
 	}
-	return failure{}
+}
+
+// retryableEntryErrors are the error codes of an entry that EventBridge may take when
+// put again (its PutEventsResultEntry's retryable errors).
+var retryableEntryErrors = []string{"ThrottlingException", "InternalFailure"}
+
+// refusedRetryable returns the entries out refused, and whether each was refused for
+// a reason worth another try (retryableEntryErrors); false when out's entries do not
+// answer entries one for one.
+func refusedRetryable(entries []types.PutEventsRequestEntry, out *eventbridge.PutEventsOutput) ([]types.PutEventsRequestEntry, bool) {
+	if len(out.Entries) != len(entries) {
+		return nil, false
+	}
+	var again []types.PutEventsRequestEntry
+	for i, r := range out.Entries {
+		switch {
+		case r.ErrorCode == nil:
+		case !slices.Contains(retryableEntryErrors, *r.ErrorCode):
+			return nil, false
+		default:
+			again = append(again, entries[i])
+		}
+	}
+	return again, len(again) == int(out.FailedEntryCount)
 }
 
 // retryAtOnce makes a PutEvents call that failed for a reason worth another try (a

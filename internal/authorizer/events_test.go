@@ -2,6 +2,8 @@ package authorizer
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate"
@@ -98,6 +100,54 @@ func TestEventsOfASettle(t *testing.T) {
 				t.Fatalf("event %+v, want %s with its window", e, eventbus.TypeQuotaThreshold)
 			} else if e.Detail.Window = (eventbus.Window{}); e.Detail != want {
 				t.Fatalf("detail %+v, want %+v", e.Detail, want)
+			}
+		})
+	}
+}
+
+// A settle's registry lookups count in RegistryLookups as a decision's do (a miss is a
+// DynamoDB read): the key's and its account's, once the settle has read them; a source
+// address's settle reads none.
+func TestSettleCountsItsLookups(t *testing.T) {
+	cfg := mustParse(t, "defaultPlan: metered\nplans: {metered: [{name: monthly, limit: 1000, period: month}]}\n"+
+		"routes: [{method: POST, path: /v1/chat, reserve: 100}]")
+	for _, tc := range []struct {
+		name string
+		key  string
+		want int // lookups counted
+	}{
+		{"a key of an account", "key a", 2},
+		{"a source address", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := cacheOver(cfg, nil,
+				registry.Record{ID: "account:acme", Plan: "metered"},
+				registry.Record{ID: "key:" + bucketgate.KeyDigest("key a"), Account: "acme"},
+			)
+			f := newFixture(t, options{config: cfg, cache: reg})
+			c := Call{SourceIP: "192.0.2.7", Method: "POST", Path: "/v1/chat"}
+			if tc.key != "" {
+				c.Keys.Add(tc.key)
+			}
+			o, err := f.h.Authorize(t.Context(), c)
+			if err != nil || o.Result.Reservation == "" {
+				t.Fatalf("reserve: %+v, %v", o.Result, err)
+			}
+			f.metrics.Reset()
+			if _, err := f.h.Settle(t.Context(), o.Result.Reservation, bucketgate.OpSettle, 50); err != nil {
+				t.Fatal(err)
+			}
+			counted := 0
+			for line := range strings.Lines(f.metrics.String()) {
+				var doc map[string]any
+				if err := json.Unmarshal([]byte(line), &doc); err != nil {
+					t.Fatal(err)
+				}
+				n, _ := doc[telemetry.MetricRegistryLookups].(float64)
+				counted += int(n)
+			}
+			if counted != tc.want {
+				t.Fatalf("the settle counted %d lookups, want %d:\n%s", counted, tc.want, &f.metrics)
 			}
 		})
 	}

@@ -38,6 +38,7 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
 	l, who, err := claims.Resolve(ctx, v, c, op)
+	who.Observe(&inv)
 	if err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		if !errors.Is(err, bucketgate.ErrConflict) { // the registry could not say

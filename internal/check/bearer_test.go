@@ -234,13 +234,45 @@ func TestSettleByReservationNamesTheAccount(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			checks, batch, err := parse(settlePayload(b.reserve(t, tc.key), 500), v.Config, b.check.h.Identities)
 			if err == nil {
-				err = resolveBearers(t.Context(), v, checks, batch)
+				err = resolveBearers(t.Context(), v, checks, batch, &telemetry.Invocation{})
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
 			if c := checks[0]; c.account != tc.account || c.owner != tc.owner {
 				t.Fatalf("account %q, owner %q: want %q, %q", c.account, c.owner, tc.account, tc.owner)
+			}
+		})
+	}
+}
+
+// A settle by the reservation alone counts the registry lookups it makes in
+// RegistryLookups, as a check naming its key does: the key's and its account's; a
+// source address's, none.
+func TestSettleByReservationCountsItsLookups(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	for _, tc := range []struct {
+		name, key string
+		want      int
+	}{
+		{"a key of an account", "bob", 2},
+		{"a source address", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := b.reserve(t, tc.key)
+			b.check.metrics.Reset()
+			b.check.invokeOK(t, settlePayload(id, 500))
+			counted := 0
+			for line := range strings.Lines(b.check.metrics.String()) {
+				var doc map[string]any
+				if err := json.Unmarshal([]byte(line), &doc); err != nil {
+					t.Fatal(err)
+				}
+				n, _ := doc[telemetry.MetricRegistryLookups].(float64)
+				counted += int(n)
+			}
+			if counted != tc.want {
+				t.Fatalf("the settle counted %d lookups, want %d:\n%s", counted, tc.want, b.check.metrics)
 			}
 		})
 	}

@@ -2,8 +2,6 @@ package authorizer
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate"
@@ -137,17 +135,9 @@ func TestSettleCountsItsLookups(t *testing.T) {
 			if _, err := f.h.Settle(t.Context(), o.Result.Reservation, bucketgate.OpSettle, 50); err != nil {
 				t.Fatal(err)
 			}
-			counted := 0
-			for line := range strings.Lines(f.metrics.String()) {
-				var doc map[string]any
-				if err := json.Unmarshal([]byte(line), &doc); err != nil {
-					t.Fatal(err)
-				}
-				n, _ := doc[telemetry.MetricRegistryLookups].(float64)
-				counted += int(n)
-			}
-			if counted != tc.want {
-				t.Fatalf("the settle counted %d lookups, want %d:\n%s", counted, tc.want, &f.metrics)
+			counted, _ := oneEMF(t, f.metrics.Bytes())[telemetry.MetricRegistryLookups].(float64)
+			if int(counted) != tc.want {
+				t.Fatalf("the settle counted %v lookups, want %d:\n%s", counted, tc.want, &f.metrics)
 			}
 		})
 	}

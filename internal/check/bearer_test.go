@@ -263,11 +263,7 @@ func TestSettleByReservationCountsItsLookups(t *testing.T) {
 			b.check.metrics.Reset()
 			b.check.invokeOK(t, settlePayload(id, 500))
 			counted := 0
-			for line := range strings.Lines(b.check.metrics.String()) {
-				var doc map[string]any
-				if err := json.Unmarshal([]byte(line), &doc); err != nil {
-					t.Fatal(err)
-				}
+			for _, doc := range emfLines(t, b.check.metrics) {
 				n, _ := doc[telemetry.MetricRegistryLookups].(float64)
 				counted += int(n)
 			}

@@ -81,7 +81,8 @@ type Options struct {
 	// hops before it are the client's to write; a hop with a port is its address).
 	// Empty trusts none: the source is always Request.RemoteAddr.
 	TrustedProxies []string
-	// Name is the Function dimension of the metrics; empty is DefaultName.
+	// Name is the Function dimension of the metrics (1 to settings.MaxDimensionValue
+	// bytes of printable ASCII, not only spaces); empty is DefaultName.
 	Name string
 	// Metrics receives the EMF metric lines; nil is os.Stdout, where the CloudWatch
 	// agent or a container's awslogs driver reads them.
@@ -110,6 +111,8 @@ func New(opts Options) (*Limiter, error) {
 	}
 	if opts.Name == "" {
 		opts.Name = DefaultName
+	} else if err := settings.CheckDimensionValue(opts.Name); err != nil {
+		return nil, fmt.Errorf("middleware: Name: %w", err)
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = os.Stdout

@@ -187,6 +187,11 @@ func TestNewErrorsNameTheOption(t *testing.T) {
 		{"bad trusted proxy", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"10.0.0.0/8", "proxy.internal"}}, `TrustedProxies: [1] "proxy.internal"`},
 		{"bad key header", middleware.Options{RedisAddr: "127.0.0.1:1", KeyHeader: "X Key", Getenv: env(nil)}, "API_KEY_HEADER"},
 		{"bad document", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "plans: {}", Getenv: env(nil)}, "RATE_LIMIT_CONFIG"},
+		// CloudWatch drops, silently, the metrics of a line whose dimension it refuses.
+		{"name not ASCII", middleware.Options{RedisAddr: "127.0.0.1:1", Name: "commandes-café", Getenv: env(nil)}, `Name: "commandes-café"`},
+		{"name of spaces", middleware.Options{RedisAddr: "127.0.0.1:1", Name: "  ", Getenv: env(nil)}, `Name: "  "`},
+		{"name with a control character", middleware.Options{RedisAddr: "127.0.0.1:1", Name: "orders\n", Getenv: env(nil)}, `Name: "orders\n"`},
+		{"name too long", middleware.Options{RedisAddr: "127.0.0.1:1", Name: strings.Repeat("a", 1025), Getenv: env(nil)}, "Name: 1025 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Metrics, tc.opts.LogOutput = io.Discard, io.Discard

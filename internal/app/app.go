@@ -200,7 +200,7 @@ func NewEvents(s settings.Settings, log *slog.Logger) (*eventbus.Sender, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", settings.EnvEventBusName, s.EventBusName, err)
 	}
-	return eventbus.NewSender(client, eventbus.Options{Bus: s.EventBusName, Timeout: s.EventsTimeout, Stack: s.Stack, Log: log}), nil
+	return eventbus.NewSender(client, eventbus.Options{Bus: s.EventBusName, Timeout: s.EventsTimeout, Margin: guard.DefaultMargin, Stack: s.Stack, Log: log}), nil
 }
 
 // LoadConfig loads the configuration document that s names: inline, from a file, or

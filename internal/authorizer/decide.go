@@ -176,12 +176,7 @@ func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, i
 		return c.IP, v.Config.DefaultPlan(), registry.Entry{}, attrs, nil
 	default:
 		e, err := v.Lookup(ctx, c.Key.String())
-		if e.Result != "" {
-			inv.ObserveLookup(string(e.Result), e.Invalid)
-		}
-		if e.AccountResult != "" {
-			inv.ObserveLookup(string(e.AccountResult), e.AccountInvalid)
-		}
+		e.Observe(inv)
 		switch {
 		case err != nil && h.Guard.FailOpen():
 			err = fmt.Errorf("registry lookup of %s: %w", c.Key, err)

@@ -92,3 +92,95 @@ func TestEventsOfAKeyOfAnAccount(t *testing.T) {
 		t.Fatalf("detail %+v", d)
 	}
 }
+
+// A settle is a decision too (the middleware's Limiter.Settle): the settle that takes a
+// quota to 80% of its limit sends the crossing's event, which the script reports to
+// that settle alone, once in the window, with the detail of the request's own events
+// (for a key of an account: the account's identity, its name and owner, its plan);
+// the reserve that crossed nothing sends none.
+func TestEventsOfASettle(t *testing.T) {
+	cfg := mustParse(t, "defaultPlan: metered\nplans: {metered: [{name: monthly, limit: 1000, period: month}], team: [{name: monthly, limit: 1000, period: month}]}\n"+
+		"routes: [{method: POST, path: /v1/chat, reserve: 100}]")
+	reg := cacheOver(cfg, nil,
+		registry.Record{ID: "account:acme", Plan: "team", Owner: "Acme"},
+		registry.Record{ID: "key:" + bucketgate.KeyDigest("key a"), Account: "acme", Owner: "Acme's CI"},
+	)
+	for _, tc := range []struct {
+		name string
+		key  string
+		want eventbus.Detail
+	}{
+		{"a source address", "", eventbus.Detail{Identity: "ip:192.0.2.7", Plan: "metered"}},
+		{"a key of an account", "key a", eventbus.Detail{Identity: "acct:acme", Account: "acme", Owner: "Acme", Plan: "team"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, options{config: cfg, cache: reg})
+			rec := &recorder{}
+			f.h.Events = rec
+			c := Call{SourceIP: "192.0.2.7", Method: "POST", Path: "/v1/chat"}
+			if tc.key != "" {
+				c.Keys.Add(tc.key)
+			}
+			o, err := f.h.Authorize(t.Context(), c)
+			if err != nil || !o.Result.Allowed || o.Result.Reservation == "" {
+				t.Fatalf("reserve: %+v, %v", o.Result, err)
+			}
+			if len(rec.sends) != 0 {
+				t.Fatalf("the reserve sent %+v: it crossed nothing", rec.sends)
+			}
+			if _, err := f.h.Settle(t.Context(), o.Result.Reservation, bucketgate.OpSettle, 850); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.sends) != 1 || len(rec.sends[0]) != 1 {
+				t.Fatalf("the settle to 850 of 1000 sent %+v, want one event", rec.sends)
+			}
+			want := tc.want
+			want.Rule, want.Threshold, want.Usage, want.Limit = "monthly", 80, 850, 1000
+			if e := rec.sends[0][0]; e.Type != eventbus.TypeQuotaThreshold || e.Detail.Window.End.IsZero() {
+				t.Fatalf("event %+v, want %s with its window", e, eventbus.TypeQuotaThreshold)
+			} else if e.Detail.Window = (eventbus.Window{}); e.Detail != want {
+				t.Fatalf("detail %+v, want %+v", e.Detail, want)
+			}
+		})
+	}
+}
+
+// A settle's registry lookups count in RegistryLookups as a decision's do (a miss is a
+// DynamoDB read): the key's and its account's, once the settle has read them; a source
+// address's settle reads none.
+func TestSettleCountsItsLookups(t *testing.T) {
+	cfg := mustParse(t, "defaultPlan: metered\nplans: {metered: [{name: monthly, limit: 1000, period: month}]}\n"+
+		"routes: [{method: POST, path: /v1/chat, reserve: 100}]")
+	for _, tc := range []struct {
+		name string
+		key  string
+		want int // lookups counted
+	}{
+		{"a key of an account", "key a", 2},
+		{"a source address", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := cacheOver(cfg, nil,
+				registry.Record{ID: "account:acme", Plan: "metered"},
+				registry.Record{ID: "key:" + bucketgate.KeyDigest("key a"), Account: "acme"},
+			)
+			f := newFixture(t, options{config: cfg, cache: reg})
+			c := Call{SourceIP: "192.0.2.7", Method: "POST", Path: "/v1/chat"}
+			if tc.key != "" {
+				c.Keys.Add(tc.key)
+			}
+			o, err := f.h.Authorize(t.Context(), c)
+			if err != nil || o.Result.Reservation == "" {
+				t.Fatalf("reserve: %+v, %v", o.Result, err)
+			}
+			f.metrics.Reset()
+			if _, err := f.h.Settle(t.Context(), o.Result.Reservation, bucketgate.OpSettle, 50); err != nil {
+				t.Fatal(err)
+			}
+			counted, _ := oneEMF(t, f.metrics.Bytes())[telemetry.MetricRegistryLookups].(float64)
+			if int(counted) != tc.want {
+				t.Fatalf("the settle counted %v lookups, want %d:\n%s", counted, tc.want, &f.metrics)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/claims"
+	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -18,7 +19,8 @@ import (
 // lease it issued (Outcome.Result.Lease; op bucketgate.OpRelease, actual 0), with the id
 // alone: its claims lead to the identity and the route's rules in the configuration in
 // force, as the check function's settle by the reservation does. It writes one EMF line
-// and a decision line. Its error wraps bucketgate.ErrConflict for an id the limiter did
+// and a decision line, and sends the events of what the settle crossed (a quota's
+// threshold), as the check function's settle does. Its error wraps bucketgate.ErrConflict for an id the limiter did
 // not make, or whose key or route changed since (the reservation stays charged at its
 // estimate), bucketgate.ErrInvalid for bad input, and ErrUnavailable when Redis (or the
 // registry) could not settle it: try again.
@@ -35,7 +37,8 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	v, refresh := h.Config.Current(ctx)
 	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
-	l, err := claims.Resolve(ctx, v, c, op)
+	l, who, err := claims.Resolve(ctx, v, c, op)
+	who.Observe(&inv)
 	if err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		if !errors.Is(err, bucketgate.ErrConflict) { // the registry could not say
@@ -51,6 +54,9 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	}
 	inv.Observe(r)
 	telemetry.LogDecision(ctx, h.Log, r, append(attrs, slog.String(telemetry.AttrPlan, l.Plan))...)
+	if h.Events != nil && len(r.Crossings) > 0 { // the script reports a crossing to this settle alone
+		h.Events.Send(ctx, &inv, eventbus.Crossed(r.Decision, eventbus.Who{Identity: c.Identity, Account: who.Account, Owner: who.Owner, Plan: l.Plan}))
+	}
 	if r.Failure != guard.FailureNone || r.Reason == bucketgate.ReasonDegraded || r.Reason == bucketgate.ReasonUnavailable {
 		what := "the reservation is not settled"
 		if op == bucketgate.OpRelease {

@@ -9,6 +9,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
 // byReservation reports whether the check with members m names its reservation or
@@ -68,12 +69,13 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 }
 
 // resolveBearers gives every check that named its reservation alone the identity and
-// rules its id's claims lead to in v (see claims.Resolve). Its error wraps
+// rules its id's claims lead to in v (see claims.Resolve), and the registry's account
+// and owner of that identity (for its events), counting its lookups in inv. Its error wraps
 // bucketgate.ErrConflict, naming the check, for an id the limiter did not make to be
 // settled by itself, or whose claims no longer lead where they led (the key revoked or
 // moved, the route gone): nothing is then decided, and the reservation stays charged at
 // its estimate. A check whose lookup failed keeps the error, for the failure policy.
-func resolveBearers(ctx context.Context, v registry.View, checks []check, batch bool) error {
+func resolveBearers(ctx context.Context, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {
 	for i := range checks {
 		c := &checks[i]
 		switch {
@@ -90,7 +92,8 @@ func resolveBearers(ctx context.Context, v registry.View, checks []check, batch 
 		if c.req.Op == bucketgate.OpRelease {
 			name = fieldLease
 		}
-		l, err := claims.Resolve(ctx, v, c.claims, c.req.Op)
+		l, e, err := claims.Resolve(ctx, v, c.claims, c.req.Op)
+		e.Observe(inv)
 		switch {
 		case errors.Is(err, bucketgate.ErrConflict):
 			return fmt.Errorf("%s: %w", field(path, name), err)
@@ -98,7 +101,7 @@ func resolveBearers(ctx context.Context, v registry.View, checks []check, batch 
 			c.lookupErr = err
 			continue
 		}
-		c.plan, c.req.Rules = l.Plan, l.Rules
+		c.plan, c.req.Rules, c.account, c.owner = l.Plan, l.Rules, e.Account, e.Owner
 	}
 	return nil
 }

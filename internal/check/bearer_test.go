@@ -51,7 +51,7 @@ routes:
 var llmKeys = []registry.Record{
 	{ID: "key:" + bucketgate.KeyDigest("alice"), Plan: "llm"},
 	{ID: "key:" + bucketgate.KeyDigest("carol"), Plan: "llm"},
-	{ID: "account:acme", Plan: "llm"},
+	{ID: "account:acme", Plan: "llm", Owner: "Acme"},
 	{ID: "key:" + bucketgate.KeyDigest("bob"), Account: "acme", Rules: []bucketgate.Rule{{Name: "tokens", Capacity: 600, RefillPerSecond: 0.001}}},
 }
 
@@ -215,6 +215,62 @@ func TestSettleByReservationAlone(t *testing.T) {
 	carol := "key:" + bucketgate.KeyDigest("carol")
 	if s := decodeResponse(t, moved.invokeOK(t, settlePayload(id, 100))); s.Settled != 100 || b.tokens(t, carol, llmRule, "tokens") != 890 {
 		t.Fatalf("settle after a route inserted before the reserving one = %+v: want 300 back, 890 left", s)
+	}
+}
+
+// A settle by the reservation alone carries the registry's account and owner of whose
+// buckets it settles, as the reserve did, for its events' detail (a settle above its
+// estimate may cross a quota's threshold): for a key of an account, the account's name
+// and owner; for a source address, none.
+func TestSettleByReservationNamesTheAccount(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	v, _ := b.check.h.Config.Current(t.Context())
+	for _, tc := range []struct {
+		name, key, account, owner string
+	}{
+		{"a key of an account", "bob", "acme", "Acme"},
+		{"a source address", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checks, batch, err := parse(settlePayload(b.reserve(t, tc.key), 500), v.Config, b.check.h.Identities)
+			if err == nil {
+				err = resolveBearers(t.Context(), v, checks, batch, &telemetry.Invocation{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := checks[0]; c.account != tc.account || c.owner != tc.owner {
+				t.Fatalf("account %q, owner %q: want %q, %q", c.account, c.owner, tc.account, tc.owner)
+			}
+		})
+	}
+}
+
+// A settle by the reservation alone counts the registry lookups it makes in
+// RegistryLookups, as a check naming its key does: the key's and its account's; a
+// source address's, none.
+func TestSettleByReservationCountsItsLookups(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	for _, tc := range []struct {
+		name, key string
+		want      int
+	}{
+		{"a key of an account", "bob", 2},
+		{"a source address", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := b.reserve(t, tc.key)
+			b.check.metrics.Reset()
+			b.check.invokeOK(t, settlePayload(id, 500))
+			counted := 0
+			for _, doc := range emfLines(t, b.check.metrics) {
+				n, _ := doc[telemetry.MetricRegistryLookups].(float64)
+				counted += int(n)
+			}
+			if counted != tc.want {
+				t.Fatalf("the settle counted %d lookups, want %d:\n%s", counted, tc.want, b.check.metrics)
+			}
+		})
 	}
 }
 

@@ -118,7 +118,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
-	err = resolveBearers(ctx, v, checks, batch)
+	err = resolveBearers(ctx, v, checks, batch, &inv)
 	if err == nil {
 		results, err = h.decide(ctx, checks, batch)
 	}

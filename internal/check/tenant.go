@@ -61,12 +61,7 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 			continue
 		}
 		e, err := answers[i].e, answers[i].err
-		if e.Result != "" {
-			inv.ObserveLookup(string(e.Result), e.Invalid)
-		}
-		if e.AccountResult != "" {
-			inv.ObserveLookup(string(e.AccountResult), e.AccountInvalid)
-		}
+		e.Observe(inv)
 		if err != nil {
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, err) // the decision line's error: the key as its digest
 			continue

@@ -114,6 +114,8 @@ func (h *Handler) usageDays(c check, now time.Time) (first, last time.Time, err 
 	switch {
 	case last.After(today):
 		return first, last, fmt.Errorf("%s: %s is after today, %s (UTC, by Redis's clock)", fieldTo, c.to, today.Format(time.DateOnly))
+	case first.After(last) && c.to == "": // to is today
+		return first, last, fmt.Errorf("%s: %s is after today, %s (UTC, by Redis's clock; to left out is today)", fieldFrom, c.from, today.Format(time.DateOnly))
 	case first.After(last):
 		return first, last, fmt.Errorf("%s: %s is after %s, %s: the days are reversed", fieldFrom, c.from, fieldTo, last.Format(time.DateOnly))
 	case first.Before(earliest):

@@ -95,6 +95,7 @@ func TestUsageRequestErrors(t *testing.T) {
 	tests := []struct{ name, payload, want string }{
 		{"reversed", `{"key":"a","op":"usage","from":"2025-03-01","to":"2025-02-28"}`, "from: 2025-03-01 is after to, 2025-02-28: the days are reversed"},
 		{"after today", `{"key":"a","op":"usage","to":"2025-03-02"}`, "to: 2025-03-02 is after today, 2025-03-01 (UTC, by Redis's clock)"},
+		{"from after today, no to", `{"key":"a","op":"usage","from":"2025-03-02"}`, "from: 2025-03-02 is after today, 2025-03-01 (UTC, by Redis's clock; to left out is today)"},
 		{"beyond retention", `{"key":"a","op":"usage","from":"2025-01-01"}`, "from: 2025-01-01 is beyond the 35 days of usage kept (USAGE_RETENTION_DAYS, today included): want 2025-01-26 or later"},
 		{"to alone beyond retention", `{"key":"a","op":"usage","to":"2025-01-25"}`, "to: 2025-01-25 is beyond the 35 days of usage kept"},
 		{"malformed", `{"key":"a","op":"usage","from":"2025-3-1"}`, `from: "2025-3-1": want a day as YYYY-MM-DD, such as 2026-11-25`},

@@ -147,15 +147,18 @@ func Of(id, key bucketgate.Identity, limits config.Limits) Claims {
 // Resolve returns whose buckets c names and the Limits of its route on that identity's
 // plan today, in v, for op (a settle, a cancel or a release): the default plan for a
 // source address, the registry's plan (with the key's own rules) for an API key or an
-// account's key. Its error wraps bucketgate.ErrConflict when c no longer leads there
+// account's key; and the registry's Entry it read, with an error too (its Account and
+// Owner, for events; its Results, for the RegistryLookups metric; the zero Entry for a
+// source address). Its error wraps bucketgate.ErrConflict when c no longer leads there
 // (the key unknown or revoked, or now of another account, the route gone, or its rules
 // now unable to do op: a release without a concurrency rule, a settle or a cancel
 // without a bucket or a quota): a settle is then refused, and its reservation stays
 // charged at its estimate (a lease frees itself at its ttl). Any other error is the
 // registry's, for the failure policy.
-func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (config.Limits, error) {
+func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (config.Limits, registry.Entry, error) {
+	var e registry.Entry
 	if v.Config == nil {
-		return config.Limits{}, fmt.Errorf("no configuration: %w", v.Err)
+		return config.Limits{}, e, fmt.Errorf("no configuration: %w", v.Err)
 	}
 	plan := v.Config.DefaultPlan()
 	if !strings.HasPrefix(c.Identity, bucketgate.IPPrefix) {
@@ -163,9 +166,9 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 		if c.Key != "" {
 			via = c.Key
 		}
-		e, err := v.Lookup(ctx, via)
-		if err != nil {
-			return config.Limits{}, fmt.Errorf("registry lookup of %s: %w", via, err)
+		var err error
+		if e, err = v.Lookup(ctx, via); err != nil {
+			return config.Limits{}, e, fmt.Errorf("registry lookup of %s: %w", via, err)
 		}
 		spends := via
 		if e.Identity != (bucketgate.Identity{}) {
@@ -173,22 +176,22 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 		}
 		switch {
 		case e.Plan == nil:
-			return config.Limits{}, fmt.Errorf("%w: the reservation's %s is no longer registered: it stays charged at its estimate", bucketgate.ErrConflict, via)
+			return config.Limits{}, e, fmt.Errorf("%w: the reservation's %s is no longer registered: it stays charged at its estimate", bucketgate.ErrConflict, via)
 		case spends != c.Identity:
-			return config.Limits{}, fmt.Errorf("%w: the reservation's %s now spends the buckets of %s, not %s: it stays charged at its estimate", bucketgate.ErrConflict, via, spends, c.Identity)
+			return config.Limits{}, e, fmt.Errorf("%w: the reservation's %s now spends the buckets of %s, not %s: it stays charged at its estimate", bucketgate.ErrConflict, via, spends, c.Identity)
 		}
 		plan = e.Plan
 	}
 	l, ok := v.Config.LimitsOf(plan, c.Route)
 	if !ok {
-		return config.Limits{}, fmt.Errorf("%w: the reservation's route (%s) is no longer in the configuration, no route has its method and path: it stays charged at its estimate", bucketgate.ErrConflict, c.Route)
+		return config.Limits{}, e, fmt.Errorf("%w: the reservation's route (%s) is no longer in the configuration, no route has its method and path: it stays charged at its estimate", bucketgate.ErrConflict, c.Route)
 	}
 	leases := slices.ContainsFunc(l.Rules, bucketgate.Rule.IsConcurrency)
 	switch {
 	case op == bucketgate.OpRelease && !leases:
-		return config.Limits{}, fmt.Errorf("%w: the lease's route (%s) has no concurrency rule any more: it frees itself at its ttl", bucketgate.ErrConflict, cmp.Or(c.Route, noRoute))
+		return config.Limits{}, e, fmt.Errorf("%w: the lease's route (%s) has no concurrency rule any more: it frees itself at its ttl", bucketgate.ErrConflict, cmp.Or(c.Route, noRoute))
 	case op != bucketgate.OpRelease && !slices.ContainsFunc(l.Rules, func(r bucketgate.Rule) bool { return !r.IsConcurrency() }):
-		return config.Limits{}, fmt.Errorf("%w: the reservation's route (%s) has no bucket or quota any more: it stays charged at its estimate", bucketgate.ErrConflict, cmp.Or(c.Route, noRoute))
+		return config.Limits{}, e, fmt.Errorf("%w: the reservation's route (%s) has no bucket or quota any more: it stays charged at its estimate", bucketgate.ErrConflict, cmp.Or(c.Route, noRoute))
 	}
-	return l, nil
+	return l, e, nil
 }

@@ -14,10 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
@@ -141,6 +143,10 @@ type Options struct {
 	Bus string
 	// Timeout bounds one Send (EVENTS_TIMEOUT_MS).
 	Timeout time.Duration
+	// Margin is how long before the deadline of Send's context (the invocation's) a
+	// Send ends at the latest, so that the function still answers in time; zero ends it
+	// at the deadline.
+	Margin time.Duration
 	// Stack fills the Stack of a detail that has none (STACK_NAME).
 	Stack string
 	// Log receives the failures, at warn, at most once per LogEvery.
@@ -173,15 +179,22 @@ func NewSender(client putter, opts Options) *Sender {
 }
 
 // Send puts events on the bus, MaxEntries to a call, the calls at once, and returns
-// when all have answered or Timeout (or ctx's deadline) has passed, whichever is first.
-// It counts the events not sent in inv, by reason, and logs the failure (at most once
+// when all have answered or Timeout has passed (or ctx's deadline less Margin), whichever
+// is first; ctx canceled does not stop it (a caller that stopped waiting once its
+// decision was made, such as a client of the middleware that hung up: the script
+// reported the crossing to that decision alone, and its event would be lost). It counts
+// the events not sent in inv, by reason, and logs the failure (at most once
 // per LogEvery, saying how many failed since the last line). Nothing it meets is an
 // error to its caller: a decision never changes for its events.
 func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []Event) {
 	if len(events) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	end := time.Now().Add(s.opts.Timeout)
+	if deadline, ok := ctx.Deadline(); ok && deadline.Add(-s.opts.Margin).Before(end) {
+		end = deadline.Add(-s.opts.Margin)
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), end)
 	defer cancel()
 	calls := (len(events) + MaxEntries - 1) / MaxEntries
 	results := make([]failure, calls)
@@ -206,7 +219,9 @@ type failure struct {
 	err    error
 }
 
-// put sends events in one PutEvents call and returns what it did not send.
+// put sends events in one PutEvents call, and the entries EventBridge refused for a
+// reason worth another try (retryable) again at once, retry.DefaultMaxAttempts calls in
+// all, and returns what it did not send.
 func (s *Sender) put(ctx context.Context, events []Event) failure {
 	entries := make([]types.PutEventsRequestEntry, len(events))
 	for i, e := range events {
@@ -225,16 +240,57 @@ func (s *Sender) put(ctx context.Context, events []Event) failure {
 			Time:         aws.Time(e.Time),
 		}
 	}
-	out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return failure{n: len(events), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent within %v: %w", s.opts.Timeout, err)}
-	case err != nil:
-		return failure{n: len(events), reason: telemetry.EventsError, err: err}
-	case out.FailedEntryCount > 0:
-		return failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries)}
+	for call := 1; ; call++ {
+		out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, retryAtOnce)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return failure{n: len(entries), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent within %v: %w", s.opts.Timeout, err)}
+		case err != nil:
+			return failure{n: len(entries), reason: telemetry.EventsError, err: err}
+		case out.FailedEntryCount == 0:
+			return failure{}
+		}
+		again, ok := refusedRetryable(entries, out)
+		if !ok || call == retry.DefaultMaxAttempts || ctx.Err() != nil {
+			return failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries)}
+		}
+		entries = again
 	}
-	return failure{}
+}
+
+// retryableEntryErrors are the error codes of an entry that EventBridge may take when
+// put again (its PutEventsResultEntry's retryable errors).
+var retryableEntryErrors = []string{"ThrottlingException", "InternalFailure"}
+
+// refusedRetryable returns the entries out refused, and whether each was refused for
+// a reason worth another try (retryableEntryErrors); false when out's entries do not
+// answer entries one for one.
+func refusedRetryable(entries []types.PutEventsRequestEntry, out *eventbridge.PutEventsOutput) ([]types.PutEventsRequestEntry, bool) {
+	if len(out.Entries) != len(entries) {
+		return nil, false
+	}
+	var again []types.PutEventsRequestEntry
+	for i, r := range out.Entries {
+		switch {
+		case r.ErrorCode == nil:
+		case !slices.Contains(retryableEntryErrors, *r.ErrorCode):
+			return nil, false
+		default:
+			again = append(again, entries[i])
+		}
+	}
+	return again, len(again) == int(out.FailedEntryCount)
+}
+
+// retryAtOnce makes a PutEvents call that failed for a reason worth another try (a
+// throttle, a 5xx, a connection reset) try again at once, retry.DefaultMaxAttempts
+// attempts in all: the SDK's backoff (up to 2 s before the first retry) never fits in
+// a Timeout of at most a second, and a deadline that passes while it waits leaves only
+// "context deadline exceeded" to count and log, not the error that lasted.
+func retryAtOnce(o *eventbridge.Options) {
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+	})
 }
 
 // rejection describes the first entry EventBridge refused.

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,12 +117,17 @@ func jsonEqual(t *testing.T, a json.RawMessage, b string) bool {
 // with handle, logging to logs with its period counted on the clock *now.
 func local(t *testing.T, handle http.HandlerFunc, timeout time.Duration, logs *bytes.Buffer, now *time.Time) *eventbus.Sender {
 	t.Helper()
+	return eventbus.NewSender(localClient(t, handle), eventbus.Options{Bus: "bucketgate", Timeout: timeout, Log: slog.New(slog.NewJSONHandler(logs, nil)),
+		LogEvery: time.Minute, Now: func() time.Time { return *now }})
+}
+
+// localClient returns an EventBridge client of an endpoint of this process that answers
+// every request with handle.
+func localClient(t *testing.T, handle http.HandlerFunc) *eventbridge.Client {
 	endpoint := httptest.NewServer(handle)
 	t.Cleanup(endpoint.Close)
-	client := eventbridge.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(endpoint.URL),
+	return eventbridge.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(endpoint.URL),
 		Credentials: credentials.NewStaticCredentialsProvider("id", "secret", "")})
-	return eventbus.NewSender(client, eventbus.Options{Bus: "bucketgate", Timeout: timeout, Log: slog.New(slog.NewJSONHandler(logs, nil)),
-		LogEvery: time.Minute, Now: func() time.Time { return *now }})
 }
 
 // An endpoint that does not answer in time: Send returns at its deadline, whatever the
@@ -159,6 +165,32 @@ func TestSendToASlowBus(t *testing.T) {
 	t.Logf("Send returned after %v against an endpoint that had not answered (timeout %v)", took, timeout)
 }
 
+// Near the end of an invocation, a Send ends Margin before the invocation's deadline
+// (less than its Timeout away), so that the function still answers in time: the events
+// count as not sent within their time.
+func TestSendEndsBeforeTheDeadline(t *testing.T) {
+	release := make(chan struct{})
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}
+	client := localClient(t, slow)
+	t.Cleanup(func() { close(release) }) // before the endpoint closes, which waits for its handlers
+	s := eventbus.NewSender(client, eventbus.Options{Bus: "bucketgate", Timeout: time.Minute, Margin: 1500 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	invocation, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	var inv telemetry.Invocation
+	s.Send(invocation, &inv, []eventbus.Event{thresholdEvent("key:0f")})
+	if err := invocation.Err(); err != nil {
+		t.Fatalf("Send returned after the invocation's deadline (%v), not Margin before it", err)
+	}
+	if m := metrics(t, &inv); !strings.Contains(m, `"EventsFailed":1,"Function":"authorizer","Reason":"timeout"`) {
+		t.Errorf("metrics %s: want 1 EventsFailed by timeout", m)
+	}
+}
+
 // An endpoint that answers garbage, an error, or refuses entries: each failure counted
 // by its reason; the first logged, the others within the period only counted, and said
 // by the first line after it.
@@ -177,7 +209,7 @@ func TestSendToABrokenBus(t *testing.T) {
 		}, telemetry.EventsError, 2},
 		{"a refused entry", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-			fmt.Fprint(w, `{"FailedEntryCount":1,"Entries":[{"EventId":"1"},{"ErrorCode":"InternalFailure","ErrorMessage":"try again"}]}`)
+			fmt.Fprint(w, `{"FailedEntryCount":1,"Entries":[{"EventId":"1"},{"ErrorCode":"AccessDeniedException","ErrorMessage":"not authorized"}]}`)
 		}, telemetry.EventsRejected, 1},
 	}
 	for _, a := range answers {
@@ -246,5 +278,115 @@ func TestCrossed(t *testing.T) {
 	}
 	if e := eventbus.Crossed(bucketgate.Decision{At: at}, who); e != nil {
 		t.Fatalf("events %+v of a decision that crossed nothing", e)
+	}
+}
+
+// A caller that stopped waiting after its decision was made (a client of the middleware
+// that hung up: its request's context canceled) loses no event: the script reported the
+// crossing to that decision alone, so Send still puts it on the bus, within Timeout and
+// the caller's deadline, and counts nothing.
+func TestSendForACallerThatStoppedWaiting(t *testing.T) {
+	var logs bytes.Buffer
+	now := time.Unix(1_800_000_000, 0)
+	got := make(chan int, 10)
+	accept := func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Entries []json.RawMessage }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			t.Errorf("request: %v", err)
+		}
+		got <- len(in.Entries)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		fmt.Fprint(w, `{"FailedEntryCount":0,"Entries":[{"EventId":"1"},{"EventId":"2"}]}`)
+	}
+	s := local(t, accept, 5*time.Second, &logs, &now)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var inv telemetry.Invocation
+	s.Send(ctx, &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+	if m := metrics(t, &inv); m != "" || logs.Len() != 0 {
+		t.Fatalf("failures: %s %s", m, &logs)
+	}
+	select {
+	case n := <-got:
+		if n != 2 {
+			t.Fatalf("%d entries put, want 2", n)
+		}
+	default:
+		t.Fatal("the events were never put")
+	}
+}
+
+// A call that fails for a reason worth another try (EventBridge throttling the account's
+// PutEvents, a 5xx), or entries EventBridge refused for such a reason (ThrottlingException,
+// InternalFailure: those alone), are tried again at once, three attempts in all, within
+// the deadline: a failure that lasts is counted as the error it is, which the log line
+// names, not as a deadline passed while the SDK waited (up to 2 s) to try again.
+func TestSendRetriesWithinTheDeadline(t *testing.T) {
+	answer := func(w http.ResponseWriter, status int, body string) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.WriteHeader(status)
+		fmt.Fprint(w, body)
+	}
+	const throttled = `{"__type":"ThrottlingException","message":"Rate exceeded"}`
+	for _, tc := range []struct {
+		name string
+		// answer answers the call-th call, of entries entries (of the two events, then of
+		// those refused).
+		answer func(w http.ResponseWriter, call, entries int)
+		calls  int
+		want   string // the metric line's failure, or "" for none
+		log    string
+	}{
+		{"throttled throughout", func(w http.ResponseWriter, _, _ int) { answer(w, http.StatusBadRequest, throttled) },
+			3, `"EventsFailed":2,"Function":"authorizer","Reason":"error"`, "ThrottlingException: Rate exceeded"},
+		{"an entry throttled once", func(w http.ResponseWriter, call, entries int) {
+			switch {
+			case call == 1:
+				answer(w, http.StatusOK, `{"FailedEntryCount":1,"Entries":[{"EventId":"1"},{"ErrorCode":"ThrottlingException","ErrorMessage":"Rate exceeded"}]}`)
+			case entries == 1:
+				answer(w, http.StatusOK, `{"FailedEntryCount":0,"Entries":[{"EventId":"2"}]}`)
+			default:
+				answer(w, http.StatusBadRequest, `{"__type":"ValidationException","message":"want the refused entry alone"}`)
+			}
+		}, 2, "", ""},
+		{"an entry failing throughout", func(w http.ResponseWriter, call, entries int) {
+			switch {
+			case call == 1:
+				answer(w, http.StatusOK, `{"FailedEntryCount":1,"Entries":[{"EventId":"1"},{"ErrorCode":"InternalFailure","ErrorMessage":"try again"}]}`)
+			case entries == 1:
+				answer(w, http.StatusOK, `{"FailedEntryCount":1,"Entries":[{"ErrorCode":"InternalFailure","ErrorMessage":"try again"}]}`)
+			default:
+				answer(w, http.StatusBadRequest, `{"__type":"ValidationException","message":"want the refused entry alone"}`)
+			}
+		}, 3, `"EventsFailed":1,"Function":"authorizer","Reason":"rejected"`, "InternalFailure: try again"},
+		{"an entry refused for good", func(w http.ResponseWriter, _, _ int) {
+			answer(w, http.StatusOK, `{"FailedEntryCount":1,"Entries":[{"EventId":"1"},{"ErrorCode":"AccessDeniedException","ErrorMessage":"not authorized"}]}`)
+		}, 1, `"EventsFailed":1,"Function":"authorizer","Reason":"rejected"`, "AccessDeniedException: not authorized"},
+		{"a 5xx once", func(w http.ResponseWriter, call, _ int) {
+			if call == 1 {
+				answer(w, http.StatusInternalServerError, `{"__type":"InternalException","message":"try again"}`)
+				return
+			}
+			answer(w, http.StatusOK, `{"FailedEntryCount":0,"Entries":[{"EventId":"1"},{"EventId":"2"}]}`)
+		}, 2, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			now := time.Unix(1_800_000_000, 0)
+			var calls atomic.Int32
+			s := local(t, func(w http.ResponseWriter, r *http.Request) {
+				var in struct{ Entries []json.RawMessage }
+				if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+					t.Errorf("request: %v", err)
+				}
+				tc.answer(w, int(calls.Add(1)), len(in.Entries))
+			}, 500*time.Millisecond, &logs, &now)
+			var inv telemetry.Invocation
+			s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+			m := metrics(t, &inv)
+			if int(calls.Load()) != tc.calls || tc.want == "" && m != "" || !strings.Contains(m, tc.want) || !strings.Contains(logs.String(), tc.log) {
+				t.Fatalf("%d calls, metrics %q, log %q: want %d calls, %q, a line naming %q", calls.Load(), m, &logs, tc.calls, tc.want, tc.log)
+			}
+		})
 	}
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
 // Result says how a lookup was answered: the Result dimension of the RegistryLookups
@@ -80,6 +81,18 @@ type Entry struct {
 	who    *who              // the entry's record's owner, account, buckets (a Cache's)
 	rules  []bucketgate.Rule // the record's own rules (a Cache's)
 	readAt instant           // when the entry was read (a Cache's)
+}
+
+// Observe counts in inv the lookups that answered e (RegistryLookups by Result, and
+// RegistryInvalidItems): the identity's, and its account's for a key of an account;
+// none for an Entry of no lookup (a Document's, or the zero Entry).
+func (e Entry) Observe(inv *telemetry.Invocation) {
+	if e.Result != "" {
+		inv.ObserveLookup(string(e.Result), e.Invalid)
+	}
+	if e.AccountResult != "" {
+		inv.ObserveLookup(string(e.AccountResult), e.AccountInvalid)
+	}
 }
 
 // Document is the registry a configuration document holds: its keys (by digest) and

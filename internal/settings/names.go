@@ -24,12 +24,36 @@ func checkNamespace(v string) error {
 	case strings.HasPrefix(v, "AWS/"):
 		return fmt.Errorf("%s=%q: namespaces under AWS/ are AWS's own", EnvNamespace, v)
 	}
-	for i := range len(v) {
-		if v[i] < ' ' || v[i] > '~' {
-			return fmt.Errorf("%s=%q: want printable ASCII (CloudWatch drops the metrics of any other namespace)", EnvNamespace, v)
-		}
+	if !printableASCII(v) {
+		return fmt.Errorf("%s=%q: want printable ASCII (CloudWatch drops the metrics of any other namespace)", EnvNamespace, v)
 	}
 	return nil
+}
+
+// MaxDimensionValue is the longest value of a CloudWatch metric dimension, in bytes.
+const MaxDimensionValue = 1024
+
+// CheckDimensionValue reports why CloudWatch would not take v as the value of a metric
+// dimension: 1 to MaxDimensionValue bytes of printable ASCII, not only spaces.
+// CloudWatch drops the metrics of a log line with a dimension it refuses, silently.
+func CheckDimensionValue(v string) error {
+	switch {
+	case len(v) > MaxDimensionValue:
+		return fmt.Errorf("%d bytes: want at most %d", len(v), MaxDimensionValue)
+	case strings.Trim(v, " ") == "" || !printableASCII(v):
+		return fmt.Errorf("%q: want printable ASCII, not only spaces (CloudWatch drops the metrics of any other dimension value)", v)
+	}
+	return nil
+}
+
+// printableASCII reports whether v holds printable ASCII alone.
+func printableASCII(v string) bool {
+	for i := range len(v) {
+		if v[i] < ' ' || v[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // checkStackName reports why v is not a CloudFormation stack name: a letter, then

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -226,6 +227,10 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		if err != nil {
 			return errorAt(field, "%v", err)
 		}
+		if j := slices.IndexFunc(c.routes, func(earlier route) bool { return earlier.covers(r) }); j >= 0 {
+			return errorAt(field, "never matches: routes[%d] (%s, path %q) comes first and matches every request it would; the first route that matches a request wins, so list the more specific one first",
+				j, cmp.Or(specs[j].Method, "any method"), specs[j].Path)
+		}
 		if spec.Shadow && spec.Cost != nil && *spec.Cost != defaultCost {
 			return errorAt(field+".cost", "a shadow route cannot set a cost: the cost applies to every rule of the request, the plan's enforced rules too")
 		}
@@ -264,9 +269,7 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 					rule.Name, numbers(rule), rule.Name, plan, numbers(planRule))
 			}
 		}
-		if _, ok := c.routeIDs[r.id]; !ok {
-			c.routeIDs[r.id] = i
-		}
+		c.routeIDs[r.id] = i // one route per id: one of the same id would never match
 		c.routes = append(c.routes, r)
 		extras = append(extras, rules)
 	}

@@ -403,6 +403,9 @@ func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucketgate.Rul
 	rules := make([]bucketgate.Rule, 0, len(specs))
 	for i, s := range specs {
 		r, err := s.Rule()
+		if err == nil && shadow && r.IsConcurrency() {
+			err = fmt.Errorf("rule %s: a concurrency rule is never shadow, and the shadow: true of %s makes every rule of it shadow: give it an enforced plan or route", r.Name, strings.TrimSuffix(field, ".rules"))
+		}
 		if err != nil {
 			return nil, errorAt(fmt.Sprintf("%s[%d]", field, i), "%v", err)
 		}

@@ -130,6 +130,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"zero-padded rate", "defaultPlan: free\nplans: {free: [{name: b, capacity: 10, refillPerSecond: 010}]}", `plans.free[0].refillPerSecond (line 2, column 57): "010": want a decimal number`},
 		{"infinite rate", "defaultPlan: free\nplans: {free: [{name: b, capacity: 10, refillPerSecond: .inf}]}", `".inf": want a decimal number`},
 		{"rate as a list", "defaultPlan: free\nplans: {free: [{name: b, capacity: 10, refillPerSecond: [1]}]}", `plans.free[0].refillPerSecond (line 2, column 57): a list: want a number`},
+		{"shadow tagged a boolean in YAML 1.1's words", "defaultPlan: free\nplans: {free: [{name: b, capacity: 10, refillPerSecond: 1, shadow: !!bool on}]}", `plans.free[0].shadow (line 2, column 68): "on": want true or false`},
 		{"shadow not a boolean", "defaultPlan: free\nplans: {free: [{name: b, capacity: 10, refillPerSecond: 1, shadow: yes}]}", `plans.free[0].shadow (line 2, column 68): the string "yes": want true or false`},
 		{"no rate", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1}]}", "plans.free[0] (line 2, column 16): refillPerSecond (or refill with per) is required"},
 		{"both rates", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 1, refill: 1, per: day}]}", "plans.free[0] (line 2, column 16): give refillPerSecond or refill with per, not both"},

@@ -143,7 +143,13 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) error {
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
 			return d.errorf(path, n, "%s: want true or false", describe(n))
 		}
-		v.SetBool(n.Value == "true" || n.Value == "True" || n.Value == "TRUE")
+		switch n.Value { // the words YAML 1.2 reads as booleans; a !!bool tag makes no other one
+		case "true", "True", "TRUE":
+			v.SetBool(true)
+		case "false", "False", "FALSE":
+		default:
+			return d.errorf(path, n, "%s: want true or false", describe(n))
+		}
 		return nil
 	}
 	panic("config: the document has a field of type " + v.Type().String() + ", which decode does not read")

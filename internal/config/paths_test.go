@@ -19,6 +19,7 @@ routes:
   - {path: /export, cost: 5}
   - {path: "/uploads/{id}", cost: 2}
   - {path: "/reports/**", cost: 3}
+  - {path: "/files/{proxy+}", cost: 4}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +44,8 @@ routes:
 		{"/reports", 3},
 		{"/REPORTS/2026/../x/./y", 3},
 		{"/reports/../export", 5},
+		{"/files", 4}, // a greedy parameter matches no segment too, unlike API Gateway's
+		{"/files/a/b", 4},
 	} {
 		if got := c.Limits(p, "GET", tt.path).Cost; got != tt.cost {
 			t.Errorf("%q: cost %d, want %d", tt.path, got, tt.cost)

@@ -154,6 +154,8 @@ func TestParseErrorsNameTheField(t *testing.T) {
 			"routes[0].rules[0] (line 3, column 29): rule b (capacity 5, refillPerSecond 1) has other numbers than the rule b of plans.free (capacity 2, refillPerSecond 1)"},
 		{"two routes, one rule name, other numbers", "defaultPlan: free\n" + free + "\nroutes:\n  - {path: /a, rules: [{name: u, capacity: 20, refill: 1, per: minute}]}\n  - {path: /b, rules: [{name: u, capacity: 20, refill: 2, per: minute}]}",
 			"routes[1].rules[0] (line 5, column 24): rule u (capacity 20, refillPerSecond 0.03333333333333333) has other numbers than routes[0].rules[0] (capacity 20, refillPerSecond 0.016666666666666666)"},
+		{"a rule twice in a route", "defaultPlan: free\n" + free + "\nroutes: [{path: /x, rules: [{name: u, capacity: 5, refillPerSecond: 1}, {name: u, capacity: 5, refillPerSecond: 1, shadow: true}]}]",
+			"routes[0].rules[1] (line 3, column 73): rule u appears twice in the route (first at routes[0].rules[0])"},
 		{"shadow route with a cost", "defaultPlan: free\n" + free + "\nroutes: [{path: /x, cost: 2, shadow: true, rules: [{name: u, capacity: 5, refillPerSecond: 1}]}]", "routes[0].cost (line 3, column 27): a shadow route cannot set a cost"},
 		{"too many route rules", "defaultPlan: free\n" + free + "\nroutes: [{path: /x, rules: [" + strings.Repeat("{name: u, capacity: 5, refillPerSecond: 1}, ", 9) + "]}]", "routes[0].rules (line 3, column 28): 9 rules: want at most 8"},
 		{"route path", "defaultPlan: free\n" + free + "\nroutes: [{path: x}]", `routes[0] (line 3, column 10): path "x"`},

@@ -257,6 +257,9 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		for j, rule := range rules {
 			path := fmt.Sprintf("%s.rules[%d]", field, j)
 			prev, ok := first[rule.Name]
+			if ok && strings.HasPrefix(prev.path, field+".") {
+				return errorAt(path, "rule %s appears twice in the route (first at %s)", rule.Name, prev.path)
+			}
 			if ok && !sameRule(prev.rule, rule) {
 				return errorAt(path, "rule %s (%s) has other numbers than %s (%s): a rule name is one bucket (or quota) of an identity, so give both the same numbers, or this one another name",
 					rule.Name, numbers(rule), prev.path, numbers(prev.rule))

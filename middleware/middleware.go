@@ -82,8 +82,9 @@ type Options struct {
 	// hops before it are the client's to write; a hop with a port is its address).
 	// Empty trusts none: the source is always Request.RemoteAddr.
 	TrustedProxies []string
-	// Name is the Function dimension of the metrics (1 to settings.MaxDimensionValue
-	// bytes of printable ASCII, not only spaces); empty is DefaultName.
+	// Name is the Function dimension of the metrics (1 to 1024 bytes of printable
+	// ASCII, not only spaces, as CloudWatch takes a dimension value); empty is
+	// DefaultName.
 	Name string
 	// Metrics receives the EMF metric lines; nil is os.Stdout, where the CloudWatch
 	// agent or a container's awslogs driver reads them.

@@ -142,15 +142,28 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // rules as req, at the actual cost: what the estimate took beyond it goes back to every
 // rule, or the rest is taken, which never fails (a bucket may owe up to its capacity,
 // and later requests wait until it has refilled). Settling again answers the first
-// outcome (Response.Replayed), so that it keeps every retry. req.Op must be empty or
-// checkapi.OpSettle; req.Cost and req.Reservation are set from actual and reservation.
-// A reservation unknown to the function, expired, or of another key is a
-// *FunctionError of type checkapi.ErrorTypeConflict; other errors are as for Check. A
-// Response of reason unavailable or degraded (Redis did not answer) settled nothing:
-// send it again.
+// outcome (Response.Replayed), so that it keeps every retry. req.Op must be empty,
+// checkapi.OpSettle or checkapi.OpReserve; req.Cost and req.Reservation are set from
+// actual and reservation, and req.TTLMS and req.RequestID, a reserve's, are not sent (a
+// settle has none), so that the request given to Reserve settles too. A reservation unknown to the function,
+// expired, or of another key is a *FunctionError of type checkapi.ErrorTypeConflict;
+// other errors are as for Check. A Response of reason unavailable or degraded (Redis did
+// not answer) settled nothing: send it again.
 func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
+	req = held(req)
 	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
 	return c.operate(ctx, checkapi.OpSettle, req)
+}
+
+// held returns req, the request that reserved or acquired what a settle, a cancel or a
+// release ends, without what only a reserve or an acquire has: its cost, ttl and
+// requestId, which the function refuses on them, and OpReserve.
+func held(req checkapi.Request) checkapi.Request {
+	req.Cost, req.TTLMS, req.RequestID = nil, 0, ""
+	if req.Op == checkapi.OpReserve {
+		req.Op = checkapi.OpCheck
+	}
+	return req
 }
 
 // SettleReservation settles reservation, an id the authorizer issued (on a route that
@@ -204,8 +217,10 @@ func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.
 	return c.ReleaseLease(ctx, id)
 }
 
-// Cancel settles reservation at 0, every token of its estimate back, as Settle does.
+// Cancel settles reservation at 0, every token of its estimate back, as Settle does;
+// req.Cost, the estimate, is not sent.
 func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation string) (checkapi.Response, error) {
+	req = held(req)
 	req.Reservation = reservation
 	return c.operate(ctx, checkapi.OpCancel, req)
 }
@@ -214,11 +229,14 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // and rules as req answered (Response.Lease), to its concurrency rules:
 // Response.Released reports whether it was still held; releasing again (or after its
 // TTLMS) answers Released false and changes nothing, so that it keeps every retry.
-// req.Op must be empty or checkapi.OpRelease; req.Lease is set from lease. A lease
+// req.Op must be empty, checkapi.OpRelease or checkapi.OpReserve; req.Lease is set
+// from lease, and req.Cost, req.TTLMS and req.RequestID, the acquire's, are not sent (a
+// release has none), so that the request given to Check (or Reserve) releases too. A lease
 // unknown to the function, or of another key or rules, is a *FunctionError of type
 // checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) released nothing: send it again.
 func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string) (checkapi.Response, error) {
+	req = held(req)
 	req.Lease = lease
 	return c.operate(ctx, checkapi.OpRelease, req)
 }

@@ -117,12 +117,13 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 
 // Refund gives req.Cost tokens (nil: checkapi.DefaultCost) back to every rule of req,
 // never above its capacity, for a request whose work failed after its check, and
-// answers the buckets after it. req.Op must be empty or checkapi.OpRefund. It keeps
-// every retry with its requestId, as a check does (with WithoutRequestIDs, it is sent
-// again only when the function did not run); after an error other than an
-// *InvalidRequestError the refund may or may not have happened. Errors are as for
-// Check. A Response of reason unavailable or degraded (Redis did not answer) gave back
-// nothing.
+// answers the buckets after it. req.Op must be empty or checkapi.OpRefund, and
+// req.RequestID, when given, the refund's own: the check's RequestID again names another
+// request, a *FunctionError of type checkapi.ErrorTypeConflict. It keeps every retry
+// with its requestId, as a check does (with WithoutRequestIDs, it is sent again only
+// when the function did not run); after an error other than an *InvalidRequestError
+// the refund may or may not have happened. Errors are as for Check. A Response of
+// reason unavailable or degraded (Redis did not answer) gave back nothing.
 func (c *Client) Refund(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	return c.operate(ctx, checkapi.OpRefund, req)
 }

@@ -249,7 +249,9 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // owe up to its capacity). Settling again answers the first outcome. Its error is
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
 // for an id the limiter did not make, or whose key or route changed since (it stays
-// charged at its estimate); or wraps an unavailable limiter's error: try again. It is
+// charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
+// bucketgate.MaxSettle (as ErrConflict does: neither comes right by trying again); or
+// wraps an unavailable limiter's error: try again. It is
 // the one call a service makes once it knows what the work cost, as a backend behind
 // API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
 // cancellation and deadline do not: a request whose client hung up (r.Context()

@@ -17,6 +17,7 @@ package checkclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -36,7 +37,8 @@ type Invoker interface {
 }
 
 // Client invokes one check function. It is safe for concurrent use if its Invoker is
-// (*lambda.Client is). Make one with New: the zero Client has no Invoker.
+// (*lambda.Client is). Make one with New: the zero Client has no Invoker, and its calls
+// are errors that say so.
 type Client struct {
 	invoker  Invoker
 	function string
@@ -326,11 +328,17 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 	return out, nil
 }
 
+// errNoInvoker is the error of a call of a Client without an Invoker.
+var errNoInvoker = errors.New("checkclient: the Client has no Invoker: make it with New(lambda.NewFromConfig(cfg), function)")
+
 // invoke sends in and decodes the answer into out; write narrows the SDK's retries to
 // failures where the function did not run (retryUnlessRan), for a payload that must not
 // run twice. A payload that may run twice is sent again after a function error another
 // run may not meet, up to c.retries times (WithFunctionRetries).
 func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
+	if c.invoker == nil {
+		return errNoInvoker
+	}
 	payload, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("checkclient: encode request: %w", err)

@@ -125,7 +125,7 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 // with its requestId, as a check does (with WithoutRequestIDs, it is sent again only
 // when the function did not run); after an error other than an *InvalidRequestError
 // the refund may or may not have happened. Errors are as for Check. A Response of
-// reason unavailable or degraded (Redis did not answer) gave back nothing.
+// reason unavailable or degraded (Redis did not answer) may have given back nothing.
 func (c *Client) Refund(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	return c.operate(ctx, checkapi.OpRefund, req)
 }

@@ -56,8 +56,8 @@ func ExampleClient_Refund() {
 		switch res, err := checks.Refund(ctx, req); {
 		case err != nil:
 			log.Print(err) // the tokens may stay spent
-		case res.Reason != checkapi.ReasonOK: // Redis did not answer: nothing given back
-			log.Printf("refund %s: the tokens stay spent", res.Reason)
+		case res.Reason != checkapi.ReasonOK: // Redis did not answer: maybe nothing given back
+			log.Printf("refund %s: the tokens may stay spent", res.Reason)
 		}
 	}
 }
@@ -98,7 +98,7 @@ func ExampleClient_Settle() {
 	switch res, err := checks.Settle(ctx, req, res.Reservation, used); {
 	case err != nil:
 		log.Print(err) // unsettled, the reservation stays charged at maxTokens
-	case res.Reason != checkapi.ReasonOK: // Redis did not answer: nothing settled
+	case res.Reason != checkapi.ReasonOK: // Redis did not answer: maybe unsettled
 		log.Printf("settle %s: send it again, or the reservation stays charged at maxTokens", res.Reason)
 	}
 }
@@ -122,7 +122,7 @@ func ExampleClient_SettleRequest() {
 		case errors.Is(err, ratelimitheaders.ErrNoReservation): // nothing reserved, nothing to settle
 		case err != nil:
 			log.Print(err) // unsettled, the reservation stays charged at 4096
-		case res.Reason != checkapi.ReasonOK: // Redis did not answer: nothing settled
+		case res.Reason != checkapi.ReasonOK: // Redis did not answer: maybe unsettled
 			log.Printf("settle %s: send it again, or the reservation stays charged at 4096", res.Reason)
 		}
 		fmt.Fprintf(w, `{"usage":{"total_tokens":%d}}`, used)

@@ -42,6 +42,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -81,8 +82,9 @@ type Options struct {
 	// hops before it are the client's to write; a hop with a port is its address).
 	// Empty trusts none: the source is always Request.RemoteAddr.
 	TrustedProxies []string
-	// Name is the Function dimension of the metrics (1 to settings.MaxDimensionValue
-	// bytes of printable ASCII, not only spaces); empty is DefaultName.
+	// Name is the Function dimension of the metrics (1 to 1024 bytes of printable
+	// ASCII, not only spaces, as CloudWatch takes a dimension value); empty is
+	// DefaultName.
 	Name string
 	// Metrics receives the EMF metric lines; nil is os.Stdout, where the CloudWatch
 	// agent or a container's awslogs driver reads them.
@@ -122,9 +124,38 @@ func New(opts Options) (*Limiter, error) {
 	}
 	h, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), opts.Metrics, opts.LogOutput)
 	if err != nil {
-		return nil, fmt.Errorf("middleware: %w", err)
+		return nil, fmt.Errorf("middleware: %s%w", opts.setBy(err), err)
 	}
 	return &Limiter{authorizer: h, proxies: ps, close: closeConn}, nil
+}
+
+// standIn is an Options field that, set, stands in for a variable.
+type standIn struct {
+	field, variable, value string
+}
+
+// standIns are the fields of o that stand in for a variable, with their values.
+func (o Options) standIns() []standIn {
+	return []standIn{
+		{"RedisAddr", settings.EnvRedisAddr, o.RedisAddr},
+		{"KeyHeader", settings.EnvAPIKeyHeader, o.KeyHeader},
+		{"Config", settings.EnvConfigInline, o.Config},
+		{"RegistryTable", settings.EnvRegistryTable, o.RegistryTable},
+	}
+}
+
+// setBy names the field of o that set the variable err, an error of the settings, is
+// about ("KeyHeader (in place of API_KEY_HEADER): "), for a caller who set the field and
+// never the variable; "" when no field set it. The settings' errors start with the
+// variable's name, after "settings: " for some.
+func (o Options) setBy(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "settings: ")
+	for _, s := range o.standIns() {
+		if s.value != "" && (strings.HasPrefix(msg, s.variable+":") || strings.HasPrefix(msg, s.variable+"=")) {
+			return s.field + " (in place of " + s.variable + "): "
+		}
+	}
+	return ""
 }
 
 // getenv returns Getenv (or os.Getenv) with the settings opts sets in place of their
@@ -134,11 +165,9 @@ func (o Options) getenv() func(string) string {
 	if base == nil {
 		base = os.Getenv
 	}
-	set := map[string]string{
-		settings.EnvRedisAddr:     o.RedisAddr,
-		settings.EnvAPIKeyHeader:  o.KeyHeader,
-		settings.EnvConfigInline:  o.Config,
-		settings.EnvRegistryTable: o.RegistryTable,
+	set := make(map[string]string)
+	for _, s := range o.standIns() {
+		set[s.variable] = s.value
 	}
 	return func(name string) string {
 		if v := set[name]; v != "" {
@@ -220,7 +249,9 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // owe up to its capacity). Settling again answers the first outcome. Its error is
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
 // for an id the limiter did not make, or whose key or route changed since (it stays
-// charged at its estimate); or wraps an unavailable limiter's error: try again. It is
+// charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
+// bucketgate.MaxSettle (as ErrConflict does: neither comes right by trying again); or
+// wraps an unavailable limiter's error: try again. It is
 // the one call a service makes once it knows what the work cost, as a backend behind
 // API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
 // cancellation and deadline do not: a request whose client hung up (r.Context()

@@ -94,8 +94,9 @@ type Options struct {
 }
 
 // Limiter is the middleware: Handler limits the requests of a handler. It is safe for
-// concurrent use; make one per process with New (the zero Limiter has no Redis) and
-// Close it when done.
+// concurrent use; make one per process with New and Close it when done. The zero
+// Limiter has no Redis: its Handler answers every request 503, as a limiter failing
+// closed, and its Settle, Cancel and Release fail with errZeroLimiter.
 type Limiter struct {
 	authorizer *authorizer.Handler
 	proxies    proxies
@@ -182,7 +183,14 @@ func (o Options) getenv() func(string) string {
 
 // Close writes the metrics that wait and closes the connection to Redis. Requests in
 // flight fail by the failure policy.
-func (l *Limiter) Close() { l.close() }
+func (l *Limiter) Close() {
+	if l.close != nil {
+		l.close()
+	}
+}
+
+// errZeroLimiter is the error of a call that needs Redis, on the zero Limiter.
+var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make a Limiter with New")
 
 // Handler returns next limited: each request is decided before next sees it, and
 // answered by the limiter when it may not proceed (429, 401 or 503). The rate-limit
@@ -193,14 +201,17 @@ func (l *Limiter) Close() { l.close() }
 // stays charged at its estimate, as one never settled.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.authorizer == nil {
+			writeUnavailable(w)
+			return
+		}
 		o, err := l.authorizer.Authorize(r.Context(), l.call(r))
 		switch {
 		case errors.Is(err, authorizer.ErrUnauthorized):
 			writeJSON(w, http.StatusUnauthorized, unauthorizedBody)
 			return
 		case err != nil: // unavailable, failing closed, or a request that can never be decided
-			w.Header().Set(ratelimitheaders.HeaderRetryAfter, "1")
-			writeJSON(w, http.StatusServiceUnavailable, unavailableBody)
+			writeUnavailable(w)
 			return
 		}
 		ac := l.authorizer.Context(o) // the authorizer context
@@ -284,6 +295,9 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 	}
 	if id == "" {
 		return bucketgate.Decision{}, none
+	}
+	if l.authorizer == nil {
+		return bucketgate.Decision{}, errZeroLimiter
 	}
 	res, err := l.authorizer.Settle(context.WithoutCancel(ctx), id, op, actual) // the client may be gone; the work is done
 	if err != nil {

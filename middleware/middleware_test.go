@@ -257,6 +257,22 @@ func TestCloseWritesTheMetrics(t *testing.T) {
 	}
 }
 
+// The zero Limiter has no Redis: it answers as a limiter failing closed, its settles
+// fail naming New, and Close does nothing; none of it panics.
+func TestZeroLimiter(t *testing.T) {
+	var l middleware.Limiter
+	w := serve(&l, httptest.NewRequest("GET", "/orders/42", nil))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" {
+		t.Errorf("the zero Limiter answered %d, Retry-After %q; want 503 and 1", w.Code, w.Header().Get("Retry-After"))
+	}
+	r := httptest.NewRequest("POST", "/v1/chat", nil)
+	r.Header.Set(ratelimitheaders.HeaderReservation, "r1")
+	if _, err := l.Settle(t.Context(), r, 1); err == nil || !strings.Contains(err.Error(), "New") {
+		t.Errorf("Settle on the zero Limiter: %v, want an error naming New", err)
+	}
+	l.Close()
+}
+
 // A request whose client hung up is decided all the same, within REDIS_TIMEOUT_MS: Redis
 // may have taken its tokens already, so it is counted as what it was, never as a
 // fail-closed timeout (which pages the operator about a Redis that is fine).

@@ -60,7 +60,7 @@ const DefaultFunctionRetries = 2
 // report Redis did not answer in time (checkapi.ErrorTypeUnavailable); never after an
 // *InvalidRequestError, a ConflictError or an answer that is not a decision, which
 // would come again. It waits about 100 ms before the first retry, twice as long before
-// each next, and not past ctx's deadline. n = 0 sends once; the default is
+// each next (5 s at most), and not past ctx's deadline. n = 0 sends once; the default is
 // DefaultFunctionRetries. The Lambda client's own retries (of the service's failures)
 // are apart from these.
 func WithFunctionRetries(n int) Option {

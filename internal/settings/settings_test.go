@@ -345,6 +345,9 @@ func TestRedisAddrCredentialsNeverEchoed(t *testing.T) {
 		"user:s3cret,pw@host.example:6379",
 		":s3cret,pw@host.example:6379",
 		"10.0.0.2:6379,rediss://user:s3cret,pw@host.example:6379",
+		// A password holding an '@' given in place of the address: what follows the
+		// '@' is no host:port, so it is not quoted either.
+		"pw@s3cret",
 	} {
 		t.Run(addr, func(t *testing.T) {
 			_, err := settings.Load(env(map[string]string{"REDIS_ADDR": addr}))

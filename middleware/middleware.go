@@ -43,6 +43,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -196,9 +197,10 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // answered by the limiter when it may not proceed (429, 401 or 503). The rate-limit
 // headers of next's answer are the limiter's: any RateLimit, RateLimit-Policy or
 // X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
-// answer's header is written. When next panics, the lease its request holds (a
-// concurrency rule's) is released as the panic passes, which goes on up; a reservation
-// stays charged at its estimate, as one never settled.
+// answer's header is written. The lease a request holds (a concurrency rule's) is
+// released when next returns, or as a panic of next passes (which goes on up), unless
+// next released it before (Release): a request is in flight while next serves it. A
+// reservation next did not settle stays charged at its estimate.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if l.authorizer == nil {
@@ -227,17 +229,24 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			aw.setHeaders() // next wrote nothing: the server writes the header as it is
 			return
 		}
-		done := false
-		defer func() {
-			if !done { // next panicked: the request is no longer in flight
+		held := new(heldLease)
+		r = r.WithContext(context.WithValue(r.Context(), heldLeaseKey{}, held))
+		defer func() { // next returned or panicked: the request is no longer in flight
+			if !held.released.Load() {
 				_, _ = l.authorizer.Settle(context.WithoutCancel(r.Context()), o.Result.Lease, bucketgate.OpRelease, 0)
 			}
 		}()
 		next.ServeHTTP(aw, r)
 		aw.setHeaders()
-		done = true
 	})
 }
+
+// heldLease is the lease of a request that Handler passes to the next handler: released
+// once Release has returned it, so that Handler does not again when next returns.
+type heldLease struct{ released atomic.Bool }
+
+// heldLeaseKey is the context key of a request's *heldLease.
+type heldLeaseKey struct{}
 
 // call is what r asks the authorizer: every copy of the API key header, the source
 // address, the method and the path as sent.
@@ -280,9 +289,10 @@ func (l *Limiter) Cancel(ctx context.Context, r *http.Request) (bucketgate.Decis
 
 // Release returns the lease that r carries (a request with a concurrency rule: the
 // Limiter acquired it and handed its id to the next handler in
-// ratelimitheaders.HeaderLease), for work that is done; releasing again changes nothing
-// (Decision.Released false). Its error is ratelimitheaders.ErrNoLease when r carries
-// none, and else as Settle's. A lease not released frees itself at its route's ttlMs.
+// ratelimitheaders.HeaderLease), for work that is done before next returns (Handler
+// releases it then otherwise); releasing again changes nothing (Decision.Released
+// false). Its error is ratelimitheaders.ErrNoLease when r carries none, and else as
+// Settle's. A lease that Redis could not release frees itself at its route's ttlMs.
 func (l *Limiter) Release(ctx context.Context, r *http.Request) (bucketgate.Decision, error) {
 	return l.settle(ctx, r, bucketgate.OpRelease, 0)
 }
@@ -302,6 +312,9 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 	res, err := l.authorizer.Settle(context.WithoutCancel(ctx), id, op, actual) // the client may be gone; the work is done
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("middleware: %w", err)
+	}
+	if held, ok := r.Context().Value(heldLeaseKey{}).(*heldLease); ok && op == bucketgate.OpRelease && res.Reason != bucketgate.ReasonUnavailable && res.Reason != bucketgate.ReasonDegraded {
+		held.released.Store(true)
 	}
 	return res.Decision, nil
 }

@@ -31,10 +31,10 @@ type Decision struct {
 	Reason Reason
 	// Rule names the binding rule: the denying rule with the longest wait, or, when
 	// allowed, the enforced rule with the fewest tokens left; empty when every rule of
-	// the request is shadow.
+	// the request is shadow, and for an OpRelease Redis answered.
 	Rule string
 	// Limit is the binding rule's capacity (a quota's limit), in tokens; 0 without a
-	// binding rule.
+	// binding rule (Rule empty).
 	Limit int64
 	// Remaining is the floor of the tokens left in the tightest enforced rule after the
 	// decision (what a quota may still admit in its window); 0 without a binding rule.

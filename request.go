@@ -60,7 +60,8 @@ var opList = strings.Join(opNames[:len(opNames)-1], ", ") + " or " + opNames[len
 // ErrConflict is wrapped by every error about a request that conflicts with what the
 // limiter holds: a settle or a cancel of a reservation it did not make for the identity
 // (a bad id, or none made with it), or that expired (it stays charged at its
-// estimate), or a RequestID used first for another request. Nothing is written. Such a
+// estimate), a release of a lease it did not make for the identity, or a RequestID used
+// first for another request. Nothing is written. Such a
 // request can never be decided as given: errors.Is(err, ErrInvalid) holds too.
 var ErrConflict error = conflict{}
 

@@ -33,8 +33,9 @@ const ErrorTypeInvalidRequest = "InvalidRequestError"
 
 // ErrorTypeConflict is the errorType of the function error that answers a request in
 // conflict with what the limiter holds: a settle or a cancel of a reservation it did
-// not make for the identity, or that expired (it stays charged at its estimate), or a
-// RequestID used first for another request. Nothing is written for that request; in a
+// not make for the identity, or that expired (it stays charged at its estimate), a
+// release of a lease it did not make for the identity, or a RequestID used first for
+// another request. Nothing is written for that request; in a
 // Batch, the other checks may have been decided all the same (a batch is not atomic),
 // and the errorMessage names those that were.
 const ErrorTypeConflict = "ConflictError"
@@ -52,7 +53,8 @@ const ErrorTypeUnavailable = "UnavailableError"
 type Request struct {
 	// Key identifies whose buckets these are (a tenant, a user, an API client):
 	// 1 to MaxKey bytes of UTF-8 text. Required, unless Identity is given, or the
-	// request settles or cancels the authorizer's Reservation by the id alone.
+	// request settles or cancels the authorizer's Reservation, or releases its Lease,
+	// by the id alone.
 	Key string `json:"key,omitempty"`
 	// Identity names the buckets of an identity instead of Key's: one of the
 	// authorizer's, "key:<digest>" (an API key by the first 32 hex digits of its
@@ -109,7 +111,9 @@ type Request struct {
 	// identity and route itself.
 	Reservation string `json:"reservation,omitempty"`
 	// Lease is what OpRelease returns: a Response.Lease of a check with the same Key (or
-	// Identity) and rules (by name).
+	// Identity) and rules (by name); or, with no Key, Identity, Plan or Rules, a lease
+	// the authorizer acquired (its context's, the X-RateLimit-Lease header), which
+	// carries its identity and route itself.
 	Lease string `json:"lease,omitempty"`
 }
 
@@ -194,7 +198,8 @@ type Response struct {
 	Allowed bool `json:"allowed"`
 	// Reason is why: ok, limited, unavailable or degraded.
 	Reason Reason `json:"reason"`
-	// Limit is the binding rule's capacity, in tokens; 0 when every rule is shadow.
+	// Limit is the binding rule's capacity, in tokens; 0 when every rule is shadow,
+	// and for a release Redis answered.
 	Limit int64 `json:"limit"`
 	// Remaining is the floor of the tokens left in the tightest rule after the
 	// decision; 0 when Redis did not decide.
@@ -207,7 +212,8 @@ type Response struct {
 	ResetAfterMS int64 `json:"resetAfterMs"`
 	// Rule names the binding rule: the denying rule with the longest wait, or, when
 	// allowed, the enforced rule with the fewest tokens left; empty when every rule is
-	// shadow (nothing is enforced, and the check is allowed).
+	// shadow (nothing is enforced, and the check is allowed), and for a release Redis
+	// answered (Released says what it did).
 	Rule string `json:"rule"`
 	// Plan names the plan the check was decided under; empty for inline rules.
 	Plan string `json:"plan"`

@@ -17,6 +17,7 @@ package checkclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -36,7 +37,8 @@ type Invoker interface {
 }
 
 // Client invokes one check function. It is safe for concurrent use if its Invoker is
-// (*lambda.Client is). Make one with New: the zero Client has no Invoker.
+// (*lambda.Client is). Make one with New: the zero Client has no Invoker, and its calls
+// are errors that say so.
 type Client struct {
 	invoker  Invoker
 	function string
@@ -58,7 +60,7 @@ const DefaultFunctionRetries = 2
 // report Redis did not answer in time (checkapi.ErrorTypeUnavailable); never after an
 // *InvalidRequestError, a ConflictError or an answer that is not a decision, which
 // would come again. It waits about 100 ms before the first retry, twice as long before
-// each next, and not past ctx's deadline. n = 0 sends once; the default is
+// each next (5 s at most), and not past ctx's deadline. n = 0 sends once; the default is
 // DefaultFunctionRetries. The Lambda client's own retries (of the service's failures)
 // are apart from these.
 func WithFunctionRetries(n int) Option {
@@ -117,9 +119,13 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 
 // Refund gives req.Cost tokens (nil: checkapi.DefaultCost) back to every rule of req,
 // never above its capacity, for a request whose work failed after its check, and
-// answers the buckets after it. req.Op must be empty or checkapi.OpRefund. It is sent
-// again only when the function did not run, as a check is; after an error other than an
-// *InvalidRequestError the refund may or may not have happened. Errors are as for Check.
+// answers the buckets after it. req.Op must be empty or checkapi.OpRefund, and
+// req.RequestID, when given, the refund's own: the check's RequestID again names another
+// request, a *FunctionError of type checkapi.ErrorTypeConflict. It keeps every retry
+// with its requestId, as a check does (with WithoutRequestIDs, it is sent again only
+// when the function did not run); after an error other than an *InvalidRequestError
+// the refund may or may not have happened. Errors are as for Check. A Response of
+// reason unavailable or degraded (Redis did not answer) may have given back nothing.
 func (c *Client) Refund(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	return c.operate(ctx, checkapi.OpRefund, req)
 }
@@ -139,15 +145,28 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // rules as req, at the actual cost: what the estimate took beyond it goes back to every
 // rule, or the rest is taken, which never fails (a bucket may owe up to its capacity,
 // and later requests wait until it has refilled). Settling again answers the first
-// outcome (Response.Replayed), so that it keeps every retry. req.Op must be empty or
-// checkapi.OpSettle; req.Cost and req.Reservation are set from actual and reservation.
-// A reservation unknown to the function, expired, or of another key is a
-// *FunctionError of type checkapi.ErrorTypeConflict; other errors are as for Check. A
-// Response of reason unavailable or degraded (Redis did not answer) settled nothing:
-// send it again.
+// outcome (Response.Replayed), so that it keeps every retry. req.Op must be empty,
+// checkapi.OpSettle or checkapi.OpReserve; req.Cost and req.Reservation are set from
+// actual and reservation, and req.TTLMS and req.RequestID, a reserve's, are not sent (a
+// settle has none), so that the request given to Reserve settles too. A reservation unknown to the function,
+// expired, or of another key is a *FunctionError of type checkapi.ErrorTypeConflict;
+// other errors are as for Check. A Response of reason unavailable or degraded (Redis did
+// not answer) settled nothing: send it again.
 func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
+	req = held(req)
 	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
 	return c.operate(ctx, checkapi.OpSettle, req)
+}
+
+// held returns req, the request that reserved or acquired what a settle, a cancel or a
+// release ends, without what only a reserve or an acquire has: its cost, ttl and
+// requestId, which the function refuses on them, and OpReserve.
+func held(req checkapi.Request) checkapi.Request {
+	req.Cost, req.TTLMS, req.RequestID = nil, 0, ""
+	if req.Op == checkapi.OpReserve {
+		req.Op = checkapi.OpCheck
+	}
+	return req
 }
 
 // SettleReservation settles reservation, an id the authorizer issued (on a route that
@@ -201,8 +220,10 @@ func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.
 	return c.ReleaseLease(ctx, id)
 }
 
-// Cancel settles reservation at 0, every token of its estimate back, as Settle does.
+// Cancel settles reservation at 0, every token of its estimate back, as Settle does;
+// req.Cost, the estimate, is not sent.
 func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation string) (checkapi.Response, error) {
+	req = held(req)
 	req.Reservation = reservation
 	return c.operate(ctx, checkapi.OpCancel, req)
 }
@@ -211,11 +232,14 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // and rules as req answered (Response.Lease), to its concurrency rules:
 // Response.Released reports whether it was still held; releasing again (or after its
 // TTLMS) answers Released false and changes nothing, so that it keeps every retry.
-// req.Op must be empty or checkapi.OpRelease; req.Lease is set from lease. A lease
+// req.Op must be empty, checkapi.OpRelease or checkapi.OpReserve; req.Lease is set
+// from lease, and req.Cost, req.TTLMS and req.RequestID, the acquire's, are not sent (a
+// release has none), so that the request given to Check (or Reserve) releases too. A lease
 // unknown to the function, or of another key or rules, is a *FunctionError of type
 // checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) released nothing: send it again.
 func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string) (checkapi.Response, error) {
+	req = held(req)
 	req.Lease = lease
 	return c.operate(ctx, checkapi.OpRelease, req)
 }
@@ -304,11 +328,17 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 	return out, nil
 }
 
+// errNoInvoker is the error of a call of a Client without an Invoker.
+var errNoInvoker = errors.New("checkclient: the Client has no Invoker: make it with New(lambda.NewFromConfig(cfg), function)")
+
 // invoke sends in and decodes the answer into out; write narrows the SDK's retries to
 // failures where the function did not run (retryUnlessRan), for a payload that must not
 // run twice. A payload that may run twice is sent again after a function error another
 // run may not meet, up to c.retries times (WithFunctionRetries).
 func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
+	if c.invoker == nil {
+		return errNoInvoker
+	}
 	payload, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("checkclient: encode request: %w", err)

@@ -279,6 +279,22 @@ func TestRefusedBeforeSending(t *testing.T) {
 	}
 }
 
+// TestNoInvoker: a Client without an Invoker (the zero Client, or New's of a nil one)
+// answers every call with an error that says so, never a panic.
+func TestNoInvoker(t *testing.T) {
+	ctx := context.Background()
+	for name, c := range map[string]*checkclient.Client{"zero": {}, "New(nil, ...)": checkclient.New(nil, "fn")} {
+		_, checkErr := c.Check(ctx, checkapi.Request{Key: "k"})
+		_, batchErr := c.CheckBatch(ctx, []checkapi.Request{{Key: "k"}})
+		_, usageErr := c.Usage(ctx, checkapi.Request{Key: "k"})
+		for _, err := range []error{checkErr, batchErr, usageErr} {
+			if err == nil || !strings.Contains(err.Error(), "no Invoker") {
+				t.Errorf("%s: %v, want an error naming the missing Invoker", name, err)
+			}
+		}
+	}
+}
+
 // TestOperationsEncoding: Refund, Reset, Reserve, Settle, Cancel and Release send the
 // operation and what it needs; SettleReservation, CancelReservation and SettleRequest the
 // reservation alone, ReleaseLease and ReleaseRequest the lease alone.

@@ -53,8 +53,11 @@ func ExampleClient_Refund() {
 		return
 	}
 	if err := doWork(ctx); err != nil {
-		if _, err := checks.Refund(ctx, req); err != nil {
-			log.Print(err) // the tokens stay spent
+		switch res, err := checks.Refund(ctx, req); {
+		case err != nil:
+			log.Print(err) // the tokens may stay spent
+		case res.Reason != checkapi.ReasonOK: // Redis did not answer: maybe nothing given back
+			log.Printf("refund %s: the tokens may stay spent", res.Reason)
 		}
 	}
 }
@@ -88,12 +91,15 @@ func ExampleClient_Settle() {
 	req := checkapi.Request{Key: "tenant-42", Plan: "pro"}
 	maxTokens := int64(4000)
 	res, err := checks.Reserve(ctx, checkapi.Request{Key: req.Key, Plan: req.Plan, Cost: &maxTokens})
-	if err != nil || !res.Allowed {
-		return // limited (res.RetryAfter()), or no decision
+	if err != nil || res.Reservation == "" {
+		return // limited (res.RetryAfter()), degraded (nothing reserved), or no decision
 	}
 	used := complete(ctx, maxTokens) // the tokens the model really used
-	if _, err := checks.Settle(ctx, req, res.Reservation, used); err != nil {
+	switch res, err := checks.Settle(ctx, req, res.Reservation, used); {
+	case err != nil:
 		log.Print(err) // unsettled, the reservation stays charged at maxTokens
+	case res.Reason != checkapi.ReasonOK: // Redis did not answer: maybe unsettled
+		log.Printf("settle %s: send it again, or the reservation stays charged at maxTokens", res.Reason)
 	}
 }
 
@@ -110,10 +116,14 @@ func ExampleClient_SettleRequest() {
 	checks := checkclient.New(lambda.NewFromConfig(cfg), "bucketgate-check")
 
 	http.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) {
-		used := complete(r.Context(), 4096) // the route's reserve, its max_tokens
-		_, err := checks.SettleRequest(r.Context(), r, used)
-		if err != nil && !errors.Is(err, ratelimitheaders.ErrNoReservation) {
+		used := complete(r.Context(), 4096)                    // the route's reserve, its max_tokens
+		res, err := checks.SettleRequest(r.Context(), r, used) // checks: a checkclient.Client
+		switch {
+		case errors.Is(err, ratelimitheaders.ErrNoReservation): // nothing reserved, nothing to settle
+		case err != nil:
 			log.Print(err) // unsettled, the reservation stays charged at 4096
+		case res.Reason != checkapi.ReasonOK: // Redis did not answer: maybe unsettled
+			log.Printf("settle %s: send it again, or the reservation stays charged at 4096", res.Reason)
 		}
 		fmt.Fprintf(w, `{"usage":{"total_tokens":%d}}`, used)
 	})

@@ -91,15 +91,26 @@ func passing(err error) bool {
 }
 
 // firstPause is the wait before a Client's first retry after a function error, doubled
-// before each next, less up to half of it at random.
-const firstPause = 100 * time.Millisecond
+// before each next up to maxPause, less up to half of it at random.
+const (
+	firstPause = 100 * time.Millisecond
+	maxPause   = 5 * time.Second
+)
+
+// pauseLength is the wait before retry number retry + 1 after a function error.
+func pauseLength(retry int) time.Duration {
+	d := maxPause
+	if retry < 6 { // 100 ms << 6 is past maxPause; a larger shift would overflow
+		d = min(firstPause<<retry, maxPause)
+	}
+	return d - mrand.N(d/2)
+}
 
 // pause waits before retry number retry + 1 after a function error, and reports whether
 // ctx lets it be sent: false when ctx is done first, or when its deadline comes before
 // the wait ends.
 func pause(ctx context.Context, retry int) bool {
-	d := firstPause << retry
-	d -= mrand.N(d / 2)
+	d := pauseLength(retry)
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
 		return false
 	}

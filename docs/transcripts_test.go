@@ -77,12 +77,14 @@ type gateway struct {
 }
 
 // startGateway runs bucketgate-local serve with env on a free port until t ends, and
-// returns it once it has printed its banner.
+// returns it once it has printed its banner. Redis has 2 s to answer, not the default:
+// a machine running several test runs at once has taken longer than that for a first
+// call, answered 503 where the session shows none (env may set it again).
 func startGateway(t *testing.T, env ...string) *gateway {
 	t.Helper()
 	cmd := exec.Command(command(t, "bucketgate-local"), "serve", "-addr", "127.0.0.1:0")
 	cmd.Dir = root // template.yaml
-	cmd.Env = cleanEnv(env...)
+	cmd.Env = cleanEnv(append([]string{"REDIS_TIMEOUT_MS=2000"}, env...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

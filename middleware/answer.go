@@ -51,6 +51,12 @@ func text(v any) string {
 	return s
 }
 
+// writeUnavailable answers w as a limiter failing closed: 503 with Retry-After: 1.
+func writeUnavailable(w http.ResponseWriter) {
+	w.Header().Set(ratelimitheaders.HeaderRetryAfter, "1")
+	writeJSON(w, http.StatusServiceUnavailable, unavailableBody)
+}
+
 // writeJSON answers w with status and the JSON body.
 func writeJSON(w http.ResponseWriter, status int, body string) {
 	w.Header().Set("Content-Type", "application/json")

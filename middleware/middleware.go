@@ -42,6 +42,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
+	"sync/atomic"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -81,8 +83,9 @@ type Options struct {
 	// hops before it are the client's to write; a hop with a port is its address).
 	// Empty trusts none: the source is always Request.RemoteAddr.
 	TrustedProxies []string
-	// Name is the Function dimension of the metrics (1 to settings.MaxDimensionValue
-	// bytes of printable ASCII, not only spaces); empty is DefaultName.
+	// Name is the Function dimension of the metrics (1 to 1024 bytes of printable
+	// ASCII, not only spaces, as CloudWatch takes a dimension value); empty is
+	// DefaultName.
 	Name string
 	// Metrics receives the EMF metric lines; nil is os.Stdout, where the CloudWatch
 	// agent or a container's awslogs driver reads them.
@@ -92,8 +95,9 @@ type Options struct {
 }
 
 // Limiter is the middleware: Handler limits the requests of a handler. It is safe for
-// concurrent use; make one per process with New (the zero Limiter has no Redis) and
-// Close it when done.
+// concurrent use; make one per process with New and Close it when done. The zero
+// Limiter has no Redis: its Handler answers every request 503, as a limiter failing
+// closed, and its Settle, Cancel and Release fail with errZeroLimiter.
 type Limiter struct {
 	authorizer *authorizer.Handler
 	proxies    proxies
@@ -122,9 +126,38 @@ func New(opts Options) (*Limiter, error) {
 	}
 	h, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), opts.Metrics, opts.LogOutput)
 	if err != nil {
-		return nil, fmt.Errorf("middleware: %w", err)
+		return nil, fmt.Errorf("middleware: %s%w", opts.setBy(err), err)
 	}
 	return &Limiter{authorizer: h, proxies: ps, close: closeConn}, nil
+}
+
+// standIn is an Options field that, set, stands in for a variable.
+type standIn struct {
+	field, variable, value string
+}
+
+// standIns are the fields of o that stand in for a variable, with their values.
+func (o Options) standIns() []standIn {
+	return []standIn{
+		{"RedisAddr", settings.EnvRedisAddr, o.RedisAddr},
+		{"KeyHeader", settings.EnvAPIKeyHeader, o.KeyHeader},
+		{"Config", settings.EnvConfigInline, o.Config},
+		{"RegistryTable", settings.EnvRegistryTable, o.RegistryTable},
+	}
+}
+
+// setBy names the field of o that set the variable err, an error of the settings, is
+// about ("KeyHeader (in place of API_KEY_HEADER): "), for a caller who set the field and
+// never the variable; "" when no field set it. The settings' errors start with the
+// variable's name, after "settings: " for some.
+func (o Options) setBy(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "settings: ")
+	for _, s := range o.standIns() {
+		if s.value != "" && (strings.HasPrefix(msg, s.variable+":") || strings.HasPrefix(msg, s.variable+"=")) {
+			return s.field + " (in place of " + s.variable + "): "
+		}
+	}
+	return ""
 }
 
 // getenv returns Getenv (or os.Getenv) with the settings opts sets in place of their
@@ -134,11 +167,9 @@ func (o Options) getenv() func(string) string {
 	if base == nil {
 		base = os.Getenv
 	}
-	set := map[string]string{
-		settings.EnvRedisAddr:     o.RedisAddr,
-		settings.EnvAPIKeyHeader:  o.KeyHeader,
-		settings.EnvConfigInline:  o.Config,
-		settings.EnvRegistryTable: o.RegistryTable,
+	set := make(map[string]string)
+	for _, s := range o.standIns() {
+		set[s.variable] = s.value
 	}
 	return func(name string) string {
 		if v := set[name]; v != "" {
@@ -153,25 +184,36 @@ func (o Options) getenv() func(string) string {
 
 // Close writes the metrics that wait and closes the connection to Redis. Requests in
 // flight fail by the failure policy.
-func (l *Limiter) Close() { l.close() }
+func (l *Limiter) Close() {
+	if l.close != nil {
+		l.close()
+	}
+}
+
+// errZeroLimiter is the error of a call that needs Redis, on the zero Limiter.
+var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make a Limiter with New")
 
 // Handler returns next limited: each request is decided before next sees it, and
 // answered by the limiter when it may not proceed (429, 401 or 503). The rate-limit
 // headers of next's answer are the limiter's: any RateLimit, RateLimit-Policy or
 // X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
-// answer's header is written. When next panics, the lease its request holds (a
-// concurrency rule's) is released as the panic passes, which goes on up; a reservation
-// stays charged at its estimate, as one never settled.
+// answer's header is written. The lease a request holds (a concurrency rule's) is
+// released when next returns, or as a panic of next passes (which goes on up), unless
+// next released it before (Release): a request is in flight while next serves it. A
+// reservation next did not settle stays charged at its estimate.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.authorizer == nil {
+			writeUnavailable(w)
+			return
+		}
 		o, err := l.authorizer.Authorize(r.Context(), l.call(r))
 		switch {
 		case errors.Is(err, authorizer.ErrUnauthorized):
 			writeJSON(w, http.StatusUnauthorized, unauthorizedBody)
 			return
 		case err != nil: // unavailable, failing closed, or a request that can never be decided
-			w.Header().Set(ratelimitheaders.HeaderRetryAfter, "1")
-			writeJSON(w, http.StatusServiceUnavailable, unavailableBody)
+			writeUnavailable(w)
 			return
 		}
 		ac := l.authorizer.Context(o) // the authorizer context
@@ -187,17 +229,24 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			aw.setHeaders() // next wrote nothing: the server writes the header as it is
 			return
 		}
-		done := false
-		defer func() {
-			if !done { // next panicked: the request is no longer in flight
+		held := new(heldLease)
+		r = r.WithContext(context.WithValue(r.Context(), heldLeaseKey{}, held))
+		defer func() { // next returned or panicked: the request is no longer in flight
+			if !held.released.Load() {
 				_, _ = l.authorizer.Settle(context.WithoutCancel(r.Context()), o.Result.Lease, bucketgate.OpRelease, 0)
 			}
 		}()
 		next.ServeHTTP(aw, r)
 		aw.setHeaders()
-		done = true
 	})
 }
+
+// heldLease is the lease of a request that Handler passes to the next handler: released
+// once Release has returned it, so that Handler does not again when next returns.
+type heldLease struct{ released atomic.Bool }
+
+// heldLeaseKey is the context key of a request's *heldLease.
+type heldLeaseKey struct{}
 
 // call is what r asks the authorizer: every copy of the API key header, the source
 // address, the method and the path as sent.
@@ -220,7 +269,9 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // owe up to its capacity). Settling again answers the first outcome. Its error is
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
 // for an id the limiter did not make, or whose key or route changed since (it stays
-// charged at its estimate); or wraps an unavailable limiter's error: try again. It is
+// charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
+// bucketgate.MaxSettle (as ErrConflict does: neither comes right by trying again); or
+// wraps an unavailable limiter's error: try again. It is
 // the one call a service makes once it knows what the work cost, as a backend behind
 // API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
 // cancellation and deadline do not: a request whose client hung up (r.Context()
@@ -238,9 +289,10 @@ func (l *Limiter) Cancel(ctx context.Context, r *http.Request) (bucketgate.Decis
 
 // Release returns the lease that r carries (a request with a concurrency rule: the
 // Limiter acquired it and handed its id to the next handler in
-// ratelimitheaders.HeaderLease), for work that is done; releasing again changes nothing
-// (Decision.Released false). Its error is ratelimitheaders.ErrNoLease when r carries
-// none, and else as Settle's. A lease not released frees itself at its route's ttlMs.
+// ratelimitheaders.HeaderLease), for work that is done before next returns (Handler
+// releases it then otherwise); releasing again changes nothing (Decision.Released
+// false). Its error is ratelimitheaders.ErrNoLease when r carries none, and else as
+// Settle's. A lease that Redis could not release frees itself at its route's ttlMs.
 func (l *Limiter) Release(ctx context.Context, r *http.Request) (bucketgate.Decision, error) {
 	return l.settle(ctx, r, bucketgate.OpRelease, 0)
 }
@@ -254,9 +306,15 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 	if id == "" {
 		return bucketgate.Decision{}, none
 	}
+	if l.authorizer == nil {
+		return bucketgate.Decision{}, errZeroLimiter
+	}
 	res, err := l.authorizer.Settle(context.WithoutCancel(ctx), id, op, actual) // the client may be gone; the work is done
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("middleware: %w", err)
+	}
+	if held, ok := r.Context().Value(heldLeaseKey{}).(*heldLease); ok && op == bucketgate.OpRelease && res.Reason != bucketgate.ReasonUnavailable && res.Reason != bucketgate.ReasonDegraded {
+		held.released.Store(true)
 	}
 	return res.Decision, nil
 }

@@ -177,6 +177,9 @@ func TestKeyHeader(t *testing.T) {
 	}
 }
 
+// New's error names what to fix: the option the caller set, not only the variable it
+// stands in for (which the caller may never have set), or the variable when no option
+// set it.
 func TestNewErrorsNameTheOption(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -185,8 +188,12 @@ func TestNewErrorsNameTheOption(t *testing.T) {
 	}{
 		{"no Redis", middleware.Options{Getenv: env(nil)}, "REDIS_ADDR"},
 		{"bad trusted proxy", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"10.0.0.0/8", "proxy.internal"}}, `TrustedProxies: [1] "proxy.internal"`},
-		{"bad key header", middleware.Options{RedisAddr: "127.0.0.1:1", KeyHeader: "X Key", Getenv: env(nil)}, "API_KEY_HEADER"},
-		{"bad document", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "plans: {}", Getenv: env(nil)}, "RATE_LIMIT_CONFIG"},
+		{"bad Redis address", middleware.Options{RedisAddr: "cache.internal", Getenv: env(nil)}, "RedisAddr (in place of REDIS_ADDR): "},
+		{"bad key header", middleware.Options{RedisAddr: "127.0.0.1:1", KeyHeader: "X Key", Getenv: env(nil)}, "KeyHeader (in place of API_KEY_HEADER): "},
+		{"bad document", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "plans: {}", Getenv: env(nil)}, "Config (in place of RATE_LIMIT_CONFIG): "},
+		{"bad registry table", middleware.Options{RedisAddr: "127.0.0.1:1", RegistryTable: "keys table", Getenv: env(nil)}, "RegistryTable (in place of REGISTRY_TABLE): "},
+		{"bad key header variable", middleware.Options{RedisAddr: "127.0.0.1:1", Getenv: env(map[string]string{"API_KEY_HEADER": "X Key"})}, "middleware: API_KEY_HEADER: "},
+		{"bad document variable, with a good option beside it", middleware.Options{KeyHeader: "X-Key", Getenv: env(map[string]string{"REDIS_ADDR": "127.0.0.1:1", "RATE_LIMIT_CONFIG": "plans: {}"})}, "middleware: RATE_LIMIT_CONFIG: "},
 		// CloudWatch drops, silently, the metrics of a line whose dimension it refuses.
 		{"name not ASCII", middleware.Options{RedisAddr: "127.0.0.1:1", Name: "commandes-café", Getenv: env(nil)}, `Name: "commandes-café"`},
 		{"name of spaces", middleware.Options{RedisAddr: "127.0.0.1:1", Name: "  ", Getenv: env(nil)}, `Name: "  "`},
@@ -248,6 +255,22 @@ func TestCloseWritesTheMetrics(t *testing.T) {
 	if want := map[string]float64{"allowed": 10, "limited": 2}; !maps.Equal(decisions, want) {
 		t.Fatalf("decisions %v written, want %v:\n%s", decisions, want, &metrics)
 	}
+}
+
+// The zero Limiter has no Redis: it answers as a limiter failing closed, its settles
+// fail naming New, and Close does nothing; none of it panics.
+func TestZeroLimiter(t *testing.T) {
+	var l middleware.Limiter
+	w := serve(&l, httptest.NewRequest("GET", "/orders/42", nil))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" {
+		t.Errorf("the zero Limiter answered %d, Retry-After %q; want 503 and 1", w.Code, w.Header().Get("Retry-After"))
+	}
+	r := httptest.NewRequest("POST", "/v1/chat", nil)
+	r.Header.Set(ratelimitheaders.HeaderReservation, "r1")
+	if _, err := l.Settle(t.Context(), r, 1); err == nil || !strings.Contains(err.Error(), "New") {
+		t.Errorf("Settle on the zero Limiter: %v, want an error naming New", err)
+	}
+	l.Close()
 }
 
 // A request whose client hung up is decided all the same, within REDIS_TIMEOUT_MS: Redis

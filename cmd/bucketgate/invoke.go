@@ -14,8 +14,8 @@ import (
 )
 
 // newCheckClient returns a client of the check function called function, with the AWS
-// SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included). The client sends a
-// refund again only when the function did not run: a retry could apply it twice.
+// SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included). The client gives a
+// refund a requestId of its own, so that a retry of it is decided once.
 func newCheckClient(ctx context.Context, function string) (*checkclient.Client, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {

@@ -72,3 +72,68 @@ func TestClientEndToEnd(t *testing.T) {
 		t.Fatalf("unknown function: error %v (%T), want the SDK's *types.ResourceNotFoundException", err, err)
 	}
 }
+
+// TestSettleWithTheRequestThatReserved: the request a Reserve (or an acquiring Check)
+// was sent with, its cost, ttlMs and requestId included, settles, cancels or releases
+// what it holds as it is, through checkclient and this handler: a settle, a cancel and
+// a release take the key and rules from it, and none of what only a reserve or an
+// acquire has (which the function refuses on them).
+func TestSettleWithTheRequestThatReserved(t *testing.T) {
+	const function = "bucketgate-check"
+	_, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	srv := lambdatest.Start(t, map[string]lambda.Handler{function: lambda.NewHandler(f.h)})
+	checks := checkclient.New(srv.Client(), function)
+	ctx := context.Background()
+	rules := []checkapi.Rule{{Name: "tokens", Capacity: 100000, RefillPerSecond: 1}, {Name: "streams", Concurrency: 5}}
+	reserve := checkapi.Request{Key: "llm-app", Rules: rules, Cost: new(int64(4000)), TTLMS: 60000, RequestID: "chat-7"}
+	acquire := checkapi.Request{Key: "llm-app", Rules: rules, TTLMS: 60000, RequestID: "stream-7"}
+	for _, tc := range []struct {
+		name string
+		hold checkapi.Request                                                              // what holds
+		end  func(req checkapi.Request, held checkapi.Response) (checkapi.Response, error) // ends it with req, the holding request
+		ok   func(checkapi.Response) bool
+	}{
+		{"settle", reserve, func(req checkapi.Request, held checkapi.Response) (checkapi.Response, error) {
+			return checks.Settle(ctx, req, held.Reservation, 1250)
+		}, func(r checkapi.Response) bool { return r.Settled == 1250 }},
+		{"settle with the reserve's op", withOp(reserve, checkapi.OpReserve), func(req checkapi.Request, held checkapi.Response) (checkapi.Response, error) {
+			return checks.Settle(ctx, req, held.Reservation, 1250)
+		}, func(r checkapi.Response) bool { return r.Settled == 1250 }},
+		{"cancel", reserve, func(req checkapi.Request, held checkapi.Response) (checkapi.Response, error) {
+			return checks.Cancel(ctx, req, held.Reservation)
+		}, func(r checkapi.Response) bool { return r.Reason == checkapi.ReasonOK && !r.Replayed }},
+		{"release of a reserve's lease", reserve, func(req checkapi.Request, held checkapi.Response) (checkapi.Response, error) {
+			return checks.Release(ctx, req, held.Lease)
+		}, func(r checkapi.Response) bool { return r.Released != nil && *r.Released }},
+		{"release of a reserve's lease, with its op", withOp(reserve, checkapi.OpReserve), func(req checkapi.Request, held checkapi.Response) (checkapi.Response, error) {
+			return checks.Release(ctx, req, held.Lease)
+		}, func(r checkapi.Response) bool { return r.Released != nil && *r.Released }},
+		{"release of an acquire's lease", acquire, func(req checkapi.Request, held checkapi.Response) (checkapi.Response, error) {
+			return checks.Release(ctx, req, held.Lease)
+		}, func(r checkapi.Response) bool { return r.Released != nil && *r.Released }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.hold.RequestID += "/" + tc.name // a new request each time
+			var held checkapi.Response
+			var err error
+			if tc.hold.Op == checkapi.OpReserve || tc.hold.Cost != nil {
+				held, err = checks.Reserve(ctx, tc.hold)
+			} else {
+				held, err = checks.Check(ctx, tc.hold)
+			}
+			if err != nil || held.Lease == "" {
+				t.Fatalf("hold = %+v, %v", held, err)
+			}
+			if res, err := tc.end(tc.hold, held); err != nil || !tc.ok(res) {
+				t.Fatalf("= %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// withOp returns req with op.
+func withOp(req checkapi.Request, op checkapi.Op) checkapi.Request {
+	req.Op = op
+	return req
+}

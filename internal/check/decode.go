@@ -83,20 +83,24 @@ func boolValue(path string, raw []byte) (bool, error) {
 	return raw[0] == 't', nil
 }
 
-// arrayValue splits the JSON array at path into its elements.
-func arrayValue(path string, raw []byte) ([][]byte, error) {
+// arrayValue splits the JSON array at path into its first most elements, and counts
+// them all: n. The elements past most are read (the text is checked whole) but not
+// kept, so that an array of millions of elements in a payload of a few megabytes,
+// refused for its length, costs no more memory than its text.
+func arrayValue(path string, raw []byte, most int) (elems [][]byte, n int, err error) {
 	if jsonKind(raw) != "array" {
-		return nil, fmt.Errorf("%s: got %s, want an array", path, jsonKind(raw))
+		return nil, 0, fmt.Errorf("%s: got %s, want an array", path, jsonKind(raw))
 	}
 	d := strictjson.New(raw)
 	defer d.Release()
-	var elems [][]byte
-	err := d.Array(func() error {
+	err = d.Array(func() error {
 		v, err := d.Value()
-		elems = append(elems, v)
+		if n++; n <= most {
+			elems = append(elems, v)
+		}
 		return err
 	})
-	return elems, jsonError(path, err)
+	return elems, n, jsonError(path, err)
 }
 
 // wholeValue decodes the JSON number at path when it is written as a whole number

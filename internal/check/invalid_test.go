@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -171,6 +172,42 @@ func TestInvalidIdentityNeverQuoted(t *testing.T) {
 			secret := strings.TrimPrefix(key, "key:")
 			if strings.Contains(ive.Message, secret) || strings.Contains(f.logs.String(), secret) || !strings.Contains(ive.Message, "identity: ") {
 				t.Fatalf("error %q and logs %s: want the identity field named and its value quoted nowhere", ive.Message, f.logs)
+			}
+		})
+	}
+}
+
+// maxPayload is the largest payload Lambda takes in a synchronous invocation: 6 MB.
+const maxPayload = 6 << 20
+
+// A payload of Lambda's largest size whose array holds millions of elements is refused
+// for its length, naming it, in a small share of the function's 256 MB: every
+// element's text was held (24 bytes each, and the copies of the growing list), past
+// 300 MB, and Lambda ended the invocation out of memory instead of the error.
+func TestHugeArrayRefusedInLittleMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		prefix, suffix string
+		want           string // the error, with %d the number of elements
+	}{
+		{"checks", `{"checks":[`, `]}`, "checks: %d checks: want 1 to 100 per call"},
+		{"rules", `{"key":"a","rules":[`, `]}`, "rules: %d rules: want 1 to 8, or a plan"},
+		{"rules of a check of a batch", `{"checks":[{"key":"a","rules":[`, `]}]}`, "checks[0].rules: %d rules: want 1 to 8, or a plan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := (maxPayload - len(tc.prefix) - len(tc.suffix) + 1) / 2 // elements "0,"
+			payload := []byte(tc.prefix + strings.Repeat("0,", n-1) + "0" + tc.suffix)
+			_, client := startMiniredis(t)
+			f := newFixture(t, client, nil, guard.Options{})
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := f.invoke(payload)
+			runtime.ReadMemStats(&after)
+			if ive, want := functionError(t, err), fmt.Sprintf(tc.want, n); ive.Message != want {
+				t.Errorf("error %q, want %q", ive.Message, want)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+				t.Errorf("allocated %d MB for a payload of %d bytes: want under 64 MB, a quarter of the function's memory", got>>20, len(payload))
 			}
 		})
 	}

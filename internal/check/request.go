@@ -108,12 +108,12 @@ func parse(payload []byte, plans Plans, sources identity.Resolver) (checks []che
 			return nil, true, fmt.Errorf("%s: not with %s: send one check, or a batch of checks", name, fieldChecks)
 		}
 	}
-	elems, err := arrayValue(fieldChecks, raw)
+	elems, n, err := arrayValue(fieldChecks, raw, checkapi.MaxBatch)
 	if err != nil {
 		return nil, true, err
 	}
-	if len(elems) == 0 || len(elems) > checkapi.MaxBatch {
-		return nil, true, fmt.Errorf("%s: %d checks: want 1 to %d per call", fieldChecks, len(elems), checkapi.MaxBatch)
+	if n == 0 || n > checkapi.MaxBatch {
+		return nil, true, fmt.Errorf("%s: %d checks: want 1 to %d per call", fieldChecks, n, checkapi.MaxBatch)
 	}
 	checks = make([]check, len(elems))
 	for i, elem := range elems {
@@ -295,12 +295,12 @@ func parsePlan(path string, raw []byte, plans Plans) (*config.Plan, error) {
 }
 
 func parseRules(path string, raw []byte) ([]bucketgate.Rule, error) {
-	elems, err := arrayValue(path, raw)
+	elems, n, err := arrayValue(path, raw, bucketgate.MaxRules)
 	if err != nil {
 		return nil, err
 	}
-	if len(elems) == 0 || len(elems) > bucketgate.MaxRules {
-		return nil, fmt.Errorf("%s: %d rules: want 1 to %d, or a plan", path, len(elems), bucketgate.MaxRules)
+	if n == 0 || n > bucketgate.MaxRules {
+		return nil, fmt.Errorf("%s: %d rules: want 1 to %d, or a plan", path, n, bucketgate.MaxRules)
 	}
 	rules := make([]bucketgate.Rule, len(elems))
 	for i, elem := range elems {

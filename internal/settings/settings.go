@@ -490,22 +490,31 @@ func parseWhole(getenv func(string) string, name string, def, least, most int, u
 	return n, nil
 }
 
-// parseAddrs splits a comma-separated list of host:port seeds. A seed with
-// credentials in it (a URL's user:password@, or anything before an '@': no host name
-// holds one) is refused without quoting them, since init errors are logged.
+// parseAddrs splits a comma-separated list of host:port seeds. A list with credentials
+// in it (a URL's user:password@, or anything before an '@': no host name holds one) is
+// refused without quoting them, since init errors are logged: the whole list is looked
+// at before it is split, as a password may hold a comma, which would split it into
+// seeds quoted as they are; what follows the last '@' is quoted only when it is seeds,
+// not the rest of a password that holds an '@'.
 func parseAddrs(v string) ([]string, error) {
+	if at := strings.LastIndexByte(v, '@'); at >= 0 {
+		shown := "credentials hidden"
+		if _, err := splitAddrs(v[at+1:]); err == nil {
+			shown = fmt.Sprintf("%q, all before the last '@' hidden", "***"+strings.TrimSpace(v[at:]))
+		}
+		return nil, fmt.Errorf("%s: %s: want host:port alone: put the password in %s (or %s) and the user in %s",
+			EnvRedisAddr, shown, EnvPassword, EnvPasswordSecretARN, EnvUsername)
+	}
+	return splitAddrs(v)
+}
+
+// splitAddrs splits v, a comma-separated list without credentials, into its host:port
+// seeds.
+func splitAddrs(v string) ([]string, error) {
 	var addrs []string
 	for _, a := range strings.Split(v, ",") {
 		if a = strings.TrimSpace(a); a == "" {
 			continue
-		}
-		if at := strings.LastIndexByte(a, '@'); at >= 0 {
-			shown := "***" + a[at:]
-			if scheme, _, ok := strings.Cut(a, "://"); ok && len(scheme) < at {
-				shown = scheme + "://" + shown
-			}
-			return nil, fmt.Errorf("%s: %q (credentials hidden): want host:port alone: put the password in %s (or %s) and the user in %s",
-				EnvRedisAddr, shown, EnvPassword, EnvPasswordSecretARN, EnvUsername)
 		}
 		if _, _, err := splitHostPort(a); err != nil {
 			return nil, fmt.Errorf("%s: %q: want host:port: %w", EnvRedisAddr, a, err)

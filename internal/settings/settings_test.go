@@ -339,6 +339,15 @@ func TestRedisAddrCredentialsNeverEchoed(t *testing.T) {
 		"user:s3cret-pw@host.example:6379",
 		"s3cret-pw@host.example:6379",
 		"10.0.0.1:6379,rediss://app:s3cret-pw@10.0.0.2:6379",
+		// A comma in the password (ElastiCache AUTH tokens may hold one) splits it in
+		// two seeds: neither half may be quoted.
+		"rediss://user:s3cret,pw@host.example:6379",
+		"user:s3cret,pw@host.example:6379",
+		":s3cret,pw@host.example:6379",
+		"10.0.0.2:6379,rediss://user:s3cret,pw@host.example:6379",
+		// A password holding an '@' given in place of the address: what follows the
+		// '@' is no host:port, so it is not quoted either.
+		"pw@s3cret",
 	} {
 		t.Run(addr, func(t *testing.T) {
 			_, err := settings.Load(env(map[string]string{"REDIS_ADDR": addr}))

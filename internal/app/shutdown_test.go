@@ -1,7 +1,6 @@
-package app
+package app_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -11,27 +10,10 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use, standing for stdout.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // decisionsIn sums the Decisions of the EMF lines in out.
 func decisionsIn(t *testing.T, out string) float64 {
@@ -52,7 +34,7 @@ func decisionsIn(t *testing.T, out string) float64 {
 // invocation that runs meanwhile loses nothing of what it emitted before (run with
 // -race: the emitter is shared).
 func TestAtShutdown(t *testing.T) {
-	var out lockedBuffer
+	var out syncBuffer
 	e := telemetry.NewEmitter(&out, "ns", "orders-prod", "authorizer", telemetry.FlushEvery(time.Minute))
 	emit := func() {
 		var inv telemetry.Invocation
@@ -68,7 +50,7 @@ func TestAtShutdown(t *testing.T) {
 		t.Fatalf("%v decisions written before the shutdown, want 1: the test needs some to wait", got)
 	}
 	exits := make(chan int, 1)
-	shutdown := atShutdown(e, telemetry.NewLogger(io.Discard, slog.LevelInfo), func(code int) { exits <- code })
+	shutdown := app.AtShutdown(e, telemetry.NewLogger(io.Discard, slog.LevelInfo), func(code int) { exits <- code })
 
 	const during = 50
 	var wg sync.WaitGroup

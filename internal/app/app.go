@@ -141,8 +141,7 @@ func flusher(e *telemetry.Emitter, log *slog.Logger) func() {
 // new version, hours of service) and sends it SIGTERM: it writes the metrics that wait
 // in e (METRICS_FLUSH_MS's sums), then exits with status 0, since nothing else is left
 // to do and the process would otherwise idle until SIGKILL. It may run while an
-// invocation does (Lambda ends an instance whose invocation timed out): e is safe for
-// concurrent use.
+// invocation does: e is safe for concurrent use.
 func atShutdown(e *telemetry.Emitter, log *slog.Logger, exit func(code int)) func() {
 	flush := flusher(e, log)
 	return func() {

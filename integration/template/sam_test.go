@@ -43,8 +43,12 @@ func samTranslate(t *testing.T, path string) map[string]any {
 	t.Helper()
 	python, text := samPython(t), readFile(t, path)
 	once, _ := translations.LoadOrStore(path, sync.OnceValues(func() (map[string]any, error) {
-		out := filepath.Join(os.TempDir(), "bucketgate-sam-"+strings.ReplaceAll(path, "/", "-")+".json")
-		defer os.Remove(out)
+		dir, err := os.MkdirTemp("", "bucketgate-sam-") // a directory of this run's own: runs at once share /tmp
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, "template.json")
 		cmd := exec.Command(python, "-c", translateScript, out)
 		cmd.Stdin = strings.NewReader(text)
 		cmd.Env = append(os.Environ(), "AWS_DEFAULT_REGION="+testRegion)

@@ -113,6 +113,11 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) error {
 		if n.Kind == yaml.SequenceNode { // a plan written as its list of rules
 			return d.decode(path, n, reflect.ValueOf(&p.Rules).Elem())
 		}
+		if err := d.structure(path, n, v); err != nil {
+			return err
+		}
+		d.ruleAliases(path, n)
+		return nil
 	}
 	switch v.Kind() {
 	case reflect.Struct:
@@ -138,10 +143,29 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) error {
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
 			return d.errorf(path, n, "%s: want true or false", describe(n))
 		}
-		v.SetBool(n.Value == "true" || n.Value == "True" || n.Value == "TRUE")
+		switch n.Value { // the words YAML 1.2 reads as booleans; a !!bool tag makes no other one
+		case "true", "True", "TRUE":
+			v.SetBool(true)
+		case "false", "False", "FALSE":
+		default:
+			return d.errorf(path, n, "%s: want true or false", describe(n))
+		}
 		return nil
 	}
 	panic("config: the document has a field of type " + v.Type().String() + ", which decode does not read")
+}
+
+// ruleAliases gives the rules of the plan at path, written as a mapping (n), the
+// positions of the rules of a plan written as a list: compile names a plan's rule
+// plans.NAME[i] in either form.
+func (d *decoder) ruleAliases(path string, n *yaml.Node) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if rules := n.Content[i+1]; n.Content[i].Value == "rules" && rules.Kind == yaml.SequenceNode {
+			for j, rule := range rules.Content {
+				d.positions[fmt.Sprintf("%s[%d]", path, j)] = positionOf(rule)
+			}
+		}
+	}
 }
 
 // tooLarge is the error of a document that expands to more than MaxValues values.

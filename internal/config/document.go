@@ -33,8 +33,8 @@ type Document struct {
 	// Tenants maps a tenant id (the check function's key, 1 to bucketgate.MaxTenantKey bytes) to
 	// a plan name: at most MaxTenants.
 	Tenants map[string]string `yaml:"tenants"`
-	// Routes add a cost and rules to matching requests; the first match wins. At most
-	// MaxRoutes.
+	// Routes add a cost and rules to matching requests; the first match wins (a route
+	// that an earlier one leaves no request to match is an error). At most MaxRoutes.
 	Routes []RouteSpec `yaml:"routes"`
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -226,6 +227,10 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		if err != nil {
 			return errorAt(field, "%v", err)
 		}
+		if j := slices.IndexFunc(c.routes, func(earlier route) bool { return earlier.covers(r) }); j >= 0 {
+			return errorAt(field, "never matches: routes[%d] (%s, path %q) comes first and matches every request it would; the first route that matches a request wins, so list the more specific one first",
+				j, cmp.Or(specs[j].Method, "any method"), specs[j].Path)
+		}
 		if spec.Shadow && spec.Cost != nil && *spec.Cost != defaultCost {
 			return errorAt(field+".cost", "a shadow route cannot set a cost: the cost applies to every rule of the request, the plan's enforced rules too")
 		}
@@ -252,6 +257,9 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		for j, rule := range rules {
 			path := fmt.Sprintf("%s.rules[%d]", field, j)
 			prev, ok := first[rule.Name]
+			if ok && strings.HasPrefix(prev.path, field+".") {
+				return errorAt(path, "rule %s appears twice in the route (first at %s)", rule.Name, prev.path)
+			}
 			if ok && !sameRule(prev.rule, rule) {
 				return errorAt(path, "rule %s (%s) has other numbers than %s (%s): a rule name is one bucket (or quota) of an identity, so give both the same numbers, or this one another name",
 					rule.Name, numbers(rule), prev.path, numbers(prev.rule))
@@ -264,9 +272,7 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 					rule.Name, numbers(rule), rule.Name, plan, numbers(planRule))
 			}
 		}
-		if _, ok := c.routeIDs[r.id]; !ok {
-			c.routeIDs[r.id] = i
-		}
+		c.routeIDs[r.id] = i // one route per id: one of the same id would never match
 		c.routes = append(c.routes, r)
 		extras = append(extras, rules)
 	}
@@ -400,6 +406,9 @@ func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucketgate.Rul
 	rules := make([]bucketgate.Rule, 0, len(specs))
 	for i, s := range specs {
 		r, err := s.Rule()
+		if err == nil && shadow && r.IsConcurrency() {
+			err = fmt.Errorf("rule %s: a concurrency rule is never shadow, and the shadow: true of %s makes every rule of it shadow: give it an enforced plan or route", r.Name, strings.TrimSuffix(field, ".rules"))
+		}
 		if err != nil {
 			return nil, errorAt(fmt.Sprintf("%s[%d]", field, i), "%v", err)
 		}

@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -17,6 +19,7 @@ routes:
   - {path: /export, cost: 5}
   - {path: "/uploads/{id}", cost: 2}
   - {path: "/reports/**", cost: 3}
+  - {path: "/files/{proxy+}", cost: 4}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +44,8 @@ routes:
 		{"/reports", 3},
 		{"/REPORTS/2026/../x/./y", 3},
 		{"/reports/../export", 5},
+		{"/files", 4}, // a greedy parameter matches no segment too, unlike API Gateway's
+		{"/files/a/b", 4},
 	} {
 		if got := c.Limits(p, "GET", tt.path).Cost; got != tt.cost {
 			t.Errorf("%q: cost %d, want %d", tt.path, got, tt.cost)
@@ -97,6 +102,50 @@ routes:
 		t.Run(tt.name, func(t *testing.T) {
 			if got := c.Limits(p, tt.method, tt.path).Cost; got != tt.cost {
 				t.Errorf("%s %s: cost %d, want %d", tt.method, tt.path, got, tt.cost)
+			}
+		})
+	}
+}
+
+// Routes are tried in the order written and the first that matches wins, not the most
+// specific as in API Gateway: a route that an earlier one leaves no request to match
+// (its method, or any, and a pattern that matches every path it would) would never add
+// its cost or rules, so it is an error naming both. A route that still matches some
+// request loads.
+func TestRouteThatNeverMatches(t *testing.T) {
+	const plans = "defaultPlan: free\nplans: {free: [{name: b, capacity: 10000, refillPerSecond: 1}]}\n"
+	for _, tt := range []struct {
+		name, routes, want string
+	}{
+		{"greedy first", "routes:\n  - {path: '/{proxy+}'}\n  - {method: POST, path: /v1/chat, reserve: 4096}\n",
+			`routes[1] (line 5, column 5): never matches: routes[0] (any method, path "/{proxy+}") comes first and matches every request it would`},
+		{"the same pattern spelt another way", "routes: [{method: POST, path: '/v1/{id}'}, {method: post, path: /V1/*, cost: 5}]",
+			`routes[1] (line 3, column 44): never matches: routes[0] (POST, path "/v1/{id}")`},
+		{"a parameter before a literal", "routes: [{path: '/users/{id}'}, {path: /users/me, cost: 2}]", "routes[1] (line 3, column 33): never matches: routes[0]"},
+		{"any method before one", "routes: [{path: /a}, {method: GET, path: /a, cost: 2}]", "routes[1] (line 3, column 22): never matches: routes[0]"},
+		{"GET before HEAD", "routes: [{method: GET, path: /a}, {method: HEAD, path: /a, cost: 2}]", `routes[1] (line 3, column 35): never matches: routes[0] (GET, path "/a")`},
+		{"rest before a longer rest", "routes: [{path: /a/**}, {path: '/a/b/{rest+}', cost: 2}]", "routes[1] (line 3, column 25): never matches: routes[0]"},
+		{"the third behind the first", "routes: [{path: /a/**}, {path: /b}, {path: /a/b, cost: 2}]", "routes[2] (line 3, column 37): never matches: routes[0]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(plans + tt.routes))
+			if !errors.Is(err, config.ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse() = %v, want ErrConfig mentioning %q", err, tt.want)
+			}
+		})
+	}
+	for _, tt := range []struct{ name, routes string }{
+		{"specific first", "routes: [{method: POST, path: /v1/chat, reserve: 4096}, {path: '/{proxy+}'}]"},
+		{"HEAD before GET", "routes: [{method: HEAD, path: /a}, {method: GET, path: /a, cost: 2}]"},
+		{"one method before any", "routes: [{method: GET, path: /a}, {path: /a, cost: 2}]"},
+		{"a literal before a parameter", "routes: [{path: /users/me, cost: 2}, {path: '/users/{id}'}]"},
+		{"one segment before the rest", "routes: [{path: '/a/{id}'}, {path: /a/**, cost: 2}]"},
+		{"a rest before its shorter prefix", "routes: [{path: /a/b/**}, {path: /a, cost: 2}]"},
+		{"a longer pattern before a shorter one", "routes: [{path: /a/b}, {path: /a, cost: 2}]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := config.Parse([]byte(plans + tt.routes)); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

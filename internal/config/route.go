@@ -130,6 +130,24 @@ func compileTTL(field string, spec RouteSpec, r *route, leases bool) (idle, err 
 	return idle, nil
 }
 
+// covers reports whether r matches every request that q matches, so that q, listed
+// after r, never matches: r's method is q's or any (or GET for a HEAD q), and r's
+// pattern matches every path of q's.
+func (r route) covers(q route) bool {
+	switch {
+	case r.method != "" && r.method != q.method && !(r.method == http.MethodGet && q.method == http.MethodHead):
+		return false
+	case len(q.segments) < len(r.segments), !r.rest && (q.rest || len(q.segments) != len(r.segments)):
+		return false
+	}
+	for i, want := range r.segments {
+		if want != "*" && (q.segments[i] == "*" || !strings.EqualFold(q.segments[i], want)) {
+			return false
+		}
+	}
+	return true
+}
+
 func isParam(s string) bool { return len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' }
 
 func validMethod(m string) bool {

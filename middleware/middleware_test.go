@@ -225,9 +225,10 @@ func header(h http.Header, name string) string {
 	return h.Get(name)
 }
 
-// The metrics of a service's requests are added up and written at most once a second
-// (METRICS_FLUSH_MS); Close writes what waits, so that a service that stops loses none.
-func TestCloseWritesTheMetrics(t *testing.T) {
+// metricsLimiter returns a Limiter of tenTokens on a fresh miniredis, writing its
+// metrics to the builder it returns; the caller closes it.
+func metricsLimiter(t *testing.T) (*middleware.Limiter, *strings.Builder) {
+	t.Helper()
 	m, _ := redistest.Mini(t)
 	var metrics strings.Builder
 	l, err := middleware.New(middleware.Options{
@@ -237,6 +238,13 @@ func TestCloseWritesTheMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, &metrics
+}
+
+// The metrics of a service's requests are added up and written at most once a second
+// (METRICS_FLUSH_MS); Close writes what waits, so that a service that stops loses none.
+func TestCloseWritesTheMetrics(t *testing.T) {
+	l, metrics := metricsLimiter(t)
 	for range 12 {
 		serve(l, httptest.NewRequest("GET", "/orders/42", nil))
 	}
@@ -253,7 +261,7 @@ func TestCloseWritesTheMetrics(t *testing.T) {
 		decisions[o] += n
 	}
 	if want := map[string]float64{"allowed": 10, "limited": 2}; !maps.Equal(decisions, want) {
-		t.Fatalf("decisions %v written, want %v:\n%s", decisions, want, &metrics)
+		t.Fatalf("decisions %v written, want %v:\n%s", decisions, want, metrics)
 	}
 }
 
@@ -277,15 +285,7 @@ func TestZeroLimiter(t *testing.T) {
 // may have taken its tokens already, so it is counted as what it was, never as a
 // fail-closed timeout (which pages the operator about a Redis that is fine).
 func TestDecidedAfterTheClientHungUp(t *testing.T) {
-	m, _ := redistest.Mini(t)
-	var metrics strings.Builder
-	l, err := middleware.New(middleware.Options{
-		Getenv:  env(map[string]string{"REDIS_ADDR": m.Addr(), "REDIS_TIMEOUT_MS": "2000", "RATE_LIMIT_CONFIG": tenTokens}),
-		Metrics: &metrics, LogOutput: io.Discard,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, metrics := metricsLimiter(t)
 	ctx, hangUp := context.WithCancel(context.Background())
 	hangUp()
 	gone := serve(l, httptest.NewRequest("GET", "/orders/42", nil).WithContext(ctx))
@@ -296,7 +296,7 @@ func TestDecidedAfterTheClientHungUp(t *testing.T) {
 			gone.Code, header(gone.Header(), "X-RateLimit-Remaining"), header(next.Header(), "X-RateLimit-Remaining"))
 	}
 	if strings.Contains(metrics.String(), "FailClosed") {
-		t.Errorf("a hang-up counted as failing closed:\n%s", &metrics)
+		t.Errorf("a hang-up counted as failing closed:\n%s", metrics)
 	}
 }
 

@@ -98,8 +98,7 @@ func remaining(w *httptest.ResponseRecorder) string {
 // error says the lease is not released (no reservation).
 func TestReleaseThroughTheMiddleware(t *testing.T) {
 	srv := redistest.Start(t)
-	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}"
-	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc, "REDIS_TIMEOUT_MS": "2000"}),
+	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": oneStream, "REDIS_TIMEOUT_MS": "2000"}),
 		Metrics: io.Discard, LogOutput: io.Discard})
 	if err != nil {
 		t.Fatal(err)
@@ -268,14 +267,21 @@ func TestSettledAfterTheClientHungUp(t *testing.T) {
 	}
 }
 
+// oneStream is a plan of one stream in flight at most (and a bucket beside it).
+const oneStream = "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}"
+
+// oneStreamLimiter returns a Limiter of oneStream on a real redis-server of its own.
+func oneStreamLimiter(t *testing.T) *middleware.Limiter {
+	t.Helper()
+	return newLimiter(t, map[string]string{"REDIS_ADDR": redistest.Start(t).Addr, "RATE_LIMIT_CONFIG": oneStream}, middleware.Options{})
+}
+
 // A next handler that panics (http.ErrAbortHandler included) ends its request: the
 // Limiter returns the lease the request held as the panic passes (a stream of a
 // concurrency: 1 rule is free again at once, not at its ttl), and the panic goes on up
 // as it was.
 func TestLeaseReleasedWhenTheHandlerPanics(t *testing.T) {
-	srv := redistest.Start(t)
-	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}"
-	l := newLimiter(t, map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc}, middleware.Options{})
+	l := oneStreamLimiter(t)
 	released := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { // a stream that ends well
 		if _, err := l.Release(r.Context(), r); err != nil {
 			t.Error(err)
@@ -317,9 +323,7 @@ func TestLeaseReleasedWhenTheHandlerPanics(t *testing.T) {
 // a handler's Release leaves the Limiter nothing to do), so that a concurrency: 1 rule
 // never holds a finished request's lease to its ttl.
 func TestLeaseReleasedWhenTheHandlerReturns(t *testing.T) {
-	srv := redistest.Start(t)
-	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}"
-	l := newLimiter(t, map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": doc}, middleware.Options{})
+	l := oneStreamLimiter(t)
 	var released []bool // what each of the handler's own Releases found
 	handlers := map[string]http.HandlerFunc{
 		"returns": func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "done") },

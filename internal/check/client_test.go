@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
@@ -16,14 +17,23 @@ import (
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 )
 
+// clientFunction is the name clientOfHandler serves this handler as.
+const clientFunction = "bucketgate-check"
+
+// clientOfHandler returns a checkclient of this handler on a miniredis of its own,
+// through the real AWS SDK and a loopback Lambda Invoke API (srv), and the miniredis.
+func clientOfHandler(t *testing.T) (mr *miniredis.Miniredis, srv *lambdatest.Server, checks *checkclient.Client) {
+	t.Helper()
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	srv = lambdatest.Start(t, map[string]lambda.Handler{clientFunction: lambda.NewHandler(f.h)})
+	return mr, srv, checkclient.New(srv.Client(), clientFunction)
+}
+
 // TestClientEndToEnd runs checkclient, through the real AWS SDK and the Lambda Invoke
 // API, against this handler on miniredis.
 func TestClientEndToEnd(t *testing.T) {
-	const function = "bucketgate-check"
-	mr, client := startMiniredis(t)
-	f := newFixture(t, client, nil, guard.Options{})
-	srv := lambdatest.Start(t, map[string]lambda.Handler{function: lambda.NewHandler(f.h)})
-	checks := checkclient.New(srv.Client(), function)
+	mr, srv, checks := clientOfHandler(t)
 	ctx := context.Background()
 
 	res, err := checks.Check(ctx, checkapi.Request{Key: "tenant-42", Plan: "pro"})
@@ -52,14 +62,14 @@ func TestClientEndToEnd(t *testing.T) {
 	if len(results) != 3 || !results[0].Allowed || results[1].Allowed || results[1].RetryAfterMS != 1000 || !results[2].Allowed || results[2].Plan != "" {
 		t.Fatalf("CheckBatch = %+v: want allowed, limited for 1 s (user-1 spent both tokens), allowed", results)
 	}
-	if got := srv.Invocations(function); got != 3 {
+	if got := srv.Invocations(clientFunction); got != 3 {
 		t.Fatalf("%d invocations for 2 checks and a batch, want 3", got)
 	}
 
 	keysBefore := mr.Keys()
 	_, err = checks.CheckBatch(ctx, []checkapi.Request{{Key: "user-3", Rules: rules}, {Key: "user-3", Rules: rules, Cost: new(int64(3))}})
 	var invalid *checkclient.InvalidRequestError
-	if !errors.As(err, &invalid) || !strings.HasPrefix(invalid.Message, "checks[1].cost: 3 exceeds capacity 2") || invalid.Function != function {
+	if !errors.As(err, &invalid) || !strings.HasPrefix(invalid.Message, "checks[1].cost: 3 exceeds capacity 2") || invalid.Function != clientFunction {
 		t.Fatalf("invalid batch: error %v (%T), want an *InvalidRequestError naming checks[1].cost", err, err)
 	}
 	if keys := mr.Keys(); len(keys) != len(keysBefore) {
@@ -79,11 +89,7 @@ func TestClientEndToEnd(t *testing.T) {
 // a release take the key and rules from it, and none of what only a reserve or an
 // acquire has (which the function refuses on them).
 func TestSettleWithTheRequestThatReserved(t *testing.T) {
-	const function = "bucketgate-check"
-	_, client := startMiniredis(t)
-	f := newFixture(t, client, nil, guard.Options{})
-	srv := lambdatest.Start(t, map[string]lambda.Handler{function: lambda.NewHandler(f.h)})
-	checks := checkclient.New(srv.Client(), function)
+	_, _, checks := clientOfHandler(t)
 	ctx := context.Background()
 	rules := []checkapi.Rule{{Name: "tokens", Capacity: 100000, RefillPerSecond: 1}, {Name: "streams", Concurrency: 5}}
 	reserve := checkapi.Request{Key: "llm-app", Rules: rules, Cost: new(int64(4000)), TTLMS: 60000, RequestID: "chat-7"}

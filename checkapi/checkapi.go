@@ -35,9 +35,9 @@ const ErrorTypeInvalidRequest = "InvalidRequestError"
 // conflict with what the limiter holds: a settle or a cancel of a reservation it did
 // not make for the identity, or that expired (it stays charged at its estimate), a
 // release of a lease it did not make for the identity, or a RequestID used first for
-// another request. Nothing is written for that request; in a
-// Batch, the other checks may have been decided all the same (a batch is not atomic),
-// and the errorMessage names those that were.
+// another request. Nothing is written for that request; in a Batch, the other checks
+// may have been decided all the same (a batch is not atomic), and the errorMessage
+// names those that were.
 const ErrorTypeConflict = "ConflictError"
 
 // ErrorTypeUnavailable is the errorType of the function error that answers a usage

@@ -290,7 +290,7 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 }
 
 // CheckBatch decides 1 to checkapi.MaxBatch requests in one invocation, in one round
-// trip to Redis, in order: results[i] answers reqs[i]. Each request is atomic, the
+// trip to Redis (see checkapi.Batch), in order: results[i] answers reqs[i]. Each request is atomic, the
 // batch is not. Errors are as for Check; an invalid request anywhere refuses the whole
 // batch before anything is decided, and the error names the index ("checks[3].cost:
 // ..."); a batch of the wrong size is refused before it is sent. A ConflictError of one

@@ -35,9 +35,9 @@ const ErrorTypeInvalidRequest = "InvalidRequestError"
 // conflict with what the limiter holds: a settle or a cancel of a reservation it did
 // not make for the identity, or that expired (it stays charged at its estimate), a
 // release of a lease it did not make for the identity, or a RequestID used first for
-// another request. Nothing is written for that request; in a
-// Batch, the other checks may have been decided all the same (a batch is not atomic),
-// and the errorMessage names those that were.
+// another request. Nothing is written for that request; in a Batch, the other checks
+// may have been decided all the same (a batch is not atomic), and the errorMessage
+// names those that were.
 const ErrorTypeConflict = "ConflictError"
 
 // ErrorTypeUnavailable is the errorType of the function error that answers a usage
@@ -162,9 +162,9 @@ const (
 // denies. The zero Rule is invalid.
 type Rule = bucketgate.Rule
 
-// Batch is up to MaxBatch checks in one invocation, decided in one round trip to Redis,
-// in order: each check is atomic, the batch is not, and a later check sees the tokens
-// an earlier one took. Checks Redis does not answer before the invocation's deadline
+// Batch is up to MaxBatch checks in one invocation, decided in one round trip to Redis
+// (a check with a concurrency rule takes one of its own), in order: each check is
+// atomic, the batch is not, and a later check sees the tokens an earlier one took. Checks Redis does not answer before the invocation's deadline
 // answer as a Redis failure would (unavailable, or degraded when failing open). The
 // zero Batch is invalid: it has no checks.
 type Batch struct {

@@ -148,10 +148,11 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // outcome (Response.Replayed), so that it keeps every retry. req.Op must be empty,
 // checkapi.OpSettle or checkapi.OpReserve; req.Cost and req.Reservation are set from
 // actual and reservation, and req.TTLMS and req.RequestID, a reserve's, are not sent (a
-// settle has none), so that the request given to Reserve settles too. A reservation unknown to the function,
-// expired, or of another key is a *FunctionError of type checkapi.ErrorTypeConflict;
-// other errors are as for Check. A Response of reason unavailable or degraded (Redis did
-// not answer) settled nothing: send it again.
+// settle has none), so that the request given to Reserve settles too. A reservation
+// unknown to the function, expired, or of another key is a *FunctionError of type
+// checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
+// unavailable or degraded (Redis did not answer) may have settled nothing: send it
+// again.
 func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
 	req = held(req)
 	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
@@ -237,7 +238,7 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // release has none), so that the request given to Check (or Reserve) releases too. A lease
 // unknown to the function, or of another key or rules, is a *FunctionError of type
 // checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
-// unavailable or degraded (Redis did not answer) released nothing: send it again.
+// unavailable or degraded (Redis did not answer) may have released nothing: send it again.
 func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string) (checkapi.Response, error) {
 	req = held(req)
 	req.Lease = lease
@@ -289,15 +290,14 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 }
 
 // CheckBatch decides 1 to checkapi.MaxBatch requests in one invocation, in one round
-// trip to Redis, in order: results[i] answers reqs[i]. Each request is atomic, the
+// trip to Redis (see checkapi.Batch), in order: results[i] answers reqs[i]. Each request is atomic, the
 // batch is not. Errors are as for Check; an invalid request anywhere refuses the whole
 // batch before anything is decided, and the error names the index ("checks[3].cost:
 // ..."); a batch of the wrong size is refused before it is sent. A ConflictError of one
 // request (see Settle) is the batch's error too, but the other requests may have been
-// decided, and stand: its message names them. A batch that holds a
-// request that takes or gives back tokens is sent again only when the function did not
-// run, as that request alone would be, unless each such request has its requestId (see
-// Check).
+// decided, and stand: its message names them. A batch that holds a request that takes
+// or gives back tokens is sent again only when the function did not run, as that
+// request alone would be, unless each such request has its requestId (see Check).
 func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]checkapi.Response, error) {
 	if len(reqs) == 0 || len(reqs) > checkapi.MaxBatch {
 		return nil, c.refuse(fmt.Sprintf("checks: %d checks: want 1 to %d per call", len(reqs), checkapi.MaxBatch))

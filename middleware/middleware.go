@@ -26,8 +26,8 @@
 // 401; and when Redis (or the registry) cannot decide and the limiter fails closed, 503
 // with Retry-After: 1. Each decision counts in the authorizer's EMF metrics (written
 // at most once per METRICS_FLUSH_MS, a second, and when the Limiter is closed) and
-// writes its log lines. A caller limited through the API is limited through the middleware too, and the
-// other way round: they spend the same buckets.
+// writes its log lines. A caller limited through the API is limited through the
+// middleware too, and the other way round: they spend the same buckets.
 //
 // On a route whose configuration reserves an estimate (reserve: N, such as an LLM's
 // max_tokens), the next handler finds the reservation in the request's

@@ -67,7 +67,7 @@ const DefaultMargin = 20 * time.Millisecond
 // Options configure a Guard. The zero Options fail closed with no deadline of their own,
 // no circuit breaker and no deny cache.
 type Options struct {
-	// Timeout is the deadline of one decision, or of one batch (one round trip); zero
+	// Timeout is the deadline of one decision, or of one whole batch; zero
 	// leaves the caller's context alone.
 	Timeout time.Duration
 	// Margin is how long before the deadline of the caller's context (the invocation's)

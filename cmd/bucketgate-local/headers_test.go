@@ -278,3 +278,31 @@ func TestForgedRateLimitHeadersAlwaysReplaced(t *testing.T) {
 		})
 	}
 }
+
+// Ctrl-C stops the gateway also while a stream is open: the streams still open after
+// the grace period are cut, stderr says so, and serve ends without an error (make run
+// exits 0), never with a bare "context deadline exceeded".
+func TestCtrlCWithAStreamOpen(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // streams until the gateway hangs up
+	}))
+	defer srv.Close()
+	g := startGatewayWith(t, serveOptions{template: templatePath, backend: srv.URL}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
+	resp, err := http.Get(g.url + "/v1/chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if first, err := bufio.NewReader(resp.Body).ReadString('\n'); first != "data: first\n" {
+		t.Fatalf("first line %q, %v", first, err)
+	}
+	if err := g.stop(); err != nil {
+		t.Fatalf("Ctrl-C with a stream open: serve: %v", err)
+	}
+	if want := "closed the connections still open after 5s"; !strings.Contains(g.stderr.String(), want) {
+		t.Errorf("stderr does not say %q:\n%s", want, g.stderr)
+	}
+}

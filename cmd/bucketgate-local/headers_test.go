@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // The quick start's scenario (README.md), through the real local gateway on a Redis
@@ -156,7 +158,9 @@ func TestBackendProxy(t *testing.T) {
 }
 
 // A service that cannot be reached gets the template's INTEGRATION_FAILURE gateway
-// response: 502 with a JSON body like the other gateway responses, never an empty one.
+// response: 502 with a JSON body like the other gateway responses, never an empty one,
+// and, as API Gateway sends it, only the headers the template maps for it: none of the
+// rate-limit headers that the service's own answers get.
 func TestBackendUnreachable(t *testing.T) {
 	srv, _ := recordingBackend(t)
 	url := srv.URL
@@ -171,6 +175,11 @@ func TestBackendUnreachable(t *testing.T) {
 	}
 	if !strings.Contains(g.stderr.String(), "backend: ") {
 		t.Errorf("the reason is not on stderr:\n%s", g.stderr.String())
+	}
+	for name := range r.header {
+		if ratelimitheaders.Owned(name) {
+			t.Errorf("the 502 carries %s: %q; INTEGRATION_FAILURE maps no such header", name, r.header.Get(name))
+		}
 	}
 }
 

@@ -90,14 +90,15 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	}
 	url := "http://" + l.Addr().String()
 	if err := printBanner(stdout, banner{
-		URL:      url,
-		Template: o.template,
-		Redis:    where,
-		Backend:  backendText,
-		Registry: registryWhere(getenv),
-		BuiltIn:  s.ConfigInline == "" && s.ConfigFile == "" && version == 0,
-		LogLevel: settings.EnvLogLevel,
-		TryIt:    tryIt(cfg, url, s.APIKeyHeader),
+		URL:       url,
+		Template:  o.template,
+		Responses: statuses(responses),
+		Redis:     where,
+		Backend:   backendText,
+		Registry:  registryWhere(getenv),
+		BuiltIn:   s.ConfigInline == "" && s.ConfigFile == "" && version == 0,
+		LogLevel:  settings.EnvLogLevel,
+		TryIt:     tryIt(cfg, url, s.APIKeyHeader, responses),
 	}); err != nil {
 		return err
 	}

@@ -144,6 +144,12 @@ bench: $(DYNALITE)
 bench-logbytes: $(DYNALITE)
 	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -run '^TestLogBytes$$' -v ./benchreport -args -logbytes
 
+# bench-coldstart: make bench's item 5 alone (a minute), without the registry table's
+# column: each function's bootstrap size and its least start-to-ready time of five.
+.PHONY: bench-coldstart
+bench-coldstart:
+	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -run '^TestColdStart$$' -v ./benchreport -args -coldstart
+
 # bench-instructions: Redis-side instructions per decision (callgrind), bucketgate against
 # redis_rate: a figure that a busy machine does not move (needs valgrind: apt-get install valgrind).
 .PHONY: bench-instructions

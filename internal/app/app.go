@@ -65,12 +65,18 @@ type parts struct {
 // the variable to set or fix; the configuration's error comes before Redis's. It
 // returns the logger even with an error, so that the error can be logged.
 func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (lambda.Handler, *slog.Logger, error) {
+	h, p, err := build(f, getenv, metrics, logOut)
+	return h, p.log, err
+}
+
+// build is Build, returning the parts the handler was built from.
+func build(f Function, getenv func(string) string, metrics, logOut io.Writer) (lambda.Handler, parts, error) {
 	p, err := assemble(getenv, f.Name, metrics, logOut)
 	if err != nil {
-		return nil, p.log, err
+		return nil, p, err
 	}
 	h, err := f.handler(p)
-	return h, p.log, err
+	return h, p, err
 }
 
 // NewAuthorizer builds the authorizer's handler as Build does, for a caller that
@@ -94,11 +100,7 @@ func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.W
 // flushEvery flushes e every interval until the function it returns is called, which
 // flushes it once more; interval 0 (a line per invocation) needs no timer.
 func flushEvery(e *telemetry.Emitter, interval time.Duration, log *slog.Logger) (stop func()) {
-	flush := func() {
-		if err := e.Flush(); err != nil {
-			log.Warn("metrics not written", slog.String(telemetry.AttrError, err.Error()))
-		}
-	}
+	flush := flusher(e, log)
 	if interval == 0 {
 		return flush
 	}
@@ -123,6 +125,28 @@ func flushEvery(e *telemetry.Emitter, interval time.Duration, log *slog.Logger) 
 			<-exited
 			flush()
 		})
+	}
+}
+
+// flusher returns a function that writes what waits in e, logging a failure to log.
+func flusher(e *telemetry.Emitter, log *slog.Logger) func() {
+	return func() {
+		if err := e.Flush(); err != nil {
+			log.Warn("metrics not written", slog.String(telemetry.AttrError, err.Error()))
+		}
+	}
+}
+
+// atShutdown returns what a function does when Lambda ends its instance (scaling in, a
+// new version, hours of service) and sends it SIGTERM: it writes the metrics that wait
+// in e (METRICS_FLUSH_MS's sums), then exits with status 0, since nothing else is left
+// to do and the process would otherwise idle until SIGKILL. It may run while an
+// invocation does: e is safe for concurrent use.
+func atShutdown(e *telemetry.Emitter, log *slog.Logger, exit func(code int)) func() {
+	flush := flusher(e, log)
+	return func() {
+		flush()
+		exit(0)
 	}
 }
 
@@ -166,15 +190,18 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 // successful init logs one info line (MsgInit) with the function and its version. A
 // failed init logs one error line that names the function, its version and what to
 // set, and exits with status 1: the Lambda runtime reports the exit, the log says why.
+// The runtime registers an internal extension (lambda.WithEnableSIGTERM), so that
+// Lambda sends SIGTERM before it ends the instance, and at SIGTERM the function writes
+// the metrics that wait and exits.
 func Main(f Function) {
-	h, log, err := Build(f, os.Getenv, os.Stdout, os.Stderr)
+	h, p, err := build(f, os.Getenv, os.Stdout, os.Stderr)
 	fn, v := slog.String(AttrFunction, f.Name), slog.String(AttrVersion, version.String())
 	if err != nil {
-		log.Error(MsgInitFailed, fn, v, slog.String(telemetry.AttrError, err.Error()))
+		p.log.Error(MsgInitFailed, fn, v, slog.String(telemetry.AttrError, err.Error()))
 		os.Exit(1)
 	}
-	log.Info(MsgInit, fn, v)
-	lambda.Start(h)
+	p.log.Info(MsgInit, fn, v)
+	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(atShutdown(p.metrics, p.log, os.Exit)))
 }
 
 // Messages and attributes of the lines Main logs at init.

@@ -134,8 +134,9 @@ func (lb LogBytes) Section(p func(format string, args ...any)) {
 	h := lb.result(logbytes.Defaults, false, pl.Headline)
 	p("Every invocation's decision is counted in the metrics written (%d of %d at %d/s). What waits between two\n", h.Written, h.Invocations, pl.Headline)
 	p("writes is at most a second of an instance's requests: when Lambda freezes the instance it waits for the\n")
-	p("next invocation, which writes it under its own minute; when Lambda ends the instance it is lost. Here the\n")
-	p("instance served %d more requests, one second cut short, and stopped: %d of them were held unwritten.\n\n", pl.Headline-1, h.Held)
+	p("next invocation, which writes it under its own minute; when Lambda ends the instance the function writes\n")
+	p("it at the SIGTERM Lambda sends first. Here the instance served %d more requests, one second cut short, and\n", pl.Headline-1)
+	p("stopped: %d of them were held, for the write at SIGTERM.\n\n", h.Held)
 	p("The metrics of the last second at %d/s, allowed, at the defaults:\n\n```\n%s```\n", pl.Headline, truncateLine(h.Last, 600))
 }
 

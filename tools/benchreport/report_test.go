@@ -34,11 +34,12 @@ import (
 )
 
 var (
-	reportPath   = flag.String("report", "", "write the benchmark report (BENCHMARKS.md) here; TestReport skips without it")
-	goBenchPath  = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer, CacheEntryBytes on internal/registry")
-	insnPath     = flag.String("instructions", "", "output of make bench-instructions (instructions/instructions.sh)")
-	registryOnly = flag.Bool("registry", false, "TestRegistryReport: measure item 8 alone and print it")
-	logBytesOnly = flag.Bool("logbytes", false, "TestLogBytes: measure item 11 alone and print its line and section")
+	reportPath    = flag.String("report", "", "write the benchmark report (BENCHMARKS.md) here; TestReport skips without it")
+	goBenchPath   = flag.String("gobench", "", "output of go test -bench -benchmem: ClientCost on internal/bucket, HandlerOverhead on internal/authorizer, CacheEntryBytes on internal/registry")
+	insnPath      = flag.String("instructions", "", "output of make bench-instructions (instructions/instructions.sh)")
+	registryOnly  = flag.Bool("registry", false, "TestRegistryReport: measure item 8 alone and print it")
+	logBytesOnly  = flag.Bool("logbytes", false, "TestLogBytes: measure item 11 alone and print its line and section")
+	coldStartOnly = flag.Bool("coldstart", false, "TestColdStart: measure item 5 alone (without a registry table) and print its rows")
 )
 
 // reportCommands are what make bench runs; keep them in step with the Makefile.
@@ -273,6 +274,30 @@ func TestLogBytes(t *testing.T) {
 	fmt.Print(b.String())
 	if !lb.Met() {
 		t.Errorf("the goal (allowed at the defaults <= %d bytes, every decision counted) is not met", goalLogBytes)
+	}
+}
+
+// TestColdStart is make bench's item 5 without the registry table's column: each
+// function's size and start-to-ready time, as TestReport measures them.
+func TestColdStart(t *testing.T) {
+	if !*coldStartOnly {
+		t.Skip("item 5 alone runs with make bench-coldstart (-coldstart)")
+	}
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := BuiltFunctions(root)
+	if err != nil || len(built) == 0 {
+		t.Fatalf("functions built: %v, %v", built, err)
+	}
+	env := append(LambdaEnv(os.Environ()), "REDIS_ADDR="+redistest.Start(t).Addr)
+	for _, pkg := range built {
+		b, err := MeasureBootstrap(context.Background(), root, pkg, env, nil, bootstrapStarts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("| %s | %.2f MiB | %v |\n", b.Function, b.MiB(), b.Ready.Round(time.Microsecond))
 	}
 }
 

@@ -1,6 +1,9 @@
 // Package runtimeapi is a minimal AWS Lambda Runtime API (version 2018-06-01) on
 // loopback, so that tests can run a real bootstrap binary as Lambda would: the binary
-// polls for the next event, posts a response or an error, or reports an init error.
+// polls for the next event, posts a response or an error, or reports an init error. It
+// serves the Extensions API's register and event/next too, so that a runtime can
+// register an internal extension, and Shutdown ends the process as Lambda ends an
+// instance: with SIGTERM when an extension has registered.
 package runtimeapi
 
 import (
@@ -47,6 +50,10 @@ type Server struct {
 	initErr chan *FunctionError
 	polled  chan time.Time
 	poll    sync.Once
+	// extensions are the names of the extensions registered, in order, and
+	// extensionIDs the identifiers they were given.
+	extensions   []string
+	extensionIDs map[string]bool
 }
 
 type invocation struct {
@@ -67,12 +74,13 @@ func New() (*Server, error) {
 		return nil, fmt.Errorf("runtime api: %w", err)
 	}
 	s := &Server{
-		Addr:        l.Addr().String(),
-		FunctionARN: "arn:aws:lambda:us-east-1:123456789012:function:local",
-		queue:       make(chan *invocation),
-		pending:     map[string]*invocation{},
-		initErr:     make(chan *FunctionError, 1),
-		polled:      make(chan time.Time, 1),
+		Addr:         l.Addr().String(),
+		FunctionARN:  "arn:aws:lambda:us-east-1:123456789012:function:local",
+		queue:        make(chan *invocation),
+		pending:      map[string]*invocation{},
+		initErr:      make(chan *FunctionError, 1),
+		polled:       make(chan time.Time, 1),
+		extensionIDs: map[string]bool{},
 	}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = s.srv.Serve(l) }()
@@ -116,6 +124,10 @@ func (s *Server) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if path, ok := strings.CutPrefix(r.URL.Path, extensionPrefix); ok {
+		s.serveExtension(w, r, path)
+		return
+	}
 	path := strings.TrimPrefix(r.URL.Path, apiPrefix)
 	switch {
 	case r.Method == http.MethodGet && path == "invocation/next":

@@ -188,7 +188,7 @@ func TestBackendUnreachable(t *testing.T) {
 // with the rate-limit headers, as an HTTP integration with response streaming passes it.
 func TestBackendStreams(t *testing.T) {
 	read := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	service := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: first\n\n")
 		w.(http.Flusher).Flush()
@@ -199,21 +199,32 @@ func TestBackendStreams(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			io.WriteString(w, "data: the first event never reached the client\n\n")
 		}
-	}))
-	defer srv.Close()
-	g := startGatewayWith(t, serveOptions{template: templatePath, backend: srv.URL}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
+	}
+	_, resp, events, first := streamThrough(t, service)
+	close(read)
+	rest, _ := io.ReadAll(events)
+	if first != "data: first\n" || !strings.Contains(string(rest), "data: last") || resp.Header.Get("X-RateLimit-Remaining") != "9" {
+		t.Fatalf("first line %q, then %q, headers %v", first, rest, resp.Header)
+	}
+}
+
+// streamThrough starts a gateway in front of the service and opens a stream through
+// it: the answer, a reader of its body, and the body's first line, read from it.
+func streamThrough(t *testing.T, service http.HandlerFunc) (g *gateway, resp *http.Response, events *bufio.Reader, first string) {
+	t.Helper()
+	srv := httptest.NewServer(service)
+	t.Cleanup(srv.Close) // last: once the gateway has stopped
+	g = startGatewayWith(t, serveOptions{template: templatePath, backend: srv.URL}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
 	resp, err := http.Get(g.url + "/v1/chat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	events := bufio.NewReader(resp.Body)
-	first, err := events.ReadString('\n')
-	close(read)
-	rest, _ := io.ReadAll(events)
-	if first != "data: first\n" || !strings.Contains(string(rest), "data: last") || resp.Header.Get("X-RateLimit-Remaining") != "9" {
-		t.Fatalf("first line %q (%v), then %q, headers %v", first, err, rest, resp.Header)
+	t.Cleanup(func() { resp.Body.Close() })
+	events = bufio.NewReader(resp.Body)
+	if first, err = events.ReadString('\n'); err != nil {
+		t.Fatalf("first line %q: %v", first, err)
 	}
+	return g, resp, events, first
 }
 
 // make run BACKEND=URL is the documented spelling of serve -backend URL.
@@ -289,24 +300,17 @@ func TestForgedRateLimitHeadersAlwaysReplaced(t *testing.T) {
 }
 
 // Ctrl-C stops the gateway also while a stream is open: the streams still open after
-// the grace period are cut, stderr says so, and serve ends without an error (make run
-// exits 0), never with a bare "context deadline exceeded".
+// the grace period are cut, stderr says so, and serve ends without an error (exit 0),
+// never with a bare "context deadline exceeded".
 func TestCtrlCWithAStreamOpen(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g, _, _, first := streamThrough(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: first\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done() // streams until the gateway hangs up
-	}))
-	defer srv.Close()
-	g := startGatewayWith(t, serveOptions{template: templatePath, backend: srv.URL}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
-	resp, err := http.Get(g.url + "/v1/chat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if first, err := bufio.NewReader(resp.Body).ReadString('\n'); first != "data: first\n" {
-		t.Fatalf("first line %q, %v", first, err)
+	})
+	if first != "data: first\n" {
+		t.Fatalf("first line %q", first)
 	}
 	if err := g.stop(); err != nil {
 		t.Fatalf("Ctrl-C with a stream open: serve: %v", err)

@@ -57,6 +57,7 @@ run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.
 # dynalite: a local DynamoDB for a registry table (docs/keys.md: a session with a local table).
 DYNALITE_PORT ?= 8000
 dynalite: $(DYNALITE) ## a local DynamoDB (dynalite, in memory) on 127.0.0.1:$(DYNALITE_PORT) for REGISTRY_TABLE
+	@command -v node >/dev/null && [ -f $(DYNALITE) ] || { echo "make dynalite needs Node.js and npm (apt-get install nodejs npm): npm ci installs dynalite, node runs it" >&2; exit 1; }
 	node $(DYNALITE_DIR)/node_modules/dynalite/cli.js --host 127.0.0.1 --port $(DYNALITE_PORT) --createTableMs 0
 
 invoke: ## one sample event through its function: make invoke EVENT=events/check-single.json [FUNCTION=check]

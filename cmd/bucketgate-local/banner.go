@@ -7,6 +7,7 @@ import (
 	"text/template"
 
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/localgw"
 )
 
 // sampleBackendText describes the sample backend in the banner.
@@ -18,13 +19,14 @@ const tryPath = "/scores"
 // banner is what the server says when it starts.
 type banner struct {
 	URL, Template, Redis, Registry, Backend, LogLevel string
+	Responses                                         string // the template's statuses: statuses
 	BuiltIn                                           bool   // the built-in plans apply
 	TryIt                                             string // how to try it: tryIt
 }
 
 var bannerText = template.Must(template.New("banner").Parse(`bucketgate local API Gateway on {{.URL}}
   authorizer  the Lambda handler, in-process, for every request (logs on stderr; {{.LogLevel}}=debug shows each decision)
-  responses   429 / 503 / 401 / 502 gateway responses from {{.Template}}
+  responses   {{.Responses}} gateway responses from {{.Template}}
   redis       {{.Redis}}
   registry    {{.Registry}}
   backend     {{.Backend}}
@@ -38,20 +40,34 @@ Built-in plans: every caller without a registered key is on free (a burst of 10,
 
 func printBanner(w io.Writer, b banner) error { return bannerText.Execute(w, b) }
 
+// statuses lists the statuses of the gateway responses rs for a denial, a failure, a
+// refused key and a backend that does not answer: "429 / 503 / 401 / 502" for
+// template.yaml's.
+func statuses(rs localgw.Responses) string {
+	return fmt.Sprintf("%d / %d / %d / %d", rs.Lookup(localgw.AccessDenied).StatusCode, rs.Lookup(localgw.AuthorizerFailure).StatusCode,
+		rs.Lookup(localgw.Unauthorized).StatusCode, rs.Lookup(localgw.IntegrationFailure).StatusCode)
+}
+
 // tryIt says how to try the gateway with curl under the loaded configuration cfg: with
 // a made-up key in header when such keys are limited by IP, without one when they are
-// refused, and how many requests in a row reach the 429 on the default plan.
-func tryIt(cfg *config.Config, url, header string) string {
+// refused, and how many requests in a row reach the denial on the default plan; the
+// statuses are those of the gateway responses rs.
+func tryIt(cfg *config.Config, url, header string, rs localgw.Responses) string {
 	refuseKeys, refuseAnon := cfg.RefuseUnknownKeys(), cfg.RefuseAnonymous()
+	denied, refused := rs.Lookup(localgw.AccessDenied), rs.Lookup(localgw.Unauthorized).StatusCode
 	if refuseKeys && refuseAnon {
-		return fmt.Sprintf("Every request without a registered API key is answered 401 (unknownKeys: refuse, anonymous: refuse):\n"+
-			"  curl -i %s%s\nRegister a key (bucketgate keys create, or the document's keys) and send it in %s.", url, tryPath, header)
+		return fmt.Sprintf("Every request without a registered API key is answered %d (unknownKeys: refuse, anonymous: refuse):\n"+
+			"  curl -i %s%s\nRegister a key (bucketgate keys create, or the document's keys) and send it in %s.", refused, url, tryPath, header)
 	}
 	flag := fmt.Sprintf("-H '%s: k' ", header)
 	var b strings.Builder
 	limits := cfg.Limits(cfg.DefaultPlan(), "GET", tryPath)
 	if n, ok := burst(limits); ok {
-		fmt.Fprintf(&b, "Try it: every answer shows what is left; the %s request in a row is answered 429 with Retry-After.\n", ordinal(n+1))
+		retry := ""
+		if _, ok := denied.ResponseParameters.Headers["Retry-After"]; ok {
+			retry = " with Retry-After"
+		}
+		fmt.Fprintf(&b, "Try it: every answer shows what is left; the %s request in a row is answered %d%s.\n", ordinal(n+1), denied.StatusCode, retry)
 		fmt.Fprintf(&b, "  curl -i %s%s%s\n", flagIf(!refuseKeys, flag), url, tryPath)
 		fmt.Fprintf(&b, "  for i in $(seq %d); do curl -s -o /dev/null -w '%%{http_code} ' %s%s%s; done; echo\n", n+1, flagIf(!refuseKeys, flag), url, tryPath)
 	} else {
@@ -60,9 +76,9 @@ func tryIt(cfg *config.Config, url, header string) string {
 	}
 	switch {
 	case refuseKeys:
-		fmt.Fprintf(&b, "A key nobody registered is answered 401 (unknownKeys: refuse); without the %s header, the caller is limited by its IP address.", header)
+		fmt.Fprintf(&b, "A key nobody registered is answered %d (unknownKeys: refuse); without the %s header, the caller is limited by its IP address.", refused, header)
 	case refuseAnon:
-		fmt.Fprintf(&b, "Without the %s header the caller is answered 401 (anonymous: refuse); with a key nobody registered, it is limited by its IP address.", header)
+		fmt.Fprintf(&b, "Without the %s header the caller is answered %d (anonymous: refuse); with a key nobody registered, it is limited by its IP address.", header, refused)
 	default:
 		b.WriteString("Without the header, or with a key nobody registered, the caller is limited by its IP address.")
 	}

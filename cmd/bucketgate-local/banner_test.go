@@ -2,6 +2,8 @@ package main
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -95,4 +97,32 @@ func waitBanner(t *testing.T, g *gateway) string {
 	}
 	t.Fatalf("no banner after 10 s:\n%s", g.stdout)
 	return ""
+}
+
+// With -template naming a template of other gateway responses (here only UNAUTHORIZED;
+// API Gateway's defaults for the rest), the banner states that template's statuses,
+// and its curl loop ends in the status the gateway really answers: it said 429 / 503 /
+// 401 / 502 and "answered 429 with Retry-After" whatever the template held.
+func TestBannerFollowsTheTemplate(t *testing.T) {
+	tpl := filepath.Join(t.TempDir(), "own.yaml")
+	doc := "Resources:\n  Api:\n    Type: AWS::Serverless::Api\n    Properties:\n      GatewayResponses:\n        UNAUTHORIZED:\n          StatusCode: 401\n"
+	if err := os.WriteFile(tpl, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startGatewayWith(t, serveOptions{template: tpl}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
+	banner := waitBanner(t, g)
+	for _, want := range []string{"responses   403 / 500 / 401 / 504 gateway responses from " + tpl, "the 11th request in a row is answered 403.\n"} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("the banner does not say %q:\n%s", want, banner)
+		}
+	}
+	if m := bannerLoop.FindStringSubmatch(banner); m == nil || m[1] != "11" {
+		t.Fatalf("the banner's loop %q, want 11 requests:\n%s", m, banner)
+	}
+	for range 10 {
+		g.get(t, "/scores", "k")
+	}
+	if r := g.get(t, "/scores", "k"); r.status != http.StatusForbidden {
+		t.Errorf("11th: %d, want the 403 the banner promises", r.status)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 )
 
 // Exit statuses of run.
@@ -73,8 +74,11 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		l, err := net.Listen("tcp", *addr)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("-addr %s: the port is in use: stop what listens there, or pick another port (make run PORT=8081)", *addr)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("-addr %s: %w", *addr, err)
 		}
 		return serve(ctx, l, o, getenv, stdout, stderr)
 	case "invoke":

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // The quick start's scenario (README.md), through the real local gateway on a Redis
@@ -156,7 +158,9 @@ func TestBackendProxy(t *testing.T) {
 }
 
 // A service that cannot be reached gets the template's INTEGRATION_FAILURE gateway
-// response: 502 with a JSON body like the other gateway responses, never an empty one.
+// response: 502 with a JSON body like the other gateway responses, never an empty one,
+// and, as API Gateway sends it, only the headers the template maps for it: none of the
+// rate-limit headers that the service's own answers get.
 func TestBackendUnreachable(t *testing.T) {
 	srv, _ := recordingBackend(t)
 	url := srv.URL
@@ -172,6 +176,11 @@ func TestBackendUnreachable(t *testing.T) {
 	if !strings.Contains(g.stderr.String(), "backend: ") {
 		t.Errorf("the reason is not on stderr:\n%s", g.stderr.String())
 	}
+	for name := range r.header {
+		if ratelimitheaders.Owned(name) {
+			t.Errorf("the 502 carries %s: %q; INTEGRATION_FAILURE maps no such header", name, r.header.Get(name))
+		}
+	}
 }
 
 // A service that streams (server-sent events, an LLM's tokens) streams through the local
@@ -179,7 +188,7 @@ func TestBackendUnreachable(t *testing.T) {
 // with the rate-limit headers, as an HTTP integration with response streaming passes it.
 func TestBackendStreams(t *testing.T) {
 	read := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	service := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: first\n\n")
 		w.(http.Flusher).Flush()
@@ -190,21 +199,32 @@ func TestBackendStreams(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			io.WriteString(w, "data: the first event never reached the client\n\n")
 		}
-	}))
-	defer srv.Close()
-	g := startGatewayWith(t, serveOptions{template: templatePath, backend: srv.URL}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
+	}
+	_, resp, events, first := streamThrough(t, service)
+	close(read)
+	rest, _ := io.ReadAll(events)
+	if first != "data: first\n" || !strings.Contains(string(rest), "data: last") || resp.Header.Get("X-RateLimit-Remaining") != "9" {
+		t.Fatalf("first line %q, then %q, headers %v", first, rest, resp.Header)
+	}
+}
+
+// streamThrough starts a gateway in front of the service and opens a stream through
+// it: the answer, a reader of its body, and the body's first line, read from it.
+func streamThrough(t *testing.T, service http.HandlerFunc) (g *gateway, resp *http.Response, events *bufio.Reader, first string) {
+	t.Helper()
+	srv := httptest.NewServer(service)
+	t.Cleanup(srv.Close) // last: once the gateway has stopped
+	g = startGatewayWith(t, serveOptions{template: templatePath, backend: srv.URL}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
 	resp, err := http.Get(g.url + "/v1/chat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	events := bufio.NewReader(resp.Body)
-	first, err := events.ReadString('\n')
-	close(read)
-	rest, _ := io.ReadAll(events)
-	if first != "data: first\n" || !strings.Contains(string(rest), "data: last") || resp.Header.Get("X-RateLimit-Remaining") != "9" {
-		t.Fatalf("first line %q (%v), then %q, headers %v", first, err, rest, resp.Header)
+	t.Cleanup(func() { resp.Body.Close() })
+	events = bufio.NewReader(resp.Body)
+	if first, err = events.ReadString('\n'); err != nil {
+		t.Fatalf("first line %q: %v", first, err)
 	}
+	return g, resp, events, first
 }
 
 // make run BACKEND=URL is the documented spelling of serve -backend URL.
@@ -276,5 +296,26 @@ func TestForgedRateLimitHeadersAlwaysReplaced(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Ctrl-C stops the gateway also while a stream is open: the streams still open after
+// the grace period are cut, stderr says so, and serve ends without an error (exit 0),
+// never with a bare "context deadline exceeded".
+func TestCtrlCWithAStreamOpen(t *testing.T) {
+	g, _, _, first := streamThrough(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // streams until the gateway hangs up
+	})
+	if first != "data: first\n" {
+		t.Fatalf("first line %q", first)
+	}
+	if err := g.stop(); err != nil {
+		t.Fatalf("Ctrl-C with a stream open: serve: %v", err)
+	}
+	if want := "closed the connections still open after 5s"; !strings.Contains(g.stderr.String(), want) {
+		t.Errorf("stderr does not say %q:\n%s", want, g.stderr)
 	}
 }

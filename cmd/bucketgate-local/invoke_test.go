@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,6 +100,11 @@ func TestCommandLineErrors(t *testing.T) {
 	if err := os.WriteFile(other, []byte(`{}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0") // another process's port
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
 	tests := []struct {
 		name     string
 		env      map[string]string
@@ -116,6 +122,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{"missing event file", nil, []string{"invoke", "check-nonexistent.json"}, exitError, "check-nonexistent.json"},
 		{"function init fails", map[string]string{"FAIL_MODE": "ajar"}, []string{"invoke", samples.Path("check-single.json")}, exitError, "check init: settings: FAIL_MODE"},
 		{"address cannot be listened on", nil, []string{"serve", "-addr", "256.0.0.1:1"}, exitError, "256.0.0.1"},
+		{"port in use", nil, []string{"serve", "-addr", busy.Addr().String()}, exitError, "-addr " + busy.Addr().String() + ": the port is in use: stop what listens there, or pick another port (make run PORT=8081)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

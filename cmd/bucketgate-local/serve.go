@@ -21,7 +21,8 @@ import (
 const methodARNPrefix = "arn:aws:execute-api:us-east-1:123456789012:bucketgate/local"
 
 // Bounds of the local server: how long a client may take to send its headers, and how
-// long in-flight requests get to finish at shutdown.
+// long in-flight requests get to finish at shutdown (Ctrl-C) before their connections
+// are closed.
 const (
 	readHeaderTimeout = 10 * time.Second
 	shutdownTimeout   = 5 * time.Second
@@ -89,14 +90,15 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	}
 	url := "http://" + l.Addr().String()
 	if err := printBanner(stdout, banner{
-		URL:      url,
-		Template: o.template,
-		Redis:    where,
-		Backend:  backendText,
-		Registry: registryWhere(getenv),
-		BuiltIn:  s.ConfigInline == "" && s.ConfigFile == "" && version == 0,
-		LogLevel: settings.EnvLogLevel,
-		TryIt:    tryIt(cfg, url, s.APIKeyHeader),
+		URL:       url,
+		Template:  o.template,
+		Responses: statuses(responses),
+		Redis:     where,
+		Backend:   backendText,
+		Registry:  registryWhere(getenv),
+		BuiltIn:   s.ConfigInline == "" && s.ConfigFile == "" && version == 0,
+		LogLevel:  settings.EnvLogLevel,
+		TryIt:     tryIt(cfg, url, s.APIKeyHeader, responses),
 	}); err != nil {
 		return err
 	}
@@ -110,6 +112,11 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	shutdown, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(shutdown)
+	if errors.Is(err, context.DeadlineExceeded) { // a stream, or a client that holds on: Ctrl-C still stops
+		fmt.Fprintf(stderr, "serve: stopping: closed the connections still open after %s\n", shutdownTimeout)
+		_ = srv.Close() // Shutdown closed the listener: only its connections are left
+		err = nil
+	}
 	if serveErr := <-done; !errors.Is(serveErr, http.ErrServerClosed) {
 		err = errors.Join(err, serveErr)
 	}

@@ -48,6 +48,8 @@ func (b *syncBuffer) String() string {
 type gateway struct {
 	url            string
 	stdout, stderr *syncBuffer
+	// stop stops serve as Ctrl-C does and returns its error; it may be called again.
+	stop func() error
 }
 
 // startGateway runs serve with the sample backend on a free loopback port with the
@@ -71,9 +73,12 @@ func startGatewayWith(t *testing.T, o serveOptions, env map[string]string) *gate
 	go func() {
 		done <- serve(ctx, l, o, getenvOf(env), g.stdout, g.stderr)
 	}()
-	t.Cleanup(func() {
+	g.stop = sync.OnceValue(func() error {
 		cancel()
-		if err := <-done; err != nil {
+		return <-done
+	})
+	t.Cleanup(func() {
+		if err := g.stop(); err != nil {
 			t.Errorf("serve: %v\nstderr: %s", err, g.stderr)
 		}
 	})

@@ -26,8 +26,8 @@ func SampleBackend() http.Handler {
 // as an HTTP proxy integration does: the same method, base's path followed by the
 // request's path, the query, the headers (with X-Forwarded-For, -Host and -Proto added)
 // and the body; the service's answer goes back as it is. When the service cannot be
-// reached the client gets failure (the template's INTEGRATION_FAILURE gateway response),
-// and the reason goes to errs. base must be an absolute http or https URL.
+// reached the client gets failure (the template's INTEGRATION_FAILURE gateway response)
+// with only the headers it maps, as API Gateway sends it, and the reason goes to errs. base must be an absolute http or https URL.
 func ProxyBackend(base string, failure Response, errs io.Writer) (http.Handler, error) {
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -40,6 +40,9 @@ func ProxyBackend(base string, failure Response, errs io.Writer) (http.Handler, 
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			fmt.Fprintf(errs, "backend: %v\n", err)
+			if hw, ok := w.(*headerWriter); ok { // a gateway response, not the service's answer: none of its rate-limit headers
+				w = hw.ResponseWriter
+			}
 			failure.Write(w, r, nil)
 		},
 	}, nil

@@ -18,17 +18,41 @@ const (
 	HeaderFunctionError = "X-Amz-Function-Error"
 	// FunctionErrorUnhandled is the HeaderFunctionError value of a function error.
 	FunctionErrorUnhandled = "Unhandled"
+	// headerInvocationType is the request header that names the invocation type:
+	// RequestResponse (the default), Event or DryRun.
+	headerInvocationType = "X-Amz-Invocation-Type"
+	// headerErrorType names the error of a refused call, as the AWS SDK reads it.
+	headerErrorType = "X-Amzn-ErrorType"
 )
 
-// Invoke answers the synchronous Lambda Invoke call r with the function h, as the Lambda
-// service does: r's body is the payload, and h's answer is the response's body; when h
-// fails, the body is the function error's payload (ErrorResponse) and the header
-// X-Amz-Function-Error says Unhandled. So the AWS SDK's Lambda client, pointed at a
-// server that routes InvokePath here (AWS_ENDPOINT_URL_LAMBDA), invokes h in-process.
+// Invoke answers the Lambda Invoke call r with the function h, as the Lambda service
+// does: r's body is the payload, and h's answer is the response's body; when h fails,
+// the body is the function error's payload (ErrorResponse) and the header
+// X-Amz-Function-Error says Unhandled. A payload that is not JSON is refused (400,
+// InvalidRequestContentException) and runs nothing; a DryRun runs nothing (204), and an
+// Event invocation runs h before it answers 202 with no payload. So the AWS SDK's Lambda
+// client, pointed at a server that routes InvokePath here (AWS_ENDPOINT_URL_LAMBDA),
+// invokes h in-process.
 func Invoke(w http.ResponseWriter, r *http.Request, h Invoker) {
 	payload, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(payload) > 0 && !json.Valid(payload) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(headerErrorType, "InvalidRequestContentException")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"Type":"User","message":"Could not parse request body into json: the payload is not JSON"}`))
+		return
+	}
+	switch r.Header.Get(headerInvocationType) {
+	case "DryRun":
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case "Event":
+		_, _ = h.Invoke(r.Context(), payload) // Lambda reports nothing of an asynchronous invocation to its caller
+		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	out, err := h.Invoke(r.Context(), payload)

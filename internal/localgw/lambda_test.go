@@ -7,9 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/bucketgate/bucketgate/internal/localgw"
 )
@@ -45,6 +50,65 @@ func TestInvoke(t *testing.T) {
 			body, _ := io.ReadAll(w.Body)
 			if w.Code != http.StatusOK || string(body) != tc.wantBody || w.Header().Get(localgw.HeaderFunctionError) != tc.wantError {
 				t.Errorf("%d %s %s %q, want 200 %s %s %q", w.Code, body, localgw.HeaderFunctionError, w.Header().Get(localgw.HeaderFunctionError), tc.wantBody, localgw.HeaderFunctionError, tc.wantError)
+			}
+		})
+	}
+}
+
+// counter counts the invocations it answers, with {}.
+type counter struct{ runs atomic.Int32 }
+
+func (c *counter) Invoke(context.Context, []byte) ([]byte, error) {
+	c.runs.Add(1)
+	return []byte(`{}`), nil
+}
+
+// The AWS SDK's Lambda client gets from Invoke what the Lambda service answers: a payload
+// that is not JSON is refused (400, InvalidRequestContentException) before the function
+// runs, a dry run (204) runs nothing, and an asynchronous invocation runs the function and
+// answers 202 with no payload.
+func TestInvokeAsLambda(t *testing.T) {
+	tests := []struct {
+		name       string
+		payload    string
+		typ        types.InvocationType
+		wantStatus int32  // 0: the call fails
+		wantErr    any    // a pointer to the error type the call fails with
+		wantBody   string // the payload answered
+		wantRuns   int32
+	}{
+		{"request-response", `{"key":"k"}`, types.InvocationTypeRequestResponse, http.StatusOK, nil, `{}`, 1},
+		{"payload not JSON", `notjson`, types.InvocationTypeRequestResponse, 0, new(*types.InvalidRequestContentException), "", 0},
+		{"payload cut short", `{"key":`, types.InvocationTypeRequestResponse, 0, new(*types.InvalidRequestContentException), "", 0},
+		{"dry run", `{"key":"k"}`, types.InvocationTypeDryRun, http.StatusNoContent, nil, "", 0},
+		{"event", `{"key":"k"}`, types.InvocationTypeEvent, http.StatusAccepted, nil, "", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var fn counter
+			mux := http.NewServeMux()
+			mux.HandleFunc(localgw.InvokePath, func(w http.ResponseWriter, r *http.Request) { localgw.Invoke(w, r, &fn) })
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			client := lambda.New(lambda.Options{
+				BaseEndpoint: aws.String(srv.URL),
+				Region:       "us-east-1",
+				Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+				Retryer:      aws.NopRetryer{},
+			})
+			out, err := client.Invoke(t.Context(), &lambda.InvokeInput{FunctionName: aws.String("bucketgate-check"), Payload: []byte(tc.payload), InvocationType: tc.typ})
+			switch {
+			case tc.wantErr != nil:
+				if !errors.As(err, tc.wantErr) {
+					t.Errorf("error %v, want a %T", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatalf("invoke: %v", err)
+			case out.StatusCode != tc.wantStatus || string(out.Payload) != tc.wantBody || out.FunctionError != nil:
+				t.Errorf("status %d, payload %q, function error %v: want %d, %q, none", out.StatusCode, out.Payload, aws.ToString(out.FunctionError), tc.wantStatus, tc.wantBody)
+			}
+			if n := fn.runs.Load(); n != tc.wantRuns {
+				t.Errorf("the function ran %d times, want %d", n, tc.wantRuns)
 			}
 		})
 	}

@@ -91,12 +91,36 @@ func LoadResponses(path string) (Responses, error) {
 	return found, nil
 }
 
-// Lookup returns the response of type kind, or API Gateway's default for it.
+// The fallback gateway response types: a template's response for the 4XX, or the 5XX,
+// types it leaves out.
+const (
+	default4XX = "DEFAULT_4XX"
+	default5XX = "DEFAULT_5XX"
+)
+
+// Lookup returns the response of type kind as API Gateway answers it: the template's,
+// else the template's DEFAULT_4XX or DEFAULT_5XX by the type's default status, else API
+// Gateway's default; a status or body the template's response leaves out is the
+// default's.
 func (rs Responses) Lookup(kind string) Response {
-	if r, ok := rs[kind]; ok {
-		return r
+	d := defaults[kind]
+	r, ok := rs[kind]
+	if !ok {
+		fallback := default5XX
+		if d.StatusCode < http.StatusInternalServerError {
+			fallback = default4XX
+		}
+		if r, ok = rs[fallback]; !ok {
+			return d
+		}
 	}
-	return defaults[kind]
+	if r.StatusCode == 0 {
+		r.StatusCode = d.StatusCode
+	}
+	if r.ResponseTemplates == nil {
+		r.ResponseTemplates = d.ResponseTemplates
+	}
+	return r
 }
 
 var contextRef = regexp.MustCompile(`\$context\.authorizer\.([A-Za-z0-9_]+)`)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -51,6 +53,68 @@ func TestTemplateResponses(t *testing.T) {
 			for k, want := range tt.body {
 				if body[k] != want {
 					t.Errorf("body %s = %v, want %v", k, body[k], want)
+				}
+			}
+		})
+	}
+}
+
+// ownTemplate declares gateway responses as API Gateway lets a template leave them: a
+// type without StatusCode or body, and the DEFAULT_4XX and DEFAULT_5XX fallbacks of
+// the types it leaves out (CORS headers on every 4XX, a body of its own on every 5XX).
+const ownTemplate = `Resources:
+  Api:
+    Type: AWS::Serverless::Api
+    Properties:
+      GatewayResponses:
+        UNAUTHORIZED:
+          ResponseParameters:
+            Headers:
+              WWW-Authenticate: "'ApiKey'"
+        DEFAULT_4XX:
+          ResponseParameters:
+            Headers:
+              Access-Control-Allow-Origin: "'*'"
+        DEFAULT_5XX:
+          StatusCode: 503
+          ResponseTemplates:
+            application/json: '{"error": "down"}'
+`
+
+// TestTemplateOwnResponses renders a template's gateway responses as API Gateway
+// does: a type declared without StatusCode or body keeps its default ones (it was
+// written with status 0: a panic), and a type left out takes the DEFAULT_4XX or
+// DEFAULT_5XX the template declares, over API Gateway's default.
+func TestTemplateOwnResponses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "template.yaml")
+	if err := os.WriteFile(path, []byte(ownTemplate), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := LoadResponses(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		kind    string
+		status  int
+		headers map[string]string
+		body    string
+	}{
+		{Unauthorized, http.StatusUnauthorized, map[string]string{"WWW-Authenticate": "ApiKey"}, `{"message":"Unauthorized"}`},
+		{AccessDenied, http.StatusForbidden, map[string]string{"Access-Control-Allow-Origin": "*"}, `{"Message":"User is not authorized to access this resource with an explicit deny"}`},
+		{AuthorizerFailure, http.StatusServiceUnavailable, nil, `{"error": "down"}`},
+		{IntegrationFailure, http.StatusServiceUnavailable, nil, `{"error": "down"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			rs.Lookup(tt.kind).Write(w, httptest.NewRequest("GET", "/scores", nil), nil)
+			if w.Code != tt.status || w.Body.String() != tt.body {
+				t.Errorf("%d %s, want %d %s", w.Code, w.Body, tt.status, tt.body)
+			}
+			for name, want := range tt.headers {
+				if got := w.Header()[name]; len(got) != 1 || got[0] != want {
+					t.Errorf("%s: %q, want %q", name, got, want)
 				}
 			}
 		})

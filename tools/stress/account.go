@@ -20,12 +20,17 @@ const microsPerSecond = 1e6
 type admission struct {
 	at   int64 // microseconds of Redis time
 	cost int64
+	// taken marks tokens taken whether or not the bucket held them (a settle's cost
+	// beyond its estimate): they count in every window that holds them, but no window
+	// ends at them.
+	taken bool
 }
 
 // excess is the most tokens that any window of adm (sorted by time) admitted beyond
 // capacity + ratePerSecond × the window's length, the window's length being the Redis
-// time from its first admission to its last. A bucket that starts with at most capacity
-// tokens and refills at ratePerSecond can never exceed 0. For no admissions it is -capacity.
+// time from its first admission to its last (a window ends at an admission that needed
+// its tokens, not at tokens taken). A bucket that starts with at most capacity tokens
+// and refills at ratePerSecond can never exceed 0. For no admissions it is -capacity.
 //
 // For a window from i to j: admitted - bound = (P[j] - r·t[j]) - (P[i-1] - r·t[i]) - C,
 // where P is the running sum of costs; a running minimum of the second term over i ≤ j
@@ -41,7 +46,9 @@ func excess(adm []admission, capacity int64, ratePerSecond float64) float64 {
 		refill := float64(a.at-t0) * ratePerSecond / microsPerSecond
 		minStart = min(minStart, sum-refill) // the window that starts at a
 		sum += float64(a.cost)
-		best = max(best, sum-refill-minStart-float64(capacity))
+		if !a.taken {
+			best = max(best, sum-refill-minStart-float64(capacity))
+		}
 	}
 	return best
 }
@@ -128,7 +135,7 @@ func account(scenarios []Scenario, recs []Record, resets []reset) Accounting {
 		life := lifetime(resets, id, r.At)
 		for _, rule := range scenarios[r.Scenario].Shapes[r.Shape] {
 			k := seriesKey{id, rule.Name, life}
-			series[k] = append(series[k], admission{r.At, int64(r.Cost)})
+			series[k] = append(series[k], admission{at: r.At, cost: int64(r.Cost)})
 		}
 	}
 	rules := make([]map[string]bucketgate.Rule, len(scenarios))

@@ -18,17 +18,21 @@ func TestExcess(t *testing.T) {
 		want     float64
 	}{
 		{"nothing admitted", nil, 10, 1, -10},
-		{"one token of ten", []admission{{0, 1}}, 10, 1, -9},
-		{"the whole burst at once", []admission{{0, 4}, {0, 3}, {0, 3}}, 10, 1, 0},
-		{"one more than the burst at once", []admission{{0, 5}, {0, 6}}, 10, 1, 1},
-		{"refill makes room", []admission{{0, 1}, {second, 1}}, 1, 1, 0},
-		{"half a token too early", []admission{{0, 1}, {second / 2, 1}}, 1, 1, 0.5},
-		{"fractional rate", []admission{{0, 1}, {2 * second, 1}}, 1, 0.5, 0},
+		{"one token of ten", []admission{{0, 1, false}}, 10, 1, -9},
+		{"the whole burst at once", []admission{{0, 4, false}, {0, 3, false}, {0, 3, false}}, 10, 1, 0},
+		{"one more than the burst at once", []admission{{0, 5, false}, {0, 6, false}}, 10, 1, 1},
+		{"refill makes room", []admission{{0, 1, false}, {second, 1, false}}, 1, 1, 0},
+		{"half a token too early", []admission{{0, 1, false}, {second / 2, 1, false}}, 1, 1, 0.5},
+		{"fractional rate", []admission{{0, 1, false}, {2 * second, 1, false}}, 1, 0.5, 0},
 		// The run as a whole stays under its bound; the window at 10 s does not.
-		{"a late burst over capacity", []admission{{0, 1}, {10 * second, 1}, {10 * second, 1}, {10 * second, 1}}, 2, 1, 1},
+		{"a late burst over capacity", []admission{{0, 1, false}, {10 * second, 1, false}, {10 * second, 1, false}, {10 * second, 1, false}}, 2, 1, 1},
 		// Every window from the first admission or to the last stays under its bound;
 		// the one at 50 s alone does not.
-		{"a window in the middle", []admission{{0, 1}, {50 * second, 2}, {50 * second, 1}, {100 * second, 1}}, 2, 0.1, 1},
+		{"a window in the middle", []admission{{0, 1, false}, {50 * second, 2, false}, {50 * second, 1, false}, {100 * second, 1, false}}, 2, 0.1, 1},
+		// Tokens taken beyond the bucket (a settle's overrun) end no window; the
+		// admission that follows them too soon does.
+		{"tokens taken beyond the bucket", []admission{{0, 1, false}, {0, 2, true}}, 1, 1, 0},
+		{"an admission too soon after tokens taken", []admission{{0, 1, false}, {0, 2, true}, {second, 1, false}}, 1, 1, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

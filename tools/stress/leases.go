@@ -1,10 +1,12 @@
 package stress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -91,13 +93,8 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 	l := bucket.New(c)
 	res := &LeasesResult{}
 	var mu sync.Mutex
-	adm := map[string][]admission{}
+	led := leaseLedger{}
 	var leased []held
-	admit := func(id string, d bucketgate.Decision, cost int64) {
-		mu.Lock()
-		defer mu.Unlock()
-		adm[id] = append(adm[id], admission{at: d.At.UnixMicro(), cost: cost})
-	}
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -136,10 +133,8 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 					if !ds[0].Replayed && !ds[1].Replayed {
 						res.DoubleCharges++
 					}
+					led.checked(id, ds, q.Cost)
 					mu.Unlock()
-					if ds[0].Allowed {
-						admit(id, ds[0], q.Cost)
-					}
 					continue
 				}
 				est := 1 + rng.Int64N(20)
@@ -154,7 +149,9 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 				if !rd.Allowed {
 					continue
 				}
-				admit(id, rd, est)
+				mu.Lock()
+				led.reserved(id, rd, est)
+				mu.Unlock()
 				settle := func(actual int64) func() (bucketgate.Decision, error) {
 					return func() (bucketgate.Decision, error) {
 						return l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpSettle, Cost: actual, ID: rd.Reservation})
@@ -177,15 +174,13 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 				if ds[0].Replayed == ds[1].Replayed || ds[0].Settled != ds[1].Settled {
 					res.DoubleSettles++
 				}
+				led.settled(id, ds, est)
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	for _, a := range adm {
-		sort.Slice(a, func(i, j int) bool { return a[i].at < a[j].at })
-		res.OverAdmitted = max(res.OverAdmitted, overTokens(excess(a, leaseRule.Capacity, leaseRule.RefillPerSecond)))
-	}
+	res.OverAdmitted = led.overAdmitted(leaseRule)
 	res.MostInFlight = mostInFlight(leased)
 	res.OverConcurrency = max(0, res.MostInFlight-int64(leaseStreams.Concurrency))
 	if err := leaks(ctx, c, leased, res); err != nil {
@@ -197,6 +192,60 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 	r.logf("leases: %d acquires (%d leases), %d releases (two at once each), %d left to expire, %d released twice, %d lost, at most %d in flight (concurrency %d), %d leaked",
 		res.Acquires, res.Acquired, res.Releases, res.Expired, res.ReleasedTwice, res.LostLeases, res.MostInFlight, leaseStreams.Concurrency, res.Leaked)
 	return nil
+}
+
+// leaseLedger is what the leases run's checks, reserves and settles took from each
+// identity's bucket, when Redis took it; not safe for concurrent use.
+type leaseLedger map[string][]admission
+
+// checked records an idempotent check sent twice at once: what each first decision
+// (not replayed) took, at its time; both when Redis charged it twice.
+func (l leaseLedger) checked(id string, ds [2]bucketgate.Decision, cost int64) {
+	for _, d := range ds {
+		if d.Allowed && !d.Replayed {
+			l[id] = append(l[id], admission{at: d.At.UnixMicro(), cost: cost})
+		}
+	}
+}
+
+// reserved records an allowed reserve of est.
+func (l leaseLedger) reserved(id string, d bucketgate.Decision, est int64) {
+	l[id] = append(l[id], admission{at: d.At.UnixMicro(), cost: est})
+}
+
+// settled records the two settles, sent at once, of a reserve of est: what each first
+// outcome (not replayed) took beyond the estimate, at its time. Taking the rest never
+// fails (the bucket may go below zero), so no window ends at a settle; the checks and
+// reserves after it must wait for the tokens it took.
+func (l leaseLedger) settled(id string, ds [2]bucketgate.Decision, est int64) {
+	for _, d := range ds {
+		if !d.Replayed && d.Settled != est {
+			l[id] = append(l[id], admission{at: d.At.UnixMicro(), cost: d.Settled - est, taken: true})
+		}
+	}
+}
+
+// overAdmitted is the most whole tokens any identity's bucket (of rule) admitted
+// beyond its bound in any window.
+func (l leaseLedger) overAdmitted(rule bucketgate.Rule) int64 {
+	var most int64
+	for _, a := range l {
+		// A settle at the same microsecond as a check goes after it: the check did not
+		// need what the settle took.
+		slices.SortStableFunc(a, func(x, y admission) int {
+			switch {
+			case x.at != y.at:
+				return cmp.Compare(x.at, y.at)
+			case x.taken == y.taken:
+				return 0
+			case x.taken:
+				return 1
+			}
+			return -1
+		})
+		most = max(most, overTokens(excess(a, rule.Capacity, rule.RefillPerSecond)))
+	}
+	return most
 }
 
 // acquireRelease is one turn of the release storm: a check of the concurrency rule on

@@ -165,13 +165,22 @@ func (s *Summary) Failures() []string {
 		}
 	}
 	if so := s.Soak; so != nil {
+		if len(so.Heap) == 0 {
+			add("soak: no worker sampled its memory")
+		}
 		for w := range so.Heap {
+			if n := so.Heap[w].Samples; n < minTrendSamples {
+				add("soak worker %d: %d samples after the %v warm-up, fewer than the %d a trend needs", w, n, soakWarmUp, minTrendSamples)
+			}
 			if d := so.Goroutines[w].Last - so.Goroutines[w].First; d > maxGoroutineDrift {
 				add("soak worker %d: goroutines grew by %.0f", w, d)
 			}
 			if so.Heap[w].PerMinute > maxHeapSlope {
 				add("soak worker %d: live heap grows %s a minute", w, bytesText(so.Heap[w].PerMinute))
 			}
+		}
+		if n := so.RedisMemory.Samples; n < minTrendSamples {
+			add("soak: %d Redis samples after the %v warm-up, fewer than the %d a trend needs", n, soakWarmUp, minTrendSamples)
 		}
 		if so.RedisMemory.PerMinute > maxRedisSlope {
 			add("soak: Redis memory grows %s a minute", bytesText(so.RedisMemory.PerMinute))

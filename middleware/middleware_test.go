@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -365,5 +367,32 @@ func TestNextHandlerHijacks(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("%d, want the hijacking handler's 101", resp.StatusCode)
+	}
+}
+
+// A next handler that proxies a service sending 103 Early Hints before its answer
+// still gets the limiter's headers on that answer: httputil.ReverseProxy clears the
+// header after passing a 1xx on, so they go on the final header, not only on the hint.
+func TestNextHandlerPassesEarlyHints(t *testing.T) {
+	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens}, middleware.Options{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Link", "</app.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer upstream.Close()
+	u, err := url.Parse(upstream.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := httptest.NewServer(l.Handler(httputil.NewSingleHostReverseProxy(u)))
+	defer service.Close()
+	resp, err := http.Get(service.URL + "/orders/42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("X-RateLimit-Remaining") != "9" || resp.Header.Get("RateLimit-Policy") == "" {
+		t.Fatalf("%d with %v: want the upstream's 201 with the limiter's headers", resp.StatusCode, resp.Header)
 	}
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/template"
 
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/localgw"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // sampleBackendText describes the sample backend in the banner.
@@ -20,6 +22,7 @@ const tryPath = "/scores"
 type banner struct {
 	URL, Template, Redis, Registry, Backend, LogLevel string
 	Responses                                         string // the template's statuses: statuses
+	Headers                                           string // the answers with the rate-limit headers: headersOn
 	BuiltIn                                           bool   // the built-in plans apply
 	TryIt                                             string // how to try it: tryIt
 }
@@ -30,7 +33,7 @@ var bannerText = template.Must(template.New("banner").Parse(`bucketgate local AP
   redis       {{.Redis}}
   registry    {{.Registry}}
   backend     {{.Backend}}
-  headers     RateLimit, RateLimit-Policy, X-RateLimit-Limit, -Remaining, -Reset on every answer
+  headers     RateLimit, RateLimit-Policy, X-RateLimit-Limit, -Remaining, -Reset on {{.Headers}}
   check       the check function, in-process, at AWS_ENDPOINT_URL_LAMBDA={{.URL}} (any function name; bucketgate buckets, checkclient)
 {{if .BuiltIn}}
 Built-in plans: every caller without a registered key is on free (a burst of 10, then 1 request per second).{{end}}
@@ -46,6 +49,25 @@ func printBanner(w io.Writer, b banner) error { return bannerText.Execute(w, b) 
 func statuses(rs localgw.Responses) string {
 	return fmt.Sprintf("%d / %d / %d / %d", rs.Lookup(localgw.AccessDenied).StatusCode, rs.Lookup(localgw.AuthorizerFailure).StatusCode,
 		rs.Lookup(localgw.Unauthorized).StatusCode, rs.Lookup(localgw.IntegrationFailure).StatusCode)
+}
+
+// headersOn says which answers carry the rate-limit headers under the gateway responses
+// rs: the backend's, and the denial's when rs maps them onto it; never a failure's or a
+// refused key's, which have no decision to show: "the backend's answers and the 429s;
+// none on the 503 / 401 / 502" for template.yaml's.
+func headersOn(rs localgw.Responses) string {
+	denied := rs.Lookup(localgw.AccessDenied)
+	on, none := "the backend's answers", []string{strconv.Itoa(denied.StatusCode)}
+	for name := range denied.ResponseParameters.Headers {
+		if ratelimitheaders.Owned(name) {
+			on, none = fmt.Sprintf("%s and the %ds", on, denied.StatusCode), nil
+			break
+		}
+	}
+	for _, kind := range []string{localgw.AuthorizerFailure, localgw.Unauthorized, localgw.IntegrationFailure} {
+		none = append(none, strconv.Itoa(rs.Lookup(kind).StatusCode))
+	}
+	return on + "; none on the " + strings.Join(none, " / ")
 }
 
 // tryIt says how to try the gateway with curl under the loaded configuration cfg: with

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // bannerLoop is the banner's curl loop: how many requests, and whether with a key.
@@ -17,7 +19,7 @@ var bannerLoop = regexp.MustCompile(`(?m)^  for i in \$\(seq (\d+)\); do curl -s
 // The banner says what the loaded configuration does, and its curl commands do it: the
 // loop's last request is the first 429, sent with a made-up key when such keys are
 // limited by IP and without one when they are refused; the 401 it promises is the
-// answer. Under unknownKeys: refuse it used to promise a 429 for a made-up key; under
+// answer, with none of the rate-limit headers (the banner said they were on every answer). Under unknownKeys: refuse it used to promise a 429 for a made-up key; under
 // a quota, a concurrency rule or a route that reserves, it counted a bucket's capacity
 // by the route's cost alone (a monthly quota of 5: "the 1st request").
 func TestBannerTellsTheTruth(t *testing.T) {
@@ -53,8 +55,10 @@ func TestBannerTellsTheTruth(t *testing.T) {
 			}
 			g := startGateway(t, env)
 			banner := waitBanner(t, g)
-			if !strings.Contains(banner, tc.says) {
-				t.Errorf("the banner does not say %q:\n%s", tc.says, banner)
+			for _, says := range []string{tc.says, "-Reset on the backend's answers and the 429s; none on the 503 / 401 / 502\n"} {
+				if !strings.Contains(banner, says) {
+					t.Errorf("the banner does not say %q:\n%s", says, banner)
+				}
 			}
 			m := bannerLoop.FindStringSubmatch(banner)
 			switch {
@@ -79,8 +83,8 @@ func TestBannerTellsTheTruth(t *testing.T) {
 				}
 			}
 			if tc.refuse != "-" {
-				if r := g.get(t, "/scores", tc.refuse); r.status != http.StatusUnauthorized {
-					t.Errorf("key %q: %d, want the 401 the banner promises", tc.refuse, r.status)
+				if r := g.get(t, "/scores", tc.refuse); r.status != http.StatusUnauthorized || rateLimitHeader(r.header) != "" {
+					t.Errorf("key %q: %d with %s, want the 401 the banner promises, with none of the rate-limit headers", tc.refuse, r.status, rateLimitHeader(r.header))
 				}
 			}
 		})
@@ -99,10 +103,22 @@ func waitBanner(t *testing.T, g *gateway) string {
 	return ""
 }
 
+// rateLimitHeader returns the first rate-limit header of h (see ratelimitheaders.Owned),
+// or "" when it has none.
+func rateLimitHeader(h http.Header) string {
+	for name := range h {
+		if ratelimitheaders.Owned(name) {
+			return name
+		}
+	}
+	return ""
+}
+
 // With -template naming a template of other gateway responses (here only UNAUTHORIZED;
 // API Gateway's defaults for the rest), the banner states that template's statuses,
 // and its curl loop ends in the status the gateway really answers: it said 429 / 503 /
-// 401 / 502 and "answered 429 with Retry-After" whatever the template held.
+// 401 / 502 and "answered 429 with Retry-After" whatever the template held. The
+// rate-limit headers are on the denial only when the template maps them there.
 func TestBannerFollowsTheTemplate(t *testing.T) {
 	tpl := filepath.Join(t.TempDir(), "own.yaml")
 	doc := "Resources:\n  Api:\n    Type: AWS::Serverless::Api\n    Properties:\n      GatewayResponses:\n        UNAUTHORIZED:\n          StatusCode: 401\n"
@@ -111,7 +127,11 @@ func TestBannerFollowsTheTemplate(t *testing.T) {
 	}
 	g := startGatewayWith(t, serveOptions{template: tpl}, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
 	banner := waitBanner(t, g)
-	for _, want := range []string{"responses   403 / 500 / 401 / 504 gateway responses from " + tpl, "the 11th request in a row is answered 403.\n"} {
+	for _, want := range []string{
+		"responses   403 / 500 / 401 / 504 gateway responses from " + tpl,
+		"-Reset on the backend's answers; none on the 403 / 500 / 401 / 504\n",
+		"the 11th request in a row is answered 403.\n",
+	} {
 		if !strings.Contains(banner, want) {
 			t.Errorf("the banner does not say %q:\n%s", want, banner)
 		}
@@ -122,7 +142,7 @@ func TestBannerFollowsTheTemplate(t *testing.T) {
 	for range 10 {
 		g.get(t, "/scores", "k")
 	}
-	if r := g.get(t, "/scores", "k"); r.status != http.StatusForbidden {
-		t.Errorf("11th: %d, want the 403 the banner promises", r.status)
+	if r := g.get(t, "/scores", "k"); r.status != http.StatusForbidden || rateLimitHeader(r.header) != "" {
+		t.Errorf("11th: %d with %s, want the 403 the banner promises, with none of the rate-limit headers", r.status, rateLimitHeader(r.header))
 	}
 }

@@ -93,6 +93,7 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 		URL:       url,
 		Template:  o.template,
 		Responses: statuses(responses),
+		Headers:   headersOn(responses),
 		Redis:     where,
 		Backend:   backendText,
 		Registry:  registryWhere(getenv),

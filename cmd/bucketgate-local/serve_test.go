@@ -238,7 +238,8 @@ func TestEmbeddedRedisRefillsInRealTime(t *testing.T) {
 }
 
 // When Redis stops answering, the limiter fails closed (503, Retry-After: 1) by
-// default, and lets requests through with FAIL_MODE=open.
+// default, with none of the rate-limit headers, and lets requests through with
+// FAIL_MODE=open.
 func TestRedisDown(t *testing.T) {
 	tests := []struct {
 		failMode   string
@@ -263,8 +264,8 @@ func TestRedisDown(t *testing.T) {
 			if tc.wantStatus == http.StatusOK {
 				return
 			}
-			if got := r.header.Get("Retry-After"); got != "1" {
-				t.Errorf("Retry-After %q, want 1", got)
+			if got := r.header.Get("Retry-After"); got != "1" || rateLimitHeader(r.header) != "" {
+				t.Errorf("Retry-After %q, and %s: want 1, and none of the rate-limit headers (the banner says so)", got, rateLimitHeader(r.header))
 			}
 			if r.body["error"] != "Rate limiter unavailable" || r.body["retryAfter"] != 1.0 {
 				t.Errorf("body %v", r.body)

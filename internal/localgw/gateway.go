@@ -84,7 +84,7 @@ func (g *Gateway) integrate(w http.ResponseWriter, r *http.Request, context map[
 }
 
 // headerWriter sets the rate-limit headers of an authorizer context on the answer when
-// its header is written.
+// its final header is written (and on any 1xx before it, whose header the proxy clears).
 type headerWriter struct {
 	http.ResponseWriter
 	context map[string]any
@@ -93,8 +93,8 @@ type headerWriter struct {
 
 func (w *headerWriter) WriteHeader(code int) {
 	if !w.written {
-		w.written = true
 		ratelimitheaders.SetHeader(w.Header(), w.context)
+		w.written = code >= 200 || code == http.StatusSwitchingProtocols // a 1xx but 101 (103 Early Hints) precedes the final header
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -129,5 +130,36 @@ func TestGatewayEvent(t *testing.T) {
 	}
 	if got := ev.MultiValueQueryStringParameters["page"]; len(got) != 2 {
 		t.Errorf("multi-value query %v", got)
+	}
+}
+
+// A service that sends 103 Early Hints before its answer still gets the rate-limit
+// headers on that answer: the proxy clears the header after a 1xx, so they go on the
+// final header, not on the hint.
+func TestRateLimitHeadersAfterEarlyHints(t *testing.T) {
+	service := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Link", "</app.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer service.Close()
+	backend, err := ProxyBackend(service.URL, Response{}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := httptest.NewServer(&Gateway{
+		Authorizer: answerFunc(func(ev events.APIGatewayCustomAuthorizerRequestTypeRequest) ([]byte, error) {
+			return policyAnswer("Allow", ev.MethodArn, map[string]any{"rateLimit": `"burst";r=9;t=1`, "limit": 10, "remaining": 9, "reset": 1}), nil
+		}),
+		Backend: backend, Responses: Responses{}, MethodARNPrefix: testPrefix,
+	})
+	defer g.Close()
+	resp, err := http.Get(g.URL + "/scores")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("X-RateLimit-Limit") != "10" || resp.Header.Get("X-RateLimit-Remaining") != "9" {
+		t.Fatalf("%d with %v: want the service's 201 with X-RateLimit-Limit 10, X-RateLimit-Remaining 9", resp.StatusCode, resp.Header)
 	}
 }

@@ -37,8 +37,9 @@ type LeasesResult struct {
 	// Errors counts calls that failed, with an example.
 	Errors       int64
 	ErrorExample string
-	// OverAdmitted is the most tokens any window of the reserves and checks admitted on
-	// one identity beyond its capacity and refill: 0 is the goal.
+	// OverAdmitted is the most tokens any window of the reserves, settles and checks
+	// (the release storm's too) took on one identity beyond its capacity and refill: 0
+	// is the goal.
 	OverAdmitted int64
 	// Acquires and Acquired count the checks of the concurrency rule and those allowed
 	// (each a lease); Releases the releases Redis decided (two per released lease), and
@@ -93,7 +94,7 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 	l := bucket.New(c)
 	res := &LeasesResult{}
 	var mu sync.Mutex
-	led := leaseLedger{}
+	led, storm := leaseLedger{}, leaseLedger{}
 	var leased []held
 	fail := func(err error) {
 		mu.Lock()
@@ -110,7 +111,7 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 			rng := rand.New(rand.NewPCG(r.opts.Seed, uint64(w)))
 			for n := 0; time.Now().Before(end) && ctx.Err() == nil; n++ {
 				if n%4 == 1 { // the release storm
-					if h, err := r.acquireRelease(ctx, l, rng, res, &mu); err != nil {
+					if h, err := r.acquireRelease(ctx, l, rng, res, &mu, storm); err != nil {
 						fail(err)
 					} else if h != nil {
 						mu.Lock()
@@ -150,7 +151,7 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 					continue
 				}
 				mu.Lock()
-				led.reserved(id, rd, est)
+				led.admitted(id, rd, est)
 				mu.Unlock()
 				settle := func(actual int64) func() (bucketgate.Decision, error) {
 					return func() (bucketgate.Decision, error) {
@@ -180,7 +181,7 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 		})
 	}
 	wg.Wait()
-	res.OverAdmitted = led.overAdmitted(leaseRule)
+	res.OverAdmitted = max(led.overAdmitted(leaseRule), storm.overAdmitted(leaseTokens))
 	res.MostInFlight = mostInFlight(leased)
 	res.OverConcurrency = max(0, res.MostInFlight-int64(leaseStreams.Concurrency))
 	if err := leaks(ctx, c, leased, res); err != nil {
@@ -208,9 +209,9 @@ func (l leaseLedger) checked(id string, ds [2]bucketgate.Decision, cost int64) {
 	}
 }
 
-// reserved records an allowed reserve of est.
-func (l leaseLedger) reserved(id string, d bucketgate.Decision, est int64) {
-	l[id] = append(l[id], admission{at: d.At.UnixMicro(), cost: est})
+// admitted records an allowed reserve of its estimate, or an allowed check of cost.
+func (l leaseLedger) admitted(id string, d bucketgate.Decision, cost int64) {
+	l[id] = append(l[id], admission{at: d.At.UnixMicro(), cost: cost})
 }
 
 // settled records the two settles, sent at once, of a reserve of est: what each first
@@ -250,9 +251,9 @@ func (l leaseLedger) overAdmitted(rule bucketgate.Rule) int64 {
 
 // acquireRelease is one turn of the release storm: a check of the concurrency rule on
 // one of four hot identities and, when it holds a lease, two releases of it at once
-// after a moment, or, one time in ten, none (the lease expires). It returns the lease,
-// nil when denied.
-func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *rand.Rand, res *LeasesResult, mu *sync.Mutex) (*held, error) {
+// after a moment, or, one time in ten, none (the lease expires). What an allowed check
+// took from the bucket goes to led. It returns the lease, nil when denied.
+func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *rand.Rand, res *LeasesResult, mu *sync.Mutex, led leaseLedger) (*held, error) {
 	id := fmt.Sprintf("conc-%d", rng.IntN(4))
 	rules := []bucketgate.Rule{leaseStreams, leaseTokens}
 	keep := rng.IntN(10) != 0
@@ -260,7 +261,8 @@ func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *ran
 	if keep {
 		ttl = leaseHeld
 	}
-	d, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Cost: 1 + rng.Int64N(3), TTL: ttl})
+	q := bucketgate.Request{Identity: id, Rules: rules, Cost: 1 + rng.Int64N(3), TTL: ttl}
+	d, err := l.Decide(ctx, q)
 	mu.Lock()
 	res.Acquires++
 	mu.Unlock()
@@ -269,6 +271,7 @@ func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *ran
 	}
 	h := &held{id: id, from: d.At.UnixMicro(), end: d.Expires.UnixMilli() * 1000, exp: d.Expires.UnixMilli()}
 	mu.Lock()
+	led.admitted(id, d, q.Cost)
 	res.Acquired++
 	if !keep {
 		res.Expired++

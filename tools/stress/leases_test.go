@@ -1,10 +1,18 @@
 package stress
 
 import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 func TestLeaseLedger(t *testing.T) {
@@ -27,18 +35,18 @@ func TestLeaseLedger(t *testing.T) {
 		// A reserve of 10 settled at 20 takes the bucket to -9: the next 5 tokens are
 		// there 1.4 s later, not 0.5 s (an engine whose settle took nothing).
 		{"a reserve after a settle's overrun, too early", func(l leaseLedger) {
-			l.reserved("a", allowed(0), 10)
+			l.admitted("a", allowed(0), 10)
 			l.settled("a", settles(second/10, 20), 10)
-			l.reserved("a", allowed(6*second/10), 5)
+			l.admitted("a", allowed(6*second/10), 5)
 		}, 9},
 		{"a reserve after a settle's overrun, once refilled", func(l leaseLedger) {
-			l.reserved("a", allowed(0), 10)
+			l.admitted("a", allowed(0), 10)
 			l.settled("a", settles(second/10, 20), 10)
-			l.reserved("a", allowed(3*second/2), 5)
+			l.admitted("a", allowed(3*second/2), 5)
 		}, 0},
 		// Taking the rest never fails: the settle itself admits nothing.
 		{"a settle beyond the tokens there", func(l leaseLedger) {
-			l.reserved("a", allowed(0), 10)
+			l.admitted("a", allowed(0), 10)
 			l.settled("a", settles(0, 20), 10)
 		}, 0},
 		{"a check charged twice", func(l leaseLedger) {
@@ -48,9 +56,9 @@ func TestLeaseLedger(t *testing.T) {
 			d := allowed(5 * second)
 			r := d
 			r.Replayed, r.At = true, at(6*second)
-			l.reserved("a", allowed(0), 10)
+			l.admitted("a", allowed(0), 10)
 			l.checked("a", [2]bucketgate.Decision{r, d}, 10)
-			l.reserved("a", allowed(6*second), 10)
+			l.admitted("a", allowed(6*second), 10)
 		}, 0},
 	}
 	for _, tc := range tests {
@@ -61,5 +69,36 @@ func TestLeaseLedger(t *testing.T) {
 				t.Fatalf("over-admitted %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestReleaseStormAccountsItsBucket: the release storm's checks take from a bucket too
+// (leaseTokens, beside the concurrency rule); every one allowed must reach the
+// over-admission count.
+func TestReleaseStormAccountsItsBucket(t *testing.T) {
+	srv := redistest.Start(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := &runner{opts: Options{Log: io.Discard}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	res, led := &LeasesResult{}, leaseLedger{}
+	var mu sync.Mutex
+	for range 40 {
+		if _, err := r.acquireRelease(context.Background(), bucket.New(c), rng, res, &mu, led); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, adm := range led {
+		n += len(adm)
+	}
+	if res.Acquired == 0 || int64(n) != res.Acquired {
+		t.Fatalf("%d admissions in the ledger for %d acquired", n, res.Acquired)
+	}
+	if over := led.overAdmitted(leaseTokens); over != 0 {
+		t.Fatalf("over-admitted %d", over)
 	}
 }

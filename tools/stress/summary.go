@@ -140,11 +140,11 @@ func (s *Summary) Failures() []string {
 		if n := r.FailClosed[guard.FailureBadResponse]; n > 0 {
 			add("%s: %d replies of the wrong shape from a real Redis", r.Name, n)
 		}
-		// Without a fault nothing makes a Redis on this host refuse or answer an error (a
-		// stalled machine times out): a script that errors fails everything closed and
-		// leaves nothing to over-admit or to replay.
-		if n := r.FailClosed[guard.FailureRedisError]; !r.Faulted && n > 0 {
-			add("%s: %d Redis errors in a run without a fault", r.Name, n)
+		// Without a fault, or with one that causes none, nothing makes a Redis on this
+		// host refuse or answer an error (a stalled machine times out): a script that
+		// errors fails everything closed and leaves nothing to over-admit or to replay.
+		if n := r.FailClosed[guard.FailureRedisError]; (!r.Faulted || r.Errorless) && n > 0 {
+			add("%s: %d Redis errors in a run without a fault that causes them", r.Name, n)
 		}
 		if r.Decisions > 0 && r.Decided == 0 {
 			add("%s: none of %d decisions made by Redis", r.Name, r.Decisions)

@@ -81,3 +81,41 @@ func TestHandlerOverheadFrom(t *testing.T) {
 		})
 	}
 }
+
+// TestFloodVerdicts holds items 6 and 7 to what a correct limiter admits: no more than its
+// bound, and no fewer than every token that refilled while the flood asked, all decided
+// by Redis.
+func TestFloodVerdicts(t *testing.T) {
+	fair := syntheticDenyCacheRun("deny cache on", 110)
+	fair.Flood.Plan.Offered, fair.Flood.Offered = 110, 1100
+	tests := []struct {
+		name string
+		edit func(d *DenyCacheRun)
+		want bool
+	}{
+		{"every token admitted", func(*DenyCacheRun) {}, true},
+		{"the last partial token not admitted", func(d *DenyCacheRun) { d.Flood.Admitted, d.RedisCalls = 109, 109 }, true},
+		{"over the bound", func(d *DenyCacheRun) { d.Flood.Admitted, d.RedisCalls = 112, 112 }, false},
+		// A deny cache that kept its denials past their retry-after: few calls, nothing
+		// over-admitted, and most of the refill denied.
+		{"denials cached too long", func(d *DenyCacheRun) { d.Flood.Admitted, d.RedisCalls = 30, 30 }, false},
+		// Redis unreachable: every request failed closed without a call.
+		{"decided without Redis", func(d *DenyCacheRun) { d.Flood.Admitted, d.RedisCalls, d.Failures = 0, 0, 1100 }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := fair
+			tt.edit(&d)
+			r := Report{DenyCache: d, NoDenyCache: fair, Flood: d.Flood}
+			if got := r.denyCacheMet(); got != tt.want {
+				t.Errorf("item 6 met = %v, want %v", got, tt.want)
+			}
+			if d.Failures > 0 {
+				return // item 7 goes through the Limiter: a failure is an error
+			}
+			if got := r.floodMet(); got != tt.want {
+				t.Errorf("item 7 met = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

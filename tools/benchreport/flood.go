@@ -3,6 +3,7 @@ package benchreport
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
@@ -48,6 +49,17 @@ type Flood struct {
 // the refill over the elapsed time, plus one for the decision in flight at the edge.
 func (f Flood) Bound() float64 {
 	return float64(f.Plan.Rule.Capacity) + f.Plan.Rule.RefillPerSecond*f.Elapsed.Seconds() + 1
+}
+
+// Floor is the fewest a correct limiter admits over the flood, asked more often than it
+// refills: every token that was there by the last request (due at the flood's duration
+// less one interval at the latest) but a partial one, capacity + rate × (duration -
+// interval) - 1, in whole requests. Tokens wait in a bucket below its capacity, so a late
+// request loses none; a limiter (or a deny cache) that denies what it holds falls short.
+func (f Flood) Floor() int64 {
+	r, p := f.Plan.Rule, f.Plan
+	asked := p.Duration.Seconds() - 1/p.Offered
+	return int64(math.Floor(float64(r.Capacity) + r.RefillPerSecond*asked - 1))
 }
 
 // RunFlood sends plan's requests for identity through d, one at a time on schedule

@@ -207,9 +207,18 @@ func (r Report) denyCacheSummary() string {
 		on.CallsPer1000(), off.CallsPer1000(), on.Flood.Admitted, off.Flood.Admitted, on.Ceiling(), off.Ceiling(), on.OverAdmitted(), off.OverAdmitted())
 }
 
-// denyCacheMet says whether item 6 met its goal: few calls, nothing over-admitted.
+// denyCacheMet says whether item 6 met its goal: few calls, nothing over-admitted, and
+// nothing denied that a correct limiter admits (fewer calls by denying too much, or by
+// deciding without Redis, are no saving).
 func (r Report) denyCacheMet() bool {
-	return r.DenyCache.CallsPer1000() <= goalDenyCacheCalls && r.DenyCache.OverAdmitted() == 0
+	d := r.DenyCache
+	return d.CallsPer1000() <= goalDenyCacheCalls && d.OverAdmitted() == 0 && int64(d.Flood.Admitted) >= d.Flood.Floor() && d.Failures == 0
+}
+
+// floodMet says whether item 7 met its goal: the burst, then the refill rate, no more
+// (the bound) and no less (the floor).
+func (r Report) floodMet() bool {
+	return float64(r.Flood.Admitted) <= r.Flood.Bound() && int64(r.Flood.Admitted) >= r.Flood.Floor()
 }
 
 // coldStartSummary is item 5 in one line.
@@ -302,10 +311,10 @@ func (r Report) Markdown() string {
 		r.authorizerSummary(), goalHandlerMicros, goalHandlerAllocs, verdict(r.authorizerMet()))
 	p("| 5 | cold start: stripped arm64 bootstrap size, start to ready | %s | authorizer <= %d MiB and ready in < %v (with a registry table too); others <= %d MiB | %s |\n",
 		r.coldStartSummary(), goalAuthorizerMiB, goalReady, goalBootstrapMiB, r.bootstrapsVerdict())
-	p("| 6 | deny cache: Redis calls per 1,000 requests at 10x the limit | %.0f (%.0f without the cache), %d over-admitted | <= %d, no over-admission | %s |\n",
-		r.DenyCache.CallsPer1000(), r.NoDenyCache.CallsPer1000(), r.DenyCache.OverAdmitted(), goalDenyCacheCalls, verdict(r.denyCacheMet()))
-	p("| 7 | admitted vs offered over a flood | %d of %d admitted, bound %.0f | burst, then the refill rate | %s |\n",
-		r.Flood.Admitted, r.Flood.Offered, r.Flood.Bound(), verdict(float64(r.Flood.Admitted) <= r.Flood.Bound()))
+	p("| 6 | deny cache: Redis calls per 1,000 requests at 10x the limit | %.0f (%.0f without the cache), %d admitted (floor %d), %d over-admitted, %d decided without Redis | <= %d, none over the ceiling or under the floor, all by Redis | %s |\n",
+		r.DenyCache.CallsPer1000(), r.NoDenyCache.CallsPer1000(), r.DenyCache.Flood.Admitted, r.DenyCache.Flood.Floor(), r.DenyCache.OverAdmitted(), r.DenyCache.Failures, goalDenyCacheCalls, verdict(r.denyCacheMet()))
+	p("| 7 | admitted vs offered over a flood | %d of %d admitted, floor %d, bound %.0f | burst, then the refill rate | %s |\n",
+		r.Flood.Admitted, r.Flood.Offered, r.Flood.Floor(), r.Flood.Bound(), verdict(r.floodMet()))
 	p("| 8 | key registry: DynamoDB reads per 1,000 authorizer requests, half the keys in accounts | %.1f (bound %.1f) | <= the bound, every key found | %s |\n",
 		r.Registry.ReadsPer1000(), r.Registry.BoundPer1000(), verdict(r.Registry.Reads <= r.Registry.Bound() && r.Registry.Unknown == 0))
 	p("| 9 | wall time, a batch of %d checks / one check, through a link of %v each way | %.1f / %.1f ms = %.2f | <= %.1f | %s |\n",
@@ -436,7 +445,8 @@ func (r Report) Markdown() string {
 	p("## 7. A flood, admitted against offered\n\n")
 	p("One identity sends %s requests/s for %v against one rule of capacity %d refilled at %s/s (10 times\n", fmtFloat(f.Plan.Offered), f.Plan.Duration, f.Plan.Rule.Capacity, fmtFloat(f.Plan.Rule.RefillPerSecond))
 	p("the refill), through the Limiter, counted in bins of %v: the bucket's burst goes through at once, then\n", f.Plan.Bin)
-	p("the refill rate. %d of %d admitted; a correct limiter admits at most capacity + refill × %.1f s + 1 = %.0f.\n\n", f.Admitted, f.Offered, f.Elapsed.Seconds(), f.Bound())
+	p("the refill rate. %d of %d admitted; a correct limiter admits at most capacity + refill × %.1f s + 1 = %.0f,\n", f.Admitted, f.Offered, f.Elapsed.Seconds(), f.Bound())
+	p("and at least every token there by the last request but a partial one: capacity + refill × (%v - %v) - 1 = %d.\n\n", f.Plan.Duration, time.Duration(float64(time.Second)/f.Plan.Offered), f.Floor())
 	p("![admitted vs offered requests per second during a flood](%s)\n\n", r.PlotFile)
 	r.registrySection(p)
 	r.entryBytesSection(p)
@@ -631,10 +641,12 @@ func (r Report) denyCacheSection(p func(format string, args ...any)) {
 	p("(`guard.New(bucket.New(client), app.GuardOptions(settings))`, default settings: deadline, circuit breaker,\n")
 	p("deny cache), and once more with the deny cache off. Redis calls are EVALSHA's `calls` in `INFO commandstats`\n")
 	p("after `CONFIG RESETSTAT`, the script loaded beforehand. The ceiling is capacity + refill × the flood's\n")
-	p("elapsed time; anything admitted beyond it is over-admission.\n\n")
-	p("| guard | Redis calls | per 1,000 requests | admitted | ceiling | over-admitted | decided without Redis |\n|---|---|---|---|---|---|---|\n")
+	p("elapsed time; anything admitted beyond it is over-admission. The floor is what a correct limiter admits at\n")
+	p("least, every token there by the last request but a partial one (as item 7's): a deny cache that denied\n")
+	p("what Redis would admit, or a guard that decided without Redis, would spare calls and fall short of it.\n\n")
+	p("| guard | Redis calls | per 1,000 requests | admitted | floor | ceiling | over-admitted | decided without Redis |\n|---|---|---|---|---|---|---|---|\n")
 	for _, d := range []DenyCacheRun{r.DenyCache, r.NoDenyCache} {
-		p("| %s | %d | %.0f | %d | %d | %d | %d |\n", d.Name, d.RedisCalls, d.CallsPer1000(), d.Flood.Admitted, d.Ceiling(), d.OverAdmitted(), d.Failures)
+		p("| %s | %d | %.0f | %d | %d | %d | %d | %d |\n", d.Name, d.RedisCalls, d.CallsPer1000(), d.Flood.Admitted, d.Flood.Floor(), d.Ceiling(), d.OverAdmitted(), d.Failures)
 	}
 	p("\nEvery admission must reach Redis, so the admissions are the floor of Redis calls: here %d per 1,000\n", on.Flood.Admitted*perThousand/max(1, on.Flood.Offered))
 	p("requests. Every reply says how long until an identical request could pass (a denial's retry-after, or,\n")

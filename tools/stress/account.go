@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 )
@@ -20,12 +21,17 @@ const microsPerSecond = 1e6
 type admission struct {
 	at   int64 // microseconds of Redis time
 	cost int64
+	// taken marks tokens taken whether or not the bucket held them (a settle's cost
+	// beyond its estimate): they count in every window that holds them, but no window
+	// ends at them.
+	taken bool
 }
 
 // excess is the most tokens that any window of adm (sorted by time) admitted beyond
 // capacity + ratePerSecond × the window's length, the window's length being the Redis
-// time from its first admission to its last. A bucket that starts with at most capacity
-// tokens and refills at ratePerSecond can never exceed 0. For no admissions it is -capacity.
+// time from its first admission to its last (a window ends at an admission that needed
+// its tokens, not at tokens taken). A bucket that starts with at most capacity tokens
+// and refills at ratePerSecond can never exceed 0. For no admissions it is -capacity.
 //
 // For a window from i to j: admitted - bound = (P[j] - r·t[j]) - (P[i-1] - r·t[i]) - C,
 // where P is the running sum of costs; a running minimum of the second term over i ≤ j
@@ -41,7 +47,9 @@ func excess(adm []admission, capacity int64, ratePerSecond float64) float64 {
 		refill := float64(a.at-t0) * ratePerSecond / microsPerSecond
 		minStart = min(minStart, sum-refill) // the window that starts at a
 		sum += float64(a.cost)
-		best = max(best, sum-refill-minStart-float64(capacity))
+		if !a.taken {
+			best = max(best, sum-refill-minStart-float64(capacity))
+		}
 	}
 	return best
 }
@@ -89,11 +97,37 @@ func lifetime(resets []reset, id idKey, at int64) int {
 	return n
 }
 
-// seriesKey names one bucket during one lifetime.
+// seriesKey names one bucket during one lifetime, or one quota during one lifetime and
+// one of its calendar windows.
 type seriesKey struct {
 	id   idKey
 	rule string
 	life int
+	// window is the start of a quota's window, in microseconds; 0 for a bucket.
+	window int64
+}
+
+// limitExcess is the most tokens adm (sorted by time) admitted beyond rule's bound: a
+// bucket's capacity and refill over every window of admissions (excess), or a quota's
+// limit, adm being one calendar window's admissions.
+func limitExcess(adm []admission, rule bucketgate.Rule) float64 {
+	if rule.Period == bucketgate.PeriodNone {
+		return excess(adm, rule.Capacity, rule.RefillPerSecond)
+	}
+	sum := 0.0
+	for _, a := range adm {
+		sum += float64(a.cost)
+	}
+	return sum - float64(rule.Limit)
+}
+
+// limitBound is the most a series of rule may admit from its first admission at first
+// to its last at last (microseconds).
+func limitBound(rule bucketgate.Rule, first, last int64) float64 {
+	if rule.Period == bucketgate.PeriodNone {
+		return float64(rule.Capacity) + float64(last-first)*rule.RefillPerSecond/microsPerSecond
+	}
+	return float64(rule.Limit)
 }
 
 // Accounting is the over-admission outcome of one run.
@@ -115,6 +149,10 @@ type Accounting struct {
 // account measures over-admission over recs (one run's records) for the scenarios they
 // index, per bucket and lifetime.
 func account(scenarios []Scenario, recs []Record, resets []reset) Accounting {
+	rules := make([]map[string]bucketgate.Rule, len(scenarios))
+	for i, s := range scenarios {
+		rules[i], _ = s.rules() // validated with the plan
+	}
 	series := map[seriesKey][]admission{}
 	limited := map[idKey]bool{}
 	for _, r := range recs {
@@ -127,19 +165,19 @@ func account(scenarios []Scenario, recs []Record, resets []reset) Accounting {
 		}
 		life := lifetime(resets, id, r.At)
 		for _, rule := range scenarios[r.Scenario].Shapes[r.Shape] {
-			k := seriesKey{id, rule.Name, life}
-			series[k] = append(series[k], admission{r.At, int64(r.Cost)})
+			k := seriesKey{id: id, rule: rule.Name, life: life}
+			if rule.Period != bucketgate.PeriodNone {
+				start, _ := rule.Window(time.UnixMicro(r.At))
+				k.window = start.UnixMicro()
+			}
+			series[k] = append(series[k], admission{at: r.At, cost: int64(r.Cost)})
 		}
-	}
-	rules := make([]map[string]bucketgate.Rule, len(scenarios))
-	for i, s := range scenarios {
-		rules[i], _ = s.rules() // validated with the plan
 	}
 	acc := Accounting{Series: len(series), Worst: math.Inf(-1), Admitted: map[string]float64{}, Bound: map[string]float64{}}
 	for k, adm := range series {
 		s, rule := scenarios[k.id.scenario], rules[k.id.scenario][k.rule]
 		slices.SortFunc(adm, func(a, b admission) int { return cmp.Compare(a.at, b.at) })
-		e := excess(adm, rule.Capacity, rule.RefillPerSecond)
+		e := limitExcess(adm, rule)
 		acc.Worst = max(acc.Worst, e)
 		acc.OverAdmitted += overTokens(e)
 		if limited[k.id] {
@@ -148,7 +186,7 @@ func account(scenarios []Scenario, recs []Record, resets []reset) Accounting {
 				sum += float64(a.cost)
 			}
 			acc.Admitted[s.Name] += sum
-			acc.Bound[s.Name] += float64(rule.Capacity) + float64(adm[len(adm)-1].at-adm[0].at)*rule.RefillPerSecond/microsPerSecond
+			acc.Bound[s.Name] += limitBound(rule, adm[0].at, adm[len(adm)-1].at)
 		}
 	}
 	return acc

@@ -2,7 +2,9 @@ package stress
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 )
@@ -18,17 +20,21 @@ func TestExcess(t *testing.T) {
 		want     float64
 	}{
 		{"nothing admitted", nil, 10, 1, -10},
-		{"one token of ten", []admission{{0, 1}}, 10, 1, -9},
-		{"the whole burst at once", []admission{{0, 4}, {0, 3}, {0, 3}}, 10, 1, 0},
-		{"one more than the burst at once", []admission{{0, 5}, {0, 6}}, 10, 1, 1},
-		{"refill makes room", []admission{{0, 1}, {second, 1}}, 1, 1, 0},
-		{"half a token too early", []admission{{0, 1}, {second / 2, 1}}, 1, 1, 0.5},
-		{"fractional rate", []admission{{0, 1}, {2 * second, 1}}, 1, 0.5, 0},
+		{"one token of ten", []admission{{0, 1, false}}, 10, 1, -9},
+		{"the whole burst at once", []admission{{0, 4, false}, {0, 3, false}, {0, 3, false}}, 10, 1, 0},
+		{"one more than the burst at once", []admission{{0, 5, false}, {0, 6, false}}, 10, 1, 1},
+		{"refill makes room", []admission{{0, 1, false}, {second, 1, false}}, 1, 1, 0},
+		{"half a token too early", []admission{{0, 1, false}, {second / 2, 1, false}}, 1, 1, 0.5},
+		{"fractional rate", []admission{{0, 1, false}, {2 * second, 1, false}}, 1, 0.5, 0},
 		// The run as a whole stays under its bound; the window at 10 s does not.
-		{"a late burst over capacity", []admission{{0, 1}, {10 * second, 1}, {10 * second, 1}, {10 * second, 1}}, 2, 1, 1},
+		{"a late burst over capacity", []admission{{0, 1, false}, {10 * second, 1, false}, {10 * second, 1, false}, {10 * second, 1, false}}, 2, 1, 1},
 		// Every window from the first admission or to the last stays under its bound;
 		// the one at 50 s alone does not.
-		{"a window in the middle", []admission{{0, 1}, {50 * second, 2}, {50 * second, 1}, {100 * second, 1}}, 2, 0.1, 1},
+		{"a window in the middle", []admission{{0, 1, false}, {50 * second, 2, false}, {50 * second, 1, false}, {100 * second, 1, false}}, 2, 0.1, 1},
+		// Tokens taken beyond the bucket (a settle's overrun) end no window; the
+		// admission that follows them too soon does.
+		{"tokens taken beyond the bucket", []admission{{0, 1, false}, {0, 2, true}}, 1, 1, 0},
+		{"an admission too soon after tokens taken", []admission{{0, 1, false}, {0, 2, true}, {second, 1, false}}, 1, 1, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,5 +101,39 @@ func TestAccount(t *testing.T) {
 				t.Fatalf("over-admitted %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAccountCalendarQuota: a quota admits at most its limit in each calendar window,
+// whatever the time between admissions, and its window's end starts the count again.
+func TestAccountCalendarQuota(t *testing.T) {
+	day := 86400 * second
+	monday := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC).UnixMicro()
+	daily := bucketgate.Rule{Name: "daily", Limit: 3, Period: bucketgate.PeriodDay}
+	scenarios := []Scenario{{Name: "quota", Weight: 1, Identities: 2, Shapes: [][]bucketgate.Rule{{daily}, {{Name: "burst", Capacity: 10, RefillPerSecond: 10}, daily}}, MaxCost: 3}}
+	tests := []struct {
+		name string
+		recs []Record
+		want int64
+	}{
+		{"the limit in one day", []Record{allowed(0, 0, 0, 1, monday), allowed(0, 1, 0, 2, monday+day-1)}, 0},
+		{"the limit, then the next day's", []Record{allowed(0, 0, 0, 3, monday+day-1), allowed(0, 0, 0, 3, monday+day)}, 0},
+		{"one more in the same day, hours later", []Record{allowed(0, 0, 0, 3, monday), allowed(0, 1, 0, 1, monday+day/2)}, 1},
+		{"identities count apart", []Record{allowed(0, 0, 0, 3, monday), allowed(0, 0, 1, 3, monday)}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := account(scenarios, tc.recs, nil).OverAdmitted; got != tc.want {
+				t.Fatalf("over-admitted %d, want %d", got, tc.want)
+			}
+		})
+	}
+	// A request with a quota costs up to the quota's limit, not a peek for want of a
+	// capacity.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100 {
+		if c := cost(rng, &scenarios[0], scenarios[0].Shapes[0]); c < 1 || c > 3 {
+			t.Fatalf("cost %d of a quota of 3, want 1 to 3", c)
+		}
 	}
 }

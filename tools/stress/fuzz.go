@@ -162,12 +162,16 @@ const (
 // "Failing input written to" line, a seed corpus entry that failed). An error without
 // one is a note: the coordinator's own deadline (golang/go#75804: under load, Go's fuzz
 // coordinator can report the end of -fuzztime as a failure), or whatever else stopped
-// it, which a failing input would have shown.
+// it, which a failing input would have shown. A run without error that ran no input
+// (no progress line with executions: -fuzz matched no target) is a note too, not a pass.
 func classifyFuzz(output []byte, runErr error, written []string) (failed bool, note string) {
 	switch {
 	case len(written) > 0 || bytes.Contains(output, []byte(failingInputWritten)) || bytes.Contains(output, []byte(seedEntryFailed)):
 		return true, ""
 	case runErr == nil:
+		if n, ok := lastExecs(output); !ok || n == 0 {
+			return false, "infrastructure: the run ended without error but fuzzed no input"
+		}
 		return false, ""
 	case bytes.Contains(output, []byte(deadlineExceeded)):
 		return false, "infrastructure: the fuzz coordinator reported its own deadline (golang/go#75804), no failing input"

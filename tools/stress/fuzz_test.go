@@ -99,6 +99,10 @@ func TestClassifyFuzz(t *testing.T) {
 		{"an input written, its line lost", progress + "signal: killed\n", errors.New("signal: killed"), []string{"9f2c"}, true, ""},
 		{"a seed entry fails", "--- FAIL: FuzzParse (0.00s)\n    --- FAIL: FuzzParse/seed#3 (0.00s)\n        failure while testing seed corpus entry: FuzzParse/seed#3\nFAIL\n", exit1, nil, true, ""},
 		{"killed past fuzztime and the slack", progress, errors.New("signal: killed"), nil, false, "signal: killed"},
+		// go test exits 0 when -fuzz matches no target (a build tag, a renamed target):
+		// nothing was fuzzed, which is no pass.
+		{"no target fuzzed", "testing: warning: no fuzz tests to fuzz\nPASS\nok  \tgithub.com/bucketgate/bucketgate/internal/check\t0.01s\n", nil, nil, false, "no input"},
+		{"no progress line", "PASS\nok  \tgithub.com/bucketgate/bucketgate/internal/check\t15.1s\n", nil, nil, false, "no input"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

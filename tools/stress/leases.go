@@ -1,10 +1,12 @@
 package stress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -35,8 +37,9 @@ type LeasesResult struct {
 	// Errors counts calls that failed, with an example.
 	Errors       int64
 	ErrorExample string
-	// OverAdmitted is the most tokens any window of the reserves and checks admitted on
-	// one identity beyond its capacity and refill: 0 is the goal.
+	// OverAdmitted is the most tokens any window of the reserves, settles and checks
+	// (the release storm's too) took on one identity beyond its capacity and refill: 0
+	// is the goal.
 	OverAdmitted int64
 	// Acquires and Acquired count the checks of the concurrency rule and those allowed
 	// (each a lease); Releases the releases Redis decided (two per released lease), and
@@ -91,13 +94,8 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 	l := bucket.New(c)
 	res := &LeasesResult{}
 	var mu sync.Mutex
-	adm := map[string][]admission{}
+	led, storm := leaseLedger{}, leaseLedger{}
 	var leased []held
-	admit := func(id string, d bucketgate.Decision, cost int64) {
-		mu.Lock()
-		defer mu.Unlock()
-		adm[id] = append(adm[id], admission{at: d.At.UnixMicro(), cost: cost})
-	}
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -113,7 +111,7 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 			rng := rand.New(rand.NewPCG(r.opts.Seed, uint64(w)))
 			for n := 0; time.Now().Before(end) && ctx.Err() == nil; n++ {
 				if n%4 == 1 { // the release storm
-					if h, err := r.acquireRelease(ctx, l, rng, res, &mu); err != nil {
+					if h, err := r.acquireRelease(ctx, l, rng, res, &mu, storm); err != nil {
 						fail(err)
 					} else if h != nil {
 						mu.Lock()
@@ -136,10 +134,8 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 					if !ds[0].Replayed && !ds[1].Replayed {
 						res.DoubleCharges++
 					}
+					led.checked(id, ds, q.Cost)
 					mu.Unlock()
-					if ds[0].Allowed {
-						admit(id, ds[0], q.Cost)
-					}
 					continue
 				}
 				est := 1 + rng.Int64N(20)
@@ -154,7 +150,9 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 				if !rd.Allowed {
 					continue
 				}
-				admit(id, rd, est)
+				mu.Lock()
+				led.admitted(id, rd, est)
+				mu.Unlock()
 				settle := func(actual int64) func() (bucketgate.Decision, error) {
 					return func() (bucketgate.Decision, error) {
 						return l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpSettle, Cost: actual, ID: rd.Reservation})
@@ -177,15 +175,13 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 				if ds[0].Replayed == ds[1].Replayed || ds[0].Settled != ds[1].Settled {
 					res.DoubleSettles++
 				}
+				led.settled(id, ds, est)
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	for _, a := range adm {
-		sort.Slice(a, func(i, j int) bool { return a[i].at < a[j].at })
-		res.OverAdmitted = max(res.OverAdmitted, overTokens(excess(a, leaseRule.Capacity, leaseRule.RefillPerSecond)))
-	}
+	res.OverAdmitted = max(led.overAdmitted(leaseRule), storm.overAdmitted(leaseTokens))
 	res.MostInFlight = mostInFlight(leased)
 	res.OverConcurrency = max(0, res.MostInFlight-int64(leaseStreams.Concurrency))
 	if err := leaks(ctx, c, leased, res); err != nil {
@@ -199,11 +195,65 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 	return nil
 }
 
+// leaseLedger is what the leases run's checks, reserves and settles took from each
+// identity's bucket, when Redis took it; not safe for concurrent use.
+type leaseLedger map[string][]admission
+
+// checked records an idempotent check sent twice at once: what each first decision
+// (not replayed) took, at its time; both when Redis charged it twice.
+func (l leaseLedger) checked(id string, ds [2]bucketgate.Decision, cost int64) {
+	for _, d := range ds {
+		if d.Allowed && !d.Replayed {
+			l[id] = append(l[id], admission{at: d.At.UnixMicro(), cost: cost})
+		}
+	}
+}
+
+// admitted records an allowed reserve of its estimate, or an allowed check of cost.
+func (l leaseLedger) admitted(id string, d bucketgate.Decision, cost int64) {
+	l[id] = append(l[id], admission{at: d.At.UnixMicro(), cost: cost})
+}
+
+// settled records the two settles, sent at once, of a reserve of est: what each first
+// outcome (not replayed) took beyond the estimate, at its time. Taking the rest never
+// fails (the bucket may go below zero), so no window ends at a settle; the checks and
+// reserves after it must wait for the tokens it took.
+func (l leaseLedger) settled(id string, ds [2]bucketgate.Decision, est int64) {
+	for _, d := range ds {
+		if !d.Replayed && d.Settled != est {
+			l[id] = append(l[id], admission{at: d.At.UnixMicro(), cost: d.Settled - est, taken: true})
+		}
+	}
+}
+
+// overAdmitted is the most whole tokens any identity's bucket (of rule) admitted
+// beyond its bound in any window.
+func (l leaseLedger) overAdmitted(rule bucketgate.Rule) int64 {
+	var most int64
+	for _, a := range l {
+		// A settle at the same microsecond as a check goes after it: the check did not
+		// need what the settle took.
+		slices.SortStableFunc(a, func(x, y admission) int {
+			switch {
+			case x.at != y.at:
+				return cmp.Compare(x.at, y.at)
+			case x.taken == y.taken:
+				return 0
+			case x.taken:
+				return 1
+			}
+			return -1
+		})
+		most = max(most, overTokens(excess(a, rule.Capacity, rule.RefillPerSecond)))
+	}
+	return most
+}
+
 // acquireRelease is one turn of the release storm: a check of the concurrency rule on
 // one of four hot identities and, when it holds a lease, two releases of it at once
-// after a moment, or, one time in ten, none (the lease expires). It returns the lease,
-// nil when denied.
-func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *rand.Rand, res *LeasesResult, mu *sync.Mutex) (*held, error) {
+// after a moment, or, one time in ten, none (the lease expires). What an allowed check
+// took from the bucket goes to led. It returns the lease, nil when denied.
+func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *rand.Rand, res *LeasesResult, mu *sync.Mutex, led leaseLedger) (*held, error) {
 	id := fmt.Sprintf("conc-%d", rng.IntN(4))
 	rules := []bucketgate.Rule{leaseStreams, leaseTokens}
 	keep := rng.IntN(10) != 0
@@ -211,7 +261,8 @@ func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *ran
 	if keep {
 		ttl = leaseHeld
 	}
-	d, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Cost: 1 + rng.Int64N(3), TTL: ttl})
+	q := bucketgate.Request{Identity: id, Rules: rules, Cost: 1 + rng.Int64N(3), TTL: ttl}
+	d, err := l.Decide(ctx, q)
 	mu.Lock()
 	res.Acquires++
 	mu.Unlock()
@@ -220,6 +271,7 @@ func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *ran
 	}
 	h := &held{id: id, from: d.At.UnixMicro(), end: d.Expires.UnixMilli() * 1000, exp: d.Expires.UnixMilli()}
 	mu.Lock()
+	led.admitted(id, d, q.Cost)
 	res.Acquired++
 	if !keep {
 		res.Expired++

@@ -33,6 +33,9 @@ type fault struct {
 	hold time.Duration
 	// heal ends the fault and returns once Redis answers again.
 	heal func() error
+	// errorless marks a fault that may make requests time out but never fail with a
+	// Redis error (a pause, latency, a script flushed: the engine loads it again).
+	errorless bool
 }
 
 // faultTiming is when a fault began, when Redis was back, and the resets it caused.
@@ -117,8 +120,9 @@ func applyFault(f *fault, when time.Time) (*faultTiming, error) {
 type RunResult struct {
 	// Name and Target name the run and the Redis it ran against.
 	Name, Target string
-	// Faulted reports a run with a fault.
-	Faulted bool
+	// Faulted reports a run with a fault; Errorless one that may make requests time
+	// out but never fail with a Redis error.
+	Faulted, Errorless bool
 	// Decisions counts every decision; Decided those Redis made (Allowed of them
 	// allowed); CacheHits the denials the deny cache answered; CircuitOpen the
 	// fail-closed answers the circuit breaker gave without asking Redis.
@@ -161,7 +165,7 @@ type RunResult struct {
 
 // analyse measures a run's records.
 func analyse(lr loadRun, recs []Record, ft *faultTiming) *RunResult {
-	res := &RunResult{Name: lr.name, Target: lr.target, Faulted: ft != nil, FailClosed: map[guard.Failure]int64{}, Decisions: int64(len(recs))}
+	res := &RunResult{Name: lr.name, Target: lr.target, Faulted: ft != nil, Errorless: lr.fault != nil && lr.fault.errorless, FailClosed: map[guard.Failure]int64{}, Decisions: int64(len(recs))}
 	var resets []reset
 	if ft != nil {
 		resets = ft.resets

@@ -65,19 +65,25 @@ type Trend struct {
 	First, Last float64
 	// PerMinute is the least-squares slope, in units per minute.
 	PerMinute float64
+	// Samples is how many samples it summarises.
+	Samples int
 }
 
 // trendWindow is how many samples the First and Last means of a Trend average.
 const trendWindow = 5
 
+// minTrendSamples is the fewest samples a soak's trend is held to: its first and last
+// windows apart. Fewer measured nothing, which is no flat trend.
+const minTrendSamples = 2 * trendWindow
+
 // trendOf returns the Trend of ys sampled at xs (seconds). It needs two samples.
 func trendOf(xs, ys []float64) Trend {
 	n := len(xs)
 	if n < 2 || len(ys) != n {
-		return Trend{}
+		return Trend{Samples: min(n, len(ys))}
 	}
 	w := min(trendWindow, n/2)
-	return Trend{First: mean(ys[:w]), Last: mean(ys[n-w:]), PerMinute: 60 * slope(xs, ys)}
+	return Trend{First: mean(ys[:w]), Last: mean(ys[n-w:]), PerMinute: 60 * slope(xs, ys), Samples: n}
 }
 
 func mean(v []float64) float64 {

@@ -3,6 +3,7 @@ package stress
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 func TestTrend(t *testing.T) {
@@ -30,7 +31,7 @@ func TestTrend(t *testing.T) {
 			}
 		})
 	}
-	if got := trendOf(xs[:1], line[:1]); got != (Trend{}) {
+	if got := trendOf(xs[:1], line[:1]); got != (Trend{Samples: 1}) {
 		t.Fatalf("one sample: %+v", got)
 	}
 }
@@ -42,5 +43,42 @@ func TestTakeSample(t *testing.T) {
 	}
 	if _, err := residentBytes(); err == nil && s.RSSBytes < s.HeapBytes/2 {
 		t.Fatalf("resident %d bytes for a live heap of %d", s.RSSBytes, s.HeapBytes)
+	}
+}
+
+// TestSoakWithoutSamples: a soak whose samples are missing after the warm-up (the workers'
+// or Redis's: a soak no longer than its warm-up, a Redis that never answered INFO) has
+// measured no trend, which is no flat one.
+func TestSoakWithoutSamples(t *testing.T) {
+	samples := func(n int) ([]Sample, []RedisSample) {
+		var w []Sample
+		var r []RedisSample
+		for i := range n {
+			at := soakWarmUp + time.Duration(i)*time.Second
+			w = append(w, Sample{Elapsed: at, HeapBytes: 1 << 20, Goroutines: 40})
+			r = append(r, RedisSample{Elapsed: at, UsedMemory: 1 << 20, Keys: 100})
+		}
+		return w, r
+	}
+	full, fullRedis := samples(45)
+	tests := []struct {
+		name   string
+		worker [][]Sample
+		redis  []RedisSample
+		fails  bool
+	}{
+		{"flat, sampled throughout", [][]Sample{full, full}, fullRedis, false},
+		{"no worker samples", [][]Sample{nil, nil}, fullRedis, true},
+		{"no worker reported", nil, fullRedis, true},
+		{"no Redis samples", [][]Sample{full, full}, nil, true},
+		{"one sample after the warm-up", [][]Sample{full[:1], full[:1]}, fullRedis[:1], true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Summary{Soak: soakOf(&RunResult{Samples: tc.worker, Span: time.Minute, Decisions: 120_000}, tc.redis, 2000)}
+			if got := s.Failures(); (len(got) > 0) != tc.fails {
+				t.Fatalf("failures %q, want failed %v", got, tc.fails)
+			}
+		})
 	}
 }

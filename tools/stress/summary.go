@@ -114,7 +114,8 @@ func (s *Summary) OverAdmitted() int64 {
 
 // Failures lists every correctness goal the runs missed: over-admission, a decision
 // the failure policy never gives, a disagreement with the reference model, a chain
-// that never recovered, a reply of the wrong shape, a hostile identity mishandled, a
+// that never recovered, a reply of the wrong shape, a Redis error without a fault, a
+// run Redis decided nothing of, a hostile identity mishandled, a
 // soak that leaks, a fuzz failure. Any of them fails the stress run.
 func (s *Summary) Failures() []string {
 	var out []string
@@ -138,6 +139,15 @@ func (s *Summary) Failures() []string {
 		// No fault here makes Redis answer out of shape: a bad response is the engine's.
 		if n := r.FailClosed[guard.FailureBadResponse]; n > 0 {
 			add("%s: %d replies of the wrong shape from a real Redis", r.Name, n)
+		}
+		// Without a fault, or with one that causes none, nothing makes a Redis on this
+		// host refuse or answer an error (a stalled machine times out): a script that
+		// errors fails everything closed and leaves nothing to over-admit or to replay.
+		if n := r.FailClosed[guard.FailureRedisError]; (!r.Faulted || r.Errorless) && n > 0 {
+			add("%s: %d Redis errors in a run without a fault that causes them", r.Name, n)
+		}
+		if r.Decisions > 0 && r.Decided == 0 {
+			add("%s: none of %d decisions made by Redis", r.Name, r.Decisions)
 		}
 	}
 	if l := s.Leases; l != nil {
@@ -165,13 +175,22 @@ func (s *Summary) Failures() []string {
 		}
 	}
 	if so := s.Soak; so != nil {
+		if len(so.Heap) == 0 {
+			add("soak: no worker sampled its memory")
+		}
 		for w := range so.Heap {
+			if n := so.Heap[w].Samples; n < minTrendSamples {
+				add("soak worker %d: %d samples after the %v warm-up, fewer than the %d a trend needs", w, n, soakWarmUp, minTrendSamples)
+			}
 			if d := so.Goroutines[w].Last - so.Goroutines[w].First; d > maxGoroutineDrift {
 				add("soak worker %d: goroutines grew by %.0f", w, d)
 			}
 			if so.Heap[w].PerMinute > maxHeapSlope {
 				add("soak worker %d: live heap grows %s a minute", w, bytesText(so.Heap[w].PerMinute))
 			}
+		}
+		if n := so.RedisMemory.Samples; n < minTrendSamples {
+			add("soak: %d Redis samples after the %v warm-up, fewer than the %d a trend needs", n, soakWarmUp, minTrendSamples)
 		}
 		if so.RedisMemory.PerMinute > maxRedisSlope {
 			add("soak: Redis memory grows %s a minute", bytesText(so.RedisMemory.PerMinute))

@@ -165,14 +165,18 @@ func (w *worker) pick(rng *rand.Rand) int {
 }
 
 // cost chooses a request's cost: a peek PeekPercent of the time, else 1 to MaxCost,
-// never above the smallest capacity of its rules.
+// never above the smallest capacity (or quota's limit) of its rules.
 func cost(rng *rand.Rand, s *Scenario, rules []bucketgate.Rule) int64 {
 	if rng.IntN(100) < s.PeekPercent {
 		return 0
 	}
 	c := 1 + rng.Int64N(s.MaxCost)
 	for _, r := range rules {
-		c = min(c, r.Capacity)
+		if r.Period != bucketgate.PeriodNone {
+			c = min(c, r.Limit)
+		} else {
+			c = min(c, r.Capacity)
+		}
 	}
 	return c
 }

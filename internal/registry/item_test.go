@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -373,5 +374,40 @@ func TestDecodeItemQuota(t *testing.T) {
 	back, err := registry.DecodeItem(got.Item())
 	if err != nil || !reflect.DeepEqual(back, got) {
 		t.Fatalf("round trip: %+v, %v; want %+v", back, err, got)
+	}
+}
+
+// docs/keys.md's table of an item's attributes has a row for every attribute, and its
+// rules row gives every attribute of each kind of rule an item may hold: a user who
+// writes items with tools of their own reads them there.
+func TestKeysDocListsTheAttributes(t *testing.T) {
+	b, err := os.ReadFile("../../docs/keys.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		if cells := strings.Split(line, " | "); strings.HasPrefix(line, "| `") && len(cells) > 1 {
+			for name := range strings.SplitSeq(strings.TrimPrefix(cells[0], "| "), ", ") {
+				rows[strings.Trim(name, "`")] = line
+			}
+		}
+	}
+	for _, attr := range registry.Attributes() {
+		if rows[attr] == "" {
+			t.Errorf("docs/keys.md has no row for the attribute %s", attr)
+		}
+	}
+	rec := registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{
+		{Name: "burst", Capacity: 10, RefillPerSecond: 1},
+		{Name: "monthly", Limit: 1000, Period: bucketgate.PeriodMonth, Anchor: 15},
+		{Name: "streams", Concurrency: 2},
+	}}
+	for i, x := range rec.Item()["rules"].(*types.AttributeValueMemberL).Value {
+		for attr := range x.(*types.AttributeValueMemberM).Value {
+			if !strings.Contains(rows["rules"], attr+": ") {
+				t.Errorf("docs/keys.md's rules row does not give %s, an attribute of %+v", attr, rec.Rules[i])
+			}
+		}
 	}
 }

@@ -547,7 +547,8 @@ func (e cached) entry(now time.Time, r Result) Entry {
 	return answer
 }
 
-// truncateText returns at most n bytes of s, cut at a character boundary.
+// truncateText returns at most n bytes of s, cut at a character boundary: a copy when
+// cut, which does not hold the rest of s in memory as a slice of it would.
 func truncateText(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -555,5 +556,5 @@ func truncateText(s string, n int) string {
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return strings.Clone(s[:n])
 }

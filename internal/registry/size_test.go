@@ -48,10 +48,11 @@ func sizeDocument(tb testing.TB) *config.Config {
 // decoded from a DynamoDB item is: the entries built from it keep its strings alone.
 // Its records have own rules of their own: the first replace the plan's rules, the
 // rest the routes'. With account, they are keys of that account, with an owner, and
-// the account is on the plan.
+// the account is on the plan. With owner, each record has an owner of that many bytes.
 type copying struct {
 	own     int
 	account string
+	owner   int
 }
 
 func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error) {
@@ -61,6 +62,9 @@ func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error
 	r := registry.Record{ID: strings.Clone(id), Plan: strings.Clone("big")}
 	if s.account != "" {
 		r.Plan, r.Account, r.Owner = "", strings.Clone(s.account), strings.Clone("Acme Corp")
+	}
+	if s.owner > 0 {
+		r.Owner = strings.Repeat("o", s.owner)
 	}
 	for i := range s.own {
 		name := planRule(i)
@@ -147,6 +151,10 @@ func TestCacheEntryBytesBound(t *testing.T) {
 	}
 	if got := entryBytes(t, cfg, copying{account: accountName}, entries, apiKeyID); got > maxMemberEntryBytes {
 		t.Errorf("an API key of an account with the longest name takes %.0f bytes, want at most %d", got, maxMemberEntryBytes)
+	}
+	// An owner is cut to registry.MaxOwner bytes: the entry holds no more of it.
+	if got := entryBytes(t, cfg, copying{owner: 64 << 10}, entries/10, apiKeyID); got > maxPlainEntryBytes+registry.MaxOwner {
+		t.Errorf("an API key with a 64 KB owner takes %.0f bytes, want at most %d", got, maxPlainEntryBytes+registry.MaxOwner)
 	}
 }
 

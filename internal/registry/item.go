@@ -211,7 +211,7 @@ func decodeMap(path string, av map[string]types.AttributeValue, v reflect.Value)
 	names := fieldNames(v.Type())
 	for name := range av {
 		if !slices.Contains(names, name) {
-			return join(path, strconv.Quote(name)), fmt.Errorf("unknown attribute (want %s or %s)", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+			return join(path, strconv.Quote(truncate(name))), fmt.Errorf("unknown attribute (want %s or %s)", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 		}
 	}
 	for i, name := range names {

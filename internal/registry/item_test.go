@@ -201,6 +201,8 @@ func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
 		{"quota name huge", item("rules", l(m("name", s(huge), "limit", n("5"), "period", s("day")))), `attribute rules[0].name: "xxxx`},
 		{"concurrency name huge", item("rules", l(m("name", s(huge), "concurrency", n("2")))), `attribute rules[0].name: "xxxx`},
 		{"status huge", item("status", s(huge)), `attribute status: "xxxx`},
+		{"unknown attribute huge", item(huge, s("x")), `attribute "xxxx`},
+		{"rule member unknown huge", item("rules", l(m("name", s("b"), "capacity", n("1"), "refillPerSecond", n("1"), huge, n("2")))), `attribute rules[0]."xxxx`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -317,7 +317,7 @@ var lambdaNetworkActions = []any{"ec2:CreateNetworkInterface", "ec2:DescribeNetw
 	"ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"}
 
 // Each Go function, as deployed (after the SAM transform), has a role of its own that
-// Lambda alone may assume, for this account: it may write its own log group and no
+// Lambda alone may assume: it may write its own log group and no
 // other (never create one), send traces, manage its VPC interfaces, and do what
 // FunctionAccessPolicy grants; no managed policy of AWS's grants more.
 func TestTemplateFunctionRoles(t *testing.T) {
@@ -339,9 +339,9 @@ func TestTemplateFunctionRoles(t *testing.T) {
 				roles[roleID] = id
 				role := rs[roleID].Properties
 				trust := map[string]any{"Version": "2012-10-17", "Statement": []any{map[string]any{"Effect": "Allow", "Principal": map[string]any{"Service": "lambda.amazonaws.com"},
-					"Action": "sts:AssumeRole", "Condition": map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": "123456789012"}}}}}
+					"Action": "sts:AssumeRole"}}}
 				if !reflect.DeepEqual(role["AssumeRolePolicyDocument"], trust) {
-					t.Errorf("%s trust %v: want Lambda alone, for this account", roleID, role["AssumeRolePolicyDocument"])
+					t.Errorf("%s trust %v: want Lambda alone", roleID, role["AssumeRolePolicyDocument"])
 				}
 				managed, _ := role["ManagedPolicyArns"].([]any)
 				for _, p := range managed {

@@ -220,6 +220,7 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 		if s.document != "" || s.view.Config == nil {
 			l.opts.Log.LogAttrs(ctx, slog.LevelInfo, MsgConfigApplied, slog.Int64(AttrVersion, 0),
 				slog.String(AttrSource, "the environment's: the registry table holds no item "+ConfigID))
+			l.release(l.env)
 		}
 		next.view, next.document = View{Config: l.env, cache: l.cache}, ""
 		l.state.Store(&next)
@@ -268,6 +269,14 @@ func (l *Live) load(item StoredConfig, bad *RecordError, next *liveState) (*conf
 func (l *Live) apply(ctx context.Context, next *liveState, item StoredConfig, cfg *config.Config, source string) {
 	l.opts.Log.LogAttrs(ctx, slog.LevelInfo, MsgConfigApplied, slog.Int64(AttrVersion, item.Version), slog.String(AttrSource, source))
 	next.view, next.document = View{Config: cfg, Version: item.Version, cache: l.cache}, item.Document
+	l.release(cfg)
+}
+
+// release has the cache let go of every configuration but cfg, now in force.
+func (l *Live) release(cfg *config.Config) {
+	if l.cache != nil {
+		l.cache.release(cfg)
+	}
 }
 
 // fallback reads the copies of version from and before, newest first, at most

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -397,6 +399,45 @@ func TestLiveEntriesFollowTheDocument(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), `"attribute":"plan"`); n != 2 {
 		t.Fatalf("%d error lines for gold, want one per version that lacks it:\n%s", n, &logs)
+	}
+}
+
+// The cache holds no document that is no longer in force: an entry resolved with one,
+// and not looked up since, lets it go when another applies, so that a long-running
+// process (the middleware) holds one or two documents, not one per version it saw. The
+// entry is resolved again at its next lookup, without a read.
+func TestLiveCacheReleasesOldDocuments(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"}, registry.Record{ID: memberA, Account: "acme"}, acme)
+	put(src, 1, docV1)
+	cache := registry.NewCache(src, registry.Options{TTL: time.Hour, Size: 10})
+	l := loaded(t, src, cache)
+	old := func() weak.Pointer[config.Config] { // in a function: no reference of the test's stays
+		v, _, _ := l.current(t)
+		for _, id := range []string{digestID, memberA} {
+			if e, err := v.Lookup(context.Background(), id); err != nil || e.Plan == nil {
+				t.Fatalf("%s: %+v, %v", id, e, err)
+			}
+		}
+		return weak.Make(v.Config)
+	}()
+	put(src, 2, strings.Replace(docV1, "100", "300", 1))
+	l.clk.advance(ttl)
+	if _, burst, _ := l.current(t); burst != 300 {
+		t.Fatalf("version 2 in force: burst %d", burst)
+	}
+	runtime.GC()
+	if old.Value() != nil {
+		t.Fatal("version 1 is still in memory after version 2 applied: the cache's entries hold it")
+	}
+	reads := src.Reads()
+	v, _, _ := l.current(t)
+	for _, id := range []string{digestID, memberA} {
+		if e, err := v.Lookup(context.Background(), id); err != nil || e.Plan == nil || e.Plan.Rules[0].Capacity != 300 || e.Result != registry.ResultHit {
+			t.Fatalf("%s under version 2: %+v, %v; want pro's burst of 300, from the cache", id, e, err)
+		}
+	}
+	if src.Reads() != reads {
+		t.Fatalf("%d reads, want none", src.Reads()-reads)
 	}
 }
 

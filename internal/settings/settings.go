@@ -82,11 +82,11 @@ const (
 	// REGISTRY_CACHE_SIZE is unset: a few megabytes at most.
 	DefaultRegistryCacheSize = 10_000
 	// MaxRegistryCacheSize is the largest REGISTRY_CACHE_SIZE, in entries. An entry's
-	// heap does not grow with the routes: at most 320 bytes for an API key on its plan
-	// (3 MB at the default 10,000 entries, 320 MB at this bound: more than the
-	// template's 256 MB function), 1.8 KB for one with 8 rules of its own, 3 KB for the
-	// worst (a tenant's 1,000-byte key with 8 rules of its own, the longest names):
-	// size it to the function's memory. A read that failed keeps a hold per identity
+	// heap does not grow with the routes: at most 320 bytes for an API key on its plan,
+	// 512 with an owner (5 MB at the default 10,000 entries, 512 MB at this bound: more
+	// than the template's 256 MB function), 1.8 KB for one with 8 rules of its own,
+	// 3.25 KB for the worst (a tenant's 1,000-byte key with 8 rules of its own, the
+	// longest names, the longest owner an entry keeps): size it to the function's memory. A read that failed keeps a hold per identity
 	// too, as many at most (its id and a time). make bench measures the entries
 	// (BenchmarkCacheEntryBytes in internal/registry).
 	MaxRegistryCacheSize = 1_000_000

@@ -260,9 +260,36 @@ func (l *Live) load(item StoredConfig, bad *RecordError, next *liveState) (*conf
 	}
 	cfg, err := item.Load()
 	if err != nil {
+		err = clip(err)
 		next.bad, next.badErr = item.Document, err
 	}
 	return cfg, err
+}
+
+// MaxErrorText is the most bytes of a stored document's load error a Live keeps and
+// logs: the error quotes the value at fault, which a hand-written item (bucketgate config
+// put refuses one) may make as long as the document, and the line is logged at every
+// read, on every instance.
+const MaxErrorText = 1024
+
+// clippedError is an error whose text is cut to MaxErrorText bytes.
+type clippedError struct {
+	text string
+	err  error
+}
+
+func (e *clippedError) Error() string { return e.text }
+func (e *clippedError) Unwrap() error { return e.err }
+
+// clip returns err, its text cut to MaxErrorText bytes (saying how many it left out)
+// when longer; errors.Is and As see through it.
+func clip(err error) error {
+	text := err.Error()
+	if len(text) <= MaxErrorText {
+		return err
+	}
+	kept := truncateText(text, MaxErrorText-40)
+	return &clippedError{text: fmt.Sprintf("%s... (%d bytes more)", kept, len(text)-len(kept)), err: err}
 }
 
 // apply puts cfg, loaded from item, in force in next, logging the change.

@@ -179,6 +179,25 @@ func TestLiveKeepsTheLastGoodDocument(t *testing.T) {
 	}
 }
 
+// A stored document's error that quotes a huge value (a hand-written item: config put
+// refuses it) is logged, at every read, cut to MaxErrorText bytes that still name the
+// field at fault.
+func TestLiveClipsAHugeError(t *testing.T) {
+	src := registrytest.New()
+	put(src, 1, docV1)
+	l := loaded(t, src, nil)
+	put(src, 2, "defaultPlan: "+strings.Repeat("p", 200_000)+"\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n")
+	l.clk.advance(ttl)
+	if v, _, r := l.current(t); v.Version != 1 || r != invalid {
+		t.Fatalf("version %d, %+v; want version 1 kept, counted invalid", v.Version, r)
+	}
+	lines := strings.Split(strings.TrimSpace(l.logs.String()), "\n")
+	last := lines[len(lines)-1]
+	if len(last) > registry.MaxErrorText+512 || !strings.Contains(last, `defaultPlan (line 1, column 14): unknown plan \"ppp`) || !strings.Contains(last, "bytes more)") {
+		t.Errorf("a line of %d bytes: %.300s", len(last), last)
+	}
+}
+
 // A fresh instance that finds a document that does not load falls back to the newest
 // copy that does, newest first, a few reads at most; it refuses to start when none
 // does, and never takes the environment's document while the table holds one.

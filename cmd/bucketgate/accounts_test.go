@@ -379,3 +379,45 @@ func TestRollStoppedHalfway(t *testing.T) {
 		})
 	}
 }
+
+// keys show says why the functions treat a key as unknown, as keys list does: its
+// account revoked or expired, or its item unusable (a plan the table's document dropped,
+// an account the table does not hold); --json says it in accountStatus and invalid.
+func TestKeysShowSaysWhyAKeyIsUnknown(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "gold.yaml", goldDoc))
+	c.ok("accounts", "create", "gone", "--plan", "pro")
+	c.ok("accounts", "create", "late", "--plan", "pro")
+	ofRevoked := strings.TrimSpace(c.ok("keys", "create", "--account", "gone"))
+	ofExpired := strings.TrimSpace(c.ok("keys", "create", "--account", "late"))
+	onGold := strings.TrimSpace(c.ok("keys", "create", "--plan", "gold"))
+	working := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+	c.ok("accounts", "revoke", "gone")
+	c.ok("accounts", "expire", "late", "2001-01-01")
+	c.ok("config", "put", "--force", file(t, "no-gold.yaml", noGoldDoc))
+	tests := []struct {
+		name, key     string
+		line          string // a whole line of keys show
+		accountStatus string // of keys show --json
+		invalid       string // in keys show --json's invalid
+	}{
+		{"a key of a revoked account", ofRevoked, "status     active (account revoked)", "revoked", ""},
+		{"a key of an expired account", ofExpired, "status     active (account expired)", "expired", ""},
+		{"a key whose plan the document dropped", onGold, `invalid    attribute plan: unknown plan "gold": not in the configuration document (the functions treat it as unknown)`, "", `unknown plan "gold"`},
+		{"a key that works", working, "status     active", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			if show := c.ok("keys", "show", tc.key); !strings.Contains(show, tc.line+"\n") || (tc.invalid == "") == strings.Contains(show, "invalid") {
+				t.Errorf("keys show:\n%s\nwant the line %q", show, tc.line)
+			}
+			var j itemJSON
+			if err := json.Unmarshal([]byte(c.ok("keys", "show", "--json", tc.key)), &j); err != nil || j.AccountStatus != tc.accountStatus ||
+				!strings.Contains(j.Invalid, tc.invalid) || (tc.invalid == "") != (j.Invalid == "") {
+				t.Errorf("keys show --json: %+v, %v; want accountStatus %q, invalid mentioning %q", j, err, tc.accountStatus, tc.invalid)
+			}
+		})
+	}
+}

@@ -345,18 +345,29 @@ func showFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return err
 		}
-		plan := r.Plan
+		it := listed{rec: r, plan: r.Plan}
+		var acct *registry.Record
 		if r.Account != "" {
-			acct, err := t.account(e.ctx, r.Account)
-			if err != nil {
-				return fmt.Errorf("%s is a key of account %s, which it cannot be decided as: %w", id, r.Account, err)
+			a, err := t.account(e.ctx, r.Account)
+			var bad *registry.RecordError
+			switch {
+			case err == nil:
+				acct = &a
+			case errors.As(err, &bad):
+				it.err = fmt.Errorf("attribute account: account %s cannot be read: %w", r.Account, err)
+			case !errors.Is(err, errNoItem):
+				return err
 			}
-			plan = acct.Plan
 		}
+		plans, err := t.plans(e.ctx)
+		if err != nil { // the record is still worth showing
+			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", id, err)
+		}
+		assess(&it, acct, plans)
 		if *asJSON {
-			return writeJSON(e.stdout, recordJSONOf(r, plan))
+			return writeJSON(e.stdout, itemJSONOf(it))
 		}
-		return writeRecord(e.stdout, r, plan)
+		return writeRecord(e.stdout, it)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -69,18 +70,34 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// writeRecord prints r, decided under plan, as aligned "attribute value" lines; a key of
-// an account has a line account, and its plan is the account's.
-func writeRecord(w io.Writer, r registry.Record, plan string) error {
+// writeRecord prints it, a record as keys show reads it, as aligned "attribute value"
+// lines: a key of an account has a line account, its plan is the account's, and its
+// status names the account's when that is not active; a line invalid says why the
+// functions cannot use it.
+func writeRecord(w io.Writer, it listed) error {
+	r := it.rec
 	lines := [][2]string{{"id", r.ID}}
 	if r.Account != "" {
-		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", plan + " (the account's)"})
+		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", it.plan + " (the account's)"})
 	} else {
-		lines = append(lines, [2]string{"plan", plan})
+		lines = append(lines, [2]string{"plan", it.plan})
 	}
-	return writeAttributes(w, append(lines, [][2]string{
-		{"status", status(r)}, {"expiresAt", orNever(expiry(r))}, {"rules", rulesText(r.Rules)}, {"owner", r.Owner}, {"note", r.Note},
-	}...))
+	st := status(r)
+	if it.accountStatus != "" {
+		st += " (account " + it.accountStatus + ")"
+	}
+	lines = append(lines, [][2]string{
+		{"status", st}, {"expiresAt", orNever(expiry(r))}, {"rules", rulesText(r.Rules)}, {"owner", r.Owner}, {"note", r.Note},
+	}...)
+	if it.err != nil {
+		why := it.err.Error()
+		var re *registry.RecordError
+		if errors.As(it.err, &re) {
+			why = "attribute " + re.Attribute + ": " + re.Err.Error()
+		}
+		lines = append(lines, [2]string{"invalid", why + " (the functions treat it as unknown)"})
+	}
+	return writeAttributes(w, lines)
 }
 
 // writeAccount prints the account r and its keys as aligned "attribute value" lines, a

@@ -404,23 +404,38 @@ func (t *keyTable) list(ctx context.Context, accounts bool) ([]listed, error) {
 		}
 	}
 	for i := range items {
-		it := &items[i]
-		switch acct, ok := found[it.rec.Account]; {
-		case it.err != nil:
-		case it.rec.Account == "":
-			_, it.err = it.rec.Resolve(plans)
-		case !ok:
-			it.err = fmt.Errorf("attribute account: account %s is not in the table", it.rec.Account)
-		default:
-			it.plan = acct.Plan
-			if s := status(acct); s != string(registry.StatusActive) {
-				it.accountStatus = s
-			}
-			_, it.err = registry.ResolveMember(it.rec, acct, plans)
+		var acct *registry.Record
+		if a, ok := found[items[i].rec.Account]; ok {
+			acct = &a
 		}
+		assess(&items[i], acct, plans)
 	}
 	slices.SortFunc(items, func(a, b listed) int { return strings.Compare(a.rec.ID, b.rec.ID) })
 	return items, nil
+}
+
+// assess completes it, the listed record of an identity: for a key of an account, the
+// account's plan and, when it is not active, its status, from acct (nil when the table
+// does not hold the account); and why the functions cannot use it under plans (nil: not
+// checked).
+func assess(it *listed, acct *registry.Record, plans *config.Config) {
+	switch {
+	case it.err != nil:
+	case it.rec.Account == "":
+		if plans != nil {
+			_, it.err = it.rec.Resolve(plans)
+		}
+	case acct == nil:
+		it.err = fmt.Errorf("attribute account: account %s is not in the table", it.rec.Account)
+	default:
+		it.plan = acct.Plan
+		if s := status(*acct); s != string(registry.StatusActive) {
+			it.accountStatus = s
+		}
+		if plans != nil {
+			_, it.err = registry.ResolveMember(it.rec, *acct, plans)
+		}
+	}
 }
 
 // key is the primary key of the item of id.

@@ -116,9 +116,9 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return err
 		}
 		if *asJSON {
-			j := accountJSON{recordJSON: recordJSONOf(r, r.Plan), Identity: accountIdentity(r)}
-			for _, k := range keys {
-				j.Keys = append(j.Keys, accountKeyJSON{ID: k.ID, Status: status(k), ExpiresAt: expiry(k)})
+			j := accountJSON{recordJSON: recordJSONOf(r, r.Plan), Identity: accountIdentity(r), Keys: make([]accountKeyJSON, len(keys))}
+			for i, k := range keys {
+				j.Keys[i] = accountKeyJSON{ID: k.ID, Status: status(k), ExpiresAt: expiry(k)}
 			}
 			return writeJSON(e.stdout, j)
 		}

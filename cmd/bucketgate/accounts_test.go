@@ -421,3 +421,27 @@ func TestKeysShowSaysWhyAKeyIsUnknown(t *testing.T) {
 		})
 	}
 }
+
+// accounts show --json prints keys as an array, empty for an account without keys, so
+// that a script iterates it (jq '.keys[]') whatever the account holds.
+func TestAccountsShowJSONKeys(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "empty", "--plan", "pro")
+	c.ok("accounts", "create", "one", "--plan", "pro")
+	c.ok("keys", "create", "--account", "one")
+	tests := []struct {
+		name, account, want string
+	}{
+		{"no keys", "empty", `"keys": []`},
+		{"a key", "one", `"keys": [` + "\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			if out := c.ok("accounts", "show", "--json", tc.account); !strings.Contains(out, tc.want) {
+				t.Fatalf("accounts show --json %s:\n%s\nwant %q", tc.account, out, tc.want)
+			}
+		})
+	}
+}

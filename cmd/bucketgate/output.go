@@ -37,7 +37,7 @@ type itemJSON struct {
 }
 
 // accountJSON is an account as -json prints it: its record, whose buckets it spends and
-// its keys.
+// its keys (an empty array for none, never null).
 type accountJSON struct {
 	recordJSON
 	Identity string           `json:"identity"`

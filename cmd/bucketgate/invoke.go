@@ -14,15 +14,25 @@ import (
 )
 
 // newCheckClient returns a client of the check function called function, with the AWS
-// SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included). The client gives a
+// SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included), which must name a
+// region unless it names an endpoint. The client gives a
 // refund a requestId of its own, so that a retry of it is decided once.
 func newCheckClient(ctx context.Context, function string) (*checkclient.Client, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration for Lambda: %w", err)
 	}
-	return checkclient.New(lambda.NewFromConfig(cfg), function), nil
+	c := lambda.NewFromConfig(cfg)
+	if o := c.Options(); o.Region == "" && o.BaseEndpoint == nil {
+		return nil, fmt.Errorf("function %s: %w to the function's", function, errNoRegion)
+	}
+	return checkclient.New(c, function), nil
 }
+
+// errNoRegion is wrapped by the error of a client that has neither a region nor an
+// endpoint of its own (AWS_ENDPOINT_URL_<SERVICE>): the SDK's, "Missing Region", names no
+// setting.
+var errNoRegion = errors.New("no AWS region: set AWS_REGION (or the profile's region)")
 
 // explainInvoke turns the errors of an invocation of function into ones that say what
 // to do.

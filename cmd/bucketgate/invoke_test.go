@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 )
 
@@ -65,6 +66,31 @@ func TestInvokeErrors(t *testing.T) {
 			if n := calls.Load(); n != tc.calls {
 				t.Fatalf("%d calls, want %d", n, tc.calls)
 			}
+		})
+	}
+}
+
+// Without a region (and no endpoint of its own), a command fails before any call with an
+// error naming AWS_REGION, not the SDK's "Missing Region".
+func TestNoRegion(t *testing.T) {
+	localAWS(t)
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_LAMBDA"} {
+		t.Setenv(k, "")
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"keys", []string{"keys", "list"}, "table " + table + ": no AWS region: set AWS_REGION (or the profile's region) to the table's"},
+		{"config", []string{"config", "history"}, "table " + table + ": no AWS region"},
+		{"buckets", []string{"buckets", "show", "203.0.113.10"}, "function fn: no AWS region: set AWS_REGION (or the profile's region) to the function's"},
+		{"usage", []string{"usage", "203.0.113.10"}, "function fn: no AWS region"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cli{t: t, env: map[string]string{settings.EnvRegistryTable: table, envCheckFunction: "fn"}}
+			c.fails(exitError, "bucketgate: "+tc.want, tc.args...)
 		})
 	}
 }

@@ -141,8 +141,13 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 		} else {
 			st.passOver(e, "table "+t.name, from)
 		}
-		t.db, err = registry.NewClient(e.ctx)
-		return err
+		if t.db, err = registry.NewClient(e.ctx); err != nil {
+			return err
+		}
+		if o := t.db.Options(); o.Region == "" && o.BaseEndpoint == nil {
+			return fmt.Errorf("table %s: %w to the table's", t.name, errNoRegion)
+		}
+		return nil
 	})
 	return t, nil
 }

@@ -109,16 +109,16 @@ func runBuckets(e env, args []string) error {
 	if err := complete(&req); err != nil {
 		return err
 	}
-	name, checks, err := operatorClient(e, *function)
+	op, err := operatorOf(e, *function)
 	if err != nil {
 		return err
 	}
-	res, err := c.send(checks, e.ctx, req)
+	res, err := c.send(op.client, e.ctx, req)
 	if err != nil {
-		return explainInvoke(err, name)
+		return op.explain(err)
 	}
 	if res.Reason == checkapi.ReasonUnavailable || res.Reason == checkapi.ReasonDegraded {
-		return fmt.Errorf("%s: Redis did not decide in time (reason %s): %s", name, res.Reason, c.undecided)
+		return fmt.Errorf("%s: Redis did not decide in time (reason %s): %s", op.name, res.Reason, c.undecided)
 	}
 	if c.done != nil {
 		fmt.Fprintln(e.stderr, c.done(t.id, req))
@@ -146,15 +146,14 @@ func resolveTarget(e env, s settings.Settings, arg string) (target, error) {
 	return parseTarget(arg, sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix})
 }
 
-// operatorClient returns the function to invoke (see functionOf; flagValue is the
-// --function flag's) and a client of it.
-func operatorClient(e env, flagValue string) (string, *checkclient.Client, error) {
+// operatorOf returns the function to invoke (see functionOf; flagValue is the
+// --function flag's), with a client of it.
+func operatorOf(e env, flagValue string) (operator, error) {
 	name, err := functionOf(e, flagValue, e.stack())
 	if err != nil {
-		return "", nil, err
+		return operator{}, err
 	}
-	c, err := newCheckClient(e.ctx, name)
-	return name, c, err
+	return newOperator(e.ctx, name)
 }
 
 // functionOf returns the function to invoke: the --function flag's value, else

@@ -94,3 +94,20 @@ func TestNoRegion(t *testing.T) {
 		})
 	}
 }
+
+// A table or a function that is not found is named with the region it was looked for
+// in: in another region than the deployment's, the advice to create a table would put
+// keys where no function reads them.
+func TestNotFoundNamesTheRegion(t *testing.T) {
+	t.Run("table", func(t *testing.T) {
+		c := newCLI(t)
+		t.Setenv("AWS_REGION", "eu-west-3")
+		c.fails(exitError, "table bucketgate-keys does not exist in region eu-west-3: check the region (AWS_REGION or the profile's) and the table's name", "keys", "list")
+	})
+	t.Run("function", func(t *testing.T) {
+		lambdaFailing(t, http.StatusNotFound, "ResourceNotFoundException")
+		t.Setenv("AWS_REGION", "eu-west-3")
+		c := &cli{t: t, env: map[string]string{envCheckFunction: "fn"}}
+		c.fails(exitError, "no function fn in region eu-west-3: check the region (AWS_REGION or the profile's), name the deployed stack", "buckets", "show", "203.0.113.10")
+	})
+}

@@ -109,7 +109,7 @@ var keyLine = regexp.MustCompile(`^bg_[A-Za-z0-9_-]{43}\n$`)
 // and where the raw key goes (stdout of create, nowhere else).
 func TestKeysSession(t *testing.T) {
 	c := newCLI(t)
-	c.fails(exitError, "table bucketgate-keys does not exist: create it with bucketgate keys init", "keys", "list")
+	c.fails(exitError, "table bucketgate-keys does not exist in region us-east-1: check the region (AWS_REGION or the profile's) and the table's name (the stack's output RegistryTableName), or create it: bucketgate keys init", "keys", "list")
 	c.ok("keys", "init")
 	c.fails(exitError, "table bucketgate-keys already exists", "keys", "init")
 

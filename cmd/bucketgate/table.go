@@ -455,7 +455,8 @@ func (t *keyTable) explain(err error, id string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &missing):
-		return fmt.Errorf("table %s does not exist: create it with bucketgate keys init (local) or deploy template.yaml: %w", t.name, err)
+		return fmt.Errorf("table %s does not exist%s: check the region (AWS_REGION or the profile's) and the table's name (the stack's output %s), or create it: bucketgate keys init (local use) or deploy template.yaml: %w",
+			t.name, inRegion(t.db.Options().Region), outputTable, err)
 	case errors.As(err, &inUse):
 		return fmt.Errorf("table %s already exists: %w", t.name, err)
 	case errors.As(err, &absent):

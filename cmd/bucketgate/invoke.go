@@ -62,8 +62,8 @@ func (o operator) explain(err error) error {
 	case errors.As(err, &invalid):
 		return fmt.Errorf("%s refused the request, nothing was changed: %s", o.name, invalid.Message)
 	case errors.As(err, &missing):
-		return fmt.Errorf("no function %s%s: check the region (AWS_REGION or the profile's), name the deployed stack with --stack or %s, or set %s or --function to the check function's name (the stack's output %s): %w",
-			o.name, inRegion(o.region), envStack, envCheckFunction, outputCheckName, err)
+		return fmt.Errorf("no function %s%s: check the region (AWS_REGION or the profile's), name the deployed stack with --stack or %s, or set %s or --function to the operator function's name (the stack's output %s, or %s for a stack without one): %w",
+			o.name, inRegion(o.region), envStack, envCheckFunction, outputOperatorName, outputCheckName, err)
 	case errors.As(err, &api) && api.ErrorCode() == "AccessDeniedException":
 		return fmt.Errorf("not allowed to invoke %s: these credentials need lambda:InvokeFunction on it: %w", o.name, err)
 	}

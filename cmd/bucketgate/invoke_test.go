@@ -110,4 +110,11 @@ func TestNotFoundNamesTheRegion(t *testing.T) {
 		c := &cli{t: t, env: map[string]string{envCheckFunction: "fn"}}
 		c.fails(exitError, "no function fn in region eu-west-3: check the region (AWS_REGION or the profile's), name the deployed stack", "buckets", "show", "203.0.113.10")
 	})
+	// The function to name is the operator function: the stack's check function refuses
+	// the operator's operations.
+	t.Run("the output that names it", func(t *testing.T) {
+		lambdaFailing(t, http.StatusNotFound, "ResourceNotFoundException")
+		c := &cli{t: t, env: map[string]string{envCheckFunction: "fn"}}
+		c.fails(exitError, "or set CHECK_FUNCTION or --function to the operator function's name (the stack's output OperatorFunctionName, or CheckFunctionName for a stack without one)", "buckets", "reset", "203.0.113.10")
+	})
 }

@@ -218,10 +218,26 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err := t.put(e.ctx, rec); err != nil {
 			return err
 		}
-		fmt.Fprintln(e.stdout, key)
+		if err := showKey(e, t, rec.ID, key); err != nil {
+			return err
+		}
 		fmt.Fprintf(e.stderr, "created %s %s: the key above is shown this once, store it now\n", rec.ID, onWhat(rec))
 		return nil
 	}
+}
+
+// showKey prints key, just written to the table as the item id, alone on a line of
+// stdout: its only copy. A key that cannot be printed (stdout on a full disk) is held by
+// nobody: it is revoked, and the error says so.
+func showKey(e env, t *keyTable, id, key string) error {
+	_, err := fmt.Fprintln(e.stdout, key)
+	if err == nil {
+		return nil
+	}
+	if rerr := t.revoke(e.ctx, id); rerr != nil {
+		return fmt.Errorf("the new key could not be printed: %w; %s, which nobody holds, could not be revoked (bucketgate keys revoke %s): %w", err, id, id, rerr)
+	}
+	return fmt.Errorf("the new key could not be printed: %w; %s, which nobody holds, is revoked", err, id)
 }
 
 // onWhat says what rec's key is decided as: "on plan NAME", or "in account NAME".

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"regexp"
 	"slices"
@@ -321,6 +322,49 @@ func TestKeysChangeKeepsAConcurrentWrite(t *testing.T) {
 			c.ok("keys", "set-plan", key, "pro") // nothing in between: it writes
 			if show := c.ok("keys", "show", key); !strings.Contains(show, "plan       pro\n") || !strings.Contains(show, tc.want+"\n") {
 				t.Fatalf("after set-plan:\n%s", show)
+			}
+		})
+	}
+}
+
+// failingWriter fails every write, as stdout on a full disk does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// A new key that cannot be printed is held by nobody: create and roll exit 1 saying so,
+// and revoke it, rather than exit 0 saying "the key above is shown this once"; a roll
+// leaves the old key as it was.
+func TestKeyNotPrinted(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	old := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"create", []string{"keys", "create", "--plan", "pro"}},
+		{"roll", []string{"keys", "roll", old}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := c.ok("keys", "list", "--json")
+			var stderr bytes.Buffer
+			code := run(context.Background(), tc.args, func(k string) string { return c.env[k] }, strings.NewReader(""), failingWriter{}, &stderr)
+			if code != exitError || !strings.Contains(stderr.String(), "the new key could not be printed: no space left on device") || strings.Contains(stderr.String(), "shown this once") {
+				t.Fatalf("bucketgate %s to a failing stdout: exit %d, stderr %q; want exit 1 saying the key was not printed", strings.Join(tc.args, " "), code, stderr.String())
+			}
+			var items []itemJSON
+			if err := json.Unmarshal([]byte(c.ok("keys", "list", "--json")), &items); err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range items {
+				switch {
+				case strings.Contains(before, it.ID) && it.ID == keyID(old) && (it.Status != "active" || it.ExpiresAt != ""):
+					t.Errorf("the old key changed: %+v", it)
+				case !strings.Contains(before, it.ID) && it.Status != "revoked":
+					t.Errorf("the key nobody holds is %s, want revoked: %+v", it.Status, it)
+				}
 			}
 		})
 	}

@@ -78,8 +78,8 @@ func (t *keyTable) activeAccount(ctx context.Context, name string) error {
 
 func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	plan := fs.String("plan", "", "the account's plan (required)")
-	owner := fs.String("owner", "", "who the account is, for people")
-	note := fs.String("note", "", "a note, for people")
+	owner := textFlag(fs, "owner", "who the account is, for people")
+	note := textFlag(fs, "note", "a note, for people")
 	expires := fs.String("expires", "", "when the account and every key of it stop working (default: never)")
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the account's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
@@ -87,7 +87,7 @@ func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if *plan == "" {
 			return fmt.Errorf("%w: accounts create: --plan is required", errUsage)
 		}
-		rec := registry.Record{ID: args[0], Plan: *plan, Rules: rules, Owner: *owner, Note: *note}
+		rec := registry.Record{ID: args[0], Plan: *plan, Rules: rules, Owner: string(*owner), Note: string(*note)}
 		var err error
 		if rec.ExpiresAt, err = parseWhen(*expires, time.Now()); err != nil {
 			return fmt.Errorf("%w: --expires: %w", errUsage, err)

@@ -165,8 +165,8 @@ func initFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	plan := fs.String("plan", "", "the key's plan (required, but with --account)")
 	account := fs.String("account", "", "the account the key is for, in the table: the key is decided as the account")
-	owner := fs.String("owner", "", "who the key is for, for people")
-	note := fs.String("note", "", "a note, for people")
+	owner := textFlag(fs, "owner", "who the key is for, for people")
+	note := textFlag(fs, "note", "a note, for people")
 	expires := fs.String("expires", "", "when the key stops working (default: never)")
 	tenant := fs.String("tenant", "", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
@@ -183,7 +183,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		case *account != "" && !bucketgate.ValidAccountName(*account):
 			return fmt.Errorf("%w: --account %q: %s", errUsage, *account, wantAccountName)
 		}
-		rec := registry.Record{Plan: *plan, Account: *account, Rules: rules, Owner: *owner, Note: *note}
+		rec := registry.Record{Plan: *plan, Account: *account, Rules: rules, Owner: string(*owner), Note: string(*note)}
 		var err error
 		if rec.ExpiresAt, err = parseWhen(*expires, time.Now()); err != nil {
 			return fmt.Errorf("%w: --expires: %w", errUsage, err)

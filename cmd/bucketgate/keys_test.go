@@ -8,6 +8,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -367,5 +368,52 @@ func TestKeyNotPrinted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An owner or a note is text on one line: the CLI refuses a line break or another
+// control character in --owner and --note, and prints one that an item written by hand
+// holds quoted, so that it never forges a line of keys list (a key that is not there).
+func TestFreeTextStaysOnItsLine(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "gold.yaml", goldDoc))
+	forged := "x\nkey:00000000000000000000000000000000  gold  active  never"
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"keys create --owner", []string{"keys", "create", "--plan", "pro", "--owner", forged}},
+		{"keys create --note", []string{"keys", "create", "--plan", "pro", "--note", "a\tb"}},
+		{"accounts create --note", []string{"accounts", "create", "acme", "--plan", "pro", "--note", forged}},
+		{"config put --note", []string{"config", "put", file(t, "doc.yaml", goldDoc+"# again\n"), "--note", forged}},
+		{"config rollback --note", []string{"config", "rollback", "1", "--note", "\x1b[2J"}},
+	}
+	before := c.items()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.fails(exitUsage, "want text on one line", tc.args...)
+		})
+	}
+	c.t = t
+	if after := c.items(); after != before {
+		t.Fatalf("a refused owner or note wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+
+	id := "key:" + bucketgate.KeyDigest("handwritten")
+	_, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		"id": &types.AttributeValueMemberS{Value: id}, "plan": &types.AttributeValueMemberS{Value: "pro"},
+		"owner": &types.AttributeValueMemberS{Value: forged}, "note": &types.AttributeValueMemberS{Value: "a\tb"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := strconv.Quote(forged)
+	if list := c.ok("keys", "list"); strings.Count(list, "\n") != 2 || !strings.Contains(list, quoted) || !strings.Contains(list, `"a\tb"`) {
+		t.Fatalf("keys list of an item written by hand:\n%s\nwant a header and one line, the owner and note quoted", list)
+	}
+	if show := c.ok("keys", "show", id); !strings.Contains(show, "owner      "+quoted+"\n") || strings.Count(show, "\n") != 7 {
+		t.Fatalf("keys show of an item written by hand:\n%s\nwant the owner quoted on its line", show)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -87,7 +88,7 @@ func writeRecord(w io.Writer, it listed) error {
 		st += " (account " + it.accountStatus + ")"
 	}
 	lines = append(lines, [][2]string{
-		{"status", st}, {"expiresAt", orNever(expiry(r))}, {"rules", rulesText(r.Rules)}, {"owner", r.Owner}, {"note", r.Note},
+		{"status", st}, {"expiresAt", orNever(expiry(r))}, {"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
 	}...)
 	if it.err != nil {
 		why := it.err.Error()
@@ -105,7 +106,7 @@ func writeRecord(w io.Writer, it listed) error {
 func writeAccount(w io.Writer, r registry.Record, keys []registry.Record) error {
 	lines := [][2]string{
 		{"id", r.ID}, {"identity", accountIdentity(r)}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
-		{"rules", rulesText(r.Rules)}, {"owner", r.Owner}, {"note", r.Note},
+		{"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
 	}
 	for _, k := range keys {
 		line := k.ID
@@ -184,7 +185,7 @@ func writeList(w io.Writer, items []listed) error {
 		if it.accountStatus != "" {
 			st += " (account " + it.accountStatus + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, plan, st, orNever(expiry(r)), rulesText(r.Rules), r.Owner, r.Note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, plan, st, orNever(expiry(r)), rulesText(r.Rules), oneLine(r.Owner), oneLine(r.Note))
 	}
 	return tw.Flush()
 }
@@ -210,6 +211,16 @@ func expiry(r registry.Record) string {
 		return ""
 	}
 	return r.ExpiresAt.UTC().Format(time.RFC3339)
+}
+
+// oneLine is s, free text for people stored in the table, as a table's cell: quoted
+// (Go's escapes) when it holds a control character, a line break or a tab that would
+// forge a line or a column.
+func oneLine(s string) string {
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func orNever(s string) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -57,7 +58,8 @@ type bucketsCommand struct {
 	send func(c *checkclient.Client, ctx context.Context, req checkapi.Request) (checkapi.Response, error)
 	// done is the note on stderr after it, for identity id and the request; nil for none.
 	done func(id string, req checkapi.Request) string
-	// undecided says what is unknown when Redis did not decide.
+	// undecided says what is unknown when Redis did not decide, or the function failed
+	// (a timeout, a crash).
 	undecided string
 }
 
@@ -114,7 +116,11 @@ func runBuckets(e env, args []string) error {
 		return err
 	}
 	res, err := c.send(op.client, e.ctx, req)
-	if err != nil {
+	var failed *checkclient.FunctionError
+	switch {
+	case errors.As(err, &failed): // it ran, and may have written before it failed
+		return fmt.Errorf("%w: %s", err, c.undecided)
+	case err != nil:
 		return op.explain(err)
 	}
 	if res.Reason == checkapi.ReasonUnavailable || res.Reason == checkapi.ReasonDegraded {

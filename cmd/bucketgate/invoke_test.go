@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"sync/atomic"
 	"testing"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
 
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
@@ -117,4 +121,36 @@ func TestNotFoundNamesTheRegion(t *testing.T) {
 		c := &cli{t: t, env: map[string]string{envCheckFunction: "fn"}}
 		c.fails(exitError, "or set CHECK_FUNCTION or --function to the operator function's name (the stack's output OperatorFunctionName, or CheckFunctionName for a stack without one)", "buckets", "reset", "203.0.113.10")
 	})
+}
+
+// timingOut is a function that fails as Lambda reports a timeout: after it may have
+// given the tokens back.
+type timingOut struct{}
+
+func (timingOut) Invoke(context.Context, []byte) ([]byte, error) {
+	return nil, messages.InvokeResponse_Error{Type: "Sandbox.Timedout", Message: "Task timed out after 3.00 seconds"}
+}
+
+// A function that failed (a timeout, a crash) may have refunded or reset before it
+// failed: the error says so, and says to show the bucket before sending a refund again,
+// which would give its tokens back twice.
+func TestBucketsAfterAFunctionError(t *testing.T) {
+	srv := lambdatest.Start(t, map[string]lambda.Handler{"fn": timingOut{}})
+	localAWS(t)
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", srv.URL)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"refund", []string{"refund", "--cost", "1", "203.0.113.10"}, "Task timed out after 3.00 seconds: the refund may or may not have happened: show the bucket before sending it again"},
+		{"reset", []string{"reset", "203.0.113.10"}, "Task timed out after 3.00 seconds: the reset may or may not have happened: show the bucket, or send it again"},
+		{"show", []string{"show", "203.0.113.10"}, "Task timed out after 3.00 seconds: the bucket could not be read"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cli{t: t, env: map[string]string{envCheckFunction: "fn"}}
+			c.fails(exitError, tc.want, append([]string{"buckets"}, tc.args...)...)
+		})
+	}
 }

@@ -50,6 +50,20 @@ func runAccounts(e env, args []string) error {
 // wantAccountName says what an account's name is.
 var wantAccountName = fmt.Sprintf("want an account's name: 1 to %d letters, digits, '.', '_' or '-'", bucketgate.MaxAccountName)
 
+// checkAccountName returns why name, given as what ("--account", "account"), is no
+// account's name: a usage error. An API key (one the shape of those keys create makes)
+// fits the set of names, and is refused unquoted: an account's name rests in the table,
+// in its buckets' Redis keys and in every log line of the account.
+func checkAccountName(what, name string) error {
+	switch {
+	case isMadeKey(name):
+		return fmt.Errorf("%w: %s: an API key, not an account's name (keys commands take keys; an account's name is never secret)", errUsage, what)
+	case !bucketgate.ValidAccountName(name):
+		return fmt.Errorf("%w: %s %q: %s", errUsage, what, name, wantAccountName)
+	}
+	return nil
+}
+
 // accountArg returns the id of the item of the account that arg names: NAME,
 // acct:NAME or account:NAME.
 func accountArg(_ env, arg string) (string, error) {
@@ -57,8 +71,8 @@ func accountArg(_ env, arg string) (string, error) {
 	if !ok {
 		name = strings.TrimPrefix(arg, registry.AccountItemPrefix)
 	}
-	if !bucketgate.ValidAccountName(name) {
-		return "", fmt.Errorf("%w: account %q: %s", errUsage, arg, wantAccountName)
+	if err := checkAccountName("account", name); err != nil {
+		return "", err
 	}
 	return registry.AccountItemPrefix + name, nil
 }

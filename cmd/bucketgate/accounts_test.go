@@ -445,3 +445,40 @@ func TestAccountsShowJSONKeys(t *testing.T) {
 		})
 	}
 }
+
+// An API key given where an account's name or a time is wanted (arguments swapped at
+// 3 a.m.) is refused, a usage error that never quotes it: as an account's name it would
+// rest in the table, in the buckets' Redis keys and in every log line of the account.
+func TestKeyGivenForAName(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+	before := c.items()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"accounts create", []string{"accounts", "create", key, "--plan", "pro"}, "account: an API key, not an account's name"},
+		{"accounts show acct:", []string{"accounts", "show", "acct:" + key}, "account: an API key, not an account's name"},
+		{"accounts revoke", []string{"accounts", "revoke", key}, "account: an API key, not an account's name"},
+		{"keys create --account", []string{"keys", "create", "--account", key}, "--account: an API key, not an account's name"},
+		{"keys roll --account", []string{"keys", "roll", "--account", key, key}, "--account: an API key, not an account's name"},
+		{"buckets acct:", []string{"buckets", "reset", "--function", "fn", "acct:" + key}, "acct: an API key, not an account's name"},
+		{"keys expire, swapped", []string{"keys", "expire", "30d", key}, "keys expire: WHEN is an API key: give KEY, then WHEN"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			code, stdout, stderr := c.run(tc.args...)
+			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, key) {
+				t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q; want exit 2 saying %q, never the key", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	c.t = t
+	if after := c.items(); after != before {
+		t.Fatalf("a key given for a name wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+}

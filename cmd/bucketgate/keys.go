@@ -180,8 +180,11 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: keys create: --plan or --account, not both: a key of an account is on the account's plan", errUsage)
 		case *account != "" && *tenant != "":
 			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
-		case *account != "" && !bucketgate.ValidAccountName(*account):
-			return fmt.Errorf("%w: --account %q: %s", errUsage, *account, wantAccountName)
+		}
+		if *account != "" {
+			if err := checkAccountName("--account", *account); err != nil {
+				return err
+			}
 		}
 		rec := registry.Record{Plan: *plan, Account: *account, Rules: rules, Owner: string(*owner), Note: string(*note)}
 		var err error
@@ -288,6 +291,9 @@ func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 			at  time.Time
 			err error
 		)
+		if isMadeKey(args[1]) { // never quoted, as parseWhen's error would
+			return fmt.Errorf("%w: keys expire: WHEN is an API key: give KEY, then WHEN", errUsage)
+		}
 		if args[1] != "never" {
 			if at, err = parseWhen(args[1], time.Now()); err != nil {
 				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
@@ -438,6 +444,17 @@ func newKey() (string, error) {
 		return "", fmt.Errorf("make a key: %w", err)
 	}
 	return keyPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// isMadeKey reports whether s has the shape of the keys newKey makes: keyPrefix and
+// keyBytes, base64url.
+func isMadeKey(s string) bool {
+	rest, ok := strings.CutPrefix(s, keyPrefix)
+	if !ok || len(rest) != base64.RawURLEncoding.EncodedLen(keyBytes) {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(rest)
+	return err == nil
 }
 
 // keyID returns the registry id of an API key.

@@ -35,8 +35,10 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if !strings.HasPrefix(id, bucketgate.KeyPrefix) {
 			return fmt.Errorf("%w: keys roll: %s is a check function tenant: only an API key rolls", errUsage, id)
 		}
-		if *account != "" && !bucketgate.ValidAccountName(*account) {
-			return fmt.Errorf("%w: --account %q: %s", errUsage, *account, wantAccountName)
+		if *account != "" {
+			if err := checkAccountName("--account", *account); err != nil {
+				return err
+			}
 		}
 		item, err := t.read(e.ctx, id)
 		if err != nil {

@@ -103,8 +103,8 @@ func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		}
 		rec := registry.Record{ID: args[0], Plan: *plan, Rules: rules, Owner: string(*owner), Note: string(*note)}
 		var err error
-		if rec.ExpiresAt, err = parseWhen(*expires, time.Now()); err != nil {
-			return fmt.Errorf("%w: --expires: %w", errUsage, err)
+		if rec.ExpiresAt, err = parseExpires(*expires, "account"); err != nil {
+			return err
 		}
 		if err := t.put(e.ctx, rec); err != nil {
 			return err

@@ -166,6 +166,8 @@ func TestAccountsBadInput(t *testing.T) {
 		{"a name too long", exitUsage, "want an account's name", []string{"accounts", "show", strings.Repeat("a", 129)}},
 		{"an empty name", exitUsage, "want an account's name", []string{"accounts", "show", "acct:"}},
 		{"no plan", exitUsage, "accounts create: --plan is required", []string{"accounts", "create", "other"}},
+		{"an expiry passed", exitUsage, "--expires 2026-01-01T00:00:00Z: 2026-01-01T00:00:00Z has passed: the account would never work", []string{"accounts", "create", "other", "--plan", "pro", "--expires", "2026-01-01T00:00:00Z"}},
+		{"a key's expiry passed", exitUsage, "the key would never work", []string{"keys", "create", "--account", "acme", "--expires", "2001-01-01"}},
 		{"an unknown plan", exitError, `account:other: attribute plan: unknown plan "gold"`, []string{"accounts", "create", "other", "--plan", "gold"}},
 		{"an account twice", exitError, "account:acme is already in table", []string{"accounts", "create", "acme", "--plan", "pro"}},
 		{"an account that does not exist", exitError, "no such item: account:nobody is not in table", []string{"accounts", "revoke", "nobody"}},

@@ -188,8 +188,8 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		}
 		rec := registry.Record{Plan: *plan, Account: *account, Rules: rules, Owner: string(*owner), Note: string(*note)}
 		var err error
-		if rec.ExpiresAt, err = parseWhen(*expires, time.Now()); err != nil {
-			return fmt.Errorf("%w: --expires: %w", errUsage, err)
+		if rec.ExpiresAt, err = parseExpires(*expires, "key"); err != nil {
+			return err
 		}
 		if *tenant != "" && *existing != "" {
 			return fmt.Errorf("%w: keys create: --tenant or --key, not both", errUsage)
@@ -241,6 +241,20 @@ func showKey(e env, t *keyTable, id, key string) error {
 		return fmt.Errorf("the new key could not be printed: %w; %s, which nobody holds, could not be revoked (bucketgate keys revoke %s): %w", err, id, id, rerr)
 	}
 	return fmt.Errorf("the new key could not be printed: %w; %s, which nobody holds, is revoked", err, id)
+}
+
+// parseExpires reads the --expires of a new item, what it is (a key, an account): a time
+// as parseWhen reads it, which must not have passed, since the item would never work.
+func parseExpires(v, what string) (time.Time, error) {
+	now := time.Now()
+	at, err := parseWhen(v, now)
+	switch {
+	case err != nil:
+		return time.Time{}, fmt.Errorf("%w: --expires: %w", errUsage, err)
+	case !at.IsZero() && !at.After(now):
+		return time.Time{}, fmt.Errorf("%w: --expires %s: %s has passed: the %s would never work", errUsage, v, at.UTC().Format(time.RFC3339), what)
+	}
+	return at, nil
 }
 
 // onWhat says what rec's key is decided as: "on plan NAME", or "in account NAME".

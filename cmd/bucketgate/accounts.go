@@ -129,14 +129,20 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return err
 		}
+		it := listed{rec: r, plan: r.Plan}
+		plans, err := t.plans(e.ctx)
+		if err != nil { // the account is still worth showing
+			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", r.ID, err)
+		}
+		assess(&it, nil, plans)
 		if *asJSON {
-			j := accountJSON{recordJSON: recordJSONOf(r, r.Plan), Identity: accountIdentity(r), Keys: make([]accountKeyJSON, len(keys))}
+			j := accountJSON{itemJSON: itemJSONOf(it), Identity: accountIdentity(r), Keys: make([]accountKeyJSON, len(keys))}
 			for i, k := range keys {
 				j.Keys[i] = accountKeyJSON{ID: k.ID, Status: status(k), ExpiresAt: expiry(k)}
 			}
 			return writeJSON(e.stdout, j)
 		}
-		return writeAccount(e.stdout, r, keys)
+		return writeAccount(e.stdout, it, keys)
 	}
 }
 

@@ -384,7 +384,8 @@ func TestRollStoppedHalfway(t *testing.T) {
 
 // keys show says why the functions treat a key as unknown, as keys list does: its
 // account revoked or expired, or its item unusable (a plan the table's document dropped,
-// an account the table does not hold); --json says it in accountStatus and invalid.
+// an account the table does not hold); --json says it in accountStatus and invalid. And
+// accounts show says why the functions cannot use an account.
 func TestKeysShowSaysWhyAKeyIsUnknown(t *testing.T) {
 	c := newCLI(t)
 	c.ok("keys", "init")
@@ -394,6 +395,7 @@ func TestKeysShowSaysWhyAKeyIsUnknown(t *testing.T) {
 	ofRevoked := strings.TrimSpace(c.ok("keys", "create", "--account", "gone"))
 	ofExpired := strings.TrimSpace(c.ok("keys", "create", "--account", "late"))
 	onGold := strings.TrimSpace(c.ok("keys", "create", "--plan", "gold"))
+	c.ok("accounts", "create", "golden", "--plan", "gold")
 	working := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
 	c.ok("accounts", "revoke", "gone")
 	c.ok("accounts", "expire", "late", "2001-01-01")
@@ -421,6 +423,15 @@ func TestKeysShowSaysWhyAKeyIsUnknown(t *testing.T) {
 				t.Errorf("keys show --json: %+v, %v; want accountStatus %q, invalid mentioning %q", j, err, tc.accountStatus, tc.invalid)
 			}
 		})
+	}
+	c.t = t
+	want := `invalid    attribute plan: unknown plan "gold": not in the configuration document (the functions treat it as unknown)`
+	if show := c.ok("accounts", "show", "golden"); !strings.Contains(show, want+"\n") {
+		t.Errorf("accounts show of an account whose plan the document dropped:\n%s\nwant the line %q", show, want)
+	}
+	var j accountJSON
+	if err := json.Unmarshal([]byte(c.ok("accounts", "show", "--json", "golden")), &j); err != nil || !strings.Contains(j.Invalid, `unknown plan "gold"`) {
+		t.Errorf("accounts show --json: %+v, %v; want invalid naming the plan", j, err)
 	}
 }
 

@@ -37,10 +37,10 @@ type itemJSON struct {
 	Invalid       string `json:"invalid,omitempty"`
 }
 
-// accountJSON is an account as -json prints it: its record, whose buckets it spends and
-// its keys (an empty array for none, never null).
+// accountJSON is an account as -json prints it: its record (and why it is invalid),
+// whose buckets it spends and its keys (an empty array for none, never null).
 type accountJSON struct {
-	recordJSON
+	itemJSON
 	Identity string           `json:"identity"`
 	Keys     []accountKeyJSON `json:"keys"`
 }
@@ -90,24 +90,32 @@ func writeRecord(w io.Writer, it listed) error {
 	lines = append(lines, [][2]string{
 		{"status", st}, {"expiresAt", orNever(expiry(r))}, {"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
 	}...)
-	if it.err != nil {
-		why := it.err.Error()
-		var re *registry.RecordError
-		if errors.As(it.err, &re) {
-			why = "attribute " + re.Attribute + ": " + re.Err.Error()
-		}
-		lines = append(lines, [2]string{"invalid", why + " (the functions treat it as unknown)"})
-	}
-	return writeAttributes(w, lines)
+	return writeAttributes(w, append(lines, invalidLine(it.err)...))
 }
 
-// writeAccount prints the account r and its keys as aligned "attribute value" lines, a
-// line key for each key, with its status or expiry when it has one.
-func writeAccount(w io.Writer, r registry.Record, keys []registry.Record) error {
-	lines := [][2]string{
+// invalidLine is the line invalid of an item the functions cannot use, saying why (err),
+// or none for err nil.
+func invalidLine(err error) [][2]string {
+	if err == nil {
+		return nil
+	}
+	why := err.Error()
+	var re *registry.RecordError
+	if errors.As(err, &re) {
+		why = "attribute " + re.Attribute + ": " + re.Err.Error()
+	}
+	return [][2]string{{"invalid", why + " (the functions treat it as unknown)"}}
+}
+
+// writeAccount prints the account of it and its keys as aligned "attribute value" lines:
+// a line invalid when the functions cannot use it, and a line key for each key, with its
+// status or expiry when it has one.
+func writeAccount(w io.Writer, it listed, keys []registry.Record) error {
+	r := it.rec
+	lines := append([][2]string{
 		{"id", r.ID}, {"identity", accountIdentity(r)}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
 		{"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
-	}
+	}, invalidLine(it.err)...)
 	for _, k := range keys {
 		line := k.ID
 		switch s := status(k); {

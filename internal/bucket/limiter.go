@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -35,7 +36,9 @@ type Limiter struct {
 	usageDays   int                                           // set by Usage; 0 counts none
 	idempotency time.Duration                                 // set by Idempotency
 	secrets     secrets                                       // set by Secret, or read from Redis (secretOf)
-	now         func() time.Time                              // the clock of reading the secret again; time.Now
+	now         func() time.Time                              // the clock of reading the secret again and of IdleCheck; time.Now
+	lastCall    atomic.Int64                                  // when the last call on an identity's keys started: Unix ns of now
+	checkUntil  atomic.Int64                                  // until when such calls check their connections first (IdleCheck): Unix ns
 }
 
 // Option is a setting of a Limiter.
@@ -64,6 +67,7 @@ func New(client rediser, opts ...Option) *Limiter {
 	for _, o := range opts {
 		o(l)
 	}
+	l.lastCall.Store(l.now().UnixNano())
 	return l
 }
 
@@ -75,21 +79,59 @@ func NewLazy(connect func(context.Context) (rueidis.Client, error), opts ...Opti
 	for _, o := range opts {
 		o(l)
 	}
+	l.lastCall.Store(l.now().UnixNano())
 	return l
 }
 
 // UsageDays is how many UTC days of usage l keeps; 0 when it counts none.
 func (l *Limiter) UsageDays() int { return l.usageDays }
 
-// redis returns the client of one call.
-func (l *Limiter) redis(ctx context.Context) (rediser, error) {
-	if l.client != nil {
-		return l.client, nil
+// IdleCheck is how long a Limiter may go without a call on an identity's keys, by the
+// wall clock, before the calls of the next IdleCheck check the connections they are
+// about to use: a read of each identity's state hash (EXISTS, never sent again) goes
+// first, and when it fails on a dead connection, rueidis drops that connection and the
+// call's own commands go on a new one. A running process's rueidis client pings every
+// connection idle for a second (its TCP keep-alive period) and replaces a dead one; a
+// process Lambda froze between invocations did not, and a connection Redis closed
+// meanwhile (a failover, maintenance, an idle timeout) would otherwise fail the first
+// call on it after the thaw (EOF, Redis having run nothing). Each checked call costs a
+// round trip more; for IdleCheck after a thaw, since each call checks only its own
+// nodes' connections and rueidis pings the others within that time.
+const IdleCheck = time.Second
+
+// redis returns the client of one call on the keys of the identities of qs, checking
+// the connections to them first within IdleCheck after IdleCheck without such a call
+// (see IdleCheck). A call on no identity's keys (Time) is neither checked nor counted.
+func (l *Limiter) redis(ctx context.Context, qs ...bucketgate.Request) (rediser, error) {
+	c := l.client
+	if c == nil {
+		cl, err := l.connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c = cl
 	}
-	c, err := l.connect(ctx)
-	if err != nil {
-		return nil, err
+	if len(qs) == 0 {
+		return c, nil
 	}
+	now := l.now().UnixNano()
+	if now-l.lastCall.Swap(now) >= int64(IdleCheck) {
+		l.checkUntil.Store(now + int64(IdleCheck))
+	}
+	if now >= l.checkUntil.Load() {
+		return c, nil
+	}
+	cmds := make(rueidis.Commands, 0, len(qs))
+	for _, q := range qs {
+		if q.Identity != "" && len(q.Identity) <= bucketgate.MaxIdentity {
+			// Arbitrary, so not read-only: rueidis would send a read-only command again
+			// and again while Redis is down, until ctx ended.
+			cmds = append(cmds, c.B().Arbitrary("EXISTS").Keys(Key(q.Identity)).Build())
+		}
+	}
+	// Whatever the answers: a dead connection failed and was dropped, and a Redis that
+	// is down or slow fails the call's own commands as it would have.
+	c.DoMulti(ctx, cmds...)
 	return c, nil
 }
 
@@ -102,7 +144,7 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 	if err := q.Validate(); err != nil {
 		return bucketgate.Decision{}, err
 	}
-	c, err := l.redis(ctx)
+	c, err := l.redis(ctx, q)
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("bucket script: %w", err)
 	}
@@ -129,7 +171,7 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 // before it and before those after it: a round trip more each.
 func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (decisions []bucketgate.Decision, errs []error) {
 	decisions, errs = make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
-	c, err := l.redis(ctx)
+	c, err := l.redis(ctx, qs...)
 	p := pipeline{hs: make([]hold, len(qs)), secrets: make([][]byte, len(qs))}
 	for i, q := range qs {
 		if errs[i] = q.Validate(); errs[i] != nil {

@@ -213,13 +213,31 @@ func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, 
 	}
 	results := c.DoMulti(ctx, p.cmds...)
 	// Redis without the script ran none of the calls it refused with NOSCRIPT: send
-	// those again with the script's text.
+	// those again with the script's text. Nor any it refused with TRYAGAIN: send those
+	// again after TryAgainWait, as eval does.
+	l.resend(ctx, c, qs, p, results, noScript, evalText)
+	for n := 0; n < maxTryAgains && slices.ContainsFunc(results, tryAgain) && wait(ctx, TryAgainWait); n++ {
+		l.resend(ctx, c, qs, p, results, tryAgain, evalsha)
+		l.resend(ctx, c, qs, p, results, noScript, evalText)
+	}
+	for j, r := range results {
+		i := p.sent[j]
+		decisions[i], errs[i] = decode(r, qs[i])
+		decisions[i] = held(decisions[i], qs[i], p.hs[i], p.secrets[i])
+	}
+	p.cmds, p.sent = nil, p.sent[:0]
+}
+
+// resend sends again, in one round trip, the calls of p whose results are refused
+// (Redis ran none of them), each as call makes it, and puts their answers in results.
+func (l *Limiter) resend(ctx context.Context, c rediser, qs []bucketgate.Request, p *pipeline, results []rueidis.RedisResult,
+	refused func(rueidis.RedisResult) bool, call func(c rediser, keys, args []string) rueidis.Completed) {
 	var again rueidis.Commands
 	var retried []int // the index in results of each command sent again
 	for j, r := range results {
-		if noScript(r) {
+		if refused(r) {
 			keys, args := scriptCall(qs[p.sent[j]], 0, l.usageDays, p.hs[p.sent[j]], new(scriptArgs))
-			again = append(again, evalText(c, keys, args))
+			again = append(again, call(c, keys, args))
 			retried = append(retried, j)
 		}
 	}
@@ -228,12 +246,6 @@ func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, 
 			results[retried[k]] = r
 		}
 	}
-	for j, r := range results {
-		i := p.sent[j]
-		decisions[i], errs[i] = decode(r, qs[i])
-		decisions[i] = held(decisions[i], qs[i], p.hs[i], p.secrets[i])
-	}
-	p.cmds, p.sent = nil, p.sent[:0]
 }
 
 // decode reads the script's answer to q.
@@ -274,14 +286,55 @@ func scriptError(err error) error {
 }
 
 // eval runs bucket.lua on keys with args: EVALSHA, then EVAL when Redis does not know
-// the script yet (NOSCRIPT: nothing ran). Never retried: a retried call could charge
-// twice. DecideBatch pipelines the same two steps.
+// the script yet (NOSCRIPT: nothing ran), both again after TryAgainWait while Redis
+// refuses them with TRYAGAIN (nothing ran), until ctx ends or TryAgainFor has been
+// waited. Never retried otherwise: a retried call could charge twice. DecideBatch
+// pipelines the same steps.
 func eval(ctx context.Context, c rediser, keys, args []string) rueidis.RedisResult {
-	r := c.Do(ctx, evalsha(c, keys, args))
-	if noScript(r) {
-		r = c.Do(ctx, evalText(c, keys, args))
+	for n := 0; ; n++ {
+		r := c.Do(ctx, evalsha(c, keys, args))
+		if noScript(r) {
+			r = c.Do(ctx, evalText(c, keys, args))
+		}
+		if !tryAgain(r) || n == maxTryAgains || !wait(ctx, TryAgainWait) {
+			return r
+		}
 	}
-	return r
+}
+
+// TryAgainWait is how long a script call that Redis refused with TRYAGAIN waits before
+// it is sent again, until its deadline. While a cluster reshards, the slot of an
+// identity moves from one master to another a few keys at a time, and Redis runs no
+// call on several keys of a moving slot unless the node it reaches holds all of them
+// (an identity's usage archive before its first day ends, or an idempotent request's
+// record, does not exist anywhere yet): it answers TRYAGAIN, having run nothing, until
+// the slot has moved, a matter of milliseconds for a slot of a few thousand keys.
+const TryAgainWait = 5 * time.Millisecond
+
+// TryAgainFor is the most a script call waits in all for a moving slot (TryAgainWait
+// at a time) when its deadline does not end it first: a slot left half moved (a
+// resharding stopped midway) is TRYAGAIN, not a call that never returns.
+const TryAgainFor = time.Second
+
+// maxTryAgains is how many times a call refused with TRYAGAIN is sent again at most.
+const maxTryAgains = int(TryAgainFor / TryAgainWait)
+
+// tryAgain reports a script call that Redis refused with TRYAGAIN: nothing ran.
+func tryAgain(r rueidis.RedisResult) bool {
+	err, ok := rueidis.IsRedisErr(r.Error())
+	return ok && err.IsTryAgain()
+}
+
+// wait waits for d, and reports whether ctx was still live then.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // evalsha is the script call (EVALSHA) on keys with args.

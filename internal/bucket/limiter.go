@@ -213,9 +213,14 @@ func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, 
 	}
 	results := c.DoMulti(ctx, p.cmds...)
 	// Redis without the script ran none of the calls it refused with NOSCRIPT: send
-	// those again with the script's text. Nor any it refused with TRYAGAIN: send those
-	// again after TryAgainWait, as eval does.
+	// those again with the script's text. Nor any it refused with READONLY or
+	// TRYAGAIN: send those again as eval does.
 	l.resend(ctx, c, qs, p, results, noScript, evalText)
+	if slices.ContainsFunc(results, readOnly) {
+		reconnect(ctx, c)
+		l.resend(ctx, c, qs, p, results, readOnly, evalsha)
+		l.resend(ctx, c, qs, p, results, noScript, evalText)
+	}
 	for n := 0; n < maxTryAgains && slices.ContainsFunc(results, tryAgain) && wait(ctx, TryAgainWait); n++ {
 		l.resend(ctx, c, qs, p, results, tryAgain, evalsha)
 		l.resend(ctx, c, qs, p, results, noScript, evalText)
@@ -286,20 +291,43 @@ func scriptError(err error) error {
 }
 
 // eval runs bucket.lua on keys with args: EVALSHA, then EVAL when Redis does not know
-// the script yet (NOSCRIPT: nothing ran), both again after TryAgainWait while Redis
-// refuses them with TRYAGAIN (nothing ran), until ctx ends or TryAgainFor has been
-// waited. Never retried otherwise: a retried call could charge twice. DecideBatch
-// pipelines the same steps.
+// the script yet (NOSCRIPT: nothing ran); both again once on a new connection when the
+// server refuses them with READONLY (see readOnly: nothing written), and after
+// TryAgainWait while it refuses them with TRYAGAIN (nothing ran), until ctx ends or
+// TryAgainFor has been waited. Never retried otherwise: a retried call could charge
+// twice. DecideBatch pipelines the same steps.
 func eval(ctx context.Context, c rediser, keys, args []string) rueidis.RedisResult {
+	reconnected := false
 	for n := 0; ; n++ {
 		r := c.Do(ctx, evalsha(c, keys, args))
 		if noScript(r) {
 			r = c.Do(ctx, evalText(c, keys, args))
 		}
-		if !tryAgain(r) || n == maxTryAgains || !wait(ctx, TryAgainWait) {
+		switch {
+		case readOnly(r) && !reconnected:
+			reconnect(ctx, c)
+			reconnected = true
+		case !tryAgain(r) || n == maxTryAgains || !wait(ctx, TryAgainWait):
 			return r
 		}
 	}
+}
+
+// readOnly reports a script call that the server refused with READONLY: it is a
+// replica, so the script wrote nothing. A standalone primary demoted by a failover
+// (ElastiCache with cluster mode disabled) stays up as a replica and keeps the
+// connections made to it, while the address they were made to (the primary endpoint)
+// names the new primary: only a new connection reaches it.
+func readOnly(r rueidis.RedisResult) bool {
+	err, ok := rueidis.IsRedisErr(r.Error())
+	return ok && strings.HasPrefix(err.Error(), "READONLY")
+}
+
+// reconnect makes c connect again: QUIT makes the server close the connection, and a
+// command after it, never sent again, fails on the closed connection, which rueidis
+// then drops; the next command dials the address again.
+func reconnect(ctx context.Context, c rediser) {
+	c.DoMulti(ctx, c.B().Quit().Build(), c.B().Arbitrary("PING").Build())
 }
 
 // TryAgainWait is how long a script call that Redis refused with TRYAGAIN waits before

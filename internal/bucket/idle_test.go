@@ -118,3 +118,23 @@ func TestFirstCallAfterIdleRedisDown(t *testing.T) {
 		t.Fatalf("Redis down after the thaw: %v, want the connection's error", err)
 	}
 }
+
+// TestFirstCallAfterIdleStalled: a connection that a network dropped silently while
+// the instance was frozen (nothing answers, no error) costs the first call after the
+// thaw half its deadline, not all of it: the connection check gives up then, rueidis
+// drops the connection, and the call goes on a new one, once.
+func TestFirstCallAfterIdleStalled(t *testing.T) {
+	srv := redistest.Start(t)
+	path := redistest.StartProxy(t, srv.Addr)
+	var k clock
+	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": path.Addr}), bucket.Clock(k.now))
+	q := bucketgate.Request{Identity: "stalled", Rules: free, Cost: 1}
+	decide(t, l, q)
+	k.advance(10 * time.Minute)
+	path.Stall()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if d, err := l.Decide(ctx, q); err != nil || d.Remaining != free[0].Capacity-2 {
+		t.Fatalf("first call after the thaw on a stalled connection: %+v, %v", d, err)
+	}
+}

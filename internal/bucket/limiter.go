@@ -94,9 +94,12 @@ func (l *Limiter) UsageDays() int { return l.usageDays }
 // connection idle for a second (its TCP keep-alive period) and replaces a dead one; a
 // process Lambda froze between invocations did not, and a connection Redis closed
 // meanwhile (a failover, maintenance, an idle timeout) would otherwise fail the first
-// call on it after the thaw (EOF, Redis having run nothing). Each checked call costs a
-// round trip more; for IdleCheck after a thaw, since each call checks only its own
-// nodes' connections and rueidis pings the others within that time.
+// call on it after the thaw (EOF, Redis having run nothing). The check has half the
+// time left to the call's deadline: a connection the network dropped silently answers
+// nothing, and is given up and dropped then, leaving the call the other half on a new
+// one. Each checked call costs a round trip more; for IdleCheck after a thaw, since
+// each call checks only its own nodes' connections and rueidis pings the others within
+// that time.
 const IdleCheck = time.Second
 
 // redis returns the client of one call on the keys of the identities of qs, checking
@@ -129,9 +132,18 @@ func (l *Limiter) redis(ctx context.Context, qs ...bucketgate.Request) (rediser,
 			cmds = append(cmds, c.B().Arbitrary("EXISTS").Keys(Key(q.Identity)).Build())
 		}
 	}
+	// The check has half the time left: a connection that answers nothing (dropped
+	// silently by the network) is given up then, and dropped, leaving the call the
+	// other half on a new one.
+	check := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		check, cancel = context.WithDeadline(ctx, deadline.Add(-time.Until(deadline)/2))
+		defer cancel()
+	}
 	// Whatever the answers: a dead connection failed and was dropped, and a Redis that
 	// is down or slow fails the call's own commands as it would have.
-	c.DoMulti(ctx, cmds...)
+	c.DoMulti(check, cmds...)
 	return c, nil
 }
 

@@ -48,11 +48,13 @@ fuzz: ## every fuzz target for FUZZTIME each
 
 # Local runs: no AWS account, no Docker. An embedded Redis unless REDIS_ADDR is set.
 # BACKEND=URL proxies allowed requests to your own service instead of the sample backend.
+# run builds the program and runs it, rather than go run, which exits 1 at Ctrl-C (and
+# make with it) when the program stops cleanly.
 PORT ?= 8080
 BACKEND ?=
 .PHONY: run invoke dynalite
 run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.yaml's gateway responses, a sample backend or BACKEND=URL
-	$(GO) run ./cmd/bucketgate-local serve -addr 127.0.0.1:$(PORT)$(if $(BACKEND), -backend '$(BACKEND)')
+	$(GO) build -o $(BIN)/bucketgate-local ./cmd/bucketgate-local && $(BIN)/bucketgate-local serve -addr 127.0.0.1:$(PORT)$(if $(BACKEND), -backend '$(BACKEND)')
 
 # dynalite: a local DynamoDB for a registry table (docs/keys.md: a session with a local table).
 DYNALITE_PORT ?= 8000

@@ -104,6 +104,15 @@ const (
 	HeaderLease = "X-RateLimit-Lease"
 )
 
+// ExposeHeaders is the value of the CORS header Access-Control-Expose-Headers that
+// lets a browser's script read every rate-limit header of an answer: a browser hides
+// the ones a cross-origin response does not name there, Retry-After included. A CORS
+// handler in front of the limiter, or API Gateway's CORS configuration and gateway
+// responses, set it on every answer, the limiter's 429 and 503 as well as the
+// backend's.
+const ExposeHeaders = HeaderRateLimit + ", " + HeaderRateLimitPolicy + ", " + HeaderLimit + ", " +
+	HeaderRemaining + ", " + HeaderReset + ", " + HeaderRetryAfter + ", " + HeaderDegraded
+
 // prefixXRateLimit starts the name of every X-RateLimit-* header: all are the limiter's.
 const prefixXRateLimit = "X-RateLimit-"
 

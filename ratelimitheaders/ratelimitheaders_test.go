@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -196,5 +197,27 @@ func TestHeaders(t *testing.T) {
 	ratelimitheaders.SetHeader(h, limited)
 	if got := h["RateLimit"]; len(h) != 7 || len(got) != 1 || got[0] != `"burst";r=0;t=1` {
 		t.Errorf("SetHeader: %v", h)
+	}
+}
+
+// ExposeHeaders names every header an allowed, a limited and a degraded decision set, and
+// nothing else: a browser's script reads exactly the rate-limit headers.
+func TestExposeHeaders(t *testing.T) {
+	limited := maps.Clone(allowed)
+	limited[ratelimitheaders.KeyRemaining], limited[ratelimitheaders.KeyRetryAfter] = 0.0, 1.0
+	degraded := maps.Clone(allowed)
+	degraded[ratelimitheaders.KeyRateLimit], degraded[ratelimitheaders.KeyDegraded] = "", true
+	set := map[string]bool{}
+	for _, ctx := range []map[string]any{allowed, limited, degraded} {
+		for name := range ratelimitheaders.Headers(ctx) {
+			set[name] = true
+		}
+	}
+	exposed := map[string]bool{}
+	for _, name := range strings.Split(ratelimitheaders.ExposeHeaders, ", ") {
+		exposed[name] = true
+	}
+	if !maps.Equal(exposed, set) {
+		t.Errorf("ExposeHeaders %q, want the headers decisions set: %v", ratelimitheaders.ExposeHeaders, slices.Sorted(maps.Keys(set)))
 	}
 }

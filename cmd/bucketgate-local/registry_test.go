@@ -158,11 +158,14 @@ func runBucketgate(t *testing.T, cli string, env map[string]string, args ...stri
 }
 
 // buildCLI builds cmd/bucketgate into the test's directory and returns its path.
-func buildCLI(t *testing.T) string {
+func buildCLI(t *testing.T) string { return build(t, "bucketgate") }
+
+// build builds the command cmd/name into the test's directory and returns its path.
+func build(t *testing.T, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "bucketgate")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/bucketgate/bucketgate/cmd/bucketgate").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/bucketgate: %v\n%s", err, out)
+	bin := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/bucketgate/bucketgate/cmd/"+name).CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, out)
 	}
 	return bin
 }

@@ -110,6 +110,7 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 		return err
 	case <-ctx.Done():
 	}
+	fmt.Fprintf(stderr, "serve: stopping: the requests in flight have %s to finish (Ctrl-C again stops at once)\n", shutdownTimeout)
 	shutdown, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(shutdown)

@@ -68,7 +68,7 @@ func numbers(t *testing.T, v any) map[string]any {
 
 // Without EventBusName nothing of events is deployed and the functions send none; with
 // a bus, the functions may put events on that bus alone (the variable they read holds
-// it), and the example rule on it sends exhausted quotas of this stack, the events the
+// it), of the code's source alone, and the example rule on it sends exhausted quotas of this stack, the events the
 // code sends at 100%, to the created alarm topic, which its key and policy let
 // EventBridge publish to (for that rule alone); with a topic of yours, the rule has no
 // target.
@@ -108,8 +108,11 @@ func TestTemplateEvents(t *testing.T) {
 			send = s
 		}
 	}
+	// Of the source the code sends alone: on a bus that other applications share (the
+	// account's default one), the functions cannot pass for another source.
 	want := map[string]any{"Sid": "SendEvents", "Effect": "Allow", "Action": "events:PutEvents",
-		"Resource": sub("arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${EventBusName}")}
+		"Resource":  sub("arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${EventBusName}"),
+		"Condition": map[string]any{"StringEquals": map[string]any{"events:source": eventbus.Source}}}
 	if !reflect.DeepEqual(send, want) {
 		t.Errorf("statement %v, want %v", send, want)
 	}

@@ -9,7 +9,10 @@ package template_test
 // sample backend after the SAM transform (TestTemplateSampleBackendAlone).
 
 import (
+	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -297,5 +300,86 @@ func TestTemplateSampleBackendAlone(t *testing.T) {
 	}
 	if _, ok := rs["SampleBackendFunctionRole"]; ok {
 		t.Errorf("SAM made a role for the sample backend: it has its own")
+	}
+}
+
+// roleManagedPolicies are the managed policies a Go function's role may carry: the
+// stack's own, and X-Ray's write actions, which name no resource (X-Ray has none). An
+// AWS-managed policy with logs actions (AWSLambdaBasicExecutionRole,
+// AWSLambdaVPCAccessExecutionRole, which SAM attaches to a role of its making) grants
+// them on every log group of the account.
+var roleManagedPolicies = []any{ref(functionPolicy), sub("arn:${AWS::Partition}:iam::aws:policy/AWSXrayWriteOnlyAccess")}
+
+// lambdaNetworkActions are the actions Lambda takes with a VPC function's role to manage
+// its network interfaces, which take no narrower resource than "*"
+// (ec2:DescribeNetworkInterfaces works on "*" alone).
+var lambdaNetworkActions = []any{"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets", "ec2:DeleteNetworkInterface",
+	"ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"}
+
+// Each Go function, as deployed (after the SAM transform), has a role of its own that
+// Lambda alone may assume: it may write its own log group and no
+// other (never create one), send traces, manage its VPC interfaces, and do what
+// FunctionAccessPolicy grants; no managed policy of AWS's grants more.
+func TestTemplateFunctionRoles(t *testing.T) {
+	doc := samTranslate(t, limiter)
+	for _, params := range [][]string{nil, {"VpcId", "vpc-1", "SubnetIds", "subnet-1,subnet-2", "RouteTableIds", "rtb-1", "FunctionSecurityGroupId", "sg-1"}} {
+		rs := deploy(t, doc, params...).resources(t)
+		roles := map[string]string{}
+		for _, id := range slices.Sorted(maps.Keys(deployedGoFunctions(t))) {
+			t.Run(fmt.Sprint(id, params), func(t *testing.T) {
+				fn := rs[id].Properties
+				att, _ := fn["Role"].(map[string]any)["Fn::GetAtt"].([]any)
+				if len(att) != 2 || att[1] != "Arn" {
+					t.Fatalf("Role %v: want a role of the template", fn["Role"])
+				}
+				roleID := att[0].(string)
+				if other, ok := roles[roleID]; ok {
+					t.Errorf("role %s shared with %s: each function's log group is its own", roleID, other)
+				}
+				roles[roleID] = id
+				role := rs[roleID].Properties
+				trust := map[string]any{"Version": "2012-10-17", "Statement": []any{map[string]any{"Effect": "Allow", "Principal": map[string]any{"Service": "lambda.amazonaws.com"},
+					"Action": "sts:AssumeRole"}}}
+				if !reflect.DeepEqual(role["AssumeRolePolicyDocument"], trust) {
+					t.Errorf("%s trust %v: want Lambda alone", roleID, role["AssumeRolePolicyDocument"])
+				}
+				managed, _ := role["ManagedPolicyArns"].([]any)
+				for _, p := range managed {
+					if !slices.ContainsFunc(roleManagedPolicies, func(a any) bool { return reflect.DeepEqual(a, p) }) {
+						t.Errorf("%s: managed policy %v: want %v alone", roleID, p, roleManagedPolicies)
+					}
+				}
+				if !slices.ContainsFunc(managed, func(p any) bool { return reflect.DeepEqual(p, ref(functionPolicy)) }) {
+					t.Errorf("%s: ManagedPolicyArns %v: want %s", roleID, managed, functionPolicy)
+				}
+				var grants []map[string]any
+				collectStatements(role["Policies"], &grants)
+				collectStatements(rs[functionPolicy].Properties["PolicyDocument"], &grants)
+				logGroup, _ := fn["LoggingConfig"].(map[string]any)["LogGroup"].(map[string]any)["Ref"].(string)
+				ownLogs := map[string]any{"Effect": "Allow", "Action": []any{"logs:CreateLogStream", "logs:PutLogEvents"}, "Resource": getAtt(logGroup, "Arn")}
+				network := map[string]any{"Effect": "Allow", "Action": lambdaNetworkActions, "Resource": "*"}
+				var logs, ec2 int
+				for _, s := range grants {
+					s = maps.Clone(s)
+					delete(s, "Sid")
+					actions := jsonText(t, s["Action"])
+					switch {
+					case strings.Contains(actions, "logs:"):
+						logs++
+						if !reflect.DeepEqual(s, ownLogs) {
+							t.Errorf("%s: %v: want %v", roleID, s, ownLogs)
+						}
+					case strings.Contains(actions, "ec2:"):
+						ec2++
+						if !reflect.DeepEqual(s, network) {
+							t.Errorf("%s: %v: want %v", roleID, s, network)
+						}
+					}
+				}
+				if logs != 1 || ec2 != 1 {
+					t.Errorf("%s: %d statements of logs actions and %d of ec2 actions, want one each (%v)", roleID, logs, ec2, grants)
+				}
+			})
+		}
 	}
 }

@@ -349,8 +349,9 @@ var (
 // checkGatewayResponses: the REST API's gateway responses (a template without one has
 // none to check) are template.yaml's, and map only context keys the authorizer sets when
 // it limits (ACCESS_DENIED; the other responses have no authorizer context); they are
-// those of the design: 429 with Retry-After and the RateLimit headers, 503 with
-// Retry-After: 1, 401, and 502 when the backend does not answer.
+// those of the design: 429 with Retry-After and the RateLimit headers, 429 with
+// Retry-After: 1 when the stage's throttle turns a request away, 503 with Retry-After:
+// 1, 401, and 502 when the backend does not answer.
 func checkGatewayResponses(t *testing.T, path string) {
 	if !slices.ContainsFunc(slices.Collect(maps.Values(loadTemplate(t, path).Resources)), func(r samResource) bool { return r.Type == "AWS::Serverless::Api" }) {
 		return
@@ -393,6 +394,9 @@ func checkGatewayResponses(t *testing.T, path string) {
 		headers map[string]string // mapping expressions in the template
 	}{
 		{localgw.AccessDenied, ctx, http.StatusTooManyRequests, denialHeaders(t, ctx)},
+		// The stage's throttle answers 429 before the authorizer runs: its client must be
+		// told when to come back as the limiter's 429 tells it, in the header and the body.
+		{localgw.Throttled, nil, http.StatusTooManyRequests, map[string]string{"Retry-After": "'1'"}},
 		{localgw.AuthorizerFailure, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.AuthorizerConfigErr, nil, http.StatusServiceUnavailable, map[string]string{"Retry-After": "'1'"}},
 		{localgw.Unauthorized, nil, http.StatusUnauthorized, nil},

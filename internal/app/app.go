@@ -288,7 +288,7 @@ func newCheck(p parts) (lambda.Handler, error) {
 		return nil, fmt.Errorf("%s: %w", settings.EnvAPIKeyHeader, err)
 	}
 	h := &check.Handler{Guard: p.guard, Config: p.config, Identities: ids, Metrics: p.metrics, Log: p.log, Now: time.Now,
-		OperatorFunction: p.settings.OperatorFunction, UsageDays: p.settings.UsageDays}
+		OperatorFunction: p.settings.OperatorFunction, UsageDays: p.settings.UsageDays, NoAddressUsage: !p.settings.UsageOfAddresses}
 	if p.events != nil { // a nil *eventbus.Sender is no nil interface
 		h.Events = p.events
 	}

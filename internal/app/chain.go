@@ -32,7 +32,7 @@ func NewGuard(s settings.Settings, log *slog.Logger, metrics *telemetry.Emitter)
 	if err != nil {
 		log.Warn(tracing.MsgBadDaemonAddress, slog.String(telemetry.AttrError, fmt.Sprintf("%s: %v", settings.EnvXRayDaemon, err)))
 	}
-	engine := tracing.New(bucket.NewLazy(conn.Client, bucket.Usage(s.UsageDays), bucket.Idempotency(s.Idempotency)), tracing.Options{Daemon: daemon, Log: log})
+	engine := tracing.New(bucket.NewLazy(conn.Client, bucket.Usage(s.UsageDays), bucket.UsageOfAddresses(s.UsageOfAddresses), bucket.Idempotency(s.Idempotency)), tracing.Options{Daemon: daemon, Log: log})
 	opts := GuardOptions(s)
 	opts.Cluster = conn.Cluster
 	return guard.New(engine, opts), conn, nil

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/jsonout"
@@ -18,6 +19,27 @@ const (
 	effectAllow   = "Allow"
 	effectDeny    = "Deny"
 )
+
+// maxResource is the longest Resource, in characters, that API Gateway takes in an
+// authorizer's policy (its developer guide, "Output from an API Gateway Lambda
+// authorizer"); a method ARN, which names the request's path, may be up to 1600 bytes.
+const maxResource = 512
+
+// policyResource returns the Resource of the policy answering a request for arn: arn,
+// or when arn is longer than maxResource bytes (a long request path), its longest
+// prefix of whole characters that leaves room for a '*' after it, and the '*': a
+// Resource that API Gateway takes and that still matches arn, and the same method on the
+// same stage only.
+func policyResource(arn string) string {
+	if len(arn) <= maxResource {
+		return arn
+	}
+	cut := maxResource - 1
+	for cut > 0 && !utf8.RuneStart(arn[cut]) {
+		cut--
+	}
+	return arn[:cut] + "*"
+}
 
 // answerSize is room enough for a usual answer, so that writing it allocates once.
 const answerSize = 1024
@@ -41,7 +63,7 @@ func (h *Handler) appendAnswer(b []byte, ev event, o Outcome) []byte {
 	b = jsonout.String(b, policyVersion)
 	b = jsonout.String(append(b, `,"Statement":[{"Action":[`...), invokeAction)
 	b = jsonout.String(append(b, `],"Effect":`...), effect)
-	b = jsonout.String(append(b, `,"Resource":[`...), ev.arn)
+	b = jsonout.String(append(b, `,"Resource":[`...), policyResource(ev.arn))
 	b = append(b, `]}]},"context":`...)
 	return append(h.appendContext(b, o), '}')
 }

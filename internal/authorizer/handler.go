@@ -88,7 +88,8 @@ type Handler struct {
 // (lambda.Handler): it reads the payload itself, in one pass, so that an empty or
 // malformed one is refused with the authorizer's own error (ErrBadEvent), and writes the
 // answer as JSON in the event's own format: for REST and payload 1.0 an Allow or Deny
-// IAM policy for the method ARN with the identity as principal id, for payload 2.0 a
+// IAM policy for the method ARN (cut to API Gateway's 512 characters with a wildcard
+// when longer: policyResource) with the identity as principal id, for payload 2.0 a
 // simple response (isAuthorized; API Gateway turns false into 403, whatever the context
 // says); both with the authorizer context.
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {

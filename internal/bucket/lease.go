@@ -71,11 +71,11 @@ func (l *Limiter) decideLeases(ctx context.Context, c rediser, q bucketgate.Requ
 	qs.Rules = byKind(q.Rules)
 	m := leases(q.Rules)
 	if q.Op == bucketgate.OpRelease {
-		keys, args := scriptCall(qs, m, l.usageDays, h, new(scriptArgs))
+		keys, args := scriptCall(qs, m, l.usageDaysFor(qs.Identity), h, new(scriptArgs))
 		return decodeRelease(eval(ctx, c, keys, args))
 	}
 	if q.Acquires() {
-		keys, args := scriptCall(qs, m, l.usageDays, h, new(scriptArgs))
+		keys, args := scriptCall(qs, m, l.usageDaysFor(qs.Identity), h, new(scriptArgs))
 		d, err := decode(eval(ctx, c, keys, args), qs)
 		return inOrder(held(d, q, h, secret), q), err
 	}
@@ -86,7 +86,7 @@ func (l *Limiter) decideLeases(ctx context.Context, c rediser, q bucketgate.Requ
 	case q.Op == bucketgate.OpReset:
 		return l.resetLeases(ctx, c, q, qo)
 	}
-	keys, args := scriptCall(qo, 0, l.usageDays, h, new(scriptArgs))
+	keys, args := scriptCall(qo, 0, l.usageDaysFor(qo.Identity), h, new(scriptArgs))
 	d, err := decode(eval(ctx, c, keys, args), qo)
 	return inOrder(d, q), err
 }
@@ -132,7 +132,7 @@ func (l *Limiter) peekLeases(ctx context.Context, c rediser, q, qo bucketgate.Re
 	d := bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}
 	var err error
 	if len(qo.Rules) > 0 {
-		keys, args := scriptCall(qo, 0, l.usageDays, hold{}, new(scriptArgs))
+		keys, args := scriptCall(qo, 0, l.usageDaysFor(qo.Identity), hold{}, new(scriptArgs))
 		if d, err = decode(eval(ctx, c, keys, args), qo); err != nil {
 			return bucketgate.Decision{}, err
 		}
@@ -191,7 +191,7 @@ func peekBinding(d bucketgate.Decision, q bucketgate.Request, states []bucketgat
 func (l *Limiter) resetLeases(ctx context.Context, c rediser, q, qo bucketgate.Request) (bucketgate.Decision, error) {
 	var cmds rueidis.Commands
 	if len(qo.Rules) > 0 {
-		keys, args := scriptCall(qo, 0, l.usageDays, hold{}, new(scriptArgs))
+		keys, args := scriptCall(qo, 0, l.usageDaysFor(qo.Identity), hold{}, new(scriptArgs))
 		cmds = append(cmds, evalText(c, keys, args))
 	}
 	for _, r := range q.Rules {

@@ -34,6 +34,7 @@ type Limiter struct {
 	client      rediser                                       // set by New
 	connect     func(context.Context) (rueidis.Client, error) // set by NewLazy
 	usageDays   int                                           // set by Usage; 0 counts none
+	noAddresses bool                                          // set by UsageOfAddresses
 	idempotency time.Duration                                 // set by Idempotency
 	secrets     secrets                                       // set by Secret, or read from Redis (secretOf)
 	now         func() time.Time                              // the clock of reading the secret again and of IdleCheck; time.Now
@@ -57,6 +58,30 @@ func Usage(days int) Option {
 		panic(fmt.Sprintf("bucket: usage kept %d days: want 0 to %d", days, MaxUsageDays))
 	}
 	return func(l *Limiter) { l.usageDays = days }
+}
+
+// UsageOfAddresses makes a Limiter with Usage count the usage of source addresses
+// (identities starting with bucketgate.IPPrefix) too, when on, as it does unless this
+// option says otherwise; off counts none for them, so that the key of an address lives
+// only as long as its buckets and quotas need, not the days usage is kept: traffic from
+// many addresses (a scan, rotating proxies) then holds no memory for days.
+func UsageOfAddresses(on bool) Option {
+	return func(l *Limiter) { l.noAddresses = !on }
+}
+
+// usageDaysOf returns the days of identity's usage kept when days are kept of every
+// identity's, and addresses says whether source addresses count: days, or 0 for an
+// address when they do not.
+func usageDaysOf(days int, addresses bool, identity string) int {
+	if !addresses && strings.HasPrefix(identity, bucketgate.IPPrefix) {
+		return 0
+	}
+	return days
+}
+
+// usageDaysFor returns the days of identity's usage l keeps; 0 when it counts none.
+func (l *Limiter) usageDaysFor(identity string) int {
+	return usageDaysOf(l.usageDays, !l.noAddresses, identity)
 }
 
 // New returns a Limiter that keeps its buckets in the Redis (or Valkey) behind client,
@@ -168,7 +193,7 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 		return bucketgate.Decision{}, err
 	}
 	var call scriptArgs
-	keys, args := scriptCall(q, 0, l.usageDays, h, &call)
+	keys, args := scriptCall(q, 0, l.usageDaysFor(q.Identity), h, &call)
 	d, err := decode(eval(ctx, c, keys, args), q)
 	return held(d, q, h, secret), err
 }
@@ -201,7 +226,7 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 		if p.hs[i], p.secrets[i], errs[i] = l.hold(ctx, c, q); errs[i] != nil {
 			continue
 		}
-		keys, args := scriptCall(q, 0, l.usageDays, p.hs[i], new(scriptArgs))
+		keys, args := scriptCall(q, 0, l.usageDaysFor(q.Identity), p.hs[i], new(scriptArgs))
 		p.cmds = append(p.cmds, evalsha(c, keys, args))
 		p.sent = append(p.sent, i)
 	}
@@ -253,7 +278,7 @@ func (l *Limiter) resend(ctx context.Context, c rediser, qs []bucketgate.Request
 	var retried []int // the index in results of each command sent again
 	for j, r := range results {
 		if refused(r) {
-			keys, args := scriptCall(qs[p.sent[j]], 0, l.usageDays, p.hs[p.sent[j]], new(scriptArgs))
+			keys, args := scriptCall(qs[p.sent[j]], 0, l.usageDaysFor(qs[p.sent[j]].Identity), p.hs[p.sent[j]], new(scriptArgs))
 			again = append(again, call(c, keys, args))
 			retried = append(retried, j)
 		}

@@ -16,12 +16,15 @@ type Model struct {
 	keys map[string]*modelKey
 	// UsageDays is how many UTC days of usage the model keeps, as the Usage option's
 	// days: 0 counts none.
-	UsageDays    int
-	records      map[string]*modelRecord      // idempotent requests' records, by identity, 0 and name (see Hold)
-	reservations map[string]*modelReservation // by identity, 0 and the model's id
-	nonces       int                          // the reserves without RequestID and the leases so far
-	sets         map[string]*modelSet         // concurrency rules' sorted sets, by key (LeaseKey)
-	leaseIDs     map[string]modelLeaseID      // by identity, 0 and the model's id
+	UsageDays int
+	// UsageOfAddresses is whether usage counts source addresses too, as the
+	// UsageOfAddresses option's; NewModel sets it.
+	UsageOfAddresses bool
+	records          map[string]*modelRecord      // idempotent requests' records, by identity, 0 and name (see Hold)
+	reservations     map[string]*modelReservation // by identity, 0 and the model's id
+	nonces           int                          // the reserves without RequestID and the leases so far
+	sets             map[string]*modelSet         // concurrency rules' sorted sets, by key (LeaseKey)
+	leaseIDs         map[string]modelLeaseID      // by identity, 0 and the model's id
 }
 
 // ModelBucket is one bucket's state as the script stores it: Tokens (a double) as of
@@ -70,7 +73,12 @@ func (k *modelKey) quota(rule string, op bucketgate.Op) (ModelQuota, bool) {
 
 // NewModel returns an empty Model that counts no usage: every bucket starts full and
 // every quota at 0.
-func NewModel() *Model { return &Model{keys: map[string]*modelKey{}} }
+func NewModel() *Model { return &Model{keys: map[string]*modelKey{}, UsageOfAddresses: true} }
+
+// usageDays returns the days of identity's usage the model keeps (see usageDaysOf).
+func (m *Model) usageDays(identity string) int {
+	return usageDaysOf(m.UsageDays, m.UsageOfAddresses, identity)
+}
 
 // key returns the state of Redis key name at nowUS, nil when there is none: a key past
 // its expiry is removed, as Redis does.
@@ -247,7 +255,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	if firstDenied != 0 {
 		m.mark(key, q.Rules, states, firstDenied)
 	}
-	counted := m.UsageDays > 0 && op == bucketgate.OpCheck && qcost > 0 && !debit
+	counted := m.usageDays(q.Identity) > 0 && op == bucketgate.OpCheck && qcost > 0 && !debit
 	switch {
 	case op == bucketgate.OpReset:
 		m.remove(key, q.Rules)
@@ -327,7 +335,7 @@ func (st *ruleState) take(r bucketgate.Rule, cost float64, debit bool) {
 // past keeping and makes both keys live as long as the usage in them is kept; another
 // write leaves the expiry unless the rules need more than that (at, 0 for none).
 func (m *Model) countUsage(identity string, k *modelKey, nowUS, at int64, add ModelUsage) {
-	day, keep := floorDiv(nowUS, 86_400_000_000), int64(m.UsageDays)
+	day, keep := floorDiv(nowUS, 86_400_000_000), int64(m.usageDays(identity))
 	if k.usage == nil {
 		k.usage = map[int64]ModelUsage{}
 	}

@@ -60,7 +60,7 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		}
 		d.Settled = q.Cost
 		r.settled = &d
-		if delta := q.Cost - r.estimate; m.UsageDays > 0 && delta != 0 {
+		if delta := q.Cost - r.estimate; m.usageDays(q.Identity) > 0 && delta != 0 {
 			m.correctUsage(q.Identity, timeToMicros(now), delta) // the day's cost, no check more
 		}
 		return d, nil

@@ -119,7 +119,7 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 	key := Key(q.Identity)
 	undo := m.snapshot(key, UsageKey(q.Identity))
 	d := m.decide(now, qo, op, qcost, debit)
-	if len(qo.Rules) == 0 && m.UsageDays == 0 {
+	if len(qo.Rules) == 0 && m.usageDays(q.Identity) == 0 {
 		undo() // a lease alone writes no state hash
 	}
 	if !d.Allowed {
@@ -143,7 +143,7 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 		if counts[k] >= int(r.Concurrency) {
 			first, last := slices.Min(slices.Collect(maps.Values(z.leases))), slices.Max(slices.Collect(maps.Values(z.leases)))
 			undo()
-			if m.UsageDays > 0 {
+			if m.usageDays(q.Identity) > 0 {
 				k := m.keys[key]
 				if k == nil {
 					k = &modelKey{}

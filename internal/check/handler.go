@@ -64,6 +64,9 @@ type Handler struct {
 	// UsageDays is how many UTC days of usage the engine keeps (USAGE_RETENTION_DAYS,
 	// today included): a usage request may ask for those; 0 turns usage requests away.
 	UsageDays int
+	// NoAddressUsage says the engine counts no usage of source addresses
+	// (USAGE_OF_ADDRESSES false): a usage request for an "ip:" identity is refused.
+	NoAddressUsage bool
 	// OperatorFunction, when set, makes this function service-facing: it refuses the
 	// operator's operations (a reset, or any check naming one of the authorizer's
 	// identities) as invalid requests that name this function, which serves them, and

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
@@ -32,6 +33,11 @@ func (h *Handler) usage(ctx context.Context, c check) ([]byte, error) {
 	}
 	if h.UsageDays == 0 {
 		err := fmt.Errorf("%s: %s is off in this function: USAGE_RETENTION_DAYS is 0", fieldOp, checkapi.OpUsage)
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
+		return nil, invalidRequest(err)
+	}
+	if h.NoAddressUsage && strings.HasPrefix(c.req.Identity, bucketgate.IPPrefix) {
+		err := fmt.Errorf("%s: %s of an address is off in this function: USAGE_OF_ADDRESSES is false", fieldOp, checkapi.OpUsage)
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}

@@ -118,6 +118,11 @@ func TestUsageRequestErrors(t *testing.T) {
 			}
 		})
 	}
+	f.h.NoAddressUsage = true
+	if ive := functionError(t, mustFail(f, `{"identity":"ip:203.0.113.7","op":"usage"}`)); ive.Message != "op: usage of an address is off in this function: USAGE_OF_ADDRESSES is false" {
+		t.Errorf("usage of addresses off: %q", ive.Message)
+	}
+	f.invokeOK(t, []byte(`{"identity":"tenant:a","op":"usage"}`)) // other identities' usage is still counted
 	f.h.UsageDays = 0
 	if ive := functionError(t, mustFail(f, `{"key":"a","op":"usage"}`)); ive.Message != "op: usage is off in this function: USAGE_RETENTION_DAYS is 0" {
 		t.Errorf("usage off: %q", ive.Message)

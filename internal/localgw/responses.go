@@ -25,6 +25,9 @@ const (
 	AuthorizerFailure   = "AUTHORIZER_FAILURE"             // any other error
 	AuthorizerConfigErr = "AUTHORIZER_CONFIGURATION_ERROR" // an answer API Gateway cannot read
 	IntegrationFailure  = "INTEGRATION_FAILURE"            // the backend did not answer
+	// Throttled is the stage's (or the account's) throttle turning a request away before
+	// the authorizer runs; the local gateway has no throttle, so it never answers it.
+	Throttled = "THROTTLED"
 )
 
 // Response is one gateway response: a status, headers mapped from the request or the
@@ -52,6 +55,7 @@ var defaults = Responses{
 	AuthorizerFailure:   {StatusCode: http.StatusInternalServerError, ResponseTemplates: map[string]string{"application/json": `{"message":null}`}},
 	AuthorizerConfigErr: {StatusCode: http.StatusInternalServerError, ResponseTemplates: map[string]string{"application/json": `{"message":null}`}},
 	IntegrationFailure:  {StatusCode: http.StatusGatewayTimeout, ResponseTemplates: map[string]string{"application/json": `{"message":null}`}},
+	Throttled:           {StatusCode: http.StatusTooManyRequests, ResponseTemplates: map[string]string{"application/json": `{"message":"Too Many Requests"}`}},
 }
 
 // template is the part of a SAM template that LoadResponses reads.

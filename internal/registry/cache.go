@@ -351,6 +351,24 @@ func (c *Cache) resolve(id string, e cached, cfg *config.Config) (cached, *Recor
 	return e, bad
 }
 
+// release lets go of every configuration but cfg, the one in force from now on: an
+// entry resolved with another forgets its plan, to be resolved again, without a read,
+// by its next lookup (as it would be anyway), so that entries not looked up since a
+// change hold no earlier document in memory. Live calls it at each change.
+func (c *Cache) release(cfg *config.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, e := range c.entries {
+		if e.who != nil && e.who.from != nil { // a key of an account: its plan, made with its account's
+			e.who.member, e.who.from = nil, nil
+		}
+		if e.cfg != nil && e.cfg != cfg {
+			e.cfg, e.plan = nil, nil // in place: it stays among the entries that know a plan
+			c.entries[id] = e
+		}
+	}
+}
+
 // logInvalid logs bad, a record that cannot be used, at error, and reports whether
 // there was one.
 func (c *Cache) logInvalid(ctx context.Context, bad *RecordError) bool {
@@ -547,7 +565,8 @@ func (e cached) entry(now time.Time, r Result) Entry {
 	return answer
 }
 
-// truncateText returns at most n bytes of s, cut at a character boundary.
+// truncateText returns at most n bytes of s, cut at a character boundary: a copy when
+// cut, which does not hold the rest of s in memory as a slice of it would.
 func truncateText(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -555,5 +574,5 @@ func truncateText(s string, n int) string {
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return strings.Clone(s[:n])
 }

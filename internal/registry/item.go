@@ -87,10 +87,11 @@ const MaxExpiresAt = 253402300799
 // DecodeItem reads a table item strictly, as the configuration document is read: every
 // attribute of the right type (see item), numbers where numbers belong (capacity a
 // whole number, expiresAt whole Unix seconds from 1 to MaxExpiresAt), status active or
-// revoked, at most bucketgate.MaxRules rules, each exactly name, capacity and
-// refillPerSecond (a bucket), name, limit, period and perhaps anchor (a quota) or name
-// and concurrency (a concurrency rule), and no
-// attribute it does not know. An account's item ("account:<name>", a name
+// revoked, a plan name of at most bucketgate.MaxPlanName bytes, at most
+// bucketgate.MaxRules rules, each exactly name (at most bucketgate.MaxRuleName bytes),
+// capacity and refillPerSecond (a bucket), name, limit, period and perhaps anchor (a
+// quota) or name and concurrency (a concurrency rule), and no attribute it does not
+// know. An account's item ("account:<name>", a name
 // bucketgate.ValidAccountName takes) names no account, and only it may say whose buckets
 // it spends (buckets: "key:<digest>"); only an API key's item ("key:...") may name an
 // account, by a name of an account, and then needs no plan. attributevalue converts the
@@ -129,12 +130,14 @@ func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 		return fail(attrPlan, fmt.Errorf("missing: every item needs a plan, but a key of an account (it has its account's)"))
 	case av[attrPlan] != nil && it.Plan == "":
 		return fail(attrPlan, fmt.Errorf("empty"))
+	case len(it.Plan) > bucketgate.MaxPlanName: // no document has such a plan: neither a cache entry nor a log line holds it
+		return fail(attrPlan, fmt.Errorf("%q: want a plan of the configuration document: at most %d bytes", truncate(it.Plan), bucketgate.MaxPlanName))
 	case av[attrBuckets] != nil && !isAccount:
 		return fail(attrBuckets, fmt.Errorf("only an account's item says whose buckets it spends"))
 	case av[attrBuckets] != nil && !validKeyID(it.Buckets):
 		return fail(attrBuckets, fmt.Errorf("%q: want %s<the %d hex digits of a key's digest>: the key the account was made from", truncate(it.Buckets), bucketgate.KeyPrefix, bucketgate.DigestLen))
 	case av["status"] != nil && r.Status != StatusActive && r.Status != StatusRevoked: // "" too: only absence means active
-		return fail("status", fmt.Errorf("%q: want %q or %q", it.Status, StatusActive, StatusRevoked))
+		return fail("status", fmt.Errorf("%q: want %q or %q", truncate(it.Status), StatusActive, StatusRevoked))
 	case av["expiresAt"] != nil && (it.ExpiresAt < 1 || it.ExpiresAt > MaxExpiresAt):
 		return fail("expiresAt", fmt.Errorf("%q: want %s", truncate(number(av["expiresAt"])), numberWants["expiresAt"]))
 	case len(it.Rules) > bucketgate.MaxRules:
@@ -155,11 +158,14 @@ func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 }
 
 // decode returns x, read from its map m, as a bucketgate.Rule: a quota when m has a
-// period, else a bucket, each with exactly its own attributes. Its error names the
-// attribute at fault (".period"), or none for the map. Ranges are checked later, with
-// the plan (Record.Resolve).
+// period, else a bucket, each with exactly its own attributes, its name no longer than
+// any rule's. Its error names the attribute at fault (".period"), or none for the map.
+// Ranges and the name's characters are checked later, with the plan (Record.Resolve).
 func (x rule) decode(m map[string]types.AttributeValue) (bucketgate.Rule, string, error) {
 	has := func(name string) bool { _, ok := m[name]; return ok }
+	if len(x.Name) > bucketgate.MaxRuleName { // neither a cache entry nor a log line holds it
+		return bucketgate.Rule{}, ".name", fmt.Errorf("%q: want a rule's name: at most %d bytes", truncate(x.Name), bucketgate.MaxRuleName)
+	}
 	if has("concurrency") {
 		switch {
 		case len(m) != 2 || !has("name"):
@@ -205,7 +211,7 @@ func decodeMap(path string, av map[string]types.AttributeValue, v reflect.Value)
 	names := fieldNames(v.Type())
 	for name := range av {
 		if !slices.Contains(names, name) {
-			return join(path, strconv.Quote(name)), fmt.Errorf("unknown attribute (want %s or %s)", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+			return join(path, strconv.Quote(truncate(name))), fmt.Errorf("unknown attribute (want %s or %s)", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 		}
 	}
 	for i, name := range names {

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -121,8 +122,15 @@ func TestResolveMember(t *testing.T) {
 	}
 }
 
-// Every flaw of an item is an error naming the attribute, never a panic.
+// maxErrorBytes bounds an item's error: a value the table holds (up to 400 KB) is
+// quoted in part, so that a log line stays small, and no name longer than any plan's
+// or rule's reaches the registry cache's entries.
+const maxErrorBytes = 512
+
+// Every flaw of an item is an error naming the attribute, never a panic, and quoting
+// no huge value whole.
 func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
+	huge := strings.Repeat("x", 300_000)
 	many := make([]types.AttributeValue, bucketgate.MaxRules+1)
 	for i := range many {
 		many[i] = rule("r"+strconv.Itoa(i), "1", "1")
@@ -187,6 +195,14 @@ func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
 		{"buckets of a key", item("buckets", s(digestID)), "attribute buckets: only an account's item says whose buckets it spends"},
 		{"buckets not a key", item("id", s("account:acme"), "buckets", s("acct:other")), `attribute buckets: "acct:other": want key:<the 32 hex digits of a key's digest>`},
 		{"buckets a number", item("id", s("account:acme"), "buckets", n("1")), "attribute buckets: got a number (N)"},
+		{"plan huge", item("plan", s(huge)), `attribute plan: "xxxx`},
+		{"plan of a key of an account huge", item("account", s("acme"), "plan", s(huge)), `attribute plan: "xxxx`},
+		{"rule name huge", item("rules", l(rule(huge, "1", "1"))), `attribute rules[0].name: "xxxx`},
+		{"quota name huge", item("rules", l(m("name", s(huge), "limit", n("5"), "period", s("day")))), `attribute rules[0].name: "xxxx`},
+		{"concurrency name huge", item("rules", l(m("name", s(huge), "concurrency", n("2")))), `attribute rules[0].name: "xxxx`},
+		{"status huge", item("status", s(huge)), `attribute status: "xxxx`},
+		{"unknown attribute huge", item(huge, s("x")), `attribute "xxxx`},
+		{"rule member unknown huge", item("rules", l(m("name", s("b"), "capacity", n("1"), "refillPerSecond", n("1"), huge, n("2")))), `attribute rules[0]."xxxx`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -194,6 +210,9 @@ func TestDecodeItemErrorsNameTheAttribute(t *testing.T) {
 			var re *registry.RecordError
 			if !errors.As(err, &re) || !errors.Is(err, registry.ErrInvalidRecord) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("DecodeItem = %v, want a *RecordError mentioning %q", err, tc.want)
+			}
+			if len(err.Error()) > maxErrorBytes {
+				t.Errorf("the error takes %d bytes, want at most %d: it quotes a bad value whole", len(err.Error()), maxErrorBytes)
 			}
 			if tc.item["id"] == s(digestID) && !strings.Contains(err.Error(), digestID) {
 				t.Errorf("error %q does not name the item", err)
@@ -357,5 +376,40 @@ func TestDecodeItemQuota(t *testing.T) {
 	back, err := registry.DecodeItem(got.Item())
 	if err != nil || !reflect.DeepEqual(back, got) {
 		t.Fatalf("round trip: %+v, %v; want %+v", back, err, got)
+	}
+}
+
+// docs/keys.md's table of an item's attributes has a row for every attribute, and its
+// rules row gives every attribute of each kind of rule an item may hold: a user who
+// writes items with tools of their own reads them there.
+func TestKeysDocListsTheAttributes(t *testing.T) {
+	b, err := os.ReadFile("../../docs/keys.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		if cells := strings.Split(line, " | "); strings.HasPrefix(line, "| `") && len(cells) > 1 {
+			for name := range strings.SplitSeq(strings.TrimPrefix(cells[0], "| "), ", ") {
+				rows[strings.Trim(name, "`")] = line
+			}
+		}
+	}
+	for _, attr := range registry.Attributes() {
+		if rows[attr] == "" {
+			t.Errorf("docs/keys.md has no row for the attribute %s", attr)
+		}
+	}
+	rec := registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{
+		{Name: "burst", Capacity: 10, RefillPerSecond: 1},
+		{Name: "monthly", Limit: 1000, Period: bucketgate.PeriodMonth, Anchor: 15},
+		{Name: "streams", Concurrency: 2},
+	}}
+	for i, x := range rec.Item()["rules"].(*types.AttributeValueMemberL).Value {
+		for attr := range x.(*types.AttributeValueMemberM).Value {
+			if !strings.Contains(rows["rules"], attr+": ") {
+				t.Errorf("docs/keys.md's rules row does not give %s, an attribute of %+v", attr, rec.Rules[i])
+			}
+		}
 	}
 }

@@ -220,6 +220,7 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 		if s.document != "" || s.view.Config == nil {
 			l.opts.Log.LogAttrs(ctx, slog.LevelInfo, MsgConfigApplied, slog.Int64(AttrVersion, 0),
 				slog.String(AttrSource, "the environment's: the registry table holds no item "+ConfigID))
+			l.release(l.env)
 		}
 		next.view, next.document = View{Config: l.env, cache: l.cache}, ""
 		l.state.Store(&next)
@@ -259,15 +260,50 @@ func (l *Live) load(item StoredConfig, bad *RecordError, next *liveState) (*conf
 	}
 	cfg, err := item.Load()
 	if err != nil {
+		err = clip(err)
 		next.bad, next.badErr = item.Document, err
 	}
 	return cfg, err
+}
+
+// MaxErrorText is the most bytes of a stored document's load error a Live keeps and
+// logs: the error quotes the value at fault, which a hand-written item (bucketgate config
+// put refuses one) may make as long as the document, and the line is logged at every
+// read, on every instance.
+const MaxErrorText = 1024
+
+// clippedError is an error whose text is cut to MaxErrorText bytes.
+type clippedError struct {
+	text string
+	err  error
+}
+
+func (e *clippedError) Error() string { return e.text }
+func (e *clippedError) Unwrap() error { return e.err }
+
+// clip returns err, its text cut to MaxErrorText bytes (saying how many it left out)
+// when longer; errors.Is and As see through it.
+func clip(err error) error {
+	text := err.Error()
+	if len(text) <= MaxErrorText {
+		return err
+	}
+	kept := truncateText(text, MaxErrorText-40)
+	return &clippedError{text: fmt.Sprintf("%s... (%d bytes more)", kept, len(text)-len(kept)), err: err}
 }
 
 // apply puts cfg, loaded from item, in force in next, logging the change.
 func (l *Live) apply(ctx context.Context, next *liveState, item StoredConfig, cfg *config.Config, source string) {
 	l.opts.Log.LogAttrs(ctx, slog.LevelInfo, MsgConfigApplied, slog.Int64(AttrVersion, item.Version), slog.String(AttrSource, source))
 	next.view, next.document = View{Config: cfg, Version: item.Version, cache: l.cache}, item.Document
+	l.release(cfg)
+}
+
+// release has the cache let go of every configuration but cfg, now in force.
+func (l *Live) release(cfg *config.Config) {
+	if l.cache != nil {
+		l.cache.release(cfg)
+	}
 }
 
 // fallback reads the copies of version from and before, newest first, at most

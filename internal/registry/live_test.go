@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -174,6 +176,25 @@ func TestLiveKeepsTheLastGoodDocument(t *testing.T) {
 	l.clk.advance(ttl)
 	if v, burst, r := l.current(t); v.Version != 0 || burst != 7 || r != invalid {
 		t.Fatalf("on the environment's document, a bad first version: version %d, burst %d, %+v; want the environment's kept", v.Version, burst, r)
+	}
+}
+
+// A stored document's error that quotes a huge value (a hand-written item: config put
+// refuses it) is logged, at every read, cut to MaxErrorText bytes that still name the
+// field at fault.
+func TestLiveClipsAHugeError(t *testing.T) {
+	src := registrytest.New()
+	put(src, 1, docV1)
+	l := loaded(t, src, nil)
+	put(src, 2, "defaultPlan: "+strings.Repeat("p", 200_000)+"\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n")
+	l.clk.advance(ttl)
+	if v, _, r := l.current(t); v.Version != 1 || r != invalid {
+		t.Fatalf("version %d, %+v; want version 1 kept, counted invalid", v.Version, r)
+	}
+	lines := strings.Split(strings.TrimSpace(l.logs.String()), "\n")
+	last := lines[len(lines)-1]
+	if len(last) > registry.MaxErrorText+512 || !strings.Contains(last, `defaultPlan (line 1, column 14): unknown plan \"ppp`) || !strings.Contains(last, "bytes more)") {
+		t.Errorf("a line of %d bytes: %.300s", len(last), last)
 	}
 }
 
@@ -397,6 +418,45 @@ func TestLiveEntriesFollowTheDocument(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), `"attribute":"plan"`); n != 2 {
 		t.Fatalf("%d error lines for gold, want one per version that lacks it:\n%s", n, &logs)
+	}
+}
+
+// The cache holds no document that is no longer in force: an entry resolved with one,
+// and not looked up since, lets it go when another applies, so that a long-running
+// process (the middleware) holds one or two documents, not one per version it saw. The
+// entry is resolved again at its next lookup, without a read.
+func TestLiveCacheReleasesOldDocuments(t *testing.T) {
+	src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"}, registry.Record{ID: memberA, Account: "acme"}, acme)
+	put(src, 1, docV1)
+	cache := registry.NewCache(src, registry.Options{TTL: time.Hour, Size: 10})
+	l := loaded(t, src, cache)
+	old := func() weak.Pointer[config.Config] { // in a function: no reference of the test's stays
+		v, _, _ := l.current(t)
+		for _, id := range []string{digestID, memberA} {
+			if e, err := v.Lookup(context.Background(), id); err != nil || e.Plan == nil {
+				t.Fatalf("%s: %+v, %v", id, e, err)
+			}
+		}
+		return weak.Make(v.Config)
+	}()
+	put(src, 2, strings.Replace(docV1, "100", "300", 1))
+	l.clk.advance(ttl)
+	if _, burst, _ := l.current(t); burst != 300 {
+		t.Fatalf("version 2 in force: burst %d", burst)
+	}
+	runtime.GC()
+	if old.Value() != nil {
+		t.Fatal("version 1 is still in memory after version 2 applied: the cache's entries hold it")
+	}
+	reads := src.Reads()
+	v, _, _ := l.current(t)
+	for _, id := range []string{digestID, memberA} {
+		if e, err := v.Lookup(context.Background(), id); err != nil || e.Plan == nil || e.Plan.Rules[0].Capacity != 300 || e.Result != registry.ResultHit {
+			t.Fatalf("%s under version 2: %+v, %v; want pro's burst of 300, from the cache", id, e, err)
+		}
+	}
+	if src.Reads() != reads {
+		t.Fatalf("%d reads, want none", src.Reads()-reads)
 	}
 }
 

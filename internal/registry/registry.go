@@ -11,8 +11,9 @@
 // Cache keeps hits and misses alike for a period (REGISTRY_CACHE_MS) in a bounded
 // number of entries (REGISTRY_CACHE_SIZE), so that a revocation, a plan change or an
 // override takes effect on every execution environment within that period, and a flood
-// of made-up keys costs at most one read per distinct key per period and never more
-// memory than the bound, and evicts made-up keys before registered ones. When the table fails, an entry past its period still answers
+// of made-up keys costs at most one lookup per distinct key per period (a Table's two
+// GetItems: a miss is read again, strongly consistent) and never more memory than the
+// bound, and evicts made-up keys before registered ones. When the table fails, an entry past its period still answers
 // for a bounded time (stale-if-error); an identity with nothing cached is an error the
 // handlers answer by the failure policy. Time is passed in (Options.Now).
 //

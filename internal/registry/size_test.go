@@ -48,10 +48,11 @@ func sizeDocument(tb testing.TB) *config.Config {
 // decoded from a DynamoDB item is: the entries built from it keep its strings alone.
 // Its records have own rules of their own: the first replace the plan's rules, the
 // rest the routes'. With account, they are keys of that account, with an owner, and
-// the account is on the plan.
+// the account is on the plan. With owner, each record has an owner of that many bytes.
 type copying struct {
 	own     int
 	account string
+	owner   int
 }
 
 func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error) {
@@ -61,6 +62,9 @@ func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error
 	r := registry.Record{ID: strings.Clone(id), Plan: strings.Clone("big")}
 	if s.account != "" {
 		r.Plan, r.Account, r.Owner = "", strings.Clone(s.account), strings.Clone("Acme Corp")
+	}
+	if s.owner > 0 {
+		r.Owner = strings.Repeat("o", s.owner)
 	}
 	for i := range s.own {
 		name := planRule(i)
@@ -94,10 +98,12 @@ func entryBytes(tb testing.TB, cfg *config.Config, src registry.Source, n int, i
 
 // Bounds of a registry cache entry's heap, as settings.MaxRegistryCacheSize states
 // them, whatever the routes: the worst entry (a tenant's 1,000-byte key with 8 rules of
-// its own, all with the longest names), and an API key on its plan alone.
+// its own, all with the longest names, and an owner of registry.MaxOwner bytes, the
+// most an entry keeps), an API key on its plan alone, and one with such an owner.
 const (
-	maxEntryBytes       = 3 << 10
+	maxEntryBytes       = 3<<10 + 256
 	maxPlainEntryBytes  = 320
+	maxOwnedEntryBytes  = 512
 	maxMemberEntryBytes = 640
 )
 
@@ -131,15 +137,16 @@ func BenchmarkCacheEntryBytes(b *testing.B) {
 }
 
 // TestCacheEntryBytesBound: an entry's size does not grow with the routes. The worst
-// entry (a tenant's 1,000-byte key, 8 rules of its own, all with the longest names, a
-// plan of 7 rules and 100 routes that each add one) takes at most maxEntryBytes; an API
-// key on its plan alone at most maxPlainEntryBytes. An identity's plan with its own
+// entry (a tenant's 1,000-byte key, 8 rules of its own, all with the longest names, the
+// longest owner kept, a plan of 7 rules and 100 routes that each add one) takes at most
+// maxEntryBytes; an API key on its plan alone at most maxPlainEntryBytes, with an owner
+// at most maxOwnedEntryBytes, however long its item's owner. An identity's plan with its own
 // rules shares the document's route table instead of a merged copy of every route's
 // rules (which took 36 KB with these 100 routes).
 func TestCacheEntryBytesBound(t *testing.T) {
 	cfg := sizeDocument(t)
 	const entries = 2000
-	if got := entryBytes(t, cfg, copying{own: bucketgate.MaxRules}, entries, tenantID); got > maxEntryBytes {
+	if got := entryBytes(t, cfg, copying{own: bucketgate.MaxRules, owner: registry.MaxOwner}, entries, tenantID); got > maxEntryBytes {
 		t.Errorf("the worst entry takes %.0f bytes, want at most %d", got, maxEntryBytes)
 	}
 	if got := entryBytes(t, cfg, copying{}, entries, apiKeyID); got > maxPlainEntryBytes {
@@ -147,6 +154,11 @@ func TestCacheEntryBytesBound(t *testing.T) {
 	}
 	if got := entryBytes(t, cfg, copying{account: accountName}, entries, apiKeyID); got > maxMemberEntryBytes {
 		t.Errorf("an API key of an account with the longest name takes %.0f bytes, want at most %d", got, maxMemberEntryBytes)
+	}
+	for _, owner := range []int{registry.MaxOwner, 64 << 10} { // cut to MaxOwner bytes: the entry holds no more of it
+		if got := entryBytes(t, cfg, copying{owner: owner}, entries/10, apiKeyID); got > maxOwnedEntryBytes {
+			t.Errorf("an API key with an owner of %d bytes takes %.0f bytes, want at most %d", owner, got, maxOwnedEntryBytes)
+		}
 	}
 }
 

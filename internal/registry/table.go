@@ -33,15 +33,20 @@ func NewTable(client getter, name string) *Table { return &Table{client: client,
 func (t *Table) Name() string { return t.name }
 
 // Get reads the record of the item id (an identity's ItemID) with one GetItem
-// (eventually consistent: a write shows within about a second). found is false when the
-// table holds no item id.
+// (eventually consistent: a write shows within about a second), and when that finds
+// nothing, with a second, strongly consistent one: so that a key is found from the
+// moment its PutItem returned, and a cache does not keep it unknown for a period. found
+// is false when the table holds no item id.
 // An item DecodeItem refuses, or one whose id differs, is a *RecordError; any other
 // error is DynamoDB's, and says nothing about id.
 func (t *Table) Get(ctx context.Context, id string) (r Record, found bool, err error) {
 	if len(id) > MaxID || !utf8.ValidString(id) || id == "" {
 		return Record{}, false, nil
 	}
-	item, err := t.getItem(ctx, id)
+	item, err := t.getItem(ctx, id, false)
+	if err == nil && item == nil {
+		item, err = t.getItem(ctx, id, true)
+	}
 	if err != nil || item == nil {
 		return Record{}, false, err
 	}
@@ -60,7 +65,7 @@ func (t *Table) Get(ctx context.Context, id string) (r Record, found bool, err e
 // DecodeConfigItem refuses is a *RecordError, with what could be read of it; any other
 // error is DynamoDB's.
 func (t *Table) GetConfig(ctx context.Context, id string) (s StoredConfig, found bool, err error) {
-	item, err := t.getItem(ctx, id)
+	item, err := t.getItem(ctx, id, false)
 	if err != nil || item == nil {
 		return StoredConfig{}, false, err
 	}
@@ -71,12 +76,14 @@ func (t *Table) GetConfig(ctx context.Context, id string) (s StoredConfig, found
 	return s, true, err
 }
 
-// getItem reads the item id with one GetItem (eventually consistent): nil when the
-// table holds none.
-func (t *Table) getItem(ctx context.Context, id string) (map[string]types.AttributeValue, error) {
+// getItem reads the item id with one GetItem, strongly consistent when consistent is
+// set, else eventually consistent (half the read capacity): nil when the table holds
+// none.
+func (t *Table) getItem(ctx context.Context, id string, consistent bool) (map[string]types.AttributeValue, error) {
 	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(t.name),
-		Key:       map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: id}},
+		TableName:      aws.String(t.name),
+		Key:            map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: id}},
+		ConsistentRead: aws.Bool(consistent),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("registry table %s: %w", t.name, err)

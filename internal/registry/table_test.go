@@ -99,3 +99,49 @@ func TestTableAccounts(t *testing.T) {
 		}
 	}
 }
+
+// lagging is DynamoDB as a reader may meet it just after a write (dynalite always reads
+// the latest): an eventually consistent GetItem of an id in fresh finds nothing yet, a
+// strongly consistent one finds the item. reads counts the GetItems of each kind.
+type lagging struct {
+	*dynamodb.Client
+	fresh map[string]bool
+	reads map[bool]int // by ConsistentRead
+}
+
+func (l *lagging) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	consistent := aws.ToBool(in.ConsistentRead)
+	l.reads[consistent]++
+	if id := in.Key[registry.KeyAttribute].(*types.AttributeValueMemberS).Value; l.fresh[id] && !consistent {
+		return &dynamodb.GetItemOutput{}, nil
+	}
+	return l.Client.GetItem(ctx, in, opts...)
+}
+
+// A key read just after its PutItem, before an eventually consistent read shows it, is
+// found: a read that finds nothing is made again, strongly consistent, so that the key is
+// never cached as unknown for a period. A key found at once costs one read.
+func TestTableFindsAKeyJustWritten(t *testing.T) {
+	client := dynalite.Table(t, "bucketgate-keys")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec := registry.Record{ID: digestID, Plan: "pro"}
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("bucketgate-keys"), Item: rec.Item()}); err != nil {
+		t.Fatal(err)
+	}
+	db := &lagging{Client: client, fresh: map[string]bool{digestID: true}, reads: map[bool]int{}}
+	table := registry.NewTable(db, "bucketgate-keys")
+	if got, found, err := table.Get(ctx, digestID); err != nil || !found || got.Plan != "pro" {
+		t.Fatalf("a key just written: %+v, %v, %v; want found on plan pro", got, found, err)
+	}
+	if _, found, err := table.Get(ctx, "key:none"); err != nil || found {
+		t.Fatalf("a key never written: %v, %v; want not found", found, err)
+	}
+	db.fresh = nil
+	if _, found, err := table.Get(ctx, digestID); err != nil || !found {
+		t.Fatalf("a key written a while ago: %v, %v", found, err)
+	}
+	if want := map[bool]int{false: 3, true: 2}; db.reads[false] != want[false] || db.reads[true] != want[true] {
+		t.Errorf("GetItems %v (by ConsistentRead), want %v: one eventually consistent each, a consistent one after each miss", db.reads, want)
+	}
+}

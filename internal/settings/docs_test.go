@@ -51,6 +51,7 @@ func TestDocsListEveryVariable(t *testing.T) {
 		settings.EnvRegistryCacheSize: strconv.Itoa(settings.DefaultRegistryCacheSize),
 		settings.EnvRegistryTimeoutMS: strconv.FormatInt(settings.DefaultRegistryTimeout.Milliseconds(), 10),
 		settings.EnvUsageDays:         strconv.Itoa(settings.DefaultUsageDays),
+		settings.EnvUsageOfAddresses:  "true",
 		settings.EnvIdempotencyMS:     strconv.FormatInt(settings.DefaultIdempotency.Milliseconds(), 10),
 		settings.EnvMetricsFlushMS:    strconv.FormatInt(settings.DefaultMetricsFlush.Milliseconds(), 10),
 		settings.EnvEventsTimeoutMS:   strconv.FormatInt(settings.DefaultEventsTimeout.Milliseconds(), 10),

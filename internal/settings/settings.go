@@ -47,6 +47,7 @@ const (
 	EnvEventsTimeoutMS   = "EVENTS_TIMEOUT_MS"
 	EnvOperatorFunction  = "OPERATOR_FUNCTION"
 	EnvUsageDays         = "USAGE_RETENTION_DAYS"
+	EnvUsageOfAddresses  = "USAGE_OF_ADDRESSES"
 	EnvIdempotencyMS     = "IDEMPOTENCY_TTL_MS"
 )
 
@@ -81,11 +82,11 @@ const (
 	// REGISTRY_CACHE_SIZE is unset: a few megabytes at most.
 	DefaultRegistryCacheSize = 10_000
 	// MaxRegistryCacheSize is the largest REGISTRY_CACHE_SIZE, in entries. An entry's
-	// heap does not grow with the routes: at most 320 bytes for an API key on its plan
-	// (3 MB at the default 10,000 entries, 320 MB at this bound: more than the
-	// template's 256 MB function), 1.8 KB for one with 8 rules of its own, 3 KB for the
-	// worst (a tenant's 1,000-byte key with 8 rules of its own, the longest names):
-	// size it to the function's memory. A read that failed keeps a hold per identity
+	// heap does not grow with the routes: at most 320 bytes for an API key on its plan,
+	// 512 with an owner (5 MB at the default 10,000 entries, 512 MB at this bound: more
+	// than the template's 256 MB function), 1.8 KB for one with 8 rules of its own,
+	// 3.25 KB for the worst (a tenant's 1,000-byte key with 8 rules of its own, the
+	// longest names, the longest owner an entry keeps): size it to the function's memory. A read that failed keeps a hold per identity
 	// too, as many at most (its id and a time). make bench measures the entries
 	// (BenchmarkCacheEntryBytes in internal/registry).
 	MaxRegistryCacheSize = 1_000_000
@@ -286,6 +287,12 @@ type Settings struct {
 	// in its identity's usage of the day (checks allowed, their cost, checks limited),
 	// which the check function's op usage reports.
 	UsageDays int
+	// UsageOfAddresses is whether usage counts source addresses ("ip:" identities) as
+	// well as keys, accounts and tenants (USAGE_OF_ADDRESSES, a boolean; default
+	// true). Off, an address's key lives only as long as its buckets and quotas need,
+	// not UsageDays, so that traffic from many addresses holds no memory for days; a
+	// usage request for an address is then refused.
+	UsageOfAddresses bool
 	// Idempotency is how long Redis remembers a check's requestId for its identity
 	// (IDEMPOTENCY_TTL_MS, 1000 to 86400000 ms; default DefaultIdempotency): the same
 	// requestId within it answers the first decision and changes nothing.
@@ -378,6 +385,9 @@ func Load(getenv func(string) string) (Settings, error) {
 		s.DenyCacheSize = n
 	}
 	if s.UsageDays, err = parseWhole(getenv, EnvUsageDays, DefaultUsageDays, 0, MaxUsageDays, "days"); err != nil {
+		return s, err
+	}
+	if s.UsageOfAddresses, err = parseBool(getenv, EnvUsageOfAddresses, true); err != nil {
 		return s, err
 	}
 	ms, err := parseWhole(getenv, EnvIdempotencyMS, int(DefaultIdempotency.Milliseconds()), 1000, 86_400_000, "milliseconds")

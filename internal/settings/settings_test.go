@@ -34,6 +34,7 @@ func TestLoadDefaults(t *testing.T) {
 		RegistryCacheSize: settings.DefaultRegistryCacheSize,
 		RegistryTimeout:   settings.DefaultRegistryTimeout,
 		UsageDays:         settings.DefaultUsageDays,
+		UsageOfAddresses:  true,
 		Idempotency:       settings.DefaultIdempotency,
 		MetricsFlush:      settings.DefaultMetricsFlush,
 		EventsTimeout:     settings.DefaultEventsTimeout,

@@ -1,0 +1,72 @@
+package template_test
+
+// Upgrading a stack of the previous release keeps what it stores. CloudFormation
+// replaces a resource when a property it cannot update changes: a replaced cache is an
+// empty one, every bucket full again, and during the gradual deployment the old version
+// decides on the old cache while the new one decides on the new (each identity gets both
+// limits); a replaced registry table starts without a key.
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// previousTemplate is template.yaml of the previous release (main at c09f703, 0.2).
+const previousTemplate = "integration/template/testdata/template-c09f703.yaml"
+
+// createOnly are the properties of each type of resource that holds state whose change
+// makes CloudFormation replace the resource: its resource schema's createOnlyProperties,
+// and a table's KeySchema.
+var createOnly = map[string][]string{
+	"AWS::ElastiCache::ServerlessCache": {"ServerlessCacheName", "KmsKeyId", "SnapshotArnsToRestore", "SubnetIds"},
+	"AWS::DynamoDB::Table":              {"TableName", "KeySchema", "ImportSourceSpecification"},
+}
+
+// A stack that the previous release deployed (it required a VPC, subnets and the
+// functions' security group), upgraded with the parameters docs/deploy.md gives for it,
+// keeps its cache and its registry table: no create-only property changes. Stack names
+// in lowercase, as the names the previous release gave its cache; one with capitals is
+// told apart in deploy.md.
+func TestTemplateUpgradeKeepsTheCacheAndTheTable(t *testing.T) {
+	const stack, id = "bucketgate", "arn:aws:cloudformation:" + testRegion + ":123456789012:stack/bucketgate/5f0c1e2a-9b3d-11ef-8f4e-0a1b2c3d4e5f"
+	doc := readFile(t, "docs/deploy.md")
+	const upgrade = "CacheName=<stack>-buckets"
+	if !strings.Contains(doc, upgrade) {
+		t.Fatalf("docs/deploy.md does not say to deploy an upgraded stack with %s", upgrade)
+	}
+	given := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0"}
+	before := deploy(t, readTemplate(t, previousTemplate), given...)
+	after := deploy(t, readTemplate(t, limiter), append(given, "RouteTableIds", "rtb-0123456789abcdef0", "CacheName", stack+"-buckets")...)
+	value := func(d deployment, v any) any { // a Fn::Sub's string; anything else as it is
+		if s, err := d.substitute(v); err == nil {
+			return s
+		}
+		return v
+	}
+	kept := 0
+	for _, d := range []deployment{before, after} {
+		d.params["AWS::StackName"], d.params["AWS::StackId"] = stack, id
+	}
+	now := after.resources(t)
+	for name, r := range before.resources(t) {
+		props, ok := createOnly[r.Type]
+		if !ok {
+			continue
+		}
+		n, ok := now[name]
+		if !ok || n.Type != r.Type {
+			t.Errorf("%s (%s) is gone after the upgrade: CloudFormation deletes it", name, r.Type)
+			continue
+		}
+		for _, p := range props {
+			if was, is := value(before, r.Properties[p]), value(after, n.Properties[p]); !reflect.DeepEqual(was, is) {
+				t.Errorf("%s %s: %v, then %v: CloudFormation replaces the %s", name, p, was, is, r.Type)
+			}
+		}
+		kept++
+	}
+	if kept != 2 {
+		t.Fatalf("%d resources holding state in the previous template: want the cache and the table", kept)
+	}
+}

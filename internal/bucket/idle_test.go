@@ -104,11 +104,8 @@ func onServer(t *testing.T, i, n int, prefix string) string {
 // without the check, not at its deadline (a timeout, in the FailClosed metric).
 func TestFirstCallAfterIdleRedisDown(t *testing.T) {
 	srv := redistest.Start(t)
-	var k clock
-	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": srv.Addr}), bucket.Clock(k.now))
 	q := bucketgate.Request{Identity: "down", Rules: free, Cost: 1}
-	decide(t, l, q)
-	k.advance(10 * time.Minute)
+	l := frozen(t, srv.Addr, q)
 	srv.Stop()
 	// A deadline far longer than a refused connection takes, far shorter than
 	// rueidis's retries of a read-only command.
@@ -126,15 +123,23 @@ func TestFirstCallAfterIdleRedisDown(t *testing.T) {
 func TestFirstCallAfterIdleStalled(t *testing.T) {
 	srv := redistest.Start(t)
 	path := redistest.StartProxy(t, srv.Addr)
-	var k clock
-	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": path.Addr}), bucket.Clock(k.now))
 	q := bucketgate.Request{Identity: "stalled", Rules: free, Cost: 1}
-	decide(t, l, q)
-	k.advance(10 * time.Minute)
+	l := frozen(t, path.Addr, q)
 	path.Stall()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if d, err := l.Decide(ctx, q); err != nil || d.Remaining != free[0].Capacity-2 {
 		t.Fatalf("first call after the thaw on a stalled connection: %+v, %v", d, err)
 	}
+}
+
+// frozen returns a Limiter on a production connection to addr that decided q, then
+// went ten minutes without a call, as a Lambda instance frozen meanwhile.
+func frozen(t *testing.T, addr string, q bucketgate.Request) *bucket.Limiter {
+	t.Helper()
+	var k clock
+	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": addr}), bucket.Clock(k.now))
+	decide(t, l, q)
+	k.advance(10 * time.Minute)
+	return l
 }

@@ -214,5 +214,6 @@ func decodeCrossings(d bucketgate.Decision, rest []int64, q bucketgate.Request) 
 	return d, nil
 }
 
-// maxStoredCount is the most a quota's count can be: its limit under any plan.
-const maxStoredCount = bucketgate.MaxCapacity
+// maxStoredCount is the most a quota's count can be: its limit under any plan, and as
+// much again, a settle's debt.
+const maxStoredCount = 2 * bucketgate.MaxCapacity

@@ -1,9 +1,13 @@
 package bucket_test
 
 import (
+	"context"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
 // TestDebtAtTheLargestBounds: a settle far above its estimate takes a rule of the
@@ -35,6 +39,47 @@ func TestDebtAtTheLargestBounds(t *testing.T) {
 			}
 			if p := decide(t, l, q(bucketgate.OpCheck, 0)); p.Rules[0].Remaining != 0 || p.Rules[0].ResetAfter <= 0 {
 				t.Fatalf("peek = %+v", p)
+			}
+		})
+	}
+}
+
+// TestMonthStartedUnderAClockAhead: a month of 31 days begun by a server whose clock was
+// ahead (a failover to a replica behind it), then decided on the replica's clock still in
+// the month before: the count stands until the stored end, and every answer decodes.
+func TestMonthStartedUnderAClockAhead(t *testing.T) {
+	start := time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC) // March: 31 days
+	rules := []bucketgate.Rule{{Name: "monthly", Limit: 1, Period: bucketgate.PeriodMonth}}
+	for _, tc := range []struct {
+		name   string
+		behind time.Duration // the replica's clock behind the first server's
+		cost   int64
+	}{
+		{"a peek, 1 ms behind", time.Millisecond, 0},
+		{"a first denial, 2 s behind", 2 * time.Second, 1},
+		{"a peek, an hour behind", time.Hour, 0},
+		{"a first denial, an hour behind", time.Hour, 1},
+		{"a peek, two days behind", 48 * time.Hour, 0},
+		{"a first denial, two days behind", 48 * time.Hour, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMini(t)
+			l := bucket.New(m.client)
+			model := bucket.NewModel()
+			q := bucketgate.Request{Identity: "ahead", Rules: rules, Cost: 1}
+			m.SetTime(start)
+			if d := decide(t, l, q); !d.Allowed || !reflect.DeepEqual(d, model.Decide(start, q)) {
+				t.Fatalf("first check = %+v", d)
+			}
+			at := start.Add(-tc.behind + time.Microsecond)
+			m.SetTime(at)
+			q.Cost = tc.cost
+			got, err := l.Decide(context.Background(), q)
+			if want := model.Decide(at, q); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("at %v: %+v, %v; model %+v", at, got, err, want)
+			}
+			if got.Allowed != (tc.cost == 0) {
+				t.Fatalf("at %v: %+v, want the month's count to stand", at, got)
 			}
 		})
 	}

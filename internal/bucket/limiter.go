@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -36,7 +37,9 @@ type Limiter struct {
 	noAddresses bool                                          // set by UsageOfAddresses
 	idempotency time.Duration                                 // set by Idempotency
 	secrets     secrets                                       // set by Secret, or read from Redis (secretOf)
-	now         func() time.Time                              // the clock of reading the secret again; time.Now
+	now         func() time.Time                              // the clock of reading the secret again and of IdleCheck; time.Now
+	lastCall    atomic.Int64                                  // when the last call on an identity's keys started: Unix ns of now
+	checkUntil  atomic.Int64                                  // until when such calls check their connections first (IdleCheck): Unix ns
 }
 
 // Option is a setting of a Limiter.
@@ -89,6 +92,7 @@ func New(client rediser, opts ...Option) *Limiter {
 	for _, o := range opts {
 		o(l)
 	}
+	l.lastCall.Store(l.now().UnixNano())
 	return l
 }
 
@@ -100,21 +104,71 @@ func NewLazy(connect func(context.Context) (rueidis.Client, error), opts ...Opti
 	for _, o := range opts {
 		o(l)
 	}
+	l.lastCall.Store(l.now().UnixNano())
 	return l
 }
 
 // UsageDays is how many UTC days of usage l keeps; 0 when it counts none.
 func (l *Limiter) UsageDays() int { return l.usageDays }
 
-// redis returns the client of one call.
-func (l *Limiter) redis(ctx context.Context) (rediser, error) {
-	if l.client != nil {
-		return l.client, nil
+// IdleCheck is how long a Limiter may go without a call on an identity's keys, by the
+// wall clock, before the calls of the next IdleCheck check the connections they are
+// about to use: a read of each identity's state hash (EXISTS, never sent again) goes
+// first, and when it fails on a dead connection, rueidis drops that connection and the
+// call's own commands go on a new one. A running process's rueidis client pings every
+// connection idle for a second (its TCP keep-alive period) and replaces a dead one; a
+// process Lambda froze between invocations did not, and a connection Redis closed
+// meanwhile (a failover, maintenance, an idle timeout) would otherwise fail the first
+// call on it after the thaw (EOF, Redis having run nothing). The check has half the
+// time left to the call's deadline: a connection the network dropped silently answers
+// nothing, and is given up and dropped then, leaving the call the other half on a new
+// one. Each checked call costs a round trip more; for IdleCheck after a thaw, since
+// each call checks only its own nodes' connections and rueidis pings the others within
+// that time.
+const IdleCheck = time.Second
+
+// redis returns the client of one call on the keys of the identities of qs, checking
+// the connections to them first within IdleCheck after IdleCheck without such a call
+// (see IdleCheck). A call on no identity's keys (Time) is neither checked nor counted.
+func (l *Limiter) redis(ctx context.Context, qs ...bucketgate.Request) (rediser, error) {
+	c := l.client
+	if c == nil {
+		cl, err := l.connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c = cl
 	}
-	c, err := l.connect(ctx)
-	if err != nil {
-		return nil, err
+	if len(qs) == 0 {
+		return c, nil
 	}
+	now := l.now().UnixNano()
+	if now-l.lastCall.Swap(now) >= int64(IdleCheck) {
+		l.checkUntil.Store(now + int64(IdleCheck))
+	}
+	if now >= l.checkUntil.Load() {
+		return c, nil
+	}
+	cmds := make(rueidis.Commands, 0, len(qs))
+	for _, q := range qs {
+		if q.Identity != "" && len(q.Identity) <= bucketgate.MaxIdentity {
+			// Arbitrary, so not read-only: rueidis would send a read-only command again
+			// and again while Redis is down, until ctx ended.
+			cmds = append(cmds, c.B().Arbitrary("EXISTS").Keys(Key(q.Identity)).Build())
+		}
+	}
+	// The check has half the time left: a connection that answers nothing (dropped
+	// silently by the network) is given up then, and dropped, leaving the call the
+	// other half on a new one.
+	check := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		check, cancel = context.WithDeadline(ctx, deadline.Add(-time.Until(deadline)/2))
+		defer cancel()
+	}
+	// Whatever the answers: a dead connection failed and was dropped, and a Redis that
+	// is down or slow fails the call's own commands as it would have.
+	c.DoMulti(check, cmds...)
 	return c, nil
 }
 
@@ -127,7 +181,7 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 	if err := q.Validate(); err != nil {
 		return bucketgate.Decision{}, err
 	}
-	c, err := l.redis(ctx)
+	c, err := l.redis(ctx, q)
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("bucket script: %w", err)
 	}
@@ -154,7 +208,7 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 // before it and before those after it: a round trip more each.
 func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (decisions []bucketgate.Decision, errs []error) {
 	decisions, errs = make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
-	c, err := l.redis(ctx)
+	c, err := l.redis(ctx, qs...)
 	p := pipeline{hs: make([]hold, len(qs)), secrets: make([][]byte, len(qs))}
 	for i, q := range qs {
 		if errs[i] = q.Validate(); errs[i] != nil {
@@ -196,13 +250,36 @@ func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, 
 	}
 	results := c.DoMulti(ctx, p.cmds...)
 	// Redis without the script ran none of the calls it refused with NOSCRIPT: send
-	// those again with the script's text.
+	// those again with the script's text. Nor any it refused with READONLY or
+	// TRYAGAIN: send those again as eval does.
+	l.resend(ctx, c, qs, p, results, noScript, evalText)
+	if slices.ContainsFunc(results, readOnly) {
+		reconnect(ctx, c)
+		l.resend(ctx, c, qs, p, results, readOnly, evalsha)
+		l.resend(ctx, c, qs, p, results, noScript, evalText)
+	}
+	for n := 0; n < maxTryAgains && slices.ContainsFunc(results, tryAgain) && wait(ctx, TryAgainWait); n++ {
+		l.resend(ctx, c, qs, p, results, tryAgain, evalsha)
+		l.resend(ctx, c, qs, p, results, noScript, evalText)
+	}
+	for j, r := range results {
+		i := p.sent[j]
+		decisions[i], errs[i] = decode(r, qs[i])
+		decisions[i] = held(decisions[i], qs[i], p.hs[i], p.secrets[i])
+	}
+	p.cmds, p.sent = nil, p.sent[:0]
+}
+
+// resend sends again, in one round trip, the calls of p whose results are refused
+// (Redis ran none of them), each as call makes it, and puts their answers in results.
+func (l *Limiter) resend(ctx context.Context, c rediser, qs []bucketgate.Request, p *pipeline, results []rueidis.RedisResult,
+	refused func(rueidis.RedisResult) bool, call func(c rediser, keys, args []string) rueidis.Completed) {
 	var again rueidis.Commands
 	var retried []int // the index in results of each command sent again
 	for j, r := range results {
-		if noScript(r) {
+		if refused(r) {
 			keys, args := scriptCall(qs[p.sent[j]], 0, l.usageDaysFor(qs[p.sent[j]].Identity), p.hs[p.sent[j]], new(scriptArgs))
-			again = append(again, evalText(c, keys, args))
+			again = append(again, call(c, keys, args))
 			retried = append(retried, j)
 		}
 	}
@@ -211,12 +288,6 @@ func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, 
 			results[retried[k]] = r
 		}
 	}
-	for j, r := range results {
-		i := p.sent[j]
-		decisions[i], errs[i] = decode(r, qs[i])
-		decisions[i] = held(decisions[i], qs[i], p.hs[i], p.secrets[i])
-	}
-	p.cmds, p.sent = nil, p.sent[:0]
 }
 
 // decode reads the script's answer to q.
@@ -257,14 +328,78 @@ func scriptError(err error) error {
 }
 
 // eval runs bucket.lua on keys with args: EVALSHA, then EVAL when Redis does not know
-// the script yet (NOSCRIPT: nothing ran). Never retried: a retried call could charge
-// twice. DecideBatch pipelines the same two steps.
+// the script yet (NOSCRIPT: nothing ran); both again once on a new connection when the
+// server refuses them with READONLY (see readOnly: nothing written), and after
+// TryAgainWait while it refuses them with TRYAGAIN (nothing ran), until ctx ends or
+// TryAgainFor has been waited. Never retried otherwise: a retried call could charge
+// twice. DecideBatch pipelines the same steps.
 func eval(ctx context.Context, c rediser, keys, args []string) rueidis.RedisResult {
-	r := c.Do(ctx, evalsha(c, keys, args))
-	if noScript(r) {
-		r = c.Do(ctx, evalText(c, keys, args))
+	reconnected := false
+	for n := 0; ; n++ {
+		r := c.Do(ctx, evalsha(c, keys, args))
+		if noScript(r) {
+			r = c.Do(ctx, evalText(c, keys, args))
+		}
+		switch {
+		case readOnly(r) && !reconnected:
+			reconnect(ctx, c)
+			reconnected = true
+		case !tryAgain(r) || n == maxTryAgains || !wait(ctx, TryAgainWait):
+			return r
+		}
 	}
-	return r
+}
+
+// readOnly reports a script call that the server refused with READONLY: it is a
+// replica, so the script wrote nothing. A standalone primary demoted by a failover
+// (ElastiCache with cluster mode disabled) stays up as a replica and keeps the
+// connections made to it, while the address they were made to (the primary endpoint)
+// names the new primary: only a new connection reaches it.
+func readOnly(r rueidis.RedisResult) bool {
+	err, ok := rueidis.IsRedisErr(r.Error())
+	return ok && strings.HasPrefix(err.Error(), "READONLY")
+}
+
+// reconnect makes c connect again: QUIT makes the server close the connection, and a
+// command after it, never sent again, fails on the closed connection, which rueidis
+// then drops; the next command dials the address again.
+func reconnect(ctx context.Context, c rediser) {
+	c.DoMulti(ctx, c.B().Quit().Build(), c.B().Arbitrary("PING").Build())
+}
+
+// TryAgainWait is how long a script call that Redis refused with TRYAGAIN waits before
+// it is sent again, until its deadline. While a cluster reshards, the slot of an
+// identity moves from one master to another a few keys at a time, and Redis runs no
+// call on several keys of a moving slot unless the node it reaches holds all of them
+// (an identity's usage archive before its first day ends, or an idempotent request's
+// record, does not exist anywhere yet): it answers TRYAGAIN, having run nothing, until
+// the slot has moved, a matter of milliseconds for a slot of a few thousand keys.
+const TryAgainWait = 5 * time.Millisecond
+
+// TryAgainFor is the most a script call waits in all for a moving slot (TryAgainWait
+// at a time) when its deadline does not end it first: a slot left half moved (a
+// resharding stopped midway) is TRYAGAIN, not a call that never returns.
+const TryAgainFor = time.Second
+
+// maxTryAgains is how many times a call refused with TRYAGAIN is sent again at most.
+const maxTryAgains = int(TryAgainFor / TryAgainWait)
+
+// tryAgain reports a script call that Redis refused with TRYAGAIN: nothing ran.
+func tryAgain(r rueidis.RedisResult) bool {
+	err, ok := rueidis.IsRedisErr(r.Error())
+	return ok && err.IsTryAgain()
+}
+
+// wait waits for d, and reports whether ctx was still live then.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // evalsha is the script call (EVALSHA) on keys with args.

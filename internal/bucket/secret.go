@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -31,6 +32,12 @@ func Secret(secret []byte) Option {
 // (SET NX) and never expiring. A Redis that loses it (a FLUSHALL, a restore) gets it
 // back, or another one, at the next read (SecretRecheck).
 const SecretKey = KeyPrefix + "secret"
+
+// ErrNoSecret is wrapped by the error of a call that needed the secret Redis keeps
+// (SecretKey, with SecretsKeptKey) and could not read it: Redis did not answer for
+// those keys, whose master in a cluster (that of SecretSlot) is in general not the
+// identity's.
+var ErrNoSecret = errors.New("the reservations' secret could not be read")
 
 // SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's: a
 // sorted set of each, scored by the time until which it verifies ids (Unix ms of the
@@ -250,14 +257,14 @@ func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]b
 		c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Byscore().Rev().Limit(0, keptSecrets).Withscores().Build())
 	s, err := res[1].ToString()
 	if err != nil {
-		return nil, nil, fmt.Errorf("bucket: the reservations' secret (%s): %w", SecretKey, err)
+		return nil, nil, fmt.Errorf("bucket: %w (%s): %w", ErrNoSecret, SecretKey, err)
 	}
 	if len(s) < 32 {
 		return nil, nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretKey, len(s))
 	}
 	scores, err := res[2].AsZScores()
 	if err != nil {
-		return nil, nil, fmt.Errorf("bucket: the reservations' kept secrets (%s): %w", SecretsKeptKey, err)
+		return nil, nil, fmt.Errorf("bucket: %w (the kept ones, %s): %w", ErrNoSecret, SecretsKeptKey, err)
 	}
 	kept := make([]keptSecret, len(scores))
 	for i, z := range scores {

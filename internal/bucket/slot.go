@@ -13,8 +13,18 @@ func Slot(identity string) int {
 	if len(tag) == 0 {
 		tag = key // an empty hash tag: Redis hashes the whole key
 	}
+	return slotOf(tag)
+}
+
+// SecretSlot is the Redis Cluster hash slot of SecretKey, which has no hash tag: in a
+// cluster, the master of this slot keeps the secret that every instance reads before
+// its first reserve, settle, acquire or release, whatever the identity.
+var SecretSlot = slotOf([]byte(SecretKey))
+
+// slotOf returns the hash slot of a key whose hashed part is b.
+func slotOf(b []byte) int {
 	var crc uint16 // CRC-16/XMODEM, as Redis Cluster computes it
-	for _, c := range tag {
+	for _, c := range b {
 		crc = crc<<8 ^ crc16Table[byte(crc>>8)^c]
 	}
 	return int(crc % Slots)

@@ -31,7 +31,7 @@ func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.T
 	case to-from >= MaxUsageDays:
 		return nil, fmt.Errorf("%w: usage of %d days: want at most %d", bucketgate.ErrInvalid, to-from+1, MaxUsageDays)
 	}
-	c, err := l.redis(ctx)
+	c, err := l.redis(ctx, bucketgate.Request{Identity: identity})
 	if err != nil {
 		return nil, fmt.Errorf("usage: %w", err)
 	}

@@ -101,3 +101,37 @@ func TestClusterMasterDown(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterSecretMasterDown: while the master that keeps the reservations' secret
+// (bucket.SecretKey) is down, an instance that has not read the secret yet cannot
+// reserve for any identity; those failures count in the circuit of the secret's
+// master, so that the checks of identities of the other masters are still decided.
+func TestClusterSecretMasterDown(t *testing.T) {
+	const masters = 3
+	cluster := redistest.StartCluster(t, masters, 0)
+	for _, m := range cluster.Masters {
+		run(t, m, "CONFIG", "SET", "cluster-require-full-coverage", "no")
+	}
+	if slot := run(t, cluster.Masters[0], "CLUSTER", "KEYSLOT", bucket.SecretKey); slot != fmt.Sprint(bucket.SecretSlot) {
+		t.Fatalf("SecretSlot %d, CLUSTER KEYSLOT %s says %s", bucket.SecretSlot, bucket.SecretKey, slot)
+	}
+	holder := bucket.SecretSlot * masters / bucket.Slots // redistest gives each master an equal range
+	alive := onMaster(t, (holder+1)%masters, masters)
+	cluster.Masters[holder].Stop()
+
+	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_TIMEOUT_MS": faultTimeoutMS})
+	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil) // a cold start: no secret read yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	reserve := bucketgate.Request{Identity: alive, Rules: burst, Cost: 1, Op: bucketgate.OpReserve}
+	for i := range guard.DefaultFailuresToOpen + 1 {
+		if r := decide(t, g, reserve); r.Failure == guard.FailureNone || r.Reason != bucketgate.ReasonUnavailable {
+			t.Fatalf("reserve %d without the secret: %+v", i+1, r)
+		}
+	}
+	if r := decide(t, g, request(alive)); r.Failure != guard.FailureNone || r.CircuitOpen || !r.Allowed {
+		t.Fatalf("a check of %s on a healthy master: %+v", alive, r)
+	}
+}

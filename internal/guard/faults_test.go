@@ -376,3 +376,31 @@ func TestOneStallCountsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestStalledConnectionConcurrent: a connection the network dropped silently (nothing
+// answers, no reset) under a long-running process's concurrent requests, whose
+// commands share it (rueidis's pipelining), is given up within a couple of seconds, and
+// service resumes on a new connection, as it does at once for Lambda's one request at
+// a time.
+func TestStalledConnectionConcurrent(t *testing.T) {
+	srv := redistest.Start(t)
+	path := redistest.StartProxy(t, srv.Addr)
+	g := chain(t, path.Addr, nil)
+	results := make(chan guard.Result, concurrentCallers)
+	for i := range concurrentCallers { // requests in flight together: the connection pipelines from now on
+		go func() {
+			r, _ := g.Decide(context.Background(), request(fmt.Sprintf("caller-%d", i)))
+			results <- r
+		}()
+	}
+	for range concurrentCallers {
+		if r := <-results; r.Failure != guard.FailureNone {
+			t.Fatalf("before the stall: %+v", r)
+		}
+	}
+	path.Stall()
+	recovers(t, g, request("after"))
+}
+
+// concurrentCallers is how many requests TestStalledConnectionConcurrent sends at once.
+const concurrentCallers = 8

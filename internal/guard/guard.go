@@ -305,7 +305,11 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 			continue
 		}
 		if f := failure(err); len(via) > 0 && (f == nil || !gone) {
-			for _, b := range [...]*breaker{via[k].cluster, via[k].own} {
+			c := via[k]
+			if errors.Is(err, bucket.ErrNoSecret) { // a failure of the secret's master, not the identity's
+				c = g.circuitOf(bucket.SecretSlot)
+			}
+			for _, b := range [...]*breaker{c.cluster, c.own} {
 				if b != nil {
 					tell = tellOnce(tell, b, f)
 				}
@@ -345,14 +349,18 @@ func tellOnce(tell []told, b *breaker, err error) []told {
 }
 
 // circuit returns the circuits that answer for identity; none without a breaker.
-func (g *Guard) circuit(identity string) circuit {
+func (g *Guard) circuit(identity string) circuit { return g.circuitOf(bucket.Slot(identity)) }
+
+// circuitOf returns the circuits that answer for the keys of slot; none without a
+// breaker.
+func (g *Guard) circuitOf(slot int) circuit {
 	switch {
 	case g.circuits == nil:
 		return circuit{}
 	case g.opts.Cluster == nil || !g.opts.Cluster():
 		return circuit{own: &g.circuits[0]}
 	}
-	return circuit{cluster: &g.cluster, own: &g.circuits[bucket.Slot(identity)/CircuitSlots]}
+	return circuit{cluster: &g.cluster, own: &g.circuits[slot/CircuitSlots]}
 }
 
 // takesOnly reports whether q only ever takes tokens, or nothing: a check, or a reserve

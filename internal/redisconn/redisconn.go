@@ -33,6 +33,13 @@ const (
 	ConnectTimeout = 2 * time.Second
 	// InitTimeout bounds what New reads from AWS (the password secret, credentials).
 	InitTimeout = 5 * time.Second
+	// StallTimeout is how long a connection may leave a command or rueidis's ping
+	// unanswered before it is dropped (rueidis's ConnWriteTimeout), when the decision
+	// deadline (REDIS_TIMEOUT_MS) is shorter: rueidis pings a connection that has
+	// received nothing for a second, so one the network dropped silently is replaced
+	// within two. rueidis's own default, ten times longer, left a long-running
+	// process's concurrent requests, which share the connection, failing for 11 s.
+	StallTimeout = time.Second
 )
 
 // singleConnection is rueidis's PipelineMultiplex for one connection per node.
@@ -123,6 +130,7 @@ func clientOption(ctx context.Context, s settings.Settings, o options) (rueidis.
 		Username:          s.Username,
 		Password:          s.Password,
 		Dialer:            net.Dialer{Timeout: ConnectTimeout},
+		ConnWriteTimeout:  max(StallTimeout, s.Timeout),
 		// One connection per node: a Lambda instance runs one invocation at a time,
 		// ElastiCache counts connections, and a node restart then breaks one
 		// connection (one failed decision), not several.

@@ -1,0 +1,106 @@
+package bucket_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+)
+
+// reshardFor is how long the slot of the test's identity stays half moved: longer than
+// a slot takes to move on a real cluster, shorter than the test's deadline.
+const reshardFor = 100 * time.Millisecond
+
+// TestDecideDuringReshard: while the slot of an identity moves to another master, a
+// call on several of its keys, some not made yet (the usage archive before the first
+// day ends, an idempotent request's record), is refused by Redis (TRYAGAIN: nothing
+// ran) until the keys have moved; the Limiter sends it again until they have, within
+// the call's deadline, and it is decided once, by the new master.
+func TestDecideDuringReshard(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	c := connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")})
+	from, to := cluster.Masters[0], cluster.Masters[1]
+	tests := []struct {
+		name      string
+		usageDays int
+		requestID string
+		batch     bool
+	}{
+		{"Decide with usage", 1, "", false},
+		{"DecideBatch with usage", 1, "", true},
+		{"Decide, idempotent", 0, "request-1", false},
+		{"DecideBatch, idempotent", 0, "request-1", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := bucket.New(c, bucket.Usage(tc.usageDays))
+			q := bucketgate.Request{Identity: onServer(t, 0, 3, "reshard-"+tc.name), Rules: free, Cost: 1}
+			if d := decide(t, l, q); d.Remaining != free[0].Capacity-1 {
+				t.Fatalf("before the reshard: %+v", d)
+			}
+			slot := bucket.Slot(q.Identity)
+			if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+				t.Fatal(err)
+			}
+			moved := make(chan error, 1)
+			time.AfterFunc(reshardFor, func() { moved <- redistest.EndMigration(ctx, slot, from, to) })
+			q.RequestID = tc.requestID
+			deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			var d bucketgate.Decision
+			var err error
+			if tc.batch {
+				ds, errs := l.DecideBatch(deadline, []bucketgate.Request{q})
+				d, err = ds[0], errs[0]
+			} else {
+				d, err = l.Decide(deadline, q)
+			}
+			if err := <-moved; err != nil {
+				t.Fatal(err)
+			}
+			if err != nil || d.Remaining != free[0].Capacity-2 {
+				t.Fatalf("during the reshard: %+v, %v", d, err)
+			}
+			if n, err := to.Command(ctx, "EXISTS", bucket.Key(q.Identity)); err != nil || n != "1" {
+				t.Fatalf("the new master holds %s: %s, %v", bucket.Key(q.Identity), n, err)
+			}
+			if d := decide(t, l, bucketgate.Request{Identity: q.Identity, Rules: free}); d.Remaining != free[0].Capacity-2 {
+				t.Fatalf("after the reshard, charged %d times: %+v", free[0].Capacity-d.Remaining, d)
+			}
+		})
+	}
+}
+
+// TestDecideDuringStalledReshard: a slot left half moved (a resharding stopped midway)
+// fails the calls on it with TRYAGAIN once they have waited TryAgainFor, even without a
+// deadline; they are never decided, and answer again once the slot has moved.
+func TestDecideDuringStalledReshard(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}), bucket.Usage(1))
+	ctx := context.Background()
+	from, to := cluster.Masters[0], cluster.Masters[1]
+	slow := []bucketgate.Rule{{Name: "slow", Capacity: 10, RefillPerSecond: 0.001}} // nothing back while the test waits
+	q := bucketgate.Request{Identity: onServer(t, 0, 3, "stalled"), Rules: slow, Cost: 1}
+	decide(t, l, q)
+	slot := bucket.Slot(q.Identity)
+	if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Decide(ctx, q); err == nil || !strings.Contains(err.Error(), "TRYAGAIN") {
+		t.Fatalf("a slot left half moved: %v, want TRYAGAIN", err)
+	}
+	if ds, errs := l.DecideBatch(ctx, []bucketgate.Request{q}); errs[0] == nil || !strings.Contains(errs[0].Error(), "TRYAGAIN") {
+		t.Fatalf("a batch on a slot left half moved: %+v %v, want TRYAGAIN", ds[0], errs[0])
+	}
+	if err := redistest.EndMigration(ctx, slot, from, to); err != nil {
+		t.Fatal(err)
+	}
+	if d := decide(t, l, q); d.Remaining != slow[0].Capacity-2 {
+		t.Fatalf("once the slot moved, charged %d times: %+v", slow[0].Capacity-d.Remaining, d)
+	}
+}

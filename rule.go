@@ -28,6 +28,11 @@ const (
 	// MaxFillTime is the longest time an empty bucket may take to fill again
 	// (capacity / refill per second): a yearly quota fits, a slower one does not.
 	MaxFillTime = 366 * 24 * time.Hour
+	// maxFillSeconds is the bound Validate and bucket.lua hold capacity / refill per
+	// second to: MaxFillTime and a microsecond, so that a rate written as refill tokens
+	// per period that fills in exactly MaxFillTime (4026 tokens, 11 a day) is accepted
+	// although the division rounds a little above it. The literal is bucket.lua's too.
+	maxFillSeconds = 31622400.000001
 	// MaxRuleName is the longest rule name, in bytes.
 	MaxRuleName = 64
 	// MaxIdentity is the longest identity, in bytes.
@@ -135,7 +140,7 @@ func (r Rule) Validate() error {
 		return fmt.Errorf("%w: rule %s: capacity %d: want 1 to %d", ErrInvalid, r.Name, r.Capacity, MaxCapacity)
 	case !(r.RefillPerSecond > 0 && r.RefillPerSecond <= MaxRefillPerSecond): // NaN fails too
 		return fmt.Errorf("%w: rule %s: refillPerSecond %v: want a number above 0 and at most %g", ErrInvalid, r.Name, r.RefillPerSecond, MaxRefillPerSecond)
-	case r.fillSeconds() > MaxFillTime.Seconds():
+	case r.fillSeconds() > maxFillSeconds:
 		return fmt.Errorf("%w: rule %s: refillPerSecond %v fills capacity %d in %s: want at most %v",
 			ErrInvalid, r.Name, r.RefillPerSecond, r.Capacity, formatSeconds(r.fillSeconds()), MaxFillTime)
 	}

@@ -2,6 +2,7 @@ package docs_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -131,5 +132,66 @@ func TestDeployQuickStartIsTheREADMEs(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(deploy), "\n")
 	if len(lines) > 10 || !strings.Contains(deploy, "bucketgate --stack ") {
 		t.Errorf("the deploy quick start has %d commands, want at most 10, one of them bucketgate --stack:\n%s", len(lines), deploy)
+	}
+}
+
+// alarmMetricsRow matches the Costs table's row of alarms: the alarm metrics at the
+// defaults, then with RedisEndpoint.
+var alarmMetricsRow = regexp.MustCompile("(?m)^\\| CloudWatch alarms \\| [0-9.]+ \\| ([0-9]+) alarm metrics .*with `RedisEndpoint`, ([0-9]+) \\(no cache alarms; the eviction policy alarm reads ([0-9]+)\\)")
+
+// The alarm metrics docs/deploy.md prices are template.yaml's: each metric an alarm
+// reads (an alarm of one metric counts one), at the defaults and with RedisEndpoint
+// (which creates no cache, and so none of its alarms, and adds the eviction policy
+// alarm).
+func TestDeployAlarmMetrics(t *testing.T) {
+	var tpl struct {
+		Resources map[string]struct {
+			Type       string `yaml:"Type"`
+			Condition  string `yaml:"Condition"`
+			Properties struct {
+				Metrics []struct {
+					MetricStat any `yaml:"MetricStat"`
+				} `yaml:"Metrics"`
+			} `yaml:"Properties"`
+		} `yaml:"Resources"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, "template.yaml")), &tpl); err != nil {
+		t.Fatal(err)
+	}
+	var defaults, existingRedis, evictionPolicy int
+	for id, r := range tpl.Resources {
+		if r.Type != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		n := 0
+		for _, m := range r.Properties.Metrics {
+			if m.MetricStat != nil {
+				n++
+			}
+		}
+		if len(r.Properties.Metrics) == 0 {
+			n = 1
+		}
+		switch r.Condition {
+		case "", "ExampleApi":
+			defaults, existingRedis = defaults+n, existingRedis+n
+		case "CreateCache":
+			defaults += n
+		case "ExistingRedis":
+			existingRedis += n
+			if id == "RedisEvictionPolicyAlarm" {
+				evictionPolicy = n
+			}
+		default:
+			t.Fatalf("alarm %s has the condition %s: say in this test when it is deployed", id, r.Condition)
+		}
+	}
+	m := alarmMetricsRow.FindStringSubmatch(section(t, "docs/deploy.md", "Costs"))
+	if m == nil {
+		t.Fatal("docs/deploy.md's Costs have no row of the alarms' metrics")
+	}
+	if got := fmt.Sprint(defaults, " ", existingRedis, " ", evictionPolicy); got != strings.Join(m[1:], " ") {
+		t.Errorf("docs/deploy.md prices %s alarm metrics, %s with RedisEndpoint (the eviction policy alarm's %s); template.yaml has %d, %d (%d)",
+			m[1], m[2], m[3], defaults, existingRedis, evictionPolicy)
 	}
 }

@@ -242,3 +242,27 @@ func fencedAfter(t *testing.T, text, marker string) string {
 	block, _, _ = strings.Cut(block, "\n```")
 	return block
 }
+
+// The make invoke transcripts of CONTRIBUTING.md are what the commands print on stdout
+// (the functions' logs and metrics go to stderr), each run as shown, its pipe included,
+// on a fresh embedded Redis.
+func TestMakeInvokeTranscripts(t *testing.T) {
+	shown := regexp.MustCompile(`(?m)^\$ (make invoke .*)$`).FindAllStringSubmatch(section(t, "CONTRIBUTING.md", "Sample events: make invoke"), -1)
+	if len(shown) < 4 {
+		t.Fatalf("CONTRIBUTING.md shows %d make invoke commands: is the pattern right?", len(shown))
+	}
+	for _, s := range shown {
+		want := strings.Join(transcript(t, "CONTRIBUTING.md", s[1]), "\n")
+		cmd := exec.Command("bash", "-o", "pipefail", "-c", s[1])
+		cmd.Dir = root
+		cmd.Env = cleanEnv()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", s[1], err, out)
+			continue
+		}
+		if got := strings.TrimSuffix(string(out), "\n"); got != want {
+			t.Errorf("%s prints:\n%s\nCONTRIBUTING.md shows:\n%s", s[1], got, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"os/exec"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,6 +29,7 @@ var rules = []struct {
 	{"NoRequiredParameter", checkDefaults},
 	{"AuthorizersNeverCache", checkAuthorizersNeverCache},
 	{"AuthorizerPermissions", checkAuthorizerPermissions},
+	{"EveryPathRouted", checkEveryPathRouted},
 	{"GatewayResponses", checkGatewayResponses},
 	{"RESTIntegrationRequestHeaders", checkRESTIntegrationRequestHeaders},
 	{"HTTPAPIResponseHeaders", checkHTTPAPIResponseHeaders},
@@ -110,6 +112,70 @@ func checkAuthorizerPermissions(t *testing.T, path string) {
 	if apis == 0 {
 		t.Fatal("no API after the SAM transform")
 	}
+}
+
+// checkEveryPathRouted: every API, as deployed (after the SAM transform), routes the
+// root path too. API Gateway's greedy /{proxy+} matches every path but / (a REST API
+// answers / with 403 "Missing Authentication Token", an HTTP API with 404), so each API
+// declares ANY / beside ANY /{proxy+}, with the same authorizer and the same integration,
+// less the proxy path variable.
+func checkEveryPathRouted(t *testing.T, path string) {
+	resources := section(samTranslate(t, path), "Resources")
+	apis := 0
+	for id, r := range resources {
+		r, _ := r.(map[string]any)
+		if r["Type"] != "AWS::ApiGateway::RestApi" && r["Type"] != "AWS::ApiGatewayV2::Api" {
+			continue
+		}
+		apis++
+		props, _ := r["Properties"].(map[string]any)
+		body, _ := props["Body"].(map[string]any)
+		paths, _ := body["paths"].(map[string]any)
+		anyMethod := func(p string) map[string]any {
+			route, _ := paths[p].(map[string]any)
+			m, _ := route["x-amazon-apigateway-any-method"].(map[string]any)
+			return m
+		}
+		root, proxy := anyMethod("/"), anyMethod("/{proxy+}")
+		if root == nil || proxy == nil {
+			t.Errorf("%s routes %v: want ANY / and ANY /{proxy+}, so that a request for / reaches the authorizer and the backend", id, slices.Sorted(maps.Keys(paths)))
+			continue
+		}
+		if root["security"] == nil || !reflect.DeepEqual(root["security"], proxy["security"]) {
+			t.Errorf("%s: ANY / has the authorizers %v, ANY /{proxy+} %v: want the same", id, root["security"], proxy["security"])
+		}
+		if got, want := root["x-amazon-apigateway-integration"], withoutProxyVariable(proxy["x-amazon-apigateway-integration"]); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: ANY / integrates\n%v\nwant ANY /{proxy+}'s for /:\n%v", id, got, want)
+		}
+	}
+	if apis == 0 {
+		t.Fatal("no API after the SAM transform")
+	}
+}
+
+// withoutProxyVariable returns v, an integration of /{proxy+}, as the integration of /
+// would be: no request parameter for the proxy path variable, and /{proxy} in a URI
+// (or a Fn::Sub of one) as /.
+func withoutProxyVariable(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range v {
+			if k != "integration.request.path.proxy" {
+				out[k] = withoutProxyVariable(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = withoutProxyVariable(e)
+		}
+		return out
+	case string:
+		return strings.ReplaceAll(v, "/{proxy}", "/")
+	}
+	return v
 }
 
 // grants reports whether the resource r (transformed) lets API Gateway invoke function

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
@@ -23,7 +24,8 @@ var boundRules = []bucketgate.Rule{
 	{Name: "rate-1e-300", Capacity: 1000, RefillPerSecond: 1e-300},
 	{Name: "smallest-rate", Capacity: 1, RefillPerSecond: 1 / bucketgate.MaxFillTime.Seconds()},
 	{Name: "slowest-fill", Capacity: 1000, RefillPerSecond: 1000 / bucketgate.MaxFillTime.Seconds()},
-	{Name: "fill-past", Capacity: 1000, RefillPerSecond: math.Nextafter(1000/bucketgate.MaxFillTime.Seconds(), 0)},
+	{Name: "fill-rounded-past", Capacity: 1000, RefillPerSecond: math.Nextafter(1000/bucketgate.MaxFillTime.Seconds(), 0)},
+	{Name: "fill-past-by-2us", Capacity: 1000, RefillPerSecond: 1000 / (bucketgate.MaxFillTime.Seconds() + 2e-6)},
 	{Name: "fill-past-by-a-second", Capacity: 1000, RefillPerSecond: 1000 / (bucketgate.MaxFillTime.Seconds() + 1)},
 	{Name: "fastest-fill", Capacity: 1, RefillPerSecond: bucketgate.MaxRefillPerSecond},
 }
@@ -57,5 +59,43 @@ func TestScriptBoundsAreValidates(t *testing.T) {
 	}
 	if ok == 0 || ok == 2*len(boundRules) {
 		t.Fatalf("%d of %d cases valid: the table tests one side only", ok, 2*len(boundRules))
+	}
+}
+
+// TestFillsInExactly366Days: a bucket written as refill tokens per period that fills in
+// exactly MaxFillTime is valid, for Rule.Validate and for the script on a real server
+// and on miniredis, although capacity / (refill / period) rounds a little above it.
+func TestFillsInExactly366Days(t *testing.T) {
+	srv := redistest.Start(t)
+	mr := miniredis.RunT(t)
+	servers := map[string]rueidis.Client{"redis": redistest.Client(t, srv.Addr), "miniredis": redistest.Client(t, mr.Addr())}
+	for _, tc := range []struct {
+		name     string
+		capacity int64
+		refill   float64 // tokens per period
+		period   float64 // seconds
+	}{
+		{"11 per day", 4026, 11, 86400},
+		{"29 per day", 10614, 29, 86400},
+		{"49 per hour", 430416, 49, 3600},
+		{"11 per minute", 5797440, 11, 60},
+		{"1 per second", 31622400, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := bucketgate.Rule{Name: "yearly", Capacity: tc.capacity, RefillPerSecond: tc.refill / tc.period}
+			if got := time.Duration(float64(tc.capacity) / tc.refill * tc.period * float64(time.Second)); got != bucketgate.MaxFillTime {
+				t.Fatalf("the case fills in %v, not %v", got, bucketgate.MaxFillTime)
+			}
+			if err := r.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+			q := bucketgate.Request{Identity: "yearly", Rules: []bucketgate.Rule{r}, Cost: 1}
+			keys, args := scriptCall(q, 0, 0, hold{}, new(scriptArgs))
+			for name, c := range servers {
+				if err := eval(context.Background(), c, keys, args).Error(); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package bucket
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -71,9 +72,13 @@ func replyInts(reply []rueidis.RedisMessage, q bucketgate.Request) (replyVals, [
 // flag returns the field of flags at shift, bits wide.
 func flag(flags int64, shift, bits int) int64 { return flags >> shift & (1<<bits - 1) }
 
-// maxWindowMillis is the longest a quota's window can last, in milliseconds: a month of
-// 31 days.
-const maxWindowMillis = 31 * 24 * 3600 * 1000
+// maxWaitMillis is the latest, in milliseconds from now, that a reply's wait, reset, or
+// a rule's time until full or until its window ends can be: a bucket's debt of its
+// capacity refilled, twice the longest fill time (and a millisecond of rounding). A
+// quota's window ends within a month, or later when a server whose clock was ahead
+// began it (a failover to a replica behind): bucket.lua keeps a month's count until the
+// end stored, however far, so the window is held to this bound too, not to a month.
+const maxWaitMillis = 2*int64(bucketgate.MaxFillTime/time.Millisecond) + 1
 
 // decodeReply turns the script's integers into a Decision for q, checking every value
 // against what the script can return for q: vals, and a peek's rules' figures (rest).
@@ -89,7 +94,6 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 	remaining := flag(flags, lua.FlagsRemainingShift, lua.FlagsRemainingBits)
 	wait, reset, now := vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow]
 	n := int64(len(q.Rules))
-	maxWait := 2*bucketgate.MaxFillTime.Milliseconds() + 1 // from a debt of the capacity
 	enforced := func(r int64) bool { return r >= 1 && r <= n && !q.Rules[r-1].Shadow }
 	var shadow int64 // the shadow rules of q, as the script's bit set
 	for i, r := range q.Rules {
@@ -107,11 +111,11 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 		return bucketgate.Decision{}, fmt.Errorf("%w: binding rule %d, want an enforced rule from 1 to %d", ErrBadReply, binding, n)
 	case binding != 0 && remaining > q.Rules[binding-1].Max() || binding == 0 && remaining != 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: remaining %d out of range", ErrBadReply, remaining)
-	case wait < 0 || wait > maxWait, allowed == 0 && wait == 0, !checks(q) && wait != 0:
+	case wait < 0 || wait > maxWaitMillis, allowed == 0 && wait == 0, !checks(q) && wait != 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: wait %d ms with allowed %d for a %v", ErrBadReply, wait, allowed, q.Op)
 	case (wait == 0) != (waitRule == 0), waitRule != 0 && !enforced(waitRule), allowed == 0 && waitRule != binding:
 		return bucketgate.Decision{}, fmt.Errorf("%w: wait rule %d with wait %d ms, binding rule %d and allowed %d", ErrBadReply, waitRule, wait, binding, allowed)
-	case reset < 0 || reset > maxWait, q.Op == bucketgate.OpReset && reset != 0:
+	case reset < 0 || reset > maxWaitMillis, q.Op == bucketgate.OpReset && reset != 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: reset after %d ms out of range", ErrBadReply, reset)
 	case now <= 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: server time %d", ErrBadReply, now)
@@ -140,9 +144,9 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 		left, full := rest[lua.ReplyRuleLeft(i)-lua.ReplyLen], rest[lua.ReplyRuleReset(i)-lua.ReplyLen]
 		var bad bool
 		if r.IsQuota() {
-			bad = left < 0 || left > r.Limit || full < 1 || full > maxWindowMillis
+			bad = left < 0 || left > r.Limit || full < 1 || full > maxWaitMillis
 		} else {
-			bad = left < 0 || left > r.Capacity || full < 0 || full > maxWait || (left == r.Capacity) != (full == 0)
+			bad = left < 0 || left > r.Capacity || full < 0 || full > maxWaitMillis || (left == r.Capacity) != (full == 0)
 		}
 		if bad {
 			return bucketgate.Decision{}, fmt.Errorf("%w: rule %d (%s) left %d, full in %d ms", ErrBadReply, i+1, r.Name, left, full)
@@ -201,10 +205,10 @@ func decodeCrossings(d bucketgate.Decision, rest []int64, q bucketgate.Request) 
 			// A window's end is within a month of now; the count reached the threshold
 			// it crossed.
 			nowS := d.At.Unix()
-			bad = count < 1 || count > maxStoredCount || end <= nowS || end > nowS+maxWindowMillis/1000+1 ||
+			bad = count < 1 || count > maxStoredCount || end <= nowS || end > nowS+maxWaitMillis/1000+1 ||
 				reached100.Has(i) && count < r.Limit || reached80.Has(i) && 5*count < 4*r.Limit
 		default:
-			bad = count < 0 || count >= r.Capacity || end < 1 || end > 2*bucketgate.MaxFillTime.Milliseconds()+1 // from a debt of the capacity
+			bad = count < 0 || count >= r.Capacity || end < 1 || end > maxWaitMillis
 		}
 		if bad {
 			return bucketgate.Decision{}, fmt.Errorf("%w: rule %d (%s) crossed with figures %d and %d", ErrBadReply, i+1, r.Name, count, end)
@@ -214,5 +218,6 @@ func decodeCrossings(d bucketgate.Decision, rest []int64, q bucketgate.Request) 
 	return d, nil
 }
 
-// maxStoredCount is the most a quota's count can be: its limit under any plan.
-const maxStoredCount = bucketgate.MaxCapacity
+// maxStoredCount is the most a quota's count can be: its limit under any plan, and as
+// much again, a settle's debt.
+const maxStoredCount = 2 * bucketgate.MaxCapacity

@@ -58,10 +58,12 @@
 --           ARGV and no name is built here.
 --
 -- Bounds, the same as bucketgate.Rule.Validate: capacity and limit 1 to 1e9, refill per
--- second above 0 and at most 1e9, capacity / refill at most 31622400 s (366 days), a
--- period of the three, cost and refund at most every rule's capacity or limit, no field
--- name twice (the Go side also refuses a bucket and a quota of one name). A capacity, a
--- limit, a refill or a period that is not a number at all stops the script with Lua's
+-- second above 0 and at most 1e9, capacity / refill at most 31622400 s (366 days; the
+-- division is held to 31622400.000001, a microsecond more, so that a rate of tokens per
+-- period that fills in exactly 366 days passes though it rounds above), a period of the
+-- three, cost and refund at most every rule's capacity or limit, no field name twice
+-- (the Go side also refuses a bucket and a quota of one name). A capacity, a limit, a
+-- refill or a period that is not a number at all stops the script with Lua's
 -- arithmetic error (they are read by arithmetic, not tonumber, which would read each
 -- twice); the Go side never sends one. The days usage is kept, and KEYS[2], are read and
 -- checked when a write needs them (the day's first usage, or a rule that lives past the
@@ -375,7 +377,8 @@ if least < 1 then least = 1 end
 
 -- Bounds are written as numbers where they are used, so that no local costs a load per
 -- call: capacity 1e9 (bucketgate.MaxCapacity), refill 1e9 per second
--- (bucketgate.MaxRefillPerSecond), fill time 31622400 s (bucketgate.MaxFillTime), expiry
+-- (bucketgate.MaxRefillPerSecond), fill time 31622400.000001 s (bucketgate.MaxFillTime and a
+-- microsecond for the division's rounding: bucketgate's maxFillSeconds), expiry
 -- margin 1000 ms (bucket.ExpiryMargin), usage kept 400 days (bucket.MaxUsageDays).
 
 local t = call('TIME')
@@ -474,7 +477,7 @@ for i = 1, n2, 2 do
   local cap, rate, period = argv[j] + 0, argv[j + 1] + 0 -- period: a quota's (its rate); nil for a bucket
   -- One test for the usual rule; the rest tells a shadow rule (negated capacity), a quota
   -- (a period below zero) and a bad rule apart.
-  if cap < least or cap > 1e9 or cap % 1 ~= 0 or not (rate > 0 and rate <= 1e9) or cap / rate > 31622400 then
+  if cap < least or cap > 1e9 or cap % 1 ~= 0 or not (rate > 0 and rate <= 1e9) or cap / rate > 31622400.000001 then
     if cap <= -1 and cap >= -1e9 and cap % 1 == 0 then cap, shadow = -cap, i end
     if cap < 1 or cap > 1e9 or cap % 1 ~= 0 then
       return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': capacity or limit must be a whole number from 1 to 1e9 (negated for a shadow rule)')
@@ -488,7 +491,7 @@ for i = 1, n2, 2 do
       if not (rate > 0 and rate <= 1e9) then
         return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': refill per second must be above 0 and at most 1e9')
       end
-      if cap / rate > 31622400 then
+      if cap / rate > 31622400.000001 then
         return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': fills in more than 366 days')
       end
     end

@@ -50,6 +50,20 @@ func runAccounts(e env, args []string) error {
 // wantAccountName says what an account's name is.
 var wantAccountName = fmt.Sprintf("want an account's name: 1 to %d letters, digits, '.', '_' or '-'", bucketgate.MaxAccountName)
 
+// checkAccountName returns why name, given as what ("--account", "account"), is no
+// account's name: a usage error. An API key (one the shape of those keys create makes)
+// fits the set of names, and is refused unquoted: an account's name rests in the table,
+// in its buckets' Redis keys and in every log line of the account.
+func checkAccountName(what, name string) error {
+	switch {
+	case isMadeKey(name):
+		return fmt.Errorf("%w: %s: an API key, not an account's name (keys commands take keys; an account's name is never secret)", errUsage, what)
+	case !bucketgate.ValidAccountName(name):
+		return fmt.Errorf("%w: %s %q: %s", errUsage, what, name, wantAccountName)
+	}
+	return nil
+}
+
 // accountArg returns the id of the item of the account that arg names: NAME,
 // acct:NAME or account:NAME.
 func accountArg(_ env, arg string) (string, error) {
@@ -57,8 +71,8 @@ func accountArg(_ env, arg string) (string, error) {
 	if !ok {
 		name = strings.TrimPrefix(arg, registry.AccountItemPrefix)
 	}
-	if !bucketgate.ValidAccountName(name) {
-		return "", fmt.Errorf("%w: account %q: %s", errUsage, arg, wantAccountName)
+	if err := checkAccountName("account", name); err != nil {
+		return "", err
 	}
 	return registry.AccountItemPrefix + name, nil
 }
@@ -78,8 +92,8 @@ func (t *keyTable) activeAccount(ctx context.Context, name string) error {
 
 func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	plan := fs.String("plan", "", "the account's plan (required)")
-	owner := fs.String("owner", "", "who the account is, for people")
-	note := fs.String("note", "", "a note, for people")
+	owner := textFlag(fs, "owner", "who the account is, for people")
+	note := textFlag(fs, "note", "a note, for people")
 	expires := fs.String("expires", "", "when the account and every key of it stop working (default: never)")
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the account's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
@@ -87,10 +101,10 @@ func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if *plan == "" {
 			return fmt.Errorf("%w: accounts create: --plan is required", errUsage)
 		}
-		rec := registry.Record{ID: args[0], Plan: *plan, Rules: rules, Owner: *owner, Note: *note}
+		rec := registry.Record{ID: args[0], Plan: *plan, Rules: rules, Owner: string(*owner), Note: string(*note)}
 		var err error
-		if rec.ExpiresAt, err = parseWhen(*expires, time.Now()); err != nil {
-			return fmt.Errorf("%w: --expires: %w", errUsage, err)
+		if rec.ExpiresAt, err = parseExpires(*expires, "account"); err != nil {
+			return err
 		}
 		if err := t.put(e.ctx, rec); err != nil {
 			return err
@@ -115,14 +129,20 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return err
 		}
+		it := listed{rec: r, plan: r.Plan}
+		plans, err := t.plans(e.ctx)
+		if err != nil { // the account is still worth showing
+			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", r.ID, err)
+		}
+		assess(&it, nil, plans)
 		if *asJSON {
-			j := accountJSON{recordJSON: recordJSONOf(r, r.Plan), Identity: accountIdentity(r)}
-			for _, k := range keys {
-				j.Keys = append(j.Keys, accountKeyJSON{ID: k.ID, Status: status(k), ExpiresAt: expiry(k)})
+			j := accountJSON{itemJSON: itemJSONOf(it), Identity: accountIdentity(r), Keys: make([]accountKeyJSON, len(keys))}
+			for i, k := range keys {
+				j.Keys[i] = accountKeyJSON{ID: k.ID, Status: status(k), ExpiresAt: expiry(k)}
 			}
 			return writeJSON(e.stdout, j)
 		}
-		return writeAccount(e.stdout, r, keys)
+		return writeAccount(e.stdout, it, keys)
 	}
 }
 

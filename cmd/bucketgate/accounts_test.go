@@ -166,6 +166,8 @@ func TestAccountsBadInput(t *testing.T) {
 		{"a name too long", exitUsage, "want an account's name", []string{"accounts", "show", strings.Repeat("a", 129)}},
 		{"an empty name", exitUsage, "want an account's name", []string{"accounts", "show", "acct:"}},
 		{"no plan", exitUsage, "accounts create: --plan is required", []string{"accounts", "create", "other"}},
+		{"an expiry passed", exitUsage, "--expires 2026-01-01T00:00:00Z: 2026-01-01T00:00:00Z has passed: the account would never work", []string{"accounts", "create", "other", "--plan", "pro", "--expires", "2026-01-01T00:00:00Z"}},
+		{"a key's expiry passed", exitUsage, "the key would never work", []string{"keys", "create", "--account", "acme", "--expires", "2001-01-01"}},
 		{"an unknown plan", exitError, `account:other: attribute plan: unknown plan "gold"`, []string{"accounts", "create", "other", "--plan", "gold"}},
 		{"an account twice", exitError, "account:acme is already in table", []string{"accounts", "create", "acme", "--plan", "pro"}},
 		{"an account that does not exist", exitError, "no such item: account:nobody is not in table", []string{"accounts", "revoke", "nobody"}},
@@ -377,5 +379,119 @@ func TestRollStoppedHalfway(t *testing.T) {
 				t.Fatalf("the new key:\n%s\nwant it active and never expiring, as the old key was before its roll", show)
 			}
 		})
+	}
+}
+
+// keys show says why the functions treat a key as unknown, as keys list does: its
+// account revoked or expired, or its item unusable (a plan the table's document dropped,
+// an account the table does not hold); --json says it in accountStatus and invalid. And
+// accounts show says why the functions cannot use an account.
+func TestKeysShowSaysWhyAKeyIsUnknown(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "gold.yaml", goldDoc))
+	c.ok("accounts", "create", "gone", "--plan", "pro")
+	c.ok("accounts", "create", "late", "--plan", "pro")
+	ofRevoked := strings.TrimSpace(c.ok("keys", "create", "--account", "gone"))
+	ofExpired := strings.TrimSpace(c.ok("keys", "create", "--account", "late"))
+	onGold := strings.TrimSpace(c.ok("keys", "create", "--plan", "gold"))
+	c.ok("accounts", "create", "golden", "--plan", "gold")
+	working := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+	c.ok("accounts", "revoke", "gone")
+	c.ok("accounts", "expire", "late", "2001-01-01")
+	c.ok("config", "put", "--force", file(t, "no-gold.yaml", noGoldDoc))
+	tests := []struct {
+		name, key     string
+		line          string // a whole line of keys show
+		accountStatus string // of keys show --json
+		invalid       string // in keys show --json's invalid
+	}{
+		{"a key of a revoked account", ofRevoked, "status     active (account revoked)", "revoked", ""},
+		{"a key of an expired account", ofExpired, "status     active (account expired)", "expired", ""},
+		{"a key whose plan the document dropped", onGold, `invalid    attribute plan: unknown plan "gold": not in the configuration document (the functions treat it as unknown)`, "", `unknown plan "gold"`},
+		{"a key that works", working, "status     active", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			if show := c.ok("keys", "show", tc.key); !strings.Contains(show, tc.line+"\n") || (tc.invalid == "") == strings.Contains(show, "invalid") {
+				t.Errorf("keys show:\n%s\nwant the line %q", show, tc.line)
+			}
+			var j itemJSON
+			if err := json.Unmarshal([]byte(c.ok("keys", "show", "--json", tc.key)), &j); err != nil || j.AccountStatus != tc.accountStatus ||
+				!strings.Contains(j.Invalid, tc.invalid) || (tc.invalid == "") != (j.Invalid == "") {
+				t.Errorf("keys show --json: %+v, %v; want accountStatus %q, invalid mentioning %q", j, err, tc.accountStatus, tc.invalid)
+			}
+		})
+	}
+	c.t = t
+	want := `invalid    attribute plan: unknown plan "gold": not in the configuration document (the functions treat it as unknown)`
+	if show := c.ok("accounts", "show", "golden"); !strings.Contains(show, want+"\n") {
+		t.Errorf("accounts show of an account whose plan the document dropped:\n%s\nwant the line %q", show, want)
+	}
+	var j accountJSON
+	if err := json.Unmarshal([]byte(c.ok("accounts", "show", "--json", "golden")), &j); err != nil || !strings.Contains(j.Invalid, `unknown plan "gold"`) {
+		t.Errorf("accounts show --json: %+v, %v; want invalid naming the plan", j, err)
+	}
+}
+
+// accounts show --json prints keys as an array, empty for an account without keys, so
+// that a script iterates it (jq '.keys[]') whatever the account holds.
+func TestAccountsShowJSONKeys(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "empty", "--plan", "pro")
+	c.ok("accounts", "create", "one", "--plan", "pro")
+	c.ok("keys", "create", "--account", "one")
+	tests := []struct {
+		name, account, want string
+	}{
+		{"no keys", "empty", `"keys": []`},
+		{"a key", "one", `"keys": [` + "\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			if out := c.ok("accounts", "show", "--json", tc.account); !strings.Contains(out, tc.want) {
+				t.Fatalf("accounts show --json %s:\n%s\nwant %q", tc.account, out, tc.want)
+			}
+		})
+	}
+}
+
+// An API key given where an account's name or a time is wanted (arguments swapped at
+// 3 a.m.) is refused, a usage error that never quotes it: as an account's name it would
+// rest in the table, in the buckets' Redis keys and in every log line of the account.
+func TestKeyGivenForAName(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+	before := c.items()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"accounts create", []string{"accounts", "create", key, "--plan", "pro"}, "account: an API key, not an account's name"},
+		{"accounts show acct:", []string{"accounts", "show", "acct:" + key}, "account: an API key, not an account's name"},
+		{"accounts revoke", []string{"accounts", "revoke", key}, "account: an API key, not an account's name"},
+		{"keys create --account", []string{"keys", "create", "--account", key}, "--account: an API key, not an account's name"},
+		{"keys roll --account", []string{"keys", "roll", "--account", key, key}, "--account: an API key, not an account's name"},
+		{"buckets acct:", []string{"buckets", "reset", "--function", "fn", "acct:" + key}, "acct: an API key, not an account's name"},
+		{"keys expire, swapped", []string{"keys", "expire", "30d", key}, "keys expire: WHEN is an API key: give KEY, then WHEN"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			code, stdout, stderr := c.run(tc.args...)
+			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, key) {
+				t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q; want exit 2 saying %q, never the key", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	c.t = t
+	if after := c.items(); after != before {
+		t.Fatalf("a key given for a name wrote to the table:\nbefore %s\nafter  %s", before, after)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -57,7 +58,8 @@ type bucketsCommand struct {
 	send func(c *checkclient.Client, ctx context.Context, req checkapi.Request) (checkapi.Response, error)
 	// done is the note on stderr after it, for identity id and the request; nil for none.
 	done func(id string, req checkapi.Request) string
-	// undecided says what is unknown when Redis did not decide.
+	// undecided says what is unknown when Redis did not decide, or the function failed
+	// (a timeout, a crash).
 	undecided string
 }
 
@@ -109,16 +111,20 @@ func runBuckets(e env, args []string) error {
 	if err := complete(&req); err != nil {
 		return err
 	}
-	name, checks, err := operatorClient(e, *function)
+	op, err := operatorOf(e, *function)
 	if err != nil {
 		return err
 	}
-	res, err := c.send(checks, e.ctx, req)
-	if err != nil {
-		return explainInvoke(err, name)
+	res, err := c.send(op.client, e.ctx, req)
+	var failed *checkclient.FunctionError
+	switch {
+	case errors.As(err, &failed): // it ran, and may have written before it failed
+		return fmt.Errorf("%w: %s", err, c.undecided)
+	case err != nil:
+		return op.explain(err)
 	}
 	if res.Reason == checkapi.ReasonUnavailable || res.Reason == checkapi.ReasonDegraded {
-		return fmt.Errorf("%s: Redis did not decide in time (reason %s): %s", name, res.Reason, c.undecided)
+		return fmt.Errorf("%s: Redis did not decide in time (reason %s): %s", op.name, res.Reason, c.undecided)
 	}
 	if c.done != nil {
 		fmt.Fprintln(e.stderr, c.done(t.id, req))
@@ -146,15 +152,14 @@ func resolveTarget(e env, s settings.Settings, arg string) (target, error) {
 	return parseTarget(arg, sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix})
 }
 
-// operatorClient returns the function to invoke (see functionOf; flagValue is the
-// --function flag's) and a client of it.
-func operatorClient(e env, flagValue string) (string, *checkclient.Client, error) {
+// operatorOf returns the function to invoke (see functionOf; flagValue is the
+// --function flag's), with a client of it.
+func operatorOf(e env, flagValue string) (operator, error) {
 	name, err := functionOf(e, flagValue, e.stack())
 	if err != nil {
-		return "", nil, err
+		return operator{}, err
 	}
-	c, err := newCheckClient(e.ctx, name)
-	return name, c, err
+	return newOperator(e.ctx, name)
 }
 
 // functionOf returns the function to invoke: the --function flag's value, else

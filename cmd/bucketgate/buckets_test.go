@@ -224,7 +224,7 @@ func TestBucketsBadInput(t *testing.T) {
 			[]string{"buckets", "reset", "--plan", "platinum", key}, true},
 		{"refund above capacity", exitError, "cost: 6 exceeds capacity 5 of rule burst", []string{"buckets", "refund", "--cost", "6", "203.0.113.10"}, true},
 		{"refund above the key's plan's capacity", exitError, "cost: 51 exceeds capacity 50 of rule burst", []string{"buckets", "refund", "--cost", "51", key}, true},
-		{"unknown function", exitError, "no function nope: name the deployed stack with --stack or BUCKETGATE_STACK, or set CHECK_FUNCTION or --function", []string{"buckets", "reset", "--function", "nope", key}, false},
+		{"unknown function", exitError, "no function nope in region us-east-1: check the region (AWS_REGION or the profile's), name the deployed stack with --stack or BUCKETGATE_STACK, or set CHECK_FUNCTION or --function", []string{"buckets", "reset", "--function", "nope", key}, false},
 	}
 	sent := d.lambda.Invocations(checkFunction)
 	for _, tc := range tests {
@@ -250,7 +250,7 @@ func TestBucketsBadInput(t *testing.T) {
 	}
 
 	d.env[envCheckFunction] = "elsewhere"
-	d.fails(exitError, "no function elsewhere: name the deployed stack with --stack", "buckets", "show", key)
+	d.fails(exitError, "no function elsewhere in region us-east-1: check the region (AWS_REGION or the profile's), name the deployed stack with --stack", "buckets", "show", key)
 	d.want(d.bucket("show", "--function", checkFunction, key), "key:"+bucketgate.KeyDigest(key), "gold", "burst", 50, 49)
 
 	srv.Close() // Redis gone: the function fails closed, and the CLI says what is unknown

@@ -94,7 +94,7 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 }
 
 func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
-	note := fs.String("note", "", "why, for people")
+	note := textFlag(fs, "note", "why, for people")
 	force := fs.Bool("force", false, "write it even if active keys, tenants or accounts lose their plan")
 	return func(e env, t *keyTable, args []string) error {
 		doc, err := readDocument(args[0])
@@ -105,7 +105,7 @@ func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w: nothing written", args[0], err)
 		}
-		w, err := t.writeConfig(e.ctx, string(doc), cfg, *note, *force, warnTo(e))
+		w, err := t.writeConfig(e.ctx, string(doc), cfg, string(*note), *force, warnTo(e))
 		if err != nil {
 			return err
 		}
@@ -147,14 +147,14 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				fmt.Fprintf(tw, "%s\t\tinvalid: %s\n", h.versions[i].id, v.Invalid)
 				continue
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", v.Version, current, cmp.Or(v.UpdatedAt, "-"), v.Bytes, v.Note)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", v.Version, current, cmp.Or(v.UpdatedAt, "-"), v.Bytes, oneLine(v.Note))
 		}
 		return tw.Flush()
 	}
 }
 
 func configRollbackFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
-	note := fs.String("note", "", "why, for people (default: rollback to version N)")
+	note := textFlag(fs, "note", "why, for people (default: rollback to version N)")
 	force := fs.Bool("force", false, "write it even if active keys, tenants or accounts lose their plan")
 	return func(e env, t *keyTable, args []string) error {
 		v, err := strconv.ParseInt(args[0], 10, 64)
@@ -172,9 +172,9 @@ func configRollbackFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error 
 			return fmt.Errorf("%w: nothing written", err)
 		}
 		if *note == "" {
-			*note = fmt.Sprintf("rollback to version %d", v)
+			*note = text(fmt.Sprintf("rollback to version %d", v))
 		}
-		w, err := t.writeConfig(e.ctx, s.Document, cfg, *note, *force, warnTo(e))
+		w, err := t.writeConfig(e.ctx, s.Document, cfg, string(*note), *force, warnTo(e))
 		if err != nil {
 			return err
 		}
@@ -240,5 +240,5 @@ func noteText(note string) string {
 	if note == "" {
 		return ""
 	}
-	return ": " + note
+	return ": " + oneLine(note)
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -74,6 +76,28 @@ func (l *ruleList) Set(v string) error {
 	}
 	*l = append(*l, r)
 	return nil
+}
+
+// text is a flag of free text for people (--owner, --note): on one line, without a
+// control character, which would break the lines of keys list and the other tables.
+type text string
+
+func (t *text) String() string { return string(*t) }
+
+// Set takes v unless it holds a control character (a line break, a tab, an escape).
+func (t *text) Set(v string) error {
+	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("control character %U at byte %d: want text on one line", []rune(v[i:])[0], i)
+	}
+	*t = text(v)
+	return nil
+}
+
+// textFlag defines a text flag of fs called name, empty by default.
+func textFlag(fs *flag.FlagSet, name, usage string) *text {
+	t := new(text)
+	fs.Var(t, name, usage)
+	return t
 }
 
 // maxDays is the most days from now that parseWhen takes: the longest Duration, in

@@ -13,20 +13,46 @@ import (
 	"github.com/bucketgate/bucketgate/checkclient"
 )
 
-// newCheckClient returns a client of the check function called function, with the AWS
-// SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included). The client gives a
-// refund a requestId of its own, so that a retry of it is decided once.
-func newCheckClient(ctx context.Context, function string) (*checkclient.Client, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("AWS configuration for Lambda: %w", err)
-	}
-	return checkclient.New(lambda.NewFromConfig(cfg), function), nil
+// operator is the function the buckets and usage commands invoke: its name, a client of
+// it, and the region it is looked for in, for the errors.
+type operator struct {
+	name   string
+	client *checkclient.Client
+	region string
 }
 
-// explainInvoke turns the errors of an invocation of function into ones that say what
-// to do.
-func explainInvoke(err error, function string) error {
+// newOperator returns the operator function called function, with a client of the AWS
+// SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included), which must name a
+// region unless it names an endpoint. The client gives a refund a requestId of its own,
+// so that a retry of it is decided once.
+func newOperator(ctx context.Context, function string) (operator, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return operator{}, fmt.Errorf("AWS configuration for Lambda: %w", err)
+	}
+	c := lambda.NewFromConfig(cfg)
+	if o := c.Options(); o.Region == "" && o.BaseEndpoint == nil {
+		return operator{}, fmt.Errorf("function %s: %w to the function's", function, errNoRegion)
+	}
+	return operator{name: function, client: checkclient.New(c, function), region: cfg.Region}, nil
+}
+
+// errNoRegion is wrapped by the error of a client that has neither a region nor an
+// endpoint of its own (AWS_ENDPOINT_URL_<SERVICE>): the SDK's, "Missing Region", names no
+// setting.
+var errNoRegion = errors.New("no AWS region: set AWS_REGION (or the profile's region)")
+
+// inRegion is " in region R", or "" for no region (an endpoint of its own).
+func inRegion(region string) string {
+	if region == "" {
+		return ""
+	}
+	return " in region " + region
+}
+
+// explain turns the errors of an invocation of the function into ones that say what to
+// do.
+func (o operator) explain(err error) error {
 	var (
 		invalid *checkclient.InvalidRequestError
 		missing *types.ResourceNotFoundException
@@ -34,12 +60,12 @@ func explainInvoke(err error, function string) error {
 	)
 	switch {
 	case errors.As(err, &invalid):
-		return fmt.Errorf("%s refused the request, nothing was changed: %s", function, invalid.Message)
+		return fmt.Errorf("%s refused the request, nothing was changed: %s", o.name, invalid.Message)
 	case errors.As(err, &missing):
-		return fmt.Errorf("no function %s: name the deployed stack with --stack or %s, or set %s or --function to the check function's name (the stack's output %s): %w",
-			function, envStack, envCheckFunction, outputCheckName, err)
+		return fmt.Errorf("no function %s%s: check the region (AWS_REGION or the profile's), name the deployed stack with --stack or %s, or set %s or --function to the operator function's name (the stack's output %s, or %s for a stack without one): %w",
+			o.name, inRegion(o.region), envStack, envCheckFunction, outputOperatorName, outputCheckName, err)
 	case errors.As(err, &api) && api.ErrorCode() == "AccessDeniedException":
-		return fmt.Errorf("not allowed to invoke %s: these credentials need lambda:InvokeFunction on it: %w", function, err)
+		return fmt.Errorf("not allowed to invoke %s: these credentials need lambda:InvokeFunction on it: %w", o.name, err)
 	}
 	return err
 }

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 )
 
@@ -65,6 +70,87 @@ func TestInvokeErrors(t *testing.T) {
 			if n := calls.Load(); n != tc.calls {
 				t.Fatalf("%d calls, want %d", n, tc.calls)
 			}
+		})
+	}
+}
+
+// Without a region (and no endpoint of its own), a command fails before any call with an
+// error naming AWS_REGION, not the SDK's "Missing Region".
+func TestNoRegion(t *testing.T) {
+	localAWS(t)
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_LAMBDA"} {
+		t.Setenv(k, "")
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"keys", []string{"keys", "list"}, "table " + table + ": no AWS region: set AWS_REGION (or the profile's region) to the table's"},
+		{"config", []string{"config", "history"}, "table " + table + ": no AWS region"},
+		{"buckets", []string{"buckets", "show", "203.0.113.10"}, "function fn: no AWS region: set AWS_REGION (or the profile's region) to the function's"},
+		{"usage", []string{"usage", "203.0.113.10"}, "function fn: no AWS region"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cli{t: t, env: map[string]string{settings.EnvRegistryTable: table, envCheckFunction: "fn"}}
+			c.fails(exitError, "bucketgate: "+tc.want, tc.args...)
+		})
+	}
+}
+
+// A table or a function that is not found is named with the region it was looked for
+// in: in another region than the deployment's, the advice to create a table would put
+// keys where no function reads them.
+func TestNotFoundNamesTheRegion(t *testing.T) {
+	t.Run("table", func(t *testing.T) {
+		c := newCLI(t)
+		t.Setenv("AWS_REGION", "eu-west-3")
+		c.fails(exitError, "table bucketgate-keys does not exist in region eu-west-3: check the region (AWS_REGION or the profile's) and the table's name", "keys", "list")
+	})
+	t.Run("function", func(t *testing.T) {
+		lambdaFailing(t, http.StatusNotFound, "ResourceNotFoundException")
+		t.Setenv("AWS_REGION", "eu-west-3")
+		c := &cli{t: t, env: map[string]string{envCheckFunction: "fn"}}
+		c.fails(exitError, "no function fn in region eu-west-3: check the region (AWS_REGION or the profile's), name the deployed stack", "buckets", "show", "203.0.113.10")
+	})
+	// The function to name is the operator function: the stack's check function refuses
+	// the operator's operations.
+	t.Run("the output that names it", func(t *testing.T) {
+		lambdaFailing(t, http.StatusNotFound, "ResourceNotFoundException")
+		c := &cli{t: t, env: map[string]string{envCheckFunction: "fn"}}
+		c.fails(exitError, "or set CHECK_FUNCTION or --function to the operator function's name (the stack's output OperatorFunctionName, or CheckFunctionName for a stack without one)", "buckets", "reset", "203.0.113.10")
+	})
+}
+
+// timingOut is a function that fails as Lambda reports a timeout: after it may have
+// given the tokens back.
+type timingOut struct{}
+
+func (timingOut) Invoke(context.Context, []byte) ([]byte, error) {
+	return nil, messages.InvokeResponse_Error{Type: "Sandbox.Timedout", Message: "Task timed out after 3.00 seconds"}
+}
+
+// A function that failed (a timeout, a crash) may have refunded or reset before it
+// failed: the error says so, and says to show the bucket before sending a refund again,
+// which would give its tokens back twice.
+func TestBucketsAfterAFunctionError(t *testing.T) {
+	srv := lambdatest.Start(t, map[string]lambda.Handler{"fn": timingOut{}})
+	localAWS(t)
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", srv.URL)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"refund", []string{"refund", "--cost", "1", "203.0.113.10"}, "Task timed out after 3.00 seconds: the refund may or may not have happened: show the bucket before sending it again"},
+		{"reset", []string{"reset", "203.0.113.10"}, "Task timed out after 3.00 seconds: the reset may or may not have happened: show the bucket, or send it again"},
+		{"show", []string{"show", "203.0.113.10"}, "Task timed out after 3.00 seconds: the bucket could not be read"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cli{t: t, env: map[string]string{envCheckFunction: "fn"}}
+			c.fails(exitError, tc.want, append([]string{"buckets"}, tc.args...)...)
 		})
 	}
 }

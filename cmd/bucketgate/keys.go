@@ -141,8 +141,13 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 		} else {
 			st.passOver(e, "table "+t.name, from)
 		}
-		t.db, err = registry.NewClient(e.ctx)
-		return err
+		if t.db, err = registry.NewClient(e.ctx); err != nil {
+			return err
+		}
+		if o := t.db.Options(); o.Region == "" && o.BaseEndpoint == nil {
+			return fmt.Errorf("table %s: %w to the table's", t.name, errNoRegion)
+		}
+		return nil
 	})
 	return t, nil
 }
@@ -160,8 +165,8 @@ func initFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	plan := fs.String("plan", "", "the key's plan (required, but with --account)")
 	account := fs.String("account", "", "the account the key is for, in the table: the key is decided as the account")
-	owner := fs.String("owner", "", "who the key is for, for people")
-	note := fs.String("note", "", "a note, for people")
+	owner := textFlag(fs, "owner", "who the key is for, for people")
+	note := textFlag(fs, "note", "a note, for people")
 	expires := fs.String("expires", "", "when the key stops working (default: never)")
 	tenant := fs.String("tenant", "", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
@@ -175,13 +180,16 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: keys create: --plan or --account, not both: a key of an account is on the account's plan", errUsage)
 		case *account != "" && *tenant != "":
 			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
-		case *account != "" && !bucketgate.ValidAccountName(*account):
-			return fmt.Errorf("%w: --account %q: %s", errUsage, *account, wantAccountName)
 		}
-		rec := registry.Record{Plan: *plan, Account: *account, Rules: rules, Owner: *owner, Note: *note}
+		if *account != "" {
+			if err := checkAccountName("--account", *account); err != nil {
+				return err
+			}
+		}
+		rec := registry.Record{Plan: *plan, Account: *account, Rules: rules, Owner: string(*owner), Note: string(*note)}
 		var err error
-		if rec.ExpiresAt, err = parseWhen(*expires, time.Now()); err != nil {
-			return fmt.Errorf("%w: --expires: %w", errUsage, err)
+		if rec.ExpiresAt, err = parseExpires(*expires, "key"); err != nil {
+			return err
 		}
 		if *tenant != "" && *existing != "" {
 			return fmt.Errorf("%w: keys create: --tenant or --key, not both", errUsage)
@@ -213,10 +221,40 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err := t.put(e.ctx, rec); err != nil {
 			return err
 		}
-		fmt.Fprintln(e.stdout, key)
+		if err := showKey(e, t, rec.ID, key); err != nil {
+			return err
+		}
 		fmt.Fprintf(e.stderr, "created %s %s: the key above is shown this once, store it now\n", rec.ID, onWhat(rec))
 		return nil
 	}
+}
+
+// showKey prints key, just written to the table as the item id, alone on a line of
+// stdout: its only copy. A key that cannot be printed (stdout on a full disk) is held by
+// nobody: it is revoked, and the error says so.
+func showKey(e env, t *keyTable, id, key string) error {
+	_, err := fmt.Fprintln(e.stdout, key)
+	if err == nil {
+		return nil
+	}
+	if rerr := t.revoke(e.ctx, id); rerr != nil {
+		return fmt.Errorf("the new key could not be printed: %w; %s, which nobody holds, could not be revoked (bucketgate keys revoke %s): %w", err, id, id, rerr)
+	}
+	return fmt.Errorf("the new key could not be printed: %w; %s, which nobody holds, is revoked", err, id)
+}
+
+// parseExpires reads the --expires of a new item, what it is (a key, an account): a time
+// as parseWhen reads it, which must not have passed, since the item would never work.
+func parseExpires(v, what string) (time.Time, error) {
+	now := time.Now()
+	at, err := parseWhen(v, now)
+	switch {
+	case err != nil:
+		return time.Time{}, fmt.Errorf("%w: --expires: %w", errUsage, err)
+	case !at.IsZero() && !at.After(now):
+		return time.Time{}, fmt.Errorf("%w: --expires %s: %s has passed: the %s would never work", errUsage, v, at.UTC().Format(time.RFC3339), what)
+	}
+	return at, nil
 }
 
 // onWhat says what rec's key is decided as: "on plan NAME", or "in account NAME".
@@ -267,6 +305,9 @@ func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 			at  time.Time
 			err error
 		)
+		if isMadeKey(args[1]) { // never quoted, as parseWhen's error would
+			return fmt.Errorf("%w: keys expire: WHEN is an API key: give KEY, then WHEN", errUsage)
+		}
 		if args[1] != "never" {
 			if at, err = parseWhen(args[1], time.Now()); err != nil {
 				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
@@ -345,18 +386,29 @@ func showFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return err
 		}
-		plan := r.Plan
+		it := listed{rec: r, plan: r.Plan}
+		var acct *registry.Record
 		if r.Account != "" {
-			acct, err := t.account(e.ctx, r.Account)
-			if err != nil {
-				return fmt.Errorf("%s is a key of account %s, which it cannot be decided as: %w", id, r.Account, err)
+			a, err := t.account(e.ctx, r.Account)
+			var bad *registry.RecordError
+			switch {
+			case err == nil:
+				acct = &a
+			case errors.As(err, &bad):
+				it.err = fmt.Errorf("attribute account: account %s cannot be read: %w", r.Account, err)
+			case !errors.Is(err, errNoItem):
+				return err
 			}
-			plan = acct.Plan
 		}
+		plans, err := t.plans(e.ctx)
+		if err != nil { // the record is still worth showing
+			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", id, err)
+		}
+		assess(&it, acct, plans)
 		if *asJSON {
-			return writeJSON(e.stdout, recordJSONOf(r, plan))
+			return writeJSON(e.stdout, itemJSONOf(it))
 		}
-		return writeRecord(e.stdout, r, plan)
+		return writeRecord(e.stdout, it)
 	}
 }
 
@@ -406,6 +458,17 @@ func newKey() (string, error) {
 		return "", fmt.Errorf("make a key: %w", err)
 	}
 	return keyPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// isMadeKey reports whether s has the shape of the keys newKey makes: keyPrefix and
+// keyBytes, base64url.
+func isMadeKey(s string) bool {
+	rest, ok := strings.CutPrefix(s, keyPrefix)
+	if !ok || len(rest) != base64.RawURLEncoding.EncodedLen(keyBytes) {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(rest)
+	return err == nil
 }
 
 // keyID returns the registry id of an API key.

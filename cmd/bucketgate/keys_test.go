@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,7 +111,7 @@ var keyLine = regexp.MustCompile(`^bg_[A-Za-z0-9_-]{43}\n$`)
 // and where the raw key goes (stdout of create, nowhere else).
 func TestKeysSession(t *testing.T) {
 	c := newCLI(t)
-	c.fails(exitError, "table bucketgate-keys does not exist: create it with bucketgate keys init", "keys", "list")
+	c.fails(exitError, "table bucketgate-keys does not exist in region us-east-1: check the region (AWS_REGION or the profile's) and the table's name (the stack's output RegistryTableName), or create it: bucketgate keys init", "keys", "list")
 	c.ok("keys", "init")
 	c.fails(exitError, "table bucketgate-keys already exists", "keys", "init")
 
@@ -212,6 +214,7 @@ func TestKeysBadInput(t *testing.T) {
 		{"zero rate", exitUsage, `rate "0"`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:0"}},
 		{"duplicate rule", exitError, `name "q" given twice`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1", "--rule", "q:5:1"}},
 		{"bad expiry", exitUsage, `"tomorrow": want an RFC 3339 time`, []string{"keys", "create", "--plan", "pro", "--expires", "tomorrow"}},
+		{"an expiry passed", exitUsage, "--expires 2020-01-31: 2020-01-31T00:00:00Z has passed: the key would never work", []string{"keys", "create", "--plan", "pro", "--expires", "2020-01-31"}},
 		{"unknown key", exitError, "no such item: key:" + bucketgate.KeyDigest("nobody's") + " is not in table", []string{"keys", "revoke", "nobody's"}},
 		{"set an unknown plan", exitError, `unknown plan "gold"`, []string{"keys", "set-plan", key, "gold"}},
 		{"override without rules", exitUsage, "give at least one --rule", []string{"keys", "override", key}},
@@ -323,5 +326,95 @@ func TestKeysChangeKeepsAConcurrentWrite(t *testing.T) {
 				t.Fatalf("after set-plan:\n%s", show)
 			}
 		})
+	}
+}
+
+// failingWriter fails every write, as stdout on a full disk does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// A new key that cannot be printed is held by nobody: create and roll exit 1 saying so,
+// and revoke it, rather than exit 0 saying "the key above is shown this once"; a roll
+// leaves the old key as it was.
+func TestKeyNotPrinted(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	old := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"create", []string{"keys", "create", "--plan", "pro"}},
+		{"roll", []string{"keys", "roll", old}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := c.ok("keys", "list", "--json")
+			var stderr bytes.Buffer
+			code := run(context.Background(), tc.args, func(k string) string { return c.env[k] }, strings.NewReader(""), failingWriter{}, &stderr)
+			if code != exitError || !strings.Contains(stderr.String(), "the new key could not be printed: no space left on device") || strings.Contains(stderr.String(), "shown this once") {
+				t.Fatalf("bucketgate %s to a failing stdout: exit %d, stderr %q; want exit 1 saying the key was not printed", strings.Join(tc.args, " "), code, stderr.String())
+			}
+			var items []itemJSON
+			if err := json.Unmarshal([]byte(c.ok("keys", "list", "--json")), &items); err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range items {
+				switch {
+				case strings.Contains(before, it.ID) && it.ID == keyID(old) && (it.Status != "active" || it.ExpiresAt != ""):
+					t.Errorf("the old key changed: %+v", it)
+				case !strings.Contains(before, it.ID) && it.Status != "revoked":
+					t.Errorf("the key nobody holds is %s, want revoked: %+v", it.Status, it)
+				}
+			}
+		})
+	}
+}
+
+// An owner or a note is text on one line: the CLI refuses a line break or another
+// control character in --owner and --note, and prints one that an item written by hand
+// holds quoted, so that it never forges a line of keys list (a key that is not there).
+func TestFreeTextStaysOnItsLine(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "gold.yaml", goldDoc))
+	forged := "x\nkey:00000000000000000000000000000000  gold  active  never"
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"keys create --owner", []string{"keys", "create", "--plan", "pro", "--owner", forged}},
+		{"keys create --note", []string{"keys", "create", "--plan", "pro", "--note", "a\tb"}},
+		{"accounts create --note", []string{"accounts", "create", "acme", "--plan", "pro", "--note", forged}},
+		{"config put --note", []string{"config", "put", file(t, "doc.yaml", goldDoc+"# again\n"), "--note", forged}},
+		{"config rollback --note", []string{"config", "rollback", "1", "--note", "\x1b[2J"}},
+	}
+	before := c.items()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.fails(exitUsage, "want text on one line", tc.args...)
+		})
+	}
+	c.t = t
+	if after := c.items(); after != before {
+		t.Fatalf("a refused owner or note wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+
+	id := "key:" + bucketgate.KeyDigest("handwritten")
+	_, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		"id": &types.AttributeValueMemberS{Value: id}, "plan": &types.AttributeValueMemberS{Value: "pro"},
+		"owner": &types.AttributeValueMemberS{Value: forged}, "note": &types.AttributeValueMemberS{Value: "a\tb"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := strconv.Quote(forged)
+	if list := c.ok("keys", "list"); strings.Count(list, "\n") != 2 || !strings.Contains(list, quoted) || !strings.Contains(list, `"a\tb"`) {
+		t.Fatalf("keys list of an item written by hand:\n%s\nwant a header and one line, the owner and note quoted", list)
+	}
+	if show := c.ok("keys", "show", id); !strings.Contains(show, "owner      "+quoted+"\n") || strings.Count(show, "\n") != 7 {
+		t.Fatalf("keys show of an item written by hand:\n%s\nwant the owner quoted on its line", show)
 	}
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -35,10 +37,10 @@ type itemJSON struct {
 	Invalid       string `json:"invalid,omitempty"`
 }
 
-// accountJSON is an account as -json prints it: its record, whose buckets it spends and
-// its keys.
+// accountJSON is an account as -json prints it: its record (and why it is invalid),
+// whose buckets it spends and its keys (an empty array for none, never null).
 type accountJSON struct {
-	recordJSON
+	itemJSON
 	Identity string           `json:"identity"`
 	Keys     []accountKeyJSON `json:"keys"`
 }
@@ -69,27 +71,51 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// writeRecord prints r, decided under plan, as aligned "attribute value" lines; a key of
-// an account has a line account, and its plan is the account's.
-func writeRecord(w io.Writer, r registry.Record, plan string) error {
+// writeRecord prints it, a record as keys show reads it, as aligned "attribute value"
+// lines: a key of an account has a line account, its plan is the account's, and its
+// status names the account's when that is not active; a line invalid says why the
+// functions cannot use it.
+func writeRecord(w io.Writer, it listed) error {
+	r := it.rec
 	lines := [][2]string{{"id", r.ID}}
 	if r.Account != "" {
-		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", plan + " (the account's)"})
+		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", it.plan + " (the account's)"})
 	} else {
-		lines = append(lines, [2]string{"plan", plan})
+		lines = append(lines, [2]string{"plan", it.plan})
 	}
-	return writeAttributes(w, append(lines, [][2]string{
-		{"status", status(r)}, {"expiresAt", orNever(expiry(r))}, {"rules", rulesText(r.Rules)}, {"owner", r.Owner}, {"note", r.Note},
-	}...))
+	st := status(r)
+	if it.accountStatus != "" {
+		st += " (account " + it.accountStatus + ")"
+	}
+	lines = append(lines, [][2]string{
+		{"status", st}, {"expiresAt", orNever(expiry(r))}, {"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
+	}...)
+	return writeAttributes(w, append(lines, invalidLine(it.err)...))
 }
 
-// writeAccount prints the account r and its keys as aligned "attribute value" lines, a
-// line key for each key, with its status or expiry when it has one.
-func writeAccount(w io.Writer, r registry.Record, keys []registry.Record) error {
-	lines := [][2]string{
-		{"id", r.ID}, {"identity", accountIdentity(r)}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
-		{"rules", rulesText(r.Rules)}, {"owner", r.Owner}, {"note", r.Note},
+// invalidLine is the line invalid of an item the functions cannot use, saying why (err),
+// or none for err nil.
+func invalidLine(err error) [][2]string {
+	if err == nil {
+		return nil
 	}
+	why := err.Error()
+	var re *registry.RecordError
+	if errors.As(err, &re) {
+		why = "attribute " + re.Attribute + ": " + re.Err.Error()
+	}
+	return [][2]string{{"invalid", why + " (the functions treat it as unknown)"}}
+}
+
+// writeAccount prints the account of it and its keys as aligned "attribute value" lines:
+// a line invalid when the functions cannot use it, and a line key for each key, with its
+// status or expiry when it has one.
+func writeAccount(w io.Writer, it listed, keys []registry.Record) error {
+	r := it.rec
+	lines := append([][2]string{
+		{"id", r.ID}, {"identity", accountIdentity(r)}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
+		{"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
+	}, invalidLine(it.err)...)
 	for _, k := range keys {
 		line := k.ID
 		switch s := status(k); {
@@ -167,7 +193,7 @@ func writeList(w io.Writer, items []listed) error {
 		if it.accountStatus != "" {
 			st += " (account " + it.accountStatus + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, plan, st, orNever(expiry(r)), rulesText(r.Rules), r.Owner, r.Note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, plan, st, orNever(expiry(r)), rulesText(r.Rules), oneLine(r.Owner), oneLine(r.Note))
 	}
 	return tw.Flush()
 }
@@ -193,6 +219,16 @@ func expiry(r registry.Record) string {
 		return ""
 	}
 	return r.ExpiresAt.UTC().Format(time.RFC3339)
+}
+
+// oneLine is s, free text for people stored in the table, as a table's cell: quoted
+// (Go's escapes) when it holds a control character, a line break or a tab that would
+// forge a line or a column.
+func oneLine(s string) string {
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func orNever(s string) string {

@@ -35,8 +35,10 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if !strings.HasPrefix(id, bucketgate.KeyPrefix) {
 			return fmt.Errorf("%w: keys roll: %s is a check function tenant: only an API key rolls", errUsage, id)
 		}
-		if *account != "" && !bucketgate.ValidAccountName(*account) {
-			return fmt.Errorf("%w: --account %q: %s", errUsage, *account, wantAccountName)
+		if *account != "" {
+			if err := checkAccountName("--account", *account); err != nil {
+				return err
+			}
 		}
 		item, err := t.read(e.ctx, id)
 		if err != nil {
@@ -80,7 +82,9 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return fmt.Errorf("the new key was not written, and %s is unchanged (run keys roll %s again): %w", id, id, err)
 		}
-		fmt.Fprintln(e.stdout, key)
+		if err := showKey(e, t, next.ID, key); err != nil {
+			return fmt.Errorf("%w, and %s is unchanged (run keys roll %s again)", err, id, id)
+		}
 		fmt.Fprintf(e.stderr, "created %s in account %s: the key above is shown this once, store it now\n", next.ID, name)
 		// The old key, in the account, expiring after the overlap (or sooner, as it was).
 		until := now.Add(d).Truncate(time.Second)

@@ -115,7 +115,7 @@ func (s *stack) describe(ctx context.Context) error {
 		s.err = fmt.Errorf("AWS configuration for CloudFormation: %w", err)
 		return s.err
 	case cfg.Region == "":
-		s.err = fmt.Errorf("stack %s (%s): no AWS region: set AWS_REGION (or the profile's region) to the stack's", s.name, s.from)
+		s.err = fmt.Errorf("stack %s (%s): %w to the stack's", s.name, s.from, errNoRegion)
 		return s.err
 	}
 	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(s.name)})

@@ -117,8 +117,8 @@ func TestStackSession(t *testing.T) {
 	s.want(s.bucket("reset", key), id, "gold", "burst", 50, 50)
 	s.ok("keys", "show", key)
 	s.want(s.bucket("show", key, "--plan", "basic"), id, "basic", "burst", 5, 5)
-	if got := s.calls.take(); describes(got) != 4 || len(got) != 4+4 {
-		t.Fatalf("4 commands through BUCKETGATE_STACK called %v: want one DescribeStacks each, and their own calls", got)
+	if got := s.calls.take(); describes(got) != 4 || len(got) != 4+5 {
+		t.Fatalf("4 commands through BUCKETGATE_STACK called %v: want one DescribeStacks each, and their own calls (keys show: the key's item and the table's document)", got)
 	}
 
 	// What the command line names wins, and the stack is not read.

@@ -404,23 +404,38 @@ func (t *keyTable) list(ctx context.Context, accounts bool) ([]listed, error) {
 		}
 	}
 	for i := range items {
-		it := &items[i]
-		switch acct, ok := found[it.rec.Account]; {
-		case it.err != nil:
-		case it.rec.Account == "":
-			_, it.err = it.rec.Resolve(plans)
-		case !ok:
-			it.err = fmt.Errorf("attribute account: account %s is not in the table", it.rec.Account)
-		default:
-			it.plan = acct.Plan
-			if s := status(acct); s != string(registry.StatusActive) {
-				it.accountStatus = s
-			}
-			_, it.err = registry.ResolveMember(it.rec, acct, plans)
+		var acct *registry.Record
+		if a, ok := found[items[i].rec.Account]; ok {
+			acct = &a
 		}
+		assess(&items[i], acct, plans)
 	}
 	slices.SortFunc(items, func(a, b listed) int { return strings.Compare(a.rec.ID, b.rec.ID) })
 	return items, nil
+}
+
+// assess completes it, the listed record of an identity: for a key of an account, the
+// account's plan and, when it is not active, its status, from acct (nil when the table
+// does not hold the account); and why the functions cannot use it under plans (nil: not
+// checked).
+func assess(it *listed, acct *registry.Record, plans *config.Config) {
+	switch {
+	case it.err != nil:
+	case it.rec.Account == "":
+		if plans != nil {
+			_, it.err = it.rec.Resolve(plans)
+		}
+	case acct == nil:
+		it.err = fmt.Errorf("attribute account: account %s is not in the table", it.rec.Account)
+	default:
+		it.plan = acct.Plan
+		if s := status(*acct); s != string(registry.StatusActive) {
+			it.accountStatus = s
+		}
+		if plans != nil {
+			_, it.err = registry.ResolveMember(it.rec, *acct, plans)
+		}
+	}
 }
 
 // key is the primary key of the item of id.
@@ -440,7 +455,8 @@ func (t *keyTable) explain(err error, id string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &missing):
-		return fmt.Errorf("table %s does not exist: create it with bucketgate keys init (local) or deploy template.yaml: %w", t.name, err)
+		return fmt.Errorf("table %s does not exist%s: check the region (AWS_REGION or the profile's) and the table's name (the stack's output %s), or create it: bucketgate keys init (local use) or deploy template.yaml: %w",
+			t.name, inRegion(t.db.Options().Region), outputTable, err)
 	case errors.As(err, &inUse):
 		return fmt.Errorf("table %s already exists: %w", t.name, err)
 	case errors.As(err, &absent):

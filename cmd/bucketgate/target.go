@@ -49,8 +49,8 @@ func parseTarget(arg string, src sources) (target, error) {
 		}
 		return identityTarget(arg), nil
 	case kind == string(bucketgate.KindAccount):
-		if !bucketgate.ValidAccountName(rest) {
-			return target{}, fmt.Errorf("%w: acct:%q: %s", errUsage, rest, wantAccountName)
+		if err := checkAccountName("acct", rest); err != nil {
+			return target{}, err
 		}
 		return identityTarget(arg), nil
 	case kind == string(bucketgate.KindIP) && rest == identity.UnknownAddr:

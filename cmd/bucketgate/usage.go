@@ -54,17 +54,17 @@ func runUsage(e env, args []string) error {
 	}
 	req := t.req
 	req.Op, req.From, req.To = checkapi.OpUsage, *from, *to
-	name, checks, err := operatorClient(e, *function)
+	op, err := operatorOf(e, *function)
 	if err != nil {
 		return err
 	}
-	u, err := checks.Usage(e.ctx, req)
+	u, err := op.client.Usage(e.ctx, req)
 	var fe *checkclient.FunctionError
 	switch {
 	case errors.As(err, &fe) && fe.Type == checkapi.ErrorTypeUnavailable:
-		return fmt.Errorf("%s: Redis did not answer in time: %s", name, fe.Message)
+		return fmt.Errorf("%s: Redis did not answer in time: %s", op.name, fe.Message)
 	case err != nil:
-		return explainInvoke(err, name)
+		return op.explain(err)
 	case *asJSON:
 		return writeJSON(e.stdout, u)
 	case *asCSV:

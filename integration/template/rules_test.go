@@ -6,6 +6,7 @@ package template_test
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"os/exec"
 	"reflect"
@@ -81,13 +82,7 @@ func checkDefaults(t *testing.T, path string) {
 // API's authorizers, whenever the API exists.
 func checkAuthorizerPermissions(t *testing.T, path string) {
 	resources := section(samTranslate(t, path), "Resources")
-	apis := 0
-	for id, r := range resources {
-		r, _ := r.(map[string]any)
-		if r["Type"] != "AWS::ApiGateway::RestApi" && r["Type"] != "AWS::ApiGatewayV2::Api" {
-			continue
-		}
-		apis++
+	for id, r := range apisOf(t, resources) {
 		var authorizers []map[string]any
 		find(r["Properties"], "x-amazon-apigateway-authorizer", &authorizers)
 		if len(authorizers) == 0 {
@@ -109,9 +104,22 @@ func checkAuthorizerPermissions(t *testing.T, path string) {
 			}
 		}
 	}
-	if apis == 0 {
+}
+
+// apisOf yields the REST and HTTP APIs among resources (a template after the SAM
+// transform), by logical id, and fails t when there is none.
+func apisOf(t *testing.T, resources map[string]any) iter.Seq2[string, map[string]any] {
+	t.Helper()
+	apis := map[string]map[string]any{}
+	for id, r := range resources {
+		if r, _ := r.(map[string]any); r["Type"] == "AWS::ApiGateway::RestApi" || r["Type"] == "AWS::ApiGatewayV2::Api" {
+			apis[id] = r
+		}
+	}
+	if len(apis) == 0 {
 		t.Fatal("no API after the SAM transform")
 	}
+	return maps.All(apis)
 }
 
 // checkEveryPathRouted: every API, as deployed (after the SAM transform), routes the
@@ -120,14 +128,7 @@ func checkAuthorizerPermissions(t *testing.T, path string) {
 // declares ANY / beside ANY /{proxy+}, with the same authorizer and the same integration,
 // less the proxy path variable.
 func checkEveryPathRouted(t *testing.T, path string) {
-	resources := section(samTranslate(t, path), "Resources")
-	apis := 0
-	for id, r := range resources {
-		r, _ := r.(map[string]any)
-		if r["Type"] != "AWS::ApiGateway::RestApi" && r["Type"] != "AWS::ApiGatewayV2::Api" {
-			continue
-		}
-		apis++
+	for id, r := range apisOf(t, section(samTranslate(t, path), "Resources")) {
 		props, _ := r["Properties"].(map[string]any)
 		body, _ := props["Body"].(map[string]any)
 		paths, _ := body["paths"].(map[string]any)
@@ -147,9 +148,6 @@ func checkEveryPathRouted(t *testing.T, path string) {
 		if got, want := root["x-amazon-apigateway-integration"], withoutProxyVariable(proxy["x-amazon-apigateway-integration"]); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: ANY / integrates\n%v\nwant ANY /{proxy+}'s for /:\n%v", id, got, want)
 		}
-	}
-	if apis == 0 {
-		t.Fatal("no API after the SAM transform")
 	}
 }
 

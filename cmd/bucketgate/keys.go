@@ -218,7 +218,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return err
 		}
 		rec.ID = keyID(key)
-		if err := t.put(e.ctx, rec); err != nil {
+		if err := t.putMade(e.ctx, rec); err != nil {
 			return err
 		}
 		if err := showKey(e, t, rec.ID, key); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -324,6 +325,54 @@ func TestKeysChangeKeepsAConcurrentWrite(t *testing.T) {
 			c.ok("keys", "set-plan", key, "pro") // nothing in between: it writes
 			if show := c.ok("keys", "show", key); !strings.Contains(show, "plan       pro\n") || !strings.Contains(show, tc.want+"\n") {
 				t.Fatalf("after set-plan:\n%s", show)
+			}
+		})
+	}
+}
+
+// A write whose answer the network lost is sent again by the SDK, and finds the item
+// its first attempt wrote: create, a change, a roll and a config put succeed and say so
+// (a new key printed), rather than fail saying the item is already there or changed
+// meanwhile, which left a key nobody holds, or a change made that was said not made.
+func TestWriteWhoseAnswerWasLost(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	sent := map[string]bool{} // the bodies of the writes sent, whose first answer is lost
+	calls.loseWhen(func(action string, body []byte) bool {
+		first := action == "dynamodb:PutItem" && !sent[string(body)]
+		sent[string(body)] = true
+		return first
+	})
+	tests := []struct {
+		name string
+		args []string
+		want string // on stderr
+	}{
+		{"keys create", []string{"keys", "create", "--plan", "pro"}, "created key:"},
+		{"keys create --tenant", []string{"keys", "create", "--plan", "pro", "--tenant", "acme"}, "created tenant:acme on plan pro\n"},
+		{"accounts create", []string{"accounts", "create", "acme", "--plan", "pro"}, "created account acme on plan pro"},
+		{"keys create --account", []string{"keys", "create", "--account", "acme"}, " in account acme: the key above is shown this once"},
+		{"keys set-plan", []string{"keys", "set-plan", lone, "free"}, " is on plan free, keeping its buckets\n"},
+		{"keys roll", []string{"keys", "roll", lone}, ": until then both keys work, on the same buckets\n"},
+		{"config put", []string{"config", "put", file(t, "gold.yaml", goldDoc)}, "wrote version 1 to table"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			code, stdout, stderr := c.run(tc.args...)
+			if code != exitOK || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("bucketgate %s, its write's first answer lost: exit %d, stderr %q; want exit 0 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+			}
+			if puts := strings.Count(strings.Join(calls.take(), " "), "dynamodb:PutItem"); puts < 2 {
+				t.Fatalf("%d PutItem: want the write sent again", puts)
+			}
+			if key := strings.TrimSpace(stdout); key != "" {
+				if show := c.ok("keys", "show", key); !strings.Contains(show, "status     active\n") {
+					t.Fatalf("the key printed:\n%s", show)
+				}
 			}
 		})
 	}

@@ -168,7 +168,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	owner := textFlag(fs, "owner", "who the key is for, for people")
 	note := textFlag(fs, "note", "a note, for people")
 	expires := fs.String("expires", "", "when the key stops working (default: never)")
-	tenant := fs.String("tenant", "", "register this check function tenant instead of a new API key")
+	tenant := textFlag(fs, "tenant", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
@@ -203,10 +203,10 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return createExisting(e, t, rec, *existing)
 		}
 		if *tenant != "" {
-			if err := checkTenant(*tenant); err != nil {
+			if err := checkTenant(string(*tenant)); err != nil {
 				return fmt.Errorf("%w: --tenant: %w", errUsage, err)
 			}
-			rec.ID = bucketgate.Identity{Kind: bucketgate.KindTenant, Value: *tenant}.String()
+			rec.ID = bucketgate.Identity{Kind: bucketgate.KindTenant, Value: string(*tenant)}.String()
 			if err := t.put(e.ctx, rec); err != nil {
 				return err
 			}

@@ -435,6 +435,7 @@ func TestFreeTextStaysOnItsLine(t *testing.T) {
 	}{
 		{"keys create --owner", []string{"keys", "create", "--plan", "pro", "--owner", forged}},
 		{"keys create --note", []string{"keys", "create", "--plan", "pro", "--note", "a\tb"}},
+		{"keys create --tenant", []string{"keys", "create", "--plan", "pro", "--tenant", forged}},
 		{"accounts create --note", []string{"accounts", "create", "acme", "--plan", "pro", "--note", forged}},
 		{"config put --note", []string{"config", "put", file(t, "doc.yaml", goldDoc+"# again\n"), "--note", forged}},
 		{"config rollback --note", []string{"config", "rollback", "1", "--note", "\x1b[2J"}},
@@ -465,5 +466,30 @@ func TestFreeTextStaysOnItsLine(t *testing.T) {
 	}
 	if show := c.ok("keys", "show", id); !strings.Contains(show, "owner      "+quoted+"\n") || strings.Count(show, "\n") != 7 {
 		t.Fatalf("keys show of an item written by hand:\n%s\nwant the owner quoted on its line", show)
+	}
+
+	// A tenant's key is text too: its id is quoted, usable or not.
+	tenant, broken := "tenant:"+forged, "tenant:\x1b[2J"+forged
+	for id, plan := range map[string]string{tenant: "pro", broken: "nope"} {
+		_, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: id}, "plan": &types.AttributeValueMemberS{Value: plan},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if list := c.ok("keys", "list"); strings.Count(list, "\n") != 4 || strings.ContainsAny(list, "\x1b\t") ||
+		!regexp.MustCompile(regexp.QuoteMeta(strconv.Quote(tenant))+` +pro +active`).MatchString(list) || !strings.Contains(list, strconv.Quote(broken)+"  invalid: ") {
+		t.Fatalf("keys list of tenants written by hand:\n%s\nwant a line each, their ids quoted", list)
+	}
+	if show := c.ok("keys", "show", tenant); !strings.Contains(show, "id         "+strconv.Quote(tenant)+"\n") || strings.Count(show, "\n") != 7 {
+		t.Fatalf("keys show of a tenant written by hand:\n%s\nwant its id quoted on its line", show)
+	}
+	if show := c.ok("keys", "show", broken); strings.Contains(show, "\x1b") || strings.Count(show, "\n") != 8 {
+		t.Fatalf("keys show of an invalid tenant written by hand:\n%s\nwant its id quoted on its lines", show)
+	}
+	noPro := file(t, "nopro.yaml", "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 10, refillPerSecond: 1}]\n")
+	if code, stdout, stderr := c.run("config", "put", noPro); code != exitError || stdout != "" || !strings.Contains(stderr, "\n  "+strconv.Quote(tenant)+" (plan pro): ") || strings.Contains(stderr, "\nkey:0") {
+		t.Fatalf("config put leaving a tenant written by hand without its plan: exit %d, stderr:\n%s\nwant exit 1 naming it quoted on its line", code, stderr)
 	}
 }

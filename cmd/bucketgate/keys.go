@@ -422,9 +422,12 @@ func listFlags(accounts bool) func(fs *flag.FlagSet) func(env, *keyTable, []stri
 func listItems(fs *flag.FlagSet, accounts bool) func(env, *keyTable, []string) error {
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	return func(e env, t *keyTable, _ []string) error {
-		items, err := t.list(e.ctx, accounts)
+		items, unchecked, err := t.list(e.ctx, accounts)
 		if err != nil {
 			return err
+		}
+		if unchecked != nil { // the items are still worth listing
+			fmt.Fprintf(e.stderr, "warning: the items are not checked against the plans: %v\n", unchecked)
 		}
 		if *asJSON {
 			out := make([]itemJSON, len(items))

@@ -423,20 +423,20 @@ type listed struct {
 }
 
 // list reads every item of the identities (keys and tenants) or the accounts, in the
-// order of their ids: a key of an account is checked with its account.
-func (t *keyTable) list(ctx context.Context, accounts bool) ([]listed, error) {
+// order of their ids: a key of an account is checked with its account. unchecked is why
+// they could not be checked against the plans (a configuration document in the table
+// that does not load): they are listed all the same, the error and status of each as
+// far as the table alone tells.
+func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unchecked, err error) {
 	if err := t.open(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var (
-		items []listed
-		found = map[string]registry.Record{} // the accounts, by name
-	)
+	found := map[string]registry.Record{} // the accounts, by name
 	p := dynamodb.NewScanPaginator(t.db, &dynamodb.ScanInput{TableName: aws.String(t.name), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, t.explain(err, "")
+			return nil, nil, t.explain(err, "")
 		}
 		for _, it := range page.Items {
 			id, _ := it[registry.KeyAttribute].(*types.AttributeValueMemberS)
@@ -455,10 +455,7 @@ func (t *keyTable) list(ctx context.Context, accounts bool) ([]listed, error) {
 	}
 	var plans *config.Config
 	if len(items) > 0 {
-		var err error
-		if plans, err = t.plans(ctx); err != nil {
-			return nil, err
-		}
+		plans, unchecked = t.plans(ctx)
 	}
 	for i := range items {
 		var acct *registry.Record
@@ -468,7 +465,7 @@ func (t *keyTable) list(ctx context.Context, accounts bool) ([]listed, error) {
 		assess(&items[i], acct, plans)
 	}
 	slices.SortFunc(items, func(a, b listed) int { return strings.Compare(a.rec.ID, b.rec.ID) })
-	return items, nil
+	return items, unchecked, nil
 }
 
 // assess completes it, the listed record of an identity: for a key of an account, the

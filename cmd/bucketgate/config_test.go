@@ -266,6 +266,53 @@ func TestConfigHandWrittenItems(t *testing.T) {
 	c.ok("keys", "create", "--plan", "pro")
 }
 
+// A configuration item that does not load (written by hand, or by hand damaged) leaves
+// the lists and shows of the table working: they warn that nothing is checked against
+// the plans, and print every item, as keys show does.
+func TestListsWhenTheDocumentDoesNotLoad(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	key := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "pro")))
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	items := []struct {
+		name string
+		item map[string]types.AttributeValue
+		want string // in the warning
+	}{
+		{"an item of the wrong shape", map[string]types.AttributeValue{"id": s("config"), "document": s(goldDoc), "version": s("4")},
+			"invalid registry item config: attribute version: got a string (S), want a number (N)"},
+		{"a document that does not load", map[string]types.AttributeValue{"id": s("config"), "document": s(goldDoc + "routs: []\n"), "version": n("4")},
+			"routs (line 6, column 1): unknown field"},
+	}
+	commands := []struct {
+		name string
+		args []string
+		want string // on stdout
+	}{
+		{"keys list", []string{"keys", "list"}, key + "  pro"},
+		{"keys list --json", []string{"keys", "list", "--json"}, `"id": "` + key + `"`},
+		{"accounts list", []string{"accounts", "list"}, "account:acme  pro"},
+		{"keys show", []string{"keys", "show", key}, "id         " + key + "\n"},
+		{"accounts show", []string{"accounts", "show", "acme"}, "id         account:acme\n"},
+	}
+	for _, it := range items {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: it.item}); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range commands {
+			t.Run(it.name+"/"+cmd.name, func(t *testing.T) {
+				code, stdout, stderr := c.run(cmd.args...)
+				if code != exitOK || !strings.Contains(stdout, cmd.want) || !strings.HasPrefix(stderr, "warning: ") ||
+					!strings.Contains(stderr, "not checked against the plans: ") || !strings.Contains(stderr, it.want) {
+					t.Fatalf("bucketgate %s: exit %d\nstdout %s\nstderr %s\nwant exit 0, %q, and a warning saying %q", strings.Join(cmd.args, " "), code, stdout, stderr, cmd.want, it.want)
+				}
+			})
+		}
+	}
+}
+
 // With REGISTRY_TABLE, buckets --plan names a plan of the table's document: a plan it
 // lacks is refused before the check function is invoked.
 func TestBucketsPlanFromTheTable(t *testing.T) {

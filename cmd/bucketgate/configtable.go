@@ -154,7 +154,7 @@ func broken(records []registry.Record, cfg *config.Config, now time.Time) []stri
 			if errors.As(err, &re) {
 				err = fmt.Errorf("%s: %w", re.Attribute, re.Err)
 			}
-			out = append(out, fmt.Sprintf("%s (plan %s): %v", rec.ID, plan, err))
+			out = append(out, fmt.Sprintf("%s (plan %s): %v", oneLine(rec.ID), plan, err))
 		}
 	}
 	return out
@@ -253,7 +253,8 @@ func (t *keyTable) commitConfig(ctx context.Context, w configWrite) error {
 			return err
 		}
 	}
-	in := &dynamodb.PutItemInput{TableName: aws.String(t.name), Item: w.next.Item()}
+	next := w.next.Item()
+	in := &dynamodb.PutItemInput{TableName: aws.String(t.name), Item: next}
 	if w.raw == nil {
 		in.ConditionExpression, in.ExpressionAttributeNames = aws.String(isNew), map[string]string{"#id": registry.KeyAttribute}
 	} else {
@@ -271,10 +272,11 @@ func (t *keyTable) commitConfig(ctx context.Context, w configWrite) error {
 	}
 	_, err := t.db.PutItem(ctx, in)
 	var changed *types.ConditionalCheckFailedException
-	if errors.As(err, &changed) {
+	switch {
+	case errors.As(err, &changed) && t.holds(ctx, registry.ConfigID, next): // written, its answer lost
+	case changed != nil:
 		return t.raced(ctx, w.previous)
-	}
-	if err != nil {
+	case err != nil:
 		return t.explain(err, registry.ConfigID)
 	}
 	if err := t.putCopy(ctx, w.next); err != nil {

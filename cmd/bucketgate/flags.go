@@ -78,8 +78,9 @@ func (l *ruleList) Set(v string) error {
 	return nil
 }
 
-// text is a flag of free text for people (--owner, --note): on one line, without a
-// control character, which would break the lines of keys list and the other tables.
+// text is a flag of free text (--owner, --note, a tenant's --tenant): on one line,
+// without a control character, which would break the lines of keys list and the other
+// tables.
 type text string
 
 func (t *text) String() string { return string(*t) }

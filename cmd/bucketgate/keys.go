@@ -168,7 +168,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	owner := textFlag(fs, "owner", "who the key is for, for people")
 	note := textFlag(fs, "note", "a note, for people")
 	expires := fs.String("expires", "", "when the key stops working (default: never)")
-	tenant := fs.String("tenant", "", "register this check function tenant instead of a new API key")
+	tenant := textFlag(fs, "tenant", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
@@ -203,10 +203,10 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return createExisting(e, t, rec, *existing)
 		}
 		if *tenant != "" {
-			if err := checkTenant(*tenant); err != nil {
+			if err := checkTenant(string(*tenant)); err != nil {
 				return fmt.Errorf("%w: --tenant: %w", errUsage, err)
 			}
-			rec.ID = bucketgate.Identity{Kind: bucketgate.KindTenant, Value: *tenant}.String()
+			rec.ID = bucketgate.Identity{Kind: bucketgate.KindTenant, Value: string(*tenant)}.String()
 			if err := t.put(e.ctx, rec); err != nil {
 				return err
 			}
@@ -218,7 +218,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return err
 		}
 		rec.ID = keyID(key)
-		if err := t.put(e.ctx, rec); err != nil {
+		if err := t.putMade(e.ctx, rec); err != nil {
 			return err
 		}
 		if err := showKey(e, t, rec.ID, key); err != nil {
@@ -422,9 +422,12 @@ func listFlags(accounts bool) func(fs *flag.FlagSet) func(env, *keyTable, []stri
 func listItems(fs *flag.FlagSet, accounts bool) func(env, *keyTable, []string) error {
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	return func(e env, t *keyTable, _ []string) error {
-		items, err := t.list(e.ctx, accounts)
+		items, unchecked, err := t.list(e.ctx, accounts)
 		if err != nil {
 			return err
+		}
+		if unchecked != nil { // the items are still worth listing
+			fmt.Fprintf(e.stderr, "warning: the items are not checked against the plans: %v\n", unchecked)
 		}
 		if *asJSON {
 			out := make([]itemJSON, len(items))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -329,6 +330,54 @@ func TestKeysChangeKeepsAConcurrentWrite(t *testing.T) {
 	}
 }
 
+// A write whose answer the network lost is sent again by the SDK, and finds the item
+// its first attempt wrote: create, a change, a roll and a config put succeed and say so
+// (a new key printed), rather than fail saying the item is already there or changed
+// meanwhile, which left a key nobody holds, or a change made that was said not made.
+func TestWriteWhoseAnswerWasLost(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	sent := map[string]bool{} // the bodies of the writes sent, whose first answer is lost
+	calls.loseWhen(func(action string, body []byte) bool {
+		first := action == "dynamodb:PutItem" && !sent[string(body)]
+		sent[string(body)] = true
+		return first
+	})
+	tests := []struct {
+		name string
+		args []string
+		want string // on stderr
+	}{
+		{"keys create", []string{"keys", "create", "--plan", "pro"}, "created key:"},
+		{"keys create --tenant", []string{"keys", "create", "--plan", "pro", "--tenant", "acme"}, "created tenant:acme on plan pro\n"},
+		{"accounts create", []string{"accounts", "create", "acme", "--plan", "pro"}, "created account acme on plan pro"},
+		{"keys create --account", []string{"keys", "create", "--account", "acme"}, " in account acme: the key above is shown this once"},
+		{"keys set-plan", []string{"keys", "set-plan", lone, "free"}, " is on plan free, keeping its buckets\n"},
+		{"keys roll", []string{"keys", "roll", lone}, ": until then both keys work, on the same buckets\n"},
+		{"config put", []string{"config", "put", file(t, "gold.yaml", goldDoc)}, "wrote version 1 to table"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			code, stdout, stderr := c.run(tc.args...)
+			if code != exitOK || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("bucketgate %s, its write's first answer lost: exit %d, stderr %q; want exit 0 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+			}
+			if puts := strings.Count(strings.Join(calls.take(), " "), "dynamodb:PutItem"); puts < 2 {
+				t.Fatalf("%d PutItem: want the write sent again", puts)
+			}
+			if key := strings.TrimSpace(stdout); key != "" {
+				if show := c.ok("keys", "show", key); !strings.Contains(show, "status     active\n") {
+					t.Fatalf("the key printed:\n%s", show)
+				}
+			}
+		})
+	}
+}
+
 // failingWriter fails every write, as stdout on a full disk does.
 type failingWriter struct{}
 
@@ -386,6 +435,7 @@ func TestFreeTextStaysOnItsLine(t *testing.T) {
 	}{
 		{"keys create --owner", []string{"keys", "create", "--plan", "pro", "--owner", forged}},
 		{"keys create --note", []string{"keys", "create", "--plan", "pro", "--note", "a\tb"}},
+		{"keys create --tenant", []string{"keys", "create", "--plan", "pro", "--tenant", forged}},
 		{"accounts create --note", []string{"accounts", "create", "acme", "--plan", "pro", "--note", forged}},
 		{"config put --note", []string{"config", "put", file(t, "doc.yaml", goldDoc+"# again\n"), "--note", forged}},
 		{"config rollback --note", []string{"config", "rollback", "1", "--note", "\x1b[2J"}},
@@ -416,5 +466,30 @@ func TestFreeTextStaysOnItsLine(t *testing.T) {
 	}
 	if show := c.ok("keys", "show", id); !strings.Contains(show, "owner      "+quoted+"\n") || strings.Count(show, "\n") != 7 {
 		t.Fatalf("keys show of an item written by hand:\n%s\nwant the owner quoted on its line", show)
+	}
+
+	// A tenant's key is text too: its id is quoted, usable or not.
+	tenant, broken := "tenant:"+forged, "tenant:\x1b[2J"+forged
+	for id, plan := range map[string]string{tenant: "pro", broken: "nope"} {
+		_, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: id}, "plan": &types.AttributeValueMemberS{Value: plan},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if list := c.ok("keys", "list"); strings.Count(list, "\n") != 4 || strings.ContainsAny(list, "\x1b\t") ||
+		!regexp.MustCompile(regexp.QuoteMeta(strconv.Quote(tenant))+` +pro +active`).MatchString(list) || !strings.Contains(list, strconv.Quote(broken)+"  invalid: ") {
+		t.Fatalf("keys list of tenants written by hand:\n%s\nwant a line each, their ids quoted", list)
+	}
+	if show := c.ok("keys", "show", tenant); !strings.Contains(show, "id         "+strconv.Quote(tenant)+"\n") || strings.Count(show, "\n") != 7 {
+		t.Fatalf("keys show of a tenant written by hand:\n%s\nwant its id quoted on its line", show)
+	}
+	if show := c.ok("keys", "show", broken); strings.Contains(show, "\x1b") || strings.Count(show, "\n") != 8 {
+		t.Fatalf("keys show of an invalid tenant written by hand:\n%s\nwant its id quoted on its lines", show)
+	}
+	noPro := file(t, "nopro.yaml", "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 10, refillPerSecond: 1}]\n")
+	if code, stdout, stderr := c.run("config", "put", noPro); code != exitError || stdout != "" || !strings.Contains(stderr, "\n  "+strconv.Quote(tenant)+" (plan pro): ") || strings.Contains(stderr, "\nkey:0") {
+		t.Fatalf("config put leaving a tenant written by hand without its plan: exit %d, stderr:\n%s\nwant exit 1 naming it quoted on its line", code, stderr)
 	}
 }

@@ -77,7 +77,7 @@ func writeJSON(w io.Writer, v any) error {
 // functions cannot use it.
 func writeRecord(w io.Writer, it listed) error {
 	r := it.rec
-	lines := [][2]string{{"id", r.ID}}
+	lines := [][2]string{{"id", oneLine(r.ID)}}
 	if r.Account != "" {
 		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", it.plan + " (the account's)"})
 	} else {
@@ -104,7 +104,7 @@ func invalidLine(err error) [][2]string {
 	if errors.As(err, &re) {
 		why = "attribute " + re.Attribute + ": " + re.Err.Error()
 	}
-	return [][2]string{{"invalid", why + " (the functions treat it as unknown)"}}
+	return [][2]string{{"invalid", oneLine(why) + " (the functions treat it as unknown)"}}
 }
 
 // writeAccount prints the account of it and its keys as aligned "attribute value" lines:
@@ -183,7 +183,7 @@ func writeList(w io.Writer, items []listed) error {
 	fmt.Fprintln(tw, "ID\tPLAN\tSTATUS\tEXPIRES\tRULES\tOWNER\tNOTE")
 	for _, it := range items {
 		if it.err != nil {
-			fmt.Fprintf(tw, "%s\tinvalid: %v\n", it.rec.ID, it.err)
+			fmt.Fprintf(tw, "%s\tinvalid: %s\n", oneLine(it.rec.ID), oneLine(it.err.Error()))
 			continue
 		}
 		r, plan, st := it.rec, it.plan, status(it.rec)
@@ -193,7 +193,7 @@ func writeList(w io.Writer, items []listed) error {
 		if it.accountStatus != "" {
 			st += " (account " + it.accountStatus + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, plan, st, orNever(expiry(r)), rulesText(r.Rules), oneLine(r.Owner), oneLine(r.Note))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", oneLine(r.ID), plan, st, orNever(expiry(r)), rulesText(r.Rules), oneLine(r.Owner), oneLine(r.Note))
 	}
 	return tw.Flush()
 }
@@ -221,9 +221,9 @@ func expiry(r registry.Record) string {
 	return r.ExpiresAt.UTC().Format(time.RFC3339)
 }
 
-// oneLine is s, free text for people stored in the table, as a table's cell: quoted
-// (Go's escapes) when it holds a control character, a line break or a tab that would
-// forge a line or a column.
+// oneLine is s, text stored in the table (an owner, a note, a tenant's id), as a table's
+// cell: quoted (Go's escapes) when it holds a control character, a line break or a tab
+// that would forge a line or a column.
 func oneLine(s string) string {
 	if strings.ContainsFunc(s, unicode.IsControl) {
 		return strconv.Quote(s)

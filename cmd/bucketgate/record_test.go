@@ -27,6 +27,10 @@ type awsRecorder struct {
 	// refuse, when set, is asked about each request, by its action and body: true
 	// answers it with an error that the SDK does not retry, and passes nothing on.
 	refuse func(action string, body []byte) bool
+	// lose, when set, is asked about each request that refuse passes: true passes it on
+	// and closes the connection without its answer, as a network that drops a response
+	// does: the server did the work, and the SDK tries again.
+	lose func(action string, body []byte) bool
 }
 
 // newRecorder serves until t ends, passing the requests of each service (by its SigV4
@@ -83,6 +87,7 @@ func (r *awsRecorder) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.actions = append(r.actions, action)
 	refuse := r.refuse != nil && r.refuse(action, body)
+	lose := !refuse && r.lose != nil && r.lose(action, body)
 	r.mu.Unlock()
 	if refuse {
 		refusal := `{"__type":"com.amazon.coral.validate#ValidationException","message":"awsRecorder: refused by the test"}`
@@ -90,6 +95,13 @@ func (r *awsRecorder) serve(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(refusal))), 10)) // as DynamoDB's, which the SDK checks
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, refusal)
+		return
+	}
+	if lose {
+		backend.ServeHTTP(httptest.NewRecorder(), req)
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
 		return
 	}
 	backend.ServeHTTP(w, req)
@@ -101,6 +113,14 @@ func (r *awsRecorder) refuseWhen(refuse func(action string, body []byte) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.refuse = refuse
+}
+
+// loseWhen makes r lose the answers of the requests that lose reports (see
+// awsRecorder.lose); nil loses none.
+func (r *awsRecorder) loseWhen(lose func(action string, body []byte) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lose = lose
 }
 
 // operation names the API operation of req with body, by its protocol: the JSON

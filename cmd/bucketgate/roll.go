@@ -77,7 +77,7 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		key, err := newKey()
 		if err == nil {
 			next.ID = keyID(key)
-			err = t.put(e.ctx, next)
+			err = t.putMade(e.ctx, next)
 		}
 		if err != nil {
 			return fmt.Errorf("the new key was not written, and %s is unchanged (run keys roll %s again): %w", id, id, err)

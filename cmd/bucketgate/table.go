@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/big"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,8 +53,25 @@ func (t *keyTable) create(ctx context.Context) error {
 	return t.explain(registry.CreateTable(ctx, t.db, t.name), "")
 }
 
-// put writes rec as a new item, after checking it as the functions would read it.
+// put writes rec as a new item, after checking it as the functions would read it: an
+// item of its id that the table holds already, whatever its attributes, is an error
+// wrapping errExists, and nothing is written.
 func (t *keyTable) put(ctx context.Context, rec registry.Record) error {
+	if err := t.check(ctx, rec); err != nil {
+		return err
+	}
+	switch _, err := t.read(ctx, rec.ID); {
+	case err == nil:
+		return fmt.Errorf("%s %w %s", rec.ID, errExists, t.name)
+	case !errors.Is(err, errNoItem):
+		return err
+	}
+	return t.putNew(ctx, rec.ID, rec.Item())
+}
+
+// putMade is put of rec, the item of a key that newKey has just made, which no item of
+// the table can hold: it reads none first.
+func (t *keyTable) putMade(ctx context.Context, rec registry.Record) error {
 	if err := t.check(ctx, rec); err != nil {
 		return err
 	}
@@ -60,7 +79,7 @@ func (t *keyTable) put(ctx context.Context, rec registry.Record) error {
 }
 
 // putNew writes item, the item of id, on the condition that the table holds none: its
-// error then wraps errExists.
+// error then wraps errExists, unless the table holds item itself (holds).
 func (t *keyTable) putNew(ctx context.Context, id string, item map[string]types.AttributeValue) error {
 	if err := t.open(); err != nil {
 		return err
@@ -72,10 +91,44 @@ func (t *keyTable) putNew(ctx context.Context, id string, item map[string]types.
 		ExpressionAttributeNames: map[string]string{"#id": registry.KeyAttribute},
 	})
 	var exists *types.ConditionalCheckFailedException
-	if errors.As(err, &exists) {
+	switch {
+	case errors.As(err, &exists) && t.holds(ctx, id, item): // written, its answer lost
+		return nil
+	case exists != nil:
 		return fmt.Errorf("%s %w %s", id, errExists, t.name)
 	}
 	return t.explain(err, id)
+}
+
+// holds reports whether the table holds item as the item of id, attribute for attribute
+// (numbers by their value). A conditional write whose condition failed was written when
+// it does: the SDK sent it again after its first answer was lost (a connection reset, a
+// timeout), and that first attempt wrote it.
+func (t *keyTable) holds(ctx context.Context, id string, item map[string]types.AttributeValue) bool {
+	there, err := t.read(ctx, id)
+	return err == nil && maps.EqualFunc(there, item, sameValue)
+}
+
+// sameValue reports whether a and b are the same attribute value: numbers by their
+// value, as DynamoDB stores them, lists and maps member by member.
+func sameValue(a, b types.AttributeValue) bool {
+	switch a := a.(type) {
+	case *types.AttributeValueMemberN:
+		b, ok := b.(*types.AttributeValueMemberN)
+		if !ok {
+			return false
+		}
+		x, xok := new(big.Rat).SetString(a.Value)
+		y, yok := new(big.Rat).SetString(b.Value)
+		return xok && yok && x.Cmp(y) == 0
+	case *types.AttributeValueMemberL:
+		b, ok := b.(*types.AttributeValueMemberL)
+		return ok && slices.EqualFunc(a.Value, b.Value, sameValue)
+	case *types.AttributeValueMemberM:
+		b, ok := b.(*types.AttributeValueMemberM)
+		return ok && maps.EqualFunc(a.Value, b.Value, sameValue)
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // errExists is wrapped by putNew's error for an item the table holds already.
@@ -124,15 +177,19 @@ func (t *keyTable) changeItem(ctx context.Context, id string, item map[string]ty
 		return err
 	}
 	cond, names, values := unchanged(item, registry.Attributes())
+	next := rec.Item()
 	_, err = t.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(t.name),
-		Item:                      rec.Item(),
+		Item:                      next,
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
 	var changed *types.ConditionalCheckFailedException
-	if errors.As(err, &changed) {
+	switch {
+	case errors.As(err, &changed) && t.holds(ctx, id, next): // written, its answer lost
+		return nil
+	case changed != nil:
 		return fmt.Errorf("%s %w (in table %s): nothing written; run it again", id, errChanged, t.name)
 	}
 	return t.explain(err, id)
@@ -366,20 +423,20 @@ type listed struct {
 }
 
 // list reads every item of the identities (keys and tenants) or the accounts, in the
-// order of their ids: a key of an account is checked with its account.
-func (t *keyTable) list(ctx context.Context, accounts bool) ([]listed, error) {
+// order of their ids: a key of an account is checked with its account. unchecked is why
+// they could not be checked against the plans (a configuration document in the table
+// that does not load): they are listed all the same, the error and status of each as
+// far as the table alone tells.
+func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unchecked, err error) {
 	if err := t.open(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var (
-		items []listed
-		found = map[string]registry.Record{} // the accounts, by name
-	)
+	found := map[string]registry.Record{} // the accounts, by name
 	p := dynamodb.NewScanPaginator(t.db, &dynamodb.ScanInput{TableName: aws.String(t.name), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, t.explain(err, "")
+			return nil, nil, t.explain(err, "")
 		}
 		for _, it := range page.Items {
 			id, _ := it[registry.KeyAttribute].(*types.AttributeValueMemberS)
@@ -398,10 +455,7 @@ func (t *keyTable) list(ctx context.Context, accounts bool) ([]listed, error) {
 	}
 	var plans *config.Config
 	if len(items) > 0 {
-		var err error
-		if plans, err = t.plans(ctx); err != nil {
-			return nil, err
-		}
+		plans, unchecked = t.plans(ctx)
 	}
 	for i := range items {
 		var acct *registry.Record
@@ -411,7 +465,7 @@ func (t *keyTable) list(ctx context.Context, accounts bool) ([]listed, error) {
 		assess(&items[i], acct, plans)
 	}
 	slices.SortFunc(items, func(a, b listed) int { return strings.Compare(a.rec.ID, b.rec.ID) })
-	return items, nil
+	return items, unchecked, nil
 }
 
 // assess completes it, the listed record of an identity: for a key of an account, the

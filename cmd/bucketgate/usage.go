@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
+	"github.com/bucketgate/bucketgate/internal/check"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
@@ -43,6 +45,9 @@ func runUsage(e env, args []string) error {
 	}
 	if *asJSON && *asCSV {
 		return fmt.Errorf("%w: usage: --json or --csv, not both", errUsage)
+	}
+	if err := checkDays(*from, *to); err != nil {
+		return err
 	}
 	s, err := settings.Load(e.getenv)
 	if err != nil {
@@ -95,4 +100,25 @@ func writeUsageCSV(w io.Writer, u checkapi.Usage) error {
 		rows = append(rows, []string{d.Date, strconv.FormatInt(d.Allowed, 10), strconv.FormatInt(d.Limited, 10), strconv.FormatInt(d.Cost, 10)})
 	}
 	return cw.WriteAll(rows)
+}
+
+// checkDays returns the usage error about --from and --to that the check function would
+// refuse whatever its day: a day not written YYYY-MM-DD (check.ParseDay, the function's
+// own reading), or --from after --to. A day after today or beyond the days kept is the
+// function's to say, by Redis's clock.
+func checkDays(from, to string) error {
+	var days [2]time.Time
+	for i, d := range []struct{ flag, day string }{{"--from", from}, {"--to", to}} {
+		if d.day == "" {
+			continue
+		}
+		var err error
+		if days[i], err = check.ParseDay(d.day); err != nil {
+			return fmt.Errorf("%w: usage: %s %w", errUsage, d.flag, err)
+		}
+	}
+	if from != "" && to != "" && days[0].After(days[1]) {
+		return fmt.Errorf("%w: usage: --from %s is after --to %s: the days are reversed", errUsage, from, to)
+	}
+	return nil
 }

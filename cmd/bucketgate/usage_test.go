@@ -42,7 +42,22 @@ func TestUsageCommand(t *testing.T) {
 	}
 	d.fails(exitUsage, "usage: --json or --csv, not both", "usage", "--json", "--csv", key)
 	d.fails(exitUsage, "usage: want 1 argument(s), got 0", "usage")
-	d.fails(exitError, `refused the request, nothing was changed: from: "2026-13-01": want a day as YYYY-MM-DD`, "usage", "--from", "2026-13-01", key)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a month 13", []string{"--from", "2026-13-01"}, `usage: --from "2026-13-01": want a day as YYYY-MM-DD, such as 2026-11-25`},
+		{"a day unpadded", []string{"--to", "2026-1-5"}, `usage: --to "2026-1-5": want a day as YYYY-MM-DD`},
+		{"a time", []string{"--to", today + "T00:00:00Z"}, `usage: --to "` + today + `T00:00:00Z": want a day as YYYY-MM-DD`},
+		{"reversed", []string{"--from", today, "--to", yesterday}, "usage: --from " + today + " is after --to " + yesterday + ": the days are reversed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d.t = t
+			d.fails(exitUsage, tc.want, append(append([]string{"usage"}, tc.args...), key)...)
+		})
+	}
+	d.t = t
 	d.fails(exitError, "from: "+longAgo+" is beyond the 35 days of usage kept", "usage", "--from", longAgo, key)
 	srv.Close()
 	d.fails(exitError, "Redis did not answer in time", "usage", key)

@@ -96,7 +96,7 @@ func FuzzParse(f *testing.F) {
 			}
 			if c.req.Op == bucketgate.OpUsage {
 				for _, day := range []string{c.from, c.to} {
-					if _, err := parseDay(day); day != "" && err != nil {
+					if _, err := ParseDay(day); day != "" && err != nil {
 						t.Fatalf("a usage request from %q to %q of %q: %v", c.from, c.to, payload, err)
 					}
 				}

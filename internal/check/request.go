@@ -232,15 +232,16 @@ func parseUsage(path string, m map[string][]byte, c check) (check, error) {
 		if *d.day, err = stringValue(field(path, d.name), m[d.name]); err != nil {
 			return check{}, err
 		}
-		if _, err := parseDay(*d.day); err != nil {
+		if _, err := ParseDay(*d.day); err != nil {
 			return check{}, fmt.Errorf("%s: %w", field(path, d.name), err)
 		}
 	}
 	return c, nil
 }
 
-// parseDay reads a day written YYYY-MM-DD, exactly (no other spelling of it).
-func parseDay(s string) (time.Time, error) {
+// ParseDay reads a day written YYYY-MM-DD, exactly (no other spelling of it), as a
+// usage request's from and to: midnight UTC of that day. The error quotes s.
+func ParseDay(s string) (time.Time, error) {
 	t, err := time.Parse(time.DateOnly, s)
 	if err != nil || t.Format(time.DateOnly) != s {
 		return time.Time{}, fmt.Errorf("%.40q: want a day as YYYY-MM-DD, such as 2026-11-25", s)

@@ -111,11 +111,11 @@ func (h *Handler) usageDays(c check, now time.Time) (first, last time.Time, err 
 	earliest := today.AddDate(0, 0, 1-h.UsageDays)
 	last, first = today, today
 	if c.to != "" {
-		last, _ = parseDay(c.to) // parse checked it
+		last, _ = ParseDay(c.to) // parse checked it
 	}
 	first = last
 	if c.from != "" {
-		first, _ = parseDay(c.from)
+		first, _ = ParseDay(c.from)
 	}
 	switch {
 	case last.After(today):

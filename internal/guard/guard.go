@@ -306,8 +306,8 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 		}
 		if f := failure(err); len(via) > 0 && (f == nil || !gone) {
 			c := via[k]
-			if errors.Is(err, bucket.ErrNoSecret) { // a failure of the secret's master, not the identity's
-				c = g.circuitOf(bucket.SecretSlot)
+			if slot, ok := bucket.NoSecretSlot(err); ok { // a failure of the secret's master, not the identity's
+				c = g.circuitOf(slot)
 			}
 			for _, b := range [...]*breaker{c.cluster, c.own} {
 				if b != nil {

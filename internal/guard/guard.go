@@ -412,17 +412,18 @@ func (g *Guard) callContext(ctx context.Context) (context.Context, context.Cance
 }
 
 // result is the Result of q, which Redis was asked at start and answered with d or err
-// (not bucketgate.ErrInvalid) after latency; it keeps the deny cache up to date.
+// (not bucketgate.ErrInvalid) after latency; it keeps the deny cache up to date. An
+// operation that may give tokens back forgets its identity's denials whether Redis
+// answered or not: one not answered in time may have been done all the same.
 func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, start time.Time, latency time.Duration) Result {
+	if g.cache != nil && !takesOnly(q) {
+		g.cache.forget(q.Identity)
+	}
 	if err != nil {
 		return g.fallback(q, Classify(err), err, latency)
 	}
-	if g.cache != nil {
-		if takesOnly(q) {
-			g.cache.put(q, d, start)
-		} else {
-			g.cache.forget(q.Identity)
-		}
+	if g.cache != nil && takesOnly(q) {
+		g.cache.put(q, d, start)
 	}
 	return Result{Decision: d, Latency: latency}
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/bucketgate/bucketgate"
 )
 
@@ -281,6 +283,9 @@ func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]b
 		c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
 		c.B().Get().Key(SecretKey).Build(),
 		c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Byscore().Rev().Limit(0, keptSecrets).Withscores().Build())
+	if err := res[0].Error(); err != nil && !rueidis.IsRedisNil(err) { // refused (OOM): the GET finds nothing
+		return nil, nil, &noSecretError{SecretKey, err}
+	}
 	s, err := res[1].ToString()
 	if err != nil {
 		return nil, nil, &noSecretError{SecretKey, err}

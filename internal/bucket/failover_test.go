@@ -31,6 +31,12 @@ func TestStandaloneFailover(t *testing.T) {
 			ds, errs := l.DecideBatch(ctx, []bucketgate.Request{q})
 			return ds[0], errs[0]
 		}},
+		// The first reserve of a Limiter that has not read the reservations' secret,
+		// which no instance has written yet: written on the new primary.
+		{"Reserve", func(l *bucket.Limiter, q bucketgate.Request) (bucketgate.Decision, error) {
+			q.Op, q.TTL = bucketgate.OpReserve, time.Minute
+			return l.Decide(ctx, q)
+		}},
 	}
 	limiters := make([]*bucket.Limiter, len(calls)) // each with its connection to the old primary
 	for i, call := range calls {

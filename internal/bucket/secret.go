@@ -277,17 +277,26 @@ func (l *Limiter) verifyHeld(kind string, q bucketgate.Request) (reservation, er
 
 // readSecret writes mine as Redis's secret through c unless it has one (SET NX), and
 // returns the one it has and the kept ones (SecretsKeptKey) that verify ids after now,
-// keptSecrets at most, in one round trip.
+// keptSecrets at most, in one round trip; in two more when the server is a replica
+// (READONLY: a standalone primary demoted by a failover, see readOnly), after making
+// the connection again.
 func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]byte, []keptSecret, error) {
-	res := c.DoMulti(ctx,
-		c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
-		c.B().Get().Key(SecretKey).Build(),
-		c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Byscore().Rev().Limit(0, keptSecrets).Withscores().Build())
-	if err := res[0].Error(); err != nil && !rueidis.IsRedisNil(err) { // refused (OOM): the GET finds nothing
-		return nil, nil, &noSecretError{SecretKey, err}
+	read := func() []rueidis.RedisResult {
+		return c.DoMulti(ctx,
+			c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
+			c.B().Get().Key(SecretKey).Build(),
+			c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Byscore().Rev().Limit(0, keptSecrets).Withscores().Build())
+	}
+	res := read()
+	if readOnly(res[0]) {
+		reconnect(ctx, c)
+		res = read()
 	}
 	s, err := res[1].ToString()
 	if err != nil {
+		if refused := res[0].Error(); rueidis.IsRedisNil(err) && refused != nil && !rueidis.IsRedisNil(refused) {
+			err = refused // the write refused (OOM) is why there is nothing to read
+		}
 		return nil, nil, &noSecretError{SecretKey, err}
 	}
 	if len(s) < 32 {

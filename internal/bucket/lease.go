@@ -187,20 +187,28 @@ func peekBinding(d bucketgate.Decision, q bucketgate.Request, states []bucketgat
 
 // resetLeases is the reset q: the script's reset of qo, its buckets and quotas, and
 // every concurrency rule's leases removed, in one round trip (then Redis's time, when q
-// has no other rule).
+// has no other rule); in two more when the server refuses them with READONLY (see
+// readOnly: nothing written), after making the connection again, as eval does.
 func (l *Limiter) resetLeases(ctx context.Context, c rediser, q, qo bucketgate.Request) (bucketgate.Decision, error) {
-	var cmds rueidis.Commands
-	if len(qo.Rules) > 0 {
-		keys, args := scriptCall(qo, 0, l.usageDaysFor(qo.Identity), hold{}, new(scriptArgs))
-		cmds = append(cmds, evalText(c, keys, args))
-	}
-	for _, r := range q.Rules {
-		if r.IsConcurrency() {
-			cmds = append(cmds, c.B().Del().Key(LeaseKey(q.Identity, r.Name)).Build())
+	reset := func() []rueidis.RedisResult {
+		var cmds rueidis.Commands
+		if len(qo.Rules) > 0 {
+			keys, args := scriptCall(qo, 0, l.usageDaysFor(qo.Identity), hold{}, new(scriptArgs))
+			cmds = append(cmds, evalText(c, keys, args))
 		}
+		for _, r := range q.Rules {
+			if r.IsConcurrency() {
+				cmds = append(cmds, c.B().Del().Key(LeaseKey(q.Identity, r.Name)).Build())
+			}
+		}
+		return c.DoMulti(ctx, cmds...)
 	}
-	results := c.DoMulti(ctx, cmds...)
-	for _, r := range results[len(cmds)-leases(q.Rules):] {
+	results := reset()
+	if slices.ContainsFunc(results, readOnly) {
+		reconnect(ctx, c)
+		results = reset()
+	}
+	for _, r := range results[len(results)-leases(q.Rules):] {
 		if err := r.Error(); err != nil {
 			return bucketgate.Decision{}, fmt.Errorf("bucket reset of leases: %w", err)
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/bucketgate/bucketgate"
 )
 
@@ -34,10 +36,36 @@ func Secret(secret []byte) Option {
 const SecretKey = KeyPrefix + "secret"
 
 // ErrNoSecret is wrapped by the error of a call that needed the secret Redis keeps
-// (SecretKey, with SecretsKeptKey) and could not read it: Redis did not answer for
-// those keys, whose master in a cluster (that of SecretSlot) is in general not the
-// identity's.
+// (SecretKey, with SecretsKeptKey) and could not read it: Redis did not answer for one
+// of those keys, whose master in a cluster is in general not the identity's, and which
+// NoSecretSlot names.
 var ErrNoSecret = errors.New("the reservations' secret could not be read")
+
+// noSecretError is the error of a read of the secrets that Redis did not answer for
+// key (SecretKey or SecretsKeptKey): it wraps ErrNoSecret and Redis's error.
+type noSecretError struct {
+	key string
+	err error
+}
+
+func (e *noSecretError) Error() string {
+	return fmt.Sprintf("bucket: %v (%s): %v", ErrNoSecret, e.key, e.err)
+}
+
+func (e *noSecretError) Unwrap() []error { return []error{ErrNoSecret, e.err} }
+
+// NoSecretSlot returns the Redis Cluster hash slot of the key of the reservations'
+// secrets that err, a call's error wrapping ErrNoSecret, says Redis did not answer for:
+// SecretSlot for SecretKey, another for SecretsKeptKey, which has no hash tag either.
+// In a cluster, that slot's master is the one that failed. It reports false for any
+// other error.
+func NoSecretSlot(err error) (int, bool) {
+	var e *noSecretError
+	if !errors.As(err, &e) {
+		return 0, false
+	}
+	return slotOf([]byte(e.key)), true
+}
 
 // SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's: a
 // sorted set of each, scored by the time until which it verifies ids (Unix ms of the
@@ -249,22 +277,34 @@ func (l *Limiter) verifyHeld(kind string, q bucketgate.Request) (reservation, er
 
 // readSecret writes mine as Redis's secret through c unless it has one (SET NX), and
 // returns the one it has and the kept ones (SecretsKeptKey) that verify ids after now,
-// keptSecrets at most, in one round trip.
+// keptSecrets at most, in one round trip; in two more when the server is a replica
+// (READONLY: a standalone primary demoted by a failover, see readOnly), after making
+// the connection again.
 func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]byte, []keptSecret, error) {
-	res := c.DoMulti(ctx,
-		c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
-		c.B().Get().Key(SecretKey).Build(),
-		c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Byscore().Rev().Limit(0, keptSecrets).Withscores().Build())
+	read := func() []rueidis.RedisResult {
+		return c.DoMulti(ctx,
+			c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
+			c.B().Get().Key(SecretKey).Build(),
+			c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Byscore().Rev().Limit(0, keptSecrets).Withscores().Build())
+	}
+	res := read()
+	if readOnly(res[0]) {
+		reconnect(ctx, c)
+		res = read()
+	}
 	s, err := res[1].ToString()
 	if err != nil {
-		return nil, nil, fmt.Errorf("bucket: %w (%s): %w", ErrNoSecret, SecretKey, err)
+		if refused := res[0].Error(); rueidis.IsRedisNil(err) && refused != nil && !rueidis.IsRedisNil(refused) {
+			err = refused // the write refused (OOM) is why there is nothing to read
+		}
+		return nil, nil, &noSecretError{SecretKey, err}
 	}
 	if len(s) < 32 {
 		return nil, nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretKey, len(s))
 	}
 	scores, err := res[2].AsZScores()
 	if err != nil {
-		return nil, nil, fmt.Errorf("bucket: %w (the kept ones, %s): %w", ErrNoSecret, SecretsKeptKey, err)
+		return nil, nil, &noSecretError{SecretsKeptKey, err}
 	}
 	kept := make([]keptSecret, len(scores))
 	for i, z := range scores {

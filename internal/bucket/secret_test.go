@@ -324,3 +324,15 @@ func TestSecretBadState(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretWriteRefused: a Redis that refuses to write the secret (full, with
+// noeviction: OOM) fails the first call that signs with its own error, which names the
+// cause, not with the empty read that follows the refused write.
+func TestSecretWriteRefused(t *testing.T) {
+	f := newSecretFleet(t)
+	f.run(f.c.B().ConfigSet().ParameterValue().ParameterValue("maxmemory", "1").Build())
+	_, err := f.instance().Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 10})
+	if !errors.Is(err, bucket.ErrNoSecret) || !strings.Contains(err.Error(), "OOM") {
+		t.Errorf("reserve on a full Redis: %v; want ErrNoSecret naming OOM", err)
+	}
+}

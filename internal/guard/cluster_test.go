@@ -2,8 +2,10 @@ package guard_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,36 +104,72 @@ func TestClusterMasterDown(t *testing.T) {
 	}
 }
 
-// TestClusterSecretMasterDown: while the master that keeps the reservations' secret
-// (bucket.SecretKey) is down, an instance that has not read the secret yet cannot
-// reserve for any identity; those failures count in the circuit of the secret's
-// master, so that the checks of identities of the other masters are still decided.
-func TestClusterSecretMasterDown(t *testing.T) {
-	const masters = 3
-	cluster := redistest.StartCluster(t, masters, 0)
-	for _, m := range cluster.Masters {
-		run(t, m, "CONFIG", "SET", "cluster-require-full-coverage", "no")
-	}
-	if slot := run(t, cluster.Masters[0], "CLUSTER", "KEYSLOT", bucket.SecretKey); slot != fmt.Sprint(bucket.SecretSlot) {
-		t.Fatalf("SecretSlot %d, CLUSTER KEYSLOT %s says %s", bucket.SecretSlot, bucket.SecretKey, slot)
-	}
-	holder := bucket.SecretSlot * masters / bucket.Slots // redistest gives each master an equal range
-	alive := onMaster(t, (holder+1)%masters, masters)
-	cluster.Masters[holder].Stop()
-
-	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_TIMEOUT_MS": faultTimeoutMS})
-	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil) // a cold start: no secret read yet
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	reserve := bucketgate.Request{Identity: alive, Rules: burst, Cost: 1, Op: bucketgate.OpReserve}
-	for i := range guard.DefaultFailuresToOpen + 1 {
-		if r := decide(t, g, reserve); r.Failure == guard.FailureNone || r.Reason != bucketgate.ReasonUnavailable {
-			t.Fatalf("reserve %d without the secret: %+v", i+1, r)
+// inCircuit returns an identity whose circuit is that of slot.
+func inCircuit(t *testing.T, slot int) string {
+	t.Helper()
+	for k := range 100000 {
+		id := fmt.Sprintf("circuit-%d", k)
+		if bucket.Slot(id)/guard.CircuitSlots == slot/guard.CircuitSlots {
+			return id
 		}
 	}
-	if r := decide(t, g, request(alive)); r.Failure != guard.FailureNone || r.CircuitOpen || !r.Allowed {
-		t.Fatalf("a check of %s on a healthy master: %+v", alive, r)
+	t.Fatalf("no identity in the circuit of slot %d", slot)
+	return ""
+}
+
+// TestClusterSecretMasterDown: while a master that keeps the reservations' secrets
+// (bucket.SecretKey, or the kept ones, bucket.SecretsKeptKey: two slots, in general two
+// masters) is down, an instance that has not read them yet cannot reserve for any
+// identity; those failures count in the circuit of the key it could not read, so that
+// the checks of identities of the other masters, the other key's among them, are still
+// decided.
+func TestClusterSecretMasterDown(t *testing.T) {
+	const masters = 3
+	tests := []struct {
+		name        string
+		down, other string // the key whose master is down, the other one
+	}{
+		{"the secret's master", bucket.SecretKey, bucket.SecretsKeptKey},
+		{"the kept secrets' master", bucket.SecretsKeptKey, bucket.SecretKey},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := redistest.StartCluster(t, masters, 0)
+			for _, m := range cluster.Masters {
+				run(t, m, "CONFIG", "SET", "cluster-require-full-coverage", "no")
+			}
+			slot := func(key string) int {
+				n, err := strconv.Atoi(run(t, cluster.Masters[0], "CLUSTER", "KEYSLOT", key))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			if n := slot(bucket.SecretKey); n != bucket.SecretSlot {
+				t.Fatalf("SecretSlot %d, CLUSTER KEYSLOT %s says %d", bucket.SecretSlot, bucket.SecretKey, n)
+			}
+			holder := slot(tc.down) * masters / bucket.Slots // redistest gives each master an equal range
+			alive := inCircuit(t, slot(tc.other))
+			if bucket.Slot(alive)*masters/bucket.Slots == holder {
+				t.Fatalf("%s and %s on one master", tc.down, tc.other)
+			}
+			cluster.Masters[holder].Stop()
+
+			s := redistest.Settings(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_TIMEOUT_MS": faultTimeoutMS})
+			g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil) // a cold start: no secret read yet
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(conn.Close)
+			reserve := bucketgate.Request{Identity: alive, Rules: burst, Cost: 1, Op: bucketgate.OpReserve}
+			for i := range guard.DefaultFailuresToOpen + 1 {
+				if r := decide(t, g, reserve); r.Failure == guard.FailureNone || r.Reason != bucketgate.ReasonUnavailable || !errors.Is(r.Err, bucket.ErrNoSecret) {
+					t.Fatalf("reserve %d without the secret: %+v", i+1, r)
+				}
+			}
+			if r := decide(t, g, request(alive)); r.Failure != guard.FailureNone || r.CircuitOpen || !r.Allowed {
+				t.Fatalf("a check of %s on a healthy master: %+v", alive, r)
+			}
+		})
 	}
 }

@@ -404,3 +404,56 @@ func TestStalledConnectionConcurrent(t *testing.T) {
 
 // concurrentCallers is how many requests TestStalledConnectionConcurrent sends at once.
 const concurrentCallers = 8
+
+// TestDenyCacheForgetsOnAnUnansweredGiveBack: a refund or reset that Redis did not
+// answer in time may have given the tokens back all the same (Redis paused with it in
+// its input, ran it on resuming): the instance that sent it forgets the identity's
+// cached denials as it does after one Redis answered, so that its next check is
+// Redis's to decide. The Guard's clock stands still: only a give-back ends the
+// cached denial.
+func TestDenyCacheForgetsOnAnUnansweredGiveBack(t *testing.T) {
+	daily := []bucketgate.Rule{{Name: "daily", Capacity: 10, RefillPerSecond: 10.0 / 86400}}
+	tests := []struct {
+		name string
+		op   bucketgate.Op
+		cost int64
+	}{
+		{"refund", bucketgate.OpRefund, 1},
+		{"reset", bucketgate.OpReset, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TIMEOUT_MS": faultTimeoutMS})
+			c, err := redisconn.New(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			opts := app.GuardOptions(s)
+			opts.Now, opts.DenyCacheSize = func() time.Time { return epoch }, 100
+			g := guard.New(bucket.NewLazy(c.Client), opts)
+
+			one := bucketgate.Request{Identity: "giver", Rules: daily, Cost: 1}
+			drain := one
+			drain.Cost = 10
+			if r := decide(t, g, drain); !r.Allowed {
+				t.Fatalf("draining: %+v", r)
+			}
+			for i, wantHit := range []bool{false, true} {
+				if r := decide(t, g, one); r.Allowed || r.CacheHit != wantHit {
+					t.Fatalf("check %d after draining: %+v, want denied, from the cache %v", i+1, r, wantHit)
+				}
+			}
+			srv.Pause()
+			r := decide(t, g, bucketgate.Request{Identity: "giver", Rules: daily, Cost: tc.cost, Op: tc.op})
+			srv.Resume()
+			if r.Failure != guard.FailureTimeout {
+				t.Fatalf("%s while Redis is paused: %+v, want a timeout", tc.name, r)
+			}
+			if r := decide(t, g, one); !r.Allowed || r.CacheHit {
+				t.Fatalf("a check after the %s Redis ran late: %+v, want allowed by Redis", tc.name, r)
+			}
+		})
+	}
+}

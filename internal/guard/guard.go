@@ -306,8 +306,8 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 		}
 		if f := failure(err); len(via) > 0 && (f == nil || !gone) {
 			c := via[k]
-			if errors.Is(err, bucket.ErrNoSecret) { // a failure of the secret's master, not the identity's
-				c = g.circuitOf(bucket.SecretSlot)
+			if slot, ok := bucket.NoSecretSlot(err); ok { // a failure of the secret's master, not the identity's
+				c = g.circuitOf(slot)
 			}
 			for _, b := range [...]*breaker{c.cluster, c.own} {
 				if b != nil {
@@ -412,17 +412,18 @@ func (g *Guard) callContext(ctx context.Context) (context.Context, context.Cance
 }
 
 // result is the Result of q, which Redis was asked at start and answered with d or err
-// (not bucketgate.ErrInvalid) after latency; it keeps the deny cache up to date.
+// (not bucketgate.ErrInvalid) after latency; it keeps the deny cache up to date. An
+// operation that may give tokens back forgets its identity's denials whether Redis
+// answered or not: one not answered in time may have been done all the same.
 func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, start time.Time, latency time.Duration) Result {
+	if g.cache != nil && !takesOnly(q) {
+		g.cache.forget(q.Identity)
+	}
 	if err != nil {
 		return g.fallback(q, Classify(err), err, latency)
 	}
-	if g.cache != nil {
-		if takesOnly(q) {
-			g.cache.put(q, d, start)
-		} else {
-			g.cache.forget(q.Identity)
-		}
+	if g.cache != nil && takesOnly(q) {
+		g.cache.put(q, d, start)
 	}
 	return Result{Decision: d, Latency: latency}
 }

@@ -108,9 +108,6 @@ func NewLazy(connect func(context.Context) (rueidis.Client, error), opts ...Opti
 	return l
 }
 
-// UsageDays is how many UTC days of usage l keeps; 0 when it counts none.
-func (l *Limiter) UsageDays() int { return l.usageDays }
-
 // IdleCheck is how long a Limiter may go without a call on an identity's keys, by the
 // wall clock, before the calls of the next IdleCheck check the connections they are
 // about to use: a read of each identity's state hash (EXISTS, never sent again) goes

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
@@ -34,6 +35,9 @@ func newOperator(ctx context.Context, function string) (operator, error) {
 	if o := c.Options(); o.Region == "" && o.BaseEndpoint == nil {
 		return operator{}, fmt.Errorf("function %s: %w to the function's", function, errNoRegion)
 	}
+	if err := readCredentials(ctx, cfg.Credentials); err != nil {
+		return operator{}, fmt.Errorf("function %s: %w", function, err)
+	}
 	return operator{name: function, client: checkclient.New(c, function), region: cfg.Region}, nil
 }
 
@@ -41,6 +45,24 @@ func newOperator(ctx context.Context, function string) (operator, error) {
 // endpoint of its own (AWS_ENDPOINT_URL_<SERVICE>): the SDK's, "Missing Region", names no
 // setting.
 var errNoRegion = errors.New("no AWS region: set AWS_REGION (or the profile's region)")
+
+// errNoCredentials is wrapped by the error of a client whose credentials could not be
+// read: the SDK's ("get identity: get credentials: failed to refresh cached
+// credentials, ...", after a wait for the instance metadata service) names no setting.
+var errNoCredentials = errors.New("no AWS credentials: set AWS_PROFILE to a configured profile (aws configure; aws sso login renews an SSO one), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+
+// readCredentials reads creds as a client's first request would (the client caches
+// them, so that request reads none again), and answers errNoCredentials with the SDK's
+// reason when they cannot be read.
+func readCredentials(ctx context.Context, creds aws.CredentialsProvider) error {
+	if creds == nil {
+		return errNoCredentials
+	}
+	if _, err := creds.Retrieve(ctx); err != nil {
+		return fmt.Errorf("%w: %w", errNoCredentials, err)
+	}
+	return nil
+}
 
 // inRegion is " in region R", or "" for no region (an endpoint of its own).
 func inRegion(region string) string {

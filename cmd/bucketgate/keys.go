@@ -147,6 +147,9 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 		if o := t.db.Options(); o.Region == "" && o.BaseEndpoint == nil {
 			return fmt.Errorf("table %s: %w to the table's", t.name, errNoRegion)
 		}
+		if err := readCredentials(e.ctx, t.db.Options().Credentials); err != nil {
+			return fmt.Errorf("table %s: %w", t.name, err)
+		}
 		return nil
 	})
 	return t, nil

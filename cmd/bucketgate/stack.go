@@ -118,6 +118,10 @@ func (s *stack) describe(ctx context.Context) error {
 		s.err = fmt.Errorf("stack %s (%s): %w to the stack's", s.name, s.from, errNoRegion)
 		return s.err
 	}
+	if err := readCredentials(ctx, cfg.Credentials); err != nil {
+		s.err = fmt.Errorf("stack %s (%s): %w", s.name, s.from, err)
+		return s.err
+	}
 	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(s.name)})
 	var api smithy.APIError
 	switch {

@@ -215,6 +215,18 @@ func TestStackBadInput(t *testing.T) {
 			t.Fatalf("called %v without a region", got)
 		}
 	})
+	t.Run("no credentials", func(t *testing.T) {
+		s.t = t
+		t.Setenv("AWS_ACCESS_KEY_ID", "")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+		noCredentials := "no AWS credentials: set AWS_PROFILE to a configured profile"
+		s.failsOnce("stack "+deployedStack+" (--stack): "+noCredentials, "--stack", deployedStack, "keys", "show", key)
+		s.failsOnce("table "+table+": "+noCredentials, "keys", "show", "--table", table, key)
+		s.failsOnce("function "+checkFunction+": "+noCredentials, "buckets", "reset", "--function", checkFunction, key)
+		if got := s.calls.take(); len(got) != 0 {
+			t.Fatalf("called %v without credentials", got)
+		}
+	})
 	s.t = t
 	if after := s.items(); after != items {
 		t.Fatalf("bad stacks wrote to the table:\nbefore %s\nafter  %s", items, after)

@@ -13,6 +13,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/textcut"
 )
 
 // Log attribute keys of the authorizer's own lines (the decision's are telemetry's).
@@ -82,7 +83,7 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	attrs := []slog.Attr{slog.String(attrRequestID, c.RequestID)}
 	if caller.IP.Value == identity.UnknownAddr {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "source IP is not an IP address: limited under the shared unknown identity",
-			append(attrs, slog.String(attrSourceIP, truncate(c.SourceIP, maxLoggedSourceIP)))...)
+			append(attrs, slog.String(attrSourceIP, textcut.To(c.SourceIP, maxLoggedSourceIP)))...)
 	}
 	id, plan, entry, attrs, lookupErr := h.who(ctx, v, caller, &inv, attrs)
 	attrs = append([]slog.Attr{slog.String(telemetry.AttrIdentity, id.String())}, attrs...)
@@ -203,12 +204,4 @@ func (h *Handler) emit(ctx context.Context, inv *telemetry.Invocation) {
 	if err := h.Metrics.Emit(h.Now(), inv); err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String(telemetry.AttrError, err.Error()))
 	}
-}
-
-// truncate returns at most n bytes of s.
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

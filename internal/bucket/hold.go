@@ -15,6 +15,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/lua"
+	"github.com/bucketgate/bucketgate/internal/textcut"
 )
 
 // DefaultIdempotency is how long a Limiter remembers a RequestID when no Idempotency
@@ -111,7 +112,7 @@ func (r reservation) id(kind string, secret []byte, identity string, rules []buc
 // parseID reads q's id of kind, made under secret for q's identity and rules; its error
 // wraps ErrConflict for any other.
 func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, error) {
-	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, kind, truncate(q.ID))
+	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, kind, textcut.Marked(q.ID, 32))
 	payload, sum, ok := cutID(q.ID)
 	if !ok || !hmac.Equal([]byte(sum), []byte(mac(secret, kind, q.Identity, namesPrint(q.Rules), payload))) {
 		return reservation{}, refused
@@ -160,14 +161,6 @@ func Claims(id string) (string, bool) {
 	}
 	r, ok := decodePayload(payload)
 	return r.claims, ok && r.claims != ""
-}
-
-// truncate cuts s to 32 bytes for a message.
-func truncate(s string) string {
-	if len(s) > 32 {
-		return s[:32] + "..."
-	}
-	return s
 }
 
 // namesPrint is the fingerprint of the names of rules: what a settle must share with its

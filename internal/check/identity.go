@@ -9,6 +9,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/textcut"
 )
 
 // parseIdentity reads the explicit identity at path, spelled as the authorizer and the
@@ -31,13 +32,13 @@ func parseIdentity(path string, raw []byte, sources identity.Resolver) (id, logg
 	}
 	if name, ok := strings.CutPrefix(id, bucketgate.AccountPrefix); ok {
 		if !bucketgate.ValidAccountName(name) {
-			return "", "", fmt.Errorf("%s: %q: an account's name is 1 to %d letters, digits, '.', '_' or '-'", path, truncate(id, 2*maxShown), bucketgate.MaxAccountName)
+			return "", "", fmt.Errorf("%s: %q: an account's name is 1 to %d letters, digits, '.', '_' or '-'", path, textcut.To(id, 2*maxShown), bucketgate.MaxAccountName)
 		}
 		return id, id, nil
 	}
 	if a, ok := strings.CutPrefix(id, bucketgate.IPPrefix); ok {
 		if err := checkSource(a, sources); err != nil {
-			return "", "", fmt.Errorf("%s: %q: %w", path, truncate(id, 2*maxShown), err)
+			return "", "", fmt.Errorf("%s: %q: %w", path, textcut.To(id, 2*maxShown), err)
 		}
 		return id, id, nil
 	}
@@ -78,12 +79,4 @@ func checkSource(a string, sources identity.Resolver) error {
 		return nil
 	}
 	return fmt.Errorf("want %s, as the authorizer spells this source (it groups IPv6 sources by /%d, %s)", want, bits, settings.EnvIPv6Prefix)
-}
-
-// truncate returns at most n bytes of s.
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

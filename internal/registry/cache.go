@@ -8,11 +8,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/textcut"
 )
 
 // Cache defaults.
@@ -450,7 +450,7 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 			e.planName = "" // the account's plan decides
 		}
 		if rec.Owner != "" || rec.Account != "" || e.who != nil {
-			e.who = &who{owner: truncateText(rec.Owner, MaxOwner), account: rec.Account, buckets: rec.Buckets}
+			e.who = &who{owner: textcut.To(rec.Owner, MaxOwner), account: rec.Account, buckets: rec.Buckets}
 		}
 	}
 	switch {
@@ -563,16 +563,4 @@ func (e cached) entry(now time.Time, r Result) Entry {
 		answer.Owner = e.who.owner
 	}
 	return answer
-}
-
-// truncateText returns at most n bytes of s, cut at a character boundary: a copy when
-// cut, which does not hold the rest of s in memory as a slice of it would.
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return strings.Clone(s[:n])
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/textcut"
 )
 
 // Attribute names of an item.
@@ -119,27 +120,27 @@ func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 	case it.ID == "":
 		return fail(attrID, fmt.Errorf("empty"))
 	case isAccount && !bucketgate.ValidAccountName(name):
-		return fail(attrID, fmt.Errorf("%q: %s", truncate(it.ID), wantAccountName))
+		return fail(attrID, fmt.Errorf("%q: %s", quoted(it.ID), wantAccountName))
 	case av[attrAccount] != nil && isAccount:
 		return fail(attrAccount, fmt.Errorf("an account's item names no account: accounts do not nest"))
 	case av[attrAccount] != nil && !strings.HasPrefix(it.ID, bucketgate.KeyPrefix):
 		return fail(attrAccount, fmt.Errorf("only an API key's item (%s<digest>) names an account", bucketgate.KeyPrefix))
 	case av[attrAccount] != nil && !bucketgate.ValidAccountName(it.Account):
-		return fail(attrAccount, fmt.Errorf("%q: %s", truncate(it.Account), wantAccountName))
+		return fail(attrAccount, fmt.Errorf("%q: %s", quoted(it.Account), wantAccountName))
 	case av[attrPlan] == nil && it.Account == "":
 		return fail(attrPlan, fmt.Errorf("missing: every item needs a plan, but a key of an account (it has its account's)"))
 	case av[attrPlan] != nil && it.Plan == "":
 		return fail(attrPlan, fmt.Errorf("empty"))
 	case len(it.Plan) > bucketgate.MaxPlanName: // no document has such a plan: neither a cache entry nor a log line holds it
-		return fail(attrPlan, fmt.Errorf("%q: want a plan of the configuration document: at most %d bytes", truncate(it.Plan), bucketgate.MaxPlanName))
+		return fail(attrPlan, fmt.Errorf("%q: want a plan of the configuration document: at most %d bytes", quoted(it.Plan), bucketgate.MaxPlanName))
 	case av[attrBuckets] != nil && !isAccount:
 		return fail(attrBuckets, fmt.Errorf("only an account's item says whose buckets it spends"))
 	case av[attrBuckets] != nil && !validKeyID(it.Buckets):
-		return fail(attrBuckets, fmt.Errorf("%q: want %s<the %d hex digits of a key's digest>: the key the account was made from", truncate(it.Buckets), bucketgate.KeyPrefix, bucketgate.DigestLen))
+		return fail(attrBuckets, fmt.Errorf("%q: want %s<the %d hex digits of a key's digest>: the key the account was made from", quoted(it.Buckets), bucketgate.KeyPrefix, bucketgate.DigestLen))
 	case av["status"] != nil && r.Status != StatusActive && r.Status != StatusRevoked: // "" too: only absence means active
-		return fail("status", fmt.Errorf("%q: want %q or %q", truncate(it.Status), StatusActive, StatusRevoked))
+		return fail("status", fmt.Errorf("%q: want %q or %q", quoted(it.Status), StatusActive, StatusRevoked))
 	case av["expiresAt"] != nil && (it.ExpiresAt < 1 || it.ExpiresAt > MaxExpiresAt):
-		return fail("expiresAt", fmt.Errorf("%q: want %s", truncate(number(av["expiresAt"])), numberWants["expiresAt"]))
+		return fail("expiresAt", fmt.Errorf("%q: want %s", quoted(number(av["expiresAt"])), numberWants["expiresAt"]))
 	case len(it.Rules) > bucketgate.MaxRules:
 		return fail(attrRules, fmt.Errorf("%d rules: want at most %d", len(it.Rules), bucketgate.MaxRules))
 	}
@@ -164,7 +165,7 @@ func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 func (x rule) decode(m map[string]types.AttributeValue) (bucketgate.Rule, string, error) {
 	has := func(name string) bool { _, ok := m[name]; return ok }
 	if len(x.Name) > bucketgate.MaxRuleName { // neither a cache entry nor a log line holds it
-		return bucketgate.Rule{}, ".name", fmt.Errorf("%q: want a rule's name: at most %d bytes", truncate(x.Name), bucketgate.MaxRuleName)
+		return bucketgate.Rule{}, ".name", fmt.Errorf("%q: want a rule's name: at most %d bytes", quoted(x.Name), bucketgate.MaxRuleName)
 	}
 	if has("concurrency") {
 		switch {
@@ -184,14 +185,14 @@ func (x rule) decode(m map[string]types.AttributeValue) (bucketgate.Rule, string
 		case !has("refillPerSecond"):
 			return bucketgate.Rule{}, ".refillPerSecond", errors.New("missing: a bucket needs a capacity and a refillPerSecond")
 		case math.IsNaN(x.RefillPerSecond) || math.IsInf(x.RefillPerSecond, 0):
-			return bucketgate.Rule{}, ".refillPerSecond", fmt.Errorf("%q: want %s", truncate(number(m["refillPerSecond"])), numberWants["refillPerSecond"])
+			return bucketgate.Rule{}, ".refillPerSecond", fmt.Errorf("%q: want %s", quoted(number(m["refillPerSecond"])), numberWants["refillPerSecond"])
 		}
 		return bucketgate.Rule{Name: x.Name, Capacity: x.Capacity, RefillPerSecond: x.RefillPerSecond}, "", nil
 	}
 	period, ok := bucketgate.ParsePeriod(x.Period)
 	switch {
 	case !ok:
-		return bucketgate.Rule{}, ".period", fmt.Errorf("%q: want day, week or month", truncate(x.Period))
+		return bucketgate.Rule{}, ".period", fmt.Errorf("%q: want day, week or month", quoted(x.Period))
 	case has("capacity") || has("refillPerSecond"):
 		return bucketgate.Rule{}, "", fmt.Errorf("a quota (period %s) has a limit, not a capacity or a refillPerSecond", period)
 	case !has("limit"):
@@ -211,7 +212,7 @@ func decodeMap(path string, av map[string]types.AttributeValue, v reflect.Value)
 	names := fieldNames(v.Type())
 	for name := range av {
 		if !slices.Contains(names, name) {
-			return join(path, strconv.Quote(truncate(name))), fmt.Errorf("unknown attribute (want %s or %s)", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+			return join(path, strconv.Quote(quoted(name))), fmt.Errorf("unknown attribute (want %s or %s)", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 		}
 	}
 	for i, name := range names {
@@ -256,7 +257,7 @@ func decodeValue(path, name string, value types.AttributeValue, v reflect.Value)
 		return decodeMap(path, value.(*types.AttributeValueMemberM).Value, v)
 	}
 	if err := attributevalue.Unmarshal(value, v.Addr().Interface()); err != nil {
-		return path, fmt.Errorf("%q: want %s", truncate(number(value)), numberWants[name])
+		return path, fmt.Errorf("%q: want %s", quoted(number(value)), numberWants[name])
 	}
 	return "", nil
 }
@@ -382,10 +383,7 @@ func join(path, name string) string {
 // maxQuoted bounds how much of a bad value an error quotes.
 const maxQuoted = 40
 
-// truncate returns at most maxQuoted bytes of s, marked when cut.
-func truncate(s string) string {
-	if len(s) > maxQuoted {
-		return s[:maxQuoted] + "..."
-	}
-	return s
+// quoted returns at most maxQuoted bytes of s, marked when cut.
+func quoted(s string) string {
+	return textcut.Marked(s, maxQuoted)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/textcut"
 )
 
 // ConfigSource reads the configuration items of a registry table; *Table is one.
@@ -288,7 +289,7 @@ func clip(err error) error {
 	if len(text) <= MaxErrorText {
 		return err
 	}
-	kept := truncateText(text, MaxErrorText-40)
+	kept := textcut.To(text, MaxErrorText-40)
 	return &clippedError{text: fmt.Sprintf("%s... (%d bytes more)", kept, len(text)-len(kept)), err: err}
 }
 

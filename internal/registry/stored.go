@@ -95,11 +95,11 @@ func DecodeConfigItem(av map[string]types.AttributeValue) (StoredConfig, error) 
 	case it.Document == "":
 		return fail(DocumentAttribute, fmt.Errorf("empty"))
 	case it.Version < 1 || it.Version > MaxVersion:
-		return fail("version", fmt.Errorf("%q: want %s", truncate(number(av["version"])), numberWants["version"]))
+		return fail("version", fmt.Errorf("%q: want %s", quoted(number(av["version"])), numberWants["version"]))
 	case it.ID != ConfigID && it.ID != VersionID(it.Version):
-		return fail(attrID, fmt.Errorf("%q: want %s or %s, as its version is %d", truncate(it.ID), ConfigID, VersionID(it.Version), it.Version))
+		return fail(attrID, fmt.Errorf("%q: want %s or %s, as its version is %d", quoted(it.ID), ConfigID, VersionID(it.Version), it.Version))
 	case av["updatedAt"] != nil && (it.UpdatedAt < 1 || it.UpdatedAt > MaxExpiresAt):
-		return fail("updatedAt", fmt.Errorf("%q: want %s", truncate(number(av["updatedAt"])), numberWants["updatedAt"]))
+		return fail("updatedAt", fmt.Errorf("%q: want %s", quoted(number(av["updatedAt"])), numberWants["updatedAt"]))
 	}
 	s := StoredConfig{ID: it.ID, Document: it.Document, Version: it.Version, Note: it.Note}
 	if it.UpdatedAt != 0 {

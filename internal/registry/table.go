@@ -55,7 +55,7 @@ func (t *Table) Get(ctx context.Context, id string) (r Record, found bool, err e
 		return r, true, err
 	}
 	if r.ID != id {
-		return r, true, &RecordError{ID: id, Attribute: attrID, Err: fmt.Errorf("%q: want the id it was read by", truncate(r.ID))}
+		return r, true, &RecordError{ID: id, Attribute: attrID, Err: fmt.Errorf("%q: want the id it was read by", quoted(r.ID))}
 	}
 	return r, true, nil
 }
@@ -71,7 +71,7 @@ func (t *Table) GetConfig(ctx context.Context, id string) (s StoredConfig, found
 	}
 	s, err = DecodeConfigItem(item)
 	if err == nil && s.ID != id {
-		err = &RecordError{ID: id, Attribute: attrID, Err: fmt.Errorf("%q: want the id it was read by", truncate(s.ID))}
+		err = &RecordError{ID: id, Attribute: attrID, Err: fmt.Errorf("%q: want the id it was read by", quoted(s.ID))}
 	}
 	return s, true, err
 }

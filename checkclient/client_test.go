@@ -252,6 +252,19 @@ func TestRefusedBeforeSending(t *testing.T) {
 			return err
 		}, "checks[1].key: not UTF-8 text"},
 		{"identity not text", func() error { _, err := c.Reset(ctx, checkapi.Request{Identity: "ip:\xff"}); return err }, "identity: not UTF-8 text"},
+		{"requestId not text", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", RequestID: "order-\xff"}); return err }, "requestId: not UTF-8 text"},
+		{"batch requestId not text", func() error {
+			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "k", RequestID: "\x9c\x01"}})
+			return err
+		}, "checks[1].requestId: not UTF-8 text"},
+		{"plan not text", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", Plan: "pro\xff"}); return err }, "plan: not UTF-8 text"},
+		{"reservation not text", func() error { _, err := c.SettleReservation(ctx, "r2.\xff", 1); return err }, "reservation: not UTF-8 text"},
+		{"lease not text", func() error { _, err := c.ReleaseLease(ctx, "r2.\xff"); return err }, "lease: not UTF-8 text"},
+		{"rule name not text", func() error {
+			_, err := c.Check(ctx, checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "b\xff", Capacity: 1, RefillPerSecond: 1}}})
+			return err
+		}, "rules[0].name: not UTF-8 text"},
+		{"usage from not text", func() error { _, err := c.Usage(ctx, checkapi.Request{Key: "k", From: "2026-11-\xff"}); return err }, "from: not UTF-8 text"},
 		{"rate NaN", func() error {
 			_, err := c.Check(ctx, checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "r", Capacity: 1, RefillPerSecond: math.NaN()}}})
 			return err

@@ -157,19 +157,28 @@ func errorPayload(payload []byte) bool {
 }
 
 // validate refuses what the function would (or JSON could not carry) that the client
-// can tell alone: a key or identity that is not UTF-8 text, which encoding/json would
-// send with U+FFFD in place of the bytes, so that two different keys would be one, and a
+// can tell alone: a string that is not UTF-8 text, which encoding/json would send with
+// U+FFFD in place of the bytes, so that two different keys would be one (and two
+// different requestIds one, the second answered as the first, never charged), and a
 // rate that is NaN or infinite, which encoding/json cannot send at all.
 // prefix starts every field's path ("checks[3]." in a batch).
 func (c *Client) validate(prefix string, req checkapi.Request) error {
 	if !utf8.ValidString(req.Key) {
 		return c.refuse(prefix + "key: not UTF-8 text: encoding would replace its bytes with U+FFFD and merge it with other keys")
 	}
-	if !utf8.ValidString(req.Identity) {
-		return c.refuse(prefix + "identity: not UTF-8 text")
+	for _, f := range []struct{ name, value string }{
+		{"identity", req.Identity}, {"plan", req.Plan}, {"requestId", req.RequestID}, {"reservation", req.Reservation},
+		{"lease", req.Lease}, {"from", req.From}, {"to", req.To},
+	} {
+		if !utf8.ValidString(f.value) {
+			return c.refuse(prefix + f.name + ": not UTF-8 text: encoding would replace its bytes with U+FFFD")
+		}
 	}
 	for i, r := range req.Rules {
-		if math.IsNaN(r.RefillPerSecond) || math.IsInf(r.RefillPerSecond, 0) { // JSON has no such number
+		switch {
+		case !utf8.ValidString(r.Name):
+			return c.refuse(fmt.Sprintf("%srules[%d].name: not UTF-8 text", prefix, i))
+		case math.IsNaN(r.RefillPerSecond) || math.IsInf(r.RefillPerSecond, 0): // JSON has no such number
 			return c.refuse(fmt.Sprintf("%srules[%d].refillPerSecond: %v: want a finite number", prefix, i, r.RefillPerSecond))
 		}
 	}

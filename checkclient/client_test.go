@@ -315,7 +315,7 @@ func TestOperationsEncoding(t *testing.T) {
 	var got []string
 	c := serve(t, func(p []byte) ([]byte, error) {
 		got = append(got, string(p))
-		return []byte(`{"allowed":true,"reason":"ok","limit":10,"remaining":10}`), nil
+		return []byte(`{"allowed":true,"reason":"ok","limit":10,"remaining":10,"released":true}`), nil
 	})
 	ctx := context.Background()
 	if _, err := c.Refund(ctx, checkapi.Request{Key: "k", Plan: "free", Cost: checkapi.Cost(2), RequestID: "r"}); err != nil {
@@ -369,5 +369,37 @@ func TestOperationsEncoding(t *testing.T) {
 		`{"op":"release","lease":"r2.l.m"}`, `{"op":"release","lease":"r2.h.l"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sent %q, want %q", got, want)
+	}
+}
+
+// A release Redis answered (reason ok) says whether the lease was held: an answer
+// without "released" is not a release's, and reading Response.Released would find nil;
+// one Redis did not answer (unavailable, degraded) has none.
+func TestReleaseAnswerWithoutReleased(t *testing.T) {
+	ctx := context.Background()
+	release := checkapi.Request{Key: "k", Op: checkapi.OpRelease, Lease: "r2.n.m", Rules: []checkapi.Rule{{Name: "streams", Concurrency: 1}}}
+	for _, tc := range []struct {
+		name, answer string
+		batch        bool
+		check        func(t *testing.T, err error)
+	}{
+		{"ok without released", `{"allowed":true,"reason":"ok"}`, false, unreadable(`no "released"`)},
+		{"ok without released, in a batch", `{"results":[{"allowed":true,"reason":"ok"}]}`, true, unreadable(`results[0]: no "released"`)},
+		{"unavailable without released", `{"allowed":false,"reason":"unavailable","retryAfterMs":1000}`, false, func(t *testing.T, err error) {
+			if err != nil {
+				t.Fatalf("error %v, want the answer: Redis did not answer, nothing is known of the lease", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := serve(t, answer(tc.answer))
+			var err error
+			if tc.batch {
+				_, err = c.CheckBatch(ctx, []checkapi.Request{release})
+			} else {
+				_, err = c.Release(ctx, checkapi.Request{Key: "k", Rules: release.Rules}, release.Lease)
+			}
+			tc.check(t, err)
+		})
 	}
 }

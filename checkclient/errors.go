@@ -31,9 +31,9 @@ func (e *InvalidRequestError) Error() string {
 }
 
 // ErrorTypeUnreadable is the Type of a FunctionError for an answer that is not a
-// decision: not JSON, a member missing, in another case, given twice or null, an
-// unknown reason, a reason that contradicts allowed, a batch answered with another
-// count of results.
+// decision: not JSON, a member missing (a release's "released" when Redis answered it
+// too), in another case, given twice or null, an unknown reason, a reason that
+// contradicts allowed, a batch answered with another count of results.
 const ErrorTypeUnreadable = "checkclient.Unreadable"
 
 // FunctionError is any other error of the invoked function: a crash, a timeout, an

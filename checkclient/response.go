@@ -74,9 +74,10 @@ func (r *response) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &r.Response)
 }
 
-// check reports why r cannot be read as a decision: a member missing, an unknown
+// check reports why r cannot be read as the decision on a request of op: a member
+// missing (a release Redis answered says whether the lease was held), an unknown
 // reason, a reason that contradicts allowed, a figure below zero.
-func (r response) check() error {
+func (r response) check(op checkapi.Op) error {
 	for _, name := range required {
 		if !r.present[name] {
 			return fmt.Errorf("no %q", name)
@@ -96,6 +97,9 @@ func (r response) check() error {
 		return fmt.Errorf("allowed %v with reason %s", r.Allowed, r.Reason)
 	case r.Limit < 0 || r.Remaining < 0 || r.RetryAfterMS < 0 || r.ResetAfterMS < 0:
 		return errors.New("a figure below zero")
+	}
+	if op == checkapi.OpRelease && r.Reason == checkapi.ReasonOK && !r.present["released"] {
+		return errors.New(`no "released" in a release's answer`)
 	}
 	for i, rule := range r.Rules {
 		switch {

@@ -252,6 +252,19 @@ func TestRefusedBeforeSending(t *testing.T) {
 			return err
 		}, "checks[1].key: not UTF-8 text"},
 		{"identity not text", func() error { _, err := c.Reset(ctx, checkapi.Request{Identity: "ip:\xff"}); return err }, "identity: not UTF-8 text"},
+		{"requestId not text", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", RequestID: "order-\xff"}); return err }, "requestId: not UTF-8 text"},
+		{"batch requestId not text", func() error {
+			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "k", RequestID: "\x9c\x01"}})
+			return err
+		}, "checks[1].requestId: not UTF-8 text"},
+		{"plan not text", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", Plan: "pro\xff"}); return err }, "plan: not UTF-8 text"},
+		{"reservation not text", func() error { _, err := c.SettleReservation(ctx, "r2.\xff", 1); return err }, "reservation: not UTF-8 text"},
+		{"lease not text", func() error { _, err := c.ReleaseLease(ctx, "r2.\xff"); return err }, "lease: not UTF-8 text"},
+		{"rule name not text", func() error {
+			_, err := c.Check(ctx, checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "b\xff", Capacity: 1, RefillPerSecond: 1}}})
+			return err
+		}, "rules[0].name: not UTF-8 text"},
+		{"usage from not text", func() error { _, err := c.Usage(ctx, checkapi.Request{Key: "k", From: "2026-11-\xff"}); return err }, "from: not UTF-8 text"},
 		{"rate NaN", func() error {
 			_, err := c.Check(ctx, checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "r", Capacity: 1, RefillPerSecond: math.NaN()}}})
 			return err
@@ -302,7 +315,7 @@ func TestOperationsEncoding(t *testing.T) {
 	var got []string
 	c := serve(t, func(p []byte) ([]byte, error) {
 		got = append(got, string(p))
-		return []byte(`{"allowed":true,"reason":"ok","limit":10,"remaining":10}`), nil
+		return []byte(`{"allowed":true,"reason":"ok","limit":10,"remaining":10,"released":true}`), nil
 	})
 	ctx := context.Background()
 	if _, err := c.Refund(ctx, checkapi.Request{Key: "k", Plan: "free", Cost: checkapi.Cost(2), RequestID: "r"}); err != nil {
@@ -356,5 +369,37 @@ func TestOperationsEncoding(t *testing.T) {
 		`{"op":"release","lease":"r2.l.m"}`, `{"op":"release","lease":"r2.h.l"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sent %q, want %q", got, want)
+	}
+}
+
+// A release Redis answered (reason ok) says whether the lease was held: an answer
+// without "released" is not a release's, and reading Response.Released would find nil;
+// one Redis did not answer (unavailable, degraded) has none.
+func TestReleaseAnswerWithoutReleased(t *testing.T) {
+	ctx := context.Background()
+	release := checkapi.Request{Key: "k", Op: checkapi.OpRelease, Lease: "r2.n.m", Rules: []checkapi.Rule{{Name: "streams", Concurrency: 1}}}
+	for _, tc := range []struct {
+		name, answer string
+		batch        bool
+		check        func(t *testing.T, err error)
+	}{
+		{"ok without released", `{"allowed":true,"reason":"ok"}`, false, unreadable(`no "released"`)},
+		{"ok without released, in a batch", `{"results":[{"allowed":true,"reason":"ok"}]}`, true, unreadable(`results[0]: no "released"`)},
+		{"unavailable without released", `{"allowed":false,"reason":"unavailable","retryAfterMs":1000}`, false, func(t *testing.T, err error) {
+			if err != nil {
+				t.Fatalf("error %v, want the answer: Redis did not answer, nothing is known of the lease", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := serve(t, answer(tc.answer))
+			var err error
+			if tc.batch {
+				_, err = c.CheckBatch(ctx, []checkapi.Request{release})
+			} else {
+				_, err = c.Release(ctx, checkapi.Request{Key: "k", Rules: release.Rules}, release.Lease)
+			}
+			tc.check(t, err)
+		})
 	}
 }

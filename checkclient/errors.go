@@ -11,8 +11,8 @@ import (
 // InvalidRequestError is the refusal of a request that can never be decided: a missing
 // key, an unknown plan, a cost out of range, malformed rules, an unknown field. The
 // check function refuses it, or the client before sending it (Local) when it can tell
-// alone: a batch of the wrong size, a key that is not UTF-8 text. Nothing was decided or
-// written. Retrying cannot help.
+// alone: a batch of the wrong size, a key, a requestId or another string that is not
+// UTF-8 text. Nothing was decided or written. Retrying cannot help.
 type InvalidRequestError struct {
 	// Function is the function that refused, or that the request was for.
 	Function string
@@ -31,9 +31,9 @@ func (e *InvalidRequestError) Error() string {
 }
 
 // ErrorTypeUnreadable is the Type of a FunctionError for an answer that is not a
-// decision: not JSON, a member missing, in another case, given twice or null, an
-// unknown reason, a reason that contradicts allowed, a batch answered with another
-// count of results.
+// decision: not JSON, a member missing (a release's "released" when Redis answered it
+// too), in another case, given twice or null, an unknown reason, a reason that
+// contradicts allowed, a batch answered with another count of results.
 const ErrorTypeUnreadable = "checkclient.Unreadable"
 
 // FunctionError is any other error of the invoked function: a crash, a timeout, an

@@ -74,9 +74,10 @@ func (r *response) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &r.Response)
 }
 
-// check reports why r cannot be read as a decision: a member missing, an unknown
+// check reports why r cannot be read as the decision on a request of op: a member
+// missing (a release Redis answered says whether the lease was held), an unknown
 // reason, a reason that contradicts allowed, a figure below zero.
-func (r response) check() error {
+func (r response) check(op checkapi.Op) error {
 	for _, name := range required {
 		if !r.present[name] {
 			return fmt.Errorf("no %q", name)
@@ -96,6 +97,9 @@ func (r response) check() error {
 		return fmt.Errorf("allowed %v with reason %s", r.Allowed, r.Reason)
 	case r.Limit < 0 || r.Remaining < 0 || r.RetryAfterMS < 0 || r.ResetAfterMS < 0:
 		return errors.New("a figure below zero")
+	}
+	if op == checkapi.OpRelease && r.Reason == checkapi.ReasonOK && !r.present["released"] {
+		return errors.New(`no "released" in a release's answer`)
 	}
 	for i, rule := range r.Rules {
 		switch {
@@ -157,19 +161,28 @@ func errorPayload(payload []byte) bool {
 }
 
 // validate refuses what the function would (or JSON could not carry) that the client
-// can tell alone: a key or identity that is not UTF-8 text, which encoding/json would
-// send with U+FFFD in place of the bytes, so that two different keys would be one, and a
+// can tell alone: a string that is not UTF-8 text, which encoding/json would send with
+// U+FFFD in place of the bytes, so that two different keys would be one (and two
+// different requestIds one, the second answered as the first, never charged), and a
 // rate that is NaN or infinite, which encoding/json cannot send at all.
 // prefix starts every field's path ("checks[3]." in a batch).
 func (c *Client) validate(prefix string, req checkapi.Request) error {
 	if !utf8.ValidString(req.Key) {
 		return c.refuse(prefix + "key: not UTF-8 text: encoding would replace its bytes with U+FFFD and merge it with other keys")
 	}
-	if !utf8.ValidString(req.Identity) {
-		return c.refuse(prefix + "identity: not UTF-8 text")
+	for _, f := range []struct{ name, value string }{
+		{"identity", req.Identity}, {"plan", req.Plan}, {"requestId", req.RequestID}, {"reservation", req.Reservation},
+		{"lease", req.Lease}, {"from", req.From}, {"to", req.To},
+	} {
+		if !utf8.ValidString(f.value) {
+			return c.refuse(prefix + f.name + ": not UTF-8 text: encoding would replace its bytes with U+FFFD")
+		}
 	}
 	for i, r := range req.Rules {
-		if math.IsNaN(r.RefillPerSecond) || math.IsInf(r.RefillPerSecond, 0) { // JSON has no such number
+		switch {
+		case !utf8.ValidString(r.Name):
+			return c.refuse(fmt.Sprintf("%srules[%d].name: not UTF-8 text", prefix, i))
+		case math.IsNaN(r.RefillPerSecond) || math.IsInf(r.RefillPerSecond, 0): // JSON has no such number
 			return c.refuse(fmt.Sprintf("%srules[%d].refillPerSecond: %v: want a finite number", prefix, i, r.RefillPerSecond))
 		}
 	}

@@ -39,7 +39,8 @@ const (
 )
 
 // flaky serves the Invoke API, failing the first invocation as first says and answering
-// every later one with a decision (one per check of a batch). Its client retries up to
+// every later one with a decision (one per check of a batch; a release's says it
+// released). Its client retries up to
 // three times without waiting.
 func flaky(t *testing.T, first failure, opts ...checkclient.Option) (*checkclient.Client, *atomic.Int32, *[]string) {
 	t.Helper()
@@ -73,6 +74,10 @@ func flaky(t *testing.T, first failure, opts ...checkclient.Option) (*checkclien
 				results[i] = ok
 			}
 			_ = json.NewEncoder(w).Encode(map[string][]checkapi.Response{"results": results})
+		case batch.Op == checkapi.OpRelease:
+			released := ok
+			released.Released = new(true)
+			_ = json.NewEncoder(w).Encode(released)
 		default:
 			_ = json.NewEncoder(w).Encode(ok)
 		}

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
@@ -68,8 +69,8 @@ func writeJSON(w http.ResponseWriter, status int, body string) {
 // (its status, its first byte, a flush, or the end of the handler), it puts the
 // limiter's rate-limit headers in place of every one the handler set (its own, or an
 // upstream's it proxies), as the gateway does with a backend's. http.ResponseController
-// reaches the writer underneath through Unwrap; Flush and Hijack are passed on for
-// handlers that assert them.
+// reaches the writer underneath through Unwrap; Flush, FlushError and Hijack are passed
+// on, with their errors, for handlers that assert them.
 type answerWriter struct {
 	http.ResponseWriter
 	context map[string]any // the authorizer context whose headers the answer carries
@@ -99,16 +100,28 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 }
 
 // Flush writes the header, if it is not written yet, and what is buffered.
-func (w *answerWriter) Flush() {
+func (w *answerWriter) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush, with the error of the writer underneath, for
+// http.ResponseController: a client gone, or http.ErrNotSupported from a writer that
+// cannot flush, which wrote nothing.
+func (w *answerWriter) FlushError() error {
 	w.setHeaders()
-	w.written = true
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
+	err := http.NewResponseController(w.ResponseWriter).Flush()
+	if !errors.Is(err, http.ErrNotSupported) {
+		w.written = true
+	}
+	return err
 }
 
-// Hijack hands over the connection, when the writer underneath can.
+// Hijack hands over the connection, when the writer underneath can; when it cannot, the
+// handler may still answer, with the limiter's headers.
 func (w *answerWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	w.written = true
-	return http.NewResponseController(w.ResponseWriter).Hijack()
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil {
+		w.written = true
+	}
+	return conn, rw, err
 }
 
 // Unwrap returns the writer underneath, for http.ResponseController.

@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"maps"
 	"net"
@@ -394,5 +395,62 @@ func TestNextHandlerPassesEarlyHints(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated || resp.Header.Get("X-RateLimit-Remaining") != "9" || resp.Header.Get("RateLimit-Policy") == "" {
 		t.Fatalf("%d with %v: want the upstream's 201 with the limiter's headers", resp.StatusCode, resp.Header)
+	}
+}
+
+// plainWriter is a ResponseWriter that can neither flush nor hand over its connection:
+// a wrapper of another middleware's, or an HTTP/2 stream (which cannot be hijacked).
+type plainWriter struct{ http.ResponseWriter }
+
+// brokenWriter is a ResponseWriter whose flushes fail, as net/http's do once the client
+// is gone.
+type brokenWriter struct{ http.ResponseWriter }
+
+// errBroken is brokenWriter's flush error.
+var errBroken = errors.New("write: broken pipe")
+
+func (brokenWriter) FlushError() error { return errBroken }
+
+// A next handler sees what the writer underneath the Limiter can do, as without it:
+// http.ResponseController's Flush and Hijack report its errors (a client gone, a writer
+// that cannot), and an answer the handler writes after a Hijack or a Flush that did
+// nothing still carries the limiter's rate-limit headers in place of its own.
+func TestNextHandlerSeesTheWritersErrors(t *testing.T) {
+	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens}, middleware.Options{})
+	for i, tc := range []struct {
+		name string
+		wrap func(http.ResponseWriter) http.ResponseWriter
+		call func(*http.ResponseController) error
+		want error
+	}{
+		{"flush, client gone", func(w http.ResponseWriter) http.ResponseWriter { return brokenWriter{w} },
+			(*http.ResponseController).Flush, errBroken},
+		{"flush, cannot", func(w http.ResponseWriter) http.ResponseWriter { return plainWriter{w} },
+			(*http.ResponseController).Flush, http.ErrNotSupported},
+		{"hijack, cannot", func(w http.ResponseWriter) http.ResponseWriter { return w },
+			func(rc *http.ResponseController) error { _, _, err := rc.Hijack(); return err }, http.ErrNotSupported},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got error
+			next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				got = tc.call(http.NewResponseController(w))
+				w.Header().Set("X-RateLimit-Remaining", "4999") // an upstream's, proxied after
+				w.WriteHeader(http.StatusBadGateway)
+			})
+			rec := httptest.NewRecorder()
+			l.Handler(next).ServeHTTP(tc.wrap(rec), httptest.NewRequest("GET", "/orders/42", nil))
+			if !errors.Is(got, tc.want) {
+				t.Errorf("the handler's %s: %v, want %v", tc.name, got, tc.want)
+			}
+			var remaining []string // in any spelling
+			for name, v := range rec.Header() {
+				if strings.EqualFold(name, ratelimitheaders.HeaderRemaining) {
+					remaining = append(remaining, v...)
+				}
+			}
+			if left := string(rune('9' - i)); tc.want == http.ErrNotSupported && !slices.Equal(remaining, []string{left}) {
+				t.Errorf("X-RateLimit-Remaining %q, want the limiter's alone, %s", remaining, left)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -142,4 +143,76 @@ func TestSettleWithTheRequestThatReserved(t *testing.T) {
 func withOp(req checkapi.Request, op checkapi.Op) checkapi.Request {
 	req.Op = op
 	return req
+}
+
+// timedOutOnce is this handler as a function whose first run decides and then times
+// out (Sandbox.Timedout, its answer lost), as a Lambda function that ran past its
+// timeout after Redis answered; later runs answer.
+type timedOutOnce struct {
+	h    lambda.Handler
+	runs int
+}
+
+func (f *timedOutOnce) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	f.runs++
+	out, err := f.h.Invoke(ctx, payload)
+	if f.runs == 1 {
+		return nil, messages.InvokeResponse_Error{Type: "Sandbox.Timedout", Message: "Task timed out after 3.00 seconds"}
+	}
+	return out, err
+}
+
+// A call that takes or gives back tokens, whose first run decided and then timed out,
+// is sent again by checkclient with its requestId and answered with the first decision
+// (Replayed): the tokens are taken (or given back) once, and what the first run made (a
+// reservation, a lease) is what the answer carries, so that it can be settled or
+// released.
+func TestClientRetryAfterATimeoutThatDecided(t *testing.T) {
+	ctx := context.Background()
+	rules := []checkapi.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 0.001}, {Name: "streams", Concurrency: 2}}
+	buckets := []checkapi.Rule{rules[0]}
+	for _, tc := range []struct {
+		name string
+		call func(*checkclient.Client) (checkapi.Response, error)
+		left int64 // tokens left after the call
+	}{
+		{"check", func(c *checkclient.Client) (checkapi.Response, error) {
+			return c.Check(ctx, checkapi.Request{Key: "k", Rules: buckets, Cost: new(int64(3))})
+		}, 7},
+		{"reserve", func(c *checkclient.Client) (checkapi.Response, error) {
+			return c.Reserve(ctx, checkapi.Request{Key: "k", Rules: buckets, Cost: new(int64(4))})
+		}, 6},
+		{"acquire", func(c *checkclient.Client) (checkapi.Response, error) {
+			return c.Check(ctx, checkapi.Request{Key: "k", Rules: rules})
+		}, 9},
+		{"batch", func(c *checkclient.Client) (checkapi.Response, error) {
+			res, err := c.CheckBatch(ctx, []checkapi.Request{{Key: "k", Rules: buckets, Cost: new(int64(2))}, {Key: "k", Rules: buckets, Cost: new(int64(5))}})
+			if err != nil {
+				return checkapi.Response{}, err
+			}
+			return res[1], nil
+		}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr, client := startMiniredis(t)
+			f := &timedOutOnce{h: lambda.NewHandler(newFixture(t, client, nil, guard.Options{}).h)}
+			srv := lambdatest.Start(t, map[string]lambda.Handler{clientFunction: f})
+			checks := checkclient.New(srv.Client(), clientFunction)
+			res, err := tc.call(checks)
+			if err != nil || !res.Allowed || !res.Replayed || f.runs != 2 {
+				t.Fatalf("%+v, %v after %d runs: want the first decision, replayed, after 2", res, err, f.runs)
+			}
+			if tc.name == "reserve" && res.Reservation == "" || tc.name == "acquire" && res.Lease == "" {
+				t.Fatalf("%+v: want the first run's reservation or lease", res)
+			}
+			streams := int64(2) // leases left
+			if tc.name == "acquire" {
+				streams = 1
+			}
+			peek, err := checks.Check(ctx, checkapi.Request{Key: "k", Rules: rules, Cost: new(int64(0))})
+			if err != nil || len(peek.Rules) != 2 || peek.Rules[0].Remaining != tc.left || peek.Rules[1].Remaining != streams {
+				t.Fatalf("peek %+v, %v: want %d tokens and %d leases left, taken once (keys %v)", peek, err, tc.left, streams, mr.Keys())
+			}
+		})
+	}
 }

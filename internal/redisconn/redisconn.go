@@ -31,6 +31,9 @@ const (
 	// ConnectTimeout bounds one connection attempt's dial and TLS handshake, and how
 	// long New waits for the first attempt before it returns a client still connecting.
 	ConnectTimeout = 2 * time.Second
+	// SecretRecheck is how old the copy of the password secret (REDIS_PASSWORD_SECRET_ARN)
+	// gets before a new connection reads the secret again.
+	SecretRecheck = 10 * time.Second
 	// InitTimeout bounds what New reads from AWS (the password secret, credentials).
 	InitTimeout = 5 * time.Second
 	// StallTimeout is how long a connection may leave a command or rueidis's ping
@@ -58,6 +61,7 @@ type options struct {
 	aws      *aws.Config
 	rootCAs  *x509.CertPool
 	eviction func(node, policy string, err error)
+	now      func() time.Time // the clock of IAM tokens' and the password secret's ages
 }
 
 // WithAWSConfig makes New use cfg (region, credentials, endpoints) for Secrets Manager
@@ -91,7 +95,7 @@ func New(s settings.Settings, opts ...Option) (*Conn, error) {
 	if len(s.RedisAddrs) == 0 {
 		return nil, ErrNoAddress
 	}
-	var o options
+	o := options{now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -147,17 +151,14 @@ func clientOption(ctx context.Context, s settings.Settings, o options) (rueidis.
 		return co, err
 	}
 	if s.PasswordSecretARN != "" {
-		user, password, err := readSecret(ctx, cfg, s.PasswordSecretARN)
+		auth, err := newSecretAuth(ctx, s, cfg, o.now)
 		if err != nil {
 			return co, err
 		}
-		co.Password = password
-		if co.Username == "" {
-			co.Username = user
-		}
+		co.Username, co.AuthCredentialsFn = auth.user, auth.credentials
 		return co, nil
 	}
-	auth, err := newIAMAuth(ctx, s, cfg, time.Now)
+	auth, err := newIAMAuth(ctx, s, cfg, o.now)
 	if err != nil {
 		return co, err
 	}

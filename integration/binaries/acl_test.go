@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
@@ -29,12 +30,13 @@ func templateAccessString(t *testing.T) string {
 // authorizer's check; the check function's check with a requestId, reserve and settle,
 // lease and release, usage, refund and reset), each answered by Redis and not by the
 // failure policy, as a user whose ACL is exactly the cache user's of the template, or
-// the narrower one docs/deploy.md gives for a cache of your own, with the default user
-// off, as on the created cache.
+// the narrower one docs/deploy.md gives for a cache of your own and the error of a
+// refused command (redisconn.MinimalACL), with the default user off, as on the
+// created cache.
 func TestOperationsAsRestrictedUser(t *testing.T) {
 	tests := []struct{ name, access string }{
 		{"the template's cache user", templateAccessString(t)},
-		{"deploy.md's user of your own cache", "on ~bg:* +@all -@dangerous"},
+		{"deploy.md's user of your own cache", redisconn.MinimalACL},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

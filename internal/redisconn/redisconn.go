@@ -8,6 +8,7 @@
 package redisconn
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -105,24 +106,34 @@ func New(s settings.Settings, opts ...Option) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	explainErr := func(err error) error { return explain(err, s, cmp.Or(co.Username, s.Username)) }
 	c := newConn(func() (rueidis.Client, error) {
 		cl, err := connect(co, s.Cluster)
-		if err == nil && o.eviction != nil {
+		switch {
+		case err != nil && isConfigError(err):
+			return nil, explainErr(err)
+		case err == nil && o.eviction != nil:
 			reportEviction(cl, o.eviction)
 		}
 		return cl, err
-	})
+	}, explainErr)
 	first, cancelFirst := context.WithTimeout(context.Background(), ConnectTimeout)
 	defer cancelFirst()
 	if _, err := c.Client(first); err != nil && isConfigError(err) {
 		c.Close()
-		as := ""
-		if co.Username != "" {
-			as = fmt.Sprintf(" as user %q", co.Username)
-		}
-		return nil, fmt.Errorf("connect to Redis at %s%s: %w", strings.Join(s.RedisAddrs, ","), as, hint(err, s))
+		return nil, err
 	}
 	return c, nil
+}
+
+// explain says where a configuration error of a connection attempt for s, as user,
+// came from: the addresses, the user, and the settings to check (hint).
+func explain(err error, s settings.Settings, user string) error {
+	as := ""
+	if user != "" {
+		as = fmt.Sprintf(" as user %q", user)
+	}
+	return fmt.Errorf("Redis at %s%s: %w", strings.Join(s.RedisAddrs, ","), as, hint(err, s))
 }
 
 // clientOption turns s into rueidis options, fetching what AUTH needs from AWS.

@@ -246,3 +246,38 @@ func TestEvictionPolicyReported(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusedAfterColdStart: an instance that started while Redis was down, and whose
+// credentials Redis refuses once it is up, fails each call with an error that names
+// the variables the credentials came from, as init would have, without the password.
+func TestRefusedAfterColdStart(t *testing.T) {
+	srv := redistest.Start(t, redistest.ACLUser("alice", "s3cret")...)
+	srv.Stop()
+	c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_USERNAME": "alice", "REDIS_PASSWORD": "guess-again"}))
+	if err != nil {
+		t.Fatalf("init failed while Redis is down: %v", err)
+	}
+	defer c.Close()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(redisconn.RetryInterval + slack)
+	for {
+		err := ping(context.Background(), c)
+		if err != nil && strings.Contains(err.Error(), "WRONGPASS") {
+			for _, want := range []string{"REDIS_USERNAME", "REDIS_PASSWORD", srv.Addr, `"alice"`} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v does not name %s", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "guess-again") {
+				t.Errorf("error %v quotes the password", err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no WRONGPASS %v after Redis came up: %v", redisconn.RetryInterval+slack, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

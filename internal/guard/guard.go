@@ -97,6 +97,10 @@ type Options struct {
 	// also hold at most DenyCacheMaxBytes. The cache times entries by Now: Redis's
 	// clock and Now must advance together (real time).
 	DenyCacheSize int
+	// Explain adds to the error of a request Redis did not decide what to check, such
+	// as the settings behind credentials Redis refused (redisconn.Conn.Explain); nil
+	// leaves errors as they are.
+	Explain func(error) error
 }
 
 // Guard is the engine wrapped in the failure policy. It is safe for concurrent use.
@@ -476,6 +480,9 @@ func (g *Guard) fallback(q bucketgate.Request, f Failure, err error, latency tim
 			d.Rule, d.Limit = r.Name, r.Max()
 			break
 		}
+	}
+	if g.opts.Explain != nil {
+		err = g.opts.Explain(err)
 	}
 	return Result{Decision: d, Failure: f, Err: err, Latency: latency}
 }

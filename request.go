@@ -216,7 +216,7 @@ func (q Request) Validate() error {
 			return fmt.Errorf("rules[%d]: %w", i, err)
 		}
 		switch {
-		case q.Op == OpSettle || r.IsConcurrency() || q.Cost <= r.Max():
+		case q.Op == OpSettle || r.IsConcurrency() || r.Shadow || q.Cost <= r.Max():
 		case q.Op == OpRefund:
 			return fmt.Errorf("%w: refund %d exceeds %s %d of rule %s", ErrInvalid, q.Cost, r.MaxName(), r.Max(), r.Name)
 		default:

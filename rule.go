@@ -79,9 +79,9 @@ type Rule struct {
 	// enforced, but that never denies: a new limit tried on live traffic. A check is
 	// allowed or denied by the enforced rules alone, and its Decision describes them
 	// alone. When they allow it, a shadow rule holding Cost tokens gives them, and one
-	// holding fewer gives nothing and is named in Decision.ShadowLimited; when they deny
-	// it, nothing is written, shadow rules included. False, the zero value, is an
-	// enforced rule.
+	// holding fewer (a Cost above its capacity included) gives nothing and is named in
+	// Decision.ShadowLimited; when they deny it, nothing is written, shadow rules
+	// included. False, the zero value, is an enforced rule.
 	Shadow bool `json:"shadow,omitempty"`
 	// Concurrency is a concurrency rule's most requests in flight, 1 to
 	// MaxConcurrency; 0 for a bucket or a quota. Such a rule has no other number and is

@@ -297,6 +297,45 @@ func TestOperatorTenantIdentity(t *testing.T) {
 	}
 }
 
+// TestCostAboveAShadowCapacity: a cost, or a refund, above a shadow rule's capacity is
+// no invalid request (a limit tried in shadow would have refused a live caller's
+// requests): the check is allowed by its enforced rules, a shadow denial of the shadow
+// rule (counted, its bucket untouched), and a refund fills the shadow rule at most.
+func TestCostAboveAShadowCapacity(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+	rules := `"rules":[` + trialRule + `,` + slowRule + `]`
+	steps := []struct {
+		name, payload string
+		want          string
+		shadowDenied  float64
+	}{
+		{"cost above the shadow capacity", `{"key":"tenant-5",` + rules + `,"cost":5}`,
+			`{"allowed":true,"reason":"ok","limit":10,"remaining":5,"retryAfterMs":0,"resetAfterMs":5000000,"rule":"slow","plan":""}`, 1},
+		{"refund above it", `{"key":"tenant-5",` + rules + `,"op":"refund","cost":5}`,
+			`{"allowed":true,"reason":"ok","limit":10,"remaining":10,"retryAfterMs":0,"resetAfterMs":0,"rule":"slow","plan":""}`, 0},
+		{"shadow rules alone", `{"key":"tenant-5","rules":[` + trialRule + `],"cost":3}`,
+			`{"allowed":true,"reason":"ok","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""}`, 1},
+		{"the shadow bucket untouched", `{"key":"tenant-5","rules":[` + trialRule + `],"cost":2}`,
+			`{"allowed":true,"reason":"ok","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""}`, 0},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			f.metrics.Reset()
+			assertJSONEqual(t, f.invokeOK(t, []byte(s.payload)), s.want)
+			denied := 0.0
+			for _, l := range emfLines(t, f.metrics) {
+				if n, ok := l[telemetry.MetricShadowLimited].(float64); ok {
+					denied += n
+				}
+			}
+			if denied != s.shadowDenied {
+				t.Fatalf("ShadowLimited %v, want %v", denied, s.shadowDenied)
+			}
+		})
+	}
+}
+
 // TestAllShadowNeverDenied: a shadow rule never denies, Redis down or not: a check whose
 // rules are all shadow, which Redis could not decide, is allowed (degraded) when failing
 // closed, and counts no FailClosed; one with an enforced rule beside them fails closed,

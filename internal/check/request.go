@@ -481,6 +481,7 @@ func fits(path string, cost int64, op bucketgate.Op, rules []bucketgate.Rule) er
 	for _, r := range rules {
 		switch {
 		case cost <= r.Max() || r.IsConcurrency(): // a lease is one in flight, whatever its cost
+		case r.Shadow: // a shadow denial (ShadowLimited), never refused
 		case op == bucketgate.OpRefund:
 			return fmt.Errorf("%s: %d exceeds %s %d of rule %s: a refund gives back at most a rule's %s", path, cost, r.MaxName(), r.Max(), r.Name, r.MaxName())
 		default:

@@ -61,7 +61,8 @@
 -- second above 0 and at most 1e9, capacity / refill at most 31622400 s (366 days; the
 -- division is held to 31622400.000001, a microsecond more, so that a rate of tokens per
 -- period that fills in exactly 366 days passes though it rounds above), a period of the
--- three, cost and refund at most every rule's capacity or limit, no field name twice
+-- three, cost and refund at most every enforced rule's capacity or limit (a shadow rule
+-- denies in shadow what it cannot hold, and a refund fills it at most), no field name twice
 -- (the Go side also refuses a bucket and a quota of one name). A capacity, a limit, a
 -- refill or a period that is not a number at all stops the script with Lua's
 -- arithmetic error (they are read by arithmetic, not tonumber, which would read each
@@ -495,7 +496,7 @@ for i = 1, n2, 2 do
         return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': fills in more than 366 days')
       end
     end
-    if most > cap and not settle then
+    if most > cap and not settle and shadow ~= i then
       return redis.error_reply('ERR bucketgate: rule ' .. string.match(argv[o + i], '^[^:]*') .. ': ' .. (give > 0 and 'refund ' or 'cost ') .. most .. ' exceeds ' .. (period and 'limit ' or 'capacity ') .. cap)
     end
   end

@@ -191,13 +191,30 @@ func (c *Client) CancelReservation(ctx context.Context, reservation string) (che
 // on a route that reserves, carries (ratelimitheaders.Reservation) at the actual cost,
 // with SettleReservation: the one call a backend makes once it knows what the work
 // cost. Its error is ratelimitheaders.ErrNoReservation when r carries none; else as
-// SettleReservation's.
+// SettleReservation's. ctx's values and deadline reach the call, its cancellation does
+// not: a request whose client hung up (r.Context() canceled, mid-stream, or at API
+// Gateway's integration timeout) is settled all the same, not left charged at its
+// estimate.
 func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int64) (checkapi.Response, error) {
 	id := ratelimitheaders.Reservation(r)
 	if id == "" {
 		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
 	}
+	ctx, cancel := uncanceled(ctx)
+	defer cancel()
 	return c.SettleReservation(ctx, id, actual)
+}
+
+// uncanceled returns ctx without its cancellation, with its values and its deadline:
+// for the call that ends what a request holds, which its client hanging up must not
+// stop.
+func uncanceled(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	ctx = context.WithoutCancel(ctx)
+	if !ok {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, deadline)
 }
 
 // ReleaseLease returns lease, an id the authorizer issued (on a request with a
@@ -212,12 +229,15 @@ func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Respo
 // ReleaseRequest returns the lease that r, a request the authorizer let through with a
 // concurrency rule, carries (ratelimitheaders.Lease), with ReleaseLease: the one call a
 // backend makes when its work is done. Its error is ratelimitheaders.ErrNoLease when r
-// carries none; else as ReleaseLease's.
+// carries none; else as ReleaseLease's. Its client hanging up does not stop it, as
+// SettleRequest says.
 func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
 	id := ratelimitheaders.Lease(r)
 	if id == "" {
 		return checkapi.Response{}, ratelimitheaders.ErrNoLease
 	}
+	ctx, cancel := uncanceled(ctx)
+	defer cancel()
 	return c.ReleaseLease(ctx, id)
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/detach"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
@@ -200,21 +201,9 @@ func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int6
 	if id == "" {
 		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
 	}
-	ctx, cancel := uncanceled(ctx)
+	ctx, cancel := detach.Context(ctx)
 	defer cancel()
 	return c.SettleReservation(ctx, id, actual)
-}
-
-// uncanceled returns ctx without its cancellation, with its values and its deadline:
-// for the call that ends what a request holds, which its client hanging up must not
-// stop.
-func uncanceled(ctx context.Context) (context.Context, context.CancelFunc) {
-	deadline, ok := ctx.Deadline()
-	ctx = context.WithoutCancel(ctx)
-	if !ok {
-		return ctx, func() {}
-	}
-	return context.WithDeadline(ctx, deadline)
 }
 
 // ReleaseLease returns lease, an id the authorizer issued (on a request with a
@@ -236,7 +225,7 @@ func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.
 	if id == "" {
 		return checkapi.Response{}, ratelimitheaders.ErrNoLease
 	}
-	ctx, cancel := uncanceled(ctx)
+	ctx, cancel := detach.Context(ctx)
 	defer cancel()
 	return c.ReleaseLease(ctx, id)
 }

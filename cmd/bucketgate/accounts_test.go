@@ -435,6 +435,36 @@ func TestKeysShowSaysWhyAKeyIsUnknown(t *testing.T) {
 	}
 }
 
+// keys list says of a key whose account's item the functions cannot read (written by
+// hand) what keys show says, that the account cannot be read and why, never that the
+// table does not hold it; a key of an account that is gone is still listed so.
+func TestKeysListAccountItemUnreadable(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	c.ok("accounts", "create", "gone", "--plan", "pro")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	orphan := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "gone")))
+	paused := map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "account:acme"},
+		"plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}}
+	if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: paused}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key("account:gone")}); err != nil {
+		t.Fatal(err)
+	}
+	unreadable := `attribute account: account acme cannot be read: invalid registry item account:acme: attribute status: "paused": want "active" or "revoked"`
+	if show := c.ok("keys", "show", member); !strings.Contains(show, unreadable) {
+		t.Fatalf("keys show:\n%s\nwant %q", show, unreadable)
+	}
+	list := c.ok("keys", "list")
+	for _, want := range []string{member + "  invalid: invalid registry item " + member + ": " + unreadable, orphan + "  invalid: attribute account: account gone is not in the table"} {
+		if !strings.Contains(list, want+"\n") {
+			t.Errorf("keys list:\n%s\nwant the line %q", list, want)
+		}
+	}
+}
+
 // accounts show --json prints keys as an array, empty for an account without keys, so
 // that a script iterates it (jq '.keys[]') whatever the account holds.
 func TestAccountsShowJSONKeys(t *testing.T) {

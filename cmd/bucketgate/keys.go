@@ -398,7 +398,7 @@ func showFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			case err == nil:
 				acct = &a
 			case errors.As(err, &bad):
-				it.err = fmt.Errorf("attribute account: account %s cannot be read: %w", r.Account, err)
+				it.err = accountUnreadable(r, err)
 			case !errors.Is(err, errNoItem):
 				return err
 			}

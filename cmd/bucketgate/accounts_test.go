@@ -272,6 +272,10 @@ func TestAccountsDecideTheFunctions(t *testing.T) {
 			t.Fatalf("a key of the revoked account: %s on %s, want its source's", principal, plan)
 		}
 	}
+	var u checkapi.Usage // what a key of the revoked account spent is still the account's
+	if err := json.Unmarshal([]byte(c.ok("usage", "--json", a)), &u); err != nil || u.Identity != "acct:acme" || u.Total.Allowed != 6 {
+		t.Fatalf("usage of a key of the revoked account: %+v, %v; want the account's, 6 allowed", u, err)
+	}
 
 	lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "gold"))
 	loneID := keyID(lone)

@@ -493,6 +493,30 @@ func TestAccountsShowJSONKeys(t *testing.T) {
 	}
 }
 
+// --account takes an account's name as every NAME does, also written acct:NAME or
+// account:NAME (as keys list and accounts list print it): keys create and keys roll put
+// the key in the account of that name, never refuse the spelling.
+func TestAccountFlagSpellings(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	for _, prefix := range []string{"acct:", "account:"} {
+		t.Run(prefix, func(t *testing.T) {
+			c.t = t
+			key := strings.TrimSpace(c.ok("keys", "create", "--account", prefix+"acme"))
+			if show := c.ok("keys", "show", key); !strings.Contains(show, "account    acme\n") {
+				t.Fatalf("keys create --account %sacme, keys show:\n%s\nwant the account acme", prefix, show)
+			}
+			lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+			made := "made-" + strings.TrimSuffix(prefix, ":")
+			c.ok("keys", "roll", "--account", prefix+made, lone)
+			if show := c.ok("keys", "show", lone); !strings.Contains(show, "account    "+made+"\n") {
+				t.Fatalf("keys roll --account %s%s, keys show:\n%s\nwant the account %s", prefix, made, show, made)
+			}
+		})
+	}
+}
+
 // An API key given where an account's name or a time is wanted (arguments swapped at
 // 3 a.m.) is refused, a usage error that never quotes it: as an account's name it would
 // rest in the table, in the buckets' Redis keys and in every log line of the account.

@@ -185,7 +185,8 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
 		}
 		if *account != "" {
-			if err := checkAccountName("--account", *account); err != nil {
+			var err error
+			if *account, err = parseAccountName("--account", *account); err != nil {
 				return err
 			}
 		}

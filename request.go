@@ -123,7 +123,7 @@ func (o Op) MarshalText() ([]byte, error) {
 func (o *Op) UnmarshalText(name []byte) error {
 	op, ok := ParseOp(string(name))
 	if !ok {
-		return fmt.Errorf("unknown operation %q: want %s", name, opList)
+		return fmt.Errorf("unknown operation %.64q: want %s", name, opList) // its start: name may be megabytes
 	}
 	*o = op
 	return nil

@@ -125,7 +125,7 @@ func (r Rule) MaxName() string {
 // Validate reports the first thing wrong with r, naming the field.
 func (r Rule) Validate() error {
 	if !validName(r.Name, MaxRuleName) {
-		return fmt.Errorf("%w: name %q: want 1 to %d letters, digits, '_', '-' or '.'", ErrInvalid, r.Name, MaxRuleName)
+		return fmt.Errorf("%w: name %.*q: want 1 to %d letters, digits, '_', '-' or '.'", ErrInvalid, MaxRuleName+1, r.Name, MaxRuleName) // enough to see it is too long
 	}
 	if r.IsConcurrency() {
 		return r.validateConcurrency()

@@ -229,8 +229,9 @@ type Response struct {
 	// Replayed reports a first decision (or a settle's first outcome) answered again,
 	// nothing written: the RequestID was seen before, or the reservation was settled.
 	Replayed bool `json:"replayed,omitempty"`
-	// Settled is, for a settle, the actual cost the reservation was settled at: the
-	// first settle's when Replayed.
+	// Settled is, for a settle (or a cancel), the actual cost the reservation was
+	// settled at: the first settle's when Replayed. 0 (left out of the JSON) for a
+	// cancel, a settle at 0, and every other operation.
 	Settled int64 `json:"settled,omitempty"`
 	// Lease is, for a check (or reserve) with concurrency rules Redis allowed, the id of
 	// the lease it holds, which OpRelease returns; ExpiresAt is then when it frees

@@ -135,8 +135,8 @@ func (c *Client) Refund(ctx context.Context, req checkapi.Request) (checkapi.Res
 // answers Response.Reservation, held for req.TTLMS (0: 5 minutes): settle it with
 // Settle (or Cancel) once the actual cost is known; one not settled in time stays
 // charged at its estimate. req.Op must be empty or checkapi.OpReserve. Errors are as for
-// Check. A degraded Response (Redis did not answer, FAIL_MODE=open) is allowed with no
-// Reservation: there is nothing to settle.
+// Check. A degraded Response (Redis did not answer: FAIL_MODE=open, or every rule is
+// shadow) is allowed with no Reservation: there is nothing to settle.
 func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Response, error) {
 	return c.operate(ctx, checkapi.OpReserve, req)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +27,16 @@ const slowFree = "defaultPlan: free\nplans: {free: [{name: burst, capacity: 3, r
 func binaries(t *testing.T, cfg string) (authorizer, check *function, redis *redistest.Server) {
 	t.Helper()
 	redis = redistest.Start(t)
-	env := map[string]string{"REDIS_ADDR": redis.Addr, "REDIS_TIMEOUT_MS": decisionTimeout, "RATE_LIMIT_CONFIG": cfg, "METRICS_FLUSH_MS": "0"}
-	return startFunction(t, bootstrap(t, "AuthorizerFunction"), env), startFunction(t, bootstrap(t, "CheckFunction"), env), redis
+	authorizer, check = binariesOn(t, redis, cfg, nil)
+	return authorizer, check, redis
+}
+
+// binariesOn is binaries on the server redis, with env added to the functions'.
+func binariesOn(t *testing.T, redis *redistest.Server, cfg string, env map[string]string) (authorizer, check *function) {
+	t.Helper()
+	all := map[string]string{"REDIS_ADDR": redis.Addr, "REDIS_TIMEOUT_MS": decisionTimeout, "RATE_LIMIT_CONFIG": cfg, "METRICS_FLUSH_MS": "0"}
+	maps.Copy(all, env)
+	return startFunction(t, bootstrap(t, "AuthorizerFunction"), all), startFunction(t, bootstrap(t, "CheckFunction"), all)
 }
 
 // authorize sends the REST sample event (source 203.0.113.10) and reports whether the

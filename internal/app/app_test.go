@@ -422,3 +422,66 @@ func TestNewEvents(t *testing.T) {
 		t.Fatalf("NewEvents = %v, %v; want a sender", e, err)
 	}
 }
+
+// TestRefusedAfterInit: once an instance has connected, Redis refusing a new
+// connection's credentials (here after the password changed and the connection was
+// closed) or a command the user's ACL lacks (here TIME, which usage needs) fails the
+// decision closed as redis_error, with an error that says what to check: the variables
+// the credentials came from, or the user's ACL; never the password.
+func TestRefusedAfterInit(t *testing.T) {
+	tests := []struct {
+		name  string
+		acl   string // an ACL SETUSER change of user app after init
+		kill  bool   // close app's connections after the change
+		wants []string
+	}{
+		{"password changed", ">other resetpass", true, []string{"WRONGPASS", settings.EnvUsername, settings.EnvPassword, `"app"`}},
+		{"command not allowed", "-time", false, []string{"ACL", settings.EnvUsername, `"app"`, "~bg:*"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// The default user stays on, for the test's ACL commands.
+			srv := redistest.Start(t, "--user", "app", "on", ">s3cret-pw", "~*", "+@all")
+			s := redistest.Settings(t, map[string]string{settings.EnvRedisAddr: srv.Addr, settings.EnvUsername: "app", settings.EnvPassword: "s3cret-pw",
+				settings.EnvTimeoutMS: "2000"})
+			g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			limits := config.Default().Limits(config.Default().DefaultPlan(), "GET", "/")
+			q := bucketgate.Request{Identity: "ip:192.0.2.1", Rules: limits.Rules, Cost: limits.Cost}
+			if r, err := g.Decide(context.Background(), q); err != nil || r.Failure != guard.FailureNone {
+				t.Fatalf("Decide before the change = %+v, %v", r, err)
+			}
+			if _, err := srv.Command(context.Background(), append([]string{"ACL", "SETUSER", "app"}, strings.Fields(tc.acl)...)...); err != nil {
+				t.Fatal(err)
+			}
+			if tc.kill {
+				if _, err := srv.Command(context.Background(), "CLIENT", "KILL", "USER", "app"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var r guard.Result
+			for range 3 { // the first call may meet the closed connection (EOF)
+				if r, err = g.Decide(context.Background(), q); err != nil {
+					t.Fatal(err)
+				}
+				if r.Err != nil && strings.Contains(r.Err.Error(), tc.wants[0]) {
+					break
+				}
+			}
+			if r.Failure != guard.FailureRedisError || r.Allowed || r.Err == nil {
+				t.Fatalf("Decide after the change = %+v: want denied, redis_error", r)
+			}
+			for _, want := range tc.wants {
+				if !strings.Contains(r.Err.Error(), want) {
+					t.Errorf("error %q does not say %s", r.Err, want)
+				}
+			}
+			if strings.Contains(r.Err.Error(), "s3cret-pw") {
+				t.Errorf("error %q quotes the password", r.Err)
+			}
+		})
+	}
+}

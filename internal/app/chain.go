@@ -19,7 +19,9 @@ import (
 // inside the failure policy of s. A bad X-Ray daemon address turns subsegments off with
 // a warning in log; decisions never depend on it. Once connected, a Redis node whose
 // eviction policy is not noeviction is a warning in log and, with metrics (nil: none),
-// counted in RedisEvictionPolicy. Its error names the variable to fix.
+// counted in RedisEvictionPolicy. A decision's error that is Redis refusing the
+// credentials or the user's ACL says what to check (Conn.Explain). Its error names the
+// variable to fix.
 func NewGuard(s settings.Settings, log *slog.Logger, metrics *telemetry.Emitter) (*guard.Guard, *redisconn.Conn, error) {
 	conn, err := redisconn.New(s, redisconn.WithEvictionPolicy(evictionReport(log, metrics)))
 	if errors.Is(err, redisconn.ErrNoAddress) {
@@ -34,7 +36,7 @@ func NewGuard(s settings.Settings, log *slog.Logger, metrics *telemetry.Emitter)
 	}
 	engine := tracing.New(bucket.NewLazy(conn.Client, bucket.Usage(s.UsageDays), bucket.UsageOfAddresses(s.UsageOfAddresses), bucket.Idempotency(s.Idempotency)), tracing.Options{Daemon: daemon, Log: log})
 	opts := GuardOptions(s)
-	opts.Cluster = conn.Cluster
+	opts.Cluster, opts.Explain = conn.Cluster, conn.Explain
 	return guard.New(engine, opts), conn, nil
 }
 

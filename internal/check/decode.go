@@ -32,7 +32,7 @@ func members(path string, raw []byte, allowed []string) (map[string][]byte, erro
 	m := make(map[string][]byte, len(allowed))
 	err := d.Object(func(name string) error {
 		if !slices.Contains(allowed, name) {
-			return fmt.Errorf("%s: unknown field (want %s)", field(path, strconv.Quote(name)), strings.Join(allowed, ", "))
+			return fmt.Errorf("%s: unknown field (want %s)", field(path, fmt.Sprintf("%.*q", maxQuoted, name)), strings.Join(allowed, ", "))
 		}
 		v, err := d.Value()
 		m[name] = v
@@ -134,6 +134,11 @@ func jsonKind(raw []byte) string {
 
 // maxShown is the most bytes of a number that an error shows.
 const maxShown = 32
+
+// maxQuoted is the most characters of a name from the payload (a field's, a plan's) that
+// an error quotes: the name may be megabytes long, and the error is the function's
+// answer and a log line.
+const maxQuoted = 2 * maxShown
 
 // describe shows a number as written (its first maxShown bytes) and any other value
 // by its kind.

@@ -212,3 +212,39 @@ func TestHugeArrayRefusedInLittleMemory(t *testing.T) {
 		})
 	}
 }
+
+// A name of the payload that is megabytes long (a field's, a plan's, an operation's, a
+// rule's) is quoted in the error by its start alone: the error is the function's answer
+// and a warn line, and quoted whole it made both as long as the payload (past 6 MB,
+// Lambda's largest answer, with its escapes).
+func TestInvalidRequestQuotesLittle(t *testing.T) {
+	long := strings.Repeat(`\"`, 1<<20)
+	tests := []struct {
+		name    string
+		payload string
+		want    string // the error message starts with this
+	}{
+		{"unknown field", `{"key":"a","` + long + `":1}`, `"\"\"\"`},
+		{"unknown field of a rule", `{"key":"a","rules":[{"name":"r","` + long + `":1}]}`, `rules[0]."\"\"`},
+		{"field given twice", `{"checks":[{"key":"a","` + long + `":1,"` + long + `":2}]}`, `checks[0]."\"\"`},
+		{"invalid JSON after a long name", `{"key":"a","rules":[{"` + long + `":{"a":tru}}]}`, `rules[0]."\"\"`},
+		{"unknown plan", `{"key":"a","plan":"` + long + `"}`, `plan: unknown plan "\"\"`},
+		{"unknown plan in a batch", `{"checks":[{"key":"a","plan":"` + long + `"}]}`, `checks[0].plan: unknown plan "\"\"`},
+		{"unknown operation", `{"key":"a","op":"` + long + `"}`, `op: unknown operation "\"\"`},
+		{"rule name", `{"key":"a","rules":[{"name":"` + long + `","capacity":1,"refillPerSecond":1}]}`, `rules[0]: invalid: name "\"\"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, client := startMiniredis(t)
+			f := newFixture(t, client, nil, guard.Options{})
+			_, err := f.invoke([]byte(tc.payload))
+			ive := functionError(t, err)
+			if !strings.HasPrefix(ive.Message, tc.want) || len(ive.Message) > 1024 {
+				t.Errorf("error of %d bytes %.200q: want %q first, and at most 1 KB", len(ive.Message), ive.Message, tc.want)
+			}
+			if f.logs.Len() > 2048 {
+				t.Errorf("logs of %d bytes: want at most 2 KB", f.logs.Len())
+			}
+		})
+	}
+}

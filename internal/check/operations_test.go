@@ -296,3 +296,44 @@ func TestOperatorTenantIdentity(t *testing.T) {
 		t.Fatalf("a tenant's key in the logs:\n%s", logs)
 	}
 }
+
+// TestAllShadowNeverDenied: a shadow rule never denies, Redis down or not: a check whose
+// rules are all shadow, which Redis could not decide, is allowed (degraded) when failing
+// closed, and counts no FailClosed; one with an enforced rule beside them fails closed,
+// describing that rule. (It was denied, unavailable: trying a limit in shadow turned a
+// Redis outage into denials.)
+func TestAllShadowNeverDenied(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+	f.invokeOK(t, []byte(`{"key":"warm","rules":[`+slowRule+`]}`)) // connected, script loaded
+	srv.Stop()
+	tests := []struct {
+		name     string
+		payload  string
+		want     string
+		failures int // FailClosed count
+	}{
+		{"all shadow", `{"key":"tenant-42","rules":[` + trialRule + `]}`,
+			`{"allowed":true,"reason":"degraded","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""}`, 0},
+		{"all shadow in a batch", `{"checks":[{"key":"tenant-42","rules":[` + trialRule + `]},{"key":"tenant-42","rules":[` + trialRule + `],"op":"refund"}]}`,
+			`{"results":[{"allowed":true,"reason":"degraded","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""},
+			{"allowed":true,"reason":"degraded","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""}]}`, 0},
+		{"shadow beside an enforced rule", `{"key":"tenant-42","rules":[` + trialRule + `,` + slowRule + `]}`,
+			`{"allowed":false,"reason":"unavailable","limit":10,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"slow","plan":""}`, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f.metrics.Reset()
+			assertJSONEqual(t, f.invokeOK(t, []byte(tc.payload)), tc.want)
+			failures := 0.0
+			for _, l := range emfLines(t, f.metrics) {
+				if n, ok := l[telemetry.MetricFailClosed].(float64); ok {
+					failures += n
+				}
+			}
+			if failures != float64(tc.failures) {
+				t.Errorf("FailClosed %v, want %d", failures, tc.failures)
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
@@ -97,6 +98,10 @@ type Options struct {
 	// also hold at most DenyCacheMaxBytes. The cache times entries by Now: Redis's
 	// clock and Now must advance together (real time).
 	DenyCacheSize int
+	// Explain adds to the error of a request Redis did not decide what to check, such
+	// as the settings behind credentials Redis refused (redisconn.Conn.Explain); nil
+	// leaves errors as they are.
+	Explain func(error) error
 }
 
 // Guard is the engine wrapped in the failure policy. It is safe for concurrent use.
@@ -465,10 +470,13 @@ func (g *Guard) Fallback(q bucketgate.Request, f Failure, err error) Result {
 }
 
 // fallback is the Result of a request Redis did not decide: it describes the first
-// enforced rule, if any.
+// enforced rule, if any. A request whose rules are all shadow is allowed (degraded)
+// whatever the policy: a shadow rule never denies, so there is nothing to fail closed
+// on. One with no rules yet (its plan unknown) fails by the policy.
 func (g *Guard) fallback(q bucketgate.Request, f Failure, err error, latency time.Duration) Result {
 	d := bucketgate.Decision{Reason: bucketgate.ReasonUnavailable, RetryAfter: FailureRetryAfter}
-	if g.opts.FailOpen {
+	allShadow := len(q.Rules) > 0 && !slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return !r.Shadow })
+	if g.opts.FailOpen || allShadow {
 		d = bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}
 	}
 	for _, r := range q.Rules {
@@ -476,6 +484,9 @@ func (g *Guard) fallback(q bucketgate.Request, f Failure, err error, latency tim
 			d.Rule, d.Limit = r.Name, r.Max()
 			break
 		}
+	}
+	if g.opts.Explain != nil {
+		err = g.opts.Explain(err)
 	}
 	return Result{Decision: d, Failure: f, Err: err, Latency: latency}
 }

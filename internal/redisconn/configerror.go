@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -12,9 +13,17 @@ import (
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
-// configErrorPrefixes start the Redis error replies that say the credentials are
-// wrong, not that Redis is busy.
-var configErrorPrefixes = []string{"WRONGPASS", "NOAUTH", "NOPERM"}
+// credentialErrorPrefixes start the Redis error replies that refuse the credentials.
+var credentialErrorPrefixes = []string{"WRONGPASS", "NOAUTH"}
+
+// permissionErrors are in the Redis error replies that refuse a command to the user's
+// ACL: NOPERM starts the refusal of a command sent; the refusal of a script's call says
+// one of the others (Redis 7.0; Valkey and later Redis).
+var permissionErrors = []string{"NOPERM", "can't run this command", "ACL failure in script"}
+
+// MinimalACL is the least ACL, proven by tests, under which the functions' user runs
+// every call of bucketgate: its keys alone, no administrative command.
+const MinimalACL = "on ~bg:* +@all -@dangerous"
 
 // isConfigError reports whether a connection attempt failed because of the
 // configuration, so that retrying cannot help: credentials refused, a certificate not
@@ -24,30 +33,35 @@ func isConfigError(err error) bool {
 	var authorityErr x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	var recordErr tls.RecordHeaderError
-	var redisErr *rueidis.RedisError
-	switch {
-	case errors.Is(err, ErrNotCluster),
-		errors.As(err, &certErr), errors.As(err, &authorityErr), errors.As(err, &hostErr), errors.As(err, &recordErr):
+	if errors.Is(err, ErrNotCluster) ||
+		errors.As(err, &certErr) || errors.As(err, &authorityErr) || errors.As(err, &hostErr) || errors.As(err, &recordErr) {
 		return true
-	case !errors.As(err, &redisErr) || redisErr.IsNil():
-		return false
 	}
-	return isAuthError(err) || strings.Contains(redisErr.Error(), clusterDisabled)
+	msg, ok := redisError(err)
+	return ok && (isAuthError(err) || strings.Contains(msg, clusterDisabled))
 }
 
-// isAuthError reports whether err is Redis refusing the credentials.
+// isAuthError reports whether err is Redis refusing the credentials, or a command to
+// the user's ACL.
 func isAuthError(err error) bool {
+	msg, ok := redisError(err)
+	return ok && (slices.ContainsFunc(credentialErrorPrefixes, func(p string) bool { return strings.HasPrefix(msg, p) }) ||
+		isPermissionError(msg))
+}
+
+// isPermissionError reports whether the Redis error reply msg refuses a command to
+// the user's ACL.
+func isPermissionError(msg string) bool {
+	return slices.ContainsFunc(permissionErrors, func(text string) bool { return strings.Contains(msg, text) })
+}
+
+// redisError returns the text of the Redis error reply err wraps.
+func redisError(err error) (string, bool) {
 	var redisErr *rueidis.RedisError
 	if !errors.As(err, &redisErr) || redisErr.IsNil() {
-		return false
+		return "", false
 	}
-	msg := redisErr.Error()
-	for _, p := range configErrorPrefixes {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
+	return redisErr.Error(), true
 }
 
 // clusterDisabled is in the error a standalone server answers CLUSTER commands with.
@@ -62,6 +76,9 @@ func hint(err error, s settings.Settings) error {
 			err, settings.EnvRedisAddr, settings.EnvCluster)
 	case !isAuthError(err):
 		return err
+	case isPermissionError(err.Error()):
+		return fmt.Errorf("%w (the ACL of the user of %s lacks a command or key bucketgate uses: give it at least %s)",
+			err, settings.EnvUsername, MinimalACL)
 	case s.IAMAuth:
 		return fmt.Errorf("%w (an IAM token for %s, the ElastiCache user id, on %s %q: check both, and that the function's role may elasticache:Connect to them)",
 			err, settings.EnvUsername, settings.EnvCacheName, s.CacheName)

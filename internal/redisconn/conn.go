@@ -29,6 +29,7 @@ var ErrNotConnected = errors.New("not connected to Redis")
 // safe for concurrent use.
 type Conn struct {
 	connect func() (rueidis.Client, error)
+	explain func(error) error              // says where a configuration error came from
 	client  atomic.Pointer[rueidis.Client] // set once, by the first attempt that succeeds
 
 	mu      sync.Mutex
@@ -38,7 +39,20 @@ type Conn struct {
 	closed  bool
 }
 
-func newConn(connect func() (rueidis.Client, error)) *Conn { return &Conn{connect: connect} }
+func newConn(connect func() (rueidis.Client, error), explain func(error) error) *Conn {
+	return &Conn{connect: connect, explain: explain}
+}
+
+// Explain returns err saying what to check when it is Redis refusing the credentials
+// (WRONGPASS, NOAUTH) or a command to the user's ACL (NOPERM), once connected: the
+// addresses, the user, and the settings the credentials came from or the least ACL;
+// never the password. Any other error, or one of Client's, is returned as it is.
+func (c *Conn) Explain(err error) error {
+	if err == nil || errors.Is(err, ErrNotConnected) || !isAuthError(err) {
+		return err
+	}
+	return c.explain(err)
+}
 
 // Client returns the connected client, starting a connection attempt when none is
 // under way and the last one is at least RetryInterval old, and waiting for it until

@@ -8,6 +8,7 @@
 package redisconn
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -31,6 +32,9 @@ const (
 	// ConnectTimeout bounds one connection attempt's dial and TLS handshake, and how
 	// long New waits for the first attempt before it returns a client still connecting.
 	ConnectTimeout = 2 * time.Second
+	// SecretRecheck is how old the copy of the password secret (REDIS_PASSWORD_SECRET_ARN)
+	// gets before a new connection reads the secret again.
+	SecretRecheck = 10 * time.Second
 	// InitTimeout bounds what New reads from AWS (the password secret, credentials).
 	InitTimeout = 5 * time.Second
 	// StallTimeout is how long a connection may leave a command or rueidis's ping
@@ -58,6 +62,7 @@ type options struct {
 	aws      *aws.Config
 	rootCAs  *x509.CertPool
 	eviction func(node, policy string, err error)
+	now      func() time.Time // the clock of IAM tokens' and the password secret's ages
 }
 
 // WithAWSConfig makes New use cfg (region, credentials, endpoints) for Secrets Manager
@@ -91,7 +96,7 @@ func New(s settings.Settings, opts ...Option) (*Conn, error) {
 	if len(s.RedisAddrs) == 0 {
 		return nil, ErrNoAddress
 	}
-	var o options
+	o := options{now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -101,24 +106,34 @@ func New(s settings.Settings, opts ...Option) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	explainErr := func(err error) error { return explain(err, s, cmp.Or(co.Username, s.Username)) }
 	c := newConn(func() (rueidis.Client, error) {
 		cl, err := connect(co, s.Cluster)
-		if err == nil && o.eviction != nil {
+		switch {
+		case err != nil && isConfigError(err):
+			return nil, explainErr(err)
+		case err == nil && o.eviction != nil:
 			reportEviction(cl, o.eviction)
 		}
 		return cl, err
-	})
+	}, explainErr)
 	first, cancelFirst := context.WithTimeout(context.Background(), ConnectTimeout)
 	defer cancelFirst()
 	if _, err := c.Client(first); err != nil && isConfigError(err) {
 		c.Close()
-		as := ""
-		if co.Username != "" {
-			as = fmt.Sprintf(" as user %q", co.Username)
-		}
-		return nil, fmt.Errorf("connect to Redis at %s%s: %w", strings.Join(s.RedisAddrs, ","), as, hint(err, s))
+		return nil, err
 	}
 	return c, nil
+}
+
+// explain says where a configuration error of a connection attempt for s, as user,
+// came from: the addresses, the user, and the settings to check (hint).
+func explain(err error, s settings.Settings, user string) error {
+	as := ""
+	if user != "" {
+		as = fmt.Sprintf(" as user %q", user)
+	}
+	return fmt.Errorf("Redis at %s%s: %w", strings.Join(s.RedisAddrs, ","), as, hint(err, s))
 }
 
 // clientOption turns s into rueidis options, fetching what AUTH needs from AWS.
@@ -147,17 +162,14 @@ func clientOption(ctx context.Context, s settings.Settings, o options) (rueidis.
 		return co, err
 	}
 	if s.PasswordSecretARN != "" {
-		user, password, err := readSecret(ctx, cfg, s.PasswordSecretARN)
+		auth, err := newSecretAuth(ctx, s, cfg, o.now)
 		if err != nil {
 			return co, err
 		}
-		co.Password = password
-		if co.Username == "" {
-			co.Username = user
-		}
+		co.Username, co.AuthCredentialsFn = auth.user, auth.credentials
 		return co, nil
 	}
-	auth, err := newIAMAuth(ctx, s, cfg, time.Now)
+	auth, err := newIAMAuth(ctx, s, cfg, o.now)
 	if err != nil {
 		return co, err
 	}

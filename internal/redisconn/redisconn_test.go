@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -245,4 +246,87 @@ func TestEvictionPolicyReported(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRefusedAfterColdStart: an instance that started while Redis was down, and whose
+// credentials Redis refuses once it is up, fails each call with an error that names
+// the variables the credentials came from, as init would have, without the password.
+func TestRefusedAfterColdStart(t *testing.T) {
+	srv := redistest.Start(t, redistest.ACLUser("alice", "s3cret")...)
+	srv.Stop()
+	c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_USERNAME": "alice", "REDIS_PASSWORD": "guess-again"}))
+	if err != nil {
+		t.Fatalf("init failed while Redis is down: %v", err)
+	}
+	defer c.Close()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(redisconn.RetryInterval + slack)
+	for {
+		err := ping(context.Background(), c)
+		if err != nil && strings.Contains(err.Error(), "WRONGPASS") {
+			for _, want := range []string{"REDIS_USERNAME", "REDIS_PASSWORD", srv.Addr, `"alice"`} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v does not name %s", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "guess-again") {
+				t.Errorf("error %v quotes the password", err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no WRONGPASS %v after Redis came up: %v", redisconn.RetryInterval+slack, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestIAMTokenOfReconnection: a connection made after the first token's TokenLifetime
+// (here after a Lambda freeze of 20 minutes, by the clock passed in) authenticates
+// with a token signed then: a real server that takes the two tokens as the user's
+// passwords, the first one removed before the reconnection.
+func TestIAMTokenOfReconnection(t *testing.T) {
+	creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}, nil
+	})
+	// Times from now: rueidis re-authenticates a connection at RefreshAfter, by the
+	// real clock.
+	start := time.Now().Round(0).Truncate(time.Second)
+	later := start.Add(20 * time.Minute)
+	signer := redisconn.TokenSigner{CacheName: "orders-cache", UserID: "app", Region: "us-east-1", Credentials: creds}
+	first, err := signer.Token(context.Background(), start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := signer.Token(context.Background(), later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The default user stays on, for the test's ACL commands.
+	srv, ca := redistest.StartTLS(t, "--user", "app", "on", ">"+first, ">"+fresh, "~*", "+@all")
+	var clock atomic.Int64
+	clock.Store(start.UnixNano())
+	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_IAM_AUTH": "true",
+		"REDIS_USERNAME": "app", "REDIS_CACHE_NAME": "orders-cache"})
+	c, err := redisconn.New(s, redisconn.WithRootCAs(ca.Pool), redisconn.WithAWSConfig(aws.Config{Region: "us-east-1", Credentials: creds}),
+		redisconn.WithClock(func() time.Time { return time.Unix(0, clock.Load()) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := ping(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"ACL", "SETUSER", "app", "<" + first}, {"CLIENT", "KILL", "USER", "app"}} {
+		if _, err := srv.Command(context.Background(), cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Store(later.UnixNano())
+	_ = ping(context.Background(), c) // finds the connection closed (EOF)
+	if err := ping(context.Background(), c); err != nil {
+		t.Fatalf("reconnection %v later: %v, want it authenticated with a token signed then", later.Sub(start), err)
+	}
 }

@@ -1,14 +1,18 @@
 package redisconn
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -54,4 +58,55 @@ func parseSecret(id, text string) (username, password string, err error) {
 		return "", "", fmt.Errorf("%s: secret %s: %w: its JSON has no \"password\"", settings.EnvPasswordSecretARN, id, errSecretShape)
 	}
 	return s.Username, *s.Password, nil
+}
+
+// secretAuth hands rueidis the password of the secret for every new connection, reading
+// the secret again when its copy is SecretRecheck old: after a rotation, a connection
+// made since (a failover, a connection Redis closed) authenticates with the new
+// password, and Secrets Manager is asked at most once per SecretRecheck, only when a
+// connection is made.
+type secretAuth struct {
+	cfg      aws.Config
+	id       string // REDIS_PASSWORD_SECRET_ARN
+	username string // REDIS_USERNAME, which wins over the secret's
+	now      func() time.Time
+
+	mu       sync.Mutex
+	user     string
+	password string
+	read     time.Time // when the copy was read, or the last read failed
+}
+
+// newSecretAuth reads the secret of s once, so that a secret that cannot be read or
+// holds no password fails init.
+func newSecretAuth(ctx context.Context, s settings.Settings, cfg aws.Config, now func() time.Time) (*secretAuth, error) {
+	a := &secretAuth{cfg: cfg, id: s.PasswordSecretARN, username: s.Username, now: now}
+	if err := a.reread(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// reread reads the secret into the copy. a.mu must be held, or a not yet shared.
+func (a *secretAuth) reread(ctx context.Context) error {
+	a.read = a.now().Round(0)
+	user, password, err := readSecret(ctx, a.cfg, a.id)
+	if err != nil {
+		return err
+	}
+	a.user, a.password = cmp.Or(a.username, user), password
+	return nil
+}
+
+// credentials is the rueidis AuthCredentialsFn. A secret that cannot be read again
+// leaves the copy as it was, until the next try SecretRecheck later.
+func (a *secretAuth) credentials(rueidis.AuthCredentialsContext) (rueidis.AuthCredentials, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.now().Round(0).Sub(a.read) >= SecretRecheck {
+		ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
+		defer cancel()
+		_ = a.reread(ctx) // Redis's refusal of the copy says more than the read's error
+	}
+	return rueidis.AuthCredentials{Username: a.user, Password: a.password}, nil
 }

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -24,12 +26,22 @@ const secretRegion = "eu-west-1"
 type secretsManager struct {
 	*httptest.Server
 	calls atomic.Int32
+
+	mu      sync.Mutex
+	secrets map[string]map[string]any
+}
+
+// set replaces the response fields of secret id, as a rotation does.
+func (sm *secretsManager) set(id string, fields map[string]any) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sm.secrets[id] = fields
 }
 
 // startSecretsManager serves secrets: id -> the GetSecretValue response fields.
 func startSecretsManager(t *testing.T, secrets map[string]map[string]any) *secretsManager {
 	t.Helper()
-	sm := &secretsManager{}
+	sm := &secretsManager{secrets: secrets}
 	sm.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sm.calls.Add(1)
 		auth := r.Header.Get("Authorization")
@@ -45,7 +57,9 @@ func startSecretsManager(t *testing.T, secrets map[string]map[string]any) *secre
 			t.Errorf("request body %q: %v", body, err)
 		}
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		out, ok := secrets[in.SecretId]
+		sm.mu.Lock()
+		defer sm.mu.Unlock()
+		out, ok := sm.secrets[in.SecretId]
 		if !ok {
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(map[string]string{"__type": "ResourceNotFoundException", "message": "Secrets Manager can't find the specified secret."})
@@ -138,6 +152,109 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "s3cret") {
 				t.Fatalf("error %v quotes the secret", err)
+			}
+		})
+	}
+}
+
+// TestPasswordRotation: an instance that read the password secret at init, whose
+// connection Redis closes after a rotation (here CLIENT KILL, as a failover or
+// maintenance does), authenticates its new connection with the secret's new password,
+// reading the secret again at most once per SecretRecheck, by the clock passed in.
+func TestPasswordRotation(t *testing.T) {
+	const id = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:rotating-AbCdEf"
+	secret := func(password string) map[string]any {
+		return map[string]any{"SecretString": `{"username":"alice","password":"` + password + `"}`}
+	}
+	tests := []struct {
+		name string
+		// secretFirst: Secrets Manager has the new password before Redis does
+		// (else Redis refuses the old one for a while first, as when a rotation
+		// changes the user before it finishes the secret).
+		secretFirst bool
+	}{
+		{"secret then Redis", true},
+		{"Redis then secret", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// The default user stays on, for the test's ACL commands.
+			srv := redistest.Start(t, "--user", "alice", "on", ">old-password", "~*", "&*", "+@all")
+			sm := startSecretsManager(t, map[string]map[string]any{id: secret("old-password")})
+			var clock atomic.Int64
+			clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+			now := func() time.Time { return time.Unix(0, clock.Load()) }
+			advance := func(d time.Duration) { clock.Add(int64(d)) }
+
+			s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": id})
+			c, err := redisconn.New(s, redisconn.WithAWSConfig(sm.awsConfig()), redisconn.WithClock(now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := ping(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			rotateRedis := func() {
+				if _, err := srv.Command(context.Background(), "ACL", "SETUSER", "alice", "resetpass", ">new-password"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.secretFirst {
+				sm.set(id, secret("new-password"))
+				rotateRedis()
+			} else {
+				rotateRedis()
+			}
+			if _, err := srv.Command(context.Background(), "CLIENT", "KILL", "USER", "alice"); err != nil {
+				t.Fatal(err)
+			}
+			_ = ping(context.Background(), c) // finds the connection closed (EOF), or a new one refused
+
+			before := sm.calls.Load()
+			advance(redisconn.SecretRecheck - time.Second)
+			// A new connection within SecretRecheck of the last read uses the
+			// password read then: Redis refuses it, and nothing asks Secrets Manager.
+			for range 3 {
+				if err := ping(context.Background(), c); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+					t.Fatalf("ping with the old password: %v, want WRONGPASS", err)
+				}
+			}
+			if n := sm.calls.Load() - before; n != 0 {
+				t.Fatalf("%d Secrets Manager calls within %v of the last read, want 0", n, redisconn.SecretRecheck)
+			}
+			if !tc.secretFirst {
+				advance(time.Second)
+				for range 3 { // the secret read again still has the old password
+					if err := ping(context.Background(), c); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+						t.Fatalf("ping with the old password: %v, want WRONGPASS", err)
+					}
+				}
+				if n := sm.calls.Load() - before; n != 1 {
+					t.Fatalf("%d Secrets Manager calls for 3 refused connections, want 1", n)
+				}
+				sm.set(id, secret("new-password"))
+				before = sm.calls.Load()
+				advance(redisconn.SecretRecheck - time.Second)
+			}
+			advance(time.Second)
+			if err := ping(context.Background(), c); err != nil {
+				t.Fatalf("ping %v after the rotation: %v", redisconn.SecretRecheck, err)
+			}
+			for range 3 {
+				if err := ping(context.Background(), c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := sm.calls.Load() - before; n != 1 {
+				t.Fatalf("%d Secrets Manager calls, want 1", n)
+			}
+			client, err := c.Client(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if user, err := client.Do(context.Background(), client.B().AclWhoami().Build()).ToString(); err != nil || user != "alice" {
+				t.Fatalf("authenticated as %q (%v), want alice", user, err)
 			}
 		})
 	}

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -180,7 +179,7 @@ func (e *Error) Describe() string {
 	case Truncated:
 		return "unexpected EOF"
 	case Duplicate:
-		return fmt.Sprintf("duplicate object member name %q", e.Name)
+		return fmt.Sprintf("duplicate object member name %.*q", MaxPathName, e.Name)
 	case InvalidUTF8:
 		return fmt.Sprintf("invalid UTF-8 in a string at offset %d", e.Offset)
 	case LoneSurrogate:
@@ -223,13 +222,18 @@ func (e *Error) Path(indices bool) string {
 
 // PathName returns an object's name as a path shows it: as it is when it is letters,
 // digits, '_' and '-', else quoted, so that no name reads as part of the path or of
-// the message after it.
+// the message after it. A name of more than MaxPathName bytes is quoted, and cut to its
+// first MaxPathName characters: a name may be megabytes long, and a path goes into
+// errors and log lines.
 func PathName(name string) string {
-	if name == "" || strings.Trim(name, plainName) != "" {
-		return strconv.Quote(name)
+	if len(name) > MaxPathName || name == "" || strings.Trim(name, plainName) != "" {
+		return fmt.Sprintf("%.*q", MaxPathName, name)
 	}
 	return name
 }
+
+// MaxPathName is the longest name, in bytes, that PathName shows whole.
+const MaxPathName = 64
 
 // plainName are the bytes of a name a path shows as it is.
 const plainName = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"

@@ -84,7 +84,7 @@ const InlineRule = "(inline)"
 // have denied it (r.ShadowLimited): the ShadowLimited metric by rule (under metricRule
 // instead when it is not empty, such as InlineRule), and one line per rule with attrs
 // first (the identity's digest form and the plan; never a raw key), then the rule and
-// its capacity.
+// its limit (a bucket's capacity, a quota's limit).
 func ObserveShadow(ctx context.Context, l *slog.Logger, inv *Invocation, q bucketgate.Request, r guard.Result, metricRule string, attrs ...slog.Attr) {
 	if r.ShadowLimited == 0 {
 		return
@@ -96,7 +96,7 @@ func ObserveShadow(ctx context.Context, l *slog.Logger, inv *Invocation, q bucke
 		inv.ObserveShadowLimited(cmp.Or(metricRule, rule.Name))
 		if l.Enabled(ctx, slog.LevelInfo) {
 			l.LogAttrs(ctx, slog.LevelInfo, MsgShadowLimited, append(slices.Clip(attrs),
-				slog.String(AttrRule, rule.Name), slog.Int64(AttrLimit, rule.Capacity))...)
+				slog.String(AttrRule, rule.Name), slog.Int64(AttrLimit, rule.Max()))...)
 		}
 	}
 }

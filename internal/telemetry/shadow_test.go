@@ -65,3 +65,26 @@ func TestObserveShadow(t *testing.T) {
 		t.Fatalf("no ShadowLimited directive in:\n%s", emf)
 	}
 }
+
+// TestObserveShadowLimit: a shadow denial's line gives the rule's limit, whatever kind of
+// rule: a quota's is its limit (it has no capacity, and the line said 0).
+func TestObserveShadowLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rule bucketgate.Rule
+		want string
+	}{
+		{"bucket", bucketgate.Rule{Name: "trial", Capacity: 5, RefillPerSecond: 1, Shadow: true}, `"rule":"trial","limit":5}`},
+		{"quota", bucketgate.Rule{Name: "daily", Limit: 1000, Period: bucketgate.PeriodDay, Shadow: true}, `"rule":"daily","limit":1000}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := bucketgate.Request{Identity: "tenant:0f0f", Rules: []bucketgate.Rule{tc.rule}, Cost: 1}
+			var logs bytes.Buffer
+			r := guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, ShadowLimited: 1}}
+			telemetry.ObserveShadow(context.Background(), slog.New(slog.NewJSONHandler(&logs, nil)), &telemetry.Invocation{}, q, r, "")
+			if !strings.Contains(logs.String(), tc.want) {
+				t.Fatalf("log %s: want %s", &logs, tc.want)
+			}
+		})
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/detach"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
@@ -191,12 +192,17 @@ func (c *Client) CancelReservation(ctx context.Context, reservation string) (che
 // on a route that reserves, carries (ratelimitheaders.Reservation) at the actual cost,
 // with SettleReservation: the one call a backend makes once it knows what the work
 // cost. Its error is ratelimitheaders.ErrNoReservation when r carries none; else as
-// SettleReservation's.
+// SettleReservation's. ctx's values and deadline reach the call, its cancellation does
+// not: a request whose client hung up (r.Context() canceled, mid-stream, or at API
+// Gateway's integration timeout) is settled all the same, not left charged at its
+// estimate.
 func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int64) (checkapi.Response, error) {
 	id := ratelimitheaders.Reservation(r)
 	if id == "" {
 		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
 	}
+	ctx, cancel := detach.Context(ctx)
+	defer cancel()
 	return c.SettleReservation(ctx, id, actual)
 }
 
@@ -212,12 +218,15 @@ func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Respo
 // ReleaseRequest returns the lease that r, a request the authorizer let through with a
 // concurrency rule, carries (ratelimitheaders.Lease), with ReleaseLease: the one call a
 // backend makes when its work is done. Its error is ratelimitheaders.ErrNoLease when r
-// carries none; else as ReleaseLease's.
+// carries none; else as ReleaseLease's. Its client hanging up does not stop it, as
+// SettleRequest says.
 func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
 	id := ratelimitheaders.Lease(r)
 	if id == "" {
 		return checkapi.Response{}, ratelimitheaders.ErrNoLease
 	}
+	ctx, cancel := detach.Context(ctx)
+	defer cancel()
 	return c.ReleaseLease(ctx, id)
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
@@ -400,6 +401,45 @@ func TestReleaseAnswerWithoutReleased(t *testing.T) {
 				_, err = c.Release(ctx, checkapi.Request{Key: "k", Rules: release.Rules}, release.Lease)
 			}
 			tc.check(t, err)
+		})
+	}
+}
+
+// A backend settles (or releases) what its request holds with that request's context,
+// as the README and docs/api-gateway.md show (checks.SettleRequest(r.Context(), r, used)):
+// when the client hung up mid-stream (or API Gateway's integration timed out), that
+// context is canceled, and the call is sent all the same, the actual cost settled and
+// the lease returned, not left at the estimate and the ttl. A deadline still holds.
+func TestRequestCallsOutliveTheClient(t *testing.T) {
+	var got []string
+	c := serve(t, func(p []byte) ([]byte, error) {
+		got = append(got, string(p))
+		return []byte(`{"allowed":true,"reason":"ok","limit":10,"remaining":10,"settled":5,"released":true}`), nil
+	})
+	r := httptest.NewRequest("POST", "/v1/chat", nil)
+	r.Header.Set(ratelimitheaders.HeaderReservation, "r2.h.m")
+	r.Header.Set(ratelimitheaders.HeaderLease, "r2.h.l")
+	hungUp, hangUp := context.WithCancel(context.Background())
+	hangUp()
+	for _, tc := range []struct {
+		name string
+		call func(ctx context.Context) error
+		sent string
+	}{
+		{"settle", func(ctx context.Context) error { _, err := c.SettleRequest(ctx, r, 5); return err }, `{"op":"settle","cost":5,"reservation":"r2.h.m"}`},
+		{"release", func(ctx context.Context) error { _, err := c.ReleaseRequest(ctx, r); return err }, `{"op":"release","lease":"r2.h.l"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got = nil
+			if err := tc.call(hungUp); err != nil || !slices.Equal(got, []string{tc.sent}) {
+				t.Fatalf("with the client gone: %v, sent %q; want %s sent and answered", err, got, tc.sent)
+			}
+			got = nil
+			past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+			defer cancel()
+			if err := tc.call(past); !errors.Is(err, context.DeadlineExceeded) || got != nil {
+				t.Fatalf("past its deadline: %v, sent %q; want context.DeadlineExceeded and nothing sent", err, got)
+			}
 		})
 	}
 }

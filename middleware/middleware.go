@@ -199,8 +199,10 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
 // answer's header is written. The lease a request holds (a concurrency rule's) is
 // released when next returns, or as a panic of next passes (which goes on up), unless
-// next released it before (Release): a request is in flight while next serves it. A
-// reservation next did not settle stays charged at its estimate.
+// next released it before (Release): a request is in flight while next serves it, for
+// its route's ttlMs at most (a lease then frees itself, its handler still running or
+// not: give a streaming route a ttlMs above its longest stream). A reservation next did
+// not settle stays charged at its estimate.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if l.authorizer == nil {

@@ -346,3 +346,30 @@ func TestLeaseReleasedWhenTheHandlerReturns(t *testing.T) {
 		t.Errorf("the handler's own Releases found %v, want the lease held each time", released)
 	}
 }
+
+// A lease holds for its route's ttlMs and no longer, a stream's in the middleware too:
+// on a real redis-server, a handler that serves past the ttl no longer holds its
+// stream, and a second stream of a concurrency: 1 rule is admitted beside it (as the
+// docs say: the route's ttlMs must outlast its longest request).
+func TestLeaseFreesItselfMidStreamAtItsTTL(t *testing.T) {
+	doc := "defaultPlan: free\nplans: {free: [{name: burst, capacity: 100, refillPerSecond: 0.001}, {name: streams, concurrency: 1}]}\n" +
+		"routes: [{method: GET, path: /stream, ttlMs: 50}]"
+	l := newLimiter(t, map[string]string{"REDIS_ADDR": redistest.Start(t).Addr, "RATE_LIMIT_CONFIG": doc}, middleware.Options{})
+	streaming, ends, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		l.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			close(streaming)
+			<-ends // still streaming while the second stream asks
+		})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/stream", nil))
+	}()
+	<-streaming
+	time.Sleep(100 * time.Millisecond) // past the ttl, mid-stream
+	w := httptest.NewRecorder()
+	l.Handler(ok).ServeHTTP(w, httptest.NewRequest("GET", "/stream", nil))
+	close(ends)
+	<-ended
+	if w.Code != http.StatusOK {
+		t.Fatalf("a second stream past the first's ttl: %d, want 200: a lease frees itself at its ttl, mid-stream too", w.Code)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/detach"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
@@ -73,7 +74,7 @@ type Outcome struct {
 // events sent, even when the caller hung up meanwhile (a client of the middleware), as
 // Redis may have taken its tokens already.
 func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
-	ctx, cancel := outliving(ctx)
+	ctx, cancel := detach.Context(ctx)
 	defer cancel()
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
@@ -121,18 +122,6 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("%w (%s)", ErrUnavailable, r.Failure)
 	}
 	return Outcome{Identity: id, Limits: limits, Result: r}, nil
-}
-
-// outliving returns ctx with its values and its deadline but not its cancellation, for
-// what must be done whole even when the caller hung up meanwhile (a client of the
-// middleware, whose request's context is canceled then): a decision, which Redis may
-// have made already, and the events of its crossing, reported once per window.
-func outliving(ctx context.Context) (context.Context, context.CancelFunc) {
-	detached := context.WithoutCancel(ctx)
-	if deadline, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(detached, deadline)
-	}
-	return detached, func() {}
 }
 
 // request is what the authorizer asks the engine for a request of identity id (that

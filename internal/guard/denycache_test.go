@@ -235,17 +235,20 @@ func TestDenyCacheKeepsRequestIDs(t *testing.T) {
 
 // TestDenyCacheAnswersReserves: a reserve is decided by Redis as the check of its
 // estimate, so the deny cache answers a repeat of a reserve (or a check of the same
-// cost) that Redis would deny, with no reservation; a settle that gives tokens back
-// makes the instance forget the identity's denials, as a refund does.
+// cost) that Redis denied, with no reservation; a settle that gives tokens back makes
+// the instance forget the identity's denials, as a refund does. A reserve's admission
+// caches no denial, though it left fewer tokens than its estimate: its settle gives
+// most of them back, through another instance (the backend's check function settles
+// what the authorizer reserved), and a repeat denied from the cache would wait out an
+// estimate that is no longer taken (an LLM client's next call 429 for minutes, after a
+// call that used a few tokens).
 func TestDenyCacheAnswersReserves(t *testing.T) {
 	_, _, engine := miniEngine(t)
-	g := guard.New(engine, guard.Options{Now: func() time.Time { return epoch }, DenyCacheSize: 100})
-	reserve := bucketgate.Request{Identity: "a", Rules: burst, Cost: 10, Op: bucketgate.OpReserve}
-	first := decide(t, g, reserve)
-	if !first.Allowed || first.CacheHit || first.Reservation == "" || !waits(first) {
-		t.Fatalf("first reserve: %+v, want allowed, a reservation and a wait (every token taken)", first)
-	}
-	step := func(name string, q bucketgate.Request, wantCall, wantAllowed bool) guard.Result {
+	now := func() time.Time { return epoch }
+	g := guard.New(engine, guard.Options{Now: now, DenyCacheSize: 100})
+	settler := guard.New(engine, guard.Options{Now: now, DenyCacheSize: 100}) // another instance
+	reserve := bucketgate.Request{Identity: "a", Rules: burst, Cost: 6, Op: bucketgate.OpReserve}
+	step := func(name string, g *guard.Guard, q bucketgate.Request, wantCall, wantAllowed bool) guard.Result {
 		t.Helper()
 		before := engine.calls.Load()
 		r := decide(t, g, q)
@@ -254,12 +257,20 @@ func TestDenyCacheAnswersReserves(t *testing.T) {
 		}
 		return r
 	}
-	if r := step("the same reserve: from the cache", reserve, false, false); r.Reservation != "" || r.Reason != bucketgate.ReasonLimited {
-		t.Fatalf("a cached denial of a reserve: %+v, want limited with no reservation", r)
+	first := step("first reserve", g, reserve, true, true)
+	if first.Reservation == "" || !waits(first) {
+		t.Fatalf("first reserve: %+v, want a reservation and a wait (4 tokens left)", first)
+	}
+	step("another instance settles at 1: 5 back, 9 left", settler, bucketgate.Request{Identity: "a", Rules: burst, Op: bucketgate.OpSettle, ID: first.Reservation, Cost: 1}, true, true)
+	second := step("the same reserve: Redis, not a denial the first's estimate implied", g, reserve, true, true)
+
+	denied := step("3 left: Redis denies the same reserve", g, reserve, true, false)
+	if r := step("the same reserve: from the cache", g, reserve, false, false); r.Reservation != "" || r.Reason != bucketgate.ReasonLimited || r.RetryAfter != denied.RetryAfter {
+		t.Fatalf("a cached denial of a reserve: %+v, want Redis's denial %+v with no reservation", r, denied)
 	}
 	check := reserve
 	check.Op = bucketgate.OpCheck
-	step("a check of the estimate: from the cache", check, false, false)
-	step("a settle gives 6 back: Redis", bucketgate.Request{Identity: "a", Rules: burst, Op: bucketgate.OpSettle, ID: first.Reservation, Cost: 4}, true, true)
-	step("after the settle: Redis again", bucketgate.Request{Identity: "a", Rules: burst, Cost: 6, Op: bucketgate.OpReserve}, true, true)
+	step("a check of the estimate: from the cache", g, check, false, false)
+	step("a settle gives 4 back: Redis", g, bucketgate.Request{Identity: "a", Rules: burst, Op: bucketgate.OpSettle, ID: second.Reservation, Cost: 2}, true, true)
+	step("after the settle: Redis again", g, reserve, true, true)
 }

@@ -419,7 +419,11 @@ func (g *Guard) callContext(ctx context.Context) (context.Context, context.Cance
 // result is the Result of q, which Redis was asked at start and answered with d or err
 // (not bucketgate.ErrInvalid) after latency; it keeps the deny cache up to date. An
 // operation that may give tokens back forgets its identity's denials whether Redis
-// answered or not: one not answered in time may have been done all the same.
+// answered or not: one not answered in time may have been done all the same. A
+// reserve's admission caches no denial of its repeat (though it left fewer tokens than
+// its estimate): its settle gives most of them back, often through another instance (the
+// check function settles what the authorizer reserved), within the second such a
+// denial would be served, whose wait would be the whole estimate's.
 func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, start time.Time, latency time.Duration) Result {
 	if g.cache != nil && !takesOnly(q) {
 		g.cache.forget(q.Identity)
@@ -427,7 +431,7 @@ func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, s
 	if err != nil {
 		return g.fallback(q, Classify(err), err, latency)
 	}
-	if g.cache != nil && takesOnly(q) {
+	if g.cache != nil && takesOnly(q) && !(q.Op == bucketgate.OpReserve && d.Allowed) {
 		g.cache.put(q, d, start)
 	}
 	return Result{Decision: d, Latency: latency}

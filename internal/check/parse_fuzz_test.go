@@ -22,42 +22,9 @@ var claimed = "r2." + base64.RawURLEncoding.EncodeToString(append(make([]byte, 3
 
 // FuzzParse holds parse to its contract on any payload: no panic; an error that names
 // where the problem is; or checks the engine accepts, for a payload that is valid JSON.
-// The seeds are the sample events and the edges of the syntax.
+// The seeds are addPayloadSeeds'.
 func FuzzParse(f *testing.F) {
-	events, err := filepath.Glob(samples.Path("check-*.json"))
-	if err != nil || len(events) == 0 {
-		f.Fatalf("no sample events in %s: %v", samples.Dir(), err)
-	}
-	for _, e := range events {
-		f.Add(samples.Read(f, filepath.Base(e)))
-	}
-	for _, seed := range []string{
-		``, `{}`, `[]`, `null`, `{"key":"a"}`, `{"key":"a","cost":0}`, `{"key":"a","cost":-0}`,
-		`{"key":"a","cost":9007199254740992}`, `{"key":"\u0000{}%","plan":"free"}`,
-		`{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1e-300}]}`,
-		`{"checks":[{"key":"a"},{"key":"a","cost":2}]}`, `{"checks":[[]]}`, `{"key":"a",}`,
-		`{"key":"a","key":"a"}`, `{"key":"a"}garbage`, `{"checks":null}`, "\t{\"key\" : \"a\" }\n",
-		`{"key":"a","op":"refund","cost":2}`, `{"key":"a","op":"reset"}`, `{"key":"a","op":"reset","cost":0}`,
-		`{"identity":"key:0123456789abcdef0123456789abcdef","op":"reset"}`, `{"identity":"ip:2001:db8::/64","cost":0}`,
-		`{"key":"\ud800"}`, `{"key":"\udc00x"}`, `{"key":"\ud83d\ude00"}`, `{"key":"\ufffd"}`, "{\"key\":\"\xff\"}",
-		`{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1,"shadow":true}]}`,
-		`{"key":"a","rules":[{"name":"m","limit":1000,"period":"month","anchor":28},{"name":"d","limit":5,"period":"day","shadow":true}],"cost":5}`,
-		`{"key":"a","rules":[{"name":"w","limit":1,"period":"week"}],"op":"refund","cost":1}`,
-		`{"key":"a","rules":[{"name":"m","limit":1,"period":"month","anchor":0}]}`,
-		`{"key":"a","rules":[{"name":"m","limit":1,"period":"year"}]}`,
-		`{"key":"a","rules":[{"name":"m","capacity":1,"refillPerSecond":1,"limit":1,"period":"day"}]}`,
-		`{"key":"a","op":"usage"}`, `{"key":"a","op":"usage","from":"2026-11-01","to":"2026-11-25"}`,
-		`{"identity":"tenant:a","op":"usage","to":"2026-02-29"}`, `{"key":"a","op":"usage","from":"2026-11-25T00:00:00Z"}`,
-		`{"checks":[{"key":"a","op":"usage"}]}`, `{"key":"a","from":"2026-11-01"}`,
-		`{"op":"cancel","reservation":"r2.YmEbG7KPIb9rHudxkgGlbAAAAAAAAA-gAAABlVGYceA.JeiHLzs3l2vW53uJpOkaZA"}`,
-		`{"op":"settle","reservation":"` + claimed + `","cost":5}`, `{"reservation":"` + claimed + `","cost":5}`,
-		`{"checks":[{"op":"cancel","reservation":"` + claimed + `"},{"key":"a"}]}`,
-		`{"key":"a","rules":[{"name":"c","concurrency":3},{"name":"r","capacity":5,"refillPerSecond":1}],"cost":5,"ttlMs":1000}`,
-		`{"key":"a","rules":[{"name":"c","concurrency":3}],"op":"release","lease":"r2.x.y"}`,
-		`{"key":"a","rules":[{"name":"c","concurrency":0}]}`, `{"key":"a","rules":[{"name":"c","concurrency":2,"limit":1}]}`,
-	} {
-		f.Add([]byte(seed))
-	}
+	addPayloadSeeds(f)
 	plans, sources := config.Default(), testSources(f)
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		checks, batch, err := parse(payload, plans, sources)
@@ -122,4 +89,43 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// addPayloadSeeds adds the fuzz targets' seeds of check payloads: the sample events and
+// the edges of the syntax.
+func addPayloadSeeds(f *testing.F) {
+	events, err := filepath.Glob(samples.Path("check-*.json"))
+	if err != nil || len(events) == 0 {
+		f.Fatalf("no sample events in %s: %v", samples.Dir(), err)
+	}
+	for _, e := range events {
+		f.Add(samples.Read(f, filepath.Base(e)))
+	}
+	for _, seed := range []string{
+		``, `{}`, `[]`, `null`, `{"key":"a"}`, `{"key":"a","cost":0}`, `{"key":"a","cost":-0}`,
+		`{"key":"a","cost":9007199254740992}`, `{"key":"\u0000{}%","plan":"free"}`,
+		`{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1e-300}]}`,
+		`{"checks":[{"key":"a"},{"key":"a","cost":2}]}`, `{"checks":[[]]}`, `{"key":"a",}`,
+		`{"key":"a","key":"a"}`, `{"key":"a"}garbage`, `{"checks":null}`, "\t{\"key\" : \"a\" }\n",
+		`{"key":"a","op":"refund","cost":2}`, `{"key":"a","op":"reset"}`, `{"key":"a","op":"reset","cost":0}`,
+		`{"identity":"key:0123456789abcdef0123456789abcdef","op":"reset"}`, `{"identity":"ip:2001:db8::/64","cost":0}`,
+		`{"key":"\ud800"}`, `{"key":"\udc00x"}`, `{"key":"\ud83d\ude00"}`, `{"key":"\ufffd"}`, "{\"key\":\"\xff\"}",
+		`{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1,"shadow":true}]}`,
+		`{"key":"a","rules":[{"name":"m","limit":1000,"period":"month","anchor":28},{"name":"d","limit":5,"period":"day","shadow":true}],"cost":5}`,
+		`{"key":"a","rules":[{"name":"w","limit":1,"period":"week"}],"op":"refund","cost":1}`,
+		`{"key":"a","rules":[{"name":"m","limit":1,"period":"month","anchor":0}]}`,
+		`{"key":"a","rules":[{"name":"m","limit":1,"period":"year"}]}`,
+		`{"key":"a","rules":[{"name":"m","capacity":1,"refillPerSecond":1,"limit":1,"period":"day"}]}`,
+		`{"key":"a","op":"usage"}`, `{"key":"a","op":"usage","from":"2026-11-01","to":"2026-11-25"}`,
+		`{"identity":"tenant:a","op":"usage","to":"2026-02-29"}`, `{"key":"a","op":"usage","from":"2026-11-25T00:00:00Z"}`,
+		`{"checks":[{"key":"a","op":"usage"}]}`, `{"key":"a","from":"2026-11-01"}`,
+		`{"op":"cancel","reservation":"r2.YmEbG7KPIb9rHudxkgGlbAAAAAAAAA-gAAABlVGYceA.JeiHLzs3l2vW53uJpOkaZA"}`,
+		`{"op":"settle","reservation":"` + claimed + `","cost":5}`, `{"reservation":"` + claimed + `","cost":5}`,
+		`{"checks":[{"op":"cancel","reservation":"` + claimed + `"},{"key":"a"}]}`,
+		`{"key":"a","rules":[{"name":"c","concurrency":3},{"name":"r","capacity":5,"refillPerSecond":1}],"cost":5,"ttlMs":1000}`,
+		`{"key":"a","rules":[{"name":"c","concurrency":3}],"op":"release","lease":"r2.x.y"}`,
+		`{"key":"a","rules":[{"name":"c","concurrency":0}]}`, `{"key":"a","rules":[{"name":"c","concurrency":2,"limit":1}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
 }

@@ -67,14 +67,21 @@ func checkAccountName(what, name string) error {
 // accountArg returns the id of the item of the account that arg names: NAME,
 // acct:NAME or account:NAME.
 func accountArg(_ env, arg string) (string, error) {
+	name, err := parseAccountName("account", arg)
+	if err != nil {
+		return "", err
+	}
+	return registry.AccountItemPrefix + name, nil
+}
+
+// parseAccountName returns the name of the account that arg, given as what ("account",
+// "--account"), names: NAME, acct:NAME or account:NAME, as the lists print it.
+func parseAccountName(what, arg string) (string, error) {
 	name, ok := strings.CutPrefix(arg, bucketgate.AccountPrefix)
 	if !ok {
 		name = strings.TrimPrefix(arg, registry.AccountItemPrefix)
 	}
-	if err := checkAccountName("account", name); err != nil {
-		return "", err
-	}
-	return registry.AccountItemPrefix + name, nil
+	return name, checkAccountName(what, name)
 }
 
 // activeAccount reports why a key cannot be put in the account called name: the table

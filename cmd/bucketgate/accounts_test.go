@@ -272,6 +272,10 @@ func TestAccountsDecideTheFunctions(t *testing.T) {
 			t.Fatalf("a key of the revoked account: %s on %s, want its source's", principal, plan)
 		}
 	}
+	var u checkapi.Usage // what a key of the revoked account spent is still the account's
+	if err := json.Unmarshal([]byte(c.ok("usage", "--json", a)), &u); err != nil || u.Identity != "acct:acme" || u.Total.Allowed != 6 {
+		t.Fatalf("usage of a key of the revoked account: %+v, %v; want the account's, 6 allowed", u, err)
+	}
 
 	lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "gold"))
 	loneID := keyID(lone)
@@ -435,6 +439,36 @@ func TestKeysShowSaysWhyAKeyIsUnknown(t *testing.T) {
 	}
 }
 
+// keys list says of a key whose account's item the functions cannot read (written by
+// hand) what keys show says, that the account cannot be read and why, never that the
+// table does not hold it; a key of an account that is gone is still listed so.
+func TestKeysListAccountItemUnreadable(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	c.ok("accounts", "create", "gone", "--plan", "pro")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	orphan := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "gone")))
+	paused := map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "account:acme"},
+		"plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}}
+	if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: paused}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key("account:gone")}); err != nil {
+		t.Fatal(err)
+	}
+	unreadable := `attribute account: account acme cannot be read: invalid registry item account:acme: attribute status: "paused": want "active" or "revoked"`
+	if show := c.ok("keys", "show", member); !strings.Contains(show, unreadable) {
+		t.Fatalf("keys show:\n%s\nwant %q", show, unreadable)
+	}
+	list := c.ok("keys", "list")
+	for _, want := range []string{member + "  invalid: invalid registry item " + member + ": " + unreadable, orphan + "  invalid: attribute account: account gone is not in the table"} {
+		if !strings.Contains(list, want+"\n") {
+			t.Errorf("keys list:\n%s\nwant the line %q", list, want)
+		}
+	}
+}
+
 // accounts show --json prints keys as an array, empty for an account without keys, so
 // that a script iterates it (jq '.keys[]') whatever the account holds.
 func TestAccountsShowJSONKeys(t *testing.T) {
@@ -454,6 +488,30 @@ func TestAccountsShowJSONKeys(t *testing.T) {
 			c.t = t
 			if out := c.ok("accounts", "show", "--json", tc.account); !strings.Contains(out, tc.want) {
 				t.Fatalf("accounts show --json %s:\n%s\nwant %q", tc.account, out, tc.want)
+			}
+		})
+	}
+}
+
+// --account takes an account's name as every NAME does, also written acct:NAME or
+// account:NAME (as keys list and accounts list print it): keys create and keys roll put
+// the key in the account of that name, never refuse the spelling.
+func TestAccountFlagSpellings(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	for _, prefix := range []string{"acct:", "account:"} {
+		t.Run(prefix, func(t *testing.T) {
+			c.t = t
+			key := strings.TrimSpace(c.ok("keys", "create", "--account", prefix+"acme"))
+			if show := c.ok("keys", "show", key); !strings.Contains(show, "account    acme\n") {
+				t.Fatalf("keys create --account %sacme, keys show:\n%s\nwant the account acme", prefix, show)
+			}
+			lone := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+			made := "made-" + strings.TrimSuffix(prefix, ":")
+			c.ok("keys", "roll", "--account", prefix+made, lone)
+			if show := c.ok("keys", "show", lone); !strings.Contains(show, "account    "+made+"\n") {
+				t.Fatalf("keys roll --account %s%s, keys show:\n%s\nwant the account %s", prefix, made, show, made)
 			}
 		})
 	}

@@ -105,6 +105,9 @@ func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w: nothing written", args[0], err)
 		}
+		for _, c := range cfg.Caveats() {
+			warnTo(e)(c)
+		}
 		w, err := t.writeConfig(e.ctx, string(doc), cfg, string(*note), *force, warnTo(e))
 		if err != nil {
 			return err

@@ -121,6 +121,13 @@ func TestConfigSession(t *testing.T) {
 			t.Errorf("the table does not hold %s:\n%s", strings.TrimSpace(want), items)
 		}
 	}
+
+	// A document likely not meant as written is written, with a warning saying why.
+	code, _, stderr = c.run("config", "put", file(t, "anon.yaml", goldDoc+"anonymous: refuse\n"))
+	if code != exitOK || !strings.Contains(stderr, "warning: anonymous: refuse with unknownKeys: ip refuses a request without an API key but lets one with a made-up key through") ||
+		!strings.Contains(stderr, "wrote version 4 to table bucketgate-keys (was 3)") {
+		t.Fatalf("put of a document with a caveat: %d\n%s", code, stderr)
+	}
 }
 
 // Two operators put on the same version: one wins, the other fails saying so, and

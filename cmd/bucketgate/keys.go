@@ -185,7 +185,8 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
 		}
 		if *account != "" {
-			if err := checkAccountName("--account", *account); err != nil {
+			var err error
+			if *account, err = parseAccountName("--account", *account); err != nil {
 				return err
 			}
 		}
@@ -398,7 +399,7 @@ func showFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			case err == nil:
 				acct = &a
 			case errors.As(err, &bad):
-				it.err = fmt.Errorf("attribute account: account %s cannot be read: %w", r.Account, err)
+				it.err = accountUnreadable(r, err)
 			case !errors.Is(err, errNoItem):
 				return err
 			}

@@ -36,7 +36,7 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: keys roll: %s is a check function tenant: only an API key rolls", errUsage, id)
 		}
 		if *account != "" {
-			if err := checkAccountName("--account", *account); err != nil {
+			if *account, err = parseAccountName("--account", *account); err != nil {
 				return err
 			}
 		}

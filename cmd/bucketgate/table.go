@@ -432,6 +432,7 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 		return nil, nil, err
 	}
 	found := map[string]registry.Record{} // the accounts, by name
+	unreadable := map[string]error{}      // the accounts whose items cannot be read, by name
 	p := dynamodb.NewScanPaginator(t.db, &dynamodb.ScanInput{TableName: aws.String(t.name), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -445,8 +446,11 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 			}
 			rec, err := registry.DecodeItem(it)
 			name, isAccount := strings.CutPrefix(rec.ID, registry.AccountItemPrefix)
-			if isAccount && err == nil {
+			switch {
+			case isAccount && err == nil:
 				found[name] = rec
+			case isAccount:
+				unreadable[name] = err
 			}
 			if isAccount == accounts {
 				items = append(items, listed{rec: rec, plan: rec.Plan, err: err})
@@ -461,6 +465,8 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 		var acct *registry.Record
 		if a, ok := found[items[i].rec.Account]; ok {
 			acct = &a
+		} else if err, ok := unreadable[items[i].rec.Account]; ok && items[i].err == nil {
+			items[i].err = accountUnreadable(items[i].rec, err)
 		}
 		assess(&items[i], acct, plans)
 	}
@@ -490,6 +496,13 @@ func assess(it *listed, acct *registry.Record, plans *config.Config) {
 			_, it.err = registry.ResolveMember(it.rec, *acct, plans)
 		}
 	}
+}
+
+// accountUnreadable is why the functions cannot use key, a record of a key of an
+// account, whose account's item cannot be read (err): an error about key's attribute
+// account, saying what is wrong with the account's item.
+func accountUnreadable(key registry.Record, err error) error {
+	return &registry.RecordError{ID: key.ID, Attribute: "account", Err: fmt.Errorf("account %s cannot be read: %v", key.Account, err)}
 }
 
 // key is the primary key of the item of id.

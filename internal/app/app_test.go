@@ -19,6 +19,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -361,6 +362,33 @@ func TestXRayDaemonFromSettings(t *testing.T) {
 
 // A bad AWS_XRAY_DAEMON_ADDRESS turns subsegments off with one warning naming it;
 // decisions go on.
+// A document whose settings are valid but likely not what is meant (anonymous: refuse
+// with unknownKeys: ip lets a made-up key through) is a warning at init naming the
+// fields and what to set; refusing both, or neither, is none.
+func TestBuildWarnsOfCaveats(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		warned    bool
+	}{
+		{"anonymous refused, unknown keys by address", "defaultPlan: free\nanonymous: refuse\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n", true},
+		{"both refused", "defaultPlan: free\nanonymous: refuse\nunknownKeys: refuse\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n", false},
+		{"neither", "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			if _, _, err := app.Build(app.Authorizer, env(withMini(t, map[string]string{settings.EnvConfigInline: tc.doc})), &bytes.Buffer{}, &logs); err != nil {
+				t.Fatal(err)
+			}
+			warned := strings.Contains(logs.String(), `"level":"WARN","msg":"`+registry.MsgConfigCaveat+`"`) &&
+				strings.Contains(logs.String(), "set unknownKeys: refuse")
+			if warned != tc.warned {
+				t.Fatalf("warned %v, want %v; log:\n%s", warned, tc.warned, &logs)
+			}
+		})
+	}
+}
+
 func TestBadXRayDaemonWarnsOnce(t *testing.T) {
 	var logs bytes.Buffer
 	h, _, err := app.Build(app.Check, env(withMini(t, map[string]string{settings.EnvXRayDaemon: "no port here"})), &bytes.Buffer{}, &logs)

@@ -24,6 +24,7 @@ import (
 // it answers, decisions follow the failure policy.
 func NewConfiguration(s settings.Settings, cfg *config.Config, log *slog.Logger) (*registry.Live, error) {
 	if s.RegistryTable == "" {
+		registry.LogCaveats(context.Background(), log, cfg, 0)
 		return registry.NewStatic(cfg, nil), nil
 	}
 	if cfg.ListsIdentities() {

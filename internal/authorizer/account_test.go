@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
@@ -82,19 +83,27 @@ func TestKeysOfAnAccountShareItsBuckets(t *testing.T) {
 	}
 }
 
-// A revoked account turns every key of it away: limited as its address (unknownKeys ip)
-// or refused (refuse), with nothing of the account's written.
+// A revoked account turns every key of it away, and so does an active account a revoked
+// or expired key of it (the old key of a roll), though the registry still names the
+// account as whose buckets they spent: limited as its address (unknownKeys ip) or
+// refused (refuse), with nothing of the account's written.
 func TestRevokedAccountTurnsItsKeysAway(t *testing.T) {
-	for _, policy := range []string{"ip", "refuse"} {
-		t.Run(policy, func(t *testing.T) {
-			cfg := unknownKeysConfig(t, policy)
-			reg := cacheOver(cfg, nil,
-				registry.Record{ID: "account:acme", Plan: "pro", Status: registry.StatusRevoked},
-				registry.Record{ID: "key:" + bucketgate.KeyDigest("key a"), Account: "acme"},
-			)
-			f := newFixture(t, options{config: cfg, cache: reg})
-			checkUnknownKey(t, f, policy, keyed(t, "key a"))
-		})
+	key := "key:" + bucketgate.KeyDigest("key a")
+	for _, tc := range []struct {
+		name    string
+		records []registry.Record
+	}{
+		{"revoked account", []registry.Record{{ID: "account:acme", Plan: "pro", Status: registry.StatusRevoked}, {ID: key, Account: "acme"}}},
+		{"revoked key", []registry.Record{{ID: "account:acme", Plan: "pro"}, {ID: key, Account: "acme", Status: registry.StatusRevoked}}},
+		{"expired key", []registry.Record{{ID: "account:acme", Plan: "pro"}, {ID: key, Account: "acme", ExpiresAt: time.Unix(1, 0)}}},
+	} {
+		for _, policy := range []string{"ip", "refuse"} {
+			t.Run(tc.name+"/"+policy, func(t *testing.T) {
+				cfg := unknownKeysConfig(t, policy)
+				f := newFixture(t, options{config: cfg, cache: cacheOver(cfg, nil, tc.records...)})
+				checkUnknownKey(t, f, policy, keyed(t, "key a"))
+			})
+		}
 	}
 }
 

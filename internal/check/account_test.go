@@ -3,6 +3,7 @@ package check
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -66,15 +67,21 @@ func TestOperatorAccountBadName(t *testing.T) {
 	}
 }
 
-// The usage of a key of an account is its account's, which every key of it counts in; an
+// The usage of a key of an account is its account's, which every key of it counts in,
+// also once the key is revoked or expired (the old key of a roll) or its account is; an
 // account made from a lone key counts in that key's. The answer names the identity read.
 func TestOperatorAccountUsage(t *testing.T) {
 	f, _ := usageFixture(t, 3)
 	member := bucketgate.KeyDigest("member")
 	lone := bucketgate.KeyDigest("lone")
+	rolled, revoked, ofGone := bucketgate.KeyDigest("rolled"), bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("of gone")
 	f.withRegistry(registrytest.New(
 		registry.Record{ID: "account:acme", Plan: "pro"},
 		registry.Record{ID: "key:" + member, Account: "acme"},
+		registry.Record{ID: "key:" + rolled, Account: "acme", ExpiresAt: time.Now().Add(-time.Hour)},
+		registry.Record{ID: "key:" + revoked, Account: "acme", Status: registry.StatusRevoked},
+		registry.Record{ID: "account:gone", Plan: "pro", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + ofGone, Account: "gone"},
 		registry.Record{ID: "account:made", Plan: "pro", Buckets: "key:" + lone},
 	))
 	f.invokeOK(t, []byte(`{"identity":"key:`+member+`","cost":2}`))
@@ -85,6 +92,9 @@ func TestOperatorAccountUsage(t *testing.T) {
 		{`{"identity":"key:` + member + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
 		{`{"identity":"acct:acme","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
 		{`{"identity":"acct:made","op":"usage"}`, `{"identity":"key:` + lone + `",` + day + `,"days":[{"date":"2025-03-01","allowed":1,"limited":0,"cost":1}],"total":{"allowed":1,"limited":0,"cost":1}}`},
+		{`{"identity":"key:` + rolled + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
+		{`{"identity":"key:` + revoked + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
+		{`{"identity":"key:` + ofGone + `","op":"usage"}`, `{"identity":"acct:gone",` + day + `,"days":[{"date":"2025-03-01","allowed":0,"limited":0,"cost":0}],"total":{"allowed":0,"limited":0,"cost":0}}`},
 	} {
 		assertJSONEqual(t, f.invokeOK(t, []byte(tc.payload)), tc.want)
 	}

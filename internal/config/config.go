@@ -113,6 +113,17 @@ func (c *Config) PlanForTenant(id string) (p *Plan, known bool) {
 	return c.defaultPlan, false
 }
 
+// Caveats returns what in c is valid but likely not what its author meant, one sentence
+// each naming the fields, for a warning where the document is loaded; nil when nothing
+// is. Today: anonymous: refuse with unknownKeys: ip, under which a request without a
+// key is refused but one with any made-up key is let through, limited by its address.
+func (c *Config) Caveats() []string {
+	if c.refuseAnon && !c.refuseUnknown {
+		return []string{"anonymous: refuse with unknownKeys: ip refuses a request without an API key but lets one with a made-up key through, limited by its address: set unknownKeys: refuse to let only registered keys through"}
+	}
+	return nil
+}
+
 // ListsIdentities reports whether the document lists any key or tenant.
 func (c *Config) ListsIdentities() bool { return len(c.keys)+len(c.tenants) > 0 }
 

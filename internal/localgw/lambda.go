@@ -2,6 +2,7 @@ package localgw
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -23,27 +24,36 @@ const (
 	headerInvocationType = "X-Amz-Invocation-Type"
 	// headerErrorType names the error of a refused call, as the AWS SDK reads it.
 	headerErrorType = "X-Amzn-ErrorType"
+	// MaxPayload is the largest payload of a synchronous invocation, in bytes (6 MB), and
+	// MaxEventPayload of an asynchronous one (1 MB): Lambda's quotas.
+	MaxPayload      = 6 << 20
+	MaxEventPayload = 1 << 20
 )
 
 // Invoke answers the Lambda Invoke call r with the function h, as the Lambda service
 // does: r's body is the payload, and h's answer is the response's body; when h fails,
 // the body is the function error's payload (ErrorResponse) and the header
-// X-Amz-Function-Error says Unhandled. A payload that is not JSON is refused (400,
-// InvalidRequestContentException) and runs nothing; a DryRun runs nothing (204), and an
-// Event invocation runs h before it answers 202 with no payload. So the AWS SDK's Lambda
-// client, pointed at a server that routes InvokePath here (AWS_ENDPOINT_URL_LAMBDA),
-// invokes h in-process.
+// X-Amz-Function-Error says Unhandled. A payload above Lambda's quota (MaxPayload, or
+// MaxEventPayload for an Event) is refused (413, RequestTooLargeException) and one that
+// is not JSON (400, InvalidRequestContentException), running nothing; a DryRun runs
+// nothing (204), and an Event invocation runs h before it answers 202 with no payload.
+// So the AWS SDK's Lambda client, pointed at a server that routes InvokePath here
+// (AWS_ENDPOINT_URL_LAMBDA), invokes h in-process.
 func Invoke(w http.ResponseWriter, r *http.Request, h Invoker) {
-	payload, err := io.ReadAll(r.Body)
-	if err != nil {
+	most := MaxPayload
+	if r.Header.Get(headerInvocationType) == "Event" {
+		most = MaxEventPayload
+	}
+	payload, err := io.ReadAll(io.LimitReader(r.Body, int64(most)+1))
+	switch {
+	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
-	}
-	if len(payload) > 0 && !json.Valid(payload) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set(headerErrorType, "InvalidRequestContentException")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write([]byte(`{"Type":"User","message":"Could not parse request body into json: the payload is not JSON"}`))
+	case len(payload) > most:
+		refuse(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", fmt.Sprintf("Request must be smaller than %d bytes for the InvokeFunction operation", most+1))
+		return
+	case len(payload) > 0 && !json.Valid(payload):
+		refuse(w, http.StatusBadRequest, "InvalidRequestContentException", "Could not parse request body into json: the payload is not JSON")
 		return
 	}
 	switch r.Header.Get(headerInvocationType) {
@@ -63,6 +73,16 @@ func Invoke(w http.ResponseWriter, r *http.Request, h Invoker) {
 		out, _ = json.Marshal(ErrorResponse(err)) // strings only: cannot fail
 	}
 	_, _ = w.Write(out)
+}
+
+// refuse answers an Invoke call the Lambda service refuses before the function runs:
+// status, the error's type in X-Amzn-ErrorType, and its message.
+func refuse(w http.ResponseWriter, status int, errorType, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(headerErrorType, errorType)
+	w.WriteHeader(status)
+	body, _ := json.Marshal(map[string]string{"Type": "User", "message": message}) // strings only: cannot fail
+	_, _ = w.Write(body)
 }
 
 // ErrorResponse is what the aws-lambda-go runtime posts to the error endpoint for a

@@ -63,9 +63,12 @@ func (c *counter) Invoke(context.Context, []byte) ([]byte, error) {
 	return []byte(`{}`), nil
 }
 
+// bigPayload is a JSON string of n bytes.
+func bigPayload(n int) string { return `"` + strings.Repeat("a", n-2) + `"` }
+
 // The AWS SDK's Lambda client gets from Invoke what the Lambda service answers: a payload
-// that is not JSON is refused (400, InvalidRequestContentException) before the function
-// runs, a dry run (204) runs nothing, and an asynchronous invocation runs the function and
+// that is not JSON (400, InvalidRequestContentException) or above the invocation type's
+// quota (413, RequestTooLargeException) is refused before the function runs, a dry run (204) runs nothing, and an asynchronous invocation runs the function and
 // answers 202 with no payload.
 func TestInvokeAsLambda(t *testing.T) {
 	tests := []struct {
@@ -82,6 +85,10 @@ func TestInvokeAsLambda(t *testing.T) {
 		{"payload cut short", `{"key":`, types.InvocationTypeRequestResponse, 0, new(*types.InvalidRequestContentException), "", 0},
 		{"dry run", `{"key":"k"}`, types.InvocationTypeDryRun, http.StatusNoContent, nil, "", 0},
 		{"event", `{"key":"k"}`, types.InvocationTypeEvent, http.StatusAccepted, nil, "", 1},
+		{"payload of 6 MB", bigPayload(localgw.MaxPayload), types.InvocationTypeRequestResponse, http.StatusOK, nil, `{}`, 1},
+		{"payload above 6 MB", bigPayload(localgw.MaxPayload + 1), types.InvocationTypeRequestResponse, 0, new(*types.RequestTooLargeException), "", 0},
+		{"event of 1 MB", bigPayload(localgw.MaxEventPayload), types.InvocationTypeEvent, http.StatusAccepted, nil, "", 1},
+		{"event above 1 MB", bigPayload(localgw.MaxEventPayload + 1), types.InvocationTypeEvent, 0, new(*types.RequestTooLargeException), "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -79,20 +79,36 @@ func TestCacheKeysOfAnAccount(t *testing.T) {
 }
 
 // A revoked or expired account makes every key of it unknown within the period (an
-// expiry at its second), without a log line: that is no invalid item.
+// expiry at its second), without a log line: that is no invalid item. So is a revoked or
+// expired key of an account (the old key of a roll). Each still names the account whose
+// buckets it spent, for the operator's path (its usage); a revoked key of an account the
+// table does not hold is unknown, no invalid item.
 func TestCacheAccountRevokedOrExpired(t *testing.T) {
-	src := accountSource()
+	rolled, revokedKey, orphan := "key:"+bucketgate.KeyDigest("rolled"), "key:"+bucketgate.KeyDigest("revoked"), "key:"+bucketgate.KeyDigest("orphan")
+	src := accountSource(registry.Record{ID: rolled, Account: "acme", ExpiresAt: time.Unix(1, 0)},
+		registry.Record{ID: revokedKey, Account: "acme", Status: registry.StatusRevoked},
+		registry.Record{ID: orphan, Account: "gone", Status: registry.StatusRevoked})
 	var logs bytes.Buffer
 	c, clk := newCache(t, src, registry.Options{Log: telemetry.NewLogger(&logs, nil)})
 	lookup(t, c, memberA)
+	for _, id := range []string{rolled, revokedKey, orphan} {
+		e, err := c.Lookup(context.Background(), plans, id)
+		want := bucketgate.Identity{Kind: bucketgate.KindAccount, Value: "acme"}
+		if id == orphan {
+			want = bucketgate.Identity{}
+		}
+		if err != nil || e.Plan != nil || e.Invalid || e.AccountInvalid || e.Identity != want {
+			t.Fatalf("%s, a key of acme revoked or expired: %+v, %v; want unknown, spending %q", id, e, err, want)
+		}
+	}
 	revoked := acme
 	revoked.Status = registry.StatusRevoked
 	src.Put(revoked)
 	clk.advance(ttl)
 	for _, id := range []string{memberA, memberB} {
 		e, err := c.Lookup(context.Background(), plans, id)
-		if err != nil || e.Plan != nil || e.Invalid || e.AccountInvalid || e.Identity != (bucketgate.Identity{}) {
-			t.Fatalf("%s of the revoked account: %+v, %v; want unknown", id, e, err)
+		if err != nil || e.Plan != nil || e.Invalid || e.AccountInvalid || e.Identity.String() != acmeID {
+			t.Fatalf("%s of the revoked account: %+v, %v; want unknown, spending the account's buckets", id, e, err)
 		}
 	}
 	if e, _ := c.Lookup(context.Background(), plans, acmeID); e.Plan != nil || e.Identity.String() != acmeID {

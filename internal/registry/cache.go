@@ -106,6 +106,7 @@ type who struct {
 	owner   string // the record's owner, at most MaxOwner bytes of it
 	account string // a key's account; "": none
 	buckets string // an account's Record.Buckets
+	revoked bool   // a key of an account, revoked: unknown, its account still whose buckets it spent
 	// A key of an account: the plan it was last decided under (its own rules added to
 	// the account's plan), made with from, the account's plan, as read at fromRead; a
 	// change of either makes it again.
@@ -186,8 +187,9 @@ func (c *Cache) Len() int {
 //
 // A key of an account is decided as its account: Lookup then looks the account up too
 // (a second lookup, cached as the first: AccountResult) and answers the account's plan
-// with the key's own rules added (config.Config.WithKeyRules), the account's identity
-// (Identity), and nothing when the account is revoked, expired or unusable. A key
+// with the key's own rules added (config.Config.WithKeyRules) and the account's identity
+// (Identity); no plan, but the account's Identity still, when the key or the account is
+// revoked, expired or unusable. A key
 // naming an account that the table does not hold, or own rules that cannot be added to
 // the account's plan, is an invalid item, logged once per read.
 func (c *Cache) Lookup(ctx context.Context, cfg *config.Config, id string) (Entry, error) {
@@ -208,6 +210,13 @@ func (c *Cache) Lookup(ctx context.Context, cfg *config.Config, id string) (Entr
 	}
 	a, err := c.lookup(ctx, cfg, AccountItemPrefix+e.who.account)
 	e.AccountResult, e.AccountInvalid = a.Result, a.Invalid
+	if e.gone { // revoked or expired: unknown, but the buckets (and usage) it spent are its account's
+		answer := Entry{Result: e.Result, AccountResult: a.Result, AccountInvalid: a.Invalid}
+		if err == nil && a.who != nil {
+			answer.Account, answer.Identity = e.who.account, accountIdentity(e.who.account, a.who)
+		}
+		return answer, nil
+	}
 	if err != nil {
 		return Entry{Result: e.Result, AccountResult: a.Result}, fmt.Errorf("account %s of %s: %w", e.who.account, bucketgate.LogForm(id), err)
 	}
@@ -241,8 +250,11 @@ func (c *Cache) member(ctx context.Context, cfg *config.Config, id string, e, a 
 	answer.Plan = w.member
 	c.mu.Unlock()
 	answer.Invalid = c.logInvalid(ctx, bad) || answer.Invalid
+	if a.who != nil { // usable or not, its account's buckets are the ones it spends
+		answer.Identity = accountIdentity(name, a.who)
+	}
 	if answer.Plan != nil {
-		answer.Identity, answer.Owner = accountIdentity(name, a.who), a.Owner
+		answer.Owner = a.Owner
 	}
 	return answer
 }
@@ -444,7 +456,8 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 	if found && (err == nil || invalid) && strings.HasPrefix(id, AccountItemPrefix) {
 		e.who = &who{} // an account that is there, usable or not: its keys are unknown, not invalid
 	}
-	if err == nil && found && rec.Status != StatusRevoked {
+	switch {
+	case err == nil && found && rec.Status != StatusRevoked:
 		e.planName, e.rules, e.expiresAt = rec.Plan, rec.Rules, at(rec.ExpiresAt)
 		if rec.Account != "" {
 			e.planName = "" // the account's plan decides
@@ -452,6 +465,8 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 		if rec.Owner != "" || rec.Account != "" || e.who != nil {
 			e.who = &who{owner: textcut.To(rec.Owner, MaxOwner), account: rec.Account, buckets: rec.Buckets}
 		}
+	case err == nil && found && rec.Account != "": // unknown, but whose buckets it spent is its account's
+		e.who = &who{account: rec.Account, revoked: true}
 	}
 	switch {
 	case invalid:
@@ -482,7 +497,7 @@ func (c *Cache) store(id string, e cached) {
 		c.evict()
 	}
 	c.entries[id] = e
-	if e.plan == nil && (e.who == nil || e.who.account == "") { // a key of an account is known: its plan is its account's
+	if e.plan == nil && (e.who == nil || e.who.account == "" || e.who.revoked) { // a key of an account is known: its plan is its account's
 		c.unknown[id] = struct{}{}
 	} else {
 		delete(c.unknown, id)
@@ -552,9 +567,9 @@ func (c *Cache) hold(id string, until time.Time) {
 // Its who and rules are the record's, for the lookup of a key's account; readAt is
 // e's.
 func (e cached) entry(now time.Time, r Result) Entry {
-	if e.expiresAt != 0 && !now.Before(e.expiresAt.time()) {
-		if e.who != nil && e.who.account == "" {
-			return Entry{Result: r, who: e.who, readAt: e.readAt} // an account, expired: there, unusable
+	if e.expiresAt != 0 && !now.Before(e.expiresAt.time()) || e.who != nil && e.who.revoked {
+		if e.who != nil { // an account there, unusable; a key of an account, unknown, still its account's
+			return Entry{Result: r, who: e.who, readAt: e.readAt, gone: true}
 		}
 		return Entry{Result: r}
 	}

@@ -221,6 +221,7 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 		if s.document != "" || s.view.Config == nil {
 			l.opts.Log.LogAttrs(ctx, slog.LevelInfo, MsgConfigApplied, slog.Int64(AttrVersion, 0),
 				slog.String(AttrSource, "the environment's: the registry table holds no item "+ConfigID))
+			LogCaveats(ctx, l.opts.Log, l.env, 0)
 			l.release(l.env)
 		}
 		next.view, next.document = View{Config: l.env, cache: l.cache}, ""
@@ -296,6 +297,7 @@ func clip(err error) error {
 // apply puts cfg, loaded from item, in force in next, logging the change.
 func (l *Live) apply(ctx context.Context, next *liveState, item StoredConfig, cfg *config.Config, source string) {
 	l.opts.Log.LogAttrs(ctx, slog.LevelInfo, MsgConfigApplied, slog.Int64(AttrVersion, item.Version), slog.String(AttrSource, source))
+	LogCaveats(ctx, l.opts.Log, cfg, item.Version)
 	next.view, next.document = View{Config: cfg, Version: item.Version, cache: l.cache}, item.Document
 	l.release(cfg)
 }
@@ -363,11 +365,21 @@ func versionText(v int64) string {
 	return fmt.Sprint(v)
 }
 
+// LogCaveats logs each of cfg's caveats (config.Config.Caveats) at warn, MsgConfigCaveat
+// with the document's version (0 for the environment's) and the caveat in AttrCaveat.
+func LogCaveats(ctx context.Context, log *slog.Logger, cfg *config.Config, version int64) {
+	for _, c := range cfg.Caveats() {
+		log.LogAttrs(ctx, slog.LevelWarn, MsgConfigCaveat, slog.Int64(AttrVersion, version), slog.String(AttrCaveat, c))
+	}
+}
+
 // Log messages and attribute keys of a Live.
 const (
 	MsgConfigInvalid    = "configuration document in the registry table does not load: not applied"
 	MsgConfigReadFailed = "registry read of the configuration failed: the document in force stays"
 	MsgConfigApplied    = "configuration document in force"
+	MsgConfigCaveat     = "configuration document in force: valid, but likely not what is meant"
+	AttrCaveat          = "caveat"  // what in the document is likely not what is meant, and what to set
 	AttrVersion         = "version" // the version of the table's document; 0 for the environment's
 	AttrSource          = "source"  // where the document in force comes from
 )

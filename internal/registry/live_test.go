@@ -138,6 +138,25 @@ func TestLiveFollowsTheTable(t *testing.T) {
 	}
 }
 
+// A table's document valid but likely not what is meant (config.Config.Caveats) is a
+// warning when it applies, with its version, and not at every read; one without a
+// caveat is none.
+func TestLiveWarnsOfCaveats(t *testing.T) {
+	src := registrytest.New()
+	put(src, 1, docV1+"anonymous: refuse\n")
+	l := loaded(t, src, nil)
+	l.clk.advance(ttl)
+	l.current(t)
+	if n := strings.Count(l.logs.String(), `"msg":"`+registry.MsgConfigCaveat+`","version":1,"caveat":"anonymous: refuse with unknownKeys: ip`); n != 1 {
+		t.Fatalf("%d caveat lines for version 1, want 1:\n%s", n, l.logs)
+	}
+	put(src, 2, docV1+"anonymous: refuse\nunknownKeys: refuse\n")
+	l.clk.advance(ttl)
+	if v, _, _ := l.current(t); v.Version != 2 || strings.Contains(l.logs.String(), `"version":2,"caveat"`) {
+		t.Fatalf("version %d; want 2 applied without a caveat:\n%s", v.Version, l.logs)
+	}
+}
+
 // A document that does not load is never applied: the instance keeps the last good one,
 // logs an error naming the version and the field, and counts it at every read; an item
 // of the wrong types likewise.

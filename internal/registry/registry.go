@@ -62,11 +62,14 @@ type Entry struct {
 	// error, once per read): Plan is nil. A key naming an account that the table does
 	// not hold is such an item.
 	Invalid bool
-	// Identity is whose buckets the identity's requests spend when it is not the
-	// identity itself: a key of an account (with a Plan) spends its account's, and an
-	// account (usable or not) its own, "acct:<name>", or, for an account that bucketgate
-	// keys roll made from a lone key, that key's (Record.Buckets). The zero Identity
-	// otherwise.
+	// Identity is whose buckets the identity's requests spend (or spent) when it is not
+	// the identity itself: a key of an account spends its account's, and an account its
+	// own, "acct:<name>", or, for an account that bucketgate keys roll made from a lone
+	// key, that key's (Record.Buckets). It is set with no Plan too, for an account that
+	// is revoked, expired or unusable, and for a revoked or expired key of an account the
+	// table holds (the old key of a roll), so that the operator's path reaches the
+	// buckets and usage it spent: the handlers decide a request by the Plan alone. The
+	// zero Identity otherwise.
 	Identity bucketgate.Identity
 	// Account names the key's account, or the account looked up; empty otherwise.
 	// Owner is the owner of the record that decides (the account's, for a key of an
@@ -80,6 +83,7 @@ type Entry struct {
 	AccountInvalid bool
 
 	who    *who              // the entry's record's owner, account, buckets (a Cache's)
+	gone   bool              // the record is revoked or expired (a Cache's)
 	rules  []bucketgate.Rule // the record's own rules (a Cache's)
 	readAt instant           // when the entry was read (a Cache's)
 }

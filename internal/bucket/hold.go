@@ -10,6 +10,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,8 +45,8 @@ func Idempotency(ttl time.Duration) Option {
 }
 
 // idVersion starts every reservation and lease id: "r2.<payload>.<mac>", both
-// base64url; the payload is the nonce, the estimate (0 for a lease) and the expiry (Unix
-// ms), then the claims (Request.Claims, 0 to MaxClaims bytes), the MAC over the kind,
+// base64url; the payload is the nonce, the estimate (0 for a lease) with a reservation's
+// ttl (ms) in its high 32 bits, and the expiry (Unix ms), then the claims (Request.Claims, 0 to MaxClaims bytes), the MAC over the kind,
 // the identity, the rules' names and the payload.
 const idVersion = "r2."
 
@@ -83,10 +86,12 @@ func mac(secret []byte, parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:macBytes])
 }
 
-// reservation is what a reservation id or a lease id carries: a lease's estimate is 0.
+// reservation is what a reservation id or a lease id carries: a lease's estimate and
+// ttl are 0.
 type reservation struct {
 	nonce            string // base64url
 	estimate, expiry int64  // tokens, Unix ms
+	ttl              int64  // ms from the reserve to the expiry; 0 in an id made before ids carried it
 	claims           string // Request.Claims of its reserve or acquire
 }
 
@@ -103,7 +108,7 @@ const (
 func (r reservation) id(kind string, secret []byte, identity string, rules []bucketgate.Rule) string {
 	p := make([]byte, payloadBytes, payloadBytes+len(r.claims))
 	base64.RawURLEncoding.Decode(p[:nonceBytes], []byte(r.nonce)) // a nonce is base64url of nonceBytes
-	binary.BigEndian.PutUint64(p[nonceBytes:], uint64(r.estimate))
+	binary.BigEndian.PutUint64(p[nonceBytes:], uint64(r.ttl)<<32|uint64(r.estimate))
 	binary.BigEndian.PutUint64(p[nonceBytes+8:], uint64(r.expiry))
 	payload := base64.RawURLEncoding.EncodeToString(append(p, r.claims...))
 	return idVersion + payload + "." + mac(secret, kind, identity, namesPrint(rules), payload)
@@ -119,7 +124,7 @@ func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, err
 	}
 	r, ok := decodePayload(payload)
 	lease := kind == kindLease
-	if !ok || lease && r.estimate != 0 || !lease && (r.estimate < 1 || r.estimate > bucketgate.MaxCapacity) || r.expiry < 0 {
+	if !ok || lease && (r.estimate != 0 || r.ttl != 0) || !lease && (r.estimate < 1 || r.estimate > bucketgate.MaxCapacity || r.ttl > bucketgate.MaxTTL.Milliseconds()) || r.expiry < 0 {
 		return reservation{}, refused // signed, so never: but bounds are checked where read
 	}
 	return r, nil
@@ -141,9 +146,11 @@ func decodePayload(payload string) (reservation, bool) {
 	if err != nil || len(p) < payloadBytes || len(p) > payloadBytes+bucketgate.MaxClaims {
 		return reservation{}, false
 	}
+	est := binary.BigEndian.Uint64(p[nonceBytes:])
 	return reservation{
 		nonce:    base64.RawURLEncoding.EncodeToString(p[:nonceBytes]),
-		estimate: int64(binary.BigEndian.Uint64(p[nonceBytes:])),
+		estimate: int64(est & math.MaxUint32),
+		ttl:      int64(est >> 32),
 		expiry:   int64(binary.BigEndian.Uint64(p[nonceBytes+8:])),
 		claims:   string(p[payloadBytes:]),
 	}, true
@@ -232,7 +239,7 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 		if err != nil {
 			return hold{}, nil, err
 		}
-		return hold{record: lua.SettledInfix + r.nonce, arg: fmt.Sprintf("%d %d %d", r.estimate, r.expiry, l.idempotency.Milliseconds())}, secret, nil
+		return hold{record: lua.SettledInfix + r.nonce, arg: fmt.Sprintf("%d %d %d", r.estimate, r.expiry, l.idempotency.Milliseconds()) + windows(r, q)}, secret, nil
 	}
 	if q.RequestID == "" { // a reserve or an acquire: its nonce at random, no record
 		var b [nonceBytes]byte
@@ -244,6 +251,30 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 	sum := sha256.Sum256([]byte("request\x00" + q.Identity + "\x00" + q.RequestID))
 	nonce := base64.RawURLEncoding.EncodeToString(sum[:nonceBytes])
 	return hold{record: lua.RecordInfix + nonce, arg: fmt.Sprintf("%d %s", recordLife(q, l.idempotency).Milliseconds(), requestPrint(q)), nonce: nonce}, secret, nil
+}
+
+// windows is what a settle q of reservation r adds to its hold when it gives back to a
+// quota: " " and, for each bucket and quota of q in order (the script's rules),
+// comma-separated, the end (Unix seconds) of its window at r's reserve, 0 for a bucket. The script gives back only to a quota whose
+// window is still that one: a count of a later window never held the estimate. Empty
+// when q gives nothing back, has no quota, or r was made before ids carried their ttl.
+func windows(r reservation, q bucketgate.Request) string {
+	if r.ttl == 0 || q.Cost >= r.estimate || !slices.ContainsFunc(q.Rules, bucketgate.Rule.IsQuota) {
+		return ""
+	}
+	at := time.UnixMilli(r.expiry - r.ttl)
+	b := []byte{' '}
+	for _, rule := range q.Rules {
+		if rule.IsConcurrency() {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		_, end := rule.Window(at)
+		b = strconv.AppendInt(b, max(end.Unix(), 0), 10)
+	}
+	return string(b)
 }
 
 // recordLife is how long the record of q's RequestID lives: idempotency, and for a
@@ -269,9 +300,9 @@ func held(d bucketgate.Decision, q bucketgate.Request, h hold, secret []byte) bu
 	}
 	r := reservation{nonce: h.nonce, expiry: d.At.UnixMilli() + ttlOf(q).Milliseconds(), claims: q.Claims}
 	if q.Op == bucketgate.OpReserve {
-		r.estimate = q.Cost
+		r.estimate, r.ttl = q.Cost, ttlOf(q).Milliseconds()
 		d.Reservation, d.Expires = r.id(kindReservation, secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)
-		r.estimate = 0
+		r.estimate, r.ttl = 0, 0
 	}
 	if q.Acquires() {
 		d.Lease, d.Expires = r.id(kindLease, secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)

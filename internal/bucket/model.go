@@ -25,6 +25,7 @@ type Model struct {
 	nonces           int                          // the reserves without RequestID and the leases so far
 	sets             map[string]*modelSet         // concurrency rules' sorted sets, by key (LeaseKey)
 	leaseIDs         map[string]modelLeaseID      // by identity, 0 and the model's id
+	reservedAt       time.Time                    // while a settle gives back: its reserve's time (quotas give back in its window only)
 }
 
 // ModelBucket is one bucket's state as the script stores it: Tokens (a double) as of
@@ -148,7 +149,9 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 				st.end = end.Unix()
 			}
 			st.qend = float64(ceilDiv(st.end*1_000_000-nowUS, 1000))
-			st.count = max(0, st.count-give)
+			if _, end := r.Window(m.reservedAt); m.reservedAt.IsZero() || end.Unix() == st.end {
+				st.count = max(0, st.count-give)
+			}
 			st.level = float64(max(0, r.Limit-st.count))
 		} else {
 			st.level = float64(r.Capacity)

@@ -17,11 +17,11 @@ type modelRecord struct {
 }
 
 // modelReservation is a reservation the model made: what its id carries (the rules'
-// names, the estimate, the expiry in Unix ms) and, once settled, its first outcome.
+// names, the estimate, the expiry and the reserve's time in Unix ms) and, once settled, its first outcome.
 type modelReservation struct {
-	names            string
-	estimate, expiry int64
-	settled          *bucketgate.Decision
+	names                      string
+	estimate, expiry, reserved int64 // reserved: Unix ms
+	settled                    *bucketgate.Decision
 }
 
 // Hold does q, a reserve, a settle, a cancel, a release or a request with a RequestID, at now
@@ -56,7 +56,9 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		if q.Cost > r.estimate {
 			d = m.decide(now, q, bucketgate.OpCheck, q.Cost-r.estimate, true)
 		} else {
+			m.reservedAt = time.UnixMilli(r.reserved)
 			d = m.decide(now, q, bucketgate.OpRefund, r.estimate-q.Cost, false)
+			m.reservedAt = time.Time{}
 		}
 		d.Settled = q.Cost
 		r.settled = &d
@@ -85,7 +87,7 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		m.nonces++
 		id := "m" + strconv.Itoa(m.nonces)
 		expiry := nowMS + ttlOf(q).Milliseconds()
-		m.reservations[q.Identity+"\x00"+id] = &modelReservation{names: namesPrint(q.Rules), estimate: q.Cost, expiry: expiry}
+		m.reservations[q.Identity+"\x00"+id] = &modelReservation{names: namesPrint(q.Rules), estimate: q.Cost, expiry: expiry, reserved: nowMS}
 		d.Reservation, d.Expires = id, time.UnixMilli(expiry)
 	}
 	if q.RequestID != "" {

@@ -145,3 +145,48 @@ func TestPeekBindsOnLeases(t *testing.T) {
 		t.Errorf("peek of a concurrency rule alone = %+v; want rule streams, limit 3, 3 left", p)
 	}
 }
+
+// TestSettleGivesBackInItsWindow: a settle below its estimate gives the difference back
+// to a quota only in the window its reserve counted it in. A reserve at 23:59 settled
+// after midnight must not lower the new day's count: a caller who spent the new day's
+// whole quota meanwhile would be admitted the estimate again. A bucket beside it still
+// gets its tokens back, and so does a quota in the reserve's own window.
+func TestSettleGivesBackInItsWindow(t *testing.T) {
+	const burst = `{"name":"burst","capacity":100,"refillPerSecond":0.00001}`
+	for _, tt := range []struct {
+		name          string
+		quota         string
+		reserve, then time.Time
+		want          int64 // the quota's remaining after the reserve, a spend of what it held, and a cancel
+	}{
+		{"daily, across midnight", `{"name":"q","limit":10,"period":"day"}`,
+			time.Date(2025, 3, 1, 23, 59, 0, 0, time.UTC), time.Date(2025, 3, 2, 0, 1, 0, 0, time.UTC), 0},
+		{"daily, the same day", `{"name":"q","limit":10,"period":"day"}`,
+			time.Date(2025, 3, 1, 22, 59, 0, 0, time.UTC), time.Date(2025, 3, 1, 23, 30, 0, 0, time.UTC), 8},
+		{"weekly, across Monday", `{"name":"q","limit":10,"period":"week"}`,
+			time.Date(2025, 3, 2, 23, 30, 0, 0, time.UTC), time.Date(2025, 3, 3, 0, 10, 0, 0, time.UTC), 0},
+		{"monthly from the 15th, across it", `{"name":"q","limit":10,"period":"month","anchor":15}`,
+			time.Date(2025, 3, 14, 23, 30, 0, 0, time.UTC), time.Date(2025, 3, 15, 0, 10, 0, 0, time.UTC), 0},
+		{"monthly, across a day in it", `{"name":"q","limit":10,"period":"month"}`,
+			time.Date(2025, 3, 14, 23, 30, 0, 0, time.UTC), time.Date(2025, 3, 15, 0, 10, 0, 0, time.UTC), 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mr, client := startMiniredis(t)
+			f := newFixture(t, client, nil, guard.Options{})
+			rules := `{"key":"llm","rules":[` + burst + `,` + tt.quota + `]`
+			mr.SetTime(tt.reserve)
+			r := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"op":"reserve","cost":8,"ttlMs":3600000}`)))
+			mr.SetTime(tt.then)
+			peek := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"cost":0}`)))
+			held := peek.Rules[1].Remaining
+			if held > 0 {
+				decodeResponse(t, f.invokeOK(t, []byte(fmt.Sprintf(`%s,"cost":%d}`, rules, held))))
+			}
+			c := decodeResponse(t, f.invokeOK(t, []byte(fmt.Sprintf(`%s,"op":"cancel","reservation":%q}`, rules, r.Reservation))))
+			after := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"cost":0}`)))
+			if !c.Allowed || after.Rules[1].Remaining != tt.want || after.Rules[0].Remaining != 100-held {
+				t.Fatalf("reserve %+v, cancel %+v: then %+v, want the quota at %d and the burst at %d", r, c, after.Rules, tt.want, 100-held)
+			}
+		})
+	}
+}

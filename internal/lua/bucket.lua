@@ -152,7 +152,10 @@
 -- expiry) into its id. A settle ("s<a>", hold "<estimate> <expiry> <life>") is refused at
 -- or past its reservation's expiry (Unix ms; an error, the estimate stays taken) unless it
 -- was settled before, whose outcome then answers from its record (GET); otherwise
--- an actual cost below the estimate is a refund of the difference (as above), above it a
+-- an actual cost below the estimate is a refund of the difference (as above; a hold
+-- "<estimate> <expiry> <life> <w1>,...,<wn>" gives each quota's window end, Unix s, at the
+-- reserve: a quota gives back only in that window, as a later one never held the
+-- estimate), above it a
 -- debit of the difference that never denies: a bucket goes down to minus its capacity at
 -- most, a quota's count up to twice its limit at most, every rule is written as by a check;
 -- with usage (ARGV[2] not '0') it corrects the day's cost by the actual cost less the
@@ -309,6 +312,9 @@ local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'rese
 -- est and exp its reservation's estimate and expiry (Unix ms; a settle's record lives
 -- life ms past it), debit for a settle that takes more than its estimate.
 local rec, life, fp, settle, est, exp, debit
+-- rwins: a settle's window end (Unix s) of each rule at its reserve, when it gives back
+-- to a quota: a quota gives back only in that window.
+local rwins
 -- With a lease ("Leases" in the header): lease its text, read only when it is taken
 -- (or released), after the other rules allowed the check; then lmost the most in flight
 -- of each concurrency rule (its sorted set is KEYS[lk + k]), lnonce the lease's member,
@@ -322,9 +328,14 @@ if o > 0 then
     if lease then
     elseif string.byte(cost) == 115 then -- 's': a settle at the actual cost that follows
       settle, cost = tonumber(string.sub(cost, 2)), '0'
-      est, exp, life = string.match(hold, '^(%d+) (%d+) (%d+)$')
+      local wins
+      est, exp, life, wins = string.match(hold, '^(%d+) (%d+) (%d+) ?([%d,]*)$')
       if not (settle and settle >= 0 and settle <= 1e9 and settle % 1 == 0 and life and est + 0 >= 1 and est + 0 <= 1e9 and life + 0 >= 1 and rec) then
-        return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its reservation\'s estimate (1 to 1e9), expiry and the ms its record lives (1 or more), and its record, KEYS[3]')
+        return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its reservation\'s estimate (1 to 1e9), expiry and the ms its record lives (1 or more), then perhaps each rule\'s window end at the reserve, and its record, KEYS[3]')
+      end
+      if wins ~= '' then
+        rwins = {}
+        for w in string.gmatch(wins, '%d+') do rwins[#rwins + 1] = w + 0 end
       end
     else
       life, fp, lease = string.match(hold, '^(%d+) (%S+) ?(.*)$') -- and perhaps a lease
@@ -588,7 +599,7 @@ for i = 1, n2, 2 do
       ends = ends or {}
       ends[i] = qend
     end
-    if give > 0 then
+    if give > 0 and not (rwins and rwins[(i + 1) / 2] ~= we) then
       count = count - give
       if count < 0 then count = 0 end
     end

@@ -124,7 +124,8 @@ const ArgUsageDays = 1
 
 // ArgHold is the index in ARGV of the hold, when Args.Hold: for a settle, "<estimate>
 // <expiry> <life>", its reservation's estimate and expiry (Unix ms) and how long its
-// record lives past that (ms); for an idempotent request, "<life> <fingerprint>"; with
+// record lives past that (ms), and when it gives back to a quota " <w1>,...,<wn>", each
+// rule's window end (Unix s, 0 for a bucket) at its reserve; for an idempotent request, "<life> <fingerprint>"; with
 // concurrency rules, the lease (LeaseMark), alone or after an idempotent request's and a
 // space.
 const ArgHold = 2

@@ -451,7 +451,13 @@ func TestDenyCacheForgetsOnAnUnansweredGiveBack(t *testing.T) {
 			if r.Failure != guard.FailureTimeout {
 				t.Fatalf("%s while Redis is paused: %+v, want a timeout", tc.name, r)
 			}
-			if r := decide(t, g, one); !r.Allowed || r.CacheHit {
+			// The connection may still be recovering from the pause on a loaded machine: a
+			// check that times out again is tried once more; one the cache answers never is.
+			r = decide(t, g, one)
+			for try := 1; try < 5 && r.Failure == guard.FailureTimeout && !r.CacheHit; try++ {
+				r = decide(t, g, one)
+			}
+			if !r.Allowed || r.CacheHit {
 				t.Fatalf("a check after the %s Redis ran late: %+v, want allowed by Redis", tc.name, r)
 			}
 		})

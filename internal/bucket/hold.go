@@ -211,6 +211,7 @@ func ttlOf(q bucketgate.Request) time.Duration { return cmp.Or(q.TTL, bucketgate
 type hold struct {
 	record, arg, nonce string
 	lease              string // a release's nonce
+	resets             bool   // a settle that reads the identity's resets (lua.ResetSuffix)
 }
 
 // hold returns q's hold, none when q has none, with the secret when q needs it; an error
@@ -239,7 +240,8 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 		if err != nil {
 			return hold{}, nil, err
 		}
-		return hold{record: lua.SettledInfix + r.nonce, arg: fmt.Sprintf("%d %d %d", r.estimate, r.expiry, l.idempotency.Milliseconds()) + windows(r, q)}, secret, nil
+		reserve := reserveOf(r, q)
+		return hold{record: lua.SettledInfix + r.nonce, arg: fmt.Sprintf("%d %d %d", r.estimate, r.expiry, l.idempotency.Milliseconds()) + reserve, resets: reserve != ""}, secret, nil
 	}
 	if q.RequestID == "" { // a reserve or an acquire: its nonce at random, no record
 		var b [nonceBytes]byte
@@ -253,25 +255,32 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 	return hold{record: lua.RecordInfix + nonce, arg: fmt.Sprintf("%d %s", recordLife(q, l.idempotency).Milliseconds(), requestPrint(q)), nonce: nonce}, secret, nil
 }
 
-// windows is what a settle q of reservation r adds to its hold when it gives back to a
-// quota: " " and, for each bucket and quota of q in order (the script's rules),
-// comma-separated, the end (Unix seconds) of its window at r's reserve, 0 for a bucket. The script gives back only to a quota whose
-// window is still that one: a count of a later window never held the estimate. Empty
-// when q gives nothing back, has no quota, or r was made before ids carried their ttl.
-func windows(r reservation, q bucketgate.Request) string {
-	if r.ttl == 0 || q.Cost >= r.estimate || !slices.ContainsFunc(q.Rules, bucketgate.Rule.IsQuota) {
+// reserveOf is what a settle q of reservation r adds to its hold when it gives back:
+// " " and the time of r's reserve (Unix ms), after which a reset of a rule (its resets,
+// lua.ResetSuffix) leaves that rule nothing to give back; then, when q has a quota, " "
+// and, for each bucket and quota of q in order (the script's rules), comma-separated,
+// the end (Unix seconds) of its window at r's reserve, 0 for a bucket. The script gives
+// back only to a quota whose window is still that one: a count of a later window never
+// held the estimate. Empty when q gives nothing back, or r was made before ids carried
+// their ttl.
+func reserveOf(r reservation, q bucketgate.Request) string {
+	if r.ttl == 0 || q.Cost >= r.estimate {
 		return ""
 	}
-	at := time.UnixMilli(r.expiry - r.ttl)
-	b := []byte{' '}
+	b := strconv.AppendInt([]byte{' '}, r.expiry-r.ttl, 10)
+	if !slices.ContainsFunc(q.Rules, bucketgate.Rule.IsQuota) {
+		return string(b)
+	}
+	b = append(b, ' ')
+	first := len(b)
 	for _, rule := range q.Rules {
 		if rule.IsConcurrency() {
 			continue
 		}
-		if len(b) > 1 {
+		if len(b) > first {
 			b = append(b, ',')
 		}
-		_, end := rule.Window(at)
+		_, end := rule.Window(time.UnixMilli(r.expiry - r.ttl))
 		b = strconv.AppendInt(b, max(end.Unix(), 0), 10)
 	}
 	return string(b)

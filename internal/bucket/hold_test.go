@@ -179,7 +179,8 @@ func TestSettleAfterExpiry(t *testing.T) {
 
 // TestDifferentialHolds holds reserves, settles (under and over the estimate, into
 // debt, after expiry, twice), cancels and idempotent requests on real Redis to the
-// model, among plain checks, refunds, resets and time steps; usage kept 35 days.
+// model, among plain checks, refunds, resets (settles after them too) and time steps;
+// usage kept 35 days.
 func TestDifferentialHolds(t *testing.T) {
 	_, c := real(t)
 	differentialHolds(t, c, 3000, 35)
@@ -189,7 +190,8 @@ func TestDifferentialHolds(t *testing.T) {
 type reservation struct {
 	redis, model string
 	q            bucketgate.Request
-	short        bool // a ttl of 1 ms: expired when settled
+	short        bool      // a ttl of 1 ms: expired when settled
+	at           time.Time // its reserve's
 }
 
 // differentialHolds runs ops random operations with holds against c and the model, usage
@@ -214,6 +216,7 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 	model := bucket.NewModel()
 	model.UsageDays = usageDays
 	var held []reservation
+	resets := map[string]time.Time{} // each identity's last reset
 	counts := map[string]int{}
 	var last time.Time
 	for range ops {
@@ -274,7 +277,13 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 		}
 		last = got.At
 		if q.Op == bucketgate.OpReserve && got.Allowed {
-			held = append(held, reservation{redis: got.Reservation, model: want.Reservation, q: q, short: q.TTL == time.Millisecond})
+			held = append(held, reservation{redis: got.Reservation, model: want.Reservation, q: q, short: q.TTL == time.Millisecond, at: got.At})
+		}
+		if q.Op == bucketgate.OpReset {
+			resets[q.Identity] = got.At
+		}
+		if r != nil && q.Cost < r.q.Cost && !got.Replayed && !resets[q.Identity].Before(r.at) {
+			counts["given back after a reset"]++
 		}
 		if (got.Reservation == "") != (want.Reservation == "") {
 			t.Fatalf("request %+v: reservation %q, model %q", q, got.Reservation, want.Reservation)
@@ -293,7 +302,8 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 	}
 	t.Logf("operations: %v", counts)
 	if counts["reserve ok"] < ops/20 || counts["settle ok"] < ops/20 || counts["cancel ok"] < ops/100 || counts["replayed"] < ops/50 ||
-		counts["conflict"] < ops/100 || counts["expired"] < ops/200 || counts["settle over"] < ops/100 || counts["reserve limited"] < ops/50 {
+		counts["conflict"] < ops/100 || counts["expired"] < ops/200 || counts["settle over"] < ops/100 || counts["reserve limited"] < ops/50 ||
+		counts["given back after a reset"] < ops/200 {
 		t.Errorf("workload too one-sided to mean much: %v", counts)
 	}
 	for _, id := range ids {

@@ -429,8 +429,9 @@ type scriptArgs struct {
 // scriptCall lays q out as bucket.lua's KEYS and ARGV, in call, and returns them: the
 // state hash, and with usage (usageDays above 0, for a check that takes tokens, a
 // reserve, or a settle or cancel, which corrects the day's cost) its archive and the
-// days usage is kept. The keys, every field name and every number are
-// cut from one string, so that a decision allocates once for its arguments however
+// days usage is kept; for a reset, or a settle that gives back with its reserve's time
+// (h.resets), the identity's resets (lua.ResetSuffix). The keys, every field name and
+// every number are cut from one string, so that a decision allocates once for its arguments however
 // many rules it has. A check of cost 1 without usage leaves the operation out, as the
 // script allows. q must be valid (at most MaxRules rules); its last m rules are
 // concurrency rules (an acquire or a release: see lua.LeaseMark), the others buckets
@@ -452,6 +453,11 @@ func scriptCall(q bucketgate.Request, m, usageDays int, h hold, call *scriptArgs
 		b = append(append(b, b[:keyEnd]...), h.record...)
 		recordEnd = len(b)
 	}
+	resets := q.Op == bucketgate.OpReset || h.resets // a reset's, or a settle's that gives back
+	if resets {
+		b = append(append(b, b[:keyEnd]...), lua.ResetSuffix...)
+	}
+	resetsEnd := len(b)
 	var leaseCuts [lua.MaxLeaseRules]cut // where each set's key lies in b
 	for k, r := range q.Rules[n:] {
 		from := len(b)
@@ -533,6 +539,13 @@ func scriptCall(q bucketgate.Request, m, usageDays int, h hold, call *scriptArgs
 	}
 	if record {
 		call.keys[lua.KeyRecord], n = s[keyEnd+len(UsageSuffix):recordEnd], 3
+	}
+	if resets {
+		i := lua.KeyResetsOfReset
+		if record {
+			i = lua.KeyResetsOfSettle
+		}
+		call.keys[i], n = s[recordEnd:resetsEnd], i+1
 	}
 	for k := range m {
 		call.keys[n+k] = s[leaseCuts[k].from:leaseCuts[k].to]

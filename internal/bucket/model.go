@@ -26,6 +26,11 @@ type Model struct {
 	sets             map[string]*modelSet         // concurrency rules' sorted sets, by key (LeaseKey)
 	leaseIDs         map[string]modelLeaseID      // by identity, 0 and the model's id
 	reservedAt       time.Time                    // while a settle gives back: its reserve's time (quotas give back in its window only)
+	// resets is when each rule was last reset (Unix ms), by identity, 0 and rule name:
+	// a settle gives nothing back to a rule reset at or after its reserve. The script's
+	// live bucketgate.MaxTTL, past which a reset is older than any reserve a settle may
+	// still settle: the model keeps them.
+	resets map[string]int64
 }
 
 // ModelBucket is one bucket's state as the script stores it: Tokens (a double) as of
@@ -96,6 +101,7 @@ func (m *Model) key(name string, nowUS int64) *modelKey {
 // quota's room) and, for a quota, its count, its window's end (Unix seconds) and the ms
 // until then; and its marks (see ModelBucket, ModelQuota).
 type ruleState struct {
+	give    int64 // what a refund gives it: 0 for a rule reset since the reserve of the settle that refunds
 	level   float64
 	count   int64
 	end     int64
@@ -132,6 +138,10 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	allowed := true
 	for i, r := range q.Rules {
 		st := &states[i]
+		st.give = give
+		if at, ok := m.resets[q.Identity+"\x00"+r.Name]; ok && !m.reservedAt.IsZero() && at >= m.reservedAt.UnixMilli() {
+			st.give = 0 // the reset refilled what the reserve took
+		}
 		if r.IsQuota() {
 			// The stored count applies until its window's end; then the window that
 			// holds now counts from 0.
@@ -150,14 +160,14 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 			}
 			st.qend = float64(ceilDiv(st.end*1_000_000-nowUS, 1000))
 			if _, end := r.Window(m.reservedAt); m.reservedAt.IsZero() || end.Unix() == st.end {
-				st.count = max(0, st.count-give)
+				st.count = max(0, st.count-st.give)
 			}
 			st.level = float64(max(0, r.Limit-st.count))
 		} else {
 			st.level = float64(r.Capacity)
 			if k != nil && op != bucketgate.OpReset {
 				if b, ok := k.buckets[r.Name]; ok {
-					st.level, st.limited = refill(b, r, nowUS, float64(give)), b.Limited
+					st.level, st.limited = refill(b, r, nowUS, float64(st.give)), b.Limited
 				}
 			}
 		}
@@ -262,8 +272,14 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	switch {
 	case op == bucketgate.OpReset:
 		m.remove(key, q.Rules)
+		if m.resets == nil {
+			m.resets = map[string]int64{}
+		}
+		for _, r := range q.Rules {
+			m.resets[q.Identity+"\x00"+r.Name] = floorDiv(nowUS, 1000)
+		}
 	case op == bucketgate.OpRefund:
-		m.refund(key, q.Rules, states, give)
+		m.refund(key, q.Rules, states)
 	case allowed && qcost > 0:
 		k = m.write(key, q.Rules, states, nowUS)
 		at := ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond)
@@ -445,12 +461,12 @@ func (m *Model) write(key string, rules []bucketgate.Rule, states []ruleState, n
 	return k
 }
 
-// refund adds give tokens to the stored count of every bucket with state, at its stamp,
-// capped at the rule's capacity unless the count holds more already: a refund never
-// lowers a bucket, whatever capacity and rate its rules give. A quota's count in the
-// current window (states) goes down by give, to 0 at least. Stamps, windows and expiry
-// stand.
-func (m *Model) refund(key string, rules []bucketgate.Rule, states []ruleState, give int64) {
+// refund adds each rule's give tokens (states) to the stored count of every bucket with
+// state, at its stamp, capped at the rule's capacity unless the count holds more
+// already: a refund never lowers a bucket, whatever capacity and rate its rules give. A
+// quota's count in the current window (states) goes down by its give, to 0 at least.
+// Stamps, windows and expiry stand.
+func (m *Model) refund(key string, rules []bucketgate.Rule, states []ruleState) {
 	k := m.keys[key]
 	if k == nil {
 		return
@@ -467,7 +483,7 @@ func (m *Model) refund(key string, rules []bucketgate.Rule, states []ruleState, 
 		if !ok {
 			continue
 		}
-		if raised := math.Min(b.Tokens+float64(give), float64(r.Capacity)); raised > b.Tokens {
+		if raised := math.Min(b.Tokens+float64(states[i].give), float64(r.Capacity)); raised > b.Tokens {
 			b.Tokens = raised
 			k.buckets[r.Name] = b
 		}

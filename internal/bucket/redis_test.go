@@ -555,6 +555,7 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"hold: a settle of an estimate of 0", []string{"s1", "0", "0 1 1000", "b:tokens", "b:ts", "10", "1"}, "a settle must be"},
 		{"hold: a settle without its expiry", []string{"s1", "0", "5 1000", "b:tokens", "b:ts", "10", "1"}, "a settle must be"},
 		{"hold: a settle after its expiry", []string{"s1", "0", "5 1 1000", "b:tokens", "b:ts", "10", "1"}, "reservation expired at 1 ms"},
+		{"hold: a settle with its reserve's time, no resets", []string{"s1", "0", "5 9999999999999 1000 1", "b:tokens", "b:ts", "10", "1"}, "and its resets, KEYS[4], with the time"},
 		{"usage kept 0 days", []string{"1", "0", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept, a whole number from 1 to 400, and its archive"},
 		{"usage kept 401 days", []string{"1", "401", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept"},
 		{"usage kept half a day", []string{"1", "1.5", "b:tokens", "b:ts", "10", "1"}, "usage needs the days it is kept"},
@@ -583,6 +584,7 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{"duplicate rule", []string{"1", "a:tokens", "a:ts", "a:tokens", "a:ts", "10", "1", "10", "1"}, "rule a appears twice"},
 		{"duplicate third rule", []string{"1", "a:tokens", "a:ts", "b:tokens", "b:ts", "a:tokens", "a:ts", "10", "1", "10", "1", "5", "1"}, "rule a appears twice"},
 		{"reset, bad rule", []string{"reset", "b:tokens", "b:ts", "10", "0"}, "rule b: refill per second"},
+		{"reset without its resets", []string{"reset", "b:tokens", "b:ts", "10", "1"}, "or reset (with its resets, KEYS[2])"},
 		{"lease: concurrency 0", []string{"1", "0", "@1000/0 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
 		{"lease: concurrency above 10000", []string{"1", "0", "@1000/10001 n", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
 		{"lease: no nonce", []string{"1", "0", "@1000/2", "b:tokens", "b:ts", "10", "1"}, "a lease must be @"},
@@ -607,6 +609,9 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 			keys := []string{bucket.Key("x")}
 			if strings.HasPrefix(tt.name, "usage kept") { // with the archive: the days are at fault
 				keys = append(keys, bucket.UsageKey("x"))
+			}
+			if strings.HasPrefix(tt.name, "reset,") { // with its resets: the rule is at fault
+				keys = append(keys, bucket.Key("x")+lua.ResetSuffix)
 			}
 			if strings.HasPrefix(tt.name, "hold") { // with the record: the hold is at fault
 				keys = append(keys, bucket.UsageKey("x"), bucket.Key("x")+lua.RecordInfix+"n")

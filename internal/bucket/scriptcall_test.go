@@ -47,7 +47,7 @@ func TestScriptCall(t *testing.T) {
 		{
 			name:     "reset",
 			q:        bucketgate.Request{Identity: "t", Op: bucketgate.OpReset, Rules: []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}},
-			wantKey:  "bg:{t}",
+			wantKey:  "bg:{t} bg:{t}:reset",
 			wantArgs: []string{"reset", "burst:tokens", "burst:ts", "10", "1"},
 		},
 		{

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +187,59 @@ func TestSettleGivesBackInItsWindow(t *testing.T) {
 			after := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"cost":0}`)))
 			if !c.Allowed || after.Rules[1].Remaining != tt.want || after.Rules[0].Remaining != 100-held {
 				t.Fatalf("reserve %+v, cancel %+v: then %+v, want the quota at %d and the burst at %d", r, c, after.Rules, tt.want, 100-held)
+			}
+		})
+	}
+}
+
+// TestSettleAfterResetGivesNothing: a reset refills every rule it names, what a
+// reservation took from it included, so a settle below the estimate (or a cancel) of a
+// reservation made before the reset gives that rule nothing back: reserved 8 of 10,
+// reset, 10 spent and the 8 given back again would admit 18 where 10 were. A rule the
+// reset did not name, or a reset before the reserve, gives back as before.
+func TestSettleAfterResetGivesNothing(t *testing.T) {
+	const (
+		bucket = `{"name":"b","capacity":10,"refillPerSecond":0.001}`
+		quota  = `{"name":"q","limit":10,"period":"day"}`
+		cancel = `"op":"cancel"`
+	)
+	srv := redistest.Start(t)
+	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+	for _, tt := range []struct {
+		name, rules, reset string  // the reservation's rules, the reset's
+		resetFirst         bool    // the reset comes before the reserve
+		op                 string  // the cancel or the settle
+		want               []int64 // each rule's remaining after the reserve of 8, the reset, a spend of what is left and the settle
+	}{
+		{"a bucket, cancelled", bucket, bucket, false, cancel, []int64{0}},
+		{"a quota, cancelled", quota, quota, false, cancel, []int64{0}},
+		{"a bucket and a quota, settled at 3", bucket + "," + quota, bucket + "," + quota, false, `"op":"settle","cost":3`, []int64{0, 0}},
+		{"a bucket and a quota, the quota reset", bucket + "," + quota, quota, false, cancel, []int64{8, 8}},
+		{"a rule the reset did not name", bucket, `{"name":"other","capacity":10,"refillPerSecond":0.001}`, false, cancel, []int64{8}},
+		{"a reset before the reserve", bucket + "," + quota, bucket + "," + quota, true, cancel, []int64{8, 8}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			key := `{"key":"` + strings.ReplaceAll(tt.name, " ", "-") + `","rules":[`
+			rules, reset := key+tt.rules+`]`, key+tt.reset+`],"op":"reset"}`
+			if tt.resetFirst {
+				f.invokeOK(t, []byte(reset))
+				time.Sleep(2 * time.Millisecond) // a reset in the reserve's millisecond counts as after it
+			}
+			r := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"op":"reserve","cost":8}`)))
+			if !tt.resetFirst {
+				f.invokeOK(t, []byte(reset))
+			}
+			if left := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"cost":0}`))).Remaining; left > 0 {
+				decodeResponse(t, f.invokeOK(t, []byte(fmt.Sprintf(`%s,"cost":%d}`, rules, left))))
+			}
+			s := decodeResponse(t, f.invokeOK(t, []byte(fmt.Sprintf(`%s,%s,"reservation":%q}`, rules, tt.op, r.Reservation))))
+			after := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"cost":0}`)))
+			var left []int64
+			for _, rule := range after.Rules {
+				left = append(left, rule.Remaining)
+			}
+			if !s.Allowed || !slices.Equal(left, tt.want) {
+				t.Fatalf("reserve %+v, %s %+v: then %v left, want %v", r, tt.op, s, left, tt.want)
 			}
 		})
 	}

@@ -28,7 +28,12 @@
 --           the sorted set of each concurrency rule, "<prefix>{<identity>}:c:<rule>", in
 --           the hold's order, after KEYS[2] only with usage or a record, and KEYS[3]
 --           only with a record.
--- KEYS[2]   with usage or a hold only: the identity's usage archive, "<prefix>{<identity>}:usage"
+-- KEYS[2|4] the identity's resets, a reset's KEYS[2] and KEYS[4] of a settle that gives
+--           back with its reserve's time: "<prefix>{<identity>}:reset", a hash of one
+--           field per rule a reset named, its name, = when (Unix ms), living 3600000 ms
+--           (bucketgate.MaxTTL, a reservation's longest ttl) past the last reset (see
+--           "Holds" below). Neither a check nor another settle reads it.
+-- KEYS[2]   with usage or a hold only (but a reset's): the identity's usage archive, "<prefix>{<identity>}:usage"
 --           (the same hash tag: the same cluster slot), a hash of one field per earlier
 --           day D, "<D>" = "<allowed> <cost> <limited>".
 -- ARGV      first f values (f = #ARGV % 4) that apply to the call, then the rules':
@@ -40,7 +45,8 @@
 --                         never above its capacity, and never lowering a rule (see
 --                         below); a quota's count lowered by n, to 0 at least.
 --               "reset"   every rule's fields removed: every rule full again (the key goes
---                         with its last field).
+--                         with its last field); each rule's name and now (Unix ms) written
+--                         to its resets, KEYS[2], which live 3600000 ms more.
 --   f = 2     ARGV[1], the operation, and ARGV[2], the days usage is kept (1 to 400,
 --             today included): a check that takes tokens (cost >= 1) counts in the usage
 --             of the day; another operation ignores it (a settle's is f = 3).
@@ -153,9 +159,11 @@
 -- or past its reservation's expiry (Unix ms; an error, the estimate stays taken) unless it
 -- was settled before, whose outcome then answers from its record (GET); otherwise
 -- an actual cost below the estimate is a refund of the difference (as above; a hold
--- "<estimate> <expiry> <life> <w1>,...,<wn>" gives each quota's window end, Unix s, at the
--- reserve: a quota gives back only in that window, as a later one never held the
--- estimate), above it a
+-- "<estimate> <expiry> <life> <reserved>" gives its reserve's time, Unix ms: a rule whose
+-- reset (KEYS[4], one HMGET) came at or after it gives nothing back, as the reset refilled
+-- what the reserve took; a mark that is not a number stops it with Lua's error; and
+-- then " <w1>,...,<wn>" each quota's window end, Unix s, at the reserve: a quota gives
+-- back only in that window, as a later one never held the estimate), above it a
 -- debit of the difference that never denies: a bucket goes down to minus its capacity at
 -- most, a quota's count up to twice its limit at most, every rule is written as by a check;
 -- with usage (ARGV[2] not '0') it corrects the day's cost by the actual cost less the
@@ -313,8 +321,9 @@ local cost, give, op, keep = 1, 0 -- op: nil for a check, else 'refund' or 'rese
 -- life ms past it), debit for a settle that takes more than its estimate.
 local rec, life, fp, settle, est, exp, debit
 -- rwins: a settle's window end (Unix s) of each rule at its reserve, when it gives back
--- to a quota: a quota gives back only in that window.
-local rwins
+-- to a quota: a quota gives back only in that window. rsv: its reserve's time (Unix ms),
+-- when it gives back: a rule reset since then gives nothing back.
+local rwins, rsv
 -- With a lease ("Leases" in the header): lease its text, read only when it is taken
 -- (or released), after the other rules allowed the check; then lmost the most in flight
 -- of each concurrency rule (its sorted set is KEYS[lk + k]), lnonce the lease's member,
@@ -329,9 +338,10 @@ if o > 0 then
     elseif string.byte(cost) == 115 then -- 's': a settle at the actual cost that follows
       settle, cost = tonumber(string.sub(cost, 2)), '0'
       local wins
-      est, exp, life, wins = string.match(hold, '^(%d+) (%d+) (%d+) ?([%d,]*)$')
-      if not (settle and settle >= 0 and settle <= 1e9 and settle % 1 == 0 and life and est + 0 >= 1 and est + 0 <= 1e9 and life + 0 >= 1 and rec) then
-        return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its reservation\'s estimate (1 to 1e9), expiry and the ms its record lives (1 or more), then perhaps each rule\'s window end at the reserve, and its record, KEYS[3]')
+      est, exp, life, rsv, wins = string.match(hold, '^(%d+) (%d+) (%d+) ?(%d*) ?([%d,]*)$')
+      if rsv == '' then rsv = nil end
+      if not (settle and settle >= 0 and settle <= 1e9 and settle % 1 == 0 and life and est + 0 >= 1 and est + 0 <= 1e9 and life + 0 >= 1 and rec and (not rsv or KEYS[4])) then
+        return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its reservation\'s estimate (1 to 1e9), expiry and the ms its record lives (1 or more), then perhaps its reserve\'s time and each rule\'s window end at the reserve, and its record, KEYS[3] (and its resets, KEYS[4], with the time)')
       end
       if wins ~= '' then
         rwins = {}
@@ -353,12 +363,12 @@ if o > 0 then
       cost = n
     elseif n and n <= -1 and n % 1 == 0 then
       cost, give, op = 0, -n, 'refund'
-    elseif cost == 'reset' then
+    elseif cost == 'reset' and KEYS[2] then
       cost, op = 0, 'reset'
     elseif cost == 'release' and lease then
       cost, op = 0, 'release'
     else
-      return redis.error_reply('ERR bucketgate: operation must be a whole number (a cost >= 0, or -n to refund n) or reset')
+      return redis.error_reply('ERR bucketgate: operation must be a whole number (a cost >= 0, or -n to refund n) or reset (with its resets, KEYS[2])')
     end
   end
   -- The days usage is kept stay ARGV's string until a write needs them (the day's
@@ -428,6 +438,22 @@ if rec then
         return redis.error_reply('ERR bucketgate-hold: requestId was used first for another request (operation, cost, ttl or rules): a new request needs a new requestId')
       end
       return {f + 0, w + 0, r + 0, n + 0, 1, 0} -- decided before: its first decision
+    end
+  end
+end
+-- gone: by i, the rules of a settle that gives back which a reset named at or after its
+-- reserve: they give nothing back (the reset refilled what the reserve took).
+local gone
+if rsv and give > 0 then
+  local f = {}
+  for i = 1, n2, 2 do f[#f + 1] = string.match(argv[o + i], '^[^:]*') end
+  local marks = call('HMGET', KEYS[4], unpack(f))
+  rsv = rsv + 0
+  for i = 1, n2, 2 do
+    local at = marks[(i + 1) / 2]
+    if at and at + 0 >= rsv then
+      gone = gone or {}
+      gone[i] = true
     end
   end
 end
@@ -599,7 +625,7 @@ for i = 1, n2, 2 do
       ends = ends or {}
       ends[i] = qend
     end
-    if give > 0 and not (rwins and rwins[(i + 1) / 2] ~= we) then
+    if give > 0 and not (rwins and rwins[(i + 1) / 2] ~= we or gone and gone[i]) then
       count = count - give
       if count < 0 then count = 0 end
     end
@@ -676,7 +702,8 @@ for i = 1, n2, 2 do
         end
         elapsed = 0
       end
-      level = level + elapsed * rate / 1000000 + give
+      level = level + elapsed * rate / 1000000
+      if give > 0 and not (gone and gone[i]) then level = level + give end
       if level > cap then
         if level == huge then level = -huge else level = cap end
       end
@@ -961,7 +988,7 @@ if allowed == 1 and most > 0 then
           if cap < 0 then cap = -cap end -- a shadow rule
           local raised = count + give
           if raised > cap then raised = cap end
-          if raised > count then v = raised end
+          if raised > count and not (gone and gone[i]) then v = raised end
         end
         if v then
           if w then w[#w + 1], w[#w + 2] = argv[o + i], v else call('HSET', key, argv[o + i], v) end
@@ -972,6 +999,10 @@ if allowed == 1 and most > 0 then
   end
 elseif op == 'reset' then -- a refund is always allowed (a settle at its estimate gives 0), a check never gets here with op
   call('HDEL', key, unpack(argv, o + 1, o + n2))
+  local f, ms = {}, string.format('%d', (now - now % 1000) / 1000)
+  for i = 1, n2, 2 do f[i], f[i + 1] = string.match(argv[o + i], '^[^:]*'), ms end
+  call('HSET', KEYS[2], unpack(f))
+  call('PEXPIRE', KEYS[2], '3600000')
 elseif keep and allowed == 0 then
   -- A denial counted in usage: its one write. It may be the day's first when the day
   -- has no allowed check yet: then the days kept are read and checked first.

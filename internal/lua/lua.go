@@ -24,14 +24,23 @@ var BucketSHA1 = func() string {
 
 // KEYS of bucket.lua, by index: the identity's state hash, and with usage (Args.Usage)
 // or a hold (Args.Hold) its usage archive, and with a hold the record of the request or
-// of its reservation (RecordInfix), all in the same cluster slot. KeysMax is the most
-// keys a call has.
+// of its reservation (RecordInfix), all in the same cluster slot; a reset's resets
+// (ResetSuffix) at KeyResetsOfReset, and a settle's that sends its reserve's time at
+// KeyResetsOfSettle. KeysMax is the most keys a call has.
 const (
-	KeyState  = 0
-	KeyUsage  = 1
-	KeyRecord = 2
-	KeysMax   = KeyLeases + MaxLeaseRules
+	KeyState          = 0
+	KeyUsage          = 1
+	KeyRecord         = 2
+	KeyResetsOfReset  = 1
+	KeyResetsOfSettle = 3
+	KeysMax           = KeyLeases + MaxLeaseRules
 )
+
+// ResetSuffix follows the state hash's key in the key of the identity's resets: a hash
+// of one field per rule a reset named, its name, = when (Unix ms), which lives
+// bucketgate.MaxTTL past the last reset. A settle below its estimate gives nothing back
+// to a rule reset at or after its reserve: the reset refilled what the reserve took.
+const ResetSuffix = ":reset"
 
 // With a lease (LeaseMark), the last KEYS are the concurrency rules' sorted sets, in
 // the hold's order: "<state key>" + LeaseInfix + the rule's name, a member per lease
@@ -124,8 +133,9 @@ const ArgUsageDays = 1
 
 // ArgHold is the index in ARGV of the hold, when Args.Hold: for a settle, "<estimate>
 // <expiry> <life>", its reservation's estimate and expiry (Unix ms) and how long its
-// record lives past that (ms), and when it gives back to a quota " <w1>,...,<wn>", each
-// rule's window end (Unix s, 0 for a bucket) at its reserve; for an idempotent request, "<life> <fingerprint>"; with
+// record lives past that (ms), and when it gives back " <reserved>", its reserve's time
+// (Unix ms: a rule reset since gives nothing back), then with a quota " <w1>,...,<wn>",
+// each rule's window end (Unix s, 0 for a bucket) at its reserve; for an idempotent request, "<life> <fingerprint>"; with
 // concurrency rules, the lease (LeaseMark), alone or after an idempotent request's and a
 // space.
 const ArgHold = 2

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bucketgate/bucketgate/checkapi"
 )
 
 // minutes returns n minutes of the same data, by metric id (a metric math alarm's) or
@@ -292,5 +294,30 @@ func TestTemplateGradualDeployment(t *testing.T) {
 	}
 	if _, ok := rs["OperatorFunctionAliaslive"]; ok {
 		t.Errorf("the operator function has an alias: operators invoke it as it is, and it takes no part in gradual deployments")
+	}
+}
+
+// Every function error of the check function counts in CheckErrorsAlarm (Lambda's
+// Errors, less the refusals alone): the alarm's description and its row of the runbook
+// name each errorType the function answers, so that whoever it pages knows each cause.
+func TestCheckErrorsAlarmNamesEveryErrorType(t *testing.T) {
+	const alarm, doc = "CheckErrorsAlarm", "docs/operations.md"
+	desc, _ := deploy(t, readTemplate(t, limiter)).resources(t)[alarm].Properties["AlarmDescription"].(string)
+	var row string
+	for line := range strings.Lines(readFile(t, doc)) {
+		if strings.HasPrefix(line, "| `"+alarm+"` |") {
+			row = line
+		}
+	}
+	if row == "" {
+		t.Fatalf("%s has no row for %s", doc, alarm)
+	}
+	for _, typ := range []string{checkapi.ErrorTypeInvalidRequest, checkapi.ErrorTypeConflict, checkapi.ErrorTypeUnavailable} {
+		if !strings.Contains(desc, typ) {
+			t.Errorf("%s's description does not name %s, which counts in it: %q", alarm, typ, desc)
+		}
+		if !strings.Contains(row, "`"+typ+"`") {
+			t.Errorf("%s: the row of %s does not name %s, which counts in it: %s", doc, alarm, typ, row)
+		}
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"testing"
 )
 
-// The authorizer decides a request by the path the backend receives, as it is sent:
-// a percent-encoded '#' or '?' stays inside its segment for the service behind the
-// gateway, so it must for the route too. Decoded first, "/files/a%23/delete" read as
-// "/files/a" and escaped the cost of the route the service then served it by.
+// The authorizer decides a request by the path the backend receives, as it is sent, as
+// routes match (internal/testkit/samples/path-variants.json): a percent-encoded '#',
+// '?' or '/' stays inside its segment for the service behind the gateway, so it must
+// for the route too. Decoded first, "/files/a%23/delete" read as "/files/a", and
+// "/files/a%2Fb/delete" as four segments, and both escaped the cost of the route the
+// service then served them by.
 func TestRoutesMatchThePathTheBackendReceives(t *testing.T) {
 	srv, requests := recordingBackend(t)
 	const doc = `{defaultPlan: free, plans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]},
@@ -21,6 +23,7 @@ func TestRoutesMatchThePathTheBackendReceives(t *testing.T) {
 		{"encoded #", "/files/a%23/delete", "/files/a%23/delete"},
 		{"encoded ?", "/files/a%3F/delete", "/files/a%3F/delete"},
 		{"encoded # and ?", "/files/%23%3F/delete", "/files/%23%3F/delete"},
+		{"encoded /", "/files/a%2Fb/delete", "/files/a%2Fb/delete"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +51,25 @@ func TestRoutesMatchThePathTheBackendReceives(t *testing.T) {
 				t.Errorf("%s: X-RateLimit-Remaining %q, want 0: the route /files/*/delete costs 10 of the 10", tc.path, left)
 			}
 		})
+	}
+}
+
+// The access log writes a request's path as sent: a percent-encoded line break stays
+// encoded, so a client cannot write lines of its own into the gateway's output.
+func TestAccessLogShowsThePathAsSent(t *testing.T) {
+	g := startGateway(t, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
+	const forged = "00:00:00 GET /admin -> 200"
+	path := "/x%0A" + strings.ReplaceAll(strings.ReplaceAll(forged, " ", "%20"), ">", "%3E")
+	if r := g.get(t, path, ""); r.status != http.StatusOK {
+		t.Fatalf("GET %s: %d", path, r.status)
+	}
+	out := g.stdout.String()
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, forged) {
+			t.Errorf("the access log holds a line the client wrote:\n%s", out)
+		}
+	}
+	if !strings.Contains(out, "GET "+path+" -> 200") {
+		t.Errorf("the access log does not show the path as sent, %s:\n%s", path, out)
 	}
 }

@@ -144,13 +144,14 @@ func registryWhere(getenv func(string) string) string {
 // envDynamoDBEndpoint is the AWS SDK's own variable for a DynamoDB endpoint of its own.
 const envDynamoDBEndpoint = "AWS_ENDPOINT_URL_DYNAMODB"
 
-// accessLog writes one line per request to w: method, path and the answer's status,
-// with Retry-After when there is one.
+// accessLog writes one line per request to w: method, path (as sent: a percent-encoded
+// line break stays encoded, so a client writes no line of its own) and the answer's
+// status, with Retry-After when there is one.
 func accessLog(w io.Writer, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: rw, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		line := fmt.Sprintf("%s %s %s -> %d", time.Now().Format(time.TimeOnly), r.Method, r.URL.Path, rec.status)
+		line := fmt.Sprintf("%s %s %s -> %d", time.Now().Format(time.TimeOnly), r.Method, r.URL.EscapedPath(), rec.status)
 		if ra := rec.Header().Get("Retry-After"); ra != "" {
 			line += " Retry-After: " + ra
 		}

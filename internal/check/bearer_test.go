@@ -502,3 +502,36 @@ func TestSettleByReservationAfterARoll(t *testing.T) {
 		}
 	}
 }
+
+// TestBearerLookupsRunTogether: the registry lookups of a batch of settles by the
+// reservation alone run concurrently, as a batch of tenants' do: a cold batch costs
+// about one read's time, not one per key, and a slow table leaves none of them to the
+// invocation's deadline. The table here answers only once both keys' reads wait
+// together; read one after the other, the first waited for the second until the
+// deadline, and both settles were answered unavailable.
+func TestBearerLookupsRunTogether(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	payload := fmt.Appendf(nil, `{"checks":[%s,%s]}`, settlePayload(b.reserve(t, "alice"), 100), settlePayload(b.reserve(t, "carol"), 100))
+	b.src.Gate = make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // bounds a failure only
+	defer cancel()
+	go func() {
+		for b.src.Held() < 2 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		close(b.src.Gate)
+	}()
+	out, err := lambda.NewHandler(b.check.h).Invoke(ctx, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got checkapi.BatchResult
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Results) != 2 {
+		t.Fatalf("%s (%v): want 2 results", out, err)
+	}
+	for i, r := range got.Results {
+		if r.Reason != checkapi.ReasonOK || r.Settled != 100 {
+			t.Errorf("results[%d] = %+v: want settled at 100", i, r)
+		}
+	}
+}

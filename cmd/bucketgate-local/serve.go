@@ -88,6 +88,11 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	if v, _ := live.Current(ctx); v.Config != nil {
 		cfg, version = v.Config, v.Version
 	}
+	if !onLoopback(l.Addr()) {
+		fmt.Fprintf(stderr, "serve: warning: %s is reachable from other machines, and nothing there checks who calls: "+
+			"anyone who reaches it may invoke the check function (reset any identity's buckets, read its usage) "+
+			"and send requests as the source address they connect from; -addr 127.0.0.1:PORT keeps it to this machine\n", l.Addr())
+	}
 	url := "http://" + l.Addr().String()
 	if err := printBanner(stdout, banner{
 		URL:       url,
@@ -123,6 +128,13 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 		err = errors.Join(err, serveErr)
 	}
 	return err
+}
+
+// onLoopback reports whether addr is a loopback address, which only this machine can
+// reach.
+func onLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // registryWhere says where the authorizer finds API keys: the DynamoDB table of

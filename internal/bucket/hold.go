@@ -126,11 +126,14 @@ func (r reservation) id(kind string, secret []byte, identity string, rules []buc
 }
 
 // parseID reads q's id of kind, made under secret for q's identity and rules; its error
-// wraps ErrConflict for any other.
+// wraps ErrConflict for any other, and says so of an id of the other kind (MisplacedID).
 func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, error) {
 	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, kind, textcut.Marked(q.ID, 32))
 	payload, sum, ok := cutID(q.ID)
 	if !ok || !hmac.Equal([]byte(sum), []byte(mac(secret, kind, q.Identity, namesPrint(q.Rules), payload))) {
+		if err := MisplacedID(q.ID, kind == kindLease); err != nil {
+			return reservation{}, err
+		}
 		return reservation{}, refused
 	}
 	r, ok := decodePayload(payload)
@@ -139,6 +142,26 @@ func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, err
 		return reservation{}, refused // signed, so never: but bounds are checked where read
 	}
 	return r, nil
+}
+
+// MisplacedID returns the error of id sent as a lease (lease true) or as a reservation
+// when it is spelled as an id of the other kind (a lease's carries no estimate, a
+// reservation's does): a conflict that says which it is, since no secret verifies it as
+// the kind it was sent as; nil otherwise. It verifies nothing: the id's kind only words
+// the refusal of an id refused anyway.
+func MisplacedID(id string, lease bool) error {
+	payload, _, ok := cutID(id)
+	if !ok {
+		return nil
+	}
+	r, ok := decodePayload(payload)
+	switch {
+	case !ok || (r.estimate == 0) == lease:
+		return nil
+	case lease:
+		return fmt.Errorf("%w: %s %q: a reservation's id, not a lease's: a settle or a cancel ends it", bucketgate.ErrConflict, kindLease, textcut.Marked(id, 32))
+	}
+	return fmt.Errorf("%w: %s %q: a lease's id, not a reservation's: a release returns it", bucketgate.ErrConflict, kindReservation, textcut.Marked(id, 32))
 }
 
 // cutID returns the payload and the MAC of id, as written; false when id is not

@@ -186,6 +186,15 @@ func TestSettleRefused(t *testing.T) {
 		return err
 	}
 	forged := forge(r.Reservation)
+	both := []bucketgate.Rule{{Name: "streams", Concurrency: 2}, rules[0]}
+	held, err := l.Decide(ctx, bucketgate.Request{Identity: "c", Rules: both, Op: bucketgate.OpReserve, Cost: 1})
+	if err != nil || held.Reservation == "" || held.Lease == "" {
+		t.Fatal(held, err)
+	}
+	release := func(id string) error {
+		_, err := l.Decide(ctx, bucketgate.Request{Identity: "c", Rules: both, Op: bucketgate.OpRelease, ID: id})
+		return err
+	}
 	for _, tt := range []struct {
 		name, want string
 		err        error
@@ -196,6 +205,8 @@ func TestSettleRefused(t *testing.T) {
 		{"of another identity", "not an id this limiter made", settle(l, r.Reservation, "b", rules)},
 		{"of another secret", "not an id this limiter made", settle(other, r.Reservation, "a", rules)},
 		{"of other rules", "not an id this limiter made", settle(l, r.Reservation, "a", []bucketgate.Rule{{Name: "x", Capacity: 10, RefillPerSecond: 1}})},
+		{"a lease's", `lease's id, not a reservation's: a release returns it`, settle(l, held.Lease, "c", both)},
+		{"released, a reservation's", `reservation's id, not a lease's: a settle or a cancel ends it`, release(held.Reservation)},
 	} {
 		if !errors.Is(tt.err, bucketgate.ErrConflict) || !strings.Contains(tt.err.Error(), tt.want) {
 			t.Errorf("%s: %v, want ErrConflict saying %q", tt.name, tt.err, tt.want)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -54,12 +55,16 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 	if err := parseHold(path, m, &c.req); err != nil {
 		return check{}, err
 	}
+	name := fieldReservation
+	if op == bucketgate.OpRelease {
+		name = fieldLease
+	}
+	if err := bucket.MisplacedID(c.req.ID, op == bucketgate.OpRelease); err != nil { // before its route says what it cannot
+		c.refused = fmt.Errorf("%s: %w", field(path, name), err)
+		return c, nil
+	}
 	cl, err := claims.Read(c.req.ID)
 	if err != nil {
-		name := fieldReservation
-		if op == bucketgate.OpRelease {
-			name = fieldLease
-		}
 		c.refused = fmt.Errorf("%s: %w: %w; a %s of the check function's names its %s (or %s) and %s (or %s)",
 			field(path, name), bucketgate.ErrConflict, err, name, fieldKey, fieldIdentity, fieldPlan, fieldRules)
 		return c, nil

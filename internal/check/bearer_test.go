@@ -361,6 +361,8 @@ func TestSettleByReservationRefused(t *testing.T) {
 		{"the check function's own id alone", string(settlePayload(own.Reservation, 1)), checkapi.ErrorTypeConflict, "names its key (or identity)", b.check},
 		{"the route's rules changed", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "not an id this limiter made for the identity and rules", changed},
 		{"the route gone", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "route (" + c.Route + ") is no longer in the configuration", gone},
+		{"released as a lease", fmt.Sprintf(`{"op":"release","lease":%q}`, id), checkapi.ErrorTypeConflict, "lease: conflict: lease \"r2.", b.check},
+		{"released as a lease, said so", fmt.Sprintf(`{"op":"release","lease":%q}`, id), checkapi.ErrorTypeConflict, "a reservation's id, not a lease's: a settle or a cancel ends it", b.check},
 		{"a check by the id alone", fmt.Sprintf(`{"reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
 		{"a reserve by the id alone", fmt.Sprintf(`{"op":"reserve","reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
 		{"a settle without its cost", fmt.Sprintf(`{"op":"settle","reservation":%q}`, id), checkapi.ErrorTypeInvalidRequest, "cost: missing", b.check},
@@ -448,9 +450,11 @@ func TestReleaseByLeaseAlone(t *testing.T) {
 		t.Fatalf("a stream after the release: context %v: want allowed", again)
 	}
 	for name, tt := range map[string]struct{ payload, errType, want string }{
-		"forged":        {fmt.Sprintf(`{"op":"release","lease":%q}`, forged(lease)), checkapi.ErrorTypeConflict, "not an id this limiter made"},
-		"settled":       {fmt.Sprintf(`{"op":"settle","lease":%q,"cost":1}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: missing: a settle needs the reservation"},
-		"a reservation": {fmt.Sprintf(`{"op":"release","reservation":%q}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: only with op settle or cancel"},
+		"forged":                     {fmt.Sprintf(`{"op":"release","lease":%q}`, forged(lease)), checkapi.ErrorTypeConflict, "not an id this limiter made"},
+		"settled":                    {fmt.Sprintf(`{"op":"settle","lease":%q,"cost":1}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: missing: a settle needs the reservation"},
+		"a reservation":              {fmt.Sprintf(`{"op":"release","reservation":%q}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: only with op settle or cancel"},
+		"settled as a reservation":   {fmt.Sprintf(`{"op":"settle","reservation":%q,"cost":1}`, lease), checkapi.ErrorTypeConflict, "reservation: conflict: reservation \"r2."},
+		"cancelled as a reservation": {fmt.Sprintf(`{"op":"cancel","reservation":%q}`, lease), checkapi.ErrorTypeConflict, "a lease's id, not a reservation's: a release returns it"},
 	} {
 		_, err := b.check.invoke([]byte(tt.payload))
 		if fe := functionError(t, err); fe.Type != tt.errType || !strings.Contains(fe.Message, tt.want) {

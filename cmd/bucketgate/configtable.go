@@ -185,6 +185,10 @@ type configWrite struct {
 	bad  bool                            // it could not be read whole (hand-written)
 	copy bool                            // its copy is missing: written first
 	next registry.StoredConfig
+	cfg  *config.Config // next's document, loaded
+	// forced are the identities next leaves without a usable plan that --force let it
+	// leave so (broken's lines): the others found after the write were written meanwhile.
+	forced []string
 }
 
 // writeConfig writes doc, loaded as cfg, as the next version of the configuration,
@@ -231,7 +235,9 @@ func (t *keyTable) prepareConfig(ctx context.Context, doc string, cfg *config.Co
 			return w, fmt.Errorf("%w (--force writes it anyway, and the functions then treat them as unknown keys):\n%s", errPlansInUse, nameBroken(lines))
 		}
 		warn(fmt.Sprintf("--force: these active keys, tenants or accounts now count as unknown:\n%s", nameBroken(lines)))
+		w.forced = lines
 	}
+	w.cfg = cfg
 	w.version = max(w.cur.Version, h.latest()) + 1
 	if w.raw != nil {
 		w.previous = w.cur.Version
@@ -281,6 +287,22 @@ func (t *keyTable) commitConfig(ctx context.Context, w configWrite) error {
 	}
 	if err := t.putCopy(ctx, w.next); err != nil {
 		return fmt.Errorf("version %d is in force, but its copy was not written (the next put or rollback writes it): %w", w.version, err)
+	}
+	return t.recheck(ctx, w)
+}
+
+// recheck scans the table again once w is in force: a key, tenant or account written
+// between prepareConfig's scan and the write (checked by its command against the
+// document w replaced) may have no usable plan under w, and is named, as nothing else
+// would say so. The identities --force let w leave so are not named again.
+func (t *keyTable) recheck(ctx context.Context, w configWrite) error {
+	h, err := t.scan(ctx, true)
+	if err != nil {
+		return fmt.Errorf("version %d is in force, but the table could not be scanned again for keys, tenants or accounts written meanwhile (bucketgate keys list shows them): %w", w.version, err)
+	}
+	late := slices.DeleteFunc(broken(h.records, w.cfg, time.Now()), func(line string) bool { return slices.Contains(w.forced, line) })
+	if len(late) > 0 {
+		return fmt.Errorf("version %d is in force, but these active keys, tenants or accounts, written while this command ran, have no usable plan under it and count as unknown (bucketgate keys set-plan, accounts set-plan or config put mends them):\n%s", w.version, nameBroken(late))
 	}
 	return nil
 }

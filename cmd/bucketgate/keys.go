@@ -229,7 +229,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "created %s %s: the key above is shown this once, store it now\n", rec.ID, onWhat(rec))
-		return nil
+		return t.confirm(e.ctx, rec)
 	}
 }
 

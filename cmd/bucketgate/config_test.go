@@ -258,6 +258,44 @@ func TestConfigPutRacesARecordWrite(t *testing.T) {
 	}
 }
 
+// A document that renames or drops a route's rule which a key's own rule replaces would
+// turn that own rule, which limited the route's requests, into a rule of every request
+// of the key (and the other way round): put refuses it, naming the key, unless --force.
+func TestConfigPutRescopesOwnRules(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	const plans = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 100, refillPerSecond: 10}]\n"
+	upload := plans + "routes:\n  - {method: POST, path: /uploads, rules: [{name: uploads, capacity: 20, refill: 20, per: minute}]}\n"
+	c.ok("config", "put", file(t, "v1.yaml", upload))
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "uploads:2:0.01"))
+	id := keyID(key)
+	c.ok("keys", "create", "--tenant", "t-plain", "--plan", "free")
+	for _, tc := range []struct {
+		name, doc string
+	}{
+		{"the route dropped", plans},
+		{"the route's rule renamed", strings.Replace(upload, "name: uploads", "name: upload", 1)},
+	} {
+		before := c.items()
+		code, stdout, stderr := c.run("config", "put", file(t, "v2.yaml", tc.doc))
+		if code != exitError || stdout != "" || !strings.Contains(stderr, "the document would change which requests the own rules of active keys, tenants or accounts limit (--force writes it anyway") ||
+			!strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") || strings.Contains(stderr, "t-plain") {
+			t.Errorf("%s: %d\n%s\nwant a refusal naming the key whose own rule would limit every request", tc.name, code, stderr)
+		}
+		if after := c.items(); after != before {
+			t.Errorf("%s: the refused put wrote:\n%s", tc.name, after)
+		}
+	}
+	code, _, stderr := c.run("config", "put", "--force", file(t, "v2.yaml", plans))
+	if code != exitOK || !strings.Contains(stderr, "warning: --force: the own rules of these active keys, tenants or accounts limit other requests now:\n  "+id) {
+		t.Fatalf("put --force: %d\n%s", code, stderr)
+	}
+	code, _, stderr = c.run("config", "put", file(t, "v3.yaml", upload))
+	if code != exitError || !strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited every request, and would limit the requests of routes[0] alone") {
+		t.Fatalf("a put that narrows it back: %d\n%s", code, stderr)
+	}
+}
+
 // Bad input: put exits 1 with the loader's error naming the field and writes nothing;
 // so do the other commands' mistakes.
 func TestConfigBadInput(t *testing.T) {

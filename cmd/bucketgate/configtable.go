@@ -160,6 +160,36 @@ func broken(records []registry.Record, cfg *config.Config, now time.Time) []stri
 	return out
 }
 
+// rescoped returns what cfg would change in the reach of the own rules of every active
+// record that cfg leaves a usable plan (see config.Config.Reach), was being the
+// document in force, as a line each: a rule that replaced a route's rule alone, and
+// limited that route's requests, and would be added to every request (the route's rule
+// renamed or dropped), or the other way round. A key of an account has none: its own
+// rules never replace one.
+func rescoped(records []registry.Record, was, cfg *config.Config, now time.Time) []string {
+	var out []string
+	for _, rec := range records {
+		if !rec.Active(now) || rec.Account != "" || len(rec.Rules) == 0 {
+			continue
+		}
+		old, okOld := was.Plan(rec.Plan)
+		p, ok := cfg.Plan(rec.Plan)
+		if !okOld || !ok {
+			continue // unusable before, or after: broken's
+		}
+		for _, r := range rec.Rules {
+			from, to := was.Reach(old, r.Name), cfg.Reach(p, r.Name)
+			switch {
+			case from == "" && to != "":
+				out = append(out, fmt.Sprintf("%s (plan %s): rule %s limited every request, and would limit the requests of %s alone", oneLine(rec.ID), rec.Plan, r.Name, to))
+			case from != "" && to == "":
+				out = append(out, fmt.Sprintf("%s (plan %s): rule %s limited the requests of %s alone, and would limit every request", oneLine(rec.ID), rec.Plan, r.Name, from))
+			}
+		}
+	}
+	return out
+}
+
 // nameBroken returns the lines of broken, at most maxBroken of them and a count of the
 // rest, indented.
 func nameBroken(lines []string) string {
@@ -236,6 +266,14 @@ func (t *keyTable) prepareConfig(ctx context.Context, doc string, cfg *config.Co
 		}
 		warn(fmt.Sprintf("--force: these active keys, tenants or accounts now count as unknown:\n%s", nameBroken(lines)))
 		w.forced = lines
+	}
+	if was, err := w.cur.Load(); w.raw != nil && !w.bad && err == nil { // the shell's document may not be the functions'
+		if lines := rescoped(h.records, was, cfg, now); len(lines) > 0 {
+			if !force {
+				return w, fmt.Errorf("the document would change which requests the own rules of active keys, tenants or accounts limit (--force writes it anyway; bucketgate keys override or clear-overrides changes them first):\n%s", nameBroken(lines))
+			}
+			warn(fmt.Sprintf("--force: the own rules of these active keys, tenants or accounts limit other requests now:\n%s", nameBroken(lines)))
+		}
 	}
 	w.cfg = cfg
 	w.version = max(w.cur.Version, h.latest()) + 1

@@ -114,6 +114,23 @@ func (c *Config) namesake(p *Plan, name string) (where string, r bucketgate.Rule
 	return "", bucketgate.Rule{}, false
 }
 
+// Reach says which requests of an identity on plan p its own rule called name limits
+// (see Override): "" for every request (it replaces a rule of p, or is added to p's
+// rules), else where the first rule of its name that it replaces is, "routes[2]", as it
+// then limits the requests of the routes that have such a rule alone.
+func (c *Config) Reach(p *Plan, name string) string {
+	has := func(r bucketgate.Rule) bool { return r.Name == name }
+	if slices.ContainsFunc(p.Rules, has) {
+		return ""
+	}
+	for i, rules := range c.routeRules {
+		if slices.ContainsFunc(rules, has) {
+			return fmt.Sprintf("routes[%d]", i)
+		}
+	}
+	return ""
+}
+
 // replaces reports whether an override called name replaces a rule of p or of a route.
 func (c *Config) replaces(p *Plan, name string) bool {
 	has := func(r bucketgate.Rule) bool { return r.Name == name }

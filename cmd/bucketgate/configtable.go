@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
@@ -164,12 +165,12 @@ func broken(records []registry.Record, cfg *config.Config, now time.Time) []stri
 // record that cfg leaves a usable plan (see config.Config.Reach), was being the
 // document in force, as a line each: a rule that replaced a route's rule alone, and
 // limited that route's requests, and would be added to every request (the route's rule
-// renamed or dropped), or the other way round. A key of an account has none: its own
-// rules never replace one.
+// renamed or dropped), or the other way round. A key of an account has none (its own
+// rules never replace one), and neither has a tenant (no route applies to it).
 func rescoped(records []registry.Record, was, cfg *config.Config, now time.Time) []string {
 	var out []string
 	for _, rec := range records {
-		if !rec.Active(now) || rec.Account != "" || len(rec.Rules) == 0 {
+		if !rec.Active(now) || rec.Account != "" || len(rec.Rules) == 0 || strings.HasPrefix(rec.ID, bucketgate.TenantPrefix) { // no route applies to a tenant
 			continue
 		}
 		old, okOld := was.Plan(rec.Plan)

@@ -48,7 +48,7 @@ func Idempotency(ttl time.Duration) Option {
 // base64url; the payload is the nonce, the estimate (0 for a lease) with a reservation's
 // ttl (ms) in its high 32 bits and, in their top 8 (skipShift), the shadow rules its
 // reserve took nothing from, and the expiry (Unix ms), then the claims (Request.Claims, 0 to MaxClaims bytes), the MAC over the kind,
-// the identity, the rules' names and the payload.
+// the identity, the rules' names (and kinds, but a bucket's) and the payload.
 const idVersion = "r2."
 
 // Lengths in an id, in bytes: the nonce, the payload before its claims (nonce,
@@ -205,19 +205,28 @@ func Claims(id string) (string, bool) {
 	return r.claims, ok && r.claims != ""
 }
 
-// namesPrint is the fingerprint of the names of rules: what a settle must share with its
-// reserve (16 hex digits of their SHA-256).
+// namesPrint is the fingerprint of the names of rules, with the kind of each but a
+// bucket: what a settle must share with its reserve (16 hex digits of their SHA-256). A
+// rule of a name the reserve had but of another kind (a plan made a bucket a quota) is
+// another rule, which never held the estimate: a settle must give it nothing back.
 func namesPrint(rules []bucketgate.Rule) string {
 	h := sha256.New()
 	for _, r := range rules {
+		kind := byte(0) // a bucket's, as before kinds were printed
+		switch {
+		case r.IsQuota():
+			kind = 1
+		case r.IsConcurrency():
+			kind = 2
+		}
 		h.Write([]byte(r.Name))
-		h.Write([]byte{0})
+		h.Write([]byte{kind})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // requestPrint is the fingerprint of q a record keeps, so that a RequestID used again
-// for another request is refused: its rules' names, then ':' and its operation (r, c
+// for another request is refused: its rules' names (namesPrint), then ':' and its operation (r, c
 // or f: a reserve, a check, a refund), cost and, for a reserve or an acquire, ttl
 // ("r10/300000").
 func requestPrint(q bucketgate.Request) string {

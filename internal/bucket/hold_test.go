@@ -217,6 +217,41 @@ func TestSettleRefused(t *testing.T) {
 	}
 }
 
+// TestSettleOfARuleThatChangedKind: a reservation of a bucket whose name is a quota by
+// its settle (a plan or a document changed the rule's kind, keeping its name), or of a
+// quota that is a bucket by then, is refused as one of other rules: the rule it would
+// give back to never held the estimate, and a quota would admit more than its limit.
+func TestSettleOfARuleThatChangedKind(t *testing.T) {
+	_, c := real(t)
+	l := bucket.New(c)
+	ctx := context.Background()
+	bucketRule := []bucketgate.Rule{{Name: "tokens", Capacity: 100, RefillPerSecond: 0.001}}
+	quotaRule := []bucketgate.Rule{{Name: "tokens", Limit: 100, Period: bucketgate.PeriodMonth}}
+	for _, tc := range []struct {
+		name          string
+		reserved, now []bucketgate.Rule
+	}{
+		{"a bucket made a quota", bucketRule, quotaRule},
+		{"a quota made a bucket", quotaRule, bucketRule},
+	} {
+		identity := "kind-" + tc.now[0].Period.String()
+		r, err := l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: tc.reserved, Op: bucketgate.OpReserve, Cost: 50})
+		if err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+		if d, err := l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: tc.now, Cost: 60}); err != nil || !d.Allowed {
+			t.Fatalf("%s: spending 60 of the new rule: %+v, %v", tc.name, d, err)
+		}
+		_, err = l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: tc.now, Op: bucketgate.OpSettle, Cost: 0, ID: r.Reservation})
+		if !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "not an id this limiter made") {
+			t.Errorf("%s: the settle: %v, want ErrConflict", tc.name, err)
+		}
+		if d, err := l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: tc.now, Cost: 0}); err != nil || d.Rules[0].Remaining != 40 {
+			t.Errorf("%s: after the settle: %+v, %v; want 40 left, nothing given back", tc.name, d, err)
+		}
+	}
+}
+
 // TestSettleAfterExpiry: a settle made before its reservation expired answers its first
 // outcome after the expiry too (a retry whose answer was lost), whatever cost it names;
 // one never settled is refused there, its estimate still charged.

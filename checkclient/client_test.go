@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/localgw"
@@ -229,7 +230,8 @@ func TestErrors(t *testing.T) {
 // TestRefusedBeforeSending: what the client can tell is wrong is an InvalidRequestError
 // of its own (Local), and nothing is sent: a batch of the wrong size, a key that is not
 // UTF-8 text (encoding/json would send U+FFFD in its place, merging it with other keys),
-// an operation that contradicts the method, a usage report asked as a decision (the
+// an operation that contradicts the method or is none (encoding/json cannot send it), a
+// period that is none, a usage report asked as a decision (the
 // function would refuse the requestId the client gives a request that is not a peek).
 func TestRefusedBeforeSending(t *testing.T) {
 	invocations := 0
@@ -274,6 +276,11 @@ func TestRefusedBeforeSending(t *testing.T) {
 			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "k", Rules: []checkapi.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: math.Inf(1)}}}})
 			return err
 		}, "checks[1].rules[1].refillPerSecond: +Inf: want a finite number"},
+		{"unknown operation", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", Op: checkapi.Op(99)}); return err }, "op: Op(99): want one of"},
+		{"batch period unknown", func() error {
+			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "k", Rules: []checkapi.Rule{{Name: "q", Limit: 5, Period: bucketgate.Period(7)}}}})
+			return err
+		}, "checks[1].rules[0].period: Period(7): want day, week or month"},
 		{"refund of a reset", func() error { _, err := c.Refund(ctx, checkapi.Request{Key: "k", Op: checkapi.OpReset}); return err }, `op: "reset", sent with refund`},
 		{"usage through Check", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", Op: checkapi.OpUsage}); return err }, `op: "usage": a report, not a decision: call Usage`},
 		{"usage in a batch", func() error {

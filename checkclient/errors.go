@@ -12,7 +12,8 @@ import (
 // key, an unknown plan, a cost out of range, malformed rules, an unknown field. The
 // check function refuses it, or the client before sending it (Local) when it can tell
 // alone: a batch of the wrong size, a key, a requestId or another string that is not
-// UTF-8 text. Nothing was decided or written. Retrying cannot help.
+// UTF-8 text, an Op or a rule's Period that is none of the constants. Nothing was
+// decided or written. Retrying cannot help.
 type InvalidRequestError struct {
 	// Function is the function that refused, or that the request was for.
 	Function string

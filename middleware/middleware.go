@@ -97,7 +97,7 @@ type Options struct {
 // Limiter is the middleware: Handler limits the requests of a handler. It is safe for
 // concurrent use; make one per process with New and Close it when done. The zero
 // Limiter has no Redis: its Handler answers every request 503, as a limiter failing
-// closed, and its Settle, Cancel and Release fail with errZeroLimiter.
+// closed, and its Settle, Cancel and Release fail with an error that says so.
 type Limiter struct {
 	authorizer *authorizer.Handler
 	proxies    proxies
@@ -197,7 +197,10 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // answered by the limiter when it may not proceed (429, 401 or 503). The rate-limit
 // headers of next's answer are the limiter's: any RateLimit, RateLimit-Policy or
 // X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
-// answer's header is written. The lease a request holds (a concurrency rule's) is
+// answer's header is written. They are named as the ratelimitheaders constants spell
+// them, as API Gateway does, not in http.Header's canonical form: in the process (an
+// outer handler, an httptest.ResponseRecorder), read them as
+// h[ratelimitheaders.HeaderRemaining], which h.Get does not find. The lease a request holds (a concurrency rule's) is
 // released when next returns, or as a panic of next passes (which goes on up), unless
 // next released it before (Release): a request is in flight while next serves it, for
 // its route's ttlMs at most (a lease then frees itself, its handler still running or

@@ -74,11 +74,13 @@ func WithFunctionRetries(n int) Option {
 func WithoutRequestIDs() Option { return func(c *Client) { c.noIDs = true } }
 
 // New returns a Client that invokes function (a name, a name:alias, or an ARN)
-// through invoker, synchronously.
+// through invoker, synchronously, with opts; a nil Option is none.
 func New(invoker Invoker, function string, opts ...Option) *Client {
 	c := &Client{invoker: invoker, function: function, retries: DefaultFunctionRetries}
 	for _, o := range opts {
-		o(c)
+		if o != nil {
+			o(c)
+		}
 	}
 	return c
 }

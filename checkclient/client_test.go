@@ -300,6 +300,22 @@ func TestRefusedBeforeSending(t *testing.T) {
 	}
 }
 
+// TestNilOption: a nil Option, such as a variable a condition left unset, is no setting:
+// New passes over it, never panics, and the Client keeps its defaults (a check that
+// takes tokens carries a requestId of the client's).
+func TestNilOption(t *testing.T) {
+	var sent []byte
+	srv := lambdatest.Start(t, map[string]lambda.Handler{"fn": function(func(payload []byte) ([]byte, error) {
+		sent = payload
+		return []byte(`{"allowed":true,"reason":"ok"}`), nil
+	})})
+	var legacy checkclient.Option // checkclient.WithoutRequestIDs() for a function older than 0.3.0
+	c := checkclient.New(srv.Client(), "fn", legacy)
+	if _, err := c.Check(context.Background(), checkapi.Request{Key: "k"}); err != nil || !strings.Contains(string(sent), `"requestId":`) {
+		t.Fatalf("check through a Client made with a nil Option: %v, sent %s; want it decided, with a requestId", err, sent)
+	}
+}
+
 // TestNoInvoker: a Client without an Invoker (the zero Client, or New's of a nil one)
 // answers every call with an error that says so, never a panic.
 func TestNoInvoker(t *testing.T) {

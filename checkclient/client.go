@@ -378,6 +378,9 @@ func (c *Client) invokeOnce(ctx context.Context, payload []byte, out any, write 
 	if err != nil {
 		return fmt.Errorf("checkclient: invoke %s: %w", c.function, err)
 	}
+	if o == nil { // an Invoker other than *lambda.Client may answer neither
+		return fmt.Errorf("checkclient: invoke %s: the Invoker answered no output and no error", c.function)
+	}
 	if o.FunctionError != nil {
 		return functionError(c.function, *o.FunctionError, o.Payload)
 	}

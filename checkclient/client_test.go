@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -313,6 +314,28 @@ func TestNilOption(t *testing.T) {
 	c := checkclient.New(srv.Client(), "fn", legacy)
 	if _, err := c.Check(context.Background(), checkapi.Request{Key: "k"}); err != nil || !strings.Contains(string(sent), `"requestId":`) {
 		t.Fatalf("check through a Client made with a nil Option: %v, sent %s; want it decided, with a requestId", err, sent)
+	}
+}
+
+// nothingInvoker is an Invoker that answers no output and no error, as a careless test
+// double or decorator may.
+type nothingInvoker struct{}
+
+func (nothingInvoker) Invoke(context.Context, *awslambda.InvokeInput, ...func(*awslambda.Options)) (*awslambda.InvokeOutput, error) {
+	return nil, nil
+}
+
+// TestInvokerAnswersNothing: an Invoker that answers neither an output nor an error is
+// an error of the call that says so, never a panic, and no decision.
+func TestInvokerAnswersNothing(t *testing.T) {
+	c := checkclient.New(nothingInvoker{}, "fn")
+	ctx := context.Background()
+	_, checkErr := c.Check(ctx, checkapi.Request{Key: "k"})
+	_, usageErr := c.Usage(ctx, checkapi.Request{Key: "k"})
+	for _, err := range []error{checkErr, usageErr} {
+		if err == nil || !strings.Contains(err.Error(), "no output") {
+			t.Errorf("%v, want an error naming the missing output", err)
+		}
 	}
 }
 

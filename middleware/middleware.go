@@ -81,7 +81,9 @@ type Options struct {
 	// prefixes ("10.0.0.0/8", "192.0.2.7"). A request from one of them is from the
 	// rightmost address of its X-Forwarded-For headers that is not a trusted proxy (the
 	// hops before it are the client's to write; a hop with a port is its address).
-	// Empty trusts none: the source is always Request.RemoteAddr.
+	// Empty trusts none: the source is always Request.RemoteAddr. A prefix of every
+	// address (0.0.0.0/0, ::/0) is refused: every hop would be trusted, and the source
+	// the leftmost, which the client writes.
 	TrustedProxies []string
 	// Name is the Function dimension of the metrics (1 to 1024 bytes of printable
 	// ASCII, not only spaces, as CloudWatch takes a dimension value); empty is

@@ -191,6 +191,10 @@ func TestNewErrorsNameTheOption(t *testing.T) {
 	}{
 		{"no Redis", middleware.Options{Getenv: env(nil)}, "REDIS_ADDR"},
 		{"bad trusted proxy", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"10.0.0.0/8", "proxy.internal"}}, `TrustedProxies: [1] "proxy.internal"`},
+		// Every hop trusted, the source would be the leftmost, which the client writes.
+		{"every IPv4 address trusted", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"10.0.0.0/8", "0.0.0.0/0"}}, `TrustedProxies: [1] "0.0.0.0/0": trusts every address`},
+		{"every IPv6 address trusted", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"::/0"}}, `TrustedProxies: [0] "::/0": trusts every address`},
+		{"every IPv4 address trusted, mapped", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"::ffff:0.0.0.0/96"}}, `TrustedProxies: [0] "::ffff:0.0.0.0/96": trusts every address`},
 		{"bad Redis address", middleware.Options{RedisAddr: "cache.internal", Getenv: env(nil)}, "RedisAddr (in place of REDIS_ADDR): "},
 		{"bad key header", middleware.Options{RedisAddr: "127.0.0.1:1", KeyHeader: "X Key", Getenv: env(nil)}, "KeyHeader (in place of API_KEY_HEADER): "},
 		{"bad document", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "plans: {}", Getenv: env(nil)}, "Config (in place of RATE_LIMIT_CONFIG): "},

@@ -175,6 +175,16 @@ func TestErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "error message alone, without the header or a type",
+			fn:   answer(`{"errorMessage":"out of memory"}`),
+			check: func(t *testing.T, err error) {
+				var e *checkclient.FunctionError
+				if !errors.As(err, &e) || e.Type != "" || e.Kind != "" || err.Error() != "checkclient: fn failed: out of memory" {
+					t.Fatalf("error %q (%T), want \"checkclient: fn failed: out of memory\"", err, err)
+				}
+			},
+		},
+		{
 			name: "invalid request without the header",
 			fn:   answer(`{"errorMessage":"key: missing","errorType":"InvalidRequestError"}`),
 			check: func(t *testing.T, err error) {

@@ -58,7 +58,11 @@ func (e *FunctionError) Error() string {
 	if e.Type == ErrorTypeUnreadable {
 		return fmt.Sprintf("checkclient: %s answered what is not a decision: %s", e.Function, e.Message)
 	}
-	return fmt.Sprintf("checkclient: %s failed (%s): %s", e.Function, strings.TrimSpace(e.Kind+" "+e.Type), e.Message)
+	what := strings.TrimSpace(e.Kind + " " + e.Type)
+	if what == "" { // an error payload with a message alone
+		return fmt.Sprintf("checkclient: %s failed: %s", e.Function, e.Message)
+	}
+	return fmt.Sprintf("checkclient: %s failed (%s): %s", e.Function, what, e.Message)
 }
 
 // functionError turns a function error's payload into an *InvalidRequestError or a

@@ -255,7 +255,8 @@ type heldLease struct{ released atomic.Bool }
 // heldLeaseKey is the context key of a request's *heldLease.
 type heldLeaseKey struct{}
 
-// call is what r asks the authorizer: every copy of the API key header, the source
+// call is what r asks the authorizer: every copy of the API key header (copies joined
+// by commas, which HTTP takes as the copies apart, as an HTTP API's), the source
 // address, the method and the path as sent.
 func (l *Limiter) call(r *http.Request) authorizer.Call {
 	c := authorizer.Call{SourceIP: l.proxies.source(r), Method: r.Method, Path: r.URL.EscapedPath()}
@@ -266,6 +267,7 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 			}
 		}
 	}
+	c.Keys.Unjoin()
 	return c
 }
 

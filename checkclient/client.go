@@ -74,11 +74,13 @@ func WithFunctionRetries(n int) Option {
 func WithoutRequestIDs() Option { return func(c *Client) { c.noIDs = true } }
 
 // New returns a Client that invokes function (a name, a name:alias, or an ARN)
-// through invoker, synchronously.
+// through invoker, synchronously, with opts; a nil Option is none.
 func New(invoker Invoker, function string, opts ...Option) *Client {
 	c := &Client{invoker: invoker, function: function, retries: DefaultFunctionRetries}
 	for _, o := range opts {
-		o(c)
+		if o != nil {
+			o(c)
+		}
 	}
 	return c
 }
@@ -375,6 +377,9 @@ func (c *Client) invokeOnce(ctx context.Context, payload []byte, out any, write 
 	}, opts...)
 	if err != nil {
 		return fmt.Errorf("checkclient: invoke %s: %w", c.function, err)
+	}
+	if o == nil { // an Invoker other than *lambda.Client may answer neither
+		return fmt.Errorf("checkclient: invoke %s: the Invoker answered no output and no error", c.function)
 	}
 	if o.FunctionError != nil {
 		return functionError(c.function, *o.FunctionError, o.Payload)

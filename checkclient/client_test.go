@@ -14,7 +14,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/localgw"
@@ -173,6 +175,16 @@ func TestErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "error message alone, without the header or a type",
+			fn:   answer(`{"errorMessage":"out of memory"}`),
+			check: func(t *testing.T, err error) {
+				var e *checkclient.FunctionError
+				if !errors.As(err, &e) || e.Type != "" || e.Kind != "" || err.Error() != "checkclient: fn failed: out of memory" {
+					t.Fatalf("error %q (%T), want \"checkclient: fn failed: out of memory\"", err, err)
+				}
+			},
+		},
+		{
 			name: "invalid request without the header",
 			fn:   answer(`{"errorMessage":"key: missing","errorType":"InvalidRequestError"}`),
 			check: func(t *testing.T, err error) {
@@ -229,7 +241,8 @@ func TestErrors(t *testing.T) {
 // TestRefusedBeforeSending: what the client can tell is wrong is an InvalidRequestError
 // of its own (Local), and nothing is sent: a batch of the wrong size, a key that is not
 // UTF-8 text (encoding/json would send U+FFFD in its place, merging it with other keys),
-// an operation that contradicts the method, a usage report asked as a decision (the
+// an operation that contradicts the method or is none (encoding/json cannot send it), a
+// period that is none, a usage report asked as a decision (the
 // function would refuse the requestId the client gives a request that is not a peek).
 func TestRefusedBeforeSending(t *testing.T) {
 	invocations := 0
@@ -274,6 +287,11 @@ func TestRefusedBeforeSending(t *testing.T) {
 			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "k", Rules: []checkapi.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: math.Inf(1)}}}})
 			return err
 		}, "checks[1].rules[1].refillPerSecond: +Inf: want a finite number"},
+		{"unknown operation", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", Op: checkapi.Op(99)}); return err }, "op: Op(99): want one of"},
+		{"batch period unknown", func() error {
+			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "k", Rules: []checkapi.Rule{{Name: "q", Limit: 5, Period: bucketgate.Period(7)}}}})
+			return err
+		}, "checks[1].rules[0].period: Period(7): want day, week or month"},
 		{"refund of a reset", func() error { _, err := c.Refund(ctx, checkapi.Request{Key: "k", Op: checkapi.OpReset}); return err }, `op: "reset", sent with refund`},
 		{"usage through Check", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", Op: checkapi.OpUsage}); return err }, `op: "usage": a report, not a decision: call Usage`},
 		{"usage in a batch", func() error {
@@ -290,6 +308,44 @@ func TestRefusedBeforeSending(t *testing.T) {
 	}
 	if invocations != 0 {
 		t.Fatalf("%d invocations for requests refused before sending", invocations)
+	}
+}
+
+// TestNilOption: a nil Option, such as a variable a condition left unset, is no setting:
+// New passes over it, never panics, and the Client keeps its defaults (a check that
+// takes tokens carries a requestId of the client's).
+func TestNilOption(t *testing.T) {
+	var sent []byte
+	srv := lambdatest.Start(t, map[string]lambda.Handler{"fn": function(func(payload []byte) ([]byte, error) {
+		sent = payload
+		return []byte(`{"allowed":true,"reason":"ok"}`), nil
+	})})
+	var legacy checkclient.Option // checkclient.WithoutRequestIDs() for a function older than 0.3.0
+	c := checkclient.New(srv.Client(), "fn", legacy)
+	if _, err := c.Check(context.Background(), checkapi.Request{Key: "k"}); err != nil || !strings.Contains(string(sent), `"requestId":`) {
+		t.Fatalf("check through a Client made with a nil Option: %v, sent %s; want it decided, with a requestId", err, sent)
+	}
+}
+
+// nothingInvoker is an Invoker that answers no output and no error, as a careless test
+// double or decorator may.
+type nothingInvoker struct{}
+
+func (nothingInvoker) Invoke(context.Context, *awslambda.InvokeInput, ...func(*awslambda.Options)) (*awslambda.InvokeOutput, error) {
+	return nil, nil
+}
+
+// TestInvokerAnswersNothing: an Invoker that answers neither an output nor an error is
+// an error of the call that says so, never a panic, and no decision.
+func TestInvokerAnswersNothing(t *testing.T) {
+	c := checkclient.New(nothingInvoker{}, "fn")
+	ctx := context.Background()
+	_, checkErr := c.Check(ctx, checkapi.Request{Key: "k"})
+	_, usageErr := c.Usage(ctx, checkapi.Request{Key: "k"})
+	for _, err := range []error{checkErr, usageErr} {
+		if err == nil || !strings.Contains(err.Error(), "no output") {
+			t.Errorf("%v, want an error naming the missing output", err)
+		}
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // key, an unknown plan, a cost out of range, malformed rules, an unknown field. The
 // check function refuses it, or the client before sending it (Local) when it can tell
 // alone: a batch of the wrong size, a key, a requestId or another string that is not
-// UTF-8 text. Nothing was decided or written. Retrying cannot help.
+// UTF-8 text, an Op or a rule's Period that is none of the constants. Nothing was
+// decided or written. Retrying cannot help.
 type InvalidRequestError struct {
 	// Function is the function that refused, or that the request was for.
 	Function string
@@ -57,7 +58,11 @@ func (e *FunctionError) Error() string {
 	if e.Type == ErrorTypeUnreadable {
 		return fmt.Sprintf("checkclient: %s answered what is not a decision: %s", e.Function, e.Message)
 	}
-	return fmt.Sprintf("checkclient: %s failed (%s): %s", e.Function, strings.TrimSpace(e.Kind+" "+e.Type), e.Message)
+	what := strings.TrimSpace(e.Kind + " " + e.Type)
+	if what == "" { // an error payload with a message alone
+		return fmt.Sprintf("checkclient: %s failed: %s", e.Function, e.Message)
+	}
+	return fmt.Sprintf("checkclient: %s failed (%s): %s", e.Function, what, e.Message)
 }
 
 // functionError turns a function error's payload into an *InvalidRequestError or a

@@ -163,10 +163,14 @@ func errorPayload(payload []byte) bool {
 // validate refuses what the function would (or JSON could not carry) that the client
 // can tell alone: a string that is not UTF-8 text, which encoding/json would send with
 // U+FFFD in place of the bytes, so that two different keys would be one (and two
-// different requestIds one, the second answered as the first, never charged), and a
-// rate that is NaN or infinite, which encoding/json cannot send at all.
+// different requestIds one, the second answered as the first, never charged), and what
+// encoding/json cannot send at all: an Op or a rule's Period that is none of the
+// constants, a rate that is NaN or infinite.
 // prefix starts every field's path ("checks[3]." in a batch).
 func (c *Client) validate(prefix string, req checkapi.Request) error {
+	if _, err := req.Op.MarshalText(); err != nil {
+		return c.refuse(fmt.Sprintf("%sop: %v: want one of checkapi's Op constants", prefix, req.Op))
+	}
 	if !utf8.ValidString(req.Key) {
 		return c.refuse(prefix + "key: not UTF-8 text: encoding would replace its bytes with U+FFFD and merge it with other keys")
 	}
@@ -184,6 +188,9 @@ func (c *Client) validate(prefix string, req checkapi.Request) error {
 			return c.refuse(fmt.Sprintf("%srules[%d].name: not UTF-8 text", prefix, i))
 		case math.IsNaN(r.RefillPerSecond) || math.IsInf(r.RefillPerSecond, 0): // JSON has no such number
 			return c.refuse(fmt.Sprintf("%srules[%d].refillPerSecond: %v: want a finite number", prefix, i, r.RefillPerSecond))
+		}
+		if _, err := r.Period.MarshalText(); r.IsQuota() && err != nil {
+			return c.refuse(fmt.Sprintf("%srules[%d].period: %v: want day, week or month", prefix, i, r.Period))
 		}
 	}
 	return nil

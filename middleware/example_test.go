@@ -3,9 +3,11 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"syscall"
@@ -47,6 +49,29 @@ func Example() {
 		log.Print(err)
 	}
 	limiter.Close()
+}
+
+// A load balancer's health check carries no API key: behind the limiter it would spend
+// the balancer's tokens, be refused under anonymous: refuse, and be answered 503 while
+// Redis is down (failing closed), taking every task out of service. It is served beside
+// the limiter. The zero Limiter answers as one failing closed does.
+func Example_healthCheck() {
+	var limiter middleware.Limiter // as with Redis down: every request 503
+	mux := http.NewServeMux()      // the service
+	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "order "+r.PathValue("id")) })
+
+	root := http.NewServeMux()
+	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	root.Handle("/", limiter.Handler(mux)) // every other path, limited
+
+	for _, path := range []string{"/healthz", "/orders/42"} {
+		w := httptest.NewRecorder()
+		root.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		fmt.Println(path, w.Code)
+	}
+	// Output:
+	// /healthz 204
+	// /orders/42 503
 }
 
 // An LLM service reserves the most tokens a completion may use (its route in the

@@ -81,7 +81,9 @@ type Options struct {
 	// prefixes ("10.0.0.0/8", "192.0.2.7"). A request from one of them is from the
 	// rightmost address of its X-Forwarded-For headers that is not a trusted proxy (the
 	// hops before it are the client's to write; a hop with a port is its address).
-	// Empty trusts none: the source is always Request.RemoteAddr.
+	// Empty trusts none: the source is always Request.RemoteAddr. A prefix of every
+	// address (0.0.0.0/0, ::/0) is refused: every hop would be trusted, and the source
+	// the leftmost, which the client writes.
 	TrustedProxies []string
 	// Name is the Function dimension of the metrics (1 to 1024 bytes of printable
 	// ASCII, not only spaces, as CloudWatch takes a dimension value); empty is
@@ -97,7 +99,7 @@ type Options struct {
 // Limiter is the middleware: Handler limits the requests of a handler. It is safe for
 // concurrent use; make one per process with New and Close it when done. The zero
 // Limiter has no Redis: its Handler answers every request 503, as a limiter failing
-// closed, and its Settle, Cancel and Release fail with errZeroLimiter.
+// closed, and its Settle, Cancel and Release fail with an error that says so.
 type Limiter struct {
 	authorizer *authorizer.Handler
 	proxies    proxies
@@ -197,7 +199,10 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // answered by the limiter when it may not proceed (429, 401 or 503). The rate-limit
 // headers of next's answer are the limiter's: any RateLimit, RateLimit-Policy or
 // X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
-// answer's header is written. The lease a request holds (a concurrency rule's) is
+// answer's header is written. They are named as the ratelimitheaders constants spell
+// them, as API Gateway does, not in http.Header's canonical form: in the process (an
+// outer handler, an httptest.ResponseRecorder), read them as
+// h[ratelimitheaders.HeaderRemaining], which h.Get does not find. The lease a request holds (a concurrency rule's) is
 // released when next returns, or as a panic of next passes (which goes on up), unless
 // next released it before (Release): a request is in flight while next serves it, for
 // its route's ttlMs at most (a lease then frees itself, its handler still running or
@@ -250,7 +255,8 @@ type heldLease struct{ released atomic.Bool }
 // heldLeaseKey is the context key of a request's *heldLease.
 type heldLeaseKey struct{}
 
-// call is what r asks the authorizer: every copy of the API key header, the source
+// call is what r asks the authorizer: every copy of the API key header (copies joined
+// by commas, which HTTP takes as the copies apart, as an HTTP API's), the source
 // address, the method and the path as sent.
 func (l *Limiter) call(r *http.Request) authorizer.Call {
 	c := authorizer.Call{SourceIP: l.proxies.source(r), Method: r.Method, Path: r.URL.EscapedPath()}
@@ -261,6 +267,7 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 			}
 		}
 	}
+	c.Keys.Unjoin()
 	return c
 }
 

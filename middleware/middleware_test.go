@@ -150,8 +150,8 @@ func resetAt(t *testing.T, body string) string {
 	return at
 }
 
-// The API key header is read in any case and every copy counts, as the authorizer reads
-// it; Options.KeyHeader names it.
+// The API key header is read in any case and every copy counts, joined by commas or not,
+// as the authorizer reads it; Options.KeyHeader names it.
 func TestKeyHeader(t *testing.T) {
 	doc := "defaultPlan: free\nunknownKeys: refuse\nplans: {free: [{name: burst, capacity: 10, refill: 1, per: day}], pro: [{name: burst, capacity: 100, refill: 1, per: day}]}\nkeys: {" + digest("pro-key") + ": pro}"
 	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": doc}, middleware.Options{KeyHeader: "X-Tenant-Key"})
@@ -165,6 +165,11 @@ func TestKeyHeader(t *testing.T) {
 		{"lower-case header", [][2]string{{"x-tenant-key", "pro-key"}}, http.StatusOK, "100"},
 		{"two equal copies", [][2]string{{"X-Tenant-Key", "pro-key"}, {"X-Tenant-Key", " pro-key"}}, http.StatusOK, "100"},
 		{"two different copies", [][2]string{{"X-Tenant-Key", "pro-key"}, {"X-Tenant-Key", "other"}}, http.StatusUnauthorized, ""},
+		// HTTP takes one line of comma-separated values as the lines apart (RFC 9110,
+		// section 5.3): a client or a proxy in front may join them, as an HTTP API does.
+		{"two equal copies joined", [][2]string{{"X-Tenant-Key", "pro-key, pro-key"}}, http.StatusOK, "100"},
+		{"two equal copies joined, twice", [][2]string{{"X-Tenant-Key", "pro-key,pro-key"}, {"X-Tenant-Key", "pro-key,pro-key"}}, http.StatusOK, "100"},
+		{"two different copies joined", [][2]string{{"X-Tenant-Key", "pro-key, other"}}, http.StatusUnauthorized, ""},
 		{"unknown key", [][2]string{{"X-Tenant-Key", "made-up"}}, http.StatusUnauthorized, ""},
 		{"the default header is not the key header", [][2]string{{"X-API-Key", "pro-key"}}, http.StatusOK, "10"},
 	} {
@@ -191,6 +196,10 @@ func TestNewErrorsNameTheOption(t *testing.T) {
 	}{
 		{"no Redis", middleware.Options{Getenv: env(nil)}, "REDIS_ADDR"},
 		{"bad trusted proxy", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"10.0.0.0/8", "proxy.internal"}}, `TrustedProxies: [1] "proxy.internal"`},
+		// Every hop trusted, the source would be the leftmost, which the client writes.
+		{"every IPv4 address trusted", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"10.0.0.0/8", "0.0.0.0/0"}}, `TrustedProxies: [1] "0.0.0.0/0": trusts every address`},
+		{"every IPv6 address trusted", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"::/0"}}, `TrustedProxies: [0] "::/0": trusts every address`},
+		{"every IPv4 address trusted, mapped", middleware.Options{Getenv: env(nil), TrustedProxies: []string{"::ffff:0.0.0.0/96"}}, `TrustedProxies: [0] "::ffff:0.0.0.0/96": trusts every address`},
 		{"bad Redis address", middleware.Options{RedisAddr: "cache.internal", Getenv: env(nil)}, "RedisAddr (in place of REDIS_ADDR): "},
 		{"bad key header", middleware.Options{RedisAddr: "127.0.0.1:1", KeyHeader: "X Key", Getenv: env(nil)}, "KeyHeader (in place of API_KEY_HEADER): "},
 		{"bad document", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "plans: {}", Getenv: env(nil)}, "Config (in place of RATE_LIMIT_CONFIG): "},

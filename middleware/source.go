@@ -12,7 +12,9 @@ import (
 // X-Forwarded-For that is not one.
 type proxies []netip.Prefix
 
-// parseProxies reads addresses and CIDR prefixes; its error names the entry.
+// parseProxies reads addresses and CIDR prefixes; its error names the entry. A prefix
+// of every address (0.0.0.0/0, ::/0) is refused: every hop of X-Forwarded-For would be
+// trusted, and the source always the leftmost, which the client writes.
 func parseProxies(entries []string) (proxies, error) {
 	ps := make(proxies, 0, len(entries))
 	for i, e := range entries {
@@ -26,6 +28,9 @@ func parseProxies(entries []string) (proxies, error) {
 		}
 		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 { // ::ffff:10.0.0.0/104 is 10.0.0.0/8: addresses are unmapped
 			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		if p.Bits() == 0 {
+			return nil, fmt.Errorf("[%d] %q: trusts every address, so that a client names its own source in X-Forwarded-For: want the proxies' addresses or subnets", i, e)
 		}
 		ps = append(ps, p.Masked())
 	}

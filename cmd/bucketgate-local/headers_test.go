@@ -64,6 +64,7 @@ func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
 // seen is what a backend received.
 type seen struct {
 	method, path, query, body string
+	rawPath                   string // the path as sent, percent-encodings kept
 	header                    http.Header
 }
 
@@ -79,7 +80,7 @@ func recordingBackend(t *testing.T) (*httptest.Server, func() []seen) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		reqs = append(reqs, seen{r.Method, r.URL.Path, r.URL.RawQuery, string(body), r.Header.Clone()})
+		reqs = append(reqs, seen{r.Method, r.URL.Path, r.URL.RawQuery, string(body), r.URL.EscapedPath(), r.Header.Clone()})
 		mu.Unlock()
 		w.Header().Set("X-Backend", "yes")
 		w.Header().Set("X-RateLimit-Limit", "999")

@@ -88,6 +88,11 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	if v, _ := live.Current(ctx); v.Config != nil {
 		cfg, version = v.Config, v.Version
 	}
+	if !onLoopback(l.Addr()) {
+		fmt.Fprintf(stderr, "serve: warning: %s is reachable from other machines, and nothing there checks who calls: "+
+			"anyone who reaches it may invoke the check function (reset any identity's buckets, read its usage) "+
+			"and send requests as the source address they connect from; -addr 127.0.0.1:PORT keeps it to this machine\n", l.Addr())
+	}
 	url := "http://" + l.Addr().String()
 	if err := printBanner(stdout, banner{
 		URL:       url,
@@ -125,6 +130,13 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	return err
 }
 
+// onLoopback reports whether addr is a loopback address, which only this machine can
+// reach.
+func onLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
 // registryWhere says where the authorizer finds API keys: the DynamoDB table of
 // REGISTRY_TABLE (at the endpoint the AWS SDK is pointed at, if any), which may hold
 // the plans too, or the configuration document.
@@ -144,13 +156,14 @@ func registryWhere(getenv func(string) string) string {
 // envDynamoDBEndpoint is the AWS SDK's own variable for a DynamoDB endpoint of its own.
 const envDynamoDBEndpoint = "AWS_ENDPOINT_URL_DYNAMODB"
 
-// accessLog writes one line per request to w: method, path and the answer's status,
-// with Retry-After when there is one.
+// accessLog writes one line per request to w: method, path (as sent: a percent-encoded
+// line break stays encoded, so a client writes no line of its own) and the answer's
+// status, with Retry-After when there is one.
 func accessLog(w io.Writer, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: rw, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		line := fmt.Sprintf("%s %s %s -> %d", time.Now().Format(time.TimeOnly), r.Method, r.URL.Path, rec.status)
+		line := fmt.Sprintf("%s %s %s -> %d", time.Now().Format(time.TimeOnly), r.Method, r.URL.EscapedPath(), rec.status)
 		if ra := rec.Header().Get("Retry-After"); ra != "" {
 			line += " Retry-After: " + ra
 		}

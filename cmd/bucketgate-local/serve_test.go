@@ -63,7 +63,13 @@ func startGateway(t *testing.T, env map[string]string) *gateway {
 // startGatewayWith is startGateway with the options o.
 func startGatewayWith(t *testing.T, o serveOptions, env map[string]string) *gateway {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return startGatewayOn(t, "127.0.0.1:0", o, env)
+}
+
+// startGatewayOn is startGatewayWith listening on addr.
+func startGatewayOn(t *testing.T, addr string, o serveOptions, env map[string]string) *gateway {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,6 +322,28 @@ func TestServeInitErrors(t *testing.T) {
 			err = serve(context.Background(), l, serveOptions{template: tc.template, backend: tc.backend}, getenvOf(tc.env), io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("serve error %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// The Invoke API at the gateway's address resets buckets and reads usage for whoever
+// calls: serve warns when its address is reachable from other machines, and only then.
+func TestServeWarnsBeyondLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		name, addr string
+		warn       bool
+	}{
+		{"loopback", "127.0.0.1:0", false},
+		{"every address", "0.0.0.0:0", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGatewayOn(t, tc.addr, serveOptions{template: templatePath}, nil)
+			if err := g.stop(); err != nil {
+				t.Fatalf("serve: %v", err)
+			}
+			if got := strings.Contains(g.stderr.String(), "reachable from other machines"); got != tc.warn {
+				t.Errorf("warned %v, want %v; stderr:\n%s", got, tc.warn, g.stderr)
 			}
 		})
 	}

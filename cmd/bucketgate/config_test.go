@@ -192,6 +192,110 @@ func TestConfigRace(t *testing.T) {
 	}
 }
 
+// A config put and a write of a key, tenant or account that run at once: neither leaves
+// the other's work without a plan unsaid. A tenant written on gold between the put's
+// scan and its write is named by the put, which is in force; one whose command checked
+// gold against the document before the put and wrote it after is named by its command.
+// An identity that --force let the put leave without its plan is not named again.
+func TestConfigPutRacesARecordWrite(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	gold, noGold := file(t, "gold.yaml", goldDoc), file(t, "no-gold.yaml", noGoldDoc)
+	c.ok("config", "put", gold)
+	ctx := context.Background()
+	open := func() *keyTable {
+		t.Helper()
+		kt, err := openTable(env{ctx: ctx, getenv: func(k string) string { return c.env[k] }}, "", &stack{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kt
+	}
+	prepare := func(kt *keyTable, force bool) configWrite {
+		t.Helper()
+		cfg, err := registry.LoadDocument([]byte(noGoldDoc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := kt.prepareConfig(ctx, noGoldDoc, cfg, "", force, func(string) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+
+	kt := open()
+	w := prepare(kt, false)
+	c.ok("keys", "create", "--tenant", "t-late", "--plan", "gold") // after the put's scan
+	err := kt.commitConfig(ctx, w)
+	if err == nil || !strings.Contains(err.Error(), "version 2 is in force, but these active keys, tenants or accounts, written while this command ran, have no usable plan under it") ||
+		!strings.Contains(err.Error(), "\n  tenant:t-late (plan gold): plan: unknown plan \"gold\"") {
+		t.Fatalf("a put whose scan missed a tenant written meanwhile: %v, want it named", err)
+	}
+	if doc := c.ok("config", "show"); doc != noGoldDoc {
+		t.Fatalf("in force:\n%s\nwant the put's document", doc)
+	}
+
+	c.ok("config", "put", gold) // version 3
+	c.ok("keys", "revoke", "tenant:t-late")
+	kt = open()
+	if _, err := kt.plans(ctx); err != nil { // the command checks its record against version 3
+		t.Fatal(err)
+	}
+	c.ok("config", "put", noGold) // version 4: no active identity is on gold
+	err = kt.put(ctx, registry.Record{ID: "tenant:t-later", Plan: "gold"})
+	if err == nil || !strings.Contains(err.Error(), "tenant:t-later is written, but version 4 of the configuration document, written while this command ran, leaves it without a usable plan") ||
+		!strings.Contains(err.Error(), `unknown plan "gold"`) {
+		t.Fatalf("a tenant checked against version 3 and written after version 4: %v, want it named", err)
+	}
+	c.ok("keys", "revoke", "tenant:t-later")
+
+	c.ok("config", "put", gold) // version 5
+	c.ok("keys", "create", "--tenant", "t-forced", "--plan", "gold")
+	kt = open()
+	if err := kt.commitConfig(ctx, prepare(kt, true)); err != nil {
+		t.Fatalf("a put --force: %v, want the identities it was forced past left unnamed", err)
+	}
+}
+
+// A document that renames or drops a route's rule which a key's own rule replaces would
+// turn that own rule, which limited the route's requests, into a rule of every request
+// of the key (and the other way round): put refuses it, naming the key, unless --force.
+func TestConfigPutRescopesOwnRules(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	const plans = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 100, refillPerSecond: 10}]\n"
+	upload := plans + "routes:\n  - {method: POST, path: /uploads, rules: [{name: uploads, capacity: 20, refill: 20, per: minute}]}\n"
+	c.ok("config", "put", file(t, "v1.yaml", upload))
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "uploads:2:0.01"))
+	id := keyID(key)
+	c.ok("keys", "create", "--tenant", "t-plain", "--plan", "free")
+	for _, tc := range []struct {
+		name, doc string
+	}{
+		{"the route dropped", plans},
+		{"the route's rule renamed", strings.Replace(upload, "name: uploads", "name: upload", 1)},
+	} {
+		before := c.items()
+		code, stdout, stderr := c.run("config", "put", file(t, "v2.yaml", tc.doc))
+		if code != exitError || stdout != "" || !strings.Contains(stderr, "the document would change which requests the own rules of active keys, tenants or accounts limit (--force writes it anyway") ||
+			!strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") || strings.Contains(stderr, "t-plain") {
+			t.Errorf("%s: %d\n%s\nwant a refusal naming the key whose own rule would limit every request", tc.name, code, stderr)
+		}
+		if after := c.items(); after != before {
+			t.Errorf("%s: the refused put wrote:\n%s", tc.name, after)
+		}
+	}
+	code, _, stderr := c.run("config", "put", "--force", file(t, "v2.yaml", plans))
+	if code != exitOK || !strings.Contains(stderr, "warning: --force: the own rules of these active keys, tenants or accounts limit other requests now:\n  "+id) {
+		t.Fatalf("put --force: %d\n%s", code, stderr)
+	}
+	code, _, stderr = c.run("config", "put", file(t, "v3.yaml", upload))
+	if code != exitError || !strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited every request, and would limit the requests of routes[0] alone") {
+		t.Fatalf("a put that narrows it back: %d\n%s", code, stderr)
+	}
+}
+
 // Bad input: put exits 1 with the loader's error naming the field and writes nothing;
 // so do the other commands' mistakes.
 func TestConfigBadInput(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
@@ -160,6 +161,36 @@ func broken(records []registry.Record, cfg *config.Config, now time.Time) []stri
 	return out
 }
 
+// rescoped returns what cfg would change in the reach of the own rules of every active
+// record that cfg leaves a usable plan (see config.Config.Reach), was being the
+// document in force, as a line each: a rule that replaced a route's rule alone, and
+// limited that route's requests, and would be added to every request (the route's rule
+// renamed or dropped), or the other way round. A key of an account has none (its own
+// rules never replace one), and neither has a tenant (no route applies to it).
+func rescoped(records []registry.Record, was, cfg *config.Config, now time.Time) []string {
+	var out []string
+	for _, rec := range records {
+		if !rec.Active(now) || rec.Account != "" || len(rec.Rules) == 0 || strings.HasPrefix(rec.ID, bucketgate.TenantPrefix) { // no route applies to a tenant
+			continue
+		}
+		old, okOld := was.Plan(rec.Plan)
+		p, ok := cfg.Plan(rec.Plan)
+		if !okOld || !ok {
+			continue // unusable before, or after: broken's
+		}
+		for _, r := range rec.Rules {
+			from, to := was.Reach(old, r.Name), cfg.Reach(p, r.Name)
+			switch {
+			case from == "" && to != "":
+				out = append(out, fmt.Sprintf("%s (plan %s): rule %s limited every request, and would limit the requests of %s alone", oneLine(rec.ID), rec.Plan, r.Name, to))
+			case from != "" && to == "":
+				out = append(out, fmt.Sprintf("%s (plan %s): rule %s limited the requests of %s alone, and would limit every request", oneLine(rec.ID), rec.Plan, r.Name, from))
+			}
+		}
+	}
+	return out
+}
+
 // nameBroken returns the lines of broken, at most maxBroken of them and a count of the
 // rest, indented.
 func nameBroken(lines []string) string {
@@ -185,6 +216,10 @@ type configWrite struct {
 	bad  bool                            // it could not be read whole (hand-written)
 	copy bool                            // its copy is missing: written first
 	next registry.StoredConfig
+	cfg  *config.Config // next's document, loaded
+	// forced are the identities next leaves without a usable plan that --force let it
+	// leave so (broken's lines): the others found after the write were written meanwhile.
+	forced []string
 }
 
 // writeConfig writes doc, loaded as cfg, as the next version of the configuration,
@@ -231,7 +266,17 @@ func (t *keyTable) prepareConfig(ctx context.Context, doc string, cfg *config.Co
 			return w, fmt.Errorf("%w (--force writes it anyway, and the functions then treat them as unknown keys):\n%s", errPlansInUse, nameBroken(lines))
 		}
 		warn(fmt.Sprintf("--force: these active keys, tenants or accounts now count as unknown:\n%s", nameBroken(lines)))
+		w.forced = lines
 	}
+	if was, err := w.cur.Load(); w.raw != nil && !w.bad && err == nil { // the shell's document may not be the functions'
+		if lines := rescoped(h.records, was, cfg, now); len(lines) > 0 {
+			if !force {
+				return w, fmt.Errorf("the document would change which requests the own rules of active keys, tenants or accounts limit (--force writes it anyway; bucketgate keys override or clear-overrides changes them first):\n%s", nameBroken(lines))
+			}
+			warn(fmt.Sprintf("--force: the own rules of these active keys, tenants or accounts limit other requests now:\n%s", nameBroken(lines)))
+		}
+	}
+	w.cfg = cfg
 	w.version = max(w.cur.Version, h.latest()) + 1
 	if w.raw != nil {
 		w.previous = w.cur.Version
@@ -281,6 +326,22 @@ func (t *keyTable) commitConfig(ctx context.Context, w configWrite) error {
 	}
 	if err := t.putCopy(ctx, w.next); err != nil {
 		return fmt.Errorf("version %d is in force, but its copy was not written (the next put or rollback writes it): %w", w.version, err)
+	}
+	return t.recheck(ctx, w)
+}
+
+// recheck scans the table again once w is in force: a key, tenant or account written
+// between prepareConfig's scan and the write (checked by its command against the
+// document w replaced) may have no usable plan under w, and is named, as nothing else
+// would say so. The identities --force let w leave so are not named again.
+func (t *keyTable) recheck(ctx context.Context, w configWrite) error {
+	h, err := t.scan(ctx, true)
+	if err != nil {
+		return fmt.Errorf("version %d is in force, but the table could not be scanned again for keys, tenants or accounts written meanwhile (bucketgate keys list shows them): %w", w.version, err)
+	}
+	late := slices.DeleteFunc(broken(h.records, w.cfg, time.Now()), func(line string) bool { return slices.Contains(w.forced, line) })
+	if len(late) > 0 {
+		return fmt.Errorf("version %d is in force, but these active keys, tenants or accounts, written while this command ran, have no usable plan under it and count as unknown (bucketgate keys set-plan, accounts set-plan or config put mends them):\n%s", w.version, nameBroken(late))
 	}
 	return nil
 }

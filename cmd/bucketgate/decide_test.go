@@ -188,6 +188,37 @@ func TestTenantsDecideTheCheckFunction(t *testing.T) {
 	}
 }
 
+// A tenant's own rules are checked and applied as the check function decides a tenant,
+// whose checks no route applies to: a route's cost above a tenant's own capacity refuses
+// nothing, and a rule named like a route's is the tenant's, added to its checks, where it
+// replaced a rule the tenant never meets.
+func TestTenantsOwnRulesApartFromRoutes(t *testing.T) {
+	mr, _ := redistest.Mini(t)
+	c := newCLI(t)
+	c.env[settings.EnvRedisAddr] = mr.Addr()
+	c.env[settings.EnvTimeoutMS] = "2000"
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
+	c.env[settings.EnvConfigInline] = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 20, refillPerSecond: 1}]\n" +
+		"  pro: [{name: burst, capacity: 100, refillPerSecond: 50}]\n" +
+		"routes:\n  - {method: POST, path: /exports, cost: 20, rules: [{name: exports, capacity: 40, refill: 40, per: hour}]}\n"
+	c.ok("keys", "init")
+	c.ok("keys", "create", "--tenant", "small", "--plan", "pro", "--rule", "burst:5:1")
+	c.ok("keys", "create", "--tenant", "exporter", "--plan", "pro", "--rule", "exports:3:1")
+	h, _, err := app.Build(app.Check, func(k string) string { return c.env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ payload, want string }{
+		{`{"key": "small"}`, `"limit":5,"remaining":4,"retryAfterMs":0,"resetAfterMs":1000,"rule":"burst","plan":"pro"`},
+		{`{"key": "exporter"}`, `"limit":3,"remaining":2,"retryAfterMs":0,"resetAfterMs":1000,"rule":"exports","plan":"pro"`},
+	} {
+		out, err := h.Invoke(context.Background(), []byte(tc.payload))
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s: %s, %v; want %s", tc.payload, out, err, tc.want)
+		}
+	}
+}
+
 // Both functions, as Lambda builds them, follow the table's document: a put and a
 // rollback take effect within the cache period, with no redeploy, for an API key's plan
 // (authorizer) and a tenant's and a named plan (check). A document written by hand that

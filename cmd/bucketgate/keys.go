@@ -132,7 +132,11 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 	if name == "" && st.name == "" {
 		return nil, fmt.Errorf("%w: no registry table: set %s or --table, or name the stack with --stack or %s", errUsage, settings.EnvRegistryTable, envStack)
 	}
-	t := &keyTable{name: name, env: func() (*config.Config, error) { return app.LoadConfig(s) }}
+	t := &keyTable{name: name}
+	t.env = func() (*config.Config, error) {
+		s.RegistryTable = t.name // the functions read it with the table, however this command names it
+		return app.LoadConfig(s)
+	}
 	t.open = sync.OnceValue(func() (err error) {
 		if t.name == "" {
 			if t.name, err = st.output(e.ctx, "--table", outputTable); err != nil {
@@ -229,7 +233,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "created %s %s: the key above is shown this once, store it now\n", rec.ID, onWhat(rec))
-		return nil
+		return t.confirm(e.ctx, rec)
 	}
 }
 

@@ -265,6 +265,30 @@ func TestKeysFollowTheConfiguration(t *testing.T) {
 	c.ok("keys", "show", key) // needs no plans
 }
 
+// The shell's document is read as the functions read it, which have a table: a route's
+// ttlMs that only an identity's own concurrency rule could use is no error with a table,
+// however the command names it (--table, REGISTRY_TABLE).
+func TestKeysReadTheShellsDocumentWithATable(t *testing.T) {
+	c := newCLI(t)
+	c.env[settings.EnvConfigInline] = "defaultPlan: basic\nplans: {basic: [{name: burst, capacity: 5, refillPerSecond: 1}]}\n" +
+		"routes: [{method: GET, path: /v1/stream, ttlMs: 60000}]"
+	c.ok("keys", "init")
+	for _, tc := range []struct {
+		name   string // how the command names the table
+		env    string // REGISTRY_TABLE
+		args   []string
+		tenant string
+	}{
+		{"REGISTRY_TABLE", table, nil, "t-env"},
+		{"--table", "", []string{"--table", table}, "t-flag"},
+	} {
+		c.env[settings.EnvRegistryTable] = tc.env
+		if code, _, stderr := c.run(append([]string{"keys", "create", "--tenant", tc.tenant, "--plan", "basic", "--rule", "streams:2:concurrent"}, tc.args...)...); code != exitOK {
+			t.Errorf("%s: keys create: exit %d\n%s", tc.name, code, stderr)
+		}
+	}
+}
+
 // help, --help and a command's --help print the usage: every group, command, flag
 // and variable.
 func TestHelp(t *testing.T) {

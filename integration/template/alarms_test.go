@@ -9,10 +9,14 @@ package template_test
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bucketgate/bucketgate/checkapi"
 )
 
 // minutes returns n minutes of the same data, by metric id (a metric math alarm's) or
@@ -125,6 +129,10 @@ func TestTemplateAlarmShapes(t *testing.T) {
 		{"CheckThrottlesAlarm", "throttled two minutes of three", append(minutes(2, map[string]float64{"Throttles": 1}), map[string]float64{}), true},
 		{"RegistryInvalidItemsAlarm", "one invalid item read", []map[string]float64{{"check": 1}}, true},
 		{"RegistryInvalidItemsAlarm", "none", []map[string]float64{{}}, false},
+		{"RegistryErrorsAlarm", "the table failing at one request a minute", minutes(3, map[string]float64{"error": 1}), true},
+		{"RegistryErrorsAlarm", "the table failing, cached entries answering", minutes(3, map[string]float64{"hit": 500, "stale": 400, "error": 100}), true},
+		{"RegistryErrorsAlarm", "a stray failure among many", minutes(3, map[string]float64{"hit": 900, "miss": 99, "error": 1}), false},
+		{"RegistryErrorsAlarm", "reads that answer", minutes(3, map[string]float64{"hit": 10, "miss": 990}), false},
 		{"ConfigInvalidAlarm", "a stored document that does not load", []map[string]float64{{"authorizer": 1}}, true},
 		{"ConfigInvalidAlarm", "none", []map[string]float64{{}}, false},
 		{"RestApi5xxAlarm", "the backend down at one request a minute", minutes(3, map[string]float64{"count": 1, "errors": 1}), true},
@@ -292,5 +300,62 @@ func TestTemplateGradualDeployment(t *testing.T) {
 	}
 	if _, ok := rs["OperatorFunctionAliaslive"]; ok {
 		t.Errorf("the operator function has an alias: operators invoke it as it is, and it takes no part in gradual deployments")
+	}
+}
+
+// Every function error of the check function counts in CheckErrorsAlarm (Lambda's
+// Errors, less the refusals alone): the alarm's description and its row of the runbook
+// name each errorType the function answers, so that whoever it pages knows each cause.
+func TestCheckErrorsAlarmNamesEveryErrorType(t *testing.T) {
+	const alarm, doc = "CheckErrorsAlarm", "docs/operations.md"
+	desc, _ := deploy(t, readTemplate(t, limiter)).resources(t)[alarm].Properties["AlarmDescription"].(string)
+	var row string
+	for line := range strings.Lines(readFile(t, doc)) {
+		if strings.HasPrefix(line, "| `"+alarm+"` |") {
+			row = line
+		}
+	}
+	if row == "" {
+		t.Fatalf("%s has no row for %s", doc, alarm)
+	}
+	for _, typ := range []string{checkapi.ErrorTypeInvalidRequest, checkapi.ErrorTypeConflict, checkapi.ErrorTypeUnavailable} {
+		if !strings.Contains(desc, typ) {
+			t.Errorf("%s's description does not name %s, which counts in it: %q", alarm, typ, desc)
+		}
+		if !strings.Contains(row, "`"+typ+"`") {
+			t.Errorf("%s: the row of %s does not name %s, which counts in it: %s", doc, alarm, typ, row)
+		}
+	}
+}
+
+// alarmRow matches a row of the alarm table of docs/operations.md: its first column, the
+// alarms it is about.
+var alarmRow = regexp.MustCompile("(?m)^\\| (`[A-Za-z0-9]+Alarm`(?:, `[A-Za-z0-9]+Alarm`)*) \\|")
+
+// The alarm table of docs/operations.md has a row for every alarm of the template, with
+// any parameters, and names no other: whoever an alarm pages finds what to do.
+func TestOperationsAlarmTable(t *testing.T) {
+	const doc = "docs/operations.md"
+	alarms := map[string]bool{}
+	for _, params := range [][]string{nil, {"VpcId", "vpc-1", "SubnetIds", "subnet-1", "RouteTableIds", "rtb-1", "RedisEndpoint", "redis.internal:6379"}} {
+		for _, id := range ofType(deploy(t, readTemplate(t, limiter), params...).resources(t), "AWS::CloudWatch::Alarm") {
+			alarms[id] = true
+		}
+	}
+	listed := map[string]bool{}
+	for _, m := range alarmRow.FindAllStringSubmatch(readFile(t, doc), -1) {
+		for _, name := range strings.Split(m[1], ", ") {
+			listed[strings.Trim(name, "`")] = true
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(alarms)) {
+		if !listed[id] {
+			t.Errorf("%s: no row for %s", doc, id)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(listed)) {
+		if !alarms[id] {
+			t.Errorf("%s: a row for %s, which the template does not make", doc, id)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
@@ -352,5 +353,52 @@ func TestRegistryOutageFailOpenLimitsBySource(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A settle the registry cannot resolve (its table failing, nothing cached) is answered
+// by the failure policy as the check function's settle by the id is: counted in
+// Decisions (unavailable, or degraded failing open) and, failing closed, in FailClosed
+// with reason registry_error, with a decision line naming the failure; the caller gets
+// ErrUnavailable.
+func TestSettleRegistryFailureIsCounted(t *testing.T) {
+	cfg := mustParse(t, "defaultPlan: metered\nplans: {metered: [{name: monthly, limit: 1000, period: month}]}\n"+
+		"routes: [{method: POST, path: /v1/chat, reserve: 100}]")
+	for _, tc := range []struct {
+		name       string
+		failOpen   bool
+		outcome    string
+		failClosed any // FailClosed's count; nil: not written
+	}{
+		{"fail closed", false, telemetry.OutcomeUnavailable, 1.0},
+		{"fail open", true, telemetry.OutcomeDegraded, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := registrytest.New(registry.Record{ID: "key:" + bucketgate.KeyDigest("key a"), Plan: "metered"})
+			f := newFixture(t, options{config: cfg, failOpen: tc.failOpen, cache: registry.NewCache(src, cacheOptions())})
+			c := Call{SourceIP: "192.0.2.7", Method: "POST", Path: "/v1/chat"}
+			c.Keys.Add("key a")
+			o, err := f.h.Authorize(t.Context(), c)
+			if err != nil || o.Result.Reservation == "" {
+				t.Fatalf("reserve: %+v, %v", o.Result, err)
+			}
+			src.Fail(errors.New("dynamodb: throttled"))
+			f.h.Config = registry.NewStatic(cfg, registry.NewCache(src, cacheOptions())) // nothing cached
+			f.metrics.Reset()
+			f.logs.Reset()
+			if _, err := f.h.Settle(t.Context(), o.Result.Reservation, bucketgate.OpSettle, 50); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("settle: %v, want ErrUnavailable", err)
+			}
+			doc := oneEMF(t, f.metrics.Bytes())
+			if doc[telemetry.DimOutcome] != tc.outcome || doc[telemetry.MetricDecisions] != 1.0 {
+				t.Errorf("EMF %v: want one decision %s", doc, tc.outcome)
+			}
+			if doc[telemetry.MetricFailClosed] != tc.failClosed || tc.failClosed != nil && doc[telemetry.DimReason] != string(guard.FailureRegistryError) {
+				t.Errorf("EMF %v: want FailClosed %v with reason %s", doc, tc.failClosed, guard.FailureRegistryError)
+			}
+			if logs := f.logs.String(); !strings.Contains(logs, `"msg":"decision"`) || !strings.Contains(logs, `"failure":"registry_error"`) || !strings.Contains(logs, "throttled") {
+				t.Errorf("logs %s: want a decision line with failure registry_error and the registry's error", logs)
+			}
+		})
 	}
 }

@@ -23,7 +23,8 @@ import (
 // threshold), as the check function's settle does. Its error wraps bucketgate.ErrConflict for an id the limiter did
 // not make, or whose key or route changed since (the reservation stays charged at its
 // estimate), bucketgate.ErrInvalid for bad input, and ErrUnavailable when Redis (or the
-// registry) could not settle it: try again.
+// registry) could not settle it: try again. A settle Redis or the registry could not
+// decide is counted as a decision is (Decisions by Outcome, FailClosed by Reason).
 func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.Op, actual int64) (guard.Result, error) {
 	if op != bucketgate.OpSettle && op != bucketgate.OpCancel && op != bucketgate.OpRelease {
 		return guard.Result{}, fmt.Errorf("%w: operation %v: want settle, cancel or release", bucketgate.ErrInvalid, op)
@@ -39,18 +40,19 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
 	l, who, err := claims.Resolve(ctx, v, c, op)
 	who.Observe(&inv)
-	if err != nil {
-		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
-		if !errors.Is(err, bucketgate.ErrConflict) { // the registry could not say
-			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		return guard.Result{}, err
-	}
 	q := bucketgate.Request{Identity: c.Identity, Rules: l.Rules, Op: op, Cost: actual, ID: reservation}
-	r, err := h.Guard.Decide(ctx, q)
-	if err != nil {
+	var r guard.Result
+	switch {
+	case errors.Is(err, bucketgate.ErrConflict):
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		return guard.Result{}, err
+	case err != nil: // the registry could not say: the failure policy answers, as for a decision
+		r = h.Guard.Fallback(q, guard.FailureRegistryError, err)
+	default:
+		if r, err = h.Guard.Decide(ctx, q); err != nil {
+			h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
+			return guard.Result{}, err
+		}
 	}
 	inv.Observe(r)
 	telemetry.LogDecision(ctx, h.Log, r, append(attrs, slog.String(telemetry.AttrPlan, l.Plan))...)

@@ -46,8 +46,9 @@ func Idempotency(ttl time.Duration) Option {
 
 // idVersion starts every reservation and lease id: "r2.<payload>.<mac>", both
 // base64url; the payload is the nonce, the estimate (0 for a lease) with a reservation's
-// ttl (ms) in its high 32 bits, and the expiry (Unix ms), then the claims (Request.Claims, 0 to MaxClaims bytes), the MAC over the kind,
-// the identity, the rules' names and the payload.
+// ttl (ms) in its high 32 bits and, in their top 8 (skipShift), the shadow rules its
+// reserve took nothing from, and the expiry (Unix ms), then the claims (Request.Claims, 0 to MaxClaims bytes), the MAC over the kind,
+// the identity, the rules' names (and kinds, but a bucket's) and the payload.
 const idVersion = "r2."
 
 // Lengths in an id, in bytes: the nonce, the payload before its claims (nonce,
@@ -57,6 +58,12 @@ const (
 	payloadBytes = nonceBytes + 8 + 8
 	macBytes     = 16
 )
+
+// skipShift is where a reservation's skip (bucketgate.MaxRules bits) starts in the
+// payload's second 8 bytes, above the ttl's 22 bits (bucketgate.MaxTTL in ms), which
+// start at bit 32. An id made before ids carried it has none: its settle gives back to
+// (and takes from) every rule.
+const skipShift = 56
 
 // holds reports whether q's script call carries a hold: a settle, a cancel, or an
 // idempotent request.
@@ -93,6 +100,10 @@ type reservation struct {
 	estimate, expiry int64  // tokens, Unix ms
 	ttl              int64  // ms from the reserve to the expiry; 0 in an id made before ids carried it
 	claims           string // Request.Claims of its reserve or acquire
+	// skip holds the shadow rules its reserve was a shadow denial of, by index in the
+	// script's rules (byKind's order, the concurrency rules last): the reserve took
+	// nothing from them, so its settle gives them nothing back and takes nothing more.
+	skip bucketgate.RuleSet
 }
 
 // The kinds of signed ids, each in its MAC, so that no id of one kind is one of the
@@ -108,26 +119,49 @@ const (
 func (r reservation) id(kind string, secret []byte, identity string, rules []bucketgate.Rule) string {
 	p := make([]byte, payloadBytes, payloadBytes+len(r.claims))
 	base64.RawURLEncoding.Decode(p[:nonceBytes], []byte(r.nonce)) // a nonce is base64url of nonceBytes
-	binary.BigEndian.PutUint64(p[nonceBytes:], uint64(r.ttl)<<32|uint64(r.estimate))
+	binary.BigEndian.PutUint64(p[nonceBytes:], uint64(r.skip)<<skipShift|uint64(r.ttl)<<32|uint64(r.estimate))
 	binary.BigEndian.PutUint64(p[nonceBytes+8:], uint64(r.expiry))
 	payload := base64.RawURLEncoding.EncodeToString(append(p, r.claims...))
 	return idVersion + payload + "." + mac(secret, kind, identity, namesPrint(rules), payload)
 }
 
 // parseID reads q's id of kind, made under secret for q's identity and rules; its error
-// wraps ErrConflict for any other.
+// wraps ErrConflict for any other, and says so of an id of the other kind (MisplacedID).
 func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, error) {
 	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, kind, textcut.Marked(q.ID, 32))
 	payload, sum, ok := cutID(q.ID)
 	if !ok || !hmac.Equal([]byte(sum), []byte(mac(secret, kind, q.Identity, namesPrint(q.Rules), payload))) {
+		if err := MisplacedID(q.ID, kind == kindLease); err != nil {
+			return reservation{}, err
+		}
 		return reservation{}, refused
 	}
 	r, ok := decodePayload(payload)
 	lease := kind == kindLease
-	if !ok || lease && (r.estimate != 0 || r.ttl != 0) || !lease && (r.estimate < 1 || r.estimate > bucketgate.MaxCapacity || r.ttl > bucketgate.MaxTTL.Milliseconds()) || r.expiry < 0 {
+	if !ok || lease && (r.estimate != 0 || r.ttl != 0 || r.skip != 0) || !lease && (r.estimate < 1 || r.estimate > bucketgate.MaxCapacity || r.ttl > bucketgate.MaxTTL.Milliseconds()) || r.expiry < 0 {
 		return reservation{}, refused // signed, so never: but bounds are checked where read
 	}
 	return r, nil
+}
+
+// MisplacedID returns the error of id sent as a lease (lease true) or as a reservation
+// when it is spelled as an id of the other kind (a lease's carries no estimate, a
+// reservation's does): a conflict that says which it is, since no secret verifies it as
+// the kind it was sent as; nil otherwise. It verifies nothing: the id's kind only words
+// the refusal of an id refused anyway.
+func MisplacedID(id string, lease bool) error {
+	payload, _, ok := cutID(id)
+	if !ok {
+		return nil
+	}
+	r, ok := decodePayload(payload)
+	switch {
+	case !ok || (r.estimate == 0) == lease:
+		return nil
+	case lease:
+		return fmt.Errorf("%w: %s %q: a reservation's id, not a lease's: a settle or a cancel ends it", bucketgate.ErrConflict, kindLease, textcut.Marked(id, 32))
+	}
+	return fmt.Errorf("%w: %s %q: a lease's id, not a reservation's: a release returns it", bucketgate.ErrConflict, kindReservation, textcut.Marked(id, 32))
 }
 
 // cutID returns the payload and the MAC of id, as written; false when id is not
@@ -150,7 +184,8 @@ func decodePayload(payload string) (reservation, bool) {
 	return reservation{
 		nonce:    base64.RawURLEncoding.EncodeToString(p[:nonceBytes]),
 		estimate: int64(est & math.MaxUint32),
-		ttl:      int64(est >> 32),
+		ttl:      int64(est >> 32 & (1<<(skipShift-32) - 1)),
+		skip:     bucketgate.RuleSet(est >> skipShift),
 		expiry:   int64(binary.BigEndian.Uint64(p[nonceBytes+8:])),
 		claims:   string(p[payloadBytes:]),
 	}, true
@@ -170,19 +205,28 @@ func Claims(id string) (string, bool) {
 	return r.claims, ok && r.claims != ""
 }
 
-// namesPrint is the fingerprint of the names of rules: what a settle must share with its
-// reserve (16 hex digits of their SHA-256).
+// namesPrint is the fingerprint of the names of rules, with the kind of each but a
+// bucket: what a settle must share with its reserve (16 hex digits of their SHA-256). A
+// rule of a name the reserve had but of another kind (a plan made a bucket a quota) is
+// another rule, which never held the estimate: a settle must give it nothing back.
 func namesPrint(rules []bucketgate.Rule) string {
 	h := sha256.New()
 	for _, r := range rules {
+		kind := byte(0) // a bucket's, as before kinds were printed
+		switch {
+		case r.IsQuota():
+			kind = 1
+		case r.IsConcurrency():
+			kind = 2
+		}
 		h.Write([]byte(r.Name))
-		h.Write([]byte{0})
+		h.Write([]byte{kind})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // requestPrint is the fingerprint of q a record keeps, so that a RequestID used again
-// for another request is refused: its rules' names, then ':' and its operation (r, c
+// for another request is refused: its rules' names (namesPrint), then ':' and its operation (r, c
 // or f: a reserve, a check, a refund), cost and, for a reserve or an acquire, ttl
 // ("r10/300000").
 func requestPrint(q bucketgate.Request) string {
@@ -241,7 +285,11 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 			return hold{}, nil, err
 		}
 		reserve := reserveOf(r, q)
-		return hold{record: lua.SettledInfix + r.nonce, arg: fmt.Sprintf("%d %d %d", r.estimate, r.expiry, l.idempotency.Milliseconds()) + reserve, resets: reserve != ""}, secret, nil
+		arg := fmt.Sprintf("%d %d %d", r.estimate, r.expiry, l.idempotency.Milliseconds()) + reserve
+		if r.skip != 0 && q.Cost != r.estimate {
+			arg += fmt.Sprintf(" %s%d", lua.SkipMark, r.skip)
+		}
+		return hold{record: lua.SettledInfix + r.nonce, arg: arg, resets: reserve != ""}, secret, nil
 	}
 	if q.RequestID == "" { // a reserve or an acquire: its nonce at random, no record
 		var b [nonceBytes]byte
@@ -309,9 +357,9 @@ func held(d bucketgate.Decision, q bucketgate.Request, h hold, secret []byte) bu
 	}
 	r := reservation{nonce: h.nonce, expiry: d.At.UnixMilli() + ttlOf(q).Milliseconds(), claims: q.Claims}
 	if q.Op == bucketgate.OpReserve {
-		r.estimate, r.ttl = q.Cost, ttlOf(q).Milliseconds()
+		r.estimate, r.ttl, r.skip = q.Cost, ttlOf(q).Milliseconds(), d.ShadowLimited // d in the script's order
 		d.Reservation, d.Expires = r.id(kindReservation, secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)
-		r.estimate, r.ttl = 0, 0
+		r.estimate, r.ttl, r.skip = 0, 0, 0
 	}
 	if q.Acquires() {
 		d.Lease, d.Expires = r.id(kindLease, secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)

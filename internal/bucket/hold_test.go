@@ -102,6 +102,72 @@ func TestReserveSettle(t *testing.T) {
 	}
 }
 
+// TestSettleShadowDenied: a reserve that a shadow rule denied in shadow took nothing
+// from that rule, so its settle (or cancel) gives it nothing back and takes nothing more
+// from it, whatever the order of the rules: the shadow rule's bucket or quota stays the
+// one it would have alone in front of the requests the enforced rules allow, and its
+// denials those that enforcing it would add.
+func TestSettleShadowDenied(t *testing.T) {
+	l, _ := real(t)
+	ctx := context.Background()
+	tokens := bucketgate.Rule{Name: "tokens", Capacity: 100, RefillPerSecond: 0.001}
+	trial := bucketgate.Rule{Name: "trial", Capacity: 5, RefillPerSecond: 0.001, Shadow: true}
+	trialMonth := bucketgate.Rule{Name: "trial-month", Limit: 5, Period: bucketgate.PeriodMonth, Shadow: true}
+	streams := bucketgate.Rule{Name: "streams", Concurrency: 5}
+	tests := []struct {
+		name   string
+		rules  []bucketgate.Rule
+		op     bucketgate.Op
+		actual int64
+		want   int64 // the enforced bucket's tokens after the settle
+	}{
+		{"cancel", []bucketgate.Rule{tokens, trial, trialMonth}, bucketgate.OpCancel, 0, 97},
+		{"settle below the estimate", []bucketgate.Rule{tokens, trial, trialMonth}, bucketgate.OpSettle, 1, 96},
+		{"settle above the estimate", []bucketgate.Rule{tokens, trial, trialMonth}, bucketgate.OpSettle, 9, 88},
+		{"shadow rules first", []bucketgate.Rule{trialMonth, trial, tokens}, bucketgate.OpCancel, 0, 97},
+		{"a concurrency rule first", []bucketgate.Rule{streams, trial, tokens, trialMonth}, bucketgate.OpSettle, 1, 96},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := bucketgate.Request{Identity: fmt.Sprintf("shadow-denied-%d", i), Rules: tc.rules, Cost: 3}
+			if d, err := l.Decide(ctx, q); err != nil || !d.Allowed || d.ShadowLimited != 0 {
+				t.Fatalf("check 3 = %+v, %v", d, err)
+			}
+			q.Op, q.Cost = bucketgate.OpReserve, 4 // 2 left in each shadow rule: a shadow denial of both
+			r, err := l.Decide(ctx, q)
+			var shadows bucketgate.RuleSet
+			for j, rule := range tc.rules {
+				if rule.Shadow {
+					shadows |= 1 << j
+				}
+			}
+			if err != nil || !r.Allowed || r.Reservation == "" || r.ShadowLimited != shadows {
+				t.Fatalf("reserve 4 = %+v, %v; want allowed, shadow denials %b", r, err, shadows)
+			}
+			settle := bucketgate.Request{Identity: q.Identity, Rules: tc.rules, Op: tc.op, Cost: tc.actual, ID: r.Reservation}
+			if s, err := l.Decide(ctx, settle); err != nil || !s.Allowed || s.Settled != tc.actual {
+				t.Fatalf("%v = %+v, %v", tc.op, s, err)
+			}
+			d, err := l.Decide(ctx, bucketgate.Request{Identity: q.Identity, Rules: tc.rules})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, rule := range tc.rules {
+				want := int64(2) // a shadow rule: as the check of 3 left it
+				switch {
+				case rule.IsConcurrency():
+					continue
+				case !rule.Shadow:
+					want = tc.want
+				}
+				if got := d.Rules[j].Remaining; got != want {
+					t.Errorf("rule %s after the %v: %d left, want %d", rule.Name, tc.op, got, want)
+				}
+			}
+		})
+	}
+}
+
 // TestSettleRefused: an expired reservation stays charged at its estimate; an id forged,
 // of another identity, of other rules or of another secret is refused; nothing changes.
 func TestSettleRefused(t *testing.T) {
@@ -120,6 +186,15 @@ func TestSettleRefused(t *testing.T) {
 		return err
 	}
 	forged := forge(r.Reservation)
+	both := []bucketgate.Rule{{Name: "streams", Concurrency: 2}, rules[0]}
+	held, err := l.Decide(ctx, bucketgate.Request{Identity: "c", Rules: both, Op: bucketgate.OpReserve, Cost: 1})
+	if err != nil || held.Reservation == "" || held.Lease == "" {
+		t.Fatal(held, err)
+	}
+	release := func(id string) error {
+		_, err := l.Decide(ctx, bucketgate.Request{Identity: "c", Rules: both, Op: bucketgate.OpRelease, ID: id})
+		return err
+	}
 	for _, tt := range []struct {
 		name, want string
 		err        error
@@ -130,6 +205,8 @@ func TestSettleRefused(t *testing.T) {
 		{"of another identity", "not an id this limiter made", settle(l, r.Reservation, "b", rules)},
 		{"of another secret", "not an id this limiter made", settle(other, r.Reservation, "a", rules)},
 		{"of other rules", "not an id this limiter made", settle(l, r.Reservation, "a", []bucketgate.Rule{{Name: "x", Capacity: 10, RefillPerSecond: 1}})},
+		{"a lease's", `lease's id, not a reservation's: a release returns it`, settle(l, held.Lease, "c", both)},
+		{"released, a reservation's", `reservation's id, not a lease's: a settle or a cancel ends it`, release(held.Reservation)},
 	} {
 		if !errors.Is(tt.err, bucketgate.ErrConflict) || !strings.Contains(tt.err.Error(), tt.want) {
 			t.Errorf("%s: %v, want ErrConflict saying %q", tt.name, tt.err, tt.want)
@@ -137,6 +214,41 @@ func TestSettleRefused(t *testing.T) {
 	}
 	if d, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules}); err != nil || d.Rules[0].Remaining != 6 {
 		t.Fatalf("after the refusals: %+v, %v; want the estimate still charged", d, err)
+	}
+}
+
+// TestSettleOfARuleThatChangedKind: a reservation of a bucket whose name is a quota by
+// its settle (a plan or a document changed the rule's kind, keeping its name), or of a
+// quota that is a bucket by then, is refused as one of other rules: the rule it would
+// give back to never held the estimate, and a quota would admit more than its limit.
+func TestSettleOfARuleThatChangedKind(t *testing.T) {
+	_, c := real(t)
+	l := bucket.New(c)
+	ctx := context.Background()
+	bucketRule := []bucketgate.Rule{{Name: "tokens", Capacity: 100, RefillPerSecond: 0.001}}
+	quotaRule := []bucketgate.Rule{{Name: "tokens", Limit: 100, Period: bucketgate.PeriodMonth}}
+	for _, tc := range []struct {
+		name          string
+		reserved, now []bucketgate.Rule
+	}{
+		{"a bucket made a quota", bucketRule, quotaRule},
+		{"a quota made a bucket", quotaRule, bucketRule},
+	} {
+		identity := "kind-" + tc.now[0].Period.String()
+		r, err := l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: tc.reserved, Op: bucketgate.OpReserve, Cost: 50})
+		if err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+		if d, err := l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: tc.now, Cost: 60}); err != nil || !d.Allowed {
+			t.Fatalf("%s: spending 60 of the new rule: %+v, %v", tc.name, d, err)
+		}
+		_, err = l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: tc.now, Op: bucketgate.OpSettle, Cost: 0, ID: r.Reservation})
+		if !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "not an id this limiter made") {
+			t.Errorf("%s: the settle: %v, want ErrConflict", tc.name, err)
+		}
+		if d, err := l.Decide(ctx, bucketgate.Request{Identity: identity, Rules: tc.now, Cost: 0}); err != nil || d.Rules[0].Remaining != 40 {
+			t.Errorf("%s: after the settle: %+v, %v; want 40 left, nothing given back", tc.name, d, err)
+		}
 	}
 }
 

@@ -78,9 +78,8 @@ func TestLeases(t *testing.T) {
 	other := bucket.New(c, bucket.Secret([]byte("another secret, thirty-two bytes")))
 	r, _ := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{tokens}, Op: bucketgate.OpReserve, Cost: 1})
 	for name, err := range map[string]error{
-		"forged":           func() error { _, err := release(forged); return err }(),
-		"malformed":        func() error { _, err := release("r2.x"); return err }(),
-		"a reservation id": func() error { _, err := release(r.Reservation); return err }(),
+		"forged":    func() error { _, err := release(forged); return err }(),
+		"malformed": func() error { _, err := release("r2.x"); return err }(),
 		"of another identity": func() error {
 			_, err := l.Decide(ctx, bucketgate.Request{Identity: "b", Rules: rules, Op: bucketgate.OpRelease, ID: d2.Lease})
 			return err
@@ -97,6 +96,9 @@ func TestLeases(t *testing.T) {
 		if !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "not an id this limiter made") {
 			t.Errorf("release of a lease %s: %v, want ErrConflict", name, err)
 		}
+	}
+	if _, err := release(r.Reservation); !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "a reservation's id, not a lease's") {
+		t.Errorf("release of a reservation id: %v, want ErrConflict saying what it is", err)
 	}
 	if n := mustInt(t, do(t, c, c.B().Zcard().Key(bucket.LeaseKey("a", "streams")).Build())); n != 2+1 {
 		t.Fatalf("%d members after the refused releases, want 2 leases and the set's mark", n)

@@ -3,6 +3,7 @@ package bucket
 import (
 	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
@@ -26,6 +27,7 @@ type Model struct {
 	sets             map[string]*modelSet         // concurrency rules' sorted sets, by key (LeaseKey)
 	leaseIDs         map[string]modelLeaseID      // by identity, 0 and the model's id
 	reservedAt       time.Time                    // while a settle gives back: its reserve's time (quotas give back in its window only)
+	skipped          []string                     // while a settle is decided: the shadow rules its reserve took nothing from
 	// resets is when each rule was last reset (Unix ms), by identity, 0 and rule name:
 	// a settle gives nothing back to a rule reset at or after its reserve. The script's
 	// live bucketgate.MaxTTL, past which a reset is older than any reserve a settle may
@@ -142,6 +144,9 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		if at, ok := m.resets[q.Identity+"\x00"+r.Name]; ok && !m.reservedAt.IsZero() && at >= m.reservedAt.UnixMilli() {
 			st.give = 0 // the reset refilled what the reserve took
 		}
+		if slices.Contains(m.skipped, r.Name) {
+			st.give = 0 // its reserve was a shadow denial of it, which took nothing
+		}
 		if r.IsQuota() {
 			// The stored count applies until its window's end; then the window that
 			// holds now counts from 0.
@@ -202,7 +207,9 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 			limited |= 1 << i // a shadow denial takes nothing
 			st.limited = false
 		case r.Shadow && allowed:
-			st.take(r, cost, debit)
+			if !slices.Contains(m.skipped, r.Name) { // a debit takes nothing where its reserve took nothing
+				st.take(r, cost, debit)
+			}
 			st.limited = false
 		case r.Shadow:
 		case allowed:

@@ -20,7 +20,8 @@ type modelRecord struct {
 // names, the estimate, the expiry and the reserve's time in Unix ms) and, once settled, its first outcome.
 type modelReservation struct {
 	names                      string
-	estimate, expiry, reserved int64 // reserved: Unix ms
+	estimate, expiry, reserved int64    // reserved: Unix ms
+	skipped                    []string // the shadow rules its reserve was a shadow denial of
 	settled                    *bucketgate.Decision
 }
 
@@ -53,6 +54,7 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 			return bucketgate.Decision{}, fmt.Errorf("%w: reservation expired", bucketgate.ErrConflict)
 		}
 		var d bucketgate.Decision
+		m.skipped = r.skipped
 		if q.Cost > r.estimate {
 			d = m.decide(now, q, bucketgate.OpCheck, q.Cost-r.estimate, true)
 		} else {
@@ -60,6 +62,7 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 			d = m.decide(now, q, bucketgate.OpRefund, r.estimate-q.Cost, false)
 			m.reservedAt = time.Time{}
 		}
+		m.skipped = nil
 		d.Settled = q.Cost
 		r.settled = &d
 		if delta := q.Cost - r.estimate; m.usageDays(q.Identity) > 0 && delta != 0 {
@@ -87,7 +90,13 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		m.nonces++
 		id := "m" + strconv.Itoa(m.nonces)
 		expiry := nowMS + ttlOf(q).Milliseconds()
-		m.reservations[q.Identity+"\x00"+id] = &modelReservation{names: namesPrint(q.Rules), estimate: q.Cost, expiry: expiry, reserved: nowMS}
+		var skipped []string
+		for i, r := range q.Rules {
+			if d.ShadowLimited.Has(i) {
+				skipped = append(skipped, r.Name)
+			}
+		}
+		m.reservations[q.Identity+"\x00"+id] = &modelReservation{names: namesPrint(q.Rules), estimate: q.Cost, expiry: expiry, reserved: nowMS, skipped: skipped}
 		d.Reservation, d.Expires = id, time.UnixMilli(expiry)
 	}
 	if q.RequestID != "" {

@@ -298,6 +298,10 @@ func TestQuotaChangesPeriod(t *testing.T) {
 		{"week to day", at("2026-11-23", 10, 0), quota(bucketgate.PeriodWeek), quota(bucketgate.PeriodDay), at("2026-11-23", 11, 0), at("2026-11-24", 0, 0)},
 		{"day to week: the day's count to the day's end", at("2026-11-25", 10, 0), quota(bucketgate.PeriodDay), quota(bucketgate.PeriodWeek), at("2026-11-25", 11, 0), at("2026-11-26", 0, 0)},
 		{"day to month: the day's count to the day's end", at("2026-11-25", 10, 0), quota(bucketgate.PeriodDay), quota(bucketgate.PeriodMonth), at("2026-11-25", 11, 0), at("2026-11-26", 0, 0)},
+		{"week to month: the week's count to the week's end", at("2026-11-24", 10, 0), quota(bucketgate.PeriodWeek), quota(bucketgate.PeriodMonth), at("2026-11-24", 11, 0), at("2026-11-30", 0, 0)},
+		// A week's end on a Monday is a month's of the anchor of that day: the count
+		// stands to it, as a new anchor applies from the end of the window in progress.
+		{"week to month, the week ending after the month: to the week's end", at("2026-11-30", 10, 0), quota(bucketgate.PeriodWeek), quota(bucketgate.PeriodMonth), at("2026-11-30", 11, 0), at("2026-12-07", 0, 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMini(t)

@@ -7,7 +7,9 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/claims"
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -53,12 +55,16 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 	if err := parseHold(path, m, &c.req); err != nil {
 		return check{}, err
 	}
+	name := fieldReservation
+	if op == bucketgate.OpRelease {
+		name = fieldLease
+	}
+	if err := bucket.MisplacedID(c.req.ID, op == bucketgate.OpRelease); err != nil { // before its route says what it cannot
+		c.refused = fmt.Errorf("%s: %w", field(path, name), err)
+		return c, nil
+	}
 	cl, err := claims.Read(c.req.ID)
 	if err != nil {
-		name := fieldReservation
-		if op == bucketgate.OpRelease {
-			name = fieldLease
-		}
 		c.refused = fmt.Errorf("%s: %w: %w; a %s of the check function's names its %s (or %s) and %s (or %s)",
 			field(path, name), bucketgate.ErrConflict, err, name, fieldKey, fieldIdentity, fieldPlan, fieldRules)
 		return c, nil
@@ -74,14 +80,32 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 // bucketgate.ErrConflict, naming the check, for an id the limiter did not make to be
 // settled by itself, or whose claims no longer lead where they led (the key revoked or
 // moved, the route gone): nothing is then decided, and the reservation stays charged at
-// its estimate. A check whose lookup failed keeps the error, for the failure policy.
+// its estimate. A check whose lookup failed keeps the error, for the failure policy. The
+// lookups of a batch run concurrently, as its tenants' do (lookupEach).
 func resolveBearers(ctx context.Context, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {
+	for _, c := range checks {
+		if c.refused != nil {
+			return c.refused
+		}
+	}
+	type answer struct {
+		l   config.Limits
+		e   registry.Entry
+		err error
+	}
+	answers := make([]answer, len(checks))
+	needs := func(c check) bool { return c.bearer && c.lookupErr == nil }
+	lookupEach(checks, needs, func(i int) {
+		answers[i].l, answers[i].e, answers[i].err = claims.Resolve(ctx, v, checks[i].claims, checks[i].req.Op)
+	})
+	for i, c := range checks { // every lookup made, though a conflict refuses the batch
+		if needs(c) {
+			answers[i].e.Observe(inv)
+		}
+	}
 	for i := range checks {
 		c := &checks[i]
-		switch {
-		case c.refused != nil:
-			return c.refused
-		case !c.bearer || c.lookupErr != nil:
+		if !needs(*c) {
 			continue
 		}
 		path := ""
@@ -92,8 +116,7 @@ func resolveBearers(ctx context.Context, v registry.View, checks []check, batch 
 		if c.req.Op == bucketgate.OpRelease {
 			name = fieldLease
 		}
-		l, e, err := claims.Resolve(ctx, v, c.claims, c.req.Op)
-		e.Observe(inv)
+		l, e, err := answers[i].l, answers[i].e, answers[i].err
 		switch {
 		case errors.Is(err, bucketgate.ErrConflict):
 			return fmt.Errorf("%s: %w", field(path, name), err)

@@ -361,6 +361,8 @@ func TestSettleByReservationRefused(t *testing.T) {
 		{"the check function's own id alone", string(settlePayload(own.Reservation, 1)), checkapi.ErrorTypeConflict, "names its key (or identity)", b.check},
 		{"the route's rules changed", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "not an id this limiter made for the identity and rules", changed},
 		{"the route gone", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "route (" + c.Route + ") is no longer in the configuration", gone},
+		{"released as a lease", fmt.Sprintf(`{"op":"release","lease":%q}`, id), checkapi.ErrorTypeConflict, "lease: conflict: lease \"r2.", b.check},
+		{"released as a lease, said so", fmt.Sprintf(`{"op":"release","lease":%q}`, id), checkapi.ErrorTypeConflict, "a reservation's id, not a lease's: a settle or a cancel ends it", b.check},
 		{"a check by the id alone", fmt.Sprintf(`{"reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
 		{"a reserve by the id alone", fmt.Sprintf(`{"op":"reserve","reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
 		{"a settle without its cost", fmt.Sprintf(`{"op":"settle","reservation":%q}`, id), checkapi.ErrorTypeInvalidRequest, "cost: missing", b.check},
@@ -448,9 +450,11 @@ func TestReleaseByLeaseAlone(t *testing.T) {
 		t.Fatalf("a stream after the release: context %v: want allowed", again)
 	}
 	for name, tt := range map[string]struct{ payload, errType, want string }{
-		"forged":        {fmt.Sprintf(`{"op":"release","lease":%q}`, forged(lease)), checkapi.ErrorTypeConflict, "not an id this limiter made"},
-		"settled":       {fmt.Sprintf(`{"op":"settle","lease":%q,"cost":1}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: missing: a settle needs the reservation"},
-		"a reservation": {fmt.Sprintf(`{"op":"release","reservation":%q}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: only with op settle or cancel"},
+		"forged":                     {fmt.Sprintf(`{"op":"release","lease":%q}`, forged(lease)), checkapi.ErrorTypeConflict, "not an id this limiter made"},
+		"settled":                    {fmt.Sprintf(`{"op":"settle","lease":%q,"cost":1}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: missing: a settle needs the reservation"},
+		"a reservation":              {fmt.Sprintf(`{"op":"release","reservation":%q}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: only with op settle or cancel"},
+		"settled as a reservation":   {fmt.Sprintf(`{"op":"settle","reservation":%q,"cost":1}`, lease), checkapi.ErrorTypeConflict, "reservation: conflict: reservation \"r2."},
+		"cancelled as a reservation": {fmt.Sprintf(`{"op":"cancel","reservation":%q}`, lease), checkapi.ErrorTypeConflict, "a lease's id, not a reservation's: a release returns it"},
 	} {
 		_, err := b.check.invoke([]byte(tt.payload))
 		if fe := functionError(t, err); fe.Type != tt.errType || !strings.Contains(fe.Message, tt.want) {
@@ -499,6 +503,39 @@ func TestSettleByReservationAfterARoll(t *testing.T) {
 		}
 		if r, err := check.invoke(fmt.Appendf(nil, `{"op":"release","lease":%q}`, lease)); err != nil || !*decodeResponse(t, r).Released {
 			t.Errorf("old key %s: release of the new key's lease: %v", oldKey, err)
+		}
+	}
+}
+
+// TestBearerLookupsRunTogether: the registry lookups of a batch of settles by the
+// reservation alone run concurrently, as a batch of tenants' do: a cold batch costs
+// about one read's time, not one per key, and a slow table leaves none of them to the
+// invocation's deadline. The table here answers only once both keys' reads wait
+// together; read one after the other, the first waited for the second until the
+// deadline, and both settles were answered unavailable.
+func TestBearerLookupsRunTogether(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	payload := fmt.Appendf(nil, `{"checks":[%s,%s]}`, settlePayload(b.reserve(t, "alice"), 100), settlePayload(b.reserve(t, "carol"), 100))
+	b.src.Gate = make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // bounds a failure only
+	defer cancel()
+	go func() {
+		for b.src.Held() < 2 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		close(b.src.Gate)
+	}()
+	out, err := lambda.NewHandler(b.check.h).Invoke(ctx, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got checkapi.BatchResult
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Results) != 2 {
+		t.Fatalf("%s (%v): want 2 results", out, err)
+	}
+	for i, r := range got.Results {
+		if r.Reason != checkapi.ReasonOK || r.Settled != 100 {
+			t.Errorf("results[%d] = %+v: want settled at 100", i, r)
 		}
 	}
 }

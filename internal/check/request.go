@@ -457,15 +457,15 @@ func parseCost(path string, raw []byte, op bucketgate.Op, rules []bucketgate.Rul
 		return checkapi.DefaultCost, fits(path, checkapi.DefaultCost, op, rules)
 	}
 	want := fmt.Sprintf("a whole number from 0 to %d (2^53)", int64(checkapi.MaxCost))
-	if op == bucketgate.OpRefund {
+	switch op {
+	case bucketgate.OpRefund:
 		want = fmt.Sprintf("a whole number of tokens to give back, from 1 to %d (2^53)", int64(checkapi.MaxCost))
+	case bucketgate.OpReserve:
+		want = fmt.Sprintf("an estimate, a whole number from 1 to %d (2^53)", int64(checkapi.MaxCost))
 	}
 	cost, err := wholeValue(path, raw, want)
 	if err != nil {
 		return 0, err
-	}
-	if op == bucketgate.OpReserve {
-		want = fmt.Sprintf("an estimate, a whole number from 1 to %d (2^53)", int64(checkapi.MaxCost))
 	}
 	if cost < 0 || cost > checkapi.MaxCost || (op == bucketgate.OpRefund || op == bucketgate.OpReserve) && cost == 0 {
 		return 0, fmt.Errorf("%s: got %d, want %s", path, cost, want)

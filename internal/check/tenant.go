@@ -42,19 +42,9 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 		err error
 	}
 	answers := make([]answer, len(checks))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, maxLookups)
-	for i := range checks {
-		if !checks[i].tenant && !checks[i].follow {
-			continue
-		}
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			answers[i].e, answers[i].err = v.Lookup(ctx, checks[i].req.Identity)
-		})
-	}
-	wg.Wait()
+	lookupEach(checks, func(c check) bool { return c.tenant || c.follow }, func(i int) {
+		answers[i].e, answers[i].err = v.Lookup(ctx, checks[i].req.Identity)
+	})
 	for i := range checks {
 		c := &checks[i]
 		if !c.tenant && !c.follow {
@@ -94,6 +84,24 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 		}
 	}
 	return nil
+}
+
+// lookupEach calls lookup with the index of every check of checks that needs a
+// registry lookup, concurrently, at most maxLookups at once, and waits for them all.
+func lookupEach(checks []check, needs func(check) bool, lookup func(i int)) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxLookups)
+	for i := range checks {
+		if !needs(checks[i]) {
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			lookup(i)
+		})
+	}
+	wg.Wait()
 }
 
 // unconfigured is the Plans of an instance that has no configuration yet (the registry

@@ -43,6 +43,37 @@ func (c *Config) Override(p *Plan, overrides []bucketgate.Rule) (*Plan, error) {
 	return c.validPlan(&Plan{Plan: bucketgate.Plan{Name: p.Name, Rules: own}, overrides: slices.Clone(overrides)})
 }
 
+// OverrideAlone is Override for an identity that no route applies to, a tenant of the
+// check function (whose checks have no method or path): an override named like one of
+// p's rules replaces it, keeping its shadow mark, and any other is added to p's rules,
+// so to every check. They are validated as Override validates them, against p's rules
+// alone, routes apart: the returned Plan's Rules are what the identity's checks are
+// decided against.
+func (c *Config) OverrideAlone(p *Plan, overrides []bucketgate.Rule) (*Plan, error) {
+	if len(overrides) == 0 {
+		return p, nil
+	}
+	if err := validOwn(overrides, "overrides"); err != nil {
+		return nil, err
+	}
+	own := slices.Clip(replace(p.Rules, overrides))
+	for i, r := range overrides { // in the record's order
+		j := slices.IndexFunc(p.Rules, func(pr bucketgate.Rule) bool { return pr.Name == r.Name })
+		switch {
+		case j < 0:
+			r.Shadow = false
+			own = append(own, r)
+		case !bucketgate.SameKind(p.Rules[j], r):
+			return nil, fmt.Errorf("rules[%d]: rule %s is %s, and %s of plan %s: an override replaces a rule of its kind; give it another name", i, r.Name, kind(r), kind(p.Rules[j]), p.Name)
+		}
+	}
+	q := &Plan{Plan: bucketgate.Plan{Name: p.Name, Rules: own}}
+	if err := c.validRoute(q, len(c.routes), own); err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	return q, nil
+}
+
 // WithKeyRules returns plan p, an account's (with the account's own rules applied, see
 // Override), as it applies to the account's API key of digest, with the key's own
 // rules: each is added to every request of the key under its bucketgate.KeyRuleName,
@@ -112,6 +143,23 @@ func (c *Config) namesake(p *Plan, name string) (where string, r bucketgate.Rule
 		}
 	}
 	return "", bucketgate.Rule{}, false
+}
+
+// Reach says which requests of an identity on plan p its own rule called name limits
+// (see Override): "" for every request (it replaces a rule of p, or is added to p's
+// rules), else where the first rule of its name that it replaces is, "routes[2]", as it
+// then limits the requests of the routes that have such a rule alone.
+func (c *Config) Reach(p *Plan, name string) string {
+	has := func(r bucketgate.Rule) bool { return r.Name == name }
+	if slices.ContainsFunc(p.Rules, has) {
+		return ""
+	}
+	for i, rules := range c.routeRules {
+		if slices.ContainsFunc(rules, has) {
+			return fmt.Sprintf("routes[%d]", i)
+		}
+	}
+	return ""
 }
 
 // replaces reports whether an override called name replaces a rule of p or of a route.

@@ -119,6 +119,48 @@ func TestOverrideErrorsNameTheRule(t *testing.T) {
 	}
 }
 
+// OverrideAlone, a tenant's: its rules replace the plan's of their names and add any
+// other, a route's rule name too, checked against the plan alone, routes apart.
+func TestOverrideAlone(t *testing.T) {
+	c, err := config.Parse([]byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pro, _ := c.Plan("pro")
+	for _, tc := range []struct {
+		name      string
+		overrides []bucketgate.Rule
+		want      string // name:capacity per rule, in order; or the error
+	}{
+		{"none is the plan", nil, "burst:100 daily:100000"},
+		{"below a route's cost", []bucketgate.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "burst:2 daily:100000"},
+		{"a route rule's name is added", []bucketgate.Rule{{Name: "uploads", Capacity: 3, RefillPerSecond: 1}}, "burst:100 daily:100000 uploads:3"},
+		{"eight in all, a route's ninth apart", []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: 1},
+			{Name: "c", Capacity: 1, RefillPerSecond: 1}, {Name: "d", Capacity: 1, RefillPerSecond: 1}, {Name: "e", Capacity: 1, RefillPerSecond: 1}, {Name: "f", Capacity: 1, RefillPerSecond: 1}},
+			"burst:100 daily:100000 a:1 b:1 c:1 d:1 e:1 f:1"},
+		{"nine with the plan's", []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: 1},
+			{Name: "c", Capacity: 1, RefillPerSecond: 1}, {Name: "d", Capacity: 1, RefillPerSecond: 1}, {Name: "e", Capacity: 1, RefillPerSecond: 1}, {Name: "f", Capacity: 1, RefillPerSecond: 1},
+			{Name: "g", Capacity: 1, RefillPerSecond: 1}}, "rules: plans.pro: invalid: 9 rules: want at most 8"},
+		{"another kind", []bucketgate.Rule{{Name: "daily", Limit: 5, Period: bucketgate.PeriodDay}}, "rules[0]: rule daily is a quota, and a bucket of plan pro"},
+		{"bad capacity", []bucketgate.Rule{{Name: "burst", Capacity: 0, RefillPerSecond: 1}}, "rules[0]: invalid: rule burst: capacity 0"},
+	} {
+		p, err := c.OverrideAlone(pro, tc.overrides)
+		var got string
+		if err != nil {
+			got = err.Error()
+		} else {
+			var names []string
+			for _, r := range p.Rules {
+				names = append(names, r.Name+":"+itoa(r.Capacity))
+			}
+			got = strings.Join(names, " ")
+		}
+		if !strings.Contains(got, tc.want) || err == nil && got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // A key's own rules in an account add to the account's plan under the key's names,

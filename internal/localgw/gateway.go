@@ -138,7 +138,10 @@ func (g *Gateway) event(r *http.Request) events.APIGatewayCustomAuthorizerReques
 	if err != nil {
 		ip = r.RemoteAddr
 	}
-	path := r.URL.Path
+	// The path as sent, percent-encodings kept: what the backend receives, so that a
+	// route matches what the backend serves ("/files/a%23/delete" decoded would end at
+	// its '#' for the route, not for the backend).
+	path := r.URL.EscapedPath()
 	return events.APIGatewayCustomAuthorizerRequestTypeRequest{
 		Type:                            "REQUEST",
 		MethodArn:                       fmt.Sprintf("%s/%s%s", g.MethodARNPrefix, r.Method, path),

@@ -166,6 +166,8 @@
 -- back only in that window, as a later one never held the estimate), above it a
 -- debit of the difference that never denies: a bucket goes down to minus its capacity at
 -- most, a quota's count up to twice its limit at most, every rule is written as by a check;
+-- a hold ending " k<skip>" names the shadow rules the reserve was a shadow denial of (bit
+-- r-1 for rule r), which took nothing: they get nothing back and give nothing more;
 -- with usage (ARGV[2] not '0') it corrects the day's cost by the actual cost less the
 -- estimate and counts no check (Usage, below). Before any other write, its outcome "<flags>
 -- <wait> <reset> <now> <actual>" goes to its record, KEYS[3] (SET NX GET, living life ms
@@ -323,7 +325,7 @@ local rec, life, fp, settle, est, exp, debit
 -- rwins: a settle's window end (Unix s) of each rule at its reserve, when it gives back
 -- to a quota: a quota gives back only in that window. rsv: its reserve's time (Unix ms),
 -- when it gives back: a rule reset since then gives nothing back.
-local rwins, rsv
+local rwins, rsv, skips
 -- With a lease ("Leases" in the header): lease its text, read only when it is taken
 -- (or released), after the other rules allowed the check; then lmost the most in flight
 -- of each concurrency rule (its sorted set is KEYS[lk + k]), lnonce the lease's member,
@@ -338,10 +340,11 @@ if o > 0 then
     elseif string.byte(cost) == 115 then -- 's': a settle at the actual cost that follows
       settle, cost = tonumber(string.sub(cost, 2)), '0'
       local wins
-      est, exp, life, rsv, wins = string.match(hold, '^(%d+) (%d+) (%d+) ?(%d*) ?([%d,]*)$')
+      est, exp, life, rsv, wins, skips = string.match(hold, '^(%d+) (%d+) (%d+) ?(%d*) ?([%d,]*) ?k?(%d*)$')
       if rsv == '' then rsv = nil end
-      if not (settle and settle >= 0 and settle <= 1e9 and settle % 1 == 0 and life and est + 0 >= 1 and est + 0 <= 1e9 and life + 0 >= 1 and rec and (not rsv or KEYS[4])) then
-        return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its reservation\'s estimate (1 to 1e9), expiry and the ms its record lives (1 or more), then perhaps its reserve\'s time and each rule\'s window end at the reserve, and its record, KEYS[3] (and its resets, KEYS[4], with the time)')
+      if skips == '' then skips = nil end
+      if not (settle and settle >= 0 and settle <= 1e9 and settle % 1 == 0 and life and est + 0 >= 1 and est + 0 <= 1e9 and life + 0 >= 1 and rec and (not rsv or KEYS[4]) and (not skips or skips + 0 <= 255)) then
+        return redis.error_reply('ERR bucketgate: a settle must be s and the actual cost, a whole number from 0 to 1e9, with its reservation\'s estimate (1 to 1e9), expiry and the ms its record lives (1 or more), then perhaps its reserve\'s time and each rule\'s window end at the reserve, then perhaps k and the rules it skips (0 to 255), and its record, KEYS[3] (and its resets, KEYS[4], with the time)')
       end
       if wins ~= '' then
         rwins = {}
@@ -442,7 +445,8 @@ if rec then
   end
 end
 -- gone: by i, the rules of a settle that gives back which a reset named at or after its
--- reserve: they give nothing back (the reset refilled what the reserve took).
+-- reserve: they give nothing back (the reset refilled what the reserve took); and the
+-- skipped ones, below.
 local gone
 if rsv and give > 0 then
   local f = {}
@@ -455,6 +459,18 @@ if rsv and give > 0 then
       gone = gone or {}
       gone[i] = true
     end
+  end
+end
+-- and the shadow rules the reserve was a shadow denial of (skips): it took nothing from
+-- them, so they get nothing back, nor give anything more to a debit.
+if skips then
+  local b = skips + 0
+  for i = 1, n2, 2 do
+    if b % 2 == 1 then
+      gone = gone or {}
+      gone[i] = true
+    end
+    b = (b - b % 2) / 2
   end
 end
 local need = cost -- what an enforced rule must hold: a peek, a refund and a debit never deny
@@ -635,7 +651,7 @@ for i = 1, n2, 2 do
     if shadow == i then
       if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
-      elseif cost > 0 then
+      elseif cost > 0 and not (gone and gone[i]) then -- gone: a debit its reserve took nothing of
         count, full = count + cost, qend
         if debit and count > cap + cap then count = cap + cap end -- over its limit by its limit at most
       end
@@ -729,7 +745,7 @@ for i = 1, n2, 2 do
       local r = (i + 1) / 2
       if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
-      else
+      elseif not (gone and gone[i]) then -- gone: a debit its reserve took nothing of
         level = level - cost
         if debit and level < -cap then level = -cap end -- a debt of its capacity at most
       end

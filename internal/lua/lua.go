@@ -93,6 +93,11 @@ const (
 	SettledInfix = ":s:"
 )
 
+// SkipMark starts the last part of a settle's hold, " k<skip>": the shadow rules its
+// reserve was a shadow denial of, bit r for the script's rule r (0-based), which the
+// settle gives nothing back and takes nothing more from.
+const SkipMark = "k"
+
 // SettlePrefix starts ARGV's operation, with a hold, for a settle at the actual cost
 // that follows.
 const SettlePrefix = "s"

@@ -87,18 +87,24 @@ func (r Record) Active(now time.Time) bool {
 type Plans interface {
 	Plan(name string) (*config.Plan, bool)
 	Override(p *config.Plan, overrides []bucketgate.Rule) (*config.Plan, error)
+	OverrideAlone(p *config.Plan, overrides []bucketgate.Rule) (*config.Plan, error)
 	WithKeyRules(p *config.Plan, digest string, own []bucketgate.Rule) (*config.Plan, error)
 }
 
-// Resolve returns the plan r puts its identity on: r's plan with r's rules applied. An
-// unknown plan or rules the configuration refuses is a *RecordError naming the attribute.
-// Resolve ignores Status and ExpiresAt (see Active).
+// Resolve returns the plan r puts its identity on: r's plan with r's rules applied (a
+// tenant's as no route applies to it: config.Config.OverrideAlone). An unknown plan or
+// rules the configuration refuses is a *RecordError naming the attribute. Resolve
+// ignores Status and ExpiresAt (see Active).
 func (r Record) Resolve(plans Plans) (*config.Plan, error) {
 	p, ok := plans.Plan(r.Plan)
 	if !ok {
 		return nil, &RecordError{ID: r.ID, Attribute: attrPlan, Err: fmt.Errorf("unknown plan %q: not in the configuration document", r.Plan)}
 	}
-	q, err := plans.Override(p, r.Rules)
+	override := plans.Override
+	if strings.HasPrefix(r.ID, bucketgate.TenantPrefix) { // the check function's: no route applies
+		override = plans.OverrideAlone
+	}
+	q, err := override(p, r.Rules)
 	if err != nil {
 		return nil, &RecordError{ID: r.ID, Attribute: attrRules, Err: err}
 	}

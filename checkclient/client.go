@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -92,7 +93,9 @@ func New(invoker Invoker, function string, opts ...Option) *Client {
 // otherwise, or answered something that is not a decision; and else the SDK's error for
 // an invocation that did not happen (one of a refund may have happened: see Refund).
 // A Redis outage is not an error: it is a Response with reason unavailable (or degraded
-// when the function fails open).
+// when the function fails open). A replay of an admission (the RequestID was decided
+// before, Response.Replayed) whose lease has expired by the local clock is an error
+// wrapping ErrLeaseExpired, not the admission: that lease holds nothing.
 //
 // A request that takes tokens (Cost nil or above 0), a reserve or a refund gets a
 // requestId of its own (a random one, unless req.RequestID gives it), the same for
@@ -117,7 +120,23 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 	if err := res.check(req.Op); err != nil {
 		return checkapi.Response{}, c.unreadable(err)
 	}
+	if err := c.expired(res.Response); err != nil {
+		return checkapi.Response{}, err
+	}
 	return res.Response, nil
+}
+
+// expired returns an error wrapping ErrLeaseExpired when res replays an admission whose
+// lease has expired by the local clock, else nil.
+func (c *Client) expired(res checkapi.Response) error {
+	if !res.Replayed || res.Lease == "" {
+		return nil
+	}
+	at, err := time.Parse(time.RFC3339, res.ExpiresAt)
+	if err != nil || at.After(time.Now()) {
+		return nil
+	}
+	return fmt.Errorf("checkclient: %s: %w (it expired at %s): acquire again with a new RequestID", c.function, ErrLeaseExpired, res.ExpiresAt)
 }
 
 // Refund gives req.Cost tokens (nil: checkapi.DefaultCost) back to every rule of req,
@@ -306,7 +325,9 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 // batch before anything is decided, and the error names the index ("checks[3].cost:
 // ..."); a batch of the wrong size is refused before it is sent. A ConflictError of one
 // request (see Settle) is the batch's error too, but the other requests may have been
-// decided, and stand: its message names them. A batch that holds a request that takes
+// decided, and stand: its message names them. A result that replays an admission
+// whose lease has expired is answered as it is (see Check): read its ExpiresAt before
+// the work. A batch that holds a request that takes
 // or gives back tokens is sent again only when the function did not run, as that
 // request alone would be, unless each such request has its requestId (see Check).
 func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]checkapi.Response, error) {

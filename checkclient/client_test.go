@@ -499,3 +499,44 @@ func TestRequestCallsOutliveTheClient(t *testing.T) {
 		})
 	}
 }
+
+// A replayed acquire answers its first lease again, also once that lease has expired
+// (its requestId is remembered longer than its ttlMs), while another request may hold
+// the slot meanwhile: a lease past its expiresAt (by the client's clock) holds nothing,
+// so Check and Reserve answer ErrLeaseExpired instead of an admission. A replay whose
+// lease still holds, and a first decision, are answers.
+func TestReplayedLeaseExpired(t *testing.T) {
+	const (
+		past   = `"expiresAt":"2000-01-01T00:00:00.000Z"`
+		future = `"expiresAt":"2999-01-01T00:00:00.000Z"`
+		lease  = `"lease":"r2.n.m"`
+	)
+	acquire := checkapi.Request{Key: "k", RequestID: "job-7", Rules: []checkapi.Rule{{Name: "streams", Concurrency: 1}}}
+	for _, tc := range []struct {
+		name, answer string
+		reserve      bool
+		expired      bool
+	}{
+		{"replayed, expired", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,` + past + `,` + lease + `}`, false, true},
+		{"a reserve replayed, its lease expired", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,"reservation":"r2.a.b",` + past + `,` + lease + `}`, true, true},
+		{"replayed, still held", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,` + future + `,` + lease + `}`, false, false},
+		{"a first decision", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,` + past + `,` + lease + `}`, false, false},
+		{"a replayed reserve without a lease", `{"allowed":true,"reason":"ok","rule":"tokens","limit":9,"replayed":true,"reservation":"r2.a.b",` + past + `}`, true, false},
+		{"a replayed denial", `{"allowed":false,"reason":"limited","rule":"streams","limit":1,"retryAfterMs":5,"replayed":true}`, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := serve(t, answer(tc.answer))
+			call := c.Check
+			if tc.reserve {
+				call = c.Reserve
+			}
+			res, err := call(context.Background(), acquire)
+			switch {
+			case tc.expired && (!errors.Is(err, checkclient.ErrLeaseExpired) || res.Allowed || !strings.Contains(err.Error(), "2000-01-01T00:00:00.000Z")):
+				t.Fatalf("%+v, %v: want ErrLeaseExpired naming when it expired, and no admission", res, err)
+			case !tc.expired && err != nil:
+				t.Fatalf("error %v, want the answer", err)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package checkclient
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -30,6 +31,13 @@ func (e *InvalidRequestError) Error() string {
 	}
 	return fmt.Sprintf("checkclient: %s refused the request: %s", e.Function, e.Message)
 }
+
+// ErrLeaseExpired is wrapped by the error of a check or a reserve answered by a replay
+// (the RequestID was decided before) of an admission whose lease had expired by the
+// client's clock: the replay answers the first decision again, lease and all, but a
+// lease past its ExpiresAt holds no slot, and another request may hold it meanwhile.
+// Nothing was decided or written; acquiring again needs a new RequestID.
+var ErrLeaseExpired = errors.New("the replayed lease has expired: it holds no slot")
 
 // ErrorTypeUnreadable is the Type of a FunctionError for an answer that is not a
 // decision: not JSON, a member missing (a release's "released" when Redis answered it

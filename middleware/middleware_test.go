@@ -107,6 +107,50 @@ func TestAnswersAreTheGateways(t *testing.T) {
 	}
 }
 
+// A decision without figures answers with the next handler's answer and no figure, as
+// the gateway does (docs/library.md, Answers): every rule shadow, decided by Redis, has
+// no rate-limit header at all; every rule shadow with Redis down is degraded, with
+// X-RateLimit-Degraded: true alone (a shadow rule is no policy), whatever FAIL_MODE
+// says. Either way the next handler's own rate-limit headers are removed.
+func TestAnswersWithoutFigures(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0") // an address nothing answers on once closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	shadowOnly := "defaultPlan: trial\nplans: {trial: {shadow: true, rules: [{name: burst, capacity: 1, refillPerSecond: 0.001}]}}"
+	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-RateLimit-Remaining", "4999")
+		w.Header().Set("RateLimit-Policy", `"upstream";q=5000;w=60`)
+		io.WriteString(w, "ok")
+	})
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		want http.Header
+	}{
+		{"every rule shadow, decided by Redis", map[string]string{"RATE_LIMIT_CONFIG": shadowOnly}, http.Header{}},
+		{"every rule shadow, Redis down", map[string]string{"RATE_LIMIT_CONFIG": shadowOnly, "REDIS_ADDR": closed.Addr().String(), "REDIS_TIMEOUT_MS": "50"}, http.Header{"X-Ratelimit-Degraded": {"true"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLimiter(t, tc.vars, middleware.Options{})
+			for i := range 3 { // the shadow bucket holds 1: the second and third lack it
+				w := httptest.NewRecorder()
+				l.Handler(next).ServeHTTP(w, httptest.NewRequest("GET", "/orders/42", nil))
+				got := http.Header{}
+				for name, v := range w.Result().Header {
+					if ratelimitheaders.Owned(name) {
+						got[http.CanonicalHeaderKey(name)] = v
+					}
+				}
+				if w.Code != http.StatusOK || w.Body.String() != "ok" || !maps.EqualFunc(got, tc.want, slices.Equal) {
+					t.Fatalf("request %d: %d %q, rate-limit headers %v: want the handler's 200 with %v", i+1, w.Code, w.Body, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
 // same fails t unless got has want's status, body and headers.
 func same(t *testing.T, what string, got, want *httptest.ResponseRecorder) {
 	t.Helper()

@@ -320,9 +320,7 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 		}
 		reqs[i] = c.identify(req)
 	}
-	var res struct {
-		Results []response `json:"results"`
-	}
+	var res batchAnswer
 	if err := c.invoke(ctx, checkapi.Batch{Checks: reqs}, &res, slices.ContainsFunc(reqs, writes)); err != nil {
 		return nil, err
 	}

@@ -57,10 +57,11 @@ const DefaultFunctionRetries = 2
 // WithFunctionRetries makes a Client send a request that is safe to send again (one
 // with a requestId, a peek, a reset, a settle, a cancel, a release, a usage report) up
 // to n more times after the function failed in a way that another run may not: a
-// *FunctionError of a crash, a timeout (Sandbox.Timedout), an init failure, or a usage
-// report Redis did not answer in time (checkapi.ErrorTypeUnavailable); never after an
-// *InvalidRequestError, a ConflictError or an answer that is not a decision, which
-// would come again. It waits about 100 ms before the first retry, twice as long before
+// *FunctionError of a timeout (Sandbox.Timedout), a crash or an init failure
+// (Runtime.ExitError, Runtime.OutOfMemory, Runtime.Unknown), or a usage report Redis
+// did not answer in time (checkapi.ErrorTypeUnavailable); never after any other, which
+// would come again: an *InvalidRequestError, a ConflictError, an answer that is not a
+// decision, one too large for Lambda (Function.ResponseSizeTooLarge), a panic. It waits about 100 ms before the first retry, twice as long before
 // each next (5 s at most), and not past ctx's deadline. n = 0 sends once; the default is
 // DefaultFunctionRetries. The Lambda client's own retries (of the service's failures)
 // are apart from these.

@@ -156,7 +156,8 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // unknown to the function, expired, or of another key is a *FunctionError of type
 // checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have settled nothing: send it
-// again.
+// again. An empty reservation, all a degraded reserve holds, is an
+// *InvalidRequestError, not sent.
 func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
 	req = held(req)
 	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
@@ -251,6 +252,7 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // unknown to the function, or of another key or rules, is a *FunctionError of type
 // checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have released nothing: send it again.
+// An empty lease, all a degraded check holds, is an *InvalidRequestError, not sent.
 func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string) (checkapi.Response, error) {
 	req = held(req)
 	req.Lease = lease

@@ -312,6 +312,14 @@ func TestRefusedBeforeSending(t *testing.T) {
 		{"plan not text", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", Plan: "pro\xff"}); return err }, "plan: not UTF-8 text"},
 		{"reservation not text", func() error { _, err := c.SettleReservation(ctx, "r2.\xff", 1); return err }, "reservation: not UTF-8 text"},
 		{"lease not text", func() error { _, err := c.ReleaseLease(ctx, "r2.\xff"); return err }, "lease: not UTF-8 text"},
+		{"release of no lease (a degraded answer holds none)", func() error { _, err := c.Release(ctx, valid, ""); return err }, "lease: missing"},
+		{"release of no lease by the lease alone", func() error { _, err := c.ReleaseLease(ctx, ""); return err }, "lease: missing"},
+		{"batch release of no lease", func() error {
+			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "k", Op: checkapi.OpRelease}})
+			return err
+		}, "checks[1].lease: missing"},
+		{"settle of no reservation (a degraded answer holds none)", func() error { _, err := c.Settle(ctx, valid, "", 5); return err }, "reservation: missing"},
+		{"cancel of no reservation", func() error { _, err := c.CancelReservation(ctx, ""); return err }, "reservation: missing"},
 		{"rule name not text", func() error {
 			_, err := c.Check(ctx, checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "b\xff", Capacity: 1, RefillPerSecond: 1}}})
 			return err

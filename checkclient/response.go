@@ -233,15 +233,22 @@ func errorPayload(payload []byte) bool {
 }
 
 // validate refuses what the function would (or JSON could not carry) that the client
-// can tell alone: a string that is not UTF-8 text, which encoding/json would send with
-// U+FFFD in place of the bytes, so that two different keys would be one (and two
-// different requestIds one, the second answered as the first, never charged), and what
-// encoding/json cannot send at all: an Op or a rule's Period that is none of the
+// can tell alone: a release without a lease, a settle or a cancel without a
+// reservation (what a degraded answer holds: nothing), a string that is not UTF-8
+// text, which encoding/json would send with U+FFFD in place of the bytes, so that two
+// different keys would be one (and two different requestIds one, the second answered
+// as the first, never charged), and what encoding/json cannot send at all: an Op or a rule's Period that is none of the
 // constants, a rate that is NaN or infinite.
 // prefix starts every field's path ("checks[3]." in a batch).
 func (c *Client) validate(prefix string, req checkapi.Request) error {
 	if _, err := req.Op.MarshalText(); err != nil {
 		return c.refuse(fmt.Sprintf("%sop: %v: want one of checkapi's Op constants", prefix, req.Op))
+	}
+	switch {
+	case req.Op == checkapi.OpRelease && req.Lease == "":
+		return c.refuse(prefix + "lease: missing: a release needs the lease a check answered (a degraded answer holds none: nothing to release)")
+	case (req.Op == checkapi.OpSettle || req.Op == checkapi.OpCancel) && req.Reservation == "":
+		return c.refuse(fmt.Sprintf("%sreservation: missing: a %v needs the reservation a reserve answered (a degraded answer holds none: nothing to settle)", prefix, req.Op))
 	}
 	if !utf8.ValidString(req.Key) {
 		return c.refuse(prefix + "key: not UTF-8 text: encoding would replace its bytes with U+FFFD and merge it with other keys")

@@ -293,14 +293,14 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 	if err := c.validate("", req); err != nil {
 		return checkapi.Usage{}, err
 	}
-	var u checkapi.Usage
+	var u usageAnswer
 	if err := c.invoke(ctx, req, &u, false); err != nil {
 		return checkapi.Usage{}, err
 	}
-	if err := checkUsage(u); err != nil {
+	if err := checkUsage(u.Usage); err != nil {
 		return checkapi.Usage{}, c.unreadable(err)
 	}
-	return u, nil
+	return u.Usage, nil
 }
 
 // CheckBatch decides 1 to checkapi.MaxBatch requests in one invocation, in one round

@@ -94,6 +94,42 @@ func (a *batchAnswer) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// usageAnswer is a usage report as it arrives.
+type usageAnswer struct {
+	checkapi.Usage
+}
+
+// The JSON names of a usage report's members, of its days' and of its total's.
+var (
+	usageMembers  = jsonNames(reflect.TypeFor[checkapi.Usage]())
+	countsMembers = jsonNames(reflect.TypeFor[checkapi.UsageCounts]())
+	dayMembers    = append([]string{"date"}, countsMembers...)
+)
+
+// UnmarshalJSON reads a usage report strictly, as response.UnmarshalJSON does a
+// decision: its members, its days' and its total's.
+func (u *usageAnswer) UnmarshalJSON(b []byte) error {
+	d := strictjson.New(b)
+	defer d.Release()
+	_, err := readMembers(d, "", usageMembers, func(name string) error {
+		switch name {
+		case "days":
+			return readArray(d, name, func(path string) error {
+				_, err := readMembers(d, path, dayMembers, nil)
+				return err
+			})
+		case "total":
+			_, err := readMembers(d, name, countsMembers, nil)
+			return err
+		}
+		return d.Skip()
+	})
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &u.Usage)
+}
+
 // readMembers reads the object d is at, path in the answer ("" the answer itself,
 // "rules[2]"), strictly: a member named in names must be spelled so, appear once and not
 // be null, else the error names it; value reads the value of each (nil: skips it).

@@ -58,10 +58,11 @@ const DefaultFunctionRetries = 2
 // WithFunctionRetries makes a Client send a request that is safe to send again (one
 // with a requestId, a peek, a reset, a settle, a cancel, a release, a usage report) up
 // to n more times after the function failed in a way that another run may not: a
-// *FunctionError of a crash, a timeout (Sandbox.Timedout), an init failure, or a usage
-// report Redis did not answer in time (checkapi.ErrorTypeUnavailable); never after an
-// *InvalidRequestError, a ConflictError or an answer that is not a decision, which
-// would come again. It waits about 100 ms before the first retry, twice as long before
+// *FunctionError of a timeout (Sandbox.Timedout), a crash or an init failure
+// (Runtime.ExitError, Runtime.OutOfMemory, Runtime.Unknown), or a usage report Redis
+// did not answer in time (checkapi.ErrorTypeUnavailable); never after any other, which
+// would come again: an *InvalidRequestError, a ConflictError, an answer that is not a
+// decision, one too large for Lambda (Function.ResponseSizeTooLarge), a panic. It waits about 100 ms before the first retry, twice as long before
 // each next (5 s at most), and not past ctx's deadline. n = 0 sends once; the default is
 // DefaultFunctionRetries. The Lambda client's own retries (of the service's failures)
 // are apart from these.
@@ -174,7 +175,8 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // unknown to the function, expired, or of another key is a *FunctionError of type
 // checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have settled nothing: send it
-// again.
+// again. An empty reservation, all a degraded reserve holds, is an
+// *InvalidRequestError, not sent.
 func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
 	req = held(req)
 	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
@@ -269,6 +271,7 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // unknown to the function, or of another key or rules, is a *FunctionError of type
 // checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have released nothing: send it again.
+// An empty lease, all a degraded check holds, is an *InvalidRequestError, not sent.
 func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string) (checkapi.Response, error) {
 	req = held(req)
 	req.Lease = lease
@@ -309,14 +312,14 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 	if err := c.validate("", req); err != nil {
 		return checkapi.Usage{}, err
 	}
-	var u checkapi.Usage
+	var u usageAnswer
 	if err := c.invoke(ctx, req, &u, false); err != nil {
 		return checkapi.Usage{}, err
 	}
-	if err := checkUsage(u); err != nil {
+	if err := checkUsage(u.Usage); err != nil {
 		return checkapi.Usage{}, c.unreadable(err)
 	}
-	return u, nil
+	return u.Usage, nil
 }
 
 // CheckBatch decides 1 to checkapi.MaxBatch requests in one invocation, in one round
@@ -341,9 +344,7 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 		}
 		reqs[i] = c.identify(req)
 	}
-	var res struct {
-		Results []response `json:"results"`
-	}
+	var res batchAnswer
 	if err := c.invoke(ctx, checkapi.Batch{Checks: reqs}, &res, slices.ContainsFunc(reqs, writes)); err != nil {
 		return nil, err
 	}

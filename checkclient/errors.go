@@ -12,8 +12,9 @@ import (
 // InvalidRequestError is the refusal of a request that can never be decided: a missing
 // key, an unknown plan, a cost out of range, malformed rules, an unknown field. The
 // check function refuses it, or the client before sending it (Local) when it can tell
-// alone: a batch of the wrong size, a key, a requestId or another string that is not
-// UTF-8 text, an Op or a rule's Period that is none of the constants. Nothing was
+// alone: a batch of the wrong size, a release without a lease or a settle without a
+// reservation, a key, a requestId or another string that is not UTF-8 text, an Op or a
+// rule's Period that is none of the constants. Nothing was
 // decided or written. Retrying cannot help.
 type InvalidRequestError struct {
 	// Function is the function that refused, or that the request was for.

@@ -11,9 +11,12 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/localgw"
@@ -505,5 +508,76 @@ func TestNextHandlerSeesTheWritersErrors(t *testing.T) {
 				t.Errorf("X-RateLimit-Remaining %q, want the limiter's alone, %s", remaining, left)
 			}
 		})
+	}
+}
+
+// readerFromWriter is a ResponseWriter that copies a body with ReadFrom, as net/http's
+// does with sendfile, and counts the bodies it copied so.
+type readerFromWriter struct {
+	*httptest.ResponseRecorder
+	readFroms *int
+}
+
+func (w readerFromWriter) ReadFrom(src io.Reader) (int64, error) {
+	*w.readFroms++
+	return io.Copy(w.ResponseRecorder, src)
+}
+
+// A next handler that copies a body (http.ServeContent, io.Copy) reaches the ReadFrom
+// of the writer underneath, net/http's sendfile, and its answer still carries the
+// limiter's rate-limit headers in place of its own; a writer without ReadFrom gets
+// the body written.
+func TestNextHandlerCopiesWithReadFrom(t *testing.T) {
+	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens}, middleware.Options{})
+	const body = "the file's bytes"
+	file := filepath.Join(t.TempDir(), "f.txt")
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name      string
+		readFrom  bool // the writer underneath has ReadFrom
+		next      http.HandlerFunc
+		readFroms int
+	}{
+		{"ServeContent", true, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-RateLimit-Remaining", "4999") // an upstream's
+			http.ServeContent(w, r, "f.txt", time.Time{}, strings.NewReader(body))
+		}, 1},
+		{"io.Copy of a file", true, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-RateLimit-Remaining", "4999")
+			copyFile(t, w, file)
+		}, 1},
+		{"io.Copy of a file, a writer without ReadFrom", false, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-RateLimit-Remaining", "4999")
+			copyFile(t, w, file)
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, readFroms := httptest.NewRecorder(), 0
+			var w http.ResponseWriter = plainWriter{rec}
+			if tc.readFrom {
+				w = readerFromWriter{rec, &readFroms}
+			}
+			l.Handler(tc.next).ServeHTTP(w, httptest.NewRequest("GET", "/orders/42", nil))
+			left := string(rune('9' - i))
+			if readFroms != tc.readFroms || rec.Body.String() != body || !slices.Equal(rec.Header()[ratelimitheaders.HeaderRemaining], []string{left}) ||
+				rec.Header()["X-Ratelimit-Remaining"] != nil {
+				t.Fatalf("%d ReadFroms, body %q, headers %v: want %d, %q, the limiter's %s remaining alone", readFroms, rec.Body, rec.Header(), tc.readFroms, body, left)
+			}
+		})
+	}
+}
+
+// copyFile copies the file at path to w with io.Copy, as a handler serving it does.
+func copyFile(t *testing.T, w io.Writer, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(w, f); err != nil {
+		t.Error(err)
 	}
 }

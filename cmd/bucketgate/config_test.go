@@ -434,3 +434,49 @@ func TestBucketsPlanFromTheTable(t *testing.T) {
 	c.fails(exitError, `unknown plan "gold": not in version 1 of the configuration document of table bucketgate-keys (configured: free, pro)`,
 		"buckets", "show", "--plan", "gold", "ip:192.0.2.1")
 }
+
+// A plan change that gives a key's or an account's own rule another reach (the new plan
+// has a rule of its name, which a route's had alone, or the other way round) is refused
+// as config put refuses a document that would, naming the rule, unless --force; a
+// tenant's own rules have no route to reach, and a plan change with none is no change.
+func TestSetPlanRescopesOwnRules(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	const uploads = "{name: uploads, capacity: 20, refill: 20, per: minute}"
+	c.ok("config", "put", file(t, "v1.yaml", "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 100, refillPerSecond: 10}]\n"+
+		"  pro: [{name: burst, capacity: 100, refillPerSecond: 10}, "+uploads+"]\n"+
+		"routes:\n  - {method: POST, path: /uploads, rules: ["+uploads+"]}\n"))
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "uploads:2:0.01"))
+	c.ok("accounts", "create", "acme", "--plan", "pro", "--rule", "uploads:3:0.01")
+	c.ok("keys", "create", "--tenant", "t-own", "--plan", "free", "--rule", "uploads:2:0.01")
+	plain := strings.TrimSpace(c.ok("keys", "create", "--plan", "free"))
+	for _, tc := range []struct {
+		name  string
+		group string
+		item  string
+		plan  string
+		want  string // the refusal's line; "" for none
+	}{
+		{"a key's route rule onto every request", "keys", key, "pro", "\n  " + keyID(key) + " (plan pro, was free): rule uploads limited the requests of routes[0] alone, and would limit every request"},
+		{"an account's plan rule onto a route", "accounts", "acme", "free", "\n  account:acme (plan free, was pro): rule uploads limited every request, and would limit the requests of routes[0] alone"},
+		{"a tenant", "keys", "tenant:t-own", "pro", ""},
+		{"no own rule", "keys", plain, "pro", ""},
+	} {
+		before := c.items()
+		code, stdout, stderr := c.run(tc.group, "set-plan", tc.item, tc.plan)
+		switch {
+		case tc.want == "" && code != exitOK:
+			t.Errorf("%s: exit %d\n%s", tc.name, code, stderr)
+		case tc.want == "":
+		case code != exitError || stdout != "" || !strings.Contains(stderr, "would change which requests the own rules of ") || !strings.Contains(stderr, "(--force sets it anyway") || !strings.Contains(stderr, tc.want):
+			t.Errorf("%s: exit %d\n%s\nwant a refusal naming %q", tc.name, code, stderr, tc.want)
+		case c.items() != before:
+			t.Errorf("%s: the refused set-plan wrote:\n%s", tc.name, c.items())
+		default:
+			code, _, stderr = c.run(tc.group, "set-plan", tc.item, tc.plan, "--force")
+			if code != exitOK || !strings.Contains(stderr, "warning: --force: the own rules of ") || !strings.Contains(stderr, tc.want) {
+				t.Errorf("%s: set-plan --force: exit %d\n%s", tc.name, code, stderr)
+			}
+		}
+	}
+}

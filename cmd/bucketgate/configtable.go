@@ -163,14 +163,11 @@ func broken(records []registry.Record, cfg *config.Config, now time.Time) []stri
 
 // rescoped returns what cfg would change in the reach of the own rules of every active
 // record that cfg leaves a usable plan (see config.Config.Reach), was being the
-// document in force, as a line each: a rule that replaced a route's rule alone, and
-// limited that route's requests, and would be added to every request (the route's rule
-// renamed or dropped), or the other way round. A key of an account has none (its own
-// rules never replace one), and neither has a tenant (no route applies to it).
+// document in force, as a line each (reachLines).
 func rescoped(records []registry.Record, was, cfg *config.Config, now time.Time) []string {
 	var out []string
 	for _, rec := range records {
-		if !rec.Active(now) || rec.Account != "" || len(rec.Rules) == 0 || strings.HasPrefix(rec.ID, bucketgate.TenantPrefix) { // no route applies to a tenant
+		if !reaches(rec, now) {
 			continue
 		}
 		old, okOld := was.Plan(rec.Plan)
@@ -178,14 +175,32 @@ func rescoped(records []registry.Record, was, cfg *config.Config, now time.Time)
 		if !okOld || !ok {
 			continue // unusable before, or after: broken's
 		}
-		for _, r := range rec.Rules {
-			from, to := was.Reach(old, r.Name), cfg.Reach(p, r.Name)
-			switch {
-			case from == "" && to != "":
-				out = append(out, fmt.Sprintf("%s (plan %s): rule %s limited every request, and would limit the requests of %s alone", oneLine(rec.ID), rec.Plan, r.Name, to))
-			case from != "" && to == "":
-				out = append(out, fmt.Sprintf("%s (plan %s): rule %s limited the requests of %s alone, and would limit every request", oneLine(rec.ID), rec.Plan, r.Name, from))
-			}
+		out = append(out, reachLines(fmt.Sprintf("%s (plan %s)", oneLine(rec.ID), rec.Plan), rec.Rules, was, old, cfg, p)...)
+	}
+	return out
+}
+
+// reaches reports whether the own rules of rec, active at now, limit requests that its
+// plan and the routes say (see config.Config.Reach): a key of an account has none (its
+// own rules never replace one), and neither has a tenant (no route applies to it).
+func reaches(rec registry.Record, now time.Time) bool {
+	return rec.Active(now) && rec.Account == "" && len(rec.Rules) > 0 && !strings.HasPrefix(rec.ID, bucketgate.TenantPrefix)
+}
+
+// reachLines returns what moving own rules from plan old of the document was to plan p
+// of cfg changes in their reach, a line each starting with who (the record and its
+// plan): a rule that replaced a route's rule alone, and limited that route's requests,
+// and would be added to every request (the route's rule renamed or dropped, or the new
+// plan's rule of its name), or the other way round.
+func reachLines(who string, rules []bucketgate.Rule, was *config.Config, old *config.Plan, cfg *config.Config, p *config.Plan) []string {
+	var out []string
+	for _, r := range rules {
+		from, to := was.Reach(old, r.Name), cfg.Reach(p, r.Name)
+		switch {
+		case from == "" && to != "":
+			out = append(out, fmt.Sprintf("%s: rule %s limited every request, and would limit the requests of %s alone", who, r.Name, to))
+		case from != "" && to == "":
+			out = append(out, fmt.Sprintf("%s: rule %s limited the requests of %s alone, and would limit every request", who, r.Name, from))
 		}
 	}
 	return out

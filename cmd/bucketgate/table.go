@@ -354,6 +354,25 @@ func (t *keyTable) checkKeysOf(ctx context.Context, item map[string]types.Attrib
 	return nil
 }
 
+// replanned returns what moving rec to the plan called plan would change in the reach
+// of its own rules, as rescoped says it of a document: nothing when rec's plan or plan
+// is unusable (check says so).
+func (t *keyTable) replanned(ctx context.Context, rec registry.Record, plan string) ([]string, error) {
+	if !reaches(rec, time.Now()) {
+		return nil, nil
+	}
+	cfg, err := t.plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	old, okOld := cfg.Plan(rec.Plan)
+	p, ok := cfg.Plan(plan)
+	if !okOld || !ok {
+		return nil, nil
+	}
+	return reachLines(fmt.Sprintf("%s (plan %s, was %s)", oneLine(rec.ID), plan, rec.Plan), rec.Rules, cfg, old, cfg, p), nil
+}
+
 // account reads the record of the account called name (strongly consistent); the error
 // of one the table does not hold says how to create it.
 func (t *keyTable) account(ctx context.Context, name string) (registry.Record, error) {

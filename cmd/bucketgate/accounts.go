@@ -28,7 +28,8 @@ plan and rules, and spends the account's buckets, one set for all its keys; a re
 expired account makes every key of it unknown, within the functions' cache period. show
 lists the account's keys. WHEN, RULE, --table and the plans are as for keys; writes are
 conditional as theirs. set-plan and override refuse a change that leaves an active key of
-the account without room for its own rules, naming the keys; set-plan refuses a plan
+the account without room for its own rules, naming the keys, and read them again once
+written, naming a key written meanwhile that it leaves so; set-plan refuses a plan
 that would change which requests the account's own rules limit, as keys set-plan does.
 `
 

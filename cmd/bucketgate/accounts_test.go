@@ -17,6 +17,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -551,5 +552,80 @@ func TestKeyGivenForAName(t *testing.T) {
 	c.t = t
 	if after := c.items(); after != before {
 		t.Fatalf("a key given for a name wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// A change of an account's plan or rules and a write of a key of the account with own
+// rules that run at once: neither leaves the key without room for its own rules unsaid
+// (the functions would treat it as an unknown key). A key written between the account
+// change's scan of its keys and its write is named by the account change; an account
+// changed between a key command's check and its write is named by the key command.
+func TestAccountChangeRacesAKeyOfIt(t *testing.T) {
+	c := newCLI(t)
+	c.env[settings.EnvConfigInline] = "defaultPlan: small\nplans:\n  small: [{name: burst, capacity: 100, refillPerSecond: 10}]\n  big: [" +
+		strings.TrimSuffix(strings.Repeat("{name: r@, capacity: 100, refillPerSecond: 10}, ", 7), ", ") + "]\n"
+	for i := range 7 {
+		c.env[settings.EnvConfigInline] = strings.Replace(c.env[settings.EnvConfigInline], "r@", "r"+strconv.Itoa(i), 1)
+	}
+	c.ok("keys", "init")
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	ownRules := []bucketgate.Rule{{Name: "a", Capacity: 5, RefillPerSecond: 1}, {Name: "b", Capacity: 5, RefillPerSecond: 1}}
+	put := func(rec registry.Record) { // another operator's write, straight to the table
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: rec.Item()}); err != nil {
+			t.Error(err)
+		}
+	}
+	many := []string{"--rule", "c1:9:1", "--rule", "c2:9:1", "--rule", "c3:9:1", "--rule", "c4:9:1", "--rule", "c5:9:1", "--rule", "c6:9:1"}
+	for _, tc := range []struct {
+		name    string
+		account string
+		args    []string                          // the command that races
+		writes  string                            // in the body of its PutItem that the other write goes before
+		other   func(account string) (key string) // the other write; the key id it races
+		want    string                            // on stderr
+	}{
+		{"accounts set-plan, keys create --account", "acme1", []string{"accounts", "set-plan", "acme1", "big"}, `"S":"account:acme1"`,
+			func(account string) string {
+				k, _ := newKey()
+				put(registry.Record{ID: keyID(k), Account: account, Rules: ownRules})
+				return keyID(k)
+			}, "account:acme1 is written, but these keys of the account, written while this command ran, have no room for their own rules beside it"},
+		{"accounts override, keys create --account", "acme2", append([]string{"accounts", "override", "acme2"}, many...), `"S":"account:acme2"`,
+			func(account string) string {
+				k, _ := newKey()
+				put(registry.Record{ID: keyID(k), Account: account, Rules: ownRules})
+				return keyID(k)
+			}, "account:acme2 is written, but these keys of the account, written while this command ran, have no room for their own rules beside it"},
+		{"keys create --account, accounts set-plan", "acme3", []string{"keys", "create", "--account", "acme3", "--rule", "a:5:1", "--rule", "b:5:1"}, `"account":{"S":"acme3"}`,
+			func(account string) string {
+				put(registry.Record{ID: registry.AccountItemPrefix + account, Plan: "big"})
+				return ""
+			}, " is written, but a change of account acme3 (bucketgate accounts set-plan or override), written while this command ran, leaves it without a usable plan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("accounts", "create", tc.account, "--plan", "small")
+			var raced string
+			done := false
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && strings.Contains(string(body), tc.writes) && !done {
+					done = true
+					raced = tc.other(tc.account)
+				}
+				return false
+			})
+			code, stdout, stderr := c.run(tc.args...)
+			calls.refuseWhen(nil)
+			if raced == "" {
+				raced = keyID(strings.TrimSpace(stdout))
+			}
+			if !done || code != exitError || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, raced) {
+				t.Fatalf("bucketgate %s, raced: exit %d\n%s\nwant exit 1 naming %s: %q", strings.Join(tc.args, " "), code, stderr, raced, tc.want)
+			}
+			if show := c.ok("keys", "show", raced); !strings.Contains(show, "\ninvalid ") {
+				t.Fatalf("the key named:\n%s\nwant it invalid, as the functions read it", show)
+			}
+		})
 	}
 }

@@ -178,8 +178,13 @@ func (t *keyTable) changeItem(ctx context.Context, id string, item map[string]ty
 	if err := t.check(ctx, rec); err != nil {
 		return err
 	}
-	if err := t.checkKeysOf(ctx, item, rec); err != nil {
+	squeezed, err := t.squeezedKeys(ctx, item, rec)
+	if err != nil {
 		return err
+	}
+	if len(squeezed) > 0 {
+		return fmt.Errorf("%s: the change would leave keys of the account without room for their own rules (the functions would treat them as unknown keys; bucketgate keys clear-overrides makes room); nothing written:\n%s",
+			rec.ID, nameBroken(squeezed))
 	}
 	cond, names, values := unchanged(item, registry.Attributes())
 	next := rec.Item()
@@ -198,21 +203,49 @@ func (t *keyTable) changeItem(ctx context.Context, id string, item map[string]ty
 	case err != nil:
 		return t.explain(err, id)
 	}
+	if err := t.recheckKeysOf(ctx, item, rec); err != nil {
+		return err
+	}
 	return t.confirm(ctx, rec)
 }
 
+// recheckKeysOf reads the keys of rec's account again once the change of item to rec is
+// written: a key written between squeezedKeys' scan and the write (keys create --account,
+// or keys override, checked by its command against the account as item was) may have
+// no room for its own rules under rec, and is named, as nothing else would say so.
+func (t *keyTable) recheckKeysOf(ctx context.Context, item map[string]types.AttributeValue, rec registry.Record) error {
+	late, err := t.squeezedKeys(ctx, item, rec)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s is written, but its keys could not be read again for keys written meanwhile (bucketgate accounts show lists them): %w", rec.ID, err)
+	case len(late) > 0:
+		return fmt.Errorf("%s is written, but these keys of the account, written while this command ran, have no room for their own rules beside it and count as unknown (bucketgate keys clear-overrides makes room):\n%s", rec.ID, nameBroken(late))
+	}
+	return nil
+}
+
 // confirm checks rec, just written after check, again when the table's configuration
-// document in force is no longer the one check read: a config put or rollback between
-// them scanned the table before rec was written, so only this command can say that the
-// document it wrote leaves rec without a usable plan. Its error says that rec is written.
+// document in force is no longer the one check read, or when rec is a key of an account
+// (check reads the account again): a config put or rollback, or an accounts set-plan or
+// override, between them scanned the table before rec was written, so only this command
+// can say that what it wrote leaves rec without a usable plan. Its error says that rec
+// is written.
 func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	cfg, version, err := t.tableConfig(ctx)
-	if err != nil || cfg == nil || version == t.version { // a document that does not load is not in force
+	moved := err == nil && cfg != nil && version != t.version // a document that does not load is not in force
+	var what []string
+	if moved {
+		t.loaded, t.version, t.from = cfg, version, fmt.Sprintf("version %d of the table's configuration document", version)
+		what = append(what, fmt.Sprintf("version %d of the configuration document", version))
+	}
+	if rec.Account != "" { // check reads the account again
+		what = append(what, fmt.Sprintf("a change of account %s (bucketgate accounts set-plan or override)", rec.Account))
+	}
+	if len(what) == 0 {
 		return nil
 	}
-	t.loaded, t.version, t.from = cfg, version, fmt.Sprintf("version %d of the table's configuration document", version)
 	if err := t.check(ctx, rec); err != nil {
-		return fmt.Errorf("%s is written, but version %d of the configuration document, written while this command ran, leaves it without a usable plan: the functions treat it as unknown until it is mended (bucketgate keys set-plan, accounts set-plan or config put): %w", rec.ID, version, err)
+		return fmt.Errorf("%s is written, but %s, written while this command ran, leaves it without a usable plan: the functions treat it as unknown until it is mended (bucketgate keys set-plan, keys clear-overrides, accounts set-plan or config put): %w", rec.ID, strings.Join(what, " or "), err)
 	}
 	return nil
 }
@@ -308,27 +341,27 @@ func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 	return nil
 }
 
-// checkKeysOf returns why rec, the record of an account as the change of item would
-// write it, leaves active keys of the account that the functions could use before
-// unusable: a plan or rules of the account's that leave a key no room for its own rules
-// (config put refuses a document that would, as keys create refuses such a key). It
-// names them. A change of neither the plan nor the rules checks nothing.
-func (t *keyTable) checkKeysOf(ctx context.Context, item map[string]types.AttributeValue, rec registry.Record) error {
+// squeezedKeys returns what rec, the record of an account as the change of item would
+// write it, leaves without room for their own rules: the active keys of the account that
+// the functions could use before, and whose own rules rec's plan or rules leave no room
+// for (config put refuses a document that would, as keys create refuses such a key), a
+// line each. A change of neither the plan nor the rules leaves none.
+func (t *keyTable) squeezedKeys(ctx context.Context, item map[string]types.AttributeValue, rec registry.Record) ([]string, error) {
 	name, ok := strings.CutPrefix(rec.ID, registry.AccountItemPrefix)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	was, err := registry.DecodeItem(item)
 	if err != nil || was.Plan == rec.Plan && slices.Equal(was.Rules, rec.Rules) {
-		return nil
+		return nil, nil
 	}
 	keys, err := t.keysOf(ctx, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plans, err := t.plans(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now := time.Now()
 	var lines []string
@@ -347,11 +380,7 @@ func (t *keyTable) checkKeysOf(ctx context.Context, item map[string]types.Attrib
 			lines = append(lines, fmt.Sprintf("%s (plan %s): %v", k.ID, rec.Plan, err))
 		}
 	}
-	if len(lines) > 0 {
-		return fmt.Errorf("%s: the change would leave keys of the account without room for their own rules (the functions would treat them as unknown keys; bucketgate keys clear-overrides makes room); nothing written:\n%s",
-			rec.ID, nameBroken(lines))
-	}
-	return nil
+	return lines, nil
 }
 
 // replanned returns what moving rec to the plan called plan would change in the reach

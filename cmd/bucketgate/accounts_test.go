@@ -555,27 +555,35 @@ func TestKeyGivenForAName(t *testing.T) {
 	}
 }
 
+// newRoomCLI returns a cli of a table whose plans are small, of one rule, and big, of
+// seven (room for one own rule of a key of an account on it), which the CLI reaches
+// through calls; put writes a record straight to the table, as another operator's
+// command writes it.
+func newRoomCLI(t *testing.T) (*cli, *awsRecorder, func(registry.Record)) {
+	c := newCLI(t)
+	big := make([]string, 7)
+	for i := range big {
+		big[i] = "{name: r" + strconv.Itoa(i) + ", capacity: 100, refillPerSecond: 10}"
+	}
+	c.env[settings.EnvConfigInline] = "defaultPlan: small\nplans:\n  small: [{name: burst, capacity: 100, refillPerSecond: 10}]\n  big: [" + strings.Join(big, ", ") + "]\n"
+	c.ok("keys", "init")
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	return c, calls, func(rec registry.Record) {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: rec.Item()}); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // A change of an account's plan or rules and a write of a key of the account with own
 // rules that run at once: neither leaves the key without room for its own rules unsaid
 // (the functions would treat it as an unknown key). A key written between the account
 // change's scan of its keys and its write is named by the account change; an account
 // changed between a key command's check and its write is named by the key command.
 func TestAccountChangeRacesAKeyOfIt(t *testing.T) {
-	c := newCLI(t)
-	c.env[settings.EnvConfigInline] = "defaultPlan: small\nplans:\n  small: [{name: burst, capacity: 100, refillPerSecond: 10}]\n  big: [" +
-		strings.TrimSuffix(strings.Repeat("{name: r@, capacity: 100, refillPerSecond: 10}, ", 7), ", ") + "]\n"
-	for i := range 7 {
-		c.env[settings.EnvConfigInline] = strings.Replace(c.env[settings.EnvConfigInline], "r@", "r"+strconv.Itoa(i), 1)
-	}
-	c.ok("keys", "init")
-	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
-	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	c, calls, put := newRoomCLI(t)
 	ownRules := []bucketgate.Rule{{Name: "a", Capacity: 5, RefillPerSecond: 1}, {Name: "b", Capacity: 5, RefillPerSecond: 1}}
-	put := func(rec registry.Record) { // another operator's write, straight to the table
-		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: rec.Item()}); err != nil {
-			t.Error(err)
-		}
-	}
 	many := []string{"--rule", "c1:9:1", "--rule", "c2:9:1", "--rule", "c3:9:1", "--rule", "c4:9:1", "--rule", "c5:9:1", "--rule", "c6:9:1"}
 	for _, tc := range []struct {
 		name    string
@@ -625,6 +633,49 @@ func TestAccountChangeRacesAKeyOfIt(t *testing.T) {
 			}
 			if show := c.ok("keys", "show", raced); !strings.Contains(show, "\ninvalid ") {
 				t.Fatalf("the key named:\n%s\nwant it invalid, as the functions read it", show)
+			}
+		})
+	}
+}
+
+// keys roll of a key of an account with own rules, racing an account change that leaves
+// no room for them: written after the roll checked the new key, the new key is named, and
+// the old one, the only one that could work, is left as it was; written after it checked
+// the old key, the old key's expiry is written, and said so.
+func TestRollRacesAnAccountChange(t *testing.T) {
+	c, calls, put := newRoomCLI(t)
+	for _, tc := range []struct {
+		name    string
+		account string
+		before  int    // the PutItem of a key of the account the change goes before: 1 the new key's, 2 the old key's
+		named   string // "new" or "old": the key named
+		want    string // on stderr, OLD for the old key's id
+		expires bool   // whether the old key expires
+	}{
+		{"before the new key", "acme1", 1, "new", "OLD is unchanged, and works as it did", false},
+		{"before the old key's expiry", "acme2", 2, "old", "OLD expires ", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("accounts", "create", tc.account, "--plan", "small")
+			old := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", tc.account, "--rule", "a:5:1", "--rule", "b:5:1")))
+			puts := 0
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && strings.Contains(string(body), `"account":{"S":"`+tc.account+`"}`) {
+					if puts++; puts == tc.before {
+						put(registry.Record{ID: registry.AccountItemPrefix + tc.account, Plan: "big"})
+					}
+				}
+				return false
+			})
+			code, stdout, stderr := c.run("keys", "roll", old)
+			calls.refuseWhen(nil)
+			named := map[string]string{"new": keyID(strings.TrimSpace(stdout)), "old": old}[tc.named]
+			if code != exitError || !strings.Contains(stderr, named+" is written, but a change of account "+tc.account) || !strings.Contains(stderr, strings.ReplaceAll(tc.want, "OLD", old)) {
+				t.Fatalf("keys roll, raced: exit %d\n%s\nwant exit 1 naming the %s key %s", code, stderr, tc.named, named)
+			}
+			if show := c.ok("keys", "show", old); strings.Contains(show, "expiresAt  never\n") == tc.expires {
+				t.Fatalf("the old key:\n%s\nwant it to expire: %v", show, tc.expires)
 			}
 		})
 	}

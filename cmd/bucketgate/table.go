@@ -245,10 +245,13 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 		return nil
 	}
 	if err := t.check(ctx, rec); err != nil {
-		return fmt.Errorf("%s is written, but %s, written while this command ran, leaves it without a usable plan: the functions treat it as unknown until it is mended (bucketgate keys set-plan, keys clear-overrides, accounts set-plan or config put): %w", rec.ID, strings.Join(what, " or "), err)
+		return fmt.Errorf("%s %w, but %s, written while this command ran, leaves it without a usable plan: the functions treat it as unknown until it is mended (bucketgate keys set-plan, keys clear-overrides, accounts set-plan or config put): %w", rec.ID, errWritten, strings.Join(what, " or "), err)
 	}
 	return nil
 }
+
+// errWritten is wrapped by confirm's error: the item is written.
+var errWritten = errors.New("is written")
 
 // errChanged is wrapped by changeItem's error for an item changed since it was read.
 var errChanged = errors.New("changed while this command ran")

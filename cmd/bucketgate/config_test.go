@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -478,5 +479,55 @@ func TestSetPlanRescopesOwnRules(t *testing.T) {
 				t.Errorf("%s: set-plan --force: exit %d\n%s", tc.name, code, stderr)
 			}
 		}
+	}
+}
+
+// A config put and a write of a key with an own rule named like a route's that run at
+// once: neither leaves the change of the rule's reach unsaid. A key written between the
+// put's scan and its write is named by the put; one whose command checked it against
+// the document before the put and wrote it after, by its command.
+func TestConfigPutRacesAnOwnRulesReach(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	const plans = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 100, refillPerSecond: 10}]\n"
+	upload := plans + "routes:\n  - {method: POST, path: /uploads, rules: [{name: uploads, capacity: 20, refill: 20, per: minute}]}\n"
+	c.ok("config", "put", file(t, "v1.yaml", upload))
+	ctx := context.Background()
+	kt, err := openTable(env{ctx: ctx, getenv: func(k string) string { return c.env[k] }}, "", &stack{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := registry.LoadDocument([]byte(plans))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kt.prepareConfig(ctx, plans, cfg, "", false, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "uploads:2:0.01"))) // after the put's scan
+	err = kt.commitConfig(ctx, w)
+	if err == nil || !strings.Contains(err.Error(), "version 2 is in force, but it changes which requests the own rules of these active keys, tenants or accounts, written while this command ran, limit") ||
+		!strings.Contains(err.Error(), "\n  "+late+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") {
+		t.Fatalf("a put whose scan missed a key written meanwhile: %v, want it named", err)
+	}
+
+	c.ok("keys", "revoke", late)
+	kt, err = openTable(env{ctx: ctx, getenv: func(k string) string { return c.env[k] }}, "", &stack{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kt.plans(ctx); err != nil { // the command checks its record against version 2
+		t.Fatal(err)
+	}
+	c.ok("config", "put", file(t, "v3.yaml", upload)) // no active key has such a rule
+	key, err := newKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = kt.put(ctx, registry.Record{ID: keyID(key), Plan: "free", Rules: []bucketgate.Rule{{Name: "uploads", Capacity: 2, RefillPerSecond: 0.01}}})
+	if err == nil || !strings.Contains(err.Error(), keyID(key)+" is written, but version 3 of the configuration document, written while this command ran, changes which requests its own rules limit") ||
+		!strings.Contains(err.Error(), "rule uploads limited every request, and would limit the requests of routes[0] alone") {
+		t.Fatalf("a key checked against version 2 and written after version 3: %v, want it named", err)
 	}
 }

@@ -235,6 +235,11 @@ type configWrite struct {
 	// forced are the identities next leaves without a usable plan that --force let it
 	// leave so (broken's lines): the others found after the write were written meanwhile.
 	forced []string
+	// was is the document in force as read, loaded; nil when there is none, or it does
+	// not load: own rules' reach is then not compared (rescoped). rescoped are the lines
+	// of the identities whose own rules' reach --force let next change.
+	was      *config.Config
+	rescoped []string
 }
 
 // writeConfig writes doc, loaded as cfg, as the next version of the configuration,
@@ -284,11 +289,13 @@ func (t *keyTable) prepareConfig(ctx context.Context, doc string, cfg *config.Co
 		w.forced = lines
 	}
 	if was, err := w.cur.Load(); w.raw != nil && !w.bad && err == nil { // the shell's document may not be the functions'
+		w.was = was
 		if lines := rescoped(h.records, was, cfg, now); len(lines) > 0 {
 			if !force {
 				return w, fmt.Errorf("the document would change which requests the own rules of active keys, tenants or accounts limit (--force writes it anyway; bucketgate keys override or clear-overrides changes them first):\n%s", nameBroken(lines))
 			}
 			warn(fmt.Sprintf("--force: the own rules of these active keys, tenants or accounts limit other requests now:\n%s", nameBroken(lines)))
+			w.rescoped = lines
 		}
 	}
 	w.cfg = cfg
@@ -347,16 +354,25 @@ func (t *keyTable) commitConfig(ctx context.Context, w configWrite) error {
 
 // recheck scans the table again once w is in force: a key, tenant or account written
 // between prepareConfig's scan and the write (checked by its command against the
-// document w replaced) may have no usable plan under w, and is named, as nothing else
-// would say so. The identities --force let w leave so are not named again.
+// document w replaced) may have no usable plan under w, or own rules whose reach w
+// changes, and is named, as nothing else would say so. The identities --force let w
+// leave so are not named again.
 func (t *keyTable) recheck(ctx context.Context, w configWrite) error {
 	h, err := t.scan(ctx, true)
 	if err != nil {
 		return fmt.Errorf("version %d is in force, but the table could not be scanned again for keys, tenants or accounts written meanwhile (bucketgate keys list shows them): %w", w.version, err)
 	}
-	late := slices.DeleteFunc(broken(h.records, w.cfg, time.Now()), func(line string) bool { return slices.Contains(w.forced, line) })
+	now := time.Now()
+	late := slices.DeleteFunc(broken(h.records, w.cfg, now), func(line string) bool { return slices.Contains(w.forced, line) })
 	if len(late) > 0 {
 		return fmt.Errorf("version %d is in force, but these active keys, tenants or accounts, written while this command ran, have no usable plan under it and count as unknown (bucketgate keys set-plan, accounts set-plan or config put mends them):\n%s", w.version, nameBroken(late))
+	}
+	if w.was == nil {
+		return nil
+	}
+	late = slices.DeleteFunc(rescoped(h.records, w.was, w.cfg, now), func(line string) bool { return slices.Contains(w.rescoped, line) })
+	if len(late) > 0 {
+		return fmt.Errorf("version %d is in force, but it changes which requests the own rules of these active keys, tenants or accounts, written while this command ran, limit (bucketgate keys override or clear-overrides, or accounts override or clear-overrides, changes them):\n%s", w.version, nameBroken(late))
 	}
 	return nil
 }

@@ -43,9 +43,10 @@ registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. 
 calendar, NAME:LIMIT:PERIOD[@DAY], PERIOD day, week or month (a month from DAY, 1 to 28:
 monthly:100000:month@15). A rule named like one of the plan's or a route's replaces it
 for the key (a bucket by a bucket, a quota by a quota); another name adds a rule.
-A rule named like a route's rule alone limits that route's requests, and one named like
-none (or like one of the plan's) every request: set-plan refuses a plan that would
-change which requests an own rule limits, naming the rules (--force sets it anyway).
+A key's rule named like a route's rule alone limits that route's requests, and one named
+like none (or like one of the plan's) every request (a tenant's, which no route applies
+to, every check): set-plan refuses a plan that would change which requests an own rule
+limits, naming the rules (--force sets it anyway).
 
 A key of an account (--account, which must be in the table and active) is decided as the
 account: its plan and rules, its buckets (acct:NAME), shared by every key of it; the

@@ -228,13 +228,17 @@ func (t *keyTable) recheckKeysOf(ctx context.Context, item map[string]types.Attr
 // document in force is no longer the one check read, or when rec is a key of an account
 // (check reads the account again): a config put or rollback, or an accounts set-plan or
 // override, between them scanned the table before rec was written, so only this command
-// can say that what it wrote leaves rec without a usable plan. Its error says that rec
-// is written.
+// can say that what it wrote leaves rec without a usable plan, or that a document
+// written meanwhile changes which requests rec's own rules limit (config put refuses
+// such a document for the records its scan finds). Its error says that rec is written.
 func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	cfg, version, err := t.tableConfig(ctx)
 	moved := err == nil && cfg != nil && version != t.version // a document that does not load is not in force
-	var what []string
+	var what, rescoped []string
 	if moved {
+		if t.version != 0 { // the table's, not the shell's: what rec's own rules reach under it is the functions'
+			rescoped = t.rereach(rec, cfg)
+		}
 		t.loaded, t.version, t.from = cfg, version, fmt.Sprintf("version %d of the table's configuration document", version)
 		what = append(what, fmt.Sprintf("version %d of the configuration document", version))
 	}
@@ -247,7 +251,24 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	if err := t.check(ctx, rec); err != nil {
 		return fmt.Errorf("%s %w, but %s, written while this command ran, leaves it without a usable plan: the functions treat it as unknown until it is mended (bucketgate keys set-plan, keys clear-overrides, accounts set-plan or config put): %w", rec.ID, errWritten, strings.Join(what, " or "), err)
 	}
+	if len(rescoped) > 0 {
+		return fmt.Errorf("%s %w, but version %d of the configuration document, written while this command ran, changes which requests its own rules limit (bucketgate keys override or clear-overrides, or accounts override or clear-overrides, changes them):\n%s", rec.ID, errWritten, version, nameBroken(rescoped))
+	}
 	return nil
+}
+
+// rereach returns what cfg, a document written since rec was checked against t.loaded,
+// changes in the reach of rec's own rules, as rescoped says it.
+func (t *keyTable) rereach(rec registry.Record, cfg *config.Config) []string {
+	if !reaches(rec, time.Now()) {
+		return nil
+	}
+	old, okOld := t.loaded.Plan(rec.Plan)
+	p, ok := cfg.Plan(rec.Plan)
+	if !okOld || !ok {
+		return nil // check says so
+	}
+	return reachLines(fmt.Sprintf("%s (plan %s)", oneLine(rec.ID), rec.Plan), rec.Rules, t.loaded, old, cfg, p)
 }
 
 // errWritten is wrapped by confirm's error: the item is written.

@@ -276,11 +276,16 @@ func TestConfigPutRescopesOwnRules(t *testing.T) {
 	}{
 		{"the route dropped", plans},
 		{"the route's rule renamed", strings.Replace(upload, "name: uploads", "name: upload", 1)},
+		{"the route's rule on another route", plans + "routes:\n  - {method: POST, path: /uploads}\n  - {method: POST, path: /imports, rules: [{name: uploads, capacity: 20, refill: 20, per: minute}]}\n"},
 	} {
 		before := c.items()
 		code, stdout, stderr := c.run("config", "put", file(t, "v2.yaml", tc.doc))
+		want := "and would limit every request"
+		if strings.Contains(tc.doc, "/imports") {
+			want = "and would limit those of routes[1] alone"
+		}
 		if code != exitError || stdout != "" || !strings.Contains(stderr, "the document would change which requests the own rules of active keys, tenants or accounts limit (--force writes it anyway") ||
-			!strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") || strings.Contains(stderr, "t-plain") {
+			!strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, "+want) || strings.Contains(stderr, "t-plain") {
 			t.Errorf("%s: %d\n%s\nwant a refusal naming the key whose own rule would limit every request", tc.name, code, stderr)
 		}
 		if after := c.items(); after != before {

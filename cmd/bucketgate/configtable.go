@@ -191,16 +191,20 @@ func reaches(rec registry.Record, now time.Time) bool {
 // of cfg changes in their reach, a line each starting with who (the record and its
 // plan): a rule that replaced a route's rule alone, and limited that route's requests,
 // and would be added to every request (the route's rule renamed or dropped, or the new
-// plan's rule of its name), or the other way round.
+// plan's rule of its name), or the other way round, or would limit other routes'.
 func reachLines(who string, rules []bucketgate.Rule, was *config.Config, old *config.Plan, cfg *config.Config, p *config.Plan) []string {
 	var out []string
 	for _, r := range rules {
-		from, to := was.Reach(old, r.Name), cfg.Reach(p, r.Name)
+		from, fromRoutes := was.Reach(old, r.Name)
+		to, toRoutes := cfg.Reach(p, r.Name)
 		switch {
-		case from == "" && to != "":
+		case fromRoutes == toRoutes:
+		case from == "":
 			out = append(out, fmt.Sprintf("%s: rule %s limited every request, and would limit the requests of %s alone", who, r.Name, to))
-		case from != "" && to == "":
+		case to == "":
 			out = append(out, fmt.Sprintf("%s: rule %s limited the requests of %s alone, and would limit every request", who, r.Name, from))
+		default:
+			out = append(out, fmt.Sprintf("%s: rule %s limited the requests of %s alone, and would limit those of %s alone", who, r.Name, from, to))
 		}
 	}
 	return out

@@ -352,11 +352,11 @@ func setPlanFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			r.Plan = args[1]
 			return nil
 		})
+		if len(rescoped) > 0 && (err == nil || errors.Is(err, errWritten)) {
+			warnTo(e)(fmt.Sprintf("--force: the own rules of %s limit other requests now:\n%s", id, nameBroken(rescoped)))
+		}
 		if err != nil {
 			return err
-		}
-		if len(rescoped) > 0 {
-			warnTo(e)(fmt.Sprintf("--force: the own rules of %s limit other requests now:\n%s", id, nameBroken(rescoped)))
 		}
 		fmt.Fprintf(e.stderr, "%s is on plan %s, keeping its buckets\n", id, args[1])
 		return nil

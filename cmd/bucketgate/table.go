@@ -217,9 +217,9 @@ func (t *keyTable) recheckKeysOf(ctx context.Context, item map[string]types.Attr
 	late, err := t.squeezedKeys(ctx, item, rec)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%s is written, but its keys could not be read again for keys written meanwhile (bucketgate accounts show lists them): %w", rec.ID, err)
+		return fmt.Errorf("%s %w, but its keys could not be read again for keys written meanwhile (bucketgate accounts show lists them): %w", rec.ID, errWritten, err)
 	case len(late) > 0:
-		return fmt.Errorf("%s is written, but these keys of the account, written while this command ran, have no room for their own rules beside it and count as unknown (bucketgate keys clear-overrides makes room):\n%s", rec.ID, nameBroken(late))
+		return fmt.Errorf("%s %w, but these keys of the account, written while this command ran, have no room for their own rules beside it and count as unknown (bucketgate keys clear-overrides makes room):\n%s", rec.ID, errWritten, nameBroken(late))
 	}
 	return nil
 }
@@ -271,7 +271,8 @@ func (t *keyTable) rereach(rec registry.Record, cfg *config.Config) []string {
 	return reachLines(fmt.Sprintf("%s (plan %s)", oneLine(rec.ID), rec.Plan), rec.Rules, t.loaded, old, cfg, p)
 }
 
-// errWritten is wrapped by confirm's error: the item is written.
+// errWritten is wrapped by the error of a change or a put whose item is written, and
+// that found something written meanwhile wrong with it (confirm, recheckKeysOf).
 var errWritten = errors.New("is written")
 
 // errChanged is wrapped by changeItem's error for an item changed since it was read.

@@ -27,10 +27,11 @@ an account (keys create --account NAME, keys roll) is decided as the account, un
 plan and rules, and spends the account's buckets, one set for all its keys; a revoked or
 expired account makes every key of it unknown, within the functions' cache period. show
 lists the account's keys. WHEN, RULE, --table and the plans are as for keys; writes are
-conditional as theirs. set-plan and override refuse a change that leaves an active key of
-the account without room for its own rules, naming the keys, and read them again once
-written, naming a key written meanwhile that it leaves so; set-plan refuses a plan
-that would change which requests the account's own rules limit, as keys set-plan does.
+conditional as theirs. set-plan and override (and an expire that makes an expired
+account active again) refuse a change that leaves an active key of the account without
+room for its own rules, naming the keys, and read them again once written, naming a key
+written meanwhile that it leaves so; set-plan refuses a plan that would change which
+requests the account's own rules limit, as keys set-plan does.
 `
 
 var accountsCommands = map[string]tableCommand{

@@ -680,3 +680,28 @@ func TestRollRacesAnAccountChange(t *testing.T) {
 		})
 	}
 }
+
+// An expired account made active again: config put passed its keys over while it was
+// not active, so the change checks them, as a plan change would, and refuses to leave
+// one without room for its own rules, naming it.
+func TestAccountBackNamesKeysWithoutRoom(t *testing.T) {
+	c, _, _ := newRoomCLI(t)
+	c.ok("accounts", "create", "acme", "--plan", "big")
+	key := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme", "--rule", "a:5:1")))
+	c.ok("accounts", "expire", "acme", "2020-01-01")
+	big := make([]string, 8) // no room left for an own rule
+	for i := range big {
+		big[i] = "{name: r" + strconv.Itoa(i) + ", capacity: 100, refillPerSecond: 10}"
+	}
+	c.ok("config", "put", file(t, "big.yaml", "defaultPlan: small\nplans:\n  small: [{name: burst, capacity: 100, refillPerSecond: 10}]\n  big: ["+strings.Join(big, ", ")+"]\n"))
+	before := c.items()
+	code, _, stderr := c.run("accounts", "expire", "acme", "never")
+	if code != exitError || !strings.Contains(stderr, "account:acme: the change would leave keys of the account without room for their own rules") || !strings.Contains(stderr, "\n  "+key+" (plan big): rules: ") {
+		t.Fatalf("accounts expire acme never: exit %d\n%s\nwant a refusal naming %s", code, stderr, key)
+	}
+	if after := c.items(); after != before {
+		t.Fatalf("the refused change wrote:\n%s", after)
+	}
+	c.ok("keys", "clear-overrides", key)
+	c.ok("accounts", "expire", "acme", "never")
+}

@@ -370,14 +370,18 @@ func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 // write it, leaves without room for their own rules: the active keys of the account that
 // the functions could use before, and whose own rules rec's plan or rules leave no room
 // for (config put refuses a document that would, as keys create refuses such a key), a
-// line each. A change of neither the plan nor the rules leaves none.
+// line each; when the change makes an expired account active again, every active key of
+// it without room (config put passes over the keys of an account that is not active). A
+// change of neither the plan, the rules nor whether the account is active leaves none.
 func (t *keyTable) squeezedKeys(ctx context.Context, item map[string]types.AttributeValue, rec registry.Record) ([]string, error) {
 	name, ok := strings.CutPrefix(rec.ID, registry.AccountItemPrefix)
 	if !ok {
 		return nil, nil
 	}
+	now := time.Now()
 	was, err := registry.DecodeItem(item)
-	if err != nil || was.Plan == rec.Plan && slices.Equal(was.Rules, rec.Rules) {
+	back := err == nil && !was.Active(now) && rec.Active(now) // its keys work again: config put passed them over
+	if err != nil || !back && was.Plan == rec.Plan && slices.Equal(was.Rules, rec.Rules) {
 		return nil, nil
 	}
 	keys, err := t.keysOf(ctx, name)
@@ -388,13 +392,12 @@ func (t *keyTable) squeezedKeys(ctx context.Context, item map[string]types.Attri
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	var lines []string
 	for _, k := range keys {
 		if !k.Active(now) {
 			continue
 		}
-		if _, err := registry.ResolveMember(k, was, plans); err != nil {
+		if _, err := registry.ResolveMember(k, was, plans); err != nil && !back {
 			continue // unusable already: not this change's doing
 		}
 		if _, err := registry.ResolveMember(k, rec, plans); err != nil {

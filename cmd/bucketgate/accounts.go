@@ -145,14 +145,23 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", r.ID, err)
 		}
 		assess(&it, nil, plans)
+		invalid := make([]error, len(keys)) // with a usable account: their own rules may not fit its plan
+		for i, k := range keys {
+			if plans != nil && it.err == nil {
+				_, invalid[i] = registry.ResolveMember(k, r, plans)
+			}
+		}
 		if *asJSON {
 			j := accountJSON{itemJSON: itemJSONOf(it), Identity: accountIdentity(r), Keys: make([]accountKeyJSON, len(keys))}
 			for i, k := range keys {
 				j.Keys[i] = accountKeyJSON{ID: k.ID, Status: status(k), ExpiresAt: expiry(k)}
+				if invalid[i] != nil {
+					j.Keys[i].Invalid = invalid[i].Error()
+				}
 			}
 			return writeJSON(e.stdout, j)
 		}
-		return writeAccount(e.stdout, it, keys)
+		return writeAccount(e.stdout, it, keys, invalid)
 	}
 }
 

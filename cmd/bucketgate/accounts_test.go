@@ -705,3 +705,36 @@ func TestAccountBackNamesKeysWithoutRoom(t *testing.T) {
 	c.ok("keys", "clear-overrides", key)
 	c.ok("accounts", "expire", "acme", "never")
 }
+
+// accounts show says of each key of the account what keys show says of it: a key whose
+// own rules its account's plan has no room for (a document put with --force) is one the
+// functions treat as unknown, not an active key.
+func TestAccountsShowNamesKeysWithoutRoom(t *testing.T) {
+	c, _, _ := newRoomCLI(t)
+	c.ok("accounts", "create", "acme", "--plan", "small")
+	squeezed := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme", "--rule", "a:5:1", "--rule", "b:5:1")))
+	fits := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	small := make([]string, 7) // room for one own rule
+	for i := range small {
+		small[i] = "{name: r" + strconv.Itoa(i) + ", capacity: 100, refillPerSecond: 10}"
+	}
+	c.ok("config", "put", "--force", file(t, "small.yaml", "defaultPlan: small\nplans:\n  small: ["+strings.Join(small, ", ")+"]\n"))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"text", []string{"accounts", "show", "acme"}, []string{"\nkey        " + squeezed + " (invalid: attribute rules: with plan small of account acme: ", "\nkey        " + fits + "\n"}},
+		{"json", []string{"accounts", "show", "--json", "acme"}, []string{`"id": "` + squeezed + `",` + "\n      \"status\": \"active\",\n      \"invalid\": ", `"id": "` + fits + `",` + "\n      \"status\": \"active\"\n"}},
+	} {
+		out := c.ok(tc.args...)
+		for _, want := range tc.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s:\n%s\nwant %q", tc.name, out, want)
+			}
+		}
+	}
+	if show := c.ok("keys", "show", squeezed); !strings.Contains(show, "\ninvalid ") {
+		t.Fatalf("keys show:\n%s\nwant it invalid", show)
+	}
+}

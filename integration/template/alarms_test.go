@@ -8,6 +8,8 @@ package template_test
 // the ones that a bad version would set off.
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -15,8 +17,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
 // minutes returns n minutes of the same data, by metric id (a metric math alarm's) or
@@ -167,6 +173,56 @@ func TestTemplateAlarmShapes(t *testing.T) {
 		if !tested[id][true] || id != "CheckThrottlesAlarm" && id != "HttpApi5xxAlarm" && !tested[id][false] {
 			t.Errorf("%s: no case where it fires, or none where it stays quiet (%v)", id, tested[id])
 		}
+	}
+}
+
+// The authorizer's 401s and 503s are Lambda errors that Lambda's Errors metric counts at
+// once: the refused and unavailable decisions that AuthorizerErrorsAlarm subtracts from
+// it must reach CloudWatch as soon, though an instance writes its sums at most once a
+// second. Each minute here an instance of its own (Lambda's scaling) serves two such
+// requests within the second and stays frozen after them: what it has written by then is
+// all the alarm sees of its minute, and it stays quiet.
+func TestAuthorizerErrorsAlarmSeesErrorsAtOnce(t *testing.T) {
+	alarm := deploy(t, readTemplate(t, limiter)).resources(t)["AuthorizerErrorsAlarm"]
+	failedClosed := guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: guard.FailureTimeout}
+	tests := []struct {
+		name    string
+		observe []func(*telemetry.Invocation)
+	}{
+		{"two 401s", []func(*telemetry.Invocation){(*telemetry.Invocation).ObserveRefused, (*telemetry.Invocation).ObserveRefused}},
+		{"a 401 and a 503", []func(*telemetry.Invocation){(*telemetry.Invocation).ObserveRefused, func(inv *telemetry.Invocation) { inv.Observe(failedClosed) }}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var data []map[string]float64
+			for m := range 3 {
+				var out bytes.Buffer
+				e := telemetry.NewEmitter(&out, "bucketgate", "orders-prod", "authorizer", telemetry.FlushEvery(telemetry.DefaultFlushInterval))
+				start := time.Date(2026, 11, 26, 0, m, 20, 0, time.UTC)
+				for i, observe := range tc.observe {
+					var inv telemetry.Invocation
+					observe(&inv)
+					if err := e.Emit(start.Add(time.Duration(i)*100*time.Millisecond), &inv); err != nil {
+						t.Fatal(err)
+					}
+				}
+				n := float64(len(tc.observe))
+				minute := map[string]float64{"invocations": n, "errors": n}
+				for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+					var doc map[string]any
+					if err := json.Unmarshal([]byte(line), &doc); err != nil {
+						t.Fatalf("EMF line %q: %v", line, err)
+					}
+					if o, ok := doc[telemetry.DimOutcome].(string); ok {
+						minute[o] += doc[telemetry.MetricDecisions].(float64)
+					}
+				}
+				data = append(data, minute)
+			}
+			if alarmFires(t, "AuthorizerErrorsAlarm", alarm.Properties, data) {
+				t.Fatalf("fires on %v", data)
+			}
+		})
 	}
 }
 

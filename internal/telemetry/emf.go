@@ -142,6 +142,15 @@ func (inv *Invocation) empty() bool {
 	return len(inv.groups) == 0 && len(inv.lookups) == 0 && inv.invalid == 0 && inv.configInvalid == 0 && len(inv.counts) == 0
 }
 
+// answeredWithError reports whether inv counts a decision that its function answers
+// with a function error, which Lambda's Errors metric counts at once: a refused one (the
+// authorizer's 401) or an unavailable one (its 503).
+func (inv *Invocation) answeredWithError() bool {
+	return slices.ContainsFunc(inv.groups, func(g *group) bool {
+		return g.outcome == OutcomeRefused || g.outcome == OutcomeUnavailable
+	})
+}
+
 // add adds everything o observed to inv.
 func (inv *Invocation) add(o *Invocation) {
 	for _, og := range o.groups {
@@ -199,8 +208,12 @@ type EmitterOption func(*Emitter)
 // with another's (CloudWatch files metrics by the minute): an Invocation of a later
 // minute first writes what the earlier one gathered, under its own time. What waits is
 // lost if the process ends before its next Invocation or Flush: at most interval's
-// worth. A clock that goes back writes at once. interval <= 0 writes every Invocation
-// at once.
+// worth. A clock that goes back writes at once. So does an Invocation that counts a
+// refused or unavailable decision, which its function answers with an error (a 401, a
+// 503), with what waits: Lambda's Errors metric counts it at once, and the alarms on
+// the functions' errors subtract its Decisions from Errors, which a count held by an
+// instance frozen after it would leave in for as long as the instance stays idle.
+// interval <= 0 writes every Invocation at once.
 func FlushEvery(interval time.Duration) EmitterOption {
 	return func(e *Emitter) { e.interval = max(interval, 0) }
 }
@@ -241,7 +254,7 @@ func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 		e.start = at
 	}
 	e.pending.add(inv)
-	if since := at.Sub(e.flushed); since >= e.interval || since < 0 { // < 0: the clock went back
+	if since := at.Sub(e.flushed); since >= e.interval || since < 0 || inv.answeredWithError() { // < 0: the clock went back
 
 		e.flushed = at
 		err = errors.Join(err, e.flush())

@@ -139,6 +139,7 @@ func TestTemplateAlarmShapes(t *testing.T) {
 		{"RegistryErrorsAlarm", "the table failing, cached entries answering", minutes(3, map[string]float64{"hit": 500, "stale": 400, "error": 100}), true},
 		{"RegistryErrorsAlarm", "a stray failure among many", minutes(3, map[string]float64{"hit": 900, "miss": 99, "error": 1}), false},
 		{"RegistryErrorsAlarm", "reads that answer", minutes(3, map[string]float64{"hit": 10, "miss": 990}), false},
+		{"RegistryErrorsAlarm", "invocations that ran out of time", minutes(3, map[string]float64{"hit": 10, "miss": 10, "abandoned": 20}), false},
 		{"ConfigInvalidAlarm", "a stored document that does not load", []map[string]float64{{"authorizer": 1}}, true},
 		{"ConfigInvalidAlarm", "none", []map[string]float64{{}}, false},
 		{"RestApi5xxAlarm", "the backend down at one request a minute", minutes(3, map[string]float64{"count": 1, "errors": 1}), true},

@@ -9,20 +9,22 @@ package template_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/bucketgate/bucketgate"
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // minutes returns n minutes of the same data, by metric id (a metric math alarm's) or
@@ -177,45 +179,38 @@ func TestTemplateAlarmShapes(t *testing.T) {
 	}
 }
 
-// The authorizer's 401s and 503s are Lambda errors that Lambda's Errors metric counts at
-// once: the refused and unavailable decisions that AuthorizerErrorsAlarm subtracts from
-// it must reach CloudWatch as soon, though an instance writes its sums at most once a
-// second. Each minute here an instance of its own (Lambda's scaling) serves two such
-// requests within the second and stays frozen after them: what it has written by then is
-// all the alarm sees of its minute, and it stays quiet.
-func TestAuthorizerErrorsAlarmSeesErrorsAtOnce(t *testing.T) {
+// The authorizer's 401s are Lambda errors that Lambda's Errors metric counts at once:
+// the refused decisions that AuthorizerErrorsAlarm subtracts from it must reach
+// CloudWatch as soon, though an instance writes its sums at most once a second. Each
+// minute here an instance of its own (Lambda's scaling), the real authorizer as the
+// template configures it, refuses a few requests within the second and stays frozen
+// after them: what it has written by then is all the alarm sees of its minute, and it
+// stays quiet.
+func TestAuthorizerErrorsAlarmSeesRefusalsAtOnce(t *testing.T) {
 	alarm := deploy(t, readTemplate(t, limiter)).resources(t)["AuthorizerErrorsAlarm"]
-	failedClosed := guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: guard.FailureTimeout}
-	tests := []struct {
-		name    string
-		observe []func(*telemetry.Invocation)
-	}{
-		{"two 401s", []func(*telemetry.Invocation){(*telemetry.Invocation).ObserveRefused, (*telemetry.Invocation).ObserveRefused}},
-		{"a 401 and a 503", []func(*telemetry.Invocation){(*telemetry.Invocation).ObserveRefused, func(inv *telemetry.Invocation) { inv.Observe(failedClosed) }}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+	ev := samples.Read(t, "authorizer-rest.json") // no API key
+	for _, refusals := range []int{2, 5} {
+		t.Run(fmt.Sprintf("%d 401s a minute", refusals), func(t *testing.T) {
 			var data []map[string]float64
-			for m := range 3 {
+			for range 3 {
+				m := miniredis.RunT(t)
+				env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: decisionTimeout,
+					settings.EnvConfigInline: "defaultPlan: free\nanonymous: refuse\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n"}
 				var out bytes.Buffer
-				e := telemetry.NewEmitter(&out, "bucketgate", "orders-prod", "authorizer", telemetry.FlushEvery(telemetry.DefaultFlushInterval))
-				start := time.Date(2026, 11, 26, 0, m, 20, 0, time.UTC)
-				for i, observe := range tc.observe {
-					var inv telemetry.Invocation
-					observe(&inv)
-					if err := e.Emit(start.Add(time.Duration(i)*100*time.Millisecond), &inv); err != nil {
-						t.Fatal(err)
+				h, _, err := app.Build(app.Authorizer, func(k string) string { return env[k] }, &out, io.Discard)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range refusals {
+					if _, err := h.Invoke(t.Context(), ev); err == nil || err.Error() != "Unauthorized" {
+						t.Fatalf("Invoke: %v, want a 401", err)
 					}
 				}
-				n := float64(len(tc.observe))
+				n := float64(refusals)
 				minute := map[string]float64{"invocations": n, "errors": n}
-				for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-					var doc map[string]any
-					if err := json.Unmarshal([]byte(line), &doc); err != nil {
-						t.Fatalf("EMF line %q: %v", line, err)
-					}
-					if o, ok := doc[telemetry.DimOutcome].(string); ok {
-						minute[o] += doc[telemetry.MetricDecisions].(float64)
+				for _, line := range jsonLines(t, &out) {
+					if o, ok := line[telemetry.DimOutcome].(string); ok {
+						minute[o] += line[telemetry.MetricDecisions].(float64)
 					}
 				}
 				data = append(data, minute)

@@ -126,8 +126,8 @@ func TestFlushEvery(t *testing.T) {
 }
 
 // Every metric gathered reaches a line: the sums of every outcome and failure, lookup
-// result, invalid item, shadow rule and events not sent of the Invocations, as FlushEvery adds them up
-// (and writes those of a failed decision at once), equal what their lines one by one hold.
+// result, invalid item, shadow rule and events not sent of the Invocations, as FlushEvery adds them up,
+// equal what their lines one by one hold.
 func TestFlushEveryKeepsEveryMetric(t *testing.T) {
 	results := []guard.Result{
 		allowed(time.Millisecond),
@@ -160,6 +160,9 @@ func TestFlushEveryKeepsEveryMetric(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	if summed.Len() != 0 {
+		t.Fatalf("written within the interval: %s", &summed)
 	}
 	if err := sum.Flush(); err != nil {
 		t.Fatal(err)
@@ -239,11 +242,12 @@ func TestFlushEveryConcurrent(t *testing.T) {
 	}
 }
 
-// An Invocation answered with a function error, which Lambda's Errors metric counts at
-// once (a refusal, the authorizer's 401; a decision failed closed, its 503), is written
-// at once with what waits, though within the interval: the error alarms subtract its
-// count from Errors, and an instance frozen after it would otherwise hold it for as
-// long as it stays idle. Other outcomes still wait.
+// With WriteErrorsAtOnce, an Invocation answered with a function error, which Lambda's
+// Errors metric counts at once (a refusal, the authorizer's 401; a decision failed
+// closed, its 503), is written at once with what waits, though within the interval: the
+// error alarms subtract its count from Errors, and an instance frozen after it would
+// otherwise hold it for as long as it stays idle. Other outcomes still wait, and
+// without the option every one does.
 func TestFlushEveryWritesErrorsAtOnce(t *testing.T) {
 	base := time.Date(2026, 11, 26, 0, 10, 5, 0, time.UTC)
 	tests := []struct {
@@ -263,33 +267,39 @@ func TestFlushEveryWritesErrorsAtOnce(t *testing.T) {
 		}, nil},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var out bytes.Buffer
-			e := telemetry.NewEmitter(&out, "ns", "orders-prod", "authorizer", telemetry.FlushEvery(time.Second))
-			var first telemetry.Invocation
-			first.Observe(allowed(time.Millisecond))
-			if err := e.Emit(base.Add(-time.Millisecond), &first); err != nil { // starts an interval
-				t.Fatal(err)
-			}
-			if err := e.Emit(base, &first); err != nil { // waits
-				t.Fatal(err)
-			}
-			out.Reset()
-			var inv telemetry.Invocation
-			inv.Observe(allowed(time.Millisecond))
-			tc.observe(&inv)
-			if err := e.Emit(base.Add(10*time.Millisecond), &inv); err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-				if line != "" {
-					got = append(got, summary(t, base, line))
+		for _, atOnce := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, WriteErrorsAtOnce %v", tc.name, atOnce), func(t *testing.T) {
+				opts, want := []telemetry.EmitterOption{telemetry.FlushEvery(time.Second)}, []string(nil)
+				if atOnce {
+					opts, want = append(opts, telemetry.WriteErrorsAtOnce()), tc.want
 				}
-			}
-			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
-				t.Fatalf("lines %q, want %q\n%s", got, tc.want, &out)
-			}
-		})
+				var out bytes.Buffer
+				e := telemetry.NewEmitter(&out, "ns", "orders-prod", "authorizer", opts...)
+				var first telemetry.Invocation
+				first.Observe(allowed(time.Millisecond))
+				if err := e.Emit(base.Add(-time.Millisecond), &first); err != nil { // starts an interval
+					t.Fatal(err)
+				}
+				if err := e.Emit(base, &first); err != nil { // waits
+					t.Fatal(err)
+				}
+				out.Reset()
+				var inv telemetry.Invocation
+				inv.Observe(allowed(time.Millisecond))
+				tc.observe(&inv)
+				if err := e.Emit(base.Add(10*time.Millisecond), &inv); err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+					if line != "" {
+						got = append(got, summary(t, base, line))
+					}
+				}
+				if strings.Join(got, "; ") != strings.Join(want, "; ") {
+					t.Fatalf("lines %q, want %q\n%s", got, want, &out)
+				}
+			})
+		}
 	}
 }

@@ -510,7 +510,7 @@ func TestLiveReadEndsBeforeTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	l := registry.NewLive(src, nil, env, registry.LiveOptions{TTL: ttl, Timeout: time.Hour, Margin: 20 * time.Millisecond, Now: clk.now})
+	l := registry.NewLive(src, nil, env, registry.LiveOptions{TTL: ttl, Timeout: time.Hour, Margin: 1500 * time.Millisecond, Now: clk.now})
 	if err := l.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -518,14 +518,13 @@ func TestLiveReadEndsBeforeTheDeadline(t *testing.T) {
 	put(src, 2, docV2)
 	src.Gate = make(chan struct{})
 	clk.advance(ttl)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 1600*time.Millisecond)
 	defer cancel()
-	began := time.Now()
 	if v, r := l.Current(ctx); v.Version != 1 || r != none {
 		t.Fatalf("a read cut by the caller's deadline: version %d, %+v; want version 1, nothing counted", v.Version, r)
 	}
-	if waited := time.Since(began); waited >= 60*time.Millisecond {
-		t.Fatalf("the read took %v: want it ended the margin before the caller's deadline", waited)
+	if ctx.Err() != nil {
+		t.Fatal("the read ended with the caller's deadline: want it ended the margin before it")
 	}
 	close(src.Gate)
 	if v, r := l.Current(context.Background()); v.Version != 2 || r != read {

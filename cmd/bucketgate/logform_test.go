@@ -70,3 +70,24 @@ func TestKeysTakeATenantAsTheLogsNameIt(t *testing.T) {
 	}
 	c.fails(exitError, "is not in table", "keys", "show", "tenant:"+strings.Repeat("0", bucketgate.DigestLen))
 }
+
+// The buckets commands take a registered tenant as the functions' log lines name it,
+// tenant:<digest> (the check function's operator lines among them), and reach its own
+// buckets; a tenant:<digest> that no registered tenant's key has is taken as a tenant
+// whose key is those digits, with a note saying so.
+func TestBucketsTakeATenantAsTheLogsNameIt(t *testing.T) {
+	d, _ := newDeployment(t)
+	d.ok("keys", "create", "--tenant", "acme-svc", "--plan", "gold")
+	if _, err := d.check.Invoke(t.Context(), []byte(`{"key": "acme-svc", "cost": 7}`)); err != nil {
+		t.Fatal(err)
+	}
+	logged := bucketgate.LogForm("tenant:acme-svc")
+	d.want(d.bucket("show", logged), "tenant:acme-svc", "gold", "burst", 50, 43)
+	d.want(d.bucket("reset", logged), "tenant:acme-svc", "gold", "burst", 50, 50)
+
+	other := "tenant:" + strings.Repeat("0", bucketgate.DigestLen)
+	if code, stdout, stderr := d.run("buckets", "show", other); code != exitOK || !strings.Contains(stdout, "identity    "+other+"\n") ||
+		!strings.Contains(stderr, "note: no registered tenant's key is "+other[len("tenant:"):]+" or has it as its digest") {
+		t.Fatalf("buckets show %s: exit %d\n%s%s\nwant its buckets, with a note", other, code, stdout, stderr)
+	}
+}

@@ -33,7 +33,9 @@ const keysUsage = `  bucketgate keys init
   bucketgate keys list [--json]
 
 KEY is an API key, its id key:<32 hex digits> (printf %s "$KEY" | sha256sum | cut -c1-32),
-or tenant:<key> for a check function tenant; - reads an API key from the first line of
+or tenant:<key> for a check function tenant, or tenant:<32 hex digits>, the digest of its
+key, as the functions' log lines name it (when no tenant's key is those digits, the
+table is scanned for the tenant); - reads an API key from the first line of
 stdin, out of the process list and the shell's history. create prints the new key alone on
 the first line of stdout: it is shown once, only its digest is stored; with --key - it
 registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. WHEN is an RFC 3339 time
@@ -116,6 +118,11 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 	t, err := openTable(e, *table, e.stack())
 	if err != nil {
 		return err
+	}
+	if c.item != nil {
+		if positional[0], err = t.tenantItem(e.ctx, positional[0]); err != nil {
+			return err
+		}
 	}
 	return do(e, t, positional)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -493,6 +494,34 @@ func (t *keyTable) get(ctx context.Context, id string) (registry.Record, error) 
 		return registry.Record{}, err
 	}
 	return registry.DecodeItem(item)
+}
+
+// tenantItem returns id, the id of an item, or when id is tenant:<digest> (a tenant as
+// the functions' log lines name it: bucketgate.LogForm) and the table holds no item of
+// that id, the id of the tenant whose key has that digest, which it scans the table for;
+// an error wrapping errNoItem when there is none.
+func (t *keyTable) tenantItem(ctx context.Context, id string) (string, error) {
+	digest, ok := strings.CutPrefix(id, bucketgate.TenantPrefix)
+	if !ok || !isDigest(digest) {
+		return id, nil
+	}
+	if _, err := t.read(ctx, id); !errors.Is(err, errNoItem) {
+		return id, err // the tenant whose key is those digits, or the table's failure
+	}
+	p := dynamodb.NewScanPaginator(t.db, &dynamodb.ScanInput{TableName: aws.String(t.name), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#id"), ExpressionAttributeNames: map[string]string{"#id": registry.KeyAttribute}})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return "", t.explain(err, "")
+		}
+		for _, it := range page.Items {
+			if other, _ := it[registry.KeyAttribute].(*types.AttributeValueMemberS); other != nil && bucketgate.LogForm(other.Value) == id {
+				return other.Value, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: %s is not in table %s, nor the digest of a tenant's key in it", errNoItem, id, t.name)
 }
 
 // read reads the item of id (strongly consistent), as the table holds it.

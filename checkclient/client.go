@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -57,10 +58,11 @@ const DefaultFunctionRetries = 2
 // WithFunctionRetries makes a Client send a request that is safe to send again (one
 // with a requestId, a peek, a reset, a settle, a cancel, a release, a usage report) up
 // to n more times after the function failed in a way that another run may not: a
-// *FunctionError of a crash, a timeout (Sandbox.Timedout), an init failure, or a usage
-// report Redis did not answer in time (checkapi.ErrorTypeUnavailable); never after an
-// *InvalidRequestError, a ConflictError or an answer that is not a decision, which
-// would come again. It waits about 100 ms before the first retry, twice as long before
+// *FunctionError of a timeout (Sandbox.Timedout), a crash or an init failure
+// (Runtime.ExitError, Runtime.OutOfMemory, Runtime.Unknown), or a usage report Redis
+// did not answer in time (checkapi.ErrorTypeUnavailable); never after any other, which
+// would come again: an *InvalidRequestError, a ConflictError, an answer that is not a
+// decision, one too large for Lambda (Function.ResponseSizeTooLarge), a panic. It waits about 100 ms before the first retry, twice as long before
 // each next (5 s at most), and not past ctx's deadline. n = 0 sends once; the default is
 // DefaultFunctionRetries. The Lambda client's own retries (of the service's failures)
 // are apart from these.
@@ -92,7 +94,9 @@ func New(invoker Invoker, function string, opts ...Option) *Client {
 // otherwise, or answered something that is not a decision; and else the SDK's error for
 // an invocation that did not happen (one of a refund may have happened: see Refund).
 // A Redis outage is not an error: it is a Response with reason unavailable (or degraded
-// when the function fails open).
+// when the function fails open). A replay of an admission (the RequestID was decided
+// before, Response.Replayed) whose lease has expired by the local clock is an error
+// wrapping ErrLeaseExpired, not the admission: that lease holds nothing.
 //
 // A request that takes tokens (Cost nil or above 0), a reserve or a refund gets a
 // requestId of its own (a random one, unless req.RequestID gives it), the same for
@@ -117,7 +121,23 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 	if err := res.check(req.Op); err != nil {
 		return checkapi.Response{}, c.unreadable(err)
 	}
+	if err := c.expired(res.Response); err != nil {
+		return checkapi.Response{}, err
+	}
 	return res.Response, nil
+}
+
+// expired returns an error wrapping ErrLeaseExpired when res replays an admission whose
+// lease has expired by the local clock, else nil.
+func (c *Client) expired(res checkapi.Response) error {
+	if !res.Replayed || res.Lease == "" {
+		return nil
+	}
+	at, err := time.Parse(time.RFC3339, res.ExpiresAt)
+	if err != nil || at.After(time.Now()) {
+		return nil
+	}
+	return fmt.Errorf("checkclient: %s: %w (it expired at %s): acquire again with a new RequestID", c.function, ErrLeaseExpired, res.ExpiresAt)
 }
 
 // Refund gives req.Cost tokens (nil: checkapi.DefaultCost) back to every rule of req,
@@ -155,7 +175,8 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // unknown to the function, expired, or of another key is a *FunctionError of type
 // checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have settled nothing: send it
-// again.
+// again. An empty reservation, all a degraded reserve holds, is an
+// *InvalidRequestError, not sent.
 func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
 	req = held(req)
 	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
@@ -250,6 +271,7 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // unknown to the function, or of another key or rules, is a *FunctionError of type
 // checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have released nothing: send it again.
+// An empty lease, all a degraded check holds, is an *InvalidRequestError, not sent.
 func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string) (checkapi.Response, error) {
 	req = held(req)
 	req.Lease = lease
@@ -290,14 +312,14 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 	if err := c.validate("", req); err != nil {
 		return checkapi.Usage{}, err
 	}
-	var u checkapi.Usage
+	var u usageAnswer
 	if err := c.invoke(ctx, req, &u, false); err != nil {
 		return checkapi.Usage{}, err
 	}
-	if err := checkUsage(u); err != nil {
+	if err := checkUsage(u.Usage); err != nil {
 		return checkapi.Usage{}, c.unreadable(err)
 	}
-	return u, nil
+	return u.Usage, nil
 }
 
 // CheckBatch decides 1 to checkapi.MaxBatch requests in one invocation, in one round
@@ -306,7 +328,9 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 // batch before anything is decided, and the error names the index ("checks[3].cost:
 // ..."); a batch of the wrong size is refused before it is sent. A ConflictError of one
 // request (see Settle) is the batch's error too, but the other requests may have been
-// decided, and stand: its message names them. A batch that holds a request that takes
+// decided, and stand: its message names them. A result that replays an admission
+// whose lease has expired is answered as it is (see Check): read its ExpiresAt before
+// the work. A batch that holds a request that takes
 // or gives back tokens is sent again only when the function did not run, as that
 // request alone would be, unless each such request has its requestId (see Check).
 func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]checkapi.Response, error) {
@@ -320,9 +344,7 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 		}
 		reqs[i] = c.identify(req)
 	}
-	var res struct {
-		Results []response `json:"results"`
-	}
+	var res batchAnswer
 	if err := c.invoke(ctx, checkapi.Batch{Checks: reqs}, &res, slices.ContainsFunc(reqs, writes)); err != nil {
 		return nil, err
 	}

@@ -220,6 +220,44 @@ func TestErrors(t *testing.T) {
 			batch: 1,
 			check: unreadable(`member "reason" given twice`),
 		},
+		{
+			name:  "a rule's member in another case",
+			fn:    answer(`{"allowed":true,"reason":"ok","rules":[{"name":"b","limit":10,"remaining":10,"Remaining":0,"resetAfterMs":0}]}`),
+			check: unreadable(`rules[0]: member "Remaining": want "remaining"`),
+		},
+		{
+			name:  "a rule's member twice",
+			fn:    answer(`{"allowed":true,"reason":"ok","rules":[{"name":"a","limit":1,"remaining":1},{"name":"b","limit":9,"remaining":0,"remaining":9}]}`),
+			check: unreadable(`rules[1]: member "remaining" given twice`),
+		},
+		{
+			name:  "a rule's member null",
+			fn:    answer(`{"allowed":true,"reason":"ok","rules":[{"name":"b","limit":10,"remaining":null}]}`),
+			check: unreadable(`rules[0]: member "remaining": null`),
+		},
+		{
+			name:  "a rule that is not an object",
+			fn:    answer(`{"allowed":true,"reason":"ok","rules":[7]}`),
+			check: unreadable(`rules[0]: want a JSON object, got a number`),
+		},
+		{
+			name:  "batch results in another case",
+			fn:    answer(`{"Results":[{"allowed":true,"reason":"ok"}]}`),
+			batch: 1,
+			check: unreadable(`member "Results": want "results"`),
+		},
+		{
+			name:  "batch results twice",
+			fn:    answer(`{"results":[{"allowed":false,"reason":"limited"}],"results":[{"allowed":true,"reason":"ok"}]}`),
+			batch: 1,
+			check: unreadable(`member "results" given twice`),
+		},
+		{
+			name:  "batch with a result's rule member in another case",
+			fn:    answer(`{"results":[{"allowed":true,"reason":"ok"},{"allowed":true,"reason":"ok","rules":[{"name":"b","limit":5,"remaining":5,"SHADOW":true}]}]}`),
+			batch: 2,
+			check: unreadable(`results[1]: rules[0]: member "SHADOW": want "shadow"`),
+		},
 		{name: "allowed against its reason", fn: answer(`{"allowed":true,"reason":"limited"}`), check: unreadable("allowed true with reason limited")},
 		{name: "denied against its reason", fn: answer(`{"allowed":false,"reason":"ok"}`), check: unreadable("allowed false with reason ok")},
 		{name: "a negative figure", fn: answer(`{"allowed":false,"reason":"limited","retryAfterMs":-5}`), check: unreadable("a figure below zero")},
@@ -274,6 +312,14 @@ func TestRefusedBeforeSending(t *testing.T) {
 		{"plan not text", func() error { _, err := c.Check(ctx, checkapi.Request{Key: "k", Plan: "pro\xff"}); return err }, "plan: not UTF-8 text"},
 		{"reservation not text", func() error { _, err := c.SettleReservation(ctx, "r2.\xff", 1); return err }, "reservation: not UTF-8 text"},
 		{"lease not text", func() error { _, err := c.ReleaseLease(ctx, "r2.\xff"); return err }, "lease: not UTF-8 text"},
+		{"release of no lease (a degraded answer holds none)", func() error { _, err := c.Release(ctx, valid, ""); return err }, "lease: missing"},
+		{"release of no lease by the lease alone", func() error { _, err := c.ReleaseLease(ctx, ""); return err }, "lease: missing"},
+		{"batch release of no lease", func() error {
+			_, err := c.CheckBatch(ctx, []checkapi.Request{valid, {Key: "k", Op: checkapi.OpRelease}})
+			return err
+		}, "checks[1].lease: missing"},
+		{"settle of no reservation (a degraded answer holds none)", func() error { _, err := c.Settle(ctx, valid, "", 5); return err }, "reservation: missing"},
+		{"cancel of no reservation", func() error { _, err := c.CancelReservation(ctx, ""); return err }, "reservation: missing"},
 		{"rule name not text", func() error {
 			_, err := c.Check(ctx, checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "b\xff", Capacity: 1, RefillPerSecond: 1}}})
 			return err
@@ -495,6 +541,47 @@ func TestRequestCallsOutliveTheClient(t *testing.T) {
 			defer cancel()
 			if err := tc.call(past); !errors.Is(err, context.DeadlineExceeded) || got != nil {
 				t.Fatalf("past its deadline: %v, sent %q; want context.DeadlineExceeded and nothing sent", err, got)
+			}
+		})
+	}
+}
+
+// A replayed acquire answers its first lease again, also once that lease has expired
+// (its requestId is remembered longer than its ttlMs), while another request may hold
+// the slot meanwhile: a lease past its expiresAt (by the client's clock) holds nothing,
+// so Check and Reserve answer ErrLeaseExpired instead of an admission. A replay whose
+// lease still holds, and a first decision, are answers.
+func TestReplayedLeaseExpired(t *testing.T) {
+	const (
+		past   = `"expiresAt":"2000-01-01T00:00:00.000Z"`
+		future = `"expiresAt":"2999-01-01T00:00:00.000Z"`
+		lease  = `"lease":"r2.n.m"`
+	)
+	acquire := checkapi.Request{Key: "k", RequestID: "job-7", Rules: []checkapi.Rule{{Name: "streams", Concurrency: 1}}}
+	for _, tc := range []struct {
+		name, answer string
+		reserve      bool
+		expired      bool
+	}{
+		{"replayed, expired", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,` + past + `,` + lease + `}`, false, true},
+		{"a reserve replayed, its lease expired", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,"reservation":"r2.a.b",` + past + `,` + lease + `}`, true, true},
+		{"replayed, still held", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,` + future + `,` + lease + `}`, false, false},
+		{"a first decision", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,` + past + `,` + lease + `}`, false, false},
+		{"a replayed reserve without a lease", `{"allowed":true,"reason":"ok","rule":"tokens","limit":9,"replayed":true,"reservation":"r2.a.b",` + past + `}`, true, false},
+		{"a replayed denial", `{"allowed":false,"reason":"limited","rule":"streams","limit":1,"retryAfterMs":5,"replayed":true}`, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := serve(t, answer(tc.answer))
+			call := c.Check
+			if tc.reserve {
+				call = c.Reserve
+			}
+			res, err := call(context.Background(), acquire)
+			switch {
+			case tc.expired && (!errors.Is(err, checkclient.ErrLeaseExpired) || res.Allowed || !strings.Contains(err.Error(), "2000-01-01T00:00:00.000Z")):
+				t.Fatalf("%+v, %v: want ErrLeaseExpired naming when it expired, and no admission", res, err)
+			case !tc.expired && err != nil:
+				t.Fatalf("error %v, want the answer", err)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package checkclient
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,8 +12,9 @@ import (
 // InvalidRequestError is the refusal of a request that can never be decided: a missing
 // key, an unknown plan, a cost out of range, malformed rules, an unknown field. The
 // check function refuses it, or the client before sending it (Local) when it can tell
-// alone: a batch of the wrong size, a key, a requestId or another string that is not
-// UTF-8 text, an Op or a rule's Period that is none of the constants. Nothing was
+// alone: a batch of the wrong size, a release without a lease or a settle without a
+// reservation, a key, a requestId or another string that is not UTF-8 text, an Op or a
+// rule's Period that is none of the constants. Nothing was
 // decided or written. Retrying cannot help.
 type InvalidRequestError struct {
 	// Function is the function that refused, or that the request was for.
@@ -30,6 +32,13 @@ func (e *InvalidRequestError) Error() string {
 	}
 	return fmt.Sprintf("checkclient: %s refused the request: %s", e.Function, e.Message)
 }
+
+// ErrLeaseExpired is wrapped by the error of a check or a reserve answered by a replay
+// (the RequestID was decided before) of an admission whose lease had expired by the
+// client's clock: the replay answers the first decision again, lease and all, but a
+// lease past its ExpiresAt holds no slot, and another request may hold it meanwhile.
+// Nothing was decided or written; acquiring again needs a new RequestID.
+var ErrLeaseExpired = errors.New("the replayed lease has expired: it holds no slot")
 
 // ErrorTypeUnreadable is the Type of a FunctionError for an answer that is not a
 // decision: not JSON, a member missing (a release's "released" when Redis answered it

@@ -144,8 +144,17 @@ func ExampleClient_Release() {
 	if err != nil || !res.Allowed {
 		return // five streams in flight (res.RetryAfter()), or no decision
 	}
-	defer checks.Release(ctx, req, res.Lease) // idempotent: safe to retry
-	_ = doWork(ctx)                           // the stream
+	if res.Lease != "" { // none when Redis did not answer (degraded): nothing to return
+		defer func() {
+			switch res, err := checks.Release(ctx, req, res.Lease); { // idempotent: safe to retry
+			case err != nil:
+				log.Print(err) // the lease frees itself after TTLMS
+			case res.Reason != checkapi.ReasonOK: // Redis did not answer: maybe not returned
+				log.Printf("release %s: send it again, or the lease frees itself after TTLMS", res.Reason)
+			}
+		}()
+	}
+	_ = doWork(ctx) // the stream
 }
 
 // complete stands for an LLM call of at most maxTokens tokens; it returns those used.

@@ -1,7 +1,6 @@
 package checkclient
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/strictjson"
 )
 
 // response is a checkapi.Response as it arrives, with what it must carry to be read as
@@ -38,40 +38,148 @@ func jsonNames(t reflect.Type) []string {
 	return names
 }
 
+// ruleMembers are the JSON names of checkapi.RuleStatus's fields.
+var ruleMembers = jsonNames(reflect.TypeFor[checkapi.RuleStatus]())
+
 // UnmarshalJSON reads a response strictly, noting which members it had: a member the
-// client knows must be spelled exactly as checkapi writes it, appear once and not be
-// null (encoding/json alone would match any case, keep the last of two and read null
-// as the zero value, so that an answer could say two things and be read as either).
-// Members it does not know, added to the contract later, are ignored.
+// client knows, of the response or of one of its rules, must be spelled exactly as
+// checkapi writes it, appear once and not be null (encoding/json alone would match any
+// case, keep the last of two and read null as the zero value, so that an answer could
+// say two things and be read as either). Members it does not know, added to the
+// contract later, are ignored.
 func (r *response) UnmarshalJSON(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return errors.New("want a JSON object")
-	}
-	r.present = make(map[string]bool, len(responseMembers))
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
+	d := strictjson.New(b)
+	defer d.Release()
+	present, err := readMembers(d, "", responseMembers, func(name string) error {
+		if name != "rules" {
+			return d.Skip()
+		}
+		return readArray(d, name, func(path string) error {
+			_, err := readMembers(d, path, ruleMembers, nil)
 			return err
-		}
-		name, _ := tok.(string) // inside an object, Token returns names as strings
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return err
-		}
-		switch i := slices.IndexFunc(responseMembers, func(m string) bool { return strings.EqualFold(m, name) }); {
-		case i < 0: // added later
-		case responseMembers[i] != name:
-			return fmt.Errorf("member %q: want %q", name, responseMembers[i])
-		case r.present[name]:
-			return fmt.Errorf("member %q given twice", name)
-		case string(v) == "null":
-			return fmt.Errorf("member %q: null", name)
-		default:
-			r.present[name] = true
-		}
+		})
+	})
+	if err != nil {
+		return err
 	}
+	r.present = present
 	return json.Unmarshal(b, &r.Response)
+}
+
+// batchAnswer is a batch's answer as it arrives: its results, each read as strictly as
+// a response, and the results member itself.
+type batchAnswer struct {
+	Results []response
+}
+
+// UnmarshalJSON reads a batch's answer strictly, as response.UnmarshalJSON does; an
+// error in a result names it ("results[3]: ...").
+func (a *batchAnswer) UnmarshalJSON(b []byte) error {
+	d := strictjson.New(b)
+	defer d.Release()
+	_, err := readMembers(d, "", []string{"results"}, func(name string) error {
+		return readArray(d, name, func(path string) error {
+			v, err := d.Value()
+			if err != nil {
+				return err
+			}
+			var r response
+			if err := r.UnmarshalJSON(v); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			a.Results = append(a.Results, r)
+			return nil
+		})
+	})
+	return err
+}
+
+// usageAnswer is a usage report as it arrives.
+type usageAnswer struct {
+	checkapi.Usage
+}
+
+// The JSON names of a usage report's members, of its days' and of its total's.
+var (
+	usageMembers  = jsonNames(reflect.TypeFor[checkapi.Usage]())
+	countsMembers = jsonNames(reflect.TypeFor[checkapi.UsageCounts]())
+	dayMembers    = append([]string{"date"}, countsMembers...)
+)
+
+// UnmarshalJSON reads a usage report strictly, as response.UnmarshalJSON does a
+// decision: its members, its days' and its total's.
+func (u *usageAnswer) UnmarshalJSON(b []byte) error {
+	d := strictjson.New(b)
+	defer d.Release()
+	_, err := readMembers(d, "", usageMembers, func(name string) error {
+		switch name {
+		case "days":
+			return readArray(d, name, func(path string) error {
+				_, err := readMembers(d, path, dayMembers, nil)
+				return err
+			})
+		case "total":
+			_, err := readMembers(d, name, countsMembers, nil)
+			return err
+		}
+		return d.Skip()
+	})
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &u.Usage)
+}
+
+// readMembers reads the object d is at, path in the answer ("" the answer itself,
+// "rules[2]"), strictly: a member named in names must be spelled so, appear once and not
+// be null, else the error names it; value reads the value of each (nil: skips it).
+// Other members, added to the contract later, are skipped. It returns the names present.
+func readMembers(d *strictjson.Decoder, path string, names []string, value func(name string) error) (map[string]bool, error) {
+	if k := d.Kind(); k != '{' {
+		return nil, fmt.Errorf("%swant a JSON object, got %s", at(path), strictjson.KindArticle(k))
+	}
+	present := make(map[string]bool, len(names))
+	err := d.Object(func(name string) error {
+		i := slices.IndexFunc(names, func(m string) bool { return strings.EqualFold(m, name) })
+		switch {
+		case i < 0: // added later
+			return d.Skip()
+		case names[i] != name:
+			return fmt.Errorf("%smember %q: want %q", at(path), name, names[i])
+		case d.Kind() == 'n':
+			return fmt.Errorf("%smember %q: null", at(path), name)
+		}
+		present[names[i]] = true
+		if value == nil {
+			return d.Skip()
+		}
+		return value(names[i])
+	})
+	if se := (*strictjson.Error)(nil); errors.As(err, &se) && se.Problem == strictjson.Duplicate {
+		return nil, fmt.Errorf("%smember %q given twice", at(se.Path(true)), se.Name)
+	}
+	return present, err
+}
+
+// readArray reads the array d is at, the value of member name, calling element with d
+// at each element and its path ("rules[2]").
+func readArray(d *strictjson.Decoder, name string, element func(path string) error) error {
+	if k := d.Kind(); k != '[' {
+		return fmt.Errorf("member %q: want an array, got %s", name, strictjson.KindArticle(k))
+	}
+	i := 0
+	return d.Array(func() error {
+		i++
+		return element(fmt.Sprintf("%s[%d]", name, i-1))
+	})
+}
+
+// at is path as an error's prefix: "rules[2]: ", or "" for the answer itself.
+func at(path string) string {
+	if path == "" {
+		return ""
+	}
+	return path + ": "
 }
 
 // check reports why r cannot be read as the decision on a request of op: a member
@@ -161,15 +269,22 @@ func errorPayload(payload []byte) bool {
 }
 
 // validate refuses what the function would (or JSON could not carry) that the client
-// can tell alone: a string that is not UTF-8 text, which encoding/json would send with
-// U+FFFD in place of the bytes, so that two different keys would be one (and two
-// different requestIds one, the second answered as the first, never charged), and what
-// encoding/json cannot send at all: an Op or a rule's Period that is none of the
+// can tell alone: a release without a lease, a settle or a cancel without a
+// reservation (what a degraded answer holds: nothing), a string that is not UTF-8
+// text, which encoding/json would send with U+FFFD in place of the bytes, so that two
+// different keys would be one (and two different requestIds one, the second answered
+// as the first, never charged), and what encoding/json cannot send at all: an Op or a rule's Period that is none of the
 // constants, a rate that is NaN or infinite.
 // prefix starts every field's path ("checks[3]." in a batch).
 func (c *Client) validate(prefix string, req checkapi.Request) error {
 	if _, err := req.Op.MarshalText(); err != nil {
 		return c.refuse(fmt.Sprintf("%sop: %v: want one of checkapi's Op constants", prefix, req.Op))
+	}
+	switch {
+	case req.Op == checkapi.OpRelease && req.Lease == "":
+		return c.refuse(prefix + "lease: missing: a release needs the lease a check answered (a degraded answer holds none: nothing to release)")
+	case (req.Op == checkapi.OpSettle || req.Op == checkapi.OpCancel) && req.Reservation == "":
+		return c.refuse(fmt.Sprintf("%sreservation: missing: a %v needs the reservation a reserve answered (a degraded answer holds none: nothing to settle)", prefix, req.Op))
 	}
 	if !utf8.ValidString(req.Key) {
 		return c.refuse(prefix + "key: not UTF-8 text: encoding would replace its bytes with U+FFFD and merge it with other keys")

@@ -82,12 +82,25 @@ func notRun(err error) bool {
 }
 
 // passing reports whether err is a function error that another run of the function may
-// not meet: a crash, a timeout, an init failure, Redis not answering a usage report in
-// time. An InvalidRequestError, a ConflictError and an answer that is not a decision
-// would come again.
+// not meet: one of a transient type. Any other would come again: an
+// InvalidRequestError, a ConflictError, an answer that is not a decision, an answer too
+// large for Lambda (Function.ResponseSizeTooLarge), a runtime that cannot start, a
+// panic of the function's code on this payload.
 func passing(err error) bool {
 	var fe *FunctionError
-	return errors.As(err, &fe) && fe.Type != checkapi.ErrorTypeConflict && fe.Type != ErrorTypeUnreadable
+	return errors.As(err, &fe) && transient[fe.Type]
+}
+
+// transient are the errorTypes of function errors that another run may not meet: a
+// timeout (of the invocation or of its init), a crash, the runtime out of memory or
+// failing for a reason Lambda does not know (an init failure among them), Redis not
+// answering a usage report in time.
+var transient = map[string]bool{
+	"Sandbox.Timedout":            true,
+	"Runtime.ExitError":           true,
+	"Runtime.OutOfMemory":         true,
+	"Runtime.Unknown":             true,
+	checkapi.ErrorTypeUnavailable: true,
 }
 
 // firstPause is the wait before a Client's first retry after a function error, doubled

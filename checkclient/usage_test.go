@@ -42,8 +42,14 @@ func TestUsage(t *testing.T) {
 		"a negative count":  strings.Replace(report, `"limited":1,"cost":9},`, `"limited":-1,"cost":9},`, 1),
 		"a negative count of checks allowed": strings.Replace(strings.Replace(report, `"allowed":3,"limited":1,"cost":9},`, `"allowed":-3,"limited":1,"cost":9},`, 1),
 			`"total":{"allowed":3`, `"total":{"allowed":-3`, 1),
-		"no identity": strings.Replace(report, `"identity":"tenant:acme"`, `"identity":""`, 1),
-		"a decision":  `{"allowed":true,"reason":"ok"}`,
+		"no identity":                     strings.Replace(report, `"identity":"tenant:acme"`, `"identity":""`, 1),
+		"a decision":                      `{"allowed":true,"reason":"ok"}`,
+		"identity twice":                  strings.Replace(report, `"identity":"tenant:acme"`, `"identity":"tenant:acme","identity":"tenant:other"`, 1),
+		"identity in another case":        strings.Replace(report, `"identity":"tenant:acme"`, `"identity":"tenant:acme","Identity":"tenant:other"`, 1),
+		"a day's count null":              strings.Replace(report, `"limited":0,"cost":0}`, `"limited":0,"cost":null}`, 1),
+		"a day's count twice":             strings.Replace(report, `"limited":0,"cost":0}`, `"limited":0,"limited":0,"cost":0}`, 1),
+		"a total's count in another case": strings.Replace(report, `"total":{"allowed":3,`, `"total":{"allowed":3,"ALLOWED":3,`, 1),
+		"days twice":                      strings.Replace(report, `"total":`, `"days":[],"total":`, 1),
 	} {
 		answer = bad
 		var fe *checkclient.FunctionError

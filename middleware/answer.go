@@ -3,6 +3,7 @@ package middleware
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -69,8 +70,8 @@ func writeJSON(w http.ResponseWriter, status int, body string) {
 // (its status, its first byte, a flush, or the end of the handler), it puts the
 // limiter's rate-limit headers in place of every one the handler set (its own, or an
 // upstream's it proxies), as the gateway does with a backend's. http.ResponseController
-// reaches the writer underneath through Unwrap; Flush, FlushError and Hijack are passed
-// on, with their errors, for handlers that assert them.
+// reaches the writer underneath through Unwrap; Flush, FlushError, Hijack and ReadFrom
+// are passed on, with their errors, for handlers that assert them.
 type answerWriter struct {
 	http.ResponseWriter
 	context map[string]any // the authorizer context whose headers the answer carries
@@ -97,6 +98,20 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 	w.setHeaders()
 	w.written = true
 	return w.ResponseWriter.Write(b)
+}
+
+// ReadFrom copies src to the answer, after the header (with the limiter's headers) if
+// it is not written yet, by the ReadFrom of the writer underneath when it has one:
+// net/http's, which sends a file with sendfile (http.ServeContent, io.Copy). Without,
+// src is copied with Write.
+func (w *answerWriter) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := w.ResponseWriter.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{w}, src) // Write alone: not this ReadFrom again
+	}
+	w.setHeaders()
+	w.written = true
+	return rf.ReadFrom(src)
 }
 
 // Flush writes the header, if it is not written yet, and what is buffered.

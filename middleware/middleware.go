@@ -83,7 +83,10 @@ type Options struct {
 	// hops before it are the client's to write; a hop with a port is its address).
 	// Empty trusts none: the source is always Request.RemoteAddr. A prefix of every
 	// address (0.0.0.0/0, ::/0) is refused: every hop would be trusted, and the source
-	// the leftmost, which the client writes.
+	// the leftmost, which the client writes. The entry "unix" trusts a peer on a Unix
+	// socket (a sidecar proxy's; the socket's permissions say who may connect), which
+	// has no address: untrusted, every request through it is the one shared unknown
+	// source.
 	TrustedProxies []string
 	// Name is the Function dimension of the metrics (1 to 1024 bytes of printable
 	// ASCII, not only spaces, as CloudWatch takes a dimension value); empty is

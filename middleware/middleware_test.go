@@ -11,9 +11,12 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/localgw"
@@ -104,6 +107,50 @@ func TestAnswersAreTheGateways(t *testing.T) {
 		header(w.Header(), ratelimitheaders.HeaderLimit) != "" || header(w.Header(), ratelimitheaders.HeaderDegraded) != "true" ||
 		header(w.Header(), ratelimitheaders.HeaderRateLimitPolicy) != `"burst";q=10;w=10` {
 		t.Fatalf("failing open: %d, headers %v; want the service's answer with X-RateLimit-Degraded: true and RateLimit-Policy only (docs/library.md)", w.Code, w.Header())
+	}
+}
+
+// A decision without figures answers with the next handler's answer and no figure, as
+// the gateway does (docs/library.md, Answers): every rule shadow, decided by Redis, has
+// no rate-limit header at all; every rule shadow with Redis down is degraded, with
+// X-RateLimit-Degraded: true alone (a shadow rule is no policy), whatever FAIL_MODE
+// says. Either way the next handler's own rate-limit headers are removed.
+func TestAnswersWithoutFigures(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0") // an address nothing answers on once closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	shadowOnly := "defaultPlan: trial\nplans: {trial: {shadow: true, rules: [{name: burst, capacity: 1, refillPerSecond: 0.001}]}}"
+	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-RateLimit-Remaining", "4999")
+		w.Header().Set("RateLimit-Policy", `"upstream";q=5000;w=60`)
+		io.WriteString(w, "ok")
+	})
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		want http.Header
+	}{
+		{"every rule shadow, decided by Redis", map[string]string{"RATE_LIMIT_CONFIG": shadowOnly}, http.Header{}},
+		{"every rule shadow, Redis down", map[string]string{"RATE_LIMIT_CONFIG": shadowOnly, "REDIS_ADDR": closed.Addr().String(), "REDIS_TIMEOUT_MS": "50"}, http.Header{"X-Ratelimit-Degraded": {"true"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLimiter(t, tc.vars, middleware.Options{})
+			for i := range 3 { // the shadow bucket holds 1: the second and third lack it
+				w := httptest.NewRecorder()
+				l.Handler(next).ServeHTTP(w, httptest.NewRequest("GET", "/orders/42", nil))
+				got := http.Header{}
+				for name, v := range w.Result().Header {
+					if ratelimitheaders.Owned(name) {
+						got[http.CanonicalHeaderKey(name)] = v
+					}
+				}
+				if w.Code != http.StatusOK || w.Body.String() != "ok" || !maps.EqualFunc(got, tc.want, slices.Equal) {
+					t.Fatalf("request %d: %d %q, rate-limit headers %v: want the handler's 200 with %v", i+1, w.Code, w.Body, got, tc.want)
+				}
+			}
+		})
 	}
 }
 
@@ -461,5 +508,76 @@ func TestNextHandlerSeesTheWritersErrors(t *testing.T) {
 				t.Errorf("X-RateLimit-Remaining %q, want the limiter's alone, %s", remaining, left)
 			}
 		})
+	}
+}
+
+// readerFromWriter is a ResponseWriter that copies a body with ReadFrom, as net/http's
+// does with sendfile, and counts the bodies it copied so.
+type readerFromWriter struct {
+	*httptest.ResponseRecorder
+	readFroms *int
+}
+
+func (w readerFromWriter) ReadFrom(src io.Reader) (int64, error) {
+	*w.readFroms++
+	return io.Copy(w.ResponseRecorder, src)
+}
+
+// A next handler that copies a body (http.ServeContent, io.Copy) reaches the ReadFrom
+// of the writer underneath, net/http's sendfile, and its answer still carries the
+// limiter's rate-limit headers in place of its own; a writer without ReadFrom gets
+// the body written.
+func TestNextHandlerCopiesWithReadFrom(t *testing.T) {
+	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens}, middleware.Options{})
+	const body = "the file's bytes"
+	file := filepath.Join(t.TempDir(), "f.txt")
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name      string
+		readFrom  bool // the writer underneath has ReadFrom
+		next      http.HandlerFunc
+		readFroms int
+	}{
+		{"ServeContent", true, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-RateLimit-Remaining", "4999") // an upstream's
+			http.ServeContent(w, r, "f.txt", time.Time{}, strings.NewReader(body))
+		}, 1},
+		{"io.Copy of a file", true, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-RateLimit-Remaining", "4999")
+			copyFile(t, w, file)
+		}, 1},
+		{"io.Copy of a file, a writer without ReadFrom", false, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-RateLimit-Remaining", "4999")
+			copyFile(t, w, file)
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, readFroms := httptest.NewRecorder(), 0
+			var w http.ResponseWriter = plainWriter{rec}
+			if tc.readFrom {
+				w = readerFromWriter{rec, &readFroms}
+			}
+			l.Handler(tc.next).ServeHTTP(w, httptest.NewRequest("GET", "/orders/42", nil))
+			left := string(rune('9' - i))
+			if readFroms != tc.readFroms || rec.Body.String() != body || !slices.Equal(rec.Header()[ratelimitheaders.HeaderRemaining], []string{left}) ||
+				rec.Header()["X-Ratelimit-Remaining"] != nil {
+				t.Fatalf("%d ReadFroms, body %q, headers %v: want %d, %q, the limiter's %s remaining alone", readFroms, rec.Body, rec.Header(), tc.readFroms, body, left)
+			}
+		})
+	}
+}
+
+// copyFile copies the file at path to w with io.Copy, as a handler serving it does.
+func copyFile(t *testing.T, w io.Writer, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(w, f); err != nil {
+		t.Error(err)
 	}
 }

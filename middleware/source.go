@@ -10,19 +10,29 @@ import (
 
 // proxies are the trusted proxies: a request from one is from the rightmost hop of its
 // X-Forwarded-For that is not one.
-type proxies []netip.Prefix
+type proxies struct {
+	prefixes []netip.Prefix
+	unix     bool // a peer on a Unix socket, which has no address, is one
+}
 
-// parseProxies reads addresses and CIDR prefixes; its error names the entry. A prefix
-// of every address (0.0.0.0/0, ::/0) is refused: every hop of X-Forwarded-For would be
-// trusted, and the source always the leftmost, which the client writes.
+// unixProxy is the TrustedProxies entry that trusts a peer on a Unix socket.
+const unixProxy = "unix"
+
+// parseProxies reads addresses, CIDR prefixes and unixProxy; its error names the entry.
+// A prefix of every address (0.0.0.0/0, ::/0) is refused: every hop of X-Forwarded-For
+// would be trusted, and the source always the leftmost, which the client writes.
 func parseProxies(entries []string) (proxies, error) {
-	ps := make(proxies, 0, len(entries))
+	var ps proxies
 	for i, e := range entries {
+		if e == unixProxy {
+			ps.unix = true
+			continue
+		}
 		p, err := netip.ParsePrefix(e)
 		if err != nil {
 			a, aerr := netip.ParseAddr(e)
 			if aerr != nil {
-				return nil, fmt.Errorf("[%d] %q: want an IP address or a CIDR prefix such as 10.0.0.0/8", i, e)
+				return proxies{}, fmt.Errorf("[%d] %q: want an IP address, a CIDR prefix such as 10.0.0.0/8, or %q (a peer on a Unix socket)", i, e, unixProxy)
 			}
 			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
 		}
@@ -30,9 +40,9 @@ func parseProxies(entries []string) (proxies, error) {
 			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 		}
 		if p.Bits() == 0 {
-			return nil, fmt.Errorf("[%d] %q: trusts every address, so that a client names its own source in X-Forwarded-For: want the proxies' addresses or subnets", i, e)
+			return proxies{}, fmt.Errorf("[%d] %q: trusts every address, so that a client names its own source in X-Forwarded-For: want the proxies' addresses or subnets", i, e)
 		}
-		ps = append(ps, p.Masked())
+		ps.prefixes = append(ps.prefixes, p.Masked())
 	}
 	return ps, nil
 }
@@ -40,7 +50,7 @@ func parseProxies(entries []string) (proxies, error) {
 // trusted reports whether a is a trusted proxy.
 func (ps proxies) trusted(a netip.Addr) bool {
 	a = a.Unmap().WithZone("")
-	for _, p := range ps {
+	for _, p := range ps.prefixes {
 		if p.Contains(a) {
 			return true
 		}
@@ -48,9 +58,19 @@ func (ps proxies) trusted(a netip.Addr) bool {
 	return false
 }
 
+// trustedPeer reports whether r's peer is a trusted proxy: its address, or a Unix
+// socket (the server's end of r's connection is one) when ps trusts those.
+func (ps proxies) trustedPeer(r *http.Request, peer string) bool {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local.Network() == "unix" {
+		return ps.unix
+	}
+	a, err := netip.ParseAddr(peer)
+	return err == nil && ps.trusted(a)
+}
+
 // source returns the source address of r: its peer, or, when the peer is a trusted
-// proxy, the rightmost hop of X-Forwarded-For (all its headers, in order) that is not
-// one; when every hop is trusted, the leftmost. A hop may carry a port, as some proxies
+// proxy (see trustedPeer), the rightmost hop of X-Forwarded-For (all its headers, in
+// order) that is not one; when every hop is trusted, the leftmost. A hop may carry a port, as some proxies
 // write it ("203.0.113.7:5000", "[2001:db8::1]:443"): its address is the hop. A hop that
 // is not an address ends the walk: it is the source, which the authorizer limits as the
 // shared unknown address.
@@ -59,8 +79,7 @@ func (ps proxies) source(r *http.Request) string {
 	if host, _, err := net.SplitHostPort(peer); err == nil {
 		peer = host
 	}
-	a, err := netip.ParseAddr(peer)
-	if len(ps) == 0 || err != nil || !ps.trusted(a) {
+	if !ps.trustedPeer(r, peer) {
 		return peer
 	}
 	hops := r.Header.Values("X-Forwarded-For")

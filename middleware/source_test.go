@@ -19,7 +19,7 @@ func TestSource(t *testing.T) {
 		trust  proxies
 		source string
 	}{
-		{"no proxies trusted: the peer, whatever the header says", "203.0.113.5:4000", []string{"198.51.100.1"}, nil, "203.0.113.5"},
+		{"no proxies trusted: the peer, whatever the header says", "203.0.113.5:4000", []string{"198.51.100.1"}, proxies{}, "203.0.113.5"},
 		{"an untrusted peer: its header is ignored", "203.0.113.5:4000", []string{"198.51.100.1"}, ps, "203.0.113.5"},
 		{"a trusted proxy: the hop before it", "10.1.2.3:4000", []string{"198.51.100.1"}, ps, "198.51.100.1"},
 		{"a client's forged hops to the left are ignored", "10.1.2.3:4000", []string{"1.1.1.1, 2.2.2.2, 198.51.100.1"}, ps, "198.51.100.1"},

@@ -243,7 +243,8 @@ func TestMakeRunBackend(t *testing.T) {
 // sees a client's own RateLimit, RateLimit-Policy or X-RateLimit-* headers, and the
 // client never sees the backend's: they are replaced, or removed, also when the
 // decision has no figures (failing open with Redis down: degraded; every rule shadow).
-// A degraded answer says so to both with X-RateLimit-Degraded: true.
+// A degraded answer says so to both with X-RateLimit-Degraded: true, and so does one
+// whose rules are all shadow when Redis could not decide it, whatever FAIL_MODE says.
 func TestForgedRateLimitHeadersAlwaysReplaced(t *testing.T) {
 	down := miniAt(t)
 	downAddr := down.Addr()
@@ -261,6 +262,8 @@ func TestForgedRateLimitHeadersAlwaysReplaced(t *testing.T) {
 		{"degraded", map[string]string{"REDIS_ADDR": downAddr, "FAIL_MODE": "open", "REDIS_TIMEOUT_MS": "50"},
 			map[string]string{"X-Ratelimit-Degraded": "true", "Ratelimit-Policy": `"burst";q=10;w=10`}},
 		{"every rule shadow", map[string]string{"REDIS_ADDR": miniAt(t).Addr(), "RATE_LIMIT_CONFIG": shadowOnly}, map[string]string{}},
+		{"every rule shadow, Redis down", map[string]string{"REDIS_ADDR": downAddr, "REDIS_TIMEOUT_MS": "50", "RATE_LIMIT_CONFIG": shadowOnly},
+			map[string]string{"X-Ratelimit-Degraded": "true"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

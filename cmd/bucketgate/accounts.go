@@ -13,7 +13,7 @@ import (
 )
 
 const accountsUsage = `  bucketgate accounts create NAME --plan PLAN [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule RULE]...
-  bucketgate accounts set-plan NAME PLAN
+  bucketgate accounts set-plan NAME PLAN [--force]
   bucketgate accounts override NAME --rule RULE [--rule ...]
   bucketgate accounts clear-overrides NAME
   bucketgate accounts expire NAME WHEN|never
@@ -27,8 +27,11 @@ an account (keys create --account NAME, keys roll) is decided as the account, un
 plan and rules, and spends the account's buckets, one set for all its keys; a revoked or
 expired account makes every key of it unknown, within the functions' cache period. show
 lists the account's keys. WHEN, RULE, --table and the plans are as for keys; writes are
-conditional as theirs. set-plan and override refuse a change that leaves an active key of
-the account without room for its own rules, naming the keys.
+conditional as theirs. set-plan and override (and an expire that makes an expired
+account active again) refuse a change that leaves an active key of the account without
+room for its own rules, naming the keys, and read them again once written, naming a key
+written meanwhile that it leaves so; set-plan refuses a plan that would change which
+requests the account's own rules limit, as keys set-plan does.
 `
 
 var accountsCommands = map[string]tableCommand{
@@ -142,14 +145,23 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", r.ID, err)
 		}
 		assess(&it, nil, plans)
+		invalid := make([]error, len(keys)) // with a usable account: their own rules may not fit its plan
+		for i, k := range keys {
+			if plans != nil && it.err == nil {
+				_, invalid[i] = registry.ResolveMember(k, r, plans)
+			}
+		}
 		if *asJSON {
 			j := accountJSON{itemJSON: itemJSONOf(it), Identity: accountIdentity(r), Keys: make([]accountKeyJSON, len(keys))}
 			for i, k := range keys {
 				j.Keys[i] = accountKeyJSON{ID: k.ID, Status: status(k), ExpiresAt: expiry(k)}
+				if invalid[i] != nil {
+					j.Keys[i].Invalid = invalid[i].Error()
+				}
 			}
 			return writeJSON(e.stdout, j)
 		}
-		return writeAccount(e.stdout, it, keys)
+		return writeAccount(e.stdout, it, keys, invalid)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -551,5 +552,189 @@ func TestKeyGivenForAName(t *testing.T) {
 	c.t = t
 	if after := c.items(); after != before {
 		t.Fatalf("a key given for a name wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// newRoomCLI returns a cli of a table whose plans are small, of one rule, and big, of
+// seven (room for one own rule of a key of an account on it), which the CLI reaches
+// through calls; put writes a record straight to the table, as another operator's
+// command writes it.
+func newRoomCLI(t *testing.T) (*cli, *awsRecorder, func(registry.Record)) {
+	c := newCLI(t)
+	big := make([]string, 7)
+	for i := range big {
+		big[i] = "{name: r" + strconv.Itoa(i) + ", capacity: 100, refillPerSecond: 10}"
+	}
+	c.env[settings.EnvConfigInline] = "defaultPlan: small\nplans:\n  small: [{name: burst, capacity: 100, refillPerSecond: 10}]\n  big: [" + strings.Join(big, ", ") + "]\n"
+	c.ok("keys", "init")
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	return c, calls, func(rec registry.Record) {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: rec.Item()}); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A change of an account's plan or rules and a write of a key of the account with own
+// rules that run at once: neither leaves the key without room for its own rules unsaid
+// (the functions would treat it as an unknown key). A key written between the account
+// change's scan of its keys and its write is named by the account change; an account
+// changed between a key command's check and its write is named by the key command.
+func TestAccountChangeRacesAKeyOfIt(t *testing.T) {
+	c, calls, put := newRoomCLI(t)
+	ownRules := []bucketgate.Rule{{Name: "a", Capacity: 5, RefillPerSecond: 1}, {Name: "b", Capacity: 5, RefillPerSecond: 1}}
+	many := []string{"--rule", "c1:9:1", "--rule", "c2:9:1", "--rule", "c3:9:1", "--rule", "c4:9:1", "--rule", "c5:9:1", "--rule", "c6:9:1"}
+	for _, tc := range []struct {
+		name    string
+		account string
+		args    []string                          // the command that races
+		writes  string                            // in the body of its PutItem that the other write goes before
+		other   func(account string) (key string) // the other write; the key id it races
+		want    string                            // on stderr
+	}{
+		{"accounts set-plan, keys create --account", "acme1", []string{"accounts", "set-plan", "acme1", "big"}, `"S":"account:acme1"`,
+			func(account string) string {
+				k, _ := newKey()
+				put(registry.Record{ID: keyID(k), Account: account, Rules: ownRules})
+				return keyID(k)
+			}, "account:acme1 is written, but these keys of the account, written while this command ran, have no room for their own rules beside it"},
+		{"accounts override, keys create --account", "acme2", append([]string{"accounts", "override", "acme2"}, many...), `"S":"account:acme2"`,
+			func(account string) string {
+				k, _ := newKey()
+				put(registry.Record{ID: keyID(k), Account: account, Rules: ownRules})
+				return keyID(k)
+			}, "account:acme2 is written, but these keys of the account, written while this command ran, have no room for their own rules beside it"},
+		{"keys create --account, accounts set-plan", "acme3", []string{"keys", "create", "--account", "acme3", "--rule", "a:5:1", "--rule", "b:5:1"}, `"account":{"S":"acme3"}`,
+			func(account string) string {
+				put(registry.Record{ID: registry.AccountItemPrefix + account, Plan: "big"})
+				return ""
+			}, " is written, but a change of account acme3 (bucketgate accounts set-plan or override), written while this command ran, leaves it without a usable plan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("accounts", "create", tc.account, "--plan", "small")
+			var raced string
+			done := false
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && strings.Contains(string(body), tc.writes) && !done {
+					done = true
+					raced = tc.other(tc.account)
+				}
+				return false
+			})
+			code, stdout, stderr := c.run(tc.args...)
+			calls.refuseWhen(nil)
+			if raced == "" {
+				raced = keyID(strings.TrimSpace(stdout))
+			}
+			if !done || code != exitError || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, raced) {
+				t.Fatalf("bucketgate %s, raced: exit %d\n%s\nwant exit 1 naming %s: %q", strings.Join(tc.args, " "), code, stderr, raced, tc.want)
+			}
+			if show := c.ok("keys", "show", raced); !strings.Contains(show, "\ninvalid ") {
+				t.Fatalf("the key named:\n%s\nwant it invalid, as the functions read it", show)
+			}
+		})
+	}
+}
+
+// keys roll of a key of an account with own rules, racing an account change that leaves
+// no room for them: written after the roll checked the new key, the new key is named, and
+// the old one, the only one that could work, is left as it was; written after it checked
+// the old key, the old key's expiry is written, and said so.
+func TestRollRacesAnAccountChange(t *testing.T) {
+	c, calls, put := newRoomCLI(t)
+	for _, tc := range []struct {
+		name    string
+		account string
+		before  int    // the PutItem of a key of the account the change goes before: 1 the new key's, 2 the old key's
+		named   string // "new" or "old": the key named
+		want    string // on stderr, OLD for the old key's id
+		expires bool   // whether the old key expires
+	}{
+		{"before the new key", "acme1", 1, "new", "OLD is unchanged, and works as it did", false},
+		{"before the old key's expiry", "acme2", 2, "old", "OLD expires ", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("accounts", "create", tc.account, "--plan", "small")
+			old := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", tc.account, "--rule", "a:5:1", "--rule", "b:5:1")))
+			puts := 0
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && strings.Contains(string(body), `"account":{"S":"`+tc.account+`"}`) {
+					if puts++; puts == tc.before {
+						put(registry.Record{ID: registry.AccountItemPrefix + tc.account, Plan: "big"})
+					}
+				}
+				return false
+			})
+			code, stdout, stderr := c.run("keys", "roll", old)
+			calls.refuseWhen(nil)
+			named := map[string]string{"new": keyID(strings.TrimSpace(stdout)), "old": old}[tc.named]
+			if code != exitError || !strings.Contains(stderr, named+" is written, but a change of account "+tc.account) || !strings.Contains(stderr, strings.ReplaceAll(tc.want, "OLD", old)) {
+				t.Fatalf("keys roll, raced: exit %d\n%s\nwant exit 1 naming the %s key %s", code, stderr, tc.named, named)
+			}
+			if show := c.ok("keys", "show", old); strings.Contains(show, "expiresAt  never\n") == tc.expires {
+				t.Fatalf("the old key:\n%s\nwant it to expire: %v", show, tc.expires)
+			}
+		})
+	}
+}
+
+// An expired account made active again: config put passed its keys over while it was
+// not active, so the change checks them, as a plan change would, and refuses to leave
+// one without room for its own rules, naming it.
+func TestAccountBackNamesKeysWithoutRoom(t *testing.T) {
+	c, _, _ := newRoomCLI(t)
+	c.ok("accounts", "create", "acme", "--plan", "big")
+	key := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme", "--rule", "a:5:1")))
+	c.ok("accounts", "expire", "acme", "2020-01-01")
+	big := make([]string, 8) // no room left for an own rule
+	for i := range big {
+		big[i] = "{name: r" + strconv.Itoa(i) + ", capacity: 100, refillPerSecond: 10}"
+	}
+	c.ok("config", "put", file(t, "big.yaml", "defaultPlan: small\nplans:\n  small: [{name: burst, capacity: 100, refillPerSecond: 10}]\n  big: ["+strings.Join(big, ", ")+"]\n"))
+	before := c.items()
+	code, _, stderr := c.run("accounts", "expire", "acme", "never")
+	if code != exitError || !strings.Contains(stderr, "account:acme: the change would leave keys of the account without room for their own rules") || !strings.Contains(stderr, "\n  "+key+" (plan big): rules: ") {
+		t.Fatalf("accounts expire acme never: exit %d\n%s\nwant a refusal naming %s", code, stderr, key)
+	}
+	if after := c.items(); after != before {
+		t.Fatalf("the refused change wrote:\n%s", after)
+	}
+	c.ok("keys", "clear-overrides", key)
+	c.ok("accounts", "expire", "acme", "never")
+}
+
+// accounts show says of each key of the account what keys show says of it: a key whose
+// own rules its account's plan has no room for (a document put with --force) is one the
+// functions treat as unknown, not an active key.
+func TestAccountsShowNamesKeysWithoutRoom(t *testing.T) {
+	c, _, _ := newRoomCLI(t)
+	c.ok("accounts", "create", "acme", "--plan", "small")
+	squeezed := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme", "--rule", "a:5:1", "--rule", "b:5:1")))
+	fits := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	small := make([]string, 7) // room for one own rule
+	for i := range small {
+		small[i] = "{name: r" + strconv.Itoa(i) + ", capacity: 100, refillPerSecond: 10}"
+	}
+	c.ok("config", "put", "--force", file(t, "small.yaml", "defaultPlan: small\nplans:\n  small: ["+strings.Join(small, ", ")+"]\n"))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"text", []string{"accounts", "show", "acme"}, []string{"\nkey        " + squeezed + " (invalid: attribute rules: with plan small of account acme: ", "\nkey        " + fits + "\n"}},
+		{"json", []string{"accounts", "show", "--json", "acme"}, []string{`"id": "` + squeezed + `",` + "\n      \"status\": \"active\",\n      \"invalid\": ", `"id": "` + fits + `",` + "\n      \"status\": \"active\"\n"}},
+	} {
+		out := c.ok(tc.args...)
+		for _, want := range tc.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s:\n%s\nwant %q", tc.name, out, want)
+			}
+		}
+	}
+	if show := c.ok("keys", "show", squeezed); !strings.Contains(show, "\ninvalid ") {
+		t.Fatalf("keys show:\n%s\nwant it invalid", show)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/identity"
@@ -22,7 +23,8 @@ IDENTITY is an API key (sent as key:<digest>, never itself; - reads it from the 
 of stdin, out of the process list and the shell's history), key:<digest>, acct:<name> for
 an account, an IP address or ip:<address> (an IPv6 address stands for its prefix of
 IPV6_PREFIX_LENGTH bits, as the authorizer groups it: ip:2001:db8::/64), ip:unknown, or
-tenant:<key> for a check function tenant. A key of an account reaches the account's
+tenant:<key> for a check function tenant (or tenant:<digest>, as log lines name it, for a
+tenant of the REGISTRY_TABLE table). A key of an account reaches the account's
 buckets, which all its keys spend. The rules are the identity's own as the check function
 resolves them (a registered key's or account's plan and rules, a key of an account's with
 its own rules, else the default plan), or those of --plan, or the --rule ones (a route's
@@ -149,7 +151,35 @@ func resolveTarget(e env, s settings.Settings, arg string) (target, error) {
 		}
 		return identityTarget(keyID(key)), nil
 	}
-	return parseTarget(arg, sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix})
+	t, err := parseTarget(arg, sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix})
+	if err != nil {
+		return t, err
+	}
+	return tenantTarget(e, s, t)
+}
+
+// tenantTarget returns t, or when t is tenant:<digest> (a tenant as the functions' log
+// lines name it) and the registry table of REGISTRY_TABLE holds a tenant whose key has
+// that digest and none whose key is those digits, that tenant. A tenant:<digest> that
+// names no registered tenant either way stays t, with a note on stderr: the buckets of a
+// tenant whose key is those digits.
+func tenantTarget(e env, s settings.Settings, t target) (target, error) {
+	digest, ok := strings.CutPrefix(t.id, bucketgate.TenantPrefix)
+	if !ok || !isDigest(digest) {
+		return t, nil
+	}
+	if s.RegistryTable != "" {
+		table, err := openTable(e, "", e.stack())
+		if err != nil {
+			return t, err
+		}
+		id, err := table.tenantItem(e.ctx, t.id)
+		if !errors.Is(err, errNoItem) {
+			return identityTarget(id), err
+		}
+	}
+	fmt.Fprintf(e.stderr, "note: no registered tenant's key is %s or has it as its digest (as log lines name a tenant): these are the buckets of a tenant whose key is those digits; give an unregistered tenant's key itself\n", digest)
+	return t, nil
 }
 
 // operatorOf returns the function to invoke (see functionOf; flagValue is the

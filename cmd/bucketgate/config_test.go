@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -275,11 +276,16 @@ func TestConfigPutRescopesOwnRules(t *testing.T) {
 	}{
 		{"the route dropped", plans},
 		{"the route's rule renamed", strings.Replace(upload, "name: uploads", "name: upload", 1)},
+		{"the route's rule on another route", plans + "routes:\n  - {method: POST, path: /uploads}\n  - {method: POST, path: /imports, rules: [{name: uploads, capacity: 20, refill: 20, per: minute}]}\n"},
 	} {
 		before := c.items()
 		code, stdout, stderr := c.run("config", "put", file(t, "v2.yaml", tc.doc))
+		want := "and would limit every request"
+		if strings.Contains(tc.doc, "/imports") {
+			want = "and would limit those of routes[1] alone"
+		}
 		if code != exitError || stdout != "" || !strings.Contains(stderr, "the document would change which requests the own rules of active keys, tenants or accounts limit (--force writes it anyway") ||
-			!strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") || strings.Contains(stderr, "t-plain") {
+			!strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, "+want) || strings.Contains(stderr, "t-plain") {
 			t.Errorf("%s: %d\n%s\nwant a refusal naming the key whose own rule would limit every request", tc.name, code, stderr)
 		}
 		if after := c.items(); after != before {
@@ -433,4 +439,100 @@ func TestBucketsPlanFromTheTable(t *testing.T) {
 	c.ok("config", "put", file(t, "v.yaml", noGoldDoc))
 	c.fails(exitError, `unknown plan "gold": not in version 1 of the configuration document of table bucketgate-keys (configured: free, pro)`,
 		"buckets", "show", "--plan", "gold", "ip:192.0.2.1")
+}
+
+// A plan change that gives a key's or an account's own rule another reach (the new plan
+// has a rule of its name, which a route's had alone, or the other way round) is refused
+// as config put refuses a document that would, naming the rule, unless --force; a
+// tenant's own rules have no route to reach, and a plan change with none is no change.
+func TestSetPlanRescopesOwnRules(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	const uploads = "{name: uploads, capacity: 20, refill: 20, per: minute}"
+	c.ok("config", "put", file(t, "v1.yaml", "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 100, refillPerSecond: 10}]\n"+
+		"  pro: [{name: burst, capacity: 100, refillPerSecond: 10}, "+uploads+"]\n"+
+		"routes:\n  - {method: POST, path: /uploads, rules: ["+uploads+"]}\n"))
+	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "uploads:2:0.01"))
+	c.ok("accounts", "create", "acme", "--plan", "pro", "--rule", "uploads:3:0.01")
+	c.ok("keys", "create", "--tenant", "t-own", "--plan", "free", "--rule", "uploads:2:0.01")
+	plain := strings.TrimSpace(c.ok("keys", "create", "--plan", "free"))
+	for _, tc := range []struct {
+		name  string
+		group string
+		item  string
+		plan  string
+		want  string // the refusal's line; "" for none
+	}{
+		{"a key's route rule onto every request", "keys", key, "pro", "\n  " + keyID(key) + " (plan pro, was free): rule uploads limited the requests of routes[0] alone, and would limit every request"},
+		{"an account's plan rule onto a route", "accounts", "acme", "free", "\n  account:acme (plan free, was pro): rule uploads limited every request, and would limit the requests of routes[0] alone"},
+		{"a tenant", "keys", "tenant:t-own", "pro", ""},
+		{"no own rule", "keys", plain, "pro", ""},
+	} {
+		before := c.items()
+		code, stdout, stderr := c.run(tc.group, "set-plan", tc.item, tc.plan)
+		switch {
+		case tc.want == "" && code != exitOK:
+			t.Errorf("%s: exit %d\n%s", tc.name, code, stderr)
+		case tc.want == "":
+		case code != exitError || stdout != "" || !strings.Contains(stderr, "would change which requests the own rules of ") || !strings.Contains(stderr, "(--force sets it anyway") || !strings.Contains(stderr, tc.want):
+			t.Errorf("%s: exit %d\n%s\nwant a refusal naming %q", tc.name, code, stderr, tc.want)
+		case c.items() != before:
+			t.Errorf("%s: the refused set-plan wrote:\n%s", tc.name, c.items())
+		default:
+			code, _, stderr = c.run(tc.group, "set-plan", tc.item, tc.plan, "--force")
+			if code != exitOK || !strings.Contains(stderr, "warning: --force: the own rules of ") || !strings.Contains(stderr, tc.want) {
+				t.Errorf("%s: set-plan --force: exit %d\n%s", tc.name, code, stderr)
+			}
+		}
+	}
+}
+
+// A config put and a write of a key with an own rule named like a route's that run at
+// once: neither leaves the change of the rule's reach unsaid. A key written between the
+// put's scan and its write is named by the put; one whose command checked it against
+// the document before the put and wrote it after, by its command.
+func TestConfigPutRacesAnOwnRulesReach(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	const plans = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 100, refillPerSecond: 10}]\n"
+	upload := plans + "routes:\n  - {method: POST, path: /uploads, rules: [{name: uploads, capacity: 20, refill: 20, per: minute}]}\n"
+	c.ok("config", "put", file(t, "v1.yaml", upload))
+	ctx := context.Background()
+	kt, err := openTable(env{ctx: ctx, getenv: func(k string) string { return c.env[k] }}, "", &stack{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := registry.LoadDocument([]byte(plans))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kt.prepareConfig(ctx, plans, cfg, "", false, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "uploads:2:0.01"))) // after the put's scan
+	err = kt.commitConfig(ctx, w)
+	if err == nil || !strings.Contains(err.Error(), "version 2 is in force, but it changes which requests the own rules of these active keys, tenants or accounts, written while this command ran, limit") ||
+		!strings.Contains(err.Error(), "\n  "+late+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") {
+		t.Fatalf("a put whose scan missed a key written meanwhile: %v, want it named", err)
+	}
+
+	c.ok("keys", "revoke", late)
+	kt, err = openTable(env{ctx: ctx, getenv: func(k string) string { return c.env[k] }}, "", &stack{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kt.plans(ctx); err != nil { // the command checks its record against version 2
+		t.Fatal(err)
+	}
+	c.ok("config", "put", file(t, "v3.yaml", upload)) // no active key has such a rule
+	key, err := newKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = kt.put(ctx, registry.Record{ID: keyID(key), Plan: "free", Rules: []bucketgate.Rule{{Name: "uploads", Capacity: 2, RefillPerSecond: 0.01}}})
+	if err == nil || !strings.Contains(err.Error(), keyID(key)+" is written, but version 3 of the configuration document, written while this command ran, changes which requests its own rules limit") ||
+		!strings.Contains(err.Error(), "rule uploads limited every request, and would limit the requests of routes[0] alone") {
+		t.Fatalf("a key checked against version 2 and written after version 3: %v, want it named", err)
+	}
 }

@@ -163,14 +163,11 @@ func broken(records []registry.Record, cfg *config.Config, now time.Time) []stri
 
 // rescoped returns what cfg would change in the reach of the own rules of every active
 // record that cfg leaves a usable plan (see config.Config.Reach), was being the
-// document in force, as a line each: a rule that replaced a route's rule alone, and
-// limited that route's requests, and would be added to every request (the route's rule
-// renamed or dropped), or the other way round. A key of an account has none (its own
-// rules never replace one), and neither has a tenant (no route applies to it).
+// document in force, as a line each (reachLines).
 func rescoped(records []registry.Record, was, cfg *config.Config, now time.Time) []string {
 	var out []string
 	for _, rec := range records {
-		if !rec.Active(now) || rec.Account != "" || len(rec.Rules) == 0 || strings.HasPrefix(rec.ID, bucketgate.TenantPrefix) { // no route applies to a tenant
+		if !reaches(rec, now) {
 			continue
 		}
 		old, okOld := was.Plan(rec.Plan)
@@ -178,14 +175,36 @@ func rescoped(records []registry.Record, was, cfg *config.Config, now time.Time)
 		if !okOld || !ok {
 			continue // unusable before, or after: broken's
 		}
-		for _, r := range rec.Rules {
-			from, to := was.Reach(old, r.Name), cfg.Reach(p, r.Name)
-			switch {
-			case from == "" && to != "":
-				out = append(out, fmt.Sprintf("%s (plan %s): rule %s limited every request, and would limit the requests of %s alone", oneLine(rec.ID), rec.Plan, r.Name, to))
-			case from != "" && to == "":
-				out = append(out, fmt.Sprintf("%s (plan %s): rule %s limited the requests of %s alone, and would limit every request", oneLine(rec.ID), rec.Plan, r.Name, from))
-			}
+		out = append(out, reachLines(fmt.Sprintf("%s (plan %s)", oneLine(rec.ID), rec.Plan), rec.Rules, was, old, cfg, p)...)
+	}
+	return out
+}
+
+// reaches reports whether the own rules of rec, active at now, limit requests that its
+// plan and the routes say (see config.Config.Reach): a key of an account has none (its
+// own rules never replace one), and neither has a tenant (no route applies to it).
+func reaches(rec registry.Record, now time.Time) bool {
+	return rec.Active(now) && rec.Account == "" && len(rec.Rules) > 0 && !strings.HasPrefix(rec.ID, bucketgate.TenantPrefix)
+}
+
+// reachLines returns what moving own rules from plan old of the document was to plan p
+// of cfg changes in their reach, a line each starting with who (the record and its
+// plan): a rule that replaced a route's rule alone, and limited that route's requests,
+// and would be added to every request (the route's rule renamed or dropped, or the new
+// plan's rule of its name), or the other way round, or would limit other routes'.
+func reachLines(who string, rules []bucketgate.Rule, was *config.Config, old *config.Plan, cfg *config.Config, p *config.Plan) []string {
+	var out []string
+	for _, r := range rules {
+		from, fromRoutes := was.Reach(old, r.Name)
+		to, toRoutes := cfg.Reach(p, r.Name)
+		switch {
+		case fromRoutes == toRoutes:
+		case from == "":
+			out = append(out, fmt.Sprintf("%s: rule %s limited every request, and would limit the requests of %s alone", who, r.Name, to))
+		case to == "":
+			out = append(out, fmt.Sprintf("%s: rule %s limited the requests of %s alone, and would limit every request", who, r.Name, from))
+		default:
+			out = append(out, fmt.Sprintf("%s: rule %s limited the requests of %s alone, and would limit those of %s alone", who, r.Name, from, to))
 		}
 	}
 	return out
@@ -220,6 +239,11 @@ type configWrite struct {
 	// forced are the identities next leaves without a usable plan that --force let it
 	// leave so (broken's lines): the others found after the write were written meanwhile.
 	forced []string
+	// was is the document in force as read, loaded; nil when there is none, or it does
+	// not load: own rules' reach is then not compared (rescoped). rescoped are the lines
+	// of the identities whose own rules' reach --force let next change.
+	was      *config.Config
+	rescoped []string
 }
 
 // writeConfig writes doc, loaded as cfg, as the next version of the configuration,
@@ -269,11 +293,13 @@ func (t *keyTable) prepareConfig(ctx context.Context, doc string, cfg *config.Co
 		w.forced = lines
 	}
 	if was, err := w.cur.Load(); w.raw != nil && !w.bad && err == nil { // the shell's document may not be the functions'
+		w.was = was
 		if lines := rescoped(h.records, was, cfg, now); len(lines) > 0 {
 			if !force {
 				return w, fmt.Errorf("the document would change which requests the own rules of active keys, tenants or accounts limit (--force writes it anyway; bucketgate keys override or clear-overrides changes them first):\n%s", nameBroken(lines))
 			}
 			warn(fmt.Sprintf("--force: the own rules of these active keys, tenants or accounts limit other requests now:\n%s", nameBroken(lines)))
+			w.rescoped = lines
 		}
 	}
 	w.cfg = cfg
@@ -332,16 +358,25 @@ func (t *keyTable) commitConfig(ctx context.Context, w configWrite) error {
 
 // recheck scans the table again once w is in force: a key, tenant or account written
 // between prepareConfig's scan and the write (checked by its command against the
-// document w replaced) may have no usable plan under w, and is named, as nothing else
-// would say so. The identities --force let w leave so are not named again.
+// document w replaced) may have no usable plan under w, or own rules whose reach w
+// changes, and is named, as nothing else would say so. The identities --force let w
+// leave so are not named again.
 func (t *keyTable) recheck(ctx context.Context, w configWrite) error {
 	h, err := t.scan(ctx, true)
 	if err != nil {
 		return fmt.Errorf("version %d is in force, but the table could not be scanned again for keys, tenants or accounts written meanwhile (bucketgate keys list shows them): %w", w.version, err)
 	}
-	late := slices.DeleteFunc(broken(h.records, w.cfg, time.Now()), func(line string) bool { return slices.Contains(w.forced, line) })
+	now := time.Now()
+	late := slices.DeleteFunc(broken(h.records, w.cfg, now), func(line string) bool { return slices.Contains(w.forced, line) })
 	if len(late) > 0 {
 		return fmt.Errorf("version %d is in force, but these active keys, tenants or accounts, written while this command ran, have no usable plan under it and count as unknown (bucketgate keys set-plan, accounts set-plan or config put mends them):\n%s", w.version, nameBroken(late))
+	}
+	if w.was == nil {
+		return nil
+	}
+	late = slices.DeleteFunc(rescoped(h.records, w.was, w.cfg, now), func(line string) bool { return slices.Contains(w.rescoped, line) })
+	if len(late) > 0 {
+		return fmt.Errorf("version %d is in force, but it changes which requests the own rules of these active keys, tenants or accounts, written while this command ran, limit (bucketgate keys override or clear-overrides, or accounts override or clear-overrides, changes them):\n%s", w.version, nameBroken(late))
 	}
 	return nil
 }

@@ -26,14 +26,16 @@ const keysUsage = `  bucketgate keys init
   bucketgate keys roll KEY [--overlap DURATION] [--account NAME]
   bucketgate keys revoke KEY
   bucketgate keys expire KEY WHEN|never
-  bucketgate keys set-plan KEY NAME
+  bucketgate keys set-plan KEY NAME [--force]
   bucketgate keys override KEY --rule RULE [--rule ...]
   bucketgate keys clear-overrides KEY
   bucketgate keys show [--json] KEY
   bucketgate keys list [--json]
 
 KEY is an API key, its id key:<32 hex digits> (printf %s "$KEY" | sha256sum | cut -c1-32),
-or tenant:<key> for a check function tenant; - reads an API key from the first line of
+or tenant:<key> for a check function tenant, or tenant:<32 hex digits>, the digest of its
+key, as the functions' log lines name it (when no tenant's key is those digits, the
+table is scanned for the tenant); - reads an API key from the first line of
 stdin, out of the process list and the shell's history. create prints the new key alone on
 the first line of stdout: it is shown once, only its digest is stored; with --key - it
 registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. WHEN is an RFC 3339 time
@@ -43,6 +45,10 @@ registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. 
 calendar, NAME:LIMIT:PERIOD[@DAY], PERIOD day, week or month (a month from DAY, 1 to 28:
 monthly:100000:month@15). A rule named like one of the plan's or a route's replaces it
 for the key (a bucket by a bucket, a quota by a quota); another name adds a rule.
+A key's rule named like a route's rule alone limits that route's requests, and one named
+like none (or like one of the plan's) every request (a tenant's, which no route applies
+to, every check): set-plan refuses a plan that would change which requests an own rule
+limits, naming the rules (--force sets it anyway).
 
 A key of an account (--account, which must be in the table and active) is decided as the
 account: its plan and rules, its buckets (acct:NAME), shared by every key of it; the
@@ -112,6 +118,11 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 	t, err := openTable(e, *table, e.stack())
 	if err != nil {
 		return err
+	}
+	if c.item != nil {
+		if positional[0], err = t.tenantItem(e.ctx, positional[0]); err != nil {
+			return err
+		}
 	}
 	return do(e, t, positional)
 }
@@ -329,16 +340,28 @@ func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 	}
 }
 
-func setPlanFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
+func setPlanFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	force := fs.Bool("force", false, "set it even if the new plan changes which requests its own rules limit")
 	return func(e env, t *keyTable, args []string) error {
 		id := args[0]
+		var rescoped []string
 		err := t.change(e.ctx, id, func(r *registry.Record) error {
 			if r.Account != "" {
 				return fmt.Errorf("%s is a key of account %s: its plan is the account's (bucketgate accounts set-plan %s PLAN)", id, r.Account, r.Account)
 			}
+			var err error
+			if rescoped, err = t.replanned(e.ctx, *r, args[1]); err != nil {
+				return err
+			}
+			if len(rescoped) > 0 && !*force {
+				return fmt.Errorf("plan %s would change which requests the own rules of %s limit (--force sets it anyway; bucketgate keys override or clear-overrides, or accounts override or clear-overrides, changes them first); nothing written:\n%s", args[1], id, nameBroken(rescoped))
+			}
 			r.Plan = args[1]
 			return nil
 		})
+		if len(rescoped) > 0 && (err == nil || errors.Is(err, errWritten)) {
+			warnTo(e)(fmt.Sprintf("--force: the own rules of %s limit other requests now:\n%s", id, nameBroken(rescoped)))
+		}
 		if err != nil {
 			return err
 		}

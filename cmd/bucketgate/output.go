@@ -50,6 +50,8 @@ type accountKeyJSON struct {
 	ID        string `json:"id"`
 	Status    string `json:"status"`
 	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Invalid is why the functions cannot use the key, with its account, under the plans.
+	Invalid string `json:"invalid,omitempty"`
 }
 
 // recordJSONOf returns r as -json prints it, decided under plan.
@@ -99,28 +101,37 @@ func invalidLine(err error) [][2]string {
 	if err == nil {
 		return nil
 	}
+	return [][2]string{{"invalid", invalidText(err)}}
+}
+
+// invalidText says why the functions cannot use an item, err, on one line: the
+// attribute at fault and what is wrong with it.
+func invalidText(err error) string {
 	why := err.Error()
 	var re *registry.RecordError
 	if errors.As(err, &re) {
 		why = "attribute " + re.Attribute + ": " + re.Err.Error()
 	}
-	return [][2]string{{"invalid", oneLine(why) + " (the functions treat it as unknown)"}}
+	return oneLine(why) + " (the functions treat it as unknown)"
 }
 
 // writeAccount prints the account of it and its keys as aligned "attribute value" lines:
 // a line invalid when the functions cannot use it, and a line key for each key, with its
-// status or expiry when it has one.
-func writeAccount(w io.Writer, it listed, keys []registry.Record) error {
+// status or expiry when it has one, or why the functions cannot use it (invalid, by
+// index: nil for a key they can).
+func writeAccount(w io.Writer, it listed, keys []registry.Record, invalid []error) error {
 	r := it.rec
 	lines := append([][2]string{
 		{"id", r.ID}, {"identity", accountIdentity(r)}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
 		{"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
 	}, invalidLine(it.err)...)
-	for _, k := range keys {
+	for i, k := range keys {
 		line := k.ID
 		switch s := status(k); {
 		case s != string(registry.StatusActive):
 			line += " (" + s + ")"
+		case invalid[i] != nil:
+			line += " (invalid: " + invalidText(invalid[i]) + ")"
 		case expiry(k) != "":
 			line += " (expires " + expiry(k) + ")"
 		}

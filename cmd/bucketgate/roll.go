@@ -86,6 +86,9 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w, and %s is unchanged (run keys roll %s again)", err, id, id)
 		}
 		fmt.Fprintf(e.stderr, "created %s in account %s: the key above is shown this once, store it now\n", next.ID, name)
+		if err := t.confirm(e.ctx, next); err != nil { // the old key stays as it was: the only one working
+			return fmt.Errorf("%w; %s is unchanged, and works as it did", err, id)
+		}
 		// The old key, in the account, expiring after the overlap (or sooner, as it was).
 		until := now.Add(d).Truncate(time.Second)
 		if !old.ExpiresAt.IsZero() && old.ExpiresAt.Before(until) {
@@ -98,8 +101,11 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			r.ExpiresAt = until
 			return nil
 		})
-		if errors.Is(err, errChanged) { // not to be run again: that would issue another key
+		switch {
+		case errors.Is(err, errChanged): // not to be run again: that would issue another key
 			err = fmt.Errorf("%w (in table %s)", errChanged, t.name)
+		case errors.Is(err, errWritten):
+			return fmt.Errorf("%s expires %s: %w", id, until.UTC().Format(time.RFC3339), err)
 		}
 		if err != nil { // the new key works, and is shown: only the old key's expiry is missing
 			return fmt.Errorf("%s was not set to expire (bucketgate keys expire %s %s sets it): %w", id, id, until.UTC().Format(time.RFC3339), err)

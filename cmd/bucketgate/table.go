@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -178,8 +179,13 @@ func (t *keyTable) changeItem(ctx context.Context, id string, item map[string]ty
 	if err := t.check(ctx, rec); err != nil {
 		return err
 	}
-	if err := t.checkKeysOf(ctx, item, rec); err != nil {
+	squeezed, err := t.squeezedKeys(ctx, item, rec)
+	if err != nil {
 		return err
+	}
+	if len(squeezed) > 0 {
+		return fmt.Errorf("%s: the change would leave keys of the account without room for their own rules (the functions would treat them as unknown keys; bucketgate keys clear-overrides makes room); nothing written:\n%s",
+			rec.ID, nameBroken(squeezed))
 	}
 	cond, names, values := unchanged(item, registry.Attributes())
 	next := rec.Item()
@@ -198,24 +204,77 @@ func (t *keyTable) changeItem(ctx context.Context, id string, item map[string]ty
 	case err != nil:
 		return t.explain(err, id)
 	}
+	if err := t.recheckKeysOf(ctx, item, rec); err != nil {
+		return err
+	}
 	return t.confirm(ctx, rec)
 }
 
-// confirm checks rec, just written after check, again when the table's configuration
-// document in force is no longer the one check read: a config put or rollback between
-// them scanned the table before rec was written, so only this command can say that the
-// document it wrote leaves rec without a usable plan. Its error says that rec is written.
-func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
-	cfg, version, err := t.tableConfig(ctx)
-	if err != nil || cfg == nil || version == t.version { // a document that does not load is not in force
-		return nil
-	}
-	t.loaded, t.version, t.from = cfg, version, fmt.Sprintf("version %d of the table's configuration document", version)
-	if err := t.check(ctx, rec); err != nil {
-		return fmt.Errorf("%s is written, but version %d of the configuration document, written while this command ran, leaves it without a usable plan: the functions treat it as unknown until it is mended (bucketgate keys set-plan, accounts set-plan or config put): %w", rec.ID, version, err)
+// recheckKeysOf reads the keys of rec's account again once the change of item to rec is
+// written: a key written between squeezedKeys' scan and the write (keys create --account,
+// or keys override, checked by its command against the account as item was) may have
+// no room for its own rules under rec, and is named, as nothing else would say so.
+func (t *keyTable) recheckKeysOf(ctx context.Context, item map[string]types.AttributeValue, rec registry.Record) error {
+	late, err := t.squeezedKeys(ctx, item, rec)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s %w, but its keys could not be read again for keys written meanwhile (bucketgate accounts show lists them): %w", rec.ID, errWritten, err)
+	case len(late) > 0:
+		return fmt.Errorf("%s %w, but these keys of the account, written while this command ran, have no room for their own rules beside it and count as unknown (bucketgate keys clear-overrides makes room):\n%s", rec.ID, errWritten, nameBroken(late))
 	}
 	return nil
 }
+
+// confirm checks rec, just written after check, again when the table's configuration
+// document in force is no longer the one check read, or when rec is a key of an account
+// (check reads the account again): a config put or rollback, or an accounts set-plan or
+// override, between them scanned the table before rec was written, so only this command
+// can say that what it wrote leaves rec without a usable plan, or that a document
+// written meanwhile changes which requests rec's own rules limit (config put refuses
+// such a document for the records its scan finds). Its error says that rec is written.
+func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
+	cfg, version, err := t.tableConfig(ctx)
+	moved := err == nil && cfg != nil && version != t.version // a document that does not load is not in force
+	var what, rescoped []string
+	if moved {
+		if t.version != 0 { // the table's, not the shell's: what rec's own rules reach under it is the functions'
+			rescoped = t.rereach(rec, cfg)
+		}
+		t.loaded, t.version, t.from = cfg, version, fmt.Sprintf("version %d of the table's configuration document", version)
+		what = append(what, fmt.Sprintf("version %d of the configuration document", version))
+	}
+	if rec.Account != "" { // check reads the account again
+		what = append(what, fmt.Sprintf("a change of account %s (bucketgate accounts set-plan or override)", rec.Account))
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	if err := t.check(ctx, rec); err != nil {
+		return fmt.Errorf("%s %w, but %s, written while this command ran, leaves it without a usable plan: the functions treat it as unknown until it is mended (bucketgate keys set-plan, keys clear-overrides, accounts set-plan or config put): %w", rec.ID, errWritten, strings.Join(what, " or "), err)
+	}
+	if len(rescoped) > 0 {
+		return fmt.Errorf("%s %w, but version %d of the configuration document, written while this command ran, changes which requests its own rules limit (bucketgate keys override or clear-overrides, or accounts override or clear-overrides, changes them):\n%s", rec.ID, errWritten, version, nameBroken(rescoped))
+	}
+	return nil
+}
+
+// rereach returns what cfg, a document written since rec was checked against t.loaded,
+// changes in the reach of rec's own rules, as rescoped says it.
+func (t *keyTable) rereach(rec registry.Record, cfg *config.Config) []string {
+	if !reaches(rec, time.Now()) {
+		return nil
+	}
+	old, okOld := t.loaded.Plan(rec.Plan)
+	p, ok := cfg.Plan(rec.Plan)
+	if !okOld || !ok {
+		return nil // check says so
+	}
+	return reachLines(fmt.Sprintf("%s (plan %s)", oneLine(rec.ID), rec.Plan), rec.Rules, t.loaded, old, cfg, p)
+}
+
+// errWritten is wrapped by the error of a change or a put whose item is written, and
+// that found something written meanwhile wrong with it (confirm, recheckKeysOf).
+var errWritten = errors.New("is written")
 
 // errChanged is wrapped by changeItem's error for an item changed since it was read.
 var errChanged = errors.New("changed while this command ran")
@@ -308,35 +367,38 @@ func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 	return nil
 }
 
-// checkKeysOf returns why rec, the record of an account as the change of item would
-// write it, leaves active keys of the account that the functions could use before
-// unusable: a plan or rules of the account's that leave a key no room for its own rules
-// (config put refuses a document that would, as keys create refuses such a key). It
-// names them. A change of neither the plan nor the rules checks nothing.
-func (t *keyTable) checkKeysOf(ctx context.Context, item map[string]types.AttributeValue, rec registry.Record) error {
+// squeezedKeys returns what rec, the record of an account as the change of item would
+// write it, leaves without room for their own rules: the active keys of the account that
+// the functions could use before, and whose own rules rec's plan or rules leave no room
+// for (config put refuses a document that would, as keys create refuses such a key), a
+// line each; when the change makes an expired account active again, every active key of
+// it without room (config put passes over the keys of an account that is not active). A
+// change of neither the plan, the rules nor whether the account is active leaves none.
+func (t *keyTable) squeezedKeys(ctx context.Context, item map[string]types.AttributeValue, rec registry.Record) ([]string, error) {
 	name, ok := strings.CutPrefix(rec.ID, registry.AccountItemPrefix)
 	if !ok {
-		return nil
+		return nil, nil
 	}
+	now := time.Now()
 	was, err := registry.DecodeItem(item)
-	if err != nil || was.Plan == rec.Plan && slices.Equal(was.Rules, rec.Rules) {
-		return nil
+	back := err == nil && !was.Active(now) && rec.Active(now) // its keys work again: config put passed them over
+	if err != nil || !back && was.Plan == rec.Plan && slices.Equal(was.Rules, rec.Rules) {
+		return nil, nil
 	}
 	keys, err := t.keysOf(ctx, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plans, err := t.plans(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	now := time.Now()
 	var lines []string
 	for _, k := range keys {
 		if !k.Active(now) {
 			continue
 		}
-		if _, err := registry.ResolveMember(k, was, plans); err != nil {
+		if _, err := registry.ResolveMember(k, was, plans); err != nil && !back {
 			continue // unusable already: not this change's doing
 		}
 		if _, err := registry.ResolveMember(k, rec, plans); err != nil {
@@ -347,11 +409,26 @@ func (t *keyTable) checkKeysOf(ctx context.Context, item map[string]types.Attrib
 			lines = append(lines, fmt.Sprintf("%s (plan %s): %v", k.ID, rec.Plan, err))
 		}
 	}
-	if len(lines) > 0 {
-		return fmt.Errorf("%s: the change would leave keys of the account without room for their own rules (the functions would treat them as unknown keys; bucketgate keys clear-overrides makes room); nothing written:\n%s",
-			rec.ID, nameBroken(lines))
+	return lines, nil
+}
+
+// replanned returns what moving rec to the plan called plan would change in the reach
+// of its own rules, as rescoped says it of a document: nothing when rec's plan or plan
+// is unusable (check says so).
+func (t *keyTable) replanned(ctx context.Context, rec registry.Record, plan string) ([]string, error) {
+	if !reaches(rec, time.Now()) {
+		return nil, nil
 	}
-	return nil
+	cfg, err := t.plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	old, okOld := cfg.Plan(rec.Plan)
+	p, ok := cfg.Plan(plan)
+	if !okOld || !ok {
+		return nil, nil
+	}
+	return reachLines(fmt.Sprintf("%s (plan %s, was %s)", oneLine(rec.ID), plan, rec.Plan), rec.Rules, cfg, old, cfg, p), nil
 }
 
 // account reads the record of the account called name (strongly consistent); the error
@@ -417,6 +494,34 @@ func (t *keyTable) get(ctx context.Context, id string) (registry.Record, error) 
 		return registry.Record{}, err
 	}
 	return registry.DecodeItem(item)
+}
+
+// tenantItem returns id, the id of an item, or when id is tenant:<digest> (a tenant as
+// the functions' log lines name it: bucketgate.LogForm) and the table holds no item of
+// that id, the id of the tenant whose key has that digest, which it scans the table for;
+// an error wrapping errNoItem when there is none.
+func (t *keyTable) tenantItem(ctx context.Context, id string) (string, error) {
+	digest, ok := strings.CutPrefix(id, bucketgate.TenantPrefix)
+	if !ok || !isDigest(digest) {
+		return id, nil
+	}
+	if _, err := t.read(ctx, id); !errors.Is(err, errNoItem) {
+		return id, err // the tenant whose key is those digits, or the table's failure
+	}
+	p := dynamodb.NewScanPaginator(t.db, &dynamodb.ScanInput{TableName: aws.String(t.name), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#id"), ExpressionAttributeNames: map[string]string{"#id": registry.KeyAttribute}})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return "", t.explain(err, "")
+		}
+		for _, it := range page.Items {
+			if other, _ := it[registry.KeyAttribute].(*types.AttributeValueMemberS); other != nil && bucketgate.LogForm(other.Value) == id {
+				return other.Value, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: %s is not in table %s, nor the digest of a tenant's key in it", errNoItem, id, t.name)
 }
 
 // read reads the item of id (strongly consistent), as the table holds it.

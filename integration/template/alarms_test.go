@@ -8,7 +8,9 @@ package template_test
 // the ones that a bad version would set off.
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"regexp"
@@ -16,7 +18,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // minutes returns n minutes of the same data, by metric id (a metric math alarm's) or
@@ -133,6 +141,7 @@ func TestTemplateAlarmShapes(t *testing.T) {
 		{"RegistryErrorsAlarm", "the table failing, cached entries answering", minutes(3, map[string]float64{"hit": 500, "stale": 400, "error": 100}), true},
 		{"RegistryErrorsAlarm", "a stray failure among many", minutes(3, map[string]float64{"hit": 900, "miss": 99, "error": 1}), false},
 		{"RegistryErrorsAlarm", "reads that answer", minutes(3, map[string]float64{"hit": 10, "miss": 990}), false},
+		{"RegistryErrorsAlarm", "invocations that ran out of time", minutes(3, map[string]float64{"hit": 10, "miss": 10, "abandoned": 20}), false},
 		{"ConfigInvalidAlarm", "a stored document that does not load", []map[string]float64{{"authorizer": 1}}, true},
 		{"ConfigInvalidAlarm", "none", []map[string]float64{{}}, false},
 		{"RestApi5xxAlarm", "the backend down at one request a minute", minutes(3, map[string]float64{"count": 1, "errors": 1}), true},
@@ -167,6 +176,49 @@ func TestTemplateAlarmShapes(t *testing.T) {
 		if !tested[id][true] || id != "CheckThrottlesAlarm" && id != "HttpApi5xxAlarm" && !tested[id][false] {
 			t.Errorf("%s: no case where it fires, or none where it stays quiet (%v)", id, tested[id])
 		}
+	}
+}
+
+// The authorizer's 401s are Lambda errors that Lambda's Errors metric counts at once:
+// the refused decisions that AuthorizerErrorsAlarm subtracts from it must reach
+// CloudWatch as soon, though an instance writes its sums at most once a second. Each
+// minute here an instance of its own (Lambda's scaling), the real authorizer as the
+// template configures it, refuses a few requests within the second and stays frozen
+// after them: what it has written by then is all the alarm sees of its minute, and it
+// stays quiet.
+func TestAuthorizerErrorsAlarmSeesRefusalsAtOnce(t *testing.T) {
+	alarm := deploy(t, readTemplate(t, limiter)).resources(t)["AuthorizerErrorsAlarm"]
+	ev := samples.Read(t, "authorizer-rest.json") // no API key
+	for _, refusals := range []int{2, 5} {
+		t.Run(fmt.Sprintf("%d 401s a minute", refusals), func(t *testing.T) {
+			var data []map[string]float64
+			for range 3 {
+				m := miniredis.RunT(t)
+				env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: decisionTimeout,
+					settings.EnvConfigInline: "defaultPlan: free\nanonymous: refuse\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n"}
+				var out bytes.Buffer
+				h, _, err := app.Build(app.Authorizer, func(k string) string { return env[k] }, &out, io.Discard)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range refusals {
+					if _, err := h.Invoke(t.Context(), ev); err == nil || err.Error() != "Unauthorized" {
+						t.Fatalf("Invoke: %v, want a 401", err)
+					}
+				}
+				n := float64(refusals)
+				minute := map[string]float64{"invocations": n, "errors": n}
+				for _, line := range jsonLines(t, &out) {
+					if o, ok := line[telemetry.DimOutcome].(string); ok {
+						minute[o] += line[telemetry.MetricDecisions].(float64)
+					}
+				}
+				data = append(data, minute)
+			}
+			if alarmFires(t, "AuthorizerErrorsAlarm", alarm.Properties, data) {
+				t.Fatalf("fires on %v", data)
+			}
+		})
 	}
 }
 

@@ -100,7 +100,7 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 			guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: f, Latency: time.Millisecond},
 			guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: f})
 	}
-	lookups := []registry.Result{registry.ResultHit, registry.ResultMiss, registry.ResultStale, registry.ResultError}
+	lookups := []registry.Result{registry.ResultHit, registry.ResultMiss, registry.ResultStale, registry.ResultError, registry.ResultAbandoned}
 	// Each function's instance adds its invocations up and writes their sums a line per
 	// outcome (METRICS_FLUSH_MS): the first at once, the rest together when flushed.
 	var out bytes.Buffer

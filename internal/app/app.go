@@ -71,7 +71,7 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 
 // build is Build, returning the parts the handler was built from.
 func build(f Function, getenv func(string) string, metrics, logOut io.Writer) (lambda.Handler, parts, error) {
-	p, err := assemble(getenv, f.Name, metrics, logOut)
+	p, err := assemble(getenv, f.Name, metrics, logOut, telemetry.WriteErrorsAtOnce())
 	if err != nil {
 		return nil, p, err
 	}
@@ -152,8 +152,9 @@ func atShutdown(e *telemetry.Emitter, log *slog.Logger, exit func(code int)) fun
 
 // assemble reads the settings through getenv and builds what every function shares:
 // the configuration, the registry, the decision chain over Redis, the metrics (of the
-// function called name) and the logger, which it returns even with an error.
-func assemble(getenv func(string) string, name string, metrics, logOut io.Writer) (parts, error) {
+// function called name, written every METRICS_FLUSH_MS and as opts say) and the logger,
+// which it returns even with an error.
+func assemble(getenv func(string) string, name string, metrics, logOut io.Writer, opts ...telemetry.EmitterOption) (parts, error) {
 	s, err := settings.Load(getenv)
 	p := parts{settings: s, log: telemetry.NewLogger(logOut, s.LogLevel)}
 	if err != nil {
@@ -171,7 +172,7 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 		defer close(configured)
 		p.config, configErr = NewConfiguration(s, env, p.log)
 	}()
-	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name, telemetry.FlushEvery(s.MetricsFlush))
+	p.metrics = telemetry.NewEmitter(metrics, s.Namespace, s.Stack, name, append(opts, telemetry.FlushEvery(s.MetricsFlush))...)
 	if p.events, err = NewEvents(s, p.log); err == nil {
 		p.guard, p.conn, err = NewGuard(s, p.log, p.metrics)
 	}

@@ -88,7 +88,9 @@ type contextField struct {
 // in the order of their names, as encoding/json writes a map. buf holds the reset
 // time's text.
 func (h *Handler) contextFields(o Outcome, buf []byte) [14]contextField {
-	d := o.Result.Decision
+	res := o.Result
+	res.ResetAfter = resetAfter(o)
+	d := res.Decision
 	at := d.At
 	if at.IsZero() { // Redis did not decide (degraded): the local clock is all there is
 		at = h.Now()
@@ -109,7 +111,7 @@ func (h *Handler) contextFields(o Outcome, buf []byte) [14]contextField {
 		{key: ratelimitheaders.KeyPlan, str: o.Limits.Plan, isStr: true},
 		{key: ratelimitheaders.KeyReason, str: string(d.Reason), isStr: true},
 		{key: ratelimitheaders.KeyDegraded, b: d.Reason == bucketgate.ReasonDegraded, isBool: true},
-		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(o.Result), isStr: true},
+		{key: ratelimitheaders.KeyRateLimit, str: rateLimit(res), isStr: true},
 		{key: ratelimitheaders.KeyRateLimitPolicy, str: rateLimitPolicy(o.Limits.Rules, at), isStr: true},
 		{key: ratelimitheaders.KeyReservation, str: d.Reservation, isStr: true},
 		{key: ratelimitheaders.KeyLease, str: d.Lease, isStr: true},

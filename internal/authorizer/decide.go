@@ -79,7 +79,7 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
 	v, refresh := h.Config.Current(ctx)
-	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
+	refresh.Observe(&inv)
 	caller := h.Identities.ResolveCopies(c.Keys, c.SourceIP)
 	attrs := []slog.Attr{slog.String(attrRequestID, c.RequestID)}
 	if caller.IP.Value == identity.UnknownAddr {

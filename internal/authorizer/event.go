@@ -59,8 +59,10 @@ type fields struct {
 
 // decodeEvent reads raw, one API Gateway REQUEST authorizer event, in one pass: "version"
 // "2.0" is an HTTP API payload 2.0 event, "1.0" an HTTP API payload 1.0 event, none a
-// REST API event. Of the API key header (ids's, in any case) it keeps every copy, and of
-// a payload 2.0 event the copies API Gateway joined with commas (KeyCopies.Unjoin).
+// REST API event. Of the API key header (ids's, in any case) it keeps every copy, and
+// reads copies joined with commas (KeyCopies.Unjoin) in every kind: payload 2.0 joins a
+// header given twice, and a client or a proxy in front may join it for any kind, as the
+// middleware reads it.
 // Members it does not read are checked as JSON and skipped (API Gateway adds fields over
 // time); an empty payload, anything but one strict JSON object (see package
 // strictjson), a member it reads of the wrong JSON type (null is an absent member),
@@ -90,7 +92,6 @@ func decodeEvent(raw []byte, ids identity.Resolver) (event, error) {
 		ev.kind, ev.arn = kindHTTPV2, f.routeArn
 		ev.call.SourceIP, ev.call.Method = f.httpSourceIP, f.httpMethodV2
 		ev.call.Path = stripStage(cmp.Or(f.httpPath, f.rawPath), f.stage)
-		ev.call.Keys.Unjoin()
 	case versionHTTPV1, "":
 		ev.kind, ev.arn = kindREST, f.methodArn
 		ev.call.SourceIP, ev.call.Method = f.identitySourceIP, cmp.Or(f.httpMethod, f.contextMethod)
@@ -102,6 +103,7 @@ func decodeEvent(raw []byte, ids identity.Resolver) (event, error) {
 	default:
 		return event{}, fmt.Errorf("%w: %s %q: want none (REST), %q or %q (HTTP API)", ErrBadEvent, fieldVersion, f.version, versionHTTPV1, versionHTTPV2)
 	}
+	ev.call.Keys.Unjoin()
 	if ev.arn == "" {
 		field := "methodArn"
 		if ev.kind == kindHTTPV2 {

@@ -1,6 +1,7 @@
 package authorizer
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +28,8 @@ import (
 // RateLimit has one item, the binding rule: r is the whole tokens remaining and t
 // the effective window in seconds, rounded up: the retry-after when denied (so that
 // Retry-After never points before the end of the window, section 6), and the time until
-// every bucket is full again when allowed.
+// every bucket is full again when allowed (see resetAfter: with a concurrency rule
+// binding, not before the admission's lease expires).
 const (
 	sfListSep  = ", "
 	paramQuota = ";q="
@@ -64,6 +66,20 @@ func rateLimitPolicy(rules []bucketgate.Rule, at time.Time) string {
 		b.WriteString(strconv.FormatInt(max(1, ceilSeconds(window)), 10))
 	}
 	return b.String()
+}
+
+// resetAfter returns how long after o's decision every rule is full again, as the
+// headers tell it: the decision's ResetAfter, which describes its buckets and quotas;
+// when a concurrency rule binds an admission, at least until the admission's lease
+// expires. A slot frees by then at the latest (sooner when a lease is released or an
+// earlier one expires, which the admission does not know), so the next request's
+// Retry-After is never past it, where the buckets' time alone (a second) would be.
+func resetAfter(o Outcome) time.Duration {
+	d := o.Result.Decision
+	if d.Lease == "" || d.Expires.IsZero() || !slices.ContainsFunc(o.Limits.Rules, func(r bucketgate.Rule) bool { return r.Name == d.Rule && r.IsConcurrency() }) {
+		return d.ResetAfter
+	}
+	return max(d.ResetAfter, d.Expires.Sub(d.At))
 }
 
 // rateLimit returns the RateLimit value of r, or "" when Redis did not decide or no

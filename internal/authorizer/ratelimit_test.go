@@ -1,11 +1,14 @@
 package authorizer
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 func TestRateLimitPolicy(t *testing.T) {
@@ -101,5 +104,49 @@ func BenchmarkRateLimitPolicy(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = rateLimitPolicy(rules, time.Time{})
+	}
+}
+
+// An admission that a concurrency rule binds holds a lease the next request may wait
+// for until it expires (a release may come sooner): its RateLimit window and its reset
+// reach the lease's expiry at least, never the buckets' second while the next request's
+// Retry-After is the lease's ttl; a bucket that binds beside a concurrency rule keeps
+// its own window.
+func TestRateLimitOfALease(t *testing.T) {
+	tests := []struct {
+		name, rules     string
+		ttlMs           int64
+		rateLimit       string
+		reset           time.Duration // after t0
+		deniedAfterward bool
+	}{
+		{"concurrency 1 binds: the lease's ttl", "[{name: burst, capacity: 10, refillPerSecond: 1}, {name: streams, concurrency: 1}]", 600000, `"streams";r=0;t=600`, 600 * time.Second, true},
+		{"concurrency binds, the buckets take longer", "[{name: burst, capacity: 10, refillPerSecond: 0.01}, {name: streams, concurrency: 1}]", 30000, `"streams";r=0;t=100`, 100 * time.Second, true},
+		{"concurrency binds with leases left", "[{name: burst, capacity: 10, refillPerSecond: 1}, {name: streams, concurrency: 3}]", 600000, `"streams";r=2;t=600`, 600 * time.Second, false},
+		{"a bucket binds beside a concurrency rule: its own window", "[{name: burst, capacity: 2, refillPerSecond: 1}, {name: streams, concurrency: 5}]", 600000, `"burst";r=1;t=1`, time.Second, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := mustParse(t, fmt.Sprintf("defaultPlan: free\nplans: {free: %s}\nroutes: [{path: /stream, ttlMs: %d}]", tc.rules, tc.ttlMs))
+			f := newFixture(t, options{config: cfg})
+			event := withPath(t, samples.Read(t, restEvent), "/stream")
+			a := f.mustInvoke(t, event)
+			if !a.allowed(t) || a.str(t, ratelimitheaders.KeyLease) == "" {
+				t.Fatalf("first request: %s, want allowed with a lease", a.raw)
+			}
+			if got := a.str(t, ratelimitheaders.KeyRateLimit); got != tc.rateLimit {
+				t.Errorf("RateLimit %s, want %s", got, tc.rateLimit)
+			}
+			if got, want := a.num(t, ratelimitheaders.KeyReset), t0.Add(tc.reset).Unix(); got != want {
+				t.Errorf("reset %d, want %d (t0 + %v)", got, want, tc.reset)
+			}
+			next := f.mustInvoke(t, event)
+			if next.allowed(t) == tc.deniedAfterward {
+				t.Fatalf("the next request: %s, want denied %v", next.raw, tc.deniedAfterward)
+			}
+			if tc.deniedAfterward && next.num(t, ratelimitheaders.KeyRetryAfter)*int64(time.Second) > int64(tc.reset) {
+				t.Errorf("the next request's Retry-After %d s is past the admission's reset (t0 + %v)", next.num(t, ratelimitheaders.KeyRetryAfter), tc.reset)
+			}
+		})
 	}
 }

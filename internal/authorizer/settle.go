@@ -36,7 +36,7 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
 	v, refresh := h.Config.Current(ctx)
-	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
+	refresh.Observe(&inv)
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
 	l, who, err := claims.Resolve(ctx, v, c, op)
 	who.Observe(&inv)

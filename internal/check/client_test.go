@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -195,6 +196,7 @@ func TestClientRetryAfterATimeoutThatDecided(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mr, client := startMiniredis(t)
+			mr.SetTime(time.Now()) // the acquire's replayed lease holds by the client's clock too
 			f := &timedOutOnce{h: lambda.NewHandler(newFixture(t, client, nil, guard.Options{}).h)}
 			srv := lambdatest.Start(t, map[string]lambda.Handler{clientFunction: f})
 			checks := checkclient.New(srv.Client(), clientFunction)
@@ -214,5 +216,36 @@ func TestClientRetryAfterATimeoutThatDecided(t *testing.T) {
 				t.Fatalf("peek %+v, %v: want %d tokens and %d leases left, taken once (keys %v)", peek, err, tc.left, streams, mr.Keys())
 			}
 		})
+	}
+}
+
+// An acquire's requestId is remembered past its lease's ttlMs: sent again after the
+// lease expired (a job redelivered with its id), it is a replay of the first admission
+// while another request holds the only slot of concurrency 1. checkclient answers
+// ErrLeaseExpired instead, so that two requests never run under one slot; a new
+// requestId is denied while the other holds it.
+func TestClientReplayedLeaseExpired(t *testing.T) {
+	ctx := context.Background()
+	mr, _, checks := clientOfHandler(t)
+	now := time.Now()
+	mr.SetTime(now.Add(-time.Minute)) // Redis's clock: the job's lease expires 50 s ago by now
+	job := checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "streams", Concurrency: 1}}, TTLMS: 10000, RequestID: "job-7"}
+	first, err := checks.Check(ctx, job)
+	if err != nil || !first.Allowed || first.Lease == "" {
+		t.Fatalf("first acquire: %+v, %v: want a lease", first, err)
+	}
+	mr.SetTime(now)
+	other, err := checks.Check(ctx, checkapi.Request{Key: "k", Rules: job.Rules, TTLMS: 600000})
+	if err != nil || !other.Allowed || other.Lease == "" {
+		t.Fatalf("another acquire once the job's lease expired: %+v, %v: want its slot", other, err)
+	}
+	res, err := checks.Check(ctx, job)
+	if !errors.Is(err, checkclient.ErrLeaseExpired) || res.Allowed {
+		t.Fatalf("the job sent again: %+v, %v: want ErrLeaseExpired, not a second admission under concurrency 1", res, err)
+	}
+	again := job
+	again.RequestID = "job-7-again"
+	if res, err := checks.Check(ctx, again); err != nil || res.Allowed || res.Rule != "streams" {
+		t.Fatalf("the job with a new requestId: %+v, %v: want denied by streams while the other holds it", res, err)
 	}
 }

@@ -95,7 +95,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)
 	v, refresh := h.Config.Current(ctx)
-	inv.ObserveConfig(string(refresh.Result), refresh.Invalid)
+	refresh.Observe(&inv)
 	var plans Plans = v.Config
 	if v.Config == nil {
 		plans = unconfigured{}

@@ -102,8 +102,8 @@ type RouteSpec struct {
 	// concurrency rule, or when a plan has one); nil means 300000 (bucketgate.DefaultTTL).
 	TTLMs *Count `yaml:"ttlMs"`
 	// Rules are added to the plan's rules for matching requests. A rule named like a
-	// plan's rule must have that rule's capacity and rate (it is the same bucket, and
-	// counts once); a name used by several routes must have the same numbers in each.
+	// plan's rule must have that rule's capacity and rate, in every plan that has one
+	// (it is the same bucket, and counts once); a name used by several routes must have the same numbers in each.
 	Rules []RuleSpec `yaml:"rules"`
 	// Shadow makes the route's rules shadow rules (see RuleSpec.Shadow). A shadow route
 	// cannot set Cost: the cost applies to every rule of the request, the plan's

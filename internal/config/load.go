@@ -267,9 +267,8 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 			if !ok {
 				first[rule.Name] = named{path, rule}
 			}
-			if plan, planRule, ok := c.planRule(rule.Name); ok && !sameRule(planRule, rule) {
-				return errorAt(path, "rule %s (%s) has other numbers than the rule %s of plans.%s (%s): a rule name is one bucket (or quota) of an identity, so give the route's rule the plan's numbers, or another name",
-					rule.Name, numbers(rule), rule.Name, plan, numbers(planRule))
+			if err := c.samePlanRules(path, rule); err != nil {
+				return err
 			}
 		}
 		c.routeIDs[r.id] = i // one route per id: one of the same id would never match
@@ -330,16 +329,34 @@ func (c *Config) anyPlanRule(f func(bucketgate.Rule) bool) bool {
 	return false
 }
 
-// planRule returns a plan that has a rule called name, and that rule.
-func (c *Config) planRule(name string) (plan string, r bucketgate.Rule, ok bool) {
+// samePlanRules reports a route's rule r, at path, that has other numbers than a plan's
+// rule of its name, naming every such plan: one rule for every plan, a plan's rule of
+// its name counts once, so the route's numbers must be those of every plan that has it.
+func (c *Config) samePlanRules(path string, r bucketgate.Rule) error {
+	var (
+		others   []string
+		numbered = map[string]bool{} // the numbers of the plans' rules of r's name
+	)
 	for _, plan := range sortedKeys(c.plans) {
-		for _, r := range c.plans[plan].Rules {
-			if r.Name == name {
-				return plan, r, true
+		for _, pr := range c.plans[plan].Rules {
+			if pr.Name != r.Name {
+				continue
+			}
+			numbered[numbers(pr)] = true
+			if !sameRule(pr, r) {
+				others = append(others, fmt.Sprintf("plans.%s (%s)", plan, numbers(pr)))
 			}
 		}
 	}
-	return "", bucketgate.Rule{}, false
+	switch {
+	case len(others) == 0:
+		return nil
+	case len(numbered) > 1:
+		return errorAt(path, "rule %s (%s) has other numbers than the rule %s of %s: a rule name is one bucket (or quota) of an identity, and the plans give this one other numbers each, so give the route's rule another name",
+			r.Name, numbers(r), r.Name, strings.Join(others, ", of "))
+	}
+	return errorAt(path, "rule %s (%s) has other numbers than the rule %s of %s: a rule name is one bucket (or quota) of an identity, so give the route's rule the plan's numbers, or another name",
+		r.Name, numbers(r), r.Name, strings.Join(others, ", of "))
 }
 
 // sameRule reports whether a and b are the same bucket (the same name, capacity and

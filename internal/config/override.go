@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/bucketgate/bucketgate"
 )
@@ -146,20 +147,24 @@ func (c *Config) namesake(p *Plan, name string) (where string, r bucketgate.Rule
 }
 
 // Reach says which requests of an identity on plan p its own rule called name limits
-// (see Override): "" for every request (it replaces a rule of p, or is added to p's
-// rules), else where the first rule of its name that it replaces is, "routes[2]", as it
-// then limits the requests of the routes that have such a rule alone.
-func (c *Config) Reach(p *Plan, name string) string {
+// (see Override): both empty for every request (it replaces a rule of p, or is added to
+// p's rules); else where the routes that have a rule of its name are ("routes[0],
+// routes[2]"), as it replaces their rule and then limits their requests alone, and
+// routes, their ids (Limits.Route), which stay theirs whatever routes come before or
+// after them: two documents' routes are the same requests when they are equal.
+func (c *Config) Reach(p *Plan, name string) (where, routes string) {
 	has := func(r bucketgate.Rule) bool { return r.Name == name }
 	if slices.ContainsFunc(p.Rules, has) {
-		return ""
+		return "", ""
 	}
-	for i, rules := range c.routeRules {
-		if slices.ContainsFunc(rules, has) {
-			return fmt.Sprintf("routes[%d]", i)
+	var places, ids []string
+	for i, r := range c.routes {
+		if slices.ContainsFunc(c.routeRules[i], has) {
+			places, ids = append(places, fmt.Sprintf("routes[%d]", i)), append(ids, r.id)
 		}
 	}
-	return ""
+	slices.Sort(ids)
+	return strings.Join(places, ", "), strings.Join(ids, ",")
 }
 
 // replaces reports whether an override called name replaces a rule of p or of a route.

@@ -251,3 +251,35 @@ func TestWithKeyRulesErrorsNameTheRule(t *testing.T) {
 		})
 	}
 }
+
+// Reach names the routes whose rule an own rule replaces by their ids, which stay
+// theirs wherever they are listed: a route moved, or another added before it, is the
+// same reach; a rule of the plan, or of no route, is every request.
+func TestReach(t *testing.T) {
+	const plans = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 10, refillPerSecond: 1}]\n  pro: [{name: burst, capacity: 100, refillPerSecond: 50}, {name: uploads, capacity: 20, refill: 1, per: minute}]\n"
+	const uploads = "{method: POST, path: /uploads, rules: [{name: uploads, capacity: 20, refill: 1, per: minute}]}"
+	const imports = "{method: POST, path: /imports, rules: [{name: uploads, capacity: 20, refill: 1, per: minute}]}"
+	for _, tc := range []struct {
+		name, plan, routes string
+		where              string
+		same               bool // whether its routes are the /uploads route's alone
+	}{
+		{"a route's rule", "free", "[" + uploads + "]", "routes[0]", true},
+		{"another route before it", "free", "[{method: GET, path: /x}, " + uploads + "]", "routes[1]", true},
+		{"on two routes", "free", "[" + uploads + ", " + imports + "]", "routes[0], routes[1]", false},
+		{"on another route", "free", "[{method: POST, path: /uploads}, " + imports + "]", "routes[1]", false},
+		{"a rule of the plan", "pro", "[" + uploads + "]", "", false},
+		{"no route's", "free", "[]", "", false},
+	} {
+		c, err := config.Parse([]byte(plans + "routes: " + tc.routes + "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		p, _ := c.Plan(tc.plan)
+		where, routes := c.Reach(p, "uploads")
+		first := c.Limits(p, "POST", "/uploads").Route
+		if where != tc.where || (routes == first && routes != "") != tc.same || (where == "") != (routes == "") {
+			t.Errorf("%s: Reach = %q, %q; want %q, the /uploads route's id (%s) alone: %v", tc.name, where, routes, tc.where, first, tc.same)
+		}
+	}
+}

@@ -180,8 +180,8 @@ func (c *Cache) Len() int {
 // When the read fails, an entry at most StaleIfError past its period answers
 // (ResultStale); with none, Lookup returns an error (ResultError), and so does every
 // lookup of id for RetryAfterFailure, without a read. A lookup whose ctx ends first
-// returns ctx's error (ResultError); that is no failure of the source: lookups sharing
-// its read read again. An id the registry cannot hold (see Holds) is not known, at
+// (or its deadline less Options.Margin passes) returns ctx's error (ResultAbandoned);
+// that is no failure of the source: lookups sharing its read read again. An id the registry cannot hold (see Holds) is not known, at
 // once: no read, no Result. A record whose plan or rules cfg refuses is logged once per
 // read and per configuration, and answers no plan (Invalid).
 //
@@ -323,7 +323,7 @@ func (c *Cache) fill(ctx context.Context, id string, now time.Time, r *read) (En
 		r.entry = fresh.entry(now, ResultMiss)
 		r.entry.Invalid = invalid || bad != nil
 	case errors.As(err, &gaveUp): // the caller gave up, not the source: nothing learned
-		r.entry, r.err, r.abandoned = Entry{Result: ResultError}, gaveUp.err, true
+		r.entry, r.err, r.abandoned = Entry{Result: ResultAbandoned}, gaveUp.err, true
 	default:
 		e, ok := c.entries[id] // what was there, if anything, stays: stale-if-error
 		if ok {
@@ -413,7 +413,7 @@ func (r *read) wait(ctx context.Context) (Entry, error) {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		return Entry{Result: ResultError}, ctx.Err()
+		return Entry{Result: ResultAbandoned}, ctx.Err()
 	}
 	if r.abandoned {
 		return Entry{}, errAbandoned

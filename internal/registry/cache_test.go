@@ -479,7 +479,7 @@ func TestCacheReadEndsMarginBeforeTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1600*time.Millisecond)
 	defer cancel()
 	e, err := c.Lookup(ctx, plans, digestID)
-	if !errors.Is(err, context.DeadlineExceeded) || e.Result != registry.ResultError || ctx.Err() != nil {
+	if !errors.Is(err, context.DeadlineExceeded) || e.Result != registry.ResultAbandoned || ctx.Err() != nil {
 		t.Fatalf("Lookup = %+v, %v, the caller's context %v; want the read's deadline error, a margin before the caller's", e, err, ctx.Err())
 	}
 	close(src.Gate)
@@ -488,5 +488,56 @@ func TestCacheReadEndsMarginBeforeTheDeadline(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), registry.MsgReadFailed) {
 		t.Errorf("the caller's time running out was logged as a failed read: %s", &logs)
+	}
+}
+
+// A lookup whose caller's time ran out before the table answered is counted as
+// abandoned, no registry error: the table did not fail (RegistryErrorsAlarm counts its
+// errors), whether the lookup was reading, its deadline less Margin passed, or it was
+// waiting for another lookup's read.
+func TestCacheCallerGivingUpIsAbandoned(t *testing.T) {
+	tests := []struct {
+		name   string
+		margin time.Duration
+		// lookup looks digestID up in c, whose source holds every read, with its
+		// caller's time running out.
+		lookup func(c *registry.Cache, src *registrytest.Source) (registry.Entry, error)
+	}{
+		{"reading, its context cancelled", 0, func(c *registry.Cache, src *registrytest.Source) (registry.Entry, error) {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				for src.Held() == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				cancel()
+			}()
+			return c.Lookup(ctx, plans, digestID)
+		}},
+		{"reading, its deadline less Margin passed", 1500 * time.Millisecond, func(c *registry.Cache, _ *registrytest.Source) (registry.Entry, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 1600*time.Millisecond)
+			defer cancel()
+			return c.Lookup(ctx, plans, digestID)
+		}},
+		{"waiting for another's read", 0, func(c *registry.Cache, src *registrytest.Source) (registry.Entry, error) {
+			go func() { _, _ = c.Lookup(context.Background(), plans, digestID) }()
+			for src.Held() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return c.Lookup(ctx, plans, digestID)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := registrytest.New(registry.Record{ID: digestID, Plan: "pro"})
+			src.Gate = make(chan struct{})
+			defer close(src.Gate)
+			c, _ := newCache(t, src, registry.Options{Margin: tc.margin})
+			e, err := tc.lookup(c, src)
+			if err == nil || e.Result != registry.ResultAbandoned {
+				t.Fatalf("Lookup = %+v, %v; want the caller's error, %s", e, err, registry.ResultAbandoned)
+			}
+		})
 	}
 }

@@ -85,6 +85,24 @@ func (v View) Lookup(ctx context.Context, id string) (Entry, error) {
 type Refresh struct {
 	Result  Result
 	Invalid bool
+	// Misses and Errors count the other reads r reports, beside Result's of the item
+	// ConfigID: the copies of earlier versions (VersionID) read when it did not load,
+	// on an instance with no document of the table in force, and the read at init that
+	// the first Current reports with its own. Misses answered (found or not), Errors
+	// failed.
+	Misses, Errors int
+}
+
+// Observe counts in inv what r read: RegistryLookups by Result (the item ConfigID's,
+// and Misses and Errors), and ConfigInvalid.
+func (r Refresh) Observe(inv *telemetry.Invocation) {
+	inv.ObserveConfig(string(r.Result), r.Invalid)
+	for range r.Misses {
+		inv.ObserveLookup(string(ResultMiss), false)
+	}
+	for range r.Errors {
+		inv.ObserveLookup(string(ResultError), false)
+	}
 }
 
 // Live is the configuration an execution environment decides by: with a registry
@@ -189,8 +207,16 @@ func (l *Live) Current(ctx context.Context) (View, Refresh) {
 	}
 	defer l.refreshing.Store(false)
 	s, read := l.refresh(ctx, s, now, l.opts.Timeout)
-	if read.Result != "" {
-		r = Refresh{Result: read.Result, Invalid: r.Invalid || read.Invalid}
+	if read.Result != "" { // with init's, if not reported yet
+		read.Invalid = r.Invalid || read.Invalid
+		read.Misses, read.Errors = read.Misses+r.Misses, read.Errors+r.Errors
+		switch r.Result {
+		case ResultMiss:
+			read.Misses++
+		case ResultError:
+			read.Errors++
+		}
+		r = read
 	}
 	return s.view, r
 }
@@ -239,8 +265,9 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 	}
 	l.opts.Log.LogAttrs(ctx, slog.LevelError, MsgConfigInvalid, slog.Int64(AttrVersion, item.Version),
 		slog.String(AttrItem, ConfigID), slog.String(telemetry.AttrError, loadErr.Error()))
+	r := Refresh{Result: ResultMiss, Invalid: true}
 	if s.document == "" { // no document of the table in force: the newest copy that loads
-		if older, cfg, ok := l.fallback(ctx, item.Version, timeout); ok {
+		if older, cfg, ok := l.fallback(ctx, item.Version, timeout, &r); ok {
 			l.apply(ctx, &next, older, cfg, "the copy "+older.ID+": the item "+ConfigID+" does not load")
 		} else if s.view.Config == nil {
 			next.view.Err = fmt.Errorf("no configuration document of the registry table loads (%s and up to %d earlier versions read): %w",
@@ -248,7 +275,7 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 		}
 	}
 	l.state.Store(&next)
-	return &next, Refresh{Result: ResultMiss, Invalid: true}
+	return &next, r
 }
 
 // load loads item, read with the error bad (nil when it could be read), remembering in
@@ -310,17 +337,23 @@ func (l *Live) release(cfg *config.Config) {
 }
 
 // fallback reads the copies of version from and before, newest first, at most
-// MaxFallbackReads of them, and returns the first whose document loads. A version it
-// does not know (0) reads none.
-func (l *Live) fallback(ctx context.Context, from int64, timeout time.Duration) (StoredConfig, *config.Config, bool) {
+// MaxFallbackReads of them, counting them in r, and returns the first whose document
+// loads. A version it does not know (0) reads none; the caller's time running out
+// ends the reads.
+func (l *Live) fallback(ctx context.Context, from int64, timeout time.Duration, r *Refresh) (StoredConfig, *config.Config, bool) {
 	for v := from; v >= 1 && v > from-MaxFallbackReads; v-- {
 		item, found, err := l.get(ctx, VersionID(v), timeout)
 		bad := (*RecordError)(nil)
+		var gaveUp *gaveUpError
 		switch {
+		case errors.As(err, &gaveUp):
+			return StoredConfig{}, nil, false
 		case err != nil && !errors.As(err, &bad):
+			r.Errors++
 			l.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgConfigReadFailed, slog.String(AttrItem, VersionID(v)), slog.String(telemetry.AttrError, err.Error()))
 			continue
-		case !found:
+		}
+		if r.Misses++; !found {
 			continue
 		}
 		cfg, err := l.load(item, bad, &liveState{})

@@ -33,7 +33,8 @@ import (
 
 // Result says how a lookup was answered: the Result dimension of the RegistryLookups
 // metric. Reads of the table are the lookups answered ResultMiss, and those that
-// failed (ResultStale and ResultError after a read).
+// failed (ResultStale and ResultError after a read), or that the caller gave up
+// (ResultAbandoned).
 type Result string
 
 // The Results of a Cache lookup.
@@ -48,6 +49,11 @@ const (
 	// ResultError: the table failed and nothing usable was cached; Lookup's error is
 	// set.
 	ResultError Result = "error"
+	// ResultAbandoned: the caller's time ran out (its context ended, or its deadline
+	// less Options.Margin passed) before the table answered, or before another lookup's
+	// read of the identity did: no failure of the table. Lookup's error is the
+	// caller's.
+	ResultAbandoned Result = "abandoned"
 )
 
 // Entry is what the registry says about one identity.

@@ -241,3 +241,65 @@ func TestFlushEveryConcurrent(t *testing.T) {
 		t.Fatalf("%v decisions written, want %d", decisions, workers*each)
 	}
 }
+
+// With WriteErrorsAtOnce, an Invocation answered with a function error, which Lambda's
+// Errors metric counts at once (a refusal, the authorizer's 401; a decision failed
+// closed, its 503), is written at once with what waits, though within the interval: the
+// error alarms subtract its count from Errors, and an instance frozen after it would
+// otherwise hold it for as long as it stays idle. Other outcomes still wait, and
+// without the option every one does.
+func TestFlushEveryWritesErrorsAtOnce(t *testing.T) {
+	base := time.Date(2026, 11, 26, 0, 10, 5, 0, time.UTC)
+	tests := []struct {
+		name    string
+		observe func(*telemetry.Invocation)
+		want    []string // the lines the second Invocation writes
+	}{
+		{"refused", (*telemetry.Invocation).ObserveRefused, []string{"@0 allowed 2/2", "@0 refused 1/0"}},
+		{"failed closed", func(inv *telemetry.Invocation) {
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: guard.FailureTimeout})
+		}, []string{"@0 allowed 2/2", "@0 unavailable 1/0"}},
+		{"limited", func(inv *telemetry.Invocation) {
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited}})
+		}, nil},
+		{"degraded", func(inv *telemetry.Invocation) {
+			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: guard.FailureTimeout})
+		}, nil},
+	}
+	for _, tc := range tests {
+		for _, atOnce := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, WriteErrorsAtOnce %v", tc.name, atOnce), func(t *testing.T) {
+				opts, want := []telemetry.EmitterOption{telemetry.FlushEvery(time.Second)}, []string(nil)
+				if atOnce {
+					opts, want = append(opts, telemetry.WriteErrorsAtOnce()), tc.want
+				}
+				var out bytes.Buffer
+				e := telemetry.NewEmitter(&out, "ns", "orders-prod", "authorizer", opts...)
+				var first telemetry.Invocation
+				first.Observe(allowed(time.Millisecond))
+				if err := e.Emit(base.Add(-time.Millisecond), &first); err != nil { // starts an interval
+					t.Fatal(err)
+				}
+				if err := e.Emit(base, &first); err != nil { // waits
+					t.Fatal(err)
+				}
+				out.Reset()
+				var inv telemetry.Invocation
+				inv.Observe(allowed(time.Millisecond))
+				tc.observe(&inv)
+				if err := e.Emit(base.Add(10*time.Millisecond), &inv); err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+					if line != "" {
+						got = append(got, summary(t, base, line))
+					}
+				}
+				if strings.Join(got, "; ") != strings.Join(want, "; ") {
+					t.Fatalf("lines %q, want %q\n%s", got, want, &out)
+				}
+			})
+		}
+	}
+}

@@ -4,7 +4,8 @@ package telemetry
 const (
 	// MetricRegistryLookups counts registry lookups by Result: hit (from the cache),
 	// miss (read from the table), stale (the table failed; an older entry answered),
-	// error (the table failed; nothing cached).
+	// error (the table failed; nothing cached), abandoned (the invocation's time ran out
+	// before the table answered: no failure of the table).
 	MetricRegistryLookups = "RegistryLookups"
 	// MetricRegistryInvalid counts reads of registry items that could not be used
 	// (unknown plan, invalid rules, wrong types): each is also an error log line naming
@@ -24,8 +25,8 @@ type lookupCount struct {
 	n      int
 }
 
-// ObserveLookup adds one registry lookup answered as result (hit, miss, stale or error,
-// registry.Result's values); invalid reports that it read an item that could not be used.
+// ObserveLookup adds one registry lookup answered as result (hit, miss, stale, error or
+// abandoned, registry.Result's values); invalid reports that it read an item that could not be used.
 func (inv *Invocation) ObserveLookup(result string, invalid bool) {
 	if invalid {
 		inv.invalid++

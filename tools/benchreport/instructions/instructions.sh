@@ -53,7 +53,8 @@ stop() {
 # place of ARGS' first go first, uncounted (EVAL, not EVALSHA): they give the identities
 # state to refund or reset. With USAGE=1 in the environment, a second key follows: the
 # usage archive bg:{<random>}:usage (redis-benchmark draws each __rand_int__ apart, so it
-# is another identity's: no matter here, where it is only declared).
+# is another identity's: no matter here, where it is only declared); with RESETS=1, the
+# resets bg:{<random>}:reset, a reset's second key.
 count() {
   local script=$1 prep=$2; shift 2
   local port out pid total
@@ -65,8 +66,11 @@ count() {
   sha=$(redis-cli -p "$port" script load "$(cat "$script")")
   local keys=(1 'bg:{__rand_int__}')
   [ -n "${USAGE:-}" ] && keys=(2 'bg:{__rand_int__}' 'bg:{__rand_int__}:usage')
-  redis-benchmark -p "$port" -n "$n" -c 1 -r 1000 EVALSHA "$sha" "${keys[@]}" "$@" >/dev/null
+  [ -n "${RESETS:-}" ] && keys=(2 'bg:{__rand_int__}' 'bg:{__rand_int__}:reset')
+  redis-benchmark -p "$port" -n "$n" -c 1 -r 1000 EVALSHA "$sha" "${keys[@]}" "$@" >/dev/null 2>"$work/errors"
   stop
+  # a script's error reply is counted as a call: a figure of errors is no figure
+  if [ -s "$work/errors" ]; then echo "instructions.sh: $(head -1 "$work/errors")" >&2; exit 1; fi
   echo $((total / n))
 }
 
@@ -91,14 +95,18 @@ rule=(burst:tokens burst:ts 10 0.001)
 # Issue 31: bucket.Limiter sends a reserve as the check of its estimate (its id, signed,
 # carries the rest): the check's call. A settle: reserves of 5 tokens (checks) on a
 # bucket of 1000, 20 per identity, each settled at 3 (2 tokens given back), against the
-# same reserves alone; each settle writes its outcome under its own record key.
+# same reserves alone; each settle writes its outcome under its own record key and, as it
+# gives back, reads the identity's resets with its reserve's time, as bucket.Limiter
+# sends it (a settle above its estimate, a debit, sends neither).
 # With usage kept 35 days (settles_usage): the same reserves counted in usage, settled at
 # 3 (below the estimate: a refund, the day's cost corrected by -2) and at 7 (above it: a
 # debit, the cost corrected by +2).
 awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 1 bg:{%d} 5 burst:tokens burst:ts 1000 0.001\n", i % 1000 }' >"$work/reserve5"
 awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 2 bg:{%d} bg:{%d}:usage 5 35 burst:tokens burst:ts 1000 0.001\n", i % 1000, i % 1000 }' >"$work/reserve5u"
 settle_lines() { # ACTUAL DAYS FILE: a settle of each reserve at ACTUAL, usage kept DAYS ('0': none)
-  awk -v n="$n" -v a="$1" -v d="$2" 'BEGIN { for (i = 0; i < n; i++) printf "EVALSHA @SHA@ 3 bg:{%d} bg:{%d}:usage bg:{%d}:s:%d s%d %s \"5 99999999999999 600000\" burst:tokens burst:ts 1000 0.001\n", i % 1000, i % 1000, i % 1000, i, a, d }' >"$3"
+  awk -v n="$n" -v a="$1" -v d="$2" 'BEGIN { for (i = 0; i < n; i++) {
+    if (a < 5) printf "EVALSHA @SHA@ 4 bg:{%d} bg:{%d}:usage bg:{%d}:s:%d bg:{%d}:reset s%d %s \"5 99999999999999 600000 99999999399999\" burst:tokens burst:ts 1000 0.001\n", i % 1000, i % 1000, i % 1000, i, i % 1000, a, d
+    else printf "EVALSHA @SHA@ 3 bg:{%d} bg:{%d}:usage bg:{%d}:s:%d s%d %s \"5 99999999999999 600000\" burst:tokens burst:ts 1000 0.001\n", i % 1000, i % 1000, i % 1000, i, a, d } }' >"$3"
 }
 settle_lines 3 0 "$work/settle"
 settle_lines 3 35 "$work/settle_below"
@@ -146,7 +154,7 @@ gcra=$(count "$work/gcra.lua" '' 10 1 1000 1) # burst, rate, period (s), cost: r
 big=(burst:tokens burst:ts 1000 0.001)
 admitted=$(count "$bucket" '' "${big[@]}")
 refund=$(count "$bucket" 500 -1 "${big[@]}")
-reset=$(count "$bucket" 500 reset "${big[@]}")
+reset=$(RESETS=1 count "$bucket" 500 reset "${big[@]}")
 # Round 3 (issues 29 and 31): the check above (usage off), the same check with usage kept
 # 35 days (the operation and the days in ARGV), and one bucket with one monthly quota
 # (limit 1000: the bucket binds, as above), usage on. Figures of operations not built yet

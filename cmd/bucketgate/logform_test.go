@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// The runbook's step for an invalid registry item works for a tenant: the functions'
+// error line names it by its key's digest (tenant:<digest>), and the keys commands take
+// that name, as they take key:<digest> for an API key. A tenant whose raw key is itself
+// such a name is still found by it first.
+func TestKeysTakeATenantAsTheLogsNameIt(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	hexKey := strings.Repeat("ab", bucketgate.DigestLen/2) // a raw tenant key that looks like a digest
+	for id, plan := range map[string]string{"tenant:billing-svc": "nope", "tenant:" + hexKey: "free"} {
+		_, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: id}, "plan": &types.AttributeValueMemberS{Value: plan},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The functions read the item and log it invalid.
+	cfg, err := config.Parse([]byte("defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cache := registry.NewCache(registry.NewTable(c.db, table), registry.Options{Size: 10, Log: telemetry.NewLogger(&logs, nil)})
+	if e, err := cache.Lookup(context.Background(), cfg, "tenant:billing-svc"); err != nil || !e.Invalid {
+		t.Fatalf("Lookup = %+v, %v; want an invalid item", e, err)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil || line["msg"] != registry.MsgInvalidItem {
+		t.Fatalf("log %s: %v; want one line %q", &logs, err, registry.MsgInvalidItem)
+	}
+	logged, _ := line[registry.AttrItem].(string)
+
+	tests := []struct {
+		name, arg, want string // want: the id shown
+	}{
+		{"as the error line names it", logged, "tenant:billing-svc"},
+		{"by its key", "tenant:billing-svc", "tenant:billing-svc"},
+		{"a raw key that looks like a digest", "tenant:" + hexKey, "tenant:" + hexKey},
+		{"that raw key's digest", bucketgate.LogForm("tenant:" + hexKey), "tenant:" + hexKey},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, show, stderr := c.run("keys", "show", tc.arg); code != exitOK || !strings.HasPrefix(show, "id         "+tc.want+"\n") {
+				t.Fatalf("keys show %s: exit %d\n%s%s\nwant %s", tc.arg, code, show, stderr, tc.want)
+			}
+		})
+	}
+	c.ok("keys", "set-plan", logged, "free") // the runbook's fix
+	if show := c.ok("keys", "show", "tenant:billing-svc"); !strings.Contains(show, "plan       free\n") {
+		t.Fatalf("after set-plan by the logged name:\n%s\nwant plan free", show)
+	}
+	c.fails(exitError, "is not in table", "keys", "show", "tenant:"+strings.Repeat("0", bucketgate.DigestLen))
+}
+
+// The buckets commands take a registered tenant as the functions' log lines name it,
+// tenant:<digest> (the check function's operator lines among them), and reach its own
+// buckets; a tenant:<digest> that no registered tenant's key has is taken as a tenant
+// whose key is those digits, with a note saying so.
+func TestBucketsTakeATenantAsTheLogsNameIt(t *testing.T) {
+	d, _ := newDeployment(t)
+	d.ok("keys", "create", "--tenant", "acme-svc", "--plan", "gold")
+	if _, err := d.check.Invoke(t.Context(), []byte(`{"key": "acme-svc", "cost": 7}`)); err != nil {
+		t.Fatal(err)
+	}
+	logged := bucketgate.LogForm("tenant:acme-svc")
+	d.want(d.bucket("show", logged), "tenant:acme-svc", "gold", "burst", 50, 43)
+	d.want(d.bucket("reset", logged), "tenant:acme-svc", "gold", "burst", 50, 50)
+
+	other := "tenant:" + strings.Repeat("0", bucketgate.DigestLen)
+	if code, stdout, stderr := d.run("buckets", "show", other); code != exitOK || !strings.Contains(stdout, "identity    "+other+"\n") ||
+		!strings.Contains(stderr, "note: no registered tenant's key is "+other[len("tenant:"):]+" or has it as its digest") {
+		t.Fatalf("buckets show %s: exit %d\n%s%s\nwant its buckets, with a note", other, code, stdout, stderr)
+	}
+}

@@ -128,6 +128,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	nowUS := timeToMicros(now)
 	key := Key(q.Identity)
 	k := m.key(key, nowUS)
+	held := op != bucketgate.OpReset && k.holds(q.Rules)
 	cost, give := float64(qcost), int64(0)
 	if op == bucketgate.OpRefund {
 		cost, give = 0, qcost
@@ -276,6 +277,14 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		m.mark(key, q.Rules, states, firstDenied)
 	}
 	counted := m.usageDays(q.Identity) > 0 && op == bucketgate.OpCheck && qcost > 0 && !debit
+	if held && (!allowed || op == bucketgate.OpRefund || qcost == 0) {
+		// A call that admits nothing keeps a stored bucket until its rules (a denial's
+		// enforced ones) are full: another plan than the last admission's may need longer.
+		if !allowed {
+			last = reset
+		}
+		k.extend(ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond))
+	}
 	switch {
 	case op == bucketgate.OpReset:
 		m.remove(key, q.Rules)
@@ -426,6 +435,19 @@ func (m *Model) correctUsage(identity string, nowUS, delta int64) {
 		m.keys[key] = k
 	}
 	m.countUsage(identity, k, nowUS, 0, ModelUsage{Cost: delta})
+}
+
+// holds reports whether k, which may be nil, has the state of a bucket among rules.
+func (k *modelKey) holds(rules []bucketgate.Rule) bool {
+	if k == nil {
+		return false
+	}
+	for _, r := range rules {
+		if _, ok := k.buckets[r.Name]; ok && !r.IsQuota() && !r.IsConcurrency() {
+			return true
+		}
+	}
+	return false
 }
 
 // extend lets k live until at (Unix milliseconds) at least.

@@ -132,11 +132,18 @@
 -- A check that takes tokens writes every rule and sets the key to expire 1000 ms (the
 -- margin, bucket.ExpiryMargin) after every bucket written is full again and every quota
 -- written has reached its window's end, never shortening its life (PEXPIREAT GT, or NX on
--- a key that has no expiry yet). A denial or a peek writes no rule. A refund adds its
+-- a key that has no expiry yet). A denial or a peek writes no rule. But a call that
+-- admits nothing (a denial, a peek, a refund) finding a bucket stored lets the key live
+-- (PEXPIREAT GT, its one call more) 1000 ms past the time every rule is full under its
+-- own rules (a denial's: its enforced ones; a denial by a lease's set: as its admission
+-- would have): the expiry was set under the last admission's, and another plan (a slower
+-- refill, a larger capacity) needs longer, which would otherwise find the bucket full
+-- once the old plan's expiry passed (quotas keep their windows' ends, which no plan
+-- moves later). A refund adds its
 -- tokens to the count each bucket with state stored, at that count's stamp, capped at
 -- the capacity unless the count already held more (stored under a plan of a larger
 -- capacity: then it stays as it is); it writes only the counts it raised, and leaves the
--- stamps and the expiry, which it can only have made later than needed. So a refund
+-- stamps. So a refund
 -- never lowers a bucket, whatever plan it names: at any later time, refilled at any rate,
 -- a rule holds at least what it would have held without it (refilling the count to now
 -- under the refund's rate, as a check does, would lose the refill a faster plan gives).
@@ -521,6 +528,7 @@ elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) elseif n2 =
 -- out on each error path: a helper function would be a new closure per call.
 local allowed, fewest, wait, waitrule, resetafter, dfewest, dwait, dreset = 1, huge, 0, 0, 0, huge, 0, 0
 local binding, dbinding, shadow, denials, sreset, stored, quotas, ends
+local held -- a bucket of the request has state: a call that admits nothing keeps it (see needs)
 -- Crossings (see the header), nil while none: cross, the bits of denials (fig, their
 -- rules' figures, by i) or, while allowed, up the bits of thresholds (ufig); marks, the
 -- fields and values a first denial marks; kept[i + 1] true for a marked bucket an
@@ -710,7 +718,7 @@ for i = 1, n2, 2 do
       -- a level that is not a number from 0 to capacity (+inf is told apart where the
       -- level is capped), but for a stamp in the future, checked where elapsed time below
       -- zero counts as zero.
-      stored = true
+      stored, held = true, true
       local elapsed = now - ts
       if elapsed < 0 then
         if not (elapsed > -huge) then
@@ -812,6 +820,17 @@ end
 if dbinding then
   fewest, binding, wait, waitrule, resetafter = dfewest, dbinding, dwait, dbinding, dreset
 end
+-- needs: with a bucket stored, the ms until every rule is full under this call's rules,
+-- which a call that admits nothing (a denial, a peek, a refund) lets the key live at
+-- least, plus the margin: the key's expiry was set under the rules of the last
+-- admission, and another plan's (a slower refill, a larger capacity) may need longer.
+-- An admission's, shadow rules included; a denial's, its enforced rules' (nothing of it
+-- is written). Taken before a lease's denial, whose figures are its set's.
+local needs
+if held then
+  needs = resetafter
+  if allowed == 1 and sreset and sreset > needs then needs = sreset end
+end
 if fewest < 0 then fewest = 0 end -- a bucket in debt has none left
 -- Leases: a check every other rule allows takes a lease of every concurrency rule (rule
 -- n2 / 2 + k), or of none when one holds its most in flight already: then it is denied,
@@ -893,8 +912,12 @@ if settle then
 end
 
 -- at: when the key must expire (ms), nil to leave it; newday: the first write of the
--- day's usage, which prunes the days past keeping.
-local at, newday
+-- day's usage, which prunes the days past keeping; longer: a call that admits nothing
+-- extends a key that has its expiry (GT), and tries nothing more.
+local at, newday, longer
+if needs and (allowed == 0 or give > 0 or most == 0) then
+  at, longer = (now + (-now) % 1000) / 1000 + needs + 1000, true
+end
 if allowed == 1 and most > 0 then
   if give == 0 then
     -- TIME's microseconds have six digits nine times in ten: then the stamp is a join.
@@ -1096,7 +1119,7 @@ if at then
   local first, second = 'GT', 'NX'
   if not stored then first, second = 'NX', 'GT' end
   at = string.format('%d', at)
-  if call('PEXPIREAT', key, at, first) == 0 then call('PEXPIREAT', key, at, second) end
+  if call('PEXPIREAT', key, at, first) == 0 and not longer then call('PEXPIREAT', key, at, second) end
 end
 
 if shadow then

@@ -1,0 +1,99 @@
+package bucket_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+)
+
+// planChanges are a bucket drained (or a quota spent) under one plan, then read under
+// another by a call that admits nothing: the state must outlive what the new plan says.
+var planChanges = []struct {
+	name   string
+	before []bucketgate.Rule // cost: their capacity or limit, admitted
+	after  bucketgate.Request
+}{
+	{"slower refill, denied", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}},
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 0.001}}, Cost: 1}},
+	{"larger capacity, denied", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}},
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "burst", Capacity: 2000, RefillPerSecond: 100}}, Cost: 50}},
+	{"slower refill, peeked", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}},
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 0.001}}}},
+	{"slower refill, refunded", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}},
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 0.001}}, Op: bucketgate.OpRefund, Cost: 1}},
+	{"slower refill, denied by a second rule", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}, {Name: "daily", Limit: 200, Period: bucketgate.PeriodDay}},
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "daily", Limit: 200, Period: bucketgate.PeriodDay}, {Name: "burst", Capacity: 200, RefillPerSecond: 0.001}}, Cost: 1}},
+	{"quota limit lowered, denied", []bucketgate.Rule{{Name: "daily", Limit: 200, Period: bucketgate.PeriodDay}},
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "daily", Limit: 100, Period: bucketgate.PeriodDay}}, Cost: 1}},
+	{"quota from a day to a month, denied", []bucketgate.Rule{{Name: "q", Limit: 200, Period: bucketgate.PeriodDay}},
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "q", Limit: 200, Period: bucketgate.PeriodMonth, Anchor: 1}}, Cost: 1}},
+}
+
+// TestPlanChangeOutlivesOldExpiry: a bucket drained under a fast plan, then denied,
+// peeked or refunded under a slower one (or a larger capacity), is not full again when
+// the old plan's expiry passes: the key lives until the rules of the call that read it
+// are full, and a peek ten seconds later (past the old plan's expiry) still finds the
+// state, as the model does. Quotas keep their windows either way. On miniredis, whose
+// clock the test moves.
+func TestPlanChangeOutlivesOldExpiry(t *testing.T) {
+	for _, tc := range planChanges {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMini(t)
+			l := bucket.New(m.client)
+			model := bucket.NewModel()
+			step := func(q bucketgate.Request) bucketgate.Decision {
+				t.Helper()
+				q.Identity = "changed"
+				got, want := decide(t, l, q), model.Decide(m.now, q)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%+v:\nscript %+v\nmodel  %+v", q, got, want)
+				}
+				compareStored(t, m.client, model, "changed", m.now, true)
+				return got
+			}
+			step(bucketgate.Request{Rules: tc.before, Cost: tc.before[0].Max()})
+			m.advance(100 * time.Millisecond)
+			if d := step(tc.after); tc.after.Op == bucketgate.OpCheck && tc.after.Cost > 0 && d.Allowed {
+				t.Fatalf("under the new plan: %+v, want denied", d)
+			}
+			m.advance(10 * time.Second)
+			d := step(bucketgate.Request{Rules: tc.after.Rules})
+			for i, r := range d.Rules {
+				if r.ResetAfter == 0 {
+					t.Fatalf("a peek 10 s later: %s is full (%+v): the state the new plan keeps for longer is gone", tc.after.Rules[i].Name, d)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanChangeExpiryRealRedis: on redis-server (or valkey-server), after a call under
+// another plan the key expires no sooner than its answer says every rule is full again
+// (its ResetAfter), and exactly when the model says.
+func TestPlanChangeExpiryRealRedis(t *testing.T) {
+	l, c := real(t)
+	model := bucket.NewModel()
+	for _, tc := range planChanges {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "changed " + tc.name
+			first := bucketgate.Request{Identity: id, Rules: tc.before, Cost: tc.before[0].Max()}
+			if got := decide(t, l, first); !reflect.DeepEqual(got, model.Decide(got.At, first)) {
+				t.Fatalf("the first plan: %+v, model %+v", got, model.Decide(got.At, first))
+			}
+			q := tc.after
+			q.Identity = id
+			got := decide(t, l, q)
+			if want := model.Decide(got.At, q); !reflect.DeepEqual(got, want) {
+				t.Fatalf("under the new plan:\nredis %+v\nmodel %+v", got, want)
+			}
+			at := mustInt(t, do(t, c, c.B().Pexpiretime().Key(bucket.Key(id)).Build()))
+			if full := got.At.Add(got.ResetAfter).UnixMilli(); at < full {
+				t.Fatalf("%+v: the key expires at %d, before every rule is full (%d)", got, at, full)
+			}
+			compareExpiry(t, c, model, id)
+		})
+	}
+}

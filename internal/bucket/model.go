@@ -47,12 +47,15 @@ type ModelBucket struct {
 // ModelQuota is one quota's state as the script stores it: Used tokens admitted in the
 // window that ends at End (Unix seconds); Limited once its first denial in the window
 // was reported, Reached the thresholds reported in the window (0; 1: 80%; 2: 80% and
-// 100%), the marks of the end.
+// 100%), the marks of the end; Of the limit of the thresholds last reported (0 for
+// none), which stays from window to window: Reached is of another limit than the
+// rule's, changed since, counts as none.
 type ModelQuota struct {
 	Used    int64
 	End     int64
 	Limited bool
 	Reached int
+	Of      int64
 }
 
 // ModelUsage is an identity's usage of one UTC day as the script stores it.
@@ -110,6 +113,7 @@ type ruleState struct {
 	qend    float64
 	limited bool
 	reached int
+	of      int64 // the limit reached is of (see ModelQuota)
 }
 
 // Decide does q at now exactly as the script would, and records the writes. q must
@@ -155,7 +159,9 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 			// an hour from now, a week's on a Monday) is another period's, stored before
 			// the rule changed period: its count stands until this period's window ends,
 			// unmarked.
-			if stored, ok := k.quota(r.Name, op); ok && stored.End*1_000_000 > nowUS {
+			stored, ok := k.quota(r.Name, op)
+			st.of = stored.Of
+			if ok && stored.End*1_000_000 > nowUS {
 				st.count, st.end, st.limited, st.reached = stored.Used, stored.End, stored.Limited, stored.Reached
 				if _, end := r.Window(now); ofAnotherPeriod(r, st.end, nowUS) && end.Unix() < st.end {
 					st.end, st.limited, st.reached = end.Unix(), false, 0
@@ -225,6 +231,9 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 				if st.count >= r.Limit {
 					reached = 2
 				}
+				if st.of != 0 && st.of != r.Limit { // reported of another limit: none of this one
+					st.reached = 0
+				}
 				if reached > st.reached {
 					if st.reached < 1 {
 						reached80 |= 1 << i
@@ -232,7 +241,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 					if reached == 2 {
 						reached100 |= 1 << i
 					}
-					st.reached = reached
+					st.reached, st.of = reached, r.Limit
 				} else {
 					figs[2*i], figs[2*i+1] = 0, 0
 				}
@@ -479,7 +488,7 @@ func (m *Model) write(key string, rules []bucketgate.Rule, states []ruleState, n
 			if k.quotas == nil {
 				k.quotas = map[string]ModelQuota{}
 			}
-			k.quotas[r.Name] = ModelQuota{Used: states[i].count, End: states[i].end, Limited: states[i].limited, Reached: states[i].reached}
+			k.quotas[r.Name] = ModelQuota{Used: states[i].count, End: states[i].end, Limited: states[i].limited, Reached: states[i].reached, Of: states[i].of}
 			continue
 		}
 		if k.buckets == nil {

@@ -229,7 +229,7 @@ func endWindows(t testing.TB, c rueidis.Client, model *bucket.Model, identity st
 		start, _ := r.Window(time.Unix(int64(stored), 0).Add(-time.Second))
 		do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(r.Name+lua.EndSuffix, strconv.FormatInt(start.Unix(), 10)).Build())
 		q, _ := model.Quota(identity, r.Name)
-		model.SetQuota(identity, r.Name, bucket.ModelQuota{Used: q.Used, End: start.Unix()})
+		model.SetQuota(identity, r.Name, bucket.ModelQuota{Used: q.Used, End: start.Unix(), Of: q.Of})
 		moved = true
 	}
 	return moved

@@ -14,7 +14,9 @@
 --           denial until it is next full; a quota's end starts with '+' after its first
 --           denial in the window, and ends with 'e0' once 80% of its limit was reported
 --           in the window, 'E0' once 100% also was ("+1767225600E0"; not leading zeros,
---           which gopher-lua, miniredis's Lua, reads as octal).
+--           which gopher-lua, miniredis's Lua, reads as octal); "<rule>:limit", the
+--           limit (a whole number) of the thresholds an admission last reported, written
+--           with them, kept from window to window and removed by a reset.
 --           A rule with no fields is full. With usage, the current UTC day D
 --           (days since 1970-01-01) keeps up to three fields: "u:<D>:a" (checks allowed),
 --           "u:<D>:x" (the cost they took above one each: the cost admitted is a + x, and
@@ -123,7 +125,10 @@
 -- (the next admission finding it full writes the stamp unmarked); a quota's is its
 -- calendar window: its first denial marks its end, and an admission that moves its count
 -- across 80% or 100% of its limit reports it unless the end's suffix says it was (a refund
--- that lowered the count below leaves them). A reset removes the marks with the fields.
+-- that lowered the count below leaves them) of this limit: under a suffix, the crossing
+-- reads "<rule>:limit" (HGET; none, written by an earlier release: this limit), and a
+-- limit changed in the window counts as nothing reported; a threshold reported writes it
+-- (one HSET more, once or twice a window). A reset removes the marks with the fields.
 -- The common admission pays one string length per stored bucket and a few tests: under
 -- make bench-instructions' callgrind, a check of 1 rule half limited 55,082 instructions
 -- (54,371 before crossings: most of it the mark, one HSET per identity and window),
@@ -534,6 +539,9 @@ local held -- a bucket of the request has state: a call that admits nothing keep
 -- fields and values a first denial marks; kept[i + 1] true for a marked bucket an
 -- admission leaves marked.
 local cross, fig, up, ufig, marks, kept
+-- lims: the "<rule>:limit" fields and values of the quotas whose thresholds an admission
+-- reports, written with it.
+local lims
 for i = 1, n2, 2 do
   local j = o + n2 + i
   local cap, rate, period = argv[j] + 0, argv[j + 1] + 0 -- period: a quota's (its rate); nil for a bucket
@@ -688,9 +696,16 @@ for i = 1, n2, 2 do
           -- Across 80% or 100% of the limit: reported unless the window's end says it was
           -- (z: 1 for its suffix e0, 2 for E0); the end written says so from now on.
           local sign, digits, z = '', string.format('%d', we), 0
+          local lf = string.match(argv[o + i], '^[^:]*') .. ':limit' -- the limit they were of
           if ending and s[i + 1] == ending then
             sign, digits, z = string.match(ending, '^(%+?)([^eE]*)(.?)')
             if z == 'e' then z = 1 elseif z == 'E' then z = 2 else z = 0 end
+            if z > 0 then
+              -- Reported of another limit (changed in the window): none of this one yet.
+              -- No limit recorded (a previous release's marks): of this one.
+              local of = call('HGET', key, lf)
+              if of and of + 0 ~= cap then z = 0 end
+            end
           end
           local reached = 1
           if count >= cap then reached = 2 end
@@ -701,6 +716,8 @@ for i = 1, n2, 2 do
             up, ufig = (up or 0) + bits, ufig or {}
             ufig[i], ufig[i + 1] = count, we
             s[i + 1] = sign .. digits .. (reached == 2 and 'E0' or 'e0')
+            lims = lims or {}
+            lims[#lims + 1], lims[#lims + 2] = lf, string.format('%d', cap)
           end
         end
         if level < fewest then fewest, binding = level, r end
@@ -998,6 +1015,7 @@ if allowed == 1 and most > 0 then
         if ux then call('HSET', key, ua, a, ux, x) elseif keep then call('HSET', key, ua, a) end
       end
     end
+    if lims then call('HSET', key, unpack(lims)) end
   else
     -- A refund: give tokens added to each stored bucket count, at its stamp, capped at
     -- the capacity unless the count holds more already; written only where that raised
@@ -1037,8 +1055,12 @@ if allowed == 1 and most > 0 then
     if w then call('HSET', key, unpack(w)) end
   end
 elseif op == 'reset' then -- a refund is always allowed (a settle at its estimate gives 0), a check never gets here with op
-  call('HDEL', key, unpack(argv, o + 1, o + n2))
-  local f, ms = {}, string.format('%d', (now - now % 1000) / 1000)
+  local f, ms = {unpack(argv, o + 1, o + n2)}, string.format('%d', (now - now % 1000) / 1000)
+  for i = 1, n2, 2 do -- and each quota's limit its thresholds were of
+    if quotas and quotas % 2 ^ ((i + 1) / 2) >= 2 ^ ((i - 1) / 2) then f[#f + 1] = string.match(argv[o + i], '^[^:]*') .. ':limit' end
+  end
+  call('HDEL', key, unpack(f))
+  f = {}
   for i = 1, n2, 2 do f[i], f[i + 1] = string.match(argv[o + i], '^[^:]*'), ms end
   call('HSET', KEYS[2], unpack(f))
   call('PEXPIRE', KEYS[2], '3600000')

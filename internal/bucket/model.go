@@ -286,9 +286,10 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		m.mark(key, q.Rules, states, firstDenied)
 	}
 	counted := m.usageDays(q.Identity) > 0 && op == bucketgate.OpCheck && qcost > 0 && !debit
-	if held && (!allowed || op == bucketgate.OpRefund || qcost == 0) {
+	if held && m.reservedAt.IsZero() && (!allowed || op == bucketgate.OpRefund || qcost == 0) {
 		// A call that admits nothing keeps a stored bucket until its rules (a denial's
 		// enforced ones) are full: another plan than the last admission's may need longer.
+		// Not a settle: its rules are its reserve's, whose admission set the expiry.
 		if !allowed {
 			last = reset
 		}

@@ -539,7 +539,7 @@ elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) elseif n2 =
 local allowed, fewest, wait, waitrule, resetafter, dfewest, dwait, dreset = 1, huge, 0, 0, 0, huge, 0, 0
 local binding, dbinding, shadow, denials, sreset, stored, quotas, ends
 local held -- a bucket of the request has state: a call that admits nothing keeps it (see needs)
-local lives -- the latest end (Unix s) of a quota's window stored: the key lives past it
+local lives -- the latest end (Unix s) of a quota's window stored with a count: the key lives past it
 -- Crossings (see the header), nil while none: cross, the bits of denials (fig, their
 -- rules' figures, by i) or, while allowed, up the bits of thresholds (ufig); marks, the
 -- fields and values a first denial marks; kept[i + 1] true for a marked bucket an
@@ -599,7 +599,7 @@ for i = 1, n2, 2 do
       end
       if e * 1000000 > now then
         count, we = c, e
-        if not lives or e > lives then lives = e end
+        if c > 0 and (not lives or e > lives) then lives = e end -- a count there: its admission's expiry
         -- A day's window ends within a day of now, a week's on a Monday within a week
         -- (an hour more each, for a window stored under a clock ahead): a later end is
         -- another period's, stored before the rule changed period (a plan changed under

@@ -28,6 +28,7 @@ type Model struct {
 	leaseIDs         map[string]modelLeaseID      // by identity, 0 and the model's id
 	reservedAt       time.Time                    // while a settle gives back: its reserve's time (quotas give back in its window only)
 	skipped          []string                     // while a settle is decided: the shadow rules its reserve took nothing from
+	admittedAt       int64                        // the expiry (Unix ms) the rules of the last admission needed, which a lease's denial undoing it keeps
 	// resets is when each rule was last reset (Unix ms), by identity, 0 and rule name:
 	// a settle gives nothing back to a rule reset at or after its reserve. The script's
 	// live bucketgate.MaxTTL, past which a reset is older than any reserve a settle may
@@ -293,7 +294,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		if !allowed {
 			last = reset
 		}
-		k.extend(ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond))
+		k.extend(ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond) - 1) // the margin less the rounding of the admission's expiry
 	}
 	switch {
 	case op == bucketgate.OpReset:
@@ -309,6 +310,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	case allowed && qcost > 0:
 		k = m.write(key, q.Rules, states, nowUS)
 		at := ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond)
+		m.admittedAt = at
 		if counted {
 			m.countUsage(q.Identity, k, nowUS, at, ModelUsage{Allowed: 1, Cost: qcost})
 		} else {

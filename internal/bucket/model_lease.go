@@ -120,10 +120,6 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 	undo := m.snapshot(key, UsageKey(q.Identity))
 	held := m.key(key, nowUS).holds(qo.Rules)
 	d := m.decide(now, qo, op, qcost, debit)
-	var life int64 // the expiry the admission gave the key, which a lease's denial keeps (see decide)
-	if k := m.keys[key]; k != nil {
-		life = k.expires
-	}
 	if len(qo.Rules) == 0 && m.usageDays(q.Identity) == 0 {
 		undo() // a lease alone writes no state hash
 	}
@@ -156,8 +152,8 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 				}
 				m.countUsage(q.Identity, k, nowUS, 0, ModelUsage{Limited: 1})
 			}
-			if held {
-				m.keys[key].extend(life)
+			if held { // kept as a denial keeps it (see decide), for the figures of the admission
+				m.keys[key].extend(m.admittedAt - 1)
 			}
 			return newDecision(qs, false, n+k, 0, first-nowMS, last-nowMS, nowUS, n+k, 0)
 		}

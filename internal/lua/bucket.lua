@@ -140,7 +140,7 @@
 -- a key that has no expiry yet). A denial or a peek writes no rule. But a call that
 -- admits nothing (a denial, a peek, a refund; not a settle, whose rules are its
 -- reserve's) finding a bucket stored lets the key live (PEXPIREAT GT, its one call more)
--- 1000 ms past the time every rule is full under its own rules (a denial's: its enforced
+-- 999 ms past the time every rule is full under its own rules (a denial's: its enforced
 -- ones; a denial by a lease's set: as its admission would have): the expiry was set under
 -- the last admission's, and another plan (a slower refill, a larger capacity) needs
 -- longer, which would otherwise find the bucket full once the old plan's expiry passed
@@ -938,15 +938,15 @@ if settle then
 end
 
 -- at: when the key must expire (ms), nil to leave it; newday: the first write of the
--- day's usage, which prunes the days past keeping; longer: a call that admits nothing
--- extends a key that has its expiry (GT), and tries nothing more.
+-- day's usage, which prunes the days past keeping; longer: for a key known to have its
+-- expiry (a call that admits nothing, a quota's window stored), GT and nothing more.
 local at, newday, longer
 if needs and not settle and (allowed == 0 or give > 0 or most == 0) then
-  -- No call when the key lives that long already: the admission that wrote a quota's
-  -- window made it live 1000 ms past the window's end (and a denial counted in usage
-  -- finds the day's usage living to the day's end at least, below).
-  at, longer = (now + (-now) % 1000) / 1000 + needs + 1000, true
-  if lives and at <= lives * 1000 + 1000 then at = nil end
+  -- No call when the key lives that long already: a quota's window (below), or for a
+  -- denial counted in usage the day's usage, which lives to the day's end at least.
+  -- 999 ms: under the rules of the last admission, whose expiry rounds its time and
+  -- the rules' up apart and so may be a millisecond earlier, the expiry stays.
+  at, longer = (now + (-now) % 1000) / 1000 + needs + 999, true
 end
 if allowed == 1 and most > 0 then
   if give == 0 then
@@ -1148,6 +1148,13 @@ if lcounts and allowed == 1 then
     end
   end
   if n2 == 0 and not keep then at = nil end -- a lease alone writes no state hash
+end
+if at and lives then
+  -- A quota's count stored in its window: the admission that wrote it made the key live
+  -- 1000 ms past the window's end, so no call for less, and GT alone for more (the key
+  -- has its expiry). An admission of a quota's window otherwise made two calls, GT and
+  -- NX, each finding the same expiry.
+  if at <= lives * 1000 + 1000 then at = nil else longer = true end
 end
 if at then
   -- GT never shortens the key's life, but does nothing to a key with no expiry yet: NX

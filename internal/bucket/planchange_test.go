@@ -2,7 +2,10 @@ package bucket_test
 
 import (
 	"cmp"
+	"context"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,4 +114,42 @@ func sameDecision(got, want bucketgate.Decision) bool {
 	}
 	got.Lease, want.Lease = "", ""
 	return reflect.DeepEqual(got, want)
+}
+
+// TestExpiryCalls counts the PEXPIREAT calls the script makes on redis-server (INFO
+// commandstats, reset before each phase): an admission of a quota's window set the
+// key's expiry, so a later admission makes one call at most (it made two, GT then NX),
+// and a denial none while the quota's window outlives every rule.
+func TestExpiryCalls(t *testing.T) {
+	monthly := bucketgate.Rule{Name: "monthly", Limit: 100000, Period: bucketgate.PeriodMonth}
+	for _, tc := range []struct {
+		name    string
+		rules   []bucketgate.Rule
+		cost    int64
+		allowed bool
+		most    int // PEXPIREAT calls for ten such checks
+	}{
+		{"admissions of a bucket and a quota", []bucketgate.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 10}, monthly}, 1, true, 10},
+		{"admissions of a quota", []bucketgate.Rule{monthly}, 1, true, 10},
+		{"denials of a bucket under a quota", []bucketgate.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 0.01}, monthly}, 100, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, c := real(t)
+			q := bucketgate.Request{Identity: "calls", Rules: tc.rules, Cost: tc.cost}
+			decide(t, l, q) // the key's first write
+			do(t, c, c.B().ConfigResetstat().Build())
+			expectRun(t, l, q, 10, tc.allowed)
+			stats, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := 0
+			if _, rest, ok := strings.Cut(stats, "cmdstat_pexpireat:calls="); ok {
+				calls, _ = strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			}
+			if calls > tc.most {
+				t.Fatalf("%d PEXPIREAT calls for ten checks, want %d at most", calls, tc.most)
+			}
+		})
+	}
 }

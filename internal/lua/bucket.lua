@@ -149,12 +149,11 @@
 -- that long already. Under make bench-instructions' callgrind: a check of 1 rule half
 -- limited 60,564 (55,922 before: the denial's call), every check admitted 66,987
 -- (66,581), a refund 73,742 (64,939), a settle below its estimate 111,717 (101,530)
--- before settles were left out. A refund adds its
--- tokens to the count each bucket with state stored, at that count's stamp, capped at
--- the capacity unless the count already held more (stored under a plan of a larger
--- capacity: then it stays as it is); it writes only the counts it raised, and leaves the
--- stamps. So a refund
--- never lowers a bucket, whatever plan it names: at any later time, refilled at any rate,
+-- before settles were left out. A refund adds its tokens to the count each bucket with
+-- state stored, at that count's stamp, capped at the capacity unless the count already
+-- held more (stored under a plan of a larger capacity: then it stays as it is); it
+-- writes only the counts it raised, and leaves the stamps. So a refund never lowers a
+-- bucket, whatever plan it names: at any later time, refilled at any rate,
 -- a rule holds at least what it would have held without it (refilling the count to now
 -- under the refund's rate, as a check does, would lose the refill a faster plan gives).
 -- A refund lowers a quota's count in its window by its tokens, to 0 at least, and writes

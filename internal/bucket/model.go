@@ -651,8 +651,9 @@ func (m *Model) SetBucket(identity, rule string, b ModelBucket) {
 }
 
 // ExpiresAt returns when identity's key expires (the latest moment at which every rule
-// of a write was full again, or its day's usage no longer kept, plus ExpiryMargin), and
-// false when nothing was written for it.
+// of a write was full again, or its day's usage no longer kept, plus ExpiryMargin; or
+// every rule of a call that admitted nothing, as its rules have them, plus ExpiryMargin
+// less a millisecond), and false when nothing was written for it.
 func (m *Model) ExpiresAt(identity string) (time.Time, bool) {
 	k := m.keys[Key(identity)]
 	if k == nil {

@@ -37,14 +37,18 @@ type Function struct {
 	Name string
 	// handler builds the function's Lambda handler from what every function shares.
 	handler func(p parts) (lambda.Handler, error)
+	// errors are the outcomes of the decisions it answers with a function error, which
+	// its errors alarm subtracts from Lambda's Errors: written at once
+	// (telemetry.WriteAtOnce).
+	errors []string
 }
 
 // The functions.
 var (
 	// Authorizer is the API Gateway REQUEST authorizer (functions/authorizer).
-	Authorizer = Function{Name: "authorizer", handler: newAuthorizer}
+	Authorizer = Function{Name: "authorizer", handler: newAuthorizer, errors: []string{telemetry.OutcomeRefused, telemetry.OutcomeUnavailable}}
 	// Check is the direct-invocation decision function (functions/check).
-	Check = Function{Name: "check", handler: newCheck}
+	Check = Function{Name: "check", handler: newCheck, errors: []string{telemetry.OutcomeRefused}}
 	// Functions are every function, by name.
 	Functions = map[string]Function{Authorizer.Name: Authorizer, Check.Name: Check}
 )
@@ -71,7 +75,7 @@ func Build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 
 // build is Build, returning the parts the handler was built from.
 func build(f Function, getenv func(string) string, metrics, logOut io.Writer) (lambda.Handler, parts, error) {
-	p, err := assemble(getenv, f.Name, metrics, logOut, telemetry.WriteErrorsAtOnce())
+	p, err := assemble(getenv, f.Name, metrics, logOut, telemetry.WriteAtOnce(f.errors...))
 	if err != nil {
 		return nil, p, err
 	}

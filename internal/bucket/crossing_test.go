@@ -2,9 +2,12 @@ package bucket_test
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
@@ -129,5 +132,71 @@ func TestCrossingsOnceUnderConcurrency(t *testing.T) {
 	want := map[string]int{"burst Rate Limited 0": 1, "daily Quota Threshold Reached 80": 1}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("crossings %v, want %v", got, want)
+	}
+}
+
+// TestQuotaCrossingsAfterLimitChange: the thresholds a quota reported in its window are
+// of the limit they were reported against: after a limit raised (or lowered) in the
+// window, reaching 80% and 100% of the new limit reports them again, once; a refund
+// under the same limit still reports nothing again. The model agrees, event by event
+// and field by field. On a real server and on miniredis.
+func TestQuotaCrossingsAfterLimitChange(t *testing.T) {
+	monthly := func(limit int64) []bucketgate.Rule {
+		return []bucketgate.Rule{{Name: "monthly", Limit: limit, Period: bucketgate.PeriodMonth}}
+	}
+	type step struct {
+		rules []bucketgate.Rule
+		op    bucketgate.Op
+		cost  int64
+		want  []string
+	}
+	r80, r100 := "monthly Quota Threshold Reached 80", "monthly Quota Threshold Reached 100"
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"raised after 100%", []step{
+			{monthly(10), bucketgate.OpCheck, 10, []string{r80, r100}},
+			{monthly(100), bucketgate.OpCheck, 69, nil},
+			{monthly(100), bucketgate.OpCheck, 1, []string{r80}},
+			{monthly(100), bucketgate.OpCheck, 19, nil},
+			{monthly(100), bucketgate.OpCheck, 1, []string{r100}},
+			{monthly(100), bucketgate.OpRefund, 30, nil},
+			{monthly(100), bucketgate.OpCheck, 30, nil},
+		}},
+		{"raised after 80%, both in one step", []step{
+			{monthly(10), bucketgate.OpCheck, 8, []string{r80}},
+			{monthly(20), bucketgate.OpCheck, 12, []string{r80, r100}},
+		}},
+		{"lowered after 80%", []step{
+			{monthly(100), bucketgate.OpCheck, 85, []string{r80}},
+			{monthly(90), bucketgate.OpCheck, 5, []string{r80, r100}}, // 80% of 90 was never reported
+			{monthly(200), bucketgate.OpCheck, 70, []string{r80}},
+		}},
+		{"the same limit, after a refund", []step{
+			{monthly(10), bucketgate.OpCheck, 9, []string{r80}},
+			{monthly(10), bucketgate.OpRefund, 5, nil},
+			{monthly(10), bucketgate.OpCheck, 6, []string{r100}},
+		}},
+	} {
+		run := func(t *testing.T, l *bucket.Limiter, c rueidis.Client) {
+			model := bucket.NewModel()
+			for i, s := range tc.steps {
+				q := bucketgate.Request{Identity: "changed limit", Rules: s.rules, Op: s.op, Cost: s.cost}
+				d := wantCrossings(t, l, q, true, s.want...)
+				if want := model.Decide(d.At, q); !reflect.DeepEqual(d, want) {
+					t.Fatalf("step %d:\nscript %+v\nmodel  %+v", i+1, d, want)
+				}
+				compareStored(t, c, model, "changed limit", d.At, false)
+			}
+		}
+		t.Run(tc.name+", real", func(t *testing.T) {
+			l, c := real(t)
+			run(t, l, c)
+		})
+		t.Run(tc.name+", miniredis", func(t *testing.T) {
+			m := newMini(t)
+			run(t, bucket.New(m.client), m.client)
+		})
 	}
 }

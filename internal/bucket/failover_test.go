@@ -2,6 +2,7 @@ package bucket_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,9 +50,7 @@ func TestStandaloneFailover(t *testing.T) {
 		limiters[i] = bucket.New(connect(t, map[string]string{"REDIS_ADDR": endpoint.Addr}))
 		decide(t, limiters[i], bucketgate.Request{Identity: call.name, Rules: slow, Cost: 1})
 	}
-	if n, err := primary.Command(ctx, "WAIT", "1", "5000"); err != nil || n != "1" {
-		t.Fatalf("WAIT for the replica: %s, %v", n, err)
-	}
+	caughtUp(t, replica, primary)
 
 	if _, err := replica.Command(ctx, "REPLICAOF", "NO", "ONE"); err != nil {
 		t.Fatal(err)
@@ -66,6 +65,41 @@ func TestStandaloneFailover(t *testing.T) {
 			}
 		})
 	}
+}
+
+// caughtUp waits until replica has processed everything primary has written. (WAIT
+// would not do: it waits for the writes of its own connection, and the limiters wrote
+// on theirs, so that it answered at once, and a replica lagging under load was promoted
+// without them.)
+func caughtUp(t *testing.T, replica, primary *redistest.Server) {
+	t.Helper()
+	want := replOffset(t, primary)
+	for deadline := time.Now().Add(10 * time.Second); replOffset(t, replica) < want; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has not processed %s's writes to offset %d in 10 s", replica.Addr, primary.Addr, want)
+		}
+	}
+}
+
+// replOffset is s's replication offset: what it has written (a primary) or processed
+// (a replica) of the replication stream.
+func replOffset(t *testing.T, s *redistest.Server) int64 {
+	t.Helper()
+	info, err := s.Command(context.Background(), "INFO", "replication")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "master_repl_offset:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: master_repl_offset %q: %v", s.Addr, v, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("%s: no master_repl_offset in INFO replication: %s", s.Addr, info)
+	return 0
 }
 
 // replicate makes replica a replica of primary and waits until its link is up.

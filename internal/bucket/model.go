@@ -28,6 +28,7 @@ type Model struct {
 	leaseIDs         map[string]modelLeaseID      // by identity, 0 and the model's id
 	reservedAt       time.Time                    // while a settle gives back: its reserve's time (quotas give back in its window only)
 	skipped          []string                     // while a settle is decided: the shadow rules its reserve took nothing from
+	admittedAt       int64                        // the expiry (Unix ms) the rules of the last admission needed, which a lease's denial undoing it keeps
 	// resets is when each rule was last reset (Unix ms), by identity, 0 and rule name:
 	// a settle gives nothing back to a rule reset at or after its reserve. The script's
 	// live bucketgate.MaxTTL, past which a reset is older than any reserve a settle may
@@ -47,12 +48,15 @@ type ModelBucket struct {
 // ModelQuota is one quota's state as the script stores it: Used tokens admitted in the
 // window that ends at End (Unix seconds); Limited once its first denial in the window
 // was reported, Reached the thresholds reported in the window (0; 1: 80%; 2: 80% and
-// 100%), the marks of the end.
+// 100%), the marks of the end; Of the limit of the thresholds last reported (0 for
+// none), which stays from window to window: Reached is of another limit than the
+// rule's, changed since, counts as none.
 type ModelQuota struct {
 	Used    int64
 	End     int64
 	Limited bool
 	Reached int
+	Of      int64
 }
 
 // ModelUsage is an identity's usage of one UTC day as the script stores it.
@@ -110,6 +114,7 @@ type ruleState struct {
 	qend    float64
 	limited bool
 	reached int
+	of      int64 // the limit reached is of (see ModelQuota)
 }
 
 // Decide does q at now exactly as the script would, and records the writes. q must
@@ -128,6 +133,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	nowUS := timeToMicros(now)
 	key := Key(q.Identity)
 	k := m.key(key, nowUS)
+	held := op != bucketgate.OpReset && k.holds(q.Rules)
 	cost, give := float64(qcost), int64(0)
 	if op == bucketgate.OpRefund {
 		cost, give = 0, qcost
@@ -154,7 +160,9 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 			// an hour from now, a week's on a Monday) is another period's, stored before
 			// the rule changed period: its count stands until this period's window ends,
 			// unmarked.
-			if stored, ok := k.quota(r.Name, op); ok && stored.End*1_000_000 > nowUS {
+			stored, ok := k.quota(r.Name, op)
+			st.of = stored.Of
+			if ok && stored.End*1_000_000 > nowUS {
 				st.count, st.end, st.limited, st.reached = stored.Used, stored.End, stored.Limited, stored.Reached
 				if _, end := r.Window(now); ofAnotherPeriod(r, st.end, nowUS) && end.Unix() < st.end {
 					st.end, st.limited, st.reached = end.Unix(), false, 0
@@ -224,6 +232,9 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 				if st.count >= r.Limit {
 					reached = 2
 				}
+				if st.of != 0 && st.of != r.Limit { // reported of another limit: none of this one
+					st.reached = 0
+				}
 				if reached > st.reached {
 					if st.reached < 1 {
 						reached80 |= 1 << i
@@ -231,7 +242,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 					if reached == 2 {
 						reached100 |= 1 << i
 					}
-					st.reached = reached
+					st.reached, st.of = reached, r.Limit
 				} else {
 					figs[2*i], figs[2*i+1] = 0, 0
 				}
@@ -276,6 +287,15 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		m.mark(key, q.Rules, states, firstDenied)
 	}
 	counted := m.usageDays(q.Identity) > 0 && op == bucketgate.OpCheck && qcost > 0 && !debit
+	if held && m.reservedAt.IsZero() && (!allowed || op == bucketgate.OpRefund || qcost == 0) {
+		// A call that admits nothing keeps a stored bucket until its rules (a denial's
+		// enforced ones) are full: another plan than the last admission's may need longer.
+		// Not a settle: its rules are its reserve's, whose admission set the expiry.
+		if !allowed {
+			last = reset
+		}
+		k.extend(ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond) - 1) // the margin less the rounding of the admission's expiry
+	}
 	switch {
 	case op == bucketgate.OpReset:
 		m.remove(key, q.Rules)
@@ -290,6 +310,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	case allowed && qcost > 0:
 		k = m.write(key, q.Rules, states, nowUS)
 		at := ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond)
+		m.admittedAt = at
 		if counted {
 			m.countUsage(q.Identity, k, nowUS, at, ModelUsage{Allowed: 1, Cost: qcost})
 		} else {
@@ -428,6 +449,19 @@ func (m *Model) correctUsage(identity string, nowUS, delta int64) {
 	m.countUsage(identity, k, nowUS, 0, ModelUsage{Cost: delta})
 }
 
+// holds reports whether k, which may be nil, has the state of a bucket among rules.
+func (k *modelKey) holds(rules []bucketgate.Rule) bool {
+	if k == nil {
+		return false
+	}
+	for _, r := range rules {
+		if _, ok := k.buckets[r.Name]; ok && !r.IsQuota() && !r.IsConcurrency() {
+			return true
+		}
+	}
+	return false
+}
+
 // extend lets k live until at (Unix milliseconds) at least.
 func (k *modelKey) extend(at int64) { k.expires = max(k.expires, at) }
 
@@ -457,7 +491,7 @@ func (m *Model) write(key string, rules []bucketgate.Rule, states []ruleState, n
 			if k.quotas == nil {
 				k.quotas = map[string]ModelQuota{}
 			}
-			k.quotas[r.Name] = ModelQuota{Used: states[i].count, End: states[i].end, Limited: states[i].limited, Reached: states[i].reached}
+			k.quotas[r.Name] = ModelQuota{Used: states[i].count, End: states[i].end, Limited: states[i].limited, Reached: states[i].reached, Of: states[i].of}
 			continue
 		}
 		if k.buckets == nil {
@@ -617,8 +651,9 @@ func (m *Model) SetBucket(identity, rule string, b ModelBucket) {
 }
 
 // ExpiresAt returns when identity's key expires (the latest moment at which every rule
-// of a write was full again, or its day's usage no longer kept, plus ExpiryMargin), and
-// false when nothing was written for it.
+// of a write was full again, or its day's usage no longer kept, plus ExpiryMargin; or
+// every rule of a call that admitted nothing, as its rules have them, plus ExpiryMargin
+// less a millisecond), and false when nothing was written for it.
 func (m *Model) ExpiresAt(identity string) (time.Time, bool) {
 	k := m.keys[Key(identity)]
 	if k == nil {

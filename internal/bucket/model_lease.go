@@ -118,6 +118,7 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 	}
 	key := Key(q.Identity)
 	undo := m.snapshot(key, UsageKey(q.Identity))
+	held := m.key(key, nowUS).holds(qo.Rules)
 	d := m.decide(now, qo, op, qcost, debit)
 	if len(qo.Rules) == 0 && m.usageDays(q.Identity) == 0 {
 		undo() // a lease alone writes no state hash
@@ -150,6 +151,9 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 					m.keys[key] = k
 				}
 				m.countUsage(q.Identity, k, nowUS, 0, ModelUsage{Limited: 1})
+			}
+			if held { // kept as a denial keeps it (see decide), for the figures of the admission
+				m.keys[key].extend(m.admittedAt - 1)
 			}
 			return newDecision(qs, false, n+k, 0, first-nowMS, last-nowMS, nowUS, n+k, 0)
 		}

@@ -229,7 +229,7 @@ func endWindows(t testing.TB, c rueidis.Client, model *bucket.Model, identity st
 		start, _ := r.Window(time.Unix(int64(stored), 0).Add(-time.Second))
 		do(t, c, c.B().Hset().Key(key).FieldValue().FieldValue(r.Name+lua.EndSuffix, strconv.FormatInt(start.Unix(), 10)).Build())
 		q, _ := model.Quota(identity, r.Name)
-		model.SetQuota(identity, r.Name, bucket.ModelQuota{Used: q.Used, End: start.Unix()})
+		model.SetQuota(identity, r.Name, bucket.ModelQuota{Used: q.Used, End: start.Unix(), Of: q.Of})
 		moved = true
 	}
 	return moved
@@ -239,7 +239,9 @@ func endWindows(t testing.TB, c rueidis.Client, model *bucket.Model, identity st
 // peek), 1, a random cost or the smallest capacity; a refund of 1 to the smallest
 // capacity; or a reset. One rule in four comes as another plan has it (otherPlan): the
 // same bucket under a smaller capacity and a faster rate, so that checks, refunds and
-// peeks meet buckets another plan left above their capacity.
+// peeks meet buckets another plan left above their capacity; one in eight of the rest
+// as a larger plan has it (largerPlan), which needs the key longer than the expiry the
+// last admission set, and reports a quota's thresholds of its larger limit.
 func randomRequest(rng *rand.Rand, id string, pool []bucketgate.Rule) bucketgate.Request {
 	perm := rng.Perm(len(pool))[:1+rng.IntN(3)]
 	q := bucketgate.Request{Identity: id}
@@ -252,6 +254,8 @@ func randomRequest(rng *rand.Rand, id string, pool []bucketgate.Rule) bucketgate
 		r := pool[i]
 		if rng.IntN(4) == 0 {
 			r = otherPlan(r)
+		} else if rng.IntN(8) == 0 {
+			r = largerPlan(r)
 		}
 		q.Rules = append(q.Rules, r)
 		if r.Shadow {
@@ -290,6 +294,19 @@ func otherPlan(r bucketgate.Rule) bucketgate.Rule {
 	}
 	r.Capacity = max(1, r.Capacity/3)
 	r.RefillPerSecond = min(2*r.RefillPerSecond, bucketgate.MaxRefillPerSecond)
+	return r
+}
+
+// largerPlan returns r as a larger plan has it: the same name, twice its capacity at
+// half its rate (as far as a fill of 366 days allows); for a quota, three times its
+// limit in the same windows.
+func largerPlan(r bucketgate.Rule) bucketgate.Rule {
+	if r.IsQuota() {
+		r.Limit *= 3
+		return r
+	}
+	r.RefillPerSecond /= 2
+	r.Capacity = max(1, min(2*r.Capacity, int64(r.RefillPerSecond*bucketgate.MaxFillTime.Seconds())))
 	return r
 }
 

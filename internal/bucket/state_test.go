@@ -69,7 +69,7 @@ func storedState(t testing.TB, c rueidis.Client, id string) bucket.ModelState {
 				b.Stamp, b.Limited = whole(f, stamp), marked
 			}
 			st.Buckets[name] = b
-		case strings.HasSuffix(f, lua.UsedSuffix), strings.HasSuffix(f, lua.EndSuffix):
+		case strings.HasSuffix(f, lua.UsedSuffix), strings.HasSuffix(f, lua.EndSuffix), strings.HasSuffix(f, lua.LimitSuffix):
 			name, suffix, _ := strings.Cut(f, ":")
 			if st.Quotas == nil {
 				st.Quotas = map[string]bucket.ModelQuota{}
@@ -77,6 +77,8 @@ func storedState(t testing.TB, c rueidis.Client, id string) bucket.ModelState {
 			q := st.Quotas[name]
 			if ":"+suffix == lua.UsedSuffix {
 				q.Used = whole(f, v)
+			} else if ":"+suffix == lua.LimitSuffix {
+				q.Of = whole(f, v)
 			} else {
 				end, marked := strings.CutPrefix(v, string(lua.MarkLimited))
 				if digits, ok := strings.CutSuffix(end, lua.MarkReached80); ok {

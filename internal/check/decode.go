@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,10 +106,14 @@ func arrayValue(path string, raw []byte, most int) (elems [][]byte, n int, err e
 
 // wholeValue decodes the JSON number at path when it is written as a whole number
 // (no fraction, no exponent) that fits an int64; want describes the range the caller
-// accepts, for the error.
+// accepts, for the error, which says how to write it when raw is a whole number written
+// with a fraction or an exponent (5.0 and 1e3 from a client whose numbers are floats).
 func wholeValue(path string, raw []byte, want string) (int64, error) {
 	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if jsonKind(raw) != "number" || err != nil {
+	if kind := jsonKind(raw); kind != "number" || err != nil {
+		if f, ferr := strconv.ParseFloat(string(raw), 64); kind == "number" && ferr == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			want += ", written without a fraction or an exponent"
+		}
 		return 0, fmt.Errorf("%s: got %s, want %s", path, describe(raw), want)
 	}
 	return n, nil

@@ -191,11 +191,15 @@ const (
 // identity's hash: its tokens (a double) and the Redis TIME of its last write
 // (microseconds). UsedSuffix and EndSuffix follow a quota's name in its two: what it
 // admitted in its window (a whole number), and when the window ends (Unix seconds).
+// LimitSuffix follows it in a third, written with the thresholds an admission reports
+// (MarkReached80, MarkReached100): the limit they are of, whose marks a limit changed in
+// the window does not heed.
 const (
 	TokensSuffix = ":tokens"
 	StampSuffix  = ":ts"
 	UsedSuffix   = ":used"
 	EndSuffix    = ":end"
+	LimitSuffix  = ":limit"
 )
 
 // Marks for events on a stamp or a window's end, which read as the same number:

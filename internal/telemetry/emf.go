@@ -142,13 +142,9 @@ func (inv *Invocation) empty() bool {
 	return len(inv.groups) == 0 && len(inv.lookups) == 0 && inv.invalid == 0 && inv.configInvalid == 0 && len(inv.counts) == 0
 }
 
-// answeredWithError reports whether inv counts a decision that its function answers
-// with a function error, which Lambda's Errors metric counts at once: a refused one (the
-// authorizer's 401) or an unavailable one (its 503).
-func (inv *Invocation) answeredWithError() bool {
-	return slices.ContainsFunc(inv.groups, func(g *group) bool {
-		return g.outcome == OutcomeRefused || g.outcome == OutcomeUnavailable
-	})
+// decided reports whether inv counts a decision of one of outcomes.
+func (inv *Invocation) decided(outcomes []string) bool {
+	return slices.ContainsFunc(inv.groups, func(g *group) bool { return slices.Contains(outcomes, g.outcome) })
 }
 
 // add adds everything o observed to inv.
@@ -188,9 +184,9 @@ type Emitter struct {
 	stack     string
 	function  string
 	interval  time.Duration // 0: every Invocation at once
-	// errorsAtOnce: with interval, an Invocation answered with an error is written at
-	// once all the same (WriteErrorsAtOnce).
-	errorsAtOnce bool
+	// atOnce: with interval, an Invocation that counts a decision of one of these
+	// outcomes is written at once all the same (WriteAtOnce).
+	atOnce []string
 
 	mu      sync.Mutex
 	pending Invocation // gathered and not yet written
@@ -211,21 +207,22 @@ type EmitterOption func(*Emitter)
 // with another's (CloudWatch files metrics by the minute): an Invocation of a later
 // minute first writes what the earlier one gathered, under its own time. What waits is
 // lost if the process ends before its next Invocation or Flush: at most interval's
-// worth. A clock that goes back writes at once (and, with WriteErrorsAtOnce, an
-// Invocation answered with an error). interval <= 0 writes every Invocation at once.
+// worth. A clock that goes back writes at once (and, with WriteAtOnce, an
+// Invocation of its outcomes). interval <= 0 writes every Invocation at once.
 func FlushEvery(interval time.Duration) EmitterOption {
 	return func(e *Emitter) { e.interval = max(interval, 0) }
 }
 
-// WriteErrorsAtOnce makes an Emitter with FlushEvery write an Invocation that counts a
-// refused or unavailable decision, which a Lambda function answers with an error (the
-// authorizer's 401 and 503), at once with what waits: Lambda's Errors metric counts
-// it at once, and the alarms on the functions' errors subtract those Decisions from
+// WriteAtOnce makes an Emitter with FlushEvery write an Invocation that counts a
+// decision of one of outcomes at once, with what waits. A Lambda function answers some
+// decisions with an error (the authorizer its refused and unavailable ones, the 401 and
+// 503; the check function the operations it refuses): Lambda's Errors metric counts
+// them at once, and the alarms on the functions' errors subtract those Decisions from
 // Errors, which a count held by an instance frozen after it would leave in for as long
 // as the instance stays idle. A process that is not frozen (the middleware's) has no
 // need of it.
-func WriteErrorsAtOnce() EmitterOption {
-	return func(e *Emitter) { e.errorsAtOnce = true }
+func WriteAtOnce(outcomes ...string) EmitterOption {
+	return func(e *Emitter) { e.atOnce = outcomes }
 }
 
 // NewEmitter returns an Emitter writing to w (os.Stdout in Lambda) under namespace, with
@@ -264,7 +261,7 @@ func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 		e.start = at
 	}
 	e.pending.add(inv)
-	if since := at.Sub(e.flushed); since >= e.interval || since < 0 || e.errorsAtOnce && inv.answeredWithError() { // < 0: the clock went back
+	if since := at.Sub(e.flushed); since >= e.interval || since < 0 || inv.decided(e.atOnce) { // < 0: the clock went back
 
 		e.flushed = at
 		err = errors.Join(err, e.flush())

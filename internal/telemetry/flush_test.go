@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,36 +243,49 @@ func TestFlushEveryConcurrent(t *testing.T) {
 	}
 }
 
-// With WriteErrorsAtOnce, an Invocation answered with a function error, which Lambda's
-// Errors metric counts at once (a refusal, the authorizer's 401; a decision failed
-// closed, its 503), is written at once with what waits, though within the interval: the
-// error alarms subtract its count from Errors, and an instance frozen after it would
-// otherwise hold it for as long as it stays idle. Other outcomes still wait, and
-// without the option every one does.
+// With WriteAtOnce, an Invocation that counts a decision of its outcomes, those its
+// function answers with a function error, which Lambda's Errors metric counts at once
+// (the authorizer's refusals, 401, and decisions failed closed, 503; the check
+// function's refusals), is written at once with what waits, though within the
+// interval: the error alarms subtract its count from Errors, and an instance frozen
+// after it would otherwise hold it for as long as it stays idle. Other outcomes still
+// wait, and without the option every one does.
 func TestFlushEveryWritesErrorsAtOnce(t *testing.T) {
 	base := time.Date(2026, 11, 26, 0, 10, 5, 0, time.UTC)
 	tests := []struct {
 		name    string
 		observe func(*telemetry.Invocation)
-		want    []string // the lines the second Invocation writes
+		outcome string   // the outcome observe counts
+		lines   []string // the lines the second Invocation writes at once
 	}{
-		{"refused", (*telemetry.Invocation).ObserveRefused, []string{"@0 allowed 2/2", "@0 refused 1/0"}},
+		{"refused", (*telemetry.Invocation).ObserveRefused, telemetry.OutcomeRefused, []string{"@0 allowed 2/2", "@0 refused 1/0"}},
 		{"failed closed", func(inv *telemetry.Invocation) {
 			inv.Observe(guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: guard.FailureTimeout})
-		}, []string{"@0 allowed 2/2", "@0 unavailable 1/0"}},
+		}, telemetry.OutcomeUnavailable, []string{"@0 allowed 2/2", "@0 unavailable 1/0"}},
 		{"limited", func(inv *telemetry.Invocation) {
 			inv.Observe(guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonLimited}})
-		}, nil},
+		}, telemetry.OutcomeLimited, nil},
 		{"degraded", func(inv *telemetry.Invocation) {
 			inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: guard.FailureTimeout})
-		}, nil},
+		}, telemetry.OutcomeDegraded, nil},
+	}
+	functions := []struct {
+		name   string
+		atOnce []string // WriteAtOnce's outcomes; nil: no option
+	}{
+		{"authorizer's", []string{telemetry.OutcomeRefused, telemetry.OutcomeUnavailable}},
+		{"check function's", []string{telemetry.OutcomeRefused}},
+		{"without the option", nil},
 	}
 	for _, tc := range tests {
-		for _, atOnce := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s, WriteErrorsAtOnce %v", tc.name, atOnce), func(t *testing.T) {
+		for _, f := range functions {
+			t.Run(tc.name+", "+f.name, func(t *testing.T) {
 				opts, want := []telemetry.EmitterOption{telemetry.FlushEvery(time.Second)}, []string(nil)
-				if atOnce {
-					opts, want = append(opts, telemetry.WriteErrorsAtOnce()), tc.want
+				if f.atOnce != nil {
+					opts = append(opts, telemetry.WriteAtOnce(f.atOnce...))
+				}
+				if slices.Contains(f.atOnce, tc.outcome) {
+					want = tc.lines
 				}
 				var out bytes.Buffer
 				e := telemetry.NewEmitter(&out, "ns", "orders-prod", "authorizer", opts...)

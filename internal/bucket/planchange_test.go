@@ -1,0 +1,155 @@
+package bucket_test
+
+import (
+	"cmp"
+	"context"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+)
+
+// planChanges are a bucket drained (or a quota spent) under one plan, then read under
+// another by a call that admits nothing: the state must outlive what the new plan says.
+var planChanges = []struct {
+	name   string
+	before []bucketgate.Rule // cost: the first rule's capacity or limit (or spent), admitted
+	spent  int64
+	after  bucketgate.Request
+}{
+	{"slower refill, denied", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}}, 0,
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 0.001}}, Cost: 1}},
+	{"larger capacity, denied", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}}, 0,
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "burst", Capacity: 2000, RefillPerSecond: 100}}, Cost: 50}},
+	{"slower refill, peeked", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}}, 0,
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 0.001}}}},
+	{"slower refill, refunded", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}}, 0,
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 0.001}}, Op: bucketgate.OpRefund, Cost: 1}},
+	{"slower refill, denied by a second rule", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}, {Name: "daily", Limit: 200, Period: bucketgate.PeriodDay}}, 0,
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "daily", Limit: 200, Period: bucketgate.PeriodDay}, {Name: "burst", Capacity: 200, RefillPerSecond: 0.001}}, Cost: 1}},
+	{"quota limit lowered, denied", []bucketgate.Rule{{Name: "daily", Limit: 200, Period: bucketgate.PeriodDay}}, 0,
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "daily", Limit: 100, Period: bucketgate.PeriodDay}}, Cost: 1}},
+	{"larger capacity, denied by a lease", []bucketgate.Rule{{Name: "burst", Capacity: 200, RefillPerSecond: 100}, {Name: "streams", Concurrency: 1}}, 100,
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "burst", Capacity: 2000, RefillPerSecond: 100}, {Name: "streams", Concurrency: 1}}, Cost: 1}},
+	{"quota from a day to a month, denied", []bucketgate.Rule{{Name: "q", Limit: 200, Period: bucketgate.PeriodDay}}, 0,
+		bucketgate.Request{Rules: []bucketgate.Rule{{Name: "q", Limit: 200, Period: bucketgate.PeriodMonth, Anchor: 1}}, Cost: 1}},
+}
+
+// TestPlanChangeOutlivesOldExpiry: a bucket drained under a fast plan, then denied,
+// peeked or refunded under a slower one (or a larger capacity), is not full again when
+// the old plan's expiry passes: the key lives until the rules of the call that read it
+// are full, and a peek ten seconds later (past the old plan's expiry) still finds the
+// state, as the model does. Quotas keep their windows either way. On miniredis, whose
+// clock the test moves.
+func TestPlanChangeOutlivesOldExpiry(t *testing.T) {
+	for _, tc := range planChanges {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMini(t)
+			l := bucket.New(m.client)
+			model := bucket.NewModel()
+			step := func(q bucketgate.Request) bucketgate.Decision {
+				t.Helper()
+				q.Identity = "changed"
+				got, want := decide(t, l, q), model.Decide(m.now, q)
+				if !sameDecision(got, want) {
+					t.Fatalf("%+v:\nscript %+v\nmodel  %+v", q, got, want)
+				}
+				compareStored(t, m.client, model, "changed", m.now, true)
+				return got
+			}
+			step(bucketgate.Request{Rules: tc.before, Cost: cmp.Or(tc.spent, tc.before[0].Max())})
+			m.advance(100 * time.Millisecond)
+			if d := step(tc.after); tc.after.Op == bucketgate.OpCheck && tc.after.Cost > 0 && d.Allowed {
+				t.Fatalf("under the new plan: %+v, want denied", d)
+			}
+			m.advance(10 * time.Second)
+			d := step(bucketgate.Request{Rules: tc.after.Rules})
+			for i, r := range d.Rules {
+				if r.ResetAfter == 0 {
+					t.Fatalf("a peek 10 s later: %s is full (%+v): the state the new plan keeps for longer is gone", tc.after.Rules[i].Name, d)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanChangeExpiryRealRedis: on redis-server (or valkey-server), after a call under
+// another plan the key expires no sooner than its answer says every rule is full again
+// (its ResetAfter, but for a lease's denial), and exactly when the model says.
+func TestPlanChangeExpiryRealRedis(t *testing.T) {
+	l, c := real(t)
+	model := bucket.NewModel()
+	for _, tc := range planChanges {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "changed " + tc.name
+			first := bucketgate.Request{Identity: id, Rules: tc.before, Cost: cmp.Or(tc.spent, tc.before[0].Max())}
+			if got := decide(t, l, first); !sameDecision(got, model.Decide(got.At, first)) {
+				t.Fatalf("the first plan: %+v, model %+v", got, model.Decide(got.At, first))
+			}
+			q := tc.after
+			q.Identity = id
+			got := decide(t, l, q)
+			if want := model.Decide(got.At, q); !sameDecision(got, want) {
+				t.Fatalf("under the new plan:\nredis %+v\nmodel %+v", got, want)
+			}
+			// A lease's denial describes its set, which is not this key (the model tells).
+			at := mustInt(t, do(t, c, c.B().Pexpiretime().Key(bucket.Key(id)).Build()))
+			if full := got.At.Add(got.ResetAfter).UnixMilli(); at < full && got.Rule != "streams" {
+				t.Fatalf("%+v: the key expires at %d, before every rule is full (%d)", got, at, full)
+			}
+			compareExpiry(t, c, model, id)
+		})
+	}
+}
+
+// sameDecision reports whether the script's decision is the model's, their lease ids
+// aside (each names its own): both carry one or neither does.
+func sameDecision(got, want bucketgate.Decision) bool {
+	if (got.Lease == "") != (want.Lease == "") {
+		return false
+	}
+	got.Lease, want.Lease = "", ""
+	return reflect.DeepEqual(got, want)
+}
+
+// TestExpiryCalls counts the PEXPIREAT calls the script makes on redis-server (INFO
+// commandstats, reset before each phase): an admission of a quota's window set the
+// key's expiry, so a later admission makes one call at most (it made two, GT then NX),
+// and a denial none while the quota's window outlives every rule.
+func TestExpiryCalls(t *testing.T) {
+	monthly := bucketgate.Rule{Name: "monthly", Limit: 100000, Period: bucketgate.PeriodMonth}
+	for _, tc := range []struct {
+		name    string
+		rules   []bucketgate.Rule
+		cost    int64
+		allowed bool
+		most    int // PEXPIREAT calls for ten such checks
+	}{
+		{"admissions of a bucket and a quota", []bucketgate.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 10}, monthly}, 1, true, 10},
+		{"admissions of a quota", []bucketgate.Rule{monthly}, 1, true, 10},
+		{"denials of a bucket under a quota", []bucketgate.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 0.01}, monthly}, 100, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, c := real(t)
+			q := bucketgate.Request{Identity: "calls", Rules: tc.rules, Cost: tc.cost}
+			decide(t, l, q) // the key's first write
+			do(t, c, c.B().ConfigResetstat().Build())
+			expectRun(t, l, q, 10, tc.allowed)
+			stats, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := 0
+			if _, rest, ok := strings.Cut(stats, "cmdstat_pexpireat:calls="); ok {
+				calls, _ = strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			}
+			if calls > tc.most {
+				t.Fatalf("%d PEXPIREAT calls for ten checks, want %d at most", calls, tc.most)
+			}
+		})
+	}
+}

@@ -86,13 +86,6 @@ func (c circuit) allow(now time.Time) (ok bool, last Failure, lastErr error) {
 	return c.own.allow(now)
 }
 
-// record notes in both of c's circuits how a request sent to Redis at start ended at
-// now.
-func (c circuit) record(start, now time.Time, err error) {
-	c.cluster.record(start, now, err)
-	c.own.record(start, now, err)
-}
-
 // failure returns err, the outcome of a call to Redis, as the breaker counts it: nil
 // when Redis answered, which an answer about one identity's stored state
 // (bucket.ErrBadState) is: Redis itself is well.

@@ -167,17 +167,25 @@ func broken(records []registry.Record, cfg *config.Config, now time.Time) []stri
 func rescoped(records []registry.Record, was, cfg *config.Config, now time.Time) []string {
 	var out []string
 	for _, rec := range records {
-		if !reaches(rec, now) {
-			continue
-		}
-		old, okOld := was.Plan(rec.Plan)
-		p, ok := cfg.Plan(rec.Plan)
-		if !okOld || !ok {
-			continue // unusable before, or after: broken's
-		}
-		out = append(out, reachLines(fmt.Sprintf("%s (plan %s)", oneLine(rec.ID), rec.Plan), rec.Rules, was, old, cfg, p)...)
+		out = append(out, reachOf(rec, was, cfg, now)...)
 	}
 	return out
+}
+
+// reachOf returns what moving from document was to cfg changes in the reach of the own
+// rules of rec, active at now, on its plan in both (reachLines): nothing when they reach
+// nothing of a plan's (reaches), or its plan is unusable before or after (broken, or a
+// command's check, says so).
+func reachOf(rec registry.Record, was, cfg *config.Config, now time.Time) []string {
+	if !reaches(rec, now) {
+		return nil
+	}
+	old, okOld := was.Plan(rec.Plan)
+	p, ok := cfg.Plan(rec.Plan)
+	if !okOld || !ok {
+		return nil
+	}
+	return reachLines(fmt.Sprintf("%s (plan %s)", oneLine(rec.ID), rec.Plan), rec.Rules, was, old, cfg, p)
 }
 
 // reaches reports whether the own rules of rec, active at now, limit requests that its

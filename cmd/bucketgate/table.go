@@ -238,7 +238,7 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	var what, rescoped []string
 	if moved {
 		if t.version != 0 { // the table's, not the shell's: what rec's own rules reach under it is the functions'
-			rescoped = t.rereach(rec, cfg)
+			rescoped = reachOf(rec, t.loaded, cfg, time.Now())
 		}
 		t.loaded, t.version, t.from = cfg, version, fmt.Sprintf("version %d of the table's configuration document", version)
 		what = append(what, fmt.Sprintf("version %d of the configuration document", version))
@@ -256,20 +256,6 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 		return fmt.Errorf("%s %w, but version %d of the configuration document, written while this command ran, changes which requests its own rules limit (bucketgate keys override or clear-overrides, or accounts override or clear-overrides, changes them):\n%s", rec.ID, errWritten, version, nameBroken(rescoped))
 	}
 	return nil
-}
-
-// rereach returns what cfg, a document written since rec was checked against t.loaded,
-// changes in the reach of rec's own rules, as rescoped says it.
-func (t *keyTable) rereach(rec registry.Record, cfg *config.Config) []string {
-	if !reaches(rec, time.Now()) {
-		return nil
-	}
-	old, okOld := t.loaded.Plan(rec.Plan)
-	p, ok := cfg.Plan(rec.Plan)
-	if !okOld || !ok {
-		return nil // check says so
-	}
-	return reachLines(fmt.Sprintf("%s (plan %s)", oneLine(rec.ID), rec.Plan), rec.Rules, t.loaded, old, cfg, p)
 }
 
 // errWritten is wrapped by the error of a change or a put whose item is written, and

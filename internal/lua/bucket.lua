@@ -135,9 +135,11 @@
 -- every check admitted 65,610 (65,324).
 --
 -- A check that takes tokens writes every rule and sets the key to expire 1000 ms (the
--- margin, bucket.ExpiryMargin) after every bucket written is full again and every quota
--- written has reached its window's end, never shortening its life (PEXPIREAT GT, or NX on
--- a key that has no expiry yet). A denial or a peek writes no rule. But a call that
+-- margin, bucket.ExpiryMargin) after every bucket written is full again (its time rounded
+-- up with now's) and every quota written has reached its window's end (exactly: so that
+-- each admission of the window finds the expiry its first set, and makes no call), never
+-- shortening its life (PEXPIREAT GT, or NX on a key that has no expiry yet). A denial or
+-- a peek writes no rule. But a call that
 -- admits nothing (a denial, a peek, a refund; not a settle, whose rules are its
 -- reserve's) finding a bucket stored lets the key live (PEXPIREAT GT, its one call more)
 -- 999 ms past the time every rule is full under its own rules (a denial's: its enforced
@@ -528,7 +530,7 @@ elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) elseif n2 =
 -- longest time until a rule has cost tokens again. s[i] becomes rule r's tokens after an
 -- admission (a quota's count), for HSET, and a quota's s[i + 1] its window's end. Shadow
 -- rules keep their own figures: the index i of the last one met (shadow), their denials
--- (denials) and the longest time until one is full (sreset), for the expiry. quotas has
+-- (denials) and the longest time until a bucket is full (sreset; a quota's, qat), for the expiry. quotas has
 -- bit r-1 set for each quota r, and ends, for a peek, a quota's ms until its window ends
 -- by i. Locals that start nil are set by one instruction: binding and dbinding get their
 -- rule before they are read, the shadow figures are set by the first shadow rule, stored
@@ -539,6 +541,12 @@ local allowed, fewest, wait, waitrule, resetafter, dfewest, dwait, dreset = 1, h
 local binding, dbinding, shadow, denials, sreset, stored, quotas, ends
 local held -- a bucket of the request has state: a call that admits nothing keeps it (see needs)
 local lives -- the latest end (Unix s) of a quota's window stored with a count: the key lives past it
+-- qat: the latest end (Unix s) of a quota's window that an admission (or a call that
+-- admits nothing) leaves a count in: the key lives exactly the margin past it, not
+-- rounded with now as a bucket's time is (so that a later admission of the window finds
+-- the expiry its first set, and makes no call). qreset: the enforced quotas' part of an
+-- admission's reset after, kept apart from the buckets' (resetafter) until the loop ends.
+local qat, qreset
 -- Crossings (see the header), nil while none: cross, the bits of denials (fig, their
 -- rules' figures, by i) or, while allowed, up the bits of thresholds (ufig); marks, the
 -- fields and values a first denial marks; kept[i + 1] true for a marked bucket an
@@ -678,7 +686,7 @@ for i = 1, n2, 2 do
         if debit and count > cap + cap then count = cap + cap end -- over its limit by its limit at most
       end
       s[i] = count
-      if not sreset or full > sreset then sreset = full end
+      if count > 0 and (not qat or we > qat) then qat = we end
     else
       if level < dfewest then dfewest = level end
       if full > dreset then dreset = full end
@@ -727,8 +735,11 @@ for i = 1, n2, 2 do
           end
         end
         if level < fewest then fewest, binding = level, r end
-        if count > 0 then full = qend end
-        if full > resetafter then resetafter = full end
+        if count > 0 then
+          full = qend
+          if not qat or we > qat then qat = we end
+        end
+        if not qreset or full > qreset then qreset = full end
         if level < need and qend > wait then wait, waitrule = qend, r end
       end
     end
@@ -840,8 +851,12 @@ for i = 1, n2, 2 do
     end
   end
 end
+-- blast: the buckets' part of an admission's reset after (shadow ones in sreset), which
+-- its expiry rounds with now; its quotas' is their windows' ends (qat), exact.
+local blast = resetafter
+if qreset and qreset > resetafter then resetafter = qreset end
 if dbinding then
-  fewest, binding, wait, waitrule, resetafter = dfewest, dbinding, dwait, dbinding, dreset
+  fewest, binding, wait, waitrule, resetafter, qat = dfewest, dbinding, dwait, dbinding, dreset, nil
 end
 -- needs: with a bucket stored, the ms until every rule is full under this call's rules,
 -- which a call that admits nothing (a denial, a peek, a refund) lets the key live at
@@ -854,7 +869,10 @@ end
 local needs
 if held then
   needs = resetafter
-  if allowed == 1 and sreset and sreset > needs then needs = sreset end
+  if allowed == 1 then -- its quotas' windows' ends are qat's
+    needs = blast
+    if sreset and sreset > needs then needs = sreset end
+  end
 end
 if fewest < 0 then fewest = 0 end -- a bucket in debt has none left
 -- Leases: a check every other rule allows takes a lease of every concurrency rule (rule
@@ -946,14 +964,16 @@ if needs and not settle and (allowed == 0 or give > 0 or most == 0) then
   -- 999 ms: under the rules of the last admission, whose expiry rounds its time and
   -- the rules' up apart and so may be a millisecond earlier, the expiry stays.
   at, longer = (now + (-now) % 1000) / 1000 + needs + 999, true
+  if qat and qat * 1000 + 999 > at then at = qat * 1000 + 999 end
 end
 if allowed == 1 and most > 0 then
   if give == 0 then
     -- TIME's microseconds have six digits nine times in ten: then the stamp is a join.
     local stamp = #t[2] == 6 and t[1] .. t[2] or string.format('%d', now)
-    local last = resetafter
+    local last = blast
     if sreset and sreset > last then last = sreset end
     at = (now + (-now) % 1000) / 1000 + last + 1000
+    if qat and qat * 1000 + 1000 > at then at = qat * 1000 + 1000 end
     if not (keep or quotas) then
       -- One HSET for one or two rules (no table to build), one per rule beyond.
       if n2 == 2 then

@@ -299,11 +299,9 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	counted := m.usageDays(q.Identity) > 0 && op == bucketgate.OpCheck && qcost > 0 && !debit
 	if held && m.reservedAt.IsZero() && (!allowed || op == bucketgate.OpRefund || qcost == 0) {
 		// A call that admits nothing keeps a stored bucket until its rules (a denial's
-		// enforced ones) are full: another plan than the last admission's may need longer.
-		// Not a settle: its rules are its reserve's, whose admission set the expiry.
-		if !allowed {
-			last = reset
-		}
+		// shadow ones as they stand, which it takes nothing of) are full: another plan
+		// than the last admission's may need longer. Not a settle: its rules are its
+		// reserve's, whose admission set the expiry.
 		k.extend(ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond) - 1) // the margin less the rounding of the admission's expiry
 	}
 	switch {

@@ -142,8 +142,9 @@
 -- a peek writes no rule. But a call that
 -- admits nothing (a denial, a peek, a refund; not a settle, whose rules are its
 -- reserve's) finding a bucket stored lets the key live (PEXPIREAT GT, its one call more)
--- 999 ms past the time every rule is full under its own rules (a denial's: its enforced
--- ones; a denial by a lease's set: as its admission would have): the expiry was set under
+-- 999 ms past the time every rule is full under its own rules (a denial's: its shadow
+-- ones as they stand, since it takes nothing of them; a denial by a lease's set: as its
+-- admission would have): the expiry was set under
 -- the last admission's, and another plan (a slower refill, a larger capacity) needs
 -- longer, which would otherwise find the bucket full once the old plan's expiry passed
 -- (quotas keep their windows' ends, which no plan moves later). No call when a quota's
@@ -530,7 +531,8 @@ elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) elseif n2 =
 -- longest time until a rule has cost tokens again. s[i] becomes rule r's tokens after an
 -- admission (a quota's count), for HSET, and a quota's s[i + 1] its window's end. Shadow
 -- rules keep their own figures: the index i of the last one met (shadow), their denials
--- (denials) and the longest time until a bucket is full (sreset; a quota's, qat), for the expiry. quotas has
+-- (denials) and the longest time until a bucket is full (sreset; as it stands, for a
+-- denial, dsreset; a quota's, qat), for the expiry. quotas has
 -- bit r-1 set for each quota r, and ends, for a peek, a quota's ms until its window ends
 -- by i. Locals that start nil are set by one instruction: binding and dbinding get their
 -- rule before they are read, the shadow figures are set by the first shadow rule, stored
@@ -538,7 +540,7 @@ elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) elseif n2 =
 -- it by its first field less its suffix (string.match(argv[o + i], '^[^:]*')), written
 -- out on each error path: a helper function would be a new closure per call.
 local allowed, fewest, wait, waitrule, resetafter, dfewest, dwait, dreset = 1, huge, 0, 0, 0, huge, 0, 0
-local binding, dbinding, shadow, denials, sreset, stored, quotas, ends
+local binding, dbinding, shadow, denials, sreset, dsreset, stored, quotas, ends
 local held -- a bucket of the request has state: a call that admits nothing keeps it (see needs)
 local lives -- the latest end (Unix s) of a quota's window stored with a count: the key lives past it
 -- qat: the latest end (Unix s) of a quota's window that an admission (or a call that
@@ -784,16 +786,19 @@ for i = 1, n2, 2 do
     if shadow == i then
       -- A shadow rule, if the check is allowed: cost taken when it holds cost tokens,
       -- else a shadow denial that takes nothing.
-      local r = (i + 1) / 2
+      -- dsreset: its time until full as it stands, for a denial (which takes nothing).
+      local r, full = (i + 1) / 2, (cap - level) * 1000 / rate
+      full = full + (-full) % 1
+      if not dsreset or full > dsreset then dsreset = full end
       if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
       elseif not (gone and gone[i]) then -- gone: a debit its reserve took nothing of
         level = level - cost
         if debit and level < -cap then level = -cap end -- a debt of its capacity at most
+        full = (cap - level) * 1000 / rate
+        full = full + (-full) % 1
       end
       s[i] = level
-      local full = (cap - level) * 1000 / rate
-      full = full + (-full) % 1
       if not sreset or full > sreset then sreset = full end
     elseif n2 == 2 then
       -- The only rule: its outcome is the decision's.
@@ -862,8 +867,10 @@ end
 -- which a call that admits nothing (a denial, a peek, a refund) lets the key live at
 -- least, plus the margin: the key's expiry was set under the rules of the last
 -- admission, and another plan's (a slower refill, a larger capacity) may need longer.
--- An admission's, shadow rules included; a denial's, its enforced rules' (nothing of it
--- is written). Taken before a lease's denial, whose figures are its set's. Not a
+-- An admission's, shadow rules included; a denial's, its enforced rules' and its shadow
+-- buckets' as they stand (nothing of it is written: a shadow rule's state under a slower
+-- plan must outlive the denials, or its trial under-counts them). Taken before a lease's
+-- denial, whose figures are its set's. Not a
 -- settle's: its rules are its reserve's (signed in its id), whose admission set the
 -- expiry, and giving back only brings the time they are full nearer.
 local needs
@@ -872,6 +879,8 @@ if held then
   if allowed == 1 then -- its quotas' windows' ends are qat's
     needs = blast
     if sreset and sreset > needs then needs = sreset end
+  elseif dsreset and dsreset > needs then -- a shadow bucket as it stands (a quota's window keeps it)
+    needs = dsreset
   end
 end
 if fewest < 0 then fewest = 0 end -- a bucket in debt has none left

@@ -126,9 +126,12 @@
 -- calendar window: its first denial marks its end, and an admission that moves its count
 -- across 80% or 100% of its limit reports it unless the end's suffix says it was (a refund
 -- that lowered the count below leaves them) of this limit: under a suffix, the crossing
--- reads "<rule>:limit" (HGET; none, written by an earlier release: this limit), and a
--- limit changed in the window counts as nothing reported; a threshold reported writes it
--- (one HSET more, once or twice a window). A reset removes the marks with the fields.
+-- reads "<rule>:limit" (HGET; none, written by an earlier release, or not a number, by
+-- hand or another version: this limit), and a limit changed in the window counts as
+-- nothing reported; a threshold reported writes it (one HSET more, once or twice a
+-- window). It is one limit, the last reported of: a limit changed and changed back in
+-- the window (100, 90, 100) reports the first's thresholds again as the count reaches
+-- them (a list of limits would cost every crossing a parse, for a plan changed twice). A reset removes the marks with the fields.
 -- The common admission pays one string length per stored bucket and a few tests: under
 -- make bench-instructions' callgrind, a check of 1 rule half limited 55,082 instructions
 -- (54,371 before crossings: most of it the mark, one HSET per identity and window),
@@ -719,8 +722,9 @@ for i = 1, n2, 2 do
             if z > 0 then
               -- Reported of another limit (changed in the window): none of this one yet.
               -- No limit recorded (a previous release's marks): of this one.
-              local of = call('HGET', key, lf)
-              if of and of + 0 ~= cap then z = 0 end
+              -- A limit that is not a number (by hand, another version): none written.
+              local of = tonumber(call('HGET', key, lf))
+              if of and of ~= cap then z = 0 end
             end
           end
           local reached = 1

@@ -211,20 +211,30 @@ func TestQuotaCrossingsAfterLimitChange(t *testing.T) {
 // TestQuotaLimitMarkNotANumber: a quota's "<rule>:limit" mark that is not a number
 // (written by hand, or by another version) is stored input: an admission crossing a
 // threshold under the window's mark reads it as no limit written (the marks are of this
-// limit), reports what is left to report, and writes the limit, never stopping the
-// identity's checks. On a real server and on miniredis.
+// limit), as one missing (an earlier release's marks) is, reports what is left to
+// report, and writes the limit, never stopping the identity's checks. On a real server
+// and on miniredis.
 func TestQuotaLimitMarkNotANumber(t *testing.T) {
 	quota := bucketgate.Rule{Name: "monthly", Limit: 10, Period: bucketgate.PeriodMonth}
-	for _, tc := range []struct{ name, mark string }{
-		{"a word", "ten"},
-		{"empty", ""},
-		{"a list", "10 20"},
-		{"a number and more", "10x"},
+	for _, tc := range []struct {
+		name string
+		mark string
+		none bool // the field removed instead
+	}{
+		{"a word", "ten", false},
+		{"empty", "", false},
+		{"a list", "10 20", false},
+		{"a number and more", "10x", false},
+		{"none, an earlier release's", "", true},
 	} {
 		run := func(t *testing.T, l *bucket.Limiter, c rueidis.Client) {
 			q := bucketgate.Request{Identity: "mark " + tc.name, Rules: []bucketgate.Rule{quota}, Cost: 8}
 			wantCrossings(t, l, q, true, "monthly Quota Threshold Reached 80")
-			do(t, c, c.B().Hset().Key(bucket.Key(q.Identity)).FieldValue().FieldValue("monthly:limit", tc.mark).Build())
+			if tc.none {
+				do(t, c, c.B().Hdel().Key(bucket.Key(q.Identity)).Field("monthly:limit").Build())
+			} else {
+				do(t, c, c.B().Hset().Key(bucket.Key(q.Identity)).FieldValue().FieldValue("monthly:limit", tc.mark).Build())
+			}
 			q.Cost = 2
 			wantCrossings(t, l, q, true, "monthly Quota Threshold Reached 100")
 			if got, err := c.Do(context.Background(), c.B().Hget().Key(bucket.Key(q.Identity)).Field("monthly:limit").Build()).ToString(); err != nil || got != "10" {

@@ -118,7 +118,7 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 	if err := c.invoke(ctx, req, &res, writes(req)); err != nil {
 		return checkapi.Response{}, err
 	}
-	if err := res.check(req.Op); err != nil {
+	if err := res.check(req); err != nil {
 		return checkapi.Response{}, c.unreadable(err)
 	}
 	if err := c.expired(res.Response); err != nil {
@@ -353,7 +353,7 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 	}
 	out := make([]checkapi.Response, len(res.Results))
 	for i, r := range res.Results {
-		if err := r.check(reqs[i].Op); err != nil {
+		if err := r.check(reqs[i]); err != nil {
 			return nil, c.unreadable(fmt.Errorf("results[%d]: %w", i, err))
 		}
 		out[i] = r.Response

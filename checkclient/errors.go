@@ -42,7 +42,8 @@ var ErrLeaseExpired = errors.New("the replayed lease has expired: it holds no sl
 
 // ErrorTypeUnreadable is the Type of a FunctionError for an answer that is not a
 // decision: not JSON, a member missing (a release's "released" when Redis answered it
-// too), in another case, given twice or null, an unknown reason, a reason that
+// too, an allowed reserve's "reservation", an allowed acquire's "lease", their
+// "expiresAt"), in another case, given twice or null, an unknown reason, a reason that
 // contradicts allowed, a batch answered with another count of results.
 const ErrorTypeUnreadable = "checkclient.Unreadable"
 

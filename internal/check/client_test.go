@@ -249,3 +249,71 @@ func TestClientReplayedLeaseExpired(t *testing.T) {
 		t.Fatalf("the job with a new requestId: %+v, %v: want denied by streams while the other holds it", res, err)
 	}
 }
+
+// checkclient judges a replayed lease's expiresAt, which is Redis's, by the client's
+// own clock: the answer carries no time of Redis's (a replay's figures are the first
+// decision's). So a clock apart from Redis's moves the line by as much, both ways, as
+// docs/check.md and ErrLeaseExpired say: behind, a lease Redis has expired passes as
+// held; ahead, one Redis holds is refused.
+func TestClientJudgesReplayedLeasesByItsOwnClock(t *testing.T) {
+	ctx := context.Background()
+	streams := []checkapi.Rule{{Name: "streams", Concurrency: 1}}
+	for _, tc := range []struct {
+		name         string
+		redis        time.Duration // Redis's clock, from the client's, at the acquire
+		later        time.Duration // and at the replay
+		expired      bool          // by Redis's clock, at the replay
+		errLeaseGone bool          // what checkclient answers
+	}{
+		{"in step, held", 0, 0, false, false},
+		{"in step, expired", -time.Minute, -time.Minute + 20*time.Second, true, true},
+		{"client behind Redis, expired by Redis", time.Minute, time.Minute + 20*time.Second, true, false},
+		{"client ahead of Redis, held by Redis", -time.Minute, -time.Minute, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr, _, checks := clientOfHandler(t)
+			now := time.Now()
+			mr.SetTime(now.Add(tc.redis))
+			job := checkapi.Request{Key: "k", Rules: streams, TTLMS: 10000, RequestID: "job-7"}
+			if first, err := checks.Check(ctx, job); err != nil || first.Lease == "" {
+				t.Fatalf("first acquire: %+v, %v: want a lease", first, err)
+			}
+			mr.SetTime(now.Add(tc.later))
+			peek, err := checks.Check(ctx, checkapi.Request{Key: "k", Rules: streams, Cost: new(int64(0))})
+			if err != nil || len(peek.Rules) != 1 || (peek.Rules[0].Remaining == 1) != tc.expired {
+				t.Fatalf("peek %+v, %v: want the lease expired by Redis %v", peek, err, tc.expired)
+			}
+			res, err := checks.Check(ctx, job)
+			switch {
+			case tc.errLeaseGone && !errors.Is(err, checkclient.ErrLeaseExpired):
+				t.Fatalf("replay: %+v, %v: want ErrLeaseExpired", res, err)
+			case !tc.errLeaseGone && (err != nil || !res.Replayed || res.Lease == ""):
+				t.Fatalf("replay: %+v, %v: want the first admission, replayed", res, err)
+			}
+		})
+	}
+}
+
+// A batch of which one settle conflicts is that conflict's error, with no answers:
+// the reserve decided beside it stands, charged, and its reservation is read by
+// sending it again with its requestId, which answers it replayed, charged once.
+func TestClientBatchConflictLeavesTheOthersToReplay(t *testing.T) {
+	ctx := context.Background()
+	_, _, checks := clientOfHandler(t)
+	rules := []checkapi.Rule{{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}}
+	reserve := checkapi.Request{Key: "k", Rules: rules, Op: checkapi.OpReserve, Cost: new(int64(4)), RequestID: "job-1"}
+	settle := checkapi.Request{Key: "k", Rules: rules, Op: checkapi.OpSettle, Cost: new(int64(1)), Reservation: "r2.AAAA.AAAAAAAAAAAAAAAAAAAAAA"}
+	res, err := checks.CheckBatch(ctx, []checkapi.Request{reserve, settle})
+	var fe *checkclient.FunctionError
+	if !errors.As(err, &fe) || fe.Type != checkapi.ErrorTypeConflict || !strings.Contains(fe.Message, "checks[0] was decided all the same") || res != nil {
+		t.Fatalf("%+v, %v: want a ConflictError naming checks[0] as decided, and no answers", res, err)
+	}
+	again, err := checks.Reserve(ctx, reserve)
+	if err != nil || !again.Replayed || again.Reservation == "" {
+		t.Fatalf("the reserve sent again: %+v, %v: want its first decision, replayed, with its reservation", again, err)
+	}
+	peek, err := checks.Check(ctx, checkapi.Request{Key: "k", Rules: rules, Cost: new(int64(0))})
+	if err != nil || peek.Remaining != 6 {
+		t.Fatalf("peek %+v, %v: want 6 tokens left, the estimate taken once", peek, err)
+	}
+}

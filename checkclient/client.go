@@ -265,7 +265,10 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // Release returns lease, which a check (or a reserve) with the same Key (or Identity)
 // and rules as req answered (Response.Lease), to its concurrency rules:
 // Response.Released reports whether it was still held; releasing again (or after its
-// TTLMS) answers Released false and changes nothing, so that it keeps every retry.
+// TTLMS) answers Released false and changes nothing, so that it keeps every retry. So
+// Released false after the client's own retry (a timeout or a crash after the first
+// run may have released it: WithFunctionRetries) does not say the lease expired: it
+// may be this call's release, whose answer was lost. Either way the lease holds nothing.
 // req.Op must be empty, checkapi.OpRelease or checkapi.OpReserve; req.Lease is set
 // from lease, and req.Cost, req.TTLMS and req.RequestID, the acquire's, are not sent (a
 // release has none), so that the request given to Check (or Reserve) releases too. A lease

@@ -317,3 +317,28 @@ func TestClientBatchConflictLeavesTheOthersToReplay(t *testing.T) {
 		t.Fatalf("peek %+v, %v: want 6 tokens left, the estimate taken once", peek, err)
 	}
 }
+
+// A release whose first run returned the lease and then timed out (its answer lost) is
+// sent again by checkclient, and that run finds the lease released: its answer says
+// released false, though this very call returned the lease, as Release's doc and
+// docs/check.md say. The slot is free either way.
+func TestClientReleaseRetriedAfterATimeout(t *testing.T) {
+	ctx := context.Background()
+	_, client := startMiniredis(t)
+	f := &timedOutOnce{h: lambda.NewHandler(newFixture(t, client, nil, guard.Options{}).h), runs: 1} // the acquire answers
+	srv := lambdatest.Start(t, map[string]lambda.Handler{clientFunction: f})
+	checks := checkclient.New(srv.Client(), clientFunction)
+	acquire := checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "streams", Concurrency: 1}}}
+	held, err := checks.Check(ctx, acquire)
+	if err != nil || held.Lease == "" {
+		t.Fatalf("acquire: %+v, %v: want a lease", held, err)
+	}
+	f.runs = 0 // the release's first run times out
+	res, err := checks.Release(ctx, acquire, held.Lease)
+	if err != nil || res.Released == nil || *res.Released || f.runs != 2 {
+		t.Fatalf("release: %+v, %v after %d runs: want released false, the second run's answer, after 2", res, err, f.runs)
+	}
+	if next, err := checks.Check(ctx, acquire); err != nil || !next.Allowed {
+		t.Fatalf("acquire after the release: %+v, %v: want the slot free", next, err)
+	}
+}

@@ -342,3 +342,33 @@ func TestClientReleaseRetriedAfterATimeout(t *testing.T) {
 		t.Fatalf("acquire after the release: %+v, %v: want the slot free", next, err)
 	}
 }
+
+// A denial is a first decision too: sent again with its requestId after its
+// retryAfterMs, when the tokens are there, it is the denial again, replayed, its wait
+// the first one's, for as long as the requestId is remembered; a new requestId is
+// decided. (A job queue that redelivers a limited job under its id must give the retry
+// a new one, as checkapi.Request.RequestID and docs/check.md say.)
+func TestClientDenialReplayedPastItsWait(t *testing.T) {
+	ctx := context.Background()
+	mr, _, checks := clientOfHandler(t)
+	now := time.Now()
+	mr.SetTime(now)
+	rules := []checkapi.Rule{{Name: "burst", Capacity: 1, RefillPerSecond: 1}}
+	if res, err := checks.Check(ctx, checkapi.Request{Key: "k", Rules: rules}); err != nil || !res.Allowed {
+		t.Fatalf("first: %+v, %v: want allowed", res, err)
+	}
+	job := checkapi.Request{Key: "k", Rules: rules, RequestID: "job-7"}
+	denied, err := checks.Check(ctx, job)
+	if err != nil || denied.Allowed || denied.RetryAfterMS < 1 {
+		t.Fatalf("the job: %+v, %v: want limited", denied, err)
+	}
+	mr.SetTime(now.Add(time.Duration(denied.RetryAfterMS)*time.Millisecond + time.Second)) // the tokens are there
+	again, err := checks.Check(ctx, job)
+	if err != nil || again.Allowed || !again.Replayed || again.RetryAfterMS != denied.RetryAfterMS {
+		t.Fatalf("the job again past its wait: %+v, %v: want its denial replayed, its wait the first one's", again, err)
+	}
+	job.RequestID = "job-7-retry"
+	if res, err := checks.Check(ctx, job); err != nil || !res.Allowed || res.Replayed {
+		t.Fatalf("the job with a new requestId: %+v, %v: want allowed", res, err)
+	}
+}

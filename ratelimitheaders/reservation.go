@@ -3,7 +3,6 @@ package ratelimitheaders
 import (
 	"errors"
 	"net/http"
-	"strings"
 )
 
 // maxID is the longest id a reservation (or lease) header carries, in bytes: the
@@ -36,11 +35,11 @@ var ErrNoLease = errors.New("the request carries no lease (" + HeaderLease + ")"
 func Lease(r *http.Request) string { return held(r, HeaderLease) }
 
 // held returns the one id that r carries in header, in any spelling of its name (a map
-// set by hand may not be canonical); "" as Reservation says.
+// set by hand may not be canonical; '_' for '-', see SameName); "" as Reservation says.
 func held(r *http.Request, header string) string {
 	var values []string
 	for name, v := range r.Header {
-		if strings.EqualFold(name, header) {
+		if SameName(name, header) {
 			values = append(values, v...)
 		}
 	}
@@ -71,13 +70,14 @@ func contextID(authorizer map[string]any, key string) string {
 // SetHeldHeaders sets on h, the headers of a request on its way to the backend, what
 // the request holds for the backend to settle or release, from an authorizer context:
 // HeaderReservation (KeyReservation) and HeaderLease (KeyLease), each when the context
-// holds one; any copy of those headers the client sent is removed first, whatever the
-// context, so that only the limiter's reaches the backend. It is what the templates'
+// holds one; any copy of those headers the client sent, in any spelling a backend reads
+// as theirs (see SameName), is removed first, whatever the context, so that only the
+// limiter's reaches the backend. It is what the templates'
 // integrations map, for a gateway or middleware in front of an HTTP service.
 func SetHeldHeaders(h http.Header, authorizer map[string]any) {
 	for header, key := range map[string]string{HeaderReservation: KeyReservation, HeaderLease: KeyLease} {
 		for name := range h {
-			if strings.EqualFold(name, header) {
+			if SameName(name, header) {
 				delete(h, name)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // UnknownAddr is the Value of the one shared KindIP identity of every request whose
@@ -87,8 +88,9 @@ func (r Resolver) Resolve(headers map[string]string, multi map[string][]string, 
 }
 
 // IsKeyHeader reports whether a header called name is the API key header: the
-// configured name, in any letter case.
-func (r Resolver) IsKeyHeader(name string) bool { return strings.EqualFold(name, r.header) }
+// configured name, in any letter case and with '_' for '-', as the backend behind may
+// read it (ratelimitheaders.SameName: CGI, WSGI and Rack read X_API_Key as X-API-Key).
+func (r Resolver) IsKeyHeader(name string) bool { return ratelimitheaders.SameName(name, r.header) }
 
 // ResolveCopies returns the Caller of a request whose API key header copies k holds,
 // from sourceIP: Resolve for a caller that reads the headers itself.
@@ -124,22 +126,26 @@ func (k *KeyCopies) Add(v string) {
 
 // Unjoin reads the one copy held as copies that a proxy joined with commas, as API
 // Gateway's HTTP API payload 2.0 joins a header given more than once: when every
-// comma-separated part is the same key (blank-trimmed), k holds that key. Otherwise k is
-// unchanged: a copy without a comma, and one whose parts differ, which is read whole as
-// one key (so a key that holds a comma still works, and two different keys joined are
-// an unknown key).
+// comma-separated part that is not blank is the same key (blank-trimmed), k holds that
+// key, since a list's empty elements do not count (RFC 9110, section 5.6.1: "K," and
+// "K, ,K" are K, as a backend reads them); when every part is blank, no key. Otherwise
+// k is unchanged: a copy without a comma, and one whose parts differ, which is read
+// whole as one key (so two different keys joined are an unknown key).
 func (k *KeyCopies) Unjoin() {
 	if k.conflict || !strings.Contains(k.key, ",") {
 		return
 	}
-	parts := strings.Split(k.key, ",")
-	first := strings.Trim(parts[0], " \t")
-	for _, p := range parts[1:] {
-		if strings.Trim(p, " \t") != first {
+	key := ""
+	for _, p := range strings.Split(k.key, ",") {
+		switch p = strings.Trim(p, " \t"); {
+		case p == "" || p == key:
+		case key == "":
+			key = p
+		default:
 			return
 		}
 	}
-	k.key = first
+	k.key = key
 }
 
 // Merge adds every copy that o holds.

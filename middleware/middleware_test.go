@@ -221,6 +221,7 @@ func TestKeyHeader(t *testing.T) {
 		{"a trailing comma", [][2]string{{"X-Tenant-Key", "pro-key,"}}, http.StatusOK, "100"},
 		{"an empty element between copies", [][2]string{{"X-Tenant-Key", "pro-key, ,pro-key"}}, http.StatusOK, "100"},
 		{"a leading comma", [][2]string{{"X-Tenant-Key", ", pro-key"}}, http.StatusOK, "100"},
+		{"an empty copy beside the key", [][2]string{{"X-Tenant-Key", "pro-key"}, {"X-Tenant-Key", ""}}, http.StatusOK, "100"},
 		// CGI, WSGI and Rack read X_Tenant_Key as X-Tenant-Key: so does the limiter.
 		{"spelled with underscores", [][2]string{{"X_Tenant_Key", "pro-key"}}, http.StatusOK, "100"},
 		{"spelled with an underscore, lower case", [][2]string{{"x-tenant_key", "pro-key"}}, http.StatusOK, "100"},

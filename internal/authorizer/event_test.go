@@ -125,6 +125,8 @@ func TestKeyHeaderGivenTwice(t *testing.T) {
 		{"HTTP API 1.0 joined by the client", `{"version":"1.0","type":"REQUEST","methodArn":"a","headers":{"x-api-key":"K, K"},"multiValueHeaders":{"x-api-key":["K, K"]}}`, "K", false},
 		{"REST with a trailing comma", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K,"},"multiValueHeaders":{"X-API-Key":["K,"]}}`, "K", false},
 		{"REST with an empty element", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K, ,K"},"multiValueHeaders":{"X-API-Key":["K, ,K"]}}`, "K", false},
+		{"REST with an empty copy apart", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":""},"multiValueHeaders":{"X-API-Key":["K",""]}}`, "K", false},
+		{"HTTP API 1.0 with an empty copy apart", `{"version":"1.0","type":"REQUEST","methodArn":"a","headers":{"x-api-key":""},"multiValueHeaders":{"x-api-key":["K",""]}}`, "K", false},
 		{"HTTP API 1.0 with a trailing comma", `{"version":"1.0","type":"REQUEST","methodArn":"a","headers":{"x-api-key":"K,"},"multiValueHeaders":{"x-api-key":["K,"]}}`, "K", false},
 		{"HTTP API 2.0 with a trailing comma", `{"version":"2.0","type":"REQUEST","routeArn":"a","headers":{"x-api-key":"K,"}}`, "K", false},
 		{"HTTP API 2.0 with an empty element", `{"version":"2.0","type":"REQUEST","routeArn":"a","headers":{"x-api-key":"K, ,K"}}`, "K", false},

@@ -67,9 +67,9 @@ func (r Resolver) Header() string { return r.header }
 
 // Resolve returns the Caller of a request with these headers and multi-value headers
 // (names in any case; either may be nil) and this source IP. Every copy of the API key
-// header counts, whatever its case and wherever it is: no copy is blank-trimmed away
-// unless all are blank (no key), all equal is one key, anything else a Conflict. The
-// answer never depends on the order of the maps.
+// header counts, whatever its case and wherever it is, but a blank one (an empty list
+// element, RFC 9110, section 5.6.1): all blank is no key, all equal is one key,
+// anything else a Conflict. The answer never depends on the order of the maps.
 func (r Resolver) Resolve(headers map[string]string, multi map[string][]string, sourceIP string) Caller {
 	var k KeyCopies
 	for name, v := range headers {
@@ -106,20 +106,23 @@ func (r Resolver) ResolveCopies(k KeyCopies, sourceIP string) Caller {
 }
 
 // KeyCopies gathers the copies of one request's API key header, in any order: one
-// key when every copy holds it (blank-trimmed), none when all are blank, a conflict
-// when two differ. The zero KeyCopies holds no copy.
+// key when every copy that is not blank holds it (blank-trimmed; a blank copy is an
+// empty list element, which does not count), none when all are blank, a conflict when
+// two differ. The zero KeyCopies holds no copy.
 type KeyCopies struct {
 	key      string
 	seen     bool
 	conflict bool
 }
 
-// Add adds one copy of the header, v.
+// Add adds one copy of the header, v; a blank one counts for nothing.
 func (k *KeyCopies) Add(v string) {
 	v = strings.Trim(v, " \t")
-	if !k.seen {
+	switch {
+	case v == "":
+	case !k.seen:
 		k.key, k.seen = v, true
-	} else if v != k.key {
+	case v != k.key:
 		k.conflict = true
 	}
 }

@@ -58,7 +58,9 @@ func TestResolve(t *testing.T) {
 		{"two cases, one value", "", map[string]string{"X-API-Key": rawKey, "x-api-key": rawKey}, nil, "192.0.2.1", "key:" + digest},
 		{"multi holds two values", "", map[string]string{"X-API-Key": rawKey}, map[string][]string{"X-API-Key": {"other", rawKey}}, "192.0.2.1", "conflict"},
 		{"headers and multi disagree", "", map[string]string{"X-API-Key": rawKey}, map[string][]string{"X-API-Key": {"other"}}, "192.0.2.1", "conflict"},
-		{"a blank copy beside a key", "", map[string]string{"X-API-Key": rawKey}, map[string][]string{"x-api-key": {""}}, "192.0.2.1", "conflict"},
+		// A blank copy is an empty list element (RFC 9110, section 5.6.1), as "K," is.
+		{"a blank copy beside a key", "", map[string]string{"X-API-Key": rawKey}, map[string][]string{"x-api-key": {""}}, "192.0.2.1", "key:" + digest},
+		{"a key and a blank copy, apart", "", map[string]string{"X-API-Key": ""}, map[string][]string{"x-api-key": {rawKey, " "}}, "192.0.2.1", "key:" + digest},
 		{"only blank copies", "", map[string]string{"X-API-Key": " "}, map[string][]string{"x-api-key": {"", "\t"}}, "192.0.2.1", "ip:192.0.2.1"},
 	}
 	for _, tc := range tests {

@@ -107,8 +107,9 @@ func TestBadEvents(t *testing.T) {
 // and the other kinds' events in multiValueHeaders; a client or a proxy in front may
 // also join the copies into one line (RFC 9110, section 5.3), which every kind's event
 // carries as it came. Every kind reads the one key of equal copies, joined or not, as
-// the middleware does; two different keys joined are read whole (an unknown key), and
-// copies that differ, joined or not, are a conflict.
+// the middleware does, empty list elements ignored ("K," is K, RFC 9110, section 5.6.1);
+// two different keys joined are read whole (an unknown key), and copies that differ,
+// joined or not, are a conflict; X_API_Key is a copy, as CGI, WSGI and Rack read it.
 func TestKeyHeaderGivenTwice(t *testing.T) {
 	tests := []struct {
 		name, event, want string
@@ -122,6 +123,16 @@ func TestKeyHeaderGivenTwice(t *testing.T) {
 		{"REST two keys joined read whole", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K, L"},"multiValueHeaders":{"X-API-Key":["K, L"]}}`, "K, L", false},
 		{"REST joined and apart differ", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K, K"},"multiValueHeaders":{"X-API-Key":["K","K, K"]}}`, "", true},
 		{"HTTP API 1.0 joined by the client", `{"version":"1.0","type":"REQUEST","methodArn":"a","headers":{"x-api-key":"K, K"},"multiValueHeaders":{"x-api-key":["K, K"]}}`, "K", false},
+		{"REST with a trailing comma", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K,"},"multiValueHeaders":{"X-API-Key":["K,"]}}`, "K", false},
+		{"REST with an empty element", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K, ,K"},"multiValueHeaders":{"X-API-Key":["K, ,K"]}}`, "K", false},
+		{"REST with an empty copy apart", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":""},"multiValueHeaders":{"X-API-Key":["K",""]}}`, "K", false},
+		{"HTTP API 1.0 with an empty copy apart", `{"version":"1.0","type":"REQUEST","methodArn":"a","headers":{"x-api-key":""},"multiValueHeaders":{"x-api-key":["K",""]}}`, "K", false},
+		{"HTTP API 1.0 with a trailing comma", `{"version":"1.0","type":"REQUEST","methodArn":"a","headers":{"x-api-key":"K,"},"multiValueHeaders":{"x-api-key":["K,"]}}`, "K", false},
+		{"HTTP API 2.0 with a trailing comma", `{"version":"2.0","type":"REQUEST","routeArn":"a","headers":{"x-api-key":"K,"}}`, "K", false},
+		{"HTTP API 2.0 with an empty element", `{"version":"2.0","type":"REQUEST","routeArn":"a","headers":{"x-api-key":"K, ,K"}}`, "K", false},
+		{"REST, spelled with underscores", `{"type":"REQUEST","methodArn":"a","headers":{"X_API_Key":"K"},"multiValueHeaders":{"X_API_Key":["K"]}}`, "K", false},
+		{"REST, another key spelled with underscores", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K","X_API_Key":"L"},"multiValueHeaders":{"X-API-Key":["K"],"X_API_Key":["L"]}}`, "", true},
+		{"HTTP API 2.0, spelled with underscores", `{"version":"2.0","type":"REQUEST","routeArn":"a","headers":{"x_api_key":"K"}}`, "K", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

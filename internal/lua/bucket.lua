@@ -215,9 +215,11 @@
 -- set's earliest lease expires and its reset until its latest does: nothing is taken,
 -- nothing is crossed, and usage counts the denial as any other. Else, last, the nonce
 -- goes into every set at now + ttl (1 to 3600000 ms; a member there already keeps the
--- later of its two expiries), and a rule with fewer leases left (N less the set's
+-- later of its two expiries), and a rule with no more leases left (N less the set's
 -- leases, expired ones not swept yet too) than the other rules' whole tokens left (or
--- when no other rule binds) is the binding rule, its leases left the remaining.
+-- when no other rule binds) is the binding rule, its leases left the remaining: on a
+-- tie with a bucket or a quota the slot, which frees at the lease's expiry at the
+-- latest, binds; on a tie of two concurrency rules, the first.
 -- A set expires at the first whole minute (Unix time, a multiple of 60000 ms) at least
 -- 1000 ms (the margin) past its latest lease, and its mark says when: ZADD GT CH adds the
 -- lease and raises the mark to this lease's minute, and only when it moved the mark (two
@@ -944,9 +946,10 @@ if lease and allowed == 1 then
       break
     end
     lcounts[k] = c
-    local left = lmost[k] - c -- binding when fewer than every other rule's whole tokens left
+    local left = lmost[k] - c -- binding when no more than every other rule's whole tokens left
     if c == 0 then left = left - 1 end
-    if not binding or left < fewest - fewest % 1 then fewest, binding = left, n2 / 2 + k end
+    local f = fewest - fewest % 1
+    if not binding or left < f or left == f and binding <= n2 / 2 then fewest, binding = left, n2 / 2 + k end
   end
 end
 if up and allowed == 1 then cross, fig = up, ufig end -- thresholds count only when admitted

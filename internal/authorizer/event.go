@@ -96,14 +96,14 @@ func decodeEvent(raw []byte, ids identity.Resolver) (event, error) {
 	case versionHTTPV2:
 		ev.kind, ev.arn = kindHTTPV2, f.routeArn
 		ev.call.SourceIP, ev.call.Method = f.httpSourceIP, f.httpMethodV2
-		ev.call.Path = stripStage(cmp.Or(f.rawPath, f.httpPath), f.stage)
+		ev.call.Path = stripStage(cmp.Or(f.rawPath, f.httpPath), f.stage, f.routeArn)
 	case versionHTTPV1, "":
 		ev.kind, ev.arn = kindREST, f.methodArn
 		ev.call.SourceIP, ev.call.Method = f.identitySourceIP, cmp.Or(f.httpMethod, f.contextMethod)
 		ev.call.Path = cmp.Or(f.path, f.resource)
 		ev.call.Keys.Merge(f.multiKeys)
 		if f.version == versionHTTPV1 {
-			ev.kind, ev.call.Path = kindHTTPV1, stripStage(ev.call.Path, f.stage)
+			ev.kind, ev.call.Path = kindHTTPV1, stripStage(ev.call.Path, f.stage, f.methodArn)
 		}
 	default:
 		return event{}, fmt.Errorf("%w: %s %q: want none (REST), %q or %q (HTTP API)", ErrBadEvent, fieldVersion, f.version, versionHTTPV1, versionHTTPV2)

@@ -139,7 +139,9 @@ func TestHTTPAPIPathAsTheBackendGetsIt(t *testing.T) {
 		{"2.0: rawPath as sent, http.path decoded", httpEvent, "$default", "/x%23/../export", "/x#/../export", "$default/GET/x%23/../export", 7},
 		{"2.0: execute-api, named stage", httpEvent, "v1", "/v1/export", "/v1/export", "v1/GET/export", 7},
 		{"2.0: execute-api, named stage before a segment of its name", httpEvent, "v1", "/v1/v1/export", "/v1/v1/export", "v1/GET/v1/export", 5},
+		{"2.0: custom domain, a first segment named like the stage", httpEvent, "v1", "/v1/export", "/v1/export", "v1/GET/v1/export", 5},
 		{"1.0: execute-api, named stage", "1.0", "v1", "/v1/export", "", "v1/GET/export", 7},
+		{"1.0: custom domain, a first segment named like the stage", "1.0", "v1", "/v1/export", "", "v1/GET/v1/export", 5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

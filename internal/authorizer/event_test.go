@@ -193,18 +193,24 @@ func testResolver(t testing.TB) identity.Resolver {
 }
 
 func TestStripStage(t *testing.T) {
-	tests := []struct{ name, path, stage, want string }{
-		{"default stage", "/orders/42", "$default", "/orders/42"},
-		{"no stage", "/orders/42", "", "/orders/42"},
-		{"named stage", "/prod/orders/42", "prod", "/orders/42"},
-		{"stage root", "/prod", "prod", "/"},
-		{"stage is only a prefix of the segment", "/production/orders", "prod", "/production/orders"},
-		{"path without the stage", "/orders", "prod", "/orders"},
+	const api = "arn:aws:execute-api:us-east-1:123456789012:f6g7h8i9j0/"
+	tests := []struct{ name, path, stage, arn, want string }{
+		{"default stage", "/orders/42", "$default", api + "$default/GET/orders/42", "/orders/42"},
+		{"no stage", "/orders/42", "", api + "/GET/orders/42", "/orders/42"},
+		{"named stage", "/prod/orders/42", "prod", api + "prod/GET/orders/42", "/orders/42"},
+		{"stage root", "/prod", "prod", api + "prod/GET/", "/"},
+		{"stage root, an ARN without a path", "/prod", "prod", api + "prod/GET", "/"},
+		{"stage is only a prefix of the segment", "/production/orders", "prod", api + "prod/GET/production/orders", "/production/orders"},
+		{"path without the stage", "/orders", "prod", api + "prod/GET/orders", "/orders"},
+		{"a first segment named like the stage, the path the ARN names", "/prod/orders", "prod", api + "prod/GET/prod/orders", "/prod/orders"},
+		{"the stage before a segment of its name", "/prod/prod/orders", "prod", api + "prod/GET/prod/orders", "/prod/orders"},
+		{"an ARN spelling the path otherwise", "/prod/a%2Fb", "prod", api + "prod/GET/a/b", "/a%2Fb"},
+		{"an ARN without a stage and method", "/prod/orders", "prod", "arn", "/orders"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := stripStage(tc.path, tc.stage); got != tc.want {
-				t.Fatalf("stripStage(%q, %q) = %q, want %q", tc.path, tc.stage, got, tc.want)
+			if got := stripStage(tc.path, tc.stage, tc.arn); got != tc.want {
+				t.Fatalf("stripStage(%q, %q, %q) = %q, want %q", tc.path, tc.stage, tc.arn, got, tc.want)
 			}
 		})
 	}

@@ -25,7 +25,7 @@ const keysUsage = `  bucketgate keys init
   bucketgate keys create --account NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule RULE]... [--key -]
   bucketgate keys roll KEY [--overlap DURATION] [--account NAME]
   bucketgate keys revoke KEY
-  bucketgate keys expire KEY WHEN|never
+  bucketgate keys expire KEY WHEN|never [--force]
   bucketgate keys set-plan KEY NAME [--force]
   bucketgate keys override KEY --rule RULE [--rule ...]
   bucketgate keys clear-overrides KEY
@@ -48,7 +48,10 @@ for the key (a bucket by a bucket, a quota by a quota); another name adds a rule
 A key's rule named like a route's rule alone limits that route's requests, and one named
 like none (or like one of the plan's) every request (a tenant's, which no route applies
 to, every check): set-plan refuses a plan that would change which requests an own rule
-limits, naming the rules (--force sets it anyway).
+limits, naming the rules (--force sets it anyway), and so does an expire that makes an
+expired key active again when a document written meanwhile (config put passes over a
+key that is not active) changes what its own rules limit since the one in force when it
+expired.
 
 A key of an account (--account, which must be in the table and active) is decided as the
 account: its plan and rules, its buckets (acct:NAME), shared by every key of it; the
@@ -317,7 +320,8 @@ func revokeFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 	}
 }
 
-func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
+func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	force := fs.Bool("force", false, "make it active again even if a document written while it was expired changes which requests its own rules limit")
 	return func(e env, t *keyTable, args []string) error {
 		id := args[0]
 		var (
@@ -332,7 +336,23 @@ func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
 			}
 		}
-		if err := t.change(e.ctx, id, func(r *registry.Record) error { r.ExpiresAt = at; return nil }); err != nil {
+		var rescoped []string
+		err = t.change(e.ctx, id, func(r *registry.Record) error {
+			was := *r
+			r.ExpiresAt = at
+			var err error
+			if rescoped, err = t.revived(e.ctx, was, *r); err != nil {
+				return err
+			}
+			if len(rescoped) > 0 && !*force {
+				return fmt.Errorf("the document in force, written while %s was expired, would change which requests the own rules of %s limit once it is active again (--force sets it anyway; bucketgate keys override or clear-overrides, or accounts override or clear-overrides, changes them first); nothing written:\n%s", id, id, nameBroken(rescoped))
+			}
+			return nil
+		})
+		if len(rescoped) > 0 && (err == nil || errors.Is(err, errWritten)) {
+			warnTo(e)(fmt.Sprintf("--force: the own rules of %s limit other requests now:\n%s", id, nameBroken(rescoped)))
+		}
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "%s expires %s\n", id, orNever(expiry(registry.Record{ExpiresAt: at})))

@@ -417,6 +417,39 @@ func (t *keyTable) replanned(ctx context.Context, rec registry.Record, plan stri
 	return reachLines(fmt.Sprintf("%s (plan %s, was %s)", oneLine(rec.ID), plan, rec.Plan), rec.Rules, cfg, old, cfg, p), nil
 }
 
+// revived returns what the documents written while rec was expired changed in the
+// reach of its own rules (config put passes over a record that is not active), when
+// next, rec with another expiry, makes it active again: reachOf between the copy of the
+// version in force when rec expired (the newest written at or before its expiresAt) and
+// the table's document in force. Nothing when next leaves it as active as it was, when
+// the table holds no document, or when no copy of that version can be read and loaded
+// (config history lists them).
+func (t *keyTable) revived(ctx context.Context, rec, next registry.Record) ([]string, error) {
+	now := time.Now()
+	if rec.Active(now) || !reaches(next, now) {
+		return nil, nil
+	}
+	cfg, err := t.plans(ctx)
+	if err != nil || t.version == 0 {
+		return nil, err
+	}
+	h, err := t.scan(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(h.versions, func(sv storedVersion) bool {
+		return sv.err == nil && !sv.s.UpdatedAt.IsZero() && !sv.s.UpdatedAt.After(rec.ExpiresAt)
+	})
+	if i < 0 || h.versions[i].s.Version == t.version {
+		return nil, nil
+	}
+	was, err := h.versions[i].s.Load()
+	if err != nil {
+		return nil, nil // a copy that does not load was never in force
+	}
+	return reachOf(next, was, cfg, now), nil
+}
+
 // account reads the record of the account called name (strongly consistent); the error
 // of one the table does not hold says how to create it.
 func (t *keyTable) account(ctx context.Context, name string) (registry.Record, error) {

@@ -68,8 +68,9 @@ Every command takes --table NAME (default: $REGISTRY_TABLE, else the output
 RegistryTableName of the stack of --stack) and the AWS SDK's default credentials and
 region; AWS_ENDPOINT_URL_DYNAMODB points it at a local DynamoDB. Plans are checked
 against the configuration document the functions load: the table's (bucketgate config),
-or while the table holds none, that of RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the
-built-in one.
+or while the table holds none, their RATE_LIMIT_CONFIG: the stack's parameter
+RateLimitConfig when the table is the stack's output, else this shell's
+RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or built-in one.
 `
 
 // tableCommand is one command over the registry table (keys, accounts, config): it adds
@@ -147,15 +148,27 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 		return nil, fmt.Errorf("%w: no registry table: set %s or --table, or name the stack with --stack or %s", errUsage, settings.EnvRegistryTable, envStack)
 	}
 	t := &keyTable{name: name}
-	t.env = func() (*config.Config, error) {
+	fromStack := false // the table is the stack's output: its functions' document is the stack's parameter
+	t.env = func() (*config.Config, string, error) {
 		s.RegistryTable = t.name // the functions read it with the table, however this command names it
-		return app.LoadConfig(s)
+		from := "this shell's " + settings.EnvConfigInline + ", " + settings.EnvConfigFile +
+			" or built-in document, as the table holds none: check that it is the functions' own"
+		if doc, ok := st.parameters[paramConfig]; fromStack && ok {
+			s.ConfigInline, s.ConfigFile = doc, "" // as template.yaml sets the functions' environment
+			from = "stack " + st.name + "'s parameter " + paramConfig + ", the functions' " + settings.EnvConfigInline + " (empty: the built-in document), as the table holds none"
+		}
+		cfg, err := app.LoadConfig(s)
+		if err != nil && fromStack {
+			err = fmt.Errorf("stack %s's parameter %s: %w", st.name, paramConfig, err)
+		}
+		return cfg, from, err
 	}
 	t.open = sync.OnceValue(func() (err error) {
 		if t.name == "" {
 			if t.name, err = st.output(e.ctx, "--table", outputTable); err != nil {
 				return err
 			}
+			fromStack = true
 		} else {
 			st.passOver(e, "table "+t.name, from)
 		}

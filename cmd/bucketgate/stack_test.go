@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -61,7 +62,21 @@ func functionARN(name string) string {
 // <stack>-<key>, as template.yaml exports its own.
 func (s *stackDeployment) createStack(name string, outputs map[string]string) {
 	s.t.Helper()
+	s.createStackWith(name, nil, outputs)
+}
+
+// createStackWith is createStack of a stack with parameters (by key), strings.
+func (s *stackDeployment) createStackWith(name string, parameters, outputs map[string]string) {
+	s.t.Helper()
 	var b strings.Builder
+	var values []cftypes.Parameter
+	if len(parameters) > 0 {
+		b.WriteString("Parameters:\n")
+	}
+	for _, k := range slices.Sorted(maps.Keys(parameters)) {
+		fmt.Fprintf(&b, "  %s: {Type: String}\n", k)
+		values = append(values, cftypes.Parameter{ParameterKey: aws.String(k), ParameterValue: aws.String(parameters[k])})
+	}
 	b.WriteString("Resources:\n  Nothing: {Type: AWS::CloudFormation::WaitConditionHandle}\n")
 	if len(outputs) > 0 {
 		b.WriteString("Outputs:\n")
@@ -70,7 +85,7 @@ func (s *stackDeployment) createStack(name string, outputs map[string]string) {
 		fmt.Fprintf(&b, "  %s:\n    Value: %q\n    Export: {Name: !Sub \"${AWS::StackName}-%s\"}\n", k, outputs[k], k)
 	}
 	_, err := cloudformation.NewFromConfig(s.moto.Config()).CreateStack(s.t.Context(), &cloudformation.CreateStackInput{
-		StackName: aws.String(name), TemplateBody: aws.String(b.String()),
+		StackName: aws.String(name), TemplateBody: aws.String(b.String()), Parameters: values,
 	})
 	if err != nil {
 		s.t.Fatalf("create stack %s in moto: %v", name, err)
@@ -261,5 +276,30 @@ func TestStackOutputErrors(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// While the table holds no document, the functions decide by their own
+// RATE_LIMIT_CONFIG, the stack's parameter RateLimitConfig (empty: the built-in plans):
+// a command that finds the table through the stack checks plans against that, never
+// against this shell's document.
+func TestStackParameterDocument(t *testing.T) {
+	s := newStackDeployment(t)
+	outputs := map[string]string{outputTable: table, outputCheckName: checkFunction, outputCheckArn: functionARN(checkFunction)}
+	s.createStackWith("with-config", map[string]string{"RateLimitConfig": "defaultPlan: platinum\nplans: {platinum: [{name: burst, capacity: 9, refillPerSecond: 1}]}\n"}, outputs)
+	s.createStackWith("built-in", map[string]string{"RateLimitConfig": ""}, outputs)
+	for _, tc := range []struct {
+		name, stack, plan string
+		want              string // on stderr; "" for success
+	}{
+		{"the stack's plan", "with-config", "platinum", ""},
+		{"this shell's plan", "with-config", "gold", `unknown plan "gold": not in the configuration document (configured: platinum; from stack with-config's parameter RateLimitConfig`},
+		{"the built-in plan", "built-in", "free", ""},
+		{"this shell's plan, the stack's built-in", "built-in", "gold", `unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from stack built-in's parameter RateLimitConfig`},
+	} {
+		code, _, stderr := s.run("--stack", tc.stack, "keys", "create", "--plan", tc.plan)
+		if tc.want == "" && code != exitOK || tc.want != "" && (code != exitError || !strings.Contains(stderr, tc.want)) {
+			t.Errorf("%s: keys create --plan %s through stack %s: exit %d\n%s\nwant %q", tc.name, tc.plan, tc.stack, code, stderr, tc.want)
+		}
 	}
 }

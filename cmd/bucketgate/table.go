@@ -19,7 +19,6 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
-	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // keyTable is the registry table as the CLI writes it: every record is checked against
@@ -30,9 +29,11 @@ type keyTable struct {
 	open func() error
 	db   *dynamodb.Client
 	name string
-	// env loads the environment's configuration document (RATE_LIMIT_CONFIG, ...): the
-	// plans while the table holds no document of its own.
-	env func() (*config.Config, error)
+	// env loads the functions' configuration document, and says from where: the plans
+	// while the table holds no document of its own. It is the stack's parameter
+	// RateLimitConfig when the table is the stack's output, else this shell's
+	// RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the built-in one.
+	env func() (*config.Config, string, error)
 	// loaded is the configuration records are checked against, once plans has read it,
 	// and from where it comes.
 	loaded *config.Config
@@ -462,8 +463,7 @@ func (t *keyTable) account(ctx context.Context, name string) (registry.Record, e
 
 // plans returns the configuration that records are checked against, as the functions
 // load it: the table's document (tableConfig) when it holds one, never a document of
-// this shell; else the environment's (RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the
-// built-in one), which the functions load while the table holds none.
+// this shell; else the functions' own (env), which they load while the table holds none.
 func (t *keyTable) plans(ctx context.Context) (*config.Config, error) {
 	if t.loaded != nil {
 		return t.loaded, nil
@@ -473,11 +473,9 @@ func (t *keyTable) plans(ctx context.Context) (*config.Config, error) {
 	case err != nil:
 		return nil, err
 	case cfg == nil:
-		if cfg, err = t.env(); err != nil {
+		if cfg, t.from, err = t.env(); err != nil {
 			return nil, err
 		}
-		t.from = "this shell's " + settings.EnvConfigInline + ", " + settings.EnvConfigFile +
-			" or built-in document, as the table holds none: check that it is the functions' own"
 	default:
 		t.from = fmt.Sprintf("version %d of the table's configuration document", version)
 	}

@@ -303,3 +303,19 @@ func TestStackParameterDocument(t *testing.T) {
 		}
 	}
 }
+
+// Through the stack alone (no REGISTRY_TABLE), the buckets commands take a registered
+// tenant as the functions' log lines name it, tenant:<digest>, from the stack's table,
+// as they do with REGISTRY_TABLE: never the buckets of a tenant whose key is those
+// digits, with a note that no registered tenant has it.
+func TestStackBucketsTakeATenantAsTheLogsNameIt(t *testing.T) {
+	s := newStackDeployment(t)
+	s.ok("--stack", deployedStack, "keys", "create", "--tenant", "acme-svc", "--plan", "gold")
+	logged := bucketgate.LogForm("tenant:acme-svc")
+	for _, cmd := range []string{"show", "reset"} {
+		code, stdout, stderr := s.run("--stack", deployedStack, "buckets", cmd, logged)
+		if code != exitOK || !strings.Contains(stdout, "identity    tenant:acme-svc\n") || strings.Contains(stderr, "no registered tenant") {
+			t.Errorf("buckets %s %s through the stack: exit %d\n%s%s\nwant the buckets of tenant:acme-svc", cmd, logged, code, stdout, stderr)
+		}
+	}
+}

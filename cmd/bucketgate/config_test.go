@@ -457,6 +457,8 @@ func TestSetPlanRescopesOwnRules(t *testing.T) {
 	c.ok("accounts", "create", "acme", "--plan", "pro", "--rule", "uploads:3:0.01")
 	c.ok("keys", "create", "--tenant", "t-own", "--plan", "free", "--rule", "uploads:2:0.01")
 	plain := strings.TrimSpace(c.ok("keys", "create", "--plan", "free"))
+	expired := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "uploads:2:0.01")))
+	c.ok("keys", "expire", expired, "2021-01-01") // keys expire makes it active again under the plan set now
 	for _, tc := range []struct {
 		name  string
 		group string
@@ -465,6 +467,7 @@ func TestSetPlanRescopesOwnRules(t *testing.T) {
 		want  string // the refusal's line; "" for none
 	}{
 		{"a key's route rule onto every request", "keys", key, "pro", "\n  " + keyID(key) + " (plan pro, was free): rule uploads limited the requests of routes[0] alone, and would limit every request"},
+		{"an expired key's", "keys", expired, "pro", "\n  " + expired + " (plan pro, was free): rule uploads limited the requests of routes[0] alone, and would limit every request"},
 		{"an account's plan rule onto a route", "accounts", "acme", "free", "\n  account:acme (plan free, was pro): rule uploads limited every request, and would limit the requests of routes[0] alone"},
 		{"a tenant", "keys", "tenant:t-own", "pro", ""},
 		{"no own rule", "keys", plain, "pro", ""},

@@ -401,8 +401,13 @@ func (t *keyTable) squeezedKeys(ctx context.Context, item map[string]types.Attri
 
 // replanned returns what moving rec to the plan called plan would change in the reach
 // of its own rules, as rescoped says it of a document: nothing when rec's plan or plan
-// is unusable (check says so).
+// is unusable (check says so). An expired rec counts as active: an expire that makes it
+// active again compares only the documents written meanwhile (revived), on the plan it
+// has then.
 func (t *keyTable) replanned(ctx context.Context, rec registry.Record, plan string) ([]string, error) {
+	if rec.Status != registry.StatusRevoked {
+		rec.ExpiresAt = time.Time{}
+	}
 	if !reaches(rec, time.Now()) {
 		return nil, nil
 	}

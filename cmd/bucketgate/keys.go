@@ -155,6 +155,7 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 			" or built-in document, as the table holds none: check that it is the functions' own"
 		if doc, ok := st.parameters[paramConfig]; fromStack && ok {
 			s.ConfigInline, s.ConfigFile = doc, "" // as template.yaml sets the functions' environment
+			t.envKnown = true
 			from = "stack " + st.name + "'s parameter " + paramConfig + ", the functions' " + settings.EnvConfigInline + " (empty: the built-in document), as the table holds none"
 		}
 		cfg, err := app.LoadConfig(s)

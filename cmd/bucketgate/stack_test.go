@@ -319,3 +319,23 @@ func TestStackBucketsTakeATenantAsTheLogsNameIt(t *testing.T) {
 		}
 	}
 }
+
+// The first config put to a table found through the stack replaces the functions' own
+// document, the stack's parameter RateLimitConfig: it refuses, as any later put does, a
+// document that would change which requests an own rule of a key limits.
+func TestStackFirstConfigPutRescopesOwnRules(t *testing.T) {
+	s := newStackDeployment(t)
+	const plans = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 100, refillPerSecond: 10}]\n"
+	upload := plans + "routes:\n  - {method: POST, path: /uploads, rules: [{name: uploads, capacity: 20, refill: 20, per: minute}]}\n"
+	s.createStackWith("uploads", map[string]string{"RateLimitConfig": upload},
+		map[string]string{outputTable: table, outputCheckName: checkFunction, outputCheckArn: functionARN(checkFunction)})
+	id := keyID(strings.TrimSpace(s.ok("--stack", "uploads", "keys", "create", "--plan", "free", "--rule", "uploads:2:0.01")))
+	before := s.items()
+	code, _, stderr := s.run("--stack", "uploads", "config", "put", file(t, "v1.yaml", plans))
+	if code != exitError || !strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") {
+		t.Fatalf("the first config put through the stack: exit %d\n%s\nwant a refusal naming %s", code, stderr, id)
+	}
+	if after := s.items(); after != before {
+		t.Fatalf("the refused put wrote:\n%s", after)
+	}
+}

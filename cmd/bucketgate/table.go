@@ -34,6 +34,9 @@ type keyTable struct {
 	// RateLimitConfig when the table is the stack's output, else this shell's
 	// RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the built-in one.
 	env func() (*config.Config, string, error)
+	// envKnown reports that env's document is the functions' own, once env has loaded
+	// it: the stack's parameter, not a document of this shell.
+	envKnown bool
 	// loaded is the configuration records are checked against, once plans has read it,
 	// and from where it comes.
 	loaded *config.Config
@@ -238,7 +241,7 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	moved := err == nil && cfg != nil && version != t.version // a document that does not load is not in force
 	var what, rescoped []string
 	if moved {
-		if t.version != 0 { // the table's, not the shell's: what rec's own rules reach under it is the functions'
+		if t.version != 0 || t.envKnown { // the functions' own, not the shell's: what rec's own rules reach under it is theirs
 			rescoped = reachOf(rec, t.loaded, cfg, time.Now())
 		}
 		t.loaded, t.version, t.from = cfg, version, fmt.Sprintf("version %d of the table's configuration document", version)

@@ -338,4 +338,13 @@ func TestStackFirstConfigPutRescopesOwnRules(t *testing.T) {
 	if after := s.items(); after != before {
 		t.Fatalf("the refused put wrote:\n%s", after)
 	}
+
+	// Expired, the key is passed over by the put; made active again, it is compared with
+	// the document in force when it expired: the stack's, as the table held none.
+	s.ok("--stack", "uploads", "keys", "expire", id, "2021-01-01")
+	s.ok("--stack", "uploads", "config", "put", file(t, "v1.yaml", plans))
+	code, _, stderr = s.run("--stack", "uploads", "keys", "expire", id, "never")
+	if code != exitError || !strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") {
+		t.Fatalf("keys expire never after the first put: exit %d\n%s\nwant a refusal naming %s", code, stderr, id)
+	}
 }

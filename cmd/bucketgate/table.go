@@ -429,10 +429,11 @@ func (t *keyTable) replanned(ctx context.Context, rec registry.Record, plan stri
 // revived returns what the documents written while rec was expired changed in the
 // reach of its own rules (config put passes over a record that is not active), when
 // next, rec with another expiry, makes it active again: reachOf between the copy of the
-// version in force when rec expired (the newest written at or before its expiresAt) and
+// version in force when rec expired (the newest written at or before its expiresAt; the
+// functions' own, when none was written by then and it is known: keyTable.envKnown) and
 // the table's document in force. Nothing when next leaves it as active as it was, when
-// the table holds no document, or when no copy of that version can be read and loaded
-// (config history lists them).
+// the table holds no document, or when the copies (config history lists them) do not
+// say which document was in force then, or it does not load.
 func (t *keyTable) revived(ctx context.Context, rec, next registry.Record) ([]string, error) {
 	now := time.Now()
 	if rec.Active(now) || !reaches(next, now) {
@@ -449,12 +450,21 @@ func (t *keyTable) revived(ctx context.Context, rec, next registry.Record) ([]st
 	i := slices.IndexFunc(h.versions, func(sv storedVersion) bool {
 		return sv.err == nil && !sv.s.UpdatedAt.IsZero() && !sv.s.UpdatedAt.After(rec.ExpiresAt)
 	})
-	if i < 0 || h.versions[i].s.Version == t.version {
+	var was *config.Config
+	switch {
+	case i >= 0 && h.versions[i].s.Version == t.version:
 		return nil, nil
-	}
-	was, err := h.versions[i].s.Load()
-	if err != nil {
-		return nil, nil // a copy that does not load was never in force
+	case i >= 0:
+		if was, err = h.versions[i].s.Load(); err != nil {
+			return nil, nil //nolint:nilerr // a copy that does not load was never in force
+		}
+	case len(h.versions) == 0 || h.versions[len(h.versions)-1].s.Version != 1 ||
+		slices.ContainsFunc(h.versions, func(sv storedVersion) bool { return sv.err != nil || sv.s.UpdatedAt.IsZero() }):
+		return nil, nil // the copies do not say what was in force when it expired
+	default: // none written by then: the functions' own was in force, known when it is the stack's
+		if was, _, err = t.env(); err != nil || !t.envKnown {
+			return nil, nil //nolint:nilerr // not the functions' document, or none: nothing to compare
+		}
 	}
 	return reachOf(next, was, cfg, now), nil
 }

@@ -30,7 +30,8 @@ type Decision struct {
 	// Reason is why: ok, limited, unavailable or degraded.
 	Reason Reason
 	// Rule names the binding rule: the denying rule with the longest wait, or, when
-	// allowed, the enforced rule with the fewest tokens left; empty when every rule of
+	// allowed, the enforced rule with the fewest tokens left (on a tie, a concurrency
+	// rule, whose slot frees at the lease's expiry at the latest); empty when every rule of
 	// the request is shadow, and for an OpRelease Redis answered.
 	Rule string
 	// Limit is the binding rule's capacity (a quota's limit), in tokens; 0 without a

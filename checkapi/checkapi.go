@@ -101,8 +101,11 @@ type Request struct {
 	// same Key (or Identity) and RequestID within the function's IDEMPOTENCY_TTL_MS
 	// answers the first decision again (Response.Replayed) and changes nothing (a
 	// reserve's or an acquire's RequestID is remembered TTLMS longer, while its id may
-	// be held). 1 to 128 bytes; empty for none. A RequestID used again for another request (another
-	// operation, cost, ttl or rules) is refused (ErrorTypeConflict).
+	// be held). A denial is a first decision too: sent again after its RetryAfterMS with
+	// the same RequestID, it is that denial again, its wait the first one's; trying
+	// again after a denial needs a new RequestID. 1 to 128 bytes; empty for none. A
+	// RequestID used again for another request (another operation, cost, ttl or rules)
+	// is refused (ErrorTypeConflict).
 	RequestID string `json:"requestId,omitempty"`
 	// Reservation is what OpSettle and OpCancel settle: a Response.Reservation of a
 	// reserve with the same Key (or Identity) and rules (by name); or, with no Key,

@@ -96,7 +96,8 @@ func New(invoker Invoker, function string, opts ...Option) *Client {
 // A Redis outage is not an error: it is a Response with reason unavailable (or degraded
 // when the function fails open). A replay of an admission (the RequestID was decided
 // before, Response.Replayed) whose lease has expired by the local clock is an error
-// wrapping ErrLeaseExpired, not the admission: that lease holds nothing.
+// wrapping ErrLeaseExpired, not the admission: that lease holds nothing (the local
+// clock stands in for Redis's, which the answer does not carry: see ErrLeaseExpired).
 //
 // A request that takes tokens (Cost nil or above 0), a reserve or a refund gets a
 // requestId of its own (a random one, unless req.RequestID gives it), the same for
@@ -118,7 +119,7 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 	if err := c.invoke(ctx, req, &res, writes(req)); err != nil {
 		return checkapi.Response{}, err
 	}
-	if err := res.check(req.Op); err != nil {
+	if err := res.check(req); err != nil {
 		return checkapi.Response{}, c.unreadable(err)
 	}
 	if err := c.expired(res.Response); err != nil {
@@ -264,7 +265,10 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // Release returns lease, which a check (or a reserve) with the same Key (or Identity)
 // and rules as req answered (Response.Lease), to its concurrency rules:
 // Response.Released reports whether it was still held; releasing again (or after its
-// TTLMS) answers Released false and changes nothing, so that it keeps every retry.
+// TTLMS) answers Released false and changes nothing, so that it keeps every retry. So
+// Released false after the client's own retry (a timeout or a crash after the first
+// run may have released it: WithFunctionRetries) does not say the lease expired: it
+// may be this call's release, whose answer was lost. Either way the lease holds nothing.
 // req.Op must be empty, checkapi.OpRelease or checkapi.OpReserve; req.Lease is set
 // from lease, and req.Cost, req.TTLMS and req.RequestID, the acquire's, are not sent (a
 // release has none), so that the request given to Check (or Reserve) releases too. A lease
@@ -328,7 +332,13 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 // batch before anything is decided, and the error names the index ("checks[3].cost:
 // ..."); a batch of the wrong size is refused before it is sent. A ConflictError of one
 // request (see Settle) is the batch's error too, but the other requests may have been
-// decided, and stand: its message names them. A result that replays an admission
+// decided, and stand: its message names them. Their answers are not in it (the
+// function sends none with an error): what they took stays taken, and a reservation or
+// a lease they made is charged or held until its TTLMS. Sending them again with the
+// requestIds this call made is the only way to their answers, replayed, ids and all;
+// those ids are the client's own unless each request gives its RequestID, so give
+// them where a conflict can come (a settle, a RequestID of yours), and send only
+// those named again. A result that replays an admission
 // whose lease has expired is answered as it is (see Check): read its ExpiresAt before
 // the work. A batch that holds a request that takes
 // or gives back tokens is sent again only when the function did not run, as that
@@ -353,7 +363,7 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 	}
 	out := make([]checkapi.Response, len(res.Results))
 	for i, r := range res.Results {
-		if err := r.check(reqs[i].Op); err != nil {
+		if err := r.check(reqs[i]); err != nil {
 			return nil, c.unreadable(fmt.Errorf("results[%d]: %w", i, err))
 		}
 		out[i] = r.Response

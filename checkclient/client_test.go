@@ -418,7 +418,7 @@ func TestOperationsEncoding(t *testing.T) {
 	var got []string
 	c := serve(t, func(p []byte) ([]byte, error) {
 		got = append(got, string(p))
-		return []byte(`{"allowed":true,"reason":"ok","limit":10,"remaining":10,"released":true}`), nil
+		return []byte(`{"allowed":true,"reason":"ok","limit":10,"remaining":10,"released":true,"reservation":"r2.n.m","expiresAt":"2999-01-01T00:00:00.000Z"}`), nil
 	})
 	ctx := context.Background()
 	if _, err := c.Refund(ctx, checkapi.Request{Key: "k", Plan: "free", Cost: checkapi.Cost(2), RequestID: "r"}); err != nil {
@@ -567,7 +567,7 @@ func TestReplayedLeaseExpired(t *testing.T) {
 		{"a reserve replayed, its lease expired", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,"reservation":"r2.a.b",` + past + `,` + lease + `}`, true, true},
 		{"replayed, still held", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,` + future + `,` + lease + `}`, false, false},
 		{"a first decision", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,` + past + `,` + lease + `}`, false, false},
-		{"a replayed reserve without a lease", `{"allowed":true,"reason":"ok","rule":"tokens","limit":9,"replayed":true,"reservation":"r2.a.b",` + past + `}`, true, false},
+		{"a replayed reserve without a lease", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,"reservation":"r2.a.b",` + past + `}`, true, false},
 		{"a replayed denial", `{"allowed":false,"reason":"limited","rule":"streams","limit":1,"retryAfterMs":5,"replayed":true}`, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -576,7 +576,11 @@ func TestReplayedLeaseExpired(t *testing.T) {
 			if tc.reserve {
 				call = c.Reserve
 			}
-			res, err := call(context.Background(), acquire)
+			req := acquire
+			if tc.reserve && !strings.Contains(tc.answer, `"lease"`) { // a plan's rules: none of concurrency
+				req.Rules, req.Plan = nil, "pro"
+			}
+			res, err := call(context.Background(), req)
 			switch {
 			case tc.expired && (!errors.Is(err, checkclient.ErrLeaseExpired) || res.Allowed || !strings.Contains(err.Error(), "2000-01-01T00:00:00.000Z")):
 				t.Fatalf("%+v, %v: want ErrLeaseExpired naming when it expired, and no admission", res, err)
@@ -584,5 +588,66 @@ func TestReplayedLeaseExpired(t *testing.T) {
 				t.Fatalf("error %v, want the answer", err)
 			}
 		})
+	}
+}
+
+// What Redis's decision holds is the answer's: an allowed reserve without its
+// reservation, or an allowed request with a concurrency rule without its lease, or
+// either without when it expires, would be a success the caller cannot settle, release
+// or time; the client reads it as no decision, naming the member. What was not allowed
+// by Redis (degraded, unavailable, limited) holds nothing, and a plan's rules are the
+// function's to know.
+func TestHeldAnswerMembers(t *testing.T) {
+	const (
+		expires = `,"expiresAt":"2999-01-01T00:00:00.000Z"`
+		ok      = `{"allowed":true,"reason":"ok","rule":"r","limit":5`
+	)
+	streams := []checkapi.Rule{{Name: "streams", Concurrency: 2}}
+	reserve := checkapi.Request{Key: "k", Op: checkapi.OpReserve, Rules: []checkapi.Rule{{Name: "tokens", Capacity: 10, RefillPerSecond: 1}}}
+	acquire := checkapi.Request{Key: "k", Rules: streams}
+	both := checkapi.Request{Key: "k", Op: checkapi.OpReserve, Rules: append(slices.Clone(reserve.Rules), streams...)}
+	for _, tc := range []struct {
+		name, answer string
+		req          checkapi.Request
+		want         string // in the error; "" for an answer
+	}{
+		{"a reserve without its reservation", ok + expires + `}`, reserve, `no "reservation"`},
+		{"a reserve with it", ok + `,"reservation":"r2.a.b"` + expires + `}`, reserve, ""},
+		{"a reserve without its expiry", ok + `,"reservation":"r2.a.b"}`, reserve, `"expiresAt" ""`},
+		{"a reserve with an expiry that is no time", ok + `,"reservation":"r2.a.b","expiresAt":"soon"}`, reserve, `"expiresAt" "soon"`},
+		{"a degraded reserve", `{"allowed":true,"reason":"degraded","rule":"r","limit":5}`, reserve, ""},
+		{"a limited reserve", `{"allowed":false,"reason":"limited","rule":"r","limit":5,"retryAfterMs":9}`, reserve, ""},
+		{"a reserve of a plan", ok + expires + `,"reservation":"r2.a.b"}`, checkapi.Request{Key: "k", Op: checkapi.OpReserve, Plan: "pro"}, ""},
+		{"an acquire without its lease", ok + expires + `}`, acquire, `no "lease"`},
+		{"an acquire with it", ok + `,"lease":"r2.a.b"` + expires + `}`, acquire, ""},
+		{"an acquire without its expiry", ok + `,"lease":"r2.a.b"}`, acquire, `"expiresAt" ""`},
+		{"a reserve that acquires, without its lease", ok + `,"reservation":"r2.a.b"` + expires + `}`, both, `no "lease"`},
+		{"a peek with a concurrency rule", `{"allowed":true,"reason":"ok","rule":"streams","limit":2,"rules":[{"name":"streams","limit":2,"remaining":2,"resetAfterMs":0,"concurrency":true}]}`,
+			checkapi.Request{Key: "k", Rules: streams, Cost: checkapi.Cost(0)}, ""},
+		{"a check of a plan", ok + `}`, checkapi.Request{Key: "k", Plan: "pro"}, ""},
+	} {
+		for _, batch := range []bool{false, true} {
+			name := tc.name
+			if batch {
+				name += ", in a batch"
+			}
+			t.Run(name, func(t *testing.T) {
+				var err error
+				if batch {
+					c := serve(t, answer(`{"results":[`+tc.answer+`]}`))
+					_, err = c.CheckBatch(context.Background(), []checkapi.Request{tc.req})
+				} else {
+					_, err = serve(t, answer(tc.answer)).Check(context.Background(), tc.req)
+				}
+				switch {
+				case tc.want == "" && err != nil:
+					t.Fatalf("error %v, want the answer", err)
+				case tc.want != "" && batch:
+					unreadable("results[0]: "+tc.want)(t, err)
+				case tc.want != "":
+					unreadable(tc.want)(t, err)
+				}
+			})
+		}
 	}
 }

@@ -38,11 +38,20 @@ func (e *InvalidRequestError) Error() string {
 // client's clock: the replay answers the first decision again, lease and all, but a
 // lease past its ExpiresAt holds no slot, and another request may hold it meanwhile.
 // Nothing was decided or written; acquiring again needs a new RequestID.
+//
+// ExpiresAt is by Redis's clock, and the answer carries no time of Redis's to judge it
+// by (a replay's figures are all the first decision's), so a client's clock apart from
+// Redis's by d moves the line by d: behind, a lease that expired less than d ago is
+// answered as the admission; ahead, one with less than d left is this error, though
+// it holds (its slot then frees at its ExpiresAt). Where that matters, keep the
+// clocks in step, or treat a Replayed admission whose ExpiresAt is within your bound
+// of the skew as expired.
 var ErrLeaseExpired = errors.New("the replayed lease has expired: it holds no slot")
 
 // ErrorTypeUnreadable is the Type of a FunctionError for an answer that is not a
 // decision: not JSON, a member missing (a release's "released" when Redis answered it
-// too), in another case, given twice or null, an unknown reason, a reason that
+// too, an allowed reserve's "reservation", an allowed acquire's "lease", their
+// "expiresAt"), in another case, given twice or null, an unknown reason, a reason that
 // contradicts allowed, a batch answered with another count of results.
 const ErrorTypeUnreadable = "checkclient.Unreadable"
 

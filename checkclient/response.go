@@ -182,10 +182,12 @@ func at(path string) string {
 	return path + ": "
 }
 
-// check reports why r cannot be read as the decision on a request of op: a member
-// missing (a release Redis answered says whether the lease was held), an unknown
-// reason, a reason that contradicts allowed, a figure below zero.
-func (r response) check(op checkapi.Op) error {
+// check reports why r cannot be read as the decision on req: a member missing (a
+// release Redis answered says whether the lease was held; a reserve Redis allowed
+// answers its reservation, a check or a reserve with a concurrency rule its lease, and
+// either when it expires), an unknown reason, a reason that contradicts allowed, a
+// figure below zero.
+func (r response) check(req checkapi.Request) error {
 	for _, name := range required {
 		if !r.present[name] {
 			return fmt.Errorf("no %q", name)
@@ -206,8 +208,8 @@ func (r response) check(op checkapi.Op) error {
 	case r.Limit < 0 || r.Remaining < 0 || r.RetryAfterMS < 0 || r.ResetAfterMS < 0:
 		return errors.New("a figure below zero")
 	}
-	if op == checkapi.OpRelease && r.Reason == checkapi.ReasonOK && !r.present["released"] {
-		return errors.New(`no "released" in a release's answer`)
+	if err := r.checkHeld(req); err != nil {
+		return err
 	}
 	for i, rule := range r.Rules {
 		switch {
@@ -225,6 +227,41 @@ func (r response) check(op checkapi.Op) error {
 		}
 	}
 	return nil
+}
+
+// checkHeld reports what r, an answer to req, lacks of what Redis's decision holds: a
+// release's "released", an allowed reserve's "reservation", the "lease" of an allowed
+// check (or reserve) with a concurrency rule in req.Rules, and the "expiresAt" of
+// either. Without them the caller could not settle, release, or tell when it ends.
+func (r response) checkHeld(req checkapi.Request) error {
+	if r.Reason != checkapi.ReasonOK { // degraded, unavailable or limited: nothing held
+		return nil
+	}
+	switch {
+	case req.Op == checkapi.OpRelease && !r.present["released"]:
+		return errors.New(`no "released" in a release's answer`)
+	case req.Op == checkapi.OpReserve && r.Reservation == "":
+		return errors.New(`no "reservation" in an allowed reserve's answer: nothing to settle`)
+	case acquires(req) && r.Lease == "":
+		return errors.New(`no "lease" in the allowed answer of a request with a concurrency rule: nothing to release`)
+	}
+	if r.Reservation == "" && r.Lease == "" {
+		return nil
+	}
+	if _, err := time.Parse(time.RFC3339, r.ExpiresAt); err != nil {
+		return fmt.Errorf(`"expiresAt" %q with a reservation or a lease: want RFC 3339`, r.ExpiresAt)
+	}
+	return nil
+}
+
+// acquires reports whether req, when allowed, acquires a lease: a check that takes
+// tokens, or a reserve, with a concurrency rule in its own rules (a plan's are unknown
+// here).
+func acquires(req checkapi.Request) bool {
+	if req.Op != checkapi.OpReserve && (req.Op != checkapi.OpCheck || req.Cost != nil && *req.Cost == 0) {
+		return false
+	}
+	return slices.ContainsFunc(req.Rules, checkapi.Rule.IsConcurrency)
 }
 
 // checkUsage reports why u cannot be read as the usage asked for: days missing or out

@@ -40,13 +40,13 @@ const (
 
 // flaky serves the Invoke API, failing the first invocation as first says and answering
 // every later one with a decision (one per check of a batch; a release's says it
-// released). Its client retries up to
+// released, a reserve's holds a reservation). Its client retries up to
 // three times without waiting.
 func flaky(t *testing.T, first failure, opts ...checkclient.Option) (*checkclient.Client, *atomic.Int32, *[]string) {
 	t.Helper()
 	var invocations atomic.Int32
 	var ids []string // the requestIds of every invocation, in order (a batch's, joined)
-	ok := checkapi.Response{Allowed: true, Reason: checkapi.ReasonOK}
+	ok := checkapi.Response{Allowed: true, Reason: checkapi.ReasonOK, Reservation: "r2.n.m", ExpiresAt: "2999-01-01T00:00:00.000Z"}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var batch struct {
 			checkapi.Batch

@@ -197,8 +197,8 @@ func resetAt(t *testing.T, body string) string {
 	return at
 }
 
-// The API key header is read in any case and every copy counts, joined by commas or not,
-// as the authorizer reads it; Options.KeyHeader names it.
+// The API key header is read in any case, with '_' for '-', and every copy counts, joined
+// by commas or not, as the authorizer reads it; Options.KeyHeader names it.
 func TestKeyHeader(t *testing.T) {
 	doc := "defaultPlan: free\nunknownKeys: refuse\nplans: {free: [{name: burst, capacity: 10, refill: 1, per: day}], pro: [{name: burst, capacity: 100, refill: 1, per: day}]}\nkeys: {" + digest("pro-key") + ": pro}"
 	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": doc}, middleware.Options{KeyHeader: "X-Tenant-Key"})
@@ -217,6 +217,15 @@ func TestKeyHeader(t *testing.T) {
 		{"two equal copies joined", [][2]string{{"X-Tenant-Key", "pro-key, pro-key"}}, http.StatusOK, "100"},
 		{"two equal copies joined, twice", [][2]string{{"X-Tenant-Key", "pro-key,pro-key"}, {"X-Tenant-Key", "pro-key,pro-key"}}, http.StatusOK, "100"},
 		{"two different copies joined", [][2]string{{"X-Tenant-Key", "pro-key, other"}}, http.StatusUnauthorized, ""},
+		// Empty list elements are ignored (RFC 9110, section 5.6.1).
+		{"a trailing comma", [][2]string{{"X-Tenant-Key", "pro-key,"}}, http.StatusOK, "100"},
+		{"an empty element between copies", [][2]string{{"X-Tenant-Key", "pro-key, ,pro-key"}}, http.StatusOK, "100"},
+		{"a leading comma", [][2]string{{"X-Tenant-Key", ", pro-key"}}, http.StatusOK, "100"},
+		{"an empty copy beside the key", [][2]string{{"X-Tenant-Key", "pro-key"}, {"X-Tenant-Key", ""}}, http.StatusOK, "100"},
+		// CGI, WSGI and Rack read X_Tenant_Key as X-Tenant-Key: so does the limiter.
+		{"spelled with underscores", [][2]string{{"X_Tenant_Key", "pro-key"}}, http.StatusOK, "100"},
+		{"spelled with an underscore, lower case", [][2]string{{"x-tenant_key", "pro-key"}}, http.StatusOK, "100"},
+		{"a different key spelled with underscores", [][2]string{{"X-Tenant-Key", "pro-key"}, {"X_Tenant_Key", "other"}}, http.StatusUnauthorized, ""},
 		{"unknown key", [][2]string{{"X-Tenant-Key", "made-up"}}, http.StatusUnauthorized, ""},
 		{"the default header is not the key header", [][2]string{{"X-API-Key", "pro-key"}}, http.StatusOK, "10"},
 	} {

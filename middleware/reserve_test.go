@@ -28,7 +28,7 @@ import (
 const llm = "defaultPlan: free\nplans: {free: [{name: tokens, capacity: 1000, refillPerSecond: 0.001}]}\nroutes: [{method: POST, path: /v1/chat, reserve: 400}]"
 
 // On a route that reserves, the next handler finds the Limiter's reservation in
-// X-RateLimit-Reservation (a client's own is replaced, or removed where the route
+// X-RateLimit-Reservation (a client's own, in any spelling, is replaced, or removed where the route
 // reserves nothing) and settles the tokens it used with Settle, on a real redis-server:
 // the difference goes back; settling again answers the first outcome; a request with no
 // reservation is ErrNoReservation, a forged one a conflict.
@@ -42,12 +42,18 @@ func TestSettleThroughTheMiddleware(t *testing.T) {
 	defer l.Close()
 	var (
 		seen    string
+		copies  int // the names of the header the next handler sees, '_' for '-'
 		settled bucketgate.Decision
 		again   bucketgate.Decision
 		errs    []error
 	)
 	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen = ratelimitheaders.Reservation(r)
+		seen, copies = ratelimitheaders.Reservation(r), 0
+		for name := range r.Header {
+			if strings.EqualFold(strings.ReplaceAll(name, "_", "-"), ratelimitheaders.HeaderReservation) {
+				copies++
+			}
+		}
 		var err error
 		settled, err = l.Settle(r.Context(), r, 100) // the model used 100 tokens
 		errs = append(errs, err)
@@ -58,14 +64,15 @@ func TestSettleThroughTheMiddleware(t *testing.T) {
 	serve := func(method, path string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(method, path, strings.NewReader(`{"max_tokens":400}`))
 		r.Header.Set(ratelimitheaders.HeaderReservation, "r2.forged-by-the-client")
+		r.Header["X_RateLimit_Reservation"] = []string{"r2.forged-by-the-client"} // HTTP_X_RATELIMIT_RESERVATION to CGI
 		w := httptest.NewRecorder()
 		l.Handler(backend).ServeHTTP(w, r)
 		return w
 	}
 
 	w := serve("POST", "/v1/chat")
-	if w.Code != 200 || remaining(w) != "600" || !strings.HasPrefix(seen, "r2.") || seen == "r2.forged-by-the-client" {
-		t.Fatalf("POST /v1/chat: %d %v, reservation %q: want 200 with 600 left and the Limiter's reservation", w.Code, w.Header(), seen)
+	if w.Code != 200 || remaining(w) != "600" || !strings.HasPrefix(seen, "r2.") || seen == "r2.forged-by-the-client" || copies != 1 {
+		t.Fatalf("POST /v1/chat: %d %v, reservation %q in %d headers: want 200 with 600 left and the Limiter's reservation", w.Code, w.Header(), seen, copies)
 	}
 	if errs[0] != nil || errs[1] != nil || settled.Settled != 100 || settled.Remaining != 900 || !again.Replayed || again.Settled != 100 {
 		t.Fatalf("Settle: %+v then %+v, %v: want 300 back (900 left), then the first outcome", settled, again, errs)
@@ -73,7 +80,7 @@ func TestSettleThroughTheMiddleware(t *testing.T) {
 
 	errs = nil
 	w = serve("GET", "/v1/models")
-	if remaining(w) != "899" || seen != "" || !errors.Is(errs[0], ratelimitheaders.ErrNoReservation) {
+	if remaining(w) != "899" || seen != "" || copies != 0 || !errors.Is(errs[0], ratelimitheaders.ErrNoReservation) {
 		t.Fatalf("GET /v1/models: %v, reservation %q, %v: want a check of 1 (899 left), the client's header removed, ErrNoReservation", w.Header(), seen, errs)
 	}
 

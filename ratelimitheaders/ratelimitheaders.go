@@ -23,7 +23,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -116,12 +115,40 @@ const ExposeHeaders = HeaderRateLimit + ", " + HeaderRateLimitPolicy + ", " + He
 // prefixXRateLimit starts the name of every X-RateLimit-* header: all are the limiter's.
 const prefixXRateLimit = "X-RateLimit-"
 
-// Owned reports whether a header called name (any case) is one the limiter's answer
-// owns: RateLimit, RateLimit-Policy and every X-RateLimit-*. Setting the headers of a
-// decision replaces or removes them all.
+// Owned reports whether a header called name (any case, '_' for '-': see SameName) is
+// one the limiter's answer owns: RateLimit, RateLimit-Policy and every X-RateLimit-*.
+// Setting the headers of a decision replaces or removes them all.
 func Owned(name string) bool {
-	return strings.EqualFold(name, HeaderRateLimit) || strings.EqualFold(name, HeaderRateLimitPolicy) ||
-		len(name) >= len(prefixXRateLimit) && strings.EqualFold(name[:len(prefixXRateLimit)], prefixXRateLimit)
+	return SameName(name, HeaderRateLimit) || SameName(name, HeaderRateLimitPolicy) ||
+		len(name) >= len(prefixXRateLimit) && SameName(name[:len(prefixXRateLimit)], prefixXRateLimit)
+}
+
+// SameName reports whether the header names a and b are one header to a backend: equal
+// in any letter case, with '_' and '-' alike. CGI, WSGI and Rack (and Go's net/http/cgi)
+// hand a backend X_API_Key and X-API-Key as the one variable HTTP_X_API_KEY, so a
+// client's X_RateLimit_Lease passes there for the limiter's X-RateLimit-Lease.
+func SameName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if fold(a[i]) != fold(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// fold returns c in upper case, and '_' as '-': the byte a backend reads c as in a
+// header name.
+func fold(c byte) byte {
+	switch {
+	case 'a' <= c && c <= 'z':
+		return c - 'a' + 'A'
+	case c == '_':
+		return '-'
+	}
+	return c
 }
 
 // Headers returns the rate-limit headers that authorizer, an authorizer context as

@@ -122,7 +122,8 @@ func TestNoDecisionNoHeaders(t *testing.T) {
 
 // A decision with no figures still owns the rate-limit headers: the backend's own
 // (RateLimit, RateLimit-Policy, any X-RateLimit-*, in any case, single or multi-value)
-// are removed, and a degraded one says so with X-RateLimit-Degraded: true beside its
+// are removed, with '_' for '-' too (a CGI, WSGI or Rack backend reads X_RateLimit_Remaining
+// as X-RateLimit-Remaining), and a degraded one says so with X-RateLimit-Degraded: true beside its
 // policy; one whose rules are all shadow sets none.
 func TestDecisionWithoutFigures(t *testing.T) {
 	degraded := maps.Clone(allowed)
@@ -152,7 +153,8 @@ func TestDecisionWithoutFigures(t *testing.T) {
 		if !maps.Equal(resp.Headers, tc.want) || len(resp.MultiValueHeaders) != 0 {
 			t.Errorf("%s: headers %v %v, want %v", tc.name, resp.Headers, resp.MultiValueHeaders, tc.want)
 		}
-		h := http.Header{"Content-Type": {"text/plain"}, "Ratelimit": {"forged"}, "X-Ratelimit-Remaining": {"999"}, "X-Ratelimit-Anything": {"x"}}
+		h := http.Header{"Content-Type": {"text/plain"}, "Ratelimit": {"forged"}, "X-Ratelimit-Remaining": {"999"}, "X-Ratelimit-Anything": {"x"},
+			"X_RateLimit_Remaining": {"999"}, "Ratelimit_Policy": {"forged"}, "x-ratelimit_degraded": {"false"}}
 		ratelimitheaders.SetHeader(h, tc.ctx)
 		got := map[string]string{}
 		for name, vs := range h {

@@ -19,10 +19,11 @@ var ErrNoReservation = errors.New("the request carries no reservation (" + Heade
 // carries in HeaderReservation: what the backend settles at the actual cost, once,
 // with checkclient's SettleRequest (or SettleReservation). It returns "" when r holds
 // none (its route reserves nothing, or the limiter failed open and decided nothing:
-// there is nothing to settle), or holds the header more than once, or a value that is
-// no id (longer than an id, or with bytes outside printable ASCII). The templates set
-// the header from the authorizer context over any the client sent, and so does package
-// middleware; an id the limiter did not make is refused when settled.
+// there is nothing to settle), or holds the header more than once (spelled with '_'
+// for '-' too), or a value that is no id (longer than an id, or with bytes outside
+// printable ASCII). The templates set the header from the authorizer context over any
+// the client sent, and so does package middleware; an id the limiter did not make is
+// refused when settled.
 func Reservation(r *http.Request) string { return held(r, HeaderReservation) }
 
 // ErrNoLease is the error of releasing the lease of a request that carries none (Lease
@@ -35,13 +36,18 @@ var ErrNoLease = errors.New("the request carries no lease (" + HeaderLease + ")"
 // ReleaseRequest (or ReleaseLease); "" as Reservation says.
 func Lease(r *http.Request) string { return held(r, HeaderLease) }
 
-// held returns the one id that r carries in header, in any spelling of its name (a map
-// set by hand may not be canonical); "" as Reservation says.
+// held returns the one id that r carries in header, in any letter case of its name (a
+// map set by hand may not be canonical); "" as Reservation says, and when r also
+// carries the header spelled with '_' for '-' (see SameName), which is never the
+// limiter's and which a CGI backend could read in its place.
 func held(r *http.Request, header string) string {
 	var values []string
 	for name, v := range r.Header {
-		if strings.EqualFold(name, header) {
+		switch {
+		case strings.EqualFold(name, header):
 			values = append(values, v...)
+		case SameName(name, header):
+			return ""
 		}
 	}
 	return single(values)
@@ -71,13 +77,14 @@ func contextID(authorizer map[string]any, key string) string {
 // SetHeldHeaders sets on h, the headers of a request on its way to the backend, what
 // the request holds for the backend to settle or release, from an authorizer context:
 // HeaderReservation (KeyReservation) and HeaderLease (KeyLease), each when the context
-// holds one; any copy of those headers the client sent is removed first, whatever the
-// context, so that only the limiter's reaches the backend. It is what the templates'
+// holds one; any copy of those headers the client sent, in any spelling a backend reads
+// as theirs (see SameName), is removed first, whatever the context, so that only the
+// limiter's reaches the backend. It is what the templates'
 // integrations map, for a gateway or middleware in front of an HTTP service.
 func SetHeldHeaders(h http.Header, authorizer map[string]any) {
 	for header, key := range map[string]string{HeaderReservation: KeyReservation, HeaderLease: KeyLease} {
 		for name := range h {
-			if strings.EqualFold(name, header) {
+			if SameName(name, header) {
 				delete(h, name)
 			}
 		}

@@ -28,6 +28,8 @@ func TestReservation(t *testing.T) {
 		{"too long", map[string][]string{"X-Ratelimit-Reservation": {strings.Repeat("r", 513)}}, ""},
 		{"with a space", map[string][]string{"X-Ratelimit-Reservation": {"r2.A B"}}, ""},
 		{"not ASCII", map[string][]string{"X-Ratelimit-Reservation": {"r2.é"}}, ""},
+		{"spelled with underscores: never the limiter's", map[string][]string{"X_RateLimit_Reservation": {id}}, ""},
+		{"twice, with underscores the second time", map[string][]string{"X-Ratelimit-Reservation": {id}, "x_ratelimit-reservation": {"r2.forged"}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,9 +68,11 @@ func TestContextReservation(t *testing.T) {
 }
 
 // SetHeldHeaders sets the reservation and lease of the context, and removes a client's
-// copies of those headers, in any case, whatever the context holds.
+// copies of those headers, in any case and with '_' for '-' (CGI, WSGI and Rack read
+// X_RateLimit_Lease as X-RateLimit-Lease), whatever the context holds.
 func TestSetHeldHeaders(t *testing.T) {
-	h := http.Header{"X-Ratelimit-Reservation": {"forged"}, "x-ratelimit-lease": {"forged"}, "Accept": {"*/*"}}
+	h := http.Header{"X-Ratelimit-Reservation": {"forged"}, "x-ratelimit-lease": {"forged"}, "Accept": {"*/*"},
+		"X_RateLimit_Reservation": {"forged"}, "X-RateLimit_Lease": {"forged"}, "X_Ratelimit_Lease": {"forged"}}
 	ratelimitheaders.SetHeldHeaders(h, map[string]any{ratelimitheaders.KeyReservation: "r2.A.B", ratelimitheaders.KeyLease: ""})
 	want := http.Header{"X-Ratelimit-Reservation": {"r2.A.B"}, "Accept": {"*/*"}}
 	if !reflect.DeepEqual(h, want) {

@@ -240,7 +240,8 @@ func TestMakeRunBackend(t *testing.T) {
 }
 
 // TestForgedRateLimitHeadersAlwaysReplaced: whatever the decision, the backend never
-// sees a client's own RateLimit, RateLimit-Policy or X-RateLimit-* headers, and the
+// sees a client's own RateLimit, RateLimit-Policy or X-RateLimit-* headers (spelled with
+// '_' for '-' too, as a CGI, WSGI or Rack backend reads them alike), and the
 // client never sees the backend's: they are replaced, or removed, also when the
 // decision has no figures (failing open with Redis down: degraded; every rule shadow).
 // A degraded answer says so to both with X-RateLimit-Degraded: true, and so does one
@@ -253,6 +254,8 @@ func TestForgedRateLimitHeadersAlwaysReplaced(t *testing.T) {
 	forged := map[string]string{
 		"RateLimit": `"forged";r=1000;t=1`, "RateLimit-Policy": `"forged";q=1000;w=1`, "X-RateLimit-Limit": "1000",
 		"x-ratelimit-remaining": "1000", "X-RateLimit-Reset": "1", "X-RateLimit-Degraded": "false", "X-RateLimit-Tier": "gold",
+		// CGI, WSGI and Rack read these as X-RateLimit-*: a client's must not reach them.
+		"X_RateLimit_Remaining": "1000", "X_RateLimit_Reservation": "r2.forged", "X-RateLimit_Lease": "r2.forged", "RateLimit_Policy": "forged",
 	}
 	tests := []struct {
 		name string
@@ -291,7 +294,7 @@ func TestForgedRateLimitHeadersAlwaysReplaced(t *testing.T) {
 			for who, h := range map[string]http.Header{"the backend": got[0].header, "the client": resp.Header} {
 				rate := map[string]string{}
 				for name, vs := range h {
-					if n := strings.ToLower(name); n == "ratelimit" || n == "ratelimit-policy" || strings.HasPrefix(n, "x-ratelimit-") {
+					if n := strings.ReplaceAll(strings.ToLower(name), "_", "-"); n == "ratelimit" || n == "ratelimit-policy" || strings.HasPrefix(n, "x-ratelimit-") {
 						rate[http.CanonicalHeaderKey(name)] = strings.Join(vs, " | ")
 					}
 				}

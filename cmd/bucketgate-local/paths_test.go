@@ -11,7 +11,8 @@ import (
 // '?' or '/' stays inside its segment for the service behind the gateway, so it must
 // for the route too. Decoded first, "/files/a%23/delete" read as "/files/a", and
 // "/files/a%2Fb/delete" as four segments, and both escaped the cost of the route the
-// service then served them by.
+// service then served them by; so did "/files/%20/delete" and "/files/;x/delete", read
+// as "/files/delete".
 func TestRoutesMatchThePathTheBackendReceives(t *testing.T) {
 	srv, requests := recordingBackend(t)
 	const doc = `{defaultPlan: free, plans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]},
@@ -25,6 +26,13 @@ func TestRoutesMatchThePathTheBackendReceives(t *testing.T) {
 		{"encoded ?", "/files/a%3F/delete", "/files/a%3F/delete"},
 		{"encoded # and ?", "/files/%23%3F/delete", "/files/%23%3F/delete"},
 		{"encoded /", "/files/a%2Fb/delete", "/files/a%2Fb/delete"},
+		// Go, Node and Python serve a segment of spaces, or of ;parameters alone, as a
+		// segment: /files/{id}/delete with the id " " or ";x".
+		{"a segment of spaces", "/files/%20/delete", "/files/%20/delete"},
+		{"a segment of two spaces", "/files/%20%20/delete", "/files/%20%20/delete"},
+		{"a segment of ;parameters", "/files/;x/delete", "/files/;x/delete"},
+		{"a segment of a semicolon", "/files/;/delete", "/files/;/delete"},
+		{"a segment of a tab", "/files/%09/delete", "/files/%09/delete"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ const accountsUsage = `  bucketgate accounts create NAME --plan PLAN [--owner TE
   bucketgate accounts set-plan NAME PLAN [--force]
   bucketgate accounts override NAME --rule RULE [--rule ...]
   bucketgate accounts clear-overrides NAME
-  bucketgate accounts expire NAME WHEN|never
+  bucketgate accounts expire NAME WHEN|never [--force]
   bucketgate accounts revoke NAME
   bucketgate accounts show [--json] NAME
   bucketgate accounts list [--json]
@@ -31,7 +31,8 @@ conditional as theirs. set-plan and override (and an expire that makes an expire
 account active again) refuse a change that leaves an active key of the account without
 room for its own rules, naming the keys, and read them again once written, naming a key
 written meanwhile that it leaves so; set-plan refuses a plan that would change which
-requests the account's own rules limit, as keys set-plan does.
+requests the account's own rules limit, as keys set-plan does, and so does an expire
+that makes an expired account active again (keys expire).
 `
 
 var accountsCommands = map[string]tableCommand{

@@ -738,3 +738,40 @@ func TestAccountsShowNamesKeysWithoutRoom(t *testing.T) {
 		t.Fatalf("keys show:\n%s\nwant it invalid", show)
 	}
 }
+
+// A lone key changed (keys set-plan, keys override) while keys roll makes it into an
+// account: the account was made with the plan and rules the key had when read, and the
+// roll's last write, conditional on the key as read, fails. The roll names what the key
+// has now and the command that gives it to the account, which the new key is decided as.
+func TestRollRacesAKeyChange(t *testing.T) {
+	c, calls, put := newRoomCLI(t)
+	for _, tc := range []struct {
+		name    string
+		account string
+		now     registry.Record // the key as the racing command writes it (its ID set by the test)
+		want    string          // on stderr
+	}{
+		{"keys set-plan", "racer1", registry.Record{Plan: "big"}, "bucketgate accounts set-plan racer1 big"},
+		{"keys override", "racer2", registry.Record{Plan: "small", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 1}}},
+			"bucketgate accounts override racer2 --rule burst:7:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			old := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "small")))
+			tc.now.ID = old
+			raced := false
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && !raced && strings.Contains(string(body), `"account":{"S":"`+tc.account+`"}`) {
+					raced = true
+					put(tc.now)
+				}
+				return false
+			})
+			code, _, stderr := c.run("keys", "roll", old, "--account", tc.account)
+			calls.refuseWhen(nil)
+			if code != exitError || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("keys roll, raced by %s: exit %d\n%s\nwant exit 1 saying %q", tc.name, code, stderr, tc.want)
+			}
+		})
+	}
+}

@@ -24,7 +24,7 @@ of stdin, out of the process list and the shell's history), key:<digest>, acct:<
 an account, an IP address or ip:<address> (an IPv6 address stands for its prefix of
 IPV6_PREFIX_LENGTH bits, as the authorizer groups it: ip:2001:db8::/64), ip:unknown, or
 tenant:<key> for a check function tenant (or tenant:<digest>, as log lines name it, for a
-tenant of the REGISTRY_TABLE table). A key of an account reaches the account's
+tenant of the registry table, REGISTRY_TABLE's or the stack's). A key of an account reaches the account's
 buckets, which all its keys spend. The rules are the identity's own as the check function
 resolves them (a registered key's or account's plan and rules, a key of an account's with
 its own rules, else the default plan), or those of --plan, or the --rule ones (a route's
@@ -159,8 +159,8 @@ func resolveTarget(e env, s settings.Settings, arg string) (target, error) {
 }
 
 // tenantTarget returns t, or when t is tenant:<digest> (a tenant as the functions' log
-// lines name it) and the registry table of REGISTRY_TABLE holds a tenant whose key has
-// that digest and none whose key is those digits, that tenant. A tenant:<digest> that
+// lines name it) and the registry table (of REGISTRY_TABLE, else the stack's) holds a
+// tenant whose key has that digest and none whose key is those digits, that tenant. A tenant:<digest> that
 // names no registered tenant either way stays t, with a note on stderr: the buckets of a
 // tenant whose key is those digits.
 func tenantTarget(e env, s settings.Settings, t target) (target, error) {
@@ -168,7 +168,7 @@ func tenantTarget(e env, s settings.Settings, t target) (target, error) {
 	if !ok || !isDigest(digest) {
 		return t, nil
 	}
-	if s.RegistryTable != "" {
+	if s.RegistryTable != "" || e.stack().name != "" {
 		table, err := openTable(e, "", e.stack())
 		if err != nil {
 			return t, err

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -456,6 +457,8 @@ func TestSetPlanRescopesOwnRules(t *testing.T) {
 	c.ok("accounts", "create", "acme", "--plan", "pro", "--rule", "uploads:3:0.01")
 	c.ok("keys", "create", "--tenant", "t-own", "--plan", "free", "--rule", "uploads:2:0.01")
 	plain := strings.TrimSpace(c.ok("keys", "create", "--plan", "free"))
+	expired := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "uploads:2:0.01")))
+	c.ok("keys", "expire", expired, "2021-01-01") // keys expire makes it active again under the plan set now
 	for _, tc := range []struct {
 		name  string
 		group string
@@ -464,6 +467,7 @@ func TestSetPlanRescopesOwnRules(t *testing.T) {
 		want  string // the refusal's line; "" for none
 	}{
 		{"a key's route rule onto every request", "keys", key, "pro", "\n  " + keyID(key) + " (plan pro, was free): rule uploads limited the requests of routes[0] alone, and would limit every request"},
+		{"an expired key's", "keys", expired, "pro", "\n  " + expired + " (plan pro, was free): rule uploads limited the requests of routes[0] alone, and would limit every request"},
 		{"an account's plan rule onto a route", "accounts", "acme", "free", "\n  account:acme (plan free, was pro): rule uploads limited every request, and would limit the requests of routes[0] alone"},
 		{"a tenant", "keys", "tenant:t-own", "pro", ""},
 		{"no own rule", "keys", plain, "pro", ""},
@@ -482,6 +486,60 @@ func TestSetPlanRescopesOwnRules(t *testing.T) {
 			code, _, stderr = c.run(tc.group, "set-plan", tc.item, tc.plan, "--force")
 			if code != exitOK || !strings.Contains(stderr, "warning: --force: the own rules of ") || !strings.Contains(stderr, tc.want) {
 				t.Errorf("%s: set-plan --force: exit %d\n%s", tc.name, code, stderr)
+			}
+		}
+	}
+}
+
+// An expired key or account made active again by expire: config put passed it over
+// while it was not active, so the change compares the reach of its own rules under the
+// document in force when it expired and under the one in force now, and refuses a
+// change of it as set-plan does, naming the rule, unless --force.
+func TestExpireBackRescopesOwnRules(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	const uploads = "{name: uploads, capacity: 20, refill: 20, per: minute}"
+	v1 := "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 100, refillPerSecond: 10}]\n" +
+		"routes:\n  - {method: POST, path: /uploads, rules: [" + uploads + "]}\n"
+	c.ok("config", "put", file(t, "v1.yaml", v1))
+	key := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "uploads:2:0.01")))
+	c.ok("accounts", "create", "acme", "--plan", "free", "--rule", "uploads:3:0.01")
+	c.ok("keys", "create", "--tenant", "t-own", "--plan", "free", "--rule", "uploads:2:0.01")
+	plain := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free")))
+	for _, args := range [][]string{{"keys", "expire", key}, {"accounts", "expire", "acme"}, {"keys", "expire", "tenant:t-own"}, {"keys", "expire", plain}} {
+		c.ok(append(args, "2021-01-01")...)
+	}
+	c.ok("config", "put", file(t, "v2.yaml", strings.Replace(v1, "name: uploads", "name: upload", 1)))
+	// Version 1 was in force when they expired.
+	copy1 := registry.StoredConfig{ID: registry.VersionID(1), Document: v1, Version: 1, UpdatedAt: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: copy1.Item()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		group string
+		item  string
+		want  string // the refusal's line; "" for none
+	}{
+		{"a key", "keys", key, "\n  " + key + " (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request"},
+		{"an account", "accounts", "acme", "\n  account:acme (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request"},
+		{"a tenant", "keys", "tenant:t-own", ""},
+		{"no own rule", "keys", plain, ""},
+	} {
+		before := c.items()
+		code, stdout, stderr := c.run(tc.group, "expire", tc.item, "never")
+		switch {
+		case tc.want == "" && code != exitOK:
+			t.Errorf("%s: exit %d\n%s", tc.name, code, stderr)
+		case tc.want == "":
+		case code != exitError || stdout != "" || !strings.Contains(stderr, "would change which requests the own rules of ") || !strings.Contains(stderr, "(--force sets it anyway") || !strings.Contains(stderr, tc.want):
+			t.Errorf("%s: exit %d\n%s\nwant a refusal naming %q", tc.name, code, stderr, tc.want)
+		case c.items() != before:
+			t.Errorf("%s: the refused expire wrote:\n%s", tc.name, c.items())
+		default:
+			code, _, stderr = c.run(tc.group, "expire", tc.item, "never", "--force")
+			if code != exitOK || !strings.Contains(stderr, "warning: --force: the own rules of ") || !strings.Contains(stderr, tc.want) {
+				t.Errorf("%s: expire --force: exit %d\n%s", tc.name, code, stderr)
 			}
 		}
 	}

@@ -247,8 +247,9 @@ type configWrite struct {
 	// forced are the identities next leaves without a usable plan that --force let it
 	// leave so (broken's lines): the others found after the write were written meanwhile.
 	forced []string
-	// was is the document in force as read, loaded; nil when there is none, or it does
-	// not load: own rules' reach is then not compared (rescoped). rescoped are the lines
+	// was is the document in force as read, loaded: with none in the table, the
+	// functions' own when it is known (keyTable.envKnown); nil when it is not, or it
+	// does not load: own rules' reach is then not compared (rescoped). rescoped are the lines
 	// of the identities whose own rules' reach --force let next change.
 	was      *config.Config
 	rescoped []string
@@ -300,7 +301,13 @@ func (t *keyTable) prepareConfig(ctx context.Context, doc string, cfg *config.Co
 		warn(fmt.Sprintf("--force: these active keys, tenants or accounts now count as unknown:\n%s", nameBroken(lines)))
 		w.forced = lines
 	}
-	if was, err := w.cur.Load(); w.raw != nil && !w.bad && err == nil { // the shell's document may not be the functions'
+	was, err := w.cur.Load()
+	known := w.raw != nil && !w.bad && err == nil
+	if w.raw == nil { // the functions' own document is in force: known when it is the stack's, not the shell's
+		was, _, err = t.env()
+		known = err == nil && t.envKnown
+	}
+	if known {
 		w.was = was
 		if lines := rescoped(h.records, was, cfg, now); len(lines) > 0 {
 			if !force {

@@ -25,7 +25,7 @@ const keysUsage = `  bucketgate keys init
   bucketgate keys create --account NAME [--owner TEXT] [--note TEXT] [--expires WHEN] [--rule RULE]... [--key -]
   bucketgate keys roll KEY [--overlap DURATION] [--account NAME]
   bucketgate keys revoke KEY
-  bucketgate keys expire KEY WHEN|never
+  bucketgate keys expire KEY WHEN|never [--force]
   bucketgate keys set-plan KEY NAME [--force]
   bucketgate keys override KEY --rule RULE [--rule ...]
   bucketgate keys clear-overrides KEY
@@ -48,7 +48,10 @@ for the key (a bucket by a bucket, a quota by a quota); another name adds a rule
 A key's rule named like a route's rule alone limits that route's requests, and one named
 like none (or like one of the plan's) every request (a tenant's, which no route applies
 to, every check): set-plan refuses a plan that would change which requests an own rule
-limits, naming the rules (--force sets it anyway).
+limits, naming the rules (--force sets it anyway), and so does an expire that makes an
+expired key active again when a document written meanwhile (config put passes over a
+key that is not active) changes what its own rules limit since the one in force when it
+expired.
 
 A key of an account (--account, which must be in the table and active) is decided as the
 account: its plan and rules, its buckets (acct:NAME), shared by every key of it; the
@@ -65,8 +68,9 @@ Every command takes --table NAME (default: $REGISTRY_TABLE, else the output
 RegistryTableName of the stack of --stack) and the AWS SDK's default credentials and
 region; AWS_ENDPOINT_URL_DYNAMODB points it at a local DynamoDB. Plans are checked
 against the configuration document the functions load: the table's (bucketgate config),
-or while the table holds none, that of RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the
-built-in one.
+or while the table holds none, their RATE_LIMIT_CONFIG: the stack's parameter
+RateLimitConfig when the table is the stack's output, else this shell's
+RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or built-in one.
 `
 
 // tableCommand is one command over the registry table (keys, accounts, config): it adds
@@ -144,15 +148,28 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 		return nil, fmt.Errorf("%w: no registry table: set %s or --table, or name the stack with --stack or %s", errUsage, settings.EnvRegistryTable, envStack)
 	}
 	t := &keyTable{name: name}
-	t.env = func() (*config.Config, error) {
+	fromStack := false // the table is the stack's output: its functions' document is the stack's parameter
+	t.env = func() (*config.Config, string, error) {
 		s.RegistryTable = t.name // the functions read it with the table, however this command names it
-		return app.LoadConfig(s)
+		from := "this shell's " + settings.EnvConfigInline + ", " + settings.EnvConfigFile +
+			" or built-in document, as the table holds none: check that it is the functions' own"
+		if doc, ok := st.parameters[paramConfig]; fromStack && ok {
+			s.ConfigInline, s.ConfigFile = doc, "" // as template.yaml sets the functions' environment
+			t.envKnown = true
+			from = "stack " + st.name + "'s parameter " + paramConfig + ", the functions' " + settings.EnvConfigInline + " (empty: the built-in document), as the table holds none"
+		}
+		cfg, err := app.LoadConfig(s)
+		if err != nil && fromStack {
+			err = fmt.Errorf("stack %s's parameter %s: %w", st.name, paramConfig, err)
+		}
+		return cfg, from, err
 	}
 	t.open = sync.OnceValue(func() (err error) {
 		if t.name == "" {
 			if t.name, err = st.output(e.ctx, "--table", outputTable); err != nil {
 				return err
 			}
+			fromStack = true
 		} else {
 			st.passOver(e, "table "+t.name, from)
 		}
@@ -317,7 +334,8 @@ func revokeFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 	}
 }
 
-func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
+func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
+	force := fs.Bool("force", false, "make it active again even if a document written while it was expired changes which requests its own rules limit")
 	return func(e env, t *keyTable, args []string) error {
 		id := args[0]
 		var (
@@ -332,7 +350,23 @@ func expireFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
 			}
 		}
-		if err := t.change(e.ctx, id, func(r *registry.Record) error { r.ExpiresAt = at; return nil }); err != nil {
+		var rescoped []string
+		err = t.change(e.ctx, id, func(r *registry.Record) error {
+			was := *r
+			r.ExpiresAt = at
+			var err error
+			if rescoped, err = t.revived(e.ctx, was, *r); err != nil {
+				return err
+			}
+			if len(rescoped) > 0 && !*force {
+				return fmt.Errorf("the document in force, written while %s was expired, would change which requests the own rules of %s limit once it is active again (--force sets it anyway; bucketgate keys override or clear-overrides, or accounts override or clear-overrides, changes them first); nothing written:\n%s", id, id, nameBroken(rescoped))
+			}
+			return nil
+		})
+		if len(rescoped) > 0 && (err == nil || errors.Is(err, errWritten)) {
+			warnTo(e)(fmt.Sprintf("--force: the own rules of %s limit other requests now:\n%s", id, nameBroken(rescoped)))
+		}
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "%s expires %s\n", id, orNever(expiry(registry.Record{ExpiresAt: at})))

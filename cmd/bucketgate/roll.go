@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,7 +104,7 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		})
 		switch {
 		case errors.Is(err, errChanged): // not to be run again: that would issue another key
-			err = fmt.Errorf("%w (in table %s)", errChanged, t.name)
+			err = fmt.Errorf("%w (in table %s)%s", errChanged, t.name, t.stale(e, old, name, next.ID))
 		case errors.Is(err, errWritten):
 			return fmt.Errorf("%s expires %s: %w", id, until.UTC().Format(time.RFC3339), err)
 		}
@@ -113,6 +114,43 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		fmt.Fprintf(e.stderr, "%s expires %s: until then both keys work, on the same buckets\n", id, until.UTC().Format(time.RFC3339))
 		return nil
 	}
+}
+
+// stale returns what a write of the key old.ID since keys roll read it as old (keys
+// set-plan, override, clear-overrides) left out of what the roll wrote before: the account
+// called name, made out of a lone key, has the plan and rules old had, and the new key
+// next, of an account, old's own rules. It is a sentence naming the commands that give
+// them what the key has now; "" when the key's plan and rules are as read, or it cannot
+// be read again.
+func (t *keyTable) stale(e env, old registry.Record, name, next string) string {
+	now, err := t.get(e.ctx, old.ID)
+	if err != nil || now.Account != old.Account {
+		return ""
+	}
+	what, group, target := "account "+name+", made as "+old.ID+" was when read (plan "+old.Plan+", own rules "+rulesText(old.Rules)+"),", "accounts", name
+	if old.Account != "" {
+		what, group, target = "the new key "+next+", with the own rules "+old.ID+" had when read ("+rulesText(old.Rules)+"),", "keys", next
+	}
+	var fix []string
+	if old.Account == "" && now.Plan != old.Plan {
+		fix = append(fix, fmt.Sprintf("bucketgate %s set-plan %s %s", group, target, now.Plan))
+	}
+	if !slices.Equal(now.Rules, old.Rules) {
+		dropped := slices.ContainsFunc(old.Rules, func(r bucketgate.Rule) bool {
+			return !slices.ContainsFunc(now.Rules, func(n bucketgate.Rule) bool { return n.Name == r.Name })
+		})
+		if dropped { // override replaces or adds, never drops
+			fix = append(fix, fmt.Sprintf("bucketgate %s clear-overrides %s", group, target))
+		}
+		if len(now.Rules) > 0 {
+			fix = append(fix, fmt.Sprintf("bucketgate %s override %s --rule %s", group, target, strings.ReplaceAll(rulesText(now.Rules), " ", " --rule ")))
+		}
+	}
+	if len(fix) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %s is on plan %s with own rules %s now, changed meanwhile, and %s is not: %s gives it the same",
+		old.ID, cmp.Or(now.Plan, "-"), rulesText(now.Rules), what, strings.Join(fix, ", then "))
 }
 
 // makeAccount makes the account called name out of old, a lone key's record: its plan,

@@ -48,11 +48,15 @@ type stack struct {
 	// (--stack or BUCKETGATE_STACK), for the errors.
 	name, from string
 
-	read    bool
-	status  string
-	outputs map[string]string // output key -> value
-	err     error
+	read       bool
+	status     string
+	outputs    map[string]string // output key -> value
+	parameters map[string]string // parameter key -> value
+	err        error
 }
+
+// paramConfig is template.yaml's parameter that the functions get as RATE_LIMIT_CONFIG.
+const paramConfig = "RateLimitConfig"
 
 // newStack returns the stack named by the --stack flag's value, else by
 // BUCKETGATE_STACK; its name is "" when neither is set.
@@ -138,6 +142,10 @@ func (s *stack) describe(ctx context.Context) error {
 		s.outputs = map[string]string{}
 		for _, o := range st.Outputs {
 			s.outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+		}
+		s.parameters = map[string]string{}
+		for _, p := range st.Parameters {
+			s.parameters[aws.ToString(p.ParameterKey)] = aws.ToString(p.ParameterValue)
 		}
 	}
 	return s.err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -61,7 +62,21 @@ func functionARN(name string) string {
 // <stack>-<key>, as template.yaml exports its own.
 func (s *stackDeployment) createStack(name string, outputs map[string]string) {
 	s.t.Helper()
+	s.createStackWith(name, nil, outputs)
+}
+
+// createStackWith is createStack of a stack with parameters (by key), strings.
+func (s *stackDeployment) createStackWith(name string, parameters, outputs map[string]string) {
+	s.t.Helper()
 	var b strings.Builder
+	var values []cftypes.Parameter
+	if len(parameters) > 0 {
+		b.WriteString("Parameters:\n")
+	}
+	for _, k := range slices.Sorted(maps.Keys(parameters)) {
+		fmt.Fprintf(&b, "  %s: {Type: String}\n", k)
+		values = append(values, cftypes.Parameter{ParameterKey: aws.String(k), ParameterValue: aws.String(parameters[k])})
+	}
 	b.WriteString("Resources:\n  Nothing: {Type: AWS::CloudFormation::WaitConditionHandle}\n")
 	if len(outputs) > 0 {
 		b.WriteString("Outputs:\n")
@@ -70,7 +85,7 @@ func (s *stackDeployment) createStack(name string, outputs map[string]string) {
 		fmt.Fprintf(&b, "  %s:\n    Value: %q\n    Export: {Name: !Sub \"${AWS::StackName}-%s\"}\n", k, outputs[k], k)
 	}
 	_, err := cloudformation.NewFromConfig(s.moto.Config()).CreateStack(s.t.Context(), &cloudformation.CreateStackInput{
-		StackName: aws.String(name), TemplateBody: aws.String(b.String()),
+		StackName: aws.String(name), TemplateBody: aws.String(b.String()), Parameters: values,
 	})
 	if err != nil {
 		s.t.Fatalf("create stack %s in moto: %v", name, err)
@@ -261,5 +276,75 @@ func TestStackOutputErrors(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// While the table holds no document, the functions decide by their own
+// RATE_LIMIT_CONFIG, the stack's parameter RateLimitConfig (empty: the built-in plans):
+// a command that finds the table through the stack checks plans against that, never
+// against this shell's document.
+func TestStackParameterDocument(t *testing.T) {
+	s := newStackDeployment(t)
+	outputs := map[string]string{outputTable: table, outputCheckName: checkFunction, outputCheckArn: functionARN(checkFunction)}
+	s.createStackWith("with-config", map[string]string{"RateLimitConfig": "defaultPlan: platinum\nplans: {platinum: [{name: burst, capacity: 9, refillPerSecond: 1}]}\n"}, outputs)
+	s.createStackWith("built-in", map[string]string{"RateLimitConfig": ""}, outputs)
+	for _, tc := range []struct {
+		name, stack, plan string
+		want              string // on stderr; "" for success
+	}{
+		{"the stack's plan", "with-config", "platinum", ""},
+		{"this shell's plan", "with-config", "gold", `unknown plan "gold": not in the configuration document (configured: platinum; from stack with-config's parameter RateLimitConfig`},
+		{"the built-in plan", "built-in", "free", ""},
+		{"this shell's plan, the stack's built-in", "built-in", "gold", `unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from stack built-in's parameter RateLimitConfig`},
+	} {
+		code, _, stderr := s.run("--stack", tc.stack, "keys", "create", "--plan", tc.plan)
+		if tc.want == "" && code != exitOK || tc.want != "" && (code != exitError || !strings.Contains(stderr, tc.want)) {
+			t.Errorf("%s: keys create --plan %s through stack %s: exit %d\n%s\nwant %q", tc.name, tc.plan, tc.stack, code, stderr, tc.want)
+		}
+	}
+}
+
+// Through the stack alone (no REGISTRY_TABLE), the buckets commands take a registered
+// tenant as the functions' log lines name it, tenant:<digest>, from the stack's table,
+// as they do with REGISTRY_TABLE: never the buckets of a tenant whose key is those
+// digits, with a note that no registered tenant has it.
+func TestStackBucketsTakeATenantAsTheLogsNameIt(t *testing.T) {
+	s := newStackDeployment(t)
+	s.ok("--stack", deployedStack, "keys", "create", "--tenant", "acme-svc", "--plan", "gold")
+	logged := bucketgate.LogForm("tenant:acme-svc")
+	for _, cmd := range []string{"show", "reset"} {
+		code, stdout, stderr := s.run("--stack", deployedStack, "buckets", cmd, logged)
+		if code != exitOK || !strings.Contains(stdout, "identity    tenant:acme-svc\n") || strings.Contains(stderr, "no registered tenant") {
+			t.Errorf("buckets %s %s through the stack: exit %d\n%s%s\nwant the buckets of tenant:acme-svc", cmd, logged, code, stdout, stderr)
+		}
+	}
+}
+
+// The first config put to a table found through the stack replaces the functions' own
+// document, the stack's parameter RateLimitConfig: it refuses, as any later put does, a
+// document that would change which requests an own rule of a key limits.
+func TestStackFirstConfigPutRescopesOwnRules(t *testing.T) {
+	s := newStackDeployment(t)
+	const plans = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 100, refillPerSecond: 10}]\n"
+	upload := plans + "routes:\n  - {method: POST, path: /uploads, rules: [{name: uploads, capacity: 20, refill: 20, per: minute}]}\n"
+	s.createStackWith("uploads", map[string]string{"RateLimitConfig": upload},
+		map[string]string{outputTable: table, outputCheckName: checkFunction, outputCheckArn: functionARN(checkFunction)})
+	id := keyID(strings.TrimSpace(s.ok("--stack", "uploads", "keys", "create", "--plan", "free", "--rule", "uploads:2:0.01")))
+	before := s.items()
+	code, _, stderr := s.run("--stack", "uploads", "config", "put", file(t, "v1.yaml", plans))
+	if code != exitError || !strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") {
+		t.Fatalf("the first config put through the stack: exit %d\n%s\nwant a refusal naming %s", code, stderr, id)
+	}
+	if after := s.items(); after != before {
+		t.Fatalf("the refused put wrote:\n%s", after)
+	}
+
+	// Expired, the key is passed over by the put; made active again, it is compared with
+	// the document in force when it expired: the stack's, as the table held none.
+	s.ok("--stack", "uploads", "keys", "expire", id, "2021-01-01")
+	s.ok("--stack", "uploads", "config", "put", file(t, "v1.yaml", plans))
+	code, _, stderr = s.run("--stack", "uploads", "keys", "expire", id, "never")
+	if code != exitError || !strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") {
+		t.Fatalf("keys expire never after the first put: exit %d\n%s\nwant a refusal naming %s", code, stderr, id)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
-	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 // keyTable is the registry table as the CLI writes it: every record is checked against
@@ -30,9 +29,14 @@ type keyTable struct {
 	open func() error
 	db   *dynamodb.Client
 	name string
-	// env loads the environment's configuration document (RATE_LIMIT_CONFIG, ...): the
-	// plans while the table holds no document of its own.
-	env func() (*config.Config, error)
+	// env loads the functions' configuration document, and says from where: the plans
+	// while the table holds no document of its own. It is the stack's parameter
+	// RateLimitConfig when the table is the stack's output, else this shell's
+	// RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the built-in one.
+	env func() (*config.Config, string, error)
+	// envKnown reports that env's document is the functions' own, once env has loaded
+	// it: the stack's parameter, not a document of this shell.
+	envKnown bool
 	// loaded is the configuration records are checked against, once plans has read it,
 	// and from where it comes.
 	loaded *config.Config
@@ -237,7 +241,7 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	moved := err == nil && cfg != nil && version != t.version // a document that does not load is not in force
 	var what, rescoped []string
 	if moved {
-		if t.version != 0 { // the table's, not the shell's: what rec's own rules reach under it is the functions'
+		if t.version != 0 || t.envKnown { // the functions' own, not the shell's: what rec's own rules reach under it is theirs
 			rescoped = reachOf(rec, t.loaded, cfg, time.Now())
 		}
 		t.loaded, t.version, t.from = cfg, version, fmt.Sprintf("version %d of the table's configuration document", version)
@@ -400,8 +404,13 @@ func (t *keyTable) squeezedKeys(ctx context.Context, item map[string]types.Attri
 
 // replanned returns what moving rec to the plan called plan would change in the reach
 // of its own rules, as rescoped says it of a document: nothing when rec's plan or plan
-// is unusable (check says so).
+// is unusable (check says so). An expired rec counts as active: an expire that makes it
+// active again compares only the documents written meanwhile (revived), on the plan it
+// has then.
 func (t *keyTable) replanned(ctx context.Context, rec registry.Record, plan string) ([]string, error) {
+	if rec.Status != registry.StatusRevoked {
+		rec.ExpiresAt = time.Time{}
+	}
 	if !reaches(rec, time.Now()) {
 		return nil, nil
 	}
@@ -417,6 +426,49 @@ func (t *keyTable) replanned(ctx context.Context, rec registry.Record, plan stri
 	return reachLines(fmt.Sprintf("%s (plan %s, was %s)", oneLine(rec.ID), plan, rec.Plan), rec.Rules, cfg, old, cfg, p), nil
 }
 
+// revived returns what the documents written while rec was expired changed in the
+// reach of its own rules (config put passes over a record that is not active), when
+// next, rec with another expiry, makes it active again: reachOf between the copy of the
+// version in force when rec expired (the newest written at or before its expiresAt; the
+// functions' own, when none was written by then and it is known: keyTable.envKnown) and
+// the table's document in force. Nothing when next leaves it as active as it was, when
+// the table holds no document, or when the copies (config history lists them) do not
+// say which document was in force then, or it does not load.
+func (t *keyTable) revived(ctx context.Context, rec, next registry.Record) ([]string, error) {
+	now := time.Now()
+	if rec.Active(now) || !reaches(next, now) {
+		return nil, nil
+	}
+	cfg, err := t.plans(ctx)
+	if err != nil || t.version == 0 {
+		return nil, err
+	}
+	h, err := t.scan(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(h.versions, func(sv storedVersion) bool {
+		return sv.err == nil && !sv.s.UpdatedAt.IsZero() && !sv.s.UpdatedAt.After(rec.ExpiresAt)
+	})
+	var was *config.Config
+	switch {
+	case i >= 0 && h.versions[i].s.Version == t.version:
+		return nil, nil
+	case i >= 0:
+		if was, err = h.versions[i].s.Load(); err != nil {
+			return nil, nil //nolint:nilerr // a copy that does not load was never in force
+		}
+	case len(h.versions) == 0 || h.versions[len(h.versions)-1].s.Version != 1 ||
+		slices.ContainsFunc(h.versions, func(sv storedVersion) bool { return sv.err != nil || sv.s.UpdatedAt.IsZero() }):
+		return nil, nil // the copies do not say what was in force when it expired
+	default: // none written by then: the functions' own was in force, known when it is the stack's
+		if was, _, err = t.env(); err != nil || !t.envKnown {
+			return nil, nil //nolint:nilerr // not the functions' document, or none: nothing to compare
+		}
+	}
+	return reachOf(next, was, cfg, now), nil
+}
+
 // account reads the record of the account called name (strongly consistent); the error
 // of one the table does not hold says how to create it.
 func (t *keyTable) account(ctx context.Context, name string) (registry.Record, error) {
@@ -429,8 +481,7 @@ func (t *keyTable) account(ctx context.Context, name string) (registry.Record, e
 
 // plans returns the configuration that records are checked against, as the functions
 // load it: the table's document (tableConfig) when it holds one, never a document of
-// this shell; else the environment's (RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or the
-// built-in one), which the functions load while the table holds none.
+// this shell; else the functions' own (env), which they load while the table holds none.
 func (t *keyTable) plans(ctx context.Context) (*config.Config, error) {
 	if t.loaded != nil {
 		return t.loaded, nil
@@ -440,11 +491,9 @@ func (t *keyTable) plans(ctx context.Context) (*config.Config, error) {
 	case err != nil:
 		return nil, err
 	case cfg == nil:
-		if cfg, err = t.env(); err != nil {
+		if cfg, t.from, err = t.env(); err != nil {
 			return nil, err
 		}
-		t.from = "this shell's " + settings.EnvConfigInline + ", " + settings.EnvConfigFile +
-			" or built-in document, as the table holds none: check that it is the functions' own"
 	default:
 		t.from = fmt.Sprintf("version %d of the table's configuration document", version)
 	}

@@ -19,7 +19,7 @@ const usageUsage = `  bucketgate usage [--from DATE] [--to DATE] [--json | --csv
 
 IDENTITY is as for buckets: an API key (sent as key:<digest>; - reads it from stdin),
 key:<digest>, acct:<name>, an IP address or ip:<address>, ip:unknown, or tenant:<key>
-(tenant:<digest> for one of the REGISTRY_TABLE table); a key of an account counts in its
+(tenant:<digest> for one of the registry table, REGISTRY_TABLE's or the stack's); a key of an account counts in its
 account's usage, which it prints. It prints the
 identity's usage per UTC day from --from to --to (YYYY-MM-DD; --to defaults to today, by
 Redis's clock, --from to --to), within the days the function keeps

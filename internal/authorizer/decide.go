@@ -107,7 +107,7 @@ func (h *Handler) Authorize(ctx context.Context, c Call) (Outcome, error) {
 		err error
 	)
 	if lookupErr != nil {
-		r = h.Guard.Fallback(q, guard.FailureRegistryError, lookupErr)
+		r = h.Guard.Fallback(q, registry.FailureOf(lookupErr), lookupErr)
 	} else if r, err = h.Guard.Decide(ctx, q); err != nil {
 		h.Log.LogAttrs(ctx, slog.LevelError, "request cannot be decided", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		return Outcome{}, fmt.Errorf("decide: %w", err)

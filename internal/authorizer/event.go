@@ -45,7 +45,12 @@ type event struct {
 // (REST and HTTP API payload 1.0: methodArn, httpMethod, path, resource, headers,
 // multiValueHeaders, requestContext.identity.sourceIp, requestContext.httpMethod; HTTP
 // API payload 2.0: routeArn, rawPath, headers, requestContext.http.sourceIp, .method and
-// .path; all: requestContext.requestId and .stage).
+// .path; all: requestContext.requestId and .stage). Of payload 2.0's two paths, routes
+// match rawPath, the one a Lambda backend is handed and reads (web adapters build the
+// request's URL from it); requestContext.http.path only when rawPath is missing: where
+// the two differ (a '%23' or '%3F' decoded in one alone), a '#' or '?' that ends the
+// path for the routes would let a request pay another route's cost than the one its
+// backend serves.
 type fields struct {
 	version, typ                         string
 	methodArn, routeArn                  string
@@ -91,14 +96,14 @@ func decodeEvent(raw []byte, ids identity.Resolver) (event, error) {
 	case versionHTTPV2:
 		ev.kind, ev.arn = kindHTTPV2, f.routeArn
 		ev.call.SourceIP, ev.call.Method = f.httpSourceIP, f.httpMethodV2
-		ev.call.Path = stripStage(cmp.Or(f.httpPath, f.rawPath), f.stage)
+		ev.call.Path = stripStage(cmp.Or(f.rawPath, f.httpPath), f.stage, f.routeArn)
 	case versionHTTPV1, "":
 		ev.kind, ev.arn = kindREST, f.methodArn
 		ev.call.SourceIP, ev.call.Method = f.identitySourceIP, cmp.Or(f.httpMethod, f.contextMethod)
 		ev.call.Path = cmp.Or(f.path, f.resource)
 		ev.call.Keys.Merge(f.multiKeys)
 		if f.version == versionHTTPV1 {
-			ev.kind, ev.call.Path = kindHTTPV1, stripStage(ev.call.Path, f.stage)
+			ev.kind, ev.call.Path = kindHTTPV1, stripStage(ev.call.Path, f.stage, f.methodArn)
 		}
 	default:
 		return event{}, fmt.Errorf("%w: %s %q: want none (REST), %q or %q (HTTP API)", ErrBadEvent, fieldVersion, f.version, versionHTTPV1, versionHTTPV2)

@@ -107,8 +107,9 @@ func TestBadEvents(t *testing.T) {
 // and the other kinds' events in multiValueHeaders; a client or a proxy in front may
 // also join the copies into one line (RFC 9110, section 5.3), which every kind's event
 // carries as it came. Every kind reads the one key of equal copies, joined or not, as
-// the middleware does; two different keys joined are read whole (an unknown key), and
-// copies that differ, joined or not, are a conflict.
+// the middleware does, empty list elements ignored ("K," is K, RFC 9110, section 5.6.1);
+// two different keys joined are read whole (an unknown key), and copies that differ,
+// joined or not, are a conflict; X_API_Key is a copy, as CGI, WSGI and Rack read it.
 func TestKeyHeaderGivenTwice(t *testing.T) {
 	tests := []struct {
 		name, event, want string
@@ -122,6 +123,16 @@ func TestKeyHeaderGivenTwice(t *testing.T) {
 		{"REST two keys joined read whole", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K, L"},"multiValueHeaders":{"X-API-Key":["K, L"]}}`, "K, L", false},
 		{"REST joined and apart differ", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K, K"},"multiValueHeaders":{"X-API-Key":["K","K, K"]}}`, "", true},
 		{"HTTP API 1.0 joined by the client", `{"version":"1.0","type":"REQUEST","methodArn":"a","headers":{"x-api-key":"K, K"},"multiValueHeaders":{"x-api-key":["K, K"]}}`, "K", false},
+		{"REST with a trailing comma", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K,"},"multiValueHeaders":{"X-API-Key":["K,"]}}`, "K", false},
+		{"REST with an empty element", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K, ,K"},"multiValueHeaders":{"X-API-Key":["K, ,K"]}}`, "K", false},
+		{"REST with an empty copy apart", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":""},"multiValueHeaders":{"X-API-Key":["K",""]}}`, "K", false},
+		{"HTTP API 1.0 with an empty copy apart", `{"version":"1.0","type":"REQUEST","methodArn":"a","headers":{"x-api-key":""},"multiValueHeaders":{"x-api-key":["K",""]}}`, "K", false},
+		{"HTTP API 1.0 with a trailing comma", `{"version":"1.0","type":"REQUEST","methodArn":"a","headers":{"x-api-key":"K,"},"multiValueHeaders":{"x-api-key":["K,"]}}`, "K", false},
+		{"HTTP API 2.0 with a trailing comma", `{"version":"2.0","type":"REQUEST","routeArn":"a","headers":{"x-api-key":"K,"}}`, "K", false},
+		{"HTTP API 2.0 with an empty element", `{"version":"2.0","type":"REQUEST","routeArn":"a","headers":{"x-api-key":"K, ,K"}}`, "K", false},
+		{"REST, spelled with underscores", `{"type":"REQUEST","methodArn":"a","headers":{"X_API_Key":"K"},"multiValueHeaders":{"X_API_Key":["K"]}}`, "K", false},
+		{"REST, another key spelled with underscores", `{"type":"REQUEST","methodArn":"a","headers":{"X-API-Key":"K","X_API_Key":"L"},"multiValueHeaders":{"X-API-Key":["K"],"X_API_Key":["L"]}}`, "", true},
+		{"HTTP API 2.0, spelled with underscores", `{"version":"2.0","type":"REQUEST","routeArn":"a","headers":{"x_api_key":"K"}}`, "K", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,18 +193,24 @@ func testResolver(t testing.TB) identity.Resolver {
 }
 
 func TestStripStage(t *testing.T) {
-	tests := []struct{ name, path, stage, want string }{
-		{"default stage", "/orders/42", "$default", "/orders/42"},
-		{"no stage", "/orders/42", "", "/orders/42"},
-		{"named stage", "/prod/orders/42", "prod", "/orders/42"},
-		{"stage root", "/prod", "prod", "/"},
-		{"stage is only a prefix of the segment", "/production/orders", "prod", "/production/orders"},
-		{"path without the stage", "/orders", "prod", "/orders"},
+	const api = "arn:aws:execute-api:us-east-1:123456789012:f6g7h8i9j0/"
+	tests := []struct{ name, path, stage, arn, want string }{
+		{"default stage", "/orders/42", "$default", api + "$default/GET/orders/42", "/orders/42"},
+		{"no stage", "/orders/42", "", api + "/GET/orders/42", "/orders/42"},
+		{"named stage", "/prod/orders/42", "prod", api + "prod/GET/orders/42", "/orders/42"},
+		{"stage root", "/prod", "prod", api + "prod/GET/", "/"},
+		{"stage root, an ARN without a path", "/prod", "prod", api + "prod/GET", "/"},
+		{"stage is only a prefix of the segment", "/production/orders", "prod", api + "prod/GET/production/orders", "/production/orders"},
+		{"path without the stage", "/orders", "prod", api + "prod/GET/orders", "/orders"},
+		{"a first segment named like the stage, the path the ARN names", "/prod/orders", "prod", api + "prod/GET/prod/orders", "/prod/orders"},
+		{"the stage before a segment of its name", "/prod/prod/orders", "prod", api + "prod/GET/prod/orders", "/prod/orders"},
+		{"an ARN spelling the path otherwise", "/prod/a%2Fb", "prod", api + "prod/GET/a/b", "/a%2Fb"},
+		{"an ARN without a stage and method", "/prod/orders", "prod", "arn", "/orders"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := stripStage(tc.path, tc.stage); got != tc.want {
-				t.Fatalf("stripStage(%q, %q) = %q, want %q", tc.path, tc.stage, got, tc.want)
+			if got := stripStage(tc.path, tc.stage, tc.arn); got != tc.want {
+				t.Fatalf("stripStage(%q, %q, %q) = %q, want %q", tc.path, tc.stage, tc.arn, got, tc.want)
 			}
 		})
 	}

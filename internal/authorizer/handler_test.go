@@ -476,12 +476,14 @@ func TestRouteCostOnEveryStage(t *testing.T) {
 			rc := m["requestContext"].(map[string]any)
 			rc["http"].(map[string]any)["method"] = "POST"
 			rc["http"].(map[string]any)["path"] = "/orders"
+			m["rawPath"], m["routeArn"] = "/orders", "arn:aws:execute-api:us-east-1:123456789012:f6g7h8i9j0/$default/POST/orders"
 		}},
 		{"HTTP API named stage", httpEvent, func(m map[string]any) {
 			rc := m["requestContext"].(map[string]any)
 			rc["stage"] = "prod"
 			rc["http"].(map[string]any)["method"] = "POST"
 			rc["http"].(map[string]any)["path"] = "/prod/orders"
+			m["rawPath"], m["routeArn"] = "/prod/orders", "arn:aws:execute-api:us-east-1:123456789012:f6g7h8i9j0/prod/POST/orders"
 		}},
 	}
 	for _, tc := range tests {

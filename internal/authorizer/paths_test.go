@@ -120,3 +120,57 @@ func TestPolicyResourceOfALongPath(t *testing.T) {
 		})
 	}
 }
+
+// An HTTP API event's routes match the path the backend is handed: its rawPath, never
+// requestContext.http.path where the two differ (a decoded '#' there would end the path
+// before the "/.." that takes the backend to /export), without the stage when the path
+// has it in front (the execute-api endpoint's named stage) and with a first segment
+// named like the stage when the path is the one the ARN names (a custom domain, whose
+// path carries no stage). The routes /export cost 3 and /v1/export 5, of a burst of 10.
+func TestHTTPAPIPathAsTheBackendGetsIt(t *testing.T) {
+	cfg := mustParse(t, "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\nroutes: [{path: /export, cost: 3}, {path: /v1/export, cost: 5}]")
+	const arnPrefix = "arn:aws:execute-api:us-east-1:123456789012:f6g7h8i9j0/"
+	tests := []struct {
+		name                      string
+		event                     string
+		stage, path, ctxPath, arn string // ctxPath: requestContext.http.path (payload 2.0)
+		want                      int64  // remaining after one request
+	}{
+		{"2.0: rawPath as sent, http.path decoded", httpEvent, "$default", "/x%23/../export", "/x#/../export", "$default/GET/x%23/../export", 7},
+		{"2.0: execute-api, named stage", httpEvent, "v1", "/v1/export", "/v1/export", "v1/GET/export", 7},
+		{"2.0: execute-api, named stage before a segment of its name", httpEvent, "v1", "/v1/v1/export", "/v1/v1/export", "v1/GET/v1/export", 5},
+		{"2.0: custom domain, a first segment named like the stage", httpEvent, "v1", "/v1/export", "/v1/export", "v1/GET/v1/export", 5},
+		{"1.0: execute-api, named stage", "1.0", "v1", "/v1/export", "", "v1/GET/export", 7},
+		{"1.0: custom domain, a first segment named like the stage", "1.0", "v1", "/v1/export", "", "v1/GET/v1/export", 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var raw []byte
+			if tc.event == "1.0" {
+				raw = samples.ReadLambdaEvent(t, "apigw-v2-custom-authorizer-v1-request.json")
+			} else {
+				raw = samples.Read(t, tc.event)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			rc := m["requestContext"].(map[string]any)
+			rc["stage"] = tc.stage
+			if tc.event == "1.0" {
+				m["path"], m["methodArn"] = tc.path, arnPrefix+tc.arn
+			} else {
+				m["rawPath"], m["routeArn"] = tc.path, arnPrefix+tc.arn
+				rc["http"].(map[string]any)["path"] = tc.ctxPath
+			}
+			ev, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := newFixture(t, options{config: cfg}).mustInvoke(t, ev)
+			if got := a.num(t, ratelimitheaders.KeyRemaining); got != tc.want {
+				t.Errorf("remaining %d after one request, want %d", got, tc.want)
+			}
+		})
+	}
+}

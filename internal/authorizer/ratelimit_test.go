@@ -110,8 +110,8 @@ func BenchmarkRateLimitPolicy(b *testing.B) {
 // An admission that a concurrency rule binds holds a lease the next request may wait
 // for until it expires (a release may come sooner): its RateLimit window and its reset
 // reach the lease's expiry at least, never the buckets' second while the next request's
-// Retry-After is the lease's ttl; a bucket that binds beside a concurrency rule keeps
-// its own window.
+// Retry-After is the lease's ttl, also on a tie with a bucket; a bucket that binds beside
+// a concurrency rule (fewer left) keeps its own window.
 func TestRateLimitOfALease(t *testing.T) {
 	tests := []struct {
 		name, rules     string
@@ -123,6 +123,10 @@ func TestRateLimitOfALease(t *testing.T) {
 		{"concurrency 1 binds: the lease's ttl", "[{name: burst, capacity: 10, refillPerSecond: 1}, {name: streams, concurrency: 1}]", 600000, `"streams";r=0;t=600`, 600 * time.Second, true},
 		{"concurrency binds, the buckets take longer", "[{name: burst, capacity: 10, refillPerSecond: 0.01}, {name: streams, concurrency: 1}]", 30000, `"streams";r=0;t=100`, 100 * time.Second, true},
 		{"concurrency binds with leases left", "[{name: burst, capacity: 10, refillPerSecond: 1}, {name: streams, concurrency: 3}]", 600000, `"streams";r=2;t=600`, 600 * time.Second, false},
+		// A tie: the bucket's window alone (a second) would send the client back while
+		// its slot is still held, to a 429 with Retry-After: 600.
+		{"concurrency and a bucket both spent: the lease's ttl", "[{name: burst, capacity: 1, refillPerSecond: 1}, {name: streams, concurrency: 1}]", 600000, `"streams";r=0;t=600`, 600 * time.Second, true},
+		{"concurrency and a bucket with as many left", "[{name: burst, capacity: 3, refillPerSecond: 1}, {name: streams, concurrency: 3}]", 600000, `"streams";r=2;t=600`, 600 * time.Second, false},
 		{"a bucket binds beside a concurrency rule: its own window", "[{name: burst, capacity: 2, refillPerSecond: 1}, {name: streams, concurrency: 5}]", 600000, `"burst";r=1;t=1`, time.Second, false},
 	}
 	for _, tc := range tests {

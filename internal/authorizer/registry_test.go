@@ -2,6 +2,7 @@ package authorizer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -400,5 +401,27 @@ func TestSettleRegistryFailureIsCounted(t *testing.T) {
 				t.Errorf("logs %s: want a decision line with failure registry_error and the registry's error", logs)
 			}
 		})
+	}
+}
+
+// A lookup that the invocation's time cut short (the table had not answered by its
+// deadline: RegistryLookups abandoned, no failure of the table) leaves the decision to
+// the failure policy, counted in FailClosed with reason timeout, not registry_error,
+// which says the table failed.
+func TestAbandonedLookupFailsClosedAsTimeout(t *testing.T) {
+	cfg := sampleConfig(t)
+	src := registrytest.New()
+	src.Gate = make(chan struct{}) // never opens: the table does not answer
+	f := newFixture(t, options{config: cfg, cache: registry.NewCache(src, cacheOptions())})
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	c := Call{SourceIP: "192.0.2.7", Method: "GET", Path: "/scores"}
+	c.Keys.Add("key a")
+	if _, err := f.h.Authorize(ctx, c); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("authorize: %v, want ErrUnavailable", err)
+	}
+	doc := oneEMF(t, f.metrics.Bytes())
+	if doc[telemetry.DimResult] != string(registry.ResultAbandoned) || doc[telemetry.MetricFailClosed] != 1.0 || doc[telemetry.DimReason] != string(guard.FailureTimeout) {
+		t.Errorf("EMF %v: want a lookup abandoned and FailClosed with reason %s", doc, guard.FailureTimeout)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -47,7 +48,7 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		return guard.Result{}, err
 	case err != nil: // the registry could not say: the failure policy answers, as for a decision
-		r = h.Guard.Fallback(q, guard.FailureRegistryError, err)
+		r = h.Guard.Fallback(q, registry.FailureOf(err), err)
 	default:
 		if r, err = h.Guard.Decide(ctx, q); err != nil {
 			h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)

@@ -1,6 +1,7 @@
 package bucket_test
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"sync"
@@ -173,6 +174,12 @@ func TestQuotaCrossingsAfterLimitChange(t *testing.T) {
 			{monthly(90), bucketgate.OpCheck, 5, []string{r80, r100}}, // 80% of 90 was never reported
 			{monthly(200), bucketgate.OpCheck, 70, []string{r80}},
 		}},
+		{"lowered, then raised back", []step{
+			{monthly(100), bucketgate.OpCheck, 85, []string{r80}},
+			{monthly(90), bucketgate.OpCheck, 5, []string{r80, r100}},
+			// The mark remembers one limit, 90's: 80% of 100 is reported again (documented).
+			{monthly(100), bucketgate.OpCheck, 10, []string{r80, r100}},
+		}},
 		{"the same limit, after a refund", []step{
 			{monthly(10), bucketgate.OpCheck, 9, []string{r80}},
 			{monthly(10), bucketgate.OpRefund, 5, nil},
@@ -188,6 +195,50 @@ func TestQuotaCrossingsAfterLimitChange(t *testing.T) {
 					t.Fatalf("step %d:\nscript %+v\nmodel  %+v", i+1, d, want)
 				}
 				compareStored(t, c, model, "changed limit", d.At, false)
+			}
+		}
+		t.Run(tc.name+", real", func(t *testing.T) {
+			l, c := real(t)
+			run(t, l, c)
+		})
+		t.Run(tc.name+", miniredis", func(t *testing.T) {
+			m := newMini(t)
+			run(t, bucket.New(m.client), m.client)
+		})
+	}
+}
+
+// TestQuotaLimitMarkNotANumber: a quota's "<rule>:limit" mark that is not a number
+// (written by hand, or by another version) is stored input: an admission crossing a
+// threshold under the window's mark reads it as no limit written (the marks are of this
+// limit), as one missing (an earlier release's marks) is, reports what is left to
+// report, and writes the limit, never stopping the identity's checks. On a real server
+// and on miniredis.
+func TestQuotaLimitMarkNotANumber(t *testing.T) {
+	quota := bucketgate.Rule{Name: "monthly", Limit: 10, Period: bucketgate.PeriodMonth}
+	for _, tc := range []struct {
+		name string
+		mark string
+		none bool // the field removed instead
+	}{
+		{"a word", "ten", false},
+		{"empty", "", false},
+		{"a list", "10 20", false},
+		{"a number and more", "10x", false},
+		{"none, an earlier release's", "", true},
+	} {
+		run := func(t *testing.T, l *bucket.Limiter, c rueidis.Client) {
+			q := bucketgate.Request{Identity: "mark " + tc.name, Rules: []bucketgate.Rule{quota}, Cost: 8}
+			wantCrossings(t, l, q, true, "monthly Quota Threshold Reached 80")
+			if tc.none {
+				do(t, c, c.B().Hdel().Key(bucket.Key(q.Identity)).Field("monthly:limit").Build())
+			} else {
+				do(t, c, c.B().Hset().Key(bucket.Key(q.Identity)).FieldValue().FieldValue("monthly:limit", tc.mark).Build())
+			}
+			q.Cost = 2
+			wantCrossings(t, l, q, true, "monthly Quota Threshold Reached 100")
+			if got, err := c.Do(context.Background(), c.B().Hget().Key(bucket.Key(q.Identity)).Field("monthly:limit").Build()).ToString(); err != nil || got != "10" {
+				t.Fatalf("the mark became %q (%v), want 10", got, err)
 			}
 		}
 		t.Run(tc.name+", real", func(t *testing.T) {

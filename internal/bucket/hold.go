@@ -137,11 +137,21 @@ func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, err
 		return reservation{}, refused
 	}
 	r, ok := decodePayload(payload)
-	lease := kind == kindLease
-	if !ok || lease && (r.estimate != 0 || r.ttl != 0 || r.skip != 0) || !lease && (r.estimate < 1 || r.estimate > bucketgate.MaxCapacity || r.ttl > bucketgate.MaxTTL.Milliseconds()) || r.expiry < 0 {
+	if !ok || !r.fits(kind == kindLease) {
 		return reservation{}, refused // signed, so never: but bounds are checked where read
 	}
 	return r, nil
+}
+
+// fits reports whether r, an id's payload not yet trusted, is within what the limiter
+// writes in an id of a lease (lease true) or of a reservation: a lease's has no
+// estimate, ttl or skip; a reservation's an estimate of 1 to bucketgate.MaxCapacity and
+// a ttl of bucketgate.MaxTTL at most; both an expiry of 0 or more.
+func (r reservation) fits(lease bool) bool {
+	if lease {
+		return r.estimate == 0 && r.ttl == 0 && r.skip == 0 && r.expiry >= 0
+	}
+	return r.estimate >= 1 && r.estimate <= bucketgate.MaxCapacity && r.ttl <= bucketgate.MaxTTL.Milliseconds() && r.expiry >= 0
 }
 
 // MisplacedID returns the error of id sent as a lease (lease true) or as a reservation
@@ -165,13 +175,17 @@ func MisplacedID(id string, lease bool) error {
 }
 
 // cutID returns the payload and the MAC of id, as written; false when id is not
-// spelled as one.
+// spelled as one (a MAC is macBytes in base64url).
 func cutID(id string) (payload, sum string, ok bool) {
 	rest, ok := strings.CutPrefix(id, idVersion)
 	if !ok || len(id) > bucketgate.MaxID {
 		return "", "", false
 	}
-	return strings.Cut(rest, ".")
+	payload, sum, ok = strings.Cut(rest, ".")
+	if b, err := base64.RawURLEncoding.DecodeString(sum); !ok || err != nil || len(b) != macBytes {
+		return "", "", false
+	}
+	return payload, sum, true
 }
 
 // decodePayload reads an id's payload, not yet trusted; false when it cannot be one.
@@ -191,18 +205,20 @@ func decodePayload(payload string) (reservation, bool) {
 	}, true
 }
 
-// Claims returns the claims (bucketgate.Request.Claims) that reservation id id
-// carries, so that a settle by the id alone can find the identity and rules its reserve
-// had; false when id carries none or is not spelled as an id. They are not verified:
-// the settle that names the identity and rules they lead to is refused (ErrConflict)
-// unless the limiter signed the id, claims and all, for those.
+// Claims returns the claims (bucketgate.Request.Claims) that reservation (or lease) id
+// id carries, so that a settle by the id alone can find the identity and rules its
+// reserve had; false when id carries none or is not spelled whole as an id the limiter
+// writes (its MAC's length, its payload's figures), so that what is malformed is
+// refused before anything follows its claims. They are not verified: the MAC covers
+// the rules they lead to, and the settle that names those is refused (ErrConflict)
+// unless the limiter signed the id, claims and all, for them.
 func Claims(id string) (string, bool) {
 	payload, _, ok := cutID(id)
 	if !ok {
 		return "", false
 	}
 	r, ok := decodePayload(payload)
-	return r.claims, ok && r.claims != ""
+	return r.claims, ok && r.claims != "" && (r.fits(true) || r.fits(false))
 }
 
 // namesPrint is the fingerprint of the names of rules, with the kind of each but a

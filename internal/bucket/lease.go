@@ -22,6 +22,11 @@ func leases(rules []bucketgate.Rule) int {
 	return m
 }
 
+// isLease reports whether the rule of rules called name is a concurrency rule.
+func isLease(rules []bucketgate.Rule, name string) bool {
+	return slices.ContainsFunc(rules, func(r bucketgate.Rule) bool { return r.Name == name && r.IsConcurrency() })
+}
+
 // withoutLeases is q with its rules before its first concurrency rule: q itself for a
 // request laid out by byKind.
 func withoutLeases(q bucketgate.Request) bucketgate.Request {
@@ -172,12 +177,13 @@ func (l *Limiter) peekLeases(ctx context.Context, c rediser, q, qo bucketgate.Re
 }
 
 // peekBinding completes d, the peek q of its buckets and quotas, with states, every
-// rule's in q's order: the binding rule becomes a concurrency rule that has fewer
+// rule's in q's order: the binding rule becomes a concurrency rule that has no more
 // leases left than d's rule has whole tokens (or the first, when d has none), as a
-// check's does.
+// check's does: on a tie with a bucket or a quota the slot binds, which frees at its
+// lease's expiry at the latest; on a tie of two concurrency rules, the first.
 func peekBinding(d bucketgate.Decision, q bucketgate.Request, states []bucketgate.RuleState) bucketgate.Decision {
 	for i, r := range q.Rules {
-		if left := states[i].Remaining; r.IsConcurrency() && (d.Rule == "" || left < d.Remaining) {
+		if left := states[i].Remaining; r.IsConcurrency() && (d.Rule == "" || left < d.Remaining || left == d.Remaining && !isLease(q.Rules, d.Rule)) {
 			d.Rule, d.Limit, d.Remaining = r.Name, int64(r.Concurrency), left
 		}
 	}

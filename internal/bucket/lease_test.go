@@ -468,3 +468,49 @@ func TestRequestIDNeverGivesAHeldIDTwice(t *testing.T) {
 		t.Fatalf("peek = %+v; want the 90 the settle left", p.Rules)
 	}
 }
+
+// TestLeaseBindsOnATie: an admission whose concurrency rule has as many leases left as
+// its bucket has whole tokens is bound by the concurrency rule, whose slot frees at the
+// lease's expiry at the latest, on Redis and in the model, checks and peeks alike: the
+// bucket's window (a second) would send a client back while its slot is held. A bucket
+// with fewer left binds; of two concurrency rules with as many left, the first.
+func TestLeaseBindsOnATie(t *testing.T) {
+	l, _ := real(t)
+	ctx := context.Background()
+	streams, more := bucketgate.Rule{Name: "streams", Concurrency: 1}, bucketgate.Rule{Name: "more", Concurrency: 3}
+	bucketOf := func(n int64) bucketgate.Rule { return bucketgate.Rule{Name: "tokens", Capacity: n, RefillPerSecond: 1} }
+	tests := []struct {
+		name  string
+		rules []bucketgate.Rule
+		want  string // the binding rule of the admission and of the peek after it
+		left  int64
+	}{
+		{"both spent", []bucketgate.Rule{bucketOf(1), streams}, "streams", 0},
+		{"both spent, the concurrency rule listed first", []bucketgate.Rule{streams, bucketOf(1)}, "streams", 0},
+		{"as many left", []bucketgate.Rule{bucketOf(3), more}, "more", 2},
+		{"the bucket has fewer left", []bucketgate.Rule{bucketOf(2), more}, "tokens", 1},
+		{"the concurrency rule has fewer left", []bucketgate.Rule{bucketOf(3), streams}, "streams", 0},
+		{"two concurrency rules with as many left: the first", []bucketgate.Rule{bucketOf(5), {Name: "a", Concurrency: 1}, {Name: "b", Concurrency: 1}}, "a", 0},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			model := bucket.NewModel()
+			q := bucketgate.Request{Identity: fmt.Sprint("tie", i), Rules: tc.rules, Cost: 1, TTL: time.Minute}
+			d, err := l.Decide(ctx, q)
+			if err != nil || !d.Allowed || d.Rule != tc.want || d.Remaining != tc.left {
+				t.Fatalf("Redis: %+v, %v; want allowed, %s binding with %d left", d, err, tc.want, tc.left)
+			}
+			if m := model.Decide(d.At, q); !m.Allowed || m.Rule != tc.want || m.Remaining != tc.left {
+				t.Fatalf("model: %+v; want allowed, %s binding with %d left", m, tc.want, tc.left)
+			}
+			q.Cost, q.TTL = 0, 0
+			p, err := l.Decide(ctx, q)
+			if err != nil || p.Rule != tc.want || p.Remaining != tc.left {
+				t.Fatalf("peek on Redis: %+v, %v; want %s binding with %d left", p, err, tc.want, tc.left)
+			}
+			if m := model.Decide(p.At, q); m.Rule != tc.want || m.Remaining != tc.left {
+				t.Fatalf("peek of the model: %+v; want %s binding with %d left", m, tc.want, tc.left)
+			}
+		})
+	}
+}

@@ -269,10 +269,20 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 			}
 		}
 	}
-	fewest, reset, last := math.Inf(1), 0.0, 0.0
+	// last: the longest time until a rule is full; lastBucket, a bucket's; windowEnd (ms),
+	// the latest end of a quota's window left with a count: the key lives exactly the
+	// margin past it, where a bucket's time rounds with now.
+	fewest, reset, last, lastBucket, windowEnd := math.Inf(1), 0.0, 0.0, 0.0, int64(0)
 	for i, r := range q.Rules {
 		f := full(i)
 		last = math.Max(last, f)
+		if r.IsQuota() {
+			if states[i].count > 0 {
+				windowEnd = max(windowEnd, states[i].end*1000)
+			}
+		} else {
+			lastBucket = math.Max(lastBucket, f)
+		}
 		if !r.Shadow {
 			fewest = math.Min(fewest, states[i].level)
 			reset = math.Max(reset, f)
@@ -289,11 +299,9 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 	counted := m.usageDays(q.Identity) > 0 && op == bucketgate.OpCheck && qcost > 0 && !debit
 	if held && m.reservedAt.IsZero() && (!allowed || op == bucketgate.OpRefund || qcost == 0) {
 		// A call that admits nothing keeps a stored bucket until its rules (a denial's
-		// enforced ones) are full: another plan than the last admission's may need longer.
-		// Not a settle: its rules are its reserve's, whose admission set the expiry.
-		if !allowed {
-			last = reset
-		}
+		// shadow ones as they stand, which it takes nothing of) are full: another plan
+		// than the last admission's may need longer. Not a settle: its rules are its
+		// reserve's, whose admission set the expiry.
 		k.extend(ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond) - 1) // the margin less the rounding of the admission's expiry
 	}
 	switch {
@@ -309,7 +317,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		m.refund(key, q.Rules, states)
 	case allowed && qcost > 0:
 		k = m.write(key, q.Rules, states, nowUS)
-		at := ceilDiv(nowUS, 1000) + int64(last) + int64(ExpiryMargin/time.Millisecond)
+		at := max(ceilDiv(nowUS, 1000)+int64(lastBucket), windowEnd) + int64(ExpiryMargin/time.Millisecond)
 		m.admittedAt = at
 		if counted {
 			m.countUsage(q.Identity, k, nowUS, at, ModelUsage{Allowed: 1, Cost: qcost})

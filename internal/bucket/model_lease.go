@@ -157,7 +157,7 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 			}
 			return newDecision(qs, false, n+k, 0, first-nowMS, last-nowMS, nowUS, n+k, 0)
 		}
-		if left := int64(r.Concurrency) - int64(counts[k]) - 1; d.Rule == "" || left < d.Remaining {
+		if left := int64(r.Concurrency) - int64(counts[k]) - 1; d.Rule == "" || left < d.Remaining || left == d.Remaining && !isLease(qs.Rules, d.Rule) {
 			d.Rule, d.Limit, d.Remaining = r.Name, int64(r.Concurrency), left
 		}
 	}

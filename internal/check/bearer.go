@@ -26,7 +26,10 @@ func byReservation(m map[string][]byte) bool {
 // reservation (or lease) alone. The id's claims say whose buckets and which route;
 // resolveBearers finds the rules. An id that carries no claims the authorizer writes
 // leaves c.refused set (a conflict: not an id the limiter made to be settled by
-// itself), and nothing is decided. The signed id is the capability: it settles or
+// itself), and nothing is decided, nor is the registry read: an id not spelled whole
+// as the limiter writes one (its MAC's length, its payload's figures) carries none.
+// Its MAC is checked after the lookup, by the engine: it covers the rules, which the
+// registry's plan and the route give, so a forged id of the right shape costs a lookup. The signed id is the capability: it settles or
 // cancels its own reservation, or releases its own lease, and nothing else (a check, a
 // peek, a refund or a reset names a key or an identity).
 func parseByReservation(path string, m map[string][]byte) (check, error) {

@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -537,5 +538,63 @@ func TestBearerLookupsRunTogether(t *testing.T) {
 		if r.Reason != checkapi.ReasonOK || r.Settled != 100 {
 			t.Errorf("results[%d] = %+v: want settled at 100", i, r)
 		}
+	}
+}
+
+// reshaped returns id with its payload's figures (after the nonce) replaced by est, the
+// estimate word (estimate, ttl and skip), and expiry, its claims and MAC kept: an id
+// no limiter writes.
+func reshaped(t *testing.T, id string, est, expiry uint64) string {
+	t.Helper()
+	parts := strings.Split(id, ".")
+	p, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil || len(parts) != 3 {
+		t.Fatalf("id %q: %v", id, err)
+	}
+	binary.BigEndian.PutUint64(p[16:], est)
+	binary.BigEndian.PutUint64(p[24:], expiry)
+	return parts[0] + "." + base64.RawURLEncoding.EncodeToString(p) + "." + parts[2]
+}
+
+// TestMalformedIDReadsNoRegistry: the MAC of an id covers the rules its claims lead to,
+// so only an id spelled as the limiter writes one can send the function to the
+// registry; one that is not (a MAC of another length or alphabet, an estimate, ttl or
+// expiry no limiter writes) is a conflict before any read, however well formed its
+// claims. A forged MAC of the right shape still reads (the rules are needed to check
+// it) and is refused after.
+func TestMalformedIDReadsNoRegistry(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	id := b.reserve(t, "alice")
+	lease, _ := b.authorize(t, "carol", "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
+	for _, tc := range []struct {
+		name, payload string
+		reads         int
+	}{
+		{"a MAC cut short", string(settlePayload(id[:len(id)-1], 1)), 0},
+		{"a MAC too long", string(settlePayload(id+"AAAA", 1)), 0},
+		{"a MAC not base64url", string(settlePayload(id[:len(id)-1]+"!", 1)), 0},
+		{"an estimate above any capacity", string(settlePayload(reshaped(t, id, 2_000_000_000, 1<<40), 1)), 0},
+		{"a ttl above the most", string(settlePayload(reshaped(t, id, uint64(4_000_000)<<32|400, 1<<40), 1)), 0},
+		{"an expiry before 1970", string(settlePayload(reshaped(t, id, 400, 1<<63), 1)), 0},
+		{"a lease with an estimate", fmt.Sprintf(`{"op":"release","lease":%q}`, reshaped(t, lease, 1, 1<<40)), 0},
+		{"a lease with a ttl", fmt.Sprintf(`{"op":"release","lease":%q}`, reshaped(t, lease, 1<<32, 1<<40)), 0},
+		{"a forged MAC of the right shape", string(settlePayload(forged(id), 1)), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, b.client, nil, guard.Options{}) // a cold cache: every lookup reads
+			f.h.Config = registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+			f.h.OperatorFunction = "bucketgate-operator"
+			before := b.src.Reads()
+			_, err := f.invoke([]byte(tc.payload))
+			if fe := functionError(t, err); fe.Type != checkapi.ErrorTypeConflict {
+				t.Fatalf("%+v: want a conflict", fe)
+			}
+			if got := b.src.Reads() - before; got != tc.reads {
+				t.Fatalf("%d registry reads, want %d", got, tc.reads)
+			}
+		})
+	}
+	if got := b.tokens(t, "key:"+bucketgate.KeyDigest("alice"), llmRule, "tokens"); got != 600 {
+		t.Fatalf("after the refusals: %d tokens, want 600: the estimate still charged, nothing else written", got)
 	}
 }

@@ -249,3 +249,126 @@ func TestClientReplayedLeaseExpired(t *testing.T) {
 		t.Fatalf("the job with a new requestId: %+v, %v: want denied by streams while the other holds it", res, err)
 	}
 }
+
+// checkclient judges a replayed lease's expiresAt, which is Redis's, by the client's
+// own clock: the answer carries no time of Redis's (a replay's figures are the first
+// decision's). So a clock apart from Redis's moves the line by as much, both ways, as
+// docs/check.md and ErrLeaseExpired say: behind, a lease Redis has expired passes as
+// held; ahead, one Redis holds is refused.
+func TestClientJudgesReplayedLeasesByItsOwnClock(t *testing.T) {
+	ctx := context.Background()
+	streams := []checkapi.Rule{{Name: "streams", Concurrency: 1}}
+	for _, tc := range []struct {
+		name         string
+		redis        time.Duration // Redis's clock, from the client's, at the acquire
+		later        time.Duration // and at the replay
+		expired      bool          // by Redis's clock, at the replay
+		errLeaseGone bool          // what checkclient answers
+	}{
+		{"in step, held", 0, 0, false, false},
+		{"in step, expired", -time.Minute, -time.Minute + 20*time.Second, true, true},
+		{"client behind Redis, expired by Redis", time.Minute, time.Minute + 20*time.Second, true, false},
+		{"client ahead of Redis, held by Redis", -time.Minute, -time.Minute, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr, _, checks := clientOfHandler(t)
+			now := time.Now()
+			mr.SetTime(now.Add(tc.redis))
+			job := checkapi.Request{Key: "k", Rules: streams, TTLMS: 10000, RequestID: "job-7"}
+			if first, err := checks.Check(ctx, job); err != nil || first.Lease == "" {
+				t.Fatalf("first acquire: %+v, %v: want a lease", first, err)
+			}
+			mr.SetTime(now.Add(tc.later))
+			peek, err := checks.Check(ctx, checkapi.Request{Key: "k", Rules: streams, Cost: new(int64(0))})
+			if err != nil || len(peek.Rules) != 1 || (peek.Rules[0].Remaining == 1) != tc.expired {
+				t.Fatalf("peek %+v, %v: want the lease expired by Redis %v", peek, err, tc.expired)
+			}
+			res, err := checks.Check(ctx, job)
+			switch {
+			case tc.errLeaseGone && !errors.Is(err, checkclient.ErrLeaseExpired):
+				t.Fatalf("replay: %+v, %v: want ErrLeaseExpired", res, err)
+			case !tc.errLeaseGone && (err != nil || !res.Replayed || res.Lease == ""):
+				t.Fatalf("replay: %+v, %v: want the first admission, replayed", res, err)
+			}
+		})
+	}
+}
+
+// A batch of which one settle conflicts is that conflict's error, with no answers:
+// the reserve decided beside it stands, charged, and its reservation is read by
+// sending it again with its requestId, which answers it replayed, charged once.
+func TestClientBatchConflictLeavesTheOthersToReplay(t *testing.T) {
+	ctx := context.Background()
+	_, _, checks := clientOfHandler(t)
+	rules := []checkapi.Rule{{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}}
+	reserve := checkapi.Request{Key: "k", Rules: rules, Op: checkapi.OpReserve, Cost: new(int64(4)), RequestID: "job-1"}
+	settle := checkapi.Request{Key: "k", Rules: rules, Op: checkapi.OpSettle, Cost: new(int64(1)), Reservation: "r2.AAAA.AAAAAAAAAAAAAAAAAAAAAA"}
+	res, err := checks.CheckBatch(ctx, []checkapi.Request{reserve, settle})
+	var fe *checkclient.FunctionError
+	if !errors.As(err, &fe) || fe.Type != checkapi.ErrorTypeConflict || !strings.Contains(fe.Message, "checks[0] was decided all the same") || res != nil {
+		t.Fatalf("%+v, %v: want a ConflictError naming checks[0] as decided, and no answers", res, err)
+	}
+	again, err := checks.Reserve(ctx, reserve)
+	if err != nil || !again.Replayed || again.Reservation == "" {
+		t.Fatalf("the reserve sent again: %+v, %v: want its first decision, replayed, with its reservation", again, err)
+	}
+	peek, err := checks.Check(ctx, checkapi.Request{Key: "k", Rules: rules, Cost: new(int64(0))})
+	if err != nil || peek.Remaining != 6 {
+		t.Fatalf("peek %+v, %v: want 6 tokens left, the estimate taken once", peek, err)
+	}
+}
+
+// A release whose first run returned the lease and then timed out (its answer lost) is
+// sent again by checkclient, and that run finds the lease released: its answer says
+// released false, though this very call returned the lease, as Release's doc and
+// docs/check.md say. The slot is free either way.
+func TestClientReleaseRetriedAfterATimeout(t *testing.T) {
+	ctx := context.Background()
+	_, client := startMiniredis(t)
+	f := &timedOutOnce{h: lambda.NewHandler(newFixture(t, client, nil, guard.Options{}).h), runs: 1} // the acquire answers
+	srv := lambdatest.Start(t, map[string]lambda.Handler{clientFunction: f})
+	checks := checkclient.New(srv.Client(), clientFunction)
+	acquire := checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "streams", Concurrency: 1}}}
+	held, err := checks.Check(ctx, acquire)
+	if err != nil || held.Lease == "" {
+		t.Fatalf("acquire: %+v, %v: want a lease", held, err)
+	}
+	f.runs = 0 // the release's first run times out
+	res, err := checks.Release(ctx, acquire, held.Lease)
+	if err != nil || res.Released == nil || *res.Released || f.runs != 2 {
+		t.Fatalf("release: %+v, %v after %d runs: want released false, the second run's answer, after 2", res, err, f.runs)
+	}
+	if next, err := checks.Check(ctx, acquire); err != nil || !next.Allowed {
+		t.Fatalf("acquire after the release: %+v, %v: want the slot free", next, err)
+	}
+}
+
+// A denial is a first decision too: sent again with its requestId after its
+// retryAfterMs, when the tokens are there, it is the denial again, replayed, its wait
+// the first one's, for as long as the requestId is remembered; a new requestId is
+// decided. (A job queue that redelivers a limited job under its id must give the retry
+// a new one, as checkapi.Request.RequestID and docs/check.md say.)
+func TestClientDenialReplayedPastItsWait(t *testing.T) {
+	ctx := context.Background()
+	mr, _, checks := clientOfHandler(t)
+	now := time.Now()
+	mr.SetTime(now)
+	rules := []checkapi.Rule{{Name: "burst", Capacity: 1, RefillPerSecond: 1}}
+	if res, err := checks.Check(ctx, checkapi.Request{Key: "k", Rules: rules}); err != nil || !res.Allowed {
+		t.Fatalf("first: %+v, %v: want allowed", res, err)
+	}
+	job := checkapi.Request{Key: "k", Rules: rules, RequestID: "job-7"}
+	denied, err := checks.Check(ctx, job)
+	if err != nil || denied.Allowed || denied.RetryAfterMS < 1 {
+		t.Fatalf("the job: %+v, %v: want limited", denied, err)
+	}
+	mr.SetTime(now.Add(time.Duration(denied.RetryAfterMS)*time.Millisecond + time.Second)) // the tokens are there
+	again, err := checks.Check(ctx, job)
+	if err != nil || again.Allowed || !again.Replayed || again.RetryAfterMS != denied.RetryAfterMS {
+		t.Fatalf("the job again past its wait: %+v, %v: want its denial replayed, its wait the first one's", again, err)
+	}
+	job.RequestID = "job-7-retry"
+	if res, err := checks.Check(ctx, job); err != nil || !res.Allowed || res.Replayed {
+		t.Fatalf("the job with a new requestId: %+v, %v: want allowed", res, err)
+	}
+}

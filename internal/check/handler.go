@@ -20,6 +20,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -205,7 +206,7 @@ func (h *Handler) decide(ctx context.Context, checks []check, batch bool) ([]gua
 	asked := make([]int, 0, len(checks)) // the index in checks of each request in qs
 	for i, c := range checks {
 		if c.lookupErr != nil {
-			results[i] = h.Guard.Fallback(c.req, guard.FailureRegistryError, c.lookupErr)
+			results[i] = h.Guard.Fallback(c.req, registry.FailureOf(c.lookupErr), c.lookupErr)
 			continue
 		}
 		qs, asked = append(qs, c.req), append(asked, i)

@@ -40,7 +40,12 @@ routes:
 		{"/uploads/42/../43", 2},
 		{"/uploads/42/x", 1},
 		{"/uploads", 1},
-		{"/uploads/%20", 1}, // a segment of spaces is no segment
+		{"/uploads/%20", 2}, // a segment of spaces is one, as Go, Node and Python serve it
+		{"/uploads/;x", 2},  // and so is a segment of ;parameters alone
+		{"/uploads/%20;x", 2},
+		{"/uploads/ ", 1},    // trailing spaces of the whole path, as an HTTP API hands it decoded, go: a URL parser trims them
+		{"/uploads/;x/y", 1}, // three segments
+		{"/reports/%20/../;x", 3},
 		{"/reports", 3},
 		{"/REPORTS/2026/../x/./y", 3},
 		{"/reports/../export", 5},

@@ -184,14 +184,17 @@ func (r route) matches(method string, segs []string) bool {
 // spelling of a path escapes its route. HTTP APIs hand over the path percent-decoded,
 // and the web adapters that serve it from Lambda read it as a URL (the WHATWG URL
 // parser of Node's fetch-based frameworks): so tabs and line breaks are removed
-// wherever they are, the path ends at a '?' or '#' (a query or fragment), and '\'
-// separates segments as '/' does. Then a segment's ";parameters" are dropped (servlet
-// containers ignore them), percent-encoded unreserved characters (RFC 3986: letters,
-// digits, '-', '.', '_', '~'), spaces and tabs are decoded, spaces and tabs around a
-// segment are trimmed, "." segments, empty segments (repeated or trailing slashes) and
-// ".." segments with the one before them are removed. Other percent-encodings, '%2F'
-// among them, stay as they are, inside their segment. It allocates only for a path with
-// a tab or line break, or a segment that has something to decode.
+// wherever they are, the path ends at a '?' or '#' (a query or fragment), spaces at its
+// end go, and '\' separates segments as '/' does. Then a segment's ";parameters" are
+// dropped (servlet containers ignore them), percent-encoded unreserved characters (RFC
+// 3986: letters, digits, '-', '.', '_', '~'), spaces and tabs are decoded, spaces and
+// tabs around a segment are trimmed, "." segments, empty segments (repeated or trailing
+// slashes) and ".." segments with the one before them are removed. A segment that only
+// the dropping or trimming emptied ("%20", ";x") stays, as "": Go, Node and Python
+// serve "/files/%20/delete" and "/files/;x/delete" as /files/{id}/delete, so they must
+// match its route. Other percent-encodings, '%2F' among them, stay as they are, inside
+// their segment. It allocates only for a path with a tab or line break, or a segment
+// that has something to decode.
 func pathSegments(path string, segs []string) []string {
 	if strings.ContainsAny(path, "\t\n\r") {
 		path = strings.Map(dropBreak, path)
@@ -199,12 +202,16 @@ func pathSegments(path string, segs []string) []string {
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
 	}
+	path = strings.TrimRight(path, " ")
 	for path != "" {
 		seg := path
 		if i := strings.IndexAny(path, `/\`); i >= 0 {
 			seg, path = path[:i], path[i+1:]
 		} else {
 			path = ""
+		}
+		if seg == "" {
+			continue // a repeated or trailing slash
 		}
 		if i := strings.IndexByte(seg, ';'); i >= 0 {
 			seg = seg[:i]
@@ -213,7 +220,7 @@ func pathSegments(path string, segs []string) []string {
 			seg = decodeUnreserved(seg)
 		}
 		switch seg = strings.Trim(seg, " \t"); seg {
-		case "", ".":
+		case ".":
 		case "..":
 			if len(segs) > 0 {
 				segs = segs[:len(segs)-1]

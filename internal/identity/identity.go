@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // UnknownAddr is the Value of the one shared KindIP identity of every request whose
@@ -66,9 +67,9 @@ func (r Resolver) Header() string { return r.header }
 
 // Resolve returns the Caller of a request with these headers and multi-value headers
 // (names in any case; either may be nil) and this source IP. Every copy of the API key
-// header counts, whatever its case and wherever it is: no copy is blank-trimmed away
-// unless all are blank (no key), all equal is one key, anything else a Conflict. The
-// answer never depends on the order of the maps.
+// header counts, whatever its case and wherever it is, but a blank one (an empty list
+// element, RFC 9110, section 5.6.1): all blank is no key, all equal is one key,
+// anything else a Conflict. The answer never depends on the order of the maps.
 func (r Resolver) Resolve(headers map[string]string, multi map[string][]string, sourceIP string) Caller {
 	var k KeyCopies
 	for name, v := range headers {
@@ -87,8 +88,9 @@ func (r Resolver) Resolve(headers map[string]string, multi map[string][]string, 
 }
 
 // IsKeyHeader reports whether a header called name is the API key header: the
-// configured name, in any letter case.
-func (r Resolver) IsKeyHeader(name string) bool { return strings.EqualFold(name, r.header) }
+// configured name, in any letter case and with '_' for '-', as the backend behind may
+// read it (ratelimitheaders.SameName: CGI, WSGI and Rack read X_API_Key as X-API-Key).
+func (r Resolver) IsKeyHeader(name string) bool { return ratelimitheaders.SameName(name, r.header) }
 
 // ResolveCopies returns the Caller of a request whose API key header copies k holds,
 // from sourceIP: Resolve for a caller that reads the headers itself.
@@ -104,42 +106,49 @@ func (r Resolver) ResolveCopies(k KeyCopies, sourceIP string) Caller {
 }
 
 // KeyCopies gathers the copies of one request's API key header, in any order: one
-// key when every copy holds it (blank-trimmed), none when all are blank, a conflict
-// when two differ. The zero KeyCopies holds no copy.
+// key when every copy that is not blank holds it (blank-trimmed; a blank copy is an
+// empty list element, which does not count), none when all are blank, a conflict when
+// two differ. The zero KeyCopies holds no copy.
 type KeyCopies struct {
 	key      string
 	seen     bool
 	conflict bool
 }
 
-// Add adds one copy of the header, v.
+// Add adds one copy of the header, v; a blank one counts for nothing.
 func (k *KeyCopies) Add(v string) {
 	v = strings.Trim(v, " \t")
-	if !k.seen {
+	switch {
+	case v == "":
+	case !k.seen:
 		k.key, k.seen = v, true
-	} else if v != k.key {
+	case v != k.key:
 		k.conflict = true
 	}
 }
 
 // Unjoin reads the one copy held as copies that a proxy joined with commas, as API
 // Gateway's HTTP API payload 2.0 joins a header given more than once: when every
-// comma-separated part is the same key (blank-trimmed), k holds that key. Otherwise k is
-// unchanged: a copy without a comma, and one whose parts differ, which is read whole as
-// one key (so a key that holds a comma still works, and two different keys joined are
-// an unknown key).
+// comma-separated part that is not blank is the same key (blank-trimmed), k holds that
+// key, since a list's empty elements do not count (RFC 9110, section 5.6.1: "K," and
+// "K, ,K" are K, as a backend reads them); when every part is blank, no key. Otherwise
+// k is unchanged: a copy without a comma, and one whose parts differ, which is read
+// whole as one key (so two different keys joined are an unknown key).
 func (k *KeyCopies) Unjoin() {
 	if k.conflict || !strings.Contains(k.key, ",") {
 		return
 	}
-	parts := strings.Split(k.key, ",")
-	first := strings.Trim(parts[0], " \t")
-	for _, p := range parts[1:] {
-		if strings.Trim(p, " \t") != first {
+	key := ""
+	for _, p := range strings.Split(k.key, ",") {
+		switch p = strings.Trim(p, " \t"); {
+		case p == "" || p == key:
+		case key == "":
+			key = p
+		default:
 			return
 		}
 	}
-	k.key = first
+	k.key = key
 }
 
 // Merge adds every copy that o holds.

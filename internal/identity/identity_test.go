@@ -58,7 +58,9 @@ func TestResolve(t *testing.T) {
 		{"two cases, one value", "", map[string]string{"X-API-Key": rawKey, "x-api-key": rawKey}, nil, "192.0.2.1", "key:" + digest},
 		{"multi holds two values", "", map[string]string{"X-API-Key": rawKey}, map[string][]string{"X-API-Key": {"other", rawKey}}, "192.0.2.1", "conflict"},
 		{"headers and multi disagree", "", map[string]string{"X-API-Key": rawKey}, map[string][]string{"X-API-Key": {"other"}}, "192.0.2.1", "conflict"},
-		{"a blank copy beside a key", "", map[string]string{"X-API-Key": rawKey}, map[string][]string{"x-api-key": {""}}, "192.0.2.1", "conflict"},
+		// A blank copy is an empty list element (RFC 9110, section 5.6.1), as "K," is.
+		{"a blank copy beside a key", "", map[string]string{"X-API-Key": rawKey}, map[string][]string{"x-api-key": {""}}, "192.0.2.1", "key:" + digest},
+		{"a key and a blank copy, apart", "", map[string]string{"X-API-Key": ""}, map[string][]string{"x-api-key": {rawKey, " "}}, "192.0.2.1", "key:" + digest},
 		{"only blank copies", "", map[string]string{"X-API-Key": " "}, map[string][]string{"x-api-key": {"", "\t"}}, "192.0.2.1", "ip:192.0.2.1"},
 	}
 	for _, tc := range tests {
@@ -146,7 +148,7 @@ func TestIPv6Prefix(t *testing.T) {
 }
 
 // An HTTP API's payload 2.0 joins a header given more than once with commas: the same key
-// twice is that key; anything else is read whole, as before.
+// twice is that key, empty elements aside; anything else is read whole, as before.
 func TestKeyCopiesUnjoin(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -157,7 +159,10 @@ func TestKeyCopiesUnjoin(t *testing.T) {
 		{"the same key twice", []string{rawKey + "," + rawKey}, "key:" + bucketgate.KeyDigest(rawKey)},
 		{"the same key three times, blanks around", []string{rawKey + ", " + rawKey + " ,\t" + rawKey}, "key:" + bucketgate.KeyDigest(rawKey)},
 		{"two keys: read whole", []string{rawKey + ",other"}, "key:" + bucketgate.KeyDigest(rawKey+",other")},
-		{"a key ending in a comma: read whole", []string{rawKey + ","}, "key:" + bucketgate.KeyDigest(rawKey+",")},
+		{"a trailing comma: an empty element, ignored", []string{rawKey + ","}, "key:" + bucketgate.KeyDigest(rawKey)},
+		{"a blank element between copies, ignored", []string{rawKey + ", ," + rawKey}, "key:" + bucketgate.KeyDigest(rawKey)},
+		{"a leading comma", []string{"," + rawKey}, "key:" + bucketgate.KeyDigest(rawKey)},
+		{"two keys and an empty element: read whole", []string{rawKey + ",,other"}, "key:" + bucketgate.KeyDigest(rawKey+",,other")},
 		{"blank copies joined", []string{" , "}, "ip:192.0.2.1"},
 		{"a conflict stays one", []string{rawKey + "," + rawKey, "other"}, "conflict"},
 	}

@@ -126,22 +126,28 @@
 -- calendar window: its first denial marks its end, and an admission that moves its count
 -- across 80% or 100% of its limit reports it unless the end's suffix says it was (a refund
 -- that lowered the count below leaves them) of this limit: under a suffix, the crossing
--- reads "<rule>:limit" (HGET; none, written by an earlier release: this limit), and a
--- limit changed in the window counts as nothing reported; a threshold reported writes it
--- (one HSET more, once or twice a window). A reset removes the marks with the fields.
+-- reads "<rule>:limit" (HGET; none, written by an earlier release, or not a number, by
+-- hand or another version: this limit), and a limit changed in the window counts as
+-- nothing reported; a threshold reported writes it (one HSET more, once or twice a
+-- window). It is one limit, the last reported of: a limit changed and changed back in
+-- the window (100, 90, 100) reports the first's thresholds again as the count reaches
+-- them (a list of limits would cost every crossing a parse, for a plan changed twice). A reset removes the marks with the fields.
 -- The common admission pays one string length per stored bucket and a few tests: under
 -- make bench-instructions' callgrind, a check of 1 rule half limited 55,082 instructions
 -- (54,371 before crossings: most of it the mark, one HSET per identity and window),
 -- every check admitted 65,610 (65,324).
 --
 -- A check that takes tokens writes every rule and sets the key to expire 1000 ms (the
--- margin, bucket.ExpiryMargin) after every bucket written is full again and every quota
--- written has reached its window's end, never shortening its life (PEXPIREAT GT, or NX on
--- a key that has no expiry yet). A denial or a peek writes no rule. But a call that
+-- margin, bucket.ExpiryMargin) after every bucket written is full again (its time rounded
+-- up with now's) and every quota written has reached its window's end (exactly: so that
+-- each admission of the window finds the expiry its first set, and makes no call), never
+-- shortening its life (PEXPIREAT GT, or NX on a key that has no expiry yet). A denial or
+-- a peek writes no rule. But a call that
 -- admits nothing (a denial, a peek, a refund; not a settle, whose rules are its
 -- reserve's) finding a bucket stored lets the key live (PEXPIREAT GT, its one call more)
--- 999 ms past the time every rule is full under its own rules (a denial's: its enforced
--- ones; a denial by a lease's set: as its admission would have): the expiry was set under
+-- 999 ms past the time every rule is full under its own rules (a denial's: its shadow
+-- ones as they stand, since it takes nothing of them; a denial by a lease's set: as its
+-- admission would have): the expiry was set under
 -- the last admission's, and another plan (a slower refill, a larger capacity) needs
 -- longer, which would otherwise find the bucket full once the old plan's expiry passed
 -- (quotas keep their windows' ends, which no plan moves later). No call when a quota's
@@ -209,9 +215,11 @@
 -- set's earliest lease expires and its reset until its latest does: nothing is taken,
 -- nothing is crossed, and usage counts the denial as any other. Else, last, the nonce
 -- goes into every set at now + ttl (1 to 3600000 ms; a member there already keeps the
--- later of its two expiries), and a rule with fewer leases left (N less the set's
+-- later of its two expiries), and a rule with no more leases left (N less the set's
 -- leases, expired ones not swept yet too) than the other rules' whole tokens left (or
--- when no other rule binds) is the binding rule, its leases left the remaining.
+-- when no other rule binds) is the binding rule, its leases left the remaining: on a
+-- tie with a bucket or a quota the slot, which frees at the lease's expiry at the
+-- latest, binds; on a tie of two concurrency rules, the first.
 -- A set expires at the first whole minute (Unix time, a multiple of 60000 ms) at least
 -- 1000 ms (the margin) past its latest lease, and its mark says when: ZADD GT CH adds the
 -- lease and raises the mark to this lease's minute, and only when it moved the mark (two
@@ -528,7 +536,8 @@ elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) elseif n2 =
 -- longest time until a rule has cost tokens again. s[i] becomes rule r's tokens after an
 -- admission (a quota's count), for HSET, and a quota's s[i + 1] its window's end. Shadow
 -- rules keep their own figures: the index i of the last one met (shadow), their denials
--- (denials) and the longest time until one is full (sreset), for the expiry. quotas has
+-- (denials) and the longest time until a bucket is full (sreset; as it stands, for a
+-- denial, dsreset; a quota's, qat), for the expiry. quotas has
 -- bit r-1 set for each quota r, and ends, for a peek, a quota's ms until its window ends
 -- by i. Locals that start nil are set by one instruction: binding and dbinding get their
 -- rule before they are read, the shadow figures are set by the first shadow rule, stored
@@ -536,9 +545,15 @@ elseif n2 == 2 then s = call('HMGET', key, argv[o + 1], argv[o + 2]) elseif n2 =
 -- it by its first field less its suffix (string.match(argv[o + i], '^[^:]*')), written
 -- out on each error path: a helper function would be a new closure per call.
 local allowed, fewest, wait, waitrule, resetafter, dfewest, dwait, dreset = 1, huge, 0, 0, 0, huge, 0, 0
-local binding, dbinding, shadow, denials, sreset, stored, quotas, ends
+local binding, dbinding, shadow, denials, sreset, dsreset, stored, quotas, ends
 local held -- a bucket of the request has state: a call that admits nothing keeps it (see needs)
 local lives -- the latest end (Unix s) of a quota's window stored with a count: the key lives past it
+-- qat: the latest end (Unix s) of a quota's window that an admission (or a call that
+-- admits nothing) leaves a count in: the key lives exactly the margin past it, not
+-- rounded with now as a bucket's time is (so that a later admission of the window finds
+-- the expiry its first set, and makes no call). qreset: the enforced quotas' part of an
+-- admission's reset after, kept apart from the buckets' (resetafter) until the loop ends.
+local qat, qreset
 -- Crossings (see the header), nil while none: cross, the bits of denials (fig, their
 -- rules' figures, by i) or, while allowed, up the bits of thresholds (ufig); marks, the
 -- fields and values a first denial marks; kept[i + 1] true for a marked bucket an
@@ -678,7 +693,7 @@ for i = 1, n2, 2 do
         if debit and count > cap + cap then count = cap + cap end -- over its limit by its limit at most
       end
       s[i] = count
-      if not sreset or full > sreset then sreset = full end
+      if count > 0 and (not qat or we > qat) then qat = we end
     else
       if level < dfewest then dfewest = level end
       if full > dreset then dreset = full end
@@ -709,8 +724,9 @@ for i = 1, n2, 2 do
             if z > 0 then
               -- Reported of another limit (changed in the window): none of this one yet.
               -- No limit recorded (a previous release's marks): of this one.
-              local of = call('HGET', key, lf)
-              if of and of + 0 ~= cap then z = 0 end
+              -- A limit that is not a number (by hand, another version): none written.
+              local of = tonumber(call('HGET', key, lf))
+              if of and of ~= cap then z = 0 end
             end
           end
           local reached = 1
@@ -727,8 +743,11 @@ for i = 1, n2, 2 do
           end
         end
         if level < fewest then fewest, binding = level, r end
-        if count > 0 then full = qend end
-        if full > resetafter then resetafter = full end
+        if count > 0 then
+          full = qend
+          if not qat or we > qat then qat = we end
+        end
+        if not qreset or full > qreset then qreset = full end
         if level < need and qend > wait then wait, waitrule = qend, r end
       end
     end
@@ -773,16 +792,19 @@ for i = 1, n2, 2 do
     if shadow == i then
       -- A shadow rule, if the check is allowed: cost taken when it holds cost tokens,
       -- else a shadow denial that takes nothing.
-      local r = (i + 1) / 2
+      -- dsreset: its time until full as it stands, for a denial (which takes nothing).
+      local r, full = (i + 1) / 2, (cap - level) * 1000 / rate
+      full = full + (-full) % 1
+      if not dsreset or full > dsreset then dsreset = full end
       if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
       elseif not (gone and gone[i]) then -- gone: a debit its reserve took nothing of
         level = level - cost
         if debit and level < -cap then level = -cap end -- a debt of its capacity at most
+        full = (cap - level) * 1000 / rate
+        full = full + (-full) % 1
       end
       s[i] = level
-      local full = (cap - level) * 1000 / rate
-      full = full + (-full) % 1
       if not sreset or full > sreset then sreset = full end
     elseif n2 == 2 then
       -- The only rule: its outcome is the decision's.
@@ -840,21 +862,32 @@ for i = 1, n2, 2 do
     end
   end
 end
+-- blast: the buckets' part of an admission's reset after (shadow ones in sreset), which
+-- its expiry rounds with now; its quotas' is their windows' ends (qat), exact.
+local blast = resetafter
+if qreset and qreset > resetafter then resetafter = qreset end
 if dbinding then
-  fewest, binding, wait, waitrule, resetafter = dfewest, dbinding, dwait, dbinding, dreset
+  fewest, binding, wait, waitrule, resetafter, qat = dfewest, dbinding, dwait, dbinding, dreset, nil
 end
 -- needs: with a bucket stored, the ms until every rule is full under this call's rules,
 -- which a call that admits nothing (a denial, a peek, a refund) lets the key live at
 -- least, plus the margin: the key's expiry was set under the rules of the last
 -- admission, and another plan's (a slower refill, a larger capacity) may need longer.
--- An admission's, shadow rules included; a denial's, its enforced rules' (nothing of it
--- is written). Taken before a lease's denial, whose figures are its set's. Not a
+-- An admission's, shadow rules included; a denial's, its enforced rules' and its shadow
+-- buckets' as they stand (nothing of it is written: a shadow rule's state under a slower
+-- plan must outlive the denials, or its trial under-counts them). Taken before a lease's
+-- denial, whose figures are its set's. Not a
 -- settle's: its rules are its reserve's (signed in its id), whose admission set the
 -- expiry, and giving back only brings the time they are full nearer.
 local needs
 if held then
   needs = resetafter
-  if allowed == 1 and sreset and sreset > needs then needs = sreset end
+  if allowed == 1 then -- its quotas' windows' ends are qat's
+    needs = blast
+    if sreset and sreset > needs then needs = sreset end
+  elseif dsreset and dsreset > needs then -- a shadow bucket as it stands (a quota's window keeps it)
+    needs = dsreset
+  end
 end
 if fewest < 0 then fewest = 0 end -- a bucket in debt has none left
 -- Leases: a check every other rule allows takes a lease of every concurrency rule (rule
@@ -913,9 +946,10 @@ if lease and allowed == 1 then
       break
     end
     lcounts[k] = c
-    local left = lmost[k] - c -- binding when fewer than every other rule's whole tokens left
+    local left = lmost[k] - c -- binding when no more than every other rule's whole tokens left
     if c == 0 then left = left - 1 end
-    if not binding or left < fewest - fewest % 1 then fewest, binding = left, n2 / 2 + k end
+    local f = fewest - fewest % 1
+    if not binding or left < f or left == f and binding <= n2 / 2 then fewest, binding = left, n2 / 2 + k end
   end
 end
 if up and allowed == 1 then cross, fig = up, ufig end -- thresholds count only when admitted
@@ -946,14 +980,16 @@ if needs and not settle and (allowed == 0 or give > 0 or most == 0) then
   -- 999 ms: under the rules of the last admission, whose expiry rounds its time and
   -- the rules' up apart and so may be a millisecond earlier, the expiry stays.
   at, longer = (now + (-now) % 1000) / 1000 + needs + 999, true
+  if qat and qat * 1000 + 999 > at then at = qat * 1000 + 999 end
 end
 if allowed == 1 and most > 0 then
   if give == 0 then
     -- TIME's microseconds have six digits nine times in ten: then the stamp is a join.
     local stamp = #t[2] == 6 and t[1] .. t[2] or string.format('%d', now)
-    local last = resetafter
+    local last = blast
     if sreset and sreset > last then last = sreset end
     at = (now + (-now) % 1000) / 1000 + last + 1000
+    if qat and qat * 1000 + 1000 > at then at = qat * 1000 + 1000 end
     if not (keep or quotas) then
       -- One HSET for one or two rules (no table to build), one per rule beyond.
       if n2 == 2 then

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/textcut"
 )
@@ -323,7 +324,7 @@ func (c *Cache) fill(ctx context.Context, id string, now time.Time, r *read) (En
 		r.entry = fresh.entry(now, ResultMiss)
 		r.entry.Invalid = invalid || bad != nil
 	case errors.As(err, &gaveUp): // the caller gave up, not the source: nothing learned
-		r.entry, r.err, r.abandoned = Entry{Result: ResultAbandoned}, gaveUp.err, true
+		r.entry, r.err, r.abandoned = Entry{Result: ResultAbandoned}, gaveUp, true
 	default:
 		e, ok := c.entries[id] // what was there, if anything, stays: stale-if-error
 		if ok {
@@ -413,7 +414,7 @@ func (r *read) wait(ctx context.Context) (Entry, error) {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		return Entry{Result: ResultAbandoned}, ctx.Err()
+		return Entry{Result: ResultAbandoned}, &gaveUpError{err: ctx.Err()}
 	}
 	if r.abandoned {
 		return Entry{}, errAbandoned
@@ -425,9 +426,20 @@ func (r *read) wait(ctx context.Context) (Entry, error) {
 	return e, r.err
 }
 
-// gaveUpError is read's error when the caller's time ran out first (its context ended,
-// or its deadline less Margin passed): no failure of the source.
+// gaveUpError is read's error, and Lookup's, when the caller's time ran out first (its
+// context ended, or its deadline less Margin passed): no failure of the source.
 type gaveUpError struct{ err error }
+
+// FailureOf returns the FailClosed reason of a decision that a lookup failing with err
+// (Lookup's, wrapped or not) leaves to the failure policy: guard.FailureTimeout when the
+// caller's time ran out before the source answered (ResultAbandoned: no failure of the
+// table), else guard.FailureRegistryError.
+func FailureOf(err error) guard.Failure {
+	if gaveUp := (*gaveUpError)(nil); errors.As(err, &gaveUp) {
+		return guard.FailureTimeout
+	}
+	return guard.FailureRegistryError
+}
 
 func (e *gaveUpError) Error() string { return e.err.Error() }
 func (e *gaveUpError) Unwrap() error { return e.err }

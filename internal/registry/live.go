@@ -80,11 +80,11 @@ func (v View) Lookup(ctx context.Context, id string) (Entry, error) {
 
 // Refresh says what a call of Current read, for the metrics: nothing (Result empty), the
 // configuration item (ResultMiss), or nothing because the read failed (ResultError: the
-// document in force stays). Invalid reports a document read that does not load (logged
-// at error): the ConfigInvalid metric.
+// document in force stays). Invalid counts the documents read that do not load, the
+// item ConfigID's and the copies', each logged at error: the ConfigInvalid metric.
 type Refresh struct {
 	Result  Result
-	Invalid bool
+	Invalid int
 	// Misses and Errors count the other reads r reports, beside Result's of the item
 	// ConfigID: the copies of earlier versions (VersionID) read when it did not load,
 	// on an instance with no document of the table in force, and the read at init that
@@ -96,7 +96,10 @@ type Refresh struct {
 // Observe counts in inv what r read: RegistryLookups by Result (the item ConfigID's,
 // and Misses and Errors), and ConfigInvalid.
 func (r Refresh) Observe(inv *telemetry.Invocation) {
-	inv.ObserveConfig(string(r.Result), r.Invalid)
+	inv.ObserveConfig(string(r.Result), false)
+	for range r.Invalid {
+		inv.ObserveConfig("", true)
+	}
 	for range r.Misses {
 		inv.ObserveLookup(string(ResultMiss), false)
 	}
@@ -208,7 +211,7 @@ func (l *Live) Current(ctx context.Context) (View, Refresh) {
 	defer l.refreshing.Store(false)
 	s, read := l.refresh(ctx, s, now, l.opts.Timeout)
 	if read.Result != "" { // with init's, if not reported yet
-		read.Invalid = r.Invalid || read.Invalid
+		read.Invalid += r.Invalid
 		read.Misses, read.Errors = read.Misses+r.Misses, read.Errors+r.Errors
 		switch r.Result {
 		case ResultMiss:
@@ -265,7 +268,7 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 	}
 	l.opts.Log.LogAttrs(ctx, slog.LevelError, MsgConfigInvalid, slog.Int64(AttrVersion, item.Version),
 		slog.String(AttrItem, ConfigID), slog.String(telemetry.AttrError, loadErr.Error()))
-	r := Refresh{Result: ResultMiss, Invalid: true}
+	r := Refresh{Result: ResultMiss, Invalid: 1}
 	if s.document == "" { // no document of the table in force: the newest copy that loads
 		if older, cfg, ok := l.fallback(ctx, item.Version, timeout, &r); ok {
 			l.apply(ctx, &next, older, cfg, "the copy "+older.ID+": the item "+ConfigID+" does not load")
@@ -360,6 +363,7 @@ func (l *Live) fallback(ctx context.Context, from int64, timeout time.Duration, 
 		if err == nil {
 			return item, cfg, true
 		}
+		r.Invalid++
 		l.opts.Log.LogAttrs(ctx, slog.LevelError, MsgConfigInvalid, slog.Int64(AttrVersion, v),
 			slog.String(AttrItem, VersionID(v)), slog.String(telemetry.AttrError, err.Error()))
 	}

@@ -85,7 +85,7 @@ func (l *live) current(t *testing.T) (registry.View, int64, registry.Refresh) {
 
 var (
 	read    = registry.Refresh{Result: registry.ResultMiss}
-	invalid = registry.Refresh{Result: registry.ResultMiss, Invalid: true}
+	invalid = registry.Refresh{Result: registry.ResultMiss, Invalid: 1}
 	failed  = registry.Refresh{Result: registry.ResultError}
 	none    = registry.Refresh{}
 )
@@ -195,7 +195,7 @@ func TestLiveKeepsTheLastGoodDocument(t *testing.T) {
 	l = loaded(t, src, nil)
 	put(src, 1, badDoc)
 	l.clk.advance(ttl)
-	if v, burst, r := l.current(t); v.Version != 0 || burst != 7 || r != (registry.Refresh{Result: registry.ResultMiss, Invalid: true, Misses: 2}) {
+	if v, burst, r := l.current(t); v.Version != 0 || burst != 7 || r != (registry.Refresh{Result: registry.ResultMiss, Invalid: 2, Misses: 2}) {
 		t.Fatalf("on the environment's document, a bad first version: version %d, burst %d, %+v; want the environment's kept, init's read and the copy's counted", v.Version, burst, r)
 	}
 }
@@ -209,7 +209,7 @@ func TestLiveClipsAHugeError(t *testing.T) {
 	l := loaded(t, src, nil)
 	put(src, 2, "defaultPlan: "+strings.Repeat("p", 200_000)+"\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n")
 	l.clk.advance(ttl)
-	if v, _, r := l.current(t); v.Version != 1 || r != (registry.Refresh{Result: registry.ResultMiss, Invalid: true, Misses: 1}) {
+	if v, _, r := l.current(t); v.Version != 1 || r != (registry.Refresh{Result: registry.ResultMiss, Invalid: 1, Misses: 1}) {
 		t.Fatalf("version %d, %+v; want version 1 kept, counted invalid (and init's read)", v.Version, r)
 	}
 	lines := strings.Split(strings.TrimSpace(l.logs.String()), "\n")
@@ -229,34 +229,35 @@ func TestLiveFreshInstance(t *testing.T) {
 		version int64 // in force; 0: refuses to start
 		reads   int
 		want    string // in the refusal, or the logs
+		invalid int    // the documents read that do not load, each an error line: ConfigInvalid
 	}{
 		{"falls back to the newest good copy", func(src *registrytest.Source) {
 			put(src, 3, docV2)
 			put(src, 5, badDoc) // config#4 missing: skipped
-		}, 3, 4, `"source":"the copy config#3: the item config does not load"`},
+		}, 3, 4, `"source":"the copy config#3: the item config does not load"`, 2},
 		{"a hand-written version 6 holds its copy's good document", func(src *registrytest.Source) {
 			put(src, 6, docV2)
 			src.PutConfig(stored(6, badDoc, true))
-		}, 6, 2, `"source":"the copy config#6: the item config does not load"`},
+		}, 6, 2, `"source":"the copy config#6: the item config does not load"`, 1},
 		{"a version of the wrong type still says where to look", func(src *registrytest.Source) {
 			put(src, 4, docV2)
 			src.PutInvalid(registry.ConfigID, &registry.RecordError{ID: registry.ConfigID, Attribute: "version", Err: errors.New("got a string (S)")})
-		}, 4, 2, `"version":4`},
+		}, 4, 2, `"version":4`, 1},
 		{"refuses when no copy loads", func(src *registrytest.Source) {
 			put(src, 1, badDoc)
 			put(src, 2, badDoc)
-		}, 0, 3, "no configuration document of the registry table loads (config and up to 5 earlier versions read): configuration version 2 (config): rate-limit configuration: routs (line 3, column 1): unknown field"},
+		}, 0, 3, "no configuration document of the registry table loads (config and up to 5 earlier versions read): configuration version 2 (config): rate-limit configuration: routs (line 3, column 1): unknown field", 3},
 		{"reads a few copies at most", func(src *registrytest.Source) {
 			put(src, 1, docV1)
 			for v := int64(2); v <= 9; v++ {
 				put(src, v, badDoc)
 			}
-		}, 0, 1 + registry.MaxFallbackReads, "no configuration document of the registry table loads"},
+		}, 0, 1 + registry.MaxFallbackReads, "no configuration document of the registry table loads", 6},
 		{"refuses when the version cannot be read", func(src *registrytest.Source) {
 			put(src, 1, docV1)
 			src.DeleteConfig(registry.ConfigID)
 			src.PutInvalid(registry.ConfigID, &registry.RecordError{ID: registry.ConfigID, Attribute: "version", Err: errors.New("missing")})
-		}, 0, 1, "configuration version unknown: invalid registry item config: attribute version: missing"},
+		}, 0, 1, "configuration version unknown: invalid registry item config: attribute version: missing", 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,6 +267,9 @@ func TestLiveFreshInstance(t *testing.T) {
 			err := l.Load(context.Background())
 			if src.Reads() != tc.reads {
 				t.Errorf("%d reads, want %d", src.Reads(), tc.reads)
+			}
+			if n := strings.Count(l.logs.String(), registry.MsgConfigInvalid); n != tc.invalid {
+				t.Errorf("%d error lines %q, want %d:\n%s", n, registry.MsgConfigInvalid, tc.invalid, l.logs)
 			}
 			if tc.version == 0 {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -280,7 +284,7 @@ func TestLiveFreshInstance(t *testing.T) {
 				t.Fatal(err)
 			}
 			v, _, r := l.current(t)
-			if want := (registry.Refresh{Result: registry.ResultMiss, Invalid: true, Misses: tc.reads - 1}); v.Version != tc.version || r != want || !strings.Contains(l.logs.String(), tc.want) {
+			if want := (registry.Refresh{Result: registry.ResultMiss, Invalid: tc.invalid, Misses: tc.reads - 1}); v.Version != tc.version || r != want || !strings.Contains(l.logs.String(), tc.want) {
 				t.Fatalf("version %d, %+v; want version %d, the bad item and the copies read counted (%+v), logs with %s:\n%s", v.Version, r, tc.version, want, tc.want, l.logs)
 			}
 		})

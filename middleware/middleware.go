@@ -107,6 +107,7 @@ type Limiter struct {
 	authorizer *authorizer.Handler
 	proxies    proxies
 	close      func()
+	closed     *atomic.Bool // set by Close; nil in the zero Limiter
 }
 
 // New returns the Limiter that opts describe. Its error names the option (or the
@@ -133,7 +134,7 @@ func New(opts Options) (*Limiter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %s%w", opts.setBy(err), err)
 	}
-	return &Limiter{authorizer: h, proxies: ps, close: closeConn}, nil
+	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool)}, nil
 }
 
 // standIn is an Options field that, set, stands in for a variable.
@@ -188,12 +189,23 @@ func (o Options) getenv() func(string) string {
 }
 
 // Close writes the metrics that wait and closes the connection to Redis. Requests in
-// flight fail by the failure policy.
+// flight, and any Handler answers after Close, fail by the failure policy (503 failing
+// closed); Settle, Cancel and Release fail with ErrClosed, theirs in flight included.
 func (l *Limiter) Close() {
+	if l.closed != nil {
+		l.closed.Store(true)
+	}
 	if l.close != nil {
 		l.close()
 	}
 }
+
+// isClosed reports whether Close has come.
+func (l *Limiter) isClosed() bool { return l.closed != nil && l.closed.Load() }
+
+// ErrClosed is the error of Settle, Cancel and Release after Close (or with Close
+// while they wait for Redis): trying again will not help.
+var ErrClosed = errors.New("middleware: the Limiter is closed")
 
 // errZeroLimiter is the error of a call that needs Redis, on the zero Limiter.
 var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make a Limiter with New")
@@ -282,8 +294,9 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
 // for an id the limiter did not make, or whose key or route changed since (it stays
 // charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
-// bucketgate.MaxSettle (as ErrConflict does: neither comes right by trying again); or
-// wraps an unavailable limiter's error: try again. It is
+// bucketgate.MaxSettle (as ErrConflict does: neither comes right by trying again);
+// ErrClosed after Close (nor does it); or wraps an unavailable limiter's error: try
+// again. It is
 // the one call a service makes once it knows what the work cost, as a backend behind
 // API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
 // cancellation and deadline do not: a request whose client hung up (r.Context()
@@ -321,7 +334,13 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 	if l.authorizer == nil {
 		return bucketgate.Decision{}, errZeroLimiter
 	}
+	if l.isClosed() {
+		return bucketgate.Decision{}, ErrClosed
+	}
 	res, err := l.authorizer.Settle(context.WithoutCancel(ctx), id, op, actual) // the client may be gone; the work is done
+	if errors.Is(err, authorizer.ErrUnavailable) && l.isClosed() {              // Close came while Redis was asked
+		return bucketgate.Decision{}, fmt.Errorf("%w: %w", ErrClosed, err)
+	}
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("middleware: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate/middleware"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // A service limits its requests against the limiter's Redis: the same plans, keys and
@@ -85,7 +86,9 @@ func ExampleLimiter_Settle() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) {
 		used := int64(1234) // the completion's usage.total_tokens, at most 4096
-		if _, err := limiter.Settle(r.Context(), r, used); err != nil {
+		switch _, err := limiter.Settle(r.Context(), r, used); {
+		case errors.Is(err, ratelimitheaders.ErrNoReservation): // degraded (failing open): nothing reserved
+		case err != nil:
 			log.Print(err) // unsettled, the reservation stays charged at 4096
 		}
 		io.WriteString(w, `{"usage":{"total_tokens":1234}}`)

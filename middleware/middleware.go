@@ -222,14 +222,19 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // next released it before (Release): a request is in flight while next serves it, for
 // its route's ttlMs at most (a lease then frees itself, its handler still running or
 // not: give a streaming route a ttlMs above its longest stream). A reservation next did
-// not settle stays charged at its estimate.
+// not settle stays charged at its estimate. A request whose client hangs up, or whose
+// context's deadline passes, while it is decided is decided all the same, within
+// REDIS_TIMEOUT_MS.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if l.authorizer == nil {
 			writeUnavailable(w)
 			return
 		}
-		o, err := l.authorizer.Authorize(r.Context(), l.call(r))
+		// The request's values reach the decision, not its cancellation or its deadline
+		// (an http.TimeoutHandler's): once asked, Redis may take the tokens, so the decision
+		// is made whole, within REDIS_TIMEOUT_MS, and counted as what it was.
+		o, err := l.authorizer.Authorize(context.WithoutCancel(r.Context()), l.call(r))
 		switch {
 		case errors.Is(err, authorizer.ErrUnauthorized):
 			writeJSON(w, http.StatusUnauthorized, unauthorizedBody)

@@ -64,7 +64,7 @@ func TestSettleAfterClose(t *testing.T) {
 }
 
 // Many goroutines serve requests through one Limiter, each settling its reservation and
-// releasing its lease, while Close comes: nothing panics or races (go test -race), every
+// releasing its lease, while Close comes, twice: nothing panics or races (go test -race), every
 // answer is the service's or the 503 of a limiter failing closed, and every settle and
 // release either succeeds or, once Close has come, fails with ErrClosed.
 func TestCloseWhileCallsAreInFlight(t *testing.T) {
@@ -97,7 +97,7 @@ func TestCloseWhileCallsAreInFlight(t *testing.T) {
 				if w.Code != http.StatusOK && w.Code != http.StatusServiceUnavailable {
 					t.Errorf("answer %d, want 200 or 503", w.Code)
 				}
-				if served.Add(1) == closeAfter {
+				if n := served.Add(1); n == closeAfter || n == closeAfter+1 { // two Closes, maybe at once
 					l.Close()
 				}
 			}

@@ -39,17 +39,17 @@ func Example() {
 	defer stop()
 	go func() {
 		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-			log.Print(err)
+			log.Print(err) // a port in use: stop rather than serve nothing
 			stop()
 		}
 	}()
 	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second) // within the stop timeout
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
+	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish (a stream is cut at 10 s),
 		log.Print(err)
 	}
-	limiter.Close()
+	limiter.Close() // then the metrics that wait are written
 }
 
 // A load balancer's health check carries no API key: behind the limiter it would spend

@@ -3,17 +3,29 @@
 // the same code. A service that is not behind API Gateway (ECS, App Runner, a Lambda
 // function URL, an ALB target) wraps its handler once:
 //
-//	limiter, err := middleware.New(middleware.Options{RedisAddr: "cache:6379"})
+//	limiter, err := middleware.New(middleware.Options{
+//		RedisAddr:      "cache.internal:6379",
+//		TrustedProxies: []string{"10.0.0.0/8"}, // the load balancer's subnet
+//	})
 //	if err != nil {
 //		log.Fatal(err)
 //	}
-//	srv := &http.Server{Addr: ":8080", Handler: limiter.Handler(mux)}
-//	go srv.ListenAndServe()
-//	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+//	srv := &http.Server{Addr: ":8080", Handler: limiter.Handler(mux)} // mux: your service's http.Handler
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	go func() {
+//		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+//			log.Print(err) // a port in use: stop rather than serve nothing
+//			stop()
+//		}
+//	}()
 //	<-ctx.Done()
-//	stop()
-//	srv.Shutdown(context.Background()) // the requests in flight finish,
-//	limiter.Close()                    // then the metrics that wait are written
+//	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second) // within the stop timeout
+//	defer cancel()
+//	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish (a stream is cut at 10 s),
+//		log.Print(err)
+//	}
+//	limiter.Close() // then the metrics that wait are written
 //
 // A caller is who the authorizer says it is: the API key header's key when the registry
 // (or the configuration document) knows it, else the source address (IPv4 one by one,

@@ -201,8 +201,9 @@ func (o Options) getenv() func(string) string {
 }
 
 // Close writes the metrics that wait and closes the connection to Redis. Requests in
-// flight, and any Handler answers after Close, fail by the failure policy (503 failing
-// closed); Settle, Cancel and Release fail with ErrClosed, theirs in flight included.
+// flight, and any that Handler gets after Close, are answered by the failure policy
+// (503 failing closed); Settle, Cancel and Release fail with ErrClosed, theirs in flight
+// included. Close again does nothing.
 func (l *Limiter) Close() {
 	if l.closed != nil {
 		l.closed.Store(true)
@@ -312,8 +313,8 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // for an id the limiter did not make, or whose key or route changed since (it stays
 // charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
 // bucketgate.MaxSettle (as ErrConflict does: neither comes right by trying again);
-// ErrClosed after Close (nor does it); or wraps an unavailable limiter's error: try
-// again. It is
+// is ErrClosed after Close (nor does it), or wraps it; or wraps an unavailable limiter's
+// error: try again. It is
 // the one call a service makes once it knows what the work cost, as a backend behind
 // API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
 // cancellation and deadline do not: a request whose client hung up (r.Context()

@@ -349,22 +349,40 @@ func TestZeroLimiter(t *testing.T) {
 	l.Close()
 }
 
-// A request whose client hung up is decided all the same, within REDIS_TIMEOUT_MS: Redis
-// may have taken its tokens already, so it is counted as what it was, never as a
-// fail-closed timeout (which pages the operator about a Redis that is fine).
+// A request whose client hung up, or whose context's deadline passed (an
+// http.TimeoutHandler's around the limiter), is decided all the same, within
+// REDIS_TIMEOUT_MS: Redis may have taken its tokens already, so it is counted as what it
+// was, never as a fail-closed timeout (which pages the operator about a Redis that is
+// fine).
 func TestDecidedAfterTheClientHungUp(t *testing.T) {
-	l, metrics := metricsLimiter(t)
-	ctx, hangUp := context.WithCancel(context.Background())
-	hangUp()
-	gone := serve(l, httptest.NewRequest("GET", "/orders/42", nil).WithContext(ctx))
-	next := serve(l, httptest.NewRequest("GET", "/orders/42", nil))
-	l.Close()
-	if gone.Code != http.StatusOK || header(gone.Header(), "X-RateLimit-Remaining") != "9" || header(next.Header(), "X-RateLimit-Remaining") != "8" {
-		t.Fatalf("the request whose client hung up: %d, %s left; the next: %s left; want 200, 9 and 8",
-			gone.Code, header(gone.Header(), "X-RateLimit-Remaining"), header(next.Header(), "X-RateLimit-Remaining"))
-	}
-	if strings.Contains(metrics.String(), "FailClosed") {
-		t.Errorf("a hang-up counted as failing closed:\n%s", metrics)
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"client hung up", func() (context.Context, context.CancelFunc) {
+			ctx, hangUp := context.WithCancel(context.Background())
+			hangUp()
+			return ctx, hangUp
+		}},
+		{"deadline passed", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, metrics := metricsLimiter(t)
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			gone := serve(l, httptest.NewRequest("GET", "/orders/42", nil).WithContext(ctx))
+			next := serve(l, httptest.NewRequest("GET", "/orders/42", nil))
+			l.Close()
+			if gone.Code != http.StatusOK || header(gone.Header(), "X-RateLimit-Remaining") != "9" || header(next.Header(), "X-RateLimit-Remaining") != "8" {
+				t.Fatalf("the request whose context ended: %d, %s left; the next: %s left; want 200, 9 and 8",
+					gone.Code, header(gone.Header(), "X-RateLimit-Remaining"), header(next.Header(), "X-RateLimit-Remaining"))
+			}
+			if strings.Contains(metrics.String(), "FailClosed") {
+				t.Errorf("an ended context counted as failing closed:\n%s", metrics)
+			}
+		})
 	}
 }
 

@@ -33,7 +33,9 @@
 // header a client writes, unless Options.TrustedProxies names the proxies in front of
 // the service. The answers are the gateway's: a request the limiter allows reaches the
 // next handler with the rate-limit headers on its response (RateLimit, RateLimit-Policy,
-// X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset); a limited one gets 429
+// X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset), and the same on its
+// request, as the REST API's HTTP integration maps them, in place of any the client
+// sent (in any spelling: see ratelimitheaders.SameName); a limited one gets 429
 // with Retry-After, the same headers and the gateway's JSON body; a refused identity
 // 401; and when Redis (or the registry) cannot decide and the limiter fails closed, 503
 // with Retry-After: 1. Each decision counts in the authorizer's EMF metrics (written
@@ -225,11 +227,16 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 
 // Handler returns next limited: each request is decided before next sees it, and
 // answered by the limiter when it may not proceed (429, 401 or 503). The rate-limit
+// headers of the request next gets are the limiter's, as the REST API's HTTP
+// integration maps them: any RateLimit, RateLimit-Policy or X-RateLimit-* header the
+// client sent, in any spelling a backend reads as one of those (see
+// ratelimitheaders.SameName), is replaced or removed, so that next, and an upstream it
+// proxies to, never takes the client's for the limiter's. The rate-limit
 // headers of next's answer are the limiter's: any RateLimit, RateLimit-Policy or
 // X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
 // answer's header is written. They are named as the ratelimitheaders constants spell
-// them, as API Gateway does, not in http.Header's canonical form: in the process (an
-// outer handler, an httptest.ResponseRecorder), read them as
+// them, as API Gateway does, not in http.Header's canonical form: in the process (next,
+// an outer handler, an httptest.ResponseRecorder), read them as
 // h[ratelimitheaders.HeaderRemaining], which h.Get does not find. The lease a request holds (a concurrency rule's) is
 // released when next returns, or as a panic of next passes (which goes on up), unless
 // next released it before (Release): a request is in flight while next serves it, for
@@ -262,6 +269,7 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			writeJSON(w, http.StatusTooManyRequests, limitedBody(ac))
 			return
 		}
+		ratelimitheaders.SetHeader(r.Header, ac)      // the decision's figures, as the gateway's integration maps them
 		ratelimitheaders.SetHeldHeaders(r.Header, ac) // a route's reservation, for next to settle
 		aw := &answerWriter{ResponseWriter: w, context: ac}
 		if o.Result.Lease == "" {

@@ -205,7 +205,9 @@ func SameKind(a, b Rule) bool {
 }
 
 // FillTime is how long bucket r takes to refill from empty to Capacity. It saturates at
-// the longest Duration; a valid bucket fills within MaxFillTime. A quota has none: 0.
+// the longest Duration, which it also gives for a rule with no refill and no capacity
+// (the zero Rule: never full); a valid bucket fills within MaxFillTime. A quota has
+// none: 0.
 func (r Rule) FillTime() time.Duration { return secondsToDuration(r.fillSeconds()) }
 
 // fillSeconds is how long r takes to refill from empty to Capacity, in seconds: the
@@ -232,9 +234,10 @@ func validName(name string, maxLen int) bool {
 	return true
 }
 
-// secondsToDuration converts seconds to a Duration, saturating instead of overflowing.
+// secondsToDuration converts seconds to a Duration, saturating instead of overflowing
+// (NaN, 0/0 of the zero Rule, saturates too: Go leaves its conversion to the platform).
 func secondsToDuration(s float64) time.Duration {
-	if s >= float64(math.MaxInt64)/float64(time.Second) {
+	if !(s < float64(math.MaxInt64)/float64(time.Second)) { // NaN too
 		return time.Duration(math.MaxInt64)
 	}
 	return time.Duration(s * float64(time.Second))

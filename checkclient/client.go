@@ -97,7 +97,9 @@ func New(invoker Invoker, function string, opts ...Option) *Client {
 // when the function fails open). A replay of an admission (the RequestID was decided
 // before, Response.Replayed) whose lease has expired by the local clock is an error
 // wrapping ErrLeaseExpired, not the admission: that lease holds nothing (the local
-// clock stands in for Redis's, which the answer does not carry: see ErrLeaseExpired).
+// clock stands in for Redis's, which the answer does not carry: see ErrLeaseExpired);
+// so is a replayed reserve whose reservation has expired, an error wrapping
+// ErrReservationExpired: it can no longer be settled.
 //
 // A request that takes tokens (Cost nil or above 0), a reserve or a refund gets a
 // requestId of its own (a random one, unless req.RequestID gives it), the same for
@@ -128,17 +130,27 @@ func (c *Client) Check(ctx context.Context, req checkapi.Request) (checkapi.Resp
 	return res.Response, nil
 }
 
-// expired returns an error wrapping ErrLeaseExpired when res replays an admission whose
-// lease has expired by the local clock, else nil.
+// expired returns an error wrapping ErrLeaseExpired, ErrReservationExpired or both when
+// res replays an admission whose lease, reservation or both have expired by the local
+// clock, else nil.
 func (c *Client) expired(res checkapi.Response) error {
-	if !res.Replayed || res.Lease == "" {
+	if !res.Replayed || res.Lease == "" && res.Reservation == "" {
 		return nil
 	}
 	at, err := time.Parse(time.RFC3339, res.ExpiresAt)
 	if err != nil || at.After(time.Now()) {
 		return nil
 	}
-	return fmt.Errorf("checkclient: %s: %w (it expired at %s): acquire again with a new RequestID", c.function, ErrLeaseExpired, res.ExpiresAt)
+	var gone error
+	switch {
+	case res.Lease == "":
+		gone = ErrReservationExpired
+	case res.Reservation == "":
+		gone = ErrLeaseExpired
+	default:
+		gone = fmt.Errorf("%w; %w", ErrLeaseExpired, ErrReservationExpired)
+	}
+	return fmt.Errorf("checkclient: %s: %w (it expired at %s): send it again with a new RequestID", c.function, gone, res.ExpiresAt)
 }
 
 // Refund gives req.Cost tokens (nil: checkapi.DefaultCost) back to every rule of req,
@@ -339,8 +351,8 @@ func (c *Client) Usage(ctx context.Context, req checkapi.Request) (checkapi.Usag
 // those ids are the client's own unless each request gives its RequestID, so give
 // them where a conflict can come (a settle, a RequestID of yours), and send only
 // those named again. A result that replays an admission
-// whose lease has expired is answered as it is (see Check): read its ExpiresAt before
-// the work. A batch that holds a request that takes
+// whose lease or reservation has expired is answered as it is (see Check): read its
+// ExpiresAt before the work. A batch that holds a request that takes
 // or gives back tokens is sent again only when the function did not run, as that
 // request alone would be, unless each such request has its requestId (see Check).
 func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]checkapi.Response, error) {

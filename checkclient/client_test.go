@@ -549,8 +549,10 @@ func TestRequestCallsOutliveTheClient(t *testing.T) {
 // A replayed acquire answers its first lease again, also once that lease has expired
 // (its requestId is remembered longer than its ttlMs), while another request may hold
 // the slot meanwhile: a lease past its expiresAt (by the client's clock) holds nothing,
-// so Check and Reserve answer ErrLeaseExpired instead of an admission. A replay whose
-// lease still holds, and a first decision, are answers.
+// so Check and Reserve answer ErrLeaseExpired instead of an admission. A replayed
+// reserve whose reservation is past its expiresAt can no longer be settled: it is
+// ErrReservationExpired (both, for a reserve with a lease). A replay whose lease or
+// reservation still holds, and a first decision, are answers.
 func TestReplayedLeaseExpired(t *testing.T) {
 	const (
 		past   = `"expiresAt":"2000-01-01T00:00:00.000Z"`
@@ -562,13 +564,17 @@ func TestReplayedLeaseExpired(t *testing.T) {
 		name, answer string
 		reserve      bool
 		expired      bool
+		leaseGone    bool // ErrLeaseExpired
+		reservedGone bool // ErrReservationExpired
 	}{
-		{"replayed, expired", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,` + past + `,` + lease + `}`, false, true},
-		{"a reserve replayed, its lease expired", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,"reservation":"r2.a.b",` + past + `,` + lease + `}`, true, true},
-		{"replayed, still held", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,` + future + `,` + lease + `}`, false, false},
-		{"a first decision", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,` + past + `,` + lease + `}`, false, false},
-		{"a replayed reserve without a lease", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,"reservation":"r2.a.b",` + past + `}`, true, false},
-		{"a replayed denial", `{"allowed":false,"reason":"limited","rule":"streams","limit":1,"retryAfterMs":5,"replayed":true}`, false, false},
+		{"replayed, expired", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,` + past + `,` + lease + `}`, false, true, true, false},
+		{"a reserve replayed, its lease expired", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,"reservation":"r2.a.b",` + past + `,` + lease + `}`, true, true, true, true},
+		{"replayed, still held", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,` + future + `,` + lease + `}`, false, false, false, false},
+		{"a first decision", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,` + past + `,` + lease + `}`, false, false, false, false},
+		{"a replayed reserve without a lease, expired", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,"reservation":"r2.a.b",` + past + `}`, true, true, false, true},
+		{"a replayed reserve without a lease, still held", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"replayed":true,"reservation":"r2.a.b",` + future + `}`, true, false, false, false},
+		{"a first reserve", `{"allowed":true,"reason":"ok","rule":"streams","limit":1,"reservation":"r2.a.b",` + past + `}`, true, false, false, false},
+		{"a replayed denial", `{"allowed":false,"reason":"limited","rule":"streams","limit":1,"retryAfterMs":5,"replayed":true}`, false, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := serve(t, answer(tc.answer))
@@ -582,8 +588,9 @@ func TestReplayedLeaseExpired(t *testing.T) {
 			}
 			res, err := call(context.Background(), req)
 			switch {
-			case tc.expired && (!errors.Is(err, checkclient.ErrLeaseExpired) || res.Allowed || !strings.Contains(err.Error(), "2000-01-01T00:00:00.000Z")):
-				t.Fatalf("%+v, %v: want ErrLeaseExpired naming when it expired, and no admission", res, err)
+			case tc.expired && (errors.Is(err, checkclient.ErrLeaseExpired) != tc.leaseGone || errors.Is(err, checkclient.ErrReservationExpired) != tc.reservedGone ||
+				res.Allowed || !strings.Contains(err.Error(), "2000-01-01T00:00:00.000Z")):
+				t.Fatalf("%+v, %v: want ErrLeaseExpired %v, ErrReservationExpired %v, naming when it expired, and no admission", res, err, tc.leaseGone, tc.reservedGone)
 			case !tc.expired && err != nil:
 				t.Fatalf("error %v, want the answer", err)
 			}

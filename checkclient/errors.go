@@ -48,6 +48,16 @@ func (e *InvalidRequestError) Error() string {
 // of the skew as expired.
 var ErrLeaseExpired = errors.New("the replayed lease has expired: it holds no slot")
 
+// ErrReservationExpired is wrapped by the error of a reserve answered by a replay (the
+// RequestID was decided before) of an admission whose reservation had expired by the
+// client's clock: the replay answers the first decision again, reservation and all, but
+// a reservation past its ExpiresAt stays charged at its estimate and can no longer be
+// settled (a settle of it is a conflict). Nothing was decided or written; reserving
+// again needs a new RequestID. The client's clock judges it as it judges
+// ErrLeaseExpired, with the same limit; a reserve with a concurrency rule that replays
+// both expired wraps both.
+var ErrReservationExpired = errors.New("the replayed reservation has expired: it can no longer be settled")
+
 // ErrorTypeUnreadable is the Type of a FunctionError for an answer that is not a
 // decision: not JSON, a member missing (a release's "released" when Redis answered it
 // too, an allowed reserve's "reservation", an allowed acquire's "lease", their

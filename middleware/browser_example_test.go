@@ -48,8 +48,9 @@ func Example_browsers() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer limiter.Close()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /scores", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "scores") })
-	log.Fatal(http.ListenAndServe(":8080", cors(limiter.Handler(mux))))
+	err = http.ListenAndServe(":8080", cors(limiter.Handler(mux))) // not limiter.Handler(cors(mux)); shut down as in Example
+	limiter.Close()                                                // before log.Fatal, which runs no deferred call
+	log.Fatal(err)
 }

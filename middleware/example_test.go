@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate/middleware"
+	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
 // A service limits its requests against the limiter's Redis: the same plans, keys and
@@ -38,17 +39,17 @@ func Example() {
 	defer stop()
 	go func() {
 		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-			log.Print(err)
+			log.Print(err) // a port in use: stop rather than serve nothing
 			stop()
 		}
 	}()
 	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second) // within the stop timeout
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
+	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish (a stream is cut at 10 s),
 		log.Print(err)
 	}
-	limiter.Close()
+	limiter.Close() // then the metrics that wait are written
 }
 
 // A load balancer's health check carries no API key: behind the limiter it would spend
@@ -85,7 +86,9 @@ func ExampleLimiter_Settle() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) {
 		used := int64(1234) // the completion's usage.total_tokens, at most 4096
-		if _, err := limiter.Settle(r.Context(), r, used); err != nil {
+		switch _, err := limiter.Settle(r.Context(), r, used); {
+		case errors.Is(err, ratelimitheaders.ErrNoReservation): // degraded (failing open): nothing reserved
+		case err != nil:
 			log.Print(err) // unsettled, the reservation stays charged at 4096
 		}
 		io.WriteString(w, `{"usage":{"total_tokens":1234}}`)

@@ -3,17 +3,29 @@
 // the same code. A service that is not behind API Gateway (ECS, App Runner, a Lambda
 // function URL, an ALB target) wraps its handler once:
 //
-//	limiter, err := middleware.New(middleware.Options{RedisAddr: "cache:6379"})
+//	limiter, err := middleware.New(middleware.Options{
+//		RedisAddr:      "cache.internal:6379",
+//		TrustedProxies: []string{"10.0.0.0/8"}, // the load balancer's subnet
+//	})
 //	if err != nil {
 //		log.Fatal(err)
 //	}
-//	srv := &http.Server{Addr: ":8080", Handler: limiter.Handler(mux)}
-//	go srv.ListenAndServe()
-//	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+//	srv := &http.Server{Addr: ":8080", Handler: limiter.Handler(mux)} // mux: your service's http.Handler
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	go func() {
+//		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+//			log.Print(err) // a port in use: stop rather than serve nothing
+//			stop()
+//		}
+//	}()
 //	<-ctx.Done()
-//	stop()
-//	srv.Shutdown(context.Background()) // the requests in flight finish,
-//	limiter.Close()                    // then the metrics that wait are written
+//	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second) // within the stop timeout
+//	defer cancel()
+//	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish (a stream is cut at 10 s),
+//		log.Print(err)
+//	}
+//	limiter.Close() // then the metrics that wait are written
 //
 // A caller is who the authorizer says it is: the API key header's key when the registry
 // (or the configuration document) knows it, else the source address (IPv4 one by one,
@@ -21,7 +33,9 @@
 // header a client writes, unless Options.TrustedProxies names the proxies in front of
 // the service. The answers are the gateway's: a request the limiter allows reaches the
 // next handler with the rate-limit headers on its response (RateLimit, RateLimit-Policy,
-// X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset); a limited one gets 429
+// X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset), and the same on its
+// request, as the REST API's HTTP integration maps them, in place of any the client
+// sent (in any spelling: see ratelimitheaders.SameName); a limited one gets 429
 // with Retry-After, the same headers and the gateway's JSON body; a refused identity
 // 401; and when Redis (or the registry) cannot decide and the limiter fails closed, 503
 // with Retry-After: 1. Each decision counts in the authorizer's EMF metrics (written
@@ -107,6 +121,7 @@ type Limiter struct {
 	authorizer *authorizer.Handler
 	proxies    proxies
 	close      func()
+	closed     *atomic.Bool // set by Close; nil in the zero Limiter
 }
 
 // New returns the Limiter that opts describe. Its error names the option (or the
@@ -133,7 +148,7 @@ func New(opts Options) (*Limiter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %s%w", opts.setBy(err), err)
 	}
-	return &Limiter{authorizer: h, proxies: ps, close: closeConn}, nil
+	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool)}, nil
 }
 
 // standIn is an Options field that, set, stands in for a variable.
@@ -188,36 +203,58 @@ func (o Options) getenv() func(string) string {
 }
 
 // Close writes the metrics that wait and closes the connection to Redis. Requests in
-// flight fail by the failure policy.
+// flight, and any that Handler gets after Close, are answered by the failure policy
+// (503 failing closed); Settle, Cancel and Release fail with ErrClosed, theirs in flight
+// included. Close again does nothing.
 func (l *Limiter) Close() {
+	if l.closed != nil {
+		l.closed.Store(true)
+	}
 	if l.close != nil {
 		l.close()
 	}
 }
+
+// isClosed reports whether Close has come.
+func (l *Limiter) isClosed() bool { return l.closed != nil && l.closed.Load() }
+
+// ErrClosed is the error of Settle, Cancel and Release after Close (or with Close
+// while they wait for Redis): trying again will not help.
+var ErrClosed = errors.New("middleware: the Limiter is closed")
 
 // errZeroLimiter is the error of a call that needs Redis, on the zero Limiter.
 var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make a Limiter with New")
 
 // Handler returns next limited: each request is decided before next sees it, and
 // answered by the limiter when it may not proceed (429, 401 or 503). The rate-limit
+// headers of the request next gets are the limiter's, as the REST API's HTTP
+// integration maps them: any RateLimit, RateLimit-Policy or X-RateLimit-* header the
+// client sent, in any spelling a backend reads as one of those (see
+// ratelimitheaders.SameName), is replaced or removed, so that next, and an upstream it
+// proxies to, never takes the client's for the limiter's. The rate-limit
 // headers of next's answer are the limiter's: any RateLimit, RateLimit-Policy or
 // X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
 // answer's header is written. They are named as the ratelimitheaders constants spell
-// them, as API Gateway does, not in http.Header's canonical form: in the process (an
-// outer handler, an httptest.ResponseRecorder), read them as
+// them, as API Gateway does, not in http.Header's canonical form: in the process (next,
+// an outer handler, an httptest.ResponseRecorder), read them as
 // h[ratelimitheaders.HeaderRemaining], which h.Get does not find. The lease a request holds (a concurrency rule's) is
 // released when next returns, or as a panic of next passes (which goes on up), unless
 // next released it before (Release): a request is in flight while next serves it, for
 // its route's ttlMs at most (a lease then frees itself, its handler still running or
 // not: give a streaming route a ttlMs above its longest stream). A reservation next did
-// not settle stays charged at its estimate.
+// not settle stays charged at its estimate. A request whose client hangs up, or whose
+// context's deadline passes, while it is decided is decided all the same, within
+// REDIS_TIMEOUT_MS.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if l.authorizer == nil {
 			writeUnavailable(w)
 			return
 		}
-		o, err := l.authorizer.Authorize(r.Context(), l.call(r))
+		// The request's values reach the decision, not its cancellation or its deadline
+		// (an http.TimeoutHandler's): once asked, Redis may take the tokens, so the decision
+		// is made whole, within REDIS_TIMEOUT_MS, and counted as what it was.
+		o, err := l.authorizer.Authorize(context.WithoutCancel(r.Context()), l.call(r))
 		switch {
 		case errors.Is(err, authorizer.ErrUnauthorized):
 			writeJSON(w, http.StatusUnauthorized, unauthorizedBody)
@@ -232,6 +269,7 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			writeJSON(w, http.StatusTooManyRequests, limitedBody(ac))
 			return
 		}
+		ratelimitheaders.SetHeader(r.Header, ac)      // the decision's figures, as the gateway's integration maps them
 		ratelimitheaders.SetHeldHeaders(r.Header, ac) // a route's reservation, for next to settle
 		aw := &answerWriter{ResponseWriter: w, context: ac}
 		if o.Result.Lease == "" {
@@ -282,8 +320,9 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
 // for an id the limiter did not make, or whose key or route changed since (it stays
 // charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
-// bucketgate.MaxSettle (as ErrConflict does: neither comes right by trying again); or
-// wraps an unavailable limiter's error: try again. It is
+// bucketgate.MaxSettle (as ErrConflict does: neither comes right by trying again);
+// is ErrClosed after Close (nor does it), or wraps it; or wraps an unavailable limiter's
+// error: try again. It is
 // the one call a service makes once it knows what the work cost, as a backend behind
 // API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
 // cancellation and deadline do not: a request whose client hung up (r.Context()
@@ -321,7 +360,13 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 	if l.authorizer == nil {
 		return bucketgate.Decision{}, errZeroLimiter
 	}
+	if l.isClosed() {
+		return bucketgate.Decision{}, ErrClosed
+	}
 	res, err := l.authorizer.Settle(context.WithoutCancel(ctx), id, op, actual) // the client may be gone; the work is done
+	if errors.Is(err, authorizer.ErrUnavailable) && l.isClosed() {              // Close came while Redis was asked
+		return bucketgate.Decision{}, fmt.Errorf("%w: %w", ErrClosed, err)
+	}
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("middleware: %w", err)
 	}

@@ -349,22 +349,40 @@ func TestZeroLimiter(t *testing.T) {
 	l.Close()
 }
 
-// A request whose client hung up is decided all the same, within REDIS_TIMEOUT_MS: Redis
-// may have taken its tokens already, so it is counted as what it was, never as a
-// fail-closed timeout (which pages the operator about a Redis that is fine).
+// A request whose client hung up, or whose context's deadline passed (an
+// http.TimeoutHandler's around the limiter), is decided all the same, within
+// REDIS_TIMEOUT_MS: Redis may have taken its tokens already, so it is counted as what it
+// was, never as a fail-closed timeout (which pages the operator about a Redis that is
+// fine).
 func TestDecidedAfterTheClientHungUp(t *testing.T) {
-	l, metrics := metricsLimiter(t)
-	ctx, hangUp := context.WithCancel(context.Background())
-	hangUp()
-	gone := serve(l, httptest.NewRequest("GET", "/orders/42", nil).WithContext(ctx))
-	next := serve(l, httptest.NewRequest("GET", "/orders/42", nil))
-	l.Close()
-	if gone.Code != http.StatusOK || header(gone.Header(), "X-RateLimit-Remaining") != "9" || header(next.Header(), "X-RateLimit-Remaining") != "8" {
-		t.Fatalf("the request whose client hung up: %d, %s left; the next: %s left; want 200, 9 and 8",
-			gone.Code, header(gone.Header(), "X-RateLimit-Remaining"), header(next.Header(), "X-RateLimit-Remaining"))
-	}
-	if strings.Contains(metrics.String(), "FailClosed") {
-		t.Errorf("a hang-up counted as failing closed:\n%s", metrics)
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"client hung up", func() (context.Context, context.CancelFunc) {
+			ctx, hangUp := context.WithCancel(context.Background())
+			hangUp()
+			return ctx, hangUp
+		}},
+		{"deadline passed", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, metrics := metricsLimiter(t)
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			gone := serve(l, httptest.NewRequest("GET", "/orders/42", nil).WithContext(ctx))
+			next := serve(l, httptest.NewRequest("GET", "/orders/42", nil))
+			l.Close()
+			if gone.Code != http.StatusOK || header(gone.Header(), "X-RateLimit-Remaining") != "9" || header(next.Header(), "X-RateLimit-Remaining") != "8" {
+				t.Fatalf("the request whose context ended: %d, %s left; the next: %s left; want 200, 9 and 8",
+					gone.Code, header(gone.Header(), "X-RateLimit-Remaining"), header(next.Header(), "X-RateLimit-Remaining"))
+			}
+			if strings.Contains(metrics.String(), "FailClosed") {
+				t.Errorf("an ended context counted as failing closed:\n%s", metrics)
+			}
+		})
 	}
 }
 
@@ -588,5 +606,53 @@ func copyFile(t *testing.T, w io.Writer, path string) {
 	defer f.Close()
 	if _, err := io.Copy(w, f); err != nil {
 		t.Error(err)
+	}
+}
+
+// The rate-limit headers of the request the next handler gets are the limiter's alone,
+// as behind the gateway (the REST API's HTTP integration, the local gateway): a
+// client's own RateLimit, RateLimit-Policy or X-RateLimit-* (in any case, '_' for '-'
+// too, as a CGI backend reads them) never reaches the handler, nor an upstream it
+// proxies to, which may trust them; the decision's are there in their place.
+func TestNextHandlerGetsTheLimitersRequestHeaders(t *testing.T) {
+	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens}, middleware.Options{})
+	var seen http.Header
+	service := httptest.NewServer(l.Handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { seen = r.Header.Clone() })))
+	defer service.Close()
+	for _, tc := range []struct{ name, header, value string }{
+		{"remaining", "X-RateLimit-Remaining", "999999"},
+		{"ratelimit in lower case", "ratelimit", `"burst";r=999999;t=1`},
+		{"policy", "RateLimit-Policy", `"burst";q=999999;w=1`},
+		{"degraded spelled with underscores", "X_RateLimit_Degraded", "true"},
+		{"limit spelled with underscores", "X_RATELIMIT_LIMIT", "999999"},
+		{"another X-RateLimit-*", "X-RateLimit-Remaining-Tokens", "999999"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := http.NewRequest("GET", service.URL+"/orders/42", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Header[tc.header] = []string{tc.value}
+			resp, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			got, want := http.Header{}, http.Header{}
+			for name, v := range seen {
+				if ratelimitheaders.Owned(name) {
+					key := http.CanonicalHeaderKey(name)
+					got[key] = append(got[key], v...)
+				}
+			}
+			for name, v := range resp.Header {
+				if ratelimitheaders.Owned(name) {
+					want[name] = v
+				}
+			}
+			if resp.StatusCode != http.StatusOK || len(want) == 0 || !maps.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("%d; the handler got the rate-limit headers %v, want the limiter's alone, as on the answer: %v", resp.StatusCode, got, want)
+			}
+		})
 	}
 }

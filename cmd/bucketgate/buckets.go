@@ -33,8 +33,9 @@ quota). show peeks at the rule with the fewest
 tokens left and lists every rule, buckets and quotas (cost 0: nothing written); refund gives N tokens back to every rule, never
 above its capacity (sent again only when Lambda refused it or no connection was made,
 never after a failure that may have come after it ran); reset makes every rule full.
-Each prints the buckets after it. With REGISTRY_TABLE set, --plan must name a plan of
-the table's configuration document, when it holds one (bucketgate config).
+Each prints the buckets after it. With a registry table (REGISTRY_TABLE's, else the
+stack's), --plan must name a plan of the table's configuration document, when it holds
+one (bucketgate config).
 
 Every command invokes the operator function, the check function's code serving the
 operator's operations, which a stack's check function refuses: --function NAME
@@ -98,12 +99,13 @@ func runBuckets(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *plan != "" && s.RegistryTable != "" {
-		if err := checkPlan(e, *plan); err != nil {
+	st := e.stack() // read once, for the table and the function alike
+	if *plan != "" && (s.RegistryTable != "" || st.name != "") {
+		if err := checkPlan(e, st, *plan); err != nil {
 			return err
 		}
 	}
-	t, err := resolveTarget(e, s, positional[0])
+	t, err := resolveTarget(e, s, st, positional[0])
 	if err != nil {
 		return err
 	}
@@ -113,7 +115,7 @@ func runBuckets(e env, args []string) error {
 	if err := complete(&req); err != nil {
 		return err
 	}
-	op, err := operatorOf(e, *function)
+	op, err := operatorOf(e, st, *function)
 	if err != nil {
 		return err
 	}
@@ -138,8 +140,9 @@ func runBuckets(e env, args []string) error {
 }
 
 // resolveTarget returns the identity that arg (IDENTITY, or - for a key on stdin) names,
-// with the IPv6 prefix and key header of settings s.
-func resolveTarget(e env, s settings.Settings, arg string) (target, error) {
+// with the IPv6 prefix and key header of settings s (and the registry table of
+// REGISTRY_TABLE, else of st: see tenantTarget).
+func resolveTarget(e env, s settings.Settings, st *stack, arg string) (target, error) {
 	resolver, err := identity.NewResolver(s.APIKeyHeader, s.IPv6Prefix)
 	if err != nil {
 		return target{}, err
@@ -155,21 +158,21 @@ func resolveTarget(e env, s settings.Settings, arg string) (target, error) {
 	if err != nil {
 		return t, err
 	}
-	return tenantTarget(e, s, t)
+	return tenantTarget(e, s, st, t)
 }
 
 // tenantTarget returns t, or when t is tenant:<digest> (a tenant as the functions' log
-// lines name it) and the registry table (of REGISTRY_TABLE, else the stack's) holds a
+// lines name it) and the registry table (of REGISTRY_TABLE, else st's) holds a
 // tenant whose key has that digest and none whose key is those digits, that tenant. A tenant:<digest> that
 // names no registered tenant either way stays t, with a note on stderr: the buckets of a
 // tenant whose key is those digits.
-func tenantTarget(e env, s settings.Settings, t target) (target, error) {
+func tenantTarget(e env, s settings.Settings, st *stack, t target) (target, error) {
 	digest, ok := strings.CutPrefix(t.id, bucketgate.TenantPrefix)
 	if !ok || !isDigest(digest) {
 		return t, nil
 	}
-	if s.RegistryTable != "" || e.stack().name != "" {
-		table, err := openTable(e, "", e.stack())
+	if s.RegistryTable != "" || st.name != "" {
+		table, err := openTable(e, "", st)
 		if err != nil {
 			return t, err
 		}
@@ -182,10 +185,10 @@ func tenantTarget(e env, s settings.Settings, t target) (target, error) {
 	return t, nil
 }
 
-// operatorOf returns the function to invoke (see functionOf; flagValue is the
+// operatorOf returns the function to invoke (see functionOf, of st; flagValue is the
 // --function flag's), with a client of it.
-func operatorOf(e env, flagValue string) (operator, error) {
-	name, err := functionOf(e, flagValue, e.stack())
+func operatorOf(e env, st *stack, flagValue string) (operator, error) {
+	name, err := functionOf(e, flagValue, st)
 	if err != nil {
 		return operator{}, err
 	}
@@ -258,10 +261,11 @@ func wasReset(id string, _ checkapi.Request) string {
 }
 
 // checkPlan reports a plan name that the registry table's configuration document (of
-// REGISTRY_TABLE) does not have. While the table holds none, the check function's own
-// document decides, which this machine cannot know: it says so itself.
-func checkPlan(e env, name string) error {
-	t, err := openTable(e, "", e.stack())
+// REGISTRY_TABLE, else of st's output) does not have. While the table holds none, the
+// check function's own document decides, which this machine cannot know: it says so
+// itself.
+func checkPlan(e env, st *stack, name string) error {
+	t, err := openTable(e, "", st)
 	if err != nil {
 		return err
 	}

@@ -594,3 +594,74 @@ func TestConfigPutRacesAnOwnRulesReach(t *testing.T) {
 		t.Fatalf("a key checked against version 2 and written after version 3: %v, want it named", err)
 	}
 }
+
+// An expire that makes a key with own rules active again finds the document in force
+// when it expired from the copies' times, which are whole seconds: a copy written in
+// the second the key expired was written after (the key stopped working at the start of
+// that second, and config put passed it over), so its change is refused as any other.
+// When the copies cannot say what was in force then (the one in force then deleted or
+// unreadable; no document in the table yet, and the functions' own unknown without
+// --stack), the expire is written with a warning that says the reach of its own rules
+// was not checked, never silently.
+func TestExpireBackChecksTheCopiesInForce(t *testing.T) {
+	expired := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
+	v1 := "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 100, refillPerSecond: 10}]\n" +
+		"routes:\n  - {method: POST, path: /uploads, rules: [{name: uploads, capacity: 20, refill: 20, per: minute}]}\n"
+	v2 := strings.Replace(v1, "name: uploads", "name: upload", 1)
+	copyOf := func(v int64, doc string, at time.Time) map[string]types.AttributeValue {
+		return registry.StoredConfig{ID: registry.VersionID(v), Document: doc, Version: v, UpdatedAt: at}.Item()
+	}
+	const refused = "rule uploads limited the requests of routes[0] alone, and would limit every request"
+	for _, tc := range []struct {
+		name   string
+		first  bool                                      // the key expired before the table held a document
+		copies map[int64]map[string]types.AttributeValue // what the copies become; nil: deleted
+		want   string                                    // refused, written, or warned: written with the warning
+	}{
+		{"a put in the second it expired", false, map[int64]map[string]types.AttributeValue{
+			1: copyOf(1, v1, expired.Add(-time.Hour)), 2: copyOf(2, v2, expired)}, "refused"},
+		{"a put the second before", false, map[int64]map[string]types.AttributeValue{
+			1: copyOf(1, v1, expired.Add(-time.Hour)), 2: copyOf(2, v2, expired.Add(-time.Second))}, "written"},
+		{"the copy in force then deleted", false, map[int64]map[string]types.AttributeValue{
+			1: nil, 2: copyOf(2, v2, expired.Add(time.Hour))}, "warned"},
+		{"the copy in force then unreadable", false, map[int64]map[string]types.AttributeValue{
+			1: {"id": &types.AttributeValueMemberS{Value: registry.VersionID(1)}, "document": &types.AttributeValueMemberS{Value: v1}, "version": &types.AttributeValueMemberS{Value: "one"}},
+			2: copyOf(2, v2, expired.Add(time.Hour))}, "warned"},
+		{"no document then, the functions' own unknown", true, map[int64]map[string]types.AttributeValue{
+			1: copyOf(1, v2, expired.Add(time.Hour))}, "warned"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCLI(t)
+			c.ok("keys", "init")
+			c.env[settings.EnvConfigInline] = v1 // the functions' own, as this shell knows it
+			if !tc.first {
+				c.ok("config", "put", file(t, "v1.yaml", v1))
+			}
+			key := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "uploads:2:0.01")))
+			c.ok("keys", "expire", key, expired.Format(time.RFC3339))
+			c.ok("config", "put", file(t, "v2.yaml", v2))
+			for v, item := range tc.copies {
+				var err error
+				if item == nil {
+					_, err = c.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table),
+						Key: map[string]types.AttributeValue{registry.KeyAttribute: &types.AttributeValueMemberS{Value: registry.VersionID(v)}}})
+				} else {
+					_, err = c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, _, stderr := c.run("keys", "expire", key, "never")
+			warned := strings.Contains(stderr, "warning: not checked whether the documents written while "+key+" was expired")
+			switch {
+			case tc.want == "refused" && (code != exitError || !strings.Contains(stderr, refused)):
+				t.Fatalf("exit %d\n%s\nwant the expire refused naming %q", code, stderr, refused)
+			case tc.want == "written" && (code != exitOK || strings.Contains(stderr, "warning")):
+				t.Fatalf("exit %d\n%s\nwant it written: the document in force when it expired is the one in force now", code, stderr)
+			case tc.want == "warned" && (code != exitOK || !warned):
+				t.Fatalf("exit %d\n%s\nwant it written with a warning that the reach of its own rules was not checked", code, stderr)
+			}
+		})
+	}
+}

@@ -51,7 +51,7 @@ to, every check): set-plan refuses a plan that would change which requests an ow
 limits, naming the rules (--force sets it anyway), and so does an expire that makes an
 expired key active again when a document written meanwhile (config put passes over a
 key that is not active) changes what its own rules limit since the one in force when it
-expired.
+expired (when the copies cannot say which that was, it warns that it did not check).
 
 A key of an account (--account, which must be in the table and active) is decided as the
 account: its plan and rules, its buckets (acct:NAME), shared by every key of it; the
@@ -350,12 +350,15 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
 			}
 		}
-		var rescoped []string
+		var (
+			rescoped  []string
+			unchecked string
+		)
 		err = t.change(e.ctx, id, func(r *registry.Record) error {
 			was := *r
 			r.ExpiresAt = at
 			var err error
-			if rescoped, err = t.revived(e.ctx, was, *r); err != nil {
+			if rescoped, unchecked, err = t.revived(e.ctx, was, *r); err != nil {
 				return err
 			}
 			if len(rescoped) > 0 && !*force {
@@ -365,6 +368,9 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		})
 		if len(rescoped) > 0 && (err == nil || errors.Is(err, errWritten)) {
 			warnTo(e)(fmt.Sprintf("--force: the own rules of %s limit other requests now:\n%s", id, nameBroken(rescoped)))
+		}
+		if unchecked != "" && (err == nil || errors.Is(err, errWritten)) {
+			warnTo(e)(fmt.Sprintf("not checked whether the documents written while %s was expired change which requests its own rules limit: %s", id, unchecked))
 		}
 		if err != nil {
 			return err

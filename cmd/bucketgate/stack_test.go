@@ -132,8 +132,8 @@ func TestStackSession(t *testing.T) {
 	s.want(s.bucket("reset", key), id, "gold", "burst", 50, 50)
 	s.ok("keys", "show", key)
 	s.want(s.bucket("show", key, "--plan", "basic"), id, "basic", "burst", 5, 5)
-	if got := s.calls.take(); describes(got) != 4 || len(got) != 4+5 {
-		t.Fatalf("4 commands through BUCKETGATE_STACK called %v: want one DescribeStacks each, and their own calls (keys show: the key's item and the table's document)", got)
+	if got := s.calls.take(); describes(got) != 4 || len(got) != 4+6 {
+		t.Fatalf("4 commands through BUCKETGATE_STACK called %v: want one DescribeStacks each, and their own calls (keys show: the key's item and the table's document; buckets --plan: the table's document)", got)
 	}
 
 	// What the command line names wins, and the stack is not read.
@@ -307,15 +307,20 @@ func TestStackParameterDocument(t *testing.T) {
 // Through the stack alone (no REGISTRY_TABLE), the buckets commands take a registered
 // tenant as the functions' log lines name it, tenant:<digest>, from the stack's table,
 // as they do with REGISTRY_TABLE: never the buckets of a tenant whose key is those
-// digits, with a note that no registered tenant has it.
+// digits, with a note that no registered tenant has it; and, as every run, they read
+// the stack once.
 func TestStackBucketsTakeATenantAsTheLogsNameIt(t *testing.T) {
 	s := newStackDeployment(t)
 	s.ok("--stack", deployedStack, "keys", "create", "--tenant", "acme-svc", "--plan", "gold")
 	logged := bucketgate.LogForm("tenant:acme-svc")
-	for _, cmd := range []string{"show", "reset"} {
-		code, stdout, stderr := s.run("--stack", deployedStack, "buckets", cmd, logged)
-		if code != exitOK || !strings.Contains(stdout, "identity    tenant:acme-svc\n") || strings.Contains(stderr, "no registered tenant") {
-			t.Errorf("buckets %s %s through the stack: exit %d\n%s%s\nwant the buckets of tenant:acme-svc", cmd, logged, code, stdout, stderr)
+	for _, args := range [][]string{{"buckets", "show"}, {"buckets", "reset"}, {"usage"}} {
+		s.calls.take()
+		code, stdout, stderr := s.run(append([]string{"--stack", deployedStack}, append(args, logged)...)...)
+		if code != exitOK || !strings.Contains(stdout, "tenant:acme-svc") || strings.Contains(stderr, "no registered tenant") {
+			t.Errorf("%s %s through the stack: exit %d\n%s%s\nwant the %s of tenant:acme-svc", strings.Join(args, " "), logged, code, stdout, stderr, args[0])
+		}
+		if got := s.calls.take(); describes(got) != 1 {
+			t.Errorf("%s %s through the stack called %v: want one DescribeStacks a run", strings.Join(args, " "), logged, got)
 		}
 	}
 }
@@ -346,5 +351,36 @@ func TestStackFirstConfigPutRescopesOwnRules(t *testing.T) {
 	code, _, stderr = s.run("--stack", "uploads", "keys", "expire", id, "never")
 	if code != exitError || !strings.Contains(stderr, "\n  "+id+" (plan free): rule uploads limited the requests of routes[0] alone, and would limit every request") {
 		t.Fatalf("keys expire never after the first put: exit %d\n%s\nwant a refusal naming %s", code, stderr, id)
+	}
+}
+
+// buckets --plan names a plan of the table's document whether the table is
+// REGISTRY_TABLE or the stack's: a plan it lacks is refused the same way, before the
+// operator function is invoked.
+func TestStackBucketsPlanFromTheTable(t *testing.T) {
+	s := newStackDeployment(t)
+	s.ok("--stack", deployedStack, "config", "put", file(t, "v.yaml", noGoldDoc))
+	const want = `unknown plan "gold": not in version 1 of the configuration document of table ` + table + ` (configured: free, pro)`
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"REGISTRY_TABLE", map[string]string{settings.EnvRegistryTable: table}, []string{"--function", checkFunction}},
+		{"the stack's table", nil, []string{"--stack", deployedStack}},
+	} {
+		t.Run(tc.name, func(sub *testing.T) {
+			s.t = sub
+			defer func() { s.t = t }()
+			for k, v := range tc.env {
+				s.env[k] = v
+				defer delete(s.env, k)
+			}
+			sent := s.lambda.Invocations(checkFunction)
+			s.fails(exitError, want, append([]string{"buckets", "show", "--plan", "gold"}, append(tc.args, "ip:192.0.2.1")...)...)
+			if n := s.lambda.Invocations(checkFunction); n != sent {
+				sub.Fatalf("the operator function was invoked (%d times): want the plan refused before", n-sent)
+			}
+		})
 	}
 }

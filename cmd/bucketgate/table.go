@@ -429,44 +429,46 @@ func (t *keyTable) replanned(ctx context.Context, rec registry.Record, plan stri
 // revived returns what the documents written while rec was expired changed in the
 // reach of its own rules (config put passes over a record that is not active), when
 // next, rec with another expiry, makes it active again: reachOf between the copy of the
-// version in force when rec expired (the newest written at or before its expiresAt; the
+// version in force when rec expired (the newest written before its expiresAt: the times
+// are whole seconds, and a copy written in the second rec expired came after it; the
 // functions' own, when none was written by then and it is known: keyTable.envKnown) and
-// the table's document in force. Nothing when next leaves it as active as it was, when
-// the table holds no document, or when the copies (config history lists them) do not
-// say which document was in force then, or it does not load.
-func (t *keyTable) revived(ctx context.Context, rec, next registry.Record) ([]string, error) {
+// the table's document in force. Nothing when next leaves it as active as it was, or
+// when the table holds no document. When the copies (config history lists them) do not
+// say which document was in force then, or it does not load, unchecked says why, for a
+// warning: the change is not refused.
+func (t *keyTable) revived(ctx context.Context, rec, next registry.Record) (rescoped []string, unchecked string, err error) {
 	now := time.Now()
 	if rec.Active(now) || !reaches(next, now) {
-		return nil, nil
+		return nil, "", nil
 	}
 	cfg, err := t.plans(ctx)
 	if err != nil || t.version == 0 {
-		return nil, err
+		return nil, "", err
 	}
 	h, err := t.scan(ctx, false)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	i := slices.IndexFunc(h.versions, func(sv storedVersion) bool {
-		return sv.err == nil && !sv.s.UpdatedAt.IsZero() && !sv.s.UpdatedAt.After(rec.ExpiresAt)
+		return sv.err == nil && !sv.s.UpdatedAt.IsZero() && sv.s.UpdatedAt.Before(rec.ExpiresAt)
 	})
 	var was *config.Config
 	switch {
 	case i >= 0 && h.versions[i].s.Version == t.version:
-		return nil, nil
+		return nil, "", nil
 	case i >= 0:
 		if was, err = h.versions[i].s.Load(); err != nil {
-			return nil, nil //nolint:nilerr // a copy that does not load was never in force
+			return nil, fmt.Sprintf("version %d, in force when it expired, does not load: %v", h.versions[i].s.Version, err), nil
 		}
 	case len(h.versions) == 0 || h.versions[len(h.versions)-1].s.Version != 1 ||
 		slices.ContainsFunc(h.versions, func(sv storedVersion) bool { return sv.err != nil || sv.s.UpdatedAt.IsZero() }):
-		return nil, nil // the copies do not say what was in force when it expired
+		return nil, "the copies of the configuration's versions do not say which was in force when it expired (one is missing, cannot be read, or has no updatedAt: bucketgate config history)", nil
 	default: // none written by then: the functions' own was in force, known when it is the stack's
 		if was, _, err = t.env(); err != nil || !t.envKnown {
-			return nil, nil //nolint:nilerr // not the functions' document, or none: nothing to compare
+			return nil, "the table held no document when it expired, and the functions' own is not known here (name the stack with --stack: its parameter " + paramConfig + " is)", nil
 		}
 	}
-	return reachOf(next, was, cfg, now), nil
+	return reachOf(next, was, cfg, now), "", nil
 }
 
 // account reads the record of the account called name (strongly consistent); the error

@@ -54,13 +54,14 @@ func runUsage(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	t, err := resolveTarget(e, s, positional[0])
+	st := e.stack() // read once, for the table and the function alike
+	t, err := resolveTarget(e, s, st, positional[0])
 	if err != nil {
 		return err
 	}
 	req := t.req
 	req.Op, req.From, req.To = checkapi.OpUsage, *from, *to
-	op, err := operatorOf(e, *function)
+	op, err := operatorOf(e, st, *function)
 	if err != nil {
 		return err
 	}

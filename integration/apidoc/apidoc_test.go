@@ -383,3 +383,105 @@ func typeName(expr ast.Expr) string {
 	}
 	return ""
 }
+
+// No Example of a public package defers a call and then ends by log.Fatal or os.Exit,
+// which run no deferred call: a program copied from it would never make that call (a
+// Limiter's Close, which writes the metrics that wait).
+func TestExamplesRunTheirDeferredCalls(t *testing.T) {
+	pkgs, err := publicPackages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offenders []string
+	for _, pkg := range pkgs {
+		for _, name := range append(pkg.TestGoFiles, pkg.XTestGoFiles...) {
+			path := filepath.Join(pkg.Dir, name)
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, rel, src, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			offenders = append(offenders, skippedDefers(fset, f)...)
+		}
+	}
+	if len(offenders) > 0 {
+		t.Errorf("%d Examples end where their deferred calls never run:\n%s", len(offenders), strings.Join(offenders, "\n"))
+	}
+}
+
+// The check finds a log.Fatal or os.Exit after a defer, and passes one before it.
+func TestSkippedDefersFound(t *testing.T) {
+	const src = `package p_test
+
+func Example_fatalFirst() {
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+}
+
+func Example_fatalAfter() {
+	defer l.Close()
+	log.Fatal(serve())
+}
+
+func Example_exitAfter() {
+	defer l.Close()
+	go func() { os.Exit(1) }()
+}
+
+func helper() {
+	defer l.Close()
+	log.Fatalf("not an Example")
+}
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "p_test.go", src, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := skippedDefers(fset, f)
+	if len(got) != 2 || !strings.Contains(got[0], "Example_fatalAfter") || !strings.Contains(got[1], "Example_exitAfter") {
+		t.Errorf("offenders %q, want Example_fatalAfter and Example_exitAfter", got)
+	}
+}
+
+// skippedDefers returns, as "file:line: ExampleName: why", each Example of f that calls
+// log.Fatal (Fatalf, Fatalln) or os.Exit after a defer statement.
+func skippedDefers(fset *token.FileSet, f *ast.File) []string {
+	var offenders []string
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Example") || fn.Body == nil {
+			continue
+		}
+		deferred := token.NoPos
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.DeferStmt:
+				if !deferred.IsValid() {
+					deferred = n.Pos()
+				}
+			case *ast.CallExpr:
+				sel, ok := n.Fun.(*ast.SelectorExpr)
+				if !ok || !deferred.IsValid() {
+					break
+				}
+				if pkg, ok := sel.X.(*ast.Ident); ok && (pkg.Name == "log" && strings.HasPrefix(sel.Sel.Name, "Fatal") || pkg.Name == "os" && sel.Sel.Name == "Exit") {
+					offenders = append(offenders, fmt.Sprintf("%s: %s: %s.%s after the defer of line %d, which it skips",
+						fset.Position(n.Pos()), fn.Name.Name, pkg.Name, sel.Sel.Name, fset.Position(deferred).Line))
+				}
+			}
+			return true
+		})
+	}
+	return offenders
+}

@@ -250,6 +250,38 @@ func TestClientReplayedLeaseExpired(t *testing.T) {
 	}
 }
 
+// A reserve's requestId is remembered past its reservation's ttlMs: sent again after
+// the reservation expired (a job redelivered with its id), it replays the first
+// admission, whose reservation no settle can end any more (a conflict: it stays charged
+// at its estimate). checkclient answers ErrReservationExpired instead of an admission
+// whose work could never be settled; a new requestId reserves again.
+func TestClientReplayedReservationExpired(t *testing.T) {
+	ctx := context.Background()
+	mr, _, checks := clientOfHandler(t)
+	now := time.Now()
+	mr.SetTime(now.Add(-time.Minute)) // Redis's clock: the job's reservation expires 50 s ago by now
+	rules := []checkapi.Rule{{Name: "tokens", Capacity: 100, RefillPerSecond: 0.001}}
+	job := checkapi.Request{Key: "k", Rules: rules, Cost: new(int64(10)), TTLMS: 10000, RequestID: "job-7"}
+	first, err := checks.Reserve(ctx, job)
+	if err != nil || !first.Allowed || first.Reservation == "" {
+		t.Fatalf("first reserve: %+v, %v: want a reservation", first, err)
+	}
+	mr.SetTime(now)
+	var conflict *checkclient.FunctionError
+	if _, err := checks.Settle(ctx, job, first.Reservation, 4); !errors.As(err, &conflict) || conflict.Type != checkapi.ErrorTypeConflict {
+		t.Fatalf("settle of the expired reservation: %v: want a ConflictError", err)
+	}
+	res, err := checks.Reserve(ctx, job)
+	if !errors.Is(err, checkclient.ErrReservationExpired) || errors.Is(err, checkclient.ErrLeaseExpired) || res.Allowed {
+		t.Fatalf("the job sent again: %+v, %v: want ErrReservationExpired alone, not an admission it cannot settle", res, err)
+	}
+	again := job
+	again.RequestID = "job-7-again"
+	if res, err := checks.Reserve(ctx, again); err != nil || !res.Allowed || res.Replayed || res.Reservation == "" {
+		t.Fatalf("the job with a new requestId: %+v, %v: want a new reservation", res, err)
+	}
+}
+
 // checkclient judges a replayed lease's expiresAt, which is Redis's, by the client's
 // own clock: the answer carries no time of Redis's (a replay's figures are the first
 // decision's). So a clock apart from Redis's moves the line by as much, both ways, as
@@ -299,7 +331,8 @@ func TestClientJudgesReplayedLeasesByItsOwnClock(t *testing.T) {
 // sending it again with its requestId, which answers it replayed, charged once.
 func TestClientBatchConflictLeavesTheOthersToReplay(t *testing.T) {
 	ctx := context.Background()
-	_, _, checks := clientOfHandler(t)
+	mr, _, checks := clientOfHandler(t)
+	mr.SetTime(time.Now()) // Redis's clock, as checkclient judges a replayed reservation by its own
 	rules := []checkapi.Rule{{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}}
 	reserve := checkapi.Request{Key: "k", Rules: rules, Op: checkapi.OpReserve, Cost: new(int64(4)), RequestID: "job-1"}
 	settle := checkapi.Request{Key: "k", Rules: rules, Op: checkapi.OpSettle, Cost: new(int64(1)), Reservation: "r2.AAAA.AAAAAAAAAAAAAAAAAAAAAA"}

@@ -2,6 +2,9 @@ package config_test
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -151,6 +154,59 @@ func TestRouteThatNeverMatches(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := config.Parse([]byte(plans + tt.routes)); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A path segment that is "." or ".." only once its ;parameters are dropped or its
+// spaces trimmed ("..;x", ".;x", "%2e%2e;x", "..%20") is a segment to Go, Node and
+// Python (net/http's ServeMux, the WHATWG URL parser), not a dot segment: the route
+// that matches a path is the one a real Go server (httptest, net/http's ServeMux)
+// serves it by, so that "/a/..;x/admin" pays what "/a/{id}/admin" costs, never the
+// cheaper "/admin" or the default route's. Plain dot segments are removed, as the
+// server redirects them.
+func TestRoutesMatchWhatGoServes(t *testing.T) {
+	c, err := config.Parse([]byte(`
+defaultPlan: free
+plans: {free: [{name: burst, capacity: 1000, refillPerSecond: 1}]}
+routes:
+  - {path: /a/*/admin, cost: 100}
+  - {path: /admin, cost: 2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	costs := map[string]int64{"/a/{id}/admin": 100, "/admin": 2}
+	mux := http.NewServeMux()
+	for pattern := range costs {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Pattern) })
+	}
+	backend := httptest.NewServer(mux)
+	defer backend.Close()
+	for _, tc := range []struct{ name, path string }{
+		{"a segment", "/a/x/admin"},
+		{"dots", "/a/../admin"},
+		{"dots with a parameter", "/a/..;x/admin"},
+		{"dots with an empty parameter", "/a/..;/admin"},
+		{"a dot with a parameter", "/a/.;x/admin"},
+		{"encoded dots with a parameter", "/a/%2e%2e;x/admin"},
+		{"dots and a space", "/a/..%20/admin"},
+		{"a space and a dot", "/a/%20./admin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := http.Get(backend.URL + tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			served, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want, ok := costs[string(served)]
+			if err != nil || resp.StatusCode != http.StatusOK || !ok {
+				t.Fatalf("GET %s: %d %q, %v: want one of the backend's patterns", tc.path, resp.StatusCode, served, err)
+			}
+			if got := c.Limits(c.DefaultPlan(), "GET", tc.path).Cost; got != want {
+				t.Errorf("GET %s: cost %d, want %d: Go serves it by %s", tc.path, got, want, served)
 			}
 		})
 	}

@@ -190,9 +190,10 @@ func (r route) matches(method string, segs []string) bool {
 // 3986: letters, digits, '-', '.', '_', '~'), spaces and tabs are decoded, spaces and
 // tabs around a segment are trimmed, "." segments, empty segments (repeated or trailing
 // slashes) and ".." segments with the one before them are removed. A segment that only
-// the dropping or trimming emptied ("%20", ";x") stays, as "": Go, Node and Python
-// serve "/files/%20/delete" and "/files/;x/delete" as /files/{id}/delete, so they must
-// match its route. Other percent-encodings, '%2F' among them, stay as they are, inside
+// the dropping or trimming emptied ("%20", ";x") stays, as "", and one that only they
+// made "." or ".." ("..;x", ".;x", "..%20") stays as that: Go, Node and Python serve
+// "/files/%20/delete", "/files/;x/delete" and "/files/..;x/delete" as
+// /files/{id}/delete, so they must match its route. Other percent-encodings, '%2F' among them, stay as they are, inside
 // their segment. It allocates only for a path with a tab or line break, or a segment
 // that has something to decode.
 func pathSegments(path string, segs []string) []string {
@@ -213,20 +214,22 @@ func pathSegments(path string, segs []string) []string {
 		if seg == "" {
 			continue // a repeated or trailing slash
 		}
+		whole := true // a dot segment is one with nothing dropped or trimmed
 		if i := strings.IndexByte(seg, ';'); i >= 0 {
-			seg = seg[:i]
+			seg, whole = seg[:i], false
 		}
 		if strings.IndexByte(seg, '%') >= 0 {
 			seg = decodeUnreserved(seg)
 		}
-		switch seg = strings.Trim(seg, " \t"); seg {
-		case ".":
-		case "..":
+		trimmed := strings.Trim(seg, " \t")
+		switch {
+		case whole && trimmed == seg && seg == ".":
+		case whole && trimmed == seg && seg == "..":
 			if len(segs) > 0 {
 				segs = segs[:len(segs)-1]
 			}
 		default:
-			segs = append(segs, seg)
+			segs = append(segs, trimmed)
 		}
 	}
 	return segs

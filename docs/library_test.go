@@ -1,0 +1,79 @@
+package docs_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The service that docs/library.md and the middleware's package doc show is
+// middleware.Example, which go vet compiles, line for line but for its service's
+// routes: a reader who copies either copies a program whose errors are checked (a port
+// in use) and whose shutdown closes the Limiter within the stop timeout.
+func TestLibraryShowsTheExample(t *testing.T) {
+	example := codeLines(goFunc(t, readFile(t, "middleware/example_test.go"), "Example"))
+	for _, tc := range []struct {
+		name    string
+		snippet string
+	}{
+		{"docs/library.md", codeBlock(t, readFile(t, "docs/library.md"), "## A service, limited", "go")},
+		{"the package doc", docSnippet(t, readFile(t, "middleware/middleware.go"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rest := example
+			for _, line := range codeLines(tc.snippet) {
+				i := slices.Index(rest, line)
+				if i < 0 {
+					t.Fatalf("%q is not a line of middleware.Example (after the lines before it)", line)
+				}
+				rest = rest[i+1:]
+			}
+		})
+	}
+}
+
+// goFunc returns the body of the function name of Go source src.
+func goFunc(t *testing.T, src, name string) string {
+	t.Helper()
+	_, body, ok := strings.Cut(src, "\nfunc "+name+"() {\n")
+	if ok {
+		body, _, ok = strings.Cut(body, "\n}\n")
+	}
+	if !ok {
+		t.Fatalf("no func %s", name)
+	}
+	return body
+}
+
+// docSnippet returns the code block of a Go doc comment in src: its lines indented by
+// a tab.
+func docSnippet(t *testing.T, src string) string {
+	t.Helper()
+	var lines []string
+	for line := range strings.Lines(src) {
+		code, ok := strings.CutPrefix(line, "//\t")
+		if !ok && len(lines) > 0 {
+			break
+		}
+		if ok {
+			lines = append(lines, code)
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatal("no code block in the package doc")
+	}
+	return strings.Join(lines, "")
+}
+
+// codeLines returns the lines of Go code, each without its indentation and its line
+// comment, empty ones left out.
+func codeLines(code string) []string {
+	var lines []string
+	for line := range strings.Lines(code) {
+		line, _, _ = strings.Cut(line, " //")
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "//") {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}

@@ -1,0 +1,110 @@
+package middleware_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/middleware"
+)
+
+// reserveAndStream reserves 4 tokens on POST /v1/chat and holds a lease of a concurrency
+// rule on every request: each request the Limiter admits carries both.
+const reserveAndStream = "defaultPlan: free\nplans: {free: [{name: tokens, capacity: 1000000, refillPerSecond: 1000}, {name: streams, concurrency: 1000}]}\nroutes: [{method: POST, path: /v1/chat, reserve: 4}]"
+
+// held serves one request through l and returns it as the next handler saw it, with
+// its reservation and its lease.
+func held(t *testing.T, l *middleware.Limiter) *http.Request {
+	t.Helper()
+	var kept *http.Request
+	w := httptest.NewRecorder()
+	l.Handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { kept = r })).ServeHTTP(w, httptest.NewRequest("POST", "/v1/chat", nil))
+	if w.Code != http.StatusOK || kept == nil {
+		t.Fatalf("POST /v1/chat: %d, want 200 with a reservation and a lease", w.Code)
+	}
+	return kept
+}
+
+// After Close, Settle, Cancel and Release fail with ErrClosed, whatever the failure
+// policy: an error that says trying again will not help, not the unavailable limiter's,
+// which says it might.
+func TestSettleAfterClose(t *testing.T) {
+	addr := redistest.Start(t).Addr
+	calls := []struct {
+		name string
+		call func(*middleware.Limiter, *http.Request) (bucketgate.Decision, error)
+	}{
+		{"settle", func(l *middleware.Limiter, r *http.Request) (bucketgate.Decision, error) {
+			return l.Settle(r.Context(), r, 1)
+		}},
+		{"cancel", func(l *middleware.Limiter, r *http.Request) (bucketgate.Decision, error) {
+			return l.Cancel(r.Context(), r)
+		}},
+		{"release", func(l *middleware.Limiter, r *http.Request) (bucketgate.Decision, error) {
+			return l.Release(r.Context(), r)
+		}},
+	}
+	for _, mode := range []string{"closed", "open"} {
+		for _, c := range calls {
+			t.Run(c.name+" failing "+mode, func(t *testing.T) {
+				l := newLimiter(t, map[string]string{"REDIS_ADDR": addr, "RATE_LIMIT_CONFIG": reserveAndStream, "FAIL_MODE": mode}, middleware.Options{})
+				r := held(t, l)
+				l.Close()
+				if _, err := c.call(l, r); !errors.Is(err, middleware.ErrClosed) {
+					t.Fatalf("%s after Close: %v, want ErrClosed", c.name, err)
+				}
+			})
+		}
+	}
+}
+
+// Many goroutines serve requests through one Limiter, each settling its reservation and
+// releasing its lease, while Close comes, twice: nothing panics or races (go test -race), every
+// answer is the service's or the 503 of a limiter failing closed, and every settle and
+// release either succeeds or, once Close has come, fails with ErrClosed.
+func TestCloseWhileCallsAreInFlight(t *testing.T) {
+	l := newLimiter(t, map[string]string{"REDIS_ADDR": redistest.Start(t).Addr, "RATE_LIMIT_CONFIG": reserveAndStream}, middleware.Options{})
+	const workers, each, closeAfter = 8, 40, 100
+	var (
+		served atomic.Int64
+		mu     sync.Mutex
+		bad    []error
+	)
+	next := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, settleErr := l.Settle(r.Context(), r, 2)
+		_, releaseErr := l.Release(r.Context(), r)
+		for _, err := range []error{settleErr, releaseErr} {
+			if err != nil && !errors.Is(err, middleware.ErrClosed) {
+				mu.Lock()
+				bad = append(bad, err)
+				mu.Unlock()
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				w := httptest.NewRecorder()
+				l.Handler(next).ServeHTTP(w, httptest.NewRequest("POST", "/v1/chat", nil))
+				if w.Code != http.StatusOK && w.Code != http.StatusServiceUnavailable {
+					t.Errorf("answer %d, want 200 or 503", w.Code)
+				}
+				if n := served.Add(1); n == closeAfter || n == closeAfter+1 { // two Closes, maybe at once
+					l.Close()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(bad) > 0 {
+		t.Fatalf("%d settles and releases failed with another error than ErrClosed, the first: %v", len(bad), bad[0])
+	}
+}

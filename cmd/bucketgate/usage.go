@@ -60,10 +60,12 @@ func runUsage(e env, args []string) error {
 	}
 	req := t.req
 	req.Op, req.From, req.To = checkapi.OpUsage, *from, *to
-	op, err := operatorOf(e, *function)
+	st := e.stack()
+	op, err := operatorOf(e, *function, st)
 	if err != nil {
 		return err
 	}
+	noteInactiveKey(e, s, st, t)
 	u, err := op.client.Usage(e.ctx, req)
 	var fe *checkclient.FunctionError
 	switch {

@@ -114,8 +114,9 @@ func (s accountsDown) Get(ctx context.Context, id string) (registry.Record, bool
 }
 
 // A revoked or expired key of an account whose item the registry cannot read reports no
-// usage of its own: the operator's path cannot say whose it is, and says so
-// (UnavailableError), as it does for a key still in use.
+// usage of its own, and resets no buckets of its own: the operator's path cannot say
+// whose they are, and says so (UnavailableError; the failure policy for a reset), as it
+// does for a key still in use.
 func TestOperatorAccountUnreadable(t *testing.T) {
 	f, _ := usageFixture(t, 3)
 	revoked, expired, member := bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("expired"), bucketgate.KeyDigest("member")
@@ -131,6 +132,9 @@ func TestOperatorAccountUnreadable(t *testing.T) {
 			if want := "usage of key:" + tc.digest + ": the registry could not say whose usage it is: "; ue.Type != checkapi.ErrorTypeUnavailable || !strings.HasPrefix(ue.Message, want) {
 				t.Errorf("error %q of type %q, want one starting %q", ue.Message, ue.Type, want)
 			}
+			// Nor does a reset reach the key's own buckets: the failure policy answers.
+			assertJSONEqual(t, f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","op":"reset"}`)),
+				`{"allowed":false,"reason":"unavailable","limit":0,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"","plan":""}`)
 		})
 	}
 }

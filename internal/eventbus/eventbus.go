@@ -191,8 +191,10 @@ func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []E
 		return
 	}
 	end := time.Now().Add(s.opts.Timeout)
+	bound := fmt.Sprintf("within %v", s.opts.Timeout) // what a timeout's line says cut it short
 	if deadline, ok := ctx.Deadline(); ok && deadline.Add(-s.opts.Margin).Before(end) {
 		end = deadline.Add(-s.opts.Margin)
+		bound = fmt.Sprintf("by the invocation's deadline less %v", s.opts.Margin)
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), end)
 	defer cancel()
@@ -201,7 +203,7 @@ func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []E
 	var wg sync.WaitGroup
 	for i := range calls {
 		batch := events[i*MaxEntries : min(len(events), (i+1)*MaxEntries)]
-		wg.Go(func() { results[i] = s.put(ctx, batch) })
+		wg.Go(func() { results[i] = s.put(ctx, batch, bound) })
 	}
 	wg.Wait()
 	for _, f := range results {
@@ -221,8 +223,9 @@ type failure struct {
 
 // put sends events in one PutEvents call, and the entries EventBridge refused for a
 // reason worth another try (retryable) again at once, retry.DefaultMaxAttempts calls in
-// all, and returns what it did not send.
-func (s *Sender) put(ctx context.Context, events []Event) failure {
+// all, and returns what it did not send; bound says what ctx's deadline is, for a
+// timeout's error.
+func (s *Sender) put(ctx context.Context, events []Event, bound string) failure {
 	entries := make([]types.PutEventsRequestEntry, len(events))
 	for i, e := range events {
 		if e.Detail.Stack == "" {
@@ -244,7 +247,7 @@ func (s *Sender) put(ctx context.Context, events []Event) failure {
 		out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, retryAtOnce)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return failure{n: len(entries), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent within %v: %w", s.opts.Timeout, err)}
+			return failure{n: len(entries), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent %s: %w", bound, err)}
 		case err != nil:
 			return failure{n: len(entries), reason: telemetry.EventsError, err: err}
 		case out.FailedEntryCount == 0:

@@ -167,7 +167,8 @@ func TestSendToASlowBus(t *testing.T) {
 
 // Near the end of an invocation, a Send ends Margin before the invocation's deadline
 // (less than its Timeout away), so that the function still answers in time: the events
-// count as not sent within their time.
+// count as not sent within their time, and the line says what cut them short (the
+// invocation's deadline, not EVENTS_TIMEOUT_MS, which raising would not help).
 func TestSendEndsBeforeTheDeadline(t *testing.T) {
 	release := make(chan struct{})
 	slow := func(w http.ResponseWriter, r *http.Request) {
@@ -178,7 +179,8 @@ func TestSendEndsBeforeTheDeadline(t *testing.T) {
 	}
 	client := localClient(t, slow)
 	t.Cleanup(func() { close(release) }) // before the endpoint closes, which waits for its handlers
-	s := eventbus.NewSender(client, eventbus.Options{Bus: "bucketgate", Timeout: time.Minute, Margin: 1500 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	var logs bytes.Buffer
+	s := eventbus.NewSender(client, eventbus.Options{Bus: "bucketgate", Timeout: time.Minute, Margin: 1500 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	invocation, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	var inv telemetry.Invocation
@@ -188,6 +190,9 @@ func TestSendEndsBeforeTheDeadline(t *testing.T) {
 	}
 	if m := metrics(t, &inv); !strings.Contains(m, `"EventsFailed":1,"Function":"authorizer","Reason":"timeout"`) {
 		t.Errorf("metrics %s: want 1 EventsFailed by timeout", m)
+	}
+	if line := logs.String(); strings.Contains(line, "within 1m0s") || !strings.Contains(line, "the invocation's deadline less 1.5s") {
+		t.Errorf("log %s: want the invocation's deadline less the margin named, not the Timeout", line)
 	}
 }
 

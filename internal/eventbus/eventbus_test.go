@@ -323,7 +323,7 @@ func TestSendForACallerThatStoppedWaiting(t *testing.T) {
 
 // A call that fails for a reason worth another try (EventBridge throttling the account's
 // PutEvents, a 5xx), or entries EventBridge refused for such a reason (ThrottlingException,
-// InternalFailure: those alone), are tried again at once, three attempts in all, within
+// InternalFailure: those alone, beside others refused for good too), are tried again at once, three attempts in all, within
 // the deadline: a failure that lasts is counted as the error it is, which the log line
 // names, not as a deadline passed while the SDK waited (up to 2 s) to try again.
 func TestSendRetriesWithinTheDeadline(t *testing.T) {
@@ -367,6 +367,16 @@ func TestSendRetriesWithinTheDeadline(t *testing.T) {
 		{"an entry refused for good", func(w http.ResponseWriter, _, _ int) {
 			answer(w, http.StatusOK, `{"FailedEntryCount":1,"Entries":[{"EventId":"1"},{"ErrorCode":"AccessDeniedException","ErrorMessage":"not authorized"}]}`)
 		}, 1, `"EventsFailed":1,"Function":"authorizer","Reason":"rejected"`, "AccessDeniedException: not authorized"},
+		{"an entry throttled beside one refused for good", func(w http.ResponseWriter, call, entries int) {
+			switch {
+			case call == 1:
+				answer(w, http.StatusOK, `{"FailedEntryCount":2,"Entries":[{"ErrorCode":"ThrottlingException","ErrorMessage":"Rate exceeded"},{"ErrorCode":"AccessDeniedException","ErrorMessage":"not authorized"}]}`)
+			case entries == 1:
+				answer(w, http.StatusOK, `{"FailedEntryCount":0,"Entries":[{"EventId":"1"}]}`)
+			default:
+				answer(w, http.StatusBadRequest, `{"__type":"ValidationException","message":"want the throttled entry alone"}`)
+			}
+		}, 2, `"EventsFailed":1,"Function":"authorizer","Reason":"rejected"`, "AccessDeniedException: not authorized"},
 		{"a 5xx once", func(w http.ResponseWriter, call, _ int) {
 			if call == 1 {
 				answer(w, http.StatusInternalServerError, `{"__type":"InternalException","message":"try again"}`)

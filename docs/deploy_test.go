@@ -54,39 +54,46 @@ type samTemplate struct {
 
 func readTemplate(t *testing.T) samTemplate {
 	t.Helper()
-	var tpl samTemplate
-	if err := yaml.Unmarshal([]byte(readFile(t, "template.yaml")), &tpl); err != nil {
-		t.Fatal(err)
-	}
+	tpl := readSAM(t, "template.yaml")
 	if len(tpl.Parameters) < 10 || len(tpl.Outputs) < 5 {
 		t.Fatalf("template.yaml: %d parameters, %d outputs: is the parse right?", len(tpl.Parameters), len(tpl.Outputs))
 	}
 	return tpl
 }
 
-// sameNames reports each name that the template's list of what has and the table's
-// lacks, and each the other way round.
-func sameNames(t *testing.T, what string, template, doc []string) {
+// readSAM returns what these tests read of the SAM template at path.
+func readSAM(t *testing.T, path string) samTemplate {
 	t.Helper()
-	for _, n := range template {
-		if !slices.Contains(doc, n) {
-			t.Errorf("docs/deploy.md: the %s table lacks %s, which template.yaml has", what, n)
+	var tpl samTemplate
+	if err := yaml.Unmarshal([]byte(readFile(t, path)), &tpl); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return tpl
+}
+
+// sameNames reports each name that the template's list of what has and the table of
+// doc lacks, and each the other way round.
+func sameNames(t *testing.T, doc, template, what string, inTemplate, inDoc []string) {
+	t.Helper()
+	for _, n := range inTemplate {
+		if !slices.Contains(inDoc, n) {
+			t.Errorf("%s: the %s table lacks %s, which %s has", doc, what, n, template)
 		}
 	}
-	for _, n := range doc {
-		if !slices.Contains(template, n) {
-			t.Errorf("docs/deploy.md: the %s table names %s, which template.yaml lacks", what, n)
+	for _, n := range inDoc {
+		if !slices.Contains(inTemplate, n) {
+			t.Errorf("%s: the %s table names %s, which %s lacks", doc, what, n, template)
 		}
 	}
 }
 
-// The table of parameters in docs/deploy.md is template.yaml's Parameters: every one, no
-// other, each with its default ("empty" for "").
-func TestDeployParameters(t *testing.T) {
-	params := readTemplate(t).Parameters
-	table := tableNames(t, section(t, "docs/deploy.md", "Parameters"))
-	sameNames(t, "Parameters", slices.Sorted(maps.Keys(params)), slices.Sorted(maps.Keys(table)))
-	for name, p := range params {
+// sameParameters reports where table, the parameter table of doc, is not the
+// Parameters of template, tpl: every one, no other, each with its default ("empty" for
+// "").
+func sameParameters(t *testing.T, doc, template string, tpl samTemplate, table map[string]string) {
+	t.Helper()
+	sameNames(t, doc, template, "Parameters", slices.Sorted(maps.Keys(tpl.Parameters)), slices.Sorted(maps.Keys(table)))
+	for name, p := range tpl.Parameters {
 		shown, ok := table[name]
 		if !ok {
 			continue
@@ -96,16 +103,55 @@ func TestDeployParameters(t *testing.T) {
 			want = "`" + p.Default.Value + "`"
 		}
 		if shown != want {
-			t.Errorf("docs/deploy.md: parameter %s: default %s, template.yaml's is %s", name, shown, want)
+			t.Errorf("%s: parameter %s: default %s, %s's is %s", doc, name, shown, template, want)
 		}
 	}
+}
+
+// The table of parameters in docs/deploy.md is template.yaml's Parameters: every one, no
+// other, each with its default.
+func TestDeployParameters(t *testing.T) {
+	sameParameters(t, "docs/deploy.md", "template.yaml", readTemplate(t), tableNames(t, section(t, "docs/deploy.md", "Parameters")))
 }
 
 // The table of outputs in docs/deploy.md is template.yaml's Outputs: every one, no other.
 func TestDeployOutputs(t *testing.T) {
 	outputs := readTemplate(t).Outputs
 	table := tableNames(t, section(t, "docs/deploy.md", "Outputs and exports"))
-	sameNames(t, "Outputs", slices.Sorted(maps.Keys(outputs)), slices.Sorted(maps.Keys(table)))
+	sameNames(t, "docs/deploy.md", "template.yaml", "Outputs", slices.Sorted(maps.Keys(outputs)), slices.Sorted(maps.Keys(table)))
+}
+
+// examples/README.md documents both example templates: its table of parameters is each
+// one's Parameters, with their defaults, and its table of outputs names each one's
+// Outputs and no other. It named no output, so that a user who deployed one had to look
+// for the API's URL in the template.
+func TestExamplesParametersAndOutputs(t *testing.T) {
+	const doc = "examples/README.md"
+	text := readFile(t, doc)
+	params, outputs, ok := strings.Cut(text, "\n| output |")
+	if !ok {
+		t.Fatalf("%s has no table of outputs (a header row starting | output |)", doc)
+	}
+	paramTable, outputTable := tableNames(t, params), tableNames(t, outputs)
+	var allOutputs []string
+	for _, template := range []string{"examples/rest-api.yaml", "examples/http-api.yaml"} {
+		tpl := readSAM(t, template)
+		if len(tpl.Parameters) < 3 || len(tpl.Outputs) < 1 {
+			t.Fatalf("%s: %d parameters, %d outputs: is the parse right?", template, len(tpl.Parameters), len(tpl.Outputs))
+		}
+		sameParameters(t, doc, template, tpl, paramTable)
+		for name := range tpl.Outputs {
+			if _, ok := outputTable[name]; !ok {
+				t.Errorf("%s: the Outputs table lacks %s, which %s has", doc, name, template)
+			}
+			allOutputs = append(allOutputs, name)
+		}
+	}
+	for name := range outputTable {
+		if !slices.Contains(allOutputs, name) {
+			t.Errorf("%s: the Outputs table names %s, which neither example template has", doc, name)
+		}
+	}
 }
 
 // The CLI's IAM policy shown in docs/deploy.md is cmd/bucketgate/iam-policy.json, the

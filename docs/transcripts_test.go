@@ -67,6 +67,14 @@ func TestMakeBuildTranscript(t *testing.T) {
 	}
 }
 
+// The make lint transcript of docs/deploy.md is what make lint runs.
+func TestMakeLintTranscript(t *testing.T) {
+	want := transcript(t, "docs/deploy.md", "make lint")
+	if got := makeDryRun(t, "lint"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("make lint runs:\n%s\ndocs/deploy.md shows:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // loopback matches a loopback address with its port, which differ from run to run.
 var loopback = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 

@@ -122,32 +122,48 @@ func sessionBlock(t *testing.T, doc, start string) []sessionCommand {
 
 // headerLines is what curl -si | grep -E pick prints of a GET of path from the server at
 // addr (host:port): its status line and header lines as they came, the lines pick
-// matches. Read from the connection, as curl shows them: a Go client would write every
-// name in its canonical case.
+// matches.
 func headerLines(t *testing.T, addr, path string, pick *regexp.Regexp) string {
+	t.Helper()
+	head, _, _ := strings.Cut(rawAnswer(t, addr, path), "\n\n")
+	var out string
+	for line := range strings.Lines(head + "\n") {
+		if line = strings.TrimRight(line, "\n"); pick.MatchString(line) {
+			out += line + "\n"
+		}
+	}
+	return out
+}
+
+// rawAnswer is what curl -si prints of a GET of path, with the header lines given
+// ("X-API-Key: k"), from the server at addr (host:port): its status line and header
+// lines as they came, a blank line and the body, with line feeds for CRLF. Read from
+// the connection, as curl shows it: a Go client would write every name in its
+// canonical case and in its own order.
+func rawAnswer(t *testing.T, addr, path string, header ...string) string {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr); err != nil {
+	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\n", path, addr)
+	for _, h := range header {
+		req += h + "\r\n"
+	}
+	if _, err := io.WriteString(conn, req+"\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	r := bufio.NewReader(conn)
-	var out string
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		if line = strings.TrimRight(line, "\r\n"); line == "" {
-			return out
-		}
-		if pick.MatchString(line) {
-			out += line + "\n"
-		}
+	var answer strings.Builder // what the answer's reading took from the connection: all of it
+	resp, err := http.ReadResponse(bufio.NewReader(io.TeeReader(conn, &answer)), nil)
+	if err == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
 	}
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return strings.ReplaceAll(answer.String(), "\r\n", "\n")
 }
 
 // get sends a GET to url, as curl does, and returns the answer, its body read.

@@ -108,3 +108,24 @@ func TestCloseWhileCallsAreInFlight(t *testing.T) {
 		t.Fatalf("%d settles and releases failed with another error than ErrClosed, the first: %v", len(bad), bad[0])
 	}
 }
+
+// After Close, Handler answers every request 503 with Retry-After: 1, as the zero
+// Limiter does, whatever the failure policy: a closed Limiter decides nothing, counts
+// nothing and writes no metrics, so failing open it would admit every request unlimited
+// and unseen.
+func TestHandlerAfterClose(t *testing.T) {
+	addr := redistest.Start(t).Addr
+	for _, mode := range []string{"closed", "open"} {
+		t.Run("failing "+mode, func(t *testing.T) {
+			l := newLimiter(t, map[string]string{"REDIS_ADDR": addr, "RATE_LIMIT_CONFIG": reserveAndStream, "FAIL_MODE": mode}, middleware.Options{})
+			held(t, l)
+			l.Close()
+			reached := false
+			w := httptest.NewRecorder()
+			l.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true })).ServeHTTP(w, httptest.NewRequest("POST", "/v1/chat", nil))
+			if w.Code != http.StatusServiceUnavailable || reached || w.Header().Get("Retry-After") != "1" {
+				t.Fatalf("after Close: %d (Retry-After %q), next reached %v; want 503 with Retry-After 1, next not reached", w.Code, w.Header().Get("Retry-After"), reached)
+			}
+		})
+	}
+}

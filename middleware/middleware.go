@@ -203,9 +203,12 @@ func (o Options) getenv() func(string) string {
 }
 
 // Close writes the metrics that wait and closes the connection to Redis. Requests in
-// flight, and any that Handler gets after Close, are answered by the failure policy
-// (503 failing closed); Settle, Cancel and Release fail with ErrClosed, theirs in flight
-// included. Close again does nothing.
+// flight are answered by the failure policy (503 failing closed; failing open, admitted
+// degraded, counted in no metric written after Close). Any that Handler gets after Close
+// are answered 503 with Retry-After: 1, as the zero Limiter answers, whatever FAIL_MODE:
+// a closed Limiter decides nothing and counts nothing, and failing open would let every
+// request through unlimited and unseen. Settle, Cancel and Release fail with ErrClosed,
+// theirs in flight included. Close again does nothing.
 func (l *Limiter) Close() {
 	if l.closed != nil {
 		l.closed.Store(true)
@@ -247,9 +250,13 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // REDIS_TIMEOUT_MS.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if l.authorizer == nil {
+		if l.authorizer == nil || l.isClosed() { // nothing to decide with, nor to count in
 			writeUnavailable(w)
 			return
+		}
+		if r.Header == nil { // a request built by hand: one without headers
+			r = r.WithContext(r.Context()) // a copy, with a Header of its own to write to
+			r.Header = make(http.Header)
 		}
 		// The request's values reach the decision, not its cancellation or its deadline
 		// (an http.TimeoutHandler's): once asked, Redis may take the tokens, so the decision

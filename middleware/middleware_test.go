@@ -262,6 +262,8 @@ func TestNewErrorsNameTheOption(t *testing.T) {
 		{"bad registry table", middleware.Options{RedisAddr: "127.0.0.1:1", RegistryTable: "keys table", Getenv: env(nil)}, "RegistryTable (in place of REGISTRY_TABLE): "},
 		{"bad key header variable", middleware.Options{RedisAddr: "127.0.0.1:1", Getenv: env(map[string]string{"API_KEY_HEADER": "X Key"})}, "middleware: API_KEY_HEADER: "},
 		{"bad document variable, with a good option beside it", middleware.Options{KeyHeader: "X-Key", Getenv: env(map[string]string{"REDIS_ADDR": "127.0.0.1:1", "RATE_LIMIT_CONFIG": "plans: {}"})}, "middleware: RATE_LIMIT_CONFIG: "},
+		// The bound is the functions', told so that it is true of the middleware too.
+		{"registry timeout beyond the bound", middleware.Options{RedisAddr: "127.0.0.1:1", Getenv: env(map[string]string{"REGISTRY_TIMEOUT_MS": "60000"})}, "the functions and the middleware alike"},
 		// CloudWatch drops, silently, the metrics of a line whose dimension it refuses.
 		{"name not ASCII", middleware.Options{RedisAddr: "127.0.0.1:1", Name: "commandes-café", Getenv: env(nil)}, `Name: "commandes-café"`},
 		{"name of spaces", middleware.Options{RedisAddr: "127.0.0.1:1", Name: "  ", Getenv: env(nil)}, `Name: "  "`},

@@ -380,3 +380,38 @@ func TestLeaseFreesItselfMidStreamAtItsTTL(t *testing.T) {
 		t.Fatalf("a second stream past the first's ttl: %d, want 200: a lease frees itself at its ttl, mid-stream too", w.Code)
 	}
 }
+
+// A request built by hand with no Header (nil, which a server never passes) is served
+// as one with no header, never a panic writing to a nil map: the next handler finds the
+// rate-limit headers, the reservation and the lease on it, and settles and releases.
+func TestRequestWithNilHeader(t *testing.T) {
+	cases := []struct{ name, config string }{
+		{"plain route", "defaultPlan: free\nplans: {free: [{name: tokens, capacity: 100, refillPerSecond: 1}]}"},
+		{"reserving route with a concurrency rule", reserveAndStream},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": c.config}, middleware.Options{})
+			r := httptest.NewRequest("POST", "/v1/chat", nil)
+			r.Header = nil
+			var settleErr, releaseErr error
+			reached := false
+			w := httptest.NewRecorder()
+			l.Handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				reached = true
+				if r.Header[ratelimitheaders.HeaderRemaining] == nil {
+					t.Errorf("next got no %s header", ratelimitheaders.HeaderRemaining)
+				}
+				if ratelimitheaders.Reservation(r) != "" {
+					_, settleErr = l.Settle(r.Context(), r, 1)
+				}
+				if ratelimitheaders.Lease(r) != "" {
+					_, releaseErr = l.Release(r.Context(), r)
+				}
+			})).ServeHTTP(w, r)
+			if w.Code != http.StatusOK || !reached || settleErr != nil || releaseErr != nil {
+				t.Fatalf("answer %d, next reached %v, settle %v, release %v; want 200, reached, no error", w.Code, reached, settleErr, releaseErr)
+			}
+		})
+	}
+}

@@ -216,7 +216,9 @@ func SetV2HTTPResponse(resp *events.APIGatewayV2HTTPResponse, req *events.APIGat
 // Headers) on h, for a backend that serves HTTP itself (or a gateway toward one).
 // With a decision of bucketgate's in the context, every header the limiter owns (see
 // Owned) is removed first, in any case; the ones set are spelled as the Header
-// constants are, as API Gateway sends them. Without one it does nothing.
+// constants are, as API Gateway sends them. Without one it does nothing. h is written to,
+// as http.Header.Set writes: it must not be nil (a request built by hand may have none:
+// give it one first).
 func SetHeader(h http.Header, authorizer map[string]any) {
 	if !decided(authorizer) {
 		return

@@ -80,7 +80,8 @@ func contextID(authorizer map[string]any, key string) string {
 // holds one; any copy of those headers the client sent, in any spelling a backend reads
 // as theirs (see SameName), is removed first, whatever the context, so that only the
 // limiter's reaches the backend. It is what the templates'
-// integrations map, for a gateway or middleware in front of an HTTP service.
+// integrations map, for a gateway or middleware in front of an HTTP service. h must not
+// be nil, as for SetHeader.
 func SetHeldHeaders(h http.Header, authorizer map[string]any) {
 	for header, key := range map[string]string{HeaderReservation: KeyReservation, HeaderLease: KeyLease} {
 		for name := range h {

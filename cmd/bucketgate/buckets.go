@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
@@ -119,6 +121,7 @@ func runBuckets(e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	noteInactiveKey(e, s, st, t)
 	res, err := c.send(op.client, e.ctx, req)
 	var failed *checkclient.FunctionError
 	switch {
@@ -159,6 +162,35 @@ func resolveTarget(e env, s settings.Settings, st *stack, arg string) (target, e
 		return t, err
 	}
 	return tenantTarget(e, s, st, t)
+}
+
+// noteInactiveKey says on stderr when t is an API key that the registry table (of
+// REGISTRY_TABLE, else of the stack st, once read for the function) does not hold as active: the functions take such a
+// key as unknown and spend its requests' source address's buckets (or refuse it), so
+// that nothing spends the key's own, which the command then shows, refunds or resets.
+// It is a note: a table it cannot read says nothing, and the command goes on.
+func noteInactiveKey(e env, s settings.Settings, st *stack, t target) {
+	if !strings.HasPrefix(t.id, bucketgate.KeyPrefix) || s.RegistryTable == "" && !st.read { // a stack is read only for a name the command needs
+		return
+	}
+	table, err := openTable(e, "", st)
+	if err != nil {
+		return
+	}
+	why := ""
+	switch rec, err := table.get(e.ctx, t.id); {
+	case errors.Is(err, errNoItem):
+		why = "is not in table " + table.name
+	case err != nil:
+		return
+	case rec.Status == registry.StatusRevoked:
+		why = "is revoked in table " + table.name
+	case !rec.Active(time.Now()):
+		why = "expired at " + rec.ExpiresAt.UTC().Format(time.RFC3339) + " in table " + table.name
+	default:
+		return
+	}
+	fmt.Fprintf(e.stderr, "note: %s %s: the functions take it as an unknown key, limited as its requests' source address (unknownKeys: ip) or refused (unknownKeys: refuse), so nothing spends these buckets: the address's are the caller's\n", t.id, why)
 }
 
 // tenantTarget returns t, or when t is tenant:<digest> (a tenant as the functions' log

@@ -289,3 +289,49 @@ func TestBucketsShowConcurrency(t *testing.T) {
 		t.Fatalf("buckets show with a lease in flight:\n%s", show)
 	}
 }
+
+// The buckets commands and usage say when the API key they are given is one the
+// functions take as unknown (not in the table, revoked, expired): its requests spend
+// their source address's buckets, and the key's own, which the command shows, nothing
+// spends. They showed them as the caller's, and a refund of them gave nothing back to
+// the caller.
+func TestBucketsNoteAKeyTheFunctionsDoNotKnow(t *testing.T) {
+	d, _ := newDeployment(t)
+	active := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	revoked := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	d.ok("keys", "revoke", revoked)
+	expired := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	d.ok("keys", "expire", expired, "2020-01-01")
+	tests := []struct {
+		name, key string
+		args      []string
+		note      string // in stderr; "" for none
+	}{
+		{"active", active, []string{"buckets", "show"}, ""},
+		{"not in the table", "bg-never-registered", []string{"buckets", "show"}, "is not in table " + d.env[settings.EnvRegistryTable]},
+		{"revoked", revoked, []string{"buckets", "refund", "--cost", "1"}, "is revoked in table"},
+		{"expired", expired, []string{"buckets", "reset"}, "expired at 2020-01-01T00:00:00Z in table"},
+		{"usage of one not in the table", "bg-never-registered", []string{"usage"}, "is not in table"},
+		{"from stdin", "-", []string{"buckets", "show"}, "is not in table"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d.stdin = "bg-from-stdin-never-registered\n"
+			code, stdout, stderr := d.run(append(tc.args, tc.key)...)
+			if code != exitOK || stdout == "" {
+				t.Fatalf("%v %s: exit %d\n%s%s", tc.args, tc.key, code, stdout, stderr)
+			}
+			id := bucketgate.KeyDigest(strings.TrimSuffix(d.stdin, "\n"))
+			if tc.key != "-" {
+				id = bucketgate.KeyDigest(tc.key)
+			}
+			note := "note: key:" + id + " "
+			switch got := strings.Contains(stderr, note); {
+			case tc.note == "" && got:
+				t.Errorf("%v of an active key: %s", tc.args, stderr)
+			case tc.note != "" && (!got || !strings.Contains(stderr, tc.note) || !strings.Contains(stderr, "source address")):
+				t.Errorf("%v %s: stderr %q, want a note that it %s and is limited as its source address", tc.args, tc.key, stderr, tc.note)
+			}
+		})
+	}
+}

@@ -206,7 +206,7 @@ func TestKeysBadInput(t *testing.T) {
 		{"no command", exitUsage, "keys: name a command", []string{"keys"}},
 		{"unknown command", exitUsage, `unknown command "delete"`, []string{"keys", "delete", key}},
 		{"no plan", exitUsage, "--plan is required", []string{"keys", "create"}},
-		{"unknown plan", exitError, `attribute plan: unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from this shell's RATE_LIMIT_CONFIG`, []string{"keys", "create", "--plan", "gold"}},
+		{"unknown plan", exitError, ` not written: attribute plan: unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from this shell's RATE_LIMIT_CONFIG`, []string{"keys", "create", "--plan", "gold"}},
 		{"rule without rate", exitUsage, `"burst:7": want NAME:CAPACITY:RATE`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:7"}},
 		{"fractional capacity", exitUsage, `capacity "1.5": want a whole number`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:1.5:1"}},
 		{"capacity out of range", exitUsage, "capacity 0: want 1 to 1000000000", []string{"keys", "create", "--plan", "pro", "--rule", "burst:0:1"}},

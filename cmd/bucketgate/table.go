@@ -334,7 +334,7 @@ func (c *condition) value(v types.AttributeValue) string {
 // account is checked with its account, which must be in the table.
 func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 	if _, err := registry.DecodeItem(rec.Item()); err != nil {
-		return err
+		return notWritten(rec.ID, err)
 	}
 	plans, err := t.plans(ctx)
 	if err != nil {
@@ -346,15 +346,27 @@ func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 			return err
 		}
 		_, err = registry.ResolveMember(rec, acct, plans)
-		return err
+		return notWritten(rec.ID, err)
 	}
 	if _, err := rec.Resolve(plans); err != nil {
+		err = notWritten(rec.ID, err)
 		if strings.Contains(err.Error(), "unknown plan") {
 			return fmt.Errorf("%w (configured: %s; from %s)", err, strings.Join(slices.Sorted(slices.Values(plans.Plans())), ", "), t.from)
 		}
 		return err
 	}
 	return nil
+}
+
+// notWritten returns err, or when it is a *registry.RecordError of the item id itself,
+// the same error said of an item the command does not write: "invalid registry item"
+// would send the operator looking for a stored item that is broken.
+func notWritten(id string, err error) error {
+	var bad *registry.RecordError
+	if errors.As(err, &bad) && bad.ID == id {
+		return fmt.Errorf("%s not written: attribute %s: %w", id, bad.Attribute, bad.Err)
+	}
+	return err
 }
 
 // squeezedKeys returns what rec, the record of an account as the change of item would

@@ -65,6 +65,7 @@ func runUsage(e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	noteInactiveKey(e, s, st, t)
 	u, err := op.client.Usage(e.ctx, req)
 	var fe *checkclient.FunctionError
 	switch {

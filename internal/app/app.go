@@ -101,8 +101,9 @@ func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.W
 	return h, func() { stop(); p.conn.Close() }, nil
 }
 
-// flushEvery flushes e every interval until the function it returns is called, which
-// flushes it once more; interval 0 (a line per invocation) needs no timer.
+// flushEvery writes what has waited in e an interval (Emitter.FlushDue) every interval
+// until the function it returns is called, which flushes e once more; interval 0 (a
+// line per invocation) needs no timer.
 func flushEvery(e *telemetry.Emitter, interval time.Duration, log *slog.Logger) (stop func()) {
 	flush := flusher(e, log)
 	if interval == 0 {
@@ -115,8 +116,8 @@ func flushEvery(e *telemetry.Emitter, interval time.Duration, log *slog.Logger) 
 		defer t.Stop()
 		for {
 			select {
-			case <-t.C:
-				flush()
+			case at := <-t.C:
+				logUnwritten(log, e.FlushDue(at))
 			case <-done:
 				return
 			}
@@ -134,10 +135,13 @@ func flushEvery(e *telemetry.Emitter, interval time.Duration, log *slog.Logger) 
 
 // flusher returns a function that writes what waits in e, logging a failure to log.
 func flusher(e *telemetry.Emitter, log *slog.Logger) func() {
-	return func() {
-		if err := e.Flush(); err != nil {
-			log.Warn("metrics not written", slog.String(telemetry.AttrError, err.Error()))
-		}
+	return func() { logUnwritten(log, e.Flush()) }
+}
+
+// logUnwritten logs err, metrics not written, to log at warn; nil logs nothing.
+func logUnwritten(log *slog.Logger, err error) {
+	if err != nil {
+		log.Warn("metrics not written", slog.String(telemetry.AttrError, err.Error()))
 	}
 }
 

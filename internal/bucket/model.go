@@ -435,6 +435,13 @@ func (m *Model) countUsage(identity string, k *modelKey, nowUS, at int64, add Mo
 		for d := last - keep + 1; d <= day-keep; d++ {
 			delete(archive.usage, d)
 		}
+		if int64(len(archive.usage)) >= keep { // kept under more days, before they were lowered
+			for d := range archive.usage {
+				if d <= day-keep {
+					delete(archive.usage, d)
+				}
+			}
+		}
 		if len(archive.usage) == 0 {
 			delete(m.keys, archiveKey)
 		} else {

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +99,42 @@ func TestOperatorAccountUsage(t *testing.T) {
 		{`{"identity":"key:` + ofGone + `","op":"usage"}`, `{"identity":"acct:gone",` + day + `,"days":[{"date":"2025-03-01","allowed":0,"limited":0,"cost":0}],"total":{"allowed":0,"limited":0,"cost":0}}`},
 	} {
 		assertJSONEqual(t, f.invokeOK(t, []byte(tc.payload)), tc.want)
+	}
+}
+
+// accountsDown is a registry whose accounts' items cannot be read: every other item
+// reads as its Source has it.
+type accountsDown struct{ *registrytest.Source }
+
+func (s accountsDown) Get(ctx context.Context, id string) (registry.Record, bool, error) {
+	if strings.HasPrefix(id, registry.AccountItemPrefix) {
+		return registry.Record{}, false, errors.New("throttled")
+	}
+	return s.Source.Get(ctx, id)
+}
+
+// A revoked or expired key of an account whose item the registry cannot read reports no
+// usage of its own, and resets no buckets of its own: the operator's path cannot say
+// whose they are, and says so (UnavailableError; the failure policy for a reset), as it
+// does for a key still in use.
+func TestOperatorAccountUnreadable(t *testing.T) {
+	f, _ := usageFixture(t, 3)
+	revoked, expired, member := bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("expired"), bucketgate.KeyDigest("member")
+	f.h.Config = registry.NewStatic(f.cfg, registry.NewCache(accountsDown{registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "key:" + revoked, Account: "acme", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + expired, Account: "acme", ExpiresAt: time.Now().Add(-time.Hour)},
+		registry.Record{ID: "key:" + member, Account: "acme"},
+	)}, registry.Options{TTL: time.Minute, Size: 100}))
+	for _, tc := range []struct{ name, digest string }{{"revoked", revoked}, {"expired", expired}, {"in use", member}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ue := functionError(t, mustFail(f, `{"identity":"key:`+tc.digest+`","op":"usage"}`))
+			if want := "usage of key:" + tc.digest + ": the registry could not say whose usage it is: "; ue.Type != checkapi.ErrorTypeUnavailable || !strings.HasPrefix(ue.Message, want) {
+				t.Errorf("error %q of type %q, want one starting %q", ue.Message, ue.Type, want)
+			}
+			// Nor does a reset reach the key's own buckets: the failure policy answers.
+			assertJSONEqual(t, f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","op":"reset"}`)),
+				`{"allowed":false,"reason":"unavailable","limit":0,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"","plan":""}`)
+		})
 	}
 }

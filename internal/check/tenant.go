@@ -56,6 +56,10 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, err) // the decision line's error: the key as its digest
 			continue
 		}
+		if e.AccountErr != nil { // a key that spent an account's buckets: not its own
+			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, e.AccountErr)
+			continue
+		}
 		c.account, c.owner = e.Account, e.Owner
 		if e.Identity != (bucketgate.Identity{}) {
 			c.req.Identity = e.Identity.String()

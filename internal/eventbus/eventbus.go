@@ -191,24 +191,24 @@ func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []E
 		return
 	}
 	end := time.Now().Add(s.opts.Timeout)
+	bound := fmt.Sprintf("within %v", s.opts.Timeout) // what a timeout's line says cut it short
 	if deadline, ok := ctx.Deadline(); ok && deadline.Add(-s.opts.Margin).Before(end) {
 		end = deadline.Add(-s.opts.Margin)
+		bound = fmt.Sprintf("by the invocation's deadline less %v", s.opts.Margin)
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), end)
 	defer cancel()
 	calls := (len(events) + MaxEntries - 1) / MaxEntries
-	results := make([]failure, calls)
+	results := make([][]failure, calls)
 	var wg sync.WaitGroup
 	for i := range calls {
 		batch := events[i*MaxEntries : min(len(events), (i+1)*MaxEntries)]
-		wg.Go(func() { results[i] = s.put(ctx, batch) })
+		wg.Go(func() { results[i] = s.put(ctx, batch, bound) })
 	}
 	wg.Wait()
-	for _, f := range results {
-		if f.n > 0 {
-			inv.ObserveEventsFailed(f.reason, f.n)
-			s.logFailure(ctx, f)
-		}
+	for _, f := range slices.Concat(results...) {
+		inv.ObserveEventsFailed(f.reason, f.n)
+		s.logFailure(ctx, f)
 	}
 }
 
@@ -220,9 +220,11 @@ type failure struct {
 }
 
 // put sends events in one PutEvents call, and the entries EventBridge refused for a
-// reason worth another try (retryable) again at once, retry.DefaultMaxAttempts calls in
-// all, and returns what it did not send.
-func (s *Sender) put(ctx context.Context, events []Event) failure {
+// reason worth another try (retryableEntryErrors) again at once, retry.DefaultMaxAttempts
+// calls in all, and returns what it did not send: the entries refused for good along
+// the way, then what the last call left; bound says what ctx's deadline is, for a
+// timeout's error.
+func (s *Sender) put(ctx context.Context, events []Event, bound string) []failure {
 	entries := make([]types.PutEventsRequestEntry, len(events))
 	for i, e := range events {
 		if e.Detail.Stack == "" {
@@ -230,7 +232,7 @@ func (s *Sender) put(ctx context.Context, events []Event) failure {
 		}
 		detail, err := json.Marshal(e.Detail)
 		if err != nil { // a struct of strings, numbers and times: never
-			return failure{n: len(events), reason: telemetry.EventsError, err: fmt.Errorf("event detail: %w", err)}
+			return []failure{{n: len(events), reason: telemetry.EventsError, err: fmt.Errorf("event detail: %w", err)}}
 		}
 		entries[i] = types.PutEventsRequestEntry{
 			EventBusName: aws.String(s.opts.Bus),
@@ -240,19 +242,23 @@ func (s *Sender) put(ctx context.Context, events []Event) failure {
 			Time:         aws.Time(e.Time),
 		}
 	}
+	var lost []failure
 	for call := 1; ; call++ {
 		out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, retryAtOnce)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return failure{n: len(entries), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent within %v: %w", s.opts.Timeout, err)}
+			return append(lost, failure{n: len(entries), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent %s: %w", bound, err)})
 		case err != nil:
-			return failure{n: len(entries), reason: telemetry.EventsError, err: err}
+			return append(lost, failure{n: len(entries), reason: telemetry.EventsError, err: err})
 		case out.FailedEntryCount == 0:
-			return failure{}
+			return lost
 		}
 		again, ok := refusedRetryable(entries, out)
-		if !ok || call == retry.DefaultMaxAttempts || ctx.Err() != nil {
-			return failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries)}
+		if !ok || len(again) == 0 || call == retry.DefaultMaxAttempts || ctx.Err() != nil {
+			return append(lost, failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries, false)})
+		}
+		if forGood := int(out.FailedEntryCount) - len(again); forGood > 0 {
+			lost = append(lost, failure{n: forGood, reason: telemetry.EventsRejected, err: rejection(out.Entries, true)})
 		}
 		entries = again
 	}
@@ -262,24 +268,24 @@ func (s *Sender) put(ctx context.Context, events []Event) failure {
 // put again (its PutEventsResultEntry's retryable errors).
 var retryableEntryErrors = []string{"ThrottlingException", "InternalFailure"}
 
-// refusedRetryable returns the entries out refused, and whether each was refused for
-// a reason worth another try (retryableEntryErrors); false when out's entries do not
-// answer entries one for one.
+// refusedRetryable returns the entries out refused for a reason worth another try
+// (retryableEntryErrors); false when out's entries do not answer entries one for one,
+// or its refused entries are not out.FailedEntryCount.
 func refusedRetryable(entries []types.PutEventsRequestEntry, out *eventbridge.PutEventsOutput) ([]types.PutEventsRequestEntry, bool) {
 	if len(out.Entries) != len(entries) {
 		return nil, false
 	}
 	var again []types.PutEventsRequestEntry
+	refused := 0
 	for i, r := range out.Entries {
-		switch {
-		case r.ErrorCode == nil:
-		case !slices.Contains(retryableEntryErrors, *r.ErrorCode):
-			return nil, false
-		default:
-			again = append(again, entries[i])
+		if r.ErrorCode != nil {
+			refused++
+			if slices.Contains(retryableEntryErrors, *r.ErrorCode) {
+				again = append(again, entries[i])
+			}
 		}
 	}
-	return again, len(again) == int(out.FailedEntryCount)
+	return again, refused == int(out.FailedEntryCount)
 }
 
 // retryAtOnce makes a PutEvents call that failed for a reason worth another try (a
@@ -293,10 +299,11 @@ func retryAtOnce(o *eventbridge.Options) {
 	})
 }
 
-// rejection describes the first entry EventBridge refused.
-func rejection(entries []types.PutEventsResultEntry) error {
+// rejection describes the first entry EventBridge refused; with forGood, the first
+// refused for a reason not worth another try (none of retryableEntryErrors).
+func rejection(entries []types.PutEventsResultEntry, forGood bool) error {
 	for _, e := range entries {
-		if e.ErrorCode != nil {
+		if e.ErrorCode != nil && !(forGood && slices.Contains(retryableEntryErrors, *e.ErrorCode)) {
 			return fmt.Errorf("refused: %s: %s", aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
 		}
 	}

@@ -167,7 +167,8 @@ func TestSendToASlowBus(t *testing.T) {
 
 // Near the end of an invocation, a Send ends Margin before the invocation's deadline
 // (less than its Timeout away), so that the function still answers in time: the events
-// count as not sent within their time.
+// count as not sent within their time, and the line says what cut them short (the
+// invocation's deadline, not EVENTS_TIMEOUT_MS, which raising would not help).
 func TestSendEndsBeforeTheDeadline(t *testing.T) {
 	release := make(chan struct{})
 	slow := func(w http.ResponseWriter, r *http.Request) {
@@ -178,7 +179,8 @@ func TestSendEndsBeforeTheDeadline(t *testing.T) {
 	}
 	client := localClient(t, slow)
 	t.Cleanup(func() { close(release) }) // before the endpoint closes, which waits for its handlers
-	s := eventbus.NewSender(client, eventbus.Options{Bus: "bucketgate", Timeout: time.Minute, Margin: 1500 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	var logs bytes.Buffer
+	s := eventbus.NewSender(client, eventbus.Options{Bus: "bucketgate", Timeout: time.Minute, Margin: 1500 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	invocation, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	var inv telemetry.Invocation
@@ -188,6 +190,9 @@ func TestSendEndsBeforeTheDeadline(t *testing.T) {
 	}
 	if m := metrics(t, &inv); !strings.Contains(m, `"EventsFailed":1,"Function":"authorizer","Reason":"timeout"`) {
 		t.Errorf("metrics %s: want 1 EventsFailed by timeout", m)
+	}
+	if line := logs.String(); strings.Contains(line, "within 1m0s") || !strings.Contains(line, "the invocation's deadline less 1.5s") {
+		t.Errorf("log %s: want the invocation's deadline less the margin named, not the Timeout", line)
 	}
 }
 
@@ -318,7 +323,7 @@ func TestSendForACallerThatStoppedWaiting(t *testing.T) {
 
 // A call that fails for a reason worth another try (EventBridge throttling the account's
 // PutEvents, a 5xx), or entries EventBridge refused for such a reason (ThrottlingException,
-// InternalFailure: those alone), are tried again at once, three attempts in all, within
+// InternalFailure: those alone, beside others refused for good too), are tried again at once, three attempts in all, within
 // the deadline: a failure that lasts is counted as the error it is, which the log line
 // names, not as a deadline passed while the SDK waited (up to 2 s) to try again.
 func TestSendRetriesWithinTheDeadline(t *testing.T) {
@@ -362,6 +367,16 @@ func TestSendRetriesWithinTheDeadline(t *testing.T) {
 		{"an entry refused for good", func(w http.ResponseWriter, _, _ int) {
 			answer(w, http.StatusOK, `{"FailedEntryCount":1,"Entries":[{"EventId":"1"},{"ErrorCode":"AccessDeniedException","ErrorMessage":"not authorized"}]}`)
 		}, 1, `"EventsFailed":1,"Function":"authorizer","Reason":"rejected"`, "AccessDeniedException: not authorized"},
+		{"an entry throttled beside one refused for good", func(w http.ResponseWriter, call, entries int) {
+			switch {
+			case call == 1:
+				answer(w, http.StatusOK, `{"FailedEntryCount":2,"Entries":[{"ErrorCode":"ThrottlingException","ErrorMessage":"Rate exceeded"},{"ErrorCode":"AccessDeniedException","ErrorMessage":"not authorized"}]}`)
+			case entries == 1:
+				answer(w, http.StatusOK, `{"FailedEntryCount":0,"Entries":[{"EventId":"1"}]}`)
+			default:
+				answer(w, http.StatusBadRequest, `{"__type":"ValidationException","message":"want the throttled entry alone"}`)
+			}
+		}, 2, `"EventsFailed":1,"Function":"authorizer","Reason":"rejected"`, "AccessDeniedException: not authorized"},
 		{"a 5xx once", func(w http.ResponseWriter, call, _ int) {
 			if call == 1 {
 				answer(w, http.StatusInternalServerError, `{"__type":"InternalException","message":"try again"}`)

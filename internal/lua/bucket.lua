@@ -271,7 +271,8 @@
 -- days still in the state hash (the last active day's, L) to the archive (HGETALL of the
 -- small hash; HSETNX, adding to a day archived before), removes the archive's days that
 -- fell past keeping since day L (L - kept + 1 to D - kept; all of it when L is past
--- keeping), lets the archive live until day L's usage is no longer kept ((L + kept) *
+-- keeping; and every day past keeping when it still holds kept days or more, as it does
+-- once the days kept are lowered), lets the archive live until day L's usage is no longer kept ((L + kept) *
 -- 86400000 ms plus the margin) and the state hash until day D's is no longer; a later write
 -- of the day needs no PEXPIREAT unless a rule lives longer. A usage count that is not a
 -- number moves as 0. So the state hash holds one day of usage at most, and a decision never
@@ -1160,6 +1161,16 @@ if newday then
       local gone = {}
       for d = last - keep + 1, day - keep do gone[#gone + 1] = d end
       if #gone > 0 then call('HDEL', archive, unpack(gone)) end
+      if call('HLEN', archive) >= keep then
+        -- More days than are kept (at most keep - 1 before today): kept under a larger
+        -- ARGV[2] before it was lowered. Every day past keeping goes.
+        gone = {}
+        for _, d in ipairs(call('HKEYS', archive)) do
+          local n = tonumber(d)
+          if n and n <= day - keep then gone[#gone + 1] = d end
+        end
+        if #gone > 0 then call('HDEL', archive, unpack(gone)) end
+      end
       local upto = string.format('%d', (last + keep) * 86400000 + 1000)
       if call('PEXPIREAT', archive, upto, 'GT') == 0 then call('PEXPIREAT', archive, upto, 'NX') end
     end

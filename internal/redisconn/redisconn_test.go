@@ -55,8 +55,9 @@ func TestTLS(t *testing.T) {
 		})
 		_, err := redisconn.New(iam, redisconn.WithRootCAs(ca.Pool), redisconn.WithAWSConfig(aws.Config{Region: "us-east-1", Credentials: creds}))
 		if err == nil || !strings.Contains(err.Error(), "WRONGPASS") || !strings.Contains(err.Error(), "REDIS_USERNAME") ||
-			!strings.Contains(err.Error(), "REDIS_CACHE_NAME") || !strings.Contains(err.Error(), "orders-cache") {
-			t.Fatalf("error %v: want WRONGPASS naming REDIS_USERNAME and REDIS_CACHE_NAME orders-cache", err)
+			!strings.Contains(err.Error(), "REDIS_CACHE_NAME") || !strings.Contains(err.Error(), "orders-cache") ||
+			!strings.Contains(err.Error(), "the function's or the service's") {
+			t.Fatalf("error %v: want WRONGPASS naming REDIS_USERNAME and REDIS_CACHE_NAME orders-cache, and the role of a function or a service", err)
 		}
 	})
 	t.Run("unknown CA is an init error", func(t *testing.T) {

@@ -190,7 +190,8 @@ func (c *Cache) Len() int {
 // (a second lookup, cached as the first: AccountResult) and answers the account's plan
 // with the key's own rules added (config.Config.WithKeyRules) and the account's identity
 // (Identity); no plan, but the account's Identity still, when the key or the account is
-// revoked, expired or unusable. A key
+// revoked, expired or unusable (for a revoked or expired key whose account cannot be
+// read, AccountErr instead). A key
 // naming an account that the table does not hold, or own rules that cannot be added to
 // the account's plan, is an invalid item, logged once per read.
 func (c *Cache) Lookup(ctx context.Context, cfg *config.Config, id string) (Entry, error) {
@@ -213,7 +214,10 @@ func (c *Cache) Lookup(ctx context.Context, cfg *config.Config, id string) (Entr
 	e.AccountResult, e.AccountInvalid = a.Result, a.Invalid
 	if e.gone { // revoked or expired: unknown, but the buckets (and usage) it spent are its account's
 		answer := Entry{Result: e.Result, AccountResult: a.Result, AccountInvalid: a.Invalid}
-		if err == nil && a.who != nil {
+		switch {
+		case err != nil:
+			answer.AccountErr = fmt.Errorf("account %s of %s: %w", e.who.account, bucketgate.LogForm(id), err)
+		case a.who != nil:
 			answer.Account, answer.Identity = e.who.account, accountIdentity(e.who.account, a.who)
 		}
 		return answer, nil

@@ -87,6 +87,11 @@ type Entry struct {
 	// made none. AccountInvalid reports that it read an item it cannot use.
 	AccountResult  Result
 	AccountInvalid bool
+	// AccountErr is why the lookup of a revoked or expired key's account failed (Lookup
+	// itself answers such a key as unknown, without an error): Identity is then the zero
+	// Identity although the key spent an account's buckets, so the operator's path cannot
+	// tell whose they are. nil otherwise.
+	AccountErr error
 
 	who    *who              // the entry's record's owner, account, buckets (a Cache's)
 	gone   bool              // the record is revoked or expired (a Cache's)

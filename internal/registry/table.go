@@ -34,8 +34,9 @@ func (t *Table) Name() string { return t.name }
 
 // Get reads the record of the item id (an identity's ItemID) with one GetItem
 // (eventually consistent: a write shows within about a second), and when that finds
-// nothing, with a second, strongly consistent one: so that a key is found from the
-// moment its PutItem returned, and a cache does not keep it unknown for a period. found
+// nothing, with a second, strongly consistent one: so that a key first read once its
+// PutItem returned is found, and a cache does not keep it unknown for a period (one that
+// read it before keeps it unknown until the period ends). found
 // is false when the table holds no item id.
 // An item DecodeItem refuses, or one whose id differs, is a *RecordError; any other
 // error is DynamoDB's, and says nothing about id.

@@ -145,3 +145,41 @@ func TestTableFindsAKeyJustWritten(t *testing.T) {
 		t.Errorf("GetItems %v (by ConsistentRead), want %v: one eventually consistent each, a consistent one after each miss", db.reads, want)
 	}
 }
+
+// A key looked up before it exists is cached as unknown, and stays unknown for up to a
+// period after it is created (docs/keys.md): only a key first looked up after its
+// creation is found at once. Its miss cost two GetItems, the eventually consistent one
+// and the strongly consistent one that confirms it; once found, a read is one.
+func TestCacheKeyLookedUpBeforeItsCreation(t *testing.T) {
+	client := dynalite.Table(t, "bucketgate-keys")
+	db := &lagging{Client: client, reads: map[bool]int{}}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	c := registry.NewCache(registry.NewTable(db, "bucketgate-keys"), registry.Options{TTL: ttl, Now: clk.now, Size: 1000})
+	steps := []struct {
+		name          string
+		create        bool
+		advance       time.Duration
+		plan          string
+		result        registry.Result
+		reads, strong int
+	}{
+		{"looked up before it exists", false, 0, "", registry.ResultMiss, 1, 1},
+		{"created, looked up again inside the period", true, time.Second, "", registry.ResultHit, 1, 1},
+		{"still unknown at the period's last moment", false, ttl - time.Second - 1, "", registry.ResultHit, 1, 1},
+		{"found once the period ends", false, 1, "pro", registry.ResultMiss, 2, 1},
+	}
+	for _, st := range steps {
+		if st.create {
+			rec := registry.Record{ID: digestID, Plan: "pro"}
+			if _, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String("bucketgate-keys"), Item: rec.Item()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.advance(st.advance)
+		plan, result := lookup(t, c, digestID)
+		if plan != st.plan || result != st.result || db.reads[false] != st.reads || db.reads[true] != st.strong {
+			t.Fatalf("%s: plan %q %s after %d eventually consistent and %d strongly consistent GetItems, want %q %s after %d and %d",
+				st.name, plan, result, db.reads[false], db.reads[true], st.plan, st.result, st.reads, st.strong)
+		}
+	}
+}

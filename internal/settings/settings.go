@@ -464,7 +464,7 @@ func (s *Settings) loadRegistry(getenv func(string) string) error {
 		return err
 	}
 	if s.RegistryTimeout, err = parseMillis(getenv, EnvRegistryTimeoutMS, DefaultRegistryTimeout, time.Millisecond, MaxRegistryTimeout); err != nil {
-		return fmt.Errorf("%w (at most half of the function timeout of the template, 5 s: a read must leave the invocation time to ask Redis and answer)", err)
+		return fmt.Errorf("%w (at most half the template's 5 s function timeout, for the functions and the middleware alike: a read must leave the decision time to ask Redis and answer)", err)
 	}
 	if s.RegistryTable != "" {
 		return checkTable(s.RegistryTable)

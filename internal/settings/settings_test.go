@@ -275,7 +275,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"stack name of spaces", map[string]string{"STACK_NAME": " "}, []string{"STACK_NAME"}},
 		{"registry timeout zero", map[string]string{"REGISTRY_TIMEOUT_MS": "0"}, []string{"REGISTRY_TIMEOUT_MS", "1 to 2500"}},
 		// A read that could outlast the function's own timeout (the template's: 5 s).
-		{"registry timeout beyond the function's", map[string]string{"REGISTRY_TIMEOUT_MS": "60000"}, []string{"REGISTRY_TIMEOUT_MS=\"60000\"", "1 to 2500", "function timeout"}},
+		{"registry timeout beyond the function's", map[string]string{"REGISTRY_TIMEOUT_MS": "60000"}, []string{"REGISTRY_TIMEOUT_MS=\"60000\"", "1 to 2500", "function timeout", "the middleware alike"}},
 		{"registry timeout just beyond the bound", map[string]string{"REGISTRY_TIMEOUT_MS": "2501"}, []string{"REGISTRY_TIMEOUT_MS", "2500"}},
 		{"metrics flush beyond a minute", map[string]string{"METRICS_FLUSH_MS": "60001"}, []string{"METRICS_FLUSH_MS", "0 to 60000"}},
 		{"metrics flush negative", map[string]string{"METRICS_FLUSH_MS": "-1"}, []string{"METRICS_FLUSH_MS"}},

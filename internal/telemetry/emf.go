@@ -270,12 +270,27 @@ func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
 }
 
 // Flush writes what waits (with FlushEvery) under the time of its first Invocation, as
-// Emit would; it writes nothing when nothing waits. A process calls it before it ends,
-// and one that is not frozen between requests (a server using the middleware) may call
-// it on a timer, so that what a quiet moment leaves waiting is not held long.
+// Emit would; it writes nothing when nothing waits. A process calls it before it ends
+// (on a timer, FlushDue).
 func (e *Emitter) Flush() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.flush()
+}
+
+// FlushDue writes what waits (with FlushEvery) as Flush does when at is an interval or
+// more after its first Invocation (or before it: a clock gone back), and counts that
+// write as Emit counts its own: an Invocation less than interval after at waits. A
+// process that is not frozen between requests (a server using the middleware) calls it
+// on a timer, so that a quiet moment holds nothing back long while a busy one still
+// writes at most once per interval.
+func (e *Emitter) FlushDue(at time.Time) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if waited := at.Sub(e.start); e.pending.empty() || waited >= 0 && waited < e.interval {
+		return nil
+	}
+	e.flushed = at
 	return e.flush()
 }
 

@@ -126,6 +126,77 @@ func TestFlushEvery(t *testing.T) {
 	}
 }
 
+// A timer's FlushDue (a process not frozen between requests: the middleware's) writes
+// what has waited an interval or more, and counts as a write: a busy instance still
+// writes at most once per interval (its invocations write, the timer nothing), a quiet
+// one holds nothing back much longer than an interval, and an invocation within the
+// interval of the timer's write waits.
+func TestFlushDue(t *testing.T) {
+	base := time.Date(2026, 11, 25, 19, 22, 10, 0, time.UTC)
+	type step struct {
+		at    time.Duration // after base
+		tick  bool          // FlushDue at at, else an Invocation of an allowed decision
+		lines []string      // the lines it writes
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"busy: the timer writes nothing within the interval of the last write", []step{
+			{0, false, []string{"@0 allowed 1/1"}},
+			{200 * time.Millisecond, false, nil},
+			{500 * time.Millisecond, true, nil},
+			{800 * time.Millisecond, false, nil},
+			{time.Second, false, []string{"@200 allowed 3/3"}},
+			{1500 * time.Millisecond, true, nil},
+		}},
+		{"quiet: the timer writes what waited an interval", []step{
+			{0, false, []string{"@0 allowed 1/1"}},
+			{200 * time.Millisecond, false, nil},
+			{900 * time.Millisecond, true, nil},
+			{1200 * time.Millisecond, true, []string{"@200 allowed 1/1"}},
+			{1500 * time.Millisecond, false, nil},
+			{2200 * time.Millisecond, true, nil},
+			{2600 * time.Millisecond, true, []string{"@1500 allowed 1/1"}},
+			{3000 * time.Millisecond, true, nil},
+		}},
+		{"a clock gone back writes", []step{
+			{time.Second, false, []string{"@1000 allowed 1/1"}},
+			{1100 * time.Millisecond, false, nil},
+			{500 * time.Millisecond, true, []string{"@1100 allowed 1/1"}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			e := telemetry.NewEmitter(&out, "ns", "orders-prod", "middleware", telemetry.FlushEvery(time.Second))
+			for i, s := range tc.steps {
+				out.Reset()
+				var err error
+				if s.tick {
+					err = e.FlushDue(base.Add(s.at))
+				} else {
+					var inv telemetry.Invocation
+					inv.Observe(allowed(time.Millisecond))
+					err = e.Emit(base.Add(s.at), &inv)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+					if line != "" {
+						got = append(got, summary(t, base, line))
+					}
+				}
+				if strings.Join(got, "; ") != strings.Join(s.lines, "; ") {
+					t.Fatalf("step %d: lines %q, want %q\n%s", i+1, got, s.lines, &out)
+				}
+			}
+		})
+	}
+}
+
 // Every metric gathered reaches a line: the sums of every outcome and failure, lookup
 // result, invalid item, shadow rule and events not sent of the Invocations, as FlushEvery adds them up,
 // equal what their lines one by one hold.

@@ -11,12 +11,15 @@ import (
 
 // Command sends one command to this server alone (never following cluster redirects)
 // on a fresh connection and returns its reply as text: a string or number as itself,
-// an array as one element per line.
+// an array as one element per line. It speaks RESP2, as redis-cli does, so that a hash
+// (HGETALL) is an array of its fields and values in the server's order, not a RESP3
+// map, which has no order.
 func (s *Server) Command(ctx context.Context, args ...string) (string, error) {
 	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress:       []string{s.Addr},
 		ForceSingleClient: true,
 		DisableCache:      true,
+		AlwaysRESP2:       true,
 		TLSConfig:         s.tlsConfig,
 	})
 	if err != nil {

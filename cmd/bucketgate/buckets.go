@@ -151,7 +151,7 @@ func whose(e env, what, asked, resolved string) string {
 	if resolved == "" || resolved == asked {
 		return asked
 	}
-	fmt.Fprintf(e.stderr, "note: "+what+", which every key of the account shares: the figures are %s's, not %s's alone\n", asked, resolved, resolved, asked)
+	fmt.Fprintf(e.stderr, "note: "+what+", which every key of the account shares: what follows is %s's\n", asked, resolved, resolved)
 	return resolved
 }
 

@@ -2,7 +2,7 @@ package middleware_test
 
 import (
 	"io"
-	"path/filepath"
+	"os"
 	"strings"
 	"testing"
 
@@ -13,7 +13,7 @@ import (
 // variables, and the shared configuration files.
 func withoutAWSRegion(t *testing.T) {
 	t.Helper()
-	none := filepath.Join(t.TempDir(), "none")
+	none := os.DevNull
 	for k, v := range map[string]string{"AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
 		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
 		"AWS_EC2_METADATA_DISABLED": "true", "AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_EVENTBRIDGE": "", "AWS_ENDPOINT_URL_DYNAMODB": ""} {

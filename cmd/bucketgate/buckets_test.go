@@ -220,7 +220,7 @@ func TestBucketsBadInput(t *testing.T) {
 		{"show with a cost", exitUsage, "flag provided but not defined: -cost", []string{"buckets", "show", key, "--cost", "1"}, false},
 		{"plan and rules", exitUsage, "--plan or --rule, not both", []string{"buckets", "reset", "--plan", "gold", "--rule", "burst:5:1", key}, false},
 		{"bad rule", exitUsage, `"burst:5": want NAME:CAPACITY:RATE`, []string{"buckets", "reset", "--rule", "burst:5", key}, false},
-		{"unknown plan", exitError, `bucketgate-check-test refused the request, nothing was changed: plan: unknown plan "platinum" (configured: [basic gold])`,
+		{"unknown plan", exitError, `bucketgate-check-test refused the request, nothing was changed: plan: unknown plan "platinum" (configured: basic, gold)`,
 			[]string{"buckets", "reset", "--plan", "platinum", key}, true},
 		{"refund above capacity", exitError, "cost: 6 exceeds capacity 5 of rule burst", []string{"buckets", "refund", "--cost", "6", "203.0.113.10"}, true},
 		{"refund above the key's plan's capacity", exitError, "cost: 51 exceeds capacity 50 of rule burst", []string{"buckets", "refund", "--cost", "51", key}, true},

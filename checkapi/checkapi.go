@@ -220,6 +220,11 @@ type Response struct {
 	Rule string `json:"rule"`
 	// Plan names the plan the check was decided under; empty for inline rules.
 	Plan string `json:"plan"`
+	// Identity is, for a request naming an Identity (the operator's path), whose buckets
+	// it reached: the Identity asked, or "acct:<name>" for a key of an account
+	// (whose buckets every key of the account spends together), or the lone key's
+	// "key:<digest>" for an account a roll made from it. Empty (left out) for a Key's.
+	Identity string `json:"identity,omitempty"`
 	// Rules holds, for a peek (cost 0) Redis decided, every rule of the check, enforced
 	// and shadow, in order; nil otherwise (left out of the JSON).
 	Rules []RuleStatus `json:"rules,omitempty"`
@@ -279,7 +284,9 @@ type RuleStatus struct {
 // resets count nothing, and neither do denials an authorizer's in-process deny cache
 // answered without Redis.
 type Usage struct {
-	// Identity is whose usage it is: "tenant:<key>" for a Key, else the Identity asked.
+	// Identity is whose usage it is: "tenant:<key>" for a Key, else whose buckets the
+	// Identity asked reaches (see Response.Identity): a key of an account counts in its
+	// account's usage.
 	Identity string `json:"identity"`
 	// From is the first day, YYYY-MM-DD.
 	From string `json:"from"`

@@ -35,14 +35,7 @@ func TestLibraryShowsTheExample(t *testing.T) {
 // goFunc returns the body of the function name of Go source src.
 func goFunc(t *testing.T, src, name string) string {
 	t.Helper()
-	_, body, ok := strings.Cut(src, "\nfunc "+name+"() {\n")
-	if ok {
-		body, _, ok = strings.Cut(body, "\n}\n")
-	}
-	if !ok {
-		t.Fatalf("no func %s", name)
-	}
-	return body
+	return between(t, src, "\nfunc "+name+"() {\n", "\n}\n")
 }
 
 // docSnippet returns the code block of a Go doc comment in src: its lines indented by

@@ -226,14 +226,21 @@ func TestCheckProgramLocally(t *testing.T) {
 // fenced returns the first code block of text whose info string is info.
 func fenced(t *testing.T, text, info string) string {
 	t.Helper()
-	_, block, ok := strings.Cut(text, "\n```"+info+"\n")
+	return between(t, text, "\n```"+info+"\n", "\n```\n") + "\n"
+}
+
+// between returns what text holds between the first open and the first close after
+// it, or fails t naming them.
+func between(t *testing.T, text, open, close string) string {
+	t.Helper()
+	_, inner, ok := strings.Cut(text, open)
 	if ok {
-		block, _, ok = strings.Cut(block, "\n```\n")
+		inner, _, ok = strings.Cut(inner, close)
 	}
 	if !ok {
-		t.Fatalf("no block ```%s", info)
+		t.Fatalf("no %q ... %q", open, close)
 	}
-	return block + "\n"
+	return inner
 }
 
 // fencedAfter returns the code block of text that holds the first line starting with

@@ -264,6 +264,9 @@ func TestNewErrorsNameTheOption(t *testing.T) {
 		{"bad document variable, with a good option beside it", middleware.Options{KeyHeader: "X-Key", Getenv: env(map[string]string{"REDIS_ADDR": "127.0.0.1:1", "RATE_LIMIT_CONFIG": "plans: {}"})}, "middleware: RATE_LIMIT_CONFIG: "},
 		// The bound is the functions', told so that it is true of the middleware too.
 		{"registry timeout beyond the bound", middleware.Options{RedisAddr: "127.0.0.1:1", Getenv: env(map[string]string{"REGISTRY_TIMEOUT_MS": "60000"})}, "the functions and the middleware alike"},
+		// One environment is checked whole wherever it is loaded, a variable the
+		// middleware does not use included (docs/library.md#options).
+		{"operator function it does not use", middleware.Options{RedisAddr: "127.0.0.1:1", Getenv: env(map[string]string{"OPERATOR_FUNCTION": "bucketgate operator"})}, "middleware: settings: OPERATOR_FUNCTION="},
 		// CloudWatch drops, silently, the metrics of a line whose dimension it refuses.
 		{"name not ASCII", middleware.Options{RedisAddr: "127.0.0.1:1", Name: "commandes-café", Getenv: env(nil)}, `Name: "commandes-café"`},
 		{"name of spaces", middleware.Options{RedisAddr: "127.0.0.1:1", Name: "  ", Getenv: env(nil)}, `Name: "  "`},

@@ -257,7 +257,8 @@ func TestAccountsDecideTheFunctions(t *testing.T) {
 			t.Fatalf("usage of %s: %+v, %v; want the account's, both keys': 5 allowed", id, u, err)
 		}
 	}
-	d.want(d.bucket("refund", "--cost", "2", a), keyID(a), "basic", "burst", 5, 2)
+	// A refund of a key of an account is its account's, and names it.
+	d.want(d.bucket("refund", "--cost", "2", a), "acct:acme", "basic", "burst", 5, 2)
 	time.Sleep(time.Second) // the authorizer's deny cache holds a denial a second at most
 	if _, _, _, remaining := d.authz.decide(t, b); remaining != 1 {
 		t.Fatalf("after a refund to one key: %d left for the other, want 1", remaining)
@@ -294,8 +295,8 @@ func TestAccountsDecideTheFunctions(t *testing.T) {
 			t.Fatalf("request %d after the roll: %s on %s, %d of %d left; want the lone key's buckets, %d left", i, principal, plan, remaining, limit, 39-i)
 		}
 	}
-	d.want(d.bucket("show", "acct:key-"+bucketgate.KeyDigest(lone)), "acct:key-"+bucketgate.KeyDigest(lone), "gold", "burst", 50, 37)
-	time.Sleep(2*time.Second + cachePeriod) // the overlap ends
+	d.want(d.bucket("show", "acct:key-"+bucketgate.KeyDigest(lone)), loneID, "gold", "burst", 50, 37) // the lone key's buckets, as the authorizer names them
+	time.Sleep(2*time.Second + cachePeriod)                                                           // the overlap ends
 	if principal, _, _, _ := d.authz.decide(t, lone); principal != "ip:203.0.113.10" {
 		t.Fatalf("the old key after the overlap: %s, want unknown: its source's", principal)
 	}

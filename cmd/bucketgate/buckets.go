@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
@@ -27,7 +26,7 @@ an account, an IP address or ip:<address> (an IPv6 address stands for its prefix
 IPV6_PREFIX_LENGTH bits, as the authorizer groups it: ip:2001:db8::/64), ip:unknown, or
 tenant:<key> for a check function tenant (or tenant:<digest>, as log lines name it, for a
 tenant of the registry table, REGISTRY_TABLE's or the stack's). A key of an account reaches the account's
-buckets, which all its keys spend. The rules are the identity's own as the check function
+buckets, which all its keys spend, and which the command names (acct:<name>). The rules are the identity's own as the check function
 resolves them (a registered key's or account's plan and rules, a key of an account's with
 its own rules, else the default plan), or those of --plan, or the --rule ones (a route's
 rules, by their names: NAME:CAPACITY:RATE for a bucket, NAME:LIMIT:PERIOD[@DAY] for a
@@ -133,13 +132,27 @@ func runBuckets(e env, args []string) error {
 	if res.Reason == checkapi.ReasonUnavailable || res.Reason == checkapi.ReasonDegraded {
 		return fmt.Errorf("%s: Redis did not decide in time (reason %s): %s", op.name, res.Reason, c.undecided)
 	}
+	id := whose(e, "the buckets of %s are those of %s", t.id, res.Identity)
 	if c.done != nil {
-		fmt.Fprintln(e.stderr, c.done(t.id, req))
+		fmt.Fprintln(e.stderr, c.done(id, req))
 	}
 	if *asJSON {
-		return writeJSON(e.stdout, bucketJSONOf(t.id, res))
+		return writeJSON(e.stdout, bucketJSONOf(id, res))
 	}
-	return writeBucket(e.stdout, t.id, res)
+	return writeBucket(e.stdout, id, res)
+}
+
+// whose returns the identity whose buckets (or usage) the function answered for the
+// identity asked: resolved, its answer's, when it says one, else asked. When they
+// differ (a key of an account reaches its account's), it says so on stderr: a reset or
+// a refund is then the account's, and the figures are every key's together. what is
+// "the buckets of %s are those of %s", or as it, for usage.
+func whose(e env, what, asked, resolved string) string {
+	if resolved == "" || resolved == asked {
+		return asked
+	}
+	fmt.Fprintf(e.stderr, "note: "+what+", which every key of the account shares: what follows is %s's\n", asked, resolved, resolved)
+	return resolved
 }
 
 // resolveTarget returns the identity that arg (IDENTITY, or - for a key on stdin) names,
@@ -165,7 +178,8 @@ func resolveTarget(e env, s settings.Settings, st *stack, arg string) (target, e
 }
 
 // noteInactiveKey says on stderr when t is an API key that the registry table (of
-// REGISTRY_TABLE, else of the stack st, once read for the function) does not hold as active: the functions take such a
+// REGISTRY_TABLE, else of the stack st, once read for the function) does not hold as
+// active, or whose account it does not hold as active: the functions take such a
 // key as unknown and spend its requests' source address's buckets (or refuse it), so
 // that nothing spends the key's own, which the command then shows, refunds or resets.
 // It is a note: a table it cannot read says nothing, and the command goes on.
@@ -177,20 +191,41 @@ func noteInactiveKey(e env, s settings.Settings, st *stack, t target) {
 	if err != nil {
 		return
 	}
+	rec, err := table.get(e.ctx, t.id)
 	why := ""
-	switch rec, err := table.get(e.ctx, t.id); {
+	switch {
 	case errors.Is(err, errNoItem):
 		why = "is not in table " + table.name
 	case err != nil:
 		return
-	case rec.Status == registry.StatusRevoked:
-		why = "is revoked in table " + table.name
-	case !rec.Active(time.Now()):
-		why = "expired at " + rec.ExpiresAt.UTC().Format(time.RFC3339) + " in table " + table.name
 	default:
+		why = inactive(rec, table.name)
+	}
+	if why == "" && rec.Account != "" { // an active key of an account the functions cannot use
+		acct, err := table.account(e.ctx, rec.Account)
+		if err != nil {
+			return
+		}
+		if why = inactive(acct, table.name); why != "" {
+			why = "is a key of account " + rec.Account + ", which " + why
+		}
+	}
+	if why == "" {
 		return
 	}
 	fmt.Fprintf(e.stderr, "note: %s %s: the functions take it as an unknown key, limited as its requests' source address (unknownKeys: ip) or refused (unknownKeys: refuse), so nothing spends these buckets: the address's are the caller's\n", t.id, why)
+}
+
+// inactive returns why the functions cannot use rec, an item of the table called
+// table: "is revoked in table ...", "expired at ... in table ..."; "" when it is active.
+func inactive(rec registry.Record, table string) string {
+	switch status(rec) {
+	case string(registry.StatusRevoked):
+		return "is revoked in table " + table
+	case statusExpired:
+		return "expired at " + expiry(rec) + " in table " + table
+	}
+	return ""
 }
 
 // tenantTarget returns t, or when t is tenant:<digest> (a tenant as the functions' log

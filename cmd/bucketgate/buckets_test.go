@@ -220,7 +220,7 @@ func TestBucketsBadInput(t *testing.T) {
 		{"show with a cost", exitUsage, "flag provided but not defined: -cost", []string{"buckets", "show", key, "--cost", "1"}, false},
 		{"plan and rules", exitUsage, "--plan or --rule, not both", []string{"buckets", "reset", "--plan", "gold", "--rule", "burst:5:1", key}, false},
 		{"bad rule", exitUsage, `"burst:5": want NAME:CAPACITY:RATE`, []string{"buckets", "reset", "--rule", "burst:5", key}, false},
-		{"unknown plan", exitError, `bucketgate-check-test refused the request, nothing was changed: plan: unknown plan "platinum" (configured: [basic gold])`,
+		{"unknown plan", exitError, `bucketgate-check-test refused the request, nothing was changed: plan: unknown plan "platinum" (configured: basic, gold)`,
 			[]string{"buckets", "reset", "--plan", "platinum", key}, true},
 		{"refund above capacity", exitError, "cost: 6 exceeds capacity 5 of rule burst", []string{"buckets", "refund", "--cost", "6", "203.0.113.10"}, true},
 		{"refund above the key's plan's capacity", exitError, "cost: 51 exceeds capacity 50 of rule burst", []string{"buckets", "refund", "--cost", "51", key}, true},
@@ -302,6 +302,12 @@ func TestBucketsNoteAKeyTheFunctionsDoNotKnow(t *testing.T) {
 	d.ok("keys", "revoke", revoked)
 	expired := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
 	d.ok("keys", "expire", expired, "2020-01-01")
+	d.ok("accounts", "create", "gone", "--plan", "gold")
+	ofRevoked := strings.TrimSpace(d.ok("keys", "create", "--account", "gone"))
+	d.ok("accounts", "revoke", "gone")
+	d.ok("accounts", "create", "past", "--plan", "gold")
+	ofExpired := strings.TrimSpace(d.ok("keys", "create", "--account", "past"))
+	d.ok("accounts", "expire", "past", "2020-01-01")
 	tests := []struct {
 		name, key string
 		args      []string
@@ -313,6 +319,8 @@ func TestBucketsNoteAKeyTheFunctionsDoNotKnow(t *testing.T) {
 		{"expired", expired, []string{"buckets", "reset"}, "expired at 2020-01-01T00:00:00Z in table"},
 		{"usage of one not in the table", "bg-never-registered", []string{"usage"}, "is not in table"},
 		{"from stdin", "-", []string{"buckets", "show"}, "is not in table"},
+		{"of a revoked account", ofRevoked, []string{"buckets", "show"}, "is a key of account gone, which is revoked in table"},
+		{"usage of one of an expired account", ofExpired, []string{"usage"}, "is a key of account past, which expired at 2020-01-01T00:00:00Z in table"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -331,6 +339,48 @@ func TestBucketsNoteAKeyTheFunctionsDoNotKnow(t *testing.T) {
 				t.Errorf("%v of an active key: %s", tc.args, stderr)
 			case tc.note != "" && (!got || !strings.Contains(stderr, tc.note) || !strings.Contains(stderr, "source address")):
 				t.Errorf("%v %s: stderr %q, want a note that it %s and is limited as its source address", tc.args, tc.key, stderr, tc.note)
+			}
+		})
+	}
+}
+
+// The buckets commands and usage of a key of an account name the account, whose buckets
+// and usage they show, refund and reset, and say so on stderr: they labelled the
+// account's as the key's own (key:<digest>), and usage --csv, which has no identity
+// column, gave a script billing key by key the account's total once per key.
+func TestBucketsOfAKeyOfAnAccountNameTheAccount(t *testing.T) {
+	d, _ := newDeployment(t)
+	d.ok("accounts", "create", "acme", "--plan", "gold")
+	key := strings.TrimSpace(d.ok("keys", "create", "--account", "acme"))
+	id := keyID(key)
+	d.authz.decide(t, key)
+	d.want(d.bucket("show", key), "acct:acme", "gold", "burst", 50, 49)
+	note := "note: the buckets of " + id + " are those of acct:acme"
+	tests := []struct {
+		name   string
+		args   []string
+		stdout string // in stdout
+		stderr []string
+	}{
+		{"show", []string{"buckets", "show", key}, "identity    acct:acme\n", []string{note}},
+		{"refund", []string{"buckets", "refund", "--cost", "1", key}, "identity    acct:acme\n", []string{note, "every rule of acct:acme"}},
+		{"reset", []string{"buckets", "reset", id}, "identity    acct:acme\n", []string{note, "reset acct:acme"}},
+		{"usage --csv", []string{"usage", "--csv", key}, "date,allowed,limited,cost\n", []string{"note: the usage of " + id + " is that of acct:acme"}},
+		{"the account itself", []string{"buckets", "show", "acct:acme"}, "identity    acct:acme\n", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := d.run(tc.args...)
+			if code != exitOK || !strings.Contains(stdout, tc.stdout) {
+				t.Fatalf("%v: exit %d, stdout %q, want %q in it\n%s", tc.args, code, stdout, tc.stdout, stderr)
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("%v: stderr %q, want %q", tc.args, stderr, want)
+				}
+			}
+			if tc.stderr == nil && strings.Contains(stderr, "note:") {
+				t.Errorf("%v: stderr %q, want no note", tc.args, stderr)
 			}
 		})
 	}

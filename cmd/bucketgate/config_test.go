@@ -472,21 +472,29 @@ func TestSetPlanRescopesOwnRules(t *testing.T) {
 		{"a tenant", "keys", "tenant:t-own", "pro", ""},
 		{"no own rule", "keys", plain, "pro", ""},
 	} {
-		before := c.items()
-		code, stdout, stderr := c.run(tc.group, "set-plan", tc.item, tc.plan)
-		switch {
-		case tc.want == "" && code != exitOK:
-			t.Errorf("%s: exit %d\n%s", tc.name, code, stderr)
-		case tc.want == "":
-		case code != exitError || stdout != "" || !strings.Contains(stderr, "would change which requests the own rules of ") || !strings.Contains(stderr, "(--force sets it anyway") || !strings.Contains(stderr, tc.want):
-			t.Errorf("%s: exit %d\n%s\nwant a refusal naming %q", tc.name, code, stderr, tc.want)
-		case c.items() != before:
-			t.Errorf("%s: the refused set-plan wrote:\n%s", tc.name, c.items())
-		default:
-			code, _, stderr = c.run(tc.group, "set-plan", tc.item, tc.plan, "--force")
-			if code != exitOK || !strings.Contains(stderr, "warning: --force: the own rules of ") || !strings.Contains(stderr, tc.want) {
-				t.Errorf("%s: set-plan --force: exit %d\n%s", tc.name, code, stderr)
-			}
+		c.refusesReach(t, tc.name, tc.want, tc.group, "set-plan", tc.item, tc.plan)
+	}
+}
+
+// refusesReach runs the command args: with want "", it must pass; else it must refuse
+// the change of an own rule's reach naming want, write nothing, and pass with --force,
+// warning of the same.
+func (c *cli) refusesReach(t *testing.T, name, want string, args ...string) {
+	t.Helper()
+	before := c.items()
+	code, stdout, stderr := c.run(args...)
+	switch {
+	case want == "" && code != exitOK:
+		t.Errorf("%s: exit %d\n%s", name, code, stderr)
+	case want == "":
+	case code != exitError || stdout != "" || !strings.Contains(stderr, "would change which requests the own rules of ") || !strings.Contains(stderr, "(--force sets it anyway") || !strings.Contains(stderr, want):
+		t.Errorf("%s: exit %d\n%s\nwant a refusal naming %q", name, code, stderr, want)
+	case c.items() != before:
+		t.Errorf("%s: the refused %s wrote:\n%s", name, args[1], c.items())
+	default:
+		code, _, stderr = c.run(append(args, "--force")...)
+		if code != exitOK || !strings.Contains(stderr, "warning: --force: the own rules of ") || !strings.Contains(stderr, want) {
+			t.Errorf("%s: %s --force: exit %d\n%s", name, args[1], code, stderr)
 		}
 	}
 }
@@ -526,22 +534,7 @@ func TestExpireBackRescopesOwnRules(t *testing.T) {
 		{"a tenant", "keys", "tenant:t-own", ""},
 		{"no own rule", "keys", plain, ""},
 	} {
-		before := c.items()
-		code, stdout, stderr := c.run(tc.group, "expire", tc.item, "never")
-		switch {
-		case tc.want == "" && code != exitOK:
-			t.Errorf("%s: exit %d\n%s", tc.name, code, stderr)
-		case tc.want == "":
-		case code != exitError || stdout != "" || !strings.Contains(stderr, "would change which requests the own rules of ") || !strings.Contains(stderr, "(--force sets it anyway") || !strings.Contains(stderr, tc.want):
-			t.Errorf("%s: exit %d\n%s\nwant a refusal naming %q", tc.name, code, stderr, tc.want)
-		case c.items() != before:
-			t.Errorf("%s: the refused expire wrote:\n%s", tc.name, c.items())
-		default:
-			code, _, stderr = c.run(tc.group, "expire", tc.item, "never", "--force")
-			if code != exitOK || !strings.Contains(stderr, "warning: --force: the own rules of ") || !strings.Contains(stderr, tc.want) {
-				t.Errorf("%s: expire --force: exit %d\n%s", tc.name, code, stderr)
-			}
-		}
+		c.refusesReach(t, tc.name, tc.want, tc.group, "expire", tc.item, "never")
 	}
 }
 

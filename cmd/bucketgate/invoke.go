@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/bucketgate/bucketgate/checkclient"
+	"github.com/bucketgate/bucketgate/internal/app"
 )
 
 // operator is the function the buckets and usage commands invoke: its name, a client of
@@ -33,18 +34,13 @@ func newOperator(ctx context.Context, function string) (operator, error) {
 	}
 	c := lambda.NewFromConfig(cfg)
 	if o := c.Options(); o.Region == "" && o.BaseEndpoint == nil {
-		return operator{}, fmt.Errorf("function %s: %w to the function's", function, errNoRegion)
+		return operator{}, fmt.Errorf("function %s: %w to the function's", function, app.ErrNoRegion)
 	}
 	if err := readCredentials(ctx, cfg.Credentials); err != nil {
 		return operator{}, fmt.Errorf("function %s: %w", function, err)
 	}
 	return operator{name: function, client: checkclient.New(c, function), region: cfg.Region}, nil
 }
-
-// errNoRegion is wrapped by the error of a client that has neither a region nor an
-// endpoint of its own (AWS_ENDPOINT_URL_<SERVICE>): the SDK's, "Missing Region", names no
-// setting.
-var errNoRegion = errors.New("no AWS region: set AWS_REGION (or the profile's region)")
 
 // errNoCredentials is wrapped by the error of a client whose credentials could not be
 // read: the SDK's ("get identity: get credentials: failed to refresh cached

@@ -177,7 +177,7 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 			return err
 		}
 		if o := t.db.Options(); o.Region == "" && o.BaseEndpoint == nil {
-			return fmt.Errorf("table %s: %w to the table's", t.name, errNoRegion)
+			return fmt.Errorf("table %s: %w to the table's", t.name, app.ErrNoRegion)
 		}
 		if err := readCredentials(e.ctx, t.db.Options().Credentials); err != nil {
 			return fmt.Errorf("table %s: %w", t.name, err)

@@ -12,6 +12,8 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/smithy-go"
+
+	"github.com/bucketgate/bucketgate/internal/app"
 )
 
 // envStack names the deployed stack whose outputs name the table and the operator
@@ -119,7 +121,7 @@ func (s *stack) describe(ctx context.Context) error {
 		s.err = fmt.Errorf("AWS configuration for CloudFormation: %w", err)
 		return s.err
 	case cfg.Region == "":
-		s.err = fmt.Errorf("stack %s (%s): %w to the stack's", s.name, s.from, errNoRegion)
+		s.err = fmt.Errorf("stack %s (%s): %w to the stack's", s.name, s.from, app.ErrNoRegion)
 		return s.err
 	}
 	if err := readCredentials(ctx, cfg.Credentials); err != nil {

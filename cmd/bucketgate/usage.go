@@ -26,7 +26,8 @@ Redis's clock, --from to --to), within the days the function keeps
 (USAGE_RETENTION_DAYS): the checks allowed, the checks limited and the cost the allowed
 ones took (a reserve's estimate corrected by its settle on the day of the settle: a day
 may show a cost below zero when it settled reserves of earlier days), then their total. --json prints the check function's answer, --csv a header
-row (date,allowed,limited,cost) and a row per day. It invokes the operator function as
+row (date,allowed,limited,cost) and a row per day, with no identity: of a key of an
+account, the account's figures (as a note on stderr says). It invokes the operator function as
 buckets does (--function, --stack).
 `
 
@@ -73,6 +74,9 @@ func runUsage(e env, args []string) error {
 		return fmt.Errorf("%s: Redis did not answer in time: %s", op.name, fe.Message)
 	case err != nil:
 		return op.explain(err)
+	}
+	whose(e, "the usage of %s is that of %s", t.id, u.Identity) // the CSV has no identity column
+	switch {
 	case *asJSON:
 		return writeJSON(e.stdout, u)
 	case *asCSV:

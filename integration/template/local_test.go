@@ -23,11 +23,18 @@ const localEnv = "env.local.json"
 // template's environment with the defaults, as sam local resolves it (whether it
 // leaves a resource's Ref blank or gives its logical id), overlaid with the file's
 // values; and the file sets only variables the template declares, which sam local
-// would otherwise ignore.
+// would otherwise ignore. Every Go function the template deploys has its entry: without
+// one, sam local invoke would give it the template's REDIS_ADDR, which it cannot
+// resolve.
 func TestTemplateLocalInvokeEnvironmentLoads(t *testing.T) {
 	var local map[string]map[string]string
 	if err := json.Unmarshal([]byte(readFile(t, localEnv)), &local); err != nil {
 		t.Fatalf("%s: %v", localEnv, err)
+	}
+	for _, id := range slices.Sorted(maps.Keys(deployedGoFunctions(t))) {
+		if _, ok := local[id]; !ok {
+			t.Errorf("%s has no entry for %s: sam local invoke %s would not reach a local Redis", localEnv, id, id)
+		}
 	}
 	d := deploy(t, readTemplate(t, limiter))
 	globals, _ := section(d.doc, "Globals")["Function"].(map[string]any)

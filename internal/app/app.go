@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -225,9 +226,15 @@ const (
 	AttrVersion = "version"
 )
 
+// ErrNoRegion is wrapped by the error of an AWS client that has neither a region nor
+// an endpoint of its own (AWS_ENDPOINT_URL_<SERVICE>), which could reach nothing: the
+// SDK's own error, "Missing Region", would come at the first request and name no
+// setting.
+var ErrNoRegion = errors.New("no AWS region: set AWS_REGION (or the profile's region)")
+
 // NewEvents returns the sender of the events of s's bus (EVENT_BUS_NAME, within
 // EVENTS_TIMEOUT_MS), logging its failures to log; nil without a bus. Making its client
-// sends no request.
+// sends no request; a client without an AWS region (ErrNoRegion) is an error.
 func NewEvents(s settings.Settings, log *slog.Logger) (*eventbus.Sender, error) {
 	if s.EventBusName == "" {
 		return nil, nil
@@ -235,6 +242,9 @@ func NewEvents(s settings.Settings, log *slog.Logger) (*eventbus.Sender, error) 
 	client, err := eventbus.NewClient(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", settings.EnvEventBusName, s.EventBusName, err)
+	}
+	if o := client.Options(); o.Region == "" && o.BaseEndpoint == nil { // every event would fail
+		return nil, fmt.Errorf("%s=%s: %w to the bus's", settings.EnvEventBusName, s.EventBusName, ErrNoRegion)
 	}
 	return eventbus.NewSender(client, eventbus.Options{Bus: s.EventBusName, Timeout: s.EventsTimeout, Margin: guard.DefaultMargin, Stack: s.Stack, Log: log}), nil
 }

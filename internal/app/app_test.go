@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -448,6 +449,32 @@ func TestNewEvents(t *testing.T) {
 	}
 	if e, err := app.NewEvents(s, slog.New(slog.DiscardHandler)); e == nil || err != nil {
 		t.Fatalf("NewEvents = %v, %v; want a sender", e, err)
+	}
+}
+
+// A function whose bus or table has no AWS region (nor an endpoint of its own) stops at
+// init naming the variable and AWS_REGION: every event, or every read, would fail.
+func TestBuildWithoutAWSRegion(t *testing.T) {
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EVENTBRIDGE", "AWS_ENDPOINT_URL_DYNAMODB"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	for _, tc := range []struct {
+		name, variable string
+	}{
+		{"event bus", settings.EnvEventBusName},
+		{"registry table", settings.EnvRegistryTable},
+	} {
+		for _, f := range []app.Function{app.Authorizer, app.Check} {
+			t.Run(tc.name+"/"+f.Name, func(t *testing.T) {
+				_, _, err := app.Build(f, env(withMini(t, map[string]string{tc.variable: "bucketgate-x"})), &bytes.Buffer{}, &bytes.Buffer{})
+				if !errors.Is(err, app.ErrNoRegion) || !strings.Contains(err.Error(), tc.variable+"=bucketgate-x: ") {
+					t.Fatalf("Build = %v; want ErrNoRegion, naming %s", err, tc.variable)
+				}
+			})
+		}
 	}
 }
 

@@ -19,8 +19,9 @@ import (
 // the table's configuration document, read now and then at most once per
 // REGISTRY_CACHE_MS, is in force (cfg while the table holds none); invalid items and
 // documents are logged to log. A document that lists keys or tenants while a table is
-// set is an error (one registry, not two), and so is a table whose document, and every
-// earlier version read, does not load. A table that cannot be read is no error: until
+// set is an error (one registry, not two), and so are a table without an AWS region
+// (ErrNoRegion) and a table whose document, and every earlier version read, does not
+// load. A table that cannot be read is no error: until
 // it answers, decisions follow the failure policy.
 func NewConfiguration(s settings.Settings, cfg *config.Config, log *slog.Logger) (*registry.Live, error) {
 	if s.RegistryTable == "" {
@@ -34,6 +35,9 @@ func NewConfiguration(s settings.Settings, cfg *config.Config, log *slog.Logger)
 	client, err := registry.NewClient(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", settings.EnvRegistryTable, s.RegistryTable, err)
+	}
+	if o := client.Options(); o.Region == "" && o.BaseEndpoint == nil { // every read would fail
+		return nil, fmt.Errorf("%s=%s: %w to the table's", settings.EnvRegistryTable, s.RegistryTable, ErrNoRegion)
 	}
 	table := registry.NewTable(client, s.RegistryTable)
 	live := registry.NewLive(table, registry.NewCache(table, RegistryOptions(s, log)), cfg,

@@ -197,14 +197,7 @@ func TestQuotaCrossingsAfterLimitChange(t *testing.T) {
 				compareStored(t, c, model, "changed limit", d.At, false)
 			}
 		}
-		t.Run(tc.name+", real", func(t *testing.T) {
-			l, c := real(t)
-			run(t, l, c)
-		})
-		t.Run(tc.name+", miniredis", func(t *testing.T) {
-			m := newMini(t)
-			run(t, bucket.New(m.client), m.client)
-		})
+		onRealAndMini(t, tc.name, run)
 	}
 }
 
@@ -241,13 +234,18 @@ func TestQuotaLimitMarkNotANumber(t *testing.T) {
 				t.Fatalf("the mark became %q (%v), want 10", got, err)
 			}
 		}
-		t.Run(tc.name+", real", func(t *testing.T) {
-			l, c := real(t)
-			run(t, l, c)
-		})
-		t.Run(tc.name+", miniredis", func(t *testing.T) {
-			m := newMini(t)
-			run(t, bucket.New(m.client), m.client)
-		})
+		onRealAndMini(t, tc.name, run)
 	}
+}
+
+// onRealAndMini runs run as two subtests named name: on a real server, and on miniredis.
+func onRealAndMini(t *testing.T, name string, run func(*testing.T, *bucket.Limiter, rueidis.Client)) {
+	t.Run(name+", real", func(t *testing.T) {
+		l, c := real(t)
+		run(t, l, c)
+	})
+	t.Run(name+", miniredis", func(t *testing.T) {
+		m := newMini(t)
+		run(t, bucket.New(m.client), m.client)
+	})
 }

@@ -39,7 +39,7 @@ func TestCheckFollowsTheTablesDocument(t *testing.T) {
 		t.Fatalf("a tenant on pro, version 1: %s", out)
 	}
 	var ive messages.InvokeResponse_Error
-	if _, err := f.invoke([]byte(`{"key": "k", "plan": "gold"}`)); !errors.As(err, &ive) || ive.Message != `plan: unknown plan "gold" (configured: [free pro])` {
+	if _, err := f.invoke([]byte(`{"key": "k", "plan": "gold"}`)); !errors.As(err, &ive) || ive.Message != `plan: unknown plan "gold" (configured: free, pro)` {
 		t.Fatalf("gold before version 2: %v", err)
 	}
 	put(2, plans+", gold: [{name: burst, capacity: 70, refillPerSecond: 1}]}")

@@ -248,6 +248,9 @@ func response(c check, r guard.Result) checkapi.Response {
 		Settled:      r.Settled,
 		Lease:        r.Lease,
 	}
+	if c.explicit && c.lookupErr == nil { // the operator's path: whose buckets these are, when the registry said
+		res.Identity = c.req.Identity
+	}
 	if c.req.Op == bucketgate.OpRelease && r.Failure == guard.FailureNone { // else nothing is known of the lease
 		res.Released = &r.Released
 	}

@@ -38,7 +38,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"null key", `{"key":null}`, "key: got null, want a string"},
 		{"numeric key", `{"key":42}`, "key: got number, want a string"},
 		{"key too long", `{"key":"` + strings.Repeat("k", checkapi.MaxKey+1) + `"}`, "key: 1001 bytes: want at most 1000"},
-		{"unknown plan", `{"key":"a","plan":"gold"}`, `plan: unknown plan "gold" (configured: [enterprise free pro])`},
+		{"unknown plan", `{"key":"a","plan":"gold"}`, `plan: unknown plan "gold" (configured: enterprise, free, pro)`},
 		{"empty plan", `{"key":"a","plan":""}`, `plan: unknown plan ""`},
 		{"plan not a string", `{"key":"a","plan":["pro"]}`, "plan: got array, want a string"},
 		{"plan and rules", `{"key":"a","plan":"pro","rules":[{"name":"r","capacity":1,"refillPerSecond":1}]}`, "rules: not with plan"},

@@ -290,7 +290,7 @@ func parsePlan(path string, raw []byte, plans Plans) (*config.Plan, error) {
 	if !ok {
 		known := plans.Plans()
 		slices.Sort(known)
-		return nil, fmt.Errorf("%s: unknown plan %.*q (configured: %v)", path, maxQuoted, name, known)
+		return nil, fmt.Errorf("%s: unknown plan %.*q (configured: %s)", path, maxQuoted, name, strings.Join(known, ", "))
 	}
 	return p, nil
 }

@@ -349,12 +349,8 @@ func Load(getenv func(string) string) (Settings, error) {
 	if err := s.loadRegistry(getenv); err != nil {
 		return s, err
 	}
-	switch v := getenv(EnvFailMode); v {
-	case "", FailClosed:
-	case FailOpen:
-		s.FailOpen = true
-	default:
-		return s, fmt.Errorf("%s=%q: want %q or %q", EnvFailMode, v, FailClosed, FailOpen)
+	if s.FailOpen, err = parseFailMode(getenv(EnvFailMode)); err != nil {
+		return s, err
 	}
 	if v := getenv(EnvNamespace); v != "" {
 		if err := checkNamespace(v); err != nil {
@@ -534,6 +530,7 @@ func splitAddrs(v string) ([]string, error) {
 	return addrs, nil
 }
 
+// parseCluster reads REDIS_CLUSTER's value v, any case, blanks around it trimmed.
 func parseCluster(v string) (ClusterMode, error) {
 	switch m := ClusterMode(strings.ToLower(strings.TrimSpace(v))); m {
 	case "":
@@ -541,7 +538,19 @@ func parseCluster(v string) (ClusterMode, error) {
 	case ClusterAuto, ClusterOn, ClusterOff:
 		return m, nil
 	}
-	return "", fmt.Errorf("%s=%q: want %q, %q or %q", EnvCluster, v, ClusterAuto, ClusterOn, ClusterOff)
+	return "", fmt.Errorf("%s=%q: want %q, %q or %q (any case)", EnvCluster, v, ClusterAuto, ClusterOn, ClusterOff)
+}
+
+// parseFailMode reads FAIL_MODE's value v, any case, blanks around it trimmed: whether
+// to fail open.
+func parseFailMode(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", FailClosed:
+		return false, nil
+	case FailOpen:
+		return true, nil
+	}
+	return false, fmt.Errorf("%s=%q: want %q or %q (any case)", EnvFailMode, v, FailClosed, FailOpen)
 }
 
 // Levels of Lambda's logging controls that slog does not name: below debug and above

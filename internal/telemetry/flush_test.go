@@ -19,6 +19,18 @@ func allowed(d time.Duration) guard.Result {
 	return guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}, Latency: d}
 }
 
+// summaries returns the summary of each line out holds.
+func summaries(t *testing.T, base time.Time, out *bytes.Buffer) []string {
+	t.Helper()
+	var got []string
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		if line != "" {
+			got = append(got, summary(t, base, line))
+		}
+	}
+	return got
+}
+
 // summary is one EMF line in short: its timestamp (ms after the test's base time), and
 // per outcome its decisions and number of latencies, per result its lookups.
 func summary(t *testing.T, base time.Time, line string) string {
@@ -112,13 +124,7 @@ func TestFlushEvery(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				var got []string
-				for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-					if line != "" {
-						got = append(got, summary(t, base, line))
-					}
-				}
-				if strings.Join(got, "; ") != strings.Join(s.lines, "; ") {
+				if got := summaries(t, base, &out); strings.Join(got, "; ") != strings.Join(s.lines, "; ") {
 					t.Fatalf("step %d: lines %q, want %q\n%s", i+1, got, s.lines, &out)
 				}
 			}
@@ -183,13 +189,7 @@ func TestFlushDue(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var got []string
-				for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-					if line != "" {
-						got = append(got, summary(t, base, line))
-					}
-				}
-				if strings.Join(got, "; ") != strings.Join(s.lines, "; ") {
+				if got := summaries(t, base, &out); strings.Join(got, "; ") != strings.Join(s.lines, "; ") {
 					t.Fatalf("step %d: lines %q, want %q\n%s", i+1, got, s.lines, &out)
 				}
 			}
@@ -375,13 +375,7 @@ func TestFlushEveryWritesErrorsAtOnce(t *testing.T) {
 				if err := e.Emit(base.Add(10*time.Millisecond), &inv); err != nil {
 					t.Fatal(err)
 				}
-				var got []string
-				for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-					if line != "" {
-						got = append(got, summary(t, base, line))
-					}
-				}
-				if strings.Join(got, "; ") != strings.Join(want, "; ") {
+				if got := summaries(t, base, &out); strings.Join(got, "; ") != strings.Join(want, "; ") {
 					t.Fatalf("lines %q, want %q\n%s", got, want, &out)
 				}
 			})

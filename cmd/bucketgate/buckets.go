@@ -203,11 +203,17 @@ func noteInactiveKey(e env, s settings.Settings, st *stack, t target) {
 	}
 	if why == "" && rec.Account != "" { // an active key of an account the functions cannot use
 		acct, err := table.account(e.ctx, rec.Account)
-		if err != nil {
+		switch {
+		case errors.Is(err, errNoItem):
+			why = "is a key of account " + rec.Account + ", which is not in table " + table.name
+		case errors.Is(err, registry.ErrInvalidRecord):
+			why = "is a key of account " + rec.Account + ", whose item in table " + table.name + " is invalid"
+		case err != nil:
 			return
-		}
-		if why = inactive(acct, table.name); why != "" {
-			why = "is a key of account " + rec.Account + ", which " + why
+		default:
+			if why = inactive(acct, table.name); why != "" {
+				why = "is a key of account " + rec.Account + ", which " + why
+			}
 		}
 	}
 	if why == "" {

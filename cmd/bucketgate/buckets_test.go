@@ -9,9 +9,13 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -308,6 +312,19 @@ func TestBucketsNoteAKeyTheFunctionsDoNotKnow(t *testing.T) {
 	d.ok("accounts", "create", "past", "--plan", "gold")
 	ofExpired := strings.TrimSpace(d.ok("keys", "create", "--account", "past"))
 	d.ok("accounts", "expire", "past", "2020-01-01")
+	d.ok("accounts", "create", "deleted", "--plan", "gold")
+	ofDeleted := strings.TrimSpace(d.ok("keys", "create", "--account", "deleted"))
+	d.ok("accounts", "create", "paused", "--plan", "gold")
+	ofPaused := strings.TrimSpace(d.ok("keys", "create", "--account", "paused"))
+	paused := map[string]types.AttributeValue{registry.KeyAttribute: &types.AttributeValueMemberS{Value: "account:paused"},
+		"plan": &types.AttributeValueMemberS{Value: "gold"}, "status": &types.AttributeValueMemberS{Value: "paused"}}
+	if _, err := d.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: paused}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{registry.KeyAttribute: &types.AttributeValueMemberS{Value: "account:deleted"}}}); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, key string
 		args      []string
@@ -321,6 +338,8 @@ func TestBucketsNoteAKeyTheFunctionsDoNotKnow(t *testing.T) {
 		{"from stdin", "-", []string{"buckets", "show"}, "is not in table"},
 		{"of a revoked account", ofRevoked, []string{"buckets", "show"}, "is a key of account gone, which is revoked in table"},
 		{"usage of one of an expired account", ofExpired, []string{"usage"}, "is a key of account past, which expired at 2020-01-01T00:00:00Z in table"},
+		{"of an account not in the table", ofDeleted, []string{"buckets", "show"}, "is a key of account deleted, which is not in table"},
+		{"of an account whose item is invalid", ofPaused, []string{"usage"}, "is a key of account paused, whose item in table " + table + " is invalid"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

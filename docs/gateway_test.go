@@ -65,13 +65,26 @@ func TestGatewaySessions(t *testing.T) {
 				case loopOf.MatchString(cmd):
 					m := loopOf.FindStringSubmatch(cmd)
 					n, _ := strconv.Atoi(m[1])
-					began := time.Now()
-					for range n {
-						got += curl(t, g, m[2])
-					}
-					if took := time.Since(began); undated(got) != undated(want) && took >= time.Second {
-						// Redis's own clock runs: a loop this slow refilled a token.
-						t.Skipf("%s took %v on this machine, and a bucket of 1 token a second refilled meanwhile: %q", cmd, took, got)
+					// Redis's own clock runs: a loop slower than a second refilled a token
+					// of the bucket of 1 a second. Such a loop is run again, on an emptied
+					// Redis once the deny cache has forgotten its 429, three times at most.
+					for try := 1; ; try++ {
+						began := time.Now()
+						for range n {
+							got += curl(t, g, m[2])
+						}
+						took := time.Since(began)
+						if undated(got) == undated(want) || took < time.Second || srv == nil {
+							break
+						}
+						if try == 3 {
+							t.Skipf("%s took %v on this machine three times, and a bucket of 1 token a second refilled meanwhile: %q", cmd, took, got)
+						}
+						if _, err := srv.Command(context.Background(), "FLUSHALL"); err != nil {
+							t.Fatal(err)
+						}
+						time.Sleep(guard.DenyCacheMaxAge + 100*time.Millisecond)
+						got = ""
 					}
 				case strings.HasPrefix(cmd, "curl "):
 					if srv != nil && !srv.Running() {

@@ -81,13 +81,19 @@ func plain(t *testing.T, n *yaml.Node) any {
 // readTemplate returns the template at path (from the repository root) in plain form.
 func readTemplate(t *testing.T, path string) map[string]any {
 	t.Helper()
+	return parseTemplate(t, path, readFile(t, path))
+}
+
+// parseTemplate returns the CloudFormation template text, from name, in plain form.
+func parseTemplate(t *testing.T, name, text string) map[string]any {
+	t.Helper()
 	var n yaml.Node
-	if err := yaml.Unmarshal([]byte(readFile(t, path)), &n); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	if err := yaml.Unmarshal([]byte(text), &n); err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
 	doc, ok := plain(t, &n).(map[string]any)
 	if !ok {
-		t.Fatalf("%s is not a mapping", path)
+		t.Fatalf("%s: a template that is not a mapping", name)
 	}
 	return doc
 }

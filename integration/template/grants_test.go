@@ -194,3 +194,38 @@ func TestTemplateFunctionGrantsAreTheirCalls(t *testing.T) {
 		}
 	}
 }
+
+// Who may invoke what, as deployed (after the SAM transform): API Gateway alone, for an
+// API of the stack alone (its SourceArn names the REST or the HTTP API), and never the
+// check function or the operator function, which no resource policy opens; no function
+// has a URL.
+func TestTemplateInvokePermissions(t *testing.T) {
+	resources := section(samTranslate(t, limiter), "Resources")
+	n := 0
+	for _, id := range slices.Sorted(maps.Keys(resources)) {
+		r, _ := resources[id].(map[string]any)
+		p, _ := r["Properties"].(map[string]any)
+		switch r["Type"] {
+		case "AWS::Lambda::Url":
+			t.Errorf("%s: a function URL", id)
+		case "AWS::Lambda::Permission":
+			n++
+			source := jsonText(t, p["SourceArn"])
+			ofAnAPI := false // the API by Ref, or in the Fn::Sub's text
+			for _, api := range []string{"RestApi", "HttpApi"} {
+				ofAnAPI = ofAnAPI || strings.Contains(source, jsonText(t, ref(api))) || strings.Contains(source, "${"+api+"}")
+			}
+			if p["Principal"] != "apigateway.amazonaws.com" || p["Action"] != "lambda:InvokeFunction" || !ofAnAPI {
+				t.Errorf("%s: %v: want API Gateway to invoke, for an API of the stack alone", id, p)
+			}
+			for _, closed := range []string{"CheckFunction", operatorFunction} {
+				if strings.Contains(jsonText(t, p["FunctionName"]), `"`+closed) {
+					t.Errorf("%s opens %s: %v", id, closed, p["FunctionName"])
+				}
+			}
+		}
+	}
+	if n < 4 {
+		t.Fatalf("%d permissions: want the authorizer's and the sample backend's for both APIs", n)
+	}
+}

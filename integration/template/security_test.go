@@ -318,7 +318,8 @@ var lambdaNetworkActions = []any{"ec2:CreateNetworkInterface", "ec2:DescribeNetw
 
 // lambdaAlone is the condition of lambdaNetworkActions: Lambda's own calls for the
 // network interfaces carry no lambda:SourceFunctionArn, and every call made from a
-// function's execution environment (its code) does, so that the function's code may call none of them.
+// function's execution environment (its code) does, so that the function's code may
+// call none of them.
 var lambdaAlone = map[string]any{"Null": map[string]any{"lambda:SourceFunctionArn": "true"}}
 
 // Each Go function, as deployed (after the SAM transform), has a role of its own that

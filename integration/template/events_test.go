@@ -6,6 +6,7 @@ package template_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,8 +154,15 @@ func TestTemplateEvents(t *testing.T) {
 			t.Errorf("input template %s does not say <%s>", text, name)
 		}
 	}
-	if !strings.Contains(jsonText(t, d.resources(t)["AlarmKey"].Properties), `"Service":"events.amazonaws.com"`) {
-		t.Error("the alarm topic's key does not let EventBridge encrypt")
+	// EventBridge's requests to the topic's key, made as it publishes, carry none of the
+	// aws:Source* keys (SNS's guide: not supported for EventBridge to encrypted topics): a
+	// condition on them would deny every delivery. The topic's policy names the rule.
+	var keyGrants []map[string]any
+	collectStatements(d.resources(t)["AlarmKey"].Properties["KeyPolicy"], &keyGrants)
+	wantKey := map[string]any{"Sid": "QuotaEventsPublish", "Effect": "Allow", "Principal": map[string]any{"Service": "events.amazonaws.com"},
+		"Action": []any{"kms:Decrypt", "kms:GenerateDataKey*"}, "Resource": "*"}
+	if !slices.ContainsFunc(keyGrants, func(s map[string]any) bool { return reflect.DeepEqual(s, wantKey) }) {
+		t.Errorf("the alarm topic's key %v: want EventBridge to encrypt, with no condition: %v", keyGrants, wantKey)
 	}
 	policy := jsonText(t, d.resources(t)["AlarmTopicPolicy"].Properties)
 	if !strings.Contains(policy, `"Service":"events.amazonaws.com"`) || !strings.Contains(policy, jsonText(t, map[string]any{"aws:SourceArn": getAtt("QuotaExhaustedRule", "Arn")})) {

@@ -316,9 +316,16 @@ var roleManagedPolicies = []any{ref(functionPolicy), sub("arn:${AWS::Partition}:
 var lambdaNetworkActions = []any{"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets", "ec2:DeleteNetworkInterface",
 	"ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"}
 
+// lambdaAlone is the condition of lambdaNetworkActions: Lambda's own calls for the
+// network interfaces carry no lambda:SourceFunctionArn, and every call made from a
+// function's execution environment (its code) does, so that the function's code may
+// call none of them.
+var lambdaAlone = map[string]any{"Null": map[string]any{"lambda:SourceFunctionArn": "true"}}
+
 // Each Go function, as deployed (after the SAM transform), has a role of its own that
 // Lambda alone may assume: it may write its own log group and no
-// other (never create one), send traces, manage its VPC interfaces, and do what
+// other (never create one), send traces, let Lambda (never the function's code) manage
+// its VPC interfaces, and do what
 // FunctionAccessPolicy grants; no managed policy of AWS's grants more.
 func TestTemplateFunctionRoles(t *testing.T) {
 	doc := samTranslate(t, limiter)
@@ -357,7 +364,7 @@ func TestTemplateFunctionRoles(t *testing.T) {
 				collectStatements(rs[functionPolicy].Properties["PolicyDocument"], &grants)
 				logGroup, _ := fn["LoggingConfig"].(map[string]any)["LogGroup"].(map[string]any)["Ref"].(string)
 				ownLogs := map[string]any{"Effect": "Allow", "Action": []any{"logs:CreateLogStream", "logs:PutLogEvents"}, "Resource": getAtt(logGroup, "Arn")}
-				network := map[string]any{"Effect": "Allow", "Action": lambdaNetworkActions, "Resource": "*"}
+				network := map[string]any{"Effect": "Allow", "Action": lambdaNetworkActions, "Resource": "*", "Condition": lambdaAlone}
 				var logs, ec2 int
 				for _, s := range grants {
 					s = maps.Clone(s)

@@ -71,7 +71,7 @@ func TestOperatorAccountBadName(t *testing.T) {
 
 // The usage of a key of an account is its account's, which every key of it counts in,
 // also once the key is revoked or expired (the old key of a roll) or its account is; an
-// account made from a lone key counts in that key's. The answer names the identity read.
+// account made from a lone key counts in that key's, revoked too. The answer names the identity read.
 func TestOperatorAccountUsage(t *testing.T) {
 	f, _ := usageFixture(t, 3)
 	member := bucketgate.KeyDigest("member")
@@ -85,6 +85,7 @@ func TestOperatorAccountUsage(t *testing.T) {
 		registry.Record{ID: "account:gone", Plan: "pro", Status: registry.StatusRevoked},
 		registry.Record{ID: "key:" + ofGone, Account: "gone"},
 		registry.Record{ID: "account:made", Plan: "pro", Buckets: "key:" + lone},
+		registry.Record{ID: "account:made-revoked", Plan: "pro", Buckets: "key:" + lone, Status: registry.StatusRevoked},
 	))
 	f.invokeOK(t, []byte(`{"identity":"key:`+member+`","cost":2}`))
 	f.invokeOK(t, []byte(`{"identity":"acct:acme"}`))
@@ -94,6 +95,7 @@ func TestOperatorAccountUsage(t *testing.T) {
 		{`{"identity":"key:` + member + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
 		{`{"identity":"acct:acme","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
 		{`{"identity":"acct:made","op":"usage"}`, `{"identity":"key:` + lone + `",` + day + `,"days":[{"date":"2025-03-01","allowed":1,"limited":0,"cost":1}],"total":{"allowed":1,"limited":0,"cost":1}}`},
+		{`{"identity":"acct:made-revoked","op":"usage"}`, `{"identity":"key:` + lone + `",` + day + `,"days":[{"date":"2025-03-01","allowed":1,"limited":0,"cost":1}],"total":{"allowed":1,"limited":0,"cost":1}}`},
 		{`{"identity":"key:` + rolled + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
 		{`{"identity":"key:` + revoked + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
 		{`{"identity":"key:` + ofGone + `","op":"usage"}`, `{"identity":"acct:gone",` + day + `,"days":[{"date":"2025-03-01","allowed":0,"limited":0,"cost":0}],"total":{"allowed":0,"limited":0,"cost":0}}`},

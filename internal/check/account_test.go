@@ -140,3 +140,37 @@ func TestOperatorAccountUnreadable(t *testing.T) {
 		})
 	}
 }
+
+// A key the registry does not know as active, named with no plan (the operator's path:
+// buckets show, refund, reset), is decided as itself on the default plan, as any unknown
+// key is: a revoked or expired key of an active account (the old key of a roll) reached
+// the account's buckets under the default plan, so that a show printed the account's
+// under another plan's limits, and a reset or a refund through the dead key refilled the
+// live account's rules of the default plan's names. Its usage is still the account's.
+func TestOperatorGoneKeyOfAnAccount(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	revoked, expired := bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("expired")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "key:" + revoked, Account: "acme", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + expired, Account: "acme", ExpiresAt: time.Now().Add(-time.Hour)},
+	))
+	for _, tc := range []struct{ name, digest, op string }{
+		{"a reset through a revoked key", revoked, `"op":"reset"`},
+		{"a refund through an expired key", expired, `"op":"refund","cost":5`},
+		{"a show through a revoked key", revoked, `"cost":0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr.FlushAll()
+			f.invokeOK(t, []byte(`{"identity":"acct:acme","cost":95}`))
+			out := string(f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`",`+tc.op+`}`)))
+			if !strings.Contains(out, `"limit":10,`) || !strings.Contains(out, `"plan":"free"`) || !strings.Contains(out, `"identity":"key:`+tc.digest+`"`) {
+				t.Errorf("%s: %s, want the key's own buckets on the default plan", tc.name, out)
+			}
+			if after := f.invokeOK(t, []byte(`{"identity":"acct:acme","cost":0}`)); !strings.Contains(string(after), `"remaining":5,`) {
+				t.Errorf("the account after %s: %s, want its 5 tokens left, untouched", tc.name, after)
+			}
+		})
+	}
+}

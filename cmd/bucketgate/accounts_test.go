@@ -776,3 +776,43 @@ func TestRollRacesAKeyChange(t *testing.T) {
 		})
 	}
 }
+
+// A roll of a lone key whose account of its own, made by an earlier roll that stopped
+// halfway, was revoked or has expired since (an operator tidying it away) refuses, and
+// writes nothing: it took that account as it was, printed a new key of it, and moved the
+// old key into it, so that both keys were unknown to the functions at once.
+func TestRollRefusesItsMadeAccountGone(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	tests := []struct {
+		name, attr string
+		value      types.AttributeValue
+		want       string
+	}{
+		{"revoked", "status", &types.AttributeValueMemberS{Value: "revoked"}, "is revoked"},
+		{"expired", "expiresAt", &types.AttributeValueMemberN{Value: "1577836800"}, "expired"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			old := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
+			id := keyID(old)
+			made := map[string]types.AttributeValue{
+				"id":      &types.AttributeValueMemberS{Value: "account:key-" + strings.TrimPrefix(id, "key:")},
+				"plan":    &types.AttributeValueMemberS{Value: "pro"},
+				"buckets": &types.AttributeValueMemberS{Value: id},
+				tc.attr:   tc.value,
+			}
+			if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: made}); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := c.run("keys", "roll", old)
+			if code != exitError || stdout != "" || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "--account") {
+				t.Fatalf("the roll: exit %d %q %q; want %d, no key, the account %s and --account named", code, stdout, stderr, exitError, tc.want)
+			}
+			if show := c.ok("keys", "show", old); strings.Contains(show, "account") || !strings.Contains(show, "status     active\n") {
+				t.Fatalf("the old key after the refused roll:\n%s\nwant it lone and active, as it was", show)
+			}
+		})
+	}
+}

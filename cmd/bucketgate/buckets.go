@@ -182,13 +182,22 @@ func resolveTarget(e env, s settings.Settings, st *stack, arg string) (target, e
 // active, or whose account it does not hold as active: the functions take such a
 // key as unknown and spend its requests' source address's buckets (or refuse it), so
 // that nothing spends the key's own, which the command then shows, refunds or resets.
-// It is a note: a table it cannot read says nothing, and the command goes on.
+// So for an account (acct:NAME) the table does not hold as active, every key of which
+// the functions take as unknown. It is a note: a table it cannot read says nothing, and
+// the command goes on.
 func noteInactiveKey(e env, s settings.Settings, st *stack, t target) {
-	if !strings.HasPrefix(t.id, bucketgate.KeyPrefix) || s.RegistryTable == "" && !st.read { // a stack is read only for a name the command needs
+	name, isAccount := strings.CutPrefix(t.id, bucketgate.AccountPrefix)
+	if !strings.HasPrefix(t.id, bucketgate.KeyPrefix) && !isAccount || s.RegistryTable == "" && !st.read { // a stack is read only for a name the command needs
 		return
 	}
 	table, err := openTable(e, "", st)
 	if err != nil {
+		return
+	}
+	if isAccount {
+		if why := inactiveAccount(e, table, name); why != "" {
+			fmt.Fprintf(e.stderr, "note: %s names an account %s: the functions take every key of it as an unknown key, limited as its requests' source address (unknownKeys: ip) or refused (unknownKeys: refuse), so nothing spends these buckets: the addresses' are the callers'\n", t.id, why)
+		}
 		return
 	}
 	rec, err := table.get(e.ctx, t.id)
@@ -202,24 +211,34 @@ func noteInactiveKey(e env, s settings.Settings, st *stack, t target) {
 		why = inactive(rec, table.name)
 	}
 	if why == "" && rec.Account != "" { // an active key of an account the functions cannot use
-		acct, err := table.account(e.ctx, rec.Account)
-		switch {
-		case errors.Is(err, errNoItem):
-			why = "is a key of account " + rec.Account + ", which is not in table " + table.name
-		case errors.Is(err, registry.ErrInvalidRecord):
-			why = "is a key of account " + rec.Account + ", whose item in table " + table.name + " is invalid"
-		case err != nil:
-			return
-		default:
-			if why = inactive(acct, table.name); why != "" {
-				why = "is a key of account " + rec.Account + ", which " + why
-			}
+		if why = inactiveAccount(e, table, rec.Account); why != "" {
+			why = "is a key of account " + rec.Account + ", " + why
 		}
 	}
 	if why == "" {
 		return
 	}
 	fmt.Fprintf(e.stderr, "note: %s %s: the functions take it as an unknown key, limited as its requests' source address (unknownKeys: ip) or refused (unknownKeys: refuse), so nothing spends these buckets: the address's are the caller's\n", t.id, why)
+}
+
+// inactiveAccount returns why the functions cannot use the account called name of
+// table, said of the account: "which is not in table ...", "which is revoked in table
+// ...", "which expired at ... in table ...", "whose item in table ... is invalid"; ""
+// when it is active, or the table cannot be read.
+func inactiveAccount(e env, table *keyTable, name string) string {
+	acct, err := table.account(e.ctx, name)
+	switch {
+	case errors.Is(err, errNoItem):
+		return "which is not in table " + table.name
+	case errors.Is(err, registry.ErrInvalidRecord):
+		return "whose item in table " + table.name + " is invalid"
+	case err != nil:
+		return ""
+	}
+	if why := inactive(acct, table.name); why != "" {
+		return "which " + why
+	}
+	return ""
 }
 
 // inactive returns why the functions cannot use rec, an item of the table called

@@ -361,6 +361,34 @@ func TestBucketsNoteAKeyTheFunctionsDoNotKnow(t *testing.T) {
 			}
 		})
 	}
+	// An account the functions do not hold as active, named acct:NAME, is noted as its
+	// keys are: a mistyped name showed the default plan's full buckets, and reset them,
+	// as if they were the customer's.
+	d.ok("accounts", "create", "live", "--plan", "gold")
+	for _, tc := range []struct {
+		name, account string
+		args          []string
+		note          string // in stderr; "" for none
+	}{
+		{"an active account", "live", []string{"buckets", "show"}, ""},
+		{"an account not in the table", "livee", []string{"buckets", "reset"}, "is not in table " + table},
+		{"usage of a revoked account", "gone", []string{"usage"}, "is revoked in table " + table},
+		{"an expired account", "past", []string{"buckets", "show"}, "expired at 2020-01-01T00:00:00Z in table " + table},
+		{"an account whose item is invalid", "paused", []string{"buckets", "show"}, "whose item in table " + table + " is invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := d.run(append(tc.args, "acct:"+tc.account)...)
+			if code != exitOK || stdout == "" {
+				t.Fatalf("%v acct:%s: exit %d\n%s%s", tc.args, tc.account, code, stdout, stderr)
+			}
+			switch got := strings.Contains(stderr, "note: acct:"+tc.account+" "); {
+			case tc.note == "" && got:
+				t.Errorf("%v of an active account: %s", tc.args, stderr)
+			case tc.note != "" && (!got || !strings.Contains(stderr, tc.note) || !strings.Contains(stderr, "source address")):
+				t.Errorf("%v acct:%s: stderr %q, want a note that it %s and its keys are limited as their source address", tc.args, tc.account, stderr, tc.note)
+			}
+		})
+	}
 }
 
 // The buckets commands and usage of a key of an account name the account, whose buckets

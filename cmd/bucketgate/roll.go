@@ -156,7 +156,7 @@ func (t *keyTable) stale(e env, old registry.Record, name, next string) string {
 // makeAccount makes the account called name out of old, a lone key's record: its plan,
 // its rules, its owner and note, spending the key's buckets (Record.Buckets), so that the
 // rotation gives no token back. An account of that name already made from this key (a
-// roll that stopped before its end) is taken as it is.
+// roll that stopped before its end) is taken as it is, unless it is revoked or expired.
 func (t *keyTable) makeAccount(e env, old registry.Record, name string) error {
 	acct := registry.Record{ID: registry.AccountItemPrefix + name, Plan: old.Plan, Rules: old.Rules, Owner: old.Owner, Note: old.Note, Buckets: old.ID}
 	err := t.put(e.ctx, acct)
@@ -164,6 +164,10 @@ func (t *keyTable) makeAccount(e env, old registry.Record, name string) error {
 		there, rerr := t.get(e.ctx, acct.ID)
 		if rerr != nil || there.Buckets != old.ID {
 			return fmt.Errorf("%w: name another with --account", err)
+		}
+		if !there.Active(time.Now()) { // its keys, the old one moved in too, would be unknown
+			return fmt.Errorf("account %s, made from %s by an earlier roll, is %s: its keys are unknown to the functions; name another with --account; nothing written",
+				name, old.ID, status(there))
 		}
 		acct, err = there, nil
 	}

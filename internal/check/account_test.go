@@ -71,7 +71,7 @@ func TestOperatorAccountBadName(t *testing.T) {
 
 // The usage of a key of an account is its account's, which every key of it counts in,
 // also once the key is revoked or expired (the old key of a roll) or its account is; an
-// account made from a lone key counts in that key's. The answer names the identity read.
+// account made from a lone key counts in that key's, revoked too. The answer names the identity read.
 func TestOperatorAccountUsage(t *testing.T) {
 	f, _ := usageFixture(t, 3)
 	member := bucketgate.KeyDigest("member")
@@ -85,6 +85,7 @@ func TestOperatorAccountUsage(t *testing.T) {
 		registry.Record{ID: "account:gone", Plan: "pro", Status: registry.StatusRevoked},
 		registry.Record{ID: "key:" + ofGone, Account: "gone"},
 		registry.Record{ID: "account:made", Plan: "pro", Buckets: "key:" + lone},
+		registry.Record{ID: "account:made-revoked", Plan: "pro", Buckets: "key:" + lone, Status: registry.StatusRevoked},
 	))
 	f.invokeOK(t, []byte(`{"identity":"key:`+member+`","cost":2}`))
 	f.invokeOK(t, []byte(`{"identity":"acct:acme"}`))
@@ -94,6 +95,7 @@ func TestOperatorAccountUsage(t *testing.T) {
 		{`{"identity":"key:` + member + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
 		{`{"identity":"acct:acme","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
 		{`{"identity":"acct:made","op":"usage"}`, `{"identity":"key:` + lone + `",` + day + `,"days":[{"date":"2025-03-01","allowed":1,"limited":0,"cost":1}],"total":{"allowed":1,"limited":0,"cost":1}}`},
+		{`{"identity":"acct:made-revoked","op":"usage"}`, `{"identity":"key:` + lone + `",` + day + `,"days":[{"date":"2025-03-01","allowed":1,"limited":0,"cost":1}],"total":{"allowed":1,"limited":0,"cost":1}}`},
 		{`{"identity":"key:` + rolled + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
 		{`{"identity":"key:` + revoked + `","op":"usage"}`, `{"identity":"acct:acme",` + day + `,"days":[{"date":"2025-03-01","allowed":2,"limited":0,"cost":3}],"total":{"allowed":2,"limited":0,"cost":3}}`},
 		{`{"identity":"key:` + ofGone + `","op":"usage"}`, `{"identity":"acct:gone",` + day + `,"days":[{"date":"2025-03-01","allowed":0,"limited":0,"cost":0}],"total":{"allowed":0,"limited":0,"cost":0}}`},
@@ -135,6 +137,40 @@ func TestOperatorAccountUnreadable(t *testing.T) {
 			// Nor does a reset reach the key's own buckets: the failure policy answers.
 			assertJSONEqual(t, f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","op":"reset"}`)),
 				`{"allowed":false,"reason":"unavailable","limit":0,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"","plan":""}`)
+		})
+	}
+}
+
+// A key the registry does not know as active, named with no plan (the operator's path:
+// buckets show, refund, reset), is decided as itself on the default plan, as any unknown
+// key is: a revoked or expired key of an active account (the old key of a roll) reached
+// the account's buckets under the default plan, so that a show printed the account's
+// under another plan's limits, and a reset or a refund through the dead key refilled the
+// live account's rules of the default plan's names. Its usage is still the account's.
+func TestOperatorGoneKeyOfAnAccount(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	revoked, expired := bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("expired")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "key:" + revoked, Account: "acme", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + expired, Account: "acme", ExpiresAt: time.Now().Add(-time.Hour)},
+	))
+	for _, tc := range []struct{ name, digest, op string }{
+		{"a reset through a revoked key", revoked, `"op":"reset"`},
+		{"a refund through an expired key", expired, `"op":"refund","cost":5`},
+		{"a show through a revoked key", revoked, `"cost":0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr.FlushAll()
+			f.invokeOK(t, []byte(`{"identity":"acct:acme","cost":95}`))
+			out := string(f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`",`+tc.op+`}`)))
+			if !strings.Contains(out, `"limit":10,`) || !strings.Contains(out, `"plan":"free"`) || !strings.Contains(out, `"identity":"key:`+tc.digest+`"`) {
+				t.Errorf("%s: %s, want the key's own buckets on the default plan", tc.name, out)
+			}
+			if after := f.invokeOK(t, []byte(`{"identity":"acct:acme","cost":0}`)); !strings.Contains(string(after), `"remaining":5,`) {
+				t.Errorf("the account after %s: %s, want its 5 tokens left, untouched", tc.name, after)
+			}
 		})
 	}
 }

@@ -25,10 +25,11 @@ const maxLookups = 16
 
 // resolveTenants gives every check that named neither a plan nor rules its tenant's
 // plan from the registry, or the default plan for a tenant the registry does not know
-// (never registered, revoked, expired, invalid), and every check of an identity the
-// registry holds (with a plan or rules given too, for an API key or an account) the
-// identity whose buckets it spends: a key of an account spends its account's, an
-// account made from a lone key that key's. A check whose lookup failed gets no plan and
+// (never registered, revoked, expired, invalid), on its own buckets, and every check of
+// an identity the registry holds (with a plan or rules given too, for an API key or an
+// account, or with neither when the registry knows it) the identity whose buckets it
+// spends: a key of an account spends its account's, an account made from a lone key
+// that key's. A check whose lookup failed gets no plan and
 // no rules, and keeps the error, to be answered by the failure policy: its plan is
 // unknown, so neither is its cost checked nor its answer given a plan's name. Its error
 // names a check whose cost its plan can never allow, or that its plan can never do (a
@@ -61,7 +62,10 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 			continue
 		}
 		c.account, c.owner = e.Account, e.Owner
-		if e.Identity != (bucketgate.Identity{}) {
+		// Whose buckets the registry's plan is for: an identity it does not know (a revoked
+		// or expired key of an account) is decided as itself on the default plan, never on
+		// its account's buckets, which its account's other keys spend under their plan.
+		if e.Identity != (bucketgate.Identity{}) && (c.follow || e.Plan != nil) {
 			c.req.Identity = e.Identity.String()
 			c.logged = bucketgate.LogForm(c.req.Identity)
 		}

@@ -232,3 +232,28 @@ func TestCacheFloodKeepsKeysOfAccounts(t *testing.T) {
 		t.Fatalf("after the flood: %q %s; want the key still cached", plan, result)
 	}
 }
+
+// An account that keys roll made from a lone key still spends that key's buckets once
+// revoked or expired: its keys are unknown, but the operator's path (usage, reset) reaches
+// the buckets they spent, as for an account of its own buckets.
+func TestCacheAccountAdoptsBucketsWhenGone(t *testing.T) {
+	lone := "key:" + bucketgate.KeyDigest("the lone key")
+	for _, tc := range []struct {
+		name string
+		made registry.Record
+	}{
+		{"revoked", registry.Record{ID: "account:made", Plan: "pro", Buckets: lone, Status: registry.StatusRevoked}},
+		{"expired", registry.Record{ID: "account:made", Plan: "pro", Buckets: lone, ExpiresAt: time.Unix(1, 0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := registrytest.New(tc.made, registry.Record{ID: lone, Account: "made", Status: registry.StatusRevoked},
+				registry.Record{ID: memberA, Account: "made"})
+			c, _ := newCache(t, src, registry.Options{})
+			for _, id := range []string{lone, memberA, "acct:made"} {
+				if e, err := c.Lookup(context.Background(), plans, id); err != nil || e.Plan != nil || e.Identity.String() != lone || e.Account != "made" {
+					t.Fatalf("%s: %+v, %v; want unknown, spending the lone key's buckets", id, e, err)
+				}
+			}
+		})
+	}
+}

@@ -483,6 +483,8 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 		}
 	case err == nil && found && rec.Account != "": // unknown, but whose buckets it spent is its account's
 		e.who = &who{account: rec.Account, revoked: true}
+	case err == nil && found && e.who != nil: // a revoked account: its keys unknown, its buckets still the ones they spent
+		e.who.buckets = rec.Buckets
 	}
 	switch {
 	case invalid:

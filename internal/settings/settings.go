@@ -522,12 +522,29 @@ func splitAddrs(v string) ([]string, error) {
 		if a = strings.TrimSpace(a); a == "" {
 			continue
 		}
+		if scheme, rest, ok := strings.Cut(a, "://"); ok {
+			return nil, urlError(a, scheme, rest)
+		}
 		if _, _, err := splitHostPort(a); err != nil {
 			return nil, fmt.Errorf("%s: %q: want host:port: %w", EnvRedisAddr, a, err)
 		}
 		addrs = append(addrs, a)
 	}
 	return addrs, nil
+}
+
+// urlError is the error for the seed a, a URL of scheme: the host:port it names
+// (rest up to its path), and REDIS_TLS for a rediss:// URL.
+func urlError(a, scheme, rest string) error {
+	hostPort, _, _ := strings.Cut(rest, "/")
+	give := "host:port"
+	if _, _, err := splitHostPort(hostPort); err == nil {
+		give = strconv.Quote(hostPort)
+	}
+	if strings.EqualFold(scheme, "rediss") {
+		give += fmt.Sprintf(" with %s=true", EnvTLS)
+	}
+	return fmt.Errorf("%s: %q: want host:port, not a URL: give %s", EnvRedisAddr, a, give)
 }
 
 // parseCluster reads REDIS_CLUSTER's value v, any case, blanks around it trimmed.

@@ -221,7 +221,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 	}{
 		{"address without port", map[string]string{"REDIS_ADDR": "10.0.0.1"}, []string{"REDIS_ADDR"}},
 		{"address with empty host", map[string]string{"REDIS_ADDR": ":6379"}, []string{"REDIS_ADDR"}},
-		{"URL instead of address", map[string]string{"REDIS_ADDR": "rediss://h:6379"}, []string{"REDIS_ADDR"}},
+		{"TLS URL instead of address", map[string]string{"REDIS_ADDR": "rediss://h:6379"}, []string{"REDIS_ADDR", "not a URL", `"h:6379"`, "REDIS_TLS=true"}},
+		{"URL instead of address", map[string]string{"REDIS_ADDR": "10.0.0.1:6379,redis://h:6379/0"}, []string{"REDIS_ADDR", `"redis://h:6379/0"`, "not a URL", `"h:6379"`}},
+		{"URL without port", map[string]string{"REDIS_ADDR": "redis://h"}, []string{"REDIS_ADDR", "not a URL", "host:port"}},
 		{"port beyond 65535", map[string]string{"REDIS_ADDR": "127.0.0.1:99999"}, []string{"REDIS_ADDR", `port "99999"`, "1 to 65535"}},
 		{"port not a number", map[string]string{"REDIS_ADDR": "127.0.0.1:abc"}, []string{"REDIS_ADDR", `port "abc"`}},
 		{"port zero", map[string]string{"REDIS_ADDR": "127.0.0.1:0"}, []string{"REDIS_ADDR", `port "0"`}},

@@ -153,6 +153,7 @@ func clientOption(ctx context.Context, s settings.Settings, o options) (rueidis.
 	}
 	if s.TLS {
 		co.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.rootCAs}
+		co.DialCtxFn = dialTLS
 	}
 	if s.PasswordSecretARN == "" && !s.IAMAuth {
 		return co, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -102,6 +103,26 @@ func TestACL(t *testing.T) {
 				t.Fatalf("refused credentials took %v to report", d)
 			}
 		})
+	}
+}
+
+// TestTLSToRedisWithoutTLS: REDIS_TLS on (the template's RedisTls default) towards a
+// Redis without TLS, which accepts the connection and never answers the handshake:
+// the decisions fail closed by timeout, as docs/operations.md says, and their error
+// says to check REDIS_TLS, not only that a deadline passed.
+func TestTLSToRedisWithoutTLS(t *testing.T) {
+	srv := redistest.Start(t)
+	c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true"}))
+	if err != nil {
+		t.Fatalf("init failed: %v", err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), redisconn.ConnectTimeout+slack)
+	defer cancel()
+	_, err = c.Client(ctx) // waits for the attempt under way
+	if !errors.Is(err, redisconn.ErrNotConnected) || guard.Classify(err) != guard.FailureTimeout ||
+		!strings.Contains(err.Error(), "REDIS_TLS") || !strings.Contains(err.Error(), srv.Addr) {
+		t.Fatalf("error %v: want ErrNotConnected, a timeout, naming %s and REDIS_TLS", err, srv.Addr)
 	}
 }
 

@@ -3,6 +3,7 @@ package redisconn
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 
@@ -33,7 +34,7 @@ func dialTLS(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (n
 	conn := tls.Client(raw, cfg)
 	if err := conn.HandshakeContext(ctx); err != nil {
 		raw.Close()
-		if ctx.Err() != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%s accepted the connection but did not answer the TLS handshake (a Redis without TLS never does: check %s): %w",
 				dst, settings.EnvTLS, err)
 		}

@@ -106,23 +106,41 @@ func TestACL(t *testing.T) {
 	}
 }
 
-// TestTLSToRedisWithoutTLS: REDIS_TLS on (the template's RedisTls default) towards a
+// TestTLSMismatch: REDIS_TLS on (the template's RedisTls default) towards a
 // Redis without TLS, which accepts the connection and never answers the handshake:
 // the decisions fail closed by timeout, as docs/operations.md says, and their error
 // says to check REDIS_TLS, not only that a deadline passed.
-func TestTLSToRedisWithoutTLS(t *testing.T) {
-	srv := redistest.Start(t)
-	c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true"}))
-	if err != nil {
-		t.Fatalf("init failed: %v", err)
+//
+// And the converse, REDIS_TLS off towards a Redis that wants TLS, which closes the
+// connection at its first command: redis_error, saying to check REDIS_TLS.
+func TestTLSMismatch(t *testing.T) {
+	plain := redistest.Start(t)
+	withTLS, _ := redistest.StartTLS(t)
+	tests := []struct {
+		name   string
+		srv    *redistest.Server
+		tls    string
+		reason guard.Failure
+		want   string
+	}{
+		{"TLS on towards a Redis without it", plain, "true", guard.FailureTimeout, "did not answer the TLS handshake"},
+		{"TLS off towards a Redis that wants it", withTLS, "false", guard.FailureRedisError, "closed the connection"},
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), redisconn.ConnectTimeout+slack)
-	defer cancel()
-	_, err = c.Client(ctx) // waits for the attempt under way
-	if !errors.Is(err, redisconn.ErrNotConnected) || guard.Classify(err) != guard.FailureTimeout ||
-		!strings.Contains(err.Error(), "REDIS_TLS") || !strings.Contains(err.Error(), srv.Addr) {
-		t.Fatalf("error %v: want ErrNotConnected, a timeout, naming %s and REDIS_TLS", err, srv.Addr)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": tc.srv.Addr, "REDIS_TLS": tc.tls}))
+			if err != nil {
+				t.Fatalf("init failed: %v", err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), redisconn.ConnectTimeout+slack)
+			defer cancel()
+			_, err = c.Client(ctx) // waits for the attempt under way
+			if !errors.Is(err, redisconn.ErrNotConnected) || guard.Classify(err) != tc.reason ||
+				!strings.Contains(err.Error(), "REDIS_TLS") || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.srv.Addr) {
+				t.Fatalf("error %v: want ErrNotConnected, reason %s, naming %s, REDIS_TLS and %q", err, tc.reason, tc.srv.Addr, tc.want)
+			}
+		})
 	}
 }
 

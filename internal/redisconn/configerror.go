@@ -72,8 +72,8 @@ const clusterDisabled = "cluster support disabled"
 func hint(err error, s settings.Settings) error {
 	switch {
 	case strings.Contains(err.Error(), clusterDisabled):
-		return fmt.Errorf("%w (several addresses in %s mean cluster mode: give one address, or set %s=off)",
-			err, settings.EnvRedisAddr, settings.EnvCluster)
+		return fmt.Errorf("%w (several addresses in %s mean cluster mode: give a standalone server's one address alone)",
+			err, settings.EnvRedisAddr)
 	case !isAuthError(err):
 		return err
 	case isPermissionError(err.Error()):

@@ -201,7 +201,7 @@ func TestClusterModes(t *testing.T) {
 		{"standalone, auto", map[string]string{"REDIS_ADDR": a.Addr}, rueidis.ClientModeStandalone, ""},
 		{"standalone, off", map[string]string{"REDIS_ADDR": a.Addr, "REDIS_CLUSTER": "off"}, rueidis.ClientModeStandalone, ""},
 		{"standalone, on", map[string]string{"REDIS_ADDR": a.Addr, "REDIS_CLUSTER": "on"}, "", "REDIS_CLUSTER=on"},
-		{"two standalone seeds", map[string]string{"REDIS_ADDR": a.Addr + "," + b.Addr}, "", "REDIS_CLUSTER=off"},
+		{"two standalone seeds", map[string]string{"REDIS_ADDR": a.Addr + "," + b.Addr}, "", "one address alone"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

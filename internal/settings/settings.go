@@ -334,6 +334,10 @@ func Load(getenv func(string) string) (Settings, error) {
 	if s.Cluster, err = parseCluster(getenv(EnvCluster)); err != nil {
 		return s, err
 	}
+	if s.Cluster == ClusterOff && len(s.RedisAddrs) > 1 {
+		return s, fmt.Errorf("%s has %d addresses and %s=%s talks to one, the first: give that one alone, or unset %s for a cluster's seeds",
+			EnvRedisAddr, len(s.RedisAddrs), EnvCluster, ClusterOff, EnvCluster)
+	}
 	if s.Serverless, err = parseBool(getenv, EnvServerless, anyServerless(s.RedisAddrs)); err != nil {
 		return s, err
 	}

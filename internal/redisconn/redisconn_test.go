@@ -63,8 +63,9 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("unknown CA is an init error", func(t *testing.T) {
 		_, err := redisconn.New(redistest.Settings(t, env))
-		if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), srv.Addr) {
-			t.Fatalf("error %v: want a certificate error naming %s", err, srv.Addr)
+		if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), srv.Addr) ||
+			!strings.Contains(err.Error(), "REDIS_TLS") || !strings.Contains(err.Error(), "REDIS_ADDR") {
+			t.Fatalf("error %v: want a certificate error naming %s, REDIS_TLS and REDIS_ADDR", err, srv.Addr)
 		}
 	})
 }

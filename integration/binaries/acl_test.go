@@ -1,12 +1,15 @@
 package binaries_test
 
 import (
+	"context"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/lua"
 	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -76,6 +79,45 @@ func TestOperationsAsRestrictedUser(t *testing.T) {
 				if logs := f.stderr.String(); strings.Contains(logs, `"level":"WARN"`) || strings.Contains(logs, "NOPERM") {
 					t.Errorf("%s warned:\n%s", name, logs)
 				}
+			}
+		})
+	}
+}
+
+// TestTemplateCacheUserGrantsNoMore: the template's cache user may run, besides the
+// operations TestOperationsAsRestrictedUser runs, what the functions send on connecting
+// (the cluster's topology, the eviction policy's INFO), and nothing they never send: no
+// administrative command, no key but the limiter's. A function's role may sign tokens
+// for this user: whatever runs with the role must not be able to wipe or reconfigure
+// the cache.
+func TestTemplateCacheUserGrantsNoMore(t *testing.T) {
+	redis := redistest.Start(t, append([]string{"--user", "limiter"}, strings.Fields(templateAccessString(t))...)...)
+	tests := []struct {
+		name    string
+		cmd     []string
+		allowed bool
+	}{
+		{"a script call on a limiter key", []string{"EVALSHA", lua.BucketSHA1, "1", bucket.Key("acl-app")}, true},
+		{"the shared secret", []string{"SET", bucket.SecretKey, "x", "NX"}, true},
+		{"the eviction policy", []string{"INFO", "memory"}, true},
+		{"the cluster's shards", []string{"CLUSTER", "SHARDS"}, true},
+		{"the cluster's slots", []string{"CLUSTER", "SLOTS"}, true},
+		{"wiping the cache", []string{"FLUSHALL"}, false},
+		{"changing the eviction policy", []string{"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"}, false},
+		{"listing every key", []string{"KEYS", "*"}, false},
+		{"a key not the limiter's", []string{"SET", "other-app", "x"}, false},
+		{"another user", []string{"ACL", "SETUSER", "mallory", "on"}, false},
+		{"watching every command", []string{"MONITOR"}, false},
+		{"closing other connections", []string{"CLIENT", "KILL", "USER", "limiter"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := redis.Command(context.Background(), append([]string{"ACL", "DRYRUN", "limiter"}, tc.cmd...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if allowed := got == "OK"; allowed != tc.allowed {
+				t.Errorf("%s: %q, want allowed %v", strings.Join(tc.cmd, " "), got, tc.allowed)
 			}
 		})
 	}

@@ -29,16 +29,21 @@ const MinimalACL = "on ~bg:* +@all -@dangerous"
 // configuration, so that retrying cannot help: credentials refused, a certificate not
 // trusted, or the wrong cluster mode.
 func isConfigError(err error) bool {
-	var certErr *tls.CertificateVerificationError
-	var authorityErr x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
 	var recordErr tls.RecordHeaderError
-	if errors.Is(err, ErrNotCluster) ||
-		errors.As(err, &certErr) || errors.As(err, &authorityErr) || errors.As(err, &hostErr) || errors.As(err, &recordErr) {
+	if errors.Is(err, ErrNotCluster) || isCertificateError(err) || errors.As(err, &recordErr) {
 		return true
 	}
 	msg, ok := redisError(err)
 	return ok && (isAuthError(err) || strings.Contains(msg, clusterDisabled))
+}
+
+// isCertificateError reports whether err is the server's certificate refused: not
+// trusted, or not for the host.
+func isCertificateError(err error) bool {
+	var certErr *tls.CertificateVerificationError
+	var authorityErr x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	return errors.As(err, &certErr) || errors.As(err, &authorityErr) || errors.As(err, &hostErr)
 }
 
 // isAuthError reports whether err is Redis refusing the credentials, or a command to
@@ -72,8 +77,11 @@ const clusterDisabled = "cluster support disabled"
 func hint(err error, s settings.Settings) error {
 	switch {
 	case strings.Contains(err.Error(), clusterDisabled):
-		return fmt.Errorf("%w (several addresses in %s mean cluster mode: give one address, or set %s=off)",
-			err, settings.EnvRedisAddr, settings.EnvCluster)
+		return fmt.Errorf("%w (several addresses in %s mean cluster mode: give a standalone server's one address alone)",
+			err, settings.EnvRedisAddr)
+	case isCertificateError(err):
+		return fmt.Errorf("%w (%s verifies the server's certificate against the system roots: it must be issued for the host of %s)",
+			err, settings.EnvTLS, settings.EnvRedisAddr)
 	case !isAuthError(err):
 		return err
 	case isPermissionError(err.Error()):

@@ -56,7 +56,8 @@ func (c *Conn) Explain(err error) error {
 
 // Client returns the connected client, starting a connection attempt when none is
 // under way and the last one is at least RetryInterval old, and waiting for it until
-// ctx ends. Its error wraps ErrNotConnected, or is rueidis.ErrClosing after Close.
+// ctx ends. Its error wraps ErrNotConnected, or is rueidis.ErrClosing after Close; when
+// ctx ends first, it wraps ctx's error and quotes why the last attempt failed.
 func (c *Conn) Client(ctx context.Context) (rueidis.Client, error) {
 	if cl := c.client.Load(); cl != nil {
 		return *cl, nil
@@ -78,6 +79,12 @@ func (c *Conn) Client(ctx context.Context) (rueidis.Client, error) {
 	select {
 	case <-pending:
 	case <-ctx.Done():
+		c.mu.Lock()
+		last := c.lastErr
+		c.mu.Unlock()
+		if last != nil { // an attempt that takes longer than ctx: say why the last one failed
+			return nil, fmt.Errorf("%w: still connecting, the last attempt failed (%v): %w", ErrNotConnected, last, ctx.Err())
+		}
 		return nil, fmt.Errorf("%w: still connecting: %w", ErrNotConnected, ctx.Err())
 	}
 	if cl := c.client.Load(); cl != nil {

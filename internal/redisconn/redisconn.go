@@ -14,10 +14,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -153,6 +155,7 @@ func clientOption(ctx context.Context, s settings.Settings, o options) (rueidis.
 	}
 	if s.TLS {
 		co.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.rootCAs}
+		co.DialCtxFn = dialTLS
 	}
 	if s.PasswordSecretARN == "" && !s.IAMAuth {
 		return co, nil
@@ -189,9 +192,13 @@ func awsConfig(ctx context.Context, o options) (aws.Config, error) {
 	return cfg, nil
 }
 
-// connect makes one rueidis client, checking cluster mode when it is required.
+// connect makes one rueidis client, checking cluster mode when it is required. A
+// connection the server closed at once, without TLS, says to check REDIS_TLS.
 func connect(co rueidis.ClientOption, mode settings.ClusterMode) (rueidis.Client, error) {
 	c, err := rueidis.NewClient(co)
+	if err != nil && co.TLSConfig == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		return nil, fmt.Errorf("%w (the server closed the connection at the first command, as one that wants TLS does: check %s)", err, settings.EnvTLS)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/redis/rueidis"
 
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
@@ -62,8 +63,9 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("unknown CA is an init error", func(t *testing.T) {
 		_, err := redisconn.New(redistest.Settings(t, env))
-		if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), srv.Addr) {
-			t.Fatalf("error %v: want a certificate error naming %s", err, srv.Addr)
+		if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), srv.Addr) ||
+			!strings.Contains(err.Error(), "REDIS_TLS") || !strings.Contains(err.Error(), "REDIS_ADDR") {
+			t.Fatalf("error %v: want a certificate error naming %s, REDIS_TLS and REDIS_ADDR", err, srv.Addr)
 		}
 	})
 }
@@ -100,6 +102,50 @@ func TestACL(t *testing.T) {
 			}
 			if d := time.Since(start); d > slack {
 				t.Fatalf("refused credentials took %v to report", d)
+			}
+		})
+	}
+}
+
+// TestTLSMismatch: REDIS_TLS on (the template's RedisTls default) towards a
+// Redis without TLS, which accepts the connection and never answers the handshake:
+// the decisions fail closed by timeout, as docs/operations.md says, and their error
+// says to check REDIS_TLS, not only that a deadline passed.
+//
+// And the converse, REDIS_TLS off towards a Redis that wants TLS, which closes the
+// connection at its first command: redis_error, saying to check REDIS_TLS.
+func TestTLSMismatch(t *testing.T) {
+	plain := redistest.Start(t)
+	withTLS, _ := redistest.StartTLS(t)
+	tests := []struct {
+		name   string
+		srv    *redistest.Server
+		tls    string
+		reason guard.Failure
+		want   string
+	}{
+		{"TLS on towards a Redis without it", plain, "true", guard.FailureTimeout, "did not answer the TLS handshake"},
+		{"TLS off towards a Redis that wants it", withTLS, "false", guard.FailureRedisError, "closed the connection"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": tc.srv.Addr, "REDIS_TLS": tc.tls}))
+			if err != nil {
+				t.Fatalf("init failed: %v", err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), redisconn.ConnectTimeout+slack)
+			defer cancel()
+			_, attempt := c.Client(ctx) // waits for the attempt under way
+			// A decision's deadline, which may end before the next attempt does.
+			decision, cancelDecision := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancelDecision()
+			_, decided := c.Client(decision)
+			for _, err := range []error{attempt, decided} {
+				if !errors.Is(err, redisconn.ErrNotConnected) || guard.Classify(err) != tc.reason ||
+					!strings.Contains(err.Error(), "REDIS_TLS") || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.srv.Addr) {
+					t.Errorf("error %v: want ErrNotConnected, reason %s, naming %s, REDIS_TLS and %q", err, tc.reason, tc.srv.Addr, tc.want)
+				}
 			}
 		})
 	}
@@ -156,7 +202,7 @@ func TestClusterModes(t *testing.T) {
 		{"standalone, auto", map[string]string{"REDIS_ADDR": a.Addr}, rueidis.ClientModeStandalone, ""},
 		{"standalone, off", map[string]string{"REDIS_ADDR": a.Addr, "REDIS_CLUSTER": "off"}, rueidis.ClientModeStandalone, ""},
 		{"standalone, on", map[string]string{"REDIS_ADDR": a.Addr, "REDIS_CLUSTER": "on"}, "", "REDIS_CLUSTER=on"},
-		{"two standalone seeds", map[string]string{"REDIS_ADDR": a.Addr + "," + b.Addr}, "", "REDIS_CLUSTER=off"},
+		{"two standalone seeds", map[string]string{"REDIS_ADDR": a.Addr + "," + b.Addr}, "", "one address alone"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

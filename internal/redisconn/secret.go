@@ -51,7 +51,10 @@ func parseSecret(id, text string) (username, password string, err error) {
 		return "", text, nil
 	}
 	var s secretJSON
-	if json.Unmarshal([]byte(text), &s) != nil { // the parser's message would quote the secret
+	if err := json.Unmarshal([]byte(text), &s); err != nil { // the parser's message would quote the secret
+		if typeErr := (*json.UnmarshalTypeError)(nil); errors.As(err, &typeErr) && typeErr.Field != "" {
+			return "", "", fmt.Errorf("%s: secret %s: %w: its %q is not a string", settings.EnvPasswordSecretARN, id, errSecretShape, typeErr.Field)
+		}
 		return "", "", fmt.Errorf("%s: secret %s: %w: it starts with '{' but is not a JSON object", settings.EnvPasswordSecretARN, id, errSecretShape)
 	}
 	if s.Password == nil || *s.Password == "" {

@@ -109,6 +109,7 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 		noPass  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:nopass-AbCdEf"
 		binary  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:binary-AbCdEf"
 		badJSON = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:badjson-AbCdEf"
+		numeric = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:numeric-AbCdEf"
 		missing = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:missing-AbCdEf"
 		stale   = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:stale-AbCdEf"
 	)
@@ -118,6 +119,7 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 		noPass:  {"SecretString": `{"username":"alice"}`},
 		binary:  {"SecretBinary": "czNjcmV0"},
 		badJSON: {"SecretString": `{"password": s3cret}`},
+		numeric: {"SecretString": `{"username":"alice","password":12345678}`},
 		stale:   {"SecretString": `{"username":"alice","password":"rotated-away"}`},
 	})
 
@@ -142,6 +144,7 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 		{"JSON without password", noPass, `no "password"`},
 		{"binary secret", binary, "binary secrets are not supported"},
 		{"malformed JSON", badJSON, "not a JSON object"},
+		{"password not a string", numeric, `its "password" is not a string`},
 		{"password Redis refuses", stale, "WRONGPASS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

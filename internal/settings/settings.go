@@ -334,6 +334,10 @@ func Load(getenv func(string) string) (Settings, error) {
 	if s.Cluster, err = parseCluster(getenv(EnvCluster)); err != nil {
 		return s, err
 	}
+	if s.Cluster == ClusterOff && len(s.RedisAddrs) > 1 {
+		return s, fmt.Errorf("%s has %d addresses and %s=%s talks to one, the first: give that one alone, or unset %s for a cluster's seeds",
+			EnvRedisAddr, len(s.RedisAddrs), EnvCluster, ClusterOff, EnvCluster)
+	}
 	if s.Serverless, err = parseBool(getenv, EnvServerless, anyServerless(s.RedisAddrs)); err != nil {
 		return s, err
 	}
@@ -522,12 +526,29 @@ func splitAddrs(v string) ([]string, error) {
 		if a = strings.TrimSpace(a); a == "" {
 			continue
 		}
+		if scheme, rest, ok := strings.Cut(a, "://"); ok {
+			return nil, urlError(a, scheme, rest)
+		}
 		if _, _, err := splitHostPort(a); err != nil {
 			return nil, fmt.Errorf("%s: %q: want host:port: %w", EnvRedisAddr, a, err)
 		}
 		addrs = append(addrs, a)
 	}
 	return addrs, nil
+}
+
+// urlError is the error for the seed a, a URL of scheme: the host:port it names
+// (rest up to its path), and REDIS_TLS for a rediss:// URL.
+func urlError(a, scheme, rest string) error {
+	hostPort, _, _ := strings.Cut(rest, "/")
+	give := "host:port"
+	if _, _, err := splitHostPort(hostPort); err == nil {
+		give = strconv.Quote(hostPort)
+	}
+	if strings.EqualFold(scheme, "rediss") {
+		give += fmt.Sprintf(" with %s=true", EnvTLS)
+	}
+	return fmt.Errorf("%s: %q: want host:port, not a URL: give %s", EnvRedisAddr, a, give)
 }
 
 // parseCluster reads REDIS_CLUSTER's value v, any case, blanks around it trimmed.

@@ -221,7 +221,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 	}{
 		{"address without port", map[string]string{"REDIS_ADDR": "10.0.0.1"}, []string{"REDIS_ADDR"}},
 		{"address with empty host", map[string]string{"REDIS_ADDR": ":6379"}, []string{"REDIS_ADDR"}},
-		{"URL instead of address", map[string]string{"REDIS_ADDR": "rediss://h:6379"}, []string{"REDIS_ADDR"}},
+		{"TLS URL instead of address", map[string]string{"REDIS_ADDR": "rediss://h:6379"}, []string{"REDIS_ADDR", "not a URL", `"h:6379"`, "REDIS_TLS=true"}},
+		{"URL instead of address", map[string]string{"REDIS_ADDR": "10.0.0.1:6379,redis://h:6379/0"}, []string{"REDIS_ADDR", `"redis://h:6379/0"`, "not a URL", `"h:6379"`}},
+		{"URL without port", map[string]string{"REDIS_ADDR": "redis://h"}, []string{"REDIS_ADDR", "not a URL", "host:port"}},
 		{"port beyond 65535", map[string]string{"REDIS_ADDR": "127.0.0.1:99999"}, []string{"REDIS_ADDR", `port "99999"`, "1 to 65535"}},
 		{"port not a number", map[string]string{"REDIS_ADDR": "127.0.0.1:abc"}, []string{"REDIS_ADDR", `port "abc"`}},
 		{"port zero", map[string]string{"REDIS_ADDR": "127.0.0.1:0"}, []string{"REDIS_ADDR", `port "0"`}},
@@ -229,6 +231,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"signed port", map[string]string{"REDIS_ADDR": "127.0.0.1:+6379"}, []string{"REDIS_ADDR", `port "+6379"`}},
 		{"second seed's port", map[string]string{"REDIS_ADDR": "10.0.0.1:6379,10.0.0.2:70000"}, []string{"REDIS_ADDR", "10.0.0.2:70000"}},
 		{"cluster mode", map[string]string{"REDIS_CLUSTER": "maybe"}, []string{"REDIS_CLUSTER"}},
+		{"several seeds, cluster mode off", map[string]string{"REDIS_ADDR": "10.0.0.1:6379,10.0.0.2:6379", "REDIS_CLUSTER": "off"}, []string{"REDIS_ADDR", "2 addresses", "REDIS_CLUSTER=off", "one"}},
 		{"TLS", map[string]string{"REDIS_TLS": "perhaps"}, []string{"REDIS_TLS", `"perhaps"`, "true, on, 1, yes", "false, off, 0, no"}},
 		{"serverless", map[string]string{"REDIS_SERVERLESS": "2"}, []string{"REDIS_SERVERLESS", "true, on, 1, yes"}},
 		{"IAM flag", map[string]string{"REDIS_IAM_AUTH": "y"}, []string{"REDIS_IAM_AUTH", "false, off, 0, no"}},

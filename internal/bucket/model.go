@@ -369,17 +369,21 @@ func (m *Model) mark(key string, rules []bucketgate.Rule, states []ruleState, de
 }
 
 // take takes cost from rule r's state, for an admission; a debit owes at most a
-// bucket's capacity, a quota's limit beyond it.
+// bucket's capacity, a quota's limit beyond it, and never gives back to a rule that owes
+// more already (its capacity or limit cut by a plan since).
 func (st *ruleState) take(r bucketgate.Rule, cost float64, debit bool) {
+	level, count := st.level, st.count
 	st.level -= cost
 	if r.IsQuota() {
 		st.count += int64(cost)
 		if debit {
-			st.count = min(st.count, 2*r.Limit)
+			if st.count > 2*r.Limit {
+				st.count = max(count, 2*r.Limit)
+			}
 			st.level = float64(r.Limit - st.count)
 		}
-	} else if debit {
-		st.level = max(st.level, -float64(r.Capacity))
+	} else if debit && st.level < -float64(r.Capacity) {
+		st.level = min(level, -float64(r.Capacity))
 	}
 }
 

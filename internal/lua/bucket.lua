@@ -187,7 +187,9 @@
 -- then " <w1>,...,<wn>" each quota's window end, Unix s, at the reserve: a quota gives
 -- back only in that window, as a later one never held the estimate), above it a
 -- debit of the difference that never denies: a bucket goes down to minus its capacity at
--- most, a quota's count up to twice its limit at most, every rule is written as by a check;
+-- most, a quota's count up to twice its limit at most (one past that already, its
+-- capacity or limit cut by a plan since, stays as it is: a debit never gives back), every
+-- rule is written as by a check;
 -- a hold ending " k<skip>" names the shadow rules the reserve was a shadow denial of (bit
 -- r-1 for rule r), which took nothing: they get nothing back and give nothing more;
 -- with usage (ARGV[2] not '0') it corrects the day's cost by the actual cost less the
@@ -691,7 +693,10 @@ for i = 1, n2, 2 do
         denials = (denials or 0) + 2 ^ (r - 1)
       elseif cost > 0 and not (gone and gone[i]) then -- gone: a debit its reserve took nothing of
         count, full = count + cost, qend
-        if debit and count > cap + cap then count = cap + cap end -- over its limit by its limit at most
+        if debit and count > cap + cap then -- over its limit by its limit at most, never lowered
+          count = count - cost
+          if count < cap + cap then count = cap + cap end
+        end
       end
       s[i] = count
       if count > 0 and (not qat or we > qat) then qat = we end
@@ -710,7 +715,7 @@ for i = 1, n2, 2 do
         local was = count
         level, count = level - cost, count + cost
         if debit then
-          if count > cap + cap then count = cap + cap end -- over its limit by its limit at most
+          if count > cap + cap then count = was > cap + cap and was or cap + cap end -- over its limit by its limit at most, never lowered (a limit cut since)
           level = cap - count
         end
         s[i] = count
@@ -800,8 +805,11 @@ for i = 1, n2, 2 do
       if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
       elseif not (gone and gone[i]) then -- gone: a debit its reserve took nothing of
-        level = level - cost
-        if debit and level < -cap then level = -cap end -- a debt of its capacity at most
+        if debit and level - cost < -cap then -- a debt of its capacity at most, never deepened past it
+          if level > -cap then level = -cap end
+        else
+          level = level - cost
+        end
         full = (cap - level) * 1000 / rate
         full = full + (-full) % 1
       end
@@ -819,8 +827,11 @@ for i = 1, n2, 2 do
           cross, fig, marks = 1, {level > 0 and level - level % 1 or 0, full + (-full) % 1}, {argv[o + 2], '+' .. ts} -- a debt shows 0 left
         end
       else
-        level = level - cost
-        if debit and level < -cap then level = -cap end
+        if debit and level - cost < -cap then
+          if level > -cap then level = -cap end
+        else
+          level = level - cost
+        end
         s[1], fewest = level, level
         if level < need then
           wait, waitrule = (cost - level) * 1000 / rate, 1
@@ -847,8 +858,11 @@ for i = 1, n2, 2 do
         end
       elseif allowed == 1 then
         -- If allowed: this rule with cost taken.
-        level = level - cost
-        if debit and level < -cap then level = -cap end
+        if debit and level - cost < -cap then
+          if level > -cap then level = -cap end
+        else
+          level = level - cost
+        end
         s[i] = level
         if level < fewest then fewest, binding = level, r end
         full = (cap - level) * 1000 / rate

@@ -392,7 +392,8 @@ func (st *ruleState) take(r bucketgate.Rule, cost float64, debit bool) {
 // correction of the cost ({0, actual - estimate, 0}). The day's first write moves the
 // usage of earlier days from k to the archive (UsageKey), removes the archive's days
 // past keeping and makes both keys live as long as the usage in them is kept; another
-// write leaves the expiry unless the rules need more than that (at, 0 for none).
+// write leaves the expiry unless the rules need more than the day's end (at, 0 for
+// none): the first may have kept fewer days than keep.
 func (m *Model) countUsage(identity string, k *modelKey, nowUS, at int64, add ModelUsage) {
 	day, keep := floorDiv(nowUS, 86_400_000_000), int64(m.usageDays(identity))
 	if k.usage == nil {
@@ -405,7 +406,7 @@ func (m *Model) countUsage(identity string, k *modelKey, nowUS, at int64, add Mo
 	margin := int64(ExpiryMargin / time.Millisecond)
 	kept := (day+keep)*86_400_000 + margin
 	if !newDay {
-		if at > kept {
+		if at > (day+1)*86_400_000+margin { // past the day's end: the day's first write kept it maybe fewer days
 			k.extend(at)
 		}
 		return

@@ -75,8 +75,7 @@
 -- refill or a period that is not a number at all stops the script with Lua's
 -- arithmetic error (they are read by arithmetic, not tonumber, which would read each
 -- twice); the Go side never sends one. The days usage is kept, and KEYS[2], are read and
--- checked when a write needs them (the day's first usage, or a rule that lives past the
--- day), before any write.
+-- checked when a write needs them (the day's first usage), before any write.
 --
 -- Windows: a quota counts in the window of its period that holds Redis's TIME, in UTC:
 -- day D runs from D * 86400 to (D + 1) * 86400; a week from the Monday on or before D; a
@@ -276,7 +275,8 @@
 -- keeping; and every day past keeping when it still holds kept days or more, as it does
 -- once the days kept are lowered), lets the archive live until day L's usage is no longer kept ((L + kept) *
 -- 86400000 ms plus the margin) and the state hash until day D's is no longer; a later write
--- of the day needs no PEXPIREAT unless a rule lives longer. A usage count that is not a
+-- of the day needs no PEXPIREAT unless a rule lives past the day's end (not past the days
+-- kept: the day's first write may have kept fewer, ARGV[2] raised since). A usage count that is not a
 -- number moves as 0. So the state hash holds one day of usage at most, and a decision never
 -- reads more.
 -- Counted as make bench-instructions counts its settle (callgrind; reserves of 5 on a
@@ -402,8 +402,7 @@ if o > 0 then
     end
   end
   -- The days usage is kept stay ARGV's string until a write needs them (the day's
-  -- first, or a rule living past the day), which reads and checks them first: most
-  -- calls need no tonumber.
+  -- first), which reads and checks them first: most calls need no tonumber.
   if lease and cost == 0 and op ~= 'release' then -- a settle's cost is 0 here
     return redis.error_reply('ERR bucketgate: a lease is for a check that takes tokens')
   end
@@ -1018,19 +1017,20 @@ if allowed == 1 and most > 0 then
       end
     else
       -- With usage, the day's first write makes the key live until the day's usage is
-      -- no longer kept; a later one needs no PEXPIREAT unless a rule lives past that.
-      -- The days kept are read and checked, before any write, when that is to be told
-      -- (kept at least 1 day, the day's usage lives to the day's end at least).
+      -- no longer kept; a later one needs no PEXPIREAT unless a rule lives past the
+      -- day's end (kept at least 1 day, the day's usage lives to the day's end at least),
+      -- as a denial's: not past the days kept now, which may be more than the day's first
+      -- write kept (a larger ARGV[2] since: its key expires sooner). The days kept are read
+      -- and checked, before any write, on the day's first write.
       local a, x -- the day's allowed checks and their cost above one each, after this check
       if keep then
         newday = not s[n2 + 1]
-        if newday or at > (day + 1) * 86400000 + 1000 then
+        if newday then
           keep = tonumber(keep)
           if not (keep and keep >= 1 and keep <= 400 and keep % 1 == 0 and KEYS[2]) then
             return redis.error_reply('ERR bucketgate: usage needs the days it is kept, a whole number from 1 to 400, and its archive, KEYS[2]')
           end
-          if not newday and at <= (day + keep) * 86400000 + 1000 then at = nil end
-        else
+        elseif at <= (day + 1) * 86400000 + 1000 then
           at = nil
         end
         if settle then -- the extra it took, counted in the cost: no check more

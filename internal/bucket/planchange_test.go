@@ -280,3 +280,52 @@ func TestSettleAboveAfterAPlanCut(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseWaitUnderALoweredConcurrency: a plan that lowers a concurrency rule below the
+// leases held denies every acquire until enough of them are gone, and its retry-after
+// is until then: with three leases held (of 1, 2 and 3 minutes) and a concurrency of 2
+// now, until the second lease expires (two must go), not the first, after which the
+// retry was denied again. The leases held are still released, and once one is, the
+// retry-after is until the next expiry. On redis-server (or valkey-server), as the
+// model does.
+func TestLeaseWaitUnderALoweredConcurrency(t *testing.T) {
+	l, _ := real(t)
+	model := bucket.NewModel()
+	streams := func(n int32) []bucketgate.Rule {
+		return []bucketgate.Rule{{Name: "streams", Concurrency: n}, {Name: "burst", Capacity: 100, RefillPerSecond: 100}}
+	}
+	step := func(q bucketgate.Request, mid string) (bucketgate.Decision, bucketgate.Decision) {
+		t.Helper()
+		q.Identity = "lowered"
+		mq := q
+		if mid != "" {
+			mq.ID = mid
+		}
+		got, want, err := decideBoth(t, l, model, q, mq)
+		if err != nil {
+			t.Fatalf("%+v: %v", q, err)
+		}
+		if !sameDecision(got, want) {
+			t.Fatalf("%+v:\nredis %+v\nmodel %+v", q, got, want)
+		}
+		return got, want
+	}
+	var ids, mids []string
+	for _, ttl := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute} {
+		d, m := step(bucketgate.Request{Rules: streams(3), Cost: 1, TTL: ttl}, "")
+		if !d.Allowed {
+			t.Fatalf("acquire under 3: %+v", d)
+		}
+		ids, mids = append(ids, d.Lease), append(mids, m.Lease)
+	}
+	acquire := bucketgate.Request{Rules: streams(2), Cost: 1, TTL: time.Minute}
+	if d, _ := step(acquire, ""); d.Allowed || d.Rule != "streams" || d.RetryAfter <= 110*time.Second || d.RetryAfter > 2*time.Minute || d.ResetAfter < 170*time.Second {
+		t.Fatalf("acquire under 2 with 3 held: %+v; want denied until the second lease expires", d)
+	}
+	if d, _ := step(bucketgate.Request{Rules: streams(2), Op: bucketgate.OpRelease, ID: ids[1]}, mids[1]); !d.Released {
+		t.Fatalf("release of the second lease under 2: %+v", d)
+	}
+	if d, _ := step(acquire, ""); d.Allowed || d.RetryAfter <= 50*time.Second || d.RetryAfter > time.Minute {
+		t.Fatalf("acquire under 2 with 2 held: %+v; want denied until the first lease expires", d)
+	}
+}

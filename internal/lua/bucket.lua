@@ -211,9 +211,10 @@
 -- member '~', scored by the set's expiry. A check that takes tokens (cost >= 1), once
 -- every other rule allows it, reads the lease and counts each set's leases (ZCARD less
 -- the mark), rule by rule, and when a set holds N (expired ones too) removes its expired
--- leases (score <= now ms) and counts again (so a set never holds more than N): a set
--- holding N still denies it, binding and wait rule n + k, 0 remaining, its wait until the
--- set's earliest lease expires and its reset until its latest does: nothing is taken,
+-- leases (score <= now ms) and counts again (so a set never holds more than N, but for N
+-- lowered by a plan since): a set holding N (or more) still denies it, binding and wait
+-- rule n + k, 0 remaining, its wait until the set's earliest lease expires (holding
+-- more, until enough have for one to be free) and its reset until its latest does: nothing is taken,
 -- nothing is crossed, and usage counts the denial as any other. Else, last, the nonce
 -- goes into every set at now + ttl (1 to 3600000 ms; a member there already keeps the
 -- later of its two expiries), and a rule with no more leases left (N less the set's
@@ -955,7 +956,9 @@ if lease and allowed == 1 then
       c = call('ZCARD', z)
     end
     if c > lmost[k] then -- the latest lease is the one before the mark, which scores highest
-      local first, last = call('ZRANGE', z, 0, 0, 'WITHSCORES'), call('ZRANGE', z, -2, -2, 'WITHSCORES')
+      -- The wait is until enough leases expire for one to be free: the earliest, but for
+      -- a set holding more than N (N lowered by a plan since), the (c - N)th.
+      local first, last = call('ZRANGE', z, c - 1 - lmost[k], c - 1 - lmost[k], 'WITHSCORES'), call('ZRANGE', z, -2, -2, 'WITHSCORES')
       allowed, binding, waitrule, fewest, wait, resetafter = 0, n2 / 2 + k, n2 / 2 + k, 0, first[2] - lms, last[2] - lms
       break
     end

@@ -805,7 +805,7 @@ for i = 1, n2, 2 do
       if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
       elseif not (gone and gone[i]) then -- gone: a debit its reserve took nothing of
-        if debit and level - cost < -cap then -- a debt of its capacity at most, never deepened past it
+        if debit and level - cost < -cap then -- a debt of its capacity at most; one deeper already (a capacity cut since) stays
           if level > -cap then level = -cap end
         else
           level = level - cost

@@ -369,17 +369,21 @@ func (m *Model) mark(key string, rules []bucketgate.Rule, states []ruleState, de
 }
 
 // take takes cost from rule r's state, for an admission; a debit owes at most a
-// bucket's capacity, a quota's limit beyond it.
+// bucket's capacity, a quota's limit beyond it, and never gives back to a rule that owes
+// more already (its capacity or limit cut by a plan since).
 func (st *ruleState) take(r bucketgate.Rule, cost float64, debit bool) {
+	level, count := st.level, st.count
 	st.level -= cost
 	if r.IsQuota() {
 		st.count += int64(cost)
 		if debit {
-			st.count = min(st.count, 2*r.Limit)
+			if st.count > 2*r.Limit {
+				st.count = max(count, 2*r.Limit)
+			}
 			st.level = float64(r.Limit - st.count)
 		}
-	} else if debit {
-		st.level = max(st.level, -float64(r.Capacity))
+	} else if debit && st.level < -float64(r.Capacity) {
+		st.level = min(level, -float64(r.Capacity))
 	}
 }
 
@@ -388,7 +392,8 @@ func (st *ruleState) take(r bucketgate.Rule, cost float64, debit bool) {
 // correction of the cost ({0, actual - estimate, 0}). The day's first write moves the
 // usage of earlier days from k to the archive (UsageKey), removes the archive's days
 // past keeping and makes both keys live as long as the usage in them is kept; another
-// write leaves the expiry unless the rules need more than that (at, 0 for none).
+// write leaves the expiry unless the rules need more than the day's end (at, 0 for
+// none): the first may have kept fewer days than keep.
 func (m *Model) countUsage(identity string, k *modelKey, nowUS, at int64, add ModelUsage) {
 	day, keep := floorDiv(nowUS, 86_400_000_000), int64(m.usageDays(identity))
 	if k.usage == nil {
@@ -401,7 +406,7 @@ func (m *Model) countUsage(identity string, k *modelKey, nowUS, at int64, add Mo
 	margin := int64(ExpiryMargin / time.Millisecond)
 	kept := (day+keep)*86_400_000 + margin
 	if !newDay {
-		if at > kept {
+		if at > (day+1)*86_400_000+margin { // past the day's end: the day's first write kept it maybe fewer days
 			k.extend(at)
 		}
 		return

@@ -142,7 +142,10 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 			}
 		}
 		if counts[k] >= int(r.Concurrency) {
-			first, last := slices.Min(slices.Collect(maps.Values(z.leases))), slices.Max(slices.Collect(maps.Values(z.leases)))
+			// The wait: until enough leases expire for one to be free (the earliest, but
+			// for more than Concurrency held, a plan having lowered it since).
+			exps := slices.Sorted(maps.Values(z.leases))
+			first, last := exps[counts[k]-int(r.Concurrency)], exps[len(exps)-1]
 			undo()
 			if m.usageDays(q.Identity) > 0 {
 				k := m.keys[key]

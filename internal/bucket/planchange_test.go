@@ -211,3 +211,121 @@ func TestShadowOutlivesDenials(t *testing.T) {
 		}
 	})
 }
+
+// TestSettleAboveAfterAPlanCut: a settle above its estimate takes the rest and never
+// gives anything back, also when the plan cut the rule's capacity or limit since the
+// reserve, below what a debt or a count already held: a bucket already in a debt deeper
+// than its new capacity, or a quota counting more than twice its new limit, stays where
+// it was (it was clamped to minus the new capacity, or twice the new limit: tokens given
+// back, which the old plan, back in the window, admitted again). On redis-server (or
+// valkey-server), as the model does.
+func TestSettleAboveAfterAPlanCut(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		old, cut    bucketgate.Rule
+		spent       int64 // taken under the old rule before the two reserves of 5
+		spent2      int64 // the first reserve settled at, under the old rule
+		left        int64 // remaining of a peek under the old rule in the end, at most
+		fullAtLeast time.Duration
+	}{
+		{"a quota's limit cut below half its count", bucketgate.Rule{Name: "q", Limit: 1000, Period: bucketgate.PeriodMonth},
+			bucketgate.Rule{Name: "q", Limit: 100, Period: bucketgate.PeriodMonth}, 890, 5, 100, 0},
+		{"a bucket's capacity cut below its debt", bucketgate.Rule{Name: "b", Capacity: 1000, RefillPerSecond: 0.001},
+			bucketgate.Rule{Name: "b", Capacity: 100, RefillPerSecond: 0.001}, 990, 905, 0, 1_800_000 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, c := real(t)
+			model := bucket.NewModel()
+			id := "cut"
+			step := func(q bucketgate.Request, mid string) (bucketgate.Decision, bucketgate.Decision) {
+				t.Helper()
+				q.Identity = id
+				mq := q
+				if mid != "" {
+					mq.ID = mid
+				}
+				got, want, err := decideBoth(t, l, model, q, mq)
+				if err != nil {
+					t.Fatalf("%+v: %v", q, err)
+				}
+				got.Reservation, want.Reservation = "", ""
+				if !sameDecision(got, want) {
+					t.Fatalf("%+v:\nredis %+v\nmodel %+v", q, got, want)
+				}
+				compareStored(t, c, model, id, got.At, false)
+				return got, want
+			}
+			old, cut := []bucketgate.Rule{tc.old}, []bucketgate.Rule{tc.cut}
+			step(bucketgate.Request{Rules: old, Cost: tc.spent}, "")
+			var ids, mids []string
+			for range 2 {
+				q := bucketgate.Request{Identity: id, Rules: old, Op: bucketgate.OpReserve, Cost: 5}
+				got, err := l.Decide(context.Background(), q)
+				if err != nil || !got.Allowed {
+					t.Fatalf("reserve: %+v, %v", got, err)
+				}
+				want, err := model.Hold(got.At, q, bucket.DefaultIdempotency)
+				if err != nil || !want.Allowed {
+					t.Fatalf("the model's reserve: %+v, %v", want, err)
+				}
+				ids, mids = append(ids, got.Reservation), append(mids, want.Reservation)
+			}
+			step(bucketgate.Request{Rules: old, Op: bucketgate.OpSettle, Cost: tc.spent2, ID: ids[0]}, mids[0])
+			before, _ := step(bucketgate.Request{Rules: old}, "")
+			step(bucketgate.Request{Rules: cut, Op: bucketgate.OpSettle, Cost: 10, ID: ids[1]}, mids[1])
+			after, _ := step(bucketgate.Request{Rules: old}, "")
+			if after.Remaining > min(before.Remaining, tc.left) || after.ResetAfter < tc.fullAtLeast {
+				t.Fatalf("a settle 5 above its estimate under the cut plan gave back: before %+v\nafter %+v", before, after)
+			}
+		})
+	}
+}
+
+// TestLeaseWaitUnderALoweredConcurrency: a plan that lowers a concurrency rule below the
+// leases held denies every acquire until enough of them are gone, and its retry-after
+// is until then: with three leases held (of 1, 2 and 3 minutes) and a concurrency of 2
+// now, until the second lease expires (two must go), not the first, after which the
+// retry was denied again. The leases held are still released, and once one is, the
+// retry-after is until the next expiry. On redis-server (or valkey-server), as the
+// model does.
+func TestLeaseWaitUnderALoweredConcurrency(t *testing.T) {
+	l, _ := real(t)
+	model := bucket.NewModel()
+	streams := func(n int32) []bucketgate.Rule {
+		return []bucketgate.Rule{{Name: "streams", Concurrency: n}, {Name: "burst", Capacity: 100, RefillPerSecond: 100}}
+	}
+	step := func(q bucketgate.Request, mid string) (bucketgate.Decision, bucketgate.Decision) {
+		t.Helper()
+		q.Identity = "lowered"
+		mq := q
+		if mid != "" {
+			mq.ID = mid
+		}
+		got, want, err := decideBoth(t, l, model, q, mq)
+		if err != nil {
+			t.Fatalf("%+v: %v", q, err)
+		}
+		if !sameDecision(got, want) {
+			t.Fatalf("%+v:\nredis %+v\nmodel %+v", q, got, want)
+		}
+		return got, want
+	}
+	var ids, mids []string
+	for _, ttl := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute} {
+		d, m := step(bucketgate.Request{Rules: streams(3), Cost: 1, TTL: ttl}, "")
+		if !d.Allowed {
+			t.Fatalf("acquire under 3: %+v", d)
+		}
+		ids, mids = append(ids, d.Lease), append(mids, m.Lease)
+	}
+	acquire := bucketgate.Request{Rules: streams(2), Cost: 1, TTL: time.Minute}
+	if d, _ := step(acquire, ""); d.Allowed || d.Rule != "streams" || d.RetryAfter <= 110*time.Second || d.RetryAfter > 2*time.Minute || d.ResetAfter < 170*time.Second {
+		t.Fatalf("acquire under 2 with 3 held: %+v; want denied until the second lease expires", d)
+	}
+	if d, _ := step(bucketgate.Request{Rules: streams(2), Op: bucketgate.OpRelease, ID: ids[1]}, mids[1]); !d.Released {
+		t.Fatalf("release of the second lease under 2: %+v", d)
+	}
+	if d, _ := step(acquire, ""); d.Allowed || d.RetryAfter <= 50*time.Second || d.RetryAfter > time.Minute {
+		t.Fatalf("acquire under 2 with 2 held: %+v; want denied until the first lease expires", d)
+	}
+}

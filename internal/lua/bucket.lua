@@ -75,8 +75,7 @@
 -- refill or a period that is not a number at all stops the script with Lua's
 -- arithmetic error (they are read by arithmetic, not tonumber, which would read each
 -- twice); the Go side never sends one. The days usage is kept, and KEYS[2], are read and
--- checked when a write needs them (the day's first usage, or a rule that lives past the
--- day), before any write.
+-- checked when a write needs them (the day's first usage), before any write.
 --
 -- Windows: a quota counts in the window of its period that holds Redis's TIME, in UTC:
 -- day D runs from D * 86400 to (D + 1) * 86400; a week from the Monday on or before D; a
@@ -187,7 +186,9 @@
 -- then " <w1>,...,<wn>" each quota's window end, Unix s, at the reserve: a quota gives
 -- back only in that window, as a later one never held the estimate), above it a
 -- debit of the difference that never denies: a bucket goes down to minus its capacity at
--- most, a quota's count up to twice its limit at most, every rule is written as by a check;
+-- most, a quota's count up to twice its limit at most (one past that already, its
+-- capacity or limit cut by a plan since, stays as it is: a debit never gives back), every
+-- rule is written as by a check;
 -- a hold ending " k<skip>" names the shadow rules the reserve was a shadow denial of (bit
 -- r-1 for rule r), which took nothing: they get nothing back and give nothing more;
 -- with usage (ARGV[2] not '0') it corrects the day's cost by the actual cost less the
@@ -210,9 +211,10 @@
 -- member '~', scored by the set's expiry. A check that takes tokens (cost >= 1), once
 -- every other rule allows it, reads the lease and counts each set's leases (ZCARD less
 -- the mark), rule by rule, and when a set holds N (expired ones too) removes its expired
--- leases (score <= now ms) and counts again (so a set never holds more than N): a set
--- holding N still denies it, binding and wait rule n + k, 0 remaining, its wait until the
--- set's earliest lease expires and its reset until its latest does: nothing is taken,
+-- leases (score <= now ms) and counts again (so a set never holds more than N, but for N
+-- lowered by a plan since): a set holding N (or more) still denies it, binding and wait
+-- rule n + k, 0 remaining, its wait until the set's earliest lease expires (holding
+-- more, until enough have for one to be free) and its reset until its latest does: nothing is taken,
 -- nothing is crossed, and usage counts the denial as any other. Else, last, the nonce
 -- goes into every set at now + ttl (1 to 3600000 ms; a member there already keeps the
 -- later of its two expiries), and a rule with no more leases left (N less the set's
@@ -274,7 +276,8 @@
 -- keeping; and every day past keeping when it still holds kept days or more, as it does
 -- once the days kept are lowered), lets the archive live until day L's usage is no longer kept ((L + kept) *
 -- 86400000 ms plus the margin) and the state hash until day D's is no longer; a later write
--- of the day needs no PEXPIREAT unless a rule lives longer. A usage count that is not a
+-- of the day needs no PEXPIREAT unless a rule lives past the day's end (not past the days
+-- kept: the day's first write may have kept fewer, ARGV[2] raised since). A usage count that is not a
 -- number moves as 0. So the state hash holds one day of usage at most, and a decision never
 -- reads more.
 -- Counted as make bench-instructions counts its settle (callgrind; reserves of 5 on a
@@ -400,8 +403,7 @@ if o > 0 then
     end
   end
   -- The days usage is kept stay ARGV's string until a write needs them (the day's
-  -- first, or a rule living past the day), which reads and checks them first: most
-  -- calls need no tonumber.
+  -- first), which reads and checks them first: most calls need no tonumber.
   if lease and cost == 0 and op ~= 'release' then -- a settle's cost is 0 here
     return redis.error_reply('ERR bucketgate: a lease is for a check that takes tokens')
   end
@@ -691,7 +693,10 @@ for i = 1, n2, 2 do
         denials = (denials or 0) + 2 ^ (r - 1)
       elseif cost > 0 and not (gone and gone[i]) then -- gone: a debit its reserve took nothing of
         count, full = count + cost, qend
-        if debit and count > cap + cap then count = cap + cap end -- over its limit by its limit at most
+        if debit and count > cap + cap then -- over its limit by its limit at most, never lowered
+          count = count - cost
+          if count < cap + cap then count = cap + cap end
+        end
       end
       s[i] = count
       if count > 0 and (not qat or we > qat) then qat = we end
@@ -710,7 +715,7 @@ for i = 1, n2, 2 do
         local was = count
         level, count = level - cost, count + cost
         if debit then
-          if count > cap + cap then count = cap + cap end -- over its limit by its limit at most
+          if count > cap + cap then count = was > cap + cap and was or cap + cap end -- over its limit by its limit at most, never lowered (a limit cut since)
           level = cap - count
         end
         s[i] = count
@@ -800,8 +805,11 @@ for i = 1, n2, 2 do
       if level < need then
         denials = (denials or 0) + 2 ^ (r - 1)
       elseif not (gone and gone[i]) then -- gone: a debit its reserve took nothing of
-        level = level - cost
-        if debit and level < -cap then level = -cap end -- a debt of its capacity at most
+        if debit and level - cost < -cap then -- a debt of its capacity at most; one deeper already (a capacity cut since) stays
+          if level > -cap then level = -cap end
+        else
+          level = level - cost
+        end
         full = (cap - level) * 1000 / rate
         full = full + (-full) % 1
       end
@@ -819,8 +827,11 @@ for i = 1, n2, 2 do
           cross, fig, marks = 1, {level > 0 and level - level % 1 or 0, full + (-full) % 1}, {argv[o + 2], '+' .. ts} -- a debt shows 0 left
         end
       else
-        level = level - cost
-        if debit and level < -cap then level = -cap end
+        if debit and level - cost < -cap then
+          if level > -cap then level = -cap end
+        else
+          level = level - cost
+        end
         s[1], fewest = level, level
         if level < need then
           wait, waitrule = (cost - level) * 1000 / rate, 1
@@ -847,8 +858,11 @@ for i = 1, n2, 2 do
         end
       elseif allowed == 1 then
         -- If allowed: this rule with cost taken.
-        level = level - cost
-        if debit and level < -cap then level = -cap end
+        if debit and level - cost < -cap then
+          if level > -cap then level = -cap end
+        else
+          level = level - cost
+        end
         s[i] = level
         if level < fewest then fewest, binding = level, r end
         full = (cap - level) * 1000 / rate
@@ -942,7 +956,9 @@ if lease and allowed == 1 then
       c = call('ZCARD', z)
     end
     if c > lmost[k] then -- the latest lease is the one before the mark, which scores highest
-      local first, last = call('ZRANGE', z, 0, 0, 'WITHSCORES'), call('ZRANGE', z, -2, -2, 'WITHSCORES')
+      -- The wait is until enough leases expire for one to be free: the earliest, but for
+      -- a set holding more than N (N lowered by a plan since), the (c - N)th.
+      local first, last = call('ZRANGE', z, c - 1 - lmost[k], c - 1 - lmost[k], 'WITHSCORES'), call('ZRANGE', z, -2, -2, 'WITHSCORES')
       allowed, binding, waitrule, fewest, wait, resetafter = 0, n2 / 2 + k, n2 / 2 + k, 0, first[2] - lms, last[2] - lms
       break
     end
@@ -1004,19 +1020,20 @@ if allowed == 1 and most > 0 then
       end
     else
       -- With usage, the day's first write makes the key live until the day's usage is
-      -- no longer kept; a later one needs no PEXPIREAT unless a rule lives past that.
-      -- The days kept are read and checked, before any write, when that is to be told
-      -- (kept at least 1 day, the day's usage lives to the day's end at least).
+      -- no longer kept; a later one needs no PEXPIREAT unless a rule lives past the
+      -- day's end (kept at least 1 day, the day's usage lives to the day's end at least),
+      -- as a denial's: not past the days kept now, which may be more than the day's first
+      -- write kept (a larger ARGV[2] since: its key expires sooner). The days kept are read
+      -- and checked, before any write, on the day's first write.
       local a, x -- the day's allowed checks and their cost above one each, after this check
       if keep then
         newday = not s[n2 + 1]
-        if newday or at > (day + 1) * 86400000 + 1000 then
+        if newday then
           keep = tonumber(keep)
           if not (keep and keep >= 1 and keep <= 400 and keep % 1 == 0 and KEYS[2]) then
             return redis.error_reply('ERR bucketgate: usage needs the days it is kept, a whole number from 1 to 400, and its archive, KEYS[2]')
           end
-          if not newday and at <= (day + keep) * 86400000 + 1000 then at = nil end
-        else
+        elseif at <= (day + 1) * 86400000 + 1000 then
           at = nil
         end
         if settle then -- the extra it took, counted in the cost: no check more

@@ -70,3 +70,41 @@ func TestTemplateUpgradeKeepsTheCacheAndTheTable(t *testing.T) {
 		t.Fatalf("%d resources holding state in the previous template: want the cache and the table", kept)
 	}
 }
+
+// The previous release published no version of its functions: a stack it deployed has no
+// alias to shift, so upgrading it creates the alias `live` at the new version, which takes
+// all of a function's traffic at once (CodeDeploy shifts an alias's updates, not its
+// creation) and no alarm rolls it back. Meanwhile the functions are updated one after the
+// other (the check function, then the authorizer), and the previous release reads no
+// configuration document from the table. docs/deploy.md says so.
+func TestTemplateUpgradeFromPreviousReleaseShiftsNoTraffic(t *testing.T) {
+	given := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0"}
+	before := deploy(t, readTemplate(t, previousTemplate), given...).resources(t)
+	after := deploy(t, readTemplate(t, limiter), given...).resources(t)
+	for _, name := range []string{"AuthorizerFunction", "CheckFunction"} {
+		was, is := before[name], after[name]
+		if was.Type != "AWS::Serverless::Function" || is.Type != was.Type {
+			t.Fatalf("%s: %q, then %q: want a function in both releases", name, was.Type, is.Type)
+		}
+		if alias, ok := was.Properties["AutoPublishAlias"]; ok {
+			t.Fatalf("%s of the previous release has AutoPublishAlias %v: its upgrade shifts traffic", name, alias)
+		}
+		if is.Properties["AutoPublishAlias"] == nil || is.Properties["DeploymentPreference"] == nil {
+			t.Fatalf("%s has no gradual deployment: this test is about one", name)
+		}
+	}
+	doc := readFile(t, "docs/deploy.md")
+	_, gradual, _ := strings.Cut(doc, "\n## Gradual deployments\n")
+	gradual, _, _ = strings.Cut(gradual, "\n## ")
+	for _, says := range []string{
+		"A stack that release 0.2 deployed has no alias",
+		"takes all of its traffic at once",
+		"`bucketgate config put`",
+		"`bucketgate accounts create`",
+		"`bucketgate keys roll`",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(gradual), " "), says) {
+			t.Errorf("docs/deploy.md's Gradual deployments does not say %q", says)
+		}
+	}
+}

@@ -7,7 +7,11 @@ package template_test
 // limits); a replaced registry table starts without a key.
 
 import (
+	"fmt"
 	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -107,4 +111,75 @@ func TestTemplateUpgradeFromPreviousReleaseShiftsNoTraffic(t *testing.T) {
 			t.Errorf("docs/deploy.md's Gradual deployments does not say %q", says)
 		}
 	}
+}
+
+// A value of a parameter that the previous release's template takes (its default, an
+// allowed value, its bounds) and this one refuses fails the upgrade of a stack deployed
+// with it (sam deploy keeps a parameter's previous value unless given another), or
+// changes what the stack does when the new default replaces it: CHANGELOG.md says what
+// to give instead, in a note starting "Upgrading" that names the parameter.
+func TestTemplateUpgradeNamesTheParameterValuesItRefuses(t *testing.T) {
+	before := section(readTemplate(t, previousTemplate), "Parameters")
+	after := section(readTemplate(t, limiter), "Parameters")
+	var upgrading []string // the CHANGELOG's upgrade notes, each to the end of its item
+	for _, item := range strings.Split(readFile(t, "CHANGELOG.md"), "\n- ") {
+		if _, note, ok := strings.Cut(item, "Upgrading"); ok {
+			upgrading = append(upgrading, note)
+		}
+	}
+	refused := 0
+	for name, p := range before {
+		was, _ := p.(map[string]any)
+		is, ok := after[name].(map[string]any)
+		if !ok {
+			continue
+		}
+		allowed, _ := was["AllowedValues"].([]any)
+		var values []string
+		for _, v := range append([]any{was["Default"], was["MinValue"], was["MaxValue"]}, allowed...) {
+			if v != nil {
+				values = append(values, fmt.Sprint(v))
+			}
+		}
+		slices.Sort(values)
+		for _, v := range slices.Compact(values) {
+			why := refuses(t, is, v)
+			if why == "" {
+				continue
+			}
+			refused++
+			if !slices.ContainsFunc(upgrading, func(note string) bool { return strings.Contains(note, "`"+name+"`") }) {
+				t.Errorf("%s %q, which the previous release takes, %s: no upgrade note of CHANGELOG.md names `%s`", name, v, why, name)
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no value of the previous release refused: is the parse right?")
+	}
+}
+
+// refuses says why the parameter spec refuses the value v, or "" when it takes it.
+func refuses(t *testing.T, spec map[string]any, v string) string {
+	t.Helper()
+	if allowed, ok := spec["AllowedValues"].([]any); ok && !slices.ContainsFunc(allowed, func(a any) bool { return fmt.Sprint(a) == v }) {
+		return fmt.Sprintf("is not of the AllowedValues %v", allowed)
+	}
+	if pattern, ok := spec["AllowedPattern"].(string); ok && !regexp.MustCompile("^(?:"+pattern+")$").MatchString(v) {
+		return "does not match the AllowedPattern"
+	}
+	for bound, below := range map[string]bool{"MinValue": true, "MaxValue": false} {
+		b, ok := spec[bound]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		limit, err2 := strconv.ParseFloat(fmt.Sprint(b), 64)
+		if err != nil || err2 != nil {
+			t.Fatalf("%s %v of a value %q: not numbers", bound, b, v)
+		}
+		if below && n < limit || !below && n > limit {
+			return fmt.Sprintf("is beyond the %s %v", bound, b)
+		}
+	}
+	return ""
 }

@@ -121,12 +121,7 @@ func TestTemplateUpgradeFromPreviousReleaseShiftsNoTraffic(t *testing.T) {
 func TestTemplateUpgradeNamesTheParameterValuesItRefuses(t *testing.T) {
 	before := section(readTemplate(t, previousTemplate), "Parameters")
 	after := section(readTemplate(t, limiter), "Parameters")
-	var upgrading []string // the CHANGELOG's upgrade notes, each to the end of its item
-	for _, item := range strings.Split(readFile(t, "CHANGELOG.md"), "\n- ") {
-		if _, note, ok := strings.Cut(item, "Upgrading"); ok {
-			upgrading = append(upgrading, note)
-		}
-	}
+	upgrading := upgradeNotes(t)
 	refused := 0
 	for name, p := range before {
 		was, _ := p.(map[string]any)
@@ -148,7 +143,7 @@ func TestTemplateUpgradeNamesTheParameterValuesItRefuses(t *testing.T) {
 				continue
 			}
 			refused++
-			if !slices.ContainsFunc(upgrading, func(note string) bool { return strings.Contains(note, "`"+name+"`") }) {
+			if !names(upgrading, name) {
 				t.Errorf("%s %q, which the previous release takes, %s: no upgrade note of CHANGELOG.md names `%s`", name, v, why, name)
 			}
 		}
@@ -182,4 +177,89 @@ func refuses(t *testing.T, spec map[string]any, v string) string {
 		}
 	}
 	return ""
+}
+
+// upgradeNotes returns the upgrade notes of CHANGELOG.md: each from "Upgrading" to the
+// end of its item.
+func upgradeNotes(t *testing.T) []string {
+	t.Helper()
+	var notes []string
+	for _, item := range strings.Split(readFile(t, "CHANGELOG.md"), "\n- ") {
+		if _, note, ok := strings.Cut(item, "Upgrading"); ok {
+			notes = append(notes, note)
+		}
+	}
+	return notes
+}
+
+// names reports whether one of notes names the parameter, as `name`.
+func names(notes []string, parameter string) bool {
+	return slices.ContainsFunc(notes, func(note string) bool { return strings.Contains(note, "`"+parameter+"`") })
+}
+
+// A stack of the previous release, upgraded with the values it was deployed with (a
+// parameter this template still has keeps its value, unless this one refuses it: see
+// TestTemplateUpgradeNamesTheParameterValuesItRefuses), passes every Rules assertion, or
+// an upgrade note of CHANGELOG.md names a parameter the failed assertion reads.
+func TestTemplateUpgradeNamesTheRulesItFails(t *testing.T) {
+	vpc := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0"}
+	cases := []struct {
+		name  string
+		given []string // the previous release required its VPC's
+	}{
+		{"a created cache, DynamoDB through the subnets' NAT", vpc},
+		{"a created cache, a DynamoDB endpoint added", append(slices.Clone(vpc), "RouteTableIds", "rtb-0123456789abcdef0")},
+		{"an existing endpoint without TLS", append(slices.Clone(vpc), "RouteTableIds", "rtb-0123456789abcdef0", "RedisEndpoint", "cache.internal:6379", "RedisTls", "false")},
+		{"an existing endpoint with a password, without TLS", append(slices.Clone(vpc), "RouteTableIds", "rtb-0123456789abcdef0", "RedisEndpoint", "cache.internal:6379", "RedisTls", "false",
+			"RedisPasswordSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:redis-AbCdEf")},
+	}
+	before := section(readTemplate(t, previousTemplate), "Parameters")
+	now := readTemplate(t, limiter)
+	after := section(now, "Parameters")
+	upgrading := upgradeNotes(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var values []string
+			for name, p := range before {
+				was, _ := p.(map[string]any)
+				is, ok := after[name].(map[string]any)
+				if def, set := was["Default"]; ok && set && refuses(t, is, fmt.Sprint(def)) == "" && !slices.Contains(c.given, name) {
+					values = append(values, name, fmt.Sprint(def))
+				}
+			}
+			d := deploy(t, now, append(values, c.given...)...)
+			rules := section(now, "Rules")
+			for a, failed := range d.assertions(t) {
+				if !failed {
+					continue
+				}
+				rule, _ := rules[a.rule].(map[string]any)
+				list, _ := rule["Assertions"].([]any)
+				read := refs(list[a.index], after)
+				if !slices.ContainsFunc(read, func(p string) bool { return names(upgrading, p) }) {
+					t.Errorf("%s fails (%s): no upgrade note of CHANGELOG.md names one of %v", a, a.description, read)
+				}
+			}
+		})
+	}
+}
+
+// refs returns the parameters of params that v refers to (Ref), sorted.
+func refs(v any, params map[string]any) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		if name, ok := x["Ref"].(string); ok && params[name] != nil {
+			out = append(out, name)
+		}
+		for _, e := range x {
+			out = append(out, refs(e, params)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, refs(e, params)...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -136,6 +136,12 @@ func TestTemplateUpgradeNamesTheParameterValuesItRefuses(t *testing.T) {
 				values = append(values, fmt.Sprint(v))
 			}
 		}
+		for _, v := range tookBefore[name] {
+			if why := refuses(t, was, v); why != "" {
+				t.Fatalf("%s %q %s in the previous release: not a value it took", name, v, why)
+			}
+			values = append(values, v)
+		}
 		slices.Sort(values)
 		for _, v := range slices.Compact(values) {
 			why := refuses(t, is, v)
@@ -151,6 +157,12 @@ func TestTemplateUpgradeNamesTheParameterValuesItRefuses(t *testing.T) {
 	if refused == 0 {
 		t.Fatal("no value of the previous release refused: is the parse right?")
 	}
+}
+
+// tookBefore are values of the previous release's parameters that its patterns take and
+// its functions worked with, beyond its defaults, allowed values and bounds.
+var tookBefore = map[string][]string{
+	"HttpBackendUrl": {"http://backend.internal/api"},
 }
 
 // refuses says why the parameter spec refuses the value v, or "" when it takes it.

@@ -2,9 +2,9 @@ package template_test
 
 // Upgrading a stack of the previous release keeps what it stores. CloudFormation
 // replaces a resource when a property it cannot update changes: a replaced cache is an
-// empty one, every bucket full again, and during the gradual deployment the old version
-// decides on the old cache while the new one decides on the new (each identity gets both
-// limits); a replaced registry table starts without a key.
+// empty one, every bucket full again, and while the stack updates the old authorizer
+// decides on the old cache while the new check function decides on the new (each
+// identity gets both limits); a replaced registry table starts without a key.
 
 import (
 	"fmt"

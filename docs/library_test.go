@@ -70,3 +70,15 @@ func codeLines(code string) []string {
 	}
 	return lines
 }
+
+// docs/library.md tells a service that adopts the middleware beside a stack of the
+// previous release what waits until the stack is upgraded: they decide on the same keys
+// for as long as both run.
+func TestLibraryBesideAStackOfThePreviousRelease(t *testing.T) {
+	text := strings.Join(strings.Fields(section(t, "docs/library.md", "One set of buckets")), " ")
+	for _, says := range []string{"A middleware of 0.3.0 beside a stack that release 0.2 deployed", "(deploy.md#gradual-deployments)", "upgrade notes"} {
+		if !strings.Contains(text, says) {
+			t.Errorf("docs/library.md's One set of buckets does not say %q", says)
+		}
+	}
+}

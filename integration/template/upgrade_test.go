@@ -2,12 +2,16 @@ package template_test
 
 // Upgrading a stack of the previous release keeps what it stores. CloudFormation
 // replaces a resource when a property it cannot update changes: a replaced cache is an
-// empty one, every bucket full again, and during the gradual deployment the old version
-// decides on the old cache while the new one decides on the new (each identity gets both
-// limits); a replaced registry table starts without a key.
+// empty one, every bucket full again, and while the stack updates the old authorizer
+// decides on the old cache while the new check function decides on the new (each
+// identity gets both limits); a replaced registry table starts without a key.
 
 import (
+	"fmt"
 	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -69,4 +73,205 @@ func TestTemplateUpgradeKeepsTheCacheAndTheTable(t *testing.T) {
 	if kept != 2 {
 		t.Fatalf("%d resources holding state in the previous template: want the cache and the table", kept)
 	}
+}
+
+// The previous release published no version of its functions: a stack it deployed has no
+// alias to shift, so upgrading it creates the alias `live` at the new version, which takes
+// all of a function's traffic at once (CodeDeploy shifts an alias's updates, not its
+// creation) and no alarm rolls it back. Meanwhile the functions are updated one after the
+// other (the check function, then the authorizer), and the previous release reads no
+// configuration document from the table. docs/deploy.md says so.
+func TestTemplateUpgradeFromPreviousReleaseShiftsNoTraffic(t *testing.T) {
+	given := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0"}
+	before := deploy(t, readTemplate(t, previousTemplate), given...).resources(t)
+	after := deploy(t, readTemplate(t, limiter), given...).resources(t)
+	for _, name := range []string{"AuthorizerFunction", "CheckFunction"} {
+		was, is := before[name], after[name]
+		if was.Type != "AWS::Serverless::Function" || is.Type != was.Type {
+			t.Fatalf("%s: %q, then %q: want a function in both releases", name, was.Type, is.Type)
+		}
+		if alias, ok := was.Properties["AutoPublishAlias"]; ok {
+			t.Fatalf("%s of the previous release has AutoPublishAlias %v: its upgrade shifts traffic", name, alias)
+		}
+		if is.Properties["AutoPublishAlias"] == nil || is.Properties["DeploymentPreference"] == nil {
+			t.Fatalf("%s has no gradual deployment: this test is about one", name)
+		}
+	}
+	doc := readFile(t, "docs/deploy.md")
+	_, gradual, _ := strings.Cut(doc, "\n## Gradual deployments\n")
+	gradual, _, _ = strings.Cut(gradual, "\n## ")
+	for _, says := range []string{
+		"A stack that release 0.2 deployed has no alias",
+		"takes all of its traffic at once",
+		"`bucketgate config put`",
+		"`bucketgate accounts create`",
+		"`bucketgate keys roll`",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(gradual), " "), says) {
+			t.Errorf("docs/deploy.md's Gradual deployments does not say %q", says)
+		}
+	}
+}
+
+// A value of a parameter that the previous release's template takes (its default, an
+// allowed value, its bounds) and this one refuses fails the upgrade of a stack deployed
+// with it (sam deploy keeps a parameter's previous value unless given another), or
+// changes what the stack does when the new default replaces it: CHANGELOG.md says what
+// to give instead, in a note starting "Upgrading" that names the parameter.
+func TestTemplateUpgradeNamesTheParameterValuesItRefuses(t *testing.T) {
+	before := section(readTemplate(t, previousTemplate), "Parameters")
+	after := section(readTemplate(t, limiter), "Parameters")
+	upgrading := upgradeNotes(t)
+	refused := 0
+	for name, p := range before {
+		was, _ := p.(map[string]any)
+		is, ok := after[name].(map[string]any)
+		if !ok {
+			continue
+		}
+		allowed, _ := was["AllowedValues"].([]any)
+		var values []string
+		for _, v := range append([]any{was["Default"], was["MinValue"], was["MaxValue"]}, allowed...) {
+			if v != nil {
+				values = append(values, fmt.Sprint(v))
+			}
+		}
+		for _, v := range tookBefore[name] {
+			if why := refuses(t, was, v); why != "" {
+				t.Fatalf("%s %q %s in the previous release: not a value it took", name, v, why)
+			}
+			values = append(values, v)
+		}
+		slices.Sort(values)
+		for _, v := range slices.Compact(values) {
+			why := refuses(t, is, v)
+			if why == "" {
+				continue
+			}
+			refused++
+			if !names(upgrading, name) {
+				t.Errorf("%s %q, which the previous release takes, %s: no upgrade note of CHANGELOG.md names `%s`", name, v, why, name)
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no value of the previous release refused: is the parse right?")
+	}
+}
+
+// tookBefore are values of the previous release's parameters that its patterns take and
+// its functions worked with, beyond its defaults, allowed values and bounds.
+var tookBefore = map[string][]string{
+	"HttpBackendUrl": {"http://backend.internal/api"},
+}
+
+// refuses says why the parameter spec refuses the value v, or "" when it takes it.
+func refuses(t *testing.T, spec map[string]any, v string) string {
+	t.Helper()
+	if allowed, ok := spec["AllowedValues"].([]any); ok && !slices.ContainsFunc(allowed, func(a any) bool { return fmt.Sprint(a) == v }) {
+		return fmt.Sprintf("is not of the AllowedValues %v", allowed)
+	}
+	if pattern, ok := spec["AllowedPattern"].(string); ok && !regexp.MustCompile("^(?:"+pattern+")$").MatchString(v) {
+		return "does not match the AllowedPattern"
+	}
+	for bound, below := range map[string]bool{"MinValue": true, "MaxValue": false} {
+		b, ok := spec[bound]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		limit, err2 := strconv.ParseFloat(fmt.Sprint(b), 64)
+		if err != nil || err2 != nil {
+			t.Fatalf("%s %v of a value %q: not numbers", bound, b, v)
+		}
+		if below && n < limit || !below && n > limit {
+			return fmt.Sprintf("is beyond the %s %v", bound, b)
+		}
+	}
+	return ""
+}
+
+// upgradeNotes returns the upgrade notes of CHANGELOG.md: each from "Upgrading" to the
+// end of its item.
+func upgradeNotes(t *testing.T) []string {
+	t.Helper()
+	var notes []string
+	for _, item := range strings.Split(readFile(t, "CHANGELOG.md"), "\n- ") {
+		if _, note, ok := strings.Cut(item, "Upgrading"); ok {
+			notes = append(notes, note)
+		}
+	}
+	return notes
+}
+
+// names reports whether one of notes names the parameter, as `name`.
+func names(notes []string, parameter string) bool {
+	return slices.ContainsFunc(notes, func(note string) bool { return strings.Contains(note, "`"+parameter+"`") })
+}
+
+// A stack of the previous release, upgraded with the values it was deployed with (a
+// parameter this template still has keeps its value, unless this one refuses it: see
+// TestTemplateUpgradeNamesTheParameterValuesItRefuses), passes every Rules assertion, or
+// an upgrade note of CHANGELOG.md names a parameter the failed assertion reads.
+func TestTemplateUpgradeNamesTheRulesItFails(t *testing.T) {
+	vpc := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0"}
+	cases := []struct {
+		name  string
+		given []string // the previous release required its VPC's
+	}{
+		{"a created cache, DynamoDB through the subnets' NAT", vpc},
+		{"a created cache, a DynamoDB endpoint added", append(slices.Clone(vpc), "RouteTableIds", "rtb-0123456789abcdef0")},
+		{"an existing endpoint without TLS", append(slices.Clone(vpc), "RouteTableIds", "rtb-0123456789abcdef0", "RedisEndpoint", "cache.internal:6379", "RedisTls", "false")},
+		{"an existing endpoint with a password, without TLS", append(slices.Clone(vpc), "RouteTableIds", "rtb-0123456789abcdef0", "RedisEndpoint", "cache.internal:6379", "RedisTls", "false",
+			"RedisPasswordSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:redis-AbCdEf")},
+	}
+	before := section(readTemplate(t, previousTemplate), "Parameters")
+	now := readTemplate(t, limiter)
+	after := section(now, "Parameters")
+	upgrading := upgradeNotes(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var values []string
+			for name, p := range before {
+				was, _ := p.(map[string]any)
+				is, ok := after[name].(map[string]any)
+				if def, set := was["Default"]; ok && set && refuses(t, is, fmt.Sprint(def)) == "" && !slices.Contains(c.given, name) {
+					values = append(values, name, fmt.Sprint(def))
+				}
+			}
+			d := deploy(t, now, append(values, c.given...)...)
+			rules := section(now, "Rules")
+			for a, failed := range d.assertions(t) {
+				if !failed {
+					continue
+				}
+				rule, _ := rules[a.rule].(map[string]any)
+				list, _ := rule["Assertions"].([]any)
+				read := refs(list[a.index], after)
+				if !slices.ContainsFunc(read, func(p string) bool { return names(upgrading, p) }) {
+					t.Errorf("%s fails (%s): no upgrade note of CHANGELOG.md names one of %v", a, a.description, read)
+				}
+			}
+		})
+	}
+}
+
+// refs returns the parameters of params that v refers to (Ref), sorted.
+func refs(v any, params map[string]any) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		if name, ok := x["Ref"].(string); ok && params[name] != nil {
+			out = append(out, name)
+		}
+		for _, e := range x {
+			out = append(out, refs(e, params)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, refs(e, params)...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

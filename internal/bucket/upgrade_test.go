@@ -3,9 +3,11 @@ package bucket_test
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,8 +25,8 @@ import (
 var previousScript string
 
 // oldCall runs the previous release's script for q, a request of buckets only (its Go
-// side knew nothing else), laid out as that release laid it out, and returns the
-// decision read from its reply.
+// side knew nothing else; a shadow rule's capacity negated), laid out as that release
+// laid it out, and returns the decision read from its reply; an error fails t.
 func oldCall(t *testing.T, c rueidis.Client, q bucketgate.Request) bucketgate.Decision {
 	t.Helper()
 	var args []string
@@ -40,7 +42,11 @@ func oldCall(t *testing.T, c rueidis.Client, q bucketgate.Request) bucketgate.De
 		args = append(args, r.Name+lua.TokensSuffix, r.Name+lua.StampSuffix)
 	}
 	for _, r := range q.Rules {
-		args = append(args, strconv.FormatInt(r.Capacity, 10), strconv.FormatFloat(r.RefillPerSecond, 'f', -1, 64))
+		capacity := r.Capacity
+		if r.Shadow {
+			capacity = -capacity
+		}
+		args = append(args, strconv.FormatInt(capacity, 10), strconv.FormatFloat(r.RefillPerSecond, 'f', -1, 64))
 	}
 	vals, err := c.Do(context.Background(), c.B().Eval().Script(previousScript).Numkeys(1).Key(bucket.Key(q.Identity)).Arg(args...).Build()).AsIntSlice()
 	if err != nil || len(vals) != 4 {
@@ -185,4 +191,93 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		t.Fatalf("usage counts %d checks, this release made %d", usage.Allowed+usage.Limited, newChecks)
 	}
 	compareStored(t, c, model, id, time.Now(), true)
+}
+
+// During a deploy, the previous release's script decides on keys that this release's
+// reservations, settles, leases, idempotent checks and shadow rules also write: it never
+// fails on what they leave (short of a settle above its estimate, whose debt it refuses
+// as CHANGELOG.md says, which this test does not make), and this release never fails on
+// what the previous one leaves: each identity keeps being decided by both.
+func TestUpgradePreviousReleaseBesideHoldsAndLeases(t *testing.T) {
+	_, c := real(t)
+	ctx := context.Background()
+	burst := bucketgate.Rule{Name: "burst", Capacity: 5, RefillPerSecond: 40}
+	slow := bucketgate.Rule{Name: "slow", Capacity: 9, RefillPerSecond: 3, Shadow: true}
+	daily := bucketgate.Rule{Name: "daily", Limit: 400, Period: bucketgate.PeriodDay}
+	streams := bucketgate.Rule{Name: "streams", Concurrency: 2}
+	rules := []bucketgate.Rule{burst, slow, daily, streams}
+	l := bucket.New(c, bucket.Usage(35))
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 70))
+	type hold struct{ identity, id string }
+	var reserved []hold
+	counts := map[string]int{}
+	for i := range 2000 {
+		id := "key:0123456789abcdef0123456789abcde" + strconv.Itoa(rng.IntN(2))
+		if rng.IntN(2) == 1 { // the previous release
+			q := bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{burst, slow}, Cost: 1 + rng.Int64N(2)}
+			switch rng.IntN(10) {
+			case 0:
+				q.Op = bucketgate.OpRefund
+			case 1:
+				q.Op, q.Cost = bucketgate.OpReset, 0
+			}
+			oldCall(t, c, q)
+			counts["old "+q.Op.String()]++
+			continue
+		}
+		q := bucketgate.Request{Identity: id, Rules: rules, Cost: 1 + rng.Int64N(2), TTL: time.Duration(20+rng.IntN(200)) * time.Millisecond}
+		switch rng.IntN(8) {
+		case 0:
+			q.Op, q.TTL = bucketgate.OpRefund, 0
+		case 1, 2:
+			q.Op = bucketgate.OpReserve
+		case 3:
+			q.RequestID, q.Cost, q.TTL = "request-"+strconv.Itoa(rng.IntN(3)), 1, 100*time.Millisecond // the same request: some replayed
+		case 4:
+			q.Cost, q.TTL = 0, 0
+		}
+		d, err := l.Decide(ctx, q)
+		if err != nil {
+			t.Fatalf("step %d, this release's %+v after the previous one: %v", i, q, err)
+		}
+		if d.Replayed {
+			counts["replayed"]++
+		}
+		if d.Reservation != "" {
+			reserved = append(reserved, hold{id, d.Reservation})
+		}
+		if d.Lease != "" && rng.IntN(2) == 0 {
+			if _, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpRelease, ID: d.Lease}); err != nil {
+				t.Fatalf("step %d: release of %s: %v", i, d.Lease, err)
+			}
+			counts["released"]++
+		}
+		if len(reserved) > 3 || len(reserved) > 0 && rng.IntN(3) == 0 {
+			h := reserved[0]
+			reserved = reserved[1:]
+			settle := bucketgate.Request{Identity: h.identity, Rules: rules, Op: bucketgate.OpSettle, ID: h.id, Cost: rng.Int64N(2)} // at most the estimate
+			if rng.IntN(4) == 0 {
+				settle.Op, settle.Cost = bucketgate.OpCancel, 0
+			}
+			s, err := l.Decide(ctx, settle)
+			switch {
+			case errors.Is(err, bucketgate.ErrConflict) && strings.Contains(err.Error(), "expired"):
+				counts["expired"]++
+			case err != nil:
+				t.Fatalf("step %d: %v of %s: %v", i, settle.Op, h.id, err)
+			case s.Settled >= 0:
+				counts[settle.Op.String()]++
+			}
+		}
+		counts["new "+q.Op.String()]++
+		if rng.IntN(25) == 0 {
+			time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond) // some refill, some ttls pass
+		}
+	}
+	t.Logf("operations: %v", counts)
+	for _, what := range []string{"old check", "old refund", "old reset", "new reserve", "settle", "cancel", "released", "replayed"} {
+		if counts[what] == 0 {
+			t.Fatalf("no %s: too one-sided to mean much: %v", what, counts)
+		}
+	}
 }

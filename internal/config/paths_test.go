@@ -193,6 +193,10 @@ routes:
 		{"encoded dots with a parameter", "/a/%2e%2e;x/admin"},
 		{"dots and a space", "/a/..%20/admin"},
 		{"a space and a dot", "/a/%20./admin"},
+		{"encoded dots", "/a/%2e%2e/admin"},
+		{"encoded dots in capitals", "/a/%2E%2E/admin"},
+		{"an encoded dot", "/a/%2e/admin"},
+		{"a dot and an encoded dot", "/a/.%2e/admin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := http.Get(backend.URL + tc.path)
@@ -207,6 +211,86 @@ routes:
 			}
 			if got := c.Limits(c.DefaultPlan(), "GET", tc.path).Cost; got != want {
 				t.Errorf("GET %s: cost %d, want %d: Go serves it by %s", tc.path, got, want, served)
+			}
+		})
+	}
+}
+
+// BenchmarkLimits matches a plain path, the common case, and one that backends read
+// two ways.
+func BenchmarkLimits(b *testing.B) {
+	c, err := config.Parse([]byte("defaultPlan: free\nplans: {free: [{name: b, capacity: 1000, refillPerSecond: 1}]}\nroutes: [{path: /export, cost: 5}, {path: /a/*/admin, cost: 100}, {path: /admin, cost: 2}]"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := c.DefaultPlan()
+	for _, path := range []string{"/orders/42/items", "/a/%2e%2e/admin"} {
+		b.Run(path, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Limits(p, "GET", path)
+			}
+		})
+	}
+}
+
+// A path whose dot segment is disguised ("%2e%2e", "..;x") is read two ways by
+// backends (Go and Node, servlet containers and Go), each reading matching its own
+// route: it takes the Limits of the route that charges at least what every reading's
+// does (as many tokens or more, every rule of every other), so that no backend serves a
+// route at a cheaper one's price. When no route does, the one that takes the most
+// tokens, the first reading's (Node's) on a tie: a backend owner gives that route the
+// others' rules (docs/configuration.md, "How routes match").
+func TestDisguisedDotsTakeTheDearerRoute(t *testing.T) {
+	c, err := config.Parse([]byte(`
+defaultPlan: free
+plans: {free: [{name: burst, capacity: 1000, refillPerSecond: 1}]}
+routes:
+  - {path: /servlet/*/admin, cost: 2}
+  - {path: /admin, cost: 100}
+  - {path: /go/*/x, cost: 5, rules: [{name: gox, capacity: 10, refillPerSecond: 1}]}
+  - {path: /x, cost: 5}
+  - {path: /shadow/*/s, cost: 7, rules: [{name: s, capacity: 10, refillPerSecond: 1}]}
+  - {path: /s, cost: 7, rules: [{name: s, capacity: 10, refillPerSecond: 1, shadow: true}]}
+  - {path: /apart/*/y, cost: 3, rules: [{name: ay, capacity: 10, refillPerSecond: 1}]}
+  - {path: /y, cost: 4, rules: [{name: yy, capacity: 10, refillPerSecond: 1}]}
+  - {path: /tie/*/z, cost: 6, rules: [{name: tz, capacity: 10, refillPerSecond: 1}]}
+  - {path: /z, cost: 6, rules: [{name: zz, capacity: 10, refillPerSecond: 1}]}
+  - {path: /reserve/*/r, reserve: 50}
+  - {path: /r, cost: 10}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, path string
+		tokens     int64  // Cost, or Reserve
+		rule       string // the route's rule, "" for none
+	}{
+		{"dots with a parameter: a servlet's /admin", "/servlet/..;x/admin", 100, ""},
+		{"encoded dots with a parameter: a servlet's /admin", "/servlet/%2e%2e;/admin", 100, ""},
+		{"encoded dots: Go's route and its rule", "/go/%2e%2e/x", 5, "gox"},
+		{"an encoded dot and a dot: Go's route and its rule", "/go/.%2E/x", 5, "gox"},
+		{"the enforced rule over its shadow", "/shadow/%2e%2e/s", 7, "s"},
+		{"neither has the other's rule: more tokens", "/apart/%2e%2e/y", 4, "yy"},
+		{"neither has the other's rule, a tie: Node's reading", "/tie/%2e%2e/z", 6, "zz"},
+		{"a reserve's estimate over a cost", "/reserve/%2e%2e/r", 50, ""},
+		{"plain dots: one reading", "/go/../x", 5, ""},
+		{"a plain segment: one reading", "/go/1/x", 5, "gox"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := c.Limits(c.DefaultPlan(), "GET", tt.path)
+			var rules []string
+			for _, r := range l.Rules[1:] {
+				if !r.Shadow {
+					rules = append(rules, r.Name)
+				}
+			}
+			if got := max(l.Cost, l.Reserve); got != tt.tokens || strings.Join(rules, ",") != tt.rule {
+				t.Errorf("GET %s: %d tokens, enforced route rules %q; want %d, %q", tt.path, got, rules, tt.tokens, tt.rule)
+			}
+			if back, ok := c.LimitsOf(c.DefaultPlan(), l.Route); !ok || back.Cost != l.Cost || back.Reserve != l.Reserve || len(back.Rules) != len(l.Rules) {
+				t.Errorf("GET %s: LimitsOf(%q) = %+v, %v: want the Limits it came from", tt.path, l.Route, back, ok)
 			}
 		})
 	}

@@ -190,13 +190,14 @@ func (r route) matches(method string, segs []string) bool {
 // 3986: letters, digits, '-', '.', '_', '~'), spaces and tabs are decoded, spaces and
 // tabs around a segment are trimmed, "." segments, empty segments (repeated or trailing
 // slashes) and ".." segments with the one before them are removed. A segment that only
-// the dropping or trimming emptied ("%20", ";x") stays, as "", and one that only they
-// made "." or ".." ("..;x", ".;x", "..%20") stays as that: Go, Node and Python serve
-// "/files/%20/delete", "/files/;x/delete" and "/files/..;x/delete" as
-// /files/{id}/delete, so they must match its route. Other percent-encodings, '%2F' among them, stay as they are, inside
-// their segment. It allocates only for a path with a tab or line break, or a segment
-// that has something to decode.
-func pathSegments(path string, segs []string) []string {
+// the dropping or trimming emptied ("%20", ";x") stays, as "". One that only the
+// trimming made "." or ".." ("..%20") stays as that, a segment to every backend. One
+// that only decoding or dropping its ;parameters made "." or ".." ("%2e%2e", "..;x") is
+// a dot segment or not by how, the reading of backends: it then reports disguised, and
+// Limits tries every reading. Other percent-encodings, '%2F' among them, stay as they
+// are, inside their segment. It allocates only for a path with a tab or line break, or a
+// segment that has something to decode.
+func pathSegments(path string, segs []string, how reading) (_ []string, disguised bool) {
 	if strings.ContainsAny(path, "\t\n\r") {
 		path = strings.Map(dropBreak, path)
 	}
@@ -214,26 +215,50 @@ func pathSegments(path string, segs []string) []string {
 		if seg == "" {
 			continue // a repeated or trailing slash
 		}
-		whole := true // a dot segment is one with nothing dropped or trimmed
+		var need reading // what a reading does for seg, if "." or "..", to be a dot segment
 		if i := strings.IndexByte(seg, ';'); i >= 0 {
-			seg, whole = seg[:i], false
+			seg, need = seg[:i], paramDots
 		}
 		if strings.IndexByte(seg, '%') >= 0 {
-			seg = decodeUnreserved(seg)
+			if decoded := decodeUnreserved(seg); decoded != seg {
+				seg, need = decoded, need|encodedDots
+			}
 		}
 		trimmed := strings.Trim(seg, " \t")
 		switch {
-		case whole && trimmed == seg && seg == ".":
-		case whole && trimmed == seg && seg == "..":
-			if len(segs) > 0 {
-				segs = segs[:len(segs)-1]
-			}
-		default:
+		case seg != "." && seg != "..":
 			segs = append(segs, trimmed)
+			continue
+		case need != 0:
+			disguised = true
+			if how&need != need { // a segment to this reading
+				segs = append(segs, seg)
+				continue
+			}
+		}
+		if seg == ".." && len(segs) > 0 {
+			segs = segs[:len(segs)-1]
 		}
 	}
-	return segs
+	return segs, disguised
 }
+
+// reading is how a backend resolves a "." or ".." segment that percent-encoding or
+// ;parameters disguise: a set of what it does before it removes dot segments.
+type reading uint8
+
+const (
+	// encodedDots: it decodes "%2e" first, so "%2e%2e" is "..": Node's URL parser,
+	// gorilla/mux, servlet containers. Go's ServeMux and chi serve it as a segment.
+	encodedDots reading = 1 << iota
+	// paramDots: it drops ;parameters first, so "..;x" is "..": servlet containers.
+	// Go, Node and Python serve it as a segment.
+	paramDots
+)
+
+// readings are every reading a backend may take; the first is the one routes match
+// a path by when no segment is disguised.
+var readings = [...]reading{encodedDots, 0, paramDots, encodedDots | paramDots}
 
 // dropBreak is strings.Map's mapping that removes tabs and line breaks, as a URL
 // parser does.

@@ -155,8 +155,8 @@ func (c *Config) Limits(p *Plan, method, path string) Limits {
 	var buf [maxInlineSegments]string
 	segs, disguised := pathSegments(path, buf[:0], readings[0])
 	i := c.match(method, segs)
-	if disguised {
-		return c.dearest(p, method, path, i)
+	if disguised != 0 {
+		return c.dearest(p, method, path, disguised, i)
 	}
 	return c.limitsAt(p, i)
 }
@@ -173,18 +173,22 @@ func (c *Config) match(method string, segs []string) int {
 }
 
 // dearest returns the Limits on p of a request to method and path, which the first
-// reading matches to route first, that charge at least what every reading's route
+// reading matches to route first, and which the readings of disguised resolve in other
+// ways, that charge at least what every reading's route
 // charges, so that no spelling of a path reaches a route at a cheaper one's price: the
 // Limits of the route that takes as many tokens as any other (its reserve, or else its
 // cost) with every rule of every other (the same rule, enforced if it is). When no
 // route does (each adds a rule the other lacks), the one that takes the most tokens,
 // the first reading's on a tie: docs/configuration.md says what a backend owner does
 // then.
-func (c *Config) dearest(p *Plan, method, path string, first int) Limits {
+func (c *Config) dearest(p *Plan, method, path string, disguised reading, first int) Limits {
 	var buf [maxInlineSegments]string
 	all := append(make([]Limits, 0, len(readings)), c.limitsAt(p, first))
 	seen := append(make([]int, 0, len(readings)), first)
 	for _, how := range readings[1:] {
+		if how&^disguised != readings[0]&^disguised {
+			continue // the same as another reading's, for this path
+		}
 		segs, _ := pathSegments(path, buf[:0], how)
 		if i := c.match(method, segs); !slices.Contains(seen, i) {
 			seen, all = append(seen, i), append(all, c.limitsAt(p, i))

@@ -216,6 +216,60 @@ routes:
 	}
 }
 
+// A backend that routes on the decoded path, as gorilla/mux does by default and WSGI
+// servers (Flask, Django) do, splits a path at an encoded slash: "/a%2Fx%2Fadmin" is
+// "/a/{id}/admin" to it, a single segment to Go's ServeMux and Node. A request takes
+// the dearer route of both readings; here a real net/http server whose handler matches
+// the decoded path's segments, as gorilla/mux does.
+func TestRoutesMatchWhatADecodingBackendServes(t *testing.T) {
+	c, err := config.Parse([]byte(`
+defaultPlan: free
+plans: {free: [{name: burst, capacity: 1000, refillPerSecond: 1}]}
+routes:
+  - {path: /a/*/admin, cost: 100}
+  - {path: /admin, cost: 2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/"); {
+		case len(segs) == 3 && segs[0] == "a" && segs[2] == "admin":
+			io.WriteString(w, "/a/{id}/admin")
+		case len(segs) == 1 && segs[0] == "admin":
+			io.WriteString(w, "/admin")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer backend.Close()
+	costs := map[string]int64{"/a/{id}/admin": 100, "/admin": 2}
+	for _, tc := range []struct{ name, path string }{
+		{"a segment", "/a/x/admin"},
+		{"encoded slashes", "/a%2Fx%2Fadmin"},
+		{"encoded slashes in lower case", "/a%2fx%2fadmin"},
+		{"an encoded slash after a segment", "/a/x%2Fadmin"},
+		{"an encoded slash at the end", "/admin%2F"},
+		{"encoded dots between encoded slashes", "/a%2F%2e%2e%2Fadmin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := http.Get(backend.URL + tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			served, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want, ok := costs[string(served)]
+			if err != nil || resp.StatusCode != http.StatusOK || !ok {
+				t.Fatalf("GET %s: %d %q, %v: want one of the backend's patterns", tc.path, resp.StatusCode, served, err)
+			}
+			if got := c.Limits(c.DefaultPlan(), "GET", tc.path).Cost; got < want {
+				t.Errorf("GET %s: cost %d, want %d or more: the backend serves it by %s", tc.path, got, want, served)
+			}
+		})
+	}
+}
+
 // BenchmarkLimits matches a plain path, the common case, and one that backends read
 // two ways.
 func BenchmarkLimits(b *testing.B) {

@@ -193,16 +193,20 @@ func (r route) matches(method string, segs []string) bool {
 // the dropping or trimming emptied ("%20", ";x") stays, as "". One that only the
 // trimming made "." or ".." ("..%20") stays as that, a segment to every backend. One
 // that only decoding or dropping its ;parameters made "." or ".." ("%2e%2e", "..;x") is
-// a dot segment or not by how, the reading of backends: it then reports disguised, and
-// Limits tries every reading. Other percent-encodings, '%2F' among them, stay as they
-// are, inside their segment. It allocates only for a path with a tab or line break, or a
-// segment that has something to decode.
-func pathSegments(path string, segs []string, how reading) (_ []string, disguised bool) {
+// a dot segment or not by how, the reading of backends; so is an encoded slash ('%2F')
+// a separator or a byte inside its segment. It reports in disguised what in a reading
+// changed the path's segments or may have, and Limits tries every reading of those. Other percent-encodings stay as they are, inside their segment.
+// It allocates only for a path with a tab or line break, a segment that has something
+// to decode, or a reading of encodedSlashes.
+func pathSegments(path string, segs []string, how reading) (_ []string, disguised reading) {
 	if strings.ContainsAny(path, "\t\n\r") {
 		path = strings.Map(dropBreak, path)
 	}
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
+	}
+	if how&encodedSlashes != 0 {
+		path = decodeSlashes.Replace(path)
 	}
 	path = strings.TrimRight(path, " ")
 	for path != "" {
@@ -220,6 +224,9 @@ func pathSegments(path string, segs []string, how reading) (_ []string, disguise
 			seg, need = seg[:i], paramDots
 		}
 		if strings.IndexByte(seg, '%') >= 0 {
+			if strings.Contains(seg, "%2F") || strings.Contains(seg, "%2f") {
+				disguised |= encodedSlashes
+			}
 			if decoded := decodeUnreserved(seg); decoded != seg {
 				seg, need = decoded, need|encodedDots
 			}
@@ -230,7 +237,7 @@ func pathSegments(path string, segs []string, how reading) (_ []string, disguise
 			segs = append(segs, trimmed)
 			continue
 		case need != 0:
-			disguised = true
+			disguised |= need
 			if how&need != need { // a segment to this reading
 				segs = append(segs, seg)
 				continue
@@ -239,6 +246,9 @@ func pathSegments(path string, segs []string, how reading) (_ []string, disguise
 		if seg == ".." && len(segs) > 0 {
 			segs = segs[:len(segs)-1]
 		}
+	}
+	if disguised&encodedSlashes != 0 { // a segment that it splits may hide a disguised dot
+		disguised = encodedSlashes | encodedDots | paramDots
 	}
 	return segs, disguised
 }
@@ -254,11 +264,19 @@ const (
 	// paramDots: it drops ;parameters first, so "..;x" is "..": servlet containers.
 	// Go, Node and Python serve it as a segment.
 	paramDots
+	// encodedSlashes: it decodes "%2F" first, so "a%2Fb" is two segments: gorilla/mux
+	// by default, and WSGI servers (Flask, Django), which route on the decoded path.
+	// Go's ServeMux, chi and Node keep it inside its segment.
+	encodedSlashes
 )
 
-// readings are every reading a backend may take; the first is the one routes match
-// a path by when no segment is disguised.
-var readings = [...]reading{encodedDots, 0, paramDots, encodedDots | paramDots}
+// readings are every reading a backend may take, each combination of what one may
+// do; the first is the one routes match a path by when nothing in it is disguised.
+var readings = [...]reading{encodedDots, 0, paramDots, encodedDots | paramDots,
+	encodedSlashes | encodedDots, encodedSlashes, encodedSlashes | paramDots, encodedSlashes | encodedDots | paramDots}
+
+// decodeSlashes decodes the encoded slashes of a path, for the encodedSlashes readings.
+var decodeSlashes = strings.NewReplacer("%2F", "/", "%2f", "/")
 
 // dropBreak is strings.Map's mapping that removes tabs and line breaks, as a URL
 // parser does.

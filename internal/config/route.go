@@ -195,9 +195,10 @@ func (r route) matches(method string, segs []string) bool {
 // that only decoding or dropping its ;parameters made "." or ".." ("%2e%2e", "..;x") is
 // a dot segment or not by how, the reading of backends; so is an encoded slash ('%2F')
 // a separator or a byte inside its segment. It reports in disguised what in a reading
-// changed the path's segments or may have, and Limits tries every reading of those. Other percent-encodings stay as they are, inside their segment.
-// It allocates only for a path with a tab or line break, a segment that has something
-// to decode, or a reading of encodedSlashes.
+// changed the path's segments or may have, and Limits tries every reading of those.
+// Other percent-encodings stay as they are, inside their segment. It allocates only for
+// a path with a tab or line break, a segment that has something to decode, or a reading
+// of encodedSlashes.
 func pathSegments(path string, segs []string, how reading) (_ []string, disguised reading) {
 	if strings.ContainsAny(path, "\t\n\r") {
 		path = strings.Map(dropBreak, path)
@@ -207,6 +208,8 @@ func pathSegments(path string, segs []string, how reading) (_ []string, disguise
 	}
 	if how&encodedSlashes != 0 {
 		path = decodeSlashes.Replace(path)
+	} else if strings.Contains(path, "%2F") || strings.Contains(path, "%2f") {
+		disguised = encodedSlashes | encodedDots | paramDots // a segment it splits may hide a dot
 	}
 	path = strings.TrimRight(path, " ")
 	for path != "" {
@@ -224,9 +227,6 @@ func pathSegments(path string, segs []string, how reading) (_ []string, disguise
 			seg, need = seg[:i], paramDots
 		}
 		if strings.IndexByte(seg, '%') >= 0 {
-			if strings.Contains(seg, "%2F") || strings.Contains(seg, "%2f") {
-				disguised |= encodedSlashes
-			}
 			if decoded := decodeUnreserved(seg); decoded != seg {
 				seg, need = decoded, need|encodedDots
 			}
@@ -247,14 +247,12 @@ func pathSegments(path string, segs []string, how reading) (_ []string, disguise
 			segs = segs[:len(segs)-1]
 		}
 	}
-	if disguised&encodedSlashes != 0 { // a segment that it splits may hide a disguised dot
-		disguised = encodedSlashes | encodedDots | paramDots
-	}
 	return segs, disguised
 }
 
-// reading is how a backend resolves a "." or ".." segment that percent-encoding or
-// ;parameters disguise: a set of what it does before it removes dot segments.
+// reading is how a backend resolves what percent-encoding or ;parameters disguise (a
+// "." or ".." segment, a slash): a set of what it does before it splits a path into
+// segments and removes the dot segments.
 type reading uint8
 
 const (

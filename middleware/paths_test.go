@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/middleware"
@@ -47,5 +48,23 @@ func TestMiddlewareChargesWhatTheMuxServes(t *testing.T) {
 				t.Errorf("GET %s: charged %v, want %v or more: the mux serves it by %s", tc.path, charged, cost, served)
 			}
 		})
+	}
+}
+
+// A path whose readings match routes none of which is dearer (each adds a rule the
+// other lacks) takes the rules of both, at the most tokens either takes: a request to
+// it is decided on every bucket either reading's route would charge.
+func TestMiddlewareChargesBothRoutesRules(t *testing.T) {
+	const doc = "defaultPlan: free\nplans: {free: [{name: burst, capacity: 1000, refill: 1, per: minute}]}\n" +
+		"routes: [{path: /a/*/admin, cost: 3, rules: [{name: admins, capacity: 30, refill: 1, per: minute}]}, " +
+		"{path: /admin, cost: 2, rules: [{name: audit, capacity: 20, refill: 1, per: minute}]}]"
+	l := newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": doc}, middleware.Options{})
+	w := serve(l, httptest.NewRequest("GET", "/a/%2e%2e/admin", nil))
+	policy := header(w.Header(), ratelimitheaders.HeaderRateLimitPolicy)
+	if w.Code != http.StatusOK || !strings.Contains(policy, `"admins"`) || !strings.Contains(policy, `"audit"`) {
+		t.Fatalf("GET /a/%%2e%%2e/admin: %d, RateLimit-Policy %q: want the service's answer, decided on admins and audit", w.Code, policy)
+	}
+	if left := whole(t, w.Header(), ratelimitheaders.KeyRemaining); left != 17 {
+		t.Errorf("GET /a/%%2e%%2e/admin: %v left, want 17: the 3 tokens of /a/{id}/admin from audit's 20, the fewest left", left)
 	}
 }

@@ -68,7 +68,10 @@ type Limits struct {
 	TTL time.Duration
 	// Route is the matching route's id: a digest of its method and path pattern
 	// (RouteIDLen lowercase hex digits), which stays the route's whatever routes come
-	// before or after it; empty for none. LimitsOf gives the same Limits from it.
+	// before or after it; empty for none. LimitsOf gives the same Limits from it, but
+	// for a request that holds nothing whose path backends read two ways, matching
+	// routes none of which is dearer: its Rules are then every such route's (see
+	// Config.Limits).
 	Route string
 }
 
@@ -178,9 +181,10 @@ func (c *Config) match(method string, segs []string) int {
 // charges, so that no spelling of a path reaches a route at a cheaper one's price: the
 // Limits of the route that takes as many tokens as any other (its reserve, or else its
 // cost) with every rule of every other (the same rule, enforced if it is). When no
-// route does (each adds a rule the other lacks), the one that takes the most tokens,
-// the first reading's on a tie: docs/configuration.md says what a backend owner does
-// then.
+// route does (each adds a rule the other lacks), those of the one that takes the most
+// tokens, the first reading's on a tie, with the others' rules added when the engine
+// can decide them so (see union): docs/configuration.md says what a backend owner does
+// when it cannot.
 func (c *Config) dearest(p *Plan, method, path string, disguised reading, first int) Limits {
 	var buf [maxInlineSegments]string
 	all := append(make([]Limits, 0, len(readings)), c.limitsAt(p, first))
@@ -203,6 +207,28 @@ func (c *Config) dearest(p *Plan, method, path string, disguised reading, first 
 			most = l
 		}
 	}
+	return union(all, most)
+}
+
+// union returns most, one of all, with the rules of every other added (enforced where
+// any is), for a path whose readings match the routes of all, none dearer than every
+// other: a check of most's cost from every bucket a reading would charge. It returns
+// most alone when that is not a check the engine decides, and whose Route leads back
+// to it: when a Limits of all holds something (a reservation or a lease, which its
+// route's id must settle or release), when the rules would be more than
+// bucketgate.MaxRules, or when an enforced one could never allow most's cost.
+func union(all []Limits, most Limits) Limits {
+	rules := most.Rules
+	for _, l := range all {
+		if l.Request("").Holds() {
+			return most
+		}
+		rules = merge(rules, l.Rules)
+	}
+	if len(rules) > bucketgate.MaxRules || slices.ContainsFunc(rules, func(r bucketgate.Rule) bool { return !r.Shadow && r.Max() < most.Cost }) {
+		return most
+	}
+	most.Rules = rules
 	return most
 }
 

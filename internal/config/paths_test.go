@@ -292,9 +292,11 @@ func BenchmarkLimits(b *testing.B) {
 // backends (Go and Node, servlet containers and Go), each reading matching its own
 // route: it takes the Limits of the route that charges at least what every reading's
 // does (as many tokens or more, every rule of every other), so that no backend serves a
-// route at a cheaper one's price. When no route does, the one that takes the most
-// tokens, the first reading's (Node's) on a tie: a backend owner gives that route the
-// others' rules (docs/configuration.md, "How routes match").
+// route at a cheaper one's price. When no route does, the most tokens any takes from
+// the rules of all (Route the route of those tokens, the first reading's, Node's, on a
+// tie); when that is not a check the engine decides (a route holds something, more than
+// 8 rules, a rule that never allows the cost), the route of the most tokens alone, whose
+// others' rules a backend owner adds (docs/configuration.md, "How routes match").
 func TestDisguisedDotsTakeTheDearerRoute(t *testing.T) {
 	c, err := config.Parse([]byte(`
 defaultPlan: free
@@ -312,6 +314,16 @@ routes:
   - {path: /z, cost: 6, rules: [{name: zz, capacity: 10, refillPerSecond: 1}]}
   - {path: /reserve/*/r, reserve: 50}
   - {path: /r, cost: 10}
+  - {path: /lease/*/l, cost: 3, rules: [{name: ll, concurrency: 2}]}
+  - {path: /l, cost: 4, rules: [{name: l4, capacity: 10, refillPerSecond: 1}]}
+  - {path: /small/*/b, cost: 3, rules: [{name: sb, capacity: 3, refillPerSecond: 1}]}
+  - {path: /b, cost: 4, rules: [{name: b4, capacity: 10, refillPerSecond: 1}]}
+  - path: /many/*/m
+    cost: 3
+    rules: [{name: m1, capacity: 10, refillPerSecond: 1}, {name: m2, capacity: 10, refillPerSecond: 1}, {name: m3, capacity: 10, refillPerSecond: 1}, {name: m4, capacity: 10, refillPerSecond: 1}]
+  - path: /m
+    cost: 4
+    rules: [{name: n1, capacity: 10, refillPerSecond: 1}, {name: n2, capacity: 10, refillPerSecond: 1}, {name: n3, capacity: 10, refillPerSecond: 1}, {name: n4, capacity: 10, refillPerSecond: 1}]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -319,18 +331,22 @@ routes:
 	for _, tt := range []struct {
 		name, path string
 		tokens     int64  // Cost, or Reserve
-		rule       string // the route's rule, "" for none
+		rules      string // the enforced rules beyond the plan's
+		union      bool   // the rules are more than those of its Route
 	}{
-		{"dots with a parameter: a servlet's /admin", "/servlet/..;x/admin", 100, ""},
-		{"encoded dots with a parameter: a servlet's /admin", "/servlet/%2e%2e;/admin", 100, ""},
-		{"encoded dots: Go's route and its rule", "/go/%2e%2e/x", 5, "gox"},
-		{"an encoded dot and a dot: Go's route and its rule", "/go/.%2E/x", 5, "gox"},
-		{"the enforced rule over its shadow", "/shadow/%2e%2e/s", 7, "s"},
-		{"neither has the other's rule: more tokens", "/apart/%2e%2e/y", 4, "yy"},
-		{"neither has the other's rule, a tie: Node's reading", "/tie/%2e%2e/z", 6, "zz"},
-		{"a reserve's estimate over a cost", "/reserve/%2e%2e/r", 50, ""},
-		{"plain dots: one reading", "/go/../x", 5, ""},
-		{"a plain segment: one reading", "/go/1/x", 5, "gox"},
+		{"dots with a parameter: a servlet's /admin", "/servlet/..;x/admin", 100, "", false},
+		{"encoded dots with a parameter: a servlet's /admin", "/servlet/%2e%2e;/admin", 100, "", false},
+		{"encoded dots: Go's route and its rule", "/go/%2e%2e/x", 5, "gox", false},
+		{"an encoded dot and a dot: Go's route and its rule", "/go/.%2E/x", 5, "gox", false},
+		{"the enforced rule over its shadow", "/shadow/%2e%2e/s", 7, "s", false},
+		{"a reserve's estimate over a cost", "/reserve/%2e%2e/r", 50, "", false},
+		{"neither has the other's rule: both rules, more tokens", "/apart/%2e%2e/y", 4, "yy,ay", true},
+		{"neither has the other's rule, a tie: both rules, Node's reading's route", "/tie/%2e%2e/z", 6, "zz,tz", true},
+		{"neither, one takes a lease: more tokens alone", "/lease/%2e%2e/l", 4, "l4", false},
+		{"neither, a rule never allows the cost: more tokens alone", "/small/%2e%2e/b", 4, "b4", false},
+		{"neither, more than 8 rules: more tokens alone", "/many/%2e%2e/m", 4, "n1,n2,n3,n4", false},
+		{"plain dots: one reading", "/go/../x", 5, "", false},
+		{"a plain segment: one reading", "/go/1/x", 5, "gox", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := c.Limits(c.DefaultPlan(), "GET", tt.path)
@@ -340,11 +356,12 @@ routes:
 					rules = append(rules, r.Name)
 				}
 			}
-			if got := max(l.Cost, l.Reserve); got != tt.tokens || strings.Join(rules, ",") != tt.rule {
-				t.Errorf("GET %s: %d tokens, enforced route rules %q; want %d, %q", tt.path, got, rules, tt.tokens, tt.rule)
+			if got := max(l.Cost, l.Reserve); got != tt.tokens || strings.Join(rules, ",") != tt.rules {
+				t.Errorf("GET %s: %d tokens, enforced route rules %q; want %d, %q", tt.path, got, rules, tt.tokens, tt.rules)
 			}
-			if back, ok := c.LimitsOf(c.DefaultPlan(), l.Route); !ok || back.Cost != l.Cost || back.Reserve != l.Reserve || len(back.Rules) != len(l.Rules) {
-				t.Errorf("GET %s: LimitsOf(%q) = %+v, %v: want the Limits it came from", tt.path, l.Route, back, ok)
+			back, ok := c.LimitsOf(c.DefaultPlan(), l.Route)
+			if !ok || back.Cost != l.Cost || back.Reserve != l.Reserve || (len(back.Rules) != len(l.Rules)) != tt.union {
+				t.Errorf("GET %s: LimitsOf(%q) = %+v, %v: want the Limits of its route", tt.path, l.Route, back, ok)
 			}
 		})
 	}

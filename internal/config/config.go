@@ -69,9 +69,8 @@ type Limits struct {
 	// Route is the matching route's id: a digest of its method and path pattern
 	// (RouteIDLen lowercase hex digits), which stays the route's whatever routes come
 	// before or after it; empty for none. LimitsOf gives the same Limits from it, but
-	// for a request that holds nothing whose path backends read two ways, matching
-	// routes none of which is dearer: its Rules are then every such route's (see
-	// Config.Limits).
+	// for a request that holds nothing to a path that backends read two ways, none of
+	// whose routes is dearer: its Rules are then all of those routes' (Config.Limits).
 	Route string
 }
 
@@ -175,16 +174,15 @@ func (c *Config) match(method string, segs []string) int {
 	return len(c.routes)
 }
 
-// dearest returns the Limits on p of a request to method and path, which the first
-// reading matches to route first, and which the readings of disguised resolve in other
-// ways, that charge at least what every reading's route
-// charges, so that no spelling of a path reaches a route at a cheaper one's price: the
-// Limits of the route that takes as many tokens as any other (its reserve, or else its
-// cost) with every rule of every other (the same rule, enforced if it is). When no
-// route does (each adds a rule the other lacks), those of the one that takes the most
-// tokens, the first reading's on a tie, with the others' rules added when the engine
-// can decide them so (see union): docs/configuration.md says what a backend owner does
-// when it cannot.
+// dearest returns the Limits on p of a request to method and path (which the first
+// reading matches to route first, and the readings of disguised may resolve otherwise)
+// that charge at least what every reading's route charges, so that no spelling of a
+// path reaches a route at a cheaper one's price: the Limits of the route that takes as
+// many tokens as any other (its reserve, or else its cost) with every rule of every
+// other (the same rule, enforced if it is). When no route does (each adds a rule the
+// other lacks), those of the one that takes the most tokens, the first reading's on a
+// tie, with the others' rules added when the engine can decide them so (see union):
+// docs/configuration.md says what a backend owner does when it cannot.
 func (c *Config) dearest(p *Plan, method, path string, disguised reading, first int) Limits {
 	var buf [maxInlineSegments]string
 	all := append(make([]Limits, 0, len(readings)), c.limitsAt(p, first))

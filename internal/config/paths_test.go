@@ -161,11 +161,11 @@ func TestRouteThatNeverMatches(t *testing.T) {
 
 // A path segment that is "." or ".." only once its ;parameters are dropped or its
 // spaces trimmed ("..;x", ".;x", "%2e%2e;x", "..%20") is a segment to Go, Node and
-// Python (net/http's ServeMux, the WHATWG URL parser), not a dot segment: the route
-// that matches a path is the one a real Go server (httptest, net/http's ServeMux)
-// serves it by, so that "/a/..;x/admin" pays what "/a/{id}/admin" costs, never the
-// cheaper "/admin" or the default route's. Plain dot segments are removed, as the
-// server redirects them.
+// Python (net/http's ServeMux, the WHATWG URL parser), not a dot segment, and so is
+// "%2e%2e" to Go: a path pays at least what the route a real Go server (httptest,
+// net/http's ServeMux) serves it by costs, so that "/a/..;x/admin" pays what
+// "/a/{id}/admin" costs, never the cheaper "/admin" or the default route's. (More when
+// another backend's reading matches a dearer route: TestDisguisedDotsTakeTheDearerRoute.)
 func TestRoutesMatchWhatGoServes(t *testing.T) {
 	c, err := config.Parse([]byte(`
 defaultPlan: free
@@ -209,8 +209,8 @@ routes:
 			if err != nil || resp.StatusCode != http.StatusOK || !ok {
 				t.Fatalf("GET %s: %d %q, %v: want one of the backend's patterns", tc.path, resp.StatusCode, served, err)
 			}
-			if got := c.Limits(c.DefaultPlan(), "GET", tc.path).Cost; got != want {
-				t.Errorf("GET %s: cost %d, want %d: Go serves it by %s", tc.path, got, want, served)
+			if got := c.Limits(c.DefaultPlan(), "GET", tc.path).Cost; got < want {
+				t.Errorf("GET %s: cost %d, want %d or more: Go serves it by %s", tc.path, got, want, served)
 			}
 		})
 	}
@@ -218,9 +218,11 @@ routes:
 
 // A backend that routes on the decoded path, as gorilla/mux does by default and WSGI
 // servers (Flask, Django) do, splits a path at an encoded slash: "/a%2Fx%2Fadmin" is
-// "/a/{id}/admin" to it, a single segment to Go's ServeMux and Node. A request takes
-// the dearer route of both readings; here a real net/http server whose handler matches
-// the decoded path's segments, as gorilla/mux does.
+// "/a/{id}/admin" to it, a single segment to Go's ServeMux and Node. And Flask (Werkzeug)
+// removes no dot segment: it serves "/a/../admin" by "/a/{id}/admin" with the id "..",
+// where Node reads "/admin". A request takes the dearer route of every reading; here a
+// real net/http server whose handler matches the decoded path's segments as they are,
+// as Flask does.
 func TestRoutesMatchWhatADecodingBackendServes(t *testing.T) {
 	c, err := config.Parse([]byte(`
 defaultPlan: free
@@ -251,6 +253,9 @@ routes:
 		{"an encoded slash after a segment", "/a/x%2Fadmin"},
 		{"an encoded slash at the end", "/admin%2F"},
 		{"encoded dots between encoded slashes", "/a%2F%2e%2e%2Fadmin"},
+		{"dots", "/a/../admin"},
+		{"a dot", "/a/./admin"},
+		{"dots between encoded slashes", "/a%2F..%2Fadmin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := http.Get(backend.URL + tc.path)
@@ -345,7 +350,7 @@ routes:
 		{"neither, one takes a lease: more tokens alone", "/lease/%2e%2e/l", 4, "l4", false},
 		{"neither, a rule never allows the cost: more tokens alone", "/small/%2e%2e/b", 4, "b4", false},
 		{"neither, more than 8 rules: more tokens alone", "/many/%2e%2e/m", 4, "n1,n2,n3,n4", false},
-		{"plain dots: one reading", "/go/../x", 5, "", false},
+		{"plain dots: Flask's route and its rule", "/go/../x", 5, "gox", false},
 		{"a plain segment: one reading", "/go/1/x", 5, "gox", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -191,11 +191,12 @@ func (r route) matches(method string, segs []string) bool {
 // tabs around a segment are trimmed, "." segments, empty segments (repeated or trailing
 // slashes) and ".." segments with the one before them are removed. A segment that only
 // the dropping or trimming emptied ("%20", ";x") stays, as "". One that only the
-// trimming made "." or ".." ("..%20") stays as that, a segment to every backend. One
-// that only decoding or dropping its ;parameters made "." or ".." ("%2e%2e", "..;x") is
-// a dot segment or not by how, the reading of backends; so is an encoded slash ('%2F')
-// a separator or a byte inside its segment. It reports in disguised what in a reading
-// changed the path's segments or may have, and Limits tries every reading of those.
+// trimming made "." or ".." ("..%20") stays as that, a segment to every backend. Whether
+// a "." or ".." segment is a dot segment depends on how, the reading of backends: Flask
+// keeps every one, Go and Node a "%2e%2e", Go, Node and Python a "..;x"; so does whether
+// an encoded slash ('%2F') is a separator or a byte inside its segment. It reports in
+// disguised what in a reading changed the path's segments or may have, and Limits tries
+// every reading of those.
 // Other percent-encodings stay as they are, inside their segment. It allocates only for
 // a path with a tab or line break, a segment that has something to decode, or a reading
 // of encodedSlashes.
@@ -209,7 +210,7 @@ func pathSegments(path string, segs []string, how reading) (_ []string, disguise
 	if how&encodedSlashes != 0 {
 		path = decodeSlashes.Replace(path)
 	} else if strings.Contains(path, "%2F") || strings.Contains(path, "%2f") {
-		disguised = encodedSlashes | encodedDots | paramDots // a segment it splits may hide a dot
+		disguised = encodedSlashes | encodedDots | paramDots | keptDots // a segment it splits may hide a dot
 	}
 	path = strings.TrimRight(path, " ")
 	for path != "" {
@@ -231,17 +232,14 @@ func pathSegments(path string, segs []string, how reading) (_ []string, disguise
 				seg, need = decoded, need|encodedDots
 			}
 		}
-		trimmed := strings.Trim(seg, " \t")
-		switch {
-		case seg != "." && seg != "..":
-			segs = append(segs, trimmed)
+		if seg != "." && seg != ".." {
+			segs = append(segs, strings.Trim(seg, " \t"))
 			continue
-		case need != 0:
-			disguised |= need
-			if how&need != need { // a segment to this reading
-				segs = append(segs, seg)
-				continue
-			}
+		}
+		disguised |= need | keptDots
+		if how&need != need || how&keptDots != 0 { // a segment to this reading
+			segs = append(segs, seg)
+			continue
 		}
 		if seg == ".." && len(segs) > 0 {
 			segs = segs[:len(segs)-1]
@@ -266,12 +264,19 @@ const (
 	// by default, and WSGI servers (Flask, Django), which route on the decoded path.
 	// Go's ServeMux, chi and Node keep it inside its segment.
 	encodedSlashes
+	// keptDots: it removes no dot segment, plain ones included: Flask (Werkzeug), on
+	// WSGI servers, serves "/a/../admin" by "/a/{id}/admin" with the id "..". Go's
+	// ServeMux redirects to the path without them, Node and servlet containers remove
+	// them.
+	keptDots
 )
 
 // readings are every reading a backend may take, each combination of what one may
-// do; the first is the one routes match a path by when nothing in it is disguised.
+// do (with keptDots, whether it decodes "%2e" or drops ;parameters changes nothing);
+// the first is the one routes match a path by when nothing in it is read two ways.
 var readings = [...]reading{encodedDots, 0, paramDots, encodedDots | paramDots,
-	encodedSlashes | encodedDots, encodedSlashes, encodedSlashes | paramDots, encodedSlashes | encodedDots | paramDots}
+	encodedSlashes | encodedDots, encodedSlashes, encodedSlashes | paramDots, encodedSlashes | encodedDots | paramDots,
+	keptDots | encodedDots, keptDots | encodedSlashes | encodedDots}
 
 // decodeSlashes decodes the encoded slashes of a path, for the encodedSlashes readings.
 var decodeSlashes = strings.NewReplacer("%2F", "/", "%2f", "/")

@@ -12,7 +12,7 @@ import (
 // for the route too. Decoded first, "/files/a%23/delete" read as "/files/a", and
 // "/files/a%2Fb/delete" as four segments, and both escaped the cost of the route the
 // service then served them by; so did "/files/%20/delete" and "/files/;x/delete", read
-// as "/files/delete".
+// as "/files/delete", and "/files/%2e%2e/delete", which Go serves by /files/{id}/delete.
 func TestRoutesMatchThePathTheBackendReceives(t *testing.T) {
 	srv, requests := recordingBackend(t)
 	const doc = `{defaultPlan: free, plans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]},
@@ -33,6 +33,10 @@ func TestRoutesMatchThePathTheBackendReceives(t *testing.T) {
 		{"a segment of ;parameters", "/files/;x/delete", "/files/;x/delete"},
 		{"a segment of a semicolon", "/files/;/delete", "/files/;/delete"},
 		{"a segment of a tab", "/files/%09/delete", "/files/%09/delete"},
+		// Go's ServeMux and chi serve an encoded dot segment as a segment too, though Node
+		// reads it as a dot: the dearer reading's route.
+		{"encoded dots", "/files/%2e%2e/delete", "/files/%2e%2e/delete"},
+		{"an encoded dot", "/files/%2E/delete", "/files/%2E/delete"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

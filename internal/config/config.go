@@ -1,6 +1,8 @@
 package config
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
@@ -66,7 +68,9 @@ type Limits struct {
 	TTL time.Duration
 	// Route is the matching route's id: a digest of its method and path pattern
 	// (RouteIDLen lowercase hex digits), which stays the route's whatever routes come
-	// before or after it; empty for none. LimitsOf gives the same Limits from it.
+	// before or after it; empty for none. LimitsOf gives the same Limits from it, but
+	// for a request that holds nothing to a path that backends read two ways, none of
+	// whose routes is dearer: its Rules are then all of those routes' (Config.Limits).
 	Route string
 }
 
@@ -146,16 +150,104 @@ func (c *Config) RefuseAnonymous() bool { return c.refuseAnon }
 // Limits returns what a request to method and path on plan p is decided against: p's
 // rules plus those of the first route that matches, and that route's cost. Routes match
 // the path as a backend resolves it (dot segments, repeated slashes, percent-encoded
-// unreserved characters; see pathSegments) and in any case.
+// unreserved characters; see pathSegments) and in any case. A path that backends read
+// two ways ("/a/%2e%2e/admin" is "/admin" to Node and "/a/{id}/admin" to Go) takes the
+// Limits of the dearest route a reading matches (see dearest).
 func (c *Config) Limits(p *Plan, method, path string) Limits {
 	var buf [maxInlineSegments]string
-	segs := pathSegments(path, buf[:0])
+	segs, disguised := pathSegments(path, buf[:0], readings[0])
+	i := c.match(method, segs)
+	if disguised != 0 {
+		return c.dearest(p, method, path, disguised, i)
+	}
+	return c.limitsAt(p, i)
+}
+
+// match returns the index of the first route that matches a request to method with the
+// path segments segs; len(c.routes) for none.
+func (c *Config) match(method string, segs []string) int {
 	for i, r := range c.routes {
 		if r.matches(method, segs) {
-			return c.limitsAt(p, i)
+			return i
 		}
 	}
-	return c.limitsAt(p, len(c.routes))
+	return len(c.routes)
+}
+
+// dearest returns the Limits on p of a request to method and path (which the first
+// reading matches to route first, and the readings of disguised may resolve otherwise)
+// that charge at least what every reading's route charges, so that no spelling of a
+// path reaches a route at a cheaper one's price: the Limits of the route that takes as
+// many tokens as any other (its reserve, or else its cost) with every rule of every
+// other (the same rule, enforced if it is). When no route does (each adds a rule the
+// other lacks), those of the one that takes the most tokens, the first reading's on a
+// tie, with the others' rules added when the engine can decide them so (see union):
+// docs/configuration.md says what a backend owner does when it cannot.
+func (c *Config) dearest(p *Plan, method, path string, disguised reading, first int) Limits {
+	var buf [maxInlineSegments]string
+	all := append(make([]Limits, 0, len(readings)), c.limitsAt(p, first))
+	seen := append(make([]int, 0, len(readings)), first)
+	for _, how := range readings[1:] {
+		if how&^disguised != readings[0]&^disguised {
+			continue // the same as another reading's, for this path
+		}
+		segs, _ := pathSegments(path, buf[:0], how)
+		if i := c.match(method, segs); !slices.Contains(seen, i) {
+			seen, all = append(seen, i), append(all, c.limitsAt(p, i))
+		}
+	}
+	most := all[0]
+	for _, l := range all {
+		if !slices.ContainsFunc(all, func(o Limits) bool { return !l.chargesAtLeast(o) }) {
+			return l
+		}
+		if l.tokens() > most.tokens() {
+			most = l
+		}
+	}
+	return union(all, most)
+}
+
+// union returns most, one of all, with the rules of every other added (enforced where
+// any is), for a path whose readings match the routes of all, none dearer than every
+// other: a check of most's cost from every bucket a reading would charge. It returns
+// most alone when that is not a check the engine decides, and whose Route leads back
+// to it: when a Limits of all holds something (a reservation or a lease, which its
+// route's id must settle or release), when the rules would be more than
+// bucketgate.MaxRules, or when an enforced one could never allow most's cost.
+func union(all []Limits, most Limits) Limits {
+	rules := most.Rules
+	for _, l := range all {
+		if l.Request("").Holds() {
+			return most
+		}
+		rules = merge(rules, l.Rules)
+	}
+	if len(rules) > bucketgate.MaxRules || slices.ContainsFunc(rules, func(r bucketgate.Rule) bool { return !r.Shadow && r.Max() < most.Cost }) {
+		return most
+	}
+	most.Rules = rules
+	return most
+}
+
+// tokens are what l takes from its buckets: its reserve, or else its cost.
+func (l Limits) tokens() int64 { return cmp.Or(l.Reserve, l.Cost) }
+
+// chargesAtLeast reports whether l takes as many tokens as o or more, with every rule
+// of o's: the same rule, enforced when o's is.
+func (l Limits) chargesAtLeast(o Limits) bool {
+	if l.tokens() < o.tokens() {
+		return false
+	}
+	for _, r := range o.Rules {
+		if !slices.ContainsFunc(l.Rules, func(q bucketgate.Rule) bool {
+			q.Shadow = q.Shadow || r.Shadow
+			return q == r
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 // LimitsOf returns the Limits of a request on plan p that matched route (Limits.Route:

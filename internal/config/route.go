@@ -190,18 +190,27 @@ func (r route) matches(method string, segs []string) bool {
 // 3986: letters, digits, '-', '.', '_', '~'), spaces and tabs are decoded, spaces and
 // tabs around a segment are trimmed, "." segments, empty segments (repeated or trailing
 // slashes) and ".." segments with the one before them are removed. A segment that only
-// the dropping or trimming emptied ("%20", ";x") stays, as "", and one that only they
-// made "." or ".." ("..;x", ".;x", "..%20") stays as that: Go, Node and Python serve
-// "/files/%20/delete", "/files/;x/delete" and "/files/..;x/delete" as
-// /files/{id}/delete, so they must match its route. Other percent-encodings, '%2F' among them, stay as they are, inside
-// their segment. It allocates only for a path with a tab or line break, or a segment
-// that has something to decode.
-func pathSegments(path string, segs []string) []string {
+// the dropping or trimming emptied ("%20", ";x") stays, as "". One that only the
+// trimming made "." or ".." ("..%20") stays as that, a segment to every backend. Whether
+// a "." or ".." segment is a dot segment depends on how, the reading of backends: Flask
+// keeps every one, Go and Node a "%2e%2e", Go, Node and Python a "..;x"; so does whether
+// an encoded slash ('%2F') is a separator or a byte inside its segment. It reports in
+// disguised what in a reading changed the path's segments or may have, and Limits tries
+// every reading of those.
+// Other percent-encodings stay as they are, inside their segment. It allocates only for
+// a path with a tab or line break, a segment that has something to decode, or a reading
+// of encodedSlashes.
+func pathSegments(path string, segs []string, how reading) (_ []string, disguised reading) {
 	if strings.ContainsAny(path, "\t\n\r") {
 		path = strings.Map(dropBreak, path)
 	}
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
+	}
+	if how&encodedSlashes != 0 {
+		path = decodeSlashes.Replace(path)
+	} else if strings.Contains(path, "%2F") || strings.Contains(path, "%2f") {
+		disguised = encodedSlashes | encodedDots | paramDots | keptDots // a segment it splits may hide a dot
 	}
 	path = strings.TrimRight(path, " ")
 	for path != "" {
@@ -214,26 +223,63 @@ func pathSegments(path string, segs []string) []string {
 		if seg == "" {
 			continue // a repeated or trailing slash
 		}
-		whole := true // a dot segment is one with nothing dropped or trimmed
+		var need reading // what a reading does for seg, if "." or "..", to be a dot segment
 		if i := strings.IndexByte(seg, ';'); i >= 0 {
-			seg, whole = seg[:i], false
+			seg, need = seg[:i], paramDots
 		}
 		if strings.IndexByte(seg, '%') >= 0 {
-			seg = decodeUnreserved(seg)
-		}
-		trimmed := strings.Trim(seg, " \t")
-		switch {
-		case whole && trimmed == seg && seg == ".":
-		case whole && trimmed == seg && seg == "..":
-			if len(segs) > 0 {
-				segs = segs[:len(segs)-1]
+			if decoded := decodeUnreserved(seg); decoded != seg {
+				seg, need = decoded, need|encodedDots
 			}
-		default:
-			segs = append(segs, trimmed)
+		}
+		if seg != "." && seg != ".." {
+			segs = append(segs, strings.Trim(seg, " \t"))
+			continue
+		}
+		disguised |= need | keptDots
+		if how&need != need || how&keptDots != 0 { // a segment to this reading
+			segs = append(segs, seg)
+			continue
+		}
+		if seg == ".." && len(segs) > 0 {
+			segs = segs[:len(segs)-1]
 		}
 	}
-	return segs
+	return segs, disguised
 }
+
+// reading is how a backend resolves what percent-encoding or ;parameters disguise (a
+// "." or ".." segment, a slash): a set of what it does before it splits a path into
+// segments and removes the dot segments.
+type reading uint8
+
+const (
+	// encodedDots: it decodes "%2e" first, so "%2e%2e" is "..": Node's URL parser,
+	// gorilla/mux, servlet containers. Go's ServeMux and chi serve it as a segment.
+	encodedDots reading = 1 << iota
+	// paramDots: it drops ;parameters first, so "..;x" is "..": servlet containers.
+	// Go, Node and Python serve it as a segment.
+	paramDots
+	// encodedSlashes: it decodes "%2F" first, so "a%2Fb" is two segments: gorilla/mux
+	// by default, and WSGI servers (Flask, Django), which route on the decoded path.
+	// Go's ServeMux, chi and Node keep it inside its segment.
+	encodedSlashes
+	// keptDots: it removes no dot segment, plain ones included: Flask (Werkzeug), on
+	// WSGI servers, serves "/a/../admin" by "/a/{id}/admin" with the id "..". Go's
+	// ServeMux redirects to the path without them, Node and servlet containers remove
+	// them.
+	keptDots
+)
+
+// readings are every reading a backend may take, each combination of what one may
+// do (with keptDots, whether it decodes "%2e" or drops ;parameters changes nothing);
+// the first is the one routes match a path by when nothing in it is read two ways.
+var readings = [...]reading{encodedDots, 0, paramDots, encodedDots | paramDots,
+	encodedSlashes | encodedDots, encodedSlashes, encodedSlashes | paramDots, encodedSlashes | encodedDots | paramDots,
+	keptDots | encodedDots, keptDots | encodedSlashes | encodedDots}
+
+// decodeSlashes decodes the encoded slashes of a path, for the encodedSlashes readings.
+var decodeSlashes = strings.NewReplacer("%2F", "/", "%2f", "/")
 
 // dropBreak is strings.Map's mapping that removes tabs and line breaks, as a URL
 // parser does.

@@ -816,3 +816,47 @@ func TestRollRefusesItsMadeAccountGone(t *testing.T) {
 		})
 	}
 }
+
+// accounts show lists every item that names the account, one the functions cannot read
+// too (written by hand), with why, by its id alone: an operator auditing the account sees
+// every key of it, the unknown ones among them. An item naming another account is not
+// listed.
+func TestAccountsShowListsUnreadableKeys(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	c.ok("accounts", "create", "other", "--plan", "pro")
+	working := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	broken := "key:" + bucketgate.KeyDigest("broken")
+	elsewhere := "key:" + bucketgate.KeyDigest("elsewhere")
+	for _, item := range []map[string]types.AttributeValue{
+		{"id": &types.AttributeValueMemberS{Value: broken}, "account": &types.AttributeValueMemberS{Value: "acme"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
+		{"id": &types.AttributeValueMemberS{Value: elsewhere}, "account": &types.AttributeValueMemberS{Value: "other"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
+	} {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	why := `attribute status: "paused": want "active" or "revoked"`
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"text", []string{"accounts", "show", "acme"}, []string{"\nkey        " + broken + " (invalid: " + why + " (the functions treat it as unknown))\n", "\nkey        " + working + "\n"}},
+		{"json", []string{"accounts", "show", "--json", "acme"}, []string{`"id": "` + broken + `",`, `"invalid": "invalid registry item ` + broken + `: ` + strings.ReplaceAll(why, `"`, `\"`) + `"`, `"id": "` + working + `",`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			out := c.ok(tc.args...)
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s:\n%s\nwant %q", strings.Join(tc.args, " "), out, want)
+				}
+			}
+			if strings.Contains(out, elsewhere) {
+				t.Errorf("%s:\n%s\nlists %s, a key of another account", strings.Join(tc.args, " "), out, elsewhere)
+			}
+		})
+	}
+}

@@ -860,3 +860,49 @@ func TestAccountsShowListsUnreadableKeys(t *testing.T) {
 		})
 	}
 }
+
+// keys show and keys list of a key whose account's item is not in the table or cannot
+// be read print no plan for it: the functions treat the key as unknown, never decide it
+// under the plan its own item names (ignored in a key of an account), nor under one of
+// its account's.
+func TestKeysShowNoPlanWithoutItsAccount(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	c.ok("accounts", "create", "gone", "--plan", "pro")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	orphan := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "gone")))
+	for _, item := range []map[string]types.AttributeValue{
+		{"id": &types.AttributeValueMemberS{Value: "account:acme"}, "plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
+		{"id": &types.AttributeValueMemberS{Value: orphan}, "account": &types.AttributeValueMemberS{Value: "gone"}, "plan": &types.AttributeValueMemberS{Value: "enterprise"}},
+	} {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key("account:gone")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, id string }{{"its account unreadable", member}, {"its account not in the table", orphan}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			want := "plan       - (the functions treat the key as unknown: see invalid)\n"
+			if show := c.ok("keys", "show", tc.id); !strings.Contains(show, want) || strings.Contains(show, "enterprise") {
+				t.Errorf("keys show:\n%s\nwant the line %q", show, want)
+			}
+			var j itemJSON
+			if err := json.Unmarshal([]byte(c.ok("keys", "show", "--json", tc.id)), &j); err != nil || j.Plan != "" || j.Invalid == "" {
+				t.Errorf("keys show --json: %+v, %v; want no plan, and invalid", j, err)
+			}
+			var list []itemJSON
+			if err := json.Unmarshal([]byte(c.ok("keys", "list", "--json")), &list); err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range list {
+				if it.ID == tc.id && (it.Plan != "" || it.Invalid == "") {
+					t.Errorf("keys list --json: %+v; want no plan, and invalid", it)
+				}
+			}
+		})
+	}
+}

@@ -74,14 +74,18 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // writeRecord prints it, a record as keys show reads it, as aligned "attribute value"
-// lines: a key of an account has a line account, its plan is the account's, and its
-// status names the account's when that is not active; a line invalid says why the
-// functions cannot use it.
+// lines: a key of an account has a line account, its plan is the account's (none when
+// the account cannot be used), and its status names the account's when that is not
+// active; a line invalid says why the functions cannot use it.
 func writeRecord(w io.Writer, it listed) error {
 	r := it.rec
 	lines := [][2]string{{"id", oneLine(r.ID)}}
 	if r.Account != "" {
-		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", it.plan + " (the account's)"})
+		plan := it.plan + " (the account's)"
+		if it.plan == "" { // no account to take it from: the key's own plan is ignored
+			plan = "- (the functions treat the key as unknown: see invalid)"
+		}
+		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", plan})
 	} else {
 		lines = append(lines, [2]string{"plan", it.plan})
 	}

@@ -652,9 +652,15 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 
 // assess completes it, the listed record of an identity: for a key of an account, the
 // account's plan and, when it is not active, its status, from acct (nil when the table
-// does not hold the account); and why the functions cannot use it under plans (nil: not
-// checked).
+// does not hold the account or it cannot be read: no plan, the plan its own item names
+// is ignored); and why the functions cannot use it under plans (nil: not checked).
 func assess(it *listed, acct *registry.Record, plans *config.Config) {
+	if it.rec.Account != "" {
+		it.plan = ""
+		if acct != nil {
+			it.plan = acct.Plan
+		}
+	}
 	switch {
 	case it.err != nil:
 	case it.rec.Account == "":
@@ -664,7 +670,6 @@ func assess(it *listed, acct *registry.Record, plans *config.Config) {
 	case acct == nil:
 		it.err = fmt.Errorf("attribute account: account %s is not in the table", it.rec.Account)
 	default:
-		it.plan = acct.Plan
 		if s := status(*acct); s != string(registry.StatusActive) {
 			it.accountStatus = s
 		}

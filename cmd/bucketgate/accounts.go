@@ -89,7 +89,8 @@ func parseAccountName(what, arg string) (string, error) {
 }
 
 // activeAccount reports why a key cannot be put in the account called name: the table
-// does not hold it, or it is revoked or expired.
+// does not hold it, or it is revoked or expired; else it notes the account as active
+// (keyTable.active).
 func (t *keyTable) activeAccount(ctx context.Context, name string) error {
 	acct, err := t.account(ctx, name)
 	if err != nil {
@@ -98,6 +99,7 @@ func (t *keyTable) activeAccount(ctx context.Context, name string) error {
 	if !acct.Active(time.Now()) {
 		return fmt.Errorf("account %s is %s: its keys are unknown to the functions; nothing written", name, status(acct))
 	}
+	t.active = name
 	return nil
 }
 

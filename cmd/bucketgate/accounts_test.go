@@ -906,3 +906,47 @@ func TestKeysShowNoPlanWithoutItsAccount(t *testing.T) {
 		})
 	}
 }
+
+// keys create --account and keys roll racing accounts revoke or expire: the account,
+// active when the command checked it, is no longer so once the new key is written, and
+// the command says that the key it printed is unknown to the functions, as every key of
+// the account, never that it was created in the account and works.
+func TestKeyOfAnAccountRacesItsEnd(t *testing.T) {
+	c, calls, put := newRoomCLI(t)
+	for _, tc := range []struct {
+		name, account string
+		roll          bool                                  // keys roll of a key of the account, else keys create --account
+		end           func(registry.Record) registry.Record // the account as the racing command writes it
+		want          string
+	}{
+		{"keys create, accounts revoke", "acme1", false, func(r registry.Record) registry.Record { r.Status = registry.StatusRevoked; return r }, "account acme1 is revoked"},
+		{"keys create, accounts expire", "acme2", false, func(r registry.Record) registry.Record { r.ExpiresAt = time.Unix(1577836800, 0); return r }, "account acme2 is expired"},
+		{"keys roll, accounts revoke", "acme3", true, func(r registry.Record) registry.Record { r.Status = registry.StatusRevoked; return r }, "account acme3 is revoked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("accounts", "create", tc.account, "--plan", "small")
+			args := []string{"keys", "create", "--account", tc.account}
+			if tc.roll {
+				args = []string{"keys", "roll", keyID(strings.TrimSpace(c.ok(args...)))}
+			}
+			raced := false
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && !raced && strings.Contains(string(body), `"account":{"S":"`+tc.account+`"}`) {
+					raced = true
+					put(tc.end(registry.Record{ID: registry.AccountItemPrefix + tc.account, Plan: "small"}))
+				}
+				return false
+			})
+			code, stdout, stderr := c.run(args...)
+			calls.refuseWhen(nil)
+			written := keyID(strings.TrimSpace(stdout))
+			if !raced || code != exitError || !strings.Contains(stderr, written+" is written, but "+tc.want) || !strings.Contains(stderr, "unknown") {
+				t.Fatalf("bucketgate %s, raced: exit %d\n%s\nwant exit 1 saying %s is written, but %s", strings.Join(args, " "), code, stderr, written, tc.want)
+			}
+			if tc.roll && strings.Contains(stderr, "works as it did") {
+				t.Fatalf("keys roll, raced:\n%s\nsays the old key of an account that is not active works", stderr)
+			}
+		})
+	}
+}

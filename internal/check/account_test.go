@@ -10,8 +10,10 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 )
 
@@ -170,6 +172,60 @@ func TestOperatorGoneKeyOfAnAccount(t *testing.T) {
 			}
 			if after := f.invokeOK(t, []byte(`{"identity":"acct:acme","cost":0}`)); !strings.Contains(string(after), `"remaining":5,`) {
 				t.Errorf("the account after %s: %s, want its 5 tokens left, untouched", tc.name, after)
+			}
+		})
+	}
+}
+
+// eventsRecorder keeps every event the handler sent.
+type eventsRecorder struct{ events []eventbus.Event }
+
+func (r *eventsRecorder) Send(_ context.Context, _ *telemetry.Invocation, events []eventbus.Event) {
+	r.events = append(r.events, events...)
+}
+
+// The event of a check of a key of an account names the identity whose buckets crossed
+// and the account only when they are the account's: a revoked or expired key of an
+// account, or a key whose account is revoked, expired or not in the table, is decided
+// as itself on the default plan, and its event names no account, whose buckets nothing
+// touched.
+func TestEventsNameTheAccountCharged(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	rec := &eventsRecorder{}
+	f.h.Events = rec
+	member, revoked, expired := bucketgate.KeyDigest("member"), bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("expired")
+	ofGone, orphan := bucketgate.KeyDigest("of gone"), bucketgate.KeyDigest("orphan")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "free", Owner: "Acme"},
+		registry.Record{ID: "account:gone", Plan: "free", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + member, Account: "acme"},
+		registry.Record{ID: "key:" + revoked, Account: "acme", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + expired, Account: "acme", ExpiresAt: time.Now().Add(-time.Hour)},
+		registry.Record{ID: "key:" + ofGone, Account: "gone"},
+		registry.Record{ID: "key:" + orphan, Account: "nowhere"},
+	))
+	for _, tc := range []struct {
+		name, digest, identity, account string
+	}{
+		{"a key of an active account", member, "acct:acme", "acme"},
+		{"a revoked key", revoked, "key:" + revoked, ""},
+		{"an expired key", expired, "key:" + expired, ""},
+		{"a key of a revoked account", ofGone, "key:" + ofGone, ""},
+		{"a key of an account not in the table", orphan, "key:" + orphan, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr.FlushAll()
+			rec.events = nil
+			f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","cost":10}`))
+			if out := string(f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","cost":1}`))); !strings.Contains(out, `"allowed":false`) {
+				t.Fatalf("second check: %s, want it denied", out)
+			}
+			if len(rec.events) != 1 {
+				t.Fatalf("events %+v, want the first denial's", rec.events)
+			}
+			if d := rec.events[0].Detail; d.Identity != tc.identity || d.Account != tc.account {
+				t.Errorf("event of identity %q, account %q; want %q, %q", d.Identity, d.Account, tc.identity, tc.account)
 			}
 		})
 	}

@@ -61,7 +61,7 @@ type check struct {
 	// plan names the plan of the rules; empty for inline rules.
 	plan string
 	// account and owner are the registry's for the identity (events only); empty
-	// when it holds none.
+	// when it holds none, or its plan does not decide the check (an unknown identity).
 	account, owner string
 	// inline reports a check that brought its own rules, whose names are the caller's.
 	inline bool

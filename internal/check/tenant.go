@@ -61,13 +61,17 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, e.AccountErr)
 			continue
 		}
-		c.account, c.owner = e.Account, e.Owner
-		// Whose buckets the registry's plan is for: an identity it does not know (a revoked
-		// or expired key of an account) is decided as itself on the default plan, never on
-		// its account's buckets, which its account's other keys spend under their plan.
-		if e.Identity != (bucketgate.Identity{}) && (c.follow || e.Plan != nil) {
-			c.req.Identity = e.Identity.String()
-			c.logged = bucketgate.LogForm(c.req.Identity)
+		// Whose buckets the registry's plan is for, and whose account and owner the events
+		// name: an identity it does not know (a revoked or expired key of an account, a key
+		// of an account that is not active) is decided as itself on the default plan, never
+		// on its account's buckets, which its account's other keys spend under their plan,
+		// and its events name no account.
+		if c.follow || e.Plan != nil {
+			c.account, c.owner = e.Account, e.Owner
+			if e.Identity != (bucketgate.Identity{}) {
+				c.req.Identity = e.Identity.String()
+				c.logged = bucketgate.LogForm(c.req.Identity)
+			}
 		}
 		if c.follow {
 			continue

@@ -118,9 +118,11 @@ func (s accountsDown) Get(ctx context.Context, id string) (registry.Record, bool
 }
 
 // A revoked or expired key of an account whose item the registry cannot read reports no
-// usage of its own, and resets no buckets of its own: the operator's path cannot say
-// whose they are, and says so (UnavailableError; the failure policy for a reset), as it
-// does for a key still in use.
+// usage of its own: the operator's path cannot say whose usage it is, and says so
+// (UnavailableError), as it does for a key still in use. A reset of it, named with no
+// plan, resets its own buckets on the default plan, as it does when the account can be
+// read (the account's buckets are never a dead key's); a reset of a key still in use is
+// answered by the failure policy, its plan unknown.
 func TestOperatorAccountUnreadable(t *testing.T) {
 	f, _ := usageFixture(t, 3)
 	revoked, expired, member := bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("expired"), bucketgate.KeyDigest("member")
@@ -130,15 +132,18 @@ func TestOperatorAccountUnreadable(t *testing.T) {
 		registry.Record{ID: "key:" + expired, Account: "acme", ExpiresAt: time.Now().Add(-time.Hour)},
 		registry.Record{ID: "key:" + member, Account: "acme"},
 	)}, registry.Options{TTL: time.Minute, Size: 100}))
-	for _, tc := range []struct{ name, digest string }{{"revoked", revoked}, {"expired", expired}, {"in use", member}} {
+	unavailable := `{"allowed":false,"reason":"unavailable","limit":0,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"","plan":""}`
+	for _, tc := range []struct{ name, digest, reset string }{
+		{"revoked", revoked, `{"allowed":true,"reason":"ok","limit":10,"remaining":10,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"free","identity":"key:` + revoked + `"}`},
+		{"expired", expired, `{"allowed":true,"reason":"ok","limit":10,"remaining":10,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"free","identity":"key:` + expired + `"}`},
+		{"in use", member, unavailable},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ue := functionError(t, mustFail(f, `{"identity":"key:`+tc.digest+`","op":"usage"}`))
 			if want := "usage of key:" + tc.digest + ": the registry could not say whose usage it is: "; ue.Type != checkapi.ErrorTypeUnavailable || !strings.HasPrefix(ue.Message, want) {
 				t.Errorf("error %q of type %q, want one starting %q", ue.Message, ue.Type, want)
 			}
-			// Nor does a reset reach the key's own buckets: the failure policy answers.
-			assertJSONEqual(t, f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","op":"reset"}`)),
-				`{"allowed":false,"reason":"unavailable","limit":0,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"","plan":""}`)
+			assertJSONEqual(t, f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","op":"reset"}`)), tc.reset)
 		})
 	}
 }

@@ -57,7 +57,9 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, err) // the decision line's error: the key as its digest
 			continue
 		}
-		if e.AccountErr != nil { // a key that spent an account's buckets: not its own
+		// A dead key that spent an account's buckets, followed to them: the registry cannot
+		// say whose they are. Named with no plan, it is decided as itself, whatever its account.
+		if c.follow && e.AccountErr != nil {
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, e.AccountErr)
 			continue
 		}

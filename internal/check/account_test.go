@@ -235,3 +235,48 @@ func TestEventsNameTheAccountCharged(t *testing.T) {
 		})
 	}
 }
+
+// A requestId is remembered per identity whose buckets a check spends: two keys of one
+// account spend the account's, so the same requestId from both within
+// IDEMPOTENCY_TTL_MS is one request, the second answered the first's decision (replayed,
+// nothing taken), or a ConflictError when the requests differ (a key's own rules); a
+// lone key's requestId is its own. docs/keys.md and docs/check.md say so.
+func TestRequestIDPerAccount(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	first, second, own, lone := bucketgate.KeyDigest("first"), bucketgate.KeyDigest("second"), bucketgate.KeyDigest("own"), bucketgate.KeyDigest("lone")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "key:" + first, Account: "acme"},
+		registry.Record{ID: "key:" + second, Account: "acme"},
+		registry.Record{ID: "key:" + own, Account: "acme", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 5, RefillPerSecond: 1}}},
+		registry.Record{ID: "key:" + lone, Plan: "pro"},
+	))
+	mr.FlushAll()
+	f.invokeOK(t, []byte(`{"identity":"key:`+first+`","cost":5,"requestId":"job-1"}`))
+	for _, tc := range []struct {
+		name, digest string
+		want         string // in the answer; "" for a ConflictError
+	}{
+		{"another key of the account: the first answer", second, `"remaining":95,`},
+		{"a key of the account with own rules: another request", own, ""},
+		{"a lone key: its own", lone, `"remaining":95,`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			payload := `{"identity":"key:` + tc.digest + `","cost":5,"requestId":"job-1"}`
+			if tc.want == "" {
+				if ce := functionError(t, mustFail(f, payload)); ce.Type != checkapi.ErrorTypeConflict {
+					t.Errorf("%s: error %+v, want a ConflictError", payload, ce)
+				}
+				return
+			}
+			out := string(f.invokeOK(t, []byte(payload)))
+			if !strings.Contains(out, tc.want) || strings.Contains(out, `"replayed":true`) != (tc.digest != lone) {
+				t.Errorf("%s: %s, want %s, replayed only for a key of the account", payload, out, tc.want)
+			}
+		})
+	}
+	if after := f.invokeOK(t, []byte(`{"identity":"acct:acme","cost":0}`)); !strings.Contains(string(after), `"remaining":95,`) {
+		t.Errorf("the account: %s, want 5 taken once", after)
+	}
+}

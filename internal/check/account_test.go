@@ -182,6 +182,40 @@ func TestOperatorGoneKeyOfAnAccount(t *testing.T) {
 	}
 }
 
+// A key the registry does not know as active, named with a plan or rules (buckets show,
+// refund or reset with --plan or --rule), is decided as itself under them too, as named
+// with neither: a revoked key of an active account, or a key of a revoked account, never
+// reaches its account's buckets, which the account's other keys spend (or nothing does).
+func TestOperatorGoneKeyWithAPlan(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	revoked, ofGone := bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("of gone")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "account:gone", Plan: "pro", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + revoked, Account: "acme", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + ofGone, Account: "gone"},
+	))
+	for _, tc := range []struct{ name, account, digest, op string }{
+		{"a reset with a plan through a revoked key", "acme", revoked, `"plan":"pro","op":"reset"`},
+		{"a refund with a plan through a revoked key", "acme", revoked, `"plan":"pro","op":"refund","cost":5`},
+		{"a show with rules through a revoked key", "acme", revoked, `"rules":[{"name":"burst","capacity":100,"refillPerSecond":50}],"cost":0`},
+		{"a reset with a plan through a key of a revoked account", "gone", ofGone, `"plan":"pro","op":"reset"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr.FlushAll()
+			f.invokeOK(t, []byte(`{"identity":"acct:`+tc.account+`","plan":"pro","cost":95}`))
+			out := string(f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`",`+tc.op+`}`)))
+			if !strings.Contains(out, `"identity":"key:`+tc.digest+`"`) {
+				t.Errorf("%s: %s, want the key's own buckets", tc.name, out)
+			}
+			if after := f.invokeOK(t, []byte(`{"identity":"acct:`+tc.account+`","plan":"pro","cost":0}`)); !strings.Contains(string(after), `"remaining":5,`) {
+				t.Errorf("the account after %s: %s, want its 5 tokens left, untouched", tc.name, after)
+			}
+		})
+	}
+}
+
 // eventsRecorder keeps every event the handler sent.
 type eventsRecorder struct{ events []eventbus.Event }
 

@@ -74,7 +74,8 @@ type check struct {
 	// (resolveTenants), and until then req has no rules.
 	tenant bool
 	// follow reports a check naming an API key or an account with a plan or rules: the
-	// registry says whose buckets they are (a key of an account spends its account's),
+	// registry says whose buckets they are (a key of an account spends its account's;
+	// a key it does not know as active, its own, but for its usage: resolveTenants),
 	// and nothing else.
 	follow bool
 	// lookupErr is why the registry could not say who the identity is: the check is

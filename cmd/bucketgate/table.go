@@ -255,8 +255,10 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	}
 	if rec.Account != "" { // check reads the account again
 		what = append(what, fmt.Sprintf("a change of account %s (bucketgate accounts set-plan or override)", rec.Account))
-		if acct, err := t.account(ctx, rec.Account); err == nil && rec.Account == t.active && !acct.Active(time.Now()) {
-			return fmt.Errorf("%s %w, but account %s is %s, written while this command ran: %w", rec.ID, errWritten, rec.Account, status(acct), errKeysUnknown)
+		if rec.Account == t.active {
+			if acct, err := t.account(ctx, rec.Account); err == nil && !acct.Active(time.Now()) {
+				return fmt.Errorf("%s %w, but account %s is %s, written while this command ran: %w", rec.ID, errWritten, rec.Account, status(acct), errKeysUnknown)
+			}
 		}
 	}
 	if len(what) == 0 {

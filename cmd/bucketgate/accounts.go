@@ -89,7 +89,8 @@ func parseAccountName(what, arg string) (string, error) {
 }
 
 // activeAccount reports why a key cannot be put in the account called name: the table
-// does not hold it, or it is revoked or expired.
+// does not hold it, or it is revoked or expired; else it notes the account as active
+// (keyTable.active).
 func (t *keyTable) activeAccount(ctx context.Context, name string) error {
 	acct, err := t.account(ctx, name)
 	if err != nil {
@@ -98,6 +99,7 @@ func (t *keyTable) activeAccount(ctx context.Context, name string) error {
 	if !acct.Active(time.Now()) {
 		return fmt.Errorf("account %s is %s: its keys are unknown to the functions; nothing written", name, status(acct))
 	}
+	t.active = name
 	return nil
 }
 
@@ -136,7 +138,7 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return err
 		}
-		keys, err := t.keysOf(e.ctx, accountName(r.ID))
+		keys, err := t.membersOf(e.ctx, accountName(r.ID))
 		if err != nil {
 			return err
 		}
@@ -146,23 +148,22 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", r.ID, err)
 		}
 		assess(&it, nil, plans)
-		invalid := make([]error, len(keys)) // with a usable account: their own rules may not fit its plan
-		for i, k := range keys {
-			if plans != nil && it.err == nil {
-				_, invalid[i] = registry.ResolveMember(k, r, plans)
+		for i, k := range keys { // with a usable account: their own rules may not fit its plan
+			if k.err == nil && plans != nil && it.err == nil {
+				_, keys[i].err = registry.ResolveMember(k.rec, r, plans)
 			}
 		}
 		if *asJSON {
 			j := accountJSON{itemJSON: itemJSONOf(it), Identity: accountIdentity(r), Keys: make([]accountKeyJSON, len(keys))}
 			for i, k := range keys {
-				j.Keys[i] = accountKeyJSON{ID: k.ID, Status: status(k), ExpiresAt: expiry(k)}
-				if invalid[i] != nil {
-					j.Keys[i].Invalid = invalid[i].Error()
+				j.Keys[i] = accountKeyJSON{ID: k.rec.ID, Status: status(k.rec), ExpiresAt: expiry(k.rec)}
+				if k.err != nil {
+					j.Keys[i].Invalid = k.err.Error()
 				}
 			}
 			return writeJSON(e.stdout, j)
 		}
-		return writeAccount(e.stdout, it, keys, invalid)
+		return writeAccount(e.stdout, it, keys)
 	}
 }
 
@@ -174,6 +175,29 @@ func (t *keyTable) keysOf(ctx context.Context, name string) ([]registry.Record, 
 		return nil, err
 	}
 	return slices.DeleteFunc(h.records, func(r registry.Record) bool { return r.Account != name }), nil
+}
+
+// membersOf returns every item that names the account called name, in the order of
+// their ids: the records of its keys, and the items that cannot be read, each with why
+// (the functions treat them as unknown keys), which an audit of the account must see too.
+func (t *keyTable) membersOf(ctx context.Context, name string) ([]listed, error) {
+	h, err := t.scan(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	var items []listed
+	for _, r := range h.records {
+		if r.Account == name {
+			items = append(items, listed{rec: r})
+		}
+	}
+	for _, u := range h.unreadable {
+		if u.rec.Account == name {
+			items = append(items, u)
+		}
+	}
+	slices.SortFunc(items, func(a, b listed) int { return strings.Compare(a.rec.ID, b.rec.ID) })
+	return items, nil
 }
 
 // accountIdentity returns whose buckets the account of r spends: acct:NAME, or the key

@@ -816,3 +816,137 @@ func TestRollRefusesItsMadeAccountGone(t *testing.T) {
 		})
 	}
 }
+
+// accounts show lists every item that names the account, one the functions cannot read
+// too (written by hand), with why, by its id alone: an operator auditing the account sees
+// every key of it, the unknown ones among them. An item naming another account is not
+// listed.
+func TestAccountsShowListsUnreadableKeys(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	c.ok("accounts", "create", "other", "--plan", "pro")
+	working := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	broken := "key:" + bucketgate.KeyDigest("broken")
+	elsewhere := "key:" + bucketgate.KeyDigest("elsewhere")
+	for _, item := range []map[string]types.AttributeValue{
+		{"id": &types.AttributeValueMemberS{Value: broken}, "account": &types.AttributeValueMemberS{Value: "acme"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
+		{"id": &types.AttributeValueMemberS{Value: elsewhere}, "account": &types.AttributeValueMemberS{Value: "other"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
+	} {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	why := `attribute status: "paused": want "active" or "revoked"`
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"text", []string{"accounts", "show", "acme"}, []string{"\nkey        " + broken + " (invalid: " + why + " (the functions treat it as unknown))\n", "\nkey        " + working + "\n"}},
+		{"json", []string{"accounts", "show", "--json", "acme"}, []string{`"id": "` + broken + `",`, `"invalid": "invalid registry item ` + broken + `: ` + strings.ReplaceAll(why, `"`, `\"`) + `"`, `"id": "` + working + `",`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			out := c.ok(tc.args...)
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s:\n%s\nwant %q", strings.Join(tc.args, " "), out, want)
+				}
+			}
+			if strings.Contains(out, elsewhere) {
+				t.Errorf("%s:\n%s\nlists %s, a key of another account", strings.Join(tc.args, " "), out, elsewhere)
+			}
+		})
+	}
+}
+
+// keys show and keys list of a key whose account's item is not in the table or cannot
+// be read print no plan for it: the functions treat the key as unknown, never decide it
+// under the plan its own item names (ignored in a key of an account), nor under one of
+// its account's.
+func TestKeysShowNoPlanWithoutItsAccount(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	c.ok("accounts", "create", "gone", "--plan", "pro")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	orphan := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "gone")))
+	for _, item := range []map[string]types.AttributeValue{
+		{"id": &types.AttributeValueMemberS{Value: "account:acme"}, "plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
+		{"id": &types.AttributeValueMemberS{Value: orphan}, "account": &types.AttributeValueMemberS{Value: "gone"}, "plan": &types.AttributeValueMemberS{Value: "enterprise"}},
+	} {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key("account:gone")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, id string }{{"its account unreadable", member}, {"its account not in the table", orphan}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			want := "plan       - (the functions treat the key as unknown: see invalid)\n"
+			if show := c.ok("keys", "show", tc.id); !strings.Contains(show, want) || strings.Contains(show, "enterprise") {
+				t.Errorf("keys show:\n%s\nwant the line %q", show, want)
+			}
+			var j itemJSON
+			if err := json.Unmarshal([]byte(c.ok("keys", "show", "--json", tc.id)), &j); err != nil || j.Plan != "" || j.Invalid == "" {
+				t.Errorf("keys show --json: %+v, %v; want no plan, and invalid", j, err)
+			}
+			var list []itemJSON
+			if err := json.Unmarshal([]byte(c.ok("keys", "list", "--json")), &list); err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range list {
+				if it.ID == tc.id && (it.Plan != "" || it.Invalid == "") {
+					t.Errorf("keys list --json: %+v; want no plan, and invalid", it)
+				}
+			}
+		})
+	}
+}
+
+// keys create --account and keys roll racing accounts revoke or expire: the account,
+// active when the command checked it, is no longer so once the new key is written, and
+// the command says that the key it printed is unknown to the functions, as every key of
+// the account, never that it was created in the account and works.
+func TestKeyOfAnAccountRacesItsEnd(t *testing.T) {
+	c, calls, put := newRoomCLI(t)
+	for _, tc := range []struct {
+		name, account string
+		roll          bool                                  // keys roll of a key of the account, else keys create --account
+		end           func(registry.Record) registry.Record // the account as the racing command writes it
+		want          string
+	}{
+		{"keys create, accounts revoke", "acme1", false, func(r registry.Record) registry.Record { r.Status = registry.StatusRevoked; return r }, "account acme1 is revoked"},
+		{"keys create, accounts expire", "acme2", false, func(r registry.Record) registry.Record { r.ExpiresAt = time.Unix(1577836800, 0); return r }, "account acme2 is expired"},
+		{"keys roll, accounts revoke", "acme3", true, func(r registry.Record) registry.Record { r.Status = registry.StatusRevoked; return r }, "account acme3 is revoked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("accounts", "create", tc.account, "--plan", "small")
+			args := []string{"keys", "create", "--account", tc.account}
+			if tc.roll {
+				args = []string{"keys", "roll", keyID(strings.TrimSpace(c.ok(args...)))}
+			}
+			raced := false
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && !raced && strings.Contains(string(body), `"account":{"S":"`+tc.account+`"}`) {
+					raced = true
+					put(tc.end(registry.Record{ID: registry.AccountItemPrefix + tc.account, Plan: "small"}))
+				}
+				return false
+			})
+			code, stdout, stderr := c.run(args...)
+			calls.refuseWhen(nil)
+			written := keyID(strings.TrimSpace(stdout))
+			if !raced || code != exitError || !strings.Contains(stderr, written+" is written, but "+tc.want) || !strings.Contains(stderr, "unknown") {
+				t.Fatalf("bucketgate %s, raced: exit %d\n%s\nwant exit 1 saying %s is written, but %s", strings.Join(args, " "), code, stderr, written, tc.want)
+			}
+			if tc.roll && strings.Contains(stderr, "works as it did") {
+				t.Fatalf("keys roll, raced:\n%s\nsays the old key of an account that is not active works", stderr)
+			}
+		})
+	}
+}

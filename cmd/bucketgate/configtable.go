@@ -37,6 +37,9 @@ func (t *keyTable) readConfig(ctx context.Context, id string) (s registry.Stored
 type history struct {
 	versions []storedVersion // by version, newest first
 	records  []registry.Record
+	// unreadable is the identities' items that cannot be read: each its id, the account
+	// it names (when it names one as a string) and why.
+	unreadable []listed
 }
 
 // storedVersion is one copy of a version of the configuration: the copy, or why it
@@ -65,7 +68,8 @@ func (h history) has(v int64) bool {
 
 // scan reads every item of the table (strongly consistent, page by page): the copies of
 // the configuration's versions and, when records, the identities' records that can be
-// read (one that cannot is no identity a document could break).
+// read (one that cannot is no identity a document could break), and apart those that
+// cannot.
 func (t *keyTable) scan(ctx context.Context, records bool) (history, error) {
 	if err := t.open(); err != nil {
 		return history{}, err
@@ -91,9 +95,15 @@ func (t *keyTable) scan(ctx context.Context, records bool) (history, error) {
 				s, err := registry.DecodeConfigItem(it)
 				h.versions = append(h.versions, storedVersion{id: id.Value, s: s, err: err})
 			default:
-				if rec, err := registry.DecodeItem(it); err == nil {
+				rec, err := registry.DecodeItem(it)
+				if err == nil {
 					h.records = append(h.records, rec)
+					break
 				}
+				if account, ok := it["account"].(*types.AttributeValueMemberS); ok {
+					rec.Account = account.Value
+				}
+				h.unreadable = append(h.unreadable, listed{rec: rec, err: err})
 			}
 		}
 	}

@@ -74,14 +74,18 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // writeRecord prints it, a record as keys show reads it, as aligned "attribute value"
-// lines: a key of an account has a line account, its plan is the account's, and its
-// status names the account's when that is not active; a line invalid says why the
-// functions cannot use it.
+// lines: a key of an account has a line account, its plan is the account's (none when
+// the account cannot be used), and its status names the account's when that is not
+// active; a line invalid says why the functions cannot use it.
 func writeRecord(w io.Writer, it listed) error {
 	r := it.rec
 	lines := [][2]string{{"id", oneLine(r.ID)}}
 	if r.Account != "" {
-		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", it.plan + " (the account's)"})
+		plan := it.plan + " (the account's)"
+		if it.plan == "" { // no account to take it from: the key's own plan is ignored
+			plan = "- (the functions treat the key as unknown: see invalid)"
+		}
+		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", plan})
 	} else {
 		lines = append(lines, [2]string{"plan", it.plan})
 	}
@@ -117,23 +121,22 @@ func invalidText(err error) string {
 
 // writeAccount prints the account of it and its keys as aligned "attribute value" lines:
 // a line invalid when the functions cannot use it, and a line key for each key, with its
-// status or expiry when it has one, or why the functions cannot use it (invalid, by
-// index: nil for a key they can).
-func writeAccount(w io.Writer, it listed, keys []registry.Record, invalid []error) error {
+// status or expiry when it has one, or why the functions cannot use it (its err).
+func writeAccount(w io.Writer, it listed, keys []listed) error {
 	r := it.rec
 	lines := append([][2]string{
 		{"id", r.ID}, {"identity", accountIdentity(r)}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
 		{"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
 	}, invalidLine(it.err)...)
-	for i, k := range keys {
-		line := k.ID
-		switch s := status(k); {
+	for _, k := range keys {
+		line := oneLine(k.rec.ID)
+		switch s := status(k.rec); {
 		case s != string(registry.StatusActive):
 			line += " (" + s + ")"
-		case invalid[i] != nil:
-			line += " (invalid: " + invalidText(invalid[i]) + ")"
-		case expiry(k) != "":
-			line += " (expires " + expiry(k) + ")"
+		case k.err != nil:
+			line += " (invalid: " + invalidText(k.err) + ")"
+		case expiry(k.rec) != "":
+			line += " (expires " + expiry(k.rec) + ")"
 		}
 		lines = append(lines, [2]string{"key", line})
 	}

@@ -88,6 +88,9 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		}
 		fmt.Fprintf(e.stderr, "created %s in account %s: the key above is shown this once, store it now\n", next.ID, name)
 		if err := t.confirm(e.ctx, next); err != nil { // the old key stays as it was: the only one working
+			if errors.Is(err, errKeysUnknown) { // its account's end stops the old key too
+				return fmt.Errorf("%w; %s is unchanged", err, id)
+			}
 			return fmt.Errorf("%w; %s is unchanged, and works as it did", err, id)
 		}
 		// The old key, in the account, expiring after the overlap (or sooner, as it was).
@@ -157,6 +160,7 @@ func (t *keyTable) stale(e env, old registry.Record, name, next string) string {
 // its rules, its owner and note, spending the key's buckets (Record.Buckets), so that the
 // rotation gives no token back. An account of that name already made from this key (a
 // roll that stopped before its end) is taken as it is, unless it is revoked or expired.
+// It notes the account as active (keyTable.active).
 func (t *keyTable) makeAccount(e env, old registry.Record, name string) error {
 	acct := registry.Record{ID: registry.AccountItemPrefix + name, Plan: old.Plan, Rules: old.Rules, Owner: old.Owner, Note: old.Note, Buckets: old.ID}
 	err := t.put(e.ctx, acct)
@@ -174,6 +178,7 @@ func (t *keyTable) makeAccount(e env, old registry.Record, name string) error {
 	if err != nil {
 		return err
 	}
+	t.active = name
 	fmt.Fprintf(e.stderr, "%s is a key of account %s now, on plan %s, which spends its buckets (%s): no token is given back\n",
 		old.ID, name, acct.Plan, old.ID)
 	return nil

@@ -43,6 +43,10 @@ type keyTable struct {
 	from   string
 	// version is the version of the table's document loaded is; 0 for the environment's.
 	version int64
+	// active names the account this command found active (activeAccount) or made
+	// (keys roll), before writing a key of it: confirm says of that key that the account
+	// is revoked or expired once it is written.
+	active string
 }
 
 // Condition expressions of the writes: a new item, or one that is there.
@@ -235,7 +239,9 @@ func (t *keyTable) recheckKeysOf(ctx context.Context, item map[string]types.Attr
 // override, between them scanned the table before rec was written, so only this command
 // can say that what it wrote leaves rec without a usable plan, or that a document
 // written meanwhile changes which requests rec's own rules limit (config put refuses
-// such a document for the records its scan finds). Its error says that rec is written.
+// such a document for the records its scan finds); an accounts revoke or expire between
+// them of the account the command found active leaves rec unknown to the functions
+// (errKeysUnknown). Its error says that rec is written.
 func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	cfg, version, err := t.tableConfig(ctx)
 	moved := err == nil && cfg != nil && version != t.version // a document that does not load is not in force
@@ -249,6 +255,11 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	}
 	if rec.Account != "" { // check reads the account again
 		what = append(what, fmt.Sprintf("a change of account %s (bucketgate accounts set-plan or override)", rec.Account))
+		if rec.Account == t.active {
+			if acct, err := t.account(ctx, rec.Account); err == nil && !acct.Active(time.Now()) {
+				return fmt.Errorf("%s %w, but account %s is %s, written while this command ran: %w", rec.ID, errWritten, rec.Account, status(acct), errKeysUnknown)
+			}
+		}
 	}
 	if len(what) == 0 {
 		return nil
@@ -261,6 +272,10 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	}
 	return nil
 }
+
+// errKeysUnknown is wrapped by confirm's error for a key of an account that was revoked
+// or expired after the command checked it.
+var errKeysUnknown = errors.New("the functions treat every key of it as unknown, this one too")
 
 // errWritten is wrapped by the error of a change or a put whose item is written, and
 // that found something written meanwhile wrong with it (confirm, recheckKeysOf).
@@ -652,9 +667,15 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 
 // assess completes it, the listed record of an identity: for a key of an account, the
 // account's plan and, when it is not active, its status, from acct (nil when the table
-// does not hold the account); and why the functions cannot use it under plans (nil: not
-// checked).
+// does not hold the account or it cannot be read: no plan, the plan its own item names
+// is ignored); and why the functions cannot use it under plans (nil: not checked).
 func assess(it *listed, acct *registry.Record, plans *config.Config) {
+	if it.rec.Account != "" {
+		it.plan = ""
+		if acct != nil {
+			it.plan = acct.Plan
+		}
+	}
 	switch {
 	case it.err != nil:
 	case it.rec.Account == "":
@@ -664,7 +685,6 @@ func assess(it *listed, acct *registry.Record, plans *config.Config) {
 	case acct == nil:
 		it.err = fmt.Errorf("attribute account: account %s is not in the table", it.rec.Account)
 	default:
-		it.plan = acct.Plan
 		if s := status(*acct); s != string(registry.StatusActive) {
 			it.accountStatus = s
 		}

@@ -10,8 +10,10 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 )
 
@@ -116,9 +118,11 @@ func (s accountsDown) Get(ctx context.Context, id string) (registry.Record, bool
 }
 
 // A revoked or expired key of an account whose item the registry cannot read reports no
-// usage of its own, and resets no buckets of its own: the operator's path cannot say
-// whose they are, and says so (UnavailableError; the failure policy for a reset), as it
-// does for a key still in use.
+// usage of its own: the operator's path cannot say whose usage it is, and says so
+// (UnavailableError), as it does for a key still in use. A reset of it, named with no
+// plan, resets its own buckets on the default plan, as it does when the account can be
+// read (the account's buckets are never a dead key's); a reset of a key still in use is
+// answered by the failure policy, its plan unknown.
 func TestOperatorAccountUnreadable(t *testing.T) {
 	f, _ := usageFixture(t, 3)
 	revoked, expired, member := bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("expired"), bucketgate.KeyDigest("member")
@@ -128,15 +132,18 @@ func TestOperatorAccountUnreadable(t *testing.T) {
 		registry.Record{ID: "key:" + expired, Account: "acme", ExpiresAt: time.Now().Add(-time.Hour)},
 		registry.Record{ID: "key:" + member, Account: "acme"},
 	)}, registry.Options{TTL: time.Minute, Size: 100}))
-	for _, tc := range []struct{ name, digest string }{{"revoked", revoked}, {"expired", expired}, {"in use", member}} {
+	unavailable := `{"allowed":false,"reason":"unavailable","limit":0,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"","plan":""}`
+	for _, tc := range []struct{ name, digest, reset string }{
+		{"revoked", revoked, `{"allowed":true,"reason":"ok","limit":10,"remaining":10,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"free","identity":"key:` + revoked + `"}`},
+		{"expired", expired, `{"allowed":true,"reason":"ok","limit":10,"remaining":10,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"free","identity":"key:` + expired + `"}`},
+		{"in use", member, unavailable},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ue := functionError(t, mustFail(f, `{"identity":"key:`+tc.digest+`","op":"usage"}`))
 			if want := "usage of key:" + tc.digest + ": the registry could not say whose usage it is: "; ue.Type != checkapi.ErrorTypeUnavailable || !strings.HasPrefix(ue.Message, want) {
 				t.Errorf("error %q of type %q, want one starting %q", ue.Message, ue.Type, want)
 			}
-			// Nor does a reset reach the key's own buckets: the failure policy answers.
-			assertJSONEqual(t, f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","op":"reset"}`)),
-				`{"allowed":false,"reason":"unavailable","limit":0,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"","plan":""}`)
+			assertJSONEqual(t, f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","op":"reset"}`)), tc.reset)
 		})
 	}
 }
@@ -172,5 +179,138 @@ func TestOperatorGoneKeyOfAnAccount(t *testing.T) {
 				t.Errorf("the account after %s: %s, want its 5 tokens left, untouched", tc.name, after)
 			}
 		})
+	}
+}
+
+// A key the registry does not know as active, named with a plan or rules (buckets show,
+// refund or reset with --plan or --rule), is decided as itself under them too, as named
+// with neither: a revoked key of an active account, or a key of a revoked account, never
+// reaches its account's buckets, which the account's other keys spend (or nothing does).
+func TestOperatorGoneKeyWithAPlan(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	revoked, ofGone := bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("of gone")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "account:gone", Plan: "pro", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + revoked, Account: "acme", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + ofGone, Account: "gone"},
+	))
+	for _, tc := range []struct{ name, account, digest, op string }{
+		{"a reset with a plan through a revoked key", "acme", revoked, `"plan":"pro","op":"reset"`},
+		{"a refund with a plan through a revoked key", "acme", revoked, `"plan":"pro","op":"refund","cost":5`},
+		{"a show with rules through a revoked key", "acme", revoked, `"rules":[{"name":"burst","capacity":100,"refillPerSecond":50}],"cost":0`},
+		{"a reset with a plan through a key of a revoked account", "gone", ofGone, `"plan":"pro","op":"reset"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr.FlushAll()
+			f.invokeOK(t, []byte(`{"identity":"acct:`+tc.account+`","plan":"pro","cost":95}`))
+			out := string(f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`",`+tc.op+`}`)))
+			if !strings.Contains(out, `"identity":"key:`+tc.digest+`"`) {
+				t.Errorf("%s: %s, want the key's own buckets", tc.name, out)
+			}
+			if after := f.invokeOK(t, []byte(`{"identity":"acct:`+tc.account+`","plan":"pro","cost":0}`)); !strings.Contains(string(after), `"remaining":5,`) {
+				t.Errorf("the account after %s: %s, want its 5 tokens left, untouched", tc.name, after)
+			}
+		})
+	}
+}
+
+// eventsRecorder keeps every event the handler sent.
+type eventsRecorder struct{ events []eventbus.Event }
+
+func (r *eventsRecorder) Send(_ context.Context, _ *telemetry.Invocation, events []eventbus.Event) {
+	r.events = append(r.events, events...)
+}
+
+// The event of a check of a key of an account names the identity whose buckets crossed
+// and the account only when they are the account's: a revoked or expired key of an
+// account, or a key whose account is revoked, expired or not in the table, is decided
+// as itself on the default plan, and its event names no account, whose buckets nothing
+// touched.
+func TestEventsNameTheAccountCharged(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	rec := &eventsRecorder{}
+	f.h.Events = rec
+	member, revoked, expired := bucketgate.KeyDigest("member"), bucketgate.KeyDigest("revoked"), bucketgate.KeyDigest("expired")
+	ofGone, orphan := bucketgate.KeyDigest("of gone"), bucketgate.KeyDigest("orphan")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "free", Owner: "Acme"},
+		registry.Record{ID: "account:gone", Plan: "free", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + member, Account: "acme"},
+		registry.Record{ID: "key:" + revoked, Account: "acme", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + expired, Account: "acme", ExpiresAt: time.Now().Add(-time.Hour)},
+		registry.Record{ID: "key:" + ofGone, Account: "gone"},
+		registry.Record{ID: "key:" + orphan, Account: "nowhere"},
+	))
+	for _, tc := range []struct {
+		name, digest, identity, account string
+	}{
+		{"a key of an active account", member, "acct:acme", "acme"},
+		{"a revoked key", revoked, "key:" + revoked, ""},
+		{"an expired key", expired, "key:" + expired, ""},
+		{"a key of a revoked account", ofGone, "key:" + ofGone, ""},
+		{"a key of an account not in the table", orphan, "key:" + orphan, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr.FlushAll()
+			rec.events = nil
+			f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","cost":10}`))
+			if out := string(f.invokeOK(t, []byte(`{"identity":"key:`+tc.digest+`","cost":1}`))); !strings.Contains(out, `"allowed":false`) {
+				t.Fatalf("second check: %s, want it denied", out)
+			}
+			if len(rec.events) != 1 {
+				t.Fatalf("events %+v, want the first denial's", rec.events)
+			}
+			if d := rec.events[0].Detail; d.Identity != tc.identity || d.Account != tc.account {
+				t.Errorf("event of identity %q, account %q; want %q, %q", d.Identity, d.Account, tc.identity, tc.account)
+			}
+		})
+	}
+}
+
+// A requestId is remembered per identity whose buckets a check spends: two keys of one
+// account spend the account's, so the same requestId from both within
+// IDEMPOTENCY_TTL_MS is one request, the second answered the first's decision (replayed,
+// nothing taken), or a ConflictError when the requests differ (a key's own rules); a
+// lone key's requestId is its own. docs/keys.md and docs/check.md say so.
+func TestRequestIDPerAccount(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	first, second, own, lone := bucketgate.KeyDigest("first"), bucketgate.KeyDigest("second"), bucketgate.KeyDigest("own"), bucketgate.KeyDigest("lone")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "key:" + first, Account: "acme"},
+		registry.Record{ID: "key:" + second, Account: "acme"},
+		registry.Record{ID: "key:" + own, Account: "acme", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 5, RefillPerSecond: 1}}},
+		registry.Record{ID: "key:" + lone, Plan: "pro"},
+	))
+	mr.FlushAll()
+	f.invokeOK(t, []byte(`{"identity":"key:`+first+`","cost":5,"requestId":"job-1"}`))
+	for _, tc := range []struct {
+		name, digest string
+		want         string // in the answer; "" for a ConflictError
+	}{
+		{"another key of the account: the first answer", second, `"remaining":95,`},
+		{"a key of the account with own rules: another request", own, ""},
+		{"a lone key: its own", lone, `"remaining":95,`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			payload := `{"identity":"key:` + tc.digest + `","cost":5,"requestId":"job-1"}`
+			if tc.want == "" {
+				if ce := functionError(t, mustFail(f, payload)); ce.Type != checkapi.ErrorTypeConflict {
+					t.Errorf("%s: error %+v, want a ConflictError", payload, ce)
+				}
+				return
+			}
+			out := string(f.invokeOK(t, []byte(payload)))
+			if !strings.Contains(out, tc.want) || strings.Contains(out, `"replayed":true`) != (tc.digest != lone) {
+				t.Errorf("%s: %s, want %s, replayed only for a key of the account", payload, out, tc.want)
+			}
+		})
+	}
+	if after := f.invokeOK(t, []byte(`{"identity":"acct:acme","cost":0}`)); !strings.Contains(string(after), `"remaining":95,`) {
+		t.Errorf("the account: %s, want 5 taken once", after)
 	}
 }

@@ -61,7 +61,7 @@ type check struct {
 	// plan names the plan of the rules; empty for inline rules.
 	plan string
 	// account and owner are the registry's for the identity (events only); empty
-	// when it holds none.
+	// when it holds none, or its plan does not decide the check (an unknown identity).
 	account, owner string
 	// inline reports a check that brought its own rules, whose names are the caller's.
 	inline bool
@@ -74,7 +74,8 @@ type check struct {
 	// (resolveTenants), and until then req has no rules.
 	tenant bool
 	// follow reports a check naming an API key or an account with a plan or rules: the
-	// registry says whose buckets they are (a key of an account spends its account's),
+	// registry says whose buckets they are (a key of an account spends its account's;
+	// a key it does not know as active, its own, but for its usage: resolveTenants),
 	// and nothing else.
 	follow bool
 	// lookupErr is why the registry could not say who the identity is: the check is

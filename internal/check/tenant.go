@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/bucketgate/bucketgate"
@@ -26,10 +27,11 @@ const maxLookups = 16
 // resolveTenants gives every check that named neither a plan nor rules its tenant's
 // plan from the registry, or the default plan for a tenant the registry does not know
 // (never registered, revoked, expired, invalid), on its own buckets, and every check of
-// an identity the registry holds (with a plan or rules given too, for an API key or an
-// account, or with neither when the registry knows it) the identity whose buckets it
-// spends: a key of an account spends its account's, an account made from a lone key
-// that key's. A check whose lookup failed gets no plan and
+// an identity the registry holds (with a plan or rules given too, for an API key it
+// knows as active or an account, or with neither when the registry knows it) the
+// identity whose buckets it spends: a key of an account spends its account's, an
+// account made from a lone key that key's; a usage report of any key of an account,
+// its account's. A check whose lookup failed gets no plan and
 // no rules, and keeps the error, to be answered by the failure policy: its plan is
 // unknown, so neither is its cost checked nor its answer given a plan's name. Its error
 // names a check whose cost its plan can never allow, or that its plan can never do (a
@@ -57,17 +59,24 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, err) // the decision line's error: the key as its digest
 			continue
 		}
-		if e.AccountErr != nil { // a key that spent an account's buckets: not its own
+		// Whose buckets (and usage) the registry's identity is for, and whose account and
+		// owner the events name: a key it does not know (a revoked or expired key of an
+		// account, a key of an account that is not active) is decided as itself, on the
+		// default plan or the plan or rules named, never on its account's buckets, which
+		// its account's other keys spend under their plan, and its events name no
+		// account; only its usage is its account's. An account is followed to whose
+		// buckets it spends, active or not.
+		follows := c.follow && (c.req.Op == bucketgate.OpUsage || !strings.HasPrefix(c.req.Identity, bucketgate.KeyPrefix))
+		if follows && e.AccountErr != nil { // a dead key's usage, its account's: the registry cannot say whose
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, e.AccountErr)
 			continue
 		}
-		c.account, c.owner = e.Account, e.Owner
-		// Whose buckets the registry's plan is for: an identity it does not know (a revoked
-		// or expired key of an account) is decided as itself on the default plan, never on
-		// its account's buckets, which its account's other keys spend under their plan.
-		if e.Identity != (bucketgate.Identity{}) && (c.follow || e.Plan != nil) {
-			c.req.Identity = e.Identity.String()
-			c.logged = bucketgate.LogForm(c.req.Identity)
+		if follows || e.Plan != nil {
+			c.account, c.owner = e.Account, e.Owner
+			if e.Identity != (bucketgate.Identity{}) {
+				c.req.Identity = e.Identity.String()
+				c.logged = bucketgate.LogForm(c.req.Identity)
+			}
 		}
 		if c.follow {
 			continue

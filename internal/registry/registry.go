@@ -73,9 +73,9 @@ type Entry struct {
 	// own, "acct:<name>", or, for an account that bucketgate keys roll made from a lone
 	// key, that key's (Record.Buckets). It is set with no Plan too, for an account that
 	// is revoked, expired or unusable, and for a revoked or expired key of an account the
-	// table holds (the old key of a roll), so that the operator's path reaches the
-	// buckets and usage it spent: the handlers decide a request by the Plan alone. The
-	// zero Identity otherwise.
+	// table holds (the old key of a roll), so that the operator's path reaches the usage
+	// it spent (the check function decides such a key's buckets as its own): the
+	// handlers decide a request by the Plan alone. The zero Identity otherwise.
 	Identity bucketgate.Identity
 	// Account names the key's account, or the account looked up; empty otherwise.
 	// Owner is the owner of the record that decides (the account's, for a key of an

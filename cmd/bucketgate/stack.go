@@ -130,12 +130,13 @@ func (s *stack) describe(ctx context.Context) error {
 	}
 	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(s.name)})
 	var api smithy.APIError
+	refused := refusal(err, fmt.Sprintf("stack %s (%s)", s.name, s.from), fmt.Sprintf("read stack %s (%s)", s.name, s.from), "cloudformation:DescribeStacks")
 	switch {
 	case errors.As(err, &api) && api.ErrorCode() == "ValidationError" && strings.Contains(api.ErrorMessage(), "does not exist"),
 		err == nil && len(out.Stacks) == 0:
 		s.err = fmt.Errorf("stack %s (%s) does not exist in region %s: name a deployed bucketgate stack of that region (AWS_REGION or the profile's)", s.name, s.from, cfg.Region)
-	case errors.As(err, &api) && api.ErrorCode() == "AccessDenied":
-		s.err = fmt.Errorf("not allowed to read stack %s (%s): these credentials need cloudformation:DescribeStacks on it: %w", s.name, s.from, err)
+	case refused != nil:
+		s.err = refused
 	case err != nil:
 		s.err = fmt.Errorf("stack %s (%s): %w", s.name, s.from, err)
 	default:

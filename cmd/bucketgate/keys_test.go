@@ -289,10 +289,11 @@ func TestKeysReadTheShellsDocumentWithATable(t *testing.T) {
 	}
 }
 
-// help, --help and a command's --help print the usage: every group, command, flag
-// and variable.
+// help, --help, a group's and a command's --help print the usage: every group, command,
+// flag and variable.
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"keys", "create", "--help"}, {"--stack", "x", "buckets", "show", "-h"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"keys", "create", "--help"}, {"--stack", "x", "buckets", "show", "-h"},
+		{"keys", "--help"}, {"accounts", "-h"}, {"config", "help"}, {"buckets", "-help"}} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
 		for _, want := range []string{

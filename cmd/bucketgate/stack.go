@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -109,7 +110,8 @@ func (s *stack) passOver(e env, what, from string) {
 	}
 }
 
-// describe reads the stack's status and outputs with DescribeStacks, once.
+// describe reads the stack's status and outputs with DescribeStacks, once: a stack
+// deleted (named by its id, which DescribeStacks still answers for) is an error.
 func (s *stack) describe(ctx context.Context) error {
 	if s.read {
 		return s.err
@@ -139,6 +141,8 @@ func (s *stack) describe(ctx context.Context) error {
 		s.err = refused
 	case err != nil:
 		s.err = fmt.Errorf("stack %s (%s): %w", s.name, s.from, err)
+	case out.Stacks[0].StackStatus == types.StackStatusDeleteComplete: // named by its id: its outputs name what was deleted with it
+		s.err = fmt.Errorf("stack %s (%s) was deleted (status %s): name a deployed bucketgate stack of region %s", s.name, s.from, out.Stacks[0].StackStatus, cfg.Region)
 	default:
 		st := out.Stacks[0]
 		s.status = string(st.StackStatus)

@@ -384,3 +384,30 @@ func TestStackBucketsPlanFromTheTable(t *testing.T) {
 		})
 	}
 }
+
+// A stack named by its id after it was deleted (DescribeStacks still answers for it, as
+// DELETE_COMPLETE) is refused as deleted, before its outputs, the deleted table's and
+// function's names, are used.
+func TestStackDeleted(t *testing.T) {
+	s := newStackDeployment(t)
+	s.createStack("gone", map[string]string{outputTable: table, outputOperatorName: checkFunction, outputCheckName: checkFunction})
+	cfn := cloudformation.NewFromConfig(s.moto.Config())
+	out, err := cfn.DescribeStacks(t.Context(), &cloudformation.DescribeStacksInput{StackName: aws.String("gone")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := aws.ToString(out.Stacks[0].StackId)
+	if _, err := cfn.DeleteStack(t.Context(), &cloudformation.DeleteStackInput{StackName: aws.String("gone")}); err != nil {
+		t.Fatal(err)
+	}
+	items, invoked := s.items(), s.lambda.Invocations(checkFunction)
+	for _, args := range [][]string{{"keys", "list"}, {"buckets", "show", "203.0.113.10"}} {
+		s.failsOnce("stack "+id+" (--stack) was deleted (status DELETE_COMPLETE): name a deployed bucketgate stack", append([]string{"--stack", id}, args...)...)
+	}
+	if got := s.calls.take(); slices.ContainsFunc(got, func(a string) bool { return a != "cloudformation:DescribeStacks" }) {
+		t.Fatalf("called %v: want DescribeStacks alone", got)
+	}
+	if s.items() != items || s.lambda.Invocations(checkFunction) != invoked {
+		t.Fatal("a deleted stack's outputs were used")
+	}
+}

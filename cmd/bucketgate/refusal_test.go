@@ -74,6 +74,8 @@ func TestAWSRefusals(t *testing.T) {
 			[]string{"not allowed to use table " + table + ": these credentials need dynamodb:Scan on it", deniedMessage("dynamodb:Scan"), "iam-policy.json"}},
 		{"table denied, a write", "AccessDeniedException", "AccessDenied", http.StatusBadRequest, env, []string{"keys", "revoke", "key:" + strings.Repeat("a", bucketgate.DigestLen)},
 			[]string{"these credentials need dynamodb:UpdateItem", deniedMessage("dynamodb:UpdateItem"), "iam-policy.json"}},
+		{"keys init denied", "AccessDeniedException", "AccessDenied", http.StatusBadRequest, env, []string{"keys", "init"},
+			[]string{"these credentials need dynamodb:CreateTable on it", deniedMessage("dynamodb:CreateTable"), "keys init creates a table for local use: a deployed stack's table is template.yaml's, and cmd/bucketgate/iam-policy.json grants no dynamodb:CreateTable"}},
 		{"function denied", "AccessDeniedException", "AccessDenied", http.StatusForbidden, env, []string{"buckets", "show", "203.0.113.10"},
 			[]string{"not allowed to invoke fn: these credentials need lambda:InvokeFunction on it", deniedMessage("lambda:InvokeFunction"), "iam-policy.json"}},
 		{"stack denied", "AccessDeniedException", "AccessDenied", http.StatusForbidden, stack, []string{"keys", "list"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -110,13 +111,25 @@ func (s *stack) passOver(e env, what, from string) {
 	}
 }
 
-// describe reads the stack's status and outputs with DescribeStacks, once: a stack
-// deleted (named by its id, which DescribeStacks still answers for) is an error.
+// stackName matches what CloudFormation takes for a stack: its name (a letter, then
+// letters, digits or '-', at most 128) or its id, an ARN.
+var stackName = regexp.MustCompile(`^(?:[a-zA-Z][-a-zA-Z0-9]{0,127}|arn:aws[-a-z]*:cloudformation:[-a-zA-Z0-9:/._+]+)$`)
+
+// describe reads the stack's status and outputs with DescribeStacks, once: a name that is
+// no stack's (a usage error when --stack gave it) and a stack deleted (named by its id,
+// which DescribeStacks still answers for) are errors.
 func (s *stack) describe(ctx context.Context) error {
 	if s.read {
 		return s.err
 	}
 	s.read = true
+	if !stackName.MatchString(s.name) {
+		s.err = fmt.Errorf("stack %q (%s) is no stack's name or id: want a letter, then letters, digits or '-' (at most 128), or a stack's ARN", s.name, s.from)
+		if s.from == "--stack" {
+			s.err = fmt.Errorf("%w: %w", errUsage, s.err)
+		}
+		return s.err
+	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	switch {
 	case err != nil:

@@ -242,6 +242,19 @@ func TestStackBadInput(t *testing.T) {
 			t.Fatalf("called %v without credentials", got)
 		}
 	})
+	// A name CloudFormation takes for no stack (a typo with '_', a space) is refused
+	// before any call: a usage error for --stack, an error for BUCKETGATE_STACK.
+	t.Run("no stack's name", func(t *testing.T) {
+		s.t = t
+		want := `stack "bucketgate_prod" (--stack) is no stack's name or id: want a letter, then letters, digits or '-' (at most 128), or a stack's ARN`
+		s.fails(exitUsage, want, "--stack", "bucketgate_prod", "keys", "show", key)
+		s.env[envStack] = "bucketgate prod"
+		defer delete(s.env, envStack)
+		s.failsOnce(`stack "bucketgate prod" (BUCKETGATE_STACK) is no stack's name or id`, "buckets", "reset", key)
+		if got := s.calls.take(); len(got) != 0 {
+			t.Fatalf("called %v for a name that is no stack's", got)
+		}
+	})
 	s.t = t
 	if after := s.items(); after != items {
 		t.Fatalf("bad stacks wrote to the table:\nbefore %s\nafter  %s", items, after)

@@ -130,7 +130,8 @@ func runBuckets(e env, args []string) error {
 		return op.explain(err)
 	}
 	if res.Reason == checkapi.ReasonUnavailable || res.Reason == checkapi.ReasonDegraded {
-		return fmt.Errorf("%s: Redis did not decide in time (reason %s): %s", op.name, res.Reason, c.undecided)
+		return fmt.Errorf("%s: Redis did not decide (reason %s: it did not answer in time, holds what is not bucketgate's state, or the registry could not be read; the function's log line names the failure): %s",
+			op.name, res.Reason, c.undecided)
 	}
 	id := whose(e, "the buckets of %s are those of %s", t.id, res.Identity)
 	if c.done != nil {

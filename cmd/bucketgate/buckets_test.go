@@ -15,6 +15,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/testkit/lambdatest"
@@ -257,8 +258,16 @@ func TestBucketsBadInput(t *testing.T) {
 	d.fails(exitError, "no function elsewhere in region us-east-1: check the region (AWS_REGION or the profile's), name the deployed stack with --stack", "buckets", "show", key)
 	d.want(d.bucket("show", "--function", checkFunction, key), "key:"+bucketgate.KeyDigest(key), "gold", "burst", 50, 49)
 
+	// A bucket that Redis holds as what is not bucketgate's state fails closed as a Redis
+	// that did not answer does: the CLI cannot tell which, and does not guess a timeout.
+	if _, err := srv.Command(t.Context(), "SET", bucket.Key("ip:198.51.100.7"), "not a bucket"); err != nil {
+		t.Fatal(err)
+	}
+	d.fails(exitError, "Redis did not decide (reason unavailable: it did not answer in time, holds what is not bucketgate's state, or the registry could not be read; the function's log line names the failure): the bucket could not be read",
+		"buckets", "show", "--function", checkFunction, "198.51.100.7")
+
 	srv.Close() // Redis gone: the function fails closed, and the CLI says what is unknown
-	d.fails(exitError, "Redis did not decide in time (reason unavailable): the refund may or may not have happened",
+	d.fails(exitError, "Redis did not decide (reason unavailable: it did not answer in time, holds what is not bucketgate's state, or the registry could not be read; the function's log line names the failure): the refund may or may not have happened",
 		"buckets", "refund", "--function", checkFunction, "--cost", "1", key)
 }
 

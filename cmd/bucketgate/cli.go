@@ -118,8 +118,7 @@ func dispatch(e env, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: name a group: %s", errUsage, strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
 	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	if isHelp(args[0]) {
 		return flag.ErrHelp
 	}
 	g, ok := groups[args[0]]
@@ -127,6 +126,15 @@ func dispatch(e env, args []string) error {
 		return fmt.Errorf("%w: unknown group %q: want %s", errUsage, args[0], strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
 	}
 	return g.run(e, args[1:])
+}
+
+// isHelp reports whether arg, in the place of a group or a command, asks for the usage.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
 }
 
 // command returns the command of group named by args[0] among commands, and an empty
@@ -138,7 +146,10 @@ func command[C any](group string, commands map[string]C, args []string) (C, *fla
 		return c, nil, fmt.Errorf("%w: %s: name a command: %s", errUsage, group, names)
 	}
 	c, ok := commands[args[0]]
-	if !ok {
+	switch {
+	case !ok && isHelp(args[0]): // bucketgate keys --help
+		return c, nil, flag.ErrHelp
+	case !ok:
 		return c, nil, fmt.Errorf("%w: %s: unknown command %q: want %s", errUsage, group, args[0], names)
 	}
 	fs := flag.NewFlagSet(group+" "+args[0], flag.ContinueOnError)

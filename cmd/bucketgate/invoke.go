@@ -9,7 +9,6 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -74,7 +73,6 @@ func (o operator) explain(err error) error {
 	var (
 		invalid *checkclient.InvalidRequestError
 		missing *types.ResourceNotFoundException
-		api     smithy.APIError
 	)
 	switch {
 	case errors.As(err, &invalid):
@@ -82,8 +80,9 @@ func (o operator) explain(err error) error {
 	case errors.As(err, &missing):
 		return fmt.Errorf("no function %s%s: check the region (AWS_REGION or the profile's), name the deployed stack with --stack or %s, or set %s or --function to the operator function's name (the stack's output %s, or %s for a stack without one): %w",
 			o.name, inRegion(o.region), envStack, envCheckFunction, outputOperatorName, outputCheckName, err)
-	case errors.As(err, &api) && api.ErrorCode() == "AccessDeniedException":
-		return fmt.Errorf("not allowed to invoke %s: these credentials need lambda:InvokeFunction on it: %w", o.name, err)
+	}
+	if r := refusal(err, "function "+o.name, "invoke "+o.name, "lambda:InvokeFunction"); r != nil {
+		return r
 	}
 	return err
 }

@@ -143,6 +143,8 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 	from := "--table"
 	if name == "" {
 		name, from = s.RegistryTable, settings.EnvRegistryTable
+	} else if err := settings.CheckTableName(name); err != nil { // REGISTRY_TABLE's, settings.Load checked
+		return nil, fmt.Errorf("%w: --table %w", errUsage, err)
 	}
 	if name == "" && st.name == "" {
 		return nil, fmt.Errorf("%w: no registry table: set %s or --table, or name the stack with --stack or %s", errUsage, settings.EnvRegistryTable, envStack)

@@ -206,6 +206,8 @@ func TestKeysBadInput(t *testing.T) {
 		{"no command", exitUsage, "keys: name a command", []string{"keys"}},
 		{"unknown command", exitUsage, `unknown command "delete"`, []string{"keys", "delete", key}},
 		{"no plan", exitUsage, "--plan is required", []string{"keys", "create"}},
+		{"a table name too short", exitUsage, `--table "t": want a table name: 3 to 255 letters, digits, '_', '-' or '.'`, []string{"keys", "list", "--table", "t"}},
+		{"a table's ARN", exitUsage, `--table "arn:aws:dynamodb:us-east-1:123456789012:table/` + table + `": want a table name`, []string{"keys", "show", key, "--table", "arn:aws:dynamodb:us-east-1:123456789012:table/" + table}},
 		{"unknown plan", exitError, ` not written: attribute plan: unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from this shell's RATE_LIMIT_CONFIG`, []string{"keys", "create", "--plan", "gold"}},
 		{"rule without rate", exitUsage, `"burst:7": want NAME:CAPACITY:RATE`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:7"}},
 		{"fractional capacity", exitUsage, `capacity "1.5": want a whole number`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:1.5:1"}},
@@ -289,10 +291,11 @@ func TestKeysReadTheShellsDocumentWithATable(t *testing.T) {
 	}
 }
 
-// help, --help and a command's --help print the usage: every group, command, flag
-// and variable.
+// help, --help, a group's and a command's --help print the usage: every group, command,
+// flag and variable.
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"keys", "create", "--help"}, {"--stack", "x", "buckets", "show", "-h"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"keys", "create", "--help"}, {"--stack", "x", "buckets", "show", "-h"},
+		{"keys", "--help"}, {"accounts", "-h"}, {"config", "help"}, {"buckets", "-help"}} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
 		for _, want := range []string{

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -109,12 +111,25 @@ func (s *stack) passOver(e env, what, from string) {
 	}
 }
 
-// describe reads the stack's status and outputs with DescribeStacks, once.
+// stackName matches what CloudFormation takes for a stack: its name (a letter, then
+// letters, digits or '-', at most 128) or its id, an ARN.
+var stackName = regexp.MustCompile(`^(?:[a-zA-Z][-a-zA-Z0-9]{0,127}|arn:aws[-a-z]*:cloudformation:[-a-zA-Z0-9:/._+]+)$`)
+
+// describe reads the stack's status and outputs with DescribeStacks, once: a name that is
+// no stack's (a usage error when --stack gave it) and a stack deleted (named by its id,
+// which DescribeStacks still answers for) are errors.
 func (s *stack) describe(ctx context.Context) error {
 	if s.read {
 		return s.err
 	}
 	s.read = true
+	if !stackName.MatchString(s.name) {
+		s.err = fmt.Errorf("stack %q (%s) is no stack's name or id: want a letter, then letters, digits or '-' (at most 128), or a stack's ARN", s.name, s.from)
+		if s.from == "--stack" {
+			s.err = fmt.Errorf("%w: %w", errUsage, s.err)
+		}
+		return s.err
+	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	switch {
 	case err != nil:
@@ -130,14 +145,17 @@ func (s *stack) describe(ctx context.Context) error {
 	}
 	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(s.name)})
 	var api smithy.APIError
+	refused := refusal(err, fmt.Sprintf("stack %s (%s)", s.name, s.from), fmt.Sprintf("read stack %s (%s)", s.name, s.from), "cloudformation:DescribeStacks")
 	switch {
 	case errors.As(err, &api) && api.ErrorCode() == "ValidationError" && strings.Contains(api.ErrorMessage(), "does not exist"),
 		err == nil && len(out.Stacks) == 0:
 		s.err = fmt.Errorf("stack %s (%s) does not exist in region %s: name a deployed bucketgate stack of that region (AWS_REGION or the profile's)", s.name, s.from, cfg.Region)
-	case errors.As(err, &api) && api.ErrorCode() == "AccessDenied":
-		s.err = fmt.Errorf("not allowed to read stack %s (%s): these credentials need cloudformation:DescribeStacks on it: %w", s.name, s.from, err)
+	case refused != nil:
+		s.err = refused
 	case err != nil:
 		s.err = fmt.Errorf("stack %s (%s): %w", s.name, s.from, err)
+	case out.Stacks[0].StackStatus == types.StackStatusDeleteComplete: // named by its id: its outputs name what was deleted with it
+		s.err = fmt.Errorf("stack %s (%s) was deleted (status %s): name a deployed bucketgate stack of region %s", s.name, s.from, out.Stacks[0].StackStatus, cfg.Region)
 	default:
 		st := out.Stacks[0]
 		s.status = string(st.StackStatus)

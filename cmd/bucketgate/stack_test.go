@@ -242,6 +242,19 @@ func TestStackBadInput(t *testing.T) {
 			t.Fatalf("called %v without credentials", got)
 		}
 	})
+	// A name CloudFormation takes for no stack (a typo with '_', a space) is refused
+	// before any call: a usage error for --stack, an error for BUCKETGATE_STACK.
+	t.Run("no stack's name", func(t *testing.T) {
+		s.t = t
+		want := `stack "bucketgate_prod" (--stack) is no stack's name or id: want a letter, then letters, digits or '-' (at most 128), or a stack's ARN`
+		s.fails(exitUsage, want, "--stack", "bucketgate_prod", "keys", "show", key)
+		s.env[envStack] = "bucketgate prod"
+		defer delete(s.env, envStack)
+		s.failsOnce(`stack "bucketgate prod" (BUCKETGATE_STACK) is no stack's name or id`, "buckets", "reset", key)
+		if got := s.calls.take(); len(got) != 0 {
+			t.Fatalf("called %v for a name that is no stack's", got)
+		}
+	})
 	s.t = t
 	if after := s.items(); after != items {
 		t.Fatalf("bad stacks wrote to the table:\nbefore %s\nafter  %s", items, after)
@@ -382,5 +395,32 @@ func TestStackBucketsPlanFromTheTable(t *testing.T) {
 				sub.Fatalf("the operator function was invoked (%d times): want the plan refused before", n-sent)
 			}
 		})
+	}
+}
+
+// A stack named by its id after it was deleted (DescribeStacks still answers for it, as
+// DELETE_COMPLETE) is refused as deleted, before its outputs, the deleted table's and
+// function's names, are used.
+func TestStackDeleted(t *testing.T) {
+	s := newStackDeployment(t)
+	s.createStack("gone", map[string]string{outputTable: table, outputOperatorName: checkFunction, outputCheckName: checkFunction})
+	cfn := cloudformation.NewFromConfig(s.moto.Config())
+	out, err := cfn.DescribeStacks(t.Context(), &cloudformation.DescribeStacksInput{StackName: aws.String("gone")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := aws.ToString(out.Stacks[0].StackId)
+	if _, err := cfn.DeleteStack(t.Context(), &cloudformation.DeleteStackInput{StackName: aws.String("gone")}); err != nil {
+		t.Fatal(err)
+	}
+	items, invoked := s.items(), s.lambda.Invocations(checkFunction)
+	for _, args := range [][]string{{"keys", "list"}, {"buckets", "show", "203.0.113.10"}} {
+		s.failsOnce("stack "+id+" (--stack) was deleted (status DELETE_COMPLETE): name a deployed bucketgate stack", append([]string{"--stack", id}, args...)...)
+	}
+	if got := s.calls.take(); slices.ContainsFunc(got, func(a string) bool { return a != "cloudformation:DescribeStacks" }) {
+		t.Fatalf("called %v: want DescribeStacks alone", got)
+	}
+	if s.items() != items || s.lambda.Invocations(checkFunction) != invoked {
+		t.Fatal("a deleted stack's outputs were used")
 	}
 }

@@ -725,5 +725,8 @@ func (t *keyTable) explain(err error, id string) error {
 	case errors.As(err, &absent):
 		return fmt.Errorf("%w: %s is not in table %s", errNoItem, id, t.name)
 	}
+	if r := refusal(err, "table "+t.name, "use table "+t.name, ""); r != nil {
+		return r
+	}
 	return fmt.Errorf("table %s: %w", t.name, err)
 }

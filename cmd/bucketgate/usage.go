@@ -70,8 +70,8 @@ func runUsage(e env, args []string) error {
 	u, err := op.client.Usage(e.ctx, req)
 	var fe *checkclient.FunctionError
 	switch {
-	case errors.As(err, &fe) && fe.Type == checkapi.ErrorTypeUnavailable:
-		return fmt.Errorf("%s: Redis did not answer in time: %s", op.name, fe.Message)
+	case errors.As(err, &fe) && fe.Type == checkapi.ErrorTypeUnavailable: // its message says why: Redis did not answer, holds what is not usage, or the registry failed
+		return fmt.Errorf("%s could not report the usage: %s", op.name, fe.Message)
 	case err != nil:
 		return op.explain(err)
 	}

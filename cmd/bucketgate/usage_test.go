@@ -2,17 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
 // bucketgate usage reports an identity's checks per day through the check function, as
 // a table, JSON or CSV; a range the function cannot answer is its refusal, naming the
-// flag's field, and a Redis that is gone is said so.
+// flag's field, and a Redis that is gone, or that holds what is not a day's count, is
+// said so.
 func TestUsageCommand(t *testing.T) {
 	d, srv := newDeployment(t)
 	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
@@ -59,6 +62,16 @@ func TestUsageCommand(t *testing.T) {
 	}
 	d.t = t
 	d.fails(exitError, "from: "+longAgo+" is beyond the 35 days of usage kept", "usage", "--from", longAgo, key)
+
+	// A day Redis holds that is not bucketgate's count: said so, not taken for a Redis
+	// that did not answer, which a retry would mend.
+	if _, err := srv.Command(t.Context(), "HSET", bucket.UsageKey(id), strconv.FormatInt(day.AddDate(0, 0, -1).Unix()/86400, 10), "garbage"); err != nil {
+		t.Fatal(err)
+	}
+	d.fails(exitError, "Redis holds what is not bucketgate's usage", "usage", "--from", yesterday, key)
+	if _, _, stderr := d.run("usage", "--from", yesterday, key); strings.Contains(stderr, "did not answer") {
+		t.Fatalf("usage of a day Redis holds garbage for: %s", stderr)
+	}
 	srv.Close()
-	d.fails(exitError, "Redis did not answer in time", "usage", key)
+	d.fails(exitError, "could not report the usage: usage of "+id+": Redis did not answer", "usage", key)
 }

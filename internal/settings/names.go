@@ -103,12 +103,20 @@ func checkEventBus(v string) error {
 	return nil
 }
 
-// checkTable reports why v is not a DynamoDB table name: 3 to 255 letters, digits, '_',
-// '-' or '.'. The template grants the functions GetItem on the table of that name, so
-// an ARN will not do either.
+// checkTable reports why v, REGISTRY_TABLE, is not a table name (CheckTableName).
 func checkTable(v string) error {
+	if err := CheckTableName(v); err != nil {
+		return fmt.Errorf("%s=%w", EnvRegistryTable, err)
+	}
+	return nil
+}
+
+// CheckTableName reports why v is not a DynamoDB table name: 3 to 255 letters, digits,
+// '_', '-' or '.'. The template grants the functions GetItem on the table of that name,
+// so an ARN will not do either. The error starts with v, quoted.
+func CheckTableName(v string) error {
 	if len(v) < minTableName || len(v) > maxTableName || strings.Trim(v, tableNameBytes) != "" {
-		return fmt.Errorf("%s=%q: want a table name: %d to %d letters, digits, '_', '-' or '.'", EnvRegistryTable, v, minTableName, maxTableName)
+		return fmt.Errorf("%q: want a table name: %d to %d letters, digits, '_', '-' or '.'", v, minTableName, maxTableName)
 	}
 	return nil
 }

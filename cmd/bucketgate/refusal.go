@@ -23,8 +23,10 @@ var localOnlyActions = map[string]bool{"dynamodb:CreateTable": true, "dynamodb:D
 // "table T") that AWS refused for the credentials: not allowed (AccessDenied), to what
 // (such as "use table T"), naming action (or, for "", the service's action of the
 // operation) and AWS's own message, with the action and the resource it reported, and
-// the CLI's policy (or, for keys init's actions, that the policy leaves them out); or credentials AWS does not take (expired, unknown). It returns nil
-// for any other error.
+// the CLI's policy (or, for keys init's actions, that the policy leaves them out);
+// credentials AWS does not take (expired, unknown); or a signature it does not take (a
+// secret key that is not the key id's, a clock that is off). It returns nil for any
+// other error.
 func refusal(err error, resource, what, action string) error {
 	var api smithy.APIError
 	if !errors.As(err, &api) {
@@ -43,6 +45,8 @@ func refusal(err error, resource, what, action string) error {
 		return fmt.Errorf("not allowed to %s: these credentials need %s on it (%s): %w", what, action, hint, err)
 	case "ExpiredToken", "ExpiredTokenException", "UnrecognizedClientException", "InvalidClientTokenId":
 		return fmt.Errorf("%s: AWS refused these credentials: renew them (aws sso login for an SSO profile), or set AWS_PROFILE to a configured profile, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) to valid ones: %w", resource, err)
+	case "InvalidSignatureException", "SignatureDoesNotMatch":
+		return fmt.Errorf("%s: AWS refused the request's signature: check that AWS_SECRET_ACCESS_KEY (or the profile's secret key) is the one of its key id, and that this machine's clock is right: %w", resource, err)
 	}
 	return nil
 }

@@ -58,7 +58,8 @@ func deniedMessage(action string) string {
 
 // A command AWS refuses fails with one line (exit 1) that says what to do: not allowed
 // names the action and the resource as AWS reported them and points to the CLI's
-// policy; credentials AWS does not take (expired, unknown) say to renew them.
+// policy; credentials AWS does not take (expired, unknown) say to renew them, and a
+// signature it does not take says what makes one wrong.
 func TestAWSRefusals(t *testing.T) {
 	env := map[string]string{settings.EnvRegistryTable: table, envCheckFunction: "fn"}
 	stack := map[string]string{envStack: "prod"}
@@ -86,6 +87,10 @@ func TestAWSRefusals(t *testing.T) {
 			[]string{"function fn: AWS refused these credentials: renew them", "The security token included in the request is expired"}},
 		{"stack, unknown key", "UnrecognizedClientException", "InvalidClientTokenId", http.StatusForbidden, stack, []string{"buckets", "show", "203.0.113.10"},
 			[]string{"stack prod (BUCKETGATE_STACK): AWS refused these credentials: renew them", "The security token included in the request is invalid"}},
+		{"table, bad signature", "InvalidSignatureException", "SignatureDoesNotMatch", http.StatusBadRequest, env, []string{"keys", "list"},
+			[]string{"table " + table + ": AWS refused the request's signature: check that AWS_SECRET_ACCESS_KEY", "The request signature we calculated does not match"}},
+		{"stack, bad signature", "InvalidSignatureException", "SignatureDoesNotMatch", http.StatusForbidden, stack, []string{"keys", "list"},
+			[]string{"stack prod (BUCKETGATE_STACK): AWS refused the request's signature", "The request signature we calculated does not match"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +98,10 @@ func TestAWSRefusals(t *testing.T) {
 			switch {
 			case strings.HasPrefix(tc.code, "Expired"):
 				message = func(string) string { return "The security token included in the request is expired" }
+			case tc.code == "InvalidSignatureException":
+				message = func(string) string {
+					return "The request signature we calculated does not match the signature you provided"
+				}
 			case tc.code != "AccessDeniedException":
 				message = func(string) string { return "The security token included in the request is invalid" }
 			}

@@ -172,7 +172,10 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 				st.end = end.Unix()
 			}
 			st.qend = float64(ceilDiv(st.end*1_000_000-nowUS, 1000))
-			if _, end := r.Window(m.reservedAt); m.reservedAt.IsZero() || end.Unix() == st.end {
+			// A settle gives back in its reserve's window: on its reserve's UTC day, the
+			// window stored, which no midnight ended since, whatever window the rule
+			// (its anchor or period edited since) puts the reserve in.
+			if _, end := r.Window(m.reservedAt); m.reservedAt.IsZero() || end.Unix() == st.end || m.reservedAt.Truncate(24*time.Hour).Equal(now.Truncate(24*time.Hour)) {
 				st.count = max(0, st.count-st.give)
 			}
 			st.level = float64(max(0, r.Limit-st.count))

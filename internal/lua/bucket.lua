@@ -184,7 +184,9 @@
 -- reset (KEYS[4], one HMGET) came at or after it gives nothing back, as the reset refilled
 -- what the reserve took; a mark that is not a number stops it with Lua's error; and
 -- then " <w1>,...,<wn>" each quota's window end, Unix s, at the reserve: a quota gives
--- back only in that window, as a later one never held the estimate), above it a
+-- back only in that window, as a later one never held the estimate; on the reserve's UTC
+-- day, in the window stored, which no midnight ended since, whatever window a plan edited
+-- since, its anchor or its period, puts the reserve in), above it a
 -- debit of the difference that never denies: a bucket goes down to minus its capacity at
 -- most, a quota's count up to twice its limit at most (one past that already, its
 -- capacity or limit cut by a plan since, stays as it is: a debit never gives back), every
@@ -435,6 +437,9 @@ if least < 1 then least = 1 end
 
 local t = call('TIME')
 local now = t[1] * 1000000 + t[2]
+-- A settle on its reserve's UTC day gives back in the window stored, whatever rwins says:
+-- no window ended since (each ends at a midnight UTC), though a plan may have moved it.
+if rwins and rsv and rsv - rsv % 86400000 == (now - now % 86400000000) / 1000 then rwins = nil end
 -- A hold (o = 3): a settle after its reservation's expiry is refused; an idempotent
 -- request reads its record first (rv), and one found answers its first decision.
 local rv

@@ -686,15 +686,15 @@ func (m *Model) ExpiresAt(identity string) (time.Time, bool) {
 }
 
 // ofAnotherPeriod reports whether end, the end (Unix seconds) of the window stored
-// with quota r's count, is one no window of r's period ends on at nowUS, an hour
-// allowed for a clock ahead: more than a day (a week) and an hour away for a daily
+// with quota r's count, is one no window of r's period ends on at nowUS, a minute
+// allowed for a clock ahead: more than a day (a week) and a minute away for a daily
 // (weekly) quota, or not a Monday for a weekly one. A monthly quota's never is.
 func ofAnotherPeriod(r bucketgate.Rule, end, nowUS int64) bool {
 	switch r.Period {
 	case bucketgate.PeriodDay:
-		return end*1_000_000-nowUS > (86400+3600)*1_000_000
+		return end*1_000_000-nowUS > (86400+60)*1_000_000
 	case bucketgate.PeriodWeek:
-		return end*1_000_000-nowUS > (7*86400+3600)*1_000_000 || end%86400 != 0 || (end/86400+3)%7 != 0
+		return end*1_000_000-nowUS > (7*86400+60)*1_000_000 || end%86400 != 0 || (end/86400+3)%7 != 0
 	}
 	return false
 }

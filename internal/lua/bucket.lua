@@ -85,7 +85,7 @@
 -- written under a clock ahead ends later: the count stands, so that no window admits
 -- more than its limit); then it counts from 0 in the window that holds now, whose end the
 -- calendar gives: only then, so that most calls compute no date. But a day's or a week's
--- stored end more than its period and an hour away, or a week's not on a Monday, is
+-- stored end more than its period and a minute away, or a week's not on a Monday, is
 -- another period's (the rule changed period under its name): its count stands until the
 -- window of the day or week that holds now ends, which it is written with, unmarked. A quota's room is its
 -- limit less its count (0 at least); its wait, when short, is until its window ends.
@@ -623,10 +623,11 @@ for i = 1, n2, 2 do
         count, we = c, e
         if c > 0 and (not lives or e > lives) then lives = e end -- a count there: its admission's expiry
         -- A day's window ends within a day of now, a week's on a Monday within a week
-        -- (an hour more each, for a window stored under a clock ahead): a later end is
+        -- (a minute more each, for a window stored under a clock ahead; not an hour, which
+        -- kept a month's count a day past the day's end, called in its last hour): a later end is
         -- another period's, stored before the rule changed period (a plan changed under
         -- the same name). The count stands until this period's window ends, unmarked.
-        if period > -8 and (e * 1000000 - now > (3600 - 86400 * period) * 1000000 or period == -7 and (e / 86400 + 3) % 7 ~= 0) then
+        if period > -8 and (e * 1000000 - now > (60 - 86400 * period) * 1000000 or period == -7 and (e / 86400 + 3) % 7 ~= 0) then
           if not day then
             day = now - now % 86400000000
             day = day / 86400000000

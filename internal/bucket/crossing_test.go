@@ -201,6 +201,40 @@ func TestQuotaCrossingsAfterLimitChange(t *testing.T) {
 	}
 }
 
+// TestQuotaCrossingsAfterALimitCutBelowTheCount: thresholds are reported by admissions
+// only (docs/operations.md): a limit cut below the count already (a plan change) denies
+// the rest of the window, so neither 80% nor 100% of it is reported there; its first
+// denial is a Rate Limited, once. The model agrees, decision by decision. On a real
+// server and on miniredis.
+func TestQuotaCrossingsAfterALimitCutBelowTheCount(t *testing.T) {
+	monthly := func(limit int64) []bucketgate.Rule {
+		return []bucketgate.Rule{{Name: "monthly", Limit: limit, Period: bucketgate.PeriodMonth}}
+	}
+	run := func(t *testing.T, l *bucket.Limiter, c rueidis.Client) {
+		model := bucket.NewModel()
+		for _, s := range []struct {
+			name    string
+			rules   []bucketgate.Rule
+			cost    int64
+			allowed bool
+			want    []string
+		}{
+			{"80% of the old limit", monthly(100), 85, true, []string{"monthly Quota Threshold Reached 80"}},
+			{"the first denial under the cut", monthly(50), 1, false, []string{"monthly Rate Limited 0"}},
+			{"a second denial", monthly(50), 1, false, nil},
+			{"a peek", monthly(50), 0, true, nil},
+		} {
+			q := bucketgate.Request{Identity: "cut limit", Rules: s.rules, Cost: s.cost}
+			d := wantCrossings(t, l, q, s.allowed, s.want...)
+			if want := model.Decide(d.At, q); !reflect.DeepEqual(d, want) {
+				t.Fatalf("%s:\nscript %+v\nmodel  %+v", s.name, d, want)
+			}
+			compareStored(t, c, model, "cut limit", d.At, false)
+		}
+	}
+	onRealAndMini(t, "cut", run)
+}
+
 // TestQuotaLimitMarkNotANumber: a quota's "<rule>:limit" mark that is not a number
 // (written by hand, or by another version) is stored input: an admission crossing a
 // threshold under the window's mark reads it as no limit written (the marks are of this

@@ -324,8 +324,9 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 // lua.ResetSuffix) leaves that rule nothing to give back; then, when q has a quota, " "
 // and, for each bucket and quota of q in order (the script's rules), comma-separated,
 // the end (Unix seconds) of its window at r's reserve, 0 for a bucket. The script gives
-// back only to a quota whose window is still that one: a count of a later window never
-// held the estimate. Empty when q gives nothing back, or r was made before ids carried
+// back only to a quota whose window is still that one (or, on the reserve's UTC day, to
+// the window stored, which no midnight ended since, whatever window q's rules, edited
+// since, put the reserve in): a count of a later window never held the estimate. Empty when q gives nothing back, or r was made before ids carried
 // their ttl.
 func reserveOf(r reservation, q bucketgate.Request) string {
 	if r.ttl == 0 || q.Cost >= r.estimate {

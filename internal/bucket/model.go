@@ -172,7 +172,10 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 				st.end = end.Unix()
 			}
 			st.qend = float64(ceilDiv(st.end*1_000_000-nowUS, 1000))
-			if _, end := r.Window(m.reservedAt); m.reservedAt.IsZero() || end.Unix() == st.end {
+			// A settle gives back in its reserve's window: on its reserve's UTC day, the
+			// window stored, which no midnight ended since, whatever window the rule
+			// (its anchor or period edited since) puts the reserve in.
+			if _, end := r.Window(m.reservedAt); m.reservedAt.IsZero() || end.Unix() == st.end || m.reservedAt.Truncate(24*time.Hour).Equal(now.Truncate(24*time.Hour)) {
 				st.count = max(0, st.count-st.give)
 			}
 			st.level = float64(max(0, r.Limit-st.count))
@@ -683,15 +686,15 @@ func (m *Model) ExpiresAt(identity string) (time.Time, bool) {
 }
 
 // ofAnotherPeriod reports whether end, the end (Unix seconds) of the window stored
-// with quota r's count, is one no window of r's period ends on at nowUS, an hour
-// allowed for a clock ahead: more than a day (a week) and an hour away for a daily
+// with quota r's count, is one no window of r's period ends on at nowUS, a minute
+// allowed for a clock ahead: more than a day (a week) and a minute away for a daily
 // (weekly) quota, or not a Monday for a weekly one. A monthly quota's never is.
 func ofAnotherPeriod(r bucketgate.Rule, end, nowUS int64) bool {
 	switch r.Period {
 	case bucketgate.PeriodDay:
-		return end*1_000_000-nowUS > (86400+3600)*1_000_000
+		return end*1_000_000-nowUS > (86400+60)*1_000_000
 	case bucketgate.PeriodWeek:
-		return end*1_000_000-nowUS > (7*86400+3600)*1_000_000 || end%86400 != 0 || (end/86400+3)%7 != 0
+		return end*1_000_000-nowUS > (7*86400+60)*1_000_000 || end%86400 != 0 || (end/86400+3)%7 != 0
 	}
 	return false
 }

@@ -281,6 +281,68 @@ func TestSettleAboveAfterAPlanCut(t *testing.T) {
 	}
 }
 
+// TestSettleBelowAfterAWindowEdit: a settle below its estimate the same UTC day as its
+// reserve gives the difference back to a quota whose window a plan moved since (a
+// monthly anchor edited, a daily quota made monthly): no window can have ended since
+// (every window ends at a midnight UTC), so the count stored is the one the reserve
+// took from, whatever window the settle's rules would put the reserve in. It gave
+// nothing back. Script and model, decision by decision and state by state.
+func TestSettleBelowAfterAWindowEdit(t *testing.T) {
+	monthly := func(anchor uint8) bucketgate.Rule {
+		return bucketgate.Rule{Name: "q", Limit: 100, Period: bucketgate.PeriodMonth, Anchor: anchor}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, now bucketgate.Rule
+	}{
+		{"anchor 1 made 15", monthly(1), monthly(15)},
+		{"anchor 15 made 1", monthly(15), monthly(1)},
+		{"a daily quota made monthly", bucketgate.Rule{Name: "q", Limit: 100, Period: bucketgate.PeriodDay}, monthly(1)},
+		{"a weekly quota made monthly", bucketgate.Rule{Name: "q", Limit: 100, Period: bucketgate.PeriodWeek}, monthly(15)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, c := real(t)
+			model := bucket.NewModel()
+			id := "edited"
+			step := func(q bucketgate.Request, mid string) bucketgate.Decision {
+				t.Helper()
+				q.Identity = id
+				mq := q
+				if mid != "" {
+					mq.ID = mid
+				}
+				got, want, err := decideBoth(t, l, model, q, mq)
+				if err != nil {
+					t.Fatalf("%+v: %v", q, err)
+				}
+				got.Reservation, want.Reservation = "", ""
+				if !sameDecision(got, want) {
+					t.Fatalf("%+v:\nredis %+v\nmodel %+v", q, got, want)
+				}
+				compareStored(t, c, model, id, got.At, false)
+				return got
+			}
+			q := bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{tc.old}, Op: bucketgate.OpReserve, Cost: 5}
+			reserved, err := l.Decide(context.Background(), q)
+			if err != nil || !reserved.Allowed {
+				t.Fatalf("reserve: %+v, %v", reserved, err)
+			}
+			mres, err := model.Hold(reserved.At, q, bucket.DefaultIdempotency)
+			if err != nil || !mres.Allowed {
+				t.Fatalf("the model's reserve: %+v, %v", mres, err)
+			}
+			now := []bucketgate.Rule{tc.now}
+			settled := step(bucketgate.Request{Rules: now, Op: bucketgate.OpSettle, Cost: 0, ID: reserved.Reservation}, mres.Reservation)
+			if !settled.At.Truncate(24 * time.Hour).Equal(reserved.At.Truncate(24 * time.Hour)) {
+				t.Skip("the reserve and its settle straddle a midnight UTC")
+			}
+			if p := step(bucketgate.Request{Rules: now}, ""); p.Remaining != 100 {
+				t.Fatalf("after a settle at 0 the day of its reserve of 5: %+v, want 100 left", p)
+			}
+		})
+	}
+}
+
 // TestLeaseWaitUnderALoweredConcurrency: a plan that lowers a concurrency rule below the
 // leases held denies every acquire until enough of them are gone, and its retry-after
 // is until then: with three leases held (of 1, 2 and 3 minutes) and a concurrency of 2

@@ -295,6 +295,10 @@ func TestQuotaChangesPeriod(t *testing.T) {
 		{"month to week, the month ending a day after the week", at("2026-11-26", 10, 0), quota(bucketgate.PeriodMonth), quota(bucketgate.PeriodWeek), at("2026-11-26", 11, 0), at("2026-11-30", 0, 0)},
 		{"month to week, the month ending before the week: to the month's end", at("2026-12-30", 10, 0), quota(bucketgate.PeriodMonth), quota(bucketgate.PeriodWeek), at("2026-12-30", 11, 0), at("2027-01-01", 0, 0)},
 		{"month of anchor 14 to week, ending on a Monday", at("2026-11-20", 10, 0), []bucketgate.Rule{{Name: "calls", Limit: 5, Period: bucketgate.PeriodMonth, Anchor: 14}}, quota(bucketgate.PeriodWeek), at("2026-11-20", 11, 0), at("2026-11-23", 0, 0)},
+		// The first call under the new period in the last hour of a day whose next day
+		// ends the stored window: the month's count stands to this day's end, not the next.
+		{"month to day, the last hour of the day before the month's last", at("2026-11-29", 10, 0), quota(bucketgate.PeriodMonth), quota(bucketgate.PeriodDay), at("2026-11-29", 23, 30), at("2026-11-30", 0, 0)},
+		{"week to day, the last hour of Saturday", at("2026-11-28", 10, 0), quota(bucketgate.PeriodWeek), quota(bucketgate.PeriodDay), at("2026-11-28", 23, 30), at("2026-11-29", 0, 0)},
 		{"week to day", at("2026-11-23", 10, 0), quota(bucketgate.PeriodWeek), quota(bucketgate.PeriodDay), at("2026-11-23", 11, 0), at("2026-11-24", 0, 0)},
 		{"day to week: the day's count to the day's end", at("2026-11-25", 10, 0), quota(bucketgate.PeriodDay), quota(bucketgate.PeriodWeek), at("2026-11-25", 11, 0), at("2026-11-26", 0, 0)},
 		{"day to month: the day's count to the day's end", at("2026-11-25", 10, 0), quota(bucketgate.PeriodDay), quota(bucketgate.PeriodMonth), at("2026-11-25", 11, 0), at("2026-11-26", 0, 0)},

@@ -598,3 +598,50 @@ func TestMalformedIDReadsNoRegistry(t *testing.T) {
 		t.Fatalf("after the refusals: %d tokens, want 600: the estimate still charged, nothing else written", got)
 	}
 }
+
+// TestHoldByPlanAfterThePlanChanged: a release by key and plan (or by the key's
+// registry plan) after the plan dropped its concurrency rule, and a settle or a cancel
+// after it dropped its buckets and quotas, is the conflict a release or a settle by
+// the id alone answers (the lease frees itself at its ttl; the reservation stays
+// charged at its estimate), not an invalid request: the caller did nothing wrong.
+// Inline rules without one stay an invalid request (TestLeasesRealRedis).
+func TestHoldByPlanAfterThePlanChanged(t *testing.T) {
+	const doc = `defaultPlan: free
+plans:
+  free: [{name: tokens, capacity: 500, refillPerSecond: 0.001}]
+  llm: [{name: streams, concurrency: 2}, {name: tokens, capacity: 1000, refillPerSecond: 0.001}]
+`
+	b := newBearerFixture(t, doc)
+	b.src.Put(registry.Record{ID: bucketgate.TenantPrefix + "dave", Plan: "llm"})
+	lease := decodeResponse(t, b.check.invokeOK(t, []byte(`{"key":"alice","plan":"llm","ttlMs":60000}`))).Lease
+	held := decodeResponse(t, b.check.invokeOK(t, []byte(`{"key":"alice","plan":"llm","op":"reserve","cost":5,"ttlMs":60000}`))).Reservation
+	tenantLease := decodeResponse(t, b.check.invokeOK(t, []byte(`{"key":"dave","ttlMs":60000}`))).Lease
+	tenantHeld := decodeResponse(t, b.check.invokeOK(t, []byte(`{"key":"dave","op":"reserve","cost":5,"ttlMs":60000}`))).Reservation
+	if lease == "" || held == "" || tenantLease == "" || tenantHeld == "" {
+		t.Fatalf("leases %q, %q, reservations %q, %q: want all", lease, tenantLease, held, tenantHeld)
+	}
+	after := func(doc string) *fixture {
+		f := newFixture(t, b.client, nil, guard.Options{})
+		f.h.Config = registry.NewStatic(mustConfig(t, doc), registry.NewCache(b.src, registry.Options{Size: 100}))
+		return f
+	}
+	noLeases := after(strings.Replace(doc, "{name: streams, concurrency: 2}, ", "", 1))
+	leasesOnly := after(strings.Replace(doc, ", {name: tokens, capacity: 1000, refillPerSecond: 0.001}]", "]", 1))
+	for _, tt := range []struct {
+		name    string
+		f       *fixture
+		payload string
+		want    string
+	}{
+		{"release by key and plan", noLeases, fmt.Sprintf(`{"key":"alice","plan":"llm","op":"release","lease":%q}`, lease), "frees itself at its ttl"},
+		{"release by key, its registry plan", noLeases, fmt.Sprintf(`{"key":"dave","op":"release","lease":%q}`, tenantLease), "frees itself at its ttl"},
+		{"release by key and plan in a batch", noLeases, fmt.Sprintf(`{"checks":[{"key":"carol","plan":"llm","cost":0},{"key":"alice","plan":"llm","op":"release","lease":%q}]}`, lease), "checks[1].lease: conflict"},
+		{"settle by key and plan", leasesOnly, fmt.Sprintf(`{"key":"alice","plan":"llm","op":"settle","reservation":%q,"cost":1}`, held), "stays charged at its estimate"},
+		{"cancel by key, its registry plan", leasesOnly, fmt.Sprintf(`{"key":"dave","op":"cancel","reservation":%q}`, tenantHeld), "stays charged at its estimate"},
+	} {
+		_, err := tt.f.invoke([]byte(tt.payload))
+		if fe := functionError(t, err); fe.Type != checkapi.ErrorTypeConflict || !strings.Contains(fe.Message, tt.want) {
+			t.Errorf("%s: %+v, want a %s mentioning %q", tt.name, fe, checkapi.ErrorTypeConflict, tt.want)
+		}
+	}
+}

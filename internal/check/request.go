@@ -85,7 +85,8 @@ type check struct {
 	from, to string
 	// bearer reports a settle, a cancel or a release that named its id alone (the
 	// authorizer's): claims, from its id, say whose and which route; refused, when set,
-	// is why the id cannot be one (a conflict).
+	// is why the id cannot be one, or why a release, a settle or a cancel by a plan the
+	// plan can no longer do (a conflict, answered before anything is decided).
 	bearer  bool
 	claims  claims.Claims
 	refused error
@@ -199,6 +200,11 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 	}
 	if len(c.req.Rules) == 0 { // a tenant's, or no configuration's: no rules yet
 		return c, nil
+	}
+	if !c.inline {
+		if c.refused = outgrown(path, c); c.refused != nil {
+			return c, nil
+		}
 	}
 	if err := c.req.Validate(); err != nil { // what the engine would refuse, if anything is left
 		return check{}, fmt.Errorf("%s: %w", where(path), err)
@@ -551,14 +557,27 @@ func parseHold(path string, m map[string][]byte, q *bucketgate.Request) error {
 }
 
 // fitsHold reports a hold of q, the request of the check at path, that q's rules can
-// never have: a ttlMs of a check that acquires no lease, a release of no concurrency
-// rule.
+// never have: a ttlMs of a check that acquires no lease. (A release of no concurrency
+// rule is Validate's to refuse, or outgrown's for a plan's rules.)
 func fitsHold(path string, q bucketgate.Request) error {
-	switch {
-	case q.TTL != 0 && !q.Holds():
+	if q.TTL != 0 && !q.Holds() {
 		return ttlRefused(path)
+	}
+	return nil
+}
+
+// outgrown reports, wrapping bucketgate.ErrConflict, a release (a settle, a cancel) of
+// c, the check at path, whose plan has no concurrency rule (no bucket or quota) any
+// more: its lease (reservation) was made before the plan changed, and the caller did
+// nothing wrong, so it is answered as one named by its id alone (claims.Resolve): the
+// lease frees itself at its ttl, the reservation stays charged at its estimate. Inline
+// rules without one are the caller's mistake, Validate's to refuse.
+func outgrown(path string, c check) error {
+	switch q := c.req; {
 	case q.Op == bucketgate.OpRelease && !slices.ContainsFunc(q.Rules, bucketgate.Rule.IsConcurrency):
-		return fmt.Errorf("%s: release without a concurrency rule: a lease is returned to the concurrency rules that gave it", field(path, fieldLease))
+		return fmt.Errorf("%s: %w: plan %q has no concurrency rule any more: the lease frees itself at its ttl", field(path, fieldLease), bucketgate.ErrConflict, c.plan)
+	case (q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel) && !slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return !r.IsConcurrency() }):
+		return fmt.Errorf("%s: %w: plan %q has no bucket or quota any more: the reservation stays charged at its estimate", field(path, fieldReservation), bucketgate.ErrConflict, c.plan)
 	}
 	return nil
 }

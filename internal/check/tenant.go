@@ -35,8 +35,9 @@ const maxLookups = 16
 // no rules, and keeps the error, to be answered by the failure policy: its plan is
 // unknown, so neither is its cost checked nor its answer given a plan's name. Its error
 // names a check whose cost its plan can never allow, or that its plan can never do (a
-// reserve, a refund, a settle or a cancel with concurrency rules alone); then nothing
-// is decided. The
+// reserve or a refund with concurrency rules alone); then nothing is decided. A release,
+// a settle or a cancel its plan can no longer do gets its conflict (outgrown) to be
+// answered before anything is decided. The
 // lookups of a batch run concurrently, at most maxLookups at once. v is the
 // invocation's configuration and registry.
 func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {
@@ -92,6 +93,9 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 		}
 		if err := fits(field(path, fieldCost), c.req.Cost, c.req.Op, c.req.Rules); err != nil {
 			return err
+		}
+		if c.refused = outgrown(path, *c); c.refused != nil { // answered by resolveBearers
+			continue
 		}
 		if err := fitsHold(path, c.req); err != nil {
 			return err

@@ -85,7 +85,7 @@
 -- written under a clock ahead ends later: the count stands, so that no window admits
 -- more than its limit); then it counts from 0 in the window that holds now, whose end the
 -- calendar gives: only then, so that most calls compute no date. But a day's or a week's
--- stored end more than its period and an hour away, or a week's not on a Monday, is
+-- stored end more than its period and a minute away, or a week's not on a Monday, is
 -- another period's (the rule changed period under its name): its count stands until the
 -- window of the day or week that holds now ends, which it is written with, unmarked. A quota's room is its
 -- limit less its count (0 at least); its wait, when short, is until its window ends.
@@ -184,7 +184,9 @@
 -- reset (KEYS[4], one HMGET) came at or after it gives nothing back, as the reset refilled
 -- what the reserve took; a mark that is not a number stops it with Lua's error; and
 -- then " <w1>,...,<wn>" each quota's window end, Unix s, at the reserve: a quota gives
--- back only in that window, as a later one never held the estimate), above it a
+-- back only in that window, as a later one never held the estimate; on the reserve's UTC
+-- day, in the window stored, which no midnight ended since, whatever window a plan edited
+-- since, its anchor or its period, puts the reserve in), above it a
 -- debit of the difference that never denies: a bucket goes down to minus its capacity at
 -- most, a quota's count up to twice its limit at most (one past that already, its
 -- capacity or limit cut by a plan since, stays as it is: a debit never gives back), every
@@ -435,6 +437,9 @@ if least < 1 then least = 1 end
 
 local t = call('TIME')
 local now = t[1] * 1000000 + t[2]
+-- A settle on its reserve's UTC day gives back in the window stored, whatever rwins says:
+-- no window ended since (each ends at a midnight UTC), though a plan may have moved it.
+if rwins and rsv and rsv - rsv % 86400000 == (now - now % 86400000000) / 1000 then rwins = nil end
 -- A hold (o = 3): a settle after its reservation's expiry is refused; an idempotent
 -- request reads its record first (rv), and one found answers its first decision.
 local rv
@@ -618,10 +623,11 @@ for i = 1, n2, 2 do
         count, we = c, e
         if c > 0 and (not lives or e > lives) then lives = e end -- a count there: its admission's expiry
         -- A day's window ends within a day of now, a week's on a Monday within a week
-        -- (an hour more each, for a window stored under a clock ahead): a later end is
+        -- (a minute more each, for a window stored under a clock ahead; not an hour, which
+        -- kept a month's count a day past the day's end, called in its last hour): a later end is
         -- another period's, stored before the rule changed period (a plan changed under
         -- the same name). The count stands until this period's window ends, unmarked.
-        if period > -8 and (e * 1000000 - now > (3600 - 86400 * period) * 1000000 or period == -7 and (e / 86400 + 3) % 7 ~= 0) then
+        if period > -8 and (e * 1000000 - now > (60 - 86400 * period) * 1000000 or period == -7 and (e / 86400 + 3) % 7 ~= 0) then
           if not day then
             day = now - now % 86400000000
             day = day / 86400000000

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/redis/rueidis"
 )
 
 // planChanges are a bucket drained (or a quota spent) under one plan, then read under
@@ -302,45 +303,60 @@ func TestSettleBelowAfterAWindowEdit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, c := real(t)
-			model := bucket.NewModel()
-			id := "edited"
-			step := func(q bucketgate.Request, mid string) bucketgate.Decision {
-				t.Helper()
-				q.Identity = id
-				mq := q
-				if mid != "" {
-					mq.ID = mid
+			// A reserve and its settle that straddle a midnight UTC test nothing here:
+			// once, a second identity's pair cannot straddle one too.
+			for _, id := range []string{"edited", "edited-again"} {
+				if settleBelowAfterEdit(t, l, c, id, tc.old, tc.now) {
+					return
 				}
-				got, want, err := decideBoth(t, l, model, q, mq)
-				if err != nil {
-					t.Fatalf("%+v: %v", q, err)
-				}
-				got.Reservation, want.Reservation = "", ""
-				if !sameDecision(got, want) {
-					t.Fatalf("%+v:\nredis %+v\nmodel %+v", q, got, want)
-				}
-				compareStored(t, c, model, id, got.At, false)
-				return got
 			}
-			q := bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{tc.old}, Op: bucketgate.OpReserve, Cost: 5}
-			reserved, err := l.Decide(context.Background(), q)
-			if err != nil || !reserved.Allowed {
-				t.Fatalf("reserve: %+v, %v", reserved, err)
-			}
-			mres, err := model.Hold(reserved.At, q, bucket.DefaultIdempotency)
-			if err != nil || !mres.Allowed {
-				t.Fatalf("the model's reserve: %+v, %v", mres, err)
-			}
-			now := []bucketgate.Rule{tc.now}
-			settled := step(bucketgate.Request{Rules: now, Op: bucketgate.OpSettle, Cost: 0, ID: reserved.Reservation}, mres.Reservation)
-			if !settled.At.Truncate(24 * time.Hour).Equal(reserved.At.Truncate(24 * time.Hour)) {
-				t.Skip("the reserve and its settle straddle a midnight UTC")
-			}
-			if p := step(bucketgate.Request{Rules: now}, ""); p.Remaining != 100 {
-				t.Fatalf("after a settle at 0 the day of its reserve of 5: %+v, want 100 left", p)
-			}
+			t.Fatal("two reserves and their settles each straddled a midnight UTC")
 		})
 	}
+}
+
+// settleBelowAfterEdit reserves 5 of id's quota under old and settles it at 0 under now,
+// script and model, and reports whether the two were on one UTC day, when it checks
+// that the whole limit is left.
+func settleBelowAfterEdit(t *testing.T, l *bucket.Limiter, c rueidis.Client, id string, old, now bucketgate.Rule) bool {
+	t.Helper()
+	model := bucket.NewModel()
+	step := func(q bucketgate.Request, mid string) bucketgate.Decision {
+		t.Helper()
+		q.Identity = id
+		mq := q
+		if mid != "" {
+			mq.ID = mid
+		}
+		got, want, err := decideBoth(t, l, model, q, mq)
+		if err != nil {
+			t.Fatalf("%+v: %v", q, err)
+		}
+		got.Reservation, want.Reservation = "", ""
+		if !sameDecision(got, want) {
+			t.Fatalf("%+v:\nredis %+v\nmodel %+v", q, got, want)
+		}
+		compareStored(t, c, model, id, got.At, false)
+		return got
+	}
+	q := bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{old}, Op: bucketgate.OpReserve, Cost: 5}
+	reserved, err := l.Decide(context.Background(), q)
+	if err != nil || !reserved.Allowed {
+		t.Fatalf("reserve: %+v, %v", reserved, err)
+	}
+	mres, err := model.Hold(reserved.At, q, bucket.DefaultIdempotency)
+	if err != nil || !mres.Allowed {
+		t.Fatalf("the model's reserve: %+v, %v", mres, err)
+	}
+	rules := []bucketgate.Rule{now}
+	settled := step(bucketgate.Request{Rules: rules, Op: bucketgate.OpSettle, Cost: 0, ID: reserved.Reservation}, mres.Reservation)
+	if !settled.At.Truncate(24 * time.Hour).Equal(reserved.At.Truncate(24 * time.Hour)) {
+		return false
+	}
+	if p := step(bucketgate.Request{Rules: rules}, ""); p.Remaining != 100 {
+		t.Fatalf("after a settle at 0 the day of its reserve of 5: %+v, want 100 left", p)
+	}
+	return true
 }
 
 // TestLeaseWaitUnderALoweredConcurrency: a plan that lowers a concurrency rule below the

@@ -195,7 +195,8 @@ func peekBinding(d bucketgate.Decision, q bucketgate.Request, states []bucketgat
 // hash, then its text when Redis answers NOSCRIPT, as eval does), and every concurrency
 // rule's leases removed, in one round trip (then Redis's time, when q has no other
 // rule); in two more when the server refuses them with READONLY (see readOnly: nothing
-// written), after making the connection again, as eval does.
+// written), after making the connection again, as eval does; the script's reset again,
+// as eval sends it, while Redis refuses it with TRYAGAIN (its slot moving).
 func (l *Limiter) resetLeases(ctx context.Context, c rediser, q, qo bucketgate.Request) (bucketgate.Decision, error) {
 	script := len(qo.Rules) > 0
 	var keys, args []string
@@ -222,6 +223,9 @@ func (l *Limiter) resetLeases(ctx context.Context, c rediser, q, qo bucketgate.R
 	if slices.ContainsFunc(results, readOnly) {
 		reconnect(ctx, c)
 		results = reset()
+	}
+	if script && tryAgain(results[0]) {
+		results[0] = eval(ctx, c, keys, args)
 	}
 	for _, r := range results[len(results)-leases(q.Rules):] {
 		if err := r.Error(); err != nil {

@@ -20,9 +20,9 @@ import (
 // a warning in log; decisions never depend on it. Once connected, a Redis node whose
 // eviction policy is not noeviction is a warning in log and, with metrics (nil: none),
 // counted in RedisEvictionPolicy; on ElastiCache Serverless, whose policy cannot be
-// changed, an info line saying what to watch instead. A decision's error that is Redis refusing the
-// credentials or the user's ACL says what to check (Conn.Explain). Its error names the
-// variable to fix.
+// changed, an info line saying what to watch instead. A decision's error that is Redis
+// refusing the credentials or the user's ACL says what to check (Conn.Explain). Its
+// error names the variable to fix.
 func NewGuard(s settings.Settings, log *slog.Logger, metrics *telemetry.Emitter) (*guard.Guard, *redisconn.Conn, error) {
 	conn, err := redisconn.New(s, redisconn.WithEvictionPolicy(evictionReport(log, metrics, s.Serverless)))
 	if errors.Is(err, redisconn.ErrNoAddress) {

@@ -120,15 +120,17 @@ func checkTable(v string) error {
 // (an uppercase letter: ElastiCache stores the name lowercased) is refused with
 // WRONGPASS at every connection.
 func checkCacheName(v string) error {
-	if lower := strings.ToLower(v); lower != v && checkCacheName(lower) == nil {
+	valid := func(v string) bool {
+		return v != "" && len(v) <= MaxCacheName && strings.Trim(v[:1], lowerLetters) == "" &&
+			strings.Trim(v, lowerLetters+digits+"-") == "" && !strings.Contains(v, "--") && !strings.HasSuffix(v, "-")
+	}
+	switch lower := strings.ToLower(v); {
+	case valid(v):
+		return nil
+	case valid(lower):
 		return fmt.Errorf("%s=%q: ElastiCache stores cache names in lowercase, and refuses an IAM token signed for another spelling (WRONGPASS): set %s=%s", EnvCacheName, v, EnvCacheName, lower)
 	}
-	ok := v != "" && len(v) <= MaxCacheName && strings.Trim(v[:1], lowerLetters) == "" && strings.Trim(v, lowerLetters+digits+"-") == "" &&
-		!strings.Contains(v, "--") && !strings.HasSuffix(v, "-")
-	if !ok {
-		return fmt.Errorf("%s=%q: want an ElastiCache cache name: 1 to %d lowercase letters, digits and hyphens, a letter first, neither two hyphens in a row nor one at the end", EnvCacheName, v, MaxCacheName)
-	}
-	return nil
+	return fmt.Errorf("%s=%q: want an ElastiCache cache name: 1 to %d lowercase letters, digits and hyphens, a letter first, neither two hyphens in a row nor one at the end", EnvCacheName, v, MaxCacheName)
 }
 
 // The bytes of names.

@@ -111,6 +111,42 @@ func TestTemplateRegistryTablePatternHoldsTheSettingsRule(t *testing.T) {
 	}
 }
 
+// CacheName and RedisIamAuthCacheName (AllowedPattern and MaxLength) take exactly the
+// names the functions sign IAM tokens for (REDIS_CACHE_NAME with REDIS_IAM_AUTH), and
+// empty (a name made up, or no IAM authentication), so that sam deploy refuses a name
+// that would stop the functions at init instead of deploying them.
+func TestTemplateCacheNamePatternsHoldTheSettingsRule(t *testing.T) {
+	params := loadTemplate(t, limiter).Parameters
+	for _, param := range []string{"CacheName", "RedisIamAuthCacheName"} {
+		pattern, maxLength := allowedPattern(t, param), params[param].MaxLength
+		if maxLength == nil {
+			t.Fatalf("%s has no MaxLength", param)
+		}
+		for _, tc := range []struct{ name, cache string }{
+			{"a plain name", "orders-cache"},
+			{"one letter", "c"},
+			{"the longest", strings.Repeat("c", settings.MaxCacheName)},
+			{"too long", strings.Repeat("c", settings.MaxCacheName+1)},
+			{"in uppercase", "Orders-Cache"},
+			{"a digit first", "1orders"},
+			{"two hyphens in a row", "orders--cache"},
+			{"a hyphen at the end", "orders-"},
+			{"an underscore", "orders_cache"},
+			{"an ARN", "arn:aws:elasticache:us-east-1:123456789012:replicationgroup:orders-cache"},
+		} {
+			_, err := settings.Load(func(k string) string {
+				return map[string]string{settings.EnvIAMAuth: "true", settings.EnvTLS: "true", settings.EnvUsername: "app", settings.EnvCacheName: tc.cache}[k]
+			})
+			if loads, allowed := err == nil, pattern.MatchString(tc.cache) && len(tc.cache) <= *maxLength; loads != allowed {
+				t.Errorf("%s %s: %q: the parameter allows it %v, settings loads it %v (%v)", param, tc.name, tc.cache, allowed, loads, err)
+			}
+		}
+		if !pattern.MatchString("") {
+			t.Errorf("%s refuses its empty default", param)
+		}
+	}
+}
+
 // ApiKeyHeader's AllowedPattern takes exactly the header names the authorizer starts
 // with (API_KEY_HEADER; empty is the default header), so that sam deploy refuses a name
 // that would stop the authorizer at init, every request of the APIs then failing,

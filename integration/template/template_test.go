@@ -81,6 +81,7 @@ type samTemplate struct {
 		ConstraintDescription string `yaml:"ConstraintDescription"`
 		MinValue              *int64 `yaml:"MinValue"`
 		MaxValue              *int64 `yaml:"MaxValue"`
+		MaxLength             *int   `yaml:"MaxLength"`
 	} `yaml:"Parameters"`
 	Globals struct {
 		Function samFunction `yaml:"Function"`

@@ -20,8 +20,10 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 	"github.com/bucketgate/bucketgate/internal/tracing"
@@ -426,6 +428,43 @@ func TestEvictionPolicyWarned(t *testing.T) {
 			counted := strings.Contains(metrics.String(), `"Policy":"`+policy+`","RedisEvictionPolicy":1`)
 			if want := policy != "noeviction"; warned != want || counted != want {
 				t.Fatalf("warned %v, counted %v; want %v:\n%s\n%s", warned, counted, want, &logs, &metrics)
+			}
+		})
+	}
+}
+
+// TestEvictionPolicyOnServerless: ElastiCache Serverless has no parameter group, so its
+// policy (volatile-lru) is not the user's to set: the connection's report of a real
+// volatile-lru server says so at info level, names what applies there (the data storage
+// maximum, CacheEvictionsAlarm), and counts nothing; anywhere else it is the warning
+// that says to set noeviction, and a count.
+func TestEvictionPolicyOnServerless(t *testing.T) {
+	srv := redistest.Start(t, "--maxmemory-policy", "volatile-lru")
+	for _, tc := range []struct {
+		name       string
+		serverless bool
+		level, msg string
+		counted    bool
+	}{
+		{"ElastiCache Serverless", true, "INFO", app.MsgEvictionPolicyServerless, false},
+		{"a Redis of one's own", false, "WARN", app.MsgEvictionPolicy, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var metrics, logs bytes.Buffer
+			report := app.EvictionReport(telemetry.NewLogger(&logs, slog.LevelDebug), telemetry.NewEmitter(&metrics, "ns", "stack", "check"), tc.serverless)
+			conn, err := redisconn.New(redistest.Settings(t, map[string]string{settings.EnvRedisAddr: srv.Addr}), redisconn.WithEvictionPolicy(report))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if want := `"level":"` + tc.level + `","msg":"` + tc.msg + `","node":"` + srv.Addr + `","policy":"volatile-lru"`; !strings.Contains(logs.String(), want) {
+				t.Errorf("log %s, want %s", &logs, want)
+			}
+			if tc.serverless && strings.Contains(logs.String(), "maxmemory-policy") {
+				t.Errorf("log %s tells a Serverless user to set a policy it cannot set", &logs)
+			}
+			if counted := strings.Contains(metrics.String(), `"RedisEvictionPolicy":1`); counted != tc.counted {
+				t.Errorf("counted %v, want %v: %s", counted, tc.counted, &metrics)
 			}
 		})
 	}

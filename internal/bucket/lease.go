@@ -191,35 +191,48 @@ func peekBinding(d bucketgate.Decision, q bucketgate.Request, states []bucketgat
 	return d
 }
 
-// resetLeases is the reset q: the script's reset of qo, its buckets and quotas, and
-// every concurrency rule's leases removed, in one round trip (then Redis's time, when q
-// has no other rule); in two more when the server refuses them with READONLY (see
-// readOnly: nothing written), after making the connection again, as eval does.
+// resetLeases is the reset q: the script's reset of qo, its buckets and quotas (by its
+// hash, then its text when Redis answers NOSCRIPT, as eval does), and every concurrency
+// rule's leases removed, in one round trip (then Redis's time, when q has no other
+// rule); in two more when the server refuses them with READONLY (see readOnly: nothing
+// written), after making the connection again, as eval does; the script's reset again,
+// as eval sends it, while Redis refuses it with TRYAGAIN (its slot moving).
 func (l *Limiter) resetLeases(ctx context.Context, c rediser, q, qo bucketgate.Request) (bucketgate.Decision, error) {
+	script := len(qo.Rules) > 0
+	var keys, args []string
+	if script {
+		keys, args = scriptCall(qo, 0, l.usageDaysFor(qo.Identity), hold{}, new(scriptArgs))
+	}
 	reset := func() []rueidis.RedisResult {
 		var cmds rueidis.Commands
-		if len(qo.Rules) > 0 {
-			keys, args := scriptCall(qo, 0, l.usageDaysFor(qo.Identity), hold{}, new(scriptArgs))
-			cmds = append(cmds, evalText(c, keys, args))
+		if script {
+			cmds = append(cmds, evalsha(c, keys, args))
 		}
 		for _, r := range q.Rules {
 			if r.IsConcurrency() {
 				cmds = append(cmds, c.B().Del().Key(LeaseKey(q.Identity, r.Name)).Build())
 			}
 		}
-		return c.DoMulti(ctx, cmds...)
+		results := c.DoMulti(ctx, cmds...)
+		if script && noScript(results[0]) {
+			results[0] = c.Do(ctx, evalText(c, keys, args))
+		}
+		return results
 	}
 	results := reset()
 	if slices.ContainsFunc(results, readOnly) {
 		reconnect(ctx, c)
 		results = reset()
 	}
+	if script && tryAgain(results[0]) {
+		results[0] = eval(ctx, c, keys, args)
+	}
 	for _, r := range results[len(results)-leases(q.Rules):] {
 		if err := r.Error(); err != nil {
 			return bucketgate.Decision{}, fmt.Errorf("bucket reset of leases: %w", err)
 		}
 	}
-	if len(qo.Rules) > 0 {
+	if script {
 		return decode(results[0], qo)
 	}
 	at, err := l.Time(ctx)

@@ -339,6 +339,48 @@ func TestLeasesInABatch(t *testing.T) {
 	}
 }
 
+// TestResetOfLeasesSendsTheHash: a reset of a request with a concurrency rule calls the
+// script by its hash (EVALSHA), as every other call does, and sends its text (EVAL,
+// some 75 KB a call, which ElastiCache Serverless bills by the KB) only to a server
+// that answers NOSCRIPT: the bucket is full again and the leases gone either way.
+func TestResetOfLeasesSendsTheHash(t *testing.T) {
+	streams := bucketgate.Rule{Name: "streams", Concurrency: 2}
+	tokens := bucketgate.Rule{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}
+	for _, tc := range []struct {
+		name  string
+		flush bool // the server forgets the script before the reset
+		evals int  // EVAL calls of the reset
+	}{
+		{"the script loaded", false, 0},
+		{"the script flushed", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, c := real(t)
+			ctx := context.Background()
+			q := bucketgate.Request{Identity: "reset", Rules: []bucketgate.Rule{streams, tokens}, Cost: 4, TTL: time.Minute}
+			expectRun(t, l, q, 1, true)
+			if tc.flush {
+				do(t, c, c.B().ScriptFlush().Build())
+			}
+			do(t, c, c.B().ConfigResetstat().Build())
+			q.Op, q.Cost, q.TTL = bucketgate.OpReset, 0, 0
+			if _, err := l.Decide(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+			if evals, shas := commandCalls(t, c, "eval"), commandCalls(t, c, "evalsha"); evals != tc.evals || shas != 1 {
+				t.Errorf("the reset made %d EVAL and %d EVALSHA calls, want %d and 1", evals, shas, tc.evals)
+			}
+			if n := mustInt(t, do(t, c, c.B().Exists().Key(bucket.LeaseKey("reset", "streams")).Build())); n != 0 {
+				t.Error("the leases outlived the reset")
+			}
+			q.Op = bucketgate.OpCheck
+			if d := decide(t, l, q); d.Rules[1].Remaining != tokens.Capacity {
+				t.Errorf("after the reset, a peek = %+v; want the bucket full", d.Rules)
+			}
+		})
+	}
+}
+
 // TestLeaseSetMark: a set keeps a mark scored by its expiry, the first whole minute at
 // least a second past its latest lease, which only a lease of a later minute moves; a
 // release of its last lease leaves the set and its mark, which no decision counts as a

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/redis/rueidis"
@@ -140,19 +142,30 @@ func TestExpiryCalls(t *testing.T) {
 			decide(t, l, q) // the key's first write
 			do(t, c, c.B().ConfigResetstat().Build())
 			expectRun(t, l, q, 10, tc.allowed)
-			stats, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
-			if err != nil {
-				t.Fatal(err)
-			}
-			calls := 0
-			if _, rest, ok := strings.Cut(stats, "cmdstat_pexpireat:calls="); ok {
-				calls, _ = strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			}
-			if calls > tc.most {
+			if calls := commandCalls(t, c, "pexpireat"); calls > tc.most {
 				t.Fatalf("%d PEXPIREAT calls for ten checks, want %d at most", calls, tc.most)
 			}
 		})
 	}
+}
+
+// commandCalls is how many times redis-server on c ran the command cmd (lower case)
+// since its statistics were last reset (CONFIG RESETSTAT).
+func commandCalls(t testing.TB, c rueidis.Client, cmd string) int {
+	t.Helper()
+	stats, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(stats, "cmdstat_"+cmd+":calls=")
+	if !ok {
+		return 0
+	}
+	calls, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+	if err != nil {
+		t.Fatalf("INFO commandstats of %s: %v", cmd, err)
+	}
+	return calls
 }
 
 // TestShadowOutlivesDenials: a shadow bucket drained under a fast plan, then read by

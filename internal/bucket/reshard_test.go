@@ -76,6 +76,38 @@ func TestDecideDuringReshard(t *testing.T) {
 	}
 }
 
+// TestResetOfLeasesDuringReshard: a reset of a bucket and a concurrency rule while the
+// identity's slot moves (its reset key made by the script does not exist on either
+// master: TRYAGAIN) is sent again until the slot has moved, as every other call is:
+// the bucket is full and the leases gone.
+func TestResetOfLeasesDuringReshard(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}))
+	ctx := context.Background()
+	from, to := cluster.Masters[0], cluster.Masters[1]
+	rules := []bucketgate.Rule{{Name: "streams", Concurrency: 2}, {Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}}
+	q := bucketgate.Request{Identity: onServer(t, 0, 3, "reset-leases"), Rules: rules, Cost: 4, TTL: time.Minute}
+	decide(t, l, q)
+	slot := bucket.Slot(q.Identity)
+	if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+		t.Fatal(err)
+	}
+	moved := make(chan error, 1)
+	time.AfterFunc(reshardFor, func() { moved <- redistest.EndMigration(ctx, slot, from, to) })
+	deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := l.Decide(deadline, bucketgate.Request{Identity: q.Identity, Rules: rules, Op: bucketgate.OpReset})
+	if err := <-moved; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("a reset during the reshard: %v", err)
+	}
+	if d := decide(t, l, bucketgate.Request{Identity: q.Identity, Rules: rules}); d.Rules[0].Remaining != 2 || d.Rules[1].Remaining != 10 {
+		t.Fatalf("after the reset, a peek = %+v; want both rules full", d.Rules)
+	}
+}
+
 // TestDecideDuringStalledReshard: a slot left half moved (a resharding stopped midway)
 // fails the calls on it with TRYAGAIN once they have waited TryAgainFor, even without a
 // deadline; they are never decided, and answer again once the slot has moved.

@@ -88,8 +88,12 @@ func hint(err error, s settings.Settings) error {
 		return fmt.Errorf("%w (the ACL of the user of %s lacks a command or key bucketgate uses: give it at least %s)",
 			err, settings.EnvUsername, MinimalACL)
 	case s.IAMAuth:
-		return fmt.Errorf("%w (an IAM token for %s, the ElastiCache user id, on %s %q: check both, and that the role that signs the token, the function's or the service's, may elasticache:Connect to them)",
-			err, settings.EnvUsername, settings.EnvCacheName, s.CacheName)
+		kind := "a replication group's"
+		if s.Serverless {
+			kind = "a serverless cache's"
+		}
+		return fmt.Errorf("%w (an IAM token for %s, the ElastiCache user id, on %s %q, signed as %s (%s=%t): check them, and that the role that signs the token, the function's or the service's, may elasticache:Connect to them)",
+			err, settings.EnvUsername, settings.EnvCacheName, s.CacheName, kind, settings.EnvServerless, s.Serverless)
 	case s.PasswordSecretARN != "":
 		return fmt.Errorf("%w (the password of %s's secret %s, and the user of %s or the secret's \"username\": check them)",
 			err, settings.EnvPasswordSecretARN, s.PasswordSecretARN, settings.EnvUsername)

@@ -47,20 +47,23 @@ func TestTLS(t *testing.T) {
 		}
 	})
 	// A server that refuses the IAM token (here: any Redis, which knows no IAM) is an
-	// init error naming the user id and the cache the token was signed for.
-	t.Run("refused IAM token", func(t *testing.T) {
-		iam := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_IAM_AUTH": "true",
-			"REDIS_USERNAME": "app", "REDIS_CACHE_NAME": "orders-cache"})
-		creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}, nil
+	// init error naming the user id, the cache the token was signed for, and the kind
+	// of cache it was signed as (a token of the other kind is refused too).
+	for _, serverless := range []string{"false", "true"} {
+		t.Run("refused IAM token, REDIS_SERVERLESS="+serverless, func(t *testing.T) {
+			iam := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_TLS": "true", "REDIS_IAM_AUTH": "true",
+				"REDIS_USERNAME": "app", "REDIS_CACHE_NAME": "orders-cache", "REDIS_SERVERLESS": serverless})
+			creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+				return aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}, nil
+			})
+			_, err := redisconn.New(iam, redisconn.WithRootCAs(ca.Pool), redisconn.WithAWSConfig(aws.Config{Region: "us-east-1", Credentials: creds}))
+			if err == nil || !strings.Contains(err.Error(), "WRONGPASS") || !strings.Contains(err.Error(), "REDIS_USERNAME") ||
+				!strings.Contains(err.Error(), "REDIS_CACHE_NAME") || !strings.Contains(err.Error(), "orders-cache") ||
+				!strings.Contains(err.Error(), "REDIS_SERVERLESS="+serverless) || !strings.Contains(err.Error(), "the function's or the service's") {
+				t.Fatalf("error %v: want WRONGPASS naming REDIS_USERNAME, REDIS_CACHE_NAME orders-cache, REDIS_SERVERLESS=%s, and the role of a function or a service", err, serverless)
+			}
 		})
-		_, err := redisconn.New(iam, redisconn.WithRootCAs(ca.Pool), redisconn.WithAWSConfig(aws.Config{Region: "us-east-1", Credentials: creds}))
-		if err == nil || !strings.Contains(err.Error(), "WRONGPASS") || !strings.Contains(err.Error(), "REDIS_USERNAME") ||
-			!strings.Contains(err.Error(), "REDIS_CACHE_NAME") || !strings.Contains(err.Error(), "orders-cache") ||
-			!strings.Contains(err.Error(), "the function's or the service's") {
-			t.Fatalf("error %v: want WRONGPASS naming REDIS_USERNAME and REDIS_CACHE_NAME orders-cache, and the role of a function or a service", err)
-		}
-	})
+	}
 	t.Run("unknown CA is an init error", func(t *testing.T) {
 		_, err := redisconn.New(redistest.Settings(t, env))
 		if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), srv.Addr) ||

@@ -42,10 +42,13 @@ func readSecret(ctx context.Context, cfg aws.Config, id string) (username, passw
 	return parseSecret(id, *out.SecretString)
 }
 
-// parseSecret reads a secret's text: JSON when it starts with '{', else the password.
+// parseSecret reads a secret's text: JSON when it starts with '{', else the password,
+// less the line endings it ends with: a secret uploaded from a file (--secret-string
+// file://...) ends with the file's, which no ElastiCache password holds, and Redis
+// refused the password with them (WRONGPASS).
 func parseSecret(id, text string) (username, password string, err error) {
 	if !strings.HasPrefix(strings.TrimSpace(text), "{") {
-		if text == "" {
+		if text = strings.TrimRight(text, "\r\n"); text == "" {
 			return "", "", fmt.Errorf("%s: secret %s: %w: it is empty", settings.EnvPasswordSecretARN, id, errSecretShape)
 		}
 		return "", text, nil

@@ -15,7 +15,7 @@ const secretEcho = 8
 func FuzzParseSecret(f *testing.F) {
 	for _, seed := range []string{
 		"s3cret", "", " ", "{", "{}", `{"password":"p"}`, `{"username":"u","password":"p"}`,
-		`{"password":""}`, `{"password":7}`, `{"password": s3cretvalue}`, `  {"password":"p","extra":[1,2]}`, "[1]",
+		`{"password":""}`, `{"password":7}`, `{"password": s3cretvalue}`, `  {"password":"p","extra":[1,2]}`, "[1]", "s3cret\n", "\r\n",
 	} {
 		f.Add(seed)
 	}

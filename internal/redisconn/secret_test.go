@@ -112,6 +112,9 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 		numeric = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:numeric-AbCdEf"
 		missing = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:missing-AbCdEf"
 		stale   = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:stale-AbCdEf"
+		newline = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:newline-AbCdEf"
+		crlf    = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:crlf-AbCdEf"
+		eol     = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:eol-AbCdEf"
 	)
 	sm := startSecretsManager(t, map[string]map[string]any{
 		plain:   {"SecretString": "s3cret"},
@@ -121,14 +124,25 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 		badJSON: {"SecretString": `{"password": s3cret}`},
 		numeric: {"SecretString": `{"username":"alice","password":12345678}`},
 		stale:   {"SecretString": `{"username":"alice","password":"rotated-away"}`},
+		newline: {"SecretString": "s3cret\n"},
+		crlf:    {"SecretString": "s3cret\r\n"},
+		eol:     {"SecretString": "\n"},
 	})
 
-	t.Run("plain secret with REDIS_USERNAME", func(t *testing.T) {
-		s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_USERNAME": "alice", "REDIS_PASSWORD_SECRET_ARN": plain})
-		if got := whoami(t, s, redisconn.WithAWSConfig(sm.awsConfig())); got != "alice" {
-			t.Fatalf("authenticated as %q", got)
-		}
-	})
+	// A plain secret uploaded from a file (--secret-string file://...) ends with the
+	// file's line ending, which no password of ElastiCache holds.
+	for _, tc := range []struct{ name, id string }{
+		{"plain secret with REDIS_USERNAME", plain},
+		{"plain secret with a trailing newline", newline},
+		{"plain secret with a trailing CRLF", crlf},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_USERNAME": "alice", "REDIS_PASSWORD_SECRET_ARN": tc.id})
+			if got := whoami(t, s, redisconn.WithAWSConfig(sm.awsConfig())); got != "alice" {
+				t.Fatalf("authenticated as %q", got)
+			}
+		})
+	}
 	t.Run("JSON secret names the user", func(t *testing.T) {
 		before := sm.calls.Load()
 		s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": rotated})
@@ -146,6 +160,7 @@ func TestPasswordFromSecretsManager(t *testing.T) {
 		{"malformed JSON", badJSON, "not a JSON object"},
 		{"password not a string", numeric, `its "password" is not a string`},
 		{"password Redis refuses", stale, "WRONGPASS"},
+		{"a line ending alone", eol, "it is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": tc.id})

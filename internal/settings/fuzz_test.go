@@ -3,6 +3,7 @@ package settings_test
 import (
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -17,6 +18,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add("h:1,,h:", "maybe", "2", "yes", "on", "-5", "x", "-1", "", "", "")
 	f.Add("h:99999", "", "", "", "", "9999999999999", "", "100000000", "", "", "")
 	f.Add(serverlessAddr, "", "", "false", "true", "", "", "", "u", "", "c")
+	f.Add(serverlessAddr, "", "", "", "true", "", "", "", "u", "", "Orders")
 	f.Fuzz(func(t *testing.T, addr, cluster, serverless, tls, iam, timeout, failMode, denyCache, user, password, cache string) {
 		s, err := settings.Load(env(map[string]string{
 			"REDIS_ADDR": addr, "REDIS_CLUSTER": cluster, "REDIS_SERVERLESS": serverless, "REDIS_TLS": tls,
@@ -41,6 +43,8 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("cluster mode %q", s.Cluster)
 		case s.IAMAuth && (s.Username == "" || s.CacheName == "" || s.Password != ""):
 			t.Fatalf("IAM accepted without its user and cache or with a password: %+v", s)
+		case s.IAMAuth && (strings.ToLower(s.CacheName) != s.CacheName || len(s.CacheName) > settings.MaxCacheName):
+			t.Fatalf("IAM accepted for a cache name ElastiCache does not store: %q", s.CacheName)
 		}
 	})
 }

@@ -121,9 +121,30 @@ func CheckTableName(v string) error {
 	return nil
 }
 
+// checkCacheName reports why v is not an ElastiCache cache name as ElastiCache stores
+// it, the name an IAM token is signed for (the template's CacheName has the same
+// rules): 1 to MaxCacheName lowercase letters, digits and hyphens, a letter first,
+// neither two hyphens in a row nor one at the end. A token signed for another spelling
+// (an uppercase letter: ElastiCache stores the name lowercased) is refused with
+// WRONGPASS at every connection.
+func checkCacheName(v string) error {
+	valid := func(v string) bool {
+		return v != "" && len(v) <= MaxCacheName && strings.Trim(v[:1], lowerLetters) == "" &&
+			strings.Trim(v, lowerLetters+digits+"-") == "" && !strings.Contains(v, "--") && !strings.HasSuffix(v, "-")
+	}
+	switch lower := strings.ToLower(v); {
+	case valid(v):
+		return nil
+	case valid(lower):
+		return fmt.Errorf("%s=%q: ElastiCache stores cache names in lowercase, and refuses an IAM token signed for another spelling (WRONGPASS): set %s=%s", EnvCacheName, v, EnvCacheName, lower)
+	}
+	return fmt.Errorf("%s=%q: want an ElastiCache cache name: 1 to %d lowercase letters, digits and hyphens, a letter first, neither two hyphens in a row nor one at the end", EnvCacheName, v, MaxCacheName)
+}
+
 // The bytes of names.
 const (
-	letters        = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	lowerLetters   = "abcdefghijklmnopqrstuvwxyz"
+	letters        = lowerLetters + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	digits         = "0123456789"
 	tableNameBytes = letters + digits + "_-." // a DynamoDB table name's
 )

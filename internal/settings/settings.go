@@ -121,6 +121,9 @@ const (
 	// MaxStackName is the longest STACK_NAME, in bytes: CloudFormation's longest stack
 	// name. The name is on every metric line.
 	MaxStackName = 128
+	// MaxCacheName is the longest REDIS_CACHE_NAME, in bytes: ElastiCache's longest
+	// replication group or serverless cache name.
+	MaxCacheName = 40
 	// MaxFunctionName is the longest OPERATOR_FUNCTION, in bytes: Lambda's longest
 	// function ARN with a qualifier.
 	MaxFunctionName = 170
@@ -447,7 +450,7 @@ func (s Settings) validateAuth() error {
 	case s.CacheName == "":
 		return fmt.Errorf("%s=true needs %s: the replication group or serverless cache name", EnvIAMAuth, EnvCacheName)
 	}
-	return nil
+	return checkCacheName(s.CacheName)
 }
 
 // loadRegistry reads the IPv6 prefix length and the registry's variables, and checks

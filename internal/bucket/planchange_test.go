@@ -13,7 +13,6 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/redis/rueidis"
 )
 
 // planChanges are a bucket drained (or a quota spent) under one plan, then read under

@@ -445,12 +445,7 @@ func TestKeysShowSaysWhyAKeyIsUnknown(t *testing.T) {
 // hand) what keys show says, that the account cannot be read and why, never that the
 // table does not hold it; a key of an account that is gone is still listed so.
 func TestKeysListAccountItemUnreadable(t *testing.T) {
-	c := newCLI(t)
-	c.ok("keys", "init")
-	c.ok("accounts", "create", "acme", "--plan", "pro")
-	c.ok("accounts", "create", "gone", "--plan", "pro")
-	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
-	orphan := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "gone")))
+	c, member, orphan := keysOfTwoAccounts(t)
 	paused := map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "account:acme"},
 		"plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}}
 	if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: paused}); err != nil {
@@ -866,12 +861,7 @@ func TestAccountsShowListsUnreadableKeys(t *testing.T) {
 // under the plan its own item names (ignored in a key of an account), nor under one of
 // its account's.
 func TestKeysShowNoPlanWithoutItsAccount(t *testing.T) {
-	c := newCLI(t)
-	c.ok("keys", "init")
-	c.ok("accounts", "create", "acme", "--plan", "pro")
-	c.ok("accounts", "create", "gone", "--plan", "pro")
-	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
-	orphan := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "gone")))
+	c, member, orphan := keysOfTwoAccounts(t)
 	for _, item := range []map[string]types.AttributeValue{
 		{"id": &types.AttributeValueMemberS{Value: "account:acme"}, "plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
 		{"id": &types.AttributeValueMemberS{Value: orphan}, "account": &types.AttributeValueMemberS{Value: "gone"}, "plan": &types.AttributeValueMemberS{Value: "enterprise"}},
@@ -949,4 +939,17 @@ func TestKeyOfAnAccountRacesItsEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keysOfTwoAccounts returns a CLI on a new table with the accounts acme and gone (plan
+// pro) and the ids of a key of each, member (acme's) and orphan (gone's), for a test to
+// break the accounts' items.
+func keysOfTwoAccounts(t *testing.T) (c *cli, member, orphan string) {
+	c = newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	c.ok("accounts", "create", "gone", "--plan", "pro")
+	member = keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	orphan = keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "gone")))
+	return c, member, orphan
 }

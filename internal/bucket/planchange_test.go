@@ -250,24 +250,7 @@ func TestSettleAboveAfterAPlanCut(t *testing.T) {
 			l, c := real(t)
 			model := bucket.NewModel()
 			id := "cut"
-			step := func(q bucketgate.Request, mid string) (bucketgate.Decision, bucketgate.Decision) {
-				t.Helper()
-				q.Identity = id
-				mq := q
-				if mid != "" {
-					mq.ID = mid
-				}
-				got, want, err := decideBoth(t, l, model, q, mq)
-				if err != nil {
-					t.Fatalf("%+v: %v", q, err)
-				}
-				got.Reservation, want.Reservation = "", ""
-				if !sameDecision(got, want) {
-					t.Fatalf("%+v:\nredis %+v\nmodel %+v", q, got, want)
-				}
-				compareStored(t, c, model, id, got.At, false)
-				return got, want
-			}
+			step := heldStep(t, l, c, model, id)
 			old, cut := []bucketgate.Rule{tc.old}, []bucketgate.Rule{tc.cut}
 			step(bucketgate.Request{Rules: old, Cost: tc.spent}, "")
 			var ids, mids []string
@@ -333,24 +316,7 @@ func TestSettleBelowAfterAWindowEdit(t *testing.T) {
 func settleBelowAfterEdit(t *testing.T, l *bucket.Limiter, c rueidis.Client, id string, old, now bucketgate.Rule) bool {
 	t.Helper()
 	model := bucket.NewModel()
-	step := func(q bucketgate.Request, mid string) bucketgate.Decision {
-		t.Helper()
-		q.Identity = id
-		mq := q
-		if mid != "" {
-			mq.ID = mid
-		}
-		got, want, err := decideBoth(t, l, model, q, mq)
-		if err != nil {
-			t.Fatalf("%+v: %v", q, err)
-		}
-		got.Reservation, want.Reservation = "", ""
-		if !sameDecision(got, want) {
-			t.Fatalf("%+v:\nredis %+v\nmodel %+v", q, got, want)
-		}
-		compareStored(t, c, model, id, got.At, false)
-		return got
-	}
+	step := heldStep(t, l, c, model, id)
 	q := bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{old}, Op: bucketgate.OpReserve, Cost: 5}
 	reserved, err := l.Decide(context.Background(), q)
 	if err != nil || !reserved.Allowed {
@@ -361,11 +327,11 @@ func settleBelowAfterEdit(t *testing.T, l *bucket.Limiter, c rueidis.Client, id 
 		t.Fatalf("the model's reserve: %+v, %v", mres, err)
 	}
 	rules := []bucketgate.Rule{now}
-	settled := step(bucketgate.Request{Rules: rules, Op: bucketgate.OpSettle, Cost: 0, ID: reserved.Reservation}, mres.Reservation)
+	settled, _ := step(bucketgate.Request{Rules: rules, Op: bucketgate.OpSettle, Cost: 0, ID: reserved.Reservation}, mres.Reservation)
 	if !settled.At.Truncate(24 * time.Hour).Equal(reserved.At.Truncate(24 * time.Hour)) {
 		return false
 	}
-	if p := step(bucketgate.Request{Rules: rules}, ""); p.Remaining != 100 {
+	if p, _ := step(bucketgate.Request{Rules: rules}, ""); p.Remaining != 100 {
 		t.Fatalf("after a settle at 0 the day of its reserve of 5: %+v, want 100 left", p)
 	}
 	return true
@@ -384,22 +350,7 @@ func TestLeaseWaitUnderALoweredConcurrency(t *testing.T) {
 	streams := func(n int32) []bucketgate.Rule {
 		return []bucketgate.Rule{{Name: "streams", Concurrency: n}, {Name: "burst", Capacity: 100, RefillPerSecond: 100}}
 	}
-	step := func(q bucketgate.Request, mid string) (bucketgate.Decision, bucketgate.Decision) {
-		t.Helper()
-		q.Identity = "lowered"
-		mq := q
-		if mid != "" {
-			mq.ID = mid
-		}
-		got, want, err := decideBoth(t, l, model, q, mq)
-		if err != nil {
-			t.Fatalf("%+v: %v", q, err)
-		}
-		if !sameDecision(got, want) {
-			t.Fatalf("%+v:\nredis %+v\nmodel %+v", q, got, want)
-		}
-		return got, want
-	}
+	step := heldStep(t, l, nil, model, "lowered")
 	var ids, mids []string
 	for _, ttl := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute} {
 		d, m := step(bucketgate.Request{Rules: streams(3), Cost: 1, TTL: ttl}, "")
@@ -417,5 +368,32 @@ func TestLeaseWaitUnderALoweredConcurrency(t *testing.T) {
 	}
 	if d, _ := step(acquire, ""); d.Allowed || d.RetryAfter <= 50*time.Second || d.RetryAfter > time.Minute {
 		t.Fatalf("acquire under 2 with 2 held: %+v; want denied until the first lease expires", d)
+	}
+}
+
+// heldStep returns a step of a test of holds: it decides q for id by the script (through
+// l) and by model (with mid as q's id when not empty, the model's own id of a hold),
+// fails t unless both decide alike (their reservation ids aside) and, with c, store
+// alike, and returns both decisions.
+func heldStep(t *testing.T, l *bucket.Limiter, c rueidis.Client, model *bucket.Model, id string) func(q bucketgate.Request, mid string) (bucketgate.Decision, bucketgate.Decision) {
+	return func(q bucketgate.Request, mid string) (bucketgate.Decision, bucketgate.Decision) {
+		t.Helper()
+		q.Identity = id
+		mq := q
+		if mid != "" {
+			mq.ID = mid
+		}
+		got, want, err := decideBoth(t, l, model, q, mq)
+		if err != nil {
+			t.Fatalf("%+v: %v", q, err)
+		}
+		got.Reservation, want.Reservation = "", ""
+		if !sameDecision(got, want) {
+			t.Fatalf("%+v:\nredis %+v\nmodel %+v", q, got, want)
+		}
+		if c != nil {
+			compareStored(t, c, model, id, got.At, false)
+		}
+		return got, want
 	}
 }

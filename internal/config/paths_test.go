@@ -167,16 +167,7 @@ func TestRouteThatNeverMatches(t *testing.T) {
 // "/a/{id}/admin" costs, never the cheaper "/admin" or the default route's. (More when
 // another backend's reading matches a dearer route: TestDisguisedDotsTakeTheDearerRoute.)
 func TestRoutesMatchWhatGoServes(t *testing.T) {
-	c, err := config.Parse([]byte(`
-defaultPlan: free
-plans: {free: [{name: burst, capacity: 1000, refillPerSecond: 1}]}
-routes:
-  - {path: /a/*/admin, cost: 100}
-  - {path: /admin, cost: 2}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := adminRoutes(t)
 	costs := map[string]int64{"/a/{id}/admin": 100, "/admin": 2}
 	mux := http.NewServeMux()
 	for pattern := range costs {
@@ -198,21 +189,7 @@ routes:
 		{"an encoded dot", "/a/%2e/admin"},
 		{"a dot and an encoded dot", "/a/.%2e/admin"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			resp, err := http.Get(backend.URL + tc.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			served, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			want, ok := costs[string(served)]
-			if err != nil || resp.StatusCode != http.StatusOK || !ok {
-				t.Fatalf("GET %s: %d %q, %v: want one of the backend's patterns", tc.path, resp.StatusCode, served, err)
-			}
-			if got := c.Limits(c.DefaultPlan(), "GET", tc.path).Cost; got < want {
-				t.Errorf("GET %s: cost %d, want %d or more: Go serves it by %s", tc.path, got, want, served)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { chargesWhatIsServed(t, c, backend.URL, tc.path, costs, "Go") })
 	}
 }
 
@@ -224,16 +201,7 @@ routes:
 // real net/http server whose handler matches the decoded path's segments as they are,
 // as Flask does.
 func TestRoutesMatchWhatADecodingBackendServes(t *testing.T) {
-	c, err := config.Parse([]byte(`
-defaultPlan: free
-plans: {free: [{name: burst, capacity: 1000, refillPerSecond: 1}]}
-routes:
-  - {path: /a/*/admin, cost: 100}
-  - {path: /admin, cost: 2}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := adminRoutes(t)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/"); {
 		case len(segs) == 3 && segs[0] == "a" && segs[2] == "admin":
@@ -257,21 +225,43 @@ routes:
 		{"a dot", "/a/./admin"},
 		{"dots between encoded slashes", "/a%2F..%2Fadmin"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			resp, err := http.Get(backend.URL + tc.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			served, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			want, ok := costs[string(served)]
-			if err != nil || resp.StatusCode != http.StatusOK || !ok {
-				t.Fatalf("GET %s: %d %q, %v: want one of the backend's patterns", tc.path, resp.StatusCode, served, err)
-			}
-			if got := c.Limits(c.DefaultPlan(), "GET", tc.path).Cost; got < want {
-				t.Errorf("GET %s: cost %d, want %d or more: the backend serves it by %s", tc.path, got, want, served)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { chargesWhatIsServed(t, c, backend.URL, tc.path, costs, "the backend") })
+	}
+}
+
+// adminRoutes is a document of two routes a backend may serve one path by: /a/*/admin
+// (cost 100) and /admin (cost 2).
+func adminRoutes(t *testing.T) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(`
+defaultPlan: free
+plans: {free: [{name: burst, capacity: 1000, refillPerSecond: 1}]}
+routes:
+  - {path: /a/*/admin, cost: 100}
+  - {path: /admin, cost: 2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// chargesWhatIsServed asks backend (which answers with the pattern it serves a request
+// by) for path, and checks that c charges it at least that pattern's cost in costs.
+func chargesWhatIsServed(t *testing.T, c *config.Config, backend, path string, costs map[string]int64, who string) {
+	t.Helper()
+	resp, err := http.Get(backend + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want, ok := costs[string(served)]
+	if err != nil || resp.StatusCode != http.StatusOK || !ok {
+		t.Fatalf("GET %s: %d %q, %v: want one of the backend's patterns", path, resp.StatusCode, served, err)
+	}
+	if got := c.Limits(c.DefaultPlan(), "GET", path).Cost; got < want {
+		t.Errorf("GET %s: cost %d, want %d or more: %s serves it by %s", path, got, want, who, served)
 	}
 }
 

@@ -198,7 +198,7 @@ func (r route) matches(method string, segs []string) bool {
 // disguised what in a reading changed the path's segments or may have, and Limits tries
 // every reading of those.
 // Other percent-encodings stay as they are, inside their segment. It keeps the first
-// most segments alone (1 or more): the segments after them, which no route's pattern
+// most segments alone: the segments after them, which no route's pattern
 // reaches, change only a count, which it keeps, removing one of them first for a ".."
 // segment; so a path of any length costs a walk through it, and segs a match of the
 // routes' patterns as the whole path's would. It allocates only for a path with a tab

@@ -240,9 +240,11 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // answer's header is written. They are named as the ratelimitheaders constants spell
 // them, as API Gateway does, not in http.Header's canonical form: in the process (next,
 // an outer handler, an httptest.ResponseRecorder), read them as
-// h[ratelimitheaders.HeaderRemaining], which h.Get does not find. The lease a request holds (a concurrency rule's) is
-// released when next returns, or as a panic of next passes (which goes on up), unless
-// next released it before (Release): a request is in flight while next serves it, for
+// h[ratelimitheaders.HeaderRemaining], which h.Get does not find. The lease a request
+// holds (a concurrency rule's) is released when next returns, or as a panic of next
+// passes (which goes on up), unless next released it before (Release), or Release
+// answered that it cannot be (a conflict: a reload took the route's concurrency rule,
+// and the lease frees itself): a request is in flight while next serves it, for
 // its route's ttlMs at most (a lease then frees itself, its handler still running or
 // not: give a streaming route a ttlMs above its longest stream). A reservation next did
 // not settle stays charged at its estimate. A request whose client hangs up, or whose
@@ -297,7 +299,8 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 }
 
 // heldLease is the lease of a request that Handler passes to the next handler: released
-// once Release has returned it, so that Handler does not again when next returns.
+// once Release has returned it, or found that it cannot (a conflict), so that Handler
+// does not try again when next returns.
 type heldLease struct{ released atomic.Bool }
 
 // heldLeaseKey is the context key of a request's *heldLease.
@@ -374,11 +377,14 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 	if errors.Is(err, authorizer.ErrUnavailable) && l.isClosed() {              // Close came while Redis was asked
 		return bucketgate.Decision{}, fmt.Errorf("%w: %w", ErrClosed, err)
 	}
+	// A release that Redis answered, or that can never be (a conflict: a reload took the
+	// route's concurrency rule), is the last: Handler does not try it again.
+	final := err == nil && res.Reason != bucketgate.ReasonUnavailable && res.Reason != bucketgate.ReasonDegraded || errors.Is(err, bucketgate.ErrInvalid)
+	if held, ok := r.Context().Value(heldLeaseKey{}).(*heldLease); ok && op == bucketgate.OpRelease && final {
+		held.released.Store(true)
+	}
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("middleware: %w", err)
-	}
-	if held, ok := r.Context().Value(heldLeaseKey{}).(*heldLease); ok && op == bucketgate.OpRelease && res.Reason != bucketgate.ReasonUnavailable && res.Reason != bucketgate.ReasonDegraded {
-		held.released.Store(true)
 	}
 	return res.Decision, nil
 }

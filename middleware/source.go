@@ -85,9 +85,12 @@ func (ps proxies) source(r *http.Request) string {
 	hops := r.Header.Values("X-Forwarded-For")
 	source := peer
 	for i := len(hops) - 1; i >= 0; i-- {
-		list := strings.Split(hops[i], ",")
-		for j := len(list) - 1; j >= 0; j-- {
-			hop := strings.TrimSpace(list[j])
+		for list, more := hops[i], true; more; { // hop by hop from the right: no list of them
+			j := strings.LastIndexByte(list, ',')
+			hop := strings.TrimSpace(list[j+1:])
+			if more = j >= 0; more {
+				list = list[:j]
+			}
 			a, err := netip.ParseAddr(hop)
 			if ap, perr := netip.ParseAddrPort(hop); err != nil && perr == nil {
 				a, err, hop = ap.Addr(), nil, ap.Addr().String()

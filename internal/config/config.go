@@ -32,6 +32,7 @@ type Config struct {
 	routes        []route
 	routeRules    [][]bucketgate.Rule // routeRules[i] is route i's rules; the last entry is none
 	routeIDs      map[string]int      // by route id: the first route of that id (the one that matches)
+	depth         int                 // one more than the most segments a route's pattern has: how many of a path's matter
 	refuseUnknown bool
 	refuseAnon    bool
 	idleTTL       error // a route's ttlMs that only an identity's own rules could use: CheckAlone
@@ -155,7 +156,7 @@ func (c *Config) RefuseAnonymous() bool { return c.refuseAnon }
 // Limits of the dearest route a reading matches (see dearest).
 func (c *Config) Limits(p *Plan, method, path string) Limits {
 	var buf [maxInlineSegments]string
-	segs, disguised := pathSegments(path, buf[:0], readings[0])
+	segs, disguised := pathSegments(path, buf[:0], readings[0], c.depth)
 	i := c.match(method, segs)
 	if disguised != 0 {
 		return c.dearest(p, method, path, disguised, i)
@@ -191,7 +192,7 @@ func (c *Config) dearest(p *Plan, method, path string, disguised reading, first 
 		if how&^disguised != readings[0]&^disguised {
 			continue // the same as another reading's, for this path
 		}
-		segs, _ := pathSegments(path, buf[:0], how)
+		segs, _ := pathSegments(path, buf[:0], how, c.depth)
 		if i := c.match(method, segs); !slices.Contains(seen, i) {
 			seen, all = append(seen, i), append(all, c.limitsAt(p, i))
 		}

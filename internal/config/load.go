@@ -273,6 +273,7 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		}
 		c.routeIDs[r.id] = i // one route per id: one of the same id would never match
 		c.routes = append(c.routes, r)
+		c.depth = max(c.depth, len(r.segments)+1)
 		extras = append(extras, rules)
 	}
 	c.routeRules = append(extras, nil)

@@ -197,10 +197,22 @@ func (r route) matches(method string, segs []string) bool {
 // an encoded slash ('%2F') is a separator or a byte inside its segment. It reports in
 // disguised what in a reading changed the path's segments or may have, and Limits tries
 // every reading of those.
-// Other percent-encodings stay as they are, inside their segment. It allocates only for
-// a path with a tab or line break, a segment that has something to decode, or a reading
-// of encodedSlashes.
-func pathSegments(path string, segs []string, how reading) (_ []string, disguised reading) {
+// Other percent-encodings stay as they are, inside their segment. It keeps the first
+// most segments alone: the segments after them, which no route's pattern
+// reaches, change only a count, which it keeps, removing one of them first for a ".."
+// segment; so a path of any length costs a walk through it, and segs a match of the
+// routes' patterns as the whole path's would. It allocates only for a path with a tab
+// or line break, a segment that has something to decode, a reading of encodedSlashes,
+// or more segments kept than segs holds.
+func pathSegments(path string, segs []string, how reading, most int) (_ []string, disguised reading) {
+	beyond := 0 // the segments after the first most
+	push := func(seg string) {
+		if len(segs) < most {
+			segs = append(segs, seg)
+		} else {
+			beyond++
+		}
+	}
 	if strings.ContainsAny(path, "\t\n\r") {
 		path = strings.Map(dropBreak, path)
 	}
@@ -233,15 +245,19 @@ func pathSegments(path string, segs []string, how reading) (_ []string, disguise
 			}
 		}
 		if seg != "." && seg != ".." {
-			segs = append(segs, strings.Trim(seg, " \t"))
+			push(strings.Trim(seg, " \t"))
 			continue
 		}
 		disguised |= need | keptDots
 		if how&need != need || how&keptDots != 0 { // a segment to this reading
-			segs = append(segs, seg)
+			push(seg)
 			continue
 		}
-		if seg == ".." && len(segs) > 0 {
+		switch {
+		case seg != "..":
+		case beyond > 0:
+			beyond--
+		case len(segs) > 0:
 			segs = segs[:len(segs)-1]
 		}
 	}
@@ -291,19 +307,28 @@ func dropBreak(r rune) rune {
 }
 
 // decodeUnreserved decodes the percent-encoded unreserved characters, spaces and tabs
-// of a path segment, and leaves every other byte as it is.
+// of a path segment, and leaves every other byte as it is: s itself, unallocated, when
+// it has none.
 func decodeUnreserved(s string) string {
 	var b strings.Builder
-	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		if s[i] == '%' && i+2 < len(s) {
 			if c, ok := unhex(s[i+1], s[i+2]); ok && (unreserved(c) || c == ' ' || c == '\t') {
+				if b.Len() == 0 {
+					b.Grow(len(s))
+					b.WriteString(s[:i])
+				}
 				b.WriteByte(c)
 				i += 2
 				continue
 			}
 		}
-		b.WriteByte(s[i])
+		if b.Len() > 0 {
+			b.WriteByte(s[i])
+		}
+	}
+	if b.Len() == 0 {
+		return s
 	}
 	return b.String()
 }

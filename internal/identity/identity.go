@@ -139,7 +139,9 @@ func (k *KeyCopies) Unjoin() {
 		return
 	}
 	key := ""
-	for _, p := range strings.Split(k.key, ",") {
+	for rest, more := k.key, true; more; { // part by part: no list of them
+		var p string
+		p, rest, more = strings.Cut(rest, ",")
 		switch p = strings.Trim(p, " \t"); {
 		case p == "" || p == key:
 		case key == "":

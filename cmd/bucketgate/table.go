@@ -605,12 +605,23 @@ func (t *keyTable) read(ctx context.Context, id string) (map[string]types.Attrib
 
 // listed is one item of a list: its record, the plan it is decided under (its
 // account's, for a key of an account), or why the functions cannot use it; for a key of
-// an account that is not active, the account's status.
+// an account that is not active, the account's status. unread is an item that cannot be
+// read at all: rec holds its id (and a key's account) alone, err why.
 type listed struct {
 	rec           registry.Record
 	plan          string
 	accountStatus string
 	err           error
+	unread        bool
+}
+
+// status is the status of it as printed: statusUnreadable for an item that cannot be
+// read, whose status is not known, else its record's.
+func (it listed) status() string {
+	if it.unread {
+		return statusUnreadable
+	}
+	return status(it.rec)
 }
 
 // list reads every item of the identities (keys and tenants) or the accounts, in the
@@ -644,7 +655,7 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 				unreadable[name] = err
 			}
 			if isAccount == accounts {
-				items = append(items, listed{rec: rec, plan: rec.Plan, err: err})
+				items = append(items, listed{rec: rec, plan: rec.Plan, err: err, unread: err != nil})
 			}
 		}
 	}

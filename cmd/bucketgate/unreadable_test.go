@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bucketgate/bucketgate"
+)
+
+// An item that cannot be read is never printed as active by --json (a script filtering
+// on status would count it): its status is unreadable, with invalid saying why; and
+// accounts show of an account whose own item cannot be read prints it so, with its
+// keys, each invalid, as keys list lists them.
+func TestUnreadableItemsStatus(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	c.ok("accounts", "create", "paused", "--plan", "pro")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "paused")))
+	broken := "key:" + bucketgate.KeyDigest("broken")
+	for _, item := range []map[string]types.AttributeValue{
+		{"id": &types.AttributeValueMemberS{Value: broken}, "account": &types.AttributeValueMemberS{Value: "acme"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
+		{"id": &types.AttributeValueMemberS{Value: "account:paused"}, "plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
+	} {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type item struct {
+		ID, Status, Invalid string
+		Keys                []item
+	}
+	one := func(t *testing.T, out string) []item {
+		var it item
+		if err := json.Unmarshal([]byte(out), &it); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return []item{it}
+	}
+	many := func(t *testing.T, out string) []item {
+		var its []item
+		if err := json.Unmarshal([]byte(out), &its); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return its
+	}
+	keysOf := func(f func(*testing.T, string) []item) func(*testing.T, string) []item {
+		return func(t *testing.T, out string) []item { return f(t, out)[0].Keys }
+	}
+	tests := []struct {
+		name  string
+		args  []string
+		items func(*testing.T, string) []item
+		id    string // the item to look at
+		want  string // its status
+	}{
+		{"keys list", []string{"keys", "list", "--json"}, many, broken, statusUnreadable},
+		{"accounts list", []string{"accounts", "list", "--json"}, many, "account:paused", statusUnreadable},
+		{"a key of accounts show", []string{"accounts", "show", "--json", "acme"}, keysOf(one), broken, statusUnreadable},
+		{"accounts show of it", []string{"accounts", "show", "--json", "paused"}, one, "account:paused", statusUnreadable},
+		{"a key of an unreadable account", []string{"accounts", "show", "--json", "paused"}, keysOf(one), member, "active"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			var found bool
+			for _, it := range tc.items(t, c.ok(tc.args...)) {
+				if it.ID != tc.id {
+					continue
+				}
+				found = true
+				if it.Status != tc.want || it.Invalid == "" {
+					t.Errorf("%s: %s has status %q, invalid %q; want %q and why it is invalid", strings.Join(tc.args, " "), it.ID, it.Status, it.Invalid, tc.want)
+				}
+			}
+			if !found {
+				t.Errorf("%s lists no %s", strings.Join(tc.args, " "), tc.id)
+			}
+		})
+	}
+	c.t = t
+	out := c.ok("accounts", "show", "paused")
+	for _, want := range []string{"status     " + statusUnreadable + "\n", "invalid    attribute status:", "key        " + member + " (invalid: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("accounts show paused:\n%s\nwant %q", out, want)
+		}
+	}
+}

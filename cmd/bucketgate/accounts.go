@@ -150,9 +150,12 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				keys[i].err = accountUnreadable(k.rec, it.err)
 			}
 		}
-		plans, err := t.plans(e.ctx)
-		if err != nil { // the account is still worth showing
-			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", r.ID, err)
+		plans, unchecked, err := t.shownPlans(e.ctx)
+		if err != nil {
+			return err
+		}
+		if unchecked != nil { // the account is still worth showing
+			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", r.ID, unchecked)
 		}
 		assess(&it, nil, plans)
 		for i, k := range keys { // with a usable account: their own rules may not fit its plan

@@ -521,7 +521,7 @@ func (t *keyTable) plans(ctx context.Context) (*config.Config, error) {
 		return nil, err
 	case cfg == nil:
 		if cfg, t.from, err = t.env(); err != nil {
-			return nil, err
+			return nil, unloadable{err}
 		}
 	default:
 		t.from = fmt.Sprintf("version %d of the table's configuration document", version)
@@ -540,15 +540,32 @@ func (t *keyTable) tableConfig(ctx context.Context) (*config.Config, int64, erro
 	case errors.Is(err, errNoItem):
 		return nil, 0, nil
 	case errors.As(err, &bad):
-		return nil, 0, fmt.Errorf("the configuration document of table %s cannot be read: %w: fix it with bucketgate config put or rollback", t.name, err)
+		return nil, 0, unloadable{fmt.Errorf("the configuration document of table %s cannot be read: %w: fix it with bucketgate config put or rollback", t.name, err)}
 	case err != nil:
 		return nil, 0, err
 	}
 	cfg, err := cur.Load()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: the functions keep their last good document; fix it with bucketgate config put or rollback", err)
+		return nil, 0, unloadable{fmt.Errorf("%w: the functions keep their last good document; fix it with bucketgate config put or rollback", err)}
 	}
 	return cfg, cur.Version, nil
+}
+
+// unloadable is the error of a configuration document that does not load (the table's,
+// or the functions' own while the table holds none), not a failure to read it.
+type unloadable struct{ error }
+
+func (u unloadable) Unwrap() error { return u.error }
+
+// shownPlans returns the plans a list or a show checks its items against (plans);
+// unchecked is why a document that does not load leaves them unchecked (the items are
+// worth printing all the same), err any other failure, such as AWS's to read it.
+func (t *keyTable) shownPlans(ctx context.Context) (cfg *config.Config, unchecked, err error) {
+	cfg, err = t.plans(ctx)
+	if u := (unloadable{}); errors.As(err, &u) {
+		return nil, err, nil
+	}
+	return cfg, nil, err
 }
 
 // get reads the record of id (strongly consistent).
@@ -661,7 +678,9 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 	}
 	var plans *config.Config
 	if len(items) > 0 {
-		plans, unchecked = t.plans(ctx)
+		if plans, unchecked, err = t.shownPlans(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
 	for i := range items {
 		var acct *registry.Record

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
 // An item that cannot be read is never printed as active by --json (a script filtering
@@ -90,5 +93,30 @@ func TestUnreadableItemsStatus(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("accounts show paused:\n%s\nwant %q", out, want)
 		}
+	}
+}
+
+// The lists and shows print their items past a configuration document that does not
+// load (a warning), never past a failure to read it (AWS's error): that exits 1, as
+// every command whose table read fails, rather than print items unchecked as if the
+// document were broken.
+func TestListsFailWhenTheDocumentsReadFails(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	calls.refuseWhen(func(action string, body []byte) bool {
+		return action == "dynamodb:GetItem" && bytes.Contains(body, []byte(`"id":{"S":"`+registry.ConfigID+`"}`))
+	})
+	for _, args := range [][]string{
+		{"keys", "list"}, {"keys", "list", "--json"}, {"keys", "show", member}, {"keys", "show", "--json", member},
+		{"accounts", "list"}, {"accounts", "show", "acme"}, {"accounts", "show", "--json", "acme"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			c.t = t
+			c.fails(exitError, "refused by the test", args...)
+		})
 	}
 }

@@ -253,18 +253,23 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 		t.loaded, t.version, t.from = cfg, version, fmt.Sprintf("version %d of the table's configuration document", version)
 		what = append(what, fmt.Sprintf("version %d of the configuration document", version))
 	}
-	if rec.Account != "" { // check reads the account again
+	var acct registry.Record
+	var acctErr error
+	if rec.Account != "" { // read again, once: its status, and checkIn's
 		what = append(what, fmt.Sprintf("a change of account %s (bucketgate accounts set-plan or override)", rec.Account))
-		if rec.Account == t.active {
-			if acct, err := t.account(ctx, rec.Account); err == nil && !acct.Active(time.Now()) {
-				return fmt.Errorf("%s %w, but account %s is %s, written while this command ran: %w", rec.ID, errWritten, rec.Account, status(acct), errKeysUnknown)
-			}
+		acct, acctErr = t.account(ctx, rec.Account)
+		var bad *registry.RecordError
+		switch {
+		case acctErr != nil && !errors.Is(acctErr, errNoItem) && !errors.As(acctErr, &bad): // gone or unreadable: checkIn says so
+			return fmt.Errorf("%s %w, but reading account %s again, to check the key against what was written while this command ran, failed (run bucketgate keys show %s): %w", rec.ID, errWritten, rec.Account, rec.ID, acctErr)
+		case acctErr == nil && rec.Account == t.active && !acct.Active(time.Now()):
+			return fmt.Errorf("%s %w, but account %s is %s, written while this command ran: %w", rec.ID, errWritten, rec.Account, status(acct), errKeysUnknown)
 		}
 	}
 	if len(what) == 0 {
 		return nil
 	}
-	if err := t.check(ctx, rec); err != nil {
+	if err := t.checkIn(ctx, rec, func(context.Context, string) (registry.Record, error) { return acct, acctErr }); err != nil {
 		return fmt.Errorf("%s %w, but %s, written while this command ran, leaves it without a usable plan: the functions treat it as unknown until it is mended (bucketgate keys set-plan, keys clear-overrides, accounts set-plan or config put): %w", rec.ID, errWritten, strings.Join(what, " or "), err)
 	}
 	if len(rescoped) > 0 {
@@ -348,6 +353,11 @@ func (c *condition) value(v types.AttributeValue) string {
 // check returns why the functions could not use rec, naming the attribute: a key of an
 // account is checked with its account, which must be in the table.
 func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
+	return t.checkIn(ctx, rec, t.account)
+}
+
+// checkIn is check, with account the read of the record of rec's account, by its name.
+func (t *keyTable) checkIn(ctx context.Context, rec registry.Record, account func(context.Context, string) (registry.Record, error)) error {
 	if _, err := registry.DecodeItem(rec.Item()); err != nil {
 		return notWritten(rec.ID, err)
 	}
@@ -356,7 +366,7 @@ func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 		return err
 	}
 	if rec.Account != "" {
-		acct, err := t.account(ctx, rec.Account)
+		acct, err := account(ctx, rec.Account)
 		if err != nil {
 			return err
 		}

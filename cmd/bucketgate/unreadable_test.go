@@ -120,3 +120,44 @@ func TestListsFailWhenTheDocumentsReadFails(t *testing.T) {
 		})
 	}
 }
+
+// keys create --account and keys roll read the account again once the key is written:
+// when that read fails (AWS's error, each time it is made), they say so, and that the key is written, never
+// that a change written meanwhile leaves the key without a usable plan.
+func TestKeyOfAnAccountRecheckReadFails(t *testing.T) {
+	c, calls, _ := newRoomCLI(t)
+	for _, tc := range []struct {
+		name, account string
+		roll          bool // keys roll of a key of the account, else keys create --account
+	}{
+		{"keys create", "acme1", false},
+		{"keys roll", "acme2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("accounts", "create", tc.account, "--plan", "small")
+			args := []string{"keys", "create", "--account", tc.account}
+			if tc.roll {
+				args = []string{"keys", "roll", keyID(strings.TrimSpace(c.ok(args...)))}
+			}
+			written, refused := false, false
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && bytes.Contains(body, []byte(`"account":{"S":"`+tc.account+`"}`)) {
+					written = true
+				}
+				if written && action == "dynamodb:GetItem" && bytes.Contains(body, []byte(`"id":{"S":"account:`+tc.account+`"}`)) {
+					refused = true
+					return true
+				}
+				return false
+			})
+			code, stdout, stderr := c.run(args...)
+			calls.refuseWhen(nil)
+			id := keyID(strings.TrimSpace(stdout))
+			if !refused || code != exitError || !strings.Contains(stderr, id+" is written, but reading account "+tc.account+" again") ||
+				!strings.Contains(stderr, "refused by the test") || strings.Contains(stderr, "without a usable plan") {
+				t.Fatalf("bucketgate %s, the read after the write refused (%v): exit %d\n%s\nwant exit 1 saying %s is written and the read failed", strings.Join(args, " "), refused, code, stderr, id)
+			}
+		})
+	}
+}

@@ -161,3 +161,36 @@ func TestKeyOfAnAccountRecheckReadFails(t *testing.T) {
 		})
 	}
 }
+
+// config history --json names a copy that cannot be read by its id, as the text does,
+// and never makes up a version for one whose version cannot be read.
+func TestConfigHistoryJSONNamesUnreadableCopies(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
+	for _, item := range []map[string]types.AttributeValue{
+		{"id": &types.AttributeValueMemberS{Value: registry.VersionPrefix + "7"}, "document": &types.AttributeValueMemberS{Value: goldDoc}, "version": &types.AttributeValueMemberS{Value: "seven"}},
+	} {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var versions []map[string]any
+	out := c.ok("config", "history", "--json")
+	if err := json.Unmarshal([]byte(out), &versions); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	var found bool
+	for _, v := range versions {
+		if v["invalid"] == nil {
+			continue
+		}
+		found = true
+		if v["id"] != registry.VersionPrefix+"7" || v["version"] != nil {
+			t.Errorf("config history --json:\n%s\nwant the copy that cannot be read named by its id %s%s, with no version", out, registry.VersionPrefix, "7")
+		}
+	}
+	if !found {
+		t.Errorf("config history --json:\n%s\nlists no copy that cannot be read", out)
+	}
+}

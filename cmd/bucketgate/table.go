@@ -244,6 +244,13 @@ func (t *keyTable) recheckKeysOf(ctx context.Context, item map[string]types.Attr
 // (errKeysUnknown). Its error says that rec is written.
 func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	cfg, version, err := t.tableConfig(ctx)
+	if u := (unloadable{}); err != nil && !errors.As(err, &u) {
+		show := "keys show " + rec.ID
+		if name, ok := strings.CutPrefix(rec.ID, registry.AccountItemPrefix); ok {
+			show = "accounts show " + name
+		}
+		return fmt.Errorf("%s %w, but reading the configuration document again, to check it against one written while this command ran, failed (bucketgate %s checks it): %w", rec.ID, errWritten, show, err)
+	}
 	moved := err == nil && cfg != nil && version != t.version // a document that does not load is not in force
 	var what, rescoped []string
 	if moved {

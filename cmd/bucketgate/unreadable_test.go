@@ -194,3 +194,24 @@ func TestConfigHistoryJSONNamesUnreadableCopies(t *testing.T) {
 		t.Errorf("config history --json:\n%s\nlists no copy that cannot be read", out)
 	}
 }
+
+// A write that reads the configuration document again after it (to check the item
+// against a document written meanwhile) and fails to (AWS's error) says so, the item
+// written, rather than exit 0 unchecked.
+func TestRecheckOfTheDocumentReadFails(t *testing.T) {
+	c, calls, _ := newRoomCLI(t)
+	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
+	written := false
+	calls.refuseWhen(func(action string, body []byte) bool {
+		if action == "dynamodb:PutItem" && bytes.Contains(body, []byte(`"id":{"S":"key:`)) {
+			written = true
+		}
+		return written && action == "dynamodb:GetItem" && bytes.Contains(body, []byte(`"id":{"S":"`+registry.ConfigID+`"}`))
+	})
+	code, stdout, stderr := c.run("keys", "create", "--plan", "free")
+	calls.refuseWhen(nil)
+	id := keyID(strings.TrimSpace(stdout))
+	if !written || code != exitError || !strings.Contains(stderr, id+" is written, but reading the configuration document again") || !strings.Contains(stderr, "refused by the test") {
+		t.Fatalf("keys create, the document's read after the write refused: exit %d\n%s\nwant exit 1 saying %s is written and the read failed", code, stderr, id)
+	}
+}

@@ -97,6 +97,9 @@ func runBuckets(e env, args []string) error {
 	if *plan != "" && len(rules) > 0 {
 		return fmt.Errorf("%w: %s: --plan or --rule, not both", errUsage, fs.Name())
 	}
+	if _, _, err := namedFunction(e, *function); err != nil {
+		return err
+	}
 	s, err := settings.Load(e.getenv)
 	if err != nil {
 		return err
@@ -297,22 +300,32 @@ var functionName = regexp.MustCompile(`^(?:(?:arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(
 // maxFunctionName is the longest function name, ARN or partial ARN that Invoke takes.
 const maxFunctionName = 170
 
-// functionOf returns the function to invoke: the --function flag's value, else
-// CHECK_FUNCTION's, else the operator function the outputs of st name (the check
-// function of a stack without one, which serves every operation), else
-// defaultCheckFunction. A name that is no function's is an error (a usage error from
-// --function), before any call.
-func functionOf(e env, flagValue string, st *stack) (string, error) {
-	name, from := flagValue, "--function"
+// namedFunction returns the function that the --function flag's value (flagValue), else
+// CHECK_FUNCTION, names, and which of them named it; "" for neither. A name that is no
+// function's is an error (a usage error from --function): the commands check it before
+// any call.
+func namedFunction(e env, flagValue string) (name, from string, err error) {
+	name, from = flagValue, "--function"
 	if name == "" {
 		name, from = e.getenv(envCheckFunction), envCheckFunction
 	}
-	switch {
-	case name != "" && (len(name) > maxFunctionName || !functionName.MatchString(name)):
-		err := fmt.Errorf("function %q (%s) is no function's name or ARN: want a name (letters, digits, '-' or '_', at most 64), a function's ARN or partial ARN (ACCOUNT:function:NAME), each with an optional :VERSION or :ALIAS", name, from)
+	if name != "" && (len(name) > maxFunctionName || !functionName.MatchString(name)) {
+		err = fmt.Errorf("function %q (%s) is no function's name or ARN: want a name (letters, digits, '-' or '_', at most 64), a function's ARN or partial ARN (ACCOUNT:function:NAME), each with an optional :VERSION or :ALIAS", name, from)
 		if from == "--function" {
 			err = fmt.Errorf("%w: %w", errUsage, err)
 		}
+	}
+	return name, from, err
+}
+
+// functionOf returns the function to invoke: the --function flag's value, else
+// CHECK_FUNCTION's, else the operator function the outputs of st name (the check
+// function of a stack without one, which serves every operation), else
+// defaultCheckFunction.
+func functionOf(e env, flagValue string, st *stack) (string, error) {
+	name, from, err := namedFunction(e, flagValue)
+	switch {
+	case err != nil:
 		return "", err
 	case name != "":
 		st.passOver(e, "check function "+name, from)

@@ -179,6 +179,19 @@ func TestFunctionNameChecked(t *testing.T) {
 		{"an ARN", true, arn + ":7", exitError, "no function " + arn + ":7 in region"},
 		{"a partial ARN", true, "123456789012:function:bucketgate-operator", exitError, "no function 123456789012:function:bucketgate-operator in region"},
 	}
+	// Before the table is read for --plan, or --stack's outputs for the function: any
+	// endpoint answers at the Lambda server, counted, with an error.
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", os.Getenv("AWS_ENDPOINT_URL_LAMBDA"))
+	t.Setenv("AWS_ENDPOINT_URL_CLOUDFORMATION", os.Getenv("AWS_ENDPOINT_URL_LAMBDA"))
+	t.Run("before the table and the stack", func(t *testing.T) {
+		c := &cli{t: t, env: map[string]string{settings.EnvRegistryTable: "bucketgate-keys", envStack: "bucketgate"}}
+		before := calls.Load()
+		c.fails(exitUsage, "is no function's name or ARN", "buckets", "show", "--plan", "pro", "--function", "bucketgate operator", "203.0.113.10")
+		c.fails(exitUsage, "is no function's name or ARN", "usage", "--function", "bucketgate operator", "key:"+strings.Repeat("a", 32))
+		if calls.Load() != before {
+			t.Errorf("called AWS for a function that is no function's name")
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &cli{t: t, env: map[string]string{}}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -135,17 +136,26 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	return func(e env, t *keyTable, args []string) error {
 		r, err := t.get(e.ctx, args[0])
-		if err != nil {
+		var bad *registry.RecordError
+		if err != nil && !errors.As(err, &bad) {
 			return err
 		}
+		it := listed{rec: r, plan: r.Plan, err: err, unread: err != nil} // one unread is shown, invalid, with its keys
 		keys, err := t.membersOf(e.ctx, accountName(r.ID))
 		if err != nil {
 			return err
 		}
-		it := listed{rec: r, plan: r.Plan}
-		plans, err := t.plans(e.ctx)
-		if err != nil { // the account is still worth showing
-			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", r.ID, err)
+		for i, k := range keys { // as keys list lists them
+			if it.unread && k.err == nil {
+				keys[i].err = accountUnreadable(k.rec, it.err)
+			}
+		}
+		plans, unchecked, err := t.shownPlans(e.ctx)
+		if err != nil {
+			return err
+		}
+		if unchecked != nil { // the account is still worth showing
+			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", r.ID, unchecked)
 		}
 		assess(&it, nil, plans)
 		for i, k := range keys { // with a usable account: their own rules may not fit its plan
@@ -156,7 +166,7 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if *asJSON {
 			j := accountJSON{itemJSON: itemJSONOf(it), Identity: accountIdentity(r), Keys: make([]accountKeyJSON, len(keys))}
 			for i, k := range keys {
-				j.Keys[i] = accountKeyJSON{ID: k.rec.ID, Status: status(k.rec), ExpiresAt: expiry(k.rec)}
+				j.Keys[i] = accountKeyJSON{ID: k.rec.ID, Status: k.status(), ExpiresAt: expiry(k.rec)}
 				if k.err != nil {
 					j.Keys[i].Invalid = k.err.Error()
 				}

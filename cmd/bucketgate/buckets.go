@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -95,6 +96,9 @@ func runBuckets(e env, args []string) error {
 	}
 	if *plan != "" && len(rules) > 0 {
 		return fmt.Errorf("%w: %s: --plan or --rule, not both", errUsage, fs.Name())
+	}
+	if _, _, err := namedFunction(e, *function); err != nil {
+		return err
 	}
 	s, err := settings.Load(e.getenv)
 	if err != nil {
@@ -288,16 +292,41 @@ func operatorOf(e env, st *stack, flagValue string) (operator, error) {
 	return newOperator(e.ctx, name)
 }
 
+// functionName matches what Lambda's Invoke takes for a function: its name, its ARN or
+// a partial ARN (ACCOUNT:function:NAME), each with an optional qualifier (a version,
+// $LATEST or an alias).
+var functionName = regexp.MustCompile(`^(?:(?:arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(?:-[a-z]+)+-\d+:)?\d{12}:function:)?[a-zA-Z0-9_-]{1,64}(?::(?:\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
+
+// maxFunctionName is the longest function name, ARN or partial ARN that Invoke takes.
+const maxFunctionName = 170
+
+// namedFunction returns the function that the --function flag's value (flagValue), else
+// CHECK_FUNCTION, names, and which of them named it; "" for neither. A name that is no
+// function's is an error (a usage error from --function): the commands check it before
+// any call.
+func namedFunction(e env, flagValue string) (name, from string, err error) {
+	name, from = flagValue, "--function"
+	if name == "" {
+		name, from = e.getenv(envCheckFunction), envCheckFunction
+	}
+	if name != "" && (len(name) > maxFunctionName || !functionName.MatchString(name)) {
+		err = fmt.Errorf("function %q (%s) is no function's name or ARN: want a name (letters, digits, '-' or '_', at most 64), a function's ARN or partial ARN (ACCOUNT:function:NAME), each with an optional :VERSION or :ALIAS", name, from)
+		if from == "--function" {
+			err = fmt.Errorf("%w: %w", errUsage, err)
+		}
+	}
+	return name, from, err
+}
+
 // functionOf returns the function to invoke: the --function flag's value, else
 // CHECK_FUNCTION's, else the operator function the outputs of st name (the check
 // function of a stack without one, which serves every operation), else
 // defaultCheckFunction.
 func functionOf(e env, flagValue string, st *stack) (string, error) {
-	name, from := flagValue, "--function"
-	if name == "" {
-		name, from = e.getenv(envCheckFunction), envCheckFunction
-	}
+	name, from, err := namedFunction(e, flagValue)
 	switch {
+	case err != nil:
+		return "", err
 	case name != "":
 		st.passOver(e, "check function "+name, from)
 		return name, nil

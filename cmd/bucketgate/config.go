@@ -47,7 +47,11 @@ func runConfig(e env, args []string) error { return runTableCommand(e, "config",
 
 // configJSON is a version of the configuration as --json prints it.
 type configJSON struct {
-	Version   int64  `json:"version"`
+	// ID is the item's id of a copy that cannot be read (history), whose version may not
+	// be known.
+	ID string `json:"id,omitempty"`
+	// Version is left out for a copy whose version cannot be read (history).
+	Version   int64  `json:"version,omitempty"`
 	UpdatedAt string `json:"updatedAt,omitempty"`
 	Note      string `json:"note,omitempty"`
 	// Document is the document as stored; history leaves it out.
@@ -133,7 +137,7 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		for i, v := range h.versions {
 			out[i] = configJSON{Version: v.s.Version, UpdatedAt: updated(v.s), Note: v.s.Note, Bytes: len(v.s.Document), Current: v.s.Version == cur.Version && v.err == nil}
 			if v.err != nil {
-				out[i].Invalid = v.err.Error()
+				out[i].ID, out[i].Invalid = v.id, v.err.Error()
 			}
 		}
 		if *asJSON {
@@ -141,13 +145,13 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		}
 		tw := newTable(e.stdout)
 		fmt.Fprintln(tw, "VERSION\tCURRENT\tUPDATED\tBYTES\tNOTE")
-		for i, v := range out {
+		for _, v := range out {
 			current := ""
 			if v.Current {
 				current = "*"
 			}
 			if v.Invalid != "" {
-				fmt.Fprintf(tw, "%s\t\tinvalid: %s\n", h.versions[i].id, v.Invalid)
+				fmt.Fprintf(tw, "%s\t\tinvalid: %s\n", v.ID, v.Invalid)
 				continue
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", v.Version, current, cmp.Or(v.UpdatedAt, "-"), v.Bytes, oneLine(v.Note))

@@ -103,7 +103,7 @@ func (t *keyTable) scan(ctx context.Context, records bool) (history, error) {
 				if account, ok := it["account"].(*types.AttributeValueMemberS); ok {
 					rec.Account = account.Value
 				}
-				h.unreadable = append(h.unreadable, listed{rec: rec, err: err})
+				h.unreadable = append(h.unreadable, listed{rec: rec, err: err, unread: true})
 			}
 		}
 	}

@@ -44,7 +44,8 @@ func readmeSession(t *testing.T) (function string, commands []sessionCommand) {
 	for line := range strings.Lines(string(block[1])) {
 		switch {
 		case strings.HasPrefix(line, readmeExport):
-			function = strings.TrimSpace(strings.TrimPrefix(line, readmeExport))
+			function, _, _ = strings.Cut(strings.TrimPrefix(line, readmeExport), "#") // the shell's comment
+			function = strings.TrimSpace(function)
 		case strings.HasPrefix(line, readmeCommand):
 			commands = append(commands, sessionCommand{args: strings.Fields(strings.TrimPrefix(line, readmeCommand))})
 		case len(commands) == 0:

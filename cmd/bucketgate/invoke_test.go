@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -151,6 +152,60 @@ func TestBucketsAfterAFunctionError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &cli{t: t, env: map[string]string{envCheckFunction: "fn"}}
 			c.fails(exitError, tc.want, append([]string{"buckets"}, tc.args...)...)
+		})
+	}
+}
+
+// A --function or CHECK_FUNCTION that is no function's name or ARN fails before any
+// call, saying what one is (a usage error for --function), as --stack does; a name, an
+// alias or version after ':', an ARN and a partial ARN are invoked.
+func TestFunctionNameChecked(t *testing.T) {
+	calls := lambdaFailing(t, http.StatusNotFound, "ResourceNotFoundException")
+	arn := "arn:aws:lambda:us-east-1:123456789012:function:bucketgate-operator"
+	tests := []struct {
+		name     string
+		flag     bool // --function, else CHECK_FUNCTION
+		function string
+		code     int
+		want     string
+	}{
+		{"a space", true, "bucketgate operator", exitUsage, `function "bucketgate operator" (--function) is no function's name or ARN`},
+		{"a slash", false, "bucketgate/operator", exitError, `function "bucketgate/operator" (CHECK_FUNCTION) is no function's name or ARN`},
+		{"an empty qualifier", true, "bucketgate-operator:", exitUsage, `function "bucketgate-operator:" (--function) is no function's name or ARN`},
+		{"too long", true, strings.Repeat("f", 65), exitUsage, "is no function's name or ARN"},
+		{"a name", true, "bucketgate-Operator_1", exitError, "no function bucketgate-Operator_1 in region"},
+		{"an alias", false, "bucketgate-operator:live", exitError, "no function bucketgate-operator:live in region"},
+		{"a version", true, "bucketgate-operator:$LATEST", exitError, "no function bucketgate-operator:$LATEST in region"},
+		{"an ARN", true, arn + ":7", exitError, "no function " + arn + ":7 in region"},
+		{"a partial ARN", true, "123456789012:function:bucketgate-operator", exitError, "no function 123456789012:function:bucketgate-operator in region"},
+	}
+	// Before the table is read for --plan, or --stack's outputs for the function: any
+	// endpoint answers at the Lambda server, counted, with an error.
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", os.Getenv("AWS_ENDPOINT_URL_LAMBDA"))
+	t.Setenv("AWS_ENDPOINT_URL_CLOUDFORMATION", os.Getenv("AWS_ENDPOINT_URL_LAMBDA"))
+	t.Run("before the table and the stack", func(t *testing.T) {
+		c := &cli{t: t, env: map[string]string{settings.EnvRegistryTable: "bucketgate-keys", envStack: "bucketgate"}}
+		before := calls.Load()
+		c.fails(exitUsage, "is no function's name or ARN", "buckets", "show", "--plan", "pro", "--function", "bucketgate operator", "203.0.113.10")
+		c.fails(exitUsage, "is no function's name or ARN", "usage", "--function", "bucketgate operator", "key:"+strings.Repeat("a", 32))
+		if calls.Load() != before {
+			t.Errorf("called AWS for a function that is no function's name")
+		}
+	})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cli{t: t, env: map[string]string{}}
+			args := []string{"buckets", "show", "203.0.113.10"}
+			if tc.flag {
+				args = []string{"buckets", "show", "--function", tc.function, "203.0.113.10"}
+			} else {
+				c.env[envCheckFunction] = tc.function
+			}
+			before := calls.Load()
+			c.fails(tc.code, tc.want, args...)
+			if called := calls.Load() != before; called != (tc.code == exitError && !strings.Contains(tc.want, "no function's name")) {
+				t.Errorf("%s: called Lambda: %v", tc.function, called)
+			}
 		})
 	}
 }

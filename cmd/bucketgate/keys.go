@@ -473,9 +473,12 @@ func showFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				return err
 			}
 		}
-		plans, err := t.plans(e.ctx)
-		if err != nil { // the record is still worth showing
-			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", id, err)
+		plans, unchecked, err := t.shownPlans(e.ctx)
+		if err != nil {
+			return err
+		}
+		if unchecked != nil { // the record is still worth showing
+			fmt.Fprintf(e.stderr, "warning: %s is not checked against the plans: %v\n", id, unchecked)
 		}
 		assess(&it, acct, plans)
 		if *asJSON {

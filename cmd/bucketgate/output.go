@@ -61,6 +61,7 @@ func recordJSONOf(r registry.Record, plan string) recordJSON {
 
 func itemJSONOf(it listed) itemJSON {
 	j := itemJSON{recordJSON: recordJSONOf(it.rec, it.plan), AccountStatus: it.accountStatus}
+	j.Status = it.status()
 	if it.err != nil {
 		j.Invalid = it.err.Error()
 	}
@@ -125,7 +126,7 @@ func invalidText(err error) string {
 func writeAccount(w io.Writer, it listed, keys []listed) error {
 	r := it.rec
 	lines := append([][2]string{
-		{"id", r.ID}, {"identity", accountIdentity(r)}, {"plan", r.Plan}, {"status", status(r)}, {"expiresAt", orNever(expiry(r))},
+		{"id", r.ID}, {"identity", accountIdentity(r)}, {"plan", r.Plan}, {"status", it.status()}, {"expiresAt", orNever(expiry(r))},
 		{"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
 	}, invalidLine(it.err)...)
 	for _, k := range keys {
@@ -226,6 +227,10 @@ func status(r registry.Record) string {
 
 // statusExpired is the status printed for a key past its expiresAt.
 const statusExpired = "expired"
+
+// statusUnreadable is the status printed for an item that cannot be read, whose own
+// status is not known: the functions treat it as unknown (its invalid says why).
+const statusUnreadable = "unreadable"
 
 // expiry is r's expiry in RFC 3339 UTC, or "" for never.
 func expiry(r registry.Record) string {

@@ -244,6 +244,13 @@ func (t *keyTable) recheckKeysOf(ctx context.Context, item map[string]types.Attr
 // (errKeysUnknown). Its error says that rec is written.
 func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 	cfg, version, err := t.tableConfig(ctx)
+	if u := (unloadable{}); err != nil && !errors.As(err, &u) {
+		show := "keys show " + rec.ID
+		if name, ok := strings.CutPrefix(rec.ID, registry.AccountItemPrefix); ok {
+			show = "accounts show " + name
+		}
+		return fmt.Errorf("%s %w, but reading the configuration document again, to check it against one written while this command ran, failed (bucketgate %s checks it): %w", rec.ID, errWritten, show, err)
+	}
 	moved := err == nil && cfg != nil && version != t.version // a document that does not load is not in force
 	var what, rescoped []string
 	if moved {
@@ -253,18 +260,23 @@ func (t *keyTable) confirm(ctx context.Context, rec registry.Record) error {
 		t.loaded, t.version, t.from = cfg, version, fmt.Sprintf("version %d of the table's configuration document", version)
 		what = append(what, fmt.Sprintf("version %d of the configuration document", version))
 	}
-	if rec.Account != "" { // check reads the account again
+	var acct registry.Record
+	var acctErr error
+	if rec.Account != "" { // read again, once: its status, and checkIn's
 		what = append(what, fmt.Sprintf("a change of account %s (bucketgate accounts set-plan or override)", rec.Account))
-		if rec.Account == t.active {
-			if acct, err := t.account(ctx, rec.Account); err == nil && !acct.Active(time.Now()) {
-				return fmt.Errorf("%s %w, but account %s is %s, written while this command ran: %w", rec.ID, errWritten, rec.Account, status(acct), errKeysUnknown)
-			}
+		acct, acctErr = t.account(ctx, rec.Account)
+		var bad *registry.RecordError
+		switch {
+		case acctErr != nil && !errors.Is(acctErr, errNoItem) && !errors.As(acctErr, &bad): // gone or unreadable: checkIn says so
+			return fmt.Errorf("%s %w, but reading account %s again, to check the key against what was written while this command ran, failed (run bucketgate keys show %s): %w", rec.ID, errWritten, rec.Account, rec.ID, acctErr)
+		case acctErr == nil && rec.Account == t.active && !acct.Active(time.Now()):
+			return fmt.Errorf("%s %w, but account %s is %s, written while this command ran: %w", rec.ID, errWritten, rec.Account, status(acct), errKeysUnknown)
 		}
 	}
 	if len(what) == 0 {
 		return nil
 	}
-	if err := t.check(ctx, rec); err != nil {
+	if err := t.checkIn(ctx, rec, func(context.Context, string) (registry.Record, error) { return acct, acctErr }); err != nil {
 		return fmt.Errorf("%s %w, but %s, written while this command ran, leaves it without a usable plan: the functions treat it as unknown until it is mended (bucketgate keys set-plan, keys clear-overrides, accounts set-plan or config put): %w", rec.ID, errWritten, strings.Join(what, " or "), err)
 	}
 	if len(rescoped) > 0 {
@@ -348,6 +360,11 @@ func (c *condition) value(v types.AttributeValue) string {
 // check returns why the functions could not use rec, naming the attribute: a key of an
 // account is checked with its account, which must be in the table.
 func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
+	return t.checkIn(ctx, rec, t.account)
+}
+
+// checkIn is check, with account the read of the record of rec's account, by its name.
+func (t *keyTable) checkIn(ctx context.Context, rec registry.Record, account func(context.Context, string) (registry.Record, error)) error {
 	if _, err := registry.DecodeItem(rec.Item()); err != nil {
 		return notWritten(rec.ID, err)
 	}
@@ -356,7 +373,7 @@ func (t *keyTable) check(ctx context.Context, rec registry.Record) error {
 		return err
 	}
 	if rec.Account != "" {
-		acct, err := t.account(ctx, rec.Account)
+		acct, err := account(ctx, rec.Account)
 		if err != nil {
 			return err
 		}
@@ -521,7 +538,7 @@ func (t *keyTable) plans(ctx context.Context) (*config.Config, error) {
 		return nil, err
 	case cfg == nil:
 		if cfg, t.from, err = t.env(); err != nil {
-			return nil, err
+			return nil, unloadable{err}
 		}
 	default:
 		t.from = fmt.Sprintf("version %d of the table's configuration document", version)
@@ -540,15 +557,32 @@ func (t *keyTable) tableConfig(ctx context.Context) (*config.Config, int64, erro
 	case errors.Is(err, errNoItem):
 		return nil, 0, nil
 	case errors.As(err, &bad):
-		return nil, 0, fmt.Errorf("the configuration document of table %s cannot be read: %w: fix it with bucketgate config put or rollback", t.name, err)
+		return nil, 0, unloadable{fmt.Errorf("the configuration document of table %s cannot be read: %w: fix it with bucketgate config put or rollback", t.name, err)}
 	case err != nil:
 		return nil, 0, err
 	}
 	cfg, err := cur.Load()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: the functions keep their last good document; fix it with bucketgate config put or rollback", err)
+		return nil, 0, unloadable{fmt.Errorf("%w: the functions keep their last good document; fix it with bucketgate config put or rollback", err)}
 	}
 	return cfg, cur.Version, nil
+}
+
+// unloadable is the error of a configuration document that does not load (the table's,
+// or the functions' own while the table holds none), not a failure to read it.
+type unloadable struct{ error }
+
+func (u unloadable) Unwrap() error { return u.error }
+
+// shownPlans returns the plans a list or a show checks its items against (plans);
+// unchecked is why a document that does not load leaves them unchecked (the items are
+// worth printing all the same), err any other failure, such as AWS's to read it.
+func (t *keyTable) shownPlans(ctx context.Context) (cfg *config.Config, unchecked, err error) {
+	cfg, err = t.plans(ctx)
+	if u := (unloadable{}); errors.As(err, &u) {
+		return nil, err, nil
+	}
+	return cfg, nil, err
 }
 
 // get reads the record of id (strongly consistent).
@@ -605,12 +639,23 @@ func (t *keyTable) read(ctx context.Context, id string) (map[string]types.Attrib
 
 // listed is one item of a list: its record, the plan it is decided under (its
 // account's, for a key of an account), or why the functions cannot use it; for a key of
-// an account that is not active, the account's status.
+// an account that is not active, the account's status. unread is an item that cannot be
+// read at all: rec holds its id (and a key's account) alone, err why.
 type listed struct {
 	rec           registry.Record
 	plan          string
 	accountStatus string
 	err           error
+	unread        bool
+}
+
+// status is the status of it as printed: statusUnreadable for an item that cannot be
+// read, whose status is not known, else its record's.
+func (it listed) status() string {
+	if it.unread {
+		return statusUnreadable
+	}
+	return status(it.rec)
 }
 
 // list reads every item of the identities (keys and tenants) or the accounts, in the
@@ -644,13 +689,15 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 				unreadable[name] = err
 			}
 			if isAccount == accounts {
-				items = append(items, listed{rec: rec, plan: rec.Plan, err: err})
+				items = append(items, listed{rec: rec, plan: rec.Plan, err: err, unread: err != nil})
 			}
 		}
 	}
 	var plans *config.Config
 	if len(items) > 0 {
-		plans, unchecked = t.plans(ctx)
+		if plans, unchecked, err = t.shownPlans(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
 	for i := range items {
 		var acct *registry.Record

@@ -48,6 +48,9 @@ func runUsage(e env, args []string) error {
 	if *asJSON && *asCSV {
 		return fmt.Errorf("%w: usage: --json or --csv, not both", errUsage)
 	}
+	if _, _, err := namedFunction(e, *function); err != nil {
+		return err
+	}
 	if err := checkDays(*from, *to); err != nil {
 		return err
 	}

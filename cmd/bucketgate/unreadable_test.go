@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/registry"
+)
+
+// An item that cannot be read is never printed as active by --json (a script filtering
+// on status would count it): its status is unreadable, with invalid saying why; and
+// accounts show of an account whose own item cannot be read prints it so, with its
+// keys, each invalid, as keys list lists them.
+func TestUnreadableItemsStatus(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	c.ok("accounts", "create", "paused", "--plan", "pro")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "paused")))
+	broken := "key:" + bucketgate.KeyDigest("broken")
+	for _, item := range []map[string]types.AttributeValue{
+		{"id": &types.AttributeValueMemberS{Value: broken}, "account": &types.AttributeValueMemberS{Value: "acme"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
+		{"id": &types.AttributeValueMemberS{Value: "account:paused"}, "plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
+	} {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type item struct {
+		ID, Status, Invalid string
+		Keys                []item
+	}
+	one := func(t *testing.T, out string) []item {
+		var it item
+		if err := json.Unmarshal([]byte(out), &it); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return []item{it}
+	}
+	many := func(t *testing.T, out string) []item {
+		var its []item
+		if err := json.Unmarshal([]byte(out), &its); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return its
+	}
+	keysOf := func(f func(*testing.T, string) []item) func(*testing.T, string) []item {
+		return func(t *testing.T, out string) []item { return f(t, out)[0].Keys }
+	}
+	tests := []struct {
+		name  string
+		args  []string
+		items func(*testing.T, string) []item
+		id    string // the item to look at
+		want  string // its status
+	}{
+		{"keys list", []string{"keys", "list", "--json"}, many, broken, statusUnreadable},
+		{"accounts list", []string{"accounts", "list", "--json"}, many, "account:paused", statusUnreadable},
+		{"a key of accounts show", []string{"accounts", "show", "--json", "acme"}, keysOf(one), broken, statusUnreadable},
+		{"accounts show of it", []string{"accounts", "show", "--json", "paused"}, one, "account:paused", statusUnreadable},
+		{"a key of an unreadable account", []string{"accounts", "show", "--json", "paused"}, keysOf(one), member, "active"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			var found bool
+			for _, it := range tc.items(t, c.ok(tc.args...)) {
+				if it.ID != tc.id {
+					continue
+				}
+				found = true
+				if it.Status != tc.want || it.Invalid == "" {
+					t.Errorf("%s: %s has status %q, invalid %q; want %q and why it is invalid", strings.Join(tc.args, " "), it.ID, it.Status, it.Invalid, tc.want)
+				}
+			}
+			if !found {
+				t.Errorf("%s lists no %s", strings.Join(tc.args, " "), tc.id)
+			}
+		})
+	}
+	c.t = t
+	out := c.ok("accounts", "show", "paused")
+	for _, want := range []string{"status     " + statusUnreadable + "\n", "invalid    attribute status:", "key        " + member + " (invalid: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("accounts show paused:\n%s\nwant %q", out, want)
+		}
+	}
+}
+
+// The lists and shows print their items past a configuration document that does not
+// load (a warning), never past a failure to read it (AWS's error): that exits 1, as
+// every command whose table read fails, rather than print items unchecked as if the
+// document were broken.
+func TestListsFailWhenTheDocumentsReadFails(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("accounts", "create", "acme", "--plan", "pro")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	calls.refuseWhen(func(action string, body []byte) bool {
+		return action == "dynamodb:GetItem" && bytes.Contains(body, []byte(`"id":{"S":"`+registry.ConfigID+`"}`))
+	})
+	for _, args := range [][]string{
+		{"keys", "list"}, {"keys", "list", "--json"}, {"keys", "show", member}, {"keys", "show", "--json", member},
+		{"accounts", "list"}, {"accounts", "show", "acme"}, {"accounts", "show", "--json", "acme"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			c.t = t
+			c.fails(exitError, "refused by the test", args...)
+		})
+	}
+}
+
+// keys create --account and keys roll read the account again once the key is written:
+// when that read fails (AWS's error, each time it is made), they say so, and that the key is written, never
+// that a change written meanwhile leaves the key without a usable plan.
+func TestKeyOfAnAccountRecheckReadFails(t *testing.T) {
+	c, calls, _ := newRoomCLI(t)
+	for _, tc := range []struct {
+		name, account string
+		roll          bool // keys roll of a key of the account, else keys create --account
+	}{
+		{"keys create", "acme1", false},
+		{"keys roll", "acme2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("accounts", "create", tc.account, "--plan", "small")
+			args := []string{"keys", "create", "--account", tc.account}
+			if tc.roll {
+				args = []string{"keys", "roll", keyID(strings.TrimSpace(c.ok(args...)))}
+			}
+			written, refused := false, false
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && bytes.Contains(body, []byte(`"account":{"S":"`+tc.account+`"}`)) {
+					written = true
+				}
+				if written && action == "dynamodb:GetItem" && bytes.Contains(body, []byte(`"id":{"S":"account:`+tc.account+`"}`)) {
+					refused = true
+					return true
+				}
+				return false
+			})
+			code, stdout, stderr := c.run(args...)
+			calls.refuseWhen(nil)
+			id := keyID(strings.TrimSpace(stdout))
+			if !refused || code != exitError || !strings.Contains(stderr, id+" is written, but reading account "+tc.account+" again") ||
+				!strings.Contains(stderr, "refused by the test") || strings.Contains(stderr, "without a usable plan") {
+				t.Fatalf("bucketgate %s, the read after the write refused (%v): exit %d\n%s\nwant exit 1 saying %s is written and the read failed", strings.Join(args, " "), refused, code, stderr, id)
+			}
+		})
+	}
+}
+
+// config history --json names a copy that cannot be read by its id, as the text does,
+// and never makes up a version for one whose version cannot be read.
+func TestConfigHistoryJSONNamesUnreadableCopies(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
+	for _, item := range []map[string]types.AttributeValue{
+		{"id": &types.AttributeValueMemberS{Value: registry.VersionPrefix + "7"}, "document": &types.AttributeValueMemberS{Value: goldDoc}, "version": &types.AttributeValueMemberS{Value: "seven"}},
+	} {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var versions []map[string]any
+	out := c.ok("config", "history", "--json")
+	if err := json.Unmarshal([]byte(out), &versions); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	var found bool
+	for _, v := range versions {
+		if v["invalid"] == nil {
+			continue
+		}
+		found = true
+		if v["id"] != registry.VersionPrefix+"7" || v["version"] != nil {
+			t.Errorf("config history --json:\n%s\nwant the copy that cannot be read named by its id %s%s, with no version", out, registry.VersionPrefix, "7")
+		}
+	}
+	if !found {
+		t.Errorf("config history --json:\n%s\nlists no copy that cannot be read", out)
+	}
+}
+
+// A write that reads the configuration document again after it (to check the item
+// against a document written meanwhile) and fails to (AWS's error) says so, the item
+// written, rather than exit 0 unchecked.
+func TestRecheckOfTheDocumentReadFails(t *testing.T) {
+	c, calls, _ := newRoomCLI(t)
+	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
+	written := false
+	calls.refuseWhen(func(action string, body []byte) bool {
+		if action == "dynamodb:PutItem" && bytes.Contains(body, []byte(`"id":{"S":"key:`)) {
+			written = true
+		}
+		return written && action == "dynamodb:GetItem" && bytes.Contains(body, []byte(`"id":{"S":"`+registry.ConfigID+`"}`))
+	})
+	code, stdout, stderr := c.run("keys", "create", "--plan", "free")
+	calls.refuseWhen(nil)
+	id := keyID(strings.TrimSpace(stdout))
+	if !written || code != exitError || !strings.Contains(stderr, id+" is written, but reading the configuration document again") || !strings.Contains(stderr, "refused by the test") {
+		t.Fatalf("keys create, the document's read after the write refused: exit %d\n%s\nwant exit 1 saying %s is written and the read failed", code, stderr, id)
+	}
+}

@@ -448,9 +448,7 @@ func TestKeysListAccountItemUnreadable(t *testing.T) {
 	c, member, orphan := keysOfTwoAccounts(t)
 	paused := map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "account:acme"},
 		"plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}}
-	if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: paused}); err != nil {
-		t.Fatal(err)
-	}
+	c.put(paused)
 	if _, err := c.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key("account:gone")}); err != nil {
 		t.Fatal(err)
 	}
@@ -798,9 +796,7 @@ func TestRollRefusesItsMadeAccountGone(t *testing.T) {
 				"buckets": &types.AttributeValueMemberS{Value: id},
 				tc.attr:   tc.value,
 			}
-			if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: made}); err != nil {
-				t.Fatal(err)
-			}
+			c.put(made)
 			code, stdout, stderr := c.run("keys", "roll", old)
 			if code != exitError || stdout != "" || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "--account") {
 				t.Fatalf("the roll: exit %d %q %q; want %d, no key, the account %s and --account named", code, stdout, stderr, exitError, tc.want)
@@ -828,9 +824,7 @@ func TestAccountsShowListsUnreadableKeys(t *testing.T) {
 		{"id": &types.AttributeValueMemberS{Value: broken}, "account": &types.AttributeValueMemberS{Value: "acme"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
 		{"id": &types.AttributeValueMemberS{Value: elsewhere}, "account": &types.AttributeValueMemberS{Value: "other"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
 	} {
-		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
-			t.Fatal(err)
-		}
+		c.put(item)
 	}
 	why := `attribute status: "paused": want "active" or "revoked"`
 	for _, tc := range []struct {
@@ -866,9 +860,7 @@ func TestKeysShowNoPlanWithoutItsAccount(t *testing.T) {
 		{"id": &types.AttributeValueMemberS{Value: "account:acme"}, "plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
 		{"id": &types.AttributeValueMemberS{Value: orphan}, "account": &types.AttributeValueMemberS{Value: "gone"}, "plan": &types.AttributeValueMemberS{Value: "enterprise"}},
 	} {
-		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
-			t.Fatal(err)
-		}
+		c.put(item)
 	}
 	if _, err := c.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key("account:gone")}); err != nil {
 		t.Fatal(err)

@@ -357,9 +357,7 @@ func TestConfigHandWrittenItems(t *testing.T) {
 	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
 	put := func(item map[string]types.AttributeValue) {
 		t.Helper()
-		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
-			t.Fatal(err)
-		}
+		c.put(item)
 	}
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
@@ -416,9 +414,7 @@ func TestListsWhenTheDocumentDoesNotLoad(t *testing.T) {
 		{"accounts show", []string{"accounts", "show", "acme"}, "id         account:acme\n"},
 	}
 	for _, it := range items {
-		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: it.item}); err != nil {
-			t.Fatal(err)
-		}
+		c.put(it.item)
 		for _, cmd := range commands {
 			t.Run(it.name+"/"+cmd.name, func(t *testing.T) {
 				code, stdout, stderr := c.run(cmd.args...)
@@ -520,9 +516,7 @@ func TestExpireBackRescopesOwnRules(t *testing.T) {
 	c.ok("config", "put", file(t, "v2.yaml", strings.Replace(v1, "name: uploads", "name: upload", 1)))
 	// Version 1 was in force when they expired.
 	copy1 := registry.StoredConfig{ID: registry.VersionID(1), Document: v1, Version: 1, UpdatedAt: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)}
-	if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: copy1.Item()}); err != nil {
-		t.Fatal(err)
-	}
+	c.put(copy1.Item())
 	for _, tc := range []struct {
 		name  string
 		group string

@@ -283,9 +283,7 @@ func TestConfigDecidesTheFunctions(t *testing.T) {
 	}
 
 	bad := registry.StoredConfig{ID: registry.ConfigID, Document: goldDoc + "routs: []\n", Version: 4}
-	if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: bad.Item()}); err != nil {
-		t.Fatal(err)
-	}
+	c.put(bad.Item())
 	time.Sleep(cachePeriod)
 	a.metrics.Reset()
 	if _, _, limit, _ := a.decide(t, key); limit != 100 {

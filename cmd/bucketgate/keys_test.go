@@ -48,6 +48,14 @@ func (c *cli) run(args ...string) (int, string, string) {
 }
 
 // ok runs args, fails the test unless it succeeds, and returns stdout.
+// put writes item to the table as it is, as an operator writing it by hand does.
+func (c *cli) put(item map[string]types.AttributeValue) {
+	c.t.Helper()
+	if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 func (c *cli) ok(args ...string) string {
 	c.t.Helper()
 	code, stdout, stderr := c.run(args...)

@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate"
@@ -31,9 +28,7 @@ func TestUnreadableItemsStatus(t *testing.T) {
 		{"id": &types.AttributeValueMemberS{Value: broken}, "account": &types.AttributeValueMemberS{Value: "acme"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
 		{"id": &types.AttributeValueMemberS{Value: "account:paused"}, "plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}},
 	} {
-		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
-			t.Fatal(err)
-		}
+		c.put(item)
 	}
 	type item struct {
 		ID, Status, Invalid string
@@ -171,9 +166,7 @@ func TestConfigHistoryJSONNamesUnreadableCopies(t *testing.T) {
 	for _, item := range []map[string]types.AttributeValue{
 		{"id": &types.AttributeValueMemberS{Value: registry.VersionPrefix + "7"}, "document": &types.AttributeValueMemberS{Value: goldDoc}, "version": &types.AttributeValueMemberS{Value: "seven"}},
 	} {
-		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
-			t.Fatal(err)
-		}
+		c.put(item)
 	}
 	var versions []map[string]any
 	out := c.ok("config", "history", "--json")

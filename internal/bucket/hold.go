@@ -128,7 +128,7 @@ func (r reservation) id(kind string, secret []byte, identity string, rules []buc
 // parseID reads q's id of kind, made under secret for q's identity and rules; its error
 // wraps ErrConflict for any other, and says so of an id of the other kind (MisplacedID).
 func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, error) {
-	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, kind, textcut.Marked(q.ID, 32))
+	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and rules (or one made before the names of its rules changed)", bucketgate.ErrConflict, kind, textcut.Marked(q.ID, 32))
 	payload, sum, ok := cutID(q.ID)
 	if !ok || !hmac.Equal([]byte(sum), []byte(mac(secret, kind, q.Identity, namesPrint(q.Rules), payload))) {
 		if err := MisplacedID(q.ID, kind == kindLease); err != nil {

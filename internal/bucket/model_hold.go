@@ -42,7 +42,7 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 	if settles(q) {
 		r := m.reservations[q.Identity+"\x00"+q.ID]
 		if r == nil || r.names != namesPrint(q.Rules) {
-			return bucketgate.Decision{}, fmt.Errorf("%w: not an id this limiter made for the identity and rules", bucketgate.ErrConflict)
+			return bucketgate.Decision{}, fmt.Errorf("%w: not an id this limiter made for the identity and rules (or one made before the names of its rules changed)", bucketgate.ErrConflict)
 		}
 		if r.settled != nil && nowMS < r.expiry+idempotency.Milliseconds() {
 			// Past the expiry too: a retry of a settle made before it.

@@ -194,7 +194,7 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 func (m *Model) release(now time.Time, q bucketgate.Request) (bucketgate.Decision, error) {
 	l, ok := m.leaseIDs[q.Identity+"\x00"+q.ID]
 	if !ok || l.names != namesPrint(q.Rules) {
-		return bucketgate.Decision{}, fmt.Errorf("%w: lease %q: not an id this limiter made for the identity and rules", bucketgate.ErrConflict, q.ID)
+		return bucketgate.Decision{}, fmt.Errorf("%w: lease %q: not an id this limiter made for the identity and rules (or one made before the names of its rules changed)", bucketgate.ErrConflict, q.ID)
 	}
 	nowUS := timeToMicros(now)
 	d := bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, At: microsToTime(nowUS)}

@@ -467,10 +467,7 @@ func TestKeysListAccountItemUnreadable(t *testing.T) {
 // accounts show --json prints keys as an array, empty for an account without keys, so
 // that a script iterates it (jq '.keys[]') whatever the account holds.
 func TestAccountsShowJSONKeys(t *testing.T) {
-	c := newCLI(t)
-	c.ok("keys", "init")
-	c.ok("accounts", "create", "empty", "--plan", "pro")
-	c.ok("accounts", "create", "one", "--plan", "pro")
+	c := withAccounts(t, "empty", "one")
 	c.ok("keys", "create", "--account", "one")
 	tests := []struct {
 		name, account, want string
@@ -813,10 +810,7 @@ func TestRollRefusesItsMadeAccountGone(t *testing.T) {
 // every key of it, the unknown ones among them. An item naming another account is not
 // listed.
 func TestAccountsShowListsUnreadableKeys(t *testing.T) {
-	c := newCLI(t)
-	c.ok("keys", "init")
-	c.ok("accounts", "create", "acme", "--plan", "pro")
-	c.ok("accounts", "create", "other", "--plan", "pro")
+	c := withAccounts(t, "acme", "other")
 	working := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
 	broken := "key:" + bucketgate.KeyDigest("broken")
 	elsewhere := "key:" + bucketgate.KeyDigest("elsewhere")
@@ -907,11 +901,7 @@ func TestKeyOfAnAccountRacesItsEnd(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c.t = t
-			c.ok("accounts", "create", tc.account, "--plan", "small")
-			args := []string{"keys", "create", "--account", tc.account}
-			if tc.roll {
-				args = []string{"keys", "roll", keyID(strings.TrimSpace(c.ok(args...)))}
-			}
+			args := keyCommandOfNewAccount(c, tc.account, tc.roll)
 			raced := false
 			calls.refuseWhen(func(action string, body []byte) bool {
 				if action == "dynamodb:PutItem" && !raced && strings.Contains(string(body), `"account":{"S":"`+tc.account+`"}`) {
@@ -937,11 +927,20 @@ func TestKeyOfAnAccountRacesItsEnd(t *testing.T) {
 // pro) and the ids of a key of each, member (acme's) and orphan (gone's), for a test to
 // break the accounts' items.
 func keysOfTwoAccounts(t *testing.T) (c *cli, member, orphan string) {
-	c = newCLI(t)
-	c.ok("keys", "init")
-	c.ok("accounts", "create", "acme", "--plan", "pro")
-	c.ok("accounts", "create", "gone", "--plan", "pro")
+	c = withAccounts(t, "acme", "gone")
 	member = keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
 	orphan = keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "gone")))
 	return c, member, orphan
+}
+
+// keyCommandOfNewAccount creates account (plan small) and returns the command that
+// writes a key of it: keys create --account, or with roll, keys roll of a key it
+// creates in the account first.
+func keyCommandOfNewAccount(c *cli, account string, roll bool) []string {
+	c.ok("accounts", "create", account, "--plan", "small")
+	args := []string{"keys", "create", "--account", account}
+	if roll {
+		args = []string{"keys", "roll", keyID(strings.TrimSpace(c.ok(args...)))}
+	}
+	return args
 }

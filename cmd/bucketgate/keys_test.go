@@ -48,12 +48,24 @@ func (c *cli) run(args ...string) (int, string, string) {
 }
 
 // ok runs args, fails the test unless it succeeds, and returns stdout.
-// put writes item to the table as it is, as an operator writing it by hand does.
-func (c *cli) put(item map[string]types.AttributeValue) {
+// put writes items to the table as they are, as an operator writing them by hand does.
+func (c *cli) put(items ...map[string]types.AttributeValue) {
 	c.t.Helper()
-	if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
-		c.t.Fatal(err)
+	for _, item := range items {
+		if _, err := c.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			c.t.Fatal(err)
+		}
 	}
+}
+
+// withAccounts returns a CLI on a new table holding the accounts named, each on plan pro.
+func withAccounts(t *testing.T, names ...string) *cli {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	for _, name := range names {
+		c.ok("accounts", "create", name, "--plan", "pro")
+	}
+	return c
 }
 
 func (c *cli) ok(args ...string) string {

@@ -18,10 +18,7 @@ import (
 // accounts show of an account whose own item cannot be read prints it so, with its
 // keys, each invalid, as keys list lists them.
 func TestUnreadableItemsStatus(t *testing.T) {
-	c := newCLI(t)
-	c.ok("keys", "init")
-	c.ok("accounts", "create", "acme", "--plan", "pro")
-	c.ok("accounts", "create", "paused", "--plan", "pro")
+	c := withAccounts(t, "acme", "paused")
 	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "paused")))
 	broken := "key:" + bucketgate.KeyDigest("broken")
 	for _, item := range []map[string]types.AttributeValue{
@@ -130,11 +127,7 @@ func TestKeyOfAnAccountRecheckReadFails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c.t = t
-			c.ok("accounts", "create", tc.account, "--plan", "small")
-			args := []string{"keys", "create", "--account", tc.account}
-			if tc.roll {
-				args = []string{"keys", "roll", keyID(strings.TrimSpace(c.ok(args...)))}
-			}
+			args := keyCommandOfNewAccount(c, tc.account, tc.roll)
 			written, refused := false, false
 			calls.refuseWhen(func(action string, body []byte) bool {
 				if action == "dynamodb:PutItem" && bytes.Contains(body, []byte(`"account":{"S":"`+tc.account+`"}`)) {

@@ -201,3 +201,45 @@ func TestRecheckOfTheDocumentReadFails(t *testing.T) {
 		t.Fatalf("keys create, the document's read after the write refused: exit %d\n%s\nwant exit 1 saying %s is written and the read failed", code, stderr, id)
 	}
 }
+
+// An account change reads the account's keys again once it is written (for a key
+// written meanwhile that it leaves without room): when that scan fails (AWS's error),
+// the command says so, naming the account as written, and exits 1, never 0 unchecked.
+func TestAccountChangeRecheckScanFails(t *testing.T) {
+	c, calls, _ := newRoomCLI(t)
+	for _, tc := range []struct {
+		name    string
+		account string
+		args    []string
+	}{
+		{"set-plan", "acme1", []string{"accounts", "set-plan", "acme1", "big"}},
+		{"override", "acme2", []string{"accounts", "override", "acme2", "--rule", "hour:100:100/hour"}},
+		{"expire never of an expired account", "acme3", []string{"accounts", "expire", "acme3", "never"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("accounts", "create", tc.account, "--plan", "small")
+			c.ok("keys", "create", "--account", tc.account)
+			if tc.name == "expire never of an expired account" {
+				c.put(map[string]types.AttributeValue{
+					"id": &types.AttributeValueMemberS{Value: "account:" + tc.account}, "plan": &types.AttributeValueMemberS{Value: "small"},
+					"expiresAt": &types.AttributeValueMemberN{Value: "1000"},
+				})
+			}
+			written, refused := false, false
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && bytes.Contains(body, []byte(`"id":{"S":"account:`+tc.account+`"}`)) {
+					written = true
+				}
+				refused = refused || written && action == "dynamodb:Scan"
+				return written && action == "dynamodb:Scan"
+			})
+			code, _, stderr := c.run(tc.args...)
+			calls.refuseWhen(nil)
+			if !refused || code != exitError || !strings.Contains(stderr, "account:"+tc.account+" is written, but its keys could not be read again") ||
+				!strings.Contains(stderr, "refused by the test") {
+				t.Fatalf("bucketgate %s, the scan after the write refused (%v): exit %d\n%s\nwant exit 1 saying the account is written and its keys were not read again", strings.Join(tc.args, " "), refused, code, stderr)
+			}
+		})
+	}
+}

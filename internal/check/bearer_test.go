@@ -690,6 +690,14 @@ plans:
 			}
 		})
 	}
+	for _, payload := range []string{ // no id to end: the caller's mistake (parseHold's), as before the reload
+		`{"key":"alice","plan":"llm","op":"settle","cost":1}`,
+		`{"key":"alice","plan":"llm","op":"release"}`,
+	} {
+		if _, err := f.invoke([]byte(payload)); functionError(t, err).Type != checkapi.ErrorTypeInvalidRequest {
+			t.Errorf("%s by a plan the reload removed: %v, want an %s", payload, err, checkapi.ErrorTypeInvalidRequest)
+		}
+	}
 	reload(doc)
 	if res, err := checks.Settle(ctx, req, held.Reservation, 1); err != nil || !res.Allowed {
 		t.Errorf("Settle once the plan is back: %+v, %v: want it settled, the conflicts having written nothing", res, err)

@@ -86,7 +86,8 @@ type check struct {
 	// bearer reports a settle, a cancel or a release that named its id alone (the
 	// authorizer's): claims, from its id, say whose and which route; refused, when set,
 	// is why the id cannot be one, or why a release, a settle or a cancel by a plan the
-	// plan can no longer do (a conflict, answered before anything is decided).
+	// plan, or a reload that removed it, can no longer do (a conflict, answered before
+	// anything is decided).
 	bearer  bool
 	claims  claims.Claims
 	refused error

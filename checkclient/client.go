@@ -185,8 +185,9 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // checkapi.OpSettle or checkapi.OpReserve; req.Cost and req.Reservation are set from
 // actual and reservation, and req.TTLMS and req.RequestID, a reserve's, are not sent (a
 // settle has none), so that the request given to Reserve settles too. A reservation
-// unknown to the function, expired, or of another key is a *FunctionError of type
-// checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
+// unknown to the function, expired, or of another key (or req.Plan, removed by a
+// configuration reload since) is a *FunctionError of type checkapi.ErrorTypeConflict;
+// other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have settled nothing: send it
 // again. An empty reservation, all a degraded reserve holds, is an
 // *InvalidRequestError, not sent.
@@ -284,9 +285,10 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // req.Op must be empty, checkapi.OpRelease or checkapi.OpReserve; req.Lease is set
 // from lease, and req.Cost, req.TTLMS and req.RequestID, the acquire's, are not sent (a
 // release has none), so that the request given to Check (or Reserve) releases too. A lease
-// unknown to the function, or of another key or rules, is a *FunctionError of type
-// checkapi.ErrorTypeConflict; other errors are as for Check. A Response of reason
-// unavailable or degraded (Redis did not answer) may have released nothing: send it again.
+// unknown to the function, or of another key or rules (or req.Plan, removed by a
+// configuration reload since), is a *FunctionError of type checkapi.ErrorTypeConflict;
+// other errors are as for Check. A Response of reason unavailable or degraded (Redis
+// did not answer) may have released nothing: send it again.
 // An empty lease, all a degraded check holds, is an *InvalidRequestError, not sent.
 func (c *Client) Release(ctx context.Context, req checkapi.Request, lease string) (checkapi.Response, error) {
 	req = held(req)

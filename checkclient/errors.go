@@ -10,7 +10,9 @@ import (
 )
 
 // InvalidRequestError is the refusal of a request that can never be decided: a missing
-// key, an unknown plan, a cost out of range, malformed rules, an unknown field. The
+// key, an unknown plan (but a settle's, a cancel's or a release's, removed by a reload
+// since the reserve or the acquire: a conflict), a cost out of range, malformed rules,
+// an unknown field. The
 // check function refuses it, or the client before sending it (Local) when it can tell
 // alone: a batch of the wrong size, a release without a lease or a settle without a
 // reservation, a key, a requestId or another string that is not UTF-8 text, an Op or a

@@ -17,11 +17,12 @@ import (
 )
 
 // recordJSON is a record as -json prints it: Plan is the plan it is decided under, its
-// account's for a key of an account.
+// account's for a key of an account; null for an item that cannot be read, whose plan
+// is not known.
 type recordJSON struct {
 	ID        string            `json:"id"`
 	Account   string            `json:"account,omitempty"`
-	Plan      string            `json:"plan"`
+	Plan      *string           `json:"plan"`
 	Status    string            `json:"status"`
 	ExpiresAt string            `json:"expiresAt,omitempty"`
 	Rules     []bucketgate.Rule `json:"rules,omitempty"`
@@ -56,12 +57,15 @@ type accountKeyJSON struct {
 
 // recordJSONOf returns r as -json prints it, decided under plan.
 func recordJSONOf(r registry.Record, plan string) recordJSON {
-	return recordJSON{ID: r.ID, Account: r.Account, Plan: plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: r.Owner, Note: r.Note}
+	return recordJSON{ID: r.ID, Account: r.Account, Plan: &plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: r.Owner, Note: r.Note}
 }
 
 func itemJSONOf(it listed) itemJSON {
 	j := itemJSON{recordJSON: recordJSONOf(it.rec, it.plan), AccountStatus: it.accountStatus}
 	j.Status = it.status()
+	if it.unread {
+		j.Plan = nil
+	}
 	if it.err != nil {
 		j.Invalid = it.err.Error()
 	}
@@ -122,13 +126,21 @@ func invalidText(err error) string {
 
 // writeAccount prints the account of it and its keys as aligned "attribute value" lines:
 // a line invalid when the functions cannot use it, and a line key for each key, with its
-// status or expiry when it has one, or why the functions cannot use it (its err).
+// status or expiry when it has one, or why the functions cannot use it (its err). Of an
+// item that cannot be read, whose attributes are not known, it prints none as if it were
+// known: its plan line says so, and it has no expiresAt, rules, owner or note line.
 func writeAccount(w io.Writer, it listed, keys []listed) error {
 	r := it.rec
-	lines := append([][2]string{
-		{"id", r.ID}, {"identity", accountIdentity(r)}, {"plan", r.Plan}, {"status", it.status()}, {"expiresAt", orNever(expiry(r))},
-		{"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
-	}, invalidLine(it.err)...)
+	lines := [][2]string{{"id", r.ID}, {"identity", accountIdentity(r)}}
+	if it.unread {
+		lines = append(lines, [2]string{"plan", "- (the item cannot be read: see invalid)"}, [2]string{"status", it.status()})
+	} else {
+		lines = append(lines, [][2]string{
+			{"plan", r.Plan}, {"status", it.status()}, {"expiresAt", orNever(expiry(r))},
+			{"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
+		}...)
+	}
+	lines = append(lines, invalidLine(it.err)...)
 	for _, k := range keys {
 		line := oneLine(k.rec.ID)
 		switch s := status(k.rec); {

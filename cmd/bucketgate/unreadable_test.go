@@ -81,7 +81,7 @@ func TestUnreadableItemsStatus(t *testing.T) {
 	}
 	c.t = t
 	out := c.ok("accounts", "show", "paused")
-	for _, want := range []string{"status     " + statusUnreadable + "\n", "invalid    attribute status:", "key        " + member + " (invalid: "} {
+	for _, want := range []string{"status    " + statusUnreadable + "\n", "invalid   attribute status:", "key       " + member + " (invalid: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("accounts show paused:\n%s\nwant %q", out, want)
 		}
@@ -199,5 +199,86 @@ func TestRecheckOfTheDocumentReadFails(t *testing.T) {
 	id := keyID(strings.TrimSpace(stdout))
 	if !written || code != exitError || !strings.Contains(stderr, id+" is written, but reading the configuration document again") || !strings.Contains(stderr, "refused by the test") {
 		t.Fatalf("keys create, the document's read after the write refused: exit %d\n%s\nwant exit 1 saying %s is written and the read failed", code, stderr, id)
+	}
+}
+
+// An account change reads the account's keys again once it is written (for a key
+// written meanwhile that it leaves without room): when that scan fails (AWS's error),
+// the command says so, naming the account as written, and exits 1, never 0 unchecked.
+func TestAccountChangeRecheckScanFails(t *testing.T) {
+	c, calls, _ := newRoomCLI(t)
+	for _, tc := range []struct {
+		name    string
+		account string
+		args    []string
+	}{
+		{"set-plan", "acme1", []string{"accounts", "set-plan", "acme1", "big"}},
+		{"override", "acme2", []string{"accounts", "override", "acme2", "--rule", "hour:100:100/hour"}},
+		{"expire never of an expired account", "acme3", []string{"accounts", "expire", "acme3", "never"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("accounts", "create", tc.account, "--plan", "small")
+			c.ok("keys", "create", "--account", tc.account)
+			if tc.name == "expire never of an expired account" {
+				c.put(map[string]types.AttributeValue{
+					"id": &types.AttributeValueMemberS{Value: "account:" + tc.account}, "plan": &types.AttributeValueMemberS{Value: "small"},
+					"expiresAt": &types.AttributeValueMemberN{Value: "1000"},
+				})
+			}
+			written, refused := false, false
+			calls.refuseWhen(func(action string, body []byte) bool {
+				if action == "dynamodb:PutItem" && bytes.Contains(body, []byte(`"id":{"S":"account:`+tc.account+`"}`)) {
+					written = true
+				}
+				refused = refused || written && action == "dynamodb:Scan"
+				return written && action == "dynamodb:Scan"
+			})
+			code, _, stderr := c.run(tc.args...)
+			calls.refuseWhen(nil)
+			if !refused || code != exitError || !strings.Contains(stderr, "account:"+tc.account+" is written, but its keys could not be read again") ||
+				!strings.Contains(stderr, "refused by the test") {
+				t.Fatalf("bucketgate %s, the scan after the write refused (%v): exit %d\n%s\nwant exit 1 saying the account is written and its keys were not read again", strings.Join(tc.args, " "), refused, code, stderr)
+			}
+		})
+	}
+}
+
+// accounts show of an account whose own item cannot be read never prints an empty plan
+// as if it were the account's: the plan line says it cannot be read (see invalid), and
+// --json has no plan (null), the status unreadable and invalid saying why; both exit 0.
+func TestAccountsShowUnreadablePlan(t *testing.T) {
+	c := withAccounts(t)
+	for _, tc := range []struct {
+		name, account string
+		item          map[string]types.AttributeValue
+	}{
+		{"a plan that is a number", "numbered", map[string]types.AttributeValue{"plan": &types.AttributeValueMemberN{Value: "7"}}},
+		{"no plan", "planless", map[string]types.AttributeValue{"owner": &types.AttributeValueMemberS{Value: "ops"}}},
+		{"a plan, a bad status", "paused", map[string]types.AttributeValue{"plan": &types.AttributeValueMemberS{Value: "pro"}, "status": &types.AttributeValueMemberS{Value: "paused"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			tc.item["id"] = &types.AttributeValueMemberS{Value: "account:" + tc.account}
+			c.put(tc.item)
+			out := c.ok("accounts", "show", tc.account)
+			var plan string
+			for line := range strings.Lines(out) {
+				if v, ok := strings.CutPrefix(line, "plan "); ok {
+					plan = strings.TrimSpace(v)
+				}
+			}
+			if !strings.Contains(plan, "cannot be read") || !strings.Contains(out, "\ninvalid ") {
+				t.Errorf("accounts show %s:\n%s\nwant a plan line saying the item cannot be read, and why (invalid)", tc.account, out)
+			}
+			var j map[string]any
+			out = c.ok("accounts", "show", "--json", tc.account)
+			if err := json.Unmarshal([]byte(out), &j); err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			if p, ok := j["plan"]; !ok || p != nil || j["status"] != statusUnreadable || j["invalid"] == nil {
+				t.Errorf("accounts show --json %s:\n%s\nwant plan null, status %s and invalid saying why", tc.account, out, statusUnreadable)
+			}
+		})
 	}
 }

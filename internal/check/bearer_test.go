@@ -645,3 +645,64 @@ plans:
 		}
 	}
 }
+
+// TestHoldByAPlanAReloadRemoved: a settle, a cancel or a release naming the key and a
+// plan that a configuration reload has removed since the reserve (the acquire) is the
+// conflict a settle or a release by the id alone answers when its route is gone, not an
+// unknown plan (an invalid request): the caller did nothing wrong. Through checkclient
+// it is a *FunctionError of type ConflictError, never an *InvalidRequestError; nothing
+// is written, so that once the plan is back the reservation and the lease still end.
+func TestHoldByAPlanAReloadRemoved(t *testing.T) {
+	const doc = `defaultPlan: free
+plans:
+  free: [{name: tokens, capacity: 500, refillPerSecond: 0.001}]
+  llm: [{name: streams, concurrency: 2}, {name: tokens, capacity: 1000, refillPerSecond: 0.001}]
+`
+	f := newFixture(t, redistest.Client(t, redistest.Start(t).Addr), nil, guard.Options{})
+	reload := func(doc string) { f.h.Config = registry.NewStatic(mustConfig(t, doc), nil) }
+	reload(doc)
+	srv := lambdatest.Start(t, map[string]lambda.Handler{clientFunction: lambda.NewHandler(f.h)})
+	checks := checkclient.New(srv.Client(), clientFunction)
+	ctx := context.Background()
+	req := checkapi.Request{Key: "alice", Plan: "llm", Cost: new(int64(5)), TTLMS: 60000}
+	held, err := checks.Reserve(ctx, req)
+	if err != nil || held.Reservation == "" || held.Lease == "" {
+		t.Fatalf("Reserve = %+v, %v: want a reservation and a lease", held, err)
+	}
+	reload(strings.Replace(doc, "  llm: [{name: streams, concurrency: 2}, {name: tokens, capacity: 1000, refillPerSecond: 0.001}]\n", "", 1))
+	for _, tt := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"Settle", func() error { _, err := checks.Settle(ctx, req, held.Reservation, 1); return err }, "reservation: conflict"},
+		{"Cancel", func() error { _, err := checks.Cancel(ctx, req, held.Reservation); return err }, "reservation: conflict"},
+		{"Release", func() error { _, err := checks.Release(ctx, req, held.Lease); return err }, "lease: conflict"},
+		{"a release in a batch", func() error {
+			_, err := checks.CheckBatch(ctx, []checkapi.Request{{Key: "carol", Cost: new(int64(0))}, {Key: "alice", Plan: "llm", Op: checkapi.OpRelease, Lease: held.Lease}})
+			return err
+		}, "checks[1].lease: conflict"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var fe *checkclient.FunctionError
+			if err := tt.call(); !errors.As(err, &fe) || fe.Type != checkapi.ErrorTypeConflict || !strings.Contains(fe.Message, tt.want) || !strings.Contains(fe.Message, `"llm"`) {
+				t.Fatalf("%s by a plan the reload removed: %v (%T), want a *FunctionError of type %s mentioning %q and the plan", tt.name, err, err, checkapi.ErrorTypeConflict, tt.want)
+			}
+		})
+	}
+	for _, payload := range []string{ // no id to end: the caller's mistake (parseHold's), as before the reload
+		`{"key":"alice","plan":"llm","op":"settle","cost":1}`,
+		`{"key":"alice","plan":"llm","op":"release"}`,
+	} {
+		if _, err := f.invoke([]byte(payload)); functionError(t, err).Type != checkapi.ErrorTypeInvalidRequest {
+			t.Errorf("%s by a plan the reload removed: %v, want an %s", payload, err, checkapi.ErrorTypeInvalidRequest)
+		}
+	}
+	reload(doc)
+	if res, err := checks.Settle(ctx, req, held.Reservation, 1); err != nil || !res.Allowed {
+		t.Errorf("Settle once the plan is back: %+v, %v: want it settled, the conflicts having written nothing", res, err)
+	}
+	if res, err := checks.Release(ctx, req, held.Lease); err != nil || res.Released == nil || !*res.Released {
+		t.Errorf("Release once the plan is back: %+v, %v: want it released, the conflicts having written nothing", res, err)
+	}
+}

@@ -86,7 +86,8 @@ type check struct {
 	// bearer reports a settle, a cancel or a release that named its id alone (the
 	// authorizer's): claims, from its id, say whose and which route; refused, when set,
 	// is why the id cannot be one, or why a release, a settle or a cancel by a plan the
-	// plan can no longer do (a conflict, answered before anything is decided).
+	// plan, or a reload that removed it, can no longer do (a conflict, answered before
+	// anything is decided).
 	bearer  bool
 	claims  claims.Claims
 	refused error
@@ -175,11 +176,19 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 	case m[fieldPlan] != nil && m[fieldRules] != nil:
 		return check{}, fmt.Errorf("%s: not with %s: give a plan or inline rules, not both", field(path, fieldRules), fieldPlan)
 	case m[fieldPlan] != nil:
-		p, err := parsePlan(field(path, fieldPlan), m[fieldPlan], plans)
-		if err != nil {
+		name, p, err := parsePlan(field(path, fieldPlan), m[fieldPlan], plans)
+		switch {
+		case err != nil:
 			return check{}, err
+		case p != nil:
+			c.plan, c.req.Rules = p.Name, p.Rules
+		case op == bucketgate.OpRelease || op == bucketgate.OpSettle || op == bucketgate.OpCancel: // reserved or acquired before a reload removed it
+			c.plan, c.refused = name, holdConflict(path, op, fmt.Sprintf("plan %.*q is not in the configuration any more", maxQuoted, name))
+		default:
+			known := plans.Plans()
+			slices.Sort(known)
+			return check{}, fmt.Errorf("%s: unknown plan %.*q (configured: %s)", field(path, fieldPlan), maxQuoted, name, strings.Join(known, ", "))
 		}
-		c.plan, c.req.Rules = p.Name, p.Rules
 	case m[fieldRules] != nil:
 		if c.req.Rules, err = parseRules(field(path, fieldRules), m[fieldRules]); err != nil {
 			return check{}, err
@@ -288,18 +297,15 @@ func parseOp(path string, raw []byte) (bucketgate.Op, error) {
 	return op, nil
 }
 
-func parsePlan(path string, raw []byte, plans Plans) (*config.Plan, error) {
+// parsePlan reads the name of a plan at path, and returns it with its plan in plans: nil
+// for a name plans does not have.
+func parsePlan(path string, raw []byte, plans Plans) (string, *config.Plan, error) {
 	name, err := stringValue(path, raw)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	p, ok := plans.Plan(name)
-	if !ok {
-		known := plans.Plans()
-		slices.Sort(known)
-		return nil, fmt.Errorf("%s: unknown plan %.*q (configured: %s)", path, maxQuoted, name, strings.Join(known, ", "))
-	}
-	return p, nil
+	p, _ := plans.Plan(name)
+	return name, p, nil
 }
 
 func parseRules(path string, raw []byte) ([]bucketgate.Rule, error) {
@@ -569,17 +575,27 @@ func fitsHold(path string, q bucketgate.Request) error {
 // outgrown reports, wrapping bucketgate.ErrConflict, a release (a settle, a cancel) of
 // c, the check at path, whose plan has no concurrency rule (no bucket or quota) any
 // more: its lease (reservation) was made before the plan changed, and the caller did
-// nothing wrong, so it is answered as one named by its id alone (claims.Resolve): the
-// lease frees itself at its ttl, the reservation stays charged at its estimate. Inline
-// rules without one are the caller's mistake, Validate's to refuse.
+// nothing wrong, so it is answered as one named by its id alone (claims.Resolve):
+// holdConflict. Inline rules without one are the caller's mistake, Validate's to refuse.
 func outgrown(path string, c check) error {
 	switch q := c.req; {
 	case q.Op == bucketgate.OpRelease && !slices.ContainsFunc(q.Rules, bucketgate.Rule.IsConcurrency):
-		return fmt.Errorf("%s: %w: plan %q has no concurrency rule any more: the lease frees itself at its ttl", field(path, fieldLease), bucketgate.ErrConflict, c.plan)
+		return holdConflict(path, q.Op, fmt.Sprintf("plan %q has no concurrency rule any more", c.plan))
 	case (q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel) && !slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return !r.IsConcurrency() }):
-		return fmt.Errorf("%s: %w: plan %q has no bucket or quota any more: the reservation stays charged at its estimate", field(path, fieldReservation), bucketgate.ErrConflict, c.plan)
+		return holdConflict(path, q.Op, fmt.Sprintf("plan %q has no bucket or quota any more", c.plan))
 	}
 	return nil
+}
+
+// holdConflict is the conflict, wrapping bucketgate.ErrConflict, of a release (op
+// OpRelease) or a settle or a cancel at path that its plan, changed since the acquire
+// (the reserve) as why says, can no longer do: the lease frees itself at its ttl, the
+// reservation stays charged at its estimate.
+func holdConflict(path string, op bucketgate.Op, why string) error {
+	if op == bucketgate.OpRelease {
+		return fmt.Errorf("%s: %w: %s: the lease frees itself at its ttl", field(path, fieldLease), bucketgate.ErrConflict, why)
+	}
+	return fmt.Errorf("%s: %w: %s: the reservation stays charged at its estimate", field(path, fieldReservation), bucketgate.ErrConflict, why)
 }
 
 // ttlRefused is the error of a ttlMs (of the check at path) that holds nothing.

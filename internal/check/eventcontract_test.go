@@ -1,0 +1,62 @@
+package check
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/eventbus"
+	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+)
+
+// The check function's events, on a real server, as round 3 states them: a quota's 80%
+// and 100% once each in its window, whatever crossed them (a settle taking the extra, a
+// check), and a rule's first denial in its window once; a settle or a check answered
+// again crosses nothing; the detail names the tenant by its digest, never its key, with
+// the rule, usage, limit and the quota's calendar window.
+func TestEventsOfTheCheckFunction(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+	rec := &eventsRecorder{}
+	f.h.Events = rec
+	quota := `{"key":"acme-secret","rules":[{"name":"monthly","limit":10,"period":"month"}]`
+	r := decodeResponse(t, f.invokeOK(t, []byte(quota+`,"op":"reserve","cost":5}`)))
+	if len(rec.events) != 0 {
+		t.Fatalf("a reserve to 50%% sent %+v, want no event", rec.events)
+	}
+	settle := []byte(fmt.Sprintf(`%s,"op":"settle","reservation":%q,"cost":9}`, quota, r.Reservation))
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		want    string // the event's type and threshold, "" for none
+		usage   int64
+	}{
+		{"its settle to 90%", settle, eventbus.TypeQuotaThreshold + " 80", 9},
+		{"the settle again", settle, "", 0},
+		{"a check to 100%", []byte(quota + `,"cost":1,"requestId":"last"}`), eventbus.TypeQuotaThreshold + " 100", 10},
+		{"that check again", []byte(quota + `,"cost":1,"requestId":"last"}`), "", 0},
+		{"the first denial", []byte(quota + `,"cost":1}`), eventbus.TypeRateLimited + " 0", 10},
+		{"another denial", []byte(quota + `,"cost":1}`), "", 0},
+	} {
+		rec.events = nil
+		f.invokeOK(t, tc.payload)
+		if tc.want == "" {
+			if len(rec.events) != 0 {
+				t.Fatalf("%s sent %+v, want no event", tc.name, rec.events)
+			}
+			continue
+		}
+		if len(rec.events) != 1 {
+			t.Fatalf("%s sent %+v, want one event: %s", tc.name, rec.events, tc.want)
+		}
+		e := rec.events[0]
+		month := time.Date(e.Time.Year(), e.Time.Month(), 1, 0, 0, 0, 0, time.UTC)
+		d := e.Detail
+		if got := fmt.Sprintf("%s %d", e.Type, d.Threshold); got != tc.want || d.Identity != "tenant:"+bucketgate.KeyDigest("acme-secret") ||
+			d.Rule != "monthly" || d.Usage != tc.usage || d.Limit != 10 || !d.Window.Start.Equal(month) || !d.Window.End.Equal(month.AddDate(0, 1, 0)) {
+			t.Fatalf("%s sent %s %+v; want %s of tenant:<digest>, monthly, %d of 10 in the month", tc.name, e.Type, d, tc.want, tc.usage)
+		}
+	}
+}

@@ -495,6 +495,21 @@ func TestEMFShape(t *testing.T) {
 	}
 }
 
+// RegistryLookups is written when a registry table is set only: a key of the
+// configuration document, found or not, counts no lookup and adds no Result dimension.
+func TestNoRegistryLookupsWithoutATable(t *testing.T) {
+	for name, key := range map[string]string{"a key of the document": sampleProKey, "an unknown key": "bg-sample-unknown-key"} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, options{config: sampleConfig(t)})
+			f.mustInvoke(t, withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": key}))
+			doc := oneEMF(t, f.metrics.Bytes())
+			if doc[telemetry.MetricDecisions] != 1.0 || doc[telemetry.MetricRegistryLookups] != nil || doc[telemetry.DimResult] != nil {
+				t.Fatalf("EMF %v: want a decision and no registry lookup", doc)
+			}
+		})
+	}
+}
+
 // BenchmarkHandleREST measures one REST invocation through the Lambda handler on
 // miniredis: decode, identity, limits, decision, EMF line, answer.
 func BenchmarkHandleREST(b *testing.B) {

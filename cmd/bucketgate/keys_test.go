@@ -200,6 +200,13 @@ func TestKeysSession(t *testing.T) {
 		t.Fatalf("list --json: %+v, %v", all, err)
 	}
 
+	// revoke takes the key's id as well as the key.
+	other := strings.TrimSpace(c.ok("keys", "create", "--plan", "free"))
+	c.ok("keys", "revoke", "key:"+bucketgate.KeyDigest(other))
+	if show := c.ok("keys", "show", other); !strings.Contains(show, "status     revoked\n") {
+		t.Fatalf("after revoke by id:\n%s", show)
+	}
+
 	items := c.items()
 	if strings.Contains(items, key) || !strings.Contains(items, id) {
 		t.Fatalf("the table holds the raw key, or not its id:\n%s", items)

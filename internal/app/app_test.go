@@ -184,6 +184,52 @@ func TestBuildAuthorizer(t *testing.T) {
 	}
 }
 
+// IPV6_PREFIX_LENGTH reaches the authorizer: an IPv6 source is limited by its /64 by
+// default, by the configured prefix otherwise (128: the address itself); an IPv4
+// source is one caller whatever the prefix.
+func TestBuildAuthorizerIPv6Prefix(t *testing.T) {
+	tests := []struct {
+		name, prefix, source, want string
+	}{
+		{"default /64", "", "2001:db8:1:2:aaaa::7", "ip:2001:db8:1:2::/64"},
+		{"48", "48", "2001:db8:1:2:aaaa::7", "ip:2001:db8:1::/48"},
+		{"128 counts addresses", "128", "2001:db8:1:2:aaaa::7", "ip:2001:db8:1:2:aaaa::7"},
+		{"IPv4 under 48", "48", "192.0.2.7", "ip:192.0.2.7"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{}
+			if tc.prefix != "" {
+				vars[settings.EnvIPv6Prefix] = tc.prefix
+			}
+			h, _, err := app.Build(app.Authorizer, env(withMini(t, vars)), &bytes.Buffer{}, &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev map[string]any
+			if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
+				t.Fatal(err)
+			}
+			ev["requestContext"].(map[string]any)["identity"].(map[string]any)["sourceIp"] = tc.source
+			payload, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := h.Invoke(context.Background(), payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp events.APIGatewayCustomAuthorizerResponse
+			if err := json.Unmarshal(out, &resp); err != nil {
+				t.Fatal(err)
+			}
+			if resp.PrincipalID != tc.want {
+				t.Fatalf("principal %q, want %q", resp.PrincipalID, tc.want)
+			}
+		})
+	}
+}
+
 func TestBuildCheck(t *testing.T) {
 	var metrics, logs bytes.Buffer
 	h, _, err := app.Build(app.Check, env(withMini(t, map[string]string{settings.EnvLogLevel: "debug"})), &metrics, &logs)

@@ -324,6 +324,49 @@ keys:
 	}
 }
 
+// unknownKeys and anonymous each decide their own callers alone: a request with a key
+// the registry does not know (or two different keys) is refused only under unknownKeys:
+// refuse, one without a key only under anonymous: refuse; otherwise both are limited as
+// their source on the default plan, and a registered key is its own under every policy.
+func TestUnknownKeysAndAnonymousApart(t *testing.T) {
+	callers := []struct {
+		name    string
+		headers map[string]string
+		multi   map[string][]string
+		refused func(unknownKeys, anonymous string) bool
+	}{
+		{"no key", map[string]string{"Accept": "*/*"}, nil, func(_, anonymous string) bool { return anonymous == "refuse" }},
+		{"unknown key", map[string]string{"X-API-Key": "bg-sample-unknown-key"}, nil, func(unknownKeys, _ string) bool { return unknownKeys == "refuse" }},
+		{"two keys", map[string]string{"X-API-Key": sampleProKey}, map[string][]string{"X-API-Key": {sampleProKey, "other"}}, func(unknownKeys, _ string) bool { return unknownKeys == "refuse" }},
+		{"registered key", map[string]string{"X-API-Key": sampleProKey}, nil, func(string, string) bool { return false }},
+	}
+	for _, unknownKeys := range []string{"ip", "refuse"} {
+		for _, anonymous := range []string{"default", "refuse"} {
+			cfg := mustParse(t, "defaultPlan: free\nunknownKeys: "+unknownKeys+"\nanonymous: "+anonymous+
+				"\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}], pro: [{name: burst, capacity: 100, refillPerSecond: 50}]}\nkeys: {"+proDigest+": pro}")
+			for _, c := range callers {
+				t.Run("unknownKeys "+unknownKeys+"/anonymous "+anonymous+"/"+c.name, func(t *testing.T) {
+					f := newFixture(t, options{config: cfg})
+					a, err := f.invoke(t, withAllHeaders(t, samples.Read(t, restEvent), c.headers, c.multi))
+					if c.refused(unknownKeys, anonymous) {
+						if !errors.Is(err, ErrUnauthorized) {
+							t.Fatalf("answer %s, %v; want Unauthorized (401)", a.raw, err)
+						}
+						return
+					}
+					wantPrincipal, wantPlan := "ip:203.0.113.10", "free"
+					if c.name == "registered key" {
+						wantPrincipal, wantPlan = "key:"+proDigest, "pro"
+					}
+					if err != nil || !a.allowed(t) || a.PrincipalID != wantPrincipal || a.str(t, ratelimitheaders.KeyPlan) != wantPlan {
+						t.Fatalf("answer %s, %v; want %s allowed on %s", a.raw, err, wantPrincipal, wantPlan)
+					}
+				})
+			}
+		}
+	}
+}
+
 // The raw API key is nowhere: not in the answer, the error, the logs, the metrics, nor
 // Redis, whether the key is known, unknown, limited or Redis is down.
 func TestRawKeyNeverAppears(t *testing.T) {
@@ -449,6 +492,21 @@ func TestEMFShape(t *testing.T) {
 	}
 	if strings.Contains(string(line), "203.0.113.10") {
 		t.Errorf("the identity is in the metrics: %s", line)
+	}
+}
+
+// RegistryLookups is written when a registry table is set only: a key of the
+// configuration document, found or not, counts no lookup and adds no Result dimension.
+func TestNoRegistryLookupsWithoutATable(t *testing.T) {
+	for name, key := range map[string]string{"a key of the document": sampleProKey, "an unknown key": "bg-sample-unknown-key"} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, options{config: sampleConfig(t)})
+			f.mustInvoke(t, withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": key}))
+			doc := oneEMF(t, f.metrics.Bytes())
+			if doc[telemetry.MetricDecisions] != 1.0 || doc[telemetry.MetricRegistryLookups] != nil || doc[telemetry.DimResult] != nil {
+				t.Fatalf("EMF %v: want a decision and no registry lookup", doc)
+			}
+		})
 	}
 }
 

@@ -212,6 +212,34 @@ func TestRegistryFailure(t *testing.T) {
 	}
 }
 
+// When the table fails after a key's entry has aged past the cache period, the entry
+// answers (stale-if-error): the key stays on its plan, and the lookup counts as stale.
+func TestRegistryStaleIfError(t *testing.T) {
+	cfg := sampleConfig(t)
+	src := registrytest.New(registry.Record{ID: "key:" + proDigest, Plan: "pro"})
+	now := tLocal
+	opts := cacheOptions()
+	opts.Now = func() time.Time { return now }
+	f := newFixture(t, options{config: cfg, cache: registry.NewCache(src, opts)})
+	var results []string
+	for _, down := range []bool{false, true} {
+		if down {
+			src.Fail(errors.New("dynamodb: throttled"))
+			now = now.Add(2 * opts.TTL)
+		}
+		f.metrics.Reset()
+		a := f.mustInvoke(t, samples.Read(t, restProEvent))
+		if !a.allowed(t) || a.PrincipalID != "key:"+proDigest || a.str(t, ratelimitheaders.KeyPlan) != "pro" {
+			t.Fatalf("table down %v: %s, want the key on pro", down, a.raw)
+		}
+		result, _ := oneEMF(t, f.metrics.Bytes())[telemetry.DimResult].(string)
+		results = append(results, result)
+	}
+	if got := strings.Join(results, " "); got != "miss stale" {
+		t.Fatalf("lookup results %q, want miss stale", got)
+	}
+}
+
 // sourceIdentity is the identity of the REST sample's source address.
 const sourceIdentity = "ip:203.0.113.10"
 

@@ -1,8 +1,10 @@
 package authorizer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -36,8 +38,9 @@ keys:
 		a := f.mustInvoke(t, event)
 		if !a.allowed(t) || a.str(t, ratelimitheaders.KeyRule) != "burst" || a.num(t, ratelimitheaders.KeyLimit) != 10 ||
 			a.num(t, ratelimitheaders.KeyRemaining) != int64(9-i) || a.str(t, ratelimitheaders.KeyRateLimitPolicy) != `"burst";q=10;w=10` ||
-			!strings.HasPrefix(a.str(t, ratelimitheaders.KeyRateLimit), `"burst";`) {
-			t.Fatalf("request %d: %s, want allowed, describing burst alone", i+1, a.raw)
+			a.str(t, ratelimitheaders.KeyRateLimit) != fmt.Sprintf(`"burst";r=%d;t=%d`, 9-i, i+1) ||
+			a.num(t, ratelimitheaders.KeyReset) != t0.Add(time.Duration(i+1)*time.Second).Unix() {
+			t.Fatalf("request %d: %s, want allowed, describing burst alone (full again in %d s, not trial's hours)", i+1, a.raw, i+1)
 		}
 		shadowLine := strings.Contains(f.metrics.String(), `"Rule":"trial","ShadowLimited":1`)
 		if shadowLine != (i == 2) {
@@ -45,6 +48,14 @@ keys:
 		}
 	}
 	logs := f.logs.String()
+	// Denied by burst: the retry-after and the reset are burst's, whatever trial's.
+	for range 7 {
+		f.mustInvoke(t, event)
+	}
+	if a := f.mustInvoke(t, event); a.allowed(t) || a.str(t, ratelimitheaders.KeyRule) != "burst" || a.num(t, ratelimitheaders.KeyRetryAfter) != 1 ||
+		a.str(t, ratelimitheaders.KeyRateLimit) != `"burst";r=0;t=1` || a.num(t, ratelimitheaders.KeyReset) != t0.Add(10*time.Second).Unix() {
+		t.Fatalf("11th request: %s, want denied by burst, full again in 10 s", a.raw)
+	}
 	if strings.Count(logs, telemetry.MsgShadowLimited) != 1 || !strings.Contains(logs, `"msg":"`+telemetry.MsgShadowLimited+`","identity":"ip:`) {
 		t.Fatalf("want one info line naming the identity:\n%s", logs)
 	}

@@ -42,6 +42,13 @@ func TestFreePlanScenario(t *testing.T) {
 func TestDecisions(t *testing.T) {
 	daily := bucketgate.Rule{Name: "daily", Capacity: 1000, RefillPerSecond: 1000.0 / 86400}
 	half := bucketgate.Rule{Name: "slow", Capacity: 2, RefillPerSecond: 0.5}
+	fast := bucketgate.Rule{Name: "fast", Capacity: 4, RefillPerSecond: 8}
+	slowest := bucketgate.Rule{Name: "slowest", Capacity: 8, RefillPerSecond: 1.0 / 64}
+	bindingSteps := []step{
+		{0, 4, true, 0, 0, "fast"},                                                  // fast 0, slowest 4
+		{500 * time.Millisecond, 4, true, 0, 0, "fast"},                             // fast 0, slowest 1/128
+		{250 * time.Millisecond, 3, false, 0, 191250 * time.Millisecond, "slowest"}, // fast 2 (125 ms to 3), slowest 3/256 (191.25 s to 3)
+	}
 	tests := []struct {
 		name  string
 		rules []bucketgate.Rule
@@ -74,6 +81,10 @@ func TestDecisions(t *testing.T) {
 			{0, 1, false, 0, time.Second, "burst"},
 			{time.Second, 1, true, 0, 0, "burst"},
 		}},
+		// Two rules that both deny: the one with the longer wait binds, wherever it
+		// stands; allowed, the one with the fewer tokens left binds.
+		{"two denials: the longer wait binds, fast rule first", []bucketgate.Rule{fast, slowest}, bindingSteps},
+		{"two denials: the longer wait binds, slow rule first", []bucketgate.Rule{slowest, fast}, bindingSteps},
 		{"cost equal to capacity", []bucketgate.Rule{daily}, []step{
 			{0, 1000, true, 0, 0, "daily"},
 			{0, 1000, false, 0, 86400 * time.Second, "daily"},

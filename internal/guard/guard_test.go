@@ -164,6 +164,28 @@ func TestCircuitBreaker(t *testing.T) {
 	step("closed", true, bucketgate.ReasonOK, false)
 }
 
+// The default probe interval keeps the promise: an open circuit lets a request probe
+// Redis a second after it opened at the latest, so service resumes within a second of
+// Redis coming back.
+func TestDefaultProbeWithinASecond(t *testing.T) {
+	mr, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: clk.Now, FailuresToOpen: guard.DefaultFailuresToOpen})
+	mr.Close()
+	for range guard.DefaultFailuresToOpen {
+		decide(t, g, request("a"))
+	}
+	if r := decide(t, g, request("a")); !r.CircuitOpen {
+		t.Fatalf("after %d failures: %+v, want the circuit open", guard.DefaultFailuresToOpen, r)
+	}
+	if err := mr.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if r := decide(t, g, request("a")); r.Reason != bucketgate.ReasonOK || r.CircuitOpen {
+		t.Fatalf("a second after the circuit opened, Redis back: %+v, want a probe that decides", r)
+	}
+}
+
 // TestWholeClusterCircuit: when every master of a cluster fails (miniredis stands in,
 // with Options.Cluster true), the whole cluster's circuit opens after
 // ClusterFailuresToOpen x FailuresToOpen failures in a row, before the ranges' circuits

@@ -68,6 +68,15 @@ func TestEmitDecisionLines(t *testing.T) {
 		{"failed closed", guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: guard.FailureTimeout, Latency: 50 * ms},
 			[]string{"Outcome: Decisions RedisLatency", "Reason: FailClosed"},
 			map[string]any{"Outcome": "unavailable", "Decisions": 1.0, "RedisLatency": []any{50.0}, "Reason": "timeout", "FailClosed": 1.0}},
+		{"failed closed on a Redis error", guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: guard.FailureRedisError, Latency: 3 * ms},
+			[]string{"Outcome: Decisions RedisLatency", "Reason: FailClosed"},
+			map[string]any{"Outcome": "unavailable", "Decisions": 1.0, "RedisLatency": []any{3.0}, "Reason": "redis_error", "FailClosed": 1.0}},
+		{"failed closed on a bad response", guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: guard.FailureBadResponse, Latency: 4 * ms},
+			[]string{"Outcome: Decisions RedisLatency", "Reason: FailClosed"},
+			map[string]any{"Outcome": "unavailable", "Decisions": 1.0, "RedisLatency": []any{4.0}, "Reason": "bad_response", "FailClosed": 1.0}},
+		{"failed open", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: guard.FailureTimeout, Latency: 50 * ms},
+			[]string{"Outcome: Decisions RedisLatency"},
+			map[string]any{"Outcome": "degraded", "Decisions": 1.0, "RedisLatency": []any{50.0}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package checkclient_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -292,6 +293,47 @@ func TestFunctionErrorRetries(t *testing.T) {
 				if id != ids[0] || !tt.usage && id == "" {
 					t.Fatalf("requestIds %q: want one on every attempt of a check", ids)
 				}
+			}
+		})
+	}
+}
+
+// A context that ends while an attempt is out ends the call with an error that wraps its
+// own (context.DeadlineExceeded or context.Canceled), not with a decision or a function
+// error, and the attempt is not sent again: the function, which Lambda runs to its end,
+// may have decided it.
+func TestContextEndsMidAttempt(t *testing.T) {
+	tests := []struct {
+		name string
+		ctx  func(started <-chan struct{}) (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"its deadline passes", func(<-chan struct{}) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"its caller cancels it", func(started <-chan struct{}) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { <-started; cancel() }()
+			return ctx, cancel
+		}, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			started, release := make(chan struct{}, 1), make(chan struct{})
+			var invocations atomic.Int32
+			srv := lambdatest.Start(t, map[string]lambda.Handler{"fn": function(func([]byte) ([]byte, error) {
+				invocations.Add(1)
+				started <- struct{}{}
+				<-release // until the call has returned
+				return json.Marshal(checkapi.Response{Allowed: true, Reason: checkapi.ReasonOK})
+			})})
+			defer close(release) // before the server closes, which waits for the function
+			ctx, cancel := tt.ctx(started)
+			defer cancel()
+			_, err := checkclient.New(srv.Client(), "fn").Check(ctx, checkapi.Request{Key: "k"})
+			var fe *checkclient.FunctionError
+			if !errors.Is(err, tt.want) || errors.As(err, &fe) || invocations.Load() > 1 {
+				t.Fatalf("error %v after %d invocations: want one wrapping %v, and no attempt sent again", err, invocations.Load(), tt.want)
 			}
 		})
 	}

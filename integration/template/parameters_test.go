@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/localgw"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
@@ -27,7 +28,8 @@ var narrowed = map[string]time.Duration{
 // settings.Load enforces on that variable, so that a value sam deploy accepts never
 // stops the functions at init: its MinValue and MaxValue load, one beyond either fails;
 // but a narrowed parameter's MaxValue, which with its companion's deadline ends before
-// the functions' Timeout, at least a second before it.
+// the functions' Timeout, at least a second before it. That Timeout is the deadline make
+// run gives its functions (localgw.FunctionTimeout).
 func TestTemplateNumberParametersHoldTheSettingsBounds(t *testing.T) {
 	tpl := loadTemplate(t, limiter)
 	var globals struct {
@@ -41,6 +43,9 @@ func TestTemplateNumberParametersHoldTheSettingsBounds(t *testing.T) {
 		t.Fatalf("Globals.Function.Timeout: %v (%v)", globals.Globals.Function.Timeout, err)
 	}
 	timeout := time.Duration(globals.Globals.Function.Timeout) * time.Second
+	if timeout != localgw.FunctionTimeout {
+		t.Errorf("Globals.Function.Timeout %v, and localgw.FunctionTimeout %v: make run's functions would run under another deadline than the deployed ones", timeout, localgw.FunctionTimeout)
+	}
 	checked := map[string]bool{}
 	for _, name := range goFunctions(t) {
 		vars := tpl.function(t, tpl.Resources[logicalID(name)]).Environment.Variables

@@ -50,7 +50,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.Responses.Lookup(AuthorizerConfigErr).Write(w, r, nil)
 		return
 	}
-	out, err := g.Authorizer.Invoke(r.Context(), payload)
+	ctx, cancel := Context(r.Context()) // as Lambda invokes the authorizer
+	out, err := g.Authorizer.Invoke(ctx, payload)
+	cancel()
 	if err != nil {
 		kind := AuthorizerFailure
 		if err.Error() == errUnauthorized {

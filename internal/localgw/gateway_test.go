@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -130,6 +131,67 @@ func TestGatewayEvent(t *testing.T) {
 	}
 	if got := ev.MultiValueQueryStringParameters["page"]; len(got) != 2 {
 		t.Errorf("multi-value query %v", got)
+	}
+}
+
+// invocation is what an invocation's context held when it began.
+type invocation struct {
+	deadline time.Time
+	err      error
+}
+
+// contextOf is an authorizer that keeps what the context of each invocation held when
+// it began, and allows.
+type contextOf struct{ got []invocation }
+
+func (c *contextOf) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	deadline, _ := ctx.Deadline()
+	c.got = append(c.got, invocation{deadline, ctx.Err()})
+	var ev events.APIGatewayCustomAuthorizerRequestTypeRequest
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return nil, err
+	}
+	return policyAnswer("Allow", ev.MethodArn, nil), nil
+}
+
+// The authorizer runs with the context Lambda gives an invocation, whatever the
+// request's: a deadline the functions' Timeout after it started, and no cancellation
+// from a client that hung up.
+func TestGatewayInvokesAsLambda(t *testing.T) {
+	tests := []struct {
+		name string
+		ctx  func() context.Context
+	}{
+		{"a client still there", context.Background},
+		{"a client gone", func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}},
+		{"a request past its own deadline", func() context.Context {
+			ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+			t.Cleanup(cancel)
+			return ctx
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			authorizer := &contextOf{}
+			g := &Gateway{Authorizer: authorizer, Backend: SampleBackend(), Responses: Responses{}, MethodARNPrefix: testPrefix}
+			before := time.Now()
+			r := httptest.NewRequestWithContext(tc.ctx(), http.MethodGet, "http://localhost:8080/orders", nil)
+			g.ServeHTTP(httptest.NewRecorder(), r)
+			if len(authorizer.got) != 1 {
+				t.Fatalf("%d invocations, want 1", len(authorizer.got))
+			}
+			got := authorizer.got[0]
+			if got.deadline.Before(before.Add(FunctionTimeout)) || got.deadline.After(time.Now().Add(FunctionTimeout)) {
+				t.Errorf("the authorizer's deadline %v: want the functions' Timeout (%v) after it started", got.deadline, FunctionTimeout)
+			}
+			if got.err != nil {
+				t.Errorf("the authorizer's context: %v as it began, want neither cancelled nor past its deadline", got.err)
+			}
+		})
 	}
 }
 

@@ -1,11 +1,13 @@
 package localgw
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 )
@@ -30,6 +32,19 @@ const (
 	MaxEventPayload = 1 << 20
 )
 
+// FunctionTimeout is the functions' Timeout in template.yaml: how long Lambda lets an
+// invocation run, and so how far the deadline of the context it gives the function is
+// from the invocation's start (see Context).
+const FunctionTimeout = 5 * time.Second
+
+// Context returns the context Lambda gives an invocation that starts now: ctx's values,
+// a deadline FunctionTimeout away, and not ctx's cancellation, for Lambda runs an
+// invocation whose caller hung up (a client whose context ended) to its end. Call its
+// CancelFunc when the invocation is done.
+func Context(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), FunctionTimeout)
+}
+
 // Invoke answers the Lambda Invoke call r with the function h, as the Lambda service
 // does: r's body is the payload, and h's answer is the response's body; when h fails,
 // the body is the function error's payload (ErrorResponse) and the header
@@ -37,7 +52,8 @@ const (
 // MaxEventPayload for an Event) is refused (413, RequestTooLargeException) and one that
 // is not JSON (400, InvalidRequestContentException), running nothing; a DryRun runs
 // nothing (204), and an Event invocation runs h before it answers 202 with no payload.
-// So the AWS SDK's Lambda client, pointed at a server that routes InvokePath here
+// h runs with the context Lambda gives a function (Context): a deadline
+// FunctionTimeout away, and no cancellation when the caller hangs up. So the AWS SDK's Lambda client, pointed at a server that routes InvokePath here
 // (AWS_ENDPOINT_URL_LAMBDA), invokes h in-process.
 func Invoke(w http.ResponseWriter, r *http.Request, h Invoker) {
 	most := MaxPayload
@@ -56,16 +72,18 @@ func Invoke(w http.ResponseWriter, r *http.Request, h Invoker) {
 		refuse(w, http.StatusBadRequest, "InvalidRequestContentException", "Could not parse request body into json: the payload is not JSON")
 		return
 	}
-	switch r.Header.Get(headerInvocationType) {
-	case "DryRun":
+	if r.Header.Get(headerInvocationType) == "DryRun" {
 		w.WriteHeader(http.StatusNoContent)
 		return
-	case "Event":
-		_, _ = h.Invoke(r.Context(), payload) // Lambda reports nothing of an asynchronous invocation to its caller
+	}
+	ctx, cancel := Context(r.Context())
+	defer cancel()
+	if r.Header.Get(headerInvocationType) == "Event" {
+		_, _ = h.Invoke(ctx, payload) // Lambda reports nothing of an asynchronous invocation to its caller
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	out, err := h.Invoke(r.Context(), payload)
+	out, err := h.Invoke(ctx, payload)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Amz-Executed-Version", "$LATEST")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -116,6 +117,77 @@ func TestInvokeAsLambda(t *testing.T) {
 			}
 			if n := fn.runs.Load(); n != tc.wantRuns {
 				t.Errorf("the function ran %d times, want %d", n, tc.wantRuns)
+			}
+		})
+	}
+}
+
+// waiter reports the context each invocation runs with: started gets its deadline, and
+// ended, once the context is done or release is closed, its error (nil: not done).
+type waiter struct {
+	started chan time.Time
+	ended   chan error
+	release chan struct{}
+}
+
+func (w *waiter) Invoke(ctx context.Context, _ []byte) ([]byte, error) {
+	deadline, _ := ctx.Deadline()
+	w.started <- deadline
+	select {
+	case <-ctx.Done():
+		w.ended <- ctx.Err()
+	case <-w.release:
+		w.ended <- nil
+	}
+	return []byte(`{}`), nil
+}
+
+// A function runs with the context Lambda gives an invocation: a deadline the
+// functions' Timeout (FunctionTimeout) after it started, so that its own deadlines (the
+// guard's margin, a registry read's) are those it meets deployed; and not cancelled when
+// its caller hangs up (a checkclient whose context ended), which Lambda never tells a
+// function: a decision once begun is made whole, as it is deployed.
+func TestInvokeContextIsLambdas(t *testing.T) {
+	// noticeWithin is how long the test gives the server to notice its caller hung
+	// up: past it, a function whose context was to be cancelled would have seen it.
+	const noticeWithin = time.Second
+	for _, typ := range []types.InvocationType{types.InvocationTypeRequestResponse, types.InvocationTypeEvent} {
+		t.Run(string(typ), func(t *testing.T) {
+			fn := &waiter{started: make(chan time.Time, 1), ended: make(chan error, 1), release: make(chan struct{})}
+			mux := http.NewServeMux()
+			mux.HandleFunc(localgw.InvokePath, func(w http.ResponseWriter, r *http.Request) { localgw.Invoke(w, r, fn) })
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			client := lambda.New(lambda.Options{
+				BaseEndpoint: aws.String(srv.URL),
+				Region:       "us-east-1",
+				Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+				Retryer:      aws.NopRetryer{},
+			})
+			ctx, hangUp := context.WithCancel(t.Context())
+			called := make(chan error, 1)
+			before := time.Now()
+			go func() {
+				_, err := client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("bucketgate-check"), Payload: []byte(`{}`), InvocationType: typ})
+				called <- err
+			}()
+			deadline := <-fn.started
+			if deadline.IsZero() || deadline.Before(before) || deadline.After(time.Now().Add(localgw.FunctionTimeout)) {
+				t.Errorf("the function's deadline %v: want one the functions' Timeout (%v) after it started, %v", deadline, localgw.FunctionTimeout, before)
+			}
+			hangUp()
+			if err := <-called; err == nil {
+				t.Fatal("the call outlived its context")
+			}
+			var err error
+			select {
+			case err = <-fn.ended:
+			case <-time.After(noticeWithin):
+				close(fn.release)
+				err = <-fn.ended
+			}
+			if errors.Is(err, context.Canceled) {
+				t.Fatalf("the function's context: %v when its caller hung up; Lambda runs an invocation to its end", err)
 			}
 		})
 	}

@@ -35,7 +35,7 @@ const (
 	// long New waits for the first attempt before it returns a client still connecting.
 	ConnectTimeout = 2 * time.Second
 	// SecretRecheck is how old the copy of the password secret (REDIS_PASSWORD_SECRET_ARN)
-	// gets before a new connection reads the secret again.
+	// gets before a new connection begins reading the secret again, beside it.
 	SecretRecheck = 10 * time.Second
 	// InitTimeout bounds what New reads from AWS (the password secret, credentials).
 	InitTimeout = 5 * time.Second

@@ -67,10 +67,10 @@ func parseSecret(id, text string) (username, password string, err error) {
 }
 
 // secretAuth hands rueidis the password of the secret for every new connection, reading
-// the secret again when its copy is SecretRecheck old: after a rotation, a connection
-// made since (a failover, a connection Redis closed) authenticates with the new
-// password, and Secrets Manager is asked at most once per SecretRecheck, only when a
-// connection is made.
+// the secret again, beside the connection, when its copy is SecretRecheck old: after a
+// rotation, a connection made once that read is done (after a failover, a connection
+// Redis closed) authenticates with the new password, and Secrets Manager is asked at
+// most once per SecretRecheck, only when a connection is made.
 type secretAuth struct {
 	cfg      aws.Config
 	id       string // REDIS_PASSWORD_SECRET_ARN
@@ -80,39 +80,48 @@ type secretAuth struct {
 	mu       sync.Mutex
 	user     string
 	password string
-	read     time.Time // when the copy was read, or the last read failed
+	read     time.Time // when the last read of the copy began
+	reading  bool      // a read of the copy is under way
 }
 
 // newSecretAuth reads the secret of s once, so that a secret that cannot be read or
 // holds no password fails init.
 func newSecretAuth(ctx context.Context, s settings.Settings, cfg aws.Config, now func() time.Time) (*secretAuth, error) {
-	a := &secretAuth{cfg: cfg, id: s.PasswordSecretARN, username: s.Username, now: now}
-	if err := a.reread(ctx); err != nil {
+	read := now().Round(0)
+	user, password, err := readSecret(ctx, cfg, s.PasswordSecretARN)
+	if err != nil {
 		return nil, err
 	}
-	return a, nil
+	return &secretAuth{cfg: cfg, id: s.PasswordSecretARN, username: s.Username, now: now,
+		user: cmp.Or(s.Username, user), password: password, read: read}, nil
 }
 
-// reread reads the secret into the copy. a.mu must be held, or a not yet shared.
-func (a *secretAuth) reread(ctx context.Context) error {
-	a.read = a.now().Round(0)
-	user, password, err := readSecret(ctx, a.cfg, a.id)
-	if err != nil {
-		return err
-	}
-	a.user, a.password = cmp.Or(a.username, user), password
-	return nil
-}
-
-// credentials is the rueidis AuthCredentialsFn. A secret that cannot be read again
-// leaves the copy as it was, until the next try SecretRecheck later.
+// credentials is the rueidis AuthCredentialsFn: the copy, at once. A copy
+// SecretRecheck old is read again in the background, for the connections after this one:
+// rueidis gives the callback no deadline, and a read on this connection's way would hold
+// the call that makes it (a decision, with its REDIS_TIMEOUT_MS and its invocation's
+// deadline) for as long as Secrets Manager takes, up to ConnectTimeout.
 func (a *secretAuth) credentials(rueidis.AuthCredentialsContext) (rueidis.AuthCredentials, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.now().Round(0).Sub(a.read) >= SecretRecheck {
-		ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
-		defer cancel()
-		_ = a.reread(ctx) // Redis's refusal of the copy says more than the read's error
+	if !a.reading && a.now().Round(0).Sub(a.read) >= SecretRecheck {
+		a.reading, a.read = true, a.now().Round(0)
+		go a.refresh()
 	}
 	return rueidis.AuthCredentials{Username: a.user, Password: a.password}, nil
+}
+
+// refresh reads the secret into the copy, within ConnectTimeout. A secret that cannot be
+// read leaves the copy as it was, until the next try SecretRecheck after this one began:
+// Redis's refusal of the copy says more than the read's error.
+func (a *secretAuth) refresh() {
+	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
+	defer cancel()
+	user, password, err := readSecret(ctx, a.cfg, a.id)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reading = false
+	if err == nil {
+		a.user, a.password = cmp.Or(a.username, user), password
+	}
 }

@@ -3,6 +3,7 @@ package redisconn_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +27,10 @@ const secretRegion = "eu-west-1"
 type secretsManager struct {
 	*httptest.Server
 	calls atomic.Int32
+	// answered counts the reads answered, calls those begun.
+	answered atomic.Int32
+	// stall, when set, holds every read until it is closed (or the read's client gives up).
+	stall atomic.Pointer[chan struct{}]
 
 	mu      sync.Mutex
 	secrets map[string]map[string]any
@@ -44,12 +49,20 @@ func startSecretsManager(t *testing.T, secrets map[string]map[string]any) *secre
 	sm := &secretsManager{secrets: secrets}
 	sm.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sm.calls.Add(1)
+		defer sm.answered.Add(1)
 		auth := r.Header.Get("Authorization")
 		if r.Method != http.MethodPost || r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" ||
 			!strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDSECRET/") || !strings.Contains(auth, "/"+secretRegion+"/secretsmanager/aws4_request") {
 			t.Errorf("unexpected request: %s %s target %q auth %q", r.Method, r.URL, r.Header.Get("X-Amz-Target"), auth)
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
+		}
+		if stall := sm.stall.Load(); stall != nil {
+			select {
+			case <-*stall:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		body, _ := io.ReadAll(r.Body)
 		var in struct{ SecretId string }
@@ -248,6 +261,7 @@ func TestPasswordRotation(t *testing.T) {
 						t.Fatalf("ping with the old password: %v, want WRONGPASS", err)
 					}
 				}
+				answered(t, sm, before+1) // the read the first refused connection began, beside it
 				if n := sm.calls.Load() - before; n != 1 {
 					t.Fatalf("%d Secrets Manager calls for 3 refused connections, want 1", n)
 				}
@@ -256,8 +270,17 @@ func TestPasswordRotation(t *testing.T) {
 				advance(redisconn.SecretRecheck - time.Second)
 			}
 			advance(time.Second)
-			if err := ping(context.Background(), c); err != nil {
-				t.Fatalf("ping %v after the rotation: %v", redisconn.SecretRecheck, err)
+			// The first connection made now begins the read of the secret beside it,
+			// with the copy it holds; one made once the read is done has the new password.
+			for i := 0; ; i++ {
+				err := ping(context.Background(), c)
+				if err == nil {
+					break
+				}
+				if !strings.Contains(err.Error(), "WRONGPASS") || i == maxRefusals {
+					t.Fatalf("ping %d, %v after the rotation: %v", i+1, redisconn.SecretRecheck, err)
+				}
+				answered(t, sm, before+1)
 			}
 			for range 3 {
 				if err := ping(context.Background(), c); err != nil {
@@ -275,5 +298,85 @@ func TestPasswordRotation(t *testing.T) {
 				t.Fatalf("authenticated as %q (%v), want alice", user, err)
 			}
 		})
+	}
+}
+
+// maxRefusals bounds the connections Redis refuses after a rotation, while the read of
+// the secret that the first of them began goes on.
+const maxRefusals = 3
+
+// answered waits until sm has answered n reads, and fails t if that does not come.
+func answered(t *testing.T, sm *secretsManager, n int32) {
+	t.Helper()
+	reached(t, &sm.answered, n, "reads of the secret answered")
+}
+
+// reached waits until count is n or more, and fails t, saying what it counts, if that
+// does not come.
+func reached(t *testing.T, count *atomic.Int32, n int32, what string) {
+	t.Helper()
+	for range 1000 {
+		if count.Load() >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d %s, want %d", count.Load(), what, n)
+}
+
+// A new connection is never held by a read of the secret: it authenticates with the
+// copy at once, and a copy SecretRecheck old is read again beside it, for the
+// connections after. A stalled Secrets Manager held the call that made the connection
+// for up to ConnectTimeout, past the deadline of the decision that waited for it
+// (REDIS_TIMEOUT_MS, the invocation's), which failed closed though Redis was well.
+func TestSecretReadHoldsNoConnection(t *testing.T) {
+	const id = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:stalled-AbCdEf"
+	// The default user stays on, for the test's CLIENT KILL.
+	srv := redistest.Start(t, "--user", "alice", "on", ">s3cret", "~*", "&*", "+@all")
+	sm := startSecretsManager(t, map[string]map[string]any{id: {"SecretString": `{"username":"alice","password":"s3cret"}`}})
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": id}),
+		redisconn.WithAWSConfig(sm.awsConfig()), redisconn.WithClock(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := ping(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	stall := make(chan struct{})
+	sm.stall.Store(&stall)
+	defer close(stall) // before the server closes, which waits for the stalled reads
+	before := sm.calls.Load()
+	clock.Add(int64(redisconn.SecretRecheck)) // the copy is due to be read again
+	if _, err := srv.Command(context.Background(), "CLIENT", "KILL", "USER", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	// A decision's deadline, shorter than the read's (ConnectTimeout): the call that
+	// makes the new connection must not wait for the read.
+	deadline := redisconn.ConnectTimeout / 2
+	var errs []error
+	for range 3 { // the first may find the old connection closed (EOF)
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		err := ping(ctx, c)
+		cancel()
+		if err == nil {
+			break
+		}
+		errs = append(errs, err)
+	}
+	for _, err := range errs {
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a ping within %v: %v: the new connection waited for Secrets Manager", deadline, err)
+		}
+	}
+	if len(errs) == 3 {
+		t.Fatalf("no ping answered: %v", errs)
+	}
+	reached(t, &sm.calls, before+1, "reads of the secret begun") // beside the new connection
+	if n := sm.calls.Load() - before; n != 1 {
+		t.Fatalf("%d reads of the secret for the new connection, want 1", n)
 	}
 }

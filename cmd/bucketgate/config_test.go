@@ -340,6 +340,37 @@ func TestConfigPutShadowsOwnRules(t *testing.T) {
 	c.ok("config", "put", file(t, "v3.yaml", plans+"    - {name: daily, limit: 1000, period: day}\n")) // promoted: the own rules enforced again
 }
 
+// An own rule that replaces a shadow rule is shadow too: override says so of each such
+// rule it writes, a key's, an account's or a tenant's, and of no other.
+func TestOverrideOfAShadowRuleNoted(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "v1.yaml", "defaultPlan: free\nplans:\n  free:\n    - {name: burst, capacity: 100, refillPerSecond: 10}\n    - {name: daily, limit: 1000, period: day, shadow: true}\n"))
+	key := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free")))
+	c.ok("accounts", "create", "acme", "--plan", "free")
+	c.ok("keys", "create", "--tenant", "t-own", "--plan", "free")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	for _, tc := range []struct {
+		name string
+		args []string
+		note bool
+	}{
+		{"a key's, of the shadow rule", []string{"keys", "override", key, "--rule", "daily:3:day"}, true},
+		{"a key's, of an enforced rule", []string{"keys", "override", key, "--rule", "burst:5:1"}, false},
+		{"an account's", []string{"accounts", "override", "acme", "--rule", "daily:5:day"}, true},
+		{"a tenant's", []string{"keys", "override", "tenant:t-own", "--rule", "daily:4:day"}, true},
+		{"a key of an account's, its own", []string{"keys", "override", member, "--rule", "daily:2:day"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := c.run(tc.args...)
+			note := strings.Contains(stderr, "note: rule daily replaces the shadow rule daily (of the plan, or of a route), so it is shadow for ")
+			if code != exitOK || note != tc.note {
+				t.Fatalf("exit %d, note %v, want %v:\n%s", code, note, tc.note, stderr)
+			}
+		})
+	}
+}
+
 // Bad input: put exits 1 with the loader's error naming the field and writes nothing;
 // so do the other commands' mistakes.
 func TestConfigBadInput(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -420,7 +421,7 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)
 		}
 		id := args[0]
-		var now []bucketgate.Rule
+		var rec registry.Record
 		err := t.change(e.ctx, id, func(r *registry.Record) error {
 			for _, o := range rules {
 				if i := slices.IndexFunc(r.Rules, func(x bucketgate.Rule) bool { return x.Name == o.Name }); i >= 0 {
@@ -429,15 +430,43 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 					r.Rules = append(r.Rules, o)
 				}
 			}
-			now = r.Rules
+			rec = *r
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "%s has its own rules %s\n", id, rulesText(now))
+		fmt.Fprintf(e.stderr, "%s has its own rules %s\n", id, rulesText(rec.Rules))
+		for _, name := range t.shadowed(e.ctx, rec, rules) {
+			fmt.Fprintf(e.stderr, "note: rule %s replaces the shadow rule %s (of the plan, or of a route), so it is shadow for %s too: it limits nothing until the configuration document enforces %s\n", name, name, id, name)
+		}
 		return nil
 	}
+}
+
+// shadowed returns the names of rules, own rules of rec as written, that replace a
+// shadow rule of rec's plan (or of a route, but for a tenant's) in the document in force,
+// and so are shadow rules too (config.Config.Shadows): none for a key of an account,
+// whose own rules are its own, always enforced, or when the document cannot be read.
+func (t *keyTable) shadowed(ctx context.Context, rec registry.Record, rules []bucketgate.Rule) []string {
+	if rec.Account != "" {
+		return nil
+	}
+	cfg, err := t.plans(ctx)
+	if err != nil {
+		return nil
+	}
+	p, ok := cfg.Plan(rec.Plan)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, r := range rules {
+		if cfg.Shadows(p, r.Name, !strings.HasPrefix(rec.ID, bucketgate.TenantPrefix)) {
+			names = append(names, r.Name)
+		}
+	}
+	return names
 }
 
 func clearFlags(*flag.FlagSet) func(env, *keyTable, []string) error {

@@ -45,11 +45,12 @@ registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. 
 (1000/day; second, minute, hour, day or a duration such as 90s), or a quota on the
 calendar, NAME:LIMIT:PERIOD[@DAY], PERIOD day, week or month (a month from DAY, 1 to 28:
 monthly:100000:month@15). A rule named like one of the plan's or a route's replaces it
-for the key (a bucket by a bucket, a quota by a quota), shadow if that rule is shadow;
-another name adds a rule. A key's rule named like a route's rule alone limits that route's requests, and one named
-like none (or like one of the plan's) every request (a tenant's, which no route applies
-to, every check): set-plan refuses a plan that would change which requests an own rule
-limits (or make it shadow: none), naming the rules (--force sets it anyway), and so does an expire that makes an
+for the key (a bucket by a bucket, a quota by a quota), shadow if that rule is shadow
+(override notes it); another name adds a rule. A key's rule named like a route's rule
+alone limits that route's requests, and one named like none (or like one of the plan's)
+every request (a tenant's, which no route applies to, every check): set-plan refuses a
+plan that would change which requests an own rule limits (or make it shadow: none),
+naming the rules (--force sets it anyway), and so does an expire that makes an
 expired key active again when a document written meanwhile (config put passes over a
 key that is not active) changes what its own rules limit since the one in force when it
 expired (when the copies cannot say which that was, it warns that it did not check).

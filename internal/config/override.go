@@ -176,12 +176,9 @@ func (c *Config) Shadows(p *Plan, name string, routes bool) bool {
 	if i := slices.IndexFunc(p.Rules, func(r bucketgate.Rule) bool { return r.Name == name }); i >= 0 {
 		return p.Rules[i].Shadow
 	}
-	for _, rules := range c.routeRules {
-		if routes && slices.ContainsFunc(rules, func(r bucketgate.Rule) bool { return r.Name == name && r.Shadow }) {
-			return true
-		}
-	}
-	return false
+	return routes && slices.ContainsFunc(c.routeRules, func(rules []bucketgate.Rule) bool {
+		return slices.ContainsFunc(rules, func(r bucketgate.Rule) bool { return r.Name == name && r.Shadow })
+	})
 }
 
 // replaces reports whether an override called name replaces a rule of p or of a route.

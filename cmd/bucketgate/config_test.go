@@ -303,6 +303,74 @@ func TestConfigPutRescopesOwnRules(t *testing.T) {
 	}
 }
 
+// A shadow rule added to a plan under the name of an identity's own rule would make
+// that own rule shadow (an own rule keeps the shadow mark of the rule it replaces): a
+// key's, an account's or a tenant's own limit, enforced until then, would limit nothing.
+// put refuses it, naming them, unless --force; a promotion of the shadow rule (it, and
+// the own rules with it, enforced) changes nothing they limit.
+func TestConfigPutShadowsOwnRules(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	const plans = "defaultPlan: free\nplans:\n  free:\n    - {name: burst, capacity: 100, refillPerSecond: 10}\n"
+	enforced := file(t, "v1.yaml", plans)
+	c.ok("config", "put", enforced)
+	key := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "daily:3:day")))
+	c.ok("accounts", "create", "acme", "--plan", "free", "--rule", "daily:5:day")
+	c.ok("keys", "create", "--tenant", "t-own", "--plan", "free", "--rule", "daily:4:day")
+	c.ok("keys", "create", "--tenant", "t-plain", "--plan", "free")
+	shadowDaily := file(t, "v2.yaml", plans+"    - {name: daily, limit: 1000, period: day, shadow: true}\n")
+	before := c.items()
+	code, stdout, stderr := c.run("config", "put", shadowDaily)
+	if code != exitError || stdout != "" || !strings.Contains(stderr, "the document would change which requests the own rules of active keys, tenants or accounts limit (--force writes it anyway") ||
+		strings.Contains(stderr, "t-plain") {
+		t.Fatalf("exit %d\n%s\nwant a refusal", code, stderr)
+	}
+	for _, id := range []string{key, "account:acme", "tenant:t-own"} {
+		if !strings.Contains(stderr, "\n  "+id+" (plan free): rule daily limited its requests, and would limit none: the rule daily it replaces is shadow") {
+			t.Errorf("%s not named:\n%s", id, stderr)
+		}
+	}
+	if after := c.items(); after != before {
+		t.Errorf("the refused put wrote:\n%s", after)
+	}
+	code, _, stderr = c.run("config", "put", "--force", shadowDaily)
+	if code != exitOK || !strings.Contains(stderr, "warning: --force: the own rules of these active keys, tenants or accounts limit other requests now:\n  ") {
+		t.Fatalf("put --force: %d\n%s", code, stderr)
+	}
+	c.ok("config", "put", file(t, "v3.yaml", plans+"    - {name: daily, limit: 1000, period: day}\n")) // promoted: the own rules enforced again
+}
+
+// An own rule that replaces a shadow rule is shadow too: override says so of each such
+// rule it writes, a key's, an account's or a tenant's, and of no other.
+func TestOverrideOfAShadowRuleNoted(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "v1.yaml", "defaultPlan: free\nplans:\n  free:\n    - {name: burst, capacity: 100, refillPerSecond: 10}\n    - {name: daily, limit: 1000, period: day, shadow: true}\n"))
+	key := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free")))
+	c.ok("accounts", "create", "acme", "--plan", "free")
+	c.ok("keys", "create", "--tenant", "t-own", "--plan", "free")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	for _, tc := range []struct {
+		name string
+		args []string
+		note bool
+	}{
+		{"a key's, of the shadow rule", []string{"keys", "override", key, "--rule", "daily:3:day"}, true},
+		{"a key's, of an enforced rule", []string{"keys", "override", key, "--rule", "burst:5:1"}, false},
+		{"an account's", []string{"accounts", "override", "acme", "--rule", "daily:5:day"}, true},
+		{"a tenant's", []string{"keys", "override", "tenant:t-own", "--rule", "daily:4:day"}, true},
+		{"a key of an account's, its own", []string{"keys", "override", member, "--rule", "daily:2:day"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := c.run(tc.args...)
+			note := strings.Contains(stderr, "note: rule daily replaces the shadow rule daily (of the plan, or of a route), so it is shadow for ")
+			if code != exitOK || note != tc.note {
+				t.Fatalf("exit %d, note %v, want %v:\n%s", code, note, tc.note, stderr)
+			}
+		})
+	}
+}
+
 // Bad input: put exits 1 with the loader's error naming the field and writes nothing;
 // so do the other commands' mistakes.
 func TestConfigBadInput(t *testing.T) {

@@ -195,24 +195,34 @@ func reachOf(rec registry.Record, was, cfg *config.Config, now time.Time) []stri
 	if !okOld || !ok {
 		return nil
 	}
-	return reachLines(fmt.Sprintf("%s (plan %s)", oneLine(rec.ID), rec.Plan), rec.Rules, was, old, cfg, p)
+	return reachLines(fmt.Sprintf("%s (plan %s)", oneLine(rec.ID), rec.Plan), rec, was, old, cfg, p)
 }
 
 // reaches reports whether the own rules of rec, active at now, limit requests that its
-// plan and the routes say (see config.Config.Reach): a key of an account has none (its
-// own rules never replace one), and neither has a tenant (no route applies to it).
+// plan and the routes say (see config.Config.Reach and config.Config.Shadows): a key of
+// an account has none (its own rules never replace one, and are never shadow).
 func reaches(rec registry.Record, now time.Time) bool {
-	return rec.Active(now) && rec.Account == "" && len(rec.Rules) > 0 && !strings.HasPrefix(rec.ID, bucketgate.TenantPrefix)
+	return rec.Active(now) && rec.Account == "" && len(rec.Rules) > 0
 }
 
-// reachLines returns what moving own rules from plan old of the document was to plan p
-// of cfg changes in their reach, a line each starting with who (the record and its
-// plan): a rule that replaced a route's rule alone, and limited that route's requests,
-// and would be added to every request (the route's rule renamed or dropped, or the new
-// plan's rule of its name), or the other way round, or would limit other routes'.
-func reachLines(who string, rules []bucketgate.Rule, was *config.Config, old *config.Plan, cfg *config.Config, p *config.Plan) []string {
+// reachLines returns what moving the own rules of rec from plan old of the document was
+// to plan p of cfg changes in their reach, a line each starting with who (the record and
+// its plan): a rule that replaced a route's rule alone, and limited that route's
+// requests, and would be added to every request (the route's rule renamed or dropped, or
+// the new plan's rule of its name), or the other way round, or would limit other
+// routes' (a key's or an account's: no route applies to a tenant); and a rule that was
+// enforced and would be shadow, as the rule of its name it would replace is (a shadow
+// rule added under its name, or made shadow), limiting no request.
+func reachLines(who string, rec registry.Record, was *config.Config, old *config.Plan, cfg *config.Config, p *config.Plan) []string {
 	var out []string
-	for _, r := range rules {
+	routes := !strings.HasPrefix(rec.ID, bucketgate.TenantPrefix)
+	for _, r := range rec.Rules {
+		if !was.Shadows(old, r.Name, routes) && cfg.Shadows(p, r.Name, routes) {
+			out = append(out, fmt.Sprintf("%s: rule %s limited its requests, and would limit none: the rule %s it replaces is shadow", who, r.Name, r.Name))
+		}
+		if !routes {
+			continue
+		}
 		from, fromRoutes := was.Reach(old, r.Name)
 		to, toRoutes := cfg.Reach(p, r.Name)
 		switch {

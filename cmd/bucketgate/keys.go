@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -44,11 +45,12 @@ registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. 
 (1000/day; second, minute, hour, day or a duration such as 90s), or a quota on the
 calendar, NAME:LIMIT:PERIOD[@DAY], PERIOD day, week or month (a month from DAY, 1 to 28:
 monthly:100000:month@15). A rule named like one of the plan's or a route's replaces it
-for the key (a bucket by a bucket, a quota by a quota); another name adds a rule.
-A key's rule named like a route's rule alone limits that route's requests, and one named
-like none (or like one of the plan's) every request (a tenant's, which no route applies
-to, every check): set-plan refuses a plan that would change which requests an own rule
-limits, naming the rules (--force sets it anyway), and so does an expire that makes an
+for the key (a bucket by a bucket, a quota by a quota), shadow if that rule is shadow
+(override notes it); another name adds a rule. A key's rule named like a route's rule
+alone limits that route's requests, and one named like none (or like one of the plan's)
+every request (a tenant's, which no route applies to, every check): set-plan refuses a
+plan that would change which requests an own rule limits (or make it shadow: none),
+naming the rules (--force sets it anyway), and so does an expire that makes an
 expired key active again when a document written meanwhile (config put passes over a
 key that is not active) changes what its own rules limit since the one in force when it
 expired (when the copies cannot say which that was, it warns that it did not check).
@@ -420,7 +422,7 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)
 		}
 		id := args[0]
-		var now []bucketgate.Rule
+		var rec registry.Record
 		err := t.change(e.ctx, id, func(r *registry.Record) error {
 			for _, o := range rules {
 				if i := slices.IndexFunc(r.Rules, func(x bucketgate.Rule) bool { return x.Name == o.Name }); i >= 0 {
@@ -429,15 +431,43 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 					r.Rules = append(r.Rules, o)
 				}
 			}
-			now = r.Rules
+			rec = *r
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "%s has its own rules %s\n", id, rulesText(now))
+		fmt.Fprintf(e.stderr, "%s has its own rules %s\n", id, rulesText(rec.Rules))
+		for _, name := range t.shadowed(e.ctx, rec, rules) {
+			fmt.Fprintf(e.stderr, "note: rule %s replaces the shadow rule %s (of the plan, or of a route), so it is shadow for %s too: it limits nothing until the configuration document enforces %s\n", name, name, id, name)
+		}
 		return nil
 	}
+}
+
+// shadowed returns the names of rules, own rules of rec as written, that replace a
+// shadow rule of rec's plan (or of a route, but for a tenant's) in the document in force,
+// and so are shadow rules too (config.Config.Shadows): none for a key of an account,
+// whose own rules are its own, always enforced, or when the document cannot be read.
+func (t *keyTable) shadowed(ctx context.Context, rec registry.Record, rules []bucketgate.Rule) []string {
+	if rec.Account != "" {
+		return nil
+	}
+	cfg, err := t.plans(ctx)
+	if err != nil {
+		return nil
+	}
+	p, ok := cfg.Plan(rec.Plan)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, r := range rules {
+		if cfg.Shadows(p, r.Name, !strings.HasPrefix(rec.ID, bucketgate.TenantPrefix)) {
+			names = append(names, r.Name)
+		}
+	}
+	return names
 }
 
 func clearFlags(*flag.FlagSet) func(env, *keyTable, []string) error {

@@ -467,7 +467,7 @@ func (t *keyTable) replanned(ctx context.Context, rec registry.Record, plan stri
 	if !okOld || !ok {
 		return nil, nil
 	}
-	return reachLines(fmt.Sprintf("%s (plan %s, was %s)", oneLine(rec.ID), plan, rec.Plan), rec.Rules, cfg, old, cfg, p), nil
+	return reachLines(fmt.Sprintf("%s (plan %s, was %s)", oneLine(rec.ID), plan, rec.Plan), rec, cfg, old, cfg, p), nil
 }
 
 // revived returns what the documents written while rec was expired changed in the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
@@ -66,5 +67,65 @@ keys:
 		a.num(t, ratelimitheaders.KeyRemaining) != 0 || a.str(t, ratelimitheaders.KeyRateLimit) != "" ||
 		a.str(t, ratelimitheaders.KeyRateLimitPolicy) != "" || a.str(t, ratelimitheaders.KeyPlan) != "trial" {
 		t.Fatalf("shadow rules alone: %s, want allowed, no rule described", a.raw)
+	}
+}
+
+// TestShadowPromotedKeepsItsBucket: rolling a limit out. A shadow rule promoted to
+// enforced (a new document, the rule's name and numbers kept) is the same bucket: an
+// identity whose shadow bucket ran short is denied at once by it, with the wait its
+// tokens give, and one that never spent it starts full; demoted again, it denies
+// nothing, and no denial cached under the enforced rule answers for the shadow one.
+func TestShadowPromotedKeepsItsBucket(t *testing.T) {
+	doc := func(trial string) *config.Config {
+		cfg, err := config.Parse([]byte(`
+defaultPlan: free
+plans:
+  free:
+    - {name: burst, capacity: 10, refillPerSecond: 1}
+    - {name: trial, capacity: 2, refill: 1, per: hour` + trial + `}
+keys:
+  ` + bucketgate.KeyDigest(sampleProKey) + `: free
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	shadow, enforced := doc(", shadow: true"), doc("")
+	f := newFixture(t, options{config: shadow})
+	ip, key := samples.Read(t, restEvent), samples.Read(t, restProEvent)
+	for range 3 { // the third is the shadow rule's denial: its bucket is empty
+		if a := f.mustInvoke(t, ip); !a.allowed(t) {
+			t.Fatalf("under the shadow rule: %s, want allowed", a.raw)
+		}
+	}
+	steps := []struct {
+		name      string
+		cfg       *config.Config
+		event     []byte
+		allowed   bool
+		rule      string
+		remaining int64
+		shadow    bool // a ShadowLimited line
+	}{
+		{"promoted: the shadow's empty bucket denies", enforced, ip, false, "trial", 0, false},
+		{"promoted: an identity that never spent it starts full", enforced, key, true, "trial", 1, false},
+		{"demoted: allowed, a shadow denial", shadow, ip, true, "burst", 6, true},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			f.h.Config = registry.NewStatic(s.cfg, nil)
+			f.metrics.Reset()
+			a := f.mustInvoke(t, s.event)
+			if a.allowed(t) != s.allowed || a.str(t, ratelimitheaders.KeyRule) != s.rule || a.num(t, ratelimitheaders.KeyRemaining) != s.remaining {
+				t.Fatalf("%s, want allowed %v by %s with %d left", a.raw, s.allowed, s.rule, s.remaining)
+			}
+			if !s.allowed && a.num(t, ratelimitheaders.KeyRetryAfter) != 3600 {
+				t.Fatalf("%s, want the hour the empty trial bucket needs for a token", a.raw)
+			}
+			if got := strings.Contains(f.metrics.String(), `"Rule":"trial","ShadowLimited":1`); got != s.shadow {
+				t.Fatalf("ShadowLimited line %v, want %v:\n%s", got, s.shadow, &f.metrics)
+			}
+		})
 	}
 }

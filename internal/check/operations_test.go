@@ -376,3 +376,39 @@ func TestAllShadowNeverDenied(t *testing.T) {
 		})
 	}
 }
+
+// TestShadowDenialOfARetryCountedOnce: a retry of an idempotent check (its requestId
+// again) answers the first decision, and its shadow denial was counted and logged with
+// it: the retry counts and logs none, as it crosses nothing; a new requestId is a new
+// request, counted.
+func TestShadowDenialOfARetryCountedOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+	rules := `"rules":[` + trialRule + `,` + slowRule + `],"cost":3`
+	steps := []struct {
+		name, payload string
+		shadowDenied  float64
+	}{
+		{"first", `{"key":"tenant-6",` + rules + `,"requestId":"call-1"}`, 1},
+		{"its retry", `{"key":"tenant-6",` + rules + `,"requestId":"call-1"}`, 0},
+		{"another request", `{"key":"tenant-6",` + rules + `,"requestId":"call-2"}`, 1},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			f.metrics.Reset()
+			f.logs.Reset()
+			if r := decodeResponse(t, f.invokeOK(t, []byte(s.payload))); !r.Allowed || r.Rule != "slow" {
+				t.Fatalf("%+v, want allowed by slow", r)
+			}
+			denied := 0.0
+			for _, l := range emfLines(t, f.metrics) {
+				if n, ok := l[telemetry.MetricShadowLimited].(float64); ok {
+					denied += n
+				}
+			}
+			if lines := strings.Count(f.logs.String(), telemetry.MsgShadowLimited); denied != s.shadowDenied || float64(lines) != s.shadowDenied {
+				t.Fatalf("ShadowLimited %v and %d lines, want %v of each:\n%s", denied, lines, s.shadowDenied, f.logs)
+			}
+		})
+	}
+}

@@ -167,6 +167,20 @@ func (c *Config) Reach(p *Plan, name string) (where, routes string) {
 	return strings.Join(places, ", "), strings.Join(ids, ",")
 }
 
+// Shadows reports whether an identity's own rule called name, on plan p, would be a
+// shadow rule (Override and OverrideAlone keep the shadow mark of the rule it replaces),
+// so limit nothing where it is: p's rule of that name is shadow; or, with routes (a
+// key's or an account's own rule, not a check function tenant's, to which no route
+// applies), p has none and a route's rule of that name is shadow.
+func (c *Config) Shadows(p *Plan, name string, routes bool) bool {
+	if i := slices.IndexFunc(p.Rules, func(r bucketgate.Rule) bool { return r.Name == name }); i >= 0 {
+		return p.Rules[i].Shadow
+	}
+	return routes && slices.ContainsFunc(c.routeRules, func(rules []bucketgate.Rule) bool {
+		return slices.ContainsFunc(rules, func(r bucketgate.Rule) bool { return r.Name == name && r.Shadow })
+	})
+}
+
 // replaces reports whether an override called name replaces a rule of p or of a route.
 func (c *Config) replaces(p *Plan, name string) bool {
 	has := func(r bucketgate.Rule) bool { return r.Name == name }

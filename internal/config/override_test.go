@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -281,5 +282,57 @@ func TestReach(t *testing.T) {
 		if where != tc.where || (routes == first && routes != "") != tc.same || (where == "") != (routes == "") {
 			t.Errorf("%s: Reach = %q, %q; want %q, the /uploads route's id (%s) alone: %v", tc.name, where, routes, tc.where, first, tc.same)
 		}
+	}
+}
+
+// TestShadows: Shadows says whether an identity's own rule would be shadow somewhere, as
+// Override and OverrideAlone make it: the shadow mark of the plan's rule it replaces, or
+// with none, of a route's (a tenant's own rules, which no route applies to, never).
+func TestShadows(t *testing.T) {
+	const own = "{name: daily, limit: 5000, period: day"
+	for _, tc := range []struct {
+		name, plan, route string
+		want, tenant      bool
+	}{
+		{"the plan's rule shadow", own + ", shadow: true}", "", true, true},
+		{"the plan's rule enforced, a route's shadow", own + "}", own + ", shadow: true}", false, false},
+		{"a route's rule shadow alone", "", own + ", shadow: true}", true, false},
+		{"a route's rule enforced", "", own + "}", false, false},
+		{"no rule of its name", "", "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 10, refillPerSecond: 1}"
+			if tc.plan != "" {
+				doc += ", " + tc.plan
+			}
+			doc += "]\n"
+			if tc.route != "" {
+				doc += "routes: [{method: POST, path: /uploads, rules: [" + tc.route + "]}]\n"
+			}
+			c, err := config.Parse([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := c.Plan("free")
+			rule := bucketgate.Rule{Name: "daily", Limit: 10, Period: bucketgate.PeriodDay}
+			key, err := c.Override(p, []bucketgate.Rule{rule})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tenant, err := c.OverrideAlone(p, []bucketgate.Rule{rule})
+			if err != nil {
+				t.Fatal(err)
+			}
+			shadow := func(rules []bucketgate.Rule) bool {
+				return slices.ContainsFunc(rules, func(r bucketgate.Rule) bool { return r.Name == "daily" && r.Shadow })
+			}
+			made := shadow(c.Limits(key, "GET", "/").Rules) || shadow(c.Limits(key, "POST", "/uploads").Rules)
+			if got := c.Shadows(p, "daily", true); got != tc.want || made != tc.want {
+				t.Errorf("Shadows = %v, Override made it shadow: %v; want %v", got, made, tc.want)
+			}
+			if got := c.Shadows(p, "daily", false); got != tc.tenant || shadow(tenant.Rules) != tc.tenant {
+				t.Errorf("a tenant's: Shadows = %v, OverrideAlone made it shadow: %v; want %v", got, shadow(tenant.Rules), tc.tenant)
+			}
+		})
 	}
 }

@@ -84,9 +84,11 @@ const InlineRule = "(inline)"
 // have denied it (r.ShadowLimited): the ShadowLimited metric by rule (under metricRule
 // instead when it is not empty, such as InlineRule), and one line per rule with attrs
 // first (the identity's digest form and the plan; never a raw key), then the rule and
-// its limit (a bucket's capacity, a quota's limit).
+// its limit (a bucket's capacity, a quota's limit). A decision Replayed (a retry of an
+// idempotent request) was counted and logged when Redis first made it: it is neither
+// again, as it crosses nothing again.
 func ObserveShadow(ctx context.Context, l *slog.Logger, inv *Invocation, q bucketgate.Request, r guard.Result, metricRule string, attrs ...slog.Attr) {
-	if r.ShadowLimited == 0 {
+	if r.ShadowLimited == 0 || r.Replayed {
 		return
 	}
 	for i, rule := range q.Rules {

@@ -124,7 +124,9 @@ func runBuckets(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	noteInactiveKey(e, s, st, t)
+	if err := noteInactiveKey(e, s, st, t); err != nil {
+		return err
+	}
 	res, err := c.send(op.client, e.ctx, req)
 	var failed *checkclient.FunctionError
 	switch {
@@ -189,21 +191,28 @@ func resolveTarget(e env, s settings.Settings, st *stack, arg string) (target, e
 // that nothing spends the key's own, which the command then shows, refunds or resets.
 // So for an account (acct:NAME) the table does not hold as active, every key of which
 // the functions take as unknown. It is a note: a table it cannot read says nothing, and
-// the command goes on.
-func noteInactiveKey(e env, s settings.Settings, st *stack, t target) {
+// the command goes on; its error is REGISTRY_TABLE's naming another table than the
+// stack's (stack.agree), which stops it.
+func noteInactiveKey(e env, s settings.Settings, st *stack, t target) error {
 	name, isAccount := strings.CutPrefix(t.id, bucketgate.AccountPrefix)
 	if !strings.HasPrefix(t.id, bucketgate.KeyPrefix) && !isAccount || s.RegistryTable == "" && !st.read { // a stack is read only for a name the command needs
-		return
+		return nil
 	}
 	table, err := openTable(e, "", st)
-	if err != nil {
-		return
+	if err == nil {
+		err = table.open()
+	}
+	switch {
+	case errors.Is(err, errUsage):
+		return err
+	case err != nil:
+		return nil
 	}
 	if isAccount {
 		if why := inactiveAccount(e, table, name); why != "" {
 			fmt.Fprintf(e.stderr, "note: %s names an account %s: the functions take every key of it as an unknown key, limited as its requests' source address (unknownKeys: ip) or refused (unknownKeys: refuse), so nothing spends these buckets: the addresses' are the callers'\n", t.id, why)
 		}
-		return
+		return nil
 	}
 	rec, err := table.get(e.ctx, t.id)
 	why := ""
@@ -211,7 +220,7 @@ func noteInactiveKey(e env, s settings.Settings, st *stack, t target) {
 	case errors.Is(err, errNoItem):
 		why = "is not in table " + table.name
 	case err != nil:
-		return
+		return nil
 	default:
 		why = inactive(rec, table.name)
 	}
@@ -221,9 +230,10 @@ func noteInactiveKey(e env, s settings.Settings, st *stack, t target) {
 		}
 	}
 	if why == "" {
-		return
+		return nil
 	}
 	fmt.Fprintf(e.stderr, "note: %s %s: the functions take it as an unknown key, limited as its requests' source address (unknownKeys: ip) or refused (unknownKeys: refuse), so nothing spends these buckets: the address's are the caller's\n", t.id, why)
+	return nil
 }
 
 // inactiveAccount returns why the functions cannot use the account called name of
@@ -295,7 +305,20 @@ func operatorOf(e env, st *stack, flagValue string) (operator, error) {
 // functionName matches what Lambda's Invoke takes for a function: its name, its ARN or
 // a partial ARN (ACCOUNT:function:NAME), each with an optional qualifier (a version,
 // $LATEST or an alias).
-var functionName = regexp.MustCompile(`^(?:(?:arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(?:-[a-z]+)+-\d+:)?\d{12}:function:)?[a-zA-Z0-9_-]{1,64}(?::(?:\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
+// Its group is the function's name.
+var functionName = regexp.MustCompile(`^(?:(?:arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(?:-[a-z]+)+-\d+:)?\d{12}:function:)?([a-zA-Z0-9_-]{1,64})(?::(?:\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
+
+// sameFunction reports whether a and b, each a name, ARN or partial ARN with or without
+// a qualifier, name the same function: its name, whatever the version or alias.
+func sameFunction(a, b string) bool {
+	bare := func(s string) string {
+		if m := functionName.FindStringSubmatch(s); m != nil {
+			return m[1]
+		}
+		return s
+	}
+	return bare(a) == bare(b)
+}
 
 // maxFunctionName is the longest function name, ARN or partial ARN that Invoke takes.
 const maxFunctionName = 170
@@ -319,7 +342,7 @@ func namedFunction(e env, flagValue string) (name, from string, err error) {
 }
 
 // functionOf returns the function to invoke: the --function flag's value, else
-// CHECK_FUNCTION's, else the operator function the outputs of st name (the check
+// CHECK_FUNCTION's (which must be st's, when st is named: stack.agree), else the operator function the outputs of st name (the check
 // function of a stack without one, which serves every operation), else
 // defaultCheckFunction.
 func functionOf(e env, flagValue string, st *stack) (string, error) {
@@ -327,6 +350,8 @@ func functionOf(e env, flagValue string, st *stack) (string, error) {
 	switch {
 	case err != nil:
 		return "", err
+	case name != "" && from == envCheckFunction:
+		return name, st.agree(e.ctx, "function", from, name, "--function", sameFunction, outputOperatorName, outputCheckName)
 	case name != "":
 		st.passOver(e, "check function "+name, from)
 		return name, nil

@@ -65,12 +65,12 @@ key-<its digest>, with its plan and rules, which spends the key's own buckets
 (key:<digest>): the rotation gives back no token.
 
 Every command takes --table NAME (default: $REGISTRY_TABLE, which must be the stack's
-own when --stack names one, else the output RegistryTableName of the stack) and the AWS SDK's default credentials and
-region; AWS_ENDPOINT_URL_DYNAMODB points it at a local DynamoDB. Plans are checked
-against the configuration document the functions load: the table's (bucketgate config),
-or while the table holds none, their RATE_LIMIT_CONFIG: the stack's parameter
-RateLimitConfig when the table is the stack's output, else this shell's
-RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or built-in one.
+own when --stack names one, else the output RegistryTableName of the stack) and the AWS
+SDK's default credentials and region; AWS_ENDPOINT_URL_DYNAMODB points it at a local
+DynamoDB. Plans are checked against the configuration document the functions load: the
+table's (bucketgate config), or while the table holds none, their RATE_LIMIT_CONFIG: the
+stack's parameter RateLimitConfig when the table is the stack's output (REGISTRY_TABLE's
+too), else this shell's RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or built-in one.
 `
 
 // tableCommand is one command over the registry table (keys, accounts, config): it adds
@@ -177,6 +177,7 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 			if err := st.agree(e.ctx, "table", from, t.name, "--table", func(a, b string) bool { return a == b }, outputTable); err != nil {
 				return err
 			}
+			fromStack = st.name != "" // the stack's table, named again
 		} else {
 			st.passOver(e, "table "+t.name, from)
 		}

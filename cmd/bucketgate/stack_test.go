@@ -298,13 +298,17 @@ func TestStackParameterDocument(t *testing.T) {
 	s.createStackWith("built-in", map[string]string{"RateLimitConfig": ""}, outputs)
 	for _, tc := range []struct {
 		name, stack, plan string
+		registryTable     string // REGISTRY_TABLE, the stack's table too
 		want              string // on stderr; "" for success
 	}{
-		{"the stack's plan", "with-config", "platinum", ""},
-		{"this shell's plan", "with-config", "gold", `unknown plan "gold": not in the configuration document (configured: platinum; from stack with-config's parameter RateLimitConfig`},
-		{"the built-in plan", "built-in", "free", ""},
-		{"this shell's plan, the stack's built-in", "built-in", "gold", `unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from stack built-in's parameter RateLimitConfig`},
+		{"the stack's plan", "with-config", "platinum", "", ""},
+		{"this shell's plan", "with-config", "gold", "", `unknown plan "gold": not in the configuration document (configured: platinum; from stack with-config's parameter RateLimitConfig`},
+		{"the built-in plan", "built-in", "free", "", ""},
+		{"this shell's plan, the stack's built-in", "built-in", "gold", "", `unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from stack built-in's parameter RateLimitConfig`},
+		{"the stack's plan, REGISTRY_TABLE its table", "with-config", "platinum", table, ""},
+		{"this shell's plan, REGISTRY_TABLE its table", "with-config", "gold", table, `unknown plan "gold": not in the configuration document (configured: platinum; from stack with-config's parameter RateLimitConfig`},
 	} {
+		s.env[settings.EnvRegistryTable] = tc.registryTable
 		code, _, stderr := s.run("--stack", tc.stack, "keys", "create", "--plan", tc.plan)
 		if tc.want == "" && code != exitOK || tc.want != "" && (code != exitError || !strings.Contains(stderr, tc.want)) {
 			t.Errorf("%s: keys create --plan %s through stack %s: exit %d\n%s\nwant %q", tc.name, tc.plan, tc.stack, code, stderr, tc.want)

@@ -123,6 +123,7 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 	if err != nil {
 		return err
 	}
+	t.flag = "--table"
 	if c.item != nil {
 		if positional[0], err = t.tenantItem(e.ctx, positional[0]); err != nil {
 			return err
@@ -174,7 +175,7 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 			}
 			fromStack = true
 		} else if from == settings.EnvRegistryTable {
-			if err := st.agree(e.ctx, "table", from, t.name, "--table", func(a, b string) bool { return a == b }, outputTable); err != nil {
+			if err := st.agree(e.ctx, "table", from, t.name, t.flag, func(a, b string) bool { return a == b }, outputTable); err != nil {
 				return err
 			}
 			fromStack = st.name != "" // the stack's table, named again

@@ -106,20 +106,24 @@ func unfinished(status string) bool {
 // agree returns nil when the stack is unnamed, or when value, which the variable
 // named, is what the first of keys that the stack outputs names (same compares the
 // two); else a usage error naming both: the operator named the stack, and a variable
-// left in the shell (a dev table) must not send the command elsewhere. flag is what
-// says which to use instead; kind names what it is ("table"). A stack that cannot be
-// read is its error.
+// left in the shell (a dev table) must not send the command elsewhere. flag is the
+// command's flag that names one instead ("" when it has none); kind names what it is,
+// "table" or "function", as their flags do. A stack that cannot be read is its error.
 func (s *stack) agree(ctx context.Context, kind, variable, value, flag string, same func(a, b string) bool, keys ...string) error {
 	if s.name == "" {
 		return nil
 	}
-	v, err := s.output(ctx, flag, keys...)
+	v, err := s.output(ctx, "--"+kind, keys...) // as a command without the flag says too
 	if err != nil || same(value, v) {
 		return err
 	}
 	key := keys[slices.IndexFunc(keys, func(k string) bool { return s.outputs[k] == v })]
-	return fmt.Errorf("%w: %s names %s %s, but stack %s (%s) names %s %s (its output %s): unset %s to use the stack's, or give %s to say which",
-		errUsage, variable, kind, value, s.name, s.from, kind, v, key, variable, flag)
+	other := "name no stack"
+	if flag != "" {
+		other = "give " + flag + " " + value
+	}
+	return fmt.Errorf("%w: %s names %s %s, but stack %s (%s) names %s %s (its output %s): to use the stack's, unset %s or set it to %s; to use %s, %s",
+		errUsage, variable, kind, value, s.name, s.from, kind, v, key, variable, v, value, other)
 }
 
 // passOver notes on stderr that the stack, if one is named, is not read for what: its

@@ -433,19 +433,19 @@ func TestStackRefusesAnotherNameInTheEnvironment(t *testing.T) {
 	s := newStackDeployment(t)
 	key := strings.TrimSpace(s.ok("--stack", deployedStack, "keys", "create", "--plan", "gold"))
 	s.createStack("prod", map[string]string{outputTable: "bucketgate-prod", outputOperatorName: "prod-operator", outputCheckName: "prod-check"})
-	tableConflict := "REGISTRY_TABLE names table " + table + ", but stack prod (%s) names table bucketgate-prod (its output RegistryTableName)"
-	functionConflict := "CHECK_FUNCTION names function " + checkFunction + ", but stack prod (%s) names function prod-operator (its output OperatorFunctionName)"
+	tableConflict := "REGISTRY_TABLE names table " + table + ", but stack prod (%s) names table bucketgate-prod (its output RegistryTableName): to use the stack's, unset REGISTRY_TABLE or set it to bucketgate-prod; to use " + table + ", "
+	functionConflict := "CHECK_FUNCTION names function " + checkFunction + ", but stack prod (%s) names function prod-operator (its output OperatorFunctionName): to use the stack's, unset CHECK_FUNCTION or set it to prod-operator; to use " + checkFunction + ", give --function " + checkFunction
 	tests := []struct {
 		name string
 		env  map[string]string
 		args []string
 		want string // the usage error; "" for success without a line on stderr
 	}{
-		{"--stack, another table", map[string]string{settings.EnvRegistryTable: table}, []string{"--stack", "prod", "keys", "list"}, fmt.Sprintf(tableConflict, "--stack")},
-		{"BUCKETGATE_STACK, another table", map[string]string{settings.EnvRegistryTable: table, envStack: "prod"}, []string{"keys", "revoke", key}, fmt.Sprintf(tableConflict, envStack)},
+		{"--stack, another table", map[string]string{settings.EnvRegistryTable: table}, []string{"--stack", "prod", "keys", "list"}, fmt.Sprintf(tableConflict, "--stack") + "give --table " + table},
+		{"BUCKETGATE_STACK, another table", map[string]string{settings.EnvRegistryTable: table, envStack: "prod"}, []string{"keys", "revoke", key}, fmt.Sprintf(tableConflict, envStack) + "give --table " + table},
 		{"--stack, another function", map[string]string{envCheckFunction: checkFunction}, []string{"buckets", "reset", key, "--stack", "prod"}, fmt.Sprintf(functionConflict, "--stack")},
 		{"BUCKETGATE_STACK, another function", map[string]string{envCheckFunction: checkFunction, envStack: "prod"}, []string{"usage", key}, fmt.Sprintf(functionConflict, envStack)},
-		{"buckets, another table", map[string]string{settings.EnvRegistryTable: table}, []string{"buckets", "show", key, "--stack", "prod", "--function", checkFunction}, fmt.Sprintf(tableConflict, "--stack")},
+		{"buckets, another table", map[string]string{settings.EnvRegistryTable: table}, []string{"buckets", "show", key, "--stack", "prod", "--function", checkFunction}, fmt.Sprintf(tableConflict, "--stack") + "name no stack"},
 		{"the stack's table", map[string]string{settings.EnvRegistryTable: table}, []string{"--stack", deployedStack, "keys", "show", key}, ""},
 		{"the stack's function and table", map[string]string{settings.EnvRegistryTable: table, envCheckFunction: checkFunction, envStack: deployedStack}, []string{"buckets", "show", key}, ""},
 		{"the stack's function, by its ARN", map[string]string{envCheckFunction: functionARN(checkFunction)}, []string{"buckets", "show", key, "--stack", deployedStack}, ""},

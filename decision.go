@@ -110,7 +110,8 @@ type Crossing struct {
 	// Percent is the threshold of a quota, 80 or 100; 0 for CrossingLimited.
 	Percent int64
 	// Usage is a quota's count in its window after the check, in tokens; for a bucket,
-	// its tokens in use (its capacity less the floor of the tokens it holds).
+	// its tokens in use (its capacity less the floor of the tokens it holds): above
+	// Limit, by the debt, for a bucket a settle left below zero.
 	Usage int64
 	// WindowStart and WindowEnd bound the window: a quota's calendar window; for a
 	// bucket, the decision's time and when the bucket is full again (whole ms).

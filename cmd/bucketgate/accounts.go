@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -135,10 +136,14 @@ func accountName(id string) string { return strings.TrimPrefix(id, registry.Acco
 func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	return func(e env, t *keyTable, args []string) error {
-		r, err := t.get(e.ctx, args[0])
-		var bad *registry.RecordError
-		if err != nil && !errors.As(err, &bad) {
+		item, err := t.read(e.ctx, args[0])
+		if err != nil {
 			return err
+		}
+		r, err := registry.DecodeItem(item)
+		identity := accountIdentity(r)
+		if err != nil {
+			identity = unreadIdentity(r.ID, item)
 		}
 		it := listed{rec: r, plan: r.Plan, err: err, unread: err != nil} // one unread is shown, invalid, with its keys
 		keys, err := t.membersOf(e.ctx, accountName(r.ID))
@@ -164,7 +169,10 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			}
 		}
 		if *asJSON {
-			j := accountJSON{itemJSON: itemJSONOf(it), Identity: accountIdentity(r), Keys: make([]accountKeyJSON, len(keys))}
+			j := accountJSON{itemJSON: itemJSONOf(it), Keys: make([]accountKeyJSON, len(keys))}
+			if identity != "" {
+				j.Identity = &identity
+			}
 			for i, k := range keys {
 				j.Keys[i] = accountKeyJSON{ID: k.rec.ID, Status: k.status(), ExpiresAt: expiry(k.rec)}
 				if k.err != nil {
@@ -173,7 +181,7 @@ func accountShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			}
 			return writeJSON(e.stdout, j)
 		}
-		return writeAccount(e.stdout, it, keys)
+		return writeAccount(e.stdout, identity, it, keys)
 	}
 }
 
@@ -208,6 +216,23 @@ func (t *keyTable) membersOf(ctx context.Context, name string) ([]listed, error)
 	}
 	slices.SortFunc(items, func(a, b listed) int { return strings.Compare(a.rec.ID, b.rec.ID) })
 	return items, nil
+}
+
+// unreadIdentity returns whose buckets the account of item spends, an item DecodeItem
+// cannot read, as far as its buckets attribute tells on its own: the key it names (the
+// key a roll made the account from), acct:NAME when the item has none, "" (unknown)
+// when the attribute cannot be read either.
+func unreadIdentity(id string, item map[string]types.AttributeValue) string {
+	v, ok := item["buckets"]
+	if !ok {
+		return registry.IdentityOf(id)
+	}
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		if digest, ok := strings.CutPrefix(s.Value, bucketgate.KeyPrefix); ok && bucketgate.ValidDigest(digest) {
+			return s.Value
+		}
+	}
+	return ""
 }
 
 // accountIdentity returns whose buckets the account of r spends: acct:NAME, or the key

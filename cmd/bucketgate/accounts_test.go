@@ -59,7 +59,7 @@ func TestAccountsSession(t *testing.T) {
 		}
 	}
 	var acct accountJSON
-	if err := json.Unmarshal([]byte(c.ok("accounts", "show", "--json", "account:acme")), &acct); err != nil || acct.Identity != "acct:acme" || len(acct.Keys) != 2 || jsonPlan(acct.Plan) != "enterprise" {
+	if err := json.Unmarshal([]byte(c.ok("accounts", "show", "--json", "account:acme")), &acct); err != nil || acct.Identity == nil || *acct.Identity != "acct:acme" || len(acct.Keys) != 2 || jsonPlan(acct.Plan) != "enterprise" {
 		t.Fatalf("accounts show --json: %+v, %v", acct, err)
 	}
 	c.ok("accounts", "clear-overrides", "acme")

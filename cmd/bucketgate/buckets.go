@@ -124,7 +124,9 @@ func runBuckets(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	noteInactiveKey(e, s, st, t)
+	if err := noteInactiveKey(e, s, st, t); err != nil {
+		return err
+	}
 	res, err := c.send(op.client, e.ctx, req)
 	var failed *checkclient.FunctionError
 	switch {
@@ -184,66 +186,97 @@ func resolveTarget(e env, s settings.Settings, st *stack, arg string) (target, e
 
 // noteInactiveKey says on stderr when t is an API key that the registry table (of
 // REGISTRY_TABLE, else of the stack st, once read for the function) does not hold as
-// active, or whose account it does not hold as active: the functions take such a
-// key as unknown and spend its requests' source address's buckets (or refuse it), so
-// that nothing spends the key's own, which the command then shows, refunds or resets.
-// So for an account (acct:NAME) the table does not hold as active, every key of which
-// the functions take as unknown. It is a note: a table it cannot read says nothing, and
-// the command goes on.
-func noteInactiveKey(e env, s settings.Settings, st *stack, t target) {
+// active (an item the functions cannot use included), or whose account it does not hold
+// as active: the functions take such a key as unknown and spend its requests' source
+// address's buckets (or refuse it), so that nothing spends the key's own, which the
+// command then shows, refunds or resets. So for an account (acct:NAME) the table does
+// not hold as active, every key of which the functions take as unknown. It is a note: a
+// table it cannot read gets a line saying what could not be checked, and the command
+// goes on; its error is REGISTRY_TABLE's naming another table than the stack's
+// (stack.agree), which stops it.
+func noteInactiveKey(e env, s settings.Settings, st *stack, t target) error {
 	name, isAccount := strings.CutPrefix(t.id, bucketgate.AccountPrefix)
 	if !strings.HasPrefix(t.id, bucketgate.KeyPrefix) && !isAccount || s.RegistryTable == "" && !st.read { // a stack is read only for a name the command needs
-		return
+		return nil
 	}
 	table, err := openTable(e, "", st)
-	if err != nil {
-		return
+	if err == nil {
+		err = table.open()
+	}
+	switch {
+	case errors.Is(err, errUsage):
+		return err
+	case err != nil:
+		noteUnchecked(e, t.id, table, err)
+		return nil
 	}
 	if isAccount {
-		if why := inactiveAccount(e, table, name); why != "" {
+		why, err := inactiveAccount(e, table, name)
+		switch {
+		case err != nil:
+			noteUnchecked(e, t.id, table, err)
+		case why != "":
 			fmt.Fprintf(e.stderr, "note: %s names an account %s: the functions take every key of it as an unknown key, limited as its requests' source address (unknownKeys: ip) or refused (unknownKeys: refuse), so nothing spends these buckets: the addresses' are the callers'\n", t.id, why)
 		}
-		return
+		return nil
 	}
 	rec, err := table.get(e.ctx, t.id)
 	why := ""
 	switch {
 	case errors.Is(err, errNoItem):
 		why = "is not in table " + table.name
+	case errors.Is(err, registry.ErrInvalidRecord):
+		why = "has an item in table " + table.name + " that is invalid (bucketgate keys show says why)"
 	case err != nil:
-		return
+		noteUnchecked(e, t.id, table, err)
+		return nil
 	default:
 		why = inactive(rec, table.name)
 	}
 	if why == "" && rec.Account != "" { // an active key of an account the functions cannot use
-		if why = inactiveAccount(e, table, rec.Account); why != "" {
+		switch why, err = inactiveAccount(e, table, rec.Account); {
+		case err != nil:
+			noteUnchecked(e, "account "+rec.Account+" of "+t.id, table, err)
+			return nil
+		case why != "":
 			why = "is a key of account " + rec.Account + ", " + why
 		}
 	}
 	if why == "" {
-		return
+		return nil
 	}
 	fmt.Fprintf(e.stderr, "note: %s %s: the functions take it as an unknown key, limited as its requests' source address (unknownKeys: ip) or refused (unknownKeys: refuse), so nothing spends these buckets: the address's are the caller's\n", t.id, why)
+	return nil
+}
+
+// noteUnchecked says on stderr that whether what is active could not be checked in
+// table (its name, when known), and err, why.
+func noteUnchecked(e env, what string, table *keyTable, err error) {
+	in := ""
+	if table != nil && table.name != "" {
+		in = " in table " + table.name
+	}
+	fmt.Fprintf(e.stderr, "note: could not check that %s is active%s: %v\n", what, in, err)
 }
 
 // inactiveAccount returns why the functions cannot use the account called name of
 // table, said of the account: "which is not in table ...", "which is revoked in table
 // ...", "which expired at ... in table ...", "whose item in table ... is invalid"; ""
-// when it is active, or the table cannot be read.
-func inactiveAccount(e env, table *keyTable, name string) string {
+// when it is active; an error when the table cannot be read.
+func inactiveAccount(e env, table *keyTable, name string) (string, error) {
 	acct, err := table.account(e.ctx, name)
 	switch {
 	case errors.Is(err, errNoItem):
-		return "which is not in table " + table.name
+		return "which is not in table " + table.name, nil
 	case errors.Is(err, registry.ErrInvalidRecord):
-		return "whose item in table " + table.name + " is invalid"
+		return "whose item in table " + table.name + " is invalid", nil
 	case err != nil:
-		return ""
+		return "", err
 	}
 	if why := inactive(acct, table.name); why != "" {
-		return "which " + why
+		return "which " + why, nil
 	}
-	return ""
+	return "", nil
 }
 
 // inactive returns why the functions cannot use rec, an item of the table called
@@ -295,7 +328,20 @@ func operatorOf(e env, st *stack, flagValue string) (operator, error) {
 // functionName matches what Lambda's Invoke takes for a function: its name, its ARN or
 // a partial ARN (ACCOUNT:function:NAME), each with an optional qualifier (a version,
 // $LATEST or an alias).
-var functionName = regexp.MustCompile(`^(?:(?:arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(?:-[a-z]+)+-\d+:)?\d{12}:function:)?[a-zA-Z0-9_-]{1,64}(?::(?:\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
+// Its group is the function's name.
+var functionName = regexp.MustCompile(`^(?:(?:arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(?:-[a-z]+)+-\d+:)?\d{12}:function:)?([a-zA-Z0-9_-]{1,64})(?::(?:\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
+
+// sameFunction reports whether a and b, each a name, ARN or partial ARN with or without
+// a qualifier, name the same function: its name, whatever the version or alias.
+func sameFunction(a, b string) bool {
+	bare := func(s string) string {
+		if m := functionName.FindStringSubmatch(s); m != nil {
+			return m[1]
+		}
+		return s
+	}
+	return bare(a) == bare(b)
+}
 
 // maxFunctionName is the longest function name, ARN or partial ARN that Invoke takes.
 const maxFunctionName = 170
@@ -319,7 +365,7 @@ func namedFunction(e env, flagValue string) (name, from string, err error) {
 }
 
 // functionOf returns the function to invoke: the --function flag's value, else
-// CHECK_FUNCTION's, else the operator function the outputs of st name (the check
+// CHECK_FUNCTION's (which must be st's, when st is named: stack.agree), else the operator function the outputs of st name (the check
 // function of a stack without one, which serves every operation), else
 // defaultCheckFunction.
 func functionOf(e env, flagValue string, st *stack) (string, error) {
@@ -327,6 +373,8 @@ func functionOf(e env, flagValue string, st *stack) (string, error) {
 	switch {
 	case err != nil:
 		return "", err
+	case name != "" && from == envCheckFunction:
+		return name, st.agree(e.ctx, "function", from, name, "--function", sameFunction, outputOperatorName, outputCheckName)
 	case name != "":
 		st.passOver(e, "check function "+name, from)
 		return name, nil

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -327,8 +330,13 @@ func TestBucketsNoteAKeyTheFunctionsDoNotKnow(t *testing.T) {
 	ofPaused := strings.TrimSpace(d.ok("keys", "create", "--account", "paused"))
 	paused := map[string]types.AttributeValue{registry.KeyAttribute: &types.AttributeValueMemberS{Value: "account:paused"},
 		"plan": &types.AttributeValueMemberS{Value: "gold"}, "status": &types.AttributeValueMemberS{Value: "paused"}}
-	if _, err := d.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: paused}); err != nil {
-		t.Fatal(err)
+	const invalid = "bg-key-of-an-invalid-item"
+	pausedKey := maps.Clone(paused)
+	pausedKey[registry.KeyAttribute] = &types.AttributeValueMemberS{Value: keyID(invalid)}
+	for _, item := range []map[string]types.AttributeValue{paused, pausedKey} {
+		if _, err := d.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := d.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table),
 		Key: map[string]types.AttributeValue{registry.KeyAttribute: &types.AttributeValueMemberS{Value: "account:deleted"}}}); err != nil {
@@ -343,6 +351,7 @@ func TestBucketsNoteAKeyTheFunctionsDoNotKnow(t *testing.T) {
 		{"not in the table", "bg-never-registered", []string{"buckets", "show"}, "is not in table " + d.env[settings.EnvRegistryTable]},
 		{"revoked", revoked, []string{"buckets", "refund", "--cost", "1"}, "is revoked in table"},
 		{"expired", expired, []string{"buckets", "reset"}, "expired at 2020-01-01T00:00:00Z in table"},
+		{"an invalid item", invalid, []string{"buckets", "show"}, "has an item in table " + table + " that is invalid"},
 		{"usage of one not in the table", "bg-never-registered", []string{"usage"}, "is not in table"},
 		{"from stdin", "-", []string{"buckets", "show"}, "is not in table"},
 		{"of a revoked account", ofRevoked, []string{"buckets", "show"}, "is a key of account gone, which is revoked in table"},
@@ -437,6 +446,48 @@ func TestBucketsOfAKeyOfAnAccountNameTheAccount(t *testing.T) {
 			}
 			if tc.stderr == nil && strings.Contains(stderr, "note:") {
 				t.Errorf("%v: stderr %q, want no note", tc.args, stderr)
+			}
+		})
+	}
+}
+
+// A table the buckets commands and usage cannot read (AWS refuses the read, as it does
+// an operator without DynamoDB access) leaves the key's status unknown: they say in one
+// line on stderr what they could not check, and still print the answer, exit 0. They
+// said nothing, as if the key were active.
+func TestBucketsSayWhatTheyCouldNotCheck(t *testing.T) {
+	d, _ := newDeployment(t)
+	lone := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	d.ok("accounts", "create", "acme", "--plan", "gold")
+	member := strings.TrimSpace(d.ok("keys", "create", "--account", "acme"))
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	anyRead := func(action string, _ []byte) bool { return action == "dynamodb:GetItem" }
+	accountRead := func(action string, body []byte) bool {
+		return action == "dynamodb:GetItem" && bytes.Contains(body, []byte(`"S":"`+registry.AccountItemPrefix))
+	}
+	tests := []struct {
+		name    string
+		refuse  func(string, []byte) bool
+		args    []string
+		checked string // what the line says could not be checked
+	}{
+		{"buckets show of a key", anyRead, []string{"buckets", "show", lone}, "key:" + bucketgate.KeyDigest(lone) + " is active"},
+		{"usage of a key", anyRead, []string{"usage", lone}, "key:" + bucketgate.KeyDigest(lone) + " is active"},
+		{"buckets reset of an account", anyRead, []string{"buckets", "reset", "acct:acme"}, "acct:acme is active"},
+		{"the account of a key", accountRead, []string{"buckets", "show", member}, "account acme of key:" + bucketgate.KeyDigest(member) + " is active"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			calls.refuseWhen(tc.refuse)
+			defer calls.refuseWhen(nil)
+			code, stdout, stderr := d.run(tc.args...)
+			want := "note: could not check that " + tc.checked + " in table " + table
+			lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+			if code != exitOK || stdout == "" || !slices.ContainsFunc(lines, func(l string) bool {
+				return strings.HasPrefix(l, want) && strings.Contains(l, "refused by the test")
+			}) {
+				t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q: want exit 0, the answer, and a line %q... naming AWS's refusal", strings.Join(tc.args, " "), code, stdout, stderr, want)
 			}
 		})
 	}

@@ -66,13 +66,13 @@ expiry. A lone key first becomes the key of an account of its own, named by --ac
 key-<its digest>, with its plan and rules, which spends the key's own buckets
 (key:<digest>): the rotation gives back no token.
 
-Every command takes --table NAME (default: $REGISTRY_TABLE, else the output
-RegistryTableName of the stack of --stack) and the AWS SDK's default credentials and
-region; AWS_ENDPOINT_URL_DYNAMODB points it at a local DynamoDB. Plans are checked
-against the configuration document the functions load: the table's (bucketgate config),
-or while the table holds none, their RATE_LIMIT_CONFIG: the stack's parameter
-RateLimitConfig when the table is the stack's output, else this shell's
-RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or built-in one.
+Every command takes --table NAME (default: $REGISTRY_TABLE, which must be the stack's
+own when --stack names one, else the output RegistryTableName of the stack) and the AWS
+SDK's default credentials and region; AWS_ENDPOINT_URL_DYNAMODB points it at a local
+DynamoDB. Plans are checked against the configuration document the functions load: the
+table's (bucketgate config), or while the table holds none, their RATE_LIMIT_CONFIG: the
+stack's parameter RateLimitConfig when the table is the stack's output (REGISTRY_TABLE's
+too), else this shell's RATE_LIMIT_CONFIG, RATE_LIMIT_CONFIG_FILE or built-in one.
 `
 
 // tableCommand is one command over the registry table (keys, accounts, config): it adds
@@ -125,6 +125,7 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 	if err != nil {
 		return err
 	}
+	t.flag = "--table"
 	if c.item != nil {
 		if positional[0], err = t.tenantItem(e.ctx, positional[0]); err != nil {
 			return err
@@ -133,8 +134,9 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 	return do(e, t, positional)
 }
 
-// openTable returns the registry table called name, else the one of REGISTRY_TABLE,
-// else the one the output RegistryTableName of st names. It reads the stack, if it must,
+// openTable returns the registry table called name, else the one of REGISTRY_TABLE
+// (which must be the one of st, when st is named: stack.agree), else the one the output
+// RegistryTableName of st names. It reads the stack, if it must,
 // on the table's first use, after the command has checked its arguments; the plans
 // records are checked against, when a command first needs them (keyTable.plans).
 func openTable(e env, name string, st *stack) (*keyTable, error) {
@@ -174,6 +176,11 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 				return err
 			}
 			fromStack = true
+		} else if from == settings.EnvRegistryTable {
+			if err := st.agree(e.ctx, "table", from, t.name, t.flag, func(a, b string) bool { return a == b }, outputTable); err != nil {
+				return err
+			}
+			fromStack = st.name != "" // the stack's table, named again
 		} else {
 			st.passOver(e, "table "+t.name, from)
 		}

@@ -338,7 +338,8 @@ func TestHelp(t *testing.T) {
 			"usage: bucketgate [--stack NAME] GROUP COMMAND", "--stack NAME (default: $BUCKETGATE_STACK)", "outputs RegistryTableName and\nOperatorFunctionName",
 			"bucketgate keys create --plan NAME", "bucketgate buckets refund --cost N", "  bucketgate version\n",
 			"bucketgate config put FILE [--note TEXT] [--force]",
-			"--table NAME (default: $REGISTRY_TABLE, else the output\nRegistryTableName of the stack of --stack)",
+			"--table NAME (default: $REGISTRY_TABLE, which must be the stack's\nown when --stack names one, else the output RegistryTableName of the stack)",
+			"--table and --function win when\ngiven; REGISTRY_TABLE and CHECK_FUNCTION must name the stack's own",
 			"(default: $CHECK_FUNCTION, else the output OperatorFunctionName of the stack of --stack,\nor CheckFunctionName for a stack without one, else bucketgate-operator)",
 		} {
 			if code != exitOK || !strings.Contains(stdout.String(), want) || stderr.Len() != 0 {

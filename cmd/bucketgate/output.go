@@ -39,10 +39,11 @@ type itemJSON struct {
 }
 
 // accountJSON is an account as -json prints it: its record (and why it is invalid),
-// whose buckets it spends and its keys (an empty array for none, never null).
+// whose buckets it spends (null when its item cannot tell: unreadIdentity) and its keys
+// (an empty array for none, never null).
 type accountJSON struct {
 	itemJSON
-	Identity string           `json:"identity"`
+	Identity *string          `json:"identity"`
 	Keys     []accountKeyJSON `json:"keys"`
 }
 
@@ -124,16 +125,22 @@ func invalidText(err error) string {
 	return oneLine(why) + " (the functions treat it as unknown)"
 }
 
-// writeAccount prints the account of it and its keys as aligned "attribute value" lines:
-// a line invalid when the functions cannot use it, and a line key for each key, with its
-// status or expiry when it has one, or why the functions cannot use it (its err). Of an
-// item that cannot be read, whose attributes are not known, it prints none as if it were
-// known: its plan line says so, and it has no expiresAt, rules, owner or note line.
-func writeAccount(w io.Writer, it listed, keys []listed) error {
+// writeAccount prints the account of it, whose buckets are identity's ("" for unknown),
+// and its keys as aligned "attribute value" lines: a line invalid when the functions
+// cannot use it, and a line key for each key, with its status or expiry when it has one,
+// or why the functions cannot use it (its err). Of an item that cannot be read, whose
+// attributes are not known, it prints none as if it were known: its plan line (and its
+// identity line, when the item cannot tell) says so, and it has no expiresAt, rules,
+// owner or note line.
+func writeAccount(w io.Writer, identity string, it listed, keys []listed) error {
 	r := it.rec
-	lines := [][2]string{{"id", r.ID}, {"identity", accountIdentity(r)}}
+	const unread = "- (the item cannot be read: see invalid)"
+	if identity == "" {
+		identity = unread
+	}
+	lines := [][2]string{{"id", r.ID}, {"identity", identity}}
 	if it.unread {
-		lines = append(lines, [2]string{"plan", "- (the item cannot be read: see invalid)"}, [2]string{"status", it.status()})
+		lines = append(lines, [2]string{"plan", unread}, [2]string{"status", it.status()})
 	} else {
 		lines = append(lines, [][2]string{
 			{"plan", r.Plan}, {"status", it.status()}, {"expiresAt", orNever(expiry(r))},

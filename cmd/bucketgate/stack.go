@@ -40,9 +40,9 @@ var stackOutputs = []string{outputAuthorizerArn, outputCheckArn, outputCheckName
 const stackUsage = `--stack NAME (default: $` + envStack + `), before the group or among a command's flags,
 names a deployed bucketgate stack: a command that needs the registry table or the
 operator function and is not given it reads it from the stack's outputs ` + outputTable + ` and
-` + outputOperatorName + ` (CloudFormation DescribeStacks, once per run). --table and --function,
-and REGISTRY_TABLE and CHECK_FUNCTION, win when given. AWS_ENDPOINT_URL_CLOUDFORMATION
-points it at another endpoint.
+` + outputOperatorName + ` (CloudFormation DescribeStacks, once per run). --table and --function win when
+given; REGISTRY_TABLE and CHECK_FUNCTION must name the stack's own (a usage error
+otherwise). AWS_ENDPOINT_URL_CLOUDFORMATION points it at another endpoint.
 `
 
 // stack is the deployed stack of a run, read from CloudFormation on first need and
@@ -103,8 +103,31 @@ func unfinished(status string) bool {
 	return strings.HasSuffix(status, "_IN_PROGRESS") || strings.HasSuffix(status, "_FAILED") || status == "ROLLBACK_COMPLETE"
 }
 
-// passOver notes on stderr that the stack, if one is named, is not read for what: it
-// was given by from.
+// agree returns nil when the stack is unnamed, or when value, which the variable
+// named, is what the first of keys that the stack outputs names (same compares the
+// two); else a usage error naming both: the operator named the stack, and a variable
+// left in the shell (a dev table) must not send the command elsewhere. flag is the
+// command's flag that names one instead ("" when it has none); kind names what it is,
+// "table" or "function", as their flags do. A stack that cannot be read is its error.
+func (s *stack) agree(ctx context.Context, kind, variable, value, flag string, same func(a, b string) bool, keys ...string) error {
+	if s.name == "" {
+		return nil
+	}
+	v, err := s.output(ctx, "--"+kind, keys...) // as a command without the flag says too
+	if err != nil || same(value, v) {
+		return err
+	}
+	key := keys[slices.IndexFunc(keys, func(k string) bool { return s.outputs[k] == v })]
+	other := "name no stack"
+	if flag != "" {
+		other = "give " + flag + " " + value
+	}
+	return fmt.Errorf("%w: %s names %s %s, but stack %s (%s) names %s %s (its output %s): to use the stack's, unset %s or set it to %s; to use %s, %s",
+		errUsage, variable, kind, value, s.name, s.from, kind, v, key, variable, v, value, other)
+}
+
+// passOver notes on stderr that the stack, if one is named, is not read for what: its
+// flag from gave it.
 func (s *stack) passOver(e env, what, from string) {
 	if s.name != "" {
 		fmt.Fprintf(e.stderr, "%s from %s, not from stack %s (%s)\n", what, from, s.name, s.from)

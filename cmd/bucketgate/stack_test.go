@@ -154,11 +154,6 @@ func TestStackSession(t *testing.T) {
 			t.Fatalf("bucketgate %s: stderr %q: want a note that the stack was not read", strings.Join(args, " "), stderr)
 		}
 	}
-	s.env[settings.EnvRegistryTable] = table
-	if _, _, stderr := s.run("keys", "list"); !strings.Contains(stderr, "table "+table+" from REGISTRY_TABLE, not from stack") || describes(s.calls.take()) != 0 {
-		t.Fatalf("keys list with REGISTRY_TABLE: stderr %q, want REGISTRY_TABLE to win", stderr)
-	}
-	delete(s.env, settings.EnvRegistryTable)
 
 	// A usage error is found before the stack is read.
 	s.fails(exitUsage, "--plan is required", "keys", "create")
@@ -303,13 +298,17 @@ func TestStackParameterDocument(t *testing.T) {
 	s.createStackWith("built-in", map[string]string{"RateLimitConfig": ""}, outputs)
 	for _, tc := range []struct {
 		name, stack, plan string
+		registryTable     string // REGISTRY_TABLE, the stack's table too
 		want              string // on stderr; "" for success
 	}{
-		{"the stack's plan", "with-config", "platinum", ""},
-		{"this shell's plan", "with-config", "gold", `unknown plan "gold": not in the configuration document (configured: platinum; from stack with-config's parameter RateLimitConfig`},
-		{"the built-in plan", "built-in", "free", ""},
-		{"this shell's plan, the stack's built-in", "built-in", "gold", `unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from stack built-in's parameter RateLimitConfig`},
+		{"the stack's plan", "with-config", "platinum", "", ""},
+		{"this shell's plan", "with-config", "gold", "", `unknown plan "gold": not in the configuration document (configured: platinum; from stack with-config's parameter RateLimitConfig`},
+		{"the built-in plan", "built-in", "free", "", ""},
+		{"this shell's plan, the stack's built-in", "built-in", "gold", "", `unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from stack built-in's parameter RateLimitConfig`},
+		{"the stack's plan, REGISTRY_TABLE its table", "with-config", "platinum", table, ""},
+		{"this shell's plan, REGISTRY_TABLE its table", "with-config", "gold", table, `unknown plan "gold": not in the configuration document (configured: platinum; from stack with-config's parameter RateLimitConfig`},
 	} {
+		s.env[settings.EnvRegistryTable] = tc.registryTable
 		code, _, stderr := s.run("--stack", tc.stack, "keys", "create", "--plan", tc.plan)
 		if tc.want == "" && code != exitOK || tc.want != "" && (code != exitError || !strings.Contains(stderr, tc.want)) {
 			t.Errorf("%s: keys create --plan %s through stack %s: exit %d\n%s\nwant %q", tc.name, tc.plan, tc.stack, code, stderr, tc.want)
@@ -422,5 +421,61 @@ func TestStackDeleted(t *testing.T) {
 	}
 	if s.items() != items || s.lambda.Invocations(checkFunction) != invoked {
 		t.Fatal("a deleted stack's outputs were used")
+	}
+}
+
+// An operator who names a stack means its table and its operator function: a
+// REGISTRY_TABLE or CHECK_FUNCTION left in the shell that names another (a dev table)
+// is refused as a usage error naming both, before the table is read or the function
+// invoked, unless --table or --function says which to use; one that names the stack's
+// own goes on silently.
+func TestStackRefusesAnotherNameInTheEnvironment(t *testing.T) {
+	s := newStackDeployment(t)
+	key := strings.TrimSpace(s.ok("--stack", deployedStack, "keys", "create", "--plan", "gold"))
+	s.createStack("prod", map[string]string{outputTable: "bucketgate-prod", outputOperatorName: "prod-operator", outputCheckName: "prod-check"})
+	tableConflict := "REGISTRY_TABLE names table " + table + ", but stack prod (%s) names table bucketgate-prod (its output RegistryTableName): to use the stack's, unset REGISTRY_TABLE or set it to bucketgate-prod; to use " + table + ", "
+	functionConflict := "CHECK_FUNCTION names function " + checkFunction + ", but stack prod (%s) names function prod-operator (its output OperatorFunctionName): to use the stack's, unset CHECK_FUNCTION or set it to prod-operator; to use " + checkFunction + ", give --function " + checkFunction
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string // the usage error; "" for success without a line on stderr
+	}{
+		{"--stack, another table", map[string]string{settings.EnvRegistryTable: table}, []string{"--stack", "prod", "keys", "list"}, fmt.Sprintf(tableConflict, "--stack") + "give --table " + table},
+		{"BUCKETGATE_STACK, another table", map[string]string{settings.EnvRegistryTable: table, envStack: "prod"}, []string{"keys", "revoke", key}, fmt.Sprintf(tableConflict, envStack) + "give --table " + table},
+		{"--stack, another function", map[string]string{envCheckFunction: checkFunction}, []string{"buckets", "reset", key, "--stack", "prod"}, fmt.Sprintf(functionConflict, "--stack")},
+		{"BUCKETGATE_STACK, another function", map[string]string{envCheckFunction: checkFunction, envStack: "prod"}, []string{"usage", key}, fmt.Sprintf(functionConflict, envStack)},
+		{"buckets, another table", map[string]string{settings.EnvRegistryTable: table}, []string{"buckets", "show", key, "--stack", "prod", "--function", checkFunction}, fmt.Sprintf(tableConflict, "--stack") + "name no stack"},
+		{"the stack's table", map[string]string{settings.EnvRegistryTable: table}, []string{"--stack", deployedStack, "keys", "show", key}, ""},
+		{"the stack's function and table", map[string]string{settings.EnvRegistryTable: table, envCheckFunction: checkFunction, envStack: deployedStack}, []string{"buckets", "show", key}, ""},
+		{"the stack's function, by its ARN", map[string]string{envCheckFunction: functionARN(checkFunction)}, []string{"buckets", "show", key, "--stack", deployedStack}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s.t = t
+			maps.Copy(s.env, tc.env)
+			defer maps.DeleteFunc(s.env, func(k, _ string) bool { _, ok := tc.env[k]; return ok })
+			s.calls.take()
+			code, stdout, stderr := s.run(tc.args...)
+			calls := s.calls.take()
+			if tc.want == "" {
+				if code != exitOK || stderr != "" {
+					t.Fatalf("bucketgate %s: exit %d, stderr %q: want it done silently", strings.Join(tc.args, " "), code, stderr)
+				}
+				return
+			}
+			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q: want exit %d and %q", strings.Join(tc.args, " "), code, stdout, stderr, exitUsage, tc.want)
+			}
+			if !slices.Equal(calls, []string{"cloudformation:DescribeStacks"}) {
+				t.Fatalf("bucketgate %s called %v: want DescribeStacks alone", strings.Join(tc.args, " "), calls)
+			}
+		})
+	}
+	// --table and --function say which to use: the stack is not read for them.
+	s.t = t
+	s.env[settings.EnvRegistryTable], s.env[envCheckFunction] = "bucketgate-dev", "dev-operator"
+	if _, _, stderr := s.run("--stack", "prod", "keys", "show", key, "--table", table); !strings.Contains(stderr, "table "+table+" from --table, not from stack prod (--stack)") {
+		t.Fatalf("keys show --table: stderr %q", stderr)
 	}
 }

@@ -29,6 +29,9 @@ type keyTable struct {
 	open func() error
 	db   *dynamodb.Client
 	name string
+	// flag is the command's flag that names the table ("--table"), "" for a command
+	// without one (buckets, usage).
+	flag string
 	// env loads the functions' configuration document, and says from where: the plans
 	// while the table holds no document of its own. It is the stack's parameter
 	// RateLimitConfig when the table is the stack's output, else this shell's

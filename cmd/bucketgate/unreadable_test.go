@@ -282,3 +282,53 @@ func TestAccountsShowUnreadablePlan(t *testing.T) {
 		})
 	}
 }
+
+// accounts show of an account whose own item cannot be read names whose buckets it
+// spends as far as its buckets attribute tells on its own: the key a roll made it from
+// while the attribute is readable, acct:NAME when the item has none, and unknown (-, null
+// in --json) when the attribute cannot be read either; never acct:NAME for an account
+// that spends a key's buckets.
+func TestAccountsShowUnreadableIdentity(t *testing.T) {
+	c := withAccounts(t)
+	made := "key:" + bucketgate.KeyDigest("bg-the-rolled-key")
+	badPlan := &types.AttributeValueMemberN{Value: "7"}
+	tests := []struct {
+		name, account string
+		item          map[string]types.AttributeValue
+		identity      string // "" for unknown
+	}{
+		{"made by a roll", "rolled", map[string]types.AttributeValue{"plan": badPlan, "buckets": &types.AttributeValueMemberS{Value: made}}, made},
+		{"made by a roll, buckets a number", "rolled-n", map[string]types.AttributeValue{"plan": &types.AttributeValueMemberS{Value: "pro"}, "buckets": &types.AttributeValueMemberN{Value: "5"}}, ""},
+		{"made by a roll, buckets no key's", "rolled-s", map[string]types.AttributeValue{"plan": &types.AttributeValueMemberS{Value: "pro"}, "buckets": &types.AttributeValueMemberS{Value: "acct:other"}}, ""},
+		{"made by accounts create", "created", map[string]types.AttributeValue{"plan": badPlan}, "acct:created"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			tc.item["id"] = &types.AttributeValueMemberS{Value: "account:" + tc.account}
+			c.put(tc.item)
+			out := c.ok("accounts", "show", tc.account)
+			want := tc.identity
+			if want == "" {
+				want = "- (the item cannot be read: see invalid)"
+			}
+			var identity string
+			for line := range strings.Lines(out) {
+				if v, ok := strings.CutPrefix(line, "identity "); ok {
+					identity = strings.TrimSpace(v)
+				}
+			}
+			if identity != want || !strings.Contains(out, "\ninvalid ") {
+				t.Errorf("accounts show %s:\n%s\nwant the identity %q", tc.account, out, want)
+			}
+			var j map[string]any
+			out = c.ok("accounts", "show", "--json", tc.account)
+			if err := json.Unmarshal([]byte(out), &j); err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			if id, ok := j["identity"]; !ok || tc.identity == "" && id != nil || tc.identity != "" && id != tc.identity {
+				t.Errorf("accounts show --json %s:\n%s\nwant identity %q (null for unknown)", tc.account, out, tc.identity)
+			}
+		})
+	}
+}

@@ -69,7 +69,9 @@ func runUsage(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	noteInactiveKey(e, s, st, t)
+	if err := noteInactiveKey(e, s, st, t); err != nil {
+		return err
+	}
 	u, err := op.client.Usage(e.ctx, req)
 	var fe *checkclient.FunctionError
 	switch {

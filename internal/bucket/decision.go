@@ -34,7 +34,8 @@ func newDecision(q bucketgate.Request, allowed bool, binding int, remaining, wai
 // newCrossings is what q crossed at at, as the script's figures (and the model's) say:
 // the rules of its first denials (limited) and of quotas reaching 80% and 100% of their
 // limit, and two figures per rule (figs[2i], figs[2i+1]): a quota's count and its
-// window's end (Unix seconds), a bucket's floor of tokens and the ms until it is full.
+// window's end (Unix seconds), a bucket's floor of tokens (below 0 for a settle's debt)
+// and the ms until it is full.
 // Nil when none.
 func newCrossings(q bucketgate.Request, at time.Time, limited, reached80, reached100 bucketgate.RuleSet, figs []int64) []bucketgate.Crossing {
 	var cs []bucketgate.Crossing

@@ -267,7 +267,7 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 				st.limited = true
 				figs[2*i], figs[2*i+1] = st.count, st.end
 				if !r.IsQuota() {
-					figs[2*i], figs[2*i+1] = max(0, int64(math.Floor(st.level))), int64(full(i)) // a debt shows 0 left
+					figs[2*i], figs[2*i+1] = int64(math.Floor(st.level)), int64(full(i)) // a debt shows below 0
 				}
 			}
 		}

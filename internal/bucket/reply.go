@@ -208,7 +208,7 @@ func decodeCrossings(d bucketgate.Decision, rest []int64, q bucketgate.Request) 
 			bad = count < 1 || count > maxStoredCount || end <= nowS || end > nowS+maxWaitMillis/1000+1 ||
 				reached100.Has(i) && count < r.Limit || reached80.Has(i) && 5*count < 4*r.Limit
 		default:
-			bad = count < 0 || count >= r.Capacity || end < 1 || end > maxWaitMillis
+			bad = count < -bucketgate.MaxCapacity || count >= r.Capacity || end < 1 || end > maxWaitMillis // below 0: a settle's debt, of a capacity at most
 		}
 		if bad {
 			return bucketgate.Decision{}, fmt.Errorf("%w: rule %d (%s) crossed with figures %d and %d", ErrBadReply, i+1, r.Name, count, end)

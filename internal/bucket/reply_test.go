@@ -374,6 +374,9 @@ func TestDecodeCrossings(t *testing.T) {
 			withKind(month, bucketgate.CrossingLimited, 0, 1000)}, ""},
 		{"80% and 100%", allowed, []int64{2<<lua.Cross80Shift | 2<<lua.Cross100Shift, 0, 0, 1000, end.Unix()}, []bucketgate.Crossing{
 			withKind(month, bucketgate.CrossingThreshold, 80, 1000), withKind(month, bucketgate.CrossingThreshold, 100, 1000)}, ""},
+		{"the first denial of a bucket in debt", denied, []int64{1, -10, 20000, 0, 0}, []bucketgate.Crossing{
+			{Kind: bucketgate.CrossingLimited, Rule: "burst", Limit: 10, Usage: 20, WindowStart: at, WindowEnd: at.Add(20 * time.Second)}}, ""},
+		{"a debt deeper than any capacity", denied, []int64{1, -bucketgate.MaxCapacity - 1, 1000, 0, 0}, nil, "rule 1 (burst)"},
 		{"no bits", allowed, []int64{0, 0, 0, 0, 0}, nil, "crossings 0"},
 		{"a threshold of a denial", denied, []int64{2 << lua.Cross80Shift, 0, 0, 900, end.Unix()}, nil, "crossings"},
 		{"a denial of an admission", allowed, []int64{1, 9, 1000, 0, 0}, nil, "crossings 1"},

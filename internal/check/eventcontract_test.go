@@ -60,3 +60,47 @@ func TestEventsOfTheCheckFunction(t *testing.T) {
 		}
 	}
 }
+
+// A bucket's first denial reports as its usage its capacity less the tokens it holds
+// (docs/operations.md, eventbus.Detail): a bucket a settle left in debt has used more
+// than its capacity, and says by how much, rather than looking merely empty.
+func TestRateLimitedEventUsageOfABucket(t *testing.T) {
+	srv := redistest.Start(t)
+	emptied := func(f *fixture, tenant string) { f.invokeOK(t, []byte(tenant+`,"cost":10}`)) }
+	inDebt := func(f *fixture, tenant string) { // 10 less 5 reserved less 35 more settled, a debt of its capacity at most: -10 held
+		r := decodeResponse(t, f.invokeOK(t, []byte(tenant+`,"op":"reserve","cost":5}`)))
+		f.invokeOK(t, []byte(fmt.Sprintf(`%s,"op":"settle","reservation":%q,"cost":40}`, tenant, r.Reservation)))
+	}
+	const burst = `{"name":"burst","capacity":10,"refillPerSecond":0.0001}`
+	tests := []struct {
+		name  string
+		rules string
+		spend func(f *fixture, tenant string) // what is done before the denied check
+		usage int64
+	}{
+		{"emptied by a check", burst, emptied, 10},
+		{"in debt after a settle", burst, inDebt, 20},
+		{"in debt, with another rule", burst + `,{"name":"hourly","capacity":100,"refillPerSecond":0.01}`, inDebt, 20},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+			rec := &eventsRecorder{}
+			f.h.Events = rec
+			tenant := fmt.Sprintf(`{"key":%q,"rules":[%s]`, tc.name, tc.rules)
+			tc.spend(f, tenant)
+			if len(rec.events) != 0 {
+				t.Fatalf("spending sent %+v, want no event", rec.events)
+			}
+			if r := decodeResponse(t, f.invokeOK(t, []byte(tenant+`,"cost":1}`))); r.Allowed {
+				t.Fatalf("the check after it was allowed: %+v", r)
+			}
+			if len(rec.events) != 1 || rec.events[0].Type != eventbus.TypeRateLimited {
+				t.Fatalf("the denied check sent %+v, want one %s event", rec.events, eventbus.TypeRateLimited)
+			}
+			if d := rec.events[0].Detail; d.Rule != "burst" || d.Usage != tc.usage || d.Limit != 10 {
+				t.Fatalf("the event's detail is %+v: want burst, usage %d of 10", d, tc.usage)
+			}
+		})
+	}
+}

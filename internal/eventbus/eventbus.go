@@ -70,7 +70,8 @@ type Detail struct {
 	// Threshold is the percent of Limit reached: 80 or 100 (TypeQuotaThreshold only).
 	Threshold int `json:"threshold,omitempty"`
 	// Usage is what the rule counted in its window when it crossed: a quota's count; a
-	// bucket's tokens taken from it (its capacity less what it holds).
+	// bucket's tokens taken from it (its capacity less the floor of what it holds):
+	// above Limit, by the debt, for a bucket a settle left below zero.
 	Usage int64 `json:"usage"`
 	// Limit is the rule's limit or capacity.
 	Limit int64 `json:"limit"`

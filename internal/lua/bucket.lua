@@ -118,7 +118,7 @@
 -- (bit r-1: rule r's first denial in its window, "Rate Limited"; bit 15+r: rule r's
 -- count reached 80% of its limit in its window; bit 31+r: 100%), then two integers per
 -- rule in ARGV's order, 0 and 0 for a rule that crossed nothing: a bucket's floor of
--- tokens and the ms until it is full (rounded up); a quota's count and its window's end
+-- tokens (below 0 for a settle's debt) and the ms until it is full (rounded up); a quota's count and its window's end
 -- (Unix seconds). Only enforced rules cross. A bucket's window runs from its first
 -- denial (which marks its stamp: the denial's one more write) until it is full again
 -- (the next admission finding it full writes the stamp unmarked); a quota's is its
@@ -830,7 +830,7 @@ for i = 1, n2, 2 do
         wait = wait + (-wait) % 1
         if ts ~= true then -- its first denial in the window: marked
           local full = (cap - level) * 1000 / rate
-          cross, fig, marks = 1, {level > 0 and level - level % 1 or 0, full + (-full) % 1}, {argv[o + 2], '+' .. ts} -- a debt shows 0 left
+          cross, fig, marks = 1, {level - level % 1, full + (-full) % 1}, {argv[o + 2], '+' .. ts} -- a debt shows below 0
         end
       else
         if debit and level - cost < -cap then
@@ -860,7 +860,7 @@ for i = 1, n2, 2 do
         if w > dwait then dwait, dbinding = w, r end
         if ts ~= true then -- its first denial in the window: marked
           cross, fig, marks = (cross or 0) + 2 ^ (r - 1), fig or {}, marks or {}
-          fig[i], fig[i + 1], marks[#marks + 1], marks[#marks + 2] = level > 0 and level - level % 1 or 0, full, argv[o + i + 1], '+' .. ts
+          fig[i], fig[i + 1], marks[#marks + 1], marks[#marks + 2] = level - level % 1, full, argv[o + i + 1], '+' .. ts
         end
       elseif allowed == 1 then
         -- If allowed: this rule with cost taken.

@@ -301,8 +301,8 @@ const (
 )
 
 // ReplyCrossingCount is the index, in a reply with crossings, of rule r's first figure:
-// a quota's count in its window, a bucket's floor of tokens; 0 for a rule that crossed
-// nothing.
+// a quota's count in its window, a bucket's floor of tokens (below 0 for a settle's
+// debt); 0 for a rule that crossed nothing.
 func ReplyCrossingCount(r int) int { return crossingsFirstRule + ReplyPerRule*r }
 
 // ReplyCrossingEnd is the index, in a reply with crossings, of rule r's second figure:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -50,6 +51,21 @@ func withSampleConfig(getenv func(string) string, eventPath string, stderr io.Wr
 	}
 }
 
+// notJSON returns an error saying where payload, an event, is not JSON, at its line and
+// column: the Lambda service refuses such a payload before any function runs
+// (InvalidRequestContentException), as serve's Invoke API does. Nothing is JSON too: the
+// service passes an empty payload on.
+func notJSON(payload []byte) error {
+	var se *json.SyntaxError
+	if len(payload) == 0 || !errors.As(json.Unmarshal(payload, new(json.RawMessage)), &se) {
+		return nil
+	}
+	before := payload[:min(max(se.Offset-1, 0), int64(len(payload)))] // the fault is the byte read last
+	line := bytes.Count(before, []byte("\n")) + 1
+	column := len(before) - bytes.LastIndexByte(before, '\n')
+	return fmt.Errorf("(line %d, column %d): %w: not JSON, which Lambda refuses before the function runs (InvalidRequestContentException)", line, column, se)
+}
+
 // invoke runs the event in the file eventPath through function (by default the one its
 // file name names) in-process, as the Lambda runtime would, and prints the reply to
 // stdout: the handler's answer, or a function error's payload as Lambda reports it
@@ -58,6 +74,9 @@ func invoke(ctx context.Context, function, eventPath string, getenv func(string)
 	payload, err := os.ReadFile(eventPath)
 	if err != nil {
 		return err
+	}
+	if err := notJSON(payload); err != nil {
+		return fmt.Errorf("%s %w", eventPath, err)
 	}
 	if function == "" {
 		function = functionOf(eventPath)

@@ -144,3 +144,33 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// An event file that is not JSON is refused before any function runs, as the Lambda
+// service refuses such a payload (InvalidRequestContentException), with the line and
+// column of the fault in the file: the functions' own errors named a byte offset, or
+// the first field they could not read, and the authorizer's an error type "wrapError".
+func TestInvokeEventNotJSON(t *testing.T) {
+	tests := []struct {
+		name, event, want string
+	}{
+		{"a comma missing", "{\n  \"key\": \"tenant-42\",\n  \"plan\": \"pro\"\n  \"cost\": 2\n}\n", "(line 4, column 3)"},
+		{"a comma too many", "{\n  \"key\": \"tenant-42\",\n  \"plan\": \"pro\",\n}\n", "(line 4, column 1)"},
+		{"cut short", "{\n  \"key\": \"tenant-42\",\n  \"plan\": \"pro\"\n", "(line 3, column 16)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "check-edited.json")
+			if err := os.WriteFile(file, []byte(tc.event), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := runCLI(t, nil, "invoke", file)
+			want := file + " " + tc.want + ": "
+			if code != exitError || !strings.Contains(stderr, want) || !strings.Contains(stderr, "not JSON") {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q, not JSON", code, stderr, exitError, want)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q: a function ran", stdout)
+			}
+		})
+	}
+}

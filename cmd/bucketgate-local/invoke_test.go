@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,6 +106,7 @@ func TestCommandLineErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
+	busyPort := busy.Addr().(*net.TCPAddr).Port // the suggestion is another port: the next
 	tests := []struct {
 		name     string
 		env      map[string]string
@@ -122,7 +124,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{"missing event file", nil, []string{"invoke", "check-nonexistent.json"}, exitError, "check-nonexistent.json"},
 		{"function init fails", map[string]string{"FAIL_MODE": "ajar"}, []string{"invoke", samples.Path("check-single.json")}, exitError, "check init: settings: FAIL_MODE"},
 		{"address cannot be listened on", nil, []string{"serve", "-addr", "256.0.0.1:1"}, exitError, "256.0.0.1"},
-		{"port in use", nil, []string{"serve", "-addr", busy.Addr().String()}, exitError, "-addr " + busy.Addr().String() + ": the port is in use: stop what listens there, or pick another port (make run PORT=8081)"},
+		{"port in use", nil, []string{"serve", "-addr", busy.Addr().String()}, exitError, "-addr " + busy.Addr().String() + ": the port is in use: stop what listens there, or pick another port (make run PORT=" + strconv.Itoa(busyPort+1) + ")"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

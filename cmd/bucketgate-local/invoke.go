@@ -30,15 +30,23 @@ func functionOf(event string) string {
 const sampleConfig = "authorizer-config.yaml"
 
 // withSampleConfig returns getenv with RATE_LIMIT_CONFIG_FILE naming the sampleConfig
-// beside the event at eventPath when that file exists and getenv names no configuration,
-// and says so on stderr; otherwise getenv as it is. So the sample events decide as their
-// README (events/README.md) says, and a configuration given explicitly always wins.
+// beside the event at eventPath when that file exists and getenv names no configuration
+// and no registry table, and says so on stderr; otherwise getenv as it is. So the sample
+// events decide as their README (events/README.md) says, a configuration given
+// explicitly always wins, and with REGISTRY_TABLE the table is the registry: the sample
+// configuration lists the sample key, which a document beside a table may not (the
+// function's init would fail telling to remove it from a document nobody gave).
 func withSampleConfig(getenv func(string) string, eventPath string, stderr io.Writer) func(string) string {
 	if getenv(settings.EnvConfigInline) != "" || getenv(settings.EnvConfigFile) != "" {
 		return getenv
 	}
 	file := filepath.Join(filepath.Dir(eventPath), sampleConfig)
 	if _, err := os.Stat(file); err != nil {
+		return getenv
+	}
+	if table := getenv(settings.EnvRegistryTable); table != "" {
+		fmt.Fprintf(stderr, "invoke: %s=%s is the registry: the sample events' configuration beside the event, %s, is not used (the sample key is on pro only if the table has it)\n",
+			settings.EnvRegistryTable, table, file)
 		return getenv
 	}
 	fmt.Fprintf(stderr, "invoke: %s=%s, the sample events' configuration beside the event (set %s or %s for another)\n",

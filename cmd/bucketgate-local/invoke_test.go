@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
@@ -172,6 +174,43 @@ func TestInvokeEventNotJSON(t *testing.T) {
 			}
 			if stdout != "" {
 				t.Errorf("stdout %q: a function ran", stdout)
+			}
+		})
+	}
+}
+
+// With REGISTRY_TABLE set (as docs/keys.md's session exports it), an authorizer event
+// runs against the table, which is the registry, and not with the sample configuration
+// beside it: that configuration lists the sample key, which a document beside a table
+// may not, and the authorizer's init failed telling to remove the key from a document
+// nobody had given.
+func TestInvokeWithARegistryTable(t *testing.T) {
+	dynalite.Table(t, "bucketgate-keys")
+	env := map[string]string{settings.EnvRegistryTable: "bucketgate-keys"}
+	tests := []struct {
+		name, event, principal string
+	}{
+		{"anonymous", "authorizer-rest.json", "ip:203.0.113.10"},
+		{"the sample key, which the table does not have", "authorizer-rest-pro.json", "ip:198.51.100.23"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, env, "invoke", samples.Path(tc.event))
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr: %s", code, stderr)
+			}
+			var reply struct {
+				PrincipalID string         `json:"principalId"`
+				Context     map[string]any `json:"context"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &reply); err != nil {
+				t.Fatalf("stdout is not one JSON reply: %v\n%s", err, stdout)
+			}
+			if reply.PrincipalID != tc.principal || reply.Context["plan"] != "free" {
+				t.Errorf("principal %q on plan %v, want %q on free: %s", reply.PrincipalID, reply.Context["plan"], tc.principal, stdout)
+			}
+			if !strings.Contains(stderr, "REGISTRY_TABLE=bucketgate-keys is the registry: the sample events' configuration") {
+				t.Errorf("stderr does not say the sample configuration is not used: %s", stderr)
 			}
 		})
 	}

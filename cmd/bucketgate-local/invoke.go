@@ -61,8 +61,8 @@ func withSampleConfig(getenv func(string) string, eventPath string, stderr io.Wr
 
 // notJSON returns an error saying where payload, an event, is not JSON, at its line and
 // column: the Lambda service refuses such a payload before any function runs
-// (InvalidRequestContentException), as serve's Invoke API does. Nothing is JSON too: the
-// service passes an empty payload on.
+// (InvalidRequestContentException), as serve's Invoke API does. An empty payload is
+// not refused: the service passes it on.
 func notJSON(payload []byte) error {
 	var se *json.SyntaxError
 	if len(payload) == 0 || !errors.As(json.Unmarshal(payload, new(json.RawMessage)), &se) {

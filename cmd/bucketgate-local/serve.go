@@ -131,9 +131,9 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 }
 
 // routes sends the Lambda Invoke calls (a POST to localgw.InvokePath) to invoke and
-// every other request to gateway, with its path as sent: a ServeMux in front of the gateway would
-// answer a path such as "//scores" or "/a/../scores" with a redirect to its cleaned
-// form, which no authorizer decided, where API Gateway runs the authorizer.
+// every other request to gateway, with its path as sent: a ServeMux in front of the
+// gateway would answer a path such as "//scores" or "/a/../scores" with a redirect to
+// its cleaned form, which no authorizer decided, where API Gateway runs the authorizer.
 func routes(invoke http.HandlerFunc, gateway http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(localgw.InvokePath, invoke)

@@ -70,7 +70,7 @@ func decodeDocument(doc []byte) (Document, map[string]position, error) {
 		if errors.Is(err, io.EOF) {
 			return Document{}, nil, errors.New("document is empty")
 		}
-		return Document{}, nil, syntaxError(err)
+		return Document{}, nil, SyntaxError(err, doc)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -105,18 +105,21 @@ var parserProblems = []string{
 	"found undefined tag handle",
 }
 
-// syntaxError returns err, an error of yaml.v3 reading a document, with the line of a
-// parser's problem counted from 1, as its scanner's are and as an editor counts: yaml.v3
-// (v3.0.1, parser.fail) names the parser's line counted from 0, and none on line 1, so
-// that a comma missing on line 3 was reported on line 2. The line is the one the parser
-// stopped on, or where the mapping or list it was reading starts.
-func syntaxError(err error) error {
+// SyntaxError returns err, an error of yaml.v3 reading doc, a YAML or JSON document (a
+// configuration document, a SAM template), with the line of a parser's problem counted
+// from 1, as its scanner's are and as an editor counts: yaml.v3 (v3.0.1, parser.fail)
+// names the parser's line counted from 0, and none on line 1, so that a comma missing on
+// line 3 was reported on line 2. The line is the one the parser stopped on, or where the
+// mapping or list it was reading starts; the last, when it stopped at the end of doc
+// (which yaml.v3 places on a line after it). Any other error is returned as it is.
+func SyntaxError(err error, doc []byte) error {
 	m := yamlError.FindStringSubmatch(err.Error())
 	if m == nil || !slices.Contains(parserProblems, m[2]) {
 		return err
 	}
 	line, _ := strconv.Atoi(m[1]) // m[1] is "" when yaml.v3 named no line: 0, the first
-	return fmt.Errorf("yaml: line %d: %s", line+1, m[2])
+	last := bytes.Count(bytes.TrimSuffix(doc, []byte("\n")), []byte("\n")) + 1
+	return fmt.Errorf("yaml: line %d: %s", min(line+1, last), m[2])
 }
 
 // decode decodes n into v, the value at path.

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bucketgate/bucketgate/internal/config"
 )
 
 // Gateway response types that the authorizer's answers map to.
@@ -110,7 +112,7 @@ func LoadResponses(path string) (Responses, error) {
 	}
 	var t template
 	if err := yaml.Unmarshal(doc, &t); err != nil {
-		return nil, fmt.Errorf("gateway responses: %s: %w", path, err)
+		return nil, fmt.Errorf("gateway responses: %s: %w", path, config.SyntaxError(err, doc))
 	}
 	var found Responses
 	for name, r := range t.Resources {

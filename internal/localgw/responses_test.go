@@ -184,3 +184,27 @@ func TestTemplateStatusCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplateSyntaxErrorLine names the line of a template that is not YAML counted from
+// 1, as an editor counts (yaml.v3 named the line before it).
+func TestTemplateSyntaxErrorLine(t *testing.T) {
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"a flow mapping left open on line 6",
+			"Resources:\n  Api:\n    Type: AWS::Serverless::Api\n    Properties:\n      GatewayResponses:\n        ACCESS_DENIED: {StatusCode: 429, ResponseTemplates: {application/json: x}\n        UNAUTHORIZED:\n          StatusCode: 401\n",
+			"line 6: did not find expected ',' or '}'"},
+		{"a list left open on line 1, the last", "Resources: [", "line 1: did not find expected node content"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "template.yaml")
+			if err := os.WriteFile(path, []byte(tc.doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := LoadResponses(path); err == nil || !strings.HasSuffix(err.Error(), tc.want) {
+				t.Fatalf("LoadResponses() = %v, want an error ending %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"syscall"
 )
 
@@ -75,7 +76,7 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		l, err := net.Listen("tcp", *addr)
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("-addr %s: the port is in use: stop what listens there, or pick another port (make run PORT=8081)", *addr)
+			return fmt.Errorf("-addr %s: the port is in use: stop what listens there, or pick another port (make run PORT=%d)", *addr, otherPort(*addr))
 		}
 		if err != nil {
 			return fmt.Errorf("-addr %s: %w", *addr, err)
@@ -91,6 +92,14 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return flag.ErrHelp
 	}
 	return fmt.Errorf("%w: unknown subcommand %q: want serve or invoke", errUsage, args[0])
+}
+
+// otherPort is a port to suggest instead of addr's, which is in use: the next one
+// (8081 for 8080).
+func otherPort(addr string) int {
+	_, port, _ := net.SplitHostPort(addr) // addr was listened on: it has a port
+	p, _ := strconv.Atoi(port)            // a number: a service name is not in use
+	return p%65535 + 1
 }
 
 // parse parses args into fs and wants exactly n arguments after the flags.

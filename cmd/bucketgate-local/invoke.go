@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -29,15 +30,23 @@ func functionOf(event string) string {
 const sampleConfig = "authorizer-config.yaml"
 
 // withSampleConfig returns getenv with RATE_LIMIT_CONFIG_FILE naming the sampleConfig
-// beside the event at eventPath when that file exists and getenv names no configuration,
-// and says so on stderr; otherwise getenv as it is. So the sample events decide as their
-// README (events/README.md) says, and a configuration given explicitly always wins.
+// beside the event at eventPath when that file exists and getenv names no configuration
+// and no registry table, and says so on stderr; otherwise getenv as it is. So the sample
+// events decide as their README (events/README.md) says, a configuration given
+// explicitly always wins, and with REGISTRY_TABLE the table is the registry: the sample
+// configuration lists the sample key, which a document beside a table may not (the
+// function's init would fail telling to remove it from a document nobody gave).
 func withSampleConfig(getenv func(string) string, eventPath string, stderr io.Writer) func(string) string {
 	if getenv(settings.EnvConfigInline) != "" || getenv(settings.EnvConfigFile) != "" {
 		return getenv
 	}
 	file := filepath.Join(filepath.Dir(eventPath), sampleConfig)
 	if _, err := os.Stat(file); err != nil {
+		return getenv
+	}
+	if table := getenv(settings.EnvRegistryTable); table != "" {
+		fmt.Fprintf(stderr, "invoke: %s=%s is the registry: the sample events' configuration beside the event, %s, is not used (the sample key is on pro only if the table has it)\n",
+			settings.EnvRegistryTable, table, file)
 		return getenv
 	}
 	fmt.Fprintf(stderr, "invoke: %s=%s, the sample events' configuration beside the event (set %s or %s for another)\n",
@@ -50,6 +59,21 @@ func withSampleConfig(getenv func(string) string, eventPath string, stderr io.Wr
 	}
 }
 
+// notJSON returns an error saying where payload, an event, is not JSON, at its line and
+// column: the Lambda service refuses such a payload before any function runs
+// (InvalidRequestContentException), as serve's Invoke API does. An empty payload is
+// not refused: the service passes it on.
+func notJSON(payload []byte) error {
+	var se *json.SyntaxError
+	if len(payload) == 0 || !errors.As(json.Unmarshal(payload, new(json.RawMessage)), &se) {
+		return nil
+	}
+	before := payload[:min(max(se.Offset-1, 0), int64(len(payload)))] // the fault is the byte read last
+	line := bytes.Count(before, []byte("\n")) + 1
+	column := len(before) - bytes.LastIndexByte(before, '\n')
+	return fmt.Errorf("(line %d, column %d): %w: not JSON, which Lambda refuses before the function runs (InvalidRequestContentException)", line, column, se)
+}
+
 // invoke runs the event in the file eventPath through function (by default the one its
 // file name names) in-process, as the Lambda runtime would, and prints the reply to
 // stdout: the handler's answer, or a function error's payload as Lambda reports it
@@ -58,6 +82,9 @@ func invoke(ctx context.Context, function, eventPath string, getenv func(string)
 	payload, err := os.ReadFile(eventPath)
 	if err != nil {
 		return err
+	}
+	if err := notJSON(payload); err != nil {
+		return fmt.Errorf("%s %w", eventPath, err)
 	}
 	if function == "" {
 		function = functionOf(eventPath)

@@ -7,10 +7,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/dynalite"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
@@ -105,6 +108,7 @@ func TestCommandLineErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
+	busyPort := busy.Addr().(*net.TCPAddr).Port // the suggestion is another port: the next
 	tests := []struct {
 		name     string
 		env      map[string]string
@@ -122,7 +126,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{"missing event file", nil, []string{"invoke", "check-nonexistent.json"}, exitError, "check-nonexistent.json"},
 		{"function init fails", map[string]string{"FAIL_MODE": "ajar"}, []string{"invoke", samples.Path("check-single.json")}, exitError, "check init: settings: FAIL_MODE"},
 		{"address cannot be listened on", nil, []string{"serve", "-addr", "256.0.0.1:1"}, exitError, "256.0.0.1"},
-		{"port in use", nil, []string{"serve", "-addr", busy.Addr().String()}, exitError, "-addr " + busy.Addr().String() + ": the port is in use: stop what listens there, or pick another port (make run PORT=8081)"},
+		{"port in use", nil, []string{"serve", "-addr", busy.Addr().String()}, exitError, "-addr " + busy.Addr().String() + ": the port is in use: stop what listens there, or pick another port (make run PORT=" + strconv.Itoa(busyPort+1) + ")"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,5 +146,72 @@ func TestHelp(t *testing.T) {
 		if code, stdout, _ := runCLI(t, nil, args...); code != exitOK || !strings.Contains(stdout, "bucketgate-local serve") {
 			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
 		}
+	}
+}
+
+// An event file that is not JSON is refused before any function runs, as the Lambda
+// service refuses such a payload (InvalidRequestContentException), with the line and
+// column of the fault in the file: the functions' own errors named a byte offset, or
+// the first field they could not read, and the authorizer's an error type "wrapError".
+func TestInvokeEventNotJSON(t *testing.T) {
+	tests := []struct {
+		name, event, want string
+	}{
+		{"a comma missing", "{\n  \"key\": \"tenant-42\",\n  \"plan\": \"pro\"\n  \"cost\": 2\n}\n", "(line 4, column 3)"},
+		{"a comma too many", "{\n  \"key\": \"tenant-42\",\n  \"plan\": \"pro\",\n}\n", "(line 4, column 1)"},
+		{"cut short", "{\n  \"key\": \"tenant-42\",\n  \"plan\": \"pro\"\n", "(line 3, column 16)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "check-edited.json")
+			if err := os.WriteFile(file, []byte(tc.event), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := runCLI(t, nil, "invoke", file)
+			want := file + " " + tc.want + ": "
+			if code != exitError || !strings.Contains(stderr, want) || !strings.Contains(stderr, "not JSON") {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q, not JSON", code, stderr, exitError, want)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q: a function ran", stdout)
+			}
+		})
+	}
+}
+
+// With REGISTRY_TABLE set (as docs/keys.md's session exports it), an authorizer event
+// runs against the table, which is the registry, and not with the sample configuration
+// beside it: that configuration lists the sample key, which a document beside a table
+// may not, and the authorizer's init failed telling to remove the key from a document
+// nobody had given.
+func TestInvokeWithARegistryTable(t *testing.T) {
+	dynalite.Table(t, "bucketgate-keys")
+	env := map[string]string{settings.EnvRegistryTable: "bucketgate-keys"}
+	tests := []struct {
+		name, event, principal string
+	}{
+		{"anonymous", "authorizer-rest.json", "ip:203.0.113.10"},
+		{"the sample key, which the table does not have", "authorizer-rest-pro.json", "ip:198.51.100.23"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, env, "invoke", samples.Path(tc.event))
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr: %s", code, stderr)
+			}
+			var reply struct {
+				PrincipalID string         `json:"principalId"`
+				Context     map[string]any `json:"context"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &reply); err != nil {
+				t.Fatalf("stdout is not one JSON reply: %v\n%s", err, stdout)
+			}
+			if reply.PrincipalID != tc.principal || reply.Context["plan"] != "free" {
+				t.Errorf("principal %q on plan %v, want %q on free: %s", reply.PrincipalID, reply.Context["plan"], tc.principal, stdout)
+			}
+			if !strings.Contains(stderr, "REGISTRY_TABLE=bucketgate-keys is the registry: the sample events' configuration") {
+				t.Errorf("stderr does not say the sample configuration is not used: %s", stderr)
+			}
+		})
 	}
 }

@@ -85,3 +85,25 @@ func TestAccessLogShowsThePathAsSent(t *testing.T) {
 		t.Errorf("the access log does not show the path as sent, %s:\n%s", path, out)
 	}
 }
+
+// Every path goes to the authorizer as it is sent, as API Gateway sends it, however it
+// is spelt: none is answered by a redirect to its cleaned form (Go's ServeMux answers
+// "//scores" or "/a/../scores" so) that no authorizer decided and no gateway response
+// shaped.
+func TestUncleanPathsGoThroughTheAuthorizer(t *testing.T) {
+	g := startGateway(t, map[string]string{"REDIS_ADDR": miniAt(t).Addr()})
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"//scores", "/a/../scores", "/scores/./x", "/scores//x", "//2015-03-31/functions/f/invocations"} {
+		t.Run(path, func(t *testing.T) {
+			resp, err := client.Get(g.url + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-RateLimit-Limit") != "10" {
+				t.Errorf("GET %s: %d (Location %q, X-RateLimit-Limit %q): want the sample backend's 200 with the decision's headers",
+					path, resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("X-RateLimit-Limit"))
+			}
+		})
+	}
+}

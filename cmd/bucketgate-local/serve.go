@@ -68,10 +68,10 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	if err != nil {
 		return fmt.Errorf("check init: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc(localgw.InvokePath, func(w http.ResponseWriter, r *http.Request) { localgw.Invoke(w, r, check) })
-	mux.Handle("/", &localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix})
-	srv := &http.Server{Handler: accessLog(stdout, mux), ReadHeaderTimeout: readHeaderTimeout}
+	srv := &http.Server{Handler: accessLog(stdout, routes(
+		func(w http.ResponseWriter, r *http.Request) { localgw.Invoke(w, r, check) },
+		&localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix},
+	)), ReadHeaderTimeout: readHeaderTimeout}
 	s, err := settings.Load(getenv)
 	if err != nil {
 		return err
@@ -128,6 +128,22 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 		err = errors.Join(err, serveErr)
 	}
 	return err
+}
+
+// routes sends the Lambda Invoke calls (a POST to localgw.InvokePath) to invoke and
+// every other request to gateway, with its path as sent: a ServeMux in front of the
+// gateway would answer a path such as "//scores" or "/a/../scores" with a redirect to
+// its cleaned form, which no authorizer decided, where API Gateway runs the authorizer.
+func routes(invoke http.HandlerFunc, gateway http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(localgw.InvokePath, invoke)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == localgw.InvokePath {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		gateway.ServeHTTP(w, r)
+	})
 }
 
 // onLoopback reports whether addr is a loopback address, which only this machine can

@@ -70,7 +70,7 @@ func decodeDocument(doc []byte) (Document, map[string]position, error) {
 		if errors.Is(err, io.EOF) {
 			return Document{}, nil, errors.New("document is empty")
 		}
-		return Document{}, nil, err
+		return Document{}, nil, SyntaxError(err, doc)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -89,6 +89,37 @@ func decodeDocument(doc []byte) (Document, map[string]position, error) {
 		return Document{}, nil, err
 	}
 	return out, d.positions, nil
+}
+
+// yamlError is the text of a yaml.v3 syntax error: the line, when it names one, and the
+// problem.
+var yamlError = regexp.MustCompile(`^yaml: (?:line ([0-9]+): )?(.+)$`)
+
+// parserProblems are the problems yaml.v3's parser reports (its scanner reports others).
+var parserProblems = []string{
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"did not find expected '-' indicator", "did not find expected <document start>",
+	"did not find expected <stream-start>", "did not find expected key",
+	"did not find expected node content", "found duplicate %TAG directive",
+	"found duplicate %YAML directive", "found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// SyntaxError returns err, an error of yaml.v3 reading doc, a YAML or JSON document (a
+// configuration document, a SAM template), with the line of a parser's problem counted
+// from 1, as its scanner's are and as an editor counts: yaml.v3 (v3.0.1, parser.fail)
+// names the parser's line counted from 0, and none on line 1, so that a comma missing on
+// line 3 was reported on line 2. The line is the one the parser stopped on, or where the
+// mapping or list it was reading starts; the last, when it stopped at the end of doc
+// (which yaml.v3 places on a line after it). Any other error is returned as it is.
+func SyntaxError(err error, doc []byte) error {
+	m := yamlError.FindStringSubmatch(err.Error())
+	if m == nil || !slices.Contains(parserProblems, m[2]) {
+		return err
+	}
+	line, _ := strconv.Atoi(m[1]) // m[1] is "" when yaml.v3 named no line: 0, the first
+	last := bytes.Count(bytes.TrimSuffix(doc, []byte("\n")), []byte("\n")) + 1
+	return fmt.Errorf("yaml: line %d: %s", min(line+1, last), m[2])
 }
 
 // decode decodes n into v, the value at path.

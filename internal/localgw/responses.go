@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bucketgate/bucketgate/internal/config"
 )
 
 // Gateway response types that the authorizer's answers map to.
@@ -43,6 +45,39 @@ type Response struct {
 	// ResponseTemplates maps a content type to a body; $context.authorizer.KEY in it is
 	// replaced by the context value.
 	ResponseTemplates map[string]string `yaml:"ResponseTemplates"`
+}
+
+// statusCode is the pattern of a gateway response's StatusCode (a string in
+// CloudFormation: 429 unquoted is read as "429").
+var statusCode = regexp.MustCompile(`^[1-5][0-9][0-9]$`)
+
+// UnmarshalYAML reads a gateway response as CloudFormation takes it: its StatusCode
+// three digits, 100 to 599, quoted ('429', as a JSON template writes it) or not.
+func (r *Response) UnmarshalYAML(n *yaml.Node) error {
+	rest := *n // n less its StatusCode, which plain reads as an int
+	rest.Content = nil
+	code := 0
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Value != "StatusCode" {
+			rest.Content = append(rest.Content, k, v)
+			continue
+		}
+		if v.Kind != yaml.ScalarNode || !statusCode.MatchString(v.Value) {
+			shown := ""
+			if v.Kind == yaml.ScalarNode {
+				shown = fmt.Sprintf(" %q", v.Value)
+			}
+			return fmt.Errorf("line %d: StatusCode%s: want a status code of three digits, 100 to 599, like 429", v.Line, shown)
+		}
+		code, _ = strconv.Atoi(v.Value) // three digits: cannot fail
+	}
+	type plain Response
+	if err := rest.Decode((*plain)(r)); err != nil {
+		return err
+	}
+	r.StatusCode = code
+	return nil
 }
 
 // Responses are a REST API's gateway responses by type.
@@ -77,7 +112,7 @@ func LoadResponses(path string) (Responses, error) {
 	}
 	var t template
 	if err := yaml.Unmarshal(doc, &t); err != nil {
-		return nil, fmt.Errorf("gateway responses: %s: %w", path, err)
+		return nil, fmt.Errorf("gateway responses: %s: %w", path, config.SyntaxError(err, doc))
 	}
 	var found Responses
 	for name, r := range t.Resources {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -138,5 +139,72 @@ func TestWildcardMatch(t *testing.T) {
 		if got := wildcardMatch(tt.pattern, arn); got != tt.want {
 			t.Errorf("wildcardMatch(%q) = %v, want %v", tt.pattern, got, tt.want)
 		}
+	}
+}
+
+// TestTemplateStatusCodes reads a gateway response's StatusCode as CloudFormation takes
+// it: a string of three digits, 100 to 599 (the property's type and pattern), or the
+// number YAML reads from 429 unquoted. '429', as a JSON template writes it, was refused;
+// 42 was taken, and then every denial's WriteHeader(42) panicked in the server, which
+// dropped the connection without an answer.
+func TestTemplateStatusCodes(t *testing.T) {
+	tests := []struct {
+		name, code string
+		want       int    // the status ACCESS_DENIED answers
+		err        string // else: what the error says
+	}{
+		{"a number", "429", 429, ""},
+		{"a string", "'429'", 429, ""},
+		{"a JSON string", `"503"`, 503, ""},
+		{"below 100", "42", 0, `StatusCode "42": want`},
+		{"above 599", "'600'", 0, `StatusCode "600": want`},
+		{"not digits", "'4xx'", 0, `StatusCode "4xx": want`},
+		{"a list", "[429]", 0, "StatusCode: want"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "template.yaml")
+			doc := "Resources:\n  Api:\n    Type: AWS::Serverless::Api\n    Properties:\n      GatewayResponses:\n        ACCESS_DENIED:\n          StatusCode: " + tc.code + "\n"
+			if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rs, err := LoadResponses(path)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "line 7") {
+					t.Fatalf("LoadResponses() = %v, want an error naming line 7 and saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rs.Lookup(AccessDenied).StatusCode; got != tc.want {
+				t.Errorf("ACCESS_DENIED answers %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTemplateSyntaxErrorLine names the line of a template that is not YAML counted from
+// 1, as an editor counts (yaml.v3 named the line before it).
+func TestTemplateSyntaxErrorLine(t *testing.T) {
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"a flow mapping left open on line 6",
+			"Resources:\n  Api:\n    Type: AWS::Serverless::Api\n    Properties:\n      GatewayResponses:\n        ACCESS_DENIED: {StatusCode: 429, ResponseTemplates: {application/json: x}\n        UNAUTHORIZED:\n          StatusCode: 401\n",
+			"line 6: did not find expected ',' or '}'"},
+		{"a list left open on line 1, the last", "Resources: [", "line 1: did not find expected node content"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "template.yaml")
+			if err := os.WriteFile(path, []byte(tc.doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := LoadResponses(path); err == nil || !strings.HasSuffix(err.Error(), tc.want) {
+				t.Fatalf("LoadResponses() = %v, want an error ending %q", err, tc.want)
+			}
+		})
 	}
 }

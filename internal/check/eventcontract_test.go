@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,5 +59,60 @@ func TestEventsOfTheCheckFunction(t *testing.T) {
 			d.Rule != "monthly" || d.Usage != tc.usage || d.Limit != 10 || !d.Window.Start.Equal(month) || !d.Window.End.Equal(month.AddDate(0, 1, 0)) {
 			t.Fatalf("%s sent %s %+v; want %s of tenant:<digest>, monthly, %d of 10 in the month", tc.name, e.Type, d, tc.want, tc.usage)
 		}
+	}
+}
+
+// A quota whose count passed 80% while it did not count as enforced with its limit (a
+// shadow rule promoted, a limit lowered under the count's 80%) reports its 80% with its
+// 100%, as docs/operations.md's events say of a limit changed in the window: no admission
+// moves the count across 80% of the limit in force, and the 100% admission reports both.
+func TestQuotaThresholdsOfALimitTheCountPassed(t *testing.T) {
+	r80, r100 := eventbus.TypeQuotaThreshold+" 80", eventbus.TypeQuotaThreshold+" 100"
+	quota := func(limit int, shadow bool, cost int) []byte {
+		return []byte(fmt.Sprintf(`{"key":"acme-secret","rules":[{"name":"monthly","limit":%d,"period":"month","shadow":%v}],"cost":%d}`, limit, shadow, cost))
+	}
+	type step struct {
+		payload []byte
+		want    []string // the events' types and thresholds
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a shadow quota promoted past 80%", []step{
+			{quota(20, true, 17), nil},
+			{quota(20, false, 1), nil},
+			{quota(20, false, 2), []string{r80, r100}},
+		}},
+		{"a limit lowered under the count's 80%", []step{
+			{quota(40, false, 17), nil},
+			{quota(20, false, 1), nil},
+			{quota(20, false, 2), []string{r80, r100}},
+		}},
+		{"enforced throughout", []step{
+			{quota(20, false, 17), []string{r80}},
+			{quota(20, false, 1), nil},
+			{quota(20, false, 2), []string{r100}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+			rec := &eventsRecorder{}
+			f.h.Events = rec
+			for i, s := range tc.steps {
+				rec.events = nil
+				if r := decodeResponse(t, f.invokeOK(t, s.payload)); !r.Allowed {
+					t.Fatalf("step %d: %+v, want allowed", i+1, r)
+				}
+				var got []string
+				for _, e := range rec.events {
+					got = append(got, fmt.Sprintf("%s %d", e.Type, e.Detail.Threshold))
+				}
+				if !slices.Equal(got, s.want) {
+					t.Fatalf("step %d sent %q, want %q", i+1, got, s.want)
+				}
+			}
+		})
 	}
 }

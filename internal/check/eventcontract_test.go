@@ -66,6 +66,7 @@ func TestEventsOfTheCheckFunction(t *testing.T) {
 // shadow rule promoted, a limit lowered under the count's 80%) reports its 80% with its
 // 100%, as docs/operations.md's events say of a limit changed in the window: no admission
 // moves the count across 80% of the limit in force, and the 100% admission reports both.
+// One promoted full reports neither: its first denial is a Rate Limited.
 func TestQuotaThresholdsOfALimitTheCountPassed(t *testing.T) {
 	r80, r100 := eventbus.TypeQuotaThreshold+" 80", eventbus.TypeQuotaThreshold+" 100"
 	quota := func(limit int, shadow bool, cost int) []byte {
@@ -74,25 +75,30 @@ func TestQuotaThresholdsOfALimitTheCountPassed(t *testing.T) {
 	type step struct {
 		payload []byte
 		want    []string // the events' types and thresholds
+		denied  bool
 	}
 	for _, tc := range []struct {
 		name  string
 		steps []step
 	}{
 		{"a shadow quota promoted past 80%", []step{
-			{quota(20, true, 17), nil},
-			{quota(20, false, 1), nil},
-			{quota(20, false, 2), []string{r80, r100}},
+			{quota(20, true, 17), nil, false},
+			{quota(20, false, 1), nil, false},
+			{quota(20, false, 2), []string{r80, r100}, false},
+		}},
+		{"a shadow quota promoted full", []step{
+			{quota(20, true, 20), nil, false},
+			{quota(20, false, 1), []string{eventbus.TypeRateLimited + " 0"}, true},
 		}},
 		{"a limit lowered under the count's 80%", []step{
-			{quota(40, false, 17), nil},
-			{quota(20, false, 1), nil},
-			{quota(20, false, 2), []string{r80, r100}},
+			{quota(40, false, 17), nil, false},
+			{quota(20, false, 1), nil, false},
+			{quota(20, false, 2), []string{r80, r100}, false},
 		}},
 		{"enforced throughout", []step{
-			{quota(20, false, 17), []string{r80}},
-			{quota(20, false, 1), nil},
-			{quota(20, false, 2), []string{r100}},
+			{quota(20, false, 17), []string{r80}, false},
+			{quota(20, false, 1), nil, false},
+			{quota(20, false, 2), []string{r100}, false},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,8 +108,8 @@ func TestQuotaThresholdsOfALimitTheCountPassed(t *testing.T) {
 			f.h.Events = rec
 			for i, s := range tc.steps {
 				rec.events = nil
-				if r := decodeResponse(t, f.invokeOK(t, s.payload)); !r.Allowed {
-					t.Fatalf("step %d: %+v, want allowed", i+1, r)
+				if r := decodeResponse(t, f.invokeOK(t, s.payload)); r.Allowed == s.denied {
+					t.Fatalf("step %d: %+v, want denied %v", i+1, r, s.denied)
 				}
 				var got []string
 				for _, e := range rec.events {

@@ -404,8 +404,8 @@ func (g *Guard) open(q bucketgate.Request, f Failure, err error) Result {
 // deadline is). short reports that ctx's deadline ends it before Timeout would: a
 // timeout of the call is then the caller's lack of time. Its error wraps
 // context.DeadlineExceeded when that leaves no time.
-func (g *Guard) callContext(ctx context.Context) (call context.Context, cancel context.CancelFunc, short bool, err error) {
-	timeout := g.opts.Timeout
+func (g *Guard) callContext(ctx context.Context) (context.Context, context.CancelFunc, bool, error) {
+	timeout, short := g.opts.Timeout, false
 	if deadline, ok := ctx.Deadline(); ok {
 		left := time.Until(deadline) - g.opts.Margin
 		short = timeout > 0 && left < timeout
@@ -421,7 +421,7 @@ func (g *Guard) callContext(ctx context.Context) (call context.Context, cancel c
 	if timeout <= 0 {
 		return ctx, func() {}, short, nil
 	}
-	ctx, cancel = context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	return ctx, cancel, short, nil
 }
 

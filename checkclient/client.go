@@ -61,7 +61,8 @@ const DefaultFunctionRetries = 2
 // *FunctionError of a timeout (Sandbox.Timedout), a crash or an init failure
 // (Runtime.ExitError, Runtime.OutOfMemory, Runtime.Unknown), or a usage report Redis
 // did not answer in time (checkapi.ErrorTypeUnavailable); never after any other, which
-// would come again: an *InvalidRequestError, a ConflictError, an answer that is not a
+// would come again: an *InvalidRequestError, a ConflictError, a usage report of what
+// Redis holds that is not usage (checkapi.NotUsage), an answer that is not a
 // decision, one too large for Lambda (Function.ResponseSizeTooLarge), a panic. It waits about 100 ms before the first retry, twice as long before
 // each next (5 s at most), and not past ctx's deadline. n = 0 sends once; the default is
 // DefaultFunctionRetries. The Lambda client's own retries (of the service's failures)

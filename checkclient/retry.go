@@ -7,6 +7,7 @@ import (
 	"errors"
 	mrand "math/rand/v2"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -85,10 +86,12 @@ func notRun(err error) bool {
 // not meet: one of a transient type. Any other would come again: an
 // InvalidRequestError, a ConflictError, an answer that is not a decision, an answer too
 // large for Lambda (Function.ResponseSizeTooLarge), a runtime that cannot start, a
-// panic of the function's code on this payload.
+// panic of the function's code on this payload, a usage report of what Redis holds that
+// is not usage (checkapi.NotUsage).
 func passing(err error) bool {
 	var fe *FunctionError
-	return errors.As(err, &fe) && transient[fe.Type]
+	return errors.As(err, &fe) && transient[fe.Type] &&
+		!(fe.Type == checkapi.ErrorTypeUnavailable && strings.Contains(fe.Message, checkapi.NotUsage))
 }
 
 // transient are the errorTypes of function errors that another run may not meet: a

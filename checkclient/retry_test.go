@@ -1,6 +1,7 @@
 package checkclient_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -229,6 +230,7 @@ func TestFunctionErrorRetries(t *testing.T) {
 		name     string
 		fails    int    // invocations that fail before one answers
 		errType  string // their errorType
+		message  string // their errorMessage; empty: "failed"
 		usage    bool   // a usage report, else a check
 		opts     []checkclient.Option
 		deadline time.Duration // of ctx; 0: none
@@ -240,6 +242,7 @@ func TestFunctionErrorRetries(t *testing.T) {
 		{name: "two timeouts, then an answer", fails: 2, errType: "Sandbox.Timedout", want: 3, ok: true},
 		{name: "three timeouts", fails: 3, errType: "Sandbox.Timedout", want: 3},
 		{name: "Redis not answering a usage report, then an answer", fails: 1, errType: checkapi.ErrorTypeUnavailable, usage: true, want: 2, ok: true},
+		{name: "Redis holding what is not usage", fails: 1, errType: checkapi.ErrorTypeUnavailable, message: "usage of tenant:abc: " + checkapi.NotUsage + ": bad state", usage: true, want: 1},
 		{name: "a conflict", fails: 1, errType: checkapi.ErrorTypeConflict, want: 1},
 		{name: "an invalid request", fails: 1, errType: checkapi.ErrorTypeInvalidRequest, want: 1},
 		{name: "an answer that is not a decision", fails: 1, errType: "", want: 1},
@@ -266,7 +269,7 @@ func TestFunctionErrorRetries(t *testing.T) {
 					if tt.errType == "" {
 						return []byte(`{"allowed": "maybe"}`), nil
 					}
-					return nil, messages.InvokeResponse_Error{Type: tt.errType, Message: "failed"}
+					return nil, messages.InvokeResponse_Error{Type: tt.errType, Message: cmp.Or(tt.message, "failed")}
 				}
 				if tt.usage {
 					return json.Marshal(usage)

@@ -126,6 +126,7 @@ func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		}
 		fmt.Fprintf(e.stderr, "created account %s on plan %s: bucketgate keys create --account %s makes its keys\n",
 			accountName(rec.ID), rec.Plan, accountName(rec.ID))
+		noteShadowed(e, t, rec, rec.Rules)
 		return nil
 	}
 }

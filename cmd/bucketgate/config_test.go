@@ -340,8 +340,9 @@ func TestConfigPutShadowsOwnRules(t *testing.T) {
 	c.ok("config", "put", file(t, "v3.yaml", plans+"    - {name: daily, limit: 1000, period: day}\n")) // promoted: the own rules enforced again
 }
 
-// An own rule that replaces a shadow rule is shadow too: override says so of each such
-// rule it writes, a key's, an account's or a tenant's, and of no other.
+// An own rule that replaces a shadow rule is shadow too: override, and create with
+// --rule, say so of each such rule they write, a key's, an account's or a tenant's, and
+// of no other.
 func TestOverrideOfAShadowRuleNoted(t *testing.T) {
 	c := newCLI(t)
 	c.ok("keys", "init")
@@ -360,8 +361,15 @@ func TestOverrideOfAShadowRuleNoted(t *testing.T) {
 		{"an account's", []string{"accounts", "override", "acme", "--rule", "daily:5:day"}, true},
 		{"a tenant's", []string{"keys", "override", "tenant:t-own", "--rule", "daily:4:day"}, true},
 		{"a key of an account's, its own", []string{"keys", "override", member, "--rule", "daily:2:day"}, false},
+		{"a key created with it", []string{"keys", "create", "--plan", "free", "--rule", "daily:3:day"}, true},
+		{"a key created with an enforced rule", []string{"keys", "create", "--plan", "free", "--rule", "burst:5:1"}, false},
+		{"a key read from stdin created with it", []string{"keys", "create", "--plan", "free", "--rule", "daily:3:day", "--key", "-"}, true},
+		{"a tenant created with it", []string{"keys", "create", "--tenant", "t-new", "--plan", "free", "--rule", "daily:4:day"}, true},
+		{"an account created with it", []string{"accounts", "create", "acme2", "--plan", "free", "--rule", "daily:5:day"}, true},
+		{"a key of an account created with its own", []string{"keys", "create", "--account", "acme", "--rule", "daily:2:day"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			c.stdin = "legacy_9fK2mQx7Lp4Rz8Vt1Wc6Yb3N\n"
 			code, _, stderr := c.run(tc.args...)
 			note := strings.Contains(stderr, "note: rule daily replaces the shadow rule daily (of the plan, or of a route), so it is shadow for ")
 			if code != exitOK || note != tc.note {

@@ -46,14 +46,15 @@ registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. 
 calendar, NAME:LIMIT:PERIOD[@DAY], PERIOD day, week or month (a month from DAY, 1 to 28:
 monthly:100000:month@15). A rule named like one of the plan's or a route's replaces it
 for the key (a bucket by a bucket, a quota by a quota), shadow if that rule is shadow
-(override notes it); another name adds a rule. A key's rule named like a route's rule
-alone limits that route's requests, and one named like none (or like one of the plan's)
-every request (a tenant's, which no route applies to, every check): set-plan refuses a
-plan that would change which requests an own rule limits (or make it shadow: none),
-naming the rules (--force sets it anyway), and so does an expire that makes an
-expired key active again when a document written meanwhile (config put passes over a
-key that is not active) changes what its own rules limit since the one in force when it
-expired (when the copies cannot say which that was, it warns that it did not check).
+(create and override note it); another name adds a rule. A key's rule named like a
+route's rule alone limits that route's requests, and one named like none (or like one
+of the plan's) every request (a tenant's, which no route applies to, every check):
+set-plan refuses a plan that would change which requests an own rule limits (or make
+it shadow: none), naming the rules (--force sets it anyway), and so does an expire that
+makes an expired key active again when a document written meanwhile (config put passes
+over a key that is not active) changes what its own rules limit since the one in force
+when it expired (when the copies cannot say which that was, it warns that it did not
+check).
 
 A key of an account (--account, which must be in the table and active) is decided as the
 account: its plan and rules, its buckets (acct:NAME), shared by every key of it; the
@@ -258,6 +259,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				return err
 			}
 			fmt.Fprintf(e.stderr, "created %s on plan %s\n", rec.ID, rec.Plan)
+			noteShadowed(e, t, rec, rec.Rules)
 			return nil
 		}
 		key, err := newKey()
@@ -272,6 +274,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "created %s %s: the key above is shown this once, store it now\n", rec.ID, onWhat(rec))
+		noteShadowed(e, t, rec, rec.Rules)
 		return t.confirm(e.ctx, rec)
 	}
 }
@@ -331,6 +334,7 @@ func createExisting(e env, t *keyTable, rec registry.Record, arg string) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "created %s %s, for the key read from stdin\n", rec.ID, onWhat(rec))
+	noteShadowed(e, t, rec, rec.Rules)
 	return nil
 }
 
@@ -445,10 +449,16 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "%s has its own rules %s\n", id, rulesText(rec.Rules))
-		for _, name := range t.shadowed(e.ctx, rec, rules) {
-			fmt.Fprintf(e.stderr, "note: rule %s replaces the shadow rule %s (of the plan, or of a route), so it is shadow for %s too: it limits nothing until the configuration document enforces %s\n", name, name, id, name)
-		}
+		noteShadowed(e, t, rec, rules)
 		return nil
+	}
+}
+
+// noteShadowed notes on stderr each of rules, own rules just written for rec, that is
+// shadow for rec (see shadowed), and so limits nothing.
+func noteShadowed(e env, t *keyTable, rec registry.Record, rules []bucketgate.Rule) {
+	for _, name := range t.shadowed(e.ctx, rec, rules) {
+		fmt.Fprintf(e.stderr, "note: rule %s replaces the shadow rule %s (of the plan, or of a route), so it is shadow for %s too: it limits nothing until the configuration document enforces %s\n", name, name, rec.ID, name)
 	}
 }
 

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -100,6 +101,67 @@ func TestRateLimitedEventUsageOfABucket(t *testing.T) {
 			}
 			if d := rec.events[0].Detail; d.Rule != "burst" || d.Usage != tc.usage || d.Limit != 10 {
 				t.Fatalf("the event's detail is %+v: want burst, usage %d of 10", d, tc.usage)
+			}
+		})
+	}
+}
+
+// A quota whose count passed 80% while it did not count as enforced with its limit (a
+// shadow rule promoted, a limit lowered under the count's 80%) reports its 80% with its
+// 100%, as docs/operations.md's events say of a limit changed in the window: no admission
+// moves the count across 80% of the limit in force, and the 100% admission reports both.
+// One promoted full reports neither: its first denial is a Rate Limited.
+func TestQuotaThresholdsOfALimitTheCountPassed(t *testing.T) {
+	r80, r100 := eventbus.TypeQuotaThreshold+" 80", eventbus.TypeQuotaThreshold+" 100"
+	quota := func(limit int, shadow bool, cost int) []byte {
+		return []byte(fmt.Sprintf(`{"key":"acme-secret","rules":[{"name":"monthly","limit":%d,"period":"month","shadow":%v}],"cost":%d}`, limit, shadow, cost))
+	}
+	type step struct {
+		payload []byte
+		want    []string // the events' types and thresholds
+		denied  bool
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a shadow quota promoted past 80%", []step{
+			{quota(20, true, 17), nil, false},
+			{quota(20, false, 1), nil, false},
+			{quota(20, false, 2), []string{r80, r100}, false},
+		}},
+		{"a shadow quota promoted full", []step{
+			{quota(20, true, 20), nil, false},
+			{quota(20, false, 1), []string{eventbus.TypeRateLimited + " 0"}, true},
+		}},
+		{"a limit lowered under the count's 80%", []step{
+			{quota(40, false, 17), nil, false},
+			{quota(20, false, 1), nil, false},
+			{quota(20, false, 2), []string{r80, r100}, false},
+		}},
+		{"enforced throughout", []step{
+			{quota(20, false, 17), []string{r80}, false},
+			{quota(20, false, 1), nil, false},
+			{quota(20, false, 2), []string{r100}, false},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+			rec := &eventsRecorder{}
+			f.h.Events = rec
+			for i, s := range tc.steps {
+				rec.events = nil
+				if r := decodeResponse(t, f.invokeOK(t, s.payload)); r.Allowed == s.denied {
+					t.Fatalf("step %d: %+v, want denied %v", i+1, r, s.denied)
+				}
+				var got []string
+				for _, e := range rec.events {
+					got = append(got, fmt.Sprintf("%s %d", e.Type, e.Detail.Threshold))
+				}
+				if !slices.Equal(got, s.want) {
+					t.Fatalf("step %d sent %q, want %q", i+1, got, s.want)
+				}
 			}
 		})
 	}

@@ -83,7 +83,7 @@ func (h *Handler) unavailable(ctx context.Context, c check, attrs []slog.Attr, e
 	case c.lookupErr != nil:
 		what = "the registry could not say whose usage it is"
 	case guard.Classify(err) == guard.FailureBadResponse:
-		what = "Redis holds what is not bucketgate's usage"
+		what = checkapi.NotUsage
 	}
 	return messages.InvokeResponse_Error{Type: checkapi.ErrorTypeUnavailable, Message: fmt.Sprintf("usage of %s: %s: %v", c.logged, what, err)}
 }

@@ -463,3 +463,29 @@ func TestDenyCacheForgetsOnAnUnansweredGiveBack(t *testing.T) {
 		})
 	}
 }
+
+// TestCallersShortDeadlineIsNoRedisFailure: a decision left only a sliver of time by
+// its caller (registry reads or a slow caller took the rest of the invocation) times
+// out by the caller's deadline, through no fault of Redis's: it fails by the policy as a
+// timeout, but however many do, a healthy Redis (here one 5 ms away, well within the
+// decision deadline) is not shut out by the circuit breaker.
+func TestCallersShortDeadlineIsNoRedisFailure(t *testing.T) {
+	srv := redistest.Start(t)
+	path := redistest.StartProxy(t, srv.Addr)
+	g := chain(t, path.Addr, nil)
+	if r := decide(t, g, request("warm")); r.Reason != bucketgate.ReasonOK {
+		t.Fatalf("before: %+v", r)
+	}
+	path.SetDelay(5 * time.Millisecond)
+	for i := range 3 * guard.DefaultFailuresToOpen {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(guard.DefaultMargin+time.Millisecond))
+		r, err := g.Decide(ctx, request(fmt.Sprintf("short-%d", i)))
+		cancel()
+		if err != nil || r.CircuitOpen || r.Failure != guard.FailureTimeout || r.Reason != bucketgate.ReasonUnavailable {
+			t.Fatalf("decision %d with a sliver of time: %+v, %v; want unavailable, timeout, circuit closed", i+1, r, err)
+		}
+	}
+	if r := decide(t, g, request("next")); r.CircuitOpen || r.Reason != bucketgate.ReasonOK {
+		t.Fatalf("the next decision, with time: %+v, want decided by Redis", r)
+	}
+}

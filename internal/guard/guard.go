@@ -11,7 +11,9 @@
 // tokens are back), DenyCacheMaxAge at most. The breaker counts failures of Redis itself
 // (timeouts, connection errors, error replies), never an answer about one identity's
 // stored state (bucket.ErrBadState): that request fails alone, as bad_response; nor a
-// caller that stopped waiting (its context canceled), whose request fails as a timeout. A batch
+// caller that stopped waiting (its context canceled), whose request fails as a timeout;
+// nor the timeout of a call whose caller's deadline (less Margin) left it less than
+// Timeout: the caller's time ran out, not Redis's. A batch
 // (DecideBatch) goes to Redis in one round trip under the same policy and one deadline,
 // which ends Margin before the invocation's. Time is passed in (Options.Now), but for
 // the deadlines of contexts, which are real time.
@@ -260,7 +262,7 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 		return nil
 	}
 	caller := ctx
-	ctx, cancel, err := g.callContext(ctx)
+	ctx, cancel, short, err := g.callContext(ctx)
 	if err != nil {
 		for _, i := range asked {
 			if !validated {
@@ -290,7 +292,9 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 	}
 	end := g.opts.Now()
 	// A caller that stopped waiting (its context canceled: a client that hung up) says
-	// nothing about Redis: its failures are not the breaker's to count.
+	// nothing about Redis: its failures are not the breaker's to count. Nor does a
+	// timeout of a call the caller left less than Timeout (short): the caller's time ran
+	// out, not Redis's.
 	gone := errors.Is(caller.Err(), context.Canceled)
 	// Each circuit asked is told once: of a success when Redis decided any of its
 	// requests, else of a failure. A request has two circuits at most, a batch
@@ -309,7 +313,7 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 			}
 			continue
 		}
-		if f := failure(err); len(via) > 0 && (f == nil || !gone) {
+		if f := failure(err); len(via) > 0 && (f == nil || !gone && !(short && Classify(f) == FailureTimeout)) {
 			c := via[k]
 			if slot, ok := bucket.NoSecretSlot(err); ok { // a failure of the secret's master, not the identity's
 				c = g.circuitOf(slot)
@@ -397,23 +401,28 @@ func (g *Guard) open(q bucketgate.Request, f Failure, err error) Result {
 
 // callContext returns the context of one call to Redis: ctx with the guard's Timeout,
 // ending no later than Margin before ctx's own deadline (real time, as a context's
-// deadline is). Its error wraps context.DeadlineExceeded when that leaves no time.
-func (g *Guard) callContext(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	timeout := g.opts.Timeout
-	if deadline, ok := ctx.Deadline(); ok && g.opts.Margin > 0 {
+// deadline is). short reports that ctx's deadline ends it before Timeout would: a
+// timeout of the call is then the caller's lack of time. Its error wraps
+// context.DeadlineExceeded when that leaves no time.
+func (g *Guard) callContext(ctx context.Context) (context.Context, context.CancelFunc, bool, error) {
+	timeout, short := g.opts.Timeout, false
+	if deadline, ok := ctx.Deadline(); ok {
 		left := time.Until(deadline) - g.opts.Margin
-		if left <= 0 {
-			return ctx, nil, fmt.Errorf("%w: less than %v left before the invocation's deadline", context.DeadlineExceeded, g.opts.Margin)
-		}
-		if timeout <= 0 || left < timeout {
-			timeout = left
+		short = timeout > 0 && left < timeout
+		if g.opts.Margin > 0 {
+			if left <= 0 {
+				return ctx, nil, true, fmt.Errorf("%w: less than %v left before the invocation's deadline", context.DeadlineExceeded, g.opts.Margin)
+			}
+			if timeout <= 0 || left < timeout {
+				timeout = left
+			}
 		}
 	}
 	if timeout <= 0 {
-		return ctx, func() {}, nil
+		return ctx, func() {}, short, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	return ctx, cancel, nil
+	return ctx, cancel, short, nil
 }
 
 // result is the Result of q, which Redis was asked at start and answered with d or err
@@ -442,7 +451,7 @@ func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, s
 // decision: Redis's failure is its error, whatever the failure policy, and the deny
 // cache and the circuit breaker are neither asked nor told.
 func (g *Guard) Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error) {
-	ctx, cancel, err := g.callContext(ctx)
+	ctx, cancel, _, err := g.callContext(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -453,7 +462,7 @@ func (g *Guard) Usage(ctx context.Context, identity string, first, last time.Tim
 // Time reads Redis's clock from the engine within the deadline a decision has; like
 // Usage, it tells the circuit breaker nothing.
 func (g *Guard) Time(ctx context.Context) (time.Time, error) {
-	ctx, cancel, err := g.callContext(ctx)
+	ctx, cancel, _, err := g.callContext(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}

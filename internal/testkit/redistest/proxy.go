@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate/internal/testkit"
 )
@@ -14,7 +15,7 @@ import (
 // such as an ElastiCache primary endpoint after a failover: each new connection goes to
 // the target of the moment, and those made before a change stay with the old target.
 // Stall makes the connections it holds lose everything sent on them, as a network that
-// dropped them silently does.
+// dropped them silently does; SetDelay makes them slow, as a distant server's are.
 type Proxy struct {
 	// Addr is the proxy's host:port on loopback.
 	Addr string
@@ -23,6 +24,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	target string
 	conns  map[net.Conn]*atomic.Bool // both ends of every connection, with whether it is stalled
+	delay  atomic.Int64              // how long each read waits before it is passed on, in nanoseconds
 	wg     sync.WaitGroup
 }
 
@@ -64,6 +66,10 @@ func (p *Proxy) Stall() {
 		stalled.Store(true)
 	}
 }
+
+// SetDelay makes every connection, those made so far and later, pass on what either end
+// sends d after it arrived (a healthy Redis far away); zero passes it on at once.
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Close closes the listener and every connection and waits for them.
 func (p *Proxy) Close() {
@@ -108,6 +114,9 @@ func (p *Proxy) pipe(dst, src net.Conn, stalled *atomic.Bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if d := time.Duration(p.delay.Load()); n > 0 && d > 0 {
+			time.Sleep(d)
+		}
 		if n > 0 && !stalled.Load() {
 			if _, err := dst.Write(buf[:n]); err != nil {
 				break

@@ -28,7 +28,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/detach"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
@@ -230,18 +229,31 @@ func (c *Client) CancelReservation(ctx context.Context, reservation string) (che
 // on a route that reserves, carries (ratelimitheaders.Reservation) at the actual cost,
 // with SettleReservation: the one call a backend makes once it knows what the work
 // cost. Its error is ratelimitheaders.ErrNoReservation when r carries none; else as
-// SettleReservation's. ctx's values and deadline reach the call, its cancellation does
-// not: a request whose client hung up (r.Context() canceled, mid-stream, or at API
-// Gateway's integration timeout) is settled all the same, not left charged at its
-// estimate.
+// SettleReservation's. ctx's values reach the call, its cancellation and deadline do
+// not: the work is done, and a request whose client hung up (r.Context() canceled,
+// mid-stream, or at API Gateway's integration timeout) or whose deadline passed (an
+// http.TimeoutHandler's, a framework's timeout) is settled all the same, within
+// RequestCallTimeout of its own, not left charged at its estimate. To bound it by ctx,
+// call SettleReservation(ctx, ratelimitheaders.Reservation(r), actual).
 func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int64) (checkapi.Response, error) {
 	id := ratelimitheaders.Reservation(r)
 	if id == "" {
 		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
 	}
-	ctx, cancel := detach.Context(ctx)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	return c.SettleReservation(ctx, id, actual)
+}
+
+// RequestCallTimeout bounds SettleRequest and ReleaseRequest, which take their
+// context's values but neither its cancellation nor its deadline: twice the template's
+// 5 s function timeout, room for a cold start and a retry after a timed-out attempt.
+const RequestCallTimeout = 10 * time.Second
+
+// detached returns ctx with its values, without its cancellation and deadline, ending
+// after RequestCallTimeout: for the settle or release of work already done.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), RequestCallTimeout)
 }
 
 // ReleaseLease returns lease, an id the authorizer issued (on a request with a
@@ -256,14 +268,14 @@ func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Respo
 // ReleaseRequest returns the lease that r, a request the authorizer let through with a
 // concurrency rule, carries (ratelimitheaders.Lease), with ReleaseLease: the one call a
 // backend makes when its work is done. Its error is ratelimitheaders.ErrNoLease when r
-// carries none; else as ReleaseLease's. Its client hanging up does not stop it, as
-// SettleRequest says.
+// carries none; else as ReleaseLease's. Its client hanging up or its deadline passing
+// does not stop it: it has RequestCallTimeout of its own, as SettleRequest says.
 func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
 	id := ratelimitheaders.Lease(r)
 	if id == "" {
 		return checkapi.Response{}, ratelimitheaders.ErrNoLease
 	}
-	ctx, cancel := detach.Context(ctx)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	return c.ReleaseLease(ctx, id)
 }

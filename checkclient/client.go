@@ -57,9 +57,12 @@ const DefaultFunctionRetries = 2
 // WithFunctionRetries makes a Client send a request that is safe to send again (one
 // with a requestId, a peek, a reset, a settle, a cancel, a release, a usage report) up
 // to n more times after the function failed in a way that another run may not: a
-// *FunctionError of a timeout (Sandbox.Timedout), a crash or an init failure
-// (Runtime.ExitError, Runtime.OutOfMemory, Runtime.Unknown), or a usage report Redis
-// did not answer in time (checkapi.ErrorTypeUnavailable); never after any other, which
+// *FunctionError of a timeout (Sandbox.Timedout), the runtime out of memory or failing
+// for a reason Lambda does not know (Runtime.OutOfMemory, Runtime.Unknown), or a usage
+// report Redis did not answer in time (checkapi.ErrorTypeUnavailable); once at most
+// after a crash or an init failure (Runtime.ExitError, which Lambda reports for both,
+// and Runtime.InitError), which a bad configuration repeats, a cold start each time;
+// never after any other, which
 // would come again: an *InvalidRequestError, a ConflictError, a usage report of what
 // Redis holds that is not usage (checkapi.NotUsage), an answer that is not a
 // decision, one too large for Lambda (Function.ResponseSizeTooLarge), a panic. It waits about 100 ms before the first retry, twice as long before
@@ -404,7 +407,8 @@ var errNoInvoker = errors.New("checkclient: the Client has no Invoker: make it w
 // invoke sends in and decodes the answer into out; write narrows the SDK's retries to
 // failures where the function did not run (retryUnlessRan), for a payload that must not
 // run twice. A payload that may run twice is sent again after a function error another
-// run may not meet, up to c.retries times (WithFunctionRetries).
+// run may not meet, up to c.retries times (WithFunctionRetries), after a crash or a
+// failed init once at most (failedStart).
 func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 	if c.invoker == nil {
 		return errNoInvoker
@@ -413,9 +417,12 @@ func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 	if err != nil {
 		return fmt.Errorf("checkclient: encode request: %w", err)
 	}
-	for retry := 0; ; retry++ {
+	for retry, failedStarts := 0, 0; ; retry++ {
 		err := c.invokeOnce(ctx, payload, out, write)
-		if write || retry == c.retries || !passing(err) || !pause(ctx, retry) {
+		if failedStart(err) {
+			failedStarts++
+		}
+		if write || retry == c.retries || !passing(err) || failedStarts > 1 || !pause(ctx, retry) {
 			return err
 		}
 	}

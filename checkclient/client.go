@@ -64,7 +64,8 @@ const DefaultFunctionRetries = 2
 // and Runtime.InitError), which a bad configuration repeats, a cold start each time;
 // never after any other, which
 // would come again: an *InvalidRequestError, a ConflictError, a usage report of what
-// Redis holds that is not usage (checkapi.NotUsage), an answer that is not a
+// Redis holds that is not usage (checkapi.NotUsage) or of a function whose
+// configuration does not load (checkapi.NoConfiguration), an answer that is not a
 // decision, one too large for Lambda (Function.ResponseSizeTooLarge), a panic. It waits about 100 ms before the first retry, twice as long before
 // each next (5 s at most), and not past ctx's deadline. n = 0 sends once; the default is
 // DefaultFunctionRetries. The Lambda client's own retries (of the service's failures)

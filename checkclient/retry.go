@@ -87,11 +87,12 @@ func notRun(err error) bool {
 // InvalidRequestError, a ConflictError, an answer that is not a decision, an answer too
 // large for Lambda (Function.ResponseSizeTooLarge), a runtime that cannot start, a
 // panic of the function's code on this payload, a usage report of what Redis holds that
-// is not usage (checkapi.NotUsage).
+// is not usage (checkapi.NotUsage) or of a function whose configuration does not load
+// (checkapi.NoConfiguration).
 func passing(err error) bool {
 	var fe *FunctionError
 	return errors.As(err, &fe) && transient[fe.Type] &&
-		!(fe.Type == checkapi.ErrorTypeUnavailable && strings.Contains(fe.Message, checkapi.NotUsage))
+		!(fe.Type == checkapi.ErrorTypeUnavailable && (strings.Contains(fe.Message, checkapi.NotUsage) || strings.Contains(fe.Message, checkapi.NoConfiguration)))
 }
 
 // transient are the errorTypes of function errors that another run may not meet: a

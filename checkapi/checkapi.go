@@ -42,14 +42,22 @@ const ErrorTypeConflict = "ConflictError"
 
 // ErrorTypeUnavailable is the errorType of the function error that answers a usage
 // request (OpUsage) Redis could not answer in time (or answered with what is not
-// bucketgate's usage, which the errorMessage says: NotUsage): a report has no failure
-// policy.
+// bucketgate's usage, which the errorMessage says: NotUsage), or whose identity the
+// registry could not resolve (NoConfiguration when no configuration loads): a report
+// has no failure policy.
 const ErrorTypeUnavailable = "UnavailableError"
 
 // NotUsage is in the errorMessage of an ErrorTypeUnavailable error when Redis answered
 // with what is not bucketgate's usage (a day's count that another writer left): unlike
 // Redis not answering in time, another call meets it again.
 const NotUsage = "Redis holds what is not bucketgate's usage"
+
+// NoConfiguration is in the errorMessage of an ErrorTypeUnavailable error when the usage
+// report's identity needs the registry (a key of an account counts in its account's
+// usage) and the function has no configuration: its registry table's documents do not
+// load (and its init could not read them). Unlike a table that could not be read,
+// another call meets it again until the document is fixed.
+const NoConfiguration = "the function has no configuration that loads"
 
 // Request is one check: may Key spend Cost tokens now? Or, with Op, a refund or a
 // reset of Key's buckets, or a report of Key's usage (OpUsage, with From and To and no

@@ -28,7 +28,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/detach"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
 
@@ -58,11 +57,15 @@ const DefaultFunctionRetries = 2
 // WithFunctionRetries makes a Client send a request that is safe to send again (one
 // with a requestId, a peek, a reset, a settle, a cancel, a release, a usage report) up
 // to n more times after the function failed in a way that another run may not: a
-// *FunctionError of a timeout (Sandbox.Timedout), a crash or an init failure
-// (Runtime.ExitError, Runtime.OutOfMemory, Runtime.Unknown), or a usage report Redis
-// did not answer in time (checkapi.ErrorTypeUnavailable); never after any other, which
+// *FunctionError of a timeout (Sandbox.Timedout), the runtime out of memory or failing
+// for a reason Lambda does not know (Runtime.OutOfMemory, Runtime.Unknown), or a usage
+// report Redis did not answer in time (checkapi.ErrorTypeUnavailable); once at most
+// after a crash or an init failure (Runtime.ExitError, which Lambda reports for both,
+// and Runtime.InitError), which a bad configuration repeats, a cold start each time;
+// never after any other, which
 // would come again: an *InvalidRequestError, a ConflictError, a usage report of what
-// Redis holds that is not usage (checkapi.NotUsage), an answer that is not a
+// Redis holds that is not usage (checkapi.NotUsage) or of a function whose
+// configuration does not load (checkapi.NoConfiguration), an answer that is not a
 // decision, one too large for Lambda (Function.ResponseSizeTooLarge), a panic. It waits about 100 ms before the first retry, twice as long before
 // each next (5 s at most), and not past ctx's deadline. n = 0 sends once; the default is
 // DefaultFunctionRetries. The Lambda client's own retries (of the service's failures)
@@ -230,18 +233,31 @@ func (c *Client) CancelReservation(ctx context.Context, reservation string) (che
 // on a route that reserves, carries (ratelimitheaders.Reservation) at the actual cost,
 // with SettleReservation: the one call a backend makes once it knows what the work
 // cost. Its error is ratelimitheaders.ErrNoReservation when r carries none; else as
-// SettleReservation's. ctx's values and deadline reach the call, its cancellation does
-// not: a request whose client hung up (r.Context() canceled, mid-stream, or at API
-// Gateway's integration timeout) is settled all the same, not left charged at its
-// estimate.
+// SettleReservation's. ctx's values reach the call, its cancellation and deadline do
+// not: the work is done, and a request whose client hung up (r.Context() canceled,
+// mid-stream, or at API Gateway's integration timeout) or whose deadline passed (an
+// http.TimeoutHandler's, a framework's timeout) is settled all the same, within
+// RequestCallTimeout of its own, not left charged at its estimate. To bound it by ctx,
+// call SettleReservation(ctx, ratelimitheaders.Reservation(r), actual).
 func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int64) (checkapi.Response, error) {
 	id := ratelimitheaders.Reservation(r)
 	if id == "" {
 		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
 	}
-	ctx, cancel := detach.Context(ctx)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	return c.SettleReservation(ctx, id, actual)
+}
+
+// RequestCallTimeout bounds SettleRequest and ReleaseRequest, which take their
+// context's values but neither its cancellation nor its deadline: twice the template's
+// 5 s function timeout, room for a cold start and a retry after a timed-out attempt.
+const RequestCallTimeout = 10 * time.Second
+
+// detached returns ctx with its values, without its cancellation and deadline, ending
+// after RequestCallTimeout: for the settle or release of work already done.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), RequestCallTimeout)
 }
 
 // ReleaseLease returns lease, an id the authorizer issued (on a request with a
@@ -256,14 +272,14 @@ func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Respo
 // ReleaseRequest returns the lease that r, a request the authorizer let through with a
 // concurrency rule, carries (ratelimitheaders.Lease), with ReleaseLease: the one call a
 // backend makes when its work is done. Its error is ratelimitheaders.ErrNoLease when r
-// carries none; else as ReleaseLease's. Its client hanging up does not stop it, as
-// SettleRequest says.
+// carries none; else as ReleaseLease's. Its client hanging up or its deadline passing
+// does not stop it: it has RequestCallTimeout of its own, as SettleRequest says.
 func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
 	id := ratelimitheaders.Lease(r)
 	if id == "" {
 		return checkapi.Response{}, ratelimitheaders.ErrNoLease
 	}
-	ctx, cancel := detach.Context(ctx)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	return c.ReleaseLease(ctx, id)
 }
@@ -392,7 +408,8 @@ var errNoInvoker = errors.New("checkclient: the Client has no Invoker: make it w
 // invoke sends in and decodes the answer into out; write narrows the SDK's retries to
 // failures where the function did not run (retryUnlessRan), for a payload that must not
 // run twice. A payload that may run twice is sent again after a function error another
-// run may not meet, up to c.retries times (WithFunctionRetries).
+// run may not meet, up to c.retries times (WithFunctionRetries), after a crash or a
+// failed init once at most (failedStart).
 func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 	if c.invoker == nil {
 		return errNoInvoker
@@ -401,9 +418,12 @@ func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 	if err != nil {
 		return fmt.Errorf("checkclient: encode request: %w", err)
 	}
-	for retry := 0; ; retry++ {
+	for retry, failedStarts := 0, 0; ; retry++ {
 		err := c.invokeOnce(ctx, payload, out, write)
-		if write || retry == c.retries || !passing(err) || !pause(ctx, retry) {
+		if failedStart(err) {
+			failedStarts++
+		}
+		if write || retry == c.retries || !passing(err) || failedStarts > 1 || !pause(ctx, retry) {
 			return err
 		}
 	}

@@ -510,20 +510,31 @@ func TestReleaseAnswerWithoutReleased(t *testing.T) {
 // A backend settles (or releases) what its request holds with that request's context,
 // as the README and docs/api-gateway.md show (checks.SettleRequest(r.Context(), r, used)):
 // when the client hung up mid-stream (or API Gateway's integration timed out), that
-// context is canceled, and the call is sent all the same, the actual cost settled and
-// the lease returned, not left at the estimate and the ttl. A deadline still holds.
+// context is canceled; when an http.TimeoutHandler (or a framework's timeout) gave up on
+// the request while its handler went on working, its deadline has passed. Either way the
+// work is done, and the call is sent all the same, the actual cost settled and the lease
+// returned, not left at the estimate and the ttl: with the context's values, within
+// RequestCallTimeout of its own.
 func TestRequestCallsOutliveTheClient(t *testing.T) {
 	var got []string
-	c := serve(t, func(p []byte) ([]byte, error) {
+	srv := lambdatest.Start(t, map[string]lambda.Handler{"fn": function(func(p []byte) ([]byte, error) {
 		got = append(got, string(p))
 		return []byte(`{"allowed":true,"reason":"ok","limit":10,"remaining":10,"settled":5,"released":true}`), nil
-	})
+	})})
+	seen := &seenContext{Invoker: srv.Client()}
+	c := checkclient.New(seen, "fn")
 	r := httptest.NewRequest("POST", "/v1/chat", nil)
 	r.Header.Set(ratelimitheaders.HeaderReservation, "r2.h.m")
 	r.Header.Set(ratelimitheaders.HeaderLease, "r2.h.l")
-	hungUp, hangUp := context.WithCancel(context.Background())
+	type key struct{}
+	base := context.WithValue(context.Background(), key{}, "trace-1")
+	hungUp, hangUp := context.WithCancel(base)
 	hangUp()
-	for _, tc := range []struct {
+	past, cancelPast := context.WithDeadline(base, time.Now().Add(-time.Second))
+	defer cancelPast()
+	timedOut, cancelTimedOut := context.WithTimeout(base, -time.Second) // a TimeoutHandler's, once it gave up
+	cancelTimedOut()                                                    // and its handler's deferred cancel
+	for _, call := range []struct {
 		name string
 		call func(ctx context.Context) error
 		sent string
@@ -531,19 +542,37 @@ func TestRequestCallsOutliveTheClient(t *testing.T) {
 		{"settle", func(ctx context.Context) error { _, err := c.SettleRequest(ctx, r, 5); return err }, `{"op":"settle","cost":5,"reservation":"r2.h.m"}`},
 		{"release", func(ctx context.Context) error { _, err := c.ReleaseRequest(ctx, r); return err }, `{"op":"release","lease":"r2.h.l"}`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got = nil
-			if err := tc.call(hungUp); err != nil || !slices.Equal(got, []string{tc.sent}) {
-				t.Fatalf("with the client gone: %v, sent %q; want %s sent and answered", err, got, tc.sent)
-			}
-			got = nil
-			past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
-			defer cancel()
-			if err := tc.call(past); !errors.Is(err, context.DeadlineExceeded) || got != nil {
-				t.Fatalf("past its deadline: %v, sent %q; want context.DeadlineExceeded and nothing sent", err, got)
-			}
-		})
+		for _, tc := range []struct {
+			name string
+			ctx  context.Context
+		}{{"client gone", hungUp}, {"past its deadline", past}, {"timed out and canceled", timedOut}} {
+			t.Run(call.name+"/"+tc.name, func(t *testing.T) {
+				got, seen.ctx = nil, nil
+				before := time.Now()
+				if err := call.call(tc.ctx); err != nil || !slices.Equal(got, []string{call.sent}) {
+					t.Fatalf("%v, sent %q; want %s sent and answered", err, got, call.sent)
+				}
+				deadline, bounded := seen.ctx.Deadline()
+				if !bounded || deadline.Before(before.Add(checkclient.RequestCallTimeout)) || deadline.After(time.Now().Add(checkclient.RequestCallTimeout)) {
+					t.Errorf("the call's deadline %v (%t), want RequestCallTimeout after the call", deadline, bounded)
+				}
+				if v := seen.ctx.Value(key{}); v != "trace-1" {
+					t.Errorf("the call's context holds %v, want the request context's value", v)
+				}
+			})
+		}
 	}
+}
+
+// seenContext is an Invoker that keeps the context of the last Invoke and passes it on.
+type seenContext struct {
+	checkclient.Invoker
+	ctx context.Context
+}
+
+func (s *seenContext) Invoke(ctx context.Context, in *awslambda.InvokeInput, optFns ...func(*awslambda.Options)) (*awslambda.InvokeOutput, error) {
+	s.ctx = ctx
+	return s.Invoker.Invoke(ctx, in, optFns...)
 }
 
 // A replayed acquire answers its first lease again, also once that lease has expired

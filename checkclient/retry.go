@@ -87,23 +87,36 @@ func notRun(err error) bool {
 // InvalidRequestError, a ConflictError, an answer that is not a decision, an answer too
 // large for Lambda (Function.ResponseSizeTooLarge), a runtime that cannot start, a
 // panic of the function's code on this payload, a usage report of what Redis holds that
-// is not usage (checkapi.NotUsage).
+// is not usage (checkapi.NotUsage) or of a function whose configuration does not load
+// (checkapi.NoConfiguration).
 func passing(err error) bool {
 	var fe *FunctionError
 	return errors.As(err, &fe) && transient[fe.Type] &&
-		!(fe.Type == checkapi.ErrorTypeUnavailable && strings.Contains(fe.Message, checkapi.NotUsage))
+		!(fe.Type == checkapi.ErrorTypeUnavailable && (strings.Contains(fe.Message, checkapi.NotUsage) || strings.Contains(fe.Message, checkapi.NoConfiguration)))
 }
 
 // transient are the errorTypes of function errors that another run may not meet: a
-// timeout (of the invocation or of its init), a crash, the runtime out of memory or
-// failing for a reason Lambda does not know (an init failure among them), Redis not
-// answering a usage report in time.
+// timeout (of the invocation or of its init), a crash or an init failure (see
+// failedStart), the runtime out of memory or failing for a reason Lambda does not know,
+// Redis not answering a usage report in time.
 var transient = map[string]bool{
 	"Sandbox.Timedout":            true,
 	"Runtime.ExitError":           true,
+	"Runtime.InitError":           true,
 	"Runtime.OutOfMemory":         true,
 	"Runtime.Unknown":             true,
 	checkapi.ErrorTypeUnavailable: true,
+}
+
+// failedStart reports whether err is a function error of a process that exited
+// (Runtime.ExitError: a crash, or an init that failed, as the check function's does on a
+// bad configuration, which aws-lambda-go does not report otherwise) or of an init its
+// runtime reported failed (Runtime.InitError). Another run may start well (a secret's
+// read throttled, a network fault), but a bad configuration fails each cold start the
+// same way, so such an error is sent again once at most.
+func failedStart(err error) bool {
+	var fe *FunctionError
+	return errors.As(err, &fe) && (fe.Type == "Runtime.ExitError" || fe.Type == "Runtime.InitError")
 }
 
 // firstPause is the wait before a Client's first retry after a function error, doubled

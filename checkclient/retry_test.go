@@ -219,9 +219,16 @@ func functionFailed(w http.ResponseWriter, errorType, message string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"errorType": errorType, "errorMessage": message})
 }
 
+// exitedAtInit is the errorMessage of Lambda's Runtime.ExitError for a function whose
+// process exited during its init (app.Main on a bad configuration), which aws-lambda-go
+// does not report to the Runtime API's /init/error: the same as a crash's.
+const exitedAtInit = "RequestId: 1b7e2c40-5d0f-4a8e-9b3c-2f6d8e1a7c55 Error: Runtime exited with error: exit status 1"
+
 // A request that is safe to send again is sent again after a function error another run
 // may not meet (a timeout, a crash, Redis not answering a usage report), up to
 // WithFunctionRetries times (DefaultFunctionRetries), its requestId the same each time;
+// a crash or an init failure (Runtime.ExitError, Runtime.InitError), which a bad
+// configuration repeats with a cold start each time, once at most;
 // never after a refusal that would come again (an invalid request, a conflict, an answer
 // that is not a decision), nor past ctx's deadline.
 func TestFunctionErrorRetries(t *testing.T) {
@@ -240,9 +247,18 @@ func TestFunctionErrorRetries(t *testing.T) {
 		{name: "a timeout, then an answer", fails: 1, errType: "Sandbox.Timedout", want: 2, ok: true},
 		{name: "a crash, then an answer", fails: 1, errType: "Runtime.ExitError", want: 2, ok: true},
 		{name: "two timeouts, then an answer", fails: 2, errType: "Sandbox.Timedout", want: 3, ok: true},
+		{name: "an init failure each time", fails: 3, errType: "Runtime.ExitError", message: exitedAtInit, want: 2},
+		{name: "an init failure each time, WithFunctionRetries(5)", fails: 6, errType: "Runtime.ExitError", message: exitedAtInit, opts: []checkclient.Option{checkclient.WithFunctionRetries(5)}, want: 2},
+		{name: "an init failure reported by the runtime each time", fails: 3, errType: "Runtime.InitError", message: "RequestId: 1b7e2c40-5d0f-4a8e-9b3c-2f6d8e1a7c55 Error: init failed", want: 2},
+		{name: "an init failure reported by the runtime, then an answer", fails: 1, errType: "Runtime.InitError", want: 2, ok: true},
+		{name: "a timeout, an init failure, then an answer", fails: 2, errType: "Sandbox.Timedout,Runtime.ExitError", want: 3, ok: true},
 		{name: "three timeouts", fails: 3, errType: "Sandbox.Timedout", want: 3},
 		{name: "Redis not answering a usage report, then an answer", fails: 1, errType: checkapi.ErrorTypeUnavailable, usage: true, want: 2, ok: true},
 		{name: "Redis holding what is not usage", fails: 1, errType: checkapi.ErrorTypeUnavailable, message: "usage of tenant:abc: " + checkapi.NotUsage + ": bad state", usage: true, want: 1},
+		{name: "a usage report of a function whose configuration does not load", fails: 1, errType: checkapi.ErrorTypeUnavailable,
+			message: "usage of key:8254c329a92850f6d539dd376f4816ee: " + checkapi.NoConfiguration + ": no configuration: routs: unknown field", usage: true, want: 1},
+		{name: "a usage report the registry could not resolve, then an answer", fails: 1, errType: checkapi.ErrorTypeUnavailable,
+			message: "usage of key:8254c329a92850f6d539dd376f4816ee: the registry could not say whose usage it is: throttled", usage: true, want: 2, ok: true},
 		{name: "a conflict", fails: 1, errType: checkapi.ErrorTypeConflict, want: 1},
 		{name: "an invalid request", fails: 1, errType: checkapi.ErrorTypeInvalidRequest, want: 1},
 		{name: "an answer that is not a decision", fails: 1, errType: "", want: 1},
@@ -269,7 +285,8 @@ func TestFunctionErrorRetries(t *testing.T) {
 					if tt.errType == "" {
 						return []byte(`{"allowed": "maybe"}`), nil
 					}
-					return nil, messages.InvokeResponse_Error{Type: tt.errType, Message: cmp.Or(tt.message, "failed")}
+					types := strings.Split(tt.errType, ",") // one per failed invocation, the last for the rest
+					return nil, messages.InvokeResponse_Error{Type: types[min(int(n), len(types))-1], Message: cmp.Or(tt.message, "failed")}
 				}
 				if tt.usage {
 					return json.Marshal(usage)

@@ -73,13 +73,16 @@ func (h *Handler) usage(ctx context.Context, c check) ([]byte, error) {
 }
 
 // unavailable logs and returns the error of usage request c, which Redis did not answer
-// (err), or answered with what is not bucketgate's usage, or whose identity the registry
-// could not look up (c.lookupErr): a function error of type
+// (err), or answered with what is not bucketgate's usage (checkapi.NotUsage), or whose
+// identity the registry could not look up (c.lookupErr; checkapi.NoConfiguration when
+// no configuration document loads): a function error of type
 // checkapi.ErrorTypeUnavailable.
 func (h *Handler) unavailable(ctx context.Context, c check, attrs []slog.Attr, err error) error {
 	h.Log.LogAttrs(ctx, slog.LevelWarn, MsgUsage, append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 	what := "Redis did not answer"
 	switch {
+	case errors.Is(c.lookupErr, registry.ErrNoDocumentLoads): // every call meets it
+		what = checkapi.NoConfiguration
 	case c.lookupErr != nil:
 		what = "the registry could not say whose usage it is"
 	case guard.Classify(err) == guard.FailureBadResponse:

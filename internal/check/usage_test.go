@@ -1,6 +1,8 @@
 package check
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,7 +13,9 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/lua"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 )
 
 // usageFixture is a fixture whose engine counts usage, kept days days, and a function
@@ -156,5 +160,46 @@ func TestUsageUnavailable(t *testing.T) {
 	ue = functionError(t, mustFail(f, `{"key":"a","op":"usage"}`))
 	if want := "usage of tenant:" + bucketgate.KeyDigest("a") + ": Redis did not answer: "; ue.Type != checkapi.ErrorTypeUnavailable || !strings.HasPrefix(ue.Message, want) {
 		t.Errorf("Redis gone: error %q of type %q, want one starting %q", ue.Message, ue.Type, want)
+	}
+}
+
+// A usage report of an identity the registry must resolve (a key of an account counts in
+// its account's usage), when the instance has no configuration, says why: a table that
+// could not be read (another call may find it read) is the registry not saying whose
+// usage it is; a table whose documents do not load (after an init that could not read
+// it) is checkapi.NoConfiguration, which every call meets until the document is fixed,
+// so that a client does not send it again.
+func TestUsageWithoutConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		invalid   bool // the table holds a document that does not load, else it cannot be read
+		permanent bool
+	}{
+		{"the table unreadable", false, false},
+		{"no document loads", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _ := usageFixture(t, 3)
+			src := registrytest.New()
+			src.Fail(errors.New("dynamodb: no route"))
+			now := testTime
+			clock := func() time.Time { return now }
+			live := registry.NewLive(src, registry.NewCache(src, registry.Options{TTL: time.Hour, Size: 10, Now: clock}), f.cfg,
+				registry.LiveOptions{TTL: time.Minute, Now: clock})
+			if err := live.Load(context.Background()); err != nil { // init: the table unreadable
+				t.Fatal(err)
+			}
+			f.h.Config = live
+			if tc.invalid {
+				src.Fail(nil)
+				src.PutConfig(registry.StoredConfig{ID: registry.ConfigID, Document: "routs: []", Version: 1})
+				now = now.Add(time.Minute)
+			}
+			ue := functionError(t, mustFail(f, `{"identity":"key:`+bucketgate.KeyDigest("k")+`","op":"usage"}`))
+			if ue.Type != checkapi.ErrorTypeUnavailable || strings.Contains(ue.Message, checkapi.NoConfiguration) != tc.permanent ||
+				!tc.permanent && !strings.Contains(ue.Message, "the registry could not say whose usage it is") {
+				t.Fatalf("error %q of type %q: want %s, naming checkapi.NoConfiguration %v", ue.Message, ue.Type, checkapi.ErrorTypeUnavailable, tc.permanent)
+			}
+		})
 	}
 }

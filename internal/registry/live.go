@@ -155,6 +155,11 @@ func NewStatic(cfg *config.Config, cache *Cache) *Live {
 	return l
 }
 
+// ErrNoDocumentLoads is wrapped by the Err of a view with no Config because the table
+// holds a configuration document and neither it nor any copy read loads: unlike a table
+// that could not be read, every read meets it again until the document is fixed.
+var ErrNoDocumentLoads = errors.New("no configuration document of the registry table loads")
+
 // errNotRead is the Err of a Live's view before its first read.
 var errNotRead = errors.New("configuration: the registry table was not read yet")
 
@@ -273,8 +278,8 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 		if older, cfg, ok := l.fallback(ctx, item.Version, timeout, &r); ok {
 			l.apply(ctx, &next, older, cfg, "the copy "+older.ID+": the item "+ConfigID+" does not load")
 		} else if s.view.Config == nil {
-			next.view.Err = fmt.Errorf("no configuration document of the registry table loads (%s and up to %d earlier versions read): %w",
-				ConfigID, MaxFallbackReads, loadErr)
+			next.view.Err = fmt.Errorf("%w (%s and up to %d earlier versions read): %w",
+				ErrNoDocumentLoads, ConfigID, MaxFallbackReads, loadErr)
 		}
 	}
 	l.state.Store(&next)

@@ -379,7 +379,7 @@ func functionOf(e env, flagValue string, st *stack) (string, error) {
 		st.passOver(e, "check function "+name, from)
 		return name, nil
 	case st.name != "":
-		return st.output(e.ctx, "--function", outputOperatorName, outputCheckName)
+		return st.output(e.ctx, "--function", envCheckFunction, outputOperatorName, outputCheckName)
 	}
 	return defaultCheckFunction, nil
 }

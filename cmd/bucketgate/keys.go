@@ -173,7 +173,7 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 	}
 	t.open = sync.OnceValue(func() (err error) {
 		if t.name == "" {
-			if t.name, err = st.output(e.ctx, "--table", outputTable); err != nil {
+			if t.name, err = st.output(e.ctx, t.flag, settings.EnvRegistryTable, outputTable); err != nil {
 				return err
 			}
 			fromStack = true

@@ -73,8 +73,8 @@ func newStack(e env, flagValue string) *stack {
 
 // output returns the value of the first of keys that the stack outputs, reading the
 // stack if it has not been read yet. Its error names the stack and what is missing, and
-// the flag that would name it instead.
-func (s *stack) output(ctx context.Context, flag string, keys ...string) (string, error) {
+// how the command names it instead (see instead: flag, else variable).
+func (s *stack) output(ctx context.Context, flag, variable string, keys ...string) (string, error) {
 	if err := s.describe(ctx); err != nil {
 		return "", err
 	}
@@ -86,14 +86,24 @@ func (s *stack) output(ctx context.Context, flag string, keys ...string) (string
 	missing := strings.Join(keys, " or ")
 	switch {
 	case unfinished(s.status):
-		return "", fmt.Errorf("stack %s (%s) has no output %s: its status is %s, a deployment that did not complete: wait for it or deploy again, or give %s",
-			s.name, s.from, missing, s.status, flag)
+		return "", fmt.Errorf("stack %s (%s) has no output %s: its status is %s, a deployment that did not complete: wait for it or deploy again, or %s",
+			s.name, s.from, missing, s.status, instead(flag, variable))
 	case !slices.ContainsFunc(stackOutputs, func(k string) bool { return s.outputs[k] != "" }):
 		return "", fmt.Errorf("stack %s (%s) is not a bucketgate stack: it has none of the outputs %s (status %s)",
 			s.name, s.from, strings.Join(stackOutputs, ", "), s.status)
 	}
-	return "", fmt.Errorf("stack %s (%s) has no output %s (status %s; its outputs: %s): deploy the current template.yaml to it, or give %s",
-		s.name, s.from, missing, s.status, strings.Join(slices.Sorted(maps.Keys(s.outputs)), ", "), flag)
+	return "", fmt.Errorf("stack %s (%s) has no output %s (status %s; its outputs: %s): deploy the current template.yaml to it, or %s",
+		s.name, s.from, missing, s.status, strings.Join(slices.Sorted(maps.Keys(s.outputs)), ", "), instead(flag, variable))
+}
+
+// instead says how a command names another table or function than the stack's: "give
+// FLAG" with flag, its flag for it, else (buckets and usage take no --table) "name no
+// stack and set VARIABLE", the variable that names one without a stack.
+func instead(flag, variable string) string {
+	if flag == "" {
+		return "name no stack and set " + variable
+	}
+	return "give " + flag
 }
 
 // unfinished reports whether a stack of status is in or after a deployment that did
@@ -113,14 +123,14 @@ func (s *stack) agree(ctx context.Context, kind, variable, value, flag string, s
 	if s.name == "" {
 		return nil
 	}
-	v, err := s.output(ctx, "--"+kind, keys...) // as a command without the flag says too
+	v, err := s.output(ctx, flag, variable, keys...)
 	if err != nil || same(value, v) {
 		return err
 	}
 	key := keys[slices.IndexFunc(keys, func(k string) bool { return s.outputs[k] == v })]
-	other := "name no stack"
+	other := instead(flag, variable) + " to " + value
 	if flag != "" {
-		other = "give " + flag + " " + value
+		other = instead(flag, variable) + " " + value
 	}
 	return fmt.Errorf("%w: %s names %s %s, but stack %s (%s) names %s %s (its output %s): to use the stack's, unset %s or set it to %s; to use %s, %s",
 		errUsage, variable, kind, value, s.name, s.from, kind, v, key, variable, v, value, other)

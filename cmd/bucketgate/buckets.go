@@ -337,15 +337,16 @@ func operatorOf(e env, st *stack, flagValue string) (operator, error) {
 // functionName matches what Lambda's Invoke takes for a function: its name, its ARN or
 // a partial ARN (ACCOUNT:function:NAME), each with an optional qualifier (a version,
 // $LATEST or an alias).
-// Its group is the function's name.
-var functionName = regexp.MustCompile(`^(?:(?:arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(?:-[a-z]+)+-\d+:)?\d{12}:function:)?([a-zA-Z0-9_-]{1,64})(?::(?:\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
+// Its groups are the function's name, and the region and account of an ARN that names
+// them ("" otherwise).
+var functionName = regexp.MustCompile(`^(?:(?:arn:aws[a-zA-Z-]*:lambda:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):)?(?P<account>\d{12}):function:)?(?P<name>[a-zA-Z0-9_-]{1,64})(?::(?:\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
 
 // sameFunction reports whether a and b, each a name, ARN or partial ARN with or without
 // a qualifier, name the same function: its name, whatever the version or alias.
 func sameFunction(a, b string) bool {
 	bare := func(s string) string {
 		if m := functionName.FindStringSubmatch(s); m != nil {
-			return m[1]
+			return m[functionName.SubexpIndex("name")]
 		}
 		return s
 	}
@@ -383,7 +384,8 @@ func functionOf(e env, flagValue string, st *stack) (string, error) {
 	case err != nil:
 		return "", err
 	case name != "" && from == envCheckFunction:
-		return name, st.agree(e.ctx, "function", from, name, "--function", sameFunction, outputOperatorName, outputCheckName)
+		same := func(a, b string) bool { return sameFunction(a, b) && st.holds(a) }
+		return name, st.agree(e.ctx, "function", from, name, "--function", same, outputOperatorName, outputCheckName)
 	case name != "":
 		st.passOver(e, "check function "+name, from)
 		return name, nil

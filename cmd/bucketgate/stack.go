@@ -52,11 +52,14 @@ type stack struct {
 	// (--stack or BUCKETGATE_STACK), for the errors.
 	name, from string
 
-	read       bool
-	status     string
-	outputs    map[string]string // output key -> value
-	parameters map[string]string // parameter key -> value
-	err        error
+	read bool
+	// region and account are the stack's, once read: a function of the same name
+	// elsewhere is another (holds); account is "" when its id does not say it.
+	region, account string
+	status          string
+	outputs         map[string]string // output key -> value
+	parameters      map[string]string // parameter key -> value
+	err             error
 }
 
 // paramConfig is template.yaml's parameter that the functions get as RATE_LIMIT_CONFIG.
@@ -132,8 +135,24 @@ func (s *stack) agree(ctx context.Context, kind, variable, value, flag string, s
 	if flag != "" {
 		other = instead(flag, variable) + " " + value
 	}
-	return fmt.Errorf("%w: %s names %s %s, but stack %s (%s) names %s %s (its output %s): to use the stack's, unset %s or set it to %s; to use %s, %s",
-		errUsage, variable, kind, value, s.name, s.from, kind, v, key, variable, v, value, other)
+	where := ""
+	if s.account != "" {
+		where = " of account " + s.account
+	}
+	return fmt.Errorf("%w: %s names %s %s, but stack %s (%s)%s in region %s names %s %s (its output %s): to use the stack's, unset %s or set it to %s; to use %s, %s",
+		errUsage, variable, kind, value, s.name, s.from, where, s.region, kind, v, key, variable, v, value, other)
+}
+
+// holds reports whether function, a name or (partial) ARN of a function, may be one of
+// the stack's, once read: an ARN of another region or account than the stack's names
+// another function, whatever its name.
+func (s *stack) holds(function string) bool {
+	m := functionName.FindStringSubmatch(function)
+	if m == nil {
+		return false
+	}
+	region, account := m[functionName.SubexpIndex("region")], m[functionName.SubexpIndex("account")]
+	return (region == "" || region == s.region) && (account == "" || s.account == "" || account == s.account)
 }
 
 // passOver notes on stderr that the stack, if one is named, is not read for what: its
@@ -191,7 +210,10 @@ func (s *stack) describe(ctx context.Context) error {
 		s.err = fmt.Errorf("stack %s (%s) was deleted (status %s): name a deployed bucketgate stack of region %s", s.name, s.from, out.Stacks[0].StackStatus, cfg.Region)
 	default:
 		st := out.Stacks[0]
-		s.status = string(st.StackStatus)
+		s.region, s.status = cfg.Region, string(st.StackStatus)
+		if id := strings.Split(aws.ToString(st.StackId), ":"); len(id) > 4 { // arn:PARTITION:cloudformation:REGION:ACCOUNT:stack/...
+			s.account = id[4]
+		}
 		s.outputs = map[string]string{}
 		for _, o := range st.Outputs {
 			s.outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)

@@ -438,8 +438,10 @@ func TestStackRefusesAnotherNameInTheEnvironment(t *testing.T) {
 	s := newStackDeployment(t)
 	key := strings.TrimSpace(s.ok("--stack", deployedStack, "keys", "create", "--plan", "gold"))
 	s.createStack("prod", map[string]string{outputTable: "bucketgate-prod", outputOperatorName: "prod-operator", outputCheckName: "prod-check"})
-	tableConflict := "REGISTRY_TABLE names table " + table + ", but stack prod (%s) names table bucketgate-prod (its output RegistryTableName): to use the stack's, unset REGISTRY_TABLE or set it to bucketgate-prod; to use " + table + ", "
-	functionConflict := "CHECK_FUNCTION names function " + checkFunction + ", but stack prod (%s) names function prod-operator (its output OperatorFunctionName): to use the stack's, unset CHECK_FUNCTION or set it to prod-operator; to use " + checkFunction + ", give --function " + checkFunction
+	tableConflict := "REGISTRY_TABLE names table " + table + ", but stack prod (%s) of account " + moto.AccountID + " in region " + moto.Region + " names table bucketgate-prod (its output RegistryTableName): to use the stack's, unset REGISTRY_TABLE or set it to bucketgate-prod; to use " + table + ", "
+	otherRegion := strings.Replace(functionARN(checkFunction), ":"+moto.Region+":", ":eu-west-1:", 1)
+	otherAccount := "111122223333:function:" + checkFunction
+	functionConflict := "CHECK_FUNCTION names function " + checkFunction + ", but stack prod (%s) of account " + moto.AccountID + " in region " + moto.Region + " names function prod-operator (its output OperatorFunctionName): to use the stack's, unset CHECK_FUNCTION or set it to prod-operator; to use " + checkFunction + ", give --function " + checkFunction
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -454,6 +456,11 @@ func TestStackRefusesAnotherNameInTheEnvironment(t *testing.T) {
 		{"the stack's table", map[string]string{settings.EnvRegistryTable: table}, []string{"--stack", deployedStack, "keys", "show", key}, ""},
 		{"the stack's function and table", map[string]string{settings.EnvRegistryTable: table, envCheckFunction: checkFunction, envStack: deployedStack}, []string{"buckets", "show", key}, ""},
 		{"the stack's function, by its ARN", map[string]string{envCheckFunction: functionARN(checkFunction)}, []string{"buckets", "show", key, "--stack", deployedStack}, ""},
+		// An ARN of another region or account names another function of the same name.
+		{"the stack's function's name, in another region", map[string]string{envCheckFunction: otherRegion}, []string{"buckets", "show", key, "--stack", deployedStack},
+			"CHECK_FUNCTION names function " + otherRegion + ", but stack " + deployedStack + " (--stack) of account " + moto.AccountID + " in region " + moto.Region + " names function " + checkFunction},
+		{"the stack's function's name, in another account", map[string]string{envCheckFunction: otherAccount, envStack: deployedStack}, []string{"usage", key},
+			"CHECK_FUNCTION names function " + otherAccount + ", but stack " + deployedStack + " (BUCKETGATE_STACK) of account " + moto.AccountID + " in region " + moto.Region + " names function " + checkFunction},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

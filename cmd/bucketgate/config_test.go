@@ -427,6 +427,12 @@ func TestShowMarksShadowedOwnRules(t *testing.T) {
 			}
 		})
 	}
+	c.t = t
+	for _, list := range [][]string{{"keys", "list"}, {"accounts", "list"}} {
+		if out := c.ok(list...); !strings.Contains(out, ":day (shadow)") || strings.Contains(out, "daily:2:day (shadow)") {
+			t.Fatalf("bucketgate %s: want the shadow own rules marked, a key of an account's not:\n%s", strings.Join(list, " "), out)
+		}
+	}
 }
 
 // Bad input: put exits 1 with the loader's error naming the field and writes nothing;

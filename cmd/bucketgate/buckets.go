@@ -295,7 +295,9 @@ func inactive(rec registry.Record, table string) string {
 // lines name it) and the registry table (of REGISTRY_TABLE, else st's) holds a
 // tenant whose key has that digest and none whose key is those digits, that tenant. A tenant:<digest> that
 // names no registered tenant either way stays t, with a note on stderr: the buckets of a
-// tenant whose key is those digits.
+// tenant whose key is those digits. Only the table tells which tenant it names, and so
+// whose buckets to ask for: a table that cannot be read is an error saying so (unlike
+// noteInactiveKey's, which leaves the answer as it is).
 func tenantTarget(e env, s settings.Settings, st *stack, t target) (target, error) {
 	digest, ok := strings.CutPrefix(t.id, bucketgate.TenantPrefix)
 	if !ok || !isDigest(digest) {
@@ -303,12 +305,19 @@ func tenantTarget(e env, s settings.Settings, st *stack, t target) (target, erro
 	}
 	if s.RegistryTable != "" || st.name != "" {
 		table, err := openTable(e, "", st)
+		if err == nil {
+			err = table.open()
+		}
 		if err != nil {
 			return t, err
 		}
 		id, err := table.tenantItem(e.ctx, t.id)
-		if !errors.Is(err, errNoItem) {
-			return identityTarget(id), err
+		switch {
+		case err == nil:
+			return identityTarget(id), nil
+		case !errors.Is(err, errNoItem):
+			return t, fmt.Errorf("%s: only table %s tells which tenant it names (a registered tenant whose key has this digest, or else a tenant whose key is these digits), and it could not be read: give the tenant's key itself (tenant:KEY), which needs no table: %w",
+				t.id, table.name, err)
 		}
 	}
 	fmt.Fprintf(e.stderr, "note: no registered tenant's key is %s or has it as its digest (as log lines name a tenant): these are the buckets of a tenant whose key is those digits; give an unregistered tenant's key itself\n", digest)
@@ -328,15 +337,16 @@ func operatorOf(e env, st *stack, flagValue string) (operator, error) {
 // functionName matches what Lambda's Invoke takes for a function: its name, its ARN or
 // a partial ARN (ACCOUNT:function:NAME), each with an optional qualifier (a version,
 // $LATEST or an alias).
-// Its group is the function's name.
-var functionName = regexp.MustCompile(`^(?:(?:arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(?:-[a-z]+)+-\d+:)?\d{12}:function:)?([a-zA-Z0-9_-]{1,64})(?::(?:\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
+// Its groups are the function's name, and the region and account of an ARN that names
+// them ("" otherwise).
+var functionName = regexp.MustCompile(`^(?:(?:arn:aws[a-zA-Z-]*:lambda:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):)?(?P<account>\d{12}):function:)?(?P<name>[a-zA-Z0-9_-]{1,64})(?::(?:\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
 
 // sameFunction reports whether a and b, each a name, ARN or partial ARN with or without
 // a qualifier, name the same function: its name, whatever the version or alias.
 func sameFunction(a, b string) bool {
 	bare := func(s string) string {
 		if m := functionName.FindStringSubmatch(s); m != nil {
-			return m[1]
+			return m[functionName.SubexpIndex("name")]
 		}
 		return s
 	}
@@ -374,12 +384,13 @@ func functionOf(e env, flagValue string, st *stack) (string, error) {
 	case err != nil:
 		return "", err
 	case name != "" && from == envCheckFunction:
-		return name, st.agree(e.ctx, "function", from, name, "--function", sameFunction, outputOperatorName, outputCheckName)
+		same := func(a, b string) bool { return sameFunction(a, b) && st.holds(a) }
+		return name, st.agree(e.ctx, "function", from, name, "--function", same, outputOperatorName, outputCheckName)
 	case name != "":
 		st.passOver(e, "check function "+name, from)
 		return name, nil
 	case st.name != "":
-		return st.output(e.ctx, "--function", outputOperatorName, outputCheckName)
+		return st.output(e.ctx, "--function", envCheckFunction, outputOperatorName, outputCheckName)
 	}
 	return defaultCheckFunction, nil
 }

@@ -492,3 +492,39 @@ func TestBucketsSayWhatTheyCouldNotCheck(t *testing.T) {
 		})
 	}
 }
+
+// tenant:<digest> names a registered tenant whose key has that digest, or else a tenant
+// whose key is those digits: only the table tells which, and so whose buckets (or usage)
+// to ask for. A table that cannot be read then stops the command, exit 1 and the function
+// not invoked, with a line saying why the table was needed and how to do without it (the
+// tenant's key itself); it said only that the table could not be used, as if a key's
+// note were an error.
+func TestTenantDigestNeedsTheTable(t *testing.T) {
+	d, _ := newDeployment(t)
+	d.ok("keys", "create", "--plan", "gold", "--tenant", "acme")
+	digest := strings.TrimPrefix(bucketgate.LogForm("tenant:acme"), bucketgate.TenantPrefix)
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	calls.refuseWhen(func(action string, _ []byte) bool { return strings.HasPrefix(action, "dynamodb:") })
+	want := "tenant:" + digest + ": only table " + table + " tells which tenant it names (a registered tenant whose key has this digest, or else a tenant whose key is these digits), and it could not be read: give the tenant's key itself (tenant:KEY), which needs no table: "
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"buckets show", []string{"buckets", "show", "tenant:" + digest}},
+		{"usage", []string{"usage", "tenant:" + digest}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			invoked := d.lambda.Invocations(checkFunction)
+			code, stdout, stderr := d.run(tc.args...)
+			if code != exitError || stdout != "" || !strings.HasPrefix(stderr, "bucketgate: "+want) || !strings.Contains(stderr, "refused by the test") {
+				t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q: want exit 1 and %q... naming AWS's refusal", strings.Join(tc.args, " "), code, stdout, stderr, want)
+			}
+			if n := d.lambda.Invocations(checkFunction); n != invoked {
+				t.Fatalf("invoked the function %d times without knowing whose buckets", n-invoked)
+			}
+		})
+	}
+	calls.refuseWhen(nil)
+	d.want(d.bucket("show", "tenant:"+digest), "tenant:acme", "gold", "burst", 50, 50) // the table read, the registered tenant's
+}

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -376,6 +378,60 @@ func TestOverrideOfAShadowRuleNoted(t *testing.T) {
 				t.Fatalf("exit %d, note %v, want %v:\n%s", code, note, tc.note, stderr)
 			}
 		})
+	}
+}
+
+// keys show and accounts show (and the lists) mark an own rule that replaces a shadow
+// rule of the plan (or of a route, but for a tenant's), and so limits nothing: "(shadow)"
+// after it in the text, "shadow": true in --json, as override noted it; never a key of
+// an account's own rule, always enforced. They printed it as any own rule.
+func TestShowMarksShadowedOwnRules(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	c.ok("config", "put", file(t, "v1.yaml", "defaultPlan: free\nplans:\n  free:\n    - {name: burst, capacity: 100, refillPerSecond: 10}\n    - {name: daily, limit: 1000, period: day, shadow: true}\n"))
+	key := keyID(strings.TrimSpace(c.ok("keys", "create", "--plan", "free", "--rule", "daily:3:day", "--rule", "burst:5:1")))
+	c.ok("accounts", "create", "acme", "--plan", "free", "--rule", "daily:5:day")
+	c.ok("keys", "create", "--tenant", "t-own", "--plan", "free", "--rule", "daily:4:day")
+	member := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme", "--rule", "daily:2:day")))
+	for _, tc := range []struct {
+		name, want string // want: the rules line's value
+		show       []string
+		shadow     map[string]bool // --json: rule -> shadow
+	}{
+		{"a key's", "daily:3:day (shadow) burst:5:1", []string{"keys", "show", key}, map[string]bool{"daily": true, "burst": false}},
+		{"an account's", "daily:5:day (shadow)", []string{"accounts", "show", "acme"}, map[string]bool{"daily": true}},
+		{"a tenant's", "daily:4:day (shadow)", []string{"keys", "show", "tenant:t-own"}, map[string]bool{"daily": true}},
+		{"a key of an account's, its own", "daily:2:day", []string{"keys", "show", member}, map[string]bool{"daily": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			if out := c.ok(tc.show...); !regexp.MustCompile(`(?m)^rules +` + regexp.QuoteMeta(tc.want) + `$`).MatchString(out) {
+				t.Fatalf("bucketgate %s:\n%s\nwant the line rules %s", strings.Join(tc.show, " "), out, tc.want)
+			}
+			var got struct {
+				Rules []struct {
+					Name   string `json:"name"`
+					Shadow bool   `json:"shadow"`
+				} `json:"rules"`
+			}
+			out := c.ok(append(tc.show, "--json")...)
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatal(err)
+			}
+			shadow := map[string]bool{}
+			for _, r := range got.Rules {
+				shadow[r.Name] = r.Shadow
+			}
+			if !maps.Equal(shadow, tc.shadow) {
+				t.Fatalf("bucketgate %s --json: rules' shadow %v, want %v:\n%s", strings.Join(tc.show, " "), shadow, tc.shadow, out)
+			}
+		})
+	}
+	c.t = t
+	for _, list := range [][]string{{"keys", "list"}, {"accounts", "list"}} {
+		if out := c.ok(list...); !strings.Contains(out, ":day (shadow)") || strings.Contains(out, "daily:2:day (shadow)") {
+			t.Fatalf("bucketgate %s: want the shadow own rules marked, a key of an account's not:\n%s", strings.Join(list, " "), out)
+		}
 	}
 }
 

@@ -173,7 +173,7 @@ func openTable(e env, name string, st *stack) (*keyTable, error) {
 	}
 	t.open = sync.OnceValue(func() (err error) {
 		if t.name == "" {
-			if t.name, err = st.output(e.ctx, "--table", outputTable); err != nil {
+			if t.name, err = st.output(e.ctx, t.flag, settings.EnvRegistryTable, outputTable); err != nil {
 				return err
 			}
 			fromStack = true
@@ -462,16 +462,22 @@ func noteShadowed(e env, t *keyTable, rec registry.Record, rules []bucketgate.Ru
 	}
 }
 
-// shadowed returns the names of rules, own rules of rec as written, that replace a
-// shadow rule of rec's plan (or of a route, but for a tenant's) in the document in force,
-// and so are shadow rules too (config.Config.Shadows): none for a key of an account,
-// whose own rules are its own, always enforced, or when the document cannot be read.
+// shadowed returns the names of rules, own rules of rec as written, that are shadow
+// rules in the document in force (shadowIn); none when it cannot be read.
 func (t *keyTable) shadowed(ctx context.Context, rec registry.Record, rules []bucketgate.Rule) []string {
-	if rec.Account != "" {
-		return nil
-	}
 	cfg, err := t.plans(ctx)
 	if err != nil {
+		return nil
+	}
+	return shadowIn(cfg, rec, rules)
+}
+
+// shadowIn returns the names of rules, own rules of rec, that replace a shadow rule of
+// rec's plan (or of a route, but for a tenant's) in cfg, and so are shadow rules too
+// (config.Config.Shadows): none for a key of an account, whose own rules are its own,
+// always enforced, or of a plan cfg does not have.
+func shadowIn(cfg *config.Config, rec registry.Record, rules []bucketgate.Rule) []string {
+	if rec.Account != "" {
 		return nil
 	}
 	p, ok := cfg.Plan(rec.Plan)

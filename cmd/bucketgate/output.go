@@ -276,7 +276,8 @@ func orNever(s string) string {
 	return s
 }
 
-// rulesText prints rules as the --rule flag takes them, or "-" for none.
+// rulesText prints rules as the --rule flag takes them, or "-" for none; a shadow rule
+// (an own rule that replaces one: assess) has " (shadow)" after it.
 func rulesText(rs []bucketgate.Rule) string {
 	if len(rs) == 0 {
 		return "-"
@@ -292,6 +293,9 @@ func rulesText(rs []bucketgate.Rule) string {
 			parts[i] = r.Name + ":" + strconv.Itoa(int(r.Concurrency)) + ":" + concurrent
 		default:
 			parts[i] = r.Name + ":" + strconv.FormatInt(r.Capacity, 10) + ":" + strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64)
+		}
+		if r.Shadow { // an own rule that replaces a shadow rule: assess
+			parts[i] += " (shadow)"
 		}
 	}
 	return strings.Join(parts, " ")

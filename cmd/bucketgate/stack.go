@@ -52,11 +52,14 @@ type stack struct {
 	// (--stack or BUCKETGATE_STACK), for the errors.
 	name, from string
 
-	read       bool
-	status     string
-	outputs    map[string]string // output key -> value
-	parameters map[string]string // parameter key -> value
-	err        error
+	read bool
+	// region and account are the stack's, once read: a function of the same name
+	// elsewhere is another (holds); account is "" when its id does not say it.
+	region, account string
+	status          string
+	outputs         map[string]string // output key -> value
+	parameters      map[string]string // parameter key -> value
+	err             error
 }
 
 // paramConfig is template.yaml's parameter that the functions get as RATE_LIMIT_CONFIG.
@@ -73,8 +76,8 @@ func newStack(e env, flagValue string) *stack {
 
 // output returns the value of the first of keys that the stack outputs, reading the
 // stack if it has not been read yet. Its error names the stack and what is missing, and
-// the flag that would name it instead.
-func (s *stack) output(ctx context.Context, flag string, keys ...string) (string, error) {
+// how the command names it instead (see instead: flag, else variable).
+func (s *stack) output(ctx context.Context, flag, variable string, keys ...string) (string, error) {
 	if err := s.describe(ctx); err != nil {
 		return "", err
 	}
@@ -86,14 +89,24 @@ func (s *stack) output(ctx context.Context, flag string, keys ...string) (string
 	missing := strings.Join(keys, " or ")
 	switch {
 	case unfinished(s.status):
-		return "", fmt.Errorf("stack %s (%s) has no output %s: its status is %s, a deployment that did not complete: wait for it or deploy again, or give %s",
-			s.name, s.from, missing, s.status, flag)
+		return "", fmt.Errorf("stack %s (%s) has no output %s: its status is %s, a deployment that did not complete: wait for it or deploy again, or %s",
+			s.name, s.from, missing, s.status, instead(flag, variable))
 	case !slices.ContainsFunc(stackOutputs, func(k string) bool { return s.outputs[k] != "" }):
 		return "", fmt.Errorf("stack %s (%s) is not a bucketgate stack: it has none of the outputs %s (status %s)",
 			s.name, s.from, strings.Join(stackOutputs, ", "), s.status)
 	}
-	return "", fmt.Errorf("stack %s (%s) has no output %s (status %s; its outputs: %s): deploy the current template.yaml to it, or give %s",
-		s.name, s.from, missing, s.status, strings.Join(slices.Sorted(maps.Keys(s.outputs)), ", "), flag)
+	return "", fmt.Errorf("stack %s (%s) has no output %s (status %s; its outputs: %s): deploy the current template.yaml to it, or %s",
+		s.name, s.from, missing, s.status, strings.Join(slices.Sorted(maps.Keys(s.outputs)), ", "), instead(flag, variable))
+}
+
+// instead says how a command names another table or function than the stack's: "give
+// FLAG" with flag, its flag for it, else (buckets and usage take no --table) "name no
+// stack and set VARIABLE", the variable that names one without a stack.
+func instead(flag, variable string) string {
+	if flag == "" {
+		return "name no stack and set " + variable
+	}
+	return "give " + flag
 }
 
 // unfinished reports whether a stack of status is in or after a deployment that did
@@ -113,17 +126,33 @@ func (s *stack) agree(ctx context.Context, kind, variable, value, flag string, s
 	if s.name == "" {
 		return nil
 	}
-	v, err := s.output(ctx, "--"+kind, keys...) // as a command without the flag says too
+	v, err := s.output(ctx, flag, variable, keys...)
 	if err != nil || same(value, v) {
 		return err
 	}
 	key := keys[slices.IndexFunc(keys, func(k string) bool { return s.outputs[k] == v })]
-	other := "name no stack"
+	other := instead(flag, variable) + " to " + value
 	if flag != "" {
-		other = "give " + flag + " " + value
+		other = instead(flag, variable) + " " + value
 	}
-	return fmt.Errorf("%w: %s names %s %s, but stack %s (%s) names %s %s (its output %s): to use the stack's, unset %s or set it to %s; to use %s, %s",
-		errUsage, variable, kind, value, s.name, s.from, kind, v, key, variable, v, value, other)
+	where := ""
+	if s.account != "" {
+		where = " of account " + s.account
+	}
+	return fmt.Errorf("%w: %s names %s %s, but stack %s (%s)%s in region %s names %s %s (its output %s): to use the stack's, unset %s or set it to %s; to use %s, %s",
+		errUsage, variable, kind, value, s.name, s.from, where, s.region, kind, v, key, variable, v, value, other)
+}
+
+// holds reports whether function, a name or (partial) ARN of a function, may be one of
+// the stack's, once read: an ARN of another region or account than the stack's names
+// another function, whatever its name.
+func (s *stack) holds(function string) bool {
+	m := functionName.FindStringSubmatch(function)
+	if m == nil {
+		return false
+	}
+	region, account := m[functionName.SubexpIndex("region")], m[functionName.SubexpIndex("account")]
+	return (region == "" || region == s.region) && (account == "" || s.account == "" || account == s.account)
 }
 
 // passOver notes on stderr that the stack, if one is named, is not read for what: its
@@ -181,7 +210,10 @@ func (s *stack) describe(ctx context.Context) error {
 		s.err = fmt.Errorf("stack %s (%s) was deleted (status %s): name a deployed bucketgate stack of region %s", s.name, s.from, out.Stacks[0].StackStatus, cfg.Region)
 	default:
 		st := out.Stacks[0]
-		s.status = string(st.StackStatus)
+		s.region, s.status = cfg.Region, string(st.StackStatus)
+		if id := strings.Split(aws.ToString(st.StackId), ":"); len(id) > 4 { // arn:PARTITION:cloudformation:REGION:ACCOUNT:stack/...
+			s.account = id[4]
+		}
 		s.outputs = map[string]string{}
 		for _, o := range st.Outputs {
 			s.outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)

@@ -194,6 +194,11 @@ func TestStackBadInput(t *testing.T) {
 		{"no outputs at all", "no-outputs", []string{"keys", "expire", key, "2001-01-01"}, "stack no-outputs (--stack) " + notOurs},
 		{"no table output", "checks-only", []string{"keys", "set-plan", key, "basic"},
 			"stack checks-only (--stack) has no output RegistryTableName (status CREATE_COMPLETE; its outputs: CheckFunctionName): deploy the current template.yaml to it, or give --table"},
+		// buckets and usage take no --table: the way to another table is REGISTRY_TABLE.
+		{"buckets: no table output", "checks-only", []string{"buckets", "show", "--plan", "gold", key},
+			"stack checks-only (--stack) has no output RegistryTableName (status CREATE_COMPLETE; its outputs: CheckFunctionName): deploy the current template.yaml to it, or name no stack and set REGISTRY_TABLE"},
+		{"env: usage: no table output", "checks-only", []string{"usage", bucketgate.TenantPrefix + keyID(key)[len(bucketgate.KeyPrefix):]},
+			"stack checks-only (BUCKETGATE_STACK) has no output RegistryTableName (status CREATE_COMPLETE; its outputs: CheckFunctionName): deploy the current template.yaml to it, or name no stack and set REGISTRY_TABLE"},
 		{"env: no function output", "keys-only", []string{"buckets", "reset", key},
 			"stack keys-only (BUCKETGATE_STACK) has no output OperatorFunctionName or CheckFunctionName (status CREATE_COMPLETE; its outputs: RegistryTableName): deploy the current template.yaml to it, or give --function"},
 	}
@@ -280,7 +285,7 @@ func TestStackOutputErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &stack{name: "s", from: "--stack", read: true, status: tc.status, outputs: tc.outputs}
-			if _, err := s.output(t.Context(), "--table", outputTable); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := s.output(t.Context(), "--table", settings.EnvRegistryTable, outputTable); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
@@ -433,8 +438,10 @@ func TestStackRefusesAnotherNameInTheEnvironment(t *testing.T) {
 	s := newStackDeployment(t)
 	key := strings.TrimSpace(s.ok("--stack", deployedStack, "keys", "create", "--plan", "gold"))
 	s.createStack("prod", map[string]string{outputTable: "bucketgate-prod", outputOperatorName: "prod-operator", outputCheckName: "prod-check"})
-	tableConflict := "REGISTRY_TABLE names table " + table + ", but stack prod (%s) names table bucketgate-prod (its output RegistryTableName): to use the stack's, unset REGISTRY_TABLE or set it to bucketgate-prod; to use " + table + ", "
-	functionConflict := "CHECK_FUNCTION names function " + checkFunction + ", but stack prod (%s) names function prod-operator (its output OperatorFunctionName): to use the stack's, unset CHECK_FUNCTION or set it to prod-operator; to use " + checkFunction + ", give --function " + checkFunction
+	tableConflict := "REGISTRY_TABLE names table " + table + ", but stack prod (%s) of account " + moto.AccountID + " in region " + moto.Region + " names table bucketgate-prod (its output RegistryTableName): to use the stack's, unset REGISTRY_TABLE or set it to bucketgate-prod; to use " + table + ", "
+	otherRegion := strings.Replace(functionARN(checkFunction), ":"+moto.Region+":", ":eu-west-1:", 1)
+	otherAccount := "111122223333:function:" + checkFunction
+	functionConflict := "CHECK_FUNCTION names function " + checkFunction + ", but stack prod (%s) of account " + moto.AccountID + " in region " + moto.Region + " names function prod-operator (its output OperatorFunctionName): to use the stack's, unset CHECK_FUNCTION or set it to prod-operator; to use " + checkFunction + ", give --function " + checkFunction
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -445,10 +452,15 @@ func TestStackRefusesAnotherNameInTheEnvironment(t *testing.T) {
 		{"BUCKETGATE_STACK, another table", map[string]string{settings.EnvRegistryTable: table, envStack: "prod"}, []string{"keys", "revoke", key}, fmt.Sprintf(tableConflict, envStack) + "give --table " + table},
 		{"--stack, another function", map[string]string{envCheckFunction: checkFunction}, []string{"buckets", "reset", key, "--stack", "prod"}, fmt.Sprintf(functionConflict, "--stack")},
 		{"BUCKETGATE_STACK, another function", map[string]string{envCheckFunction: checkFunction, envStack: "prod"}, []string{"usage", key}, fmt.Sprintf(functionConflict, envStack)},
-		{"buckets, another table", map[string]string{settings.EnvRegistryTable: table}, []string{"buckets", "show", key, "--stack", "prod", "--function", checkFunction}, fmt.Sprintf(tableConflict, "--stack") + "name no stack"},
+		{"buckets, another table", map[string]string{settings.EnvRegistryTable: table}, []string{"buckets", "show", key, "--stack", "prod", "--function", checkFunction}, fmt.Sprintf(tableConflict, "--stack") + "name no stack and set REGISTRY_TABLE to " + table},
 		{"the stack's table", map[string]string{settings.EnvRegistryTable: table}, []string{"--stack", deployedStack, "keys", "show", key}, ""},
 		{"the stack's function and table", map[string]string{settings.EnvRegistryTable: table, envCheckFunction: checkFunction, envStack: deployedStack}, []string{"buckets", "show", key}, ""},
 		{"the stack's function, by its ARN", map[string]string{envCheckFunction: functionARN(checkFunction)}, []string{"buckets", "show", key, "--stack", deployedStack}, ""},
+		// An ARN of another region or account names another function of the same name.
+		{"the stack's function's name, in another region", map[string]string{envCheckFunction: otherRegion}, []string{"buckets", "show", key, "--stack", deployedStack},
+			"CHECK_FUNCTION names function " + otherRegion + ", but stack " + deployedStack + " (--stack) of account " + moto.AccountID + " in region " + moto.Region + " names function " + checkFunction},
+		{"the stack's function's name, in another account", map[string]string{envCheckFunction: otherAccount, envStack: deployedStack}, []string{"usage", key},
+			"CHECK_FUNCTION names function " + otherAccount + ", but stack " + deployedStack + " (BUCKETGATE_STACK) of account " + moto.AccountID + " in region " + moto.Region + " names function " + checkFunction},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -718,8 +718,18 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 // assess completes it, the listed record of an identity: for a key of an account, the
 // account's plan and, when it is not active, its status, from acct (nil when the table
 // does not hold the account or it cannot be read: no plan, the plan its own item names
-// is ignored); and why the functions cannot use it under plans (nil: not checked).
+// is ignored); why the functions cannot use it under plans (nil: not checked); and
+// the shadow mark of each own rule that is shadow under plans (shadowIn), which limits
+// nothing.
 func assess(it *listed, acct *registry.Record, plans *config.Config) {
+	if plans != nil && !it.unread {
+		if names := shadowIn(plans, it.rec, it.rec.Rules); len(names) > 0 {
+			it.rec.Rules = slices.Clone(it.rec.Rules)
+			for i, r := range it.rec.Rules {
+				it.rec.Rules[i].Shadow = slices.Contains(names, r.Name)
+			}
+		}
+	}
 	if it.rec.Account != "" {
 		it.plan = ""
 		if acct != nil {

@@ -168,7 +168,7 @@ func TestInvokeEventNotJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			code, stdout, stderr := runCLI(t, nil, "invoke", file)
-			want := file + " " + tc.want + ": "
+			want := file + ": not JSON " + tc.want + ": "
 			if code != exitError || !strings.Contains(stderr, want) || !strings.Contains(stderr, "not JSON") {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q, not JSON", code, stderr, exitError, want)
 			}

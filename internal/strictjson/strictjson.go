@@ -187,7 +187,12 @@ func (e *Error) Describe() string {
 	case ControlChar:
 		return fmt.Sprintf("invalid control character %q in a string at offset %d", e.char(), e.Offset)
 	}
-	return fmt.Sprintf("invalid character %q looking for a value at offset %d", e.char(), e.Offset)
+	// jsontext's own words say what was expected there: a ',' or '}' after an
+	// object's value, a ':' after its name, a value, the rest of a literal.
+	if se := (*jsontext.SyntacticError)(nil); errors.As(e.Err, &se) && se.Err != nil {
+		return fmt.Sprintf("%s at offset %d", se.Err, e.Offset)
+	}
+	return fmt.Sprintf("invalid character %q at offset %d", e.char(), e.Offset)
 }
 
 // char is Char as a character, for %q.

@@ -86,7 +86,8 @@ type Handler struct {
 // 1.0 with methodArn), HTTP API payload 1.0 (version "1.0") and HTTP API payload 2.0
 // (version "2.0", routeArn, simple response). It is the Lambda entry point
 // (lambda.Handler): it reads the payload itself, in one pass, so that an empty or
-// malformed one is refused with the authorizer's own error (ErrBadEvent), and writes the
+// malformed one is refused with the authorizer's own error (a *BadEventError wrapping
+// ErrBadEvent), and writes the
 // answer as JSON in the event's own format: for REST and payload 1.0 an Allow or Deny
 // IAM policy for the method ARN (cut to API Gateway's 512 characters with a wildcard
 // when longer: policyResource) with the identity as principal id, for payload 2.0 a
@@ -96,7 +97,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	ev, err := decodeEvent(payload, h.Identities)
 	if err != nil {
 		h.Log.ErrorContext(ctx, "authorizer event rejected", slog.String(telemetry.AttrError, err.Error()))
-		return nil, err
+		return nil, &BadEventError{Err: err}
 	}
 	o, err := h.Authorize(ctx, ev.call)
 	if err != nil {

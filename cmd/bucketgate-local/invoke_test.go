@@ -243,3 +243,20 @@ func TestInvokeAuthorizerBadEventType(t *testing.T) {
 		})
 	}
 }
+
+// A request the authorizer cannot decide, failing closed (Redis down), is a function
+// error whose errorType says so, UnavailableError, as the check function's does: it was
+// "wrapError", fmt's type.
+func TestInvokeAuthorizerUnavailableType(t *testing.T) {
+	down := miniAt(t)
+	addr := down.Addr()
+	down.Close()
+	code, stdout, stderr := runCLI(t, map[string]string{"REDIS_ADDR": addr, "FAIL_MODE": "closed"}, "invoke", "../../events/authorizer-rest.json")
+	var reply struct{ ErrorType, ErrorMessage string }
+	if err := json.Unmarshal([]byte(stdout), &reply); err != nil || code != exitOK {
+		t.Fatalf("exit %d, stdout %q (%v), stderr %s", code, stdout, err, stderr)
+	}
+	if reply.ErrorType != "UnavailableError" || !strings.Contains(reply.ErrorMessage, "rate limiter unavailable") {
+		t.Errorf("errorType %q, errorMessage %q; want UnavailableError, rate limiter unavailable", reply.ErrorType, reply.ErrorMessage)
+	}
+}

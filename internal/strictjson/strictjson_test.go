@@ -29,6 +29,9 @@ func TestSyntaxErrorWording(t *testing.T) {
 		{"an object closed by ]", `{"a":1]`, `invalid character ']' after object value (expecting ',' or '}') at offset 6`},
 		{"an array closed by }", `[1}`, `invalid character '}' after array element (expecting ',' or ']') at offset 2`},
 		{"a value that is none", `{"a":x}`, `invalid character 'x' at start of value at offset 5`},
+		{"a comma after the last member", "{\"a\":1, \n}", `invalid character ',' before '}' at offset 6: no comma may follow the last member or element`},
+		{"a comma after the last element", `[1,]`, `invalid character ',' before ']' at offset 2: no comma may follow the last member or element`},
+		{"a comma before the first member", `{,"a":1}`, `invalid character ',' at start of value at offset 1`},
 		{"a literal cut short", `{"a":tru}`, `invalid character '}' in literal true (expecting 'e') at offset 8`},
 	}
 	for _, tc := range tests {

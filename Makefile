@@ -47,7 +47,8 @@ fuzz: ## every fuzz target for FUZZTIME each
 	done
 
 # Local runs: no AWS account, no Docker. An embedded Redis unless REDIS_ADDR is set.
-# BACKEND=URL proxies allowed requests to your own service instead of the sample backend.
+# BACKEND=URL proxies allowed requests to your own service instead of the sample backend
+# (with X-Bucketgate-Secret when BUCKETGATE_BACKEND_SECRET is set).
 # run builds the program and runs it, rather than go run, which exits 1 at Ctrl-C (and
 # make with it) when the program stops cleanly.
 PORT ?= 8080

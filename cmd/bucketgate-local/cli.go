@@ -29,7 +29,8 @@ const usage = `usage:
   bucketgate-local invoke [-function authorizer|check] EVENT.json
 
 serve answers allowed requests with its sample backend, or proxies them to the service
-at -backend (make run BACKEND=http://127.0.0.1:3000) with the rate-limit headers; at
+at -backend (make run BACKEND=http://127.0.0.1:3000) with the rate-limit headers, and
+with BUCKETGATE_BACKEND_SECRET in X-Bucketgate-Secret when that is set; at
 the same address it serves the check function to the Lambda Invoke API
 (AWS_ENDPOINT_URL_LAMBDA=http://127.0.0.1:8080 for checkclient and bucketgate buckets).
 Both run on an embedded Redis (miniredis) unless REDIS_ADDR names a real one, and read

@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -324,5 +327,89 @@ func TestCtrlCWithAStreamOpen(t *testing.T) {
 	}
 	if want := "closed the connections still open after 5s"; !strings.Contains(g.stderr.String(), want) {
 		t.Errorf("stderr does not say %q:\n%s", want, g.stderr)
+	}
+}
+
+// A backend built as docs/deploy.md says (ratelimitheaders.FromGateway refusing a call
+// without the stack's secret) works behind make run as behind the REST API: with
+// BUCKETGATE_BACKEND_SECRET set, every allowed request reaches it with that secret in
+// X-Bucketgate-Secret, once; and, set or not, a client's own copy of the header (in any
+// spelling a backend reads as it) never reaches it, as the REST API's mapping
+// overwrites it.
+func TestBackendSecret(t *testing.T) {
+	const secret = "s3cretS3cretS3cretS3cretS3cretS3cretS3cretS3cret"
+	tests := []struct {
+		name   string
+		env    string            // BUCKETGATE_BACKEND_SECRET
+		forged map[string]string // the client's headers
+		want   []string          // the X-Bucketgate-Secret values the backend sees
+	}{
+		{"unset, no client copy", "", nil, nil},
+		{"unset, a client's copy", "", map[string]string{"X-Bucketgate-Secret": "guess"}, nil},
+		{"unset, a client's copy spelled with _", "", map[string]string{"x_bucketgate_secret": "guess"}, nil},
+		{"set, no client copy", secret, nil, []string{secret}},
+		{"set, a client's copy", secret, map[string]string{"X-Bucketgate-Secret": "guess"}, []string{secret}},
+		{"set, a client's copy spelled with _", secret, map[string]string{"X_Bucketgate_Secret": "guess"}, []string{secret}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, requests := recordingBackend(t)
+			g := startGatewayWith(t, serveOptions{template: templatePath, backend: srv.URL},
+				map[string]string{"REDIS_ADDR": miniAt(t).Addr(), envBackendSecret: tc.env})
+			req, err := http.NewRequest(http.MethodGet, g.url+"/scores", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, v := range tc.forged {
+				req.Header[name] = []string{v}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			got := requests()
+			if resp.StatusCode != http.StatusCreated || len(got) != 1 {
+				t.Fatalf("status %d, the backend saw %d requests: want 201, 1", resp.StatusCode, len(got))
+			}
+			var values []string
+			for name, vs := range got[0].header {
+				if ratelimitheaders.SameName(name, ratelimitheaders.HeaderGatewaySecret) {
+					values = append(values, vs...)
+				}
+			}
+			if !slices.Equal(values, tc.want) {
+				t.Errorf("the backend saw X-Bucketgate-Secret %q, want %q", values, tc.want)
+			}
+			if ok := ratelimitheaders.FromGateway(got[0].header, secret); ok != (tc.env == secret) {
+				t.Errorf("FromGateway: %v, want %v", ok, tc.env == secret)
+			}
+		})
+	}
+}
+
+// A BUCKETGATE_BACKEND_SECRET that no HTTP header can carry stops serve with an error
+// naming the variable, never echoing the value, rather than a 502 per request.
+func TestBackendSecretRefused(t *testing.T) {
+	for _, tc := range []struct{ name, value string }{
+		{"a line break", "abc\ndef"},
+		{"a NUL", "abc\x00def"},
+		{"a leading space", " abc"},
+		{"a trailing tab", "abc\t"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // serve stops at once when it starts: the variable must stop it before
+			err = serve(ctx, l, serveOptions{template: templatePath, backend: "http://127.0.0.1:1"},
+				getenvOf(map[string]string{"REDIS_ADDR": miniAt(t).Addr(), envBackendSecret: tc.value}), &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), envBackendSecret) || strings.Contains(err.Error(), "abc") {
+				t.Errorf("serve: %v, want an error naming %s and not the value", err, envBackendSecret)
+			}
+		})
 	}
 }

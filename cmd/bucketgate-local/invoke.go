@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -59,21 +58,6 @@ func withSampleConfig(getenv func(string) string, eventPath string, stderr io.Wr
 	}
 }
 
-// notJSON returns an error saying where payload, an event, is not JSON, at its line and
-// column: the Lambda service refuses such a payload before any function runs
-// (InvalidRequestContentException), as serve's Invoke API does. An empty payload is
-// not refused: the service passes it on.
-func notJSON(payload []byte) error {
-	var se *json.SyntaxError
-	if len(payload) == 0 || !errors.As(json.Unmarshal(payload, new(json.RawMessage)), &se) {
-		return nil
-	}
-	before := payload[:min(max(se.Offset-1, 0), int64(len(payload)))] // the fault is the byte read last
-	line := bytes.Count(before, []byte("\n")) + 1
-	column := len(before) - bytes.LastIndexByte(before, '\n')
-	return fmt.Errorf("(line %d, column %d): %w: not JSON, which Lambda refuses before the function runs (InvalidRequestContentException)", line, column, se)
-}
-
 // invoke runs the event in the file eventPath through function (by default the one its
 // file name names) in-process, as the Lambda runtime would, and prints the reply to
 // stdout: the handler's answer, or a function error's payload as Lambda reports it
@@ -83,8 +67,8 @@ func invoke(ctx context.Context, function, eventPath string, getenv func(string)
 	if err != nil {
 		return err
 	}
-	if err := notJSON(payload); err != nil {
-		return fmt.Errorf("%s %w", eventPath, err)
+	if err := localgw.NotJSON(payload); err != nil {
+		return fmt.Errorf("%s: %w, which Lambda refuses before the function runs (InvalidRequestContentException)", eventPath, err)
 	}
 	if function == "" {
 		function = functionOf(eventPath)

@@ -168,7 +168,7 @@ func TestInvokeEventNotJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			code, stdout, stderr := runCLI(t, nil, "invoke", file)
-			want := file + " " + tc.want + ": "
+			want := file + ": not JSON " + tc.want + ": "
 			if code != exitError || !strings.Contains(stderr, want) || !strings.Contains(stderr, "not JSON") {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q, not JSON", code, stderr, exitError, want)
 			}
@@ -213,5 +213,50 @@ func TestInvokeWithARegistryTable(t *testing.T) {
 				t.Errorf("stderr does not say the sample configuration is not used: %s", stderr)
 			}
 		})
+	}
+}
+
+// An event the authorizer cannot answer is a function error whose errorType says what
+// happened, BadEventError, as aws-lambda-go names it after the error's Go type: it was
+// "wrapError", fmt's type, which told an operator reading Lambda's logs nothing.
+func TestInvokeAuthorizerBadEventType(t *testing.T) {
+	tests := []struct{ name, event, want string }{
+		{"a TOKEN authorizer's event", `{"type":"TOKEN","methodArn":"arn:aws:execute-api:us-east-1:1:a/s/GET/x"}`, "configure a REQUEST authorizer"},
+		{"no methodArn", `{"type":"REQUEST","path":"/x"}`, "methodArn is missing"},
+		{"a member given twice", `{"type":"REQUEST","type":"REQUEST"}`, "duplicate object member name"},
+		{"an unknown version", `{"type":"REQUEST","version":"3.0"}`, `version "3.0"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "authorizer-bad.json")
+			if err := os.WriteFile(file, []byte(tc.event), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := runCLI(t, nil, "invoke", file)
+			var reply struct{ ErrorType, ErrorMessage string }
+			if err := json.Unmarshal([]byte(stdout), &reply); err != nil || code != exitOK {
+				t.Fatalf("exit %d, stdout %q (%v), stderr %s", code, stdout, err, stderr)
+			}
+			if reply.ErrorType != "BadEventError" || !strings.Contains(reply.ErrorMessage, tc.want) {
+				t.Errorf("errorType %q, errorMessage %q; want BadEventError and %q", reply.ErrorType, reply.ErrorMessage, tc.want)
+			}
+		})
+	}
+}
+
+// A request the authorizer cannot decide, failing closed (Redis down), is a function
+// error whose errorType says so, UnavailableError, as the check function's does: it was
+// "wrapError", fmt's type.
+func TestInvokeAuthorizerUnavailableType(t *testing.T) {
+	down := miniAt(t)
+	addr := down.Addr()
+	down.Close()
+	code, stdout, stderr := runCLI(t, map[string]string{"REDIS_ADDR": addr, "FAIL_MODE": "closed"}, "invoke", "../../events/authorizer-rest.json")
+	var reply struct{ ErrorType, ErrorMessage string }
+	if err := json.Unmarshal([]byte(stdout), &reply); err != nil || code != exitOK {
+		t.Fatalf("exit %d, stdout %q (%v), stderr %s", code, stdout, err, stderr)
+	}
+	if reply.ErrorType != "UnavailableError" || !strings.Contains(reply.ErrorMessage, "rate limiter unavailable") {
+		t.Errorf("errorType %q, errorMessage %q; want UnavailableError, rate limiter unavailable", reply.ErrorType, reply.ErrorMessage)
 	}
 }

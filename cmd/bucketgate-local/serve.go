@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -55,6 +56,10 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 		}
 		backendText = "your service at " + o.backend + " (method, path, query, headers and body as sent)"
 	}
+	secret, err := backendSecret(getenv)
+	if err != nil {
+		return err
+	}
 	getenv, where, stop, err := withRedis(getenv)
 	if err != nil {
 		return err
@@ -70,7 +75,7 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 	}
 	srv := &http.Server{Handler: accessLog(stdout, routes(
 		func(w http.ResponseWriter, r *http.Request) { localgw.Invoke(w, r, check) },
-		&localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix},
+		&localgw.Gateway{Authorizer: h, Backend: backend, Responses: responses, MethodARNPrefix: methodARNPrefix, Secret: secret},
 	)), ReadHeaderTimeout: readHeaderTimeout}
 	s, err := settings.Load(getenv)
 	if err != nil {
@@ -128,6 +133,29 @@ func serve(ctx context.Context, l net.Listener, o serveOptions, getenv func(stri
 		err = errors.Join(err, serveErr)
 	}
 	return err
+}
+
+// envBackendSecret names the value serve sends the backend as X-Bucketgate-Secret, as
+// the deployed REST API sends the stack's BackendSecret; unset, it sends none.
+const envBackendSecret = "BUCKETGATE_BACKEND_SECRET"
+
+// backendSecret returns the value of envBackendSecret, or an error naming the variable
+// (never the value, a secret) when no HTTP header can carry it as it is: a byte that is
+// not printable ASCII, or a blank at either end (which HTTP drops).
+func backendSecret(getenv func(string) string) (string, error) {
+	secret := getenv(envBackendSecret)
+	if secret == "" {
+		return "", nil
+	}
+	for i := 0; i < len(secret); i++ {
+		if c := secret[i]; (c < ' ' || c > '~') && c != '\t' {
+			return "", fmt.Errorf("%s: byte %d is not printable ASCII, which the header X-Bucketgate-Secret cannot carry", envBackendSecret, i+1)
+		}
+	}
+	if strings.TrimSpace(secret) != secret {
+		return "", fmt.Errorf("%s: starts or ends with a blank, which the header X-Bucketgate-Secret loses on its way", envBackendSecret)
+	}
+	return secret, nil
 }
 
 // routes sends the Lambda Invoke calls (a POST to localgw.InvokePath) to invoke and

@@ -24,6 +24,21 @@ const (
 // ErrBadEvent is wrapped by every error about an event this authorizer cannot answer.
 var ErrBadEvent = errors.New("not an API Gateway REQUEST authorizer event")
 
+// BadEventError is the function error of an event the authorizer cannot answer; Err
+// wraps ErrBadEvent and says why. Lambda reports an error's Go type name as its
+// errorType (aws-lambda-go's runtime does), so this one reads "BadEventError" there,
+// not the name of fmt's wrapping type.
+type BadEventError struct {
+	// Err says what is wrong with the event, wrapping ErrBadEvent.
+	Err error
+}
+
+// Error returns Err's text.
+func (e *BadEventError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *BadEventError) Unwrap() error { return e.Err }
+
 // kind is the format of an authorizer event, and of its answer.
 type kind uint8
 

@@ -67,7 +67,7 @@ var badEvents = []struct {
 	{"invalid UTF-8", "{\"type\":\"REQUEST\",\"methodArn\":\"a\",\"headers\":{\"X-API-Key\":\"\xff\"}}", ": headers.X-API-Key: invalid UTF-8"},
 	{"lone surrogate", `{"type":"REQUEST","methodArn":"a","requestContext":{"identity":{"userAgent":"\ud800"}}}`, ": requestContext.identity.userAgent: invalid UTF-8 in a string: a lone surrogate"},
 	{"control character", "{\"type\":\"REQUEST\",\"methodArn\":\"a\",\"multiValueHeaders\":{\"Accept\":[\"a\tb\"]}}", ": multiValueHeaders.Accept: invalid control character"},
-	{"syntax error in a member", `{"type":"REQUEST","methodArn":"a","stageVariables":{"x":tru}}`, ": stageVariables.x: invalid character 't' looking for a value"},
+	{"syntax error in a member", `{"type":"REQUEST","methodArn":"a","stageVariables":{"x":tru}}`, ": stageVariables.x: invalid character '}' in literal true (expecting 'e')"},
 	{"type given twice at the top", `{"type":"REQUEST","type":"REQUEST","methodArn":"a"}`, `not an API Gateway REQUEST authorizer event: duplicate object member name "type"`},
 	{"type not a string", `{"type":["REQUEST"],"methodArn":"a"}`, "type: want a string, got an array"},
 	{"TOKEN authorizer", `{"type":"TOKEN","authorizationToken":"x","methodArn":"arn:aws:execute-api:us-east-1:1:a/b/GET/"}`, "REQUEST authorizer"},

@@ -28,6 +28,21 @@ var ErrUnauthorized = errors.New("Unauthorized")
 // response, which the template sets to 503 with Retry-After: 1.
 var ErrUnavailable = errors.New("rate limiter unavailable")
 
+// UnavailableError is Invoke's error when the limiter fails closed; Err wraps
+// ErrUnavailable and says what failed. Lambda reports it with the errorType
+// "UnavailableError" (its Go type's name, as for BadEventError), as the check
+// function's is.
+type UnavailableError struct {
+	// Err wraps ErrUnavailable.
+	Err error
+}
+
+// Error returns Err's text.
+func (e *UnavailableError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
 // Guard decides one request under the failure policy; *guard.Guard is one.
 type Guard interface {
 	Decide(ctx context.Context, q bucketgate.Request) (guard.Result, error)
@@ -86,8 +101,9 @@ type Handler struct {
 // 1.0 with methodArn), HTTP API payload 1.0 (version "1.0") and HTTP API payload 2.0
 // (version "2.0", routeArn, simple response). It is the Lambda entry point
 // (lambda.Handler): it reads the payload itself, in one pass, so that an empty or
-// malformed one is refused with the authorizer's own error (ErrBadEvent), and writes the
-// answer as JSON in the event's own format: for REST and payload 1.0 an Allow or Deny
+// malformed one is refused with the authorizer's own error (a *BadEventError wrapping
+// ErrBadEvent; a request it cannot decide, failing closed, gets a *UnavailableError),
+// and writes the answer as JSON in the event's own format: for REST and payload 1.0 an Allow or Deny
 // IAM policy for the method ARN (cut to API Gateway's 512 characters with a wildcard
 // when longer: policyResource) with the identity as principal id, for payload 2.0 a
 // simple response (isAuthorized; API Gateway turns false into 403, whatever the context
@@ -96,9 +112,12 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	ev, err := decodeEvent(payload, h.Identities)
 	if err != nil {
 		h.Log.ErrorContext(ctx, "authorizer event rejected", slog.String(telemetry.AttrError, err.Error()))
-		return nil, err
+		return nil, &BadEventError{Err: err}
 	}
 	o, err := h.Authorize(ctx, ev.call)
+	if errors.Is(err, ErrUnavailable) {
+		return nil, &UnavailableError{Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

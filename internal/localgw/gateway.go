@@ -38,6 +38,10 @@ type Gateway struct {
 	// MethodARNPrefix starts every method ARN, up to and including the stage:
 	// "arn:aws:execute-api:REGION:ACCOUNT:API/STAGE".
 	MethodARNPrefix string
+	// Secret is sent to Backend in ratelimitheaders.HeaderGatewaySecret with every
+	// allowed request, as the template's HTTP integration sends the stack's
+	// BackendSecret; empty, none is. A client's own copy never reaches Backend.
+	Secret string
 
 	requests atomic.Uint64 // numbers the request ids
 }
@@ -77,11 +81,21 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the rate-limit values of the authorizer context, and the request's reservation and
 // lease, go to the backend as request headers (the REST API's HTTP integration maps
 // them so; a client's own headers of those names are replaced), and onto the backend's answer as response headers (the HTTP API's
-// response mapping), replacing any the backend set.
+// response mapping), replacing any the backend set. The backend gets g.Secret, when
+// there is one, in place of any copy of its header the client sent, in any spelling a
+// backend reads as it (ratelimitheaders.SameName).
 func (g *Gateway) integrate(w http.ResponseWriter, r *http.Request, context map[string]any) {
 	r = r.Clone(r.Context())
 	ratelimitheaders.SetHeader(r.Header, context)
 	ratelimitheaders.SetHeldHeaders(r.Header, context)
+	for name := range r.Header {
+		if ratelimitheaders.SameName(name, ratelimitheaders.HeaderGatewaySecret) {
+			delete(r.Header, name)
+		}
+	}
+	if g.Secret != "" {
+		r.Header.Set(ratelimitheaders.HeaderGatewaySecret, g.Secret)
+	}
 	g.Backend.ServeHTTP(&headerWriter{ResponseWriter: w, context: context}, r)
 }
 

@@ -68,8 +68,9 @@ func Invoke(w http.ResponseWriter, r *http.Request, h Invoker) {
 	case len(payload) > most:
 		refuse(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", fmt.Sprintf("Request must be smaller than %d bytes for the InvokeFunction operation", most+1))
 		return
-	case len(payload) > 0 && !json.Valid(payload):
-		refuse(w, http.StatusBadRequest, "InvalidRequestContentException", "Could not parse request body into json: the payload is not JSON")
+	}
+	if err := NotJSON(payload); err != nil {
+		refuse(w, http.StatusBadRequest, "InvalidRequestContentException", "Could not parse request body into json: the payload is "+err.Error())
 		return
 	}
 	if r.Header.Get(headerInvocationType) == "DryRun" {

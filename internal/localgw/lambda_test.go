@@ -2,6 +2,7 @@ package localgw_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -188,6 +189,35 @@ func TestInvokeContextIsLambdas(t *testing.T) {
 			}
 			if errors.Is(err, context.Canceled) {
 				t.Fatalf("the function's context: %v when its caller hung up; Lambda runs an invocation to its end", err)
+			}
+		})
+	}
+}
+
+// A payload that is not JSON is refused with where it stops being JSON, its line and
+// column, as the Lambda service's message names them and make invoke does for an event
+// file: the message said "the payload is not JSON" and nothing of where.
+func TestInvokeNotJSONSaysWhere(t *testing.T) {
+	tests := []struct{ name, payload, want string }{
+		{"a comma missing", "{\n  \"key\": \"tenant-42\"\n  \"cost\": 2\n}", "(line 3, column 3)"},
+		{"a comma too many", "{\n  \"key\": \"tenant-42\",\n}", "(line 3, column 1)"},
+		{"cut short", "{\n  \"key\":", "(line 2, column 8)"},
+		{"not JSON at all", "notjson", "(line 1, column 2)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var fn counter
+			w := httptest.NewRecorder()
+			localgw.Invoke(w, httptest.NewRequest(http.MethodPost, "/2015-03-31/functions/f/invocations", strings.NewReader(tc.payload)), &fn)
+			var body struct{ Message string }
+			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+				t.Fatalf("body %q: %v", w.Body, err)
+			}
+			if w.Code != http.StatusBadRequest || !strings.Contains(body.Message, tc.want) || !strings.Contains(body.Message, "not JSON") {
+				t.Errorf("%d %q, want 400 naming %s", w.Code, body.Message, tc.want)
+			}
+			if fn.runs.Load() != 0 {
+				t.Errorf("the function ran")
 			}
 		})
 	}

@@ -163,6 +163,8 @@ type Error struct {
 	Name string
 	// Err is jsontext's error.
 	Err error
+
+	closer byte // for a Syntax comma right before a '}' or ']', that closing byte
 }
 
 // Error describes the problem at its place, as a JSON Pointer.
@@ -187,7 +189,15 @@ func (e *Error) Describe() string {
 	case ControlChar:
 		return fmt.Sprintf("invalid control character %q in a string at offset %d", e.char(), e.Offset)
 	}
-	return fmt.Sprintf("invalid character %q looking for a value at offset %d", e.char(), e.Offset)
+	if e.closer != 0 {
+		return fmt.Sprintf("invalid character ',' before '%c' at offset %d: no comma may follow the last member or element", e.closer, e.Offset)
+	}
+	// jsontext's own words say what was expected there: a ',' or '}' after an
+	// object's value, a ':' after its name, a value, the rest of a literal.
+	if se := (*jsontext.SyntacticError)(nil); errors.As(e.Err, &se) && se.Err != nil {
+		return fmt.Sprintf("%s at offset %d", se.Err, e.Offset)
+	}
+	return fmt.Sprintf("invalid character %q at offset %d", e.char(), e.Offset)
 }
 
 // char is Char as a character, for %q.
@@ -292,6 +302,11 @@ func (d *Decoder) failed(err error) error {
 		e.Char = string(d.raw[start : start+1])
 	default:
 		e.Char = string([]byte{c})
+		if c == ',' {
+			if next := bytes.TrimLeft(d.raw[off+1:], " \t\r\n"); len(next) > 0 && (next[0] == '}' || next[0] == ']') {
+				e.closer = next[0]
+			}
+		}
 	}
 	return e
 }

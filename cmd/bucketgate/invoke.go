@@ -24,8 +24,10 @@ type operator struct {
 
 // newOperator returns the operator function called function, with a client of the AWS
 // SDK's default configuration (AWS_ENDPOINT_URL_LAMBDA included), which must name a
-// region unless it names an endpoint. The client gives a refund a requestId of its own,
-// so that a retry of it is decided once.
+// region unless it names an endpoint; a function's ARN of another region than the
+// configuration's is a usage error, as Invoke reaches no function of another region.
+// The client gives a refund a requestId of its own, so that a retry of it is decided
+// once.
 func newOperator(ctx context.Context, function string) (operator, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -34,6 +36,12 @@ func newOperator(ctx context.Context, function string) (operator, error) {
 	c := lambda.NewFromConfig(cfg)
 	if o := c.Options(); o.Region == "" && o.BaseEndpoint == nil {
 		return operator{}, fmt.Errorf("function %s: %w to the function's", function, app.ErrNoRegion)
+	}
+	if m := functionName.FindStringSubmatch(function); m != nil && cfg.Region != "" {
+		if region := m[functionName.SubexpIndex("region")]; region != "" && region != cfg.Region {
+			return operator{}, fmt.Errorf("%w: function %s is in region %s, but this CLI invokes functions in region %s (AWS_REGION or the profile's), and Lambda invokes none of another region: set AWS_REGION=%s, or name a function of region %s",
+				errUsage, function, region, cfg.Region, region, cfg.Region)
+		}
 	}
 	if err := readCredentials(ctx, cfg.Credentials); err != nil {
 		return operator{}, fmt.Errorf("function %s: %w", function, err)

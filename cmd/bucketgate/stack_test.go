@@ -491,3 +491,42 @@ func TestStackRefusesAnotherNameInTheEnvironment(t *testing.T) {
 		t.Fatalf("keys show --table: stderr %q", stderr)
 	}
 }
+
+// A function named by an ARN of another region than the CLI's, with or without a stack,
+// is refused as a usage error naming both regions, before any Invoke: Lambda invokes a
+// function of the client's region only, and moto (as the CLI's loopback Lambda) took the
+// ARN's name alone, invoking the function of that name in the CLI's region instead.
+func TestFunctionOfAnotherRegion(t *testing.T) {
+	s := newStackDeployment(t)
+	key := strings.TrimSpace(s.ok("--stack", deployedStack, "keys", "create", "--plan", "gold"))
+	s.env[settings.EnvRegistryTable] = table
+	otherRegion := strings.Replace(functionARN(checkFunction), ":"+moto.Region+":", ":eu-west-1:", 1)
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		function string // as given
+	}{
+		{"CHECK_FUNCTION", map[string]string{envCheckFunction: otherRegion}, []string{"buckets", "show", key}, otherRegion},
+		{"--function", nil, []string{"usage", key, "--function", otherRegion}, otherRegion},
+		{"--function with a stack", nil, []string{"buckets", "show", key, "--stack", deployedStack, "--function", otherRegion + ":live"}, otherRegion + ":live"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s.t = t
+			maps.Copy(s.env, tc.env)
+			defer maps.DeleteFunc(s.env, func(k, _ string) bool { _, ok := tc.env[k]; return ok })
+			s.calls.take()
+			code, stdout, stderr := s.run(tc.args...)
+			for _, call := range s.calls.take() {
+				if strings.HasPrefix(call, "lambda:") {
+					t.Errorf("bucketgate %s called %s", strings.Join(tc.args, " "), call)
+				}
+			}
+			want := "function " + tc.function + " is in region eu-west-1, but this CLI invokes functions in region " + moto.Region + " (AWS_REGION or the profile's)"
+			if code != exitUsage || stdout != "" || !strings.Contains(stderr, want) {
+				t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q: want exit %d and %q", strings.Join(tc.args, " "), code, stdout, stderr, exitUsage, want)
+			}
+		})
+	}
+}

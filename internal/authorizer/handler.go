@@ -43,6 +43,33 @@ func (e *UnavailableError) Error() string { return e.Err.Error() }
 // Unwrap returns Err.
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
+// UnauthorizedError is Invoke's error for a refused identity: its message is exactly
+// ErrUnauthorized's, "Unauthorized", which API Gateway answers with 401, and Lambda
+// reports it with the errorType "UnauthorizedError" (its Go type's name), where
+// ErrUnauthorized itself would be errors' "errorString".
+type UnauthorizedError struct{}
+
+// Error returns ErrUnauthorized's text.
+func (*UnauthorizedError) Error() string { return ErrUnauthorized.Error() }
+
+// Unwrap returns ErrUnauthorized.
+func (*UnauthorizedError) Unwrap() error { return ErrUnauthorized }
+
+// UndecidableError is Invoke's error for a request the engine refused as invalid
+// (Err wraps bucketgate.ErrInvalid): the engine and the configuration disagree, which
+// no configuration that loads should cause. Lambda reports it with the errorType
+// "UndecidableError", where it would be fmt's "wrapError".
+type UndecidableError struct {
+	// Err says what the engine refused.
+	Err error
+}
+
+// Error returns Err's text.
+func (e *UndecidableError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *UndecidableError) Unwrap() error { return e.Err }
+
 // Guard decides one request under the failure policy; *guard.Guard is one.
 type Guard interface {
 	Decide(ctx context.Context, q bucketgate.Request) (guard.Result, error)
@@ -102,7 +129,9 @@ type Handler struct {
 // (version "2.0", routeArn, simple response). It is the Lambda entry point
 // (lambda.Handler): it reads the payload itself, in one pass, so that an empty or
 // malformed one is refused with the authorizer's own error (a *BadEventError wrapping
-// ErrBadEvent; a request it cannot decide, failing closed, gets a *UnavailableError),
+// ErrBadEvent; a request it cannot decide, failing closed, gets a *UnavailableError, a
+// refused identity an *UnauthorizedError, a request the engine refuses an
+// *UndecidableError),
 // and writes the answer as JSON in the event's own format: for REST and payload 1.0 an Allow or Deny
 // IAM policy for the method ARN (cut to API Gateway's 512 characters with a wildcard
 // when longer: policyResource) with the identity as principal id, for payload 2.0 a
@@ -115,11 +144,13 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, &BadEventError{Err: err}
 	}
 	o, err := h.Authorize(ctx, ev.call)
-	if errors.Is(err, ErrUnavailable) {
+	switch {
+	case errors.Is(err, ErrUnavailable):
 		return nil, &UnavailableError{Err: err}
-	}
-	if err != nil {
-		return nil, err
+	case errors.Is(err, ErrUnauthorized):
+		return nil, &UnauthorizedError{}
+	case err != nil:
+		return nil, &UndecidableError{Err: err}
 	}
 	return h.appendAnswer(make([]byte, 0, answerSize), ev, o), nil
 }

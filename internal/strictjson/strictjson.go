@@ -165,6 +165,7 @@ type Error struct {
 	Err error
 
 	closer byte // for a Syntax comma right before a '}' or ']', that closing byte
+	empty  byte // with closer, '{' or '[' when the comma is in an empty object or array
 }
 
 // Error describes the problem at its place, as a JSON Pointer.
@@ -189,7 +190,12 @@ func (e *Error) Describe() string {
 	case ControlChar:
 		return fmt.Sprintf("invalid control character %q in a string at offset %d", e.char(), e.Offset)
 	}
-	if e.closer != 0 {
+	switch {
+	case e.empty == '{':
+		return fmt.Sprintf("invalid character ',' before '%c' at offset %d: an empty object has no comma: write {}", e.closer, e.Offset)
+	case e.empty == '[':
+		return fmt.Sprintf("invalid character ',' before '%c' at offset %d: an empty array has no comma: write []", e.closer, e.Offset)
+	case e.closer != 0:
 		return fmt.Sprintf("invalid character ',' before '%c' at offset %d: no comma may follow the last member or element", e.closer, e.Offset)
 	}
 	// jsontext's own words say what was expected there: a ',' or '}' after an
@@ -305,6 +311,9 @@ func (d *Decoder) failed(err error) error {
 		if c == ',' {
 			if next := bytes.TrimLeft(d.raw[off+1:], " \t\r\n"); len(next) > 0 && (next[0] == '}' || next[0] == ']') {
 				e.closer = next[0]
+				if kind, n := d.dec.StackIndex(d.dec.StackDepth()); n == 0 {
+					e.empty = byte(kind)
+				}
 			}
 		}
 	}

@@ -31,6 +31,9 @@ func TestSyntaxErrorWording(t *testing.T) {
 		{"a value that is none", `{"a":x}`, `invalid character 'x' at start of value at offset 5`},
 		{"a comma after the last member", "{\"a\":1, \n}", `invalid character ',' before '}' at offset 6: no comma may follow the last member or element`},
 		{"a comma after the last element", `[1,]`, `invalid character ',' before ']' at offset 2: no comma may follow the last member or element`},
+		{"a comma in an empty object", "{ , }", `invalid character ',' before '}' at offset 2: an empty object has no comma: write {}`},
+		{"a comma in an empty array", `[,]`, `invalid character ',' before ']' at offset 1: an empty array has no comma: write []`},
+		{"a comma in an empty array in an object", `{"a":[,]}`, `invalid character ',' before ']' at offset 6: an empty array has no comma: write []`},
 		{"a comma before the first member", `{,"a":1}`, `invalid character ',' at start of value at offset 1`},
 		{"a literal cut short", `{"a":tru}`, `invalid character '}' in literal true (expecting 'e') at offset 8`},
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -156,23 +157,9 @@ func TestBuildAuthorizer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev map[string]any
-	if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
-		t.Fatal(err)
-	}
-	ev["headers"] = map[string]string{"x-tenant-key": "bg-sample-pro-key"}
-	payload, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := h.Invoke(context.Background(), payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp events.APIGatewayCustomAuthorizerResponse
-	if err := json.Unmarshal(out, &resp); err != nil {
-		t.Fatal(err)
-	}
+	resp := invokeSampleREST(t, h, func(ev map[string]any) {
+		ev["headers"] = map[string]string{"x-tenant-key": "bg-sample-pro-key"}
+	})
 	if resp.PrincipalID != "key:"+bucketgate.KeyDigest("bg-sample-pro-key") || resp.Context["plan"] != "pro" {
 		t.Errorf("principal %q context %v: the custom header or the configuration file was not used", resp.PrincipalID, resp.Context)
 	}
@@ -206,28 +193,38 @@ func TestBuildAuthorizerIPv6Prefix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ev map[string]any
-			if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
-				t.Fatal(err)
-			}
-			ev["requestContext"].(map[string]any)["identity"].(map[string]any)["sourceIp"] = tc.source
-			payload, err := json.Marshal(ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := h.Invoke(context.Background(), payload)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var resp events.APIGatewayCustomAuthorizerResponse
-			if err := json.Unmarshal(out, &resp); err != nil {
-				t.Fatal(err)
-			}
+			resp := invokeSampleREST(t, h, func(ev map[string]any) {
+				ev["requestContext"].(map[string]any)["identity"].(map[string]any)["sourceIp"] = tc.source
+			})
 			if resp.PrincipalID != tc.want {
 				t.Fatalf("principal %q, want %q", resp.PrincipalID, tc.want)
 			}
 		})
 	}
+}
+
+// invokeSampleREST invokes h with the sample REST authorizer event as edit leaves it and
+// returns the authorizer's answer.
+func invokeSampleREST(t *testing.T, h lambda.Handler, edit func(ev map[string]any)) events.APIGatewayCustomAuthorizerResponse {
+	t.Helper()
+	var ev map[string]any
+	if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	edit(ev)
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Invoke(context.Background(), payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp events.APIGatewayCustomAuthorizerResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 func TestBuildCheck(t *testing.T) {

@@ -71,6 +71,21 @@ func bigPayload(n int) string { return `"` + strings.Repeat("a", n-2) + `"` }
 // The AWS SDK's Lambda client gets from Invoke what the Lambda service answers: a payload
 // that is not JSON (400, InvalidRequestContentException) or above the invocation type's
 // quota (413, RequestTooLargeException) is refused before the function runs, a dry run (204) runs nothing, and an asynchronous invocation runs the function and
+// invokeClient returns a Lambda client of the Invoke API served for fn by a test server
+// that the end of t closes.
+func invokeClient(t *testing.T, fn localgw.Invoker) *lambda.Client {
+	mux := http.NewServeMux()
+	mux.HandleFunc(localgw.InvokePath, func(w http.ResponseWriter, r *http.Request) { localgw.Invoke(w, r, fn) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return lambda.New(lambda.Options{
+		BaseEndpoint: aws.String(srv.URL),
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		Retryer:      aws.NopRetryer{},
+	})
+}
+
 // answers 202 with no payload.
 func TestInvokeAsLambda(t *testing.T) {
 	tests := []struct {
@@ -95,16 +110,7 @@ func TestInvokeAsLambda(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var fn counter
-			mux := http.NewServeMux()
-			mux.HandleFunc(localgw.InvokePath, func(w http.ResponseWriter, r *http.Request) { localgw.Invoke(w, r, &fn) })
-			srv := httptest.NewServer(mux)
-			defer srv.Close()
-			client := lambda.New(lambda.Options{
-				BaseEndpoint: aws.String(srv.URL),
-				Region:       "us-east-1",
-				Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-				Retryer:      aws.NopRetryer{},
-			})
+			client := invokeClient(t, &fn)
 			out, err := client.Invoke(t.Context(), &lambda.InvokeInput{FunctionName: aws.String("bucketgate-check"), Payload: []byte(tc.payload), InvocationType: tc.typ})
 			switch {
 			case tc.wantErr != nil:
@@ -155,16 +161,7 @@ func TestInvokeContextIsLambdas(t *testing.T) {
 	for _, typ := range []types.InvocationType{types.InvocationTypeRequestResponse, types.InvocationTypeEvent} {
 		t.Run(string(typ), func(t *testing.T) {
 			fn := &waiter{started: make(chan time.Time, 1), ended: make(chan error, 1), release: make(chan struct{})}
-			mux := http.NewServeMux()
-			mux.HandleFunc(localgw.InvokePath, func(w http.ResponseWriter, r *http.Request) { localgw.Invoke(w, r, fn) })
-			srv := httptest.NewServer(mux)
-			defer srv.Close()
-			client := lambda.New(lambda.Options{
-				BaseEndpoint: aws.String(srv.URL),
-				Region:       "us-east-1",
-				Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-				Retryer:      aws.NopRetryer{},
-			})
+			client := invokeClient(t, fn)
 			ctx, hangUp := context.WithCancel(t.Context())
 			called := make(chan error, 1)
 			before := time.Now()

@@ -98,6 +98,15 @@ func describes(actions []string) int {
 }
 
 // failsOnce runs args and fails the test unless it exits with status 1, prints nothing
+// runsIn makes the deployment's commands run in t with env added to the environment
+// until t ends, and forgets the calls made before.
+func (s *stackDeployment) runsIn(t *testing.T, env map[string]string) {
+	s.t = t
+	maps.Copy(s.env, env)
+	t.Cleanup(func() { maps.DeleteFunc(s.env, func(k, _ string) bool { _, ok := env[k]; return ok }) })
+	s.calls.take()
+}
+
 // on stdout and one line on stderr: the error, starting with want.
 func (s *stackDeployment) failsOnce(want string, args ...string) {
 	s.t.Helper()
@@ -464,10 +473,7 @@ func TestStackRefusesAnotherNameInTheEnvironment(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s.t = t
-			maps.Copy(s.env, tc.env)
-			defer maps.DeleteFunc(s.env, func(k, _ string) bool { _, ok := tc.env[k]; return ok })
-			s.calls.take()
+			s.runsIn(t, tc.env)
 			code, stdout, stderr := s.run(tc.args...)
 			calls := s.calls.take()
 			if tc.want == "" {
@@ -513,10 +519,7 @@ func TestFunctionOfAnotherRegion(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s.t = t
-			maps.Copy(s.env, tc.env)
-			defer maps.DeleteFunc(s.env, func(k, _ string) bool { _, ok := tc.env[k]; return ok })
-			s.calls.take()
+			s.runsIn(t, tc.env)
 			code, stdout, stderr := s.run(tc.args...)
 			for _, call := range s.calls.take() {
 				if strings.HasPrefix(call, "lambda:") {

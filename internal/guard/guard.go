@@ -100,6 +100,12 @@ type Options struct {
 	// also hold at most DenyCacheMaxBytes. The cache times entries by Now: Redis's
 	// clock and Now must advance together (real time).
 	DenyCacheSize int
+	// AskFirstDenial makes the deny cache send to Redis the first repeat of a check
+	// that an admission left short (which it would deny from that admission's wait),
+	// so that Redis decides, counts and reports (its crossings: a Rate Limited event)
+	// the first denial after each such admission; the repeats after it are the cache's
+	// as ever. The functions set it with events (EVENT_BUS_NAME).
+	AskFirstDenial bool
 	// Explain adds to the error of a request Redis did not decide what to check, such
 	// as the settings behind credentials Redis refused (redisconn.Conn.Explain); nil
 	// leaves errors as they are.
@@ -132,7 +138,7 @@ func New(next limiter, opts Options) *Guard {
 		g.cluster = breaker{threshold: ClusterFailuresToOpen * opts.FailuresToOpen, interval: opts.ProbeInterval}
 	}
 	if opts.DenyCacheSize > 0 {
-		g.cache = newDenyCache(opts.DenyCacheSize)
+		g.cache = newDenyCache(opts.DenyCacheSize, opts.AskFirstDenial)
 	}
 	return g
 }

@@ -42,8 +42,9 @@ func NewGuard(s settings.Settings, log *slog.Logger, metrics *telemetry.Emitter)
 }
 
 // GuardOptions returns the failure policy of s: its deadline, failure mode and deny
-// cache size, with the default circuit breaker and margin before the invocation's
-// deadline. NewGuard adds the connection's cluster mode, for a circuit per range of
+// cache (asking Redis for the first denial after an admission when s sends events),
+// with the default circuit breaker and margin before the invocation's deadline.
+// NewGuard adds the connection's cluster mode, for a circuit per range of
 // hash slots.
 func GuardOptions(s settings.Settings) guard.Options {
 	return guard.Options{
@@ -53,6 +54,7 @@ func GuardOptions(s settings.Settings) guard.Options {
 		FailuresToOpen: guard.DefaultFailuresToOpen,
 		ProbeInterval:  guard.DefaultProbeInterval,
 		DenyCacheSize:  s.DenyCacheSize,
+		AskFirstDenial: s.EventBusName != "", // its Rate Limited event is Redis's to report
 	}
 }
 

@@ -133,6 +133,46 @@ func TestEventsOncePerCrossing(t *testing.T) {
 	}
 }
 
+// An identity that stops at its first denial, as a client that waits out its
+// Retry-After does, is sent its Rate Limited event all the same: the first denial after
+// the admission that exhausted the quota reaches Redis, which reports it, though the
+// deny cache (on by default) knows from that admission's wait that it is denied; the
+// denials after it are the cache's, and cross nothing.
+func TestEventsFirstDenialThroughTheDenyCache(t *testing.T) {
+	rest := samples.Read(t, "authorizer-rest.json")
+	for _, tc := range []struct {
+		name    string
+		f       app.Function
+		payload []byte
+	}{
+		{"authorizer", app.Authorizer, rest},
+		{"check function", app.Check, []byte(`{"identity": "ip:` + sampleIP + `", "plan": "metered"}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bus := sentBus(t)
+			redis := redistest.Start(t)
+			h, _, _ := eventsFunction(t, tc.f, map[string]string{settings.EnvRedisAddr: redis.Addr, settings.EnvEventBusName: "bucketgate-events", settings.EnvEventsTimeoutMS: "1000"})
+			for range 10 + 3 { // the daily quota of 10, then three denials
+				if _, err := h.Invoke(context.Background(), tc.payload); err != nil {
+					t.Fatalf("invoke: %v", err)
+				}
+			}
+			var got []string
+			for _, e := range bus.entries() {
+				var d eventbus.Detail
+				if err := json.Unmarshal([]byte(e.Detail), &d); err != nil {
+					t.Fatalf("detail %s: %v", e.Detail, err)
+				}
+				got = append(got, fmt.Sprintf("%s %d %d", e.DetailType, d.Threshold, d.Usage))
+			}
+			slices.Sort(got)
+			if want := []string{"Quota Threshold Reached 100 10", "Quota Threshold Reached 80 8", "Rate Limited 0 10"}; !slices.Equal(got, want) {
+				t.Fatalf("events %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // recordingBus is an EventBridge endpoint of this process that accepts every entry of
 // every PutEvents call and keeps it.
 type recordingBus struct {

@@ -31,10 +31,9 @@ type Guard interface {
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]guard.Result, error)
 	// Fallback answers by the failure policy when the registry failed.
 	Fallback(q bucketgate.Request, f guard.Failure, err error) guard.Result
-	// Usage reads an identity's usage of the UTC days from first's to last's.
-	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
-	// Time reads Redis's clock: what today is for usage.
-	Time(ctx context.Context) (time.Time, error)
+	// Usage reads Redis's clock, then an identity's usage of the UTC days that span
+	// gives for it, both within one deadline.
+	Usage(ctx context.Context, identity string, span func(now time.Time) (first, last time.Time, err error)) ([]bucketgate.DayUsage, error)
 }
 
 // Metrics writes the metrics of one invocation; *telemetry.Emitter is one.

@@ -41,18 +41,19 @@ func (h *Handler) usage(ctx context.Context, c check) ([]byte, error) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
-	now, err := h.Guard.Time(ctx)
-	if err != nil {
-		return nil, h.unavailable(ctx, c, attrs, err)
+	var first, last time.Time
+	var spanErr error // the days asked for are not today's or not kept
+	days, err := h.Guard.Usage(ctx, c.req.Identity, func(now time.Time) (time.Time, time.Time, error) {
+		first, last, spanErr = h.usageDays(c, now)
+		return first, last, spanErr
+	})
+	if spanErr == nil && !first.IsZero() {
+		attrs = append(attrs, slog.String(fieldFrom, first.Format(time.DateOnly)), slog.String(fieldTo, last.Format(time.DateOnly)))
 	}
-	first, last, err := h.usageDays(c, now)
-	if err != nil {
-		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
-		return nil, invalidRequest(err)
-	}
-	attrs = append(attrs, slog.String(fieldFrom, first.Format(time.DateOnly)), slog.String(fieldTo, last.Format(time.DateOnly)))
-	days, err := h.Guard.Usage(ctx, c.req.Identity, first, last)
 	switch {
+	case spanErr != nil:
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, spanErr.Error()))
+		return nil, invalidRequest(spanErr)
 	case errors.Is(err, bucketgate.ErrInvalid): // the engine and the range check disagree
 		h.Log.LogAttrs(ctx, slog.LevelError, "engine refused a validated request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,5 +202,44 @@ func TestUsageWithoutConfiguration(t *testing.T) {
 				t.Fatalf("error %q of type %q: want %s, naming checkapi.NoConfiguration %v", ue.Message, ue.Type, checkapi.ErrorTypeUnavailable, tc.permanent)
 			}
 		})
+	}
+}
+
+// readDeadlines is the engine with the deadline of each usage read (Redis's clock, then the
+// days) it was given.
+type readDeadlines struct {
+	*bucket.Limiter
+	mu    sync.Mutex
+	calls []time.Time
+}
+
+func (d *readDeadlines) record(ctx context.Context) {
+	deadline, _ := ctx.Deadline()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, deadline)
+}
+
+func (d *readDeadlines) Time(ctx context.Context) (time.Time, error) {
+	d.record(ctx)
+	return d.Limiter.Time(ctx)
+}
+
+func (d *readDeadlines) Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error) {
+	d.record(ctx)
+	return d.Limiter.Usage(ctx, identity, first, last)
+}
+
+// A usage report's two reads of Redis (its clock, to know today, then the days) share
+// the one deadline of a decision (REDIS_TIMEOUT_MS), not one each: a report never waits
+// for Redis twice as long as a check may.
+func TestUsageOneDeadline(t *testing.T) {
+	f, _ := usageFixture(t, 35)
+	_, client := startMiniredis(t)
+	engine := &readDeadlines{Limiter: bucket.New(client, bucket.Usage(35))}
+	f.h.Guard = guard.New(engine, guard.Options{Timeout: testTimeout})
+	f.invokeOK(t, []byte(`{"key":"a","op":"usage"}`))
+	if len(engine.calls) != 2 || engine.calls[0].IsZero() || !engine.calls[1].Equal(engine.calls[0]) {
+		t.Errorf("the deadlines of the clock's read and the days' read: %v, want one deadline for both", engine.calls)
 	}
 }

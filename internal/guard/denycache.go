@@ -39,9 +39,11 @@ const entryOverhead = 768
 // Entries are keyed by identity, rule set and cost: a check that differs in any of them
 // never meets another's denial. It holds at most size entries, and at most
 // DenyCacheMaxBytes of them (entryBytes); a full cache drops arbitrary ones to make
-// room. It is safe for concurrent use.
+// room. With askFirst, the first repeat of an admission's check is not denied but
+// sent to Redis (see Options.AskFirstDenial). It is safe for concurrent use.
 type denyCache struct {
-	size int
+	size     int
+	askFirst bool
 
 	mu      sync.Mutex
 	n       int                 // entries held
@@ -50,21 +52,24 @@ type denyCache struct {
 }
 
 // denial is a cached denial: the Decision Redis gave to a check of rules and cost (by
-// checkKey) sent at sent.
+// checkKey) sent at sent; unasked when it follows from an admission and no repeat of
+// the check has been sent to Redis since.
 type denial struct {
-	check string
-	d     bucketgate.Decision
-	sent  time.Time
+	check   string
+	d       bucketgate.Decision
+	sent    time.Time
+	unasked bool
 }
 
-func newDenyCache(size int) *denyCache {
-	return &denyCache{size: size, entries: make(map[string][]denial, size)}
+func newDenyCache(size int, askFirst bool) *denyCache {
+	return &denyCache{size: size, askFirst: askFirst, entries: make(map[string][]denial, size)}
 }
 
 // get returns the denial cached for q, brought forward to now: its waits shortened by
 // the time since the check that Redis decided was sent, and its At moved on by as much,
 // so that At + ResetAfter is still the moment Redis gave. It finds nothing once that
-// check's wait, or DenyCacheMaxAge, has passed.
+// check's wait, or DenyCacheMaxAge, has passed; with askFirst, nor for the first repeat
+// of an admission's check, which goes to Redis (the repeats after it are denied).
 func (c *denyCache) get(q bucketgate.Request, now time.Time) (bucketgate.Decision, bool) {
 	check := checkKey(q)
 	c.mu.Lock()
@@ -73,8 +78,12 @@ func (c *denyCache) get(q bucketgate.Request, now time.Time) (bucketgate.Decisio
 	var e denial
 	if i >= 0 {
 		e = list[i]
-		if !now.Before(e.sent.Add(min(e.d.RetryAfter, DenyCacheMaxAge))) {
+		switch {
+		case !now.Before(e.sent.Add(min(e.d.RetryAfter, DenyCacheMaxAge))):
 			c.remove(q.Identity, list, i)
+			i = -1
+		case e.unasked && c.askFirst:
+			list[i].unasked = false
 			i = -1
 		}
 	}
@@ -94,11 +103,12 @@ func (c *denyCache) get(q bucketgate.Request, now time.Time) (bucketgate.Decisio
 // when there is one to wait out (d.Repeat). The wait counts from when the check was
 // sent, before Redis decided: the entry ends no later than the moment Redis gave.
 func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.Time) {
+	admitted := d.Allowed
 	d, ok := d.Repeat()
 	if !ok {
 		return
 	}
-	e := denial{check: checkKey(q), d: d, sent: sent}
+	e := denial{check: checkKey(q), d: d, sent: sent, unasked: admitted}
 	need := entryBytes(q.Identity, e)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -37,7 +37,7 @@ func TestDenyCacheBytesBound(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	c := newDenyCache(size)
+	c := newDenyCache(size, false)
 	runtime.GC()
 	var table runtime.MemStats
 	runtime.ReadMemStats(&table)

@@ -162,6 +162,30 @@ func TestDenyCacheFlood(t *testing.T) {
 	}
 }
 
+// With AskFirstDenial, the first repeat of a check that an admission left short goes
+// to Redis, which denies it (and reports it: its crossings), and the repeats after it
+// are the cache's; a denial Redis gave is served from the cache at once.
+func TestDenyCacheAskFirstDenial(t *testing.T) {
+	_, clk, engine := miniEngine(t)
+	g := guard.New(engine, guard.Options{Now: clk.Now, DenyCacheSize: 100, AskFirstDenial: true})
+	a := request("a")
+	for range 10 {
+		if r := decide(t, g, a); !r.Allowed {
+			t.Fatalf("draining: %+v", r)
+		}
+	}
+	for i, wantCall := range []bool{true, false, false} {
+		before := engine.calls.Load()
+		r := decide(t, g, a)
+		if called := engine.calls.Load() > before; called != wantCall || r.Allowed || r.CacheHit == wantCall {
+			t.Fatalf("denial %d: asked Redis %v (want %v): %+v", i+1, called, wantCall, r)
+		}
+		if wantCall && len(r.Crossings) != 1 {
+			t.Fatalf("the first denial, Redis's: crossings %+v, want its Rate Limited", r.Crossings)
+		}
+	}
+}
+
 // TestDenyCacheGivesWayToRefundsAndResets: a refund or reset sent through a Guard drops
 // its identity's cached denials at once; a denial cached anywhere else is served for
 // DenyCacheMaxAge at most, however long the wait Redis gave; a shadow rule is part of

@@ -100,6 +100,12 @@ type Options struct {
 	// also hold at most DenyCacheMaxBytes. The cache times entries by Now: Redis's
 	// clock and Now must advance together (real time).
 	DenyCacheSize int
+	// AskFirstDenial makes the deny cache send to Redis the first repeat of a check
+	// that an admission left short (which it would deny from that admission's wait),
+	// so that Redis decides, counts and reports (its crossings: a Rate Limited event)
+	// the first denial after each such admission; the repeats after it are the cache's
+	// as ever. The functions set it with events (EVENT_BUS_NAME).
+	AskFirstDenial bool
 	// Explain adds to the error of a request Redis did not decide what to check, such
 	// as the settings behind credentials Redis refused (redisconn.Conn.Explain); nil
 	// leaves errors as they are.
@@ -132,7 +138,7 @@ func New(next limiter, opts Options) *Guard {
 		g.cluster = breaker{threshold: ClusterFailuresToOpen * opts.FailuresToOpen, interval: opts.ProbeInterval}
 	}
 	if opts.DenyCacheSize > 0 {
-		g.cache = newDenyCache(opts.DenyCacheSize)
+		g.cache = newDenyCache(opts.DenyCacheSize, opts.AskFirstDenial)
 	}
 	return g
 }
@@ -446,28 +452,26 @@ func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, s
 	return Result{Decision: d, Latency: latency}
 }
 
-// Usage reads identity's usage of every UTC day from first's to last's from the engine
-// (see bucket.Limiter.Usage), within the deadline a decision has. It is a report, not a
-// decision: Redis's failure is its error, whatever the failure policy, and the deny
-// cache and the circuit breaker are neither asked nor told.
-func (g *Guard) Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error) {
+// Usage reads Redis's clock, then identity's usage of every UTC day from first's to
+// last's, the days span gives for that time (see bucket.Limiter.Usage), both within the
+// one deadline a decision has. span's error is Usage's, Redis's usage not read. It is a
+// report, not a decision: Redis's failure is its error, whatever the failure policy, and
+// the deny cache and the circuit breaker are neither asked nor told.
+func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.Time) (first, last time.Time, err error)) ([]bucketgate.DayUsage, error) {
 	ctx, cancel, _, err := g.callContext(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	return g.next.Usage(ctx, identity, first, last)
-}
-
-// Time reads Redis's clock from the engine within the deadline a decision has; like
-// Usage, it tells the circuit breaker nothing.
-func (g *Guard) Time(ctx context.Context) (time.Time, error) {
-	ctx, cancel, _, err := g.callContext(ctx)
+	now, err := g.next.Time(ctx)
 	if err != nil {
-		return time.Time{}, err
+		return nil, err
 	}
-	defer cancel()
-	return g.next.Time(ctx)
+	first, last, err := span(now)
+	if err != nil {
+		return nil, err
+	}
+	return g.next.Usage(ctx, identity, first, last)
 }
 
 // FailOpen reports whether g allows, degraded, the requests Redis does not decide

@@ -249,30 +249,43 @@ func TestCircuitBreakerFailOpen(t *testing.T) {
 	}
 }
 
-// Usage reads the engine's usage within the guard's deadline; a failure is its error,
-// whatever the failure policy, and tells the circuit breaker nothing.
+// Usage reads the engine's clock, then the usage of the days span gives for it, within
+// the guard's deadline; span's error is its error, the days not read; a failure is its
+// error, whatever the failure policy, and tells the circuit breaker nothing.
 func TestUsage(t *testing.T) {
 	mr, clk, engine := miniEngine(t)
 	g := guard.New(engine, guard.Options{FailOpen: true, Now: clk.Now, FailuresToOpen: 1, Timeout: time.Second})
-	days, err := g.Usage(context.Background(), "u", epoch, epoch)
-	if err != nil || len(days) != 1 || days[0] != (bucketgate.DayUsage{Day: bucketgate.UTCDay(epoch)}) {
-		t.Fatalf("Usage = %+v, %v", days, err)
+	var told time.Time
+	days, err := g.Usage(context.Background(), "u", func(now time.Time) (time.Time, time.Time, error) {
+		told = now
+		return now, now, nil
+	})
+	if err != nil || !told.Equal(epoch) || len(days) != 1 || days[0] != (bucketgate.DayUsage{Day: bucketgate.UTCDay(epoch)}) {
+		t.Fatalf("Usage = %+v, %v (the span told %v, want %v)", days, err, told, epoch)
+	}
+	refused := errors.New("not kept")
+	calls := engine.calls.Load()
+	if _, err := g.Usage(context.Background(), "u", func(time.Time) (time.Time, time.Time, error) { return epoch, epoch, refused }); err != refused || engine.calls.Load() != calls+1 {
+		t.Fatalf("Usage of a span refused: %v after %d calls, want %v after the clock's alone", err, engine.calls.Load()-calls, refused)
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(guard.DefaultMargin/2))
 	defer cancel()
 	g = guard.New(engine, guard.Options{Now: clk.Now, Margin: guard.DefaultMargin})
-	if _, err := g.Usage(ctx, "u", epoch, epoch); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := g.Usage(ctx, "u", today); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Usage past the margin: %v, want the deadline", err)
 	}
 	mr.Close()
 	g = guard.New(engine, guard.Options{FailOpen: true, Now: clk.Now, FailuresToOpen: 1, Timeout: time.Second})
-	if _, err := g.Usage(context.Background(), "u", epoch, epoch); err == nil {
+	if _, err := g.Usage(context.Background(), "u", today); err == nil {
 		t.Fatal("Usage with Redis gone: no error")
 	}
 	if r, err := g.Decide(context.Background(), request("u")); err != nil || r.CircuitOpen {
 		t.Fatalf("the decision after a failed read: %+v, %v: the read told the breaker", r, err)
 	}
 }
+
+// today is the span of today's usage alone.
+func today(now time.Time) (time.Time, time.Time, error) { return now, now, nil }
 
 // A request whose caller stopped waiting (its context canceled: an HTTP client of the
 // middleware that hung up) fails by the policy as the timeout it is to that caller, and

@@ -86,7 +86,10 @@ type Options struct {
 	KeyHeader string
 	// Config is the configuration document, YAML or JSON: plans, routes, and what
 	// becomes of unknown keys and anonymous callers. Empty is RATE_LIMIT_CONFIG or
-	// RATE_LIMIT_CONFIG_FILE, or the built-in document.
+	// RATE_LIMIT_CONFIG_FILE, or the built-in document. With a registry table
+	// (RegistryTable) that holds a document (its config item: bucketgate config), that
+	// document is in force instead, as in the functions: this one is the bootstrap,
+	// checked by New all the same.
 	Config string
 	// RegistryTable names the DynamoDB table of API keys (read with the AWS SDK's
 	// default configuration); empty is REGISTRY_TABLE, or none: the document's keys.

@@ -252,8 +252,12 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // not: give a streaming route a ttlMs above its longest stream). A reservation next did
 // not settle stays charged at its estimate. A request whose client hangs up, or whose
 // context's deadline passes, while it is decided is decided all the same, within
-// REDIS_TIMEOUT_MS.
+// REDIS_TIMEOUT_MS. A nil next panics, as http.Handle's does: it is no handler (pass
+// http.DefaultServeMux for that one).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		panic("middleware: Limiter.Handler(nil): want the service's http.Handler (nil is not http.DefaultServeMux here: pass it)")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if l.authorizer == nil || l.isClosed() { // nothing to decide with, nor to count in
 			writeUnavailable(w)

@@ -354,6 +354,32 @@ func TestZeroLimiter(t *testing.T) {
 	l.Close()
 }
 
+// Handler(nil) is a mistake of the service's set-up (ListenAndServe's nil handler is
+// http.DefaultServeMux; Handler's is none): it panics there and then, as http.Handle
+// does, with a message that says what to pass, rather than returning a handler whose
+// every admitted request spends its tokens and then panics on a nil pointer.
+func TestHandlerOfNil(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		limiter func(*testing.T) *middleware.Limiter
+	}{
+		{"made by New", func(t *testing.T) *middleware.Limiter {
+			return newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens}, middleware.Options{})
+		}},
+		{"zero", func(*testing.T) *middleware.Limiter { return new(middleware.Limiter) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.limiter(t)
+			defer func() {
+				if msg, _ := recover().(string); !strings.Contains(msg, "http.DefaultServeMux") {
+					t.Fatalf("Handler(nil) panicked with %q, want a message naming what to pass", msg)
+				}
+			}()
+			l.Handler(nil)
+		})
+	}
+}
+
 // A request whose client hung up, or whose context's deadline passed (an
 // http.TimeoutHandler's around the limiter), is decided all the same, within
 // REDIS_TIMEOUT_MS: Redis may have taken its tokens already, so it is counted as what it

@@ -224,7 +224,9 @@ func (c *Client) SettleReservation(ctx context.Context, reservation string, actu
 }
 
 // CancelReservation settles reservation, an id the authorizer issued, at 0, with the id
-// alone, as SettleReservation does.
+// alone, as SettleReservation does, bounded by ctx as it is: for work that did not
+// happen because its client hung up (r.Context() canceled), SettleRequest(ctx, r, 0)
+// cancels all the same.
 func (c *Client) CancelReservation(ctx context.Context, reservation string) (checkapi.Response, error) {
 	return c.Cancel(ctx, checkapi.Request{}, reservation)
 }

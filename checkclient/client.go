@@ -411,7 +411,8 @@ var errNoInvoker = errors.New("checkclient: the Client has no Invoker: make it w
 // failures where the function did not run (retryUnlessRan), for a payload that must not
 // run twice. A payload that may run twice is sent again after a function error another
 // run may not meet, up to c.retries times (WithFunctionRetries), after a crash or a
-// failed init once at most (failedStart).
+// failed init once at most (failedStart). A ctx that ends during the wait before a retry
+// ends the call with an error wrapping both the function's and ctx's.
 func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 	if c.invoker == nil {
 		return errNoInvoker
@@ -425,7 +426,13 @@ func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 		if failedStart(err) {
 			failedStarts++
 		}
-		if write || retry == c.retries || !passing(err) || failedStarts > 1 || !pause(ctx, retry) {
+		if write || retry == c.retries || !passing(err) || failedStarts > 1 {
+			return err
+		}
+		if !pause(ctx, retry) {
+			if ctx.Err() != nil { // the caller gave up during the wait: its error, as mid-attempt
+				return fmt.Errorf("%w; not sent again: %w", err, ctx.Err())
+			}
 			return err
 		}
 	}

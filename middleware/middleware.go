@@ -57,6 +57,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/bucketgate/bucketgate"
@@ -110,7 +111,10 @@ type Options struct {
 	// DefaultName.
 	Name string
 	// Metrics receives the EMF metric lines; nil is os.Stdout, where the CloudWatch
-	// agent or a container's awslogs driver reads them.
+	// agent or a container's awslogs driver reads them. It is written by one goroutine
+	// at a time, and so is LogOutput, one of them at a time when they are one writer; a
+	// writer given to two Limiters must be safe for concurrent use (os.Stdout is, a
+	// bytes.Buffer is not).
 	Metrics io.Writer
 	// LogOutput receives the JSON log lines, at LOG_LEVEL; nil is os.Stderr.
 	LogOutput io.Writer
@@ -147,11 +151,32 @@ func New(opts Options) (*Limiter, error) {
 	if opts.LogOutput == nil {
 		opts.LogOutput = os.Stderr
 	}
-	h, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), opts.Metrics, opts.LogOutput)
+	metrics, logOut := oneAtATime(opts.Metrics, opts.LogOutput)
+	h, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), metrics, logOut)
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %s%w", opts.setBy(err), err)
 	}
 	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool)}, nil
+}
+
+// oneAtATime returns metrics and logs writing under one lock: they are written from
+// many goroutines, each under a lock of its own, and one writer given for both (a test's
+// bytes.Buffer) would otherwise be written by two at once.
+func oneAtATime(metrics, logs io.Writer) (io.Writer, io.Writer) {
+	mu := new(sync.Mutex)
+	return &lockedWriter{mu, metrics}, &lockedWriter{mu, logs}
+}
+
+// lockedWriter writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // standIn is an Options field that, set, stands in for a variable.

@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -335,6 +337,46 @@ func TestCloseWritesTheMetrics(t *testing.T) {
 	}
 	if want := map[string]float64{"allowed": 10, "limited": 2}; !maps.Equal(decisions, want) {
 		t.Fatalf("decisions %v written, want %v:\n%s", decisions, want, metrics)
+	}
+}
+
+// One writer given for both the metrics and the log lines (a test's bytes.Buffer, which
+// is not safe for concurrent use) is written by one goroutine at a time, though the
+// metrics and the logs are written from many, each under a lock of its own (go test
+// -race): every line of it is whole, and every decision's log line is there.
+func TestOneWriterForMetricsAndLogs(t *testing.T) {
+	m, _ := redistest.Mini(t)
+	var out bytes.Buffer
+	l, err := middleware.New(middleware.Options{
+		Getenv:  env(map[string]string{"REDIS_ADDR": m.Addr(), "REDIS_TIMEOUT_MS": "2000", "METRICS_FLUSH_MS": "0", "LOG_LEVEL": "debug"}),
+		Metrics: &out, LogOutput: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 4, 20
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				serve(l, httptest.NewRequest("GET", "/orders/42", nil))
+			}
+		})
+	}
+	wg.Wait()
+	l.Close()
+	decisions := 0
+	for line := range strings.Lines(out.String()) {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if doc["msg"] == "decision" {
+			decisions++
+		}
+	}
+	if decisions != workers*each {
+		t.Fatalf("%d decision lines, want %d", decisions, workers*each)
 	}
 }
 

@@ -56,6 +56,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -112,8 +113,8 @@ type Options struct {
 	Name string
 	// Metrics receives the EMF metric lines; nil is os.Stdout, where the CloudWatch
 	// agent or a container's awslogs driver reads them. It is written by one goroutine
-	// at a time, and so is LogOutput, one of them at a time when they are one writer; a
-	// writer given to two Limiters must be safe for concurrent use (os.Stdout is, a
+	// at a time, and so is LogOutput, the two one at a time when they are one writer;
+	// a writer given to two Limiters must be safe for concurrent use (os.Stdout is, a
 	// bytes.Buffer is not).
 	Metrics io.Writer
 	// LogOutput receives the JSON log lines, at LOG_LEVEL; nil is os.Stderr.
@@ -159,17 +160,22 @@ func New(opts Options) (*Limiter, error) {
 	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool)}, nil
 }
 
-// oneAtATime returns metrics and logs writing under one lock: they are written from
-// many goroutines, each under a lock of its own, and one writer given for both (a test's
-// bytes.Buffer) would otherwise be written by two at once.
+// oneAtATime returns metrics and logs, writing under one lock when they are one writer:
+// each is written under a lock of its own, and one writer given for both (a test's
+// bytes.Buffer) would otherwise be written by two goroutines at once. Two writers stay
+// apart, so that a stdout that blocks holds up no log line.
 func oneAtATime(metrics, logs io.Writer) (io.Writer, io.Writer) {
-	mu := new(sync.Mutex)
-	return &lockedWriter{mu, metrics}, &lockedWriter{mu, logs}
+	t := reflect.TypeOf(metrics)
+	if t != reflect.TypeOf(logs) || !t.Comparable() || metrics != logs { // != of one uncomparable type would panic
+		return metrics, logs
+	}
+	w := &lockedWriter{w: metrics}
+	return w, w
 }
 
 // lockedWriter writes to w under mu.
 type lockedWriter struct {
-	mu *sync.Mutex
+	mu sync.Mutex
 	w  io.Writer
 }
 

@@ -380,6 +380,22 @@ func TestOneWriterForMetricsAndLogs(t *testing.T) {
 	}
 }
 
+// writerFunc is a writer of a type == cannot compare (a func).
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// Writers of a type that cannot be compared, given for both, are taken as they are:
+// New does not panic comparing them.
+func TestUncomparableWriters(t *testing.T) {
+	discard := writerFunc(io.Discard.Write)
+	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": "127.0.0.1:1"}), Metrics: discard, LogOutput: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+}
+
 // The zero Limiter has no Redis: it answers as a limiter failing closed, its settles
 // fail naming New, and Close does nothing; none of it panics.
 func TestZeroLimiter(t *testing.T) {

@@ -26,7 +26,8 @@ const (
 	// bucket of MaxCapacity tokens refilled within a second.
 	MaxRefillPerSecond = 1e9
 	// MaxFillTime is the longest time an empty bucket may take to fill again
-	// (capacity / refill per second): a yearly quota fits, a slower one does not.
+	// (capacity / refill per second): a bucket that fills in a year fits, a slower one
+	// does not. A quota on the calendar has no fill time.
 	MaxFillTime = 366 * 24 * time.Hour
 	// maxFillSeconds is the bound Validate and bucket.lua hold capacity / refill per
 	// second to: MaxFillTime and a microsecond, so that a rate written as refill tokens

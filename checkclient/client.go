@@ -224,7 +224,9 @@ func (c *Client) SettleReservation(ctx context.Context, reservation string, actu
 }
 
 // CancelReservation settles reservation, an id the authorizer issued, at 0, with the id
-// alone, as SettleReservation does.
+// alone, as SettleReservation does, bounded by ctx as it is: for work that did not
+// happen because its client hung up (r.Context() canceled), SettleRequest(ctx, r, 0)
+// cancels all the same.
 func (c *Client) CancelReservation(ctx context.Context, reservation string) (checkapi.Response, error) {
 	return c.Cancel(ctx, checkapi.Request{}, reservation)
 }
@@ -409,7 +411,8 @@ var errNoInvoker = errors.New("checkclient: the Client has no Invoker: make it w
 // failures where the function did not run (retryUnlessRan), for a payload that must not
 // run twice. A payload that may run twice is sent again after a function error another
 // run may not meet, up to c.retries times (WithFunctionRetries), after a crash or a
-// failed init once at most (failedStart).
+// failed init once at most (failedStart). A ctx that ends during the wait before a retry
+// ends the call with an error wrapping both the function's and ctx's.
 func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 	if c.invoker == nil {
 		return errNoInvoker
@@ -423,7 +426,13 @@ func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 		if failedStart(err) {
 			failedStarts++
 		}
-		if write || retry == c.retries || !passing(err) || failedStarts > 1 || !pause(ctx, retry) {
+		if write || retry == c.retries || !passing(err) || failedStarts > 1 {
+			return err
+		}
+		if !pause(ctx, retry) {
+			if ctx.Err() != nil { // the caller gave up during the wait: its error, as mid-attempt
+				return fmt.Errorf("%w; not sent again: %w", err, ctx.Err())
+			}
 			return err
 		}
 	}

@@ -358,3 +358,34 @@ func TestContextEndsMidAttempt(t *testing.T) {
 		})
 	}
 }
+
+// cancelAfter is an Invoker that cancels a call's context once the first invocation
+// has answered: the caller gives up during the wait before a retry.
+type cancelAfter struct {
+	checkclient.Invoker
+	cancel context.CancelFunc
+}
+
+func (c cancelAfter) Invoke(ctx context.Context, in *awslambda.InvokeInput, optFns ...func(*awslambda.Options)) (*awslambda.InvokeOutput, error) {
+	defer c.cancel()
+	return c.Invoker.Invoke(ctx, in, optFns...)
+}
+
+// A context canceled during the wait before a retry (the function timed out, and the
+// caller gave up meanwhile) ends the call with an error that wraps the context's, as
+// one canceled while an attempt is out does, beside the function's error that led to
+// the wait: a caller that stops on errors.Is(err, context.Canceled) stops here too.
+func TestContextEndsWhileWaitingToRetry(t *testing.T) {
+	var invocations atomic.Int32
+	srv := lambdatest.Start(t, map[string]lambda.Handler{"fn": function(func([]byte) ([]byte, error) {
+		invocations.Add(1)
+		return nil, messages.InvokeResponse_Error{Type: "Sandbox.Timedout", Message: "Task timed out after 5.00 seconds"}
+	})})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := checkclient.New(cancelAfter{srv.Client(), cancel}, "fn").Check(ctx, checkapi.Request{Key: "k", RequestID: "r-1"})
+	var fe *checkclient.FunctionError
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &fe) || fe.Type != "Sandbox.Timedout" || invocations.Load() != 1 {
+		t.Fatalf("error %v after %d invocations: want one wrapping context.Canceled and the function's timeout, and no retry", err, invocations.Load())
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/bucketgate/bucketgate/middleware"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
@@ -50,6 +52,49 @@ func Example() {
 		log.Print(err)
 	}
 	limiter.Close() // then the metrics that wait are written
+}
+
+// A service's own test of its limits, on miniredis in the process (the same Lua as
+// Redis): a caller's first 3 requests pass, with the rate-limit headers, and the 4th
+// is answered 429 with Retry-After and the gateway's JSON body. The rate-limit headers
+// are spelled as API Gateway sends them: read them by their constants, since
+// http.Header.Get, which looks for the canonical spelling (X-Ratelimit-Remaining), does
+// not find them.
+func ExampleLimiter_Handler() {
+	redis, err := miniredis.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	limiter, err := middleware.New(middleware.Options{
+		RedisAddr: redis.Addr(),
+		Config:    "defaultPlan: free\nplans: {free: [{name: burst, capacity: 3, refill: 1, per: day}]}",
+		Getenv: func(name string) string {
+			if name == "REDIS_TIMEOUT_MS" {
+				return "2000" // miniredis runs the Lua in Go: slower than Redis's 50 ms default allows
+			}
+			return os.Getenv(name)
+		},
+		Metrics:   io.Discard, // not on stdout, the example's output
+		LogOutput: io.Discard,
+	})
+	if err != nil {
+		redis.Close()
+		log.Fatal(err)
+	}
+	service := limiter.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	for range 4 {
+		w := httptest.NewRecorder()
+		service.ServeHTTP(w, httptest.NewRequest("GET", "/orders/42", nil))
+		h := w.Header()
+		fmt.Printf("%d remaining %v, Retry-After %v, h.Get finds %q\n", w.Code, h[ratelimitheaders.HeaderRemaining], h.Get("Retry-After") != "", h.Get(ratelimitheaders.HeaderRemaining))
+	}
+	limiter.Close()
+	redis.Close()
+	// Output:
+	// 200 remaining [2], Retry-After false, h.Get finds ""
+	// 200 remaining [1], Retry-After false, h.Get finds ""
+	// 200 remaining [0], Retry-After false, h.Get finds ""
+	// 429 remaining [0], Retry-After true, h.Get finds ""
 }
 
 // A load balancer's health check carries no API key: behind the limiter it would spend

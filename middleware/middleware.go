@@ -56,7 +56,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/bucketgate/bucketgate"
@@ -86,7 +88,10 @@ type Options struct {
 	KeyHeader string
 	// Config is the configuration document, YAML or JSON: plans, routes, and what
 	// becomes of unknown keys and anonymous callers. Empty is RATE_LIMIT_CONFIG or
-	// RATE_LIMIT_CONFIG_FILE, or the built-in document.
+	// RATE_LIMIT_CONFIG_FILE, or the built-in document. With a registry table
+	// (RegistryTable) that holds a document (its config item: bucketgate config), that
+	// document is in force instead, as in the functions: this one is the bootstrap,
+	// checked by New all the same.
 	Config string
 	// RegistryTable names the DynamoDB table of API keys (read with the AWS SDK's
 	// default configuration); empty is REGISTRY_TABLE, or none: the document's keys.
@@ -107,7 +112,10 @@ type Options struct {
 	// DefaultName.
 	Name string
 	// Metrics receives the EMF metric lines; nil is os.Stdout, where the CloudWatch
-	// agent or a container's awslogs driver reads them.
+	// agent or a container's awslogs driver reads them. It is written by one goroutine
+	// at a time, and so is LogOutput, the two one at a time when they are one writer;
+	// a writer given to two Limiters must be safe for concurrent use (os.Stdout is, a
+	// bytes.Buffer is not).
 	Metrics io.Writer
 	// LogOutput receives the JSON log lines, at LOG_LEVEL; nil is os.Stderr.
 	LogOutput io.Writer
@@ -144,11 +152,37 @@ func New(opts Options) (*Limiter, error) {
 	if opts.LogOutput == nil {
 		opts.LogOutput = os.Stderr
 	}
-	h, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), opts.Metrics, opts.LogOutput)
+	metrics, logOut := oneAtATime(opts.Metrics, opts.LogOutput)
+	h, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), metrics, logOut)
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %s%w", opts.setBy(err), err)
 	}
 	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool)}, nil
+}
+
+// oneAtATime returns metrics and logs, writing under one lock when they are one writer:
+// each is written under a lock of its own, and one writer given for both (a test's
+// bytes.Buffer) would otherwise be written by two goroutines at once. Two writers stay
+// apart, so that a stdout that blocks holds up no log line.
+func oneAtATime(metrics, logs io.Writer) (io.Writer, io.Writer) {
+	t := reflect.TypeOf(metrics)
+	if t != reflect.TypeOf(logs) || !t.Comparable() || metrics != logs { // != of one uncomparable type would panic
+		return metrics, logs
+	}
+	w := &lockedWriter{w: metrics}
+	return w, w
+}
+
+// lockedWriter writes to w under mu.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // standIn is an Options field that, set, stands in for a variable.
@@ -249,8 +283,12 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // not: give a streaming route a ttlMs above its longest stream). A reservation next did
 // not settle stays charged at its estimate. A request whose client hangs up, or whose
 // context's deadline passes, while it is decided is decided all the same, within
-// REDIS_TIMEOUT_MS.
+// REDIS_TIMEOUT_MS. A nil next panics, as http.Handle's does: it is no handler (pass
+// http.DefaultServeMux for that one).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		panic("middleware: Limiter.Handler(nil): want the service's http.Handler (nil is not http.DefaultServeMux here: pass it)")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if l.authorizer == nil || l.isClosed() { // nothing to decide with, nor to count in
 			writeUnavailable(w)

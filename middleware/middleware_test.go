@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -338,6 +340,62 @@ func TestCloseWritesTheMetrics(t *testing.T) {
 	}
 }
 
+// One writer given for both the metrics and the log lines (a test's bytes.Buffer, which
+// is not safe for concurrent use) is written by one goroutine at a time, though the
+// metrics and the logs are written from many, each under a lock of its own (go test
+// -race): every line of it is whole, and every decision's log line is there.
+func TestOneWriterForMetricsAndLogs(t *testing.T) {
+	m, _ := redistest.Mini(t)
+	var out bytes.Buffer
+	l, err := middleware.New(middleware.Options{
+		Getenv:  env(map[string]string{"REDIS_ADDR": m.Addr(), "REDIS_TIMEOUT_MS": "2000", "METRICS_FLUSH_MS": "0", "LOG_LEVEL": "debug"}),
+		Metrics: &out, LogOutput: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 4, 20
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				serve(l, httptest.NewRequest("GET", "/orders/42", nil))
+			}
+		})
+	}
+	wg.Wait()
+	l.Close()
+	decisions := 0
+	for line := range strings.Lines(out.String()) {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if doc["msg"] == "decision" {
+			decisions++
+		}
+	}
+	if decisions != workers*each {
+		t.Fatalf("%d decision lines, want %d", decisions, workers*each)
+	}
+}
+
+// writerFunc is a writer of a type == cannot compare (a func).
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// Writers of a type that cannot be compared, given for both, are taken as they are:
+// New does not panic comparing them.
+func TestUncomparableWriters(t *testing.T) {
+	discard := writerFunc(io.Discard.Write)
+	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": "127.0.0.1:1"}), Metrics: discard, LogOutput: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+}
+
 // The zero Limiter has no Redis: it answers as a limiter failing closed, its settles
 // fail naming New, and Close does nothing; none of it panics.
 func TestZeroLimiter(t *testing.T) {
@@ -352,6 +410,32 @@ func TestZeroLimiter(t *testing.T) {
 		t.Errorf("Settle on the zero Limiter: %v, want an error naming New", err)
 	}
 	l.Close()
+}
+
+// Handler(nil) is a mistake of the service's set-up (ListenAndServe's nil handler is
+// http.DefaultServeMux; Handler's is none): it panics there and then, as http.Handle
+// does, with a message that says what to pass, rather than returning a handler whose
+// every admitted request spends its tokens and then panics on a nil pointer.
+func TestHandlerOfNil(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		limiter func(*testing.T) *middleware.Limiter
+	}{
+		{"made by New", func(t *testing.T) *middleware.Limiter {
+			return newLimiter(t, map[string]string{"RATE_LIMIT_CONFIG": tenTokens}, middleware.Options{})
+		}},
+		{"zero", func(*testing.T) *middleware.Limiter { return new(middleware.Limiter) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.limiter(t)
+			defer func() {
+				if msg, _ := recover().(string); !strings.Contains(msg, "http.DefaultServeMux") {
+					t.Fatalf("Handler(nil) panicked with %q, want a message naming what to pass", msg)
+				}
+			}()
+			l.Handler(nil)
+		})
+	}
 }
 
 // A request whose client hung up, or whose context's deadline passed (an

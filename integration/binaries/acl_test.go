@@ -205,6 +205,7 @@ func TestTemplateCacheUserGrantsNoMore(t *testing.T) {
 		{"the eviction policy", []string{"INFO", "memory"}, true},
 		{"the cluster's shards", []string{"CLUSTER", "SHARDS"}, true},
 		{"the cluster's slots", []string{"CLUSTER", "SLOTS"}, true},
+		{"a key of a slot moving", []string{"ASKING"}, true},
 		{"wiping the cache", []string{"FLUSHALL"}, false},
 		{"changing the eviction policy", []string{"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"}, false},
 		{"listing every key", []string{"KEYS", "*"}, false},

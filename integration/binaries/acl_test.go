@@ -179,7 +179,8 @@ func adminDo(t *testing.T, node *redistest.Server, args ...string) string {
 // tokens for this user: whatever runs with the role must not be able to wipe,
 // reconfigure, watch or enumerate the cache. What the script needs cannot be refused
 // to its user outside the script: EVAL of a script of its own (the script's text is
-// sent again after NOSCRIPT), and the script's commands on the limiter's keys.
+// sent again after NOSCRIPT), and the script's commands on the limiter's keys; nor,
+// without naming CLUSTER's subcommands, its read ones.
 func TestTemplateCacheUserGrantsNoMore(t *testing.T) {
 	// As on a serverless cache, a user's channels are all channels unless it says not.
 	redis := redistest.Start(t, append([]string{"--acl-pubsub-default", "allchannels", "--user", "limiter"}, strings.Fields(templateAccessString(t))...)...)
@@ -206,6 +207,7 @@ func TestTemplateCacheUserGrantsNoMore(t *testing.T) {
 		{"the cluster's shards", []string{"CLUSTER", "SHARDS"}, true},
 		{"the cluster's slots", []string{"CLUSTER", "SLOTS"}, true},
 		{"a key of a slot moving", []string{"ASKING"}, true},
+		{"a slot's key names (+cluster grants CLUSTER's read subcommands)", []string{"CLUSTER", "GETKEYSINSLOT", "0", "10"}, true},
 		{"wiping the cache", []string{"FLUSHALL"}, false},
 		{"changing the eviction policy", []string{"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"}, false},
 		{"listing every key", []string{"KEYS", "*"}, false},

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bucketgate/bucketgate/internal/redisconn"
 )
 
 // absent is the want of a row whose resource or property does not exist.
@@ -92,7 +94,7 @@ func TestTemplateSecurity(t *testing.T) {
 
 		// 3. Cache authentication: an IAM user, a default user turned off, TLS.
 		{"3 the functions' user authenticates with IAM", nil, "CacheUser", "Properties.AuthenticationMode", map[string]any{"Type": "iam"}},
-		{"3 the limiter's keys and no administrative command but INFO for it", nil, "CacheUser", "Properties.AccessString", "on ~bg:* +@all -@dangerous +info"},
+		{"3 the limiter's keys and no administrative command but INFO for it", nil, "CacheUser", "Properties.AccessString", redisconn.MinimalACL + " +info"},
 		{"3 the default user turned off", nil, "CacheDefaultUser", "Properties", map[string]any{
 			"UserId": at0(t, "CacheDefaultUser", "Properties.UserId"), "UserName": "default", "Engine": "redis", "AccessString": "off -@all",
 			"AuthenticationMode": map[string]any{"Type": "no-password-required"}}},

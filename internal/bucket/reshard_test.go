@@ -8,6 +8,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
@@ -134,5 +135,48 @@ func TestDecideDuringStalledReshard(t *testing.T) {
 	}
 	if d := decide(t, l, q); d.Remaining != slow[0].Capacity-2 {
 		t.Fatalf("once the slot moved, charged %d times: %+v", slow[0].Capacity-d.Remaining, d)
+	}
+}
+
+// TestReshardAsRestrictedUser: while the slot of an identity moves, a command on a key
+// its old master does not hold is redirected (ASK) to the new master, which runs it
+// after ASKING: a user of redisconn.MinimalACL (a cluster of your own, or a node-based
+// ElastiCache cluster resharding online) may send ASKING, so that the call is decided
+// while the slot moves, not sent back and forth (ASK, then MOVED) until it has moved.
+func TestReshardAsRestrictedUser(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	for _, n := range cluster.Masters {
+		if _, err := n.Command(ctx, append(append([]string{"ACL", "SETUSER", "limiter"}, strings.Fields(redisconn.MinimalACL)...), ">pw")...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_USERNAME": "limiter", "REDIS_PASSWORD": "pw"}))
+	from, to := cluster.Masters[0], cluster.Masters[1]
+	streams := []bucketgate.Rule{{Name: "streams", Concurrency: 2}}
+	tests := []struct {
+		name string
+		q    bucketgate.Request
+	}{
+		{"a peek of leases", bucketgate.Request{Rules: streams}},
+		{"a reset of leases", bucketgate.Request{Rules: streams, Op: bucketgate.OpReset}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.q.Identity = onServer(t, 0, 3, "acl-"+tc.name)
+			slot := bucket.Slot(tc.q.Identity)
+			if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+				t.Fatal(err)
+			}
+			deadline, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			d, err := l.Decide(deadline, tc.q)
+			if err := redistest.EndMigration(ctx, slot, from, to); err != nil {
+				t.Fatal(err)
+			}
+			if err != nil || !d.Allowed {
+				t.Fatalf("while the slot moves: %+v, %v", d, err)
+			}
+		})
 	}
 }

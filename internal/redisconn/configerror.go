@@ -22,8 +22,13 @@ var credentialErrorPrefixes = []string{"WRONGPASS", "NOAUTH"}
 var permissionErrors = []string{"NOPERM", "can't run this command", "ACL failure in script"}
 
 // MinimalACL is the least ACL, proven by tests, under which the functions' user runs
-// every call of bucketgate: its keys alone, no administrative command.
-const MinimalACL = "on ~bg:* +@all -@dangerous"
+// every call of bucketgate: its keys alone, and no command but those it sends (the
+// cluster's topology and ASKING, PING, TIME, the script, the usage's transaction, the
+// secret's and the leases' keys) and those the script calls. The script's text must be
+// allowed (EVAL, after a NOSCRIPT), so the user may run a script of its own, but only
+// on the limiter's keys and with these commands. HELLO, AUTH and QUIT need no
+// permission.
+const MinimalACL = "on ~bg:* -@all +cluster -@dangerous +asking +ping +time +eval +evalsha +multi +exec +exists +get +set +del +pexpire +pexpireat +hget +hmget +hgetall +hkeys +hlen +hset +hsetnx +hdel +hincrby +zadd +zrange +zcard +zrem +zremrangebyscore"
 
 // isConfigError reports whether a connection attempt failed because of the
 // configuration, so that retrying cannot help: credentials refused, a certificate not

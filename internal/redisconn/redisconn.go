@@ -152,6 +152,9 @@ func clientOption(ctx context.Context, s settings.Settings, o options) (rueidis.
 		// ElastiCache counts connections, and a node restart then breaks one
 		// connection (one failed decision), not several.
 		PipelineMultiplex: singleConnection,
+		// No CLIENT SETINFO: MinimalACL does not grant it, and each refusal would count
+		// in the server's ACL LOG (ElastiCache: CommandAuthorizationFailures).
+		ClientSetInfo: rueidis.DisableClientSetInfo,
 	}
 	if s.TLS {
 		co.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.rootCAs}

@@ -180,3 +180,31 @@ func TestReshardAsRestrictedUser(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageDuringReshard: a usage read while the identity's slot moves (its archive not
+// made yet: on neither master) is refused by Redis (TRYAGAIN: nothing ran) until the
+// slot has moved; the Limiter reads again, as it sends a script call again, within the
+// call's deadline, and answers the day's counts.
+func TestUsageDuringReshard(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}), bucket.Usage(1))
+	ctx := context.Background()
+	from, to := cluster.Masters[0], cluster.Masters[1]
+	q := bucketgate.Request{Identity: onServer(t, 0, 3, "usage-reshard"), Rules: free, Cost: 1}
+	d := decide(t, l, q)
+	slot := bucket.Slot(q.Identity)
+	if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+		t.Fatal(err)
+	}
+	moved := make(chan error, 1)
+	time.AfterFunc(reshardFor, func() { moved <- redistest.EndMigration(ctx, slot, from, to) })
+	deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	days, err := l.Usage(deadline, q.Identity, d.At, d.At)
+	if err := <-moved; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || len(days) != 1 || days[0].Allowed != 1 || days[0].Cost != 1 {
+		t.Fatalf("usage during the reshard: %+v, %v; want 1 allowed of cost 1", days, err)
+	}
+}

@@ -3,6 +3,7 @@ package bucket
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,11 +43,7 @@ func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.T
 		current = append(current, lua.UsageField(d, lua.UsageAllowed), lua.UsageField(d, lua.UsageExtra), lua.UsageField(d, lua.UsageLimited))
 		archived = append(archived, strconv.FormatInt(d, 10))
 	}
-	results := c.DoMulti(ctx,
-		c.B().Multi().Build(),
-		c.B().Hmget().Key(Key(identity)).Field(current...).Build(),
-		c.B().Hmget().Key(UsageKey(identity)).Field(archived...).Build(),
-		c.B().Exec().Build())
+	results := readUsage(ctx, c, identity, current, archived)
 	for _, r := range results {
 		if err := r.Error(); err != nil {
 			return nil, usageError(err)
@@ -87,6 +84,23 @@ func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.T
 		u.Allowed, u.Cost, u.Limited = u.Allowed+a, u.Cost+c, u.Limited+lim
 	}
 	return days, nil
+}
+
+// readUsage reads the fields current of identity's state hash and archived of its
+// usage archive in one transaction, sent again after TryAgainWait while Redis refuses it
+// with TRYAGAIN (the slot moving, the archive on neither master yet), as eval sends a
+// script call again: it reads, so sending it again is always safe.
+func readUsage(ctx context.Context, c rediser, identity string, current, archived []string) []rueidis.RedisResult {
+	for n := 0; ; n++ {
+		results := c.DoMulti(ctx,
+			c.B().Multi().Build(),
+			c.B().Hmget().Key(Key(identity)).Field(current...).Build(),
+			c.B().Hmget().Key(UsageKey(identity)).Field(archived...).Build(),
+			c.B().Exec().Build())
+		if !slices.ContainsFunc(results, tryAgain) || n == maxTryAgains || !wait(ctx, TryAgainWait) {
+			return results
+		}
+	}
 }
 
 // Time returns Redis's clock (TIME): the clock of every decision and of the days of

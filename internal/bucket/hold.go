@@ -284,8 +284,9 @@ func decodePayload(payload string, v2 bool) (reservation, bool) {
 // reserve had; false when id carries none or is not spelled whole as an id the limiter
 // writes (its MAC's length, its payload's figures), so that what is malformed is
 // refused before anything follows its claims. They are not verified: the MAC covers
-// the rules they lead to, and the settle that names those is refused (ErrConflict)
-// unless the limiter signed the id, claims and all, for them.
+// them and the prints of its rules, and the settle that names the rules they lead to
+// is refused (ErrConflict) unless the limiter signed the id, claims and all, and it
+// shares one of those rules.
 func Claims(id string) (string, bool) {
 	payload, _, v2, ok := cutID(id)
 	if !ok {

@@ -184,9 +184,9 @@ func (r reservation) skipOf(rules []bucketgate.Rule) (bucketgate.RuleSet, bool) 
 	var skip bucketgate.RuleSet
 	shared := false
 	for j, rule := range byKind(rules) {
-		k := -1
+		k, want := -1, rulePrint(rule)
 		for i := 0; i < len(r.prints); i += printBytes {
-			if r.prints[i:i+printBytes] == rulePrint(rule) {
+			if r.prints[i:i+printBytes] == want {
 				k = i / printBytes
 				break
 			}

@@ -71,7 +71,7 @@ func TestSettleThroughTheMiddleware(t *testing.T) {
 	}
 
 	w := serve("POST", "/v1/chat")
-	if w.Code != 200 || remaining(w) != "600" || !strings.HasPrefix(seen, "r2.") || seen == "r2.forged-by-the-client" || copies != 1 {
+	if w.Code != 200 || remaining(w) != "600" || !strings.HasPrefix(seen, "r3.") || seen == "r2.forged-by-the-client" || copies != 1 {
 		t.Fatalf("POST /v1/chat: %d %v, reservation %q in %d headers: want 200 with 600 left and the Limiter's reservation", w.Code, w.Header(), seen, copies)
 	}
 	if errs[0] != nil || errs[1] != nil || settled.Settled != 100 || settled.Remaining != 900 || !again.Replayed || again.Settled != 100 {
@@ -214,7 +214,7 @@ func TestLeaseTTLOfTheRoute(t *testing.T) {
 				zs = append(zs, z)
 			}
 		}
-		if err != nil || len(zs) != 2 || !strings.HasPrefix(leases[0], "r2.") || !strings.HasPrefix(leases[1], "r2.") {
+		if err != nil || len(zs) != 2 || !strings.HasPrefix(leases[0], "r3.") || !strings.HasPrefix(leases[1], "r3.") {
 			t.Fatalf("%s: leases %q, sorted set %v (%v): want one lease through each", tt.path, leases, zs, err)
 		}
 		for _, z := range zs {

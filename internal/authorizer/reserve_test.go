@@ -26,7 +26,7 @@ func TestReserveRoute(t *testing.T) {
 			id := a.str(t, ratelimitheaders.KeyReservation)
 			raw, _ := bucket.Claims(id)
 			c, err := claims.Parse(raw)
-			if !a.allowed(t) || a.num(t, ratelimitheaders.KeyRemaining) != want || !strings.HasPrefix(id, "r2.") || err != nil || c.Route != chatRoute || c.Route == "" || !strings.HasPrefix(c.Identity, "ip:") || c.Key != "" {
+			if !a.allowed(t) || a.num(t, ratelimitheaders.KeyRemaining) != want || !strings.HasPrefix(id, "r3.") || err != nil || c.Route != chatRoute || c.Route == "" || !strings.HasPrefix(c.Identity, "ip:") || c.Key != "" {
 				t.Fatalf("%s: reserve %d: %s (claims %+v, %v): want allowed, %d left, a reservation of route /chat (%s) for the source", event, i+1, a.raw, c, err, want, chatRoute)
 			}
 			if a.PrincipalID != "" && a.PrincipalID != c.Identity {

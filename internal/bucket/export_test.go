@@ -1,6 +1,12 @@
 package bucket
 
-import "time"
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"time"
+
+	"github.com/bucketgate/bucketgate"
+)
 
 // Clock makes a Limiter read the time of its secret's reads (SecretRecheck,
 // RefusedRecheck, keptFor) from now: a test's clock, in place of time.Now.
@@ -9,3 +15,28 @@ func Clock(now func() time.Time) Option { return func(l *Limiter) { l.now = now 
 // KeptFor is keptFor, for the tests: how long a Limiter keeps a secret it no longer
 // signs with.
 var KeptFor = keptFor
+
+// idV2 is r's id of kind for identity and rules as a limiter made it before ids printed
+// their rules (idVersion2): no rules' number or prints in the payload, the names of
+// rules (namesPrint) in the MAC.
+func (r reservation) idV2(kind string, secret []byte, identity string, rules []bucketgate.Rule) string {
+	p := make([]byte, payloadBytes, payloadBytes+len(r.claims))
+	base64.RawURLEncoding.Decode(p[:nonceBytes], []byte(r.nonce))
+	binary.BigEndian.PutUint64(p[nonceBytes:], uint64(r.skip)<<skipShift|uint64(r.ttl)<<32|uint64(r.estimate))
+	binary.BigEndian.PutUint64(p[nonceBytes+8:], uint64(r.expiry))
+	payload := base64.RawURLEncoding.EncodeToString(append(p, r.claims...))
+	return idVersion2 + payload + "." + mac(secret, kind, identity, namesPrint(rules), payload)
+}
+
+// AsV2 is id, a reservation's id (a lease's, lease true) that a limiter of secret made
+// for identity and rules, as a limiter made it before ids printed their rules: an id in
+// flight across the upgrade.
+func AsV2(secret []byte, id string, lease bool, identity string, rules []bucketgate.Rule) string {
+	payload, _, _, _ := cutID(id)
+	r, _ := decodePayload(payload, false)
+	kind := kindReservation
+	if lease {
+		kind = kindLease
+	}
+	return r.idV2(kind, secret, identity, rules)
+}

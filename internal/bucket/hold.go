@@ -44,19 +44,30 @@ func Idempotency(ttl time.Duration) Option {
 	return func(l *Limiter) { l.idempotency = ttl }
 }
 
-// idVersion starts every reservation and lease id: "r2.<payload>.<mac>", both
-// base64url; the payload is the nonce, the estimate (0 for a lease) with a reservation's
-// ttl (ms) in its high 32 bits and, in their top 8 (skipShift), the shadow rules its
-// reserve took nothing from, and the expiry (Unix ms), then the claims (Request.Claims, 0 to MaxClaims bytes), the MAC over the kind,
-// the identity, the rules' names (and kinds, but a bucket's) and the payload.
-const idVersion = "r2."
+// idVersion starts every reservation and lease id the limiter makes:
+// "r3.<payload>.<mac>", both base64url; the payload is the nonce, the estimate (0 for a
+// lease) with a reservation's ttl (ms) in its high 32 bits and, in their top 8
+// (skipShift), the rules its reserve took nothing from, and the expiry (Unix ms), then
+// the number of its reserve's (or acquire's) rules and the print of each (rulePrint, in
+// byKind's order), then the claims (Request.Claims, 0 to MaxClaims bytes); the MAC
+// covers the version, the kind, the identity and the payload. A settle or a release
+// names the rules of its request now: those the id prints are the ones it gives back
+// to (or takes from), a rule added since gets nothing, and one removed since is gone.
+const idVersion = "r3."
 
-// Lengths in an id, in bytes: the nonce, the payload before its claims (nonce,
-// estimate, expiry) and the MAC.
+// idVersion2 starts an id made before ids printed their rules: "r2.<payload>.<mac>",
+// its payload without the rules' number and prints, its MAC over the kind, the
+// identity, the rules' names (namesPrint) and the payload. Such an id is verified as
+// before: only for the very names (and kinds) of its reserve's rules.
+const idVersion2 = "r2."
+
+// Lengths in an id, in bytes: the nonce, the payload before its rules' number (nonce,
+// estimate, expiry), the MAC, and a rule's print.
 const (
 	nonceBytes   = 16
 	payloadBytes = nonceBytes + 8 + 8
 	macBytes     = 16
+	printBytes   = 4
 )
 
 // skipShift is where a reservation's skip (bucketgate.MaxRules bits) starts in the
@@ -101,9 +112,13 @@ type reservation struct {
 	ttl              int64  // ms from the reserve to the expiry; 0 in an id made before ids carried it
 	claims           string // Request.Claims of its reserve or acquire
 	// skip holds the shadow rules its reserve was a shadow denial of, by index in the
-	// script's rules (byKind's order, the concurrency rules last): the reserve took
-	// nothing from them, so its settle gives them nothing back and takes nothing more.
+	// script's rules (byKind's order, the concurrency rules last), which prints numbers
+	// alike: the reserve took nothing from them, so its settle gives them nothing back
+	// and takes nothing more.
 	skip bucketgate.RuleSet
+	// prints is rulePrint of each rule of its reserve or acquire, in byKind's order;
+	// empty in an id of idVersion2, which the names of its rules sign instead.
+	prints string
 }
 
 // The kinds of signed ids, each in its MAC, so that no id of one kind is one of the
@@ -113,45 +128,88 @@ const (
 	kindLease       = "lease"
 )
 
-// id is r's id of kind (kindReservation, kindLease) for identity and rules, signed
-// under secret: the one signing function of every id the limiter makes, one format and
-// one signature for both kinds, claims and all.
-func (r reservation) id(kind string, secret []byte, identity string, rules []bucketgate.Rule) string {
-	p := make([]byte, payloadBytes, payloadBytes+len(r.claims))
+// id is r's id of kind (kindReservation, kindLease) for identity, signed under secret:
+// the one signing function of every id the limiter makes, one format and one signature
+// for both kinds, rules' prints and claims and all.
+func (r reservation) id(kind string, secret []byte, identity string) string {
+	p := make([]byte, payloadBytes, payloadBytes+1+len(r.prints)+len(r.claims))
 	base64.RawURLEncoding.Decode(p[:nonceBytes], []byte(r.nonce)) // a nonce is base64url of nonceBytes
 	binary.BigEndian.PutUint64(p[nonceBytes:], uint64(r.skip)<<skipShift|uint64(r.ttl)<<32|uint64(r.estimate))
 	binary.BigEndian.PutUint64(p[nonceBytes+8:], uint64(r.expiry))
+	p = append(append(p, byte(len(r.prints)/printBytes)), r.prints...)
 	payload := base64.RawURLEncoding.EncodeToString(append(p, r.claims...))
-	return idVersion + payload + "." + mac(secret, kind, identity, namesPrint(rules), payload)
+	return idVersion + payload + "." + mac(secret, idVersion, kind, identity, payload)
 }
 
-// parseID reads q's id of kind, made under secret for q's identity and rules; its error
-// wraps ErrConflict for any other, and says so of an id of the other kind (MisplacedID).
+// parseID reads q's id of kind, made under secret for q's identity and for rules of
+// which q still has one at least (or, an id of idVersion2, for q's very rules); its
+// error wraps ErrConflict for any other, and says so of an id of the other kind
+// (MisplacedID).
 func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, error) {
-	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and rules (or one made before the names of its rules changed)", bucketgate.ErrConflict, kind, textcut.Marked(q.ID, 32))
-	payload, sum, ok := cutID(q.ID)
-	if !ok || !hmac.Equal([]byte(sum), []byte(mac(secret, kind, q.Identity, namesPrint(q.Rules), payload))) {
+	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and any rule of the request (a rule is its name and kind)", bucketgate.ErrConflict, kind, textcut.Marked(q.ID, 32))
+	payload, sum, v2, ok := cutID(q.ID)
+	want := ""
+	switch {
+	case !ok:
+	case v2:
+		want = mac(secret, kind, q.Identity, namesPrint(q.Rules), payload)
+	default:
+		want = mac(secret, idVersion, kind, q.Identity, payload)
+	}
+	if !ok || !hmac.Equal([]byte(sum), []byte(want)) {
 		if err := MisplacedID(q.ID, kind == kindLease); err != nil {
 			return reservation{}, err
 		}
 		return reservation{}, refused
 	}
-	r, ok := decodePayload(payload)
+	r, ok := decodePayload(payload, v2)
 	if !ok || !r.fits(kind == kindLease) {
 		return reservation{}, refused // signed, so never: but bounds are checked where read
+	}
+	if _, shared := r.skipOf(q.Rules); !shared {
+		return reservation{}, refused
 	}
 	return r, nil
 }
 
+// skipOf returns the rules of rules, by index in byKind's order (the script's), that
+// r's settle gives nothing back to and takes nothing more from: those r does not print
+// (added since its reserve, or of another kind now) and those its reserve took nothing
+// from; and whether r prints one of rules at least. An id of idVersion2, signed for the
+// very names of rules, skips what its reserve skipped.
+func (r reservation) skipOf(rules []bucketgate.Rule) (bucketgate.RuleSet, bool) {
+	if r.prints == "" {
+		return r.skip, true
+	}
+	var skip bucketgate.RuleSet
+	shared := false
+	for j, rule := range byKind(rules) {
+		k, want := -1, rulePrint(rule)
+		for i := 0; i < len(r.prints); i += printBytes {
+			if r.prints[i:i+printBytes] == want {
+				k = i / printBytes
+				break
+			}
+		}
+		shared = shared || k >= 0
+		if k < 0 || r.skip.Has(k) {
+			skip |= 1 << j
+		}
+	}
+	return skip, shared
+}
+
 // fits reports whether r, an id's payload not yet trusted, is within what the limiter
 // writes in an id of a lease (lease true) or of a reservation: a lease's has no
-// estimate, ttl or skip; a reservation's an estimate of 1 to bucketgate.MaxCapacity and
-// a ttl of bucketgate.MaxTTL at most; both an expiry of 0 or more.
+// estimate, ttl or skip; a reservation's an estimate of 1 to bucketgate.MaxCapacity, a
+// ttl of bucketgate.MaxTTL at most and, with prints, a skip of printed rules only; both
+// an expiry of 0 or more.
 func (r reservation) fits(lease bool) bool {
 	if lease {
 		return r.estimate == 0 && r.ttl == 0 && r.skip == 0 && r.expiry >= 0
 	}
-	return r.estimate >= 1 && r.estimate <= bucketgate.MaxCapacity && r.ttl <= bucketgate.MaxTTL.Milliseconds() && r.expiry >= 0
+	return r.estimate >= 1 && r.estimate <= bucketgate.MaxCapacity && r.ttl <= bucketgate.MaxTTL.Milliseconds() && r.expiry >= 0 &&
+		(r.prints == "" || r.skip < 1<<(len(r.prints)/printBytes))
 }
 
 // MisplacedID returns the error of id sent as a lease (lease true) or as a reservation
@@ -160,11 +218,11 @@ func (r reservation) fits(lease bool) bool {
 // the kind it was sent as; nil otherwise. It verifies nothing: the id's kind only words
 // the refusal of an id refused anyway.
 func MisplacedID(id string, lease bool) error {
-	payload, _, ok := cutID(id)
+	payload, _, v2, ok := cutID(id)
 	if !ok {
 		return nil
 	}
-	r, ok := decodePayload(payload)
+	r, ok := decodePayload(payload, v2)
 	switch {
 	case !ok || (r.estimate == 0) == lease:
 		return nil
@@ -174,35 +232,51 @@ func MisplacedID(id string, lease bool) error {
 	return fmt.Errorf("%w: %s %q: a lease's id, not a reservation's: a release returns it", bucketgate.ErrConflict, kindReservation, textcut.Marked(id, 32))
 }
 
-// cutID returns the payload and the MAC of id, as written; false when id is not
-// spelled as one (a MAC is macBytes in base64url).
-func cutID(id string) (payload, sum string, ok bool) {
+// cutID returns the payload and the MAC of id, as written, and whether id is of
+// idVersion2; false when id is not spelled as one (a MAC is macBytes in base64url).
+func cutID(id string) (payload, sum string, v2, ok bool) {
 	rest, ok := strings.CutPrefix(id, idVersion)
-	if !ok || len(id) > bucketgate.MaxID {
-		return "", "", false
+	if !ok {
+		rest, v2 = strings.CutPrefix(id, idVersion2)
+	}
+	if !ok && !v2 || len(id) > bucketgate.MaxID {
+		return "", "", false, false
 	}
 	payload, sum, ok = strings.Cut(rest, ".")
 	if b, err := base64.RawURLEncoding.DecodeString(sum); !ok || err != nil || len(b) != macBytes {
-		return "", "", false
+		return "", "", false, false
 	}
-	return payload, sum, true
+	return payload, sum, v2, true
 }
 
-// decodePayload reads an id's payload, not yet trusted; false when it cannot be one.
-func decodePayload(payload string) (reservation, bool) {
+// decodePayload reads an id's payload, not yet trusted, of idVersion2 (v2) or
+// idVersion; false when it cannot be one.
+func decodePayload(payload string, v2 bool) (reservation, bool) {
 	p, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil || len(p) < payloadBytes || len(p) > payloadBytes+bucketgate.MaxClaims {
+	if err != nil || len(p) < payloadBytes {
 		return reservation{}, false
 	}
 	est := binary.BigEndian.Uint64(p[nonceBytes:])
-	return reservation{
+	r := reservation{
 		nonce:    base64.RawURLEncoding.EncodeToString(p[:nonceBytes]),
 		estimate: int64(est & math.MaxUint32),
 		ttl:      int64(est >> 32 & (1<<(skipShift-32) - 1)),
 		skip:     bucketgate.RuleSet(est >> skipShift),
 		expiry:   int64(binary.BigEndian.Uint64(p[nonceBytes+8:])),
-		claims:   string(p[payloadBytes:]),
-	}, true
+	}
+	rest := p[payloadBytes:]
+	if !v2 {
+		if len(rest) == 0 || rest[0] < 1 || int(rest[0]) > bucketgate.MaxRules || len(rest) < 1+int(rest[0])*printBytes {
+			return reservation{}, false
+		}
+		n := 1 + int(rest[0])*printBytes
+		r.prints, rest = string(rest[1:n]), rest[n:]
+	}
+	if len(rest) > bucketgate.MaxClaims {
+		return reservation{}, false
+	}
+	r.claims = string(rest)
+	return r, true
 }
 
 // Claims returns the claims (bucketgate.Request.Claims) that reservation (or lease) id
@@ -210,35 +284,59 @@ func decodePayload(payload string) (reservation, bool) {
 // reserve had; false when id carries none or is not spelled whole as an id the limiter
 // writes (its MAC's length, its payload's figures), so that what is malformed is
 // refused before anything follows its claims. They are not verified: the MAC covers
-// the rules they lead to, and the settle that names those is refused (ErrConflict)
-// unless the limiter signed the id, claims and all, for them.
+// them and the prints of its rules, and the settle that names the rules they lead to
+// is refused (ErrConflict) unless the limiter signed the id, claims and all, and it
+// shares one of those rules.
 func Claims(id string) (string, bool) {
-	payload, _, ok := cutID(id)
+	payload, _, v2, ok := cutID(id)
 	if !ok {
 		return "", false
 	}
-	r, ok := decodePayload(payload)
+	r, ok := decodePayload(payload, v2)
 	return r.claims, ok && r.claims != "" && (r.fits(true) || r.fits(false))
 }
 
 // namesPrint is the fingerprint of the names of rules, with the kind of each but a
-// bucket: what a settle must share with its reserve (16 hex digits of their SHA-256). A
-// rule of a name the reserve had but of another kind (a plan made a bucket a quota) is
-// another rule, which never held the estimate: a settle must give it nothing back.
+// bucket (kindOf): what the settle of an id of idVersion2 must share with its reserve
+// (16 hex digits of their SHA-256), and an idempotent request with its first.
 func namesPrint(rules []bucketgate.Rule) string {
 	h := sha256.New()
 	for _, r := range rules {
-		kind := byte(0) // a bucket's, as before kinds were printed
-		switch {
-		case r.IsQuota():
-			kind = 1
-		case r.IsConcurrency():
-			kind = 2
-		}
 		h.Write([]byte(r.Name))
-		h.Write([]byte{kind})
+		h.Write([]byte{kindOf(r)})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// rulePrint is the print of rule r in an id (printBytes of the SHA-256 of its name and
+// kindOf), which a settle's rule must have to be given back to. A rule of a name the
+// reserve had but of another kind (a plan made a bucket a quota) is another rule, which
+// never held the estimate: a settle must give it nothing back.
+func rulePrint(r bucketgate.Rule) string {
+	sum := sha256.Sum256(append([]byte(r.Name), 0, kindOf(r)))
+	return string(sum[:printBytes])
+}
+
+// rulesPrint is rulePrint of each of rules in byKind's order (the script's), as an id
+// carries them.
+func rulesPrint(rules []bucketgate.Rule) string {
+	var b strings.Builder
+	for _, r := range byKind(rules) {
+		b.WriteString(rulePrint(r))
+	}
+	return b.String()
+}
+
+// kindOf is the kind of r in a print: 0 for a bucket (as before kinds were printed), 1
+// for a quota, 2 for a concurrency rule.
+func kindOf(r bucketgate.Rule) byte {
+	switch {
+	case r.IsQuota():
+		return 1
+	case r.IsConcurrency():
+		return 2
+	}
+	return 0
 }
 
 // requestPrint is the fingerprint of q a record keeps, so that a RequestID used again
@@ -302,8 +400,8 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 		}
 		reserve := reserveOf(r, q)
 		arg := fmt.Sprintf("%d %d %d", r.estimate, r.expiry, l.idempotency.Milliseconds()) + reserve
-		if r.skip != 0 && q.Cost != r.estimate {
-			arg += fmt.Sprintf(" %s%d", lua.SkipMark, r.skip)
+		if skip, _ := r.skipOf(q.Rules); skip != 0 && q.Cost != r.estimate {
+			arg += fmt.Sprintf(" %s%d", lua.SkipMark, skip)
 		}
 		return hold{record: lua.SettledInfix + r.nonce, arg: arg, resets: reserve != ""}, secret, nil
 	}
@@ -372,14 +470,14 @@ func held(d bucketgate.Decision, q bucketgate.Request, h hold, secret []byte) bu
 	if !d.Allowed || d.At.IsZero() {
 		return d
 	}
-	r := reservation{nonce: h.nonce, expiry: d.At.UnixMilli() + ttlOf(q).Milliseconds(), claims: q.Claims}
+	r := reservation{nonce: h.nonce, expiry: d.At.UnixMilli() + ttlOf(q).Milliseconds(), claims: q.Claims, prints: rulesPrint(q.Rules)}
 	if q.Op == bucketgate.OpReserve {
 		r.estimate, r.ttl, r.skip = q.Cost, ttlOf(q).Milliseconds(), d.ShadowLimited // d in the script's order
-		d.Reservation, d.Expires = r.id(kindReservation, secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)
+		d.Reservation, d.Expires = r.id(kindReservation, secret, q.Identity), time.UnixMilli(r.expiry)
 		r.estimate, r.ttl, r.skip = 0, 0, 0
 	}
 	if q.Acquires() {
-		d.Lease, d.Expires = r.id(kindLease, secret, q.Identity, q.Rules), time.UnixMilli(r.expiry)
+		d.Lease, d.Expires = r.id(kindLease, secret, q.Identity), time.UnixMilli(r.expiry)
 	}
 	return d
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestReserveSettle(t *testing.T) {
 		return d.Rules
 	}
 	r, err := l.Decide(ctx, q("a", bucketgate.OpReserve, 6))
-	if err != nil || !r.Allowed || !strings.HasPrefix(r.Reservation, "r2.") || r.Remaining != 4 || r.Expires.Sub(r.At) < 299*time.Second {
+	if err != nil || !r.Allowed || !strings.HasPrefix(r.Reservation, "r3.") || r.Remaining != 4 || r.Expires.Sub(r.At) < 299*time.Second {
 		t.Fatalf("reserve 6 = %+v, %v", r, err)
 	}
 	settle := q("a", bucketgate.OpSettle, 2)
@@ -302,8 +303,9 @@ func TestDifferentialHolds(t *testing.T) {
 type reservation struct {
 	redis, model string
 	q            bucketgate.Request
-	short        bool      // a ttl of 1 ms: expired when settled
-	at           time.Time // its reserve's
+	short        bool              // a ttl of 1 ms: expired when settled
+	at           time.Time         // its reserve's
+	settled      []bucketgate.Rule // the rules of its first settle (or cancel), once settled
 }
 
 // differentialHolds runs ops random operations with holds against c and the model, usage
@@ -362,6 +364,24 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 				q.Rules = append([]bucketgate.Rule(nil), q.Rules...)
 				q.Rules[0] = otherPlan(q.Rules[0]) // a settle under another plan: the same names
 			}
+			add := pool[rng.IntN(len(pool))]
+			named := func(r bucketgate.Rule) bool { return r.Name == add.Name }
+			// The rules changed since the reserve, not since a first settle: a settle
+			// answered again names the binding rule by its index in its first's rules.
+			switch k := rng.IntN(8); {
+			case r.settled != nil:
+				q.Rules = r.settled
+			case k == 0: // a rule added to the plan since (a shadow one, say): it gets nothing
+				if !slices.ContainsFunc(q.Rules, named) {
+					q.Rules = append(slices.Clone(q.Rules), add)
+					counts["settled with a rule added"]++
+				}
+			case k == 1: // one removed (and perhaps one added): gone; a plan of none of its rules is refused
+				if q.Rules = slices.Clone(q.Rules[1:]); !slices.ContainsFunc(q.Rules, named) {
+					q.Rules = append(q.Rules, add)
+				}
+				counts["settled with a rule removed"]++
+			}
 			if r.short {
 				time.Sleep(2 * time.Millisecond)
 			}
@@ -388,6 +408,9 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 			continue
 		}
 		last = got.At
+		if r != nil && r.settled == nil {
+			r.settled = q.Rules
+		}
 		if q.Op == bucketgate.OpReserve && got.Allowed {
 			held = append(held, reservation{redis: got.Reservation, model: want.Reservation, q: q, short: q.TTL == time.Millisecond, at: got.At})
 		}
@@ -415,7 +438,7 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 	t.Logf("operations: %v", counts)
 	if counts["reserve ok"] < ops/20 || counts["settle ok"] < ops/20 || counts["cancel ok"] < ops/100 || counts["replayed"] < ops/50 ||
 		counts["conflict"] < ops/100 || counts["expired"] < ops/200 || counts["settle over"] < ops/100 || counts["reserve limited"] < ops/50 ||
-		counts["given back after a reset"] < ops/400 { // a few per run: 9 to 45 seen
+		counts["given back after a reset"] < ops/400 || counts["settled with a rule added"] < ops/200 || counts["settled with a rule removed"] < ops/200 { // a few per run: 9 to 45 seen
 		t.Errorf("workload too one-sided to mean much: %v", counts)
 	}
 	for _, id := range ids {

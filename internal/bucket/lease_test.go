@@ -46,7 +46,7 @@ func TestLeases(t *testing.T) {
 		return l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules, Op: bucketgate.OpRelease, ID: id})
 	}
 	d1 := check(1)
-	if !d1.Allowed || !strings.HasPrefix(d1.Lease, "r2.") || d1.Expires.Sub(d1.At) < 59*time.Second || d1.Rule != "streams" || d1.Remaining != 1 {
+	if !d1.Allowed || !strings.HasPrefix(d1.Lease, "r3.") || d1.Expires.Sub(d1.At) < 59*time.Second || d1.Rule != "streams" || d1.Remaining != 1 {
 		t.Fatalf("first acquire = %+v", d1)
 	}
 	d2 := check(1)
@@ -85,7 +85,7 @@ func TestLeases(t *testing.T) {
 			return err
 		}(),
 		"of other rules": func() error {
-			_, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{streams}, Op: bucketgate.OpRelease, ID: d2.Lease})
+			_, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{{Name: "other", Concurrency: 2}}, Op: bucketgate.OpRelease, ID: d2.Lease})
 			return err
 		}(),
 		"of another secret": func() error {

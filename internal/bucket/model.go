@@ -228,7 +228,9 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 			// reported once in the window.
 			st.limited = st.limited && (r.IsQuota() || st.level < float64(r.Capacity))
 			was := st.count
-			st.take(r, cost, debit)
+			if !slices.Contains(m.skipped, r.Name) { // a debit takes nothing where its reserve took nothing
+				st.take(r, cost, debit)
+			}
 			if r.IsQuota() && st.crossed(r, was) {
 				figs[2*i], figs[2*i+1] = st.count, st.end
 				reached := 1

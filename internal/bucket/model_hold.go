@@ -2,6 +2,7 @@ package bucket
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,12 +17,14 @@ type modelRecord struct {
 	ends  int64
 }
 
-// modelReservation is a reservation the model made: what its id carries (the rules'
-// names, the estimate, the expiry and the reserve's time in Unix ms) and, once settled, its first outcome.
+// modelReservation is a reservation the model made: what its id carries (its rules'
+// prints, the estimate, the expiry and the reserve's time in Unix ms) and, once
+// settled, its first outcome.
 type modelReservation struct {
-	names                      string
-	estimate, expiry, reserved int64    // reserved: Unix ms
-	skipped                    []string // the shadow rules its reserve was a shadow denial of
+	// prints is rulePrint of each rule of its reserve, charged of those it took from
+	// (all but the shadow rules it was a shadow denial of).
+	prints, charged            []string
+	estimate, expiry, reserved int64 // reserved: Unix ms
 	settled                    *bucketgate.Decision
 }
 
@@ -41,8 +44,8 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 	}
 	if settles(q) {
 		r := m.reservations[q.Identity+"\x00"+q.ID]
-		if r == nil || r.names != namesPrint(q.Rules) {
-			return bucketgate.Decision{}, fmt.Errorf("%w: not an id this limiter made for the identity and rules (or one made before the names of its rules changed)", bucketgate.ErrConflict)
+		if r == nil || !sharesRule(r.prints, q.Rules) {
+			return bucketgate.Decision{}, fmt.Errorf("%w: not an id this limiter made for the identity and any rule of the request", bucketgate.ErrConflict)
 		}
 		if r.settled != nil && nowMS < r.expiry+idempotency.Milliseconds() {
 			// Past the expiry too: a retry of a settle made before it.
@@ -54,7 +57,11 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 			return bucketgate.Decision{}, fmt.Errorf("%w: reservation expired", bucketgate.ErrConflict)
 		}
 		var d bucketgate.Decision
-		m.skipped = r.skipped
+		for _, rule := range q.Rules { // those added since, and those its reserve took nothing from
+			if !slices.Contains(r.charged, rulePrint(rule)) {
+				m.skipped = append(m.skipped, rule.Name)
+			}
+		}
 		if q.Cost > r.estimate {
 			d = m.decide(now, q, bucketgate.OpCheck, q.Cost-r.estimate, true)
 		} else {
@@ -90,19 +97,26 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		m.nonces++
 		id := "m" + strconv.Itoa(m.nonces)
 		expiry := nowMS + ttlOf(q).Milliseconds()
-		var skipped []string
+		var prints, charged []string
 		for i, r := range q.Rules {
-			if d.ShadowLimited.Has(i) {
-				skipped = append(skipped, r.Name)
+			prints = append(prints, rulePrint(r))
+			if !d.ShadowLimited.Has(i) {
+				charged = append(charged, rulePrint(r))
 			}
 		}
-		m.reservations[q.Identity+"\x00"+id] = &modelReservation{names: namesPrint(q.Rules), estimate: q.Cost, expiry: expiry, reserved: nowMS, skipped: skipped}
+		m.reservations[q.Identity+"\x00"+id] = &modelReservation{prints: prints, charged: charged, estimate: q.Cost, expiry: expiry, reserved: nowMS}
 		d.Reservation, d.Expires = id, time.UnixMilli(expiry)
 	}
 	if q.RequestID != "" {
 		m.records[name] = &modelRecord{print: print, first: d, ends: nowMS + recordLife(q, idempotency).Milliseconds()}
 	}
 	return d, nil
+}
+
+// sharesRule reports whether one of rules has one of prints (rulePrint): a settle or a
+// release of an id is refused unless it shares a rule with its reserve or acquire.
+func sharesRule(prints []string, rules []bucketgate.Rule) bool {
+	return slices.ContainsFunc(rules, func(r bucketgate.Rule) bool { return slices.Contains(prints, rulePrint(r)) })
 }
 
 // relimit gives d, a decision replayed for q, the limits of q's rules: the script's

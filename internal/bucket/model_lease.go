@@ -11,10 +11,11 @@ import (
 	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
-// modelLeaseID is a lease the model made: what its id carries (the rules' names) and
-// its member in the sets.
+// modelLeaseID is a lease the model made: what its id carries (its rules' prints,
+// rulePrint) and its member in the sets.
 type modelLeaseID struct {
-	names, nonce string
+	prints []string
+	nonce  string
 }
 
 // modelSet is a concurrency rule's sorted set in the model: each lease's expiry (Unix
@@ -184,17 +185,21 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 		m.leaseIDs = map[string]modelLeaseID{}
 	}
 	id := "l" + strconv.Itoa(m.nonces)
-	m.leaseIDs[q.Identity+"\x00"+id] = modelLeaseID{names: namesPrint(q.Rules), nonce: nonce}
+	var prints []string
+	for _, r := range q.Rules {
+		prints = append(prints, rulePrint(r))
+	}
+	m.leaseIDs[q.Identity+"\x00"+id] = modelLeaseID{prints: prints, nonce: nonce}
 	d.Lease, d.Expires = id, time.UnixMilli(nowMS+ttlOf(q).Milliseconds())
 	return d
 }
 
 // release does q, an OpRelease, at now: its error wraps ErrConflict for an id the
-// model did not make for q's identity and rules.
+// model did not make for q's identity and a rule of q.
 func (m *Model) release(now time.Time, q bucketgate.Request) (bucketgate.Decision, error) {
 	l, ok := m.leaseIDs[q.Identity+"\x00"+q.ID]
-	if !ok || l.names != namesPrint(q.Rules) {
-		return bucketgate.Decision{}, fmt.Errorf("%w: lease %q: not an id this limiter made for the identity and rules (or one made before the names of its rules changed)", bucketgate.ErrConflict, q.ID)
+	if !ok || !sharesRule(l.prints, q.Rules) {
+		return bucketgate.Decision{}, fmt.Errorf("%w: lease %q: not an id this limiter made for the identity and any rule of the request", bucketgate.ErrConflict, q.ID)
 	}
 	nowUS := timeToMicros(now)
 	d := bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, At: microsToTime(nowUS)}

@@ -17,8 +17,8 @@ import (
 )
 
 // Secret makes a Limiter sign its reservation and lease ids with HMAC-SHA256 under
-// secret (16 bytes at least), and refuse an id not signed so for the identity and rules
-// of its settle or release. Every instance deciding on the same Redis must have the
+// secret (16 bytes at least), and refuse an id not signed so for the identity of its
+// settle or release and rules it shares one of. Every instance deciding on the same Redis must have the
 // same secret. Without one, a Limiter uses the one Redis keeps (SecretKey): see
 // SecretRecheck.
 func Secret(secret []byte) Option {
@@ -230,10 +230,10 @@ func (s *secrets) keep(k keptSecret) {
 	}
 }
 
-// verify reads q's id of kind, made for q's identity and rules under a secret l holds:
-// the one that signs, then those it keeps. An id refused under all of them makes l read
-// Redis's secrets again (RefusedRecheck), and is verified once more under those. Its
-// error wraps ErrConflict for an id l did not make.
+// verify reads q's id of kind, made for q's identity and rules (see parseID) under a
+// secret l holds: the one that signs, then those it keeps. An id refused under all of
+// them makes l read Redis's secrets again (RefusedRecheck), and is verified once more
+// under those. Its error wraps ErrConflict for an id l did not make.
 func (l *Limiter) verify(ctx context.Context, c rediser, kind string, q bucketgate.Request) (reservation, error) {
 	r, err := l.verifyHeld(kind, q)
 	if err == nil {

@@ -114,7 +114,7 @@ func (b *bearerFixture) reserve(t *testing.T, key string) string {
 	t.Helper()
 	ctx := b.authorize(t, key, "POST", "/v1/chat")
 	id, _ := ctx[ratelimitheaders.KeyReservation].(string)
-	if ctx[ratelimitheaders.KeyReason] != "ok" || !strings.HasPrefix(id, "r2.") || len(id) > 512 {
+	if ctx[ratelimitheaders.KeyReason] != "ok" || !strings.HasPrefix(id, "r3.") || len(id) > 512 {
 		t.Fatalf("reserve with key %q: context %v: want allowed with a reservation of 512 bytes at most", key, ctx)
 	}
 	return id
@@ -316,13 +316,18 @@ func withClaims(t *testing.T, id, claims string) string {
 	if err != nil || len(parts) != 3 {
 		t.Fatalf("id %q: %v", id, err)
 	}
-	return parts[0] + "." + base64.RawURLEncoding.EncodeToString(append(p[:32:32], claims...)) + "." + parts[2]
+	head := 32 // the nonce, estimate and expiry; then, in an r3 id, its rules' number and prints
+	if parts[0] == "r3" {
+		head += 1 + 4*int(p[32])
+	}
+	return parts[0] + "." + base64.RawURLEncoding.EncodeToString(append(p[:head:head], claims...)) + "." + parts[2]
 }
 
 // TestSettleByReservationRefused: a forged id, one whose identity was altered, one
-// settled in another identity's name, one the check function made, and one whose
-// configuration or key changed since: each a conflict that writes nothing, the
-// reservation charged at its estimate; the id alone settles, and nothing else.
+// settled in another identity's name, one the check function made, one whose route
+// has none of its rules left, and one whose key changed since: each a conflict that
+// writes nothing, the reservation charged at its estimate; the id alone settles, and
+// nothing else; one whose route has a rule more since settles.
 func TestSettleByReservationRefused(t *testing.T) {
 	b := newBearerFixture(t, llmConfig)
 	alice := "key:" + bucketgate.KeyDigest("alice")
@@ -335,11 +340,11 @@ func TestSettleByReservationRefused(t *testing.T) {
 	own := decodeResponse(t, b.check.invokeOK(t, fmt.Appendf(nil, `{"key":"svc","rules":[%s],"op":"reserve","cost":2}`, slowRule)))
 
 	changed := newFixture(t, b.client, nil, guard.Options{})
-	routeRules, err := config.Parse([]byte(strings.Replace(llmConfig, "ttlMs: 60000}", "ttlMs: 60000, rules: [{name: chats, capacity: 500, refillPerSecond: 1}]}", 1)))
+	renamed, err := config.Parse([]byte(strings.Replace(llmConfig, "llm: [{name: tokens,", "llm: [{name: credits,", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed.h.Config = registry.NewStatic(routeRules, registry.NewCache(b.src, registry.Options{Size: 100}))
+	changed.h.Config = registry.NewStatic(renamed, registry.NewCache(b.src, registry.Options{Size: 100}))
 	noRoutes, err := config.Parse([]byte(llmConfig[:strings.Index(llmConfig, "routes:")]))
 	if err != nil {
 		t.Fatal(err)
@@ -360,9 +365,9 @@ func TestSettleByReservationRefused(t *testing.T) {
 		{"claims garbled", string(settlePayload(withClaims(t, id, "a2 tenant:x -"), 1)), checkapi.ErrorTypeConflict, "not an id the limiter made to be settled by itself", b.check},
 		{"settled as another identity", fmt.Sprintf(`{"identity":"key:%s","plan":"llm","op":"settle","reservation":%q,"cost":1}`, bucketgate.KeyDigest("bob"), id), checkapi.ErrorTypeConflict, "not an id this limiter made", operator},
 		{"the check function's own id alone", string(settlePayload(own.Reservation, 1)), checkapi.ErrorTypeConflict, "names its key (or identity)", b.check},
-		{"the route's rules changed", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "not an id this limiter made for the identity and rules", changed},
+		{"none of the route's rules left", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "not an id this limiter made for the identity and any rule", changed},
 		{"the route gone", string(settlePayload(id, 1)), checkapi.ErrorTypeConflict, "route (" + c.Route + ") is no longer in the configuration", gone},
-		{"released as a lease", fmt.Sprintf(`{"op":"release","lease":%q}`, id), checkapi.ErrorTypeConflict, "lease: conflict: lease \"r2.", b.check},
+		{"released as a lease", fmt.Sprintf(`{"op":"release","lease":%q}`, id), checkapi.ErrorTypeConflict, "lease: conflict: lease \"r3.", b.check},
 		{"released as a lease, said so", fmt.Sprintf(`{"op":"release","lease":%q}`, id), checkapi.ErrorTypeConflict, "a reservation's id, not a lease's: a settle or a cancel ends it", b.check},
 		{"a check by the id alone", fmt.Sprintf(`{"reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
 		{"a reserve by the id alone", fmt.Sprintf(`{"op":"reserve","reservation":%q,"cost":5}`, id), checkapi.ErrorTypeInvalidRequest, "only with op settle, cancel or release", b.check},
@@ -377,6 +382,21 @@ func TestSettleByReservationRefused(t *testing.T) {
 	}
 	if got := b.tokens(t, alice, llmRule, "tokens"); got != 600 {
 		t.Fatalf("after the refusals: %d tokens, want 600: the estimate still charged, nothing else written", got)
+	}
+
+	// A rule added to the route since: the id settles, its tokens given back.
+	added := newFixture(t, b.client, nil, guard.Options{})
+	routeRules, err := config.Parse([]byte(strings.Replace(llmConfig, "ttlMs: 60000}", "ttlMs: 60000, rules: [{name: chats, capacity: 500, refillPerSecond: 1}]}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added.h.Config = registry.NewStatic(routeRules, registry.NewCache(b.src, registry.Options{Size: 100}))
+	carol := "key:" + bucketgate.KeyDigest("carol")
+	if _, err := added.invoke(settlePayload(b.reserve(t, "carol"), 1)); err != nil {
+		t.Fatalf("a settle after a rule was added to the route: %v", err)
+	}
+	if got := b.tokens(t, carol, llmRule, "tokens"); got != 999 {
+		t.Fatalf("after the settle under the route's rules of now: %d tokens, want 999", got)
 	}
 
 	// A key revoked since its reserve: refused, the estimate stays charged.
@@ -434,7 +454,7 @@ func TestReleaseByLeaseAlone(t *testing.T) {
 	b := newBearerFixture(t, llmConfig)
 	ctx := b.authorize(t, "carol", "GET", "/v1/stream")
 	lease, _ := ctx[ratelimitheaders.KeyLease].(string)
-	if ctx[ratelimitheaders.KeyReason] != "ok" || !strings.HasPrefix(lease, "r2.") || ctx[ratelimitheaders.KeyReservation] != "" {
+	if ctx[ratelimitheaders.KeyReason] != "ok" || !strings.HasPrefix(lease, "r3.") || ctx[ratelimitheaders.KeyReservation] != "" {
 		t.Fatalf("GET /v1/stream: context %v: want allowed with a lease, no reservation", ctx)
 	}
 	if busy := b.authorize(t, "carol", "GET", "/v1/stream"); busy[ratelimitheaders.KeyReason] != "limited" || busy[ratelimitheaders.KeyLease] != "" {
@@ -454,7 +474,7 @@ func TestReleaseByLeaseAlone(t *testing.T) {
 		"forged":                     {fmt.Sprintf(`{"op":"release","lease":%q}`, forged(lease)), checkapi.ErrorTypeConflict, "not an id this limiter made"},
 		"settled":                    {fmt.Sprintf(`{"op":"settle","lease":%q,"cost":1}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: missing: a settle needs the reservation"},
 		"a reservation":              {fmt.Sprintf(`{"op":"release","reservation":%q}`, lease), checkapi.ErrorTypeInvalidRequest, "reservation: only with op settle or cancel"},
-		"settled as a reservation":   {fmt.Sprintf(`{"op":"settle","reservation":%q,"cost":1}`, lease), checkapi.ErrorTypeConflict, "reservation: conflict: reservation \"r2."},
+		"settled as a reservation":   {fmt.Sprintf(`{"op":"settle","reservation":%q,"cost":1}`, lease), checkapi.ErrorTypeConflict, "reservation: conflict: reservation \"r3."},
 		"cancelled as a reservation": {fmt.Sprintf(`{"op":"cancel","reservation":%q}`, lease), checkapi.ErrorTypeConflict, "a lease's id, not a reservation's: a release returns it"},
 	} {
 		_, err := b.check.invoke([]byte(tt.payload))

@@ -23,7 +23,7 @@ func TestReservationsRealRedis(t *testing.T) {
 	slow := `{"key":"llm","rules":[` + slowRule + `]`
 	r := decodeResponse(t, f.invokeOK(t, []byte(slow+`,"op":"reserve","cost":8,"ttlMs":60000}`)))
 	exp, err := time.Parse(time.RFC3339, r.ExpiresAt)
-	if !r.Allowed || r.Remaining != 2 || !strings.HasPrefix(r.Reservation, "r2.") || err != nil || time.Until(exp) > time.Minute+time.Second {
+	if !r.Allowed || r.Remaining != 2 || !strings.HasPrefix(r.Reservation, "r3.") || err != nil || time.Until(exp) > time.Minute+time.Second {
 		t.Fatalf("reserve = %+v (%v)", r, err)
 	}
 	settle := fmt.Sprintf(`%s,"op":"settle","reservation":%q,"cost":%%d}`, slow, r.Reservation)
@@ -83,7 +83,7 @@ func TestLeasesRealRedis(t *testing.T) {
 	rules := `{"key":"stream","rules":[{"name":"streams","concurrency":1},` + slowRule + `]`
 	a := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"ttlMs":60000}`)))
 	exp, err := time.Parse(time.RFC3339, a.ExpiresAt)
-	if !a.Allowed || !strings.HasPrefix(a.Lease, "r2.") || a.Rule != "streams" || a.Remaining != 0 || err != nil || time.Until(exp) > time.Minute+time.Second {
+	if !a.Allowed || !strings.HasPrefix(a.Lease, "r3.") || a.Rule != "streams" || a.Remaining != 0 || err != nil || time.Until(exp) > time.Minute+time.Second {
 		t.Fatalf("acquire = %+v (%v)", a, err)
 	}
 	for range 2 { // the second from the deny cache

@@ -191,8 +191,9 @@
 -- most, a quota's count up to twice its limit at most (one past that already, its
 -- capacity or limit cut by a plan since, stays as it is: a debit never gives back), every
 -- rule is written as by a check;
--- a hold ending " k<skip>" names the shadow rules the reserve was a shadow denial of (bit
--- r-1 for rule r), which took nothing: they get nothing back and give nothing more;
+-- a hold ending " k<skip>" names the rules the reserve took nothing from (bit r-1 for
+-- rule r): those it was a shadow denial of, and those it did not have (added since): they
+-- get nothing back and give nothing more;
 -- with usage (ARGV[2] not '0') it corrects the day's cost by the actual cost less the
 -- estimate and counts no check (Usage, below). Before any other write, its outcome "<flags>
 -- <wait> <reset> <now> <actual>" goes to its record, KEYS[3] (SET NX GET, living life ms
@@ -493,8 +494,8 @@ if rsv and give > 0 then
     end
   end
 end
--- and the shadow rules the reserve was a shadow denial of (skips): it took nothing from
--- them, so they get nothing back, nor give anything more to a debit.
+-- and the rules the reserve took nothing from (skips: those it was a shadow denial of,
+-- those it did not have), so they get nothing back, nor give anything more to a debit.
 if skips then
   local b = skips + 0
   for i = 1, n2, 2 do
@@ -719,10 +720,12 @@ for i = 1, n2, 2 do
         end
       elseif allowed == 1 then
         local was = count
-        level, count = level - cost, count + cost
-        if debit then
-          if count > cap + cap then count = was > cap + cap and was or cap + cap end -- over its limit by its limit at most, never lowered (a limit cut since)
-          level = cap - count
+        if not (gone and gone[i]) then -- gone: a debit its reserve took nothing of
+          level, count = level - cost, count + cost
+          if debit then
+            if count > cap + cap then count = was > cap + cap and was or cap + cap end -- over its limit by its limit at most, never lowered (a limit cut since)
+            level = cap - count
+          end
         end
         s[i] = count
         if count * 5 >= cap * 4 and was * 5 < cap * 4 or count >= cap and was < cap then
@@ -833,7 +836,8 @@ for i = 1, n2, 2 do
           cross, fig, marks = 1, {level - level % 1, full + (-full) % 1}, {argv[o + 2], '+' .. ts} -- a debt shows below 0
         end
       else
-        if debit and level - cost < -cap then
+        if gone then -- a debit its reserve took nothing of
+        elseif debit and level - cost < -cap then
           if level > -cap then level = -cap end
         else
           level = level - cost
@@ -863,8 +867,10 @@ for i = 1, n2, 2 do
           fig[i], fig[i + 1], marks[#marks + 1], marks[#marks + 2] = level - level % 1, full, argv[o + i + 1], '+' .. ts
         end
       elseif allowed == 1 then
-        -- If allowed: this rule with cost taken.
-        if debit and level - cost < -cap then
+        -- If allowed: this rule with cost taken (but by a debit its reserve took
+        -- nothing of: gone).
+        if gone and gone[i] then
+        elseif debit and level - cost < -cap then
           if level > -cap then level = -cap end
         else
           level = level - cost

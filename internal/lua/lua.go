@@ -93,9 +93,10 @@ const (
 	SettledInfix = ":s:"
 )
 
-// SkipMark starts the last part of a settle's hold, " k<skip>": the shadow rules its
-// reserve was a shadow denial of, bit r for the script's rule r (0-based), which the
-// settle gives nothing back and takes nothing more from.
+// SkipMark starts the last part of a settle's hold, " k<skip>": the rules its reserve
+// took nothing from (those it was a shadow denial of, those it did not have), bit r for
+// the script's rule r (0-based), which the settle gives nothing back and takes nothing
+// more from.
 const SkipMark = "k"
 
 // SettlePrefix starts ARGV's operation, with a hold, for a settle at the actual cost

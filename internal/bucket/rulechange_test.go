@@ -1,0 +1,246 @@
+package bucket_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+)
+
+// TestSettleAfterTheRulesChanged: a settle (or a cancel) made after the plan's rules
+// changed (a shadow rule added to try a limit, a rule removed, one's capacity edited)
+// gives back to (or takes from) exactly the rules its reserve took from that the
+// request still has, by name and kind: a rule added since gets nothing back and gives
+// nothing more, one removed since keeps what the reserve took, one of another kind now
+// is another rule; a settle that shares no rule with its reserve is refused, nothing
+// written.
+func TestSettleAfterTheRulesChanged(t *testing.T) {
+	l, c := real(t)
+	ctx := context.Background()
+	slow := func(name string, capacity int64) bucketgate.Rule {
+		return bucketgate.Rule{Name: name, Capacity: capacity, RefillPerSecond: 0.001}
+	}
+	a, b := slow("a", 100), slow("b", 100)
+	trial := slow("trial", 100)
+	trial.Shadow = true
+	tight := slow("tight", 5) // shadow, and 5 tokens: a reserve of 40 is a shadow denial of it
+	tight.Shadow = true
+	enforced := func(r bucketgate.Rule) bucketgate.Rule { r.Shadow = false; return r }
+	monthly := bucketgate.Rule{Name: "monthly", Limit: 100, Period: bucketgate.PeriodMonth}
+	streams := bucketgate.Rule{Name: "streams", Concurrency: 3}
+	tests := []struct {
+		name           string
+		reserved, now  []bucketgate.Rule
+		op             bucketgate.Op
+		actual         int64
+		want           map[string]int64 // each rule's tokens (or a quota's left) after the settle, by a peek of both sets
+		wantConflicted bool
+	}{
+		{"a shadow rule added, settled below", []bucketgate.Rule{a}, []bucketgate.Rule{a, trial}, bucketgate.OpSettle, 10, map[string]int64{"a": 90, "trial": 100}, false},
+		{"a shadow rule added, settled above", []bucketgate.Rule{a}, []bucketgate.Rule{trial, a}, bucketgate.OpSettle, 50, map[string]int64{"a": 50, "trial": 100}, false},
+		{"a shadow rule added, cancelled", []bucketgate.Rule{a}, []bucketgate.Rule{a, trial}, bucketgate.OpCancel, 0, map[string]int64{"a": 100, "trial": 100}, false},
+		{"a quota added", []bucketgate.Rule{a}, []bucketgate.Rule{a, monthly}, bucketgate.OpSettle, 50, map[string]int64{"a": 50, "monthly": 100}, false},
+		{"a rule removed", []bucketgate.Rule{a, b}, []bucketgate.Rule{a}, bucketgate.OpSettle, 10, map[string]int64{"a": 90, "b": 60}, false},
+		{"a rule's capacity edited", []bucketgate.Rule{a, b}, []bucketgate.Rule{slow("a", 200), b}, bucketgate.OpSettle, 10, map[string]int64{"a": 90, "b": 90}, false},
+		{"a rule made a quota", []bucketgate.Rule{a, b}, []bucketgate.Rule{{Name: "a", Limit: 100, Period: bucketgate.PeriodMonth}, b}, bucketgate.OpCancel, 0, map[string]int64{"a": 60, "b": 100}, false},
+		{"a shadow denial kept, a rule added", []bucketgate.Rule{tight, a}, []bucketgate.Rule{a, tight, trial}, bucketgate.OpSettle, 10, map[string]int64{"a": 90, "tight": 5, "trial": 100}, false},
+		{"a shadow denial since enforced, settled above", []bucketgate.Rule{tight, a}, []bucketgate.Rule{enforced(tight), a}, bucketgate.OpSettle, 50, map[string]int64{"a": 50, "tight": 5}, false},
+		{"a concurrency rule added", []bucketgate.Rule{a}, []bucketgate.Rule{streams, a}, bucketgate.OpSettle, 10, map[string]int64{"a": 90, "streams": 3}, false},
+		{"no rule shared", []bucketgate.Rule{a, b}, []bucketgate.Rule{trial, monthly}, bucketgate.OpCancel, 0, map[string]int64{"a": 60, "b": 60, "trial": 100, "monthly": 100}, true},
+		{"a rule's name shared, not its kind", []bucketgate.Rule{a}, []bucketgate.Rule{{Name: "a", Limit: 100, Period: bucketgate.PeriodMonth}}, bucketgate.OpCancel, 0, map[string]int64{"a": 60}, true},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("changed-%d", i)
+			r, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: tc.reserved, Op: bucketgate.OpReserve, Cost: 40})
+			if err != nil || !r.Allowed || r.Reservation == "" {
+				t.Fatalf("reserve 40 = %+v, %v", r, err)
+			}
+			before := written(t, c, id)
+			_, err = l.Decide(ctx, bucketgate.Request{Identity: id, Rules: tc.now, Op: tc.op, Cost: tc.actual, ID: r.Reservation})
+			switch {
+			case tc.wantConflicted && (!errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "not an id this limiter made")):
+				t.Fatalf("the %v: %v, want ErrConflict", tc.op, err)
+			case tc.wantConflicted && !reflect.DeepEqual(written(t, c, id), before):
+				t.Fatalf("a refused %v wrote: %v, then %v", tc.op, before, written(t, c, id))
+			case !tc.wantConflicted && err != nil:
+				t.Fatalf("the %v: %v", tc.op, err)
+			}
+			got := map[string]int64{}
+			for _, rules := range [][]bucketgate.Rule{tc.reserved, tc.now} {
+				d, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, rule := range rules {
+					if _, seen := got[rule.Name]; !seen {
+						got[rule.Name] = d.Rules[j].Remaining
+					}
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("after the %v: %v, want %v", tc.op, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReleaseAfterTheRulesChanged: a lease acquired before a rule was added to its
+// request's plan (a shadow rule, a concurrency rule) or removed from it is released
+// under the rules of now; one of rules it shares none of is refused, the lease kept.
+func TestReleaseAfterTheRulesChanged(t *testing.T) {
+	l, c := real(t)
+	ctx := context.Background()
+	streams := bucketgate.Rule{Name: "streams", Concurrency: 1}
+	tokens := bucketgate.Rule{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}
+	trial := bucketgate.Rule{Name: "trial", Capacity: 10, RefillPerSecond: 0.001, Shadow: true}
+	for i, tc := range []struct {
+		name           string
+		acquired, now  []bucketgate.Rule
+		wantConflicted bool
+	}{
+		{"a shadow rule added", []bucketgate.Rule{streams, tokens}, []bucketgate.Rule{streams, tokens, trial}, false},
+		{"a concurrency rule added", []bucketgate.Rule{streams}, []bucketgate.Rule{streams, {Name: "more", Concurrency: 5}}, false},
+		{"a bucket removed", []bucketgate.Rule{tokens, streams}, []bucketgate.Rule{streams}, false},
+		{"no rule shared", []bucketgate.Rule{streams, tokens}, []bucketgate.Rule{{Name: "other", Concurrency: 1}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("released-%d", i)
+			d, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: tc.acquired, Cost: 1})
+			if err != nil || !d.Allowed || d.Lease == "" {
+				t.Fatalf("acquire = %+v, %v", d, err)
+			}
+			before := written(t, c, id)
+			rel, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: tc.now, Op: bucketgate.OpRelease, ID: d.Lease})
+			switch {
+			case tc.wantConflicted && !errors.Is(err, bucketgate.ErrConflict):
+				t.Fatalf("release = %+v, %v; want ErrConflict", rel, err)
+			case tc.wantConflicted && !reflect.DeepEqual(written(t, c, id), before):
+				t.Fatalf("a refused release wrote: %v, then %v", before, written(t, c, id))
+			case !tc.wantConflicted && (err != nil || !rel.Released):
+				t.Fatalf("release = %+v, %v; want the lease released", rel, err)
+			}
+			again, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: tc.acquired, Cost: 1})
+			if err != nil || again.Allowed == tc.wantConflicted {
+				t.Fatalf("acquire again = %+v, %v; want allowed %v", again, err, !tc.wantConflicted)
+			}
+		})
+	}
+}
+
+// TestIDsOfTheVersionBefore: an id made before ids printed their rules ("r2.", in
+// flight across the upgrade) settles, cancels and releases as it did, under its
+// reserve's very rules alone; a settle of an id of the current version whose print of a
+// rule, number of rules, identity or MAC was altered is refused, nothing written.
+func TestIDsOfTheVersionBefore(t *testing.T) {
+	_, c := real(t)
+	secret := []byte("the upgrade secret, 32 bytes ...")
+	l := bucket.New(c, bucket.Secret(secret))
+	ctx := context.Background()
+	tokens := bucketgate.Rule{Name: "tokens", Capacity: 100, RefillPerSecond: 0.001}
+	tight := bucketgate.Rule{Name: "tight", Capacity: 5, RefillPerSecond: 0.001, Shadow: true}
+	streams := bucketgate.Rule{Name: "streams", Concurrency: 1}
+	rules := []bucketgate.Rule{streams, tight, tokens}
+	reserve := func(id string) bucketgate.Decision {
+		t.Helper()
+		r, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpReserve, Cost: 40})
+		if err != nil || !r.Allowed || r.Reservation == "" || r.Lease == "" || !strings.HasPrefix(r.Reservation, "r3.") || r.ShadowLimited != 1<<1 {
+			t.Fatalf("reserve 40 = %+v, %v; want an r3 id, a shadow denial of tight", r, err)
+		}
+		return r
+	}
+	left := func(id string) []int64 {
+		t.Helper()
+		d, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []int64{d.Rules[0].Remaining, d.Rules[1].Remaining, d.Rules[2].Remaining}
+	}
+
+	r := reserve("v2")
+	old, oldLease := bucket.AsV2(secret, r.Reservation, false, "v2", rules), bucket.AsV2(secret, r.Lease, true, "v2", rules)
+	if !strings.HasPrefix(old, "r2.") {
+		t.Fatalf("AsV2 = %q", old)
+	}
+	if _, err := l.Decide(ctx, bucketgate.Request{Identity: "v2", Rules: rules[1:], Op: bucketgate.OpSettle, Cost: 10, ID: old}); !errors.Is(err, bucketgate.ErrConflict) {
+		t.Fatalf("an r2 id settled under other rules: %v, want ErrConflict as before", err)
+	}
+	if s, err := l.Decide(ctx, bucketgate.Request{Identity: "v2", Rules: rules, Op: bucketgate.OpSettle, Cost: 10, ID: old}); err != nil || s.Settled != 10 {
+		t.Fatalf("settle of an r2 id = %+v, %v", s, err)
+	}
+	if rel, err := l.Decide(ctx, bucketgate.Request{Identity: "v2", Rules: rules, Op: bucketgate.OpRelease, ID: oldLease}); err != nil || !rel.Released {
+		t.Fatalf("release of an r2 lease = %+v, %v", rel, err)
+	}
+	if got := left("v2"); !reflect.DeepEqual(got, []int64{1, 5, 90}) {
+		t.Fatalf("after the r2 settle and release: %v, want the lease back, tight untouched, 30 tokens back", got)
+	}
+
+	r = reserve("v3")
+	payload := strings.Split(r.Reservation, ".")[1]
+	p, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil || len(p) != 32+1+3*4 || p[32] != 3 {
+		t.Fatalf("payload %x (%v): want 32 bytes, 3 and 3 prints", p, err)
+	}
+	edited := func(edit func(p []byte) []byte) string {
+		q := edit(append([]byte(nil), p...))
+		return strings.Replace(r.Reservation, payload, base64.RawURLEncoding.EncodeToString(q), 1)
+	}
+	before := written(t, c, "v3")
+	for name, tc := range map[string]struct{ id, identity string }{
+		"a byte of the MAC flipped":   {forge(r.Reservation), "v3"},
+		"a byte of the nonce flipped": {edited(func(p []byte) []byte { p[0] ^= 1; return p }), "v3"},
+		"a print edited":              {edited(func(p []byte) []byte { p[33] ^= 1; return p }), "v3"},
+		"a print cut":                 {edited(func(p []byte) []byte { p[32] = 2; return append(p[:37], p[41:]...) }), "v3"},
+		"the skip edited":             {edited(func(p []byte) []byte { p[16] = 0; return p }), "v3"},
+		"of another identity":         {r.Reservation, "v2"},
+		"a lease's":                   {r.Lease, "v3"},
+	} {
+		_, err := l.Decide(ctx, bucketgate.Request{Identity: tc.identity, Rules: rules, Op: bucketgate.OpCancel, ID: tc.id})
+		if !errors.Is(err, bucketgate.ErrConflict) {
+			t.Errorf("%s: %v, want ErrConflict", name, err)
+		}
+	}
+	if after := written(t, c, "v3"); !reflect.DeepEqual(after, before) {
+		t.Fatalf("the refused cancels wrote: %v, then %v", before, after)
+	}
+}
+
+// written is every key of identity's slot and its content (a hash's fields, a sorted
+// set's members): what a refused settle or release must leave as it was.
+func written(t *testing.T, c rueidis.Client, identity string) map[string]string {
+	t.Helper()
+	keys, err := c.Do(context.Background(), c.B().Keys().Pattern(bucket.Key(identity)+"*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		typ, err := c.Do(context.Background(), c.B().Type().Key(k).Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		switch typ {
+		case "hash":
+			v, err = c.Do(context.Background(), c.B().Hgetall().Key(k).Build()).AsStrMap()
+		case "zset":
+			v, err = c.Do(context.Background(), c.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build()).AsZScores()
+		default:
+			v, err = c.Do(context.Background(), c.B().Get().Key(k).Build()).ToString()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}

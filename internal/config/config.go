@@ -159,7 +159,11 @@ func (c *Config) Limits(p *Plan, method, path string) Limits {
 	segs, disguised := pathSegments(path, buf[:0], readings[0], c.depth)
 	i := c.match(method, segs)
 	if disguised != 0 {
-		return c.dearest(p, method, path, disguised, i)
+		formatless := i
+		if disguised&formatSuffix != 0 {
+			formatless = c.match(method, withoutFormat(segs))
+		}
+		return c.dearest(p, method, path, disguised, i, formatless)
 	}
 	return c.limitsAt(p, i)
 }
@@ -176,7 +180,8 @@ func (c *Config) match(method string, segs []string) int {
 }
 
 // dearest returns the Limits on p of a request to method and path (which the first
-// reading matches to route first, and the readings of disguised may resolve otherwise)
+// reading matches to route first, and without its format to formatless; the readings
+// of disguised may resolve otherwise)
 // that charge at least what every reading's route charges, so that no spelling of a
 // path reaches a route at a cheaper one's price: the Limits of the route that takes as
 // many tokens as any other (its reserve, or else its cost) with every rule of every
@@ -184,17 +189,24 @@ func (c *Config) match(method string, segs []string) int {
 // other lacks), those of the one that takes the most tokens, the first reading's on a
 // tie, with the others' rules added when the engine can decide them so (see union):
 // docs/configuration.md says what a backend owner does when it cannot.
-func (c *Config) dearest(p *Plan, method, path string, disguised reading, first int) Limits {
+func (c *Config) dearest(p *Plan, method, path string, disguised reading, first, formatless int) Limits {
 	var buf [maxInlineSegments]string
-	all := append(make([]Limits, 0, len(readings)), c.limitsAt(p, first))
-	seen := append(make([]int, 0, len(readings)), first)
+	all := append(make([]Limits, 0, 2*len(readings)), c.limitsAt(p, first))
+	seen := append(make([]int, 0, 2*len(readings)), first)
+	add := func(i int) {
+		if !slices.Contains(seen, i) {
+			seen, all = append(seen, i), append(all, c.limitsAt(p, i))
+		}
+	}
+	add(formatless)
 	for _, how := range readings[1:] {
 		if how&^disguised != readings[0]&^disguised {
 			continue // the same as another reading's, for this path
 		}
-		segs, _ := pathSegments(path, buf[:0], how, c.depth)
-		if i := c.match(method, segs); !slices.Contains(seen, i) {
-			seen, all = append(seen, i), append(all, c.limitsAt(p, i))
+		segs, d := pathSegments(path, buf[:0], how, c.depth)
+		add(c.match(method, segs))
+		if d&formatSuffix != 0 {
+			add(c.match(method, withoutFormat(segs)))
 		}
 	}
 	most := all[0]

@@ -374,6 +374,7 @@ plans: {free: [{name: tokens, capacity: 1000, refillPerSecond: 1}]}
 routes:
   - {method: POST, path: /v1/chat, reserve: 400}
   - {path: "/v1/files/{name}", cost: 2}
+  - {path: /v1/report.v2, cost: 3}
   - {path: "/{proxy+}", cost: 1}
 `))
 	if err != nil {
@@ -390,6 +391,7 @@ routes:
 		{"two extensions", "/v1/chat.a.b", 400, 1},
 		{"a format and a trailing slash", "/v1/chat.json/", 400, 1},
 		{"an extension inside the path", "/v1.json/chat", 0, 1},
+		{"a format after a literal with a dot (Rails's: after the last)", "/v1/report.v2.json", 0, 3},
 		{"a file name under a parameter: the same route either way", "/v1/files/report.pdf", 0, 2},
 		{"a dot first: no extension", "/v1/.chat", 0, 1},
 	} {

@@ -197,7 +197,7 @@ func (r route) matches(method string, segs []string) bool {
 // an encoded slash ('%2F') is a separator or a byte inside its segment. It reports in
 // disguised what in a reading changed the path's segments or may have, and Limits tries
 // every reading of those; and formatSuffix when the path's last segment has an
-// extension, which Limits matches without it too (withoutFormat).
+// extension, which Limits matches without it too (Config.formatless).
 // Other percent-encodings stay as they are, inside their segment. It keeps the first
 // most segments alone: the segments after them, which no route's pattern
 // reaches, change only a count, which it keeps, removing one of them first for a ".."
@@ -263,7 +263,7 @@ func pathSegments(path string, segs []string, how reading, most int) (_ []string
 		}
 	}
 	if n := len(segs); beyond == 0 && n > 0 && extension(segs[n-1]) > 0 {
-		disguised |= formatSuffix // the path's last segment: see withoutFormat
+		disguised |= formatSuffix // the path's last segment: see Config.formatless
 	}
 	return segs, disguised
 }
@@ -275,14 +275,6 @@ func extension(seg string) int {
 		return 0
 	}
 	return max(strings.IndexByte(seg, '.'), 0)
-}
-
-// withoutFormat returns segs, the segments of a path that pathSegments reports
-// formatSuffix of, with the last one's extension cut off, in place.
-func withoutFormat(segs []string) []string {
-	last := segs[len(segs)-1]
-	segs[len(segs)-1] = last[:extension(last)]
-	return segs
 }
 
 // reading is how a backend resolves what percent-encoding or ;parameters disguise (a
@@ -312,6 +304,9 @@ const (
 	// suffix pattern matching "/v1/chat.anything". Go, Node, Python and the rest serve it
 	// as the segment it is. No walk of its own: the segments of every reading walked
 	// are matched as they are and, when the path's last has an extension, without it.
+	// A Rails format holds no '.', so it starts at the segment's last '.' ("/report.v2.json"
+	// is the route "/report.v2"); Spring's suffix starts at any, the first at the
+	// earliest ("/v1/chat.a.b" is "/v1/chat"): both are tried.
 	formatSuffix
 )
 

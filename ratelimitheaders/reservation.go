@@ -19,11 +19,14 @@ var ErrNoReservation = errors.New("the request carries no reservation (" + Heade
 // carries in HeaderReservation: what the backend settles at the actual cost, once,
 // with checkclient's SettleRequest (or SettleReservation). It returns "" when r holds
 // none (its route reserves nothing, or the limiter failed open and decided nothing:
-// there is nothing to settle), or holds the header more than once (spelled with '_'
-// for '-' too), or a value that is no id (longer than an id, or with bytes outside
-// printable ASCII). The templates set the header from the authorizer context over any
-// the client sent, and so does package middleware; an id the limiter did not make is
-// refused when settled.
+// there is nothing to settle), or holds the header more than once, or a value that is
+// no id (longer than an id, or with bytes outside printable ASCII). The templates set
+// the header from the authorizer context over any the client sent, and so does package
+// middleware; an id the limiter did not make is refused when settled. The header spelled
+// with '_' for '-' (X_RateLimit_Reservation) is never the limiter's, which API Gateway
+// writes under the exact name beside it: it is not read, neither in its place nor as a
+// second copy (a request read as holding none would go unsettled, charged at its
+// estimate whatever its work cost, at the client's choice).
 func Reservation(r *http.Request) string { return held(r, HeaderReservation) }
 
 // ErrNoLease is the error of releasing the lease of a request that carries none (Lease
@@ -37,17 +40,12 @@ var ErrNoLease = errors.New("the request carries no lease (" + HeaderLease + ")"
 func Lease(r *http.Request) string { return held(r, HeaderLease) }
 
 // held returns the one id that r carries in header, in any letter case of its name (a
-// map set by hand may not be canonical); "" as Reservation says, and when r also
-// carries the header spelled with '_' for '-' (see SameName), which is never the
-// limiter's and which a CGI backend could read in its place.
+// map set by hand may not be canonical), and no other spelling; "" as Reservation says.
 func held(r *http.Request, header string) string {
 	var values []string
 	for name, v := range r.Header {
-		switch {
-		case strings.EqualFold(name, header):
+		if strings.EqualFold(name, header) {
 			values = append(values, v...)
-		case SameName(name, header):
-			return ""
 		}
 	}
 	return single(values)

@@ -29,7 +29,8 @@ func TestReservation(t *testing.T) {
 		{"with a space", map[string][]string{"X-Ratelimit-Reservation": {"r2.A B"}}, ""},
 		{"not ASCII", map[string][]string{"X-Ratelimit-Reservation": {"r2.é"}}, ""},
 		{"spelled with underscores: never the limiter's", map[string][]string{"X_RateLimit_Reservation": {id}}, ""},
-		{"twice, with underscores the second time", map[string][]string{"X-Ratelimit-Reservation": {id}, "x_ratelimit-reservation": {"r2.forged"}}, ""},
+		{"a client's copy spelled with underscores beside it: never read", map[string][]string{"X-Ratelimit-Reservation": {id}, "x_ratelimit-reservation": {"r2.forged"}}, id},
+		{"a client's copy spelled with underscores first", map[string][]string{"X_RateLimit_Reservation": {"r2.forged"}, "X-Ratelimit-Reservation": {id}}, id},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -446,6 +446,33 @@ func TestSettleRequestEndToEnd(t *testing.T) {
 	}
 }
 
+// TestSettleRequestReadsTheLimitersCopy: API Gateway overwrites the reservation header
+// of the exact name alone, so a client may send the header spelled with '_' beside it
+// (X_RateLimit_Reservation). The backend's SettleRequest still settles the limiter's id:
+// a request read as holding none goes unsettled, charged at its estimate whatever it
+// used, so a client who sent the copy paid 400 for 900 tokens of work.
+func TestSettleRequestReadsTheLimitersCopy(t *testing.T) {
+	const function = "bucketgate-check"
+	alice := "key:" + bucketgate.KeyDigest("alice")
+	for _, spelling := range []string{"X_RateLimit_Reservation", "x_ratelimit-reservation"} {
+		t.Run(spelling, func(t *testing.T) {
+			b := newBearerFixture(t, llmConfig)
+			srv := lambdatest.Start(t, map[string]lambda.Handler{function: lambda.NewHandler(b.check.h)})
+			checks := checkclient.New(srv.Client(), function)
+			r := httptest.NewRequest("POST", "/v1/chat", nil)
+			r.Header.Set(ratelimitheaders.HeaderReservation, b.reserve(t, "alice")) // the gateway's
+			r.Header[spelling] = []string{"r2.the-clients-own"}
+			res, err := checks.SettleRequest(r.Context(), r, 900)
+			if err != nil || res.Settled != 900 {
+				t.Fatalf("SettleRequest at 900 with a client's %s = %+v, %v: want the limiter's reservation settled at 900", spelling, res, err)
+			}
+			if got := b.tokens(t, alice, llmRule, "tokens"); got != 100 {
+				t.Fatalf("after the settle: %d tokens, want 100 (900 taken, not the estimate of 400)", got)
+			}
+		})
+	}
+}
+
 // TestReleaseByLeaseAlone: on a route with a concurrency rule, the authorizer's context
 // carries the lease it acquired (and no reservation); the stack's check function
 // releases it with the lease alone, which frees the stream; releasing again changes

@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
@@ -159,9 +160,25 @@ func (c *Config) Limits(p *Plan, method, path string) Limits {
 	segs, disguised := pathSegments(path, buf[:0], readings[0], c.depth)
 	i := c.match(method, segs)
 	if disguised != 0 {
-		return c.dearest(p, method, path, disguised, i)
+		formatless := [2]int{i, i}
+		if disguised&formatSuffix != 0 {
+			formatless = c.formatless(method, segs)
+		}
+		return c.dearest(p, method, path, disguised, i, formatless)
 	}
 	return c.limitsAt(p, i)
+}
+
+// formatless returns the routes that a request to method matches with the path
+// segments segs, whose last has an extension (see formatSuffix), without it: cut at
+// its last '.', as Rails reads a format, and at its first, as Spring's suffix matching
+// may. It cuts segs' last segment in place.
+func (c *Config) formatless(method string, segs []string) [2]int {
+	n, last := len(segs)-1, segs[len(segs)-1]
+	segs[n] = last[:strings.LastIndexByte(last, '.')]
+	rails := c.match(method, segs)
+	segs[n] = last[:extension(last)]
+	return [2]int{rails, c.match(method, segs)}
 }
 
 // match returns the index of the first route that matches a request to method with the
@@ -176,7 +193,8 @@ func (c *Config) match(method string, segs []string) int {
 }
 
 // dearest returns the Limits on p of a request to method and path (which the first
-// reading matches to route first, and the readings of disguised may resolve otherwise)
+// reading matches to route first, and without its format to formatless' routes; the
+// readings of disguised may resolve otherwise)
 // that charge at least what every reading's route charges, so that no spelling of a
 // path reaches a route at a cheaper one's price: the Limits of the route that takes as
 // many tokens as any other (its reserve, or else its cost) with every rule of every
@@ -184,17 +202,27 @@ func (c *Config) match(method string, segs []string) int {
 // other lacks), those of the one that takes the most tokens, the first reading's on a
 // tie, with the others' rules added when the engine can decide them so (see union):
 // docs/configuration.md says what a backend owner does when it cannot.
-func (c *Config) dearest(p *Plan, method, path string, disguised reading, first int) Limits {
+func (c *Config) dearest(p *Plan, method, path string, disguised reading, first int, formatless [2]int) Limits {
 	var buf [maxInlineSegments]string
-	all := append(make([]Limits, 0, len(readings)), c.limitsAt(p, first))
-	seen := append(make([]int, 0, len(readings)), first)
+	all := append(make([]Limits, 0, 2*len(readings)), c.limitsAt(p, first))
+	seen := append(make([]int, 0, 2*len(readings)), first)
+	add := func(i int) {
+		if !slices.Contains(seen, i) {
+			seen, all = append(seen, i), append(all, c.limitsAt(p, i))
+		}
+	}
+	add(formatless[0])
+	add(formatless[1])
 	for _, how := range readings[1:] {
 		if how&^disguised != readings[0]&^disguised {
 			continue // the same as another reading's, for this path
 		}
-		segs, _ := pathSegments(path, buf[:0], how, c.depth)
-		if i := c.match(method, segs); !slices.Contains(seen, i) {
-			seen, all = append(seen, i), append(all, c.limitsAt(p, i))
+		segs, d := pathSegments(path, buf[:0], how, c.depth)
+		add(c.match(method, segs))
+		if d&formatSuffix != 0 {
+			f := c.formatless(method, segs)
+			add(f[0])
+			add(f[1])
 		}
 	}
 	most := all[0]

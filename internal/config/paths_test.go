@@ -361,3 +361,44 @@ routes:
 		})
 	}
 }
+
+// A path whose last segment has an extension takes the route of the path without it
+// when that is dearer: Rails serves POST /v1/chat.json by the route /v1/chat (every route
+// ends in an optional (.:format)), and Spring's suffix matching /v1/chat.anything, so
+// with the extension read as part of the segment a client reached the reserve of 400 at
+// the catch-all's cost of 1.
+func TestFormatSuffixTakesTheRoute(t *testing.T) {
+	c, err := config.Parse([]byte(`
+defaultPlan: free
+plans: {free: [{name: tokens, capacity: 1000, refillPerSecond: 1}]}
+routes:
+  - {method: POST, path: /v1/chat, reserve: 400}
+  - {path: "/v1/files/{name}", cost: 2}
+  - {path: /v1/report.v2, cost: 3}
+  - {path: "/{proxy+}", cost: 1}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.DefaultPlan()
+	for _, tt := range []struct {
+		name, path    string
+		reserve, cost int64
+	}{
+		{"the route", "/v1/chat", 400, 1},
+		{"a format", "/v1/chat.json", 400, 1},
+		{"a format, encoded dot", "/v1/chat%2ejson", 400, 1},
+		{"two extensions", "/v1/chat.a.b", 400, 1},
+		{"a format and a trailing slash", "/v1/chat.json/", 400, 1},
+		{"an extension inside the path", "/v1.json/chat", 0, 1},
+		{"a format after a literal with a dot (Rails's: after the last)", "/v1/report.v2.json", 0, 3},
+		{"a file name under a parameter: the same route either way", "/v1/files/report.pdf", 0, 2},
+		{"a dot first: no extension", "/v1/.chat", 0, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if l := c.Limits(p, "POST", tt.path); l.Reserve != tt.reserve || l.Cost != tt.cost {
+				t.Fatalf("POST %s: reserve %d, cost %d: want reserve %d, cost %d", tt.path, l.Reserve, l.Cost, tt.reserve, tt.cost)
+			}
+		})
+	}
+}

@@ -196,7 +196,8 @@ func (r route) matches(method string, segs []string) bool {
 // keeps every one, Go and Node a "%2e%2e", Go, Node and Python a "..;x"; so does whether
 // an encoded slash ('%2F') is a separator or a byte inside its segment. It reports in
 // disguised what in a reading changed the path's segments or may have, and Limits tries
-// every reading of those.
+// every reading of those; and formatSuffix when the path's last segment has an
+// extension, which Limits matches without it too (Config.formatless).
 // Other percent-encodings stay as they are, inside their segment. It keeps the first
 // most segments alone: the segments after them, which no route's pattern
 // reaches, change only a count, which it keeps, removing one of them first for a ".."
@@ -261,7 +262,19 @@ func pathSegments(path string, segs []string, how reading, most int) (_ []string
 			segs = segs[:len(segs)-1]
 		}
 	}
+	if n := len(segs); beyond == 0 && n > 0 && extension(segs[n-1]) > 0 {
+		disguised |= formatSuffix // the path's last segment: see Config.formatless
+	}
 	return segs, disguised
+}
+
+// extension returns where seg's extension starts, at its first '.' after its first
+// character; 0 when it has none (".." has none).
+func extension(seg string) int {
+	if seg == ".." {
+		return 0
+	}
+	return max(strings.IndexByte(seg, '.'), 0)
 }
 
 // reading is how a backend resolves what percent-encoding or ;parameters disguise (a
@@ -285,6 +298,16 @@ const (
 	// ServeMux redirects to the path without them, Node and servlet containers remove
 	// them.
 	keptDots
+	// formatSuffix: it reads the last segment's extension, from its first '.' after its
+	// first character, as the response's format: Rails serves "/v1/chat.json" by the
+	// route "/v1/chat" (every route ends in an optional "(.:format)"), and Spring's
+	// suffix pattern matching "/v1/chat.anything". Go, Node, Python and the rest serve it
+	// as the segment it is. No walk of its own: the segments of every reading walked
+	// are matched as they are and, when the path's last has an extension, without it.
+	// A Rails format holds no '.', so it starts at the segment's last '.' ("/report.v2.json"
+	// is the route "/report.v2"); Spring's suffix starts at any, the first at the
+	// earliest ("/v1/chat.a.b" is "/v1/chat"): both are tried.
+	formatSuffix
 )
 
 // readings are every reading a backend may take, each combination of what one may

@@ -143,9 +143,7 @@ func request(id, key bucketgate.Identity, limits config.Limits) bucketgate.Reque
 // rules, or for a key of an account the account's, on the account's plan with the key's
 // own rules added (the lines then name the key and the account); else the source's, on the default plan, for a request without a key or (when
 // unknownKeys is ip) with a key the registry does not know. A nil plan with no error
-// means refused; so is a request whose key header holds two different keys (a
-// conflict), whatever unknownKeys says: a backend reads one of them (Go's Header.Get
-// the first), and would serve a registered key there at the source's price. When the registry could not answer, a limiter that fails closed gets
+// means refused. When the registry could not answer, a limiter that fails closed gets
 // the key's identity and the registry's error: the request is then answered by the
 // failure policy (503). One that fails open limits the request as its source on the
 // default plan, under unknownKeys ip and refuse alike: Redis can still decide, and a key
@@ -159,8 +157,8 @@ func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, i
 		return c.Key, nil, registry.Entry{}, attrs, v.Err
 	case v.Config == nil:
 		return c.IP, nil, registry.Entry{}, attrs, v.Err
-	case c.Conflict: // refused whatever unknownKeys says: a backend serves one of the keys
-		return c.IP, nil, registry.Entry{}, append(attrs, slog.String(attrUnknownKey, conflictingKeys)), nil
+	case c.Conflict:
+		attrs = append(attrs, slog.String(attrUnknownKey, conflictingKeys))
 	case c.Key == bucketgate.Identity{}:
 		if v.Config.RefuseAnonymous() {
 			return c.IP, nil, registry.Entry{}, attrs, nil

@@ -325,10 +325,9 @@ keys:
 }
 
 // unknownKeys and anonymous each decide their own callers alone: a request with a key
-// the registry does not know is refused only under unknownKeys: refuse, one without a
-// key only under anonymous: refuse; otherwise both are limited as their source on the
-// default plan, and a registered key is its own under every policy. Two different keys
-// are refused under every policy (TestConflictingKeyHeaders).
+// the registry does not know (or two different keys) is refused only under unknownKeys:
+// refuse, one without a key only under anonymous: refuse; otherwise both are limited as
+// their source on the default plan, and a registered key is its own under every policy.
 func TestUnknownKeysAndAnonymousApart(t *testing.T) {
 	callers := []struct {
 		name    string
@@ -338,7 +337,7 @@ func TestUnknownKeysAndAnonymousApart(t *testing.T) {
 	}{
 		{"no key", map[string]string{"Accept": "*/*"}, nil, func(_, anonymous string) bool { return anonymous == "refuse" }},
 		{"unknown key", map[string]string{"X-API-Key": "bg-sample-unknown-key"}, nil, func(unknownKeys, _ string) bool { return unknownKeys == "refuse" }},
-		{"two keys", map[string]string{"X-API-Key": sampleProKey}, map[string][]string{"X-API-Key": {sampleProKey, "other"}}, func(string, string) bool { return true }},
+		{"two keys", map[string]string{"X-API-Key": sampleProKey}, map[string][]string{"X-API-Key": {sampleProKey, "other"}}, func(unknownKeys, _ string) bool { return unknownKeys == "refuse" }},
 		{"registered key", map[string]string{"X-API-Key": sampleProKey}, nil, func(string, string) bool { return false }},
 	}
 	for _, unknownKeys := range []string{"ip", "refuse"} {

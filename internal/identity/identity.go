@@ -29,7 +29,7 @@ type Caller struct {
 	Key bucketgate.Identity
 	// Conflict reports an API key header given more than once with different values
 	// (in any letter case, or in the multi-value headers): that is not a key, and Key is
-	// zero. The handlers refuse it (401), whatever unknownKeys says.
+	// zero. The handlers treat it as an unknown key.
 	Conflict bool
 	// IP is the source address's identity (KindIP): one IPv4 address, or the IPv6
 	// prefix it belongs to, or UnknownAddr.

@@ -438,7 +438,7 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 	t.Logf("operations: %v", counts)
 	if counts["reserve ok"] < ops/20 || counts["settle ok"] < ops/20 || counts["cancel ok"] < ops/100 || counts["replayed"] < ops/50 ||
 		counts["conflict"] < ops/100 || counts["expired"] < ops/200 || counts["settle over"] < ops/100 || counts["reserve limited"] < ops/50 ||
-		counts["given back after a reset"] < ops/400 || counts["settled with a rule added"] < ops/200 || counts["settled with a rule removed"] < ops/200 { // a few per run: 9 to 45 seen
+		counts["given back after a reset"] < ops/400 || counts["settled with a rule added"] < ops/1000 || counts["settled with a rule removed"] < ops/1000 { // a few per run: 9 to 45 seen, so a floor of 2 in 2,000
 		t.Errorf("workload too one-sided to mean much: %v", counts)
 	}
 	for _, id := range ids {

@@ -1,7 +1,7 @@
 // Package eventbus sends bucketgate's events to Amazon EventBridge: a quota's threshold
 // reached, an identity's first denial by a rule in a window. A decision is made first
 // and never changes for an event: the events of an invocation go in one PutEvents call
-// (more, ten entries each, when there are more than ten), bounded by a deadline
+// (more, ten entries each and ten at once, when there are more than ten), bounded by a deadline
 // (EVENTS_TIMEOUT_MS); what is not sent by then, or is refused, is counted
 // (telemetry.MetricEventsFailed by reason) and logged, at most once per period.
 //
@@ -42,6 +42,14 @@ const (
 
 // MaxEntries is the most entries one PutEvents call takes (EventBridge's limit).
 const MaxEntries = 10
+
+// MaxCalls is the most PutEvents calls of one Send that run at once; the others wait
+// for one of them to end. A batch of the check function's can cross 1,600 thresholds
+// (100 checks of 8 rules, each at 80 and 100 percent): 160 calls, which at once would
+// open as many connections to EventBridge, in one instance, of which the SDK keeps ten
+// open for the next invocation (its idle connections per host), and spend as many of the
+// account's PutEvents requests per second in an instant.
+const MaxCalls = 10
 
 // Event is one event of a decision.
 type Event struct {
@@ -179,7 +187,7 @@ func NewSender(client putter, opts Options) *Sender {
 	return &Sender{client: client, opts: opts}
 }
 
-// Send puts events on the bus, MaxEntries to a call, the calls at once, and returns
+// Send puts events on the bus, MaxEntries to a call, MaxCalls calls at once, and returns
 // when all have answered or Timeout has passed (or ctx's deadline less Margin), whichever
 // is first; ctx canceled does not stop it (a caller that stopped waiting once its
 // decision was made, such as a client of the middleware that hung up: the script
@@ -202,9 +210,14 @@ func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []E
 	calls := (len(events) + MaxEntries - 1) / MaxEntries
 	results := make([][]failure, calls)
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, MaxCalls)
 	for i := range calls {
 		batch := events[i*MaxEntries : min(len(events), (i+1)*MaxEntries)]
-		wg.Go(func() { results[i] = s.put(ctx, batch, bound) })
+		slots <- struct{}{} // a running call ends by the deadline: so does this wait
+		wg.Go(func() {
+			defer func() { <-slots }()
+			results[i] = s.put(ctx, batch, bound)
+		})
 	}
 	wg.Wait()
 	for _, f := range slices.Concat(results...) {
@@ -245,6 +258,9 @@ func (s *Sender) put(ctx context.Context, events []Event, bound string) []failur
 	}
 	var lost []failure
 	for call := 1; ; call++ {
+		if ctx.Err() != nil { // passed while the call waited for its turn (MaxCalls)
+			return append(lost, failure{n: len(entries), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent %s: %w", bound, ctx.Err())})
+		}
 		out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, retryAtOnce)
 		switch {
 		case err != nil && ctx.Err() != nil:

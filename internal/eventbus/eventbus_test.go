@@ -405,3 +405,68 @@ func TestSendRetriesWithinTheDeadline(t *testing.T) {
 		})
 	}
 }
+
+// A batch of the check function's that crossed 1,600 thresholds (100 checks of 8 rules,
+// each crossing 80 and 100 percent) makes 160 PutEvents calls: at most MaxCalls of them
+// run at once, and every event is put, or counted as failed when the deadline cuts the
+// calls still waiting short.
+func TestSendBoundsItsCalls(t *testing.T) {
+	const n = 1_600
+	events := make([]eventbus.Event, n)
+	for i := range events {
+		events[i] = thresholdEvent(fmt.Sprintf("key:%032x", i))
+	}
+	for _, tc := range []struct {
+		name     string
+		answers  bool // the endpoint answers, or holds every call until the client gives up
+		timeout  time.Duration
+		put      int // entries the endpoint took, at least
+		timedOut int // events counted as not sent in time
+	}{
+		{"an endpoint that answers", true, 30 * time.Second, n, 0},
+		{"an endpoint that never answers", false, 100 * time.Millisecond, 0, n},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var running, most, took atomic.Int64
+			release := make(chan struct{})
+			endpoint := func(w http.ResponseWriter, r *http.Request) {
+				now := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+				}
+				var in struct{ Entries []json.RawMessage }
+				if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+					t.Errorf("request: %v", err)
+				}
+				if !tc.answers {
+					select { // answers only when the test is over, or when the client gives up
+					case <-release:
+					case <-r.Context().Done():
+					}
+					return
+				}
+				time.Sleep(5 * time.Millisecond) // long enough for calls made at once to overlap
+				took.Add(int64(len(in.Entries)))
+				w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+				fmt.Fprintf(w, `{"FailedEntryCount":0,"Entries":[%s]}`, strings.TrimSuffix(strings.Repeat(`{"EventId":"1"},`, len(in.Entries)), ","))
+			}
+			var logs bytes.Buffer
+			now := time.Unix(1_800_000_000, 0)
+			s := local(t, endpoint, tc.timeout, &logs, &now)
+			t.Cleanup(func() { close(release) }) // before the endpoint closes, which waits for its handlers
+			var inv telemetry.Invocation
+			s.Send(t.Context(), &inv, events)
+			if m := most.Load(); m > eventbus.MaxCalls {
+				t.Errorf("%d calls ran at once, want at most %d", m, eventbus.MaxCalls)
+			}
+			m := metrics(t, &inv)
+			want := fmt.Sprintf(`"EventsFailed":%d,"Function":"authorizer","Reason":"timeout"`, tc.timedOut)
+			if tc.timedOut == 0 && m != "" || tc.timedOut > 0 && !strings.Contains(m, want) {
+				t.Errorf("metrics %q: want %d EventsFailed by timeout, and no other", m, tc.timedOut)
+			}
+			if int(took.Load()) != tc.put {
+				t.Errorf("the endpoint took %d entries, want %d", took.Load(), tc.put)
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
@@ -466,6 +467,71 @@ func TestSendBoundsItsCalls(t *testing.T) {
 			}
 			if int(took.Load()) != tc.put {
 				t.Errorf("the endpoint took %d entries, want %d", took.Load(), tc.put)
+			}
+		})
+	}
+}
+
+// lateBus is an EventBridge that refuses entries with its first answer, given only once
+// the caller's deadline has passed (an answer read in the instant before it), and
+// takes every entry after.
+type lateBus struct {
+	first string // the first answer's entries, JSON
+	calls atomic.Int32
+}
+
+func (b *lateBus) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	if b.calls.Add(1) > 1 {
+		return &eventbridge.PutEventsOutput{Entries: make([]types.PutEventsResultEntry, len(in.Entries))}, nil
+	}
+	<-ctx.Done()
+	var out eventbridge.PutEventsOutput
+	if err := json.Unmarshal([]byte(b.first), &out.Entries); err != nil {
+		return nil, err
+	}
+	for _, e := range out.Entries {
+		if e.ErrorCode != nil {
+			out.FailedEntryCount++
+		}
+	}
+	return &out, nil
+}
+
+// An entry refused for a reason worth another try, when the deadline passes before it
+// can be tried again, is counted as not sent in time (timeout), as the call it would
+// have been: not as refused (rejected), which would point at EventBridge's answer; one
+// refused for good beside it is still rejected.
+func TestSendDeadlineBetweenRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		first   string
+		want    []string
+		retried string // the refusal of the entry left to try again, which a timeout's line names
+	}{
+		{"an entry throttled", `[{"EventId":"1"},{"ErrorCode":"ThrottlingException","ErrorMessage":"Rate exceeded"}]`,
+			[]string{`"EventsFailed":1,"Function":"authorizer","Reason":"timeout"`}, "ThrottlingException: Rate exceeded"},
+		{"an entry throttled beside one refused for good", `[{"ErrorCode":"InternalFailure","ErrorMessage":"try again"},{"ErrorCode":"AccessDeniedException","ErrorMessage":"not authorized"}]`,
+			[]string{`"EventsFailed":1,"Function":"authorizer","Reason":"timeout"`, `"EventsFailed":1,"Function":"authorizer","Reason":"rejected"`}, "InternalFailure: try again"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bus := &lateBus{first: tc.first}
+			var logs bytes.Buffer
+			now := time.Unix(1_800_000_000, 0)
+			s := eventbus.NewSender(bus, eventbus.Options{Bus: "bucketgate", Timeout: 50 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+				Now: func() time.Time { now = now.Add(time.Hour); return now }}) // every failure its line
+			var inv telemetry.Invocation
+			s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+			m := metrics(t, &inv)
+			for _, w := range tc.want {
+				if !strings.Contains(m, w) {
+					t.Errorf("metrics %s: want %s", m, w)
+				}
+			}
+			if strings.Count(m, `"EventsFailed":`) != len(tc.want) || bus.calls.Load() != 1 {
+				t.Errorf("metrics %s after %d calls: want only %q after 1", m, bus.calls.Load(), tc.want)
+			}
+			if !strings.Contains(logs.String(), "not sent within 50ms: context deadline exceeded, before trying again what was refused: "+tc.retried) {
+				t.Errorf("log %s: want the deadline, and why the entry was to be tried again (%s)", &logs, tc.retried)
 			}
 		})
 	}

@@ -56,4 +56,21 @@ func TestDecisionLogBytes(t *testing.T) {
 			}
 		})
 	}
+	// Redis down: every request fails closed, each with its warn decision line, at any
+	// level, while the circuit breaker is open as before it opened.
+	t.Run("unavailable", func(t *testing.T) {
+		r := f.Measure(t, logbytes.Case{Levels: logbytes.Defaults, Unavailable: true, Rate: costRate, Seconds: 3})
+		t.Logf("%v: %.1f bytes per invocation: EMF %d in %d lines, logs %d in %d lines, Lambda's %d, over %d invocations; the last second:\n%s",
+			r.Case, r.PerInvocation(), r.EMF, r.EMFLines, r.Logs, r.LogLines, r.Platform, r.Invocations, r.Last)
+		if r.Allowed != 0 || r.Written != r.Invocations || r.LogLines != r.Invocations {
+			t.Fatalf("%v: %d of %d allowed, %d counted in the metrics written, %d log lines", r.Case, r.Allowed, r.Invocations, r.Written, r.LogLines)
+		}
+		if r.PerInvocation() > unavailableBytes {
+			t.Errorf("%v: %.1f bytes per invocation, want at most %d, the figure of docs/deploy.md (update it there and here)", r.Case, r.PerInvocation(), unavailableBytes)
+		}
+	})
 }
+
+// unavailableBytes is the most bytes a request failing closed writes, its metrics (at
+// once, as for every 503) and its warn decision line (docs/deploy.md).
+const unavailableBytes = 1200

@@ -1,12 +1,15 @@
 package check
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -161,6 +164,55 @@ func TestQuotaThresholdsOfALimitTheCountPassed(t *testing.T) {
 				}
 				if !slices.Equal(got, s.want) {
 					t.Fatalf("step %d sent %q, want %q", i+1, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// Every event of a tenant names it by its key's digest, tenant:<digest>, whichever way
+// the check named it and found its rules (its registry plan, a plan named, its own
+// rules, the operator's identity, a batch), and no part of any event holds its key.
+func TestEventsNameATenantByItsDigest(t *testing.T) {
+	const key = "acme-secret-key"
+	cfg, err := config.Parse([]byte(`
+defaultPlan: free
+plans:
+  free: [{name: daily, limit: 100, period: day}]
+  metered: [{name: daily, limit: 1, period: day}]
+tenants:
+  ` + key + `: metered
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := `"rules":[{"name":"daily","limit":1,"period":"day"}]`
+	for _, tc := range []struct {
+		name, payload string
+	}{
+		{"its registry plan", `{"key":"` + key + `"}`},
+		{"a plan named", `{"key":"` + key + `","plan":"metered"}`},
+		{"its own rules", `{"key":"` + key + `",` + own + `}`},
+		{"the operator's identity", `{"identity":"tenant:` + key + `"}`},
+		{"a batch", `{"checks":[{"key":"` + key + `"},{"key":"` + key + `"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, client := startMiniredis(t)
+			f := newFixture(t, client, cfg, guard.Options{})
+			rec := &eventsRecorder{}
+			f.h.Events = rec
+			f.invokeOK(t, []byte(tc.payload))
+			f.invokeOK(t, []byte(tc.payload)) // over the limit of 1: its first denial
+			if len(rec.events) != 3 {
+				t.Fatalf("events %+v, want 3: 80%% and 100%% of daily, and its first denial", rec.events)
+			}
+			for _, e := range rec.events {
+				sent, err := json.Marshal(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e.Detail.Identity != bucketgate.TenantPrefix+bucketgate.KeyDigest(key) || strings.Contains(string(sent), key) {
+					t.Fatalf("event %s: want identity tenant:%s, and the key nowhere", sent, bucketgate.KeyDigest(key))
 				}
 			}
 		})

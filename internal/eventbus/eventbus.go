@@ -1,7 +1,7 @@
 // Package eventbus sends bucketgate's events to Amazon EventBridge: a quota's threshold
 // reached, an identity's first denial by a rule in a window. A decision is made first
 // and never changes for an event: the events of an invocation go in one PutEvents call
-// (more, ten entries each, when there are more than ten), bounded by a deadline
+// (more, ten entries each and ten at once, when there are more than ten), bounded by a deadline
 // (EVENTS_TIMEOUT_MS); what is not sent by then, or is refused, is counted
 // (telemetry.MetricEventsFailed by reason) and logged, at most once per period.
 //
@@ -42,6 +42,14 @@ const (
 
 // MaxEntries is the most entries one PutEvents call takes (EventBridge's limit).
 const MaxEntries = 10
+
+// MaxCalls is the most PutEvents calls of one Send that run at once; the others wait
+// for one of them to end. A batch of the check function's can cross 1,600 thresholds
+// (100 checks of 8 rules, each at 80 and 100 percent): 160 calls, which at once would
+// open as many connections to EventBridge, in one instance, of which the SDK keeps ten
+// open for the next invocation (its idle connections per host), and spend as many of the
+// account's PutEvents requests per second in an instant.
+const MaxCalls = 10
 
 // Event is one event of a decision.
 type Event struct {
@@ -179,7 +187,7 @@ func NewSender(client putter, opts Options) *Sender {
 	return &Sender{client: client, opts: opts}
 }
 
-// Send puts events on the bus, MaxEntries to a call, the calls at once, and returns
+// Send puts events on the bus, MaxEntries to a call, MaxCalls calls at once, and returns
 // when all have answered or Timeout has passed (or ctx's deadline less Margin), whichever
 // is first; ctx canceled does not stop it (a caller that stopped waiting once its
 // decision was made, such as a client of the middleware that hung up: the script
@@ -202,9 +210,14 @@ func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []E
 	calls := (len(events) + MaxEntries - 1) / MaxEntries
 	results := make([][]failure, calls)
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, MaxCalls)
 	for i := range calls {
 		batch := events[i*MaxEntries : min(len(events), (i+1)*MaxEntries)]
-		wg.Go(func() { results[i] = s.put(ctx, batch, bound) })
+		slots <- struct{}{} // a running call ends by the deadline: so does this wait
+		wg.Go(func() {
+			defer func() { <-slots }()
+			results[i] = s.put(ctx, batch, bound)
+		})
 	}
 	wg.Wait()
 	for _, f := range slices.Concat(results...) {
@@ -223,8 +236,9 @@ type failure struct {
 // put sends events in one PutEvents call, and the entries EventBridge refused for a
 // reason worth another try (retryableEntryErrors) again at once, retry.DefaultMaxAttempts
 // calls in all, and returns what it did not send: the entries refused for good along
-// the way, then what the last call left; bound says what ctx's deadline is, for a
-// timeout's error.
+// the way, then what the last call left (as a timeout when ctx's deadline passed
+// before it could be tried again); bound says what ctx's deadline is, for a timeout's
+// error.
 func (s *Sender) put(ctx context.Context, events []Event, bound string) []failure {
 	entries := make([]types.PutEventsRequestEntry, len(events))
 	for i, e := range events {
@@ -244,7 +258,14 @@ func (s *Sender) put(ctx context.Context, events []Event, bound string) []failur
 		}
 	}
 	var lost []failure
+	var refused error // why the entries left were refused by the last call, if they were
 	for call := 1; ; call++ {
+		if err := ctx.Err(); err != nil { // passed while the call waited for its turn (MaxCalls), or before a retry
+			if refused != nil {
+				err = fmt.Errorf("%w, before trying again what was %w", err, refused)
+			}
+			return append(lost, failure{n: len(entries), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent %s: %w", bound, err)})
+		}
 		out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, retryAtOnce)
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -255,19 +276,27 @@ func (s *Sender) put(ctx context.Context, events []Event, bound string) []failur
 			return lost
 		}
 		again, ok := refusedRetryable(entries, out)
-		if !ok || len(again) == 0 || call == retry.DefaultMaxAttempts || ctx.Err() != nil {
-			return append(lost, failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries, false)})
+		if !ok || len(again) == 0 || call == retry.DefaultMaxAttempts {
+			return append(lost, failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries, anyCode)})
 		}
-		if forGood := int(out.FailedEntryCount) - len(again); forGood > 0 {
-			lost = append(lost, failure{n: forGood, reason: telemetry.EventsRejected, err: rejection(out.Entries, true)})
+		if n := int(out.FailedEntryCount) - len(again); n > 0 {
+			lost = append(lost, failure{n: n, reason: telemetry.EventsRejected, err: rejection(out.Entries, forGood)})
 		}
-		entries = again
+		entries, refused = again, rejection(out.Entries, retryable)
 	}
 }
 
 // retryableEntryErrors are the error codes of an entry that EventBridge may take when
 // put again (its PutEventsResultEntry's retryable errors).
 var retryableEntryErrors = []string{"ThrottlingException", "InternalFailure"}
+
+// retryable reports whether an entry refused with code is worth another try (one of
+// retryableEntryErrors); forGood, that it is not; anyCode takes every code.
+func retryable(code string) bool { return slices.Contains(retryableEntryErrors, code) }
+
+func forGood(code string) bool { return !retryable(code) }
+
+func anyCode(string) bool { return true }
 
 // refusedRetryable returns the entries out refused for a reason worth another try
 // (retryableEntryErrors); false when out's entries do not answer entries one for one,
@@ -281,7 +310,7 @@ func refusedRetryable(entries []types.PutEventsRequestEntry, out *eventbridge.Pu
 	for i, r := range out.Entries {
 		if r.ErrorCode != nil {
 			refused++
-			if slices.Contains(retryableEntryErrors, *r.ErrorCode) {
+			if retryable(*r.ErrorCode) {
 				again = append(again, entries[i])
 			}
 		}
@@ -300,11 +329,11 @@ func retryAtOnce(o *eventbridge.Options) {
 	})
 }
 
-// rejection describes the first entry EventBridge refused; with forGood, the first
-// refused for a reason not worth another try (none of retryableEntryErrors).
-func rejection(entries []types.PutEventsResultEntry, forGood bool) error {
+// rejection describes the first entry EventBridge refused with a code that which takes
+// (anyCode, retryable or forGood).
+func rejection(entries []types.PutEventsResultEntry, which func(code string) bool) error {
 	for _, e := range entries {
-		if e.ErrorCode != nil && !(forGood && slices.Contains(retryableEntryErrors, *e.ErrorCode)) {
+		if e.ErrorCode != nil && which(*e.ErrorCode) {
 			return fmt.Errorf("refused: %s: %s", aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
@@ -401,6 +402,136 @@ func TestSendRetriesWithinTheDeadline(t *testing.T) {
 			m := metrics(t, &inv)
 			if int(calls.Load()) != tc.calls || tc.want == "" && m != "" || !strings.Contains(m, tc.want) || !strings.Contains(logs.String(), tc.log) {
 				t.Fatalf("%d calls, metrics %q, log %q: want %d calls, %q, a line naming %q", calls.Load(), m, &logs, tc.calls, tc.want, tc.log)
+			}
+		})
+	}
+}
+
+// A batch of the check function's that crossed 1,600 thresholds (100 checks of 8 rules,
+// each crossing 80 and 100 percent) makes 160 PutEvents calls: at most MaxCalls of them
+// run at once, and every event is put, or counted as failed when the deadline cuts the
+// calls still waiting short.
+func TestSendBoundsItsCalls(t *testing.T) {
+	const n = 1_600
+	events := make([]eventbus.Event, n)
+	for i := range events {
+		events[i] = thresholdEvent(fmt.Sprintf("key:%032x", i))
+	}
+	for _, tc := range []struct {
+		name     string
+		answers  bool // the endpoint answers, or holds every call until the client gives up
+		timeout  time.Duration
+		put      int // entries the endpoint took, at least
+		timedOut int // events counted as not sent in time
+	}{
+		{"an endpoint that answers", true, 30 * time.Second, n, 0},
+		{"an endpoint that never answers", false, 100 * time.Millisecond, 0, n},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var running, most, took atomic.Int64
+			release := make(chan struct{})
+			endpoint := func(w http.ResponseWriter, r *http.Request) {
+				now := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+				}
+				var in struct{ Entries []json.RawMessage }
+				if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+					t.Errorf("request: %v", err)
+				}
+				if !tc.answers {
+					select { // answers only when the test is over, or when the client gives up
+					case <-release:
+					case <-r.Context().Done():
+					}
+					return
+				}
+				time.Sleep(5 * time.Millisecond) // long enough for calls made at once to overlap
+				took.Add(int64(len(in.Entries)))
+				w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+				fmt.Fprintf(w, `{"FailedEntryCount":0,"Entries":[%s]}`, strings.TrimSuffix(strings.Repeat(`{"EventId":"1"},`, len(in.Entries)), ","))
+			}
+			var logs bytes.Buffer
+			now := time.Unix(1_800_000_000, 0)
+			s := local(t, endpoint, tc.timeout, &logs, &now)
+			t.Cleanup(func() { close(release) }) // before the endpoint closes, which waits for its handlers
+			var inv telemetry.Invocation
+			s.Send(t.Context(), &inv, events)
+			if m := most.Load(); m > eventbus.MaxCalls {
+				t.Errorf("%d calls ran at once, want at most %d", m, eventbus.MaxCalls)
+			}
+			m := metrics(t, &inv)
+			want := fmt.Sprintf(`"EventsFailed":%d,"Function":"authorizer","Reason":"timeout"`, tc.timedOut)
+			if tc.timedOut == 0 && m != "" || tc.timedOut > 0 && !strings.Contains(m, want) {
+				t.Errorf("metrics %q: want %d EventsFailed by timeout, and no other", m, tc.timedOut)
+			}
+			if int(took.Load()) != tc.put {
+				t.Errorf("the endpoint took %d entries, want %d", took.Load(), tc.put)
+			}
+		})
+	}
+}
+
+// lateBus is an EventBridge that refuses entries with its first answer, given only once
+// the caller's deadline has passed (an answer read in the instant before it), and
+// takes every entry after.
+type lateBus struct {
+	first string // the first answer's entries, JSON
+	calls atomic.Int32
+}
+
+func (b *lateBus) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	if b.calls.Add(1) > 1 {
+		return &eventbridge.PutEventsOutput{Entries: make([]types.PutEventsResultEntry, len(in.Entries))}, nil
+	}
+	<-ctx.Done()
+	var out eventbridge.PutEventsOutput
+	if err := json.Unmarshal([]byte(b.first), &out.Entries); err != nil {
+		return nil, err
+	}
+	for _, e := range out.Entries {
+		if e.ErrorCode != nil {
+			out.FailedEntryCount++
+		}
+	}
+	return &out, nil
+}
+
+// An entry refused for a reason worth another try, when the deadline passes before it
+// can be tried again, is counted as not sent in time (timeout), as the call it would
+// have been: not as refused (rejected), which would point at EventBridge's answer; one
+// refused for good beside it is still rejected.
+func TestSendDeadlineBetweenRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		first   string
+		want    []string
+		retried string // the refusal of the entry left to try again, which a timeout's line names
+	}{
+		{"an entry throttled", `[{"EventId":"1"},{"ErrorCode":"ThrottlingException","ErrorMessage":"Rate exceeded"}]`,
+			[]string{`"EventsFailed":1,"Function":"authorizer","Reason":"timeout"`}, "ThrottlingException: Rate exceeded"},
+		{"an entry throttled beside one refused for good", `[{"ErrorCode":"InternalFailure","ErrorMessage":"try again"},{"ErrorCode":"AccessDeniedException","ErrorMessage":"not authorized"}]`,
+			[]string{`"EventsFailed":1,"Function":"authorizer","Reason":"timeout"`, `"EventsFailed":1,"Function":"authorizer","Reason":"rejected"`}, "InternalFailure: try again"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bus := &lateBus{first: tc.first}
+			var logs bytes.Buffer
+			now := time.Unix(1_800_000_000, 0)
+			s := eventbus.NewSender(bus, eventbus.Options{Bus: "bucketgate", Timeout: 50 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+				Now: func() time.Time { now = now.Add(time.Hour); return now }}) // every failure its line
+			var inv telemetry.Invocation
+			s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+			m := metrics(t, &inv)
+			for _, w := range tc.want {
+				if !strings.Contains(m, w) {
+					t.Errorf("metrics %s: want %s", m, w)
+				}
+			}
+			if strings.Count(m, `"EventsFailed":`) != len(tc.want) || bus.calls.Load() != 1 {
+				t.Errorf("metrics %s after %d calls: want only %q after 1", m, bus.calls.Load(), tc.want)
+			}
+			if !strings.Contains(logs.String(), "not sent within 50ms: context deadline exceeded, before trying again what was refused: "+tc.retried) {
+				t.Errorf("log %s: want the deadline, and why the entry was to be tried again (%s)", &logs, tc.retried)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -88,6 +89,10 @@ type Case struct {
 	// Limited: the key's plan is spent (its requests limited, mostly by the deny cache
 	// as a request after the last token usually is); else every request is allowed.
 	Limited bool
+	// Unavailable: Redis goes down after the warm-up, so that every request fails
+	// closed (a 503), answered at once by the circuit breaker but for its probes, each
+	// with its warn decision line; Limited is then ignored.
+	Unavailable bool
 	// Rate is the invocations per second of the instance: 1, 10, 100 or 1000, so that
 	// they are evenly spaced to the nanosecond.
 	Rate int
@@ -97,7 +102,10 @@ type Case struct {
 
 func (c Case) String() string {
 	outcome := "allowed"
-	if c.Limited {
+	switch {
+	case c.Unavailable:
+		outcome = "unavailable"
+	case c.Limited:
 		outcome = "limited"
 	}
 	return fmt.Sprintf("%s at %d/s, %v", outcome, c.Rate, c.Levels)
@@ -200,12 +208,17 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	instance.Now = func() time.Time { return now }
 	step := time.Second / time.Duration(c.Rate)
 	key := allowedKey
-	if c.Limited {
+	if c.Limited && !c.Unavailable {
 		key = limitedKey
 	}
 	event := samples.WithAPIKey(t, samples.Read(t, "authorizer-rest.json"), key)
+	down := false // Redis closed (Unavailable): a 503 is every invocation's answer
 	invoke := func() bool {
 		out, err := instance.Invoke(context.Background(), event)
+		if _, failed := errors.AsType[*authorizer.UnavailableError](err); failed && down {
+			now = now.Add(step)
+			return false
+		}
 		if err != nil {
 			t.Fatalf("logbytes: %v: %v", c, err)
 		}
@@ -218,8 +231,12 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	}
 	// Warm up: the registry read, the bucket spent when limited, two seconds at least;
 	// then on until an invocation writes the metrics, which begins an interval.
-	for i, denied := 0, false; i < 2*c.Rate || (c.Limited && !denied); i++ {
+	for i, denied := 0, false; i < 2*c.Rate || (c.Limited && !c.Unavailable && !denied); i++ {
 		denied = !invoke() || denied
+	}
+	if c.Unavailable { // the registry entry cached: from now on only Redis fails
+		m.Close()
+		down = true
 	}
 	for i := 0; ; i++ {
 		stdout.Reset()

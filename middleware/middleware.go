@@ -272,8 +272,9 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // headers of next's answer are the limiter's: any RateLimit, RateLimit-Policy or
 // X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
 // answer's header is written. They are named as the ratelimitheaders constants spell
-// them, as API Gateway does, not in http.Header's canonical form: in the process (next,
-// an outer handler, an httptest.ResponseRecorder), read them as
+// them, as API Gateway does, not in http.Header's canonical form, and so are the
+// request's X-RateLimit-Reservation and X-RateLimit-Lease: in the process (next, an
+// outer handler, an httptest.ResponseRecorder), read them as
 // h[ratelimitheaders.HeaderRemaining], which h.Get does not find. The lease a request
 // holds (a concurrency rule's) is released when next returns, or as a panic of next
 // passes (which goes on up), unless next released it before (Release), or Release

@@ -42,13 +42,14 @@ func TestSettleThroughTheMiddleware(t *testing.T) {
 	defer l.Close()
 	var (
 		seen    string
-		copies  int // the names of the header the next handler sees, '_' for '-'
+		spelled []string // the header as its constant spells it, as the other rate-limit headers are
+		copies  int      // the names of the header the next handler sees, '_' for '-'
 		settled bucketgate.Decision
 		again   bucketgate.Decision
 		errs    []error
 	)
 	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen, copies = ratelimitheaders.Reservation(r), 0
+		seen, spelled, copies = ratelimitheaders.Reservation(r), r.Header[ratelimitheaders.HeaderReservation], 0
 		for name := range r.Header {
 			if strings.EqualFold(strings.ReplaceAll(name, "_", "-"), ratelimitheaders.HeaderReservation) {
 				copies++
@@ -71,8 +72,8 @@ func TestSettleThroughTheMiddleware(t *testing.T) {
 	}
 
 	w := serve("POST", "/v1/chat")
-	if w.Code != 200 || remaining(w) != "600" || !strings.HasPrefix(seen, "r3.") || seen == "r2.forged-by-the-client" || copies != 1 {
-		t.Fatalf("POST /v1/chat: %d %v, reservation %q in %d headers: want 200 with 600 left and the Limiter's reservation", w.Code, w.Header(), seen, copies)
+	if w.Code != 200 || remaining(w) != "600" || !strings.HasPrefix(seen, "r3.") || seen == "r2.forged-by-the-client" || copies != 1 || !slices.Equal(spelled, []string{seen}) {
+		t.Fatalf("POST /v1/chat: %d %v, reservation %q in %d headers, %q as the constant spells it: want 200 with 600 left and the Limiter's reservation", w.Code, w.Header(), seen, copies, spelled)
 	}
 	if errs[0] != nil || errs[1] != nil || settled.Settled != 100 || settled.Remaining != 900 || !again.Replayed || again.Settled != 100 {
 		t.Fatalf("Settle: %+v then %+v, %v: want 300 back (900 left), then the first outcome", settled, again, errs)

@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
@@ -193,9 +194,12 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // configuration reload since) is a *FunctionError of type checkapi.ErrorTypeConflict;
 // other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have settled nothing: send it
-// again. An empty reservation, all a degraded reserve holds, is an
-// *InvalidRequestError, not sent.
+// again. An empty reservation, all a degraded reserve holds, and an actual below 0 or
+// above bucketgate.MaxSettle are an *InvalidRequestError, not sent.
 func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
+	if actual < 0 || actual > bucketgate.MaxSettle { // named as the caller passed it, not as the field sent
+		return checkapi.Response{}, c.refuse(fmt.Sprintf("actual %d: want the tokens the work used, 0 to %d", actual, int64(bucketgate.MaxSettle)))
+	}
 	req = held(req)
 	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
 	return c.operate(ctx, checkapi.OpSettle, req)

@@ -320,6 +320,8 @@ func TestRefusedBeforeSending(t *testing.T) {
 		}, "checks[1].lease: missing"},
 		{"settle of no reservation (a degraded answer holds none)", func() error { _, err := c.Settle(ctx, valid, "", 5); return err }, "reservation: missing"},
 		{"cancel of no reservation", func() error { _, err := c.CancelReservation(ctx, ""); return err }, "reservation: missing"},
+		{"settle below 0", func() error { _, err := c.Settle(ctx, valid, "r2.n.m", -1); return err }, "actual -1: want the tokens the work used, 0 to 1000000000"},
+		{"settle by the id above MaxSettle", func() error { _, err := c.SettleReservation(ctx, "r2.n.m", bucketgate.MaxSettle+1); return err }, "actual 1000000001: want"},
 		{"rule name not text", func() error {
 			_, err := c.Check(ctx, checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "b\xff", Capacity: 1, RefillPerSecond: 1}}})
 			return err

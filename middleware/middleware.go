@@ -369,7 +369,8 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
 // for an id the limiter did not make, or whose key or route changed since (it stays
 // charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
-// bucketgate.MaxSettle (as ErrConflict does: neither comes right by trying again);
+// bucketgate.MaxSettle, whether or not r carries a reservation (as ErrConflict does:
+// neither comes right by trying again);
 // is ErrClosed after Close (nor does it), or wraps it; or wraps an unavailable limiter's
 // error: try again. It is
 // the one call a service makes once it knows what the work cost, as a backend behind
@@ -378,6 +379,9 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // canceled) is settled all the same, within REDIS_TIMEOUT_MS, never left charged at its
 // estimate; Cancel and Release likewise.
 func (l *Limiter) Settle(ctx context.Context, r *http.Request, actual int64) (bucketgate.Decision, error) {
+	if actual < 0 || actual > bucketgate.MaxSettle { // named as the caller passed it, whatever r holds
+		return bucketgate.Decision{}, fmt.Errorf("middleware: %w: actual %d: want the tokens the work used, 0 to %d", bucketgate.ErrInvalid, actual, int64(bucketgate.MaxSettle))
+	}
 	return l.settle(ctx, r, bucketgate.OpSettle, actual)
 }
 

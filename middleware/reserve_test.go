@@ -416,3 +416,38 @@ func TestRequestWithNilHeader(t *testing.T) {
 		})
 	}
 }
+
+// Settle refuses an actual cost it cannot take with an error naming actual, the
+// argument the caller passed (not the engine's "cost"), that wraps bucketgate.ErrInvalid:
+// on a request holding the Limiter's reservation, and on one holding none.
+func TestSettleNamesActual(t *testing.T) {
+	m, _ := redistest.Mini(t)
+	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": m.Addr(), "RATE_LIMIT_CONFIG": llm, "REDIS_TIMEOUT_MS": "2000"}),
+		Metrics: io.Discard, LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tests := []struct {
+		name   string
+		actual int64
+		path   string // POST /v1/chat reserves; others do not
+		want   string
+	}{
+		{"below 0", -1, "/v1/chat", "actual -1"},
+		{"below 0, no reservation", -5, "/v1/other", "actual -5"},
+		{"above MaxSettle", bucketgate.MaxSettle + 1, "/v1/chat", fmt.Sprintf("actual %d", int64(bucketgate.MaxSettle)+1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, err = l.Settle(r.Context(), r, tt.actual)
+			})
+			l.Handler(backend).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", tt.path, nil))
+			if !errors.Is(err, bucketgate.ErrInvalid) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "cost") {
+				t.Fatalf("Settle(%d): %v, want an ErrInvalid naming %q, not cost", tt.actual, err, tt.want)
+			}
+		})
+	}
+}

@@ -13,13 +13,14 @@
 //	srv := &http.Server{Addr: ":8080", Handler: limiter.Handler(mux)} // mux: your service's http.Handler
 //	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 //	defer stop()
-//	go func() {
-//		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-//			log.Print(err) // a port in use: stop rather than serve nothing
-//			stop()
-//		}
-//	}()
-//	<-ctx.Done()
+//	served := make(chan error, 1)
+//	go func() { served <- srv.ListenAndServe() }()
+//	select {
+//	case err := <-served: // a port in use: nothing was served
+//		limiter.Close()
+//		log.Fatal(err) // exit status 1, for a service manager to restart it
+//	case <-ctx.Done():
+//	}
 //	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second) // within the stop timeout
 //	defer cancel()
 //	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish (a stream is cut at 10 s),

@@ -2,6 +2,7 @@ package bucketgate_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -63,5 +64,36 @@ func TestAccountName(t *testing.T) {
 	id := bucketgate.Identity{Kind: bucketgate.KindAccount, Value: "acme"}
 	if id.String() != "acct:acme" || bucketgate.AccountPrefix != "acct:" || bucketgate.LogForm(id.String()) != "acct:acme" {
 		t.Errorf("account identity %q, prefix %q, logged %q", id, bucketgate.AccountPrefix, bucketgate.LogForm(id.String()))
+	}
+}
+
+// Every error of reading or writing an Op or a Period by name is an ErrInvalid, as
+// errors.Is tells, directly and through encoding/json, with its message as it was.
+func TestNameErrorsAreInvalid(t *testing.T) {
+	var op bucketgate.Op
+	var p bucketgate.Period
+	var doc struct {
+		Op     bucketgate.Op     `json:"op"`
+		Period bucketgate.Period `json:"period"`
+	}
+	tests := []struct {
+		name string
+		err  func() error
+		want string
+	}{
+		{"Op.UnmarshalText", func() error { return op.UnmarshalText([]byte("take")) }, `unknown operation "take": want check,`},
+		{"Op.MarshalText", func() error { _, err := (bucketgate.OpRelease + 1).MarshalText(); return err }, "invalid: operation Op(8)"},
+		{"Op in JSON", func() error { return json.Unmarshal([]byte(`{"op":"take"}`), &doc) }, `unknown operation "take"`},
+		{"Period.UnmarshalText", func() error { return p.UnmarshalText([]byte("year")) }, `unknown period "year": want day, week or month`},
+		{"Period.MarshalText", func() error { _, err := bucketgate.PeriodNone.MarshalText(); return err }, "invalid: period"},
+		{"Period in JSON", func() error { return json.Unmarshal([]byte(`{"period":"year"}`), &doc) }, `unknown period "year"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.err()
+			if !errors.Is(err, bucketgate.ErrInvalid) || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("error %v: want an ErrInvalid starting %q", err, tt.want)
+			}
+		})
 	}
 }

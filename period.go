@@ -56,11 +56,12 @@ func (p Period) MarshalText() ([]byte, error) {
 	return []byte(periodNames[p]), nil
 }
 
-// UnmarshalText reads a period's name; another is an error naming those there are.
+// UnmarshalText reads a period's name; another is an error naming those there are, an
+// ErrInvalid as MarshalText's is.
 func (p *Period) UnmarshalText(name []byte) error {
 	v, ok := ParsePeriod(string(name))
 	if !ok {
-		return fmt.Errorf("unknown period %q: want day, week or month", name)
+		return unknownName(fmt.Sprintf("unknown period %.64q: want day, week or month", name)) // its start, as an Op's
 	}
 	*p = v
 	return nil

@@ -71,6 +71,13 @@ type conflict struct{}
 func (conflict) Error() string        { return "conflict" }
 func (conflict) Is(target error) bool { return target == ErrInvalid }
 
+// unknownName is the error of reading a name that is none of an Op's or a Period's:
+// an ErrInvalid, whose message is its own, with no "invalid: " before it.
+type unknownName string
+
+func (e unknownName) Error() string      { return string(e) }
+func (unknownName) Is(target error) bool { return target == ErrInvalid }
+
 // Reservations and idempotent requests.
 const (
 	// DefaultTTL is how long a reservation or a lease holds when its Request gives no
@@ -119,11 +126,11 @@ func (o Op) MarshalText() ([]byte, error) {
 }
 
 // UnmarshalText reads an operation's name; an unknown one is an error naming those
-// there are.
+// there are, an ErrInvalid as MarshalText's is.
 func (o *Op) UnmarshalText(name []byte) error {
 	op, ok := ParseOp(string(name))
 	if !ok {
-		return fmt.Errorf("unknown operation %.64q: want %s", name, opList) // its start: name may be megabytes
+		return unknownName(fmt.Sprintf("unknown operation %.64q: want %s", name, opList)) // its start: name may be megabytes
 	}
 	*o = op
 	return nil

@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/ratelimitheaders"
 )
@@ -193,9 +194,12 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // configuration reload since) is a *FunctionError of type checkapi.ErrorTypeConflict;
 // other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have settled nothing: send it
-// again. An empty reservation, all a degraded reserve holds, is an
-// *InvalidRequestError, not sent.
+// again. An empty reservation, all a degraded reserve holds, and an actual below 0 or
+// above bucketgate.MaxSettle are an *InvalidRequestError, not sent.
 func (c *Client) Settle(ctx context.Context, req checkapi.Request, reservation string, actual int64) (checkapi.Response, error) {
+	if actual < 0 || actual > bucketgate.MaxSettle { // named as the caller passed it, not as the field sent
+		return checkapi.Response{}, c.refuse(fmt.Sprintf("actual %d: want the tokens the work used, 0 to %d", actual, int64(bucketgate.MaxSettle)))
+	}
 	req = held(req)
 	req.Reservation, req.Cost = reservation, checkapi.Cost(actual)
 	return c.operate(ctx, checkapi.OpSettle, req)
@@ -225,8 +229,8 @@ func (c *Client) SettleReservation(ctx context.Context, reservation string, actu
 
 // CancelReservation settles reservation, an id the authorizer issued, at 0, with the id
 // alone, as SettleReservation does, bounded by ctx as it is: for work that did not
-// happen because its client hung up (r.Context() canceled), SettleRequest(ctx, r, 0)
-// cancels all the same.
+// happen because its client hung up (r.Context() canceled), CancelRequest cancels all
+// the same.
 func (c *Client) CancelReservation(ctx context.Context, reservation string) (checkapi.Response, error) {
 	return c.Cancel(ctx, checkapi.Request{}, reservation)
 }
@@ -251,9 +255,26 @@ func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int6
 	return c.SettleReservation(ctx, id, actual)
 }
 
-// RequestCallTimeout bounds SettleRequest and ReleaseRequest, which take their
-// context's values but neither its cancellation nor its deadline: twice the template's
-// 5 s function timeout, room for a cold start and a retry after a timed-out attempt.
+// CancelRequest cancels the reservation that r carries (ratelimitheaders.Reservation),
+// every token of its estimate back, with CancelReservation: the one call a backend makes
+// when the work it reserved for will not happen (its client hung up, or it failed before
+// it began). Its error is ratelimitheaders.ErrNoReservation when r carries none; else as
+// CancelReservation's. Its client hanging up or its deadline passing does not stop it:
+// it has RequestCallTimeout of its own, as SettleRequest says.
+func (c *Client) CancelRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
+	id := ratelimitheaders.Reservation(r)
+	if id == "" {
+		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
+	}
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	return c.CancelReservation(ctx, id)
+}
+
+// RequestCallTimeout bounds SettleRequest, CancelRequest and ReleaseRequest, which
+// take their context's values but neither its cancellation nor its deadline: twice the
+// template's 5 s function timeout, room for a cold start and a retry after a timed-out
+// attempt.
 const RequestCallTimeout = 10 * time.Second
 
 // detached returns ctx with its values, without its cancellation and deadline, ending

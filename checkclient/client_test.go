@@ -320,6 +320,8 @@ func TestRefusedBeforeSending(t *testing.T) {
 		}, "checks[1].lease: missing"},
 		{"settle of no reservation (a degraded answer holds none)", func() error { _, err := c.Settle(ctx, valid, "", 5); return err }, "reservation: missing"},
 		{"cancel of no reservation", func() error { _, err := c.CancelReservation(ctx, ""); return err }, "reservation: missing"},
+		{"settle below 0", func() error { _, err := c.Settle(ctx, valid, "r2.n.m", -1); return err }, "actual -1: want the tokens the work used, 0 to 1000000000"},
+		{"settle by the id above MaxSettle", func() error { _, err := c.SettleReservation(ctx, "r2.n.m", bucketgate.MaxSettle+1); return err }, "actual 1000000001: want"},
 		{"rule name not text", func() error {
 			_, err := c.Check(ctx, checkapi.Request{Key: "k", Rules: []checkapi.Rule{{Name: "b\xff", Capacity: 1, RefillPerSecond: 1}}})
 			return err
@@ -412,8 +414,8 @@ func TestNoInvoker(t *testing.T) {
 }
 
 // TestOperationsEncoding: Refund, Reset, Reserve, Settle, Cancel and Release send the
-// operation and what it needs; SettleReservation, CancelReservation and SettleRequest the
-// reservation alone, ReleaseLease and ReleaseRequest the lease alone.
+// operation and what it needs; SettleReservation, CancelReservation, SettleRequest and
+// CancelRequest the reservation alone, ReleaseLease and ReleaseRequest the lease alone.
 func TestOperationsEncoding(t *testing.T) {
 	var got []string
 	c := serve(t, func(p []byte) ([]byte, error) {
@@ -453,6 +455,12 @@ func TestOperationsEncoding(t *testing.T) {
 	if _, err := c.SettleRequest(ctx, httptest.NewRequest("GET", "/", nil), 5); !errors.Is(err, ratelimitheaders.ErrNoReservation) {
 		t.Fatalf("SettleRequest without the header: %v, want ErrNoReservation", err)
 	}
+	if _, err := c.CancelRequest(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CancelRequest(ctx, httptest.NewRequest("GET", "/", nil)); !errors.Is(err, ratelimitheaders.ErrNoReservation) {
+		t.Fatalf("CancelRequest without the header: %v, want ErrNoReservation", err)
+	}
 	if _, err := c.ReleaseLease(ctx, "r2.l.m"); err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +477,7 @@ func TestOperationsEncoding(t *testing.T) {
 		`{"key":"k","op":"cancel","plan":"free","reservation":"r1.n.m"}`,
 		`{"key":"k","op":"release","plan":"free","lease":"r2.n.m"}`,
 		`{"op":"settle","cost":30,"reservation":"r2.n.m"}`, `{"op":"cancel","reservation":"r2.n.m"}`, `{"op":"settle","cost":0,"reservation":"r2.h.m"}`,
-		`{"op":"release","lease":"r2.l.m"}`, `{"op":"release","lease":"r2.h.l"}`}
+		`{"op":"cancel","reservation":"r2.h.m"}`, `{"op":"release","lease":"r2.l.m"}`, `{"op":"release","lease":"r2.h.l"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sent %q, want %q", got, want)
 	}
@@ -512,8 +520,9 @@ func TestReleaseAnswerWithoutReleased(t *testing.T) {
 // when the client hung up mid-stream (or API Gateway's integration timed out), that
 // context is canceled; when an http.TimeoutHandler (or a framework's timeout) gave up on
 // the request while its handler went on working, its deadline has passed. Either way the
-// work is done, and the call is sent all the same, the actual cost settled and the lease
-// returned, not left at the estimate and the ttl: with the context's values, within
+// work is done (or will not be), and the call is sent all the same, the actual cost
+// settled (or the estimate cancelled) and the lease returned, not left at the estimate
+// and the ttl: with the context's values, within
 // RequestCallTimeout of its own.
 func TestRequestCallsOutliveTheClient(t *testing.T) {
 	var got []string
@@ -540,6 +549,7 @@ func TestRequestCallsOutliveTheClient(t *testing.T) {
 		sent string
 	}{
 		{"settle", func(ctx context.Context) error { _, err := c.SettleRequest(ctx, r, 5); return err }, `{"op":"settle","cost":5,"reservation":"r2.h.m"}`},
+		{"cancel", func(ctx context.Context) error { _, err := c.CancelRequest(ctx, r); return err }, `{"op":"cancel","reservation":"r2.h.m"}`},
 		{"release", func(ctx context.Context) error { _, err := c.ReleaseRequest(ctx, r); return err }, `{"op":"release","lease":"r2.h.l"}`},
 	} {
 		for _, tc := range []struct {

@@ -129,6 +129,33 @@ func ExampleClient_SettleRequest() {
 	})
 }
 
+// An LLM backend whose client hung up before the model was called cancels the
+// reservation, every token of its estimate back: with the request it serves, whose
+// context is canceled then, which CancelRequest does not heed.
+func ExampleClient_CancelRequest() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	checks := checkclient.New(lambda.NewFromConfig(cfg), "bucketgate-check")
+
+	http.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Err() != nil { // the client is gone: no completion to pay for
+			_, err := checks.CancelRequest(r.Context(), r)
+			if err != nil && !errors.Is(err, ratelimitheaders.ErrNoReservation) {
+				log.Print(err) // uncancelled, the reservation stays charged at 4096
+			}
+			return
+		}
+		used := complete(r.Context(), 4096)
+		if _, err := checks.SettleRequest(r.Context(), r, used); err != nil && !errors.Is(err, ratelimitheaders.ErrNoReservation) {
+			log.Print(err)
+		}
+		fmt.Fprintf(w, `{"usage":{"total_tokens":%d}}`, used)
+	})
+}
+
 // A streaming backend holds one of a key's five streams while it streams, and returns
 // it when done (a lease not returned frees itself after TTLMS).
 func ExampleClient_Release() {

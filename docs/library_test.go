@@ -1,9 +1,19 @@
 package docs_test
 
 import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // The service that docs/library.md and the middleware's package doc show is
@@ -80,5 +90,51 @@ func TestLibraryBesideAStackOfThePreviousRelease(t *testing.T) {
 		if !strings.Contains(text, says) {
 			t.Errorf("docs/library.md's One set of buckets does not say %q", says)
 		}
+	}
+}
+
+// The service that middleware.Example is, run as a program whose port is taken (by this
+// test), exits with a status other than 0, as a service manager's on-failure restart
+// and a container's orchestrator need to see: it does not log the error and then shut
+// down as cleanly as after a SIGTERM. The Example's file is built as package main with
+// its Redis (a miniredis here) and its address (the taken one) put in.
+func TestExampleExitsOnAListenError(t *testing.T) {
+	m, _ := redistest.Mini(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	src := readFile(t, "middleware/example_test.go")
+	for old, new := range map[string]string{
+		"package middleware_test\n": "package main\n",
+		`"cache.internal:6379"`:     strconv.Quote(m.Addr()),
+		`Addr: ":8080"`:             "Addr: " + strconv.Quote(taken.Addr().String()),
+	} {
+		if !strings.Contains(src, old) {
+			t.Fatalf("middleware/example_test.go has no %q", old)
+		}
+		src = strings.ReplaceAll(src, old, new)
+	}
+	dir, err := os.MkdirTemp(inRoot("middleware"), "_example") // in the module, to import it; go ./... skips it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	write(t, filepath.Join(dir, "main.go"), src+"\nfunc main() { Example() }\n")
+	program := filepath.Join(t.TempDir(), "service")
+	build := exec.Command("go", "build", "-o", program, ".")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("middleware.Example does not build as a program: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang is a failure, not a wait
+	defer cancel()
+	run := exec.CommandContext(ctx, program)
+	run.Env = append(os.Environ(), "RATE_LIMIT_CONFIG=defaultPlan: free\nplans: {free: [{name: burst, capacity: 3, refill: 1, per: day}]}", "REDIS_TIMEOUT_MS=2000")
+	out, err := run.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() < 1 || !strings.Contains(string(out), "address already in use") {
+		t.Fatalf("the Example on a taken port: %v (%s), want an exit status above 0 after naming the error", err, out)
 	}
 }

@@ -23,8 +23,10 @@ import (
 // buckets as the API Gateway authorizer. The other settings (FAIL_MODE,
 // RATE_LIMIT_CONFIG, REGISTRY_TABLE, ...) come from the environment, as the functions'
 // do. At SIGTERM (ECS, App Runner) or Ctrl-C the requests in flight finish, then Close
-// writes the metrics that wait: a process that ends by log.Fatal, or by a signal it does
-// not handle, loses up to METRICS_FLUSH_MS of them.
+// writes the metrics that wait: a process that ends by log.Fatal before it, or by a
+// signal it does not handle, loses up to METRICS_FLUSH_MS of them. A server that cannot
+// listen (a port in use) closes the Limiter and exits with status 1, for a service
+// manager's on-failure restart to see.
 func Example() {
 	limiter, err := middleware.New(middleware.Options{
 		RedisAddr:      "cache.internal:6379",
@@ -39,13 +41,14 @@ func Example() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-			log.Print(err) // a port in use: stop rather than serve nothing
-			stop()
-		}
-	}()
-	<-ctx.Done()
+	served := make(chan error, 1)
+	go func() { served <- srv.ListenAndServe() }()
+	select {
+	case err := <-served: // a port in use: nothing was served
+		limiter.Close()
+		log.Fatal(err) // exit status 1, for a service manager to restart it
+	case <-ctx.Done():
+	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second) // within the stop timeout
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish (a stream is cut at 10 s),

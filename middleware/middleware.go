@@ -13,13 +13,14 @@
 //	srv := &http.Server{Addr: ":8080", Handler: limiter.Handler(mux)} // mux: your service's http.Handler
 //	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 //	defer stop()
-//	go func() {
-//		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-//			log.Print(err) // a port in use: stop rather than serve nothing
-//			stop()
-//		}
-//	}()
-//	<-ctx.Done()
+//	served := make(chan error, 1)
+//	go func() { served <- srv.ListenAndServe() }()
+//	select {
+//	case err := <-served: // a port in use: nothing was served
+//		limiter.Close()
+//		log.Fatal(err) // exit status 1, for a service manager to restart it
+//	case <-ctx.Done():
+//	}
 //	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second) // within the stop timeout
 //	defer cancel()
 //	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish (a stream is cut at 10 s),
@@ -272,8 +273,9 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // headers of next's answer are the limiter's: any RateLimit, RateLimit-Policy or
 // X-RateLimit-* header next sets (an upstream's it proxies) is replaced or removed as the
 // answer's header is written. They are named as the ratelimitheaders constants spell
-// them, as API Gateway does, not in http.Header's canonical form: in the process (next,
-// an outer handler, an httptest.ResponseRecorder), read them as
+// them, as API Gateway does, not in http.Header's canonical form, and so are the
+// request's X-RateLimit-Reservation and X-RateLimit-Lease: in the process (next, an
+// outer handler, an httptest.ResponseRecorder), read them as
 // h[ratelimitheaders.HeaderRemaining], which h.Get does not find. The lease a request
 // holds (a concurrency rule's) is released when next returns, or as a panic of next
 // passes (which goes on up), unless next released it before (Release), or Release
@@ -368,7 +370,8 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
 // for an id the limiter did not make, or whose key or route changed since (it stays
 // charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
-// bucketgate.MaxSettle (as ErrConflict does: neither comes right by trying again);
+// bucketgate.MaxSettle, whether or not r carries a reservation (as ErrConflict does:
+// neither comes right by trying again);
 // is ErrClosed after Close (nor does it), or wraps it; or wraps an unavailable limiter's
 // error: try again. It is
 // the one call a service makes once it knows what the work cost, as a backend behind
@@ -377,6 +380,9 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // canceled) is settled all the same, within REDIS_TIMEOUT_MS, never left charged at its
 // estimate; Cancel and Release likewise.
 func (l *Limiter) Settle(ctx context.Context, r *http.Request, actual int64) (bucketgate.Decision, error) {
+	if actual < 0 || actual > bucketgate.MaxSettle { // named as the caller passed it, whatever r holds
+		return bucketgate.Decision{}, fmt.Errorf("middleware: %w: actual %d: want the tokens the work used, 0 to %d", bucketgate.ErrInvalid, actual, int64(bucketgate.MaxSettle))
+	}
 	return l.settle(ctx, r, bucketgate.OpSettle, actual)
 }
 

@@ -42,13 +42,14 @@ func TestSettleThroughTheMiddleware(t *testing.T) {
 	defer l.Close()
 	var (
 		seen    string
-		copies  int // the names of the header the next handler sees, '_' for '-'
+		spelled []string // the header as its constant spells it, as the other rate-limit headers are
+		copies  int      // the names of the header the next handler sees, '_' for '-'
 		settled bucketgate.Decision
 		again   bucketgate.Decision
 		errs    []error
 	)
 	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen, copies = ratelimitheaders.Reservation(r), 0
+		seen, spelled, copies = ratelimitheaders.Reservation(r), r.Header[ratelimitheaders.HeaderReservation], 0
 		for name := range r.Header {
 			if strings.EqualFold(strings.ReplaceAll(name, "_", "-"), ratelimitheaders.HeaderReservation) {
 				copies++
@@ -71,8 +72,8 @@ func TestSettleThroughTheMiddleware(t *testing.T) {
 	}
 
 	w := serve("POST", "/v1/chat")
-	if w.Code != 200 || remaining(w) != "600" || !strings.HasPrefix(seen, "r3.") || seen == "r2.forged-by-the-client" || copies != 1 {
-		t.Fatalf("POST /v1/chat: %d %v, reservation %q in %d headers: want 200 with 600 left and the Limiter's reservation", w.Code, w.Header(), seen, copies)
+	if w.Code != 200 || remaining(w) != "600" || !strings.HasPrefix(seen, "r3.") || seen == "r2.forged-by-the-client" || copies != 1 || !slices.Equal(spelled, []string{seen}) {
+		t.Fatalf("POST /v1/chat: %d %v, reservation %q in %d headers, %q as the constant spells it: want 200 with 600 left and the Limiter's reservation", w.Code, w.Header(), seen, copies, spelled)
 	}
 	if errs[0] != nil || errs[1] != nil || settled.Settled != 100 || settled.Remaining != 900 || !again.Replayed || again.Settled != 100 {
 		t.Fatalf("Settle: %+v then %+v, %v: want 300 back (900 left), then the first outcome", settled, again, errs)
@@ -411,6 +412,41 @@ func TestRequestWithNilHeader(t *testing.T) {
 			})).ServeHTTP(w, r)
 			if w.Code != http.StatusOK || !reached || settleErr != nil || releaseErr != nil {
 				t.Fatalf("answer %d, next reached %v, settle %v, release %v; want 200, reached, no error", w.Code, reached, settleErr, releaseErr)
+			}
+		})
+	}
+}
+
+// Settle refuses an actual cost it cannot take with an error naming actual, the
+// argument the caller passed (not the engine's "cost"), that wraps bucketgate.ErrInvalid:
+// on a request holding the Limiter's reservation, and on one holding none.
+func TestSettleNamesActual(t *testing.T) {
+	m, _ := redistest.Mini(t)
+	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": m.Addr(), "RATE_LIMIT_CONFIG": llm, "REDIS_TIMEOUT_MS": "2000"}),
+		Metrics: io.Discard, LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tests := []struct {
+		name   string
+		actual int64
+		path   string // POST /v1/chat reserves; others do not
+		want   string
+	}{
+		{"below 0", -1, "/v1/chat", "actual -1"},
+		{"below 0, no reservation", -5, "/v1/other", "actual -5"},
+		{"above MaxSettle", bucketgate.MaxSettle + 1, "/v1/chat", fmt.Sprintf("actual %d", int64(bucketgate.MaxSettle)+1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, err = l.Settle(r.Context(), r, tt.actual)
+			})
+			l.Handler(backend).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", tt.path, nil))
+			if !errors.Is(err, bucketgate.ErrInvalid) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "cost") {
+				t.Fatalf("Settle(%d): %v, want an ErrInvalid naming %q, not cost", tt.actual, err, tt.want)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
-	"net/textproto"
 )
 
 // HeaderGatewaySecret is the request header that the template's REST API sends to an
@@ -14,7 +13,8 @@ import (
 const HeaderGatewaySecret = "X-Bucketgate-Secret"
 
 // FromGateway reports whether h, a request's headers, carries secret in
-// HeaderGatewaySecret exactly once: the call came through the API in front of the
+// HeaderGatewaySecret exactly once, the header's name in any letter case (as
+// Reservation reads its header): the call came through the API in front of the
 // limiter. The comparison takes the same time whatever the header holds (SHA-256 of
 // both, compared in constant time), so that a caller cannot learn the secret from it.
 // An empty secret never matches: a backend that failed to read its secret refuses.
@@ -25,10 +25,10 @@ const HeaderGatewaySecret = "X-Bucketgate-Secret"
 //		return
 //	}
 func FromGateway(h http.Header, secret string) bool {
-	values := h[textproto.CanonicalMIMEHeaderKey(HeaderGatewaySecret)]
-	if secret == "" || len(values) != 1 {
+	vs := values(h, HeaderGatewaySecret)
+	if secret == "" || len(vs) != 1 {
 		return false
 	}
-	got, want := sha256.Sum256([]byte(values[0])), sha256.Sum256([]byte(secret))
+	got, want := sha256.Sum256([]byte(vs[0])), sha256.Sum256([]byte(secret))
 	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }

@@ -28,6 +28,9 @@ func TestFromGateway(t *testing.T) {
 		{"no header", http.Header{"Accept": {"*/*"}}, secret, false},
 		{"an empty header against an empty secret", http.Header{"X-Bucketgate-Secret": {""}}, "", false},
 		{"no secret configured", http.Header{"X-Bucketgate-Secret": {secret}}, "", false},
+		{"a map set by hand, in lower case", http.Header{"x-bucketgate-secret": {secret}}, secret, true},
+		{"in another case", http.Header{"X-BucketGate-Secret": {secret}}, secret, true},
+		{"twice, in two spellings", http.Header{"X-Bucketgate-Secret": {secret}, "x-bucketgate-secret": {secret}}, secret, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,13 +42,20 @@ func Lease(r *http.Request) string { return held(r, HeaderLease) }
 // held returns the one id that r carries in header, in any letter case of its name (a
 // map set by hand may not be canonical), and no other spelling; "" as Reservation says.
 func held(r *http.Request, header string) string {
-	var values []string
-	for name, v := range r.Header {
-		if strings.EqualFold(name, header) {
-			values = append(values, v...)
+	return single(values(r.Header, header))
+}
+
+// values returns the values of every header of h called name, in any letter case (a map
+// set by hand may not be canonical, and the package sets its own as the constants spell
+// them).
+func values(h http.Header, name string) []string {
+	var vs []string
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			vs = append(vs, v...)
 		}
 	}
-	return single(values)
+	return vs
 }
 
 // ContextReservation returns the reservation id in an authorizer context as a Lambda
@@ -77,9 +84,12 @@ func contextID(authorizer map[string]any, key string) string {
 // HeaderReservation (KeyReservation) and HeaderLease (KeyLease), each when the context
 // holds one; any copy of those headers the client sent, in any spelling a backend reads
 // as theirs (see SameName), is removed first, whatever the context, so that only the
-// limiter's reaches the backend. It is what the templates'
-// integrations map, for a gateway or middleware in front of an HTTP service. h must not
-// be nil, as for SetHeader.
+// limiter's reaches the backend. The headers set are spelled as the constants are, as
+// API Gateway sends them and SetHeader sets the rate-limit headers, not in
+// http.Header's canonical form: h[HeaderReservation] finds them, h.Get does not
+// (Reservation and Lease read any letter case). It is what the templates' integrations
+// map, for a gateway or middleware in front of an HTTP service. h must not be nil, as
+// for SetHeader.
 func SetHeldHeaders(h http.Header, authorizer map[string]any) {
 	for header, key := range map[string]string{HeaderReservation: KeyReservation, HeaderLease: KeyLease} {
 		for name := range h {
@@ -88,7 +98,7 @@ func SetHeldHeaders(h http.Header, authorizer map[string]any) {
 			}
 		}
 		if id, ok := text(authorizer[key]); ok && id != "" {
-			h.Set(header, id)
+			h[header] = []string{id}
 		}
 	}
 }

@@ -75,7 +75,7 @@ func TestSetHeldHeaders(t *testing.T) {
 	h := http.Header{"X-Ratelimit-Reservation": {"forged"}, "x-ratelimit-lease": {"forged"}, "Accept": {"*/*"},
 		"X_RateLimit_Reservation": {"forged"}, "X-RateLimit_Lease": {"forged"}, "X_Ratelimit_Lease": {"forged"}}
 	ratelimitheaders.SetHeldHeaders(h, map[string]any{ratelimitheaders.KeyReservation: "r2.A.B", ratelimitheaders.KeyLease: ""})
-	want := http.Header{"X-Ratelimit-Reservation": {"r2.A.B"}, "Accept": {"*/*"}}
+	want := http.Header{ratelimitheaders.HeaderReservation: {"r2.A.B"}, "Accept": {"*/*"}}
 	if !reflect.DeepEqual(h, want) {
 		t.Fatalf("headers %v, want %v", h, want)
 	}
@@ -100,5 +100,45 @@ func TestLease(t *testing.T) {
 	}
 	if got := ratelimitheaders.Lease(httptest.NewRequest("GET", "/", nil)); got != "" {
 		t.Fatalf("Lease of a request without one = %q", got)
+	}
+}
+
+// Every header the package sets on an http.Header is spelled one way, as its constant
+// (and API Gateway's mapping) spells it: h[constant] finds each one, the reservation and
+// the lease as well as the rate-limit headers, and h.Get, which canonicalizes the name,
+// finds exactly those whose constant is already canonical (Retry-After).
+func TestOneSpellingForEveryHeader(t *testing.T) {
+	ctx := map[string]any{
+		ratelimitheaders.KeyReason: "limited", ratelimitheaders.KeyRateLimit: `"burst";r=0;t=1`,
+		ratelimitheaders.KeyRateLimitPolicy: `"burst";q=3;w=60`, ratelimitheaders.KeyLimit: 3.0,
+		ratelimitheaders.KeyRemaining: 0.0, ratelimitheaders.KeyReset: 1700000000.0, ratelimitheaders.KeyRetryAfter: 1.0,
+		ratelimitheaders.KeyReservation: "r2.A.B", ratelimitheaders.KeyLease: "r2.L.M",
+	}
+	h := http.Header{}
+	ratelimitheaders.SetHeader(h, ctx)
+	ratelimitheaders.SetHeldHeaders(h, ctx)
+	tests := []struct{ name, header string }{
+		{"RateLimit", ratelimitheaders.HeaderRateLimit},
+		{"RateLimit-Policy", ratelimitheaders.HeaderRateLimitPolicy},
+		{"X-RateLimit-Limit", ratelimitheaders.HeaderLimit},
+		{"X-RateLimit-Remaining", ratelimitheaders.HeaderRemaining},
+		{"X-RateLimit-Reset", ratelimitheaders.HeaderReset},
+		{"Retry-After", ratelimitheaders.HeaderRetryAfter},
+		{"X-RateLimit-Reservation", ratelimitheaders.HeaderReservation},
+		{"X-RateLimit-Lease", ratelimitheaders.HeaderLease},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if len(h[tt.header]) != 1 {
+				t.Fatalf("h[%q] = %q, want the one value (headers %v)", tt.header, h[tt.header], h)
+			}
+			canonical := http.CanonicalHeaderKey(tt.header) == tt.header
+			if got := h.Get(tt.header); (got != "") != canonical {
+				t.Fatalf("h.Get(%q) = %q: want it found only when the constant is canonical (%v)", tt.header, got, canonical)
+			}
+		})
+	}
+	if len(h) != len(tests) {
+		t.Fatalf("headers %v: want the %d above, once each", h, len(tests))
 	}
 }

@@ -64,7 +64,8 @@ type RuleChangeResult struct {
 }
 
 // The rule-change run's rules: buckets that bind often (a's capacity edited by one
-// plan, a made a quota by another, which a day of the run uses up), a small shadow rule, a rule of a plan that shares none with the others, two
+// plan, a made a quota by another, which a day of the run uses up), a small shadow rule
+// (enforced by one plan), a rule of a plan that shares none with the others, two
 // concurrency rules.
 var (
 	changeA      = bucketgate.Rule{Name: "a", Capacity: 60, RefillPerSecond: 2000}
@@ -72,6 +73,7 @@ var (
 	changeAQuota = bucketgate.Rule{Name: "a", Limit: 600, Period: bucketgate.PeriodDay}
 	changeB      = bucketgate.Rule{Name: "b", Capacity: 80, RefillPerSecond: 2000}
 	changeTrial  = bucketgate.Rule{Name: "trial", Capacity: 30, RefillPerSecond: 1500, Shadow: true}
+	changeTried  = bucketgate.Rule{Name: "trial", Capacity: 30, RefillPerSecond: 1500}
 	changeSolo   = bucketgate.Rule{Name: "solo", Capacity: 60, RefillPerSecond: 2000}
 	changeLeases = bucketgate.Rule{Name: "streams", Concurrency: 8}
 	changeMore   = bucketgate.Rule{Name: "more", Concurrency: 4}
@@ -85,6 +87,7 @@ var changePlans = [][]bucketgate.Rule{
 	{changeA, changeB, changeTrial},               // a shadow rule added
 	{changeA},                                     // b and the shadow rule removed
 	{changeAWider, changeTrial},                   // a's capacity edited
+	{changeB, changeTried},                        // the shadow rule enforced, a removed
 	{changeLeases, changeTrial, changeA, changeB}, // a concurrency rule added
 	{changeB, changeMore, changeLeases},           // a removed, another concurrency rule
 	{changeAQuota, changeB},                       // a made a quota: another rule

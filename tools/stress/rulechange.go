@@ -66,7 +66,7 @@ type RuleChangeResult struct {
 // The rule-change run's rules: buckets that bind often (a's capacity edited by one
 // plan, a made a quota by another, which a day of the run uses up), a small shadow rule
 // (enforced by one plan), a rule of a plan that shares none with the others, two
-// concurrency rules.
+// concurrency rules (streams lowered by one plan: the leases it holds beyond stay theirs).
 var (
 	changeA      = bucketgate.Rule{Name: "a", Capacity: 60, RefillPerSecond: 2000}
 	changeAWider = bucketgate.Rule{Name: "a", Capacity: 90, RefillPerSecond: 2000}
@@ -77,6 +77,7 @@ var (
 	changeSolo   = bucketgate.Rule{Name: "solo", Capacity: 60, RefillPerSecond: 2000}
 	changeLeases = bucketgate.Rule{Name: "streams", Concurrency: 8}
 	changeMore   = bucketgate.Rule{Name: "more", Concurrency: 4}
+	changeFewer  = bucketgate.Rule{Name: "streams", Concurrency: 4}
 )
 
 // changePlans are the plans the run's requests take their rules from, one at a time,
@@ -90,6 +91,7 @@ var changePlans = [][]bucketgate.Rule{
 	{changeB, changeTried},                        // the shadow rule enforced, a removed
 	{changeLeases, changeTrial, changeA, changeB}, // a concurrency rule added
 	{changeB, changeMore, changeLeases},           // a removed, another concurrency rule
+	{changeFewer, changeA},                        // a concurrency rule lowered, b removed
 	{changeAQuota, changeB},                       // a made a quota: another rule
 	{changeSolo},                                  // no rule shared with any other plan
 }
@@ -303,7 +305,7 @@ func (run *changeRun) release(ctx context.Context, q bucketgate.Request, d bucke
 	}
 	shared, ends := shares(q.Rules, rules), false
 	for _, rule := range rules {
-		ends = ends || rule.IsConcurrency() && slices.Contains(q.Rules, rule)
+		ends = ends || rule.IsConcurrency() && slices.ContainsFunc(q.Rules, func(x bucketgate.Rule) bool { return sameRule(x, rule) })
 	}
 	run.mu.Lock()
 	defer run.mu.Unlock()
@@ -344,8 +346,8 @@ func (run *changeRun) release(ctx context.Context, q bucketgate.Request, d bucke
 			continue
 		}
 		h := held{id: q.Identity, rule: rule.Name, from: d.At.UnixMicro(), end: exp * 1000, exp: exp}
-		if slices.Contains(rules, rule) {
-			h.end = at
+		if slices.ContainsFunc(rules, func(x bucketgate.Rule) bool { return sameRule(x, rule) }) {
+			h.end = at // released there, its concurrency edited since or not
 		}
 		run.leased = append(run.leased, h)
 	}

@@ -104,10 +104,13 @@ const (
 	ruleChangeEvery = 100 * time.Millisecond
 	ruleChangeWait  = 40 * time.Millisecond
 	ruleChangeTTL   = 2 * time.Second
-	ruleChangeIDs   = 4
 )
 
-// changeRun is a rule-change run's shared state.
+// ruleChangeIDs is how many hot identities the rule-change run works on.
+const ruleChangeIDs = 4
+
+// changeRun is a rule-change run's shared state: the limiter, the index of the plan in
+// force (changePlans), and under mu what the run counted, charged and leased.
 type changeRun struct {
 	l      *bucket.Limiter
 	plan   atomic.Int64

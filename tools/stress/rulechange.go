@@ -135,7 +135,11 @@ func (r *runner) ruleChange(ctx context.Context, srv *redistest.Server, d time.D
 		rng := rand.New(rand.NewPCG(r.opts.Seed, 1<<32))
 		for time.Now().Before(end) && ctx.Err() == nil {
 			time.Sleep(ruleChangeEvery)
-			run.plan.Store(int64(rng.IntN(len(changePlans))))
+			next := int64(rng.IntN(len(changePlans) - 1)) // another plan than the one in force
+			if next >= run.plan.Load() {
+				next++
+			}
+			run.plan.Store(next)
 			run.res.Changes++ // this goroutine's alone until wg.Wait
 		}
 	})

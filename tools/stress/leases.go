@@ -76,12 +76,16 @@ const (
 	leaseUnheld = 50 * time.Millisecond
 )
 
-// held is a lease of the release storm: its identity, when Redis acquired it (us), when
-// it ended (us: released, or expired) and its expiry (ms).
+// held is a lease as one concurrency rule's set holds it: its identity and rule, when
+// Redis acquired it (us), when it ended there (us: released, or expired) and its expiry
+// (ms).
 type held struct {
-	id             string
+	id, rule       string
 	from, end, exp int64
 }
+
+// leaseSet names one concurrency rule's set of leases: its identity and rule.
+type leaseSet struct{ id, rule string }
 
 // leases runs the leases storm against srv for d with workers goroutines.
 func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Duration, workers int) error {
@@ -184,7 +188,11 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 	res.OverAdmitted = max(led.overAdmitted(leaseRule), storm.overAdmitted(leaseTokens))
 	res.MostInFlight = mostInFlight(leased)
 	res.OverConcurrency = max(0, res.MostInFlight-int64(leaseStreams.Concurrency))
-	if err := leaks(ctx, c, leased, res); err != nil {
+	var sets []leaseSet
+	for k := range 4 {
+		sets = append(sets, leaseSet{fmt.Sprintf("conc-%d", k), leaseStreams.Name})
+	}
+	if res.Leaked, err = leaks(ctx, c, sets, leased); err != nil {
 		return err
 	}
 	r.sum.Leases = res
@@ -269,7 +277,7 @@ func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *ran
 	if err != nil || !d.Allowed {
 		return nil, err
 	}
-	h := &held{id: id, from: d.At.UnixMicro(), end: d.Expires.UnixMilli() * 1000, exp: d.Expires.UnixMilli()}
+	h := &held{id: id, rule: leaseStreams.Name, from: d.At.UnixMicro(), end: d.Expires.UnixMilli() * 1000, exp: d.Expires.UnixMilli()}
 	mu.Lock()
 	led.admitted(id, d, q.Cost)
 	res.Acquired++
@@ -303,16 +311,18 @@ func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *ran
 	return h, nil
 }
 
-// mostInFlight is the most leases of one identity held at one instant: each from its
-// acquire to its release or expiry, an end counting before a start at the same instant.
+// mostInFlight is the most leases of one set (identity and rule) held at one instant:
+// each from its acquire to its release or expiry, an end counting before a start at the
+// same instant.
 func mostInFlight(leased []held) int64 {
 	type edge struct {
 		at    int64
 		delta int64
 	}
-	by := map[string][]edge{}
+	by := map[leaseSet][]edge{}
 	for _, h := range leased {
-		by[h.id] = append(by[h.id], edge{h.from, 1}, edge{h.end, -1})
+		k := leaseSet{h.id, h.rule}
+		by[k] = append(by[k], edge{h.from, 1}, edge{h.end, -1})
 	}
 	var most int64
 	for _, es := range by {
@@ -326,65 +336,67 @@ func mostInFlight(leased []held) int64 {
 	return most
 }
 
-// leaks compares the leases in flight in Redis after the storm with those the run
+// leaks compares the leases in flight in each of sets after a storm with those the run
 // holds (none of the released ones; the unreleased ones not expired yet); then, once
 // every unreleased lease has expired, checks that no set holds a lease in flight and
 // that each set left (its expired leases not swept yet) expires within the margin of
-// the latest lease it ever held. It counts each lease and set out of place in
-// res.Leaked.
-func leaks(ctx context.Context, c rueidis.Client, leased []held, res *LeasesResult) error {
+// the latest lease it ever held. It returns the leases and sets out of place.
+func leaks(ctx context.Context, c rueidis.Client, sets []leaseSet, leased []held) (int64, error) {
 	t, err := bucket.New(c).Time(ctx)
 	if err != nil {
-		return fmt.Errorf("stress: leases: %w", err)
+		return 0, fmt.Errorf("stress: leases: %w", err)
 	}
-	want, latest, last := map[string]int64{}, map[string]int64{}, int64(0)
+	want, latest, last := map[leaseSet]int64{}, map[leaseSet]int64{}, int64(0)
 	for _, h := range leased {
+		k := leaseSet{h.id, h.rule}
 		if h.end > t.UnixMicro() {
-			want[h.id]++
+			want[k]++
 		}
-		latest[h.id] = max(latest[h.id], h.exp)
+		latest[k] = max(latest[k], h.exp)
 		last = max(last, h.end/1000)
 	}
-	inFlight := func(id string, nowMS int64) (int64, error) { // the set's mark is no lease
-		zs, err := c.Do(ctx, c.B().Zrange().Key(bucket.LeaseKey(id, leaseStreams.Name)).Min(fmt.Sprintf("(%d", nowMS)).Max("+inf").Byscore().Withscores().Build()).AsZScores()
+	inFlight := func(s leaseSet, nowMS int64) (int64, error) { // the set's mark is no lease
+		zs, err := c.Do(ctx, c.B().Zrange().Key(bucket.LeaseKey(s.id, s.rule)).Min(fmt.Sprintf("(%d", nowMS)).Max("+inf").Byscore().Withscores().Build()).AsZScores()
 		var n int64
 		for _, z := range zs {
 			if z.Member != lua.LeaseSetMark {
 				n++
 			}
 		}
-		return n, err
-	}
-	for k := range 4 {
-		id := fmt.Sprintf("conc-%d", k)
-		n, err := inFlight(id, t.UnixMilli())
 		if err != nil {
-			return fmt.Errorf("stress: leases of %s: %w", id, err)
+			return 0, fmt.Errorf("stress: leases of %s (%s): %w", s.id, s.rule, err)
 		}
-		res.Leaked += max(n-want[id], want[id]-n)
+		return n, nil
+	}
+	var leaked int64
+	for _, s := range sets {
+		n, err := inFlight(s, t.UnixMilli())
+		if err != nil {
+			return 0, err
+		}
+		leaked += max(n-want[s], want[s]-n)
 	}
 	time.Sleep(time.Until(time.UnixMilli(last).Add(100 * time.Millisecond))) // Redis's clock is this machine's
 	if t, err = bucket.New(c).Time(ctx); err != nil {
-		return fmt.Errorf("stress: leases: %w", err)
+		return 0, fmt.Errorf("stress: leases: %w", err)
 	}
-	for k := range 4 {
-		id := fmt.Sprintf("conc-%d", k)
-		n, err := inFlight(id, t.UnixMilli())
+	for _, s := range sets {
+		n, err := inFlight(s, t.UnixMilli())
 		if err != nil {
-			return fmt.Errorf("stress: leases of %s: %w", id, err)
+			return 0, err
 		}
-		at, err := c.Do(ctx, c.B().Pexpiretime().Key(bucket.LeaseKey(id, leaseStreams.Name)).Build()).AsInt64()
+		at, err := c.Do(ctx, c.B().Pexpiretime().Key(bucket.LeaseKey(s.id, s.rule)).Build()).AsInt64()
 		if err != nil {
-			return fmt.Errorf("stress: leases of %s: %w", id, err)
+			return 0, fmt.Errorf("stress: leases of %s (%s): %w", s.id, s.rule, err)
 		}
-		res.Leaked += n
-		bound := latest[id] + bucket.ExpiryMargin.Milliseconds() // then the whole minute (lua.LeaseSetMinute)
+		leaked += n
+		bound := latest[s] + bucket.ExpiryMargin.Milliseconds() // then the whole minute (lua.LeaseSetMinute)
 		bound += (lua.LeaseSetMinute - bound%lua.LeaseSetMinute) % lua.LeaseSetMinute
 		if at != -2 && (at < 0 || at > bound) {
-			res.Leaked++ // a set that would outlive its leases by more than its minute
+			leaked++ // a set that would outlive its leases by more than its minute
 		}
 	}
-	return nil
+	return leaked, nil
 }
 
 // both calls f twice at once and returns both answers, or the first error.

@@ -100,7 +100,7 @@ func soakScenarios() []Scenario {
 
 // standalone runs the load and fault runs against one standalone redis-server.
 func (r *runner) standalone(ctx context.Context) error {
-	names := []string{"standalone", "pause", "kill-restart", "script-flush", "latency-below-deadline", "latency-beyond-deadline", "leases"}
+	names := []string{"standalone", "pause", "kill-restart", "script-flush", "latency-below-deadline", "latency-beyond-deadline", "leases", "rule-change"}
 	if !r.anySelected(names) {
 		return nil
 	}
@@ -169,7 +169,12 @@ func (r *runner) standalone(ctx context.Context) error {
 		}
 	}
 	if r.selected("leases") {
-		return r.leases(ctx, srv, r.opts.Load, r.opts.Workers*r.opts.Goroutines)
+		if err := r.leases(ctx, srv, r.opts.Load, r.opts.Workers*r.opts.Goroutines); err != nil {
+			return err
+		}
+	}
+	if r.selected("rule-change") {
+		return r.ruleChange(ctx, srv, r.opts.Fault, r.opts.Workers*r.opts.Goroutines)
 	}
 	return nil
 }

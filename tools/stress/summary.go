@@ -40,6 +40,8 @@ type Summary struct {
 	Hostile *HostileResult
 	// Leases is the reserve, settle and idempotent-check storm, if it ran.
 	Leases *LeasesResult
+	// RuleChange is the storm of settles and releases across plan changes, if it ran.
+	RuleChange *RuleChangeResult
 	// Soak is the soak's memory and goroutine trends, if it ran; RedisSamples are its
 	// raw Redis readings.
 	Soak         *SoakResult
@@ -109,6 +111,9 @@ func (s *Summary) OverAdmitted() int64 {
 	if s.Leases != nil {
 		n += s.Leases.OverAdmitted
 	}
+	if s.RuleChange != nil {
+		n += s.RuleChange.OverAdmitted
+	}
 	return n
 }
 
@@ -162,6 +167,20 @@ func (s *Summary) Failures() []string {
 		}
 		if l.OverConcurrency > 0 || l.ReleasedTwice > 0 || l.LostLeases > 0 || l.Leaked > 0 {
 			add("leases: %d in flight beyond the concurrency, %d leases released twice, %d lost, %d leaked", l.OverConcurrency, l.ReleasedTwice, l.LostLeases, l.Leaked)
+		}
+	}
+	if c := s.RuleChange; c != nil {
+		if c.OverAdmitted > 0 {
+			add("rule-change: over-admitted %d tokens", c.OverAdmitted)
+		}
+		if c.WronglyRefused > 0 || c.WronglyAccepted > 0 || c.DoubleSettles > 0 {
+			add("rule-change: %d settles or releases refused though they share a rule, %d accepted though they share none (e.g. %s), %d reservations settled twice", c.WronglyRefused, c.WronglyAccepted, c.WrongExample, c.DoubleSettles)
+		}
+		if c.Errors > 0 {
+			add("rule-change: %d errors, e.g. %s", c.Errors, c.ErrorExample)
+		}
+		if c.OverConcurrency > 0 || c.ReleasedTwice > 0 || c.LostLeases > 0 || c.Leaked > 0 {
+			add("rule-change: %d in flight beyond the concurrency, %d leases released twice, %d lost, %d leaked", c.OverConcurrency, c.ReleasedTwice, c.LostLeases, c.Leaked)
 		}
 	}
 	if h := s.Hostile; h != nil {
@@ -278,6 +297,15 @@ func (s *Summary) Write(w io.Writer, failures, misses []string) {
 		p("\n| acquires | leases | releases (two at once each) | left to expire | released twice | lost | most in flight (concurrency %d) | leaked |", leaseStreams.Concurrency)
 		p("|---|---|---|---|---|---|---|---|")
 		p("| %d | %d | %d | %d | %d | %d | %d | %d |", l.Acquires, l.Acquired, l.Releases, l.Expired, l.ReleasedTwice, l.LostLeases, l.MostInFlight, l.Leaked)
+	}
+	if c := s.RuleChange; c != nil {
+		p("\n## Rule changes (standalone)\n")
+		p("| plan changes | reserves | allowed | checks | settles (two at once each) | under another plan | refused, sharing no rule | late | wrongly refused | wrongly accepted | settled twice | errors | over-admitted |")
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		p("| %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |", c.Changes, c.Reserves, c.Allowed, c.Checks, c.Settles, c.Changed, c.Refused, c.Late, c.WronglyRefused, c.WronglyAccepted, c.DoubleSettles, c.Errors, c.OverAdmitted)
+		p("\n| leases | releases (two at once each) | left to expire | released twice | lost | most in flight of a set | beyond its concurrency | leaked |")
+		p("|---|---|---|---|---|---|---|---|")
+		p("| %d | %d | %d | %d | %d | %d | %d | %d |", c.Leases, c.Releases, c.Kept, c.ReleasedTwice, c.LostLeases, c.MostInFlight, c.OverConcurrency, c.Leaked)
 	}
 	if h := s.Hostile; h != nil {
 		p("\n## Hostile identities (cluster)\n")

@@ -492,7 +492,7 @@ func TestSendRetriesWithinTheDeadline(t *testing.T) {
 // A batch of the check function's that crossed 1,600 thresholds (100 checks of 8 rules,
 // each crossing 80 and 100 percent) makes 160 PutEvents calls: at most MaxCalls of them
 // run at once, and every event is put, or counted as failed when the deadline cuts the
-// calls still waiting short.
+// calls still waiting short, and said in one line.
 func TestSendBoundsItsCalls(t *testing.T) {
 	const n = 1_600
 	events := make([]eventbus.Event, n)
@@ -549,6 +549,9 @@ func TestSendBoundsItsCalls(t *testing.T) {
 			}
 			if int(took.Load()) != tc.put {
 				t.Errorf("the endpoint took %d entries, want %d", took.Load(), tc.put)
+			}
+			if tc.timedOut > 0 && (strings.Count(logs.String(), eventbus.MsgFailed) != 1 || !strings.Contains(logs.String(), fmt.Sprintf(`"failed":%d,`, tc.timedOut))) {
+				t.Errorf("log %s: want one line saying the %d events not sent", &logs, tc.timedOut)
 			}
 		})
 	}

@@ -196,8 +196,7 @@ func NewSender(client putter, opts Options) *Sender {
 // reported the crossing to that decision alone, and its event would be lost). It counts
 // the events not sent in inv, by reason, and logs them in one line, its totals by
 // reason (at most once per LogEvery, saying how many failed since the last line).
-// Nothing it meets is an
-// error to its caller: a decision never changes for its events.
+// Nothing it meets is an error to its caller: a decision never changes for its events.
 func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []Event) {
 	if len(events) == 0 {
 		return

@@ -69,7 +69,25 @@ func TestDecisionLogBytes(t *testing.T) {
 			t.Errorf("%v: %.1f bytes per invocation, want at most %d, the figure of docs/deploy.md (update it there and here)", r.Case, r.PerInvocation(), unavailableBytes)
 		}
 	})
+	// A spray of made-up API keys under unknownKeys: refuse: every request a 401 after
+	// its registry read (a miss: no key repeats), with no log line at the template's
+	// level (its line is at debug) and, as every 401 does, its metrics at once.
+	t.Run("refused", func(t *testing.T) {
+		r := f.Measure(t, logbytes.Case{Levels: logbytes.Defaults, Refused: true, Rate: costRate, Seconds: 3})
+		t.Logf("%v: %.1f bytes per invocation: EMF %d in %d lines, logs %d in %d lines, Lambda's %d, over %d invocations; the last second:\n%s",
+			r.Case, r.PerInvocation(), r.EMF, r.EMFLines, r.Logs, r.LogLines, r.Platform, r.Invocations, r.Last)
+		if r.Allowed != 0 || r.Written != r.Invocations || r.EMFLines != r.Invocations || r.LogLines != 0 {
+			t.Fatalf("%v: %d of %d allowed, %d counted in the metrics written in %d lines, %d log lines: want none allowed, a metrics line each, no log line", r.Case, r.Allowed, r.Invocations, r.Written, r.EMFLines, r.LogLines)
+		}
+		if r.PerInvocation() > refusedBytes {
+			t.Errorf("%v: %.1f bytes per invocation, want at most %d, the figure of docs/deploy.md (update it there and here)", r.Case, r.PerInvocation(), refusedBytes)
+		}
+	})
 }
+
+// refusedBytes is the most bytes a request refused for a made-up key writes: its
+// metrics, its registry lookup's too, at once as for every 401 (docs/deploy.md).
+const refusedBytes = 480
 
 // unavailableBytes is the most bytes a request failing closed writes, its metrics (at
 // once, as for every 503) and its warn decision line (docs/deploy.md).

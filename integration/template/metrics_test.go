@@ -135,10 +135,13 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 }
 
 // substitute returns the Fn::Sub string s with the pseudo parameters replaced by their
-// values and any other ${X} by "sub:X".
+// values, any ${!X} by the literal ${X} and any other ${X} by "sub:X".
 func substitute(s string) string {
 	return subRef.ReplaceAllStringFunc(s, func(ref string) string {
 		name := subRef.FindStringSubmatch(ref)[1]
+		if literal, ok := strings.CutPrefix(name, "!"); ok {
+			return "${" + literal + "}"
+		}
 		if v, ok := pseudo[name].(string); ok {
 			return v
 		}
@@ -147,10 +150,66 @@ func substitute(s string) string {
 }
 
 // watched is a metric an alarm or a dashboard widget reads: where it is, its namespace,
-// name and dimensions.
+// name and dimensions, a dimension of a SEARCH expression that fixes no value with the
+// value anyValue.
 type watched struct {
 	where, namespace, name string
 	dims                   map[string]string
+}
+
+// anyValue is the value of a dimension a SEARCH expression reads whatever its value.
+const anyValue = "*"
+
+// emits reports whether the functions write (emitted, by metricKey) the metric w
+// reads, or with a dimension of anyValue, one of those it reads.
+func emits(emitted map[string]bool, w watched) bool {
+	pattern := strings.ReplaceAll(regexp.QuoteMeta(metricKey(w.namespace, w.name, w.dims)), "="+regexp.QuoteMeta(anyValue), "=[^,}]+")
+	re := regexp.MustCompile("^" + pattern + "$")
+	for k := range emitted {
+		if re.MatchString(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// searchExpr is a SEARCH expression of a dashboard that reads the metrics of one name and
+// one dimension set: its metric schema (the namespace and the dimensions, which a metric
+// has exactly), then exact designators only (MetricName and dimensions of the schema),
+// the statistic and the period.
+var searchExpr = regexp.MustCompile(`^SEARCH\('\{([^}]*)\}((?: [A-Za-z]+="[^"]*")+)', '[A-Za-z0-9.]+'(?:, [0-9]+)?\)$`)
+
+// designator is one exact designator of a search term: Name="value".
+var designator = regexp.MustCompile(`([A-Za-z]+)="([^"]*)"`)
+
+// searchMetrics returns what a dashboard's SEARCH expression reads: the metrics of its
+// schema's namespace and dimension set with its MetricName, a dimension the search term
+// gives no value anyValue.
+func searchMetrics(t *testing.T, id, expr string) watched {
+	t.Helper()
+	m := searchExpr.FindStringSubmatch(expr)
+	if m == nil {
+		t.Fatalf("%s: expression %q: want SEARCH('{namespace,dimension,...} MetricName=\"name\" dimension=\"value\"...', 'statistic', period)", id, expr)
+	}
+	schema := strings.Split(m[1], ",")
+	w := watched{where: id, namespace: strings.TrimSpace(schema[0]), dims: map[string]string{}}
+	for _, d := range schema[1:] {
+		w.dims[strings.TrimSpace(d)] = anyValue
+	}
+	for _, d := range designator.FindAllStringSubmatch(m[2], -1) {
+		switch _, inSchema := w.dims[d[1]]; {
+		case d[1] == "MetricName":
+			w.name = d[2]
+		case inSchema:
+			w.dims[d[1]] = d[2]
+		default:
+			t.Fatalf("%s: expression %q: %s is no dimension of its schema {%s}", id, expr, d[1], m[1])
+		}
+	}
+	if w.name == "" {
+		t.Fatalf("%s: expression %q: no MetricName=\"name\": it would read every metric of its schema", id, expr)
+	}
+	return w
 }
 
 // alarmMetrics returns the metrics an alarm (resolved properties) reads: its one
@@ -188,7 +247,7 @@ func alarmMetrics(t *testing.T, id string, p map[string]any) []watched {
 }
 
 // dashboardMetrics returns the metrics of a dashboard body (a Fn::Sub string of
-// CloudWatch dashboard JSON), "..." expanded.
+// CloudWatch dashboard JSON), "..." expanded, those of its SEARCH expressions too.
 func dashboardMetrics(t *testing.T, id string, body any) []watched {
 	t.Helper()
 	sub, _ := body.(map[string]any)
@@ -210,6 +269,13 @@ func dashboardMetrics(t *testing.T, id string, body any) []watched {
 	for _, w := range dash.Widgets {
 		var prev []string
 		for _, m := range w.Properties.Metrics {
+			if len(m) > 0 {
+				if first, ok := m[0].(map[string]any); ok { // an expression
+					e, _ := first["expression"].(string)
+					out = append(out, searchMetrics(t, id, e))
+					continue
+				}
+			}
 			var parts []string // the strings: namespace, name, dimension names and values
 			for _, p := range m {
 				if p, ok := p.(string); ok {
@@ -306,8 +372,10 @@ func checkMetrics(t *testing.T, path string) {
 	for _, w := range all {
 		if w.namespace == namespace {
 			own++
-			if k := metricKey(w.namespace, w.name, w.dims); !emitted[k] {
-				t.Errorf("%s watches %s, which the functions never write; they write %v", w.where, k, slices.Sorted(maps.Keys(emitted)))
+			if w.dims[telemetry.DimStack] == anyValue {
+				t.Errorf("%s watches %s of every stack: want its search term to give Stack the stack's name", w.where, metricKey(w.namespace, w.name, w.dims))
+			} else if !emits(emitted, w) {
+				t.Errorf("%s watches %s, which the functions never write; they write %v", w.where, metricKey(w.namespace, w.name, w.dims), slices.Sorted(maps.Keys(emitted)))
 			}
 			continue
 		}

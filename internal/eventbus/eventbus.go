@@ -14,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -192,9 +194,9 @@ func NewSender(client putter, opts Options) *Sender {
 // is first; ctx canceled does not stop it (a caller that stopped waiting once its
 // decision was made, such as a client of the middleware that hung up: the script
 // reported the crossing to that decision alone, and its event would be lost). It counts
-// the events not sent in inv, by reason, and logs the failure (at most once
-// per LogEvery, saying how many failed since the last line). Nothing it meets is an
-// error to its caller: a decision never changes for its events.
+// the events not sent in inv, by reason, and logs them in one line, its totals by
+// reason (at most once per LogEvery, saying how many failed since the last line).
+// Nothing it meets is an error to its caller: a decision never changes for its events.
 func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []Event) {
 	if len(events) == 0 {
 		return
@@ -220,10 +222,11 @@ func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []E
 		})
 	}
 	wg.Wait()
-	for _, f := range slices.Concat(results...) {
+	lost := slices.Concat(results...)
+	for _, f := range lost {
 		inv.ObserveEventsFailed(f.reason, f.n)
-		s.logFailure(ctx, f)
 	}
+	s.logFailures(ctx, lost)
 }
 
 // failure is what one PutEvents call did not send: n events, for reason, with err.
@@ -340,28 +343,53 @@ func rejection(entries []types.PutEventsResultEntry, which func(code string) boo
 	return errors.New("refused, no entry saying why")
 }
 
-// Message and attributes of the line a failure logs.
+// Message and attributes of the line a Send's failures log.
 const (
-	MsgFailed    = "events not sent"
-	AttrBus      = "bus"
-	AttrFailed   = "failed"
-	AttrUnlogged = "failedUnlogged"
+	MsgFailed          = "events not sent"
+	AttrBus            = "bus"
+	AttrFailed         = "failed"
+	AttrFailedByReason = "failedByReason"
+	AttrUnlogged       = "failedUnlogged"
 )
 
-// logFailure logs f at warn unless a failure was logged less than LogEvery ago, in
-// which case it only counts it for the next line.
-func (s *Sender) logFailure(ctx context.Context, f failure) {
+// logFailures logs what one Send did not send (lost, from its calls) in one line at
+// warn: the events failed in all and by reason, the reasons (comma-separated) and the
+// first error of each; unless a line was logged less than LogEvery ago, in which case
+// it only counts them for the next line.
+func (s *Sender) logFailures(ctx context.Context, lost []failure) {
+	if len(lost) == 0 {
+		return
+	}
+	failed, byReason, firstErr := 0, map[string]int{}, map[string]error{}
+	for _, f := range lost {
+		failed += f.n
+		byReason[f.reason] += f.n
+		if firstErr[f.reason] == nil {
+			firstErr[f.reason] = f.err
+		}
+	}
 	s.mu.Lock()
 	now := s.opts.Now()
 	if !s.logged.IsZero() && now.Sub(s.logged) < s.opts.LogEvery && now.Sub(s.logged) >= 0 {
-		s.unsaid += f.n
+		s.unsaid += failed
 		s.mu.Unlock()
 		return
 	}
 	unsaid := s.unsaid
 	s.logged, s.unsaid = now, 0
 	s.mu.Unlock()
+	reasons := slices.Sorted(maps.Keys(byReason))
+	counts := make([]slog.Attr, len(reasons))
+	errs := make([]string, len(reasons))
+	for i, r := range reasons {
+		counts[i] = slog.Int(r, byReason[r])
+		errs[i] = firstErr[r].Error()
+		if len(reasons) > 1 {
+			errs[i] = r + ": " + errs[i]
+		}
+	}
 	s.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgFailed, slog.String(AttrBus, s.opts.Bus),
-		slog.String(telemetry.AttrReason, f.reason), slog.Int(AttrFailed, f.n), slog.Int(AttrUnlogged, unsaid),
-		slog.String(telemetry.AttrError, f.err.Error()))
+		slog.String(telemetry.AttrReason, strings.Join(reasons, ",")), slog.Int(AttrFailed, failed),
+		slog.Attr{Key: AttrFailedByReason, Value: slog.GroupValue(counts...)}, slog.Int(AttrUnlogged, unsaid),
+		slog.String(telemetry.AttrError, strings.Join(errs, "; ")))
 }

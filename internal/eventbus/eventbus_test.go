@@ -247,6 +247,88 @@ func TestSendToABrokenBus(t *testing.T) {
 	}
 }
 
+// A Send whose calls fail, alike or not, logs one line with its totals: how many of its
+// events were not sent in all and by reason, the reasons and the first error of each;
+// the next Send's, within the period, only counted, and said by the first line after.
+func TestSendLogsItsFailuresInOneLine(t *testing.T) {
+	notFound := func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"__type":"ResourceNotFoundException","message":"Event bus bucketgate does not exist."}`)
+	}
+	refuseOne := func(w http.ResponseWriter, entries int) { // the first entry, for good
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		fmt.Fprintf(w, `{"FailedEntryCount":1,"Entries":[{"ErrorCode":"AccessDeniedException","ErrorMessage":"not authorized"}%s]}`, strings.Repeat(`,{"EventId":"1"}`, entries-1))
+	}
+	for _, tc := range []struct {
+		name     string
+		answer   func(w http.ResponseWriter, call int64, entries int)
+		reason   string
+		failed   int
+		byReason map[string]int
+		errors   []string
+	}{
+		{"every call failing alike", func(w http.ResponseWriter, _ int64, _ int) { notFound(w) },
+			"error", 30, map[string]int{"error": 30}, []string{"ResourceNotFoundException"}},
+		{"calls failing differently", func(w http.ResponseWriter, call int64, entries int) {
+			if call%3 == 1 { // one call of each Send's three
+				notFound(w)
+				return
+			}
+			refuseOne(w, entries)
+		}, "error,rejected", 12, map[string]int{"error": 10, "rejected": 2}, []string{"error: ", "ResourceNotFoundException", "; rejected: refused: AccessDeniedException: not authorized"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int64
+			endpoint := func(w http.ResponseWriter, r *http.Request) {
+				var in struct{ Entries []json.RawMessage }
+				if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+					t.Errorf("request: %v", err)
+				}
+				tc.answer(w, calls.Add(1), len(in.Entries))
+			}
+			var logs bytes.Buffer
+			now := time.Unix(1_800_000_000, 0)
+			s := local(t, endpoint, 5*time.Second, &logs, &now)
+			events := make([]eventbus.Event, 30) // three calls
+			for i := range events {
+				events[i] = thresholdEvent(fmt.Sprintf("key:%032x", i))
+			}
+			var inv telemetry.Invocation
+			s.Send(t.Context(), &inv, events)
+			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+			if len(lines) != 1 {
+				t.Fatalf("%d lines for one Send, want 1:\n%s", len(lines), &logs)
+			}
+			var line struct {
+				Reason         string
+				Failed         int
+				FailedByReason map[string]int
+				FailedUnlogged int
+				Error          string
+			}
+			if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
+				t.Fatal(err)
+			}
+			if line.Reason != tc.reason || line.Failed != tc.failed || !reflect.DeepEqual(line.FailedByReason, tc.byReason) || line.FailedUnlogged != 0 {
+				t.Errorf("line %s: want reason %q, failed %d, failedByReason %v, failedUnlogged 0", lines[0], tc.reason, tc.failed, tc.byReason)
+			}
+			for _, e := range tc.errors {
+				if !strings.Contains(line.Error, e) {
+					t.Errorf("error %q: want %q in it", line.Error, e)
+				}
+			}
+			now = now.Add(10 * time.Second)
+			s.Send(t.Context(), &inv, events)
+			now = now.Add(time.Minute)
+			s.Send(t.Context(), &inv, events)
+			if n := strings.Count(logs.String(), eventbus.MsgFailed); n != 2 || !strings.Contains(logs.String(), fmt.Sprintf(`"failedUnlogged":%d`, tc.failed)) {
+				t.Errorf("%d lines after the period, want a second saying the %d failed unlogged:\n%s", n, tc.failed, &logs)
+			}
+		})
+	}
+}
+
 // No events, no call.
 func TestSendNothing(t *testing.T) {
 	var logs bytes.Buffer
@@ -410,7 +492,7 @@ func TestSendRetriesWithinTheDeadline(t *testing.T) {
 // A batch of the check function's that crossed 1,600 thresholds (100 checks of 8 rules,
 // each crossing 80 and 100 percent) makes 160 PutEvents calls: at most MaxCalls of them
 // run at once, and every event is put, or counted as failed when the deadline cuts the
-// calls still waiting short.
+// calls still waiting short, and said in one line.
 func TestSendBoundsItsCalls(t *testing.T) {
 	const n = 1_600
 	events := make([]eventbus.Event, n)
@@ -467,6 +549,9 @@ func TestSendBoundsItsCalls(t *testing.T) {
 			}
 			if int(took.Load()) != tc.put {
 				t.Errorf("the endpoint took %d entries, want %d", took.Load(), tc.put)
+			}
+			if tc.timedOut > 0 && (strings.Count(logs.String(), eventbus.MsgFailed) != 1 || !strings.Contains(logs.String(), fmt.Sprintf(`"failed":%d,`, tc.timedOut))) {
+				t.Errorf("log %s: want one line saying the %d events not sent", &logs, tc.timedOut)
 			}
 		})
 	}

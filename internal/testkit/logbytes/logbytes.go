@@ -83,7 +83,8 @@ func PlatformBytes(system string) (int, error) {
 }
 
 // Case is one measurement: an instance at levels serving rate requests a second for
-// seconds, every one from one registered API key, allowed or limited.
+// seconds, every one from one registered API key, allowed or limited, or (Refused) each
+// from a key of its own that no one registered.
 type Case struct {
 	Levels Levels
 	// Limited: the key's plan is spent (its requests limited, mostly by the deny cache
@@ -93,6 +94,11 @@ type Case struct {
 	// closed (a 503), answered at once by the circuit breaker but for its probes, each
 	// with its warn decision line; Limited is then ignored.
 	Unavailable bool
+	// Refused: every request carries an API key the registry does not know, a new one
+	// each (a spray of made-up keys), under unknownKeys: refuse: each a 401 after its
+	// registry read, writing its metrics at once as every 401 does; Limited is then
+	// ignored. Not with Unavailable.
+	Refused bool
 	// Rate is the invocations per second of the instance: 1, 10, 100 or 1000, so that
 	// they are evenly spaced to the nanosecond.
 	Rate int
@@ -105,6 +111,8 @@ func (c Case) String() string {
 	switch {
 	case c.Unavailable:
 		outcome = "unavailable"
+	case c.Refused:
+		outcome = "refused"
 	case c.Limited:
 		outcome = "limited"
 	}
@@ -185,8 +193,8 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Rate <= 0 || time.Second%time.Duration(c.Rate) != 0 || c.Seconds <= 0 {
-		t.Fatalf("logbytes: %v for %d s: want a rate that divides a second into whole nanoseconds, and seconds", c, c.Seconds)
+	if c.Rate <= 0 || time.Second%time.Duration(c.Rate) != 0 || c.Seconds <= 0 || c.Unavailable && c.Refused {
+		t.Fatalf("logbytes: %v for %d s: want a rate that divides a second into whole nanoseconds, seconds, and Unavailable or Refused, not both", c, c.Seconds)
 	}
 	m := miniredis.RunT(t)
 	m.SetTime(start)
@@ -194,6 +202,9 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 		settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: "1000", settings.EnvLambdaLogLevel: c.Levels.Application,
 		settings.EnvRegistryTable: f.table, settings.EnvNamespace: settings.DefaultNamespace, settings.EnvStackName: "bucketgate",
 		settings.EnvConfigInline: document,
+	}
+	if c.Refused {
+		env[settings.EnvConfigInline] = document + "\nunknownKeys: refuse"
 	}
 	var stdout, stderr bytes.Buffer
 	h, _, err := app.Build(app.Authorizer, func(k string) string { return env[k] }, &stdout, &stderr)
@@ -208,14 +219,21 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	instance.Now = func() time.Time { return now }
 	step := time.Second / time.Duration(c.Rate)
 	key := allowedKey
-	if c.Limited && !c.Unavailable {
+	if c.Limited && !c.Unavailable && !c.Refused {
 		key = limitedKey
 	}
-	event := samples.WithAPIKey(t, samples.Read(t, "authorizer-rest.json"), key)
+	sample := samples.Read(t, "authorizer-rest.json")
+	event := samples.WithAPIKey(t, sample, key)
 	down := false // Redis closed (Unavailable): a 503 is every invocation's answer
+	madeUp := 0   // the made-up keys sent (Refused)
 	invoke := func() bool {
+		if c.Refused {
+			madeUp++
+			event = samples.WithAPIKey(t, sample, fmt.Sprintf("bg-made-up-%d", madeUp))
+		}
 		out, err := instance.Invoke(context.Background(), event)
-		if _, failed := errors.AsType[*authorizer.UnavailableError](err); failed && down {
+		_, failed := errors.AsType[*authorizer.UnavailableError](err)
+		if _, refused := errors.AsType[*authorizer.UnauthorizedError](err); failed && down || refused && c.Refused {
 			now = now.Add(step)
 			return false
 		}
@@ -231,7 +249,7 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	}
 	// Warm up: the registry read, the bucket spent when limited, two seconds at least;
 	// then on until an invocation writes the metrics, which begins an interval.
-	for i, denied := 0, false; i < 2*c.Rate || (c.Limited && !c.Unavailable && !denied); i++ {
+	for i, denied := 0, false; i < 2*c.Rate || (c.Limited && !c.Unavailable && !c.Refused && !denied); i++ {
 		denied = !invoke() || denied
 	}
 	if c.Unavailable { // the registry entry cached: from now on only Redis fails

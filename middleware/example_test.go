@@ -40,7 +40,6 @@ func Example() {
 	srv := &http.Server{Addr: ":8080", Handler: limiter.Handler(mux)}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.ListenAndServe() }()
 	select {
@@ -49,6 +48,8 @@ func Example() {
 		log.Fatal(err) // exit status 1, for a service manager to restart it
 	case <-ctx.Done():
 	}
+	// From here on, a second signal ends the process at once.
+	stop()
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second) // within the stop timeout
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish (a stream is cut at 10 s),

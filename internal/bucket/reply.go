@@ -101,13 +101,17 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 			shadow |= 1 << i
 		}
 	}
-	if holds(q) && rest[lua.ReplyReplayed-lua.ReplyLen] == 1 && binding >= 1 && binding <= n {
+	replayed := holds(q) && rest[lua.ReplyReplayed-lua.ReplyLen] == 1
+	if replayed && binding >= 1 && binding <= n {
 		remaining = min(remaining, q.Rules[binding-1].Max()) // the first answer, under a larger plan
 	}
+	// A settle answered again names the binding rule of its first settle among q's
+	// rules, which a plan may have changed since: a shadow rule now, or none (gone).
+	again := replayed && settles(q)
 	switch {
 	case !checks(q) && allowed != 1:
 		return bucketgate.Decision{}, fmt.Errorf("%w: allowed is %d for a %v", ErrBadReply, allowed, q.Op)
-	case binding == 0 && shadow != 1<<n-1, binding != 0 && !enforced(binding):
+	case binding == 0 && shadow != 1<<n-1 && !again, binding != 0 && !enforced(binding) && !(again && binding <= n):
 		return bucketgate.Decision{}, fmt.Errorf("%w: binding rule %d, want an enforced rule from 1 to %d", ErrBadReply, binding, n)
 	case binding != 0 && remaining > q.Rules[binding-1].Max() || binding == 0 && remaining != 0:
 		return bucketgate.Decision{}, fmt.Errorf("%w: remaining %d out of range", ErrBadReply, remaining)

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -243,4 +244,71 @@ func written(t *testing.T, c rueidis.Client, identity string) map[string]string 
 		out[k] = fmt.Sprint(v)
 	}
 	return out
+}
+
+// TestSettleAgainAfterTheRulesChanged: a settle retried after the plan's rules changed
+// since its first settle (a shadow rule added ahead of the binding one, the binding rule
+// removed, made shadow, made a quota, its capacity cut) answers the first outcome, before
+// its reservation's expiry and past it: the binding rule of the first settle by its name,
+// none when the request no longer has it (a rule is its name and kind), nothing written.
+func TestSettleAgainAfterTheRulesChanged(t *testing.T) {
+	l, c := real(t)
+	ctx := context.Background()
+	slow := func(name string, capacity int64) bucketgate.Rule {
+		return bucketgate.Rule{Name: name, Capacity: capacity, RefillPerSecond: 0.001}
+	}
+	shadow := func(r bucketgate.Rule) bucketgate.Rule { r.Shadow = true; return r }
+	a, b := slow("a", 100), slow("b", 50)
+	// Reserved 40 and settled at 30 under [a b]: a holds 70, b 20, b binds.
+	tests := []struct {
+		name          string
+		now           []bucketgate.Rule
+		pastExpiry    bool
+		rule          string // the binding rule answered again
+		limit, remain int64
+	}{
+		{"unchanged", []bucketgate.Rule{a, b}, false, "b", 50, 20},
+		{"a shadow rule added ahead", []bucketgate.Rule{shadow(slow("trial", 10)), a, b}, false, "b", 50, 20},
+		{"a shadow rule added ahead, past the expiry", []bucketgate.Rule{shadow(slow("trial", 10)), a, b}, true, "b", 50, 20},
+		{"a bucket added ahead", []bucketgate.Rule{slow("more", 100), a, b}, false, "b", 50, 20},
+		{"the rules reordered", []bucketgate.Rule{b, a}, false, "b", 50, 20},
+		{"the binding rule made shadow", []bucketgate.Rule{a, shadow(b)}, false, "b", 50, 20},
+		{"the binding rule's capacity cut", []bucketgate.Rule{a, slow("b", 10)}, false, "b", 10, 10},
+		{"the binding rule removed", []bucketgate.Rule{a}, false, "", 0, 0},
+		{"the binding rule removed, past the expiry", []bucketgate.Rule{a}, true, "", 0, 0},
+		{"the binding rule made a quota", []bucketgate.Rule{a, {Name: "b", Limit: 50, Period: bucketgate.PeriodDay}}, false, "", 0, 0},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("again-%d", i)
+			ttl := time.Minute
+			if tc.pastExpiry {
+				ttl = 200 * time.Millisecond
+			}
+			r, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{a, b}, Op: bucketgate.OpReserve, Cost: 40, TTL: ttl})
+			if err != nil || !r.Allowed {
+				t.Fatalf("reserve 40 = %+v, %v", r, err)
+			}
+			first, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{a, b}, Op: bucketgate.OpSettle, Cost: 30, ID: r.Reservation})
+			if err != nil || first.Rule != "b" || first.Remaining != 20 || first.Settled != 30 {
+				t.Fatalf("settle at 30 = %+v, %v; want b binding, 20 left", first, err)
+			}
+			if tc.pastExpiry {
+				time.Sleep(time.Until(r.Expires.Add(20 * time.Millisecond)))
+			}
+			before := written(t, c, id)
+			again, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: tc.now, Op: bucketgate.OpSettle, Cost: 30, ID: r.Reservation})
+			if err != nil {
+				t.Fatalf("settled again: %v, want the first outcome", err)
+			}
+			want := first
+			want.Replayed, want.Rule, want.Limit, want.Remaining = true, tc.rule, tc.limit, tc.remain
+			if !reflect.DeepEqual(again, want) {
+				t.Errorf("settled again = %+v, want %+v", again, want)
+			}
+			if after := written(t, c, id); !reflect.DeepEqual(after, before) {
+				t.Errorf("a settle answered again wrote: %v, then %v", before, after)
+			}
+		})
+	}
 }

@@ -392,6 +392,13 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 		}
 		if q.Op != bucketgate.OpSettle && q.Op != bucketgate.OpCancel && q.Op != bucketgate.OpReset && (q.Op != bucketgate.OpCheck || q.Cost > 0) && rng.IntN(2) == 0 {
 			q.RequestID = fmt.Sprintf("req-%d", rng.IntN(40))
+			// A plan that made a rule shadow or enforced since the requestId's first use:
+			// the same request's fingerprint, answered again as first decided.
+			if k := rng.IntN(len(q.Rules)); rng.IntN(4) == 0 && !q.Rules[k].IsConcurrency() && (!q.Rules[k].Shadow || q.Cost <= q.Rules[k].Max()) {
+				q.Rules = slices.Clone(q.Rules)
+				q.Rules[k].Shadow = !q.Rules[k].Shadow
+				counts["a rule made shadow or enforced"]++
+			}
 		}
 		mq := q
 		if r != nil {
@@ -439,7 +446,7 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 	if counts["reserve ok"] < ops/20 || counts["settle ok"] < ops/20 || counts["cancel ok"] < ops/100 || counts["replayed"] < ops/50 ||
 		counts["conflict"] < ops/100 || counts["expired"] < ops/200 || counts["settle over"] < ops/100 || counts["reserve limited"] < ops/50 ||
 		counts["given back after a reset"] < ops/400 || counts["settled with a rule added"] < ops/200 || counts["settled with a rule removed"] < ops/200 || // a few per run: 9 to 45 seen
-		counts["settled again under other rules"] < ops/300 {
+		counts["settled again under other rules"] < ops/300 || counts["a rule made shadow or enforced"] < ops/50 {
 		t.Errorf("workload too one-sided to mean much: %v", counts)
 	}
 	for _, id := range ids {

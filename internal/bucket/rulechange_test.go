@@ -312,3 +312,75 @@ func TestSettleAgainAfterTheRulesChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayAfterTheRulesChanged: a check or a reserve sent again under its requestId
+// after the plan's rules changed answers its first decision, nothing written, when the
+// request keeps its rules' names, kinds and order (a shadow rule promoted, an enforced
+// one made shadow, a capacity cut): its binding rule, its shadow denials and its wait
+// are the first decision's; a rule added, removed or moved makes it another request,
+// refused as one.
+func TestReplayAfterTheRulesChanged(t *testing.T) {
+	l, c := real(t)
+	ctx := context.Background()
+	slow := func(name string, capacity int64) bucketgate.Rule {
+		return bucketgate.Rule{Name: name, Capacity: capacity, RefillPerSecond: 0.001}
+	}
+	shadow := func(r bucketgate.Rule) bucketgate.Rule { r.Shadow = true; return r }
+	a, b, tight := slow("a", 100), slow("b", 50), slow("tight", 30) // tight holds 10: drained first
+	tests := []struct {
+		name          string
+		first, now    []bucketgate.Rule
+		wantConflict  bool
+		limit, remain int64 // the replay's figures of the first binding rule
+	}{
+		{"a shadow rule promoted", []bucketgate.Rule{a, shadow(tight)}, []bucketgate.Rule{a, tight}, false, 100, 80},
+		{"the binding rule made shadow", []bucketgate.Rule{a, b}, []bucketgate.Rule{a, shadow(b)}, false, 50, 30},
+		{"every rule made shadow", []bucketgate.Rule{a, b}, []bucketgate.Rule{shadow(a), shadow(b)}, false, 50, 30},
+		{"a denial, its rule made shadow", []bucketgate.Rule{a, tight}, []bucketgate.Rule{a, shadow(tight)}, false, 30, 10},
+		{"the binding rule's capacity cut", []bucketgate.Rule{a, b}, []bucketgate.Rule{a, slow("b", 25)}, false, 25, 25},
+		{"a rule added", []bucketgate.Rule{a}, []bucketgate.Rule{a, shadow(tight)}, true, 0, 0},
+		{"a rule removed", []bucketgate.Rule{a, b}, []bucketgate.Rule{a}, true, 0, 0},
+		{"the rules reordered", []bucketgate.Rule{a, b}, []bucketgate.Rule{b, a}, true, 0, 0},
+	}
+	for i, tc := range tests {
+		for _, op := range []bucketgate.Op{bucketgate.OpCheck, bucketgate.OpReserve} {
+			t.Run(tc.name+", "+op.String(), func(t *testing.T) {
+				id := fmt.Sprintf("replayed-%d-%v", i, op)
+				if _, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{tight}, Cost: 20}); err != nil {
+					t.Fatal(err)
+				}
+				q := bucketgate.Request{Identity: id, Rules: tc.first, Op: op, Cost: 20, RequestID: "req"}
+				first, err := l.Decide(ctx, q)
+				if err != nil {
+					t.Fatalf("first = %v", err)
+				}
+				before := written(t, c, id)
+				q.Rules = tc.now
+				again, err := l.Decide(ctx, q)
+				switch {
+				case tc.wantConflict && (!errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "requestId was used first for another request (operation, cost, ttl or rules)")):
+					t.Fatalf("sent again under other rules: %+v, %v; want ErrConflict naming another request", again, err)
+				case tc.wantConflict:
+				case err != nil:
+					t.Fatalf("sent again: %v, want the first decision %+v", err, first)
+				default:
+					want := first
+					want.Replayed, want.Limit, want.Remaining, want.Crossings = true, tc.limit, tc.remain, nil // a replay crosses nothing
+					if want.Shortfall.Rule != "" {
+						t.Fatalf("the test's own assumption: no shortfall, no reservation compared: %+v", first)
+					}
+					if again.Reservation == "" != (first.Reservation == "") {
+						t.Errorf("sent again: reservation %q, first %q", again.Reservation, first.Reservation)
+					}
+					again.Reservation, want.Reservation = "", ""
+					if !reflect.DeepEqual(again, want) {
+						t.Errorf("sent again = %+v\nwant %+v", again, want)
+					}
+				}
+				if after := written(t, c, id); !reflect.DeepEqual(after, before) {
+					t.Errorf("sent again, it wrote: %v, then %v", before, after)
+				}
+			})
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
 // TestSettleAfterTheRulesChanged: a settle (or a cancel) made after the plan's rules
@@ -382,5 +383,66 @@ func TestReplayAfterTheRulesChanged(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSettledRecords: a settled reservation's record, which a settle answered again
+// reads, keeps its binding rule's field; one written by an earlier build (no field)
+// keeps its binding rule's index when the request has that many rules, else answers
+// none; one that is not bucketgate's fails the settle as bad state, nothing written.
+func TestSettledRecords(t *testing.T) {
+	l, c := real(t)
+	ctx := context.Background()
+	a := bucketgate.Rule{Name: "a", Capacity: 100, RefillPerSecond: 0.001}
+	b := bucketgate.Rule{Name: "b", Capacity: 50, RefillPerSecond: 0.001}
+	r, err := l.Decide(ctx, bucketgate.Request{Identity: "records", Rules: []bucketgate.Rule{a, b}, Op: bucketgate.OpReserve, Cost: 40})
+	if err != nil || !r.Allowed {
+		t.Fatalf("reserve 40 = %+v, %v", r, err)
+	}
+	settle := func(rules []bucketgate.Rule) (bucketgate.Decision, error) {
+		return l.Decide(ctx, bucketgate.Request{Identity: "records", Rules: rules, Op: bucketgate.OpSettle, Cost: 30, ID: r.Reservation})
+	}
+	first, err := settle([]bucketgate.Rule{a, b})
+	if err != nil || first.Rule != "b" {
+		t.Fatalf("settle = %+v, %v", first, err)
+	}
+	p, err := base64.RawURLEncoding.DecodeString(strings.Split(r.Reservation, ".")[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := bucket.Key("records") + lua.SettledInfix + base64.RawURLEncoding.EncodeToString(p[:16])
+	stored, err := c.Do(ctx, c.B().Get().Key(record).Build()).ToString()
+	if err != nil || !strings.HasSuffix(stored, " b:tokens") {
+		t.Fatalf("the record %q (%v): want the binding rule's field last", stored, err)
+	}
+	earlier := strings.TrimSuffix(stored, " b:tokens")
+	for _, tc := range []struct {
+		name, record string
+		rules        []bucketgate.Rule
+		rule         string // "" for none; "bad" for an error
+	}{
+		{"its field", stored, []bucketgate.Rule{b, a}, "b"},
+		{"a field of no rule of the request", earlier + " c:tokens", []bucketgate.Rule{a, b}, ""},
+		{"an earlier build's, its index in range", earlier, []bucketgate.Rule{b, a}, "a"},
+		{"an earlier build's, its index out of range", earlier, []bucketgate.Rule{a}, ""},
+		{"not bucketgate's", "settled", []bucketgate.Rule{a, b}, "bad"},
+		{"a field and more", stored + " more", []bucketgate.Rule{a, b}, "bad"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.Do(ctx, c.B().Set().Key(record).Value(tc.record).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			before := written(t, c, "records")
+			d, err := settle(tc.rules)
+			switch {
+			case tc.rule == "bad" && (!errors.Is(err, bucket.ErrBadState) || !strings.Contains(err.Error(), "settled record")):
+				t.Fatalf("settled again = %+v, %v; want ErrBadState naming the record", d, err)
+			case tc.rule != "bad" && (err != nil || !d.Replayed || d.Rule != tc.rule || tc.rule == "" && (d.Limit != 0 || d.Remaining != 0)):
+				t.Fatalf("settled again = %+v, %v; want rule %q", d, err, tc.rule)
+			}
+			if after := written(t, c, "records"); !reflect.DeepEqual(after, before) {
+				t.Fatalf("it wrote: %v, then %v", before, after)
+			}
+		})
 	}
 }

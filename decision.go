@@ -32,7 +32,10 @@ type Decision struct {
 	// Rule names the binding rule: the denying rule with the longest wait, or, when
 	// allowed, the enforced rule with the fewest tokens left (on a tie, a concurrency
 	// rule, whose slot frees at the lease's expiry at the latest); empty when every rule of
-	// the request is shadow, and for an OpRelease Redis answered.
+	// the request is shadow, and for an OpRelease Redis answered. An answer given again
+	// (Replayed) names the rule that bound the first, though a plan made it shadow since
+	// (and its ShadowLimited and Shortfall are the first's); a settle's, by name and kind,
+	// none (Limit and Remaining 0) when its request no longer has it.
 	Rule string
 	// Limit is the binding rule's capacity (a quota's limit), in tokens; 0 without a
 	// binding rule (Rule empty).

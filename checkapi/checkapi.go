@@ -230,7 +230,9 @@ type Response struct {
 	// Rule names the binding rule: the denying rule with the longest wait, or, when
 	// allowed, the enforced rule with the fewest tokens left; empty when every rule is
 	// shadow (nothing is enforced, and the check is allowed), and for a release Redis
-	// answered (Released says what it did).
+	// answered (Released says what it did). An answer given again (Replayed) names the
+	// first's binding rule, though a plan made it shadow since; a settle's none (Limit
+	// and Remaining 0) when the plan no longer has it.
 	Rule string `json:"rule"`
 	// Plan names the plan the check was decided under; empty for inline rules.
 	Plan string `json:"plan"`

@@ -15,6 +15,11 @@ import (
 // free is the built-in free plan: burst 10, 1 token per second.
 var free = []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}
 
+// still is a bucket of 10 that gets nothing back while a test on real servers runs (a
+// token per 1000 s): what counts the charges of calls that a loaded machine may space
+// a second or more apart (free would give one back each second).
+var still = []bucketgate.Rule{{Name: "still", Capacity: 10, RefillPerSecond: 0.001}}
+
 // epoch is the fixed start of every controlled clock.
 var epoch = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 

@@ -366,11 +366,9 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 			}
 			add := pool[rng.IntN(len(pool))]
 			named := func(r bucketgate.Rule) bool { return r.Name == add.Name }
-			// The rules changed since the reserve, not since a first settle: a settle
-			// answered again names the binding rule by its index in its first's rules.
+			// The rules changed since the reserve, or since a first settle: a settle
+			// answered again names the binding rule of its first among its own rules.
 			switch k := rng.IntN(8); {
-			case r.settled != nil:
-				q.Rules = r.settled
 			case k == 0: // a rule added to the plan since (a shadow one, say): it gets nothing
 				if !slices.ContainsFunc(q.Rules, named) {
 					q.Rules = append(slices.Clone(q.Rules), add)
@@ -394,6 +392,13 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 		}
 		if q.Op != bucketgate.OpSettle && q.Op != bucketgate.OpCancel && q.Op != bucketgate.OpReset && (q.Op != bucketgate.OpCheck || q.Cost > 0) && rng.IntN(2) == 0 {
 			q.RequestID = fmt.Sprintf("req-%d", rng.IntN(40))
+			// A plan that made a rule shadow or enforced since the requestId's first use:
+			// the same request's fingerprint, answered again as first decided.
+			if k := rng.IntN(len(q.Rules)); rng.IntN(4) == 0 && !q.Rules[k].IsConcurrency() && (!q.Rules[k].Shadow || q.Cost <= q.Rules[k].Max()) {
+				q.Rules = slices.Clone(q.Rules)
+				q.Rules[k].Shadow = !q.Rules[k].Shadow
+				counts["a rule made shadow or enforced"]++
+			}
 		}
 		mq := q
 		if r != nil {
@@ -410,6 +415,8 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 		last = got.At
 		if r != nil && r.settled == nil {
 			r.settled = q.Rules
+		} else if r != nil && !reflect.DeepEqual(q.Rules, r.settled) {
+			counts["settled again under other rules"]++
 		}
 		if q.Op == bucketgate.OpReserve && got.Allowed {
 			held = append(held, reservation{redis: got.Reservation, model: want.Reservation, q: q, short: q.TTL == time.Millisecond, at: got.At})
@@ -438,7 +445,8 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 	t.Logf("operations: %v", counts)
 	if counts["reserve ok"] < ops/20 || counts["settle ok"] < ops/20 || counts["cancel ok"] < ops/100 || counts["replayed"] < ops/50 ||
 		counts["conflict"] < ops/100 || counts["expired"] < ops/200 || counts["settle over"] < ops/100 || counts["reserve limited"] < ops/50 ||
-		counts["given back after a reset"] < ops/400 || counts["settled with a rule added"] < ops/1000 || counts["settled with a rule removed"] < ops/1000 { // a few per run: 9 to 45 seen, so a floor of 2 in 2,000
+		counts["given back after a reset"] < ops/400 || counts["settled with a rule added"] < ops/1000 || counts["settled with a rule removed"] < ops/1000 || // a few per run: 9 to 45 seen, so a floor of 2 in 2,000
+		counts["settled again under other rules"] < ops/300 || counts["a rule made shadow or enforced"] < ops/50 {
 		t.Errorf("workload too one-sided to mean much: %v", counts)
 	}
 	for _, id := range ids {

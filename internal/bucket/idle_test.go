@@ -48,7 +48,7 @@ func TestFirstCallsAfterIdle(t *testing.T) {
 			if err != nil {
 				return 0, err
 			}
-			return free[0].Capacity - days[0].Allowed, nil // as a decision would say
+			return still[0].Capacity - days[0].Allowed, nil // as a decision would say
 		}},
 	}
 	for _, tg := range targets {
@@ -58,8 +58,8 @@ func TestFirstCallsAfterIdle(t *testing.T) {
 				l := bucket.New(connect(t, tg.env), bucket.Usage(1), bucket.Clock(k.now))
 				qs := make([]bucketgate.Request, len(tg.servers)) // one identity on each server
 				for i := range qs {
-					qs[i] = bucketgate.Request{Identity: onServer(t, i, len(tg.servers), tg.name+"-"+call.name), Rules: free, Cost: 1}
-					if d := decide(t, l, qs[i]); d.Remaining != free[0].Capacity-1 {
+					qs[i] = bucketgate.Request{Identity: onServer(t, i, len(tg.servers), tg.name+"-"+call.name), Rules: still, Cost: 1}
+					if d := decide(t, l, qs[i]); d.Remaining != still[0].Capacity-1 {
 						t.Fatalf("%s before the freeze: %+v", qs[i].Identity, d)
 					}
 				}
@@ -69,15 +69,15 @@ func TestFirstCallsAfterIdle(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				want := free[0].Capacity - 1 - call.charges
+				want := still[0].Capacity - 1 - call.charges
 				for _, q := range qs {
 					if remaining, err := call.call(l, q); err != nil || remaining != want {
 						t.Fatalf("%s after the thaw: remaining %d, %v; want %d", q.Identity, remaining, err, want)
 					}
 				}
 				for _, q := range qs {
-					if d := decide(t, l, bucketgate.Request{Identity: q.Identity, Rules: free}); d.Remaining != want {
-						t.Fatalf("%s charged %d times, want %d: %+v", q.Identity, free[0].Capacity-d.Remaining, 1+call.charges, d)
+					if d := decide(t, l, bucketgate.Request{Identity: q.Identity, Rules: still}); d.Remaining != want {
+						t.Fatalf("%s charged %d times, want %d: %+v", q.Identity, still[0].Capacity-d.Remaining, 1+call.charges, d)
 					}
 				}
 			})
@@ -123,12 +123,12 @@ func TestFirstCallAfterIdleRedisDown(t *testing.T) {
 func TestFirstCallAfterIdleStalled(t *testing.T) {
 	srv := redistest.Start(t)
 	path := redistest.StartProxy(t, srv.Addr)
-	q := bucketgate.Request{Identity: "stalled", Rules: free, Cost: 1}
+	q := bucketgate.Request{Identity: "stalled", Rules: still, Cost: 1}
 	l := frozen(t, path.Addr, q)
 	path.Stall()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if d, err := l.Decide(ctx, q); err != nil || d.Remaining != free[0].Capacity-2 {
+	if d, err := l.Decide(ctx, q); err != nil || d.Remaining != still[0].Capacity-2 {
 		t.Fatalf("first call after the thaw on a stalled connection: %+v, %v", d, err)
 	}
 }

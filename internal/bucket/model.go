@@ -215,13 +215,15 @@ func (m *Model) decide(now time.Time, q bucketgate.Request, op bucketgate.Op, qc
 		st := &states[i]
 		switch {
 		case r.Shadow && allowed && st.level < need:
-			limited |= 1 << i // a shadow denial takes nothing
-			st.limited = false
+			// A shadow denial takes nothing; a quota's mark, of its window, stays (as in
+			// bucket.lua), a bucket's goes as its stamp is written.
+			limited |= 1 << i
+			st.limited = st.limited && r.IsQuota()
 		case r.Shadow && allowed:
 			if !slices.Contains(m.skipped, r.Name) { // a debit takes nothing where its reserve took nothing
 				st.take(r, cost, debit)
 			}
-			st.limited = false
+			st.limited = st.limited && r.IsQuota()
 		case r.Shadow:
 		case allowed:
 			// A bucket's mark stays while it is not full; a quota's thresholds are

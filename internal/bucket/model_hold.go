@@ -26,6 +26,9 @@ type modelReservation struct {
 	prints, charged            []string
 	estimate, expiry, reserved int64 // reserved: Unix ms
 	settled                    *bucketgate.Decision
+	// binding is rulePrint of the binding rule of its first settle (settled), empty for
+	// none: a settle answered again names it among its own rules, or none.
+	binding string
 }
 
 // Hold does q, a reserve, a settle, a cancel, a release or a request with a RequestID, at now
@@ -51,7 +54,13 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 			// Past the expiry too: a retry of a settle made before it.
 			d := *r.settled
 			d.Replayed, d.Crossings = true, nil // a replay crosses nothing
-			return relimit(d, q), nil
+			d.Rule, d.Limit, d.Remaining = "", 0, 0
+			for _, rule := range q.Rules {
+				if r.binding != "" && rulePrint(rule) == r.binding {
+					d.Rule, d.Limit, d.Remaining = rule.Name, rule.Max(), min(r.settled.Remaining, rule.Max())
+				}
+			}
+			return d, nil
 		}
 		if nowMS >= r.expiry {
 			return bucketgate.Decision{}, fmt.Errorf("%w: reservation expired", bucketgate.ErrConflict)
@@ -72,6 +81,11 @@ func (m *Model) Hold(now time.Time, q bucketgate.Request, idempotency time.Durat
 		m.skipped = nil
 		d.Settled = q.Cost
 		r.settled = &d
+		for _, rule := range q.Rules {
+			if rule.Name == d.Rule {
+				r.binding = rulePrint(rule)
+			}
+		}
 		if delta := q.Cost - r.estimate; m.usageDays(q.Identity) > 0 && delta != 0 {
 			m.correctUsage(q.Identity, timeToMicros(now), delta) // the day's cost, no check more
 		}

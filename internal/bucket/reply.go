@@ -94,14 +94,20 @@ func decodeReply(vals replyVals, rest []int64, q bucketgate.Request) (bucketgate
 	remaining := flag(flags, lua.FlagsRemainingShift, lua.FlagsRemainingBits)
 	wait, reset, now := vals[lua.ReplyWait], vals[lua.ReplyReset], vals[lua.ReplyNow]
 	n := int64(len(q.Rules))
-	enforced := func(r int64) bool { return r >= 1 && r <= n && !q.Rules[r-1].Shadow }
+	// An answer given again (replayed) is the first decision or outcome, whose rules a
+	// plan may have made shadow or enforced since (same names, kinds and order: a
+	// request's fingerprint), or, a settle's, changed otherwise (see bucket.lua's
+	// Holds): its binding and wait rule may be shadow rules now, its shadow denials
+	// enforced ones, and a settle's binding rule none, gone from q.
+	replayed := holds(q) && rest[lua.ReplyReplayed-lua.ReplyLen] == 1
+	enforced := func(r int64) bool { return r >= 1 && r <= n && (replayed || !q.Rules[r-1].Shadow) }
 	var shadow int64 // the shadow rules of q, as the script's bit set
 	for i, r := range q.Rules {
-		if r.Shadow {
+		if r.Shadow || replayed {
 			shadow |= 1 << i
 		}
 	}
-	if holds(q) && rest[lua.ReplyReplayed-lua.ReplyLen] == 1 && binding >= 1 && binding <= n {
+	if replayed && binding >= 1 && binding <= n {
 		remaining = min(remaining, q.Rules[binding-1].Max()) // the first answer, under a larger plan
 	}
 	switch {

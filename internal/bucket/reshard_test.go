@@ -40,8 +40,8 @@ func TestDecideDuringReshard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			l := bucket.New(c, bucket.Usage(tc.usageDays))
-			q := bucketgate.Request{Identity: onServer(t, 0, 3, "reshard-"+tc.name), Rules: free, Cost: 1}
-			if d := decide(t, l, q); d.Remaining != free[0].Capacity-1 {
+			q := bucketgate.Request{Identity: onServer(t, 0, 3, "reshard-"+tc.name), Rules: still, Cost: 1}
+			if d := decide(t, l, q); d.Remaining != still[0].Capacity-1 {
 				t.Fatalf("before the reshard: %+v", d)
 			}
 			slot := bucket.Slot(q.Identity)
@@ -64,14 +64,19 @@ func TestDecideDuringReshard(t *testing.T) {
 			if err := <-moved; err != nil {
 				t.Fatal(err)
 			}
-			if err != nil || d.Remaining != free[0].Capacity-2 {
+			if err != nil || d.Remaining != still[0].Capacity-2 || d.Replayed {
 				t.Fatalf("during the reshard: %+v, %v", d, err)
 			}
 			if n, err := to.Command(ctx, "EXISTS", bucket.Key(q.Identity)); err != nil || n != "1" {
 				t.Fatalf("the new master holds %s: %s, %v", bucket.Key(q.Identity), n, err)
 			}
-			if d := decide(t, l, bucketgate.Request{Identity: q.Identity, Rules: free}); d.Remaining != free[0].Capacity-2 {
-				t.Fatalf("after the reshard, charged %d times: %+v", free[0].Capacity-d.Remaining, d)
+			if d := decide(t, l, bucketgate.Request{Identity: q.Identity, Rules: still}); d.Remaining != still[0].Capacity-2 {
+				t.Fatalf("after the reshard, charged %d times: %+v", still[0].Capacity-d.Remaining, d)
+			}
+			if q.RequestID != "" { // its record moved with the slot: sent again, answered again
+				if again := decide(t, l, q); !again.Replayed || again.Remaining != d.Remaining || !again.At.Equal(d.At) {
+					t.Fatalf("sent again after the reshard: %+v; want the first decision %+v", again, d)
+				}
 			}
 		})
 	}
@@ -117,8 +122,7 @@ func TestDecideDuringStalledReshard(t *testing.T) {
 	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}), bucket.Usage(1))
 	ctx := context.Background()
 	from, to := cluster.Masters[0], cluster.Masters[1]
-	slow := []bucketgate.Rule{{Name: "slow", Capacity: 10, RefillPerSecond: 0.001}} // nothing back while the test waits
-	q := bucketgate.Request{Identity: onServer(t, 0, 3, "stalled"), Rules: slow, Cost: 1}
+	q := bucketgate.Request{Identity: onServer(t, 0, 3, "stalled"), Rules: still, Cost: 1}
 	decide(t, l, q)
 	slot := bucket.Slot(q.Identity)
 	if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
@@ -133,8 +137,8 @@ func TestDecideDuringStalledReshard(t *testing.T) {
 	if err := redistest.EndMigration(ctx, slot, from, to); err != nil {
 		t.Fatal(err)
 	}
-	if d := decide(t, l, q); d.Remaining != slow[0].Capacity-2 {
-		t.Fatalf("once the slot moved, charged %d times: %+v", slow[0].Capacity-d.Remaining, d)
+	if d := decide(t, l, q); d.Remaining != still[0].Capacity-2 {
+		t.Fatalf("once the slot moved, charged %d times: %+v", still[0].Capacity-d.Remaining, d)
 	}
 }
 

@@ -8,11 +8,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/lua"
 )
 
 // TestSettleAfterTheRulesChanged: a settle (or a cancel) made after the plan's rules
@@ -243,4 +245,204 @@ func written(t *testing.T, c rueidis.Client, identity string) map[string]string 
 		out[k] = fmt.Sprint(v)
 	}
 	return out
+}
+
+// TestSettleAgainAfterTheRulesChanged: a settle retried after the plan's rules changed
+// since its first settle (a shadow rule added ahead of the binding one, the binding rule
+// removed, made shadow, made a quota, its capacity cut) answers the first outcome, before
+// its reservation's expiry and past it: the binding rule of the first settle by its name,
+// none when the request no longer has it (a rule is its name and kind), nothing written.
+func TestSettleAgainAfterTheRulesChanged(t *testing.T) {
+	l, c := real(t)
+	ctx := context.Background()
+	slow := func(name string, capacity int64) bucketgate.Rule {
+		return bucketgate.Rule{Name: name, Capacity: capacity, RefillPerSecond: 0.001}
+	}
+	shadow := func(r bucketgate.Rule) bucketgate.Rule { r.Shadow = true; return r }
+	a, b := slow("a", 100), slow("b", 50)
+	// Reserved 40 and settled at 30 under [a b]: a holds 70, b 20, b binds.
+	tests := []struct {
+		name          string
+		now           []bucketgate.Rule
+		pastExpiry    bool
+		rule          string // the binding rule answered again
+		limit, remain int64
+	}{
+		{"unchanged", []bucketgate.Rule{a, b}, false, "b", 50, 20},
+		{"a shadow rule added ahead", []bucketgate.Rule{shadow(slow("trial", 10)), a, b}, false, "b", 50, 20},
+		{"a shadow rule added ahead, past the expiry", []bucketgate.Rule{shadow(slow("trial", 10)), a, b}, true, "b", 50, 20},
+		{"a bucket added ahead", []bucketgate.Rule{slow("more", 100), a, b}, false, "b", 50, 20},
+		{"the rules reordered", []bucketgate.Rule{b, a}, false, "b", 50, 20},
+		{"the binding rule made shadow", []bucketgate.Rule{a, shadow(b)}, false, "b", 50, 20},
+		{"the binding rule's capacity cut", []bucketgate.Rule{a, slow("b", 10)}, false, "b", 10, 10},
+		{"the binding rule removed", []bucketgate.Rule{a}, false, "", 0, 0},
+		{"the binding rule removed, past the expiry", []bucketgate.Rule{a}, true, "", 0, 0},
+		{"the binding rule made a quota", []bucketgate.Rule{a, {Name: "b", Limit: 50, Period: bucketgate.PeriodDay}}, false, "", 0, 0},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("again-%d", i)
+			ttl := time.Minute
+			if tc.pastExpiry {
+				ttl = 200 * time.Millisecond
+			}
+			r, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{a, b}, Op: bucketgate.OpReserve, Cost: 40, TTL: ttl})
+			if err != nil || !r.Allowed {
+				t.Fatalf("reserve 40 = %+v, %v", r, err)
+			}
+			first, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{a, b}, Op: bucketgate.OpSettle, Cost: 30, ID: r.Reservation})
+			if err != nil || first.Rule != "b" || first.Remaining != 20 || first.Settled != 30 {
+				t.Fatalf("settle at 30 = %+v, %v; want b binding, 20 left", first, err)
+			}
+			if tc.pastExpiry {
+				time.Sleep(time.Until(r.Expires.Add(20 * time.Millisecond)))
+			}
+			before := written(t, c, id)
+			again, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: tc.now, Op: bucketgate.OpSettle, Cost: 30, ID: r.Reservation})
+			if err != nil {
+				t.Fatalf("settled again: %v, want the first outcome", err)
+			}
+			want := first
+			want.Replayed, want.Rule, want.Limit, want.Remaining = true, tc.rule, tc.limit, tc.remain
+			if !reflect.DeepEqual(again, want) {
+				t.Errorf("settled again = %+v, want %+v", again, want)
+			}
+			if after := written(t, c, id); !reflect.DeepEqual(after, before) {
+				t.Errorf("a settle answered again wrote: %v, then %v", before, after)
+			}
+		})
+	}
+}
+
+// TestReplayAfterTheRulesChanged: a check or a reserve sent again under its requestId
+// after the plan's rules changed answers its first decision, nothing written, when the
+// request keeps its rules' names, kinds and order (a shadow rule promoted, an enforced
+// one made shadow, a capacity cut): its binding rule, its shadow denials and its wait
+// are the first decision's; a rule added, removed or moved makes it another request,
+// refused as one.
+func TestReplayAfterTheRulesChanged(t *testing.T) {
+	l, c := real(t)
+	ctx := context.Background()
+	slow := func(name string, capacity int64) bucketgate.Rule {
+		return bucketgate.Rule{Name: name, Capacity: capacity, RefillPerSecond: 0.001}
+	}
+	shadow := func(r bucketgate.Rule) bucketgate.Rule { r.Shadow = true; return r }
+	a, b, tight := slow("a", 100), slow("b", 50), slow("tight", 30) // tight holds 10: drained first
+	tests := []struct {
+		name          string
+		first, now    []bucketgate.Rule
+		wantConflict  bool
+		limit, remain int64 // the replay's figures of the first binding rule
+	}{
+		{"a shadow rule promoted", []bucketgate.Rule{a, shadow(tight)}, []bucketgate.Rule{a, tight}, false, 100, 80},
+		{"the binding rule made shadow", []bucketgate.Rule{a, b}, []bucketgate.Rule{a, shadow(b)}, false, 50, 30},
+		{"every rule made shadow", []bucketgate.Rule{a, b}, []bucketgate.Rule{shadow(a), shadow(b)}, false, 50, 30},
+		{"a denial, its rule made shadow", []bucketgate.Rule{a, tight}, []bucketgate.Rule{a, shadow(tight)}, false, 30, 10},
+		{"the binding rule's capacity cut", []bucketgate.Rule{a, b}, []bucketgate.Rule{a, slow("b", 25)}, false, 25, 25},
+		{"a rule added", []bucketgate.Rule{a}, []bucketgate.Rule{a, shadow(tight)}, true, 0, 0},
+		{"a rule removed", []bucketgate.Rule{a, b}, []bucketgate.Rule{a}, true, 0, 0},
+		{"the rules reordered", []bucketgate.Rule{a, b}, []bucketgate.Rule{b, a}, true, 0, 0},
+	}
+	for i, tc := range tests {
+		for _, op := range []bucketgate.Op{bucketgate.OpCheck, bucketgate.OpReserve} {
+			t.Run(tc.name+", "+op.String(), func(t *testing.T) {
+				id := fmt.Sprintf("replayed-%d-%v", i, op)
+				if _, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{tight}, Cost: 20}); err != nil {
+					t.Fatal(err)
+				}
+				q := bucketgate.Request{Identity: id, Rules: tc.first, Op: op, Cost: 20, RequestID: "req"}
+				first, err := l.Decide(ctx, q)
+				if err != nil {
+					t.Fatalf("first = %v", err)
+				}
+				before := written(t, c, id)
+				q.Rules = tc.now
+				again, err := l.Decide(ctx, q)
+				switch {
+				case tc.wantConflict && (!errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), "requestId was used first for another request (operation, cost, ttl or rules)")):
+					t.Fatalf("sent again under other rules: %+v, %v; want ErrConflict naming another request", again, err)
+				case tc.wantConflict:
+				case err != nil:
+					t.Fatalf("sent again: %v, want the first decision %+v", err, first)
+				default:
+					want := first
+					want.Replayed, want.Limit, want.Remaining, want.Crossings = true, tc.limit, tc.remain, nil // a replay crosses nothing
+					if want.Shortfall.Rule != "" {
+						t.Fatalf("the test's own assumption: no shortfall, no reservation compared: %+v", first)
+					}
+					if again.Reservation == "" != (first.Reservation == "") {
+						t.Errorf("sent again: reservation %q, first %q", again.Reservation, first.Reservation)
+					}
+					again.Reservation, want.Reservation = "", ""
+					if !reflect.DeepEqual(again, want) {
+						t.Errorf("sent again = %+v\nwant %+v", again, want)
+					}
+				}
+				if after := written(t, c, id); !reflect.DeepEqual(after, before) {
+					t.Errorf("sent again, it wrote: %v, then %v", before, after)
+				}
+			})
+		}
+	}
+}
+
+// TestSettledRecords: a settled reservation's record, which a settle answered again
+// reads, keeps its binding rule's field; one written by an earlier build (no field)
+// keeps its binding rule's index when the request has that many rules, else answers
+// none; one that is not bucketgate's fails the settle as bad state, nothing written.
+func TestSettledRecords(t *testing.T) {
+	l, c := real(t)
+	ctx := context.Background()
+	a := bucketgate.Rule{Name: "a", Capacity: 100, RefillPerSecond: 0.001}
+	b := bucketgate.Rule{Name: "b", Capacity: 50, RefillPerSecond: 0.001}
+	r, err := l.Decide(ctx, bucketgate.Request{Identity: "records", Rules: []bucketgate.Rule{a, b}, Op: bucketgate.OpReserve, Cost: 40})
+	if err != nil || !r.Allowed {
+		t.Fatalf("reserve 40 = %+v, %v", r, err)
+	}
+	settle := func(rules []bucketgate.Rule) (bucketgate.Decision, error) {
+		return l.Decide(ctx, bucketgate.Request{Identity: "records", Rules: rules, Op: bucketgate.OpSettle, Cost: 30, ID: r.Reservation})
+	}
+	first, err := settle([]bucketgate.Rule{a, b})
+	if err != nil || first.Rule != "b" {
+		t.Fatalf("settle = %+v, %v", first, err)
+	}
+	p, err := base64.RawURLEncoding.DecodeString(strings.Split(r.Reservation, ".")[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := bucket.Key("records") + lua.SettledInfix + base64.RawURLEncoding.EncodeToString(p[:16])
+	stored, err := c.Do(ctx, c.B().Get().Key(record).Build()).ToString()
+	if err != nil || !strings.HasSuffix(stored, " b:tokens") {
+		t.Fatalf("the record %q (%v): want the binding rule's field last", stored, err)
+	}
+	earlier := strings.TrimSuffix(stored, " b:tokens")
+	for _, tc := range []struct {
+		name, record string
+		rules        []bucketgate.Rule
+		rule         string // "" for none; "bad" for an error
+	}{
+		{"its field", stored, []bucketgate.Rule{b, a}, "b"},
+		{"a field of no rule of the request", earlier + " c:tokens", []bucketgate.Rule{a, b}, ""},
+		{"an earlier build's, its index in range", earlier, []bucketgate.Rule{b, a}, "a"},
+		{"an earlier build's, its index out of range", earlier, []bucketgate.Rule{a}, ""},
+		{"not bucketgate's", "settled", []bucketgate.Rule{a, b}, "bad"},
+		{"a field and more", stored + " more", []bucketgate.Rule{a, b}, "bad"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.Do(ctx, c.B().Set().Key(record).Value(tc.record).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			before := written(t, c, "records")
+			d, err := settle(tc.rules)
+			switch {
+			case tc.rule == "bad" && (!errors.Is(err, bucket.ErrBadState) || !strings.Contains(err.Error(), "settled record")):
+				t.Fatalf("settled again = %+v, %v; want ErrBadState naming the record", d, err)
+			case tc.rule != "bad" && (err != nil || !d.Replayed || d.Rule != tc.rule || tc.rule == "" && (d.Limit != 0 || d.Remaining != 0)):
+				t.Fatalf("settled again = %+v, %v; want rule %q", d, err, tc.rule)
+			}
+			if after := written(t, c, "records"); !reflect.DeepEqual(after, before) {
+				t.Fatalf("it wrote: %v, then %v", before, after)
+			}
+		})
+	}
 }

@@ -196,9 +196,13 @@
 -- get nothing back and give nothing more;
 -- with usage (ARGV[2] not '0') it corrects the day's cost by the actual cost less the
 -- estimate and counts no check (Usage, below). Before any other write, its outcome "<flags>
--- <wait> <reset> <now> <actual>" goes to its record, KEYS[3] (SET NX GET, living life ms
--- past the expiry): a record there already is a settle made before, whose outcome answers,
--- nothing written. An idempotent request (hold "<life> <fp>") reads its record first:
+-- <wait> <reset> <now> <actual> <field>" goes to its record, KEYS[3] (SET NX GET, living
+-- life ms past the expiry), field the binding rule's first field name ('-' for none): a
+-- record there already is a settle made before, whose outcome answers, nothing written,
+-- its binding rule the one of this call's rules with that field, as a plan may have
+-- added, moved or removed rules since (none, 0 remaining, when it has none: removed, or
+-- of another kind now; a record without the field, of an earlier version, keeps its
+-- index when in range). An idempotent request (hold "<life> <fp>") reads its record first:
 -- found, its fingerprint must be fp (else an error) and its decision "<fp> <flags> <wait>
 -- <reset> <now>" answers again, nothing written; not found, the request is decided and its
 -- record written last (SET PX life). A stored bucket count below zero is a settle's debt:
@@ -426,6 +430,24 @@ end
 -- ARGV[o+n2+2r]: the loops below run i = 2r-1 over 1, 3, .., n2-1, and s[i], s[i+1]
 -- are rule r's stored fields.
 local n2 = (nargs - o) / 2
+
+-- again(old) is the reply of a settle made before, from its record old (see "Holds").
+local function again(old)
+  local f1, w, r, n, a, field = string.match(old, '^(%d+) (%d+) (%d+) (%d+) (%d+) ?([^ ]*)$')
+  if not a then
+    return redis.error_reply('ERR bucketgate-state: the settled record of this reservation is not bucketgate\'s')
+  end
+  f1 = f1 + 0
+  local b = (f1 - f1 % 2) / 2 % 16
+  if field ~= '' or b > n2 / 2 then
+    b = 0
+    for i = 1, n2, 2 do
+      if argv[o + i] == field then b = (i + 1) / 2 end
+    end
+  end
+  if b == 0 then f1 = f1 % 2 else f1 = f1 - f1 % 32 + f1 % 2 + 2 * b end
+  return {f1, w + 0, r + 0, n + 0, 1, a + 0} -- settled before: its first outcome
+end
 local most = cost + give -- one of them is 0: what every capacity must hold
 local least = most -- the least capacity this operation allows
 if least < 1 then least = 1 end
@@ -453,11 +475,7 @@ if rec then
       if not old then
         return redis.error_reply('ERR bucketgate-hold: reservation expired at ' .. exp .. ' ms (Unix time): it stays charged at its estimate')
       end
-      local f1, w, r, n, a = string.match(old, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
-      if not a then
-        return redis.error_reply('ERR bucketgate-state: the settled record of this reservation is not bucketgate\'s')
-      end
-      return {f1 + 0, w + 0, r + 0, n + 0, 1, a + 0} -- settled before: its first outcome
+      return again(old)
     end
     est = est + 0
     if settle > est then
@@ -988,15 +1006,9 @@ if settle then
   -- first outcome answers, and nothing else is written. The first write of a settle.
   local b, f = binding or 0, fewest
   if not binding then f = 0 end
-  local o1 = string.format('%d %d %d %d %d', allowed + 2 * b + 32 * waitrule + 131072 * (f - f % 1), wait, resetafter, now, settle)
+  local o1 = string.format('%d %d %d %d %d %s', allowed + 2 * b + 32 * waitrule + 131072 * (f - f % 1), wait, resetafter, now, settle, b > 0 and argv[o + 2 * b - 1] or '-')
   local old = call('SET', rec, o1, 'NX', 'GET', 'PXAT', string.format('%d', exp + life)) -- kept life ms past the expiry
-  if old then
-    local f1, w, r, n, a = string.match(old, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
-    if not a then
-      return redis.error_reply('ERR bucketgate-state: the settled record of this reservation is not bucketgate\'s')
-    end
-    return {f1 + 0, w + 0, r + 0, n + 0, 1, a + 0} -- settled before: its first outcome
-  end
+  if old then return again(old) end
 end
 
 -- at: when the key must expire (ms), nil to leave it; newday: the first write of the

@@ -1,7 +1,7 @@
 package template_test
 
 // The dashboard is what an on-call engineer reads first: it shows what the alarms count,
-// as they count it.
+// as they count it, and every metric the functions write.
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
 // Each function's errors on the dashboard are those its errors alarm counts: Lambda's
@@ -94,6 +96,28 @@ func TestDashboardErrorsAsTheAlarmsCountThem(t *testing.T) {
 					t.Errorf("%s counts %v (%v%%) on %v, want %v", alarm, counted, share, tc.data, tc.want[alarm])
 				}
 			})
+		}
+	}
+}
+
+// The dashboard shows every metric the functions write, by its own stack: events not
+// sent (EventsFailed) and a Redis that evicts buckets (RedisEvictionPolicy) too, which
+// otherwise only a log line, or with a Redis of yours an alarm, would tell.
+func TestDashboardShowsEveryMetric(t *testing.T) {
+	rs := deploy(t, readTemplate(t, limiter)).resources(t)
+	shown := map[string]bool{}
+	for _, w := range dashboardMetrics(t, "Dashboard", rs["Dashboard"].Properties["DashboardBody"]) {
+		shown[metricKey(w.namespace, w.name, nil)] = shown[metricKey(w.namespace, w.name, nil)] || w.dims[telemetry.DimStack] == testStack
+	}
+	namespace, emitted := emittedMetrics(t)
+	names := map[string]bool{}
+	for k := range emitted {
+		name, _, _ := strings.Cut(strings.TrimPrefix(k, namespace+" "), " ")
+		names[name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if !shown[metricKey(namespace, name, nil)] {
+			t.Errorf("no widget of the dashboard shows %s %s of the stack", namespace, name)
 		}
 	}
 }

@@ -75,8 +75,8 @@ func emfMetrics(t *testing.T, lines []map[string]any) map[string]bool {
 
 // emittedMetrics returns the namespace and every metric the functions write with the
 // template's environment: each function's emitter, from the settings that environment
-// loads (its flush interval too), writing every outcome, failure reason and registry
-// lookup result, and the invalid items and documents.
+// loads (its flush interval too), writing every outcome, failure reason, registry
+// lookup result and reason of events not sent, and the invalid items and documents.
 func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 	t.Helper()
 	vars := loadTemplate(t, limiter).Globals.Function.Environment.Variables
@@ -122,8 +122,10 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 		}
 		var refused telemetry.Invocation // a 401, or an operator's operation the check function refuses
 		refused.ObserveRefused()
-		refused.ObserveShadowLimited("trial")                   // an allowed request a shadow rule would have denied
-		refused.ObserveEventsFailed(telemetry.EventsTimeout, 1) // an event not sent
+		refused.ObserveShadowLimited("trial") // an allowed request a shadow rule would have denied
+		for _, reason := range []string{telemetry.EventsTimeout, telemetry.EventsError, telemetry.EventsRejected} {
+			refused.ObserveEventsFailed(reason, 1) // an event not sent
+		}
 		if err := e.Emit(time.Unix(1_800_000_000, 0), &refused); err != nil {
 			t.Fatal(err)
 		}

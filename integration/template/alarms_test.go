@@ -48,38 +48,8 @@ func alarmFires(t *testing.T, id string, p map[string]any, data []map[string]flo
 			v, ok := minute[name]
 			return mathValue{v, ok}
 		}
-		exprs, returned := map[string]mathExpr{}, ""
-		list, _ := p["Metrics"].([]any)
-		for _, m := range list {
-			m, _ := m.(map[string]any)
-			mid, _ := m["Id"].(string)
-			if m["ReturnData"] == true {
-				returned = mid
-			}
-			if src, ok := m["Expression"].(string); ok {
-				e, err := parseMath(src)
-				if err != nil {
-					t.Fatalf("%s: %s: %v", id, mid, err)
-				}
-				exprs[mid] = e
-			}
-		}
-		var ids func(string) (mathValue, error)
-		ids = func(mid string) (mathValue, error) {
-			if e, ok := exprs[mid]; ok {
-				return e(ids)
-			}
-			if !slices.ContainsFunc(list, func(m any) bool { return m.(map[string]any)["Id"] == mid }) {
-				return mathValue{}, fmt.Errorf("no metric or expression %q", mid)
-			}
-			v, ok := minute[mid]
-			return mathValue{v, ok}, nil
-		}
-		v, err := ids(returned)
-		if returned == "" || err != nil {
-			t.Fatalf("%s: the returned expression %q: %v", id, returned, err)
-		}
-		return v
+		exprs, ids, returned := alarmMath(t, id, p)
+		return evalMath(t, id, exprs, ids, returned, minute)
 	}
 	breaching := 0
 	for _, minute := range data[max(0, len(data)-periods):] {
@@ -88,6 +58,29 @@ func alarmFires(t *testing.T, id string, p map[string]any, data []map[string]flo
 		}
 	}
 	return breaching >= needed
+}
+
+// alarmMath returns the metric math of an alarm (resolved properties): its
+// expressions and all of its ids, and the id it returns.
+func alarmMath(t *testing.T, id string, p map[string]any) (exprs map[string]string, ids map[string]bool, returned string) {
+	t.Helper()
+	exprs, ids = map[string]string{}, map[string]bool{}
+	list, _ := p["Metrics"].([]any)
+	for _, m := range list {
+		m, _ := m.(map[string]any)
+		mid, _ := m["Id"].(string)
+		ids[mid] = true
+		if m["ReturnData"] == true {
+			returned = mid
+		}
+		if src, ok := m["Expression"].(string); ok {
+			exprs[mid] = src
+		}
+	}
+	if returned == "" {
+		t.Fatalf("%s returns no expression", id)
+	}
+	return exprs, ids, returned
 }
 
 // number returns v, a YAML number or the string of one, as a float64.

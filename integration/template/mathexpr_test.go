@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"testing"
 	"unicode"
 )
 
@@ -201,4 +202,36 @@ func binary(a, b mathExpr, f func(a, b float64) (float64, error)) mathExpr {
 		v, err := f(x.v, y.v)
 		return mathValue{v, true}, err
 	}
+}
+
+// evalMath evaluates the expression or metric returned of a set of metric math (an
+// alarm's or a widget's) on one minute's data: exprs are its expressions by id, ids
+// all of its ids, and minute the datapoints of its metrics by id (none for a metric
+// absent from it).
+func evalMath(t *testing.T, where string, exprs map[string]string, ids map[string]bool, returned string, minute map[string]float64) mathValue {
+	t.Helper()
+	parsed := map[string]mathExpr{}
+	for id, src := range exprs {
+		e, err := parseMath(src)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", where, id, err)
+		}
+		parsed[id] = e
+	}
+	var value func(string) (mathValue, error)
+	value = func(id string) (mathValue, error) {
+		if e, ok := parsed[id]; ok {
+			return e(value)
+		}
+		if !ids[id] {
+			return mathValue{}, fmt.Errorf("no metric or expression %q", id)
+		}
+		v, ok := minute[id]
+		return mathValue{v, ok}, nil
+	}
+	v, err := value(returned)
+	if err != nil {
+		t.Fatalf("%s: %s: %v", where, returned, err)
+	}
+	return v
 }

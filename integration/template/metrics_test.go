@@ -75,8 +75,8 @@ func emfMetrics(t *testing.T, lines []map[string]any) map[string]bool {
 
 // emittedMetrics returns the namespace and every metric the functions write with the
 // template's environment: each function's emitter, from the settings that environment
-// loads (its flush interval too), writing every outcome, failure reason and registry
-// lookup result, and the invalid items and documents.
+// loads (its flush interval too), writing every outcome, failure reason, registry
+// lookup result and reason of events not sent, and the invalid items and documents.
 func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 	t.Helper()
 	vars := loadTemplate(t, limiter).Globals.Function.Environment.Variables
@@ -122,8 +122,10 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 		}
 		var refused telemetry.Invocation // a 401, or an operator's operation the check function refuses
 		refused.ObserveRefused()
-		refused.ObserveShadowLimited("trial")                   // an allowed request a shadow rule would have denied
-		refused.ObserveEventsFailed(telemetry.EventsTimeout, 1) // an event not sent
+		refused.ObserveShadowLimited("trial") // an allowed request a shadow rule would have denied
+		for _, reason := range []string{telemetry.EventsTimeout, telemetry.EventsError, telemetry.EventsRejected} {
+			refused.ObserveEventsFailed(reason, 1) // an event not sent
+		}
 		if err := e.Emit(time.Unix(1_800_000_000, 0), &refused); err != nil {
 			t.Fatal(err)
 		}
@@ -246,9 +248,23 @@ func alarmMetrics(t *testing.T, id string, p map[string]any) []watched {
 	return out
 }
 
-// dashboardMetrics returns the metrics of a dashboard body (a Fn::Sub string of
-// CloudWatch dashboard JSON), "..." expanded, those of its SEARCH expressions too.
-func dashboardMetrics(t *testing.T, id string, body any) []watched {
+// widgetRow is one row of the metrics of a dashboard's widget: a metric (with its id
+// and visibility when it gives them) or an expression.
+type widgetRow struct {
+	id, label, expr string
+	hidden          bool
+	metric          *watched // nil for an expression
+}
+
+// widget is a dashboard's widget: its title and its metrics.
+type widget struct {
+	title string
+	rows  []widgetRow
+}
+
+// dashboardWidgets returns the widgets of a dashboard body (a Fn::Sub string of
+// CloudWatch dashboard JSON), each metric's "..." expanded.
+func dashboardWidgets(t *testing.T, id string, body any) []widget {
 	t.Helper()
 	sub, _ := body.(map[string]any)
 	text, ok := sub["Fn::Sub"].(string)
@@ -258,6 +274,7 @@ func dashboardMetrics(t *testing.T, id string, body any) []watched {
 	var dash struct {
 		Widgets []struct {
 			Properties struct {
+				Title   string  `json:"title"`
 				Metrics [][]any `json:"metrics"`
 			} `json:"properties"`
 		} `json:"widgets"`
@@ -265,22 +282,28 @@ func dashboardMetrics(t *testing.T, id string, body any) []watched {
 	if err := json.Unmarshal([]byte(substitute(text)), &dash); err != nil {
 		t.Fatalf("%s: dashboard body: %v", id, err)
 	}
-	var out []watched
+	var out []widget
 	for _, w := range dash.Widgets {
+		out = append(out, widget{title: w.Properties.Title})
+		rows := &out[len(out)-1].rows
 		var prev []string
 		for _, m := range w.Properties.Metrics {
-			if len(m) > 0 {
-				if first, ok := m[0].(map[string]any); ok { // an expression
-					e, _ := first["expression"].(string)
-					out = append(out, searchMetrics(t, id, e))
-					continue
+			var parts []string // the strings: namespace, name, dimension names and values
+			var row widgetRow
+			for _, p := range m {
+				switch p := p.(type) {
+				case string:
+					parts = append(parts, p)
+				case map[string]any: // an expression, or a metric's options
+					row.id, _ = p["id"].(string)
+					row.label, _ = p["label"].(string)
+					row.expr, _ = p["expression"].(string)
+					row.hidden = p["visible"] == false
 				}
 			}
-			var parts []string // the strings: namespace, name, dimension names and values
-			for _, p := range m {
-				if p, ok := p.(string); ok {
-					parts = append(parts, p)
-				}
+			if row.expr != "" {
+				*rows = append(*rows, row)
+				continue
 			}
 			if len(parts) > 0 && parts[0] == "..." && len(parts)-1 <= len(prev) {
 				// "..." is the previous metric with its last parts replaced by the ones given.
@@ -294,7 +317,43 @@ func dashboardMetrics(t *testing.T, id string, body any) []watched {
 			for i := 2; i+1 < len(parts); i += 2 {
 				dims[parts[i]] = parts[i+1]
 			}
-			out = append(out, watched{id, parts[0], parts[1], dims})
+			row.metric = &watched{id, parts[0], parts[1], dims}
+			*rows = append(*rows, row)
+		}
+	}
+	return out
+}
+
+// mathID is an id a metric math expression reads (functions are upper case).
+var mathID = regexp.MustCompile(`\b[a-z][A-Za-z0-9_]*\b`)
+
+// dashboardMetrics returns the metrics of a dashboard body (a Fn::Sub string of
+// CloudWatch dashboard JSON), "..." expanded, those of its SEARCH expressions too; its
+// other expressions are metric math of their widget's metrics and expressions, by id.
+func dashboardMetrics(t *testing.T, id string, body any) []watched {
+	t.Helper()
+	var out []watched
+	for _, w := range dashboardWidgets(t, id, body) {
+		ids := map[string]bool{}
+		for _, r := range w.rows {
+			ids[r.id] = r.id != ""
+		}
+		for _, r := range w.rows {
+			switch {
+			case r.metric != nil:
+				out = append(out, *r.metric)
+			case strings.HasPrefix(r.expr, "SEARCH("):
+				out = append(out, searchMetrics(t, id, r.expr))
+			default:
+				if _, err := parseMath(r.expr); err != nil {
+					t.Errorf("%s: widget %q: %s: %v", id, w.title, r.id, err)
+				}
+				for _, read := range mathID.FindAllString(r.expr, -1) {
+					if !ids[read] {
+						t.Errorf("%s: widget %q: %s reads %s, which no metric or expression of the widget is", id, w.title, r.id, read)
+					}
+				}
+			}
 		}
 	}
 	return out

@@ -53,12 +53,32 @@ func TestChangeLedger(t *testing.T) {
 			l.settled(reserve(a), allowed(0), []bucketgate.Rule{changeAQuota, b}, settled(1, 0))
 			l.admitted("i", []bucketgate.Rule{changeAQuota}, allowed(2), 10)
 		}, 10},
-		// What a settle above the estimate takes is left out (the script may take less,
-		// at a bucket's floor): the bound is looser, never wrong.
+		// A settle above the estimate takes the rest: a at 0 of its widest capacity
+		// (90) after it, 30 tokens refilled by the next reserve.
 		{"a settle above the estimate", func(l changeLedger) {
 			l.admitted("i", []bucketgate.Rule{a}, allowed(0), 60)
 			l.settled(reserve(a), allowed(0), []bucketgate.Rule{a}, settled(1, 90))
 			l.admitted("i", []bucketgate.Rule{a}, allowed(15_000), 60)
+		}, 30},
+		// b owes its capacity at most: at -80 after two settles far above their
+		// estimates, full again 80 ms later, not before.
+		{"settles above the estimate, once refilled from the floor", func(l changeLedger) {
+			l.admitted("i", []bucketgate.Rule{b}, allowed(0), 60)
+			l.settled(reserve(b), allowed(0), []bucketgate.Rule{b}, settled(1, 200))
+			l.settled(reserve(b), allowed(0), []bucketgate.Rule{b}, settled(1, 200))
+			l.admitted("i", []bucketgate.Rule{b}, allowed(80_001), 80)
+		}, 0},
+		{"settles above the estimate, too early after the floor", func(l changeLedger) {
+			l.admitted("i", []bucketgate.Rule{b}, allowed(0), 60)
+			l.settled(reserve(b), allowed(0), []bucketgate.Rule{b}, settled(1, 200))
+			l.settled(reserve(b), allowed(0), []bucketgate.Rule{b}, settled(1, 200))
+			l.admitted("i", []bucketgate.Rule{b}, allowed(60_001), 80)
+		}, 40},
+		// A settle above the estimate takes nothing from a rule its reserve did not.
+		{"a settle above the estimate takes nothing from a rule added since", func(l changeLedger) {
+			l.admitted("i", []bucketgate.Rule{b}, allowed(0), 80)
+			l.settled(reserve(a), allowed(0), []bucketgate.Rule{a, b}, settled(1, 120))
+			l.admitted("i", []bucketgate.Rule{b}, allowed(40_001), 80)
 		}, 0},
 		// A refund at the microsecond of a check goes first: the check may have had it.
 		{"a refund at the microsecond of a check", func(l changeLedger) {

@@ -60,6 +60,9 @@ type RuleChangeResult struct {
 	// its largest capacity and its refill, counting what each settle gave back to or
 	// took from the rules it shares with its reserve: 0 is the goal.
 	OverAdmitted int64
+	// Replay is how each identity's calls, in Redis time order, compare with the
+	// reference model's decisions (see changeOps.replay): no disagreement is the goal.
+	Replay Replay
 }
 
 // The rule-change run's rules: buckets that bind often (a's capacity edited by one
@@ -117,6 +120,7 @@ type changeRun struct {
 	res    *RuleChangeResult
 	led    changeLedger
 	leased []held
+	ops    changeOps
 }
 
 // ruleChange runs the rule-change storm against srv for d with workers goroutines.
@@ -155,6 +159,7 @@ func (r *runner) ruleChange(ctx context.Context, srv *redistest.Server, d time.D
 	wg.Wait()
 	res := run.res
 	res.OverAdmitted = run.led.overAdmitted()
+	res.Replay = run.ops.replay()
 	res.MostInFlight = mostInFlight(run.leased)
 	for _, rule := range []bucketgate.Rule{changeLeases, changeMore} {
 		var one []held
@@ -195,6 +200,20 @@ func (run *changeRun) fail(err error) {
 	}
 }
 
+// record records the answers ds (those Redis decided: with a time) of calls of q, err
+// their errors, for the replay; a call that failed otherwise than by a refusal leaves
+// what Redis stores of q's identity unknown. run.mu held.
+func (run *changeRun) record(q bucketgate.Request, ds [2]bucketgate.Decision, err error) {
+	if err != nil && !errors.Is(err, bucketgate.ErrConflict) {
+		run.ops.taint(q.Identity)
+	}
+	for _, d := range ds {
+		if !d.At.IsZero() {
+			run.ops.add(q, d)
+		}
+	}
+}
+
 // wrong keeps the first example of a settle or a release wrongly refused or accepted;
 // run.mu held.
 func (run *changeRun) wrong(example string) {
@@ -224,6 +243,7 @@ func (run *changeRun) turn(ctx context.Context, rng *rand.Rand) error {
 	} else {
 		run.res.Checks++
 	}
+	run.record(q, [2]bucketgate.Decision{d}, err)
 	if err == nil && d.Allowed {
 		run.led.admitted(id, rules, d, q.Cost)
 		if reserve {
@@ -259,6 +279,7 @@ func (run *changeRun) settle(ctx context.Context, rng *rand.Rand, q bucketgate.R
 	shared := shares(q.Rules, rules)
 	run.mu.Lock()
 	defer run.mu.Unlock()
+	run.record(s, ds, err)
 	run.res.Settles++
 	if !slices.Equal(q.Rules, rules) {
 		run.res.Changed++
@@ -318,6 +339,7 @@ func (run *changeRun) release(ctx context.Context, q bucketgate.Request, d bucke
 	run.res.Leases++
 	if canRelease {
 		run.res.Releases++
+		run.record(bucketgate.Request{Identity: q.Identity, Rules: rules, Op: bucketgate.OpRelease, ID: d.Lease}, ds, err)
 	}
 	exp := d.Expires.UnixMilli()
 	at := exp * 1000 // the lease's end in each set: its expiry unless released there

@@ -120,7 +120,8 @@ func TestShares(t *testing.T) {
 }
 
 // TestRuleChangeRun: a short rule-change run against a real server fails none of its
-// checks, and decides reserves, settles and leases.
+// checks (its replay through the reference model too), and decides reserves, settles
+// and leases.
 func TestRuleChangeRun(t *testing.T) {
 	srv := redistest.Start(t)
 	r := &runner{opts: Options{Log: io.Discard, Seed: 1}, sum: &Summary{}}
@@ -131,7 +132,7 @@ func TestRuleChangeRun(t *testing.T) {
 	if f := r.sum.Failures(); len(f) > 0 {
 		t.Fatalf("failures: %v", f)
 	}
-	if res.Allowed == 0 || res.Settles == 0 || res.Leases == 0 {
-		t.Fatalf("%+v: want reserves allowed, settled, and leases", res)
+	if res.Allowed == 0 || res.Settles == 0 || res.Leases == 0 || res.Replay.Verified == 0 {
+		t.Fatalf("%+v: want reserves allowed, settled, leases, and decisions the model reached too", res)
 	}
 }

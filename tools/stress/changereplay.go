@@ -4,16 +4,33 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// changeOp is one call of the rule-change run that Redis decided and that changed what
-// it stores (no replay, no refusal): the request as sent and Redis's answer.
+// changeOp is one call of the rule-change run that Redis decided (no replay, no
+// refusal): the request as sent and what the replay compares of Redis's answer, not all
+// of it (a run keeps some 400,000 of them).
 type changeOp struct {
 	q bucketgate.Request
-	d bucketgate.Decision
+	d changeAnswer
+}
+
+// changeAnswer is what the replay compares of a decision (see sameChange), and its ids.
+type changeAnswer struct {
+	at                 int64 // Unix microseconds of Redis time
+	remaining, settled int64
+	retry              time.Duration
+	reservation, lease string
+	allowed, released  bool
+}
+
+// answerOf is d as the replay compares it.
+func answerOf(d bucketgate.Decision) changeAnswer {
+	return changeAnswer{at: d.At.UnixMicro(), remaining: d.Remaining, settled: d.Settled, retry: d.RetryAfter,
+		reservation: d.Reservation, lease: d.Lease, allowed: d.Allowed, released: d.Released}
 }
 
 // changeOps is the rule-change run's calls by identity, and the identities a call of
@@ -32,7 +49,7 @@ func (o *changeOps) add(q bucketgate.Request, d bucketgate.Decision) {
 	if o.by == nil {
 		o.by = map[string][]changeOp{}
 	}
-	o.by[q.Identity] = append(o.by[q.Identity], changeOp{q, d})
+	o.by[q.Identity] = append(o.by[q.Identity], changeOp{q, answerOf(d)})
 }
 
 // taint marks id's state as unknown from now on: a call of it failed.
@@ -64,35 +81,34 @@ func (o *changeOps) replay() Replay {
 
 // replayChanges replays one identity's calls (see changeOps.replay).
 func replayChanges(ops []changeOp) Replay {
-	slices.SortStableFunc(ops, func(x, y changeOp) int { return cmp.Compare(x.d.At.UnixMicro(), y.d.At.UnixMicro()) })
+	slices.SortStableFunc(ops, func(x, y changeOp) int { return cmp.Compare(x.d.at, y.d.at) })
 	var out Replay
 	model, ids := bucket.NewModel(), map[string]string{} // Redis's reservation and lease ids, the model's
 	var last int64
 	for i, op := range ops {
-		if at := op.d.At.UnixMicro(); i > 0 && at == last {
+		if i > 0 && op.d.at == last {
 			out.Ties++
-		} else {
-			last = at
 		}
+		last = op.d.at
 		q := op.q
 		if q.ID != "" {
 			q.ID = ids[q.ID]
 		}
-		want, err := model.Hold(op.d.At, q, bucket.DefaultIdempotency)
+		want, err := model.Hold(time.UnixMicro(op.d.at), q, bucket.DefaultIdempotency)
 		if err == nil && sameChange(op.d, want) {
 			out.Verified++
-			if op.d.Reservation != "" {
-				ids[op.d.Reservation] = want.Reservation
+			if op.d.reservation != "" {
+				ids[op.d.reservation] = want.Reservation
 			}
-			if op.d.Lease != "" {
-				ids[op.d.Lease] = want.Lease
+			if op.d.lease != "" {
+				ids[op.d.lease] = want.Lease
 			}
 			continue
 		}
 		out.Disagreements++
 		out.Unverifiable += int64(len(ops) - i - 1)
 		out.Examples = append(out.Examples, fmt.Sprintf("%s %s of %d on %s at %d: Redis allowed=%v remaining=%d retry=%v settled=%d released=%v, model allowed=%v remaining=%d retry=%v settled=%d released=%v (%v)",
-			op.q.Identity, op.q.Op, op.q.Cost, ruleNames(op.q.Rules), op.d.At.UnixMicro(), op.d.Allowed, op.d.Remaining, op.d.RetryAfter, op.d.Settled, op.d.Released,
+			op.q.Identity, op.q.Op, op.q.Cost, ruleNames(op.q.Rules), op.d.at, op.d.allowed, op.d.remaining, op.d.retry, op.d.settled, op.d.released,
 			want.Allowed, want.Remaining, want.RetryAfter, want.Settled, want.Released, err))
 		break
 	}
@@ -101,7 +117,7 @@ func replayChanges(ops []changeOp) Replay {
 
 // sameChange reports whether the model's decision want is Redis's got, as far as the
 // rule-change run compares them.
-func sameChange(got, want bucketgate.Decision) bool {
-	return got.Allowed == want.Allowed && got.Remaining == want.Remaining && got.RetryAfter == want.RetryAfter &&
-		got.Settled == want.Settled && got.Released == want.Released && (got.Lease == "") == (want.Lease == "")
+func sameChange(got changeAnswer, want bucketgate.Decision) bool {
+	return got.allowed == want.Allowed && got.remaining == want.Remaining && got.retry == want.RetryAfter &&
+		got.settled == want.Settled && got.released == want.Released && (got.lease == "") == (want.Lease == "")
 }

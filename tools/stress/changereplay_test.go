@@ -24,9 +24,13 @@ func TestChangeReplay(t *testing.T) {
 	}
 	// answers is what an engine that does what the model does answers calls, at 1 ms
 	// apart, with ids of its own.
-	answers := func() []changeOp {
+	type call struct {
+		q bucketgate.Request
+		d bucketgate.Decision
+	}
+	answers := func() []call {
 		m, ids := bucket.NewModel(), map[string]string{}
-		var ops []changeOp
+		var ops []call
 		for i, q := range calls {
 			q.Identity = "i"
 			mq := q
@@ -41,23 +45,23 @@ func TestChangeReplay(t *testing.T) {
 			if d.Lease != "" {
 				ids[fmt.Sprintf("lease-%d", i)], d.Lease = d.Lease, fmt.Sprintf("lease-%d", i)
 			}
-			ops = append(ops, changeOp{q, d})
+			ops = append(ops, call{q, d})
 		}
 		return ops
 	}
 	tests := []struct {
 		name           string
-		engine         func(ops []changeOp) // what the engine answered otherwise
+		engine         func(ops []call) // what the engine answered otherwise
 		taint          bool
 		want, verified int64
 	}{
-		{"the model's answers, in another order", func(ops []changeOp) { ops[0], ops[5] = ops[5], ops[0] }, false, 0, 6},
+		{"the model's answers, in another order", func(ops []call) { ops[0], ops[5] = ops[5], ops[0] }, false, 0, 6},
 		// The engine took the settle's 20 beyond its estimate from b too, which the
 		// reserve did not take from: b's next check finds 20 fewer.
-		{"a settle above its estimate charges a rule added since", func(ops []changeOp) { ops[2].d.Remaining -= 20 }, false, 1, 2},
-		{"a release that ended nothing", func(ops []changeOp) { ops[5].d.Released = false }, false, 1, 5},
-		{"a settle of another cost", func(ops []changeOp) { ops[4].d.Settled = 4 }, false, 1, 4},
-		{"an identity a call of which failed", func(ops []changeOp) { ops[2].d.Remaining -= 20 }, true, 0, 0},
+		{"a settle above its estimate charges a rule added since", func(ops []call) { ops[2].d.Remaining -= 20 }, false, 1, 2},
+		{"a release that ended nothing", func(ops []call) { ops[5].d.Released = false }, false, 1, 5},
+		{"a settle of another cost", func(ops []call) { ops[4].d.Settled = 4 }, false, 1, 4},
+		{"an identity a call of which failed", func(ops []call) { ops[2].d.Remaining -= 20 }, true, 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,35 +20,68 @@ const microsPerSecond = 1e6
 // admission is one allowed request as one bucket saw it: its Redis time and cost.
 type admission struct {
 	at   int64 // microseconds of Redis time
-	cost int64
-	// taken marks tokens taken whether or not the bucket held them (a settle's cost
-	// beyond its estimate): they count in every window that holds them, but no window
-	// ends at them.
-	taken bool
+	cost int64 // a settle below its estimate gives back: a negative cost
+	// owes marks tokens taken whether or not the bucket held them (a settle's cost
+	// beyond its estimate): the most the bucket may owe after them, its capacity then,
+	// as the script takes them down to minus that at most (a bucket already deeper, its
+	// capacity cut since, stays). No window ends at them. 0 for an admission.
+	owes int64
 }
 
-// excess is the most tokens that any window of adm (sorted by time) admitted beyond
-// capacity + ratePerSecond × the window's length, the window's length being the Redis
-// time from its first admission to its last (a window ends at an admission that needed
-// its tokens, not at tokens taken). A bucket that starts with at most capacity tokens
-// and refills at ratePerSecond can never exceed 0. For no admissions it is -capacity.
-//
-// For a window from i to j: admitted - bound = (P[j] - r·t[j]) - (P[i-1] - r·t[i]) - C,
-// where P is the running sum of costs; a running minimum of the second term over i ≤ j
-// makes this one pass.
+// settlement is what a settle's first outcome, decided at Redis time at, did to a
+// rule of capacity (a quota's limit) that its reserve took est from: gave back the
+// estimate less the actual cost, or took the rest, owing that capacity at most.
+func settlement(at time.Time, est, actual, capacity int64) admission {
+	a := admission{at: at.UnixMicro(), cost: actual - est}
+	if a.cost > 0 {
+		a.owes = capacity
+	}
+	return a
+}
+
+// inOrder sorts adm by time; at one microsecond, what a settle gave back, then the
+// admissions, then what a settle took: the bound is then the loosest the order of the
+// calls allows.
+func inOrder(adm []admission) {
+	rank := func(a admission) int {
+		switch {
+		case a.cost < 0:
+			return 0
+		case a.owes > 0:
+			return 2
+		}
+		return 1
+	}
+	slices.SortStableFunc(adm, func(x, y admission) int { return cmp.Or(cmp.Compare(x.at, y.at), cmp.Compare(rank(x), rank(y))) })
+}
+
+// excess is the most tokens that any admission of adm (sorted by time, see inOrder)
+// took beyond what a bucket of capacity refilling at ratePerSecond, full at the first,
+// could hold then; for admissions alone, the most any window of them admitted beyond
+// capacity + ratePerSecond × the window's length (the Redis time from its first
+// admission to its last). A settle's refund raises the bucket to its capacity at most;
+// what a settle takes lowers it to minus its owes at most, and is no admission. A
+// bucket that starts with at most capacity tokens can never exceed 0; every step is
+// monotone in the level, so a level this overstates stays overstated. For no
+// admissions it is -capacity.
 func excess(adm []admission, capacity int64, ratePerSecond float64) float64 {
-	best := -float64(capacity)
+	best, c := -float64(capacity), float64(capacity)
 	if len(adm) == 0 {
 		return best
 	}
-	t0 := adm[0].at
-	minStart, sum := math.Inf(1), 0.0
+	level, last := c, adm[0].at
 	for _, a := range adm {
-		refill := float64(a.at-t0) * ratePerSecond / microsPerSecond
-		minStart = min(minStart, sum-refill) // the window that starts at a
-		sum += float64(a.cost)
-		if !a.taken {
-			best = max(best, sum-refill-minStart-float64(capacity))
+		level = min(c, level+float64(a.at-last)*ratePerSecond/microsPerSecond)
+		last = a.at
+		cost := float64(a.cost)
+		switch {
+		case a.cost < 0:
+			level = min(c, level-cost)
+		case a.owes > 0:
+			level = max(level-cost, min(level, -float64(a.owes)))
+		default:
+			level -= cost
+			best = max(best, -level)
 		}
 	}
 	return best

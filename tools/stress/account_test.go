@@ -20,21 +20,30 @@ func TestExcess(t *testing.T) {
 		want     float64
 	}{
 		{"nothing admitted", nil, 10, 1, -10},
-		{"one token of ten", []admission{{0, 1, false}}, 10, 1, -9},
-		{"the whole burst at once", []admission{{0, 4, false}, {0, 3, false}, {0, 3, false}}, 10, 1, 0},
-		{"one more than the burst at once", []admission{{0, 5, false}, {0, 6, false}}, 10, 1, 1},
-		{"refill makes room", []admission{{0, 1, false}, {second, 1, false}}, 1, 1, 0},
-		{"half a token too early", []admission{{0, 1, false}, {second / 2, 1, false}}, 1, 1, 0.5},
-		{"fractional rate", []admission{{0, 1, false}, {2 * second, 1, false}}, 1, 0.5, 0},
+		{"one token of ten", []admission{{0, 1, 0}}, 10, 1, -9},
+		{"the whole burst at once", []admission{{0, 4, 0}, {0, 3, 0}, {0, 3, 0}}, 10, 1, 0},
+		{"one more than the burst at once", []admission{{0, 5, 0}, {0, 6, 0}}, 10, 1, 1},
+		{"refill makes room", []admission{{0, 1, 0}, {second, 1, 0}}, 1, 1, 0},
+		{"half a token too early", []admission{{0, 1, 0}, {second / 2, 1, 0}}, 1, 1, 0.5},
+		{"fractional rate", []admission{{0, 1, 0}, {2 * second, 1, 0}}, 1, 0.5, 0},
 		// The run as a whole stays under its bound; the window at 10 s does not.
-		{"a late burst over capacity", []admission{{0, 1, false}, {10 * second, 1, false}, {10 * second, 1, false}, {10 * second, 1, false}}, 2, 1, 1},
+		{"a late burst over capacity", []admission{{0, 1, 0}, {10 * second, 1, 0}, {10 * second, 1, 0}, {10 * second, 1, 0}}, 2, 1, 1},
 		// Every window from the first admission or to the last stays under its bound;
 		// the one at 50 s alone does not.
-		{"a window in the middle", []admission{{0, 1, false}, {50 * second, 2, false}, {50 * second, 1, false}, {100 * second, 1, false}}, 2, 0.1, 1},
+		{"a window in the middle", []admission{{0, 1, 0}, {50 * second, 2, 0}, {50 * second, 1, 0}, {100 * second, 1, 0}}, 2, 0.1, 1},
 		// Tokens taken beyond the bucket (a settle's overrun) end no window; the
 		// admission that follows them too soon does.
-		{"tokens taken beyond the bucket", []admission{{0, 1, false}, {0, 2, true}}, 1, 1, 0},
-		{"an admission too soon after tokens taken", []admission{{0, 1, false}, {0, 2, true}, {second, 1, false}}, 1, 1, 2},
+		{"tokens taken beyond the bucket", []admission{{0, 1, 0}, {0, 2, 1}}, 1, 1, 0},
+		{"an admission too soon after tokens taken", []admission{{0, 1, 0}, {0, 2, 2}, {second, 1, 0}}, 1, 1, 2},
+		// The script takes the rest down to minus the capacity at most: the bucket at -1,
+		// one token of refill, and an admission too many.
+		{"tokens taken down to the floor", []admission{{0, 1, 0}, {0, 2, 1}, {second, 1, 0}}, 1, 1, 1},
+		{"tokens taken at the floor", []admission{{0, 1, 0}, {0, 2, 1}, {0, 2, 1}, {2 * second, 1, 0}}, 1, 1, 0},
+		// A bucket already deeper than its floor (a capacity cut since) stays there.
+		{"tokens taken below the floor", []admission{{0, 4, 0}, {0, 4, 4}, {0, 1, 1}, {4 * second, 1, 0}}, 4, 1, 1},
+		// A refund raises a bucket to its capacity at most.
+		{"a refund to a full bucket", []admission{{0, -3, 0}, {0, 2, 0}, {0, 1, 0}}, 2, 1, 1},
+		{"a refund", []admission{{0, 2, 0}, {0, -1, 0}, {0, 1, 0}}, 2, 1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

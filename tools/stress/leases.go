@@ -1,12 +1,10 @@
 package stress
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -179,7 +177,7 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 				if ds[0].Replayed == ds[1].Replayed || ds[0].Settled != ds[1].Settled {
 					res.DoubleSettles++
 				}
-				led.settled(id, ds, est)
+				led.settled(id, ds, est, leaseRule.Capacity)
 				mu.Unlock()
 			}
 		})
@@ -222,14 +220,15 @@ func (l leaseLedger) admitted(id string, d bucketgate.Decision, cost int64) {
 	l[id] = append(l[id], admission{at: d.At.UnixMicro(), cost: cost})
 }
 
-// settled records the two settles, sent at once, of a reserve of est: what each first
-// outcome (not replayed) took beyond the estimate, at its time. Taking the rest never
-// fails (the bucket may go below zero), so no window ends at a settle; the checks and
-// reserves after it must wait for the tokens it took.
-func (l leaseLedger) settled(id string, ds [2]bucketgate.Decision, est int64) {
+// settled records the two settles, sent at once, of a reserve of est on a bucket of
+// capacity: what each first outcome (not replayed) took beyond the estimate, at its
+// time (see settlement). Taking the rest never fails (the bucket may go below zero,
+// down to minus its capacity), so no window ends at a settle; the checks and reserves
+// after it must wait for the tokens it took.
+func (l leaseLedger) settled(id string, ds [2]bucketgate.Decision, est, capacity int64) {
 	for _, d := range ds {
 		if !d.Replayed && d.Settled != est {
-			l[id] = append(l[id], admission{at: d.At.UnixMicro(), cost: d.Settled - est, taken: true})
+			l[id] = append(l[id], settlement(d.At, est, d.Settled, capacity))
 		}
 	}
 }
@@ -239,19 +238,7 @@ func (l leaseLedger) settled(id string, ds [2]bucketgate.Decision, est int64) {
 func (l leaseLedger) overAdmitted(rule bucketgate.Rule) int64 {
 	var most int64
 	for _, a := range l {
-		// A settle at the same microsecond as a check goes after it: the check did not
-		// need what the settle took.
-		slices.SortStableFunc(a, func(x, y admission) int {
-			switch {
-			case x.at != y.at:
-				return cmp.Compare(x.at, y.at)
-			case x.taken == y.taken:
-				return 0
-			case x.taken:
-				return 1
-			}
-			return -1
-		})
+		inOrder(a) // a settle at the same microsecond as a check goes after it
 		most = max(most, overTokens(excess(a, rule.Capacity, rule.RefillPerSecond)))
 	}
 	return most

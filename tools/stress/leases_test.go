@@ -36,18 +36,39 @@ func TestLeaseLedger(t *testing.T) {
 		// there 1.4 s later, not 0.5 s (an engine whose settle took nothing).
 		{"a reserve after a settle's overrun, too early", func(l leaseLedger) {
 			l.admitted("a", allowed(0), 10)
-			l.settled("a", settles(second/10, 20), 10)
+			l.settled("a", settles(second/10, 20), 10, rule.Capacity)
 			l.admitted("a", allowed(6*second/10), 5)
 		}, 9},
 		{"a reserve after a settle's overrun, once refilled", func(l leaseLedger) {
 			l.admitted("a", allowed(0), 10)
-			l.settled("a", settles(second/10, 20), 10)
+			l.settled("a", settles(second/10, 20), 10, rule.Capacity)
 			l.admitted("a", allowed(3*second/2), 5)
+		}, 0},
+		// A settle takes the rest down to minus the capacity at most: a reserve of 10
+		// settled at 30 on an empty bucket leaves it at -10, not -20, and it is full
+		// again 2 s later.
+		{"a reserve once refilled from the floor", func(l leaseLedger) {
+			l.admitted("a", allowed(0), 10)
+			l.settled("a", settles(second/10, 30), 10, rule.Capacity)
+			l.admitted("a", allowed(21*second/10), 10)
+		}, 0},
+		{"a reserve too early after the floor", func(l leaseLedger) {
+			l.admitted("a", allowed(0), 10)
+			l.settled("a", settles(second/10, 30), 10, rule.Capacity)
+			l.admitted("a", allowed(15*second/10), 10)
+		}, 6},
+		// Many settles on an empty bucket: it owes its capacity at most.
+		{"settles on an empty bucket", func(l leaseLedger) {
+			l.admitted("a", allowed(0), 10)
+			for k := range int64(5) {
+				l.settled("a", settles(k, 20), 10, rule.Capacity)
+			}
+			l.admitted("a", allowed(3*second), 10)
 		}, 0},
 		// Taking the rest never fails: the settle itself admits nothing.
 		{"a settle beyond the tokens there", func(l leaseLedger) {
 			l.admitted("a", allowed(0), 10)
-			l.settled("a", settles(0, 20), 10)
+			l.settled("a", settles(0, 20), 10, rule.Capacity)
 		}, 0},
 		{"a check charged twice", func(l leaseLedger) {
 			l.checked("a", [2]bucketgate.Decision{allowed(0), allowed(1)}, 6)

@@ -1,7 +1,6 @@
 package stress
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,6 +60,9 @@ type RuleChangeResult struct {
 	// its largest capacity and its refill, counting what each settle gave back to or
 	// took from the rules it shares with its reserve: 0 is the goal.
 	OverAdmitted int64
+	// Replay is how each identity's calls, in Redis time order, compare with the
+	// reference model's decisions (see changeOps.replay): no disagreement is the goal.
+	Replay Replay
 }
 
 // The rule-change run's rules: buckets that bind often (a's capacity edited by one
@@ -118,6 +120,7 @@ type changeRun struct {
 	res    *RuleChangeResult
 	led    changeLedger
 	leased []held
+	ops    changeOps
 }
 
 // ruleChange runs the rule-change storm against srv for d with workers goroutines.
@@ -156,6 +159,7 @@ func (r *runner) ruleChange(ctx context.Context, srv *redistest.Server, d time.D
 	wg.Wait()
 	res := run.res
 	res.OverAdmitted = run.led.overAdmitted()
+	res.Replay = run.ops.replay()
 	res.MostInFlight = mostInFlight(run.leased)
 	for _, rule := range []bucketgate.Rule{changeLeases, changeMore} {
 		var one []held
@@ -196,6 +200,20 @@ func (run *changeRun) fail(err error) {
 	}
 }
 
+// record records the answers ds (those Redis decided: with a time) of calls of q, err
+// their errors, for the replay; a call that failed otherwise than by a refusal leaves
+// what Redis stores of q's identity unknown. run.mu held.
+func (run *changeRun) record(q bucketgate.Request, ds [2]bucketgate.Decision, err error) {
+	if err != nil && !errors.Is(err, bucketgate.ErrConflict) {
+		run.ops.taint(q.Identity)
+	}
+	for _, d := range ds {
+		if !d.At.IsZero() {
+			run.ops.add(q, d)
+		}
+	}
+}
+
 // wrong keeps the first example of a settle or a release wrongly refused or accepted;
 // run.mu held.
 func (run *changeRun) wrong(example string) {
@@ -225,6 +243,7 @@ func (run *changeRun) turn(ctx context.Context, rng *rand.Rand) error {
 	} else {
 		run.res.Checks++
 	}
+	run.record(q, [2]bucketgate.Decision{d}, err)
 	if err == nil && d.Allowed {
 		run.led.admitted(id, rules, d, q.Cost)
 		if reserve {
@@ -260,6 +279,7 @@ func (run *changeRun) settle(ctx context.Context, rng *rand.Rand, q bucketgate.R
 	shared := shares(q.Rules, rules)
 	run.mu.Lock()
 	defer run.mu.Unlock()
+	run.record(s, ds, err)
 	run.res.Settles++
 	if !slices.Equal(q.Rules, rules) {
 		run.res.Changed++
@@ -319,6 +339,7 @@ func (run *changeRun) release(ctx context.Context, q bucketgate.Request, d bucke
 	run.res.Leases++
 	if canRelease {
 		run.res.Releases++
+		run.record(bucketgate.Request{Identity: q.Identity, Rules: rules, Op: bucketgate.OpRelease, ID: d.Lease}, ds, err)
 	}
 	exp := d.Expires.UnixMilli()
 	at := exp * 1000 // the lease's end in each set: its expiry unless released there
@@ -398,15 +419,14 @@ type changeKey struct {
 	window int64
 }
 
-// add records cost taken from rule r of identity id by a decision at Redis time at, or
-// given back by a settle (a negative cost, at which no window ends).
-func (l changeLedger) add(id string, r bucketgate.Rule, at time.Time, cost int64) {
+// add records a, taken from (or given back to) rule r of identity id.
+func (l changeLedger) add(id string, r bucketgate.Rule, a admission) {
 	k := changeKey{id: id, rule: bucketgate.Rule{Name: r.Name, Period: r.Period}}
 	if r.IsQuota() {
-		start, _ := r.Window(at)
+		start, _ := r.Window(time.UnixMicro(a.at))
 		k.window = start.UnixMicro()
 	}
-	l[k] = append(l[k], admission{at: at.UnixMicro(), cost: cost, taken: cost < 0})
+	l[k] = append(l[k], a)
 }
 
 // admitted records an allowed reserve or check d of cost on rules: cost taken from
@@ -414,21 +434,18 @@ func (l changeLedger) add(id string, r bucketgate.Rule, at time.Time, cost int64
 func (l changeLedger) admitted(id string, rules []bucketgate.Rule, d bucketgate.Decision, cost int64) {
 	for i, r := range rules {
 		if !r.IsConcurrency() && !d.ShadowLimited.Has(i) {
-			l.add(id, r, d.At, cost)
+			l.add(id, r, admission{at: d.At.UnixMicro(), cost: cost})
 		}
 	}
 }
 
 // settled records o, the first outcome of a settle under rules of reserve q's decision
-// d that gave back: to each bucket and quota of rules that q took its estimate from,
-// the estimate less the actual cost (a negative cost: the most the settle may give
-// back, as a capacity may keep some); nothing to any other rule, added since, a shadow
-// denial or of another kind. A settle above the estimate is not recorded: the most it
-// takes is known only to the script (a bucket goes down to minus its capacity at most,
-// a quota's count up to twice its limit), and leaving it out only loosens the bound;
-// the leases run holds what it takes.
+// d: to each bucket and quota of rules that q took its estimate from, what it gave back
+// or took (see settlement: a bucket owes its capacity at most, a quota's count goes up
+// to twice its limit); nothing to any other rule, added since, a shadow denial or of
+// another kind.
 func (l changeLedger) settled(q bucketgate.Request, d bucketgate.Decision, rules []bucketgate.Rule, o bucketgate.Decision) {
-	if o.Settled >= q.Cost {
+	if o.Settled == q.Cost {
 		return
 	}
 	for _, r := range rules {
@@ -436,7 +453,7 @@ func (l changeLedger) settled(q bucketgate.Request, d bucketgate.Decision, rules
 		if r.IsConcurrency() || i < 0 || d.ShadowLimited.Has(i) {
 			continue
 		}
-		l.add(q.Identity, r, o.At, o.Settled-q.Cost)
+		l.add(q.Identity, r, settlement(o.At, q.Cost, o.Settled, max(r.Capacity, r.Limit)))
 	}
 }
 
@@ -455,11 +472,7 @@ func (l changeLedger) overAdmitted() int64 {
 	}
 	var most int64
 	for k, a := range l {
-		// At one microsecond, what a settle gave back goes first: the bound is then the
-		// loosest the order of the calls allows.
-		slices.SortStableFunc(a, func(x, y admission) int {
-			return cmp.Or(cmp.Compare(x.at, y.at), cmp.Compare(min(x.cost, 0), min(y.cost, 0)))
-		})
+		inOrder(a)
 		w := widest[k.rule]
 		if w.IsQuota() { // no refill: within its window, a quota's count never goes below 0
 			w.Capacity = w.Limit

@@ -53,12 +53,32 @@ func TestChangeLedger(t *testing.T) {
 			l.settled(reserve(a), allowed(0), []bucketgate.Rule{changeAQuota, b}, settled(1, 0))
 			l.admitted("i", []bucketgate.Rule{changeAQuota}, allowed(2), 10)
 		}, 10},
-		// What a settle above the estimate takes is left out (the script may take less,
-		// at a bucket's floor): the bound is looser, never wrong.
+		// A settle above the estimate takes the rest: a at 0 of its widest capacity
+		// (90) after it, 30 tokens refilled by the next reserve.
 		{"a settle above the estimate", func(l changeLedger) {
 			l.admitted("i", []bucketgate.Rule{a}, allowed(0), 60)
 			l.settled(reserve(a), allowed(0), []bucketgate.Rule{a}, settled(1, 90))
 			l.admitted("i", []bucketgate.Rule{a}, allowed(15_000), 60)
+		}, 30},
+		// b owes its capacity at most: at -80 after two settles far above their
+		// estimates, full again 80 ms later, not before.
+		{"settles above the estimate, once refilled from the floor", func(l changeLedger) {
+			l.admitted("i", []bucketgate.Rule{b}, allowed(0), 60)
+			l.settled(reserve(b), allowed(0), []bucketgate.Rule{b}, settled(1, 200))
+			l.settled(reserve(b), allowed(0), []bucketgate.Rule{b}, settled(1, 200))
+			l.admitted("i", []bucketgate.Rule{b}, allowed(80_001), 80)
+		}, 0},
+		{"settles above the estimate, too early after the floor", func(l changeLedger) {
+			l.admitted("i", []bucketgate.Rule{b}, allowed(0), 60)
+			l.settled(reserve(b), allowed(0), []bucketgate.Rule{b}, settled(1, 200))
+			l.settled(reserve(b), allowed(0), []bucketgate.Rule{b}, settled(1, 200))
+			l.admitted("i", []bucketgate.Rule{b}, allowed(60_001), 80)
+		}, 40},
+		// A settle above the estimate takes nothing from a rule its reserve did not.
+		{"a settle above the estimate takes nothing from a rule added since", func(l changeLedger) {
+			l.admitted("i", []bucketgate.Rule{b}, allowed(0), 80)
+			l.settled(reserve(a), allowed(0), []bucketgate.Rule{a, b}, settled(1, 120))
+			l.admitted("i", []bucketgate.Rule{b}, allowed(40_001), 80)
 		}, 0},
 		// A refund at the microsecond of a check goes first: the check may have had it.
 		{"a refund at the microsecond of a check", func(l changeLedger) {
@@ -100,7 +120,8 @@ func TestShares(t *testing.T) {
 }
 
 // TestRuleChangeRun: a short rule-change run against a real server fails none of its
-// checks, and decides reserves, settles and leases.
+// checks (its replay through the reference model too), and decides reserves, settles
+// and leases.
 func TestRuleChangeRun(t *testing.T) {
 	srv := redistest.Start(t)
 	r := &runner{opts: Options{Log: io.Discard, Seed: 1}, sum: &Summary{}}
@@ -111,7 +132,7 @@ func TestRuleChangeRun(t *testing.T) {
 	if f := r.sum.Failures(); len(f) > 0 {
 		t.Fatalf("failures: %v", f)
 	}
-	if res.Allowed == 0 || res.Settles == 0 || res.Leases == 0 {
-		t.Fatalf("%+v: want reserves allowed, settled, and leases", res)
+	if res.Allowed == 0 || res.Settles == 0 || res.Leases == 0 || res.Replay.Verified == 0 {
+		t.Fatalf("%+v: want reserves allowed, settled, leases, and decisions the model reached too", res)
 	}
 }

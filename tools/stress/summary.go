@@ -179,6 +179,9 @@ func (s *Summary) Failures() []string {
 		if c.Errors > 0 {
 			add("rule-change: %d errors, e.g. %s", c.Errors, c.ErrorExample)
 		}
+		if c.Replay.Disagreements > 0 {
+			add("rule-change: %d decisions differ from the reference model, e.g. %s", c.Replay.Disagreements, c.Replay.Examples[0])
+		}
 		if c.OverConcurrency > 0 || c.ReleasedTwice > 0 || c.LostLeases > 0 || c.Leaked > 0 {
 			add("rule-change: %d in flight beyond the concurrency, %d leases released twice, %d lost, %d leaked", c.OverConcurrency, c.ReleasedTwice, c.LostLeases, c.Leaked)
 		}
@@ -306,6 +309,7 @@ func (s *Summary) Write(w io.Writer, failures, misses []string) {
 		p("\n| leases | releases (two at once each) | left to expire | released twice | lost | most in flight of a set | beyond its concurrency | leaked |")
 		p("|---|---|---|---|---|---|---|---|")
 		p("| %d | %d | %d | %d | %d | %d | %d | %d |", c.Leases, c.Releases, c.Kept, c.ReleasedTwice, c.LostLeases, c.MostInFlight, c.OverConcurrency, c.Leaked)
+		p("\n- replayed through the reference model: %d verified, %d differing, %d unverifiable, %d at a tied microsecond", c.Replay.Verified, c.Replay.Disagreements, c.Replay.Unverifiable, c.Replay.Ties)
 	}
 	if h := s.Hostile; h != nil {
 		p("\n## Hostile identities (cluster)\n")

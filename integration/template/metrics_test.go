@@ -98,7 +98,7 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
 	for _, f := range []guard.Failure{guard.FailureTimeout, guard.FailureRedisError, guard.FailureBadResponse, guard.FailureRegistryError} {
 		results = append(results,
 			guard.Result{Decision: bucketgate.Decision{Reason: bucketgate.ReasonUnavailable}, Failure: f, Latency: time.Millisecond},
-			guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: f})
+			guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: f, Latency: time.Millisecond})
 	}
 	lookups := []registry.Result{registry.ResultHit, registry.ResultMiss, registry.ResultStale, registry.ResultError, registry.ResultAbandoned}
 	// Each function's instance adds its invocations up and writes their sums a line per

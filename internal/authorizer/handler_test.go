@@ -266,8 +266,9 @@ func TestFailOpen(t *testing.T) {
 				t.Errorf("reset %d (%s), want the local clock %d when Redis did not decide", a.num(t, ratelimitheaders.KeyReset), a.str(t, ratelimitheaders.KeyResetAt), f.now.Unix())
 			}
 			doc := oneEMF(t, f.metrics.Bytes())
-			if doc[telemetry.DimOutcome] != telemetry.OutcomeDegraded || doc[telemetry.MetricFailClosed] != nil {
-				t.Errorf("EMF %v", doc)
+			if doc[telemetry.DimOutcome] != telemetry.OutcomeDegraded || doc[telemetry.MetricFailClosed] != nil ||
+				doc[telemetry.MetricFailOpen] != 1.0 || doc[telemetry.DimReason] != "redis_error" {
+				t.Errorf("EMF %v: want Decisions degraded, and FailOpen 1 with reason redis_error", doc)
 			}
 		})
 	}

@@ -338,7 +338,7 @@ func TestCostAboveAShadowCapacity(t *testing.T) {
 
 // TestAllShadowNeverDenied: a shadow rule never denies, Redis down or not: a check whose
 // rules are all shadow, which Redis could not decide, is allowed (degraded) when failing
-// closed, and counts no FailClosed; one with an enforced rule beside them fails closed,
+// closed, and counts FailOpen, no FailClosed; one with an enforced rule beside them fails closed,
 // describing that rule. (It was denied, unavailable: trying a limit in shadow turned a
 // Redis outage into denials.)
 func TestAllShadowNeverDenied(t *testing.T) {
@@ -351,27 +351,31 @@ func TestAllShadowNeverDenied(t *testing.T) {
 		payload  string
 		want     string
 		failures int // FailClosed count
+		open     int // FailOpen count
 	}{
 		{"all shadow", `{"key":"tenant-42","rules":[` + trialRule + `]}`,
-			`{"allowed":true,"reason":"degraded","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""}`, 0},
+			`{"allowed":true,"reason":"degraded","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""}`, 0, 1},
 		{"all shadow in a batch", `{"checks":[{"key":"tenant-42","rules":[` + trialRule + `]},{"key":"tenant-42","rules":[` + trialRule + `],"op":"refund"}]}`,
 			`{"results":[{"allowed":true,"reason":"degraded","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""},
-			{"allowed":true,"reason":"degraded","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""}]}`, 0},
+			{"allowed":true,"reason":"degraded","limit":0,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"","plan":""}]}`, 0, 2},
 		{"shadow beside an enforced rule", `{"key":"tenant-42","rules":[` + trialRule + `,` + slowRule + `]}`,
-			`{"allowed":false,"reason":"unavailable","limit":10,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"slow","plan":""}`, 1},
+			`{"allowed":false,"reason":"unavailable","limit":10,"remaining":0,"retryAfterMs":1000,"resetAfterMs":0,"rule":"slow","plan":""}`, 1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f.metrics.Reset()
 			assertJSONEqual(t, f.invokeOK(t, []byte(tc.payload)), tc.want)
-			failures := 0.0
+			failures, open := 0.0, 0.0
 			for _, l := range emfLines(t, f.metrics) {
 				if n, ok := l[telemetry.MetricFailClosed].(float64); ok {
 					failures += n
 				}
+				if n, ok := l[telemetry.MetricFailOpen].(float64); ok {
+					open += n
+				}
 			}
-			if failures != float64(tc.failures) {
-				t.Errorf("FailClosed %v, want %d", failures, tc.failures)
+			if failures != float64(tc.failures) || open != float64(tc.open) {
+				t.Errorf("FailClosed %v, FailOpen %v, want %d and %d", failures, open, tc.failures, tc.open)
 			}
 		})
 	}

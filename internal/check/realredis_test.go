@@ -94,7 +94,7 @@ func TestRedisFailures(t *testing.T) {
 		opts        guard.Options
 		fail        func(*testing.T, *redistest.Server)
 		want        string
-		wantFailure guard.Failure // the FailClosed metric's reason; none when failing open
+		wantFailure guard.Failure // the reason of FailClosed (failing closed) or FailOpen (failing open)
 	}{
 		{
 			name:        "fail closed: server stopped",
@@ -103,10 +103,11 @@ func TestRedisFailures(t *testing.T) {
 			wantFailure: guard.FailureRedisError,
 		},
 		{
-			name: "fail open: server stopped",
-			opts: guard.Options{FailOpen: true},
-			fail: stop,
-			want: `{"allowed":true,"reason":"degraded","limit":100,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"pro"}`,
+			name:        "fail open: server stopped",
+			opts:        guard.Options{FailOpen: true},
+			fail:        stop,
+			want:        `{"allowed":true,"reason":"degraded","limit":100,"remaining":0,"retryAfterMs":0,"resetAfterMs":0,"rule":"burst","plan":"pro"}`,
+			wantFailure: guard.FailureRedisError,
 		},
 		{
 			name:        "fail closed: server paused past the deadline",
@@ -130,8 +131,12 @@ func TestRedisFailures(t *testing.T) {
 			if len(lines) != 1 {
 				t.Fatalf("metrics %v: want one line", lines)
 			}
-			if got := lines[0][telemetry.DimReason]; tc.wantFailure != guard.FailureNone && got != string(tc.wantFailure) || tc.wantFailure == guard.FailureNone && got != nil {
-				t.Fatalf("FailClosed reason %v, want %q", got, tc.wantFailure)
+			failed := telemetry.MetricFailClosed
+			if tc.opts.FailOpen {
+				failed = telemetry.MetricFailOpen
+			}
+			if got := lines[0][telemetry.DimReason]; got != string(tc.wantFailure) || lines[0][failed] != 1.0 {
+				t.Fatalf("metrics %v: want %s 1 with reason %q", lines[0], failed, tc.wantFailure)
 			}
 		})
 	}

@@ -21,7 +21,8 @@ import (
 // Metric names, and the dimensions they carry.
 const (
 	MetricDecisions     = "Decisions"     // count, by Outcome
-	MetricFailClosed    = "FailClosed"    // count, by Reason
+	MetricFailClosed    = "FailClosed"    // count, by Reason: decisions denied (unavailable)
+	MetricFailOpen      = "FailOpen"      // count, by Reason: decisions allowed unlimited (degraded)
 	MetricRedisLatency  = "RedisLatency"  // milliseconds, by Outcome
 	MetricDenyCacheHits = "DenyCacheHits" // count, by Outcome; written only when not zero
 	MetricShadowLimited = "ShadowLimited" // count, by Rule: allowed requests a shadow rule would have denied
@@ -383,7 +384,7 @@ func (e *Emitter) writeLine(d *document, ms int64) error {
 }
 
 // The most fields and directives one EMF document holds: the decision's (Decisions,
-// DenyCacheHits, Outcome, RedisLatency, Reason, FailClosed), a registry lookup's
+// DenyCacheHits, Outcome, RedisLatency, Reason, FailClosed or FailOpen), a registry lookup's
 // (RegistryLookups, Result), the invalid items' and documents' (RegistryInvalidItems,
 // ConfigInvalid: one directive), Function and Stack.
 const (
@@ -437,7 +438,7 @@ func (d *document) directive(namespace, dim string, metrics ...emfMetric) *direc
 // decisions adds g's metrics: Decisions by Outcome, DenyCacheHits when there were any
 // (a sum that a zero would not change, left out to keep the line short: most lines are
 // allowed decisions, which never come from the deny cache), RedisLatency when measured,
-// and FailClosed by Reason when g failed closed.
+// and by Reason FailClosed when g failed closed, FailOpen when it failed open.
 func (d *document) decisions(namespace string, g *group) {
 	dir := d.directive(namespace, DimOutcome, emfMetric{MetricDecisions, "Count"})
 	d.add(field{name: DimOutcome, str: g.outcome, isStr: true})
@@ -452,10 +453,17 @@ func (d *document) decisions(namespace string, g *group) {
 		dir.nmetrics++
 		d.add(field{name: MetricRedisLatency, ms: g.latencyMS[:min(len(g.latencyMS), MaxValues)]})
 	}
-	if g.failure != guard.FailureNone && g.outcome == OutcomeUnavailable {
-		d.directive(namespace, DimReason, emfMetric{MetricFailClosed, "Count"})
+	failed := "" // the metric of g's failure by Reason
+	switch g.outcome {
+	case OutcomeUnavailable:
+		failed = MetricFailClosed
+	case OutcomeDegraded:
+		failed = MetricFailOpen
+	}
+	if failed != "" && g.failure != guard.FailureNone {
+		d.directive(namespace, DimReason, emfMetric{failed, "Count"})
 		d.add(field{name: DimReason, str: string(g.failure), isStr: true})
-		d.add(field{name: MetricFailClosed, n: g.decisions})
+		d.add(field{name: failed, n: g.decisions})
 	}
 }
 

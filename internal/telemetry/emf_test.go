@@ -47,7 +47,8 @@ func parseEMF(t *testing.T, line string) emfLine {
 
 // Every dimension set of every metric holds Stack, and the line carries its value; a
 // decision's metrics are those it has: DenyCacheHits only for denials from the deny
-// cache, RedisLatency only when Redis was asked, FailClosed only when it failed closed.
+// cache, RedisLatency only when Redis was asked, FailClosed only when it failed closed,
+// FailOpen (by the same reasons) only when it failed open: what DegradedAlarm counts, and why.
 func TestEmitDecisionLines(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
@@ -75,8 +76,20 @@ func TestEmitDecisionLines(t *testing.T) {
 			[]string{"Outcome: Decisions RedisLatency", "Reason: FailClosed"},
 			map[string]any{"Outcome": "unavailable", "Decisions": 1.0, "RedisLatency": []any{4.0}, "Reason": "bad_response", "FailClosed": 1.0}},
 		{"failed open", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: guard.FailureTimeout, Latency: 50 * ms},
-			[]string{"Outcome: Decisions RedisLatency"},
-			map[string]any{"Outcome": "degraded", "Decisions": 1.0, "RedisLatency": []any{50.0}}},
+			[]string{"Outcome: Decisions RedisLatency", "Reason: FailOpen"},
+			map[string]any{"Outcome": "degraded", "Decisions": 1.0, "RedisLatency": []any{50.0}, "Reason": "timeout", "FailOpen": 1.0}},
+		{"failed open on a Redis error", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: guard.FailureRedisError, Latency: 3 * ms},
+			[]string{"Outcome: Decisions RedisLatency", "Reason: FailOpen"},
+			map[string]any{"Outcome": "degraded", "Decisions": 1.0, "RedisLatency": []any{3.0}, "Reason": "redis_error", "FailOpen": 1.0}},
+		{"failed open on a bad response", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: guard.FailureBadResponse, Latency: 4 * ms},
+			[]string{"Outcome: Decisions RedisLatency", "Reason: FailOpen"},
+			map[string]any{"Outcome": "degraded", "Decisions": 1.0, "RedisLatency": []any{4.0}, "Reason": "bad_response", "FailOpen": 1.0}},
+		{"failed open on the registry, Redis not asked", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: guard.FailureRegistryError},
+			[]string{"Outcome: Decisions", "Reason: FailOpen"},
+			map[string]any{"Outcome": "degraded", "Decisions": 1.0, "Reason": "registry_error", "FailOpen": 1.0}},
+		{"failed open with the circuit open, Redis not asked", guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonDegraded}, Failure: guard.FailureRedisError, CircuitOpen: true},
+			[]string{"Outcome: Decisions", "Reason: FailOpen"},
+			map[string]any{"Outcome": "degraded", "Decisions": 1.0, "Reason": "redis_error", "FailOpen": 1.0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -261,6 +261,13 @@ func (l *Limiter) isClosed() bool { return l.closed != nil && l.closed.Load() }
 // while they wait for Redis): trying again will not help.
 var ErrClosed = errors.New("middleware: the Limiter is closed")
 
+// ErrUnavailable is wrapped by the error of Settle, Cancel and Release when Redis (or
+// the key registry) could not answer, whatever FAIL_MODE: the reservation is not
+// settled (it stays charged at its estimate) or the lease not released (it frees
+// itself at its route's ttlMs); trying again may succeed. It is the authorizer's own
+// value, so errors.Is finds it in an error of either.
+var ErrUnavailable = authorizer.ErrUnavailable
+
 // errZeroLimiter is the error of a call that needs Redis, on the zero Limiter.
 var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make a Limiter with New")
 
@@ -372,11 +379,10 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // for an id the limiter did not make, or whose key or route changed since (it stays
 // charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
 // bucketgate.MaxSettle, whether or not r carries a reservation (as ErrConflict does:
-// neither comes right by trying again);
-// is ErrClosed after Close (nor does it), or wraps it; or wraps an unavailable limiter's
-// error: try again. It is
-// the one call a service makes once it knows what the work cost, as a backend behind
-// API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
+// neither comes right by trying again); is ErrClosed after Close (nor does it), or
+// wraps it; or wraps ErrUnavailable when Redis (or the registry) could not answer: try
+// again. It is the one call a service makes once it knows what the work cost, as a
+// backend behind API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
 // cancellation and deadline do not: a request whose client hung up (r.Context()
 // canceled) is settled all the same, within REDIS_TIMEOUT_MS, never left charged at its
 // estimate; Cancel and Release likewise.
@@ -388,7 +394,8 @@ func (l *Limiter) Settle(ctx context.Context, r *http.Request, actual int64) (bu
 }
 
 // Cancel settles the reservation that r carries at 0, every token of its estimate back,
-// as Settle does: for work that did not happen.
+// as Settle does: for work that did not happen. Its errors are Settle's, ErrUnavailable
+// among them.
 func (l *Limiter) Cancel(ctx context.Context, r *http.Request) (bucketgate.Decision, error) {
 	return l.settle(ctx, r, bucketgate.OpCancel, 0)
 }
@@ -398,7 +405,8 @@ func (l *Limiter) Cancel(ctx context.Context, r *http.Request) (bucketgate.Decis
 // ratelimitheaders.HeaderLease), for work that is done before next returns (Handler
 // releases it then otherwise); releasing again changes nothing (Decision.Released
 // false). Its error is ratelimitheaders.ErrNoLease when r carries none, and else as
-// Settle's. A lease that Redis could not release frees itself at its route's ttlMs.
+// Settle's: it wraps ErrUnavailable when Redis could not release the lease, which then
+// frees itself at its route's ttlMs.
 func (l *Limiter) Release(ctx context.Context, r *http.Request) (bucketgate.Decision, error) {
 	return l.settle(ctx, r, bucketgate.OpRelease, 0)
 }
@@ -419,8 +427,10 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 		return bucketgate.Decision{}, ErrClosed
 	}
 	res, err := l.authorizer.Settle(context.WithoutCancel(ctx), id, op, actual) // the client may be gone; the work is done
-	if errors.Is(err, authorizer.ErrUnavailable) && l.isClosed() {              // Close came while Redis was asked
-		return bucketgate.Decision{}, fmt.Errorf("%w: %w", ErrClosed, err)
+	// Close came while Redis was asked: ErrClosed alone (its text says what failed), not
+	// ErrUnavailable too, which would say that trying again may help.
+	if errors.Is(err, ErrUnavailable) && l.isClosed() {
+		return bucketgate.Decision{}, fmt.Errorf("%w: %v", ErrClosed, err)
 	}
 	// A release that Redis answered, or that can never be (a conflict: a reload took the
 	// route's concurrency rule), is the last: Handler does not try it again.

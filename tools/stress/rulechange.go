@@ -419,11 +419,12 @@ type changeKey struct {
 	window int64
 }
 
-// add records a, taken from (or given back to) rule r of identity id.
-func (l changeLedger) add(id string, r bucketgate.Rule, a admission) {
+// add records a, taken from (or given back to) rule r of identity id: a quota's in its
+// window that holds at (Unix us).
+func (l changeLedger) add(id string, r bucketgate.Rule, at int64, a admission) {
 	k := changeKey{id: id, rule: bucketgate.Rule{Name: r.Name, Period: r.Period}}
 	if r.IsQuota() {
-		start, _ := r.Window(time.UnixMicro(a.at))
+		start, _ := r.Window(time.UnixMicro(at))
 		k.window = start.UnixMicro()
 	}
 	l[k] = append(l[k], a)
@@ -434,7 +435,7 @@ func (l changeLedger) add(id string, r bucketgate.Rule, a admission) {
 func (l changeLedger) admitted(id string, rules []bucketgate.Rule, d bucketgate.Decision, cost int64) {
 	for i, r := range rules {
 		if !r.IsConcurrency() && !d.ShadowLimited.Has(i) {
-			l.add(id, r, admission{at: d.At.UnixMicro(), cost: cost})
+			l.add(id, r, d.At.UnixMicro(), admission{at: d.At.UnixMicro(), cost: cost})
 		}
 	}
 }
@@ -443,7 +444,9 @@ func (l changeLedger) admitted(id string, rules []bucketgate.Rule, d bucketgate.
 // d: to each bucket and quota of rules that q took its estimate from, what it gave back
 // or took (see settlement: a bucket owes its capacity at most, a quota's count goes up
 // to twice its limit); nothing to any other rule, added since, a shadow denial or of
-// another kind.
+// another kind. A quota gives back in its reserve's window only (docs/check.md): what
+// a settle after that window's end gives back goes to a window that has ended, and
+// lowers no count; what a settle takes goes to the settle's window.
 func (l changeLedger) settled(q bucketgate.Request, d bucketgate.Decision, rules []bucketgate.Rule, o bucketgate.Decision) {
 	if o.Settled == q.Cost {
 		return
@@ -453,7 +456,11 @@ func (l changeLedger) settled(q bucketgate.Request, d bucketgate.Decision, rules
 		if r.IsConcurrency() || i < 0 || d.ShadowLimited.Has(i) {
 			continue
 		}
-		l.add(q.Identity, r, settlement(o.At, q.Cost, o.Settled, max(r.Capacity, r.Limit)))
+		a, rule, at := settlement(o.At, q.Cost, o.Settled, max(r.Capacity, r.Limit)), r, o.At.UnixMicro()
+		if a.cost < 0 {
+			rule, at = q.Rules[i], d.At.UnixMicro()
+		}
+		l.add(q.Identity, rule, at, a)
 	}
 }
 

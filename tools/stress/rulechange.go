@@ -61,7 +61,7 @@ type RuleChangeResult struct {
 	// took from the rules it shares with its reserve: 0 is the goal.
 	OverAdmitted int64
 	// Replay is how each identity's calls, in Redis time order, compare with the
-	// reference model's decisions (see changeOps.replay): no disagreement is the goal.
+	// reference model's decisions (see replayLog.replay): no disagreement is the goal.
 	Replay Replay
 }
 
@@ -120,7 +120,7 @@ type changeRun struct {
 	res    *RuleChangeResult
 	led    changeLedger
 	leased []held
-	ops    changeOps
+	ops    replayLog
 }
 
 // ruleChange runs the rule-change storm against srv for d with workers goroutines.
@@ -200,20 +200,6 @@ func (run *changeRun) fail(err error) {
 	}
 }
 
-// record records the answers ds (those Redis decided: with a time) of calls of q, err
-// their errors, for the replay; a call that failed otherwise than by a refusal leaves
-// what Redis stores of q's identity unknown. run.mu held.
-func (run *changeRun) record(q bucketgate.Request, ds [2]bucketgate.Decision, err error) {
-	if err != nil && !errors.Is(err, bucketgate.ErrConflict) {
-		run.ops.taint(q.Identity)
-	}
-	for _, d := range ds {
-		if !d.At.IsZero() {
-			run.ops.add(q, d)
-		}
-	}
-}
-
 // wrong keeps the first example of a settle or a release wrongly refused or accepted;
 // run.mu held.
 func (run *changeRun) wrong(example string) {
@@ -243,7 +229,7 @@ func (run *changeRun) turn(ctx context.Context, rng *rand.Rand) error {
 	} else {
 		run.res.Checks++
 	}
-	run.record(q, [2]bucketgate.Decision{d}, err)
+	run.ops.record(q, err, d)
 	if err == nil && d.Allowed {
 		run.led.admitted(id, rules, d, q.Cost)
 		if reserve {
@@ -279,7 +265,7 @@ func (run *changeRun) settle(ctx context.Context, rng *rand.Rand, q bucketgate.R
 	shared := shares(q.Rules, rules)
 	run.mu.Lock()
 	defer run.mu.Unlock()
-	run.record(s, ds, err)
+	run.ops.record(s, err, ds[:]...)
 	run.res.Settles++
 	if !slices.Equal(q.Rules, rules) {
 		run.res.Changed++
@@ -339,7 +325,7 @@ func (run *changeRun) release(ctx context.Context, q bucketgate.Request, d bucke
 	run.res.Leases++
 	if canRelease {
 		run.res.Releases++
-		run.record(bucketgate.Request{Identity: q.Identity, Rules: rules, Op: bucketgate.OpRelease, ID: d.Lease}, ds, err)
+		run.ops.record(bucketgate.Request{Identity: q.Identity, Rules: rules, Op: bucketgate.OpRelease, ID: d.Lease}, err, ds[:]...)
 	}
 	exp := d.Expires.UnixMilli()
 	at := exp * 1000 // the lease's end in each set: its expiry unless released there

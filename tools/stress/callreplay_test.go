@@ -9,7 +9,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-func TestChangeReplay(t *testing.T) {
+func TestReplayLog(t *testing.T) {
 	at := func(ms int64) time.Time { return time.UnixMilli(1_800_000_000_000 + ms) }
 	rules := func(rs ...bucketgate.Rule) []bucketgate.Rule { return rs }
 	// A reserve of 10 on a, settled at 30 under a plan that added b (b owes nothing),
@@ -67,7 +67,7 @@ func TestChangeReplay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ops := answers()
 			tc.engine(ops)
-			var o changeOps
+			var o replayLog
 			for _, op := range ops {
 				o.add(op.q, op.d)
 				replayed := op.d // the other settle's answer: a replay, which changes nothing
@@ -85,10 +85,10 @@ func TestChangeReplay(t *testing.T) {
 	}
 }
 
-// TestChangeReplayTie: two calls of one identity at one Redis microsecond replay in an
+// TestReplayLogTie: two calls of one identity at one Redis microsecond replay in an
 // ambiguous order: a disagreement there is unverifiable, not a failure; a microsecond
 // apart, it is one.
-func TestChangeReplayTie(t *testing.T) {
+func TestReplayLogTie(t *testing.T) {
 	at := time.UnixMicro(1_800_000_000_000_000)
 	tests := []struct {
 		name                           string
@@ -114,7 +114,7 @@ func TestChangeReplayTie(t *testing.T) {
 				t.Fatalf("%+v, %+v, %v: want 20 allowed, 50 denied", first, second, err)
 			}
 			first.At = first.At.Add(tc.later)
-			var o changeOps
+			var o replayLog
 			o.add(large, second) // recorded first
 			o.add(small, first)
 			r := o.replay()

@@ -54,6 +54,10 @@ type LeasesResult struct {
 	// (or held leases missing), and the sets that would outlive their latest lease by
 	// more than the margin and the rest of its minute: 0 is the goal.
 	Leaked int64
+	// Replay is how each identity's calls (reserves, settles, checks, releases), in
+	// Redis time order, compare with the reference model's decisions (see
+	// replayLog.replay): no disagreement is the goal.
+	Replay Replay
 }
 
 // leaseRule is the leases run's bucket: slow enough that the hot identities run dry, fast
@@ -98,6 +102,7 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 	var mu sync.Mutex
 	led, storm := leaseLedger{}, leaseLedger{}
 	var leased []held
+	var ops replayLog // under mu
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -113,7 +118,7 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 			rng := rand.New(rand.NewPCG(r.opts.Seed, uint64(w)))
 			for n := 0; time.Now().Before(end) && ctx.Err() == nil; n++ {
 				if n%4 == 1 { // the release storm
-					if h, err := r.acquireRelease(ctx, l, rng, res, &mu, storm); err != nil {
+					if h, err := r.acquireRelease(ctx, l, rng, res, &mu, storm, &ops); err != nil {
 						fail(err)
 					} else if h != nil {
 						mu.Lock()
@@ -127,6 +132,9 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 				if n%4 == 3 { // an idempotent check, sent twice at once
 					q := bucketgate.Request{Identity: id, Rules: rules, Cost: 1 + rng.Int64N(5), RequestID: fmt.Sprintf("w%d-%d", w, n)}
 					ds, errs := both(func() (bucketgate.Decision, error) { return l.Decide(ctx, q) })
+					mu.Lock()
+					ops.record(q, errs, ds[:]...)
+					mu.Unlock()
 					if errs != nil {
 						fail(errs)
 						continue
@@ -141,9 +149,11 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 					continue
 				}
 				est := 1 + rng.Int64N(20)
-				rd, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpReserve, Cost: est})
+				rq := bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpReserve, Cost: est}
+				rd, err := l.Decide(ctx, rq)
 				mu.Lock()
 				res.Reserves++
+				ops.record(rq, err, rd)
 				mu.Unlock()
 				if err != nil {
 					fail(err)
@@ -155,18 +165,20 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 				mu.Lock()
 				led.admitted(id, rd, est)
 				mu.Unlock()
-				settle := func(actual int64) func() (bucketgate.Decision, error) {
-					return func() (bucketgate.Decision, error) {
-						return l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpSettle, Cost: actual, ID: rd.Reservation})
-					}
+				settle := func(actual int64) bucketgate.Request {
+					return bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpSettle, Cost: actual, ID: rd.Reservation}
 				}
-				a1, a2 := est+rng.Int64N(est+1), est+rng.Int64N(est+1)
+				sq := [2]bucketgate.Request{settle(est + rng.Int64N(est+1)), settle(est + rng.Int64N(est+1))}
 				var ds [2]bucketgate.Decision
 				var errs [2]error
 				var pair sync.WaitGroup
-				pair.Go(func() { ds[0], errs[0] = settle(a1)() })
-				pair.Go(func() { ds[1], errs[1] = settle(a2)() })
+				pair.Go(func() { ds[0], errs[0] = l.Decide(ctx, sq[0]) })
+				pair.Go(func() { ds[1], errs[1] = l.Decide(ctx, sq[1]) })
 				pair.Wait()
+				mu.Lock()
+				ops.record(sq[0], errs[0], ds[0])
+				ops.record(sq[1], errs[1], ds[1])
+				mu.Unlock()
 				if err := errors.Join(errs[:]...); err != nil {
 					fail(err)
 					continue
@@ -184,6 +196,7 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 	}
 	wg.Wait()
 	res.OverAdmitted = max(led.overAdmitted(leaseRule), storm.overAdmitted(leaseTokens))
+	res.Replay = ops.replay()
 	res.MostInFlight = mostInFlight(leased)
 	res.OverConcurrency = max(0, res.MostInFlight-int64(leaseStreams.Concurrency))
 	var sets []leaseSet
@@ -198,6 +211,8 @@ func (r *runner) leases(ctx context.Context, srv *redistest.Server, d time.Durat
 		res.Reserves, res.Allowed, res.Settles, res.DoubleSettles, res.Idempotent, res.DoubleCharges, res.Errors, res.OverAdmitted)
 	r.logf("leases: %d acquires (%d leases), %d releases (two at once each), %d left to expire, %d released twice, %d lost, at most %d in flight (concurrency %d), %d leaked",
 		res.Acquires, res.Acquired, res.Releases, res.Expired, res.ReleasedTwice, res.LostLeases, res.MostInFlight, leaseStreams.Concurrency, res.Leaked)
+	r.logf("leases: replayed through the reference model: %d verified, %d differing (e.g. %v), %d unverifiable, %d at a tied microsecond",
+		res.Replay.Verified, res.Replay.Disagreements, res.Replay.Examples, res.Replay.Unverifiable, res.Replay.Ties)
 	return nil
 }
 
@@ -247,8 +262,9 @@ func (l leaseLedger) overAdmitted(rule bucketgate.Rule) int64 {
 // acquireRelease is one turn of the release storm: a check of the concurrency rule on
 // one of four hot identities and, when it holds a lease, two releases of it at once
 // after a moment, or, one time in ten, none (the lease expires). What an allowed check
-// took from the bucket goes to led. It returns the lease, nil when denied.
-func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *rand.Rand, res *LeasesResult, mu *sync.Mutex, led leaseLedger) (*held, error) {
+// took from the bucket goes to led, its calls to ops (both under mu). It returns the
+// lease, nil when denied.
+func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *rand.Rand, res *LeasesResult, mu *sync.Mutex, led leaseLedger, ops *replayLog) (*held, error) {
 	id := fmt.Sprintf("conc-%d", rng.IntN(4))
 	rules := []bucketgate.Rule{leaseStreams, leaseTokens}
 	keep := rng.IntN(10) != 0
@@ -260,6 +276,7 @@ func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *ran
 	d, err := l.Decide(ctx, q)
 	mu.Lock()
 	res.Acquires++
+	ops.record(q, err, d)
 	mu.Unlock()
 	if err != nil || !d.Allowed {
 		return nil, err
@@ -276,14 +293,14 @@ func (r *runner) acquireRelease(ctx context.Context, l *bucket.Limiter, rng *ran
 		return h, nil
 	}
 	time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
-	ds, err := both(func() (bucketgate.Decision, error) {
-		return l.Decide(ctx, bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpRelease, ID: d.Lease})
-	})
+	rq := bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpRelease, ID: d.Lease}
+	ds, err := both(func() (bucketgate.Decision, error) { return l.Decide(ctx, rq) })
+	mu.Lock()
+	defer mu.Unlock()
+	ops.record(rq, err, ds[:]...)
 	if err != nil {
 		return h, err // the lease may stand: counted as held to its expiry
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	res.Releases += 2
 	switch {
 	case ds[0].Released && ds[1].Released:

@@ -108,7 +108,7 @@ func TestReleaseStormAccountsItsBucket(t *testing.T) {
 	res, led := &LeasesResult{}, leaseLedger{}
 	var mu sync.Mutex
 	for range 40 {
-		if _, err := r.acquireRelease(context.Background(), bucket.New(c), rng, res, &mu, led); err != nil {
+		if _, err := r.acquireRelease(context.Background(), bucket.New(c), rng, res, &mu, led, &replayLog{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,5 +121,22 @@ func TestReleaseStormAccountsItsBucket(t *testing.T) {
 	}
 	if over := led.overAdmitted(leaseTokens); over != 0 {
 		t.Fatalf("over-admitted %d", over)
+	}
+}
+
+// TestLeasesRun: a short leases run against a real server fails none of its checks
+// (its replay through the reference model too), and the model verifies its calls.
+func TestLeasesRun(t *testing.T) {
+	srv := redistest.Start(t)
+	r := &runner{opts: Options{Log: io.Discard, Seed: 1}, sum: &Summary{}}
+	if err := r.leases(context.Background(), srv, 1500*time.Millisecond, 8); err != nil {
+		t.Fatal(err)
+	}
+	res := r.sum.Leases
+	if f := r.sum.Failures(); len(f) > 0 {
+		t.Fatalf("failures: %v", f)
+	}
+	if res.Allowed == 0 || res.Acquired == 0 || res.Idempotent == 0 || res.Replay.Verified == 0 {
+		t.Fatalf("%+v: want reserves allowed, leases, idempotent checks, and decisions the model reached too", res)
 	}
 }

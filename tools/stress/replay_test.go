@@ -75,3 +75,17 @@ func TestReplayAfterAnUnknownOutcome(t *testing.T) {
 		t.Fatalf("after a restart: %+v", got)
 	}
 }
+
+// TestReplayTie: two decisions of one microsecond replay in the order of their records,
+// which may not be Redis's: a disagreement there is unverifiable, not a failure.
+func TestReplayTie(t *testing.T) {
+	recs := modelRecords([]struct {
+		shape, cost uint8
+		at          int64
+	}{{0, 2, 1_000}, {0, 2, 1_000}, {0, 1, 2_000}})
+	recs[0], recs[1] = recs[1], recs[0] // the denial recorded first
+	got := replay("test", testScenarios, recs, nil)
+	if got.Disagreements != 0 || got.Unverifiable != 3 || got.Verified != 0 {
+		t.Fatalf("%+v, want 3 unverifiable", got)
+	}
+}

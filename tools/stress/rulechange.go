@@ -61,7 +61,7 @@ type RuleChangeResult struct {
 	// took from the rules it shares with its reserve: 0 is the goal.
 	OverAdmitted int64
 	// Replay is how each identity's calls, in Redis time order, compare with the
-	// reference model's decisions (see changeOps.replay): no disagreement is the goal.
+	// reference model's decisions (see replayLog.replay): no disagreement is the goal.
 	Replay Replay
 }
 
@@ -120,7 +120,7 @@ type changeRun struct {
 	res    *RuleChangeResult
 	led    changeLedger
 	leased []held
-	ops    changeOps
+	ops    replayLog
 }
 
 // ruleChange runs the rule-change storm against srv for d with workers goroutines.
@@ -200,20 +200,6 @@ func (run *changeRun) fail(err error) {
 	}
 }
 
-// record records the answers ds (those Redis decided: with a time) of calls of q, err
-// their errors, for the replay; a call that failed otherwise than by a refusal leaves
-// what Redis stores of q's identity unknown. run.mu held.
-func (run *changeRun) record(q bucketgate.Request, ds [2]bucketgate.Decision, err error) {
-	if err != nil && !errors.Is(err, bucketgate.ErrConflict) {
-		run.ops.taint(q.Identity)
-	}
-	for _, d := range ds {
-		if !d.At.IsZero() {
-			run.ops.add(q, d)
-		}
-	}
-}
-
 // wrong keeps the first example of a settle or a release wrongly refused or accepted;
 // run.mu held.
 func (run *changeRun) wrong(example string) {
@@ -243,7 +229,7 @@ func (run *changeRun) turn(ctx context.Context, rng *rand.Rand) error {
 	} else {
 		run.res.Checks++
 	}
-	run.record(q, [2]bucketgate.Decision{d}, err)
+	run.ops.record(q, err, d)
 	if err == nil && d.Allowed {
 		run.led.admitted(id, rules, d, q.Cost)
 		if reserve {
@@ -279,7 +265,7 @@ func (run *changeRun) settle(ctx context.Context, rng *rand.Rand, q bucketgate.R
 	shared := shares(q.Rules, rules)
 	run.mu.Lock()
 	defer run.mu.Unlock()
-	run.record(s, ds, err)
+	run.ops.record(s, err, ds[:]...)
 	run.res.Settles++
 	if !slices.Equal(q.Rules, rules) {
 		run.res.Changed++
@@ -339,7 +325,7 @@ func (run *changeRun) release(ctx context.Context, q bucketgate.Request, d bucke
 	run.res.Leases++
 	if canRelease {
 		run.res.Releases++
-		run.record(bucketgate.Request{Identity: q.Identity, Rules: rules, Op: bucketgate.OpRelease, ID: d.Lease}, ds, err)
+		run.ops.record(bucketgate.Request{Identity: q.Identity, Rules: rules, Op: bucketgate.OpRelease, ID: d.Lease}, err, ds[:]...)
 	}
 	exp := d.Expires.UnixMilli()
 	at := exp * 1000 // the lease's end in each set: its expiry unless released there
@@ -419,11 +405,12 @@ type changeKey struct {
 	window int64
 }
 
-// add records a, taken from (or given back to) rule r of identity id.
-func (l changeLedger) add(id string, r bucketgate.Rule, a admission) {
+// add records a, taken from (or given back to) rule r of identity id: a quota's in its
+// window that holds at (Unix us).
+func (l changeLedger) add(id string, r bucketgate.Rule, at int64, a admission) {
 	k := changeKey{id: id, rule: bucketgate.Rule{Name: r.Name, Period: r.Period}}
 	if r.IsQuota() {
-		start, _ := r.Window(time.UnixMicro(a.at))
+		start, _ := r.Window(time.UnixMicro(at))
 		k.window = start.UnixMicro()
 	}
 	l[k] = append(l[k], a)
@@ -434,7 +421,7 @@ func (l changeLedger) add(id string, r bucketgate.Rule, a admission) {
 func (l changeLedger) admitted(id string, rules []bucketgate.Rule, d bucketgate.Decision, cost int64) {
 	for i, r := range rules {
 		if !r.IsConcurrency() && !d.ShadowLimited.Has(i) {
-			l.add(id, r, admission{at: d.At.UnixMicro(), cost: cost})
+			l.add(id, r, d.At.UnixMicro(), admission{at: d.At.UnixMicro(), cost: cost})
 		}
 	}
 }
@@ -443,7 +430,9 @@ func (l changeLedger) admitted(id string, rules []bucketgate.Rule, d bucketgate.
 // d: to each bucket and quota of rules that q took its estimate from, what it gave back
 // or took (see settlement: a bucket owes its capacity at most, a quota's count goes up
 // to twice its limit); nothing to any other rule, added since, a shadow denial or of
-// another kind.
+// another kind. A quota gives back in its reserve's window only (docs/check.md): what
+// a settle after that window's end gives back goes to a window that has ended, and
+// lowers no count; what a settle takes goes to the settle's window.
 func (l changeLedger) settled(q bucketgate.Request, d bucketgate.Decision, rules []bucketgate.Rule, o bucketgate.Decision) {
 	if o.Settled == q.Cost {
 		return
@@ -453,7 +442,11 @@ func (l changeLedger) settled(q bucketgate.Request, d bucketgate.Decision, rules
 		if r.IsConcurrency() || i < 0 || d.ShadowLimited.Has(i) {
 			continue
 		}
-		l.add(q.Identity, r, settlement(o.At, q.Cost, o.Settled, max(r.Capacity, r.Limit)))
+		a, rule, at := settlement(o.At, q.Cost, o.Settled, max(r.Capacity, r.Limit)), r, o.At.UnixMicro()
+		if a.cost < 0 {
+			rule, at = q.Rules[i], d.At.UnixMicro()
+		}
+		l.add(q.Identity, rule, at, a)
 	}
 }
 

@@ -99,6 +99,66 @@ func TestChangeLedger(t *testing.T) {
 	}
 }
 
+// TestChangeLedgerAcrossMidnight: a quota gives back only in its reserve's window
+// (docs/check.md): settled (or cancelled) after the window's end, the estimate goes back
+// to no count; what a settle above its estimate takes goes to its own window's.
+func TestChangeLedgerAcrossMidnight(t *testing.T) {
+	midnight := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC).UnixMicro()
+	at := func(us int64) bucketgate.Decision {
+		return bucketgate.Decision{Allowed: true, At: time.UnixMicro(midnight + us)}
+	}
+	settled := func(us, actual int64) bucketgate.Decision {
+		d := at(us)
+		d.Settled = actual
+		return d
+	}
+	quota, limit := []bucketgate.Rule{changeAQuota}, changeAQuota.Limit
+	reserve := bucketgate.Request{Identity: "i", Rules: quota, Op: bucketgate.OpReserve, Cost: 100}
+	tests := []struct {
+		name string
+		feed func(l changeLedger)
+		want int64
+	}{
+		// The day's limit used up after midnight, then a cancel of the last reserve of
+		// the day before: the new day's count never held its 100 and gets none of them.
+		{"a cancel after midnight gives the new day nothing", func(l changeLedger) {
+			l.admitted("i", quota, at(-1), 100)
+			l.admitted("i", quota, at(1), limit)
+			l.settled(reserve, at(-1), quota, settled(2, 0))
+			l.admitted("i", quota, at(3), 100)
+		}, 100},
+		{"a settle below its estimate after midnight gives the new day nothing", func(l changeLedger) {
+			l.admitted("i", quota, at(-1), 100)
+			l.admitted("i", quota, at(1), limit)
+			l.settled(reserve, at(-1), quota, settled(2, 40))
+			l.admitted("i", quota, at(3), 60)
+		}, 60},
+		// Within its day, the give-back is there.
+		{"a cancel before midnight gives back to its day", func(l changeLedger) {
+			l.admitted("i", quota, at(-3), 100)
+			l.admitted("i", quota, at(-2), limit-100)
+			l.settled(reserve, at(-3), quota, settled(-1, 0))
+			l.admitted("i", quota, at(-1), 100)
+		}, 0},
+		// Taking the rest after midnight takes from the new day's count.
+		{"a settle above its estimate after midnight takes from the new day", func(l changeLedger) {
+			l.admitted("i", quota, at(-1), 100)
+			l.settled(reserve, at(-1), quota, settled(2, 150))
+			l.admitted("i", quota, at(3), limit-50)
+			l.admitted("i", quota, at(4), 1)
+		}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := changeLedger{}
+			tc.feed(l)
+			if got := l.overAdmitted(); got != tc.want {
+				t.Fatalf("over-admitted %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestShares(t *testing.T) {
 	for _, tc := range []struct {
 		name            string

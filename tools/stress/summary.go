@@ -168,6 +168,9 @@ func (s *Summary) Failures() []string {
 		if l.OverConcurrency > 0 || l.ReleasedTwice > 0 || l.LostLeases > 0 || l.Leaked > 0 {
 			add("leases: %d in flight beyond the concurrency, %d leases released twice, %d lost, %d leaked", l.OverConcurrency, l.ReleasedTwice, l.LostLeases, l.Leaked)
 		}
+		if l.Replay.Disagreements > 0 {
+			add("leases: %d decisions differ from the reference model, e.g. %s", l.Replay.Disagreements, l.Replay.Examples[0])
+		}
 	}
 	if c := s.RuleChange; c != nil {
 		if c.OverAdmitted > 0 {
@@ -300,6 +303,7 @@ func (s *Summary) Write(w io.Writer, failures, misses []string) {
 		p("\n| acquires | leases | releases (two at once each) | left to expire | released twice | lost | most in flight (concurrency %d) | leaked |", leaseStreams.Concurrency)
 		p("|---|---|---|---|---|---|---|---|")
 		p("| %d | %d | %d | %d | %d | %d | %d | %d |", l.Acquires, l.Acquired, l.Releases, l.Expired, l.ReleasedTwice, l.LostLeases, l.MostInFlight, l.Leaked)
+		p("\n- replayed through the reference model: %d verified, %d differing, %d unverifiable, %d at a tied microsecond", l.Replay.Verified, l.Replay.Disagreements, l.Replay.Unverifiable, l.Replay.Ties)
 	}
 	if c := s.RuleChange; c != nil {
 		p("\n## Rule changes (standalone)\n")

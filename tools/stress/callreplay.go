@@ -2,6 +2,7 @@ package stress
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,16 +11,16 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// changeOp is one call of the rule-change run that Redis decided (no replay, no
-// refusal): the request as sent and what the replay compares of Redis's answer, not all
-// of it (a run keeps some 400,000 of them).
-type changeOp struct {
+// replayOp is one call of the rule-change or the leases run that Redis decided (no
+// replay, no refusal): the request as sent and what the replay compares of Redis's
+// answer, not all of it (a run keeps some 400,000 of them).
+type replayOp struct {
 	q bucketgate.Request
-	d changeAnswer
+	d replayAnswer
 }
 
-// changeAnswer is what the replay compares of a decision (see sameChange), and its ids.
-type changeAnswer struct {
+// replayAnswer is what the replay compares of a decision (see sameAnswer), and its ids.
+type replayAnswer struct {
 	at                 int64 // Unix microseconds of Redis time
 	remaining, settled int64
 	retry              time.Duration
@@ -28,32 +29,46 @@ type changeAnswer struct {
 }
 
 // answerOf is d as the replay compares it.
-func answerOf(d bucketgate.Decision) changeAnswer {
-	return changeAnswer{at: d.At.UnixMicro(), remaining: d.Remaining, settled: d.Settled, retry: d.RetryAfter,
+func answerOf(d bucketgate.Decision) replayAnswer {
+	return replayAnswer{at: d.At.UnixMicro(), remaining: d.Remaining, settled: d.Settled, retry: d.RetryAfter,
 		reservation: d.Reservation, lease: d.Lease, allowed: d.Allowed, released: d.Released}
 }
 
-// changeOps is the rule-change run's calls by identity, and the identities a call of
-// which failed otherwise than by a refusal (Redis may have decided it): not safe for
-// concurrent use.
-type changeOps struct {
-	by      map[string][]changeOp
+// replayLog is a run's calls (the rule-change run's, the leases run's) by identity, and
+// the identities a call of which failed otherwise than by a refusal (Redis may have
+// decided it): not safe for concurrent use.
+type replayLog struct {
+	by      map[string][]replayOp
 	tainted map[string]bool
 }
 
 // add records q's answer d, unless a replay (which changes nothing).
-func (o *changeOps) add(q bucketgate.Request, d bucketgate.Decision) {
+func (o *replayLog) add(q bucketgate.Request, d bucketgate.Decision) {
 	if d.Replayed {
 		return
 	}
 	if o.by == nil {
-		o.by = map[string][]changeOp{}
+		o.by = map[string][]replayOp{}
 	}
-	o.by[q.Identity] = append(o.by[q.Identity], changeOp{q, answerOf(d)})
+	o.by[q.Identity] = append(o.by[q.Identity], replayOp{q, answerOf(d)})
+}
+
+// record records the answers ds (those Redis decided: with a time) of calls of q, err
+// their error: a call that failed otherwise than by a refusal leaves what Redis stores
+// of q's identity unknown.
+func (o *replayLog) record(q bucketgate.Request, err error, ds ...bucketgate.Decision) {
+	if err != nil && !errors.Is(err, bucketgate.ErrConflict) {
+		o.taint(q.Identity)
+	}
+	for _, d := range ds {
+		if !d.At.IsZero() {
+			o.add(q, d)
+		}
+	}
 }
 
 // taint marks id's state as unknown from now on: a call of it failed.
-func (o *changeOps) taint(id string) {
+func (o *replayLog) taint(id string) {
 	if o.tainted == nil {
 		o.tainted = map[string]bool{}
 	}
@@ -66,22 +81,24 @@ func (o *changeOps) taint(id string) {
 // settled of a settle, released of a release. A settle above its estimate that took
 // from a rule its reserve did not take from (too many denials later) shows there. An
 // identity a call of which failed is unverifiable, and so is the rest of an identity's
-// calls after a disagreement.
-func (o *changeOps) replay() Replay {
+// calls after a disagreement; a disagreement at a call of the same Redis microsecond as
+// the one before or after it is none (the model replays them in an order Redis may not
+// have taken), and leaves the rest unverifiable.
+func (o *replayLog) replay() Replay {
 	var out Replay
 	for id, ops := range o.by {
 		if o.tainted[id] {
 			out.Unverifiable += int64(len(ops))
 			continue
 		}
-		out.add(replayChanges(ops))
+		out.add(replayOps(ops))
 	}
 	return out
 }
 
-// replayChanges replays one identity's calls (see changeOps.replay).
-func replayChanges(ops []changeOp) Replay {
-	slices.SortStableFunc(ops, func(x, y changeOp) int { return cmp.Compare(x.d.at, y.d.at) })
+// replayOps replays one identity's calls (see replayLog.replay).
+func replayOps(ops []replayOp) Replay {
+	slices.SortStableFunc(ops, func(x, y replayOp) int { return cmp.Compare(x.d.at, y.d.at) })
 	var out Replay
 	model, ids := bucket.NewModel(), map[string]string{} // Redis's reservation and lease ids, the model's
 	var last int64
@@ -95,7 +112,7 @@ func replayChanges(ops []changeOp) Replay {
 			q.ID = ids[q.ID]
 		}
 		want, err := model.Hold(time.UnixMicro(op.d.at), q, bucket.DefaultIdempotency)
-		if err == nil && sameChange(op.d, want) {
+		if err == nil && sameAnswer(op.d, want) {
 			out.Verified++
 			if op.d.reservation != "" {
 				ids[op.d.reservation] = want.Reservation
@@ -104,6 +121,10 @@ func replayChanges(ops []changeOp) Replay {
 				ids[op.d.lease] = want.Lease
 			}
 			continue
+		}
+		if i > 0 && ops[i-1].d.at == op.d.at || i+1 < len(ops) && ops[i+1].d.at == op.d.at {
+			out.Unverifiable += int64(len(ops) - i) // Redis may have decided them in another order
+			break
 		}
 		out.Disagreements++
 		out.Unverifiable += int64(len(ops) - i - 1)
@@ -115,9 +136,9 @@ func replayChanges(ops []changeOp) Replay {
 	return out
 }
 
-// sameChange reports whether the model's decision want is Redis's got, as far as the
+// sameAnswer reports whether the model's decision want is Redis's got, as far as the
 // rule-change run compares them.
-func sameChange(got changeAnswer, want bucketgate.Decision) bool {
+func sameAnswer(got replayAnswer, want bucketgate.Decision) bool {
 	return got.allowed == want.Allowed && got.remaining == want.Remaining && got.retry == want.RetryAfter &&
 		got.settled == want.Settled && got.released == want.Released && (got.lease == "") == (want.Lease == "")
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-func TestChangeReplay(t *testing.T) {
+func TestReplayLog(t *testing.T) {
 	at := func(ms int64) time.Time { return time.UnixMilli(1_800_000_000_000 + ms) }
 	rules := func(rs ...bucketgate.Rule) []bucketgate.Rule { return rs }
 	// A reserve of 10 on a, settled at 30 under a plan that added b (b owes nothing),
@@ -67,7 +67,7 @@ func TestChangeReplay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ops := answers()
 			tc.engine(ops)
-			var o changeOps
+			var o replayLog
 			for _, op := range ops {
 				o.add(op.q, op.d)
 				replayed := op.d // the other settle's answer: a replay, which changes nothing
@@ -80,6 +80,46 @@ func TestChangeReplay(t *testing.T) {
 			r := o.replay()
 			if r.Disagreements != tc.want || r.Verified != tc.verified || r.Verified+r.Disagreements+r.Unverifiable != int64(len(calls)) {
 				t.Fatalf("%+v: want %d differing, %d verified", r, tc.want, tc.verified)
+			}
+		})
+	}
+}
+
+// TestReplayLogTie: two calls of one identity at one Redis microsecond replay in an
+// ambiguous order: a disagreement there is unverifiable, not a failure; a microsecond
+// apart, it is one.
+func TestReplayLogTie(t *testing.T) {
+	at := time.UnixMicro(1_800_000_000_000_000)
+	tests := []struct {
+		name                           string
+		later                          time.Duration // the time Redis gave the first call after the second's
+		differ, unverifiable, verified int64
+	}{
+		{"at one microsecond", 0, 0, 2, 0},
+		{"a microsecond apart", time.Microsecond, 1, 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Redis took 20 of a's 60, then denied 50.
+			m := bucket.NewModel()
+			small := bucketgate.Request{Identity: "i", Rules: []bucketgate.Rule{changeA}, Cost: 20}
+			large := small
+			large.Cost = 50
+			first, err := m.Hold(at, small, bucket.DefaultIdempotency)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := m.Hold(at, large, bucket.DefaultIdempotency)
+			if err != nil || !first.Allowed || second.Allowed {
+				t.Fatalf("%+v, %+v, %v: want 20 allowed, 50 denied", first, second, err)
+			}
+			first.At = first.At.Add(tc.later)
+			var o replayLog
+			o.add(large, second) // recorded first
+			o.add(small, first)
+			r := o.replay()
+			if r.Disagreements != tc.differ || r.Unverifiable != tc.unverifiable || r.Verified != tc.verified {
+				t.Fatalf("%+v: want %d differing, %d unverifiable, %d verified", r, tc.differ, tc.unverifiable, tc.verified)
 			}
 		})
 	}

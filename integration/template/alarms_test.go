@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"reflect"
 	"regexp"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
@@ -128,6 +131,10 @@ func TestTemplateAlarmShapes(t *testing.T) {
 		{"AuthorizerThrottlesAlarm", "throttled", minutes(3, map[string]float64{"Throttles": 3}), true},
 		{"AuthorizerThrottlesAlarm", "never throttled", minutes(3, map[string]float64{}), false},
 		{"CheckThrottlesAlarm", "throttled two minutes of three", append(minutes(2, map[string]float64{"Throttles": 1}), map[string]float64{}), true},
+		{"BadResponseAlarm", "one caller failing closed, a request a minute", []map[string]float64{{"closed": 5}}, true},
+		{"BadResponseAlarm", "one caller failing open, a request a minute", []map[string]float64{{"open": 5}}, true},
+		{"BadResponseAlarm", "a single request in 5 minutes", []map[string]float64{{"closed": 1}}, true},
+		{"BadResponseAlarm", "none", []map[string]float64{{}}, false},
 		{"RegistryInvalidItemsAlarm", "one invalid item read", []map[string]float64{{"check": 1}}, true},
 		{"RegistryInvalidItemsAlarm", "none", []map[string]float64{{}}, false},
 		{"RegistryErrorsAlarm", "the table failing at one request a minute", minutes(3, map[string]float64{"error": 1}), true},
@@ -213,6 +220,100 @@ func TestAuthorizerErrorsAlarmSeesRefusalsAtOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// One caller whose stored state the script cannot read pages through BadResponseAlarm,
+// failing closed (503 at every request) or open (never limited), though one caller of
+// thousands is far below the shares of FailClosedAlarm and DegradedAlarm; Redis timing
+// out or failing, theirs, does not fire it. The real authorizer, as the template
+// configures it, decides that caller's request once a minute for the alarm's 5 minutes,
+// and its metrics are filed as CloudWatch files them.
+func TestBadResponseAlarmFiresOnOneCaller(t *testing.T) {
+	const alarm = "BadResponseAlarm"
+	p := deploy(t, readTemplate(t, limiter)).resources(t)[alarm].Properties
+	ev := samples.Read(t, "authorizer-rest.json") // no API key: limited as its source address
+	tests := []struct {
+		name     string
+		failOpen bool
+		fault    func(t *testing.T, m *miniredis.Miniredis)
+		failure  guard.Failure // what each decision fails with
+		fires    bool
+	}{
+		{"bad state, failing closed", false, writeBadState, guard.FailureBadResponse, true},
+		{"bad state, failing open", true, writeBadState, guard.FailureBadResponse, true},
+		{"timeouts, failing closed", false, hang, guard.FailureTimeout, false},
+		{"timeouts, failing open", true, hang, guard.FailureTimeout, false},
+		{"Redis errors, failing closed", false, func(_ *testing.T, m *miniredis.Miniredis) { m.SetError("ERR injected") }, guard.FailureRedisError, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := miniredis.RunT(t)
+			mode := settings.FailClosed
+			if tc.failOpen {
+				mode = settings.FailOpen
+			}
+			env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: "100", settings.EnvFailMode: mode,
+				settings.EnvStackName: testStack, settings.EnvMetricsFlushMS: "0",
+				settings.EnvConfigInline: "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n"}
+			var out, logs bytes.Buffer
+			h, _, err := app.Build(app.Authorizer, func(k string) string { return env[k] }, &out, &logs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.fault(t, m)
+			const requests = 5 // one a minute
+			for range requests {
+				if _, err := h.Invoke(t.Context(), ev); (err != nil) == tc.failOpen {
+					t.Fatalf("Invoke: %v, want failing %s", err, mode)
+				}
+			}
+			filed := emfMetrics(t, jsonLines(t, &out))
+			metric := telemetry.MetricFailClosed
+			if tc.failOpen {
+				metric = telemetry.MetricFailOpen
+			}
+			if n := filed[metricKey("bucketgate", metric, map[string]string{telemetry.DimStack: testStack, telemetry.DimReason: string(tc.failure)})]; n != requests {
+				t.Fatalf("%s %s counted %v times, want %d: %v", metric, tc.failure, n, requests, filed)
+			}
+			datapoint := map[string]float64{} // the alarm's metric ids, their sums
+			list, _ := p["Metrics"].([]any)
+			for _, m := range list {
+				if m, _ := m.(map[string]any); m["MetricStat"] != nil {
+					w := alarmMetrics(t, alarm, map[string]any{"Metrics": []any{m}})[0]
+					if n, ok := filed[metricKey(w.namespace, w.name, w.dims)]; ok {
+						datapoint[m["Id"].(string)] = n
+					}
+				}
+			}
+			if got := alarmFires(t, alarm, p, []map[string]float64{datapoint}); got != tc.fires {
+				t.Errorf("fires %v on %v, want %v", got, datapoint, tc.fires)
+			}
+			// Whoever it pages finds the caller in the warn lines.
+			named := 0
+			for _, l := range jsonLines(t, &logs) {
+				if l[slog.MessageKey] == telemetry.MsgDecision && l[telemetry.AttrFailure] == string(tc.failure) && l[telemetry.AttrIdentity] == badIdentity {
+					named++
+				}
+			}
+			if named != requests {
+				t.Errorf("%d warn lines name %s failing with %s, want %d:\n%s", named, badIdentity, tc.failure, requests, logs.String())
+			}
+		})
+	}
+}
+
+// badIdentity is the identity of authorizer-rest.json's requests: its source address.
+const badIdentity = "ip:203.0.113.10"
+
+// writeBadState writes, by hand, a bucket of badIdentity whose tokens are no number.
+func writeBadState(_ *testing.T, m *miniredis.Miniredis) {
+	m.HSet(bucket.Key(badIdentity), "burst:tokens", "nan", "burst:ts", "1")
+}
+
+// hang makes m answer nothing until the test ends (before m is closed).
+func hang(t *testing.T, m *miniredis.Miniredis) {
+	m.Lock()
+	t.Cleanup(m.Unlock)
 }
 
 // Every alarm notifies the topic when it fires and when it recovers: the one the stack

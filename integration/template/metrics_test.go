@@ -36,10 +36,11 @@ func metricKey(namespace, name string, dims map[string]string) string {
 }
 
 // emfMetrics returns the metrics CloudWatch files from EMF lines: each metric of each
-// directive, under each of its dimension sets with the values the line holds.
-func emfMetrics(t *testing.T, lines []map[string]any) map[string]bool {
+// directive, under each of its dimension sets with the values the line holds, and the
+// sum of its values that are one number (a count's; a list of values adds nothing).
+func emfMetrics(t *testing.T, lines []map[string]any) map[string]float64 {
 	t.Helper()
-	out := map[string]bool{}
+	out := map[string]float64{}
 	for _, line := range lines {
 		var doc struct {
 			AWS struct {
@@ -65,7 +66,8 @@ func emfMetrics(t *testing.T, lines []map[string]any) map[string]bool {
 					dims[name] = v
 				}
 				for _, m := range d.Metrics {
-					out[metricKey(d.Namespace, m.Name, dims)] = true
+					n, _ := line[m.Name].(float64)
+					out[metricKey(d.Namespace, m.Name, dims)] += n
 				}
 			}
 		}
@@ -77,7 +79,7 @@ func emfMetrics(t *testing.T, lines []map[string]any) map[string]bool {
 // template's environment: each function's emitter, from the settings that environment
 // loads (its flush interval too), writing every outcome, failure reason, registry
 // lookup result and reason of events not sent, and the invalid items and documents.
-func emittedMetrics(t *testing.T) (namespace string, metrics map[string]bool) {
+func emittedMetrics(t *testing.T) (namespace string, metrics map[string]float64) {
 	t.Helper()
 	vars := loadTemplate(t, limiter).Globals.Function.Environment.Variables
 	namespace, _ = vars[settings.EnvNamespace].(string)
@@ -164,7 +166,7 @@ const anyValue = "*"
 
 // emits reports whether the functions write (emitted, by metricKey) the metric w
 // reads, or with a dimension of anyValue, one of those it reads.
-func emits(emitted map[string]bool, w watched) bool {
+func emits(emitted map[string]float64, w watched) bool {
 	pattern := strings.ReplaceAll(regexp.QuoteMeta(metricKey(w.namespace, w.name, w.dims)), "="+regexp.QuoteMeta(anyValue), "=[^,}]+")
 	re := regexp.MustCompile("^" + pattern + "$")
 	for k := range emitted {

@@ -1,9 +1,9 @@
 // Package checkclient calls bucketgate's check function from Go through the AWS SDK's
 // Lambda Invoke: typed requests and responses (package checkapi), one invocation per
 // Check, CheckBatch, Refund, Reset, Reserve, Settle, Cancel, Release or Usage (and
-// SettleRequest, SettleReservation, CancelReservation, ReleaseRequest and ReleaseLease
-// for the authorizer's reservations and leases), and the function's errors as typed Go
-// errors. A reply it cannot read as a decision is an error, never a denial.
+// SettleRequest, SettleReservation, CancelRequest, CancelReservation, ReleaseRequest and
+// ReleaseLease for the authorizer's reservations and leases), and the function's errors
+// as typed Go errors. A reply it cannot read as a decision is an error, never a denial.
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	...
@@ -221,8 +221,9 @@ func held(req checkapi.Request) checkapi.Request {
 // which rules, signed, so that a backend needs nothing else its request does not carry
 // (the stack's service-facing check function takes it). It is Settle with no Key, plan
 // or rules, and keeps every retry as Settle does. An id the limiter did not make (or
-// whose key was revoked, or whose route's rules changed, since) is a *FunctionError of
-// type checkapi.ErrorTypeConflict: the reservation stays charged at its estimate.
+// whose key was revoked since, or whose route is gone or has none of its rules left) is
+// a *FunctionError of type checkapi.ErrorTypeConflict: the reservation stays charged at
+// its estimate.
 func (c *Client) SettleReservation(ctx context.Context, reservation string, actual int64) (checkapi.Response, error) {
 	return c.Settle(ctx, checkapi.Request{}, reservation, actual)
 }
@@ -285,9 +286,9 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // ReleaseLease returns lease, an id the authorizer issued (on a request with a
 // concurrency rule), with the id alone, as SettleReservation settles: Release with no
-// Key, plan or rules. An id the limiter did not make (or whose key was revoked, or whose
-// route's rules changed, since) is a *FunctionError of type checkapi.ErrorTypeConflict:
-// the lease then frees itself at its TTL.
+// Key, plan or rules. An id the limiter did not make (or whose key was revoked since, or
+// whose route is gone or has no concurrency rule left) is a *FunctionError of type
+// checkapi.ErrorTypeConflict: the lease then frees itself at its TTL.
 func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Response, error) {
 	return c.Release(ctx, checkapi.Request{}, lease)
 }

@@ -185,13 +185,16 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // Settle settles reservation, made by Reserve with the same Key (or Identity) and
 // rules as req, at the actual cost: what the estimate took beyond it goes back to every
 // rule, or the rest is taken, which never fails (a bucket may owe up to its capacity,
-// and later requests wait until it has refilled). Settling again answers the first
+// and later requests wait until it has refilled). When req's rules changed since the
+// reserve (a plan reloaded), only those the reserve took from are settled, by name and
+// kind: a rule added since gets nothing. Settling again answers the first
 // outcome (Response.Replayed), so that it keeps every retry. req.Op must be empty,
 // checkapi.OpSettle or checkapi.OpReserve; req.Cost and req.Reservation are set from
 // actual and reservation, and req.TTLMS and req.RequestID, a reserve's, are not sent (a
 // settle has none), so that the request given to Reserve settles too. A reservation
-// unknown to the function, expired, or of another key (or req.Plan, removed by a
-// configuration reload since) is a *FunctionError of type checkapi.ErrorTypeConflict;
+// unknown to the function, expired, of another key, or sharing no rule with req (or
+// req.Plan, removed by a configuration reload since) is a *FunctionError of type
+// checkapi.ErrorTypeConflict;
 // other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have settled nothing: send it
 // again. An empty reservation, all a degraded reserve holds, and an actual below 0 or
@@ -326,8 +329,9 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // req.Op must be empty, checkapi.OpRelease or checkapi.OpReserve; req.Lease is set
 // from lease, and req.Cost, req.TTLMS and req.RequestID, the acquire's, are not sent (a
 // release has none), so that the request given to Check (or Reserve) releases too. A lease
-// unknown to the function, or of another key or rules (or req.Plan, removed by a
-// configuration reload since), is a *FunctionError of type checkapi.ErrorTypeConflict;
+// unknown to the function, of another key, or sharing no rule with req (or req.Plan,
+// removed by a configuration reload since), is a *FunctionError of type
+// checkapi.ErrorTypeConflict;
 // other errors are as for Check. A Response of reason unavailable or degraded (Redis
 // did not answer) may have released nothing: send it again.
 // An empty lease, all a degraded check holds, is an *InvalidRequestError, not sent.

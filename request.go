@@ -59,10 +59,10 @@ var opList = strings.Join(opNames[:len(opNames)-1], ", ") + " or " + opNames[len
 
 // ErrConflict is wrapped by every error about a request that conflicts with what the
 // limiter holds: a settle or a cancel of a reservation it did not make for the identity
-// (a bad id, or none made with it), or that expired (it stays charged at its
-// estimate), a release of a lease it did not make for the identity, or a RequestID used
-// first for another request. Nothing is written. Such a
-// request can never be decided as given: errors.Is(err, ErrInvalid) holds too.
+// and a rule of the request (a bad id, or none made with it), or that expired (it stays
+// charged at its estimate), a release of a lease it did not make for them, or a
+// RequestID used first for another request. Nothing is written. Such a request can
+// never be decided as given: errors.Is(err, ErrInvalid) holds too.
 var ErrConflict error = conflict{}
 
 // conflict is ErrConflict's type: an ErrInvalid too.
@@ -147,8 +147,8 @@ type Request struct {
 	// (see Rule.Shadow). A check of a cost that every rule allows acquires a lease of
 	// every concurrency rule (Decision.Lease); a refund, a settle and a cancel leave
 	// concurrency rules as they are, and a reserve, a refund, a settle and a cancel need
-	// a bucket or a quota. A settle, a cancel or a release has the rules (by name) of its
-	// reserve or acquire.
+	// a bucket or a quota. A settle, a cancel or a release shares at least one rule (by
+	// name and kind) with its reserve or acquire: it gives back to those alone.
 	Rules []Rule
 	// Cost is a whole number of tokens, at most every rule's Max: for OpCheck, the tokens
 	// taken from every rule (the zero Cost is a peek: the decision without a write); for
@@ -169,9 +169,9 @@ type Request struct {
 	// by their ID already: one given there is ignored.
 	RequestID string
 	// ID is the reservation an OpSettle or OpCancel settles (Decision.Reservation), or
-	// the lease an OpRelease returns (Decision.Lease): 1 to MaxID bytes. Identity and
-	// the names of Rules must be the reserve's or the acquire's. A release ignores a
-	// RequestID: releasing is idempotent already.
+	// the lease an OpRelease returns (Decision.Lease): 1 to MaxID bytes. Identity must be
+	// the reserve's or the acquire's, and Rules share a rule (its name and kind) with
+	// theirs. A release ignores a RequestID: releasing is idempotent already.
 	ID string
 	// Claims is what the reservation and lease ids of a request that holds something
 	// (Holds: a reserve, or a check with a concurrency rule) carry besides, signed with

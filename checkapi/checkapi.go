@@ -122,15 +122,15 @@ type Request struct {
 	// is refused (ErrorTypeConflict).
 	RequestID string `json:"requestId,omitempty"`
 	// Reservation is what OpSettle and OpCancel settle: a Response.Reservation of a
-	// reserve with the same Key (or Identity) and rules (by name); or, with no Key,
-	// Identity, Plan or Rules, a reservation the authorizer made on a route that
-	// reserves (its context's, the X-RateLimit-Reservation header), which carries its
-	// identity and route itself.
+	// reserve with the same Key (or Identity) and a rule in common (by name and kind: the
+	// settle gives back to those alone); or, with no Key, Identity, Plan or Rules, a
+	// reservation the authorizer made on a route that reserves (its context's, the
+	// X-RateLimit-Reservation header), which carries its identity and route itself.
 	Reservation string `json:"reservation,omitempty"`
 	// Lease is what OpRelease returns: a Response.Lease of a check with the same Key (or
-	// Identity) and rules (by name); or, with no Key, Identity, Plan or Rules, a lease
-	// the authorizer acquired (its context's, the X-RateLimit-Lease header), which
-	// carries its identity and route itself.
+	// Identity) and a rule in common (by name and kind); or, with no Key, Identity, Plan
+	// or Rules, a lease the authorizer acquired (its context's, the X-RateLimit-Lease
+	// header), which carries its identity and route itself.
 	Lease string `json:"lease,omitempty"`
 }
 

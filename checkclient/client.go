@@ -1,9 +1,9 @@
 // Package checkclient calls bucketgate's check function from Go through the AWS SDK's
 // Lambda Invoke: typed requests and responses (package checkapi), one invocation per
 // Check, CheckBatch, Refund, Reset, Reserve, Settle, Cancel, Release or Usage (and
-// SettleRequest, SettleReservation, CancelReservation, ReleaseRequest and ReleaseLease
-// for the authorizer's reservations and leases), and the function's errors as typed Go
-// errors. A reply it cannot read as a decision is an error, never a denial.
+// SettleRequest, SettleReservation, CancelRequest, CancelReservation, ReleaseRequest and
+// ReleaseLease for the authorizer's reservations and leases), and the function's errors
+// as typed Go errors. A reply it cannot read as a decision is an error, never a denial.
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	...
@@ -185,13 +185,16 @@ func (c *Client) Reserve(ctx context.Context, req checkapi.Request) (checkapi.Re
 // Settle settles reservation, made by Reserve with the same Key (or Identity) and
 // rules as req, at the actual cost: what the estimate took beyond it goes back to every
 // rule, or the rest is taken, which never fails (a bucket may owe up to its capacity,
-// and later requests wait until it has refilled). Settling again answers the first
+// and later requests wait until it has refilled). When req's rules changed since the
+// reserve (a plan reloaded), only those the reserve took from are settled, by name and
+// kind: a rule added since gets nothing. Settling again answers the first
 // outcome (Response.Replayed), so that it keeps every retry. req.Op must be empty,
 // checkapi.OpSettle or checkapi.OpReserve; req.Cost and req.Reservation are set from
 // actual and reservation, and req.TTLMS and req.RequestID, a reserve's, are not sent (a
 // settle has none), so that the request given to Reserve settles too. A reservation
-// unknown to the function, expired, or of another key (or req.Plan, removed by a
-// configuration reload since) is a *FunctionError of type checkapi.ErrorTypeConflict;
+// unknown to the function, expired, of another key, or sharing no rule with req (or
+// req.Plan, removed by a configuration reload since) is a *FunctionError of type
+// checkapi.ErrorTypeConflict;
 // other errors are as for Check. A Response of reason
 // unavailable or degraded (Redis did not answer) may have settled nothing: send it
 // again. An empty reservation, all a degraded reserve holds, and an actual below 0 or
@@ -221,8 +224,9 @@ func held(req checkapi.Request) checkapi.Request {
 // which rules, signed, so that a backend needs nothing else its request does not carry
 // (the stack's service-facing check function takes it). It is Settle with no Key, plan
 // or rules, and keeps every retry as Settle does. An id the limiter did not make (or
-// whose key was revoked, or whose route's rules changed, since) is a *FunctionError of
-// type checkapi.ErrorTypeConflict: the reservation stays charged at its estimate.
+// whose key was revoked since, or whose route is gone or has none of its rules left) is
+// a *FunctionError of type checkapi.ErrorTypeConflict: the reservation stays charged at
+// its estimate.
 func (c *Client) SettleReservation(ctx context.Context, reservation string, actual int64) (checkapi.Response, error) {
 	return c.Settle(ctx, checkapi.Request{}, reservation, actual)
 }
@@ -285,9 +289,9 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // ReleaseLease returns lease, an id the authorizer issued (on a request with a
 // concurrency rule), with the id alone, as SettleReservation settles: Release with no
-// Key, plan or rules. An id the limiter did not make (or whose key was revoked, or whose
-// route's rules changed, since) is a *FunctionError of type checkapi.ErrorTypeConflict:
-// the lease then frees itself at its TTL.
+// Key, plan or rules. An id the limiter did not make (or whose key was revoked since, or
+// whose route is gone or has no concurrency rule left) is a *FunctionError of type
+// checkapi.ErrorTypeConflict: the lease then frees itself at its TTL.
 func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Response, error) {
 	return c.Release(ctx, checkapi.Request{}, lease)
 }
@@ -325,8 +329,9 @@ func (c *Client) Cancel(ctx context.Context, req checkapi.Request, reservation s
 // req.Op must be empty, checkapi.OpRelease or checkapi.OpReserve; req.Lease is set
 // from lease, and req.Cost, req.TTLMS and req.RequestID, the acquire's, are not sent (a
 // release has none), so that the request given to Check (or Reserve) releases too. A lease
-// unknown to the function, or of another key or rules (or req.Plan, removed by a
-// configuration reload since), is a *FunctionError of type checkapi.ErrorTypeConflict;
+// unknown to the function, of another key, or sharing no rule with req (or req.Plan,
+// removed by a configuration reload since), is a *FunctionError of type
+// checkapi.ErrorTypeConflict;
 // other errors are as for Check. A Response of reason unavailable or degraded (Redis
 // did not answer) may have released nothing: send it again.
 // An empty lease, all a degraded check holds, is an *InvalidRequestError, not sent.

@@ -153,8 +153,9 @@ func (c *Config) RefuseAnonymous() bool { return c.refuseAnon }
 // rules plus those of the first route that matches, and that route's cost. Routes match
 // the path as a backend resolves it (dot segments, repeated slashes, percent-encoded
 // unreserved characters; see pathSegments) and in any case. A path that backends read
-// two ways ("/a/%2e%2e/admin" is "/admin" to Node and "/a/{id}/admin" to Go) takes the
-// Limits of the dearest route a reading matches (see dearest).
+// two ways ("/a/%2e%2e/admin" is "/admin" to Node and "/a/{id}/admin" to Go;
+// "/v1/chat.json" is "/v1/chat" to Rails) takes the Limits of the dearest route a
+// reading matches (see dearest).
 func (c *Config) Limits(p *Plan, method, path string) Limits {
 	var buf [maxInlineSegments]string
 	segs, disguised := pathSegments(path, buf[:0], readings[0], c.depth)

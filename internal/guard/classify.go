@@ -8,8 +8,8 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 )
 
-// Failure is why Redis did not decide, as the FailClosed metric's Reason dimension
-// spells it. The zero Failure means Redis decided.
+// Failure is why Redis did not decide, as the Reason dimension of the FailClosed and
+// FailOpen metrics spells it. The zero Failure means Redis decided.
 type Failure string
 
 // The failures of a Result.

@@ -1,7 +1,7 @@
 // Package guard applies bucketgate's failure policy around the engine: when Redis times
 // out, errors or answers something malformed, the request is denied with reason
 // unavailable (fail closed, the default) or allowed with reason degraded (fail open),
-// and the Result says why, for the FailClosed metric.
+// and the Result says why, for the FailClosed and FailOpen metrics.
 //
 // Two optional parts spare Redis and the caller: a circuit breaker that answers at once
 // while Redis is known to be failing and probes it again at least once per

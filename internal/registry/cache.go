@@ -434,7 +434,7 @@ func (r *read) wait(ctx context.Context) (Entry, error) {
 // context ended, or its deadline less Margin passed): no failure of the source.
 type gaveUpError struct{ err error }
 
-// FailureOf returns the FailClosed reason of a decision that a lookup failing with err
+// FailureOf returns the failure reason (FailClosed's or FailOpen's) of a decision that a lookup failing with err
 // (Lookup's, wrapped or not) leaves to the failure policy: guard.FailureTimeout when the
 // caller's time ran out before the source answered (ResultAbandoned: no failure of the
 // table), else guard.FailureRegistryError.

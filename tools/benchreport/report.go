@@ -655,7 +655,9 @@ func (r Report) denyCacheSection(p func(format string, args ...any)) {
 	p("\nEvery admission must reach Redis, so the admissions are the floor of Redis calls: here %d per 1,000\n", on.Flood.Admitted*perThousand/max(1, on.Flood.Offered))
 	p("requests. Every reply says how long until an identical request could pass (a denial's retry-after, or,\n")
 	p("after an admission that took the last token, the time until the next), and the deny cache denies until\n")
-	p("then without asking Redis: %d of the flood's denials reached Redis. Other instances only take tokens,\n", on.RedisCalls-int64(on.Flood.Admitted))
+	p("then without asking Redis: %d of the flood's denials reached Redis. With events (`EVENT_BUS_NAME`, unset\n", on.RedisCalls-int64(on.Flood.Admitted))
+	p("here) the first repeat after each admission goes to Redis too, which reports that first denial\n")
+	p("([design](docs/design.md#failure-policy)): up to one more call per admission. Other instances only take tokens,\n")
 	p("so none could have been admitted sooner. At 10 times the refill rate alone (%s requests/s), the burst\n", fmtFloat(10*pl.Rule.RefillPerSecond))
 	p("would keep the floor above 100 per 1,000 however long the flood: by capacity × 100 / (refill × duration).")
 	if r.denyCacheMet() {

@@ -431,8 +431,10 @@ end
 -- are rule r's stored fields.
 local n2 = (nargs - o) / 2
 
--- again(old) is the reply of a settle made before, from its record old (see "Holds").
-local function again(old)
+-- again(old) is the reply of a settle made before, from its record old (see "Holds"):
+-- made for a settle alone, since a function made costs every call that makes it.
+local again
+if settle then again = function(old)
   local f1, w, r, n, a, field = string.match(old, '^(%d+) (%d+) (%d+) (%d+) (%d+) ?([^ ]*)$')
   if not a then
     return redis.error_reply('ERR bucketgate-state: the settled record of this reservation is not bucketgate\'s')
@@ -447,7 +449,7 @@ local function again(old)
   end
   if b == 0 then f1 = f1 % 2 else f1 = f1 - f1 % 32 + f1 % 2 + 2 * b end
   return {f1, w + 0, r + 0, n + 0, 1, a + 0} -- settled before: its first outcome
-end
+end end
 local most = cost + give -- one of them is 0: what every capacity must hold
 local least = most -- the least capacity this operation allows
 if least < 1 then least = 1 end

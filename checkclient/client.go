@@ -250,13 +250,9 @@ func (c *Client) CancelReservation(ctx context.Context, reservation string) (che
 // RequestCallTimeout of its own, not left charged at its estimate. To bound it by ctx,
 // call SettleReservation(ctx, ratelimitheaders.Reservation(r), actual).
 func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int64) (checkapi.Response, error) {
-	id := ratelimitheaders.Reservation(r)
-	if id == "" {
-		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
-	}
-	ctx, cancel := detached(ctx)
-	defer cancel()
-	return c.SettleReservation(ctx, id, actual)
+	return detached(ctx, ratelimitheaders.Reservation(r), ratelimitheaders.ErrNoReservation, func(ctx context.Context, id string) (checkapi.Response, error) {
+		return c.SettleReservation(ctx, id, actual)
+	})
 }
 
 // CancelRequest cancels the reservation that r carries (ratelimitheaders.Reservation),
@@ -266,13 +262,7 @@ func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int6
 // CancelReservation's. Its client hanging up or its deadline passing does not stop it:
 // it has RequestCallTimeout of its own, as SettleRequest says.
 func (c *Client) CancelRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
-	id := ratelimitheaders.Reservation(r)
-	if id == "" {
-		return checkapi.Response{}, ratelimitheaders.ErrNoReservation
-	}
-	ctx, cancel := detached(ctx)
-	defer cancel()
-	return c.CancelReservation(ctx, id)
+	return detached(ctx, ratelimitheaders.Reservation(r), ratelimitheaders.ErrNoReservation, c.CancelReservation)
 }
 
 // RequestCallTimeout bounds SettleRequest, CancelRequest and ReleaseRequest, which
@@ -281,10 +271,17 @@ func (c *Client) CancelRequest(ctx context.Context, r *http.Request) (checkapi.R
 // attempt.
 const RequestCallTimeout = 10 * time.Second
 
-// detached returns ctx with its values, without its cancellation and deadline, ending
-// after RequestCallTimeout: for the settle or release of work already done.
-func detached(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), RequestCallTimeout)
+// detached makes call with id, the reservation or lease a request carries, under ctx's
+// values without its cancellation and deadline, ending after RequestCallTimeout: for
+// the settle, cancel or release of work already done. It returns none when id is "",
+// the request carrying none.
+func detached(ctx context.Context, id string, none error, call func(context.Context, string) (checkapi.Response, error)) (checkapi.Response, error) {
+	if id == "" {
+		return checkapi.Response{}, none
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestCallTimeout)
+	defer cancel()
+	return call(ctx, id)
 }
 
 // ReleaseLease returns lease, an id the authorizer issued (on a request with a
@@ -302,13 +299,7 @@ func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Respo
 // carries none; else as ReleaseLease's. Its client hanging up or its deadline passing
 // does not stop it: it has RequestCallTimeout of its own, as SettleRequest says.
 func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
-	id := ratelimitheaders.Lease(r)
-	if id == "" {
-		return checkapi.Response{}, ratelimitheaders.ErrNoLease
-	}
-	ctx, cancel := detached(ctx)
-	defer cancel()
-	return c.ReleaseLease(ctx, id)
+	return detached(ctx, ratelimitheaders.Lease(r), ratelimitheaders.ErrNoLease, c.ReleaseLease)
 }
 
 // Cancel settles reservation at 0, every token of its estimate back, as Settle does;

@@ -16,6 +16,25 @@ import (
 // a slot takes to move on a real cluster, shorter than the test's deadline.
 const reshardFor = 100 * time.Millisecond
 
+// duringReshard runs call, under a deadline of 10 s, while identity's slot moves from
+// one master to the other: the migration begun before call, ended reshardFor after.
+func duringReshard(t *testing.T, from, to *redistest.Server, identity string, call func(deadline context.Context)) {
+	t.Helper()
+	ctx := context.Background()
+	slot := bucket.Slot(identity)
+	if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+		t.Fatal(err)
+	}
+	moved := make(chan error, 1)
+	time.AfterFunc(reshardFor, func() { moved <- redistest.EndMigration(ctx, slot, from, to) })
+	deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	call(deadline)
+	if err := <-moved; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestDecideDuringReshard: while the slot of an identity moves to another master, a
 // call on several of its keys, some not made yet (the usage archive before the first
 // day ends, an idempotent request's record), is refused by Redis (TRYAGAIN: nothing
@@ -44,26 +63,17 @@ func TestDecideDuringReshard(t *testing.T) {
 			if d := decide(t, l, q); d.Remaining != still[0].Capacity-1 {
 				t.Fatalf("before the reshard: %+v", d)
 			}
-			slot := bucket.Slot(q.Identity)
-			if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
-				t.Fatal(err)
-			}
-			moved := make(chan error, 1)
-			time.AfterFunc(reshardFor, func() { moved <- redistest.EndMigration(ctx, slot, from, to) })
 			q.RequestID = tc.requestID
-			deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
 			var d bucketgate.Decision
 			var err error
-			if tc.batch {
-				ds, errs := l.DecideBatch(deadline, []bucketgate.Request{q})
-				d, err = ds[0], errs[0]
-			} else {
-				d, err = l.Decide(deadline, q)
-			}
-			if err := <-moved; err != nil {
-				t.Fatal(err)
-			}
+			duringReshard(t, from, to, q.Identity, func(deadline context.Context) {
+				if tc.batch {
+					ds, errs := l.DecideBatch(deadline, []bucketgate.Request{q})
+					d, err = ds[0], errs[0]
+				} else {
+					d, err = l.Decide(deadline, q)
+				}
+			})
 			if err != nil || d.Remaining != still[0].Capacity-2 || d.Replayed {
 				t.Fatalf("during the reshard: %+v, %v", d, err)
 			}
@@ -89,23 +99,14 @@ func TestDecideDuringReshard(t *testing.T) {
 func TestResetOfLeasesDuringReshard(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3, 0)
 	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}))
-	ctx := context.Background()
 	from, to := cluster.Masters[0], cluster.Masters[1]
 	rules := []bucketgate.Rule{{Name: "streams", Concurrency: 2}, {Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}}
 	q := bucketgate.Request{Identity: onServer(t, 0, 3, "reset-leases"), Rules: rules, Cost: 4, TTL: time.Minute}
 	decide(t, l, q)
-	slot := bucket.Slot(q.Identity)
-	if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
-		t.Fatal(err)
-	}
-	moved := make(chan error, 1)
-	time.AfterFunc(reshardFor, func() { moved <- redistest.EndMigration(ctx, slot, from, to) })
-	deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err := l.Decide(deadline, bucketgate.Request{Identity: q.Identity, Rules: rules, Op: bucketgate.OpReset})
-	if err := <-moved; err != nil {
-		t.Fatal(err)
-	}
+	var err error
+	duringReshard(t, from, to, q.Identity, func(deadline context.Context) {
+		_, err = l.Decide(deadline, bucketgate.Request{Identity: q.Identity, Rules: rules, Op: bucketgate.OpReset})
+	})
 	if err != nil {
 		t.Fatalf("a reset during the reshard: %v", err)
 	}
@@ -192,22 +193,14 @@ func TestReshardAsRestrictedUser(t *testing.T) {
 func TestUsageDuringReshard(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3, 0)
 	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}), bucket.Usage(1))
-	ctx := context.Background()
 	from, to := cluster.Masters[0], cluster.Masters[1]
 	q := bucketgate.Request{Identity: onServer(t, 0, 3, "usage-reshard"), Rules: free, Cost: 1}
 	d := decide(t, l, q)
-	slot := bucket.Slot(q.Identity)
-	if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
-		t.Fatal(err)
-	}
-	moved := make(chan error, 1)
-	time.AfterFunc(reshardFor, func() { moved <- redistest.EndMigration(ctx, slot, from, to) })
-	deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	days, err := l.Usage(deadline, q.Identity, d.At, d.At)
-	if err := <-moved; err != nil {
-		t.Fatal(err)
-	}
+	var days []bucketgate.DayUsage
+	var err error
+	duringReshard(t, from, to, q.Identity, func(deadline context.Context) {
+		days, err = l.Usage(deadline, q.Identity, d.At, d.At)
+	})
 	if err != nil || len(days) != 1 || days[0].Allowed != 1 || days[0].Cost != 1 {
 		t.Fatalf("usage during the reshard: %+v, %v; want 1 allowed of cost 1", days, err)
 	}

@@ -20,11 +20,7 @@ func TestChangeLedger(t *testing.T) {
 		return bucketgate.Request{Identity: "i", Rules: rules, Op: bucketgate.OpReserve, Cost: 60}
 	}
 	a, b, trial := changeA, changeB, changeTrial
-	tests := []struct {
-		name string
-		feed func(l changeLedger)
-		want int64
-	}{
+	runLedgerCases(t, []ledgerCase{
 		// The bucket's 60 tokens are reserved, all given back, taken again.
 		{"a settle gives back to its reserve's rule", func(l changeLedger) {
 			l.admitted("i", []bucketgate.Rule{a}, allowed(0), 60)
@@ -87,16 +83,7 @@ func TestChangeLedger(t *testing.T) {
 			l.admitted("i", []bucketgate.Rule{b}, allowed(1), 50)
 			l.settled(reserve(b), allowed(0), []bucketgate.Rule{b}, settled(1, 10))
 		}, 0},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			l := changeLedger{}
-			tc.feed(l)
-			if got := l.overAdmitted(); got != tc.want {
-				t.Fatalf("over-admitted %d, want %d", got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 // TestChangeLedgerAcrossMidnight: a quota gives back only in its reserve's window
@@ -114,11 +101,7 @@ func TestChangeLedgerAcrossMidnight(t *testing.T) {
 	}
 	quota, limit := []bucketgate.Rule{changeAQuota}, changeAQuota.Limit
 	reserve := bucketgate.Request{Identity: "i", Rules: quota, Op: bucketgate.OpReserve, Cost: 100}
-	tests := []struct {
-		name string
-		feed func(l changeLedger)
-		want int64
-	}{
+	runLedgerCases(t, []ledgerCase{
 		// The day's limit used up after midnight, then a cancel of the last reserve of
 		// the day before: the new day's count never held its 100 and gets none of them.
 		{"a cancel after midnight gives the new day nothing", func(l changeLedger) {
@@ -147,7 +130,20 @@ func TestChangeLedgerAcrossMidnight(t *testing.T) {
 			l.admitted("i", quota, at(3), limit-50)
 			l.admitted("i", quota, at(4), 1)
 		}, 1},
-	}
+	})
+}
+
+// ledgerCase is a named case of a changeLedger: what feed gives it, and the tokens it
+// must find over-admitted.
+type ledgerCase struct {
+	name string
+	feed func(l changeLedger)
+	want int64
+}
+
+// runLedgerCases runs each of tests on a changeLedger of its own.
+func runLedgerCases(t *testing.T, tests []ledgerCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			l := changeLedger{}

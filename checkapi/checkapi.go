@@ -119,7 +119,8 @@ type Request struct {
 	// the same RequestID, it is that denial again, its wait the first one's; trying
 	// again after a denial needs a new RequestID. 1 to 128 bytes; empty for none. A
 	// RequestID used again for another request (another operation, cost, ttl or rules)
-	// is refused (ErrorTypeConflict).
+	// is refused (ErrorTypeConflict). Two checks of one Batch with the same Key (or
+	// Identity) and RequestID are an invalid request (ErrorTypeInvalidRequest).
 	RequestID string `json:"requestId,omitempty"`
 	// Reservation is what OpSettle and OpCancel settle: a Response.Reservation of a
 	// reserve with the same Key (or Identity) and a rule in common (by name and kind: the

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"maps"
 	"strings"
 	"testing"
@@ -48,5 +49,55 @@ func TestBatchConflictDecidesTheOthers(t *testing.T) {
 	}
 	if r := decodeResponse(t, f.invokeOK(t, []byte(`{"key":"d",`+slow+`}`))); !r.Allowed {
 		t.Errorf("d after its refund: %+v, want allowed, not the denial cached before the refund", r)
+	}
+}
+
+// Two checks of one batch with the same buckets and requestId are one request: the second
+// was answered the first's decision, replayed, allowed with nothing taken (a caller that
+// gave a job's id to each of its checks was admitted twice for one charge), or, with
+// another cost, a conflict after the first was decided. The batch is refused whole,
+// naming both, and nothing is written; the same requestId for other buckets is no
+// repeat.
+func TestBatchRepeatsARequestID(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload string
+		want    string // the error, or "" for an answer
+	}{
+		{"same key", `{"checks":[{"key":"a","requestId":"job-1"},{"key":"a","requestId":"job-1"}]}`,
+			"checks[1].requestId: checks[0]'s, for the same buckets: one requestId is one request, so checks[1] would be answered checks[0]'s decision (replayed, nothing taken): give each check its own"},
+		{"a key and its identity", `{"checks":[{"key":"a","requestId":"r","cost":2},{"key":"b"},{"identity":"tenant:a","requestId":"r","op":"refund"}]}`,
+			"checks[2].requestId: checks[0]'s, for the same buckets"},
+		{"other keys", `{"checks":[{"key":"a","requestId":"job-1"},{"key":"b","requestId":"job-1"}]}`, ""},
+		{"other requestIds", `{"checks":[{"key":"a","requestId":"job-1"},{"key":"a","requestId":"job-2"}]}`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mr, client := startMiniredis(t)
+			f := newFixture(t, client, nil, guard.Options{})
+			out, err := f.invoke([]byte(tc.payload))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("error %v, want an answer", err)
+				}
+				var got checkapi.BatchResult
+				if err := json.Unmarshal(out, &got); err != nil {
+					t.Fatalf("%s: %v", out, err)
+				}
+				for i, r := range got.Results {
+					if r.Replayed || !r.Allowed {
+						t.Errorf("results[%d] %+v: want an admission of its own, not replayed", i, r)
+					}
+				}
+				return
+			}
+			ive := functionError(t, err)
+			if ive.Type != checkapi.ErrorTypeInvalidRequest || !strings.HasPrefix(ive.Message, tc.want) {
+				t.Errorf("%s %q\nwant %s %q", ive.Type, ive.Message, checkapi.ErrorTypeInvalidRequest, tc.want)
+			}
+			if keys := mr.Keys(); len(keys) != 0 {
+				t.Errorf("an invalid batch wrote %v", keys)
+			}
+		})
 	}
 }

@@ -23,7 +23,8 @@ import (
 // member from their text.
 
 // members returns the members of the one JSON object in raw, by name. It refuses
-// anything else, a name not in allowed, a repeated name and data after the object.
+// anything else, a name not in allowed, a repeated name, a null value (an absent member
+// is left out) and data after the object.
 func members(path string, raw []byte, allowed []string) (map[string][]byte, error) {
 	if kind := jsonKind(raw); kind != "object" {
 		return nil, fmt.Errorf("%s: got %s, want a JSON object", where(path), kind)
@@ -36,6 +37,9 @@ func members(path string, raw []byte, allowed []string) (map[string][]byte, erro
 			return fmt.Errorf("%s: unknown field (want %s)", field(path, fmt.Sprintf("%.*q", maxQuoted, name)), strings.Join(allowed, ", "))
 		}
 		v, err := d.Value()
+		if err == nil && jsonKind(v) == "null" { // an encoder's absent value: refused as itself, never as what the member's presence means
+			return fmt.Errorf("%s: got null: give a value, or leave the member out (no member is ever null)", field(path, name))
+		}
 		m[name] = v
 		return err
 	})

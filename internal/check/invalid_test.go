@@ -35,7 +35,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"field given twice", `{"key":"a","key":"b"}`, "key: given twice"},
 		{"missing key", `{"plan":"pro"}`, "key: missing"},
 		{"empty key", `{"key":""}`, "key: empty"},
-		{"null key", `{"key":null}`, "key: got null, want a string"},
+		{"null key", `{"key":null}`, "key: got null: give a value, or leave the member out"},
 		{"numeric key", `{"key":42}`, "key: got number, want a string"},
 		{"key too long", `{"key":"` + strings.Repeat("k", checkapi.MaxKey+1) + `"}`, "key: 1001 bytes: want at most 1000"},
 		{"unknown plan", `{"key":"a","plan":"gold"}`, `plan: unknown plan "gold" (configured: enterprise, free, pro)`},
@@ -76,7 +76,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"cost with exponent", `{"key":"a","cost":1e3}`, "cost: got 1e3, want a whole number from 0 to 9007199254740992 (2^53), written without a fraction or an exponent"},
 		{"rule capacity written as a fraction", `{"key":"a","rules":[{"name":"r","capacity":5.0,"refillPerSecond":1}]}`, "rules[0].capacity: got 5.0, want a whole number of tokens, written without a fraction or an exponent"},
 		{"cost as string", `{"key":"a","cost":"1"}`, "cost: got string, want a whole number"},
-		{"null cost", `{"key":"a","cost":null}`, "cost: got null, want a whole number"},
+		{"null cost", `{"key":"a","cost":null}`, "cost: got null: give a value, or leave the member out"},
 		{"cost above 2^53", `{"key":"a","cost":9007199254740993}`, "cost: got 9007199254740993, want a whole number from 0 to 9007199254740992 (2^53)"},
 		{"cost beyond int64", `{"key":"a","cost":100000000000000000000000}`, "cost: got 100000000000000000000000, want a whole number"},
 		{"cost above the plan's capacity", `{"key":"a","plan":"free","cost":11}`, "cost: 11 exceeds capacity 10 of rule burst: it could never be allowed"},
@@ -151,6 +151,52 @@ func TestInvalidRequests(t *testing.T) {
 			}
 			if f.metrics.Len() != 0 {
 				t.Errorf("an invalid request emitted metrics: %s", f.metrics)
+			}
+		})
+	}
+}
+
+// An encoder that writes an absent value as null (Python's json of a None, a model that
+// dumps every field) sends members that are null: each is refused naming the null member,
+// never as what its presence would mean (an identity beside the key, a batch, a rule of
+// another kind), which named another member or another mistake.
+func TestNullMemberNamed(t *testing.T) {
+	const want = ": got null: give a value, or leave the member out (no member is ever null)"
+	tests := []struct {
+		name    string
+		payload string
+		field   string // the member the error must name
+	}{
+		{"key", `{"key":null}`, "key"},
+		{"identity beside a key", `{"key":"a","identity":null}`, "identity"},
+		{"checks beside a check", `{"key":"a","checks":null}`, "checks"},
+		{"every member of a model", `{"key":"a","identity":null,"op":null,"plan":"pro","rules":null,"cost":1}`, "identity"},
+		{"cost", `{"key":"a","cost":null}`, "cost"},
+		{"cost of a reset", `{"key":"a","op":"reset","cost":null}`, "cost"},
+		{"from of a check", `{"key":"a","from":null}`, "from"},
+		{"requestId of a peek", `{"key":"a","cost":0,"requestId":null}`, "requestId"},
+		{"ttlMs of a check", `{"key":"a","ttlMs":null}`, "ttlMs"},
+		{"lease of a cancel by its reservation alone", `{"op":"cancel","reservation":"r3.x","lease":null}`, "lease"},
+		{"plan of a cancel by its reservation alone", `{"op":"cancel","reservation":"r3.x","plan":null}`, "plan"},
+		{"concurrency of a bucket", `{"key":"a","rules":[{"name":"b","capacity":10,"refillPerSecond":1,"concurrency":null}]}`, "rules[0].concurrency"},
+		{"quota members of a bucket", `{"key":"a","rules":[{"name":"b","capacity":10,"refillPerSecond":1,"limit":null,"period":null}]}`, "rules[0].limit"},
+		{"shadow", `{"key":"a","rules":[{"name":"b","capacity":10,"refillPerSecond":1,"shadow":null}]}`, "rules[0].shadow"},
+		{"plan of a check of a batch", `{"checks":[` + validCheck + `,{"key":"a","plan":null}]}`, "checks[1].plan"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mr, client := startMiniredis(t)
+			f := newFixture(t, client, nil, guard.Options{})
+			out, err := f.invoke([]byte(tc.payload))
+			if err == nil {
+				t.Fatalf("answered %s, want an error", out)
+			}
+			ive := functionError(t, err)
+			if ive.Type != checkapi.ErrorTypeInvalidRequest || ive.Message != tc.field+want {
+				t.Errorf("%s %q\nwant %s %q", ive.Type, ive.Message, checkapi.ErrorTypeInvalidRequest, tc.field+want)
+			}
+			if keys := mr.Keys(); len(keys) != 0 {
+				t.Errorf("an invalid request wrote %v", keys)
 			}
 		})
 	}

@@ -231,6 +231,38 @@ func TestDenyCacheGivesWayToRefundsAndResets(t *testing.T) {
 	step("at the age bound: Redis again", one, true, false)
 }
 
+// TestDenyCacheClockWentBack: the deny cache tells ages by the wall clock (see
+// DenyCacheMaxAge), which may step back (NTP): a denial cached after the time the clock
+// went back to is not served, however long its wait.
+func TestDenyCacheClockWentBack(t *testing.T) {
+	tests := []struct {
+		name     string
+		back     time.Duration
+		wantCall bool
+	}{
+		{"no step: from the cache", 0, false},
+		{"back a millisecond: Redis", time.Millisecond, true},
+		{"back an hour: Redis", time.Hour, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, clk, engine := miniEngine(t)
+			var back time.Duration
+			g := guard.New(engine, guard.Options{Now: func() time.Time { return clk.Now().Add(-back) }, DenyCacheSize: 100})
+			daily := bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{{Name: "daily", Capacity: 10, RefillPerSecond: 10.0 / 86400}}, Cost: 10}
+			if r := decide(t, g, daily); !r.Allowed || !waits(r) {
+				t.Fatalf("draining: %+v, want an admission that leaves a wait", r)
+			}
+			back = tc.back
+			before := engine.calls.Load()
+			r := decide(t, g, daily)
+			if called := engine.calls.Load() > before; called != tc.wantCall || r.CacheHit == tc.wantCall || r.Allowed {
+				t.Fatalf("asked Redis %v (want %v): %+v", called, tc.wantCall, r)
+			}
+		})
+	}
+}
+
 // TestDenyCacheKeepsRequestIDs: a check with a RequestID is answered by Redis, never by
 // the deny cache, so that a retry of it answers its first decision (Replayed) however
 // the cache holds a denial of the same rules and cost: a retry of an admitted check must

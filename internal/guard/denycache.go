@@ -71,8 +71,10 @@ func newDenyCache(size int, askFirst bool) *denyCache {
 }
 
 // get returns the denial cached for q, brought forward to now: its waits shortened by
-// the time since the check that Redis decided was sent, and its At moved on by as much,
-// so that At + ResetAfter is still the moment Redis gave. It finds nothing once that
+// the time since the check that Redis decided was sent, in whole milliseconds (rounded
+// down), and its At moved on by as much, so that its waits stay whole milliseconds and
+// At + ResetAfter is still exactly the moment Redis gave (a quota's window's end, a
+// whole second, which the reset headers would otherwise round up to the next). It finds nothing once that
 // check's wait, or DenyCacheMaxAge, has passed, nor when now is before the check was
 // sent (the clock went back); with askFirst, nor for the first repeat of an admission's
 // check, which goes to Redis (the repeats after it are denied).
@@ -98,10 +100,10 @@ func (c *denyCache) get(q bucketgate.Request, now time.Time) (bucketgate.Decisio
 	if i < 0 {
 		return bucketgate.Decision{}, false
 	}
-	elapsed := now.Sub(e.sent)
+	elapsed := now.Sub(e.sent).Truncate(time.Millisecond)
 	d := e.d
-	d.RetryAfter = ceilMillis(d.RetryAfter - elapsed)
-	d.ResetAfter = ceilMillis(max(d.ResetAfter-elapsed, d.RetryAfter))
+	d.RetryAfter -= elapsed // at least a millisecond: less than RetryAfter has passed
+	d.ResetAfter = max(d.ResetAfter-elapsed, d.RetryAfter)
 	d.At = d.At.Add(elapsed)
 	return d, true
 }
@@ -208,9 +210,4 @@ func checkKey(q bucketgate.Request) string {
 		b.WriteString(strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64))
 	}
 	return b.String()
-}
-
-// ceilMillis rounds d up to whole milliseconds, as every wait of a Decision is.
-func ceilMillis(d time.Duration) time.Duration {
-	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 }

@@ -18,8 +18,11 @@ var ErrCircuitOpen = errors.New("circuit open: Redis is failing, not asked")
 // Requests in flight together when one of them fails meet the same fault: the failure
 // of a request sent before the last counted failure was recorded does not count again,
 // so that one stall met by many concurrent requests is one failure, as it is on a Lambda
-// instance, which serves one request at a time. Time is passed in. It is safe for
-// concurrent use.
+// instance, which serves one request at a time. Time is passed in; the interval is told
+// by the wall clock: Go's monotonic clock may stand still while a Lambda environment is
+// frozen between invocations, and would keep the circuit open (no probe) after a freeze
+// that outlasted it. A clock that went back since the probe was scheduled lets one go.
+// It is safe for concurrent use.
 type breaker struct {
 	threshold int
 	interval  time.Duration
@@ -27,7 +30,7 @@ type breaker struct {
 	mu        sync.Mutex
 	failures  int       // consecutive failures; >= threshold means open
 	failedAt  time.Time // when the last failure counted was recorded
-	nextProbe time.Time // when open: the earliest time the next probe may go
+	nextProbe time.Time // when open: the earliest time the next probe may go (wall clock)
 	last      Failure   // the last failure, reported while open
 	lastErr   error
 }
@@ -43,7 +46,7 @@ func (b *breaker) allow(now time.Time) (ok bool, last Failure, lastErr error) {
 	if b.failures < b.threshold {
 		return true, FailureNone, nil
 	}
-	if !now.Before(b.nextProbe) {
+	if now = now.Round(0); !now.Before(b.nextProbe) || now.Before(b.nextProbe.Add(-b.interval)) {
 		b.nextProbe = now.Add(b.interval)
 		return true, FailureNone, nil
 	}
@@ -69,7 +72,7 @@ func (b *breaker) record(start, now time.Time, err error) {
 	b.failures++
 	b.failedAt, b.last, b.lastErr = now, Classify(err), err
 	if b.failures == b.threshold {
-		b.nextProbe = now.Add(b.interval)
+		b.nextProbe = now.Round(0).Add(b.interval)
 	}
 }
 

@@ -12,6 +12,11 @@ import (
 // DenyCacheMaxAge is the longest a cached denial is served, however long the wait Redis
 // gave. Refunds and resets give tokens back: an instance that cached a denial before one
 // (anywhere) keeps serving it for at most this long after it.
+//
+// Ages are told by the wall clock, as Redis's waits run: Go's monotonic clock may stand
+// still while a Lambda environment is frozen between invocations, and would keep a
+// denial served after a freeze that outlasted its wait. A clock that went back since a
+// denial was cached ends it.
 const DenyCacheMaxAge = time.Second
 
 // DenyCacheMaxBytes bounds the entries of a deny cache, whatever their number
@@ -52,7 +57,7 @@ type denyCache struct {
 }
 
 // denial is a cached denial: the Decision Redis gave to a check of rules and cost (by
-// checkKey) sent at sent; unasked when it follows from an admission and no repeat of
+// checkKey) sent at sent (by the wall clock: no monotonic reading); unasked when it follows from an admission and no repeat of
 // the check has been sent to Redis since.
 type denial struct {
 	check   string
@@ -66,20 +71,24 @@ func newDenyCache(size int, askFirst bool) *denyCache {
 }
 
 // get returns the denial cached for q, brought forward to now: its waits shortened by
-// the time since the check that Redis decided was sent, and its At moved on by as much,
-// so that At + ResetAfter is still the moment Redis gave. It finds nothing once that
-// check's wait, or DenyCacheMaxAge, has passed; with askFirst, nor for the first repeat
-// of an admission's check, which goes to Redis (the repeats after it are denied).
+// the time since the check that Redis decided was sent, in whole milliseconds (rounded
+// down), and its At moved on by as much, so that its waits stay whole milliseconds and
+// At + ResetAfter is still exactly the moment Redis gave (a quota's window's end, a
+// whole second, which the reset headers would otherwise round up to the next). It finds nothing once that
+// check's wait, or DenyCacheMaxAge, has passed, nor when now is before the check was
+// sent (the clock went back); with askFirst, nor for the first repeat of an admission's
+// check, which goes to Redis (the repeats after it are denied).
 func (c *denyCache) get(q bucketgate.Request, now time.Time) (bucketgate.Decision, bool) {
 	check := checkKey(q)
+	now = now.Round(0) // the wall clock (see DenyCacheMaxAge)
 	c.mu.Lock()
 	list := c.entries[q.Identity]
 	i := index(list, check)
 	var e denial
 	if i >= 0 {
 		e = list[i]
-		switch {
-		case !now.Before(e.sent.Add(min(e.d.RetryAfter, DenyCacheMaxAge))):
+		switch elapsed := now.Sub(e.sent); {
+		case elapsed < 0 || elapsed >= min(e.d.RetryAfter, DenyCacheMaxAge):
 			c.remove(q.Identity, list, i)
 			i = -1
 		case e.unasked && c.askFirst:
@@ -91,10 +100,10 @@ func (c *denyCache) get(q bucketgate.Request, now time.Time) (bucketgate.Decisio
 	if i < 0 {
 		return bucketgate.Decision{}, false
 	}
-	elapsed := now.Sub(e.sent)
+	elapsed := now.Sub(e.sent).Truncate(time.Millisecond)
 	d := e.d
-	d.RetryAfter = ceilMillis(d.RetryAfter - elapsed)
-	d.ResetAfter = ceilMillis(max(d.ResetAfter-elapsed, d.RetryAfter))
+	d.RetryAfter -= elapsed // at least a millisecond: less than RetryAfter has passed
+	d.ResetAfter = max(d.ResetAfter-elapsed, d.RetryAfter)
 	d.At = d.At.Add(elapsed)
 	return d, true
 }
@@ -108,7 +117,7 @@ func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.T
 	if !ok {
 		return
 	}
-	e := denial{check: checkKey(q), d: d, sent: sent, unasked: admitted}
+	e := denial{check: checkKey(q), d: d, sent: sent.Round(0), unasked: admitted}
 	need := entryBytes(q.Identity, e)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -201,9 +210,4 @@ func checkKey(q bucketgate.Request) string {
 		b.WriteString(strconv.FormatFloat(r.RefillPerSecond, 'g', -1, 64))
 	}
 	return b.String()
-}
-
-// ceilMillis rounds d up to whole milliseconds, as every wait of a Decision is.
-func ceilMillis(d time.Duration) time.Duration {
-	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 }

@@ -231,6 +231,83 @@ func TestDenyCacheGivesWayToRefundsAndResets(t *testing.T) {
 	step("at the age bound: Redis again", one, true, false)
 }
 
+// TestDenyCacheKeepsTheWindowsEnd: a quota's denial served from the cache any time
+// after Redis gave it, to the microsecond, still ends at the window's end: from its
+// At's millisecond (as the reset headers count), ResetAfter reaches the window's end,
+// a whole second, exactly, and not a millisecond past it, which would put the reset a
+// second late; its waits stay whole milliseconds.
+func TestDenyCacheKeepsTheWindowsEnd(t *testing.T) {
+	tests := []struct {
+		name  string
+		after time.Duration
+	}{
+		{"at once", 0},
+		{"a microsecond later", time.Microsecond},
+		{"a sub-millisecond crossing At's millisecond", 400 * time.Microsecond},
+		{"just under a millisecond", 999 * time.Microsecond},
+		{"milliseconds and a half", 40*time.Millisecond + 500*time.Microsecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, clk, engine := miniEngine(t)
+			g := guard.New(engine, guard.Options{Now: clk.Now, DenyCacheSize: 100})
+			clk.Advance(700 * time.Microsecond) // At inside its millisecond
+			daily := bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{{Name: "daily", Limit: 1, Period: bucketgate.PeriodDay}}, Cost: 1}
+			first := decide(t, g, daily)
+			src, ok := first.Repeat()
+			if !first.Allowed || !ok {
+				t.Fatalf("the admission that reaches the limit: %+v, want allowed with a wait", first)
+			}
+			_, end := daily.Rules[0].Window(first.At)
+			clk.Advance(tc.after)
+			r := decide(t, g, daily)
+			switch {
+			case !r.CacheHit || r.Allowed:
+				t.Fatalf("%+v, want the cached denial", r)
+			case !r.At.Add(r.ResetAfter).Equal(src.At.Add(src.ResetAfter)):
+				t.Fatalf("resets at %v + %v, Redis said %v + %v", r.At, r.ResetAfter, src.At, src.ResetAfter)
+			case !r.At.Truncate(time.Millisecond).Add(r.ResetAfter).Equal(end):
+				t.Fatalf("from At's millisecond %v, ResetAfter %v reaches %v, want the window's end %v",
+					r.At.Truncate(time.Millisecond), r.ResetAfter, r.At.Truncate(time.Millisecond).Add(r.ResetAfter), end)
+			case r.RetryAfter%time.Millisecond != 0 || r.ResetAfter%time.Millisecond != 0 || r.RetryAfter <= 0:
+				t.Fatalf("waits %v and %v, want whole milliseconds", r.RetryAfter, r.ResetAfter)
+			}
+		})
+	}
+}
+
+// TestDenyCacheClockWentBack: the deny cache tells ages by the wall clock (see
+// DenyCacheMaxAge), which may step back (NTP): a denial cached after the time the clock
+// went back to is not served, however long its wait.
+func TestDenyCacheClockWentBack(t *testing.T) {
+	tests := []struct {
+		name     string
+		back     time.Duration
+		wantCall bool
+	}{
+		{"no step: from the cache", 0, false},
+		{"back a millisecond: Redis", time.Millisecond, true},
+		{"back an hour: Redis", time.Hour, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, clk, engine := miniEngine(t)
+			var back time.Duration
+			g := guard.New(engine, guard.Options{Now: func() time.Time { return clk.Now().Add(-back) }, DenyCacheSize: 100})
+			daily := bucketgate.Request{Identity: "a", Rules: []bucketgate.Rule{{Name: "daily", Capacity: 10, RefillPerSecond: 10.0 / 86400}}, Cost: 10}
+			if r := decide(t, g, daily); !r.Allowed || !waits(r) {
+				t.Fatalf("draining: %+v, want an admission that leaves a wait", r)
+			}
+			back = tc.back
+			before := engine.calls.Load()
+			r := decide(t, g, daily)
+			if called := engine.calls.Load() > before; called != tc.wantCall || r.CacheHit == tc.wantCall || r.Allowed {
+				t.Fatalf("asked Redis %v (want %v): %+v", called, tc.wantCall, r)
+			}
+		})
+	}
+}
+
 // TestDenyCacheKeepsRequestIDs: a check with a RequestID is answered by Redis, never by
 // the deny cache, so that a retry of it answers its first decision (Replayed) however
 // the cache holds a denial of the same rules and cost: a retry of an admitted check must

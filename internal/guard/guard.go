@@ -80,8 +80,8 @@ type Options struct {
 	Margin time.Duration
 	// FailOpen allows requests (reason degraded) when Redis does not decide.
 	FailOpen bool
-	// Now reads the clock for latency, the circuit breaker and the deny cache; nil is
-	// time.Now.
+	// Now reads the clock for latency, the circuit breaker and the deny cache (these two
+	// by its wall clock, which a Lambda freeze does not stop); nil is time.Now.
 	Now func() time.Time
 	// FailuresToOpen is how many consecutive failures open the circuit breaker; zero
 	// means no breaker. Requests in flight together when one of them fails count as one

@@ -186,6 +186,37 @@ func TestDefaultProbeWithinASecond(t *testing.T) {
 	}
 }
 
+// TestCircuitBreakerClockWentBack: the probe interval is told by the wall clock (see
+// breaker), which may step back (NTP): once it is before the time the next probe was
+// scheduled at, a request probes Redis at once, not when the clock is back there.
+func TestCircuitBreakerClockWentBack(t *testing.T) {
+	tests := []struct {
+		name     string
+		back     time.Duration
+		wantOpen bool
+	}{
+		{"no step: open", 0, true},
+		{"back a millisecond: a probe", time.Millisecond, false},
+		{"back an hour: a probe", time.Hour, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mr, clk, engine := miniEngine(t)
+			var back time.Duration
+			g := guard.New(engine, guard.Options{Now: func() time.Time { return clk.Now().Add(-back) }, FailuresToOpen: 1, ProbeInterval: time.Second})
+			mr.Close()
+			decide(t, g, request("a"))
+			if err := mr.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			back = tc.back
+			if r := decide(t, g, request("a")); r.CircuitOpen != tc.wantOpen || !tc.wantOpen && !r.Allowed {
+				t.Fatalf("%+v, want circuit open %v", r, tc.wantOpen)
+			}
+		})
+	}
+}
+
 // TestWholeClusterCircuit: when every master of a cluster fails (miniredis stands in,
 // with Options.Cluster true), the whole cluster's circuit opens after
 // ClusterFailuresToOpen x FailuresToOpen failures in a row, before the ranges' circuits

@@ -34,7 +34,7 @@ type Conn struct {
 
 	mu      sync.Mutex
 	pending chan struct{} // closed when the attempt in flight ends; nil when none is
-	lastTry time.Time     // when the last attempt started
+	lastTry time.Time     // when the last attempt started, by the wall clock
 	lastErr error         // why the last attempt failed
 	closed  bool
 }
@@ -56,18 +56,21 @@ func (c *Conn) Explain(err error) error {
 
 // Client returns the connected client, starting a connection attempt when none is
 // under way and the last one is at least RetryInterval old, and waiting for it until
-// ctx ends. Its error wraps ErrNotConnected, or is rueidis.ErrClosing after Close; when
+// ctx ends. The age is told by the wall clock: Go's monotonic clock may stand still
+// while a Lambda environment is frozen, and would refuse to try again after a freeze
+// that outlasted RetryInterval; a clock that went back since the attempt tries again. Its error wraps ErrNotConnected, or is rueidis.ErrClosing after Close; when
 // ctx ends first, it wraps ctx's error and quotes why the last attempt failed.
 func (c *Conn) Client(ctx context.Context) (rueidis.Client, error) {
 	if cl := c.client.Load(); cl != nil {
 		return *cl, nil
 	}
 	c.mu.Lock()
+	age := time.Now().Round(0).Sub(c.lastTry)
 	switch {
 	case c.closed:
 		c.mu.Unlock()
 		return nil, rueidis.ErrClosing
-	case c.pending == nil && time.Since(c.lastTry) < RetryInterval:
+	case c.pending == nil && age >= 0 && age < RetryInterval:
 		err := c.lastErr
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w", ErrNotConnected, err)
@@ -98,7 +101,7 @@ func (c *Conn) Client(ctx context.Context) (rueidis.Client, error) {
 // attempt starts a connection attempt in the background. c.mu must be held.
 func (c *Conn) attempt() {
 	done := make(chan struct{})
-	c.pending, c.lastTry = done, time.Now()
+	c.pending, c.lastTry = done, time.Now().Round(0) // the wall clock (see Client)
 	go func() {
 		cl, err := c.connect()
 		c.mu.Lock()

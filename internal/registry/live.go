@@ -42,7 +42,7 @@ type LiveOptions struct {
 	// the caller's context (the invocation's) at the latest, and one cut short so is the
 	// caller's giving up, no failure of the table. Zero leaves the deadline alone.
 	Margin time.Duration
-	// Now reads the clock; nil is time.Now.
+	// Now reads the clock, by its wall clock (see young); nil is time.Now.
 	Now func() time.Time
 	// Log receives an error line per document read that does not load, a warning per
 	// failed read and an info line per change of the document in force; nil discards
@@ -186,7 +186,7 @@ func (l *Live) Load(ctx context.Context) error {
 	if l.src == nil {
 		return nil
 	}
-	s, r := l.refresh(ctx, l.state.Load(), l.opts.Now(), max(l.opts.Timeout, MinInitTimeout))
+	s, r := l.refresh(ctx, l.state.Load(), l.opts.Now().Round(0), max(l.opts.Timeout, MinInitTimeout))
 	l.unreported.Store(&r)
 	if s.view.Config == nil && r.Result != ResultError {
 		return s.view.Err
@@ -209,8 +209,8 @@ func (l *Live) Current(ctx context.Context) (View, Refresh) {
 			r = *p
 		}
 	}
-	now := l.opts.Now()
-	if now.Sub(s.readAt) < l.opts.TTL || now.Before(s.retryAt) || !l.refreshing.CompareAndSwap(false, true) {
+	now := l.opts.Now().Round(0) // the wall clock (see young)
+	if young(now, s.readAt, l.opts.TTL) || pending(now, s.retryAt, RetryAfterFailure) || !l.refreshing.CompareAndSwap(false, true) {
 		return s.view, r
 	}
 	defer l.refreshing.Store(false)

@@ -209,7 +209,9 @@ type EmitterOption func(*Emitter)
 // minute first writes what the earlier one gathered, under its own time. What waits is
 // lost if the process ends before its next Invocation or Flush: at most interval's
 // worth. A clock that goes back writes at once (and, with WriteAtOnce, an
-// Invocation of its outcomes). interval <= 0 writes every Invocation at once.
+// Invocation of its outcomes). interval <= 0 writes every Invocation at once. The
+// interval is told by the wall clock: Go's monotonic clock may stand still while a
+// Lambda instance is frozen, and would hold the first Invocation after a long freeze.
 func FlushEvery(interval time.Duration) EmitterOption {
 	return func(e *Emitter) { e.interval = max(interval, 0) }
 }
@@ -249,6 +251,7 @@ func NewEmitter(w io.Writer, namespace, stack, function string, opts ...EmitterO
 // in order, as encoding/json writes a map, and is written with one Write; its
 // timestamp is the time of the first Invocation it holds.
 func (e *Emitter) Emit(at time.Time, inv *Invocation) error {
+	at = at.Round(0) // the wall clock (see FlushEvery)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.interval == 0 {
@@ -286,6 +289,7 @@ func (e *Emitter) Flush() error {
 // on a timer, so that a quiet moment holds nothing back long while a busy one still
 // writes at most once per interval.
 func (e *Emitter) FlushDue(at time.Time) error {
+	at = at.Round(0) // the wall clock (see FlushEvery)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if waited := at.Sub(e.start); e.pending.empty() || waited >= 0 && waited < e.interval {

@@ -132,6 +132,38 @@ func TestFlushEvery(t *testing.T) {
 	}
 }
 
+// TestFlushEveryByWallClock: with FlushEvery, the interval is told by the wall clock.
+// The clock's times come with a monotonic reading (time.Now's), which may stand still
+// while a Lambda instance is frozen between invocations: kept, the first Invocation
+// after a freeze longer than the interval would wait (for the next one, maybe
+// minutes away), not be written at once. None of the times the Emitter keeps carries it
+// (a Time's String shows " m=" when it does).
+func TestFlushEveryByWallClock(t *testing.T) {
+	now := time.Now()
+	if !strings.Contains(now.String(), " m=") {
+		t.Fatal("time.Now has no monotonic reading here: this test proves nothing")
+	}
+	var out bytes.Buffer
+	e := telemetry.NewEmitter(&out, "ns", "orders-prod", "authorizer", telemetry.FlushEvery(time.Second))
+	for i, at := range []time.Time{now, now.Add(time.Millisecond)} {
+		var inv telemetry.Invocation
+		inv.Observe(allowed(time.Millisecond))
+		if err := e.Emit(at, &inv); err != nil {
+			t.Fatal(err)
+		}
+		start, flushed := telemetry.FlushTimesOf(e)
+		if strings.Contains(start.String(), " m=") || strings.Contains(flushed.String(), " m=") {
+			t.Errorf("after Invocation %d: start %v, last write %v: a monotonic reading kept, a freeze would not count", i+1, start, flushed)
+		}
+	}
+	if err := e.FlushDue(now.Add(2 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, flushed := telemetry.FlushTimesOf(e); strings.Contains(flushed.String(), " m=") {
+		t.Errorf("after FlushDue: last write %v: a monotonic reading kept, a freeze would not count", flushed)
+	}
+}
+
 // A timer's FlushDue (a process not frozen between requests: the middleware's) writes
 // what has waited an interval or more, and counts as a write: a busy instance still
 // writes at most once per interval (its invocations write, the timer nothing), a quiet

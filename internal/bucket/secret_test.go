@@ -292,31 +292,35 @@ func (f *secretFleet) keys() []string {
 	return out
 }
 
-// TestSecretBadState: a secret or a kept secret that bucketgate did not write fails the
-// calls that sign, with an error that names its key, and writes nothing.
+// TestSecretBadState: a secret or a kept secret that bucketgate did not write (too
+// short, or a key of another type) fails the calls that sign as bad state (Redis
+// answered), not as a secret Redis did not give, with an error that names its key, and
+// writes nothing.
 func TestSecretBadState(t *testing.T) {
 	tests := []struct {
 		name, want string
 		write      func(c rueidis.Client) rueidis.Completed
-		bad        bool // ErrBadState
 	}{
 		{"a short secret", bucket.SecretKey, func(c rueidis.Client) rueidis.Completed {
 			return c.B().Set().Key(bucket.SecretKey).Value("short").Build()
-		}, true},
+		}},
 		{"a short kept secret", bucket.SecretsKeptKey, func(c rueidis.Client) rueidis.Completed {
 			return c.B().Zadd().Key(bucket.SecretsKeptKey).ScoreMember().ScoreMember(1e15, "short").Build()
-		}, true},
+		}},
+		{"a secret of another type", bucket.SecretKey, func(c rueidis.Client) rueidis.Completed {
+			return c.B().Hset().Key(bucket.SecretKey).FieldValue().FieldValue("secret", strings.Repeat("7", 64)).Build()
+		}},
 		{"kept secrets of another type", bucket.SecretsKeptKey, func(c rueidis.Client) rueidis.Completed {
 			return c.B().Set().Key(bucket.SecretsKeptKey).Value(strings.Repeat("7", 64)).Build()
-		}, false},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newSecretFleet(t)
 			f.run(tt.write(f.c))
 			_, err := f.instance().Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 10})
-			if err == nil || !strings.Contains(err.Error(), tt.want) || errors.Is(err, bucket.ErrBadState) != tt.bad {
-				t.Errorf("reserve: %v; want an error naming %s (ErrBadState: %v)", err, tt.want, tt.bad)
+			if !errors.Is(err, bucket.ErrBadState) || errors.Is(err, bucket.ErrNoSecret) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("reserve: %v; want ErrBadState naming %s", err, tt.want)
 			}
 			if n := mustInt(t, do(t, f.c, f.c.B().Exists().Key(bucket.Key("a")).Build())); n != 0 {
 				t.Errorf("the identity's state was written")

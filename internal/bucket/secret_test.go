@@ -329,6 +329,58 @@ func TestSecretBadState(t *testing.T) {
 	}
 }
 
+// TestSecretByHand: what an operator's write of the secret does to a running fleet, as
+// docs/check.md and docs/operations.md say. A new secret SET by hand is signed with from
+// every instance's next read, the ids signed before still settle, and the old secret
+// never comes back; a bad one (too short) fails only the instances that never read a
+// secret, and once deleted, the running instance writes its own back.
+func TestSecretByHand(t *testing.T) {
+	replacement := strings.Repeat("5", 64)
+	tests := []struct {
+		name string
+		run  func(f *secretFleet)
+	}{
+		{"a new secret replaces the old one", func(f *secretFleet) {
+			a := f.instance()
+			before := f.reserve(a)
+			old := f.secret()
+			f.run(f.c.B().Set().Key(bucket.SecretKey).Value(replacement).Build())
+			f.clock.advance(bucket.SecretRecheck)
+			after := f.reserve(a)
+			if s := f.secret(); s != replacement {
+				f.t.Fatalf("Redis's secret after A's recheck: %q, want the replacement", s)
+			}
+			f.settles("A, of its id before the replacement", a, before)
+			f.settles("B, started after, of A's id before the replacement", f.instance(), before)
+			f.settles("B, started after, of A's id after the replacement", f.instance(), after)
+			if f.secret() == old {
+				f.t.Errorf("the old secret came back")
+			}
+		}},
+		{"a short secret, then deleted", func(f *secretFleet) {
+			a := f.instance()
+			before := f.reserve(a)
+			old := f.secret()
+			f.run(f.c.B().Set().Key(bucket.SecretKey).Value("short").Build())
+			f.clock.advance(bucket.SecretRecheck)
+			f.settles("A, running, of its id", a, f.reserve(a))
+			if _, err := f.instance().Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 1}); !errors.Is(err, bucket.ErrBadState) {
+				f.t.Errorf("a reserve of an instance started since: %v, want ErrBadState", err)
+			}
+			f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
+			f.clock.advance(bucket.SecretRecheck)
+			f.reserve(a)
+			if s := f.secret(); s != old {
+				f.t.Fatalf("Redis's secret after the deletion and A's recheck: %q, want A's %q", s, old)
+			}
+			f.settles("B, started after, of A's id before", f.instance(), before)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.run(newSecretFleet(t)) })
+	}
+}
+
 // TestSecretWriteRefused: a Redis that refuses to write the secret (full, with
 // noeviction: OOM) fails the first call that signs with its own error, which names the
 // cause, not with the empty read that follows the refused write.

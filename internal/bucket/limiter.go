@@ -304,7 +304,9 @@ func decode(r rueidis.RedisResult, q bucketgate.Request) (bucketgate.Decision, e
 // script did not write: a field that is not a finite number, half a rule, a key of
 // another type. It is that identity's failure, not Redis's: nothing was written, and
 // every other identity is decided as usual. A reset (OpReset) removes the fields; a key
-// of another type has to be deleted.
+// of another type has to be deleted. So is the error about reservations' secrets that
+// bucketgate did not write (SecretKey or SecretsKeptKey too short, or of another type),
+// which fails every call that signs or verifies an id, and no other, until deleted.
 var ErrBadState = errors.New("stored state is not bucketgate's")
 
 // scriptError is the error of a script call that failed with err.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -275,6 +276,16 @@ func (l *Limiter) verifyHeld(kind string, q bucketgate.Request) (reservation, er
 	return reservation{}, err
 }
 
+// secretError is the error of a read of key, SecretKey or SecretsKeptKey, that failed
+// with err: bad state for a key of another type (Redis answered: its circuit stays
+// closed), else a noSecretError.
+func secretError(key string, err error) error {
+	if strings.Contains(err.Error(), "WRONGTYPE") {
+		return fmt.Errorf("%w: %s is a key of another type, not the reservations' secrets: delete it: %w", ErrBadState, key, err)
+	}
+	return &noSecretError{key, err}
+}
+
 // readSecret writes mine as Redis's secret through c unless it has one (SET NX), and
 // returns the one it has and the kept ones (SecretsKeptKey) that verify ids after now,
 // keptSecrets at most, in one round trip; in two more when the server is a replica
@@ -297,19 +308,19 @@ func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]b
 		if refused := res[0].Error(); rueidis.IsRedisNil(err) && refused != nil && !rueidis.IsRedisNil(refused) {
 			err = refused // the write refused (OOM) is why there is nothing to read
 		}
-		return nil, nil, &noSecretError{SecretKey, err}
+		return nil, nil, secretError(SecretKey, err)
 	}
 	if len(s) < 32 {
-		return nil, nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretKey, len(s))
+		return nil, nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes, want 32 or more: delete it, and the next call that signs writes one", ErrBadState, SecretKey, len(s))
 	}
 	scores, err := res[2].AsZScores()
 	if err != nil {
-		return nil, nil, &noSecretError{SecretsKeptKey, err}
+		return nil, nil, secretError(SecretsKeptKey, err)
 	}
 	kept := make([]keptSecret, len(scores))
 	for i, z := range scores {
 		if len(z.Member) < 32 {
-			return nil, nil, fmt.Errorf("%w: a kept secret (%s) is %d bytes: want 32 or more", ErrBadState, SecretsKeptKey, len(z.Member))
+			return nil, nil, fmt.Errorf("%w: a kept secret (%s) is %d bytes, want 32 or more: delete it", ErrBadState, SecretsKeptKey, len(z.Member))
 		}
 		kept[i] = keptSecret{[]byte(z.Member), time.UnixMilli(int64(z.Score))}
 	}

@@ -292,36 +292,92 @@ func (f *secretFleet) keys() []string {
 	return out
 }
 
-// TestSecretBadState: a secret or a kept secret that bucketgate did not write fails the
-// calls that sign, with an error that names its key, and writes nothing.
+// TestSecretBadState: a secret or a kept secret that bucketgate did not write (too
+// short, or a key of another type) fails the calls that sign as bad state (Redis
+// answered), not as a secret Redis did not give, with an error that names its key, and
+// writes nothing.
 func TestSecretBadState(t *testing.T) {
 	tests := []struct {
 		name, want string
 		write      func(c rueidis.Client) rueidis.Completed
-		bad        bool // ErrBadState
 	}{
 		{"a short secret", bucket.SecretKey, func(c rueidis.Client) rueidis.Completed {
 			return c.B().Set().Key(bucket.SecretKey).Value("short").Build()
-		}, true},
+		}},
 		{"a short kept secret", bucket.SecretsKeptKey, func(c rueidis.Client) rueidis.Completed {
 			return c.B().Zadd().Key(bucket.SecretsKeptKey).ScoreMember().ScoreMember(1e15, "short").Build()
-		}, true},
+		}},
+		{"a secret of another type", bucket.SecretKey, func(c rueidis.Client) rueidis.Completed {
+			return c.B().Hset().Key(bucket.SecretKey).FieldValue().FieldValue("secret", strings.Repeat("7", 64)).Build()
+		}},
 		{"kept secrets of another type", bucket.SecretsKeptKey, func(c rueidis.Client) rueidis.Completed {
 			return c.B().Set().Key(bucket.SecretsKeptKey).Value(strings.Repeat("7", 64)).Build()
-		}, false},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newSecretFleet(t)
 			f.run(tt.write(f.c))
 			_, err := f.instance().Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 10})
-			if err == nil || !strings.Contains(err.Error(), tt.want) || errors.Is(err, bucket.ErrBadState) != tt.bad {
-				t.Errorf("reserve: %v; want an error naming %s (ErrBadState: %v)", err, tt.want, tt.bad)
+			if !errors.Is(err, bucket.ErrBadState) || errors.Is(err, bucket.ErrNoSecret) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("reserve: %v; want ErrBadState naming %s", err, tt.want)
 			}
 			if n := mustInt(t, do(t, f.c, f.c.B().Exists().Key(bucket.Key("a")).Build())); n != 0 {
 				t.Errorf("the identity's state was written")
 			}
 		})
+	}
+}
+
+// TestSecretByHand: what an operator's write of the secret does to a running fleet, as
+// docs/check.md and docs/operations.md say. A new secret SET by hand is signed with from
+// every instance's next read, the ids signed before still settle, and the old secret
+// never comes back; a bad one (too short) fails only the instances that never read a
+// secret, and once deleted, the running instance writes its own back.
+func TestSecretByHand(t *testing.T) {
+	replacement := strings.Repeat("5", 64)
+	tests := []struct {
+		name string
+		run  func(f *secretFleet)
+	}{
+		{"a new secret replaces the old one", func(f *secretFleet) {
+			a := f.instance()
+			before := f.reserve(a)
+			old := f.secret()
+			f.run(f.c.B().Set().Key(bucket.SecretKey).Value(replacement).Build())
+			f.clock.advance(bucket.SecretRecheck)
+			after := f.reserve(a)
+			if s := f.secret(); s != replacement {
+				f.t.Fatalf("Redis's secret after A's recheck: %q, want the replacement", s)
+			}
+			f.settles("A, of its id before the replacement", a, before)
+			f.settles("B, started after, of A's id before the replacement", f.instance(), before)
+			f.settles("B, started after, of A's id after the replacement", f.instance(), after)
+			if f.secret() == old {
+				f.t.Errorf("the old secret came back")
+			}
+		}},
+		{"a short secret, then deleted", func(f *secretFleet) {
+			a := f.instance()
+			before := f.reserve(a)
+			old := f.secret()
+			f.run(f.c.B().Set().Key(bucket.SecretKey).Value("short").Build())
+			f.clock.advance(bucket.SecretRecheck)
+			f.settles("A, running, of its id", a, f.reserve(a))
+			if _, err := f.instance().Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 1}); !errors.Is(err, bucket.ErrBadState) {
+				f.t.Errorf("a reserve of an instance started since: %v, want ErrBadState", err)
+			}
+			f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
+			f.clock.advance(bucket.SecretRecheck)
+			f.reserve(a)
+			if s := f.secret(); s != old {
+				f.t.Fatalf("Redis's secret after the deletion and A's recheck: %q, want A's %q", s, old)
+			}
+			f.settles("B, started after, of A's id before", f.instance(), before)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.run(newSecretFleet(t)) })
 	}
 }
 

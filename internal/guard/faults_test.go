@@ -204,6 +204,46 @@ func TestBadStateIsOneIdentitysFailure(t *testing.T) {
 	}
 }
 
+// TestBadSecretFailsOnlyWhatSigns: a reservations' secret (bucket.SecretKey) or kept
+// secrets (bucket.SecretsKeptKey) that bucketgate did not write, too short or a key of
+// another type, fail the calls that sign or verify an id as bad_response, with an error
+// naming the key, however often they are asked, and never open the circuit for the
+// checks, which sign nothing; deleting the key ends it.
+func TestBadSecretFailsOnlyWhatSigns(t *testing.T) {
+	srv := redistest.Start(t)
+	tests := []struct {
+		name   string
+		inject []string
+	}{
+		{"a short secret", []string{"SET", bucket.SecretKey, "short"}},
+		{"a secret of another type", []string{"HSET", bucket.SecretKey, "secret", strings.Repeat("7", 64)}},
+		{"a short kept secret", []string{"ZADD", bucket.SecretsKeptKey, "1e15", "short"}},
+		{"kept secrets of another type", []string{"SET", bucket.SecretsKeptKey, strings.Repeat("7", 64)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			run(t, srv, "FLUSHALL")
+			run(t, srv, tc.inject...)
+			g := chain(t, srv.Addr, nil)
+			reserve := bucketgate.Request{Identity: "reserver", Rules: burst, Op: bucketgate.OpReserve, Cost: 1}
+			for i := range 3 * guard.DefaultFailuresToOpen {
+				r := decide(t, g, reserve)
+				if r.Failure != guard.FailureBadResponse || r.CircuitOpen || !errors.Is(r.Err, bucket.ErrBadState) ||
+					!strings.Contains(r.Err.Error(), tc.inject[1]) || !strings.Contains(r.Err.Error(), "delete it") {
+					t.Fatalf("reserve %d: %+v, want bad_response, circuit closed, an error naming %s and its repair", i+1, r, tc.inject[1])
+				}
+				if other := decide(t, g, request("checker")); other.Failure != guard.FailureNone || other.Reason != bucketgate.ReasonOK {
+					t.Fatalf("check %d after as many reserves: %+v", i+1, other)
+				}
+			}
+			run(t, srv, "DEL", tc.inject[1])
+			if r := decide(t, g, reserve); r.Failure != guard.FailureNone || r.Reason != bucketgate.ReasonOK {
+				t.Fatalf("reserve after the key's deletion: %+v", r)
+			}
+		})
+	}
+}
+
 // TestNoScriptRecovery: Redis losing its script cache (SCRIPT FLUSH, or a restart)
 // costs no decision: rueidis answers NOSCRIPT with EVAL.
 func TestNoScriptRecovery(t *testing.T) {

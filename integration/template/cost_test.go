@@ -69,6 +69,19 @@ func TestDecisionLogBytes(t *testing.T) {
 			t.Errorf("%v: %.1f bytes per invocation, want at most %d, the figure of docs/deploy.md (update it there and here)", r.Case, r.PerInvocation(), unavailableBytes)
 		}
 	})
+	// Redis down with FailMode open: every request is allowed, degraded, each with its
+	// warn decision line, and its metrics wait a second as an allowed request's do.
+	t.Run("degraded", func(t *testing.T) {
+		r := f.Measure(t, logbytes.Case{Levels: logbytes.Defaults, Unavailable: true, FailOpen: true, Rate: costRate, Seconds: 3})
+		t.Logf("%v: %.1f bytes per invocation: EMF %d in %d lines, logs %d in %d lines, Lambda's %d, over %d invocations; the last second:\n%s",
+			r.Case, r.PerInvocation(), r.EMF, r.EMFLines, r.Logs, r.LogLines, r.Platform, r.Invocations, r.Last)
+		if r.Allowed != r.Invocations || r.Written != r.Invocations || r.LogLines != r.Invocations || r.EMFLines >= r.Invocations {
+			t.Fatalf("%v: %d of %d allowed, %d counted in the metrics written in %d lines, %d log lines: want all allowed, a log line each, the metrics a line a second", r.Case, r.Allowed, r.Invocations, r.Written, r.EMFLines, r.LogLines)
+		}
+		if r.PerInvocation() > degradedBytes {
+			t.Errorf("%v: %.1f bytes per invocation, want at most %d, the figure of docs/deploy.md (update it there and here)", r.Case, r.PerInvocation(), degradedBytes)
+		}
+	})
 	// A spray of made-up API keys under unknownKeys: refuse: every request a 401 after
 	// its registry read (a miss: no key repeats), with no log line at the template's
 	// level (its line is at debug) and, as every 401 does, its metrics at once.
@@ -92,3 +105,7 @@ const refusedBytes = 480
 // unavailableBytes is the most bytes a request failing closed writes, its metrics (at
 // once, as for every 503) and its warn decision line (docs/deploy.md).
 const unavailableBytes = 1200
+
+// degradedBytes is the most bytes a request failing open writes: its warn decision line
+// and its share of the metrics, written a line a second (docs/deploy.md).
+const degradedBytes = 520

@@ -8,6 +8,13 @@ TEST_FLAGS ?= -count=1 -timeout 10m
 # make test says so in a SKIPPED line per missing engine after its run.
 ENGINES ?= redis-server valkey-server
 
+# make alone lists the targets and what each does (the ## comments of their rules); it
+# installs and runs nothing.
+.DEFAULT_GOAL := help
+.PHONY: help
+help: ## these targets
+	@awk -F ':[^#]*## ' '/^[a-z][a-z-]*:.*## /{printf "  make %-8s %s\n", $$1, $$2}' $(firstword $(MAKEFILE_LIST))
+
 # dynalite, the local DynamoDB of the registry's tests and of local runs: pinned by
 # internal/testkit/dynalite/package-lock.json and installed there by npm ci whenever the
 # lock is newer than the installed tree. Without npm a laptop goes on (the dynalite
@@ -54,12 +61,12 @@ fuzz: ## every fuzz target for FUZZTIME each
 PORT ?= 8080
 BACKEND ?=
 .PHONY: run invoke dynalite
-run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.yaml's gateway responses, a sample backend or BACKEND=URL
+run: ## a local API Gateway on 127.0.0.1:PORT (8080): the real authorizer, template.yaml's gateway responses, a sample backend or BACKEND=URL
 	$(GO) build -o $(BIN)/bucketgate-local ./cmd/bucketgate-local && $(BIN)/bucketgate-local serve -addr 127.0.0.1:$(PORT)$(if $(BACKEND), -backend '$(BACKEND)')
 
 # dynalite: a local DynamoDB for a registry table (docs/keys.md: a session with a local table).
 DYNALITE_PORT ?= 8000
-dynalite: $(DYNALITE) ## a local DynamoDB (dynalite, in memory) on 127.0.0.1:$(DYNALITE_PORT) for REGISTRY_TABLE
+dynalite: $(DYNALITE) ## a local DynamoDB (dynalite, in memory) on 127.0.0.1:DYNALITE_PORT (8000) for REGISTRY_TABLE
 	@command -v node >/dev/null && [ -f $(DYNALITE) ] || { echo "make dynalite needs Node.js and npm (apt-get install nodejs npm): npm ci installs dynalite, node runs it" >&2; exit 1; }
 	node $(DYNALITE_DIR)/node_modules/dynalite/cli.js --host 127.0.0.1 --port $(DYNALITE_PORT) --createTableMs 0
 

@@ -8,6 +8,13 @@ TEST_FLAGS ?= -count=1 -timeout 10m
 # make test says so in a SKIPPED line per missing engine after its run.
 ENGINES ?= redis-server valkey-server
 
+# make alone lists the targets and what each does (the ## comments of their rules); it
+# installs and runs nothing.
+.DEFAULT_GOAL := help
+.PHONY: help
+help: ## these targets
+	@awk -F ':[^#]*## ' '/^[a-z][a-z-]*:.*## /{printf "  make %-18s %s\n", $$1, $$2}' $(firstword $(MAKEFILE_LIST))
+
 # dynalite, the local DynamoDB of the registry's tests and of local runs: pinned by
 # internal/testkit/dynalite/package-lock.json and installed there by npm ci whenever the
 # lock is newer than the installed tree. Without npm a laptop goes on (the dynalite
@@ -54,12 +61,12 @@ fuzz: ## every fuzz target for FUZZTIME each
 PORT ?= 8080
 BACKEND ?=
 .PHONY: run invoke dynalite
-run: ## a local API Gateway on 127.0.0.1:$(PORT): the real authorizer, template.yaml's gateway responses, a sample backend or BACKEND=URL
+run: ## a local API Gateway on 127.0.0.1:PORT (8080): the real authorizer, template.yaml's gateway responses, a sample backend or BACKEND=URL
 	$(GO) build -o $(BIN)/bucketgate-local ./cmd/bucketgate-local && $(BIN)/bucketgate-local serve -addr 127.0.0.1:$(PORT)$(if $(BACKEND), -backend '$(BACKEND)')
 
 # dynalite: a local DynamoDB for a registry table (docs/keys.md: a session with a local table).
 DYNALITE_PORT ?= 8000
-dynalite: $(DYNALITE) ## a local DynamoDB (dynalite, in memory) on 127.0.0.1:$(DYNALITE_PORT) for REGISTRY_TABLE
+dynalite: $(DYNALITE) ## a local DynamoDB (dynalite, in memory) on 127.0.0.1:DYNALITE_PORT (8000) for REGISTRY_TABLE
 	@command -v node >/dev/null && [ -f $(DYNALITE) ] || { echo "make dynalite needs Node.js and npm (apt-get install nodejs npm): npm ci installs dynalite, node runs it" >&2; exit 1; }
 	node $(DYNALITE_DIR)/node_modules/dynalite/cli.js --host 127.0.0.1 --port $(DYNALITE_PORT) --createTableMs 0
 
@@ -107,7 +114,7 @@ build: cli ## both Lambda binaries, bin/authorizer/bootstrap and bin/check/boots
 cli: ## the operator's CLI for this machine: bin/bucketgate
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(GO_LDFLAGS)' -o $(BIN)/bucketgate ./cmd/bucketgate
 
-clean:
+clean: ## remove bin/ and .aws-sam/
 	rm -rf bin .aws-sam
 
 lint: ## cfn-lint on every template: template.yaml and examples/ (SAM transform included)
@@ -127,7 +134,7 @@ lint: ## cfn-lint on every template: template.yaml and examples/ (SAM transform 
 # key registry's reads, the end-to-end invocations and the log bytes per invocation against its own dynalite) and
 # writes BENCHMARKS.md and its plot. About ten minutes on 2 CPUs.
 .PHONY: bench
-bench: $(DYNALITE)
+bench: $(DYNALITE) ## the performance report, BENCHMARKS.md (about ten minutes; needs valgrind and redis-benchmark)
 	@out=$$(mktemp) && insn=$$(mktemp) && trap 'rm -f "$$out" "$$insn"' EXIT && \
 	bash tools/benchreport/instructions/instructions.sh >"$$insn" || { cat "$$insn"; exit 1; }; \
 	cat "$$insn" && \
@@ -144,19 +151,19 @@ bench: $(DYNALITE)
 # invocation writes to CloudWatch Logs at the template's defaults and at DEBUG, printed
 # as the line and the section make bench writes into BENCHMARKS.md.
 .PHONY: bench-logbytes
-bench-logbytes: $(DYNALITE)
+bench-logbytes: $(DYNALITE) ## make bench's item 11 alone: the bytes an authorizer invocation writes to CloudWatch Logs
 	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -run '^TestLogBytes$$' -v ./benchreport -args -logbytes
 
 # bench-coldstart: make bench's item 5 alone (a minute), without the registry table's
 # column: each function's bootstrap size and its least start-to-ready time of five.
 .PHONY: bench-coldstart
-bench-coldstart:
+bench-coldstart: ## make bench's item 5 alone: each function's bootstrap size and start-to-ready time
 	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -run '^TestColdStart$$' -v ./benchreport -args -coldstart
 
 # bench-instructions: Redis-side instructions per decision (callgrind), bucketgate against
 # redis_rate: a figure that a busy machine does not move (needs valgrind: apt-get install valgrind).
 .PHONY: bench-instructions
-bench-instructions:
+bench-instructions: ## Redis-side instructions per decision under callgrind (needs valgrind)
 	bash tools/benchreport/instructions/instructions.sh
 
 STRESS_FUZZTIME ?= 15s

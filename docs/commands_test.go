@@ -329,3 +329,34 @@ func TestShownCommandsCatchWhatIsGone(t *testing.T) {
 		}
 	}
 }
+
+// described matches a Makefile rule with a ## comment: the targets make lists.
+var described = regexp.MustCompile(`(?m)^([a-z][a-z-]*):.*## `)
+
+// make alone lists every target that has a ## comment and runs nothing else. Its goal
+// was the first rule's, dynalite's npm ci: a newcomer's make installed packages.
+func TestMakeAloneListsTheTargets(t *testing.T) {
+	cmd := exec.Command("make", "-pnq") // the rules, recipes not run
+	cmd.Dir = root
+	cmd.Env = cleanEnv()
+	rules, _ := cmd.Output() // -q exits 1 when its goal would run
+	if goal := regexp.MustCompile(`(?m)^\.DEFAULT_GOAL := .*$`).Find(rules); string(goal) != ".DEFAULT_GOAL := help" {
+		t.Fatalf("make -pnq says %q: want make alone to make help", goal)
+	}
+	cmd = exec.Command("make")
+	cmd.Dir = root
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make: %v\n%s", err, out)
+	}
+	targets := described.FindAllStringSubmatch(readFile(t, "Makefile"), -1)
+	if len(targets) < 5 {
+		t.Fatalf("%d described targets in the Makefile: is the pattern right?", len(targets))
+	}
+	for _, m := range targets {
+		if !regexp.MustCompile(`(?m)^  make ` + m[1] + ` +\S`).Match(out) {
+			t.Errorf("make does not list %s with what it does:\n%s", m[1], out)
+		}
+	}
+}

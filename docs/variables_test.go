@@ -1,7 +1,10 @@
 package docs_test
 
 import (
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -33,5 +36,38 @@ func TestCommandVariablesDocumented(t *testing.T) {
 	def := inlineSpan.FindStringSubmatch(table["CHECK_FUNCTION"])
 	if def == nil || !strings.Contains(helps["bucketgate"], "else "+def[1]+")") {
 		t.Errorf("%s gives CHECK_FUNCTION the default %q; bucketgate help says:\n%s", doc, table["CHECK_FUNCTION"], helps["bucketgate"])
+	}
+}
+
+// Every variable of docs/configuration.md's table is read: a Go file of the module
+// (not a test's) names it, or it is an endpoint variable the AWS SDK reads itself. The
+// other tests hold the table to what the code reads; this one the code to the table,
+// so that a variable no longer read leaves it.
+func TestDocumentedVariablesAreRead(t *testing.T) {
+	var code strings.Builder
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == "node_modules" || d.Name() == "tools" || strings.HasPrefix(d.Name(), ".") && path != root):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		code.Write(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := tableNames(t, section(t, "docs/configuration.md", "Environment variables"))
+	if len(table) < 20 {
+		t.Fatalf("docs/configuration.md's table names %d variables: is the pattern right?", len(table))
+	}
+	for name := range table {
+		if !strings.Contains(code.String(), `"`+name+`"`) && !strings.HasPrefix(name, "AWS_ENDPOINT_URL_") {
+			t.Errorf("docs/configuration.md documents %s, which no Go file of the module reads", name)
+		}
 	}
 }

@@ -94,6 +94,9 @@ type Case struct {
 	// closed (a 503), answered at once by the circuit breaker but for its probes, each
 	// with its warn decision line; Limited is then ignored.
 	Unavailable bool
+	// FailOpen, with Unavailable: the function fails open (FAIL_MODE=open), so that
+	// every request is allowed, degraded, each with its warn decision line.
+	FailOpen bool
 	// Refused: every request carries an API key the registry does not know, a new one
 	// each (a spray of made-up keys), under unknownKeys: refuse: each a 401 after its
 	// registry read, writing its metrics at once as every 401 does; Limited is then
@@ -109,6 +112,8 @@ type Case struct {
 func (c Case) String() string {
 	outcome := "allowed"
 	switch {
+	case c.Unavailable && c.FailOpen:
+		outcome = "degraded"
 	case c.Unavailable:
 		outcome = "unavailable"
 	case c.Refused:
@@ -193,8 +198,8 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Rate <= 0 || time.Second%time.Duration(c.Rate) != 0 || c.Seconds <= 0 || c.Unavailable && c.Refused {
-		t.Fatalf("logbytes: %v for %d s: want a rate that divides a second into whole nanoseconds, seconds, and Unavailable or Refused, not both", c, c.Seconds)
+	if c.Rate <= 0 || time.Second%time.Duration(c.Rate) != 0 || c.Seconds <= 0 || c.Unavailable && c.Refused || c.FailOpen && !c.Unavailable {
+		t.Fatalf("logbytes: %v for %d s: want a rate that divides a second into whole nanoseconds, seconds, Unavailable or Refused, not both, and FailOpen only with Unavailable", c, c.Seconds)
 	}
 	m := miniredis.RunT(t)
 	m.SetTime(start)
@@ -205,6 +210,9 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	}
 	if c.Refused {
 		env[settings.EnvConfigInline] = document + "\nunknownKeys: refuse"
+	}
+	if c.FailOpen {
+		env[settings.EnvFailMode] = settings.FailOpen
 	}
 	var stdout, stderr bytes.Buffer
 	h, _, err := app.Build(app.Authorizer, func(k string) string { return env[k] }, &stdout, &stderr)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/lua"
@@ -25,21 +27,7 @@ func TestMemoryPerIdentity(t *testing.T) {
 	const identities, kept = 1000, 35
 	_, c := real(t)
 	ctx := context.Background()
-	info := func() int64 {
-		out, err := c.Do(ctx, c.B().Info().Section("memory").Build()).ToString()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range strings.Lines(out) {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				return n
-			}
-		}
-		t.Fatal("INFO memory has no used_memory")
-		return 0
-	}
-	before := info()
+	before := usedMemory(t, c)
 	l := bucket.New(c, bucket.Usage(kept))
 	rules := []bucketgate.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 50}, {Name: "monthly", Limit: 100000, Period: bucketgate.PeriodMonth}}
 	var today int64
@@ -59,7 +47,7 @@ func TestMemoryPerIdentity(t *testing.T) {
 		}
 		do(t, c, c.B().Pexpireat().Key(bucket.UsageKey(id)).MillisecondsTimestamp(time.Now().Add(kept*24*time.Hour).UnixMilli()).Build())
 	}
-	used := info() - before
+	used := usedMemory(t, c) - before
 	id := fmt.Sprintf("key:%032x", 7)
 	var sizes []int64
 	for _, key := range []string{bucket.Key(id), bucket.UsageKey(id)} {
@@ -74,4 +62,99 @@ func TestMemoryPerIdentity(t *testing.T) {
 	}
 	t.Logf("per identity: %d bytes in its two keys (state %d, archive of %d days %d); used_memory %d bytes per identity over %d",
 		sizes[0]+sizes[1], sizes[0], kept-1, sizes[1], used/identities, identities)
+}
+
+// usedMemory returns the server's used_memory (INFO memory), in bytes.
+func usedMemory(t *testing.T, c rueidis.Client) int64 {
+	t.Helper()
+	out, err := c.Do(context.Background(), c.B().Info().Section("memory").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(out) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatal("INFO memory has no used_memory")
+	return 0
+}
+
+// TestMemoryOfRecords measures, on a real server, what the records of idempotent
+// requests and settled reservations cost, and holds the assumptions of the figures
+// docs/design.md gives: every distinct requestId of a check that takes tokens leaves
+// one record, a denied one too (the deny cache answers none), whatever its length (a
+// record is named by a digest of it), living IDEMPOTENCY_TTL_MS (a reserve's, or an
+// acquire's, its ttl longer); every settled reservation leaves one, living until
+// IDEMPOTENCY_TTL_MS past its reservation's expiry. It logs MEMORY USAGE of a record and
+// used_memory per record (which adds the keyspace's own entries).
+func TestMemoryOfRecords(t *testing.T) {
+	const n = 1000
+	_, c := real(t)
+	l := bucket.New(c)
+	ctx := context.Background()
+	rules := []bucketgate.Rule{{Name: "burst", Capacity: 100, RefillPerSecond: 1}}
+	long := func(i int) string { return fmt.Sprintf("%0*d", bucketgate.MaxRequestID, i) }
+	decide(t, l, bucketgate.Request{Identity: "warm", Rules: rules, Cost: 1, RequestID: "1"}) // the script loaded before any figure
+	sizes := map[string]int64{}                                                               // MEMORY USAGE of a record, by case
+	for _, tc := range []struct {
+		name     string
+		identity string
+		infix    string        // the records' keys: Key(identity), infix and a nonce
+		life     time.Duration // the longest a record lives
+		send     func(i int)
+	}{
+		{"checks, a requestId of 128 bytes each", "key:" + strings.Repeat("a", 32), lua.RecordInfix, bucket.DefaultIdempotency, func(i int) {
+			decide(t, l, bucketgate.Request{Identity: "key:" + strings.Repeat("a", 32), Rules: rules, Cost: 1, RequestID: long(i)})
+		}},
+		{"checks, a requestId of at most 3 bytes each", "key:" + strings.Repeat("b", 32), lua.RecordInfix, bucket.DefaultIdempotency, func(i int) {
+			decide(t, l, bucketgate.Request{Identity: "key:" + strings.Repeat("b", 32), Rules: rules, Cost: 1, RequestID: strconv.Itoa(i)})
+		}},
+		{"reserves of a requestId each", "key:" + strings.Repeat("c", 32), lua.RecordInfix, bucket.DefaultIdempotency + bucketgate.DefaultTTL, func(i int) {
+			decide(t, l, bucketgate.Request{Identity: "key:" + strings.Repeat("c", 32), Rules: rules, Op: bucketgate.OpReserve, Cost: 1, RequestID: long(i)})
+		}},
+		{"reserves settled", "key:" + strings.Repeat("d", 32), lua.SettledInfix, bucket.DefaultIdempotency + bucketgate.DefaultTTL, func(int) {
+			q := bucketgate.Request{Identity: "key:" + strings.Repeat("d", 32), Rules: []bucketgate.Rule{{Name: "burst", Capacity: 2 * n, RefillPerSecond: 1}}, Op: bucketgate.OpReserve, Cost: 2}
+			r := decide(t, l, q)
+			if !r.Allowed {
+				t.Fatalf("reserve: %+v", r)
+			}
+			q.Op, q.Cost, q.ID = bucketgate.OpSettle, 1, r.Reservation
+			decide(t, l, q)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := usedMemory(t, c)
+			for i := range n {
+				tc.send(i)
+			}
+			used := usedMemory(t, c) - before
+			var records []string
+			for cursor := uint64(0); ; {
+				e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(bucket.Key(tc.identity)+tc.infix+"*").Count(1000).Build()).AsScanEntry()
+				if err != nil {
+					t.Fatal(err)
+				}
+				records = append(records, e.Elements...)
+				if cursor = e.Cursor; cursor == 0 {
+					break
+				}
+			}
+			if len(records) != n {
+				t.Fatalf("%d records, want %d: one per request", len(records), n)
+			}
+			for _, key := range records {
+				if ttl := time.Duration(mustInt(t, do(t, c, c.B().Pttl().Key(key).Build()))) * time.Millisecond; ttl <= 0 || ttl > tc.life {
+					t.Fatalf("%s lives %v more, want at most %v", key, ttl, tc.life)
+				}
+			}
+			size := mustInt(t, do(t, c, c.B().MemoryUsage().Key(records[0]).Samples(0).Build()))
+			sizes[tc.name] = size
+			t.Logf("%d records: MEMORY USAGE %d bytes each (%s); used_memory %d bytes per record", n, size, records[0], used/n)
+		})
+	}
+	if long, short := sizes["checks, a requestId of 128 bytes each"], sizes["checks, a requestId of at most 3 bytes each"]; long != short {
+		t.Errorf("a record of a 128-byte requestId takes %d bytes, of a short one %d: a requestId's length should cost nothing", long, short)
+	}
 }

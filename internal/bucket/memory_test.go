@@ -158,3 +158,42 @@ func TestMemoryOfRecords(t *testing.T) {
 		t.Errorf("a record of a 128-byte requestId takes %d bytes, of a short one %d: a requestId's length should cost nothing", long, short)
 	}
 }
+
+// TestMemoryOfAnAddressFlood measures, on a real server, what a flood of one check from
+// each of many source addresses (IPv6 /64s, one identity each) leaves in Redis, and
+// holds the assumptions of the figures docs/design.md gives: one key per address (its
+// state hash, no usage archive), living USAGE_RETENTION_DAYS with usage of addresses
+// counted, and only until its bucket is full again without.
+func TestMemoryOfAnAddressFlood(t *testing.T) {
+	const n, kept = 1000, 35
+	_, c := real(t)
+	rules := []bucketgate.Rule{{Name: "perip", Capacity: 60, RefillPerSecond: 1}}
+	decide(t, bucket.New(c), bucketgate.Request{Identity: "warm", Rules: rules, Cost: 1}) // the script loaded before any figure
+	for _, tc := range []struct {
+		name      string
+		addresses bool
+		life      time.Duration // the longest an address's key lives
+	}{
+		{"usage of addresses", true, kept*24*time.Hour + bucket.ExpiryMargin},
+		{"no usage of addresses", false, time.Second + bucket.ExpiryMargin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := bucket.New(c, bucket.Usage(kept), bucket.UsageOfAddresses(tc.addresses))
+			before, keys := usedMemory(t, c), mustInt(t, do(t, c, c.B().Dbsize().Build()))
+			prefix := fmt.Sprintf("ip:2001:db8:%x", map[bool]int{true: 1, false: 2}[tc.addresses])
+			for i := range n {
+				decide(t, l, bucketgate.Request{Identity: fmt.Sprintf("%s:%x::/64", prefix, i), Rules: rules, Cost: 1})
+			}
+			used := usedMemory(t, c) - before
+			if added := mustInt(t, do(t, c, c.B().Dbsize().Build())) - keys; added != n {
+				t.Fatalf("%d keys added, want %d: one per address", added, n)
+			}
+			id := prefix + ":7::/64"
+			if ttl := time.Duration(mustInt(t, do(t, c, c.B().Pttl().Key(bucket.Key(id)).Build()))) * time.Millisecond; ttl <= 0 || ttl > tc.life {
+				t.Fatalf("%s lives %v more, want at most %v", bucket.Key(id), ttl, tc.life)
+			}
+			size := mustInt(t, do(t, c, c.B().MemoryUsage().Key(bucket.Key(id)).Samples(0).Build()))
+			t.Logf("%d addresses: MEMORY USAGE %d bytes each (%s); used_memory %d bytes per address", n, size, bucket.Key(id), used/n)
+		})
+	}
+}

@@ -3,6 +3,7 @@ package bucket_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -196,4 +197,79 @@ func TestMemoryOfAnAddressFlood(t *testing.T) {
 			t.Logf("%d addresses: MEMORY USAGE %d bytes each (%s); used_memory %d bytes per address", n, size, bucket.Key(id), used/n)
 		})
 	}
+}
+
+// TestEveryKeyExpires: whatever a caller sends, every key the limiter writes but the
+// reservations' secret (bucket.SecretKey, one key for all) expires, and none lives
+// longer than the longest life docs/design.md gives a key (usage kept K days, plus the
+// margin): operations of every kind, allowed and denied, with usage on, leave no key
+// that Redis would keep for ever.
+func TestEveryKeyExpires(t *testing.T) {
+	const kept = 35
+	_, c := real(t)
+	l := bucket.New(c, bucket.Usage(kept))
+	ctx := context.Background()
+	rules := []bucketgate.Rule{
+		{Name: "burst", Capacity: 5, RefillPerSecond: 0.01},
+		{Name: "monthly", Limit: 100, Period: bucketgate.PeriodMonth},
+		{Name: "inflight", Concurrency: 3},
+	}
+	send := func(q bucketgate.Request) bucketgate.Decision {
+		t.Helper()
+		d, err := l.Decide(ctx, q)
+		if err != nil {
+			t.Fatalf("%+v: %v", q, err)
+		}
+		return d
+	}
+	for _, id := range []string{"key:" + strings.Repeat("e", 32), "ip:2001:db8::/64", "tenant:acme", "acct:acme"} {
+		q := func(op bucketgate.Op, cost int64, requestID string) bucketgate.Request {
+			return bucketgate.Request{Identity: id, Rules: rules, Op: op, Cost: cost, RequestID: requestID}
+		}
+		send(q(bucketgate.OpCheck, 0, ""))
+		send(q(bucketgate.OpReset, 0, ""))
+		lease := send(q(bucketgate.OpCheck, 1, "check-1"))
+		send(q(bucketgate.OpCheck, 1, "check-1")) // a replay
+		r := send(q(bucketgate.OpReserve, 1, ""))
+		cancelled := send(q(bucketgate.OpReserve, 1, "reserve-1"))
+		if d := send(q(bucketgate.OpCheck, 3, "denied")); d.Allowed { // 2 tokens left
+			t.Fatalf("a check of 3 of 2 tokens left: %+v", d)
+		}
+		settle := q(bucketgate.OpSettle, 2, "")
+		settle.ID = r.Reservation
+		send(settle)
+		cancel := q(bucketgate.OpCancel, 0, "")
+		cancel.ID = cancelled.Reservation
+		send(cancel)
+		send(q(bucketgate.OpRefund, 1, "refund-1"))
+		release := q(bucketgate.OpRelease, 0, "")
+		release.ID = lease.Lease
+		send(release)
+	}
+	longest := kept*24*time.Hour + bucket.ExpiryMargin
+	var keys []string
+	for cursor := uint64(0); ; {
+		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, e.Elements...)
+		if cursor = e.Cursor; cursor == 0 {
+			break
+		}
+	}
+	for _, infix := range []string{lua.RecordInfix, lua.SettledInfix, lua.LeaseInfix, lua.ResetSuffix} {
+		if !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, infix) }) {
+			t.Fatalf("keys %q: none with %q, whose expiry this test is to hold", keys, infix)
+		}
+	}
+	for _, key := range keys {
+		if key == bucket.SecretKey {
+			continue
+		}
+		if ttl := time.Duration(mustInt(t, do(t, c, c.B().Pttl().Key(key).Build()))) * time.Millisecond; ttl <= 0 || ttl > longest {
+			t.Errorf("%s lives %v more (PTTL), want 0 to %v", key, ttl, longest)
+		}
+	}
+	t.Logf("%d keys, each expiring", len(keys))
 }

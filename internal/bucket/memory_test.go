@@ -273,3 +273,36 @@ func TestEveryKeyExpires(t *testing.T) {
 	}
 	t.Logf("%d keys, each expiring", len(keys))
 }
+
+// TestRuleFieldsStay: a rule's fields stay in its identity's state hash while the key
+// lives, whether later checks name the rule or not, and every check that takes tokens
+// extends the key's life (with usage kept, USAGE_RETENTION_DAYS past it): a key checked
+// under a new rule name each time holds two fields more each time, as docs/check.md
+// says, with what they cost (MEMORY USAGE of the hash as it grows).
+func TestRuleFieldsStay(t *testing.T) {
+	const names, kept = 300, 35
+	_, c := real(t)
+	l := bucket.New(c, bucket.Usage(kept))
+	id := "tenant:many-names"
+	size := func() int64 { return mustInt(t, do(t, c, c.B().MemoryUsage().Key(bucket.Key(id)).Samples(0).Build())) }
+	var first, at128 int64
+	for i := range names {
+		name := fmt.Sprintf("model-%d", i) // a rule named after what varies
+		decide(t, l, bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{{Name: name, Capacity: 10, RefillPerSecond: 1}}, Cost: 1})
+		switch i {
+		case 0:
+			first = size()
+		case 60:
+			at128 = size()
+		}
+	}
+	fields := mustInt(t, do(t, c, c.B().Hlen().Key(bucket.Key(id)).Build()))
+	if want := int64(2*names + 1); fields != want { // each rule's tokens and ts, and the day's checks allowed
+		t.Errorf("%d fields, want %d: every rule named once keeps its two", fields, want)
+	}
+	if ttl := time.Duration(mustInt(t, do(t, c, c.B().Pttl().Key(bucket.Key(id)).Build()))) * time.Millisecond; ttl < (kept-1)*24*time.Hour {
+		t.Errorf("the key lives %v more, want about %d days: usage keeps it", ttl, kept)
+	}
+	last := size()
+	t.Logf("MEMORY USAGE: %d bytes with 1 rule, %d with 61 (%d a rule), %d with %d (%d a rule)", first, at128, (at128-first)/60, last, names, (last-first)/(names-1))
+}

@@ -201,9 +201,9 @@ func TestMemoryOfAnAddressFlood(t *testing.T) {
 
 // TestEveryKeyExpires: whatever a caller sends, every key the limiter writes but the
 // reservations' secret (bucket.SecretKey, one key for all) expires, and none lives
-// longer than the longest life docs/design.md gives a key (usage kept K days, plus the
-// margin): operations of every kind, allowed and denied, with usage on, leave no key
-// that Redis would keep for ever.
+// longer than its rules and usage need (here usage kept K days, plus the margin: the
+// rules' fill time and window are shorter): operations of every kind, allowed and
+// denied, with usage on, leave no key that Redis would keep for ever.
 func TestEveryKeyExpires(t *testing.T) {
 	const kept = 35
 	_, c := real(t)

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,7 +157,10 @@ func (c *denyCache) forget(identity string) {
 	delete(c.entries, identity)
 }
 
-// remove drops entry i of list, identity's entries. c.mu must be held.
+// remove drops entry i of list, identity's entries. A list left with less than half
+// its room is copied to one of its length, so that no list keeps the room of entries it
+// lost, which the count no longer holds (entryOverhead counts room for a list's growth,
+// up to twice its entries). c.mu must be held.
 func (c *denyCache) remove(identity string, list []denial, i int) {
 	c.n--
 	c.bytes -= entryBytes(identity, list[i])
@@ -164,7 +168,11 @@ func (c *denyCache) remove(identity string, list []denial, i int) {
 		delete(c.entries, identity)
 		return
 	}
-	c.entries[identity] = append(list[:i], list[i+1:]...)
+	list = append(list[:i], list[i+1:]...)
+	if len(list) < cap(list)/2 {
+		list = slices.Clone(list)
+	}
+	c.entries[identity] = list
 }
 
 // index returns the index in list of the denial for check, or -1.

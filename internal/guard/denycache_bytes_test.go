@@ -62,3 +62,53 @@ func TestDenyCacheBytesBound(t *testing.T) {
 		t.Fatalf("the entries take %d bytes of heap, more than the %d counted: the count is short", held, c.bytes)
 	}
 }
+
+// TestDenyCacheBytesBoundAfterShrinking: one identity's list of denials that grew long
+// (a tenant whose checks each cost another amount: tokens of a model) and then lost
+// them (served past their wait, or evicted) takes no more heap than the deny cache
+// counts for what it still holds: a list keeps no room for the entries it once had,
+// which the count no longer holds, beyond what entryOverhead counts for its growth.
+func TestDenyCacheBytesBoundAfterShrinking(t *testing.T) {
+	const noise = 64 << 10 // what the runtime and the test's own goroutines allocate or free meanwhile; a list of 1,000 entries' room is 300 KB
+	rules := []bucketgate.Rule{{Name: "tokens", Capacity: bucketgate.MaxCapacity, RefillPerSecond: 1}}
+	sent := time.Unix(1_800_000_000, 0)
+	d := bucketgate.Decision{Reason: bucketgate.ReasonLimited, Rule: "tokens", Limit: bucketgate.MaxCapacity, RetryAfter: time.Hour, ResetAfter: time.Hour, At: sent}
+	for _, tc := range []struct {
+		name string
+		grow int // the entries the list had
+		keep int // the entries it keeps
+	}{
+		{"5,000 entries, 1 kept", 5000, 1},
+		{"5,000 entries, 100 kept", 5000, 100},
+		{"1,000 entries, 10 kept", 1000, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			c := newDenyCache(tc.grow, false)
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			q := func(cost int) bucketgate.Request {
+				return bucketgate.Request{Identity: "tenant:llm-app", Rules: rules, Cost: int64(cost)}
+			}
+			for cost := range tc.grow {
+				c.put(q(cost+1), d, sent)
+			}
+			for cost := tc.grow; cost > tc.keep; cost-- { // the last first: no shift of the others
+				if _, ok := c.get(q(cost), sent.Add(2*DenyCacheMaxAge)); ok {
+					t.Fatalf("cost %d: a denial served past DenyCacheMaxAge", cost)
+				}
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			runtime.KeepAlive(c)
+			t.Logf("%d entries held, counted %d bytes, heap %d bytes", c.n, c.bytes, held)
+			if c.n != tc.keep {
+				t.Fatalf("%d entries held, want %d", c.n, tc.keep)
+			}
+			if held > int64(c.bytes)+noise {
+				t.Fatalf("the entries take %d bytes of heap, more than the %d counted: the list kept the room of the entries it lost", held, c.bytes)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 )
 
 // planRules is how many rules sizeDocument's plan has: with a route's, a request's
@@ -81,19 +83,69 @@ func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error
 // an exact figure).
 func entryBytes(tb testing.TB, cfg *config.Config, src registry.Source, n int, id func(i int) string) float64 {
 	tb.Helper()
-	c := registry.NewCache(src, registry.Options{TTL: time.Hour, Size: n})
+	return heapPer(tb, registry.NewCache(src, registry.Options{TTL: time.Hour, Size: n}), n, func(c *registry.Cache, i int) {
+		if e, err := c.Lookup(context.Background(), cfg, id(i)); err != nil || e.Plan == nil {
+			tb.Fatalf("lookup %d: %+v, %v", i, e, err)
+		}
+	})
+}
+
+// heapPer returns the heap that c takes more after fill(c, i) for each i below n, per
+// i (read after a collection: a bound, not an exact figure).
+func heapPer(tb testing.TB, c *registry.Cache, n int, fill func(c *registry.Cache, i int)) float64 {
+	tb.Helper()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range n {
-		if e, err := c.Lookup(context.Background(), cfg, id(i)); err != nil || e.Plan == nil {
-			tb.Fatalf("lookup %d: %+v, %v", i, e, err)
-		}
+		fill(c, i)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(c)
 	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+}
+
+// Bounds of the heap of a hold, which a read that failed keeps for an identity with no
+// entry (registry.RetryAfterFailure), as many as the cache's size at most, beside the
+// entries: an API key's, and the longest tenant key's.
+const (
+	maxKeyHoldBytes    = 160
+	maxTenantHoldBytes = 1280
+)
+
+// TestCacheHoldBytesBound: a flood of made-up keys while the table fails fills the
+// holds, up to the cache's size, each within its bound, as keys.md counts them beside
+// the entries: what such a flood may take more than the entries do.
+func TestCacheHoldBytesBound(t *testing.T) {
+	cfg := sizeDocument(t)
+	const n = 10000
+	for _, tc := range []struct {
+		name string
+		id   func(i int) string
+		max  float64
+	}{
+		{"API keys", apiKeyID, maxKeyHoldBytes},
+		{"tenants of the longest key", tenantID, maxTenantHoldBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := registrytest.New()
+			src.Fail(errors.New("throttled"))
+			c := registry.NewCache(src, registry.Options{TTL: time.Hour, Size: n})
+			per := heapPer(t, c, 2*n, func(c *registry.Cache, i int) {
+				if _, err := c.Lookup(context.Background(), cfg, tc.id(i)); err == nil {
+					t.Fatalf("lookup %d with the table failing: no error", i)
+				}
+			}) * 2 // per hold: the second n took the places of the first
+			if holds := registry.HoldsOf(c); holds != n {
+				t.Fatalf("%d holds, want the cache's size, %d", holds, n)
+			}
+			t.Logf("%d holds, %.0f bytes each", n, per)
+			if per > tc.max {
+				t.Errorf("a hold takes %.0f bytes, want at most %.0f", per, tc.max)
+			}
+		})
+	}
 }
 
 // Bounds of a registry cache entry's heap, as settings.MaxRegistryCacheSize states

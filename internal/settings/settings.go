@@ -87,7 +87,8 @@ const (
 	// than the template's 256 MB function), 1.8 KB for one with 8 rules of its own,
 	// 3.25 KB for the worst (a tenant's 1,000-byte key with 8 rules of its own, the
 	// longest names, the longest owner an entry keeps): size it to the function's memory. A read that failed keeps a hold per identity
-	// too, as many at most (its id and a time). make bench measures the entries
+	// too, as many at most (its id and a time: 160 bytes for an API key, 1.25 KB for the
+	// longest tenant key). make bench measures the entries
 	// (BenchmarkCacheEntryBytes in internal/registry).
 	MaxRegistryCacheSize = 1_000_000
 	// DefaultRegistryTimeout is the deadline of one registry read when

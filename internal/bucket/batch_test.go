@@ -3,8 +3,12 @@ package bucket_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,6 +111,125 @@ func TestDecideBatchInOrderWithLeases(t *testing.T) {
 				if errs[i] != nil || d.Allowed != tt.allowed[i] {
 					t.Fatalf("request %d: %+v, %v; want allowed %v (decided in the batch's order)", i, d, errs[i], tt.allowed[i])
 				}
+			}
+		})
+	}
+}
+
+// scriptTrips is a client that counts the round trips that carry a script call (EVALSHA
+// or EVAL): each Do of one, and each DoMulti with one, whose commands go in one write
+// and are answered together.
+type scriptTrips struct {
+	rueidis.Client
+	n atomic.Int64
+}
+
+// Do counts cmd's round trip when it is a script call, and sends it.
+func (c *scriptTrips) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.count(cmd)
+	return c.Client.Do(ctx, cmd)
+}
+
+// DoMulti counts the round trip of cmds when one is a script call, and sends them.
+func (c *scriptTrips) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.count(cmds...)
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+// count adds one when one of cmds is a script call.
+func (c *scriptTrips) count(cmds ...rueidis.Completed) {
+	if slices.ContainsFunc(cmds, func(cmd rueidis.Completed) bool {
+		name := strings.ToUpper(cmd.Commands()[0])
+		return name == "EVALSHA" || name == "EVAL"
+	}) {
+		c.n.Add(1)
+	}
+}
+
+// TestDecideBatchOfLeasesInOneRoundTrip: a batch of acquires, of releases, of reserves
+// that acquire, and of their settles and cancels, with a concurrency rule each (a
+// backend returning its leases together), goes to Redis in one round trip, as a batch
+// of checks does, each decided as Decide decides it; a peek and a reset of leases still
+// take a round trip of their own.
+func TestDecideBatchOfLeasesInOneRoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	c := &scriptTrips{Client: redistest.Client(t, srv.Addr)}
+	l := bucket.New(c, bucket.Secret([]byte("a secret of thirty-two bytes or more")))
+	rules := []bucketgate.Rule{{Name: "tokens", Capacity: 1000, RefillPerSecond: 0.001}, {Name: "streams", Concurrency: 100}}
+	ctx := context.Background()
+	batch := func(n int, q func(i int) bucketgate.Request) []bucketgate.Request {
+		qs := make([]bucketgate.Request, n)
+		for i := range qs {
+			qs[i] = q(i)
+			qs[i].Identity, qs[i].Rules = fmt.Sprintf("streamer-%d", i%10), rules
+		}
+		return qs
+	}
+	decide(t, l, bucketgate.Request{Identity: "warm", Rules: rules[:1], Cost: 1}) // the script known: no NOSCRIPT, no EVAL after
+	var leases, reservations []string
+	for _, tt := range []struct {
+		name  string
+		qs    func() []bucketgate.Request
+		trips int64
+		want  func(i int, d bucketgate.Decision) bool
+		keep  func(ds []bucketgate.Decision)
+	}{
+		{"100 acquires", func() []bucketgate.Request {
+			return batch(100, func(int) bucketgate.Request { return bucketgate.Request{Cost: 1} })
+		}, 1, func(_ int, d bucketgate.Decision) bool { return d.Allowed && d.Lease != "" }, func(ds []bucketgate.Decision) {
+			for _, d := range ds {
+				leases = append(leases, d.Lease)
+			}
+		}},
+		{"their 100 releases", func() []bucketgate.Request {
+			return batch(100, func(i int) bucketgate.Request { return bucketgate.Request{Op: bucketgate.OpRelease, ID: leases[i]} })
+		}, 1, func(_ int, d bucketgate.Decision) bool { return d.Allowed && d.Released }, nil},
+		{"the releases again", func() []bucketgate.Request {
+			return batch(100, func(i int) bucketgate.Request { return bucketgate.Request{Op: bucketgate.OpRelease, ID: leases[i]} })
+		}, 1, func(_ int, d bucketgate.Decision) bool { return d.Allowed && !d.Released }, nil},
+		{"20 reserves that acquire", func() []bucketgate.Request {
+			return batch(20, func(int) bucketgate.Request { return bucketgate.Request{Op: bucketgate.OpReserve, Cost: 10} })
+		}, 1, func(_ int, d bucketgate.Decision) bool { return d.Allowed && d.Lease != "" && d.Reservation != "" }, func(ds []bucketgate.Decision) {
+			for _, d := range ds {
+				reservations = append(reservations, d.Reservation)
+			}
+		}},
+		{"their settles and cancels, and refunds", func() []bucketgate.Request {
+			return batch(30, func(i int) bucketgate.Request {
+				switch {
+				case i >= 20:
+					return bucketgate.Request{Op: bucketgate.OpRefund, Cost: 1}
+				case i%2 == 0:
+					return bucketgate.Request{Op: bucketgate.OpSettle, ID: reservations[i], Cost: 4}
+				}
+				return bucketgate.Request{Op: bucketgate.OpCancel, ID: reservations[i]}
+			})
+		}, 1, func(i int, d bucketgate.Decision) bool {
+			// Each identity had 1000 - 10 - 2*10 = 970 after its acquires and two reserves;
+			// an even one's settles give 6 back each, an odd one's cancels 10, then a
+			// refund 1.
+			want := [][2]int64{{976, 980}, {982, 990}, {983, 991}}[i/10][i%2]
+			return d.Allowed && d.Remaining == want
+		}, nil},
+		{"two acquires, a peek, an acquire, a reset, an acquire", func() []bucketgate.Request {
+			return batch(6, func(i int) bucketgate.Request {
+				return []bucketgate.Request{{Cost: 1}, {Cost: 1}, {}, {Cost: 1}, {Op: bucketgate.OpReset}, {Cost: 1}}[i]
+			})
+		}, 5, func(int, bucketgate.Decision) bool { return true }, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := c.n.Load()
+			ds, errs := l.DecideBatch(ctx, tt.qs())
+			for i, d := range ds {
+				if errs[i] != nil || !tt.want(i, d) {
+					t.Fatalf("request %d: %+v, %v", i, d, errs[i])
+				}
+			}
+			if tt.keep != nil {
+				tt.keep(ds)
+			}
+			if got := c.n.Load() - before; got != tt.trips {
+				t.Fatalf("%d round trips with a script call, want %d", got, tt.trips)
 			}
 		})
 	}

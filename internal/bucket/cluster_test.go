@@ -82,7 +82,7 @@ func TestCluster(t *testing.T) {
 	})
 	t.Run("differential", func(t *testing.T) { differential(t, c, 3000, 60, 0) })
 	t.Run("differential with holds", func(t *testing.T) { differentialHolds(t, c, 2000, 35) })
-	t.Run("differential with leases", func(t *testing.T) { differentialLeases(t, c, 1500, 0, time.Sleep) })
+	t.Run("differential with leases", func(t *testing.T) { differentialLeases(t, c, 1500, 0, 1, time.Sleep) })
 	t.Run("identities spread over every master", func(t *testing.T) {
 		for _, m := range cluster.Masters {
 			n, err := m.Command(context.Background(), "DBSIZE")
@@ -101,6 +101,14 @@ func TestCluster(t *testing.T) {
 			}
 		}
 		differential(t, c, 2000, 60, 35)
+	})
+	t.Run("differential with leases in batches", func(t *testing.T) {
+		for _, m := range cluster.Masters { // the same identities and requestIds, from nothing
+			if _, err := m.Command(context.Background(), "FLUSHALL"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		differentialLeases(t, c, 1500, 0, 10, time.Sleep)
 	})
 	t.Run("batches across slots", func(t *testing.T) {
 		batchDifferential(t, c, func() {

@@ -455,6 +455,35 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 	}
 }
 
+// decideBatchBoth decides qs with l in one batch and each of mqs (qs with the model's
+// ids) in turn with the model at the Redis time of l's decision, or for a request that
+// failed the time of the last decision before it (Redis's time before the batch for the
+// first), failing the test unless both fail alike (ErrConflict) or neither does.
+func decideBatchBoth(t *testing.T, l *bucket.Limiter, model *bucket.Model, qs, mqs []bucketgate.Request) (got, want []bucketgate.Decision, errs []error) {
+	t.Helper()
+	now, err := l.Time(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, errs = l.DecideBatch(context.Background(), qs)
+	want = make([]bucketgate.Decision, len(qs))
+	for i, q := range qs {
+		if errs[i] == nil {
+			now = got[i].At
+		}
+		var werr error
+		if holds := q.Op == bucketgate.OpReserve || q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel || q.Op == bucketgate.OpRelease; holds || q.RequestID != "" {
+			want[i], werr = model.Hold(now, mqs[i], bucket.DefaultIdempotency)
+		} else {
+			want[i] = model.Decide(now, mqs[i])
+		}
+		if (errs[i] == nil) != (werr == nil) || errs[i] != nil && !(errors.Is(errs[i], bucketgate.ErrConflict) && errors.Is(werr, bucketgate.ErrConflict)) {
+			t.Fatalf("request %d of the batch %+v:\nredis %v\nmodel %v", i, q, errs[i], werr)
+		}
+	}
+	return got, want, errs
+}
+
 // decideBoth decides q with l and mq (q with the model's ids) with the model at the
 // Redis time of l's decision (read apart after an error, and the error then made again),
 // failing the test unless both fail alike (ErrConflict) or neither does.

@@ -62,38 +62,60 @@ func byKind(rules []bucketgate.Rule) []bucketgate.Rule {
 // the identity's cluster slot.
 func LeaseKey(identity, rule string) string { return Key(identity) + lua.LeaseInfix + rule }
 
-// decideLeases decides q, a valid request with concurrency rules, on c: an acquire (a
-// check of a cost, or a reserve) and a release in one script call; a peek reads the
-// leases in flight after the script's peek of the other rules, and a reset removes them
-// in the round trip of the script's reset; a refund, a settle and a cancel leave them as
-// they are.
-func (l *Limiter) decideLeases(ctx context.Context, c rediser, q bucketgate.Request) (bucketgate.Decision, error) {
-	h, secret, err := l.hold(ctx, c, q)
-	if err != nil {
-		return bucketgate.Decision{}, err
+// laidOut is a request as its one script call lays it out: q with its rules in the
+// script's order (byKind), without its concurrency rules when the call leaves their
+// leases as they are, and m, how many of them are concurrency rules.
+type laidOut struct {
+	q bucketgate.Request
+	m int
+}
+
+// layOut returns q, a valid request, as its one script call lays it out: an acquire (a
+// check of a cost, or a reserve) and a release with its concurrency rules, a refund, a
+// settle and a cancel without them, which leave their leases as they are; false for a
+// peek and a reset with concurrency rules, which take more (see decideLeases).
+func layOut(q bucketgate.Request) (laidOut, bool) {
+	m := leases(q.Rules)
+	if m == 0 {
+		return laidOut{q: q}, true
 	}
 	qs := q
 	qs.Rules = byKind(q.Rules)
-	m := leases(q.Rules)
-	if q.Op == bucketgate.OpRelease {
-		keys, args := scriptCall(qs, m, l.usageDaysFor(qs.Identity), h, new(scriptArgs))
-		return decodeRelease(eval(ctx, c, keys, args))
-	}
-	if q.Acquires() {
-		keys, args := scriptCall(qs, m, l.usageDaysFor(qs.Identity), h, new(scriptArgs))
-		d, err := decode(eval(ctx, c, keys, args), qs)
-		return inOrder(held(d, q, h, secret), q), err
-	}
-	qo := withoutLeases(qs)
 	switch {
-	case peek(q):
-		return l.peekLeases(ctx, c, q, qo)
-	case q.Op == bucketgate.OpReset:
-		return l.resetLeases(ctx, c, q, qo)
+	case q.Op == bucketgate.OpRelease || q.Acquires():
+		return laidOut{q: qs, m: m}, true
+	case peek(q) || q.Op == bucketgate.OpReset:
+		return laidOut{}, false
 	}
-	keys, args := scriptCall(qo, 0, l.usageDaysFor(qo.Identity), h, new(scriptArgs))
-	d, err := decode(eval(ctx, c, keys, args), qo)
+	return laidOut{q: withoutLeases(qs)}, true
+}
+
+// answer reads r, the answer of the script call lo of q with hold h: the decision on q,
+// with its ids signed by secret (see held) and its ShadowLimited in the order of q's
+// rules.
+func answer(r rueidis.RedisResult, q bucketgate.Request, lo laidOut, h hold, secret []byte) (bucketgate.Decision, error) {
+	if q.Op == bucketgate.OpRelease {
+		return decodeRelease(r)
+	}
+	d, err := decode(r, lo.q)
+	d = held(d, q, h, secret)
+	if len(lo.q.Rules) == len(q.Rules) && lo.m == 0 { // no concurrency rule: q's own order
+		return d, err
+	}
 	return inOrder(d, q), err
+}
+
+// decideLeases decides q, a valid peek or reset with concurrency rules (see layOut), on
+// c: a peek reads the leases in flight after the script's peek of the other rules, and a
+// reset removes them in the round trip of the script's reset.
+func (l *Limiter) decideLeases(ctx context.Context, c rediser, q bucketgate.Request) (bucketgate.Decision, error) {
+	qo := q
+	qo.Rules = byKind(q.Rules)
+	qo = withoutLeases(qo)
+	if peek(q) {
+		return l.peekLeases(ctx, c, q, qo)
+	}
+	return l.resetLeases(ctx, c, q, qo)
 }
 
 // inOrder is d, decided on q's rules in byKind's order, with its ShadowLimited in the

@@ -147,14 +147,28 @@ func TestLeases(t *testing.T) {
 // usage kept 35 days; then every identity's stored fields and leases.
 func TestDifferentialLeases(t *testing.T) {
 	_, c := real(t)
-	differentialLeases(t, c, 2000, 35, time.Sleep)
+	differentialLeases(t, c, 2000, 35, 1, time.Sleep)
 }
 
 // TestDifferentialLeasesMiniredis holds the same to the model on miniredis, the local
 // default's engine, its clock moved by the test.
 func TestDifferentialLeasesMiniredis(t *testing.T) {
 	m := newMini(t)
-	differentialLeases(t, m.client, 2000, 35, m.advance)
+	differentialLeases(t, m.client, 2000, 35, 1, m.advance)
+}
+
+// TestDifferentialLeasesInBatches holds the same operations, decided in batches
+// (DecideBatch, an acquire and a release pipelined with the others), to the model, on
+// real Redis and on miniredis.
+func TestDifferentialLeasesInBatches(t *testing.T) {
+	t.Run("real", func(t *testing.T) {
+		_, c := real(t)
+		differentialLeases(t, c, 2000, 35, 10, time.Sleep)
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		m := newMini(t)
+		differentialLeases(t, m.client, 2000, 35, 10, m.advance)
+	})
 }
 
 // lease is one the differential test acquired: its ids in Redis and in the model.
@@ -166,8 +180,9 @@ type lease struct {
 // differentialLeases runs ops random operations with concurrency rules against c and
 // the model, usage kept usageDays days, comparing every decision and error, and in the
 // end every identity's stored fields and sets of leases; pass lets time pass on c's
-// clock.
-func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int, pass func(time.Duration)) {
+// clock. With batch above 1 it decides them in batches of 1 to batch (DecideBatch), a
+// release only of a lease of an earlier batch; else one by one (Decide).
+func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays, batch int, pass func(time.Duration)) {
 	t.Helper()
 	l := bucket.New(c, bucket.Usage(usageDays))
 	seed := uint64(time.Now().UnixNano())
@@ -185,12 +200,12 @@ func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int, pass
 	var held []lease
 	counts := map[string]int{}
 	var last time.Time
-	for range ops {
+	next := func() (q, mq bucketgate.Request) {
 		if rng.IntN(4) == 0 {
 			pass(time.Duration(rng.IntN(1500)) * time.Microsecond)
 		}
 		id := ids[rng.IntN(len(ids))]
-		q := bucketgate.Request{Identity: id}
+		q = bucketgate.Request{Identity: id}
 		for _, i := range rng.Perm(len(concurrency))[:1+rng.IntN(2)] {
 			r := concurrency[i]
 			if rng.IntN(5) == 0 {
@@ -202,7 +217,6 @@ func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int, pass
 			q.Rules = append(q.Rules, pool[i])
 		}
 		rng.Shuffle(len(q.Rules), func(i, j int) { q.Rules[i], q.Rules[j] = q.Rules[j], q.Rules[i] })
-		var mq bucketgate.Request
 		switch op := rng.IntN(100); {
 		case op < 50 || len(held) == 0:
 			q.Cost = 1 + rng.Int64N(3)
@@ -242,32 +256,52 @@ func differentialLeases(t *testing.T, c rueidis.Client, ops, usageDays int, pass
 		if mq.Identity == "" {
 			mq = q
 		}
-		got, want, err := decideBoth(t, l, model, q, mq)
-		if err != nil {
-			counts["conflict"]++
-			continue
+		return q, mq
+	}
+	for done := 0; done < ops; {
+		qs, mqs := make([]bucketgate.Request, min(1+rng.IntN(batch), ops-done)), []bucketgate.Request(nil)
+		for i := range qs {
+			var mq bucketgate.Request
+			qs[i], mq = next()
+			mqs = append(mqs, mq)
 		}
-		last = got.At
-		if got.Lease != "" && !got.Replayed {
-			held = append(held, lease{redis: got.Lease, model: want.Lease, q: q})
+		done += len(qs)
+		var gots, wants []bucketgate.Decision
+		var errs []error
+		if batch > 1 {
+			gots, wants, errs = decideBatchBoth(t, l, model, qs, mqs)
+		} else {
+			got, want, err := decideBoth(t, l, model, qs[0], mqs[0])
+			gots, wants, errs = []bucketgate.Decision{got}, []bucketgate.Decision{want}, []error{err}
 		}
-		if (got.Lease == "") != (want.Lease == "") || (got.Reservation == "") != (want.Reservation == "") {
-			t.Fatalf("request %+v: lease %q, model %q", q, got.Lease, want.Lease)
-		}
-		got.Lease, want.Lease, got.Reservation, want.Reservation = "", "", "", ""
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("request %+v:\nredis %+v\nmodel %+v", q, got, want)
-		}
-		counts[q.Op.String()+" "+string(got.Reason)]++
-		switch {
-		case q.Op == bucketgate.OpRelease && got.Released:
-			counts["released"]++
-		case q.Op == bucketgate.OpRelease:
-			counts["not released"]++
-		case !got.Allowed && got.Limit > 0 && slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return r.Name == got.Rule && r.IsConcurrency() }):
-			counts["denied by concurrency"]++
-		case !got.Allowed:
-			counts["denied by a bucket or quota"]++
+		for i, q := range qs {
+			got, want := gots[i], wants[i]
+			if errs[i] != nil {
+				counts["conflict"]++
+				continue
+			}
+			last = got.At
+			if got.Lease != "" && !got.Replayed {
+				held = append(held, lease{redis: got.Lease, model: want.Lease, q: q})
+			}
+			if (got.Lease == "") != (want.Lease == "") || (got.Reservation == "") != (want.Reservation == "") {
+				t.Fatalf("request %+v: lease %q, model %q", q, got.Lease, want.Lease)
+			}
+			got.Lease, want.Lease, got.Reservation, want.Reservation = "", "", "", ""
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("request %+v:\nredis %+v\nmodel %+v", q, got, want)
+			}
+			counts[q.Op.String()+" "+string(got.Reason)]++
+			switch {
+			case q.Op == bucketgate.OpRelease && got.Released:
+				counts["released"]++
+			case q.Op == bucketgate.OpRelease:
+				counts["not released"]++
+			case !got.Allowed && got.Limit > 0 && slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return r.Name == got.Rule && r.IsConcurrency() }):
+				counts["denied by concurrency"]++
+			case !got.Allowed:
+				counts["denied by a bucket or quota"]++
+			}
 		}
 	}
 	t.Logf("operations: %v", counts)

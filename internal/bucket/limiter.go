@@ -182,7 +182,8 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("bucket script: %w", err)
 	}
-	if leases(q.Rules) > 0 {
+	lo, ok := layOut(q)
+	if !ok {
 		return l.decideLeases(ctx, c, q)
 	}
 	h, secret, err := l.hold(ctx, c, q)
@@ -190,9 +191,8 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 		return bucketgate.Decision{}, err
 	}
 	var call scriptArgs
-	keys, args := scriptCall(q, 0, l.usageDaysFor(q.Identity), h, &call)
-	d, err := decode(eval(ctx, c, keys, args), q)
-	return held(d, q, h, secret), err
+	keys, args := scriptCall(lo.q, lo.m, l.usageDaysFor(q.Identity), h, &call)
+	return answer(eval(ctx, c, keys, args), q, lo, h, secret)
 }
 
 // DecideBatch decides every request of qs in one round trip: their script calls are
@@ -200,9 +200,11 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 // qs[i] as Decide would. Each request is atomic, the batch is not: a later request sees
 // what an earlier one wrote. An invalid request is not sent. When ctx ends before the
 // answers arrive, every request still waiting for its answer gets ctx's error: it may
-// or may not have been decided by Redis, and it is never sent again. A request with a
-// concurrency rule is decided on its own, as Decide decides it, after the requests
-// before it and before those after it: a round trip more each.
+// or may not have been decided by Redis, and it is never sent again. An acquire, a
+// release, a refund, a settle and a cancel with a concurrency rule are one script call
+// each, pipelined as the others are; a peek or a reset with a concurrency rule, which
+// need more, is decided on its own, as Decide decides it, after the requests before it
+// and before those after it: a round trip more each.
 func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (decisions []bucketgate.Decision, errs []error) {
 	decisions, errs = make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
 	c, err := l.redis(ctx, qs...)
@@ -215,7 +217,8 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 			errs[i] = fmt.Errorf("bucket script: %w", err)
 			continue
 		}
-		if leases(q.Rules) > 0 {
+		lo, ok := layOut(q)
+		if !ok {
 			l.send(ctx, c, qs, &p, decisions, errs) // the requests before it first: it sees what they wrote
 			decisions[i], errs[i] = l.decideLeases(ctx, c, q)
 			continue
@@ -223,9 +226,10 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 		if p.hs[i], p.secrets[i], errs[i] = l.hold(ctx, c, q); errs[i] != nil {
 			continue
 		}
-		keys, args := scriptCall(q, 0, l.usageDaysFor(q.Identity), p.hs[i], new(scriptArgs))
+		keys, args := scriptCall(lo.q, lo.m, l.usageDaysFor(q.Identity), p.hs[i], new(scriptArgs))
 		p.cmds = append(p.cmds, evalsha(c, keys, args))
 		p.sent = append(p.sent, i)
+		p.calls = append(p.calls, lo)
 	}
 	l.send(ctx, c, qs, &p, decisions, errs)
 	return decisions, errs
@@ -234,9 +238,10 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 // pipeline is the script calls of a batch waiting to be sent together.
 type pipeline struct {
 	cmds    rueidis.Commands
-	sent    []int    // the index in the batch of each command
-	hs      []hold   // the hold of each request of the batch
-	secrets [][]byte // the secret of each request of the batch
+	sent    []int     // the index in the batch of each command
+	calls   []laidOut // the script call of each command
+	hs      []hold    // the hold of each request of the batch
+	secrets [][]byte  // the secret of each request of the batch
 }
 
 // send sends p's calls, requests of qs, in one round trip, and empties it: decisions[i]
@@ -261,10 +266,9 @@ func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, 
 	}
 	for j, r := range results {
 		i := p.sent[j]
-		decisions[i], errs[i] = decode(r, qs[i])
-		decisions[i] = held(decisions[i], qs[i], p.hs[i], p.secrets[i])
+		decisions[i], errs[i] = answer(r, qs[i], p.calls[j], p.hs[i], p.secrets[i])
 	}
-	p.cmds, p.sent = nil, p.sent[:0]
+	p.cmds, p.sent, p.calls = nil, p.sent[:0], p.calls[:0]
 }
 
 // resend sends again, in one round trip, the calls of p whose results are refused
@@ -275,7 +279,7 @@ func (l *Limiter) resend(ctx context.Context, c rediser, qs []bucketgate.Request
 	var retried []int // the index in results of each command sent again
 	for j, r := range results {
 		if refused(r) {
-			keys, args := scriptCall(qs[p.sent[j]], 0, l.usageDaysFor(qs[p.sent[j]].Identity), p.hs[p.sent[j]], new(scriptArgs))
+			keys, args := scriptCall(p.calls[j].q, p.calls[j].m, l.usageDaysFor(qs[p.sent[j]].Identity), p.hs[p.sent[j]], new(scriptArgs))
 			again = append(again, call(c, keys, args))
 			retried = append(retried, j)
 		}

@@ -654,19 +654,46 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 }
 
 // BenchmarkDecideBatchRealRedis decides a batch of 100 checks, each of its own identity,
-// in one round trip to a real server.
+// in one round trip to a real server; and a batch of 100 acquires of a concurrency rule
+// then one of their 100 releases, a round trip each.
 func BenchmarkDecideBatchRealRedis(b *testing.B) {
 	l, _ := real(b)
-	rules := []bucketgate.Rule{{Name: "burst", Capacity: 1_000_000, RefillPerSecond: 1e6}}
-	qs := make([]bucketgate.Request, 100)
-	for i := range qs {
-		qs[i] = bucketgate.Request{Identity: fmt.Sprintf("bench-%d", i), Rules: rules, Cost: 1}
+	burst := bucketgate.Rule{Name: "burst", Capacity: 1_000_000, RefillPerSecond: 1e6}
+	streams := bucketgate.Rule{Name: "streams", Concurrency: 1000}
+	batch := func(rules []bucketgate.Rule) []bucketgate.Request {
+		qs := make([]bucketgate.Request, 100)
+		for i := range qs {
+			qs[i] = bucketgate.Request{Identity: fmt.Sprintf("bench-%d", i), Rules: rules, Cost: 1}
+		}
+		return qs
 	}
 	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, errs := l.DecideBatch(ctx, qs); errs[0] != nil {
-			b.Fatal(errs[0])
-		}
+	for _, bc := range []struct {
+		name  string
+		rules []bucketgate.Rule
+	}{
+		{"checks", []bucketgate.Rule{burst}},
+		{"acquires-then-releases", []bucketgate.Rule{burst, streams}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			qs := batch(bc.rules)
+			releases := batch(bc.rules)
+			b.ReportAllocs()
+			for b.Loop() {
+				ds, errs := l.DecideBatch(ctx, qs)
+				if errs[0] != nil {
+					b.Fatal(errs[0])
+				}
+				if ds[0].Lease == "" {
+					continue
+				}
+				for i, d := range ds {
+					releases[i].Op, releases[i].Cost, releases[i].ID = bucketgate.OpRelease, 0, d.Lease
+				}
+				if _, errs := l.DecideBatch(ctx, releases); errs[0] != nil {
+					b.Fatal(errs[0])
+				}
+			}
+		})
 	}
 }

@@ -6,10 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 )
 
 // A batch of which Redis refuses one check (a requestId used first for another request)
@@ -57,8 +60,17 @@ func TestBatchConflictDecidesTheOthers(t *testing.T) {
 // gave a job's id to each of its checks was admitted twice for one charge), or, with
 // another cost, a conflict after the first was decided. The batch is refused whole,
 // naming both, and nothing is written; the same requestId for other buckets is no
-// repeat.
+// repeat. Two keys of one account spend its buckets, and remember its requestIds: on
+// the operator's path, they are the same buckets.
 func TestBatchRepeatsARequestID(t *testing.T) {
+	one, two, other := bucketgate.KeyDigest("one"), bucketgate.KeyDigest("two"), bucketgate.KeyDigest("other")
+	accounts := registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "pro"},
+		registry.Record{ID: "account:umbrella", Plan: "pro"},
+		registry.Record{ID: "key:" + one, Account: "acme"},
+		registry.Record{ID: "key:" + two, Account: "acme"},
+		registry.Record{ID: "key:" + other, Account: "umbrella"},
+	)
 	tests := []struct {
 		name    string
 		payload string
@@ -68,6 +80,11 @@ func TestBatchRepeatsARequestID(t *testing.T) {
 			"checks[1].requestId: checks[0]'s, for the same buckets: one requestId is one request, so checks[1] would be answered checks[0]'s decision (replayed, nothing taken): give each check its own"},
 		{"a key and its identity", `{"checks":[{"key":"a","requestId":"r","cost":2},{"key":"b"},{"identity":"tenant:a","requestId":"r","op":"refund"}]}`,
 			"checks[2].requestId: checks[0]'s, for the same buckets"},
+		{"two keys of one account", `{"checks":[{"identity":"key:` + one + `","requestId":"job-1"},{"identity":"key:` + two + `","requestId":"job-1"}]}`,
+			"checks[1].requestId: checks[0]'s, for the same buckets"},
+		{"a key and its account", `{"checks":[{"identity":"acct:acme","requestId":"r"},{"identity":"key:` + two + `","plan":"free","requestId":"r"}]}`,
+			"checks[1].requestId: checks[0]'s, for the same buckets"},
+		{"keys of other accounts", `{"checks":[{"identity":"key:` + one + `","requestId":"job-1"},{"identity":"key:` + other + `","requestId":"job-1"}]}`, ""},
 		{"other keys", `{"checks":[{"key":"a","requestId":"job-1"},{"key":"b","requestId":"job-1"}]}`, ""},
 		{"other requestIds", `{"checks":[{"key":"a","requestId":"job-1"},{"key":"a","requestId":"job-2"}]}`, ""},
 	}
@@ -75,6 +92,7 @@ func TestBatchRepeatsARequestID(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mr, client := startMiniredis(t)
 			f := newFixture(t, client, nil, guard.Options{})
+			f.withRegistry(accounts)
 			out, err := f.invoke([]byte(tc.payload))
 			if tc.want == "" {
 				if err != nil {

@@ -121,6 +121,10 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
+	if err := repeated(checks); err != nil {
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
+		return nil, invalidRequest(err)
+	}
 	err = resolveBearers(ctx, v, checks, batch, &inv)
 	if err == nil {
 		results, err = h.decide(ctx, checks, batch)

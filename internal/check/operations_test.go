@@ -208,6 +208,8 @@ func TestOperatorSourcesAsTheAuthorizerSpellsThem(t *testing.T) {
 		{128, "ip:2001:db8::1", ""},
 		{128, "ip:2001:db8::/64", "want an address or a /128 prefix"},
 		{128, "ip:2001:db8::1/128", "want ip:2001:db8::1, as the authorizer spells this source"},
+		{128, "ip:fe80::1%eth0", "want ip:fe80::1, as the authorizer spells this source"}, // its zone is dropped: never in the authorizer's
+		{128, "ip:fe80::1%eth0/128", "want ip:fe80::1, as the authorizer spells this source"},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("/%d %s", tc.bits, tc.identity), func(t *testing.T) {

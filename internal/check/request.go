@@ -119,7 +119,6 @@ func parse(payload []byte, plans Plans, sources identity.Resolver) (checks []che
 		return nil, true, fmt.Errorf("%s: %d checks: want 1 to %d per call", fieldChecks, n, checkapi.MaxBatch)
 	}
 	checks = make([]check, len(elems))
-	requests := make(map[[2]string]int) // the index of the check of each identity and requestId
 	for i, elem := range elems {
 		path := index(fieldChecks, i)
 		m, err := members(path, elem, checkFields)
@@ -132,28 +131,29 @@ func parse(payload []byte, plans Plans, sources identity.Resolver) (checks []che
 		if checks[i].req.Op == bucketgate.OpUsage {
 			return nil, true, fmt.Errorf("%s: %s is a report, not a check: send it alone, not in a batch", field(path, fieldOp), checkapi.OpUsage)
 		}
-		if err := repeated(requests, i, checks[i].req); err != nil {
-			return nil, true, err
-		}
 	}
 	return checks, true, nil
 }
 
-// repeated reports q, the request of check i of a batch, when an earlier check of it, as
-// requests has them, has the same identity and requestId: the engine would answer q that
-// check's decision (replayed, nothing taken) or a conflict, never one of its own. It
-// adds q's to requests.
-func repeated(requests map[[2]string]int, i int, q bucketgate.Request) error {
-	if q.RequestID == "" {
-		return nil
+// repeated names the first check of a batch, checks, with the identity and requestId of
+// an earlier check: the engine would answer it that check's decision (replayed, nothing
+// taken) or a conflict, never one of its own. The identities are those whose buckets
+// the checks spend (resolveTenants): two keys of one account spend its buckets, and
+// share its requestIds.
+func repeated(checks []check) error {
+	requests := make(map[[2]string]int) // the index of the check of each identity and requestId
+	for i, c := range checks {
+		if c.req.RequestID == "" {
+			continue
+		}
+		k := [2]string{c.req.Identity, c.req.RequestID}
+		if j, ok := requests[k]; ok {
+			path, first := index(fieldChecks, i), index(fieldChecks, j)
+			return fmt.Errorf("%s: %s's, for the same buckets: one requestId is one request, so %s would be answered %s's decision (replayed, nothing taken): give each check its own",
+				field(path, fieldRequestID), first, path, first)
+		}
+		requests[k] = i
 	}
-	k := [2]string{q.Identity, q.RequestID}
-	if j, ok := requests[k]; ok {
-		path, first := index(fieldChecks, i), index(fieldChecks, j)
-		return fmt.Errorf("%s: %s's, for the same buckets: one requestId is one request, so %s would be answered %s's decision (replayed, nothing taken): give each check its own",
-			field(path, fieldRequestID), first, path, first)
-	}
-	requests[k] = i
 	return nil
 }
 

@@ -3,8 +3,10 @@ package bucket_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +74,103 @@ func batchDifferential(t *testing.T, c rueidis.Client, flush func()) {
 	t.Logf("decided: %v", counts)
 	if counts["ok check"] == 0 || counts["limited check"] == 0 || counts["ok refund"] == 0 || counts["ok reset"] == 0 {
 		t.Fatalf("the batches were too one-sided to mean much: %v", counts)
+	}
+}
+
+// TestDecideBatchAfterFlush: a batch after the server lost its script cache sends the
+// script's text (76 KB) once, not with each of its calls.
+func TestDecideBatchAfterFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redistest.Client(t, srv.Addr)
+	loadsOnce(t, c, 1, func() { run(t, c, "SCRIPT", "FLUSH") })
+}
+
+// TestDecideBatchScriptNeverKept: a server that refuses the script's every EVALSHA
+// however often its text is sent (its cache flushed as fast as it fills: a fake) costs
+// a batch a bounded number of round trips, each call then going with the text, and
+// runs each call once.
+func TestDecideBatchScriptNeverKept(t *testing.T) {
+	fake := redistest.StartFake(t, func(cmd []string) string {
+		if strings.EqualFold(cmd[0], "EVALSHA") {
+			return "-NOSCRIPT No matching script.\r\n"
+		}
+		return "-ERR the text ran\r\n"
+	})
+	counted := &counting{Client: redistest.Client(t, fake.Addr)}
+	qs := make([]bucketgate.Request, 20)
+	for i := range qs {
+		qs[i] = bucketgate.Request{Identity: fmt.Sprintf("never-%d", i), Rules: free, Cost: 1}
+	}
+	_, errs := bucket.New(counted).DecideBatch(context.Background(), qs)
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "the text ran") {
+			t.Fatalf("request %d: %v, want the answer to its text", i, err)
+		}
+	}
+	if counted.texts != len(qs) {
+		t.Fatalf("%d calls with the script's text for %d requests, want one each", counted.texts, len(qs))
+	}
+	if want := 1 + bucket.MaxLoads + 1; counted.trips != want { // the batch, the rounds, the rest with the text
+		t.Fatalf("%d round trips, want %d", counted.trips, want)
+	}
+}
+
+// loadsOnce decides a batch of 100 checks, each of its own identity, on c after flush
+// emptied the script cache of every node, and fails unless each is allowed and the
+// script's text (EVAL) went with masters calls at most, one a node that lacked it.
+func loadsOnce(t *testing.T, c rueidis.Client, masters int, flush func()) {
+	t.Helper()
+	rules := []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}
+	qs := make([]bucketgate.Request, 100)
+	for i := range qs {
+		qs[i] = bucketgate.Request{Identity: fmt.Sprintf("flushed-%d", i), Rules: rules, Cost: 1}
+	}
+	counted := &counting{Client: c}
+	l := bucket.New(counted)
+	flush()
+	decisions, errs := l.DecideBatch(context.Background(), qs)
+	for i, d := range decisions {
+		if errs[i] != nil || !d.Allowed || d.Remaining != rules[0].Capacity-1 {
+			t.Fatalf("request %d after the flush: %+v, %v", i, d, errs[i])
+		}
+	}
+	t.Logf("%d calls with the script's text, %d bytes sent", counted.texts, counted.bytes)
+	if counted.texts < 1 || counted.texts > masters {
+		t.Fatalf("%d calls with the script's text, want 1 to %d: once a master that lost it", counted.texts, masters)
+	}
+}
+
+// counting is a client that counts the script calls sent with the script's text (EVAL),
+// the bytes of every command's arguments, and the round trips.
+type counting struct {
+	rueidis.Client
+	texts, bytes, trips int
+}
+
+// Do counts cmd and sends it.
+func (c *counting) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.count(cmd)
+	c.trips++
+	return c.Client.Do(ctx, cmd)
+}
+
+// DoMulti counts cmds and sends them.
+func (c *counting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	for _, cmd := range cmds {
+		c.count(cmd)
+	}
+	c.trips++
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+// count counts cmd, before it is sent (rueidis reuses a command sent).
+func (c *counting) count(cmd rueidis.Completed) {
+	args := cmd.Commands()
+	if args[0] == "EVAL" {
+		c.texts++
+	}
+	for _, a := range args {
+		c.bytes += len(a)
 	}
 }
 

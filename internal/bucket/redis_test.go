@@ -657,14 +657,38 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 // in one round trip to a real server.
 func BenchmarkDecideBatchRealRedis(b *testing.B) {
 	l, _ := real(b)
+	qs := benchBatch()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, errs := l.DecideBatch(ctx, qs); errs[0] != nil {
+			b.Fatal(errs[0])
+		}
+	}
+}
+
+// benchBatch is a batch of 100 checks, each of its own identity, that never runs dry.
+func benchBatch() []bucketgate.Request {
 	rules := []bucketgate.Rule{{Name: "burst", Capacity: 1_000_000, RefillPerSecond: 1e6}}
 	qs := make([]bucketgate.Request, 100)
 	for i := range qs {
 		qs[i] = bucketgate.Request{Identity: fmt.Sprintf("bench-%d", i), Rules: rules, Cost: 1}
 	}
+	return qs
+}
+
+// BenchmarkDecideBatchAfterFlushRealRedis decides the batch of
+// BenchmarkDecideBatchRealRedis on a server that has just lost the script (SCRIPT
+// FLUSH, untimed): the batch sends its text once, and a round trip more.
+func BenchmarkDecideBatchAfterFlushRealRedis(b *testing.B) {
+	l, c := real(b)
+	qs := benchBatch()
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
+		b.StopTimer()
+		do(b, c, c.B().ScriptFlush().Build())
+		b.StartTimer()
 		if _, errs := l.DecideBatch(ctx, qs); errs[0] != nil {
 			b.Fatal(errs[0])
 		}

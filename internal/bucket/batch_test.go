@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +77,113 @@ func batchDifferential(t *testing.T, c rueidis.Client, flush func()) {
 	}
 }
 
+// TestDecideBatchAfterFlush: a batch after the server lost its script cache sends the
+// script's text (76 KB) once, not with each of its calls.
+func TestDecideBatchAfterFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redistest.Client(t, srv.Addr)
+	loadsOnce(t, c, 1, func() { run(t, c, "SCRIPT", "FLUSH") })
+}
+
+// TestDecideBatchScriptNeverKept: a server that refuses the script's every EVALSHA
+// however often its text is sent (its cache flushed as fast as it fills: a fake) costs
+// a batch a bounded number of round trips, each call then going with the text, and
+// runs each call once.
+func TestDecideBatchScriptNeverKept(t *testing.T) {
+	fake := redistest.StartFake(t, func(cmd []string) string {
+		if strings.EqualFold(cmd[0], "EVALSHA") {
+			return "-NOSCRIPT No matching script.\r\n"
+		}
+		return "-ERR the text ran\r\n"
+	})
+	counted := &counting{Client: redistest.Client(t, fake.Addr)}
+	qs := make([]bucketgate.Request, 20)
+	for i := range qs {
+		qs[i] = bucketgate.Request{Identity: fmt.Sprintf("never-%d", i), Rules: free, Cost: 1}
+	}
+	_, errs := bucket.New(counted).DecideBatch(context.Background(), qs)
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "the text ran") {
+			t.Fatalf("request %d: %v, want the answer to its text", i, err)
+		}
+	}
+	if counted.texts != len(qs) {
+		t.Fatalf("%d calls with the script's text for %d requests, want one each", counted.texts, len(qs))
+	}
+	if want := 1 + bucket.MaxLoads + 1; counted.trips != want { // the batch, the rounds, the rest with the text
+		t.Fatalf("%d round trips, want %d", counted.trips, want)
+	}
+}
+
+// loadsOnce decides a batch of 100 checks, each of its own identity, on c after flush
+// emptied the script cache of every node, and fails unless each is allowed and the
+// script's text (EVAL) went with masters calls at most, one a node that lacked it.
+func loadsOnce(t *testing.T, c rueidis.Client, masters int, flush func()) {
+	t.Helper()
+	rules := []bucketgate.Rule{{Name: "burst", Capacity: 10, RefillPerSecond: 1}}
+	qs := make([]bucketgate.Request, 100)
+	for i := range qs {
+		qs[i] = bucketgate.Request{Identity: fmt.Sprintf("flushed-%d", i), Rules: rules, Cost: 1}
+	}
+	counted := &counting{Client: c}
+	l := bucket.New(counted)
+	flush()
+	decisions, errs := l.DecideBatch(context.Background(), qs)
+	for i, d := range decisions {
+		if errs[i] != nil || !d.Allowed || d.Remaining != rules[0].Capacity-1 {
+			t.Fatalf("request %d after the flush: %+v, %v", i, d, errs[i])
+		}
+	}
+	t.Logf("%d calls with the script's text, %d bytes sent", counted.texts, counted.bytes)
+	if counted.texts < 1 || counted.texts > masters {
+		t.Fatalf("%d calls with the script's text, want 1 to %d: once a master that lost it", counted.texts, masters)
+	}
+}
+
+// counting is a client that counts the script calls sent with the script's text (EVAL),
+// the bytes of every command's arguments, the round trips, and the round trips that
+// carry a script call (EVALSHA or EVAL): each Do of one, and each DoMulti with one,
+// whose commands go in one write and are answered together.
+type counting struct {
+	rueidis.Client
+	texts, bytes, trips, scripts int
+}
+
+// Do counts cmd and sends it.
+func (c *counting) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.count(cmd)
+	return c.Client.Do(ctx, cmd)
+}
+
+// DoMulti counts cmds and sends them.
+func (c *counting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.count(cmds...)
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+// count counts the round trip of cmds, before they are sent (rueidis reuses a command
+// sent).
+func (c *counting) count(cmds ...rueidis.Completed) {
+	c.trips++
+	script := false
+	for _, cmd := range cmds {
+		args := cmd.Commands()
+		switch strings.ToUpper(args[0]) {
+		case "EVAL":
+			c.texts++
+			script = true
+		case "EVALSHA":
+			script = true
+		}
+		for _, a := range args {
+			c.bytes += len(a)
+		}
+	}
+	if script {
+		c.scripts++
+	}
+}
+
 // run sends a command to c.
 func run(t *testing.T, c rueidis.Client, args ...string) {
 	t.Helper()
@@ -116,36 +221,6 @@ func TestDecideBatchInOrderWithLeases(t *testing.T) {
 	}
 }
 
-// scriptTrips is a client that counts the round trips that carry a script call (EVALSHA
-// or EVAL): each Do of one, and each DoMulti with one, whose commands go in one write
-// and are answered together.
-type scriptTrips struct {
-	rueidis.Client
-	n atomic.Int64
-}
-
-// Do counts cmd's round trip when it is a script call, and sends it.
-func (c *scriptTrips) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.count(cmd)
-	return c.Client.Do(ctx, cmd)
-}
-
-// DoMulti counts the round trip of cmds when one is a script call, and sends them.
-func (c *scriptTrips) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	c.count(cmds...)
-	return c.Client.DoMulti(ctx, cmds...)
-}
-
-// count adds one when one of cmds is a script call.
-func (c *scriptTrips) count(cmds ...rueidis.Completed) {
-	if slices.ContainsFunc(cmds, func(cmd rueidis.Completed) bool {
-		name := strings.ToUpper(cmd.Commands()[0])
-		return name == "EVALSHA" || name == "EVAL"
-	}) {
-		c.n.Add(1)
-	}
-}
-
 // TestDecideBatchOfLeasesInOneRoundTrip: a batch of acquires, of releases, of reserves
 // that acquire, and of their settles and cancels, with a concurrency rule each (a
 // backend returning its leases together), goes to Redis in one round trip, as a batch
@@ -153,7 +228,7 @@ func (c *scriptTrips) count(cmds ...rueidis.Completed) {
 // take a round trip of their own.
 func TestDecideBatchOfLeasesInOneRoundTrip(t *testing.T) {
 	srv := redistest.Start(t)
-	c := &scriptTrips{Client: redistest.Client(t, srv.Addr)}
+	c := &counting{Client: redistest.Client(t, srv.Addr)}
 	l := bucket.New(c, bucket.Secret([]byte("a secret of thirty-two bytes or more")))
 	rules := []bucketgate.Rule{{Name: "tokens", Capacity: 1000, RefillPerSecond: 0.001}, {Name: "streams", Concurrency: 100}}
 	ctx := context.Background()
@@ -170,7 +245,7 @@ func TestDecideBatchOfLeasesInOneRoundTrip(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		qs    func() []bucketgate.Request
-		trips int64
+		trips int
 		want  func(i int, d bucketgate.Decision) bool
 		keep  func(ds []bucketgate.Decision)
 	}{
@@ -218,7 +293,7 @@ func TestDecideBatchOfLeasesInOneRoundTrip(t *testing.T) {
 		}, 5, func(int, bucketgate.Decision) bool { return true }, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			before := c.n.Load()
+			before := c.scripts
 			ds, errs := l.DecideBatch(ctx, tt.qs())
 			for i, d := range ds {
 				if errs[i] != nil || !tt.want(i, d) {
@@ -228,7 +303,7 @@ func TestDecideBatchOfLeasesInOneRoundTrip(t *testing.T) {
 			if tt.keep != nil {
 				tt.keep(ds)
 			}
-			if got := c.n.Load() - before; got != tt.trips {
+			if got := c.scripts - before; got != tt.trips {
 				t.Fatalf("%d round trips with a script call, want %d", got, tt.trips)
 			}
 		})

@@ -110,14 +110,16 @@ func TestCluster(t *testing.T) {
 		}
 		differentialLeases(t, c, 1500, 0, 10, time.Sleep)
 	})
-	t.Run("batches across slots", func(t *testing.T) {
-		batchDifferential(t, c, func() {
-			for _, m := range cluster.Masters {
-				if _, err := m.Command(context.Background(), "SCRIPT", "FLUSH"); err != nil {
-					t.Fatal(err)
-				}
+	flushScripts := func() { // every master forgets the script
+		for _, m := range cluster.Masters {
+			if _, err := m.Command(context.Background(), "SCRIPT", "FLUSH"); err != nil {
+				t.Fatal(err)
 			}
-		})
+		}
+	}
+	t.Run("batches across slots", func(t *testing.T) { batchDifferential(t, c, flushScripts) })
+	t.Run("a batch after a flush sends the script's text once a master", func(t *testing.T) {
+		loadsOnce(t, c, len(cluster.Masters), flushScripts)
 	})
 	t.Run("concurrent multi-rule decisions", func(t *testing.T) {
 		concurrent(t, []rueidis.Client{c, connect(t, env)})

@@ -12,6 +12,10 @@ import (
 // RefusedRecheck, keptFor) from now: a test's clock, in place of time.Now.
 func Clock(now func() time.Time) Option { return func(l *Limiter) { l.now = now } }
 
+// MaxLoads is maxLoads, for the tests: the most rounds of a batch's calls that Redis
+// refused with NOSCRIPT before each goes with the script's text.
+const MaxLoads = maxLoads
+
 // KeptFor is keptFor, for the tests: how long a Limiter keeps a secret it no longer
 // signs with.
 var KeptFor = keptFor

@@ -252,17 +252,17 @@ func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, 
 	}
 	results := c.DoMulti(ctx, p.cmds...)
 	// Redis without the script ran none of the calls it refused with NOSCRIPT: send
-	// those again with the script's text. Nor any it refused with READONLY or
+	// those again, loading the script (see load). Nor any it refused with READONLY or
 	// TRYAGAIN: send those again as eval does.
-	l.resend(ctx, c, qs, p, results, noScript, evalText)
+	l.load(ctx, c, qs, p, results)
 	if slices.ContainsFunc(results, readOnly) {
 		reconnect(ctx, c)
 		l.resend(ctx, c, qs, p, results, readOnly, evalsha)
-		l.resend(ctx, c, qs, p, results, noScript, evalText)
+		l.load(ctx, c, qs, p, results)
 	}
 	for n := 0; n < maxTryAgains && slices.ContainsFunc(results, tryAgain) && wait(ctx, TryAgainWait); n++ {
 		l.resend(ctx, c, qs, p, results, tryAgain, evalsha)
-		l.resend(ctx, c, qs, p, results, noScript, evalText)
+		l.load(ctx, c, qs, p, results)
 	}
 	for j, r := range results {
 		i := p.sent[j]
@@ -289,6 +289,34 @@ func (l *Limiter) resend(ctx context.Context, c rediser, qs []bucketgate.Request
 			results[retried[k]] = r
 		}
 	}
+}
+
+// maxLoads is how many rounds load sends at most before it sends every call still
+// refused with NOSCRIPT with the script's text: more than the masters of most clusters.
+const maxLoads = 8
+
+// load sends again the calls of p whose results are NOSCRIPT (Redis ran none of them),
+// and puts their answers in results, so that the script's text (about 76 KB) goes once
+// to each node that lacks it, not with each call (a batch of 100 would send 7.6 MB): in
+// rounds of one round trip, the first call still refused with the text, which loads
+// the script on its node ahead of that node's other calls, and the others as EVALSHA,
+// which that node then runs and the others refuse again. Each round sends the calls in
+// the batch's order, so that a later request of an identity (of its node) still runs
+// after an earlier one. Each round answers at least the call with the text and loads
+// its node: a round more for each node without the script, up to maxLoads, after which
+// every call still refused goes with the text.
+func (l *Limiter) load(ctx context.Context, c rediser, qs []bucketgate.Request, p *pipeline, results []rueidis.RedisResult) {
+	for n := 0; n < maxLoads && slices.ContainsFunc(results, noScript); n++ {
+		text := true
+		l.resend(ctx, c, qs, p, results, noScript, func(c rediser, keys, args []string) rueidis.Completed {
+			if text {
+				text = false
+				return evalText(c, keys, args)
+			}
+			return evalsha(c, keys, args)
+		})
+	}
+	l.resend(ctx, c, qs, p, results, noScript, evalText)
 }
 
 // decode reads the script's answer to q.
@@ -335,7 +363,8 @@ func scriptError(err error) error {
 // server refuses them with READONLY (see readOnly: nothing written), and after
 // TryAgainWait while it refuses them with TRYAGAIN (nothing ran), until ctx ends or
 // TryAgainFor has been waited. Never retried otherwise: a retried call could charge
-// twice. DecideBatch pipelines the same steps.
+// twice. DecideBatch pipelines the same steps, sending the script's text once a node
+// (see load).
 func eval(ctx context.Context, c rediser, keys, args []string) rueidis.RedisResult {
 	reconnected := false
 	for n := 0; ; n++ {

@@ -658,26 +658,18 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 // then one of their 100 releases, a round trip each.
 func BenchmarkDecideBatchRealRedis(b *testing.B) {
 	l, _ := real(b)
-	burst := bucketgate.Rule{Name: "burst", Capacity: 1_000_000, RefillPerSecond: 1e6}
 	streams := bucketgate.Rule{Name: "streams", Concurrency: 1000}
-	batch := func(rules []bucketgate.Rule) []bucketgate.Request {
-		qs := make([]bucketgate.Request, 100)
-		for i := range qs {
-			qs[i] = bucketgate.Request{Identity: fmt.Sprintf("bench-%d", i), Rules: rules, Cost: 1}
-		}
-		return qs
-	}
 	ctx := context.Background()
 	for _, bc := range []struct {
 		name  string
 		rules []bucketgate.Rule
 	}{
-		{"checks", []bucketgate.Rule{burst}},
-		{"acquires-then-releases", []bucketgate.Rule{burst, streams}},
+		{"checks", []bucketgate.Rule{benchBurst}},
+		{"acquires-then-releases", []bucketgate.Rule{benchBurst, streams}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			qs := batch(bc.rules)
-			releases := batch(bc.rules)
+			qs := benchBatch(bc.rules...)
+			releases := benchBatch(bc.rules...)
 			b.ReportAllocs()
 			for b.Loop() {
 				ds, errs := l.DecideBatch(ctx, qs)
@@ -695,5 +687,35 @@ func BenchmarkDecideBatchRealRedis(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// benchBurst is a bucket that never runs dry in a benchmark.
+var benchBurst = bucketgate.Rule{Name: "burst", Capacity: 1_000_000, RefillPerSecond: 1e6}
+
+// benchBatch is a batch of 100 requests of rules, each of its own identity.
+func benchBatch(rules ...bucketgate.Rule) []bucketgate.Request {
+	qs := make([]bucketgate.Request, 100)
+	for i := range qs {
+		qs[i] = bucketgate.Request{Identity: fmt.Sprintf("bench-%d", i), Rules: rules, Cost: 1}
+	}
+	return qs
+}
+
+// BenchmarkDecideBatchAfterFlushRealRedis decides the batch of
+// BenchmarkDecideBatchRealRedis on a server that has just lost the script (SCRIPT
+// FLUSH, untimed): the batch sends its text once, and a round trip more.
+func BenchmarkDecideBatchAfterFlushRealRedis(b *testing.B) {
+	l, c := real(b)
+	qs := benchBatch(benchBurst)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		do(b, c, c.B().ScriptFlush().Build())
+		b.StartTimer()
+		if _, errs := l.DecideBatch(ctx, qs); errs[0] != nil {
+			b.Fatal(errs[0])
+		}
 	}
 }

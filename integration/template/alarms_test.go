@@ -252,7 +252,11 @@ func TestBadResponseAlarmFiresOnOneCaller(t *testing.T) {
 			if tc.failOpen {
 				mode = settings.FailOpen
 			}
-			env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: "100", settings.EnvFailMode: mode,
+			timeout := "5000" // a loaded machine's miniredis answers in time
+			if tc.failure == guard.FailureTimeout {
+				timeout = "100"
+			}
+			env := map[string]string{settings.EnvRedisAddr: m.Addr(), settings.EnvTimeoutMS: timeout, settings.EnvFailMode: mode,
 				settings.EnvStackName: testStack, settings.EnvMetricsFlushMS: "0",
 				settings.EnvConfigInline: "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n"}
 			var out, logs bytes.Buffer

@@ -279,7 +279,7 @@ func (s *batchState) decide(ctx context.Context, l *bucket.Limiter, qs []batchCa
 	defer s.mu.Unlock()
 	s.res.Batches++
 	s.res.Calls += int64(len(qs))
-	last := map[string]int64{} // each identity's latest decision of the batch so far
+	s.res.Disordered += outOfOrder(reqs, ds, errs)
 	for i, c := range qs {
 		d, err := ds[i], errs[i]
 		s.ops.record(c.q, err, d)
@@ -287,14 +287,27 @@ func (s *batchState) decide(ctx context.Context, l *bucket.Limiter, qs []batchCa
 			s.fail(fmt.Errorf("%s of %s: %w", c.q.Op, c.q.Identity, err))
 			continue
 		}
-		at := d.At.UnixMicro()
-		if at < last[c.q.Identity] {
-			s.res.Disordered++
-		}
-		last[c.q.Identity] = max(last[c.q.Identity], at)
 		pending = append(pending, s.account(c, d)...)
 	}
 	return pending
+}
+
+// outOfOrder counts the requests of a batch qs, answered ds and errs, that Redis
+// decided (in its time) before an earlier request of the batch on the same identity.
+func outOfOrder(qs []bucketgate.Request, ds []bucketgate.Decision, errs []error) int64 {
+	var n int64
+	last := map[string]int64{} // each identity's latest decision of the batch so far
+	for i, q := range qs {
+		if errs[i] != nil {
+			continue
+		}
+		at := ds[i].At.UnixMicro()
+		if at < last[q.Identity] {
+			n++
+		}
+		last[q.Identity] = max(last[q.Identity], at)
+	}
+	return n
 }
 
 // account adds what Redis decided of call c, d, to the run's counts, ledger, leases and

@@ -27,9 +27,9 @@ type BatchResult struct {
 	// the script.
 	Batches, Calls, Flushes, Loads int64
 	// Acquired counts the leases taken (by checks and reserves), Reserved the
-	// reservations, and Settles, Cancels, Releases, Refunds and Checks the calls of each
-	// kind that Redis decided.
-	Acquired, Reserved, Settles, Cancels, Releases, Refunds, Checks int64
+	// reservations, and Settles, Cancels, Releases, Refunds, Checks and Peeks the calls
+	// of each kind that Redis decided.
+	Acquired, Reserved, Settles, Cancels, Releases, Refunds, Checks, Peeks int64
 	// Errors counts calls that failed, with an example.
 	Errors       int64
 	ErrorExample string
@@ -54,7 +54,10 @@ type BatchResult struct {
 	// leases out of place after the run (see leaks): 0 is the goal of both.
 	MostInFlight, OverConcurrency, Leaked int64
 	// Replay is each identity's calls replayed through the reference model, as the
-	// leases run's are.
+	// leases run's are, peeks aside: a peek of a concurrency rule reads the leases in a
+	// second round trip after its decision's time, so that the leases acquired and
+	// released meanwhile by other goroutines are in it, which the model, replaying it at
+	// that time, cannot know; it changes nothing.
 	Replay Replay
 }
 
@@ -166,8 +169,8 @@ func (r *runner) batch(ctx context.Context, c *redistest.Cluster, d time.Duratio
 		return err
 	}
 	r.sum.Batch = res
-	r.logf("batch: %d batches of %d calls, %d flushes, %d loads; %d leases, %d reservations, %d settles, %d cancels, %d releases, %d refunds, %d checks; %d errors, %d out of order, %d decided twice, %d usages off, over-admitted %d",
-		res.Batches, res.Calls, res.Flushes, res.Loads, res.Acquired, res.Reserved, res.Settles, res.Cancels, res.Releases, res.Refunds, res.Checks, res.Errors, res.Disordered, res.Twice, res.UsageOff, res.OverAdmitted)
+	r.logf("batch: %d batches of %d calls, %d flushes, %d loads; %d leases, %d reservations, %d settles, %d cancels, %d releases, %d refunds, %d checks, %d peeks; %d errors, %d out of order, %d decided twice, %d usages off, over-admitted %d",
+		res.Batches, res.Calls, res.Flushes, res.Loads, res.Acquired, res.Reserved, res.Settles, res.Cancels, res.Releases, res.Refunds, res.Checks, res.Peeks, res.Errors, res.Disordered, res.Twice, res.UsageOff, res.OverAdmitted)
 	r.logf("batch: at most %d in flight (concurrency %d), %d leaked; replayed through the reference model: %d verified, %d differing (e.g. %v), %d unverifiable, %d at a tied microsecond",
 		res.MostInFlight, batchStreams.Concurrency, res.Leaked, res.Replay.Verified, res.Replay.Disagreements, res.Replay.Examples, res.Replay.Unverifiable, res.Replay.Ties)
 	return nil
@@ -215,13 +218,16 @@ func evalCalls(ctx context.Context, masters []*redistest.Server) (int64, error) 
 	return n, nil
 }
 
+// peeks reports whether q, a request of the batch run, is a peek.
+func peeks(q bucketgate.Request) bool { return q.Op == bucketgate.OpCheck && q.Cost == 0 }
+
 // batchIdentity names the batch run's identity k.
 func batchIdentity(k int) string { return fmt.Sprintf("batch-%d", k) }
 
 // nextBatch makes goroutine g's batch n: up to half of it ends what pending holds (a
 // settle or a cancel of a reservation, a release of a lease), all of it when more is
 // false (the run is over), the rest new requests (acquires, reserves, idempotent checks,
-// refunds), in a random order. It returns the batch and what is still pending.
+// refunds, peeks), in a random order. It returns the batch and what is still pending.
 func nextBatch(rng *rand.Rand, g, n int, pending []batchCall, more bool) (qs, rest []batchCall) {
 	size := 2 + rng.IntN(batchMost-1)
 	ends := min(len(pending), size/2)
@@ -257,10 +263,12 @@ func nextBatch(rng *rand.Rand, g, n int, pending []batchCall, more bool) (qs, re
 				rules = both
 			}
 			qs = append(qs, batchCall{q: bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpReserve, Cost: 1 + rng.Int64N(10), TTL: batchHeld}, keep: true})
-		case p < 18: // a check with a requestId, sent once
+		case p < 17: // a check with a requestId, sent once
 			qs = append(qs, batchCall{q: bucketgate.Request{Identity: id, Rules: []bucketgate.Rule{batchTokens}, Cost: 1 + rng.Int64N(3), RequestID: fmt.Sprintf("g%d-%d-%d", g, n, k)}})
-		default: // a refund of a concurrency rule's request
+		case p < 19: // a refund of a concurrency rule's request
 			qs = append(qs, batchCall{q: bucketgate.Request{Identity: id, Rules: both, Op: bucketgate.OpRefund, Cost: 1 + rng.Int64N(2)}})
+		default: // a peek of a concurrency rule's request, decided on its own between the others
+			qs = append(qs, batchCall{q: bucketgate.Request{Identity: id, Rules: both}})
 		}
 	}
 	rng.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
@@ -282,7 +290,9 @@ func (s *batchState) decide(ctx context.Context, l *bucket.Limiter, qs []batchCa
 	s.res.Disordered += outOfOrder(reqs, ds, errs)
 	for i, c := range qs {
 		d, err := ds[i], errs[i]
-		s.ops.record(c.q, err, d)
+		if !peeks(c.q) { // see BatchResult.Replay
+			s.ops.record(c.q, err, d)
+		}
 		if err != nil {
 			s.fail(fmt.Errorf("%s of %s: %w", c.q.Op, c.q.Identity, err))
 			continue
@@ -346,7 +356,11 @@ func (s *batchState) account(c batchCall, d bucketgate.Decision) (ends []batchCa
 	case bucketgate.OpRefund:
 		s.res.Refunds++
 		s.led[q.Identity] = append(s.led[q.Identity], admission{at: d.At.UnixMicro(), cost: -q.Cost})
-	default: // a check, an acquire, a reserve
+	default: // a check, an acquire, a reserve, a peek
+		if peeks(q) {
+			s.res.Peeks++ // it takes nothing, and counts nothing in usage
+			return nil
+		}
 		if d.Replayed {
 			twice()
 			return nil

@@ -84,7 +84,7 @@ func TestBatchRun(t *testing.T) {
 		t.Fatalf("failures: %v", f)
 	}
 	b := r.sum.Batch
-	if b.Flushes == 0 || b.Loads == 0 || b.Acquired == 0 || b.Reserved == 0 || b.Settles == 0 || b.Cancels == 0 || b.Releases == 0 || b.Refunds == 0 || b.Checks == 0 || b.Replay.Verified == 0 {
+	if b.Flushes == 0 || b.Loads == 0 || b.Acquired == 0 || b.Reserved == 0 || b.Settles == 0 || b.Cancels == 0 || b.Releases == 0 || b.Refunds == 0 || b.Checks == 0 || b.Peeks == 0 || b.Replay.Verified == 0 {
 		t.Fatalf("%+v: want flushes, loads, and calls of every kind the model reached too", b)
 	}
 }

@@ -342,9 +342,9 @@ func (s *Summary) Write(w io.Writer, failures, misses []string) {
 	}
 	if b := s.Batch; b != nil {
 		p("\n## Batches (cluster, SCRIPT FLUSH every %v on every master)\n", batchFlushEvery)
-		p("| batches | calls | flushes | script loads (EVAL) | leases | reservations | settles | cancels | releases | refunds | checks | errors | out of order | decided twice | usage off | over-admitted |")
-		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-		p("| %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |", b.Batches, b.Calls, b.Flushes, b.Loads, b.Acquired, b.Reserved, b.Settles, b.Cancels, b.Releases, b.Refunds, b.Checks, b.Errors, b.Disordered, b.Twice, b.UsageOff, b.OverAdmitted)
+		p("| batches | calls | flushes | script loads (EVAL) | leases | reservations | settles | cancels | releases | refunds | checks | peeks | errors | out of order | decided twice | usage off | over-admitted |")
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		p("| %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |", b.Batches, b.Calls, b.Flushes, b.Loads, b.Acquired, b.Reserved, b.Settles, b.Cancels, b.Releases, b.Refunds, b.Checks, b.Peeks, b.Errors, b.Disordered, b.Twice, b.UsageOff, b.OverAdmitted)
 		p("\n- most in flight %d (concurrency %d), %d leaked", b.MostInFlight, batchStreams.Concurrency, b.Leaked)
 		p("- replayed through the reference model: %d verified, %d differing, %d unverifiable, %d at a tied microsecond", b.Replay.Verified, b.Replay.Disagreements, b.Replay.Unverifiable, b.Replay.Ties)
 	}

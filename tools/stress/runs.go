@@ -216,10 +216,10 @@ func flushFault(srv *redistest.Server) *fault {
 	}
 }
 
-// cluster runs the load run, the hostile identities and the failover against a
+// cluster runs the load run, the hostile identities, the batch run and the failover against a
 // cluster of three masters with a replica each.
 func (r *runner) cluster(ctx context.Context) error {
-	if !r.anySelected([]string{"cluster", "hostile", "failover"}) {
+	if !r.anySelected([]string{"cluster", "hostile", "batch", "failover"}) {
 		return nil
 	}
 	c, err := redistest.NewCluster(clusterMasters, replicasPerMaster)
@@ -242,6 +242,11 @@ func (r *runner) cluster(ctx context.Context) error {
 	}
 	if r.selected("hostile") {
 		if err := r.hostile(ctx, c, admin, env); err != nil {
+			return err
+		}
+	}
+	if r.selected("batch") {
+		if err := r.batch(ctx, c, r.opts.Fault, r.opts.Instances, r.opts.Goroutines); err != nil {
 			return err
 		}
 	}

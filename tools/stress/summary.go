@@ -42,6 +42,8 @@ type Summary struct {
 	Leases *LeasesResult
 	// RuleChange is the storm of settles and releases across plan changes, if it ran.
 	RuleChange *RuleChangeResult
+	// Batch is the batches of leases, reserves and settles under SCRIPT FLUSH, if it ran.
+	Batch *BatchResult
 	// Soak is the soak's memory and goroutine trends, if it ran; RedisSamples are its
 	// raw Redis readings.
 	Soak         *SoakResult
@@ -113,6 +115,9 @@ func (s *Summary) OverAdmitted() int64 {
 	}
 	if s.RuleChange != nil {
 		n += s.RuleChange.OverAdmitted
+	}
+	if s.Batch != nil {
+		n += s.Batch.OverAdmitted
 	}
 	return n
 }
@@ -187,6 +192,26 @@ func (s *Summary) Failures() []string {
 		}
 		if c.OverConcurrency > 0 || c.ReleasedTwice > 0 || c.LostLeases > 0 || c.Leaked > 0 {
 			add("rule-change: %d in flight beyond the concurrency, %d leases released twice, %d lost, %d leaked", c.OverConcurrency, c.ReleasedTwice, c.LostLeases, c.Leaked)
+		}
+	}
+	if b := s.Batch; b != nil {
+		if b.OverAdmitted > 0 {
+			add("batch: over-admitted %d tokens", b.OverAdmitted)
+		}
+		if b.Errors > 0 {
+			add("batch: %d errors, e.g. %s", b.Errors, b.ErrorExample)
+		}
+		if b.Disordered > 0 || b.Twice > 0 {
+			add("batch: %d calls decided before an earlier request of their batch on the same identity, %d decided twice", b.Disordered, b.Twice)
+		}
+		if b.UsageOff > 0 {
+			add("batch: %d identities' usage differs from their decisions, e.g. %s", b.UsageOff, b.UsageExample)
+		}
+		if b.OverConcurrency > 0 || b.Leaked > 0 {
+			add("batch: %d in flight beyond the concurrency, %d leaked", b.OverConcurrency, b.Leaked)
+		}
+		if b.Replay.Disagreements > 0 {
+			add("batch: %d decisions differ from the reference model, e.g. %s", b.Replay.Disagreements, b.Replay.Examples[0])
 		}
 	}
 	if h := s.Hostile; h != nil {
@@ -314,6 +339,14 @@ func (s *Summary) Write(w io.Writer, failures, misses []string) {
 		p("|---|---|---|---|---|---|---|---|")
 		p("| %d | %d | %d | %d | %d | %d | %d | %d |", c.Leases, c.Releases, c.Kept, c.ReleasedTwice, c.LostLeases, c.MostInFlight, c.OverConcurrency, c.Leaked)
 		p("\n- replayed through the reference model: %d verified, %d differing, %d unverifiable, %d at a tied microsecond", c.Replay.Verified, c.Replay.Disagreements, c.Replay.Unverifiable, c.Replay.Ties)
+	}
+	if b := s.Batch; b != nil {
+		p("\n## Batches (cluster, SCRIPT FLUSH every %v on every master)\n", batchFlushEvery)
+		p("| batches | calls | flushes | script loads (EVAL) | leases | reservations | settles | cancels | releases | refunds | checks | peeks | errors | out of order | decided twice | usage off | over-admitted |")
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		p("| %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |", b.Batches, b.Calls, b.Flushes, b.Loads, b.Acquired, b.Reserved, b.Settles, b.Cancels, b.Releases, b.Refunds, b.Checks, b.Peeks, b.Errors, b.Disordered, b.Twice, b.UsageOff, b.OverAdmitted)
+		p("\n- most in flight %d (concurrency %d), %d leaked", b.MostInFlight, batchStreams.Concurrency, b.Leaked)
+		p("- replayed through the reference model: %d verified, %d differing, %d unverifiable, %d at a tied microsecond", b.Replay.Verified, b.Replay.Disagreements, b.Replay.Unverifiable, b.Replay.Ties)
 	}
 	if h := s.Hostile; h != nil {
 		p("\n## Hostile identities (cluster)\n")

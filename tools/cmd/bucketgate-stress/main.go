@@ -41,7 +41,7 @@ func main() {
 	flag.IntVar(&o.TimeoutMS, "timeout-ms", 0, "REDIS_TIMEOUT_MS of every production chain; 0 keeps the production default")
 	flag.Uint64Var(&o.Seed, "seed", d.Seed, "seed of every random choice")
 	flag.StringVar(&o.GoTool, "go", o.GoTool, "go command for the fuzz targets")
-	only := flag.String("only", "", "regular expression: run only the runs it matches (standalone, pause, kill-restart, script-flush, latency-below-deadline, latency-beyond-deadline, leases, rule-change, cluster, hostile, failover, soak, fuzz)")
+	only := flag.String("only", "", "regular expression: run only the runs it matches (standalone, pause, kill-restart, script-flush, latency-below-deadline, latency-beyond-deadline, leases, rule-change, cluster, hostile, batch, failover, soak, fuzz)")
 	flag.Parse()
 	if err := run(o, *only); err != nil {
 		if !errors.Is(err, errFailed) {

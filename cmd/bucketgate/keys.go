@@ -620,7 +620,7 @@ func itemID(arg string) (string, error) {
 		}
 		return arg, nil
 	case strings.HasPrefix(arg, string(bucketgate.KindKey)+":"):
-		if !isDigest(arg[len(bucketgate.KindKey)+1:]) {
+		if !bucketgate.ValidDigest(arg[len(bucketgate.KindKey)+1:]) {
 			return "", errNotDigest
 		}
 		return arg, nil
@@ -645,14 +645,6 @@ func checkTenant(key string) error {
 
 // errNotDigest is the error about "key:" followed by anything but a key's digest.
 var errNotDigest = fmt.Errorf("%w: key: wants the key's digest, %d lowercase hex digits (give an API key itself without key:)", errUsage, bucketgate.DigestLen)
-
-// isDigest reports whether s is a key digest: bucketgate.DigestLen lowercase hex digits.
-func isDigest(s string) bool {
-	if len(s) != bucketgate.DigestLen {
-		return false
-	}
-	return strings.Trim(s, "0123456789abcdef") == ""
-}
 
 // errNoItem is wrapped by the error about an id the table does not hold.
 var errNoItem = errors.New("no such item")

@@ -68,7 +68,9 @@ type Request struct {
 	// Key identifies whose buckets these are (a tenant, a user, an API client):
 	// 1 to MaxKey bytes of UTF-8 text. Required, unless Identity is given, or the
 	// request settles or cancels the authorizer's Reservation, or releases its Lease,
-	// by the id alone.
+	// by the id alone. It rests in Redis and the registry as given: name an API client
+	// by its key's digest (bucketgate.KeyDigest) or its id, never by the key; an API key
+	// bucketgate made ("bg_...") is refused as an invalid request.
 	Key string `json:"key,omitempty"`
 	// Identity names the buckets of an identity instead of Key's: one of the
 	// authorizer's, "key:<digest>" (an API key by the first 32 hex digits of its

@@ -12,6 +12,11 @@
 //	if err == nil && !res.Allowed {
 //		// wait res.RetryAfter()
 //	}
+//
+// A Key rests in Redis and the registry as given: to limit the clients of an API by
+// their API keys, pass each key's digest, never the key:
+//
+//	res, err := checks.Check(ctx, checkapi.Request{Key: bucketgate.KeyDigest(apiKey), Plan: "pro"})
 package checkclient
 
 import (

@@ -312,6 +312,9 @@ func TestServeInitErrors(t *testing.T) {
 		{"backend without scheme", templatePath, "127.0.0.1:3000", nil, `-backend: backend "127.0.0.1:3000": want an absolute http:// or https:// URL`},
 		{"backend with a query", templatePath, "http://127.0.0.1:3000/?a=1", nil, "without query"},
 		{"backend of another scheme", templatePath, "ftp://127.0.0.1", nil, "want an absolute http:// or https:// URL"},
+		{"backend with a user and password", templatePath, "https://alice:s3cret@127.0.0.1:3000", nil, `-backend: backend "https://alice:xxxxx@127.0.0.1:3000": a URL with credentials, which the gateway would not send`},
+		{"backend with a user", templatePath, "http://alice@127.0.0.1:3000", nil, "a URL with credentials"},
+		{"backend with credentials and a query", templatePath, "http://alice:s3cret@127.0.0.1:3000/?a=1", nil, "a URL with credentials"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -319,9 +322,14 @@ func TestServeInitErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = serve(context.Background(), l, serveOptions{template: tc.template, backend: tc.backend}, getenvOf(tc.env), io.Discard, io.Discard)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // a serve that starts, which it should not, stops at once
+			err = serve(ctx, l, serveOptions{template: tc.template, backend: tc.backend}, getenvOf(tc.env), io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("serve error %v, want one naming %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("serve error %v quotes the backend's password", err)
 			}
 		})
 	}

@@ -176,6 +176,7 @@ func TestAccountsBadInput(t *testing.T) {
 		{"a key's account outside its set", exitUsage, `--account "a/b": want an account's name`, []string{"keys", "create", "--account", "a/b"}},
 		{"a key with a plan and an account", exitUsage, "--plan or --account, not both", []string{"keys", "create", "--account", "acme", "--plan", "pro"}},
 		{"a tenant in an account", exitUsage, "--account or --tenant, not both", []string{"keys", "create", "--account", "acme", "--tenant", "t2"}},
+		{"a tenant that is an API key bucketgate made", exitUsage, "--tenant: a tenant key that is an API key bucketgate made (bg_...): the check function refuses it", []string{"keys", "create", "--tenant", "bg_" + strings.Repeat("A", 43), "--plan", "free"}},
 		{"a key with more rules than its account's plan takes", exitError, " not written: attribute rules: with plan pro of account acme: rules: plans.pro: invalid: 9 rules: want at most 8", nine},
 		{"the plan of a key of an account", exitError, "is a key of account acme: its plan is the account's (bucketgate accounts set-plan acme PLAN)", []string{"keys", "set-plan", member, "free"}},
 		{"an override that leaves a key of the account no room for its own rules", exitError,

@@ -300,7 +300,7 @@ func inactive(rec registry.Record, table string) string {
 // noteInactiveKey's, which leaves the answer as it is).
 func tenantTarget(e env, s settings.Settings, st *stack, t target) (target, error) {
 	digest, ok := strings.CutPrefix(t.id, bucketgate.TenantPrefix)
-	if !ok || !isDigest(digest) {
+	if !ok || !bucketgate.ValidDigest(digest) {
 		return t, nil
 	}
 	if s.RegistryTable != "" || st.name != "" {

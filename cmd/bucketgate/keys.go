@@ -17,6 +17,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/identity"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -357,7 +358,7 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			at  time.Time
 			err error
 		)
-		if isMadeKey(args[1]) { // never quoted, as parseWhen's error would
+		if identity.IsMadeKey(args[1]) { // never quoted, as parseWhen's error would
 			return fmt.Errorf("%w: keys expire: WHEN is an API key: give KEY, then WHEN", errUsage)
 		}
 		if args[1] != "never" {
@@ -577,30 +578,14 @@ func andItsKeys(id string) string {
 	return ""
 }
 
-// keyBytes is how many random bytes a new API key holds: 256 bits.
-const keyBytes = 32
-
-// keyPrefix starts every API key the CLI makes, so that a secret scanner can tell one.
-const keyPrefix = "bg_"
-
-// newKey returns a new API key: keyPrefix and keyBytes from crypto/rand, base64url.
+// newKey returns a new API key: identity.MadeKeyPrefix and identity.MadeKeyBytes from
+// crypto/rand, base64url.
 func newKey() (string, error) {
-	b := make([]byte, keyBytes)
+	b := make([]byte, identity.MadeKeyBytes)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("make a key: %w", err)
 	}
-	return keyPrefix + base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-// isMadeKey reports whether s has the shape of the keys newKey makes: keyPrefix and
-// keyBytes, base64url.
-func isMadeKey(s string) bool {
-	rest, ok := strings.CutPrefix(s, keyPrefix)
-	if !ok || len(rest) != base64.RawURLEncoding.EncodedLen(keyBytes) {
-		return false
-	}
-	_, err := base64.RawURLEncoding.DecodeString(rest)
-	return err == nil
+	return identity.MadeKeyPrefix + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // keyID returns the registry id of an API key.
@@ -635,7 +620,7 @@ func itemID(arg string) (string, error) {
 		}
 		return arg, nil
 	case strings.HasPrefix(arg, string(bucketgate.KindKey)+":"):
-		if !isDigest(arg[len(bucketgate.KindKey)+1:]) {
+		if !bucketgate.ValidDigest(arg[len(bucketgate.KindKey)+1:]) {
 			return "", errNotDigest
 		}
 		return arg, nil
@@ -646,24 +631,20 @@ func itemID(arg string) (string, error) {
 }
 
 // checkTenant reports a tenant key that no check could carry: not 1 to checkapi.MaxKey
-// bytes of UTF-8 text, as the check function takes its keys.
+// bytes of UTF-8 text, or an API key bucketgate made, as the check function takes its
+// keys. The error never quotes key.
 func checkTenant(key string) error {
 	if key == "" || len(key) > checkapi.MaxKey || !utf8.ValidString(key) {
 		return fmt.Errorf("a tenant key of %d bytes: want 1 to %d bytes of UTF-8 text, as the check function takes its keys", len(key), checkapi.MaxKey)
+	}
+	if identity.IsMadeKey(key) {
+		return fmt.Errorf("a tenant key that is an API key bucketgate made (%s...): the check function refuses it, which would rest in Redis and the registry as it is: name the tenant by the key's digest (printf %%s \"$KEY\" | sha256sum | cut -c1-%d)", identity.MadeKeyPrefix, bucketgate.DigestLen)
 	}
 	return nil
 }
 
 // errNotDigest is the error about "key:" followed by anything but a key's digest.
 var errNotDigest = fmt.Errorf("%w: key: wants the key's digest, %d lowercase hex digits (give an API key itself without key:)", errUsage, bucketgate.DigestLen)
-
-// isDigest reports whether s is a key digest: bucketgate.DigestLen lowercase hex digits.
-func isDigest(s string) bool {
-	if len(s) != bucketgate.DigestLen {
-		return false
-	}
-	return strings.Trim(s, "0123456789abcdef") == ""
-}
 
 // errNoItem is wrapped by the error about an id the table does not hold.
 var errNoItem = errors.New("no such item")

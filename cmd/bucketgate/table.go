@@ -603,7 +603,7 @@ func (t *keyTable) get(ctx context.Context, id string) (registry.Record, error) 
 // an error wrapping errNoItem when there is none.
 func (t *keyTable) tenantItem(ctx context.Context, id string) (string, error) {
 	digest, ok := strings.CutPrefix(id, bucketgate.TenantPrefix)
-	if !ok || !isDigest(digest) {
+	if !ok || !bucketgate.ValidDigest(digest) {
 		return id, nil
 	}
 	if _, err := t.read(ctx, id); !errors.Is(err, errNoItem) {

@@ -44,7 +44,7 @@ func parseTarget(arg string, src sources) (target, error) {
 		}
 		return identityTarget(arg), nil
 	case kind == string(bucketgate.KindKey):
-		if !isDigest(rest) {
+		if !bucketgate.ValidDigest(rest) {
 			return target{}, errNotDigest
 		}
 		return identityTarget(arg), nil

@@ -202,6 +202,7 @@ func TestTemplateCacheUserGrantsNoMore(t *testing.T) {
 		{"the leases reset", []string{"DEL", leases}, true},
 		{"the shared secret", []string{"SET", bucket.SecretKey, "x", "NX"}, true},
 		{"the secrets kept", []string{"ZADD", bucket.SecretsKeptKey, "GT", "1", "x"}, true},
+		{"the secrets kept's expiry, never sooner", []string{"PEXPIRE", bucket.SecretsKeptKey, "1000", "GT"}, true},
 		{"the keepalive", []string{"PING"}, true},
 		{"the eviction policy", []string{"INFO", "memory"}, true},
 		{"the cluster's shards", []string{"CLUSTER", "SHARDS"}, true},

@@ -72,8 +72,8 @@ func NoSecretSlot(err error) (int, bool) {
 // sorted set of each, scored by the time until which it verifies ids (Unix ms of the
 // writer's clock), written by an instance that finds at SecretKey another secret than
 // the one it signed with, and read with SecretKey, so that every instance, one started
-// after the change too, verifies the ids signed before it. It expires keptFor after its
-// last write.
+// after the change too, verifies the ids signed before it. It expires keptFor after the
+// write that needs it longest: the writers' idempotency times may differ.
 const SecretsKeptKey = KeyPrefix + "secret:kept"
 
 // SecretRecheck is how long a Limiter without the Secret option signs with the secret
@@ -179,10 +179,14 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	s.mu.Unlock()
 	if changed {
 		// Best effort: every instance that signed with mine writes it when it changes.
+		// The expiry is set (NX) or made later (GT), never sooner: an instance of a
+		// shorter idempotency would drop the secrets a longer one keeps.
+		life := keptFor(l.idempotency).Milliseconds()
 		c.DoMulti(ctx,
 			c.B().Zadd().Key(SecretsKeptKey).Gt().ScoreMember().ScoreMember(float64(until.UnixMilli()), string(mine)).Build(),
 			c.B().Zremrangebyscore().Key(SecretsKeptKey).Min("-inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Build(),
-			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(keptFor(l.idempotency).Milliseconds()).Build())
+			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life).Nx().Build(),
+			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life).Gt().Build())
 	}
 	return got, true
 }

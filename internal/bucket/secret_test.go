@@ -275,6 +275,52 @@ func TestSecretAfterLoss(t *testing.T) {
 	}
 }
 
+// TestSecretKeptExpiry: instances of different idempotency times (the functions and a
+// middleware on one Redis) write the secret they no longer sign with to the kept ones,
+// each with its own keptFor: whatever their order, the key lives as long as the longest
+// needs (an instance started later verifies the re-sent settle of an old id until
+// then), and it has an expiry.
+func TestSecretKeptExpiry(t *testing.T) {
+	long, short := bucket.KeptFor(bucket.MaxIdempotency), bucket.KeptFor(bucket.MinIdempotency)
+	tests := []struct {
+		name  string
+		order []time.Duration // the idempotency of each instance, in the order they write
+		want  time.Duration
+	}{
+		{"the longer writes first, then the shorter", []time.Duration{bucket.MaxIdempotency, bucket.MinIdempotency}, long},
+		{"the shorter writes first, then the longer", []time.Duration{bucket.MinIdempotency, bucket.MaxIdempotency}, long},
+		{"one instance", []time.Duration{bucket.MinIdempotency}, short},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newSecretFleet(t)
+			var fleet []*bucket.Limiter
+			var ids []string
+			for _, idempotency := range tt.order {
+				l := f.instance(bucket.Idempotency(idempotency))
+				fleet, ids = append(fleet, l), append(ids, f.reserve(l))
+			}
+			f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat("7", 64)).Build()) // another instance's
+			f.clock.advance(bucket.SecretRecheck)
+			for _, l := range fleet {
+				f.reserve(l) // signs with the other secret, and writes its own as kept
+			}
+			ttl, err := f.c.Do(context.Background(), f.c.B().Pttl().Key(bucket.SecretsKeptKey).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The times differ by a day: half of it is no timing margin.
+			if got := time.Duration(ttl) * time.Millisecond; got < tt.want-(long-short)/2 || got > tt.want {
+				t.Errorf("%s expires in %v (PTTL %d), want %v", bucket.SecretsKeptKey, got, ttl, tt.want)
+			}
+			later := f.instance(bucket.Idempotency(bucket.MaxIdempotency))
+			for i, id := range ids {
+				f.settles(fmt.Sprintf("an instance started later, of instance %d's id", i), later, id)
+			}
+		})
+	}
+}
+
 // keys is every key in f's Redis but the secret, sorted.
 func (f *secretFleet) keys() []string {
 	f.t.Helper()

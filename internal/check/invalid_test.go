@@ -10,6 +10,9 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
+// madeKey has the shape of the API keys bucketgate makes (bucketgate keys create).
+const madeKey = "bg_" + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+
 // validCheck is a check that passes validation, to surround invalid ones in batches.
 const validCheck = `{"key":"tenant-1","plan":"pro"}`
 
@@ -38,6 +41,8 @@ func TestInvalidRequests(t *testing.T) {
 		{"null key", `{"key":null}`, "key: got null: give a value, or leave the member out"},
 		{"numeric key", `{"key":42}`, "key: got number, want a string"},
 		{"key too long", `{"key":"` + strings.Repeat("k", checkapi.MaxKey+1) + `"}`, "key: 1001 bytes: want at most 1000"},
+		{"an API key bucketgate made", `{"key":"` + madeKey + `","plan":"pro"}`, "key: an API key bucketgate made (bg_...), which would rest in Redis and the registry as it is: pass its digest"},
+		{"an API key bucketgate made in a batch", `{"checks":[` + validCheck + `,{"key":"` + madeKey + `","plan":"pro"}]}`, "checks[1].key: an API key bucketgate made"},
 		{"unknown plan", `{"key":"a","plan":"gold"}`, `plan: unknown plan "gold" (configured: enterprise, free, pro)`},
 		{"empty plan", `{"key":"a","plan":""}`, `plan: unknown plan ""`},
 		{"plan not a string", `{"key":"a","plan":["pro"]}`, "plan: got array, want a string"},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/wallclock"
 )
 
 // ErrCircuitOpen is wrapped by the Err of a Result the circuit breaker answered without
@@ -46,7 +47,7 @@ func (b *breaker) allow(now time.Time) (ok bool, last Failure, lastErr error) {
 	if b.failures < b.threshold {
 		return true, FailureNone, nil
 	}
-	if now = now.Round(0); !now.Before(b.nextProbe) || now.Before(b.nextProbe.Add(-b.interval)) {
+	if now = now.Round(0); !wallclock.Pending(now, b.nextProbe, b.interval) {
 		b.nextProbe = now.Add(b.interval)
 		return true, FailureNone, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/wallclock"
 )
 
 // DenyCacheMaxAge is the longest a cached denial is served, however long the wait Redis
@@ -88,8 +89,8 @@ func (c *denyCache) get(q bucketgate.Request, now time.Time) (bucketgate.Decisio
 	var e denial
 	if i >= 0 {
 		e = list[i]
-		switch elapsed := now.Sub(e.sent); {
-		case elapsed < 0 || elapsed >= min(e.d.RetryAfter, DenyCacheMaxAge):
+		switch {
+		case !wallclock.Young(now, e.sent, min(e.d.RetryAfter, DenyCacheMaxAge)):
 			c.remove(q.Identity, list, i)
 			i = -1
 		case e.unasked && c.askFirst:

@@ -27,9 +27,14 @@ func SampleBackend() http.Handler {
 // request's path, the query, the headers (with X-Forwarded-For, -Host and -Proto added)
 // and the body; the service's answer goes back as it is. When the service cannot be
 // reached the client gets failure (the template's INTEGRATION_FAILURE gateway response)
-// with only the headers it maps, as API Gateway sends it, and the reason goes to errs. base must be an absolute http or https URL.
+// with only the headers it maps, as API Gateway sends it, and the reason goes to errs.
+// base must be an absolute http or https URL without credentials (user:password@),
+// which the proxy would not send: the error names them, the password hidden.
 func ProxyBackend(base string, failure Response, errs io.Writer) (http.Handler, error) {
 	u, err := url.Parse(base)
+	if err == nil && u.User != nil {
+		return nil, fmt.Errorf("backend %q: a URL with credentials, which the gateway would not send: give it without them, and have your service check X-Bucketgate-Secret (BUCKETGATE_BACKEND_SECRET) if it needs to know the gateway", u.Redacted())
+	}
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("backend %q: want an absolute http:// or https:// URL without query, like http://127.0.0.1:3000", base)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/bucketgate/bucketgate/internal/wallclock"
 )
 
 // RetryInterval is the least time between two connection attempts of a Conn that has
@@ -56,21 +58,21 @@ func (c *Conn) Explain(err error) error {
 
 // Client returns the connected client, starting a connection attempt when none is
 // under way and the last one is at least RetryInterval old, and waiting for it until
-// ctx ends. The age is told by the wall clock: Go's monotonic clock may stand still
-// while a Lambda environment is frozen, and would refuse to try again after a freeze
-// that outlasted RetryInterval; a clock that went back since the attempt tries again. Its error wraps ErrNotConnected, or is rueidis.ErrClosing after Close; when
+// ctx ends. The age is told by the wall clock (see wallclock): Go's monotonic clock may
+// stand still while a Lambda environment is frozen, and would refuse to try again after
+// a freeze that outlasted RetryInterval; a clock that went back since the attempt tries
+// again. Its error wraps ErrNotConnected, or is rueidis.ErrClosing after Close; when
 // ctx ends first, it wraps ctx's error and quotes why the last attempt failed.
 func (c *Conn) Client(ctx context.Context) (rueidis.Client, error) {
 	if cl := c.client.Load(); cl != nil {
 		return *cl, nil
 	}
 	c.mu.Lock()
-	age := time.Now().Round(0).Sub(c.lastTry)
 	switch {
 	case c.closed:
 		c.mu.Unlock()
 		return nil, rueidis.ErrClosing
-	case c.pending == nil && age >= 0 && age < RetryInterval:
+	case c.pending == nil && wallclock.Young(time.Now().Round(0), c.lastTry, RetryInterval):
 		err := c.lastErr
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w", ErrNotConnected, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/wallclock"
 )
 
 // ElastiCache IAM authentication tokens: a SigV4-presigned "connect" request to the
@@ -110,11 +111,12 @@ func newIAMAuth(ctx context.Context, s settings.Settings, cfg aws.Config, now fu
 // is TokenRenewal old. Ages are told by the wall clock, as ElastiCache judges a token
 // (its X-Amz-Date): the times keep no monotonic reading (Round(0)), which may stand
 // still while a Lambda environment is frozen between invocations and would let a token
-// past its TokenLifetime be handed to a new connection after a long freeze.
+// past its TokenLifetime be handed to a new connection after a long freeze. A clock
+// that went back since the signing signs a new one (see wallclock).
 func (a *iamAuth) current(ctx context.Context) (rueidis.AuthCredentials, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if now := a.now().Round(0); a.token == "" || now.Sub(a.issued) >= TokenRenewal {
+	if now := a.now().Round(0); a.token == "" || !wallclock.Young(now, a.issued, TokenRenewal) {
 		token, err := a.signer.Token(ctx, now)
 		if err != nil {
 			return rueidis.AuthCredentials{}, err

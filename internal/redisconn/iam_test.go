@@ -206,6 +206,49 @@ func TestIAMTokenAgeByWallClock(t *testing.T) {
 	}
 }
 
+// TestIAMTokenClockBack: a clock that went back (NTP) since the token was signed makes
+// a new one at once, as one TokenRenewal old does: the token was kept, and handed to new
+// connections with its RefreshAfter, for as long as the step, past its TokenLifetime by
+// ElastiCache's clock after a step longer than TokenLifetime - TokenRenewal.
+func TestIAMTokenClockBack(t *testing.T) {
+	tests := []struct {
+		name    string
+		after   time.Duration // from the first token's signing
+		renewed bool
+	}{
+		{"within TokenRenewal", TokenRenewal - time.Second, false},
+		{"TokenRenewal later", TokenRenewal, true},
+		{"a second back", -time.Second, true},
+		{"an hour back", -time.Hour, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := signedAt
+			s := settings.Settings{Username: "app", CacheName: "orders-cache", IAMAuth: true}
+			cfg := aws.Config{Region: testRegion, Credentials: staticCredentials("")}
+			a, err := newIAMAuth(context.Background(), s, cfg, func() time.Time { return now })
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := a.credentials(rueidis.AuthCredentialsContext{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now = signedAt.Add(tt.after)
+			got, err := a.credentials(rueidis.AuthCredentialsContext{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if renewed := got.Password != first.Password; renewed != tt.renewed {
+				t.Fatalf("renewed %v, want %v: refresh after %v", renewed, tt.renewed, got.RefreshAfter)
+			}
+			if tt.renewed && !got.RefreshAfter.Equal(now.Add(TokenRenewal)) {
+				t.Errorf("refresh after %v, want %v", got.RefreshAfter, now.Add(TokenRenewal))
+			}
+		})
+	}
+}
+
 func TestIAMNeedsRegionAndCredentials(t *testing.T) {
 	s := settings.Settings{Username: "app", CacheName: "orders-cache", IAMAuth: true}
 	if _, err := newIAMAuth(context.Background(), s, aws.Config{Credentials: staticCredentials("")}, time.Now); err == nil || !strings.Contains(err.Error(), "AWS_REGION") {

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/wallclock"
 )
 
 // errSecretShape is wrapped by the errors about a secret that holds no usable password.
@@ -100,12 +101,13 @@ func newSecretAuth(ctx context.Context, s settings.Settings, cfg aws.Config, now
 // SecretRecheck old is read again in the background, for the connections after this one:
 // rueidis gives the callback no deadline, and a read on this connection's way would hold
 // the call that makes it (a decision, with its REDIS_TIMEOUT_MS and its invocation's
-// deadline) for as long as Secrets Manager takes, up to ConnectTimeout.
+// deadline) for as long as Secrets Manager takes, up to ConnectTimeout. The copy's age
+// is told by the wall clock (see wallclock): a clock that went back reads it again.
 func (a *secretAuth) credentials(rueidis.AuthCredentialsContext) (rueidis.AuthCredentials, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.reading && a.now().Round(0).Sub(a.read) >= SecretRecheck {
-		a.reading, a.read = true, a.now().Round(0)
+	if now := a.now().Round(0); !a.reading && !wallclock.Young(now, a.read, SecretRecheck) {
+		a.reading, a.read = true, now
 		go a.refresh()
 	}
 	return rueidis.AuthCredentials{Username: a.user, Password: a.password}, nil

@@ -380,3 +380,51 @@ func TestSecretReadHoldsNoConnection(t *testing.T) {
 		t.Fatalf("%d reads of the secret for the new connection, want 1", n)
 	}
 }
+
+// TestSecretReadAfterClockBack: a clock that went back (NTP) since the password secret
+// was read makes the next new connection read it again beside it, as a copy
+// SecretRecheck old does: the copy was kept for as long as the step, and a rotated
+// password refused meanwhile at every new connection.
+func TestSecretReadAfterClockBack(t *testing.T) {
+	const id = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:stepped-AbCdEf"
+	tests := []struct {
+		name string
+		step time.Duration // of the clock after the read at init
+	}{
+		{"SecretRecheck later", redisconn.SecretRecheck},
+		{"a second back", -time.Second},
+		{"an hour back", -time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The default user stays on, for the test's CLIENT KILL.
+			srv := redistest.Start(t, "--user", "alice", "on", ">s3cret", "~*", "&*", "+@all")
+			sm := startSecretsManager(t, map[string]map[string]any{id: {"SecretString": `{"username":"alice","password":"s3cret"}`}})
+			var clock atomic.Int64
+			clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+			now := func() time.Time { return time.Unix(0, clock.Load()) }
+			c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": id}),
+				redisconn.WithAWSConfig(sm.awsConfig()), redisconn.WithClock(now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := ping(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			before := sm.calls.Load()
+			clock.Add(int64(tt.step))
+			if _, err := srv.Command(context.Background(), "CLIENT", "KILL", "USER", "alice"); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 { // the first may find the old connection closed (EOF)
+				if err := ping(context.Background(), c); err == nil {
+					break
+				} else if i == 2 {
+					t.Fatalf("no ping answered: %v", err)
+				}
+			}
+			reached(t, &sm.calls, before+1, "reads of the secret begun") // beside the new connection
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/textcut"
+	"github.com/bucketgate/bucketgate/internal/wallclock"
 )
 
 // Cache defaults.
@@ -60,7 +61,7 @@ type Options struct {
 	// Zero keeps no margin.
 	Margin time.Duration
 	// Now reads the clock for entries' ages and records' expiry, by its wall clock (see
-	// young); nil is time.Now.
+	// wallclock); nil is time.Now.
 	Now func() time.Time
 	// Log receives an error line per invalid item read and a warning per failed read;
 	// nil discards them.
@@ -133,24 +134,6 @@ func at(t time.Time) instant {
 		return 0
 	}
 	return instant(t.UnixNano())
-}
-
-// young reports whether since, a time by the wall clock, is less than d before now and
-// not after it. Ages are told by the wall clock: Go's monotonic clock may stand still
-// while a Lambda environment is frozen between invocations, and would keep an entry
-// (or a hold) after a freeze that outlasted it. A clock that went back (NTP) makes every
-// earlier time after now: then nothing is young, and the table is read again, rather
-// than keeping for as long as the step what TTL would have ended.
-func young(now, since time.Time, d time.Duration) bool {
-	age := now.Sub(since)
-	return age >= 0 && age < d
-}
-
-// pending reports whether until, a time by the wall clock set d after its moment, is
-// still to come at now: after now, by at most d (more is a clock that went back since).
-func pending(now, until time.Time, d time.Duration) bool {
-	left := until.Sub(now)
-	return left > 0 && left <= d
 }
 
 // time returns i as a Time: the zero Time for 0.
@@ -295,23 +278,23 @@ func accountIdentity(name string, w *who) bucketgate.Identity {
 // lookup answers the lookup of the item id, the item's own record alone.
 func (c *Cache) lookup(ctx context.Context, cfg *config.Config, id string) (Entry, error) {
 	for {
-		now := c.opts.Now().Round(0) // the wall clock (see young)
+		now := c.opts.Now().Round(0) // the wall clock (see wallclock)
 		c.mu.Lock()
 		e, ok := c.entries[id]
 		switch {
-		case ok && e.readAt != 0 && young(now, e.readAt.time(), c.opts.TTL):
+		case ok && e.readAt != 0 && wallclock.Young(now, e.readAt.time(), c.opts.TTL):
 			e, bad := c.resolve(id, e, cfg)
 			c.mu.Unlock()
 			answer := e.entry(now, ResultHit)
 			answer.Invalid = c.logInvalid(ctx, bad)
 			return answer, nil
-		case ok && pending(now, e.retryAt.time(), RetryAfterFailure):
+		case ok && wallclock.Pending(now, e.retryAt.time(), RetryAfterFailure):
 			e, bad := c.resolve(id, e, cfg)
 			c.mu.Unlock()
 			answer, err := c.fallback(e, now, errRecentFailure)
 			answer.Invalid = c.logInvalid(ctx, bad) && err == nil
 			return answer, err
-		case !ok && pending(now, c.holds[id], RetryAfterFailure):
+		case !ok && wallclock.Pending(now, c.holds[id], RetryAfterFailure):
 			c.mu.Unlock()
 			return Entry{Result: ResultError}, errRecentFailure
 		}
@@ -423,7 +406,7 @@ var errRecentFailure = errors.New("registry: a read of this identity failed less
 // fallback answers a lookup whose read failed with err: stale when e is young enough,
 // else an error.
 func (c *Cache) fallback(e cached, now time.Time, err error) (Entry, error) {
-	if e.readAt != 0 && young(now, e.readAt.time(), c.opts.TTL+c.opts.StaleIfError) {
+	if e.readAt != 0 && wallclock.Young(now, e.readAt.time(), c.opts.TTL+c.opts.StaleIfError) {
 		return e.entry(now, ResultStale), nil
 	}
 	return Entry{Result: ResultError}, err

@@ -11,6 +11,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/textcut"
+	"github.com/bucketgate/bucketgate/internal/wallclock"
 )
 
 // ConfigSource reads the configuration items of a registry table; *Table is one.
@@ -42,7 +43,7 @@ type LiveOptions struct {
 	// the caller's context (the invocation's) at the latest, and one cut short so is the
 	// caller's giving up, no failure of the table. Zero leaves the deadline alone.
 	Margin time.Duration
-	// Now reads the clock, by its wall clock (see young); nil is time.Now.
+	// Now reads the clock, by its wall clock (see wallclock); nil is time.Now.
 	Now func() time.Time
 	// Log receives an error line per document read that does not load, a warning per
 	// failed read and an info line per change of the document in force; nil discards
@@ -209,8 +210,8 @@ func (l *Live) Current(ctx context.Context) (View, Refresh) {
 			r = *p
 		}
 	}
-	now := l.opts.Now().Round(0) // the wall clock (see young)
-	if young(now, s.readAt, l.opts.TTL) || pending(now, s.retryAt, RetryAfterFailure) || !l.refreshing.CompareAndSwap(false, true) {
+	now := l.opts.Now().Round(0) // the wall clock (see wallclock)
+	if wallclock.Young(now, s.readAt, l.opts.TTL) || wallclock.Pending(now, s.retryAt, RetryAfterFailure) || !l.refreshing.CompareAndSwap(false, true) {
 		return s.view, r
 	}
 	defer l.refreshing.Store(false)

@@ -44,3 +44,11 @@ func AsV2(secret []byte, id string, lease bool, identity string, rules []bucketg
 	}
 	return r.idV2(kind, secret, identity, rules)
 }
+
+// SecretReadOf returns when l last read Redis's secrets (SecretRecheck's start), for the
+// tests.
+func SecretReadOf(l *Limiter) time.Time {
+	l.secrets.mu.Lock()
+	defer l.secrets.mu.Unlock()
+	return l.secrets.read
+}

@@ -438,3 +438,23 @@ func TestSecretWriteRefused(t *testing.T) {
 		t.Errorf("reserve on a full Redis: %v; want ErrNoSecret naming OOM", err)
 	}
 }
+
+// TestSecretRecheckByWallClock: a Limiter tells SecretRecheck (and a kept secret's time)
+// by the wall clock. time.Now's times come with a monotonic reading, which may stand
+// still while a Lambda instance is frozen between invocations: kept, an instance that is
+// mostly frozen would go on signing with a secret Redis lost for as long as its
+// invocations themselves take to add up to SecretRecheck, and the instances started
+// since, which never knew that secret, refuse the settles of its reservations (charged
+// at their estimates). The time of its read carries none (a Time's String shows " m="
+// when it does).
+func TestSecretRecheckByWallClock(t *testing.T) {
+	if !strings.Contains(time.Now().String(), " m=") {
+		t.Fatal("time.Now has no monotonic reading here: this test proves nothing")
+	}
+	f := newSecretFleet(t)
+	l := bucket.New(f.c) // the clock of production
+	f.reserve(l)
+	if at := bucket.SecretReadOf(l); at.IsZero() || strings.Contains(at.String(), " m=") {
+		t.Errorf("the secret's read at %v: want a time without a monotonic reading (a freeze would not count)", at)
+	}
+}

@@ -164,7 +164,9 @@ type Options struct {
 	Log *slog.Logger
 	// LogEvery is how often, at most, a failure is logged; zero is DefaultLogEvery.
 	LogEvery time.Duration
-	// Now reads the clock for LogEvery; nil is time.Now.
+	// Now reads the clock for LogEvery, by its wall clock: Go's monotonic clock may
+	// stand still while a Lambda instance is frozen, and would take a failure after a
+	// long freeze for one within LogEvery, unlogged; nil is time.Now.
 	Now func() time.Time
 }
 
@@ -369,7 +371,7 @@ func (s *Sender) logFailures(ctx context.Context, lost []failure) {
 		}
 	}
 	s.mu.Lock()
-	now := s.opts.Now()
+	now := s.opts.Now().Round(0) // the wall clock (see Options.Now)
 	if !s.logged.IsZero() && now.Sub(s.logged) < s.opts.LogEvery && now.Sub(s.logged) >= 0 {
 		s.unsaid += failed
 		s.mu.Unlock()

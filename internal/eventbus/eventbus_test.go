@@ -621,3 +621,32 @@ func TestSendDeadlineBetweenRetries(t *testing.T) {
 		})
 	}
 }
+
+// TestLogEveryByWallClock: a Sender tells LogEvery by the wall clock. The clock's times
+// come with a monotonic reading (time.Now's), which may stand still while a Lambda
+// instance is frozen between invocations: kept, the failures of the first Send after a
+// freeze longer than LogEvery would be taken as within the period, counted and not
+// logged, until the instance's invocations themselves (not its idle time) had added up
+// to LogEvery: for a quiet instance, hours of failures with no line saying why. The time
+// of the last line carries none (a Time's String shows " m=" when it does).
+func TestLogEveryByWallClock(t *testing.T) {
+	now := time.Now()
+	if !strings.Contains(now.String(), " m=") {
+		t.Fatal("time.Now has no monotonic reading here: this test proves nothing")
+	}
+	notFound := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"__type":"ResourceNotFoundException","message":"Event bus bucketgate does not exist."}`)
+	}
+	var logs bytes.Buffer
+	s := local(t, notFound, 5*time.Second, &logs, &now)
+	var inv telemetry.Invocation
+	s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f")})
+	if n := strings.Count(logs.String(), eventbus.MsgFailed); n != 1 {
+		t.Fatalf("%d lines for a failed Send, want 1:\n%s", n, &logs)
+	}
+	if at := eventbus.LoggedOf(s); strings.Contains(at.String(), " m=") {
+		t.Errorf("the last line's time %v keeps a monotonic reading: a freeze would not count", at)
+	}
+}

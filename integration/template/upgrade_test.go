@@ -275,3 +275,43 @@ func refs(v any, params map[string]any) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// The cache that the previous release created admitted every connection, and its
+// functions connected without authenticating; this release's cache gets a user group
+// whose `default` user is turned off, in the cache's update, which comes before the
+// functions' (their REDIS_ADDR is the cache's): from then until each function's own
+// update, the previous release's functions cannot use the cache (new connections are
+// refused NOAUTH, existing ones NOPERM). docs/deploy.md's Gradual deployments says so,
+// and that both versions decide on the same buckets with a Redis of yours alone.
+func TestTemplateUpgradeFromPreviousReleaseLocksItsFunctionsOut(t *testing.T) {
+	given := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0"}
+	before := deploy(t, readTemplate(t, previousTemplate), given...).resources(t)
+	after := deploy(t, readTemplate(t, limiter), append(given, "RouteTableIds", "rtb-0123456789abcdef0")...).resources(t)
+	if _, ok := before["Cache"].Properties["UserGroupId"]; ok || before["Cache"].Type == "" {
+		t.Fatalf("the previous release's cache %+v: want one created without a user group", before["Cache"])
+	}
+	group, _ := after["Cache"].Properties["UserGroupId"].(map[string]any)
+	users, _ := after[fmt.Sprint(group["Ref"])].Properties["UserIds"].([]any)
+	off := false
+	for _, u := range users {
+		ref, _ := u.(map[string]any)
+		p := after[fmt.Sprint(ref["Ref"])].Properties
+		off = off || p["UserName"] == "default" && strings.HasPrefix(fmt.Sprint(p["AccessString"]), "off ")
+	}
+	if !off {
+		t.Fatalf("the cache's user group %v (users %v) does not turn the default user off: this test is about one", group, users)
+	}
+	doc := readFile(t, "docs/deploy.md")
+	_, gradual, _ := strings.Cut(doc, "\n## Gradual deployments\n")
+	gradual, _, _ = strings.Cut(gradual, "\n## ")
+	gradual = strings.Join(strings.Fields(gradual), " ")
+	for _, says := range []string{"With the cache the stack created", "`default` user", "cannot use the cache", "quiet hour"} {
+		if !strings.Contains(gradual, says) {
+			t.Errorf("docs/deploy.md's Gradual deployments does not say %q", says)
+		}
+	}
+	_, previous, _ := strings.Cut(gradual, "A stack that release 0.2 deployed")
+	if safe, _, _ := strings.Cut(previous, "safe both ways"); !strings.Contains(safe, "`RedisEndpoint`") {
+		t.Error("docs/deploy.md's Gradual deployments says the previous release's functions decide beside the new ones safely, not only on a Redis of yours (RedisEndpoint)")
+	}
+}

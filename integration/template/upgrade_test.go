@@ -204,9 +204,12 @@ func upgradeNotes(t *testing.T) []string {
 	return notes
 }
 
-// names reports whether one of notes names the parameter, as `name`.
+// names reports whether one of notes names the parameter, as `name` or with a value,
+// `name=value`.
 func names(notes []string, parameter string) bool {
-	return slices.ContainsFunc(notes, func(note string) bool { return strings.Contains(note, "`"+parameter+"`") })
+	return slices.ContainsFunc(notes, func(note string) bool {
+		return strings.Contains(note, "`"+parameter+"`") || strings.Contains(note, "`"+parameter+"=")
+	})
 }
 
 // A stack of the previous release, upgraded with the values it was deployed with (a
@@ -313,5 +316,53 @@ func TestTemplateUpgradeFromPreviousReleaseLocksItsFunctionsOut(t *testing.T) {
 	_, previous, _ := strings.Cut(gradual, "A stack that release 0.2 deployed")
 	if safe, _, _ := strings.Cut(previous, "safe both ways"); !strings.Contains(safe, "`RedisEndpoint`") {
 		t.Error("docs/deploy.md's Gradual deployments says the previous release's functions decide beside the new ones safely, not only on a Redis of yours (RedisEndpoint)")
+	}
+}
+
+// sinceRelease says, for each parameter the previous release's template did not have,
+// whether its default keeps what a stack of that release did (the reason), or changes
+// it (""), which an upgrade note of CHANGELOG.md must then name.
+var sinceRelease = map[string]string{
+	"RegistryRoute":                 "", // without RouteTableIds, a stack of the previous release is refused
+	"CreateDynamoDBEndpoint":        "true: the endpoint the previous release added to RouteTableIds",
+	"DynamoDBPrefixListId":          "the created security group's alone, which the previous release never made",
+	"XRayEndpoint":                  "the created VPC's alone",
+	"CreateExampleApi":              "true: the example APIs the previous release always made",
+	"RedisPasswordSecretKmsKeyArn":  "empty: the AWS-managed key, which needs no grant",
+	"SystemLogLevel":                "", // WARN drops Lambda's platform lines of every invocation
+	"UsageRetentionDays":            "", // an identity's key stays 35 days, where it left when its buckets were full
+	"IdempotencyTtlMs":              "a record for a requestId alone, which the previous release refused",
+	"UsageOfAddresses":              "", // a source address's key too
+	"AuthorizerReservedConcurrency": "0: unreserved",
+	"CheckReservedConcurrency":      "0: unreserved",
+	"ApiThrottlingRateLimit":        "", // the example APIs answer 429 themselves above 1,000 a second
+	"ApiThrottlingBurstLimit":       "",
+	"CacheMaxDataStorageGB":         "", // the created cache had no usage limits
+	"CacheMaxEcpuPerSecond":         "",
+	"CacheEngineVersion":            "", // nor a major version set
+	"CacheName":                     "", // the previous release's name is not the default
+	"AlarmEmail":                    "empty: no subscription",
+	"EventBusName":                  "empty: no events",
+	"DeploymentType":                "the previous release published no version: its upgrade shifts no traffic, whatever the type",
+	"ApiGatewayLoggingRole":         "", // create sets the Region's API Gateway account setting
+}
+
+// Every parameter added since the previous release has a default that keeps what a
+// stack of that release did, or an upgrade note of CHANGELOG.md names it: upgraded
+// without it (sam deploy gives a new parameter its default), the stack changes.
+func TestTemplateUpgradeNamesTheNewParametersThatChangeWhatItDoes(t *testing.T) {
+	before := section(readTemplate(t, previousTemplate), "Parameters")
+	upgrading := upgradeNotes(t)
+	for name := range section(readTemplate(t, limiter), "Parameters") {
+		if before[name] != nil {
+			continue
+		}
+		keeps, ok := sinceRelease[name]
+		switch {
+		case !ok:
+			t.Errorf("%s is new since the previous release: say in sinceRelease whether its default keeps what that release did", name)
+		case keeps == "" && !names(upgrading, name):
+			t.Errorf("%s's default changes what a stack of the previous release did: no upgrade note of CHANGELOG.md names `%s`", name, name)
+		}
 	}
 }

@@ -366,3 +366,27 @@ func TestTemplateUpgradeNamesTheNewParametersThatChangeWhatItDoes(t *testing.T) 
 		}
 	}
 }
+
+// firesAtOnce are the alarms new since the previous release that a stack of it may set
+// off from the new version's first invocations, on a state it was already in, by the
+// condition each holds.
+var firesAtOnce = map[string]string{
+	"RedisEvictionPolicyAlarm": "ExistingRedis", // a Redis of yours evicting keys: volatile-lru is ElastiCache's default
+}
+
+// An upgrade note of CHANGELOG.md names each alarm that a stack of the previous release
+// may set off at once, before anything goes wrong during the upgrade.
+func TestTemplateUpgradeNamesTheAlarmsThatFireAtOnce(t *testing.T) {
+	before := section(readTemplate(t, previousTemplate), "Resources")
+	after := section(readTemplate(t, limiter), "Resources")
+	upgrading := upgradeNotes(t)
+	for alarm, condition := range firesAtOnce {
+		r, _ := after[alarm].(map[string]any)
+		if before[alarm] != nil || r["Type"] != "AWS::CloudWatch::Alarm" || r["Condition"] != condition {
+			t.Errorf("%s: want an alarm new since the previous release, on the condition %s: %v", alarm, condition, r)
+		}
+		if !slices.ContainsFunc(upgrading, func(note string) bool { return strings.Contains(note, "`"+alarm+"`") }) {
+			t.Errorf("no upgrade note of CHANGELOG.md says that %s may fire at once", alarm)
+		}
+	}
+}

@@ -50,9 +50,11 @@ func TestPreviousReleaseUnderMinimalACL(t *testing.T) {
 		{"reset", bucketgate.Request{Op: bucketgate.OpReset}},
 	}
 	for _, tc := range cases {
-		q := tc.q
-		q.Identity, q.Rules = "key:0123456789abcdef0123456789abcdef", []bucketgate.Rule{burst}
-		oldCall(t, c, q) // fails t on any error
+		t.Run(tc.name, func(t *testing.T) {
+			q := tc.q
+			q.Identity, q.Rules = "key:0123456789abcdef0123456789abcdef", []bucketgate.Rule{burst}
+			oldCall(t, c, q) // fails t on any error
+		})
 	}
 	refusals, err := srv.ACLRefused(ctx)
 	if err != nil {

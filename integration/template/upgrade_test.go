@@ -19,17 +19,21 @@ import (
 // previousTemplate is template.yaml of the previous release (main at c09f703, 0.2).
 const previousTemplate = "integration/template/testdata/template-c09f703.yaml"
 
-// createOnly are the properties of each type of resource that holds state whose change
-// makes CloudFormation replace the resource: its resource schema's createOnlyProperties,
-// and a table's KeySchema.
+// createOnly are the properties of each type of resource that holds state, or that
+// cannot be made twice, whose change makes CloudFormation replace the resource: its
+// resource schema's createOnlyProperties, and a table's KeySchema. A gateway endpoint
+// made again on the same route tables fails the update: a route table takes one per
+// service.
 var createOnly = map[string][]string{
 	"AWS::ElastiCache::ServerlessCache": {"ServerlessCacheName", "KmsKeyId", "SnapshotArnsToRestore", "SubnetIds"},
 	"AWS::DynamoDB::Table":              {"TableName", "KeySchema", "ImportSourceSpecification"},
+	"AWS::EC2::VPCEndpoint":             {"VpcId", "ServiceName", "VpcEndpointType"},
 }
 
 // A stack that the previous release deployed (it required a VPC, subnets and the
-// functions' security group), upgraded with the parameters docs/deploy.md gives for it,
-// keeps its cache and its registry table: no create-only property changes. Stack names
+// functions' security group, and added a DynamoDB endpoint to RouteTableIds), upgraded
+// with the parameters docs/deploy.md gives for it, keeps its cache, its registry table
+// and its endpoint: no create-only property changes. Stack names
 // in lowercase, as the names the previous release gave its cache; one with capitals is
 // told apart in deploy.md.
 func TestTemplateUpgradeKeepsTheCacheAndTheTable(t *testing.T) {
@@ -39,9 +43,9 @@ func TestTemplateUpgradeKeepsTheCacheAndTheTable(t *testing.T) {
 	if !strings.Contains(doc, upgrade) {
 		t.Fatalf("docs/deploy.md does not say to deploy an upgraded stack with %s", upgrade)
 	}
-	given := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0"}
+	given := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0", "RouteTableIds", "rtb-0123456789abcdef0"}
 	before := deploy(t, readTemplate(t, previousTemplate), given...)
-	after := deploy(t, readTemplate(t, limiter), append(given, "RouteTableIds", "rtb-0123456789abcdef0", "CacheName", stack+"-buckets")...)
+	after := deploy(t, readTemplate(t, limiter), append(given, "CacheName", stack+"-buckets")...)
 	value := func(d deployment, v any) any { // a Fn::Sub's string; anything else as it is
 		if s, err := d.substitute(v); err == nil {
 			return s
@@ -70,8 +74,8 @@ func TestTemplateUpgradeKeepsTheCacheAndTheTable(t *testing.T) {
 		}
 		kept++
 	}
-	if kept != 2 {
-		t.Fatalf("%d resources holding state in the previous template: want the cache and the table", kept)
+	if kept != 3 {
+		t.Fatalf("%d resources holding state or made once in the previous template: want the cache, the table and the endpoint", kept)
 	}
 }
 

@@ -88,7 +88,11 @@ func TestOperationsAsRestrictedUser(t *testing.T) {
 				check.stop()
 				evals := 0
 				for _, n := range nodes {
-					for _, refused := range refusedObjects(adminDo(t, n, "ACL", "LOG")) {
+					refusals, err := n.ACLRefused(context.Background())
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, refused := range refusals {
 						if !slices.Contains(a.refused, refused) {
 							t.Errorf("%s refused %s to the functions", n.Addr, refused)
 						}
@@ -145,19 +149,6 @@ func runEveryOperation(t *testing.T, authorizer, check *function, flush func()) 
 	if out, err := check.invoke(t, []byte(`{"key":"acl-app","op":"usage"}`)); err != nil || !strings.Contains(string(out), `"total":{"allowed":4,`) {
 		t.Fatalf("usage: %s, %v", out, err)
 	}
-}
-
-// refusedObjects returns the commands and keys an ACL LOG (as adminDo renders it)
-// says were refused, in order.
-func refusedObjects(log string) []string {
-	var objects []string
-	lines := strings.Split(log, "\n")
-	for i, line := range lines[:max(len(lines)-1, 0)] {
-		if line == "object" {
-			objects = append(objects, lines[i+1])
-		}
-	}
-	return objects
 }
 
 // adminDo sends a command to node as its default user, the test's, and returns the

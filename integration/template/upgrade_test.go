@@ -19,17 +19,21 @@ import (
 // previousTemplate is template.yaml of the previous release (main at c09f703, 0.2).
 const previousTemplate = "integration/template/testdata/template-c09f703.yaml"
 
-// createOnly are the properties of each type of resource that holds state whose change
-// makes CloudFormation replace the resource: its resource schema's createOnlyProperties,
-// and a table's KeySchema.
+// createOnly are the properties of each type of resource that holds state, or that
+// cannot be made twice, whose change makes CloudFormation replace the resource: its
+// resource schema's createOnlyProperties, and a table's KeySchema. A gateway endpoint
+// made again on the same route tables fails the update: a route table takes one per
+// service.
 var createOnly = map[string][]string{
 	"AWS::ElastiCache::ServerlessCache": {"ServerlessCacheName", "KmsKeyId", "SnapshotArnsToRestore", "SubnetIds"},
 	"AWS::DynamoDB::Table":              {"TableName", "KeySchema", "ImportSourceSpecification"},
+	"AWS::EC2::VPCEndpoint":             {"VpcId", "ServiceName", "VpcEndpointType"},
 }
 
 // A stack that the previous release deployed (it required a VPC, subnets and the
-// functions' security group), upgraded with the parameters docs/deploy.md gives for it,
-// keeps its cache and its registry table: no create-only property changes. Stack names
+// functions' security group, and added a DynamoDB endpoint to RouteTableIds), upgraded
+// with the parameters docs/deploy.md gives for it, keeps its cache, its registry table
+// and its endpoint: no create-only property changes. Stack names
 // in lowercase, as the names the previous release gave its cache; one with capitals is
 // told apart in deploy.md.
 func TestTemplateUpgradeKeepsTheCacheAndTheTable(t *testing.T) {
@@ -39,9 +43,9 @@ func TestTemplateUpgradeKeepsTheCacheAndTheTable(t *testing.T) {
 	if !strings.Contains(doc, upgrade) {
 		t.Fatalf("docs/deploy.md does not say to deploy an upgraded stack with %s", upgrade)
 	}
-	given := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0"}
+	given := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0", "RouteTableIds", "rtb-0123456789abcdef0"}
 	before := deploy(t, readTemplate(t, previousTemplate), given...)
-	after := deploy(t, readTemplate(t, limiter), append(given, "RouteTableIds", "rtb-0123456789abcdef0", "CacheName", stack+"-buckets")...)
+	after := deploy(t, readTemplate(t, limiter), append(given, "CacheName", stack+"-buckets")...)
 	value := func(d deployment, v any) any { // a Fn::Sub's string; anything else as it is
 		if s, err := d.substitute(v); err == nil {
 			return s
@@ -70,8 +74,8 @@ func TestTemplateUpgradeKeepsTheCacheAndTheTable(t *testing.T) {
 		}
 		kept++
 	}
-	if kept != 2 {
-		t.Fatalf("%d resources holding state in the previous template: want the cache and the table", kept)
+	if kept != 3 {
+		t.Fatalf("%d resources holding state or made once in the previous template: want the cache, the table and the endpoint", kept)
 	}
 }
 
@@ -204,9 +208,12 @@ func upgradeNotes(t *testing.T) []string {
 	return notes
 }
 
-// names reports whether one of notes names the parameter, as `name`.
+// names reports whether one of notes names the parameter, as `name` or with a value,
+// `name=value`.
 func names(notes []string, parameter string) bool {
-	return slices.ContainsFunc(notes, func(note string) bool { return strings.Contains(note, "`"+parameter+"`") })
+	return slices.ContainsFunc(notes, func(note string) bool {
+		return strings.Contains(note, "`"+parameter+"`") || strings.Contains(note, "`"+parameter+"=")
+	})
 }
 
 // A stack of the previous release, upgraded with the values it was deployed with (a
@@ -274,4 +281,116 @@ func refs(v any, params map[string]any) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// The cache that the previous release created admitted every connection, and its
+// functions connected without authenticating; this release's cache gets a user group
+// whose `default` user is turned off, in the cache's update, which comes before the
+// functions' (their REDIS_ADDR is the cache's): from then until each function's own
+// update, the previous release's functions cannot use the cache (new connections are
+// refused NOAUTH, existing ones NOPERM). docs/deploy.md's Gradual deployments says so,
+// and that both versions decide on the same buckets with a Redis of yours alone.
+func TestTemplateUpgradeFromPreviousReleaseLocksItsFunctionsOut(t *testing.T) {
+	given := []string{"VpcId", "vpc-0123456789abcdef0", "SubnetIds", "subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb", "FunctionSecurityGroupId", "sg-0123456789abcdef0"}
+	before := deploy(t, readTemplate(t, previousTemplate), given...).resources(t)
+	after := deploy(t, readTemplate(t, limiter), append(given, "RouteTableIds", "rtb-0123456789abcdef0")...).resources(t)
+	if _, ok := before["Cache"].Properties["UserGroupId"]; ok || before["Cache"].Type == "" {
+		t.Fatalf("the previous release's cache %+v: want one created without a user group", before["Cache"])
+	}
+	group, _ := after["Cache"].Properties["UserGroupId"].(map[string]any)
+	users, _ := after[fmt.Sprint(group["Ref"])].Properties["UserIds"].([]any)
+	off := false
+	for _, u := range users {
+		ref, _ := u.(map[string]any)
+		p := after[fmt.Sprint(ref["Ref"])].Properties
+		off = off || p["UserName"] == "default" && strings.HasPrefix(fmt.Sprint(p["AccessString"]), "off ")
+	}
+	if !off {
+		t.Fatalf("the cache's user group %v (users %v) does not turn the default user off: this test is about one", group, users)
+	}
+	doc := readFile(t, "docs/deploy.md")
+	_, gradual, _ := strings.Cut(doc, "\n## Gradual deployments\n")
+	gradual, _, _ = strings.Cut(gradual, "\n## ")
+	gradual = strings.Join(strings.Fields(gradual), " ")
+	for _, says := range []string{"With the cache the stack created", "`default` user", "cannot use the cache", "quiet hour"} {
+		if !strings.Contains(gradual, says) {
+			t.Errorf("docs/deploy.md's Gradual deployments does not say %q", says)
+		}
+	}
+	_, previous, _ := strings.Cut(gradual, "A stack that release 0.2 deployed")
+	if safe, _, _ := strings.Cut(previous, "safe both ways"); !strings.Contains(safe, "`RedisEndpoint`") {
+		t.Error("docs/deploy.md's Gradual deployments says the previous release's functions decide beside the new ones safely, not only on a Redis of yours (RedisEndpoint)")
+	}
+}
+
+// sinceRelease says, for each parameter the previous release's template did not have,
+// whether its default keeps what a stack of that release did (the reason), or changes
+// it (""), which an upgrade note of CHANGELOG.md must then name.
+var sinceRelease = map[string]string{
+	"RegistryRoute":                 "", // without RouteTableIds, a stack of the previous release is refused
+	"CreateDynamoDBEndpoint":        "true: the endpoint the previous release added to RouteTableIds",
+	"DynamoDBPrefixListId":          "the created security group's alone, which the previous release never made",
+	"XRayEndpoint":                  "the created VPC's alone",
+	"CreateExampleApi":              "true: the example APIs the previous release always made",
+	"RedisPasswordSecretKmsKeyArn":  "empty: the AWS-managed key, which needs no grant",
+	"SystemLogLevel":                "", // WARN drops Lambda's platform lines of every invocation
+	"UsageRetentionDays":            "", // an identity's key stays 35 days, where it left when its buckets were full
+	"IdempotencyTtlMs":              "a record for a requestId alone, which the previous release refused",
+	"UsageOfAddresses":              "", // a source address's key too
+	"AuthorizerReservedConcurrency": "0: unreserved",
+	"CheckReservedConcurrency":      "0: unreserved",
+	"ApiThrottlingRateLimit":        "", // the example APIs answer 429 themselves above 1,000 a second
+	"ApiThrottlingBurstLimit":       "",
+	"CacheMaxDataStorageGB":         "", // the created cache had no usage limits
+	"CacheMaxEcpuPerSecond":         "",
+	"CacheEngineVersion":            "", // nor a major version set
+	"CacheName":                     "", // the previous release's name is not the default
+	"AlarmEmail":                    "empty: no subscription",
+	"EventBusName":                  "empty: no events",
+	"DeploymentType":                "the previous release published no version: its upgrade shifts no traffic, whatever the type",
+	"ApiGatewayLoggingRole":         "", // create sets the Region's API Gateway account setting
+}
+
+// Every parameter added since the previous release has a default that keeps what a
+// stack of that release did, or an upgrade note of CHANGELOG.md names it: upgraded
+// without it (sam deploy gives a new parameter its default), the stack changes.
+func TestTemplateUpgradeNamesTheNewParametersThatChangeWhatItDoes(t *testing.T) {
+	before := section(readTemplate(t, previousTemplate), "Parameters")
+	upgrading := upgradeNotes(t)
+	for name := range section(readTemplate(t, limiter), "Parameters") {
+		if before[name] != nil {
+			continue
+		}
+		keeps, ok := sinceRelease[name]
+		switch {
+		case !ok:
+			t.Errorf("%s is new since the previous release: say in sinceRelease whether its default keeps what that release did", name)
+		case keeps == "" && !names(upgrading, name):
+			t.Errorf("%s's default changes what a stack of the previous release did: no upgrade note of CHANGELOG.md names `%s`", name, name)
+		}
+	}
+}
+
+// firesAtOnce are the alarms new since the previous release that a stack of it may set
+// off from the new version's first invocations, on a state it was already in, by the
+// condition each holds.
+var firesAtOnce = map[string]string{
+	"RedisEvictionPolicyAlarm": "ExistingRedis", // a Redis of yours evicting keys: volatile-lru is ElastiCache's default
+}
+
+// An upgrade note of CHANGELOG.md names each alarm that a stack of the previous release
+// may set off at once, before anything goes wrong during the upgrade.
+func TestTemplateUpgradeNamesTheAlarmsThatFireAtOnce(t *testing.T) {
+	before := section(readTemplate(t, previousTemplate), "Resources")
+	after := section(readTemplate(t, limiter), "Resources")
+	upgrading := upgradeNotes(t)
+	for alarm, condition := range firesAtOnce {
+		r, _ := after[alarm].(map[string]any)
+		if before[alarm] != nil || r["Type"] != "AWS::CloudWatch::Alarm" || r["Condition"] != condition {
+			t.Errorf("%s: want an alarm new since the previous release, on the condition %s: %v", alarm, condition, r)
+		}
+		if !slices.ContainsFunc(upgrading, func(note string) bool { return strings.Contains(note, "`"+alarm+"`") }) {
+			t.Errorf("no upgrade note of CHANGELOG.md says that %s may fire at once", alarm)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/lua"
+	"github.com/bucketgate/bucketgate/internal/wallclock"
 )
 
 // ExpiryMargin is added to the moment every bucket of a key is full again before the
@@ -37,7 +38,7 @@ type Limiter struct {
 	noAddresses bool                                          // set by UsageOfAddresses
 	idempotency time.Duration                                 // set by Idempotency
 	secrets     secrets                                       // set by Secret, or read from Redis (secretOf)
-	now         func() time.Time                              // the clock of reading the secret again and of IdleCheck; wallClock
+	now         func() time.Time                              // the clock of reading the secret again and of IdleCheck; wallclock.Now: a frozen Lambda's monotonic clock would keep a secret Redis lost signing past SecretRecheck
 	lastCall    atomic.Int64                                  // when the last call on an identity's keys started: Unix ns of now
 	checkUntil  atomic.Int64                                  // until when such calls check their connections first (IdleCheck): Unix ns
 }
@@ -84,17 +85,11 @@ func (l *Limiter) usageDaysFor(identity string) int {
 	return usageDaysOf(l.usageDays, !l.noAddresses, identity)
 }
 
-// wallClock is time.Now without its monotonic reading: the secret's recheck and a kept
-// secret's time are told by the wall clock, as IdleCheck is. Go's monotonic clock may
-// stand still while a Lambda instance is frozen, and would keep a secret Redis lost
-// signing long after SecretRecheck.
-func wallClock() time.Time { return time.Now().Round(0) }
-
 // New returns a Limiter that keeps its buckets in the Redis (or Valkey) behind client,
 // a connected client. It should be made with DisableCache: ElastiCache does not support
 // tracking.
 func New(client rediser, opts ...Option) *Limiter {
-	l := &Limiter{client: client, idempotency: DefaultIdempotency, now: wallClock}
+	l := &Limiter{client: client, idempotency: DefaultIdempotency, now: wallclock.Now}
 	for _, o := range opts {
 		o(l)
 	}
@@ -106,7 +101,7 @@ func New(client rediser, opts ...Option) *Limiter {
 // can be made before Redis is reachable: connect's error is the call's error.
 // (*redisconn.Conn).Client, which connects on first use, is such a function.
 func NewLazy(connect func(context.Context) (rueidis.Client, error), opts ...Option) *Limiter {
-	l := &Limiter{connect: connect, idempotency: DefaultIdempotency, now: wallClock}
+	l := &Limiter{connect: connect, idempotency: DefaultIdempotency, now: wallclock.Now}
 	for _, o := range opts {
 		o(l)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/wallclock"
 )
 
 // Secret makes a Limiter sign its reservation and lease ids with HMAC-SHA256 under
@@ -157,7 +158,7 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	s.mu.Lock()
 	now := l.now()
 	mine := s.current
-	if s.fixed || s.reading || now.Sub(s.read) < after {
+	if s.fixed || s.reading || wallclock.Young(now, s.read, after) {
 		s.mu.Unlock()
 		return mine, false
 	}

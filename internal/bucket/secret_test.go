@@ -458,3 +458,17 @@ func TestSecretRecheckByWallClock(t *testing.T) {
 		t.Errorf("the secret's read at %v: want a time without a monotonic reading (a freeze would not count)", at)
 	}
 }
+
+// TestSecretRecheckClockWentBack: a clock that steps back (NTP) reads Redis's secrets
+// again at the next call, rather than signing with what it has for as long as the step.
+func TestSecretRecheckClockWentBack(t *testing.T) {
+	f := newSecretFleet(t)
+	l := f.instance()
+	f.reserve(l)
+	before := bucket.SecretReadOf(l)
+	f.clock.advance(-time.Hour)
+	f.reserve(l)
+	if after := bucket.SecretReadOf(l); !after.Before(before) {
+		t.Fatalf("the secrets last read at %v after the clock went back an hour from %v: want read again", after, before)
+	}
+}

@@ -72,7 +72,7 @@ func (c *Conn) Client(ctx context.Context) (rueidis.Client, error) {
 	case c.closed:
 		c.mu.Unlock()
 		return nil, rueidis.ErrClosing
-	case c.pending == nil && wallclock.Young(time.Now().Round(0), c.lastTry, RetryInterval):
+	case c.pending == nil && wallclock.Young(wallclock.Now(), c.lastTry, RetryInterval):
 		err := c.lastErr
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w", ErrNotConnected, err)
@@ -103,7 +103,7 @@ func (c *Conn) Client(ctx context.Context) (rueidis.Client, error) {
 // attempt starts a connection attempt in the background. c.mu must be held.
 func (c *Conn) attempt() {
 	done := make(chan struct{})
-	c.pending, c.lastTry = done, time.Now().Round(0) // the wall clock (see Client)
+	c.pending, c.lastTry = done, wallclock.Now() // (see Client)
 	go func() {
 		cl, err := c.connect()
 		c.mu.Lock()

@@ -9,6 +9,9 @@ package wallclock
 
 import "time"
 
+// Now is time.Now without its monotonic reading: the wall clock.
+func Now() time.Time { return time.Now().Round(0) }
+
 // Young reports whether since is less than d before now and not after it.
 func Young(now, since time.Time, d time.Duration) bool {
 	age := now.Sub(since)

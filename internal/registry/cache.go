@@ -390,11 +390,20 @@ func (c *Cache) resolve(id string, e cached, cfg *config.Config) (cached, *Recor
 // release lets go of every configuration but cfg, the one in force from now on: an
 // entry resolved with another forgets its plan, to be resolved again, without a read,
 // by its next lookup (as it would be anyway), so that entries not looked up since a
-// change hold no earlier document in memory. Live calls it at each change.
+// change hold no earlier document in memory. Live calls it at each change. It lets go
+// of c.mu after every releaseBatch entries, so that a lookup meanwhile waits for a
+// batch, not for a walk of the whole cache (a second for REGISTRY_CACHE_SIZE's
+// 1,000,000): an entry stored or resolved again meanwhile is resolved with the
+// configuration of its lookup, as after the walk.
 func (c *Cache) release(cfg *config.Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for id, e := range c.entries {
+	n := 0
+	for id, e := range c.entries { // entries stored or removed between batches: as Go's range of a map changed in it
+		if n++; n%releaseBatch == 0 {
+			c.mu.Unlock()
+			c.mu.Lock()
+		}
 		if e.who != nil && e.who.from != nil { // a key of an account: its plan, made with its account's
 			e.who.member, e.who.from = nil, nil
 		}
@@ -404,6 +413,9 @@ func (c *Cache) release(cfg *config.Config) {
 		}
 	}
 }
+
+// releaseBatch is how many entries release walks with the Cache's mutex held.
+const releaseBatch = 1000
 
 // logInvalid logs bad, a record that cannot be used, at error, and reports whether
 // there was one.

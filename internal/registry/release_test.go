@@ -3,10 +3,12 @@ package registry_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -61,6 +63,40 @@ func BenchmarkCacheRelease(b *testing.B) {
 			b.ReportMetric(float64(len(took))/float64(b.N), "lookups/op")
 			b.ReportMetric(float64(took[len(took)*99/100]), "p99-lookup-ns")
 			b.ReportMetric(float64(took[len(took)-1]), "max-lookup-ns")
+		})
+	}
+}
+
+// TestCacheReleaseLetsGoOfTheDocument: after a configuration change, no entry holds the
+// earlier document, in a cache of more entries than release walks at a time, and for
+// keys of an account (whose plan is made with their account's).
+func TestCacheReleaseLetsGoOfTheDocument(t *testing.T) {
+	tests := []struct {
+		name    string
+		src     registry.Source
+		entries int
+	}{
+		{"a few keys", copying{}, 10},
+		{"keys in many batches", copying{}, 2500},
+		{"keys of an account in many batches", copying{account: accountName}, 2500},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := registry.NewCache(tc.src, registry.Options{TTL: time.Hour, Size: tc.entries + 1})
+			old := sizeDocument(t)
+			for i := range tc.entries {
+				if e, err := c.Lookup(context.Background(), old, apiKeyID(i)); err != nil || e.Plan == nil {
+					t.Fatalf("lookup %d: %+v, %v", i, e, err)
+				}
+			}
+			gone := weak.Make(old)
+			old = nil
+			registry.Release(c, config.Default())
+			runtime.GC()
+			if gone.Value() != nil {
+				t.Fatal("the earlier document is still held after the change")
+			}
+			runtime.KeepAlive(c)
 		})
 	}
 }

@@ -86,6 +86,11 @@ type Cache struct {
 	// so that a made-up key's hold needs no room among the entries of registered keys
 	// (which it must not evict while the table fails), and bounded as they are.
 	holds map[string]time.Time
+	// holdsEnd is when the last of the holds ends: from then on (or once the clock
+	// went back from it, as pending tells), the first lookup lets go of them all, and
+	// of their table, at once, rather than keep them, ended, after an outage until
+	// other holds take their places.
+	holdsEnd time.Time
 }
 
 // cached is one identity's entry, by the id of its item (ItemID).
@@ -297,6 +302,9 @@ func (c *Cache) lookup(ctx context.Context, cfg *config.Config, id string) (Entr
 	for {
 		now := c.opts.Now().Round(0) // the wall clock (see young)
 		c.mu.Lock()
+		if len(c.holds) > 0 && !pending(now, c.holdsEnd, RetryAfterFailure) {
+			c.holds, c.holdsEnd = make(map[string]time.Time), time.Time{}
+		}
 		e, ok := c.entries[id]
 		switch {
 		case ok && e.readAt != 0 && young(now, e.readAt.time(), c.opts.TTL):
@@ -610,6 +618,9 @@ func (c *Cache) hold(id string, until time.Time) {
 		delete(c.holds, victim)
 	}
 	c.holds[id] = until
+	if until.After(c.holdsEnd) {
+		c.holdsEnd = until
+	}
 }
 
 // entry is what e says at now, answered as r: no plan once the record has expired.

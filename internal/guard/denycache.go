@@ -144,14 +144,20 @@ func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.T
 		c.bytes += entryBytes(e)
 		return
 	}
-	e := &denial{key: key, d: d, sent: sent, unasked: admitted}
-	need := entryBytes(e)
+	fresh := denial{key: key, d: d, sent: sent, unasked: admitted}
+	need := entryBytes(&fresh)
+	var e *denial
 	for len(c.entries) > 0 && (len(c.entries) >= c.size || c.bytes+need > DenyCacheMaxBytes) {
 		for _, old := range c.entries { // map order: an arbitrary entry
 			c.remove(old)
+			e = old // no longer linked nor found: its room serves the new entry
 			break
 		}
 	}
+	if e == nil {
+		e = new(denial)
+	}
+	*e = fresh
 	if head := c.heads[e.key.identity]; head != nil {
 		e.key.identity = head.key.identity // one string for the identity's entries and its heads key
 		e.next, head.prev = head, e

@@ -10,6 +10,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+	"github.com/redis/rueidis"
 )
 
 // reshardFor is how long the slot of the test's identity stays half moved: longer than
@@ -203,5 +204,102 @@ func TestUsageDuringReshard(t *testing.T) {
 	})
 	if err != nil || len(days) != 1 || days[0].Allowed != 1 || days[0].Cost != 1 {
 		t.Fatalf("usage during the reshard: %+v, %v; want 1 allowed of cost 1", days, err)
+	}
+}
+
+// beginning is a counting client that calls begin once its first round trip of
+// commands (DoMulti) has been answered.
+type beginning struct {
+	*counting
+	begin func()
+}
+
+// DoMulti sends cmds, then begins.
+func (b *beginning) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	results := b.counting.DoMulti(ctx, cmds...)
+	if b.begin != nil {
+		b.begin()
+		b.begin = nil
+	}
+	return results
+}
+
+// TestDecideBatchFlushedDuringReshard: a batch on masters that lost the script while
+// the slot of one identity moves decides each of its calls once, in order, in a
+// bounded number of round trips, when the moving slot's calls are refused with
+// TRYAGAIN at once, and when they were refused with NOSCRIPT first, so that the round
+// that sends one of them with the script's text is refused (TRYAGAIN, before the text
+// is loaded) and loads nothing.
+func TestDecideBatchFlushedDuringReshard(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	c := connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")})
+	from, to := cluster.Masters[0], cluster.Masters[1]
+	tests := []struct {
+		name       string
+		afterFirst bool // the migration begins once the batch's first round trip is answered
+		texts      int  // the calls with the script's text: one a master, and one refused
+	}{
+		{"the slot moving before the batch", false, 2},
+		{"the slot moving after its first round trip", true, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			moving := onServer(t, 0, 3, "flushed-reshard-"+tc.name)
+			counted := &counting{Client: c}
+			client := &beginning{counting: counted}
+			l := bucket.New(client)
+			if d := decide(t, l, bucketgate.Request{Identity: moving, Rules: still, Cost: 1}); d.Remaining != still[0].Capacity-1 {
+				t.Fatalf("before the reshard: %+v", d)
+			}
+			qs := []bucketgate.Request{
+				{Identity: moving, Rules: still, Cost: 1, RequestID: "first"}, // its record on no master: TRYAGAIN
+				{Identity: onServer(t, 0, 3, "flushed-same-node-"+tc.name), Rules: still, Cost: 1},
+				{Identity: onServer(t, 1, 3, "flushed-other-node-"+tc.name), Rules: still, Cost: 1},
+				{Identity: moving, Rules: still, Cost: 1, RequestID: "second"},
+			}
+			want := []int64{still[0].Capacity - 2, still[0].Capacity - 1, still[0].Capacity - 1, still[0].Capacity - 3}
+			for _, m := range cluster.Masters {
+				if _, err := m.Command(ctx, "SCRIPT", "FLUSH"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			slot := bucket.Slot(moving)
+			begin := func() {
+				if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+					t.Error(err)
+				}
+			}
+			if tc.afterFirst {
+				client.begin = begin
+			} else {
+				begin()
+			}
+			counted.trips, counted.texts = 0, 0
+			moved := make(chan error, 1)
+			time.AfterFunc(reshardFor, func() { moved <- redistest.EndMigration(ctx, slot, from, to) })
+			deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			ds, errs := l.DecideBatch(deadline, qs)
+			if err := <-moved; err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d round trips, %d calls with the script's text", counted.trips, counted.texts)
+			for i, d := range ds {
+				if errs[i] != nil || !d.Allowed || d.Replayed || d.Remaining != want[i] {
+					t.Fatalf("request %d: %+v, %v; want allowed with %d left (each once, in order)", i, d, errs[i], want[i])
+				}
+			}
+			if d := decide(t, l, bucketgate.Request{Identity: moving, Rules: still}); d.Remaining != still[0].Capacity-3 {
+				t.Fatalf("after the reshard, charged %d times: %+v", still[0].Capacity-d.Remaining, d)
+			}
+			// The first round trip; then each wait for the slot: a round trip for the calls
+			// refused, and the rounds of loading the script (bucket.MaxLoads, and one with
+			// the text for every call still refused).
+			rounds := 1 + (1+bucket.MaxLoads+1)*(1+int(bucket.TryAgainFor/bucket.TryAgainWait))
+			if counted.trips > rounds || counted.texts != tc.texts {
+				t.Fatalf("%d round trips and %d calls with the script's text, want at most %d and %d", counted.trips, counted.texts, rounds, tc.texts)
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,15 +24,17 @@ const DenyCacheMaxAge = time.Second
 // (Options.DenyCacheSize): 32 MiB, an eighth of the functions' 256 MB. Each entry counts
 // its identity, its rule set's key, the names its decision holds and entryOverhead;
 // the worst entry (a check function tenant's 1,000-byte key, 8 rules of 64-byte names)
-// counts about 2.6 KB, so a cache of them holds about 12,800. Its table, allocated at
-// init for Options.DenyCacheSize entries (about 6 MB for 100,000), comes on top.
+// counts about 2.6 KB, so a cache of them holds about 12,800. Its tables, allocated at
+// init for Options.DenyCacheSize entries or the 43,690 that DenyCacheMaxBytes holds at
+// most, whichever is fewer (about 5 MB), come on top.
 const DenyCacheMaxBytes = 32 << 20
 
 // entryOverhead is what a deny cache entry takes besides its strings' bytes: the
-// denial (the Decision, the send time, its strings' headers, about 200 bytes) with room
-// for its list's growth, a map entry of its identity, and the rounding of every
-// allocation up to its size class. TestDenyCacheBytesBound holds the count of a full
-// cache of worst entries to at least what they take on the heap.
+// denial (the Decision, the send time, its key's strings' headers, its links, about 250
+// bytes), the rounding of every allocation up to its size class, and an entry of the
+// map of identities' lists (its table is allocated at init, as the entries' is).
+// TestDenyCacheBytesBound holds the count of a full cache of worst entries to at least
+// what they take on the heap.
 const entryOverhead = 768
 
 // denyCache remembers, for a check Redis decided, the denial an identical check would
@@ -48,28 +49,44 @@ const entryOverhead = 768
 // DenyCacheMaxBytes of them (entryBytes); a full cache drops arbitrary ones to make
 // room. With askFirst, the first repeat of an admission's check is not denied but
 // sent to Redis (see Options.AskFirstDenial). It is safe for concurrent use.
+//
+// Each entry is found by its key in a map, and linked into its identity's list, which
+// forget walks: however many entries an identity has (a check function tenant whose
+// checks each cost another amount: tokens of a model), a get, a put or an eviction
+// costs the same.
 type denyCache struct {
 	size     int
 	askFirst bool
 
 	mu      sync.Mutex
-	n       int                 // entries held
-	bytes   int                 // their entryBytes
-	entries map[string][]denial // by identity
+	bytes   int                 // the entries' entryBytes
+	entries map[denyKey]*denial // by identity and check
+	heads   map[string]*denial  // each identity's list of entries, by its first
 }
 
-// denial is a cached denial: the Decision Redis gave to a check of rules and cost (by
-// checkKey) sent at sent (by the wall clock: no monotonic reading); unasked when it follows from an admission and no repeat of
-// the check has been sent to Redis since.
+// denyKey is a deny cache entry's key: the identity and the check (checkKey).
+type denyKey struct {
+	identity, check string
+}
+
+// denial is a cached denial: the Decision Redis gave to a check (key) sent at sent (by
+// the wall clock: no monotonic reading); unasked when it follows from an admission and
+// no repeat of the check has been sent to Redis since. prev and next link the entries
+// of its identity.
 type denial struct {
-	check   string
-	d       bucketgate.Decision
-	sent    time.Time
-	unasked bool
+	key        denyKey
+	d          bucketgate.Decision
+	sent       time.Time
+	unasked    bool
+	prev, next *denial
 }
 
+// newDenyCache returns a deny cache of at most size entries. Its tables are allocated
+// for as many as it can hold: size, or, under DenyCacheMaxBytes, fewer.
 func newDenyCache(size int, askFirst bool) *denyCache {
-	return &denyCache{size: size, askFirst: askFirst, entries: make(map[string][]denial, size)}
+	most := min(size, DenyCacheMaxBytes/entryOverhead)
+	return &denyCache{size: size, askFirst: askFirst,
+		entries: make(map[denyKey]*denial, most), heads: make(map[string]*denial, most)}
 }
 
 // get returns the denial cached for q, brought forward to now: its waits shortened by
@@ -81,29 +98,28 @@ func newDenyCache(size int, askFirst bool) *denyCache {
 // sent (the clock went back); with askFirst, nor for the first repeat of an admission's
 // check, which goes to Redis (the repeats after it are denied).
 func (c *denyCache) get(q bucketgate.Request, now time.Time) (bucketgate.Decision, bool) {
-	check := checkKey(q)
+	key := denyKey{q.Identity, checkKey(q)}
 	now = now.Round(0) // the wall clock (see DenyCacheMaxAge)
 	c.mu.Lock()
-	list := c.entries[q.Identity]
-	i := index(list, check)
-	var e denial
-	if i >= 0 {
-		e = list[i]
+	e, found := c.entries[key]
+	var d bucketgate.Decision
+	var sent time.Time
+	if found {
+		d, sent = e.d, e.sent
 		switch {
 		case !wallclock.Young(now, e.sent, min(e.d.RetryAfter, DenyCacheMaxAge)):
-			c.remove(q.Identity, list, i)
-			i = -1
+			c.remove(e)
+			found = false
 		case e.unasked && c.askFirst:
-			list[i].unasked = false
-			i = -1
+			e.unasked = false
+			found = false
 		}
 	}
 	c.mu.Unlock()
-	if i < 0 {
+	if !found {
 		return bucketgate.Decision{}, false
 	}
-	elapsed := now.Sub(e.sent).Truncate(time.Millisecond)
-	d := e.d
+	elapsed := now.Sub(sent).Truncate(time.Millisecond)
 	d.RetryAfter -= elapsed // at least a millisecond: less than RetryAfter has passed
 	d.ResetAfter = max(d.ResetAfter-elapsed, d.RetryAfter)
 	d.At = d.At.Add(elapsed)
@@ -119,71 +135,72 @@ func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.T
 	if !ok {
 		return
 	}
-	e := denial{check: checkKey(q), d: d, sent: sent.Round(0), unasked: admitted}
-	need := entryBytes(q.Identity, e)
+	key := denyKey{q.Identity, checkKey(q)}
+	sent = sent.Round(0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	list := c.entries[q.Identity]
-	if i := index(list, e.check); i >= 0 {
-		c.bytes += need - entryBytes(q.Identity, list[i])
-		list[i] = e
+	if e, found := c.entries[key]; found {
+		c.bytes -= entryBytes(e)
+		e.d, e.sent, e.unasked = d, sent, admitted
+		c.bytes += entryBytes(e)
 		return
 	}
-	for c.n > 0 && (c.n >= c.size || c.bytes+need > DenyCacheMaxBytes) {
-		for id, l := range c.entries { // map order: an arbitrary entry
-			c.remove(id, l, 0)
+	fresh := denial{key: key, d: d, sent: sent, unasked: admitted}
+	need := entryBytes(&fresh)
+	var e *denial
+	for len(c.entries) > 0 && (len(c.entries) >= c.size || c.bytes+need > DenyCacheMaxBytes) {
+		for _, old := range c.entries { // map order: an arbitrary entry
+			c.remove(old)
+			e = old // no longer linked nor found: its room serves the new entry
 			break
 		}
 	}
-	c.entries[q.Identity] = append(c.entries[q.Identity], e) // the list may have gone
-	c.n++
+	if e == nil {
+		e = new(denial)
+	}
+	*e = fresh
+	if head := c.heads[e.key.identity]; head != nil {
+		e.key.identity = head.key.identity // one string for the identity's entries and its heads key
+		e.next, head.prev = head, e
+	}
+	c.heads[e.key.identity] = e
+	c.entries[e.key] = e
 	c.bytes += need
 }
 
-// entryBytes is what the deny cache counts for entry e of identity: the bytes of its
-// strings (the identity counted with each of its entries; the decision holds one of its
-// own, its rule's name) and entryOverhead.
-func entryBytes(identity string, e denial) int {
-	return len(identity) + len(e.check) + len(e.d.Rule) + entryOverhead
+// entryBytes is what the deny cache counts for entry e: the bytes of its strings (its
+// identity counted with each of its entries; the decision holds one of its own, its
+// rule's name) and entryOverhead.
+func entryBytes(e *denial) int {
+	return len(e.key.identity) + len(e.key.check) + len(e.d.Rule) + entryOverhead
 }
 
 // forget drops every denial cached for identity.
 func (c *denyCache) forget(identity string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range c.entries[identity] {
-		c.bytes -= entryBytes(identity, e)
+	for e := c.heads[identity]; e != nil; e = e.next {
+		c.bytes -= entryBytes(e)
+		delete(c.entries, e.key)
 	}
-	c.n -= len(c.entries[identity])
-	delete(c.entries, identity)
+	delete(c.heads, identity)
 }
 
-// remove drops entry i of list, identity's entries. A list left with less than half
-// its room is copied to one of its length, so that no list keeps the room of entries it
-// lost, which the count no longer holds (entryOverhead counts room for a list's growth,
-// up to twice its entries). c.mu must be held.
-func (c *denyCache) remove(identity string, list []denial, i int) {
-	c.n--
-	c.bytes -= entryBytes(identity, list[i])
-	if len(list) == 1 {
-		delete(c.entries, identity)
-		return
+// remove drops entry e. c.mu must be held.
+func (c *denyCache) remove(e *denial) {
+	c.bytes -= entryBytes(e)
+	delete(c.entries, e.key)
+	switch {
+	case e.prev != nil:
+		e.prev.next = e.next
+	case e.next != nil:
+		c.heads[e.key.identity] = e.next
+	default:
+		delete(c.heads, e.key.identity)
 	}
-	list = append(list[:i], list[i+1:]...)
-	if len(list) < cap(list)/2 {
-		list = slices.Clone(list)
+	if e.next != nil {
+		e.next.prev = e.prev
 	}
-	c.entries[identity] = list
-}
-
-// index returns the index in list of the denial for check, or -1.
-func index(list []denial, check string) int {
-	for i := range list {
-		if list[i].check == check {
-			return i
-		}
-	}
-	return -1
 }
 
 // checkKey is the cost and each rule in order (shadow or not; a bucket's capacity and

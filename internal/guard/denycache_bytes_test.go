@@ -52,9 +52,9 @@ func TestDenyCacheBytesBound(t *testing.T) {
 	tableBytes := int64(table.HeapAlloc) - int64(before.HeapAlloc)
 	runtime.KeepAlive(c)
 	t.Logf("%d entries held, counted %d bytes (%d each), heap %d bytes (%d each) beside the table's %d",
-		c.n, c.bytes, c.bytes/max(c.n, 1), held, held/int64(max(c.n, 1)), tableBytes)
+		len(c.entries), c.bytes, c.bytes/max(len(c.entries), 1), held, held/int64(max(len(c.entries), 1)), tableBytes)
 	switch {
-	case c.n == 0:
+	case len(c.entries) == 0:
 		t.Fatal("nothing cached")
 	case c.bytes > DenyCacheMaxBytes:
 		t.Fatalf("counted %d bytes, want at most DenyCacheMaxBytes (%d)", c.bytes, DenyCacheMaxBytes)
@@ -67,7 +67,7 @@ func TestDenyCacheBytesBound(t *testing.T) {
 // (a tenant whose checks each cost another amount: tokens of a model) and then lost
 // them (served past their wait, or evicted) takes no more heap than the deny cache
 // counts for what it still holds: a list keeps no room for the entries it once had,
-// which the count no longer holds, beyond what entryOverhead counts for its growth.
+// which the count no longer holds.
 func TestDenyCacheBytesBoundAfterShrinking(t *testing.T) {
 	const noise = 64 << 10 // what the runtime and the test's own goroutines allocate or free meanwhile; a list of 1,000 entries' room is 300 KB
 	rules := []bucketgate.Rule{{Name: "tokens", Capacity: bucketgate.MaxCapacity, RefillPerSecond: 1}}
@@ -102,9 +102,9 @@ func TestDenyCacheBytesBoundAfterShrinking(t *testing.T) {
 			runtime.ReadMemStats(&after)
 			held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 			runtime.KeepAlive(c)
-			t.Logf("%d entries held, counted %d bytes, heap %d bytes", c.n, c.bytes, held)
-			if c.n != tc.keep {
-				t.Fatalf("%d entries held, want %d", c.n, tc.keep)
+			t.Logf("%d entries held, counted %d bytes, heap %d bytes", len(c.entries), c.bytes, held)
+			if len(c.entries) != tc.keep {
+				t.Fatalf("%d entries held, want %d", len(c.entries), tc.keep)
 			}
 			if held > int64(c.bytes)+noise {
 				t.Fatalf("the entries take %d bytes of heap, more than the %d counted: the list kept the room of the entries it lost", held, c.bytes)

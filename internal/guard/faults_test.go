@@ -2,8 +2,6 @@ package guard_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime"
@@ -257,7 +255,7 @@ func TestNoScriptRecovery(t *testing.T) {
 	if r := decide(t, g, q); r.Failure != guard.FailureNone || r.Reason != bucketgate.ReasonOK {
 		t.Fatalf("after SCRIPT FLUSH: %+v", r)
 	}
-	if n := run(t, srv, "SCRIPT", "EXISTS", scriptSHA()); n != "1" {
+	if n := run(t, srv, "SCRIPT", "EXISTS", lua.BucketSHA1); n != "1" {
 		t.Fatalf("script not loaded again after SCRIPT FLUSH")
 	}
 
@@ -359,12 +357,6 @@ func countFailures(t *testing.T, g *guard.Guard, q bucketgate.Request, n int, wa
 			t.Fatalf("failed decision %d of %d: %+v, want %s", i+1, n, r, want)
 		}
 	}
-}
-
-// scriptSHA is the SHA-1 that Redis knows bucket.lua by.
-func scriptSHA() string {
-	sum := sha1.Sum([]byte(lua.BucketSource))
-	return hex.EncodeToString(sum[:])
 }
 
 // run sends a command to srv and returns its reply as text.

@@ -30,7 +30,7 @@ func TestWallClockAcrossFreezes(t *testing.T) {
 		t.Fatal("no probe a probe interval after the circuit opened")
 	}
 	for name, at := range map[string]time.Time{
-		"the cached denial's send":            c.entries["a"][0].sent,
+		"the cached denial's send":            c.heads["a"].sent,
 		"the next probe after the opening":    opened.nextProbe,
 		"the next probe after a probe's turn": probed.nextProbe,
 	} {

@@ -87,6 +87,11 @@ type Cache struct {
 	// so that a made-up key's hold needs no room among the entries of registered keys
 	// (which it must not evict while the table fails), and bounded as they are.
 	holds map[string]time.Time
+	// holdsEnd is when the last of the holds ends: from then on (or once the clock
+	// went back from it, as pending tells), the first lookup lets go of them all, and
+	// of their table, at once, rather than keep them, ended, after an outage until
+	// other holds take their places.
+	holdsEnd time.Time
 }
 
 // cached is one identity's entry, by the id of its item (ItemID).
@@ -280,6 +285,9 @@ func (c *Cache) lookup(ctx context.Context, cfg *config.Config, id string) (Entr
 	for {
 		now := c.opts.Now().Round(0) // the wall clock (see wallclock)
 		c.mu.Lock()
+		if len(c.holds) > 0 && !wallclock.Pending(now, c.holdsEnd, RetryAfterFailure) {
+			c.holds, c.holdsEnd = make(map[string]time.Time), time.Time{}
+		}
 		e, ok := c.entries[id]
 		switch {
 		case ok && e.readAt != 0 && wallclock.Young(now, e.readAt.time(), c.opts.TTL):
@@ -373,11 +381,20 @@ func (c *Cache) resolve(id string, e cached, cfg *config.Config) (cached, *Recor
 // release lets go of every configuration but cfg, the one in force from now on: an
 // entry resolved with another forgets its plan, to be resolved again, without a read,
 // by its next lookup (as it would be anyway), so that entries not looked up since a
-// change hold no earlier document in memory. Live calls it at each change.
+// change hold no earlier document in memory. Live calls it at each change. It lets go
+// of c.mu after every releaseBatch entries, so that a lookup meanwhile waits for a
+// batch, not for a walk of the whole cache (a second for REGISTRY_CACHE_SIZE's
+// 1,000,000): an entry stored or resolved again meanwhile is resolved with the
+// configuration of its lookup, as after the walk.
 func (c *Cache) release(cfg *config.Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for id, e := range c.entries {
+	n := 0
+	for id, e := range c.entries { // entries stored or removed between batches: as Go's range of a map changed in it
+		if n++; n%releaseBatch == 0 {
+			c.mu.Unlock()
+			c.mu.Lock()
+		}
 		if e.who != nil && e.who.from != nil { // a key of an account: its plan, made with its account's
 			e.who.member, e.who.from = nil, nil
 		}
@@ -387,6 +404,9 @@ func (c *Cache) release(cfg *config.Config) {
 		}
 	}
 }
+
+// releaseBatch is how many entries release walks with the Cache's mutex held.
+const releaseBatch = 1000
 
 // logInvalid logs bad, a record that cannot be used, at error, and reports whether
 // there was one.
@@ -581,6 +601,9 @@ func (c *Cache) hold(id string, until time.Time) {
 		delete(c.holds, victim)
 	}
 	c.holds[id] = until
+	if until.After(c.holdsEnd) {
+		c.holdsEnd = until
+	}
 }
 
 // entry is what e says at now, answered as r: no plan once the record has expired.

@@ -1,6 +1,10 @@
 package registry
 
-import "time"
+import (
+	"time"
+
+	"github.com/bucketgate/bucketgate/internal/config"
+)
 
 // HoldsOf returns how many holds after failed reads c keeps, for the tests.
 func HoldsOf(c *Cache) int {
@@ -22,3 +26,7 @@ func ReadTimesOf(l *Live) (readAt, retryAt time.Time) {
 	s := l.state.Load()
 	return s.readAt, s.retryAt
 }
+
+// Release has c let go of every configuration but cfg, as Live does at a change, for
+// the tests.
+func Release(c *Cache, cfg *config.Config) { c.release(cfg) }

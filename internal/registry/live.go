@@ -257,10 +257,9 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 			l.opts.Log.LogAttrs(ctx, slog.LevelInfo, MsgConfigApplied, slog.Int64(AttrVersion, 0),
 				slog.String(AttrSource, "the environment's: the registry table holds no item "+ConfigID))
 			LogCaveats(ctx, l.opts.Log, l.env, 0)
-			l.release(l.env)
 		}
 		next.view, next.document = View{Config: l.env, cache: l.cache}, ""
-		l.state.Store(&next)
+		l.put(s, &next)
 		return &next, Refresh{Result: ResultMiss}
 	case bad == nil && item.Document == s.document && item.Version == s.view.Version:
 		l.state.Store(&next) // unchanged
@@ -269,7 +268,7 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 	cfg, loadErr := l.load(item, bad, &next)
 	if loadErr == nil {
 		l.apply(ctx, &next, item, cfg, "the registry table's item "+ConfigID)
-		l.state.Store(&next)
+		l.put(s, &next)
 		return &next, Refresh{Result: ResultMiss}
 	}
 	l.opts.Log.LogAttrs(ctx, slog.LevelError, MsgConfigInvalid, slog.Int64(AttrVersion, item.Version),
@@ -283,7 +282,7 @@ func (l *Live) refresh(ctx context.Context, s *liveState, now time.Time, timeout
 				ErrNoDocumentLoads, ConfigID, MaxFallbackReads, loadErr)
 		}
 	}
-	l.state.Store(&next)
+	l.put(s, &next)
 	return &next, r
 }
 
@@ -335,13 +334,16 @@ func (l *Live) apply(ctx context.Context, next *liveState, item StoredConfig, cf
 	l.opts.Log.LogAttrs(ctx, slog.LevelInfo, MsgConfigApplied, slog.Int64(AttrVersion, item.Version), slog.String(AttrSource, source))
 	LogCaveats(ctx, l.opts.Log, cfg, item.Version)
 	next.view, next.document = View{Config: cfg, Version: item.Version, cache: l.cache}, item.Document
-	l.release(cfg)
 }
 
-// release has the cache let go of every configuration but cfg, now in force.
-func (l *Live) release(cfg *config.Config) {
-	if l.cache != nil {
-		l.cache.release(cfg)
+// put puts next, the state that follows s, in force, and when its configuration is
+// another, has the cache let go of every configuration but it: after the state, so
+// that the lookups made meanwhile (the cache lets them through as it goes) resolve
+// their entries with the configuration now in force, not the one let go of.
+func (l *Live) put(s, next *liveState) {
+	l.state.Store(next)
+	if l.cache != nil && next.view.Config != nil && next.view.Config != s.view.Config {
+		l.cache.release(next.view.Config)
 	}
 }
 

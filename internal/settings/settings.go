@@ -113,7 +113,7 @@ const (
 	// far beyond any useful wait and well inside time.Duration.
 	MaxTimeout = time.Minute
 	// MaxDenyCacheSize is the largest deny cache DENY_CACHE_SIZE may ask for, in
-	// entries: its table is allocated at init (about 6 MB for 100,000 entries), and
+	// entries: its tables are allocated at init (about 5 MB for 100,000 entries), and
 	// its entries hold at most guard.DenyCacheMaxBytes (32 MiB) whatever their number,
 	// identities and rules: together under a sixth of the template's 256 MB.
 	MaxDenyCacheSize = 100_000

@@ -202,7 +202,8 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 // set, and exits with status 1: the Lambda runtime reports the exit, the log says why.
 // The runtime registers an internal extension (lambda.WithEnableSIGTERM), so that
 // Lambda sends SIGTERM before it ends the instance, and at SIGTERM the function writes
-// the metrics that wait and exits.
+// the metrics that wait and exits; an invocation that panics writes them too, since
+// the runtime then ends the process.
 func Main(f Function) {
 	h, p, err := build(f, os.Getenv, os.Stdout, os.Stderr)
 	fn, v := slog.String(AttrFunction, f.Name), slog.String(AttrVersion, version.String())
@@ -211,7 +212,29 @@ func Main(f Function) {
 		os.Exit(1)
 	}
 	p.log.Info(MsgInit, fn, v)
-	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(atShutdown(p.metrics, p.log, os.Exit)))
+	lambda.StartWithOptions(flushOnPanic{h, flusher(p.metrics, p.log)}, lambda.WithEnableSIGTERM(atShutdown(p.metrics, p.log, os.Exit)))
+}
+
+// flushOnPanic is a Lambda handler that writes the metrics that wait (flush) when an
+// invocation of Handler does not return, before its panic goes on unchanged:
+// aws-lambda-go reports a panic as the invocation's error and ends the process, which
+// would lose METRICS_FLUSH_MS's sums and the panicking invocation's own metrics.
+type flushOnPanic struct {
+	lambda.Handler
+	flush func()
+}
+
+// Invoke is Handler's Invoke, flushing when it panics.
+func (h flushOnPanic) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	returned := false
+	defer func() {
+		if !returned {
+			h.flush()
+		}
+	}()
+	out, err := h.Handler.Invoke(ctx, payload)
+	returned = true
+	return out, err
 }
 
 // Messages and attributes of the lines Main logs at init.

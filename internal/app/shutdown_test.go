@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -72,5 +73,65 @@ func TestAtShutdown(t *testing.T) {
 	}
 	if got := decisionsIn(t, out.String()); got != 3+during {
 		t.Errorf("%v decisions in all, want %d: one was lost or written twice", got, 3+during)
+	}
+}
+
+// invokeFunc is a Lambda handler that is a function.
+type invokeFunc func(ctx context.Context, payload []byte) ([]byte, error)
+
+func (f invokeFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return f(ctx, payload)
+}
+
+// An invocation that panics writes the metrics that wait, its own with them, before its
+// panic goes on to the runtime, which ends the process: they would be lost. One that
+// returns leaves them to METRICS_FLUSH_MS.
+func TestFlushOnPanic(t *testing.T) {
+	tests := []struct {
+		name    string
+		panics  bool
+		written float64 // decisions written when the invocation ends
+	}{
+		{"panics", true, 3},
+		{"returns", false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out syncBuffer
+			e := telemetry.NewEmitter(&out, "ns", "orders-prod", "check", telemetry.FlushEvery(time.Minute))
+			emit := func() {
+				var inv telemetry.Invocation
+				inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
+				if err := e.Emit(time.Now(), &inv); err != nil {
+					t.Error(err)
+				}
+			}
+			emit() // written at once; the next ones wait
+			h := app.FlushOnPanic(invokeFunc(func(context.Context, []byte) ([]byte, error) {
+				defer emit() // as the handlers emit their invocation's metrics
+				if tt.panics {
+					panic("handler bug")
+				}
+				return []byte("{}"), nil
+			}), func() {
+				if err := e.Flush(); err != nil {
+					t.Error(err)
+				}
+			})
+			emit()
+			var recovered any
+			func() {
+				defer func() { recovered = recover() }()
+				if _, err := h.Invoke(context.Background(), []byte("{}")); err != nil {
+					t.Error(err)
+				}
+			}()
+			if want := map[bool]any{true: "handler bug", false: nil}[tt.panics]; recovered != want {
+				t.Errorf("recovered %v, want %v: the panic must go on unchanged", recovered, want)
+			}
+			if got := decisionsIn(t, out.String()); got != tt.written {
+				t.Errorf("%v decisions written, want %v:\n%s", got, tt.written, out.String())
+			}
+		})
 	}
 }

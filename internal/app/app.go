@@ -148,13 +148,17 @@ func logUnwritten(log *slog.Logger, err error) {
 
 // atShutdown returns what a function does when Lambda ends its instance (scaling in, a
 // new version, hours of service) and sends it SIGTERM: it writes the metrics that wait
-// in e (METRICS_FLUSH_MS's sums), then exits with status 0, since nothing else is left
-// to do and the process would otherwise idle until SIGKILL. It may run while an
-// invocation does: e is safe for concurrent use.
-func atShutdown(e *telemetry.Emitter, log *slog.Logger, exit func(code int)) func() {
+// in e (METRICS_FLUSH_MS's sums), logs the failures of events (nil: no bus) not logged
+// yet, then exits with status 0, since nothing else is left to do and the process
+// would otherwise idle until SIGKILL. It may run while an invocation does: e and events
+// are safe for concurrent use.
+func atShutdown(e *telemetry.Emitter, events *eventbus.Sender, log *slog.Logger, exit func(code int)) func() {
 	flush := flusher(e, log)
 	return func() {
 		flush()
+		if events != nil {
+			events.Flush(context.Background())
+		}
 		exit(0)
 	}
 }
@@ -202,7 +206,7 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 // set, and exits with status 1: the Lambda runtime reports the exit, the log says why.
 // The runtime registers an internal extension (lambda.WithEnableSIGTERM), so that
 // Lambda sends SIGTERM before it ends the instance, and at SIGTERM the function writes
-// the metrics that wait and exits; an invocation that panics writes them too, since
+// the metrics that wait, logs the events' failures not logged yet, and exits; an invocation that panics writes them too, since
 // the runtime then ends the process.
 func Main(f Function) {
 	h, p, err := build(f, os.Getenv, os.Stdout, os.Stderr)
@@ -212,7 +216,7 @@ func Main(f Function) {
 		os.Exit(1)
 	}
 	p.log.Info(MsgInit, fn, v)
-	lambda.StartWithOptions(flushOnPanic{h, flusher(p.metrics, p.log)}, lambda.WithEnableSIGTERM(atShutdown(p.metrics, p.log, os.Exit)))
+	lambda.StartWithOptions(flushOnPanic{h, flusher(p.metrics, p.log)}, lambda.WithEnableSIGTERM(atShutdown(p.metrics, p.events, p.log, os.Exit)))
 }
 
 // flushOnPanic is a Lambda handler that writes the metrics that wait (flush) when an

@@ -381,6 +381,26 @@ func TestSendSaysUnloggedFailuresOnceTheBusIsBack(t *testing.T) {
 	}
 }
 
+// Flush says at once the failures only counted within the period, as the instance
+// ends (at SIGTERM) before any Send could; then nothing more.
+func TestFlushSaysUnloggedFailures(t *testing.T) {
+	var logs bytes.Buffer
+	now := time.Unix(1_800_000_000, 0)
+	s := local(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html>not EventBridge</html>") }, 5*time.Second, &logs, &now)
+	var inv telemetry.Invocation
+	for range 3 { // the first logged, the others counted
+		s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+		now = now.Add(10 * time.Second)
+	}
+	for range 2 {
+		s.Flush(t.Context())
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"failed":0,`) || !strings.Contains(lines[1], `"failedUnlogged":4,`) {
+		t.Fatalf("%d lines, want the first failure's and one saying the 4 unlogged:\n%s", len(lines), &logs)
+	}
+}
+
 // No events, no call.
 func TestSendNothing(t *testing.T) {
 	var logs bytes.Buffer

@@ -88,7 +88,7 @@ func build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 // decides requests itself (package middleware), in a process that is not frozen between
 // requests: metrics carry the Function dimension name, and what they gather is written
 // every METRICS_FLUSH_MS even when no request comes. It returns a function that writes
-// what waits and closes the Redis connection.
+// what waits, logs the events' failures not logged yet, and closes the Redis connection.
 func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, close func(), err error) {
 	p, err := assemble(getenv, name, metrics, logOut)
 	if err != nil {
@@ -99,7 +99,13 @@ func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.W
 		return nil, nil, err
 	}
 	stop := flushEvery(p.metrics, p.settings.MetricsFlush, p.log)
-	return h, func() { stop(); p.conn.Close() }, nil
+	return h, func() {
+		stop()
+		if p.events != nil {
+			p.events.Flush(context.Background())
+		}
+		p.conn.Close()
+	}, nil
 }
 
 // flushEvery writes what has waited in e an interval (Emitter.FlushDue) every interval

@@ -238,7 +238,8 @@ func (o Options) getenv() func(string) string {
 	}
 }
 
-// Close writes the metrics that wait and closes the connection to Redis. Requests in
+// Close writes the metrics that wait, logs the failures of events that the
+// once-a-minute line left unsaid, and closes the connection to Redis. Requests in
 // flight are answered by the failure policy (503 failing closed; failing open, admitted
 // degraded, counted in no metric written after Close). Any that Handler gets after Close
 // are answered 503 with Retry-After: 1, as the zero Limiter answers, whatever FAIL_MODE:

@@ -315,6 +315,11 @@ func TestServeInitErrors(t *testing.T) {
 		{"backend with a user and password", templatePath, "https://alice:s3cret@127.0.0.1:3000", nil, `-backend: backend "https://alice:xxxxx@127.0.0.1:3000": a URL with credentials, which the gateway would not send`},
 		{"backend with a user", templatePath, "http://alice@127.0.0.1:3000", nil, "a URL with credentials"},
 		{"backend with credentials and a query", templatePath, "http://alice:s3cret@127.0.0.1:3000/?a=1", nil, "a URL with credentials"},
+		// A URL that does not parse, or whose password Parse does not take for one, is
+		// quoted with what comes before its "@" hidden.
+		{"malformed backend with a password", templatePath, "http://alice:s3cret@127.0.0.1:30x0", nil, `-backend: backend "http://xxxxx@127.0.0.1:30x0": want an absolute http:// or https:// URL`},
+		{"backend with a password, unclosed bracket", templatePath, "http://alice:s3cret@[::1", nil, `backend "http://xxxxx@[::1": want an absolute`},
+		{"backend with a password, no scheme", templatePath, "alice:s3cret@127.0.0.1:3000", nil, `backend "xxxxx@127.0.0.1:3000": want an absolute`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -88,7 +88,7 @@ func build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 // decides requests itself (package middleware), in a process that is not frozen between
 // requests: metrics carry the Function dimension name, and what they gather is written
 // every METRICS_FLUSH_MS even when no request comes. It returns a function that writes
-// what waits and closes the Redis connection.
+// what waits, logs the events' failures not logged yet, and closes the Redis connection.
 func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, close func(), err error) {
 	p, err := assemble(getenv, name, metrics, logOut)
 	if err != nil {
@@ -99,7 +99,13 @@ func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.W
 		return nil, nil, err
 	}
 	stop := flushEvery(p.metrics, p.settings.MetricsFlush, p.log)
-	return h, func() { stop(); p.conn.Close() }, nil
+	return h, func() {
+		stop()
+		if p.events != nil {
+			p.events.Flush(context.Background())
+		}
+		p.conn.Close()
+	}, nil
 }
 
 // flushEvery writes what has waited in e an interval (Emitter.FlushDue) every interval
@@ -148,13 +154,17 @@ func logUnwritten(log *slog.Logger, err error) {
 
 // atShutdown returns what a function does when Lambda ends its instance (scaling in, a
 // new version, hours of service) and sends it SIGTERM: it writes the metrics that wait
-// in e (METRICS_FLUSH_MS's sums), then exits with status 0, since nothing else is left
-// to do and the process would otherwise idle until SIGKILL. It may run while an
-// invocation does: e is safe for concurrent use.
-func atShutdown(e *telemetry.Emitter, log *slog.Logger, exit func(code int)) func() {
+// in e (METRICS_FLUSH_MS's sums), logs the failures of events (nil: no bus) not logged
+// yet, then exits with status 0, since nothing else is left to do and the process
+// would otherwise idle until SIGKILL. It may run while an invocation does: e and events
+// are safe for concurrent use.
+func atShutdown(e *telemetry.Emitter, events *eventbus.Sender, log *slog.Logger, exit func(code int)) func() {
 	flush := flusher(e, log)
 	return func() {
 		flush()
+		if events != nil {
+			events.Flush(context.Background())
+		}
 		exit(0)
 	}
 }
@@ -202,7 +212,8 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 // set, and exits with status 1: the Lambda runtime reports the exit, the log says why.
 // The runtime registers an internal extension (lambda.WithEnableSIGTERM), so that
 // Lambda sends SIGTERM before it ends the instance, and at SIGTERM the function writes
-// the metrics that wait and exits.
+// the metrics that wait, logs the events' failures not logged yet, and exits; an invocation that panics writes them too, since
+// the runtime then ends the process.
 func Main(f Function) {
 	h, p, err := build(f, os.Getenv, os.Stdout, os.Stderr)
 	fn, v := slog.String(AttrFunction, f.Name), slog.String(AttrVersion, version.String())
@@ -211,7 +222,29 @@ func Main(f Function) {
 		os.Exit(1)
 	}
 	p.log.Info(MsgInit, fn, v)
-	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(atShutdown(p.metrics, p.log, os.Exit)))
+	lambda.StartWithOptions(flushOnPanic{h, flusher(p.metrics, p.log)}, lambda.WithEnableSIGTERM(atShutdown(p.metrics, p.events, p.log, os.Exit)))
+}
+
+// flushOnPanic is a Lambda handler that writes the metrics that wait (flush) when an
+// invocation of Handler does not return, before its panic goes on unchanged:
+// aws-lambda-go reports a panic as the invocation's error and ends the process, which
+// would lose METRICS_FLUSH_MS's sums and the panicking invocation's own metrics.
+type flushOnPanic struct {
+	lambda.Handler
+	flush func()
+}
+
+// Invoke is Handler's Invoke, flushing when it panics.
+func (h flushOnPanic) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	returned := false
+	defer func() {
+		if !returned {
+			h.flush()
+		}
+	}()
+	out, err := h.Handler.Invoke(ctx, payload)
+	returned = true
+	return out, err
 }
 
 // Messages and attributes of the lines Main logs at init.

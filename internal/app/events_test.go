@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -130,6 +131,31 @@ func TestEventsOncePerCrossing(t *testing.T) {
 	want := []string{"Quota Threshold Reached 100 10", "Quota Threshold Reached 80 8", "Rate Limited 0 10"}
 	if !slices.Equal(details, want) {
 		t.Fatalf("events %q, want %q", details, want)
+	}
+}
+
+// The middleware's authorizer (NewAuthorizer), closed, logs the events' failures its
+// once-a-minute line left unsaid, as a function does at SIGTERM.
+func TestNewAuthorizerCloseSaysUnloggedEvents(t *testing.T) {
+	localBus(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html>not EventBridge</html>") })
+	vars := withMini(t, map[string]string{settings.EnvConfigInline: eventsConfig, settings.EnvEventBusName: "bucketgate", settings.EnvEventsTimeoutMS: "1000"})
+	var logs syncBuffer
+	h, closeIt, err := app.NewAuthorizer("api", env(vars), io.Discard, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := samples.Read(t, "authorizer-rest.json")
+	for range 11 { // the daily quota's 80 and 100 percent, then its first denial: three Sends
+		if _, err := h.Invoke(context.Background(), rest); err != nil && !strings.Contains(err.Error(), "Unauthorized") {
+			t.Fatalf("invoke: %v", err)
+		}
+	}
+	if n := strings.Count(logs.String(), eventbus.MsgFailed); n != 1 {
+		t.Fatalf("%d lines of failed events before Close, want 1 (the others within the minute):\n%s", n, logs.String())
+	}
+	closeIt()
+	if n := strings.Count(logs.String(), eventbus.MsgFailed); n != 2 || !strings.Contains(logs.String(), `"failed":0,`) {
+		t.Errorf("%d lines of failed events after Close, want a second saying those unlogged:\n%s", n, logs.String())
 	}
 }
 

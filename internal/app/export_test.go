@@ -1,7 +1,12 @@
 package app
 
+import "github.com/aws/aws-lambda-go/lambda"
+
 // AtShutdown is atShutdown, for the tests of package app_test.
 var AtShutdown = atShutdown
 
 // EvictionReport is evictionReport, for the tests of package app_test.
 var EvictionReport = evictionReport
+
+// FlushOnPanic wraps h as Main does, flushing through flush when an invocation panics.
+func FlushOnPanic(h lambda.Handler, flush func()) lambda.Handler { return flushOnPanic{h, flush} }

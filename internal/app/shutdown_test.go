@@ -1,9 +1,12 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +14,9 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -50,7 +55,7 @@ func TestAtShutdown(t *testing.T) {
 		t.Fatalf("%v decisions written before the shutdown, want 1: the test needs some to wait", got)
 	}
 	exits := make(chan int, 1)
-	shutdown := app.AtShutdown(e, telemetry.NewLogger(io.Discard, slog.LevelInfo), func(code int) { exits <- code })
+	shutdown := app.AtShutdown(e, nil, telemetry.NewLogger(io.Discard, slog.LevelInfo), func(code int) { exits <- code })
 
 	const during = 50
 	var wg sync.WaitGroup
@@ -72,5 +77,93 @@ func TestAtShutdown(t *testing.T) {
 	}
 	if got := decisionsIn(t, out.String()); got != 3+during {
 		t.Errorf("%v decisions in all, want %d: one was lost or written twice", got, 3+during)
+	}
+}
+
+// At SIGTERM a function logs the events' failures that its once-a-minute line left
+// unsaid: no later Send would say them.
+func TestAtShutdownSaysUnloggedEvents(t *testing.T) {
+	localBus(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html>not EventBridge</html>") })
+	s, err := settings.Load(env(map[string]string{settings.EnvEventBusName: "bucketgate", settings.EnvEventsTimeoutMS: "1000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	log := telemetry.NewLogger(&logs, slog.LevelInfo)
+	events, err := app.NewEvents(s, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv telemetry.Invocation
+	for range 3 { // the first logged, the others counted for the next line
+		events.Send(t.Context(), &inv, []eventbus.Event{{Type: eventbus.TypeRateLimited, Time: time.Now()}})
+	}
+	if n := strings.Count(logs.String(), eventbus.MsgFailed); n != 1 {
+		t.Fatalf("%d lines before the shutdown, want 1:\n%s", n, logs.String())
+	}
+	exited := false
+	app.AtShutdown(telemetry.NewEmitter(io.Discard, "ns", "orders-prod", "check"), events, log, func(int) { exited = true })()
+	if !exited || !strings.Contains(logs.String(), `"failedUnlogged":2`) {
+		t.Errorf("exited %v; want the 2 failures unlogged said at the shutdown:\n%s", exited, logs.String())
+	}
+}
+
+// invokeFunc is a Lambda handler that is a function.
+type invokeFunc func(ctx context.Context, payload []byte) ([]byte, error)
+
+func (f invokeFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return f(ctx, payload)
+}
+
+// An invocation that panics writes the metrics that wait, its own with them, before its
+// panic goes on to the runtime, which ends the process: they would be lost. One that
+// returns leaves them to METRICS_FLUSH_MS.
+func TestFlushOnPanic(t *testing.T) {
+	tests := []struct {
+		name    string
+		panics  bool
+		written float64 // decisions written when the invocation ends
+	}{
+		{"panics", true, 3},
+		{"returns", false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out syncBuffer
+			e := telemetry.NewEmitter(&out, "ns", "orders-prod", "check", telemetry.FlushEvery(time.Minute))
+			emit := func() {
+				var inv telemetry.Invocation
+				inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
+				if err := e.Emit(time.Now(), &inv); err != nil {
+					t.Error(err)
+				}
+			}
+			emit() // written at once; the next ones wait
+			h := app.FlushOnPanic(invokeFunc(func(context.Context, []byte) ([]byte, error) {
+				defer emit() // as the handlers emit their invocation's metrics
+				if tt.panics {
+					panic("handler bug")
+				}
+				return []byte("{}"), nil
+			}), func() {
+				if err := e.Flush(); err != nil {
+					t.Error(err)
+				}
+			})
+			emit()
+			var recovered any
+			func() {
+				defer func() { recovered = recover() }()
+				if _, err := h.Invoke(context.Background(), []byte("{}")); err != nil {
+					t.Error(err)
+				}
+			}()
+			if want := map[bool]any{true: "handler bug", false: nil}[tt.panics]; recovered != want {
+				t.Errorf("recovered %v, want %v: the panic must go on unchanged", recovered, want)
+			}
+			if got := decisionsIn(t, out.String()); got != tt.written {
+				t.Errorf("%v decisions written, want %v:\n%s", got, tt.written, out.String())
+			}
+		})
 	}
 }

@@ -123,11 +123,15 @@ func wholeValue(path string, raw []byte, want string) (int64, error) {
 	return n, nil
 }
 
-// numberValue decodes the finite JSON number at path.
+// numberValue decodes the finite JSON number at path; one that is not 0 but rounds to
+// 0 (1e-400) is an error, which its rule's would report as 0.
 func numberValue(path string, raw []byte) (float64, error) {
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if jsonKind(raw) != "number" || err != nil {
 		return 0, fmt.Errorf("%s: got %s, want a finite number", path, describe(raw))
+	}
+	if mantissa, _, _ := bytes.Cut(bytes.ToLower(raw), []byte("e")); f == 0 && bytes.ContainsAny(mantissa, "123456789") {
+		return 0, fmt.Errorf("%s: got %s, which rounds to 0: want a finite number", path, describe(raw))
 	}
 	return f, nil
 }

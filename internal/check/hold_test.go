@@ -111,7 +111,7 @@ func TestLeasesRealRedis(t *testing.T) {
 		{"release without a lease", rules + `,"op":"release"}`, checkapi.ErrorTypeInvalidRequest, "lease: missing"},
 		{"release with a cost", fmt.Sprintf(`%s,"op":"release","lease":%q,"cost":1}`, rules, a.Lease), checkapi.ErrorTypeInvalidRequest, "cost: not with op release"},
 		{"release with a requestId", fmt.Sprintf(`%s,"op":"release","lease":%q,"requestId":"x"}`, rules, a.Lease), checkapi.ErrorTypeInvalidRequest, "requestId: not with a release"},
-		{"release of no concurrency rule", fmt.Sprintf(`{"key":"stream","rules":[%s],"op":"release","lease":%q}`, slowRule, a.Lease), checkapi.ErrorTypeInvalidRequest, "release without a concurrency rule"},
+		{"release of no concurrency rule", fmt.Sprintf(`{"key":"stream","rules":[%s],"op":"release","lease":%q}`, slowRule, a.Lease), checkapi.ErrorTypeInvalidRequest, "rules: no concurrency rule: a release returns its lease"},
 		{"lease with a check", fmt.Sprintf(`%s,"lease":%q}`, rules, a.Lease), checkapi.ErrorTypeInvalidRequest, "lease: only with op release"},
 		{"concurrency 0", `{"key":"stream","rules":[{"name":"c","concurrency":0}]}`, checkapi.ErrorTypeInvalidRequest, "rules[0].concurrency: got 0, want a whole number of requests in flight from 1 to 10000"},
 		{"concurrency of a fraction", `{"key":"stream","rules":[{"name":"c","concurrency":1.5}]}`, checkapi.ErrorTypeInvalidRequest, "rules[0].concurrency"},

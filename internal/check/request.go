@@ -237,10 +237,35 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 			return c, nil
 		}
 	}
+	if err := rulesRefused(path, c); err != nil {
+		return check{}, err
+	}
 	if err := c.req.Validate(); err != nil { // what the engine would refuse, if anything is left
 		return check{}, fmt.Errorf("%s: %w", where(path), err)
 	}
 	return c, nil
+}
+
+// rulesRefused reports c, the check at path, whose op its rules cannot do, naming them
+// (its rules, or its plan): a reserve, a refund, a settle or a cancel of concurrency
+// rules alone, a release of no concurrency rule. Request.Validate refuses them too,
+// naming the request.
+func rulesRefused(path string, c check) error {
+	q := c.req
+	var why string
+	switch {
+	case q.Op == bucketgate.OpRelease && !slices.ContainsFunc(q.Rules, bucketgate.Rule.IsConcurrency):
+		why = "no concurrency rule: a release returns its lease to the concurrency rules that gave it"
+	case (q.Op == bucketgate.OpReserve || q.Op == bucketgate.OpRefund || q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel) &&
+		!slices.ContainsFunc(q.Rules, func(r bucketgate.Rule) bool { return !r.IsConcurrency() }):
+		why = fmt.Sprintf("concurrency rules alone: a %v needs a bucket or a quota", q.Op)
+	default:
+		return nil
+	}
+	if c.inline {
+		return fmt.Errorf("%s: %s", field(path, fieldRules), why)
+	}
+	return fmt.Errorf("%s: plan %.*q has %s", field(path, fieldPlan), maxQuoted, c.plan, why)
 }
 
 // follows reports whether the registry says whose buckets (and usage) c's identity

@@ -100,6 +100,9 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 		if err := fitsHold(path, c.req); err != nil {
 			return err
 		}
+		if err := rulesRefused(path, *c); err != nil {
+			return err
+		}
 		if err := c.req.Validate(); err != nil { // what else the engine would refuse, as parseCheck asks of inline rules
 			return fmt.Errorf("%s: %w", where(path), err)
 		}

@@ -92,8 +92,9 @@ func TestTenantOperationItsPlanCannotDo(t *testing.T) {
 	f := newFixture(t, client, cfg, guard.Options{})
 	f.withRegistry(registrytest.New(registry.Record{ID: "tenant:st", Plan: "streams"}))
 	for _, tt := range []struct{ name, payload, want string }{
-		{"reserve", `{"key": "st", "op": "reserve", "cost": 2}`, "request: invalid: reserve with concurrency rules alone"},
-		{"refund in a batch", `{"checks": [{"key": "other"}, {"key": "st", "op": "refund"}]}`, "checks[1]: invalid: refund with concurrency rules alone"},
+		{"reserve", `{"key": "st", "op": "reserve", "cost": 2}`, `plan: plan "streams" has concurrency rules alone: a reserve needs a bucket or a quota`},
+		{"refund in a batch", `{"checks": [{"key": "other"}, {"key": "st", "op": "refund"}]}`, `checks[1].plan: plan "streams" has concurrency rules alone: a refund needs a bucket or a quota`},
+		{"reserve by the plan", `{"key": "other", "plan": "streams", "op": "reserve", "cost": 2}`, `plan: plan "streams" has concurrency rules alone: a reserve needs a bucket or a quota`},
 	} {
 		f.logs.Reset()
 		_, err := f.invoke([]byte(tt.payload))

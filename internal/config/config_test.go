@@ -121,6 +121,8 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"plan name too long", "defaultPlan: free\nplans: {" + strings.Repeat("p", 65) + ": [{name: b, capacity: 1, refillPerSecond: 1}]}", "a plan name is 1 to 64 bytes"},
 		{"bad capacity", "defaultPlan: free\nplans: {free: [{name: b, capacity: 0, refillPerSecond: 1}]}", "plans.free[0] (line 2, column 16): invalid: rule b: capacity 0"},
 		{"a rule of a plan written as a mapping", "defaultPlan: free\nplans: {free: {shadow: true, rules: [{name: b, capacity: 0, refillPerSecond: 1}]}}", "plans.free[0] (line 2, column 38): invalid: rule b: capacity 0"},
+		{"refillPerSecond that rounds to 0", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 1e-400}]}", `plans.free[0].refillPerSecond (line 2, column 56): "1e-400": too close to 0, which it would round to`},
+		{"refill that rounds to 0", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refill: -0.5e-330, per: hour}]}", `plans.free[0].refill (line 2, column 47): "-0.5e-330": too close to 0, which it would round to`},
 		{"fractional capacity", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1.5, refillPerSecond: 1}]}", `plans.free[0].capacity (line 2, column 36): "1.5": want a whole decimal number`},
 		{"capacity as a string", "defaultPlan: free\nplans: {free: [{name: b, capacity: '10', refillPerSecond: 1}]}", `plans.free[0].capacity (line 2, column 36): the string "10": want a whole number`},
 		{"zero-padded capacity", "defaultPlan: free\nplans: {free: [{name: b, capacity: 0100, refillPerSecond: 1}]}", `plans.free[0].capacity (line 2, column 36): "0100": want a whole decimal number such as 100`},

@@ -299,7 +299,8 @@ func (d *decoder) count(path string, n *yaml.Node, c *Count) error {
 	return nil
 }
 
-// number decodes a decimal number.
+// number decodes a decimal number; one that is not 0 but rounds to 0 (1e-400) is an
+// error.
 func (d *decoder) number(path string, n *yaml.Node) (float64, error) {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" && n.ShortTag() != "!!float" {
 		return 0, d.errorf(path, n, "%s: want a number", describe(n))
@@ -310,6 +311,9 @@ func (d *decoder) number(path string, n *yaml.Node) (float64, error) {
 	f, err := strconv.ParseFloat(n.Value, 64)
 	if err != nil {
 		return 0, d.errorf(path, n, "%q: want a number: %v", n.Value, errors.Unwrap(err))
+	}
+	if mantissa, _, _ := strings.Cut(strings.ToLower(n.Value), "e"); f == 0 && strings.ContainsAny(mantissa, "123456789") {
+		return 0, d.errorf(path, n, "%q: too close to 0, which it would round to", n.Value) // else refillPerSecond would be missing, refill 0
 	}
 	return f, nil
 }

@@ -197,7 +197,8 @@ func NewSender(client putter, opts Options) *Sender {
 // decision was made, such as a client of the middleware that hung up: the script
 // reported the crossing to that decision alone, and its event would be lost). It counts
 // the events not sent in inv, by reason, and logs them in one line, its totals by
-// reason (at most once per LogEvery, saying how many failed since the last line).
+// reason (at most once per LogEvery, saying how many failed since the last line; a Send
+// that fails nothing says them too, once LogEvery has passed).
 // Nothing it meets is an error to its caller: a decision never changes for its events.
 func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []Event) {
 	if len(events) == 0 {
@@ -228,7 +229,14 @@ func (s *Sender) Send(ctx context.Context, inv *telemetry.Invocation, events []E
 	for _, f := range lost {
 		inv.ObserveEventsFailed(f.reason, f.n)
 	}
-	s.logFailures(ctx, lost)
+	s.logFailures(ctx, lost, false)
+}
+
+// Flush logs at once, whatever LogEvery, the failures counted since the last line and
+// not logged yet, if any, in a line with failed 0: what an instance that ends (at
+// SIGTERM) would otherwise never say.
+func (s *Sender) Flush(ctx context.Context) {
+	s.logFailures(ctx, nil, true)
 }
 
 // failure is what one PutEvents call did not send: n events, for reason, with err.
@@ -357,11 +365,9 @@ const (
 // logFailures logs what one Send did not send (lost, from its calls) in one line at
 // warn: the events failed in all and by reason, the reasons (comma-separated) and the
 // first error of each; unless a line was logged less than LogEvery ago, in which case
-// it only counts them for the next line.
-func (s *Sender) logFailures(ctx context.Context, lost []failure) {
-	if len(lost) == 0 {
-		return
-	}
+// it only counts them for the next line. A Send that lost nothing logs the failures
+// counted so, if any, once LogEvery has passed (at once with atOnce): a line with failed 0.
+func (s *Sender) logFailures(ctx context.Context, lost []failure, atOnce bool) {
 	failed, byReason, firstErr := 0, map[string]int{}, map[string]error{}
 	for _, f := range lost {
 		failed += f.n
@@ -371,8 +377,12 @@ func (s *Sender) logFailures(ctx context.Context, lost []failure) {
 		}
 	}
 	s.mu.Lock()
+	if failed == 0 && s.unsaid == 0 {
+		s.mu.Unlock()
+		return
+	}
 	now := s.opts.Now().Round(0) // the wall clock (see Options.Now)
-	if !s.logged.IsZero() && now.Sub(s.logged) < s.opts.LogEvery && now.Sub(s.logged) >= 0 {
+	if !atOnce && !s.logged.IsZero() && now.Sub(s.logged) < s.opts.LogEvery && now.Sub(s.logged) >= 0 {
 		s.unsaid += failed
 		s.mu.Unlock()
 		return

@@ -329,6 +329,78 @@ func TestSendLogsItsFailuresInOneLine(t *testing.T) {
 	}
 }
 
+// Failures only counted within the period are said by the first Send after it even
+// when that Send fails nothing (the bus came back): a line with failed 0 and the count;
+// else they were said by no line at all. A Send that follows it, or that follows a
+// period with nothing unsaid, logs nothing.
+func TestSendSaysUnloggedFailuresOnceTheBusIsBack(t *testing.T) {
+	var broken atomic.Bool
+	endpoint := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		if broken.Load() {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"__type":"ResourceNotFoundException","message":"Event bus bucketgate does not exist."}`)
+			return
+		}
+		fmt.Fprint(w, `{"FailedEntryCount":0,"Entries":[{"EventId":"1"},{"EventId":"2"}]}`)
+	}
+	var logs bytes.Buffer
+	now := time.Unix(1_800_000_000, 0)
+	s := local(t, endpoint, 5*time.Second, &logs, &now)
+	var inv telemetry.Invocation
+	send := func() {
+		s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+	}
+	broken.Store(true)
+	for range 3 { // the first logged, the others counted
+		send()
+		now = now.Add(10 * time.Second)
+	}
+	broken.Store(false)
+	now = now.Add(time.Minute)
+	send()
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want the first failure's and one after the period saying the 4 unlogged:\n%s", len(lines), &logs)
+	}
+	var line struct {
+		Msg            string
+		Failed         int
+		FailedUnlogged int
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line.Msg != eventbus.MsgFailed || line.Failed != 0 || line.FailedUnlogged != 4 {
+		t.Errorf("line %s: want %q, failed 0, failedUnlogged 4", lines[1], eventbus.MsgFailed)
+	}
+	now = now.Add(time.Minute)
+	send()
+	if n := strings.Count(logs.String(), "\n"); n != 2 {
+		t.Errorf("%d lines after a Send with nothing unsaid, want 2:\n%s", n, &logs)
+	}
+}
+
+// Flush says at once the failures only counted within the period, as the instance
+// ends (at SIGTERM) before any Send could; then nothing more.
+func TestFlushSaysUnloggedFailures(t *testing.T) {
+	var logs bytes.Buffer
+	now := time.Unix(1_800_000_000, 0)
+	s := local(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html>not EventBridge</html>") }, 5*time.Second, &logs, &now)
+	var inv telemetry.Invocation
+	for range 3 { // the first logged, the others counted
+		s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent("key:0f"), thresholdEvent("key:1f")})
+		now = now.Add(10 * time.Second)
+	}
+	for range 2 {
+		s.Flush(t.Context())
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"failed":0,`) || !strings.Contains(lines[1], `"failedUnlogged":4,`) {
+		t.Fatalf("%d lines, want the first failure's and one saying the 4 unlogged:\n%s", len(lines), &logs)
+	}
+}
+
 // No events, no call.
 func TestSendNothing(t *testing.T) {
 	var logs bytes.Buffer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,22 @@ func TestBatchRun(t *testing.T) {
 			b := r.sum.Batch
 			if b.Flushes == 0 || b.Loads == 0 || b.Acquired == 0 || b.Reserved == 0 || b.Settles == 0 || b.Cancels == 0 || b.Releases == 0 || b.Refunds == 0 || b.Checks == 0 || b.Peeks == 0 || b.Replay.Verified == 0 {
 				t.Fatalf("%+v: want flushes, loads, and calls of every kind the model reached too", b)
+			}
+		})
+	}
+}
+
+// TestRunRefusesShortBatches: a batch run of at most one request a batch is refused
+// before anything starts, with an error naming it, not a panic of the random sizes.
+func TestRunRefusesShortBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		most int
+	}{{"one", 1}, {"negative", -3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(context.Background(), Options{BatchMost: tc.most})
+			if err == nil || !strings.Contains(err.Error(), "a batch of at most") {
+				t.Fatalf("Run with BatchMost %d: %v", tc.most, err)
 			}
 		})
 	}

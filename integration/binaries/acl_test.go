@@ -2,6 +2,7 @@ package binaries_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"regexp"
 	"slices"
@@ -32,8 +33,9 @@ func templateAccessString(t *testing.T) string {
 
 // TestOperationsAsRestrictedUser: every kind of call the functions make (the
 // authorizer's check; the check function's check with a requestId and its replay, a
-// peek, reserve and settle, reserve and cancel, lease and release, refund, reset and
-// usage; the script sent again as text after SCRIPT FLUSH), each answered by Redis and
+// peek, reserve and settle, reserve and cancel, lease and release, refund, reset, a
+// batch of two checks of one key (a transaction: MULTI, EXEC) and usage; the script
+// sent again as text after SCRIPT FLUSH), each answered by Redis and
 // not by the failure policy, as a user whose ACL is exactly the cache user's of the
 // template, or the one docs/deploy.md gives for a Redis of your own and the error of a
 // refused command (redisconn.MinimalACL), on a standalone server, over TLS and on a
@@ -115,7 +117,8 @@ func TestOperationsAsRestrictedUser(t *testing.T) {
 }
 
 // runEveryOperation runs every kind of call of both functions, each answered by Redis,
-// and flush (the scripts forgotten) before the calls after the first replay.
+// and flush (the scripts forgotten) before the calls after the first replay and before
+// the batch.
 func runEveryOperation(t *testing.T, authorizer, check *function, flush func()) {
 	t.Helper()
 	if ok, ctx := authorize(t, authorizer); !ok || ctx["remaining"] != 2.0 {
@@ -146,7 +149,13 @@ func runEveryOperation(t *testing.T, authorizer, check *function, flush func()) 
 	call("release", `{`+streams+`,"op":"release","lease":"`+lease.Lease+`"}`, func(r checkapi.Response) bool { return r.Released != nil && *r.Released })
 	call("refund", `{`+bucket+`,"op":"refund","cost":3}`, left(88))
 	call("reset", `{`+bucket+`,"op":"reset"}`, left(100))
-	if out, err := check.invoke(t, []byte(`{"key":"acl-app","op":"usage"}`)); err != nil || !strings.Contains(string(out), `"total":{"allowed":4,`) {
+	flush()
+	var batch checkapi.BatchResult
+	out, err := check.invoke(t, []byte(`{"checks":[{`+bucket+`},{`+bucket+`}]}`))
+	if err != nil || json.Unmarshal(out, &batch) != nil || len(batch.Results) != 2 || !left(99)(batch.Results[0]) || !left(98)(batch.Results[1]) {
+		t.Fatalf("a batch of two checks of one key: %s, %v", out, err)
+	}
+	if out, err := check.invoke(t, []byte(`{"key":"acl-app","op":"usage"}`)); err != nil || !strings.Contains(string(out), `"total":{"allowed":6,`) {
 		t.Fatalf("usage: %s, %v", out, err)
 	}
 }

@@ -121,6 +121,9 @@ func TestCluster(t *testing.T) {
 	t.Run("a batch after a flush sends the script's text once a master", func(t *testing.T) {
 		loadsOnce(t, c, len(cluster.Masters), flushScripts)
 	})
+	t.Run("a batch of one identity in order while every master reloads the script", func(t *testing.T) {
+		inOrderWhileReloading(t, c, cluster.Masters)
+	})
 	t.Run("concurrent multi-rule decisions", func(t *testing.T) {
 		concurrent(t, []rueidis.Client{c, connect(t, env)})
 	})

@@ -199,13 +199,17 @@ func (l *Limiter) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.
 // DecideBatch decides every request of qs in one round trip: their script calls are
 // pipelined (sent in one write, answered in order), and decisions[i] and errs[i] answer
 // qs[i] as Decide would. Each request is atomic, the batch is not: a later request sees
-// what an earlier one wrote. An invalid request is not sent. When ctx ends before the
-// answers arrive, every request still waiting for its answer gets ctx's error: it may
-// or may not have been decided by Redis, and it is never sent again. An acquire, a
-// release, a refund, a settle and a cancel with a concurrency rule are one script call
-// each, pipelined as the others are; a peek or a reset with a concurrency rule, which
-// need more, is decided on its own, as Decide decides it, after the requests before it
-// and before those after it: a round trip more each.
+// what an earlier one wrote. The calls of an identity with more than one request in
+// the batch go together inside MULTI ... EXEC, so that a node that lost the script
+// (after a restart or a failover) refuses all of them or none even while another
+// client loads it, and they are sent again together, in order: a later request of an
+// identity never runs before an earlier one. An invalid request is not sent. When ctx
+// ends before the answers arrive, every request still waiting for its answer gets
+// ctx's error: it may or may not have been decided by Redis, and it is never sent
+// again. An acquire, a release, a refund, a settle and a cancel with a concurrency rule
+// are one script call each, pipelined as the others are; a peek or a reset with a
+// concurrency rule, which need more, is decided on its own, as Decide decides it,
+// after the requests before it and before those after it: a round trip more each.
 func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (decisions []bucketgate.Decision, errs []error) {
 	decisions, errs = make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
 	c, err := l.redis(ctx, qs...)
@@ -227,8 +231,6 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 		if p.hs[i], p.secrets[i], errs[i] = l.hold(ctx, c, q); errs[i] != nil {
 			continue
 		}
-		keys, args := scriptCall(lo.q, lo.m, l.usageDaysFor(q.Identity), p.hs[i], new(scriptArgs))
-		p.cmds = append(p.cmds, evalsha(c, keys, args))
 		p.sent = append(p.sent, i)
 		p.calls = append(p.calls, lo)
 	}
@@ -238,9 +240,8 @@ func (l *Limiter) DecideBatch(ctx context.Context, qs []bucketgate.Request) (dec
 
 // pipeline is the script calls of a batch waiting to be sent together.
 type pipeline struct {
-	cmds    rueidis.Commands
-	sent    []int     // the index in the batch of each command
-	calls   []laidOut // the script call of each command
+	sent    []int     // the index in the batch of each call
+	calls   []laidOut // the script call of each call
 	hs      []hold    // the hold of each request of the batch
 	secrets [][]byte  // the secret of each request of the batch
 }
@@ -248,10 +249,15 @@ type pipeline struct {
 // send sends p's calls, requests of qs, in one round trip, and empties it: decisions[i]
 // and errs[i] answer qs[i].
 func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, p *pipeline, decisions []bucketgate.Decision, errs []error) {
-	if len(p.cmds) == 0 {
+	if len(p.sent) == 0 {
 		return
 	}
-	results := c.DoMulti(ctx, p.cmds...)
+	results := make([]rueidis.RedisResult, len(p.sent))
+	all := make([]int, len(p.sent))
+	for j := range all {
+		all[j] = j
+	}
+	l.round(ctx, c, qs, p, all, evalsha, results)
 	// Redis without the script ran none of the calls it refused with NOSCRIPT: send
 	// those again, loading the script (see load). Nor any it refused with READONLY or
 	// TRYAGAIN: send those again as eval does.
@@ -269,25 +275,115 @@ func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, 
 		i := p.sent[j]
 		decisions[i], errs[i] = answer(r, qs[i], p.calls[j], p.hs[i], p.secrets[i])
 	}
-	p.cmds, p.sent, p.calls = nil, p.sent[:0], p.calls[:0]
+	p.sent, p.calls = p.sent[:0], p.calls[:0]
 }
 
 // resend sends again, in one round trip, the calls of p whose results are refused
 // (Redis ran none of them), each as call makes it, and puts their answers in results.
 func (l *Limiter) resend(ctx context.Context, c rediser, qs []bucketgate.Request, p *pipeline, results []rueidis.RedisResult,
 	refused func(rueidis.RedisResult) bool, call func(c rediser, keys, args []string) rueidis.Completed) {
-	var again rueidis.Commands
-	var retried []int // the index in results of each command sent again
+	var again []int // the index in results of each call sent again
 	for j, r := range results {
 		if refused(r) {
-			keys, args := scriptCall(p.calls[j].q, p.calls[j].m, l.usageDaysFor(qs[p.sent[j]].Identity), p.hs[p.sent[j]], new(scriptArgs))
-			again = append(again, call(c, keys, args))
-			retried = append(retried, j)
+			again = append(again, j)
 		}
 	}
 	if len(again) > 0 {
-		for k, r := range c.DoMulti(ctx, again...) {
-			results[retried[k]] = r
+		l.round(ctx, c, qs, p, again, call, results)
+	}
+}
+
+// round sends the calls js of p (indexes in p's calls, in the batch's order) in one
+// round trip, each as call makes it in the order sent, and puts their answers in
+// results. The calls of an identity with more than one among them go together, in
+// their order, inside MULTI ... EXEC (on the identity's slot: its node), where the
+// script cache cannot change between them: Redis that lacks the script refuses every
+// one of them with NOSCRIPT, having run none, even while another client loads it. A
+// call of an identity alone goes as it is.
+func (l *Limiter) round(ctx context.Context, c rediser, qs []bucketgate.Request, p *pipeline, js []int,
+	call func(c rediser, keys, args []string) rueidis.Completed, results []rueidis.RedisResult) {
+	identity := func(j int) string { return qs[p.sent[j]].Identity }
+	counts := make(map[string]int, len(js))
+	for _, j := range js {
+		counts[identity(j)]++
+	}
+	cmds := make(rueidis.Commands, 0, len(js)+2*(len(js)-len(counts)))
+	at := make([]int, len(js)) // where each call of js lies in cmds
+	var txs []transaction
+	var laid scriptArgs           // each call's, in turn: a command copies its arguments
+	build := func(k int) string { // appends the call js[k] and returns its state key
+		j := js[k]
+		keys, args := scriptCall(p.calls[j].q, p.calls[j].m, l.usageDaysFor(identity(j)), p.hs[p.sent[j]], &laid)
+		at[k] = len(cmds)
+		cmds = append(cmds, call(c, keys, args))
+		return keys[lua.KeyState]
+	}
+	for k, j := range js {
+		id := identity(j)
+		switch n := counts[id]; {
+		case n == 1:
+			build(k)
+		case n > 1: // the first call of the identity: all of them, and none after
+			tx := transaction{multi: len(cmds), calls: make([]int, 0, n)}
+			cmds = append(cmds, rueidis.Completed{}) // MULTI, on the slot of the identity's key
+			var key string
+			for k2 := k; len(tx.calls) < n; k2++ {
+				if identity(js[k2]) == id {
+					key = build(k2)
+					tx.calls = append(tx.calls, js[k2])
+				}
+			}
+			cmds[tx.multi] = c.B().Multi().Build().SetSlot(key)
+			cmds = append(cmds, c.B().Exec().Build().SetSlot(key))
+			txs = append(txs, tx)
+			counts[id] = 0
+		}
+	}
+	rs := c.DoMulti(ctx, cmds...)
+	for k, j := range js {
+		results[j] = rs[at[k]]
+	}
+	for _, tx := range txs {
+		tx.unwrap(rs, results)
+	}
+}
+
+// transaction is where the calls of one identity lie in the commands of a round: MULTI
+// at multi, then each call, then EXEC.
+type transaction struct {
+	multi int
+	calls []int // the index in results of each call
+}
+
+// unwrap puts in results the answer of each call of tx, whose commands answered rs: the
+// element of EXEC's answer, in order, of a call queued ("QUEUED"). When EXEC failed
+// (EXECABORT: Redis refused a call before running any, TRYAGAIN while its slot moves;
+// or no answer), none of the calls queued ran, and each gets the refusal (TRYAGAIN or
+// NOSCRIPT), sent again as such, or else EXEC's error. A call not queued keeps its own
+// answer: a refusal, or the answer of a node rueidis sent it to after a redirection,
+// or of Redis that ran it outside a transaction (MULTI refused).
+func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
+	exec := rs[tx.multi+len(tx.calls)+1]
+	replies, err := exec.ToArray()
+	if err == nil && len(replies) != len(tx.calls) {
+		err = fmt.Errorf("%w: EXEC answered %d replies for %d script calls", ErrBadReply, len(replies), len(tx.calls))
+		exec = rueidis.NewErrorResult(err)
+	}
+	refusal := exec
+	for k := range tx.calls {
+		if r := rs[tx.multi+1+k]; noScript(r) || tryAgain(r) {
+			refusal = r
+			break
+		}
+	}
+	for k, j := range tx.calls {
+		if status, serr := results[j].ToString(); serr != nil || status != "QUEUED" {
+			continue
+		}
+		if err != nil {
+			results[j] = refusal
+		} else {
+			results[j] = rueidis.NewResult(replies[k], nil)
 		}
 	}
 }
@@ -302,10 +398,10 @@ const maxLoads = 8
 // rounds of one round trip, the first call still refused with the text, which loads
 // the script on its node ahead of that node's other calls, and the others as EVALSHA,
 // which that node then runs and the others refuse again. Each round sends the calls in
-// the batch's order, so that a later request of an identity (of its node) still runs
-// after an earlier one. Each round answers at least the call with the text and loads
-// its node: a round more for each node without the script, up to maxLoads, after which
-// every call still refused goes with the text.
+// the batch's order, those of an identity together (see round), so that a later
+// request of an identity still runs after an earlier one. Each round answers at least
+// the call with the text and loads its node: a round more for each node without the
+// script, up to maxLoads, after which every call still refused goes with the text.
 func (l *Limiter) load(ctx context.Context, c rediser, qs []bucketgate.Request, p *pipeline, results []rueidis.RedisResult) {
 	for n := 0; n < maxLoads && slices.ContainsFunc(results, noScript); n++ {
 		text := true

@@ -654,21 +654,29 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 }
 
 // BenchmarkDecideBatchRealRedis decides a batch of 100 checks, each of its own identity,
-// in one round trip to a real server; and a batch of 100 acquires of a concurrency rule
-// then one of their 100 releases, a round trip each.
+// in one round trip to a real server; a batch of 100 checks of one identity (inside
+// MULTI ... EXEC), in one round trip too; and a batch of 100 acquires of a concurrency
+// rule then one of their 100 releases, a round trip each.
 func BenchmarkDecideBatchRealRedis(b *testing.B) {
 	l, _ := real(b)
 	streams := bucketgate.Rule{Name: "streams", Concurrency: 1000}
 	ctx := context.Background()
 	for _, bc := range []struct {
-		name  string
-		rules []bucketgate.Rule
+		name     string
+		rules    []bucketgate.Rule
+		identity string // of every request, or each its own
 	}{
-		{"checks", []bucketgate.Rule{benchBurst}},
-		{"acquires-then-releases", []bucketgate.Rule{benchBurst, streams}},
+		{"checks", []bucketgate.Rule{benchBurst}, ""},
+		{"checks-of-one-identity", []bucketgate.Rule{benchBurst}, "bench-one"},
+		{"acquires-then-releases", []bucketgate.Rule{benchBurst, streams}, ""},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			qs := benchBatch(bc.rules...)
+			for i := range qs {
+				if bc.identity != "" {
+					qs[i].Identity = bc.identity
+				}
+			}
 			releases := benchBatch(bc.rules...)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -61,12 +61,12 @@ type BatchResult struct {
 	Replay Replay
 }
 
-// The batch run's shape: identities every goroutine shares, how long a batch is at
-// most, how often each master's script cache is flushed, and how long a lease or a
-// reservation the run means to end is held (long enough never to expire first).
+// The batch run's shape: identities every goroutine shares, how often each master's
+// script cache is flushed, and how long a lease or a reservation the run means to end
+// is held (long enough never to expire first). Options.BatchMost is how long a batch is
+// at most.
 const (
 	batchIdentities = 8
-	batchMost       = 8
 	batchFlushEvery = 200 * time.Millisecond
 	batchHeld       = 5 * time.Second
 )
@@ -136,7 +136,7 @@ func (r *runner) batch(ctx context.Context, c *redistest.Cluster, d time.Duratio
 			var pending []batchCall
 			for n := 0; len(pending) > 0 || time.Now().Before(end) && ctx.Err() == nil; n++ {
 				var qs []batchCall
-				qs, pending = nextBatch(rng, g, n, pending, time.Now().Before(end) && ctx.Err() == nil)
+				qs, pending = nextBatch(rng, g, n, r.opts.BatchMost, pending, time.Now().Before(end) && ctx.Err() == nil)
 				pending = append(pending, s.decide(ctx, ls[g%len(ls)], qs)...)
 			}
 		})
@@ -221,15 +221,17 @@ func evalCalls(ctx context.Context, masters []*redistest.Server) (int64, error) 
 // peeks reports whether q, a request of the batch run, is a peek.
 func peeks(q bucketgate.Request) bool { return q.Op == bucketgate.OpCheck && q.Cost == 0 }
 
-// batchIdentity names the batch run's identity k.
-func batchIdentity(k int) string { return fmt.Sprintf("batch-%d", k) }
+// batchIdentity names the batch run's identity k: 600 bytes, so that a batch of a few
+// dozen calls is longer than one 16 KB read of Redis's query buffer, between which
+// another client's call may load the script.
+func batchIdentity(k int) string { return fmt.Sprintf("batch-%d-%s", k, strings.Repeat("x", 592)) }
 
-// nextBatch makes goroutine g's batch n: up to half of it ends what pending holds (a
+// nextBatch makes goroutine g's batch n, of 2 to most requests: up to half of it ends what pending holds (a
 // settle or a cancel of a reservation, a release of a lease), all of it when more is
 // false (the run is over), the rest new requests (acquires, reserves, idempotent checks,
 // refunds, peeks), in a random order. It returns the batch and what is still pending.
-func nextBatch(rng *rand.Rand, g, n int, pending []batchCall, more bool) (qs, rest []batchCall) {
-	size := 2 + rng.IntN(batchMost-1)
+func nextBatch(rng *rand.Rand, g, n, most int, pending []batchCall, more bool) (qs, rest []batchCall) {
+	size := 2 + rng.IntN(most-1)
 	ends := min(len(pending), size/2)
 	if !more {
 		ends, size = len(pending), len(pending)

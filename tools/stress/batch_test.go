@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,22 +70,55 @@ func TestBatchAccountsTwice(t *testing.T) {
 }
 
 // TestBatchRun: a short batch run on a real cluster whose script caches are flushed
-// meanwhile fails none of its checks, and its calls reach every kind and the model.
+// meanwhile fails none of its checks (none out of order, with batches of up to 100
+// requests longer than a read of Redis's query buffer too), and its calls reach every
+// kind and the model.
 func TestBatchRun(t *testing.T) {
 	c, err := redistest.NewCluster(3, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	r := &runner{opts: Options{Log: io.Discard, Seed: 1}, sum: &Summary{}}
-	if err := r.batch(context.Background(), c, 1500*time.Millisecond, 2, 8); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		most int
+	}{
+		{"batches of up to 8", 8},
+		{"batches of up to 100", 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, m := range c.Masters { // the identities and their leases from nothing
+				if _, err := m.Command(context.Background(), "FLUSHALL"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := &runner{opts: Options{Log: io.Discard, Seed: 1, BatchMost: tc.most}, sum: &Summary{}}
+			if err := r.batch(context.Background(), c, 1500*time.Millisecond, 2, 8); err != nil {
+				t.Fatal(err)
+			}
+			if f := r.sum.Failures(); len(f) > 0 {
+				t.Fatalf("failures: %v", f)
+			}
+			b := r.sum.Batch
+			if b.Flushes == 0 || b.Loads == 0 || b.Acquired == 0 || b.Reserved == 0 || b.Settles == 0 || b.Cancels == 0 || b.Releases == 0 || b.Refunds == 0 || b.Checks == 0 || b.Peeks == 0 || b.Replay.Verified == 0 {
+				t.Fatalf("%+v: want flushes, loads, and calls of every kind the model reached too", b)
+			}
+		})
 	}
-	if f := r.sum.Failures(); len(f) > 0 {
-		t.Fatalf("failures: %v", f)
-	}
-	b := r.sum.Batch
-	if b.Flushes == 0 || b.Loads == 0 || b.Acquired == 0 || b.Reserved == 0 || b.Settles == 0 || b.Cancels == 0 || b.Releases == 0 || b.Refunds == 0 || b.Checks == 0 || b.Peeks == 0 || b.Replay.Verified == 0 {
-		t.Fatalf("%+v: want flushes, loads, and calls of every kind the model reached too", b)
+}
+
+// TestRunRefusesShortBatches: a batch run of at most one request a batch is refused
+// before anything starts, with an error naming it, not a panic of the random sizes.
+func TestRunRefusesShortBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		most int
+	}{{"one", 1}, {"negative", -3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(context.Background(), Options{BatchMost: tc.most})
+			if err == nil || !strings.Contains(err.Error(), "a batch of at most") {
+				t.Fatalf("Run with BatchMost %d: %v", tc.most, err)
+			}
+		})
 	}
 }

@@ -61,6 +61,8 @@ type Options struct {
 	FuzzTime time.Duration
 	// HostileIdentities and HostileKeys size the hostile-identity run.
 	HostileIdentities, HostileKeys int
+	// BatchMost is the most requests of a batch in the batch run.
+	BatchMost int
 	// TimeoutMS is REDIS_TIMEOUT_MS for every production chain; zero keeps the
 	// production default.
 	TimeoutMS int
@@ -85,6 +87,7 @@ var DefaultOptions = Options{
 	SoakRate:          2000,
 	HostileIdentities: 20000,
 	HostileKeys:       5000,
+	BatchMost:         8,
 	Seed:              1,
 }
 
@@ -94,7 +97,7 @@ func (o Options) withDefaults() Options {
 	for _, f := range []struct {
 		v   *int
 		def int
-	}{{&o.Workers, d.Workers}, {&o.Goroutines, d.Goroutines}, {&o.Instances, d.Instances}, {&o.HostileIdentities, d.HostileIdentities}, {&o.HostileKeys, d.HostileKeys}} {
+	}{{&o.Workers, d.Workers}, {&o.Goroutines, d.Goroutines}, {&o.Instances, d.Instances}, {&o.HostileIdentities, d.HostileIdentities}, {&o.HostileKeys, d.HostileKeys}, {&o.BatchMost, d.BatchMost}} {
 		if *f.v == 0 {
 			*f.v = f.def
 		}
@@ -127,6 +130,9 @@ func (o Options) withDefaults() Options {
 // crashed); what the runs measured, good or bad, is in the Summary.
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	o = o.withDefaults()
+	if o.BatchMost < 2 {
+		return nil, fmt.Errorf("stress: a batch of at most %d requests: want 2 or more", o.BatchMost)
+	}
 	dir, err := os.MkdirTemp("", "bucketgate-stress-")
 	if err != nil {
 		return nil, fmt.Errorf("stress: %w", err)

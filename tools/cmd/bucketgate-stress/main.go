@@ -38,6 +38,7 @@ func main() {
 	flag.DurationVar(&o.FuzzTime, "fuzztime", 0, "time per fuzz target; 0 skips fuzzing")
 	flag.IntVar(&o.HostileIdentities, "hostile-identities", d.HostileIdentities, "random raw identities in the hostile run")
 	flag.IntVar(&o.HostileKeys, "hostile-keys", d.HostileKeys, "random API keys through the authorizer's identity resolution")
+	flag.IntVar(&o.BatchMost, "batch-most", d.BatchMost, "most requests of a batch in the batch run")
 	flag.IntVar(&o.TimeoutMS, "timeout-ms", 0, "REDIS_TIMEOUT_MS of every production chain; 0 keeps the production default")
 	flag.Uint64Var(&o.Seed, "seed", d.Seed, "seed of every random choice")
 	flag.StringVar(&o.GoTool, "go", o.GoTool, "go command for the fuzz targets")

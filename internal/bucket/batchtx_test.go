@@ -1,0 +1,90 @@
+package bucket_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
+)
+
+// TestDecideBatchTransactionReplies: the two calls of one identity in a batch, inside
+// MULTI ... EXEC, are answered by the elements of EXEC's reply in order, held to its
+// length; sent again together when Redis refused to queue one (TRYAGAIN: none ran);
+// answered EXEC's error when it failed otherwise; and each its own answer when Redis ran
+// them outside a transaction (MULTI refused). A fake server gives the replies.
+func TestDecideBatchTransactionReplies(t *testing.T) {
+	const both = "*2\r\n-ERR the first ran\r\n-ERR the second ran\r\n"
+	tests := []struct {
+		name  string
+		reply func(cmd string, execs, evalshas int32) string // the EXECs and EVALSHAs answered before
+		want  []string                                       // in each call's error
+		bad   bool                                           // each call's error is ErrBadReply
+		execs int32
+	}{
+		{"EXEC answers each call in order", func(cmd string, _, _ int32) string {
+			return map[string]string{"MULTI": "+OK\r\n", "EVALSHA": "+QUEUED\r\n", "EXEC": both}[cmd]
+		}, []string{"the first ran", "the second ran"}, false, 1},
+		{"EXEC answers fewer replies than calls", func(cmd string, _, _ int32) string {
+			return map[string]string{"MULTI": "+OK\r\n", "EVALSHA": "+QUEUED\r\n", "EXEC": "*1\r\n-ERR the first ran\r\n"}[cmd]
+		}, nil, true, 1},
+		{"EXEC answers more replies than calls", func(cmd string, _, _ int32) string {
+			return map[string]string{"MULTI": "+OK\r\n", "EVALSHA": "+QUEUED\r\n", "EXEC": "*3\r\n:1\r\n:2\r\n:3\r\n"}[cmd]
+		}, nil, true, 1},
+		{"a call refused before queuing: both sent again together", func(cmd string, execs, evalshas int32) string {
+			switch {
+			case cmd == "MULTI":
+				return "+OK\r\n"
+			case cmd == "EVALSHA" && evalshas == 1: // the second of the first round
+				return "-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
+			case cmd == "EVALSHA":
+				return "+QUEUED\r\n"
+			case execs == 0:
+				return "-EXECABORT Transaction discarded because of previous errors.\r\n"
+			}
+			return both
+		}, []string{"the first ran", "the second ran"}, false, 2},
+		{"EXEC refused otherwise", func(cmd string, _, _ int32) string {
+			return map[string]string{"MULTI": "+OK\r\n", "EVALSHA": "+QUEUED\r\n", "EXEC": "-EXECABORT Transaction discarded because of previous errors.\r\n"}[cmd]
+		}, []string{"EXECABORT", "EXECABORT"}, false, 1},
+		{"MULTI refused: each call ran alone", func(cmd string, _, _ int32) string {
+			return map[string]string{"MULTI": "-NOPERM no MULTI for you\r\n", "EVALSHA": "-ERR ran alone\r\n", "EXEC": "-ERR EXEC without MULTI\r\n"}[cmd]
+		}, []string{"ran alone", "ran alone"}, false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var execs, evalshas atomic.Int32
+			fake := redistest.StartFake(t, func(cmd []string) string {
+				name := strings.ToUpper(cmd[0])
+				reply := tt.reply(name, execs.Load(), evalshas.Load())
+				switch name {
+				case "EXEC":
+					execs.Add(1)
+				case "EVALSHA":
+					evalshas.Add(1)
+				}
+				if reply == "" {
+					return "-ERR unexpected " + name + "\r\n"
+				}
+				return reply
+			})
+			q := bucketgate.Request{Identity: "twice", Rules: free, Cost: 1}
+			_, errs := bucket.New(redistest.Client(t, fake.Addr)).DecideBatch(context.Background(), []bucketgate.Request{q, q})
+			for i, err := range errs {
+				switch {
+				case tt.bad && !errors.Is(err, bucket.ErrBadReply):
+					t.Errorf("call %d: %v, want a bad reply", i, err)
+				case !tt.bad && (err == nil || !strings.Contains(err.Error(), tt.want[i])):
+					t.Errorf("call %d: %v, want %q", i, err, tt.want[i])
+				}
+			}
+			if got := execs.Load(); got != tt.execs {
+				t.Errorf("%d EXECs, want %d", got, tt.execs)
+			}
+		})
+	}
+}

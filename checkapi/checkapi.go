@@ -183,7 +183,7 @@ const (
 type Rule = bucketgate.Rule
 
 // Batch is up to MaxBatch checks in one invocation, decided in one round trip to Redis
-// (a check with a concurrency rule takes one of its own), in order: each check is
+// (a peek or a reset of a concurrency rule takes one of its own), in order: each check is
 // atomic, the batch is not, and a later check sees the tokens an earlier one took. Checks Redis does not answer before the invocation's deadline
 // answer as a Redis failure would (unavailable, or degraded when failing open). The
 // zero Batch is invalid: it has no checks.

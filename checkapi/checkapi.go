@@ -122,7 +122,8 @@ type Request struct {
 	// again after a denial needs a new RequestID. 1 to 128 bytes; empty for none. A
 	// RequestID used again for another request (another operation, cost, ttl or rules)
 	// is refused (ErrorTypeConflict). Two checks of one Batch with the same Key (or
-	// Identity) and RequestID are an invalid request (ErrorTypeInvalidRequest).
+	// Identity, or two keys of one account) and RequestID are an invalid request
+	// (ErrorTypeInvalidRequest).
 	RequestID string `json:"requestId,omitempty"`
 	// Reservation is what OpSettle and OpCancel settle: a Response.Reservation of a
 	// reserve with the same Key (or Identity) and a rule in common (by name and kind: the

@@ -169,5 +169,5 @@ bench-instructions: ## Redis-side instructions per decision under callgrind (nee
 STRESS_FUZZTIME ?= 15s
 STRESS_FLAGS ?=
 .PHONY: stress
-stress: ## reliability run (minutes, not part of test): load, faults, batches, hostile input, soak, fuzz; last line "over-admitted: N"
+stress: ## reliability run (minutes, not part of test): load, faults, leases, rule changes, batches, hostile input, soak, fuzz; last line "over-admitted: N"
 	cd tools && $(GO) run ./cmd/bucketgate-stress -fuzztime $(STRESS_FUZZTIME) $(STRESS_FLAGS)

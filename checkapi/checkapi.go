@@ -122,7 +122,8 @@ type Request struct {
 	// again after a denial needs a new RequestID. 1 to 128 bytes; empty for none. A
 	// RequestID used again for another request (another operation, cost, ttl or rules)
 	// is refused (ErrorTypeConflict). Two checks of one Batch with the same Key (or
-	// Identity) and RequestID are an invalid request (ErrorTypeInvalidRequest).
+	// Identity, or two keys of one account) and RequestID are an invalid request
+	// (ErrorTypeInvalidRequest).
 	RequestID string `json:"requestId,omitempty"`
 	// Reservation is what OpSettle and OpCancel settle: a Response.Reservation of a
 	// reserve with the same Key (or Identity) and a rule in common (by name and kind: the
@@ -183,7 +184,7 @@ const (
 type Rule = bucketgate.Rule
 
 // Batch is up to MaxBatch checks in one invocation, decided in one round trip to Redis
-// (a check with a concurrency rule takes one of its own), in order: each check is
+// (a peek or a reset of a concurrency rule takes one of its own), in order: each check is
 // atomic, the batch is not, and a later check sees the tokens an earlier one took. Checks Redis does not answer before the invocation's deadline
 // answer as a Redis failure would (unavailable, or degraded when failing open). The
 // zero Batch is invalid: it has no checks.

@@ -5,8 +5,10 @@
 // redisconn, bucket, guard). It measures over-admission exactly against capacity + rate × window
 // with the window in Redis time, replays every decision through the reference model,
 // injects faults (pause, kill and restart, SCRIPT FLUSH, latency through a TCP proxy, a
-// cluster failover), decides hostile identities in bulk, soaks at a fixed rate while
-// sampling memory and goroutines, and runs every fuzz target.
+// cluster failover), calls the engine itself with reservations and leases (the leases
+// run), under configuration changes (rule-change) and in batches under SCRIPT FLUSH
+// (batch), decides hostile identities in bulk, soaks at a fixed rate while sampling
+// memory and goroutines, and runs every fuzz target.
 //
 // The coordinator (Run) owns the Redis processes and the faults; workers (Work) only
 // decide and write one Record per decision to a file the coordinator then reads.

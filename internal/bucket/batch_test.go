@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,9 +144,11 @@ func loadsOnce(t *testing.T, c rueidis.Client, masters int, flush func()) {
 // counting is a client that counts the script calls sent with the script's text (EVAL),
 // the bytes of every command's arguments, the round trips, and the round trips that
 // carry a script call (EVALSHA or EVAL): each Do of one, and each DoMulti with one,
-// whose commands go in one write and are answered together.
+// whose commands go in one write and are answered together. DoMulti may be called from
+// several goroutines at once (a batch on a cluster sends each transaction on its own).
 type counting struct {
 	rueidis.Client
+	mu                           sync.Mutex // guards the counts while calls are sent
 	texts, bytes, trips, scripts int
 }
 
@@ -164,6 +167,8 @@ func (c *counting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rue
 // count counts the round trip of cmds, before they are sent (rueidis reuses a command
 // sent).
 func (c *counting) count(cmds ...rueidis.Completed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.trips++
 	script := false
 	for _, cmd := range cmds {

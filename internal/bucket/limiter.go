@@ -27,6 +27,7 @@ type rediser interface {
 	B() rueidis.Builder
 	Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult
 	DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult
+	Mode() rueidis.ClientMode
 }
 
 // Limiter decides requests with one atomic script call each. It is safe for concurrent
@@ -310,13 +311,12 @@ func (l *Limiter) round(ctx context.Context, c rediser, qs []bucketgate.Request,
 	cmds := make(rueidis.Commands, 0, len(js)+2*(len(js)-len(counts)))
 	at := make([]int, len(js)) // where each call of js lies in cmds
 	var txs []transaction
-	var laid scriptArgs           // each call's, in turn: a command copies its arguments
-	build := func(k int) string { // appends the call js[k] and returns its state key
+	var laid scriptArgs    // each call's, in turn: a command copies its arguments
+	build := func(k int) { // appends the call js[k]
 		j := js[k]
 		keys, args := scriptCall(p.calls[j].q, p.calls[j].m, l.usageDaysFor(identity(j)), p.hs[p.sent[j]], &laid)
 		at[k] = len(cmds)
 		cmds = append(cmds, call(c, keys, args))
-		return keys[lua.KeyState]
 	}
 	for k, j := range js {
 		id := identity(j)
@@ -325,27 +325,69 @@ func (l *Limiter) round(ctx context.Context, c rediser, qs []bucketgate.Request,
 			build(k)
 		case n > 1: // the first call of the identity: all of them, and none after
 			tx := transaction{multi: len(cmds), calls: make([]int, 0, n)}
-			cmds = append(cmds, rueidis.Completed{}) // MULTI, on the slot of the identity's key
-			var key string
+			cmds = append(cmds, c.B().Multi().Build())
 			for k2 := k; len(tx.calls) < n; k2++ {
 				if identity(js[k2]) == id {
-					key = build(k2)
+					build(k2)
 					tx.calls = append(tx.calls, js[k2])
 				}
 			}
-			cmds[tx.multi] = c.B().Multi().Build().SetSlot(key)
-			cmds = append(cmds, c.B().Exec().Build().SetSlot(key))
+			cmds = append(cmds, c.B().Exec().Build())
 			txs = append(txs, tx)
 			counts[id] = 0
 		}
 	}
-	rs := c.DoMulti(ctx, cmds...)
+	rs := doMulti(ctx, c, cmds, txs)
 	for k, j := range js {
 		results[j] = rs[at[k]]
 	}
 	for _, tx := range txs {
 		tx.unwrap(rs, results)
 	}
+}
+
+// doMulti sends cmds, in which txs lie, in one round trip, and returns their answers in
+// order. On a cluster, each transaction goes in a pipeline of its own (MULTI and EXEC
+// on no slot, its calls on one), at the same time as the other commands: rueidis
+// follows a redirection (MOVED, or ASK while the slot moves) of a call inside MULTI ...
+// EXEC by sending the whole transaction to the node named only in such a pipeline; in
+// a pipeline of several slots, it sends each call redirected on its own, outside the
+// transaction, where one that needs a key not moved yet is refused (TRYAGAIN) and a
+// later one of the identity runs before it.
+func doMulti(ctx context.Context, c rediser, cmds rueidis.Commands, txs []transaction) []rueidis.RedisResult {
+	if len(txs) == 0 || c.Mode() != rueidis.ClientModeCluster {
+		return c.DoMulti(ctx, cmds...)
+	}
+	rs := make([]rueidis.RedisResult, len(cmds))
+	var alone []int // the index in cmds of each command outside the transactions
+	done := make(chan struct{}, len(txs))
+	next := 0
+	for _, tx := range txs {
+		for ; next < tx.multi; next++ {
+			alone = append(alone, next)
+		}
+		next = tx.multi + len(tx.calls) + 2
+		go func(from, to int) {
+			copy(rs[from:to], c.DoMulti(ctx, cmds[from:to]...))
+			done <- struct{}{}
+		}(tx.multi, next)
+	}
+	for ; next < len(cmds); next++ {
+		alone = append(alone, next)
+	}
+	if len(alone) > 0 {
+		others := make(rueidis.Commands, len(alone))
+		for k, i := range alone {
+			others[k] = cmds[i]
+		}
+		for k, r := range c.DoMulti(ctx, others...) {
+			rs[alone[k]] = r
+		}
+	}
+	for range txs {
+		<-done
+	}
+	return rs
 }
 
 // transaction is where the calls of one identity lie in the commands of a round: MULTI
@@ -360,8 +402,9 @@ type transaction struct {
 // (EXECABORT: Redis refused a call before running any, TRYAGAIN while its slot moves;
 // or no answer), none of the calls queued ran, and each gets the refusal (TRYAGAIN or
 // NOSCRIPT), sent again as such, or else EXEC's error. A call not queued keeps its own
-// answer: a refusal, or the answer of a node rueidis sent it to after a redirection,
-// or of Redis that ran it outside a transaction (MULTI refused).
+// answer: a refusal, or the answer of Redis that ran it outside a transaction (MULTI
+// refused). A transaction redirected (see doMulti) is answered by the node it was sent
+// to again.
 func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 	exec := rs[tx.multi+len(tx.calls)+1]
 	replies, err := exec.ToArray()

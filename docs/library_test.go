@@ -131,7 +131,7 @@ func TestExampleExitsOnAListenError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang is a failure, not a wait
 	defer cancel()
 	run := exec.CommandContext(ctx, program)
-	run.Env = append(os.Environ(), "RATE_LIMIT_CONFIG=defaultPlan: free\nplans: {free: [{name: burst, capacity: 3, refill: 1, per: day}]}", "REDIS_TIMEOUT_MS=2000")
+	run.Env = append(os.Environ(), "RATE_LIMIT_CONFIG=defaultPlan: free\nplans: {free: [{name: burst, capacity: 3, refill: 1, per: day}]}", slowMachineTimeout)
 	out, err := run.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() < 1 || !strings.Contains(string(out), "address already in use") {

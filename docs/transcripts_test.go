@@ -84,15 +84,21 @@ type gateway struct {
 	banner []string
 }
 
+// slowMachineTimeout is the decision deadline of the commands the transcripts run: Redis
+// has 2 s to answer, not the default 50 ms. None of the transcripts is about a timeout,
+// and a machine running several test runs at once has taken longer than the default for
+// a first call (its connection and script), which answered 503 or "unavailable" where
+// a transcript shows a decision.
+const slowMachineTimeout = "REDIS_TIMEOUT_MS=2000"
+
 // startGateway runs bucketgate-local serve with env on a free port until t ends, and
-// returns it once it has printed its banner. Redis has 2 s to answer, not the default:
-// a machine running several test runs at once has taken longer than that for a first
-// call, answered 503 where the session shows none (env may set it again).
+// returns it once it has printed its banner. Redis has slowMachineTimeout to answer
+// (env may set REDIS_TIMEOUT_MS again).
 func startGateway(t *testing.T, env ...string) *gateway {
 	t.Helper()
 	cmd := exec.Command(command(t, "bucketgate-local"), "serve", "-addr", "127.0.0.1:0")
 	cmd.Dir = root // template.yaml
-	cmd.Env = cleanEnv(append([]string{"REDIS_TIMEOUT_MS=2000"}, env...)...)
+	cmd.Env = cleanEnv(append([]string{slowMachineTimeout}, env...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +266,9 @@ func fencedAfter(t *testing.T, text, marker string) string {
 
 // The make invoke transcripts of CONTRIBUTING.md are what the commands print on stdout
 // (the functions' logs and metrics go to stderr), each run as shown, its pipe included,
-// on a fresh embedded Redis.
+// on a fresh embedded Redis, which has slowMachineTimeout to answer: with the default,
+// a loaded machine's runs answered "unavailable" (a check's "reason", a peek's remaining
+// 0, the authorizer's UnavailableError).
 func TestMakeInvokeTranscripts(t *testing.T) {
 	shown := regexp.MustCompile(`(?m)^\$ (make invoke .*)$`).FindAllStringSubmatch(section(t, "CONTRIBUTING.md", "Sample events: make invoke"), -1)
 	if len(shown) < 4 {
@@ -270,7 +278,7 @@ func TestMakeInvokeTranscripts(t *testing.T) {
 		want := strings.Join(transcript(t, "CONTRIBUTING.md", s[1]), "\n")
 		cmd := exec.Command("bash", "-o", "pipefail", "-c", s[1])
 		cmd.Dir = root
-		cmd.Env = cleanEnv()
+		cmd.Env = cleanEnv(slowMachineTimeout)
 		out, err := cmd.Output()
 		if err != nil {
 			t.Errorf("%s: %v\n%s", s[1], err, out)

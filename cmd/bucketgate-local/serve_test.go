@@ -320,6 +320,13 @@ func TestServeInitErrors(t *testing.T) {
 		{"malformed backend with a password", templatePath, "http://alice:s3cret@127.0.0.1:30x0", nil, `-backend: backend "http://xxxxx@127.0.0.1:30x0": want an absolute http:// or https:// URL`},
 		{"backend with a password, unclosed bracket", templatePath, "http://alice:s3cret@[::1", nil, `backend "http://xxxxx@[::1": want an absolute`},
 		{"backend with a password, no scheme", templatePath, "alice:s3cret@127.0.0.1:3000", nil, `backend "xxxxx@127.0.0.1:3000": want an absolute`},
+		// A query or a fragment, where a token may be, is quoted hidden too.
+		{"backend with a token in its query", templatePath, "http://127.0.0.1:3000/?token=s3cret", nil, `-backend: backend "http://127.0.0.1:3000/?xxxxx": want an absolute http:// or https:// URL without query`},
+		{"backend with a token in its fragment", templatePath, "http://127.0.0.1:3000/#token=s3cret", nil, `backend "http://127.0.0.1:3000/#xxxxx": want an absolute`},
+		{"malformed backend with a token in its query", templatePath, "http://127.0.0.1:30x0/?token=s3cret", nil, `backend "http://127.0.0.1:30x0/?xxxxx": want an absolute`},
+		{"backend with an @ in its query", templatePath, "http://127.0.0.1:3000/?mail=a@b&token=s3cret", nil, `backend "http://xxxxx": want an absolute`},
+		{"backend with a ? in its password", templatePath, "http://alice:s?3cret@127.0.0.1:3000", nil, `backend "http://xxxxx": want an absolute`},
+		{"backend with a password, a :// after it", templatePath, "alice:s3cret@127.0.0.1:3000/a://b", nil, `backend "xxxxx@127.0.0.1:3000/a://b": want an absolute`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -30,15 +30,16 @@ func SampleBackend() http.Handler {
 // reached the client gets failure (the template's INTEGRATION_FAILURE gateway response)
 // with only the headers it maps, as API Gateway sends it, and the reason goes to errs.
 // base must be an absolute http or https URL without credentials (user:password@),
-// which the proxy would not send: the error names them, the password hidden (and what
-// precedes the last "@" of a URL that does not parse or parses otherwise).
+// which the proxy would not send: the error names them, the password hidden; and
+// without query or fragment: the error quotes base with them hidden, and what precedes
+// its last "@" (hideSecrets).
 func ProxyBackend(base string, failure Response, errs io.Writer) (http.Handler, error) {
 	u, err := url.Parse(base)
 	if err == nil && u.User != nil {
 		return nil, fmt.Errorf("backend %q: a URL with credentials, which the gateway would not send: give it without them, and have your service check X-Bucketgate-Secret (BUCKETGATE_BACKEND_SECRET) if it needs to know the gateway", u.Redacted())
 	}
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("backend %q: want an absolute http:// or https:// URL without query, like http://127.0.0.1:3000", hideUserinfo(base))
+		return nil, fmt.Errorf("backend %q: want an absolute http:// or https:// URL without query or fragment, like http://127.0.0.1:3000", hideSecrets(base))
 	}
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -55,16 +56,26 @@ func ProxyBackend(base string, failure Response, errs io.Writer) (http.Handler, 
 	}, nil
 }
 
-// hideUserinfo returns base, which url.Parse refused or read as something other than
-// credentials, with what precedes its last "@" (and follows its scheme's "://"),
-// where a password may be, replaced by xxxxx, as url.URL.Redacted does a password.
-func hideUserinfo(base string) string {
-	at := strings.LastIndex(base, "@")
-	if at < 0 {
-		return base
+// hideSecrets returns base, which url.Parse refused or read as no URL the gateway
+// takes, with what may hold a secret replaced by xxxxx, as url.URL.Redacted does a
+// password: what precedes its last "@" (and follows its scheme's "://"), where a
+// password may be, and what follows its first "?" or "#", a query or a fragment, where a
+// token may be. When the first "?" or "#" comes before the last "@" (in a password, or
+// the "@" in a query), it is not known which is which: all after the scheme is hidden.
+func hideSecrets(base string) string {
+	scheme, rest := "", base
+	if i := strings.Index(base, "://"); i >= 0 && !strings.ContainsAny(base[:i], "@?#/") {
+		scheme, rest = base[:i+3], base[i+3:]
 	}
-	if scheme, _, ok := strings.Cut(base[:at], "://"); ok {
-		return scheme + "://xxxxx" + base[at:]
+	at, query := strings.LastIndex(rest, "@"), strings.IndexAny(rest, "?#")
+	switch {
+	case query >= 0 && query < at:
+		return scheme + "xxxxx"
+	case query >= 0:
+		rest = rest[:query+1] + "xxxxx"
 	}
-	return "xxxxx" + base[at:]
+	if at >= 0 {
+		rest = "xxxxx" + rest[at:]
+	}
+	return scheme + rest
 }

@@ -9,8 +9,15 @@ import (
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
+// embeddedTimeoutMS is REDIS_TIMEOUT_MS with the embedded Redis when none is set: it
+// runs in this process, on a laptop's spare time, and its first call compiles the
+// script, which the production default of 50 ms may not cover (the first answer would
+// be unavailable).
+const embeddedTimeoutMS = "1000"
+
 // withRedis returns getenv unchanged when it names a Redis (REDIS_ADDR), else getenv
-// with REDIS_ADDR pointing at an embedded Redis that stop shuts down. where says which.
+// with REDIS_ADDR pointing at an embedded Redis that stop shuts down, and
+// REDIS_TIMEOUT_MS embeddedTimeoutMS unless set. where says which.
 //
 // The embedded Redis is a miniredis on a free loopback port that runs on the wall
 // clock: SetTime is never called, so TIME (the buckets' clock, read inside the script)
@@ -44,10 +51,14 @@ func withRedis(getenv func(string) string) (env func(string) string, where strin
 		}
 	}()
 	env = func(k string) string {
-		if k == settings.EnvRedisAddr {
+		switch v := getenv(k); {
+		case k == settings.EnvRedisAddr:
 			return m.Addr()
+		case k == settings.EnvTimeoutMS && v == "":
+			return embeddedTimeoutMS
+		default:
+			return v
 		}
-		return getenv(k)
 	}
 	stop = func() {
 		close(done)

@@ -13,6 +13,32 @@ import (
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
+// The embedded Redis gives a decision embeddedTimeoutMS unless REDIS_TIMEOUT_MS is set;
+// a Redis of one's own gets the setting as it is.
+func TestEmbeddedRedisTimeout(t *testing.T) {
+	tests := []struct {
+		name string
+		set  map[string]string
+		want string
+	}{
+		{"embedded, unset", map[string]string{}, embeddedTimeoutMS},
+		{"embedded, set", map[string]string{settings.EnvTimeoutMS: "70"}, "70"},
+		{"own Redis, unset", map[string]string{settings.EnvRedisAddr: "127.0.0.1:1"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env, _, stop, err := withRedis(func(k string) string { return tc.set[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			if got := env(settings.EnvTimeoutMS); got != tc.want {
+				t.Fatalf("%s = %q, want %q", settings.EnvTimeoutMS, got, tc.want)
+			}
+		})
+	}
+}
+
 // The embedded Redis expires keys as the wall clock passes: a lease, a reservation, a
 // quota's window end there as on a real server.
 func TestEmbeddedRedisExpiresKeys(t *testing.T) {

@@ -144,24 +144,8 @@ func TestInvalidRequests(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mr, client := startMiniredis(t)
-			f := newFixture(t, client, nil, guard.Options{})
-			out, err := f.invoke([]byte(tc.payload))
-			if err == nil {
-				t.Fatalf("answered %s, want an error", out)
-			}
-			ive := functionError(t, err)
-			if ive.Type != checkapi.ErrorTypeInvalidRequest {
-				t.Errorf("errorType %q, want %q", ive.Type, checkapi.ErrorTypeInvalidRequest)
-			}
-			if !strings.HasPrefix(ive.Message, tc.want) {
-				t.Errorf("errorMessage %q\nwant it to start %q", ive.Message, tc.want)
-			}
-			if keys := mr.Keys(); len(keys) != 0 {
-				t.Errorf("an invalid request wrote %v", keys)
-			}
-			if f.metrics.Len() != 0 {
-				t.Errorf("an invalid request emitted metrics: %s", f.metrics)
+			if msg := refused(t, tc.payload); !strings.HasPrefix(msg, tc.want) {
+				t.Errorf("errorMessage %q\nwant it to start %q", msg, tc.want)
 			}
 		})
 	}
@@ -196,18 +180,8 @@ func TestNullMemberNamed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mr, client := startMiniredis(t)
-			f := newFixture(t, client, nil, guard.Options{})
-			out, err := f.invoke([]byte(tc.payload))
-			if err == nil {
-				t.Fatalf("answered %s, want an error", out)
-			}
-			ive := functionError(t, err)
-			if ive.Type != checkapi.ErrorTypeInvalidRequest || ive.Message != tc.field+want {
-				t.Errorf("%s %q\nwant %s %q", ive.Type, ive.Message, checkapi.ErrorTypeInvalidRequest, tc.field+want)
-			}
-			if keys := mr.Keys(); len(keys) != 0 {
-				t.Errorf("an invalid request wrote %v", keys)
+			if msg := refused(t, tc.payload); msg != tc.field+want {
+				t.Errorf("errorMessage %q\nwant %q", msg, tc.field+want)
 			}
 		})
 	}
@@ -308,4 +282,27 @@ func TestInvalidRequestQuotesLittle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refused invokes a check function on payload and returns the message of its
+// InvalidRequestError, failing t unless it is one and nothing was written or measured.
+func refused(t *testing.T, payload string) string {
+	t.Helper()
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	out, err := f.invoke([]byte(payload))
+	if err == nil {
+		t.Fatalf("answered %s, want an error", out)
+	}
+	ive := functionError(t, err)
+	if ive.Type != checkapi.ErrorTypeInvalidRequest {
+		t.Errorf("errorType %q, want %q", ive.Type, checkapi.ErrorTypeInvalidRequest)
+	}
+	if keys := mr.Keys(); len(keys) != 0 {
+		t.Errorf("an invalid request wrote %v", keys)
+	}
+	if f.metrics.Len() != 0 {
+		t.Errorf("an invalid request emitted metrics: %s", f.metrics)
+	}
+	return ive.Message
 }

@@ -148,12 +148,7 @@ func hmacSum(key []byte, msg string) []byte {
 
 func TestIAMTokenRenewal(t *testing.T) {
 	now := signedAt
-	s := settings.Settings{Username: "app", CacheName: "orders-cache", IAMAuth: true}
-	cfg := aws.Config{Region: testRegion, Credentials: staticCredentials("")}
-	a, err := newIAMAuth(context.Background(), s, cfg, func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testIAMAuth(t, func() time.Time { return now })
 	first, err := a.credentials(rueidis.AuthCredentialsContext{})
 	if err != nil {
 		t.Fatal(err)
@@ -186,12 +181,7 @@ func TestIAMTokenRenewal(t *testing.T) {
 // environment is frozen, and neither the time a token was signed nor RefreshAfter keeps
 // it (a Time's String shows "m=" when it does).
 func TestIAMTokenAgeByWallClock(t *testing.T) {
-	s := settings.Settings{Username: "app", CacheName: "orders-cache", IAMAuth: true}
-	cfg := aws.Config{Region: testRegion, Credentials: staticCredentials("")}
-	a, err := newIAMAuth(context.Background(), s, cfg, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testIAMAuth(t, time.Now)
 	c, err := a.credentials(rueidis.AuthCredentialsContext{})
 	if err != nil {
 		t.Fatal(err)
@@ -224,12 +214,7 @@ func TestIAMTokenClockBack(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := signedAt
-			s := settings.Settings{Username: "app", CacheName: "orders-cache", IAMAuth: true}
-			cfg := aws.Config{Region: testRegion, Credentials: staticCredentials("")}
-			a, err := newIAMAuth(context.Background(), s, cfg, func() time.Time { return now })
-			if err != nil {
-				t.Fatal(err)
-			}
+			a := testIAMAuth(t, func() time.Time { return now })
 			first, err := a.credentials(rueidis.AuthCredentialsContext{})
 			if err != nil {
 				t.Fatal(err)
@@ -257,4 +242,16 @@ func TestIAMNeedsRegionAndCredentials(t *testing.T) {
 	if _, err := newIAMAuth(context.Background(), s, aws.Config{Region: testRegion}, time.Now); err == nil {
 		t.Fatal("no credentials: no error")
 	}
+}
+
+// testIAMAuth returns the IAM authentication of the user app to the cache orders-cache
+// in testRegion, on static credentials and the clock now.
+func testIAMAuth(t *testing.T, now func() time.Time) *iamAuth {
+	t.Helper()
+	s := settings.Settings{Username: "app", CacheName: "orders-cache", IAMAuth: true}
+	a, err := newIAMAuth(context.Background(), s, aws.Config{Region: testRegion, Credentials: staticCredentials("")}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -331,21 +331,7 @@ func reached(t *testing.T, count *atomic.Int32, n int32, what string) {
 // (REDIS_TIMEOUT_MS, the invocation's), which failed closed though Redis was well.
 func TestSecretReadHoldsNoConnection(t *testing.T) {
 	const id = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:stalled-AbCdEf"
-	// The default user stays on, for the test's CLIENT KILL.
-	srv := redistest.Start(t, "--user", "alice", "on", ">s3cret", "~*", "&*", "+@all")
-	sm := startSecretsManager(t, map[string]map[string]any{id: {"SecretString": `{"username":"alice","password":"s3cret"}`}})
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": id}),
-		redisconn.WithAWSConfig(sm.awsConfig()), redisconn.WithClock(now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := ping(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	srv, sm, clock, c := aliceBySecret(t, id)
 	stall := make(chan struct{})
 	sm.stall.Store(&stall)
 	defer close(stall) // before the server closes, which waits for the stalled reads
@@ -397,21 +383,7 @@ func TestSecretReadAfterClockBack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// The default user stays on, for the test's CLIENT KILL.
-			srv := redistest.Start(t, "--user", "alice", "on", ">s3cret", "~*", "&*", "+@all")
-			sm := startSecretsManager(t, map[string]map[string]any{id: {"SecretString": `{"username":"alice","password":"s3cret"}`}})
-			var clock atomic.Int64
-			clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
-			now := func() time.Time { return time.Unix(0, clock.Load()) }
-			c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": id}),
-				redisconn.WithAWSConfig(sm.awsConfig()), redisconn.WithClock(now))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if err := ping(context.Background(), c); err != nil {
-				t.Fatal(err)
-			}
+			srv, sm, clock, c := aliceBySecret(t, id)
 			before := sm.calls.Load()
 			clock.Add(int64(tt.step))
 			if _, err := srv.Command(context.Background(), "CLIENT", "KILL", "USER", "alice"); err != nil {
@@ -427,4 +399,27 @@ func TestSecretReadAfterClockBack(t *testing.T) {
 			reached(t, &sm.calls, before+1, "reads of the secret begun") // beside the new connection
 		})
 	}
+}
+
+// aliceBySecret starts a server with the user alice (the default user stays on, for a
+// test's CLIENT KILL) and a Secrets Manager holding her password under id, and returns
+// them, the connection's clock (Unix ns) and the connection, pinged once; it closes the
+// connection when t ends.
+func aliceBySecret(t *testing.T, id string) (*redistest.Server, *secretsManager, *atomic.Int64, *redisconn.Conn) {
+	t.Helper()
+	srv := redistest.Start(t, "--user", "alice", "on", ">s3cret", "~*", "&*", "+@all")
+	sm := startSecretsManager(t, map[string]map[string]any{id: {"SecretString": `{"username":"alice","password":"s3cret"}`}})
+	clock := new(atomic.Int64)
+	clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	c, err := redisconn.New(redistest.Settings(t, map[string]string{"REDIS_ADDR": srv.Addr, "REDIS_PASSWORD_SECRET_ARN": id}),
+		redisconn.WithAWSConfig(sm.awsConfig()), redisconn.WithClock(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := ping(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return srv, sm, clock, c
 }

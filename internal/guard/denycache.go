@@ -25,14 +25,15 @@ const DenyCacheMaxAge = time.Second
 // its identity, its rule set's key, the names its decision holds and entryOverhead;
 // the worst entry (a check function tenant's 1,000-byte key, 8 rules of 64-byte names)
 // counts about 2.6 KB, so a cache of them holds about 12,800. Its tables, allocated at
-// init for Options.DenyCacheSize entries or the 43,690 that DenyCacheMaxBytes holds at
-// most, whichever is fewer (about 5 MB), come on top.
+// its first entry for Options.DenyCacheSize entries or the 43,690 that DenyCacheMaxBytes
+// holds at most, whichever is fewer (about 5 MB), come on top.
 const DenyCacheMaxBytes = 32 << 20
 
 // entryOverhead is what a deny cache entry takes besides its strings' bytes: the
 // denial (the Decision, the send time, its key's strings' headers, its links, about 250
 // bytes), the rounding of every allocation up to its size class, and an entry of the
-// map of identities' lists (its table is allocated at init, as the entries' is).
+// map of identities' lists (its table is allocated at the first entry, as the entries'
+// is).
 // TestDenyCacheBytesBound holds the count of a full cache of worst entries to at least
 // what they take on the heap.
 const entryOverhead = 768
@@ -82,11 +83,18 @@ type denial struct {
 }
 
 // newDenyCache returns a deny cache of at most size entries. Its tables are allocated
-// for as many as it can hold: size, or, under DenyCacheMaxBytes, fewer.
+// at its first entry (alloc), not at a Lambda's cold start (about 1.3 ms of it).
 func newDenyCache(size int, askFirst bool) *denyCache {
-	most := min(size, DenyCacheMaxBytes/entryOverhead)
-	return &denyCache{size: size, askFirst: askFirst,
-		entries: make(map[denyKey]*denial, most), heads: make(map[string]*denial, most)}
+	return &denyCache{size: size, askFirst: askFirst}
+}
+
+// alloc allocates c's tables, when they are not yet, for as many entries as c can hold:
+// its size, or, under DenyCacheMaxBytes, fewer. c.mu is held, or c is not shared yet.
+func (c *denyCache) alloc() {
+	if c.entries == nil {
+		most := min(c.size, DenyCacheMaxBytes/entryOverhead)
+		c.entries, c.heads = make(map[denyKey]*denial, most), make(map[string]*denial, most)
+	}
 }
 
 // get returns the denial cached for q, brought forward to now: its waits shortened by
@@ -145,6 +153,7 @@ func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.T
 		c.bytes += entryBytes(e)
 		return
 	}
+	c.alloc()
 	fresh := denial{key: key, d: d, sent: sent, unasked: admitted}
 	need := entryBytes(&fresh)
 	var e *denial

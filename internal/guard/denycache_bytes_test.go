@@ -26,7 +26,8 @@ func worstDenial(i int, rules []bucketgate.Rule) (bucketgate.Request, bucketgate
 // TestDenyCacheBytesBound: filled with its worst entries, a deny cache of the largest
 // DENY_CACHE_SIZE holds at most DenyCacheMaxBytes of them, counted structurally (its
 // count of each entry is at least what the entry takes on the heap), and its heap
-// stays within that plus its table, allocated at init. The figure is the heap's, read
+// stays within that plus its tables, allocated at its first entry (alloc, here before
+// the entries). The figure is the heap's, read
 // after a collection: a generous bound, not a timing.
 func TestDenyCacheBytesBound(t *testing.T) {
 	rules := make([]bucketgate.Rule, bucketgate.MaxRules)
@@ -38,6 +39,7 @@ func TestDenyCacheBytesBound(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	c := newDenyCache(size, false)
+	c.alloc()
 	runtime.GC()
 	var table runtime.MemStats
 	runtime.ReadMemStats(&table)
@@ -85,6 +87,7 @@ func TestDenyCacheBytesBoundAfterShrinking(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			c := newDenyCache(tc.grow, false)
+			c.alloc() // its tables, for as many as it may hold: not the room of a list
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			q := func(cost int) bucketgate.Request {
@@ -110,5 +113,23 @@ func TestDenyCacheBytesBoundAfterShrinking(t *testing.T) {
 				t.Fatalf("the entries take %d bytes of heap, more than the %d counted: the list kept the room of the entries it lost", held, c.bytes)
 			}
 		})
+	}
+}
+
+// TestDenyCacheAllocatesAtFirstEntry: a new deny cache allocates its tables (about 5 MB
+// at the largest DENY_CACHE_SIZE) at its first entry, not when a function starts: a
+// cold start pays nothing for a cache it may never fill.
+func TestDenyCacheAllocatesAtFirstEntry(t *testing.T) {
+	const caches, slack = 10, 64 << 10 // what the runtime allocates meanwhile
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	kept := make([]*denyCache, caches)
+	for i := range kept {
+		kept[i] = newDenyCache(100_000, false) // settings.MaxDenyCacheSize
+	}
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(kept)
+	if n := after.TotalAlloc - before.TotalAlloc; n > slack {
+		t.Fatalf("%d new deny caches allocated %d bytes, want their tables left to their first entry", caches, n)
 	}
 }

@@ -50,16 +50,18 @@ func sizeDocument(tb testing.TB) *config.Config {
 // decoded from a DynamoDB item is: the entries built from it keep its strings alone.
 // Its records have own rules of their own: the first replace the plan's rules, the
 // rest the routes'. With account, they are keys of that account, with an owner, and
-// the account is on the plan. With owner, each record has an owner of that many bytes.
+// the account is on the plan, or has accountOwn rules of its own. With owner, each record
+// has an owner of that many bytes.
 type copying struct {
-	own     int
-	account string
-	owner   int
+	own        int
+	account    string
+	accountOwn int
+	owner      int
 }
 
 func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error) {
 	if strings.HasPrefix(id, registry.AccountItemPrefix) {
-		return registry.Record{ID: id, Plan: "big", Owner: "Acme Corp"}, true, nil
+		return registry.Record{ID: strings.Clone(id), Plan: "big", Owner: "Acme Corp", Rules: ownRules(s.accountOwn)}, true, nil
 	}
 	r := registry.Record{ID: strings.Clone(id), Plan: strings.Clone("big")}
 	if s.account != "" {
@@ -68,14 +70,22 @@ func (s copying) Get(_ context.Context, id string) (registry.Record, bool, error
 	if s.owner > 0 {
 		r.Owner = strings.Repeat("o", s.owner)
 	}
-	for i := range s.own {
+	r.Rules = ownRules(s.own)
+	return r, true, nil
+}
+
+// ownRules returns n rules of a record's own, each in a slice and strings of its own: the
+// first replace the plan's rules, the rest the routes'.
+func ownRules(n int) []bucketgate.Rule {
+	var rules []bucketgate.Rule
+	for i := range n {
 		name := planRule(i)
 		if i >= planRules {
 			name = routeRule(i - planRules)
 		}
-		r.Rules = append(r.Rules, bucketgate.Rule{Name: name, Capacity: 10, RefillPerSecond: 1})
+		rules = append(rules, bucketgate.Rule{Name: strings.Clone(name), Capacity: 10, RefillPerSecond: 1})
 	}
-	return r, true, nil
+	return rules
 }
 
 // entryBytes fills a registry cache with n entries read from src, under ids made by
@@ -192,7 +202,9 @@ func BenchmarkCacheEntryBytes(b *testing.B) {
 // entry (a tenant's 1,000-byte key, 8 rules of its own, all with the longest names, the
 // longest owner kept, a plan of 7 rules and 100 routes that each add one) takes at most
 // maxEntryBytes; an API key on its plan alone at most maxPlainEntryBytes, with an owner
-// at most maxOwnedEntryBytes, however long its item's owner. An identity's plan with its own
+// at most maxOwnedEntryBytes, however long its item's owner; a key of an account, with the
+// longest name and with or without rules of the account's own, at most maxMemberEntryBytes
+// (the keys of an account share its rules). An identity's plan with its own
 // rules shares the document's route table instead of a merged copy of every route's
 // rules (which took 36 KB with these 100 routes).
 func TestCacheEntryBytesBound(t *testing.T) {
@@ -206,6 +218,9 @@ func TestCacheEntryBytesBound(t *testing.T) {
 	}
 	if got := entryBytes(t, cfg, copying{account: accountName}, entries, apiKeyID); got > maxMemberEntryBytes {
 		t.Errorf("an API key of an account with the longest name takes %.0f bytes, want at most %d", got, maxMemberEntryBytes)
+	}
+	if got := entryBytes(t, cfg, copying{account: accountName, accountOwn: bucketgate.MaxRules}, entries, apiKeyID); got > maxMemberEntryBytes {
+		t.Errorf("an API key of an account with %d rules of its own takes %.0f bytes, want at most %d (its keys share the account's rules)", bucketgate.MaxRules, got, maxMemberEntryBytes)
 	}
 	for _, owner := range []int{registry.MaxOwner, 64 << 10} { // cut to MaxOwner bytes: the entry holds no more of it
 		if got := entryBytes(t, cfg, copying{owner: owner}, entries/10, apiKeyID); got > maxOwnedEntryBytes {

@@ -79,7 +79,7 @@ func batchDifferential(t *testing.T, c rueidis.Client, flush func()) {
 }
 
 // TestDecideBatchAfterFlush: a batch after the server lost its script cache sends the
-// script's text (76 KB) once, not with each of its calls.
+// script's text (34 KB) once, not with each of its calls.
 func TestDecideBatchAfterFlush(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redistest.Client(t, srv.Addr)

@@ -375,7 +375,7 @@ func TestLeasesInABatch(t *testing.T) {
 
 // TestResetOfLeasesSendsTheHash: a reset of a request with a concurrency rule calls the
 // script by its hash (EVALSHA), as every other call does, and sends its text (EVAL,
-// some 75 KB a call, which ElastiCache Serverless bills by the KB) only to a server
+// some 34 KB a call, which ElastiCache Serverless bills by the KB) only to a server
 // that answers NOSCRIPT: the bucket is full again and the leases gone either way.
 func TestResetOfLeasesSendsTheHash(t *testing.T) {
 	streams := bucketgate.Rule{Name: "streams", Concurrency: 2}

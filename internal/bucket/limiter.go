@@ -436,8 +436,8 @@ func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 const maxLoads = 8
 
 // load sends again the calls of p whose results are NOSCRIPT (Redis ran none of them),
-// and puts their answers in results, so that the script's text (about 76 KB) goes once
-// to each node that lacks it, not with each call (a batch of 100 would send 7.6 MB): in
+// and puts their answers in results, so that the script's text (about 34 KB) goes once
+// to each node that lacks it, not with each call (a batch of 100 would send 3.4 MB): in
 // rounds of one round trip, the first call still refused with the text, which loads
 // the script on its node ahead of that node's other calls, and the others as EVALSHA,
 // which that node then runs and the others refuse again. Each round sends the calls in

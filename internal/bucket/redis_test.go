@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -487,13 +488,24 @@ func redisTime(t testing.TB, c rueidis.Client) time.Time {
 
 // TestScriptCapacityNotANumber: a capacity that is not a number at all is read by
 // arithmetic and stops the script with Lua's own error (bucket.lua's header), before any
-// write.
+// write. The error names the line of bucket.lua that reads it (the text sent keeps the
+// file's lines, its comments emptied) and the script by lua.BucketSHA1.
 func TestScriptCapacityNotANumber(t *testing.T) {
 	_, c := real(t)
 	err := c.Do(context.Background(), c.B().Eval().Script(lua.BucketSource).Numkeys(1).Key(bucket.Key("x")).
 		Arg("1", "b:tokens", "b:ts", "ten", "1").Build()).Error()
 	if err == nil || !slices.ContainsFunc(lua.ArithmeticErrors, func(text string) bool { return strings.Contains(err.Error(), text) }) {
 		t.Fatalf("error %v, want Lua's arithmetic error", err)
+	}
+	file, ferr := os.ReadFile("../lua/bucket.lua")
+	at := strings.Index(string(file), "local cap, rate, period = argv[j] + 0")
+	if ferr != nil || at < 0 {
+		t.Fatalf("the line that reads a capacity in bucket.lua: %v, at %d", ferr, at)
+	}
+	for _, want := range []string{fmt.Sprintf("user_script:%d:", 1+strings.Count(string(file[:at]), "\n")), lua.BucketSHA1} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want it to name %s", err, want)
+		}
 	}
 	if n := mustInt(t, do(t, c, c.B().Dbsize().Build())); n != 0 {
 		t.Fatalf("%d keys written", n)

@@ -8,13 +8,49 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 )
 
-// BucketSource is the text of bucket.lua, the token-bucket decision script.
+// bucketFile is bucket.lua as written, more than half of it comments.
 //
 //go:embed bucket.lua
-var BucketSource string
+var bucketFile string
+
+// BucketSource is the text of the token-bucket decision script that Redis is sent (EVAL,
+// SCRIPT LOAD): bucket.lua with each whole-line comment emptied, its line kept, so that
+// a line Redis names in an error is the file's. A node that lost the script (a failover,
+// a restart, SCRIPT FLUSH) gets it whole, without those comments' bytes.
+var BucketSource = func() string {
+	text, err := stripComments(bucketFile)
+	if err != nil {
+		panic("bucket.lua: " + err.Error())
+	}
+	return text
+}()
+
+// stripComments returns src with each line whose first characters but blanks are "--"
+// emptied, its newline kept, and every other line as it is. It refuses a text it could
+// misread so: with a long bracket ("[[", "[=": a long string or comment, inside which a
+// line may start with "--"), or a line that ends with a backslash (a string that goes on
+// on the next line).
+func stripComments(src string) (string, error) {
+	if strings.Contains(src, "[[") || strings.Contains(src, "[=") {
+		return "", errors.New("a long string or comment ([[ or [=): its lines are not told from code")
+	}
+	lines := strings.Split(src, "\n")
+	for i, line := range lines {
+		if strings.HasSuffix(line, "\\") {
+			return "", fmt.Errorf("line %d ends with a backslash: a string may go on on the next line", i+1)
+		}
+		if strings.HasPrefix(strings.TrimLeft(line, " \t"), "--") {
+			lines[i] = ""
+		}
+	}
+	return strings.Join(lines, "\n"), nil
+}
 
 // BucketSHA1 is the SHA-1 of BucketSource in hex: the name EVALSHA runs it by.
 var BucketSHA1 = func() string {

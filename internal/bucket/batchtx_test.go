@@ -74,6 +74,19 @@ func TestDecideBatchTransactionReplies(t *testing.T) {
 			}
 			return both
 		}, []string{"the first ran", "the second ran"}, false, 3, true},
+		{"EXEC asked elsewhere (its slot moving): both sent again together", func(cmd string, execs, _ int32) string {
+			switch {
+			case cmd == "MULTI", cmd == "ASKING":
+				return "+OK\r\n"
+			case cmd == "EVALSHA":
+				return "+QUEUED\r\n"
+			case execs == 0:
+				return "-ASK 1 {fake}\r\n"
+			case execs == 1:
+				return "-ERR EXEC without MULTI\r\n"
+			}
+			return both
+		}, []string{"the first ran", "the second ran"}, false, 3, true},
 		{"EXEC redirected every time: nothing ran", func(cmd string, execs, _ int32) string {
 			switch {
 			case cmd == "MULTI":

@@ -16,25 +16,29 @@ import (
 // MULTI ... EXEC, are answered by the elements of EXEC's reply in order, held to its
 // length; sent again together when Redis refused to queue one (TRYAGAIN: none ran);
 // answered EXEC's error when it failed otherwise; and each its own answer when Redis ran
-// them outside a transaction (MULTI refused). A fake server gives the replies.
+// them outside a transaction (MULTI refused); on a cluster, sent again together when EXEC
+// was redirected (none ran), and answered so when it was every time. A fake server gives
+// the replies.
 func TestDecideBatchTransactionReplies(t *testing.T) {
 	const both = "*2\r\n-ERR the first ran\r\n-ERR the second ran\r\n"
+	const moved = "-MOVED 1 {fake}\r\n" // {fake}: the fake's address
 	tests := []struct {
-		name  string
-		reply func(cmd string, execs, evalshas int32) string // the EXECs and EVALSHAs answered before
-		want  []string                                       // in each call's error
-		bad   bool                                           // each call's error is ErrBadReply
-		execs int32
+		name    string
+		reply   func(cmd string, execs, evalshas int32) string // the EXECs and EVALSHAs answered before
+		want    []string                                       // in each call's error
+		bad     bool                                           // each call's error is ErrBadReply
+		execs   int32
+		cluster bool // a cluster of one master (the fake), named by moved
 	}{
 		{"EXEC answers each call in order", func(cmd string, _, _ int32) string {
 			return map[string]string{"MULTI": "+OK\r\n", "EVALSHA": "+QUEUED\r\n", "EXEC": both}[cmd]
-		}, []string{"the first ran", "the second ran"}, false, 1},
+		}, []string{"the first ran", "the second ran"}, false, 1, false},
 		{"EXEC answers fewer replies than calls", func(cmd string, _, _ int32) string {
 			return map[string]string{"MULTI": "+OK\r\n", "EVALSHA": "+QUEUED\r\n", "EXEC": "*1\r\n-ERR the first ran\r\n"}[cmd]
-		}, nil, true, 1},
+		}, nil, true, 1, false},
 		{"EXEC answers more replies than calls", func(cmd string, _, _ int32) string {
 			return map[string]string{"MULTI": "+OK\r\n", "EVALSHA": "+QUEUED\r\n", "EXEC": "*3\r\n:1\r\n:2\r\n:3\r\n"}[cmd]
-		}, nil, true, 1},
+		}, nil, true, 1, false},
 		{"a call refused before queuing: both sent again together", func(cmd string, execs, evalshas int32) string {
 			switch {
 			case cmd == "MULTI":
@@ -47,20 +51,65 @@ func TestDecideBatchTransactionReplies(t *testing.T) {
 				return "-EXECABORT Transaction discarded because of previous errors.\r\n"
 			}
 			return both
-		}, []string{"the first ran", "the second ran"}, false, 2},
+		}, []string{"the first ran", "the second ran"}, false, 2, false},
 		{"EXEC refused otherwise", func(cmd string, _, _ int32) string {
 			return map[string]string{"MULTI": "+OK\r\n", "EVALSHA": "+QUEUED\r\n", "EXEC": "-EXECABORT Transaction discarded because of previous errors.\r\n"}[cmd]
-		}, []string{"EXECABORT", "EXECABORT"}, false, 1},
+		}, []string{"EXECABORT", "EXECABORT"}, false, 1, false},
 		{"MULTI refused: each call ran alone", func(cmd string, _, _ int32) string {
 			return map[string]string{"MULTI": "-NOPERM no MULTI for you\r\n", "EVALSHA": "-ERR ran alone\r\n", "EXEC": "-ERR EXEC without MULTI\r\n"}[cmd]
-		}, []string{"ran alone", "ran alone"}, false, 1},
+		}, []string{"ran alone", "ran alone"}, false, 1, false},
+		// On a cluster, a slot that moves between the calls' queuing and EXEC makes EXEC
+		// answer MOVED (or ASK): Redis discards the transaction, and rueidis sends EXEC
+		// alone to the node named, which answers that no MULTI came first.
+		{"EXEC redirected: both sent again together", func(cmd string, execs, _ int32) string {
+			switch {
+			case cmd == "MULTI":
+				return "+OK\r\n"
+			case cmd == "EVALSHA":
+				return "+QUEUED\r\n"
+			case execs == 0:
+				return moved
+			case execs == 1:
+				return "-ERR EXEC without MULTI\r\n"
+			}
+			return both
+		}, []string{"the first ran", "the second ran"}, false, 3, true},
+		{"EXEC asked elsewhere (its slot moving): both sent again together", func(cmd string, execs, _ int32) string {
+			switch {
+			case cmd == "MULTI", cmd == "ASKING":
+				return "+OK\r\n"
+			case cmd == "EVALSHA":
+				return "+QUEUED\r\n"
+			case execs == 0:
+				return "-ASK 1 {fake}\r\n"
+			case execs == 1:
+				return "-ERR EXEC without MULTI\r\n"
+			}
+			return both
+		}, []string{"the first ran", "the second ran"}, false, 3, true},
+		{"EXEC redirected every time: nothing ran", func(cmd string, execs, _ int32) string {
+			switch {
+			case cmd == "MULTI":
+				return "+OK\r\n"
+			case cmd == "EVALSHA":
+				return "+QUEUED\r\n"
+			case execs%2 == 0:
+				return moved
+			}
+			return "-ERR EXEC without MULTI\r\n"
+		}, []string{"EXEC of a transaction redirected", "none of its calls ran"}, false, 2 * (1 + bucket.MaxTryAgains), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var execs, evalshas atomic.Int32
-			fake := redistest.StartFake(t, func(cmd []string) string {
+			var addr atomic.Value // the fake's, once started
+			start := redistest.StartFake
+			if tt.cluster {
+				start = redistest.StartFakeCluster
+			}
+			fake := start(t, func(cmd []string) string {
 				name := strings.ToUpper(cmd[0])
-				reply := tt.reply(name, execs.Load(), evalshas.Load())
+				reply := strings.ReplaceAll(tt.reply(name, execs.Load(), evalshas.Load()), "{fake}", addr.Load().(string))
 				switch name {
 				case "EXEC":
 					execs.Add(1)
@@ -72,6 +121,7 @@ func TestDecideBatchTransactionReplies(t *testing.T) {
 				}
 				return reply
 			})
+			addr.Store(fake.Addr)
 			q := bucketgate.Request{Identity: "twice", Rules: free, Cost: 1}
 			_, errs := bucket.New(redistest.Client(t, fake.Addr)).DecideBatch(context.Background(), []bucketgate.Request{q, q})
 			for i, err := range errs {

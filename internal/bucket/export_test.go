@@ -52,3 +52,7 @@ func SecretReadOf(l *Limiter) time.Time {
 	defer l.secrets.mu.Unlock()
 	return l.secrets.read
 }
+
+// MaxTryAgains is maxTryAgains, for the tests: the most rounds a batch sends again the
+// calls that Redis refused with TRYAGAIN.
+const MaxTryAgains = int32(maxTryAgains)

@@ -261,15 +261,18 @@ func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, 
 	l.round(ctx, c, qs, p, all, evalsha, results)
 	// Redis without the script ran none of the calls it refused with NOSCRIPT: send
 	// those again, loading the script (see load). Nor any it refused with READONLY or
-	// TRYAGAIN: send those again as eval does.
+	// TRYAGAIN: send those again as eval does; nor those of a transaction whose EXEC
+	// was redirected (see redirected), sent again as TRYAGAIN's, to the slot's owner
+	// then.
 	l.load(ctx, c, qs, p, results)
 	if slices.ContainsFunc(results, readOnly) {
 		reconnect(ctx, c)
 		l.resend(ctx, c, qs, p, results, readOnly, evalsha)
 		l.load(ctx, c, qs, p, results)
 	}
-	for n := 0; n < maxTryAgains && slices.ContainsFunc(results, tryAgain) && wait(ctx, TryAgainWait); n++ {
-		l.resend(ctx, c, qs, p, results, tryAgain, evalsha)
+	moving := func(r rueidis.RedisResult) bool { return tryAgain(r) || redirected(r) }
+	for n := 0; n < maxTryAgains && slices.ContainsFunc(results, moving) && wait(ctx, TryAgainWait); n++ {
+		l.resend(ctx, c, qs, p, results, moving, evalsha)
 		l.load(ctx, c, qs, p, results)
 	}
 	for j, r := range results {
@@ -400,17 +403,21 @@ type transaction struct {
 // unwrap puts in results the answer of each call of tx, whose commands answered rs: the
 // element of EXEC's answer, in order, of a call queued ("QUEUED"). When EXEC failed
 // (EXECABORT: Redis refused a call before running any, TRYAGAIN while its slot moves;
-// or no answer), none of the calls queued ran, and each gets the refusal (TRYAGAIN or
-// NOSCRIPT), sent again as such, or else EXEC's error. A call not queued keeps its own
-// answer: a refusal, or the answer of Redis that ran it outside a transaction (MULTI
-// refused). A transaction redirected (see doMulti) is answered by the node it was sent
-// to again.
+// EXEC redirected, see redirected; or no answer), none of the calls queued ran, and
+// each gets the refusal (TRYAGAIN or NOSCRIPT, or the redirection), sent again as such,
+// or else EXEC's error. A call not queued keeps its own answer: a refusal, or the
+// answer of Redis that ran it outside a transaction (MULTI refused). A transaction
+// redirected before EXEC (see doMulti) is answered by the node it was sent to again.
 func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 	exec := rs[tx.multi+len(tx.calls)+1]
 	replies, err := exec.ToArray()
-	if err == nil && len(replies) != len(tx.calls) {
+	switch {
+	case err == nil && len(replies) != len(tx.calls):
 		err = fmt.Errorf("%w: EXEC answered %d replies for %d script calls", ErrBadReply, len(replies), len(tx.calls))
 		exec = rueidis.NewErrorResult(err)
+	case err != nil && strings.Contains(err.Error(), "EXEC without MULTI"):
+		// Answered so, a transaction of calls queued had its EXEC redirected.
+		exec = rueidis.NewErrorResult(fmt.Errorf("%w: %w", errRedirected, err))
 	}
 	refusal := exec
 	for k := range tx.calls {
@@ -430,6 +437,16 @@ func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 		}
 	}
 }
+
+// errRedirected is the error of a call of a batch's transaction (see round) whose EXEC
+// a cluster redirected: the slot moved (MOVED, or ASK while it moves) between the
+// calls' queuing and EXEC, so Redis discarded the transaction, none of its calls ran,
+// and rueidis sent EXEC alone to the node named, which answered that no MULTI came
+// first. Such calls are sent again together, as calls refused with TRYAGAIN are.
+var errRedirected = errors.New("EXEC of a transaction redirected (its slot moved): none of its calls ran, safe to send again")
+
+// redirected reports a call of a transaction whose EXEC was redirected: nothing ran.
+func redirected(r rueidis.RedisResult) bool { return errors.Is(r.Error(), errRedirected) }
 
 // maxLoads is how many rounds load sends at most before it sends every call still
 // refused with NOSCRIPT with the script's text: more than the masters of most clusters.

@@ -18,25 +18,35 @@ const maxFakeArg = 1 << 20
 // standalone mode, for replies no real server gives. It answers the connection
 // handshake itself (HELLO is refused, so the client falls back to RESP2; CLUSTER says
 // cluster support is disabled; PING, CLIENT and AUTH succeed) and every other command
-// with what its reply function returns: raw RESP, such as "*1\r\n:1\r\n".
+// with what its reply function returns: raw RESP, such as "*1\r\n:1\r\n". A fake made
+// by NewFakeCluster is a cluster of one master instead, which holds every slot.
 type Fake struct {
 	// Addr is the fake's host:port on loopback.
 	Addr string
 
-	ln    net.Listener
-	mu    sync.Mutex
-	reply func(cmd []string) string
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	ln      net.Listener
+	cluster bool // CLUSTER SLOTS names the fake as the master of every slot
+	mu      sync.Mutex
+	reply   func(cmd []string) string
+	conns   map[net.Conn]struct{}
+	wg      sync.WaitGroup
 }
 
 // NewFake starts a Fake that answers with reply. Close stops it.
-func NewFake(reply func(cmd []string) string) (*Fake, error) {
+func NewFake(reply func(cmd []string) string) (*Fake, error) { return newFake(reply, false) }
+
+// NewFakeCluster starts a Fake that a rueidis client takes for a cluster of one master,
+// itself, holding every slot: a redirection (MOVED or ASK) that its reply function
+// answers names its own address. Close stops it.
+func NewFakeCluster(reply func(cmd []string) string) (*Fake, error) { return newFake(reply, true) }
+
+// newFake starts a Fake that answers with reply, as a cluster or not.
+func newFake(reply func(cmd []string) string, cluster bool) (*Fake, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("redistest: fake server: %w", err)
 	}
-	f := &Fake{Addr: ln.Addr().String(), ln: ln, reply: reply, conns: map[net.Conn]struct{}{}}
+	f := &Fake{Addr: ln.Addr().String(), ln: ln, cluster: cluster, reply: reply, conns: map[net.Conn]struct{}{}}
 	f.wg.Add(1)
 	go f.accept()
 	return f, nil
@@ -101,6 +111,10 @@ func (f *Fake) answer(cmd []string) string {
 	case "HELLO":
 		return "-ERR unknown command 'HELLO'\r\n"
 	case "CLUSTER":
+		if f.cluster {
+			host, port, _ := net.SplitHostPort(f.Addr)
+			return fmt.Sprintf("*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$%d\r\n%s\r\n:%s\r\n", len(host), host, port)
+		}
 		return "-ERR This instance has cluster support disabled\r\n"
 	case "PING":
 		return "+PONG\r\n"

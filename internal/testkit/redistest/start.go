@@ -46,6 +46,16 @@ func StartFake(t testing.TB, reply func(cmd []string) string) *Fake {
 	return f
 }
 
+// StartFakeCluster starts a Fake cluster of one master (see NewFakeCluster) that
+// answers with reply, closed when t ends.
+func StartFakeCluster(t testing.TB, reply func(cmd []string) string) *Fake {
+	t.Helper()
+	f, err := NewFakeCluster(reply)
+	testkit.Check(t, err, ErrNoServer)
+	t.Cleanup(f.Close)
+	return f
+}
+
 // Client returns a rueidis client for addr with client-side caching off, closed when t
 // ends.
 func Client(t testing.TB, addr string) rueidis.Client {

@@ -66,7 +66,12 @@ func (l *ruleList) Set(v string) error {
 			if spec.Refill, err = strconv.ParseFloat(n, 64); err != nil {
 				return fmt.Errorf("%q: refill %q: want a number of tokens", v, n)
 			}
-		} else if spec.RefillPerSecond, err = strconv.ParseFloat(parts[2], 64); err != nil || spec.RefillPerSecond == 0 {
+			if config.RoundsToZero(n, spec.Refill) {
+				return fmt.Errorf("%q: refill %q: too close to 0, which it would round to", v, n)
+			}
+		} else if spec.RefillPerSecond, err = strconv.ParseFloat(parts[2], 64); err == nil && config.RoundsToZero(parts[2], spec.RefillPerSecond) {
+			return fmt.Errorf("%q: rate %q: too close to 0, which it would round to", v, parts[2])
+		} else if err != nil || spec.RefillPerSecond == 0 {
 			return fmt.Errorf("%q: rate %q: want tokens per second > 0, N/PERIOD, or day, week or month for a quota", v, parts[2])
 		}
 	}

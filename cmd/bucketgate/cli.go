@@ -192,16 +192,26 @@ func onceOnly(fs *flag.FlagSet) {
 	})
 }
 
-// runVersion prints the version.
+// runVersion prints the version; of a build that carries none, a note on stderr says
+// why and how to build one that does.
 func runVersion(e env, args []string) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(e.stdout, "bucketgate", version.String())
+	v := version.String()
+	if _, err := fmt.Fprintln(e.stdout, "bucketgate", v); err != nil || v != version.Devel {
+		return err
+	}
+	_, err := fmt.Fprintln(e.stderr, devNote)
 	return err
 }
+
+// devNote is what bucketgate version adds on stderr for a build without a version.
+const devNote = "note: this build carries no version: it was built without make's stamp (git describe of the clone) " +
+	"and without version control information (go run, go build -buildvcs=false, sources without their .git); " +
+	"make cli in a clone, or go install github.com/bucketgate/bucketgate/cmd/bucketgate@VERSION, builds one that reports its version"
 
 // repeatable is a flag's value that takes the flag more than once.
 type repeatable interface {

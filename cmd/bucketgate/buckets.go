@@ -100,7 +100,7 @@ func runBuckets(e env, args []string) error {
 	if _, _, err := namedFunction(e, *function); err != nil {
 		return err
 	}
-	s, err := settings.Load(e.getenv)
+	s, err := e.settings()
 	if err != nil {
 		return err
 	}

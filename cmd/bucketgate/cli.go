@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/version"
 )
 
@@ -31,6 +32,23 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	stackFlag      *flag.Flag
+}
+
+// cliSettings are the functions' settings that the CLI reads from the shell, as the
+// functions do: the registry table, the configuration document, and the key header and
+// IPv6 prefix length by which the authorizer names an identity.
+var cliSettings = []string{settings.EnvRegistryTable, settings.EnvConfigInline, settings.EnvConfigFile, settings.EnvAPIKeyHeader, settings.EnvIPv6Prefix}
+
+// settings loads the functions' settings from the shell, cliSettings alone: the others
+// (LOG_LEVEL, REDIS_ADDR, STACK_NAME, ...), which the functions alone read and which
+// another program may have set its own way, never stop a command.
+func (e env) settings() (settings.Settings, error) {
+	return settings.Load(func(name string) string {
+		if slices.Contains(cliSettings, name) {
+			return e.getenv(name)
+		}
+		return ""
+	})
 }
 
 // addStack adds --stack to the command's flags fs, sharing the value of the flag before

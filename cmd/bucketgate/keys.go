@@ -142,7 +142,7 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 // on the table's first use, after the command has checked its arguments; the plans
 // records are checked against, when a command first needs them (keyTable.plans).
 func openTable(e env, name string, st *stack) (*keyTable, error) {
-	s, err := settings.Load(e.getenv)
+	s, err := e.settings()
 	if err != nil {
 		return nil, err
 	}

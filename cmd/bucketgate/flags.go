@@ -106,6 +106,10 @@ func textFlag(fs *flag.FlagSet, name, usage string) *text {
 	return t
 }
 
+// never is the WHEN of no expiry: keys expire's and accounts expire's, --expires's (its
+// default), and what keys show and keys list print for it.
+const never = "never"
+
 // maxDays is the most days from now that parseWhen takes: the longest Duration, in
 // whole days (n days past it would wrap around to an earlier time).
 const maxDays = int(math.MaxInt64 / int64(24*time.Hour))

@@ -215,7 +215,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	account := fs.String("account", "", "the account the key is for, in the table: the key is decided as the account")
 	owner := textFlag(fs, "owner", "who the key is for, for people")
 	note := textFlag(fs, "note", "a note, for people")
-	expires := fs.String("expires", "", "when the key stops working (default: never)")
+	expires := fs.String("expires", "", "when the key stops working, or never (the default)")
 	tenant := textFlag(fs, "tenant", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
 	var rules ruleList
@@ -294,9 +294,13 @@ func showKey(e env, t *keyTable, id, key string) error {
 	return fmt.Errorf("the new key could not be printed: %w; %s, which nobody holds, is revoked", err, id)
 }
 
-// parseExpires reads the --expires of a new item, what it is (a key, an account): a time
-// as parseWhen reads it, which must not have passed, since the item would never work.
+// parseExpires reads the --expires of a new item, what it is (a key, an account): never
+// (the zero Time, as for ""), or a time as parseWhen reads it, which must not have
+// passed, since the item would never work.
 func parseExpires(v, what string) (time.Time, error) {
+	if v == never {
+		return time.Time{}, nil
+	}
 	now := time.Now()
 	at, err := parseWhen(v, now)
 	switch {
@@ -361,7 +365,7 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if identity.IsMadeKey(args[1]) { // never quoted, as parseWhen's error would
 			return fmt.Errorf("%w: keys expire: WHEN is an API key: give KEY, then WHEN", errUsage)
 		}
-		if args[1] != "never" {
+		if args[1] != never {
 			if at, err = parseWhen(args[1], time.Now()); err != nil {
 				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
 			}

@@ -557,3 +557,32 @@ func TestFreeTextStaysOnItsLine(t *testing.T) {
 		t.Fatalf("config put leaving a tenant written by hand without its plan: exit %d, stderr:\n%s\nwant exit 1 naming it quoted on its line", code, stderr)
 	}
 }
+
+// --expires of a new key or account takes never, its default, as keys expire and
+// accounts expire take it: a script passing one WHEN to both was refused at create.
+func TestParseExpires(t *testing.T) {
+	tests := []struct {
+		name, in string
+		never    bool
+		err      string
+	}{
+		{"never", "never", true, ""},
+		{"the default", "", true, ""},
+		{"days", "30d", false, ""},
+		{"passed", "2020-01-31", false, "2020-01-31T00:00:00Z has passed: the key would never work"},
+		{"words", "tomorrow", false, `"tomorrow": want an RFC 3339 time`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			at, err := parseExpires(tc.in, "key")
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("%q: %v", tc.in, err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("%q: %v, %v; want an error mentioning %q", tc.in, at, err, tc.err)
+			case tc.err == "" && at.IsZero() != tc.never:
+				t.Fatalf("%q: %v; want never %v", tc.in, at, tc.never)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +30,8 @@ const ruleForms = "want NAME:CAPACITY:RATE (a bucket), NAME:LIMIT:PERIOD[@DAY] (
 // concurrent is the third part of a -rule flag of a concurrency rule.
 const concurrent = "concurrent"
 
-// Set parses one rule, checked as the configuration document checks its rules.
+// Set parses one rule, checked as the configuration document checks its rules; a name
+// given before is refused.
 func (l *ruleList) Set(v string) error {
 	parts := strings.Split(v, ":")
 	if len(parts) != 3 {
@@ -78,6 +80,9 @@ func (l *ruleList) Set(v string) error {
 	r, err := spec.Rule()
 	if err != nil {
 		return fmt.Errorf("%q: %w", v, err)
+	}
+	if slices.ContainsFunc(*l, func(x bucketgate.Rule) bool { return x.Name == r.Name }) { // not the last silently: override would keep it
+		return fmt.Errorf("%q: name %q given twice: give each rule once", v, r.Name)
 	}
 	*l = append(*l, r)
 	return nil

@@ -251,7 +251,8 @@ func TestKeysBadInput(t *testing.T) {
 		{"bad rule name", exitUsage, `name "a b"`, []string{"keys", "create", "--plan", "pro", "--rule", "a b:1:1"}},
 		{"bad period", exitUsage, `per "fortnight"`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1/fortnight"}},
 		{"zero rate", exitUsage, `rate "0"`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:0"}},
-		{"duplicate rule", exitError, `name "q" given twice`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1", "--rule", "q:5:1"}},
+		{"duplicate rule", exitUsage, `name "q" given twice`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1", "--rule", "q:5:1"}},
+		{"override with a rule twice", exitUsage, `"q:5:1": name "q" given twice: give each rule once`, []string{"keys", "override", key, "--rule", "q:10:1", "--rule", "q:5:1"}},
 		{"bad expiry", exitUsage, `"tomorrow": want an RFC 3339 time`, []string{"keys", "create", "--plan", "pro", "--expires", "tomorrow"}},
 		{"an expiry passed", exitUsage, "--expires 2020-01-31: 2020-01-31T00:00:00Z has passed: the key would never work", []string{"keys", "create", "--plan", "pro", "--expires", "2020-01-31"}},
 		{"unknown key", exitError, "no such item: key:" + bucketgate.KeyDigest("nobody's") + " is not in table", []string{"keys", "revoke", "nobody's"}},
@@ -279,7 +280,7 @@ func TestKeysBadInput(t *testing.T) {
 		})
 	}
 	c.t = t
-	if after := c.items(); len(after) != len(before) {
+	if after := c.items(); after != before {
 		t.Fatalf("bad input wrote to the table:\nbefore %s\nafter  %s", before, after)
 	}
 	for _, tc := range tests {

@@ -221,12 +221,15 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
 	return func(e env, t *keyTable, _ []string) error {
+		// --tenant and --key given empty (a script's unset variable) are refused below:
+		// taken as not given, they made a new API key instead, and the command succeeded.
+		isTenant, isExisting := isSet(fs, "tenant"), isSet(fs, "key")
 		switch {
 		case *plan == "" && *account == "":
 			return fmt.Errorf("%w: keys create: --plan is required (or --account)", errUsage)
 		case *plan != "" && *account != "":
 			return fmt.Errorf("%w: keys create: --plan or --account, not both: a key of an account is on the account's plan", errUsage)
-		case *account != "" && *tenant != "":
+		case *account != "" && isTenant:
 			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
 		}
 		if *account != "" {
@@ -240,7 +243,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if rec.ExpiresAt, err = parseExpires(*expires, "key"); err != nil {
 			return err
 		}
-		if *tenant != "" && *existing != "" {
+		if isTenant && isExisting {
 			return fmt.Errorf("%w: keys create: --tenant or --key, not both", errUsage)
 		}
 		if *account != "" {
@@ -248,10 +251,10 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				return err
 			}
 		}
-		if *existing != "" {
+		if isExisting {
 			return createExisting(e, t, rec, *existing)
 		}
-		if *tenant != "" {
+		if isTenant {
 			if err := checkTenant(string(*tenant)); err != nil {
 				return fmt.Errorf("%w: --tenant: %w", errUsage, err)
 			}

@@ -264,6 +264,8 @@ func TestKeysBadInput(t *testing.T) {
 		{"key: with a short digest", exitUsage, "key: wants the key's digest", []string{"keys", "show", "key:" + strings.Repeat("a", 31)}},
 		{"key: with an uppercase digest", exitUsage, "key: wants the key's digest", []string{"keys", "expire", "key:" + strings.ToUpper(bucketgate.KeyDigest(key)), "never"}},
 		{"tenant longer than a key", exitUsage, "--tenant: a tenant key of 1001 bytes: want 1 to 1000 bytes of UTF-8 text", []string{"keys", "create", "--plan", "free", "--tenant", strings.Repeat("t", 1001)}},
+		{"empty tenant key", exitUsage, "--tenant: a tenant key of 0 bytes: want 1 to 1000", []string{"keys", "create", "--plan", "free", "--tenant", ""}},
+		{"empty --key", exitUsage, "--key takes - alone", []string{"keys", "create", "--plan", "free", "--key="}},
 		{"tenant not UTF-8", exitUsage, "--tenant: a tenant key of 4 bytes: want 1 to 1000", []string{"keys", "create", "--plan", "free", "--tenant", "acm\xff"}},
 		{"plan twice", exitUsage, `invalid value "pro" for flag -plan: given twice: give it once`, []string{"keys", "create", "--plan", "free", "--plan", "pro"}},
 		{"expiry twice, apart", exitUsage, "flag -expires: given twice", []string{"keys", "create", "--expires", "30d", "--plan", "free", "--expires=60d"}},

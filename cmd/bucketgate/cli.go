@@ -228,7 +228,7 @@ func runVersion(e env, args []string) error {
 
 // devNote is what bucketgate version adds on stderr for a build without a version.
 const devNote = "note: this build carries no version: it was built without make's stamp (git describe of the clone) " +
-	"and without version control information (go run, go build -buildvcs=false, sources without their .git); " +
+	"and without version control information (go run, go build -buildvcs=false or in a git worktree, sources without their .git); " +
 	"make cli in a clone, or go install github.com/bucketgate/bucketgate/cmd/bucketgate@VERSION, builds one that reports its version"
 
 // repeatable is a flag's value that takes the flag more than once.

@@ -45,7 +45,7 @@ func TestCLIVersionFromBuildInfo(t *testing.T) {
 	tests := []struct {
 		name, buildvcs string
 	}{
-		{"go build", ""}, // as GOFLAGS says: a pseudo-version, or (devel) without -buildvcs
+		{"go build", ""}, // a pseudo-version, or (devel) with -buildvcs=false in GOFLAGS or in a git worktree
 		{"without version control information", "-buildvcs=false"},
 	}
 	for _, tc := range tests {

@@ -13,7 +13,7 @@ ENGINES ?= redis-server valkey-server
 .DEFAULT_GOAL := help
 .PHONY: help
 help: ## these targets
-	@awk -F ':[^#]*## ' '/^[a-z][a-z-]*:.*## /{printf "  make %-18s %s\n", $$1, $$2}' $(firstword $(MAKEFILE_LIST))
+	@awk -F ':[^#]*## ' '/^[a-z][a-z-]*:.*## /{printf "  make %-24s %s\n", $$1, $$2}' $(firstword $(MAKEFILE_LIST))
 
 # dynalite, the local DynamoDB of the registry's tests and of local runs: pinned by
 # internal/testkit/dynalite/package-lock.json and installed there by npm ci whenever the
@@ -156,9 +156,14 @@ bench-logbytes: $(DYNALITE) ## make bench's item 11 alone: the bytes an authoriz
 
 # bench-coldstart: make bench's item 5 alone (a minute), without the registry table's
 # column: each function's bootstrap size and its least start-to-ready time of five.
-.PHONY: bench-coldstart
+# bench-coldstart-registry: the same with that column, the authorizer started five times
+# more with REGISTRY_TABLE on a dynalite of its own (needs Node.js, as make bench does).
+.PHONY: bench-coldstart bench-coldstart-registry
 bench-coldstart: ## make bench's item 5 alone: each function's bootstrap size and start-to-ready time
 	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -run '^TestColdStart$$' -v ./benchreport -args -coldstart
+
+bench-coldstart-registry: $(DYNALITE) ## make bench-coldstart with item 5's last column: the authorizer ready with a registry table
+	cd tools && BUCKETGATE_REQUIRE_SERVERS=1 $(GO) test -count=1 -run '^TestColdStart$$' -v ./benchreport -args -coldstart -coldstart-registry
 
 # bench-instructions: Redis-side instructions per decision (callgrind), bucketgate against
 # redis_rate: a figure that a busy machine does not move (needs valgrind: apt-get install valgrind).

@@ -100,7 +100,7 @@ func runBuckets(e env, args []string) error {
 	if _, _, err := namedFunction(e, *function); err != nil {
 		return err
 	}
-	s, err := settings.Load(e.getenv)
+	s, err := e.settings()
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,9 @@ func inactive(rec registry.Record, table string) string {
 // lines name it) and the registry table (of REGISTRY_TABLE, else st's) holds a
 // tenant whose key has that digest and none whose key is those digits, that tenant. A tenant:<digest> that
 // names no registered tenant either way stays t, with a note on stderr: the buckets of a
-// tenant whose key is those digits. Only the table tells which tenant it names, and so
+// tenant whose key is those digits; so does any when no table is named, with a note that
+// none tells (the functions' own document may register the tenant: not this shell's to
+// know). Only the table tells which tenant it names, and so
 // whose buckets to ask for: a table that cannot be read is an error saying so (unlike
 // noteInactiveKey's, which leaves the answer as it is).
 func tenantTarget(e env, s settings.Settings, st *stack, t target) (target, error) {
@@ -303,22 +305,25 @@ func tenantTarget(e env, s settings.Settings, st *stack, t target) (target, erro
 	if !ok || !bucketgate.ValidDigest(digest) {
 		return t, nil
 	}
-	if s.RegistryTable != "" || st.name != "" {
-		table, err := openTable(e, "", st)
-		if err == nil {
-			err = table.open()
-		}
-		if err != nil {
-			return t, err
-		}
-		id, err := table.tenantItem(e.ctx, t.id)
-		switch {
-		case err == nil:
-			return identityTarget(id), nil
-		case !errors.Is(err, errNoItem):
-			return t, fmt.Errorf("%s: only table %s tells which tenant it names (a registered tenant whose key has this digest, or else a tenant whose key is these digits), and it could not be read: give the tenant's key itself (tenant:KEY), which needs no table: %w",
-				t.id, table.name, err)
-		}
+	if s.RegistryTable == "" && st.name == "" {
+		fmt.Fprintf(e.stderr, "note: no registry table tells which tenant %s names (set %s or name the stack): these are the buckets of a tenant whose key is those digits; give the tenant's key itself (tenant:KEY)\n",
+			t.id, settings.EnvRegistryTable)
+		return t, nil
+	}
+	table, err := openTable(e, "", st)
+	if err == nil {
+		err = table.open()
+	}
+	if err != nil {
+		return t, err
+	}
+	id, err := table.tenantItem(e.ctx, t.id)
+	switch {
+	case err == nil:
+		return identityTarget(id), nil
+	case !errors.Is(err, errNoItem):
+		return t, fmt.Errorf("%s: only table %s tells which tenant it names (a registered tenant whose key has this digest, or else a tenant whose key is these digits), and it could not be read: give the tenant's key itself (tenant:KEY), which needs no table: %w",
+			t.id, table.name, err)
 	}
 	fmt.Fprintf(e.stderr, "note: no registered tenant's key is %s or has it as its digest (as log lines name a tenant): these are the buckets of a tenant whose key is those digits; give an unregistered tenant's key itself\n", digest)
 	return t, nil

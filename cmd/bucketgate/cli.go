@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/version"
 )
 
@@ -31,6 +32,23 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	stackFlag      *flag.Flag
+}
+
+// cliSettings are the functions' settings that the CLI reads from the shell, as the
+// functions do: the registry table, the configuration document, and the key header and
+// IPv6 prefix length by which the authorizer names an identity.
+var cliSettings = []string{settings.EnvRegistryTable, settings.EnvConfigInline, settings.EnvConfigFile, settings.EnvAPIKeyHeader, settings.EnvIPv6Prefix}
+
+// settings loads the functions' settings from the shell, cliSettings alone: the others
+// (LOG_LEVEL, REDIS_ADDR, STACK_NAME, ...), which the functions alone read and which
+// another program may have set its own way, never stop a command.
+func (e env) settings() (settings.Settings, error) {
+	return settings.Load(func(name string) string {
+		if slices.Contains(cliSettings, name) {
+			return e.getenv(name)
+		}
+		return ""
+	})
 }
 
 // addStack adds --stack to the command's flags fs, sharing the value of the flag before
@@ -192,16 +210,26 @@ func onceOnly(fs *flag.FlagSet) {
 	})
 }
 
-// runVersion prints the version.
+// runVersion prints the version; of a build that carries none, a note on stderr says
+// why and how to build one that does.
 func runVersion(e env, args []string) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(e.stdout, "bucketgate", version.String())
+	v := version.String()
+	if _, err := fmt.Fprintln(e.stdout, "bucketgate", v); err != nil || v != version.Devel {
+		return err
+	}
+	_, err := fmt.Fprintln(e.stderr, devNote)
 	return err
 }
+
+// devNote is what bucketgate version adds on stderr for a build without a version.
+const devNote = "note: this build carries no version: it was built without make's stamp (git describe of the clone) " +
+	"and without version control information (go run, go build -buildvcs=false or in a git worktree, sources without their .git); " +
+	"make cli in a clone, or go install github.com/bucketgate/bucketgate/cmd/bucketgate@VERSION, builds one that reports its version"
 
 // repeatable is a flag's value that takes the flag more than once.
 type repeatable interface {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +30,8 @@ const ruleForms = "want NAME:CAPACITY:RATE (a bucket), NAME:LIMIT:PERIOD[@DAY] (
 // concurrent is the third part of a -rule flag of a concurrency rule.
 const concurrent = "concurrent"
 
-// Set parses one rule, checked as the configuration document checks its rules.
+// Set parses one rule, checked as the configuration document checks its rules; a name
+// given before is refused.
 func (l *ruleList) Set(v string) error {
 	parts := strings.Split(v, ":")
 	if len(parts) != 3 {
@@ -66,13 +68,21 @@ func (l *ruleList) Set(v string) error {
 			if spec.Refill, err = strconv.ParseFloat(n, 64); err != nil {
 				return fmt.Errorf("%q: refill %q: want a number of tokens", v, n)
 			}
-		} else if spec.RefillPerSecond, err = strconv.ParseFloat(parts[2], 64); err != nil || spec.RefillPerSecond == 0 {
+			if config.RoundsToZero(n, spec.Refill) {
+				return fmt.Errorf("%q: refill %q: too close to 0, which it would round to", v, n)
+			}
+		} else if spec.RefillPerSecond, err = strconv.ParseFloat(parts[2], 64); err == nil && config.RoundsToZero(parts[2], spec.RefillPerSecond) {
+			return fmt.Errorf("%q: rate %q: too close to 0, which it would round to", v, parts[2])
+		} else if err != nil || spec.RefillPerSecond == 0 {
 			return fmt.Errorf("%q: rate %q: want tokens per second > 0, N/PERIOD, or day, week or month for a quota", v, parts[2])
 		}
 	}
 	r, err := spec.Rule()
 	if err != nil {
 		return fmt.Errorf("%q: %w", v, err)
+	}
+	if slices.ContainsFunc(*l, func(x bucketgate.Rule) bool { return x.Name == r.Name }) { // not the last silently: override would keep it
+		return fmt.Errorf("%q: name %q given twice: give each rule once", v, r.Name)
 	}
 	*l = append(*l, r)
 	return nil
@@ -100,6 +110,10 @@ func textFlag(fs *flag.FlagSet, name, usage string) *text {
 	fs.Var(t, name, usage)
 	return t
 }
+
+// never is the WHEN of no expiry: keys expire's and accounts expire's, --expires's (its
+// default), and what keys show and keys list print for it.
+const never = "never"
 
 // maxDays is the most days from now that parseWhen takes: the longest Duration, in
 // whole days (n days past it would wrap around to an earlier time).

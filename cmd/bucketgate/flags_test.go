@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
@@ -44,6 +45,42 @@ func TestParseWhen(t *testing.T) {
 				t.Fatalf("%q: %v at %v, want an error mentioning %q", tc.in, got, err, tc.err)
 			case !got.Equal(tc.want):
 				t.Fatalf("%q: %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// A --rule flag is checked as the configuration document checks its rules: a rate that is
+// not 0 but rounds to 0 (1e-400) is refused as such, not read as a refill of 0 or a
+// missing rate.
+func TestRuleFlag(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     bucketgate.Rule
+		err      string
+	}{
+		{"tokens per second", "burst:10:0.5", bucketgate.Rule{Name: "burst", Capacity: 10, RefillPerSecond: 0.5}, ""},
+		{"tokens per period", "hourly:50:50/hour", bucketgate.Rule{Name: "hourly", Capacity: 50, RefillPerSecond: 50.0 / 3600}, ""},
+		{"a quota", "monthly:100:month@15", bucketgate.Rule{Name: "monthly", Limit: 100, Period: bucketgate.PeriodMonth, Anchor: 15}, ""},
+		{"a concurrency rule", "streams:5:concurrent", bucketgate.Rule{Name: "streams", Concurrency: 5}, ""},
+		{"a rate of 0", "burst:10:0", bucketgate.Rule{}, `rate "0": want tokens per second > 0`},
+		{"a refill of 0", "burst:10:0/hour", bucketgate.Rule{}, "refill 0: want a number > 0 with per"},
+		{"a rate that rounds to 0", "burst:10:1e-400", bucketgate.Rule{}, `"burst:10:1e-400": rate "1e-400": too close to 0, which it would round to`},
+		{"a refill that rounds to 0", "burst:10:1e-400/hour", bucketgate.Rule{}, `"burst:10:1e-400/hour": refill "1e-400": too close to 0, which it would round to`},
+		{"a negative refill that rounds to 0", "burst:10:-0.5e-330/hour", bucketgate.Rule{}, `refill "-0.5e-330": too close to 0`},
+		{"a rate past a float", "burst:10:1e400", bucketgate.Rule{}, `rate "1e400": want tokens per second > 0`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var l ruleList
+			err := l.Set(tc.in)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("%q: %v", tc.in, err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("%q: %v, %v; want an error mentioning %q", tc.in, l, err, tc.err)
+			case tc.err == "" && (len(l) != 1 || l[0] != tc.want):
+				t.Fatalf("%q: %v, want [%v]", tc.in, l, tc.want)
 			}
 		})
 	}

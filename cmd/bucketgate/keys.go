@@ -142,7 +142,7 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 // on the table's first use, after the command has checked its arguments; the plans
 // records are checked against, when a command first needs them (keyTable.plans).
 func openTable(e env, name string, st *stack) (*keyTable, error) {
-	s, err := settings.Load(e.getenv)
+	s, err := e.settings()
 	if err != nil {
 		return nil, err
 	}
@@ -215,18 +215,21 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	account := fs.String("account", "", "the account the key is for, in the table: the key is decided as the account")
 	owner := textFlag(fs, "owner", "who the key is for, for people")
 	note := textFlag(fs, "note", "a note, for people")
-	expires := fs.String("expires", "", "when the key stops working (default: never)")
+	expires := fs.String("expires", "", "when the key stops working, or never (the default)")
 	tenant := textFlag(fs, "tenant", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
 	return func(e env, t *keyTable, _ []string) error {
+		// --tenant and --key given empty (a script's unset variable) are refused below:
+		// taken as not given, they made a new API key instead, and the command succeeded.
+		isTenant, isExisting := isSet(fs, "tenant"), isSet(fs, "key")
 		switch {
 		case *plan == "" && *account == "":
 			return fmt.Errorf("%w: keys create: --plan is required (or --account)", errUsage)
 		case *plan != "" && *account != "":
 			return fmt.Errorf("%w: keys create: --plan or --account, not both: a key of an account is on the account's plan", errUsage)
-		case *account != "" && *tenant != "":
+		case *account != "" && isTenant:
 			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
 		}
 		if *account != "" {
@@ -240,7 +243,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if rec.ExpiresAt, err = parseExpires(*expires, "key"); err != nil {
 			return err
 		}
-		if *tenant != "" && *existing != "" {
+		if isTenant && isExisting {
 			return fmt.Errorf("%w: keys create: --tenant or --key, not both", errUsage)
 		}
 		if *account != "" {
@@ -248,10 +251,10 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				return err
 			}
 		}
-		if *existing != "" {
+		if isExisting {
 			return createExisting(e, t, rec, *existing)
 		}
-		if *tenant != "" {
+		if isTenant {
 			if err := checkTenant(string(*tenant)); err != nil {
 				return fmt.Errorf("%w: --tenant: %w", errUsage, err)
 			}
@@ -294,9 +297,13 @@ func showKey(e env, t *keyTable, id, key string) error {
 	return fmt.Errorf("the new key could not be printed: %w; %s, which nobody holds, is revoked", err, id)
 }
 
-// parseExpires reads the --expires of a new item, what it is (a key, an account): a time
-// as parseWhen reads it, which must not have passed, since the item would never work.
+// parseExpires reads the --expires of a new item, what it is (a key, an account): never
+// (the zero Time, as for ""), or a time as parseWhen reads it, which must not have
+// passed, since the item would never work.
 func parseExpires(v, what string) (time.Time, error) {
+	if v == never {
+		return time.Time{}, nil
+	}
 	now := time.Now()
 	at, err := parseWhen(v, now)
 	switch {
@@ -361,7 +368,7 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if identity.IsMadeKey(args[1]) { // never quoted, as parseWhen's error would
 			return fmt.Errorf("%w: keys expire: WHEN is an API key: give KEY, then WHEN", errUsage)
 		}
-		if args[1] != "never" {
+		if args[1] != never {
 			if at, err = parseWhen(args[1], time.Now()); err != nil {
 				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
 			}

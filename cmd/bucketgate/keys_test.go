@@ -251,7 +251,8 @@ func TestKeysBadInput(t *testing.T) {
 		{"bad rule name", exitUsage, `name "a b"`, []string{"keys", "create", "--plan", "pro", "--rule", "a b:1:1"}},
 		{"bad period", exitUsage, `per "fortnight"`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1/fortnight"}},
 		{"zero rate", exitUsage, `rate "0"`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:0"}},
-		{"duplicate rule", exitError, `name "q" given twice`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1", "--rule", "q:5:1"}},
+		{"duplicate rule", exitUsage, `name "q" given twice`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1", "--rule", "q:5:1"}},
+		{"override with a rule twice", exitUsage, `"q:5:1": name "q" given twice: give each rule once`, []string{"keys", "override", key, "--rule", "q:10:1", "--rule", "q:5:1"}},
 		{"bad expiry", exitUsage, `"tomorrow": want an RFC 3339 time`, []string{"keys", "create", "--plan", "pro", "--expires", "tomorrow"}},
 		{"an expiry passed", exitUsage, "--expires 2020-01-31: 2020-01-31T00:00:00Z has passed: the key would never work", []string{"keys", "create", "--plan", "pro", "--expires", "2020-01-31"}},
 		{"unknown key", exitError, "no such item: key:" + bucketgate.KeyDigest("nobody's") + " is not in table", []string{"keys", "revoke", "nobody's"}},
@@ -263,6 +264,8 @@ func TestKeysBadInput(t *testing.T) {
 		{"key: with a short digest", exitUsage, "key: wants the key's digest", []string{"keys", "show", "key:" + strings.Repeat("a", 31)}},
 		{"key: with an uppercase digest", exitUsage, "key: wants the key's digest", []string{"keys", "expire", "key:" + strings.ToUpper(bucketgate.KeyDigest(key)), "never"}},
 		{"tenant longer than a key", exitUsage, "--tenant: a tenant key of 1001 bytes: want 1 to 1000 bytes of UTF-8 text", []string{"keys", "create", "--plan", "free", "--tenant", strings.Repeat("t", 1001)}},
+		{"empty tenant key", exitUsage, "--tenant: a tenant key of 0 bytes: want 1 to 1000", []string{"keys", "create", "--plan", "free", "--tenant", ""}},
+		{"empty --key", exitUsage, "--key takes - alone", []string{"keys", "create", "--plan", "free", "--key="}},
 		{"tenant not UTF-8", exitUsage, "--tenant: a tenant key of 4 bytes: want 1 to 1000", []string{"keys", "create", "--plan", "free", "--tenant", "acm\xff"}},
 		{"plan twice", exitUsage, `invalid value "pro" for flag -plan: given twice: give it once`, []string{"keys", "create", "--plan", "free", "--plan", "pro"}},
 		{"expiry twice, apart", exitUsage, "flag -expires: given twice", []string{"keys", "create", "--expires", "30d", "--plan", "free", "--expires=60d"}},
@@ -279,7 +282,7 @@ func TestKeysBadInput(t *testing.T) {
 		})
 	}
 	c.t = t
-	if after := c.items(); len(after) != len(before) {
+	if after := c.items(); after != before {
 		t.Fatalf("bad input wrote to the table:\nbefore %s\nafter  %s", before, after)
 	}
 	for _, tc := range tests {
@@ -555,5 +558,34 @@ func TestFreeTextStaysOnItsLine(t *testing.T) {
 	noPro := file(t, "nopro.yaml", "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 10, refillPerSecond: 1}]\n")
 	if code, stdout, stderr := c.run("config", "put", noPro); code != exitError || stdout != "" || !strings.Contains(stderr, "\n  "+strconv.Quote(tenant)+" (plan pro): ") || strings.Contains(stderr, "\nkey:0") {
 		t.Fatalf("config put leaving a tenant written by hand without its plan: exit %d, stderr:\n%s\nwant exit 1 naming it quoted on its line", code, stderr)
+	}
+}
+
+// --expires of a new key or account takes never, its default, as keys expire and
+// accounts expire take it: a script passing one WHEN to both was refused at create.
+func TestParseExpires(t *testing.T) {
+	tests := []struct {
+		name, in string
+		never    bool
+		err      string
+	}{
+		{"never", "never", true, ""},
+		{"the default", "", true, ""},
+		{"days", "30d", false, ""},
+		{"passed", "2020-01-31", false, "2020-01-31T00:00:00Z has passed: the key would never work"},
+		{"words", "tomorrow", false, `"tomorrow": want an RFC 3339 time`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			at, err := parseExpires(tc.in, "key")
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("%q: %v", tc.in, err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("%q: %v, %v; want an error mentioning %q", tc.in, at, err, tc.err)
+			case tc.err == "" && at.IsZero() != tc.never:
+				t.Fatalf("%q: %v; want never %v", tc.in, at, tc.never)
+			}
+		})
 	}
 }

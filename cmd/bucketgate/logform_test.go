@@ -14,6 +14,7 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -74,7 +75,8 @@ func TestKeysTakeATenantAsTheLogsNameIt(t *testing.T) {
 // The buckets commands take a registered tenant as the functions' log lines name it,
 // tenant:<digest> (the check function's operator lines among them), and reach its own
 // buckets; a tenant:<digest> that no registered tenant's key has is taken as a tenant
-// whose key is those digits, with a note saying so.
+// whose key is those digits, with a note saying so. Without a registry table, which
+// alone could tell, the note says that none tells, not that no tenant has it.
 func TestBucketsTakeATenantAsTheLogsNameIt(t *testing.T) {
 	d, _ := newDeployment(t)
 	d.ok("keys", "create", "--tenant", "acme-svc", "--plan", "gold")
@@ -89,5 +91,11 @@ func TestBucketsTakeATenantAsTheLogsNameIt(t *testing.T) {
 	if code, stdout, stderr := d.run("buckets", "show", other); code != exitOK || !strings.Contains(stdout, "identity    "+other+"\n") ||
 		!strings.Contains(stderr, "note: no registered tenant's key is "+other[len("tenant:"):]+" or has it as its digest") {
 		t.Fatalf("buckets show %s: exit %d\n%s%s\nwant its buckets, with a note", other, code, stdout, stderr)
+	}
+
+	delete(d.env, settings.EnvRegistryTable) // the functions' document may register it: nothing here can tell
+	if code, stdout, stderr := d.run("buckets", "show", other); code != exitOK || !strings.Contains(stdout, "identity    "+other+"\n") ||
+		strings.Contains(stderr, "no registered tenant") || !strings.Contains(stderr, "note: no registry table tells which tenant "+other+" names") {
+		t.Fatalf("buckets show %s without a table: exit %d\n%s%s\nwant its buckets, with a note that no table tells", other, code, stdout, stderr)
 	}
 }

@@ -271,7 +271,7 @@ func oneLine(s string) string {
 
 func orNever(s string) string {
 	if s == "" {
-		return "never"
+		return never
 	}
 	return s
 }

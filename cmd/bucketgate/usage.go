@@ -12,7 +12,6 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/checkclient"
 	"github.com/bucketgate/bucketgate/internal/check"
-	"github.com/bucketgate/bucketgate/internal/settings"
 )
 
 const usageUsage = `  bucketgate usage [--from DATE] [--to DATE] [--json | --csv] IDENTITY
@@ -54,7 +53,7 @@ func runUsage(e env, args []string) error {
 	if err := checkDays(*from, *to); err != nil {
 		return err
 	}
-	s, err := settings.Load(e.getenv)
+	s, err := e.settings()
 	if err != nil {
 		return err
 	}

@@ -34,27 +34,49 @@ func TestCLIVersion(t *testing.T) {
 
 // Built with no version stamp (go build, as go install builds it), the CLI reports the
 // main module's version that the go command recorded in its build info: the tag for
-// `go install .../cmd/bucketgate@v0.3.0`, the pseudo-version of the checkout here.
+// `go install .../cmd/bucketgate@v0.3.0`, the pseudo-version of a checkout. Built
+// without version control information too, it reports (devel), and says on stderr that
+// the build carries no version and how to build one that does.
 func TestCLIVersionFromBuildInfo(t *testing.T) {
 	dir, err := buildDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "bucketgate-unstamped")
-	if out, err := exec.Command("go", "build", "-C", root, "-o", bin, "./cmd/bucketgate").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	tests := []struct {
+		name, buildvcs string
+	}{
+		{"go build", ""}, // a pseudo-version, or (devel) with -buildvcs=false in GOFLAGS or in a git worktree
+		{"without version control information", "-buildvcs=false"},
 	}
-	info, err := exec.Command("go", "version", "-m", bin).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^\tmod\tgithub.com/bucketgate/bucketgate\t(\S+)`).FindSubmatch(info)
-	if m == nil {
-		t.Fatalf("go version -m: no main module line:\n%s", info)
-	}
-	out, err := exec.Command(bin, "version").Output()
-	if err != nil || string(out) != "bucketgate "+string(m[1])+"\n" {
-		t.Fatalf("bucketgate version: %q, %v; want the build info's bucketgate %s", out, err, m[1])
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := filepath.Join(dir, "bucketgate-unstamped"+tc.buildvcs)
+			args := append([]string{"build", "-C", root, "-o", bin}, strings.Fields(tc.buildvcs)...)
+			if out, err := exec.Command("go", append(args, "./cmd/bucketgate")...).CombinedOutput(); err != nil {
+				t.Fatalf("go build: %v\n%s", err, out)
+			}
+			info, err := exec.Command("go", "version", "-m", bin).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := regexp.MustCompile(`(?m)^\tmod\tgithub.com/bucketgate/bucketgate\t(\S+)`).FindSubmatch(info)
+			switch {
+			case m == nil:
+				t.Fatalf("go version -m: no main module line:\n%s", info)
+			case tc.buildvcs != "" && string(m[1]) != "(devel)":
+				t.Fatalf("go build %s: the build info's version is %s, want (devel)", tc.buildvcs, m[1])
+			}
+			var stderr strings.Builder
+			cmd := exec.Command(bin, "version")
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil || string(out) != "bucketgate "+string(m[1])+"\n" {
+				t.Fatalf("bucketgate version: %q, %v; want the build info's bucketgate %s", out, err, m[1])
+			}
+			if devel := string(m[1]) == "(devel)"; devel != strings.Contains(stderr.String(), "this build carries no version") || !devel && stderr.Len() != 0 {
+				t.Fatalf("bucketgate version of %s: stderr %q; want a note that it carries no version for (devel) alone", m[1], &stderr)
+			}
+		})
 	}
 }
 

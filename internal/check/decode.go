@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/strictjson"
 )
 
@@ -130,7 +131,7 @@ func numberValue(path string, raw []byte) (float64, error) {
 	if jsonKind(raw) != "number" || err != nil {
 		return 0, fmt.Errorf("%s: got %s, want a finite number", path, describe(raw))
 	}
-	if mantissa, _, _ := bytes.Cut(bytes.ToLower(raw), []byte("e")); f == 0 && bytes.ContainsAny(mantissa, "123456789") {
+	if config.RoundsToZero(string(raw), f) {
 		return 0, fmt.Errorf("%s: got %s, which rounds to 0: want a finite number", path, describe(raw))
 	}
 	return f, nil

@@ -312,10 +312,18 @@ func (d *decoder) number(path string, n *yaml.Node) (float64, error) {
 	if err != nil {
 		return 0, d.errorf(path, n, "%q: want a number: %v", n.Value, errors.Unwrap(err))
 	}
-	if mantissa, _, _ := strings.Cut(strings.ToLower(n.Value), "e"); f == 0 && strings.ContainsAny(mantissa, "123456789") {
+	if RoundsToZero(n.Value, f) {
 		return 0, d.errorf(path, n, "%q: too close to 0, which it would round to", n.Value) // else refillPerSecond would be missing, refill 0
 	}
 	return f, nil
+}
+
+// RoundsToZero reports whether f, parsed from the decimal number text, is 0 though
+// text is not (1e-400): a rate so written is refused as too close to 0, not read as 0,
+// missing or never refilling, here, in the check function and on the CLI alike.
+func RoundsToZero(text string, f float64) bool {
+	mantissa, _, _ := strings.Cut(strings.ToLower(text), "e")
+	return f == 0 && strings.ContainsAny(mantissa, "123456789")
 }
 
 func (d *decoder) errorf(path string, n *yaml.Node, format string, args ...any) error {

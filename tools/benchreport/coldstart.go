@@ -33,6 +33,18 @@ type Bootstrap struct {
 // MiB is Bytes in mebibytes.
 func (b Bootstrap) MiB() float64 { return float64(b.Bytes) / (1 << 20) }
 
+// bootstrapHeader heads item 5's table, whose rows are Bootstrap.row's.
+const bootstrapHeader = "| function | bootstrap | ready | ready with a registry table |\n|---|---|---|---|\n"
+
+// row is b's row of item 5's table, a line.
+func (b Bootstrap) row() string {
+	withTable := "not measured"
+	if b.ReadyRegistry > 0 {
+		withTable = b.ReadyRegistry.Round(time.Microsecond).String()
+	}
+	return fmt.Sprintf("| %s | %.2f MiB | %v | %s |\n", b.Function, b.MiB(), b.Ready.Round(time.Microsecond), withTable)
+}
+
 // lambdaBuild is how a bootstrap is built for Lambda: static, stripped, without the RPC
 // mode that the provided runtimes do not use.
 var lambdaBuild = []string{"build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w"}

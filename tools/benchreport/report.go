@@ -429,13 +429,11 @@ func (r Report) Markdown() string {
 		p("Before the DynamoDB client was linked (commit dcd5c3b, the last before the registry merged), the same build of\n")
 		p("the authorizer was 10,485,922 bytes (10.00 MiB) and ready in 6.7 ms at best on this machine (MeasureBootstrap,\n")
 		p("2026-11-22): the registry costs the bootstrap 0.38 MiB.\n\n")
-		p("| function | bootstrap | ready | ready with a registry table |\n|---|---|---|---|\n")
+		p("Item 5 alone: `make bench-coldstart` (without the last column) or `make bench-coldstart-registry` (with it, on a\n")
+		p("dynalite of its own), which print the table's rows.\n\n")
+		p("%s", bootstrapHeader)
 		for _, b := range r.Bootstraps {
-			withTable := "not measured"
-			if b.ReadyRegistry > 0 {
-				withTable = b.ReadyRegistry.Round(time.Microsecond).String()
-			}
-			p("| %s | %.2f MiB | %v | %s |\n", b.Function, b.MiB(), b.Ready.Round(time.Microsecond), withTable)
+			p("%s", b.row())
 		}
 		p("\n")
 	}

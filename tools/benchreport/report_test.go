@@ -39,7 +39,8 @@ var (
 	insnPath      = flag.String("instructions", "", "output of make bench-instructions (instructions/instructions.sh)")
 	registryOnly  = flag.Bool("registry", false, "TestRegistryReport: measure item 8 alone and print it")
 	logBytesOnly  = flag.Bool("logbytes", false, "TestLogBytes: measure item 11 alone and print its line and section")
-	coldStartOnly = flag.Bool("coldstart", false, "TestColdStart: measure item 5 alone (without a registry table) and print its rows")
+	coldStartOnly = flag.Bool("coldstart", false, "TestColdStart: measure item 5 alone and print its rows (without -coldstart-registry, not its registry table's column)")
+	coldStartReg  = flag.Bool("coldstart-registry", false, "TestColdStart: start the authorizer with a registry table on a dynalite too, item 5's last column")
 )
 
 // reportCommands are what make bench runs; keep them in step with the Makefile.
@@ -183,16 +184,8 @@ func TestReport(t *testing.T) {
 		r.ColdStart = Pending{Reason: fmt.Sprintf("not built yet: none of %v exists", LambdaFunctions)}
 	}
 	lambdaEnv := append(LambdaEnv(os.Environ()), "REDIS_ADDR="+srv.Addr)
-	for _, pkg := range built {
-		var registryEnv []string
-		if pkg == authorizerFunction {
-			registryEnv = append(slices.Clone(lambdaEnv), e2eEnv...)
-		}
-		b, err := MeasureBootstrap(ctx, root, pkg, lambdaEnv, registryEnv, bootstrapStarts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Bootstraps = append(r.Bootstraps, b)
+	if r.Bootstraps, err = measureBootstraps(ctx, root, built, lambdaEnv, e2eEnv); err != nil {
+		t.Fatal(err)
 	}
 
 	s, err := settings.Load(func(name string) string {
@@ -277,12 +270,15 @@ func TestLogBytes(t *testing.T) {
 	}
 }
 
-// TestColdStart is make bench's item 5 without the registry table's column: each
-// function's size and start-to-ready time, as TestReport measures them.
+// TestColdStart is make bench's item 5 alone (make bench-coldstart): each function's
+// size and start-to-ready time, as TestReport measures them, printed as the rows of its
+// table; with -coldstart-registry (make bench-coldstart-registry) the authorizer's
+// start with a registry table on a dynalite too, the table's last column.
 func TestColdStart(t *testing.T) {
 	if !*coldStartOnly {
 		t.Skip("item 5 alone runs with make bench-coldstart (-coldstart)")
 	}
+	ctx := context.Background()
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -291,14 +287,40 @@ func TestColdStart(t *testing.T) {
 	if err != nil || len(built) == 0 {
 		t.Fatalf("functions built: %v, %v", built, err)
 	}
-	env := append(LambdaEnv(os.Environ()), "REDIS_ADDR="+redistest.Start(t).Addr)
-	for _, pkg := range built {
-		b, err := MeasureBootstrap(context.Background(), root, pkg, env, nil, bootstrapStarts)
-		if err != nil {
+	var tableEnv []string
+	if *coldStartReg {
+		dyn := dynalite.Start(t)
+		if tableEnv, err = endToEndTable(ctx, dyn, dyn.Client(t)); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("| %s | %.2f MiB | %v |\n", b.Function, b.MiB(), b.Ready.Round(time.Microsecond))
 	}
+	bs, err := measureBootstraps(ctx, root, built, append(LambdaEnv(os.Environ()), "REDIS_ADDR="+redistest.Start(t).Addr), tableEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Print(bootstrapHeader)
+	for _, b := range bs {
+		fmt.Print(b.row())
+	}
+}
+
+// measureBootstraps measures item 5 of the functions built at root: each started with
+// env, and the authorizer with env and tableEnv (a registry table's) too, unless
+// tableEnv is nil.
+func measureBootstraps(ctx context.Context, root string, built, env, tableEnv []string) ([]Bootstrap, error) {
+	var bs []Bootstrap
+	for _, pkg := range built {
+		var registryEnv []string
+		if pkg == authorizerFunction && tableEnv != nil {
+			registryEnv = append(slices.Clone(env), tableEnv...)
+		}
+		b, err := MeasureBootstrap(ctx, root, pkg, env, registryEnv, bootstrapStarts)
+		if err != nil {
+			return nil, err
+		}
+		bs = append(bs, b)
+	}
+	return bs, nil
 }
 
 // registryTable is the table item 8 reads.

@@ -132,6 +132,7 @@ type Limiter struct {
 	proxies    proxies
 	close      func()
 	closed     *atomic.Bool // set by Close; nil in the zero Limiter
+	inFlight   *inFlight    // the leases next holds, for Close to return; nil in the zero Limiter
 }
 
 // New returns the Limiter that opts describe. Its error names the option (or the
@@ -159,7 +160,7 @@ func New(opts Options) (*Limiter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %s%w", opts.setBy(err), err)
 	}
-	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool)}, nil
+	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool), inFlight: &inFlight{held: make(map[*heldLease]struct{})}}, nil
 }
 
 // oneAtATime returns metrics and logs, writing under one lock when they are one writer:
@@ -245,10 +246,20 @@ func (o Options) getenv() func(string) string {
 // are answered 503 with Retry-After: 1, as the zero Limiter answers, whatever FAIL_MODE:
 // a closed Limiter decides nothing and counts nothing, and failing open would let every
 // request through unlimited and unseen. Settle, Cancel and Release fail with ErrClosed,
-// theirs in flight included. Close again does nothing.
+// theirs in flight included. The leases of the requests that next still serves (a
+// stream the shutdown's deadline did not wait for, which the process's end cuts) are
+// returned first, so that they do not hold their concurrency rules' slots until their
+// route's ttlMs with no request left in flight. Close again does nothing.
 func (l *Limiter) Close() {
 	if l.closed != nil {
 		l.closed.Store(true)
+	}
+	if l.inFlight != nil {
+		var wg sync.WaitGroup
+		for _, held := range l.inFlight.take() { // at once: each within REDIS_TIMEOUT_MS
+			wg.Go(func() { l.release(context.Background(), held) })
+		}
+		wg.Wait()
 	}
 	if l.close != nil {
 		l.close()
@@ -335,11 +346,17 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			aw.setHeaders() // next wrote nothing: the server writes the header as it is
 			return
 		}
-		held := new(heldLease)
+		held := &heldLease{id: o.Result.Lease}
+		if !l.inFlight.add(held) { // Close came while this request was decided: answered as after it
+			l.release(r.Context(), held)
+			writeUnavailable(w)
+			return
+		}
 		r = r.WithContext(context.WithValue(r.Context(), heldLeaseKey{}, held))
 		defer func() { // next returned or panicked: the request is no longer in flight
+			l.inFlight.remove(held)
 			if !held.released.Load() {
-				_, _ = l.authorizer.Settle(context.WithoutCancel(r.Context()), o.Result.Lease, bucketgate.OpRelease, 0)
+				l.release(r.Context(), held)
 			}
 		}()
 		next.ServeHTTP(aw, r)
@@ -350,7 +367,57 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 // heldLease is the lease of a request that Handler passes to the next handler: released
 // once Release has returned it, or found that it cannot (a conflict), so that Handler
 // does not try again when next returns.
-type heldLease struct{ released atomic.Bool }
+type heldLease struct {
+	id       string
+	released atomic.Bool
+}
+
+// release returns held's lease, for a request no longer in flight, with ctx's values (not
+// its cancellation); a failure leaves it to free itself at its ttl.
+func (l *Limiter) release(ctx context.Context, held *heldLease) {
+	_, _ = l.authorizer.Settle(context.WithoutCancel(ctx), held.id, bucketgate.OpRelease, 0)
+	held.released.Store(true)
+}
+
+// inFlight are the leases of the requests that next serves, which Close returns.
+type inFlight struct {
+	mu    sync.Mutex
+	held  map[*heldLease]struct{}
+	taken bool // Close took them: no more are added
+}
+
+// add adds held, and reports false once Close has taken the leases.
+func (f *inFlight) add(held *heldLease) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.taken {
+		return false
+	}
+	f.held[held] = struct{}{}
+	return true
+}
+
+// remove removes held, whose request is no longer in flight.
+func (f *inFlight) remove(held *heldLease) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.held, held)
+}
+
+// take returns the leases in flight that no Release returned, and adds no more.
+func (f *inFlight) take() []*heldLease {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.taken = true
+	var all []*heldLease
+	for held := range f.held {
+		if !held.released.Load() {
+			all = append(all, held)
+		}
+	}
+	clear(f.held)
+	return all
+}
 
 // heldLeaseKey is the context key of a request's *heldLease.
 type heldLeaseKey struct{}

@@ -249,7 +249,8 @@ func (o Options) getenv() func(string) string {
 // theirs in flight included. The leases of the requests that next still serves (a
 // stream the shutdown's deadline did not wait for, which the process's end cuts) are
 // returned first, so that they do not hold their concurrency rules' slots until their
-// route's ttlMs with no request left in flight. Close again does nothing.
+// route's ttlMs with no request left in flight: one still served after Close no longer
+// counts, as past its ttlMs. Close again does nothing.
 func (l *Limiter) Close() {
 	if l.closed != nil {
 		l.closed.Store(true)

@@ -80,7 +80,10 @@ const DefaultName = "middleware"
 // a field that is set wins over its variable. The zero Options read everything from
 // the environment.
 type Options struct {
-	// Getenv reads the settings; nil is os.Getenv.
+	// Getenv reads the settings; nil is os.Getenv. It reads bucketgate's variables
+	// alone: the AWS SDK (the registry table, a Redis password's secret, IAM tokens,
+	// the events) finds its region, credentials and endpoints (AWS_REGION,
+	// AWS_ENDPOINT_URL_DYNAMODB, ...) in the process's environment.
 	Getenv func(string) string
 	// RedisAddr is the Redis or Valkey endpoint, host:port (comma-separated seeds for
 	// a cluster); empty is REDIS_ADDR, which is then required.

@@ -31,9 +31,9 @@
 //
 // A caller is who the authorizer says it is: the API key header's key when the registry
 // (or the configuration document) knows it, else the source address (IPv4 one by one,
-// IPv6 by its /64); the source is the connection's peer (Request.RemoteAddr), never a
-// header a client writes, unless Options.TrustedProxies names the proxies in front of
-// the service. The answers are the gateway's: a request the limiter allows reaches the
+// IPv6 by its prefix of IPV6_PREFIX_LENGTH, a /64 by default); the source is the
+// connection's peer (Request.RemoteAddr), never a header a client writes, unless
+// Options.TrustedProxies names the proxies in front of the service. The answers are the gateway's: a request the limiter allows reaches the
 // next handler with the rate-limit headers on its response (RateLimit, RateLimit-Policy,
 // X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset), and the same on its
 // request, as the REST API's HTTP integration maps them, in place of any the client

@@ -33,9 +33,10 @@
 // (or the configuration document) knows it, else the source address (IPv4 one by one,
 // IPv6 by its prefix of IPV6_PREFIX_LENGTH, a /64 by default); the source is the
 // connection's peer (Request.RemoteAddr), never a header a client writes, unless
-// Options.TrustedProxies names the proxies in front of the service. The answers are the gateway's: a request the limiter allows reaches the
-// next handler with the rate-limit headers on its response (RateLimit, RateLimit-Policy,
-// X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset), and the same on its
+// Options.TrustedProxies names the proxies in front of the service. The answers are
+// the gateway's: a request the limiter allows reaches the next handler with the
+// rate-limit headers on its response (RateLimit, RateLimit-Policy, X-RateLimit-Limit,
+// X-RateLimit-Remaining, X-RateLimit-Reset), and the same on its
 // request, as the REST API's HTTP integration maps them, in place of any the client
 // sent (in any spelling: see ratelimitheaders.SameName); a limited one gets 429
 // with Retry-After, the same headers and the gateway's JSON body; a refused identity
@@ -367,64 +368,6 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 		aw.setHeaders()
 	})
 }
-
-// heldLease is the lease of a request that Handler passes to the next handler: released
-// once Release has returned it, or found that it cannot (a conflict), so that Handler
-// does not try again when next returns.
-type heldLease struct {
-	id       string
-	released atomic.Bool
-}
-
-// release returns held's lease, for a request no longer in flight, with ctx's values (not
-// its cancellation); a failure leaves it to free itself at its ttl.
-func (l *Limiter) release(ctx context.Context, held *heldLease) {
-	_, _ = l.authorizer.Settle(context.WithoutCancel(ctx), held.id, bucketgate.OpRelease, 0)
-	held.released.Store(true)
-}
-
-// inFlight are the leases of the requests that next serves, which Close returns.
-type inFlight struct {
-	mu    sync.Mutex
-	held  map[*heldLease]struct{}
-	taken bool // Close took them: no more are added
-}
-
-// add adds held, and reports false once Close has taken the leases.
-func (f *inFlight) add(held *heldLease) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.taken {
-		return false
-	}
-	f.held[held] = struct{}{}
-	return true
-}
-
-// remove removes held, whose request is no longer in flight.
-func (f *inFlight) remove(held *heldLease) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.held, held)
-}
-
-// take returns the leases in flight that no Release returned, and adds no more.
-func (f *inFlight) take() []*heldLease {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.taken = true
-	var all []*heldLease
-	for held := range f.held {
-		if !held.released.Load() {
-			all = append(all, held)
-		}
-	}
-	clear(f.held)
-	return all
-}
-
-// heldLeaseKey is the context key of a request's *heldLease.
-type heldLeaseKey struct{}
 
 // call is what r asks the authorizer: every copy of the API key header (copies joined
 // by commas, which HTTP takes as the copies apart, as an HTTP API's), the source

@@ -352,10 +352,8 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			return
 		}
 		held := &heldLease{id: o.Result.Lease}
-		if !l.inFlight.add(held) { // Close came while this request was decided: answered as after it
+		if !l.inFlight.add(held) { // Close came while it was decided: served, as one in flight at Close
 			l.release(r.Context(), held)
-			writeUnavailable(w)
-			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), heldLeaseKey{}, held))
 		defer func() { // next returned or panicked: the request is no longer in flight

@@ -37,14 +37,17 @@ type Decision struct {
 	// (and its ShadowLimited and Shortfall are the first's); a settle's, by name and kind,
 	// none (Limit and Remaining 0) when its request no longer has it.
 	Rule string
-	// Limit is the binding rule's capacity (a quota's limit), in tokens; 0 without a
-	// binding rule (Rule empty).
+	// Limit is the binding rule's capacity (a quota's limit), in tokens, or a concurrency
+	// rule's most requests in flight; 0 without a binding rule (Rule empty).
 	Limit int64
 	// Remaining is the floor of the tokens left in the tightest enforced rule after the
-	// decision (what a quota may still admit in its window); 0 without a binding rule.
+	// decision (what a quota may still admit in its window; a concurrency rule's leases
+	// it may still give); 0 without a binding rule.
 	Remaining int64
 	// RetryAfter is how long until cost tokens are there in every denying rule, rounded
-	// up to whole milliseconds (for a quota, until its window ends); zero when allowed.
+	// up to whole milliseconds (for a quota, until its window ends; for a concurrency
+	// rule, until the first of its leases to expire does: a release frees a slot
+	// sooner); zero when allowed.
 	RetryAfter time.Duration
 	// ResetAfter is how long until every rule is full again (every bucket full, and the
 	// window of every quota that counted something ended), in whole milliseconds.

@@ -226,6 +226,8 @@ func (q Request) Validate() error {
 		case q.Op == OpSettle || r.IsConcurrency() || r.Shadow || q.Cost <= r.Max():
 		case q.Op == OpRefund:
 			return fmt.Errorf("%w: refund %d exceeds %s %d of rule %s", ErrInvalid, q.Cost, r.MaxName(), r.Max(), r.Name)
+		case q.Op == OpReserve: // the estimate: a route's reserve, which has no cost
+			return fmt.Errorf("%w: reserve of %d tokens exceeds %s %d of rule %s: it could never be allowed", ErrInvalid, q.Cost, r.MaxName(), r.Max(), r.Name)
 		default:
 			return fmt.Errorf("%w: cost %d exceeds %s %d of rule %s: it could never be allowed", ErrInvalid, q.Cost, r.MaxName(), r.Max(), r.Name)
 		}

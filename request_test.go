@@ -76,7 +76,7 @@ func TestRequestValidate(t *testing.T) {
 		{"a quota and a bucket of one name", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, {Name: "burst", Limit: 5, Period: bucketgate.PeriodDay}}}, "rule burst appears twice"},
 		{"valid reserve", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok, monthly}, Cost: 10, Op: bucketgate.OpReserve, TTL: bucketgate.MaxTTL, RequestID: "req-1"}, ""},
 		{"reserve of nothing", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Op: bucketgate.OpReserve}, "reserve of 0 tokens"},
-		{"reserve above capacity", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 11, Op: bucketgate.OpReserve}, "cost 11 exceeds capacity 10"},
+		{"reserve above capacity", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 11, Op: bucketgate.OpReserve}, "reserve of 11 tokens exceeds capacity 10 of rule burst"},
 		{"ttl above the most", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpReserve, TTL: bucketgate.MaxTTL + time.Millisecond}, "ttl 1h0m0.001s: want whole milliseconds from 1ms to 1h0m0s"},
 		{"negative ttl", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpReserve, TTL: -time.Millisecond}, "ttl -1ms"},
 		{"ttl of a fraction of a millisecond", bucketgate.Request{Identity: "id", Rules: []bucketgate.Rule{ok}, Cost: 1, Op: bucketgate.OpReserve, TTL: 1500 * time.Microsecond}, "ttl 1.5ms"},

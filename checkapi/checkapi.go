@@ -219,11 +219,13 @@ type Response struct {
 	Allowed bool `json:"allowed"`
 	// Reason is why: ok, limited, unavailable or degraded.
 	Reason Reason `json:"reason"`
-	// Limit is the binding rule's capacity, in tokens; 0 when every rule is shadow,
-	// and for a release Redis answered.
+	// Limit is the binding rule's capacity (a quota's limit), in tokens, or a
+	// concurrency rule's most requests in flight; 0 when every rule is shadow, and for a
+	// release Redis answered.
 	Limit int64 `json:"limit"`
 	// Remaining is the floor of the tokens left in the tightest rule after the
-	// decision; 0 when Redis did not decide.
+	// decision (a concurrency rule's leases it may still give); 0 when Redis did not
+	// decide.
 	Remaining int64 `json:"remaining"`
 	// RetryAfterMS is how long to wait before cost tokens are there, in whole
 	// milliseconds; 0 when allowed, 1000 when Redis could not decide (fail closed).

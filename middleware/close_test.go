@@ -133,3 +133,28 @@ func TestHandlerAfterClose(t *testing.T) {
 		})
 	}
 }
+
+// A stream still served at Close (one the shutdown's deadline did not wait for, cut
+// when the process ends right after) gives its lease back: the next instance, on the
+// same Redis, admits the caller's next stream of a concurrency: 1 rule at once, not
+// after the route's ttlMs (an hour here, as the docs advise for streams).
+func TestCloseReleasesTheLeasesInFlight(t *testing.T) {
+	vars := map[string]string{"REDIS_ADDR": redistest.Start(t).Addr, "RATE_LIMIT_CONFIG": oneStream + "\nroutes: [{method: GET, path: /stream, ttlMs: 3600000}]"}
+	old := newLimiter(t, vars, middleware.Options{})
+	streaming, ends, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		old.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			close(streaming)
+			<-ends // the process ends mid-stream
+		})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/stream", nil))
+	}()
+	<-streaming
+	old.Close()
+	w := serve(newLimiter(t, vars, middleware.Options{}), httptest.NewRequest("GET", "/stream", nil))
+	close(ends)
+	<-ended
+	if w.Code != http.StatusOK {
+		t.Fatalf("the next instance's stream after Close cut the first: %d, want 200: the first stream's lease is held until its ttlMs", w.Code)
+	}
+}

@@ -31,11 +31,12 @@
 //
 // A caller is who the authorizer says it is: the API key header's key when the registry
 // (or the configuration document) knows it, else the source address (IPv4 one by one,
-// IPv6 by its /64); the source is the connection's peer (Request.RemoteAddr), never a
-// header a client writes, unless Options.TrustedProxies names the proxies in front of
-// the service. The answers are the gateway's: a request the limiter allows reaches the
-// next handler with the rate-limit headers on its response (RateLimit, RateLimit-Policy,
-// X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset), and the same on its
+// IPv6 by its prefix of IPV6_PREFIX_LENGTH, a /64 by default); the source is the
+// connection's peer (Request.RemoteAddr), never a header a client writes, unless
+// Options.TrustedProxies names the proxies in front of the service. The answers are
+// the gateway's: a request the limiter allows reaches the next handler with the
+// rate-limit headers on its response (RateLimit, RateLimit-Policy, X-RateLimit-Limit,
+// X-RateLimit-Remaining, X-RateLimit-Reset), and the same on its
 // request, as the REST API's HTTP integration maps them, in place of any the client
 // sent (in any spelling: see ratelimitheaders.SameName); a limited one gets 429
 // with Retry-After, the same headers and the gateway's JSON body; a refused identity
@@ -80,7 +81,10 @@ const DefaultName = "middleware"
 // a field that is set wins over its variable. The zero Options read everything from
 // the environment.
 type Options struct {
-	// Getenv reads the settings; nil is os.Getenv.
+	// Getenv reads the settings; nil is os.Getenv. It reads bucketgate's variables
+	// alone: the AWS SDK (the registry table, a Redis password's secret, IAM tokens,
+	// the events) finds its region, credentials and endpoints (AWS_REGION,
+	// AWS_ENDPOINT_URL_DYNAMODB, ...) in the process's environment.
 	Getenv func(string) string
 	// RedisAddr is the Redis or Valkey endpoint, host:port (comma-separated seeds for
 	// a cluster); empty is REDIS_ADDR, which is then required.
@@ -132,6 +136,7 @@ type Limiter struct {
 	proxies    proxies
 	close      func()
 	closed     *atomic.Bool // set by Close; nil in the zero Limiter
+	inFlight   *inFlight    // the leases next holds, for Close to return; nil in the zero Limiter
 }
 
 // New returns the Limiter that opts describe. Its error names the option (or the
@@ -159,7 +164,7 @@ func New(opts Options) (*Limiter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %s%w", opts.setBy(err), err)
 	}
-	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool)}, nil
+	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool), inFlight: &inFlight{held: make(map[*heldLease]struct{})}}, nil
 }
 
 // oneAtATime returns metrics and logs, writing under one lock when they are one writer:
@@ -245,10 +250,21 @@ func (o Options) getenv() func(string) string {
 // are answered 503 with Retry-After: 1, as the zero Limiter answers, whatever FAIL_MODE:
 // a closed Limiter decides nothing and counts nothing, and failing open would let every
 // request through unlimited and unseen. Settle, Cancel and Release fail with ErrClosed,
-// theirs in flight included. Close again does nothing.
+// theirs in flight included. The leases of the requests that next still serves (a
+// stream the shutdown's deadline did not wait for, which the process's end cuts) are
+// returned first, so that they do not hold their concurrency rules' slots until their
+// route's ttlMs with no request left in flight: one still served after Close no longer
+// counts, as past its ttlMs. Close again does nothing.
 func (l *Limiter) Close() {
 	if l.closed != nil {
 		l.closed.Store(true)
+	}
+	if l.inFlight != nil {
+		var wg sync.WaitGroup
+		for _, held := range l.inFlight.take() { // at once: each within REDIS_TIMEOUT_MS
+			wg.Go(func() { l.release(context.Background(), held) })
+		}
+		wg.Wait()
 	}
 	if l.close != nil {
 		l.close()
@@ -335,25 +351,21 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			aw.setHeaders() // next wrote nothing: the server writes the header as it is
 			return
 		}
-		held := new(heldLease)
+		held := &heldLease{id: o.Result.Lease}
+		if !l.inFlight.add(held) { // Close came while it was decided: served, as one in flight at Close
+			l.release(r.Context(), held)
+		}
 		r = r.WithContext(context.WithValue(r.Context(), heldLeaseKey{}, held))
 		defer func() { // next returned or panicked: the request is no longer in flight
+			l.inFlight.remove(held)
 			if !held.released.Load() {
-				_, _ = l.authorizer.Settle(context.WithoutCancel(r.Context()), o.Result.Lease, bucketgate.OpRelease, 0)
+				l.release(r.Context(), held)
 			}
 		}()
 		next.ServeHTTP(aw, r)
 		aw.setHeaders()
 	})
 }
-
-// heldLease is the lease of a request that Handler passes to the next handler: released
-// once Release has returned it, or found that it cannot (a conflict), so that Handler
-// does not try again when next returns.
-type heldLease struct{ released atomic.Bool }
-
-// heldLeaseKey is the context key of a request's *heldLease.
-type heldLeaseKey struct{}
 
 // call is what r asks the authorizer: every copy of the API key header (copies joined
 // by commas, which HTTP takes as the copies apart, as an HTTP API's), the source

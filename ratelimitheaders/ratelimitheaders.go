@@ -33,10 +33,11 @@ import (
 // the event: requestContext.authorizer, or requestContext.authorizer.lambda for HTTP
 // APIs), REST APIs as strings.
 const (
-	// KeyLimit holds the binding rule's capacity, in tokens (number).
+	// KeyLimit holds the binding rule's capacity, in tokens, or a concurrency rule's most
+	// requests in flight (number).
 	KeyLimit = "limit"
-	// KeyRemaining holds the whole tokens left in the tightest rule after the decision
-	// (number).
+	// KeyRemaining holds the whole tokens left in the tightest rule after the decision,
+	// or a concurrency rule's leases left (number).
 	KeyRemaining = "remaining"
 	// KeyRetryAfter holds the seconds until the request could succeed, rounded up; 0
 	// when allowed (number). The Retry-After header value.

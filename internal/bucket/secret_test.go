@@ -472,3 +472,45 @@ func TestSecretRecheckClockWentBack(t *testing.T) {
 		t.Fatalf("the secrets last read at %v after the clock went back an hour from %v: want read again", after, before)
 	}
 }
+
+// TestSecretFirstReadWaiterDeadline: a call that waits for another call's first read of
+// the reservations' secret, which a stalled Redis does not answer, ends at its own
+// context's deadline with ErrNoSecret, not at the end of the other call's read (a
+// REDIS_TIMEOUT_MS more, or its invocation's deadline).
+func TestSecretFirstReadWaiterDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	p := redistest.StartProxy(t, srv.Addr)
+	fixed := func() time.Time { return epoch } // no idle check: each call's first commands are its read's
+	l := bucket.New(redistest.Client(t, p.Addr), bucket.Clock(fixed))
+	reserve := bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 1}
+	if _, err := l.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Cost: 0}); err != nil {
+		t.Fatalf("peek, connecting: %v", err)
+	}
+	p.Stall()
+	first, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := l.Decide(first, reserve)
+		firstDone <- err
+	}()
+	for p.Dropped() == 0 { // the first call's read is sent, and lost
+		select {
+		case err := <-firstDone:
+			t.Fatalf("the first reserve on a stalled Redis ended: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	waiting, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer stop()
+	_, err := l.Decide(waiting, reserve)
+	inFlight := first.Err() == nil
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, bucket.ErrNoSecret) {
+		t.Errorf("the waiting reserve: %v, want ErrNoSecret and its own deadline", err)
+	}
+	if !inFlight {
+		t.Errorf("the waiting reserve ended after the first one's deadline: want at its own, while the first read is in flight")
+	}
+	p.Close() // the first read fails now
+	<-firstDone
+}

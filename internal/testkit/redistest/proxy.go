@@ -25,6 +25,7 @@ type Proxy struct {
 	target string
 	conns  map[net.Conn]*atomic.Bool // both ends of every connection, with whether it is stalled
 	delay  atomic.Int64              // how long each read waits before it is passed on, in nanoseconds
+	lost   atomic.Int64              // the bytes stalled connections dropped
 	wg     sync.WaitGroup
 }
 
@@ -66,6 +67,10 @@ func (p *Proxy) Stall() {
 		stalled.Store(true)
 	}
 }
+
+// Dropped returns how many bytes the stalled connections have dropped so far: more
+// than none once a command sent after Stall reached the proxy, and went no further.
+func (p *Proxy) Dropped() int64 { return p.lost.Load() }
 
 // SetDelay makes every connection, those made so far and later, pass on what either end
 // sends d after it arrived (a healthy Redis far away); zero passes it on at once.
@@ -117,7 +122,9 @@ func (p *Proxy) pipe(dst, src net.Conn, stalled *atomic.Bool) {
 		if d := time.Duration(p.delay.Load()); n > 0 && d > 0 {
 			time.Sleep(d)
 		}
-		if n > 0 && !stalled.Load() {
+		if n > 0 && stalled.Load() {
+			p.lost.Add(int64(n))
+		} else if n > 0 {
 			if _, err := dst.Write(buf[:n]); err != nil {
 				break
 			}

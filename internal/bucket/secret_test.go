@@ -479,22 +479,27 @@ func TestSecretRecheckClockWentBack(t *testing.T) {
 // REDIS_TIMEOUT_MS more, or its invocation's deadline).
 func TestSecretFirstReadWaiterDeadline(t *testing.T) {
 	srv := redistest.Start(t)
-	p := redistest.StartProxy(t, srv.Addr)
+	p := redistest.StartProxy(t, srv.Addr)     // tells when the first read has left
 	fixed := func() time.Time { return epoch } // no idle check: each call's first commands are its read's
-	l := bucket.New(redistest.Client(t, p.Addr), bucket.Clock(fixed))
+	// rueidis gives up on a connection that answers nothing after ConnWriteTimeout (10 s
+	// by default), which would end the first read: a minute, past this test's wait.
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{p.Addr}, DisableCache: true, ConnWriteTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	l := bucket.New(c, bucket.Clock(fixed))
 	reserve := bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 1}
 	if _, err := l.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Cost: 0}); err != nil {
 		t.Fatalf("peek, connecting: %v", err)
 	}
-	p.Stall()
-	first, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	srv.Pause()
 	firstDone := make(chan error, 1)
 	go func() {
-		_, err := l.Decide(first, reserve)
+		_, err := l.Decide(context.Background(), reserve) // no deadline: its read waits for Redis
 		firstDone <- err
 	}()
-	for p.Dropped() == 0 { // the first call's read is sent, and lost
+	for !strings.Contains(p.Sent(), bucket.SecretKey) { // the first call's read has left
 		select {
 		case err := <-firstDone:
 			t.Fatalf("the first reserve on a stalled Redis ended: %v", err)
@@ -503,14 +508,21 @@ func TestSecretFirstReadWaiterDeadline(t *testing.T) {
 	}
 	waiting, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer stop()
-	_, err := l.Decide(waiting, reserve)
-	inFlight := first.Err() == nil
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, bucket.ErrNoSecret) {
-		t.Errorf("the waiting reserve: %v, want ErrNoSecret and its own deadline", err)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := l.Decide(waiting, reserve)
+		waited <- err
+	}()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, bucket.ErrNoSecret) {
+			t.Errorf("the waiting reserve: %v, want ErrNoSecret and its own deadline", err)
+		}
+	case <-time.After(10 * time.Second): // no timing: 200 times its deadline, it waits for the first read
+		t.Errorf("the waiting reserve still waits, past its deadline, for the first read, which Redis does not answer")
 	}
-	if !inFlight {
-		t.Errorf("the waiting reserve ended after the first one's deadline: want at its own, while the first read is in flight")
+	srv.Resume()
+	if err := <-firstDone; err != nil {
+		t.Errorf("the first reserve once Redis answers: %v", err)
 	}
-	p.Close() // the first read fails now
-	<-firstDone
 }

@@ -200,11 +200,13 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	if changed {
 		// Best effort: every instance that signed with mine writes it when it changes.
 		// The expiry is set (NX) or made later (GT), never sooner: an instance of a
-		// shorter idempotency would drop the secrets a longer one keeps.
+		// shorter idempotency would drop the secrets a longer one keeps. Only the
+		// keptSecrets latest times are ever read (readSecret), so the others go, by
+		// rank: by this clock's time, one far ahead would drop those the others keep.
 		life := keptFor(l.idempotency).Milliseconds()
 		c.DoMulti(ctx,
 			c.B().Zadd().Key(SecretsKeptKey).Gt().ScoreMember().ScoreMember(float64(until.UnixMilli()), string(mine)).Build(),
-			c.B().Zremrangebyscore().Key(SecretsKeptKey).Min("-inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Build(),
+			c.B().Zremrangebyrank().Key(SecretsKeptKey).Start(0).Stop(-keptSecrets-1).Build(),
 			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life).Nx().Build(),
 			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life).Gt().Build())
 	}

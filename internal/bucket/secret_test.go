@@ -526,3 +526,22 @@ func TestSecretFirstReadWaiterDeadline(t *testing.T) {
 		t.Errorf("the first reserve once Redis answers: %v", err)
 	}
 }
+
+// TestSecretKeptPastAFastClock: an instance whose clock is far ahead that writes the
+// secret it no longer signs with leaves the secrets other instances keep as they are: an
+// instance started later still verifies the ids signed under them. Its write dropped
+// every kept secret whose time had passed by its own clock.
+func TestSecretKeptPastAFastClock(t *testing.T) {
+	f := newSecretFleet(t)
+	ahead := 2 * bucket.KeptFor(bucket.DefaultIdempotency)
+	fast := bucket.New(f.c, bucket.Clock(func() time.Time { return f.clock.now().Add(ahead) }))
+	a := f.instance()
+	old := f.reserve(a) // signed under a's secret, the first
+	f.run(f.c.B().Flushall().Build())
+	f.reserve(fast) // writes another secret, which a reads at its recheck
+	f.clock.advance(bucket.SecretRecheck)
+	f.reserve(a)                                                                      // keeps its own secret, for KeptFor by its clock
+	f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat("7", 64)).Build()) // a third, by hand
+	f.reserve(fast)                                                                   // keeps its own, by its clock
+	f.settles("an instance started later, of a's old id", f.instance(), old)
+}

@@ -481,9 +481,11 @@ func TestSecretFirstReadWaiterDeadline(t *testing.T) {
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)     // tells when the first read has left
 	fixed := func() time.Time { return epoch } // no idle check: each call's first commands are its read's
-	// rueidis gives up on a connection that answers nothing after ConnWriteTimeout (10 s
-	// by default), which would end the first read: a minute, past this test's wait.
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{p.Addr}, DisableCache: true, ConnWriteTimeout: time.Minute})
+	// One connection, made by the peek: a new one would not be ready while Redis is
+	// paused. rueidis gives up on a connection that answers nothing after
+	// ConnWriteTimeout (10 s by default), which would end the first read: a minute, past
+	// this test's wait.
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{p.Addr}, DisableCache: true, PipelineMultiplex: -1, ConnWriteTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -554,7 +554,7 @@ func TestTenantMadeKeyDigested(t *testing.T) {
 		}
 		return false
 	})
-	note := "note: tenant:bg_... is an API key bucketgate made, which no tenant's key is (the check function refuses it): taken as tenant:" + digest + ", the tenant named by the key's digest (the key's own is key:" + digest + ")\n"
+	note := "note: tenant:bg_... is an API key bucketgate made, which no tenant's key is (the check function refuses it): taken as tenant:" + digest + ", the tenant named by the key's digest (the API key itself is key:" + digest + ")\n"
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -77,7 +77,7 @@ func madeTenant(e env, arg string) string {
 		return arg
 	}
 	digest := bucketgate.KeyDigest(key)
-	fmt.Fprintf(e.stderr, "note: tenant:%s... is an API key bucketgate made, which no tenant's key is (the check function refuses it): taken as tenant:%s, the tenant named by the key's digest (the key's own is key:%s)\n",
+	fmt.Fprintf(e.stderr, "note: tenant:%s... is an API key bucketgate made, which no tenant's key is (the check function refuses it): taken as tenant:%s, the tenant named by the key's digest (the API key itself is key:%s)\n",
 		identity.MadeKeyPrefix, digest, digest)
 	return bucketgate.TenantPrefix + digest
 }

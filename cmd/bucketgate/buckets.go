@@ -26,7 +26,9 @@ of stdin, out of the process list and the shell's history), key:<digest>, acct:<
 an account, an IP address or ip:<address> (an IPv6 address stands for its prefix of
 IPV6_PREFIX_LENGTH bits, as the authorizer groups it: ip:2001:db8::/64), ip:unknown, or
 tenant:<key> for a check function tenant (or tenant:<digest>, as log lines name it, for a
-tenant of the registry table, REGISTRY_TABLE's or the stack's). A key of an account reaches the account's
+tenant of the registry table, REGISTRY_TABLE's or the stack's; tenant:bg_..., an API key
+bucketgate made, which no tenant's key is, is sent as tenant:<its digest>, with a note).
+A key of an account reaches the account's
 buckets, which all its keys spend, and which the command names (acct:<name>). The rules are the identity's own as the check function
 resolves them (a registered key's or account's plan and rules, a key of an account's with
 its own rules, else the default plan), or those of --plan, or the --rule ones (a route's
@@ -162,7 +164,8 @@ func whose(e env, what, asked, resolved string) string {
 	return resolved
 }
 
-// resolveTarget returns the identity that arg (IDENTITY, or - for a key on stdin) names,
+// resolveTarget returns the identity that arg (IDENTITY, or - for a key on stdin) names
+// (a tenant whose key is an API key bucketgate made by its digest: madeTenant),
 // with the IPv6 prefix and key header of settings s (and the registry table of
 // REGISTRY_TABLE, else of st: see tenantTarget).
 func resolveTarget(e env, s settings.Settings, st *stack, arg string) (target, error) {
@@ -177,7 +180,7 @@ func resolveTarget(e env, s settings.Settings, st *stack, arg string) (target, e
 		}
 		return identityTarget(keyID(key)), nil
 	}
-	t, err := parseTarget(arg, sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix})
+	t, err := parseTarget(madeTenant(e, arg), sources{resolver: resolver, ipv6Prefix: s.IPv6Prefix})
 	if err != nil {
 		return t, err
 	}

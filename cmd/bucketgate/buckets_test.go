@@ -528,3 +528,56 @@ func TestTenantDigestNeedsTheTable(t *testing.T) {
 	calls.refuseWhen(nil)
 	d.want(d.bucket("show", "tenant:"+digest), "tenant:acme", "gold", "burst", 50, 50) // the table read, the registered tenant's
 }
+
+// An API key bucketgate made is no check function tenant's key (the function refuses it
+// as a key): tenant:bg_... on the command line is taken as tenant:<its digest>, the tenant
+// a service names by the key's digest, with a note saying so, and the key itself goes in
+// no request, to Lambda or to DynamoDB, nor into Redis, the table or the logs. It went
+// as it was, to rest in Redis (bg:{tenant:bg_...}) on the function of an earlier release.
+func TestTenantMadeKeyDigested(t *testing.T) {
+	d, srv := newDeployment(t)
+	key := "bg_" + strings.Repeat("Q", 43)
+	digest := bucketgate.KeyDigest(key)
+	d.ok("keys", "create", "--plan", "gold", "--tenant", digest)
+	calls := newRecorder(t, map[string]string{"dynamodb": os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), "lambda": d.lambda.URL})
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", calls.URL)
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", calls.URL)
+	var (
+		mu   sync.Mutex
+		sent []string // the actions of the requests that carried the key
+	)
+	calls.refuseWhen(func(action string, body []byte) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if bytes.Contains(body, []byte(key)) {
+			sent = append(sent, action)
+		}
+		return false
+	})
+	note := "note: tenant:bg_... is an API key bucketgate made, which no tenant's key is (the check function refuses it): taken as tenant:" + digest + ", the tenant named by the key's digest (the API key itself is key:" + digest + ")\n"
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"buckets show", []string{"buckets", "show", "tenant:" + key}},
+		{"buckets reset", []string{"buckets", "reset", "tenant:" + key}},
+		{"usage", []string{"usage", "tenant:" + key}},
+		{"keys show", []string{"keys", "show", "tenant:" + key}},
+		{"keys set-plan", []string{"keys", "set-plan", "tenant:" + key, "basic"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := d.run(tc.args...)
+			if code != exitOK || !strings.Contains(stdout+stderr, "tenant:"+digest) || !strings.HasPrefix(stderr, note) || strings.Contains(stdout, key) {
+				t.Fatalf("bucketgate %s: exit %d, stdout %q, stderr %q: want exit 0, tenant:%s's answer, and first on stderr %q", strings.Join(tc.args, " "), code, stdout, stderr, digest, note)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 0 {
+		t.Errorf("the key went in requests %v", sent)
+	}
+	if everything := d.check.logs.String() + redisDump(t, srv) + d.items(); strings.Contains(everything, key) {
+		t.Errorf("the key is in the function's logs, Redis or the table:\n%s", everything)
+	}
+}

@@ -37,7 +37,8 @@ const keysUsage = `  bucketgate keys init
 KEY is an API key, its id key:<32 hex digits> (printf %s "$KEY" | sha256sum | cut -c1-32),
 or tenant:<key> for a check function tenant, or tenant:<32 hex digits>, the digest of its
 key, as the functions' log lines name it (when no tenant's key is those digits, the
-table is scanned for the tenant); - reads an API key from the first line of
+table is scanned for the tenant; tenant:bg_..., an API key bucketgate made, which no
+tenant's key is, is taken as tenant:<its digest>, with a note); - reads an API key from the first line of
 stdin, out of the process list and the shell's history. create prints the new key alone on
 the first line of stdout: it is shown once, only its digest is stored; with --key - it
 registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. WHEN is an RFC 3339 time
@@ -600,11 +601,12 @@ func keyID(key string) string {
 	return bucketgate.KeyIdentity(key).String()
 }
 
-// itemArg returns the registry id that the argument arg names: as itemID does, or for
-// "-" the id of the API key read from stdin.
+// itemArg returns the registry id that the argument arg names: as itemID does (a tenant
+// whose key is an API key bucketgate made by its digest: madeTenant), or for "-" the id
+// of the API key read from stdin.
 func itemArg(e env, arg string) (string, error) {
 	if arg != fromStdin {
-		return itemID(arg)
+		return itemID(madeTenant(e, arg))
 	}
 	key, err := readKey(e)
 	if err != nil {

@@ -67,6 +67,21 @@ func parseTarget(arg string, src sources) (target, error) {
 	return identityTarget(keyID(strings.Trim(arg, " \t"))), nil
 }
 
+// madeTenant returns arg, or for tenant:<key> whose key is an API key bucketgate made,
+// which no check function tenant has (the function refuses one as a key), tenant:<its
+// digest>, the tenant a service names by the key's digest, saying so on stderr: the key
+// itself leaves the terminal in no request.
+func madeTenant(e env, arg string) string {
+	key, ok := strings.CutPrefix(arg, bucketgate.TenantPrefix)
+	if !ok || !identity.IsMadeKey(key) {
+		return arg
+	}
+	digest := bucketgate.KeyDigest(key)
+	fmt.Fprintf(e.stderr, "note: tenant:%s... is an API key bucketgate made, which no tenant's key is (the check function refuses it): taken as tenant:%s, the tenant named by the key's digest (the API key itself is key:%s)\n",
+		identity.MadeKeyPrefix, digest, digest)
+	return bucketgate.TenantPrefix + digest
+}
+
 // identityTarget names the identity id.
 func identityTarget(id string) target {
 	return target{id: id, req: checkapi.Request{Identity: id}}

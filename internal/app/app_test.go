@@ -409,32 +409,38 @@ func TestXRayDaemonFromSettings(t *testing.T) {
 // A bad AWS_XRAY_DAEMON_ADDRESS turns subsegments off with one warning naming it;
 // decisions go on.
 // A document whose settings are valid but likely not what is meant (anonymous: refuse
-// with unknownKeys: ip lets a made-up key through) is a warning at init naming the
-// fields and what to set; refusing both, or neither, is none.
+// with unknownKeys: ip lets a made-up key through; a tenant that is an API key
+// bucketgate made, which no check matches) is a warning at init naming the fields and
+// what to set, never quoting such a key, and the function starts; refusing both, or
+// neither, is none.
 func TestBuildWarnsOfCaveats(t *testing.T) {
+	const made = "bg_s3cr3tAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	plans := "plans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n"
 	tests := []struct {
 		name, doc string
-		warned    bool
+		caveat    string // what the warning says; "" for none
 	}{
-		{"anonymous refused, unknown keys by address", "defaultPlan: free\nanonymous: refuse\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n", true},
-		{"both refused", "defaultPlan: free\nanonymous: refuse\nunknownKeys: refuse\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n", false},
-		{"neither", "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n", false},
+		{"anonymous refused, unknown keys by address", "defaultPlan: free\nanonymous: refuse\n" + plans, "set unknownKeys: refuse"},
+		{"both refused", "defaultPlan: free\nanonymous: refuse\nunknownKeys: refuse\n" + plans, ""},
+		{"neither", "defaultPlan: free\n" + plans, ""},
+		{"a tenant that is an API key bucketgate made", "defaultPlan: free\n" + plans + "tenants: {acme: free, " + made + ": free}\n", "tenants: 1 entry is an API key bucketgate made (bg_..., not shown)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			if _, _, err := app.Build(app.Authorizer, env(withMini(t, map[string]string{settings.EnvConfigInline: tc.doc})), &bytes.Buffer{}, &logs); err != nil {
+			if _, _, err := app.Build(app.Check, env(withMini(t, map[string]string{settings.EnvConfigInline: tc.doc})), &bytes.Buffer{}, &logs); err != nil {
 				t.Fatal(err)
 			}
-			warned := strings.Contains(logs.String(), `"level":"WARN","msg":"`+registry.MsgConfigCaveat+`"`) &&
-				strings.Contains(logs.String(), "set unknownKeys: refuse")
-			if warned != tc.warned {
-				t.Fatalf("warned %v, want %v; log:\n%s", warned, tc.warned, &logs)
+			warned := strings.Contains(logs.String(), `"level":"WARN","msg":"`+registry.MsgConfigCaveat+`"`)
+			if warned != (tc.caveat != "") || !strings.Contains(logs.String(), tc.caveat) || strings.Contains(logs.String(), "s3cr3t") {
+				t.Fatalf("warned %v, want %q, never the key; log:\n%s", warned, tc.caveat, &logs)
 			}
 		})
 	}
 }
 
+// A bad AWS_XRAY_DAEMON_ADDRESS turns subsegments off with one warning naming it;
+// decisions go on.
 func TestBadXRayDaemonWarnsOnce(t *testing.T) {
 	var logs bytes.Buffer
 	h, _, err := app.Build(app.Check, env(withMini(t, map[string]string{settings.EnvXRayDaemon: "no port here"})), &bytes.Buffer{}, &logs)

@@ -114,6 +114,7 @@ type secrets struct {
 	fixed   bool                    // set by Secret: never read from Redis
 	read    time.Time               // the Limiter's clock when current was last read
 	reading bool                    // a read again is in flight
+	first   chan struct{}           // closed when the first read in flight ends; nil when none is
 	kept    [keptSecrets]keptSecret // verify only, each until its time
 }
 
@@ -125,26 +126,44 @@ type keptSecret struct {
 
 // secretOf returns the secret that signs l's ids: the Secret option's, or the one Redis
 // keeps, read (and made, the first time) through c, and read again when SecretRecheck
-// has passed since.
+// has passed since. Until the first read succeeds, one call at a time reads, and the
+// others wait for it until their own ctx ends: a read that fails leaves the next to one
+// of them.
 func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 	s := &l.secrets
-	s.mu.Lock()
-	if s.current == nil { // the first read: every call waits for it
-		defer s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		if s.current != nil {
+			s.mu.Unlock()
+			current, _ := l.recheck(ctx, c, SecretRecheck)
+			return current, nil
+		}
+		if wait := s.first; wait != nil {
+			s.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done(): // the other call's read may take until its own deadline
+				return nil, secretError(SecretKey, ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		s.first = done
+		s.mu.Unlock()
 		var b [32]byte
 		rand.Read(b[:]) // never fails (crypto/rand)
 		now := l.now()
 		got, kept, err := readSecret(ctx, c, []byte(hex.EncodeToString(b[:])), now)
-		if err != nil {
-			return nil, err
+		s.mu.Lock()
+		if err == nil {
+			s.current, s.read = got, now
+			s.keepAll(kept)
 		}
-		s.current, s.read = got, now
-		s.keepAll(kept)
-		return got, nil
+		s.first = nil
+		s.mu.Unlock()
+		close(done)
+		return got, err
 	}
-	s.mu.Unlock()
-	current, _ := l.recheck(ctx, c, SecretRecheck)
-	return current, nil
 }
 
 // recheck reads Redis's secrets again through c when after has passed since the last
@@ -181,11 +200,13 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	if changed {
 		// Best effort: every instance that signed with mine writes it when it changes.
 		// The expiry is set (NX) or made later (GT), never sooner: an instance of a
-		// shorter idempotency would drop the secrets a longer one keeps.
+		// shorter idempotency would drop the secrets a longer one keeps. Only the
+		// keptSecrets latest times are ever read (readSecret), so the others go, by
+		// rank: by this clock's time, one far ahead would drop those the others keep.
 		life := keptFor(l.idempotency).Milliseconds()
 		c.DoMulti(ctx,
 			c.B().Zadd().Key(SecretsKeptKey).Gt().ScoreMember().ScoreMember(float64(until.UnixMilli()), string(mine)).Build(),
-			c.B().Zremrangebyscore().Key(SecretsKeptKey).Min("-inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Build(),
+			c.B().Zremrangebyrank().Key(SecretsKeptKey).Start(0).Stop(-keptSecrets-1).Build(),
 			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life).Nx().Build(),
 			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life).Gt().Build())
 	}

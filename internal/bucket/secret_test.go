@@ -472,3 +472,78 @@ func TestSecretRecheckClockWentBack(t *testing.T) {
 		t.Fatalf("the secrets last read at %v after the clock went back an hour from %v: want read again", after, before)
 	}
 }
+
+// TestSecretFirstReadWaiterDeadline: a call that waits for another call's first read of
+// the reservations' secret, which a stalled Redis does not answer, ends at its own
+// context's deadline with ErrNoSecret, not at the end of the other call's read (a
+// REDIS_TIMEOUT_MS more, or its invocation's deadline).
+func TestSecretFirstReadWaiterDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	p := redistest.StartProxy(t, srv.Addr)     // tells when the first read has left
+	fixed := func() time.Time { return epoch } // no idle check: each call's first commands are its read's
+	// One connection, made by the peek: a new one would not be ready while Redis is
+	// paused. rueidis gives up on a connection that answers nothing after
+	// ConnWriteTimeout (10 s by default), which would end the first read: a minute, past
+	// this test's wait.
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{p.Addr}, DisableCache: true, PipelineMultiplex: -1, ConnWriteTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	l := bucket.New(c, bucket.Clock(fixed))
+	reserve := bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 1}
+	if _, err := l.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Cost: 0}); err != nil {
+		t.Fatalf("peek, connecting: %v", err)
+	}
+	srv.Pause()
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := l.Decide(context.Background(), reserve) // no deadline: its read waits for Redis
+		firstDone <- err
+	}()
+	for !strings.Contains(p.Sent(), bucket.SecretKey) { // the first call's read has left
+		select {
+		case err := <-firstDone:
+			t.Fatalf("the first reserve on a stalled Redis ended: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	waiting, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer stop()
+	waited := make(chan error, 1)
+	go func() {
+		_, err := l.Decide(waiting, reserve)
+		waited <- err
+	}()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, bucket.ErrNoSecret) {
+			t.Errorf("the waiting reserve: %v, want ErrNoSecret and its own deadline", err)
+		}
+	case <-time.After(10 * time.Second): // no timing: 200 times its deadline, it waits for the first read
+		t.Errorf("the waiting reserve still waits, past its deadline, for the first read, which Redis does not answer")
+	}
+	srv.Resume()
+	if err := <-firstDone; err != nil {
+		t.Errorf("the first reserve once Redis answers: %v", err)
+	}
+}
+
+// TestSecretKeptPastAFastClock: an instance whose clock is far ahead that writes the
+// secret it no longer signs with leaves the secrets other instances keep as they are: an
+// instance started later still verifies the ids signed under them. Its write dropped
+// every kept secret whose time had passed by its own clock.
+func TestSecretKeptPastAFastClock(t *testing.T) {
+	f := newSecretFleet(t)
+	ahead := 2 * bucket.KeptFor(bucket.DefaultIdempotency)
+	fast := bucket.New(f.c, bucket.Clock(func() time.Time { return f.clock.now().Add(ahead) }))
+	a := f.instance()
+	old := f.reserve(a) // signed under a's secret, the first
+	f.run(f.c.B().Flushall().Build())
+	f.reserve(fast) // writes another secret, which a reads at its recheck
+	f.clock.advance(bucket.SecretRecheck)
+	f.reserve(a)                                                                      // keeps its own secret, for KeptFor by its clock
+	f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat("7", 64)).Build()) // a third, by hand
+	f.reserve(fast)                                                                   // keeps its own, by its clock
+	f.settles("an instance started later, of a's old id", f.instance(), old)
+}

@@ -16,10 +16,15 @@ import (
 // registry spell them: "key:<digest>", "ip:<source>" exactly as sources (the
 // authorizer's) resolve a source, "acct:<name>" for an account, or "tenant:<key>" for a
 // key of the check function's own. It returns the identity and its logged form, a tenant's key as its digest.
+// An API key bucketgate made after the kind is refused, unquoted: it would rest in Redis.
 func parseIdentity(path string, raw []byte, sources identity.Resolver) (id, logged string, err error) {
 	id, err = stringValue(path, raw)
 	if err != nil {
 		return "", "", err
+	}
+	if kind, rest, ok := strings.Cut(id, ":"); ok && identity.IsMadeKey(rest) { // never quoted: it is a secret
+		return "", "", fmt.Errorf("%s: %s: with an API key bucketgate made (%s...), which would rest in Redis and the registry as it is: want %s<its digest> for a tenant a service names by the key's digest, or %s<its digest> for the key's own buckets (the authorizer's): the first %d hex digits of its SHA-256, bucketgate.KeyDigest",
+			path, kind, identity.MadeKeyPrefix, identityPrefix, bucketgate.KeyPrefix, bucketgate.DigestLen)
 	}
 	if d, ok := strings.CutPrefix(id, bucketgate.KeyPrefix); ok && bucketgate.ValidDigest(d) {
 		return id, id, nil

@@ -113,6 +113,10 @@ func TestInvalidRequests(t *testing.T) {
 		{"identity with an upper-case digest", `{"identity":"key:0123456789ABCDEF0123456789ABCDEF"}`, `identity: 36 bytes, not shown: want key:`},
 		{"identity that is a raw API key", `{"identity":"bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"}`, `identity: 46 bytes, not shown: want key:`},
 		{"identity with a short digest", `{"identity":"key:0123456789abcdef"}`, `identity: 20 bytes, not shown: want key:`},
+		{"identity of a tenant whose key is an API key bucketgate made", `{"identity":"tenant:` + madeKey + `"}`, "identity: tenant: with an API key bucketgate made (bg_...), which would rest in Redis and the registry as it is: want tenant:<its digest>"},
+		{"identity of an account named as an API key bucketgate made", `{"identity":"acct:` + madeKey + `","op":"reset"}`, "identity: acct: with an API key bucketgate made (bg_...)"},
+		{"identity of an address that is an API key bucketgate made", `{"identity":"ip:` + madeKey + `"}`, "identity: ip: with an API key bucketgate made (bg_...)"},
+		{"identity of a tenant whose key is an API key bucketgate made in a batch", `{"checks":[` + validCheck + `,{"identity":"tenant:` + madeKey + `","op":"reset"}]}`, "checks[1].identity: tenant: with an API key bucketgate made"},
 		{"identity with an address not as the authorizer writes it", `{"identity":"ip:192.000.2.1"}`, `identity: "ip:192.000.2.1": want`},
 		{"identity with an IPv4-mapped address", `{"identity":"ip:::ffff:192.0.2.1"}`, `identity: "ip:::ffff:192.0.2.1": want ip:192.0.2.1, as the authorizer spells this source`},
 		{"identity with an IPv6 prefix not masked", `{"identity":"ip:2001:db8::1/64"}`, `identity: "ip:2001:db8::1/64": want ip:2001:db8::/64, as the authorizer spells this source`},
@@ -191,9 +195,11 @@ func TestNullMemberNamed(t *testing.T) {
 // the log line quotes it, so that the key never rests in the function's logs.
 func TestInvalidIdentityNeverQuoted(t *testing.T) {
 	for name, key := range map[string]string{
-		"a key after key:": "key:bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
-		"a key alone":      "bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
-		"a key in a batch": "key:my-secret-key",
+		"a key after key:":  "key:bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
+		"a key alone":       "bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
+		"a key in a batch":  "key:my-secret-key",
+		"a key after ip:":   "ip:" + madeKey,
+		"a key after acct:": "acct:" + madeKey,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, client := startMiniredis(t)
@@ -204,7 +210,7 @@ func TestInvalidIdentityNeverQuoted(t *testing.T) {
 			}
 			_, err := f.invoke([]byte(payload))
 			ive := functionError(t, err)
-			secret := strings.TrimPrefix(key, "key:")
+			secret := key[strings.IndexByte(key, ':')+1:]
 			if strings.Contains(ive.Message, secret) || strings.Contains(f.logs.String(), secret) || !strings.Contains(ive.Message, "identity: ") {
 				t.Fatalf("error %q and logs %s: want the identity field named and its value quoted nowhere", ive.Message, f.logs)
 			}

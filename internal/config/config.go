@@ -2,11 +2,13 @@ package config
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
 // Policy values of Document.UnknownKeys (PolicyIP or PolicyRefuse) and
@@ -37,6 +39,7 @@ type Config struct {
 	refuseUnknown bool
 	refuseAnon    bool
 	idleTTL       error // a route's ttlMs that only an identity's own rules could use: CheckAlone
+	madeTenants   int   // the tenants that are API keys bucketgate made: Caveats
 }
 
 // Plan is a configured plan (bucketgate.Plan: its name and its own rules, before any
@@ -122,12 +125,23 @@ func (c *Config) PlanForTenant(id string) (p *Plan, known bool) {
 // Caveats returns what in c is valid but likely not what its author meant, one sentence
 // each naming the fields, for a warning where the document is loaded; nil when nothing
 // is. Today: anonymous: refuse with unknownKeys: ip, under which a request without a
-// key is refused but one with any made-up key is let through, limited by its address.
+// key is refused but one with any made-up key is let through, limited by its address;
+// and tenants that are API keys bucketgate made, which the check function refuses as
+// keys (so they match no check), and which are secrets in the document. A caveat never
+// quotes such a key.
 func (c *Config) Caveats() []string {
+	var caveats []string
 	if c.refuseAnon && !c.refuseUnknown {
-		return []string{"anonymous: refuse with unknownKeys: ip refuses a request without an API key but lets one with a made-up key through, limited by its address: set unknownKeys: refuse to let only registered keys through"}
+		caveats = append(caveats, "anonymous: refuse with unknownKeys: ip refuses a request without an API key but lets one with a made-up key through, limited by its address: set unknownKeys: refuse to let only registered keys through")
 	}
-	return nil
+	if n := c.madeTenants; n > 0 {
+		entries := "1 entry is an API key"
+		if n > 1 {
+			entries = fmt.Sprintf("%d entries are API keys", n)
+		}
+		caveats = append(caveats, fmt.Sprintf("tenants: %s bucketgate made (%s..., not shown): the check function refuses such a key, so no check matches it, and the document holds it as a secret: name each such tenant by its key's digest (printf %%s \"$KEY\" | sha256sum | cut -c1-%d), as a service passes it", entries, identity.MadeKeyPrefix, bucketgate.DigestLen))
+	}
+	return caveats
 }
 
 // ListsIdentities reports whether the document lists any key or tenant.

@@ -471,3 +471,47 @@ func TestRawKeyNotInError(t *testing.T) {
 		}
 	}
 }
+
+// madeKey has the shape of the API keys bucketgate makes (bucketgate keys create).
+const madeKey = "bg_" + "s3cr3tAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+
+// A tenant id that is an API key bucketgate made, which the check function refuses as a
+// key, is a secret in the document: an error about its entry names tenants without
+// repeating it (the error goes to the function's log at init), and a document that
+// loads says so in a caveat, unquoted, counting such entries: they match no check, and
+// a running function keeps its other tenants.
+func TestMadeKeyTenant(t *testing.T) {
+	for name, entry := range map[string]string{
+		"with a plan that is no text": madeKey + ": [free]",
+		"with a plan nobody has":      madeKey + ": gold",
+		"given twice":                 madeKey + ": free\n  " + madeKey + ": free",
+	} {
+		_, err := config.Parse([]byte("defaultPlan: free\n" + free + "\ntenants:\n  " + entry + "\n"))
+		if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "tenants (line ") {
+			t.Errorf("%s: Parse() = %v, want an error naming tenants and its line, without the key", name, err)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		tenants string
+		want    string // the caveat; "" for none
+	}{
+		{"no such tenant", "{acme: free}", ""},
+		{"one", "{acme: free, " + madeKey + ": free}", "tenants: 1 entry is an API key bucketgate made (bg_..., not shown)"},
+		{"two", "{" + madeKey + ": free, " + madeKey[:len(madeKey)-1] + "B: free}", "tenants: 2 entries are API keys bucketgate made (bg_..., not shown)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Parse([]byte("defaultPlan: free\n" + free + "\ntenants: " + tc.tenants + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			caveats := strings.Join(c.Caveats(), "\n")
+			if strings.Contains(caveats, "s3cr3t") || !strings.Contains(caveats, tc.want) || (tc.want == "") != (caveats == "") {
+				t.Errorf("caveats %q: want %q, without the key", caveats, tc.want)
+			}
+			if _, known := c.PlanForTenant("acme"); tc.name != "two" && !known {
+				t.Errorf("tenant acme unknown: want its plan")
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/identity"
 )
 
 // Limits on the document, so that no document can exhaust a function's memory or time
@@ -93,12 +94,16 @@ func located(err error, positions map[string]position) error {
 	return fmt.Errorf("%w: %w", ErrConfig, hideKey(err))
 }
 
-// hideKey returns err, naming an entry of keys whose name is not a digest as "keys":
-// it may be a raw API key, which an init error would otherwise put in the log.
+// hideKey returns err, naming an entry of keys whose name is not a digest as "keys",
+// and one of tenants that is an API key bucketgate made as "tenants": it may be a raw
+// API key, which an init error would otherwise put in the log.
 func hideKey(err error) error {
 	if fe := (*fieldError)(nil); errors.As(err, &fe) {
 		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !bucketgate.ValidDigest(name) {
 			fe.shown = "keys"
+		}
+		if id, ok := strings.CutPrefix(fe.path, "tenants."); ok && identity.IsMadeKey(id) {
+			fe.shown = "tenants"
 		}
 	}
 	return err
@@ -162,6 +167,9 @@ func compile(d Document) (*Config, error) {
 		}
 		if c.tenants[id], err = c.plan("tenants."+id, d.Tenants[id]); err != nil {
 			return nil, err
+		}
+		if identity.IsMadeKey(id) {
+			c.madeTenants++
 		}
 	}
 	return c, compileRoutes(c, d.Routes)

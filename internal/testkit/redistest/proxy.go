@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"sync"
@@ -25,6 +26,7 @@ type Proxy struct {
 	target string
 	conns  map[net.Conn]*atomic.Bool // both ends of every connection, with whether it is stalled
 	delay  atomic.Int64              // how long each read waits before it is passed on, in nanoseconds
+	sent   bytes.Buffer              // what clients sent, up to maxSent bytes; guarded by mu
 	wg     sync.WaitGroup
 }
 
@@ -67,6 +69,17 @@ func (p *Proxy) Stall() {
 	}
 }
 
+// maxSent is how much of what clients send a Proxy keeps, for Sent.
+const maxSent = 1 << 20
+
+// Sent returns what the clients have sent through the proxy so far (its first MiB),
+// passed on or not: a test tells by it that a command has left its client.
+func (p *Proxy) Sent() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sent.String()
+}
+
 // SetDelay makes every connection, those made so far and later, pass on what either end
 // sends d after it arrived (a healthy Redis far away); zero passes it on at once.
 func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
@@ -102,20 +115,25 @@ func (p *Proxy) accept() {
 		p.conns[client], p.conns[server] = stalled, stalled
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pipe(client, server, stalled)
-		go p.pipe(server, client, stalled)
+		go p.pipe(client, server, stalled, false)
+		go p.pipe(server, client, stalled, true)
 	}
 }
 
 // pipe copies from src to dst until either ends, dropping what it reads once stalled,
-// then closes both.
-func (p *Proxy) pipe(dst, src net.Conn, stalled *atomic.Bool) {
+// then closes both; fromClient keeps what it reads for Sent.
+func (p *Proxy) pipe(dst, src net.Conn, stalled *atomic.Bool, fromClient bool) {
 	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if d := time.Duration(p.delay.Load()); n > 0 && d > 0 {
 			time.Sleep(d)
+		}
+		if n > 0 && fromClient {
+			p.mu.Lock()
+			p.sent.Write(buf[:min(n, maxSent-p.sent.Len())])
+			p.mu.Unlock()
 		}
 		if n > 0 && !stalled.Load() {
 			if _, err := dst.Write(buf[:n]); err != nil {

@@ -15,7 +15,8 @@ import (
 // TestDecideBatchTransactionReplies: the two calls of one identity in a batch, inside
 // MULTI ... EXEC, are answered by the elements of EXEC's reply in order, held to its
 // length; sent again together when Redis refused to queue one (TRYAGAIN: none ran);
-// answered EXEC's error when it failed otherwise; and each its own answer when Redis ran
+// each answered why when it refused one otherwise (LOADING, NOPERM, OOM: not EXEC's
+// EXECABORT); answered EXEC's error when it failed otherwise; and each its own answer when Redis ran
 // them outside a transaction (MULTI refused); on a cluster, sent again together when EXEC
 // was redirected (none ran), and answered so when it was every time. A fake server gives
 // the replies.
@@ -55,6 +56,15 @@ func TestDecideBatchTransactionReplies(t *testing.T) {
 		{"EXEC refused otherwise", func(cmd string, _, _ int32) string {
 			return map[string]string{"MULTI": "+OK\r\n", "EVALSHA": "+QUEUED\r\n", "EXEC": "-EXECABORT Transaction discarded because of previous errors.\r\n"}[cmd]
 		}, []string{"EXECABORT", "EXECABORT"}, false, 1, false},
+		// A call refused before queuing for another reason (Redis loading its data, an
+		// ACL without EVALSHA, a full Redis) makes EXEC answer EXECABORT: none ran, and
+		// each call gets that reason, as a call alone would.
+		{"a call refused while Redis loads: each gets LOADING", refusedOne(0, "-LOADING Redis is loading the dataset in memory\r\n"),
+			[]string{"LOADING Redis is loading", "LOADING Redis is loading"}, false, 1, false},
+		{"a call refused by the ACL: each gets NOPERM", refusedOne(1, "-NOPERM User limiter has no permissions to run the 'evalsha' command\r\n"),
+			[]string{"NOPERM User limiter", "NOPERM User limiter"}, false, 1, false},
+		{"a call refused on a full Redis: each gets OOM", refusedOne(0, "-OOM command not allowed when used memory > 'maxmemory'.\r\n"),
+			[]string{"OOM command not allowed", "OOM command not allowed"}, false, 1, false},
 		{"MULTI refused: each call ran alone", func(cmd string, _, _ int32) string {
 			return map[string]string{"MULTI": "-NOPERM no MULTI for you\r\n", "EVALSHA": "-ERR ran alone\r\n", "EXEC": "-ERR EXEC without MULTI\r\n"}[cmd]
 		}, []string{"ran alone", "ran alone"}, false, 1, false},
@@ -136,5 +146,23 @@ func TestDecideBatchTransactionReplies(t *testing.T) {
 				t.Errorf("%d EXECs, want %d", got, tt.execs)
 			}
 		})
+	}
+}
+
+// refusedOne is the reply of a server that queues the calls of a transaction but the
+// one of index refused (from 0), which it refuses with reply, and aborts EXEC.
+func refusedOne(refused int32, reply string) func(cmd string, execs, evalshas int32) string {
+	return func(cmd string, _, evalshas int32) string {
+		switch {
+		case cmd == "MULTI":
+			return "+OK\r\n"
+		case cmd == "EVALSHA" && evalshas == refused:
+			return reply
+		case cmd == "EVALSHA":
+			return "+QUEUED\r\n"
+		case cmd == "EXEC":
+			return "-EXECABORT Transaction discarded because of previous errors.\r\n"
+		}
+		return ""
 	}
 }

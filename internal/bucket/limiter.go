@@ -405,7 +405,8 @@ type transaction struct {
 // (EXECABORT: Redis refused a call before running any, TRYAGAIN while its slot moves;
 // EXEC redirected, see redirected; or no answer), none of the calls queued ran, and
 // each gets the refusal (TRYAGAIN or NOSCRIPT, or the redirection), sent again as such,
-// or else EXEC's error. A call not queued keeps its own answer: a refusal, or the
+// or else the call's refusal (LOADING, NOPERM, OOM, ...: what a call alone would get,
+// not EXECABORT), or else EXEC's error. A call not queued keeps its own answer: a refusal, or the
 // answer of Redis that ran it outside a transaction (MULTI refused). A transaction
 // redirected before EXEC (see doMulti) is answered by the node it was sent to again.
 func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
@@ -419,11 +420,15 @@ func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 		// Answered so, a transaction of calls queued had its EXEC redirected.
 		exec = rueidis.NewErrorResult(fmt.Errorf("%w: %w", errRedirected, err))
 	}
-	refusal := exec
+	refusal, refused := exec, false
 	for k := range tx.calls {
-		if r := rs[tx.multi+1+k]; noScript(r) || tryAgain(r) {
+		r := rs[tx.multi+1+k]
+		if noScript(r) || tryAgain(r) { // sent again
 			refusal = r
 			break
+		}
+		if _, ok := rueidis.IsRedisErr(r.Error()); ok && !refused { // why EXEC was aborted
+			refusal, refused = r, true
 		}
 	}
 	for k, j := range tx.calls {

@@ -16,10 +16,10 @@ import (
 // MULTI ... EXEC, are answered by the elements of EXEC's reply in order, held to its
 // length; sent again together when Redis refused to queue one (TRYAGAIN: none ran);
 // each answered why when it refused one otherwise (LOADING, NOPERM, OOM: not EXEC's
-// EXECABORT); answered EXEC's error when it failed otherwise; and each its own answer when Redis ran
-// them outside a transaction (MULTI refused); on a cluster, sent again together when EXEC
-// was redirected (none ran), and answered so when it was every time. A fake server gives
-// the replies.
+// EXECABORT); answered EXEC's error when it failed otherwise; and each its own answer
+// when Redis ran them outside a transaction (MULTI refused), one refused sent again only
+// when no later one ran; on a cluster, sent again together when EXEC was redirected
+// (none ran), and answered so when it was every time. A fake server gives the replies.
 func TestDecideBatchTransactionReplies(t *testing.T) {
 	const both = "*2\r\n-ERR the first ran\r\n-ERR the second ran\r\n"
 	const moved = "-MOVED 1 {fake}\r\n" // {fake}: the fake's address
@@ -68,6 +68,30 @@ func TestDecideBatchTransactionReplies(t *testing.T) {
 		{"MULTI refused: each call ran alone", func(cmd string, _, _ int32) string {
 			return map[string]string{"MULTI": "-NOPERM no MULTI for you\r\n", "EVALSHA": "-ERR ran alone\r\n", "EXEC": "-ERR EXEC without MULTI\r\n"}[cmd]
 		}, []string{"ran alone", "ran alone"}, false, 1, false},
+		// Without MULTI (an ACL that lacks it), a call refused (TRYAGAIN: none ran) that a
+		// later call of its identity overtook is not sent again: it would run after it.
+		{"MULTI refused, the first call refused and the second ran: the first not sent again", func(cmd string, _, evalshas int32) string {
+			switch {
+			case cmd == "MULTI":
+				return "-NOPERM no MULTI for you\r\n"
+			case cmd == "EVALSHA" && evalshas == 0:
+				return "-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
+			case cmd == "EVALSHA":
+				return "-ERR ran alone\r\n"
+			}
+			return "-ERR EXEC without MULTI\r\n"
+		}, []string{"NOPERM no MULTI for you", "ran alone"}, false, 1, false},
+		{"MULTI refused, both calls refused: both sent again", func(cmd string, _, evalshas int32) string {
+			switch {
+			case cmd == "MULTI":
+				return "-NOPERM no MULTI for you\r\n"
+			case cmd == "EVALSHA" && evalshas < 2:
+				return "-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
+			case cmd == "EVALSHA":
+				return "-ERR ran alone\r\n"
+			}
+			return "-ERR EXEC without MULTI\r\n"
+		}, []string{"ran alone", "ran alone"}, false, 2, false},
 		// On a cluster, a slot that moves between the calls' queuing and EXEC makes EXEC
 		// answer MOVED (or ASK): Redis discards the transaction, and rueidis sends EXEC
 		// alone to the node named, which answers that no MULTI came first.

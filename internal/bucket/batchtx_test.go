@@ -3,12 +3,16 @@ package bucket_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/rueidis"
+
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
@@ -188,5 +192,36 @@ func refusedOne(refused int32, reply string) func(cmd string, execs, evalshas in
 			return "-EXECABORT Transaction discarded because of previous errors.\r\n"
 		}
 		return ""
+	}
+}
+
+// TestDecideBatchRefusedAsAlone: on a real server whose user may not send the script's
+// text (an ACL of your own without EVAL: docs/deploy.md's string gives it), the two calls
+// of one identity in a batch, after the server lost the script, are each refused as a
+// request alone is: its transaction's EVAL with the text is refused, its EVALSHA queued
+// after it, and EXEC aborted; neither is answered EXECABORT, which names no cause.
+func TestDecideBatchRefusedAsAlone(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	acl := slices.DeleteFunc(strings.Fields(redisconn.MinimalACL), func(s string) bool { return s == "+eval" })
+	if _, err := srv.Command(ctx, append(append([]string{"ACL", "SETUSER", "limiter"}, acl...), ">pw")...); err != nil {
+		t.Fatal(err)
+	}
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true, Username: "limiter", Password: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	l := bucket.New(c)
+	_, alone := l.Decide(ctx, bucketgate.Request{Identity: "alone", Rules: free, Cost: 1})
+	if alone == nil || !strings.Contains(alone.Error(), "NOPERM") {
+		t.Fatalf("a request alone without EVAL: %v, want the ACL's refusal", alone)
+	}
+	q := bucketgate.Request{Identity: "twice", Rules: free, Cost: 1}
+	_, errs := l.DecideBatch(ctx, []bucketgate.Request{q, q})
+	for i, err := range errs {
+		if err == nil || err.Error() != alone.Error() {
+			t.Errorf("call %d of the batch: %v, want %v as alone", i, err, alone)
+		}
 	}
 }

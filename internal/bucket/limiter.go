@@ -424,15 +424,16 @@ func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 		// Answered so, a transaction of calls queued had its EXEC redirected.
 		exec = rueidis.NewErrorResult(fmt.Errorf("%w: %w", errRedirected, err))
 	}
-	refusal, refused := exec, false
+	refusal := exec
+	aborted := err != nil && strings.HasPrefix(err.Error(), "EXECABORT") // because Redis refused a call
 	for k := range tx.calls {
 		r := rs[tx.multi+1+k]
 		if noScript(r) || tryAgain(r) { // sent again
 			refusal = r
 			break
 		}
-		if _, ok := rueidis.IsRedisErr(r.Error()); ok && !refused { // why EXEC was aborted
-			refusal, refused = r, true
+		if _, ok := rueidis.IsRedisErr(r.Error()); ok && aborted { // the first refused: why
+			refusal, aborted = r, false
 		}
 	}
 	for k, j := range tx.calls {

@@ -125,6 +125,21 @@ func TestDecideBatchTransactionReplies(t *testing.T) {
 			}
 			return both
 		}, []string{"the first ran", "the second ran"}, false, 3, true},
+		{"EXEC redirected after a call was refused: the one queued sent again", func(cmd string, execs, evalshas int32) string {
+			switch {
+			case cmd == "MULTI":
+				return "+OK\r\n"
+			case cmd == "EVALSHA" && evalshas == 0:
+				return "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+			case cmd == "EVALSHA" && evalshas == 1:
+				return "+QUEUED\r\n"
+			case cmd == "EVALSHA": // sent again alone
+				return "-ERR the second ran\r\n"
+			case execs == 0:
+				return moved
+			}
+			return "-ERR EXEC without MULTI\r\n"
+		}, []string{"OOM command not allowed", "the second ran"}, false, 2, true},
 		{"EXEC redirected every time: nothing ran", func(cmd string, execs, _ int32) string {
 			switch {
 			case cmd == "MULTI":

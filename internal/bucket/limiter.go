@@ -405,10 +405,15 @@ type transaction struct {
 // (EXECABORT: Redis refused a call before running any, TRYAGAIN while its slot moves;
 // EXEC redirected, see redirected; or no answer), none of the calls queued ran, and
 // each gets the refusal (TRYAGAIN or NOSCRIPT, or the redirection), sent again as such,
-// or else EXEC's error. A call not queued keeps its own answer: a refusal, or the
-// answer of Redis that ran it outside a transaction (MULTI refused). A transaction
+// or else the call's refusal (LOADING, NOPERM, OOM, ...: what a call alone would get,
+// not EXECABORT), or else EXEC's error. A call not queued keeps its own answer: a refusal, or the
+// answer of Redis that ran it outside a transaction (MULTI refused: see alone). A transaction
 // redirected before EXEC (see doMulti) is answered by the node it was sent to again.
 func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
+	if err := rs[tx.multi].Error(); err != nil {
+		tx.alone(err, results)
+		return
+	}
 	exec := rs[tx.multi+len(tx.calls)+1]
 	replies, err := exec.ToArray()
 	switch {
@@ -420,10 +425,15 @@ func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 		exec = rueidis.NewErrorResult(fmt.Errorf("%w: %w", errRedirected, err))
 	}
 	refusal := exec
+	aborted := err != nil && strings.HasPrefix(err.Error(), "EXECABORT") // because Redis refused a call
 	for k := range tx.calls {
-		if r := rs[tx.multi+1+k]; noScript(r) || tryAgain(r) {
+		r := rs[tx.multi+1+k]
+		if noScript(r) || tryAgain(r) { // sent again
 			refusal = r
 			break
+		}
+		if _, ok := rueidis.IsRedisErr(r.Error()); ok && aborted { // the first refused: why
+			refusal, aborted = r, false
 		}
 	}
 	for k, j := range tx.calls {
@@ -434,6 +444,26 @@ func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 			results[j] = refusal
 		} else {
 			results[j] = rueidis.NewResult(replies[k], nil)
+		}
+	}
+}
+
+// alone answers the calls of tx that Redis ran one by one, outside a transaction,
+// because it refused MULTI with multiErr (an ACL without it): a call refused, which
+// would be sent again (NOSCRIPT, TRYAGAIN, READONLY: none ran), gets an error naming
+// the refusal of MULTI instead when a later call of tx ran, so that it never runs after
+// that one; the calls after the last that ran are sent again, in order, as usual.
+func (tx transaction) alone(multiErr error, results []rueidis.RedisResult) {
+	refused := func(r rueidis.RedisResult) bool { return noScript(r) || tryAgain(r) || readOnly(r) }
+	last := len(tx.calls) - 1 // the last call of tx that ran, or was refused for good
+	for last >= 0 && refused(results[tx.calls[last]]) {
+		last--
+	}
+	for _, j := range tx.calls[:max(last, 0)] {
+		if r := results[j]; refused(r) {
+			results[j] = rueidis.NewErrorResult(fmt.Errorf(
+				"%w (a batch's requests of one identity need MULTI and EXEC): refused (%s) and not sent again, since a later request of its identity ran",
+				multiErr, r.Error()))
 		}
 	}
 }

@@ -23,8 +23,9 @@ var permissionErrors = []string{"NOPERM", "can't run this command", "ACL failure
 
 // MinimalACL is the least ACL, proven by tests, under which the functions' user runs
 // every call of bucketgate: its keys alone, and no command but those it sends (the
-// cluster's topology and ASKING, PING, TIME, the script, the usage's transaction, the
-// secret's and the leases' keys) and those the script calls. The script's text must be
+// cluster's topology and ASKING, PING, TIME, the script, MULTI and EXEC (a batch's
+// calls of one identity, and the usage's read), the secret's and the leases' keys) and
+// those the script calls. The script's text must be
 // allowed (EVAL, after a NOSCRIPT), so the user may run a script of its own, but only
 // on the limiter's keys and with these commands. HELLO, AUTH and QUIT need no
 // permission.

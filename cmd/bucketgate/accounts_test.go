@@ -389,6 +389,51 @@ func TestRollStoppedHalfway(t *testing.T) {
 	}
 }
 
+// A roll keeps the old key's expiry for the new key, and says so: a key rolled again in
+// the overlap an earlier roll set (its new key's output lost, say) gave a new key that
+// expired with it, at the overlap's end, while the roll said only that the old key
+// expires and that "until then both keys work": after it neither did.
+func TestRollSaysTheNewKeysExpiry(t *testing.T) {
+	c := withAccounts(t, "acme")
+	expiresAt := regexp.MustCompile(`(?m)^expiresAt  (\S+)$`)
+	tests := []struct {
+		name   string
+		create []string // keys create's flags for the old key
+		rolled bool     // the old key rolled once already, with a 2h overlap
+		warn   bool     // the new key expires with the old one
+	}{
+		{"a key in an earlier roll's overlap", nil, true, true},
+		{"a key with an expiry of its own past the overlap", []string{"--expires", "2031-01-01"}, false, false},
+		{"a key that never expires", nil, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			old := strings.TrimSpace(c.ok(append([]string{"keys", "create", "--account", "acme"}, tc.create...)...))
+			if tc.rolled {
+				c.ok("keys", "roll", "--overlap", "2h", old)
+			}
+			kept := expiresAt.FindStringSubmatch(c.ok("keys", "show", old))[1]
+			code, stdout, stderr := c.run("keys", "roll", old)
+			if code != exitOK {
+				t.Fatalf("keys roll: exit %d %q", code, stderr)
+			}
+			next := keyID(strings.TrimSpace(stdout))
+			got := expiresAt.FindStringSubmatch(c.ok("keys", "show", next))[1]
+			said := strings.Contains(stderr, next+" expires "+got)
+			warned := strings.Contains(stderr, "warning: ") && strings.Contains(stderr, "neither key works")
+			switch {
+			case got != kept:
+				t.Errorf("the new key expires %s, want %s, the old key's when read", got, kept)
+			case said != (got != "never"):
+				t.Errorf("the new key expires %s: stderr %q says so: %v", got, stderr, said)
+			case warned != tc.warn:
+				t.Errorf("stderr %q: a warning that neither key works after the overlap: %v, want %v", stderr, warned, tc.warn)
+			}
+		})
+	}
+}
+
 // keys show says why the functions treat a key as unknown, as keys list does: its
 // account revoked or expired, or its item unusable (a plan the table's document dropped,
 // an account the table does not hold); --json says it in accountStatus and invalid. And

@@ -389,6 +389,41 @@ func TestRollStoppedHalfway(t *testing.T) {
 	}
 }
 
+// An account created under the name of one whose item was deleted by hand takes back
+// every key that names it, the active ones working again at once on it (and what Redis
+// holds of acct:NAME): accounts create says so, naming them. It said only that the
+// account was created, so that a new customer given the old name got the old one's
+// keys spending its buckets and quotas.
+func TestAccountCreatedAgainNamesItsKeys(t *testing.T) {
+	c := withAccounts(t, "acme")
+	live := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	revoked := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	c.ok("keys", "revoke", revoked)
+	if _, err := c.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{registry.KeyAttribute: &types.AttributeValueMemberS{Value: "account:acme"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, account string
+		warn          bool
+	}{
+		{"the name of a deleted account", "acme", true},
+		{"a new name", "newco", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := c.run("accounts", "create", tc.account, "--plan", "pro")
+			if code != exitOK {
+				t.Fatalf("accounts create %s: exit %d %q", tc.account, code, stderr)
+			}
+			warned := strings.Contains(stderr, "warning: ")
+			if warned != tc.warn || tc.warn && (!strings.Contains(stderr, live) || strings.Contains(stderr, revoked) || !strings.Contains(stderr, "acct:"+tc.account)) {
+				t.Errorf("accounts create %s: stderr %q; want a warning naming %s, the active key that works again, and what Redis holds of acct:%s: %v", tc.account, stderr, live, tc.account, tc.warn)
+			}
+		})
+	}
+}
+
 // A roll keeps the old key's expiry for the new key, and says so: a key rolled again in
 // the overlap an earlier roll set (its new key's output lost, say) gave a new key that
 // expired with it, at the overlap's end, while the roll said only that the old key

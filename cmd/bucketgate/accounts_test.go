@@ -424,6 +424,39 @@ func TestAccountCreatedAgainNamesItsKeys(t *testing.T) {
 	}
 }
 
+// keys expire and accounts expire of a revoked item (an operator undoing a revocation
+// with "never") say that it stays revoked: they said only "expires never", as for an
+// item they made active again, while the functions still treat it (and an account's
+// every key) as unknown.
+func TestExpireOfARevokedItemSaysItStaysRevoked(t *testing.T) {
+	c := withAccounts(t, "gone", "live")
+	c.ok("accounts", "revoke", "gone")
+	revoked := strings.TrimSpace(c.ok("keys", "create", "--account", "live"))
+	c.ok("keys", "revoke", revoked)
+	active := strings.TrimSpace(c.ok("keys", "create", "--account", "live"))
+	tests := []struct {
+		name string
+		args []string
+		says bool
+	}{
+		{"a revoked key", []string{"keys", "expire", revoked, "never"}, true},
+		{"a revoked account", []string{"accounts", "expire", "gone", "never"}, true},
+		{"an active key", []string{"keys", "expire", active, "never"}, false},
+		{"an active account", []string{"accounts", "expire", "live", "30d"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := c.run(tc.args...)
+			if code != exitOK {
+				t.Fatalf("%v: exit %d %q", tc.args, code, stderr)
+			}
+			if says := strings.Contains(stderr, "stays revoked"); says != tc.says {
+				t.Errorf("%v: stderr %q; want it to say the item stays revoked: %v", tc.args, stderr, tc.says)
+			}
+		})
+	}
+}
+
 // A roll keeps the old key's expiry for the new key, and says so: a key rolled again in
 // the overlap an earlier roll set (its new key's output lost, say) gave a new key that
 // expired with it, at the overlap's end, while the roll said only that the old key

@@ -157,6 +157,10 @@ func Of(id, key bucketgate.Identity, limits config.Limits) Claims {
 // registry's, for the failure policy.
 func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (config.Limits, registry.Entry, error) {
 	var e registry.Entry
+	what, left := "reservation", "it stays charged at its estimate" // what a refusal leaves
+	if op == bucketgate.OpRelease {
+		what, left = "lease", "it frees itself at its ttl"
+	}
 	if v.Config == nil {
 		return config.Limits{}, e, fmt.Errorf("no configuration: %w", v.Err)
 	}
@@ -176,15 +180,15 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 		}
 		switch {
 		case e.Plan == nil:
-			return config.Limits{}, e, fmt.Errorf("%w: the reservation's %s is no longer registered: it stays charged at its estimate", bucketgate.ErrConflict, via)
+			return config.Limits{}, e, fmt.Errorf("%w: the %s's %s is no longer registered: %s", bucketgate.ErrConflict, what, via, left)
 		case spends != c.Identity:
-			return config.Limits{}, e, fmt.Errorf("%w: the reservation's %s now spends the buckets of %s, not %s: it stays charged at its estimate", bucketgate.ErrConflict, via, spends, c.Identity)
+			return config.Limits{}, e, fmt.Errorf("%w: the %s's %s now spends the buckets of %s, not %s: %s", bucketgate.ErrConflict, what, via, spends, c.Identity, left)
 		}
 		plan = e.Plan
 	}
 	l, ok := v.Config.LimitsOf(plan, c.Route)
 	if !ok {
-		return config.Limits{}, e, fmt.Errorf("%w: the reservation's route (%s) is no longer in the configuration, no route has its method and path: it stays charged at its estimate", bucketgate.ErrConflict, c.Route)
+		return config.Limits{}, e, fmt.Errorf("%w: the %s's route (%s) is no longer in the configuration, no route has its method and path: %s", bucketgate.ErrConflict, what, c.Route, left)
 	}
 	leases := slices.ContainsFunc(l.Rules, bucketgate.Rule.IsConcurrency)
 	switch {

@@ -153,7 +153,9 @@ func Of(id, key bucketgate.Identity, limits config.Limits) Claims {
 // (the key unknown or revoked, or now of another account, the route gone, or its rules
 // now unable to do op: a release without a concurrency rule, a settle or a cancel
 // without a bucket or a quota): a settle is then refused, and its reservation stays
-// charged at its estimate (a lease frees itself at its ttl). Any other error is the
+// charged at its estimate (a lease frees itself at its ttl). A release of a lease of a
+// key revoked or expired since, whose active account still spends those buckets, is
+// resolved on the account's plan: the slot is the account's. Any other error is the
 // registry's, for the failure policy.
 func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (config.Limits, registry.Entry, error) {
 	var e registry.Entry
@@ -177,6 +179,14 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 		spends := via
 		if e.Identity != (bucketgate.Identity{}) {
 			spends = e.Identity.String()
+		}
+		if e.Plan == nil && op == bucketgate.OpRelease && e.Account != "" && spends == c.Identity {
+			// A lease of a key revoked or expired since, whose account still spends these
+			// buckets: its slot is the account's, which its other keys share, returned
+			// under the account's plan (one of the key's own rules frees itself at its ttl).
+			if e, err = v.Lookup(ctx, bucketgate.AccountPrefix+e.Account); err != nil {
+				return config.Limits{}, e, fmt.Errorf("registry lookup of the account of %s: %w", via, err)
+			}
 		}
 		switch {
 		case e.Plan == nil:

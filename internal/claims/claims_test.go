@@ -120,8 +120,8 @@ func TestReadRefuses(t *testing.T) {
 	}
 }
 
-// A release refused because its key was revoked, or now spends another identity's
-// buckets, says what becomes of the lease: it holds its slot until its ttl. It said, as a
+// A release refused because its key was revoked (of an account revoked too), or now
+// spends another identity's buckets, says what becomes of the lease: it holds its slot until its ttl. It said, as a
 // settle's refusal does, that "the reservation ... stays charged at its estimate", which
 // a lease is not.
 func TestResolveRefusalSaysWhatIsLeft(t *testing.T) {
@@ -131,7 +131,7 @@ func TestResolveRefusalSaysWhatIsLeft(t *testing.T) {
 	}
 	moved := bucketgate.KeyDigest("moved")
 	src := registrytest.New(
-		registry.Record{ID: "account:acme", Plan: "free"},
+		registry.Record{ID: "account:acme", Plan: "free", Status: registry.StatusRevoked},
 		registry.Record{ID: "account:other", Plan: "free"},
 		registry.Record{ID: "key:" + digest, Account: "acme", Status: registry.StatusRevoked},
 		registry.Record{ID: "key:" + moved, Account: "other"},

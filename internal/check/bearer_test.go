@@ -538,17 +538,26 @@ func TestReleaseOfARevokedKeysLease(t *testing.T) {
 	b := newBearerFixture(t, llmConfig)
 	b.src.Put(registry.Record{ID: "account:crew", Plan: "llm"})
 	b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest("frank"), Account: "crew"})
-	for via, key := range map[string]string{"the check function": "erin", "the authorizer": "gina"} {
+	own := []bucketgate.Rule{{Name: "tokens", Capacity: 600, RefillPerSecond: 0.001}}
+	for _, tc := range []struct {
+		via, key string
+		own      []bucketgate.Rule // the key's own rules
+	}{
+		{"the check function", "erin", nil},
+		{"the authorizer", "gina", nil},
+		{"the check function, a key with rules of its own", "hank", own},
+	} {
+		via, key := tc.via, tc.key
 		t.Run(via, func(t *testing.T) {
-			b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest(key), Account: "crew"})
+			b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest(key), Account: "crew", Rules: tc.own})
 			lease, _ := b.authorize(t, key, "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
 			if lease == "" {
 				t.Fatalf("%s's stream: no lease", key)
 			}
-			b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest(key), Account: "crew", Status: registry.StatusRevoked})
+			b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest(key), Account: "crew", Rules: tc.own, Status: registry.StatusRevoked})
 			cfg := b.check.cfg
 			var err error
-			if via == "the check function" {
+			if strings.HasPrefix(via, "the check function") {
 				check := newFixture(t, b.client, nil, guard.Options{})
 				check.h.Config = registry.NewStatic(cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
 				var out []byte

@@ -128,8 +128,38 @@ func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		fmt.Fprintf(e.stderr, "created account %s on plan %s: bucketgate keys create --account %s makes its keys\n",
 			accountName(rec.ID), rec.Plan, accountName(rec.ID))
 		noteShadowed(e, t, rec, rec.Rules)
+		warnKeysTakenBack(e, t, accountName(rec.ID))
 		return nil
 	}
+}
+
+// warnKeysTakenBack warns on e's stderr when keys of t already name the account called
+// name, just created: one whose item was deleted by hand and is made again takes them
+// back, the active ones working again at once on it, and with them what Redis still
+// holds of acct:NAME (its buckets, its quotas' windows, its usage). A table it cannot
+// scan gets a note saying so.
+func warnKeysTakenBack(e env, t *keyTable, name string) {
+	keys, err := t.keysOf(e.ctx, name)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "note: could not check for keys that name account %s already: %v\n", name, err)
+		return
+	}
+	if len(keys) == 0 {
+		return
+	}
+	now := time.Now()
+	var active []string
+	for _, k := range keys {
+		if k.Active(now) {
+			active = append(active, k.ID)
+		}
+	}
+	working := "none of them active"
+	if len(active) > 0 {
+		working = "the active ones working again at once, on it: " + strings.Join(active, ", ")
+	}
+	fmt.Fprintf(e.stderr, "warning: %d key(s) in table %s name account %s already (its item deleted by hand and made again, or keys written by hand): it takes them back, %s; and what Redis still holds of %s%s (its buckets, its quotas' windows, its usage) is its own: a new customer takes a new name (bucketgate keys revoke KEY stops a key)\n",
+		len(keys), t.name, name, working, bucketgate.AccountPrefix, name)
 }
 
 // accountName returns the name of the account of the item id.

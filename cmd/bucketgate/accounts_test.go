@@ -389,6 +389,119 @@ func TestRollStoppedHalfway(t *testing.T) {
 	}
 }
 
+// An account created under the name of one whose item was deleted by hand takes back
+// every key that names it, the active ones working again at once on it (and what Redis
+// holds of acct:NAME): accounts create says so, naming them. It said only that the
+// account was created, so that a new customer given the old name got the old one's
+// keys spending its buckets and quotas.
+func TestAccountCreatedAgainNamesItsKeys(t *testing.T) {
+	c := withAccounts(t, "acme")
+	live := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	revoked := keyID(strings.TrimSpace(c.ok("keys", "create", "--account", "acme")))
+	c.ok("keys", "revoke", revoked)
+	if _, err := c.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{registry.KeyAttribute: &types.AttributeValueMemberS{Value: "account:acme"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, account string
+		warn          bool
+	}{
+		{"the name of a deleted account", "acme", true},
+		{"a new name", "newco", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := c.run("accounts", "create", tc.account, "--plan", "pro")
+			if code != exitOK {
+				t.Fatalf("accounts create %s: exit %d %q", tc.account, code, stderr)
+			}
+			warned := strings.Contains(stderr, "warning: ")
+			if warned != tc.warn || tc.warn && (!strings.Contains(stderr, live) || strings.Contains(stderr, revoked) || !strings.Contains(stderr, "acct:"+tc.account)) {
+				t.Errorf("accounts create %s: stderr %q; want a warning naming %s, the active key that works again, and what Redis holds of acct:%s: %v", tc.account, stderr, live, tc.account, tc.warn)
+			}
+		})
+	}
+}
+
+// keys expire and accounts expire of a revoked item (an operator undoing a revocation
+// with "never") say that it stays revoked: they said only "expires never", as for an
+// item they made active again, while the functions still treat it (and an account's
+// every key) as unknown.
+func TestExpireOfARevokedItemSaysItStaysRevoked(t *testing.T) {
+	c := withAccounts(t, "gone", "live")
+	c.ok("accounts", "revoke", "gone")
+	revoked := strings.TrimSpace(c.ok("keys", "create", "--account", "live"))
+	c.ok("keys", "revoke", revoked)
+	active := strings.TrimSpace(c.ok("keys", "create", "--account", "live"))
+	tests := []struct {
+		name string
+		args []string
+		says bool
+	}{
+		{"a revoked key", []string{"keys", "expire", revoked, "never"}, true},
+		{"a revoked account", []string{"accounts", "expire", "gone", "never"}, true},
+		{"an active key", []string{"keys", "expire", active, "never"}, false},
+		{"an active account", []string{"accounts", "expire", "live", "30d"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := c.run(tc.args...)
+			if code != exitOK {
+				t.Fatalf("%v: exit %d %q", tc.args, code, stderr)
+			}
+			if says := strings.Contains(stderr, "stays revoked"); says != tc.says {
+				t.Errorf("%v: stderr %q; want it to say the item stays revoked: %v", tc.args, stderr, tc.says)
+			}
+		})
+	}
+}
+
+// A roll keeps the old key's expiry for the new key, and says so: a key rolled again in
+// the overlap an earlier roll set (its new key's output lost, say) gave a new key that
+// expired with it, at the overlap's end, while the roll said only that the old key
+// expires and that "until then both keys work": after it neither did.
+func TestRollSaysTheNewKeysExpiry(t *testing.T) {
+	c := withAccounts(t, "acme")
+	expiresAt := regexp.MustCompile(`(?m)^expiresAt  (\S+)$`)
+	tests := []struct {
+		name   string
+		create []string // keys create's flags for the old key
+		rolled bool     // the old key rolled once already, with a 2h overlap
+		warn   bool     // the new key expires with the old one
+	}{
+		{"a key in an earlier roll's overlap", nil, true, true},
+		{"a key with an expiry of its own past the overlap", []string{"--expires", "2031-01-01"}, false, false},
+		{"a key that never expires", nil, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			old := strings.TrimSpace(c.ok(append([]string{"keys", "create", "--account", "acme"}, tc.create...)...))
+			if tc.rolled {
+				c.ok("keys", "roll", "--overlap", "2h", old)
+			}
+			kept := expiresAt.FindStringSubmatch(c.ok("keys", "show", old))[1]
+			code, stdout, stderr := c.run("keys", "roll", old)
+			if code != exitOK {
+				t.Fatalf("keys roll: exit %d %q", code, stderr)
+			}
+			next := keyID(strings.TrimSpace(stdout))
+			got := expiresAt.FindStringSubmatch(c.ok("keys", "show", next))[1]
+			said := strings.Contains(stderr, next+" expires "+got)
+			warned := strings.Contains(stderr, "warning: ") && strings.Contains(stderr, "neither key works")
+			switch {
+			case got != kept:
+				t.Errorf("the new key expires %s, want %s, the old key's when read", got, kept)
+			case said != (got != "never"):
+				t.Errorf("the new key expires %s: stderr %q says so: %v", got, stderr, said)
+			case warned != tc.warn:
+				t.Errorf("stderr %q: a warning that neither key works after the overlap: %v, want %v", stderr, warned, tc.warn)
+			}
+		})
+	}
+}
+
 // keys show says why the functions treat a key as unknown, as keys list does: its
 // account revoked or expired, or its item unusable (a plan the table's document dropped,
 // an account the table does not hold); --json says it in accountStatus and invalid. And

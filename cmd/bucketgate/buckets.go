@@ -193,7 +193,9 @@ func resolveTarget(e env, s settings.Settings, st *stack, arg string) (target, e
 // as active: the functions take such a key as unknown and spend its requests' source
 // address's buckets (or refuse it), so that nothing spends the key's own, which the
 // command then shows, refunds or resets. So for an account (acct:NAME) the table does
-// not hold as active, every key of which the functions take as unknown. It is a note: a
+// not hold as active, every key of which the functions take as unknown. A revoked or
+// expired key whose own buckets its active account spends (keys roll made the account
+// from it) is noted as the account's instead, which the command shows. It is a note: a
 // table it cannot read gets a line saying what could not be checked, and the command
 // goes on; its error is REGISTRY_TABLE's naming another table than the stack's
 // (stack.agree), which stops it.
@@ -235,6 +237,12 @@ func noteInactiveKey(e env, s settings.Settings, st *stack, t target) error {
 		return nil
 	default:
 		why = inactive(rec, table.name)
+	}
+	if why != "" && rec.Account != "" { // a dead key whose own buckets its account spends (keys roll made it from the key) names them
+		if acct, err := table.account(e.ctx, rec.Account); err == nil && acct.Buckets == t.id && inactive(acct, table.name) == "" {
+			fmt.Fprintf(e.stderr, "note: %s %s, but account %s, which keys roll made from it, spends its buckets, as every key of the account does: what follows is the account's\n", t.id, why, rec.Account)
+			return nil
+		}
 	}
 	if why == "" && rec.Account != "" { // an active key of an account the functions cannot use
 		switch why, err = inactiveAccount(e, table, rec.Account); {

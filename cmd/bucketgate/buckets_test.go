@@ -451,6 +451,37 @@ func TestBucketsOfAKeyOfAnAccountNameTheAccount(t *testing.T) {
 	}
 }
 
+// A lone key that keys roll made an account of, once its overlap ended, names the
+// account's buckets: the account spends the key's own, key:<digest>, which its new key
+// spends. The commands showed them on the default plan (1 of free's burst of 10, not
+// 49 of gold's 50) and noted that nothing spends them, while the account's keys did.
+func TestBucketsOfARolledLoneKey(t *testing.T) {
+	d, _ := newDeployment(t)
+	lone := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	id := keyID(lone)
+	d.authz.decide(t, lone)
+	next := strings.TrimSpace(d.ok("keys", "roll", "--overlap", "0", lone))
+	for _, tc := range []struct{ name, key string }{
+		{"the old key, expired", lone},
+		{"the new key", next},
+		{"the account", "acct:key-" + bucketgate.KeyDigest(lone)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := d.run("buckets", "show", "--json", tc.key)
+			var b bucketJSON
+			if code != exitOK || json.Unmarshal([]byte(stdout), &b) != nil {
+				t.Fatalf("buckets show %s: exit %d %q %q", tc.name, code, stdout, stderr)
+			}
+			if b.Identity != id || b.Plan != "gold" || b.Limit != 50 || b.Remaining != 49 {
+				t.Errorf("buckets show %s: %+v, want %s's on gold, 49 of 50 left", tc.name, b, id)
+			}
+			if strings.Contains(stderr, "nothing spends") || tc.key == lone && (!strings.Contains(stderr, "note: "+id+" expired at ") || !strings.Contains(stderr, ", spends its buckets")) {
+				t.Errorf("buckets show %s: stderr %q, want no note that nothing spends the account's buckets, and one that the account spends the old key's", tc.name, stderr)
+			}
+		})
+	}
+}
+
 // A table the buckets commands and usage cannot read (AWS refuses the read, as it does
 // an operator without DynamoDB access) leaves the key's status unknown: they say in one
 // line on stderr what they could not check, and still print the answer, exit 0. They

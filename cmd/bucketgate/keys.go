@@ -377,9 +377,11 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		var (
 			rescoped  []string
 			unchecked string
+			revoked   bool
 		)
 		err = t.change(e.ctx, id, func(r *registry.Record) error {
 			was := *r
+			revoked = was.Status == registry.StatusRevoked
 			r.ExpiresAt = at
 			var err error
 			if rescoped, unchecked, err = t.revived(e.ctx, was, *r); err != nil {
@@ -399,7 +401,11 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "%s expires %s\n", id, orNever(expiry(registry.Record{ExpiresAt: at})))
+		stays := ""
+		if revoked {
+			stays = fmt.Sprintf(", and stays revoked: every function treats it%s as unknown (a revocation is never undone)", andItsKeys(id))
+		}
+		fmt.Fprintf(e.stderr, "%s expires %s%s\n", id, orNever(expiry(registry.Record{ExpiresAt: at})), stays)
 		return nil
 	}
 }

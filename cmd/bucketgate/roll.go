@@ -87,17 +87,19 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			return fmt.Errorf("%w, and %s is unchanged (run keys roll %s again)", err, id, id)
 		}
 		fmt.Fprintf(e.stderr, "created %s in account %s: the key above is shown this once, store it now\n", next.ID, name)
+		// The old key's end, the overlap's or sooner, as it was.
+		until := now.Add(d).Truncate(time.Second)
+		if !old.ExpiresAt.IsZero() && old.ExpiresAt.Before(until) {
+			until = old.ExpiresAt
+		}
+		sayExpiry(e, next, id, until)
 		if err := t.confirm(e.ctx, next); err != nil { // the old key stays as it was: the only one working
 			if errors.Is(err, errKeysUnknown) { // its account's end stops the old key too
 				return fmt.Errorf("%w; %s is unchanged", err, id)
 			}
 			return fmt.Errorf("%w; %s is unchanged, and works as it did", err, id)
 		}
-		// The old key, in the account, expiring after the overlap (or sooner, as it was).
-		until := now.Add(d).Truncate(time.Second)
-		if !old.ExpiresAt.IsZero() && old.ExpiresAt.Before(until) {
-			until = old.ExpiresAt
-		}
+		// The old key, in the account, expiring at until.
 		err = t.changeItem(e.ctx, id, item, func(r *registry.Record) error {
 			if r.Account == "" { // its plan and rules are the account's now
 				r.Account, r.Plan, r.Rules = name, "", nil
@@ -117,6 +119,22 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		fmt.Fprintf(e.stderr, "%s expires %s: until then both keys work, on the same buckets\n", id, until.UTC().Format(time.RFC3339))
 		return nil
 	}
+}
+
+// sayExpiry says on e's stderr when next, the new key of the roll of the key oldID, expires:
+// it keeps the old key's expiry, which an earlier roll's overlap may have set, and a
+// warning when that is no later than until, the old key's end: after it neither key works.
+func sayExpiry(e env, next registry.Record, oldID string, until time.Time) {
+	if next.ExpiresAt.IsZero() {
+		return
+	}
+	at := next.ExpiresAt.UTC().Format(time.RFC3339)
+	if next.ExpiresAt.After(until) {
+		fmt.Fprintf(e.stderr, "%s expires %s, as %s did when read: a roll keeps its expiry\n", next.ID, at, oldID)
+		return
+	}
+	fmt.Fprintf(e.stderr, "warning: %s expires %s, as %s did when read (an earlier roll's overlap, or its own expiry): a roll keeps it, and after it neither key works; bucketgate keys expire %s never (or WHEN) lifts it\n",
+		next.ID, at, oldID, next.ID)
 }
 
 // stale returns what a write of the key old.ID since keys roll read it as old (keys

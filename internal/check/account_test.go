@@ -216,6 +216,39 @@ func TestOperatorGoneKeyWithAPlan(t *testing.T) {
 	}
 }
 
+// A dead key whose own buckets its account spends (bucketgate keys roll made the account
+// out of the lone key, which it then expired) named with no plan is decided as its
+// account, under the account's plan: its key:<digest> is the account's buckets, which
+// the account's new keys spend. It was decided as itself on the default plan, so that a
+// show printed the live account's buckets under the default plan's limits (5 of free's
+// 10, not of pro's 100), and a reset through the old key said so too.
+func TestOperatorGoneKeyOfItsOwnAccount(t *testing.T) {
+	mr, client := startMiniredis(t)
+	f := newFixture(t, client, nil, guard.Options{})
+	lone, next := bucketgate.KeyDigest("lone"), bucketgate.KeyDigest("next")
+	f.withRegistry(registrytest.New(
+		registry.Record{ID: "account:key-" + lone, Plan: "pro", Buckets: "key:" + lone},
+		registry.Record{ID: "key:" + lone, Account: "key-" + lone, ExpiresAt: time.Now().Add(-time.Hour)},
+		registry.Record{ID: "key:" + next, Account: "key-" + lone},
+	))
+	for _, tc := range []struct{ name, op, want, after string }{
+		{"a show through the old key", `"cost":0`, `"limit":100,"remaining":5,`, `"remaining":5,`},
+		{"a reset through the old key", `"op":"reset"`, `"limit":100,"remaining":100,`, `"remaining":100,`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr.FlushAll()
+			f.invokeOK(t, []byte(`{"identity":"key:`+next+`","cost":95}`))
+			out := string(f.invokeOK(t, []byte(`{"identity":"key:`+lone+`",`+tc.op+`}`)))
+			if !strings.Contains(out, tc.want) || !strings.Contains(out, `"plan":"pro"`) || !strings.Contains(out, `"identity":"key:`+lone+`"`) {
+				t.Errorf("%s: %s, want the account's buckets on its plan: %s", tc.name, out, tc.want)
+			}
+			if after := f.invokeOK(t, []byte(`{"identity":"key:`+next+`","cost":0}`)); !strings.Contains(string(after), tc.after) {
+				t.Errorf("the account after %s: %s, want %s", tc.name, after, tc.after)
+			}
+		})
+	}
+}
+
 // eventsRecorder keeps every event the handler sent.
 type eventsRecorder struct{ events []eventbus.Event }
 

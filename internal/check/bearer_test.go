@@ -528,6 +528,59 @@ func TestReleaseByLeaseAlone(t *testing.T) {
 	}
 }
 
+// TestReleaseOfARevokedKeysLease: a lease that a key of an account acquired, released
+// once the key is revoked (or has expired: the old key of a roll with --overlap 0), is
+// returned under its account's plan, through the check function and the authorizer's
+// Settle (the middleware's Release) alike: its slot is the account's, which its other
+// keys share. It was a conflict, the slot held until the lease's ttl, so that every
+// stream in flight when a key was revoked kept the account's other keys out.
+func TestReleaseOfARevokedKeysLease(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	b.src.Put(registry.Record{ID: "account:crew", Plan: "llm"})
+	b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest("frank"), Account: "crew"})
+	own := []bucketgate.Rule{{Name: "tokens", Capacity: 600, RefillPerSecond: 0.001}}
+	for _, tc := range []struct {
+		via, key string
+		own      []bucketgate.Rule // the key's own rules
+	}{
+		{"the check function", "erin", nil},
+		{"the authorizer", "gina", nil},
+		{"the check function, a key with rules of its own", "hank", own},
+	} {
+		via, key := tc.via, tc.key
+		t.Run(via, func(t *testing.T) {
+			b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest(key), Account: "crew", Rules: tc.own})
+			lease, _ := b.authorize(t, key, "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
+			if lease == "" {
+				t.Fatalf("%s's stream: no lease", key)
+			}
+			b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest(key), Account: "crew", Rules: tc.own, Status: registry.StatusRevoked})
+			cfg := b.check.cfg
+			var err error
+			if strings.HasPrefix(via, "the check function") {
+				check := newFixture(t, b.client, nil, guard.Options{})
+				check.h.Config = registry.NewStatic(cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+				var out []byte
+				if out, err = check.invoke(fmt.Appendf(nil, `{"op":"release","lease":%q}`, lease)); err == nil && !*decodeResponse(t, out).Released {
+					t.Errorf("the revoked key's lease: %s, want released", out)
+				}
+			} else {
+				auth := &authorizer.Handler{Guard: b.auth.Guard, Config: registry.NewStatic(cfg, registry.NewCache(b.src, registry.Options{Size: 100})),
+					Identities: b.auth.Identities, Metrics: b.auth.Metrics, Log: b.auth.Log, Now: b.auth.Now}
+				_, err = auth.Settle(context.Background(), lease, bucketgate.OpRelease, 0)
+			}
+			if err != nil {
+				t.Fatalf("the release of the revoked key's lease through %s: %v, want it released", via, err)
+			}
+			if ctx := b.authorize(t, "frank", "GET", "/v1/stream"); ctx[ratelimitheaders.KeyReason] != "ok" {
+				t.Fatalf("another key of the account after the release: context %v, want its stream allowed", ctx)
+			} else if held, _ := ctx[ratelimitheaders.KeyLease].(string); held != "" {
+				b.check.invokeOK(t, fmt.Appendf(nil, `{"op":"release","lease":%q}`, held))
+			}
+		})
+	}
+}
+
 // TestSettleByReservationAfterARoll: a lone key rolled (bucketgate keys roll) becomes an
 // account that spends the old key's buckets; the new key's reservations and leases
 // settle and release by the id alone, before and after the old key expires: the id

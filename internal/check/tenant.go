@@ -65,9 +65,19 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 		// account, a key of an account that is not active) is decided as itself, on the
 		// default plan or the plan or rules named, never on its account's buckets, which
 		// its account's other keys spend under their plan, and its events name no
-		// account; only its usage is its account's. An account is followed to whose
-		// buckets it spends, active or not.
+		// account; only its usage is its account's (and its buckets too when they are its
+		// account's own, below). An account is followed to whose buckets it spends,
+		// active or not.
 		follows := c.follow && (c.req.Op == bucketgate.OpUsage || !strings.HasPrefix(c.req.Identity, bucketgate.KeyPrefix))
+		if !follows && e.Plan == nil && e.Account != "" && e.Identity.String() == c.req.Identity {
+			// A dead key whose own buckets its account spends (keys roll made the account
+			// out of it): they are the account's, decided as the account is.
+			if e, err = v.Lookup(ctx, bucketgate.AccountPrefix+e.Account); err != nil {
+				c.lookupErr = fmt.Errorf("registry lookup of %s's account: %w", c.logged, err)
+				continue
+			}
+			e.Observe(inv)
+		}
 		if follows && e.AccountErr != nil { // a dead key's usage, its account's: the registry cannot say whose
 			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, e.AccountErr)
 			continue

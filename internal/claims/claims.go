@@ -153,10 +153,16 @@ func Of(id, key bucketgate.Identity, limits config.Limits) Claims {
 // (the key unknown or revoked, or now of another account, the route gone, or its rules
 // now unable to do op: a release without a concurrency rule, a settle or a cancel
 // without a bucket or a quota): a settle is then refused, and its reservation stays
-// charged at its estimate (a lease frees itself at its ttl). Any other error is the
+// charged at its estimate (a lease frees itself at its ttl). A release of a lease of a
+// key revoked or expired since, whose active account still spends those buckets, is
+// resolved on the account's plan: the slot is the account's. Any other error is the
 // registry's, for the failure policy.
 func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (config.Limits, registry.Entry, error) {
 	var e registry.Entry
+	what, left := "reservation", "it stays charged at its estimate" // what a refusal leaves
+	if op == bucketgate.OpRelease {
+		what, left = "lease", "it frees itself at its ttl"
+	}
 	if v.Config == nil {
 		return config.Limits{}, e, fmt.Errorf("no configuration: %w", v.Err)
 	}
@@ -174,17 +180,25 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 		if e.Identity != (bucketgate.Identity{}) {
 			spends = e.Identity.String()
 		}
+		if e.Plan == nil && op == bucketgate.OpRelease && e.Account != "" && spends == c.Identity {
+			// A lease of a key revoked or expired since, whose account still spends these
+			// buckets: its slot is the account's, which its other keys share, returned
+			// under the account's plan (one of the key's own rules frees itself at its ttl).
+			if e, err = v.Lookup(ctx, bucketgate.AccountPrefix+e.Account); err != nil {
+				return config.Limits{}, e, fmt.Errorf("registry lookup of the account of %s: %w", via, err)
+			}
+		}
 		switch {
 		case e.Plan == nil:
-			return config.Limits{}, e, fmt.Errorf("%w: the reservation's %s is no longer registered: it stays charged at its estimate", bucketgate.ErrConflict, via)
+			return config.Limits{}, e, fmt.Errorf("%w: the %s's %s is no longer registered: %s", bucketgate.ErrConflict, what, via, left)
 		case spends != c.Identity:
-			return config.Limits{}, e, fmt.Errorf("%w: the reservation's %s now spends the buckets of %s, not %s: it stays charged at its estimate", bucketgate.ErrConflict, via, spends, c.Identity)
+			return config.Limits{}, e, fmt.Errorf("%w: the %s's %s now spends the buckets of %s, not %s: %s", bucketgate.ErrConflict, what, via, spends, c.Identity, left)
 		}
 		plan = e.Plan
 	}
 	l, ok := v.Config.LimitsOf(plan, c.Route)
 	if !ok {
-		return config.Limits{}, e, fmt.Errorf("%w: the reservation's route (%s) is no longer in the configuration, no route has its method and path: it stays charged at its estimate", bucketgate.ErrConflict, c.Route)
+		return config.Limits{}, e, fmt.Errorf("%w: the %s's route (%s) is no longer in the configuration, no route has its method and path: %s", bucketgate.ErrConflict, what, c.Route, left)
 	}
 	leases := slices.ContainsFunc(l.Rules, bucketgate.Rule.IsConcurrency)
 	switch {

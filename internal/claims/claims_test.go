@@ -1,6 +1,7 @@
 package claims_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/registry"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 )
 
 // route is a route's id (config.Limits.Route).
@@ -114,5 +117,44 @@ func TestReadRefuses(t *testing.T) {
 		if c, err := claims.Read(id); !errors.Is(err, claims.ErrNone) {
 			t.Errorf("Read(%q) = %+v, %v; want ErrNone", id, c, err)
 		}
+	}
+}
+
+// A release refused because its key was revoked (of an account revoked too), or now
+// spends another identity's buckets, says what becomes of the lease: it holds its slot until its ttl. It said, as a
+// settle's refusal does, that "the reservation ... stays charged at its estimate", which
+// a lease is not.
+func TestResolveRefusalSaysWhatIsLeft(t *testing.T) {
+	cfg, err := config.Parse([]byte("defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 10, refillPerSecond: 1}, {name: streams, concurrency: 2}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := bucketgate.KeyDigest("moved")
+	src := registrytest.New(
+		registry.Record{ID: "account:acme", Plan: "free", Status: registry.StatusRevoked},
+		registry.Record{ID: "account:other", Plan: "free"},
+		registry.Record{ID: "key:" + digest, Account: "acme", Status: registry.StatusRevoked},
+		registry.Record{ID: "key:" + moved, Account: "other"},
+	)
+	v, _ := registry.NewStatic(cfg, registry.NewCache(src, registry.Options{Size: 10})).Current(context.Background())
+	revokedKey := claims.Claims{Identity: account.String(), Key: key.String()}
+	movedKey := claims.Claims{Identity: account.String(), Key: "key:" + moved}
+	for _, tc := range []struct {
+		name      string
+		c         claims.Claims
+		op        bucketgate.Op
+		want, not string
+	}{
+		{"a settle of a revoked key's reservation", revokedKey, bucketgate.OpSettle, "the reservation's key:" + digest + " is no longer registered: it stays charged at its estimate", "lease"},
+		{"a release of a revoked key's lease", revokedKey, bucketgate.OpRelease, "the lease's key:" + digest + " is no longer registered: it frees itself at its ttl", "estimate"},
+		{"a cancel of a moved key's reservation", movedKey, bucketgate.OpCancel, "the reservation's key:" + moved + " now spends the buckets of acct:other, not acct:acme: it stays charged at its estimate", "lease"},
+		{"a release of a moved key's lease", movedKey, bucketgate.OpRelease, "the lease's key:" + moved + " now spends the buckets of acct:other, not acct:acme: it frees itself at its ttl", "estimate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := claims.Resolve(context.Background(), v, tc.c, tc.op)
+			if !errors.Is(err, bucketgate.ErrConflict) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.not) {
+				t.Errorf("Resolve: %v, want a conflict saying %q, without %q", err, tc.want, tc.not)
+			}
+		})
 	}
 }

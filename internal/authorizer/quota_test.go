@@ -96,3 +96,30 @@ plans:
 		}
 	}
 }
+
+// A denial of a cost above one names the rule of the longest wait (the month's) with the
+// tokens of the tightest rule (the burst's), as docs/api-gateway.md says: its RateLimit
+// and X-RateLimit-Remaining say 5, the burst's, while the month has 8 left.
+func TestDenialOfACostNamesTheLongestWait(t *testing.T) {
+	cfg := mustParse(t, `
+defaultPlan: metered
+plans:
+  metered:
+    - {name: burst, capacity: 15, refillPerSecond: 1}
+    - {name: monthly, limit: 18, period: month}
+routes: [{method: GET, path: /orders/42, cost: 10}]
+`)
+	f := newFixture(t, options{config: cfg})
+	event := samples.Read(t, restEvent)
+	if a := f.mustInvoke(t, event); !a.allowed(t) {
+		t.Fatalf("the first 10: %v", a)
+	}
+	wait := strconv.FormatInt(int64(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Sub(t0)/time.Second), 10)
+	a := f.mustInvoke(t, event)
+	switch {
+	case a.allowed(t) || a.str(t, ratelimitheaders.KeyRule) != "monthly" || a.num(t, ratelimitheaders.KeyLimit) != 18:
+		t.Fatalf("the second 10: %v, want the month's denial", a)
+	case a.num(t, ratelimitheaders.KeyRemaining) != 5 || a.str(t, ratelimitheaders.KeyRateLimit) != `"monthly";r=5;t=`+wait:
+		t.Errorf("remaining %d, RateLimit %s: want the burst's 5 under the month's name", a.num(t, ratelimitheaders.KeyRemaining), a.str(t, ratelimitheaders.KeyRateLimit))
+	}
+}

@@ -50,3 +50,76 @@ plans:
 		t.Errorf("RateLimit %s", a.str(t, ratelimitheaders.KeyRateLimit))
 	}
 }
+
+// A daily quota binding beside a monthly quota that counted something: the 429 waits
+// for the day's end (Retry-After, RateLimit's t) while the reset (X-RateLimit-Reset, the
+// body's resetAt) is when every rule is full again, the month's end, as the docs say; so
+// is an admission's t, whichever quota binds it.
+func TestDailyQuotaBindsBesideAMonth(t *testing.T) {
+	cfg := mustParse(t, `
+defaultPlan: metered
+plans:
+  metered:
+    - {name: burst, capacity: 100, refillPerSecond: 100}
+    - {name: daily, limit: 2, period: day}
+    - {name: monthly, limit: 100, period: month}
+`)
+	f := newFixture(t, options{config: cfg})
+	event := samples.Read(t, restEvent)
+	midnight := time.Date(2025, 12, 12, 0, 0, 0, 0, time.UTC) // t0 is 2025-12-11 16:15 UTC
+	monthEnd := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	untilMidnight, untilMonthEnd := strconv.FormatInt(int64(midnight.Sub(t0)/time.Second), 10), strconv.FormatInt(int64(monthEnd.Sub(t0)/time.Second), 10)
+	tests := []struct {
+		name      string
+		allowed   bool
+		rateLimit string
+	}{
+		{"the first: the day's quota binds, every rule full at the month's end", true, `"daily";r=1;t=` + untilMonthEnd},
+		{"the second spends the day", true, `"daily";r=0;t=` + untilMonthEnd},
+		{"the third waits for midnight", false, `"daily";r=0;t=` + untilMidnight},
+	}
+	for _, tc := range tests {
+		a := f.mustInvoke(t, event)
+		wantRetry := int64(0)
+		if !tc.allowed {
+			wantRetry = int64(midnight.Sub(t0) / time.Second)
+		}
+		switch {
+		case a.allowed(t) != tc.allowed || a.str(t, ratelimitheaders.KeyRule) != "daily" || a.num(t, ratelimitheaders.KeyLimit) != 2:
+			t.Fatalf("%s: %v", tc.name, a)
+		case a.str(t, ratelimitheaders.KeyRateLimit) != tc.rateLimit:
+			t.Errorf("%s: RateLimit %s, want %s", tc.name, a.str(t, ratelimitheaders.KeyRateLimit), tc.rateLimit)
+		case a.num(t, ratelimitheaders.KeyRetryAfter) != wantRetry:
+			t.Errorf("%s: retryAfter %d, want %d", tc.name, a.num(t, ratelimitheaders.KeyRetryAfter), wantRetry)
+		case a.num(t, ratelimitheaders.KeyReset) != monthEnd.Unix() || a.str(t, ratelimitheaders.KeyResetAt) != "2026-01-01T00:00:00Z":
+			t.Errorf("%s: reset %d (%s), want the month's end %d", tc.name, a.num(t, ratelimitheaders.KeyReset), a.str(t, ratelimitheaders.KeyResetAt), monthEnd.Unix())
+		}
+	}
+}
+
+// A denial of a cost above one names the rule of the longest wait (the month's) with the
+// tokens of the tightest rule (the burst's), as docs/api-gateway.md says: its RateLimit
+// and X-RateLimit-Remaining say 5, the burst's, while the month has 8 left.
+func TestDenialOfACostNamesTheLongestWait(t *testing.T) {
+	cfg := mustParse(t, `
+defaultPlan: metered
+plans:
+  metered:
+    - {name: burst, capacity: 15, refillPerSecond: 1}
+    - {name: monthly, limit: 18, period: month}
+routes: [{method: GET, path: /orders/42, cost: 10}]
+`)
+	f := newFixture(t, options{config: cfg})
+	event := samples.Read(t, restEvent)
+	if a := f.mustInvoke(t, event); !a.allowed(t) {
+		t.Fatalf("the first 10: %v", a)
+	}
+	wait := strconv.FormatInt(int64(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Sub(t0)/time.Second), 10)
+	a := f.mustInvoke(t, event)
+	switch {
+	case a.allowed(t) || a.str(t, ratelimitheaders.KeyRule) != "monthly" || a.num(t, ratelimitheaders.KeyLimit) != 18:
+		t.Fatalf("the second 10: %v, want the month's denial", a)
+	case a.num(t, ratelimitheaders.KeyRemaining) != 5 || a.str(t, ratelimitheaders.KeyRateLimit) != `"monthly";r=5;t=`+wait:
+		t.Errorf("remaining %d, RateLimit %s: want the burst's 5 under the month's name", a.num(t, ratelimitheaders.KeyRemaining), a.str(t, ratelimitheaders.KeyRateLimit))
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/bucket"
@@ -205,8 +207,8 @@ func TestUsageWithoutConfiguration(t *testing.T) {
 	}
 }
 
-// readDeadlines is the engine with the deadline of each usage read (Redis's clock, then the
-// days) it was given.
+// readDeadlines is the engine with the deadline of each usage read (Redis's clock, the
+// days, Redis's clock again) it was given.
 type readDeadlines struct {
 	*bucket.Limiter
 	mu    sync.Mutex
@@ -230,16 +232,88 @@ func (d *readDeadlines) Usage(ctx context.Context, identity string, first, last 
 	return d.Limiter.Usage(ctx, identity, first, last)
 }
 
-// A usage report's two reads of Redis (its clock, to know today, then the days) share
-// the one deadline of a decision (REDIS_TIMEOUT_MS), not one each: a report never waits
-// for Redis twice as long as a check may.
+// A usage report's reads of Redis (its clock, to know today, the days, and its clock
+// again, to know the day did not change meanwhile) share the one deadline of a decision
+// (REDIS_TIMEOUT_MS), not one each: a report never waits for Redis longer than a check
+// may.
 func TestUsageOneDeadline(t *testing.T) {
 	f, _ := usageFixture(t, 35)
 	_, client := startMiniredis(t)
 	engine := &readDeadlines{Limiter: bucket.New(client, bucket.Usage(35))}
 	f.h.Guard = guard.New(engine, guard.Options{Timeout: testTimeout})
 	f.invokeOK(t, []byte(`{"key":"a","op":"usage"}`))
-	if len(engine.calls) != 2 || engine.calls[0].IsZero() || !engine.calls[1].Equal(engine.calls[0]) {
-		t.Errorf("the deadlines of the clock's read and the days' read: %v, want one deadline for both", engine.calls)
+	if len(engine.calls) != 3 || engine.calls[0].IsZero() || !engine.calls[1].Equal(engine.calls[0]) || !engine.calls[2].Equal(engine.calls[0]) {
+		t.Errorf("the deadlines of the clock's reads and the days' read: %v, want one deadline for the three", engine.calls)
+	}
+}
+
+// midnightRead is an engine whose first clock read is the last instant of a day, after
+// which Redis's clock reaches the next day and the identity's first check of it comes
+// (its first write of the day, which removes the days past keeping), before the days
+// are read: a usage report read across midnight.
+type midnightRead struct {
+	*bucket.Limiter
+	mr    *miniredis.Miniredis
+	check bucketgate.Request
+	done  bool
+}
+
+// Time returns Redis's clock; the first time, then moves it past midnight and decides
+// the check.
+func (m *midnightRead) Time(ctx context.Context) (time.Time, error) {
+	now, err := m.Limiter.Time(ctx)
+	if err != nil || m.done {
+		return now, err
+	}
+	m.done = true
+	m.mr.SetTime(bucketgate.UTCDay(now).AddDate(0, 0, 1).Add(500 * time.Microsecond))
+	if _, err := m.Limiter.Decide(ctx, m.check); err != nil {
+		return now, err
+	}
+	return now, nil
+}
+
+// A usage report whose days are read after midnight, the clock read before it: the
+// first day kept, which the new day's first check removed meanwhile, is refused as it is
+// a moment later (past the days kept), not answered as a day of no checks; a later
+// first day is answered, its checks all there.
+func TestUsageReadAcrossMidnight(t *testing.T) {
+	tests := []struct {
+		name, payload string
+		want          string // the answer, or the error's message
+	}{
+		{"the first day kept, removed meanwhile", `{"key":"acme","op":"usage","from":"2025-03-01","to":"2025-03-02"}`,
+			"from: 2025-03-01 is beyond the 3 days of usage kept (USAGE_RETENTION_DAYS, today included): want 2025-03-02 or later"},
+		{"a later first day", `{"key":"acme","op":"usage","from":"2025-03-02","to":"2025-03-02"}`,
+			`{"identity":"tenant:acme","from":"2025-03-02","to":"2025-03-02","days":[{"date":"2025-03-02","allowed":1,"limited":0,"cost":1}],"total":{"allowed":1,"limited":0,"cost":1}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mr, client := startMiniredis(t)
+			f := newFixture(t, client, nil, guard.Options{})
+			rules := []bucketgate.Rule{{Name: "burst", Capacity: 5, RefillPerSecond: 1}}
+			check := bucketgate.Request{Identity: "tenant:acme", Rules: rules, Cost: 1}
+			engine := &midnightRead{Limiter: bucket.New(client, bucket.Usage(3)), mr: mr, check: check}
+			f.h.Guard = guard.New(engine, guard.Options{Timeout: testTimeout})
+			f.h.UsageDays = 3
+			for _, day := range []int{1, 2} { // a check on March 1 and on March 2, at noon
+				mr.SetTime(time.Date(2025, 3, day, 12, 0, 0, 0, time.UTC))
+				if _, err := engine.Decide(t.Context(), check); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mr.SetTime(time.Date(2025, 3, 3, 23, 59, 59, 999_000_000, time.UTC)) // March 1 is the first day kept
+			out, err := f.invoke([]byte(tc.payload))
+			if err == nil && !strings.HasPrefix(tc.want, "{") {
+				t.Fatalf("answered %s, want the error %q", out, tc.want)
+			}
+			if err != nil {
+				if ive := functionError(t, err); ive.Type != checkapi.ErrorTypeInvalidRequest || ive.Message != tc.want {
+					t.Fatalf("error %q of type %q, want %q", ive.Message, ive.Type, tc.want)
+				}
+				return
+			}
+			assertJSONEqual(t, out, tc.want)
+		})
 	}
 }

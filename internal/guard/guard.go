@@ -453,10 +453,13 @@ func (g *Guard) result(q bucketgate.Request, d bucketgate.Decision, err error, s
 }
 
 // Usage reads Redis's clock, then identity's usage of every UTC day from first's to
-// last's, the days span gives for that time (see bucket.Limiter.Usage), both within the
-// one deadline a decision has. span's error is Usage's, Redis's usage not read. It is a
-// report, not a decision: Redis's failure is its error, whatever the failure policy, and
-// the deny cache and the circuit breaker are neither asked nor told.
+// last's, the days span gives for that time (see bucket.Limiter.Usage), then the clock
+// again, all within the one deadline a decision has. When the day moved on meanwhile, the
+// new day's first write may have removed the first day read (then past the days kept),
+// so the days span gives for the new time are read instead: span's error for it, or
+// theirs. span's error is Usage's, Redis's usage not read. It is a report, not a
+// decision: Redis's failure is its error, whatever the failure policy, and the deny
+// cache and the circuit breaker are neither asked nor told.
 func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.Time) (first, last time.Time, err error)) ([]bucketgate.DayUsage, error) {
 	ctx, cancel, _, err := g.callContext(ctx)
 	if err != nil {
@@ -469,6 +472,20 @@ func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.T
 	}
 	first, last, err := span(now)
 	if err != nil {
+		return nil, err
+	}
+	days, err := g.next.Usage(ctx, identity, first, last)
+	if err != nil {
+		return nil, err
+	}
+	after, err := g.next.Time(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case !bucketgate.UTCDay(after).After(bucketgate.UTCDay(now)):
+		return days, nil
+	}
+	if first, last, err = span(after); err != nil { // within a deadline, the day changes once at most
 		return nil, err
 	}
 	return g.next.Usage(ctx, identity, first, last)

@@ -214,8 +214,8 @@ func (o Options) standIns() []standIn {
 // API_KEY_HEADER): ..." for "API_KEY_HEADER: ...", `RegistryTable "x" (in place of
 // REGISTRY_TABLE): ...` for `REGISTRY_TABLE="x": ...`), for a caller who set the field
 // and never the variable; err itself when no field set it. The settings' errors start
-// with the variable's name, after "settings: " for some, then ": " or its value after
-// "=".
+// with the variable's name, after "settings: " for some, then ": ", " " or its value
+// after "=".
 func (o Options) setBy(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "settings: ")
 	for _, s := range o.standIns() {
@@ -229,7 +229,7 @@ func (o Options) setBy(err error) error {
 		} else if r, ok := strings.CutPrefix(rest, "="+s.value); ok {
 			field, rest = field+" "+strconv.Quote(s.value), r
 		}
-		if strings.HasPrefix(rest, ":") {
+		if strings.HasPrefix(rest, ":") || strings.HasPrefix(rest, " ") {
 			return &optionError{msg: field + " (in place of " + s.variable + ")" + rest, err: err}
 		}
 	}

@@ -265,6 +265,7 @@ func TestNewErrorsNameTheOption(t *testing.T) {
 		// The option is named once, in place of the variable, not before it too.
 		{"bad document, from the field's name on", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "plans: {}", Getenv: env(nil)}, "middleware: Config (in place of RATE_LIMIT_CONFIG): rate-limit configuration: plans"},
 		{"bad Redis address, from the field's name on", middleware.Options{RedisAddr: "cache.internal", Getenv: env(nil)}, `middleware: RedisAddr (in place of REDIS_ADDR): "cache.internal": want host:port`},
+		{"Redis seeds for one node", middleware.Options{RedisAddr: "127.0.0.1:1,127.0.0.1:2", Getenv: env(map[string]string{"REDIS_CLUSTER": "off"})}, "middleware: RedisAddr (in place of REDIS_ADDR) has 2 addresses and REDIS_CLUSTER=off talks to one"},
 		// A file's name given for the document: the error says where a file's name goes.
 		{"a file's name for the document", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "config.yaml", Getenv: env(nil)}, `got the string "config.yaml", want a mapping of defaultPlan, unknownKeys, anonymous, plans, keys, tenants, routes (a file's path? RATE_LIMIT_CONFIG holds the document itself; RATE_LIMIT_CONFIG_FILE names its file)`},
 		{"bad key header variable", middleware.Options{RedisAddr: "127.0.0.1:1", Getenv: env(map[string]string{"API_KEY_HEADER": "X Key"})}, "middleware: API_KEY_HEADER: "},

@@ -100,7 +100,8 @@ func (r Rule) IsConcurrency() bool { return r.Concurrency != 0 }
 
 // Max is the most tokens r holds: a bucket's Capacity, a quota's Limit; a concurrency
 // rule's requests in flight. No request of a bucket or quota may cost more, and a
-// Decision whose binding rule is r has it as its Limit.
+// Decision whose binding rule is r has it as its Limit. Of a rule that Validate
+// refuses it is that field as it is, 0 or below 0 too.
 func (r Rule) Max() int64 {
 	switch {
 	case r.IsQuota():

@@ -70,7 +70,11 @@ func (p *Period) UnmarshalText(name []byte) error {
 // Window returns the UTC window of quota r that holds at: its start, and its end (the
 // start of the next one). A monthly window begins on day r.Anchor (0 counts as 1) at
 // 00:00 UTC, of at's month when at is on or after that day, else of the month before.
-// For a token bucket (PeriodNone) both are zero.
+// A daily or weekly quota's Anchor, which Validate refuses, is ignored. For a rule of
+// no window both are zero: a token bucket (PeriodNone), and a quota that
+// Validate refuses for its Period (none of day, week and month) or its monthly Anchor
+// (above MaxAnchor: a day some months do not have, so that its windows would begin on
+// another day each month, and at need not be in the one returned).
 func (r Rule) Window(at time.Time) (start, end time.Time) {
 	y, m, d := at.UTC().Date()
 	switch r.Period {
@@ -83,6 +87,9 @@ func (r Rule) Window(at time.Time) (start, end time.Time) {
 		return start, start.AddDate(0, 0, 7)
 	case PeriodMonth:
 		a := r.anchor()
+		if a > MaxAnchor {
+			return time.Time{}, time.Time{}
+		}
 		if d < a {
 			m--
 		}

@@ -3,6 +3,7 @@ package bucketgate_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 )
@@ -36,5 +37,37 @@ func TestPeriodText(t *testing.T) {
 		if err != nil || string(b) != want || json.Unmarshal(b, &back) != nil || back != rule {
 			t.Errorf("%+v: %s (%v), want %s; back %+v", rule, b, err, want, back)
 		}
+	}
+}
+
+// A monthly quota's window holds the time it is asked for, from day Anchor to the same
+// day of the next month, whatever the month's length; an Anchor above MaxAnchor (a day
+// some months lack, which Validate refuses) has no window, as an unknown Period has none.
+func TestWindow(t *testing.T) {
+	for anchor := range uint8(bucketgate.MaxAnchor + 1) {
+		r := bucketgate.Rule{Name: "m", Limit: 1, Period: bucketgate.PeriodMonth, Anchor: anchor}
+		for at := time.Date(2027, time.December, 25, 12, 0, 0, 0, time.UTC); at.Year() < 2029; at = at.Add(23 * time.Hour) {
+			start, end := r.Window(at)
+			if at.Before(start) || !at.Before(end) || start.Day() != max(1, int(anchor)) || end != start.AddDate(0, 1, 0) {
+				t.Fatalf("anchor %d: Window(%v) = %v to %v: want the month from day %d that holds it", anchor, at, start, end, max(1, int(anchor)))
+			}
+		}
+	}
+	at := time.Date(2027, time.March, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		rule bucketgate.Rule
+	}{
+		{"a bucket", bucketgate.Rule{Name: "b", Capacity: 1, RefillPerSecond: 1}},
+		{"an anchor on a day February lacks", bucketgate.Rule{Name: "m", Limit: 1, Period: bucketgate.PeriodMonth, Anchor: 29}},
+		{"an anchor on the 31st", bucketgate.Rule{Name: "m", Limit: 1, Period: bucketgate.PeriodMonth, Anchor: 31}},
+		{"an anchor beyond any month", bucketgate.Rule{Name: "m", Limit: 1, Period: bucketgate.PeriodMonth, Anchor: 255}},
+		{"an unknown period", bucketgate.Rule{Name: "m", Limit: 1, Period: bucketgate.PeriodMonth + 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if start, end := tc.rule.Window(at); !start.IsZero() || !end.IsZero() {
+				t.Errorf("Window(%v) = %v to %v: want no window (both zero)", at, start, end)
+			}
+		})
 	}
 }

@@ -100,7 +100,8 @@ func (r Rule) IsConcurrency() bool { return r.Concurrency != 0 }
 
 // Max is the most tokens r holds: a bucket's Capacity, a quota's Limit; a concurrency
 // rule's requests in flight. No request of a bucket or quota may cost more, and a
-// Decision whose binding rule is r has it as its Limit.
+// Decision whose binding rule is r has it as its Limit. Of a rule that Validate
+// refuses it is that field as it is, 0 or below 0 too.
 func (r Rule) Max() int64 {
 	switch {
 	case r.IsQuota():
@@ -206,10 +207,22 @@ func SameKind(a, b Rule) bool {
 }
 
 // FillTime is how long bucket r takes to refill from empty to Capacity. It saturates at
-// the longest Duration, which it also gives for a rule with no refill and no capacity
-// (the zero Rule: never full); a valid bucket fills within MaxFillTime. A quota has
-// none: 0.
-func (r Rule) FillTime() time.Duration { return secondsToDuration(r.fillSeconds()) }
+// the longest Duration, which it also gives for a bucket that never refills (a
+// RefillPerSecond of 0, below 0 or NaN, as the zero Rule's: never full, as
+// x/time/rate's InfDuration for a limit of 0 or less); one of no Capacity (0 or less)
+// is full at once: 0. A valid bucket fills within MaxFillTime. A quota and a
+// concurrency rule have none: 0.
+func (r Rule) FillTime() time.Duration {
+	switch {
+	case r.IsQuota() || r.IsConcurrency():
+		return 0
+	case !(r.RefillPerSecond > 0): // NaN too
+		return time.Duration(math.MaxInt64)
+	case r.Capacity <= 0:
+		return 0
+	}
+	return secondsToDuration(r.fillSeconds())
+}
 
 // fillSeconds is how long r takes to refill from empty to Capacity, in seconds: the
 // same division bucket.lua makes to check the bound.

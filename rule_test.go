@@ -20,6 +20,10 @@ func TestFillTime(t *testing.T) {
 		{"no refill: never full", bucketgate.Rule{Capacity: 10}, math.MaxInt64},
 		{"the zero Rule: never full", bucketgate.Rule{}, math.MaxInt64},
 		{"a NaN refill: never full", bucketgate.Rule{Capacity: 10, RefillPerSecond: math.NaN()}, math.MaxInt64},
+		{"a negative refill: never full", bucketgate.Rule{Capacity: 10, RefillPerSecond: -2}, math.MaxInt64},
+		{"an infinitely negative refill: never full", bucketgate.Rule{Capacity: 10, RefillPerSecond: math.Inf(-1)}, math.MaxInt64},
+		{"a negative capacity: full at once", bucketgate.Rule{Capacity: -10, RefillPerSecond: 2}, 0},
+		{"no capacity: full at once", bucketgate.Rule{RefillPerSecond: 2}, 0},
 		{"beyond the longest Duration", bucketgate.Rule{Capacity: 1e9, RefillPerSecond: 1e-9}, math.MaxInt64},
 	}
 	for _, tt := range tests {

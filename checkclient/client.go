@@ -86,7 +86,8 @@ func WithFunctionRetries(n int) Option {
 func WithoutRequestIDs() Option { return func(c *Client) { c.noIDs = true } }
 
 // New returns a Client that invokes function (a name, a name:alias, or an ARN)
-// through invoker, synchronously, with opts; a nil Option is none.
+// through invoker, synchronously, with opts; a nil Option is none. An empty function
+// names none: every call of its Client is an error that says so, sending nothing.
 func New(invoker Invoker, function string, opts ...Option) *Client {
 	c := &Client{invoker: invoker, function: function, retries: DefaultFunctionRetries}
 	for _, o := range opts {
@@ -429,6 +430,10 @@ func (c *Client) CheckBatch(ctx context.Context, reqs []checkapi.Request) ([]che
 // errNoInvoker is the error of a call of a Client without an Invoker.
 var errNoInvoker = errors.New("checkclient: the Client has no Invoker: make it with New(lambda.NewFromConfig(cfg), function)")
 
+// errNoFunction is the error of a call of a Client made with an empty function name,
+// which Lambda would refuse only once asked.
+var errNoFunction = errors.New(`checkclient: the Client has no function name: make it with New(invoker, "bucketgate-check"), the check function's name, name:alias or ARN`)
+
 // invoke sends in and decodes the answer into out; write narrows the SDK's retries to
 // failures where the function did not run (retryUnlessRan), for a payload that must not
 // run twice. A payload that may run twice is sent again after a function error another
@@ -438,6 +443,9 @@ var errNoInvoker = errors.New("checkclient: the Client has no Invoker: make it w
 func (c *Client) invoke(ctx context.Context, in, out any, write bool) error {
 	if c.invoker == nil {
 		return errNoInvoker
+	}
+	if c.function == "" {
+		return errNoFunction
 	}
 	payload, err := json.Marshal(in)
 	if err != nil {

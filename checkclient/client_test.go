@@ -413,6 +413,31 @@ func TestNoInvoker(t *testing.T) {
 	}
 }
 
+// TestNoFunctionName: a Client made with an empty function name answers every call
+// with an error that names the missing name, sending nothing (the SDK would refuse it
+// only after building and signing the request, in its words).
+func TestNoFunctionName(t *testing.T) {
+	invocations := 0
+	srv := lambdatest.Start(t, map[string]lambda.Handler{"fn": function(func([]byte) ([]byte, error) {
+		invocations++
+		return []byte(`{"allowed":true,"reason":"ok"}`), nil
+	})})
+	c := checkclient.New(srv.Client(), "")
+	ctx := context.Background()
+	_, checkErr := c.Check(ctx, checkapi.Request{Key: "k"})
+	_, batchErr := c.CheckBatch(ctx, []checkapi.Request{{Key: "k"}})
+	_, usageErr := c.Usage(ctx, checkapi.Request{Key: "k"})
+	_, settleErr := c.SettleReservation(ctx, "r2.n.m", 1)
+	for _, err := range []error{checkErr, batchErr, usageErr, settleErr} {
+		if err == nil || !strings.Contains(err.Error(), "no function name") {
+			t.Errorf("%v, want an error naming the missing function name", err)
+		}
+	}
+	if invocations != 0 {
+		t.Fatalf("%d invocations of a Client with no function name", invocations)
+	}
+}
+
 // TestOperationsEncoding: Refund, Reset, Reserve, Settle, Cancel and Release send the
 // operation and what it needs; SettleReservation, CancelReservation, SettleRequest and
 // CancelRequest the reservation alone, ReleaseLease and ReleaseRequest the lease alone.

@@ -16,7 +16,8 @@ import (
 // check function refuses it, or the client before sending it (Local) when it can tell
 // alone: a batch of the wrong size, a release without a lease or a settle without a
 // reservation, a key, a requestId or another string that is not UTF-8 text, an Op or a
-// rule's Period that is none of the constants. Nothing was
+// rule's Period that is none of the constants, an API key bucketgate made as a key or
+// in an identity (which would leave the process in the payload). Nothing was
 // decided or written. Retrying cannot help.
 type InvalidRequestError struct {
 	// Function is the function that refused, or that the request was for.

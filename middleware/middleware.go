@@ -60,6 +60,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,7 +98,8 @@ type Options struct {
 	// RATE_LIMIT_CONFIG_FILE, or the built-in document. With a registry table
 	// (RegistryTable) that holds a document (its config item: bucketgate config), that
 	// document is in force instead, as in the functions: this one is the bootstrap,
-	// checked by New all the same.
+	// checked by New all the same. It is the document's text, not a file's name:
+	// RATE_LIMIT_CONFIG_FILE names a file.
 	Config string
 	// RegistryTable names the DynamoDB table of API keys (read with the AWS SDK's
 	// default configuration); empty is REGISTRY_TABLE, or none: the document's keys.
@@ -162,7 +164,7 @@ func New(opts Options) (*Limiter, error) {
 	metrics, logOut := oneAtATime(opts.Metrics, opts.LogOutput)
 	h, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), metrics, logOut)
 	if err != nil {
-		return nil, fmt.Errorf("middleware: %s%w", opts.setBy(err), err)
+		return nil, fmt.Errorf("middleware: %w", opts.setBy(err))
 	}
 	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool), inFlight: &inFlight{held: make(map[*heldLease]struct{})}}, nil
 }
@@ -207,19 +209,44 @@ func (o Options) standIns() []standIn {
 	}
 }
 
-// setBy names the field of o that set the variable err, an error of the settings, is
-// about ("KeyHeader (in place of API_KEY_HEADER): "), for a caller who set the field and
-// never the variable; "" when no field set it. The settings' errors start with the
-// variable's name, after "settings: " for some.
-func (o Options) setBy(err error) string {
+// setBy returns err, an error of the settings, naming the field of o that set the
+// variable it is about in place of the variable ("KeyHeader (in place of
+// API_KEY_HEADER): ..." for "API_KEY_HEADER: ...", `RegistryTable "x" (in place of
+// REGISTRY_TABLE): ...` for `REGISTRY_TABLE="x": ...`), for a caller who set the field
+// and never the variable; err itself when no field set it. The settings' errors start
+// with the variable's name, after "settings: " for some, then ": ", " " or its value
+// after "=".
+func (o Options) setBy(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "settings: ")
 	for _, s := range o.standIns() {
-		if s.value != "" && (strings.HasPrefix(msg, s.variable+":") || strings.HasPrefix(msg, s.variable+"=")) {
-			return s.field + " (in place of " + s.variable + "): "
+		rest, ok := strings.CutPrefix(msg, s.variable)
+		if s.value == "" || !ok {
+			continue
+		}
+		field := s.field
+		if r, ok := strings.CutPrefix(rest, "="+strconv.Quote(s.value)); ok {
+			field, rest = field+" "+strconv.Quote(s.value), r
+		} else if r, ok := strings.CutPrefix(rest, "="+s.value); ok {
+			field, rest = field+" "+strconv.Quote(s.value), r
+		}
+		if strings.HasPrefix(rest, ":") || strings.HasPrefix(rest, " ") {
+			return &optionError{msg: field + " (in place of " + s.variable + ")" + rest, err: err}
 		}
 	}
-	return ""
+	return err
 }
+
+// optionError is an error of the settings told as one of the option that set the
+// variable: errors.Is and errors.As find what err wraps.
+type optionError struct {
+	msg string
+	err error
+}
+
+func (e *optionError) Error() string { return e.msg }
+
+// Unwrap returns the settings' error.
+func (e *optionError) Unwrap() error { return e.err }
 
 // getenv returns Getenv (or os.Getenv) with the settings opts sets in place of their
 // variables.

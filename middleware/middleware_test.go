@@ -261,7 +261,13 @@ func TestNewErrorsNameTheOption(t *testing.T) {
 		{"bad Redis address", middleware.Options{RedisAddr: "cache.internal", Getenv: env(nil)}, "RedisAddr (in place of REDIS_ADDR): "},
 		{"bad key header", middleware.Options{RedisAddr: "127.0.0.1:1", KeyHeader: "X Key", Getenv: env(nil)}, "KeyHeader (in place of API_KEY_HEADER): "},
 		{"bad document", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "plans: {}", Getenv: env(nil)}, "Config (in place of RATE_LIMIT_CONFIG): "},
-		{"bad registry table", middleware.Options{RedisAddr: "127.0.0.1:1", RegistryTable: "keys table", Getenv: env(nil)}, "RegistryTable (in place of REGISTRY_TABLE): "},
+		{"bad registry table", middleware.Options{RedisAddr: "127.0.0.1:1", RegistryTable: "keys table", Getenv: env(nil)}, `middleware: RegistryTable "keys table" (in place of REGISTRY_TABLE): want a table name`},
+		// The option is named once, in place of the variable, not before it too.
+		{"bad document, from the field's name on", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "plans: {}", Getenv: env(nil)}, "middleware: Config (in place of RATE_LIMIT_CONFIG): rate-limit configuration: plans"},
+		{"bad Redis address, from the field's name on", middleware.Options{RedisAddr: "cache.internal", Getenv: env(nil)}, `middleware: RedisAddr (in place of REDIS_ADDR): "cache.internal": want host:port`},
+		{"Redis seeds for one node", middleware.Options{RedisAddr: "127.0.0.1:1,127.0.0.1:2", Getenv: env(map[string]string{"REDIS_CLUSTER": "off"})}, "middleware: RedisAddr (in place of REDIS_ADDR) has 2 addresses and REDIS_CLUSTER=off talks to one"},
+		// A file's name given for the document: the error says where a file's name goes.
+		{"a file's name for the document", middleware.Options{RedisAddr: "127.0.0.1:1", Config: "config.yaml", Getenv: env(nil)}, `got the string "config.yaml", want a mapping of defaultPlan, unknownKeys, anonymous, plans, keys, tenants, routes (a file's path? RATE_LIMIT_CONFIG holds the document itself; RATE_LIMIT_CONFIG_FILE names its file)`},
 		{"bad key header variable", middleware.Options{RedisAddr: "127.0.0.1:1", Getenv: env(map[string]string{"API_KEY_HEADER": "X Key"})}, "middleware: API_KEY_HEADER: "},
 		{"bad document variable, with a good option beside it", middleware.Options{KeyHeader: "X-Key", Getenv: env(map[string]string{"REDIS_ADDR": "127.0.0.1:1", "RATE_LIMIT_CONFIG": "plans: {}"})}, "middleware: RATE_LIMIT_CONFIG: "},
 		// The bound is the functions', told so that it is true of the middleware too.
@@ -277,11 +283,20 @@ func TestNewErrorsNameTheOption(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Metrics, tc.opts.LogOutput = io.Discard, io.Discard
-			if l, err := middleware.New(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			l, err := middleware.New(tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				if l != nil {
 					l.Close()
 				}
 				t.Fatalf("New = %v, want an error naming %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "settings: settings") || strings.Contains(err.Error(), "): settings: ") {
+				t.Errorf("New = %v: want its source named once", err)
+			}
+			for _, v := range []string{"REDIS_ADDR", "API_KEY_HEADER", "RATE_LIMIT_CONFIG", "REGISTRY_TABLE"} {
+				if strings.Contains(err.Error(), "(in place of "+v+"): "+v) {
+					t.Errorf("New = %v: want %s named once", err, v)
+				}
 			}
 		})
 	}

@@ -12,10 +12,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"gopkg.in/yaml.v3"
 
 	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/check"
@@ -296,6 +298,9 @@ func LoadConfig(s settings.Settings) (*config.Config, error) {
 	case s.ConfigInline != "":
 		c, err = config.Parse([]byte(s.ConfigInline))
 		where = settings.EnvConfigInline
+		if err != nil && looksLikePath(s.ConfigInline) {
+			err = fmt.Errorf("%w (a file's path? %s holds the document itself; %s names its file)", err, settings.EnvConfigInline, settings.EnvConfigFile)
+		}
 	case s.ConfigFile != "":
 		c, err = config.ReadFile(s.ConfigFile)
 		where = settings.EnvConfigFile + "=" + s.ConfigFile
@@ -311,6 +316,18 @@ func LoadConfig(s settings.Settings) (*config.Config, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return c, nil
+}
+
+// looksLikePath reports whether doc, the text of RATE_LIMIT_CONFIG, is one YAML scalar
+// that looks like a file's path (one ending in .yaml, .yml or .json, or with a slash):
+// a file's name given for the document, which is no mapping.
+func looksLikePath(doc string) bool {
+	var scalar yaml.Node
+	if yaml.Unmarshal([]byte(doc), &scalar) != nil || len(scalar.Content) != 1 || scalar.Content[0].Kind != yaml.ScalarNode {
+		return false
+	}
+	v := scalar.Content[0].Value
+	return strings.Contains(v, "/") || strings.HasSuffix(v, ".yaml") || strings.HasSuffix(v, ".yml") || strings.HasSuffix(v, ".json")
 }
 
 func newAuthorizer(p parts) (lambda.Handler, error) {

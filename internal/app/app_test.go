@@ -330,6 +330,33 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
+// A file's name given as the document (RATE_LIMIT_CONFIG=config.yaml, a middleware's
+// Options.Config too) is refused with a hint at RATE_LIMIT_CONFIG_FILE; a document that
+// is wrong otherwise, a slash in it or not, gets no such hint.
+func TestLoadConfigFileNameForDocument(t *testing.T) {
+	hint := settings.EnvConfigFile + " names its file"
+	for _, tc := range []struct {
+		name, doc string
+		hint      bool
+	}{
+		{"a YAML file's name", "config.yaml", true},
+		{"a .yml file's name", "bucketgate.yml", true},
+		{"a JSON file's path", "/etc/bucketgate/config.json", true},
+		{"a relative path", "./conf/limits", true},
+		{"a quoted path", `"config/limits.yaml"`, true},
+		{"a word", "limits", false},
+		{"a mapping with a slash", "defaultPlan: a/b\nplans: {}", false},
+		{"a list of paths", "[a.yaml, b.yaml]", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := app.LoadConfig(redistest.Settings(t, map[string]string{settings.EnvConfigInline: tc.doc}))
+			if !errors.Is(err, config.ErrConfig) || strings.Contains(err.Error(), hint) != tc.hint {
+				t.Fatalf("LoadConfig(%q) = %v, want ErrConfig with the hint %q: %v", tc.doc, err, hint, tc.hint)
+			}
+		})
+	}
+}
+
 // A route's ttlMs that no rule of the document uses is an error when the document is
 // the whole registry (no REGISTRY_TABLE), naming the variable and the field; with a
 // table, an identity's own concurrency rule may use it, and the document loads.

@@ -405,3 +405,45 @@ func TestClientDenialReplayedPastItsWait(t *testing.T) {
 		t.Fatalf("the job with a new requestId: %+v, %v: want allowed", res, err)
 	}
 }
+
+// TestClientRefusesAMadeKey: an API key bucketgate made, given as a tenant's key or in
+// an identity, is refused by checkclient before it is sent (the key would leave the
+// process in the payload, and may reach Lambda's logs), with the message the function
+// gives it.
+func TestClientRefusesAMadeKey(t *testing.T) {
+	_, srv, checks := clientOfHandler(t)
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		call    func() error
+		payload string // the request the function would get
+	}{
+		{"a check's key", func() error { _, err := checks.Check(ctx, checkapi.Request{Key: madeKey, Plan: "pro"}); return err }, `{"key":"` + madeKey + `","plan":"pro"}`},
+		{"a reserve's key", func() error { _, err := checks.Reserve(ctx, checkapi.Request{Key: madeKey, Plan: "pro"}); return err }, `{"key":"` + madeKey + `","plan":"pro","op":"reserve"}`},
+		{"a tenant's identity", func() error {
+			_, err := checks.Reset(ctx, checkapi.Request{Identity: "tenant:" + madeKey, Plan: "pro"})
+			return err
+		}, `{"identity":"tenant:` + madeKey + `","plan":"pro","op":"reset"}`},
+		{"a key's identity", func() error { _, err := checks.Usage(ctx, checkapi.Request{Identity: "key:" + madeKey}); return err }, `{"identity":"key:` + madeKey + `","op":"usage"}`},
+		{"a batch's key", func() error {
+			_, err := checks.CheckBatch(ctx, []checkapi.Request{{Key: "tenant-1", Plan: "pro"}, {Key: madeKey, Plan: "pro"}})
+			return err
+		}, `{"checks":[` + validCheck + `,{"key":"` + madeKey + `","plan":"pro"}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := srv.Invocations(clientFunction)
+			err := tc.call()
+			var invalid *checkclient.InvalidRequestError
+			if !errors.As(err, &invalid) || !invalid.Local || srv.Invocations(clientFunction) != before {
+				t.Fatalf("error %v, %d invocations: want an *InvalidRequestError of the client's, nothing sent", err, srv.Invocations(clientFunction)-before)
+			}
+			if want := refused(t, tc.payload); invalid.Message != want {
+				t.Errorf("the client's message %q\nwant the function's %q", invalid.Message, want)
+			}
+			if strings.Contains(err.Error(), madeKey[3:]) {
+				t.Errorf("error %v quotes the key", err)
+			}
+		})
+	}
+}

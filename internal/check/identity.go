@@ -22,9 +22,8 @@ func parseIdentity(path string, raw []byte, sources identity.Resolver) (id, logg
 	if err != nil {
 		return "", "", err
 	}
-	if kind, rest, ok := strings.Cut(id, ":"); ok && identity.IsMadeKey(rest) { // never quoted: it is a secret
-		return "", "", fmt.Errorf("%s: %s: with an API key bucketgate made (%s...), which would rest in Redis and the registry as it is: want %s<its digest> for a tenant a service names by the key's digest, or %s<its digest> for the key's own buckets (the authorizer's): the first %d hex digits of its SHA-256, bucketgate.KeyDigest",
-			path, kind, identity.MadeKeyPrefix, identityPrefix, bucketgate.KeyPrefix, bucketgate.DigestLen)
+	if err := identity.MadeKeyIdentity(path, id); err != nil { // never quoted: it is a secret
+		return "", "", err
 	}
 	if d, ok := strings.CutPrefix(id, bucketgate.KeyPrefix); ok && bucketgate.ValidDigest(d) {
 		return id, id, nil

@@ -324,8 +324,9 @@ func parseKey(path string, raw []byte) (string, error) {
 		return "", fmt.Errorf("%s: empty: every check needs a key", path)
 	case len(key) > checkapi.MaxKey:
 		return "", fmt.Errorf("%s: %d bytes: want at most %d", path, len(key), checkapi.MaxKey)
-	case identity.IsMadeKey(key): // never quoted: it is a secret
-		return "", fmt.Errorf("%s: an API key bucketgate made (%s...), which would rest in Redis and the registry as it is: pass its digest (the first %d hex digits of its SHA-256, bucketgate.KeyDigest)", path, identity.MadeKeyPrefix, bucketgate.DigestLen)
+	}
+	if err := identity.MadeKey(path, key); err != nil { // never quoted: it is a secret
+		return "", err
 	}
 	return key, nil
 }

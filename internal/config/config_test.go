@@ -119,8 +119,8 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"plan with too many rules", "defaultPlan: free\nplans: {free: [" + strings.Repeat("{name: b, capacity: 1, refillPerSecond: 1}, ", 9) + "]}", "plans.free (line 2, column 15): 9 rules: want at most 8"},
 		{"plan name with a quote", "defaultPlan: 'a\"b'\nplans: {'a\"b': [{name: b, capacity: 1, refillPerSecond: 1}]}", `plans.a"b (line 2, column 16): plan name "a\"b": want printable ASCII`},
 		{"plan name too long", "defaultPlan: free\nplans: {" + strings.Repeat("p", 65) + ": [{name: b, capacity: 1, refillPerSecond: 1}]}", "a plan name is 1 to 64 bytes"},
-		{"bad capacity", "defaultPlan: free\nplans: {free: [{name: b, capacity: 0, refillPerSecond: 1}]}", "plans.free[0] (line 2, column 16): invalid: rule b: capacity 0"},
-		{"a rule of a plan written as a mapping", "defaultPlan: free\nplans: {free: {shadow: true, rules: [{name: b, capacity: 0, refillPerSecond: 1}]}}", "plans.free[0] (line 2, column 38): invalid: rule b: capacity 0"},
+		{"bad capacity", "defaultPlan: free\nplans: {free: [{name: b, capacity: 0, refillPerSecond: 1}]}", "plans.free[0] (line 2, column 16): rule b: capacity 0"},
+		{"a rule of a plan written as a mapping", "defaultPlan: free\nplans: {free: {shadow: true, rules: [{name: b, capacity: 0, refillPerSecond: 1}]}}", "plans.free[0] (line 2, column 38): rule b: capacity 0"},
 		{"refillPerSecond that rounds to 0", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 1e-400}]}", `plans.free[0].refillPerSecond (line 2, column 56): "1e-400": too close to 0, which it would round to`},
 		{"refill that rounds to 0", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refill: -0.5e-330, per: hour}]}", `plans.free[0].refill (line 2, column 47): "-0.5e-330": too close to 0, which it would round to`},
 		{"fractional capacity", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1.5, refillPerSecond: 1}]}", `plans.free[0].capacity (line 2, column 36): "1.5": want a whole decimal number`},
@@ -149,7 +149,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"bad policy", "defaultPlan: free\nunknownKeys: maybe\n" + free, `unknownKeys (line 2, column 14): "maybe": want "ip" or "refuse"`},
 		{"unknownKeys default is gone", "defaultPlan: free\nunknownKeys: default\n" + free, `unknownKeys (line 2, column 14): "default": want "ip" or "refuse": "default" gave every unknown key a bucket of its own`},
 		{"anonymous ip is not a policy", "defaultPlan: free\nanonymous: ip\n" + free, `anonymous (line 2, column 12): "ip": want "default" or "refuse"`},
-		{"route cost above capacity", "defaultPlan: free\n" + free + "\nroutes: [{path: /x, cost: 3}]", "routes[0] (line 3, column 10): with plans.free: invalid: cost 3 exceeds capacity 2 of rule b"},
+		{"route cost above capacity", "defaultPlan: free\n" + free + "\nroutes: [{path: /x, cost: 3}]", "routes[0] (line 3, column 10): with plans.free: cost 3 exceeds capacity 2 of rule b"},
 		{"route cost 0", "defaultPlan: free\n" + free + "\nroutes: [{path: /x, cost: 0}]", "routes[0] (line 3, column 10): cost 0 would make the route a peek that enforces nothing: want 1 or more"},
 		{"route cost negative", "defaultPlan: free\n" + free + "\nroutes: [{path: /x, cost: -1}]", "routes[0] (line 3, column 10): cost -1"},
 		{"route rule with a plan rule's name and other numbers", "defaultPlan: free\n" + free + "\nroutes: [{path: /x, rules: [{name: b, capacity: 5, refillPerSecond: 1}]}]",
@@ -179,6 +179,9 @@ func TestParseErrorsNameTheField(t *testing.T) {
 			_, err := config.Parse([]byte(tt.doc))
 			if !errors.Is(err, config.ErrConfig) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Parse() = %v, want ErrConfig mentioning %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "invalid: ") { // bucketgate.ErrInvalid's, which the field's path says already
+				t.Errorf("Parse() = %v: want no \"invalid: \" in it", err)
 			}
 		})
 	}

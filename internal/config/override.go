@@ -110,7 +110,7 @@ func validOwn(rules []bucketgate.Rule, what string) error {
 	}
 	for i, r := range rules {
 		if err := r.Validate(); err != nil {
-			return fmt.Errorf("rules[%d]: %w", i, err)
+			return fmt.Errorf("rules[%d]: %w", i, invalid(err))
 		}
 		for j := range i {
 			if rules[j].Name == r.Name {

@@ -100,12 +100,12 @@ func TestOverrideErrorsNameTheRule(t *testing.T) {
 		want      string
 	}{
 		{"too many", nine, "rules: 9 overrides: want at most 8"},
-		{"bad capacity", []bucketgate.Rule{{Name: "burst", Capacity: 0, RefillPerSecond: 1}}, "rules[0]: invalid: rule burst: capacity 0"},
-		{"bad rate", []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: -1}}, "rules[1]: invalid: rule b: refillPerSecond -1"},
-		{"bad name", []bucketgate.Rule{{Name: "a b", Capacity: 1, RefillPerSecond: 1}}, `rules[0]: invalid: name "a b"`},
+		{"bad capacity", []bucketgate.Rule{{Name: "burst", Capacity: 0, RefillPerSecond: 1}}, "rules[0]: rule burst: capacity 0"},
+		{"bad rate", []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: -1}}, "rules[1]: rule b: refillPerSecond -1"},
+		{"bad name", []bucketgate.Rule{{Name: "a b", Capacity: 1, RefillPerSecond: 1}}, `rules[0]: name "a b"`},
 		{"duplicate", []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 2, RefillPerSecond: 1}}, `rules[1]: name "a" given twice`},
-		{"route cost above the new capacity", []bucketgate.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "rules: routes[0]: with plans.pro: invalid: cost 5 exceeds capacity 2 of rule burst"},
-		{"too many with a route", nine[:7], "rules: routes[0]: with plans.pro: invalid: 10 rules: want at most 8"},
+		{"route cost above the new capacity", []bucketgate.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "rules: routes[0]: with plans.pro: cost 5 exceeds capacity 2 of rule burst"},
+		{"too many with a route", nine[:7], "rules: routes[0]: with plans.pro: 10 rules: want at most 8"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,6 +115,9 @@ func TestOverrideErrorsNameTheRule(t *testing.T) {
 			}
 			if tc.name == "bad capacity" && !errors.Is(err, bucketgate.ErrInvalid) {
 				t.Errorf("error %v does not wrap bucketgate.ErrInvalid", err)
+			}
+			if strings.Contains(err.Error(), "invalid: ") { // the path names the source: rules[0], routes[0]
+				t.Errorf("error %v: want no \"invalid: \" in it", err)
 			}
 		})
 	}
@@ -141,9 +144,9 @@ func TestOverrideAlone(t *testing.T) {
 			"burst:100 daily:100000 a:1 b:1 c:1 d:1 e:1 f:1"},
 		{"nine with the plan's", []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "b", Capacity: 1, RefillPerSecond: 1},
 			{Name: "c", Capacity: 1, RefillPerSecond: 1}, {Name: "d", Capacity: 1, RefillPerSecond: 1}, {Name: "e", Capacity: 1, RefillPerSecond: 1}, {Name: "f", Capacity: 1, RefillPerSecond: 1},
-			{Name: "g", Capacity: 1, RefillPerSecond: 1}}, "rules: plans.pro: invalid: 9 rules: want at most 8"},
+			{Name: "g", Capacity: 1, RefillPerSecond: 1}}, "rules: plans.pro: 9 rules: want at most 8"},
 		{"another kind", []bucketgate.Rule{{Name: "daily", Limit: 5, Period: bucketgate.PeriodDay}}, "rules[0]: rule daily is a quota, and a bucket of plan pro"},
-		{"bad capacity", []bucketgate.Rule{{Name: "burst", Capacity: 0, RefillPerSecond: 1}}, "rules[0]: invalid: rule burst: capacity 0"},
+		{"bad capacity", []bucketgate.Rule{{Name: "burst", Capacity: 0, RefillPerSecond: 1}}, "rules[0]: rule burst: capacity 0"},
 	} {
 		p, err := c.OverrideAlone(pro, tc.overrides)
 		var got string
@@ -239,10 +242,10 @@ func TestWithKeyRulesErrorsNameTheRule(t *testing.T) {
 		want string
 	}{
 		{"too many", rules(9), "rules: 9 rules of the key's own: want at most 8"},
-		{"bad name", []bucketgate.Rule{{Name: "a/b", Capacity: 1, RefillPerSecond: 1}}, `rules[0]: invalid: name "a/b"`},
+		{"bad name", []bucketgate.Rule{{Name: "a/b", Capacity: 1, RefillPerSecond: 1}}, `rules[0]: name "a/b"`},
 		{"duplicate", []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 2, RefillPerSecond: 1}}, `rules[1]: name "a" given twice`},
-		{"too many with the plan's and a route's", rules(7), "rules: routes[0]: with plans.pro: invalid: 10 rules: want at most 8"},
-		{"route cost above its capacity", []bucketgate.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "rules: routes[0]: with plans.pro: invalid: cost 5 exceeds capacity 2 of rule " + digest + "/burst"},
+		{"too many with the plan's and a route's", rules(7), "rules: routes[0]: with plans.pro: 10 rules: want at most 8"},
+		{"route cost above its capacity", []bucketgate.Rule{{Name: "burst", Capacity: 2, RefillPerSecond: 1}}, "rules: routes[0]: with plans.pro: cost 5 exceeds capacity 2 of rule " + digest + "/burst"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,7 +66,7 @@ func TestQuotaErrorsNameTheField(t *testing.T) {
 		{"period in another case", plan("{name: q, limit: 5, period: Day}"), `period "Day": want day, week or month`},
 		{"no limit", plan("{name: q, period: day}"), "plans.free[0] (line 2, column 16): limit is required for a quota: 1 to 1000000000 tokens a day"},
 		{"limit 0", plan("{name: q, limit: 0, period: day}"), "limit is required for a quota"},
-		{"limit above 1e9", plan("{name: q, limit: 1000000001, period: week}"), "invalid: rule q: limit 1000000001: want 1 to 1000000000"},
+		{"limit above 1e9", plan("{name: q, limit: 1000000001, period: week}"), "plans.free[0] (line 2, column 16): rule q: limit 1000000001: want 1 to 1000000000"},
 		{"fractional limit", plan("{name: q, limit: 1.5, period: week}"), `plans.free[0].limit (line 2, column 33): "1.5": want a whole decimal number`},
 		{"anchor 0", plan("{name: q, limit: 5, period: month, anchor: 0}"), "anchor 0: want a day of the month from 1 to 28"},
 		{"anchor 29", plan("{name: q, limit: 5, period: month, anchor: 29}"), "plans.free[0] (line 2, column 16): anchor 29: want a day of the month from 1 to 28"},
@@ -81,7 +81,7 @@ func TestQuotaErrorsNameTheField(t *testing.T) {
 		{"a route quota with another anchor than the plan's", "defaultPlan: free\nplans: {free: [{name: m, limit: 5, period: month}]}\nroutes: [{path: /x, rules: [{name: m, limit: 5, period: month, anchor: 2}]}]\n",
 			"rule m (limit 5 a month from day 2) has other numbers than the rule m of plans.free (limit 5 a month from day 1)"},
 		{"a route cost above a quota's limit", "defaultPlan: free\nplans: {free: [{name: m, limit: 5, period: month}]}\nroutes: [{path: /x, cost: 6}]\n",
-			"routes[0] (line 3, column 10): with plans.free: invalid: cost 6 exceeds limit 5 of rule m"},
+			"routes[0] (line 3, column 10): with plans.free: cost 6 exceeds limit 5 of rule m"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -122,7 +122,7 @@ func TestRouteReserveErrors(t *testing.T) {
 		{"reserve 0", "routes: [{path: /x, reserve: 0}]", "routes[0].reserve (line 3, column 30): 0: want an estimate of 1 token or more"},
 		{"reserve negative", "routes: [{path: /x, reserve: -5}]", "routes[0].reserve (line 3, column 30): -5: want an estimate"},
 		{"reserve not whole", "routes: [{path: /x, reserve: 1.5}]", `routes[0].reserve (line 3, column 30): "1.5": want a whole decimal number`},
-		{"reserve above capacity", "routes: [{path: /x, reserve: 101}]", "routes[0] (line 3, column 10): with plans.free: invalid: reserve of 101 tokens exceeds capacity 100 of rule b"},
+		{"reserve above capacity", "routes: [{path: /x, reserve: 101}]", "routes[0] (line 3, column 10): with plans.free: reserve of 101 tokens exceeds capacity 100 of rule b"},
 		{"reserve with cost", "routes: [{path: /x, cost: 2, reserve: 10}]", "routes[0].reserve (line 3, column 39): not with cost"},
 		{"ttlMs 0", "routes: [{path: /x, reserve: 10, ttlMs: 0}]", "routes[0].ttlMs (line 3, column 41): 0: want whole milliseconds from 1 to 3600000"},
 		{"ttlMs above an hour", "routes: [{path: /x, reserve: 10, ttlMs: 3600001}]", "routes[0].ttlMs (line 3, column 41): 3600001: want whole milliseconds from 1 to 3600000"},

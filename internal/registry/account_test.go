@@ -151,7 +151,7 @@ func TestCacheAccountInvalid(t *testing.T) {
 		id, attribute, want string
 	}{
 		{orphan, "account", "account gone is not in the registry"},
-		{crowded, "rules", "with plan pro of account acme: rules: plans.pro: invalid: 9 rules: want at most 8"},
+		{crowded, "rules", "with plan pro of account acme: rules: plans.pro: 9 rules: want at most 8"},
 	} {
 		logs.Reset()
 		e, err := c.Lookup(ctx, plans, tc.id)

@@ -117,7 +117,7 @@ func TestResolveMember(t *testing.T) {
 		t.Errorf("an account on an unknown plan: %v", err)
 	}
 	account.Plan, key.Rules = "pro", []bucketgate.Rule{{Name: "a b", Capacity: 5, RefillPerSecond: 1}}
-	if _, err := registry.ResolveMember(key, account, c); err == nil || !strings.Contains(err.Error(), digestID+`: attribute rules: with plan pro of account acme: rules[0]: invalid: name "a b"`) {
+	if _, err := registry.ResolveMember(key, account, c); err == nil || !strings.Contains(err.Error(), digestID+`: attribute rules: with plan pro of account acme: rules[0]: name "a b"`) {
 		t.Errorf("a key's bad own rule: %v", err)
 	}
 }
@@ -233,8 +233,8 @@ func TestResolve(t *testing.T) {
 		{"override", registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{{Name: "burst", Capacity: 7, RefillPerSecond: 1}}}, "burst:7"},
 		{"unknown plan", registry.Record{ID: digestID, Plan: "gold"}, `attribute plan: unknown plan "gold"`},
 		{"duplicate rule names", registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{{Name: "a", Capacity: 1, RefillPerSecond: 1}, {Name: "a", Capacity: 1, RefillPerSecond: 1}}}, `attribute rules: rules[1]: name "a" given twice`},
-		{"capacity out of range", registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{{Name: "a", Capacity: bucketgate.MaxCapacity + 1, RefillPerSecond: 1}}}, "attribute rules: rules[0]: invalid: rule a: capacity 1000000001"},
-		{"rate too slow", registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{{Name: "a", Capacity: 1000, RefillPerSecond: 1e-9}}}, "attribute rules: rules[0]: invalid: rule a: refillPerSecond 1e-09 fills capacity 1000"},
+		{"capacity out of range", registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{{Name: "a", Capacity: bucketgate.MaxCapacity + 1, RefillPerSecond: 1}}}, "attribute rules: rules[0]: rule a: capacity 1000000001"},
+		{"rate too slow", registry.Record{ID: digestID, Plan: "pro", Rules: []bucketgate.Rule{{Name: "a", Capacity: 1000, RefillPerSecond: 1e-9}}}, "attribute rules: rules[0]: rule a: refillPerSecond 1e-09 fills capacity 1000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

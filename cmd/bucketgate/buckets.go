@@ -85,7 +85,7 @@ func runBuckets(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	function := fs.String("function", "", "the operator function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputOperatorName+", else "+defaultCheckFunction+")")
+	function := nameFlag(fs, "function", "the operator function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputOperatorName+", else "+defaultCheckFunction+")")
 	e.addStack(fs)
 	plan := fs.String("plan", "", "the rules of this plan, instead of the identity's own")
 	var rules ruleList
@@ -99,7 +99,7 @@ func runBuckets(e env, args []string) error {
 	if *plan != "" && len(rules) > 0 {
 		return fmt.Errorf("%w: %s: --plan or --rule, not both", errUsage, fs.Name())
 	}
-	if _, _, err := namedFunction(e, *function); err != nil {
+	if _, _, err := namedFunction(e, string(*function)); err != nil {
 		return err
 	}
 	s, err := e.settings()
@@ -122,7 +122,7 @@ func runBuckets(e env, args []string) error {
 	if err := complete(&req); err != nil {
 		return err
 	}
-	op, err := operatorOf(e, st, *function)
+	op, err := operatorOf(e, st, string(*function))
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func dispatch(e env, args []string) error {
 	fs := flag.NewFlagSet("bucketgate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.String("stack", "", "the deployed stack whose outputs name the table and the operator function (default: $"+envStack+")")
+	nameFlag(fs, "stack", "the deployed stack whose outputs name the table and the operator function (default: $"+envStack+")")
 	showVersion := fs.Bool("version", false, "print the version")
 	onceOnly(fs)
 	if err := fs.Parse(args); err != nil {

@@ -80,3 +80,43 @@ func TestFunctionsOwnSettings(t *testing.T) {
 		})
 	}
 }
+
+// --table, --function and --stack given empty (a script's unset variable: --function
+// "$FN") or blank are refused as usage errors naming the flag, before anything is read,
+// written or invoked: each was taken as not given, and the command went on with
+// REGISTRY_TABLE's table, CHECK_FUNCTION's function or BUCKETGATE_STACK's stack, else
+// bucketgate-operator, which may be another deployment's.
+func TestEmptyNameFlags(t *testing.T) {
+	d, _ := newDeployment(t)
+	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	before := d.items()
+	tests := []struct {
+		name, flag string
+		args       []string
+	}{
+		{"keys list --table", "table", []string{"keys", "list", "--table", ""}},
+		{"keys revoke --table=", "table", []string{"keys", "revoke", "--table=", key}},
+		{"accounts list --table", "table", []string{"accounts", "list", "--table", ""}},
+		{"config history --table", "table", []string{"config", "history", "--table", ""}},
+		{"a blank --table", "table", []string{"keys", "list", "--table", " "}},
+		{"buckets reset --function", "function", []string{"buckets", "reset", "--function", "", key}},
+		{"usage --function", "function", []string{"usage", "--function=", key}},
+		{"--stack before the group", "stack", []string{"--stack", "", "keys", "list"}},
+		{"--stack of a command", "stack", []string{"keys", "revoke", key, "--stack="}},
+		{"--stack of buckets", "stack", []string{"buckets", "reset", "--stack", "", key}},
+		{"a blank --stack", "stack", []string{"--stack", "\t", "usage", key}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d.t = t
+			d.fails(exitUsage, "for flag -"+tc.flag+": empty: name one, or leave the flag out", tc.args...)
+		})
+	}
+	d.t = t
+	if after := d.items(); after != before {
+		t.Fatalf("an empty flag's command wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+	if payloads := d.check.payloads.String(); payloads != "" {
+		t.Fatalf("an empty flag's command invoked the function:\n%s", payloads)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -109,6 +110,31 @@ func textFlag(fs *flag.FlagSet, name, usage string) *text {
 	t := new(text)
 	fs.Var(t, name, usage)
 	return t
+}
+
+// nameValue is the value of a flag that names what a variable or the stack names when the
+// flag is not given (--table, --function, --stack): given, it names something. Empty or
+// blank (a script's unset variable: --function "$FN") it is refused, where taken as not
+// given it named the variable's table or function, or the default, perhaps another
+// deployment's.
+type nameValue string
+
+func (n *nameValue) String() string { return string(*n) }
+
+// Set takes v unless it is empty or blank.
+func (n *nameValue) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("empty: name one, or leave the flag out for the default")
+	}
+	*n = nameValue(v)
+	return nil
+}
+
+// nameFlag defines a nameValue flag of fs called name, not given by default.
+func nameFlag(fs *flag.FlagSet, name, usage string) *nameValue {
+	n := new(nameValue)
+	fs.Var(n, name, usage)
+	return n
 }
 
 // never is the WHEN of no expiry: keys expire's and accounts expire's, --expires's (its

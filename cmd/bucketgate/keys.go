@@ -112,7 +112,7 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 	if err != nil {
 		return err
 	}
-	table := fs.String("table", "", "the registry table (default: $"+settings.EnvRegistryTable+", else the stack's "+outputTable+")")
+	table := nameFlag(fs, "table", "the registry table (default: $"+settings.EnvRegistryTable+", else the stack's "+outputTable+")")
 	e.addStack(fs)
 	do := c.flags(fs)
 	positional, err := parse(fs, args[1:], c.args)
@@ -124,7 +124,7 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 			return err
 		}
 	}
-	t, err := openTable(e, *table, e.stack())
+	t, err := openTable(e, string(*table), e.stack())
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func runUsage(e env, args []string) error {
 		return err
 	}
 	if *asJSON && *asCSV {
-		return fmt.Errorf("%w: usage: --json or --csv, not both", errUsage)
+		return fmt.Errorf("%w: --json or --csv, not both", errUsage)
 	}
 	if _, _, err := namedFunction(e, string(*function)); err != nil {
 		return err
@@ -125,11 +125,11 @@ func checkDays(from, to string) error {
 		}
 		var err error
 		if days[i], err = check.ParseDay(d.day); err != nil {
-			return fmt.Errorf("%w: usage: %s %w", errUsage, d.flag, err)
+			return fmt.Errorf("%w: %s %w", errUsage, d.flag, err)
 		}
 	}
 	if from != "" && to != "" && days[0].After(days[1]) {
-		return fmt.Errorf("%w: usage: --from %s is after --to %s: the days are reversed", errUsage, from, to)
+		return fmt.Errorf("%w: --from %s is after --to %s: the days are reversed", errUsage, from, to)
 	}
 	return nil
 }

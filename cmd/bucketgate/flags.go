@@ -28,6 +28,9 @@ func (l *ruleList) repeatable() {}
 // ruleForms is how a -rule flag is written, for an error.
 const ruleForms = "want NAME:CAPACITY:RATE (a bucket), NAME:LIMIT:PERIOD[@DAY] (a quota) or NAME:N:concurrent (a concurrency rule), such as burst:100:50, daily:1000:1000/day, monthly:100000:month@15 or streams:5:concurrent"
 
+// ruleFlagForms are the forms of a --rule of an item's own, for the flag's usage.
+const ruleFlagForms = "NAME:CAPACITY:RATE, NAME:LIMIT:PERIOD[@DAY] or NAME:N:concurrent"
+
 // concurrent is the third part of a -rule flag of a concurrency rule.
 const concurrent = "concurrent"
 

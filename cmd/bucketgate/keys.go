@@ -46,8 +46,10 @@ registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. 
 30d). RULE is a bucket, NAME:CAPACITY:RATE, RATE in tokens per second (0.5) or N/PERIOD
 (1000/day; second, minute, hour, day or a duration such as 90s), or a quota on the
 calendar, NAME:LIMIT:PERIOD[@DAY], PERIOD day, week or month (a month from DAY, 1 to 28:
-monthly:100000:month@15). A rule named like one of the plan's or a route's replaces it
-for the key (a bucket by a bucket, a quota by a quota), shadow if that rule is shadow
+monthly:100000:month@15), or a concurrency rule, NAME:N:concurrent, at most N requests
+in flight (streams:5:concurrent). A rule named like one of the plan's or a route's
+replaces it for the key (a bucket by a bucket, a quota by a quota, a concurrency rule
+by one), shadow if that rule is shadow
 (create and override note it); another name adds a rule. A key's rule named like a
 route's rule alone limits that route's requests, and one named like none (or like one
 of the plan's) every request (a tenant's, which no route applies to, every check):
@@ -220,7 +222,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	tenant := textFlag(fs, "tenant", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
+	fs.Var(&rules, "rule", "a rule of the key's own, "+ruleFlagForms+" (repeatable)")
 	return func(e env, t *keyTable, _ []string) error {
 		// --tenant and --key given empty (a script's unset variable) are refused below:
 		// taken as not given, they made a new API key instead, and the command succeeded.
@@ -436,7 +438,7 @@ func setPlanFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 
 func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable): replaces the key's rule of that name, or adds one")
+	fs.Var(&rules, "rule", "a rule of the key's own, "+ruleFlagForms+" (repeatable): replaces the key's rule of that name, or adds one")
 	return func(e env, t *keyTable, args []string) error {
 		if len(rules) == 0 {
 			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)

@@ -344,6 +344,7 @@ func TestHelp(t *testing.T) {
 			"--table NAME (default: $REGISTRY_TABLE, which must be the stack's\nown when --stack names one, else the output RegistryTableName of the stack)",
 			"--table and --function win when\ngiven; REGISTRY_TABLE and CHECK_FUNCTION must name the stack's own",
 			"(default: $CHECK_FUNCTION, else the output OperatorFunctionName of the stack of --stack,\nor CheckFunctionName for a stack without one, else bucketgate-operator)",
+			"or a concurrency rule, NAME:N:concurrent, at most N requests\nin flight", // of keys, and of accounts "as for keys"
 		} {
 			if code != exitOK || !strings.Contains(stdout.String(), want) || stderr.Len() != 0 {
 				t.Fatalf("bucketgate %v: exit %d, want %q in\n%s\n%s", args, code, want, &stdout, &stderr)

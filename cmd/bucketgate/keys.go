@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -569,6 +570,11 @@ func listItems(fs *flag.FlagSet, accounts bool) func(env, *keyTable, []string) e
 		if unchecked != nil { // the items are still worth listing
 			fmt.Fprintf(e.stderr, "warning: the items are not checked against the plans: %v\n", unchecked)
 		}
+		for _, it := range items {
+			if it.madeKey != "" {
+				noteMadeKey(e, it)
+			}
+		}
 		if *asJSON {
 			out := make([]itemJSON, len(items))
 			for i, it := range items {
@@ -578,6 +584,20 @@ func listItems(fs *flag.FlagSet, accounts bool) func(env, *keyTable, []string) e
 		}
 		return writeList(e.stdout, items)
 	}
+}
+
+// noteMadeKey says on stderr what to do with it, a tenant whose key is an API key
+// bucketgate made (a CLI of an earlier release wrote one, or a hand), whose item
+// holds the key: delete it, and register the tenant again by the key's digest, as a
+// service names it now.
+func noteMadeKey(e env, it listed) {
+	again := "bucketgate keys create --tenant " + it.madeKey + " --plan " + cmp.Or(it.rec.Plan, "PLAN")
+	for _, r := range it.rec.Rules {
+		r.Shadow = false // assess's mark
+		again += " --rule " + rulesText([]bucketgate.Rule{r})
+	}
+	fmt.Fprintf(e.stderr, "note: %s is a tenant whose key is an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item (its %s begins %s%s: the DynamoDB console, or aws dynamodb delete-item), and to keep the tenant, register it by the key's digest, as a service names it now: %s\n",
+		it.rec.ID, registry.KeyAttribute, bucketgate.TenantPrefix, identity.MadeKeyPrefix, again)
 }
 
 // andItsKeys is ", and every key of it," for the item id of an account, else "".

@@ -106,7 +106,8 @@ func TestBucketsTakeATenantAsTheLogsNameIt(t *testing.T) {
 // sent: keys list names it by the key's digest, with a note on stderr saying to delete
 // the item and to register the tenant again by that digest; and tenant:<digest> is not
 // taken for it (keys show printed the key, buckets show sent it to the check function,
-// which refused it), but for the tenant of that digest.
+// which refused it), but for the tenant of that digest; config put does not refuse a
+// document for leaving it without its plan (naming it by its key).
 func TestTenantOfAMadeKey(t *testing.T) {
 	d, _ := newDeployment(t)
 	key, err := newKey()
@@ -129,6 +130,8 @@ func TestTenantOfAMadeKey(t *testing.T) {
 		{"keys list --json", []string{"keys", "list", "--json"}, exitOK, []string{`"id": "` + shown + `"`, `"id": "tenant:acme-svc"`}, []string{note, again}},
 		{"keys show by the digest", []string{"keys", "show", "tenant:" + digest}, exitError, nil, []string{"tenant:" + digest + " is not in table " + table + ", nor the digest of a tenant's key in it"}},
 		{"buckets show by the digest", []string{"buckets", "show", "tenant:" + digest}, exitOK, []string{"identity    tenant:" + digest + "\n"}, []string{"note: no registered tenant's key is " + digest}},
+		// No function reads the item: a document without its plan leaves no tenant without one.
+		{"config put without its plan", []string{"config", "put", file(t, "basic.yaml", "defaultPlan: basic\nplans:\n  basic: [{name: burst, capacity: 5, refillPerSecond: 0.001}]\n")}, exitOK, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

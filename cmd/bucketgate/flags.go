@@ -150,11 +150,8 @@ const maxDays = int(math.MaxInt64 / int64(24*time.Hour))
 
 // parseWhen reads a time: RFC 3339, a date (midnight UTC), both from 1970-01-01T00:00:01Z
 // to registry.MaxExpiresAt, or a duration from now (Go's, or whole days as 30d). Empty is
-// the zero Time: never.
+// none of them, not never: a script's unset variable.
 func parseWhen(v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
 		t, err = time.Parse(time.DateOnly, v)

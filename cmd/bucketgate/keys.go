@@ -219,7 +219,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	account := fs.String("account", "", "the account the key is for, in the table: the key is decided as the account")
 	owner := textFlag(fs, "owner", "who the key is for, for people")
 	note := textFlag(fs, "note", "a note, for people")
-	expires := fs.String("expires", "", "when the key stops working, or never (the default)")
+	expires := fs.String("expires", never, "when the key stops working, or never")
 	tenant := textFlag(fs, "tenant", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
 	var rules ruleList
@@ -302,8 +302,8 @@ func showKey(e env, t *keyTable, id, key string) error {
 }
 
 // parseExpires reads the --expires of a new item, what it is (a key, an account): never
-// (the zero Time, as for ""), or a time as parseWhen reads it, which must not have
-// passed, since the item would never work.
+// (the zero Time, the flag's default), or a time as parseWhen reads it, which must not
+// have passed, since the item would never work.
 func parseExpires(v, what string) (time.Time, error) {
 	if v == never {
 		return time.Time{}, nil

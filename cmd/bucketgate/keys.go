@@ -370,11 +370,15 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			err error
 		)
 		if identity.IsMadeKey(args[1]) { // never quoted, as parseWhen's error would
-			return fmt.Errorf("%w: keys expire: WHEN is an API key: give KEY, then WHEN", errUsage)
+			first := "KEY"
+			if strings.HasPrefix(fs.Name(), "accounts ") {
+				first = "NAME"
+			}
+			return fmt.Errorf("%w: WHEN is an API key: give %s, then WHEN", usageOf(fs), first)
 		}
 		if args[1] != never {
 			if at, err = parseWhen(args[1], time.Now()); err != nil {
-				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
+				return fmt.Errorf("%w: %w", usageOf(fs), err)
 			}
 		}
 		var (
@@ -442,7 +446,7 @@ func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	fs.Var(&rules, "rule", "a rule of the key's own, "+ruleFlagForms+" (repeatable): replaces the key's rule of that name, or adds one")
 	return func(e env, t *keyTable, args []string) error {
 		if len(rules) == 0 {
-			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)
+			return fmt.Errorf("%w: give at least one --rule", usageOf(fs))
 		}
 		id := args[0]
 		var rec registry.Record

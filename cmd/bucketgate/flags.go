@@ -115,8 +115,9 @@ func textFlag(fs *flag.FlagSet, name, usage string) *text {
 	return t
 }
 
-// nameValue is the value of a flag that names what a variable or the stack names when the
-// flag is not given (--table, --function, --stack): given, it names something. Empty or
+// nameValue is the value of a flag that names what a variable, the stack or the item
+// names when the flag is not given (--table, --function, --stack, buckets' --plan):
+// given, it names something. Empty or
 // blank (a script's unset variable: --function "$FN") it is refused, where taken as not
 // given it named the variable's table or function, or the default, perhaps another
 // deployment's.

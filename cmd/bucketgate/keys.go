@@ -227,20 +227,21 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	return func(e env, t *keyTable, _ []string) error {
 		// --tenant and --key given empty (a script's unset variable) are refused below:
 		// taken as not given, they made a new API key instead, and the command succeeded.
-		isTenant, isExisting := isSet(fs, "tenant"), isSet(fs, "key")
-		switch {
-		case *plan == "" && *account == "":
-			return fmt.Errorf("%w: keys create: --plan is required (or --account)", errUsage)
-		case *plan != "" && *account != "":
-			return fmt.Errorf("%w: keys create: --plan or --account, not both: a key of an account is on the account's plan", errUsage)
-		case *account != "" && isTenant:
-			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
-		}
-		if *account != "" {
+		// So is --account given empty: taken as not given, it made a lone key.
+		isTenant, isExisting, inAccount := isSet(fs, "tenant"), isSet(fs, "key"), isSet(fs, "account")
+		if inAccount {
 			var err error
 			if *account, err = parseAccountName("--account", *account); err != nil {
 				return err
 			}
+		}
+		switch {
+		case *plan == "" && !inAccount:
+			return fmt.Errorf("%w: keys create: --plan is required (or --account)", errUsage)
+		case *plan != "" && inAccount:
+			return fmt.Errorf("%w: keys create: --plan or --account, not both: a key of an account is on the account's plan", errUsage)
+		case inAccount && isTenant:
+			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
 		}
 		rec := registry.Record{Plan: *plan, Account: *account, Rules: rules, Owner: string(*owner), Note: string(*note)}
 		var err error
@@ -250,7 +251,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if isTenant && isExisting {
 			return fmt.Errorf("%w: keys create: --tenant or --key, not both", errUsage)
 		}
-		if *account != "" {
+		if inAccount {
 			if err := t.activeAccount(e.ctx, *account); err != nil {
 				return err
 			}

@@ -110,9 +110,9 @@ func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	plan := fs.String("plan", "", "the account's plan (required)")
 	owner := textFlag(fs, "owner", "who the account is, for people")
 	note := textFlag(fs, "note", "a note, for people")
-	expires := fs.String("expires", "", "when the account and every key of it stop working, or never (the default)")
+	expires := fs.String("expires", never, "when the account and every key of it stop working, or never")
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule of the account's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
+	fs.Var(&rules, "rule", "a rule of the account's own, "+ruleFlagForms+" (repeatable)")
 	return func(e env, t *keyTable, args []string) error {
 		if *plan == "" {
 			return fmt.Errorf("%w: accounts create: --plan is required", errUsage)

@@ -85,9 +85,9 @@ func runBuckets(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	function := fs.String("function", "", "the operator function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputOperatorName+", else "+defaultCheckFunction+")")
+	function := nameFlag(fs, "function", "the operator function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputOperatorName+", else "+defaultCheckFunction+")")
 	e.addStack(fs)
-	plan := fs.String("plan", "", "the rules of this plan, instead of the identity's own")
+	plan := nameFlag(fs, "plan", "the rules of this plan, instead of the identity's own")
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule NAME:CAPACITY:RATE (a bucket), NAME:LIMIT:PERIOD[@DAY] (a quota) or NAME:N:concurrent instead of the identity's own, such as a route's (repeatable)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -99,7 +99,7 @@ func runBuckets(e env, args []string) error {
 	if *plan != "" && len(rules) > 0 {
 		return fmt.Errorf("%w: %s: --plan or --rule, not both", errUsage, fs.Name())
 	}
-	if _, _, err := namedFunction(e, *function); err != nil {
+	if _, _, err := namedFunction(e, string(*function)); err != nil {
 		return err
 	}
 	s, err := e.settings()
@@ -108,7 +108,7 @@ func runBuckets(e env, args []string) error {
 	}
 	st := e.stack() // read once, for the table and the function alike
 	if *plan != "" && (s.RegistryTable != "" || st.name != "") {
-		if err := checkPlan(e, st, *plan); err != nil {
+		if err := checkPlan(e, st, string(*plan)); err != nil {
 			return err
 		}
 	}
@@ -117,12 +117,12 @@ func runBuckets(e env, args []string) error {
 		return err
 	}
 	req := t.req
-	req.Plan = *plan
+	req.Plan = string(*plan)
 	req.Rules = append(req.Rules, rules...)
 	if err := complete(&req); err != nil {
 		return err
 	}
-	op, err := operatorOf(e, st, *function)
+	op, err := operatorOf(e, st, string(*function))
 	if err != nil {
 		return err
 	}

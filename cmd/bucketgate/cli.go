@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func dispatch(e env, args []string) error {
 	fs := flag.NewFlagSet("bucketgate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.String("stack", "", "the deployed stack whose outputs name the table and the operator function (default: $"+envStack+")")
+	nameFlag(fs, "stack", "the deployed stack whose outputs name the table and the operator function (default: $"+envStack+")")
 	showVersion := fs.Bool("version", false, "print the version")
 	onceOnly(fs)
 	if err := fs.Parse(args); err != nil {
@@ -186,7 +186,7 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %s: %w", errUsage, fs.Name(), err)
+			return nil, fmt.Errorf("%w: %w", usageOf(fs), err)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -195,9 +195,19 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		args = fs.Args()[1:]
 	}
 	if len(positional) != n {
-		return nil, fmt.Errorf("%w: %s: want %d argument(s), got %d", errUsage, fs.Name(), n, len(positional))
+		return nil, fmt.Errorf("%w: want %d argument(s), got %d", usageOf(fs), n, len(positional))
 	}
 	return positional, nil
+}
+
+// usageOf returns the usage error of the command that fs parses the flags of, for the
+// details to follow: errUsage, then the command's name, but for the usage group's,
+// whose name errUsage already reads as (not "usage: usage: ...").
+func usageOf(fs *flag.FlagSet) error {
+	if fs.Name() == errUsage.Error() {
+		return errUsage
+	}
+	return fmt.Errorf("%w: %s", errUsage, fs.Name())
 }
 
 // onceOnly makes every flag of fs refuse to be given twice, unless its value is

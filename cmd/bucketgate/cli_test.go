@@ -80,3 +80,51 @@ func TestFunctionsOwnSettings(t *testing.T) {
 		})
 	}
 }
+
+// --table, --function and --stack given empty (a script's unset variable: --function
+// "$FN") or blank are refused as usage errors naming the flag, before anything is read,
+// written or invoked: each was taken as not given, and the command went on with
+// REGISTRY_TABLE's table, CHECK_FUNCTION's function or BUCKETGATE_STACK's stack, else
+// bucketgate-operator, which may be another deployment's. So are buckets' --plan (the
+// identity's own rules, not the plan's, were reset) and --account of keys create and
+// keys roll (a lone key made, an account named after the key).
+func TestEmptyNameFlags(t *testing.T) {
+	d, _ := newDeployment(t)
+	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	before := d.items()
+	empty := func(flag string) string { return "for flag -" + flag + ": empty: name one, or leave the flag out" }
+	noAccount := `--account "": want an account's name`
+	tests := []struct {
+		name, want string
+		args       []string
+	}{
+		{"keys list --table", empty("table"), []string{"keys", "list", "--table", ""}},
+		{"keys revoke --table=", empty("table"), []string{"keys", "revoke", "--table=", key}},
+		{"accounts list --table", empty("table"), []string{"accounts", "list", "--table", ""}},
+		{"config history --table", empty("table"), []string{"config", "history", "--table", ""}},
+		{"a blank --table", empty("table"), []string{"keys", "list", "--table", " "}},
+		{"buckets reset --function", empty("function"), []string{"buckets", "reset", "--function", "", key}},
+		{"usage --function", empty("function"), []string{"usage", "--function=", key}},
+		{"--stack before the group", empty("stack"), []string{"--stack", "", "keys", "list"}},
+		{"--stack of a command", empty("stack"), []string{"keys", "revoke", key, "--stack="}},
+		{"--stack of buckets", empty("stack"), []string{"buckets", "reset", "--stack", "", key}},
+		{"a blank --stack", empty("stack"), []string{"--stack", "\t", "usage", key}},
+		{"buckets reset --plan", empty("plan"), []string{"buckets", "reset", "--plan", "", key}},
+		{"keys create --account with --plan", noAccount, []string{"keys", "create", "--plan", "gold", "--account", ""}},
+		{"keys create --account alone", noAccount, []string{"keys", "create", "--account="}},
+		{"keys roll --account", noAccount, []string{"keys", "roll", "--account", "", key}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d.t = t
+			d.fails(exitUsage, tc.want, tc.args...)
+		})
+	}
+	d.t = t
+	if after := d.items(); after != before {
+		t.Fatalf("an empty flag's command wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+	if payloads := d.check.payloads.String(); payloads != "" {
+		t.Fatalf("an empty flag's command invoked the function:\n%s", payloads)
+	}
+}

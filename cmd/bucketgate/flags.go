@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -26,6 +27,9 @@ func (l *ruleList) repeatable() {}
 
 // ruleForms is how a -rule flag is written, for an error.
 const ruleForms = "want NAME:CAPACITY:RATE (a bucket), NAME:LIMIT:PERIOD[@DAY] (a quota) or NAME:N:concurrent (a concurrency rule), such as burst:100:50, daily:1000:1000/day, monthly:100000:month@15 or streams:5:concurrent"
+
+// ruleFlagForms are the forms of a --rule of an item's own, for the flag's usage.
+const ruleFlagForms = "NAME:CAPACITY:RATE, NAME:LIMIT:PERIOD[@DAY] or NAME:N:concurrent"
 
 // concurrent is the third part of a -rule flag of a concurrency rule.
 const concurrent = "concurrent"
@@ -111,6 +115,32 @@ func textFlag(fs *flag.FlagSet, name, usage string) *text {
 	return t
 }
 
+// nameValue is the value of a flag that names what a variable, the stack or the item
+// names when the flag is not given (--table, --function, --stack, buckets' --plan):
+// given, it names something. Empty or
+// blank (a script's unset variable: --function "$FN") it is refused, where taken as not
+// given it named the variable's table or function, or the default, perhaps another
+// deployment's.
+type nameValue string
+
+func (n *nameValue) String() string { return string(*n) }
+
+// Set takes v unless it is empty or blank.
+func (n *nameValue) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("empty: name one, or leave the flag out for the default")
+	}
+	*n = nameValue(v)
+	return nil
+}
+
+// nameFlag defines a nameValue flag of fs called name, not given by default.
+func nameFlag(fs *flag.FlagSet, name, usage string) *nameValue {
+	n := new(nameValue)
+	fs.Var(n, name, usage)
+	return n
+}
+
 // never is the WHEN of no expiry: keys expire's and accounts expire's, --expires's (its
 // default), and what keys show and keys list print for it.
 const never = "never"
@@ -121,11 +151,8 @@ const maxDays = int(math.MaxInt64 / int64(24*time.Hour))
 
 // parseWhen reads a time: RFC 3339, a date (midnight UTC), both from 1970-01-01T00:00:01Z
 // to registry.MaxExpiresAt, or a duration from now (Go's, or whole days as 30d). Empty is
-// the zero Time: never.
+// none of them, not never: a script's unset variable.
 func parseWhen(v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
 		t, err = time.Parse(time.DateOnly, v)

@@ -11,7 +11,8 @@ import (
 )
 
 // parseWhen reads each form of a time, and refuses a time from now that a Duration
-// cannot hold rather than wrap it around to another time.
+// cannot hold rather than wrap it around to another time, and empty text, which it took
+// for never (keys expire KEY "$WHEN" of an unset WHEN removed the key's expiry).
 func TestParseWhen(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 500, time.UTC)
 	tests := []struct {
@@ -19,7 +20,7 @@ func TestParseWhen(t *testing.T) {
 		want     time.Time
 		err      string
 	}{
-		{"never", "", time.Time{}, ""},
+		{"empty (an unset variable), not never", "", time.Time{}, `"": want an RFC 3339 time`},
 		{"RFC 3339", "2027-01-31T00:00:00Z", time.Date(2027, 1, 31, 0, 0, 0, 0, time.UTC), ""},
 		{"date", "2027-01-31", time.Date(2027, 1, 31, 0, 0, 0, 0, time.UTC), ""},
 		{"duration", "90m", now.Add(90 * time.Minute).Truncate(time.Second), ""},

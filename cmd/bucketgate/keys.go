@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -46,8 +47,10 @@ registers a key made elsewhere, read from stdin, if it has 128 bits of entropy. 
 30d). RULE is a bucket, NAME:CAPACITY:RATE, RATE in tokens per second (0.5) or N/PERIOD
 (1000/day; second, minute, hour, day or a duration such as 90s), or a quota on the
 calendar, NAME:LIMIT:PERIOD[@DAY], PERIOD day, week or month (a month from DAY, 1 to 28:
-monthly:100000:month@15). A rule named like one of the plan's or a route's replaces it
-for the key (a bucket by a bucket, a quota by a quota), shadow if that rule is shadow
+monthly:100000:month@15), or a concurrency rule, NAME:N:concurrent, at most N requests
+in flight (streams:5:concurrent). A rule named like one of the plan's or a route's
+replaces it for the key (a bucket by a bucket, a quota by a quota, a concurrency rule
+by one), shadow if that rule is shadow
 (create and override note it); another name adds a rule. A key's rule named like a
 route's rule alone limits that route's requests, and one named like none (or like one
 of the plan's) every request (a tenant's, which no route applies to, every check):
@@ -112,7 +115,7 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 	if err != nil {
 		return err
 	}
-	table := fs.String("table", "", "the registry table (default: $"+settings.EnvRegistryTable+", else the stack's "+outputTable+")")
+	table := nameFlag(fs, "table", "the registry table (default: $"+settings.EnvRegistryTable+", else the stack's "+outputTable+")")
 	e.addStack(fs)
 	do := c.flags(fs)
 	positional, err := parse(fs, args[1:], c.args)
@@ -124,7 +127,7 @@ func runTableCommand(e env, group string, commands map[string]tableCommand, args
 			return err
 		}
 	}
-	t, err := openTable(e, *table, e.stack())
+	t, err := openTable(e, string(*table), e.stack())
 	if err != nil {
 		return err
 	}
@@ -216,28 +219,29 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	account := fs.String("account", "", "the account the key is for, in the table: the key is decided as the account")
 	owner := textFlag(fs, "owner", "who the key is for, for people")
 	note := textFlag(fs, "note", "a note, for people")
-	expires := fs.String("expires", "", "when the key stops working, or never (the default)")
+	expires := fs.String("expires", never, "when the key stops working, or never")
 	tenant := textFlag(fs, "tenant", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable)")
+	fs.Var(&rules, "rule", "a rule of the key's own, "+ruleFlagForms+" (repeatable)")
 	return func(e env, t *keyTable, _ []string) error {
 		// --tenant and --key given empty (a script's unset variable) are refused below:
 		// taken as not given, they made a new API key instead, and the command succeeded.
-		isTenant, isExisting := isSet(fs, "tenant"), isSet(fs, "key")
-		switch {
-		case *plan == "" && *account == "":
-			return fmt.Errorf("%w: keys create: --plan is required (or --account)", errUsage)
-		case *plan != "" && *account != "":
-			return fmt.Errorf("%w: keys create: --plan or --account, not both: a key of an account is on the account's plan", errUsage)
-		case *account != "" && isTenant:
-			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
-		}
-		if *account != "" {
+		// So is --account given empty: taken as not given, it made a lone key.
+		isTenant, isExisting, inAccount := isSet(fs, "tenant"), isSet(fs, "key"), isSet(fs, "account")
+		if inAccount {
 			var err error
 			if *account, err = parseAccountName("--account", *account); err != nil {
 				return err
 			}
+		}
+		switch {
+		case *plan == "" && !inAccount:
+			return fmt.Errorf("%w: keys create: --plan is required (or --account)", errUsage)
+		case *plan != "" && inAccount:
+			return fmt.Errorf("%w: keys create: --plan or --account, not both: a key of an account is on the account's plan", errUsage)
+		case inAccount && isTenant:
+			return fmt.Errorf("%w: keys create: --account or --tenant, not both: an account's keys are API keys", errUsage)
 		}
 		rec := registry.Record{Plan: *plan, Account: *account, Rules: rules, Owner: string(*owner), Note: string(*note)}
 		var err error
@@ -247,7 +251,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if isTenant && isExisting {
 			return fmt.Errorf("%w: keys create: --tenant or --key, not both", errUsage)
 		}
-		if *account != "" {
+		if inAccount {
 			if err := t.activeAccount(e.ctx, *account); err != nil {
 				return err
 			}
@@ -299,8 +303,8 @@ func showKey(e env, t *keyTable, id, key string) error {
 }
 
 // parseExpires reads the --expires of a new item, what it is (a key, an account): never
-// (the zero Time, as for ""), or a time as parseWhen reads it, which must not have
-// passed, since the item would never work.
+// (the zero Time, the flag's default), or a time as parseWhen reads it, which must not
+// have passed, since the item would never work.
 func parseExpires(v, what string) (time.Time, error) {
 	if v == never {
 		return time.Time{}, nil
@@ -367,11 +371,15 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			err error
 		)
 		if identity.IsMadeKey(args[1]) { // never quoted, as parseWhen's error would
-			return fmt.Errorf("%w: keys expire: WHEN is an API key: give KEY, then WHEN", errUsage)
+			first := "KEY"
+			if strings.HasPrefix(fs.Name(), "accounts ") {
+				first = "NAME"
+			}
+			return fmt.Errorf("%w: WHEN is an API key: give %s, then WHEN", usageOf(fs), first)
 		}
 		if args[1] != never {
 			if at, err = parseWhen(args[1], time.Now()); err != nil {
-				return fmt.Errorf("%w: keys expire: %w", errUsage, err)
+				return fmt.Errorf("%w: %w", usageOf(fs), err)
 			}
 		}
 		var (
@@ -442,10 +450,10 @@ func setPlanFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 
 func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule of the key's own, NAME:CAPACITY:RATE or NAME:LIMIT:PERIOD[@DAY] (repeatable): replaces the key's rule of that name, or adds one")
+	fs.Var(&rules, "rule", "a rule of the key's own, "+ruleFlagForms+" (repeatable): replaces the key's rule of that name, or adds one")
 	return func(e env, t *keyTable, args []string) error {
 		if len(rules) == 0 {
-			return fmt.Errorf("%w: keys override: give at least one --rule", errUsage)
+			return fmt.Errorf("%w: give at least one --rule", usageOf(fs))
 		}
 		id := args[0]
 		var rec registry.Record
@@ -573,6 +581,11 @@ func listItems(fs *flag.FlagSet, accounts bool) func(env, *keyTable, []string) e
 		if unchecked != nil { // the items are still worth listing
 			fmt.Fprintf(e.stderr, "warning: the items are not checked against the plans: %v\n", unchecked)
 		}
+		for _, it := range items {
+			if it.madeKey != "" {
+				noteMadeKey(e, it)
+			}
+		}
 		if *asJSON {
 			out := make([]itemJSON, len(items))
 			for i, it := range items {
@@ -582,6 +595,20 @@ func listItems(fs *flag.FlagSet, accounts bool) func(env, *keyTable, []string) e
 		}
 		return writeList(e.stdout, items)
 	}
+}
+
+// noteMadeKey says on stderr what to do with it, a tenant whose key is an API key
+// bucketgate made (a CLI of an earlier release wrote one, or a hand), whose item
+// holds the key: delete it, and register the tenant again by the key's digest, as a
+// service names it now.
+func noteMadeKey(e env, it listed) {
+	again := "bucketgate keys create --tenant " + it.madeKey + " --plan " + cmp.Or(it.rec.Plan, "PLAN")
+	for _, r := range it.rec.Rules {
+		r.Shadow = false // assess's mark
+		again += " --rule " + rulesText([]bucketgate.Rule{r})
+	}
+	fmt.Fprintf(e.stderr, "note: %s is a tenant whose key is an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item (its %s begins %s%s: the DynamoDB console, or aws dynamodb delete-item), and to keep the tenant, register it by the key's digest, as a service names it now: %s\n",
+		it.rec.ID, registry.KeyAttribute, bucketgate.TenantPrefix, identity.MadeKeyPrefix, again)
 }
 
 // andItsKeys is ", and every key of it," for the item id of an account, else "".

@@ -254,6 +254,11 @@ func TestKeysBadInput(t *testing.T) {
 		{"duplicate rule", exitUsage, `name "q" given twice`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1", "--rule", "q:5:1"}},
 		{"override with a rule twice", exitUsage, `"q:5:1": name "q" given twice: give each rule once`, []string{"keys", "override", key, "--rule", "q:10:1", "--rule", "q:5:1"}},
 		{"bad expiry", exitUsage, `"tomorrow": want an RFC 3339 time`, []string{"keys", "create", "--plan", "pro", "--expires", "tomorrow"}},
+		// An empty WHEN (a script's unset variable) was never: an expiry removed, a key
+		// meant to expire made without one.
+		{"an empty expiry", exitUsage, `--expires: "": want an RFC 3339 time`, []string{"keys", "create", "--plan", "pro", "--expires", ""}},
+		{"an account's empty expiry", exitUsage, `--expires: "": want an RFC 3339 time`, []string{"accounts", "create", "acme", "--plan", "pro", "--expires="}},
+		{"expire with an empty WHEN", exitUsage, `keys expire: "": want an RFC 3339 time`, []string{"keys", "expire", key, ""}},
 		{"an expiry passed", exitUsage, "--expires 2020-01-31: 2020-01-31T00:00:00Z has passed: the key would never work", []string{"keys", "create", "--plan", "pro", "--expires", "2020-01-31"}},
 		{"unknown key", exitError, "no such item: key:" + bucketgate.KeyDigest("nobody's") + " is not in table", []string{"keys", "revoke", "nobody's"}},
 		{"set an unknown plan", exitError, `unknown plan "gold"`, []string{"keys", "set-plan", key, "gold"}},
@@ -269,7 +274,7 @@ func TestKeysBadInput(t *testing.T) {
 		{"tenant not UTF-8", exitUsage, "--tenant: a tenant key of 4 bytes: want 1 to 1000", []string{"keys", "create", "--plan", "free", "--tenant", "acm\xff"}},
 		{"plan twice", exitUsage, `invalid value "pro" for flag -plan: given twice: give it once`, []string{"keys", "create", "--plan", "free", "--plan", "pro"}},
 		{"expiry twice, apart", exitUsage, "flag -expires: given twice", []string{"keys", "create", "--expires", "30d", "--plan", "free", "--expires=60d"}},
-		{"no table", exitUsage, "no registry table: set REGISTRY_TABLE or --table", []string{"keys", "list", "--table", ""}},
+		{"no table", exitUsage, "no registry table: set REGISTRY_TABLE or --table", []string{"keys", "list"}}, // REGISTRY_TABLE unset below
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -344,6 +349,7 @@ func TestHelp(t *testing.T) {
 			"--table NAME (default: $REGISTRY_TABLE, which must be the stack's\nown when --stack names one, else the output RegistryTableName of the stack)",
 			"--table and --function win when\ngiven; REGISTRY_TABLE and CHECK_FUNCTION must name the stack's own",
 			"(default: $CHECK_FUNCTION, else the output OperatorFunctionName of the stack of --stack,\nor CheckFunctionName for a stack without one, else bucketgate-operator)",
+			"or a concurrency rule, NAME:N:concurrent, at most N requests\nin flight", // of keys, and of accounts "as for keys"
 		} {
 			if code != exitOK || !strings.Contains(stdout.String(), want) || stderr.Len() != 0 {
 				t.Fatalf("bucketgate %v: exit %d, want %q in\n%s\n%s", args, code, want, &stdout, &stderr)
@@ -562,7 +568,8 @@ func TestFreeTextStaysOnItsLine(t *testing.T) {
 }
 
 // --expires of a new key or account takes never, its default, as keys expire and
-// accounts expire take it: a script passing one WHEN to both was refused at create.
+// accounts expire take it: a script passing one WHEN to both was refused at create. An
+// empty one (a script's unset variable) is refused, not taken for never.
 func TestParseExpires(t *testing.T) {
 	tests := []struct {
 		name, in string
@@ -570,7 +577,7 @@ func TestParseExpires(t *testing.T) {
 		err      string
 	}{
 		{"never", "never", true, ""},
-		{"the default", "", true, ""},
+		{"empty", "", false, `"": want an RFC 3339 time`},
 		{"days", "30d", false, ""},
 		{"passed", "2020-01-31", false, "2020-01-31T00:00:00Z has passed: the key would never work"},
 		{"words", "tomorrow", false, `"tomorrow": want an RFC 3339 time`},

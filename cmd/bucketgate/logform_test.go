@@ -99,3 +99,56 @@ func TestBucketsTakeATenantAsTheLogsNameIt(t *testing.T) {
 		t.Fatalf("buckets show %s without a table: exit %d\n%s%s\nwant its buckets, with a note that no table tells", other, code, stdout, stderr)
 	}
 }
+
+// A tenant whose key is an API key bucketgate made (tenant:bg_..., which a CLI wrote
+// before such a key was refused as a tenant's, or written by hand), which no function
+// looks up any more (the check function refuses the key), never has its key printed or
+// sent: keys list names it by the key's digest, with a note on stderr saying to delete
+// the item and to register the tenant again by that digest; and tenant:<digest> is not
+// taken for it (keys show printed the key, buckets show sent it to the check function,
+// which refused it), but for the tenant of that digest; config put does not refuse a
+// document for leaving it without its plan (naming it by its key).
+func TestTenantOfAMadeKey(t *testing.T) {
+	d, _ := newDeployment(t)
+	key, err := newKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := bucketgate.KeyDigest(key)
+	d.put(map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "tenant:" + key}, "plan": &types.AttributeValueMemberS{Value: "gold"}})
+	d.ok("keys", "create", "--tenant", "acme-svc", "--plan", "basic")
+	shown := "tenant:bg_... (digest " + digest + ")"
+	note := "note: " + shown + " is a tenant whose key is an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item"
+	again := "bucketgate keys create --tenant " + digest + " --plan gold"
+	tests := []struct {
+		name           string
+		args           []string
+		code           int
+		stdout, stderr []string // what each holds
+	}{
+		{"keys list", []string{"keys", "list"}, exitOK, []string{shown + "  gold ", "\ntenant:acme-svc "}, []string{note, again}},
+		{"keys list --json", []string{"keys", "list", "--json"}, exitOK, []string{`"id": "` + shown + `"`, `"id": "tenant:acme-svc"`}, []string{note, again}},
+		{"keys show by the digest", []string{"keys", "show", "tenant:" + digest}, exitError, nil, []string{"tenant:" + digest + " is not in table " + table + ", nor the digest of a tenant's key in it"}},
+		{"buckets show by the digest", []string{"buckets", "show", "tenant:" + digest}, exitOK, []string{"identity    tenant:" + digest + "\n"}, []string{"note: no registered tenant's key is " + digest}},
+		// No function reads the item: a document without its plan leaves no tenant without one.
+		{"config put without its plan", []string{"config", "put", file(t, "basic.yaml", "defaultPlan: basic\nplans:\n  basic: [{name: burst, capacity: 5, refillPerSecond: 0.001}]\n")}, exitOK, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := d.run(tc.args...)
+			ok := code == tc.code && !strings.Contains(stdout+stderr, key)
+			for _, want := range tc.stdout {
+				ok = ok && strings.Contains(stdout, want)
+			}
+			for _, want := range tc.stderr {
+				ok = ok && strings.Contains(stderr, want)
+			}
+			if !ok {
+				t.Fatalf("bucketgate %s: exit %d\n%s%s\nwant exit %d, never the key, stdout with %q, stderr with %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+	if payloads := d.check.payloads.String(); strings.Contains(payloads, key) {
+		t.Fatalf("the key went to the check function:\n%s", payloads)
+	}
+}

@@ -36,7 +36,7 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if !strings.HasPrefix(id, bucketgate.KeyPrefix) {
 			return fmt.Errorf("%w: keys roll: %s is a check function tenant: only an API key rolls", errUsage, id)
 		}
-		if *account != "" {
+		if isSet(fs, "account") { // given empty too (an unset variable), not taken for key-<digest>
 			if *account, err = parseAccountName("--account", *account); err != nil {
 				return err
 			}

@@ -42,7 +42,9 @@ names a deployed bucketgate stack: a command that needs the registry table or th
 operator function and is not given it reads it from the stack's outputs ` + outputTable + ` and
 ` + outputOperatorName + ` (CloudFormation DescribeStacks, once per run). --table and --function win when
 given; REGISTRY_TABLE and CHECK_FUNCTION must name the stack's own (a usage error
-otherwise). AWS_ENDPOINT_URL_CLOUDFORMATION points it at another endpoint.
+otherwise). AWS_ENDPOINT_URL_CLOUDFORMATION points it at another endpoint. --stack,
+--table and --function given empty (--stack "$S" of an unset S) are a usage error, never
+taken as not given.
 `
 
 // stack is the deployed stack of a run, read from CloudFormation on first need and

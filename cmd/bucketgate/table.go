@@ -599,8 +599,10 @@ func (t *keyTable) get(ctx context.Context, id string) (registry.Record, error) 
 
 // tenantItem returns id, the id of an item, or when id is tenant:<digest> (a tenant as
 // the functions' log lines name it: bucketgate.LogForm) and the table holds no item of
-// that id, the id of the tenant whose key has that digest, which it scans the table for;
-// an error wrapping errNoItem when there is none.
+// that id, the id of the tenant whose key has that digest, which it scans the table for
+// (never one whose key is an API key bucketgate made, which no function looks up, and
+// whose key would be printed or sent: keys list notes it); an error wrapping errNoItem
+// when there is none.
 func (t *keyTable) tenantItem(ctx context.Context, id string) (string, error) {
 	digest, ok := strings.CutPrefix(id, bucketgate.TenantPrefix)
 	if !ok || !bucketgate.ValidDigest(digest) {
@@ -617,7 +619,11 @@ func (t *keyTable) tenantItem(ctx context.Context, id string) (string, error) {
 			return "", t.explain(err, "")
 		}
 		for _, it := range page.Items {
-			if other, _ := it[registry.KeyAttribute].(*types.AttributeValueMemberS); other != nil && bucketgate.LogForm(other.Value) == id {
+			other, _ := it[registry.KeyAttribute].(*types.AttributeValueMemberS)
+			if other == nil || bucketgate.LogForm(other.Value) != id {
+				continue
+			}
+			if _, made := madeKeyDigest(other.Value); !made {
 				return other.Value, nil
 			}
 		}
@@ -650,6 +656,9 @@ type listed struct {
 	accountStatus string
 	err           error
 	unread        bool
+	// madeKey is, for a tenant whose key is an API key bucketgate made, the key's digest:
+	// rec.ID is its shownID.
+	madeKey string
 }
 
 // status is the status of it as printed: statusUnreadable for an item that cannot be
@@ -692,7 +701,9 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 				unreadable[name] = err
 			}
 			if isAccount == accounts {
-				items = append(items, listed{rec: rec, plan: rec.Plan, err: err, unread: err != nil})
+				madeKey, _ := madeKeyDigest(rec.ID)
+				rec.ID = shownID(rec.ID)
+				items = append(items, listed{rec: rec, plan: rec.Plan, err: err, unread: err != nil, madeKey: madeKey})
 			}
 		}
 	}

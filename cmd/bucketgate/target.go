@@ -72,14 +72,32 @@ func parseTarget(arg string, src sources) (target, error) {
 // digest>, the tenant a service names by the key's digest, saying so on stderr: the key
 // itself leaves the terminal in no request.
 func madeTenant(e env, arg string) string {
-	key, ok := strings.CutPrefix(arg, bucketgate.TenantPrefix)
-	if !ok || !identity.IsMadeKey(key) {
+	digest, ok := madeKeyDigest(arg)
+	if !ok {
 		return arg
 	}
-	digest := bucketgate.KeyDigest(key)
 	fmt.Fprintf(e.stderr, "note: tenant:%s... is an API key bucketgate made, which no tenant's key is (the check function refuses it): taken as tenant:%s, the tenant named by the key's digest (the API key itself is key:%s)\n",
 		identity.MadeKeyPrefix, digest, digest)
 	return bucketgate.TenantPrefix + digest
+}
+
+// madeKeyDigest returns, for tenant:<key> whose key is an API key bucketgate made, the
+// key's digest.
+func madeKeyDigest(id string) (string, bool) {
+	key, ok := strings.CutPrefix(id, bucketgate.TenantPrefix)
+	if !ok || !identity.IsMadeKey(key) {
+		return "", false
+	}
+	return bucketgate.KeyDigest(key), true
+}
+
+// shownID is id, the id of an item, as printed: for a tenant whose key is an API key
+// bucketgate made (madeKeyDigest), tenant:bg_... and the key's digest, never the key.
+func shownID(id string) string {
+	if digest, ok := madeKeyDigest(id); ok {
+		return bucketgate.TenantPrefix + identity.MadeKeyPrefix + "... (digest " + digest + ")"
+	}
+	return id
 }
 
 // identityTarget names the identity id.

@@ -34,7 +34,7 @@ buckets does (--function, --stack).
 func runUsage(e env, args []string) error {
 	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	function := fs.String("function", "", "the operator function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputOperatorName+", else "+defaultCheckFunction+")")
+	function := nameFlag(fs, "function", "the operator function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputOperatorName+", else "+defaultCheckFunction+")")
 	e.addStack(fs)
 	from := fs.String("from", "", "the first day, YYYY-MM-DD (default: --to)")
 	to := fs.String("to", "", "the last day, YYYY-MM-DD (default: today, UTC)")
@@ -45,9 +45,9 @@ func runUsage(e env, args []string) error {
 		return err
 	}
 	if *asJSON && *asCSV {
-		return fmt.Errorf("%w: usage: --json or --csv, not both", errUsage)
+		return fmt.Errorf("%w: --json or --csv, not both", errUsage)
 	}
-	if _, _, err := namedFunction(e, *function); err != nil {
+	if _, _, err := namedFunction(e, string(*function)); err != nil {
 		return err
 	}
 	if err := checkDays(*from, *to); err != nil {
@@ -64,7 +64,7 @@ func runUsage(e env, args []string) error {
 	}
 	req := t.req
 	req.Op, req.From, req.To = checkapi.OpUsage, *from, *to
-	op, err := operatorOf(e, st, *function)
+	op, err := operatorOf(e, st, string(*function))
 	if err != nil {
 		return err
 	}
@@ -125,11 +125,11 @@ func checkDays(from, to string) error {
 		}
 		var err error
 		if days[i], err = check.ParseDay(d.day); err != nil {
-			return fmt.Errorf("%w: usage: %s %w", errUsage, d.flag, err)
+			return fmt.Errorf("%w: %s %w", errUsage, d.flag, err)
 		}
 	}
 	if from != "" && to != "" && days[0].After(days[1]) {
-		return fmt.Errorf("%w: usage: --from %s is after --to %s: the days are reversed", errUsage, from, to)
+		return fmt.Errorf("%w: --from %s is after --to %s: the days are reversed", errUsage, from, to)
 	}
 	return nil
 }

@@ -43,17 +43,19 @@ func TestUsageCommand(t *testing.T) {
 	if csv := d.ok("usage", "--csv", "--from", yesterday, key); csv != "date,allowed,limited,cost\n"+yesterday+",0,0,0\n"+today+",3,0,3\n" {
 		t.Fatalf("usage --csv:\n%s", csv)
 	}
-	d.fails(exitUsage, "usage: --json or --csv, not both", "usage", "--json", "--csv", key)
-	d.fails(exitUsage, "usage: want 1 argument(s), got 0", "usage")
+	// The group's usage errors name it once: it is what they begin with.
+	d.fails(exitUsage, "bucketgate: usage: --json or --csv, not both\n", "usage", "--json", "--csv", key)
+	d.fails(exitUsage, "bucketgate: usage: want 1 argument(s), got 0\n", "usage")
+	d.fails(exitUsage, "bucketgate: usage: flag provided but not defined: -day\n", "usage", "--day", "2026-01-01", key)
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"a month 13", []string{"--from", "2026-13-01"}, `usage: --from "2026-13-01": want a day as YYYY-MM-DD, such as 2026-11-25`},
-		{"a day unpadded", []string{"--to", "2026-1-5"}, `usage: --to "2026-1-5": want a day as YYYY-MM-DD`},
-		{"a time", []string{"--to", today + "T00:00:00Z"}, `usage: --to "` + today + `T00:00:00Z": want a day as YYYY-MM-DD`},
-		{"reversed", []string{"--from", today, "--to", yesterday}, "usage: --from " + today + " is after --to " + yesterday + ": the days are reversed"},
+		{"a month 13", []string{"--from", "2026-13-01"}, `bucketgate: usage: --from "2026-13-01": want a day as YYYY-MM-DD, such as 2026-11-25`},
+		{"a day unpadded", []string{"--to", "2026-1-5"}, `bucketgate: usage: --to "2026-1-5": want a day as YYYY-MM-DD`},
+		{"a time", []string{"--to", today + "T00:00:00Z"}, `bucketgate: usage: --to "` + today + `T00:00:00Z": want a day as YYYY-MM-DD`},
+		{"reversed", []string{"--from", today, "--to", yesterday}, "bucketgate: usage: --from " + today + " is after --to " + yesterday + ": the days are reversed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d.t = t

@@ -714,6 +714,42 @@ func TestMalformedIDReadsNoRegistry(t *testing.T) {
 	}
 }
 
+// TestForgedClaimsReadNoRegistryInTheAuthorizer: the authorizer's Settle (the
+// middleware's Settle, Cancel and Release) checks an id's signature before it follows
+// its claims, as the check function does: a forged id reads no registry, and its
+// refusal says nothing of where its claims lead.
+func TestForgedClaimsReadNoRegistryInTheAuthorizer(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	id := b.reserve(t, "alice")
+	raw, _ := bucket.Claims(id)
+	c, err := claims.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := "key:" + bucketgate.KeyDigest("bob")
+	for _, tc := range []struct {
+		name   string
+		claims claims.Claims
+	}{
+		{"another account's key", claims.Claims{Identity: "acct:guess", Key: bob, Route: c.Route}},
+		{"a key not registered", claims.Claims{Identity: "key:" + bucketgate.KeyDigest("nobody"), Route: c.Route}},
+		{"a route not there", claims.Claims{Identity: "key:" + bucketgate.KeyDigest("carol"), Route: "0123456789abcdef"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			auth := *b.auth // a cold cache: every lookup reads
+			auth.Config = registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+			before := b.src.Reads()
+			_, err := auth.Settle(context.Background(), withClaims(t, id, tc.claims.String()), bucketgate.OpSettle, 1)
+			if !errors.Is(err, bucketgate.ErrConflict) || strings.Contains(err.Error(), "acme") || strings.Contains(err.Error(), "registered") || strings.Contains(err.Error(), "configuration") {
+				t.Fatalf("Settle: %v, want a conflict that says nothing of where the claims lead", err)
+			}
+			if got := b.src.Reads() - before; got != 0 {
+				t.Fatalf("%d registry reads, want none", got)
+			}
+		})
+	}
+}
+
 // TestHoldByPlanAfterThePlanChanged: a release by key and plan (or by the key's
 // registry plan) after the plan dropped its concurrency rule, and a settle or a cancel
 // after it dropped its buckets and quotas, is the conflict a release or a settle by

@@ -40,7 +40,10 @@ func (e *InvalidRequestError) Error() string {
 // (the RequestID was decided before) of an admission whose lease had expired by the
 // client's clock: the replay answers the first decision again, lease and all, but a
 // lease past its ExpiresAt holds no slot, and another request may hold it meanwhile.
-// Nothing was decided or written; acquiring again needs a new RequestID.
+// Nothing was decided or written; acquiring again needs a new RequestID. A lease
+// released since holds no slot either, though its ExpiresAt is ahead: its replay is
+// answered as the admission, with no error, since neither the function nor the client
+// can tell; send a RequestID again only while its lease is held.
 //
 // ExpiresAt is by Redis's clock, and the answer carries no time of Redis's to judge it
 // by (a replay's figures are all the first decision's), so a client's clock apart from

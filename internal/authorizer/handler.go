@@ -78,6 +78,10 @@ type Guard interface {
 	// FailOpen reports whether requests Redis (or the registry) cannot decide are
 	// allowed, degraded.
 	FailOpen() bool
+	// Signed reports whether id is a reservation's (or, lease true, a lease's) id the
+	// limiter signed for identity: nil, an error wrapping bucketgate.ErrConflict, or
+	// Redis's failure to give the secret.
+	Signed(ctx context.Context, identity, id string, lease bool) error
 }
 
 // Configuration gives each invocation what it is decided by: the configuration

@@ -28,6 +28,8 @@ func (d fixedGuard) Fallback(bucketgate.Request, guard.Failure, error) guard.Res
 
 func (d fixedGuard) FailOpen() bool { return false }
 
+func (d fixedGuard) Signed(context.Context, string, string, bool) error { return nil }
+
 // stubAllowed is what fixedGuard answers in BenchmarkHandlerOverhead: an admission
 // as Redis would give it, with a latency for the metrics.
 var stubAllowed = fixedGuard{

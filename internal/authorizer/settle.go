@@ -39,6 +39,12 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	v, refresh := h.Config.Current(ctx)
 	refresh.Observe(&inv)
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
+	// The signature first: the claims of an id the limiter did not sign lead nowhere, no
+	// registry read. (Redis not giving the secret, the lookup and the decision meet it.)
+	if err := h.Guard.Signed(ctx, c.Identity, reservation, op == bucketgate.OpRelease); errors.Is(err, bucketgate.ErrConflict) {
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
+		return guard.Result{}, err
+	}
 	l, who, err := claims.Resolve(ctx, v, c, op)
 	who.Observe(&inv)
 	q := bucketgate.Request{Identity: c.Identity, Rules: l.Rules, Op: op, Cost: actual, ID: reservation}

@@ -142,7 +142,8 @@ func (r reservation) id(kind string, secret []byte, identity string) string {
 }
 
 // parseID reads q's id of kind, made under secret for q's identity and for rules of
-// which q still has one at least (or, an id of idVersion2, for q's very rules); its
+// which q still has one at least (any rules when q has none: Limiter.Signed asks for
+// the signature alone; an id of idVersion2, for q's very rules); its
 // error wraps ErrConflict for any other, and says so of an id of the other kind
 // (MisplacedID).
 func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, error) {
@@ -166,7 +167,7 @@ func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, err
 	if !ok || !r.fits(kind == kindLease) {
 		return reservation{}, refused // signed, so never: but bounds are checked where read
 	}
-	if _, shared := r.skipOf(q.Rules); !shared {
+	if _, shared := r.skipOf(q.Rules); !shared && q.Rules != nil { // no rules: Signed's
 		return reservation{}, refused
 	}
 	return r, nil

@@ -257,6 +257,32 @@ func (s *secrets) keep(k keptSecret) {
 	}
 }
 
+// Signed returns nil when id, a reservation's id (or, lease true, a lease's), is one
+// this limiter signed for identity, whatever rules it prints, or when only a request's
+// rules can tell (an id of idVersion2, whose MAC covers their names); an error wrapping
+// ErrConflict when it is not (verified as verify does, Redis's secrets read again once
+// at a refusal), or the error of reading the secret. A settle or a release by the id
+// alone asks it before it follows the id's claims, so that an id the limiter did not
+// make reads no registry, and its refusal says nothing of where its claims lead.
+func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) error {
+	if _, _, v2, ok := cutID(id); ok && v2 {
+		return nil
+	}
+	c, err := l.redis(ctx)
+	if err != nil {
+		return fmt.Errorf("bucket secret: %w", err)
+	}
+	if _, err := l.secretOf(ctx, c); err != nil {
+		return err
+	}
+	kind := kindReservation
+	if lease {
+		kind = kindLease
+	}
+	_, err = l.verify(ctx, c, kind, bucketgate.Request{Identity: identity, ID: id})
+	return err
+}
+
 // verify reads q's id of kind, made for q's identity and rules (see parseID) under a
 // secret l holds: the one that signs, then those it keeps. An id refused under all of
 // them makes l read Redis's secrets again (RefusedRecheck), and is verified once more

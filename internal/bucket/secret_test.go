@@ -547,3 +547,38 @@ func TestSecretKeptPastAFastClock(t *testing.T) {
 	f.reserve(fast)                                                                   // keeps its own, by its clock
 	f.settles("an instance started later, of a's old id", f.instance(), old)
 }
+
+// TestSigned: Signed tells an id the limiter (any instance of the fleet) signed for an
+// identity, whatever rules it prints, from any other: another identity's, the other
+// kind's, one altered or made up, each a conflict; an id of the previous format, whose
+// MAC covers the rules of the request, is left to the settle that names them.
+func TestSigned(t *testing.T) {
+	f := newSecretFleet(t)
+	first := f.instance()
+	id := f.reserve(first)
+	forged := id[:len(id)-1] + "A"
+	if forged == id {
+		forged = id[:len(id)-1] + "B"
+	}
+	for _, tc := range []struct {
+		name, identity, id string
+		lease              bool
+		conflict           bool
+	}{
+		{"its own", "a", id, false, false},
+		{"another identity's", "b", id, false, true},
+		{"a reservation's as a lease", "a", id, true, true},
+		{"altered", "a", forged, false, true},
+		{"made up", "a", "r3.AAAA.AAAAAAAAAAAAAAAAAAAAAA", false, true},
+		{"of the previous format", "a", "r2.AAAA.AAAAAAAAAAAAAAAAAAAAAA", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for who, l := range map[string]*bucket.Limiter{"the signer": first, "another instance": f.instance()} {
+				err := l.Signed(context.Background(), tc.identity, tc.id, tc.lease)
+				if tc.conflict != errors.Is(err, bucketgate.ErrConflict) || !tc.conflict && err != nil {
+					t.Errorf("%s: Signed = %v, want a conflict: %v", who, err, tc.conflict)
+				}
+			}
+		})
+	}
+}

@@ -28,8 +28,8 @@ func byReservation(m map[string][]byte) bool {
 // leaves c.refused set (a conflict: not an id the limiter made to be settled by
 // itself), and nothing is decided, nor is the registry read: an id not spelled whole
 // as the limiter writes one (its MAC's length, its payload's figures) carries none.
-// Its MAC is checked after the lookup, by the engine: it covers the rules, which the
-// registry's plan and the route give, so a forged id of the right shape costs a lookup. The signed id is the capability: it settles or
+// resolveBearers has its MAC checked before any lookup (an id of the previous format,
+// whose MAC covers the rules the lookup gives, after it). The signed id is the capability: it settles or
 // cancels its own reservation, or releases its own lease, and nothing else (a check, a
 // peek, a refund or a reset names a key or an identity).
 func parseByReservation(path string, m map[string][]byte) (check, error) {
@@ -58,10 +58,7 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 	if err := parseHold(path, m, &c.req); err != nil {
 		return check{}, err
 	}
-	name := fieldReservation
-	if op == bucketgate.OpRelease {
-		name = fieldLease
-	}
+	name := idField(op)
 	if err := bucket.MisplacedID(c.req.ID, op == bucketgate.OpRelease); err != nil { // before its route says what it cannot
 		c.refused = fmt.Errorf("%s: %w", field(path, name), err)
 		return c, nil
@@ -83,9 +80,13 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 // bucketgate.ErrConflict, naming the check, for an id the limiter did not make to be
 // settled by itself, or whose claims no longer lead where they led (the key revoked or
 // moved, the route gone): nothing is then decided, and the reservation stays charged at
-// its estimate. A check whose lookup failed keeps the error, for the failure policy. The
-// lookups of a batch run concurrently, as its tenants' do (lookupEach).
-func resolveBearers(ctx context.Context, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {
+// its estimate. Each id's signature is checked with g first (Signed), so that the
+// claims of an id the limiter did not make are followed nowhere: no registry read, and
+// no refusal that tells whether a key is registered, or of which account. (Redis not
+// giving the secret, the lookup and the engine's decision follow, which meet it.) A
+// check whose lookup failed keeps the error, for the failure policy. The lookups of a
+// batch run concurrently, as its tenants' do (lookupEach).
+func resolveBearers(ctx context.Context, g Guard, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {
 	for _, c := range checks {
 		if c.refused != nil {
 			return c.refused
@@ -98,6 +99,14 @@ func resolveBearers(ctx context.Context, v registry.View, checks []check, batch 
 	}
 	answers := make([]answer, len(checks))
 	needs := func(c check) bool { return c.bearer && c.lookupErr == nil }
+	for i, c := range checks {
+		if !needs(c) {
+			continue
+		}
+		if err := g.Signed(ctx, c.req.Identity, c.req.ID, c.req.Op == bucketgate.OpRelease); errors.Is(err, bucketgate.ErrConflict) {
+			return fmt.Errorf("%s: %w", field(bearerPath(batch, i), idField(c.req.Op)), err)
+		}
+	}
 	lookupEach(checks, needs, func(i int) {
 		answers[i].l, answers[i].e, answers[i].err = claims.Resolve(ctx, v, checks[i].claims, checks[i].req.Op)
 	})
@@ -111,18 +120,10 @@ func resolveBearers(ctx context.Context, v registry.View, checks []check, batch 
 		if !needs(*c) {
 			continue
 		}
-		path := ""
-		if batch {
-			path = index(fieldChecks, i)
-		}
-		name := fieldReservation
-		if c.req.Op == bucketgate.OpRelease {
-			name = fieldLease
-		}
 		l, e, err := answers[i].l, answers[i].e, answers[i].err
 		switch {
 		case errors.Is(err, bucketgate.ErrConflict):
-			return fmt.Errorf("%s: %w", field(path, name), err)
+			return fmt.Errorf("%s: %w", field(bearerPath(batch, i), idField(c.req.Op)), err)
 		case err != nil:
 			c.lookupErr = err
 			continue
@@ -130,4 +131,21 @@ func resolveBearers(ctx context.Context, v registry.View, checks []check, batch 
 		c.plan, c.req.Rules, c.account, c.owner = l.Plan, l.Rules, e.Account, e.Owner
 	}
 	return nil
+}
+
+// bearerPath is the path of the check at index i: its index in a batch, else none.
+func bearerPath(batch bool, i int) string {
+	if batch {
+		return index(fieldChecks, i)
+	}
+	return ""
+}
+
+// idField is the field that holds the id of a check by op: lease for a release, else
+// reservation.
+func idField(op bucketgate.Op) string {
+	if op == bucketgate.OpRelease {
+		return fieldLease
+	}
+	return fieldReservation
 }

@@ -235,7 +235,7 @@ func TestSettleByReservationNamesTheAccount(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			checks, batch, err := parse(settlePayload(b.reserve(t, tc.key), 500), v.Config, b.check.h.Identities)
 			if err == nil {
-				err = resolveBearers(t.Context(), v, checks, batch, &telemetry.Invocation{})
+				err = resolveBearers(t.Context(), b.check.h.Guard, v, checks, batch, &telemetry.Invocation{})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -656,20 +656,31 @@ func reshaped(t *testing.T, id string, est, expiry uint64) string {
 	return parts[0] + "." + base64.RawURLEncoding.EncodeToString(p) + "." + parts[2]
 }
 
-// TestMalformedIDReadsNoRegistry: the MAC of an id covers the rules its claims lead to,
-// so only an id spelled as the limiter writes one can send the function to the
-// registry; one that is not (a MAC of another length or alphabet, an estimate, ttl or
-// expiry no limiter writes) is a conflict before any read, however well formed its
-// claims. A forged MAC of the right shape still reads (the rules are needed to check
-// it) and is refused after.
+// TestMalformedIDReadsNoRegistry: only an id the limiter signed sends the function to
+// the registry; one that is not spelled as the limiter writes one (a MAC of another
+// length or alphabet, an estimate, ttl or expiry no limiter writes), or whose MAC is
+// not the limiter's, is a conflict before any read, however well formed its claims.
+// So a service that may settle cannot learn from a forged id's refusal whether a key
+// is registered, of which account, or whether a route is there: every such refusal is
+// the same, and names none of them.
 func TestMalformedIDReadsNoRegistry(t *testing.T) {
 	b := newBearerFixture(t, llmConfig)
 	id := b.reserve(t, "alice")
+	raw, _ := bucket.Claims(id)
+	c, err := claims.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lease, _ := b.authorize(t, "carol", "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
+	bob := "key:" + bucketgate.KeyDigest("bob")
 	for _, tc := range []struct {
 		name, payload string
 		reads         int
 	}{
+		{"claims of another account's key", string(settlePayload(withClaims(t, id, claims.Claims{Identity: "acct:guess", Key: bob, Route: c.Route}.String()), 1)), 0},
+		{"claims of a key not registered", string(settlePayload(withClaims(t, id, claims.Claims{Identity: "key:" + bucketgate.KeyDigest("nobody"), Route: c.Route}.String()), 1)), 0},
+		{"claims of a route not there", string(settlePayload(withClaims(t, id, claims.Claims{Identity: "key:" + bucketgate.KeyDigest("carol"), Route: "0123456789abcdef"}.String()), 1)), 0},
+		{"a lease's claims altered", fmt.Sprintf(`{"op":"release","lease":%q}`, withClaims(t, lease, claims.Claims{Identity: "acct:guess", Key: bob, Route: c.Route}.String())), 0},
 		{"a MAC cut short", string(settlePayload(id[:len(id)-1], 1)), 0},
 		{"a MAC too long", string(settlePayload(id+"AAAA", 1)), 0},
 		{"a MAC not base64url", string(settlePayload(id[:len(id)-1]+"!", 1)), 0},
@@ -678,7 +689,7 @@ func TestMalformedIDReadsNoRegistry(t *testing.T) {
 		{"an expiry before 1970", string(settlePayload(reshaped(t, id, 400, 1<<63), 1)), 0},
 		{"a lease with an estimate", fmt.Sprintf(`{"op":"release","lease":%q}`, reshaped(t, lease, 1, 1<<40)), 0},
 		{"a lease with a ttl", fmt.Sprintf(`{"op":"release","lease":%q}`, reshaped(t, lease, 1<<32, 1<<40)), 0},
-		{"a forged MAC of the right shape", string(settlePayload(forged(id), 1)), 1},
+		{"a forged MAC of the right shape", string(settlePayload(forged(id), 1)), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, b.client, nil, guard.Options{}) // a cold cache: every lookup reads
@@ -686,8 +697,12 @@ func TestMalformedIDReadsNoRegistry(t *testing.T) {
 			f.h.OperatorFunction = "bucketgate-operator"
 			before := b.src.Reads()
 			_, err := f.invoke([]byte(tc.payload))
-			if fe := functionError(t, err); fe.Type != checkapi.ErrorTypeConflict {
+			fe := functionError(t, err)
+			if fe.Type != checkapi.ErrorTypeConflict {
 				t.Fatalf("%+v: want a conflict", fe)
+			}
+			if strings.Contains(fe.Message, "acme") || strings.Contains(fe.Message, "registered") || strings.Contains(fe.Message, "configuration") {
+				t.Fatalf("%q: it says where the forged claims lead", fe.Message)
 			}
 			if got := b.src.Reads() - before; got != tc.reads {
 				t.Fatalf("%d registry reads, want %d", got, tc.reads)
@@ -696,6 +711,42 @@ func TestMalformedIDReadsNoRegistry(t *testing.T) {
 	}
 	if got := b.tokens(t, "key:"+bucketgate.KeyDigest("alice"), llmRule, "tokens"); got != 600 {
 		t.Fatalf("after the refusals: %d tokens, want 600: the estimate still charged, nothing else written", got)
+	}
+}
+
+// TestForgedClaimsReadNoRegistryInTheAuthorizer: the authorizer's Settle (the
+// middleware's Settle, Cancel and Release) checks an id's signature before it follows
+// its claims, as the check function does: a forged id reads no registry, and its
+// refusal says nothing of where its claims lead.
+func TestForgedClaimsReadNoRegistryInTheAuthorizer(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	id := b.reserve(t, "alice")
+	raw, _ := bucket.Claims(id)
+	c, err := claims.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := "key:" + bucketgate.KeyDigest("bob")
+	for _, tc := range []struct {
+		name   string
+		claims claims.Claims
+	}{
+		{"another account's key", claims.Claims{Identity: "acct:guess", Key: bob, Route: c.Route}},
+		{"a key not registered", claims.Claims{Identity: "key:" + bucketgate.KeyDigest("nobody"), Route: c.Route}},
+		{"a route not there", claims.Claims{Identity: "key:" + bucketgate.KeyDigest("carol"), Route: "0123456789abcdef"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			auth := *b.auth // a cold cache: every lookup reads
+			auth.Config = registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+			before := b.src.Reads()
+			_, err := auth.Settle(context.Background(), withClaims(t, id, tc.claims.String()), bucketgate.OpSettle, 1)
+			if !errors.Is(err, bucketgate.ErrConflict) || strings.Contains(err.Error(), "acme") || strings.Contains(err.Error(), "registered") || strings.Contains(err.Error(), "configuration") {
+				t.Fatalf("Settle: %v, want a conflict that says nothing of where the claims lead", err)
+			}
+			if got := b.src.Reads() - before; got != 0 {
+				t.Fatalf("%d registry reads, want none", got)
+			}
+		})
 	}
 }
 

@@ -34,6 +34,10 @@ type Guard interface {
 	// Usage reads Redis's clock, then an identity's usage of the UTC days that span
 	// gives for it, both within one deadline.
 	Usage(ctx context.Context, identity string, span func(now time.Time) (first, last time.Time, err error)) ([]bucketgate.DayUsage, error)
+	// Signed reports whether id is a reservation's (or, lease true, a lease's) id the
+	// limiter signed for identity: nil, an error wrapping bucketgate.ErrConflict, or
+	// Redis's failure to give the secret.
+	Signed(ctx context.Context, identity, id string, lease bool) error
 }
 
 // Metrics writes the metrics of one invocation; *telemetry.Emitter is one.
@@ -125,7 +129,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
-	err = resolveBearers(ctx, v, checks, batch, &inv)
+	err = resolveBearers(ctx, h.Guard, v, checks, batch, &inv)
 	if err == nil {
 		results, err = h.decide(ctx, checks, batch)
 	}

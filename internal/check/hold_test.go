@@ -244,3 +244,27 @@ func TestSettleAfterResetGivesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayOfAReleasedLease: a requestId sent again after its lease was released
+// answers the first admission, lease and expiresAt (still ahead) and all, while another
+// request holds the one slot: the replay holds nothing, as docs/check.md says, and
+// nothing tells it from a lease still held.
+func TestReplayOfAReleasedLease(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+	rules := `{"key":"jobs","rules":[{"name":"workers","concurrency":1},` + slowRule + `]`
+	first := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"requestId":"job-1"}`)))
+	f.invokeOK(t, fmt.Appendf(nil, `%s,"op":"release","lease":%q}`, rules, first.Lease))
+	other := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"requestId":"job-2"}`)))
+	if !other.Allowed || other.Lease == "" {
+		t.Fatalf("another job after the release = %+v, want the slot", other)
+	}
+	replay := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"requestId":"job-1"}`)))
+	expires, err := time.Parse(time.RFC3339, replay.ExpiresAt)
+	if !replay.Allowed || !replay.Replayed || replay.Lease != first.Lease || err != nil || !expires.After(time.Now()) {
+		t.Fatalf("the first job again = %+v (%v), want its admission replayed, its lease's expiry ahead", replay, err)
+	}
+	if p := decodeResponse(t, f.invokeOK(t, []byte(rules+`,"cost":0}`))); p.Rules[0].Remaining != 0 {
+		t.Fatalf("peek = %+v: want the one slot held, by the other job alone", p.Rules)
+	}
+}

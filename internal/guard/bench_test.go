@@ -30,6 +30,8 @@ func (stubEngine) Usage(context.Context, string, time.Time, time.Time) ([]bucket
 
 func (stubEngine) Time(context.Context) (time.Time, error) { return epoch, nil }
 
+func (stubEngine) Signed(context.Context, string, string, bool) error { return nil }
+
 func (stubEngine) DecideBatch(_ context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error) {
 	ds, errs := make([]bucketgate.Decision, len(qs)), make([]error, len(qs))
 	for i, q := range qs {

@@ -61,6 +61,7 @@ type limiter interface {
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
 	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
 	Time(ctx context.Context) (time.Time, error)
+	Signed(ctx context.Context, identity, id string, lease bool) error
 }
 
 // DefaultMargin is the Margin of the functions: time enough to answer the invocation
@@ -489,6 +490,20 @@ func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.T
 		return nil, err
 	}
 	return g.next.Usage(ctx, identity, first, last)
+}
+
+// Signed returns nil when id, a reservation's id (or, lease true, a lease's), is one the
+// limiter signed for identity (see bucket.Limiter.Signed), within the one deadline a
+// decision has; an error wrapping bucketgate.ErrConflict when it is not, or Redis's
+// failure to give the secret. It decides nothing: the deny cache and the circuit breaker
+// are neither asked nor told.
+func (g *Guard) Signed(ctx context.Context, identity, id string, lease bool) error {
+	ctx, cancel, _, err := g.callContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return g.next.Signed(ctx, identity, id, lease)
 }
 
 // FailOpen reports whether g allows, degraded, the requests Redis does not decide

@@ -65,6 +65,12 @@ func (c *counting) Usage(ctx context.Context, identity string, first, last time.
 	return c.next.Usage(ctx, identity, first, last)
 }
 
+// Signed counts one call for the verification.
+func (c *counting) Signed(ctx context.Context, identity, id string, lease bool) error {
+	c.calls.Add(1)
+	return c.next.Signed(ctx, identity, id, lease)
+}
+
 // Time counts one call for the read.
 func (c *counting) Time(ctx context.Context) (time.Time, error) {
 	c.calls.Add(1)

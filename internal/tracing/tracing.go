@@ -46,6 +46,7 @@ type limiter interface {
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
 	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
 	Time(ctx context.Context) (time.Time, error)
+	Signed(ctx context.Context, identity, id string, lease bool) error
 }
 
 // Limiter wraps the engine in an X-Ray subsegment per decision. It is safe for
@@ -153,6 +154,11 @@ func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.T
 
 // Time reads Redis's clock with the wrapped engine, untraced: a read of a report's.
 func (l *Limiter) Time(ctx context.Context) (time.Time, error) { return l.next.Time(ctx) }
+
+// Signed verifies id with the wrapped engine, untraced: at most a read of the secret.
+func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) error {
+	return l.next.Signed(ctx, identity, id, lease)
+}
 
 // emit sends the subsegment of one decision, which ran from start to end in trace tr
 // and returned dec and err.

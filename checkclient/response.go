@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bucketgate/bucketgate/checkapi"
-	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/strictjson"
 )
 
@@ -327,7 +327,7 @@ func (c *Client) validate(prefix string, req checkapi.Request) error {
 	if !utf8.ValidString(req.Key) {
 		return c.refuse(prefix + "key: not UTF-8 text: encoding would replace its bytes with U+FFFD and merge it with other keys")
 	}
-	for _, err := range []error{identity.MadeKey(prefix+"key", req.Key), identity.MadeKeyIdentity(prefix+"identity", req.Identity)} {
+	for _, err := range []error{madekey.InKey(prefix+"key", req.Key), madekey.InIdentity(prefix+"identity", req.Identity)} {
 		if err != nil { // refused as the function refuses it, before the key leaves the process
 			return c.refuse(err.Error())
 		}

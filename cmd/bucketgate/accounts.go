@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate"
-	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
@@ -63,7 +63,7 @@ var wantAccountName = fmt.Sprintf("want an account's name: 1 to %d letters, digi
 // in its buckets' Redis keys and in every log line of the account.
 func checkAccountName(what, name string) error {
 	switch {
-	case identity.IsMadeKey(name):
+	case madekey.Is(name):
 		return fmt.Errorf("%w: %s: an API key, not an account's name (keys commands take keys; an account's name is never secret)", errUsage, what)
 	case !bucketgate.ValidAccountName(name):
 		return fmt.Errorf("%w: %s %q: %s", errUsage, what, name, wantAccountName)

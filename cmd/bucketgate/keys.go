@@ -18,7 +18,7 @@ import (
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
 	"github.com/bucketgate/bucketgate/internal/config"
-	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -370,7 +370,7 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			at  time.Time
 			err error
 		)
-		if identity.IsMadeKey(args[1]) { // never quoted, as parseWhen's error would
+		if madekey.Is(args[1]) { // never quoted, as parseWhen's error would
 			first := "KEY"
 			if strings.HasPrefix(fs.Name(), "accounts ") {
 				first = "NAME"
@@ -608,7 +608,7 @@ func noteMadeKey(e env, it listed) {
 		again += " --rule " + rulesText([]bucketgate.Rule{r})
 	}
 	fmt.Fprintf(e.stderr, "note: %s is a tenant whose key is an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item (its %s begins %s%s: the DynamoDB console, or aws dynamodb delete-item), and to keep the tenant, register it by the key's digest, as a service names it now: %s\n",
-		it.rec.ID, registry.KeyAttribute, bucketgate.TenantPrefix, identity.MadeKeyPrefix, again)
+		it.rec.ID, registry.KeyAttribute, bucketgate.TenantPrefix, madekey.Prefix, again)
 }
 
 // andItsKeys is ", and every key of it," for the item id of an account, else "".
@@ -619,14 +619,14 @@ func andItsKeys(id string) string {
 	return ""
 }
 
-// newKey returns a new API key: identity.MadeKeyPrefix and identity.MadeKeyBytes from
+// newKey returns a new API key: madekey.Prefix and madekey.Bytes from
 // crypto/rand, base64url.
 func newKey() (string, error) {
-	b := make([]byte, identity.MadeKeyBytes)
+	b := make([]byte, madekey.Bytes)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("make a key: %w", err)
 	}
-	return identity.MadeKeyPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+	return madekey.Prefix + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // keyID returns the registry id of an API key.
@@ -679,8 +679,8 @@ func checkTenant(key string) error {
 	if key == "" || len(key) > checkapi.MaxKey || !utf8.ValidString(key) {
 		return fmt.Errorf("a tenant key of %d bytes: want 1 to %d bytes of UTF-8 text, as the check function takes its keys", len(key), checkapi.MaxKey)
 	}
-	if identity.IsMadeKey(key) {
-		return fmt.Errorf("a tenant key that is an API key bucketgate made (%s...): the check function refuses it, which would rest in Redis and the registry as it is: name the tenant by the key's digest (printf %%s \"$KEY\" | sha256sum | cut -c1-%d)", identity.MadeKeyPrefix, bucketgate.DigestLen)
+	if madekey.Is(key) {
+		return fmt.Errorf("a tenant key that is an API key bucketgate made (%s...): the check function refuses it, which would rest in Redis and the registry as it is: name the tenant by the key's digest (printf %%s \"$KEY\" | sha256sum | cut -c1-%d)", madekey.Prefix, bucketgate.DigestLen)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 )
 
 // target is whose buckets a buckets command reaches.
@@ -77,7 +78,7 @@ func madeTenant(e env, arg string) string {
 		return arg
 	}
 	fmt.Fprintf(e.stderr, "note: tenant:%s... is an API key bucketgate made, which no tenant's key is (the check function refuses it): taken as tenant:%s, the tenant named by the key's digest (the API key itself is key:%s)\n",
-		identity.MadeKeyPrefix, digest, digest)
+		madekey.Prefix, digest, digest)
 	return bucketgate.TenantPrefix + digest
 }
 
@@ -85,7 +86,7 @@ func madeTenant(e env, arg string) string {
 // key's digest.
 func madeKeyDigest(id string) (string, bool) {
 	key, ok := strings.CutPrefix(id, bucketgate.TenantPrefix)
-	if !ok || !identity.IsMadeKey(key) {
+	if !ok || !madekey.Is(key) {
 		return "", false
 	}
 	return bucketgate.KeyDigest(key), true
@@ -95,7 +96,7 @@ func madeKeyDigest(id string) (string, bool) {
 // bucketgate made (madeKeyDigest), tenant:bg_... and the key's digest, never the key.
 func shownID(id string) string {
 	if digest, ok := madeKeyDigest(id); ok {
-		return bucketgate.TenantPrefix + identity.MadeKeyPrefix + "... (digest " + digest + ")"
+		return bucketgate.TenantPrefix + madekey.Prefix + "... (digest " + digest + ")"
 	}
 	return id
 }

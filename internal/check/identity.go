@@ -8,6 +8,7 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/textcut"
 )
@@ -22,7 +23,7 @@ func parseIdentity(path string, raw []byte, sources identity.Resolver) (id, logg
 	if err != nil {
 		return "", "", err
 	}
-	if err := identity.MadeKeyIdentity(path, id); err != nil { // never quoted: it is a secret
+	if err := madekey.InIdentity(path, id); err != nil { // never quoted: it is a secret
 		return "", "", err
 	}
 	if d, ok := strings.CutPrefix(id, bucketgate.KeyPrefix); ok && bucketgate.ValidDigest(d) {

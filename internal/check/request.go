@@ -11,6 +11,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
@@ -325,7 +326,7 @@ func parseKey(path string, raw []byte) (string, error) {
 	case len(key) > checkapi.MaxKey:
 		return "", fmt.Errorf("%s: %d bytes: want at most %d", path, len(key), checkapi.MaxKey)
 	}
-	if err := identity.MadeKey(path, key); err != nil { // never quoted: it is a secret
+	if err := madekey.InKey(path, key); err != nil { // never quoted: it is a secret
 		return "", err
 	}
 	return key, nil

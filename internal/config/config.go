@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
-	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 )
 
 // Policy values of Document.UnknownKeys (PolicyIP or PolicyRefuse) and
@@ -139,7 +139,7 @@ func (c *Config) Caveats() []string {
 		if n > 1 {
 			entries = fmt.Sprintf("%d entries are API keys", n)
 		}
-		caveats = append(caveats, fmt.Sprintf("tenants: %s bucketgate made (%s..., not shown): the check function refuses such a key, so no check matches it, and the document holds it as a secret: name each such tenant by its key's digest (printf %%s \"$KEY\" | sha256sum | cut -c1-%d), as a service passes it", entries, identity.MadeKeyPrefix, bucketgate.DigestLen))
+		caveats = append(caveats, fmt.Sprintf("tenants: %s bucketgate made (%s..., not shown): the check function refuses such a key, so no check matches it, and the document holds it as a secret: name each such tenant by its key's digest (printf %%s \"$KEY\" | sha256sum | cut -c1-%d), as a service passes it", entries, madekey.Prefix, bucketgate.DigestLen))
 	}
 	return caveats
 }

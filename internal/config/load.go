@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
-	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 )
 
 // Limits on the document, so that no document can exhaust a function's memory or time
@@ -102,7 +102,7 @@ func hideKey(err error) error {
 		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !bucketgate.ValidDigest(name) {
 			fe.shown = "keys"
 		}
-		if id, ok := strings.CutPrefix(fe.path, "tenants."); ok && identity.IsMadeKey(id) {
+		if id, ok := strings.CutPrefix(fe.path, "tenants."); ok && madekey.Is(id) {
 			fe.shown = "tenants"
 		}
 	}
@@ -168,7 +168,7 @@ func compile(d Document) (*Config, error) {
 		if c.tenants[id], err = c.plan("tenants."+id, d.Tenants[id]); err != nil {
 			return nil, err
 		}
-		if identity.IsMadeKey(id) {
+		if madekey.Is(id) {
 			c.madeTenants++
 		}
 	}

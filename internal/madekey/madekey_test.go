@@ -1,10 +1,10 @@
-package identity_test
+package madekey_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 )
 
 // TestIsMadeKey: the shape of the keys bucketgate makes, and near misses.
@@ -23,8 +23,8 @@ func TestIsMadeKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := identity.IsMadeKey(tt.s); got != tt.want {
-				t.Errorf("IsMadeKey: %v, want %v", got, tt.want)
+			if got := madekey.Is(tt.s); got != tt.want {
+				t.Errorf("Is: %v, want %v", got, tt.want)
 			}
 		})
 	}

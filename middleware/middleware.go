@@ -420,8 +420,9 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // ratelimitheaders.HeaderReservation, and in r's context, where another Limiter's
 // Handler inside this one, which replaces the header, leaves it; a request that did not
 // come through this Limiter's Handler is read from the header) at actual tokens, the
-// work's actual cost: what the estimate took beyond it goes back to every rule, or the rest is taken (a bucket may
-// owe up to its capacity). Settling again answers the first outcome. Its error is
+// work's actual cost: what the estimate took beyond it goes back to every rule, or the
+// rest is taken (a bucket may owe up to its capacity). Settling again answers the first
+// outcome. Its error is
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
 // for an id the limiter did not make, or whose key was revoked or moved since, or whose
 // route is gone or has none of its rules left (it stays charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above

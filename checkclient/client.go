@@ -254,7 +254,15 @@ func (c *Client) CancelReservation(ctx context.Context, reservation string) (che
 // mid-stream, or at API Gateway's integration timeout) or whose deadline passed (an
 // http.TimeoutHandler's, a framework's timeout) is settled all the same, within
 // RequestCallTimeout of its own, not left charged at its estimate. To bound it by ctx,
-// call SettleReservation(ctx, ratelimitheaders.Reservation(r), actual).
+// call SettleReservation(ctx, ratelimitheaders.Reservation(r), actual). r's header is
+// the limiter's where an HTTP integration sets it (the templates' with HttpBackendUrl
+// or an http_proxy, make run, package middleware); behind a Lambda proxy integration,
+// into whose event API Gateway maps no header, an http.Handler served through an
+// adapter (aws-lambda-go-api-proxy, the Lambda Web Adapter) finds in r the client's own
+// header alone, or none: every request would answer ErrNoReservation (each reservation
+// left charged at its estimate) or settle an id of the client's choosing. There read the
+// id from the event's authorizer context, ratelimitheaders.ContextReservation, and call
+// SettleReservation (CancelReservation, ReleaseLease with ContextLease) with it.
 func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int64) (checkapi.Response, error) {
 	return detached(ctx, ratelimitheaders.Reservation(r), ratelimitheaders.ErrNoReservation, func(ctx context.Context, id string) (checkapi.Response, error) {
 		return c.SettleReservation(ctx, id, actual)
@@ -266,7 +274,8 @@ func (c *Client) SettleRequest(ctx context.Context, r *http.Request, actual int6
 // when the work it reserved for will not happen (its client hung up, or it failed before
 // it began). Its error is ratelimitheaders.ErrNoReservation when r carries none; else as
 // CancelReservation's. Its client hanging up or its deadline passing does not stop it:
-// it has RequestCallTimeout of its own, as SettleRequest says.
+// it has RequestCallTimeout of its own, as SettleRequest says; behind a Lambda proxy
+// integration, read the id from the event's context instead, as SettleRequest says.
 func (c *Client) CancelRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
 	return detached(ctx, ratelimitheaders.Reservation(r), ratelimitheaders.ErrNoReservation, c.CancelReservation)
 }
@@ -303,7 +312,10 @@ func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Respo
 // concurrency rule, carries (ratelimitheaders.Lease), with ReleaseLease: the one call a
 // backend makes when its work is done. Its error is ratelimitheaders.ErrNoLease when r
 // carries none; else as ReleaseLease's. Its client hanging up or its deadline passing
-// does not stop it: it has RequestCallTimeout of its own, as SettleRequest says.
+// does not stop it: it has RequestCallTimeout of its own, as SettleRequest says. Behind a
+// Lambda proxy integration, which maps no header, r carries the client's header, not
+// the limiter's: read the lease from the event's context (ratelimitheaders.ContextLease)
+// and call ReleaseLease, as SettleRequest says; else every lease holds until its ttl.
 func (c *Client) ReleaseRequest(ctx context.Context, r *http.Request) (checkapi.Response, error) {
 	return detached(ctx, ratelimitheaders.Lease(r), ratelimitheaders.ErrNoLease, c.ReleaseLease)
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/aws/aws-lambda-go/events"
+	awslambda "github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
@@ -126,6 +128,35 @@ func ExampleClient_SettleRequest() {
 			log.Printf("settle %s: send it again, or the reservation stays charged at 4096", res.Reason)
 		}
 		fmt.Fprintf(w, `{"usage":{"total_tokens":%d}}`, used)
+	})
+}
+
+// The same LLM backend as a Lambda function behind a REST API's proxy integration: API
+// Gateway maps no header into a proxy event, so an X-RateLimit-Reservation there is the
+// client's own, if any; the authorizer's reservation is in the event's context. (An
+// http.Handler served through an adapter reads it from the event's request context the
+// adapter hands it.)
+func ExampleClient_SettleReservation() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	checks := checkclient.New(lambda.NewFromConfig(cfg), "bucketgate-check")
+
+	awslambda.Start(func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		used := complete(ctx, 4096)
+		if id := ratelimitheaders.ContextReservation(req.RequestContext.Authorizer); id != "" { // none: nothing reserved
+			switch res, err := checks.SettleReservation(ctx, id, used); {
+			case err != nil:
+				log.Print(err) // unsettled, the reservation stays charged at 4096
+			case res.Reason != checkapi.ReasonOK: // Redis did not answer: maybe unsettled
+				log.Printf("settle %s: send it again, or the reservation stays charged at 4096", res.Reason)
+			}
+		}
+		resp := events.APIGatewayProxyResponse{StatusCode: 200, Body: fmt.Sprintf(`{"usage":{"total_tokens":%d}}`, used)}
+		ratelimitheaders.SetProxyResponse(&resp, &req)
+		return resp, nil
 	})
 }
 

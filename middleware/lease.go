@@ -63,5 +63,15 @@ func (f *inFlight) take() []*heldLease {
 	return all
 }
 
-// heldLeaseKey is the context key of a request's *heldLease.
-type heldLeaseKey struct{}
+// held is what a Limiter's Handler handed a request to settle or release: its
+// reservation id and its lease (nil when it holds none). It travels in the request's
+// context under the Limiter's own heldKey, so that another Limiter's Handler inside
+// this one, which replaces the request's HeaderReservation and HeaderLease with its
+// own, hides neither from this Limiter's Settle, Cancel and Release.
+type held struct {
+	reservation string
+	lease       *heldLease
+}
+
+// heldKey is the context key of the *held of the Limiter l.
+type heldKey struct{ l *Limiter }

@@ -335,7 +335,11 @@ var errZeroLimiter = errors.New("middleware: the zero Limiter has no Redis: make
 // and the lease frees itself): a request is in flight while next serves it, for
 // its route's ttlMs at most (a lease then frees itself, its handler still running or
 // not: give a streaming route a ttlMs above its longest stream). A reservation next did
-// not settle stays charged at its estimate. A request whose client hangs up, or whose
+// not settle stays charged at its estimate. The Limiter's Settle, Cancel and Release
+// find what it handed the request in the request's context, not in those headers alone:
+// another Limiter's Handler inside this one (one per route, say, behind one per
+// service) replaces them with its own, and each Limiter still settles and releases its
+// own. A request whose client hangs up, or whose
 // context's deadline passes, while it is decided is decided all the same, within
 // REDIS_TIMEOUT_MS. A nil next panics, as http.Handle's does: it is no handler (pass
 // http.DefaultServeMux for that one).
@@ -373,20 +377,21 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 		ratelimitheaders.SetHeader(r.Header, ac)      // the decision's figures, as the gateway's integration maps them
 		ratelimitheaders.SetHeldHeaders(r.Header, ac) // a route's reservation, for next to settle
 		aw := &answerWriter{ResponseWriter: w, context: ac}
+		h := &held{reservation: o.Result.Reservation}
+		r = r.WithContext(context.WithValue(r.Context(), heldKey{l}, h))
 		if o.Result.Lease == "" {
 			next.ServeHTTP(aw, r)
 			aw.setHeaders() // next wrote nothing: the server writes the header as it is
 			return
 		}
-		held := &heldLease{id: o.Result.Lease}
-		if !l.inFlight.add(held) { // Close came while it was decided: served, as one in flight at Close
-			l.release(r.Context(), held)
+		h.lease = &heldLease{id: o.Result.Lease}
+		if !l.inFlight.add(h.lease) { // Close came while it was decided: served, as one in flight at Close
+			l.release(r.Context(), h.lease)
 		}
-		r = r.WithContext(context.WithValue(r.Context(), heldLeaseKey{}, held))
 		defer func() { // next returned or panicked: the request is no longer in flight
-			l.inFlight.remove(held)
-			if !held.released.Load() {
-				l.release(r.Context(), held)
+			l.inFlight.remove(h.lease)
+			if !h.lease.released.Load() {
+				l.release(r.Context(), h.lease)
 			}
 		}()
 		next.ServeHTTP(aw, r)
@@ -412,9 +417,12 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 
 // Settle settles the reservation that r carries (on a route whose configuration says
 // reserve: the Limiter reserved that estimate and handed the id to the next handler in
-// ratelimitheaders.HeaderReservation) at actual tokens, the work's actual cost: what the
-// estimate took beyond it goes back to every rule, or the rest is taken (a bucket may
-// owe up to its capacity). Settling again answers the first outcome. Its error is
+// ratelimitheaders.HeaderReservation, and in r's context, where another Limiter's
+// Handler inside this one, which replaces the header, leaves it; a request that did not
+// come through this Limiter's Handler is read from the header) at actual tokens, the
+// work's actual cost: what the estimate took beyond it goes back to every rule, or the
+// rest is taken (a bucket may owe up to its capacity). Settling again answers the first
+// outcome. Its error is
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
 // for an id the limiter did not make, or whose key was revoked or moved since, or whose
 // route is gone or has none of its rules left (it stays charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
@@ -453,9 +461,19 @@ func (l *Limiter) Release(ctx context.Context, r *http.Request) (bucketgate.Deci
 
 // settle settles r's reservation by op at actual, or releases its lease (OpRelease).
 func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op, actual int64) (bucketgate.Decision, error) {
-	id, none := ratelimitheaders.Reservation(r), ratelimitheaders.ErrNoReservation
+	h, decided := r.Context().Value(heldKey{l}).(*held)
+	if !decided { // a request that did not come through l's Handler: what its headers carry
+		h = &held{reservation: ratelimitheaders.Reservation(r)}
+		if id := ratelimitheaders.Lease(r); id != "" {
+			h.lease = &heldLease{id: id}
+		}
+	}
+	id, none := h.reservation, ratelimitheaders.ErrNoReservation
 	if op == bucketgate.OpRelease {
-		id, none = ratelimitheaders.Lease(r), ratelimitheaders.ErrNoLease
+		id, none = "", ratelimitheaders.ErrNoLease
+		if h.lease != nil {
+			id = h.lease.id
+		}
 	}
 	if id == "" {
 		return bucketgate.Decision{}, none
@@ -475,8 +493,8 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 	// A release that Redis answered, or that can never be (a conflict: a reload took the
 	// route's concurrency rule), is the last: Handler does not try it again.
 	final := err == nil && res.Reason != bucketgate.ReasonUnavailable && res.Reason != bucketgate.ReasonDegraded || errors.Is(err, bucketgate.ErrInvalid)
-	if held, ok := r.Context().Value(heldLeaseKey{}).(*heldLease); ok && op == bucketgate.OpRelease && final {
-		held.released.Store(true)
+	if op == bucketgate.OpRelease && final && h.lease != nil {
+		h.lease.released.Store(true)
 	}
 	if err != nil {
 		return bucketgate.Decision{}, fmt.Errorf("middleware: %w", err)

@@ -20,9 +20,12 @@ var ErrNoReservation = errors.New("the request carries no reservation (" + Heade
 // with checkclient's SettleRequest (or SettleReservation). It returns "" when r holds
 // none (its route reserves nothing, or the limiter failed open and decided nothing:
 // there is nothing to settle), or holds the header more than once, or a value that is
-// no id (longer than an id, or with bytes outside printable ASCII). The templates set
-// the header from the authorizer context over any the client sent, and so does package
-// middleware; an id the limiter did not make is refused when settled. The header spelled
+// no id (longer than an id, or with bytes outside printable ASCII). The templates' HTTP
+// integrations set the header from the authorizer context over any the client sent,
+// and so does package middleware; an id the limiter did not make is refused when
+// settled. A Lambda proxy integration sets no header: behind one (an http.Handler
+// served through an adapter from the proxy event) r's header is the client's, never the
+// limiter's, and the id is in the event's context: ContextReservation. The header spelled
 // with '_' for '-' (X_RateLimit_Reservation) is never the limiter's, which API Gateway
 // writes under the exact name beside it: it is not read, neither in its place nor as a
 // second copy (a request read as holding none would go unsettled, charged at its
@@ -36,7 +39,8 @@ var ErrNoLease = errors.New("the request carries no lease (" + HeaderLease + ")"
 
 // Lease returns the lease id that r, a request the limiter let through, carries in
 // HeaderLease: what the backend releases when its work is done, with checkclient's
-// ReleaseRequest (or ReleaseLease); "" as Reservation says.
+// ReleaseRequest (or ReleaseLease); "" as Reservation says. Behind a Lambda proxy
+// integration the header is the client's, as Reservation says: read ContextLease.
 func Lease(r *http.Request) string { return held(r, HeaderLease) }
 
 // held returns the one id that r carries in header, in any letter case of its name (a
@@ -60,7 +64,10 @@ func values(h http.Header, name string) []string {
 
 // ContextReservation returns the reservation id in an authorizer context as a Lambda
 // proxy backend receives it (requestContext.authorizer, an HTTP API's nested under
-// "lambda"): KeyReservation, or "" as Reservation says.
+// "lambda"): KeyReservation, or "" as Reservation says. It is where a Lambda proxy
+// backend reads the id, an http.Handler behind an adapter included (from the event's
+// request context the adapter hands it), since API Gateway maps no header into a proxy
+// event: pass it to checkclient's SettleReservation or CancelReservation.
 func ContextReservation(authorizer map[string]any) string {
 	return contextID(authorizer, KeyReservation)
 }

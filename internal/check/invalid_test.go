@@ -43,6 +43,10 @@ func TestInvalidRequests(t *testing.T) {
 		{"key too long", `{"key":"` + strings.Repeat("k", checkapi.MaxKey+1) + `"}`, "key: 1001 bytes: want at most 1000"},
 		{"an API key bucketgate made", `{"key":"` + madeKey + `","plan":"pro"}`, "key: an API key bucketgate made (bg_...), which would rest in Redis and the registry as it is: pass its digest"},
 		{"an API key bucketgate made in a batch", `{"checks":[` + validCheck + `,{"key":"` + madeKey + `","plan":"pro"}]}`, "checks[1].key: an API key bucketgate made"},
+		{"an API key bucketgate made after key:", `{"key":"key:` + madeKey + `","plan":"pro"}`, "key: holds an API key bucketgate made (bg_...), which would rest in Redis and the registry as it is: pass its digest"},
+		{"an API key bucketgate made after Bearer", `{"key":"Bearer ` + madeKey + `","plan":"pro"}`, "key: holds an API key bucketgate made (bg_...)"},
+		{"an API key bucketgate made after a tenant", `{"checks":[` + validCheck + `,{"key":"acme/` + madeKey + `","plan":"pro"}]}`, "checks[1].key: holds an API key bucketgate made (bg_...)"},
+		{"an identity holding an API key bucketgate made", `{"identity":"tenant:acme/` + madeKey + `","op":"reset"}`, "identity: holds an API key bucketgate made (bg_...)"},
 		{"unknown plan", `{"key":"a","plan":"gold"}`, `plan: unknown plan "gold" (configured: enterprise, free, pro)`},
 		{"empty plan", `{"key":"a","plan":""}`, `plan: unknown plan ""`},
 		{"plan not a string", `{"key":"a","plan":["pro"]}`, "plan: got array, want a string"},
@@ -111,7 +115,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"identity of another kind", `{"identity":"user:a"}`, `identity: 6 bytes, not shown: want key:<the first 32 hex digits of the API key's SHA-256, never the key>, ip:<address>`},
 		{"identity with a raw API key", `{"identity":"key:my-secret-key"}`, `identity: 17 bytes, not shown: want key:`},
 		{"identity with an upper-case digest", `{"identity":"key:0123456789ABCDEF0123456789ABCDEF"}`, `identity: 36 bytes, not shown: want key:`},
-		{"identity that is a raw API key", `{"identity":"bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"}`, `identity: 46 bytes, not shown: want key:`},
+		{"identity that is a raw API key", `{"identity":"bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"}`, "identity: an API key bucketgate made (bg_...), which would rest in Redis and the registry as it is: want tenant:<its digest>"},
 		{"identity with a short digest", `{"identity":"key:0123456789abcdef"}`, `identity: 20 bytes, not shown: want key:`},
 		{"identity of a tenant whose key is an API key bucketgate made", `{"identity":"tenant:` + madeKey + `"}`, "identity: tenant: with an API key bucketgate made (bg_...), which would rest in Redis and the registry as it is: want tenant:<its digest>"},
 		{"identity of an account named as an API key bucketgate made", `{"identity":"acct:` + madeKey + `","op":"reset"}`, "identity: acct: with an API key bucketgate made (bg_...)"},
@@ -195,11 +199,13 @@ func TestNullMemberNamed(t *testing.T) {
 // the log line quotes it, so that the key never rests in the function's logs.
 func TestInvalidIdentityNeverQuoted(t *testing.T) {
 	for name, key := range map[string]string{
-		"a key after key:":  "key:bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
-		"a key alone":       "bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
-		"a key in a batch":  "key:my-secret-key",
-		"a key after ip:":   "ip:" + madeKey,
-		"a key after acct:": "acct:" + madeKey,
+		"a key after key:":    "key:bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
+		"a key alone":         "bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
+		"a key in a batch":    "key:my-secret-key",
+		"a key after ip:":     "ip:" + madeKey,
+		"a key after acct:":   "acct:" + madeKey,
+		"a key in a tenant's": "tenant:Bearer " + madeKey,
+		"a key in an acct:":   "acct:acme." + madeKey,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, client := startMiniredis(t)
@@ -210,7 +216,7 @@ func TestInvalidIdentityNeverQuoted(t *testing.T) {
 			}
 			_, err := f.invoke([]byte(payload))
 			ive := functionError(t, err)
-			secret := key[strings.IndexByte(key, ':')+1:]
+			secret := key[strings.LastIndexAny(key, ": .")+1:]
 			if strings.Contains(ive.Message, secret) || strings.Contains(f.logs.String(), secret) || !strings.Contains(ive.Message, "identity: ") {
 				t.Fatalf("error %q and logs %s: want the identity field named and its value quoted nowhere", ive.Message, f.logs)
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/invalid"
 	"github.com/bucketgate/bucketgate/internal/madekey"
 )
 
@@ -323,7 +324,7 @@ func (c *Config) validRoute(p *Plan, i int, rules []bucketgate.Rule) error {
 		field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
 	}
 	if err := l.Request("config").Validate(); err != nil {
-		return errorAt(field, "%s%v", with, invalid(err))
+		return errorAt(field, "%s%v", with, invalid.Bare(err))
 	}
 	return nil
 }
@@ -459,7 +460,7 @@ func (s RuleSpec) Rule() (bucketgate.Rule, error) {
 	}
 	r := bucketgate.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow}
 	if err := r.Validate(); err != nil {
-		return bucketgate.Rule{}, invalid(err)
+		return bucketgate.Rule{}, invalid.Bare(err)
 	}
 	return r, nil
 }
@@ -474,7 +475,7 @@ func (s RuleSpec) concurrency() (bucketgate.Rule, error) {
 	}
 	r := bucketgate.Rule{Name: s.Name, Concurrency: int32(s.Concurrency), Shadow: s.Shadow}
 	if err := r.Validate(); err != nil {
-		return bucketgate.Rule{}, invalid(err)
+		return bucketgate.Rule{}, invalid.Bare(err)
 	}
 	return r, nil
 }
@@ -501,7 +502,7 @@ func (s RuleSpec) quota() (bucketgate.Rule, error) {
 		r.Anchor = uint8(*s.Anchor)
 	}
 	if err := r.Validate(); err != nil {
-		return bucketgate.Rule{}, invalid(err)
+		return bucketgate.Rule{}, invalid.Bare(err)
 	}
 	return r, nil
 }

@@ -96,14 +96,14 @@ func located(err error, positions map[string]position) error {
 }
 
 // hideKey returns err, naming an entry of keys whose name is not a digest as "keys",
-// and one of tenants that is an API key bucketgate made as "tenants": it may be a raw
+// and one of tenants that is or holds an API key bucketgate made as "tenants": it may be a raw
 // API key, which an init error would otherwise put in the log.
 func hideKey(err error) error {
 	if fe := (*fieldError)(nil); errors.As(err, &fe) {
 		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !bucketgate.ValidDigest(name) {
 			fe.shown = "keys"
 		}
-		if id, ok := strings.CutPrefix(fe.path, "tenants."); ok && madekey.Is(id) {
+		if id, ok := strings.CutPrefix(fe.path, "tenants."); ok && madekey.Holds(id) {
 			fe.shown = "tenants"
 		}
 	}
@@ -169,7 +169,7 @@ func compile(d Document) (*Config, error) {
 		if c.tenants[id], err = c.plan("tenants."+id, d.Tenants[id]); err != nil {
 			return nil, err
 		}
-		if madekey.Is(id) {
+		if madekey.Holds(id) {
 			c.madeTenants++
 		}
 	}

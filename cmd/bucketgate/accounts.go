@@ -59,12 +59,13 @@ var wantAccountName = fmt.Sprintf("want an account's name: 1 to %d letters, digi
 
 // checkAccountName returns why name, given as what ("--account", "account"), is no
 // account's name: a usage error. An API key (one the shape of those keys create makes)
-// fits the set of names, and is refused unquoted: an account's name rests in the table,
-// in its buckets' Redis keys and in every log line of the account.
+// fits the set of names, and is refused unquoted, as is a name holding one: an
+// account's name rests in the table, in its buckets' Redis keys and in every log line
+// of the account.
 func checkAccountName(what, name string) error {
 	switch {
-	case madekey.Is(name):
-		return fmt.Errorf("%w: %s: an API key, not an account's name (keys commands take keys; an account's name is never secret)", errUsage, what)
+	case madekey.Holds(name):
+		return fmt.Errorf("%w: %s: an API key or a name holding one, not an account's name (keys commands take keys; an account's name is never secret)", errUsage, what)
 	case !bucketgate.ValidAccountName(name):
 		return fmt.Errorf("%w: %s %q: %s", errUsage, what, name, wantAccountName)
 	}

@@ -179,7 +179,8 @@ func TestAccountsBadInput(t *testing.T) {
 		{"a key's account outside its set", exitUsage, `--account "a/b": want an account's name`, []string{"keys", "create", "--account", "a/b"}},
 		{"a key with a plan and an account", exitUsage, "--plan or --account, not both", []string{"keys", "create", "--account", "acme", "--plan", "pro"}},
 		{"a tenant in an account", exitUsage, "--account or --tenant, not both", []string{"keys", "create", "--account", "acme", "--tenant", "t2"}},
-		{"a tenant that is an API key bucketgate made", exitUsage, "--tenant: a tenant key that is an API key bucketgate made (bg_...): the check function refuses it", []string{"keys", "create", "--tenant", "bg_" + strings.Repeat("A", 43), "--plan", "free"}},
+		{"a tenant that is an API key bucketgate made", exitUsage, "--tenant: a tenant key that is or holds an API key bucketgate made (bg_...): the check function refuses it", []string{"keys", "create", "--tenant", "bg_" + strings.Repeat("A", 43), "--plan", "free"}},
+		{"a tenant holding an API key bucketgate made", exitUsage, "--tenant: a tenant key that is or holds an API key bucketgate made (bg_...): the check function refuses it", []string{"keys", "create", "--tenant", "acme/bg_" + strings.Repeat("A", 43), "--plan", "free"}},
 		{"a key with more rules than its account's plan takes", exitError, " not written: attribute rules: with plan pro of account acme: rules: plans.pro: 9 rules: want at most 8", nine},
 		{"the plan of a key of an account", exitError, "is a key of account acme: its plan is the account's (bucketgate accounts set-plan acme PLAN)", []string{"keys", "set-plan", member, "free"}},
 		{"an override that leaves a key of the account no room for its own rules", exitError,
@@ -640,12 +641,13 @@ func TestKeyGivenForAName(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"accounts create", []string{"accounts", "create", key, "--plan", "pro"}, "account: an API key, not an account's name"},
-		{"accounts show acct:", []string{"accounts", "show", "acct:" + key}, "account: an API key, not an account's name"},
-		{"accounts revoke", []string{"accounts", "revoke", key}, "account: an API key, not an account's name"},
-		{"keys create --account", []string{"keys", "create", "--account", key}, "--account: an API key, not an account's name"},
-		{"keys roll --account", []string{"keys", "roll", "--account", key, key}, "--account: an API key, not an account's name"},
-		{"buckets acct:", []string{"buckets", "reset", "--function", "fn", "acct:" + key}, "acct: an API key, not an account's name"},
+		{"accounts create", []string{"accounts", "create", key, "--plan", "pro"}, "account: an API key or a name holding one, not an account's name"},
+		{"accounts show acct:", []string{"accounts", "show", "acct:" + key}, "account: an API key or a name holding one, not an account's name"},
+		{"accounts revoke", []string{"accounts", "revoke", key}, "account: an API key or a name holding one, not an account's name"},
+		{"accounts create, a name holding a key", []string{"accounts", "create", "acme." + key, "--plan", "pro"}, "account: an API key or a name holding one, not an account's name"},
+		{"keys create --account", []string{"keys", "create", "--account", key}, "--account: an API key or a name holding one, not an account's name"},
+		{"keys roll --account", []string{"keys", "roll", "--account", key, key}, "--account: an API key or a name holding one, not an account's name"},
+		{"buckets acct:", []string{"buckets", "reset", "--function", "fn", "acct:" + key}, "acct: an API key or a name holding one, not an account's name"},
 		{"keys expire, swapped", []string{"keys", "expire", "30d", key}, "keys expire: WHEN is an API key: give KEY, then WHEN"},
 	}
 	for _, tc := range tests {

@@ -673,14 +673,14 @@ func itemID(arg string) (string, error) {
 }
 
 // checkTenant reports a tenant key that no check could carry: not 1 to checkapi.MaxKey
-// bytes of UTF-8 text, or an API key bucketgate made, as the check function takes its
-// keys. The error never quotes key.
+// bytes of UTF-8 text, or one that is or holds an API key bucketgate made
+// (madekey.Holds), as the check function takes its keys. The error never quotes key.
 func checkTenant(key string) error {
 	if key == "" || len(key) > checkapi.MaxKey || !utf8.ValidString(key) {
 		return fmt.Errorf("a tenant key of %d bytes: want 1 to %d bytes of UTF-8 text, as the check function takes its keys", len(key), checkapi.MaxKey)
 	}
-	if madekey.Is(key) {
-		return fmt.Errorf("a tenant key that is an API key bucketgate made (%s...): the check function refuses it, which would rest in Redis and the registry as it is: name the tenant by the key's digest (printf %%s \"$KEY\" | sha256sum | cut -c1-%d)", madekey.Prefix, bucketgate.DigestLen)
+	if madekey.Holds(key) {
+		return fmt.Errorf("a tenant key that is or holds an API key bucketgate made (%s...): the check function refuses it, which would rest in Redis and the registry as it is: name the tenant by the key's digest (printf %%s \"$KEY\" | sha256sum | cut -c1-%d)", madekey.Prefix, bucketgate.DigestLen)
 	}
 	return nil
 }

@@ -425,6 +425,18 @@ func TestClientRefusesAMadeKey(t *testing.T) {
 			return err
 		}, `{"identity":"tenant:` + madeKey + `","plan":"pro","op":"reset"}`},
 		{"a key's identity", func() error { _, err := checks.Usage(ctx, checkapi.Request{Identity: "key:" + madeKey}); return err }, `{"identity":"key:` + madeKey + `","op":"usage"}`},
+		{"a key holding one", func() error {
+			_, err := checks.Check(ctx, checkapi.Request{Key: "Bearer " + madeKey, Plan: "pro"})
+			return err
+		}, `{"key":"Bearer ` + madeKey + `","plan":"pro"}`},
+		{"an identity without a kind", func() error {
+			_, err := checks.Reset(ctx, checkapi.Request{Identity: madeKey, Plan: "pro"})
+			return err
+		}, `{"identity":"` + madeKey + `","plan":"pro","op":"reset"}`},
+		{"an identity holding one", func() error {
+			_, err := checks.Reset(ctx, checkapi.Request{Identity: "tenant:acme/" + madeKey, Plan: "pro"})
+			return err
+		}, `{"identity":"tenant:acme/` + madeKey + `","plan":"pro","op":"reset"}`},
 		{"a batch's key", func() error {
 			_, err := checks.CheckBatch(ctx, []checkapi.Request{{Key: "tenant-1", Plan: "pro"}, {Key: madeKey, Plan: "pro"}})
 			return err

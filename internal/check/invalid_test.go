@@ -1,12 +1,15 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
@@ -43,6 +46,10 @@ func TestInvalidRequests(t *testing.T) {
 		{"key too long", `{"key":"` + strings.Repeat("k", checkapi.MaxKey+1) + `"}`, "key: 1001 bytes: want at most 1000"},
 		{"an API key bucketgate made", `{"key":"` + madeKey + `","plan":"pro"}`, "key: an API key bucketgate made (bg_...), which would rest in Redis and the registry as it is: pass its digest"},
 		{"an API key bucketgate made in a batch", `{"checks":[` + validCheck + `,{"key":"` + madeKey + `","plan":"pro"}]}`, "checks[1].key: an API key bucketgate made"},
+		{"an API key bucketgate made after key:", `{"key":"key:` + madeKey + `","plan":"pro"}`, "key: holds an API key bucketgate made (bg_...), which would rest in Redis and the registry as it is: pass its digest"},
+		{"an API key bucketgate made after Bearer", `{"key":"Bearer ` + madeKey + `","plan":"pro"}`, "key: holds an API key bucketgate made (bg_...)"},
+		{"an API key bucketgate made after a tenant", `{"checks":[` + validCheck + `,{"key":"acme/` + madeKey + `","plan":"pro"}]}`, "checks[1].key: holds an API key bucketgate made (bg_...)"},
+		{"an identity holding an API key bucketgate made", `{"identity":"tenant:acme/` + madeKey + `","op":"reset"}`, "identity: holds an API key bucketgate made (bg_...)"},
 		{"unknown plan", `{"key":"a","plan":"gold"}`, `plan: unknown plan "gold" (configured: enterprise, free, pro)`},
 		{"empty plan", `{"key":"a","plan":""}`, `plan: unknown plan ""`},
 		{"plan not a string", `{"key":"a","plan":["pro"]}`, "plan: got array, want a string"},
@@ -54,9 +61,9 @@ func TestInvalidRequests(t *testing.T) {
 		{"rule unknown field", `{"key":"a","rules":[{"name":"r","capacity":1,"refill":1}]}`, `rules[0]."refill": unknown field (want name, capacity, refillPerSecond, limit, period, anchor, shadow, concurrency)`},
 		{"rule missing capacity", `{"key":"a","rules":[{"name":"r","refillPerSecond":1}]}`, "rules[0].capacity: missing"},
 		{"rule fractional capacity", `{"key":"a","rules":[{"name":"r","capacity":1.5,"refillPerSecond":1}]}`, "rules[0].capacity: got 1.5, want a whole number of tokens"},
-		{"rule zero capacity", `{"key":"a","rules":[{"name":"r","capacity":0,"refillPerSecond":1}]}`, "rules[0]: invalid: rule r: capacity 0"},
-		{"rule negative refill", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":-1}]}`, "rules[0]: invalid: rule r: refillPerSecond -1"},
-		{"rule refill too slow", `{"key":"a","rules":[{"name":"r","capacity":1000000,"refillPerSecond":0.001}]}`, "rules[0]: invalid: rule r: refillPerSecond 0.001 fills capacity"},
+		{"rule zero capacity", `{"key":"a","rules":[{"name":"r","capacity":0,"refillPerSecond":1}]}`, "rules[0]: rule r: capacity 0"},
+		{"rule negative refill", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":-1}]}`, "rules[0]: rule r: refillPerSecond -1"},
+		{"rule refill too slow", `{"key":"a","rules":[{"name":"r","capacity":1000000,"refillPerSecond":0.001}]}`, "rules[0]: rule r: refillPerSecond 0.001 fills capacity"},
 		{"rule refill overflows", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1e999}]}`, "rules[0].refillPerSecond: got 1e999, want a finite number"},
 		{"rule refill underflows", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1e-400}]}`, "rules[0].refillPerSecond: got 1e-400, which rounds to 0: want a finite number"},
 		{"rule refill underflows below 0", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":-0.1e-330}]}`, "rules[0].refillPerSecond: got -0.1e-330, which rounds to 0"},
@@ -65,15 +72,15 @@ func TestInvalidRequests(t *testing.T) {
 		{"settle of concurrency rules alone", `{"key":"a","op":"settle","cost":1,"reservation":"r3.x","rules":[{"name":"c","concurrency":2}]}`, "rules: concurrency rules alone: a settle needs a bucket or a quota"},
 		{"release of no concurrency rule", `{"key":"a","op":"release","lease":"l3.x","rules":[{"name":"r","capacity":1,"refillPerSecond":1}]}`, "rules: no concurrency rule: a release returns its lease to the concurrency rules that gave it"},
 		{"rule refill as string", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":"1"}]}`, "rules[0].refillPerSecond: got string, want a finite number"},
-		{"rule bad name", `{"key":"a","rules":[{"name":"a b","capacity":1,"refillPerSecond":1}]}`, `rules[0]: invalid: name "a b"`},
+		{"rule bad name", `{"key":"a","rules":[{"name":"a b","capacity":1,"refillPerSecond":1}]}`, `rules[0]: name "a b"`},
 		{"rule names repeat", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1},{"name":"r","capacity":2,"refillPerSecond":1}]}`, `rules[1]: name "r": already the name of rules[0]`},
 		{"a quota and a bucket of one name", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1},{"name":"r","limit":2,"period":"day"}]}`, `rules[1]: name "r": already the name of rules[0]`},
 		{"quota period outside the set", `{"key":"a","rules":[{"name":"q","limit":5,"period":"monthly"}]}`, `rules[0].period: "monthly": want day, week or month`},
 		{"quota period a number", `{"key":"a","rules":[{"name":"q","limit":5,"period":30}]}`, "rules[0].period: got number, want a string"},
 		{"quota missing limit", `{"key":"a","rules":[{"name":"q","period":"day"}]}`, "rules[0].limit: missing"},
 		{"quota missing period", `{"key":"a","rules":[{"name":"q","limit":5}]}`, "rules[0].period: missing"},
-		{"quota limit 0", `{"key":"a","rules":[{"name":"q","limit":0,"period":"day"}]}`, "rules[0]: invalid: rule q: limit 0: want 1 to 1000000000"},
-		{"quota limit above 1e9", `{"key":"a","rules":[{"name":"q","limit":1000000001,"period":"week"}]}`, "rules[0]: invalid: rule q: limit 1000000001"},
+		{"quota limit 0", `{"key":"a","rules":[{"name":"q","limit":0,"period":"day"}]}`, "rules[0]: rule q: limit 0: want 1 to 1000000000"},
+		{"quota limit above 1e9", `{"key":"a","rules":[{"name":"q","limit":1000000001,"period":"week"}]}`, "rules[0]: rule q: limit 1000000001"},
 		{"quota limit fractional", `{"key":"a","rules":[{"name":"q","limit":2.5,"period":"week"}]}`, "rules[0].limit: got 2.5, want a whole number of tokens"},
 		{"quota anchor 0", `{"key":"a","rules":[{"name":"q","limit":5,"period":"month","anchor":0}]}`, "rules[0].anchor: 0: want a day of the month from 1 to 28"},
 		{"quota anchor 29", `{"key":"a","rules":[{"name":"q","limit":5,"period":"month","anchor":29}]}`, "rules[0].anchor: 29: want a day of the month from 1 to 28"},
@@ -111,7 +118,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"identity of another kind", `{"identity":"user:a"}`, `identity: 6 bytes, not shown: want key:<the first 32 hex digits of the API key's SHA-256, never the key>, ip:<address>`},
 		{"identity with a raw API key", `{"identity":"key:my-secret-key"}`, `identity: 17 bytes, not shown: want key:`},
 		{"identity with an upper-case digest", `{"identity":"key:0123456789ABCDEF0123456789ABCDEF"}`, `identity: 36 bytes, not shown: want key:`},
-		{"identity that is a raw API key", `{"identity":"bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"}`, `identity: 46 bytes, not shown: want key:`},
+		{"identity that is a raw API key", `{"identity":"bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"}`, "identity: an API key bucketgate made (bg_...), which would rest in Redis and the registry as it is: want tenant:<its digest>"},
 		{"identity with a short digest", `{"identity":"key:0123456789abcdef"}`, `identity: 20 bytes, not shown: want key:`},
 		{"identity of a tenant whose key is an API key bucketgate made", `{"identity":"tenant:` + madeKey + `"}`, "identity: tenant: with an API key bucketgate made (bg_...), which would rest in Redis and the registry as it is: want tenant:<its digest>"},
 		{"identity of an account named as an API key bucketgate made", `{"identity":"acct:` + madeKey + `","op":"reset"}`, "identity: acct: with an API key bucketgate made (bg_...)"},
@@ -129,7 +136,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"key with byte 0xfe", "{\"key\":\"\xfe\"}", "key: byte 0xfe at byte 1 is not UTF-8"},
 		{"identity with a lone surrogate", `{"identity":"ip:\udc00"}`, `identity: \udc00 at byte 4 is half`},
 		{"rule shadow not a boolean", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1,"shadow":"yes"}]}`, "rules[0].shadow: got string, want true or false"},
-		{"refill above 1e9", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1e19}]}`, "rules[0]: invalid: rule r: refillPerSecond 1e+19: want a number above 0 and at most 1e+09"},
+		{"refill above 1e9", `{"key":"a","rules":[{"name":"r","capacity":1,"refillPerSecond":1e19}]}`, "rules[0]: rule r: refillPerSecond 1e+19: want a number above 0 and at most 1e+09"},
 		{"check refunds nothing", `{"checks":[` + validCheck + `,{"key":"a","op":"refund","cost":0}]}`, "checks[1].cost: got 0, want a whole number of tokens to give back"},
 		{"check with an unknown operation", `{"checks":[` + validCheck + `,{"key":"a","op":"undo"}]}`, `checks[1].op: unknown operation "undo"`},
 		{"check resets with a cost", `{"checks":[{"key":"a","op":"reset","cost":1}]}`, "checks[0].cost: not with op reset"},
@@ -143,13 +150,35 @@ func TestInvalidRequests(t *testing.T) {
 		{"check unknown field", `{"checks":[` + validCheck + `,{"key":"a","checks":[]}]}`, `checks[1]."checks": unknown field (want key, identity, op, plan, rules, cost, from, to, ttlMs, requestId, reservation, lease)`},
 		{"check missing key", `{"checks":[` + validCheck + `,` + validCheck + `,{"plan":"pro"}]}`, "checks[2].key: missing"},
 		{"check bad cost", `{"checks":[` + validCheck + `,` + validCheck + `,` + validCheck + `,{"key":"a","cost":1.5}]}`, "checks[3].cost: got 1.5"},
-		{"check bad rule", `{"checks":[` + validCheck + `,{"key":"a","rules":[{"name":"r","capacity":-1,"refillPerSecond":1}]}]}`, "checks[1].rules[0]: invalid: rule r: capacity -1"},
+		{"check bad rule", `{"checks":[` + validCheck + `,{"key":"a","rules":[{"name":"r","capacity":-1,"refillPerSecond":1}]}]}`, "checks[1].rules[0]: rule r: capacity -1"},
 		{"check cost above capacity", `{"checks":[` + validCheck + `,{"key":"a","plan":"pro","cost":101}]}`, "checks[1].cost: 101 exceeds capacity 100 of rule burst"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if msg := refused(t, tc.payload); !strings.HasPrefix(msg, tc.want) {
+			msg := refused(t, tc.payload)
+			if !strings.HasPrefix(msg, tc.want) {
 				t.Errorf("errorMessage %q\nwant it to start %q", msg, tc.want)
+			}
+			if strings.Contains(msg, "invalid: ") { // bucketgate.ErrInvalid's, which the field's path says already
+				t.Errorf("errorMessage %q: want no \"invalid: \" in it", msg)
+			}
+		})
+	}
+}
+
+// An invalid rule is told without bucketgate.ErrInvalid's "invalid: " after its path,
+// and parse's error wraps bucketgate.ErrInvalid all the same.
+func TestInvalidRuleWrapsErrInvalid(t *testing.T) {
+	for name, payload := range map[string]string{
+		"a bucket":                `{"key":"a","rules":[{"name":"r","capacity":0,"refillPerSecond":1}]}`,
+		"a quota":                 `{"key":"a","rules":[{"name":"q","limit":0,"period":"day"}]}`,
+		"a concurrency rule":      `{"key":"a","rules":[{"name":"a b","concurrency":1}]}`,
+		"a rule of a batch check": `{"checks":[` + validCheck + `,{"key":"a","rules":[{"name":"r","capacity":-1,"refillPerSecond":1}]}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := parse([]byte(payload), config.Default(), testSources(t))
+			if !errors.Is(err, bucketgate.ErrInvalid) || strings.Contains(fmt.Sprint(err), "invalid: ") {
+				t.Errorf("parse: %v: want bucketgate.ErrInvalid, told without \"invalid: \"", err)
 			}
 		})
 	}
@@ -195,11 +224,13 @@ func TestNullMemberNamed(t *testing.T) {
 // the log line quotes it, so that the key never rests in the function's logs.
 func TestInvalidIdentityNeverQuoted(t *testing.T) {
 	for name, key := range map[string]string{
-		"a key after key:":  "key:bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
-		"a key alone":       "bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
-		"a key in a batch":  "key:my-secret-key",
-		"a key after ip:":   "ip:" + madeKey,
-		"a key after acct:": "acct:" + madeKey,
+		"a key after key:":    "key:bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
+		"a key alone":         "bg_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG",
+		"a key in a batch":    "key:my-secret-key",
+		"a key after ip:":     "ip:" + madeKey,
+		"a key after acct:":   "acct:" + madeKey,
+		"a key in a tenant's": "tenant:Bearer " + madeKey,
+		"a key in an acct:":   "acct:acme." + madeKey,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, client := startMiniredis(t)
@@ -210,7 +241,7 @@ func TestInvalidIdentityNeverQuoted(t *testing.T) {
 			}
 			_, err := f.invoke([]byte(payload))
 			ive := functionError(t, err)
-			secret := key[strings.IndexByte(key, ':')+1:]
+			secret := key[strings.LastIndexAny(key, ": .")+1:]
 			if strings.Contains(ive.Message, secret) || strings.Contains(f.logs.String(), secret) || !strings.Contains(ive.Message, "identity: ") {
 				t.Fatalf("error %q and logs %s: want the identity field named and its value quoted nowhere", ive.Message, f.logs)
 			}
@@ -272,7 +303,7 @@ func TestInvalidRequestQuotesLittle(t *testing.T) {
 		{"unknown plan", `{"key":"a","plan":"` + long + `"}`, `plan: unknown plan "\"\"`},
 		{"unknown plan in a batch", `{"checks":[{"key":"a","plan":"` + long + `"}]}`, `checks[0].plan: unknown plan "\"\"`},
 		{"unknown operation", `{"key":"a","op":"` + long + `"}`, `op: unknown operation "\"\"`},
-		{"rule name", `{"key":"a","rules":[{"name":"` + long + `","capacity":1,"refillPerSecond":1}]}`, `rules[0]: invalid: name "\"\"`},
+		{"rule name", `{"key":"a","rules":[{"name":"` + long + `","capacity":1,"refillPerSecond":1}]}`, `rules[0]: name "\"\"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

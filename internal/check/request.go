@@ -11,6 +11,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/identity"
+	"github.com/bucketgate/bucketgate/internal/invalid"
 	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
@@ -242,7 +243,7 @@ func parseCheck(path string, m map[string][]byte, plans Plans, sources identity.
 		return check{}, err
 	}
 	if err := c.req.Validate(); err != nil { // what the engine would refuse, if anything is left
-		return check{}, fmt.Errorf("%s: %w", where(path), err)
+		return check{}, fmt.Errorf("%s: %w", where(path), invalid.Bare(err))
 	}
 	return c, nil
 }
@@ -425,7 +426,7 @@ func parseRule(path string, raw []byte) (bucketgate.Rule, error) {
 		}
 	}
 	if err := r.Validate(); err != nil {
-		return r, fmt.Errorf("%s: %w", path, err)
+		return r, fmt.Errorf("%s: %w", path, invalid.Bare(err))
 	}
 	return r, nil
 }
@@ -456,7 +457,7 @@ func parseConcurrency(path string, m map[string][]byte) (bucketgate.Rule, error)
 	}
 	r.Concurrency = int32(n)
 	if err := r.Validate(); err != nil {
-		return r, fmt.Errorf("%s: %w", path, err)
+		return r, fmt.Errorf("%s: %w", path, invalid.Bare(err))
 	}
 	return r, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/invalid"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -114,7 +115,7 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 			return err
 		}
 		if err := c.req.Validate(); err != nil { // what else the engine would refuse, as parseCheck asks of inline rules
-			return fmt.Errorf("%s: %w", where(path), err)
+			return fmt.Errorf("%s: %w", where(path), invalid.Bare(err))
 		}
 	}
 	return nil

@@ -39,7 +39,7 @@ type Config struct {
 	refuseUnknown bool
 	refuseAnon    bool
 	idleTTL       error // a route's ttlMs that only an identity's own rules could use: CheckAlone
-	madeTenants   int   // the tenants that are API keys bucketgate made: Caveats
+	madeTenants   int   // the tenants that are or hold API keys bucketgate made: Caveats
 }
 
 // Plan is a configured plan (bucketgate.Plan: its name and its own rules, before any
@@ -126,8 +126,8 @@ func (c *Config) PlanForTenant(id string) (p *Plan, known bool) {
 // each naming the fields, for a warning where the document is loaded; nil when nothing
 // is. Today: anonymous: refuse with unknownKeys: ip, under which a request without a
 // key is refused but one with any made-up key is let through, limited by its address;
-// and tenants that are API keys bucketgate made, which the check function refuses as
-// keys (so they match no check), and which are secrets in the document. A caveat never
+// and tenants that are or hold API keys bucketgate made (madekey.Holds), which the check
+// function refuses as keys (so they match no check), and which are secrets in the document. A caveat never
 // quotes such a key.
 func (c *Config) Caveats() []string {
 	var caveats []string
@@ -135,9 +135,9 @@ func (c *Config) Caveats() []string {
 		caveats = append(caveats, "anonymous: refuse with unknownKeys: ip refuses a request without an API key but lets one with a made-up key through, limited by its address: set unknownKeys: refuse to let only registered keys through")
 	}
 	if n := c.madeTenants; n > 0 {
-		entries := "1 entry is an API key"
+		entries := "1 entry is or holds an API key"
 		if n > 1 {
-			entries = fmt.Sprintf("%d entries are API keys", n)
+			entries = fmt.Sprintf("%d entries are or hold API keys", n)
 		}
 		caveats = append(caveats, fmt.Sprintf("tenants: %s bucketgate made (%s..., not shown): the check function refuses such a key, so no check matches it, and the document holds it as a secret: name each such tenant by its key's digest (printf %%s \"$KEY\" | sha256sum | cut -c1-%d), as a service passes it", entries, madekey.Prefix, bucketgate.DigestLen))
 	}

@@ -488,6 +488,7 @@ func TestMadeKeyTenant(t *testing.T) {
 		"with a plan that is no text": madeKey + ": [free]",
 		"with a plan nobody has":      madeKey + ": gold",
 		"given twice":                 madeKey + ": free\n  " + madeKey + ": free",
+		"within a longer id":          "acme/" + madeKey + ": gold",
 	} {
 		_, err := config.Parse([]byte("defaultPlan: free\n" + free + "\ntenants:\n  " + entry + "\n"))
 		if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "tenants (line ") {
@@ -500,8 +501,9 @@ func TestMadeKeyTenant(t *testing.T) {
 		want    string // the caveat; "" for none
 	}{
 		{"no such tenant", "{acme: free}", ""},
-		{"one", "{acme: free, " + madeKey + ": free}", "tenants: 1 entry is an API key bucketgate made (bg_..., not shown)"},
-		{"two", "{" + madeKey + ": free, " + madeKey[:len(madeKey)-1] + "B: free}", "tenants: 2 entries are API keys bucketgate made (bg_..., not shown)"},
+		{"one", "{acme: free, " + madeKey + ": free}", "tenants: 1 entry is or holds an API key bucketgate made (bg_..., not shown)"},
+		{"two", "{" + madeKey + ": free, " + madeKey[:len(madeKey)-1] + "B: free}", "tenants: 2 entries are or hold API keys bucketgate made (bg_..., not shown)"},
+		{"one within a longer id", "{acme: free, 'Bearer " + madeKey + "': free}", "tenants: 1 entry is or holds an API key bucketgate made (bg_..., not shown)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := config.Parse([]byte("defaultPlan: free\n" + free + "\ntenants: " + tc.tenants + "\n"))

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bucketgate/bucketgate"
 	"gopkg.in/yaml.v3"
 )
 
@@ -50,27 +49,6 @@ func (e *fieldError) Error() string {
 	}
 	return where + ": " + e.msg
 }
-
-// invalidError is err, an error of bucketgate's validation (a rule's or a request's),
-// told without the "invalid: " that bucketgate.ErrInvalid puts before it: an error of
-// the document names its source (ErrConfig, the field) already. errors.Is finds
-// bucketgate.ErrInvalid in it all the same.
-type invalidError struct{ err error }
-
-// invalid returns err as an invalidError, nil for nil.
-func invalid(err error) error {
-	if err == nil {
-		return nil
-	}
-	return invalidError{err}
-}
-
-func (e invalidError) Error() string {
-	return strings.TrimPrefix(e.err.Error(), bucketgate.ErrInvalid.Error()+": ")
-}
-
-// Unwrap returns the validation's error.
-func (e invalidError) Unwrap() error { return e.err }
 
 // errorAt returns a fieldError about the value at path, without a position: Parse adds
 // the position of path when the document gave one.

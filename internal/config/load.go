@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/invalid"
 	"github.com/bucketgate/bucketgate/internal/madekey"
 )
 
@@ -95,14 +96,14 @@ func located(err error, positions map[string]position) error {
 }
 
 // hideKey returns err, naming an entry of keys whose name is not a digest as "keys",
-// and one of tenants that is an API key bucketgate made as "tenants": it may be a raw
+// and one of tenants that is or holds an API key bucketgate made as "tenants": it may be a raw
 // API key, which an init error would otherwise put in the log.
 func hideKey(err error) error {
 	if fe := (*fieldError)(nil); errors.As(err, &fe) {
 		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !bucketgate.ValidDigest(name) {
 			fe.shown = "keys"
 		}
-		if id, ok := strings.CutPrefix(fe.path, "tenants."); ok && madekey.Is(id) {
+		if id, ok := strings.CutPrefix(fe.path, "tenants."); ok && madekey.Holds(id) {
 			fe.shown = "tenants"
 		}
 	}
@@ -168,7 +169,7 @@ func compile(d Document) (*Config, error) {
 		if c.tenants[id], err = c.plan("tenants."+id, d.Tenants[id]); err != nil {
 			return nil, err
 		}
-		if madekey.Is(id) {
+		if madekey.Holds(id) {
 			c.madeTenants++
 		}
 	}
@@ -323,7 +324,7 @@ func (c *Config) validRoute(p *Plan, i int, rules []bucketgate.Rule) error {
 		field, with = fmt.Sprintf("routes[%d]", i), "with plans."+p.Name+": "
 	}
 	if err := l.Request("config").Validate(); err != nil {
-		return errorAt(field, "%s%v", with, invalid(err))
+		return errorAt(field, "%s%v", with, invalid.Bare(err))
 	}
 	return nil
 }
@@ -459,7 +460,7 @@ func (s RuleSpec) Rule() (bucketgate.Rule, error) {
 	}
 	r := bucketgate.Rule{Name: s.Name, Capacity: int64(s.Capacity), RefillPerSecond: rate, Shadow: s.Shadow}
 	if err := r.Validate(); err != nil {
-		return bucketgate.Rule{}, invalid(err)
+		return bucketgate.Rule{}, invalid.Bare(err)
 	}
 	return r, nil
 }
@@ -474,7 +475,7 @@ func (s RuleSpec) concurrency() (bucketgate.Rule, error) {
 	}
 	r := bucketgate.Rule{Name: s.Name, Concurrency: int32(s.Concurrency), Shadow: s.Shadow}
 	if err := r.Validate(); err != nil {
-		return bucketgate.Rule{}, invalid(err)
+		return bucketgate.Rule{}, invalid.Bare(err)
 	}
 	return r, nil
 }
@@ -501,7 +502,7 @@ func (s RuleSpec) quota() (bucketgate.Rule, error) {
 		r.Anchor = uint8(*s.Anchor)
 	}
 	if err := r.Validate(); err != nil {
-		return bucketgate.Rule{}, invalid(err)
+		return bucketgate.Rule{}, invalid.Bare(err)
 	}
 	return r, nil
 }

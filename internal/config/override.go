@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/invalid"
 )
 
 // Override returns plan p as it applies to one identity with its own rules (a registry
@@ -110,7 +111,7 @@ func validOwn(rules []bucketgate.Rule, what string) error {
 	}
 	for i, r := range rules {
 		if err := r.Validate(); err != nil {
-			return fmt.Errorf("rules[%d]: %w", i, invalid(err))
+			return fmt.Errorf("rules[%d]: %w", i, invalid.Bare(err))
 		}
 		for j := range i {
 			if rules[j].Name == r.Name {

@@ -21,32 +21,76 @@ const Bytes = 32
 // Is reports whether s has the shape of the API keys bucketgate makes:
 // Prefix and Bytes, base64url.
 func Is(s string) bool {
-	rest, ok := strings.CutPrefix(s, Prefix)
-	if !ok || len(rest) != base64.RawURLEncoding.EncodedLen(Bytes) {
-		return false
-	}
-	_, err := base64.RawURLEncoding.DecodeString(rest)
-	return err == nil
+	return len(s) == len(Prefix)+keyLen && Holds(s)
 }
 
-// InKey reports key, a check's key at path, when it is an API key bucketgate made,
-// never quoting it (a secret). The check function refuses such a check (the key would
-// rest in Redis and the registry as it is), and so does checkclient before sending it:
-// the key would leave the process in the payload, and may reach Lambda's logs.
+// keyLen is how many base64url characters follow Prefix in a key bucketgate makes.
+var keyLen = base64.RawURLEncoding.EncodedLen(Bytes)
+
+// Holds reports whether s holds an API key bucketgate made as a token: Prefix and
+// Bytes, base64url, neither preceded nor followed by another base64url character
+// ("Bearer bg_...", "acme/bg_...", "key:bg_...", or the key alone). A key's digest
+// (hex) never holds one.
+func Holds(s string) bool {
+	for i := 0; ; i++ {
+		j := strings.Index(s[i:], Prefix)
+		if j < 0 {
+			return false
+		}
+		i += j
+		end := i + len(Prefix) + keyLen
+		if end <= len(s) && (i == 0 || !base64URL(s[i-1])) && (end == len(s) || !base64URL(s[end])) && allBase64URL(s[i+len(Prefix):end]) {
+			return true
+		}
+	}
+}
+
+// allBase64URL reports whether every byte of s is a character of base64url's alphabet.
+func allBase64URL(s string) bool {
+	for i := range len(s) {
+		if !base64URL(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// base64URL reports whether c is a character of base64url's alphabet.
+func base64URL(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// InKey reports key, a check's key at path, when it is or holds an API key bucketgate
+// made (Holds), never quoting it (a secret). The check function refuses such a check
+// (the key would rest in Redis and the registry as it is), and so does checkclient
+// before sending it: the key would leave the process in the payload, and may reach
+// Lambda's logs.
 func InKey(path, key string) error {
-	if !Is(key) {
+	if !Holds(key) {
 		return nil
 	}
-	return fmt.Errorf("%s: an API key bucketgate made (%s...), which would rest in Redis and the registry as it is: pass its digest (the first %d hex digits of its SHA-256, bucketgate.KeyDigest)", path, Prefix, bucketgate.DigestLen)
+	return fmt.Errorf("%s: %s (%s...), which would rest in Redis and the registry as it is: pass its digest (the first %d hex digits of its SHA-256, bucketgate.KeyDigest)", path, made(key), Prefix, bucketgate.DigestLen)
 }
 
-// InIdentity reports id, a check's identity at path, when what follows its kind
-// ("tenant:", "key:", any) is an API key bucketgate made, as InKey reports a key.
+// InIdentity reports id, a check's identity at path, when it is or holds an API key
+// bucketgate made (Holds), after its kind ("tenant:", "key:", any) or without one, as
+// InKey reports a key.
 func InIdentity(path, id string) error {
-	kind, rest, ok := strings.Cut(id, ":")
-	if !ok || !Is(rest) {
+	if !Holds(id) {
 		return nil
 	}
-	return fmt.Errorf("%s: %s: with an API key bucketgate made (%s...), which would rest in Redis and the registry as it is: want %s<its digest> for a tenant a service names by the key's digest, or %s<its digest> for the key's own buckets (the authorizer's): the first %d hex digits of its SHA-256, bucketgate.KeyDigest",
-		path, kind, Prefix, bucketgate.TenantPrefix, bucketgate.KeyPrefix, bucketgate.DigestLen)
+	what := made(id)
+	if kind, rest, ok := strings.Cut(id, ":"); ok && Is(rest) {
+		what = kind + ": with an API key bucketgate made"
+	}
+	return fmt.Errorf("%s: %s (%s...), which would rest in Redis and the registry as it is: want %s<its digest> for a tenant a service names by the key's digest, or %s<its digest> for the key's own buckets (the authorizer's): the first %d hex digits of its SHA-256, bucketgate.KeyDigest",
+		path, what, Prefix, bucketgate.TenantPrefix, bucketgate.KeyPrefix, bucketgate.DigestLen)
+}
+
+// made says what s, which Holds, is: a key bucketgate made, or text holding one.
+func made(s string) string {
+	if Is(s) {
+		return "an API key bucketgate made"
+	}
+	return "holds an API key bucketgate made"
 }

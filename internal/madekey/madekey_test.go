@@ -20,6 +20,7 @@ func TestIsMadeKey(t *testing.T) {
 		{"not base64url", "bg_" + strings.Repeat("A", 42) + "+", false},
 		{"no prefix", strings.Repeat("A", 46), false},
 		{"a tenant's name", "bg_tenant-42", false},
+		{"after a newline", "bg_" + strings.Repeat("A", 42) + "\n", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -27,5 +28,76 @@ func TestIsMadeKey(t *testing.T) {
 				t.Errorf("Is: %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestHoldsMadeKey: a key bucketgate made within a longer text, as a token, is found
+// (it would rest in Redis and the registry as it is); text that merely looks like one
+// near its ends, a digest and ordinary keys are not.
+func TestHoldsMadeKey(t *testing.T) {
+	key := "bg_" + strings.Repeat("A", 42) + "-"
+	tests := []struct {
+		name string
+		s    string
+		want bool
+	}{
+		{"the key alone", key, true},
+		{"after a kind", "key:" + key, true},
+		{"after Bearer", "Bearer " + key, true},
+		{"after a slash", "acme/" + key, true},
+		{"before a slash", key + "/acme", true},
+		{"after a newline", key + "\n", true},
+		{"after a near miss", "bg_x " + key, true},
+		{"the second of two", "bg_" + key[3:] + "A " + key, true},
+		{"after a base64url character", "x" + key, false},
+		{"after an underscore", "acme_" + key, false},
+		{"before a base64url character", key + "x", false},
+		{"before a hyphen", key + "-", false},
+		{"a character short", key[:len(key)-1], false},
+		{"a character not base64url", "bg_" + strings.Repeat("A", 41) + "+A", false},
+		{"a non-ASCII character", "bg_" + strings.Repeat("A", 41) + "é", false},
+		{"a digest", strings.Repeat("0123456789abcdef", 2), false},
+		{"an ordinary key", "tenant-42", false},
+		{"a tenant's name", "bg_tenant-42", false},
+		{"empty", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := madekey.Holds(tt.s); got != tt.want {
+				t.Errorf("Holds: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestInNeverQuotes: a key or an identity that is or holds an API key bucketgate made is
+// refused naming the field, never quoting the key.
+func TestInNeverQuotes(t *testing.T) {
+	key := "bg_" + strings.Repeat("Q", 43)
+	for _, tc := range []struct {
+		name, value, want string
+		in                func(path, s string) error
+	}{
+		{"a key", key, "key: an API key bucketgate made (bg_...)", madekey.InKey},
+		{"a key holding one", "Bearer " + key, "key: holds an API key bucketgate made (bg_...)", madekey.InKey},
+		{"an identity after its kind", "key:" + key, "identity: key: with an API key bucketgate made (bg_...)", madekey.InIdentity},
+		{"an identity without a kind", key, "identity: an API key bucketgate made (bg_...)", madekey.InIdentity},
+		{"an identity holding one", "tenant:acme/" + key, "identity: holds an API key bucketgate made (bg_...)", madekey.InIdentity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := strings.SplitN(tc.want, ":", 2)[0]
+			err := tc.in(path, tc.value)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), key[3:]) {
+				t.Errorf("error %v: want it to start %q, the key not quoted", err, tc.want)
+			}
+		})
+	}
+	for _, ok := range []string{"tenant-42", "key:" + strings.Repeat("ab", 16), "x" + key} {
+		if err := madekey.InKey("key", ok); err != nil {
+			t.Errorf("InKey(%q): %v, want nil", ok, err)
+		}
+		if err := madekey.InIdentity("identity", "tenant:"+ok); err != nil {
+			t.Errorf("InIdentity(%q): %v, want nil", "tenant:"+ok, err)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -63,6 +64,9 @@ type options struct {
 	cache    *registry.Cache // the registry; nil: the configuration's keys
 	// live, when set, is the configuration instead of config and cache.
 	live Configuration
+	// redis, when set, is the Redis the Guard decides on instead of the fixture's
+	// miniredis (which then holds nothing).
+	redis rueidis.Client
 }
 
 func newFixture(t testing.TB, o options) *fixture {
@@ -80,6 +84,9 @@ func newFixture(t testing.TB, o options) *fixture {
 	live := o.live
 	if live == nil {
 		live = registry.NewStatic(cfg, o.cache)
+	}
+	if o.redis != nil {
+		client = o.redis
 	}
 	f := &fixture{mr: mr, now: tLocal}
 	f.h = &Handler{

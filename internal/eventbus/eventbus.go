@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/awsretry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -332,15 +333,9 @@ func refusedRetryable(entries []types.PutEventsRequestEntry, out *eventbridge.Pu
 }
 
 // retryAtOnce makes a PutEvents call that failed for a reason worth another try (a
-// throttle, a 5xx, a connection reset) try again at once, retry.DefaultMaxAttempts
-// attempts in all: the SDK's backoff (up to 2 s before the first retry) never fits in
-// a Timeout of at most a second, and a deadline that passes while it waits leaves only
-// "context deadline exceeded" to count and log, not the error that lasted.
-func retryAtOnce(o *eventbridge.Options) {
-	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-		so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
-	})
-}
+// throttle, a 5xx, a connection reset) try again at once (awsretry.AtOnce),
+// retry.DefaultMaxAttempts attempts in all.
+func retryAtOnce(o *eventbridge.Options) { o.Retryer = awsretry.AtOnce() }
 
 // rejection describes the first entry EventBridge refused with a code that which takes
 // (anyCode, retryable or forGood).

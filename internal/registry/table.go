@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bucketgate/bucketgate/internal/awsretry"
 )
 
 // MaxID is the longest identity a Table looks up, in bytes: DynamoDB's limit on a
@@ -20,14 +22,22 @@ type getter interface {
 }
 
 // Table reads records from an Amazon DynamoDB table whose partition key is the string
-// attribute KeyAttribute. It is safe for concurrent use.
+// attribute KeyAttribute. It is safe for concurrent use. A read that failed for a
+// reason worth another try (a throttle, a 5xx, a connection reset) is tried again at
+// once (awsretry.AtOnce), up to three attempts, the retries of all its reads capped
+// together by one retry quota: the SDK's own backoff would wait out a read's deadline
+// (REGISTRY_TIMEOUT_MS), stalling every lookup of a throttled table for it and leaving
+// "context deadline exceeded" to log instead of the throttle.
 type Table struct {
-	client getter
-	name   string
+	client  getter
+	name    string
+	retryer aws.Retryer
 }
 
 // NewTable returns the Table called name, read through client (a *dynamodb.Client).
-func NewTable(client getter, name string) *Table { return &Table{client: client, name: name} }
+func NewTable(client getter, name string) *Table {
+	return &Table{client: client, name: name, retryer: awsretry.AtOnce()}
+}
 
 // Name returns the table's name.
 func (t *Table) Name() string { return t.name }
@@ -85,7 +95,7 @@ func (t *Table) getItem(ctx context.Context, id string, consistent bool) (map[st
 		TableName:      aws.String(t.name),
 		Key:            map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: id}},
 		ConsistentRead: aws.Bool(consistent),
-	})
+	}, func(o *dynamodb.Options) { o.Retryer = t.retryer })
 	if err != nil {
 		return nil, fmt.Errorf("registry table %s: %w", t.name, err)
 	}

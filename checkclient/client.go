@@ -303,7 +303,8 @@ func detached(ctx context.Context, id string, none error, call func(context.Cont
 // concurrency rule), with the id alone, as SettleReservation settles: Release with no
 // Key, plan or rules. An id the limiter did not make (or whose key was revoked since, or
 // whose route is gone or has no concurrency rule left) is a *FunctionError of type
-// checkapi.ErrorTypeConflict: the lease then frees itself at its TTL.
+// checkapi.ErrorTypeConflict: the lease then frees itself at its TTL. The lease of a key
+// revoked since is released all the same while its account is active.
 func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Response, error) {
 	return c.Release(ctx, checkapi.Request{}, lease)
 }

@@ -453,8 +453,9 @@ func (l *Limiter) Cancel(ctx context.Context, r *http.Request) (bucketgate.Decis
 // ratelimitheaders.HeaderLease), for work that is done before next returns (Handler
 // releases it then otherwise); releasing again changes nothing (Decision.Released
 // false). Its error is ratelimitheaders.ErrNoLease when r carries none, and else as
-// Settle's: it wraps ErrUnavailable when Redis could not release the lease, which then
-// frees itself at its route's ttlMs.
+// Settle's, except that the lease of a key revoked since is released (under its
+// account's plan) while its account is active: it wraps ErrUnavailable when Redis could
+// not release the lease, which then frees itself at its route's ttlMs.
 func (l *Limiter) Release(ctx context.Context, r *http.Request) (bucketgate.Decision, error) {
 	return l.settle(ctx, r, bucketgate.OpRelease, 0)
 }

@@ -24,10 +24,10 @@
 //	stop()
 //	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second) // within the stop timeout
 //	defer cancel()
-//	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish (a stream is cut at 10 s),
+//	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish, or 10 s pass (a longer stream runs on until the process ends),
 //		log.Print(err)
 //	}
-//	limiter.Close() // then the metrics that wait are written
+//	limiter.Close() // then the leases still held are returned and the metrics that wait are written
 //
 // A caller is who the authorizer says it is: the API key header's key when the registry
 // (or the configuration document) knows it, else the source address (IPv4 one by one,

@@ -120,6 +120,18 @@ func (b *bearerFixture) reserve(t *testing.T, key string) string {
 	return id
 }
 
+// claimsOf returns the claims of id, a reservation the authorizer made, which name its
+// route.
+func claimsOf(t *testing.T, id string) claims.Claims {
+	t.Helper()
+	raw, _ := bucket.Claims(id)
+	c, err := claims.Parse(raw)
+	if err != nil || c.Route == "" {
+		t.Fatalf("the reservation's claims %q: %+v, %v: want its route", raw, c, err)
+	}
+	return c
+}
+
 // tokens returns the whole tokens left in identity's rule of rules called name: a peek.
 func (b *bearerFixture) tokens(t *testing.T, id string, rules []bucketgate.Rule, name string) int64 {
 	t.Helper()
@@ -332,11 +344,7 @@ func TestSettleByReservationRefused(t *testing.T) {
 	b := newBearerFixture(t, llmConfig)
 	alice := "key:" + bucketgate.KeyDigest("alice")
 	id := b.reserve(t, "alice")
-	raw, _ := bucket.Claims(id)
-	c, err := claims.Parse(raw)
-	if err != nil || c.Route == "" {
-		t.Fatalf("the reservation's claims %q: %+v, %v: want its route", raw, c, err)
-	}
+	c := claimsOf(t, id)
 	own := decodeResponse(t, b.check.invokeOK(t, fmt.Appendf(nil, `{"key":"svc","rules":[%s],"op":"reserve","cost":2}`, slowRule)))
 
 	changed := newFixture(t, b.client, nil, guard.Options{})
@@ -359,7 +367,7 @@ func TestSettleByReservationRefused(t *testing.T) {
 		f                            *fixture
 	}{
 		{"forged", string(settlePayload(forged(id), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
-		{"identity altered", string(settlePayload(withClaims(t, id, strings.Replace(raw, bucketgate.KeyDigest("alice"), bucketgate.KeyDigest("carol"), 1)), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
+		{"identity altered", string(settlePayload(withClaims(t, id, strings.Replace(c.String(), bucketgate.KeyDigest("alice"), bucketgate.KeyDigest("carol"), 1)), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
 		{"identity altered to an account's", string(settlePayload(withClaims(t, id, claims.Claims{Identity: "acct:acme", Key: "key:" + bucketgate.KeyDigest("bob"), Route: c.Route}.String()), 1)), checkapi.ErrorTypeConflict, "not an id this limiter made", b.check},
 		{"claims cut", string(settlePayload(withClaims(t, id, ""), 1)), checkapi.ErrorTypeConflict, "not an id the limiter made to be settled by itself", b.check},
 		{"claims garbled", string(settlePayload(withClaims(t, id, "a2 tenant:x -"), 1)), checkapi.ErrorTypeConflict, "not an id the limiter made to be settled by itself", b.check},
@@ -666,11 +674,7 @@ func reshaped(t *testing.T, id string, est, expiry uint64) string {
 func TestMalformedIDReadsNoRegistry(t *testing.T) {
 	b := newBearerFixture(t, llmConfig)
 	id := b.reserve(t, "alice")
-	raw, _ := bucket.Claims(id)
-	c, err := claims.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := claimsOf(t, id)
 	lease, _ := b.authorize(t, "carol", "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
 	bob := "key:" + bucketgate.KeyDigest("bob")
 	for _, tc := range []struct {
@@ -721,11 +725,7 @@ func TestMalformedIDReadsNoRegistry(t *testing.T) {
 func TestForgedClaimsReadNoRegistryInTheAuthorizer(t *testing.T) {
 	b := newBearerFixture(t, llmConfig)
 	id := b.reserve(t, "alice")
-	raw, _ := bucket.Claims(id)
-	c, err := claims.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := claimsOf(t, id)
 	bob := "key:" + bucketgate.KeyDigest("bob")
 	for _, tc := range []struct {
 		name   string

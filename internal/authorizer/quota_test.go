@@ -51,10 +51,10 @@ plans:
 	}
 }
 
-// A daily quota binding beside a monthly quota that counted something: the 429 waits
-// for the day's end (Retry-After, RateLimit's t) while the reset (X-RateLimit-Reset, the
-// body's resetAt) is when every rule is full again, the month's end, as the docs say; so
-// is an admission's t, whichever quota binds it.
+// A daily quota binding beside a monthly quota that counted something: its answers'
+// reset (X-RateLimit-Reset, the body's resetAt, an admission's RateLimit t) is the
+// binding rule's, the day's end, as Retry-After and the 429's t are; not the month's,
+// which told a client with 0 remaining to wait a month.
 func TestDailyQuotaBindsBesideAMonth(t *testing.T) {
 	cfg := mustParse(t, `
 defaultPlan: metered
@@ -67,15 +67,14 @@ plans:
 	f := newFixture(t, options{config: cfg})
 	event := samples.Read(t, restEvent)
 	midnight := time.Date(2025, 12, 12, 0, 0, 0, 0, time.UTC) // t0 is 2025-12-11 16:15 UTC
-	monthEnd := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	untilMidnight, untilMonthEnd := strconv.FormatInt(int64(midnight.Sub(t0)/time.Second), 10), strconv.FormatInt(int64(monthEnd.Sub(t0)/time.Second), 10)
+	untilMidnight := strconv.FormatInt(int64(midnight.Sub(t0)/time.Second), 10)
 	tests := []struct {
 		name      string
 		allowed   bool
 		rateLimit string
 	}{
-		{"the first: the day's quota binds, every rule full at the month's end", true, `"daily";r=1;t=` + untilMonthEnd},
-		{"the second spends the day", true, `"daily";r=0;t=` + untilMonthEnd},
+		{"the first: the day's quota binds, until midnight", true, `"daily";r=1;t=` + untilMidnight},
+		{"the second spends the day", true, `"daily";r=0;t=` + untilMidnight},
 		{"the third waits for midnight", false, `"daily";r=0;t=` + untilMidnight},
 	}
 	for _, tc := range tests {
@@ -91,8 +90,8 @@ plans:
 			t.Errorf("%s: RateLimit %s, want %s", tc.name, a.str(t, ratelimitheaders.KeyRateLimit), tc.rateLimit)
 		case a.num(t, ratelimitheaders.KeyRetryAfter) != wantRetry:
 			t.Errorf("%s: retryAfter %d, want %d", tc.name, a.num(t, ratelimitheaders.KeyRetryAfter), wantRetry)
-		case a.num(t, ratelimitheaders.KeyReset) != monthEnd.Unix() || a.str(t, ratelimitheaders.KeyResetAt) != "2026-01-01T00:00:00Z":
-			t.Errorf("%s: reset %d (%s), want the month's end %d", tc.name, a.num(t, ratelimitheaders.KeyReset), a.str(t, ratelimitheaders.KeyResetAt), monthEnd.Unix())
+		case a.num(t, ratelimitheaders.KeyReset) != midnight.Unix() || a.str(t, ratelimitheaders.KeyResetAt) != "2025-12-12T00:00:00Z":
+			t.Errorf("%s: reset %d (%s), want midnight %d", tc.name, a.num(t, ratelimitheaders.KeyReset), a.str(t, ratelimitheaders.KeyResetAt), midnight.Unix())
 		}
 	}
 }

@@ -122,3 +122,40 @@ routes: [{method: GET, path: /orders/42, cost: 10}]
 		t.Errorf("remaining %d, RateLimit %s: want the burst's 5 under the month's name", a.num(t, ratelimitheaders.KeyRemaining), a.str(t, ratelimitheaders.KeyRateLimit))
 	}
 }
+
+// A bucket binding beside a monthly quota that counted something resets when the bucket
+// is full again, to the second at a held Redis clock: one token short after the first
+// request, two after the second and at the 429, 1800 s a token; its RateLimit t says the
+// same when allowed, Retry-After when denied. Not the month's end.
+func TestBucketBindsBesideAMonth(t *testing.T) {
+	f := newFixture(t, options{config: mustParse(t, `
+defaultPlan: metered
+plans:
+  metered:
+    - {name: burst, capacity: 2, refill: 2, per: hour}
+    - {name: monthly, limit: 100, period: month}
+`)})
+	event := samples.Read(t, restEvent)
+	tests := []struct {
+		name      string
+		allowed   bool
+		rateLimit string
+		reset     time.Duration // after t0
+	}{
+		{"one token left", true, `"burst";r=1;t=1800`, 1800 * time.Second},
+		{"none left: full in two tokens' time", true, `"burst";r=0;t=3600`, 3600 * time.Second},
+		{"denied: a token in 1800 s, full in 3600 s", false, `"burst";r=0;t=1800`, 3600 * time.Second},
+	}
+	for _, tc := range tests {
+		a := f.mustInvoke(t, event)
+		want := t0.Add(tc.reset)
+		switch {
+		case a.allowed(t) != tc.allowed || a.str(t, ratelimitheaders.KeyRule) != "burst":
+			t.Fatalf("%s: %v", tc.name, a)
+		case a.str(t, ratelimitheaders.KeyRateLimit) != tc.rateLimit:
+			t.Errorf("%s: RateLimit %s, want %s", tc.name, a.str(t, ratelimitheaders.KeyRateLimit), tc.rateLimit)
+		case a.num(t, ratelimitheaders.KeyReset) != want.Unix() || a.str(t, ratelimitheaders.KeyResetAt) != want.Format(time.RFC3339):
+			t.Errorf("%s: reset %d (%s), want %d (%s)", tc.name, a.num(t, ratelimitheaders.KeyReset), a.str(t, ratelimitheaders.KeyResetAt), want.Unix(), want.Format(time.RFC3339))
+		}
+	}
+}

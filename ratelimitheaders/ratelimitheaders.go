@@ -45,8 +45,12 @@ const (
 	// KeyRetryAfterText holds KeyRetryAfter in words for a message, such as the 429's
 	// body: "1 second", "2 seconds" ("0 seconds" when allowed) (string).
 	KeyRetryAfterText = "retryAfterText"
-	// KeyReset holds when every rule is full again, in Unix seconds rounded up, from
-	// the Redis clock (number).
+	// KeyReset holds when the binding rule (KeyRule) is full again, in Unix seconds
+	// rounded up, from the Redis clock (number): a quota's window's end, a bucket's
+	// time until full (told from its whole tokens when it holds the request's cost:
+	// later by less than one token's refill), a concurrency rule's lease's expiry. Not
+	// when every rule is: beside a monthly quota, a daily quota's 429 and admissions
+	// reset at midnight.
 	KeyReset = "reset"
 	// KeyResetAt holds the same instant as KeyReset in RFC 3339, UTC, such as
 	// "2025-12-11T16:15:25Z" (string): the resetAt of the 429 body.
@@ -87,7 +91,7 @@ const (
 	HeaderLimit = "X-RateLimit-Limit"
 	// HeaderRemaining is the tokens left in the tightest rule (KeyRemaining).
 	HeaderRemaining = "X-RateLimit-Remaining"
-	// HeaderReset is when every rule is full again, in Unix seconds (KeyReset).
+	// HeaderReset is when the binding rule is full again, in Unix seconds (KeyReset).
 	HeaderReset = "X-RateLimit-Reset"
 	// HeaderRetryAfter is the seconds to wait before a retry will be accepted
 	// (KeyRetryAfter), on a denial only.

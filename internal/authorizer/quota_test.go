@@ -51,10 +51,10 @@ plans:
 	}
 }
 
-// A daily quota binding beside a monthly quota that counted something: the 429 waits
-// for the day's end (Retry-After, RateLimit's t) while the reset (X-RateLimit-Reset, the
-// body's resetAt) is when every rule is full again, the month's end, as the docs say; so
-// is an admission's t, whichever quota binds it.
+// A daily quota binding beside a monthly quota that counted something: its answers'
+// reset (X-RateLimit-Reset, the body's resetAt, an admission's RateLimit t) is the
+// binding rule's, the day's end, as Retry-After and the 429's t are; not the month's,
+// which told a client with 0 remaining to wait a month.
 func TestDailyQuotaBindsBesideAMonth(t *testing.T) {
 	cfg := mustParse(t, `
 defaultPlan: metered
@@ -67,15 +67,14 @@ plans:
 	f := newFixture(t, options{config: cfg})
 	event := samples.Read(t, restEvent)
 	midnight := time.Date(2025, 12, 12, 0, 0, 0, 0, time.UTC) // t0 is 2025-12-11 16:15 UTC
-	monthEnd := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	untilMidnight, untilMonthEnd := strconv.FormatInt(int64(midnight.Sub(t0)/time.Second), 10), strconv.FormatInt(int64(monthEnd.Sub(t0)/time.Second), 10)
+	untilMidnight := strconv.FormatInt(int64(midnight.Sub(t0)/time.Second), 10)
 	tests := []struct {
 		name      string
 		allowed   bool
 		rateLimit string
 	}{
-		{"the first: the day's quota binds, every rule full at the month's end", true, `"daily";r=1;t=` + untilMonthEnd},
-		{"the second spends the day", true, `"daily";r=0;t=` + untilMonthEnd},
+		{"the first: the day's quota binds, until midnight", true, `"daily";r=1;t=` + untilMidnight},
+		{"the second spends the day", true, `"daily";r=0;t=` + untilMidnight},
 		{"the third waits for midnight", false, `"daily";r=0;t=` + untilMidnight},
 	}
 	for _, tc := range tests {
@@ -91,8 +90,8 @@ plans:
 			t.Errorf("%s: RateLimit %s, want %s", tc.name, a.str(t, ratelimitheaders.KeyRateLimit), tc.rateLimit)
 		case a.num(t, ratelimitheaders.KeyRetryAfter) != wantRetry:
 			t.Errorf("%s: retryAfter %d, want %d", tc.name, a.num(t, ratelimitheaders.KeyRetryAfter), wantRetry)
-		case a.num(t, ratelimitheaders.KeyReset) != monthEnd.Unix() || a.str(t, ratelimitheaders.KeyResetAt) != "2026-01-01T00:00:00Z":
-			t.Errorf("%s: reset %d (%s), want the month's end %d", tc.name, a.num(t, ratelimitheaders.KeyReset), a.str(t, ratelimitheaders.KeyResetAt), monthEnd.Unix())
+		case a.num(t, ratelimitheaders.KeyReset) != midnight.Unix() || a.str(t, ratelimitheaders.KeyResetAt) != "2025-12-12T00:00:00Z":
+			t.Errorf("%s: reset %d (%s), want midnight %d", tc.name, a.num(t, ratelimitheaders.KeyReset), a.str(t, ratelimitheaders.KeyResetAt), midnight.Unix())
 		}
 	}
 }
@@ -121,5 +120,42 @@ routes: [{method: GET, path: /orders/42, cost: 10}]
 		t.Fatalf("the second 10: %v, want the month's denial", a)
 	case a.num(t, ratelimitheaders.KeyRemaining) != 5 || a.str(t, ratelimitheaders.KeyRateLimit) != `"monthly";r=5;t=`+wait:
 		t.Errorf("remaining %d, RateLimit %s: want the burst's 5 under the month's name", a.num(t, ratelimitheaders.KeyRemaining), a.str(t, ratelimitheaders.KeyRateLimit))
+	}
+}
+
+// A bucket binding beside a monthly quota that counted something resets when the bucket
+// is full again, to the second at a held Redis clock: one token short after the first
+// request, two after the second and at the 429, 1800 s a token; its RateLimit t says the
+// same when allowed, Retry-After when denied. Not the month's end.
+func TestBucketBindsBesideAMonth(t *testing.T) {
+	f := newFixture(t, options{config: mustParse(t, `
+defaultPlan: metered
+plans:
+  metered:
+    - {name: burst, capacity: 2, refill: 2, per: hour}
+    - {name: monthly, limit: 100, period: month}
+`)})
+	event := samples.Read(t, restEvent)
+	tests := []struct {
+		name      string
+		allowed   bool
+		rateLimit string
+		reset     time.Duration // after t0
+	}{
+		{"one token left", true, `"burst";r=1;t=1800`, 1800 * time.Second},
+		{"none left: full in two tokens' time", true, `"burst";r=0;t=3600`, 3600 * time.Second},
+		{"denied: a token in 1800 s, full in 3600 s", false, `"burst";r=0;t=1800`, 3600 * time.Second},
+	}
+	for _, tc := range tests {
+		a := f.mustInvoke(t, event)
+		want := t0.Add(tc.reset)
+		switch {
+		case a.allowed(t) != tc.allowed || a.str(t, ratelimitheaders.KeyRule) != "burst":
+			t.Fatalf("%s: %v", tc.name, a)
+		case a.str(t, ratelimitheaders.KeyRateLimit) != tc.rateLimit:
+			t.Errorf("%s: RateLimit %s, want %s", tc.name, a.str(t, ratelimitheaders.KeyRateLimit), tc.rateLimit)
+		case a.num(t, ratelimitheaders.KeyReset) != want.Unix() || a.str(t, ratelimitheaders.KeyResetAt) != want.Format(time.RFC3339):
+			t.Errorf("%s: reset %d (%s), want %d (%s)", tc.name, a.num(t, ratelimitheaders.KeyReset), a.str(t, ratelimitheaders.KeyResetAt), want.Unix(), want.Format(time.RFC3339))
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package authorizer
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,8 @@ import (
 // RateLimit has one item, the binding rule: r is the whole tokens remaining and t
 // the effective window in seconds, rounded up: the retry-after when denied (so that
 // Retry-After never points before the end of the window, section 6), and the time until
-// every bucket is full again when allowed (see resetAfter: with a concurrency rule
-// binding, not before the admission's lease expires).
+// the binding rule is full again when allowed (see resetAfter: a quota's window's end,
+// with a concurrency rule binding, when the admission's lease expires).
 const (
 	sfListSep  = ", "
 	paramQuota = ";q="
@@ -68,18 +69,54 @@ func rateLimitPolicy(rules []bucketgate.Rule, at time.Time) string {
 	return b.String()
 }
 
-// resetAfter returns how long after o's decision every rule is full again, as the
-// headers tell it: the decision's ResetAfter, which describes its buckets and quotas;
-// when a concurrency rule binds an admission, at least until the admission's lease
-// expires. A slot frees by then at the latest (sooner when a lease is released or an
-// earlier one expires, which the admission does not know), so the next request's
-// Retry-After is never past it, where the buckets' time alone (a second) would be.
+// resetAfter returns how long after o's decision its binding rule is full again, as the
+// headers tell it: the reset that goes with the Remaining they show, not the
+// decision's ResetAfter (every rule full, a month away beside a monthly quota that
+// counted something). A quota's is its window's end: a denying quota's wait, an
+// admitting one's window that holds the decision (at most the decision's ResetAfter: a
+// window stored under another anchor ends there). A bucket's is when it is full again:
+// the decision tells its whole tokens alone, so it is the time to refill them to its
+// capacity from its wait when it lacks the cost (its tokens to within a millisecond),
+// else from the whole tokens shown: never earlier than the bucket is full, later by
+// less than one token's refill, and at most the decision's ResetAfter. A concurrency
+// rule's is, admitting, when the admission's lease expires (a slot frees by then at the
+// latest: sooner when a lease is released or an earlier one expires, which the
+// admission does not know), denying, the decision's ResetAfter, its latest lease's
+// expiry. Without a binding rule, or a decision of Redis's, it is the decision's
+// ResetAfter.
 func resetAfter(o Outcome) time.Duration {
 	d := o.Result.Decision
-	if d.Lease == "" || d.Expires.IsZero() || !slices.ContainsFunc(o.Limits.Rules, func(r bucketgate.Rule) bool { return r.Name == d.Rule && r.IsConcurrency() }) {
+	i := slices.IndexFunc(o.Limits.Rules, func(r bucketgate.Rule) bool { return r.Name == d.Rule })
+	if i < 0 || d.At.IsZero() {
 		return d.ResetAfter
 	}
-	return max(d.ResetAfter, d.Expires.Sub(d.At))
+	r := o.Limits.Rules[i]
+	switch {
+	case r.IsConcurrency() && d.Allowed && d.Lease != "" && !d.Expires.IsZero():
+		return d.Expires.Sub(d.At)
+	case r.IsConcurrency():
+		return d.ResetAfter
+	case r.IsQuota() && !d.Allowed:
+		return d.RetryAfter
+	case r.IsQuota():
+		_, end := r.Window(d.At)
+		return min(d.ResetAfter, (end.Sub(d.At) + time.Millisecond - 1).Truncate(time.Millisecond))
+	}
+	full := fillTime(r, r.Capacity-d.Remaining)
+	cost := o.Limits.Request("").Cost
+	switch {
+	case !d.Allowed:
+		full = d.RetryAfter + fillTime(r, r.Capacity-cost)
+	case d.Shortfall.Rule == r.Name:
+		full = min(full, d.Shortfall.Wait+fillTime(r, r.Capacity-cost))
+	}
+	return min(d.ResetAfter, full)
+}
+
+// fillTime returns how long bucket r takes to refill tokens, rounded up to whole
+// milliseconds as bucket.lua rounds a bucket's time until full.
+func fillTime(r bucketgate.Rule, tokens int64) time.Duration {
+	return time.Duration(math.Ceil(float64(tokens)*1000/r.RefillPerSecond)) * time.Millisecond
 }
 
 // rateLimit returns the RateLimit value of r, or "" when Redis did not decide or no

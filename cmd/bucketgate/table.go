@@ -656,7 +656,7 @@ type listed struct {
 	accountStatus string
 	err           error
 	unread        bool
-	// madeKey is, for a tenant whose key is an API key bucketgate made, the key's digest:
+	// madeKey is, for a tenant whose key is or holds an API key bucketgate made, its key's digest:
 	// rec.ID is its shownID.
 	madeKey string
 }
@@ -703,6 +703,9 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 			if isAccount == accounts {
 				madeKey, _ := madeKeyDigest(rec.ID)
 				rec.ID = shownID(rec.ID)
+				if bad := (*registry.RecordError)(nil); errors.As(err, &bad) {
+					bad.ID = rec.ID // it names the item by its id, which may hold a key
+				}
 				items = append(items, listed{rec: rec, plan: rec.Plan, err: err, unread: err != nil, madeKey: madeKey})
 			}
 		}

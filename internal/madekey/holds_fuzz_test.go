@@ -28,6 +28,9 @@ func FuzzHolds(f *testing.F) {
 		if is, want := madekey.Is(s), holds && len(s) == len(key); is != want {
 			t.Fatalf("Is(%q) = %v, want %v", s, is, want)
 		}
+		if masked := madekey.Mask(s); madekey.Holds(masked) || !holds && masked != s {
+			t.Fatalf("Mask(%q) = %q: want no key held, and the text as it is when it held none", s, masked)
+		}
 		for _, err := range []error{madekey.InKey("key", s), madekey.InIdentity("identity", s)} {
 			if (err != nil) != holds || err != nil && len(s) >= 8 && strings.Contains(err.Error(), s) {
 				t.Fatalf("error %v for %q (holds %v): want one, never quoting it, just when it holds a key", err, s, holds)

@@ -32,15 +32,40 @@ var keyLen = base64.RawURLEncoding.EncodedLen(Bytes)
 // ("Bearer bg_...", "acme/bg_...", "key:bg_...", or the key alone). A key's digest
 // (hex) never holds one.
 func Holds(s string) bool {
-	for i := 0; ; i++ {
+	i, _ := next(s)
+	return i >= 0
+}
+
+// Mask returns s with every API key bucketgate made that it holds (Holds) replaced by
+// Prefix and "...": s as it may be printed ("tenant:acme/bg_..."). It returns s itself
+// when s holds none.
+func Mask(s string) string {
+	var b strings.Builder
+	for {
+		i, end := next(s)
+		if i < 0 {
+			if b.Len() == 0 {
+				return s
+			}
+			return b.String() + s
+		}
+		b.WriteString(s[:i] + Prefix + "...")
+		s = s[end:]
+	}
+}
+
+// next returns where the first API key bucketgate made that s holds (Holds) begins and
+// ends, or -1 when s holds none.
+func next(s string) (i, end int) {
+	for ; ; i++ {
 		j := strings.Index(s[i:], Prefix)
 		if j < 0 {
-			return false
+			return -1, -1
 		}
 		i += j
-		end := i + len(Prefix) + keyLen
+		end = i + len(Prefix) + keyLen
 		if end <= len(s) && (i == 0 || !base64URL(s[i-1])) && (end == len(s) || !base64URL(s[end])) && allBase64URL(s[i+len(Prefix):end]) {
-			return true
+			return i, end
 		}
 	}
 }

@@ -101,3 +101,24 @@ func TestInNeverQuotes(t *testing.T) {
 		}
 	}
 }
+
+// TestMask: every key bucketgate made that a text holds (Holds) is replaced by Prefix and
+// "...", and the rest is kept; a text that holds none is returned as it is.
+func TestMask(t *testing.T) {
+	key := "bg_" + strings.Repeat("Q", 43)
+	other := "bg_" + strings.Repeat("z", 42) + "-"
+	for _, tc := range []struct{ name, s, want string }{
+		{"the key alone", key, "bg_..."},
+		{"after a tenant's name", "acme/" + key, "acme/bg_..."},
+		{"two keys", key + " " + other + "/x", "bg_... bg_.../x"},
+		{"a near miss kept", "x" + key + " " + key, "x" + key + " bg_..."},
+		{"none", "tenant-42", "tenant-42"},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := madekey.Mask(tc.s); got != tc.want {
+				t.Errorf("Mask(%q) = %q, want %q", tc.s, got, tc.want)
+			}
+		})
+	}
+}

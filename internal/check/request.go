@@ -356,6 +356,9 @@ func parsePlan(path string, raw []byte, plans Plans) (string, *config.Plan, erro
 	if err != nil {
 		return "", nil, err
 	}
+	if err := madekey.InField(path, name); err != nil { // never quoted: the errors about an unknown plan quote it
+		return "", nil, err
+	}
 	p, _ := plans.Plan(name)
 	return name, p, nil
 }
@@ -559,7 +562,8 @@ func fits(path string, cost int64, op bucketgate.Op, rules []bucketgate.Rule) er
 // parseHold reads into q, a request of the check at path with members m, its ttlMs (a
 // reserve's, or a check's that acquires a lease), requestId (a check that takes tokens,
 // a reserve's or a refund's), reservation (a settle's or a cancel's, which needs it) and
-// lease (a release's, which needs it).
+// lease (a release's, which needs it): neither of these two an API key bucketgate made
+// (madekey.InField).
 func parseHold(path string, m map[string][]byte, q *bucketgate.Request) error {
 	settles := q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
 	release := q.Op == bucketgate.OpRelease
@@ -608,6 +612,11 @@ func parseHold(path string, m map[string][]byte, q *bucketgate.Request) error {
 		}
 		if v == "" || len(v) > f.most {
 			return fmt.Errorf("%s: %d bytes: want 1 to %d", field(path, f.name), len(v), f.most)
+		}
+		if f.name != fieldRequestID { // a requestId rests nowhere: its record is named by a digest of it
+			if err := madekey.InField(field(path, f.name), v); err != nil { // never quoted: a conflict's error quotes an id the limiter did not make
+				return err
+			}
 		}
 		*f.to = v
 	}

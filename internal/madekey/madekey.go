@@ -1,6 +1,7 @@
 // Package madekey tells the API keys bucketgate makes (bucketgate keys create) by their
 // shape, so that the places where only a key's digest may go (a check's key or identity,
-// the configuration's tenants, checkclient before sending) refuse one without quoting it.
+// its plan, reservation or lease, the configuration's tenants, checkclient before
+// sending) refuse one without quoting it, and the CLI masks one it prints (Mask).
 package madekey
 
 import (
@@ -110,6 +111,18 @@ func InIdentity(path, id string) error {
 	}
 	return fmt.Errorf("%s: %s (%s...), which would rest in Redis and the registry as it is: want %s<its digest> for a tenant a service names by the key's digest, or %s<its digest> for the key's own buckets (the authorizer's): the first %d hex digits of its SHA-256, bucketgate.KeyDigest",
 		path, what, Prefix, bucketgate.TenantPrefix, bucketgate.KeyPrefix, bucketgate.DigestLen)
+}
+
+// InField reports s, a check's field at path that names no identity (its plan, its
+// reservation, its lease), when it is or holds an API key bucketgate made (Holds), never
+// quoting it: no plan, reservation or lease is one (the ids the limiter makes hold none),
+// and the errors about one that is not the field's quote it, which the check function
+// logs. The check function refuses such a check, and so does checkclient before sending it.
+func InField(path, s string) error {
+	if !Holds(s) {
+		return nil
+	}
+	return fmt.Errorf("%s: %s (%s...), which no plan, reservation or lease is: not quoted, as an error about it would quote it in the function's logs", path, made(s), Prefix)
 }
 
 // made says what s, which Holds, is: a key bucketgate made, or text holding one.

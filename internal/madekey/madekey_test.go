@@ -83,6 +83,8 @@ func TestInNeverQuotes(t *testing.T) {
 		{"an identity after its kind", "key:" + key, "identity: key: with an API key bucketgate made (bg_...)", madekey.InIdentity},
 		{"an identity without a kind", key, "identity: an API key bucketgate made (bg_...)", madekey.InIdentity},
 		{"an identity holding one", "tenant:acme/" + key, "identity: holds an API key bucketgate made (bg_...)", madekey.InIdentity},
+		{"a plan", key, "plan: an API key bucketgate made (bg_...), which no plan, reservation or lease is", madekey.InField},
+		{"a lease holding one", "Bearer " + key, "lease: holds an API key bucketgate made (bg_...)", madekey.InField},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := strings.SplitN(tc.want, ":", 2)[0]
@@ -95,6 +97,9 @@ func TestInNeverQuotes(t *testing.T) {
 	for _, ok := range []string{"tenant-42", "key:" + strings.Repeat("ab", 16), "x" + key} {
 		if err := madekey.InKey("key", ok); err != nil {
 			t.Errorf("InKey(%q): %v, want nil", ok, err)
+		}
+		if err := madekey.InField("reservation", ok); err != nil {
+			t.Errorf("InField(%q): %v, want nil", ok, err)
 		}
 		if err := madekey.InIdentity("identity", "tenant:"+ok); err != nil {
 			t.Errorf("InIdentity(%q): %v, want nil", "tenant:"+ok, err)

@@ -246,7 +246,7 @@ func TestKeysBadInput(t *testing.T) {
 		{"a table's ARN", exitUsage, `--table "arn:aws:dynamodb:us-east-1:123456789012:table/` + table + `": want a table name`, []string{"keys", "show", key, "--table", "arn:aws:dynamodb:us-east-1:123456789012:table/" + table}},
 		{"unknown plan", exitError, ` not written: attribute plan: unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from this shell's RATE_LIMIT_CONFIG`, []string{"keys", "create", "--plan", "gold"}},
 		{"rule without rate", exitUsage, `"burst:7": want NAME:CAPACITY:RATE`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:7"}},
-		{"fractional capacity", exitUsage, `capacity "1.5": want a whole number`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:1.5:1"}},
+		{"fractional capacity", exitUsage, `capacity "1.5": want a whole decimal number`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:1.5:1"}},
 		{"capacity out of range", exitUsage, "capacity 0: want 1 to 1000000000", []string{"keys", "create", "--plan", "pro", "--rule", "burst:0:1"}},
 		{"bad rule name", exitUsage, `name "a b"`, []string{"keys", "create", "--plan", "pro", "--rule", "a b:1:1"}},
 		{"bad period", exitUsage, `per "fortnight"`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1/fortnight"}},

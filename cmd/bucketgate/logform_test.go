@@ -160,7 +160,8 @@ func TestTenantOfAMadeKey(t *testing.T) {
 // the API key; an item of such a tenant that cannot be read is named so in its error
 // too; keys show does not take it by its key's digest (it printed the item's id, the
 // key) nor by its key (refused, naming the problem), nor do buckets show and usage,
-// before any call (the check function refused it).
+// before any call (the check function refused it); config put does not refuse a document
+// for leaving it without its plan (naming it by its key).
 func TestTenantHoldingAMadeKey(t *testing.T) {
 	d, _ := newDeployment(t)
 	key, err := newKey()
@@ -189,6 +190,8 @@ func TestTenantHoldingAMadeKey(t *testing.T) {
 		{"keys show by the key", []string{"keys", "show", "tenant:acme/" + key}, exitUsage, nil, []string{refused}},
 		{"buckets show", []string{"buckets", "show", "tenant:acme/" + key}, exitUsage, nil, []string{refused}},
 		{"usage", []string{"usage", "tenant:acme/" + key}, exitUsage, nil, []string{refused}},
+		// No function reads the item: a document without its plan leaves no tenant without one.
+		{"config put without its plan", []string{"config", "put", file(t, "basic.yaml", "defaultPlan: basic\nplans:\n  basic: [{name: burst, capacity: 5, refillPerSecond: 0.001}]\n")}, exitOK, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

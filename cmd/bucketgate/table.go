@@ -600,7 +600,7 @@ func (t *keyTable) get(ctx context.Context, id string) (registry.Record, error) 
 // tenantItem returns id, the id of an item, or when id is tenant:<digest> (a tenant as
 // the functions' log lines name it: bucketgate.LogForm) and the table holds no item of
 // that id, the id of the tenant whose key has that digest, which it scans the table for
-// (never one whose key is an API key bucketgate made, which no function looks up, and
+// (never one whose key is or holds an API key bucketgate made, which no function looks up, and
 // whose key would be printed or sent: keys list notes it); an error wrapping errNoItem
 // when there is none.
 func (t *keyTable) tenantItem(ctx context.Context, id string) (string, error) {

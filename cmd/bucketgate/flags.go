@@ -13,6 +13,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
@@ -113,6 +114,27 @@ func textFlag(fs *flag.FlagSet, name, usage string) *text {
 	t := new(text)
 	fs.Var(t, name, usage)
 	return t
+}
+
+// prose is a text flag for people (--owner, --note): text that holds no API key
+// bucketgate made, which the table would hold as it is (an owner goes in the crossing
+// events too).
+type prose struct{ text }
+
+// Set takes v as text does, unless it holds an API key bucketgate made (madekey.Holds),
+// which the error never quotes.
+func (p *prose) Set(v string) error {
+	if madekey.Holds(v) {
+		return fmt.Errorf("holds an API key bucketgate made (%s...), which the table would hold as it is: give no key (its digest names it: printf %%s \"$KEY\" | sha256sum | cut -c1-%d)", madekey.Prefix, bucketgate.DigestLen)
+	}
+	return p.text.Set(v)
+}
+
+// proseFlag defines a prose flag of fs called name, empty by default, and returns its text.
+func proseFlag(fs *flag.FlagSet, name, usage string) *text {
+	p := new(prose)
+	fs.Var(p, name, usage)
+	return &p.text
 }
 
 // nameValue is the value of a flag that names what a variable, the stack or the item

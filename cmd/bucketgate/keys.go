@@ -217,8 +217,8 @@ func initFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	plan := fs.String("plan", "", "the key's plan (required, but with --account)")
 	account := fs.String("account", "", "the account the key is for, in the table: the key is decided as the account")
-	owner := textFlag(fs, "owner", "who the key is for, for people")
-	note := textFlag(fs, "note", "a note, for people")
+	owner := proseFlag(fs, "owner", "who the key is for, for people")
+	note := proseFlag(fs, "note", "a note, for people")
 	expires := fs.String("expires", never, "when the key stops working, or never")
 	tenant := textFlag(fs, "tenant", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")

@@ -9,11 +9,14 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 )
 
-// An API key bucketgate made, given as a check's plan, reservation or lease, is refused
-// naming the field, never quoted: the errors about them quoted it (an unknown plan, a
+// An API key bucketgate made, given as a check's operation, plan, rule name, period,
+// usage day, reservation or lease, is refused naming the field, never quoted: the errors
+// about them quoted it (an unknown operation or plan, a day or period misspelled, a
 // reservation or lease the limiter did not make), and the function logs its refusals,
-// so the key rested in its logs. As a requestId it is taken, for it rests nowhere: the
-// record of a requestId is named by a digest of it, and no error or log line quotes it.
+// so the key rested in its logs; a rule so named was taken, and rested in Redis's hash
+// fields, the decision's log lines and the metrics' dimensions. As a requestId it is
+// taken, for it rests nowhere: the record of a requestId is named by a digest of it, and
+// no error or log line quotes it.
 func TestMadeKeyInOtherFields(t *testing.T) {
 	const lease = `"rules":[{"name":"c","concurrency":2}]`
 	tests := []struct {
@@ -27,6 +30,12 @@ func TestMadeKeyInOtherFields(t *testing.T) {
 		{"a release's lease", `{"key":"tenant-1",` + lease + `,"op":"release","lease":"` + madeKey + `"}`, "lease: an API key bucketgate made (bg_...)"},
 		{"a release's lease alone", `{"op":"release","lease":"Bearer ` + madeKey + `"}`, "lease: holds an API key bucketgate made (bg_...)"},
 		{"a batch's reservation", `{"checks":[` + validCheck + `,{"key":"tenant-1","plan":"pro","op":"cancel","reservation":"` + madeKey + `"}]}`, "checks[1].reservation: an API key bucketgate made (bg_...)"},
+		{"an operation", `{"key":"tenant-1","plan":"pro","op":"` + madeKey + `"}`, "op: an API key bucketgate made (bg_...)"},
+		{"a rule's name", `{"key":"tenant-1","rules":[{"name":"` + madeKey + `","capacity":10,"refillPerSecond":1}]}`, "rules[0].name: an API key bucketgate made (bg_...)"},
+		{"a concurrency rule's name", `{"key":"tenant-1","rules":[{"name":"` + madeKey + `","concurrency":1}]}`, "rules[0].name: an API key bucketgate made (bg_...)"},
+		{"a quota's period", `{"key":"tenant-1","rules":[{"name":"q","limit":10,"period":"` + madeKey + `"}]}`, "rules[0].period: an API key bucketgate made (bg_...)"},
+		{"a usage's first day", `{"key":"tenant-1","op":"usage","from":"` + madeKey + `"}`, "from: an API key bucketgate made (bg_...)"},
+		{"a usage's last day", `{"key":"tenant-1","op":"usage","to":"day ` + madeKey + `"}`, "to: holds an API key bucketgate made (bg_...)"},
 		{"a requestId", `{"key":"tenant-1","plan":"pro","requestId":"` + madeKey + `"}`, ""},
 	}
 	for _, tc := range tests {

@@ -113,16 +113,18 @@ func InIdentity(path, id string) error {
 		path, what, Prefix, bucketgate.TenantPrefix, bucketgate.KeyPrefix, bucketgate.DigestLen)
 }
 
-// InField reports s, a check's field at path that names no identity (its plan, its
-// reservation, its lease), when it is or holds an API key bucketgate made (Holds), never
-// quoting it: no plan, reservation or lease is one (the ids the limiter makes hold none),
-// and the errors about one that is not the field's quote it, which the check function
-// logs. The check function refuses such a check, and so does checkclient before sending it.
+// InField reports s, a check's text at path that is neither its key nor its identity
+// (its operation, plan, rules' names and periods, days, reservation, lease), when it is
+// or holds an API key bucketgate made (Holds), never quoting it: none of them is one
+// (the ids the limiter makes hold none), the errors about a value that is not the
+// field's quote it, which the check function logs, and a rule's name rests in Redis and
+// the metrics. The check function refuses such a check, and so does checkclient before
+// sending it.
 func InField(path, s string) error {
 	if !Holds(s) {
 		return nil
 	}
-	return fmt.Errorf("%s: %s (%s...), which no plan, reservation or lease is: not quoted, as an error about it would quote it in the function's logs", path, made(s), Prefix)
+	return fmt.Errorf("%s: %s (%s...), refused unquoted: no operation, plan, rule, day, reservation or lease is one, and the errors about one quote it in the function's logs (a rule's name would rest in Redis and the metrics)", path, made(s), Prefix)
 }
 
 // made says what s, which Holds, is: a key bucketgate made, or text holding one.

@@ -83,7 +83,7 @@ func TestInNeverQuotes(t *testing.T) {
 		{"an identity after its kind", "key:" + key, "identity: key: with an API key bucketgate made (bg_...)", madekey.InIdentity},
 		{"an identity without a kind", key, "identity: an API key bucketgate made (bg_...)", madekey.InIdentity},
 		{"an identity holding one", "tenant:acme/" + key, "identity: holds an API key bucketgate made (bg_...)", madekey.InIdentity},
-		{"a plan", key, "plan: an API key bucketgate made (bg_...), which no plan, reservation or lease is", madekey.InField},
+		{"a plan", key, "plan: an API key bucketgate made (bg_...), refused unquoted: no operation, plan, rule, day, reservation or lease is one", madekey.InField},
 		{"a lease holding one", "Bearer " + key, "lease: holds an API key bucketgate made (bg_...)", madekey.InField},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package madekey tells the API keys bucketgate makes (bucketgate keys create) by their
 // shape, so that the places where only a key's digest may go (a check's key or identity,
-// its plan, reservation or lease, the configuration's tenants, checkclient before
-// sending) refuse one without quoting it, and the CLI masks one it prints (Mask).
+// its other texts, the configuration's tenants, checkclient before sending, the CLI's
+// owners and notes) refuse one without quoting it, and the CLI masks one it prints
+// (Mask).
 package madekey
 
 import (

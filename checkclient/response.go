@@ -308,7 +308,9 @@ func errorPayload(payload []byte) bool {
 
 // validate refuses what the function would (or JSON could not carry) that the client
 // can tell alone: a release without a lease, a settle or a cancel without a
-// reservation (what a degraded answer holds: nothing), a string that is not UTF-8
+// reservation (what a degraded answer holds: nothing), an API key bucketgate made as a
+// key, in an identity, or in a plan, a rule's name, a day, a reservation or a lease
+// (madekey), a string that is not UTF-8
 // text, which encoding/json would send with U+FFFD in place of the bytes, so that two
 // different keys would be one (and two different requestIds one, the second answered
 // as the first, never charged), and what encoding/json cannot send at all: an Op or a rule's Period that is none of the
@@ -327,7 +329,13 @@ func (c *Client) validate(prefix string, req checkapi.Request) error {
 	if !utf8.ValidString(req.Key) {
 		return c.refuse(prefix + "key: not UTF-8 text: encoding would replace its bytes with U+FFFD and merge it with other keys")
 	}
-	for _, err := range []error{madekey.InKey(prefix+"key", req.Key), madekey.InIdentity(prefix+"identity", req.Identity)} {
+	errs := []error{madekey.InKey(prefix+"key", req.Key), madekey.InIdentity(prefix+"identity", req.Identity), madekey.InField(prefix+"plan", req.Plan)}
+	for i, r := range req.Rules {
+		errs = append(errs, madekey.InField(fmt.Sprintf("%srules[%d].name", prefix, i), r.Name))
+	}
+	errs = append(errs, madekey.InField(prefix+"from", req.From), madekey.InField(prefix+"to", req.To),
+		madekey.InField(prefix+"reservation", req.Reservation), madekey.InField(prefix+"lease", req.Lease))
+	for _, err := range errs {
 		if err != nil { // refused as the function refuses it, before the key leaves the process
 			return c.refuse(err.Error())
 		}

@@ -109,8 +109,8 @@ func (t *keyTable) activeAccount(ctx context.Context, name string) error {
 
 func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	plan := fs.String("plan", "", "the account's plan (required)")
-	owner := textFlag(fs, "owner", "who the account is, for people")
-	note := textFlag(fs, "note", "a note, for people")
+	owner := proseFlag(fs, "owner", "who the account is, for people")
+	note := proseFlag(fs, "note", "a note, for people")
 	expires := fs.String("expires", never, "when the account and every key of it stop working, or never")
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the account's own, "+ruleFlagForms+" (repeatable)")

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/version"
 )
@@ -177,7 +178,9 @@ func command[C any](group string, commands map[string]C, args []string) (C, *fla
 
 // parse parses args into fs, flags before, between or after the arguments, and wants
 // exactly n arguments; it returns them. A flag given twice is a usage error, not a
-// silent choice of the last one, unless its value is repeatable (--rule).
+// silent choice of the last one, unless its value is repeatable (--rule). An API key
+// bucketgate made in a flag's value that is refused is masked in the error
+// (madekey.Mask), which quotes the value.
 func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 	onceOnly(fs)
 	var positional []string
@@ -185,6 +188,9 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
+			}
+			if madekey.Holds(err.Error()) { // the flag package quotes the value it refuses
+				err = errors.New(madekey.Mask(err.Error()))
 			}
 			return nil, fmt.Errorf("%w: %w", usageOf(fs), err)
 		}

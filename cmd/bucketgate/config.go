@@ -98,7 +98,7 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 }
 
 func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
-	note := textFlag(fs, "note", "why, for people")
+	note := proseFlag(fs, "note", "why, for people")
 	force := fs.Bool("force", false, "write it even if active keys, tenants or accounts lose their plan")
 	return func(e env, t *keyTable, args []string) error {
 		doc, err := readDocument(args[0])
@@ -161,7 +161,7 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 }
 
 func configRollbackFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
-	note := textFlag(fs, "note", "why, for people (default: rollback to version N)")
+	note := proseFlag(fs, "note", "why, for people (default: rollback to version N)")
 	force := fs.Bool("force", false, "write it even if active keys, tenants or accounts lose their plan")
 	return func(e env, t *keyTable, args []string) error {
 		v, err := strconv.ParseInt(args[0], 10, 64)

@@ -69,7 +69,7 @@ func (h history) has(v int64) bool {
 // scan reads every item of the table (strongly consistent, page by page): the copies of
 // the configuration's versions and, when records, the identities' records that can be
 // read (one that cannot is no identity a document could break), and apart those that
-// cannot; never a tenant whose key is an API key bucketgate made, which no function
+// cannot; never a tenant whose key is or holds an API key bucketgate made, which no function
 // looks up.
 func (t *keyTable) scan(ctx context.Context, records bool) (history, error) {
 	if err := t.open(); err != nil {
@@ -97,7 +97,7 @@ func (t *keyTable) scan(ctx context.Context, records bool) (history, error) {
 				h.versions = append(h.versions, storedVersion{id: id.Value, s: s, err: err})
 			default:
 				if _, made := madeKeyDigest(id.Value); made {
-					break // a tenant of an API key bucketgate made, which no function looks up (keys list notes it)
+					break // a tenant whose key is or holds an API key bucketgate made, which no function looks up (keys list notes it)
 				}
 				rec, err := registry.DecodeItem(it)
 				if err == nil {

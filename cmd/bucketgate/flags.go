@@ -13,6 +13,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
@@ -34,48 +35,48 @@ const ruleFlagForms = "NAME:CAPACITY:RATE, NAME:LIMIT:PERIOD[@DAY] or NAME:N:con
 // concurrent is the third part of a -rule flag of a concurrency rule.
 const concurrent = "concurrent"
 
-// Set parses one rule, checked as the configuration document checks its rules; a name
-// given before is refused.
+// Set parses one rule, its numbers read and the rule checked as the configuration
+// document reads and checks its rules; a name given before is refused.
 func (l *ruleList) Set(v string) error {
 	parts := strings.Split(v, ":")
 	if len(parts) != 3 {
 		return fmt.Errorf("%q: %s", v, ruleForms)
 	}
-	n, err := strconv.ParseInt(parts[1], 10, 64)
+	n, err := config.ParseCount(parts[1]) // numbers as the document writes them
 	period, day, anchored := strings.Cut(parts[2], "@")
 	_, quota := bucketgate.ParsePeriod(period)
 	var spec config.RuleSpec
 	switch {
 	case parts[2] == concurrent:
 		if err != nil {
-			return fmt.Errorf("%q: concurrency %q: want a whole number of requests in flight", v, parts[1])
+			return fmt.Errorf("%q: concurrency %w", v, err)
 		}
 		spec = config.RuleSpec{Name: parts[0], Concurrency: config.Count(n)}
 	case quota || anchored:
 		if err != nil {
-			return fmt.Errorf("%q: limit %q: want a whole number of tokens", v, parts[1])
+			return fmt.Errorf("%q: limit %w", v, err)
 		}
 		spec = config.RuleSpec{Name: parts[0], Limit: config.Count(n), Period: period}
 		if anchored {
-			a, err := strconv.ParseInt(day, 10, 64)
+			a, err := config.ParseCount(day)
 			if err != nil {
 				return fmt.Errorf("%q: anchor %q: want a day of the month from 1 to %d", v, day, bucketgate.MaxAnchor)
 			}
 			spec.Anchor = (*config.Count)(&a)
 		}
 	case err != nil:
-		return fmt.Errorf("%q: capacity %q: want a whole number of tokens", v, parts[1])
+		return fmt.Errorf("%q: capacity %w", v, err)
 	default:
 		spec = config.RuleSpec{Name: parts[0], Capacity: config.Count(n)}
 		if n, per, ok := strings.Cut(parts[2], "/"); ok {
 			spec.Per = per
-			if spec.Refill, err = strconv.ParseFloat(n, 64); err != nil {
+			if spec.Refill, err = config.ParseNumber(n); err != nil {
 				return fmt.Errorf("%q: refill %q: want a number of tokens", v, n)
 			}
 			if config.RoundsToZero(n, spec.Refill) {
 				return fmt.Errorf("%q: refill %q: too close to 0, which it would round to", v, n)
 			}
-		} else if spec.RefillPerSecond, err = strconv.ParseFloat(parts[2], 64); err == nil && config.RoundsToZero(parts[2], spec.RefillPerSecond) {
+		} else if spec.RefillPerSecond, err = config.ParseNumber(parts[2]); err == nil && config.RoundsToZero(parts[2], spec.RefillPerSecond) {
 			return fmt.Errorf("%q: rate %q: too close to 0, which it would round to", v, parts[2])
 		} else if err != nil || spec.RefillPerSecond == 0 {
 			return fmt.Errorf("%q: rate %q: want tokens per second > 0, N/PERIOD, or day, week or month for a quota", v, parts[2])
@@ -113,6 +114,27 @@ func textFlag(fs *flag.FlagSet, name, usage string) *text {
 	t := new(text)
 	fs.Var(t, name, usage)
 	return t
+}
+
+// prose is a text flag for people (--owner, --note): text that holds no API key
+// bucketgate made, which the table would hold as it is (an owner goes in the crossing
+// events too).
+type prose struct{ text }
+
+// Set takes v as text does, unless it holds an API key bucketgate made (madekey.Holds),
+// which the error never quotes.
+func (p *prose) Set(v string) error {
+	if madekey.Holds(v) {
+		return fmt.Errorf("holds an API key bucketgate made (%s...), which the table would hold as it is: give no key (its digest names it: printf %%s \"$KEY\" | sha256sum | cut -c1-%d)", madekey.Prefix, bucketgate.DigestLen)
+	}
+	return p.text.Set(v)
+}
+
+// proseFlag defines a prose flag of fs called name, empty by default, and returns its text.
+func proseFlag(fs *flag.FlagSet, name, usage string) *text {
+	p := new(prose)
+	fs.Var(p, name, usage)
+	return &p.text
 }
 
 // nameValue is the value of a flag that names what a variable, the stack or the item

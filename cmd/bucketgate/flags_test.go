@@ -70,6 +70,18 @@ func TestRuleFlag(t *testing.T) {
 		{"a refill that rounds to 0", "burst:10:1e-400/hour", bucketgate.Rule{}, `"burst:10:1e-400/hour": refill "1e-400": too close to 0, which it would round to`},
 		{"a negative refill that rounds to 0", "burst:10:-0.5e-330/hour", bucketgate.Rule{}, `refill "-0.5e-330": too close to 0`},
 		{"a rate past a float", "burst:10:1e400", bucketgate.Rule{}, `rate "1e400": want tokens per second > 0`},
+		// Numbers are read as the document reads them (config.ParseNumber, ParseCount).
+		{"a rate with an exponent", "burst:10:1e3", bucketgate.Rule{Name: "burst", Capacity: 10, RefillPerSecond: 1000}, ""},
+		{"a hex rate", "burst:10:0x1p4", bucketgate.Rule{}, `rate "0x1p4": want tokens per second > 0`},
+		{"a hex refill", "hourly:50:0x1p4/hour", bucketgate.Rule{}, `refill "0x1p4": want a number of tokens`},
+		{"a rate with underscores", "burst:10:1_000", bucketgate.Rule{}, `rate "1_000": want tokens per second > 0`},
+		{"a rate without its leading digit", "burst:10:.5", bucketgate.Rule{}, `rate ".5": want tokens per second > 0`},
+		{"a rate infinite", "burst:10:inf", bucketgate.Rule{}, `rate "inf": want tokens per second > 0`},
+		{"a capacity with a leading zero", "burst:010:1", bucketgate.Rule{}, `capacity "010": want a whole decimal number such as 100`},
+		{"a signed capacity", "burst:+5:1", bucketgate.Rule{}, `capacity "+5": want a whole decimal number`},
+		{"a limit with an exponent", "daily:1e3:day", bucketgate.Rule{}, `limit "1e3": want a whole decimal number`},
+		{"a concurrency with a leading zero", "streams:05:concurrent", bucketgate.Rule{}, `concurrency "05": want a whole decimal number`},
+		{"an anchor with a leading zero", "monthly:100:month@015", bucketgate.Rule{}, `anchor "015": want a day of the month`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

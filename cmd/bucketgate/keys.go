@@ -217,8 +217,8 @@ func initFlags(*flag.FlagSet) func(env, *keyTable, []string) error {
 func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	plan := fs.String("plan", "", "the key's plan (required, but with --account)")
 	account := fs.String("account", "", "the account the key is for, in the table: the key is decided as the account")
-	owner := textFlag(fs, "owner", "who the key is for, for people")
-	note := textFlag(fs, "note", "a note, for people")
+	owner := proseFlag(fs, "owner", "who the key is for, for people")
+	note := proseFlag(fs, "note", "a note, for people")
 	expires := fs.String("expires", never, "when the key stops working, or never")
 	tenant := textFlag(fs, "tenant", "register this check function tenant instead of a new API key")
 	existing := fs.String("key", "", "- alone: register the API key on stdin (made elsewhere) instead of a new one")
@@ -597,9 +597,9 @@ func listItems(fs *flag.FlagSet, accounts bool) func(env, *keyTable, []string) e
 	}
 }
 
-// noteMadeKey says on stderr what to do with it, a tenant whose key is an API key
-// bucketgate made (a CLI of an earlier release wrote one, or a hand), whose item
-// holds the key: delete it, and register the tenant again by the key's digest, as a
+// noteMadeKey says on stderr what to do with it, a tenant whose key is or holds an API
+// key bucketgate made (a CLI of an earlier release wrote one, or a hand), whose item
+// holds the key: delete it, and register the tenant again by its key's digest, as a
 // service names it now.
 func noteMadeKey(e env, it listed) {
 	again := "bucketgate keys create --tenant " + it.madeKey + " --plan " + cmp.Or(it.rec.Plan, "PLAN")
@@ -607,8 +607,8 @@ func noteMadeKey(e env, it listed) {
 		r.Shadow = false // assess's mark
 		again += " --rule " + rulesText([]bucketgate.Rule{r})
 	}
-	fmt.Fprintf(e.stderr, "note: %s is a tenant whose key is an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item (its %s begins %s%s: the DynamoDB console, or aws dynamodb delete-item), and to keep the tenant, register it by the key's digest, as a service names it now: %s\n",
-		it.rec.ID, registry.KeyAttribute, bucketgate.TenantPrefix, madekey.Prefix, again)
+	fmt.Fprintf(e.stderr, "note: %s is a tenant whose key is or holds an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item (its %s is the one shown, the key in place of %s...: the DynamoDB console, or aws dynamodb delete-item), and to keep the tenant, register it by its key's digest, as a service names it now: %s\n",
+		it.rec.ID, registry.KeyAttribute, madekey.Prefix, again)
 }
 
 // andItsKeys is ", and every key of it," for the item id of an account, else "".
@@ -650,8 +650,10 @@ func itemArg(e env, arg string) (string, error) {
 
 // itemID returns the registry id that arg names: "key:<digest>" or "tenant:<key>" as
 // given, any other text as an API key (by its digest); "key:" with anything but a
-// digest is refused, as a mistyped id rather than a key, and an account's id or
-// identity as an account's. The error never quotes arg: it may be a key.
+// digest is refused, as a mistyped id rather than a key, an account's id or identity
+// as an account's, and a tenant key that no check could carry (checkTenant: one that
+// holds an API key bucketgate made, among others), whose item no function reads. The
+// error never quotes arg: it may be a key.
 func itemID(arg string) (string, error) {
 	switch {
 	case strings.HasPrefix(arg, bucketgate.AccountPrefix), strings.HasPrefix(arg, registry.AccountItemPrefix):
@@ -659,6 +661,9 @@ func itemID(arg string) (string, error) {
 	case strings.HasPrefix(arg, string(bucketgate.KindTenant)+":"):
 		if len(arg) == len(bucketgate.KindTenant)+1 {
 			return "", fmt.Errorf("%w: tenant: with no tenant key", errUsage)
+		}
+		if err := checkTenant(arg[len(bucketgate.TenantPrefix):]); err != nil {
+			return "", fmt.Errorf("%w: tenant: %w", errUsage, err)
 		}
 		return arg, nil
 	case strings.HasPrefix(arg, string(bucketgate.KindKey)+":"):

@@ -246,7 +246,7 @@ func TestKeysBadInput(t *testing.T) {
 		{"a table's ARN", exitUsage, `--table "arn:aws:dynamodb:us-east-1:123456789012:table/` + table + `": want a table name`, []string{"keys", "show", key, "--table", "arn:aws:dynamodb:us-east-1:123456789012:table/" + table}},
 		{"unknown plan", exitError, ` not written: attribute plan: unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from this shell's RATE_LIMIT_CONFIG`, []string{"keys", "create", "--plan", "gold"}},
 		{"rule without rate", exitUsage, `"burst:7": want NAME:CAPACITY:RATE`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:7"}},
-		{"fractional capacity", exitUsage, `capacity "1.5": want a whole number`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:1.5:1"}},
+		{"fractional capacity", exitUsage, `capacity "1.5": want a whole decimal number`, []string{"keys", "create", "--plan", "pro", "--rule", "burst:1.5:1"}},
 		{"capacity out of range", exitUsage, "capacity 0: want 1 to 1000000000", []string{"keys", "create", "--plan", "pro", "--rule", "burst:0:1"}},
 		{"bad rule name", exitUsage, `name "a b"`, []string{"keys", "create", "--plan", "pro", "--rule", "a b:1:1"}},
 		{"bad period", exitUsage, `per "fortnight"`, []string{"keys", "create", "--plan", "pro", "--rule", "q:10:1/fortnight"}},
@@ -491,6 +491,42 @@ func TestKeyNotPrinted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An owner or a note never holds an API key bucketgate made: the table would hold the
+// key as it is (an owner goes in the crossing events too, and keys list prints both), so
+// --owner and --note refuse one, never quoting it, before anything is written. No error
+// about a flag's value quotes one (the flag package quotes the values it refuses).
+func TestFreeTextHoldsNoKey(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	key, err := newKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const held = "holds an API key bucketgate made (bg_...)"
+	tests := []struct {
+		name, want string
+		args       []string
+	}{
+		{"keys create --owner", held, []string{"keys", "create", "--plan", "pro", "--owner", key}},
+		{"keys create --note", held, []string{"keys", "create", "--plan", "pro", "--note", "rotated from " + key}},
+		{"accounts create --owner", held, []string{"accounts", "create", "acme", "--plan", "pro", "--owner", "acme " + key}},
+		{"config put --note", held, []string{"config", "put", file(t, "gold.yaml", goldDoc), "--note", key}},
+		{"a --rule holding one", `invalid value "bg_..." for flag -rule: "bg_...": want NAME:CAPACITY:RATE`, []string{"keys", "create", "--plan", "pro", "--rule", key}},
+	}
+	before := c.items()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := c.run(tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Contains(stdout+stderr, key[3:]) {
+				t.Fatalf("bucketgate %s: exit %d\n%s%s\nwant a usage error with %q, never quoting the key", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	if after := c.items(); after != before {
+		t.Fatalf("a refused owner or note wrote to the table:\nbefore %s\nafter  %s", before, after)
 	}
 }
 

@@ -118,7 +118,7 @@ func TestTenantOfAMadeKey(t *testing.T) {
 	d.put(map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "tenant:" + key}, "plan": &types.AttributeValueMemberS{Value: "gold"}})
 	d.ok("keys", "create", "--tenant", "acme-svc", "--plan", "basic")
 	shown := "tenant:bg_... (digest " + digest + ")"
-	note := "note: " + shown + " is a tenant whose key is an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item"
+	note := "note: " + shown + " is a tenant whose key is or holds an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item"
 	again := "bucketgate keys create --tenant " + digest + " --plan gold"
 	tests := []struct {
 		name           string
@@ -149,6 +149,66 @@ func TestTenantOfAMadeKey(t *testing.T) {
 		})
 	}
 	if payloads := d.check.payloads.String(); strings.Contains(payloads, key) {
+		t.Fatalf("the key went to the check function:\n%s", payloads)
+	}
+}
+
+// A tenant whose key holds an API key bucketgate made (tenant:acme/bg_..., which a CLI
+// wrote before such a key was refused as a tenant's), which no function looks up either,
+// never has the key printed or sent: keys list shows it masked (tenant:acme/bg_... and its
+// key's digest), with the note saying to delete the item, as it shows one whose key is
+// the API key; an item of such a tenant that cannot be read is named so in its error
+// too; keys show does not take it by its key's digest (it printed the item's id, the
+// key) nor by its key (refused, naming the problem), nor do buckets show and usage,
+// before any call (the check function refused it); config put does not refuse a document
+// for leaving it without its plan (naming it by its key).
+func TestTenantHoldingAMadeKey(t *testing.T) {
+	d, _ := newDeployment(t)
+	key, err := newKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, err := newKey() // the key in an item that cannot be read
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := bucketgate.KeyDigest("acme/" + key)
+	d.put(map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "tenant:acme/" + key}, "plan": &types.AttributeValueMemberS{Value: "gold"}},
+		map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "tenant:" + broken + "/x"}})
+	shown := "tenant:acme/bg_... (digest " + digest + ")"
+	note := "note: " + shown + " is a tenant whose key is or holds an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item"
+	refused := "tenant: a tenant key that is or holds an API key bucketgate made (bg_...): the check function refuses it"
+	tests := []struct {
+		name           string
+		args           []string
+		code           int
+		stdout, stderr []string // what each holds
+	}{
+		{"keys list", []string{"keys", "list"}, exitOK, []string{shown + "  gold ", "invalid: invalid registry item tenant:bg_.../x (digest " + bucketgate.KeyDigest(broken+"/x") + "): attribute plan"}, []string{note}},
+		{"keys list --json", []string{"keys", "list", "--json"}, exitOK, []string{`"id": "` + shown + `"`}, []string{note}},
+		{"keys show by the digest", []string{"keys", "show", "tenant:" + digest}, exitError, nil, []string{"tenant:" + digest + " is not in table " + table + ", nor the digest of a tenant's key in it"}},
+		{"keys show by the key", []string{"keys", "show", "tenant:acme/" + key}, exitUsage, nil, []string{refused}},
+		{"buckets show", []string{"buckets", "show", "tenant:acme/" + key}, exitUsage, nil, []string{refused}},
+		{"usage", []string{"usage", "tenant:acme/" + key}, exitUsage, nil, []string{refused}},
+		// No function reads the item: a document without its plan leaves no tenant without one.
+		{"config put without its plan", []string{"config", "put", file(t, "basic.yaml", "defaultPlan: basic\nplans:\n  basic: [{name: burst, capacity: 5, refillPerSecond: 0.001}]\n")}, exitOK, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := d.run(tc.args...)
+			ok := code == tc.code && !strings.Contains(stdout+stderr, key[3:]) && !strings.Contains(stdout+stderr, broken[3:])
+			for _, want := range tc.stdout {
+				ok = ok && strings.Contains(stdout, want)
+			}
+			for _, want := range tc.stderr {
+				ok = ok && strings.Contains(stderr, want)
+			}
+			if !ok {
+				t.Fatalf("bucketgate %s: exit %d\n%s%s\nwant exit %d, never a key, stdout with %q, stderr with %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+	if payloads := d.check.payloads.String(); strings.Contains(payloads, key[3:]) {
 		t.Fatalf("the key went to the check function:\n%s", payloads)
 	}
 }

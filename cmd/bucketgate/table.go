@@ -600,7 +600,7 @@ func (t *keyTable) get(ctx context.Context, id string) (registry.Record, error) 
 // tenantItem returns id, the id of an item, or when id is tenant:<digest> (a tenant as
 // the functions' log lines name it: bucketgate.LogForm) and the table holds no item of
 // that id, the id of the tenant whose key has that digest, which it scans the table for
-// (never one whose key is an API key bucketgate made, which no function looks up, and
+// (never one whose key is or holds an API key bucketgate made, which no function looks up, and
 // whose key would be printed or sent: keys list notes it); an error wrapping errNoItem
 // when there is none.
 func (t *keyTable) tenantItem(ctx context.Context, id string) (string, error) {
@@ -656,7 +656,7 @@ type listed struct {
 	accountStatus string
 	err           error
 	unread        bool
-	// madeKey is, for a tenant whose key is an API key bucketgate made, the key's digest:
+	// madeKey is, for a tenant whose key is or holds an API key bucketgate made, its key's digest:
 	// rec.ID is its shownID.
 	madeKey string
 }
@@ -703,6 +703,9 @@ func (t *keyTable) list(ctx context.Context, accounts bool) (items []listed, unc
 			if isAccount == accounts {
 				madeKey, _ := madeKeyDigest(rec.ID)
 				rec.ID = shownID(rec.ID)
+				if bad := (*registry.RecordError)(nil); errors.As(err, &bad) {
+					bad.ID = rec.ID // it names the item by its id, which may hold a key
+				}
 				items = append(items, listed{rec: rec, plan: rec.Plan, err: err, unread: err != nil, madeKey: madeKey})
 			}
 		}

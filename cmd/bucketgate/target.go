@@ -32,8 +32,9 @@ type sources struct {
 // account), "ip:<address>" or an IP address (an IPv6 one standing for its prefix, as the authorizer groups it), or
 // "ip:unknown" (the shared identity of requests without a readable source), or any
 // other text as an API key, by its digest. Text that looks like a mistyped address or an
-// identity of another kind is refused rather than taken for a key. The error never
-// quotes arg: it may be a key.
+// identity of another kind is refused rather than taken for a key, and so is a tenant key
+// that the check function refuses (checkTenant: one that holds an API key bucketgate
+// made, among others), before any request. The error never quotes arg: it may be a key.
 func parseTarget(arg string, src sources) (target, error) {
 	kind, rest, hasKind := strings.Cut(arg, ":")
 	switch {
@@ -42,6 +43,9 @@ func parseTarget(arg string, src sources) (target, error) {
 	case kind == string(bucketgate.KindTenant):
 		if rest == "" {
 			return target{}, fmt.Errorf("%w: tenant: with no tenant key", errUsage)
+		}
+		if err := checkTenant(rest); err != nil {
+			return target{}, fmt.Errorf("%w: tenant: %w", errUsage, err)
 		}
 		return identityTarget(arg), nil
 	case kind == string(bucketgate.KindKey):
@@ -73,32 +77,35 @@ func parseTarget(arg string, src sources) (target, error) {
 // digest>, the tenant a service names by the key's digest, saying so on stderr: the key
 // itself leaves the terminal in no request.
 func madeTenant(e env, arg string) string {
-	digest, ok := madeKeyDigest(arg)
-	if !ok {
+	key, ok := strings.CutPrefix(arg, bucketgate.TenantPrefix)
+	if !ok || !madekey.Is(key) {
 		return arg
 	}
+	digest := bucketgate.KeyDigest(key)
 	fmt.Fprintf(e.stderr, "note: tenant:%s... is an API key bucketgate made, which no tenant's key is (the check function refuses it): taken as tenant:%s, the tenant named by the key's digest (the API key itself is key:%s)\n",
 		madekey.Prefix, digest, digest)
 	return bucketgate.TenantPrefix + digest
 }
 
-// madeKeyDigest returns, for tenant:<key> whose key is an API key bucketgate made, the
-// key's digest.
+// madeKeyDigest returns, for tenant:<key> whose key is or holds an API key bucketgate
+// made (madekey.Holds), which no function looks up (the check function refuses such a
+// key), the digest of its key.
 func madeKeyDigest(id string) (string, bool) {
 	key, ok := strings.CutPrefix(id, bucketgate.TenantPrefix)
-	if !ok || !madekey.Is(key) {
+	if !ok || !madekey.Holds(key) {
 		return "", false
 	}
 	return bucketgate.KeyDigest(key), true
 }
 
-// shownID is id, the id of an item, as printed: for a tenant whose key is an API key
-// bucketgate made (madeKeyDigest), tenant:bg_... and the key's digest, never the key.
+// shownID is id, the id of an item, as printed: every API key bucketgate made that it
+// holds masked (madekey.Mask), and for a tenant whose key is or holds one
+// (madeKeyDigest), its key's digest after it: tenant:acme/bg_... (digest <digest>).
 func shownID(id string) string {
 	if digest, ok := madeKeyDigest(id); ok {
-		return bucketgate.TenantPrefix + madekey.Prefix + "... (digest " + digest + ")"
+		return madekey.Mask(id) + " (digest " + digest + ")"
 	}
-	return id
+	return madekey.Mask(id)
 }
 
 // identityTarget names the identity id.

@@ -70,6 +70,7 @@ func TestParseTargetRefuses(t *testing.T) {
 		{"empty", "", "IDENTITY is empty"},
 		{"blank", " \t", "IDENTITY is empty"},
 		{"empty tenant", "tenant:", "tenant: with no tenant key"},
+		{"tenant holding an API key bucketgate made", "tenant:acme/bg_" + strings.Repeat("A", 43), "tenant: a tenant key that is or holds an API key bucketgate made (bg_...)"},
 		{"key: with a raw key", "key:bg_secret", "key: wants the key's digest, 32 lowercase hex digits"},
 		{"key: with an upper-case digest", "key:" + strings.ToUpper(bucketgate.KeyDigest("k")), "key: wants the key's digest"},
 		{"unknown kind", "user:bob", "unknown kind before ':'"},

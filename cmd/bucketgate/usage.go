@@ -36,8 +36,9 @@ func runUsage(e env, args []string) error {
 	fs.SetOutput(io.Discard)
 	function := nameFlag(fs, "function", "the operator function: a name, name:alias or ARN (default: $"+envCheckFunction+", else the stack's "+outputOperatorName+", else "+defaultCheckFunction+")")
 	e.addStack(fs)
-	from := fs.String("from", "", "the first day, YYYY-MM-DD (default: --to)")
-	to := fs.String("to", "", "the last day, YYYY-MM-DD (default: today, UTC)")
+	from, to := new(day), new(day)
+	fs.Var(from, "from", "the first day, YYYY-MM-DD (default: --to)")
+	fs.Var(to, "to", "the last day, YYYY-MM-DD (default: today, UTC)")
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	asCSV := fs.Bool("csv", false, "print CSV: date,allowed,limited,cost and a row per day")
 	positional, err := parse(fs, args, 1)
@@ -50,7 +51,7 @@ func runUsage(e env, args []string) error {
 	if _, _, err := namedFunction(e, string(*function)); err != nil {
 		return err
 	}
-	if err := checkDays(*from, *to); err != nil {
+	if err := checkDays(string(*from), string(*to)); err != nil {
 		return err
 	}
 	s, err := e.settings()
@@ -63,7 +64,7 @@ func runUsage(e env, args []string) error {
 		return err
 	}
 	req := t.req
-	req.Op, req.From, req.To = checkapi.OpUsage, *from, *to
+	req.Op, req.From, req.To = checkapi.OpUsage, string(*from), string(*to)
 	op, err := operatorOf(e, st, string(*function))
 	if err != nil {
 		return err
@@ -111,6 +112,22 @@ func writeUsageCSV(w io.Writer, u checkapi.Usage) error {
 		rows = append(rows, []string{d.Date, strconv.FormatInt(d.Allowed, 10), strconv.FormatInt(d.Limited, 10), strconv.FormatInt(d.Cost, 10)})
 	}
 	return cw.WriteAll(rows)
+}
+
+// day is the value of --from or --to: given, never empty (a script's unset variable:
+// --from "$START"), which was taken as not given, and reported today alone. checkDays
+// reads it.
+type day string
+
+func (d *day) String() string { return string(*d) }
+
+// Set takes v unless it is empty.
+func (d *day) Set(v string) error {
+	if v == "" {
+		return errors.New("empty: want a day as YYYY-MM-DD, or leave the flag out for the default")
+	}
+	*d = day(v)
+	return nil
 }
 
 // checkDays returns the usage error about --from and --to that the check function would

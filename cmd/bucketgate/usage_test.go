@@ -52,6 +52,9 @@ func TestUsageCommand(t *testing.T) {
 		args []string
 		want string
 	}{
+		{"an empty --from", []string{"--from", ""}, `bucketgate: usage: invalid value "" for flag -from: empty: want a day as YYYY-MM-DD, or leave the flag out for the default`},
+		{"an empty --to", []string{"--to=", "--json"}, `for flag -to: empty: want a day as YYYY-MM-DD`},
+		{"a blank --from", []string{"--from", " "}, `bucketgate: usage: --from " ": want a day as YYYY-MM-DD`},
 		{"a month 13", []string{"--from", "2026-13-01"}, `bucketgate: usage: --from "2026-13-01": want a day as YYYY-MM-DD, such as 2026-11-25`},
 		{"a day unpadded", []string{"--to", "2026-1-5"}, `bucketgate: usage: --to "2026-1-5": want a day as YYYY-MM-DD`},
 		{"a time", []string{"--to", today + "T00:00:00Z"}, `bucketgate: usage: --to "` + today + `T00:00:00Z": want a day as YYYY-MM-DD`},

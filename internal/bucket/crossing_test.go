@@ -74,6 +74,40 @@ func quotaCrossings(t *testing.T, l *bucket.Limiter) {
 	wantCrossings(t, l, big, true, "monthly Quota Threshold Reached 80", "monthly Quota Threshold Reached 100")
 }
 
+// After a plan edits a quota's period or anchor, the count stored stands until the
+// window stored with it ends (the script's rule): a crossing in that window reports it,
+// from its start to its end, as a consumer of the events bills it. Its start was the
+// edited rule's window holding the end's last second (the 15th for an anchor 1 made 15),
+// a window no rule ever counted in. On a real server.
+func TestCrossingInAWindowStoredBeforeAnEdit(t *testing.T) {
+	monthly := func(anchor uint8) bucketgate.Rule {
+		return bucketgate.Rule{Name: "q", Limit: 10, Period: bucketgate.PeriodMonth, Anchor: anchor}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, now bucketgate.Rule
+	}{
+		{"anchor 1 made 15", monthly(1), monthly(15)},
+		{"anchor 15 made 1", monthly(15), monthly(1)},
+		{"anchor 28 made 2", monthly(28), monthly(2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, _ := real(t)
+			q := bucketgate.Request{Identity: "key:edited", Rules: []bucketgate.Rule{tc.old}, Cost: 1}
+			first := decide(t, l, q)
+			start, end := tc.old.Window(first.At)
+			q.Rules, q.Cost = []bucketgate.Rule{tc.now}, 7
+			d := wantCrossings(t, l, q, true, "q Quota Threshold Reached 80")
+			if !d.At.Before(end) {
+				t.Skipf("the stored window ended between the two decisions (%v)", end)
+			}
+			if c := d.Crossings[0]; c.Usage != 8 || !c.WindowStart.Equal(start) || !c.WindowEnd.Equal(end) {
+				t.Fatalf("crossing %+v: want usage 8 in the window stored, [%v, %v)", c, start, end)
+			}
+		})
+	}
+}
+
 // A bucket reports its first denial once until it is full again, rule by rule.
 func TestBucketCrossingsUntilFull(t *testing.T) {
 	l, c := real(t)

@@ -31,6 +31,22 @@ func newDecision(q bucketgate.Request, allowed bool, binding int, remaining, wai
 	return d
 }
 
+// windowStart is the start of the window of quota r that ends at end, as stored: a day,
+// a week or a month before it (end is on a day every month has), whatever r's anchor,
+// which a plan may have edited since the window was stored (its count stands until its
+// end): r's window holding end's last second began on r's anchor, in no window stored.
+// A window stored under another period than r's (a daily quota made monthly) is
+// told as one of r's period.
+func windowStart(r bucketgate.Rule, end time.Time) time.Time {
+	switch r.Period {
+	case bucketgate.PeriodDay:
+		return end.AddDate(0, 0, -1)
+	case bucketgate.PeriodWeek:
+		return end.AddDate(0, 0, -7)
+	}
+	return end.AddDate(0, -1, 0)
+}
+
 // newCrossings is what q crossed at at, as the script's figures (and the model's) say:
 // the rules of its first denials (limited) and of quotas reaching 80% and 100% of their
 // limit, and two figures per rule (figs[2i], figs[2i+1]): a quota's count and its
@@ -43,7 +59,7 @@ func newCrossings(q bucketgate.Request, at time.Time, limited, reached80, reache
 		c := bucketgate.Crossing{Rule: r.Name, Limit: r.Max(), Usage: figs[2*i]}
 		if r.IsQuota() {
 			c.WindowEnd = time.Unix(figs[2*i+1], 0).UTC()
-			c.WindowStart, _ = r.Window(c.WindowEnd.Add(-time.Second))
+			c.WindowStart = windowStart(r, c.WindowEnd)
 		} else {
 			c.Usage = r.Capacity - figs[2*i]
 			c.WindowStart = at.UTC()

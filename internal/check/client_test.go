@@ -407,7 +407,7 @@ func TestClientDenialReplayedPastItsWait(t *testing.T) {
 }
 
 // TestClientRefusesAMadeKey: an API key bucketgate made, given as a tenant's key or in
-// an identity, is refused by checkclient before it is sent (the key would leave the
+// an identity, or as a plan, a rule's name, a day, a reservation or a lease, is refused by checkclient before it is sent (the key would leave the
 // process in the payload, and may reach Lambda's logs), with the message the function
 // gives it.
 func TestClientRefusesAMadeKey(t *testing.T) {
@@ -437,6 +437,24 @@ func TestClientRefusesAMadeKey(t *testing.T) {
 			_, err := checks.Reset(ctx, checkapi.Request{Identity: "tenant:acme/" + madeKey, Plan: "pro"})
 			return err
 		}, `{"identity":"tenant:acme/` + madeKey + `","plan":"pro","op":"reset"}`},
+		{"a plan", func() error {
+			_, err := checks.Check(ctx, checkapi.Request{Key: "tenant-1", Plan: madeKey})
+			return err
+		}, `{"key":"tenant-1","plan":"` + madeKey + `"}`},
+		{"a reservation", func() error { _, err := checks.SettleReservation(ctx, madeKey, 1); return err }, `{"op":"settle","cost":1,"reservation":"` + madeKey + `"}`},
+		{"a reservation holding one", func() error {
+			_, err := checks.Cancel(ctx, checkapi.Request{Key: "tenant-1", Plan: "pro"}, "Bearer "+madeKey)
+			return err
+		}, `{"key":"tenant-1","plan":"pro","op":"cancel","reservation":"Bearer ` + madeKey + `"}`},
+		{"a lease", func() error { _, err := checks.ReleaseLease(ctx, madeKey); return err }, `{"op":"release","lease":"` + madeKey + `"}`},
+		{"a rule's name", func() error {
+			_, err := checks.Check(ctx, checkapi.Request{Key: "tenant-1", Rules: []checkapi.Rule{{Name: madeKey, Capacity: 10, RefillPerSecond: 1}}})
+			return err
+		}, `{"key":"tenant-1","rules":[{"name":"` + madeKey + `","capacity":10,"refillPerSecond":1}]}`},
+		{"a usage's day", func() error {
+			_, err := checks.Usage(ctx, checkapi.Request{Key: "tenant-1", From: madeKey})
+			return err
+		}, `{"key":"tenant-1","op":"usage","from":"` + madeKey + `"}`},
 		{"a batch's key", func() error {
 			_, err := checks.CheckBatch(ctx, []checkapi.Request{{Key: "tenant-1", Plan: "pro"}, {Key: madeKey, Plan: "pro"}})
 			return err

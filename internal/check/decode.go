@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/strictjson"
 )
 
@@ -79,6 +80,21 @@ func stringValue(path string, raw []byte) (string, error) {
 		return "", fmt.Errorf("%s: got %s, want a string", path, jsonKind(raw))
 	}
 	return strictjson.Text(raw), nil
+}
+
+// textValue decodes the JSON string at path as stringValue does, refusing one that is
+// or holds an API key bucketgate made, unquoted (madekey.InField): every text of a check
+// but its key and identity (refused with their own errors) and its requestId (which rests
+// nowhere: its record is named by a digest of it).
+func textValue(path string, raw []byte) (string, error) {
+	s, err := stringValue(path, raw)
+	if err == nil {
+		err = madekey.InField(path, s)
+	}
+	if err != nil {
+		return "", err
+	}
+	return s, nil
 }
 
 // boolValue decodes the JSON boolean at path.

@@ -294,7 +294,7 @@ func parseUsage(path string, m map[string][]byte, c check) (check, error) {
 		if m[d.name] == nil {
 			continue
 		}
-		if *d.day, err = stringValue(field(path, d.name), m[d.name]); err != nil {
+		if *d.day, err = textValue(field(path, d.name), m[d.name]); err != nil {
 			return check{}, err
 		}
 		if _, err := ParseDay(*d.day); err != nil {
@@ -338,7 +338,7 @@ func parseOp(path string, raw []byte) (bucketgate.Op, error) {
 	if raw == nil {
 		return bucketgate.OpCheck, nil
 	}
-	name, err := stringValue(path, raw)
+	name, err := textValue(path, raw)
 	if err != nil {
 		return 0, err
 	}
@@ -352,7 +352,7 @@ func parseOp(path string, raw []byte) (bucketgate.Op, error) {
 // parsePlan reads the name of a plan at path, and returns it with its plan in plans: nil
 // for a name plans does not have.
 func parsePlan(path string, raw []byte, plans Plans) (string, *config.Plan, error) {
-	name, err := stringValue(path, raw)
+	name, err := textValue(path, raw)
 	if err != nil {
 		return "", nil, err
 	}
@@ -400,7 +400,7 @@ func parseRule(path string, raw []byte) (bucketgate.Rule, error) {
 		}
 	}
 	var r bucketgate.Rule
-	if r.Name, err = stringValue(field(path, "name"), m["name"]); err != nil {
+	if r.Name, err = textValue(field(path, "name"), m["name"]); err != nil {
 		return r, err
 	}
 	if m["period"] != nil {
@@ -444,7 +444,7 @@ func parseConcurrency(path string, m map[string][]byte) (bucketgate.Rule, error)
 	}
 	var r bucketgate.Rule
 	var err error
-	if r.Name, err = stringValue(field(path, "name"), m["name"]); err != nil {
+	if r.Name, err = textValue(field(path, "name"), m["name"]); err != nil {
 		return r, err
 	}
 	want := fmt.Sprintf("a whole number of requests in flight from 1 to %d", bucketgate.MaxConcurrency)
@@ -469,7 +469,7 @@ func parseQuota(path string, m map[string][]byte, r bucketgate.Rule) (bucketgate
 			return r, fmt.Errorf("%s: a quota's (it has a period): a quota has a limit, a period and perhaps an anchor; a bucket, a capacity and a refillPerSecond", field(path, name))
 		}
 	}
-	name, err := stringValue(field(path, "period"), m["period"])
+	name, err := textValue(field(path, "period"), m["period"])
 	if err != nil {
 		return r, err
 	}
@@ -559,7 +559,8 @@ func fits(path string, cost int64, op bucketgate.Op, rules []bucketgate.Rule) er
 // parseHold reads into q, a request of the check at path with members m, its ttlMs (a
 // reserve's, or a check's that acquires a lease), requestId (a check that takes tokens,
 // a reserve's or a refund's), reservation (a settle's or a cancel's, which needs it) and
-// lease (a release's, which needs it).
+// lease (a release's, which needs it): neither of these two an API key bucketgate made
+// (textValue).
 func parseHold(path string, m map[string][]byte, q *bucketgate.Request) error {
 	settles := q.Op == bucketgate.OpSettle || q.Op == bucketgate.OpCancel
 	release := q.Op == bucketgate.OpRelease
@@ -602,7 +603,11 @@ func parseHold(path string, m map[string][]byte, q *bucketgate.Request) error {
 		if m[f.name] == nil {
 			continue
 		}
-		v, err := stringValue(field(path, f.name), m[f.name])
+		read := textValue // a conflict's error quotes an id the limiter did not make
+		if f.name == fieldRequestID {
+			read = stringValue // it rests nowhere: its record is named by a digest of it
+		}
+		v, err := read(field(path, f.name), m[f.name])
 		if err != nil {
 			return err
 		}

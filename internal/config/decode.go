@@ -288,15 +288,26 @@ func (d *decoder) count(path string, n *yaml.Node, c *Count) error {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" && n.ShortTag() != "!!float" {
 		return d.errorf(path, n, "%s: want a whole number", describe(n))
 	}
-	if !decimalInt.MatchString(n.Value) {
-		return d.errorf(path, n, "%q: want a whole decimal number such as 100 (not 1.5, 1e3, 0100, 0x64 or 1_000)", n.Value)
-	}
-	v, err := strconv.ParseInt(n.Value, 10, 64)
+	v, err := ParseCount(n.Value)
 	if err != nil {
-		return d.errorf(path, n, "%q: want a whole number: %v", n.Value, errors.Unwrap(err))
+		return d.errorf(path, n, "%v", err)
 	}
 	*c = Count(v)
 	return nil
+}
+
+// ParseCount reads a whole number written as a document writes one: decimal, without a
+// leading zero, a sign but '-', an exponent or '_' (not 1.5, 1e3, 0100, +5, 0x64 or
+// 1_000). The error quotes s. The CLI's --rule reads its whole numbers with it.
+func ParseCount(s string) (int64, error) {
+	if !decimalInt.MatchString(s) {
+		return 0, fmt.Errorf("%q: want a whole decimal number such as 100 (not 1.5, 1e3, 0100, 0x64 or 1_000)", s)
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a whole number: %v", s, errors.Unwrap(err))
+	}
+	return v, nil
 }
 
 // number decodes a decimal number; one that is not 0 but rounds to 0 (1e-400) is an
@@ -305,15 +316,28 @@ func (d *decoder) number(path string, n *yaml.Node) (float64, error) {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" && n.ShortTag() != "!!float" {
 		return 0, d.errorf(path, n, "%s: want a number", describe(n))
 	}
-	if !decimalFloat.MatchString(n.Value) {
-		return 0, d.errorf(path, n, "%q: want a decimal number such as 50, 0.5 or 1e-3 (not 010, 0x10, 1_000, .inf or .nan)", n.Value)
-	}
-	f, err := strconv.ParseFloat(n.Value, 64)
+	f, err := ParseNumber(n.Value)
 	if err != nil {
-		return 0, d.errorf(path, n, "%q: want a number: %v", n.Value, errors.Unwrap(err))
+		return 0, d.errorf(path, n, "%v", err)
 	}
 	if RoundsToZero(n.Value, f) {
 		return 0, d.errorf(path, n, "%q: too close to 0, which it would round to", n.Value) // else refillPerSecond would be missing, refill 0
+	}
+	return f, nil
+}
+
+// ParseNumber reads a number written as a document writes one: decimal, perhaps with
+// a fraction and an exponent, without a leading zero, a sign but '-' or '_' (not 010,
+// 0x10, 0x1p4, .5, +5, 1_000, .inf or .nan), and finite. The error quotes s. One that is
+// not 0 but rounds to 0 is RoundsToZero's to tell. The CLI's --rule reads its rates
+// with it.
+func ParseNumber(s string) (float64, error) {
+	if !decimalFloat.MatchString(s) {
+		return 0, fmt.Errorf("%q: want a decimal number such as 50, 0.5 or 1e-3 (not 010, 0x10, 1_000, .inf or .nan)", s)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a number: %v", s, errors.Unwrap(err))
 	}
 	return f, nil
 }

@@ -1,6 +1,8 @@
 // Package madekey tells the API keys bucketgate makes (bucketgate keys create) by their
 // shape, so that the places where only a key's digest may go (a check's key or identity,
-// the configuration's tenants, checkclient before sending) refuse one without quoting it.
+// its other texts, the configuration's tenants, checkclient before sending, the CLI's
+// owners and notes) refuse one without quoting it, and the CLI masks one it prints
+// (Mask).
 package madekey
 
 import (
@@ -32,15 +34,40 @@ var keyLen = base64.RawURLEncoding.EncodedLen(Bytes)
 // ("Bearer bg_...", "acme/bg_...", "key:bg_...", or the key alone). A key's digest
 // (hex) never holds one.
 func Holds(s string) bool {
-	for i := 0; ; i++ {
+	i, _ := next(s)
+	return i >= 0
+}
+
+// Mask returns s with every API key bucketgate made that it holds (Holds) replaced by
+// Prefix and "...": s as it may be printed ("tenant:acme/bg_..."). It returns s itself
+// when s holds none.
+func Mask(s string) string {
+	var b strings.Builder
+	for {
+		i, end := next(s)
+		if i < 0 {
+			if b.Len() == 0 {
+				return s
+			}
+			return b.String() + s
+		}
+		b.WriteString(s[:i] + Prefix + "...")
+		s = s[end:]
+	}
+}
+
+// next returns where the first API key bucketgate made that s holds (Holds) begins and
+// ends, or -1 when s holds none.
+func next(s string) (i, end int) {
+	for ; ; i++ {
 		j := strings.Index(s[i:], Prefix)
 		if j < 0 {
-			return false
+			return -1, -1
 		}
 		i += j
-		end := i + len(Prefix) + keyLen
+		end = i + len(Prefix) + keyLen
 		if end <= len(s) && (i == 0 || !base64URL(s[i-1])) && (end == len(s) || !base64URL(s[end])) && allBase64URL(s[i+len(Prefix):end]) {
-			return true
+			return i, end
 		}
 	}
 }
@@ -85,6 +112,20 @@ func InIdentity(path, id string) error {
 	}
 	return fmt.Errorf("%s: %s (%s...), which would rest in Redis and the registry as it is: want %s<its digest> for a tenant a service names by the key's digest, or %s<its digest> for the key's own buckets (the authorizer's): the first %d hex digits of its SHA-256, bucketgate.KeyDigest",
 		path, what, Prefix, bucketgate.TenantPrefix, bucketgate.KeyPrefix, bucketgate.DigestLen)
+}
+
+// InField reports s, a check's text at path that is neither its key nor its identity
+// (its operation, plan, rules' names and periods, days, reservation, lease), when it is
+// or holds an API key bucketgate made (Holds), never quoting it: none of them is one
+// (the ids the limiter makes hold none), the errors about a value that is not the
+// field's quote it, which the check function logs, and a rule's name rests in Redis and
+// the metrics. The check function refuses such a check, and so does checkclient before
+// sending it.
+func InField(path, s string) error {
+	if !Holds(s) {
+		return nil
+	}
+	return fmt.Errorf("%s: %s (%s...), refused unquoted: no operation, plan, rule, day, reservation or lease is one, and the errors about one quote it in the function's logs (a rule's name would rest in Redis and the metrics)", path, made(s), Prefix)
 }
 
 // made says what s, which Holds, is: a key bucketgate made, or text holding one.

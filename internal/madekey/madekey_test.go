@@ -83,6 +83,8 @@ func TestInNeverQuotes(t *testing.T) {
 		{"an identity after its kind", "key:" + key, "identity: key: with an API key bucketgate made (bg_...)", madekey.InIdentity},
 		{"an identity without a kind", key, "identity: an API key bucketgate made (bg_...)", madekey.InIdentity},
 		{"an identity holding one", "tenant:acme/" + key, "identity: holds an API key bucketgate made (bg_...)", madekey.InIdentity},
+		{"a plan", key, "plan: an API key bucketgate made (bg_...), refused unquoted: no operation, plan, rule, day, reservation or lease is one", madekey.InField},
+		{"a lease holding one", "Bearer " + key, "lease: holds an API key bucketgate made (bg_...)", madekey.InField},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := strings.SplitN(tc.want, ":", 2)[0]
@@ -96,8 +98,32 @@ func TestInNeverQuotes(t *testing.T) {
 		if err := madekey.InKey("key", ok); err != nil {
 			t.Errorf("InKey(%q): %v, want nil", ok, err)
 		}
+		if err := madekey.InField("reservation", ok); err != nil {
+			t.Errorf("InField(%q): %v, want nil", ok, err)
+		}
 		if err := madekey.InIdentity("identity", "tenant:"+ok); err != nil {
 			t.Errorf("InIdentity(%q): %v, want nil", "tenant:"+ok, err)
 		}
+	}
+}
+
+// TestMask: every key bucketgate made that a text holds (Holds) is replaced by Prefix and
+// "...", and the rest is kept; a text that holds none is returned as it is.
+func TestMask(t *testing.T) {
+	key := "bg_" + strings.Repeat("Q", 43)
+	other := "bg_" + strings.Repeat("z", 42) + "-"
+	for _, tc := range []struct{ name, s, want string }{
+		{"the key alone", key, "bg_..."},
+		{"after a tenant's name", "acme/" + key, "acme/bg_..."},
+		{"two keys", key + " " + other + "/x", "bg_... bg_.../x"},
+		{"a near miss kept", "x" + key + " " + key, "x" + key + " bg_..."},
+		{"none", "tenant-42", "tenant-42"},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := madekey.Mask(tc.s); got != tc.want {
+				t.Errorf("Mask(%q) = %q, want %q", tc.s, got, tc.want)
+			}
+		})
 	}
 }

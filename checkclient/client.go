@@ -232,7 +232,8 @@ func held(req checkapi.Request) checkapi.Request {
 // or rules, and keeps every retry as Settle does. An id the limiter did not make (or
 // whose key was revoked since, or whose route is gone or has none of its rules left) is
 // a *FunctionError of type checkapi.ErrorTypeConflict: the reservation stays charged at
-// its estimate.
+// its estimate. The reservation of a key revoked since is settled all the same, under
+// its account's plan, while its account is active.
 func (c *Client) SettleReservation(ctx context.Context, reservation string, actual int64) (checkapi.Response, error) {
 	return c.Settle(ctx, checkapi.Request{}, reservation, actual)
 }

@@ -589,6 +589,63 @@ func TestReleaseOfARevokedKeysLease(t *testing.T) {
 	}
 }
 
+// TestSettleOfARevokedKeysReservation: a reservation that a key of an account made,
+// settled or cancelled once the key is revoked (or has expired: the old key of a roll
+// with --overlap 0), gives back to its account's buckets under the account's plan,
+// through the check function and the authorizer's Settle alike, as a release of its
+// lease does: the tokens are the account's, which its other keys spend. It was a
+// conflict, the account charged the whole estimate until it refilled. (A key's own
+// rule, gone with the key, keeps what the reserve took of it.)
+func TestSettleOfARevokedKeysReservation(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	own := []bucketgate.Rule{{Name: "tokens", Capacity: 600, RefillPerSecond: 0.001}}
+	for _, tc := range []struct {
+		name, key string
+		own       []bucketgate.Rule // the key's own rules
+		op        bucketgate.Op
+		check     bool  // through the check function, else the authorizer's Settle
+		back      int64 // tokens the account gets back of the estimate of 400
+	}{
+		{"a settle through the check function", "ivan", nil, bucketgate.OpSettle, true, 300},
+		{"a cancel through the check function", "judy", nil, bucketgate.OpCancel, true, 400},
+		{"a settle through the authorizer", "kurt", nil, bucketgate.OpSettle, false, 300},
+		{"a cancel through the authorizer", "lena", nil, bucketgate.OpCancel, false, 400},
+		{"a settle of a key with rules of its own", "mona", own, bucketgate.OpSettle, true, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, account := "key:"+bucketgate.KeyDigest(tc.key), "guild-"+tc.key // an account each: a refused one stays charged
+			b.src.Put(registry.Record{ID: "account:" + account, Plan: "llm"})
+			b.src.Put(registry.Record{ID: id, Account: account, Rules: tc.own})
+			reservation := b.reserve(t, tc.key)
+			b.src.Put(registry.Record{ID: id, Account: account, Rules: tc.own, Status: registry.StatusRevoked})
+			cfg := registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+			var err error
+			if tc.check {
+				check := newFixture(t, b.client, nil, guard.Options{})
+				check.h.Config = cfg
+				payload := settlePayload(reservation, 100)
+				if tc.op == bucketgate.OpCancel {
+					payload = fmt.Appendf(nil, `{"op":"cancel","reservation":%q}`, reservation)
+				}
+				_, err = check.invoke(payload)
+			} else {
+				auth := &authorizer.Handler{Guard: b.auth.Guard, Config: cfg, Identities: b.auth.Identities, Metrics: b.auth.Metrics, Log: b.auth.Log, Now: b.auth.Now}
+				actual := int64(100)
+				if tc.op == bucketgate.OpCancel {
+					actual = 0
+				}
+				_, err = auth.Settle(context.Background(), reservation, tc.op, actual)
+			}
+			if err != nil {
+				t.Fatalf("the %v of the revoked key's reservation: %v, want it done under the account's plan", tc.op, err)
+			}
+			if got := b.tokens(t, "acct:"+account, llmRule, "tokens"); got != 600+tc.back {
+				t.Fatalf("the account after the %v: %d tokens, want %d (%d of the estimate back)", tc.op, got, 600+tc.back, tc.back)
+			}
+		})
+	}
+}
+
 // TestSettleByReservationAfterARoll: a lone key rolled (bucketgate keys roll) becomes an
 // account that spends the old key's buckets; the new key's reservations and leases
 // settle and release by the id alone, before and after the old key expires: the id

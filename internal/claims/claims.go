@@ -153,9 +153,10 @@ func Of(id, key bucketgate.Identity, limits config.Limits) Claims {
 // (the key unknown or revoked, or now of another account, the route gone, or its rules
 // now unable to do op: a release without a concurrency rule, a settle or a cancel
 // without a bucket or a quota): a settle is then refused, and its reservation stays
-// charged at its estimate (a lease frees itself at its ttl). A release of a lease of a
-// key revoked or expired since, whose active account still spends those buckets, is
-// resolved on the account's plan: the slot is the account's. Any other error is the
+// charged at its estimate (a lease frees itself at its ttl). A settle, a cancel or a
+// release for a key revoked or expired since, whose active account still spends those
+// buckets, is resolved on the account's plan: the tokens and the slot are the account's
+// (what the reserve took of the key's own rules stays taken). Any other error is the
 // registry's, for the failure policy.
 func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (config.Limits, registry.Entry, error) {
 	var e registry.Entry
@@ -180,10 +181,11 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 		if e.Identity != (bucketgate.Identity{}) {
 			spends = e.Identity.String()
 		}
-		if e.Plan == nil && op == bucketgate.OpRelease && e.Account != "" && spends == c.Identity {
-			// A lease of a key revoked or expired since, whose account still spends these
-			// buckets: its slot is the account's, which its other keys share, returned
-			// under the account's plan (one of the key's own rules frees itself at its ttl).
+		if e.Plan == nil && e.Account != "" && spends == c.Identity {
+			// A key revoked or expired since, whose account still spends these buckets:
+			// its reservation's tokens and its lease's slot are the account's, which its
+			// other keys spend, settled or returned under the account's plan (one of the
+			// key's own rules keeps what the reserve took, or frees itself at its ttl).
 			if e, err = v.Lookup(ctx, bucketgate.AccountPrefix+e.Account); err != nil {
 				return config.Limits{}, e, fmt.Errorf("registry lookup of the account of %s: %w", via, err)
 			}

@@ -424,9 +424,10 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // rest is taken (a bucket may owe up to its capacity). Settling again answers the first
 // outcome. Its error is
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
-// for an id the limiter did not make, or whose key was moved since, or revoked (a key of
-// an account still active is settled under the account's plan), or whose route is gone
-// or has none of its rules left (it stays charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
+// for an id the limiter did not make, or whose lone key was revoked since, or whose
+// account is no longer active (a key of an active account revoked or moved since is
+// settled under that account's plan), or whose route is gone or has none of its rules
+// left (it stays charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
 // bucketgate.MaxSettle, whether or not r carries a reservation (as ErrConflict does:
 // neither comes right by trying again); is ErrClosed after Close (nor does it), or
 // wraps it; or wraps ErrUnavailable when Redis (or the registry) could not answer: try

@@ -646,6 +646,73 @@ func TestSettleOfARevokedKeysReservation(t *testing.T) {
 	}
 }
 
+// TestSettleOfAMovedKeysReservation: a key moved to another account since its reserve
+// or acquire (its item's account written by hand) leaves its reservation and its lease
+// on the account it was made on: a settle, a cancel or a release by the id gives back to
+// that account, under its plan, while it is active, through the check function and the
+// authorizer's Settle alike. They were a conflict: the old account, whose other keys
+// spend those buckets, charged the estimate until it refilled, or its slot held until
+// the lease's ttl.
+func TestSettleOfAMovedKeysReservation(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	for _, tc := range []struct {
+		name, key string
+		op        bucketgate.Op
+		check     bool // through the check function, else the authorizer's Settle
+	}{
+		{"a settle through the check function", "nina", bucketgate.OpSettle, true},
+		{"a cancel through the authorizer", "otto", bucketgate.OpCancel, false},
+		{"a release through the check function", "pia", bucketgate.OpRelease, true},
+		{"a release through the authorizer", "quin", bucketgate.OpRelease, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, from, to := "key:"+bucketgate.KeyDigest(tc.key), "from-"+tc.key, "to-"+tc.key
+			other := tc.key + "-2" // another key of the account it leaves
+			b.src.Put(registry.Record{ID: "account:" + from, Plan: "llm"})
+			b.src.Put(registry.Record{ID: "account:" + to, Plan: "llm"})
+			b.src.Put(registry.Record{ID: id, Account: from})
+			b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest(other), Account: from})
+			var held string
+			if tc.op == bucketgate.OpRelease {
+				held, _ = b.authorize(t, tc.key, "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
+			} else {
+				held = b.reserve(t, tc.key)
+			}
+			if held == "" {
+				t.Fatalf("%s's stream: no lease", tc.key)
+			}
+			b.src.Put(registry.Record{ID: id, Account: to}) // moved by hand
+			cfg := registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+			var err error
+			if tc.check {
+				check := newFixture(t, b.client, nil, guard.Options{})
+				check.h.Config = cfg
+				payload := settlePayload(held, 100)
+				if tc.op == bucketgate.OpRelease {
+					payload = fmt.Appendf(nil, `{"op":"release","lease":%q}`, held)
+				}
+				_, err = check.invoke(payload)
+			} else {
+				auth := &authorizer.Handler{Guard: b.auth.Guard, Config: cfg, Identities: b.auth.Identities, Metrics: b.auth.Metrics, Log: b.auth.Log, Now: b.auth.Now}
+				_, err = auth.Settle(context.Background(), held, tc.op, 0)
+			}
+			if err != nil {
+				t.Fatalf("the %v of the moved key's id: %v, want it done on the account it was made on", tc.op, err)
+			}
+			if tc.op == bucketgate.OpRelease {
+				if ctx := b.authorize(t, other, "GET", "/v1/stream"); ctx[ratelimitheaders.KeyReason] != "ok" {
+					t.Fatalf("another key of %s after the release: context %v, want its stream allowed", from, ctx)
+				}
+				return
+			}
+			want := map[bucketgate.Op]int64{bucketgate.OpSettle: 900, bucketgate.OpCancel: 1000}[tc.op]
+			if got := b.tokens(t, "acct:"+from, llmRule, "tokens"); got != want {
+				t.Fatalf("%s after the %v: %d tokens, want %d", from, tc.op, got, want)
+			}
+		})
+	}
+}
+
 // TestSettleByReservationAfterARoll: a lone key rolled (bucketgate keys roll) becomes an
 // account that spends the old key's buckets; the new key's reservations and leases
 // settle and release by the id alone, before and after the old key expires: the id

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -313,6 +314,62 @@ func TestAccountsDecideTheFunctions(t *testing.T) {
 		if strings.Contains(everything, key) {
 			t.Fatalf("a raw key is in the table, a log, a payload or Redis:\n%s", everything)
 		}
+	}
+}
+
+// A key of an account with a rule of its own, rolled again and again: each new key
+// spends the own rule's bucket of the key the line started with, as it does the
+// account's, so that a roll gives none of its tokens back and leaves nothing behind in
+// the account's hash. Each roll started the new key's own bucket full (a fresh burst
+// for the customer during every overlap) and left the old key's two fields in the
+// account's hash, which an account in use never lets expire: a key rolled every day
+// added 730 fields a year, for good.
+func TestRollKeepsItsOwnRulesBuckets(t *testing.T) {
+	c := newCLI(t)
+	c.env[settings.EnvConfigInline] = bucketsConfig
+	c.env[envCheckFunction] = checkFunction
+	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
+	c.ok("keys", "init")
+	srv := redistest.Start(t)
+	d := deploy(t, c, srv.Addr, checkFunction)
+	c.ok("accounts", "create", "crew", "--plan", "gold")
+	first := strings.TrimSpace(c.ok("keys", "create", "--account", "crew", "--rule", "own:6:0.001"))
+	digest := bucketgate.KeyDigest(first)
+	key, left := first, int64(6)
+	for i, overlap := range []string{"", "1h", "0", "0"} { // "": no roll yet
+		if overlap != "" {
+			code, stdout, stderr := c.run("keys", "roll", "--overlap", overlap, key)
+			if code != exitOK {
+				t.Fatalf("keys roll: %d %s", code, stderr)
+			}
+			key = strings.TrimSpace(stdout)
+			time.Sleep(cachePeriod)
+		}
+		left--
+		principal, _, limit, remaining := d.authz.decide(t, key)
+		if principal != "acct:crew" || limit != 6 || remaining != left {
+			t.Fatalf("the key after %d rolls: %s, %d of %d left; want acct:crew, its own rule's bucket %d left", i, principal, remaining, limit, left)
+		}
+		if i == 1 { // the overlap: the old key spends the same own bucket
+			left--
+			if _, _, _, remaining := d.authz.decide(t, first); remaining != left {
+				t.Fatalf("the old key during the overlap: %d left, want %d: the new key's own bucket", remaining, left)
+			}
+		}
+	}
+	fields, err := srv.Command(context.Background(), "HKEYS", "bg:{acct:crew}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []string
+	for _, f := range strings.Fields(fields) {
+		if strings.Contains(f, "/") {
+			own = append(own, f)
+		}
+	}
+	if want := []string{digest + "/own:tokens", digest + "/own:ts"}; !slices.Equal(slices.Sorted(slices.Values(own)), want) {
+		t.Fatalf("the account's hash after 3 rolls holds the own fields %v, want %v: one key's", own, want)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -370,6 +371,53 @@ func TestRollKeepsItsOwnRulesBuckets(t *testing.T) {
 	}
 	if want := []string{digest + "/own:tokens", digest + "/own:ts"}; !slices.Equal(slices.Sorted(slices.Values(own)), want) {
 		t.Fatalf("the account's hash after 3 rolls holds the own fields %v, want %v: one key's", own, want)
+	}
+}
+
+// A reservation that a key of an account made (the authorizer's, on a route that
+// reserves), settled or cancelled by its id alone once the key is revoked (keys revoke)
+// or has expired (the old key of keys roll --overlap 0), gives back to the account:
+// the check function settles it under the account's plan, with the registry table of
+// dynalite and a real redis-server. It was a ConflictError, the account charged the
+// whole estimate, which its other keys spend, until it refilled.
+func TestSettleOfAGoneKeysReservation(t *testing.T) {
+	c := newCLI(t)
+	c.env[settings.EnvConfigInline] = `defaultPlan: basic
+plans:
+  basic: [{name: burst, capacity: 1000, refillPerSecond: 0.001}]
+routes:
+  - {method: GET, path: "/orders/{id}", reserve: 400, ttlMs: 60000}
+`
+	c.env[envCheckFunction] = checkFunction
+	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
+	c.ok("keys", "init")
+	d := deploy(t, c, redistest.Start(t).Addr, checkFunction)
+	for _, tc := range []struct {
+		name, op string
+		end      func(key string) // how the key goes
+		left     int64            // the account's tokens after it
+	}{
+		{"a settle of a revoked key's", `"settle", "cost": 100`, func(key string) { c.ok("keys", "revoke", key) }, 900},
+		{"a cancel of a rolled key's", `"cancel"`, func(key string) { c.ok("keys", "roll", "--overlap", "0", key) }, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			account := "crew-" + strings.Fields(tc.name)[1]
+			c.ok("accounts", "create", account, "--plan", "basic")
+			key := strings.TrimSpace(c.ok("keys", "create", "--account", account))
+			principal, ctx := d.authz.context(t, key, "")
+			reservation, _ := ctx["reservation"].(string)
+			if principal != "acct:"+account || reservation == "" {
+				t.Fatalf("the reserve: %s, context %v; want acct:%s with a reservation", principal, ctx, account)
+			}
+			tc.end(key)
+			time.Sleep(cachePeriod)
+			payload := fmt.Sprintf(`{"op": %s, "reservation": %q}`, tc.op, reservation)
+			if out, err := d.check.Invoke(context.Background(), []byte(payload)); err != nil {
+				t.Fatalf("%s reservation by its id: %s, %v; want it done under the account's plan", tc.name, out, err)
+			}
+			d.want(d.bucket("show", "acct:"+account), "acct:"+account, "basic", "burst", 1000, tc.left)
+		})
 	}
 }
 

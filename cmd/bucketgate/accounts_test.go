@@ -372,6 +372,13 @@ func TestRollKeepsItsOwnRulesBuckets(t *testing.T) {
 	if want := []string{digest + "/own:tokens", digest + "/own:ts"}; !slices.Equal(slices.Sorted(slices.Values(own)), want) {
 		t.Fatalf("the account's hash after 3 rolls holds the own fields %v, want %v: one key's", own, want)
 	}
+	if show := c.ok("keys", "show", key); !strings.Contains(show, "\nbuckets    key:"+digest+" (its own rules': the key it was rolled from)\n") {
+		t.Fatalf("keys show of the newest key:\n%s\nwant a line buckets naming key:%s", show, digest)
+	}
+	var j recordJSON
+	if err := json.Unmarshal([]byte(c.ok("keys", "show", "--json", key)), &j); err != nil || j.Buckets != "key:"+digest {
+		t.Fatalf("keys show --json of the newest key: %+v, %v; want buckets key:%s", j, err, digest)
+	}
 }
 
 // A reservation that a key of an account made (the authorizer's, on a route that

@@ -72,8 +72,11 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		// old key as it was, so that running it again reads the old key's own expiry, not
 		// the overlap's end.
 		next := registry.Record{Account: name, Owner: old.Owner, Note: old.Note, ExpiresAt: old.ExpiresAt}
-		if old.Account != "" { // its own rules, on their buckets: the first key's of the line
-			next.Rules, next.Buckets = old.Rules, cmp.Or(old.Buckets, old.ID)
+		if old.Account != "" {
+			next.Rules = old.Rules
+		}
+		if old.Account != "" && len(old.Rules) > 0 { // on their buckets: the first key's of the line
+			next.Buckets = cmp.Or(old.Buckets, old.ID)
 		}
 		key, err := newKey()
 		if err == nil {

@@ -260,19 +260,27 @@ func TestSettleByReservationNamesTheAccount(t *testing.T) {
 }
 
 // A settle by the reservation alone counts the registry lookups it makes in
-// RegistryLookups, as a check naming its key does: the key's and its account's; a
-// source address's, none.
+// RegistryLookups, as a check naming its key does: the key's and its account's (of a
+// key revoked since too, settled under its account's plan); a source address's, none.
 func TestSettleByReservationCountsItsLookups(t *testing.T) {
 	b := newBearerFixture(t, llmConfig)
+	revoked := registry.Record{ID: "key:" + bucketgate.KeyDigest("ruth"), Account: "acme"}
+	b.src.Put(revoked)
 	for _, tc := range []struct {
 		name, key string
 		want      int
 	}{
 		{"a key of an account", "bob", 2},
+		{"a key of an account revoked since", "ruth", 2},
 		{"a source address", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := b.reserve(t, tc.key)
+			if tc.key == "ruth" {
+				revoked.Status = registry.StatusRevoked
+				b.src.Put(revoked)
+				b.check.h.Config = registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100})) // not the key as cached
+			}
 			b.check.metrics.Reset()
 			b.check.invokeOK(t, settlePayload(id, 500))
 			counted := 0

@@ -198,6 +198,8 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 					return config.Limits{}, a, fmt.Errorf("registry lookup of the account of %s: %w", via, err)
 				}
 				if a.Plan != nil && a.Identity.String() == c.Identity {
+					// Counted as a key of an account's lookup is: the key's and its account's.
+					a.Result, a.Invalid, a.AccountResult, a.AccountInvalid = e.Result, e.Invalid, a.Result, a.Invalid
 					e, spends = a, c.Identity
 				}
 			}

@@ -232,7 +232,8 @@ func held(req checkapi.Request) checkapi.Request {
 // or rules, and keeps every retry as Settle does. An id the limiter did not make (or
 // whose key was revoked since, or whose route is gone or has none of its rules left) is
 // a *FunctionError of type checkapi.ErrorTypeConflict: the reservation stays charged at
-// its estimate.
+// its estimate. The reservation of a key of an account revoked or moved since is settled
+// all the same, under that account's plan, while it is active.
 func (c *Client) SettleReservation(ctx context.Context, reservation string, actual int64) (checkapi.Response, error) {
 	return c.Settle(ctx, checkapi.Request{}, reservation, actual)
 }
@@ -304,7 +305,8 @@ func detached(ctx context.Context, id string, none error, call func(context.Cont
 // Key, plan or rules. An id the limiter did not make (or whose key was revoked since, or
 // whose route is gone or has no concurrency rule left) is a *FunctionError of type
 // checkapi.ErrorTypeConflict: the lease then frees itself at its TTL. The lease of a key
-// revoked since is released all the same while its account is active.
+// of an account revoked or moved since is released all the same while that account is
+// active.
 func (c *Client) ReleaseLease(ctx context.Context, lease string) (checkapi.Response, error) {
 	return c.Release(ctx, checkapi.Request{}, lease)
 }

@@ -424,8 +424,10 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // rest is taken (a bucket may owe up to its capacity). Settling again answers the first
 // outcome. Its error is
 // ratelimitheaders.ErrNoReservation when r carries none; wraps bucketgate.ErrConflict
-// for an id the limiter did not make, or whose key was revoked or moved since, or whose
-// route is gone or has none of its rules left (it stays charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
+// for an id the limiter did not make, or whose lone key was revoked since, or whose
+// account is no longer active (a key of an active account revoked or moved since is
+// settled under that account's plan), or whose route is gone or has none of its rules
+// left (it stays charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
 // bucketgate.MaxSettle, whether or not r carries a reservation (as ErrConflict does:
 // neither comes right by trying again); is ErrClosed after Close (nor does it), or
 // wraps it; or wraps ErrUnavailable when Redis (or the registry) could not answer: try
@@ -453,9 +455,8 @@ func (l *Limiter) Cancel(ctx context.Context, r *http.Request) (bucketgate.Decis
 // ratelimitheaders.HeaderLease), for work that is done before next returns (Handler
 // releases it then otherwise); releasing again changes nothing (Decision.Released
 // false). Its error is ratelimitheaders.ErrNoLease when r carries none, and else as
-// Settle's, except that the lease of a key revoked since is released (under its
-// account's plan) while its account is active: it wraps ErrUnavailable when Redis could
-// not release the lease, which then frees itself at its route's ttlMs.
+// Settle's: it wraps ErrUnavailable when Redis could not release the lease, which then
+// frees itself at its route's ttlMs.
 func (l *Limiter) Release(ctx context.Context, r *http.Request) (bucketgate.Decision, error) {
 	return l.settle(ctx, r, bucketgate.OpRelease, 0)
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -313,6 +315,116 @@ func TestAccountsDecideTheFunctions(t *testing.T) {
 		if strings.Contains(everything, key) {
 			t.Fatalf("a raw key is in the table, a log, a payload or Redis:\n%s", everything)
 		}
+	}
+}
+
+// A key of an account with a rule of its own, rolled again and again: each new key
+// spends the own rule's bucket of the key the line started with, as it does the
+// account's, so that a roll gives none of its tokens back and leaves nothing behind in
+// the account's hash. Each roll started the new key's own bucket full (a fresh burst
+// for the customer during every overlap) and left the old key's two fields in the
+// account's hash, which an account in use never lets expire: a key rolled every day
+// added 730 fields a year, for good.
+func TestRollKeepsItsOwnRulesBuckets(t *testing.T) {
+	c := newCLI(t)
+	c.env[settings.EnvConfigInline] = bucketsConfig
+	c.env[envCheckFunction] = checkFunction
+	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
+	c.ok("keys", "init")
+	srv := redistest.Start(t)
+	d := deploy(t, c, srv.Addr, checkFunction)
+	c.ok("accounts", "create", "crew", "--plan", "gold")
+	first := strings.TrimSpace(c.ok("keys", "create", "--account", "crew", "--rule", "own:6:0.001"))
+	digest := bucketgate.KeyDigest(first)
+	key, left := first, int64(6)
+	for i, overlap := range []string{"", "1h", "0", "0"} { // "": no roll yet
+		if overlap != "" {
+			code, stdout, stderr := c.run("keys", "roll", "--overlap", overlap, key)
+			if code != exitOK {
+				t.Fatalf("keys roll: %d %s", code, stderr)
+			}
+			key = strings.TrimSpace(stdout)
+			time.Sleep(cachePeriod)
+		}
+		left--
+		principal, _, limit, remaining := d.authz.decide(t, key)
+		if principal != "acct:crew" || limit != 6 || remaining != left {
+			t.Fatalf("the key after %d rolls: %s, %d of %d left; want acct:crew, its own rule's bucket %d left", i, principal, remaining, limit, left)
+		}
+		if i == 1 { // the overlap: the old key spends the same own bucket
+			left--
+			if _, _, _, remaining := d.authz.decide(t, first); remaining != left {
+				t.Fatalf("the old key during the overlap: %d left, want %d: the new key's own bucket", remaining, left)
+			}
+		}
+	}
+	fields, err := srv.Command(context.Background(), "HKEYS", "bg:{acct:crew}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []string
+	for _, f := range strings.Fields(fields) {
+		if strings.Contains(f, "/") {
+			own = append(own, f)
+		}
+	}
+	if want := []string{digest + "/own:tokens", digest + "/own:ts"}; !slices.Equal(slices.Sorted(slices.Values(own)), want) {
+		t.Fatalf("the account's hash after 3 rolls holds the own fields %v, want %v: one key's", own, want)
+	}
+	if show := c.ok("keys", "show", key); !strings.Contains(show, "\nbuckets    key:"+digest+" (its own rules': the key it was rolled from)\n") {
+		t.Fatalf("keys show of the newest key:\n%s\nwant a line buckets naming key:%s", show, digest)
+	}
+	var j recordJSON
+	if err := json.Unmarshal([]byte(c.ok("keys", "show", "--json", key)), &j); err != nil || j.Buckets != "key:"+digest {
+		t.Fatalf("keys show --json of the newest key: %+v, %v; want buckets key:%s", j, err, digest)
+	}
+}
+
+// A reservation that a key of an account made (the authorizer's, on a route that
+// reserves), settled or cancelled by its id alone once the key is revoked (keys revoke)
+// or has expired (the old key of keys roll --overlap 0), gives back to the account:
+// the check function settles it under the account's plan, with the registry table of
+// dynalite and a real redis-server. It was a ConflictError, the account charged the
+// whole estimate, which its other keys spend, until it refilled.
+func TestSettleOfAGoneKeysReservation(t *testing.T) {
+	c := newCLI(t)
+	c.env[settings.EnvConfigInline] = `defaultPlan: basic
+plans:
+  basic: [{name: burst, capacity: 1000, refillPerSecond: 0.001}]
+routes:
+  - {method: GET, path: "/orders/{id}", reserve: 400, ttlMs: 60000}
+`
+	c.env[envCheckFunction] = checkFunction
+	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
+	c.ok("keys", "init")
+	d := deploy(t, c, redistest.Start(t).Addr, checkFunction)
+	for _, tc := range []struct {
+		name, op string
+		end      func(key string) // how the key goes
+		left     int64            // the account's tokens after it
+	}{
+		{"a settle of a revoked key's", `"settle", "cost": 100`, func(key string) { c.ok("keys", "revoke", key) }, 900},
+		{"a cancel of a rolled key's", `"cancel"`, func(key string) { c.ok("keys", "roll", "--overlap", "0", key) }, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			account := "crew-" + strings.Fields(tc.name)[1]
+			c.ok("accounts", "create", account, "--plan", "basic")
+			key := strings.TrimSpace(c.ok("keys", "create", "--account", account))
+			principal, ctx := d.authz.context(t, key, "")
+			reservation, _ := ctx["reservation"].(string)
+			if principal != "acct:"+account || reservation == "" {
+				t.Fatalf("the reserve: %s, context %v; want acct:%s with a reservation", principal, ctx, account)
+			}
+			tc.end(key)
+			time.Sleep(cachePeriod)
+			payload := fmt.Sprintf(`{"op": %s, "reservation": %q}`, tc.op, reservation)
+			if out, err := d.check.Invoke(context.Background(), []byte(payload)); err != nil {
+				t.Fatalf("%s reservation by its id: %s, %v; want it done under the account's plan", tc.name, out, err)
+			}
+			d.want(d.bucket("show", "acct:"+account), "acct:"+account, "basic", "burst", 1000, tc.left)
+		})
 	}
 }
 

@@ -44,6 +44,15 @@ func (a *authorizer) decide(t *testing.T, key string) (principal, plan string, l
 // API key header when key is "".
 func (a *authorizer) decideFrom(t *testing.T, key, sourceIP string) (principal, plan string, limit, remaining int64) {
 	t.Helper()
+	principal, ctx := a.context(t, key, sourceIP)
+	num := func(k string) int64 { f, _ := ctx[k].(float64); return int64(f) }
+	plan, _ = ctx["plan"].(string)
+	return principal, plan, num("limit"), num("remaining")
+}
+
+// context is decideFrom's decision: the principal and the whole context.
+func (a *authorizer) context(t *testing.T, key, sourceIP string) (principal string, ctx map[string]any) {
+	t.Helper()
 	var ev map[string]any
 	if err := json.Unmarshal(samples.Read(t, "authorizer-rest.json"), &ev); err != nil {
 		t.Fatal(err)
@@ -64,9 +73,7 @@ func (a *authorizer) decideFrom(t *testing.T, key, sourceIP string) (principal, 
 	if err := json.Unmarshal(out, &resp); err != nil {
 		t.Fatal(err)
 	}
-	num := func(k string) int64 { f, _ := resp.Context[k].(float64); return int64(f) }
-	plan, _ = resp.Context["plan"].(string)
-	return resp.PrincipalID, plan, num("limit"), num("remaining")
+	return resp.PrincipalID, resp.Context
 }
 
 // A key made with the CLI is decided under its plan by the authorizer that Lambda runs;

@@ -68,7 +68,7 @@ the headers), and its plan is the account's (bucketgate accounts set-plan). roll
 new key for the same account, prints it alone on the first line of stdout, once, and sets
 the old key to expire after --overlap (24h by default, at most 720h; 0 expires it now,
 and an earlier expiry stays); the new key keeps the old one's own rules, owner, note and
-expiry. A lone key first becomes the key of an account of its own, named by --account or
+expiry, and their buckets (named by the first key's digest). A lone key first becomes the key of an account of its own, named by --account or
 key-<its digest>, with its plan and rules, which spends the key's own buckets
 (key:<digest>): the rotation gives back no token.
 

@@ -18,7 +18,8 @@ import (
 
 // recordJSON is a record as -json prints it: Plan is the plan it is decided under, its
 // account's for a key of an account; null for an item that cannot be read, whose plan
-// is not known.
+// is not known. Buckets is a key of an account's Record.Buckets, the key whose own rules'
+// buckets it spends (an account's is accountJSON's Identity).
 type recordJSON struct {
 	ID        string            `json:"id"`
 	Account   string            `json:"account,omitempty"`
@@ -28,6 +29,7 @@ type recordJSON struct {
 	Rules     []bucketgate.Rule `json:"rules,omitempty"`
 	Owner     string            `json:"owner,omitempty"`
 	Note      string            `json:"note,omitempty"`
+	Buckets   string            `json:"buckets,omitempty"`
 }
 
 // itemJSON is an item of a list as -json prints it: its record, or why it is invalid,
@@ -58,7 +60,11 @@ type accountKeyJSON struct {
 
 // recordJSONOf returns r as -json prints it, decided under plan.
 func recordJSONOf(r registry.Record, plan string) recordJSON {
-	return recordJSON{ID: r.ID, Account: r.Account, Plan: &plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: r.Owner, Note: r.Note}
+	j := recordJSON{ID: r.ID, Account: r.Account, Plan: &plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: r.Owner, Note: r.Note}
+	if r.Account != "" {
+		j.Buckets = r.Buckets
+	}
+	return j
 }
 
 func itemJSONOf(it listed) itemJSON {
@@ -81,8 +87,9 @@ func writeJSON(w io.Writer, v any) error {
 
 // writeRecord prints it, a record as keys show reads it, as aligned "attribute value"
 // lines: a key of an account has a line account, its plan is the account's (none when
-// the account cannot be used), and its status names the account's when that is not
-// active; a line invalid says why the functions cannot use it.
+// the account cannot be used), its status names the account's when that is not active,
+// and a line buckets names the key whose own rules' buckets it spends when they are not
+// its own (keys roll); a line invalid says why the functions cannot use it.
 func writeRecord(w io.Writer, it listed) error {
 	r := it.rec
 	lines := [][2]string{{"id", oneLine(r.ID)}}
@@ -99,9 +106,11 @@ func writeRecord(w io.Writer, it listed) error {
 	if it.accountStatus != "" {
 		st += " (account " + it.accountStatus + ")"
 	}
-	lines = append(lines, [][2]string{
-		{"status", st}, {"expiresAt", orNever(expiry(r))}, {"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
-	}...)
+	lines = append(lines, [][2]string{{"status", st}, {"expiresAt", orNever(expiry(r))}, {"rules", rulesText(r.Rules)}}...)
+	if r.Account != "" && r.Buckets != "" {
+		lines = append(lines, [2]string{"buckets", r.Buckets + " (its own rules': the key it was rolled from)"})
+	}
+	lines = append(lines, [][2]string{{"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)}}...)
 	return writeAttributes(w, append(lines, invalidLine(it.err)...))
 }
 

@@ -75,6 +75,9 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if old.Account != "" {
 			next.Rules = old.Rules
 		}
+		if old.Account != "" && len(old.Rules) > 0 { // on their buckets: the first key's of the line
+			next.Buckets = cmp.Or(old.Buckets, old.ID)
+		}
 		key, err := newKey()
 		if err == nil {
 			next.ID = keyID(key)

@@ -22,8 +22,9 @@ import (
 // force, as the check function's settle by the reservation does. It writes one EMF line
 // and a decision line, and sends the events of what the settle crossed (a quota's
 // threshold), as the check function's settle does. Its error wraps bucketgate.ErrConflict for an id the limiter did
-// not make, or whose key was revoked or moved since, or whose route is gone or has none
-// of its rules left (the reservation stays charged at its estimate), bucketgate.ErrInvalid for bad input, and ErrUnavailable when Redis (or the
+// not make, or whose lone key was revoked since, or whose account is no longer active (a
+// key of an active account revoked or moved since is settled under that account's plan),
+// or whose route is gone or has none of its rules left (the reservation stays charged at its estimate), bucketgate.ErrInvalid for bad input, and ErrUnavailable when Redis (or the
 // registry) could not settle it: try again. A settle Redis or the registry could not
 // decide is counted as a decision is (Decisions by Outcome, FailClosed by Reason).
 func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.Op, actual int64) (guard.Result, error) {

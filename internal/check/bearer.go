@@ -78,9 +78,9 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 // rules its id's claims lead to in v (see claims.Resolve), and the registry's account
 // and owner of that identity (for its events), counting its lookups in inv. Its error wraps
 // bucketgate.ErrConflict, naming the check, for an id the limiter did not make to be
-// settled by itself, or whose claims no longer lead where they led (the key revoked or
-// moved, the route gone): nothing is then decided, and the reservation stays charged at
-// its estimate. Each id's signature is checked with g first (Signed), so that the
+// settled by itself, or whose claims no longer lead where they led (a lone key revoked,
+// an account not active, the route gone): nothing is then decided, and the reservation
+// stays charged at its estimate. Each id's signature is checked with g first (Signed), so that the
 // claims of an id the limiter did not make are followed nowhere: no registry read, and
 // no refusal that tells whether a key is registered, or of which account. (Redis not
 // giving the secret, the lookup and the engine's decision follow, which meet it.) A

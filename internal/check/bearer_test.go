@@ -260,19 +260,27 @@ func TestSettleByReservationNamesTheAccount(t *testing.T) {
 }
 
 // A settle by the reservation alone counts the registry lookups it makes in
-// RegistryLookups, as a check naming its key does: the key's and its account's; a
-// source address's, none.
+// RegistryLookups, as a check naming its key does: the key's and its account's (of a
+// key revoked since too, settled under its account's plan); a source address's, none.
 func TestSettleByReservationCountsItsLookups(t *testing.T) {
 	b := newBearerFixture(t, llmConfig)
+	revoked := registry.Record{ID: "key:" + bucketgate.KeyDigest("ruth"), Account: "acme"}
+	b.src.Put(revoked)
 	for _, tc := range []struct {
 		name, key string
 		want      int
 	}{
 		{"a key of an account", "bob", 2},
+		{"a key of an account revoked since", "ruth", 2},
 		{"a source address", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := b.reserve(t, tc.key)
+			if tc.key == "ruth" {
+				revoked.Status = registry.StatusRevoked
+				b.src.Put(revoked)
+				b.check.h.Config = registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100})) // not the key as cached
+			}
 			b.check.metrics.Reset()
 			b.check.invokeOK(t, settlePayload(id, 500))
 			counted := 0
@@ -584,6 +592,130 @@ func TestReleaseOfARevokedKeysLease(t *testing.T) {
 				t.Fatalf("another key of the account after the release: context %v, want its stream allowed", ctx)
 			} else if held, _ := ctx[ratelimitheaders.KeyLease].(string); held != "" {
 				b.check.invokeOK(t, fmt.Appendf(nil, `{"op":"release","lease":%q}`, held))
+			}
+		})
+	}
+}
+
+// TestSettleOfARevokedKeysReservation: a reservation that a key of an account made,
+// settled or cancelled once the key is revoked (or has expired: the old key of a roll
+// with --overlap 0), gives back to its account's buckets under the account's plan,
+// through the check function and the authorizer's Settle alike, as a release of its
+// lease does: the tokens are the account's, which its other keys spend. It was a
+// conflict, the account charged the whole estimate until it refilled. (A key's own
+// rule, gone with the key, keeps what the reserve took of it.)
+func TestSettleOfARevokedKeysReservation(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	own := []bucketgate.Rule{{Name: "tokens", Capacity: 600, RefillPerSecond: 0.001}}
+	for _, tc := range []struct {
+		name, key string
+		own       []bucketgate.Rule // the key's own rules
+		op        bucketgate.Op
+		check     bool  // through the check function, else the authorizer's Settle
+		back      int64 // tokens the account gets back of the estimate of 400
+	}{
+		{"a settle through the check function", "ivan", nil, bucketgate.OpSettle, true, 300},
+		{"a cancel through the check function", "judy", nil, bucketgate.OpCancel, true, 400},
+		{"a settle through the authorizer", "kurt", nil, bucketgate.OpSettle, false, 300},
+		{"a cancel through the authorizer", "lena", nil, bucketgate.OpCancel, false, 400},
+		{"a settle of a key with rules of its own", "mona", own, bucketgate.OpSettle, true, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, account := "key:"+bucketgate.KeyDigest(tc.key), "guild-"+tc.key // an account each: a refused one stays charged
+			b.src.Put(registry.Record{ID: "account:" + account, Plan: "llm"})
+			b.src.Put(registry.Record{ID: id, Account: account, Rules: tc.own})
+			reservation := b.reserve(t, tc.key)
+			b.src.Put(registry.Record{ID: id, Account: account, Rules: tc.own, Status: registry.StatusRevoked})
+			cfg := registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+			var err error
+			if tc.check {
+				check := newFixture(t, b.client, nil, guard.Options{})
+				check.h.Config = cfg
+				payload := settlePayload(reservation, 100)
+				if tc.op == bucketgate.OpCancel {
+					payload = fmt.Appendf(nil, `{"op":"cancel","reservation":%q}`, reservation)
+				}
+				_, err = check.invoke(payload)
+			} else {
+				auth := &authorizer.Handler{Guard: b.auth.Guard, Config: cfg, Identities: b.auth.Identities, Metrics: b.auth.Metrics, Log: b.auth.Log, Now: b.auth.Now}
+				actual := int64(100)
+				if tc.op == bucketgate.OpCancel {
+					actual = 0
+				}
+				_, err = auth.Settle(context.Background(), reservation, tc.op, actual)
+			}
+			if err != nil {
+				t.Fatalf("the %v of the revoked key's reservation: %v, want it done under the account's plan", tc.op, err)
+			}
+			if got := b.tokens(t, "acct:"+account, llmRule, "tokens"); got != 600+tc.back {
+				t.Fatalf("the account after the %v: %d tokens, want %d (%d of the estimate back)", tc.op, got, 600+tc.back, tc.back)
+			}
+		})
+	}
+}
+
+// TestSettleOfAMovedKeysReservation: a key moved to another account since its reserve
+// or acquire (its item's account written by hand) leaves its reservation and its lease
+// on the account it was made on: a settle, a cancel or a release by the id gives back to
+// that account, under its plan, while it is active, through the check function and the
+// authorizer's Settle alike. They were a conflict: the old account, whose other keys
+// spend those buckets, charged the estimate until it refilled, or its slot held until
+// the lease's ttl.
+func TestSettleOfAMovedKeysReservation(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	for _, tc := range []struct {
+		name, key string
+		op        bucketgate.Op
+		check     bool // through the check function, else the authorizer's Settle
+	}{
+		{"a settle through the check function", "nina", bucketgate.OpSettle, true},
+		{"a cancel through the authorizer", "otto", bucketgate.OpCancel, false},
+		{"a release through the check function", "pia", bucketgate.OpRelease, true},
+		{"a release through the authorizer", "quin", bucketgate.OpRelease, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, from, to := "key:"+bucketgate.KeyDigest(tc.key), "from-"+tc.key, "to-"+tc.key
+			other := tc.key + "-2" // another key of the account it leaves
+			b.src.Put(registry.Record{ID: "account:" + from, Plan: "llm"})
+			b.src.Put(registry.Record{ID: "account:" + to, Plan: "llm"})
+			b.src.Put(registry.Record{ID: id, Account: from})
+			b.src.Put(registry.Record{ID: "key:" + bucketgate.KeyDigest(other), Account: from})
+			var held string
+			if tc.op == bucketgate.OpRelease {
+				held, _ = b.authorize(t, tc.key, "GET", "/v1/stream")[ratelimitheaders.KeyLease].(string)
+			} else {
+				held = b.reserve(t, tc.key)
+			}
+			if held == "" {
+				t.Fatalf("%s's stream: no lease", tc.key)
+			}
+			b.src.Put(registry.Record{ID: id, Account: to}) // moved by hand
+			cfg := registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+			var err error
+			if tc.check {
+				check := newFixture(t, b.client, nil, guard.Options{})
+				check.h.Config = cfg
+				payload := settlePayload(held, 100)
+				if tc.op == bucketgate.OpRelease {
+					payload = fmt.Appendf(nil, `{"op":"release","lease":%q}`, held)
+				}
+				_, err = check.invoke(payload)
+			} else {
+				auth := &authorizer.Handler{Guard: b.auth.Guard, Config: cfg, Identities: b.auth.Identities, Metrics: b.auth.Metrics, Log: b.auth.Log, Now: b.auth.Now}
+				_, err = auth.Settle(context.Background(), held, tc.op, 0)
+			}
+			if err != nil {
+				t.Fatalf("the %v of the moved key's id: %v, want it done on the account it was made on", tc.op, err)
+			}
+			if tc.op == bucketgate.OpRelease {
+				if ctx := b.authorize(t, other, "GET", "/v1/stream"); ctx[ratelimitheaders.KeyReason] != "ok" {
+					t.Fatalf("another key of %s after the release: context %v, want its stream allowed", from, ctx)
+				}
+				return
+			}
+			want := map[bucketgate.Op]int64{bucketgate.OpSettle: 900, bucketgate.OpCancel: 1000}[tc.op]
+			if got := b.tokens(t, "acct:"+from, llmRule, "tokens"); got != want {
+				t.Fatalf("%s after the %v: %d tokens, want %d", from, tc.op, got, want)
 			}
 		})
 	}

@@ -149,14 +149,16 @@ func Of(id, key bucketgate.Identity, limits config.Limits) Claims {
 // source address, the registry's plan (with the key's own rules) for an API key or an
 // account's key; and the registry's Entry it read, with an error too (its Account and
 // Owner, for events; its Results, for the RegistryLookups metric; the zero Entry for a
-// source address). Its error wraps bucketgate.ErrConflict when c no longer leads there
-// (the key unknown or revoked, or now of another account, the route gone, or its rules
-// now unable to do op: a release without a concurrency rule, a settle or a cancel
-// without a bucket or a quota): a settle is then refused, and its reservation stays
-// charged at its estimate (a lease frees itself at its ttl). A release of a lease of a
-// key revoked or expired since, whose active account still spends those buckets, is
-// resolved on the account's plan: the slot is the account's. Any other error is the
-// registry's, for the failure policy.
+// source address). A settle, a cancel or a release for a key revoked, expired or
+// unknown since, or moved to another account, is resolved on the plan of the account
+// whose buckets it spent while that account is active: the tokens and the slot are that
+// account's (what the reserve took of the key's own rules stays taken). Its error wraps
+// bucketgate.ErrConflict when c no longer leads there (a lone key unknown or revoked, an
+// account not active, a key of a lone key's buckets now of another account, the route
+// gone, or its rules now unable to do op: a release without a concurrency rule, a settle
+// or a cancel without a bucket or a quota): a settle is then refused, and its
+// reservation stays charged at its estimate (a lease frees itself at its ttl). Any other
+// error is the registry's, for the failure policy.
 func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (config.Limits, registry.Entry, error) {
 	var e registry.Entry
 	what, left := "reservation", "it stays charged at its estimate" // what a refusal leaves
@@ -180,12 +182,26 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 		if e.Identity != (bucketgate.Identity{}) {
 			spends = e.Identity.String()
 		}
-		if e.Plan == nil && op == bucketgate.OpRelease && e.Account != "" && spends == c.Identity {
-			// A lease of a key revoked or expired since, whose account still spends these
-			// buckets: its slot is the account's, which its other keys share, returned
-			// under the account's plan (one of the key's own rules frees itself at its ttl).
-			if e, err = v.Lookup(ctx, bucketgate.AccountPrefix+e.Account); err != nil {
-				return config.Limits{}, e, fmt.Errorf("registry lookup of the account of %s: %w", via, err)
+		if e.Plan == nil || spends != c.Identity {
+			// A key revoked or expired since, or moved to another account: its
+			// reservation's tokens and its lease's slot are still the account's it spent,
+			// which that account's other keys spend, settled or returned under its plan
+			// while it is active (one of the key's own rules keeps what the reserve took,
+			// or frees itself at its ttl).
+			name := e.Account // a key revoked or expired: its account's, when it spends them
+			if spends != c.Identity {
+				name, _ = strings.CutPrefix(c.Identity, bucketgate.AccountPrefix)
+			}
+			if name != "" {
+				a, err := v.Lookup(ctx, bucketgate.AccountPrefix+name)
+				if err != nil {
+					return config.Limits{}, a, fmt.Errorf("registry lookup of the account of %s: %w", via, err)
+				}
+				if a.Plan != nil && a.Identity.String() == c.Identity {
+					// Counted as a key of an account's lookup is: the key's and its account's.
+					a.Result, a.Invalid, a.AccountResult, a.AccountInvalid = e.Result, e.Invalid, a.Result, a.Invalid
+					e, spends = a, c.Identity
+				}
 			}
 		}
 		switch {

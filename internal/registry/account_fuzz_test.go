@@ -17,8 +17,8 @@ import (
 // colons, spaces, unicode, a kilobyte) and a bit mask of which attributes are there and of
 // which type: DecodeItem never panics, refuses with a *RecordError naming the item and an
 // attribute, or returns a Record that a cache can use as an account's or a key's (an
-// account's name and a key's account those ValidAccountName takes, whose buckets a
-// digest's) and that Item writes back unchanged.
+// account's name and a key's account those ValidAccountName takes, whose buckets, an
+// account's or a key of an account's, a digest's) and that Item writes back unchanged.
 func FuzzDecodeAccountItem(f *testing.F) {
 	f.Add("acme", "acme", digestID, "pro", uint8(0b0000_0001))
 	f.Add("acme", "acme", digestID, "pro", uint8(0b0000_0110))
@@ -64,8 +64,8 @@ func FuzzDecodeAccountItem(f *testing.F) {
 			t.Fatalf("an account's item naming account %q: accounts do not nest", rec.Account)
 		case rec.Account != "" && (!strings.HasPrefix(rec.ID, bucketgate.KeyPrefix) || !bucketgate.ValidAccountName(rec.Account)):
 			t.Fatalf("item %q of account %q: want an API key's, of an account's name", rec.ID, rec.Account)
-		case rec.Buckets != "" && (!isAccount || !isKeyID || !bucketgate.ValidDigest(digest)):
-			t.Fatalf("item %q spending %q: want an account's, spending a key's digest", rec.ID, rec.Buckets)
+		case rec.Buckets != "" && (!isAccount && rec.Account == "" || !isKeyID || !bucketgate.ValidDigest(digest)):
+			t.Fatalf("item %q spending %q: want an account's or a key of an account's, spending a key's digest", rec.ID, rec.Buckets)
 		case rec.Plan == "" && rec.Account == "":
 			t.Fatalf("item %q with neither plan nor account", rec.ID)
 		case isAccount && registry.ItemID(registry.IdentityOf(rec.ID)) != rec.ID:

@@ -113,7 +113,7 @@ type cached struct {
 type who struct {
 	owner   string // the record's owner, at most MaxOwner bytes of it
 	account string // a key's account; "": none
-	buckets string // an account's Record.Buckets
+	buckets string // the Record.Buckets of an account, or of a key of an account
 	revoked bool   // a key of an account, revoked: unknown, its account still whose buckets it spent
 	// A key of an account: the plan it was last decided under (its own rules added to
 	// the account's plan), made with from, the account's plan, as read at fromRead; a
@@ -254,7 +254,7 @@ func (c *Cache) member(ctx context.Context, cfg *config.Config, id string, e, a 
 		w.member = nil
 	default:
 		var err error
-		if w.member, err = withKeyRules(cfg, a.Plan, id, name, e.rules); err != nil {
+		if w.member, err = withKeyRules(cfg, a.Plan, id, w.buckets, name, e.rules); err != nil {
 			errors.As(err, &bad)
 		}
 	}

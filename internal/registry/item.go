@@ -133,10 +133,10 @@ func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 		return fail(attrPlan, fmt.Errorf("empty"))
 	case len(it.Plan) > bucketgate.MaxPlanName: // no document has such a plan: neither a cache entry nor a log line holds it
 		return fail(attrPlan, fmt.Errorf("%q: want a plan of the configuration document: at most %d bytes", quoted(it.Plan), bucketgate.MaxPlanName))
-	case av[attrBuckets] != nil && !isAccount:
-		return fail(attrBuckets, fmt.Errorf("only an account's item says whose buckets it spends"))
+	case av[attrBuckets] != nil && !isAccount && it.Account == "":
+		return fail(attrBuckets, fmt.Errorf("only an account's item, or a key of an account's, says whose buckets it spends"))
 	case av[attrBuckets] != nil && !validKeyID(it.Buckets):
-		return fail(attrBuckets, fmt.Errorf("%q: want %s<the %d hex digits of a key's digest>: the key the account was made from", quoted(it.Buckets), bucketgate.KeyPrefix, bucketgate.DigestLen))
+		return fail(attrBuckets, fmt.Errorf("%q: want %s<the %d hex digits of a key's digest>: the key the account was made from, or whose own rules' buckets a key of an account spends", quoted(it.Buckets), bucketgate.KeyPrefix, bucketgate.DigestLen))
 	case av["status"] != nil && r.Status != StatusActive && r.Status != StatusRevoked: // "" too: only absence means active
 		return fail("status", fmt.Errorf("%q: want %q or %q", quoted(it.Status), StatusActive, StatusRevoked))
 	case av["expiresAt"] != nil && (it.ExpiresAt < 1 || it.ExpiresAt > MaxExpiresAt):

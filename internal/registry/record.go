@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -52,7 +53,11 @@ type Record struct {
 	// Buckets, in an account's record, is the identity whose buckets the account's
 	// keys spend when it is not the account's own ("acct:<name>"): "key:<digest>" of
 	// the lone key that bucketgate keys roll made the account from, whose buckets it
-	// keeps. Empty otherwise.
+	// keeps. In the record of a key of an account, it is the key whose own rules'
+	// buckets (in the account's hash) the key spends when they are not its own:
+	// "key:<digest>" of the key that bucketgate keys roll rolled it from (the first of
+	// the line), so that a roll gives none of their tokens back and leaves no state
+	// behind. Empty otherwise.
 	Buckets string
 }
 
@@ -122,13 +127,14 @@ func ResolveMember(key, account Record, plans Plans) (*config.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return withKeyRules(plans, p, key.ID, key.Account, key.Rules)
+	return withKeyRules(plans, p, key.ID, key.Buckets, key.Account, key.Rules)
 }
 
 // withKeyRules returns p, the plan of account, with the own rules of its key of
-// identity id; their error is a *RecordError naming the key's rules.
-func withKeyRules(plans Plans, p *config.Plan, id, account string, own []bucketgate.Rule) (*config.Plan, error) {
-	q, err := plans.WithKeyRules(p, strings.TrimPrefix(id, bucketgate.KeyPrefix), own)
+// identity id, whose buckets are those of the key buckets names (Record.Buckets; ""
+// for id's own); their error is a *RecordError naming the key's rules.
+func withKeyRules(plans Plans, p *config.Plan, id, buckets, account string, own []bucketgate.Rule) (*config.Plan, error) {
+	q, err := plans.WithKeyRules(p, strings.TrimPrefix(cmp.Or(buckets, id), bucketgate.KeyPrefix), own)
 	if err != nil {
 		return nil, &RecordError{ID: id, Attribute: attrRules, Err: fmt.Errorf("with plan %s of account %s: %w", p.Name, account, err)}
 	}

@@ -2,6 +2,7 @@ package bucket_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -307,6 +308,77 @@ func TestDecideBatchFlushedDuringReshard(t *testing.T) {
 			rounds := 1 + (1+bucket.MaxLoads+1)*(1+int(bucket.TryAgainFor/bucket.TryAgainWait))
 			if counted.trips > rounds || counted.texts != tc.texts {
 				t.Fatalf("%d round trips and %d calls with the script's text, want at most %d and %d", counted.trips, counted.texts, rounds, tc.texts)
+			}
+		})
+	}
+}
+
+// TestDecideBatchWithoutMultiDuringReshard: as a user whose ACL lacks MULTI, a batch's
+// calls of one identity run one by one; when its slot has moved (MOVED, the client's
+// map of slots not refreshed yet) or is moving with its keys moved already (ASK), the
+// old master redirects each of them and runs none: each is decided once, in order, by
+// the new master, as every other call of the batch is, once the slot has moved (ASK)
+// or the client knows it has (MOVED).
+func TestDecideBatchWithoutMultiDuringReshard(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	acl := slices.DeleteFunc(strings.Fields(redisconn.MinimalACL), func(s string) bool { return s == "+multi" })
+	for _, n := range cluster.Masters {
+		if _, err := n.Command(ctx, append(append([]string{"ACL", "SETUSER", "limiter"}, acl...), ">pw")...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from, to := cluster.Masters[0], cluster.Masters[1]
+	tests := []struct {
+		name string
+		move func(slot int) error // before the batch
+		end  func(slot int) error // reshardFor after the batch began
+	}{
+		{"its keys moved, the slot moving (ASK)", func(slot int) error {
+			if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+				return err
+			}
+			return redistest.MoveKeys(ctx, slot, from, to)
+		}, func(slot int) error { return redistest.EndMigration(ctx, slot, from, to) }},
+		{"the slot moved (MOVED)", func(slot int) error {
+			if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+				return err
+			}
+			return redistest.EndMigration(ctx, slot, from, to)
+		}, func(int) error { return nil }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_USERNAME": "limiter", "REDIS_PASSWORD": "pw"}))
+			moving := onServer(t, 0, 3, "no-multi-"+tc.name)
+			if d := decide(t, l, bucketgate.Request{Identity: moving, Rules: still, Cost: 1}); d.Remaining != still[0].Capacity-1 {
+				t.Fatalf("before the reshard: %+v", d)
+			}
+			slot := bucket.Slot(moving)
+			if err := tc.move(slot); err != nil {
+				t.Fatal(err)
+			}
+			qs := []bucketgate.Request{
+				{Identity: moving, Rules: still, Cost: 1},
+				{Identity: onServer(t, 1, 3, "no-multi-other-"+tc.name), Rules: still, Cost: 1},
+				{Identity: moving, Rules: still, Cost: 1},
+			}
+			want := []int64{still[0].Capacity - 2, still[0].Capacity - 1, still[0].Capacity - 3}
+			moved := make(chan error, 1)
+			time.AfterFunc(reshardFor, func() { moved <- tc.end(slot) })
+			deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			ds, errs := l.DecideBatch(deadline, qs)
+			if err := <-moved; err != nil {
+				t.Fatal(err)
+			}
+			for i, d := range ds {
+				if errs[i] != nil || !d.Allowed || d.Remaining != want[i] {
+					t.Errorf("request %d: %+v, %v; want allowed with %d left (each once, in order)", i, d, errs[i], want[i])
+				}
+			}
+			if d := decide(t, l, bucketgate.Request{Identity: moving, Rules: still}); d.Remaining != still[0].Capacity-3 {
+				t.Fatalf("after the reshard, charged %d times: %+v", still[0].Capacity-d.Remaining, d)
 			}
 		})
 	}

@@ -103,14 +103,20 @@ func readUsage(ctx context.Context, c rediser, identity string, current, archive
 	}
 }
 
-// Time returns Redis's clock (TIME): the clock of every decision and of the days of
-// usage.
-func (l *Limiter) Time(ctx context.Context) (time.Time, error) {
+// Time returns Redis's clock (TIME) on the master of identity's slot, on a cluster (any
+// node for ""): the clock of identity's decisions and of the days of its usage, which
+// the script reads there. Each node of a cluster has a clock of its own: another's,
+// seconds apart, would put a report's day on the wrong side of midnight.
+func (l *Limiter) Time(ctx context.Context, identity string) (time.Time, error) {
 	c, err := l.redis(ctx)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time: %w", err)
 	}
-	parts, err := c.Do(ctx, c.B().Time().Build()).AsStrSlice()
+	cmd := c.B().Time().Build()
+	if identity != "" {
+		cmd = cmd.SetSlot(Key(identity)) // TIME has no key: rueidis sends it to that slot's node
+	}
+	parts, err := c.Do(ctx, cmd).AsStrSlice()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time: %w", err)
 	}

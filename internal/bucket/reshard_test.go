@@ -318,7 +318,9 @@ func TestDecideBatchFlushedDuringReshard(t *testing.T) {
 // map of slots not refreshed yet) or is moving with its keys moved already (ASK), the
 // old master redirects each of them and runs none: each is decided once, in order, by
 // the new master, as every other call of the batch is, once the slot has moved (ASK)
-// or the client knows it has (MOVED).
+// or the client knows it has (MOVED). A call the new master refuses (TRYAGAIN: its
+// record on no master) after a later call of its identity ran there is never run: it
+// fails, naming the refused MULTI, and charges nothing.
 func TestDecideBatchWithoutMultiDuringReshard(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3, 0)
 	ctx := context.Background()
@@ -329,41 +331,47 @@ func TestDecideBatchWithoutMultiDuringReshard(t *testing.T) {
 		}
 	}
 	from, to := cluster.Masters[0], cluster.Masters[1]
+	moving := func(slot int) error { // its keys moved, the slot still moving
+		if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+			return err
+		}
+		return redistest.MoveKeys(ctx, slot, from, to)
+	}
+	capacity := still[0].Capacity
 	tests := []struct {
-		name string
-		move func(slot int) error // before the batch
-		end  func(slot int) error // reshardFor after the batch began
+		name      string
+		move      func(slot int) error // before the batch
+		end       func(slot int) error // reshardFor after the batch began
+		requestID string               // the first request's
+		want      []int64              // left after each request; 0: failed, naming MULTI
 	}{
-		{"its keys moved, the slot moving (ASK)", func(slot int) error {
-			if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
-				return err
-			}
-			return redistest.MoveKeys(ctx, slot, from, to)
-		}, func(slot int) error { return redistest.EndMigration(ctx, slot, from, to) }},
+		{"its keys moved, the slot moving (ASK)", moving, func(slot int) error { return redistest.EndMigration(ctx, slot, from, to) },
+			"", []int64{capacity - 2, capacity - 1, capacity - 3}},
 		{"the slot moved (MOVED)", func(slot int) error {
 			if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
 				return err
 			}
 			return redistest.EndMigration(ctx, slot, from, to)
-		}, func(int) error { return nil }},
+		}, func(int) error { return nil }, "", []int64{capacity - 2, capacity - 1, capacity - 3}},
+		{"the first refused after the second ran (ASK, then TRYAGAIN)", moving, func(slot int) error { return redistest.EndMigration(ctx, slot, from, to) },
+			"first", []int64{0, capacity - 1, capacity - 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_USERNAME": "limiter", "REDIS_PASSWORD": "pw"}))
-			moving := onServer(t, 0, 3, "no-multi-"+tc.name)
-			if d := decide(t, l, bucketgate.Request{Identity: moving, Rules: still, Cost: 1}); d.Remaining != still[0].Capacity-1 {
+			id := onServer(t, 0, 3, "no-multi-"+tc.name)
+			if d := decide(t, l, bucketgate.Request{Identity: id, Rules: still, Cost: 1}); d.Remaining != capacity-1 {
 				t.Fatalf("before the reshard: %+v", d)
 			}
-			slot := bucket.Slot(moving)
+			slot := bucket.Slot(id)
 			if err := tc.move(slot); err != nil {
 				t.Fatal(err)
 			}
 			qs := []bucketgate.Request{
-				{Identity: moving, Rules: still, Cost: 1},
+				{Identity: id, Rules: still, Cost: 1, RequestID: tc.requestID},
 				{Identity: onServer(t, 1, 3, "no-multi-other-"+tc.name), Rules: still, Cost: 1},
-				{Identity: moving, Rules: still, Cost: 1},
+				{Identity: id, Rules: still, Cost: 1},
 			}
-			want := []int64{still[0].Capacity - 2, still[0].Capacity - 1, still[0].Capacity - 3}
 			moved := make(chan error, 1)
 			time.AfterFunc(reshardFor, func() { moved <- tc.end(slot) })
 			deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -373,12 +381,15 @@ func TestDecideBatchWithoutMultiDuringReshard(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, d := range ds {
-				if errs[i] != nil || !d.Allowed || d.Remaining != want[i] {
-					t.Errorf("request %d: %+v, %v; want allowed with %d left (each once, in order)", i, d, errs[i], want[i])
+				switch want := tc.want[i]; {
+				case want == 0 && (errs[i] == nil || !strings.Contains(errs[i].Error(), "NOPERM") || !strings.Contains(errs[i].Error(), "not sent again")):
+					t.Errorf("request %d: %+v, %v; want refused, naming MULTI, not sent again", i, d, errs[i])
+				case want != 0 && (errs[i] != nil || !d.Allowed || d.Remaining != want):
+					t.Errorf("request %d: %+v, %v; want allowed with %d left (each once, in order)", i, d, errs[i], want)
 				}
 			}
-			if d := decide(t, l, bucketgate.Request{Identity: moving, Rules: still}); d.Remaining != still[0].Capacity-3 {
-				t.Fatalf("after the reshard, charged %d times: %+v", still[0].Capacity-d.Remaining, d)
+			if d := decide(t, l, bucketgate.Request{Identity: id, Rules: still}); d.Remaining != tc.want[2] {
+				t.Fatalf("after the reshard, charged %d times: %+v", capacity-d.Remaining, d)
 			}
 		})
 	}

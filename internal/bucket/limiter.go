@@ -438,7 +438,7 @@ func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 	case err == nil && len(replies) != len(tx.calls):
 		err = fmt.Errorf("%w: EXEC answered %d replies for %d script calls", ErrBadReply, len(replies), len(tx.calls))
 		exec = rueidis.NewErrorResult(err)
-	case err != nil && strings.Contains(err.Error(), "EXEC without MULTI"):
+	case execWithoutMulti(err):
 		// Answered so, a transaction of calls queued had its EXEC redirected.
 		exec = rueidis.NewErrorResult(fmt.Errorf("%w: %w", errRedirected, err))
 	}
@@ -492,6 +492,12 @@ func (tx transaction) alone(multiErr error, results []rueidis.RedisResult) {
 // and rueidis sent EXEC alone to the node named, which answered that no MULTI came
 // first. Such calls are sent again together, as calls refused with TRYAGAIN are.
 var errRedirected = errors.New("EXEC of a transaction redirected (its slot moved): none of its calls ran, safe to send again")
+
+// execWithoutMulti reports an EXEC's error err that no MULTI came first: after a MULTI
+// answered OK, on a cluster, a transaction whose EXEC was redirected (see errRedirected).
+func execWithoutMulti(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "EXEC without MULTI")
+}
 
 // redirected reports a call that a cluster redirected and rueidis did not follow, so
 // that nothing ran: a call of a transaction whose EXEC was redirected (see

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -392,5 +393,42 @@ func TestDecideBatchWithoutMultiDuringReshard(t *testing.T) {
 				t.Fatalf("after the reshard, charged %d times: %+v", capacity-d.Remaining, d)
 			}
 		})
+	}
+}
+
+// TestUsageExecRedirected: a usage read whose EXEC a cluster redirected (the slot moved
+// between the reads' queuing and EXEC: Redis discarded the transaction, and rueidis sent
+// EXEC alone to the new master, which answered that no MULTI came first) is read again,
+// as a read refused with TRYAGAIN is, not failed. A fake cluster gives the replies.
+func TestUsageExecRedirected(t *testing.T) {
+	var execs atomic.Int32
+	var addr atomic.Value // the fake's, once started
+	fake := redistest.StartFakeCluster(t, func(cmd []string) string {
+		switch strings.ToUpper(cmd[0]) {
+		case "EXISTS":
+			return ":1\r\n"
+		case "MULTI":
+			return "+OK\r\n"
+		case "HMGET":
+			return "+QUEUED\r\n"
+		case "EXEC":
+			switch execs.Add(1) {
+			case 1:
+				return "-MOVED 1 " + addr.Load().(string) + "\r\n"
+			case 2:
+				return "-ERR EXEC without MULTI\r\n"
+			}
+			return "*2\r\n*3\r\n$1\r\n1\r\n$-1\r\n$-1\r\n*1\r\n$-1\r\n" // today: 1 check allowed
+		}
+		return "-ERR unexpected " + cmd[0] + "\r\n"
+	})
+	addr.Store(fake.Addr)
+	l := bucket.New(redistest.Client(t, fake.Addr))
+	days, err := l.Usage(context.Background(), "u", epoch, epoch)
+	if err != nil || len(days) != 1 || days[0].Allowed != 1 || days[0].Cost != 1 {
+		t.Fatalf("usage read again after its EXEC was redirected: %+v, %v; want 1 check allowed", days, err)
+	}
+	if n := execs.Load(); n != 3 {
+		t.Fatalf("%d EXECs, want 3: the redirected one, rueidis's alone, and the one read again", n)
 	}
 }

@@ -88,8 +88,9 @@ func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.T
 
 // readUsage reads the fields current of identity's state hash and archived of its
 // usage archive in one transaction, sent again after TryAgainWait while Redis refuses it
-// with TRYAGAIN (the slot moving, the archive on neither master yet), as eval sends a
-// script call again: it reads, so sending it again is always safe.
+// with TRYAGAIN (the slot moving, the archive on neither master yet) or a cluster
+// redirects its EXEC (see errRedirected), as a batch sends a script call again: it
+// reads, so sending it again is always safe.
 func readUsage(ctx context.Context, c rediser, identity string, current, archived []string) []rueidis.RedisResult {
 	for n := 0; ; n++ {
 		results := c.DoMulti(ctx,
@@ -97,7 +98,12 @@ func readUsage(ctx context.Context, c rediser, identity string, current, archive
 			c.B().Hmget().Key(Key(identity)).Field(current...).Build(),
 			c.B().Hmget().Key(UsageKey(identity)).Field(archived...).Build(),
 			c.B().Exec().Build())
-		if !slices.ContainsFunc(results, tryAgain) || n == maxTryAgains || !wait(ctx, TryAgainWait) {
+		exec := results[len(results)-1].Error()
+		redirected := results[0].Error() == nil && execWithoutMulti(exec) // MULTI refused: never a transaction
+		if redirected {
+			results[len(results)-1] = rueidis.NewErrorResult(fmt.Errorf("%w: %w", errRedirected, exec))
+		}
+		if !redirected && !slices.ContainsFunc(results, tryAgain) || n == maxTryAgains || !wait(ctx, TryAgainWait) {
 			return results
 		}
 	}

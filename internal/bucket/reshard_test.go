@@ -2,7 +2,6 @@ package bucket_test
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,21 +313,27 @@ func TestDecideBatchFlushedDuringReshard(t *testing.T) {
 	}
 }
 
-// TestDecideBatchWithoutMultiDuringReshard: as a user whose ACL lacks MULTI, a batch's
-// calls of one identity run one by one; when its slot has moved (MOVED, the client's
-// map of slots not refreshed yet) or is moving with its keys moved already (ASK), the
-// old master redirects each of them and runs none: each is decided once, in order, by
-// the new master, as every other call of the batch is, once the slot has moved (ASK)
-// or the client knows it has (MOVED). A call the new master refuses (TRYAGAIN: its
-// record on no master) after a later call of its identity ran there is never run: it
-// fails, naming the refused MULTI, and charges nothing.
-func TestDecideBatchWithoutMultiDuringReshard(t *testing.T) {
+// TestDecideBatchAsUserDuringReshard: when the slot of an identity has moved (MOVED,
+// the client's map of slots not refreshed yet) or is moving with its keys moved already
+// (ASK), the old master redirects the batch's calls of the identity and runs none: each
+// is decided once, in order, by the new master, as every other call of the batch is,
+// once the slot has moved (ASK) or the client knows it has (MOVED); as a user of
+// redisconn.MinimalACL, in MULTI ... EXEC, and as a user whose ACL lacks MULTI, one by
+// one. Then, a call the new master refuses (TRYAGAIN: its record on no master) after a
+// later call of its identity ran there is never run: it fails, naming the refused
+// MULTI, and charges nothing.
+func TestDecideBatchAsUserDuringReshard(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3, 0)
 	ctx := context.Background()
-	acl := slices.DeleteFunc(strings.Fields(redisconn.MinimalACL), func(s string) bool { return s == "+multi" })
-	for _, n := range cluster.Masters {
-		if _, err := n.Command(ctx, append(append([]string{"ACL", "SETUSER", "limiter"}, acl...), ">pw")...); err != nil {
-			t.Fatal(err)
+	users := []struct{ name, acl string }{
+		{"with-multi", redisconn.MinimalACL},
+		{"without-multi", strings.Replace(redisconn.MinimalACL, " +multi", "", 1)},
+	}
+	for _, u := range users {
+		for _, n := range cluster.Masters {
+			if _, err := n.Command(ctx, append(append([]string{"ACL", "SETUSER", u.name}, strings.Fields(u.acl)...), ">pw")...); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	from, to := cluster.Masters[0], cluster.Masters[1]
@@ -338,61 +343,69 @@ func TestDecideBatchWithoutMultiDuringReshard(t *testing.T) {
 		}
 		return redistest.MoveKeys(ctx, slot, from, to)
 	}
+	moved := func(slot int) error {
+		if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+			return err
+		}
+		return redistest.EndMigration(ctx, slot, from, to)
+	}
+	ending := func(slot int) error { return redistest.EndMigration(ctx, slot, from, to) }
 	capacity := still[0].Capacity
+	each := []int64{capacity - 2, capacity - 1, capacity - 3} // each once, in order
 	tests := []struct {
 		name      string
+		user      string               // "": each
 		move      func(slot int) error // before the batch
 		end       func(slot int) error // reshardFor after the batch began
 		requestID string               // the first request's
 		want      []int64              // left after each request; 0: failed, naming MULTI
 	}{
-		{"its keys moved, the slot moving (ASK)", moving, func(slot int) error { return redistest.EndMigration(ctx, slot, from, to) },
-			"", []int64{capacity - 2, capacity - 1, capacity - 3}},
-		{"the slot moved (MOVED)", func(slot int) error {
-			if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
-				return err
-			}
-			return redistest.EndMigration(ctx, slot, from, to)
-		}, func(int) error { return nil }, "", []int64{capacity - 2, capacity - 1, capacity - 3}},
-		{"the first refused after the second ran (ASK, then TRYAGAIN)", moving, func(slot int) error { return redistest.EndMigration(ctx, slot, from, to) },
-			"first", []int64{0, capacity - 1, capacity - 2}},
+		{"its keys moved, the slot moving (ASK)", "", moving, ending, "", each},
+		{"the slot moved (MOVED)", "", moved, func(int) error { return nil }, "", each},
+		{"the first refused (ASK, then TRYAGAIN): sent again with the second", "with-multi", moving, ending, "first", each},
+		{"the first refused (ASK, then TRYAGAIN) after the second ran", "without-multi", moving, ending, "first", []int64{0, capacity - 1, capacity - 2}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_USERNAME": "limiter", "REDIS_PASSWORD": "pw"}))
-			id := onServer(t, 0, 3, "no-multi-"+tc.name)
-			if d := decide(t, l, bucketgate.Request{Identity: id, Rules: still, Cost: 1}); d.Remaining != capacity-1 {
-				t.Fatalf("before the reshard: %+v", d)
+		for _, u := range users {
+			if tc.user != "" && tc.user != u.name {
+				continue
 			}
-			slot := bucket.Slot(id)
-			if err := tc.move(slot); err != nil {
-				t.Fatal(err)
-			}
-			qs := []bucketgate.Request{
-				{Identity: id, Rules: still, Cost: 1, RequestID: tc.requestID},
-				{Identity: onServer(t, 1, 3, "no-multi-other-"+tc.name), Rules: still, Cost: 1},
-				{Identity: id, Rules: still, Cost: 1},
-			}
-			moved := make(chan error, 1)
-			time.AfterFunc(reshardFor, func() { moved <- tc.end(slot) })
-			deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			ds, errs := l.DecideBatch(deadline, qs)
-			if err := <-moved; err != nil {
-				t.Fatal(err)
-			}
-			for i, d := range ds {
-				switch want := tc.want[i]; {
-				case want == 0 && (errs[i] == nil || !strings.Contains(errs[i].Error(), "NOPERM") || !strings.Contains(errs[i].Error(), "not sent again")):
-					t.Errorf("request %d: %+v, %v; want refused, naming MULTI, not sent again", i, d, errs[i])
-				case want != 0 && (errs[i] != nil || !d.Allowed || d.Remaining != want):
-					t.Errorf("request %d: %+v, %v; want allowed with %d left (each once, in order)", i, d, errs[i], want)
+			t.Run(u.name+", "+tc.name, func(t *testing.T) {
+				l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_USERNAME": u.name, "REDIS_PASSWORD": "pw"}))
+				id := onServer(t, 0, 3, u.name+"-"+tc.name)
+				if d := decide(t, l, bucketgate.Request{Identity: id, Rules: still, Cost: 1}); d.Remaining != capacity-1 {
+					t.Fatalf("before the reshard: %+v", d)
 				}
-			}
-			if d := decide(t, l, bucketgate.Request{Identity: id, Rules: still}); d.Remaining != tc.want[2] {
-				t.Fatalf("after the reshard, charged %d times: %+v", capacity-d.Remaining, d)
-			}
-		})
+				slot := bucket.Slot(id)
+				if err := tc.move(slot); err != nil {
+					t.Fatal(err)
+				}
+				qs := []bucketgate.Request{
+					{Identity: id, Rules: still, Cost: 1, RequestID: tc.requestID},
+					{Identity: onServer(t, 1, 3, u.name+"-other-"+tc.name), Rules: still, Cost: 1},
+					{Identity: id, Rules: still, Cost: 1},
+				}
+				ended := make(chan error, 1)
+				time.AfterFunc(reshardFor, func() { ended <- tc.end(slot) })
+				deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				ds, errs := l.DecideBatch(deadline, qs)
+				if err := <-ended; err != nil {
+					t.Fatal(err)
+				}
+				for i, d := range ds {
+					switch want := tc.want[i]; {
+					case want == 0 && (errs[i] == nil || !strings.Contains(errs[i].Error(), "NOPERM") || !strings.Contains(errs[i].Error(), "not sent again")):
+						t.Errorf("request %d: %+v, %v; want refused, naming MULTI, not sent again", i, d, errs[i])
+					case want != 0 && (errs[i] != nil || !d.Allowed || d.Remaining != want):
+						t.Errorf("request %d: %+v, %v; want allowed with %d left", i, d, errs[i], want)
+					}
+				}
+				if d := decide(t, l, bucketgate.Request{Identity: id, Rules: still}); d.Remaining != tc.want[2] {
+					t.Fatalf("after the reshard, charged %d times: %+v", capacity-d.Remaining, d)
+				}
+			})
+		}
 	}
 }
 

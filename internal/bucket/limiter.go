@@ -317,7 +317,7 @@ func (l *Limiter) round(ctx context.Context, c rediser, qs []bucketgate.Request,
 	}
 	cmds := make(rueidis.Commands, 0, len(js)+2*(len(js)-len(counts)))
 	at := make([]int, len(js))  // where each call of js lies in cmds
-	var txs, ones []transaction // inside MULTI ... EXEC, or one by one (see multiErr)
+	var txs, ones []transaction // inside MULTI ... EXEC, or one by one (see multiErr; no MULTI at multi)
 	var laid scriptArgs         // each call's, in turn: a command copies its arguments
 	build := func(k int) {      // appends the call js[k]
 		j := js[k]
@@ -468,9 +468,10 @@ func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 
 // alone answers the calls of tx that Redis ran one by one, outside a transaction,
 // because it refused MULTI with multiErr (an ACL without it): a call refused, which
-// would be sent again (NOSCRIPT, TRYAGAIN, READONLY, MOVED or ASK: none ran), gets an error naming
-// the refusal of MULTI instead when a later call of tx ran, so that it never runs after
-// that one; the calls after the last that ran are sent again, in order, as usual.
+// would be sent again (NOSCRIPT, TRYAGAIN, READONLY, or redirected: none ran), gets an
+// error naming the refusal of MULTI instead when a later call of tx ran, so that it
+// never runs after that one; the calls after the last that ran are sent again, in
+// order, as usual.
 func (tx transaction) alone(multiErr error, results []rueidis.RedisResult) {
 	refused := func(r rueidis.RedisResult) bool { return noScript(r) || tryAgain(r) || readOnly(r) || redirected(r) }
 	last := len(tx.calls) - 1 // the last call of tx that ran, or was refused for good
@@ -501,9 +502,9 @@ func execWithoutMulti(err error) bool {
 
 // redirected reports a call that a cluster redirected and rueidis did not follow, so
 // that nothing ran: a call of a transaction whose EXEC was redirected (see
-// errRedirected), or one answered MOVED or ASK, as a call of a transaction whose MULTI
-// was refused is (see alone): rueidis takes it for a call inside the transaction, sent
-// again with it, and leaves it the redirection.
+// errRedirected), or one answered MOVED or ASK between a MULTI that Redis refused and
+// its EXEC, which rueidis leaves so, taking it for a call of a transaction it sends
+// again whole (see alone).
 func redirected(r rueidis.RedisResult) bool {
 	if errors.Is(r.Error(), errRedirected) {
 		return true

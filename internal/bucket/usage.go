@@ -99,11 +99,11 @@ func readUsage(ctx context.Context, c rediser, identity string, current, archive
 			c.B().Hmget().Key(UsageKey(identity)).Field(archived...).Build(),
 			c.B().Exec().Build())
 		exec := results[len(results)-1].Error()
-		redirected := results[0].Error() == nil && execWithoutMulti(exec) // MULTI refused: never a transaction
-		if redirected {
+		moved := results[0].Error() == nil && execWithoutMulti(exec) // MULTI refused: never a transaction
+		if moved {
 			results[len(results)-1] = rueidis.NewErrorResult(fmt.Errorf("%w: %w", errRedirected, exec))
 		}
-		if !redirected && !slices.ContainsFunc(results, tryAgain) || n == maxTryAgains || !wait(ctx, TryAgainWait) {
+		if !moved && !slices.ContainsFunc(results, tryAgain) || n == maxTryAgains || !wait(ctx, TryAgainWait) {
 			return results
 		}
 	}

@@ -22,7 +22,7 @@ import (
 // each answered why when it refused one otherwise (LOADING, NOPERM, OOM: not EXEC's
 // EXECABORT); answered EXEC's error when it failed otherwise; and each its own answer
 // when Redis ran them outside a transaction (MULTI refused), one refused sent again only
-// when no later one ran; on a cluster, sent again together when EXEC was redirected
+// when no later one ran, and then without MULTI; on a cluster, sent again together when EXEC was redirected
 // (none ran), and answered so when it was every time. A fake server gives the replies.
 func TestDecideBatchTransactionReplies(t *testing.T) {
 	const both = "*2\r\n-ERR the first ran\r\n-ERR the second ran\r\n"
@@ -85,7 +85,9 @@ func TestDecideBatchTransactionReplies(t *testing.T) {
 			}
 			return "-ERR EXEC without MULTI\r\n"
 		}, []string{"NOPERM no MULTI for you", "ran alone"}, false, 1, false},
-		{"MULTI refused, both calls refused: both sent again", func(cmd string, _, evalshas int32) string {
+		// Both refused are sent again, one by one, MULTI not again: rueidis follows no
+		// redirection inside a transaction whose MULTI was refused.
+		{"MULTI refused, both calls refused: both sent again without MULTI", func(cmd string, _, evalshas int32) string {
 			switch {
 			case cmd == "MULTI":
 				return "-NOPERM no MULTI for you\r\n"
@@ -95,7 +97,7 @@ func TestDecideBatchTransactionReplies(t *testing.T) {
 				return "-ERR ran alone\r\n"
 			}
 			return "-ERR EXEC without MULTI\r\n"
-		}, []string{"ran alone", "ran alone"}, false, 2, false},
+		}, []string{"ran alone", "ran alone"}, false, 1, false},
 		// On a cluster, a slot that moves between the calls' queuing and EXEC makes EXEC
 		// answer MOVED (or ASK): Redis discards the transaction, and rueidis sends EXEC
 		// alone to the node named, which answers that no MULTI came first.

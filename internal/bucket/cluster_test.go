@@ -209,3 +209,47 @@ func concurrent(t *testing.T, clients []rueidis.Client) {
 		t.Fatalf("%d identities seen, %d admitted: the test did not exercise the cluster", len(seen), total)
 	}
 }
+
+// TestTimeOnIdentityMaster: on a cluster, Time(identity) reads the clock of the master
+// that holds identity's slot, whose clock the script reads for its decisions and days,
+// not another node's: each master answers the TIMEs of its identities and no other
+// (INFO commandstats, counted from CONFIG RESETSTAT).
+func TestTimeOnIdentityMaster(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}))
+	ctx := context.Background()
+	const reads = 3 // each a master's identity's
+	for i := range cluster.Masters {
+		t.Run(fmt.Sprintf("an identity of master %d", i), func(t *testing.T) {
+			for _, m := range cluster.Masters {
+				if _, err := m.Command(ctx, "CONFIG", "RESETSTAT"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			id := onServer(t, i, len(cluster.Masters), "time")
+			for range reads {
+				if _, err := l.Time(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for k, m := range cluster.Masters {
+				stats, err := m.Command(ctx, "INFO", "commandstats")
+				if err != nil {
+					t.Fatal(err)
+				}
+				calls, want := 0, 0
+				if _, line, ok := strings.Cut(stats, "cmdstat_time:calls="); ok {
+					if _, err := fmt.Sscanf(line, "%d", &calls); err != nil {
+						t.Fatalf("master %d: %q: %v", k, line, err)
+					}
+				}
+				if k == i {
+					want = reads
+				}
+				if calls != want {
+					t.Errorf("master %d answered TIME %d times, want %d", k, calls, want)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package bucket_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,6 +118,99 @@ func replicate(t *testing.T, replica, primary *redistest.Server) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s not replicating %s: %s %v", replica.Addr, primary.Addr, info, err)
+		}
+	}
+}
+
+// TestDecideBatchClusterFailoverWhileSlotMoves: a batch whose calls a master refused
+// (TRYAGAIN: its slot moving, a request's record on no master) and whose master then
+// failed over to its replica (see failOver) before the calls were sent again: the
+// old master, a replica now, redirects them (MOVED; a cluster's replica never answers
+// a write READONLY, which would need a new connection) to the new master, which decides
+// each once, in order, once the slot no longer moves.
+func TestDecideBatchClusterFailoverWhileSlotMoves(t *testing.T) {
+	tests := []struct {
+		name string
+		qs   func(id string) []bucketgate.Request
+	}{
+		{"a request alone", func(id string) []bucketgate.Request {
+			return []bucketgate.Request{{Identity: id, Rules: still, Cost: 1, RequestID: "first"}}
+		}},
+		{"two requests of the identity (MULTI ... EXEC)", func(id string) []bucketgate.Request {
+			return []bucketgate.Request{{Identity: id, Rules: still, Cost: 1, RequestID: "first"}, {Identity: id, Rules: still, Cost: 1}}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			cluster := redistest.StartCluster(t, 3, 1)
+			from, to, replica := cluster.Masters[0], cluster.Masters[1], cluster.Replicas[0]
+			client := &beginning{counting: &counting{Client: connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")})}}
+			l := bucket.New(client)
+			id := onServer(t, 0, 3, "failover-"+tc.name)
+			decide(t, l, bucketgate.Request{Identity: id, Rules: still, Cost: 1})
+			caughtUp(t, replica, from)
+			slot := bucket.Slot(id)
+			if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+				t.Fatal(err)
+			}
+			moved := make(chan error, 1)
+			client.begin = func() {
+				if err := failOver(replica, from); err != nil {
+					moved <- err
+					return
+				}
+				// The move given up, the slot stays with the new master (Valkey's replica
+				// knew it was moving, Redis's did not).
+				time.AfterFunc(reshardFor, func() {
+					var err error
+					for _, n := range []*redistest.Server{replica, to} {
+						if err == nil {
+							_, err = n.Command(ctx, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "STABLE")
+						}
+					}
+					moved <- err
+				})
+			}
+			deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			qs := tc.qs(id)
+			ds, errs := l.DecideBatch(deadline, qs)
+			if err := <-moved; err != nil {
+				t.Fatal(err)
+			}
+			for i, d := range ds {
+				if want := still[0].Capacity - 2 - int64(i); errs[i] != nil || !d.Allowed || d.Remaining != want {
+					t.Errorf("request %d: %+v, %v; want allowed with %d left (each once, in order)", i, d, errs[i], want)
+				}
+			}
+			stats, err := from.Command(ctx, "INFO", "errorstats")
+			if err != nil || !strings.Contains(stats, "errorstat_TRYAGAIN") || !strings.Contains(stats, "errorstat_MOVED") || strings.Contains(stats, "READONLY") {
+				t.Fatalf("the old master's errors: %q, %v; want TRYAGAIN, then MOVED, no READONLY", stats, err)
+			}
+			if d := decide(t, l, bucketgate.Request{Identity: id, Rules: still}); d.Remaining != still[0].Capacity-1-int64(len(qs)) {
+				t.Fatalf("after the failover, charged %d times: %+v", still[0].Capacity-d.Remaining, d)
+			}
+		})
+	}
+}
+
+// failOver makes replica take over from its master (CLUSTER FAILOVER TAKEOVER: no
+// vote of the other masters, which a busy machine delays past the failover's timeout)
+// and waits until both know it: replica a master, master its replica.
+func failOver(replica, master *redistest.Server) error {
+	ctx := context.Background()
+	if _, err := replica.Command(ctx, "CLUSTER", "FAILOVER", "TAKEOVER"); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		promoted, err1 := replica.Command(ctx, "ROLE")
+		demoted, err2 := master.Command(ctx, "ROLE")
+		if err1 == nil && err2 == nil && strings.HasPrefix(promoted, "master") && strings.HasPrefix(demoted, "slave") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after CLUSTER FAILOVER: %s %q %v, %s %q %v", replica.Addr, promoted, err1, master.Addr, demoted, err2)
 		}
 	}
 }

@@ -461,7 +461,7 @@ func differentialHolds(t *testing.T, c rueidis.Client, ops, usageDays int) {
 // first), failing the test unless both fail alike (ErrConflict) or neither does.
 func decideBatchBoth(t *testing.T, l *bucket.Limiter, model *bucket.Model, qs, mqs []bucketgate.Request) (got, want []bucketgate.Decision, errs []error) {
 	t.Helper()
-	now, err := l.Time(context.Background())
+	now, err := l.Time(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func decideBoth(t *testing.T, l *bucket.Limiter, model *bucket.Model, q, mq buck
 	got, err = l.Decide(ctx, q)
 	now := got.At
 	if err != nil {
-		if now, err = l.Time(ctx); err != nil {
+		if now, err = l.Time(ctx, q.Identity); err != nil {
 			t.Fatal(err)
 		}
 		_, err = l.Decide(ctx, q) // the error again, after the time read

@@ -163,7 +163,7 @@ func (l *Limiter) peekLeases(ctx context.Context, c rediser, q, qo bucketgate.Re
 		if d, err = decode(eval(ctx, c, keys, args), qo); err != nil {
 			return bucketgate.Decision{}, err
 		}
-	} else if d.At, err = l.Time(ctx); err != nil {
+	} else if d.At, err = l.Time(ctx, q.Identity); err != nil {
 		return bucketgate.Decision{}, err
 	}
 	var cmds rueidis.Commands
@@ -257,7 +257,7 @@ func (l *Limiter) resetLeases(ctx context.Context, c rediser, q, qo bucketgate.R
 	if script {
 		return decode(results[0], qo)
 	}
-	at, err := l.Time(ctx)
+	at, err := l.Time(ctx, q.Identity)
 	if err != nil {
 		return bucketgate.Decision{}, err
 	}

@@ -245,6 +245,9 @@ type pipeline struct {
 	calls   []laidOut // the script call of each call
 	hs      []hold    // the hold of each request of the batch
 	secrets [][]byte  // the secret of each request of the batch
+	// multiErr is Redis's refusal of a transaction's MULTI (an ACL without it), once
+	// met: the calls of one identity then go one by one, as Redis ran them (see alone).
+	multiErr error
 }
 
 // send sends p's calls, requests of qs, in one round trip, and empties it: decisions[i]
@@ -261,9 +264,8 @@ func (l *Limiter) send(ctx context.Context, c rediser, qs []bucketgate.Request, 
 	l.round(ctx, c, qs, p, all, evalsha, results)
 	// Redis without the script ran none of the calls it refused with NOSCRIPT: send
 	// those again, loading the script (see load). Nor any it refused with READONLY or
-	// TRYAGAIN: send those again as eval does; nor those of a transaction whose EXEC
-	// was redirected (see redirected), sent again as TRYAGAIN's, to the slot's owner
-	// then.
+	// TRYAGAIN: send those again as eval does; nor those redirected that rueidis did
+	// not follow (see redirected), sent again as TRYAGAIN's, to the slot's owner then.
 	l.load(ctx, c, qs, p, results)
 	if slices.ContainsFunc(results, readOnly) {
 		reconnect(ctx, c)
@@ -302,8 +304,10 @@ func (l *Limiter) resend(ctx context.Context, c rediser, qs []bucketgate.Request
 // results. The calls of an identity with more than one among them go together, in
 // their order, inside MULTI ... EXEC (on the identity's slot: its node), where the
 // script cache cannot change between them: Redis that lacks the script refuses every
-// one of them with NOSCRIPT, having run none, even while another client loads it. A
-// call of an identity alone goes as it is.
+// one of them with NOSCRIPT, having run none, even while another client loads it; or,
+// once Redis refused MULTI (see pipeline's multiErr), one by one, as Redis ran them,
+// so that rueidis follows a redirection of each (it follows none inside a transaction
+// whose MULTI was refused). A call of an identity alone goes as it is.
 func (l *Limiter) round(ctx context.Context, c rediser, qs []bucketgate.Request, p *pipeline, js []int,
 	call func(c rediser, keys, args []string) rueidis.Completed, results []rueidis.RedisResult) {
 	identity := func(j int) string { return qs[p.sent[j]].Identity }
@@ -312,10 +316,10 @@ func (l *Limiter) round(ctx context.Context, c rediser, qs []bucketgate.Request,
 		counts[identity(j)]++
 	}
 	cmds := make(rueidis.Commands, 0, len(js)+2*(len(js)-len(counts)))
-	at := make([]int, len(js)) // where each call of js lies in cmds
-	var txs []transaction
-	var laid scriptArgs    // each call's, in turn: a command copies its arguments
-	build := func(k int) { // appends the call js[k]
+	at := make([]int, len(js))  // where each call of js lies in cmds
+	var txs, ones []transaction // inside MULTI ... EXEC, or one by one (see multiErr; no MULTI at multi)
+	var laid scriptArgs         // each call's, in turn: a command copies its arguments
+	build := func(k int) {      // appends the call js[k]
 		j := js[k]
 		keys, args := scriptCall(p.calls[j].q, p.calls[j].m, l.usageDaysFor(identity(j)), p.hs[p.sent[j]], &laid)
 		at[k] = len(cmds)
@@ -328,15 +332,21 @@ func (l *Limiter) round(ctx context.Context, c rediser, qs []bucketgate.Request,
 			build(k)
 		case n > 1: // the first call of the identity: all of them, and none after
 			tx := transaction{multi: len(cmds), calls: make([]int, 0, n)}
-			cmds = append(cmds, c.B().Multi().Build())
+			if p.multiErr == nil {
+				cmds = append(cmds, c.B().Multi().Build())
+			}
 			for k2 := k; len(tx.calls) < n; k2++ {
 				if identity(js[k2]) == id {
 					build(k2)
 					tx.calls = append(tx.calls, js[k2])
 				}
 			}
-			cmds = append(cmds, c.B().Exec().Build())
-			txs = append(txs, tx)
+			if p.multiErr == nil {
+				cmds = append(cmds, c.B().Exec().Build())
+				txs = append(txs, tx)
+			} else {
+				ones = append(ones, tx)
+			}
 			counts[id] = 0
 		}
 	}
@@ -345,7 +355,15 @@ func (l *Limiter) round(ctx context.Context, c rediser, qs []bucketgate.Request,
 		results[j] = rs[at[k]]
 	}
 	for _, tx := range txs {
+		if err := rs[tx.multi].Error(); err != nil && p.multiErr == nil {
+			if _, ok := rueidis.IsRedisErr(err); ok {
+				p.multiErr = err
+			}
+		}
 		tx.unwrap(rs, results)
+	}
+	for _, tx := range ones {
+		tx.alone(p.multiErr, results)
 	}
 }
 
@@ -420,7 +438,7 @@ func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 	case err == nil && len(replies) != len(tx.calls):
 		err = fmt.Errorf("%w: EXEC answered %d replies for %d script calls", ErrBadReply, len(replies), len(tx.calls))
 		exec = rueidis.NewErrorResult(err)
-	case err != nil && strings.Contains(err.Error(), "EXEC without MULTI"):
+	case execWithoutMulti(err):
 		// Answered so, a transaction of calls queued had its EXEC redirected.
 		exec = rueidis.NewErrorResult(fmt.Errorf("%w: %w", errRedirected, err))
 	}
@@ -450,11 +468,12 @@ func (tx transaction) unwrap(rs, results []rueidis.RedisResult) {
 
 // alone answers the calls of tx that Redis ran one by one, outside a transaction,
 // because it refused MULTI with multiErr (an ACL without it): a call refused, which
-// would be sent again (NOSCRIPT, TRYAGAIN, READONLY: none ran), gets an error naming
-// the refusal of MULTI instead when a later call of tx ran, so that it never runs after
-// that one; the calls after the last that ran are sent again, in order, as usual.
+// would be sent again (NOSCRIPT, TRYAGAIN, READONLY, or redirected: none ran), gets an
+// error naming the refusal of MULTI instead when a later call of tx ran, so that it
+// never runs after that one; the calls after the last that ran are sent again, in
+// order, as usual.
 func (tx transaction) alone(multiErr error, results []rueidis.RedisResult) {
-	refused := func(r rueidis.RedisResult) bool { return noScript(r) || tryAgain(r) || readOnly(r) }
+	refused := func(r rueidis.RedisResult) bool { return noScript(r) || tryAgain(r) || readOnly(r) || redirected(r) }
 	last := len(tx.calls) - 1 // the last call of tx that ran, or was refused for good
 	for last >= 0 && refused(results[tx.calls[last]]) {
 		last--
@@ -475,8 +494,29 @@ func (tx transaction) alone(multiErr error, results []rueidis.RedisResult) {
 // first. Such calls are sent again together, as calls refused with TRYAGAIN are.
 var errRedirected = errors.New("EXEC of a transaction redirected (its slot moved): none of its calls ran, safe to send again")
 
-// redirected reports a call of a transaction whose EXEC was redirected: nothing ran.
-func redirected(r rueidis.RedisResult) bool { return errors.Is(r.Error(), errRedirected) }
+// execWithoutMulti reports an EXEC's error err that no MULTI came first: after a MULTI
+// answered OK, on a cluster, a transaction whose EXEC was redirected (see errRedirected).
+func execWithoutMulti(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "EXEC without MULTI")
+}
+
+// redirected reports a call that a cluster redirected and rueidis did not follow, so
+// that nothing ran: a call of a transaction whose EXEC was redirected (see
+// errRedirected), or one answered MOVED or ASK between a MULTI that Redis refused and
+// its EXEC, which rueidis leaves so, taking it for a call of a transaction it sends
+// again whole (see alone).
+func redirected(r rueidis.RedisResult) bool {
+	if errors.Is(r.Error(), errRedirected) {
+		return true
+	}
+	err, ok := rueidis.IsRedisErr(r.Error())
+	if !ok {
+		return false
+	}
+	_, moved := err.IsMoved()
+	_, ask := err.IsAsk()
+	return moved || ask
+}
 
 // maxLoads is how many rounds load sends at most before it sends every call still
 // refused with NOSCRIPT with the script's text: more than the masters of most clusters.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,5 +310,138 @@ func TestDecideBatchFlushedDuringReshard(t *testing.T) {
 				t.Fatalf("%d round trips and %d calls with the script's text, want at most %d and %d", counted.trips, counted.texts, rounds, tc.texts)
 			}
 		})
+	}
+}
+
+// TestDecideBatchAsUserDuringReshard: when the slot of an identity has moved (MOVED,
+// the client's map of slots not refreshed yet) or is moving with its keys moved already
+// (ASK), the old master redirects the batch's calls of the identity and runs none: each
+// is decided once, in order, by the new master, as every other call of the batch is,
+// once the slot has moved (ASK) or the client knows it has (MOVED); as a user of
+// redisconn.MinimalACL, in MULTI ... EXEC, and as a user whose ACL lacks MULTI, one by
+// one. Then, a call the new master refuses (TRYAGAIN: its record on no master) after a
+// later call of its identity ran there is never run: it fails, naming the refused
+// MULTI, and charges nothing.
+func TestDecideBatchAsUserDuringReshard(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	users := []struct{ name, acl string }{
+		{"with-multi", redisconn.MinimalACL},
+		{"without-multi", strings.Replace(redisconn.MinimalACL, " +multi", "", 1)},
+	}
+	for _, u := range users {
+		for _, n := range cluster.Masters {
+			if _, err := n.Command(ctx, append(append([]string{"ACL", "SETUSER", u.name}, strings.Fields(u.acl)...), ">pw")...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	from, to := cluster.Masters[0], cluster.Masters[1]
+	moving := func(slot int) error { // its keys moved, the slot still moving
+		if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+			return err
+		}
+		return redistest.MoveKeys(ctx, slot, from, to)
+	}
+	moved := func(slot int) error {
+		if err := redistest.BeginMigration(ctx, slot, from, to); err != nil {
+			return err
+		}
+		return redistest.EndMigration(ctx, slot, from, to)
+	}
+	ending := func(slot int) error { return redistest.EndMigration(ctx, slot, from, to) }
+	capacity := still[0].Capacity
+	each := []int64{capacity - 2, capacity - 1, capacity - 3} // each once, in order
+	tests := []struct {
+		name      string
+		user      string               // "": each
+		move      func(slot int) error // before the batch
+		end       func(slot int) error // reshardFor after the batch began
+		requestID string               // the first request's
+		want      []int64              // left after each request; 0: failed, naming MULTI
+	}{
+		{"its keys moved, the slot moving (ASK)", "", moving, ending, "", each},
+		{"the slot moved (MOVED)", "", moved, func(int) error { return nil }, "", each},
+		{"the first refused (ASK, then TRYAGAIN): sent again with the second", "with-multi", moving, ending, "first", each},
+		{"the first refused (ASK, then TRYAGAIN) after the second ran", "without-multi", moving, ending, "first", []int64{0, capacity - 1, capacity - 2}},
+	}
+	for _, tc := range tests {
+		for _, u := range users {
+			if tc.user != "" && tc.user != u.name {
+				continue
+			}
+			t.Run(u.name+", "+tc.name, func(t *testing.T) {
+				l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_USERNAME": u.name, "REDIS_PASSWORD": "pw"}))
+				id := onServer(t, 0, 3, u.name+"-"+tc.name)
+				if d := decide(t, l, bucketgate.Request{Identity: id, Rules: still, Cost: 1}); d.Remaining != capacity-1 {
+					t.Fatalf("before the reshard: %+v", d)
+				}
+				slot := bucket.Slot(id)
+				if err := tc.move(slot); err != nil {
+					t.Fatal(err)
+				}
+				qs := []bucketgate.Request{
+					{Identity: id, Rules: still, Cost: 1, RequestID: tc.requestID},
+					{Identity: onServer(t, 1, 3, u.name+"-other-"+tc.name), Rules: still, Cost: 1},
+					{Identity: id, Rules: still, Cost: 1},
+				}
+				ended := make(chan error, 1)
+				time.AfterFunc(reshardFor, func() { ended <- tc.end(slot) })
+				deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				ds, errs := l.DecideBatch(deadline, qs)
+				if err := <-ended; err != nil {
+					t.Fatal(err)
+				}
+				for i, d := range ds {
+					switch want := tc.want[i]; {
+					case want == 0 && (errs[i] == nil || !strings.Contains(errs[i].Error(), "NOPERM") || !strings.Contains(errs[i].Error(), "not sent again")):
+						t.Errorf("request %d: %+v, %v; want refused, naming MULTI, not sent again", i, d, errs[i])
+					case want != 0 && (errs[i] != nil || !d.Allowed || d.Remaining != want):
+						t.Errorf("request %d: %+v, %v; want allowed with %d left", i, d, errs[i], want)
+					}
+				}
+				if d := decide(t, l, bucketgate.Request{Identity: id, Rules: still}); d.Remaining != tc.want[2] {
+					t.Fatalf("after the reshard, charged %d times: %+v", capacity-d.Remaining, d)
+				}
+			})
+		}
+	}
+}
+
+// TestUsageExecRedirected: a usage read whose EXEC a cluster redirected (the slot moved
+// between the reads' queuing and EXEC: Redis discarded the transaction, and rueidis sent
+// EXEC alone to the new master, which answered that no MULTI came first) is read again,
+// as a read refused with TRYAGAIN is, not failed. A fake cluster gives the replies.
+func TestUsageExecRedirected(t *testing.T) {
+	var execs atomic.Int32
+	var addr atomic.Value // the fake's, once started
+	fake := redistest.StartFakeCluster(t, func(cmd []string) string {
+		switch strings.ToUpper(cmd[0]) {
+		case "EXISTS":
+			return ":1\r\n"
+		case "MULTI":
+			return "+OK\r\n"
+		case "HMGET":
+			return "+QUEUED\r\n"
+		case "EXEC":
+			switch execs.Add(1) {
+			case 1:
+				return "-MOVED 1 " + addr.Load().(string) + "\r\n"
+			case 2:
+				return "-ERR EXEC without MULTI\r\n"
+			}
+			return "*2\r\n*3\r\n$1\r\n1\r\n$-1\r\n$-1\r\n*1\r\n$-1\r\n" // today: 1 check allowed
+		}
+		return "-ERR unexpected " + cmd[0] + "\r\n"
+	})
+	addr.Store(fake.Addr)
+	l := bucket.New(redistest.Client(t, fake.Addr))
+	days, err := l.Usage(context.Background(), "u", epoch, epoch)
+	if err != nil || len(days) != 1 || days[0].Allowed != 1 || days[0].Cost != 1 {
+		t.Fatalf("usage read again after its EXEC was redirected: %+v, %v; want 1 check allowed", days, err)
+	}
+	if n := execs.Load(); n != 3 {
+		t.Fatalf("%d EXECs, want 3: the redirected one, rueidis's alone, and the one read again", n)
 	}
 }

@@ -88,8 +88,9 @@ func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.T
 
 // readUsage reads the fields current of identity's state hash and archived of its
 // usage archive in one transaction, sent again after TryAgainWait while Redis refuses it
-// with TRYAGAIN (the slot moving, the archive on neither master yet), as eval sends a
-// script call again: it reads, so sending it again is always safe.
+// with TRYAGAIN (the slot moving, the archive on neither master yet) or a cluster
+// redirects its EXEC (see errRedirected), as a batch sends a script call again: it
+// reads, so sending it again is always safe.
 func readUsage(ctx context.Context, c rediser, identity string, current, archived []string) []rueidis.RedisResult {
 	for n := 0; ; n++ {
 		results := c.DoMulti(ctx,
@@ -97,20 +98,31 @@ func readUsage(ctx context.Context, c rediser, identity string, current, archive
 			c.B().Hmget().Key(Key(identity)).Field(current...).Build(),
 			c.B().Hmget().Key(UsageKey(identity)).Field(archived...).Build(),
 			c.B().Exec().Build())
-		if !slices.ContainsFunc(results, tryAgain) || n == maxTryAgains || !wait(ctx, TryAgainWait) {
+		exec := results[len(results)-1].Error()
+		moved := results[0].Error() == nil && execWithoutMulti(exec) // MULTI refused: never a transaction
+		if moved {
+			results[len(results)-1] = rueidis.NewErrorResult(fmt.Errorf("%w: %w", errRedirected, exec))
+		}
+		if !moved && !slices.ContainsFunc(results, tryAgain) || n == maxTryAgains || !wait(ctx, TryAgainWait) {
 			return results
 		}
 	}
 }
 
-// Time returns Redis's clock (TIME): the clock of every decision and of the days of
-// usage.
-func (l *Limiter) Time(ctx context.Context) (time.Time, error) {
+// Time returns Redis's clock (TIME) on the master of identity's slot, on a cluster (any
+// node for ""): the clock of identity's decisions and of the days of its usage, which
+// the script reads there. Each node of a cluster has a clock of its own: another's,
+// seconds apart, would put a report's day on the wrong side of midnight.
+func (l *Limiter) Time(ctx context.Context, identity string) (time.Time, error) {
 	c, err := l.redis(ctx)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time: %w", err)
 	}
-	parts, err := c.Do(ctx, c.B().Time().Build()).AsStrSlice()
+	cmd := c.B().Time().Build()
+	if identity != "" {
+		cmd = cmd.SetSlot(Key(identity)) // TIME has no key: rueidis sends it to that slot's node
+	}
+	parts, err := c.Do(ctx, cmd).AsStrSlice()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time: %w", err)
 	}

@@ -222,9 +222,9 @@ func (d *readDeadlines) record(ctx context.Context) {
 	d.calls = append(d.calls, deadline)
 }
 
-func (d *readDeadlines) Time(ctx context.Context) (time.Time, error) {
+func (d *readDeadlines) Time(ctx context.Context, identity string) (time.Time, error) {
 	d.record(ctx)
-	return d.Limiter.Time(ctx)
+	return d.Limiter.Time(ctx, identity)
 }
 
 func (d *readDeadlines) Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error) {
@@ -260,8 +260,8 @@ type midnightRead struct {
 
 // Time returns Redis's clock; the first time, then moves it past midnight and decides
 // the check.
-func (m *midnightRead) Time(ctx context.Context) (time.Time, error) {
-	now, err := m.Limiter.Time(ctx)
+func (m *midnightRead) Time(ctx context.Context, identity string) (time.Time, error) {
+	now, err := m.Limiter.Time(ctx, identity)
 	if err != nil || m.done {
 		return now, err
 	}

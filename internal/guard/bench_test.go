@@ -28,7 +28,7 @@ func (stubEngine) Usage(context.Context, string, time.Time, time.Time) ([]bucket
 	return nil, nil
 }
 
-func (stubEngine) Time(context.Context) (time.Time, error) { return epoch, nil }
+func (stubEngine) Time(context.Context, string) (time.Time, error) { return epoch, nil }
 
 func (stubEngine) Signed(context.Context, string, string, bool) error { return nil }
 

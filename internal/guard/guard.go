@@ -60,7 +60,7 @@ type limiter interface {
 	Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error)
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
 	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
-	Time(ctx context.Context) (time.Time, error)
+	Time(ctx context.Context, identity string) (time.Time, error)
 	Signed(ctx context.Context, identity, id string, lease bool) error
 }
 
@@ -467,7 +467,7 @@ func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.T
 		return nil, err
 	}
 	defer cancel()
-	now, err := g.next.Time(ctx)
+	now, err := g.next.Time(ctx, identity)
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +479,7 @@ func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.T
 	if err != nil {
 		return nil, err
 	}
-	after, err := g.next.Time(ctx)
+	after, err := g.next.Time(ctx, identity)
 	switch {
 	case err != nil:
 		return nil, err

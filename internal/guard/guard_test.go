@@ -44,8 +44,9 @@ func (c *clock) Advance(d time.Duration) {
 
 // counting is the engine with a count of the calls that reach it.
 type counting struct {
-	next  *bucket.Limiter
-	calls atomic.Int64
+	next     *bucket.Limiter
+	calls    atomic.Int64
+	clockFor atomic.Value // the identity of the last clock read
 }
 
 func (c *counting) Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error) {
@@ -72,9 +73,10 @@ func (c *counting) Signed(ctx context.Context, identity, id string, lease bool) 
 }
 
 // Time counts one call for the read.
-func (c *counting) Time(ctx context.Context) (time.Time, error) {
+func (c *counting) Time(ctx context.Context, identity string) (time.Time, error) {
 	c.calls.Add(1)
-	return c.next.Time(ctx)
+	c.clockFor.Store(identity)
+	return c.next.Time(ctx, identity)
 }
 
 // miniEngine is a real Limiter on miniredis whose TIME follows a test clock.
@@ -286,8 +288,8 @@ func TestCircuitBreakerFailOpen(t *testing.T) {
 	}
 }
 
-// Usage reads the engine's clock, then the usage of the days span gives for it, within
-// the guard's deadline; span's error is its error, the days not read; a failure is its
+// Usage reads the engine's clock (the identity's master's), then the usage of the days
+// span gives for it, within the guard's deadline; span's error is its error, the days not read; a failure is its
 // error, whatever the failure policy, and tells the circuit breaker nothing.
 func TestUsage(t *testing.T) {
 	mr, clk, engine := miniEngine(t)
@@ -299,6 +301,9 @@ func TestUsage(t *testing.T) {
 	})
 	if err != nil || !told.Equal(epoch) || len(days) != 1 || days[0] != (bucketgate.DayUsage{Day: bucketgate.UTCDay(epoch)}) {
 		t.Fatalf("Usage = %+v, %v (the span told %v, want %v)", days, err, told, epoch)
+	}
+	if id := engine.clockFor.Load(); id != "u" {
+		t.Fatalf("Usage read the clock of %q's master, want u's", id)
 	}
 	refused := errors.New("not kept")
 	calls := engine.calls.Load()

@@ -45,7 +45,7 @@ type limiter interface {
 	Decide(ctx context.Context, q bucketgate.Request) (bucketgate.Decision, error)
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]bucketgate.Decision, []error)
 	Usage(ctx context.Context, identity string, first, last time.Time) ([]bucketgate.DayUsage, error)
-	Time(ctx context.Context) (time.Time, error)
+	Time(ctx context.Context, identity string) (time.Time, error)
 	Signed(ctx context.Context, identity, id string, lease bool) error
 }
 
@@ -153,7 +153,9 @@ func (l *Limiter) Usage(ctx context.Context, identity string, first, last time.T
 }
 
 // Time reads Redis's clock with the wrapped engine, untraced: a read of a report's.
-func (l *Limiter) Time(ctx context.Context) (time.Time, error) { return l.next.Time(ctx) }
+func (l *Limiter) Time(ctx context.Context, identity string) (time.Time, error) {
+	return l.next.Time(ctx, identity)
+}
 
 // Signed verifies id with the wrapped engine, untraced: at most a read of the secret.
 func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) error {

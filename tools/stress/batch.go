@@ -397,7 +397,7 @@ func (s *batchState) account(c batchCall, d bucketgate.Decision) (ends []batchCa
 // what the run's decisions add up to; identities a call of which failed (Redis may or
 // may not have decided it) are left out.
 func (s *batchState) checkUsage(ctx context.Context, l *bucket.Limiter, start time.Time) error {
-	now, err := l.Time(ctx)
+	now, err := l.Time(ctx, "")
 	if err != nil {
 		return fmt.Errorf("stress: batch: %w", err)
 	}

@@ -346,7 +346,7 @@ func mostInFlight(leased []held) int64 {
 // that each set left (its expired leases not swept yet) expires within the margin of
 // the latest lease it ever held. It returns the leases and sets out of place.
 func leaks(ctx context.Context, c rueidis.Client, sets []leaseSet, leased []held) (int64, error) {
-	t, err := bucket.New(c).Time(ctx)
+	t, err := bucket.New(c).Time(ctx, "")
 	if err != nil {
 		return 0, fmt.Errorf("stress: leases: %w", err)
 	}
@@ -381,7 +381,7 @@ func leaks(ctx context.Context, c rueidis.Client, sets []leaseSet, leased []held
 		leaked += max(n-want[s], want[s]-n)
 	}
 	time.Sleep(time.Until(time.UnixMilli(last).Add(100 * time.Millisecond))) // Redis's clock is this machine's
-	if t, err = bucket.New(c).Time(ctx); err != nil {
+	if t, err = bucket.New(c).Time(ctx, ""); err != nil {
 		return 0, fmt.Errorf("stress: leases: %w", err)
 	}
 	for _, s := range sets {

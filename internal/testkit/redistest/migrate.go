@@ -30,6 +30,21 @@ func EndMigration(ctx context.Context, slot int, from, to *Server) error {
 	if err != nil {
 		return err
 	}
+	if err := MoveKeys(ctx, slot, from, to); err != nil {
+		return err
+	}
+	s := strconv.Itoa(slot)
+	for _, n := range []*Server{to, from} {
+		if err := n.command(ctx, "CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MoveKeys moves every key of slot from from to to (MIGRATE), a slot BeginMigration
+// began moving: from then redirects (ASK) every command on the slot's keys to to.
+func MoveKeys(ctx context.Context, slot int, from, to *Server) error {
 	s := strconv.Itoa(slot)
 	for {
 		keys, err := from.Command(ctx, "CLUSTER", "GETKEYSINSLOT", s, "100")
@@ -37,7 +52,7 @@ func EndMigration(ctx context.Context, slot int, from, to *Server) error {
 			return err
 		}
 		if keys == "" {
-			break
+			return nil
 		}
 		host, port, _ := strings.Cut(to.Addr, ":")
 		args := append([]string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}, strings.Split(keys, "\n")...)
@@ -45,12 +60,6 @@ func EndMigration(ctx context.Context, slot int, from, to *Server) error {
 			return err
 		}
 	}
-	for _, n := range []*Server{to, from} {
-		if err := n.command(ctx, "CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // nodeIDs returns the cluster node ids of a and b.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -70,8 +69,9 @@ func NoSecretSlot(err error) (int, bool) {
 }
 
 // SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's: a
-// sorted set of each, scored by the time until which it verifies ids (Unix ms of the
-// writer's clock), written by an instance that finds at SecretKey another secret than
+// sorted set of each, scored by the time until which it verifies ids (Unix ms of Redis's
+// clock, the TIME of the node that keeps this key, so that instances whose clocks are
+// apart agree on it), written by an instance that finds at SecretKey another secret than
 // the one it signed with, and read with SecretKey, so that every instance, one started
 // after the change too, verifies the ids signed before it. It expires keptFor after the
 // write that needs it longest: the writers' idempotency times may differ.
@@ -118,7 +118,9 @@ type secrets struct {
 	kept    [keptSecrets]keptSecret // verify only, each until its time
 }
 
-// keptSecret is a secret that verifies ids until until (the Limiter's clock).
+// keptSecret is a secret that verifies ids until until (the Limiter's clock: one read
+// from SecretsKeptKey, its time there less Redis's time at the read, after the
+// Limiter's time of the read).
 type keptSecret struct {
 	secret []byte
 	until  time.Time
@@ -153,7 +155,7 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 		var b [32]byte
 		rand.Read(b[:]) // never fails (crypto/rand)
 		now := l.now()
-		got, kept, err := readSecret(ctx, c, []byte(hex.EncodeToString(b[:])), now)
+		got, kept, _, err := readSecret(ctx, c, []byte(hex.EncodeToString(b[:])), now)
 		s.mu.Lock()
 		if err == nil {
 			s.current, s.read = got, now
@@ -183,7 +185,7 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	}
 	s.reading = true
 	s.mu.Unlock()
-	got, kept, err := readSecret(ctx, c, mine, now)
+	got, kept, at, err := readSecret(ctx, c, mine, now)
 	s.mu.Lock()
 	s.reading, s.read = false, now
 	if err != nil {
@@ -202,13 +204,13 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 		// The expiry is set (NX) or made later (GT), never sooner: an instance of a
 		// shorter idempotency would drop the secrets a longer one keeps. Only the
 		// keptSecrets latest times are ever read (readSecret), so the others go, by
-		// rank: by this clock's time, one far ahead would drop those the others keep.
-		life := keptFor(l.idempotency).Milliseconds()
+		// rank. The time is Redis's, the kept set's node's (at).
+		life := keptFor(l.idempotency)
 		c.DoMulti(ctx,
-			c.B().Zadd().Key(SecretsKeptKey).Gt().ScoreMember().ScoreMember(float64(until.UnixMilli()), string(mine)).Build(),
+			c.B().Zadd().Key(SecretsKeptKey).Gt().ScoreMember().ScoreMember(float64(at.Add(life).UnixMilli()), string(mine)).Build(),
 			c.B().Zremrangebyrank().Key(SecretsKeptKey).Start(0).Stop(-keptSecrets-1).Build(),
-			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life).Nx().Build(),
-			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life).Gt().Build())
+			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life.Milliseconds()).Nx().Build(),
+			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life.Milliseconds()).Gt().Build())
 	}
 	return got, true
 }
@@ -338,17 +340,24 @@ func secretError(key string, err error) error {
 	return &noSecretError{key, err}
 }
 
+// keptTime is the script that answers the TIME of the node of its key, SecretsKeptKey's
+// in a cluster (TIME alone goes to any node): the clock of the kept secrets' times.
+const keptTime = "return redis.call('TIME')"
+
 // readSecret writes mine as Redis's secret through c unless it has one (SET NX), and
-// returns the one it has and the kept ones (SecretsKeptKey) that verify ids after now,
-// keptSecrets at most, in one round trip; in two more when the server is a replica
-// (READONLY: a standalone primary demoted by a failover, see readOnly), after making
-// the connection again.
-func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]byte, []keptSecret, error) {
+// returns the one it has, the kept ones (SecretsKeptKey) that still verify ids by
+// Redis's clock, keptSecrets at most, each until its time on the clock of now (the
+// Limiter's at the read), and at, Redis's time at the read (the TIME of the kept set's
+// node), in one round trip; in two more when the server is a replica (READONLY: a
+// standalone primary demoted by a failover, see readOnly), after making the connection
+// again.
+func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) (secret []byte, kept []keptSecret, at time.Time, err error) {
 	read := func() []rueidis.RedisResult {
 		return c.DoMulti(ctx,
 			c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
 			c.B().Get().Key(SecretKey).Build(),
-			c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Byscore().Rev().Limit(0, keptSecrets).Withscores().Build())
+			c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("-inf").Byscore().Rev().Limit(0, keptSecrets).Withscores().Build(),
+			c.B().Eval().Script(keptTime).Numkeys(1).Key(SecretsKeptKey).Build())
 	}
 	res := read()
 	if readOnly(res[0]) {
@@ -360,21 +369,31 @@ func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]b
 		if refused := res[0].Error(); rueidis.IsRedisNil(err) && refused != nil && !rueidis.IsRedisNil(refused) {
 			err = refused // the write refused (OOM) is why there is nothing to read
 		}
-		return nil, nil, secretError(SecretKey, err)
+		return nil, nil, at, secretError(SecretKey, err)
 	}
 	if len(s) < 32 {
-		return nil, nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes, want 32 or more: delete it, and the next call that signs writes one", ErrBadState, SecretKey, len(s))
+		return nil, nil, at, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes, want 32 or more: delete it, and the next call that signs writes one", ErrBadState, SecretKey, len(s))
 	}
 	scores, err := res[2].AsZScores()
 	if err != nil {
-		return nil, nil, secretError(SecretsKeptKey, err)
+		return nil, nil, at, secretError(SecretsKeptKey, err)
 	}
-	kept := make([]keptSecret, len(scores))
-	for i, z := range scores {
-		if len(z.Member) < 32 {
-			return nil, nil, fmt.Errorf("%w: a kept secret (%s) is %d bytes, want 32 or more: delete it", ErrBadState, SecretsKeptKey, len(z.Member))
+	parts, err := res[3].AsStrSlice()
+	if err != nil {
+		return nil, nil, at, secretError(SecretsKeptKey, err)
+	}
+	if at, err = parseTime(parts); err != nil {
+		return nil, nil, at, fmt.Errorf("the clock of %s: %w", SecretsKeptKey, err)
+	}
+	for _, z := range scores {
+		until := time.UnixMilli(int64(z.Score))
+		if !until.After(at) {
+			break // by rank: the rest are past their time too
 		}
-		kept[i] = keptSecret{[]byte(z.Member), time.UnixMilli(int64(z.Score))}
+		if len(z.Member) < 32 {
+			return nil, nil, at, fmt.Errorf("%w: a kept secret (%s) is %d bytes, want 32 or more: delete it", ErrBadState, SecretsKeptKey, len(z.Member))
+		}
+		kept = append(kept, keptSecret{[]byte(z.Member), now.Add(until.Sub(at))})
 	}
-	return []byte(s), kept, nil
+	return []byte(s), kept, at, nil
 }

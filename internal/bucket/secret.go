@@ -57,7 +57,7 @@ func (e *noSecretError) Unwrap() []error { return []error{ErrNoSecret, e.err} }
 
 // NoSecretSlot returns the Redis Cluster hash slot of the key of the reservations'
 // secrets that err, a call's error wrapping ErrNoSecret, says Redis did not answer for:
-// SecretSlot for SecretKey, another for SecretsKeptKey, which has no hash tag either.
+// SecretSlot for SecretKey, SecretsKeptSlot for SecretsKeptKey.
 // In a cluster, that slot's master is the one that failed. It reports false for any
 // other error.
 func NoSecretSlot(err error) (int, bool) {
@@ -130,7 +130,7 @@ type keptSecret struct {
 // keeps, read (and made, the first time) through c, and read again when SecretRecheck
 // has passed since. Until the first read succeeds, one call at a time reads, and the
 // others wait for it until their own ctx ends: a read that fails leaves the next to one
-// of them.
+// of them. A ctx done already reads nothing: the secret l holds, or an error.
 func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 	s := &l.secrets
 	for {
@@ -148,6 +148,10 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 			case <-ctx.Done(): // the other call's read may take until its own deadline
 				return nil, secretError(SecretKey, ctx.Err())
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			s.mu.Unlock()
+			return nil, secretError(SecretKey, err)
 		}
 		done := make(chan struct{})
 		s.first = done
@@ -169,8 +173,8 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 }
 
 // recheck reads Redis's secrets again through c when after has passed since the last
-// read and no other call is reading them, and returns the secret that signs, and true
-// when it read them. Other calls go on with the secrets they have meanwhile. A read that
+// read, no other call is reading them and ctx is not done, and returns the secret that
+// signs, and true when it read them. Other calls go on with the secrets they have meanwhile. A read that
 // fails changes nothing: the next one comes after again (the call's own round trip
 // meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
 // round trip more once per change.
@@ -179,7 +183,7 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	s.mu.Lock()
 	now := l.now()
 	mine := s.current
-	if s.fixed || s.reading || wallclock.Young(now, s.read, after) {
+	if s.fixed || s.reading || ctx.Err() != nil || wallclock.Young(now, s.read, after) {
 		s.mu.Unlock()
 		return mine, false
 	}
@@ -263,9 +267,12 @@ func (s *secrets) keep(k keptSecret) {
 // this limiter signed for identity, whatever rules it prints, or when only a request's
 // rules can tell (an id of idVersion2, whose MAC covers their names); an error wrapping
 // ErrConflict when it is not (verified as verify does, Redis's secrets read again once
-// at a refusal), or the error of reading the secret. A settle or a release by the id
-// alone asks it before it follows the id's claims, so that an id the limiter did not
-// make reads no registry, and its refusal says nothing of where its claims lead.
+// at a refusal), or the error of reading the secret. With ctx done already, it asks
+// Redis nothing: it verifies id under the secrets l holds, and fails when it holds none
+// yet (an instance that never read them). A settle or a
+// release by the id alone asks it before it follows the id's claims, so that an id the
+// limiter did not make reads no registry, and its refusal says nothing of where its
+// claims lead.
 func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) error {
 	if _, _, v2, ok := cutID(id); ok && v2 {
 		return nil

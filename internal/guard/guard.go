@@ -495,9 +495,26 @@ func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.T
 // Signed returns nil when id, a reservation's id (or, lease true, a lease's), is one the
 // limiter signed for identity (see bucket.Limiter.Signed), within the one deadline a
 // decision has; an error wrapping bucketgate.ErrConflict when it is not, or Redis's
-// failure to give the secret. It decides nothing: the deny cache and the circuit breaker
-// are neither asked nor told.
+// failure to give the secret. While the circuit of either key of the secrets
+// (bucket.SecretSlot's, bucket.SecretsKeptSlot's) is open, Redis is not asked: id is
+// verified under the secrets the limiter holds, and when they do not tell (an instance
+// that has not read them yet), the error wraps ErrCircuitOpen at once, as a decision's
+// does, instead of waiting for a Redis that is failing. It decides nothing: the deny
+// cache is not asked, the breaker not told, and its probes are left to decisions.
 func (g *Guard) Signed(ctx context.Context, identity, id string, lease bool) error {
+	for _, slot := range [...]int{bucket.SecretSlot, bucket.SecretsKeptSlot} {
+		open, last := g.circuitOf(slot).opened()
+		if !open {
+			continue
+		}
+		held, cancel := context.WithCancel(ctx)
+		cancel() // a context done: the limiter asks Redis nothing
+		err := g.next.Signed(held, identity, id, lease)
+		if err != nil && !errors.Is(err, bucketgate.ErrConflict) {
+			return fmt.Errorf("%w: last failure: %w; %w", ErrCircuitOpen, last, err)
+		}
+		return err
+	}
 	ctx, cancel, _, err := g.callContext(ctx)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -206,13 +207,14 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	if changed {
 		// Best effort: every instance that signed with mine writes it when it changes.
 		// The expiry is set (NX) or made later (GT), never sooner: an instance of a
-		// shorter idempotency would drop the secrets a longer one keeps. Only the
-		// keptSecrets latest times are ever read (readSecret), so the others go, by
-		// rank. The time is Redis's, the kept set's node's (at).
+		// shorter idempotency would drop the secrets a longer one keeps. Those past
+		// their time go (only the keptSecrets latest are ever read: readSecret), by
+		// score, which the functions' ACL grants (ZREMRANGEBYSCORE, which the script
+		// calls; not ZREMRANGEBYRANK). The time is Redis's, the kept set's node's (at).
 		life := keptFor(l.idempotency)
 		c.DoMulti(ctx,
 			c.B().Zadd().Key(SecretsKeptKey).Gt().ScoreMember().ScoreMember(float64(at.Add(life).UnixMilli()), string(mine)).Build(),
-			c.B().Zremrangebyrank().Key(SecretsKeptKey).Start(0).Stop(-keptSecrets-1).Build(),
+			c.B().Zremrangebyscore().Key(SecretsKeptKey).Min("-inf").Max(strconv.FormatInt(at.UnixMilli(), 10)).Build(),
 			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life.Milliseconds()).Nx().Build(),
 			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life.Milliseconds()).Gt().Build())
 	}

@@ -86,3 +86,20 @@ func TestSecretKeptTwoLatest(t *testing.T) {
 	}
 	f.refuses("a new instance, of the id under the first secret", f.instance(), ids[0])
 }
+
+// TestSecretKeptTrimmed: a write of a kept secret removes those past their time on
+// Redis's clock, so that the set holds only secrets that may still verify ids.
+func TestSecretKeptTrimmed(t *testing.T) {
+	f := newMiniSecretFleet(t)
+	a := f.instance()
+	f.reserve(a)
+	for _, digit := range "78" {
+		f.run(f.c.B().Set().Key(bucket.SecretKey).Value(strings.Repeat(string(digit), 64)).Build())
+		f.advance(bucket.KeptFor(bucket.DefaultIdempotency)) // past the time of the one kept before
+		f.reserve(a)                                         // signs with the new secret, and writes its own as kept
+	}
+	n, err := f.c.Do(context.Background(), f.c.B().Zcard().Key(bucket.SecretsKeptKey).Build()).AsInt64()
+	if err != nil || n != 1 {
+		t.Errorf("%s holds %d secrets (%v), want 1: the latest written", bucket.SecretsKeptKey, n, err)
+	}
+}

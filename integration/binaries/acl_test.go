@@ -203,6 +203,8 @@ func TestTemplateCacheUserGrantsNoMore(t *testing.T) {
 		{"the shared secret", []string{"SET", bucket.SecretKey, "x", "NX"}, true},
 		{"the secrets kept", []string{"ZADD", bucket.SecretsKeptKey, "GT", "1", "x"}, true},
 		{"the secrets kept's expiry, never sooner", []string{"PEXPIRE", bucket.SecretsKeptKey, "1000", "GT"}, true},
+		{"the secrets kept past their time", []string{"ZREMRANGEBYSCORE", bucket.SecretsKeptKey, "-inf", "1"}, true},
+		{"the clock of the secrets kept, on their node", []string{"EVAL", "return redis.call('TIME')", "1", bucket.SecretsKeptKey}, true},
 		{"the keepalive", []string{"PING"}, true},
 		{"the eviction policy", []string{"INFO", "memory"}, true},
 		{"the cluster's shards", []string{"CLUSTER", "SHARDS"}, true},

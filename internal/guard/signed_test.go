@@ -62,3 +62,24 @@ func TestSignedWhileCircuitOpen(t *testing.T) {
 		t.Errorf("Signed asked a failing Redis for the secrets while the circuit was open:\n%q", after)
 	}
 }
+
+// TestSignedFailuresOpenTheCircuit: Signed's failures to read the secrets count in the
+// circuit breaker as a decision's do, so that an instance that has not read them, whose
+// settles and releases by id each waited REDIS_TIMEOUT_MS for them (a batch of them in
+// the check function, one after another), stops asking a Redis that is failing after
+// DefaultFailuresToOpen of them.
+func TestSignedFailuresOpenTheCircuit(t *testing.T) {
+	srv := redistest.Start(t)
+	g := chain(t, srv.Addr, nil)
+	decide(t, g, request("b")) // connected, the secrets never read
+	srv.Pause()
+	defer srv.Resume()
+	for i := range guard.DefaultFailuresToOpen {
+		if err := g.Signed(context.Background(), "a", "r3.AAAA.AAAAAAAAAAAAAAAAAAAAAA", false); err == nil || errors.Is(err, bucketgate.ErrConflict) {
+			t.Fatalf("Signed %d with Redis paused: %v, want Redis's failure", i+1, err)
+		}
+	}
+	if r := decide(t, g, request("b")); !r.CircuitOpen || r.Reason != bucketgate.ReasonUnavailable {
+		t.Errorf("a check after %d failed Signed: %+v, want the circuit open", guard.DefaultFailuresToOpen, r)
+	}
+}

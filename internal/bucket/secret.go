@@ -175,9 +175,11 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 
 // recheck reads Redis's secrets again through c when after has passed since the last
 // read, no other call is reading them and ctx is not done, and returns the secret that
-// signs, and true when it read them. Other calls go on with the secrets they have meanwhile. A read that
-// fails changes nothing: the next one comes after again (the call's own round trip
-// meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
+// signs, and true when it read them. Other calls go on with the secrets they have
+// meanwhile. The read has half the time left to ctx's deadline (halfLeft): in a
+// cluster whose master of the secrets stalls, the call's own round trip, to another
+// master, has the other half. A read that fails changes nothing: the next one comes
+// after again (the call's own round trip meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
 // round trip more once per change.
 func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) ([]byte, bool) {
 	s := &l.secrets
@@ -190,7 +192,9 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	}
 	s.reading = true
 	s.mu.Unlock()
-	got, kept, at, err := readSecret(ctx, c, mine, now)
+	read, cancel := halfLeft(ctx)
+	got, kept, at, err := readSecret(read, c, mine, now)
+	cancel()
 	s.mu.Lock()
 	s.reading, s.read = false, now
 	if err != nil {

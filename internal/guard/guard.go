@@ -514,11 +514,11 @@ func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.T
 // Redis, and the probes are left to decisions. It decides nothing: the deny cache is
 // not asked.
 func (g *Guard) Signed(ctx context.Context, identity, id string, lease bool) error {
-	for _, slot := range [...]int{bucket.SecretSlot, bucket.SecretsKeptSlot} {
-		open, last := g.circuitOf(slot).opened()
-		if !open {
-			continue
-		}
+	open, last := g.circuitOf(bucket.SecretSlot).opened()
+	if !open {
+		open, last = g.circuitOf(bucket.SecretsKeptSlot).opened()
+	}
+	if open {
 		held, cancel := context.WithCancel(ctx)
 		cancel() // a context done: the limiter asks Redis nothing
 		err := g.next.Signed(held, identity, id, lease)

@@ -126,6 +126,16 @@ func NewLazy(connect func(context.Context) (rueidis.Client, error), opts ...Opti
 // that time.
 const IdleCheck = time.Second
 
+// halfLeft returns ctx ending halfway to its deadline, for a round trip the call can do
+// without (a connection's check, a read of the secrets again): a Redis that answers
+// nothing leaves the call the other half. Without a deadline, it is ctx.
+func halfLeft(ctx context.Context) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, deadline.Add(-time.Until(deadline)/2))
+	}
+	return ctx, func() {}
+}
+
 // redis returns the client of one call on the keys of the identities of qs, checking
 // the connections to them first within IdleCheck after IdleCheck without such a call
 // (see IdleCheck). A call on no identity's keys (Time) is neither checked nor counted.
@@ -159,12 +169,8 @@ func (l *Limiter) redis(ctx context.Context, qs ...bucketgate.Request) (rediser,
 	// The check has half the time left: a connection that answers nothing (dropped
 	// silently by the network) is given up then, and dropped, leaving the call the
 	// other half on a new one.
-	check := ctx
-	if deadline, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		check, cancel = context.WithDeadline(ctx, deadline.Add(-time.Until(deadline)/2))
-		defer cancel()
-	}
+	check, cancel := halfLeft(ctx)
+	defer cancel()
 	// Whatever the answers: a dead connection failed and was dropped, and a Redis that
 	// is down or slow fails the call's own commands as it would have.
 	c.DoMulti(check, cmds...)

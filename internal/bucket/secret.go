@@ -58,7 +58,7 @@ func (e *noSecretError) Unwrap() []error { return []error{ErrNoSecret, e.err} }
 
 // NoSecretSlot returns the Redis Cluster hash slot of the key of the reservations'
 // secrets that err, a call's error wrapping ErrNoSecret, says Redis did not answer for:
-// SecretSlot for SecretKey, another for SecretsKeptKey, which has no hash tag either.
+// SecretSlot for SecretKey, SecretsKeptSlot for SecretsKeptKey.
 // In a cluster, that slot's master is the one that failed. It reports false for any
 // other error.
 func NoSecretSlot(err error) (int, bool) {
@@ -70,8 +70,9 @@ func NoSecretSlot(err error) (int, bool) {
 }
 
 // SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's: a
-// sorted set of each, scored by the time until which it verifies ids (Unix ms of the
-// writer's clock), written by an instance that finds at SecretKey another secret than
+// sorted set of each, scored by the time until which it verifies ids (Unix ms of Redis's
+// clock, the TIME of the node that keeps this key, so that instances whose clocks are
+// apart agree on it), written by an instance that finds at SecretKey another secret than
 // the one it signed with, and read with SecretKey, so that every instance, one started
 // after the change too, verifies the ids signed before it. It expires keptFor after the
 // write that needs it longest: the writers' idempotency times may differ.
@@ -118,7 +119,9 @@ type secrets struct {
 	kept    [keptSecrets]keptSecret // verify only, each until its time
 }
 
-// keptSecret is a secret that verifies ids until until (the Limiter's clock).
+// keptSecret is a secret that verifies ids until until (the Limiter's clock: one read
+// from SecretsKeptKey, its time there less Redis's time at the read, after the
+// Limiter's time of the read).
 type keptSecret struct {
 	secret []byte
 	until  time.Time
@@ -128,7 +131,7 @@ type keptSecret struct {
 // keeps, read (and made, the first time) through c, and read again when SecretRecheck
 // has passed since. Until the first read succeeds, one call at a time reads, and the
 // others wait for it until their own ctx ends: a read that fails leaves the next to one
-// of them.
+// of them. A ctx done already reads nothing: the secret l holds, or an error.
 func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 	s := &l.secrets
 	for {
@@ -147,13 +150,17 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 				return nil, secretError(SecretKey, ctx.Err())
 			}
 		}
+		if err := ctx.Err(); err != nil {
+			s.mu.Unlock()
+			return nil, secretError(SecretKey, err)
+		}
 		done := make(chan struct{})
 		s.first = done
 		s.mu.Unlock()
 		var b [32]byte
 		rand.Read(b[:]) // never fails (crypto/rand)
 		now := l.now()
-		got, kept, err := readSecret(ctx, c, []byte(hex.EncodeToString(b[:])), now)
+		got, kept, _, err := readSecret(ctx, c, []byte(hex.EncodeToString(b[:])), now)
 		s.mu.Lock()
 		if err == nil {
 			s.current, s.read = got, now
@@ -167,23 +174,27 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 }
 
 // recheck reads Redis's secrets again through c when after has passed since the last
-// read and no other call is reading them, and returns the secret that signs, and true
-// when it read them. Other calls go on with the secrets they have meanwhile. A read that
-// fails changes nothing: the next one comes after again (the call's own round trip
-// meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
+// read, no other call is reading them and ctx is not done, and returns the secret that
+// signs, and true when it read them. Other calls go on with the secrets they have
+// meanwhile. The read has half the time left to ctx's deadline (halfLeft): in a
+// cluster whose master of the secrets stalls, the call's own round trip, to another
+// master, has the other half. A read that fails changes nothing: the next one comes
+// after again (the call's own round trip meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
 // round trip more once per change.
 func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) ([]byte, bool) {
 	s := &l.secrets
 	s.mu.Lock()
 	now := l.now()
 	mine := s.current
-	if s.fixed || s.reading || wallclock.Young(now, s.read, after) {
+	if s.fixed || s.reading || ctx.Err() != nil || wallclock.Young(now, s.read, after) {
 		s.mu.Unlock()
 		return mine, false
 	}
 	s.reading = true
 	s.mu.Unlock()
-	got, kept, err := readSecret(ctx, c, mine, now)
+	read, cancel := halfLeft(ctx)
+	got, kept, at, err := readSecret(read, c, mine, now)
+	cancel()
 	s.mu.Lock()
 	s.reading, s.read = false, now
 	if err != nil {
@@ -200,15 +211,16 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	if changed {
 		// Best effort: every instance that signed with mine writes it when it changes.
 		// The expiry is set (NX) or made later (GT), never sooner: an instance of a
-		// shorter idempotency would drop the secrets a longer one keeps. Only the
-		// keptSecrets latest times are ever read (readSecret), so the others go, by
-		// rank: by this clock's time, one far ahead would drop those the others keep.
-		life := keptFor(l.idempotency).Milliseconds()
+		// shorter idempotency would drop the secrets a longer one keeps. Those past
+		// their time go (only the keptSecrets latest are ever read: readSecret), by
+		// score, which the functions' ACL grants (ZREMRANGEBYSCORE, which the script
+		// calls; not ZREMRANGEBYRANK). The time is Redis's, the kept set's node's (at).
+		life := keptFor(l.idempotency)
 		c.DoMulti(ctx,
-			c.B().Zadd().Key(SecretsKeptKey).Gt().ScoreMember().ScoreMember(float64(until.UnixMilli()), string(mine)).Build(),
-			c.B().Zremrangebyrank().Key(SecretsKeptKey).Start(0).Stop(-keptSecrets-1).Build(),
-			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life).Nx().Build(),
-			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life).Gt().Build())
+			c.B().Zadd().Key(SecretsKeptKey).Gt().ScoreMember().ScoreMember(float64(at.Add(life).UnixMilli()), string(mine)).Build(),
+			c.B().Zremrangebyscore().Key(SecretsKeptKey).Min("-inf").Max(strconv.FormatInt(at.UnixMilli(), 10)).Build(),
+			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life.Milliseconds()).Nx().Build(),
+			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life.Milliseconds()).Gt().Build())
 	}
 	return got, true
 }
@@ -261,9 +273,12 @@ func (s *secrets) keep(k keptSecret) {
 // this limiter signed for identity, whatever rules it prints, or when only a request's
 // rules can tell (an id of idVersion2, whose MAC covers their names); an error wrapping
 // ErrConflict when it is not (verified as verify does, Redis's secrets read again once
-// at a refusal), or the error of reading the secret. A settle or a release by the id
-// alone asks it before it follows the id's claims, so that an id the limiter did not
-// make reads no registry, and its refusal says nothing of where its claims lead.
+// at a refusal), or the error of reading the secret. With ctx done already, it asks
+// Redis nothing: it verifies id under the secrets l holds, and fails when it holds none
+// yet (an instance that never read them). A settle or a
+// release by the id alone asks it before it follows the id's claims, so that an id the
+// limiter did not make reads no registry, and its refusal says nothing of where its
+// claims lead.
 func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) error {
 	if _, _, v2, ok := cutID(id); ok && v2 {
 		return nil
@@ -338,17 +353,24 @@ func secretError(key string, err error) error {
 	return &noSecretError{key, err}
 }
 
+// keptTime is the script that answers the TIME of the node of its key, SecretsKeptKey's
+// in a cluster (TIME alone goes to any node): the clock of the kept secrets' times.
+const keptTime = "return redis.call('TIME')"
+
 // readSecret writes mine as Redis's secret through c unless it has one (SET NX), and
-// returns the one it has and the kept ones (SecretsKeptKey) that verify ids after now,
-// keptSecrets at most, in one round trip; in two more when the server is a replica
-// (READONLY: a standalone primary demoted by a failover, see readOnly), after making
-// the connection again.
-func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]byte, []keptSecret, error) {
+// returns the one it has, the kept ones (SecretsKeptKey) that still verify ids by
+// Redis's clock, keptSecrets at most, each until its time on the clock of now (the
+// Limiter's at the read), and at, Redis's time at the read (the TIME of the kept set's
+// node), in one round trip; in two more when the server is a replica (READONLY: a
+// standalone primary demoted by a failover, see readOnly), after making the connection
+// again.
+func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) (secret []byte, kept []keptSecret, at time.Time, err error) {
 	read := func() []rueidis.RedisResult {
 		return c.DoMulti(ctx,
 			c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
 			c.B().Get().Key(SecretKey).Build(),
-			c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("("+strconv.FormatInt(now.UnixMilli(), 10)).Byscore().Rev().Limit(0, keptSecrets).Withscores().Build())
+			c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("-inf").Byscore().Rev().Limit(0, keptSecrets).Withscores().Build(),
+			c.B().Eval().Script(keptTime).Numkeys(1).Key(SecretsKeptKey).Build())
 	}
 	res := read()
 	if readOnly(res[0]) {
@@ -360,21 +382,31 @@ func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) ([]b
 		if refused := res[0].Error(); rueidis.IsRedisNil(err) && refused != nil && !rueidis.IsRedisNil(refused) {
 			err = refused // the write refused (OOM) is why there is nothing to read
 		}
-		return nil, nil, secretError(SecretKey, err)
+		return nil, nil, at, secretError(SecretKey, err)
 	}
 	if len(s) < 32 {
-		return nil, nil, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes, want 32 or more: delete it, and the next call that signs writes one", ErrBadState, SecretKey, len(s))
+		return nil, nil, at, fmt.Errorf("%w: the reservations' secret (%s) is %d bytes, want 32 or more: delete it, and the next call that signs writes one", ErrBadState, SecretKey, len(s))
 	}
 	scores, err := res[2].AsZScores()
 	if err != nil {
-		return nil, nil, secretError(SecretsKeptKey, err)
+		return nil, nil, at, secretError(SecretsKeptKey, err)
 	}
-	kept := make([]keptSecret, len(scores))
-	for i, z := range scores {
-		if len(z.Member) < 32 {
-			return nil, nil, fmt.Errorf("%w: a kept secret (%s) is %d bytes, want 32 or more: delete it", ErrBadState, SecretsKeptKey, len(z.Member))
+	parts, err := res[3].AsStrSlice()
+	if err != nil {
+		return nil, nil, at, secretError(SecretsKeptKey, err)
+	}
+	if at, err = parseTime(parts); err != nil {
+		return nil, nil, at, fmt.Errorf("the clock of %s: %w", SecretsKeptKey, err)
+	}
+	for _, z := range scores {
+		until := time.UnixMilli(int64(z.Score))
+		if !until.After(at) {
+			break // by rank: the rest are past their time too
 		}
-		kept[i] = keptSecret{[]byte(z.Member), time.UnixMilli(int64(z.Score))}
+		if len(z.Member) < 32 {
+			return nil, nil, at, fmt.Errorf("%w: a kept secret (%s) is %d bytes, want 32 or more: delete it", ErrBadState, SecretsKeptKey, len(z.Member))
+		}
+		kept = append(kept, keptSecret{[]byte(z.Member), now.Add(until.Sub(at))})
 	}
-	return []byte(s), kept, nil
+	return []byte(s), kept, at, nil
 }

@@ -21,6 +21,11 @@ func Slot(identity string) int {
 // its first reserve, settle, acquire or release, whatever the identity.
 var SecretSlot = slotOf([]byte(SecretKey))
 
+// SecretsKeptSlot is the Redis Cluster hash slot of SecretsKeptKey, which has no hash
+// tag either: in a cluster, its master keeps the secrets kept to verify older ids,
+// read with SecretKey.
+var SecretsKeptSlot = slotOf([]byte(SecretsKeptKey))
+
 // slotOf returns the hash slot of a key whose hashed part is b.
 func slotOf(b []byte) int {
 	var crc uint16 // CRC-16/XMODEM, as Redis Cluster computes it

@@ -126,7 +126,15 @@ func (l *Limiter) Time(ctx context.Context, identity string) (time.Time, error) 
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time: %w", err)
 	}
-	var sec, usec int64
+	return parseTime(parts)
+}
+
+// parseTime returns the time of parts, TIME's answer: seconds and microseconds.
+func parseTime(parts []string) (time.Time, error) {
+	var (
+		sec, usec int64
+		err       error
+	)
 	if len(parts) == 2 {
 		sec, err = strconv.ParseInt(parts[0], 10, 64)
 		if err == nil {

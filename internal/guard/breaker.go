@@ -54,6 +54,18 @@ func (b *breaker) allow(now time.Time) (ok bool, last Failure, lastErr error) {
 	return false, b.last, b.lastErr
 }
 
+// opened reports whether b is open, and the error of the failure that keeps it so,
+// without letting a probe go: for a call that can do without Redis, which leaves the
+// probes to the decisions. A nil breaker is never open.
+func (b *breaker) opened() (bool, error) {
+	if b == nil {
+		return false, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failures >= b.threshold, b.lastErr
+}
+
 // record notes how a request sent to Redis at start ended at now: err is nil when Redis
 // answered. A nil breaker notes nothing.
 func (b *breaker) record(start, now time.Time, err error) {
@@ -88,6 +100,15 @@ func (c circuit) allow(now time.Time) (ok bool, last Failure, lastErr error) {
 		return ok, last, lastErr
 	}
 	return c.own.allow(now)
+}
+
+// opened reports whether either of c's circuits is open, and the error of the failure
+// that keeps it so (see breaker.opened).
+func (c circuit) opened() (bool, error) {
+	if open, err := c.cluster.opened(); open {
+		return open, err
+	}
+	return c.own.opened()
 }
 
 // failure returns err, the outcome of a call to Redis, as the breaker counts it: nil

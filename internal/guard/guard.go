@@ -320,7 +320,7 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 			}
 			continue
 		}
-		if f := failure(err); len(via) > 0 && (f == nil || !gone && !(short && Classify(f) == FailureTimeout)) {
+		if f := failure(err); len(via) > 0 && counted(f, gone, short) {
 			c := via[k]
 			if slot, ok := bucket.NoSecretSlot(err); ok { // a failure of the secret's master, not the identity's
 				c = g.circuitOf(slot)
@@ -337,6 +337,14 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 		t.b.record(start, end, t.err)
 	}
 	return refused
+}
+
+// counted reports whether f, the outcome of a call to Redis as the breaker counts it
+// (failure), is told to the breaker: a success always; a failure unless the caller
+// stopped waiting (gone), or the call timed out when the caller's deadline left it less
+// than Timeout (short).
+func counted(f error, gone, short bool) bool {
+	return f == nil || !gone && !(short && Classify(f) == FailureTimeout)
 }
 
 // circuitCount is how many circuits there are: one per range of CircuitSlots slots,
@@ -495,15 +503,47 @@ func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.T
 // Signed returns nil when id, a reservation's id (or, lease true, a lease's), is one the
 // limiter signed for identity (see bucket.Limiter.Signed), within the one deadline a
 // decision has; an error wrapping bucketgate.ErrConflict when it is not, or Redis's
-// failure to give the secret. It decides nothing: the deny cache and the circuit breaker
-// are neither asked nor told.
+// failure to give the secret. While the circuit of either key of the secrets
+// (bucket.SecretSlot's, bucket.SecretsKeptSlot's) is open, Redis is not asked: id is
+// verified under the secrets the limiter holds, and when they do not tell (an instance
+// that has not read them yet), the error wraps ErrCircuitOpen at once, as a decision's
+// does, instead of waiting for a Redis that is failing. Its failures to read them are
+// told to the breaker as a decision's are (in the circuit of the key Redis did not
+// answer for), so that an instance that has not read them stops asking a failing
+// Redis at each settle; never a success, which the secrets held may have given without
+// Redis, and the probes are left to decisions. It decides nothing: the deny cache is
+// not asked.
 func (g *Guard) Signed(ctx context.Context, identity, id string, lease bool) error {
-	ctx, cancel, _, err := g.callContext(ctx)
+	open, last := g.circuitOf(bucket.SecretSlot).opened()
+	if !open {
+		open, last = g.circuitOf(bucket.SecretsKeptSlot).opened()
+	}
+	if open {
+		held, cancel := context.WithCancel(ctx)
+		cancel() // a context done: the limiter asks Redis nothing
+		err := g.next.Signed(held, identity, id, lease)
+		if err != nil && !errors.Is(err, bucketgate.ErrConflict) {
+			return fmt.Errorf("%w: last failure: %w; %w", ErrCircuitOpen, last, err)
+		}
+		return err
+	}
+	start := g.opts.Now()
+	call, cancel, short, err := g.callContext(ctx)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	return g.next.Signed(ctx, identity, id, lease)
+	err = g.next.Signed(call, identity, id, lease)
+	if f := failure(err); f != nil && !errors.Is(err, bucketgate.ErrConflict) && counted(f, errors.Is(ctx.Err(), context.Canceled), short) {
+		slot, ok := bucket.NoSecretSlot(err)
+		if !ok { // not connected: the secret's master is as far as any
+			slot = bucket.SecretSlot
+		}
+		c, end := g.circuitOf(slot), g.opts.Now()
+		c.cluster.record(start, end, f)
+		c.own.record(start, end, f)
+	}
+	return err
 }
 
 // FailOpen reports whether g allows, degraded, the requests Redis does not decide

@@ -9,6 +9,7 @@ package template_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/settings"
@@ -367,7 +369,8 @@ func TestFailClosedAlarmOnRegistryFlood(t *testing.T) {
 				gets.Store(0)
 				for i := range keys {
 					key := fmt.Sprintf("made-up-%d-%d", minute, i)
-					if _, err := h.Invoke(t.Context(), samples.WithAPIKey(t, ev, key)); err == nil || err.Error() == "Unauthorized" {
+					var unavailable *authorizer.UnavailableError
+					if _, err := h.Invoke(t.Context(), samples.WithAPIKey(t, ev, key)); !errors.As(err, &unavailable) {
 						t.Fatalf("Invoke with the made-up key %s: %v, want a 503 (failing closed)", key, err)
 					}
 				}

@@ -9,6 +9,7 @@ package template_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,10 +24,12 @@ import (
 
 	"github.com/bucketgate/bucketgate/checkapi"
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
@@ -120,6 +123,14 @@ func TestTemplateAlarmShapes(t *testing.T) {
 		{"FailClosedAlarm", "no traffic", minutes(3, map[string]float64{}), false},
 		{"DegradedAlarm", "failing open at one request a minute", minutes(3, map[string]float64{"degraded": 1}), true},
 		{"DegradedAlarm", "a stray degraded decision", minutes(3, map[string]float64{"allowed": 500, "degraded": 2}), false},
+		// A flood of made-up API keys (a registry read each) throttles the table: their
+		// 503s are RegistryErrorsAlarm's, and roll no deployment back.
+		{"FailClosedAlarm", "made-up keys on a throttled table", minutes(3, map[string]float64{"allowed": 500, "unavailable": 500, "registry": 500, "tablethrottles": 900}), false},
+		{"FailClosedAlarm", "the table failing unthrottled (a wrong table deployed)", minutes(3, map[string]float64{"allowed": 500, "unavailable": 500, "registry": 500}), true},
+		{"FailClosedAlarm", "Redis failing while the table throttles", minutes(3, map[string]float64{"allowed": 800, "unavailable": 200, "registry": 100, "tablethrottles": 100}), true},
+		{"FailClosedAlarm", "Redis failing under a flood of made-up keys", minutes(3, map[string]float64{"allowed": 900, "unavailable": 10100, "registry": 10000, "tablethrottles": 20000}), true},
+		{"DegradedAlarm", "made-up keys on a throttled table", minutes(3, map[string]float64{"allowed": 50, "degraded": 950, "registry": 950, "tablethrottles": 900}), false},
+		{"DegradedAlarm", "the table failing unthrottled", minutes(3, map[string]float64{"allowed": 50, "degraded": 950, "registry": 950}), true},
 		{"AuthorizerErrorsAlarm", "crashes", minutes(3, map[string]float64{"invocations": 1000, "errors": 100}), true},
 		{"AuthorizerErrorsAlarm", "a timeout at one request a minute", minutes(3, map[string]float64{"invocations": 1, "errors": 1}), true},
 		{"AuthorizerErrorsAlarm", "401s alone", minutes(3, map[string]float64{"invocations": 1000, "errors": 600, "refused": 600}), false},
@@ -279,16 +290,7 @@ func TestBadResponseAlarmFiresOnOneCaller(t *testing.T) {
 			if n := filed[metricKey("bucketgate", metric, map[string]string{telemetry.DimStack: testStack, telemetry.DimReason: string(tc.failure)})]; n != requests {
 				t.Fatalf("%s %s counted %v times, want %d: %v", metric, tc.failure, n, requests, filed)
 			}
-			datapoint := map[string]float64{} // the alarm's metric ids, their sums
-			list, _ := p["Metrics"].([]any)
-			for _, m := range list {
-				if m, _ := m.(map[string]any); m["MetricStat"] != nil {
-					w := alarmMetrics(t, alarm, map[string]any{"Metrics": []any{m}})[0]
-					if n, ok := filed[metricKey(w.namespace, w.name, w.dims)]; ok {
-						datapoint[m["Id"].(string)] = n
-					}
-				}
-			}
+			datapoint := alarmDatapoint(t, alarm, p, filed)
 			if got := alarmFires(t, alarm, p, []map[string]float64{datapoint}); got != tc.fires {
 				t.Errorf("fires %v on %v, want %v", got, datapoint, tc.fires)
 			}
@@ -301,6 +303,93 @@ func TestBadResponseAlarmFiresOnOneCaller(t *testing.T) {
 			}
 			if named != requests {
 				t.Errorf("%d warn lines name %s failing with %s, want %d:\n%s", named, badIdentity, tc.failure, requests, logs.String())
+			}
+		})
+	}
+}
+
+// alarmDatapoint returns one datapoint of the metric math alarm (resolved properties
+// p): the sums filed (emfMetrics) of the metrics it reads, by their ids; a metric
+// nothing filed has none.
+func alarmDatapoint(t *testing.T, alarm string, p map[string]any, filed map[string]float64) map[string]float64 {
+	t.Helper()
+	datapoint := map[string]float64{}
+	list, _ := p["Metrics"].([]any)
+	for _, m := range list {
+		if m, _ := m.(map[string]any); m["MetricStat"] != nil {
+			w := alarmMetrics(t, alarm, map[string]any{"Metrics": []any{m}})[0]
+			if n, ok := filed[metricKey(w.namespace, w.name, w.dims)]; ok {
+				datapoint[m["Id"].(string)] = n
+			}
+		}
+	}
+	return datapoint
+}
+
+// An outside attacker, with no API key, floods the authorizer with made-up keys, each a
+// read of the registry table, until the table throttles: failing closed, each is a 503
+// counted as FailClosed with reason registry_error. It pages through RegistryErrorsAlarm
+// but no longer fires FailClosedAlarm, which would roll back any deployment under way
+// (and page as if Redis were down). A table that fails for another reason, such as a
+// version deployed with a table that is not there, still fires it. The real authorizer,
+// as the template configures it, on a table that answers every read with the error,
+// decides the flood's requests for 3 minutes, and its metrics and the table's
+// (ReadThrottleEvents: each throttled read) are filed as CloudWatch files them.
+func TestFailClosedAlarmOnRegistryFlood(t *testing.T) {
+	rs := deploy(t, readTemplate(t, limiter)).resources(t)
+	tests := []struct {
+		name                 string
+		errType              string
+		failClosed, registry bool // whether FailClosedAlarm, RegistryErrorsAlarm fire
+	}{
+		{"made-up keys on a throttled table", registrytest.Throttled, false, true},
+		{"a table that is not there", registrytest.NotFound, true, true},
+	}
+	ev := samples.Read(t, "authorizer-rest.json")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			endpoint, gets := registrytest.FailingTable(t, tc.errType)
+			for k, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_REGION": "us-east-1",
+				"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+				"AWS_EC2_METADATA_DISABLED": "true"} {
+				t.Setenv(k, v)
+			}
+			env := map[string]string{settings.EnvRedisAddr: miniredis.RunT(t).Addr(), settings.EnvTimeoutMS: decisionTimeout,
+				settings.EnvFailMode: settings.FailClosed, settings.EnvStackName: testStack, settings.EnvMetricsFlushMS: "0",
+				settings.EnvRegistryTable: "bucketgate-keys",
+				settings.EnvConfigInline:  "defaultPlan: free\nplans: {free: [{name: burst, capacity: 10, refillPerSecond: 1}]}\n"}
+			data := map[string][]map[string]float64{} // by alarm, a datapoint a minute
+			const keys = 20                           // a minute's made-up keys
+			for minute := range 3 {
+				var out bytes.Buffer
+				h, _, err := app.Build(app.Authorizer, func(k string) string { return env[k] }, &out, io.Discard)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gets.Store(0)
+				for i := range keys {
+					key := fmt.Sprintf("made-up-%d-%d", minute, i)
+					var unavailable *authorizer.UnavailableError
+					if _, err := h.Invoke(t.Context(), samples.WithAPIKey(t, ev, key)); !errors.As(err, &unavailable) {
+						t.Fatalf("Invoke with the made-up key %s: %v, want a 503 (failing closed)", key, err)
+					}
+				}
+				filed := emfMetrics(t, jsonLines(t, &out))
+				reason := metricKey("bucketgate", telemetry.MetricFailClosed, map[string]string{telemetry.DimStack: testStack, telemetry.DimReason: string(guard.FailureRegistryError)})
+				if filed[reason] != keys {
+					t.Fatalf("%s counted %v times, want %d: %v", reason, filed[reason], keys, filed)
+				}
+				if tc.errType == registrytest.Throttled { // what DynamoDB files of the table
+					filed[metricKey("AWS/DynamoDB", "ReadThrottleEvents", map[string]string{"TableName": fmt.Sprint(ref("RegistryTable"))})] = float64(gets.Load())
+				}
+				for _, alarm := range []string{"FailClosedAlarm", "RegistryErrorsAlarm"} {
+					data[alarm] = append(data[alarm], alarmDatapoint(t, alarm, rs[alarm].Properties, filed))
+				}
+			}
+			for alarm, want := range map[string]bool{"FailClosedAlarm": tc.failClosed, "RegistryErrorsAlarm": tc.registry} {
+				if got := alarmFires(t, alarm, rs[alarm].Properties, data[alarm]); got != want {
+					t.Errorf("%s fires %v on %v, want %v", alarm, got, data[alarm], want)
+				}
 			}
 		})
 	}

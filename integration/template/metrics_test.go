@@ -372,19 +372,21 @@ const unnamedPolicy = "allkeys-of-a-newer-redis"
 // awsMetrics are the metrics of AWS's namespaces that the template may watch, by
 // namespace and the kind of resource their one dimension names: a Go function of the
 // stack (AWS/Lambda, FunctionName), a REST API by its name (AWS/ApiGateway, ApiName), an
-// HTTP API by its id (ApiId) and a serverless cache by its name (AWS/ElastiCache,
-// clusterId: serverless caches publish under that dimension alone, not CacheClusterId).
+// HTTP API by its id (ApiId), a serverless cache by its name (AWS/ElastiCache,
+// clusterId: serverless caches publish under that dimension alone, not CacheClusterId)
+// and the registry table by its name (AWS/DynamoDB, TableName).
 var awsMetrics = map[string]map[string][]string{ // namespace -> dimension -> metric names
 	"AWS/Lambda":      {"FunctionName": {"Errors", "Invocations", "Throttles", "Duration", "ConcurrentExecutions"}},
 	"AWS/ApiGateway":  {"ApiName": {"5XXError", "4XXError", "Count", "Latency", "IntegrationLatency"}, "ApiId": {"5xx", "4xx", "Count", "Latency", "IntegrationLatency"}},
 	"AWS/ElastiCache": {"clusterId": {"ThrottledCmds", "Evictions", "ElastiCacheProcessingUnits", "BytesUsedForCache", "SuccessfulWriteRequestLatency", "CurrConnections"}},
+	"AWS/DynamoDB":    {"TableName": {"ReadThrottleEvents"}},
 }
 
 // awsResources returns, for each dimension of awsMetrics, the values that name a
 // resource of the deployment, as the alarms' resolved dimensions print them.
 func awsResources(t *testing.T, d deployment) map[string]map[string]bool {
 	t.Helper()
-	out := map[string]map[string]bool{"FunctionName": {}, "ApiName": {}, "ApiId": {}, "clusterId": {}}
+	out := map[string]map[string]bool{"FunctionName": {}, "ApiName": {}, "ApiId": {}, "clusterId": {}, "TableName": {}}
 	for id := range deployedGoFunctions(t) {
 		out["FunctionName"][fmt.Sprint(ref(id))], out["FunctionName"]["sub:"+id] = true, true
 	}
@@ -398,6 +400,8 @@ func awsResources(t *testing.T, d deployment) map[string]map[string]bool {
 			out["ApiId"][fmt.Sprint(ref(id))] = true
 		case "AWS::ElastiCache::ServerlessCache":
 			out["clusterId"][fmt.Sprint(ref(id))] = true
+		case "AWS::DynamoDB::Table":
+			out["TableName"][fmt.Sprint(ref(id))] = true
 		}
 	}
 	return out

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,29 +20,18 @@ import (
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 )
 
-// throttled is DynamoDB as a table over its capacity answers (no local server
-// throttles: dynalite never does): every GetItem refused with
-// ProvisionedThroughputExceededException, which the AWS SDK retries. gets counts them.
+// throttled is DynamoDB as a table over its capacity answers: every GetItem refused
+// with ProvisionedThroughputExceededException, which the AWS SDK retries. gets counts
+// them.
 func throttled(t *testing.T) (*dynamodb.Client, *atomic.Int64) {
 	t.Helper()
-	var gets atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		if !strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".GetItem") {
-			http.Error(w, "not DynamoDB's GetItem", http.StatusBadRequest)
-			return
-		}
-		gets.Add(1)
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}`)
-	}))
-	t.Cleanup(srv.Close)
-	client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+	endpoint, gets := registrytest.FailingTable(t, registrytest.Throttled)
+	client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
 		Credentials: aws.AnonymousCredentials{}})
-	return client, &gets
+	return client, gets
 }
 
 // A throttled table fails a lookup at once, saying so: its read is retried at once
@@ -56,7 +43,8 @@ func throttled(t *testing.T) (*dynamodb.Client, *atomic.Int64) {
 func TestTableThrottled(t *testing.T) {
 	client, gets := throttled(t)
 	var logs bytes.Buffer
-	c := registry.NewCache(registry.NewTable(client, "bucketgate-keys"), registry.Options{TTL: ttl, Size: 1000,
+	table := registry.NewTable(client, "bucketgate-keys")
+	c := registry.NewCache(table, registry.Options{TTL: ttl, Size: 1000,
 		Timeout: settings.DefaultRegistryTimeout, Log: telemetry.NewLogger(&logs, slog.LevelDebug)})
 	var throttle *types.ProvisionedThroughputExceededException
 	e, err := c.Lookup(t.Context(), plans, digestID)
@@ -67,7 +55,11 @@ func TestTableThrottled(t *testing.T) {
 		t.Errorf("the registry's line does not name the throttle: %s", line)
 	}
 
+	// The flood's reads, all at once on a loaded machine, are given the longest
+	// REGISTRY_TIMEOUT_MS: the test counts them, not their time. The table's retry quota
+	// is the same.
 	const keys = 200
+	c = registry.NewCache(table, registry.Options{TTL: ttl, Size: 1000, Timeout: settings.MaxRegistryTimeout, Log: telemetry.NewLogger(io.Discard, slog.LevelDebug)})
 	gets.Store(0)
 	var wg sync.WaitGroup
 	errs := make(chan error, keys)

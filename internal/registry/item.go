@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/textcut"
 )
 
@@ -383,7 +384,9 @@ func join(path, name string) string {
 // maxQuoted bounds how much of a bad value an error quotes.
 const maxQuoted = 40
 
-// quoted returns at most maxQuoted bytes of s, marked when cut.
+// quoted returns at most maxQuoted bytes of s, marked when cut, with every API key
+// bucketgate made that it holds masked (madekey.Mask, before the cut, which would leave
+// part of one).
 func quoted(s string) string {
-	return textcut.Marked(s, maxQuoted)
+	return textcut.Marked(madekey.Mask(s), maxQuoted)
 }

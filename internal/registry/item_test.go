@@ -420,7 +420,9 @@ const madeKey = "bg_" + "Zq3xW9vLp2Tn8Rk4Yc6Hd1Mf5Gj7Bs0Ae-Ku_Io2PwX"
 
 // An item's errors name it and quote its bad values, masking every API key bucketgate
 // made that they hold: a hand-written item's text is printed by bucketgate accounts list
-// and keys list, and logged by the functions.
+// and keys list, and logged by the functions. An account's name holding one, which
+// bucketgate.ValidAccountName takes but bucketgate accounts create refuses, is refused:
+// it would rest in Redis's keys, the log lines and the metrics.
 func TestItemErrorsQuoteNoMadeKey(t *testing.T) {
 	long := " " + strings.Repeat("x", 200)
 	tests := []struct {
@@ -429,6 +431,9 @@ func TestItemErrorsQuoteNoMadeKey(t *testing.T) {
 	}{
 		{"account's id", item("id", s("account:"+madeKey+"!"))},
 		{"account's id, a key after a name", item("id", s("account:acme/"+madeKey))},
+		{"account's id, a key alone", item("id", s("account:"+madeKey))},
+		{"a key's account, a key alone", item("account", s(madeKey))},
+		{"a key's account, a key in a name", item("account", s("acme."+madeKey))},
 		{"a key's account", item("account", s("acme/"+madeKey))},
 		{"plan", item("plan", s(madeKey+long))},
 		{"status", item("status", s(madeKey))},

@@ -451,3 +451,34 @@ func TestSettleNamesActual(t *testing.T) {
 		})
 	}
 }
+
+// A settle, a cancel or a release of an id that is an API key bucketgate made (a
+// service passing the key header by mistake, or a client's own header on a request
+// that did not come through the Handler) is a conflict whose error, which the service
+// logs, quotes no part of the key and names the id as what it was given as: a
+// release's said "reservation".
+func TestSettleOfAKeyQuotesNoKey(t *testing.T) {
+	srv := redistest.Start(t)
+	l, err := middleware.New(middleware.Options{Getenv: env(map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": "defaultPlan: free\nplans: {free: [{name: tokens, capacity: 1000, refillPerSecond: 1}, {name: streams, concurrency: 2}]}", "REDIS_TIMEOUT_MS": "2000"}),
+		Metrics: io.Discard, LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	key := "bg_" + strings.Repeat("Q", 42) + "w"
+	r := httptest.NewRequest("POST", "/v1/chat", nil)
+	r.Header.Set(ratelimitheaders.HeaderReservation, key)
+	r.Header.Set(ratelimitheaders.HeaderLease, key)
+	for _, tc := range []struct {
+		name, want string
+		op         func(context.Context, *http.Request) (bucketgate.Decision, error)
+	}{
+		{"settle", "conflict: reservation: not an id", func(ctx context.Context, r *http.Request) (bucketgate.Decision, error) { return l.Settle(ctx, r, 1) }},
+		{"cancel", "conflict: reservation: not an id", l.Cancel},
+		{"release", "conflict: lease: not an id", l.Release},
+	} {
+		if _, err := tc.op(r.Context(), r); !errors.Is(err, bucketgate.ErrConflict) || strings.Contains(err.Error(), key[:12]) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a conflict saying %q, without the key", tc.name, err, tc.want)
+		}
+	}
+}

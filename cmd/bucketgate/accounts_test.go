@@ -1175,3 +1175,20 @@ func keyCommandOfNewAccount(c *cli, account string, roll bool) []string {
 	}
 	return args
 }
+
+// accounts list and keys list show an item written by hand whose id or account holds an
+// API key bucketgate made with the key masked, in its id and in its error alike: the
+// error quoted the id cut to 40 characters, up to 37 of the key.
+func TestListsMaskMadeKeysInUnreadableItems(t *testing.T) {
+	key := "bg_" + strings.Repeat("Q", 42) + "w"
+	c := withAccounts(t, "acme")
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	c.put(map[string]types.AttributeValue{"id": s("account:acme/" + key), "plan": s("pro")},
+		map[string]types.AttributeValue{"id": s("key:" + bucketgate.KeyDigest("k")), "account": s("acme." + key)})
+	for _, args := range [][]string{{"accounts", "list"}, {"keys", "list"}} {
+		code, stdout, stderr := c.run(args...)
+		if out := stdout + stderr; code != exitOK || strings.Contains(out, key[:12]) || !strings.Contains(out, "bg_...") {
+			t.Errorf("bucketgate %s: exit %d\n%s\nwant the item listed with its key masked", strings.Join(args, " "), code, out)
+		}
+	}
+}

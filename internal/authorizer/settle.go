@@ -33,7 +33,11 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	}
 	c, err := claims.Read(reservation)
 	if err != nil {
-		return guard.Result{}, fmt.Errorf("%w: reservation: %w", bucketgate.ErrConflict, err)
+		what := "reservation"
+		if op == bucketgate.OpRelease {
+			what = "lease"
+		}
+		return guard.Result{}, fmt.Errorf("%w: %s: %w", bucketgate.ErrConflict, what, err)
 	}
 	var inv telemetry.Invocation
 	defer h.emit(ctx, &inv)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/lua"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/textcut"
 )
 
@@ -147,7 +148,7 @@ func (r reservation) id(kind string, secret []byte, identity string) string {
 // error wraps ErrConflict for any other, and says so of an id of the other kind
 // (MisplacedID).
 func parseID(kind string, secret []byte, q bucketgate.Request) (reservation, error) {
-	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and any rule of the request (a rule is its name and kind)", bucketgate.ErrConflict, kind, textcut.Marked(q.ID, 32))
+	refused := fmt.Errorf("%w: %s %q: not an id this limiter made for the identity and any rule of the request (a rule is its name and kind)", bucketgate.ErrConflict, kind, quotedID(q.ID))
 	payload, sum, v2, ok := cutID(q.ID)
 	want := ""
 	switch {
@@ -228,10 +229,15 @@ func MisplacedID(id string, lease bool) error {
 	case !ok || (r.estimate == 0) == lease:
 		return nil
 	case lease:
-		return fmt.Errorf("%w: %s %q: a reservation's id, not a lease's: a settle or a cancel ends it", bucketgate.ErrConflict, kindLease, textcut.Marked(id, 32))
+		return fmt.Errorf("%w: %s %q: a reservation's id, not a lease's: a settle or a cancel ends it", bucketgate.ErrConflict, kindLease, quotedID(id))
 	}
-	return fmt.Errorf("%w: %s %q: a lease's id, not a reservation's: a release returns it", bucketgate.ErrConflict, kindReservation, textcut.Marked(id, 32))
+	return fmt.Errorf("%w: %s %q: a lease's id, not a reservation's: a release returns it", bucketgate.ErrConflict, kindReservation, quotedID(id))
 }
+
+// quotedID is id, a caller's, as an error quotes it: its first 32 bytes, marked when
+// cut, with every API key bucketgate made that it holds masked (madekey.Mask, before the
+// cut), since a caller may pass its key by mistake.
+func quotedID(id string) string { return textcut.Marked(madekey.Mask(id), 32) }
 
 // cutID returns the payload and the MAC of id, as written, and whether id is of
 // idVersion2; false when id is not spelled as one (a MAC is macBytes in base64url).

@@ -199,7 +199,7 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 func (m *Model) release(now time.Time, q bucketgate.Request) (bucketgate.Decision, error) {
 	l, ok := m.leaseIDs[q.Identity+"\x00"+q.ID]
 	if !ok || !sharesRule(l.prints, q.Rules) {
-		return bucketgate.Decision{}, fmt.Errorf("%w: lease %q: not an id this limiter made for the identity and any rule of the request", bucketgate.ErrConflict, q.ID)
+		return bucketgate.Decision{}, fmt.Errorf("%w: lease %q: not an id this limiter made for the identity and any rule of the request", bucketgate.ErrConflict, quotedID(q.ID))
 	}
 	nowUS := timeToMicros(now)
 	d := bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, At: microsToTime(nowUS)}

@@ -170,7 +170,7 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 	}
 	plan := v.Config.DefaultPlan()
 	if !strings.HasPrefix(c.Identity, bucketgate.IPPrefix) {
-		via := c.Identity
+		via, inactive := c.Identity, "" // inactive: the account c names, when it is not active
 		if c.Key != "" {
 			via = c.Key
 		}
@@ -197,14 +197,20 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 				if err != nil {
 					return config.Limits{}, a, fmt.Errorf("registry lookup of the account of %s: %w", via, err)
 				}
-				if a.Plan != nil && a.Identity.String() == c.Identity {
+				switch {
+				case a.Identity.String() != c.Identity:
+				case a.Plan != nil:
 					// Counted as a key of an account's lookup is: the key's and its account's.
 					a.Result, a.Invalid, a.AccountResult, a.AccountInvalid = e.Result, e.Invalid, a.Result, a.Invalid
 					e, spends = a, c.Identity
+				case e.Plan == nil: // the account whose buckets it spent: the refusal is its
+					inactive = name
 				}
 			}
 		}
 		switch {
+		case inactive != "":
+			return config.Limits{}, e, fmt.Errorf("%w: the %s's account %s is no longer active (revoked, expired or unusable): %s", bucketgate.ErrConflict, what, inactive, left)
 		case e.Plan == nil:
 			return config.Limits{}, e, fmt.Errorf("%w: the %s's %s is no longer registered: %s", bucketgate.ErrConflict, what, via, left)
 		case spends != c.Identity:

@@ -120,33 +120,42 @@ func TestReadRefuses(t *testing.T) {
 	}
 }
 
-// A release refused because its key was revoked (of an account revoked too), or now
-// spends another identity's buckets, says what becomes of the lease: it holds its slot until its ttl. It said, as a
-// settle's refusal does, that "the reservation ... stays charged at its estimate", which
-// a lease is not.
+// A release refused because its key was revoked, or now spends another identity's
+// buckets, says what becomes of the lease: it holds its slot until its ttl. It said, as
+// a settle's refusal does, that "the reservation ... stays charged at its estimate",
+// which a lease is not. A refusal because the key's account is no longer active names
+// the account, not the key: it said the key was no longer registered, which an
+// operator checking the key (active) could not square.
 func TestResolveRefusalSaysWhatIsLeft(t *testing.T) {
 	cfg, err := config.Parse([]byte("defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 10, refillPerSecond: 1}, {name: streams, concurrency: 2}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	moved := bucketgate.KeyDigest("moved")
+	moved, active, lone := bucketgate.KeyDigest("moved"), bucketgate.KeyDigest("active"), bucketgate.KeyDigest("lone")
 	src := registrytest.New(
 		registry.Record{ID: "account:acme", Plan: "free", Status: registry.StatusRevoked},
 		registry.Record{ID: "account:other", Plan: "free"},
 		registry.Record{ID: "key:" + digest, Account: "acme", Status: registry.StatusRevoked},
 		registry.Record{ID: "key:" + moved, Account: "other"},
+		registry.Record{ID: "key:" + active, Account: "acme"},
+		registry.Record{ID: "key:" + lone, Plan: "free", Status: registry.StatusRevoked},
 	)
 	v, _ := registry.NewStatic(cfg, registry.NewCache(src, registry.Options{Size: 10})).Current(context.Background())
 	revokedKey := claims.Claims{Identity: account.String(), Key: key.String()}
 	movedKey := claims.Claims{Identity: account.String(), Key: "key:" + moved}
+	activeKey := claims.Claims{Identity: account.String(), Key: "key:" + active}
+	loneKey := claims.Claims{Identity: "key:" + lone}
 	for _, tc := range []struct {
 		name      string
 		c         claims.Claims
 		op        bucketgate.Op
 		want, not string
 	}{
-		{"a settle of a revoked key's reservation", revokedKey, bucketgate.OpSettle, "the reservation's key:" + digest + " is no longer registered: it stays charged at its estimate", "lease"},
-		{"a release of a revoked key's lease", revokedKey, bucketgate.OpRelease, "the lease's key:" + digest + " is no longer registered: it frees itself at its ttl", "estimate"},
+		{"a settle of a revoked key's reservation", loneKey, bucketgate.OpSettle, "the reservation's key:" + lone + " is no longer registered: it stays charged at its estimate", "lease"},
+		{"a release of a revoked key's lease", loneKey, bucketgate.OpRelease, "the lease's key:" + lone + " is no longer registered: it frees itself at its ttl", "estimate"},
+		{"a settle of a revoked account's revoked key's reservation", revokedKey, bucketgate.OpSettle, "the reservation's account acme is no longer active (revoked, expired or unusable): it stays charged at its estimate", "registered"},
+		{"a settle of a revoked account's key's reservation", activeKey, bucketgate.OpSettle, "the reservation's account acme is no longer active (revoked, expired or unusable): it stays charged at its estimate", "registered"},
+		{"a release of a revoked account's key's lease", activeKey, bucketgate.OpRelease, "the lease's account acme is no longer active (revoked, expired or unusable): it frees itself at its ttl", "registered"},
 		{"a cancel of a moved key's reservation", movedKey, bucketgate.OpCancel, "the reservation's key:" + moved + " now spends the buckets of acct:other, not acct:acme: it stays charged at its estimate", "lease"},
 		{"a release of a moved key's lease", movedKey, bucketgate.OpRelease, "the lease's key:" + moved + " now spends the buckets of acct:other, not acct:acme: it frees itself at its ttl", "estimate"},
 	} {

@@ -351,7 +351,7 @@ func (c *Config) Plans() []string {
 func (c *Config) plan(field, name string) (*Plan, error) {
 	p, ok := c.plans[name]
 	if !ok {
-		return nil, errorAt(field, "unknown plan %q", name)
+		return nil, errorAt(field, "unknown plan %q", madekey.Mask(name))
 	}
 	return p, nil
 }

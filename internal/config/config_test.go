@@ -520,3 +520,37 @@ func TestMadeKeyTenant(t *testing.T) {
 		})
 	}
 }
+
+// A plan's or a route's rule, a plan, or an identity's override named by an API key
+// bucketgate made is refused without repeating it, naming where it is: a rule's name
+// rests in Redis, the decision log lines and the metrics, a plan's in the log lines
+// and the registry, as they are.
+func TestMadeKeyNamesRefused(t *testing.T) {
+	rule := "{name: " + madeKey + ", capacity: 2, refillPerSecond: 1}"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"a plan's rule", "defaultPlan: free\nplans: {free: [{name: a, capacity: 2, refillPerSecond: 1}, " + rule + "]}", "plans.free[1] (line 2"},
+		{"a plan's rule, within a longer name", "defaultPlan: free\nplans: {free: [{name: a." + madeKey + ", capacity: 2, refillPerSecond: 1}]}", "plans.free[0] (line 2"},
+		{"a plan's rule of a bad capacity", "defaultPlan: free\nplans: {free: [{name: " + madeKey + ", capacity: 0, refillPerSecond: 1}]}", "plans.free[0] (line 2"},
+		{"a route's rule", "defaultPlan: free\n" + free + "\nroutes: [{path: /x, rules: [" + rule + "]}]", "routes[0].rules[0] (line 3"},
+		{"a plan", "defaultPlan: free\nplans: {free: [{name: a, capacity: 2, refillPerSecond: 1}], " + madeKey + ": [{name: a, capacity: 2, refillPerSecond: 1}]}", "plans (line 2"},
+		{"a plan of a bad rule", "defaultPlan: free\nplans: {free: [{name: a, capacity: 2, refillPerSecond: 1}], " + madeKey + ": [{name: a, capacity: x, refillPerSecond: 1}]}", "plans (line 2"},
+		{"the default plan", "defaultPlan: " + madeKey + "\n" + free, `defaultPlan (line 1, column 14): unknown plan "bg_..."`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tc.doc))
+			if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Parse() = %v, want an error at %q, without the key", err, tc.want)
+
+			}
+		})
+	}
+	c, err := config.Parse([]byte("defaultPlan: free\n" + free))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.Plan("free")
+	_, err = c.Override(p, []bucketgate.Rule{{Name: madeKey, Capacity: 2, RefillPerSecond: 1}})
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "rules[0]") {
+		t.Fatalf("Override() = %v, want an error at rules[0], without the key", err)
+	}
+}

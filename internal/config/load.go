@@ -96,8 +96,9 @@ func located(err error, positions map[string]position) error {
 }
 
 // hideKey returns err, naming an entry of keys whose name is not a digest as "keys",
-// and one of tenants that is or holds an API key bucketgate made as "tenants": it may be a raw
-// API key, which an init error would otherwise put in the log.
+// one of tenants that is or holds an API key bucketgate made as "tenants", and a value
+// in a plan whose name holds one as "plans": it may be a raw API key, which an init
+// error would otherwise put in the log.
 func hideKey(err error) error {
 	if fe := (*fieldError)(nil); errors.As(err, &fe) {
 		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !bucketgate.ValidDigest(name) {
@@ -105,6 +106,9 @@ func hideKey(err error) error {
 		}
 		if id, ok := strings.CutPrefix(fe.path, "tenants."); ok && madekey.Holds(id) {
 			fe.shown = "tenants"
+		}
+		if plan, ok := strings.CutPrefix(fe.path, "plans."); ok && madekey.Holds(plan) {
+			fe.shown = "plans"
 		}
 	}
 	return err
@@ -203,10 +207,14 @@ func oneKindPerName(plans map[string]*Plan) error {
 }
 
 // checkPlanName reports a plan name that could not travel in the authorizer context
-// and the 429's JSON body as it is.
+// and the 429's JSON body as it is, or that holds an API key bucketgate made, which
+// would rest in the log lines, the 429's body and the registry as it is.
 func checkPlanName(name string) error {
 	if name == "" || len(name) > bucketgate.MaxPlanName {
 		return fmt.Errorf("a plan name is 1 to %d bytes", bucketgate.MaxPlanName)
+	}
+	if err := madekey.InField("plan name", name); err != nil { // hideKey hides the path, which holds it
+		return err
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c < ' ' || c > '~' || c == '"' || c == '\\' {
@@ -433,6 +441,9 @@ func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucketgate.Rul
 	rules := make([]bucketgate.Rule, 0, len(specs))
 	for i, s := range specs {
 		r, err := s.Rule()
+		if keyErr := madekey.InField("name", s.Name); keyErr != nil { // before Rule's errors, which quote the name
+			err = keyErr
+		}
 		if err == nil && shadow && r.IsConcurrency() {
 			err = fmt.Errorf("rule %s: a concurrency rule is never shadow, and the shadow: true of %s makes every rule of it shadow: give it an enforced plan or route", r.Name, strings.TrimSuffix(field, ".rules"))
 		}

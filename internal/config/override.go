@@ -7,6 +7,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/invalid"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 )
 
 // Override returns plan p as it applies to one identity with its own rules (a registry
@@ -110,6 +111,9 @@ func validOwn(rules []bucketgate.Rule, what string) error {
 		return fmt.Errorf("rules: %d %s: want at most %d", len(rules), what, bucketgate.MaxRules)
 	}
 	for i, r := range rules {
+		if err := madekey.InField("name", r.Name); err != nil { // before Validate's errors, which quote the name
+			return fmt.Errorf("rules[%d]: %w", i, err)
+		}
 		if err := r.Validate(); err != nil {
 			return fmt.Errorf("rules[%d]: %w", i, invalid.Bare(err))
 		}

@@ -257,3 +257,28 @@ func TestCacheAccountAdoptsBucketsWhenGone(t *testing.T) {
 		})
 	}
 }
+
+// An account's name in the lines the functions log, a hand-written item's that is an
+// API key bucketgate made (a name bucketgate.ValidAccountName takes, bucketgate
+// accounts create does not), is masked.
+func TestCacheAccountMadeKeyMasked(t *testing.T) {
+	orphan := "key:" + bucketgate.KeyDigest("orphan")
+	member := "key:" + bucketgate.KeyDigest("member")
+	src := accountSource(registry.Record{ID: orphan, Account: madeKey}, registry.Record{ID: member, Account: madeKey + ".x"})
+	src.PutInvalid("account:"+madeKey+".x", &registry.RecordError{ID: "account:" + madeKey + ".x", Attribute: "plan", Err: errors.New("empty")})
+	for _, tc := range []struct{ name, id, want string }{
+		{"not in the registry", orphan, "account bg_... is not in the registry"},
+		{"an invalid account", member, `"item":"account:bg_`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			c, _ := newCache(t, src, registry.Options{Log: telemetry.NewLogger(&logs, nil)})
+			if e, err := c.Lookup(context.Background(), plans, tc.id); err != nil || e.Plan != nil {
+				t.Fatalf("%+v, %v; want unknown", e, err)
+			}
+			if line := logs.String(); strings.Contains(line, madeKey[:12]) || !strings.Contains(line, tc.want) {
+				t.Fatalf("logged %s; want %q, never the key", line, tc.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 	"github.com/bucketgate/bucketgate/internal/textcut"
 	"github.com/bucketgate/bucketgate/internal/wallclock"
@@ -223,14 +224,14 @@ func (c *Cache) Lookup(ctx context.Context, cfg *config.Config, id string) (Entr
 		answer := Entry{Result: e.Result, AccountResult: a.Result, AccountInvalid: a.Invalid}
 		switch {
 		case err != nil:
-			answer.AccountErr = fmt.Errorf("account %s of %s: %w", e.who.account, bucketgate.LogForm(id), err)
+			answer.AccountErr = fmt.Errorf("account %s of %s: %w", madekey.Mask(e.who.account), bucketgate.LogForm(id), err)
 		case a.who != nil:
 			answer.Account, answer.Identity = e.who.account, accountIdentity(e.who.account, a.who)
 		}
 		return answer, nil
 	}
 	if err != nil {
-		return Entry{Result: e.Result, AccountResult: a.Result}, fmt.Errorf("account %s of %s: %w", e.who.account, bucketgate.LogForm(id), err)
+		return Entry{Result: e.Result, AccountResult: a.Result}, fmt.Errorf("account %s of %s: %w", madekey.Mask(e.who.account), bucketgate.LogForm(id), err)
 	}
 	return c.member(ctx, cfg, item, e, a), nil
 }
@@ -249,7 +250,7 @@ func (c *Cache) member(ctx context.Context, cfg *config.Config, id string, e, a 
 	case !stale:
 	case a.who == nil: // the table holds no item of the account
 		w.member = nil
-		bad = &RecordError{ID: id, Attribute: attrAccount, Err: fmt.Errorf("account %s is not in the registry", name)}
+		bad = &RecordError{ID: id, Attribute: attrAccount, Err: fmt.Errorf("account %s is not in the registry", madekey.Mask(name))}
 	case a.Plan == nil: // revoked, expired or unusable: its keys are unknown
 		w.member = nil
 	default:
@@ -409,12 +410,13 @@ func (c *Cache) release(cfg *config.Config) {
 const releaseBatch = 1000
 
 // logInvalid logs bad, a record that cannot be used, at error, and reports whether
-// there was one.
+// there was one: its id with every API key bucketgate made that it holds masked
+// (madekey.Mask), as a hand-written item's may.
 func (c *Cache) logInvalid(ctx context.Context, bad *RecordError) bool {
 	if bad == nil {
 		return false
 	}
-	c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, bucketgate.LogForm(bad.ID)),
+	c.opts.Log.LogAttrs(ctx, slog.LevelError, MsgInvalidItem, slog.String(AttrItem, madekey.Mask(bucketgate.LogForm(bad.ID))),
 		slog.String(AttrAttribute, bad.Attribute), slog.String(telemetry.AttrError, bad.Err.Error()))
 	return true
 }

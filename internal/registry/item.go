@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/textcut"
 )
 
@@ -93,7 +94,8 @@ const MaxExpiresAt = 253402300799
 // capacity and refillPerSecond (a bucket), name, limit, period and perhaps anchor (a
 // quota) or name and concurrency (a concurrency rule), and no attribute it does not
 // know. An account's item ("account:<name>", a name
-// bucketgate.ValidAccountName takes) names no account, and only it may say whose buckets
+// bucketgate.ValidAccountName takes that holds no API key bucketgate made, as a key's
+// account too) names no account, and only it may say whose buckets
 // it spends (buckets: "key:<digest>"); only an API key's item ("key:...") may name an
 // account, by a name of an account, and then needs no plan. attributevalue converts the
 // values. Its error is a *RecordError naming the attribute. It does not check the plan
@@ -121,12 +123,16 @@ func DecodeItem(av map[string]types.AttributeValue) (Record, error) {
 		return fail(attrID, fmt.Errorf("empty"))
 	case isAccount && !bucketgate.ValidAccountName(name):
 		return fail(attrID, fmt.Errorf("%q: %s", quoted(it.ID), wantAccountName))
+	case isAccount && madekey.Holds(name):
+		return fail(attrID, fmt.Errorf("%q: %s", quoted(it.ID), madeAccountName))
 	case av[attrAccount] != nil && isAccount:
 		return fail(attrAccount, fmt.Errorf("an account's item names no account: accounts do not nest"))
 	case av[attrAccount] != nil && !strings.HasPrefix(it.ID, bucketgate.KeyPrefix):
 		return fail(attrAccount, fmt.Errorf("only an API key's item (%s<digest>) names an account", bucketgate.KeyPrefix))
 	case av[attrAccount] != nil && !bucketgate.ValidAccountName(it.Account):
 		return fail(attrAccount, fmt.Errorf("%q: %s", quoted(it.Account), wantAccountName))
+	case madekey.Holds(it.Account):
+		return fail(attrAccount, fmt.Errorf("%q: %s", quoted(it.Account), madeAccountName))
 	case av[attrPlan] == nil && it.Account == "":
 		return fail(attrPlan, fmt.Errorf("missing: every item needs a plan, but a key of an account (it has its account's)"))
 	case av[attrPlan] != nil && it.Plan == "":
@@ -265,6 +271,10 @@ func decodeValue(path, name string, value types.AttributeValue, v reflect.Value)
 // wantAccountName says what an account's name is.
 var wantAccountName = fmt.Sprintf("want an account's name: 1 to %d letters, digits, '.', '_' or '-'", bucketgate.MaxAccountName)
 
+// madeAccountName says why an account's name that is or holds an API key bucketgate
+// made (madekey.Holds), which bucketgate.ValidAccountName takes, is refused.
+const madeAccountName = "is or holds an API key bucketgate made, which bucketgate accounts create refuses as a name: it would rest in Redis's keys, the log lines and the metrics as it is"
+
 // validKeyID reports whether id is an API key's identity: "key:<digest>".
 func validKeyID(id string) bool {
 	digest, ok := strings.CutPrefix(id, bucketgate.KeyPrefix)
@@ -383,7 +393,9 @@ func join(path, name string) string {
 // maxQuoted bounds how much of a bad value an error quotes.
 const maxQuoted = 40
 
-// quoted returns at most maxQuoted bytes of s, marked when cut.
+// quoted returns at most maxQuoted bytes of s, marked when cut, with every API key
+// bucketgate made that it holds masked (madekey.Mask, before the cut, which would leave
+// part of one).
 func quoted(s string) string {
-	return textcut.Marked(s, maxQuoted)
+	return textcut.Marked(madekey.Mask(s), maxQuoted)
 }

@@ -414,3 +414,52 @@ func TestKeysDocListsTheAttributes(t *testing.T) {
 		}
 	}
 }
+
+// madeKey has the shape of an API key bucketgate makes (madekey.Is).
+const madeKey = "bg_" + "Zq3xW9vLp2Tn8Rk4Yc6Hd1Mf5Gj7Bs0Ae-Ku_Io2PwX"
+
+// An item's errors name it and quote its bad values, masking every API key bucketgate
+// made that they hold: a hand-written item's text is printed by bucketgate accounts list
+// and keys list, and logged by the functions. An account's name holding one, which
+// bucketgate.ValidAccountName takes but bucketgate accounts create refuses, is refused:
+// it would rest in Redis's keys, the log lines and the metrics.
+func TestItemErrorsQuoteNoMadeKey(t *testing.T) {
+	long := " " + strings.Repeat("x", 200)
+	tests := []struct {
+		name string
+		item map[string]types.AttributeValue
+	}{
+		{"account's id", item("id", s("account:"+madeKey+"!"))},
+		{"account's id, a key after a name", item("id", s("account:acme/"+madeKey))},
+		{"account's id, a key alone", item("id", s("account:"+madeKey))},
+		{"a key's account, a key alone", item("account", s(madeKey))},
+		{"a key's account, a key in a name", item("account", s("acme."+madeKey))},
+		{"a key's account", item("account", s("acme/"+madeKey))},
+		{"plan", item("plan", s(madeKey+long))},
+		{"status", item("status", s(madeKey))},
+		{"rule's name", item("rules", l(rule(madeKey+long, "1", "1")))},
+		{"rule's period", item("rules", l(m("name", s("q"), "limit", n("5"), "period", s(madeKey))))},
+		{"unknown attribute", item(madeKey, s("x"))},
+		{"buckets", item("id", s("account:acme"), "buckets", s("key:"+madeKey))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := registry.DecodeItem(tc.item)
+			if err == nil {
+				t.Fatal("DecodeItem took the item")
+			}
+			if strings.Contains(err.Error(), madeKey[:12]) {
+				t.Fatalf("error %q quotes the key", err)
+			}
+			if !strings.Contains(err.Error(), "bg_...") {
+				t.Errorf("error %q does not show where the key was", err)
+			}
+		})
+	}
+	t.Run("unknown plan", func(t *testing.T) {
+		_, err := registry.Record{ID: digestID, Plan: madeKey}.Resolve(config.Default())
+		if err == nil || strings.Contains(err.Error(), madeKey[:12]) || !strings.Contains(err.Error(), `unknown plan "bg_..."`) {
+			t.Fatalf("Resolve = %v, want unknown plan \"bg_...\"", err)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 )
 
 // Status says whether a Record's identity may be used.
@@ -103,7 +104,7 @@ type Plans interface {
 func (r Record) Resolve(plans Plans) (*config.Plan, error) {
 	p, ok := plans.Plan(r.Plan)
 	if !ok {
-		return nil, &RecordError{ID: r.ID, Attribute: attrPlan, Err: fmt.Errorf("unknown plan %q: not in the configuration document", r.Plan)}
+		return nil, &RecordError{ID: r.ID, Attribute: attrPlan, Err: fmt.Errorf("unknown plan %q: not in the configuration document", madekey.Mask(r.Plan))}
 	}
 	override := plans.Override
 	if strings.HasPrefix(r.ID, bucketgate.TenantPrefix) { // the check function's: no route applies
@@ -146,7 +147,9 @@ var ErrInvalidRecord = errors.New("invalid registry item")
 
 // RecordError is an item whose data the registry cannot use: a missing or mistyped
 // attribute, a value out of range, an unknown plan, invalid rules. Its identity counts as
-// unknown. The ID is the item's id, which for an API key is its digest.
+// unknown. The ID is the item's id, which for an API key is its digest; its error shows
+// it with every API key bucketgate made that it holds masked (madekey.Mask): a
+// hand-written item's id may hold one.
 type RecordError struct {
 	// ID is the item's id.
 	ID string
@@ -157,7 +160,7 @@ type RecordError struct {
 }
 
 func (e *RecordError) Error() string {
-	return fmt.Sprintf("%v %s: attribute %s: %v", ErrInvalidRecord, e.ID, e.Attribute, e.Err)
+	return fmt.Sprintf("%v %s: attribute %s: %v", ErrInvalidRecord, madekey.Mask(e.ID), e.Attribute, e.Err)
 }
 
 // Unwrap returns ErrInvalidRecord and Err.

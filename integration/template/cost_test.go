@@ -5,6 +5,7 @@ package template_test
 // alike, and Lambda's own lines for each invocation.
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -93,7 +94,35 @@ func TestDecisionLogBytes(t *testing.T) {
 		}
 		costs.hold(t, r, "refused (401: a made-up key, `unknownKeys: refuse`) | defaults", refusedBytes)
 	})
+	// The spray throttling the table (an on-demand table may: docs/keys.md): every
+	// request's read fails, and it writes the registry's warn line besides its decision
+	// line, which names the same error; failing closed, a 503 with its metrics at once,
+	// whatever unknownKeys says; failing open, limited as its address.
+	for _, open := range []bool{false, true} {
+		t.Run(fmt.Sprintf("throttled open=%v", open), func(t *testing.T) {
+			r := f.Measure(t, logbytes.Case{Levels: logbytes.Defaults, Throttled: true, FailOpen: open, Rate: costRate, Seconds: 3})
+			t.Logf("%v: %.1f bytes per invocation: EMF %d in %d lines, logs %d in %d lines, Lambda's %d, over %d invocations; the last second:\n%s",
+				r.Case, r.PerInvocation(), r.EMF, r.EMFLines, r.Logs, r.LogLines, r.Platform, r.Invocations, r.Last)
+			row, most := "a spray throttling the table (503) | defaults", throttledBytes
+			if open {
+				row, most = "a spray throttling the table, `FailMode` `open` (429) | defaults", throttledOpenBytes
+			}
+			if r.Allowed != 0 || r.Written != r.Invocations || r.LogLines != 2*r.Invocations {
+				t.Fatalf("%v: %d of %d allowed, %d counted in the metrics written, %d log lines: want none allowed, two log lines each", r.Case, r.Allowed, r.Invocations, r.Written, r.LogLines)
+			}
+			costs.hold(t, r, row, most)
+		})
+	}
 }
+
+// throttledBytes is the most bytes a request of a spray of made-up keys writes while the
+// table throttles their reads, failing closed: its metrics at once, as for every 503,
+// the registry's warn line and its warn decision line (docs/deploy.md).
+const throttledBytes float64 = 1900
+
+// throttledOpenBytes is the same failing open: its share of the metrics, the registry's
+// warn line and its info decision line, limited as its address (docs/deploy.md).
+const throttledOpenBytes float64 = 1250
 
 // refusedBytes is the most bytes a request refused for a made-up key writes: its
 // metrics, its registry lookup's too, at once as for every 401 (docs/deploy.md).

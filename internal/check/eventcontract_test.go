@@ -218,3 +218,25 @@ tenants:
 		})
 	}
 }
+
+// A quota denied short of its limit, its next request costing more than the room left,
+// reaches no 100%: only an admission reports a threshold, and none moved the count there.
+// Its first denial, a Rate Limited, is the one sign of it (docs/operations.md: the example
+// rule QuotaExhaustedRule, on 100% alone, does not see it).
+func TestQuotaDeniedShortOfItsLimit(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
+	rec := &eventsRecorder{}
+	f.h.Events = rec
+	check := []byte(`{"key":"acme-secret","rules":[{"name":"monthly","limit":10,"period":"month"}],"cost":3}`)
+	for range 5 { // 3, 6, 9 (80%), then denied at 9 twice
+		f.invokeOK(t, check)
+	}
+	var got []string
+	for _, e := range rec.events {
+		got = append(got, fmt.Sprintf("%s %d %d", e.Type, e.Detail.Threshold, e.Detail.Usage))
+	}
+	if want := []string{eventbus.TypeQuotaThreshold + " 80 9", eventbus.TypeRateLimited + " 0 9"}; !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}

@@ -173,8 +173,9 @@ type Options struct {
 
 // Sender sends the events of invocations to one bus. It is safe for concurrent use.
 type Sender struct {
-	client putter
-	opts   Options
+	client  putter
+	opts    Options
+	retryer aws.Retryer // every call's (awsretry.AtOnce): one retry quota for all of them
 
 	mu     sync.Mutex
 	logged time.Time // when a failure was last logged
@@ -189,7 +190,7 @@ func NewSender(client putter, opts Options) *Sender {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Sender{client: client, opts: opts}
+	return &Sender{client: client, opts: opts, retryer: awsretry.AtOnce()}
 }
 
 // Send puts events on the bus, MaxEntries to a call, MaxCalls calls at once, and returns
@@ -249,7 +250,7 @@ type failure struct {
 
 // put sends events in one PutEvents call, and the entries EventBridge refused for a
 // reason worth another try (retryableEntryErrors) again at once, retry.DefaultMaxAttempts
-// calls in all, and returns what it did not send: the entries refused for good along
+// calls in all, each retry a token of s's retry quota (none left: no retry), and returns what it did not send: the entries refused for good along
 // the way, then what the last call left (as a timeout when ctx's deadline passed
 // before it could be tried again); bound says what ctx's deadline is, for a timeout's
 // error.
@@ -272,7 +273,8 @@ func (s *Sender) put(ctx context.Context, events []Event, bound string) []failur
 		}
 	}
 	var lost []failure
-	var refused error // why the entries left were refused by the last call, if they were
+	var refused error                           // why the entries left were refused by the last call, if they were
+	release := func(error) error { return nil } // gives back the retry quota's token of a retry that put its entries
 	for call := 1; ; call++ {
 		if err := ctx.Err(); err != nil { // passed while the call waited for its turn (MaxCalls), or before a retry
 			if refused != nil {
@@ -280,16 +282,24 @@ func (s *Sender) put(ctx context.Context, events []Event, bound string) []failur
 			}
 			return append(lost, failure{n: len(entries), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent %s: %w", bound, err)})
 		}
-		out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, retryAtOnce)
+		out, err := s.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, s.retryAtOnce)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return append(lost, failure{n: len(entries), reason: telemetry.EventsTimeout, err: fmt.Errorf("not sent %s: %w", bound, err)})
 		case err != nil:
 			return append(lost, failure{n: len(entries), reason: telemetry.EventsError, err: err})
 		case out.FailedEntryCount == 0:
+			_ = release(nil)
 			return lost
 		}
 		again, ok := refusedRetryable(entries, out)
+		if ok && len(again) > 0 && call < retry.DefaultMaxAttempts {
+			if take, err := s.retryer.GetRetryToken(ctx, rejection(out.Entries, retryable)); err == nil {
+				release = take
+			} else if ctx.Err() == nil { // the quota spent: the entries refused stay refused
+				ok = false
+			} // else the deadline passed: a timeout, as the next turn says
+		}
 		if !ok || len(again) == 0 || call == retry.DefaultMaxAttempts {
 			return append(lost, failure{n: int(out.FailedEntryCount), reason: telemetry.EventsRejected, err: rejection(out.Entries, anyCode)})
 		}
@@ -333,9 +343,11 @@ func refusedRetryable(entries []types.PutEventsRequestEntry, out *eventbridge.Pu
 }
 
 // retryAtOnce makes a PutEvents call that failed for a reason worth another try (a
-// throttle, a 5xx, a connection reset) try again at once (awsretry.AtOnce),
-// retry.DefaultMaxAttempts attempts in all.
-func retryAtOnce(o *eventbridge.Options) { o.Retryer = awsretry.AtOnce() }
+// throttle, a 5xx, a connection reset) try again at once, retry.DefaultMaxAttempts
+// attempts in all, within the retry quota of s's calls together (awsretry.AtOnce): a
+// throttled bus gets at most the quota's retries of an instance, not two more calls for
+// each of its own.
+func (s *Sender) retryAtOnce(o *eventbridge.Options) { o.Retryer = s.retryer }
 
 // rejection describes the first entry EventBridge refused with a code that which takes
 // (anyCode, retryable or forGood).

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
@@ -556,6 +557,54 @@ func TestSendRetriesWithinTheDeadline(t *testing.T) {
 			m := metrics(t, &inv)
 			if int(calls.Load()) != tc.calls || tc.want == "" && m != "" || !strings.Contains(m, tc.want) || !strings.Contains(logs.String(), tc.log) {
 				t.Fatalf("%d calls, metrics %q, log %q: want %d calls, %q, a line naming %q", calls.Load(), m, &logs, tc.calls, tc.want, tc.log)
+			}
+		})
+	}
+}
+
+// A bus throttled throughout (the account's PutEvents quota spent) is not sent three
+// calls for each Send of an instance: the retries of all its Sends, of a call throttled
+// or of its entries refused as throttled, are capped together by one retry quota
+// (awsretry.AtOnce), as the registry's reads are, so that an instance adds at most the
+// quota's retries to the throttle (refilled a little by each call answered), not twice
+// its calls.
+func TestSendThrottledWithinOneRetryQuota(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		failed string // the metric line of a Send's event
+	}{
+		{"calls throttled", http.StatusBadRequest, `{"__type":"ThrottlingException","message":"Rate exceeded"}`,
+			`"EventsFailed":1,"Function":"authorizer","Reason":"error"`},
+		{"entries throttled", http.StatusOK, `{"FailedEntryCount":1,"Entries":[{"ErrorCode":"ThrottlingException","ErrorMessage":"Rate exceeded"}]}`,
+			`"EventsFailed":1,"Function":"authorizer","Reason":"rejected"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int64
+			var logs bytes.Buffer
+			now := time.Unix(1_800_000_000, 0)
+			s := local(t, func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+				w.WriteHeader(tc.status)
+				fmt.Fprint(w, tc.body)
+			}, time.Second, &logs, &now)
+			const sends = 200
+			failed := 0
+			for i := range sends {
+				var inv telemetry.Invocation
+				s.Send(t.Context(), &inv, []eventbus.Event{thresholdEvent(fmt.Sprintf("key:%02x", i))})
+				if strings.Contains(metrics(t, &inv), tc.failed) {
+					failed++
+				}
+			}
+			// The quota's tokens, and the one each call the bus answered (200) gives back.
+			got := calls.Load()
+			retries := (int64(retry.DefaultRetryRateTokens) + got*int64(retry.DefaultNoRetryIncrement)) / int64(retry.DefaultRetryCost)
+			if failed != sends || got > sends+retries || !strings.Contains(logs.String(), "ThrottlingException") {
+				t.Fatalf("%d Sends to a throttled bus made %d PutEvents calls, %d counted as %s; log %s: want at most one each and the quota's %d retries, every event counted, the throttle named",
+					sends, got, failed, tc.failed, &logs, retries)
 			}
 		})
 	}

@@ -16,6 +16,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -95,13 +98,21 @@ type Case struct {
 	// with its warn decision line; Limited is then ignored.
 	Unavailable bool
 	// FailOpen, with Unavailable: the function fails open (FAIL_MODE=open), so that
-	// every request is allowed, degraded, each with its warn decision line.
+	// every request is allowed, degraded, each with its warn decision line; with
+	// Throttled, every request is limited as its source address, each with its line.
 	FailOpen bool
 	// Refused: every request carries an API key the registry does not know, a new one
 	// each (a spray of made-up keys), under unknownKeys: refuse: each a 401 after its
 	// registry read, writing its metrics at once as every 401 does; Limited is then
 	// ignored. Not with Unavailable.
 	Refused bool
+	// Throttled: every request carries a new made-up API key, as for Refused, and the
+	// registry table throttles every read of a key (its configuration read is answered),
+	// as a spray of made-up keys may make an on-demand table do: each request fails
+	// closed (a 503) after its failed read, with its metrics at once, or with FailOpen is
+	// limited as its source address; each writes the registry's warn line besides its
+	// decision line. Not with Unavailable or Refused.
+	Throttled bool
 	// Rate is the invocations per second of the instance: 1, 10, 100 or 1000, so that
 	// they are evenly spaced to the nanosecond.
 	Rate int
@@ -116,6 +127,10 @@ func (c Case) String() string {
 		outcome = "degraded"
 	case c.Unavailable:
 		outcome = "unavailable"
+	case c.Throttled && c.FailOpen:
+		outcome = "throttled table, failing open"
+	case c.Throttled:
+		outcome = "throttled table"
 	case c.Refused:
 		outcome = "refused"
 	case c.Limited:
@@ -198,8 +213,12 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Rate <= 0 || time.Second%time.Duration(c.Rate) != 0 || c.Seconds <= 0 || c.Unavailable && c.Refused || c.FailOpen && !c.Unavailable {
-		t.Fatalf("logbytes: %v for %d s: want a rate that divides a second into whole nanoseconds, seconds, Unavailable or Refused, not both, and FailOpen only with Unavailable", c, c.Seconds)
+	if c.Rate <= 0 || time.Second%time.Duration(c.Rate) != 0 || c.Seconds <= 0 || c.Unavailable && c.Refused || c.Throttled && (c.Unavailable || c.Refused) ||
+		c.FailOpen && !c.Unavailable && !c.Throttled {
+		t.Fatalf("logbytes: %v for %d s: want a rate that divides a second into whole nanoseconds, seconds, one of Unavailable, Refused and Throttled at most, and FailOpen only with Unavailable or Throttled", c, c.Seconds)
+	}
+	if c.Throttled {
+		t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", throttlingTable(t))
 	}
 	m := miniredis.RunT(t)
 	m.SetTime(start)
@@ -227,15 +246,15 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	instance.Now = func() time.Time { return now }
 	step := time.Second / time.Duration(c.Rate)
 	key := allowedKey
-	if c.Limited && !c.Unavailable && !c.Refused {
+	if c.Limited && !c.Unavailable && !c.Refused && !c.Throttled {
 		key = limitedKey
 	}
 	sample := samples.Read(t, "authorizer-rest.json")
 	event := samples.WithAPIKey(t, sample, key)
-	down := false // Redis closed (Unavailable): a 503 is every invocation's answer
-	madeUp := 0   // the made-up keys sent (Refused)
+	down := c.Throttled && !c.FailOpen // Redis closed (Unavailable), or every read throttled: a 503 is every invocation's answer
+	madeUp := 0                        // the made-up keys sent (Refused, Throttled)
 	invoke := func() bool {
-		if c.Refused {
+		if c.Refused || c.Throttled {
 			madeUp++
 			event = samples.WithAPIKey(t, sample, fmt.Sprintf("bg-made-up-%d", madeUp))
 		}
@@ -257,7 +276,7 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	}
 	// Warm up: the registry read, the bucket spent when limited, two seconds at least;
 	// then on until an invocation writes the metrics, which begins an interval.
-	for i, denied := 0, false; i < 2*c.Rate || (c.Limited && !c.Unavailable && !c.Refused && !denied); i++ {
+	for i, denied := 0, false; i < 2*c.Rate || (c.Limited && !c.Unavailable && !c.Refused && !c.Throttled && !denied); i++ {
 		denied = !invoke() || denied
 	}
 	if c.Unavailable { // the registry entry cached: from now on only Redis fails
@@ -296,6 +315,26 @@ func (f *Fixture) Measure(t testing.TB, c Case) Result {
 	}
 	r.Held = c.Rate - 1 - decisions(t, stdout.Bytes())
 	return r
+}
+
+// throttlingTable starts a DynamoDB endpoint for the rest of t that answers a read of
+// the configuration's items with none (the functions then use CONFIG_INLINE), and every
+// other request as a throttled table does, and returns its URL.
+func throttlingTable(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		if bytes.Contains(body, []byte(`{"S":"`+registry.ConfigID)) {
+			_, _ = io.WriteString(w, `{}`)
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",`+
+			`"message":"The level of configured provisioned throughput for the table was exceeded."}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // decisions returns the sum of the Decisions of the EMF lines of b.

@@ -180,10 +180,12 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 // meanwhile. When it did not read them, its error says why the secrets held may be
 // behind Redis's: this read failed, or the last one did, or ctx is done (after has
 // passed since the last read); nil when they are as fresh as after asks, or no other
-// read is wanted (the Secret option, a read of another call in flight after a success). The read has half the time left to ctx's deadline (halfLeft): in a
+// read is wanted (the Secret option, a read of another call in flight after a
+// success). The read has half the time left to ctx's deadline (halfLeft): in a
 // cluster whose master of the secrets stalls, the call's own round trip, to another
-// master, has the other half. A read that fails changes nothing: the next one comes
-// after again (the call's own round trip meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
+// master, has the other half. A read that fails changes nothing but the error kept
+// for the calls after it: the next one comes after again (the call's own round trip
+// meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
 // round trip more once per change.
 func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) ([]byte, bool, error) {
 	s := &l.secrets
@@ -284,7 +286,8 @@ func (s *secrets) keep(k keptSecret) {
 // ErrConflict when it is not (verified as verify does, Redis's secrets read again once
 // at a refusal), or the error of reading the secret. With ctx done already, it asks
 // Redis nothing: it verifies id under the secrets l holds, and fails when it holds none
-// yet (an instance that never read them). A settle or a
+// yet (an instance that never read them), or when they refuse id and their last read
+// is RefusedRecheck old or failed (id may be signed under a secret not read yet). A settle or a
 // release by the id alone asks it before it follows the id's claims, so that an id the
 // limiter did not make reads no registry, and its refusal says nothing of where its
 // claims lead.

@@ -113,7 +113,8 @@ type secrets struct {
 	mu      sync.Mutex
 	current []byte                  // signs and verifies; nil until read from Redis
 	fixed   bool                    // set by Secret: never read from Redis
-	read    time.Time               // the Limiter's clock when current was last read
+	read    time.Time               // the Limiter's clock when current was last read, or a read again failed
+	failed  error                   // the error of the last read again when it failed; nil after a success
 	reading bool                    // a read again is in flight
 	first   chan struct{}           // closed when the first read in flight ends; nil when none is
 	kept    [keptSecrets]keptSecret // verify only, each until its time
@@ -138,7 +139,7 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 		s.mu.Lock()
 		if s.current != nil {
 			s.mu.Unlock()
-			current, _ := l.recheck(ctx, c, SecretRecheck)
+			current, _, _ := l.recheck(ctx, c, SecretRecheck)
 			return current, nil
 		}
 		if wait := s.first; wait != nil {
@@ -176,19 +177,29 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 // recheck reads Redis's secrets again through c when after has passed since the last
 // read, no other call is reading them and ctx is not done, and returns the secret that
 // signs, and true when it read them. Other calls go on with the secrets they have
-// meanwhile. The read has half the time left to ctx's deadline (halfLeft): in a
+// meanwhile. When it did not read them, its error says why the secrets held may be
+// behind Redis's: this read failed, or the last one did, or ctx is done (after has
+// passed since the last read); nil when they are as fresh as after asks, or no other
+// read is wanted (the Secret option, a read of another call in flight after a
+// success). The read has half the time left to ctx's deadline (halfLeft): in a
 // cluster whose master of the secrets stalls, the call's own round trip, to another
-// master, has the other half. A read that fails changes nothing: the next one comes
-// after again (the call's own round trip meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
+// master, has the other half. A read that fails changes nothing but the error kept
+// for the calls after it: the next one comes after again (the call's own round trip
+// meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
 // round trip more once per change.
-func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) ([]byte, bool) {
+func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) ([]byte, bool, error) {
 	s := &l.secrets
 	s.mu.Lock()
 	now := l.now()
 	mine := s.current
-	if s.fixed || s.reading || ctx.Err() != nil || wallclock.Young(now, s.read, after) {
+	young := wallclock.Young(now, s.read, after)
+	if s.fixed || s.reading || ctx.Err() != nil || young {
+		err := s.failed
+		if err == nil && !young && !s.fixed && !s.reading {
+			err = secretError(SecretKey, ctx.Err())
+		}
 		s.mu.Unlock()
-		return mine, false
+		return mine, false, err
 	}
 	s.reading = true
 	s.mu.Unlock()
@@ -196,10 +207,10 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 	got, kept, at, err := readSecret(read, c, mine, now)
 	cancel()
 	s.mu.Lock()
-	s.reading, s.read = false, now
+	s.reading, s.read, s.failed = false, now, err
 	if err != nil {
 		s.mu.Unlock()
-		return mine, false
+		return mine, false, err
 	}
 	until := now.Add(keptFor(l.idempotency))
 	changed := !bytes.Equal(got, mine)
@@ -222,7 +233,7 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life.Milliseconds()).Nx().Build(),
 			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life.Milliseconds()).Gt().Build())
 	}
-	return got, true
+	return got, true, nil
 }
 
 // adopt makes secret the one that signs, and keeps the one before it to verify ids
@@ -275,7 +286,8 @@ func (s *secrets) keep(k keptSecret) {
 // ErrConflict when it is not (verified as verify does, Redis's secrets read again once
 // at a refusal), or the error of reading the secret. With ctx done already, it asks
 // Redis nothing: it verifies id under the secrets l holds, and fails when it holds none
-// yet (an instance that never read them). A settle or a
+// yet (an instance that never read them), or when they refuse id and their last read
+// is RefusedRecheck old or failed (id may be signed under a secret not read yet). A settle or a
 // release by the id alone asks it before it follows the id's claims, so that an id the
 // limiter did not make reads no registry, and its refusal says nothing of where its
 // claims lead.
@@ -301,14 +313,21 @@ func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) e
 // verify reads q's id of kind, made for q's identity and rules (see parseID) under a
 // secret l holds: the one that signs, then those it keeps. An id refused under all of
 // them makes l read Redis's secrets again (RefusedRecheck), and is verified once more
-// under those. Its error wraps ErrConflict for an id l did not make.
+// under those. Its error wraps ErrConflict for an id l did not make; it is the error of
+// reading the secrets (ErrNoSecret) when they could not be read so (Redis failed, now
+// or at the last read, or ctx is done): the id may be signed under a secret Redis has
+// now, which l has not read yet, and a retry once Redis answers settles it.
 func (l *Limiter) verify(ctx context.Context, c rediser, kind string, q bucketgate.Request) (reservation, error) {
 	r, err := l.verifyHeld(kind, q)
 	if err == nil {
 		return r, nil
 	}
-	if _, read := l.recheck(ctx, c, RefusedRecheck); read {
+	_, read, unread := l.recheck(ctx, c, RefusedRecheck)
+	switch {
+	case read:
 		return l.verifyHeld(kind, q)
+	case unread != nil:
+		return reservation{}, unread
 	}
 	return reservation{}, err
 }

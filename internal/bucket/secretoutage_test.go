@@ -2,6 +2,7 @@ package bucket_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,5 +44,57 @@ func TestSecretRecheckWhileItsMasterStalls(t *testing.T) {
 	defer cancel()
 	if d, err := l.Decide(ctx, reserve); err != nil || !d.Allowed {
 		t.Errorf("a reserve of %s, on a healthy master, while the secrets' master stalls: %+v, %v", identity, d, err)
+	}
+}
+
+// TestRefusedIDWhileRedisFails: an instance that has not read a secret changed within
+// the last minute (SecretRecheck), and whose read of it again at the refused id
+// (RefusedRecheck) Redis does not answer, answers a settle of an id signed under it as
+// Redis's failure (ErrNoSecret: retryable, unavailable), not as a conflict, which a
+// client does not retry, leaving the reservation charged at its estimate; so does a
+// settle within the second after that failed read, which reads nothing, and Signed
+// with its context done (the circuit breaker's open circuit). Once Redis answers, the
+// id settles.
+func TestRefusedIDWhileRedisFails(t *testing.T) {
+	tests := []struct {
+		name    string
+		outage  func(*redistest.Server)
+		recover func(*redistest.Server)
+	}{
+		{"paused", (*redistest.Server).Pause, (*redistest.Server).Resume},
+		{"stopped", (*redistest.Server).Stop, nil}, // a restart loses the dataset, its secret with it
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			f := &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: new(clock)}
+			a := f.instance()
+			f.reserve(a) // A reads Redis's secret
+			f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
+			fromC := f.reserve(f.instance()) // a new instance writes another one
+			tt.outage(srv)
+			defer srv.Resume()
+			f.clock.advance(bucket.RefusedRecheck)
+			settle := bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpSettle, Cost: 1, ID: fromC}
+			for _, what := range []string{"the first settle, whose read fails", "a settle within the second after"} {
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				_, err := a.Decide(ctx, settle)
+				cancel()
+				if errors.Is(err, bucketgate.ErrConflict) || !errors.Is(err, bucket.ErrNoSecret) {
+					t.Errorf("%s: %v, want Redis's failure (ErrNoSecret), not a conflict", what, err)
+				}
+			}
+			done, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := a.Signed(done, "a", fromC, false); errors.Is(err, bucketgate.ErrConflict) || err == nil {
+				t.Errorf("Signed, its context done: %v, want an error that is not a conflict", err)
+			}
+			if tt.recover == nil {
+				return
+			}
+			tt.recover(srv)
+			f.clock.advance(bucket.RefusedRecheck)
+			f.settles("A, of the id, Redis back", a, fromC)
+		})
 	}
 }

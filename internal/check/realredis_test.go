@@ -215,3 +215,70 @@ func TestReleaseRedisDidNotAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAfterTimeout: an idempotent request (a requestId) that Redis received but
+// did not answer within the deadline (paused) is answered unavailable; once Redis
+// resumes, it and the client's retry under the same requestId are one decision: the
+// retry is allowed, and the tokens are taken once. (Which of the two Redis runs first,
+// on two connections, is the kernel's: the retry is that decision, or its replay.)
+func TestRetryAfterTimeout(t *testing.T) {
+	rules := `"rules":[` + slowRule + `]`
+	for _, tc := range []struct{ name, req string }{
+		{"a check", rules + `,"cost":4`},
+		{"a reserve", rules + `,"op":"reserve","cost":4`},
+		{"a check that acquires a lease", `"cost":4,"rules":[` + slowRule + `,{"name":"streams","concurrency":2}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{Timeout: 100 * time.Millisecond, FailuresToOpen: guard.DefaultFailuresToOpen})
+			req := []byte(`{"key":"retry","requestId":"job-1",` + tc.req + `}`)
+			f.invokeOK(t, []byte(`{"key":"warm",`+rules+`,"op":"reserve"}`)) // connected, script loaded, the secrets read
+			srv.Pause()
+			if first := decodeResponse(t, f.invokeOK(t, req)); first.Reason != checkapi.ReasonUnavailable {
+				srv.Resume()
+				t.Fatalf("with Redis paused: %+v, want unavailable", first)
+			}
+			srv.Resume()
+			if again := decodeResponse(t, f.invokeOK(t, req)); !again.Allowed || again.Reason != checkapi.ReasonOK {
+				t.Errorf("the retry: %+v, want allowed", again)
+			}
+			if p := decodeResponse(t, f.invokeOK(t, []byte(`{"key":"retry",`+rules+`,"cost":0}`))); p.Remaining != 6 {
+				t.Errorf("after the retry: %d left, want 6 (4 taken once)", p.Remaining)
+			}
+		})
+	}
+}
+
+// TestSettleOfANewSecretsIDWhileRedisFails: a function that has not read a secret
+// another function wrote within the minute (bg:secret replaced, the ids signed under it
+// refused under the secrets it holds) answers a settle of such an id while Redis does
+// not answer its read of the secrets again as Redis's failure (unavailable: send it
+// again), not as a ConflictError, which a client does not retry, leaving the
+// reservation charged at its estimate; once Redis answers, the same settle is done.
+func TestSettleOfANewSecretsIDWhileRedisFails(t *testing.T) {
+	srv := redistest.Start(t)
+	client := redistest.Client(t, srv.Addr)
+	opts := guard.Options{Timeout: 100 * time.Millisecond}
+	a, c := newFixture(t, client, nil, opts), newFixture(t, client, nil, opts)
+	reserve := []byte(`{"key":"k","rules":[` + slowRule + `],"op":"reserve","cost":4}`)
+	decodeResponse(t, a.invokeOK(t, reserve)) // a reads Redis's secret
+	if err := client.Do(context.Background(), client.B().Del().Key(bucket.SecretKey).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	id := decodeResponse(t, c.invokeOK(t, reserve)).Reservation // c writes another one
+	time.Sleep(bucket.RefusedRecheck)                           // a refused id makes a read the secrets again
+	srv.Pause()
+	settle := []byte(`{"key":"k","rules":[` + slowRule + `],"op":"settle","cost":1,"reservation":"` + id + `"}`)
+	out, err := a.invoke(settle)
+	srv.Resume()
+	if err != nil {
+		t.Fatalf("settle while Redis is paused: %v, want an answer of reason unavailable", functionError(t, err))
+	}
+	if r := decodeResponse(t, out); r.Reason != checkapi.ReasonUnavailable {
+		t.Fatalf("settle while Redis is paused: %+v, want unavailable", r)
+	}
+	time.Sleep(bucket.RefusedRecheck) // past the failed read: the next refused id reads again
+	if r := decodeResponse(t, a.invokeOK(t, settle)); !r.Allowed || r.Settled != 1 {
+		t.Errorf("the settle sent again, Redis back: %+v, want settled at 1", r)
+	}
+}

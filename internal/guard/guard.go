@@ -506,7 +506,8 @@ func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.T
 // failure to give the secret. While the circuit of either key of the secrets
 // (bucket.SecretSlot's, bucket.SecretsKeptSlot's) is open, Redis is not asked: id is
 // verified under the secrets the limiter holds, and when they do not tell (an instance
-// that has not read them yet), the error wraps ErrCircuitOpen at once, as a decision's
+// that has not read them yet, or whose secrets refuse an id that a secret it has not
+// read may sign: bucket.RefusedRecheck), the error wraps ErrCircuitOpen at once, as a decision's
 // does, instead of waiting for a Redis that is failing. Its failures to read them are
 // told to the breaker as a decision's are (in the circuit of the key Redis did not
 // answer for), so that an instance that has not read them stops asking a failing

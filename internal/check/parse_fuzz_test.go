@@ -57,8 +57,8 @@ func FuzzParse(f *testing.F) {
 				if c.req.Rules != nil {
 					t.Fatalf("checks[%d]: a tenant check with rules %v before the registry", i, c.req.Rules)
 				}
-				if c.req.Rules = plans.DefaultPlan().Rules; fits("cost", c.req.Cost, c.req.Op, c.req.Rules) != nil || fitsHold("", c.req) != nil {
-					continue // resolveTenants refuses it, naming the cost, the ttlMs or the lease
+				if c.req.Rules = plans.DefaultPlan().Rules; fits("cost", c.req.Cost, c.req.Op, c.req.Rules) != nil || fitsHold("", c.req) != nil || outgrown("", c) != nil {
+					continue // resolveTenants refuses it, naming the cost, the ttlMs or the lease, or answers a conflict
 				}
 			}
 			if c.req.Op == bucketgate.OpUsage {

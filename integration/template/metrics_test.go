@@ -374,13 +374,19 @@ const unnamedPolicy = "allkeys-of-a-newer-redis"
 // stack (AWS/Lambda, FunctionName), a REST API by its name (AWS/ApiGateway, ApiName), an
 // HTTP API by its id (ApiId), a serverless cache by its name (AWS/ElastiCache,
 // clusterId: serverless caches publish under that dimension alone, not CacheClusterId)
-// and the registry table by its name (AWS/DynamoDB, TableName).
+// and the registry table by its name (AWS/DynamoDB, TableName; with an Operation too,
+// awsOperationMetrics).
 var awsMetrics = map[string]map[string][]string{ // namespace -> dimension -> metric names
 	"AWS/Lambda":      {"FunctionName": {"Errors", "Invocations", "Throttles", "Duration", "ConcurrentExecutions"}},
 	"AWS/ApiGateway":  {"ApiName": {"5XXError", "4XXError", "Count", "Latency", "IntegrationLatency"}, "ApiId": {"5xx", "4xx", "Count", "Latency", "IntegrationLatency"}},
 	"AWS/ElastiCache": {"clusterId": {"ThrottledCmds", "Evictions", "ElastiCacheProcessingUnits", "BytesUsedForCache", "SuccessfulWriteRequestLatency", "CurrConnections"}},
-	"AWS/DynamoDB":    {"TableName": {"ReadThrottleEvents"}},
+	"AWS/DynamoDB":    {"TableName": {"ThrottledRequests"}},
 }
+
+// awsOperationMetrics are the metrics of awsMetrics that AWS publishes by an Operation
+// too, with the operations the template may name: DynamoDB's ThrottledRequests by
+// TableName and Operation, of GetItem, the functions' only read of the registry table.
+var awsOperationMetrics = map[string][]string{"ThrottledRequests": {"GetItem"}}
 
 // awsResources returns, for each dimension of awsMetrics, the values that name a
 // resource of the deployment, as the alarms' resolved dimensions print them.
@@ -449,9 +455,18 @@ func checkMetrics(t *testing.T, path string) {
 			t.Errorf("%s watches %s %s: a namespace of no resource of the stack", w.where, w.namespace, w.name)
 			continue
 		}
+		dims := w.dims
+		if ops, ok := awsOperationMetrics[w.name]; ok {
+			if !slices.Contains(ops, dims["Operation"]) {
+				t.Errorf("%s watches %s %s %v: want the Operation %v", w.where, w.namespace, w.name, w.dims, ops)
+				continue
+			}
+			dims = maps.Clone(dims)
+			delete(dims, "Operation")
+		}
 		matched := false
 		for dim, names := range byDim {
-			matched = matched || len(w.dims) == 1 && resources[dim][w.dims[dim]] && slices.Contains(names, w.name)
+			matched = matched || len(dims) == 1 && resources[dim][dims[dim]] && slices.Contains(names, w.name)
 		}
 		if !matched {
 			t.Errorf("%s watches %s %s %v: want one of %v by one dimension naming a resource of the stack (%v)", w.where, w.namespace, w.name, w.dims, byDim, resources)

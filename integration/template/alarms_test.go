@@ -333,17 +333,33 @@ func alarmDatapoint(t *testing.T, alarm string, p map[string]any, filed map[stri
 // (and page as if Redis were down). A table that fails for another reason, such as a
 // version deployed with a table that is not there, still fires it. The real authorizer,
 // as the template configures it, on a table that answers every read with the error,
-// decides the flood's requests for 3 minutes, and its metrics and the table's
-// (ReadThrottleEvents: each throttled read) are filed as CloudWatch files them.
+// decides the flood's requests for 3 minutes, and its metrics and the table's are filed
+// as CloudWatch files them: for each throttled GetItem, whatever throttled it,
+// ThrottledRequests by TableName and Operation, and the throttle events AWS documents for
+// its cause (ReadThrottleEvents for a provisioned table's read capacity alone, a reason's
+// own metric for a hot key range, an on-demand table's maximum or the account's limit).
 func TestFailClosedAlarmOnRegistryFlood(t *testing.T) {
 	rs := deploy(t, readTemplate(t, limiter)).resources(t)
+	table := fmt.Sprint(ref("RegistryTable"))
+	throttledGets := metricKey("AWS/DynamoDB", "ThrottledRequests", map[string]string{"TableName": table, "Operation": "GetItem"})
+	byTable := func(name string) string {
+		return metricKey("AWS/DynamoDB", name, map[string]string{"TableName": table})
+	}
 	tests := []struct {
 		name                 string
 		errType              string
-		failClosed, registry bool // whether FailClosedAlarm, RegistryErrorsAlarm fire
+		throttles            []string // what DynamoDB files of the table, once a throttled read
+		failClosed, registry bool     // whether FailClosedAlarm, RegistryErrorsAlarm fire
 	}{
-		{"made-up keys on a throttled table", registrytest.Throttled, false, true},
-		{"a table that is not there", registrytest.NotFound, true, true},
+		{"made-up keys on a provisioned table over its read capacity", registrytest.Throttled,
+			[]string{throttledGets, byTable("ReadThrottleEvents"), byTable("ReadProvisionedThroughputThrottleEvents")}, false, true},
+		{"made-up keys on an on-demand table, one key range hot", registrytest.Throttled,
+			[]string{throttledGets, byTable("ReadKeyRangeThroughputThrottleEvents")}, false, true},
+		{"made-up keys on an on-demand table at its maximum throughput", registrytest.Throttled,
+			[]string{throttledGets, byTable("ReadMaxOnDemandThroughputThrottleEvents")}, false, true},
+		{"made-up keys on an on-demand table at the account's limit", registrytest.Throttled,
+			[]string{throttledGets, byTable("ReadAccountLimitThrottleEvents")}, false, true},
+		{"a table that is not there", registrytest.NotFound, nil, true, true},
 	}
 	ev := samples.Read(t, "authorizer-rest.json")
 	for _, tc := range tests {
@@ -379,8 +395,8 @@ func TestFailClosedAlarmOnRegistryFlood(t *testing.T) {
 				if filed[reason] != keys {
 					t.Fatalf("%s counted %v times, want %d: %v", reason, filed[reason], keys, filed)
 				}
-				if tc.errType == registrytest.Throttled { // what DynamoDB files of the table
-					filed[metricKey("AWS/DynamoDB", "ReadThrottleEvents", map[string]string{"TableName": fmt.Sprint(ref("RegistryTable"))})] = float64(gets.Load())
+				for _, key := range tc.throttles { // what DynamoDB files of the table
+					filed[key] = float64(gets.Load())
 				}
 				for _, alarm := range []string{"FailClosedAlarm", "RegistryErrorsAlarm"} {
 					data[alarm] = append(data[alarm], alarmDatapoint(t, alarm, rs[alarm].Properties, filed))

@@ -121,3 +121,35 @@ func TestDashboardShowsEveryMetric(t *testing.T) {
 		}
 	}
 }
+
+// The dashboard shows every metric the alarms that roll a deployment back on decisions
+// read, by the same dimensions: the registry table's throttled reads too, in whose minutes
+// FailClosedAlarm and DegradedAlarm leave the registry's failures out, so that whoever
+// they page, or whoever wonders why they stayed quiet through a wave of 503s, sees the
+// throttles beside the decisions. The table of a deployment on an existing one, by its
+// name.
+func TestDashboardShowsWhatTheDecisionAlarmsRead(t *testing.T) {
+	tests := []struct {
+		name   string
+		params []string
+	}{
+		{"the table the stack creates", nil},
+		{"an existing table", []string{"ExistingRegistryTable", "keys-of-mine"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := deploy(t, readTemplate(t, limiter), tc.params...).resources(t)
+			shown := map[string]bool{}
+			for _, w := range dashboardMetrics(t, "Dashboard", rs["Dashboard"].Properties["DashboardBody"]) {
+				shown[metricKey(w.namespace, w.name, w.dims)] = true
+			}
+			for _, alarm := range []string{"FailClosedAlarm", "DegradedAlarm"} {
+				for _, w := range alarmMetrics(t, alarm, rs[alarm].Properties) {
+					if key := metricKey(w.namespace, w.name, w.dims); !shown[key] {
+						t.Errorf("%s reads %s, which no widget of the dashboard shows", alarm, key)
+					}
+				}
+			}
+		})
+	}
+}

@@ -138,13 +138,18 @@ func emittedMetrics(t *testing.T) (namespace string, metrics map[string]float64)
 	return s.Namespace, emfMetrics(t, jsonLines(t, &out))
 }
 
-// substitute returns the Fn::Sub string s with the pseudo parameters replaced by their
-// values, any ${!X} by the literal ${X} and any other ${X} by "sub:X".
-func substitute(s string) string {
+// substitute returns the Fn::Sub string s with its variables (vars, resolved) replaced
+// by their values, a value that is no string (a Ref of a resource) printed as an alarm's
+// dimension prints it, the pseudo parameters by theirs, any ${!X} by the literal ${X} and
+// any other ${X} by "sub:X".
+func substitute(s string, vars map[string]any) string {
 	return subRef.ReplaceAllStringFunc(s, func(ref string) string {
 		name := subRef.FindStringSubmatch(ref)[1]
 		if literal, ok := strings.CutPrefix(name, "!"); ok {
 			return "${" + literal + "}"
+		}
+		if v, ok := vars[name]; ok {
+			return fmt.Sprint(v)
 		}
 		if v, ok := pseudo[name].(string); ok {
 			return v
@@ -264,14 +269,20 @@ type widget struct {
 	rows  []widgetRow
 }
 
-// dashboardWidgets returns the widgets of a dashboard body (a Fn::Sub string of
-// CloudWatch dashboard JSON), each metric's "..." expanded.
+// dashboardWidgets returns the widgets of a dashboard body (resolved: a Fn::Sub of
+// CloudWatch dashboard JSON, a string and its variables), each metric's "..." expanded.
 func dashboardWidgets(t *testing.T, id string, body any) []widget {
 	t.Helper()
 	sub, _ := body.(map[string]any)
-	text, ok := sub["Fn::Sub"].(string)
-	if !ok {
-		t.Fatalf("%s: DashboardBody %v: want a Fn::Sub string", id, body)
+	args, _ := sub["Fn::Sub"].([]any)
+	var text string
+	var vars map[string]any
+	if len(args) == 2 {
+		text, _ = args[0].(string)
+		vars, _ = args[1].(map[string]any)
+	}
+	if text == "" || vars == nil {
+		t.Fatalf("%s: DashboardBody %v: want a Fn::Sub of a string and its variables", id, body)
 	}
 	var dash struct {
 		Widgets []struct {
@@ -281,7 +292,7 @@ func dashboardWidgets(t *testing.T, id string, body any) []widget {
 			} `json:"properties"`
 		} `json:"widgets"`
 	}
-	if err := json.Unmarshal([]byte(substitute(text)), &dash); err != nil {
+	if err := json.Unmarshal([]byte(substitute(text, vars)), &dash); err != nil {
 		t.Fatalf("%s: dashboard body: %v", id, err)
 	}
 	var out []widget
@@ -374,13 +385,20 @@ const unnamedPolicy = "allkeys-of-a-newer-redis"
 // stack (AWS/Lambda, FunctionName), a REST API by its name (AWS/ApiGateway, ApiName), an
 // HTTP API by its id (ApiId), a serverless cache by its name (AWS/ElastiCache,
 // clusterId: serverless caches publish under that dimension alone, not CacheClusterId)
-// and the registry table by its name (AWS/DynamoDB, TableName).
+// and the registry table by its name (AWS/DynamoDB, TableName; with an Operation too,
+// awsOperationMetrics).
 var awsMetrics = map[string]map[string][]string{ // namespace -> dimension -> metric names
 	"AWS/Lambda":      {"FunctionName": {"Errors", "Invocations", "Throttles", "Duration", "ConcurrentExecutions"}},
 	"AWS/ApiGateway":  {"ApiName": {"5XXError", "4XXError", "Count", "Latency", "IntegrationLatency"}, "ApiId": {"5xx", "4xx", "Count", "Latency", "IntegrationLatency"}},
 	"AWS/ElastiCache": {"clusterId": {"ThrottledCmds", "Evictions", "ElastiCacheProcessingUnits", "BytesUsedForCache", "SuccessfulWriteRequestLatency", "CurrConnections"}},
-	"AWS/DynamoDB":    {"TableName": {"ReadThrottleEvents"}},
+	"AWS/DynamoDB": {"TableName": {"ThrottledRequests", "ReadKeyRangeThroughputThrottleEvents", "ReadMaxOnDemandThroughputThrottleEvents",
+		"ReadAccountLimitThrottleEvents", "ReadProvisionedThroughputThrottleEvents"}},
 }
+
+// awsOperationMetrics are the metrics of awsMetrics that AWS publishes by an Operation
+// too, with the operations the template may name: DynamoDB's ThrottledRequests by
+// TableName and Operation, of GetItem, the functions' only read of the registry table.
+var awsOperationMetrics = map[string][]string{"ThrottledRequests": {"GetItem"}}
 
 // awsResources returns, for each dimension of awsMetrics, the values that name a
 // resource of the deployment, as the alarms' resolved dimensions print them.
@@ -449,9 +467,18 @@ func checkMetrics(t *testing.T, path string) {
 			t.Errorf("%s watches %s %s: a namespace of no resource of the stack", w.where, w.namespace, w.name)
 			continue
 		}
+		dims := w.dims
+		if ops, ok := awsOperationMetrics[w.name]; ok {
+			if !slices.Contains(ops, dims["Operation"]) {
+				t.Errorf("%s watches %s %s %v: want the Operation %v", w.where, w.namespace, w.name, w.dims, ops)
+				continue
+			}
+			dims = maps.Clone(dims)
+			delete(dims, "Operation")
+		}
 		matched := false
 		for dim, names := range byDim {
-			matched = matched || len(w.dims) == 1 && resources[dim][w.dims[dim]] && slices.Contains(names, w.name)
+			matched = matched || len(dims) == 1 && resources[dim][dims[dim]] && slices.Contains(names, w.name)
 		}
 		if !matched {
 			t.Errorf("%s watches %s %s %v: want one of %v by one dimension naming a resource of the stack (%v)", w.where, w.namespace, w.name, w.dims, byDim, resources)

@@ -226,9 +226,10 @@ func dashboardInsightRules(t *testing.T, tpl samTemplate) []string {
 			continue
 		}
 		var d struct {
-			DashboardBody string `yaml:"DashboardBody"`
+			DashboardBody []any `yaml:"DashboardBody"` // Fn::Sub: the text, its variables
 		}
 		r.properties(t, &d)
+		text, _ := d.DashboardBody[0].(string)
 		var dash struct {
 			Widgets []struct {
 				Properties struct {
@@ -238,7 +239,7 @@ func dashboardInsightRules(t *testing.T, tpl samTemplate) []string {
 				} `json:"properties"`
 			} `json:"widgets"`
 		}
-		if err := json.Unmarshal([]byte(subRef.ReplaceAllString(d.DashboardBody, "$1")), &dash); err != nil {
+		if err := json.Unmarshal([]byte(subRef.ReplaceAllString(text, "$1")), &dash); err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 		for _, w := range dash.Widgets {

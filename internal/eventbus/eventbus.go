@@ -43,6 +43,14 @@ const (
 	TypeRateLimited = "Rate Limited"
 )
 
+// The kinds of a rule, a Detail's Kind. A concurrency rule sends no event.
+const (
+	// KindQuota is a quota, on the calendar.
+	KindQuota = "quota"
+	// KindBucket is a token bucket.
+	KindBucket = "bucket"
+)
+
 // MaxEntries is the most entries one PutEvents call takes (EventBridge's limit).
 const MaxEntries = 10
 
@@ -78,6 +86,10 @@ type Detail struct {
 	Plan string `json:"plan"`
 	// Rule is the rule whose threshold was reached, or that denied.
 	Rule string `json:"rule"`
+	// Kind is Rule's kind, KindQuota or KindBucket: a Rate Limited of a quota says it is
+	// exhausted for that request (denied short of its limit when Usage is below Limit),
+	// of a bucket that its tokens are, until it refills.
+	Kind string `json:"kind"`
 	// Threshold is the percent of Limit reached: 80 or 100 (TypeQuotaThreshold only).
 	Threshold int `json:"threshold,omitempty"`
 	// Usage is what the rule counted in its window when it crossed: a quota's count; a
@@ -117,13 +129,16 @@ func Crossed(d bucketgate.Decision, who Who) []Event {
 	}
 	events := make([]Event, 0, len(d.Crossings))
 	for _, c := range d.Crossings {
-		typ := TypeRateLimited
+		typ, kind := TypeRateLimited, KindBucket
 		if c.Kind == bucketgate.CrossingThreshold {
 			typ = TypeQuotaThreshold
 		}
+		if c.Quota {
+			kind = KindQuota
+		}
 		events = append(events, Event{Type: typ, Time: d.At.UTC(), Detail: Detail{
 			Identity: bucketgate.LogForm(who.Identity), Account: who.Account, Owner: who.Owner, Plan: who.Plan,
-			Rule: c.Rule, Threshold: int(c.Percent), Usage: c.Usage, Limit: c.Limit,
+			Rule: c.Rule, Kind: kind, Threshold: int(c.Percent), Usage: c.Usage, Limit: c.Limit,
 			Window: Window{Start: c.WindowStart.UTC(), End: c.WindowEnd.UTC()}}})
 	}
 	return events

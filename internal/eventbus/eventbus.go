@@ -28,6 +28,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/awsretry"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -80,7 +81,8 @@ type Detail struct {
 	Identity string `json:"identity"`
 	// Account is the identity's account (a registry item's account), if any.
 	Account string `json:"account,omitempty"`
-	// Owner is the registry item's owner, if any: text for people.
+	// Owner is the registry item's owner, if any: text for people, with every API key
+	// bucketgate made that it holds masked (madekey.Mask), as an item written by hand may.
 	Owner string `json:"owner,omitempty"`
 	// Plan is the plan decided under.
 	Plan string `json:"plan"`
@@ -122,12 +124,13 @@ type Who struct {
 }
 
 // Crossed returns the events of what d crossed (d.Crossings), one per crossing, for
-// who; nil when d crossed nothing. Its detail's Stack is left to the Sender.
+// who (its Owner masked: see Detail.Owner); nil when d crossed nothing. Its detail's Stack is left to the Sender.
 func Crossed(d bucketgate.Decision, who Who) []Event {
 	if len(d.Crossings) == 0 {
 		return nil
 	}
 	events := make([]Event, 0, len(d.Crossings))
+	owner := madekey.Mask(who.Owner) // text for people, a key in it as written by hand
 	for _, c := range d.Crossings {
 		typ, kind := TypeRateLimited, KindBucket
 		if c.Kind == bucketgate.CrossingThreshold {
@@ -137,7 +140,7 @@ func Crossed(d bucketgate.Decision, who Who) []Event {
 			kind = KindQuota
 		}
 		events = append(events, Event{Type: typ, Time: d.At.UTC(), Detail: Detail{
-			Identity: bucketgate.LogForm(who.Identity), Account: who.Account, Owner: who.Owner, Plan: who.Plan,
+			Identity: bucketgate.LogForm(who.Identity), Account: who.Account, Owner: owner, Plan: who.Plan,
 			Rule: c.Rule, Kind: kind, Threshold: int(c.Percent), Usage: c.Usage, Limit: c.Limit,
 			Window: Window{Start: c.WindowStart.UTC(), End: c.WindowEnd.UTC()}}})
 	}

@@ -518,7 +518,7 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 	case err != nil && (caller.Err() != nil || budget && ctx.Err() != nil): // the caller's time ran out
 		return cached{}, false, &gaveUpError{err: err}
 	case err != nil:
-		c.failures.log(ctx, c.opts.Log, now, id, err)
+		c.failures.log(ctx, c.opts.Log, c.opts.Now, id, err)
 		return cached{}, false, err
 	}
 	return e, false, nil

@@ -43,11 +43,13 @@ func causeOf(err error) string {
 }
 
 // log logs the failed read of the item id with err, at warn, unless a read of err's
-// cause failed and was logged less than ReadFailureLogEvery before now: then it counts
-// it, for the cause's next line (AttrUnlogged).
-func (f *readFailures) log(ctx context.Context, log *slog.Logger, now time.Time, id string, err error) {
+// cause failed and was logged less than ReadFailureLogEvery before now (the wall clock
+// of clock, read as it fails: reads in flight together fail in any order, whenever they
+// began): then it counts it, for the cause's next line (AttrUnlogged).
+func (f *readFailures) log(ctx context.Context, log *slog.Logger, clock func() time.Time, id string, err error) {
 	cause := causeOf(err)
 	f.mu.Lock()
+	now := clock().Round(0)
 	if f.causes == nil {
 		f.causes = map[string]*failures{}
 	}

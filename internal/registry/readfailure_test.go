@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,5 +76,54 @@ func TestCacheReadFailureLoggedOncePerCause(t *testing.T) {
 		if last[registry.AttrUnlogged] != float64(st.unlogged) || !strings.Contains(fmt.Sprint(last[telemetry.AttrError]), st.err.Error()) {
 			t.Errorf("%s: %v, want %s %d and the error %q", st.name, last, registry.AttrUnlogged, st.unlogged, st.err)
 		}
+	}
+}
+
+// gated is a Source whose reads of each id say they began (arrived), wait for that id's
+// gate to close, then fail with err: reads in flight together, answered in the order
+// the test chooses.
+type gated struct {
+	gates   map[string]chan struct{}
+	arrived chan string
+	err     error
+}
+
+func (g gated) Get(ctx context.Context, id string) (registry.Record, bool, error) {
+	g.arrived <- id
+	<-g.gates[id]
+	return registry.Record{}, false, g.err
+}
+
+// Reads failing together, as a check function's batch's lookups do, are one line: the
+// period counts from when a failure is logged, not from when its read began, so that a
+// read that began before a logged one and failed after it is counted, not logged.
+func TestCacheReadsFailingTogetherLoggedOnce(t *testing.T) {
+	first, second := "key:"+strings.Repeat("1", 32), "key:"+strings.Repeat("2", 32)
+	src := gated{gates: map[string]chan struct{}{first: make(chan struct{}), second: make(chan struct{})}, arrived: make(chan string, 2),
+		err: &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException", Message: "throttled"}}
+	var logs bytes.Buffer
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clk.now() }
+	c := registry.NewCache(src, registry.Options{TTL: ttl, Size: 10, Now: now, Log: telemetry.NewLogger(&logs, nil)})
+	done := make(chan error, 2)
+	lookup := func(id string) { _, err := c.Lookup(context.Background(), plans, id); done <- err }
+	go lookup(first) // begins now
+	<-src.arrived
+	mu.Lock()
+	clk.advance(time.Second)
+	mu.Unlock()
+	go lookup(second) // begins a second later
+	<-src.arrived
+	close(src.gates[second]) // fails first, and is logged
+	if err := <-done; err == nil {
+		t.Fatal("the second lookup: no error")
+	}
+	close(src.gates[first])
+	if err := <-done; err == nil {
+		t.Fatal("the first lookup: no error")
+	}
+	if n := strings.Count(logs.String(), registry.MsgReadFailed); n != 1 {
+		t.Errorf("%d lines %q, want 1:\n%s", n, registry.MsgReadFailed, &logs)
 	}
 }

@@ -111,6 +111,9 @@ type Crossing struct {
 	Kind CrossingKind
 	// Rule names the rule that crossed it.
 	Rule string
+	// Quota reports that Rule is a quota (it has a Period), not a token bucket: a
+	// concurrency rule crosses nothing.
+	Quota bool
 	// Limit is the rule's capacity (a bucket's) or limit (a quota's), in tokens.
 	Limit int64
 	// Percent is the threshold of a quota, 80 or 100; 0 for CrossingLimited.

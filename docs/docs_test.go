@@ -166,3 +166,41 @@ func cleanEnv(extra ...string) []string {
 	}
 	return append(env, extra...)
 }
+
+// TestMain runs the tests, then removes the commands they built (command): each run
+// left them behind in the temporary directory, about 72 MB a run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaries.dir != "" {
+		if err := os.RemoveAll(binaries.dir); err != nil {
+			fmt.Fprintf(os.Stderr, "the commands the tests built: %v\n", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// inChild is the variable that makes TestCommandsRemovedAfterTheRun build the commands
+// and end, in the run it starts.
+const inChild = "BUCKETGATE_DOCS_TEST_CHILD"
+
+// A run of the tests leaves nothing in the temporary directory: the commands it built
+// were left there, about 72 MB a run, until some hundred runs filled a machine's disk.
+func TestCommandsRemovedAfterTheRun(t *testing.T) {
+	if os.Getenv(inChild) != "" {
+		command(t, "bucketgate")
+		return
+	}
+	tmp := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestCommandsRemovedAfterTheRun$")
+	child.Env = append(os.Environ(), "TMPDIR="+tmp, inChild+"=1")
+	if out, err := child.CombinedOutput(); err != nil {
+		t.Fatalf("the run: %v\n%s", err, out)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("the run left %d entries in its temporary directory, such as %s", len(left), left[0].Name())
+	}
+}

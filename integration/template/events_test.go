@@ -4,15 +4,23 @@ package template_test
 // the example rule, held to what the code sends.
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+
+	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/settings"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/moto"
 )
 
 // matches reports whether event (JSON values) matches an EventBridge event pattern: every
@@ -224,4 +232,83 @@ func TestTemplateEventBusPattern(t *testing.T) {
 			t.Errorf("EventBusName %q: allowed %v; the functions take it as a name: %v (%v)", v, got, functions, err)
 		}
 	}
+}
+
+// The template's QuotaExhaustedRule and the rule docs/operations.md gives for the
+// quotas' first denials, as EventBridge (moto's: PutEvents, a rule, an SQS queue)
+// matches them against what the code sends for each crossing: the template's, a quota's
+// 100% alone; the other, a quota's first denial alone, short of its limit or not, never
+// a bucket's, whose Rate Limited said nothing of its rule's kind.
+func TestEventRulesOnEventBridge(t *testing.T) {
+	const quotaDenials = `{"source": ["bucketgate"], "detail-type": ["Rate Limited"], "detail": {"kind": ["quota"]}}`
+	if !strings.Contains(strings.Join(strings.Fields(readFile(t, "docs/operations.md")), " "), quotaDenials) {
+		t.Fatalf("docs/operations.md gives no rule %s", quotaDenials)
+	}
+	d := deploy(t, readTemplate(t, limiter), "EventBusName", "orders-events")
+	exhausted := numbers(t, d.resolve(t, d.resources(t)["QuotaExhaustedRule"].Properties["EventPattern"]))
+	exhausted["detail"].(map[string]any)["stack"] = []any{testStack} // !Ref AWS::StackName, resolved
+
+	at := time.Date(2026, 11, 25, 19, 22, 10, 0, time.UTC)
+	end := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	quota := bucketgate.Crossing{Rule: "monthly", Quota: true, Limit: 10, WindowStart: end.AddDate(0, -1, 0), WindowEnd: end}
+	crossings := map[string]bucketgate.Crossing{ // by the identity whose crossing it is
+		"key:80":                        withCrossing(quota, bucketgate.CrossingThreshold, 80, 8),
+		"key:100":                       withCrossing(quota, bucketgate.CrossingThreshold, 100, 10),
+		"key:denied-at-its-limit":       withCrossing(quota, bucketgate.CrossingLimited, 0, 10),
+		"key:denied-short-of-its-limit": withCrossing(quota, bucketgate.CrossingLimited, 0, 9),
+		"key:bucket":                    {Kind: bucketgate.CrossingLimited, Rule: "burst", Limit: 10, Usage: 10, WindowStart: at, WindowEnd: at.Add(10 * time.Second)},
+	}
+	srv := moto.Start(t)
+	bus := srv.Bus(t, "orders-events", eventbus.Source)
+	rules := []struct {
+		name    string
+		pattern string
+		want    []string // the identities whose event it delivers
+	}{
+		{"QuotaExhaustedRule", jsonText(t, exhausted), []string{"key:100"}},
+		{"the quotas' first denials", quotaDenials, []string{"key:denied-at-its-limit", "key:denied-short-of-its-limit"}},
+	}
+	queues := make([]*moto.Bus, len(rules))
+	for i, r := range rules {
+		queues[i] = bus.Matching(t, fmt.Sprintf("rule-%d", i), r.pattern)
+	}
+	var events []eventbus.Event
+	for id, c := range crossings {
+		events = append(events, eventbus.Crossed(bucketgate.Decision{At: at, Crossings: []bucketgate.Crossing{c}}, eventbus.Who{Identity: id, Plan: "pro"})...)
+	}
+	var logs bytes.Buffer
+	// A deadline that moto on a busy machine meets: its first PutEvents loads its code.
+	s := eventbus.NewSender(eventbridge.NewFromConfig(srv.Config()), eventbus.Options{Bus: bus.Name, Timeout: 30 * time.Second,
+		Stack: testStack, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	var inv telemetry.Invocation
+	s.Send(t.Context(), &inv, events)
+	if logs.Len() != 0 {
+		t.Fatalf("not sent: %s", &logs)
+	}
+	all := bus.Receive(t, len(events), 20*time.Second)
+	if len(all) != len(events) {
+		t.Fatalf("%d events delivered, want %d", len(all), len(events))
+	}
+	// moto delivers to every rule's target within PutEvents: each queue holds all of its
+	// events once the bus's catch-all holds them all.
+	for i, r := range rules {
+		var got []string
+		for _, e := range queues[i].Receive(t, -1, time.Second) {
+			var detail eventbus.Detail
+			if err := json.Unmarshal(e.Detail, &detail); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, detail.Identity)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, r.want) {
+			t.Errorf("%s %s delivered the events of %q, want %q", r.name, r.pattern, got, r.want)
+		}
+	}
+}
+
+// withCrossing returns c of kind k at percent p with usage u.
+func withCrossing(c bucketgate.Crossing, k bucketgate.CrossingKind, p, u int64) bucketgate.Crossing {
+	c.Kind, c.Percent, c.Usage = k, p, u
+	return c
 }

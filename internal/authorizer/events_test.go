@@ -2,12 +2,15 @@ package authorizer
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
@@ -135,7 +138,7 @@ func TestEventsOfASettle(t *testing.T) {
 				t.Fatalf("the settle to 850 of 1000 sent %+v, want one event", rec.sends)
 			}
 			want := tc.want
-			want.Rule, want.Threshold, want.Usage, want.Limit = "monthly", 80, 850, 1000
+			want.Rule, want.Kind, want.Threshold, want.Usage, want.Limit = "monthly", eventbus.KindQuota, 80, 850, 1000
 			if e := rec.sends[0][0]; e.Type != eventbus.TypeQuotaThreshold || e.Detail.Window.End.IsZero() {
 				t.Fatalf("event %+v, want %s with its window", e, eventbus.TypeQuotaThreshold)
 			} else if e.Detail.Window = (eventbus.Window{}); e.Detail != want {
@@ -182,5 +185,35 @@ func TestSettleCountsItsLookups(t *testing.T) {
 				t.Fatalf("the settle counted %v lookups, want %d:\n%s", counted, tc.want, &f.metrics)
 			}
 		})
+	}
+}
+
+// An event names no API key bucketgate made, whatever the registry holds: an item's
+// owner is text for people, which the CLI refuses to hold a key but an item written by
+// hand (the console, the AWS CLI) may, and the event's detail carried it as it was to
+// every target of the bus. It is masked, as the registry's log lines mask what they
+// quote.
+func TestEventsMaskAMadeKeyInTheOwner(t *testing.T) {
+	made := madekey.Prefix + strings.Repeat("A", 43)
+	cfg := mustParse(t, accountPlans)
+	reg := cacheOver(cfg, nil,
+		registry.Record{ID: "account:acme", Plan: "team", Owner: "Acme, key " + made},
+		registry.Record{ID: "key:" + bucketgate.KeyDigest("key a"), Account: "acme"},
+	)
+	f := newFixture(t, options{config: cfg, cache: reg})
+	rec := &recorder{}
+	f.h.Events = rec
+	for range 5 {
+		f.mustInvoke(t, keyed(t, "key a"))
+	}
+	if len(rec.sends) != 1 || len(rec.sends[0]) != 1 {
+		t.Fatalf("sends %+v, want the first denial's event", rec.sends)
+	}
+	detail, err := json.Marshal(rec.sends[0][0].Detail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rec.sends[0][0].Detail; madekey.Holds(string(detail)) || !strings.HasPrefix(d.Owner, "Acme, key ") {
+		t.Fatalf("detail %s: want the owner without the key", detail)
 	}
 }

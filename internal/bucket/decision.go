@@ -56,7 +56,7 @@ func windowStart(r bucketgate.Rule, end time.Time) time.Time {
 func newCrossings(q bucketgate.Request, at time.Time, limited, reached80, reached100 bucketgate.RuleSet, figs []int64) []bucketgate.Crossing {
 	var cs []bucketgate.Crossing
 	for i, r := range q.Rules {
-		c := bucketgate.Crossing{Rule: r.Name, Limit: r.Max(), Usage: figs[2*i]}
+		c := bucketgate.Crossing{Rule: r.Name, Quota: r.IsQuota(), Limit: r.Max(), Usage: figs[2*i]}
 		if r.IsQuota() {
 			c.WindowEnd = time.Unix(figs[2*i+1], 0).UTC()
 			c.WindowStart = windowStart(r, c.WindowEnd)

@@ -360,7 +360,7 @@ func TestDecodeCrossings(t *testing.T) {
 	}}
 	at := time.UnixMicro(nowUS).UTC()
 	end := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	month := bucketgate.Crossing{Rule: "monthly", Limit: 1000, WindowStart: end.AddDate(0, -1, 0), WindowEnd: end}
+	month := bucketgate.Crossing{Rule: "monthly", Quota: true, Limit: 1000, WindowStart: end.AddDate(0, -1, 0), WindowEnd: end}
 	denied, allowed := crossed(reply(0, 1, 0, 500, 1000, nowUS, 1)), crossed(reply(1, 1, 9, 0, 1000, nowUS, 0))
 	tests := []struct {
 		name string

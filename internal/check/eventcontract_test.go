@@ -102,8 +102,8 @@ func TestRateLimitedEventUsageOfABucket(t *testing.T) {
 			if len(rec.events) != 1 || rec.events[0].Type != eventbus.TypeRateLimited {
 				t.Fatalf("the denied check sent %+v, want one %s event", rec.events, eventbus.TypeRateLimited)
 			}
-			if d := rec.events[0].Detail; d.Rule != "burst" || d.Usage != tc.usage || d.Limit != 10 {
-				t.Fatalf("the event's detail is %+v: want burst, usage %d of 10", d, tc.usage)
+			if d := rec.events[0].Detail; d.Rule != "burst" || d.Kind != eventbus.KindBucket || d.Usage != tc.usage || d.Limit != 10 {
+				t.Fatalf("the event's detail is %+v: want burst, a bucket, usage %d of 10", d, tc.usage)
 			}
 		})
 	}
@@ -221,8 +221,9 @@ tenants:
 
 // A quota denied short of its limit, its next request costing more than the room left,
 // reaches no 100%: only an admission reports a threshold, and none moved the count there.
-// Its first denial, a Rate Limited, is the one sign of it (docs/operations.md: the example
-// rule QuotaExhaustedRule, on 100% alone, does not see it).
+// Its first denial, a Rate Limited of kind quota, is the one sign of it (docs/operations.md:
+// the example rule QuotaExhaustedRule, on 100% alone, does not see it; a rule on the kind
+// does).
 func TestQuotaDeniedShortOfItsLimit(t *testing.T) {
 	srv := redistest.Start(t)
 	f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{})
@@ -234,9 +235,9 @@ func TestQuotaDeniedShortOfItsLimit(t *testing.T) {
 	}
 	var got []string
 	for _, e := range rec.events {
-		got = append(got, fmt.Sprintf("%s %d %d", e.Type, e.Detail.Threshold, e.Detail.Usage))
+		got = append(got, fmt.Sprintf("%s %s %d %d", e.Type, e.Detail.Kind, e.Detail.Threshold, e.Detail.Usage))
 	}
-	if want := []string{eventbus.TypeQuotaThreshold + " 80 9", eventbus.TypeRateLimited + " 0 9"}; !slices.Equal(got, want) {
+	if want := []string{eventbus.TypeQuotaThreshold + " quota 80 9", eventbus.TypeRateLimited + " quota 0 9"}; !slices.Equal(got, want) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 }

@@ -60,3 +60,31 @@ func TestDocEvent(t *testing.T) {
 		t.Errorf("the detail of %s through eventbus.Detail comes out as\n%s\nwant\n%s", operationsDoc, again, event.Detail)
 	}
 }
+
+// Every member of an event's detail is in the event of docs/operations.md and is
+// described in its Events section (named in backticks outside the example): a
+// consumer's rule picks by them, and plan, window and stack were shown, never said.
+func TestDocEventDescribesEveryMember(t *testing.T) {
+	b, err := os.ReadFile(operationsDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(b), "\n## Events\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	before, after, ok := strings.Cut(section, "\n```json\n")
+	example, rest, closed := strings.Cut(after, "\n```\n")
+	if !ok || !closed {
+		t.Fatalf("%s's Events show no event in a json block", operationsDoc)
+	}
+	prose := before + rest
+	detail := reflect.TypeFor[eventbus.Detail]()
+	for i := range detail.NumField() {
+		name, _, _ := strings.Cut(detail.Field(i).Tag.Get("json"), ",")
+		if !strings.Contains(example, `"`+name+`":`) {
+			t.Errorf("the event of %s has no %q", operationsDoc, name)
+		}
+		if !strings.Contains(prose, "`"+name+"`") {
+			t.Errorf("%s's Events do not say what the detail's `%s` is", operationsDoc, name)
+		}
+	}
+}

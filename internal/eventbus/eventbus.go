@@ -28,6 +28,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/awsretry"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -41,6 +42,14 @@ const (
 	TypeQuotaThreshold = "Quota Threshold Reached"
 	// TypeRateLimited is an identity's first denial by a rule in a window.
 	TypeRateLimited = "Rate Limited"
+)
+
+// The kinds of a rule, a Detail's Kind. A concurrency rule sends no event.
+const (
+	// KindQuota is a quota, on the calendar.
+	KindQuota = "quota"
+	// KindBucket is a token bucket.
+	KindBucket = "bucket"
 )
 
 // MaxEntries is the most entries one PutEvents call takes (EventBridge's limit).
@@ -72,12 +81,17 @@ type Detail struct {
 	Identity string `json:"identity"`
 	// Account is the identity's account (a registry item's account), if any.
 	Account string `json:"account,omitempty"`
-	// Owner is the registry item's owner, if any: text for people.
+	// Owner is the registry item's owner, if any: text for people, with every API key
+	// bucketgate made that it holds masked (madekey.Mask), as an item written by hand may.
 	Owner string `json:"owner,omitempty"`
 	// Plan is the plan decided under.
 	Plan string `json:"plan"`
 	// Rule is the rule whose threshold was reached, or that denied.
 	Rule string `json:"rule"`
+	// Kind is Rule's kind, KindQuota or KindBucket: a Rate Limited of a quota says it is
+	// exhausted for that request (denied short of its limit when Usage is below Limit),
+	// of a bucket that its tokens are, until it refills.
+	Kind string `json:"kind"`
 	// Threshold is the percent of Limit reached: 80 or 100 (TypeQuotaThreshold only).
 	Threshold int `json:"threshold,omitempty"`
 	// Usage is what the rule counted in its window when it crossed: a quota's count; a
@@ -110,20 +124,24 @@ type Who struct {
 }
 
 // Crossed returns the events of what d crossed (d.Crossings), one per crossing, for
-// who; nil when d crossed nothing. Its detail's Stack is left to the Sender.
+// who (its Owner masked: see Detail.Owner); nil when d crossed nothing. Its detail's Stack is left to the Sender.
 func Crossed(d bucketgate.Decision, who Who) []Event {
 	if len(d.Crossings) == 0 {
 		return nil
 	}
 	events := make([]Event, 0, len(d.Crossings))
+	owner := madekey.Mask(who.Owner) // text for people, a key in it as written by hand
 	for _, c := range d.Crossings {
-		typ := TypeRateLimited
+		typ, kind := TypeRateLimited, KindBucket
 		if c.Kind == bucketgate.CrossingThreshold {
 			typ = TypeQuotaThreshold
 		}
+		if c.Quota {
+			kind = KindQuota
+		}
 		events = append(events, Event{Type: typ, Time: d.At.UTC(), Detail: Detail{
-			Identity: bucketgate.LogForm(who.Identity), Account: who.Account, Owner: who.Owner, Plan: who.Plan,
-			Rule: c.Rule, Threshold: int(c.Percent), Usage: c.Usage, Limit: c.Limit,
+			Identity: bucketgate.LogForm(who.Identity), Account: who.Account, Owner: owner, Plan: who.Plan,
+			Rule: c.Rule, Kind: kind, Threshold: int(c.Percent), Usage: c.Usage, Limit: c.Limit,
 			Window: Window{Start: c.WindowStart.UTC(), End: c.WindowEnd.UTC()}}})
 	}
 	return events

@@ -32,7 +32,7 @@ var month = eventbus.Window{Start: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
 // thresholdEvent is a quota's 80% of identity.
 func thresholdEvent(identity string) eventbus.Event {
 	return eventbus.Event{Type: eventbus.TypeQuotaThreshold, Time: time.Date(2026, 11, 25, 19, 22, 10, 0, time.UTC), Detail: eventbus.Detail{
-		Identity: identity, Account: "acme", Owner: "billing@acme.example", Plan: "pro", Rule: "monthly", Threshold: 80,
+		Identity: identity, Account: "acme", Owner: "billing@acme.example", Plan: "pro", Rule: "monthly", Kind: eventbus.KindQuota, Threshold: 80,
 		Usage: 80_000, Limit: 100_000, Window: month, Stack: "orders-prod"}}
 }
 
@@ -90,7 +90,7 @@ func TestSendToEventBridge(t *testing.T) {
 		}
 	}
 	first := byIdentity[fmt.Sprintf("key:%032x", 0)]
-	want := `{"identity":"key:00000000000000000000000000000000","account":"acme","owner":"billing@acme.example","plan":"pro","rule":"monthly",` +
+	want := `{"identity":"key:00000000000000000000000000000000","account":"acme","owner":"billing@acme.example","plan":"pro","rule":"monthly","kind":"quota",` +
 		`"threshold":80,"usage":80000,"limit":100000,"window":{"start":"2026-11-01T00:00:00Z","end":"2026-12-01T00:00:00Z"},"stack":"orders-prod"}`
 	if first.DetailType != eventbus.TypeQuotaThreshold || !jsonEqual(t, first.Detail, want) {
 		t.Errorf("event %s %s, want %s %s", first.DetailType, first.Detail, eventbus.TypeQuotaThreshold, want)
@@ -422,7 +422,7 @@ func TestSendNothing(t *testing.T) {
 func TestCrossed(t *testing.T) {
 	at := time.Date(2026, 11, 25, 19, 22, 10, 0, time.UTC)
 	d := bucketgate.Decision{At: at, Crossings: []bucketgate.Crossing{
-		{Kind: bucketgate.CrossingThreshold, Rule: "monthly", Limit: 100_000, Percent: 80, Usage: 80_000, WindowStart: month.Start, WindowEnd: month.End},
+		{Kind: bucketgate.CrossingThreshold, Rule: "monthly", Quota: true, Limit: 100_000, Percent: 80, Usage: 80_000, WindowStart: month.Start, WindowEnd: month.End},
 		{Kind: bucketgate.CrossingLimited, Rule: "burst", Limit: 10, Usage: 10, WindowStart: at, WindowEnd: at.Add(10 * time.Second)},
 	}}
 	who := eventbus.Who{Identity: "tenant:acme-secret", Account: "acme", Owner: "billing@acme.example", Plan: "pro"}
@@ -430,9 +430,9 @@ func TestCrossed(t *testing.T) {
 	id := bucketgate.LogForm("tenant:acme-secret")
 	want := []eventbus.Event{
 		{Type: eventbus.TypeQuotaThreshold, Time: at, Detail: eventbus.Detail{Identity: id, Account: "acme", Owner: "billing@acme.example", Plan: "pro",
-			Rule: "monthly", Threshold: 80, Usage: 80_000, Limit: 100_000, Window: month}},
+			Rule: "monthly", Kind: eventbus.KindQuota, Threshold: 80, Usage: 80_000, Limit: 100_000, Window: month}},
 		{Type: eventbus.TypeRateLimited, Time: at, Detail: eventbus.Detail{Identity: id, Account: "acme", Owner: "billing@acme.example", Plan: "pro",
-			Rule: "burst", Usage: 10, Limit: 10, Window: eventbus.Window{Start: at, End: at.Add(10 * time.Second)}}},
+			Rule: "burst", Kind: eventbus.KindBucket, Usage: 10, Limit: 10, Window: eventbus.Window{Start: at, End: at.Add(10 * time.Second)}}},
 	}
 	if !reflect.DeepEqual(got, want) || strings.Contains(fmt.Sprint(got), "acme-secret") {
 		t.Fatalf("events %+v, want %+v", got, want)

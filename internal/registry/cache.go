@@ -64,8 +64,8 @@ type Options struct {
 	// Now reads the clock for entries' ages and records' expiry, by its wall clock (see
 	// wallclock); nil is time.Now.
 	Now func() time.Time
-	// Log receives an error line per invalid item read and a warning per failed read;
-	// nil discards them.
+	// Log receives an error line per invalid item read and a warning of a failed read,
+	// at most once per ReadFailureLogEvery and cause; nil discards them.
 	Log *slog.Logger
 }
 
@@ -93,6 +93,8 @@ type Cache struct {
 	// of their table, at once, rather than keep them, ended, after an outage until
 	// other holds take their places.
 	holdsEnd time.Time
+
+	failures readFailures // the failed reads, logged at most once per ReadFailureLogEvery and cause
 }
 
 // cached is one identity's entry, by the id of its item (ItemID).
@@ -516,7 +518,7 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 	case err != nil && (caller.Err() != nil || budget && ctx.Err() != nil): // the caller's time ran out
 		return cached{}, false, &gaveUpError{err: err}
 	case err != nil:
-		c.opts.Log.LogAttrs(ctx, slog.LevelWarn, MsgReadFailed, slog.String(AttrItem, bucketgate.LogForm(id)), slog.String(telemetry.AttrError, err.Error()))
+		c.failures.log(ctx, c.opts.Log, c.opts.Now, id, err)
 		return cached{}, false, err
 	}
 	return e, false, nil
@@ -525,9 +527,10 @@ func (c *Cache) read(caller context.Context, id string, now time.Time) (e cached
 // Log messages and attribute keys of the Cache.
 const (
 	MsgInvalidItem = "registry item invalid: its identity counts as unknown"
-	MsgReadFailed  = "registry read failed"
-	AttrItem       = "item"      // the item's id: an identity, a key (an API key's, a tenant's) as its digest
-	AttrAttribute  = "attribute" // the attribute at fault
+	MsgReadFailed  = "registry read failed" // at most once per ReadFailureLogEvery and cause
+	AttrItem       = "item"                 // the item's id: an identity, a key (an API key's, a tenant's) as its digest
+	AttrAttribute  = "attribute"            // the attribute at fault
+	AttrUnlogged   = "failedUnlogged"       // the reads of the cause that failed since its last line, not logged
 )
 
 // store puts e, a read that succeeded, under id, evicting an entry first when id is new

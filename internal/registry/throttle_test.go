@@ -65,6 +65,7 @@ func TestTableThrottled(t *testing.T) {
 	errs := make(chan error, keys)
 	for i := range keys {
 		wg.Go(func() {
+			var throttle *types.ProvisionedThroughputExceededException // each its own: errors.As writes it
 			if _, err := c.Lookup(context.Background(), plans, fmt.Sprintf("key:%032x", i)); !errors.As(err, &throttle) {
 				errs <- err
 			}

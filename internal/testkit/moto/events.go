@@ -14,12 +14,14 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// Bus is an EventBridge event bus on a moto server with a rule that delivers every event
-// of one source to an SQS queue, which a test reads: what the bus received.
+// Bus is an EventBridge event bus on a moto server with a rule that delivers the events
+// its pattern matches (every event of one source, for Server.Bus) to an SQS queue, which
+// a test reads: what the rule received.
 type Bus struct {
 	// Name and ARN are the bus's.
 	Name, ARN string
 
+	eb    *eventbridge.Client
 	sqs   *sqs.Client
 	queue string // its URL
 }
@@ -40,30 +42,37 @@ type Event struct {
 // delivers every event of source to the queue.
 func (s *Server) Bus(t testing.TB, name, source string) *Bus {
 	t.Helper()
-	ctx := context.Background()
 	cfg := s.Config()
-	eb, q := eventbridge.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
-	bus, err := eb.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(name)})
+	eb := eventbridge.NewFromConfig(cfg)
+	bus, err := eb.CreateEventBus(context.Background(), &eventbridge.CreateEventBusInput{Name: aws.String(name)})
 	if err != nil {
 		t.Fatalf("moto: create event bus %s: %v", name, err)
 	}
-	queue, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-events")})
+	b := &Bus{Name: name, ARN: aws.ToString(bus.EventBusArn), eb: eb, sqs: sqs.NewFromConfig(cfg)}
+	return b.Matching(t, name+"-all", fmt.Sprintf(`{"source": [%q]}`, source))
+}
+
+// Matching creates a rule called rule on b's bus, of the event pattern pattern (JSON),
+// delivering to a queue of its own, and returns the bus whose Receive reads that queue.
+func (b *Bus) Matching(t testing.TB, rule, pattern string) *Bus {
+	t.Helper()
+	ctx := context.Background()
+	queue, err := b.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(rule + "-events")})
 	if err != nil {
 		t.Fatalf("moto: create queue: %v", err)
 	}
-	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: queue.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	attrs, err := b.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: queue.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 	if err != nil {
 		t.Fatalf("moto: queue ARN: %v", err)
 	}
-	pattern := fmt.Sprintf(`{"source": [%q]}`, source)
-	if _, err := eb.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String(name + "-all"), EventBusName: aws.String(name), EventPattern: aws.String(pattern)}); err != nil {
-		t.Fatalf("moto: put rule: %v", err)
+	if _, err := b.eb.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String(rule), EventBusName: aws.String(b.Name), EventPattern: aws.String(pattern)}); err != nil {
+		t.Fatalf("moto: put rule %s: %v", pattern, err)
 	}
 	target := ebtypes.Target{Id: aws.String("queue"), Arn: aws.String(attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)])}
-	if _, err := eb.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String(name + "-all"), EventBusName: aws.String(name), Targets: []ebtypes.Target{target}}); err != nil {
+	if _, err := b.eb.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String(rule), EventBusName: aws.String(b.Name), Targets: []ebtypes.Target{target}}); err != nil {
 		t.Fatalf("moto: put targets: %v", err)
 	}
-	return &Bus{Name: name, ARN: aws.ToString(bus.EventBusArn), sqs: q, queue: aws.ToString(queue.QueueUrl)}
+	return &Bus{Name: b.Name, ARN: b.ARN, eb: b.eb, sqs: b.sqs, queue: aws.ToString(queue.QueueUrl)}
 }
 
 // Receive returns the events delivered to the bus's queue since the last Receive,

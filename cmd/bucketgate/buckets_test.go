@@ -7,9 +7,11 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -66,16 +68,30 @@ func deploy(t *testing.T, c *cli, redisAddr, function string) *deployment {
 	return d
 }
 
-// newDeployment deploys both functions on a real redis-server, with the registry table
-// of dynalite and bucketsConfig, the check function called checkFunction.
-func newDeployment(t *testing.T) (*deployment, *redistest.Server) {
+// deployedCLI returns a cli on the registry table of dynalite (keys init run) with the
+// environment of a deployment: the document config inline (the default configuration
+// where config is ""), the check function called checkFunction, registry reads cached
+// for cachePeriod and given the longest timeout (a slow read would answer stale: a
+// change not yet seen). deploy builds the functions from it.
+func deployedCLI(t *testing.T, config string) *cli {
 	t.Helper()
 	c := newCLI(t)
-	c.env[settings.EnvConfigInline] = bucketsConfig
+	if config != "" {
+		c.env[settings.EnvConfigInline] = config
+	}
 	c.env[envCheckFunction] = checkFunction
+	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
 	c.ok("keys", "init")
+	return c
+}
+
+// newDeployment deploys both functions on a real redis-server, from the environment of
+// deployedCLI with bucketsConfig.
+func newDeployment(t *testing.T) (*deployment, *redistest.Server) {
+	t.Helper()
 	srv := redistest.Start(t)
-	return deploy(t, c, srv.Addr, checkFunction), srv
+	return deploy(t, deployedCLI(t, bucketsConfig), srv.Addr, checkFunction), srv
 }
 
 // recorder is the check function, keeping every payload it was invoked with.

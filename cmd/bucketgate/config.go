@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -89,7 +90,7 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			fmt.Fprintf(e.stderr, "warning: %v\n", err)
 		}
 		if *asJSON {
-			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: s.Note, Document: s.Document})
+			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: madekey.Mask(s.Note), Document: s.Document})
 		}
 		fmt.Fprintf(e.stderr, "version %d of table %s, written %s%s\n", s.Version, t.name, cmp.Or(updated(s), "-"), noteText(s.Note))
 		_, err = io.WriteString(e.stdout, s.Document)
@@ -135,7 +136,7 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		}
 		out := make([]configJSON, len(h.versions))
 		for i, v := range h.versions {
-			out[i] = configJSON{Version: v.s.Version, UpdatedAt: updated(v.s), Note: v.s.Note, Bytes: len(v.s.Document), Current: v.s.Version == cur.Version && v.err == nil}
+			out[i] = configJSON{Version: v.s.Version, UpdatedAt: updated(v.s), Note: madekey.Mask(v.s.Note), Bytes: len(v.s.Document), Current: v.s.Version == cur.Version && v.err == nil}
 			if v.err != nil {
 				out[i].ID, out[i].Invalid = v.id, v.err.Error()
 			}

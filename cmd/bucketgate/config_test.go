@@ -784,3 +784,47 @@ func TestExpireBackChecksTheCopiesInForce(t *testing.T) {
 		})
 	}
 }
+
+// Items written by hand whose plan, owner or note, or a configuration copy whose note,
+// holds an API key bucketgate made are shown with the key masked, by every command that
+// prints them, in text and JSON alike: stored data is input. They printed it whole (the
+// note of config show and history, the plan of keys show, accounts show and keys list,
+// the plan of a record that config put names).
+func TestStoredTextMasksMadeKeys(t *testing.T) {
+	key := "bg_" + strings.Repeat("Q", 42) + "w"
+	c := withAccounts(t, "acme")
+	c.ok("config", "put", file(t, "gold.yaml", goldDoc))
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	id := "key:" + bucketgate.KeyDigest("k")
+	c.put(map[string]types.AttributeValue{"id": s(id), "plan": s(key), "owner": s("ops " + key), "note": s("see " + key)},
+		map[string]types.AttributeValue{"id": s("account:acme"), "plan": s(key), "note": s("see " + key)},
+		map[string]types.AttributeValue{"id": s("config"), "document": s(goldDoc), "version": n("1"), "note": s("why " + key)},
+		map[string]types.AttributeValue{"id": s("config#1"), "document": s(goldDoc), "version": n("1"), "note": s("why " + key)})
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // in the output, the masked key's place
+	}{
+		{"keys list", []string{"keys", "list"}, exitOK, "bg_..."},
+		{"keys list --json", []string{"keys", "list", "--json"}, exitOK, `"note": "see bg_..."`},
+		{"keys show", []string{"keys", "show", id}, exitOK, "plan       bg_...\n"},
+		{"keys show --json", []string{"keys", "show", "--json", id}, exitOK, `"plan": "bg_..."`},
+		{"accounts list", []string{"accounts", "list"}, exitOK, "bg_..."},
+		{"accounts show", []string{"accounts", "show", "acme"}, exitOK, "plan       bg_...\n"},
+		{"accounts show --json", []string{"accounts", "show", "--json", "acme"}, exitOK, `"plan": "bg_..."`},
+		{"config show", []string{"config", "show"}, exitOK, ": why bg_...\n"},
+		{"config show --json", []string{"config", "show", "--json"}, exitOK, `"note": "why bg_..."`},
+		{"config history", []string{"config", "history"}, exitOK, "why bg_...\n"},
+		{"config history --json", []string{"config", "history", "--json"}, exitOK, `"note": "why bg_..."`},
+		{"config put", []string{"config", "put", file(t, "no-gold.yaml", noGoldDoc)}, exitError, "(plan bg_...)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := c.run(tc.args...)
+			if out := stdout + stderr; code != tc.code || strings.Contains(out, key[:12]) || !strings.Contains(out, tc.want) {
+				t.Fatalf("bucketgate %s: exit %d\n%s\nwant exit %d, %q, the key masked", strings.Join(tc.args, " "), code, out, tc.code, tc.want)
+			}
+		})
+	}
+}

@@ -170,6 +170,7 @@ func TestAccountsBadInput(t *testing.T) {
 		{"an empty name", exitUsage, "want an account's name", []string{"accounts", "show", "acct:"}},
 		{"no plan", exitUsage, "accounts create: --plan is required", []string{"accounts", "create", "other"}},
 		{"an override without rules", exitUsage, "usage: accounts override: give at least one --rule", []string{"accounts", "override", "acme"}},
+		{"a set-plan with an empty PLAN", exitUsage, "usage: accounts set-plan: PLAN is empty: name a plan", []string{"accounts", "set-plan", "acme", " "}},
 		{"an expire with an empty WHEN", exitUsage, `usage: accounts expire: "": want an RFC 3339 time`, []string{"accounts", "expire", "acme", ""}},
 		{"an expire with a key for WHEN", exitUsage, "usage: accounts expire: WHEN is an API key: give NAME, then WHEN", []string{"accounts", "expire", "acme", "bg_" + strings.Repeat("A", 43)}},
 		{"an expiry passed", exitUsage, "--expires 2026-01-01T00:00:00Z: 2026-01-01T00:00:00Z has passed: the account would never work", []string{"accounts", "create", "other", "--plan", "pro", "--expires", "2026-01-01T00:00:00Z"}},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/config"
@@ -102,7 +103,10 @@ func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	note := proseFlag(fs, "note", "why, for people")
 	force := fs.Bool("force", false, "write it even if active keys, tenants or accounts lose their plan")
 	return func(e env, t *keyTable, args []string) error {
-		doc, err := readDocument(args[0])
+		if strings.TrimSpace(args[0]) == "" { // a script's unset variable
+			return fmt.Errorf("%w: FILE is empty: name a file, or - for stdin", usageOf(fs))
+		}
+		doc, err := readDocument(e.stdin, args[0])
 		if err != nil {
 			return err
 		}
@@ -193,8 +197,8 @@ func configRollbackFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error 
 
 // readDocument reads the document in the file at path, or stdin for "-", up to the
 // first byte past what DynamoDB could store.
-func readDocument(path string) ([]byte, error) {
-	r := io.Reader(os.Stdin)
+func readDocument(stdin io.Reader, path string) ([]byte, error) {
+	r := stdin
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {

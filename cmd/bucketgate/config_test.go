@@ -89,9 +89,11 @@ func TestConfigSession(t *testing.T) {
 		!strings.Contains(stderr, "wrote version 2 to table bucketgate-keys (was 1)") {
 		t.Fatalf("put --force: %d\n%s", code, stderr)
 	}
-	code, _, stderr = c.run("config", "put", noGold)
+	c.stdin = noGoldDoc // FILE - is stdin: the command's, which os.Stdin was read in place of
+	code, _, stderr = c.run("config", "put", "-")
+	c.stdin = ""
 	if code != exitOK || !strings.Contains(stderr, "unchanged: version 2 of table bucketgate-keys is this document; nothing written") {
-		t.Fatalf("the same document again: %d %s", code, stderr)
+		t.Fatalf("the same document again, on stdin: %d %s", code, stderr)
 	}
 	if list := c.ok("keys", "list"); strings.Contains(list, "config#") || strings.Contains(list, "\nconfig ") || !strings.Contains(list, id+"  invalid: ") {
 		t.Fatalf("keys list lists the configuration, or not the key that lost its plan:\n%s", list)
@@ -461,6 +463,7 @@ func TestConfigBadInput(t *testing.T) {
 		{"empty", exitError, "rate-limit configuration", []string{"config", "put", file(t, "empty.yaml", "")}},
 		{"no file", exitError, "no-such.yaml: no such file", []string{"config", "put", filepath.Join(t.TempDir(), "no-such.yaml")}},
 		{"no FILE", exitUsage, "config put: want 1 argument(s), got 0", []string{"config", "put"}},
+		{"an empty FILE", exitUsage, "config put: FILE is empty: name a file, or - for stdin", []string{"config", "put", ""}}, // was exit 1, "open : no such file or directory"
 		{"unknown command", exitUsage, `config: unknown command "get": want history, put, rollback, show`, []string{"config", "get"}},
 		{"rollback to nothing", exitError, "no such item: table bucketgate-keys holds no version 7", []string{"config", "rollback", "7"}},
 		{"rollback to no number", exitUsage, `config rollback: "latest": want a version, 1 or more`, []string{"config", "rollback", "latest"}},

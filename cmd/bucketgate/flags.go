@@ -142,15 +142,20 @@ func proseFlag(fs *flag.FlagSet, name, usage string) *text {
 // given, it names something. Empty or
 // blank (a script's unset variable: --function "$FN") it is refused, where taken as not
 // given it named the variable's table or function, or the default, perhaps another
-// deployment's.
+// deployment's. One holding an API key bucketgate made (a key pasted in the wrong
+// place) is refused too: the name would leave the terminal in a request.
 type nameValue string
 
 func (n *nameValue) String() string { return string(*n) }
 
-// Set takes v unless it is empty or blank.
+// Set takes v unless it is empty or blank, or holds an API key bucketgate made
+// (madekey.Holds).
 func (n *nameValue) Set(v string) error {
 	if strings.TrimSpace(v) == "" {
 		return errors.New("empty: name one, or leave the flag out for the default")
+	}
+	if madekey.Holds(v) {
+		return fmt.Errorf("an API key bucketgate made (%s...), which no table, function, stack or plan is named by: name one", madekey.Prefix)
 	}
 	*n = nameValue(v)
 	return nil

@@ -51,6 +51,9 @@ func (l *ruleList) Set(v string) error {
 		if err != nil {
 			return fmt.Errorf("%q: concurrency %w", v, err)
 		}
+		if n == 0 { // no concurrency rule to the document, which would ask for a bucket's rate
+			return fmt.Errorf("%q: rule %s: concurrency 0: want 1 to %d", v, parts[0], bucketgate.MaxConcurrency)
+		}
 		spec = config.RuleSpec{Name: parts[0], Concurrency: config.Count(n)}
 	case quota || anchored:
 		if err != nil {

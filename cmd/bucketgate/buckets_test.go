@@ -238,7 +238,10 @@ func TestBucketsBadInput(t *testing.T) {
 		{"refund without a cost", exitUsage, "buckets refund: --cost is required", []string{"buckets", "refund", key}, false},
 		{"refund of 0", exitUsage, "--cost 0: want a whole number of tokens, 1 or more", []string{"buckets", "refund", "--cost", "0", key}, false},
 		{"negative refund", exitUsage, "--cost -2: want a whole number of tokens, 1 or more", []string{"buckets", "refund", "--cost=-2", key}, false},
-		{"fractional refund", exitUsage, `invalid value "1.5" for flag -cost`, []string{"buckets", "refund", "--cost", "1.5", key}, false},
+		{"fractional refund", exitUsage, `invalid value "1.5" for flag -cost: "1.5": want a whole decimal number`, []string{"buckets", "refund", "--cost", "1.5", key}, false},
+		// Read as Go reads a number, 010 was 8 tokens, and 0x10 16.
+		{"zero-padded refund", exitUsage, `invalid value "010" for flag -cost: "010": want a whole decimal number`, []string{"buckets", "refund", "--cost", "010", key}, false},
+		{"hex refund", exitUsage, `invalid value "0x10" for flag -cost: "0x10": want a whole decimal number`, []string{"buckets", "refund", "--cost", "0x10", key}, false},
 		{"refund with two costs", exitUsage, `invalid value "5" for flag -cost: given twice`, []string{"buckets", "refund", "--cost", "1", key, "--cost", "5"}, false},
 		{"reset with a cost", exitUsage, "buckets reset: takes no --cost", []string{"buckets", "reset", key, "--cost", "1"}, false},
 		{"show with a cost", exitUsage, "flag provided but not defined: -cost", []string{"buckets", "show", key, "--cost", "1"}, false},

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,7 +66,7 @@ type configJSON struct {
 }
 
 func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
-	version := fs.Int64("version", 0, "the version to show (default: the one in force)")
+	version := countFlag(fs, "version", "the version to show (default: the one in force)")
 	asJSON := fs.Bool("json", false, "print JSON: version, updatedAt, note and document")
 	return func(e env, t *keyTable, _ []string) error {
 		id := registry.ConfigID
@@ -169,7 +168,7 @@ func configRollbackFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error 
 	note := proseFlag(fs, "note", "why, for people (default: rollback to version N)")
 	force := fs.Bool("force", false, "write it even if active keys, tenants or accounts lose their plan")
 	return func(e env, t *keyTable, args []string) error {
-		v, err := strconv.ParseInt(args[0], 10, 64)
+		v, err := config.ParseCount(args[0]) // as --version reads it
 		if err != nil || v < 1 {
 			return fmt.Errorf("%w: config rollback: %q: want a version, 1 or more (bucketgate config history lists them)", errUsage, args[0])
 		}

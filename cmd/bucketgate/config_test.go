@@ -467,6 +467,9 @@ func TestConfigBadInput(t *testing.T) {
 		{"unknown command", exitUsage, `config: unknown command "get": want history, put, rollback, show`, []string{"config", "get"}},
 		{"rollback to nothing", exitError, "no such item: table bucketgate-keys holds no version 7", []string{"config", "rollback", "7"}},
 		{"rollback to no number", exitUsage, `config rollback: "latest": want a version, 1 or more`, []string{"config", "rollback", "latest"}},
+		// Read as Go reads a number, 010 was version 8, where config rollback 010 is 10.
+		{"show a zero-padded version", exitUsage, `invalid value "010" for flag -version: "010": want a whole decimal number`, []string{"config", "show", "--version", "010"}},
+		{"roll back to a zero-padded version", exitUsage, `config rollback: "010": want a version, 1 or more`, []string{"config", "rollback", "010"}},
 		{"show version 0", exitUsage, "config show: --version 0: want 1 or more", []string{"config", "show", "--version", "0"}},
 		{"show a version not there", exitError, "holds no version 9", []string{"config", "show", "--version", "9"}},
 		{"note twice", exitUsage, "given twice", []string{"config", "put", file(t, "v.yaml", noGoldDoc), "--note", "a", "--note", "b"}},

@@ -96,6 +96,30 @@ func (l *ruleList) Set(v string) error {
 	return nil
 }
 
+// count is a flag of a whole number (--cost, --version), read as the configuration
+// document and --rule read theirs (config.ParseCount): decimal, so that 010 is refused,
+// not read as 8 (octal), nor 0x10 as 16, as the flag package's Int64 read them.
+type count int64
+
+func (c *count) String() string { return strconv.FormatInt(int64(*c), 10) }
+
+// Set takes v, a whole decimal number (config.ParseCount).
+func (c *count) Set(v string) error {
+	n, err := config.ParseCount(v)
+	if err != nil {
+		return err
+	}
+	*c = count(n)
+	return nil
+}
+
+// countFlag defines a count flag of fs called name, 0 by default.
+func countFlag(fs *flag.FlagSet, name, usage string) *int64 {
+	n := new(int64)
+	fs.Var((*count)(n), name, usage)
+	return n
+}
+
 // text is a flag of free text (--owner, --note, a tenant's --tenant): on one line,
 // without a control character, which would break the lines of keys list and the other
 // tables.

@@ -170,6 +170,7 @@ func TestAccountsBadInput(t *testing.T) {
 		{"an empty name", exitUsage, "want an account's name", []string{"accounts", "show", "acct:"}},
 		{"no plan", exitUsage, "accounts create: --plan is required", []string{"accounts", "create", "other"}},
 		{"an override without rules", exitUsage, "usage: accounts override: give at least one --rule", []string{"accounts", "override", "acme"}},
+		{"a set-plan with an empty PLAN", exitUsage, "usage: accounts set-plan: PLAN is empty: name a plan", []string{"accounts", "set-plan", "acme", " "}},
 		{"an expire with an empty WHEN", exitUsage, `usage: accounts expire: "": want an RFC 3339 time`, []string{"accounts", "expire", "acme", ""}},
 		{"an expire with a key for WHEN", exitUsage, "usage: accounts expire: WHEN is an API key: give NAME, then WHEN", []string{"accounts", "expire", "acme", "bg_" + strings.Repeat("A", 43)}},
 		{"an expiry passed", exitUsage, "--expires 2026-01-01T00:00:00Z: 2026-01-01T00:00:00Z has passed: the account would never work", []string{"accounts", "create", "other", "--plan", "pro", "--expires", "2026-01-01T00:00:00Z"}},
@@ -233,14 +234,8 @@ func TestConfigPutKeepsAccountsPlans(t *testing.T) {
 // old key working until the overlap ends and unknown after it; a revoked account turns
 // both its keys away; the operator reaches the account's buckets by acct:NAME.
 func TestAccountsDecideTheFunctions(t *testing.T) {
-	c := newCLI(t)
-	c.env[settings.EnvConfigInline] = bucketsConfig
-	c.env[envCheckFunction] = checkFunction
-	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
-	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
-	c.ok("keys", "init")
-	srv := redistest.Start(t)
-	d := deploy(t, c, srv.Addr, checkFunction)
+	d, srv := newDeployment(t)
+	c := d.cli
 	c.ok("accounts", "create", "acme", "--plan", "basic")
 	a := strings.TrimSpace(c.ok("keys", "create", "--account", "acme"))
 	b := strings.TrimSpace(c.ok("keys", "create", "--account", "acme"))
@@ -326,14 +321,8 @@ func TestAccountsDecideTheFunctions(t *testing.T) {
 // account's hash, which an account in use never lets expire: a key rolled every day
 // added 730 fields a year, for good.
 func TestRollKeepsItsOwnRulesBuckets(t *testing.T) {
-	c := newCLI(t)
-	c.env[settings.EnvConfigInline] = bucketsConfig
-	c.env[envCheckFunction] = checkFunction
-	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
-	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
-	c.ok("keys", "init")
-	srv := redistest.Start(t)
-	d := deploy(t, c, srv.Addr, checkFunction)
+	d, srv := newDeployment(t)
+	c := d.cli
 	c.ok("accounts", "create", "crew", "--plan", "gold")
 	first := strings.TrimSpace(c.ok("keys", "create", "--account", "crew", "--rule", "own:6:0.001"))
 	digest := bucketgate.KeyDigest(first)
@@ -388,17 +377,12 @@ func TestRollKeepsItsOwnRulesBuckets(t *testing.T) {
 // dynalite and a real redis-server. It was a ConflictError, the account charged the
 // whole estimate, which its other keys spend, until it refilled.
 func TestSettleOfAGoneKeysReservation(t *testing.T) {
-	c := newCLI(t)
-	c.env[settings.EnvConfigInline] = `defaultPlan: basic
+	c := deployedCLI(t, `defaultPlan: basic
 plans:
   basic: [{name: burst, capacity: 1000, refillPerSecond: 0.001}]
 routes:
   - {method: GET, path: "/orders/{id}", reserve: 400, ttlMs: 60000}
-`
-	c.env[envCheckFunction] = checkFunction
-	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
-	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
-	c.ok("keys", "init")
+`)
 	d := deploy(t, c, redistest.Start(t).Addr, checkFunction)
 	for _, tc := range []struct {
 		name, op string

@@ -419,7 +419,7 @@ func showBucketFlags(*flag.FlagSet) func(*checkapi.Request) error {
 }
 
 func refundFlags(fs *flag.FlagSet) func(*checkapi.Request) error {
-	cost := fs.Int64("cost", 0, "the tokens to give back to every rule (required, 1 or more)")
+	cost := countFlag(fs, "cost", "the tokens to give back to every rule (required, 1 or more)")
 	return func(req *checkapi.Request) error {
 		switch {
 		case !isSet(fs, "cost"):

@@ -7,9 +7,11 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -66,16 +68,30 @@ func deploy(t *testing.T, c *cli, redisAddr, function string) *deployment {
 	return d
 }
 
-// newDeployment deploys both functions on a real redis-server, with the registry table
-// of dynalite and bucketsConfig, the check function called checkFunction.
-func newDeployment(t *testing.T) (*deployment, *redistest.Server) {
+// deployedCLI returns a cli on the registry table of dynalite (keys init run) with the
+// environment of a deployment: the document config inline (the default configuration
+// where config is ""), the check function called checkFunction, registry reads cached
+// for cachePeriod and given the longest timeout (a slow read would answer stale: a
+// change not yet seen). deploy builds the functions from it.
+func deployedCLI(t *testing.T, config string) *cli {
 	t.Helper()
 	c := newCLI(t)
-	c.env[settings.EnvConfigInline] = bucketsConfig
+	if config != "" {
+		c.env[settings.EnvConfigInline] = config
+	}
 	c.env[envCheckFunction] = checkFunction
+	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
+	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
 	c.ok("keys", "init")
+	return c
+}
+
+// newDeployment deploys both functions on a real redis-server, from the environment of
+// deployedCLI with bucketsConfig.
+func newDeployment(t *testing.T) (*deployment, *redistest.Server) {
+	t.Helper()
 	srv := redistest.Start(t)
-	return deploy(t, c, srv.Addr, checkFunction), srv
+	return deploy(t, deployedCLI(t, bucketsConfig), srv.Addr, checkFunction), srv
 }
 
 // recorder is the check function, keeping every payload it was invoked with.
@@ -222,7 +238,10 @@ func TestBucketsBadInput(t *testing.T) {
 		{"refund without a cost", exitUsage, "buckets refund: --cost is required", []string{"buckets", "refund", key}, false},
 		{"refund of 0", exitUsage, "--cost 0: want a whole number of tokens, 1 or more", []string{"buckets", "refund", "--cost", "0", key}, false},
 		{"negative refund", exitUsage, "--cost -2: want a whole number of tokens, 1 or more", []string{"buckets", "refund", "--cost=-2", key}, false},
-		{"fractional refund", exitUsage, `invalid value "1.5" for flag -cost`, []string{"buckets", "refund", "--cost", "1.5", key}, false},
+		{"fractional refund", exitUsage, `invalid value "1.5" for flag -cost: "1.5": want a whole decimal number`, []string{"buckets", "refund", "--cost", "1.5", key}, false},
+		// Read as Go reads a number, 010 was 8 tokens, and 0x10 16.
+		{"zero-padded refund", exitUsage, `invalid value "010" for flag -cost: "010": want a whole decimal number`, []string{"buckets", "refund", "--cost", "010", key}, false},
+		{"hex refund", exitUsage, `invalid value "0x10" for flag -cost: "0x10": want a whole decimal number`, []string{"buckets", "refund", "--cost", "0x10", key}, false},
 		{"refund with two costs", exitUsage, `invalid value "5" for flag -cost: given twice`, []string{"buckets", "refund", "--cost", "1", key, "--cost", "5"}, false},
 		{"reset with a cost", exitUsage, "buckets reset: takes no --cost", []string{"buckets", "reset", key, "--cost", "1"}, false},
 		{"show with a cost", exitUsage, "flag provided but not defined: -cost", []string{"buckets", "show", key, "--cost", "1"}, false},

@@ -99,7 +99,9 @@ func usage() string {
 
 // run runs the command line args with the environment read through getenv and returns
 // the exit status. stdin is read only for a key given as "-". Only a command's result
-// goes to stdout; errors and notes go to stderr.
+// goes to stdout; errors and notes go to stderr. An error never quotes an API key
+// bucketgate made: one it holds (a value refused that quotes it, such as a key pasted
+// for --expires's WHEN) is masked (madekey.Mask).
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := dispatch(env{ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}, args)
 	switch {
@@ -109,10 +111,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, usage())
 		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "bucketgate: %v\nRun bucketgate help for the usage.\n", err)
+		fmt.Fprintf(stderr, "bucketgate: %s\nRun bucketgate help for the usage.\n", madekey.Mask(err.Error()))
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "bucketgate: %v\n", err)
+	fmt.Fprintf(stderr, "bucketgate: %s\n", madekey.Mask(err.Error()))
 	return exitError
 }
 
@@ -178,9 +180,7 @@ func command[C any](group string, commands map[string]C, args []string) (C, *fla
 
 // parse parses args into fs, flags before, between or after the arguments, and wants
 // exactly n arguments; it returns them. A flag given twice is a usage error, not a
-// silent choice of the last one, unless its value is repeatable (--rule). An API key
-// bucketgate made in a flag's value that is refused is masked in the error
-// (madekey.Mask), which quotes the value.
+// silent choice of the last one, unless its value is repeatable (--rule).
 func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 	onceOnly(fs)
 	var positional []string
@@ -188,9 +188,6 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
-			}
-			if madekey.Holds(err.Error()) { // the flag package quotes the value it refuses
-				err = errors.New(madekey.Mask(err.Error()))
 			}
 			return nil, fmt.Errorf("%w: %w", usageOf(fs), err)
 		}

@@ -128,3 +128,50 @@ func TestEmptyNameFlags(t *testing.T) {
 		t.Fatalf("an empty flag's command invoked the function:\n%s", payloads)
 	}
 }
+
+// An API key bucketgate made where a name or a value goes (a key pasted in the wrong
+// place) is refused before any call, and no error quotes it: a table's, a function's or
+// a plan's name holding one is a usage error (it went out in a request: DescribeTable,
+// Invoke, a check's plan in the function's logs), and a WHEN, a duration, a version or
+// a file named by one is masked in the error that refuses it (bg_...), as keys expire's
+// WHEN is. They were quoted whole.
+func TestMadeKeyInNamesAndValues(t *testing.T) {
+	d, _ := newDeployment(t)
+	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	before := d.items()
+	made := "bg_" + strings.Repeat("Q", 42) + "w"
+	name := func(flag string) string {
+		return `invalid value "bg_..." for flag -` + flag + ": an API key bucketgate made"
+	}
+	tests := []struct {
+		name string
+		code int
+		want string
+		args []string
+	}{
+		{"--table", exitUsage, name("table"), []string{"keys", "list", "--table", made}},
+		{"--function", exitUsage, name("function"), []string{"buckets", "reset", "--function", made, key}},
+		{"--stack", exitUsage, name("stack"), []string{"--stack", made, "keys", "list"}},
+		{"buckets --plan", exitUsage, name("plan"), []string{"buckets", "show", "--plan", made, key}},
+		{"--expires", exitUsage, `--expires: "bg_...": want an RFC 3339 time`, []string{"keys", "create", "--plan", "gold", "--expires", made}},
+		{"--overlap", exitUsage, `--overlap "bg_...": want a duration`, []string{"keys", "roll", key, "--overlap", made}},
+		{"config rollback N", exitUsage, `config rollback: "bg_...": want a version`, []string{"config", "rollback", made}},
+		{"config put FILE", exitError, "open bg_...: no such file or directory", []string{"config", "put", made}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d.t = t
+			d.fails(tc.code, tc.want, tc.args...)
+			if _, _, stderr := d.run(tc.args...); strings.Contains(stderr, made[:12]) {
+				t.Fatalf("bucketgate %s: the error quotes the key:\n%s", tc.name, stderr)
+			}
+		})
+	}
+	d.t = t
+	if after := d.items(); after != before {
+		t.Fatalf("a command given a key for a name or a value wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+	if payloads := d.check.payloads.String(); payloads != "" {
+		t.Fatalf("a command given a key for a name or a value invoked the function:\n%s", payloads)
+	}
+}

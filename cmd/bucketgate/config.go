@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -65,7 +66,7 @@ type configJSON struct {
 }
 
 func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
-	version := fs.Int64("version", 0, "the version to show (default: the one in force)")
+	version := countFlag(fs, "version", "the version to show (default: the one in force)")
 	asJSON := fs.Bool("json", false, "print JSON: version, updatedAt, note and document")
 	return func(e env, t *keyTable, _ []string) error {
 		id := registry.ConfigID
@@ -89,7 +90,7 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			fmt.Fprintf(e.stderr, "warning: %v\n", err)
 		}
 		if *asJSON {
-			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: s.Note, Document: s.Document})
+			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: madekey.Mask(s.Note), Document: s.Document})
 		}
 		fmt.Fprintf(e.stderr, "version %d of table %s, written %s%s\n", s.Version, t.name, cmp.Or(updated(s), "-"), noteText(s.Note))
 		_, err = io.WriteString(e.stdout, s.Document)
@@ -101,7 +102,10 @@ func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	note := proseFlag(fs, "note", "why, for people")
 	force := fs.Bool("force", false, "write it even if active keys, tenants or accounts lose their plan")
 	return func(e env, t *keyTable, args []string) error {
-		doc, err := readDocument(args[0])
+		if strings.TrimSpace(args[0]) == "" { // a script's unset variable
+			return fmt.Errorf("%w: FILE is empty: name a file, or - for stdin", usageOf(fs))
+		}
+		doc, err := readDocument(e.stdin, args[0])
 		if err != nil {
 			return err
 		}
@@ -135,7 +139,7 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		}
 		out := make([]configJSON, len(h.versions))
 		for i, v := range h.versions {
-			out[i] = configJSON{Version: v.s.Version, UpdatedAt: updated(v.s), Note: v.s.Note, Bytes: len(v.s.Document), Current: v.s.Version == cur.Version && v.err == nil}
+			out[i] = configJSON{Version: v.s.Version, UpdatedAt: updated(v.s), Note: madekey.Mask(v.s.Note), Bytes: len(v.s.Document), Current: v.s.Version == cur.Version && v.err == nil}
 			if v.err != nil {
 				out[i].ID, out[i].Invalid = v.id, v.err.Error()
 			}
@@ -164,7 +168,7 @@ func configRollbackFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error 
 	note := proseFlag(fs, "note", "why, for people (default: rollback to version N)")
 	force := fs.Bool("force", false, "write it even if active keys, tenants or accounts lose their plan")
 	return func(e env, t *keyTable, args []string) error {
-		v, err := strconv.ParseInt(args[0], 10, 64)
+		v, err := config.ParseCount(args[0]) // as --version reads it
 		if err != nil || v < 1 {
 			return fmt.Errorf("%w: config rollback: %q: want a version, 1 or more (bucketgate config history lists them)", errUsage, args[0])
 		}
@@ -192,8 +196,8 @@ func configRollbackFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error 
 
 // readDocument reads the document in the file at path, or stdin for "-", up to the
 // first byte past what DynamoDB could store.
-func readDocument(path string) ([]byte, error) {
-	r := io.Reader(os.Stdin)
+func readDocument(stdin io.Reader, path string) ([]byte, error) {
+	r := stdin
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {

@@ -89,9 +89,11 @@ func TestConfigSession(t *testing.T) {
 		!strings.Contains(stderr, "wrote version 2 to table bucketgate-keys (was 1)") {
 		t.Fatalf("put --force: %d\n%s", code, stderr)
 	}
-	code, _, stderr = c.run("config", "put", noGold)
+	c.stdin = noGoldDoc // FILE - is stdin: the command's, which os.Stdin was read in place of
+	code, _, stderr = c.run("config", "put", "-")
+	c.stdin = ""
 	if code != exitOK || !strings.Contains(stderr, "unchanged: version 2 of table bucketgate-keys is this document; nothing written") {
-		t.Fatalf("the same document again: %d %s", code, stderr)
+		t.Fatalf("the same document again, on stdin: %d %s", code, stderr)
 	}
 	if list := c.ok("keys", "list"); strings.Contains(list, "config#") || strings.Contains(list, "\nconfig ") || !strings.Contains(list, id+"  invalid: ") {
 		t.Fatalf("keys list lists the configuration, or not the key that lost its plan:\n%s", list)
@@ -461,9 +463,13 @@ func TestConfigBadInput(t *testing.T) {
 		{"empty", exitError, "rate-limit configuration", []string{"config", "put", file(t, "empty.yaml", "")}},
 		{"no file", exitError, "no-such.yaml: no such file", []string{"config", "put", filepath.Join(t.TempDir(), "no-such.yaml")}},
 		{"no FILE", exitUsage, "config put: want 1 argument(s), got 0", []string{"config", "put"}},
+		{"an empty FILE", exitUsage, "config put: FILE is empty: name a file, or - for stdin", []string{"config", "put", ""}}, // was exit 1, "open : no such file or directory"
 		{"unknown command", exitUsage, `config: unknown command "get": want history, put, rollback, show`, []string{"config", "get"}},
 		{"rollback to nothing", exitError, "no such item: table bucketgate-keys holds no version 7", []string{"config", "rollback", "7"}},
 		{"rollback to no number", exitUsage, `config rollback: "latest": want a version, 1 or more`, []string{"config", "rollback", "latest"}},
+		// Read as Go reads a number, 010 was version 8, where config rollback 010 is 10.
+		{"show a zero-padded version", exitUsage, `invalid value "010" for flag -version: "010": want a whole decimal number`, []string{"config", "show", "--version", "010"}},
+		{"roll back to a zero-padded version", exitUsage, `config rollback: "010": want a version, 1 or more`, []string{"config", "rollback", "010"}},
 		{"show version 0", exitUsage, "config show: --version 0: want 1 or more", []string{"config", "show", "--version", "0"}},
 		{"show a version not there", exitError, "holds no version 9", []string{"config", "show", "--version", "9"}},
 		{"note twice", exitUsage, "given twice", []string{"config", "put", file(t, "v.yaml", noGoldDoc), "--note", "a", "--note", "b"}},
@@ -780,6 +786,50 @@ func TestExpireBackChecksTheCopiesInForce(t *testing.T) {
 				t.Fatalf("exit %d\n%s\nwant it written: the document in force when it expired is the one in force now", code, stderr)
 			case tc.want == "warned" && (code != exitOK || !warned):
 				t.Fatalf("exit %d\n%s\nwant it written with a warning that the reach of its own rules was not checked", code, stderr)
+			}
+		})
+	}
+}
+
+// Items written by hand whose plan, owner or note, or a configuration copy whose note,
+// holds an API key bucketgate made are shown with the key masked, by every command that
+// prints them, in text and JSON alike: stored data is input. They printed it whole (the
+// note of config show and history, the plan of keys show, accounts show and keys list,
+// the plan of a record that config put names).
+func TestStoredTextMasksMadeKeys(t *testing.T) {
+	key := "bg_" + strings.Repeat("Q", 42) + "w"
+	c := withAccounts(t, "acme")
+	c.ok("config", "put", file(t, "gold.yaml", goldDoc))
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	id := "key:" + bucketgate.KeyDigest("k")
+	c.put(map[string]types.AttributeValue{"id": s(id), "plan": s(key), "owner": s("ops " + key), "note": s("see " + key)},
+		map[string]types.AttributeValue{"id": s("account:acme"), "plan": s(key), "note": s("see " + key)},
+		map[string]types.AttributeValue{"id": s("config"), "document": s(goldDoc), "version": n("1"), "note": s("why " + key)},
+		map[string]types.AttributeValue{"id": s("config#1"), "document": s(goldDoc), "version": n("1"), "note": s("why " + key)})
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // in the output, the masked key's place
+	}{
+		{"keys list", []string{"keys", "list"}, exitOK, "bg_..."},
+		{"keys list --json", []string{"keys", "list", "--json"}, exitOK, `"note": "see bg_..."`},
+		{"keys show", []string{"keys", "show", id}, exitOK, "plan       bg_...\n"},
+		{"keys show --json", []string{"keys", "show", "--json", id}, exitOK, `"plan": "bg_..."`},
+		{"accounts list", []string{"accounts", "list"}, exitOK, "bg_..."},
+		{"accounts show", []string{"accounts", "show", "acme"}, exitOK, "plan       bg_...\n"},
+		{"accounts show --json", []string{"accounts", "show", "--json", "acme"}, exitOK, `"plan": "bg_..."`},
+		{"config show", []string{"config", "show"}, exitOK, ": why bg_...\n"},
+		{"config show --json", []string{"config", "show", "--json"}, exitOK, `"note": "why bg_..."`},
+		{"config history", []string{"config", "history"}, exitOK, "why bg_...\n"},
+		{"config history --json", []string{"config", "history", "--json"}, exitOK, `"note": "why bg_..."`},
+		{"config put", []string{"config", "put", file(t, "no-gold.yaml", noGoldDoc)}, exitError, "(plan bg_...)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := c.run(tc.args...)
+			if out := stdout + stderr; code != tc.code || strings.Contains(out, key[:12]) || !strings.Contains(out, tc.want) {
+				t.Fatalf("bucketgate %s: exit %d\n%s\nwant exit %d, %q, the key masked", strings.Join(tc.args, " "), code, out, tc.code, tc.want)
 			}
 		})
 	}

@@ -169,7 +169,7 @@ func broken(records []registry.Record, cfg *config.Config, now time.Time) []stri
 			if errors.As(err, &re) {
 				err = fmt.Errorf("%s: %w", re.Attribute, re.Err)
 			}
-			out = append(out, fmt.Sprintf("%s (plan %s): %v", oneLine(rec.ID), plan, err))
+			out = append(out, fmt.Sprintf("%s (plan %s): %v", oneLine(rec.ID), oneLine(plan), err))
 		}
 	}
 	return out

@@ -82,24 +82,12 @@ func (a *authorizer) context(t *testing.T, key, sourceIP string) (principal stri
 // redis-server); and the raw key is nowhere but the CLI's stdout: not in the table,
 // Redis, the logs or the metrics.
 func TestKeysDecideTheAuthorizer(t *testing.T) {
-	srv := redistest.Start(t)
-	c := newCLI(t)
-	c.env[settings.EnvRedisAddr] = srv.Addr
-	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
-	c.env[settings.EnvTimeoutMS] = "2000"
-	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10) // a slow read would answer stale: the change not yet seen
-	c.env[settings.EnvLogLevel] = "debug"
+	c := deployedCLI(t, "")
 	c.env[settings.EnvMetricsFlushMS] = "0" // a metrics line per invocation: each step's are its own
-	c.ok("keys", "init")
 	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
 	id := "key:" + bucketgate.KeyDigest(key)
-
-	var a authorizer
-	h, _, err := app.Build(app.Authorizer, func(k string) string { return c.env[k] }, &a.metrics, &a.logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.h = h
+	srv := redistest.Start(t)
+	a := &deploy(t, c, srv.Addr, checkFunction).authz
 	for i := range 20 {
 		principal, plan, limit, remaining := a.decide(t, key)
 		if principal != id || plan != "pro" || limit != 100 || remaining < 80 || remaining > 99 { // 50/s refills between requests
@@ -167,16 +155,9 @@ func redisDump(t *testing.T, srv *redistest.Server) string {
 // checks that name neither a plan nor rules.
 func TestTenantsDecideTheCheckFunction(t *testing.T) {
 	mr, _ := redistest.Mini(t)
-	c := newCLI(t)
-	c.env[settings.EnvRedisAddr] = mr.Addr()
-	c.env[settings.EnvTimeoutMS] = "2000" // a loaded machine's slow call is no unavailable answer here
-	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
-	c.ok("keys", "init")
+	c := deployedCLI(t, "")
 	c.ok("keys", "create", "--tenant", "acme", "--plan", "enterprise", "--rule", "daily:5000:5000/day")
-	h, _, err := app.Build(app.Check, func(k string) string { return c.env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := &deploy(t, c, mr.Addr(), checkFunction).check
 	for _, tc := range []struct{ payload, want string }{
 		{`{"key": "acme"}`, `"limit":500,"remaining":499,"retryAfterMs":0,"resetAfterMs":17280,"rule":"burst","plan":"enterprise"`},
 		{`{"key": "acme", "plan": "free"}`, `"plan":"free"`},
@@ -195,20 +176,12 @@ func TestTenantsDecideTheCheckFunction(t *testing.T) {
 // replaced a rule the tenant never meets.
 func TestTenantsOwnRulesApartFromRoutes(t *testing.T) {
 	mr, _ := redistest.Mini(t)
-	c := newCLI(t)
-	c.env[settings.EnvRedisAddr] = mr.Addr()
-	c.env[settings.EnvTimeoutMS] = "2000"
-	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
-	c.env[settings.EnvConfigInline] = "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 20, refillPerSecond: 1}]\n" +
-		"  pro: [{name: burst, capacity: 100, refillPerSecond: 50}]\n" +
-		"routes:\n  - {method: POST, path: /exports, cost: 20, rules: [{name: exports, capacity: 40, refill: 40, per: hour}]}\n"
-	c.ok("keys", "init")
+	c := deployedCLI(t, "defaultPlan: free\nplans:\n  free: [{name: burst, capacity: 20, refillPerSecond: 1}]\n"+
+		"  pro: [{name: burst, capacity: 100, refillPerSecond: 50}]\n"+
+		"routes:\n  - {method: POST, path: /exports, cost: 20, rules: [{name: exports, capacity: 40, refill: 40, per: hour}]}\n")
 	c.ok("keys", "create", "--tenant", "small", "--plan", "pro", "--rule", "burst:5:1")
 	c.ok("keys", "create", "--tenant", "exporter", "--plan", "pro", "--rule", "exports:3:1")
-	h, _, err := app.Build(app.Check, func(k string) string { return c.env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := &deploy(t, c, mr.Addr(), checkFunction).check
 	for _, tc := range []struct{ payload, want string }{
 		{`{"key": "small"}`, `"limit":5,"remaining":4,"retryAfterMs":0,"resetAfterMs":1000,"rule":"burst","plan":"pro"`},
 		{`{"key": "exporter"}`, `"limit":3,"remaining":2,"retryAfterMs":0,"resetAfterMs":1000,"rule":"exports","plan":"pro"`},
@@ -228,29 +201,17 @@ func TestTenantsOwnRulesApartFromRoutes(t *testing.T) {
 // start.
 func TestConfigDecidesTheFunctions(t *testing.T) {
 	mr, _ := redistest.Mini(t)
-	c := newCLI(t)
-	c.env[settings.EnvRedisAddr] = mr.Addr()
-	c.env[settings.EnvRegistryCacheMS] = strconv.Itoa(int(cachePeriod / time.Millisecond))
-	c.env[settings.EnvRegistryTimeoutMS] = strconv.FormatInt(settings.MaxRegistryTimeout.Milliseconds(), 10)
-	c.env[settings.EnvTimeoutMS] = "2000"
+	c := deployedCLI(t, "")
 	c.env[settings.EnvMetricsFlushMS] = "0" // a metrics line per invocation: each step's are its own
-	c.ok("keys", "init")
 	c.ok("config", "put", file(t, "gold.yaml", goldDoc))
 	key := strings.TrimSpace(c.ok("keys", "create", "--plan", "pro"))
 	c.ok("keys", "create", "--tenant", "acme", "--plan", "gold")
+	d := deploy(t, c, mr.Addr(), checkFunction)
 	getenv := func(k string) string { return c.env[k] }
-	var a authorizer
-	var err error
-	if a.h, _, err = app.Build(app.Authorizer, getenv, &a.metrics, &a.logs); err != nil {
-		t.Fatal(err)
-	}
-	checks, _, err := app.Build(app.Check, getenv, &bytes.Buffer{}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := &d.authz
 	check := func(payload string) string {
 		t.Helper()
-		out, err := checks.Invoke(context.Background(), []byte(payload))
+		out, err := d.check.Invoke(context.Background(), []byte(payload))
 		if err != nil {
 			return err.Error()
 		}
@@ -294,6 +255,7 @@ func TestConfigDecidesTheFunctions(t *testing.T) {
 		t.Fatalf("no ConfigInvalid counted, or no error naming version 4:\n%s\n%s", &a.metrics, &a.logs)
 	}
 	var fresh authorizer
+	var err error
 	if fresh.h, _, err = app.Build(app.Authorizer, getenv, &fresh.metrics, &fresh.logs); err != nil {
 		t.Fatalf("a fresh instance with version 3's copy to fall back on: %v", err)
 	}

@@ -51,6 +51,9 @@ func (l *ruleList) Set(v string) error {
 		if err != nil {
 			return fmt.Errorf("%q: concurrency %w", v, err)
 		}
+		if n == 0 { // no concurrency rule to the document, which would ask for a bucket's rate
+			return fmt.Errorf("%q: rule %s: concurrency 0: want 1 to %d", v, parts[0], bucketgate.MaxConcurrency)
+		}
 		spec = config.RuleSpec{Name: parts[0], Concurrency: config.Count(n)}
 	case quota || anchored:
 		if err != nil {
@@ -91,6 +94,30 @@ func (l *ruleList) Set(v string) error {
 	}
 	*l = append(*l, r)
 	return nil
+}
+
+// count is a flag of a whole number (--cost, --version), read as the configuration
+// document and --rule read theirs (config.ParseCount): decimal, so that 010 is refused,
+// not read as 8 (octal), nor 0x10 as 16, as the flag package's Int64 read them.
+type count int64
+
+func (c *count) String() string { return strconv.FormatInt(int64(*c), 10) }
+
+// Set takes v, a whole decimal number (config.ParseCount).
+func (c *count) Set(v string) error {
+	n, err := config.ParseCount(v)
+	if err != nil {
+		return err
+	}
+	*c = count(n)
+	return nil
+}
+
+// countFlag defines a count flag of fs called name, 0 by default.
+func countFlag(fs *flag.FlagSet, name, usage string) *int64 {
+	n := new(int64)
+	fs.Var((*count)(n), name, usage)
+	return n
 }
 
 // text is a flag of free text (--owner, --note, a tenant's --tenant): on one line,
@@ -142,15 +169,20 @@ func proseFlag(fs *flag.FlagSet, name, usage string) *text {
 // given, it names something. Empty or
 // blank (a script's unset variable: --function "$FN") it is refused, where taken as not
 // given it named the variable's table or function, or the default, perhaps another
-// deployment's.
+// deployment's. One holding an API key bucketgate made (a key pasted in the wrong
+// place) is refused too: the name would leave the terminal in a request.
 type nameValue string
 
 func (n *nameValue) String() string { return string(*n) }
 
-// Set takes v unless it is empty or blank.
+// Set takes v unless it is empty or blank, or holds an API key bucketgate made
+// (madekey.Holds).
 func (n *nameValue) Set(v string) error {
 	if strings.TrimSpace(v) == "" {
 		return errors.New("empty: name one, or leave the flag out for the default")
+	}
+	if madekey.Holds(v) {
+		return fmt.Errorf("an API key bucketgate made (%s...), which no table, function, stack or plan is named by: name one", madekey.Prefix)
 	}
 	*n = nameValue(v)
 	return nil

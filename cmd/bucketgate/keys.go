@@ -421,6 +421,9 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 func setPlanFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	force := fs.Bool("force", false, "set it even if the new plan changes which requests its own rules limit")
 	return func(e env, t *keyTable, args []string) error {
+		if strings.TrimSpace(args[1]) == "" { // a script's unset variable: no plan to look up
+			return fmt.Errorf("%w: PLAN is empty: name a plan of the configuration document (bucketgate config show)", usageOf(fs))
+		}
 		id := args[0]
 		var rescoped []string
 		err := t.change(e.ctx, id, func(r *registry.Record) error {

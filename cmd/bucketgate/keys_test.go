@@ -262,6 +262,9 @@ func TestKeysBadInput(t *testing.T) {
 		{"an expiry passed", exitUsage, "--expires 2020-01-31: 2020-01-31T00:00:00Z has passed: the key would never work", []string{"keys", "create", "--plan", "pro", "--expires", "2020-01-31"}},
 		{"unknown key", exitError, "no such item: key:" + bucketgate.KeyDigest("nobody's") + " is not in table", []string{"keys", "revoke", "nobody's"}},
 		{"set an unknown plan", exitError, `unknown plan "gold"`, []string{"keys", "set-plan", key, "gold"}},
+		// An empty PLAN (a script's unset variable) was read as the item's, exit status 1:
+		// "attribute plan: missing: every item needs a plan".
+		{"set an empty plan", exitUsage, "usage: keys set-plan: PLAN is empty: name a plan", []string{"keys", "set-plan", key, ""}},
 		{"override without rules", exitUsage, "give at least one --rule", []string{"keys", "override", key}},
 		{"two keys", exitUsage, "want 1 argument(s), got 2", []string{"keys", "revoke", key, key}},
 		{"empty tenant", exitUsage, "tenant: with no tenant key", []string{"keys", "show", "tenant:"}},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
 
@@ -60,7 +61,8 @@ type accountKeyJSON struct {
 
 // recordJSONOf returns r as -json prints it, decided under plan.
 func recordJSONOf(r registry.Record, plan string) recordJSON {
-	j := recordJSON{ID: r.ID, Account: r.Account, Plan: &plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: r.Owner, Note: r.Note}
+	plan = madekey.Mask(plan) // stored text may hold an API key bucketgate made, as oneLine masks
+	j := recordJSON{ID: r.ID, Account: r.Account, Plan: &plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: madekey.Mask(r.Owner), Note: madekey.Mask(r.Note)}
 	if r.Account != "" {
 		j.Buckets = r.Buckets
 	}
@@ -94,13 +96,13 @@ func writeRecord(w io.Writer, it listed) error {
 	r := it.rec
 	lines := [][2]string{{"id", oneLine(r.ID)}}
 	if r.Account != "" {
-		plan := it.plan + " (the account's)"
+		plan := oneLine(it.plan) + " (the account's)"
 		if it.plan == "" { // no account to take it from: the key's own plan is ignored
 			plan = "- (the functions treat the key as unknown: see invalid)"
 		}
 		lines = append(lines, [2]string{"account", r.Account}, [2]string{"plan", plan})
 	} else {
-		lines = append(lines, [2]string{"plan", it.plan})
+		lines = append(lines, [2]string{"plan", oneLine(it.plan)})
 	}
 	st := status(r)
 	if it.accountStatus != "" {
@@ -152,7 +154,7 @@ func writeAccount(w io.Writer, identity string, it listed, keys []listed) error 
 		lines = append(lines, [2]string{"plan", unread}, [2]string{"status", it.status()})
 	} else {
 		lines = append(lines, [][2]string{
-			{"plan", r.Plan}, {"status", it.status()}, {"expiresAt", orNever(expiry(r))},
+			{"plan", oneLine(r.Plan)}, {"status", it.status()}, {"expiresAt", orNever(expiry(r))},
 			{"rules", rulesText(r.Rules)}, {"owner", oneLine(r.Owner)}, {"note", oneLine(r.Note)},
 		}...)
 	}
@@ -229,7 +231,7 @@ func writeList(w io.Writer, items []listed) error {
 			fmt.Fprintf(tw, "%s\tinvalid: %s\n", oneLine(it.rec.ID), oneLine(it.err.Error()))
 			continue
 		}
-		r, plan, st := it.rec, it.plan, status(it.rec)
+		r, plan, st := it.rec, oneLine(it.plan), status(it.rec)
 		if r.Account != "" {
 			plan += " (acct:" + r.Account + ")"
 		}
@@ -268,10 +270,13 @@ func expiry(r registry.Record) string {
 	return r.ExpiresAt.UTC().Format(time.RFC3339)
 }
 
-// oneLine is s, text stored in the table (an owner, a note, a tenant's id), as a table's
-// cell: quoted (Go's escapes) when it holds a control character, a line break or a tab
-// that would forge a line or a column.
+// oneLine is s, text stored in the table (an owner, a note, a plan's name, a tenant's
+// id), as a table's cell: every API key bucketgate made that it holds masked
+// (madekey.Mask: stored data is input, and a hand-written item may hold one), quoted
+// (Go's escapes) when it holds a control character, a line break or a tab that would
+// forge a line or a column.
 func oneLine(s string) string {
+	s = madekey.Mask(s)
 	if strings.ContainsFunc(s, unicode.IsControl) {
 		return strconv.Quote(s)
 	}

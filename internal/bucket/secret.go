@@ -69,6 +69,31 @@ func NoSecretSlot(err error) (int, bool) {
 	return slotOf([]byte(e.key)), true
 }
 
+// NotAsked reports whether err, a call's error, is the failure of a read of the
+// secrets that the call did not make: another call's, which it waited for (or whose
+// end its deadline did not see), or the last one, within RefusedRecheck before it. The
+// call asked Redis nothing, and its failure is not Redis's answer to it: the read's own
+// call met it.
+func NotAsked(err error) bool {
+	var e notAskedError
+	return errors.As(err, &e)
+}
+
+// notAskedError is the error of a call that met the failure of a read of the secrets
+// it did not make (see NotAsked).
+type notAskedError struct{ error }
+
+func (e notAskedError) Unwrap() error { return e.error }
+
+// notAsked returns err, the failure of a read of the secrets, as a call that did not
+// make the read meets it; nil for nil.
+func notAsked(err error) error {
+	if err == nil {
+		return nil
+	}
+	return notAskedError{err}
+}
+
 // SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's: a
 // sorted set of each, scored by the time until which it verifies ids (Unix ms of Redis's
 // clock, the TIME of the node that keeps this key, so that instances whose clocks are
@@ -179,12 +204,13 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 // signs, and true when it read them. Other calls go on with the secrets they have
 // meanwhile, or, wait true, wait for that read until ctx ends, and return its outcome
 // (true when it read them, or its error). When it did not read them, its error says
-// why the secrets held may be behind Redis's: this read failed, or the last one did,
-// or ctx is done (after has passed since the last read); nil when they are as fresh as
-// after asks, or no other read is wanted (the Secret option, a read of another call in
-// flight after a success, wait false). The read has half the time left to ctx's
-// deadline (halfLeft): in a cluster whose master of the secrets stalls, the call's own
-// round trip, to another master, has the other half. A read that fails changes nothing
+// why the secrets held may be behind Redis's: this read failed; or the last one did,
+// or the one waited for, or ctx ended while waiting (NotAsked); or ctx is done (after
+// has passed since the last read); nil when they are as fresh as after asks, or no
+// other read is wanted (the Secret option, a read of another call in flight after a
+// success, wait false). The read has half the time left to ctx's deadline (halfLeft):
+// in a cluster whose master of the secrets stalls, the call's own round trip, to
+// another master, has the other half. A read that fails changes nothing
 // but the error kept for the calls after it: the next one comes after again (the
 // call's own round trip meets the failure). A secret that no longer signs is written
 // to SecretsKeptKey, in a round trip more once per change.
@@ -198,15 +224,15 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, w
 		select {
 		case <-in:
 		case <-ctx.Done():
-			return mine, false, secretError(SecretKey, ctx.Err())
+			return mine, false, notAsked(secretError(SecretKey, ctx.Err()))
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.current, s.failed == nil, s.failed
+		return s.current, s.failed == nil, notAsked(s.failed)
 	}
 	young := wallclock.Young(now, s.read, after)
 	if s.fixed || s.reading != nil || ctx.Err() != nil || young {
-		err := s.failed
+		err := notAsked(s.failed)
 		if err == nil && !young && !s.fixed && s.reading == nil {
 			err = secretError(SecretKey, ctx.Err())
 		}

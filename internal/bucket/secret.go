@@ -210,10 +210,10 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 // other read is wanted (the Secret option, a read of another call in flight after a
 // success, wait false). The read has half the time left to ctx's deadline (halfLeft):
 // in a cluster whose master of the secrets stalls, the call's own round trip, to
-// another master, has the other half. A read that fails changes nothing
-// but the error kept for the calls after it: the next one comes after again (the
-// call's own round trip meets the failure). A secret that no longer signs is written
-// to SecretsKeptKey, in a round trip more once per change.
+// another master, has the other half. A read that fails changes nothing but the error
+// kept for the calls after it: the next one comes after again (the call's own round
+// trip meets the failure). A secret that no longer signs is written to SecretsKeptKey,
+// in a round trip more once per change.
 func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, wait bool) ([]byte, bool, error) {
 	s := &l.secrets
 	s.mu.Lock()

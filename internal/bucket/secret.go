@@ -69,6 +69,31 @@ func NoSecretSlot(err error) (int, bool) {
 	return slotOf([]byte(e.key)), true
 }
 
+// NotAsked reports whether err, a call's error, is the failure of a read of the
+// secrets that the call did not make: another call's, which it waited for (or whose
+// end its deadline did not see), or the last one, within RefusedRecheck before it. The
+// call asked Redis nothing, and its failure is not Redis's answer to it: the read's own
+// call met it.
+func NotAsked(err error) bool {
+	var e notAskedError
+	return errors.As(err, &e)
+}
+
+// notAskedError is the error of a call that met the failure of a read of the secrets
+// it did not make (see NotAsked).
+type notAskedError struct{ error }
+
+func (e notAskedError) Unwrap() error { return e.error }
+
+// notAsked returns err, the failure of a read of the secrets, as a call that did not
+// make the read meets it; nil for nil.
+func notAsked(err error) error {
+	if err == nil {
+		return nil
+	}
+	return notAskedError{err}
+}
+
 // SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's: a
 // sorted set of each, scored by the time until which it verifies ids (Unix ms of Redis's
 // clock, the TIME of the node that keeps this key, so that instances whose clocks are
@@ -115,7 +140,7 @@ type secrets struct {
 	fixed   bool                    // set by Secret: never read from Redis
 	read    time.Time               // the Limiter's clock when current was last read, or a read again failed
 	failed  error                   // the error of the last read again when it failed; nil after a success
-	reading bool                    // a read again is in flight
+	reading chan struct{}           // closed when the read again in flight ends; nil when none is
 	first   chan struct{}           // closed when the first read in flight ends; nil when none is
 	kept    [keptSecrets]keptSecret // verify only, each until its time
 }
@@ -139,7 +164,7 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 		s.mu.Lock()
 		if s.current != nil {
 			s.mu.Unlock()
-			current, _, _ := l.recheck(ctx, c, SecretRecheck)
+			current, _, _ := l.recheck(ctx, c, SecretRecheck, false)
 			return current, nil
 		}
 		if wait := s.first; wait != nil {
@@ -177,38 +202,53 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 // recheck reads Redis's secrets again through c when after has passed since the last
 // read, no other call is reading them and ctx is not done, and returns the secret that
 // signs, and true when it read them. Other calls go on with the secrets they have
-// meanwhile. When it did not read them, its error says why the secrets held may be
-// behind Redis's: this read failed, or the last one did, or ctx is done (after has
-// passed since the last read); nil when they are as fresh as after asks, or no other
-// read is wanted (the Secret option, a read of another call in flight after a
-// success). The read has half the time left to ctx's deadline (halfLeft): in a
-// cluster whose master of the secrets stalls, the call's own round trip, to another
-// master, has the other half. A read that fails changes nothing but the error kept
-// for the calls after it: the next one comes after again (the call's own round trip
-// meets the failure). A secret that no longer signs is written to SecretsKeptKey, in a
-// round trip more once per change.
-func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) ([]byte, bool, error) {
+// meanwhile, or, wait true, wait for that read until ctx ends, and return its outcome
+// (true when it read them, or its error). When it did not read them, its error says
+// why the secrets held may be behind Redis's: this read failed; or the last one did,
+// or the one waited for, or ctx ended while waiting (NotAsked); or ctx is done (after
+// has passed since the last read); nil when they are as fresh as after asks, or no
+// other read is wanted (the Secret option, a read of another call in flight after a
+// success, wait false). The read has half the time left to ctx's deadline (halfLeft):
+// in a cluster whose master of the secrets stalls, the call's own round trip, to
+// another master, has the other half. A read that fails changes nothing but the error
+// kept for the calls after it: the next one comes after again (the call's own round
+// trip meets the failure). A secret that no longer signs is written to SecretsKeptKey,
+// in a round trip more once per change.
+func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, wait bool) ([]byte, bool, error) {
 	s := &l.secrets
 	s.mu.Lock()
 	now := l.now()
 	mine := s.current
+	if in := s.reading; in != nil && wait {
+		s.mu.Unlock()
+		select {
+		case <-in:
+		case <-ctx.Done():
+			return mine, false, notAsked(secretError(SecretKey, ctx.Err()))
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.current, s.failed == nil, notAsked(s.failed)
+	}
 	young := wallclock.Young(now, s.read, after)
-	if s.fixed || s.reading || ctx.Err() != nil || young {
-		err := s.failed
-		if err == nil && !young && !s.fixed && !s.reading {
+	if s.fixed || s.reading != nil || ctx.Err() != nil || young {
+		err := notAsked(s.failed)
+		if err == nil && !young && !s.fixed && s.reading == nil {
 			err = secretError(SecretKey, ctx.Err())
 		}
 		s.mu.Unlock()
 		return mine, false, err
 	}
-	s.reading = true
+	done := make(chan struct{})
+	s.reading = done
 	s.mu.Unlock()
 	read, cancel := halfLeft(ctx)
 	got, kept, at, err := readSecret(read, c, mine, now)
 	cancel()
 	s.mu.Lock()
-	s.reading, s.read, s.failed = false, now, err
+	s.reading, s.read, s.failed = nil, now, err
 	if err != nil {
+		close(done)
 		s.mu.Unlock()
 		return mine, false, err
 	}
@@ -218,6 +258,7 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration) (
 		s.adopt(got, until)
 	}
 	s.keepAll(kept)
+	close(done)
 	s.mu.Unlock()
 	if changed {
 		// Best effort: every instance that signed with mine writes it when it changes.
@@ -287,10 +328,10 @@ func (s *secrets) keep(k keptSecret) {
 // at a refusal), or the error of reading the secret. With ctx done already, it asks
 // Redis nothing: it verifies id under the secrets l holds, and fails when it holds none
 // yet (an instance that never read them), or when they refuse id and their last read
-// is RefusedRecheck old or failed (id may be signed under a secret not read yet). A settle or a
-// release by the id alone asks it before it follows the id's claims, so that an id the
-// limiter did not make reads no registry, and its refusal says nothing of where its
-// claims lead.
+// is RefusedRecheck old, failed or in flight (id may be signed under a secret not read
+// yet). A settle or a release by the id alone asks it before it follows the id's
+// claims, so that an id the limiter did not make reads no registry, and its refusal
+// says nothing of where its claims lead.
 func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) error {
 	if _, _, v2, ok := cutID(id); ok && v2 {
 		return nil
@@ -312,8 +353,8 @@ func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) e
 
 // verify reads q's id of kind, made for q's identity and rules (see parseID) under a
 // secret l holds: the one that signs, then those it keeps. An id refused under all of
-// them makes l read Redis's secrets again (RefusedRecheck), and is verified once more
-// under those. Its error wraps ErrConflict for an id l did not make; it is the error of
+// them makes l read Redis's secrets again (RefusedRecheck), or wait for another call's
+// read in flight, and is verified once more under those. Its error wraps ErrConflict for an id l did not make; it is the error of
 // reading the secrets (ErrNoSecret) when they could not be read so (Redis failed, now
 // or at the last read, or ctx is done): the id may be signed under a secret Redis has
 // now, which l has not read yet, and a retry once Redis answers settles it.
@@ -322,7 +363,7 @@ func (l *Limiter) verify(ctx context.Context, c rediser, kind string, q bucketga
 	if err == nil {
 		return r, nil
 	}
-	_, read, unread := l.recheck(ctx, c, RefusedRecheck)
+	_, read, unread := l.recheck(ctx, c, RefusedRecheck, true)
 	switch {
 	case read:
 		return l.verifyHeld(kind, q)

@@ -98,3 +98,50 @@ func TestRefusedIDWhileRedisFails(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedIDWhileAnotherReadIsInFlight: an instance whose secrets refuse an id while
+// another call's read of them again is in flight (SecretRecheck's, which Redis has not
+// answered yet) waits for that read and decides with its result, within its own
+// deadline: answered as Redis's failure (ErrNoSecret: retryable) when the deadline
+// comes first, the id verified once the read brings the secret that signed it. It was
+// refused as a conflict at once, which a client does not retry, leaving the
+// reservation charged at its estimate.
+func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
+	srv := redistest.Start(t)
+	p := redistest.StartProxy(t, srv.Addr) // tells when the read has left the instance
+	f := &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: new(clock)}
+	a := bucket.New(redistest.Client(t, p.Addr), bucket.Clock(f.clock.now))
+	fromA := f.reserve(a) // A reads Redis's secret
+	f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
+	fromC := f.reserve(f.instance()) // a new instance writes another one
+	srv.Pause()
+	defer srv.Resume()
+	f.clock.advance(bucket.SecretRecheck)
+	reads := strings.Count(p.Sent(), bucket.SecretKey)
+	signed := func(ctx context.Context, id string) chan error {
+		done := make(chan error, 1)
+		go func() { done <- a.Signed(ctx, "a", id, false) }()
+		return done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reading := signed(ctx, fromA) // its read of the secrets again waits for Redis
+	for strings.Count(p.Sent(), bucket.SecretKey) == reads {
+		time.Sleep(time.Millisecond)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	err := a.Signed(short, "a", fromC, false)
+	cancelShort()
+	if errors.Is(err, bucketgate.ErrConflict) || !errors.Is(err, bucket.ErrNoSecret) {
+		t.Errorf("the id of a new secret, its deadline before the read's end: %v, want Redis's failure (ErrNoSecret), not a conflict", err)
+	}
+	waiting := signed(ctx, fromC)
+	srv.Resume()
+	if err := <-reading; err != nil {
+		t.Fatalf("the call whose read was in flight: %v", err)
+	}
+	if err := <-waiting; err != nil {
+		t.Errorf("the id of a new secret while the read was in flight, Redis back: %v, want it verified", err)
+	}
+	f.settles("A, of the id, Redis back", a, fromC)
+}

@@ -320,7 +320,7 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 			}
 			continue
 		}
-		if f := failure(err); len(via) > 0 && counted(f, gone, short) {
+		if f := failure(err); len(via) > 0 && counted(f, gone, short) && !bucket.NotAsked(err) {
 			c := via[k]
 			if slot, ok := bucket.NoSecretSlot(err); ok { // a failure of the secret's master, not the identity's
 				c = g.circuitOf(slot)
@@ -507,11 +507,12 @@ func (g *Guard) Usage(ctx context.Context, identity string, span func(now time.T
 // (bucket.SecretSlot's, bucket.SecretsKeptSlot's) is open, Redis is not asked: id is
 // verified under the secrets the limiter holds, and when they do not tell (an instance
 // that has not read them yet, or whose secrets refuse an id that a secret it has not
-// read may sign: bucket.RefusedRecheck), the error wraps ErrCircuitOpen at once, as a decision's
-// does, instead of waiting for a Redis that is failing. Its failures to read them are
-// told to the breaker as a decision's are (in the circuit of the key Redis did not
-// answer for), so that an instance that has not read them stops asking a failing
-// Redis at each settle; never a success, which the secrets held may have given without
+// read may sign: bucket.RefusedRecheck), the error wraps ErrCircuitOpen at once, as a
+// decision's does, instead of waiting for a Redis that is failing. Its failures to
+// read them are told to the breaker as a decision's are (in the circuit of the key
+// Redis did not answer for), so that an instance that has not read them stops asking a
+// failing Redis at each settle; not the failure of a read it did not make
+// (bucket.NotAsked), nor ever a success, which the secrets held may have given without
 // Redis, and the probes are left to decisions. It decides nothing: the deny cache is
 // not asked.
 func (g *Guard) Signed(ctx context.Context, identity, id string, lease bool) error {
@@ -535,7 +536,7 @@ func (g *Guard) Signed(ctx context.Context, identity, id string, lease bool) err
 	}
 	defer cancel()
 	err = g.next.Signed(call, identity, id, lease)
-	if f := failure(err); f != nil && !errors.Is(err, bucketgate.ErrConflict) && counted(f, errors.Is(ctx.Err(), context.Canceled), short) {
+	if f := failure(err); f != nil && !errors.Is(err, bucketgate.ErrConflict) && !bucket.NotAsked(err) && counted(f, errors.Is(ctx.Err(), context.Canceled), short) {
 		slot, ok := bucket.NoSecretSlot(err)
 		if !ok { // not connected: the secret's master is as far as any
 			slot = bucket.SecretSlot

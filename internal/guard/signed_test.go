@@ -1,10 +1,12 @@
 package guard_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
@@ -85,5 +87,66 @@ func TestSignedFailuresOpenTheCircuit(t *testing.T) {
 	}
 	if r := decide(t, g, request("b")); !r.CircuitOpen || r.Reason != bucketgate.ReasonUnavailable {
 		t.Errorf("a check after %d failed Signed: %+v, want the circuit open", guard.DefaultFailuresToOpen, r)
+	}
+}
+
+// TestRefusedIDAfterAFailedReadAsksNothingOfTheBreaker: in the second after a read of
+// the secrets that Redis did not answer (bucket.RefusedRecheck), an id the secrets held
+// refuse is answered with that read's failure (retryable) without asking Redis: those
+// answers are not Redis's failures, and the breaker does not count them. It counted
+// each, so that a client sending its settle again after Redis came back opened the
+// circuit of the secrets: the checks of its identities were answered unavailable
+// without asking Redis, and the settles by id (Signed) until a decision probed.
+func TestRefusedIDAfterAFailedReadAsksNothingOfTheBreaker(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		check func(g *guard.Guard, id string) error
+	}{
+		{"Signed", func(g *guard.Guard, id string) error { return g.Signed(context.Background(), "a", id, false) }},
+		{"a settle", func(g *guard.Guard, id string) error {
+			settle := request("a")
+			settle.Op, settle.ID = bucketgate.OpSettle, id
+			r, err := g.Decide(context.Background(), settle)
+			return cmp.Or(err, r.Err)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			g := chain(t, srv.Addr, nil)
+			reserve := request("a")
+			reserve.Op = bucketgate.OpReserve
+			if r := decide(t, g, reserve); !r.Allowed { // the secrets read
+				t.Fatalf("reserve: %+v", r)
+			}
+			direct := redistest.Client(t, srv.Addr)
+			if err := direct.Do(context.Background(), direct.B().Del().Key(bucket.SecretKey).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			d, err := bucket.New(direct).Decide(context.Background(), reserve) // another instance writes a new secret
+			if err != nil || d.Reservation == "" {
+				t.Fatalf("reserve on another instance: %+v, %v", d, err)
+			}
+			time.Sleep(bucket.RefusedRecheck) // since the reserve's read: no timing asserted
+			srv.Pause()
+			err = tc.check(g, d.Reservation) // its read fails: one failure
+			srv.Resume()
+			if !errors.Is(err, bucket.ErrNoSecret) {
+				t.Fatalf("the id of a new secret, Redis paused: %v, want ErrNoSecret", err)
+			}
+			for i := range guard.DefaultFailuresToOpen { // within the second after, unless the machine stalls
+				if err := tc.check(g, d.Reservation); err == nil {
+					break // read again: the second passed
+				} else if !errors.Is(err, bucket.ErrNoSecret) {
+					t.Fatalf("the id of a new secret %d after the failed read: %v, want the failed read's error", i+1, err)
+				}
+			}
+			if r := decide(t, g, request(inCircuit(t, bucket.SecretSlot))); r.CircuitOpen || r.Err != nil {
+				t.Errorf("a check in the circuit of the secrets, Redis back: %+v, want it decided", r)
+			}
+			time.Sleep(bucket.RefusedRecheck)
+			if err := tc.check(g, d.Reservation); err != nil {
+				t.Errorf("the id of a new secret once the second has passed, Redis back: %v, want it verified", err)
+			}
+		})
 	}
 }

@@ -1,10 +1,12 @@
 package bucket
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bucketgate/bucketgate"
@@ -37,20 +39,45 @@ func (m *Model) set(name string, nowMS int64) *modelSet {
 	return z
 }
 
-// sweep removes the leases of set name that expired at nowMS (ZREMRANGEBYSCORE), and
-// the set when its mark goes too (at its expiry's very millisecond, when every lease
-// has expired); it returns the set, nil when there is none.
+// sweep removes the leases of set name that expired at nowMS, lua.LeaseSweepMax at most
+// and the earliest first, as the script does (ZREMRANGEBYRANK over its ZCOUNT); with
+// them the set when its mark goes too (at its expiry's very millisecond, every lease
+// expired and swept); it returns the set, nil when there is none. Two leases of the same
+// expiry go in their members' order, which in Redis are not the model's.
 func (m *Model) sweep(name string, nowMS int64) *modelSet {
 	z := m.set(name, nowMS)
 	if z == nil {
 		return nil
 	}
-	maps.DeleteFunc(z.leases, func(_ string, exp int64) bool { return exp <= nowMS })
-	if z.expires <= nowMS {
+	var expired []string
+	for nonce, exp := range z.leases {
+		if exp <= nowMS {
+			expired = append(expired, nonce)
+		}
+	}
+	if z.expires <= nowMS && len(expired) < lua.LeaseSweepMax { // the mark, which scores highest, goes too
 		delete(m.sets, name)
 		return nil
 	}
+	if len(expired) > lua.LeaseSweepMax {
+		slices.SortFunc(expired, func(a, b string) int { return cmp.Or(cmp.Compare(z.leases[a], z.leases[b]), strings.Compare(a, b)) })
+		expired = expired[:lua.LeaseSweepMax]
+	}
+	for _, nonce := range expired {
+		delete(z.leases, nonce)
+	}
 	return z
+}
+
+// inFlight is how many of z's leases have not expired at nowMS.
+func (z *modelSet) inFlight(nowMS int64) int {
+	n := 0
+	for _, exp := range z.leases {
+		if exp > nowMS {
+			n++
+		}
+	}
+	return n
 }
 
 // setExpiry is when a set whose latest lease expires at exp (Unix ms, after 1970)
@@ -135,18 +162,19 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 		if z != nil {
 			counts[k] = len(z.leases)
 		}
-		if counts[k] >= int(r.Concurrency) { // full, expired leases too: swept
+		if counts[k] >= int(r.Concurrency) { // full, expired leases too: swept, then the leases in flight counted
 			if z = m.sweep(name, nowMS); z != nil {
-				counts[k] = len(z.leases)
+				counts[k] = z.inFlight(nowMS)
 			} else {
 				counts[k] = 0
 			}
 		}
 		if counts[k] >= int(r.Concurrency) {
-			// The wait: until enough leases expire for one to be free (the earliest, but
-			// for more than Concurrency held, a plan having lowered it since).
+			// The wait: until enough leases expire for one to be free (the Concurrency-th
+			// latest: the earliest in flight, but for more than Concurrency in flight, a
+			// plan having lowered it since).
 			exps := slices.Sorted(maps.Values(z.leases))
-			first, last := exps[counts[k]-int(r.Concurrency)], exps[len(exps)-1]
+			first, last := exps[len(exps)-int(r.Concurrency)], exps[len(exps)-1]
 			undo()
 			if m.usageDays(q.Identity) > 0 {
 				k := m.keys[key]
@@ -202,16 +230,17 @@ func (m *Model) release(now time.Time, q bucketgate.Request) (bucketgate.Decisio
 		return bucketgate.Decision{}, fmt.Errorf("%w: lease %q: not an id this limiter made for the identity and any rule of the request", bucketgate.ErrConflict, quotedID(q.ID))
 	}
 	nowUS := timeToMicros(now)
+	nowMS := floorDiv(nowUS, 1000)
 	d := bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK, At: microsToTime(nowUS)}
 	for _, r := range byKind(q.Rules) {
 		if !r.IsConcurrency() {
 			continue
 		}
 		name := LeaseKey(q.Identity, r.Name)
-		if z := m.sweep(name, floorDiv(nowUS, 1000)); z != nil {
-			if _, held := z.leases[l.nonce]; held {
-				d.Released = true
-				delete(z.leases, l.nonce) // the set stays, with its mark
+		if z := m.sweep(name, nowMS); z != nil {
+			if exp, held := z.leases[l.nonce]; held { // the set stays, with its mark
+				d.Released = d.Released || exp > nowMS // an expired lease the sweep left goes, released by time
+				delete(z.leases, l.nonce)
 			}
 		}
 	}

@@ -218,14 +218,18 @@
 -- member '~', scored by the set's expiry. A check that takes tokens (cost >= 1), once
 -- every other rule allows it, reads the lease and counts each set's leases (ZCARD less
 -- the mark), rule by rule, and when a set holds N (expired ones too) removes its expired
--- leases (score <= now ms) and counts again (so a set never holds more than N, but for N
--- lowered by a plan since): a set holding N (or more) still denies it, binding and wait
--- rule n + k, 0 remaining, its wait until the set's earliest lease expires (holding
--- more, until enough have for one to be free) and its reset until its latest does: nothing is taken,
+-- leases (score <= now ms), 100 at most, the earliest (ZCOUNT, ZREMRANGEBYRANK: a call's
+-- work stays bounded however many expired unreleased; later calls take the rest), and
+-- counts those in flight (the set less its expired, swept or not: never more than N in
+-- flight, but for N lowered by a plan since): N (or more) in flight still denies it,
+-- binding and wait rule n + k, 0 remaining, its wait until the earliest in flight expires
+-- (more in flight, until enough have for one to be free: the Nth latest) and its reset
+-- until the latest does: nothing is taken,
 -- nothing is crossed, and usage counts the denial as any other. Else, last, the nonce
 -- goes into every set at now + ttl (1 to 3600000 ms; a member there already keeps the
 -- later of its two expiries), and a rule with no more leases left (N less the set's
--- leases, expired ones not swept yet too) than the other rules' whole tokens left (or
+-- leases, expired ones not swept yet too, but for a set swept by this call, its leases
+-- in flight) than the other rules' whole tokens left (or
 -- when no other rule binds) is the binding rule, its leases left the remaining: on a
 -- tie with a bucket or a quota the slot, which frees at the lease's expiry at the
 -- latest, binds; on a tie of two concurrency rules, the first.
@@ -245,8 +249,9 @@
 -- but its '@': the lease is read (and checked) only once every other rule allowed the
 -- check, before any write, by one pattern. With no other rule (ARGV's n = 0) no state
 -- hash is written but usage. A release: ARGV[1] "release", the hold "@0/<N...> <nonce>"
--- and no rule: each set's expired leases removed, then the nonce; reply {the sets that
--- held it, now (us)}, 0 sets when it was released or expired before.
+-- and no rule: each set's expired leases removed (100 at most, the earliest, as above),
+-- then the nonce, expired and left by that sweep or not; reply {the sets that held it in
+-- flight, now (us)}, 0 sets when it was released or expired before.
 -- Under make bench-instructions' callgrind, an acquire (one bucket, one concurrency rule
 -- of 100, half of the checks admitted as for the check's figure) costs 77,538, 1.39x a
 -- check (55,935; goal 1.4x; 82,662 and 1.48x before): an admission's ZCARD and
@@ -967,12 +972,24 @@ if lease and allowed == 1 then
   end
   lms = (now - now % 1000) / 1000
   if op then
-    -- A release: the lease's member out of every set (after the expired ones: a lease
-    -- past its ttl was released by time). Reply: how many sets held it, now.
+    -- A release: the lease's member out of every set (after the expired ones, 100 at
+    -- most, the lowest ranks: a lease past its ttl was released by time, and counts
+    -- only while in flight). Reply: how many sets held it, now.
     local ms, released = string.format('%d', lms), 0
     for k = lk + 1, #KEYS do
-      call('ZREMRANGEBYSCORE', KEYS[k], '-inf', ms)
-      released = released + call('ZREM', KEYS[k], lnonce)
+      local z = KEYS[k]
+      local e = call('ZCOUNT', z, '-inf', ms)
+      if e > 100 then -- more than a call sweeps: the lease may be one left
+        call('ZREMRANGEBYRANK', z, 0, 99)
+        local s = call('ZSCORE', z, lnonce)
+        if s then
+          call('ZREM', z, lnonce)
+          if s + 0 > lms then released = released + 1 end
+        end
+      else
+        if e > 0 then call('ZREMRANGEBYRANK', z, 0, e - 1) end
+        released = released + call('ZREM', z, lnonce)
+      end
     end
     return {released, now}
   end
@@ -983,18 +1000,24 @@ if lease and allowed == 1 then
   for k = 1, #lmost do
     local z = KEYS[lk + k]
     local c = call('ZCARD', z) -- its leases and its mark, or 0 when there is no set
-    if c > lmost[k] then -- full, counting the expired leases not swept yet: swept now
-      call('ZREMRANGEBYSCORE', z, '-inf', string.format('%d', lms))
-      c = call('ZCARD', z)
+    if c <= lmost[k] then
+      lcounts[k] = c
+    else -- full, counting the expired leases not swept yet: swept now (100 at most, the
+      -- lowest ranks), lcounts[k] the set's members left, then c those in flight (the
+      -- mark too, unless it expired with every lease)
+      local e = call('ZCOUNT', z, '-inf', string.format('%d', lms))
+      local gone = e > 100 and 100 or e
+      if gone > 0 then call('ZREMRANGEBYRANK', z, 0, gone - 1) end
+      lcounts[k], c = c - gone, c - e -- in this order: miniredis's Lua assigns in turn
+      if c > lmost[k] then -- the latest lease is the one before the mark, which scores highest
+        -- The wait is until enough leases expire for one to be free: the Nth latest (the
+        -- earliest in flight, but for more than N in flight, N lowered by a plan since).
+        local at = lcounts[k] - 1 - lmost[k]
+        local first, last = call('ZRANGE', z, at, at, 'WITHSCORES'), call('ZRANGE', z, -2, -2, 'WITHSCORES')
+        allowed, binding, waitrule, fewest, wait, resetafter = 0, n2 / 2 + k, n2 / 2 + k, 0, first[2] - lms, last[2] - lms
+        break
+      end
     end
-    if c > lmost[k] then -- the latest lease is the one before the mark, which scores highest
-      -- The wait is until enough leases expire for one to be free: the earliest, but for
-      -- a set holding more than N (N lowered by a plan since), the (c - N)th.
-      local first, last = call('ZRANGE', z, c - 1 - lmost[k], c - 1 - lmost[k], 'WITHSCORES'), call('ZRANGE', z, -2, -2, 'WITHSCORES')
-      allowed, binding, waitrule, fewest, wait, resetafter = 0, n2 / 2 + k, n2 / 2 + k, 0, first[2] - lms, last[2] - lms
-      break
-    end
-    lcounts[k] = c
     local left = lmost[k] - c -- binding when no more than every other rule's whole tokens left
     if c == 0 then left = left - 1 end
     local f = fewest - fewest % 1

@@ -99,6 +99,13 @@ const LeaseSetMark = "~"
 // minute (Unix time), so that most acquires leave its expiry as it is.
 const LeaseSetMinute = 60_000
 
+// LeaseSweepMax is the most expired members a call removes from a concurrency rule's
+// set (the 100 written in bucket.lua): one call's work stays bounded however many
+// leases expired unreleased (8 sets of 10000 once took one script 18 ms, every tenant of
+// the server waiting). A call decides on the leases in flight, not the set's size, so
+// the expired ones left for later calls neither deny a lease nor let one more in.
+const LeaseSweepMax = 100
+
 // LeaseMark starts the lease in ARGV's hold for a call with concurrency rules:
 // "@<ttl>/<N1>/.../<Nm> <nonce>", the lease's ms to live, the most in flight of each
 // concurrency rule in the order of their sets, and the lease's member; after any other

@@ -29,7 +29,7 @@ var permissionErrors = []string{"NOPERM", "can't run this command", "ACL failure
 // allowed (EVAL, after a NOSCRIPT), so the user may run a script of its own, but only
 // on the limiter's keys and with these commands. HELLO, AUTH and QUIT need no
 // permission.
-const MinimalACL = "on ~bg:* -@all +cluster -@dangerous +asking +ping +time +eval +evalsha +multi +exec +exists +get +set +del +pexpire +pexpireat +hget +hmget +hgetall +hkeys +hlen +hset +hsetnx +hdel +hincrby +zadd +zrange +zcard +zrem +zremrangebyscore"
+const MinimalACL = "on ~bg:* -@all +cluster -@dangerous +asking +ping +time +eval +evalsha +multi +exec +exists +get +set +del +pexpire +pexpireat +hget +hmget +hgetall +hkeys +hlen +hset +hsetnx +hdel +hincrby +zadd +zrange +zcard +zcount +zscore +zrem +zremrangebyrank +zremrangebyscore"
 
 // isConfigError reports whether a connection attempt failed because of the
 // configuration, so that retrying cannot help: credentials refused, a certificate not

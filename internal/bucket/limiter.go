@@ -138,7 +138,8 @@ func halfLeft(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // redis returns the client of one call on the keys of the identities of qs, checking
 // the connections to them first within IdleCheck after IdleCheck without such a call
-// (see IdleCheck). A call on no identity's keys (Time) is neither checked nor counted.
+// (see IdleCheck). A call on no identity's keys (Time of "") is neither checked nor
+// counted.
 func (l *Limiter) redis(ctx context.Context, qs ...bucketgate.Request) (rediser, error) {
 	c := l.client
 	if c == nil {

@@ -114,9 +114,15 @@ func readUsage(ctx context.Context, c rediser, identity string, current, archive
 // the script reads there. Each node of a cluster has a clock of its own: another's,
 // seconds apart, would put a report's day on the wrong side of midnight. It asks
 // through a script on identity's key (nodeTime), which the cluster redirects to the
-// slot's master when the client's map of slots is stale (a reshard, a failover).
+// slot's master when the client's map of slots is stale (a reshard, a failover). A read
+// on identity's key is a call on its keys: after IdleCheck without one, the connection
+// is checked first (see IdleCheck), as it is for the usage read after it.
 func (l *Limiter) Time(ctx context.Context, identity string) (time.Time, error) {
-	c, err := l.redis(ctx)
+	var on []bucketgate.Request // the identity whose key the read is on
+	if identity != "" {
+		on = append(on, bucketgate.Request{Identity: identity})
+	}
+	c, err := l.redis(ctx, on...)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time: %w", err)
 	}

@@ -221,11 +221,7 @@ func TestTimeOnIdentityMaster(t *testing.T) {
 	const reads = 3 // each a master's identity's
 	for i := range cluster.Masters {
 		t.Run(fmt.Sprintf("an identity of master %d", i), func(t *testing.T) {
-			for _, m := range cluster.Masters {
-				if _, err := m.Command(ctx, "CONFIG", "RESETSTAT"); err != nil {
-					t.Fatal(err)
-				}
-			}
+			resetStats(t, cluster.Masters)
 			id := onServer(t, i, len(cluster.Masters), "time")
 			for range reads {
 				if _, err := l.Time(ctx, id); err != nil {
@@ -233,23 +229,102 @@ func TestTimeOnIdentityMaster(t *testing.T) {
 				}
 			}
 			for k, m := range cluster.Masters {
-				stats, err := m.Command(ctx, "INFO", "commandstats")
-				if err != nil {
-					t.Fatal(err)
-				}
-				calls, want := 0, 0
-				if _, line, ok := strings.Cut(stats, "cmdstat_time:calls="); ok {
-					if _, err := fmt.Sscanf(line, "%d", &calls); err != nil {
-						t.Fatalf("master %d: %q: %v", k, line, err)
-					}
-				}
+				want := 0
 				if k == i {
 					want = reads
 				}
-				if calls != want {
+				if calls := timeCalls(t, m); calls != want {
 					t.Errorf("master %d answered TIME %d times, want %d", k, calls, want)
 				}
 			}
 		})
 	}
+}
+
+// TestTimeAfterSlotMoved: Time(identity) reads the clock of the identity's master when
+// the client's map of the cluster is stale, its slot having moved to another master
+// (resharding) or its master having failed over to its replica: a keyless TIME went to
+// the old master, which answered it with its own clock (no MOVED corrects a command on
+// no key), while the identity's checks and days counted by the new master's.
+func TestTimeAfterSlotMoved(t *testing.T) {
+	tests := []struct {
+		name     string
+		replicas int
+		// move moves id's slot away from the cluster's master 0, and returns its new
+		// master.
+		move func(t *testing.T, cluster *redistest.Cluster, id string) *redistest.Server
+	}{
+		{"resharded to another master", 0, func(t *testing.T, cluster *redistest.Cluster, id string) *redistest.Server {
+			ctx, from, to := context.Background(), cluster.Masters[0], cluster.Masters[1]
+			if err := redistest.BeginMigration(ctx, bucket.Slot(id), from, to); err != nil {
+				t.Fatal(err)
+			}
+			if err := redistest.EndMigration(ctx, bucket.Slot(id), from, to); err != nil {
+				t.Fatal(err)
+			}
+			return to
+		}},
+		{"failed over to its replica", 1, func(t *testing.T, cluster *redistest.Cluster, id string) *redistest.Server {
+			if err := failOver(cluster.Replicas[0], cluster.Masters[0]); err != nil {
+				t.Fatal(err)
+			}
+			return cluster.Replicas[0]
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			cluster := redistest.StartCluster(t, 3, tc.replicas)
+			// Its clock still: no connection check after an idle time (see IdleCheck),
+			// whose redirection would refresh the client's map before the read.
+			var k clock
+			l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}), bucket.Clock(k.now))
+			id := onServer(t, 0, len(cluster.Masters), "time-moved")
+			if _, err := l.Time(ctx, id); err != nil { // the client's map: id on master 0
+				t.Fatal(err)
+			}
+			now := tc.move(t, cluster, id)
+			nodes := cluster.Nodes()
+			resetStats(t, nodes)
+			if _, err := l.Time(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range nodes {
+				want := 0
+				if n == now {
+					want = 1
+				}
+				if calls := timeCalls(t, n); calls != want {
+					t.Errorf("node %s (the new master: %v) answered TIME %d times, want %d", n.Addr, n == now, calls, want)
+				}
+			}
+		})
+	}
+}
+
+// resetStats resets the statistics of each of nodes (CONFIG RESETSTAT).
+func resetStats(t *testing.T, nodes []*redistest.Server) {
+	t.Helper()
+	for _, n := range nodes {
+		if _, err := n.Command(context.Background(), "CONFIG", "RESETSTAT"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// timeCalls returns how many times node ran TIME since its statistics were reset
+// (INFO commandstats: a script's calls count too).
+func timeCalls(t *testing.T, node *redistest.Server) int {
+	t.Helper()
+	stats, err := node.Command(context.Background(), "INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	if _, line, ok := strings.Cut(stats, "cmdstat_time:calls="); ok {
+		if _, err := fmt.Sscanf(line, "%d", &calls); err != nil {
+			t.Fatalf("%s: %q: %v", node.Addr, line, err)
+		}
+	}
+	return calls
 }

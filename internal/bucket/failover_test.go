@@ -2,6 +2,7 @@ package bucket_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -65,6 +66,80 @@ func TestStandaloneFailover(t *testing.T) {
 				t.Fatalf("after the failover: %+v, %v", d, err)
 			}
 		})
+	}
+}
+
+// TestClusterFailover: after a master of a cluster failed over to its replica, clients
+// whose map of the cluster still names the old master send it each kind of call; the
+// old master, a replica now, redirects every one (MOVED) to the new master, which
+// answers it once. A cluster's replica never answers the Limiter's calls READONLY (all
+// are on keys, redirected before a replica would refuse a write), so the new connection
+// made after READONLY (see readOnly) is a standalone primary's alone.
+func TestClusterFailover(t *testing.T) {
+	ctx := context.Background()
+	cluster := redistest.StartCluster(t, 3, 1)
+	v := bucket.SecretSlot * len(cluster.Masters) / bucket.Slots // the master of the reservations' secret
+	master, replica := cluster.Masters[v], cluster.Replicas[v]
+	calls := []struct {
+		name    string
+		charges int64 // tokens the call takes
+		call    func(l *bucket.Limiter, id string) error
+	}{
+		{"Decide", 1, func(l *bucket.Limiter, id string) error {
+			_, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: still, Cost: 1})
+			return err
+		}},
+		{"DecideBatch of two requests of the identity (MULTI ... EXEC)", 2, func(l *bucket.Limiter, id string) error {
+			q := bucketgate.Request{Identity: id, Rules: still, Cost: 1}
+			_, errs := l.DecideBatch(ctx, []bucketgate.Request{q, q})
+			return errors.Join(errs...)
+		}},
+		// The first reserve of a Limiter that has not read the reservations' secret,
+		// kept on the master that failed over.
+		{"Reserve", 1, func(l *bucket.Limiter, id string) error {
+			_, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: still, Cost: 1, Op: bucketgate.OpReserve, TTL: time.Minute})
+			return err
+		}},
+		{"Usage", 0, func(l *bucket.Limiter, id string) error {
+			days, err := l.Usage(ctx, id, time.Now(), time.Now())
+			if err == nil && days[0].Allowed != 1 {
+				err = fmt.Errorf("usage %+v, want the check before the failover", days)
+			}
+			return err
+		}},
+		{"Time", 0, func(l *bucket.Limiter, id string) error {
+			_, err := l.Time(ctx, id)
+			return err
+		}},
+	}
+	limiters := make([]*bucket.Limiter, len(calls)) // each with its map naming the old master
+	ids := make([]string, len(calls))
+	// Their clock still: no connection check after an idle time (see IdleCheck), whose
+	// redirection would refresh their maps before the calls.
+	var k clock
+	for i, call := range calls {
+		limiters[i] = bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ",")}), bucket.Usage(1), bucket.Clock(k.now))
+		ids[i] = onServer(t, v, len(cluster.Masters), "cluster-failover-"+call.name)
+		decide(t, limiters[i], bucketgate.Request{Identity: ids[i], Rules: still, Cost: 1})
+	}
+	caughtUp(t, replica, master)
+	if err := failOver(replica, master); err != nil {
+		t.Fatal(err)
+	}
+	for i, call := range calls {
+		t.Run(call.name, func(t *testing.T) {
+			if err := call.call(limiters[i], ids[i]); err != nil {
+				t.Fatalf("after the failover: %v", err)
+			}
+			want := still[0].Capacity - 1 - call.charges
+			if d := decide(t, limiters[i], bucketgate.Request{Identity: ids[i], Rules: still}); d.Remaining != want {
+				t.Fatalf("charged %d times, want %d: %+v", still[0].Capacity-d.Remaining, 1+call.charges, d)
+			}
+		})
+	}
+	stats, err := master.Command(ctx, "INFO", "errorstats")
+	if err != nil || !strings.Contains(stats, "errorstat_MOVED") || strings.Contains(stats, "READONLY") {
+		t.Fatalf("the old master's errors: %q, %v; want MOVED, no READONLY", stats, err)
 	}
 }
 

@@ -50,6 +50,10 @@ func TestFirstCallsAfterIdle(t *testing.T) {
 			}
 			return still[0].Capacity - days[0].Allowed, nil // as a decision would say
 		}},
+		{"Time", 0, func(l *bucket.Limiter, q bucketgate.Request) (int64, error) { // a usage report's first read
+			_, err := l.Time(context.Background(), q.Identity)
+			return still[0].Capacity - 1, err
+		}},
 	}
 	for _, tg := range targets {
 		for _, call := range calls {

@@ -138,7 +138,8 @@ func halfLeft(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // redis returns the client of one call on the keys of the identities of qs, checking
 // the connections to them first within IdleCheck after IdleCheck without such a call
-// (see IdleCheck). A call on no identity's keys (Time) is neither checked nor counted.
+// (see IdleCheck). A call on no identity's keys (Time of "") is neither checked nor
+// counted.
 func (l *Limiter) redis(ctx context.Context, qs ...bucketgate.Request) (rediser, error) {
 	c := l.client
 	if c == nil {
@@ -619,7 +620,10 @@ func eval(ctx context.Context, c rediser, keys, args []string) rueidis.RedisResu
 // replica, so the script wrote nothing. A standalone primary demoted by a failover
 // (ElastiCache with cluster mode disabled) stays up as a replica and keeps the
 // connections made to it, while the address they were made to (the primary endpoint)
-// names the new primary: only a new connection reaches it.
+// names the new primary: only a new connection reaches it. A cluster's replica never
+// answers so: it redirects every call the Limiter makes, all on keys, to its master
+// (MOVED), so that reconnect, whose QUIT on no key would reach any node of a cluster,
+// serves a standalone primary alone.
 func readOnly(r rueidis.RedisResult) bool {
 	err, ok := rueidis.IsRedisErr(r.Error())
 	return ok && strings.HasPrefix(err.Error(), "READONLY")

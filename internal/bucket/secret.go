@@ -413,10 +413,6 @@ func secretError(key string, err error) error {
 	return &noSecretError{key, err}
 }
 
-// keptTime is the script that answers the TIME of the node of its key, SecretsKeptKey's
-// in a cluster (TIME alone goes to any node): the clock of the kept secrets' times.
-const keptTime = "return redis.call('TIME')"
-
 // readSecret writes mine as Redis's secret through c unless it has one (SET NX), and
 // returns the one it has, the kept ones (SecretsKeptKey) that still verify ids by
 // Redis's clock, keptSecrets at most, each until its time on the clock of now (the
@@ -430,7 +426,7 @@ func readSecret(ctx context.Context, c rediser, mine []byte, now time.Time) (sec
 			c.B().Set().Key(SecretKey).Value(string(mine)).Nx().Build(),
 			c.B().Get().Key(SecretKey).Build(),
 			c.B().Zrange().Key(SecretsKeptKey).Min("+inf").Max("-inf").Byscore().Rev().Limit(0, keptSecrets).Withscores().Build(),
-			c.B().Eval().Script(keptTime).Numkeys(1).Key(SecretsKeptKey).Build())
+			c.B().Eval().Script(nodeTime).Numkeys(1).Key(SecretsKeptKey).Build()) // the clock of the kept secrets' times
 	}
 	res := read()
 	if readOnly(res[0]) {

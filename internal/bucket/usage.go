@@ -112,15 +112,23 @@ func readUsage(ctx context.Context, c rediser, identity string, current, archive
 // Time returns Redis's clock (TIME) on the master of identity's slot, on a cluster (any
 // node for ""): the clock of identity's decisions and of the days of its usage, which
 // the script reads there. Each node of a cluster has a clock of its own: another's,
-// seconds apart, would put a report's day on the wrong side of midnight.
+// seconds apart, would put a report's day on the wrong side of midnight. It asks
+// through a script on identity's key (nodeTime), which the cluster redirects to the
+// slot's master when the client's map of slots is stale (a reshard, a failover). A read
+// on identity's key is a call on its keys: after IdleCheck without one, the connection
+// is checked first (see IdleCheck), as it is for the usage read after it.
 func (l *Limiter) Time(ctx context.Context, identity string) (time.Time, error) {
-	c, err := l.redis(ctx)
+	var on []bucketgate.Request // the identity whose key the read is on
+	if identity != "" {
+		on = append(on, bucketgate.Request{Identity: identity})
+	}
+	c, err := l.redis(ctx, on...)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time: %w", err)
 	}
 	cmd := c.B().Time().Build()
 	if identity != "" {
-		cmd = cmd.SetSlot(Key(identity)) // TIME has no key: rueidis sends it to that slot's node
+		cmd = c.B().Eval().Script(nodeTime).Numkeys(1).Key(Key(identity)).Build()
 	}
 	parts, err := c.Do(ctx, cmd).AsStrSlice()
 	if err != nil {
@@ -128,6 +136,12 @@ func (l *Limiter) Time(ctx context.Context, identity string) (time.Time, error) 
 	}
 	return parseTime(parts)
 }
+
+// nodeTime is the script that answers the TIME of the node that holds its key. TIME on
+// no key goes to whichever node the client's map of slots names, which answers it with
+// its own clock after the slot moved (no MOVED corrects a command on no key); a script
+// on a key is redirected (MOVED, ASK) to the node that holds it.
+const nodeTime = "return redis.call('TIME')"
 
 // parseTime returns the time of parts, TIME's answer: seconds and microseconds.
 func parseTime(parts []string) (time.Time, error) {

@@ -134,7 +134,8 @@ func TestEmptyNameFlags(t *testing.T) {
 // a plan's name holding one is a usage error (it went out in a request: DescribeTable,
 // Invoke, a check's plan in the function's logs), and a WHEN, a duration, a version or
 // a file named by one is masked in the error that refuses it (bg_...), as keys expire's
-// WHEN is. They were quoted whole.
+// WHEN is. They were quoted whole; a usage day (--from, --to), cut to 40 characters, 37
+// of the key's (which no mask then knew).
 func TestMadeKeyInNamesAndValues(t *testing.T) {
 	d, _ := newDeployment(t)
 	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
@@ -155,6 +156,8 @@ func TestMadeKeyInNamesAndValues(t *testing.T) {
 		{"buckets --plan", exitUsage, name("plan"), []string{"buckets", "show", "--plan", made, key}},
 		{"--expires", exitUsage, `--expires: "bg_...": want an RFC 3339 time`, []string{"keys", "create", "--plan", "gold", "--expires", made}},
 		{"--overlap", exitUsage, `--overlap "bg_...": want a duration`, []string{"keys", "roll", key, "--overlap", made}},
+		{"usage --from", exitUsage, `--from "bg_...": want a day as YYYY-MM-DD`, []string{"usage", "--from", made, key}},
+		{"usage --to", exitUsage, `--to "bg_...": want a day as YYYY-MM-DD`, []string{"usage", "--to", made, key}},
 		{"config rollback N", exitUsage, `config rollback: "bg_...": want a version`, []string{"config", "rollback", made}},
 		{"config put FILE", exitError, "open bg_...: no such file or directory", []string{"config", "put", made}},
 	}

@@ -305,11 +305,13 @@ func parseUsage(path string, m map[string][]byte, c check) (check, error) {
 }
 
 // ParseDay reads a day written YYYY-MM-DD, exactly (no other spelling of it), as a
-// usage request's from and to: midnight UTC of that day. The error quotes s.
+// usage request's from and to: midnight UTC of that day. The error quotes s's start, an
+// API key bucketgate made in it masked first (the CLI's --from and --to: a cut key is no
+// longer one that a later mask knows).
 func ParseDay(s string) (time.Time, error) {
 	t, err := time.Parse(time.DateOnly, s)
 	if err != nil || t.Format(time.DateOnly) != s {
-		return time.Time{}, fmt.Errorf("%.40q: want a day as YYYY-MM-DD, such as 2026-11-25", s)
+		return time.Time{}, fmt.Errorf("%.40q: want a day as YYYY-MM-DD, such as 2026-11-25", madekey.Mask(s))
 	}
 	return t, nil
 }

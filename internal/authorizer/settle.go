@@ -47,7 +47,7 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
 	// The signature first: the claims of an id the limiter did not sign lead nowhere, no
 	// registry read. (Redis not giving the secret, the lookup and the decision meet it:
-	// the decision fails with the read that failed, not made again, OneRead.)
+	// under OneRead, the decision fails with that failed read's error, not reading again.)
 	ctx = bucket.OneRead(ctx)
 	if err := h.Guard.Signed(ctx, c.Identity, reservation, op == bucketgate.OpRelease); errors.Is(err, bucketgate.ErrConflict) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/claims"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
@@ -45,7 +46,9 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	refresh.Observe(&inv)
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
 	// The signature first: the claims of an id the limiter did not sign lead nowhere, no
-	// registry read. (Redis not giving the secret, the lookup and the decision meet it.)
+	// registry read. (Redis not giving the secret, the lookup and the decision meet it:
+	// under OneRead, the decision fails with that failed read's error, not reading again.)
+	ctx = bucket.OneRead(ctx)
 	if err := h.Guard.Signed(ctx, c.Identity, reservation, op == bucketgate.OpRelease); errors.Is(err, bucketgate.ErrConflict) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		return guard.Result{}, err

@@ -142,14 +142,15 @@ func loadsOnce(t *testing.T, c rueidis.Client, masters int, flush func()) {
 }
 
 // counting is a client that counts the script calls sent with the script's text (EVAL),
-// the bytes of every command's arguments, the round trips, and the round trips that
+// the bytes of every command's arguments, the round trips, the round trips that
 // carry a script call (EVALSHA or EVAL): each Do of one, and each DoMulti with one,
-// whose commands go in one write and are answered together. DoMulti may be called from
-// several goroutines at once (a batch on a cluster sends each transaction on its own).
+// whose commands go in one write and are answered together, and the reads of the
+// secrets (a GET of bucket.SecretKey). DoMulti may be called from several goroutines at
+// once (a batch on a cluster sends each transaction on its own).
 type counting struct {
 	rueidis.Client
-	mu                           sync.Mutex // guards the counts while calls are sent
-	texts, bytes, trips, scripts int
+	mu                                  sync.Mutex // guards the counts while calls are sent
+	texts, bytes, trips, scripts, reads int
 }
 
 // Do counts cmd and sends it.
@@ -179,6 +180,10 @@ func (c *counting) count(cmds ...rueidis.Completed) {
 			script = true
 		case "EVALSHA":
 			script = true
+		case "GET":
+			if len(args) == 2 && args[1] == bucket.SecretKey {
+				c.reads++
+			}
 		}
 		for _, a := range args {
 			c.bytes += len(a)
@@ -187,6 +192,13 @@ func (c *counting) count(cmds ...rueidis.Completed) {
 	if script {
 		c.scripts++
 	}
+}
+
+// secretReads returns the reads of the secrets counted so far.
+func (c *counting) secretReads() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
 }
 
 // run sends a command to c.

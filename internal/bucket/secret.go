@@ -71,7 +71,8 @@ func NoSecretSlot(err error) (int, bool) {
 
 // NotAsked reports whether err, a call's error, is the failure of a read of the
 // secrets that the call did not make: another call's, which it waited for (or whose
-// end its deadline did not see), or the last one, within RefusedRecheck before it. The
+// end its deadline did not see), or the last one, within RefusedRecheck before it, or
+// one that another call of its request made (OneRead). The
 // call asked Redis nothing, and its failure is not Redis's answer to it: the read's own
 // call met it.
 func NotAsked(err error) bool {
@@ -92,6 +93,48 @@ func notAsked(err error) error {
 		return nil
 	}
 	return notAskedError{err}
+}
+
+// OneRead returns ctx for the calls to a Limiter that answer one request (a settle or a
+// release by its id alone: Signed, then its decision; a batch of them): on a Limiter
+// that holds no secrets yet, once a read of them within ctx failed, the calls after it
+// within ctx ask Redis nothing and fail with that read's error, as calls that did not
+// make the read (NotAsked), so that the request waits for Redis once and a circuit
+// breaker counts one failure. A request after it, with a ctx of its own, reads them.
+func OneRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oneReadKey{}, new(oneRead))
+}
+
+// oneReadKey is the context key of a request's oneRead (OneRead).
+type oneReadKey struct{}
+
+// oneRead is what a request (OneRead) knows of the reads of the secrets its calls made:
+// the error of the one that failed; nil until one did.
+type oneRead struct {
+	mu  sync.Mutex
+	err error
+}
+
+// failedRead returns the error of a read of the secrets that failed within ctx's request
+// (OneRead), nil when none did or ctx has no OneRead.
+func failedRead(ctx context.Context) error {
+	r, ok := ctx.Value(oneReadKey{}).(*oneRead)
+	if !ok {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// readFailed keeps err, the failure of a read of the secrets made within ctx, for the
+// calls after it within ctx's request (OneRead); nothing without one.
+func readFailed(ctx context.Context, err error) {
+	if r, ok := ctx.Value(oneReadKey{}).(*oneRead); ok {
+		r.mu.Lock()
+		r.err = err
+		r.mu.Unlock()
+	}
 }
 
 // SecretsKeptKey is the Redis key of the secrets that signed ids before SecretKey's: a
@@ -157,7 +200,8 @@ type keptSecret struct {
 // keeps, read (and made, the first time) through c, and read again when SecretRecheck
 // has passed since. Until the first read succeeds, one call at a time reads, and the
 // others wait for it until their own ctx ends: a read that fails leaves the next to one
-// of them. A ctx done already reads nothing: the secret l holds, or an error.
+// of them, but to none of its own request's (OneRead), which fail with its error
+// (NotAsked). A ctx done already reads nothing: the secret l holds, or an error.
 func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 	s := &l.secrets
 	for {
@@ -166,6 +210,10 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 			s.mu.Unlock()
 			current, _, _ := l.recheck(ctx, c, SecretRecheck, false)
 			return current, nil
+		}
+		if err := failedRead(ctx); err != nil {
+			s.mu.Unlock()
+			return nil, notAsked(err)
 		}
 		if wait := s.first; wait != nil {
 			s.mu.Unlock()
@@ -195,6 +243,9 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 		s.first = nil
 		s.mu.Unlock()
 		close(done)
+		if err != nil {
+			readFailed(ctx, err)
+		}
 		return got, err
 	}
 }

@@ -145,3 +145,68 @@ func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
 	}
 	f.settles("A, of the id, Redis back", a, fromC)
 }
+
+// TestOneReadOnAColdLimiter: on a limiter that has never read the secrets, during an
+// outage, the calls of one request (bucket.OneRead: a settle by id's Signed, then its
+// decision, or a batch's) read them once: the first one's read fails, and the calls
+// after it ask Redis nothing and fail with its error, as calls that did not make the
+// read (NotAsked: a breaker does not count them again). A request after it reads them
+// again. Each call read them, each waiting the whole deadline.
+func TestOneReadOnAColdLimiter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		outage func(*redistest.Server)
+	}{
+		{"paused", (*redistest.Server).Pause},
+		{"stopped", (*redistest.Server).Stop},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			reserve := bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 4}
+			signed, err := bucket.New(redistest.Client(t, srv.Addr)).Decide(context.Background(), reserve) // another instance's
+			if err != nil || signed.Reservation == "" {
+				t.Fatalf("reserve: %+v, %v", signed, err)
+			}
+			c := &counting{Client: redistest.Client(t, srv.Addr)}
+			l := bucket.New(c)
+			if _, err := l.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules}); err != nil { // connected, the secrets never read
+				t.Fatal(err)
+			}
+			tc.outage(srv)
+			defer srv.Resume()
+			settle := bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpSettle, Cost: 1, ID: signed.Reservation}
+			request := bucket.OneRead(context.Background())
+			for _, step := range []struct {
+				what     string
+				ctx      context.Context
+				call     func(ctx context.Context) []error
+				notAsked bool // else its own read
+			}{
+				{"Signed", request, func(ctx context.Context) []error { return []error{l.Signed(ctx, "a", signed.Reservation, false)} }, false},
+				{"the settle after it", request, func(ctx context.Context) []error { _, err := l.Decide(ctx, settle); return []error{err} }, true},
+				{"a batch after it", request, func(ctx context.Context) []error {
+					_, errs := l.DecideBatch(ctx, []bucketgate.Request{settle, reserve})
+					return errs
+				}, true},
+				{"the settle of another request", context.Background(), func(ctx context.Context) []error { _, err := l.Decide(ctx, settle); return []error{err} }, false},
+			} {
+				reads := c.secretReads()
+				ctx, cancel := context.WithTimeout(step.ctx, 200*time.Millisecond)
+				errs := step.call(ctx)
+				cancel()
+				for i, err := range errs {
+					if !errors.Is(err, bucket.ErrNoSecret) || bucket.NotAsked(err) != step.notAsked {
+						t.Errorf("%s, request %d: %v (not asked: %v), want ErrNoSecret, not asked: %v", step.what, i, err, bucket.NotAsked(err), step.notAsked)
+					}
+				}
+				want := 1 // its own read
+				if step.notAsked {
+					want = 0
+				}
+				if n := c.secretReads() - reads; n != want {
+					t.Errorf("%s: %d reads of the secrets, want %d", step.what, n, want)
+				}
+			}
+		})
+	}
+}

@@ -83,7 +83,9 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 // stays charged at its estimate. Each id's signature is checked with g first (Signed), so that the
 // claims of an id the limiter did not make are followed nowhere: no registry read, and
 // no refusal that tells whether a key is registered, or of which account. (Redis not
-// giving the secret, the lookup and the engine's decision follow, which meet it.) A
+// giving the secret, the lookup and the engine's decision follow, which meet it: under
+// ctx of bucket.OneRead, a read that failed is not made again, by the next id's check
+// or by the decision, which fail with its error.) A
 // check whose lookup failed keeps the error, for the failure policy. The lookups of a
 // batch run concurrently, as its tenants' do (lookupEach).
 func resolveBearers(ctx context.Context, g Guard, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {

@@ -62,6 +62,7 @@ type bearerFixture struct {
 	auth   *authorizer.Handler
 	check  *fixture
 	src    *registrytest.Source
+	srv    *redistest.Server
 	client rueidis.Client
 }
 
@@ -79,7 +80,7 @@ func newBearerFixture(t *testing.T, doc string) *bearerFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bearerFixture{src: src, client: client, auth: &authorizer.Handler{
+	b := &bearerFixture{src: src, srv: srv, client: client, auth: &authorizer.Handler{
 		Guard:      guard.New(bucket.New(client), guard.Options{Timeout: testTimeout}),
 		Config:     registry.NewStatic(cfg, cache()),
 		Identities: ids,

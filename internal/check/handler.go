@@ -17,6 +17,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/checkapi"
+	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/identity"
@@ -129,6 +130,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
+	ctx = bucket.OneRead(ctx) // a read of the secrets that failed is not made again by the ids' checks or the decisions
 	err = resolveBearers(ctx, h.Guard, v, checks, batch, &inv)
 	if err == nil {
 		results, err = h.decide(ctx, checks, batch)

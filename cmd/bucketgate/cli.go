@@ -70,6 +70,11 @@ func (e env) stack() *stack {
 	return newStack(e, name)
 }
 
+// namedByEnv are the variables that name a table, a function or a stack: one holding
+// an API key bucketgate made is refused before any command runs, as its flag is, so
+// that the key goes in no request.
+var namedByEnv = []string{settings.EnvRegistryTable, envCheckFunction, envStack}
+
 // group is a group of commands, such as keys: it runs the arguments after its name.
 type group struct {
 	about string
@@ -145,6 +150,11 @@ func dispatch(e env, args []string) error {
 	g, ok := groups[args[0]]
 	if !ok {
 		return fmt.Errorf("%w: unknown group %q: want %s", errUsage, args[0], strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
+	}
+	for _, name := range namedByEnv { // as --table, --function and --stack are refused
+		if madekey.Holds(e.getenv(name)) {
+			return fmt.Errorf("%w: %s: %w", errUsage, name, errKeyForName)
+		}
 	}
 	return g.run(e, args[1:])
 }

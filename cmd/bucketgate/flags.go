@@ -181,11 +181,15 @@ func (n *nameValue) Set(v string) error {
 		return errors.New("empty: name one, or leave the flag out for the default")
 	}
 	if madekey.Holds(v) {
-		return fmt.Errorf("an API key bucketgate made (%s...), which no table, function, stack or plan is named by: name one", madekey.Prefix)
+		return errKeyForName
 	}
 	*n = nameValue(v)
 	return nil
 }
+
+// errKeyForName refuses a name (a flag's, or REGISTRY_TABLE's, CHECK_FUNCTION's or
+// BUCKETGATE_STACK's: namedByEnv) that holds an API key bucketgate made.
+var errKeyForName = errors.New("an API key bucketgate made (" + madekey.Prefix + "...), which no table, function, stack or plan is named by: name one")
 
 // nameFlag defines a nameValue flag of fs called name, not given by default.
 func nameFlag(fs *flag.FlagSet, name, usage string) *nameValue {

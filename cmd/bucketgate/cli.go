@@ -214,12 +214,9 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 }
 
 // usageOf returns the usage error of the command that fs parses the flags of, for the
-// details to follow: errUsage, then the command's name, but for the usage group's,
-// whose name errUsage already reads as (not "usage: usage: ...").
+// details to follow: errUsage, then the command's name (the usage group's too: "usage:
+// usage: want 1 argument(s)", as "usage: config put: ...").
 func usageOf(fs *flag.FlagSet) error {
-	if fs.Name() == errUsage.Error() {
-		return errUsage
-	}
 	return fmt.Errorf("%w: %s", errUsage, fs.Name())
 }
 

@@ -109,6 +109,9 @@ func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return err
 		}
+		if line := lineOfKey(doc); line > 0 { // before the loader, whose errors may quote the line's value
+			return fmt.Errorf("%s: line %d holds an API key bucketgate made (%s...), which the table would hold as it is, for every function to read and config show to print: take it out (a key is named by its digest): nothing written", args[0], line, madekey.Prefix)
+		}
 		cfg, err := registry.LoadDocument(doc)
 		if err != nil {
 			return fmt.Errorf("%s: %w: nothing written", args[0], err)
@@ -214,6 +217,17 @@ func readDocument(stdin io.Reader, path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: more than %d bytes: a registry item holds at most 400 KB, and the document at most %d bytes: nothing written", path, maxItemBytes, config.MaxDocument)
 	}
 	return doc, nil
+}
+
+// lineOfKey returns the line, counted from 1, of the first API key bucketgate made that
+// doc holds (madekey.Holds), in a comment or a value alike; 0 for none.
+func lineOfKey(doc []byte) int {
+	for i, line := range strings.Split(string(doc), "\n") {
+		if madekey.Holds(line) {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // maxItemBytes is the largest DynamoDB item, in bytes.

@@ -444,6 +444,7 @@ func TestConfigBadInput(t *testing.T) {
 	c.ok("keys", "init")
 	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
 	before := c.items()
+	madeKey := "bg_" + strings.Repeat("Q", 42) + "w"
 	big := goldDoc + "#" + strings.Repeat("x", config.MaxDocument) + "\n"
 	huge := goldDoc + "#" + strings.Repeat("x", maxItemBytes) + "\n"
 	tests := []struct {
@@ -462,6 +463,11 @@ func TestConfigBadInput(t *testing.T) {
 		{"not UTF-8", exitError, "the document is not UTF-8 text", []string{"config", "put", file(t, "latin1.yaml", goldDoc+"# caf\xe9\n")}},
 		{"empty", exitError, "rate-limit configuration", []string{"config", "put", file(t, "empty.yaml", "")}},
 		{"no file", exitError, "no-such.yaml: no such file", []string{"config", "put", filepath.Join(t.TempDir(), "no-such.yaml")}},
+		// A key bucketgate made anywhere in a document (a comment, a route's path) went
+		// into the table, which every function reads, and out of it whole on config
+		// show: refused, naming its line, never quoting it.
+		{"a key in a comment", exitError, "comment.yaml: line 6 holds an API key bucketgate made (bg_...)", []string{"config", "put", file(t, "comment.yaml", goldDoc+"# acme's key: "+madeKey+"\n")}},
+		{"a key in a route's path", exitError, "path.yaml: line 6 holds an API key bucketgate made (bg_...)", []string{"config", "put", file(t, "path.yaml", goldDoc+"routes: [{path: /v1/"+madeKey+"}]\n")}},
 		{"no FILE", exitUsage, "config put: want 1 argument(s), got 0", []string{"config", "put"}},
 		{"an empty FILE", exitUsage, "config put: FILE is empty: name a file, or - for stdin", []string{"config", "put", ""}}, // was exit 1, "open : no such file or directory"
 		{"unknown command", exitUsage, `config: unknown command "get": want history, put, rollback, show`, []string{"config", "get"}},

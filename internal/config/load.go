@@ -98,9 +98,14 @@ func located(err error, positions map[string]position) error {
 // hideKey returns err, naming an entry of keys whose name is not a digest as "keys",
 // one of tenants that is or holds an API key bucketgate made as "tenants", and a value
 // in a plan whose name holds one as "plans": it may be a raw API key, which an init
-// error would otherwise put in the log.
+// error would otherwise put in the log. Any other key bucketgate made in the path (an
+// unknown field of its name) or the message (a route's path) is masked (madekey.Mask).
 func hideKey(err error) error {
 	if fe := (*fieldError)(nil); errors.As(err, &fe) {
+		fe.msg = madekey.Mask(fe.msg)
+		if madekey.Holds(fe.path) {
+			fe.shown = madekey.Mask(fe.path)
+		}
 		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !bucketgate.ValidDigest(name) {
 			fe.shown = "keys"
 		}

@@ -89,11 +89,16 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if _, err := s.Load(); err != nil {
 			fmt.Fprintf(e.stderr, "warning: %v\n", err)
 		}
+		doc := s.Document
+		if line := lineOfKey([]byte(doc)); line > 0 { // stored before put refused one, or by hand
+			fmt.Fprintf(e.stderr, "warning: line %d of the document holds an API key bucketgate made, shown as %s...: config put a version without it\n", line, madekey.Prefix)
+			doc = madekey.Mask(doc)
+		}
 		if *asJSON {
-			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: madekey.Mask(s.Note), Document: s.Document})
+			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: madekey.Mask(s.Note), Document: doc})
 		}
 		fmt.Fprintf(e.stderr, "version %d of table %s, written %s%s\n", s.Version, t.name, cmp.Or(updated(s), "-"), noteText(s.Note))
-		_, err = io.WriteString(e.stdout, s.Document)
+		_, err = io.WriteString(e.stdout, doc)
 		return err
 	}
 }

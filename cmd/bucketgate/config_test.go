@@ -840,3 +840,29 @@ func TestStoredTextMasksMadeKeys(t *testing.T) {
 		})
 	}
 }
+
+// A stored document holding an API key bucketgate made (written before config put
+// refused one, or by hand) is shown with the key masked (bg_...), in the text and the
+// JSON alike, and a warning on stderr saying to put a version without it; so is the key
+// in the warning of a document that does not load. config show printed the key whole.
+func TestConfigShowMasksAKey(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	key := "bg_" + strings.Repeat("Q", 42) + "w"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"in a comment", goldDoc + "# acme's key: " + key + "\n", "# acme's key: bg_..."},
+		{"as a field the loader refuses", goldDoc + key + ": 1\n", "warning: configuration version 1 (config): rate-limit configuration: bg_... (line 6, column 1): unknown field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.put(map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "config"}, "document": &types.AttributeValueMemberS{Value: tc.doc}, "version": &types.AttributeValueMemberN{Value: "1"}})
+			for _, args := range [][]string{{"config", "show"}, {"config", "show", "--json"}} {
+				code, stdout, stderr := c.run(args...)
+				if code != exitOK || strings.Contains(stdout+stderr, key[3:]) || !strings.Contains(stdout+stderr, tc.want) ||
+					!strings.Contains(stderr, "warning: line 6 of the document holds an API key bucketgate made, shown as bg_...") {
+					t.Fatalf("bucketgate %s: exit %d\n%s%s\nwant the document with the key masked, %q, and a warning naming its line", strings.Join(args, " "), code, stdout, stderr, tc.want)
+				}
+			}
+		})
+	}
+}

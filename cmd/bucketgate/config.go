@@ -114,7 +114,7 @@ func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return err
 		}
-		if line := lineOfKey(doc); line > 0 { // before the loader, whose errors may quote the line's value
+		if line := lineOfKey(doc); line > 0 { // whatever else is wrong with it: the loader would name that first
 			return fmt.Errorf("%s: line %d holds an API key bucketgate made (%s...), which the table would hold as it is, for every function to read and config show to print: take it out (a key is named by its digest): nothing written", args[0], line, madekey.Prefix)
 		}
 		cfg, err := registry.LoadDocument(doc)

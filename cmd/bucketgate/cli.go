@@ -70,6 +70,11 @@ func (e env) stack() *stack {
 	return newStack(e, name)
 }
 
+// namedByEnv are the variables that name a table, a function or a stack: one holding
+// an API key bucketgate made is refused before any command runs, as its flag is, so
+// that the key goes in no request.
+var namedByEnv = []string{settings.EnvRegistryTable, envCheckFunction, envStack}
+
 // group is a group of commands, such as keys: it runs the arguments after its name.
 type group struct {
 	about string
@@ -146,6 +151,11 @@ func dispatch(e env, args []string) error {
 	if !ok {
 		return fmt.Errorf("%w: unknown group %q: want %s", errUsage, args[0], strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
 	}
+	for _, name := range namedByEnv { // as --table, --function and --stack are refused
+		if madekey.Holds(e.getenv(name)) {
+			return fmt.Errorf("%w: %s: %w", errUsage, name, errKeyForName)
+		}
+	}
 	return g.run(e, args[1:])
 }
 
@@ -204,12 +214,9 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 }
 
 // usageOf returns the usage error of the command that fs parses the flags of, for the
-// details to follow: errUsage, then the command's name, but for the usage group's,
-// whose name errUsage already reads as (not "usage: usage: ...").
+// details to follow: errUsage, then the command's name (the usage group's too: "usage:
+// usage: want 1 argument(s)", as "usage: config put: ...").
 func usageOf(fs *flag.FlagSet) error {
-	if fs.Name() == errUsage.Error() {
-		return errUsage
-	}
 	return fmt.Errorf("%w: %s", errUsage, fs.Name())
 }
 

@@ -178,3 +178,48 @@ func TestMadeKeyInNamesAndValues(t *testing.T) {
 		t.Fatalf("a command given a key for a name or a value invoked the function:\n%s", payloads)
 	}
 }
+
+// REGISTRY_TABLE, CHECK_FUNCTION and BUCKETGATE_STACK holding an API key bucketgate made
+// (a key exported under the wrong name) are refused as --table, --function and --stack
+// holding one are: a usage error naming the variable, before any call, never quoting
+// the key. It went out as the table's name in DynamoDB's requests, the function's in
+// Lambda's, the stack's in CloudFormation's.
+func TestMadeKeyInEnvironment(t *testing.T) {
+	d, _ := newDeployment(t)
+	t.Setenv("AWS_ENDPOINT_URL_CLOUDFORMATION", d.lambda.URL) // no request may reach AWS
+	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
+	before := d.items()
+	made := "bg_" + strings.Repeat("Q", 42) + "w"
+	tests := []struct {
+		name, variable string
+		args           []string
+	}{
+		{"REGISTRY_TABLE", settings.EnvRegistryTable, []string{"keys", "list"}},
+		{"CHECK_FUNCTION", envCheckFunction, []string{"buckets", "reset", key}},
+		{"BUCKETGATE_STACK", envStack, []string{"keys", "list"}},
+		{"BUCKETGATE_STACK of buckets", envStack, []string{"buckets", "show", key}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d.t = t
+			was, set := d.env[tc.variable]
+			d.env[tc.variable] = made
+			defer func() {
+				if delete(d.env, tc.variable); set {
+					d.env[tc.variable] = was
+				}
+			}()
+			d.fails(exitUsage, tc.variable+": an API key bucketgate made (bg_...), which no table, function, stack or plan is named by", tc.args...)
+			if _, _, stderr := d.run(tc.args...); strings.Contains(stderr, made[:12]) {
+				t.Fatalf("bucketgate %s: the error quotes the key:\n%s", tc.name, stderr)
+			}
+		})
+	}
+	d.t = t
+	if after := d.items(); after != before {
+		t.Fatalf("a command with a key in a variable wrote to the table:\nbefore %s\nafter  %s", before, after)
+	}
+	if payloads := d.check.payloads.String(); payloads != "" {
+		t.Fatalf("a command with a key in a variable invoked the function:\n%s", payloads)
+	}
+}

@@ -89,11 +89,16 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if _, err := s.Load(); err != nil {
 			fmt.Fprintf(e.stderr, "warning: %v\n", err)
 		}
+		doc := s.Document
+		if line := lineOfKey([]byte(doc)); line > 0 { // stored before put refused one, or by hand
+			fmt.Fprintf(e.stderr, "warning: line %d of the document holds an API key bucketgate made, shown as %s...: config put a version without it\n", line, madekey.Prefix)
+			doc = madekey.Mask(doc)
+		}
 		if *asJSON {
-			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: madekey.Mask(s.Note), Document: s.Document})
+			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: madekey.Mask(s.Note), Document: doc})
 		}
 		fmt.Fprintf(e.stderr, "version %d of table %s, written %s%s\n", s.Version, t.name, cmp.Or(updated(s), "-"), noteText(s.Note))
-		_, err = io.WriteString(e.stdout, s.Document)
+		_, err = io.WriteString(e.stdout, doc)
 		return err
 	}
 }
@@ -108,6 +113,9 @@ func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		doc, err := readDocument(e.stdin, args[0])
 		if err != nil {
 			return err
+		}
+		if line := lineOfKey(doc); line > 0 { // whatever else is wrong with it: the loader would name that first
+			return fmt.Errorf("%s: line %d holds an API key bucketgate made (%s...), which the table would hold as it is, for every function to read and config show to print: take it out (a key is named by its digest): nothing written", args[0], line, madekey.Prefix)
 		}
 		cfg, err := registry.LoadDocument(doc)
 		if err != nil {
@@ -214,6 +222,17 @@ func readDocument(stdin io.Reader, path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: more than %d bytes: a registry item holds at most 400 KB, and the document at most %d bytes: nothing written", path, maxItemBytes, config.MaxDocument)
 	}
 	return doc, nil
+}
+
+// lineOfKey returns the line, counted from 1, of the first API key bucketgate made that
+// doc holds (madekey.Holds), in a comment or a value alike; 0 for none.
+func lineOfKey(doc []byte) int {
+	for i, line := range strings.Split(string(doc), "\n") {
+		if madekey.Holds(line) {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // maxItemBytes is the largest DynamoDB item, in bytes.

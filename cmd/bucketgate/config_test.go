@@ -444,6 +444,7 @@ func TestConfigBadInput(t *testing.T) {
 	c.ok("keys", "init")
 	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
 	before := c.items()
+	madeKey := "bg_" + strings.Repeat("Q", 42) + "w"
 	big := goldDoc + "#" + strings.Repeat("x", config.MaxDocument) + "\n"
 	huge := goldDoc + "#" + strings.Repeat("x", maxItemBytes) + "\n"
 	tests := []struct {
@@ -462,6 +463,11 @@ func TestConfigBadInput(t *testing.T) {
 		{"not UTF-8", exitError, "the document is not UTF-8 text", []string{"config", "put", file(t, "latin1.yaml", goldDoc+"# caf\xe9\n")}},
 		{"empty", exitError, "rate-limit configuration", []string{"config", "put", file(t, "empty.yaml", "")}},
 		{"no file", exitError, "no-such.yaml: no such file", []string{"config", "put", filepath.Join(t.TempDir(), "no-such.yaml")}},
+		// A key bucketgate made anywhere in a document (a comment, a route's path) went
+		// into the table, which every function reads, and out of it whole on config
+		// show: refused, naming its line, never quoting it.
+		{"a key in a comment", exitError, "comment.yaml: line 6 holds an API key bucketgate made (bg_...)", []string{"config", "put", file(t, "comment.yaml", goldDoc+"# acme's key: "+madeKey+"\n")}},
+		{"a key in a route's path", exitError, "path.yaml: line 6 holds an API key bucketgate made (bg_...)", []string{"config", "put", file(t, "path.yaml", goldDoc+"routes: [{path: /v1/"+madeKey+"}]\n")}},
 		{"no FILE", exitUsage, "config put: want 1 argument(s), got 0", []string{"config", "put"}},
 		{"an empty FILE", exitUsage, "config put: FILE is empty: name a file, or - for stdin", []string{"config", "put", ""}}, // was exit 1, "open : no such file or directory"
 		{"unknown command", exitUsage, `config: unknown command "get": want history, put, rollback, show`, []string{"config", "get"}},
@@ -830,6 +836,32 @@ func TestStoredTextMasksMadeKeys(t *testing.T) {
 			code, stdout, stderr := c.run(tc.args...)
 			if out := stdout + stderr; code != tc.code || strings.Contains(out, key[:12]) || !strings.Contains(out, tc.want) {
 				t.Fatalf("bucketgate %s: exit %d\n%s\nwant exit %d, %q, the key masked", strings.Join(tc.args, " "), code, out, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// A stored document holding an API key bucketgate made (written before config put
+// refused one, or by hand) is shown with the key masked (bg_...), in the text and the
+// JSON alike, and a warning on stderr saying to put a version without it; so is the key
+// in the warning of a document that does not load. config show printed the key whole.
+func TestConfigShowMasksAKey(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	key := "bg_" + strings.Repeat("Q", 42) + "w"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"in a comment", goldDoc + "# acme's key: " + key + "\n", "# acme's key: bg_..."},
+		{"as a field the loader refuses", goldDoc + key + ": 1\n", "warning: configuration version 1 (config): rate-limit configuration: bg_... (line 6, column 1): unknown field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.put(map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "config"}, "document": &types.AttributeValueMemberS{Value: tc.doc}, "version": &types.AttributeValueMemberN{Value: "1"}})
+			for _, args := range [][]string{{"config", "show"}, {"config", "show", "--json"}} {
+				code, stdout, stderr := c.run(args...)
+				if code != exitOK || strings.Contains(stdout+stderr, key[3:]) || !strings.Contains(stdout+stderr, tc.want) ||
+					!strings.Contains(stderr, "warning: line 6 of the document holds an API key bucketgate made, shown as bg_...") {
+					t.Fatalf("bucketgate %s: exit %d\n%s%s\nwant the document with the key masked, %q, and a warning naming its line", strings.Join(args, " "), code, stdout, stderr, tc.want)
+				}
 			}
 		})
 	}

@@ -51,15 +51,12 @@ func (l *ruleList) Set(v string) error {
 		if err != nil {
 			return fmt.Errorf("%q: concurrency %w", v, err)
 		}
-		if n == 0 { // no concurrency rule to the document, which would ask for a bucket's rate
-			return fmt.Errorf("%q: rule %s: concurrency 0: want 1 to %d", v, parts[0], bucketgate.MaxConcurrency)
-		}
-		spec = config.RuleSpec{Name: parts[0], Concurrency: config.Count(n)}
+		spec = config.RuleSpec{Name: parts[0], Concurrency: (*config.Count)(&n)}
 	case quota || anchored:
 		if err != nil {
 			return fmt.Errorf("%q: limit %w", v, err)
 		}
-		spec = config.RuleSpec{Name: parts[0], Limit: config.Count(n), Period: period}
+		spec = config.RuleSpec{Name: parts[0], Limit: (*config.Count)(&n), Period: period}
 		if anchored {
 			a, err := config.ParseCount(day)
 			if err != nil {
@@ -79,10 +76,12 @@ func (l *ruleList) Set(v string) error {
 			if config.RoundsToZero(n, spec.Refill) {
 				return fmt.Errorf("%q: refill %q: too close to 0, which it would round to", v, n)
 			}
-		} else if spec.RefillPerSecond, err = config.ParseNumber(parts[2]); err == nil && config.RoundsToZero(parts[2], spec.RefillPerSecond) {
+		} else if rate, err := config.ParseNumber(parts[2]); err == nil && config.RoundsToZero(parts[2], rate) {
 			return fmt.Errorf("%q: rate %q: too close to 0, which it would round to", v, parts[2])
-		} else if err != nil || spec.RefillPerSecond == 0 {
+		} else if err != nil || rate == 0 {
 			return fmt.Errorf("%q: rate %q: want tokens per second > 0, N/PERIOD, or day, week or month for a quota", v, parts[2])
+		} else {
+			spec.RefillPerSecond = &rate
 		}
 	}
 	r, err := spec.Rule()
@@ -182,11 +181,15 @@ func (n *nameValue) Set(v string) error {
 		return errors.New("empty: name one, or leave the flag out for the default")
 	}
 	if madekey.Holds(v) {
-		return fmt.Errorf("an API key bucketgate made (%s...), which no table, function, stack or plan is named by: name one", madekey.Prefix)
+		return errKeyForName
 	}
 	*n = nameValue(v)
 	return nil
 }
+
+// errKeyForName refuses a name (a flag's, or REGISTRY_TABLE's, CHECK_FUNCTION's or
+// BUCKETGATE_STACK's: namedByEnv) that holds an API key bucketgate made.
+var errKeyForName = errors.New("an API key bucketgate made (" + madekey.Prefix + "...), which no table, function, stack or plan is named by: name one")
 
 // nameFlag defines a nameValue flag of fs called name, not given by default.
 func nameFlag(fs *flag.FlagSet, name, usage string) *nameValue {

@@ -82,9 +82,9 @@ func TestRuleFlag(t *testing.T) {
 		{"a limit with an exponent", "daily:1e3:day", bucketgate.Rule{}, `limit "1e3": want a whole decimal number`},
 		// A concurrency of 0 was read as a bucket with no rate: "refillPerSecond (or refill
 		// with per) is required", which a concurrency rule has none of.
-		{"a concurrency of 0", "streams:0:concurrent", bucketgate.Rule{}, `"streams:0:concurrent": rule streams: concurrency 0: want 1 to 10000`},
+		{"a concurrency of 0", "streams:0:concurrent", bucketgate.Rule{}, `"streams:0:concurrent": concurrency 0: want 1 to 10000 requests in flight`},
 		{"a concurrency past the most", "streams:10001:concurrent", bucketgate.Rule{}, `concurrency 10001: want 1 to 10000`},
-		{"a limit of 0", "daily:0:day", bucketgate.Rule{}, `"daily:0:day": limit is required for a quota: 1 to 1000000000`},
+		{"a limit of 0", "daily:0:day", bucketgate.Rule{}, `"daily:0:day": rule daily: limit 0: want 1 to 1000000000`},
 		{"a concurrency with a leading zero", "streams:05:concurrent", bucketgate.Rule{}, `concurrency "05": want a whole decimal number`},
 		{"an anchor with a leading zero", "monthly:100:month@015", bucketgate.Rule{}, `anchor "015": want a day of the month`},
 	}

@@ -611,7 +611,7 @@ func noteMadeKey(e env, it listed) {
 		again += " --rule " + rulesText([]bucketgate.Rule{r})
 	}
 	fmt.Fprintf(e.stderr, "note: %s is a tenant whose key is or holds an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item (its %s is the one shown, the key in place of %s...: the DynamoDB console, or aws dynamodb delete-item), and to keep the tenant, register it by its key's digest, as a service names it now: %s\n",
-		it.rec.ID, registry.KeyAttribute, madekey.Prefix, again)
+		it.rec.ID, registry.KeyAttribute, madekey.Prefix, madekey.Mask(again)) // the item's plan is stored data: a hand may have put a key in it
 }
 
 // andItsKeys is ", and every key of it," for the item id of an account, else "".

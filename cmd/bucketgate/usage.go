@@ -46,13 +46,13 @@ func runUsage(e env, args []string) error {
 		return err
 	}
 	if *asJSON && *asCSV {
-		return fmt.Errorf("%w: --json or --csv, not both", errUsage)
+		return fmt.Errorf("%w: --json or --csv, not both", usageOf(fs))
 	}
 	if _, _, err := namedFunction(e, string(*function)); err != nil {
 		return err
 	}
 	if err := checkDays(string(*from), string(*to)); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", usageOf(fs), err)
 	}
 	s, err := e.settings()
 	if err != nil {
@@ -130,10 +130,10 @@ func (d *day) Set(v string) error {
 	return nil
 }
 
-// checkDays returns the usage error about --from and --to that the check function would
-// refuse whatever its day: a day not written YYYY-MM-DD (check.ParseDay, the function's
-// own reading), or --from after --to. A day after today or beyond the days kept is the
-// function's to say, by Redis's clock.
+// checkDays returns what is wrong with --from and --to, which the check function would
+// refuse whatever its day (the caller makes it a usage error): a day not written
+// YYYY-MM-DD (check.ParseDay, the function's own reading), or --from after --to. A day
+// after today or beyond the days kept is the function's to say, by Redis's clock.
 func checkDays(from, to string) error {
 	var days [2]time.Time
 	for i, d := range []struct{ flag, day string }{{"--from", from}, {"--to", to}} {
@@ -142,11 +142,11 @@ func checkDays(from, to string) error {
 		}
 		var err error
 		if days[i], err = check.ParseDay(d.day); err != nil {
-			return fmt.Errorf("%w: %s %w", errUsage, d.flag, err)
+			return fmt.Errorf("%s %w", d.flag, err)
 		}
 	}
 	if from != "" && to != "" && days[0].After(days[1]) {
-		return fmt.Errorf("%w: --from %s is after --to %s: the days are reversed", errUsage, from, to)
+		return fmt.Errorf("--from %s is after --to %s: the days are reversed", from, to)
 	}
 	return nil
 }

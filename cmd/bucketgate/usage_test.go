@@ -43,22 +43,24 @@ func TestUsageCommand(t *testing.T) {
 	if csv := d.ok("usage", "--csv", "--from", yesterday, key); csv != "date,allowed,limited,cost\n"+yesterday+",0,0,0\n"+today+",3,0,3\n" {
 		t.Fatalf("usage --csv:\n%s", csv)
 	}
-	// The group's usage errors name it once: it is what they begin with.
-	d.fails(exitUsage, "bucketgate: usage: --json or --csv, not both\n", "usage", "--json", "--csv", key)
-	d.fails(exitUsage, "bucketgate: usage: want 1 argument(s), got 0\n", "usage")
-	d.fails(exitUsage, "bucketgate: usage: flag provided but not defined: -day\n", "usage", "--day", "2026-01-01", key)
+	// The group's usage errors name the command after "usage:", as every other group's
+	// do ("usage: config put: want 1 argument(s)"): "usage: want 1 argument(s)" named
+	// none.
+	d.fails(exitUsage, "bucketgate: usage: usage: --json or --csv, not both\n", "usage", "--json", "--csv", key)
+	d.fails(exitUsage, "bucketgate: usage: usage: want 1 argument(s), got 0\n", "usage")
+	d.fails(exitUsage, "bucketgate: usage: usage: flag provided but not defined: -day\n", "usage", "--day", "2026-01-01", key)
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"an empty --from", []string{"--from", ""}, `bucketgate: usage: invalid value "" for flag -from: empty: want a day as YYYY-MM-DD, or leave the flag out for the default`},
+		{"an empty --from", []string{"--from", ""}, `bucketgate: usage: usage: invalid value "" for flag -from: empty: want a day as YYYY-MM-DD, or leave the flag out for the default`},
 		{"an empty --to", []string{"--to=", "--json"}, `for flag -to: empty: want a day as YYYY-MM-DD`},
-		{"a blank --from", []string{"--from", " "}, `bucketgate: usage: --from " ": want a day as YYYY-MM-DD`},
-		{"a month 13", []string{"--from", "2026-13-01"}, `bucketgate: usage: --from "2026-13-01": want a day as YYYY-MM-DD, such as 2026-11-25`},
-		{"a day unpadded", []string{"--to", "2026-1-5"}, `bucketgate: usage: --to "2026-1-5": want a day as YYYY-MM-DD`},
-		{"a time", []string{"--to", today + "T00:00:00Z"}, `bucketgate: usage: --to "` + today + `T00:00:00Z": want a day as YYYY-MM-DD`},
-		{"reversed", []string{"--from", today, "--to", yesterday}, "bucketgate: usage: --from " + today + " is after --to " + yesterday + ": the days are reversed"},
+		{"a blank --from", []string{"--from", " "}, `bucketgate: usage: usage: --from " ": want a day as YYYY-MM-DD`},
+		{"a month 13", []string{"--from", "2026-13-01"}, `bucketgate: usage: usage: --from "2026-13-01": want a day as YYYY-MM-DD, such as 2026-11-25`},
+		{"a day unpadded", []string{"--to", "2026-1-5"}, `bucketgate: usage: usage: --to "2026-1-5": want a day as YYYY-MM-DD`},
+		{"a time", []string{"--to", today + "T00:00:00Z"}, `bucketgate: usage: usage: --to "` + today + `T00:00:00Z": want a day as YYYY-MM-DD`},
+		{"reversed", []string{"--from", today, "--to", yesterday}, "bucketgate: usage: usage: --from " + today + " is after --to " + yesterday + ": the days are reversed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d.t = t

@@ -56,14 +56,16 @@ type RuleSpec struct {
 	Name string `yaml:"name"`
 	// Capacity is a bucket's burst, in tokens.
 	Capacity Count `yaml:"capacity"`
-	// RefillPerSecond is the rate in tokens per second; zero when Refill and Per give it.
-	RefillPerSecond float64 `yaml:"refillPerSecond"`
+	// RefillPerSecond is the rate in tokens per second; nil when Refill and Per give it.
+	// (A pointer, as Limit and Concurrency are, so that 0 written is told from none.)
+	RefillPerSecond *float64 `yaml:"refillPerSecond"`
 	// Refill is the tokens refilled every Per; zero when RefillPerSecond gives the rate.
 	Refill float64 `yaml:"refill"`
 	// Per is the period of Refill.
 	Per string `yaml:"per"`
-	// Limit is a quota's most tokens per window, 1 to bucketgate.MaxCapacity.
-	Limit Count `yaml:"limit"`
+	// Limit is a quota's most tokens per window, 1 to bucketgate.MaxCapacity; nil for
+	// another rule.
+	Limit *Count `yaml:"limit"`
 	// Period makes the rule a quota: "day" (UTC), "week" (from Monday, UTC) or "month"
 	// (from day Anchor, UTC). Empty for a bucket.
 	Period string `yaml:"period"`
@@ -76,8 +78,8 @@ type RuleSpec struct {
 	Shadow bool `yaml:"shadow"`
 	// Concurrency makes the rule a concurrency rule: its most requests in flight, 1 to
 	// bucketgate.MaxConcurrency, each holding a lease until released or its ttl ends.
-	// It has no other number.
-	Concurrency Count `yaml:"concurrency"`
+	// It has no other number. Nil for another rule.
+	Concurrency *Count `yaml:"concurrency"`
 }
 
 // RouteSpec matches requests by method and path and adds Cost (default 1) and Rules.
@@ -122,10 +124,10 @@ var periods = map[string]time.Duration{
 // refillPerSecond returns the rate the spec gives, or an error naming what is wrong.
 func (s RuleSpec) refillPerSecond() (float64, error) {
 	switch {
-	case s.RefillPerSecond != 0 && (s.Refill != 0 || s.Per != ""):
+	case s.RefillPerSecond != nil && (s.Refill != 0 || s.Per != ""):
 		return 0, fmt.Errorf("give refillPerSecond or refill with per, not both")
-	case s.RefillPerSecond != 0:
-		return s.RefillPerSecond, nil
+	case s.RefillPerSecond != nil: // 0 is the rule's Validate's to refuse, naming it
+		return *s.RefillPerSecond, nil
 	case s.Refill == 0 && s.Per == "":
 		return 0, fmt.Errorf("refillPerSecond (or refill with per) is required")
 	case s.Refill <= 0:

@@ -98,9 +98,14 @@ func located(err error, positions map[string]position) error {
 // hideKey returns err, naming an entry of keys whose name is not a digest as "keys",
 // one of tenants that is or holds an API key bucketgate made as "tenants", and a value
 // in a plan whose name holds one as "plans": it may be a raw API key, which an init
-// error would otherwise put in the log.
+// error would otherwise put in the log. Any other key bucketgate made in the path (an
+// unknown field of its name) or the message (a route's path) is masked (madekey.Mask).
 func hideKey(err error) error {
 	if fe := (*fieldError)(nil); errors.As(err, &fe) {
+		fe.msg = madekey.Mask(fe.msg)
+		if madekey.Holds(fe.path) {
+			fe.shown = madekey.Mask(fe.path)
+		}
 		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !bucketgate.ValidDigest(name) {
 			fe.shown = "keys"
 		}
@@ -459,10 +464,10 @@ func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucketgate.Rul
 // Rule returns the rule s describes, validated; the error names what is wrong. A spec
 // with a period (or a limit, or an anchor) is a quota, another a bucket.
 func (s RuleSpec) Rule() (bucketgate.Rule, error) {
-	if s.Concurrency != 0 {
+	if s.Concurrency != nil {
 		return s.concurrency()
 	}
-	if s.Period != "" || s.Limit != 0 || s.Anchor != nil {
+	if s.Period != "" || s.Limit != nil || s.Anchor != nil {
 		return s.quota()
 	}
 	rate, err := s.refillPerSecond()
@@ -479,12 +484,12 @@ func (s RuleSpec) Rule() (bucketgate.Rule, error) {
 // concurrency returns the concurrency rule s describes, validated.
 func (s RuleSpec) concurrency() (bucketgate.Rule, error) {
 	switch {
-	case s.Capacity != 0 || s.RefillPerSecond != 0 || s.Refill != 0 || s.Per != "" || s.Limit != 0 || s.Period != "" || s.Anchor != nil:
+	case s.Capacity != 0 || s.RefillPerSecond != nil || s.Refill != 0 || s.Per != "" || s.Limit != nil || s.Period != "" || s.Anchor != nil:
 		return bucketgate.Rule{}, errors.New("a concurrency rule has a concurrency alone, not a capacity, refillPerSecond, refill, per, limit, period or anchor")
-	case s.Concurrency < 1 || s.Concurrency > bucketgate.MaxConcurrency:
-		return bucketgate.Rule{}, fmt.Errorf("concurrency %d: want 1 to %d requests in flight", s.Concurrency, bucketgate.MaxConcurrency)
+	case *s.Concurrency < 1 || *s.Concurrency > bucketgate.MaxConcurrency:
+		return bucketgate.Rule{}, fmt.Errorf("concurrency %d: want 1 to %d requests in flight", *s.Concurrency, bucketgate.MaxConcurrency)
 	}
-	r := bucketgate.Rule{Name: s.Name, Concurrency: int32(s.Concurrency), Shadow: s.Shadow}
+	r := bucketgate.Rule{Name: s.Name, Concurrency: int32(*s.Concurrency), Shadow: s.Shadow}
 	if err := r.Validate(); err != nil {
 		return bucketgate.Rule{}, invalid.Bare(err)
 	}
@@ -499,16 +504,16 @@ func (s RuleSpec) quota() (bucketgate.Rule, error) {
 		return bucketgate.Rule{}, errors.New("a limit or an anchor without a period: a quota needs period: day, week or month (a bucket has capacity and refillPerSecond instead)")
 	case !ok:
 		return bucketgate.Rule{}, fmt.Errorf("period %q: want day, week or month", s.Period)
-	case s.Capacity != 0 || s.RefillPerSecond != 0 || s.Refill != 0 || s.Per != "":
+	case s.Capacity != 0 || s.RefillPerSecond != nil || s.Refill != 0 || s.Per != "":
 		return bucketgate.Rule{}, fmt.Errorf("a quota (period %s) has a limit, not a capacity, refillPerSecond, refill or per", period)
-	case s.Limit == 0:
+	case s.Limit == nil:
 		return bucketgate.Rule{}, fmt.Errorf("limit is required for a quota: 1 to %d tokens a %s", bucketgate.MaxCapacity, period)
 	case s.Anchor != nil && period != bucketgate.PeriodMonth:
 		return bucketgate.Rule{}, fmt.Errorf("anchor %d with period %s: only a monthly quota has an anchor", *s.Anchor, period)
 	case s.Anchor != nil && (*s.Anchor < 1 || *s.Anchor > bucketgate.MaxAnchor):
 		return bucketgate.Rule{}, fmt.Errorf("anchor %d: want a day of the month from 1 to %d (every month has it)", *s.Anchor, bucketgate.MaxAnchor)
 	}
-	r := bucketgate.Rule{Name: s.Name, Limit: int64(s.Limit), Period: period, Shadow: s.Shadow}
+	r := bucketgate.Rule{Name: s.Name, Limit: int64(*s.Limit), Period: period, Shadow: s.Shadow}
 	if s.Anchor != nil {
 		r.Anchor = uint8(*s.Anchor)
 	}

@@ -1,9 +1,11 @@
 package docs_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,7 +14,7 @@ import (
 var mdLink = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)\)`)
 
 // mdHeading matches a Markdown heading line.
-var mdHeading = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
+var mdHeading = regexp.MustCompile(`^#{1,6} +(.+?) *$`)
 
 // The README and docs/ stand alone: every link resolves inside the repository (relative
 // to its file, or to the root when it starts with /, as GitHub reads it), to a
@@ -57,12 +59,35 @@ func TestDocLinksStayInTheRepository(t *testing.T) {
 
 // hasAnchor reports whether a heading of the Markdown text has anchor.
 func hasAnchor(text, anchor string) bool {
-	for _, m := range mdHeading.FindAllStringSubmatch(text, -1) {
-		if anchorOf(m[1]) == anchor {
-			return true
+	return slices.Contains(anchors(text), anchor)
+}
+
+// anchors returns the anchors GitHub gives the headings of the Markdown text, in order:
+// a # line inside a code block is no heading, and a heading whose anchor is taken gets
+// the first free -1, -2 suffix.
+func anchors(text string) []string {
+	var out []string
+	seen := map[string]int{} // anchor: the suffixes tried after it
+	inBlock := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inBlock = !inBlock
+			continue
 		}
+		m := mdHeading.FindStringSubmatch(line)
+		if inBlock || m == nil {
+			continue
+		}
+		base := anchorOf(m[1])
+		anchor := base
+		for _, taken := seen[anchor]; taken; _, taken = seen[anchor] {
+			seen[base]++
+			anchor = fmt.Sprintf("%s-%d", base, seen[base])
+		}
+		seen[anchor] = 0
+		out = append(out, anchor)
 	}
-	return false
+	return out
 }
 
 // anchorOf returns the anchor GitHub gives a heading: lower case, spaces as hyphens,
@@ -78,4 +103,29 @@ func anchorOf(heading string) string {
 		}
 	}
 	return b.String()
+}
+
+// hasAnchor finds the anchors a renderer gives: not a # line of a code block, and
+// -1, -2 after a heading's repeats.
+func TestHasAnchor(t *testing.T) {
+	const doc = "# Guide\n\n## Usage\n\n```sh\n# install it\nmake run\n```\n\n  ```go\n## Fenced\n  ```\n\n## Usage\n\n### Usage\n"
+	for _, tc := range []struct {
+		name, anchor string
+		want         bool
+	}{
+		{"a heading", "guide", true},
+		{"the first of repeated headings", "usage", true},
+		{"the second of repeated headings", "usage-1", true},
+		{"the third of repeated headings, at another level", "usage-2", true},
+		{"one repeat more than there are", "usage-3", false},
+		{"a comment in a code block", "install-it", false},
+		{"a # line in an indented code block", "fenced", false},
+		{"no heading", "run", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := hasAnchor(doc, tc.anchor); got != tc.want {
+				t.Errorf("hasAnchor(#%s) = %v, want %v", tc.anchor, got, tc.want)
+			}
+		})
+	}
 }

@@ -186,3 +186,53 @@ func trimLines(text string) string {
 	}
 	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
 }
+
+// A newcomer who runs the README's loop (eleven requests in a row, the eleventh 429) and
+// then bucketgate usage sees no check limited: the gateway's deny cache answered the
+// eleventh without Redis. The paragraph of docs/keys.md that tells usage's columns, where
+// the README sends them for a usage report, says so.
+func TestUsageLeavesOutTheDenyCachesDenials(t *testing.T) {
+	columns := ""
+	for paragraph := range strings.SplitSeq(section(t, quotaSessionDoc, "Quotas and usage of a caller: bucketgate usage"), "\n\n") {
+		if strings.Contains(paragraph, "the checks limited") {
+			columns = paragraph
+		}
+	}
+	if !strings.Contains(columns, "deny cache") {
+		t.Errorf("%s: the paragraph that tells usage's columns does not say that a denial the deny cache answered is not counted:\n%s", quotaSessionDoc, columns)
+	}
+	mr := miniredis.RunT(t)
+	mr.SetTime(quotaSessionTime)
+	g := startGateway(t, "REDIS_ADDR="+mr.Addr())
+	var codes []string
+	start := time.Now()
+	for range 11 {
+		req, err := http.NewRequest(http.MethodGet, g.url+"/scores", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-API-Key", "k")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes = append(codes, strconv.Itoa(resp.StatusCode))
+	}
+	took := time.Since(start)
+	if got, want := strings.Join(codes, " "), strings.Repeat("200 ", 10)+"429"; got != want {
+		t.Fatalf("the README's loop: %s, want %s", got, want)
+	}
+	run := exec.Command(command(t, "bucketgate"), "usage", "--csv", "127.0.0.1")
+	run.Env = cleanEnv("AWS_ENDPOINT_URL_LAMBDA="+g.url, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local")
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("bucketgate usage: %v\n%s", err, out)
+	}
+	if took > guard.DenyCacheMaxAge {
+		t.Skipf("the loop took %v, the deny cache's denial lives %v: Redis decided the eleventh", took, guard.DenyCacheMaxAge)
+	}
+	if want := "date,allowed,limited,cost\n2026-11-25,10,0,10\n"; string(out) != want {
+		t.Errorf("bucketgate usage --csv 127.0.0.1 after the README's loop:\n%s\nwant\n%s", out, want)
+	}
+}

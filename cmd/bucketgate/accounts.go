@@ -115,8 +115,11 @@ func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the account's own, "+ruleFlagForms+" (repeatable)")
 	return func(e env, t *keyTable, args []string) error {
-		if *plan == "" {
+		if !isSet(fs, "plan") {
 			return fmt.Errorf("%w: accounts create: --plan is required", errUsage)
+		}
+		if err := planGiven(fs, "--plan", *plan); err != nil {
+			return err
 		}
 		rec := registry.Record{ID: args[0], Plan: *plan, Rules: rules, Owner: string(*owner), Note: string(*note)}
 		var err error

@@ -169,6 +169,7 @@ func TestAccountsBadInput(t *testing.T) {
 		{"a name too long", exitUsage, "want an account's name", []string{"accounts", "show", strings.Repeat("a", 129)}},
 		{"an empty name", exitUsage, "want an account's name", []string{"accounts", "show", "acct:"}},
 		{"no plan", exitUsage, "accounts create: --plan is required", []string{"accounts", "create", "other"}},
+		{"an empty plan", exitUsage, "usage: accounts create: --plan is empty: name a plan", []string{"accounts", "create", "other", "--plan", ""}},
 		{"an override without rules", exitUsage, "usage: accounts override: give at least one --rule", []string{"accounts", "override", "acme"}},
 		{"a set-plan with an empty PLAN", exitUsage, "usage: accounts set-plan: PLAN is empty: name a plan", []string{"accounts", "set-plan", "acme", " "}},
 		{"an expire with an empty WHEN", exitUsage, `usage: accounts expire: "": want an RFC 3339 time`, []string{"accounts", "expire", "acme", ""}},

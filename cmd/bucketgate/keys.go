@@ -229,6 +229,11 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		// taken as not given, they made a new API key instead, and the command succeeded.
 		// So is --account given empty: taken as not given, it made a lone key.
 		isTenant, isExisting, inAccount := isSet(fs, "tenant"), isSet(fs, "key"), isSet(fs, "account")
+		if isSet(fs, "plan") {
+			if err := planGiven(fs, "--plan", *plan); err != nil {
+				return err
+			}
+		}
 		if inAccount {
 			var err error
 			if *account, err = parseAccountName("--account", *account); err != nil {
@@ -418,11 +423,20 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	}
 }
 
+// planGiven refuses a plan given empty or blank (a script's unset variable: no plan to
+// look up) as a usage error of fs naming what gave it, before any call.
+func planGiven(fs *flag.FlagSet, what, plan string) error {
+	if strings.TrimSpace(plan) == "" {
+		return fmt.Errorf("%w: %s is empty: name a plan of the configuration document (bucketgate config show)", usageOf(fs), what)
+	}
+	return nil
+}
+
 func setPlanFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	force := fs.Bool("force", false, "set it even if the new plan changes which requests its own rules limit")
 	return func(e env, t *keyTable, args []string) error {
-		if strings.TrimSpace(args[1]) == "" { // a script's unset variable: no plan to look up
-			return fmt.Errorf("%w: PLAN is empty: name a plan of the configuration document (bucketgate config show)", usageOf(fs))
+		if err := planGiven(fs, "PLAN", args[1]); err != nil {
+			return err
 		}
 		id := args[0]
 		var rescoped []string

@@ -242,6 +242,10 @@ func TestKeysBadInput(t *testing.T) {
 		{"no command", exitUsage, "keys: name a command", []string{"keys"}},
 		{"unknown command", exitUsage, `unknown command "delete"`, []string{"keys", "delete", key}},
 		{"no plan", exitUsage, "--plan is required", []string{"keys", "create"}},
+		// An empty --plan (a script's unset variable) was "--plan is required", although given.
+		{"an empty plan", exitUsage, "usage: keys create: --plan is empty: name a plan", []string{"keys", "create", "--plan", ""}},
+		{"a blank plan", exitUsage, "usage: keys create: --plan is empty: name a plan", []string{"keys", "create", "--plan= "}},
+		{"an empty plan with an account", exitUsage, "usage: keys create: --plan is empty: name a plan", []string{"keys", "create", "--plan", "", "--account", "acme"}},
 		{"a table name too short", exitUsage, `--table "t": want a table name: 3 to 255 letters, digits, '_', '-' or '.'`, []string{"keys", "list", "--table", "t"}},
 		{"a table's ARN", exitUsage, `--table "arn:aws:dynamodb:us-east-1:123456789012:table/` + table + `": want a table name`, []string{"keys", "show", key, "--table", "arn:aws:dynamodb:us-east-1:123456789012:table/" + table}},
 		{"unknown plan", exitError, ` not written: attribute plan: unknown plan "gold": not in the configuration document (configured: enterprise, free, pro; from this shell's RATE_LIMIT_CONFIG`, []string{"keys", "create", "--plan", "gold"}},

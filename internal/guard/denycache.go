@@ -31,10 +31,10 @@ const DenyCacheMaxAge = time.Second
 const DenyCacheMaxBytes = 32 << 20
 
 // entryOverhead is what a deny cache entry takes besides its strings' bytes: the
-// denial (the Decision, the send time, its key's strings' headers, its links, about 250
-// bytes), the rounding of every allocation up to its size class, and an entry of the
-// map of identities' lists (its table is allocated at the first entry, as the entries'
-// is).
+// denial (the Decision, the send time, its key's strings' headers, its links and its
+// place in the heap by end, about 260 bytes), the rounding of every allocation up to its
+// size class, and an entry of the map of identities' lists (its table is allocated at
+// the first entry, as the entries' and the heap's are).
 // TestDenyCacheBytesBound holds the count of a full cache of worst entries to at least
 // what they take on the heap.
 const entryOverhead = 768

@@ -187,6 +187,9 @@ func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.T
 		e.d, e.sent, e.unasked = d, sent, admitted
 		c.bytes += entryBytes(e)
 		heap.Fix(&c.ends, e.index)
+		for c.bytes > DenyCacheMaxBytes { // its denial names a longer rule than before
+			c.remove(c.ends[0])
+		}
 		return
 	}
 	c.alloc()

@@ -1,6 +1,8 @@
 package guard
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,5 +52,25 @@ func TestDenyCacheMakesRoomWithTheEntryThatEndsFirst(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A denial cached again for the same check may name another of its rules, with a
+// longer name: the cache still holds at most DenyCacheMaxBytes, making room as for a
+// new entry, not only when an entry is new.
+func TestDenyCacheStaysWithinItsBytesWhenADenialIsCachedAgain(t *testing.T) {
+	long := strings.Repeat("l", bucketgate.MaxRuleName)
+	rules := []bucketgate.Rule{{Name: "s", Capacity: 10, RefillPerSecond: 10}, {Name: long, Capacity: 10, RefillPerSecond: 10}}
+	at := time.Unix(1_800_000_000, 0)
+	c := newDenyCache(100_000, false) // settings.MaxDenyCacheSize: the bytes bind first
+	n := DenyCacheMaxBytes/(entryOverhead+1_000) + 1
+	for _, rule := range []string{"s", long} { // each identity's denial, then the same check's naming the long rule
+		for i := range n {
+			q := bucketgate.Request{Identity: fmt.Sprintf("tenant:%0994d", i), Rules: rules, Cost: 1}
+			c.put(q, bucketgate.Decision{Reason: bucketgate.ReasonLimited, Rule: rule, RetryAfter: time.Hour, ResetAfter: time.Hour, At: at}, at)
+			if c.bytes > DenyCacheMaxBytes {
+				t.Fatalf("denial %d naming %.8q: the cache counts %d bytes, more than DenyCacheMaxBytes (%d)", i, rule, c.bytes, DenyCacheMaxBytes)
+			}
+		}
 	}
 }

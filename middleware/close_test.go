@@ -1,12 +1,16 @@
 package middleware_test
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
@@ -156,5 +160,62 @@ func TestCloseReleasesTheLeasesInFlight(t *testing.T) {
 	<-ended
 	if w.Code != http.StatusOK {
 		t.Fatalf("the next instance's stream after Close cut the first: %d, want 200: the first stream's lease is held until its ttlMs", w.Code)
+	}
+}
+
+// A decision in flight at Close (Redis slow to answer: its script sent, its answer not
+// back) is made whole before Close returns the leases and writes the metrics: its lease
+// is returned with the others, not left held until its route's ttlMs (the next
+// instance admits the caller's next stream of a concurrency: 1 rule at once), and the
+// metrics Close writes count it.
+func TestCloseWaitsForTheDecisionsInFlight(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.StartProxy(t, srv.Addr)
+	config := oneStream + "\nroutes: [{method: GET, path: /stream, ttlMs: 3600000}]"
+	var metrics strings.Builder
+	old, err := middleware.New(middleware.Options{
+		Getenv:  env(map[string]string{"REDIS_ADDR": proxy.Addr, "REDIS_TIMEOUT_MS": "2000", "RATE_LIMIT_CONFIG": config}),
+		Metrics: &metrics, LogOutput: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(old.Close)
+	if w := serve(old, httptest.NewRequest("GET", "/stream", nil)); w.Code != http.StatusOK { // connected, the script loaded, the lease back
+		t.Fatalf("the first stream: %d, want 200", w.Code)
+	}
+	before := len(proxy.Sent())
+	proxy.SetDelay(100 * time.Millisecond)
+	streaming, ends, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		old.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			close(streaming)
+			<-ends // the process ends mid-stream
+		})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/stream", nil))
+	}()
+	for !strings.Contains(proxy.Sent()[before:], "EVALSHA") { // the decision is in flight
+		time.Sleep(time.Millisecond)
+	}
+	old.Close()
+	proxy.SetDelay(0)
+	<-streaming // decided by Redis and served, as one in flight at Close
+	w := serve(newLimiter(t, map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": config}, middleware.Options{}), httptest.NewRequest("GET", "/stream", nil))
+	close(ends)
+	<-ended
+	if w.Code != http.StatusOK {
+		t.Errorf("the next instance's stream: %d, want 200: the lease of the decision in flight at Close is held until its ttlMs", w.Code)
+	}
+	decided := 0.0 // the first stream's decision and release, the second's decision and Close's release
+	for line := range strings.Lines(metrics.String()) {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("metrics line %s: %v", line, err)
+		}
+		n, _ := doc["Decisions"].(float64)
+		decided += n
+	}
+	if decided != 4 {
+		t.Errorf("%v decisions written, want 4 (the decision in flight at Close and its release among them):\n%s", decided, metrics.String())
 	}
 }

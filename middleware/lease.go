@@ -23,22 +23,49 @@ func (l *Limiter) release(ctx context.Context, held *heldLease) {
 	held.released.Store(true)
 }
 
-// inFlight are the leases of the requests that next serves, which Close returns.
+// inFlight are the leases of the requests that next serves, which Close returns, and
+// the calls on Redis (decisions, settles, releases) that Close waits for.
 type inFlight struct {
-	mu    sync.Mutex
-	held  map[*heldLease]struct{}
-	taken bool // Close took them: no more are added
+	mu      sync.Mutex
+	idle    sync.Cond // signaled when calls drops to 0
+	held    map[*heldLease]struct{}
+	calls   int  // the calls begun and not ended
+	closing bool // Close has begun: no call begins, no lease is added
 }
 
-// add adds held, and reports false once Close has taken the leases.
-func (f *inFlight) add(held *heldLease) bool {
+// newInFlight returns an empty inFlight.
+func newInFlight() *inFlight {
+	f := &inFlight{held: make(map[*heldLease]struct{})}
+	f.idle.L = &f.mu
+	return f
+}
+
+// begin begins a call on Redis, and reports false, beginning none, once Close has
+// begun; a call begun ends with end.
+func (f *inFlight) begin() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.taken {
+	if f.closing {
 		return false
 	}
-	f.held[held] = struct{}{}
+	f.calls++
 	return true
+}
+
+// end ends a call that begin began.
+func (f *inFlight) end() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls--; f.calls == 0 {
+		f.idle.Broadcast()
+	}
+}
+
+// add adds held, the lease of a decision begun and not ended.
+func (f *inFlight) add(held *heldLease) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held[held] = struct{}{}
 }
 
 // remove removes held, whose request is no longer in flight.
@@ -48,11 +75,15 @@ func (f *inFlight) remove(held *heldLease) {
 	delete(f.held, held)
 }
 
-// take returns the leases in flight that no Release returned, and adds no more.
-func (f *inFlight) take() []*heldLease {
+// close begins no more calls, waits for those begun to end, and returns the leases in
+// flight that no Release returned.
+func (f *inFlight) close() []*heldLease {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.taken = true
+	f.closing = true
+	for f.calls > 0 {
+		f.idle.Wait()
+	}
 	var all []*heldLease
 	for held := range f.held {
 		if !held.released.Load() {

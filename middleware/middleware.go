@@ -63,7 +63,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
@@ -137,8 +136,8 @@ type Limiter struct {
 	authorizer *authorizer.Handler
 	proxies    proxies
 	close      func()
-	closed     *atomic.Bool // set by Close; nil in the zero Limiter
-	inFlight   *inFlight    // the leases next holds, for Close to return; nil in the zero Limiter
+	closeOnce  *sync.Once // nil in the zero Limiter
+	inFlight   *inFlight  // the calls on Redis, and the leases next holds, for Close; nil in the zero Limiter
 }
 
 // New returns the Limiter that opts describe. Its error names the option (or the
@@ -166,7 +165,7 @@ func New(opts Options) (*Limiter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %w", opts.setBy(err))
 	}
-	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closed: new(atomic.Bool), inFlight: &inFlight{held: make(map[*heldLease]struct{})}}, nil
+	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closeOnce: new(sync.Once), inFlight: newInFlight()}, nil
 }
 
 // oneAtATime returns metrics and logs, writing under one lock when they are one writer:
@@ -270,39 +269,37 @@ func (o Options) getenv() func(string) string {
 	}
 }
 
-// Close writes the metrics that wait, logs the failures of events that the
-// once-a-minute line left unsaid, and closes the connection to Redis. Requests in
-// flight are answered by the failure policy (503 failing closed; failing open, admitted
-// degraded, counted in no metric written after Close). Any that Handler gets after Close
-// are answered 503 with Retry-After: 1, as the zero Limiter answers, whatever FAIL_MODE:
-// a closed Limiter decides nothing and counts nothing, and failing open would let every
-// request through unlimited and unseen. Settle, Cancel and Release fail with ErrClosed,
-// theirs in flight included. The leases of the requests that next still serves (a
-// stream the shutdown's deadline did not wait for, which the process's end cuts) are
-// returned first, so that they do not hold their concurrency rules' slots until their
-// route's ttlMs with no request left in flight: one still served after Close no longer
-// counts, as past its ttlMs. Close again does nothing.
+// Close waits for the decisions, settles and releases that are asking Redis (each
+// within REDIS_TIMEOUT_MS, and REGISTRY_TIMEOUT_MS for a key's registry read), so that each is made whole, its lease held and its metrics
+// counted; returns the leases of the requests that next still serves; then writes the
+// metrics that wait, logs the failures of events that the once-a-minute line left
+// unsaid, and closes the connection to Redis. A request whose decision Close waited for
+// is answered as Redis decided it. Any that Handler gets once Close has begun are
+// answered 503 with Retry-After: 1, as the zero Limiter answers, whatever FAIL_MODE: a
+// closed Limiter decides nothing and counts nothing, and failing open would let every
+// request through unlimited and unseen. Settle, Cancel and Release called once Close has
+// begun fail with ErrClosed. The leases of the requests that next still serves (a stream
+// the shutdown's deadline did not wait for, which the process's end cuts) are returned,
+// so that they do not hold their concurrency rules' slots until their route's ttlMs with
+// no request left in flight: one still served after Close no longer counts, as past its
+// ttlMs. Close again, or at once from another goroutine, returns when the first has
+// done, and does nothing more.
 func (l *Limiter) Close() {
-	if l.closed != nil {
-		l.closed.Store(true)
+	if l.closeOnce == nil { // the zero Limiter: nothing to close
+		return
 	}
-	if l.inFlight != nil {
+	l.closeOnce.Do(func() {
 		var wg sync.WaitGroup
-		for _, held := range l.inFlight.take() { // at once: each within REDIS_TIMEOUT_MS
+		for _, held := range l.inFlight.close() { // at once: each within REDIS_TIMEOUT_MS
 			wg.Go(func() { l.release(context.Background(), held) })
 		}
 		wg.Wait()
-	}
-	if l.close != nil {
 		l.close()
-	}
+	})
 }
 
-// isClosed reports whether Close has come.
-func (l *Limiter) isClosed() bool { return l.closed != nil && l.closed.Load() }
-
-// ErrClosed is the error of Settle, Cancel and Release after Close (or with Close
-// while they wait for Redis): trying again will not help.
+// ErrClosed is the error of Settle, Cancel and Release called once Close has begun:
+// trying again will not help.
 var ErrClosed = errors.New("middleware: the Limiter is closed")
 
 // ErrUnavailable is wrapped by the error of Settle, Cancel and Release when Redis (or
@@ -348,19 +345,15 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 		panic("middleware: Limiter.Handler(nil): want the service's http.Handler (nil is not http.DefaultServeMux here: pass it)")
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if l.authorizer == nil || l.isClosed() { // nothing to decide with, nor to count in
-			writeUnavailable(w)
-			return
-		}
 		if r.Header == nil { // a request built by hand: one without headers
 			r = r.WithContext(r.Context()) // a copy, with a Header of its own to write to
 			r.Header = make(http.Header)
 		}
-		// The request's values reach the decision, not its cancellation or its deadline
-		// (an http.TimeoutHandler's): once asked, Redis may take the tokens, so the decision
-		// is made whole, within REDIS_TIMEOUT_MS, and counted as what it was.
-		o, err := l.authorizer.Authorize(context.WithoutCancel(r.Context()), l.call(r))
+		o, lease, err := l.decide(r)
 		switch {
+		case errors.Is(err, errClosing): // nothing to decide with, nor to count in
+			writeUnavailable(w)
+			return
 		case errors.Is(err, authorizer.ErrUnauthorized):
 			writeJSON(w, http.StatusUnauthorized, unauthorizedBody)
 			return
@@ -379,24 +372,48 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 		aw := &answerWriter{ResponseWriter: w, context: ac}
 		h := &held{reservation: o.Result.Reservation}
 		r = r.WithContext(context.WithValue(r.Context(), heldKey{l}, h))
-		if o.Result.Lease == "" {
+		if lease == nil {
 			next.ServeHTTP(aw, r)
 			aw.setHeaders() // next wrote nothing: the server writes the header as it is
 			return
 		}
-		h.lease = &heldLease{id: o.Result.Lease}
-		if !l.inFlight.add(h.lease) { // Close came while it was decided: served, as one in flight at Close
-			l.release(r.Context(), h.lease)
-		}
+		h.lease = lease
 		defer func() { // next returned or panicked: the request is no longer in flight
-			l.inFlight.remove(h.lease)
-			if !h.lease.released.Load() {
-				l.release(r.Context(), h.lease)
+			if !l.inFlight.begin() { // Close has begun: it returns the lease
+				return
+			}
+			defer l.inFlight.end()
+			l.inFlight.remove(lease)
+			if !lease.released.Load() {
+				l.release(r.Context(), lease)
 			}
 		}()
 		next.ServeHTTP(aw, r)
 		aw.setHeaders()
 	})
+}
+
+// errClosing is decide's error once Close has begun (or on the zero Limiter).
+var errClosing = errors.New("middleware: closed")
+
+// decide decides r, as a call on Redis that Close waits for, and returns the lease it
+// acquired (nil when none), in flight for Close to return until Handler removes it; its
+// error is errClosing once Close has begun, when it decides nothing.
+func (l *Limiter) decide(r *http.Request) (authorizer.Outcome, *heldLease, error) {
+	if l.authorizer == nil || !l.inFlight.begin() {
+		return authorizer.Outcome{}, nil, errClosing
+	}
+	defer l.inFlight.end()
+	// The request's values reach the decision, not its cancellation or its deadline
+	// (an http.TimeoutHandler's): once asked, Redis may take the tokens, so the decision
+	// is made whole, within REDIS_TIMEOUT_MS, and counted as what it was.
+	o, err := l.authorizer.Authorize(context.WithoutCancel(r.Context()), l.call(r))
+	if err != nil || !o.Result.Allowed || o.Result.Lease == "" {
+		return o, nil, err
+	}
+	lease := &heldLease{id: o.Result.Lease}
+	l.inFlight.add(lease) // before the call ends: a Close waiting for it returns the lease
+	return o, lease, nil
 }
 
 // call is what r asks the authorizer: every copy of the API key header (copies joined
@@ -429,8 +446,8 @@ func (l *Limiter) call(r *http.Request) authorizer.Call {
 // settled under that account's plan), or whose route is gone or has none of its rules
 // left (it stays charged at its estimate), and bucketgate.ErrInvalid for an actual below 0 or above
 // bucketgate.MaxSettle, whether or not r carries a reservation (as ErrConflict does:
-// neither comes right by trying again); is ErrClosed after Close (nor does it), or
-// wraps it; or wraps ErrUnavailable when Redis (or the registry) could not answer: try
+// neither comes right by trying again); is ErrClosed once Close has begun (nor does
+// it); or wraps ErrUnavailable when Redis (or the registry) could not answer: try
 // again. It is the one call a service makes once it knows what the work cost, as a
 // backend behind API Gateway makes checkclient's SettleRequest. ctx's values reach the call, its
 // cancellation and deadline do not: a request whose client hung up (r.Context()
@@ -483,15 +500,11 @@ func (l *Limiter) settle(ctx context.Context, r *http.Request, op bucketgate.Op,
 	if l.authorizer == nil {
 		return bucketgate.Decision{}, errZeroLimiter
 	}
-	if l.isClosed() {
+	if !l.inFlight.begin() {
 		return bucketgate.Decision{}, ErrClosed
 	}
+	defer l.inFlight.end()
 	res, err := l.authorizer.Settle(context.WithoutCancel(ctx), id, op, actual) // the client may be gone; the work is done
-	// Close came while Redis was asked: ErrClosed alone (its text says what failed), not
-	// ErrUnavailable too, which would say that trying again may help.
-	if errors.Is(err, ErrUnavailable) && l.isClosed() {
-		return bucketgate.Decision{}, fmt.Errorf("%w: %v", ErrClosed, err)
-	}
 	// A release that Redis answered, or that can never be (a conflict: a reload took the
 	// route's concurrency rule), is the last: Handler does not try it again.
 	final := err == nil && res.Reason != bucketgate.ReasonUnavailable && res.Reason != bucketgate.ReasonDegraded || errors.Is(err, bucketgate.ErrInvalid)

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"container/heap"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,10 +31,10 @@ const DenyCacheMaxAge = time.Second
 const DenyCacheMaxBytes = 32 << 20
 
 // entryOverhead is what a deny cache entry takes besides its strings' bytes: the
-// denial (the Decision, the send time, its key's strings' headers, its links, about 250
-// bytes), the rounding of every allocation up to its size class, and an entry of the
-// map of identities' lists (its table is allocated at the first entry, as the entries'
-// is).
+// denial (the Decision, the send time, its key's strings' headers, its links and its
+// place in the heap by end, about 260 bytes), the rounding of every allocation up to its
+// size class, and an entry of the map of identities' lists (its table is allocated at
+// the first entry, as the entries' and the heap's are).
 // TestDenyCacheBytesBound holds the count of a full cache of worst entries to at least
 // what they take on the heap.
 const entryOverhead = 768
@@ -47,14 +48,15 @@ const entryOverhead = 768
 // identity's denials when it sends one, and the age bound covers the other instances.
 // Entries are keyed by identity, rule set and cost: a check that differs in any of them
 // never meets another's denial. It holds at most size entries, and at most
-// DenyCacheMaxBytes of them (entryBytes); a full cache drops arbitrary ones to make
-// room. With askFirst, the first repeat of an admission's check is not denied but
+// DenyCacheMaxBytes of them (entryBytes); a full cache drops the entries that end first
+// to make room: the expired ones (a get drops those it meets; others stay until then),
+// then the live ones nearest their end, never a live one while an expired one stays. With askFirst, the first repeat of an admission's check is not denied but
 // sent to Redis (see Options.AskFirstDenial). It is safe for concurrent use.
 //
 // Each entry is found by its key in a map, and linked into its identity's list, which
 // forget walks: however many entries an identity has (a check function tenant whose
 // checks each cost another amount: tokens of a model), a get, a put or an eviction
-// costs the same.
+// costs the same, and in a heap by its end (ends), where an eviction finds the first.
 type denyCache struct {
 	size     int
 	askFirst bool
@@ -63,6 +65,7 @@ type denyCache struct {
 	bytes   int                 // the entries' entryBytes
 	entries map[denyKey]*denial // by identity and check
 	heads   map[string]*denial  // each identity's list of entries, by its first
+	ends    ends                // the entries, the one that ends first on top
 }
 
 // denyKey is a deny cache entry's key: the identity and the check (checkKey).
@@ -73,13 +76,45 @@ type denyKey struct {
 // denial is a cached denial: the Decision Redis gave to a check (key) sent at sent (by
 // the wall clock: no monotonic reading); unasked when it follows from an admission and
 // no repeat of the check has been sent to Redis since. prev and next link the entries
-// of its identity.
+// of its identity; index is its place in the deny cache's ends.
 type denial struct {
 	key        denyKey
 	d          bucketgate.Decision
 	sent       time.Time
 	unasked    bool
 	prev, next *denial
+	index      int
+}
+
+// end is when e is no longer served: its wait, or DenyCacheMaxAge, after its check was
+// sent.
+func (e *denial) end() time.Time { return e.sent.Add(min(e.d.RetryAfter, DenyCacheMaxAge)) }
+
+// ends is a heap (container/heap) of deny cache entries by their end, the first on
+// top; each entry's index is its place.
+type ends []*denial
+
+func (h ends) Len() int           { return len(h) }
+func (h ends) Less(i, j int) bool { return h[i].end().Before(h[j].end()) }
+func (h ends) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+
+// Push adds x, a *denial, at the end.
+func (h *ends) Push(x any) {
+	e := x.(*denial)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
+
+// Pop removes the last entry and returns it.
+func (h *ends) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
 }
 
 // newDenyCache returns a deny cache of at most size entries. Its tables are allocated
@@ -93,7 +128,7 @@ func newDenyCache(size int, askFirst bool) *denyCache {
 func (c *denyCache) alloc() {
 	if c.entries == nil {
 		most := min(c.size, DenyCacheMaxBytes/entryOverhead)
-		c.entries, c.heads = make(map[denyKey]*denial, most), make(map[string]*denial, most)
+		c.entries, c.heads, c.ends = make(map[denyKey]*denial, most), make(map[string]*denial, most), make(ends, 0, most)
 	}
 }
 
@@ -151,6 +186,10 @@ func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.T
 		c.bytes -= entryBytes(e)
 		e.d, e.sent, e.unasked = d, sent, admitted
 		c.bytes += entryBytes(e)
+		heap.Fix(&c.ends, e.index)
+		for c.bytes > DenyCacheMaxBytes { // its denial names a longer rule than before
+			c.remove(c.ends[0])
+		}
 		return
 	}
 	c.alloc()
@@ -158,11 +197,8 @@ func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.T
 	need := entryBytes(&fresh)
 	var e *denial
 	for len(c.entries) > 0 && (len(c.entries) >= c.size || c.bytes+need > DenyCacheMaxBytes) {
-		for _, old := range c.entries { // map order: an arbitrary entry
-			c.remove(old)
-			e = old // no longer linked nor found: its room serves the new entry
-			break
-		}
+		e = c.ends[0] // the first to end: an expired one, while one stays
+		c.remove(e)   // no longer linked nor found: its room serves the new entry
 	}
 	if e == nil {
 		e = new(denial)
@@ -174,6 +210,7 @@ func (c *denyCache) put(q bucketgate.Request, d bucketgate.Decision, sent time.T
 	}
 	c.heads[e.key.identity] = e
 	c.entries[e.key] = e
+	heap.Push(&c.ends, e)
 	c.bytes += need
 }
 
@@ -191,6 +228,7 @@ func (c *denyCache) forget(identity string) {
 	for e := c.heads[identity]; e != nil; e = e.next {
 		c.bytes -= entryBytes(e)
 		delete(c.entries, e.key)
+		heap.Remove(&c.ends, e.index)
 	}
 	delete(c.heads, identity)
 }
@@ -199,6 +237,7 @@ func (c *denyCache) forget(identity string) {
 func (c *denyCache) remove(e *denial) {
 	c.bytes -= entryBytes(e)
 	delete(c.entries, e.key)
+	heap.Remove(&c.ends, e.index)
 	switch {
 	case e.prev != nil:
 		e.prev.next = e.next

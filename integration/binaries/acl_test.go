@@ -195,6 +195,7 @@ func TestTemplateCacheUserGrantsNoMore(t *testing.T) {
 		{"a script not bucketgate's (EVAL must be allowed)", []string{"EVAL", "return 1", "0"}, true},
 		{"a command the script calls, outside it", []string{"HSET", key, "f", "v"}, true},
 		{"the idle connection check", []string{"EXISTS", key}, true},
+		{"the idle connection check's write, never a change (a standalone replica refuses it)", []string{"PEXPIREAT", key, "1", "GT"}, true},
 		{"the usage's transaction", []string{"MULTI"}, true},
 		{"the usage's read", []string{"HMGET", bucket.UsageKey("acl-app"), "f"}, true},
 		{"the script's clock", []string{"TIME"}, true},

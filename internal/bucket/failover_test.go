@@ -143,6 +143,79 @@ func TestClusterFailover(t *testing.T) {
 	}
 }
 
+// TestStandaloneFailoverRead: a process that only reads (usage reports, peeks) keeps
+// its connection to a standalone primary that a failover demoted: no write of its own
+// meets READONLY there. Cut off from the new primary (a partition, a full resync), the
+// demoted node answers from what it held; its replication lag, when not. A read after an
+// idle second checks the connection first (see IdleCheck), which the demoted node
+// refuses (READONLY, nothing written), and the read goes on a new connection, to the new
+// primary by the endpoint: it sees what another process wrote there.
+func TestStandaloneFailoverRead(t *testing.T) {
+	ctx := context.Background()
+	primary, replica := redistest.Start(t), redistest.Start(t)
+	replicate(t, replica, primary)
+	endpoint := redistest.StartProxy(t, primary.Addr)
+	env := map[string]string{"REDIS_ADDR": endpoint.Addr}
+	calls := []struct {
+		name   string
+		before bool // the identity charged before the failover too
+		read   func(l *bucket.Limiter, id string) (charged int64, err error)
+	}{
+		{"Usage", true, func(l *bucket.Limiter, id string) (int64, error) {
+			days, err := l.Usage(ctx, id, time.Now(), time.Now())
+			if err != nil {
+				return 0, err
+			}
+			return days[0].Allowed, nil
+		}},
+		// An identity the demoted node holds nothing of: the peek writes nothing there
+		// (one that finds a bucket lets it live longer, a write, refused with READONLY).
+		{"Peek", false, func(l *bucket.Limiter, id string) (int64, error) {
+			d, err := l.Decide(ctx, bucketgate.Request{Identity: id, Rules: still})
+			return still[0].Capacity - d.Remaining, err
+		}},
+	}
+	writer := bucket.New(connect(t, env), bucket.Usage(1))
+	var k clock
+	readers := make([]*bucket.Limiter, len(calls)) // each with its connection to the old primary
+	for i, call := range calls {
+		readers[i] = bucket.New(connect(t, env), bucket.Clock(k.now))
+		if call.before {
+			decide(t, writer, bucketgate.Request{Identity: call.name, Rules: still, Cost: 1})
+		}
+		if _, err := call.read(readers[i], call.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caughtUp(t, replica, primary)
+
+	if _, err := replica.Command(ctx, "REPLICAOF", "NO", "ONE"); err != nil {
+		t.Fatal(err)
+	}
+	nowhere, err := redistest.FreePort() // the new primary, out of the demoted node's reach
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := primary.Command(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(nowhere)); err != nil {
+		t.Fatal(err)
+	}
+	endpoint.SetTarget(replica.Addr)
+	writer = bucket.New(connect(t, env), bucket.Usage(1)) // another process, on the new primary
+	k.advance(bucket.IdleCheck)
+	for i, call := range calls {
+		t.Run(call.name, func(t *testing.T) {
+			decide(t, writer, bucketgate.Request{Identity: call.name, Rules: still, Cost: 1})
+			want := int64(1)
+			if call.before {
+				want++
+			}
+			if charged, err := call.read(readers[i], call.name); err != nil || charged != want {
+				t.Fatalf("after the failover: %d charged, %v; want %d (the new primary's)", charged, err, want)
+			}
+		})
+	}
+}
+
 // caughtUp waits until replica has processed everything primary has written. (WAIT
 // would not do: it waits for the writes of its own connection, and the limiters wrote
 // on theirs, so that it answered at once, and a replica lagging under load was promoted

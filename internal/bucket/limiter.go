@@ -121,9 +121,11 @@ func NewLazy(connect func(context.Context) (rueidis.Client, error), opts ...Opti
 // call on it after the thaw (EOF, Redis having run nothing). The check has half the
 // time left to the call's deadline: a connection the network dropped silently answers
 // nothing, and is given up and dropped then, leaving the call the other half on a new
-// one. Each checked call costs a round trip more; for IdleCheck after a thaw, since
-// each call checks only its own nodes' connections and rueidis pings the others within
-// that time.
+// one. With a standalone server, a write that never changes a key goes with the reads,
+// and when the server refuses it (READONLY: a primary a failover demoted), the
+// connection is made again (see readOnly) before the call, which may only read. Each
+// checked call costs a round trip more; for IdleCheck after a thaw, since each call
+// checks only its own nodes' connections and rueidis pings the others within that time.
 const IdleCheck = time.Second
 
 // halfLeft returns ctx ending halfway to its deadline, for a round trip the call can do
@@ -159,22 +161,34 @@ func (l *Limiter) redis(ctx context.Context, qs ...bucketgate.Request) (rediser,
 	if now >= l.checkUntil.Load() {
 		return c, nil
 	}
-	cmds := make(rueidis.Commands, 0, len(qs))
+	cmds := make(rueidis.Commands, 0, len(qs)+1)
+	key := "" // the key of the last identity checked
 	for _, q := range qs {
 		if q.Identity != "" && len(q.Identity) <= bucketgate.MaxIdentity {
+			key = Key(q.Identity)
 			// Arbitrary, so not read-only: rueidis would send a read-only command again
 			// and again while Redis is down, until ctx ended.
-			cmds = append(cmds, c.B().Arbitrary("EXISTS").Keys(Key(q.Identity)).Build())
+			cmds = append(cmds, c.B().Arbitrary("EXISTS").Keys(key).Build())
 		}
+	}
+	if key != "" && c.Mode() == rueidis.ClientModeStandalone {
+		// A write that never changes the key (no expiry is sooner than 1 ms after
+		// 1970: GT sets none), refused with READONLY by a primary a failover demoted
+		// (see readOnly), where a call that only reads (a usage report, its clock, a peek)
+		// would be answered by the replica it is, behind the new primary by its
+		// replication lag, or for as long as it is cut off from it.
+		cmds = append(cmds, c.B().Arbitrary("PEXPIREAT").Keys(key).Args("1", "GT").Build())
 	}
 	// The check has half the time left: a connection that answers nothing (dropped
 	// silently by the network) is given up then, and dropped, leaving the call the
 	// other half on a new one.
 	check, cancel := halfLeft(ctx)
 	defer cancel()
-	// Whatever the answers: a dead connection failed and was dropped, and a Redis that
-	// is down or slow fails the call's own commands as it would have.
-	c.DoMulti(check, cmds...)
+	// Whatever the other answers: a dead connection failed and was dropped, and a
+	// Redis that is down or slow fails the call's own commands as it would have.
+	if slices.ContainsFunc(c.DoMulti(check, cmds...), readOnly) {
+		reconnect(check, c)
+	}
 	return c, nil
 }
 

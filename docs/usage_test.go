@@ -229,10 +229,13 @@ func TestUsageLeavesOutTheDenyCachesDenials(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bucketgate usage: %v\n%s", err, out)
 	}
-	if took > guard.DenyCacheMaxAge {
-		t.Skipf("the loop took %v, the deny cache's denial lives %v: Redis decided the eleventh", took, guard.DenyCacheMaxAge)
+	want := "date,allowed,limited,cost\n2026-11-25,10,0,10\n"
+	if took > guard.DenyCacheMaxAge && string(out) == "date,allowed,limited,cost\n2026-11-25,10,1,10\n" {
+		// A machine this slow let the cached denial end: Redis decided the eleventh.
+		t.Logf("the loop took %v, longer than a cached denial lives (%v): the eleventh counted as limited", took, guard.DenyCacheMaxAge)
+		return
 	}
-	if want := "date,allowed,limited,cost\n2026-11-25,10,0,10\n"; string(out) != want {
-		t.Errorf("bucketgate usage --csv 127.0.0.1 after the README's loop:\n%s\nwant\n%s", out, want)
+	if string(out) != want {
+		t.Errorf("bucketgate usage --csv 127.0.0.1 after the README's loop (%v):\n%s\nwant\n%s", took, out, want)
 	}
 }

@@ -73,7 +73,8 @@ func (e *UndecidableError) Unwrap() error { return e.Err }
 // Guard decides one request under the failure policy; *guard.Guard is one.
 type Guard interface {
 	Decide(ctx context.Context, q bucketgate.Request) (guard.Result, error)
-	// Fallback answers by the failure policy when the registry failed.
+	// Fallback answers by the failure policy when the registry failed, or Redis did
+	// not give the secrets that verify an id.
 	Fallback(q bucketgate.Request, f guard.Failure, err error) guard.Result
 	// FailOpen reports whether requests Redis (or the registry) cannot decide are
 	// allowed, degraded.

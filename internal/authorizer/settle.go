@@ -27,7 +27,10 @@ import (
 // key of an active account revoked or moved since is settled under that account's plan),
 // or whose route is gone or has none of its rules left (the reservation stays charged at its estimate), bucketgate.ErrInvalid for bad input, and ErrUnavailable when Redis (or the
 // registry) could not settle it: try again. A settle Redis or the registry could not
-// decide is counted as a decision is (Decisions by Outcome, FailClosed by Reason).
+// decide is counted as a decision is (Decisions by Outcome, FailClosed by Reason). While
+// Redis does not give the secrets that verify the id, its claims may be forged: one that
+// leads to a conflict is ErrUnavailable too, and a Result Redis did not decide names no
+// rule or limit, so that the answer to a forged id tells nothing of where it leads.
 func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.Op, actual int64) (guard.Result, error) {
 	if op != bucketgate.OpSettle && op != bucketgate.OpCancel && op != bucketgate.OpRelease {
 		return guard.Result{}, fmt.Errorf("%w: operation %v: want settle, cancel or release", bucketgate.ErrInvalid, op)
@@ -47,18 +50,21 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
 	// The signature first: the claims of an id the limiter did not sign lead nowhere, no
 	// registry read. (Redis not giving the secret, the lookup and the decision meet it:
-	// under OneRead, the decision fails with that failed read's error, not reading again.)
+	// under OneRead, the decision fails with that failed read's error, not reading again.
+	// The claims of an id not verified so may be forged: their conflict is no answer,
+	// and an answer Redis did not decide carries nothing they led to, below.)
 	ctx = bucket.OneRead(ctx)
-	if err := h.Guard.Signed(ctx, c.Identity, reservation, op == bucketgate.OpRelease); errors.Is(err, bucketgate.ErrConflict) {
-		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
-		return guard.Result{}, err
+	unsigned := h.Guard.Signed(ctx, c.Identity, reservation, op == bucketgate.OpRelease)
+	if errors.Is(unsigned, bucketgate.ErrConflict) {
+		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, unsigned.Error()))...)
+		return guard.Result{}, unsigned
 	}
 	l, who, err := claims.Resolve(ctx, v, c, op)
 	who.Observe(&inv)
 	q := bucketgate.Request{Identity: c.Identity, Rules: l.Rules, Op: op, Cost: actual, ID: reservation}
 	var r guard.Result
 	switch {
-	case errors.Is(err, bucketgate.ErrConflict):
+	case errors.Is(err, bucketgate.ErrConflict) && unsigned == nil:
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 		return guard.Result{}, err
 	case err != nil: // the registry could not say: the failure policy answers, as for a decision
@@ -68,6 +74,10 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 			h.Log.LogAttrs(ctx, slog.LevelWarn, "settle refused", append(attrs, slog.String(telemetry.AttrError, err.Error()))...)
 			return guard.Result{}, err
 		}
+	}
+	if unsigned != nil && r.Failure != guard.FailureNone { // the same whatever the claims name
+		q.Rules, l.Plan = nil, ""
+		r = h.Guard.Fallback(q, guard.Classify(unsigned), unsigned)
 	}
 	inv.Observe(r)
 	telemetry.LogDecision(ctx, h.Log, r, append(attrs, slog.String(telemetry.AttrPlan, l.Plan))...)

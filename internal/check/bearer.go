@@ -85,9 +85,12 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 // no refusal that tells whether a key is registered, or of which account. (Redis not
 // giving the secret, the lookup and the engine's decision follow, which meet it: under
 // ctx of bucket.OneRead, a read that failed is not made again, by the next id's check
-// or by the decision, which fail with its error.) A
-// check whose lookup failed keeps the error, for the failure policy. The lookups of a
-// batch run concurrently, as its tenants' do (lookupEach).
+// or by the decision, which fail with its error. The check keeps that failure
+// (unsigned): a conflict of its claims is then no answer, but that failure, for the
+// failure policy, and an answer Redis did not decide carries nothing its claims led
+// to, no plan, rule or limit (answer), so that a forged id's is the same whatever it
+// names.) A check whose lookup failed keeps the error, for the failure policy. The
+// lookups of a batch run concurrently, as its tenants' do (lookupEach).
 func resolveBearers(ctx context.Context, g Guard, v registry.View, checks []check, batch bool, inv *telemetry.Invocation) error {
 	for _, c := range checks {
 		if c.refused != nil {
@@ -105,9 +108,11 @@ func resolveBearers(ctx context.Context, g Guard, v registry.View, checks []chec
 		if !needs(c) {
 			continue
 		}
-		if err := g.Signed(ctx, c.req.Identity, c.req.ID, c.req.Op == bucketgate.OpRelease); errors.Is(err, bucketgate.ErrConflict) {
+		err := g.Signed(ctx, c.req.Identity, c.req.ID, c.req.Op == bucketgate.OpRelease)
+		if errors.Is(err, bucketgate.ErrConflict) {
 			return fmt.Errorf("%s: %w", field(bearerPath(batch, i), idField(c.req.Op)), err)
 		}
+		checks[i].unsigned = err
 	}
 	lookupEach(checks, needs, func(i int) {
 		answers[i].l, answers[i].e, answers[i].err = claims.Resolve(ctx, v, checks[i].claims, checks[i].req.Op)
@@ -124,6 +129,9 @@ func resolveBearers(ctx context.Context, g Guard, v registry.View, checks []chec
 		}
 		l, e, err := answers[i].l, answers[i].e, answers[i].err
 		switch {
+		case errors.Is(err, bucketgate.ErrConflict) && c.unsigned != nil: // claims not verified lead nowhere
+			c.lookupErr = c.unsigned
+			continue
 		case errors.Is(err, bucketgate.ErrConflict):
 			return fmt.Errorf("%s: %w", field(bearerPath(batch, i), idField(c.req.Op)), err)
 		case err != nil:

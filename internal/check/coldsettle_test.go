@@ -63,10 +63,7 @@ func TestSettleByIDOnAColdInstanceWaitsOnce(t *testing.T) {
 			ids := []string{b.reserve(t, "alice"), b.reserve(t, "carol")}
 			client := &secretReads{Client: redistest.Client(t, b.srv.Addr)}
 			g := guard.New(bucket.New(client), guard.Options{Timeout: 100 * time.Millisecond, FailuresToOpen: guard.DefaultFailuresToOpen, ProbeInterval: time.Hour})
-			check := newFixture(t, client, b.check.cfg, guard.Options{})
-			check.h.Guard, check.h.Config = g, registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
-			auth := &authorizer.Handler{Guard: g, Config: check.h.Config, Identities: testSources(t), Log: slog.New(slog.DiscardHandler), Now: time.Now,
-				Metrics: telemetry.NewEmitter(&strings.Builder{}, settings.DefaultNamespace, settings.DefaultStackName, "authorizer")}
+			check, auth := b.instance(t, client, g)
 			check.invokeOK(t, []byte(`{"key":"cold","rules":[`+slowRule+`]}`)) // connected, the secrets never read
 			pause(t, b.srv)
 			for i := range guard.DefaultFailuresToOpen - 1 {
@@ -105,4 +102,17 @@ func (c *secretReads) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []
 		}
 	}
 	return c.Client.DoMulti(ctx, cmds...)
+}
+
+// instance returns a check function and an authorizer deciding with g (on client), as
+// an instance of each started apart from b's, with a registry cache of their own over
+// b's source.
+func (b *bearerFixture) instance(t *testing.T, client rueidis.Client, g *guard.Guard) (*fixture, *authorizer.Handler) {
+	t.Helper()
+	check := newFixture(t, client, b.check.cfg, guard.Options{})
+	check.h.Guard, check.h.Config = g, registry.NewStatic(b.check.cfg, registry.NewCache(b.src, registry.Options{Size: 100}))
+	check.h.OperatorFunction = "bucketgate-operator" // the stack's: service-facing
+	auth := &authorizer.Handler{Guard: g, Config: check.h.Config, Identities: testSources(t), Log: slog.New(slog.DiscardHandler), Now: time.Now,
+		Metrics: telemetry.NewEmitter(&strings.Builder{}, settings.DefaultNamespace, settings.DefaultStackName, "authorizer")}
+	return check, auth
 }

@@ -30,7 +30,8 @@ import (
 type Guard interface {
 	Decide(ctx context.Context, q bucketgate.Request) (guard.Result, error)
 	DecideBatch(ctx context.Context, qs []bucketgate.Request) ([]guard.Result, error)
-	// Fallback answers by the failure policy when the registry failed.
+	// Fallback answers by the failure policy when the registry failed, or Redis did
+	// not give the secrets that verify an id.
 	Fallback(q bucketgate.Request, f guard.Failure, err error) guard.Result
 	// Usage reads Redis's clock, then an identity's usage of the UTC days that span
 	// gives for it, both within one deadline.
@@ -154,7 +155,10 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 }
 
 // answer counts, logs and sends the events of every check of checks that results
-// decided (a check left undecided has the zero Result), and returns their responses.
+// decided (a check left undecided has the zero Result), and returns their responses. A
+// bearer's id that could not be verified (unsigned), which Redis did not decide, is
+// answered as that failure by the failure policy, with no plan, rule or limit: those
+// of its claims, which may be forged.
 func (h *Handler) answer(ctx context.Context, checks []check, results []guard.Result, inv *telemetry.Invocation) []checkapi.Response {
 	responses := make([]checkapi.Response, len(checks))
 	var events []eventbus.Event
@@ -163,6 +167,11 @@ func (h *Handler) answer(ctx context.Context, checks []check, results []guard.Re
 			continue
 		}
 		r := results[i]
+		if c.unsigned != nil && r.Failure != guard.FailureNone { // nothing the unverified claims led to
+			q := c.req
+			q.Rules, c.plan = nil, ""
+			r = h.Guard.Fallback(q, guard.Classify(c.unsigned), c.unsigned)
+		}
 		inv.Observe(r)
 		attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.logged), slog.String(telemetry.AttrPlan, c.plan),
 			slog.Int64(telemetry.AttrCost, c.req.Cost), slog.String(telemetry.AttrOp, c.req.Op.String())}

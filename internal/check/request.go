@@ -80,8 +80,9 @@ type check struct {
 	// a key it does not know as active, its own, but for its usage: resolveTenants),
 	// and nothing else.
 	follow bool
-	// lookupErr is why the registry could not say who the identity is: the check is
-	// then answered by the failure policy.
+	// lookupErr is why the registry could not say who the identity is, or, for an id
+	// whose claims led to a conflict, unsigned: the check is then answered by the
+	// failure policy.
 	lookupErr error
 	// from and to are a usage request's days as given (OpUsage): "" when left out.
 	from, to string
@@ -93,6 +94,9 @@ type check struct {
 	bearer  bool
 	claims  claims.Claims
 	refused error
+	// unsigned is why the bearer's id could not be verified (Redis did not give the
+	// secrets): its claims are not known to be the limiter's (see resolveBearers).
+	unsigned error
 }
 
 // parse reads and validates a whole payload: one check, or a batch of them (batch

@@ -78,11 +78,43 @@ func TestEveryDocOpensWithItsContents(t *testing.T) {
 				t.Errorf("%s: its contents link #%s, which is no heading of it", doc, anchor)
 			}
 		}
-		for _, line := range lines {
-			if h, ok := strings.CutPrefix(line, "## "); ok && !slices.Contains(listed, anchorOf(h)) {
-				t.Errorf("%s: section %q is not in its table of contents", doc, h)
-			}
+		for _, h := range unlisted(text, listed) {
+			t.Errorf("%s: section %q is not in its table of contents", doc, h)
 		}
+	}
+}
+
+// unlisted returns the second-level headings of the Markdown text whose anchors are not
+// in listed.
+func unlisted(text string, listed []string) []string {
+	var out []string
+	for _, h := range anchors(text) {
+		if h.level == 2 && !slices.Contains(listed, h.anchor) {
+			out = append(out, h.text)
+		}
+	}
+	return out
+}
+
+// unlisted reads the sections a renderer shows: a ## line of a code block is none, and a
+// repeated heading is listed by its own anchor (-1, -2), not its first's.
+func TestUnlisted(t *testing.T) {
+	const doc = "# Guide\n\n## Usage\n\n```sh\n## a comment\n```\n\n## Usage\n\n### Detail\n\n## Limits\n"
+	for _, tc := range []struct {
+		name   string
+		listed []string
+		want   []string
+	}{
+		{"every section listed", []string{"usage", "usage-1", "limits"}, nil},
+		{"a repeat's own anchor missing", []string{"usage", "limits"}, []string{"Usage"}},
+		{"the first's anchor missing", []string{"usage-1", "limits"}, []string{"Usage"}},
+		{"a section missing", []string{"usage", "usage-1"}, []string{"Limits"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := unlisted(doc, tc.listed); !slices.Equal(got, tc.want) {
+				t.Errorf("unlisted(%v) = %q, want %q", tc.listed, got, tc.want)
+			}
+		})
 	}
 }
 

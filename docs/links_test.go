@@ -13,8 +13,8 @@ import (
 // mdLink matches an inline Markdown link or image: [text](target).
 var mdLink = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)\)`)
 
-// mdHeading matches a Markdown heading line.
-var mdHeading = regexp.MustCompile(`^#{1,6} +(.+?) *$`)
+// mdHeading matches a Markdown heading line: its #s and its text.
+var mdHeading = regexp.MustCompile(`^(#{1,6}) +(.+?) *$`)
 
 // The README and docs/ stand alone: every link resolves inside the repository (relative
 // to its file, or to the root when it starts with /, as GitHub reads it), to a
@@ -59,14 +59,20 @@ func TestDocLinksStayInTheRepository(t *testing.T) {
 
 // hasAnchor reports whether a heading of the Markdown text has anchor.
 func hasAnchor(text, anchor string) bool {
-	return slices.Contains(anchors(text), anchor)
+	return slices.ContainsFunc(anchors(text), func(h heading) bool { return h.anchor == anchor })
 }
 
-// anchors returns the anchors GitHub gives the headings of the Markdown text, in order:
-// a # line inside a code block is no heading, and a heading whose anchor is taken gets
-// the first free -1, -2 suffix.
-func anchors(text string) []string {
-	var out []string
+// heading is a heading of a Markdown text and the anchor GitHub gives it.
+type heading struct {
+	level        int // 1 for #, 2 for ##, ...
+	text, anchor string
+}
+
+// anchors returns the headings of the Markdown text with the anchors GitHub gives them,
+// in order: a # line inside a code block is no heading, and a heading whose anchor is
+// taken gets the first free -1, -2 suffix.
+func anchors(text string) []heading {
+	var out []heading
 	seen := map[string]int{} // anchor: the suffixes tried after it
 	inBlock := false
 	for _, line := range strings.Split(text, "\n") {
@@ -78,14 +84,14 @@ func anchors(text string) []string {
 		if inBlock || m == nil {
 			continue
 		}
-		base := anchorOf(m[1])
+		base := anchorOf(m[2])
 		anchor := base
 		for _, taken := seen[anchor]; taken; _, taken = seen[anchor] {
 			seen[base]++
 			anchor = fmt.Sprintf("%s-%d", base, seen[base])
 		}
 		seen[anchor] = 0
-		out = append(out, anchor)
+		out = append(out, heading{level: len(m[1]), text: m[2], anchor: anchor})
 	}
 	return out
 }

@@ -135,7 +135,9 @@ func TestEmptyNameFlags(t *testing.T) {
 // Invoke, a check's plan in the function's logs), and a WHEN, a duration, a version or
 // a file named by one is masked in the error that refuses it (bg_...), as keys expire's
 // WHEN is. They were quoted whole; a usage day (--from, --to), cut to 40 characters, 37
-// of the key's (which no mask then knew).
+// of the key's (which no mask then knew). A plan of keys create, accounts create or
+// set-plan holding one was looked up in the registry first, and refused as an unknown
+// plan (exit status 1), not as a usage error.
 func TestMadeKeyInNamesAndValues(t *testing.T) {
 	d, _ := newDeployment(t)
 	key := strings.TrimSpace(d.ok("keys", "create", "--plan", "gold"))
@@ -154,6 +156,10 @@ func TestMadeKeyInNamesAndValues(t *testing.T) {
 		{"--function", exitUsage, name("function"), []string{"buckets", "reset", "--function", made, key}},
 		{"--stack", exitUsage, name("stack"), []string{"--stack", made, "keys", "list"}},
 		{"buckets --plan", exitUsage, name("plan"), []string{"buckets", "show", "--plan", made, key}},
+		{"keys create --plan", exitUsage, "usage: keys create: --plan: an API key bucketgate made (bg_...), which no table, function, stack or plan is named by", []string{"keys", "create", "--plan", made}},
+		{"accounts create --plan", exitUsage, "usage: accounts create: --plan: an API key bucketgate made (bg_...)", []string{"accounts", "create", "acme", "--plan", made}},
+		{"keys set-plan PLAN", exitUsage, "usage: keys set-plan: PLAN: an API key bucketgate made (bg_...)", []string{"keys", "set-plan", key, made}},
+		{"accounts set-plan PLAN", exitUsage, "usage: accounts set-plan: PLAN: an API key bucketgate made (bg_...)", []string{"accounts", "set-plan", "acme", made}},
 		{"--expires", exitUsage, `--expires: "bg_...": want an RFC 3339 time`, []string{"keys", "create", "--plan", "gold", "--expires", made}},
 		{"--overlap", exitUsage, `--overlap "bg_...": want a duration`, []string{"keys", "roll", key, "--overlap", made}},
 		{"usage --from", exitUsage, `--from "bg_...": want a day as YYYY-MM-DD`, []string{"usage", "--from", made, key}},

@@ -197,6 +197,11 @@ func configRollbackFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error 
 		if err != nil {
 			return err
 		}
+		// Stored before put refused one, or by hand: put's refusal would keep an incident's
+		// rollback from the version that worked.
+		if line := lineOfKey([]byte(s.Document)); line > 0 {
+			warnTo(e)(fmt.Sprintf("line %d of version %d holds an API key bucketgate made (%s...), which the version in force holds now as it is, for every function to read: config put a version without it", line, v, madekey.Prefix))
+		}
 		reportWrite(e, t, w)
 		return nil
 	}

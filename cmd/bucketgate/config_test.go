@@ -17,6 +17,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/config"
+	"github.com/bucketgate/bucketgate/internal/madekey"
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 )
@@ -864,5 +865,27 @@ func TestConfigShowMasksAKey(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A rollback to a stored version holding an API key bucketgate made (written before
+// config put refused one, or by hand) goes on, as a rollback in an incident must, with
+// a warning naming the key's line, never the key. It wrote the key back as the version in
+// force, for every function to read, and said nothing.
+func TestConfigRollbackWarnsOfAKey(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	key := "bg_" + strings.Repeat("Q", 42) + "w"
+	c.ok("config", "put", file(t, "v1.yaml", goldDoc))
+	c.ok("config", "put", file(t, "v2.yaml", goldDoc+"# version 2\n"))
+	withKey := goldDoc + "# acme's key: " + key + "\n"
+	c.put(registry.StoredConfig{ID: registry.VersionID(1), Document: withKey, Version: 1, UpdatedAt: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)}.Item())
+	code, stdout, stderr := c.run("config", "rollback", "1")
+	if code != exitOK || strings.Contains(stdout+stderr, key[3:]) || !strings.Contains(stderr, "wrote version 3") ||
+		!strings.Contains(stderr, "warning: line 6 of version 1 holds an API key bucketgate made (bg_...)") {
+		t.Fatalf("bucketgate config rollback 1: exit %d\n%s%s\nwant version 3 written, and a warning naming line 6, the key masked", code, stdout, stderr)
+	}
+	if code, stdout, stderr := c.run("config", "show"); code != exitOK || stdout != madekey.Mask(withKey) || !strings.Contains(stderr, "version 3 of table") {
+		t.Fatalf("bucketgate config show after the rollback: exit %d\n%s%s\nwant version 3, version 1's document, the key masked", code, stdout, stderr)
 	}
 }

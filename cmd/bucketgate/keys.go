@@ -424,10 +424,15 @@ func expireFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 }
 
 // planGiven refuses a plan given empty or blank (a script's unset variable: no plan to
-// look up) as a usage error of fs naming what gave it, before any call.
+// look up), or holding an API key bucketgate made (a key pasted in the wrong place, as
+// buckets' --plan refuses it), as a usage error of fs naming what gave it, before any
+// call.
 func planGiven(fs *flag.FlagSet, what, plan string) error {
-	if strings.TrimSpace(plan) == "" {
+	switch {
+	case strings.TrimSpace(plan) == "":
 		return fmt.Errorf("%w: %s is empty: name a plan of the configuration document (bucketgate config show)", usageOf(fs), what)
+	case madekey.Holds(plan):
+		return fmt.Errorf("%w: %s: %w", usageOf(fs), what, errKeyForName)
 	}
 	return nil
 }

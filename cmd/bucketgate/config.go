@@ -121,6 +121,9 @@ func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w: nothing written", args[0], err)
 		}
+		if legacy := cfg.Legacy(); len(legacy) > 0 { // the functions load it, for a document stored before
+			return fmt.Errorf("%s: %w: %s: nothing written", args[0], config.ErrConfig, legacy[0])
+		}
 		for _, c := range cfg.Caveats() {
 			warnTo(e)(c)
 		}

@@ -869,3 +869,18 @@ func TestConfigShowMasksAKey(t *testing.T) {
 		})
 	}
 }
+
+// A stored document with a 0 that config put now refuses (stored by an earlier
+// bucketgate, which read it as left out) loads in the functions as before, with a
+// warning; config show says so too, naming the field, so that the document can be put
+// again without it. It said nothing.
+func TestConfigShowNamesAZeroOfAnEarlierRelease(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	doc := strings.Replace(goldDoc, "refillPerSecond: 1}", "refillPerSecond: 1, concurrency: 0}", 1)
+	c.put(map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "config"}, "document": &types.AttributeValueMemberS{Value: doc}, "version": &types.AttributeValueMemberN{Value: "1"}})
+	code, stdout, stderr := c.run("config", "show")
+	if code != exitOK || stdout != doc || !strings.Contains(stderr, "warning: configuration version 1 (config): plans.free[0].concurrency (line 3, column 71): 0 beside the rule's other numbers") {
+		t.Fatalf("bucketgate config show: exit %d\n%s%s\nwant the document and a warning naming the field", code, stdout, stderr)
+	}
+}

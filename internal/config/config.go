@@ -40,7 +40,7 @@ type Config struct {
 	refuseAnon    bool
 	idleTTL       error         // a route's ttlMs that only an identity's own rules could use: CheckAlone
 	madeTenants   int           // the tenants that are or hold API keys bucketgate made: Caveats
-	legacy        []*fieldError // the 0s an earlier release dropped, dropped as then: Legacy
+	legacy        []*fieldError // the 0s an earlier bucketgate read as left out, read so still: Legacy
 }
 
 // Plan is a configured plan (bucketgate.Plan: its name and its own rules, before any
@@ -151,7 +151,7 @@ func (c *Config) Caveats() []string {
 // another kind of rule, which it read as left out, and Parse does too (a 0 alone is an
 // error). Caveats returns them too; bucketgate config put refuses a document with any.
 func (c *Config) Legacy() []string {
-	notes := make([]string, 0, len(c.legacy))
+	var notes []string // nil when none, as Caveats is
 	for _, fe := range c.legacy {
 		notes = append(notes, fe.Error())
 	}

@@ -86,8 +86,12 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		case err != nil:
 			return err
 		}
-		if _, err := s.Load(); err != nil {
+		if cfg, err := s.Load(); err != nil {
 			fmt.Fprintf(e.stderr, "warning: %v\n", err)
+		} else {
+			for _, l := range cfg.Legacy() { // stored before put refused it: put it again without
+				fmt.Fprintf(e.stderr, "warning: configuration version %d (%s): %s\n", s.Version, s.ID, l)
+			}
 		}
 		doc := s.Document
 		if line := lineOfKey([]byte(doc)); line > 0 { // stored before put refused one, or by hand
@@ -120,6 +124,9 @@ func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		cfg, err := registry.LoadDocument(doc)
 		if err != nil {
 			return fmt.Errorf("%s: %w: nothing written", args[0], err)
+		}
+		if legacy := cfg.Legacy(); len(legacy) > 0 { // the functions load it, for a document stored before
+			return fmt.Errorf("%s: %w: %s: nothing written", args[0], config.ErrConfig, legacy[0])
 		}
 		for _, c := range cfg.Caveats() {
 			warnTo(e)(c)

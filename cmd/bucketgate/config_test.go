@@ -469,6 +469,9 @@ func TestConfigBadInput(t *testing.T) {
 		// show: refused, naming its line, never quoting it.
 		{"a key in a comment", exitError, "comment.yaml: line 6 holds an API key bucketgate made (bg_...)", []string{"config", "put", file(t, "comment.yaml", goldDoc+"# acme's key: "+madeKey+"\n")}},
 		{"a key in a route's path", exitError, "path.yaml: line 6 holds an API key bucketgate made (bg_...)", []string{"config", "put", file(t, "path.yaml", goldDoc+"routes: [{path: /v1/"+madeKey+"}]\n")}},
+		// A 0 beside a bucket's numbers, which an earlier bucketgate read as left out: the
+		// functions still load a stored document with one (a warning), put refuses it.
+		{"concurrency 0 beside a bucket", exitError, "zero.yaml: rate-limit configuration: plans.free[0].concurrency (line 3, column 71): 0 beside the rule's other numbers", []string{"config", "put", file(t, "zero.yaml", strings.Replace(goldDoc, "refillPerSecond: 1}", "refillPerSecond: 1, concurrency: 0}", 1))}},
 		{"no FILE", exitUsage, "config put: want 1 argument(s), got 0", []string{"config", "put"}},
 		{"an empty FILE", exitUsage, "config put: FILE is empty: name a file, or - for stdin", []string{"config", "put", ""}}, // was exit 1, "open : no such file or directory"
 		{"unknown command", exitUsage, `config: unknown command "get": want history, put, rollback, show`, []string{"config", "get"}},
@@ -887,5 +890,20 @@ func TestConfigRollbackWarnsOfAKey(t *testing.T) {
 	}
 	if code, stdout, stderr := c.run("config", "show"); code != exitOK || stdout != madekey.Mask(withKey) || !strings.Contains(stderr, "version 3 of table") {
 		t.Fatalf("bucketgate config show after the rollback: exit %d\n%s%s\nwant version 3, version 1's document, the key masked", code, stdout, stderr)
+	}
+}
+
+// A stored document with a 0 that config put now refuses (stored by an earlier
+// bucketgate, which read it as left out) loads in the functions as before, with a
+// warning; config show says so too, naming the field, so that the document can be put
+// again without it. It said nothing.
+func TestConfigShowNamesAZeroOfAnEarlierRelease(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	doc := strings.Replace(goldDoc, "refillPerSecond: 1}", "refillPerSecond: 1, concurrency: 0}", 1)
+	c.put(map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "config"}, "document": &types.AttributeValueMemberS{Value: doc}, "version": &types.AttributeValueMemberN{Value: "1"}})
+	code, stdout, stderr := c.run("config", "show")
+	if code != exitOK || stdout != doc || !strings.Contains(stderr, "warning: configuration version 1 (config): plans.free[0].concurrency (line 3, column 71): 0 beside the rule's other numbers") {
+		t.Fatalf("bucketgate config show: exit %d\n%s%s\nwant the document and a warning naming the field", code, stdout, stderr)
 	}
 }

@@ -33,10 +33,9 @@ func TestConcurrencyRules(t *testing.T) {
 	plan := func(rule string) string { return "defaultPlan: free\nplans: {free: [" + rule + "]}\n" }
 	for _, tc := range []struct{ name, doc, want string }{
 		{"concurrency below 1", plan("{name: c, concurrency: -1}"), "plans.free[0] (line 2, column 16): concurrency -1: want 1 to 10000 requests in flight"},
-		// A concurrency of 0 written is not one left out: it asked for a bucket's
-		// refillPerSecond, or made the rule the bucket its other numbers gave.
+		// A concurrency of 0 written alone is not one left out: it asked for a bucket's
+		// refillPerSecond. (Beside a bucket's numbers: TestZerosOfAnEarlierRelease.)
 		{"concurrency 0", plan("{name: c, concurrency: 0}"), "plans.free[0] (line 2, column 16): concurrency 0: want 1 to 10000 requests in flight"},
-		{"concurrency 0 with a bucket's numbers", plan("{name: c, concurrency: 0, capacity: 5, refillPerSecond: 1}"), "a concurrency rule has a concurrency alone"},
 		{"concurrency above the most", plan("{name: c, concurrency: 10001}"), "concurrency 10001: want 1 to 10000"},
 		{"concurrency a fraction", plan("{name: c, concurrency: 1.5}"), `plans.free[0].concurrency (line 2, column 39): "1.5": want a whole decimal number`},
 		{"concurrency with a capacity", plan("{name: c, concurrency: 2, capacity: 5}"), "a concurrency rule has a concurrency alone, not a capacity"},

@@ -38,8 +38,9 @@ type Config struct {
 	depth         int                 // one more than the most segments a route's pattern has: how many of a path's matter
 	refuseUnknown bool
 	refuseAnon    bool
-	idleTTL       error // a route's ttlMs that only an identity's own rules could use: CheckAlone
-	madeTenants   int   // the tenants that are or hold API keys bucketgate made: Caveats
+	idleTTL       error         // a route's ttlMs that only an identity's own rules could use: CheckAlone
+	madeTenants   int           // the tenants that are or hold API keys bucketgate made: Caveats
+	legacy        []*fieldError // the 0s an earlier bucketgate read as left out, read so still: Legacy
 }
 
 // Plan is a configured plan (bucketgate.Plan: its name and its own rules, before any
@@ -126,11 +127,11 @@ func (c *Config) PlanForTenant(id string) (p *Plan, known bool) {
 // each naming the fields, for a warning where the document is loaded; nil when nothing
 // is. Today: anonymous: refuse with unknownKeys: ip, under which a request without a
 // key is refused but one with any made-up key is let through, limited by its address;
-// and tenants that are or hold API keys bucketgate made (madekey.Holds), which the check
-// function refuses as keys (so they match no check), and which are secrets in the document. A caveat never
-// quotes such a key.
+// tenants that are or hold API keys bucketgate made (madekey.Holds), which the check
+// function refuses as keys (so they match no check), and which are secrets in the
+// document; and what Legacy returns. A caveat never quotes such a key.
 func (c *Config) Caveats() []string {
-	var caveats []string
+	caveats := c.Legacy()
 	if c.refuseAnon && !c.refuseUnknown {
 		caveats = append(caveats, "anonymous: refuse with unknownKeys: ip refuses a request without an API key but lets one with a made-up key through, limited by its address: set unknownKeys: refuse to let only registered keys through")
 	}
@@ -142,6 +143,19 @@ func (c *Config) Caveats() []string {
 		caveats = append(caveats, fmt.Sprintf("tenants: %s bucketgate made (%s..., not shown): the check function refuses such a key, so no check matches it, and the document holds it as a secret: name each such tenant by its key's digest (printf %%s \"$KEY\" | sha256sum | cut -c1-%d), as a service passes it", entries, madekey.Prefix, bucketgate.DigestLen))
 	}
 	return caveats
+}
+
+// Legacy returns what in c an earlier bucketgate read and this one reads as it did
+// only so that a document already stored loads, one sentence each naming the field:
+// a 0 written for a rule's concurrency, limit or refillPerSecond beside the numbers of
+// another kind of rule, which it read as left out, and Parse does too (a 0 alone is an
+// error). Caveats returns them too; bucketgate config put refuses a document with any.
+func (c *Config) Legacy() []string {
+	var notes []string // nil when none, as Caveats is
+	for _, fe := range c.legacy {
+		notes = append(notes, fe.Error())
+	}
+	return notes
 }
 
 // ListsIdentities reports whether the document lists any key or tenant.

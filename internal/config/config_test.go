@@ -139,7 +139,6 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		// A 0 written is not a field left out: it said "refillPerSecond (or refill with per)
 		// is required", or took the refill's rate and dropped the 0.
 		{"rate 0", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 0}]}", "plans.free[0] (line 2, column 16): rule b: refillPerSecond 0: want a number above 0"},
-		{"rate 0 and a refill", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refillPerSecond: 0, refill: 1, per: day}]}", "plans.free[0] (line 2, column 16): give refillPerSecond or refill with per, not both"},
 		{"bad period", "defaultPlan: free\nplans: {free: [{name: b, capacity: 1, refill: 1, per: fortnight}]}", `plans.free[0] (line 2, column 16): per "fortnight"`},
 		{"a field given twice", "defaultPlan: free\ndefaultPlan: pro\n" + free, "defaultPlan (line 2, column 1): given twice (first at line 1, column 1)"},
 		{"a plan given twice", "defaultPlan: free\nplans:\n  free: [{name: b, capacity: 1, refillPerSecond: 1}]\n  free: [{name: b, capacity: 2, refillPerSecond: 1}]\n", "plans.free (line 4, column 3): given twice (first at line 3, column 3)"},

@@ -83,6 +83,9 @@ func Parse(doc []byte) (*Config, error) {
 	if c.idleTTL != nil {
 		c.idleTTL = located(c.idleTTL, positions)
 	}
+	for _, fe := range c.legacy {
+		fe.pos = positions[fe.path]
+	}
 	return c, nil
 }
 
@@ -145,7 +148,7 @@ func compile(d Document) (*Config, error) {
 			return nil, errorAt(field, "%v", err)
 		}
 		spec := d.Plans[name]
-		rules, err := compileRules(field, spec.Rules, spec.Shadow)
+		rules, err := c.compileRules(field, spec.Rules, spec.Shadow)
 		if err != nil {
 			return nil, err
 		}
@@ -262,7 +265,7 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		if err := compileReserve(field, spec, &r); err != nil {
 			return err
 		}
-		rules, err := compileRules(field+".rules", spec.Rules, spec.Shadow)
+		rules, err := c.compileRules(field+".rules", spec.Rules, spec.Shadow)
 		if err != nil {
 			return err
 		}
@@ -438,14 +441,26 @@ func merge(plan, route []bucketgate.Rule) []bucketgate.Rule {
 	return rules
 }
 
-// compileRules compiles the rules at field; shadow makes them all shadow rules.
-func compileRules(field string, specs []RuleSpec, shadow bool) ([]bucketgate.Rule, error) {
+// compileRules compiles the rules at field; shadow makes them all shadow rules. A rule
+// that is valid only without the 0s written for its concurrency, limit or
+// refillPerSecond (an earlier bucketgate read them as left out) is compiled without
+// them, each noted in c.legacy.
+func (c *Config) compileRules(field string, specs []RuleSpec, shadow bool) ([]bucketgate.Rule, error) {
 	if len(specs) > bucketgate.MaxRules {
 		return nil, errorAt(field, "%d rules: want at most %d", len(specs), bucketgate.MaxRules)
 	}
 	rules := make([]bucketgate.Rule, 0, len(specs))
 	for i, s := range specs {
 		r, err := s.Rule()
+		if without, zeros := s.withoutZeros(); err != nil && len(zeros) > 0 {
+			if earlier, e := without.Rule(); e == nil {
+				r, err = earlier, nil
+				for _, name := range zeros {
+					c.legacy = append(c.legacy, &fieldError{path: fmt.Sprintf("%s[%d].%s", field, i, name),
+						msg: "0 beside the rule's other numbers, which an earlier bucketgate read as left out, as the functions still do in a document stored then; bucketgate config put refuses it: take the field out"})
+				}
+			}
+		}
 		if keyErr := madekey.InField("name", s.Name); keyErr != nil { // before Rule's errors, which quote the name
 			err = keyErr
 		}
@@ -479,6 +494,23 @@ func (s RuleSpec) Rule() (bucketgate.Rule, error) {
 		return bucketgate.Rule{}, invalid.Bare(err)
 	}
 	return r, nil
+}
+
+// withoutZeros returns s without the 0s written for its concurrency, limit or
+// refillPerSecond, which an earlier bucketgate read as left out, and their fields'
+// names.
+func (s RuleSpec) withoutZeros() (RuleSpec, []string) {
+	var zeros []string
+	if s.Concurrency != nil && *s.Concurrency == 0 {
+		s.Concurrency, zeros = nil, append(zeros, "concurrency")
+	}
+	if s.Limit != nil && *s.Limit == 0 {
+		s.Limit, zeros = nil, append(zeros, "limit")
+	}
+	if s.RefillPerSecond != nil && *s.RefillPerSecond == 0 {
+		s.RefillPerSecond, zeros = nil, append(zeros, "refillPerSecond")
+	}
+	return s, zeros
 }
 
 // concurrency returns the concurrency rule s describes, validated.

@@ -67,7 +67,6 @@ func TestQuotaErrorsNameTheField(t *testing.T) {
 		{"no limit", plan("{name: q, period: day}"), "plans.free[0] (line 2, column 16): limit is required for a quota: 1 to 1000000000 tokens a day"},
 		// A limit of 0 written is not one left out ("limit is required"), and never a bucket's.
 		{"limit 0", plan("{name: q, limit: 0, period: day}"), "plans.free[0] (line 2, column 16): rule q: limit 0: want 1 to 1000000000"},
-		{"limit 0 with a bucket's numbers", plan("{name: q, limit: 0, capacity: 5, refillPerSecond: 1}"), "plans.free[0] (line 2, column 16): a limit or an anchor without a period"},
 		{"limit above 1e9", plan("{name: q, limit: 1000000001, period: week}"), "plans.free[0] (line 2, column 16): rule q: limit 1000000001: want 1 to 1000000000"},
 		{"fractional limit", plan("{name: q, limit: 1.5, period: week}"), `plans.free[0].limit (line 2, column 33): "1.5": want a whole decimal number`},
 		{"anchor 0", plan("{name: q, limit: 5, period: month, anchor: 0}"), "anchor 0: want a day of the month from 1 to 28"},

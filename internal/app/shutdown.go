@@ -32,6 +32,8 @@ const shutdownWait = 400 * time.Millisecond
 func atShutdown(running *invocations, wait time.Duration, e *telemetry.Emitter, events *eventbus.Sender, log *slog.Logger, exit func(code int)) func() {
 	flush := flusher(e, log)
 	return func() {
+		running.writing.Lock()
+		defer running.writing.Unlock() // exit returns in tests alone
 		if n, ended := running.now(); n > 0 {
 			log.Info(MsgShutdownWaits, slog.Int(AttrInvocations, n))
 			if left := running.wait(ended, wait); left > 0 {
@@ -47,11 +49,15 @@ func atShutdown(running *invocations, wait time.Duration, e *telemetry.Emitter, 
 }
 
 // invocations counts the invocations of a handler that run (see counted), for the
-// shutdown to wait for. Its zero value counts none.
+// shutdown to wait for, and holds an invocation that ends while the shutdown writes
+// until it has exited: its answer to the runtime, which a reset instance's Runtime API
+// may refuse (aws-lambda-go then ends the process), comes after the write. Its zero
+// value counts none.
 type invocations struct {
 	mu      sync.Mutex
 	running int
 	ended   chan struct{} // closed when the last invocation running ends
+	writing sync.Mutex    // held by the shutdown until it exits
 }
 
 // start counts an invocation that starts.
@@ -99,8 +105,13 @@ type counted struct {
 	running *invocations
 }
 
-// Invoke is Handler's Invoke, counted while it runs.
+// Invoke is Handler's Invoke, counted while it runs, returning (or panicking) after a
+// shutdown that began meanwhile has written what waits.
 func (h counted) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	defer func() {
+		h.running.writing.Lock() //nolint:staticcheck // an empty critical section: waits for the shutdown's write
+		h.running.writing.Unlock()
+	}()
 	h.running.start()
 	defer h.running.end()
 	return h.Handler.Invoke(ctx, payload)

@@ -155,6 +155,13 @@ func TestAtShutdownWaitsForInvocation(t *testing.T) {
 					t.Fatalf("exited while the invocation ran, %v decisions written:\n%s", written, out.String())
 				}
 				close(release)
+				<-returned // the runtime's answer, which a reset instance refuses (the process then ends), after the write
+				select {
+				case written := <-exits:
+					exits <- written // checked below
+				default:
+					t.Fatal("the invocation returned to the runtime before the shutdown wrote the metrics")
+				}
 			}
 			written := <-exits
 			if !tt.ends {

@@ -14,7 +14,14 @@ import (
 
 // Limits of one invocation.
 const (
-	// MaxBatch is the most checks one Batch may carry.
+	// MaxBatch is the most checks one Batch may carry. It keeps every pipeline a batch
+	// becomes far below the 2000 commands (rueidis's DefaultBlockingPipeline) from which
+	// rueidis sends a pipeline over a pooled connection of its own, which the
+	// reconnection after a failover (READONLY) would not reach: a round of script calls
+	// is at most 200 commands (one per check, and MULTI and EXEC around the checks of an
+	// identity with more than one: 50 identities of two checks each), the connection
+	// check 101 (an EXISTS per check and a PEXPIREAT), a peek's or a reset's with
+	// concurrency rules MaxRules+1 at most, and the signing secrets' upkeep 4.
 	MaxBatch = 100
 	// MaxKey is the longest Key, in bytes.
 	MaxKey = bucketgate.MaxTenantKey

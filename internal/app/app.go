@@ -154,23 +154,6 @@ func logUnwritten(log *slog.Logger, err error) {
 	}
 }
 
-// atShutdown returns what a function does when Lambda ends its instance (scaling in, a
-// new version, hours of service) and sends it SIGTERM: it writes the metrics that wait
-// in e (METRICS_FLUSH_MS's sums), logs the failures of events (nil: no bus) not logged
-// yet, then exits with status 0, since nothing else is left to do and the process
-// would otherwise idle until SIGKILL. It may run while an invocation does: e and events
-// are safe for concurrent use.
-func atShutdown(e *telemetry.Emitter, events *eventbus.Sender, log *slog.Logger, exit func(code int)) func() {
-	flush := flusher(e, log)
-	return func() {
-		flush()
-		if events != nil {
-			events.Flush(context.Background())
-		}
-		exit(0)
-	}
-}
-
 // assemble reads the settings through getenv and builds what every function shares:
 // the configuration, the registry, the decision chain over Redis, the metrics (of the
 // function called name, written every METRICS_FLUSH_MS and as opts say) and the logger,
@@ -213,9 +196,10 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 // failed init logs one error line that names the function, its version and what to
 // set, and exits with status 1: the Lambda runtime reports the exit, the log says why.
 // The runtime registers an internal extension (lambda.WithEnableSIGTERM), so that
-// Lambda sends SIGTERM before it ends the instance, and at SIGTERM the function writes
-// the metrics that wait, logs the events' failures not logged yet, and exits; an invocation that panics writes them too, since
-// the runtime then ends the process.
+// Lambda sends SIGTERM before it ends the instance, and at SIGTERM the function waits
+// for an invocation that still runs (see atShutdown), writes the metrics that wait, logs
+// the events' failures not logged yet, and exits; an invocation that panics writes them
+// too, since the runtime then ends the process.
 func Main(f Function) {
 	h, p, err := build(f, os.Getenv, os.Stdout, os.Stderr)
 	fn, v := slog.String(AttrFunction, f.Name), slog.String(AttrVersion, version.String())
@@ -224,7 +208,9 @@ func Main(f Function) {
 		os.Exit(1)
 	}
 	p.log.Info(MsgInit, fn, v)
-	lambda.StartWithOptions(flushOnPanic{h, flusher(p.metrics, p.log)}, lambda.WithEnableSIGTERM(atShutdown(p.metrics, p.events, p.log, os.Exit)))
+	running := new(invocations)
+	lambda.StartWithOptions(counted{flushOnPanic{h, flusher(p.metrics, p.log)}, running},
+		lambda.WithEnableSIGTERM(atShutdown(running, shutdownWait, p.metrics, p.events, p.log, os.Exit)))
 }
 
 // flushOnPanic is a Lambda handler that writes the metrics that wait (flush) when an
@@ -255,10 +241,19 @@ const (
 	MsgInit = "init"
 	// MsgInitFailed is the message of the error line of a function whose init failed.
 	MsgInitFailed = "init failed"
+	// MsgShutdownWaits is the message of the info line of a function that, at SIGTERM,
+	// waits for the invocations that still run (AttrInvocations) before it writes the
+	// metrics and exits.
+	MsgShutdownWaits = "shutdown waits for invocations"
+	// MsgShutdownLeft is the message of the warn line of a function that exits at
+	// SIGTERM while invocations still run (AttrInvocations): their metrics are lost.
+	MsgShutdownLeft = "shutdown left invocations running"
 	// AttrFunction names the function.
 	AttrFunction = "function"
 	// AttrVersion is bucketgate's version (package version).
 	AttrVersion = "version"
+	// AttrInvocations is how many invocations a shutdown waits for, or left running.
+	AttrInvocations = "invocations"
 )
 
 // ErrNoRegion is wrapped by the error of an AWS client that has neither a region nor

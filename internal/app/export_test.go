@@ -10,3 +10,9 @@ var EvictionReport = evictionReport
 
 // FlushOnPanic wraps h as Main does, flushing through flush when an invocation panics.
 func FlushOnPanic(h lambda.Handler, flush func()) lambda.Handler { return flushOnPanic{h, flush} }
+
+// Invocations is invocations, for the tests of package app_test.
+type Invocations = invocations
+
+// Counted wraps h as Main does, counting its invocations in running.
+func Counted(h lambda.Handler, running *Invocations) lambda.Handler { return counted{h, running} }

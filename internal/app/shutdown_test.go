@@ -55,7 +55,7 @@ func TestAtShutdown(t *testing.T) {
 		t.Fatalf("%v decisions written before the shutdown, want 1: the test needs some to wait", got)
 	}
 	exits := make(chan int, 1)
-	shutdown := app.AtShutdown(e, nil, telemetry.NewLogger(io.Discard, slog.LevelInfo), func(code int) { exits <- code })
+	shutdown := app.AtShutdown(new(app.Invocations), time.Minute, e, nil, telemetry.NewLogger(io.Discard, slog.LevelInfo), func(code int) { exits <- code })
 
 	const during = 50
 	var wg sync.WaitGroup
@@ -77,6 +77,104 @@ func TestAtShutdown(t *testing.T) {
 	}
 	if got := decisionsIn(t, out.String()); got != 3+during {
 		t.Errorf("%v decisions in all, want %d: one was lost or written twice", got, 3+during)
+	}
+}
+
+// notifyingWriter is a syncBuffer that says on said that it was written to.
+type notifyingWriter struct {
+	syncBuffer
+	said chan struct{}
+}
+
+func (w *notifyingWriter) Write(p []byte) (int, error) {
+	n, err := w.syncBuffer.Write(p)
+	select {
+	case w.said <- struct{}{}:
+	default:
+	}
+	return n, err
+}
+
+// At SIGTERM during an invocation (one that timed out: Lambda resets the instance as it
+// ends it, the runtime first), a function waits for it, up to a bound, and then writes
+// its metrics with those that wait before it exits; one that outlives the wait is said.
+func TestAtShutdownWaitsForInvocation(t *testing.T) {
+	tests := []struct {
+		name    string
+		wait    time.Duration
+		ends    bool    // the invocation ends once the shutdown says it waits
+		written float64 // decisions written when the function exits
+		logged  string  // the line the shutdown logs
+	}{
+		{"ends while waited for", time.Minute, true, 3, app.MsgShutdownWaits},
+		{"outlives the wait", time.Millisecond, false, 2, app.MsgShutdownLeft},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out syncBuffer
+			e := telemetry.NewEmitter(&out, "ns", "orders-prod", "check", telemetry.FlushEvery(time.Minute))
+			emit := func() {
+				var inv telemetry.Invocation
+				inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
+				if err := e.Emit(time.Now(), &inv); err != nil {
+					t.Error(err)
+				}
+			}
+			emit() // written at once; the next ones wait
+			emit()
+			running := new(app.Invocations)
+			entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			h := app.Counted(invokeFunc(func(context.Context, []byte) ([]byte, error) {
+				close(entered)
+				<-release
+				emit() // as the handlers emit their invocation's metrics, last
+				return []byte("{}"), nil
+			}), running)
+			go func() {
+				defer close(returned)
+				if _, err := h.Invoke(context.Background(), []byte("{}")); err != nil {
+					t.Error(err)
+				}
+			}()
+			<-entered
+			logs := &notifyingWriter{said: make(chan struct{}, 1)}
+			exits := make(chan float64, 1)
+			shutdown := app.AtShutdown(running, tt.wait, e, nil, telemetry.NewLogger(logs, slog.LevelInfo), func(code int) {
+				if code != 0 {
+					t.Errorf("exit status %d, want 0", code)
+				}
+				exits <- decisionsIn(t, out.String())
+			})
+			go shutdown()
+			if tt.ends {
+				select {
+				case <-logs.said:
+				case written := <-exits:
+					close(release)
+					<-returned
+					t.Fatalf("exited while the invocation ran, %v decisions written:\n%s", written, out.String())
+				}
+				close(release)
+				<-returned // the runtime's answer, which a reset instance refuses (the process then ends), after the write
+				select {
+				case written := <-exits:
+					exits <- written // checked below
+				default:
+					t.Fatal("the invocation returned to the runtime before the shutdown wrote the metrics")
+				}
+			}
+			written := <-exits
+			if !tt.ends {
+				close(release)
+			}
+			<-returned
+			if written != tt.written {
+				t.Errorf("%v decisions written at the exit, want %v:\n%s", written, tt.written, out.String())
+			}
+			if !strings.Contains(logs.String(), tt.logged) || !strings.Contains(logs.String(), `"`+app.AttrInvocations+`":1`) {
+				t.Errorf("logs want %q with 1 invocation:\n%s", tt.logged, logs.String())
+			}
+		})
 	}
 }
 
@@ -102,7 +200,7 @@ func TestAtShutdownSaysUnloggedEvents(t *testing.T) {
 		t.Fatalf("%d lines before the shutdown, want 1:\n%s", n, logs.String())
 	}
 	exited := false
-	app.AtShutdown(telemetry.NewEmitter(io.Discard, "ns", "orders-prod", "check"), events, log, func(int) { exited = true })()
+	app.AtShutdown(new(app.Invocations), time.Minute, telemetry.NewEmitter(io.Discard, "ns", "orders-prod", "check"), events, log, func(int) { exited = true })()
 	if !exited || !strings.Contains(logs.String(), `"failedUnlogged":2`) {
 		t.Errorf("exited %v; want the 2 failures unlogged said at the shutdown:\n%s", exited, logs.String())
 	}

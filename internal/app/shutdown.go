@@ -1,0 +1,118 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/bucketgate/bucketgate/internal/eventbus"
+	"github.com/bucketgate/bucketgate/internal/telemetry"
+)
+
+// shutdownWait is how long, at most, a function waits at SIGTERM for the invocation
+// that still runs before it writes the metrics and exits: Lambda gives the runtime
+// 500 ms from SIGTERM to SIGKILL when it registered an internal extension (as
+// lambda.WithEnableSIGTERM does), and the write is left the rest.
+const shutdownWait = 400 * time.Millisecond
+
+// atShutdown returns what a function does when Lambda ends its instance and sends it
+// SIGTERM: when idle (scaling in, a new version, hours of service), or when an
+// invocation timed out, which Lambda's documentation says resets the instance as a
+// shutdown does, the runtime first, while the invocation still runs. It waits up to
+// wait for the invocations that running counts (one that timed out: its context has
+// ended, so it returns soon), so that their metrics are written with the others,
+// logging that it waits (MsgShutdownWaits) and those that outlived the wait
+// (MsgShutdownLeft); then it writes the metrics that wait in e (METRICS_FLUSH_MS's
+// sums), logs the failures of events (nil: no bus) not logged yet, and exits with
+// status 0, since nothing else is left to do and the process would otherwise idle
+// until SIGKILL.
+func atShutdown(running *invocations, wait time.Duration, e *telemetry.Emitter, events *eventbus.Sender, log *slog.Logger, exit func(code int)) func() {
+	flush := flusher(e, log)
+	return func() {
+		running.writing.Lock()
+		defer running.writing.Unlock() // exit returns in tests alone
+		if n, ended := running.now(); n > 0 {
+			log.Info(MsgShutdownWaits, slog.Int(AttrInvocations, n))
+			if left := running.wait(ended, wait); left > 0 {
+				log.Warn(MsgShutdownLeft, slog.Int(AttrInvocations, left))
+			}
+		}
+		flush()
+		if events != nil {
+			events.Flush(context.Background())
+		}
+		exit(0)
+	}
+}
+
+// invocations counts the invocations of a handler that run (see counted), for the
+// shutdown to wait for, and holds an invocation that ends while the shutdown writes
+// until it has exited: its answer to the runtime, which a reset instance's Runtime API
+// may refuse (aws-lambda-go then ends the process), comes after the write. Its zero
+// value counts none.
+type invocations struct {
+	mu      sync.Mutex
+	running int
+	ended   chan struct{} // closed when the last invocation running ends
+	writing sync.Mutex    // held by the shutdown until it exits
+}
+
+// start counts an invocation that starts.
+func (r *invocations) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running == 0 {
+		r.ended = make(chan struct{})
+	}
+	r.running++
+}
+
+// end counts an invocation that ends.
+func (r *invocations) end() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running--; r.running == 0 {
+		close(r.ended)
+	}
+}
+
+// now returns how many invocations run, and a channel closed when they have ended.
+func (r *invocations) now() (running int, ended <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running, r.ended
+}
+
+// wait waits until ended (now's) is closed, for at most bound, and returns how many
+// invocations still run.
+func (r *invocations) wait(ended <-chan struct{}, bound time.Duration) (left int) {
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-ended:
+	case <-t.C:
+	}
+	n, _ := r.now()
+	return n
+}
+
+// counted is a Lambda handler that counts its invocations of Handler in running.
+type counted struct {
+	lambda.Handler
+	running *invocations
+}
+
+// Invoke is Handler's Invoke, counted while it runs, returning (or panicking) after a
+// shutdown that began meanwhile has written what waits.
+func (h counted) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	defer func() {
+		h.running.writing.Lock() //nolint:staticcheck // an empty critical section: waits for the shutdown's write
+		h.running.writing.Unlock()
+	}()
+	h.running.start()
+	defer h.running.end()
+	return h.Handler.Invoke(ctx, payload)
+}

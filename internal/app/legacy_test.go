@@ -19,8 +19,8 @@ import (
 // A document an earlier bucketgate stored in the registry table (its config put took
 // it) that config put now refuses still loads in the functions after an upgrade: a 0
 // written beside a bucket's numbers, which that release dropped, is dropped as before,
-// with a warning naming the field; an API key bucketgate made in a comment or a route's
-// path is never logged. The function decides by the document, version 1 and its copy
+// with a warning naming the field, as a rule a route lists twice is read as one rule;
+// an API key bucketgate made in a comment or a route's path is never logged. The function decides by the document, version 1 and its copy
 // alike (every copy read at a cold start holds it too): it was an init failure, every
 // request of the upgraded stack turned away.
 func TestStoredDocumentOfAnEarlierReleaseLoads(t *testing.T) {
@@ -32,6 +32,7 @@ func TestStoredDocumentOfAnEarlierReleaseLoads(t *testing.T) {
 		{"concurrency 0 beside a bucket", "{name: b, capacity: 5, refillPerSecond: 1, concurrency: 0}", "plans.free[0].concurrency (line 2, column 72): 0 beside"},
 		{"limit 0 beside a bucket", "{name: b, capacity: 5, refillPerSecond: 1, limit: 0}", "plans.free[0].limit (line 2, column 66): 0 beside"},
 		{"refillPerSecond 0 beside a refill", "{name: b, capacity: 5, refill: 60, per: minute, refillPerSecond: 0}", "plans.free[0].refillPerSecond (line 2, column 81): 0 beside"},
+		{"a rule twice in a route", "{name: b, capacity: 5, refillPerSecond: 1}]}\nroutes: [{path: /x, rules: [{name: u, capacity: 9, refillPerSecond: 1}, {name: u, capacity: 9, refillPerSecond: 1}]}]\n#", "routes[0].rules[1] (line 3, column 73): rule u appears twice in the route"},
 		{"a made key in a comment and a route's path", "{name: b, capacity: 5, refillPerSecond: 1}]} # " + made + "\nroutes: [{path: /v1/" + made + ", rules: [{name: r, capacity: 9, refillPerSecond: 1}]}]\n#", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -178,8 +178,8 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) error {
 		case "true", "True", "TRUE":
 			v.SetBool(true)
 		case "false", "False", "FALSE":
-		default:
-			return d.errorf(path, n, "%s: want true or false", describe(n))
+		default: // on, yes, y, 1... under the tag, which an earlier bucketgate read as false
+			return d.errorf(path, n, "%s: write true or false (an earlier bucketgate read it as false: enforced)", describe(n))
 		}
 		return nil
 	}

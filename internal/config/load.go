@@ -222,7 +222,7 @@ func checkPlanName(name string) error {
 		return fmt.Errorf("a plan name is 1 to %d bytes", bucketgate.MaxPlanName)
 	}
 	if err := madekey.InField("plan name", name); err != nil { // hideKey hides the path, which holds it
-		return err
+		return fmt.Errorf("%w: give the plan another name (in defaultPlan, keys and tenants too)", err)
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c < ' ' || c > '~' || c == '"' || c == '\\' {
@@ -279,11 +279,21 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 		case idle != nil && c.idleTTL == nil:
 			c.idleTTL = idle
 		}
+		kept := rules[:0]
 		for j, rule := range rules {
 			path := fmt.Sprintf("%s.rules[%d]", field, j)
 			prev, ok := first[rule.Name]
 			if ok && strings.HasPrefix(prev.path, field+".") {
-				return errorAt(path, "rule %s appears twice in the route (first at %s)", rule.Name, prev.path)
+				if !sameRule(prev.rule, rule) {
+					return errorAt(path, "rule %s appears twice in the route (first at %s): take one out", rule.Name, prev.path)
+				}
+				// An earlier bucketgate read the copies as one rule, enforced unless each is
+				// shadow, and so do the functions still (Legacy): refusing a document stored
+				// then failed every cold start.
+				c.legacy = append(c.legacy, &fieldError{path: path, msg: fmt.Sprintf("rule %s appears twice in the route (first at %s), which an earlier bucketgate read as one rule, enforced unless every copy is shadow, as the functions still do in a document stored then; bucketgate config put refuses it: take one copy out", rule.Name, prev.path)})
+				k := slices.IndexFunc(kept, func(r bucketgate.Rule) bool { return r.Name == rule.Name })
+				kept[k].Shadow = kept[k].Shadow && rule.Shadow
+				continue
 			}
 			if ok && !sameRule(prev.rule, rule) {
 				return errorAt(path, "rule %s (%s) has other numbers than %s (%s): a rule name is one bucket (or quota) of an identity, so give both the same numbers, or this one another name",
@@ -295,7 +305,9 @@ func compileRoutes(c *Config, specs []RouteSpec) error {
 			if err := c.samePlanRules(path, rule); err != nil {
 				return err
 			}
+			kept = append(kept, rule)
 		}
+		rules = kept
 		c.routeIDs[r.id] = i // one route per id: one of the same id would never match
 		c.routes = append(c.routes, r)
 		c.depth = max(c.depth, len(r.segments)+1)
@@ -462,7 +474,7 @@ func (c *Config) compileRules(field string, specs []RuleSpec, shadow bool) ([]bu
 			}
 		}
 		if keyErr := madekey.InField("name", s.Name); keyErr != nil { // before Rule's errors, which quote the name
-			err = keyErr
+			err = fmt.Errorf("%w: give the rule another name", keyErr)
 		}
 		if err == nil && shadow && r.IsConcurrency() {
 			err = fmt.Errorf("rule %s: a concurrency rule is never shadow, and the shadow: true of %s makes every rule of it shadow: give it an enforced plan or route", r.Name, strings.TrimSuffix(field, ".rules"))

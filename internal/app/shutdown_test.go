@@ -35,19 +35,26 @@ func decisionsIn(t *testing.T, out string) float64 {
 	return sum
 }
 
-// At SIGTERM a function writes the metrics that wait, then exits with status 0; an
-// invocation that runs meanwhile loses nothing of what it emitted before (run with
-// -race: the emitter is shared).
-func TestAtShutdown(t *testing.T) {
-	var out syncBuffer
-	e := telemetry.NewEmitter(&out, "ns", "orders-prod", "authorizer", telemetry.FlushEvery(time.Minute))
-	emit := func() {
+// emitter is a metrics emitter of function fn writing to out, which writes only when
+// flushed or a minute has passed, and emit, which emits one allowed decision to it.
+func emitter(t *testing.T, fn string) (out *syncBuffer, e *telemetry.Emitter, emit func()) {
+	out = new(syncBuffer)
+	e = telemetry.NewEmitter(out, "ns", "orders-prod", fn, telemetry.FlushEvery(time.Minute))
+	emit = func() {
 		var inv telemetry.Invocation
 		inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
 		if err := e.Emit(time.Now(), &inv); err != nil {
 			t.Error(err)
 		}
 	}
+	return out, e, emit
+}
+
+// At SIGTERM a function writes the metrics that wait, then exits with status 0; an
+// invocation that runs meanwhile loses nothing of what it emitted before (run with
+// -race: the emitter is shared).
+func TestAtShutdown(t *testing.T) {
+	out, e, emit := emitter(t, "authorizer")
 	for range 3 { // the first is written at once, the others wait
 		emit()
 	}
@@ -111,15 +118,7 @@ func TestAtShutdownWaitsForInvocation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out syncBuffer
-			e := telemetry.NewEmitter(&out, "ns", "orders-prod", "check", telemetry.FlushEvery(time.Minute))
-			emit := func() {
-				var inv telemetry.Invocation
-				inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
-				if err := e.Emit(time.Now(), &inv); err != nil {
-					t.Error(err)
-				}
-			}
+			out, e, emit := emitter(t, "check")
 			emit() // written at once; the next ones wait
 			emit()
 			running := new(app.Invocations)
@@ -227,15 +226,7 @@ func TestFlushOnPanic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out syncBuffer
-			e := telemetry.NewEmitter(&out, "ns", "orders-prod", "check", telemetry.FlushEvery(time.Minute))
-			emit := func() {
-				var inv telemetry.Invocation
-				inv.Observe(guard.Result{Decision: bucketgate.Decision{Allowed: true, Reason: bucketgate.ReasonOK}})
-				if err := e.Emit(time.Now(), &inv); err != nil {
-					t.Error(err)
-				}
-			}
+			out, e, emit := emitter(t, "check")
 			emit() // written at once; the next ones wait
 			h := app.FlushOnPanic(invokeFunc(func(context.Context, []byte) ([]byte, error) {
 				defer emit() // as the handlers emit their invocation's metrics

@@ -3,7 +3,6 @@ package bucket_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
 	"github.com/bucketgate/bucketgate/internal/lua"
-	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
@@ -32,15 +30,7 @@ func TestLeaseSweepIsBounded(t *testing.T) {
 	t.Run("real, as a user of MinimalACL", func(t *testing.T) {
 		srv := redistest.Start(t)
 		ctx := context.Background()
-		if _, err := srv.Command(ctx, append(append([]string{"ACL", "SETUSER", "limiter"}, strings.Fields(redisconn.MinimalACL)...), ">pw")...); err != nil {
-			t.Fatal(err)
-		}
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true,
-			Username: "limiter", Password: "pw", ClientSetInfo: rueidis.DisableClientSetInfo}) // as redisconn's
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
+		c := limiterUserClient(t, srv)
 		leaseSweep(t, c, redistest.Client(t, srv.Addr), time.Sleep)
 		if refused, err := srv.ACLRefused(ctx); err != nil || len(refused) > 0 {
 			t.Errorf("the server refused %q to the limiter's user (%v)", refused, err)

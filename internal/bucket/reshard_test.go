@@ -155,9 +155,7 @@ func TestReshardAsRestrictedUser(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3, 0)
 	ctx := context.Background()
 	for _, n := range cluster.Masters {
-		if _, err := n.Command(ctx, append(append([]string{"ACL", "SETUSER", "limiter"}, strings.Fields(redisconn.MinimalACL)...), ">pw")...); err != nil {
-			t.Fatal(err)
-		}
+		addLimiterUser(t, n)
 	}
 	l := bucket.New(connect(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_USERNAME": "limiter", "REDIS_PASSWORD": "pw"}))
 	from, to := cluster.Masters[0], cluster.Masters[1]

@@ -5,10 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/rueidis"
-
 	"github.com/bucketgate/bucketgate/internal/bucket"
-	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
@@ -22,15 +19,7 @@ import (
 func TestSecretChangeUnderMinimalACL(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	if _, err := srv.Command(ctx, append(append([]string{"ACL", "SETUSER", "limiter"}, strings.Fields(redisconn.MinimalACL)...), ">pw")...); err != nil {
-		t.Fatal(err)
-	}
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true,
-		Username: "limiter", Password: "pw", ClientSetInfo: rueidis.DisableClientSetInfo}) // as redisconn's
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := limiterUserClient(t, srv)
 	f := &secretFleet{t: t, c: c, clock: new(clock)}
 	a := f.instance()
 	before := f.reserve(a)

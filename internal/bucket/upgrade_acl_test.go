@@ -12,7 +12,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate"
-	"github.com/bucketgate/bucketgate/internal/redisconn"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
@@ -26,9 +25,7 @@ import (
 func TestPreviousReleaseUnderMinimalACL(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	if _, err := srv.Command(ctx, append(append([]string{"ACL", "SETUSER", "limiter"}, strings.Fields(redisconn.MinimalACL)...), ">pw")...); err != nil {
-		t.Fatal(err)
-	}
+	addLimiterUser(t, srv)
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true, ForceSingleClient: true,
 		Username: "limiter", Password: "pw", PipelineMultiplex: -1}) // the previous release's options but the address and the user
 	if err != nil {

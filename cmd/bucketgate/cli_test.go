@@ -121,12 +121,7 @@ func TestEmptyNameFlags(t *testing.T) {
 		})
 	}
 	d.t = t
-	if after := d.items(); after != before {
-		t.Fatalf("an empty flag's command wrote to the table:\nbefore %s\nafter  %s", before, after)
-	}
-	if payloads := d.check.payloads.String(); payloads != "" {
-		t.Fatalf("an empty flag's command invoked the function:\n%s", payloads)
-	}
+	d.didNothing(before, "an empty flag's command")
 }
 
 // An API key bucketgate made where a name or a value goes (a key pasted in the wrong
@@ -177,12 +172,7 @@ func TestMadeKeyInNamesAndValues(t *testing.T) {
 		})
 	}
 	d.t = t
-	if after := d.items(); after != before {
-		t.Fatalf("a command given a key for a name or a value wrote to the table:\nbefore %s\nafter  %s", before, after)
-	}
-	if payloads := d.check.payloads.String(); payloads != "" {
-		t.Fatalf("a command given a key for a name or a value invoked the function:\n%s", payloads)
-	}
+	d.didNothing(before, "a command given a key for a name or a value")
 }
 
 // REGISTRY_TABLE, CHECK_FUNCTION and BUCKETGATE_STACK holding an API key bucketgate made
@@ -222,10 +212,17 @@ func TestMadeKeyInEnvironment(t *testing.T) {
 		})
 	}
 	d.t = t
+	d.didNothing(before, "a command with a key in a variable")
+}
+
+// didNothing fails d's test if the table's items are not before or the check function was
+// invoked: what commands refused before any call (what names them) must not do.
+func (d *deployment) didNothing(before, what string) {
+	d.t.Helper()
 	if after := d.items(); after != before {
-		t.Fatalf("a command with a key in a variable wrote to the table:\nbefore %s\nafter  %s", before, after)
+		d.t.Fatalf("%s wrote to the table:\nbefore %s\nafter  %s", what, before, after)
 	}
 	if payloads := d.check.payloads.String(); payloads != "" {
-		t.Fatalf("a command with a key in a variable invoked the function:\n%s", payloads)
+		d.t.Fatalf("%s invoked the function:\n%s", what, payloads)
 	}
 }

@@ -230,14 +230,14 @@ func (c *Cache) Lookup(ctx context.Context, cfg *config.Config, id string) (Entr
 		answer := Entry{Result: e.Result, AccountResult: a.Result, AccountInvalid: a.Invalid}
 		switch {
 		case err != nil:
-			answer.AccountErr = fmt.Errorf("account %s of %s: %w", madekey.Mask(e.who.account), bucketgate.LogForm(id), err)
+			answer.AccountErr = fmt.Errorf("account %s: %w", madekey.Mask(e.who.account), err)
 		case a.who != nil:
 			answer.Account, answer.Identity = e.who.account, accountIdentity(e.who.account, a.who)
 		}
 		return answer, nil
 	}
 	if err != nil {
-		return Entry{Result: e.Result, AccountResult: a.Result}, fmt.Errorf("account %s of %s: %w", madekey.Mask(e.who.account), bucketgate.LogForm(id), err)
+		return Entry{Result: e.Result, AccountResult: a.Result}, fmt.Errorf("account %s: %w", madekey.Mask(e.who.account), err)
 	}
 	return c.member(ctx, cfg, item, e, a), nil
 }

@@ -272,8 +272,8 @@ func (o Options) getenv() func(string) string {
 // Close waits for the decisions, settles and releases that are asking Redis (each
 // within REDIS_TIMEOUT_MS, and REGISTRY_TIMEOUT_MS for a key's registry read), so that each is made whole, its lease held and its metrics
 // counted; returns the leases of the requests that next still serves; then writes the
-// metrics that wait, logs the failures of events that the once-a-minute line left
-// unsaid, and closes the connection to Redis. A request whose decision Close waited for
+// metrics that wait, logs the failures of events and of registry reads that their
+// once-a-minute lines left unsaid, and closes the connection to Redis. A request whose decision Close waited for
 // is answered as Redis decided it. Any that Handler gets once Close has begun are
 // answered 503 with Retry-After: 1, as the zero Limiter answers, whatever FAIL_MODE: a
 // closed Limiter decides nothing and counts nothing, and failing open would let every

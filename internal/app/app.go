@@ -90,7 +90,8 @@ func build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 // decides requests itself (package middleware), in a process that is not frozen between
 // requests: metrics carry the Function dimension name, and what they gather is written
 // every METRICS_FLUSH_MS even when no request comes. It returns a function that writes
-// what waits, logs the events' failures not logged yet, and closes the Redis connection.
+// what waits, logs the failures of events and of registry reads not logged yet, and
+// closes the Redis connection.
 func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, close func(), err error) {
 	p, err := assemble(getenv, name, metrics, logOut)
 	if err != nil {
@@ -103,9 +104,7 @@ func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.W
 	stop := flushEvery(p.metrics, p.settings.MetricsFlush, p.log)
 	return h, func() {
 		stop()
-		if p.events != nil {
-			p.events.Flush(context.Background())
-		}
+		p.sayUnlogged(context.Background())
 		p.conn.Close()
 	}, nil
 }
@@ -198,8 +197,8 @@ func assemble(getenv func(string) string, name string, metrics, logOut io.Writer
 // The runtime registers an internal extension (lambda.WithEnableSIGTERM), so that
 // Lambda sends SIGTERM before it ends the instance, and at SIGTERM the function waits
 // for an invocation that still runs (see atShutdown), writes the metrics that wait, logs
-// the events' failures not logged yet, and exits; an invocation that panics writes them
-// too, since the runtime then ends the process.
+// the failures of events and of registry reads not logged yet, and exits; an invocation
+// that panics writes the metrics too, since the runtime then ends the process.
 func Main(f Function) {
 	h, p, err := build(f, os.Getenv, os.Stdout, os.Stderr)
 	fn, v := slog.String(AttrFunction, f.Name), slog.String(AttrVersion, version.String())
@@ -210,7 +209,25 @@ func Main(f Function) {
 	p.log.Info(MsgInit, fn, v)
 	running := new(invocations)
 	lambda.StartWithOptions(counted{flushOnPanic{h, flusher(p.metrics, p.log)}, running},
-		lambda.WithEnableSIGTERM(atShutdown(running, shutdownWait, p.metrics, p.events, p.log, os.Exit)))
+		lambda.WithEnableSIGTERM(p.shutdown(running, os.Exit)))
+}
+
+// shutdown returns what the function made of p does at SIGTERM (atShutdown), waiting
+// for the invocations running counts and exiting through exit.
+func (p parts) shutdown(running *invocations, exit func(code int)) func() {
+	return atShutdown(running, shutdownWait, p.metrics, p.sayUnlogged, p.log, exit)
+}
+
+// sayUnlogged logs what p's once-a-minute lines left unsaid, which nothing would say
+// once the function ends: the events not sent (eventbus.Sender.Flush) and the failed
+// reads of the registry table (registry.Live.Flush) counted since their last lines.
+func (p parts) sayUnlogged(ctx context.Context) {
+	if p.events != nil {
+		p.events.Flush(ctx)
+	}
+	if p.config != nil {
+		p.config.Flush(ctx)
+	}
 }
 
 // flushOnPanic is a Lambda handler that writes the metrics that wait (flush) when an

@@ -1,6 +1,10 @@
 package app
 
-import "github.com/aws/aws-lambda-go/lambda"
+import (
+	"io"
+
+	"github.com/aws/aws-lambda-go/lambda"
+)
 
 // AtShutdown is atShutdown, for the tests of package app_test.
 var AtShutdown = atShutdown
@@ -16,3 +20,13 @@ type Invocations = invocations
 
 // Counted wraps h as Main does, counting its invocations in running.
 func Counted(h lambda.Handler, running *Invocations) lambda.Handler { return counted{h, running} }
+
+// BuildShutdown builds f's handler as Build does, and what Main does at SIGTERM with it,
+// exiting through exit.
+func BuildShutdown(f Function, getenv func(string) string, metrics, logOut io.Writer, exit func(code int)) (lambda.Handler, func(), error) {
+	h, p, err := build(f, getenv, metrics, logOut)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, p.shutdown(new(invocations), exit), nil
+}

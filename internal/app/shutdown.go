@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
 )
 
@@ -26,10 +25,10 @@ const shutdownWait = 400 * time.Millisecond
 // ended, so it returns soon), so that their metrics are written with the others,
 // logging that it waits (MsgShutdownWaits) and those that outlived the wait
 // (MsgShutdownLeft); then it writes the metrics that wait in e (METRICS_FLUSH_MS's
-// sums), logs the failures of events (nil: no bus) not logged yet, and exits with
-// status 0, since nothing else is left to do and the process would otherwise idle
-// until SIGKILL.
-func atShutdown(running *invocations, wait time.Duration, e *telemetry.Emitter, events *eventbus.Sender, log *slog.Logger, exit func(code int)) func() {
+// sums), has say log the failures its once-a-minute lines have not said yet (events not
+// sent, registry reads failed: parts.sayUnlogged), and exits with status 0, since
+// nothing else is left to do and the process would otherwise idle until SIGKILL.
+func atShutdown(running *invocations, wait time.Duration, e *telemetry.Emitter, say func(context.Context), log *slog.Logger, exit func(code int)) func() {
 	flush := flusher(e, log)
 	return func() {
 		running.writing.Lock()
@@ -41,9 +40,7 @@ func atShutdown(running *invocations, wait time.Duration, e *telemetry.Emitter, 
 			}
 		}
 		flush()
-		if events != nil {
-			events.Flush(context.Background())
-		}
+		say(context.Background())
 		exit(0)
 	}
 }

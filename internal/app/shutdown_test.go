@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,12 +13,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
+
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/app"
+	"github.com/bucketgate/bucketgate/internal/authorizer"
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/guard"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
+	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
 
 // decisionsIn sums the Decisions of the EMF lines in out.
@@ -62,7 +69,7 @@ func TestAtShutdown(t *testing.T) {
 		t.Fatalf("%v decisions written before the shutdown, want 1: the test needs some to wait", got)
 	}
 	exits := make(chan int, 1)
-	shutdown := app.AtShutdown(new(app.Invocations), time.Minute, e, nil, telemetry.NewLogger(io.Discard, slog.LevelInfo), func(code int) { exits <- code })
+	shutdown := app.AtShutdown(new(app.Invocations), time.Minute, e, func(context.Context) {}, telemetry.NewLogger(io.Discard, slog.LevelInfo), func(code int) { exits <- code })
 
 	const during = 50
 	var wg sync.WaitGroup
@@ -138,7 +145,7 @@ func TestAtShutdownWaitsForInvocation(t *testing.T) {
 			<-entered
 			logs := &notifyingWriter{said: make(chan struct{}, 1)}
 			exits := make(chan float64, 1)
-			shutdown := app.AtShutdown(running, tt.wait, e, nil, telemetry.NewLogger(logs, slog.LevelInfo), func(code int) {
+			shutdown := app.AtShutdown(running, tt.wait, e, func(context.Context) {}, telemetry.NewLogger(logs, slog.LevelInfo), func(code int) {
 				if code != 0 {
 					t.Errorf("exit status %d, want 0", code)
 				}
@@ -199,7 +206,7 @@ func TestAtShutdownSaysUnloggedEvents(t *testing.T) {
 		t.Fatalf("%d lines before the shutdown, want 1:\n%s", n, logs.String())
 	}
 	exited := false
-	app.AtShutdown(new(app.Invocations), time.Minute, telemetry.NewEmitter(io.Discard, "ns", "orders-prod", "check"), events, log, func(int) { exited = true })()
+	app.AtShutdown(new(app.Invocations), time.Minute, telemetry.NewEmitter(io.Discard, "ns", "orders-prod", "check"), events.Flush, log, func(int) { exited = true })()
 	if !exited || !strings.Contains(logs.String(), `"failedUnlogged":2`) {
 		t.Errorf("exited %v; want the 2 failures unlogged said at the shutdown:\n%s", exited, logs.String())
 	}
@@ -252,6 +259,73 @@ func TestFlushOnPanic(t *testing.T) {
 			}
 			if got := decisionsIn(t, out.String()); got != tt.written {
 				t.Errorf("%v decisions written, want %v:\n%s", got, tt.written, out.String())
+			}
+		})
+	}
+}
+
+// A function that ends says the failed registry reads that its once-a-minute line left
+// counted (failedUnlogged): at SIGTERM, as Main has it, and at the middleware's Close.
+// The lines' failed and failedUnlogged then add up to every read that failed: a flood of
+// made-up keys that throttled the table, each read refused (a 503 each).
+func TestShutdownSaysUnloggedRegistryReads(t *testing.T) {
+	endpoint, _ := registrytest.FailingTable(t, registrytest.Throttled)
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	rest := samples.Read(t, "authorizer-rest.json")
+	tests := []struct {
+		name  string
+		build func(t *testing.T, vars map[string]string, logs io.Writer) (h lambda.Handler, end func())
+	}{
+		{"a function at SIGTERM", func(t *testing.T, vars map[string]string, logs io.Writer) (lambda.Handler, func()) {
+			exited := false
+			h, shutdown, err := app.BuildShutdown(app.Authorizer, env(vars), io.Discard, logs, func(int) { exited = true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h, func() {
+				if shutdown(); !exited {
+					t.Error("the shutdown did not exit")
+				}
+			}
+		}},
+		{"the middleware's Close", func(t *testing.T, vars map[string]string, logs io.Writer) (lambda.Handler, func()) {
+			h, closeIt, err := app.NewAuthorizer("api", env(vars), io.Discard, logs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h, closeIt
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			h, end := tc.build(t, withMini(t, map[string]string{settings.EnvRegistryTable: "bucketgate-keys"}), &logs)
+			for i := range 3 { // the first logged, the others counted for the next line
+				if _, err := h.Invoke(context.Background(), samples.WithAPIKey(t, rest, fmt.Sprintf("made-up-%d", i))); !errors.As(err, new(*authorizer.UnavailableError)) {
+					t.Fatalf("invoke: %v, want a 503: the table throttles", err)
+				}
+			}
+			if n := strings.Count(logs.String(), registry.MsgReadFailed); n != 1 {
+				t.Fatalf("%d lines %q before the end, want 1:\n%s", n, registry.MsgReadFailed, logs.String())
+			}
+			end()
+			said := 0
+			for line := range strings.Lines(logs.String()) {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatalf("%q: %v", line, err)
+				}
+				if m["msg"] == registry.MsgReadFailed {
+					failed, _ := m[registry.AttrFailed].(float64)
+					unlogged, _ := m[registry.AttrUnlogged].(float64)
+					said += int(failed + unlogged)
+				}
+			}
+			if said != 3 {
+				t.Errorf("the lines say %d failed reads, want 3:\n%s", said, logs.String())
 			}
 		})
 	}

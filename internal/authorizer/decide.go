@@ -168,12 +168,11 @@ func (h *Handler) who(ctx context.Context, v registry.View, c identity.Caller, i
 		e, err := v.Lookup(ctx, c.Key.String())
 		e.Observe(inv)
 		switch {
-		case err != nil && h.Guard.FailOpen():
-			err = fmt.Errorf("registry lookup of %s: %w", c.Key, err)
-			attrs = append(attrs, slog.String(attrUnknownKey, c.Key.String()), slog.String(attrRegistryError, err.Error()))
+		case err != nil && h.Guard.FailOpen(): // the line names the key (unknownKey): its error need not
+			attrs = append(attrs, slog.String(attrUnknownKey, c.Key.String()), slog.String(attrRegistryError, "registry lookup: "+err.Error()))
 			return c.IP, v.Config.DefaultPlan(), registry.Entry{}, attrs, nil
-		case err != nil:
-			return c.Key, v.Config.DefaultPlan(), registry.Entry{}, attrs, fmt.Errorf("registry lookup of %s: %w", c.Key, err)
+		case err != nil: // the line names the key (its identity): its error need not
+			return c.Key, v.Config.DefaultPlan(), registry.Entry{}, attrs, fmt.Errorf("registry lookup: %w", err)
 		case e.Plan != nil && e.Identity != bucketgate.Identity{}: // a key of an account: the account's buckets
 			return e.Identity, e.Plan, e, append(attrs, slog.String(attrKey, c.Key.String()), slog.String(attrAccount, e.Account)), nil
 		case e.Plan != nil:

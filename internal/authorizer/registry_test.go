@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -377,7 +378,7 @@ func TestRegistryOutageFailOpenLimitsBySource(t *testing.T) {
 					t.Fatalf("reasons %v, want %s: limited as the source", got, want)
 				}
 				logs := f.logs.String()
-				if !strings.Contains(logs, `"unknownKey":"key:`+bucketgate.KeyDigest(key(14))+`"`) || !strings.Contains(logs, `"registryError":"registry lookup of key:`) {
+				if !strings.Contains(logs, `"unknownKey":"key:`+bucketgate.KeyDigest(key(14))+`"`) || !strings.Contains(logs, `"registryError":"registry lookup: `) {
 					t.Errorf("the decision lines do not name the key's digest and the registry's error:\n%s", logs)
 				}
 			})
@@ -389,7 +390,7 @@ func TestRegistryOutageFailOpenLimitsBySource(t *testing.T) {
 // by the failure policy as the check function's settle by the id is: counted in
 // Decisions (unavailable, or degraded failing open) and, failing closed, in FailClosed
 // with reason registry_error, with a decision line naming the failure; the caller gets
-// ErrUnavailable.
+// ErrUnavailable. The line names the key once, as its identity.
 func TestSettleRegistryFailureIsCounted(t *testing.T) {
 	cfg := mustParse(t, "defaultPlan: metered\nplans: {metered: [{name: monthly, limit: 1000, period: month}]}\n"+
 		"routes: [{method: POST, path: /v1/chat, reserve: 100}]")
@@ -428,6 +429,11 @@ func TestSettleRegistryFailureIsCounted(t *testing.T) {
 			if logs := f.logs.String(); !strings.Contains(logs, `"msg":"decision"`) || !strings.Contains(logs, `"failure":"registry_error"`) || !strings.Contains(logs, "throttled") {
 				t.Errorf("logs %s: want a decision line with failure registry_error and the registry's error", logs)
 			}
+			for line := range strings.Lines(f.logs.String()) {
+				if strings.Contains(line, `"msg":"decision"`) && strings.Count(line, bucketgate.KeyDigest("key a")) != 1 {
+					t.Errorf("decision line %s: want the key's digest once, its identity", line)
+				}
+			}
 		})
 	}
 }
@@ -451,5 +457,50 @@ func TestAbandonedLookupFailsClosedAsTimeout(t *testing.T) {
 	doc := oneEMF(t, f.metrics.Bytes())
 	if doc[telemetry.DimResult] != string(registry.ResultAbandoned) || doc[telemetry.MetricFailClosed] != 1.0 || doc[telemetry.DimReason] != string(guard.FailureTimeout) {
 		t.Errorf("EMF %v: want a lookup abandoned and FailClosed with reason %s", doc, guard.FailureTimeout)
+	}
+}
+
+// The decision line of a request whose key the registry could not look up names the
+// key's digest once, as its identity (failing closed) or its unknownKey (failing open):
+// the registry's error, the line's error or registryError, repeated it, some 37 bytes
+// of each line of a flood of made-up keys that throttles the table. It still names the
+// table's error, for a lone key and for a key of an account whose account's read failed.
+func TestRegistryFailureLineNamesTheKeyOnce(t *testing.T) {
+	const key = "k-member"
+	digest := bucketgate.KeyDigest(key)
+	down := errors.New("dynamodb: unreachable")
+	tests := []struct {
+		name     string
+		failOpen bool
+		failing  string // the prefix of the items whose reads fail ("": all)
+		field    string // the line's field that names the key
+		errField string // the line's field that names the table's error
+	}{
+		{"failing closed, a key the table cannot read", false, "", telemetry.AttrIdentity, telemetry.AttrError},
+		{"failing open, a key the table cannot read", true, "", attrUnknownKey, attrRegistryError},
+		{"failing closed, a key whose account the table cannot read", false, registry.AccountItemPrefix, telemetry.AttrIdentity, telemetry.AttrError},
+		{"failing open, a key whose account the table cannot read", true, registry.AccountItemPrefix, attrUnknownKey, attrRegistryError},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := registrytest.New(registry.Record{ID: "key:" + digest, Account: "acme"}, registry.Record{ID: "account:acme", Plan: "pro"})
+			src.FailPrefix(tc.failing, down)
+			f := newFixture(t, options{failOpen: tc.failOpen, cache: registry.NewCache(src, cacheOptions())})
+			_, _ = f.invoke(t, withHeaders(t, samples.Read(t, restEvent), map[string]string{"X-API-Key": key}))
+			var line map[string]any
+			for l := range strings.Lines(f.logs.String()) {
+				if err := json.Unmarshal([]byte(l), &line); err != nil {
+					t.Fatal(err)
+				}
+				if line["msg"] == telemetry.MsgDecision {
+					break
+				}
+			}
+			raw, _ := json.Marshal(line)
+			if line["msg"] != telemetry.MsgDecision || line[tc.field] != "key:"+digest || !strings.Contains(fmt.Sprint(line[tc.errField]), down.Error()) ||
+				strings.Count(string(raw), digest) != 1 {
+				t.Errorf("decision line %s: want the key's digest once, as its %s, and the table's error in %s:\n%s", raw, tc.field, tc.errField, &f.logs)
+			}
+		})
 	}
 }

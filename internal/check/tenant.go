@@ -58,7 +58,7 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 		e, err := answers[i].e, answers[i].err
 		e.Observe(inv)
 		if err != nil {
-			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, err) // the decision line's error: the key as its digest
+			c.lookupErr = fmt.Errorf("registry lookup: %w", err) // the decision line's error: the line names the identity
 			continue
 		}
 		// Whose buckets (and usage) the registry's identity is for, and whose account and
@@ -74,13 +74,13 @@ func (h *Handler) resolveTenants(ctx context.Context, v registry.View, checks []
 			// A dead key whose own buckets its account spends (keys roll made the account
 			// out of it): they are the account's, decided as the account is.
 			if e, err = v.Lookup(ctx, bucketgate.AccountPrefix+e.Account); err != nil {
-				c.lookupErr = fmt.Errorf("registry lookup of %s's account: %w", c.logged, err)
+				c.lookupErr = fmt.Errorf("registry lookup of its account: %w", err)
 				continue
 			}
 			e.Observe(inv)
 		}
 		if follows && e.AccountErr != nil { // a dead key's usage, its account's: the registry cannot say whose
-			c.lookupErr = fmt.Errorf("registry lookup of %s: %w", c.logged, e.AccountErr)
+			c.lookupErr = fmt.Errorf("registry lookup: %w", e.AccountErr)
 			continue
 		}
 		if follows || e.Plan != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -112,7 +113,8 @@ func TestTenantOperationItsPlanCannotDo(t *testing.T) {
 
 // A tenant the registry cannot say anything about follows the failure policy, counted
 // as FailClosed with reason registry_error; the other checks of the batch are decided.
-// Its answer names no plan and no rule: the registry could not say which are its.
+// Its answer names no plan and no rule: the registry could not say which are its. Its
+// decision line names it once, by its digest (its error, the registry's, repeated it).
 func TestTenantRegistryFailure(t *testing.T) {
 	for _, failOpen := range []bool{false, true} {
 		mr, client := startMiniredis(t)
@@ -131,8 +133,15 @@ func TestTenantRegistryFailure(t *testing.T) {
 		if keys := mr.Keys(); len(keys) != 1 {
 			t.Errorf("Redis keys %v: want the pro check's only", keys)
 		}
-		if logs := f.logs.String(); strings.Contains(logs, "tenant-t1") || !strings.Contains(logs, "registry lookup of tenant:"+bucketgate.KeyDigest("tenant-t1")) {
-			t.Errorf("failOpen %v: the decision line must name the tenant by its digest, never its key:\n%s", failOpen, logs)
+		var line map[string]any // the tenant check's decision line: its first
+		if err := json.Unmarshal([]byte(f.logs.String()[:strings.Index(f.logs.String(), "\n")]), &line); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(line)
+		digest := bucketgate.KeyDigest("tenant-t1")
+		if logs := f.logs.String(); strings.Contains(logs, "tenant-t1") || line[telemetry.AttrIdentity] != "tenant:"+digest ||
+			strings.Count(string(raw), digest) != 1 || !strings.Contains(fmt.Sprint(line[telemetry.AttrError]), "dynamodb: throttled") {
+			t.Errorf("failOpen %v: the decision line %s must name the tenant by its digest, once, never its key, and the table's error:\n%s", failOpen, raw, logs)
 		}
 		if !failOpen && !strings.Contains(f.metrics.String(), `"Reason":"registry_error"`) {
 			t.Errorf("no FailClosed by registry_error in %s", f.metrics)

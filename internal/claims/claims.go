@@ -171,12 +171,13 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 	plan := v.Config.DefaultPlan()
 	if !strings.HasPrefix(c.Identity, bucketgate.IPPrefix) {
 		via, inactive := c.Identity, "" // inactive: the account c names, when it is not active
+		of := ""                        // the key looked up, for an error, when the lines name another identity (its account)
 		if c.Key != "" {
-			via = c.Key
+			via, of = c.Key, " of "+c.Key
 		}
 		var err error
 		if e, err = v.Lookup(ctx, via); err != nil {
-			return config.Limits{}, e, fmt.Errorf("registry lookup of %s: %w", via, err)
+			return config.Limits{}, e, fmt.Errorf("registry lookup%s: %w", of, err)
 		}
 		spends := via
 		if e.Identity != (bucketgate.Identity{}) {
@@ -195,7 +196,7 @@ func Resolve(ctx context.Context, v registry.View, c Claims, op bucketgate.Op) (
 			if name != "" {
 				a, err := v.Lookup(ctx, bucketgate.AccountPrefix+name)
 				if err != nil {
-					return config.Limits{}, a, fmt.Errorf("registry lookup of the account of %s: %w", via, err)
+					return config.Limits{}, a, fmt.Errorf("registry lookup of the account%s: %w", of, err)
 				}
 				switch {
 				case a.Identity.String() != c.Identity:

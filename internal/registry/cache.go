@@ -65,7 +65,8 @@ type Options struct {
 	// wallclock); nil is time.Now.
 	Now func() time.Time
 	// Log receives an error line per invalid item read and a warning of a failed read,
-	// at most once per ReadFailureLogEvery and cause; nil discards them.
+	// at most once per ReadFailureLogEvery and cause (the others counted, and said
+	// later: see Flush); nil discards them.
 	Log *slog.Logger
 }
 
@@ -194,7 +195,9 @@ func (c *Cache) Len() int {
 // (or its deadline less Options.Margin passes) returns ctx's error (ResultAbandoned);
 // that is no failure of the source: lookups sharing its read read again. An id the registry cannot hold (see Holds) is not known, at
 // once: no read, no Result. A record whose plan or rules cfg refuses is logged once per
-// read and per configuration, and answers no plan (Invalid).
+// read and per configuration, and answers no plan (Invalid). A lookup made once
+// ReadFailureLogEvery has passed since a cause's last MsgReadFailed line logs the failed
+// reads of that cause counted since, as Flush does.
 //
 // A key of an account is decided as its account: Lookup then looks the account up too
 // (a second lookup, cached as the first: AccountResult) and answers the account's plan
@@ -205,6 +208,7 @@ func (c *Cache) Len() int {
 // naming an account that the table does not hold, or own rules that cannot be added to
 // the account's plan, is an invalid item, logged once per read.
 func (c *Cache) Lookup(ctx context.Context, cfg *config.Config, id string) (Entry, error) {
+	defer c.failures.say(ctx, c.opts.Log, c.opts.Now, false) // after its own read, whose line may say them
 	if !Holds(id) {
 		return Entry{}, nil
 	}
@@ -226,14 +230,14 @@ func (c *Cache) Lookup(ctx context.Context, cfg *config.Config, id string) (Entr
 		answer := Entry{Result: e.Result, AccountResult: a.Result, AccountInvalid: a.Invalid}
 		switch {
 		case err != nil:
-			answer.AccountErr = fmt.Errorf("account %s of %s: %w", madekey.Mask(e.who.account), bucketgate.LogForm(id), err)
+			answer.AccountErr = fmt.Errorf("account %s: %w", madekey.Mask(e.who.account), err)
 		case a.who != nil:
 			answer.Account, answer.Identity = e.who.account, accountIdentity(e.who.account, a.who)
 		}
 		return answer, nil
 	}
 	if err != nil {
-		return Entry{Result: e.Result, AccountResult: a.Result}, fmt.Errorf("account %s of %s: %w", madekey.Mask(e.who.account), bucketgate.LogForm(id), err)
+		return Entry{Result: e.Result, AccountResult: a.Result}, fmt.Errorf("account %s: %w", madekey.Mask(e.who.account), err)
 	}
 	return c.member(ctx, cfg, item, e, a), nil
 }
@@ -530,8 +534,18 @@ const (
 	MsgReadFailed  = "registry read failed" // at most once per ReadFailureLogEvery and cause
 	AttrItem       = "item"                 // the item's id: an identity, a key (an API key's, a tenant's) as its digest
 	AttrAttribute  = "attribute"            // the attribute at fault
+	AttrFailed     = "failed"               // 1: the line's own read (its item) failed; 0: a line that says failedUnlogged alone
 	AttrUnlogged   = "failedUnlogged"       // the reads of the cause that failed since its last line, not logged
 )
+
+// Flush logs at once, whatever ReadFailureLogEvery, the failed reads of each cause
+// counted since its last line and not logged yet (AttrUnlogged), in a line of each
+// cause with AttrFailed 0: what an instance that ends (at SIGTERM) would otherwise never
+// say. A Lookup says them too, once ReadFailureLogEvery has passed since the cause's
+// last line.
+func (c *Cache) Flush(ctx context.Context) {
+	c.failures.say(ctx, c.opts.Log, c.opts.Now, true)
+}
 
 // store puts e, a read that succeeded, under id, evicting an entry first when id is new
 // and the cache is full. Only reads that succeeded make entries (a failed read of an

@@ -148,6 +148,14 @@ type liveState struct {
 	badErr error
 }
 
+// Flush logs the registry table's failed reads not logged yet (Cache.Flush), if its
+// cache reads one: what an instance that ends would otherwise never say.
+func (l *Live) Flush(ctx context.Context) {
+	if l.cache != nil {
+		l.cache.Flush(ctx)
+	}
+}
+
 // NewStatic returns a Live whose configuration is cfg, always: with cache as the
 // registry, or cfg's keys and tenants when cache is nil. It reads nothing.
 func NewStatic(cfg *config.Config, cache *Cache) *Live {

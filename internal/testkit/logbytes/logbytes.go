@@ -16,9 +16,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -324,14 +326,16 @@ func throttlingTable(t testing.TB) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		if bytes.Contains(body, []byte(`{"S":"`+registry.ConfigID)) {
-			_, _ = io.WriteString(w, `{}`)
-			return
+		status, answer := http.StatusOK, `{}`
+		if !bytes.Contains(body, []byte(`{"S":"`+registry.ConfigID)) {
+			status, answer = http.StatusBadRequest, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",`+
+				`"message":"The level of configured provisioned throughput for the table was exceeded."}`
 		}
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",`+
-			`"message":"The level of configured provisioned throughput for the table was exceeded."}`)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		// DynamoDB's checksum of the body, which the AWS SDK checks (a warning on stderr otherwise).
+		w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(answer))), 10))
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, answer)
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL

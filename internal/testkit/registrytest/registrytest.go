@@ -6,6 +6,7 @@ package registrytest
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/bucketgate/bucketgate/internal/registry"
@@ -24,6 +25,7 @@ type Source struct {
 	configs map[string]registry.StoredConfig
 	invalid map[string]*registry.RecordError
 	err     error
+	failing string // the prefix of the ids whose reads fail with err ("": every id)
 	reads   int
 	held    int
 }
@@ -37,7 +39,7 @@ func New(records ...registry.Record) *Source {
 	return s
 }
 
-// Get returns the record of id: an error set by Fail, the *RecordError set by
+// Get returns the record of id: an error set by Fail (or FailPrefix), the *RecordError set by
 // PutInvalid, or the record set by New or Put; or ctx's error when ctx ends while Gate
 // holds it.
 func (s *Source) Get(ctx context.Context, id string) (registry.Record, bool, error) {
@@ -48,7 +50,7 @@ func (s *Source) Get(ctx context.Context, id string) (registry.Record, bool, err
 	if err != nil {
 		return registry.Record{}, false, err
 	}
-	if s.err != nil {
+	if s.err != nil && strings.HasPrefix(id, s.failing) {
 		return registry.Record{}, false, s.err
 	}
 	if e, ok := s.invalid[id]; ok {
@@ -69,7 +71,7 @@ func (s *Source) GetConfig(ctx context.Context, id string) (registry.StoredConfi
 	if err != nil {
 		return registry.StoredConfig{}, false, err
 	}
-	if s.err != nil {
+	if s.err != nil && strings.HasPrefix(id, s.failing) {
 		return registry.StoredConfig{}, false, s.err
 	}
 	c, ok := s.configs[id]
@@ -130,9 +132,16 @@ func (s *Source) PutInvalid(id string, e *registry.RecordError) {
 
 // Fail makes every read fail with err from now on; nil ends the failure.
 func (s *Source) Fail(err error) {
+	s.FailPrefix("", err)
+}
+
+// FailPrefix makes every read of an id with prefix (registry.AccountItemPrefix: the
+// accounts' items) fail with err from now on, the others answered; nil ends the
+// failure.
+func (s *Source) FailPrefix(prefix string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.err = err
+	s.err, s.failing = err, prefix
 }
 
 // Held returns how many reads Gate holds now.

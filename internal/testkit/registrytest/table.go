@@ -16,15 +16,17 @@ import (
 
 // DynamoDB error types that FailingTable answers with: a table over its capacity (or
 // an on-demand table past its throughput), which no local server produces (dynalite
-// never throttles), and a table that is not there (a deployment given the wrong name).
+// never throttles), a table that is not there (a deployment given the wrong name), and
+// a request DynamoDB refuses as malformed (a version that builds it wrong).
 const (
 	Throttled = "ProvisionedThroughputExceededException"
 	NotFound  = "ResourceNotFoundException"
+	Malformed = "ValidationException"
 )
 
 // FailingTable returns the endpoint of a DynamoDB (AWS_ENDPOINT_URL_DYNAMODB, or a
 // client's BaseEndpoint) that refuses every GetItem of an identity with the error
-// errType (Throttled, NotFound), as DynamoDB answers it, and counts those GetItems in
+// errType (Throttled, NotFound, Malformed), as DynamoDB answers it, and counts those GetItems in
 // gets; the configuration item (registry.ConfigID) it holds none of, so that the
 // document in the functions' environment stays in force. Any other call is a 400 that
 // names no DynamoDB error. The server ends with the test.

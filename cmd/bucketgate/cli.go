@@ -26,12 +26,15 @@ const (
 var errUsage = errors.New("usage")
 
 // env is what every command runs with: the process's context, environment, input and
-// output, and the --stack flag given before the group, if any.
+// output, and the --stack flag given before the group, if any. stdout and stderr mask
+// every API key bucketgate made that what is written could show (masked); keyOut is
+// stdout unmasked, where showKey alone prints a new key.
 type env struct {
 	ctx            context.Context
 	getenv         func(string) string
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	keyOut         io.Writer
 	stackFlag      *flag.Flag
 }
 
@@ -104,22 +107,24 @@ func usage() string {
 
 // run runs the command line args with the environment read through getenv and returns
 // the exit status. stdin is read only for a key given as "-". Only a command's result
-// goes to stdout; errors and notes go to stderr. An error never quotes an API key
-// bucketgate made: one it holds (a value refused that quotes it, such as a key pasted
-// for --expires's WHEN) is masked (madekey.Mask).
+// goes to stdout; errors and notes go to stderr. Nothing it prints shows an API key
+// bucketgate made but the new key of keys create and keys roll: what may be one, or part
+// of one (stored text, a value refused that quotes it, such as a key pasted for
+// --expires's WHEN, a name in a note), is masked (madekey.Mask).
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	err := dispatch(env{ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}, args)
+	e := env{ctx: ctx, getenv: getenv, stdin: stdin, stdout: masked{stdout}, stderr: masked{stderr}, keyOut: stdout}
+	err := dispatch(e, args)
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, usage())
+		fmt.Fprint(e.stdout, usage())
 		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "bucketgate: %s\nRun bucketgate help for the usage.\n", madekey.Mask(err.Error()))
+		fmt.Fprintf(e.stderr, "bucketgate: %s\nRun bucketgate help for the usage.\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "bucketgate: %s\n", madekey.Mask(err.Error()))
+	fmt.Fprintf(e.stderr, "bucketgate: %s\n", err)
 	return exitError
 }
 

@@ -93,16 +93,14 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				fmt.Fprintf(e.stderr, "warning: configuration version %d (%s): %s\n", s.Version, s.ID, l)
 			}
 		}
-		doc := s.Document
-		if line := lineOfKey([]byte(doc)); line > 0 { // stored before put refused one, or by hand
+		if line := lineOfKey([]byte(s.Document)); line > 0 { // stored before put refused one, or by hand; stdout masks it
 			fmt.Fprintf(e.stderr, "warning: line %d of the document holds an API key bucketgate made, shown as %s...: config put a version without it\n", line, madekey.Prefix)
-			doc = madekey.Mask(doc)
 		}
 		if *asJSON {
-			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: madekey.Mask(s.Note), Document: doc})
+			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: s.Note, Document: s.Document})
 		}
 		fmt.Fprintf(e.stderr, "version %d of table %s, written %s%s\n", s.Version, t.name, cmp.Or(updated(s), "-"), noteText(s.Note))
-		_, err = io.WriteString(e.stdout, doc)
+		_, err = io.WriteString(e.stdout, s.Document)
 		return err
 	}
 }
@@ -154,7 +152,7 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		}
 		out := make([]configJSON, len(h.versions))
 		for i, v := range h.versions {
-			out[i] = configJSON{Version: v.s.Version, UpdatedAt: updated(v.s), Note: madekey.Mask(v.s.Note), Bytes: len(v.s.Document), Current: v.s.Version == cur.Version && v.err == nil}
+			out[i] = configJSON{Version: v.s.Version, UpdatedAt: updated(v.s), Note: v.s.Note, Bytes: len(v.s.Document), Current: v.s.Version == cur.Version && v.err == nil}
 			if v.err != nil {
 				out[i].ID, out[i].Invalid = v.id, v.err.Error()
 			}

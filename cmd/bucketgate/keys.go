@@ -297,7 +297,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 // stdout: its only copy. A key that cannot be printed (stdout on a full disk) is held by
 // nobody: it is revoked, and the error says so.
 func showKey(e env, t *keyTable, id, key string) error {
-	_, err := fmt.Fprintln(e.stdout, key)
+	_, err := fmt.Fprintln(e.keyOut, key)
 	if err == nil {
 		return nil
 	}
@@ -630,7 +630,7 @@ func noteMadeKey(e env, it listed) {
 		again += " --rule " + rulesText([]bucketgate.Rule{r})
 	}
 	fmt.Fprintf(e.stderr, "note: %s is a tenant whose key is or holds an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item (its %s is the one shown, the key in place of %s...: the DynamoDB console, or aws dynamodb delete-item), and to keep the tenant, register it by its key's digest, as a service names it now: %s\n",
-		it.rec.ID, registry.KeyAttribute, madekey.Prefix, madekey.Mask(again)) // the item's plan is stored data: a hand may have put a key in it
+		it.rec.ID, registry.KeyAttribute, madekey.Prefix, again) // stderr masks a key a hand put in the item's plan
 }
 
 // andItsKeys is ", and every key of it," for the item id of an account, else "".

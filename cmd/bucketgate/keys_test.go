@@ -503,8 +503,11 @@ func TestKeyNotPrinted(t *testing.T) {
 
 // An owner or a note never holds an API key bucketgate made: the table would hold the
 // key as it is (an owner goes in the crossing events too, and keys list prints both), so
-// --owner and --note refuse one, never quoting it, before anything is written. No error
-// about a flag's value quotes one (the flag package quotes the values it refuses).
+// --owner and --note refuse one, never quoting it, before anything is written; so do they
+// what may be one, or part of one, that the CLI would print masked (a key glued to other
+// characters, or cut short), and so does --rule a rule named by either (its name rests
+// in Redis and the metrics). No error about a flag's value quotes one (the flag package
+// quotes the values it refuses).
 func TestFreeTextHoldsNoKey(t *testing.T) {
 	c := newCLI(t)
 	c.ok("keys", "init")
@@ -513,6 +516,7 @@ func TestFreeTextHoldsNoKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	const held = "holds an API key bucketgate made (bg_...)"
+	const glued = "holds what may be an API key bucketgate made, or part of one (bg_ and 22 or more base64url characters: bg_...)"
 	tests := []struct {
 		name, want string
 		args       []string
@@ -522,6 +526,13 @@ func TestFreeTextHoldsNoKey(t *testing.T) {
 		{"accounts create --owner", held, []string{"accounts", "create", "acme", "--plan", "pro", "--owner", "acme " + key}},
 		{"config put --note", held, []string{"config", "put", file(t, "gold.yaml", goldDoc), "--note", key}},
 		{"a --rule holding one", `invalid value "bg_..." for flag -rule: "bg_...": want NAME:CAPACITY:RATE`, []string{"keys", "create", "--plan", "pro", "--rule", key}},
+		// Glued to other characters, or cut short, a key went into the table as it was.
+		{"keys create --owner glued to a key", glued, []string{"keys", "create", "--plan", "pro", "--owner", "ops_" + key}},
+		{"keys create --note with a key cut short", glued, []string{"keys", "create", "--plan", "pro", "--note", "see " + key[:30]}},
+		{"accounts create --note glued to a key", glued, []string{"accounts", "create", "acme", "--plan", "pro", "--note", key + "x"}},
+		{"a --rule named by a key", `invalid value "bg_...:5:1" for flag -rule: rule name: ` + held[len("holds "):], []string{"keys", "create", "--plan", "pro", "--rule", key + ":5:1"}},
+		{"a --rule named by a key glued", `invalid value "r_bg_...:5:1" for flag -rule: rule name: ` + glued[len("holds "):], []string{"keys", "create", "--plan", "pro", "--rule", "r_" + key + ":5:1"}},
+		{"accounts override --rule named by a key glued", `for flag -rule: rule name: ` + glued[len("holds "):], []string{"accounts", "override", "acme", "--rule", "r_" + key + ":5:1"}},
 	}
 	before := c.items()
 	for _, tc := range tests {

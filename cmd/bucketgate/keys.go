@@ -472,7 +472,11 @@ func setPlanFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 
 func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule of the key's own, "+ruleFlagForms+" (repeatable): replaces the key's rule of that name, or adds one")
+	whose := "the key's" // or the account's: accounts override
+	if strings.HasPrefix(fs.Name(), "accounts ") {
+		whose = "the account's"
+	}
+	fs.Var(&rules, "rule", "a rule of "+whose+" own, "+ruleFlagForms+" (repeatable): replaces "+whose+" rule of that name, or adds one")
 	return func(e env, t *keyTable, args []string) error {
 		if len(rules) == 0 {
 			return fmt.Errorf("%w: give at least one --rule", usageOf(fs))

@@ -342,29 +342,6 @@ func TestKeysReadTheShellsDocumentWithATable(t *testing.T) {
 	}
 }
 
-// help, --help, a group's and a command's --help print the usage: every group, command,
-// flag and variable.
-func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"keys", "create", "--help"}, {"--stack", "x", "buckets", "show", "-h"},
-		{"keys", "--help"}, {"accounts", "-h"}, {"config", "help"}, {"buckets", "-help"}} {
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
-		for _, want := range []string{
-			"usage: bucketgate [--stack NAME] GROUP COMMAND", "--stack NAME (default: $BUCKETGATE_STACK)", "outputs RegistryTableName and\nOperatorFunctionName",
-			"bucketgate keys create --plan NAME", "bucketgate buckets refund --cost N", "  bucketgate version\n",
-			"bucketgate config put FILE [--note TEXT] [--force]",
-			"--table NAME (default: $REGISTRY_TABLE, which must be the stack's\nown when --stack names one, else the output RegistryTableName of the stack)",
-			"--table and --function win when\ngiven; REGISTRY_TABLE and CHECK_FUNCTION must name the stack's own",
-			"(default: $CHECK_FUNCTION, else the output OperatorFunctionName of the stack of --stack,\nor CheckFunctionName for a stack without one, else bucketgate-operator)",
-			"or a concurrency rule, NAME:N:concurrent, at most N requests\nin flight", // of keys, and of accounts "as for keys"
-		} {
-			if code != exitOK || !strings.Contains(stdout.String(), want) || stderr.Len() != 0 {
-				t.Fatalf("bucketgate %v: exit %d, want %q in\n%s\n%s", args, code, want, &stdout, &stderr)
-			}
-		}
-	}
-}
-
 // A change writes back only the item it read: a write made between its read and its
 // write (a revocation, another rule, an expiry, by another operator) is kept, and the
 // change fails saying so.

@@ -43,7 +43,8 @@ func Holds(s string) bool {
 // Prefix and the base64url characters after it when they are MinShown or more, whatever
 // comes before Prefix: a key Holds, and one glued to other base64url characters (a
 // sloppy copy, a longer token), cut short, or glued to another. It may mask text that
-// holds no key (bg_ and a long name), never 128 bits of one. It returns s itself when s
+// holds no key (bg_ and a long name), and never leaves 128 bits of one after its Prefix
+// (a key is told by its Prefix: one that lost it is not). It returns s itself when s
 // shows none (Shows).
 func Mask(s string) string {
 	var b strings.Builder

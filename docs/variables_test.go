@@ -13,15 +13,30 @@ import (
 // envName matches an environment variable's name in a command's usage text.
 var envName = regexp.MustCompile(`\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b`)
 
-// Every environment variable the commands' usage texts name has a row in the table of
-// docs/configuration.md, and the CLI's default operator function is the one the row of
-// CHECK_FUNCTION gives: the table held only the functions' own variables to the code.
+// helpGroup matches a group's name in bucketgate help: a line's first word, before the
+// column of what it is.
+var helpGroup = regexp.MustCompile(`(?m)^([a-z]+)  +\S`)
+
+// Every environment variable the commands' usage texts name (bucketgate help, and help
+// GROUP of every group it lists) has a row in the table of docs/configuration.md, and
+// the CLI's default operator function is the one the row of CHECK_FUNCTION gives: the
+// table held only the functions' own variables to the code.
 func TestCommandVariablesDocumented(t *testing.T) {
 	const doc = "docs/configuration.md"
 	table := tableNames(t, section(t, doc, "Environment variables"))
 	helps := map[string]string{}
 	for _, name := range []string{"bucketgate", "bucketgate-local"} {
 		out, _ := exec.Command(command(t, name), "help").CombinedOutput() // the exit status says nothing here
+		if name == "bucketgate" {
+			groups := helpGroup.FindAllStringSubmatch(string(out), -1)
+			if len(groups) < 5 {
+				t.Fatalf("bucketgate help lists %d groups: is the pattern right?\n%s", len(groups), out)
+			}
+			for _, g := range groups {
+				more, _ := exec.Command(command(t, name), "help", g[1]).CombinedOutput()
+				out = append(out, more...)
+			}
+		}
 		helps[name] = string(out)
 		names := envName.FindAllString(string(out), -1)
 		if len(names) < 3 {

@@ -72,6 +72,17 @@ func checkAccountName(what, name string) error {
 	return nil
 }
 
+// checkNewAccountName returns why name, given as what ("account", "--account") for an
+// account to be created, is refused beyond checkAccountName: a name holding what may be
+// an API key bucketgate made, or part of one (keyShown), which the CLI prints masked. An
+// account that an earlier CLI or a hand named so is still reached by its name.
+func checkNewAccountName(what, name string) error {
+	if shown := keyShown(name); shown != "" {
+		return fmt.Errorf("%w: %s: a name holding %s, not an account's name: name it otherwise", errUsage, what, shown)
+	}
+	return nil
+}
+
 // accountArg returns the id of the item of the account that arg names: NAME,
 // acct:NAME or account:NAME.
 func accountArg(_ env, arg string) (string, error) {
@@ -115,6 +126,9 @@ func accountCreateFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	var rules ruleList
 	fs.Var(&rules, "rule", "a rule of the account's own, "+ruleFlagForms+" (repeatable)")
 	return func(e env, t *keyTable, args []string) error {
+		if err := checkNewAccountName("account", accountName(args[0])); err != nil {
+			return err
+		}
 		if !isSet(fs, "plan") {
 			return fmt.Errorf("%w: accounts create: --plan is required", errUsage)
 		}

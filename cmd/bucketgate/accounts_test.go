@@ -726,7 +726,9 @@ func TestAccountFlagSpellings(t *testing.T) {
 
 // An API key given where an account's name or a time is wanted (arguments swapped at
 // 3 a.m.) is refused, a usage error that never quotes it: as an account's name it would
-// rest in the table, in the buckets' Redis keys and in every log line of the account.
+// rest in the table, in the buckets' Redis keys and in every log line of the account. So
+// is a new account's name holding what may be one, or part of one, which the CLI would
+// print masked (glued to other characters, cut short).
 func TestKeyGivenForAName(t *testing.T) {
 	c := newCLI(t)
 	c.ok("keys", "init")
@@ -746,6 +748,10 @@ func TestKeyGivenForAName(t *testing.T) {
 		{"keys roll --account", []string{"keys", "roll", "--account", key, key}, "--account: an API key or a name holding one, not an account's name"},
 		{"buckets acct:", []string{"buckets", "reset", "--function", "fn", "acct:" + key}, "acct: an API key or a name holding one, not an account's name"},
 		{"keys expire, swapped", []string{"keys", "expire", "30d", key}, "keys expire: WHEN is an API key: give KEY, then WHEN"},
+		// A new account's name glued to a key, or holding one cut short, was taken.
+		{"accounts create, a name glued to a key", []string{"accounts", "create", "acme_" + key, "--plan", "pro"}, "account: a name holding what may be an API key bucketgate made, or part of one (bg_ and 22 or more base64url characters: bg_...), not an account's name"},
+		{"accounts create, a name holding a key cut short", []string{"accounts", "create", key[:30], "--plan", "pro"}, "account: a name holding what may be an API key bucketgate made"},
+		{"keys roll --account glued to a key", []string{"keys", "roll", "--account", "acme_" + key, key}, "--account: a name holding what may be an API key bucketgate made"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -433,7 +433,7 @@ func refundFlags(fs *flag.FlagSet) func(*checkapi.Request) error {
 }
 
 func resetFlags(fs *flag.FlagSet) func(*checkapi.Request) error {
-	fs.String("cost", "", "refused: a reset takes no cost")
+	fs.String("cost", "", refusedFlag+"a reset takes no cost")
 	return func(*checkapi.Request) error {
 		if isSet(fs, "cost") {
 			return fmt.Errorf("%w: buckets reset: takes no --cost: a reset makes every rule full, whatever it held", errUsage)

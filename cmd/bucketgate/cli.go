@@ -26,12 +26,15 @@ const (
 var errUsage = errors.New("usage")
 
 // env is what every command runs with: the process's context, environment, input and
-// output, and the --stack flag given before the group, if any.
+// output, and the --stack flag given before the group, if any. stdout and stderr mask
+// every API key bucketgate made that what is written could show (masked); keyOut is
+// stdout unmasked, where showKey alone prints a new key.
 type env struct {
 	ctx            context.Context
 	getenv         func(string) string
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	keyOut         io.Writer
 	stackFlag      *flag.Flag
 }
 
@@ -92,34 +95,30 @@ var groups = map[string]group{
 	"version":  {about: "the version of this bucketgate (also --version)", run: runVersion, usage: "  bucketgate version\n"},
 }
 
-// usage is the whole command line's usage.
-func usage() string {
-	var b strings.Builder
-	b.WriteString("usage: bucketgate [--stack NAME] GROUP COMMAND [flags] [arguments]\n\n" + stackUsage)
-	for _, name := range slices.Sorted(maps.Keys(groups)) {
-		fmt.Fprintf(&b, "\n%s: %s\n%s", name, groups[name].about, groups[name].usage)
-	}
-	return b.String()
-}
-
 // run runs the command line args with the environment read through getenv and returns
 // the exit status. stdin is read only for a key given as "-". Only a command's result
-// goes to stdout; errors and notes go to stderr. An error never quotes an API key
-// bucketgate made: one it holds (a value refused that quotes it, such as a key pasted
-// for --expires's WHEN) is masked (madekey.Mask).
+// goes to stdout; errors and notes go to stderr. Nothing it prints shows an API key
+// bucketgate made but the new key of keys create and keys roll: what may be one, or part
+// of one (stored text, a value refused that quotes it, such as a key pasted for
+// --expires's WHEN, a name in a note), is masked (madekey.Mask).
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	err := dispatch(env{ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}, args)
+	e := env{ctx: ctx, getenv: getenv, stdin: stdin, stdout: masked{stdout}, stderr: masked{stderr}, keyOut: stdout}
+	err := dispatch(e, args)
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, usage())
+		fmt.Fprint(e.stdout, helpText(err))
 		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "bucketgate: %s\nRun bucketgate help for the usage.\n", madekey.Mask(err.Error()))
+		help := "bucketgate help for the usage"
+		if in := (*usageIn)(nil); errors.As(err, &in) {
+			help = "bucketgate help " + in.command + " for its usage"
+		}
+		fmt.Fprintf(e.stderr, "bucketgate: %s\nRun %s.\n", err, help)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "bucketgate: %s\n", madekey.Mask(err.Error()))
+	fmt.Fprintf(e.stderr, "bucketgate: %s\n", err)
 	return exitError
 }
 
@@ -144,6 +143,9 @@ func dispatch(e env, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: name a group: %s", errUsage, strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
 	}
+	if args[0] == "help" && len(args) > 1 { // bucketgate help GROUP [COMMAND]: bucketgate GROUP [COMMAND] -h
+		args = append(args[1:], "-h")
+	}
 	if isHelp(args[0]) {
 		return flag.ErrHelp
 	}
@@ -156,16 +158,15 @@ func dispatch(e env, args []string) error {
 			return fmt.Errorf("%w: %s: %w", errUsage, name, errKeyForName)
 		}
 	}
-	return g.run(e, args[1:])
-}
-
-// isHelp reports whether arg, in the place of a group or a command, asks for the usage.
-func isHelp(arg string) bool {
-	switch arg {
-	case "-h", "-help", "--help", "help":
-		return true
+	err := g.run(e, args[1:])
+	if errors.Is(err, errUsage) {
+		command := args[0]
+		if len(args) > 1 && slices.Contains(commandNames(args[0]), args[1]) {
+			command += " " + args[1]
+		}
+		return &usageIn{err: err, command: command}
 	}
-	return false
+	return err
 }
 
 // command returns the command of group named by args[0] among commands, and an empty
@@ -179,7 +180,7 @@ func command[C any](group string, commands map[string]C, args []string) (C, *fla
 	c, ok := commands[args[0]]
 	switch {
 	case !ok && isHelp(args[0]): // bucketgate keys --help
-		return c, nil, flag.ErrHelp
+		return c, nil, &helpError{group: group}
 	case !ok:
 		return c, nil, fmt.Errorf("%w: %s: unknown command %q: want %s", errUsage, group, args[0], names)
 	}
@@ -197,7 +198,7 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				return nil, &helpError{fs: fs}
 			}
 			return nil, fmt.Errorf("%w: %w", usageOf(fs), err)
 		}

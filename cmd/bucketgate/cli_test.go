@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/version"
 )
@@ -224,5 +228,65 @@ func (d *deployment) didNothing(before, what string) {
 	}
 	if payloads := d.check.payloads.String(); payloads != "" {
 		d.t.Fatalf("%s invoked the function:\n%s", what, payloads)
+	}
+}
+
+// Text that holds an API key bucketgate made glued to other base64url characters, or
+// cut short (an item written by hand, a name an earlier CLI took: an account's, a
+// rule's, a tenant's key, a document's comment), is printed masked by every command
+// that prints it, on stdout and stderr, in text and JSON alike (bg_... from the prefix
+// on; a tenant's item with its key's digest, which names it). Each printed the key whole
+// but where it was a key alone or after punctuation: an account's name (acme_bg_...), a
+// rule's (r_bg_...), a stored document's line, a note on stderr naming the account.
+func TestOutputMasksWhatMayBeAKey(t *testing.T) {
+	d, _ := newDeployment(t)
+	key := "bg_" + strings.Repeat("Q", 42) + "w"
+	shown := strings.Repeat("Q", 22) // 132 bits of it
+	account, tenant := "acme_"+key, "tenant:t_"+key
+	doc := bucketsConfig + "# acme: x" + key + "\n"
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	rules := &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		"name": s("r_" + key), "capacity": n("5"), "refillPerSecond": n("1")}}}}
+	lone, member := "key:"+bucketgate.KeyDigest("lone"), "key:"+bucketgate.KeyDigest("member")
+	d.put(map[string]types.AttributeValue{"id": s(lone), "plan": s("basic"), "owner": s("ops_" + key), "note": s("see " + key[:40])},
+		map[string]types.AttributeValue{"id": s(member), "account": s(account), "rules": rules},
+		map[string]types.AttributeValue{"id": s(registry.AccountItemPrefix + account), "plan": s("basic"), "rules": rules},
+		map[string]types.AttributeValue{"id": s(tenant), "plan": s("gold")},
+		registry.StoredConfig{ID: registry.ConfigID, Document: doc, Version: 1, Note: "why_" + key}.Item(),
+		registry.StoredConfig{ID: registry.VersionID(1), Document: doc, Version: 1, Note: "why_" + key}.Item())
+	tenantShown := "tenant:t_bg_... (digest " + bucketgate.KeyDigest("t_"+key) + ")"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // in the output, where the key was
+	}{
+		{"keys list", []string{"keys", "list"}, "basic (acct:acme_bg_...)"},
+		{"keys list, a tenant", []string{"keys", "list"}, tenantShown},
+		{"keys list --json", []string{"keys", "list", "--json"}, `"account": "acme_bg_..."`},
+		{"keys show", []string{"keys", "show", member}, "account    acme_bg_...\n"},
+		{"keys show, a rule", []string{"keys", "show", member}, "rules      r_bg_...:5:1\n"},
+		{"keys show --json", []string{"keys", "show", "--json", member}, `"name": "r_bg_..."`},
+		{"keys show, an owner", []string{"keys", "show", lone}, "owner      ops_bg_...\n"},
+		{"keys show, a note cut short", []string{"keys", "show", lone}, "note       see bg_...\n"},
+		{"keys show, a tenant", []string{"keys", "show", "tenant:" + bucketgate.KeyDigest("t_"+key)}, "id         " + tenantShown + "\n"},
+		{"accounts list", []string{"accounts", "list"}, "account:acme_bg_...  basic"},
+		{"accounts show", []string{"accounts", "show", account}, "identity   acct:acme_bg_...\n"},
+		{"accounts show --json", []string{"accounts", "show", "--json", account}, `"id": "account:acme_bg_..."`},
+		{"config show", []string{"config", "show"}, "# acme: xbg_...\n"},
+		{"config show --json", []string{"config", "show", "--json"}, `# acme: xbg_...\n"`},
+		{"config history", []string{"config", "history"}, "why_bg_...\n"},
+		{"buckets show", []string{"buckets", "show", "acct:" + account}, "acct:acme_bg_..."},
+		{"buckets show of a key of the account", []string{"buckets", "show", member}, "are those of acct:acme_bg_..."},
+		{"usage", []string{"usage", "acct:" + account}, "identity  acct:acme_bg_...\n"},
+		{"keys create in the account", []string{"keys", "create", "--account", account}, "in account acme_bg_..."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d.t = t
+			code, stdout, stderr := d.run(tc.args...)
+			if out := stdout + stderr; code != exitOK || strings.Contains(out, shown) || !strings.Contains(out, tc.want) {
+				t.Fatalf("bucketgate %s: exit %d\n%s%s\nwant %q, nothing of the key", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+			}
+		})
 	}
 }

@@ -93,16 +93,14 @@ func configShowFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 				fmt.Fprintf(e.stderr, "warning: configuration version %d (%s): %s\n", s.Version, s.ID, l)
 			}
 		}
-		doc := s.Document
-		if line := lineOfKey([]byte(doc)); line > 0 { // stored before put refused one, or by hand
-			fmt.Fprintf(e.stderr, "warning: line %d of the document holds an API key bucketgate made, shown as %s...: config put a version without it\n", line, madekey.Prefix)
-			doc = madekey.Mask(doc)
+		if line, what := lineOfKey([]byte(s.Document)); line > 0 { // stored before put refused one, or by hand; stdout masks it
+			fmt.Fprintf(e.stderr, "warning: line %d of the document holds %s, shown masked, which config put refuses: put a version without it\n", line, what)
 		}
 		if *asJSON {
-			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: madekey.Mask(s.Note), Document: doc})
+			return writeJSON(e.stdout, configJSON{Version: s.Version, UpdatedAt: updated(s), Note: s.Note, Document: s.Document})
 		}
 		fmt.Fprintf(e.stderr, "version %d of table %s, written %s%s\n", s.Version, t.name, cmp.Or(updated(s), "-"), noteText(s.Note))
-		_, err = io.WriteString(e.stdout, doc)
+		_, err = io.WriteString(e.stdout, s.Document)
 		return err
 	}
 }
@@ -118,8 +116,11 @@ func configPutFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		if err != nil {
 			return err
 		}
-		if line := lineOfKey(doc); line > 0 { // whatever else is wrong with it: the loader would name that first
-			return fmt.Errorf("%s: line %d holds an API key bucketgate made (%s...), which the table would hold as it is, for every function to read and config show to print: take it out (a key is named by its digest): nothing written", args[0], line, madekey.Prefix)
+		if line, what := lineOfKey(doc); line > 0 { // whatever else is wrong with it: the loader would name that first
+			return fmt.Errorf("%s: line %d holds %s, which the table would hold as it is, for every function to read and config show to print: take it out (a key is named by its digest): nothing written", args[0], line, what)
+		}
+		if line := lineOfMask(doc); line > 0 { // config show's output put back: the line no longer says what it said
+			return fmt.Errorf("%s: line %d holds %s..., which config show prints in place of what may be an API key bucketgate made: write what the line should hold (a key is named by its digest): nothing written", args[0], line, madekey.Prefix)
 		}
 		cfg, err := registry.LoadDocument(doc)
 		if err != nil {
@@ -154,7 +155,7 @@ func configHistoryFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 		}
 		out := make([]configJSON, len(h.versions))
 		for i, v := range h.versions {
-			out[i] = configJSON{Version: v.s.Version, UpdatedAt: updated(v.s), Note: madekey.Mask(v.s.Note), Bytes: len(v.s.Document), Current: v.s.Version == cur.Version && v.err == nil}
+			out[i] = configJSON{Version: v.s.Version, UpdatedAt: updated(v.s), Note: v.s.Note, Bytes: len(v.s.Document), Current: v.s.Version == cur.Version && v.err == nil}
 			if v.err != nil {
 				out[i].ID, out[i].Invalid = v.id, v.err.Error()
 			}
@@ -206,8 +207,8 @@ func configRollbackFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error 
 		}
 		// Stored before put refused one, or by hand: put's refusal would keep an incident's
 		// rollback from the version that worked.
-		if line := lineOfKey([]byte(s.Document)); line > 0 {
-			warnTo(e)(fmt.Sprintf("line %d of version %d holds an API key bucketgate made (%s...), which the version in force holds now as it is, for every function to read: config put a version without it", line, v, madekey.Prefix))
+		if line, what := lineOfKey([]byte(s.Document)); line > 0 {
+			warnTo(e)(fmt.Sprintf("line %d of version %d holds %s, which the version in force holds now as it is, for every function to read: config put a version without it", line, v, what))
 		}
 		reportWrite(e, t, w)
 		return nil
@@ -236,11 +237,26 @@ func readDocument(stdin io.Reader, path string) ([]byte, error) {
 	return doc, nil
 }
 
-// lineOfKey returns the line, counted from 1, of the first API key bucketgate made that
-// doc holds (madekey.Holds), in a comment or a value alike; 0 for none.
-func lineOfKey(doc []byte) int {
+// lineOfKey returns the line, counted from 1, of the first API key bucketgate made, or
+// what may be one or part of one, that doc shows (keyShown: what config show masks), in
+// a comment or a value alike, and what it shows; 0 for none. config put refuses what
+// config show would mask, so that show prints every document put takes as it is.
+func lineOfKey(doc []byte) (int, string) {
 	for i, line := range strings.Split(string(doc), "\n") {
-		if madekey.Holds(line) {
+		if what := keyShown(line); what != "" {
+			return i + 1, what
+		}
+	}
+	return 0, ""
+}
+
+// lineOfMask returns the line, counted from 1, of the first mask (madekey.Prefix and
+// "...") that doc holds, which config show prints in place of what may be an API key
+// bucketgate made; 0 for none. config put refuses it: config show's output of a document
+// holding a key, put back, would say bg_... where the key was (a route's path changed).
+func lineOfMask(doc []byte) int {
+	for i, line := range strings.Split(string(doc), "\n") {
+		if strings.Contains(line, madekey.Prefix+"...") {
 			return i + 1
 		}
 	}

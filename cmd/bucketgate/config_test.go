@@ -469,6 +469,11 @@ func TestConfigBadInput(t *testing.T) {
 		// show: refused, naming its line, never quoting it.
 		{"a key in a comment", exitError, "comment.yaml: line 6 holds an API key bucketgate made (bg_...)", []string{"config", "put", file(t, "comment.yaml", goldDoc+"# acme's key: "+madeKey+"\n")}},
 		{"a key in a route's path", exitError, "path.yaml: line 6 holds an API key bucketgate made (bg_...)", []string{"config", "put", file(t, "path.yaml", goldDoc+"routes: [{path: /v1/"+madeKey+"}]\n")}},
+		// So was one glued to other characters, or cut short, which config show masks:
+		// refused, as the mask config show prints in its place is.
+		{"a key glued in a comment", exitError, "glued.yaml: line 6 holds what may be an API key bucketgate made, or part of one (bg_ and 22 or more base64url characters: bg_...)", []string{"config", "put", file(t, "glued.yaml", goldDoc+"# acme's key: x"+madeKey+"\n")}},
+		{"a key cut short in a route's path", exitError, "cut.yaml: line 6 holds what may be an API key bucketgate made", []string{"config", "put", file(t, "cut.yaml", goldDoc+"routes: [{path: /v1/"+madeKey[:30]+"}]\n")}},
+		{"the mask config show prints", exitError, "masked.yaml: line 6 holds bg_..., which config show prints in place of what may be an API key bucketgate made: write what the line should hold", []string{"config", "put", file(t, "masked.yaml", goldDoc+"routes: [{path: /v1/bg_...}]\n")}},
 		// A 0 beside a bucket's numbers, which an earlier bucketgate read as left out: the
 		// functions still load a stored document with one (a warning), put refuses it.
 		{"concurrency 0 beside a bucket", exitError, "zero.yaml: rate-limit configuration: plans.free[0].concurrency (line 3, column 71): 0 beside the rule's other numbers", []string{"config", "put", file(t, "zero.yaml", strings.Replace(goldDoc, "refillPerSecond: 1}", "refillPerSecond: 1, concurrency: 0}", 1))}},
@@ -864,9 +869,70 @@ func TestConfigShowMasksAKey(t *testing.T) {
 			for _, args := range [][]string{{"config", "show"}, {"config", "show", "--json"}} {
 				code, stdout, stderr := c.run(args...)
 				if code != exitOK || strings.Contains(stdout+stderr, key[3:]) || !strings.Contains(stdout+stderr, tc.want) ||
-					!strings.Contains(stderr, "warning: line 6 of the document holds an API key bucketgate made, shown as bg_...") {
+					!strings.Contains(stderr, "warning: line 6 of the document holds an API key bucketgate made (bg_...), shown masked, which config put refuses") {
 					t.Fatalf("bucketgate %s: exit %d\n%s%s\nwant the document with the key masked, %q, and a warning naming its line", strings.Join(args, " "), code, stdout, stderr, tc.want)
 				}
+			}
+		})
+	}
+}
+
+// config show prints every document config put takes as it is, so that a document
+// shown, edited and put again changes nothing but the edit (put again unedited, nothing
+// at all), whatever near misses of an API key bucketgate made it holds (bg_ and 21
+// base64url characters, the most that are never masked; a route's path of bg_ and a
+// name; a digest; another prefix). A document holding one, or what may be part of one,
+// which config show prints masked (stored before config put refused it, or by hand), put
+// back as shown, is refused, naming the mask's line: taken, a route's path of a key
+// became /v1/bg_..., which config put took.
+func TestConfigShowPutRoundTrip(t *testing.T) {
+	c := newCLI(t)
+	c.ok("keys", "init")
+	key := "bg_" + strings.Repeat("Q", 42) + "w"
+	route := func(path string) string {
+		return goldDoc + "routes:\n  - {path: " + path + ", rules: [{name: search, capacity: 5, refillPerSecond: 1}]}\n"
+	}
+	for _, tc := range []struct{ name, doc string }{
+		{"bg_ and 21 characters in a route's path", route("/v1/" + key[:3+21] + "/x")},
+		{"bg_ and a name in a route's path", route("/v1/bg_tenant-42/**")},
+		{"21 characters after bg_, then a slash", route("/v1/" + key[:3+21] + "/" + key[3+21:])},
+		{"a digest in a comment", goldDoc + "# acme: key:" + bucketgate.KeyDigest(key) + "\n"},
+		{"another prefix", goldDoc + "# bg-" + key[3:] + " BG_" + key[3:] + "\n"},
+		{"CRLF line ends", strings.ReplaceAll(route("/v1/"+key[:3+21]), "\n", "\r\n")},
+		{"JSON", `{"defaultPlan": "free", "plans": {"free": [{"name": "burst", "capacity": 10, "refillPerSecond": 1}]}, "routes": [{"path": "/v1/` + key[:3+21] + `"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.ok("config", "put", file(t, "doc.yaml", tc.doc))
+			code, shown, stderr := c.run("config", "show")
+			if code != exitOK || shown != tc.doc || strings.Contains(stderr, "warning") {
+				t.Fatalf("bucketgate config show: exit %d\n%s%s\nwant the document put, as it is:\n%s", code, shown, stderr, tc.doc)
+			}
+			var j configJSON
+			if err := json.Unmarshal([]byte(c.ok("config", "show", "--json")), &j); err != nil || j.Document != tc.doc {
+				t.Fatalf("bucketgate config show --json: document %q (%v), want %q", j.Document, err, tc.doc)
+			}
+			if code, _, stderr := c.run("config", "put", file(t, "shown.yaml", shown)); code != exitOK || !strings.Contains(stderr, "unchanged: version") {
+				t.Fatalf("bucketgate config put of what config show printed: exit %d\n%s\nwant it unchanged", code, stderr)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, doc string }{
+		{"a key in a route's path", route("/v1/" + key)},
+		{"a key glued in a route's path", route("/v1/x" + key)},
+		{"a key cut short in a comment", goldDoc + "# acme:\n# " + key[:30] + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.put(registry.StoredConfig{ID: registry.ConfigID, Document: tc.doc, Version: 99}.Item())
+			before := c.items()
+			code, shown, stderr := c.run("config", "show")
+			if code != exitOK || strings.Contains(shown, key[3:3+22]) || !strings.Contains(stderr, "warning: line 7 of the document holds") {
+				t.Fatalf("bucketgate config show: exit %d\n%s%s\nwant the document masked, and a warning naming line 7", code, shown, stderr)
+			}
+			c.fails(exitError, "shown.yaml: line 7 holds bg_..., which config show prints in place of what may be an API key bucketgate made", "config", "put", file(t, "shown.yaml", shown))
+			if after := c.items(); after != before {
+				t.Fatalf("config put of a masked document wrote:\nbefore %s\nafter  %s", before, after)
 			}
 		})
 	}

@@ -83,3 +83,30 @@ func TestDocsBucketsSession(t *testing.T) {
 		}
 	}
 }
+
+// The usages docs/keys.md shows (a block of "$ bucketgate help" lines, each followed by
+// what it prints) are what bucketgate prints.
+func TestDocsHelp(t *testing.T) {
+	doc, err := os.ReadFile(sessionDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt = "$ bucketgate "
+	block := regexp.MustCompile("(?s)```\n(\\" + prompt + `help\n.*?)` + "```").FindSubmatch(doc)
+	if block == nil {
+		t.Fatalf("%s has no block starting %q", sessionDoc, prompt+"help")
+	}
+	var shown []sessionCommand
+	for line := range strings.Lines(string(block[1])) {
+		if args, ok := strings.CutPrefix(line, prompt); ok {
+			shown = append(shown, sessionCommand{args: strings.Fields(args)})
+			continue
+		}
+		shown[len(shown)-1].output += line
+	}
+	for _, cmd := range shown {
+		if got := help(t, cmd.args...); got != cmd.output {
+			t.Errorf("bucketgate %s printed:\n%s\n%s shows:\n%s", strings.Join(cmd.args, " "), got, sessionDoc, cmd.output)
+		}
+	}
+}

@@ -42,6 +42,9 @@ func (l *ruleList) Set(v string) error {
 	if len(parts) != 3 {
 		return fmt.Errorf("%q: %s", v, ruleForms)
 	}
+	if what := keyShown(parts[0]); what != "" { // it would rest in Redis and the metrics
+		return fmt.Errorf("rule name: %s: name the rule otherwise", what)
+	}
 	n, err := config.ParseCount(parts[1]) // numbers as the document writes them
 	period, day, anchored := strings.Cut(parts[2], "@")
 	_, quota := bucketgate.ParsePeriod(period)
@@ -147,13 +150,28 @@ func textFlag(fs *flag.FlagSet, name, usage string) *text {
 // events too).
 type prose struct{ text }
 
-// Set takes v as text does, unless it holds an API key bucketgate made (madekey.Holds),
-// which the error never quotes.
+// Set takes v as text does, unless it holds an API key bucketgate made, or what may be
+// one or part of one, which the CLI would print masked (keyShown); the error never
+// quotes it.
 func (p *prose) Set(v string) error {
-	if madekey.Holds(v) {
-		return fmt.Errorf("holds an API key bucketgate made (%s...), which the table would hold as it is: give no key (its digest names it: printf %%s \"$KEY\" | sha256sum | cut -c1-%d)", madekey.Prefix, bucketgate.DigestLen)
+	if what := keyShown(v); what != "" {
+		return fmt.Errorf("holds %s, which the table would hold as it is: give no key (its digest names it: printf %%s \"$KEY\" | sha256sum | cut -c1-%d)", what, bucketgate.DigestLen)
 	}
 	return p.text.Set(v)
+}
+
+// keyShown says what s shows of an API key bucketgate made, for an error that never
+// quotes it: a key (madekey.Holds), or what may be one or part of one, which the CLI
+// prints masked (madekey.Shows: a key glued to other characters, or cut short); "" for
+// neither.
+func keyShown(s string) string {
+	switch {
+	case madekey.Holds(s):
+		return "an API key bucketgate made (" + madekey.Prefix + "...)"
+	case madekey.Shows(s):
+		return fmt.Sprintf("what may be an API key bucketgate made, or part of one (%s and %d or more base64url characters: %s...)", madekey.Prefix, madekey.MinShown, madekey.Prefix)
+	}
+	return ""
 }
 
 // proseFlag defines a prose flag of fs called name, empty by default, and returns its text.

@@ -297,7 +297,7 @@ func createFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 // stdout: its only copy. A key that cannot be printed (stdout on a full disk) is held by
 // nobody: it is revoked, and the error says so.
 func showKey(e env, t *keyTable, id, key string) error {
-	_, err := fmt.Fprintln(e.stdout, key)
+	_, err := fmt.Fprintln(e.keyOut, key)
 	if err == nil {
 		return nil
 	}
@@ -472,7 +472,11 @@ func setPlanFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 
 func overrideFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 	var rules ruleList
-	fs.Var(&rules, "rule", "a rule of the key's own, "+ruleFlagForms+" (repeatable): replaces the key's rule of that name, or adds one")
+	whose := "the key's" // or the account's: accounts override
+	if strings.HasPrefix(fs.Name(), "accounts ") {
+		whose = "the account's"
+	}
+	fs.Var(&rules, "rule", "a rule of "+whose+" own, "+ruleFlagForms+" (repeatable): replaces "+whose+" rule of that name, or adds one")
 	return func(e env, t *keyTable, args []string) error {
 		if len(rules) == 0 {
 			return fmt.Errorf("%w: give at least one --rule", usageOf(fs))
@@ -630,7 +634,7 @@ func noteMadeKey(e env, it listed) {
 		again += " --rule " + rulesText([]bucketgate.Rule{r})
 	}
 	fmt.Fprintf(e.stderr, "note: %s is a tenant whose key is or holds an API key bucketgate made, which no function looks up any more (the check function refuses such a key), and its item holds the key: delete the item (its %s is the one shown, the key in place of %s...: the DynamoDB console, or aws dynamodb delete-item), and to keep the tenant, register it by its key's digest, as a service names it now: %s\n",
-		it.rec.ID, registry.KeyAttribute, madekey.Prefix, madekey.Mask(again)) // the item's plan is stored data: a hand may have put a key in it
+		it.rec.ID, registry.KeyAttribute, madekey.Prefix, again) // stderr masks a key a hand put in the item's plan
 }
 
 // andItsKeys is ", and every key of it," for the item id of an account, else "".

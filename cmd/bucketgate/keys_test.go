@@ -342,29 +342,6 @@ func TestKeysReadTheShellsDocumentWithATable(t *testing.T) {
 	}
 }
 
-// help, --help, a group's and a command's --help print the usage: every group, command,
-// flag and variable.
-func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"keys", "create", "--help"}, {"--stack", "x", "buckets", "show", "-h"},
-		{"keys", "--help"}, {"accounts", "-h"}, {"config", "help"}, {"buckets", "-help"}} {
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
-		for _, want := range []string{
-			"usage: bucketgate [--stack NAME] GROUP COMMAND", "--stack NAME (default: $BUCKETGATE_STACK)", "outputs RegistryTableName and\nOperatorFunctionName",
-			"bucketgate keys create --plan NAME", "bucketgate buckets refund --cost N", "  bucketgate version\n",
-			"bucketgate config put FILE [--note TEXT] [--force]",
-			"--table NAME (default: $REGISTRY_TABLE, which must be the stack's\nown when --stack names one, else the output RegistryTableName of the stack)",
-			"--table and --function win when\ngiven; REGISTRY_TABLE and CHECK_FUNCTION must name the stack's own",
-			"(default: $CHECK_FUNCTION, else the output OperatorFunctionName of the stack of --stack,\nor CheckFunctionName for a stack without one, else bucketgate-operator)",
-			"or a concurrency rule, NAME:N:concurrent, at most N requests\nin flight", // of keys, and of accounts "as for keys"
-		} {
-			if code != exitOK || !strings.Contains(stdout.String(), want) || stderr.Len() != 0 {
-				t.Fatalf("bucketgate %v: exit %d, want %q in\n%s\n%s", args, code, want, &stdout, &stderr)
-			}
-		}
-	}
-}
-
 // A change writes back only the item it read: a write made between its read and its
 // write (a revocation, another rule, an expiry, by another operator) is kept, and the
 // change fails saying so.
@@ -503,8 +480,11 @@ func TestKeyNotPrinted(t *testing.T) {
 
 // An owner or a note never holds an API key bucketgate made: the table would hold the
 // key as it is (an owner goes in the crossing events too, and keys list prints both), so
-// --owner and --note refuse one, never quoting it, before anything is written. No error
-// about a flag's value quotes one (the flag package quotes the values it refuses).
+// --owner and --note refuse one, never quoting it, before anything is written; so do they
+// what may be one, or part of one, that the CLI would print masked (a key glued to other
+// characters, or cut short), and so does --rule a rule named by either (its name rests
+// in Redis and the metrics). No error about a flag's value quotes one (the flag package
+// quotes the values it refuses).
 func TestFreeTextHoldsNoKey(t *testing.T) {
 	c := newCLI(t)
 	c.ok("keys", "init")
@@ -513,6 +493,7 @@ func TestFreeTextHoldsNoKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	const held = "holds an API key bucketgate made (bg_...)"
+	const glued = "holds what may be an API key bucketgate made, or part of one (bg_ and 22 or more base64url characters: bg_...)"
 	tests := []struct {
 		name, want string
 		args       []string
@@ -522,6 +503,13 @@ func TestFreeTextHoldsNoKey(t *testing.T) {
 		{"accounts create --owner", held, []string{"accounts", "create", "acme", "--plan", "pro", "--owner", "acme " + key}},
 		{"config put --note", held, []string{"config", "put", file(t, "gold.yaml", goldDoc), "--note", key}},
 		{"a --rule holding one", `invalid value "bg_..." for flag -rule: "bg_...": want NAME:CAPACITY:RATE`, []string{"keys", "create", "--plan", "pro", "--rule", key}},
+		// Glued to other characters, or cut short, a key went into the table as it was.
+		{"keys create --owner glued to a key", glued, []string{"keys", "create", "--plan", "pro", "--owner", "ops_" + key}},
+		{"keys create --note with a key cut short", glued, []string{"keys", "create", "--plan", "pro", "--note", "see " + key[:30]}},
+		{"accounts create --note glued to a key", glued, []string{"accounts", "create", "acme", "--plan", "pro", "--note", key + "x"}},
+		{"a --rule named by a key", `invalid value "bg_...:5:1" for flag -rule: rule name: ` + held[len("holds "):], []string{"keys", "create", "--plan", "pro", "--rule", key + ":5:1"}},
+		{"a --rule named by a key glued", `invalid value "r_bg_...:5:1" for flag -rule: rule name: ` + glued[len("holds "):], []string{"keys", "create", "--plan", "pro", "--rule", "r_" + key + ":5:1"}},
+		{"accounts override --rule named by a key glued", `for flag -rule: rule name: ` + glued[len("holds "):], []string{"accounts", "override", "acme", "--rule", "r_" + key + ":5:1"}},
 	}
 	before := c.items()
 	for _, tc := range tests {

@@ -61,8 +61,7 @@ type accountKeyJSON struct {
 
 // recordJSONOf returns r as -json prints it, decided under plan.
 func recordJSONOf(r registry.Record, plan string) recordJSON {
-	plan = madekey.Mask(plan) // stored text may hold an API key bucketgate made, as oneLine masks
-	j := recordJSON{ID: r.ID, Account: r.Account, Plan: &plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: madekey.Mask(r.Owner), Note: madekey.Mask(r.Note)}
+	j := recordJSON{ID: shownID(r.ID), Account: r.Account, Plan: &plan, Status: status(r), ExpiresAt: expiry(r), Rules: r.Rules, Owner: r.Owner, Note: r.Note}
 	if r.Account != "" {
 		j.Buckets = r.Buckets
 	}
@@ -94,7 +93,7 @@ func writeJSON(w io.Writer, v any) error {
 // its own (keys roll); a line invalid says why the functions cannot use it.
 func writeRecord(w io.Writer, it listed) error {
 	r := it.rec
-	lines := [][2]string{{"id", oneLine(r.ID)}}
+	lines := [][2]string{{"id", oneLine(shownID(r.ID))}} // a tenant's key masked, its digest named
 	if r.Account != "" {
 		plan := oneLine(it.plan) + " (the account's)"
 		if it.plan == "" { // no account to take it from: the key's own plan is ignored
@@ -177,11 +176,34 @@ func writeAccount(w io.Writer, identity string, it listed, keys []listed) error 
 	return writeAttributes(w, lines)
 }
 
-// newTable returns a tabwriter that prints aligned columns, two spaces apart, to w,
+// masked writes to w what is written to it, with every API key bucketgate made that it
+// could show masked (madekey.Mask): the CLI's stdout and stderr (env). Each write is
+// masked whole: a line of a note, an error, a JSON value, a document, a table's row.
+type masked struct{ w io.Writer }
+
+func (m masked) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(m.w, madekey.Mask(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// maskedTable is a tabwriter whose rows are masked (masked) before their columns are
+// aligned: a cell masked after would leave the next ones out of line.
+type maskedTable struct {
+	masked
+	tw *tabwriter.Writer
+}
+
+// Flush prints the rows written, aligned.
+func (t maskedTable) Flush() error { return t.tw.Flush() }
+
+// newTable returns a maskedTable that prints aligned columns, two spaces apart, to w,
 // and no padding at the end of a line (an empty last value, such as an owner or a
 // note, left its column's padding there). Flush it.
-func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(&trimRight{w: w}, 0, 4, 2, ' ', 0)
+func newTable(w io.Writer) maskedTable {
+	tw := tabwriter.NewWriter(&trimRight{w: w}, 0, 4, 2, ' ', 0)
+	return maskedTable{masked{tw}, tw}
 }
 
 // trimRight writes to w what is written to it but the spaces that end a line.
@@ -271,12 +293,11 @@ func expiry(r registry.Record) string {
 }
 
 // oneLine is s, text stored in the table (an owner, a note, a plan's name, a tenant's
-// id), as a table's cell: every API key bucketgate made that it holds masked
-// (madekey.Mask: stored data is input, and a hand-written item may hold one), quoted
-// (Go's escapes) when it holds a control character, a line break or a tab that would
-// forge a line or a column.
+// id), as a table's cell: quoted (Go's escapes) when it holds a control character, a
+// line break or a tab that would forge a line or a column. An API key bucketgate made
+// that it holds (stored data is input, and a hand-written item may hold one) is masked
+// where it is printed (masked): the escapes never join what they separate.
 func oneLine(s string) string {
-	s = madekey.Mask(s)
 	if strings.ContainsFunc(s, unicode.IsControl) {
 		return strconv.Quote(s)
 	}

@@ -40,6 +40,9 @@ func rollFlags(fs *flag.FlagSet) func(env, *keyTable, []string) error {
 			if *account, err = parseAccountName("--account", *account); err != nil {
 				return err
 			}
+			if err := checkNewAccountName("--account", *account); err != nil {
+				return err
+			}
 		}
 		item, err := t.read(e.ctx, id)
 		if err != nil {

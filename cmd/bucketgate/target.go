@@ -99,13 +99,14 @@ func madeKeyDigest(id string) (string, bool) {
 }
 
 // shownID is id, the id of an item, as printed: every API key bucketgate made that it
-// holds masked (madekey.Mask), and for a tenant whose key is or holds one
-// (madeKeyDigest), its key's digest after it: tenant:acme/bg_... (digest <digest>).
+// could show masked (madekey.Mask), and for a tenant whose key is masked so, its key's
+// digest after it, which names it: tenant:acme/bg_... (digest <digest>).
 func shownID(id string) string {
-	if digest, ok := madeKeyDigest(id); ok {
-		return madekey.Mask(id) + " (digest " + digest + ")"
+	shown := madekey.Mask(id)
+	if key, ok := strings.CutPrefix(id, bucketgate.TenantPrefix); ok && shown != id {
+		return shown + " (digest " + bucketgate.KeyDigest(key) + ")"
 	}
-	return madekey.Mask(id)
+	return shown
 }
 
 // identityTarget names the identity id.

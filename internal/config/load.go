@@ -102,11 +102,12 @@ func located(err error, positions map[string]position) error {
 // one of tenants that is or holds an API key bucketgate made as "tenants", and a value
 // in a plan whose name holds one as "plans": it may be a raw API key, which an init
 // error would otherwise put in the log. Any other key bucketgate made in the path (an
-// unknown field of its name) or the message (a route's path) is masked (madekey.Mask).
+// unknown field of its name, a plan's), or what may be one or part of one, and in the
+// message (a route's path), is masked (madekey.Mask).
 func hideKey(err error) error {
 	if fe := (*fieldError)(nil); errors.As(err, &fe) {
 		fe.msg = madekey.Mask(fe.msg)
-		if madekey.Holds(fe.path) {
+		if madekey.Shows(fe.path) {
 			fe.shown = madekey.Mask(fe.path)
 		}
 		if name, ok := strings.CutPrefix(fe.path, "keys."); ok && !bucketgate.ValidDigest(name) {

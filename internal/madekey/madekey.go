@@ -1,8 +1,8 @@
 // Package madekey tells the API keys bucketgate makes (bucketgate keys create) by their
 // shape, so that the places where only a key's digest may go (a check's key or identity,
 // its other texts, the configuration's tenants, checkclient before sending, the CLI's
-// owners and notes) refuse one without quoting it, and the CLI masks one it prints
-// (Mask).
+// owners and notes) refuse one without quoting it, and what prints text masks whatever
+// may be one, or part of one (Mask).
 package madekey
 
 import (
@@ -38,13 +38,18 @@ func Holds(s string) bool {
 	return i >= 0
 }
 
-// Mask returns s with every API key bucketgate made that it holds (Holds) replaced by
-// Prefix and "...": s as it may be printed ("tenant:acme/bg_..."). It returns s itself
-// when s holds none.
+// Mask returns s with every text that is or may be part of an API key bucketgate made
+// replaced by Prefix and "...": s as it may be printed ("tenant:acme/bg_..."). That is
+// Prefix and the base64url characters after it when they are MinShown or more, whatever
+// comes before Prefix: a key Holds, and one glued to other base64url characters (a
+// sloppy copy, a longer token), cut short, or glued to another. It may mask text that
+// holds no key (bg_ and a long name), and never leaves 128 bits of one after its Prefix
+// (a key is told by its Prefix: one that lost it is not). It returns s itself when s
+// shows none (Shows).
 func Mask(s string) string {
 	var b strings.Builder
 	for {
-		i, end := next(s)
+		i, end := shown(s)
 		if i < 0 {
 			if b.Len() == 0 {
 				return s
@@ -54,6 +59,38 @@ func Mask(s string) string {
 		b.WriteString(s[:i] + Prefix + "...")
 		s = s[end:]
 	}
+}
+
+// Shows reports whether s, printed as it is, could show 128 bits or more of an API key
+// bucketgate made: whether Mask changes it. Every s that Holds a key Shows one.
+func Shows(s string) bool {
+	i, _ := shown(s)
+	return i >= 0
+}
+
+// MinShown is how many base64url characters after Prefix Mask masks at least: 22 of a
+// key's carry 132 bits, 21 carry 126.
+const MinShown = (128 + 5) / 6
+
+// shown returns where the first text that Mask masks in s begins and ends, or -1 when s
+// shows none (Shows).
+func shown(s string) (i, end int) {
+	for i < len(s) {
+		j := strings.Index(s[i:], Prefix)
+		if j < 0 {
+			break
+		}
+		i += j
+		end = i + len(Prefix)
+		for end < len(s) && base64URL(s[end]) {
+			end++
+		}
+		if end-i-len(Prefix) >= MinShown {
+			return i, end
+		}
+		i = end // a Prefix after i within the run has a shorter run
+	}
+	return -1, -1
 }
 
 // next returns where the first API key bucketgate made that s holds (Holds) begins and

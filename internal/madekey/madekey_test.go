@@ -116,13 +116,64 @@ func TestMask(t *testing.T) {
 		{"the key alone", key, "bg_..."},
 		{"after a tenant's name", "acme/" + key, "acme/bg_..."},
 		{"two keys", key + " " + other + "/x", "bg_... bg_.../x"},
-		{"a near miss kept", "x" + key + " " + key, "x" + key + " bg_..."},
 		{"none", "tenant-42", "tenant-42"},
 		{"empty", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := madekey.Mask(tc.s); got != tc.want {
 				t.Errorf("Mask(%q) = %q, want %q", tc.s, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMaskWhatAUserPastes: Mask leaves no 128 bits of an API key bucketgate made in
+// what a user may paste around one: a key followed by punctuation, a line break or a
+// closing quote, in a pair or a URL's query, glued to base64url characters on either
+// side (a sloppy copy, a longer token), cut short, or two keys glued together. It masks
+// Prefix and every base64url character after it from 22 on (132 bits of a key; 21 are
+// 126), whatever comes before: it may mask a name that is no key, never show one. A key
+// glued to a base64url character was printed whole, and so was one cut short.
+func TestMaskWhatAUserPastes(t *testing.T) {
+	key := "bg_" + strings.Repeat("Q", 20) + "bg_" + strings.Repeat("w", 19) + "-" // a key holding its prefix again
+	for _, tc := range []struct{ name, s, want string }{
+		{"followed by a comma", key + ",x", "bg_...,x"},
+		{"followed by a semicolon", key + ";", "bg_...;"},
+		{"in double quotes", `"` + key + `"`, `"bg_..."`},
+		{"in parentheses", "(" + key + ")", "(bg_...)"},
+		{"followed by a line break", key + "\n", "bg_...\n"},
+		{"followed by CRLF", key + "\r\n", "bg_...\r\n"},
+		{"a key=value pair", "key=" + key, "key=bg_..."},
+		{"in a URL's query", "https://api.example.com/v1?api_key=" + key + "&page=2", "https://api.example.com/v1?api_key=bg_...&page=2"},
+		{"after Bearer", "Authorization: Bearer " + key, "Authorization: Bearer bg_..."},
+		{"after a letter", "x" + key, "xbg_..."},
+		{"after an underscore", "api_key_" + key, "api_key_bg_..."},
+		{"after a hyphen", "acme-" + key, "acme-bg_..."},
+		{"before a letter", key + "x", "bg_..."},
+		{"before more base64url", key + "Zm9vYmFyYmF6", "bg_..."},
+		{"before a hyphen", key + "-old", "bg_..."},
+		{"inside a longer token", "tok_" + key + "_v2", "tok_bg_..."},
+		{"its prefix twice", "bg_" + key, "bg_..."},
+		{"two keys glued", key + key, "bg_..."},
+		{"base64 padding after it", key + "==", "bg_...=="},
+		{"cut to 22 characters", key[:3+22], "bg_..."},
+		{"cut to 42 characters", key[:len(key)-1], "bg_..."},
+		{"cut to 21 characters", key[:3+21] + " x", key[:3+21] + " x"},
+		{"a tenant's name", "bg_tenant-42", "bg_tenant-42"},
+		{"a near miss, then a key", "bg_x " + key, "bg_x bg_..."},
+		{"a digest", strings.Repeat("0123456789abcdef", 2), strings.Repeat("0123456789abcdef", 2)},
+		{"the mask itself", "bg_... and bg_...", "bg_... and bg_..."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := madekey.Mask(tc.s)
+			if got != tc.want {
+				t.Errorf("Mask(%q) = %q, want %q", tc.s, got, tc.want)
+			}
+			if shows := madekey.Shows(tc.s); shows != (tc.want != tc.s) {
+				t.Errorf("Shows(%q) = %v, want %v: Mask changes it", tc.s, shows, !shows)
+			}
+			if madekey.Shows(got) {
+				t.Errorf("Shows(Mask(%q)) = true, want nothing left to mask", tc.s)
 			}
 		})
 	}

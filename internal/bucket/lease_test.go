@@ -539,6 +539,61 @@ func TestRequestIDNeverGivesAHeldIDTwice(t *testing.T) {
 	}
 }
 
+// TestRequestIDAcquiredAgain: a RequestID acquired again once its record has ended
+// (Idempotency past its lease's ttl) names the same member as its first lease, which,
+// expired and not swept yet (the set was never full), is moved to the new lease's
+// expiry (ZADD GT): the set holds one lease of it, not two, and the next acquires count
+// as many in flight, on real Redis (or Valkey) and miniredis, held to the model's.
+func TestRequestIDAcquiredAgain(t *testing.T) {
+	t.Run("real", func(t *testing.T) {
+		_, c := real(t)
+		requestIDAcquiredAgain(t, c, time.Sleep)
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		m := newMini(t)
+		requestIDAcquiredAgain(t, m.client, m.advance)
+	})
+}
+
+// requestIDAcquiredAgain runs TestRequestIDAcquiredAgain against c, pass letting time
+// pass on c's clock.
+func requestIDAcquiredAgain(t *testing.T, c rueidis.Client, pass func(time.Duration)) {
+	const idempotency = time.Second
+	l, model := bucket.New(c, bucket.Idempotency(idempotency)), bucket.NewModel()
+	rules := []bucketgate.Rule{{Name: "streams", Concurrency: 3}}
+	job := bucketgate.Request{Identity: "again", Rules: rules, Cost: 1, TTL: time.Millisecond, RequestID: "job-1"}
+	other := bucketgate.Request{Identity: "again", Rules: rules, Cost: 1, TTL: time.Hour}
+	again := job
+	again.TTL = time.Hour
+	steps := []struct {
+		name  string
+		q     bucketgate.Request
+		after time.Duration // let pass after it
+	}{
+		{"the job's first lease", job, 0},
+		{"another lease, which keeps the set", other, idempotency + 100*time.Millisecond},
+		{"the job again, its record ended", again, 0},
+		{"a third lease", other, 0},
+		{"a fourth, of 3 in flight", other, 0},
+	}
+	for _, s := range steps {
+		ctx := context.Background()
+		got, err := l.Decide(ctx, s.q)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		want, err := model.Hold(got.At, s.q, idempotency) // as Decide, for a request without a RequestID
+		if err != nil {
+			t.Fatalf("%s: model: %v", s.name, err)
+		}
+		if !sameDecision(got, want) || got.Replayed {
+			t.Fatalf("%s:\nredis %+v\nmodel %+v; want alike, not replayed", s.name, got, want)
+		}
+		compareLeases(t, c, model, "again", "streams", got.At)
+		pass(s.after)
+	}
+}
+
 // TestLeaseBindsOnATie: an admission whose concurrency rule has as many leases left as
 // its bucket has whole tokens is bound by the concurrency rule, whose slot frees at the
 // lease's expiry at the latest, on Redis and in the model, checks and peeks alike: the

@@ -209,7 +209,7 @@ func Main(f Function) {
 	}
 	p.log.Info(MsgInit, fn, v)
 	running := new(invocations)
-	lambda.StartWithOptions(counted{flushOnPanic{h, flusher(p.metrics, p.log)}, running},
+	lambda.StartWithOptions(counted{flushOnPanic{h, flusher(p.metrics, p.log)}, running, p.log},
 		lambda.WithEnableSIGTERM(atShutdown(running, shutdownWait, p.metrics, p.events, p.log, os.Exit)))
 }
 
@@ -248,6 +248,10 @@ const (
 	// MsgShutdownLeft is the message of the warn line of a function that exits at
 	// SIGTERM while invocations still run (AttrInvocations): their metrics are lost.
 	MsgShutdownLeft = "shutdown left invocations running"
+	// MsgShutdownRefused is the message of the warn line of a function that the runtime
+	// handed an invocation once SIGTERM had come: it decides nothing (its answer would
+	// come after the exit, and its metrics after they were written).
+	MsgShutdownRefused = "shutdown refused an invocation"
 	// AttrFunction names the function.
 	AttrFunction = "function"
 	// AttrVersion is bucketgate's version (package version).

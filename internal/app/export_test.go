@@ -1,6 +1,10 @@
 package app
 
-import "github.com/aws/aws-lambda-go/lambda"
+import (
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/lambda"
+)
 
 // AtShutdown is atShutdown, for the tests of package app_test.
 var AtShutdown = atShutdown
@@ -14,5 +18,7 @@ func FlushOnPanic(h lambda.Handler, flush func()) lambda.Handler { return flushO
 // Invocations is invocations, for the tests of package app_test.
 type Invocations = invocations
 
-// Counted wraps h as Main does, counting its invocations in running.
-func Counted(h lambda.Handler, running *Invocations) lambda.Handler { return counted{h, running} }
+// Counted wraps h as Main does, counting its invocations in running, logging to log.
+func Counted(h lambda.Handler, running *Invocations, log *slog.Logger) lambda.Handler {
+	return counted{h, running, log}
+}

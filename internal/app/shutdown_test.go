@@ -18,6 +18,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/guard"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit"
 )
 
 // decisionsIn sums the Decisions of the EMF lines in out.
@@ -37,8 +38,8 @@ func decisionsIn(t *testing.T, out string) float64 {
 
 // emitter is a metrics emitter of function fn writing to out, which writes only when
 // flushed or a minute has passed, and emit, which emits one allowed decision to it.
-func emitter(t *testing.T, fn string) (out *syncBuffer, e *telemetry.Emitter, emit func()) {
-	out = new(syncBuffer)
+func emitter(t *testing.T, fn string) (out *testkit.SyncBuffer, e *telemetry.Emitter, emit func()) {
+	out = new(testkit.SyncBuffer)
 	e = telemetry.NewEmitter(out, "ns", "orders-prod", fn, telemetry.FlushEvery(time.Minute))
 	emit = func() {
 		var inv telemetry.Invocation
@@ -87,14 +88,14 @@ func TestAtShutdown(t *testing.T) {
 	}
 }
 
-// notifyingWriter is a syncBuffer that says on said that it was written to.
+// notifyingWriter is a testkit.SyncBuffer that says on said that it was written to.
 type notifyingWriter struct {
-	syncBuffer
+	testkit.SyncBuffer
 	said chan struct{}
 }
 
 func (w *notifyingWriter) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
+	n, err := w.SyncBuffer.Write(p)
 	select {
 	case w.said <- struct{}{}:
 	default:
@@ -185,7 +186,7 @@ func TestAtShutdownSaysUnloggedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	log := telemetry.NewLogger(&logs, slog.LevelInfo)
 	events, err := app.NewEvents(s, log)
 	if err != nil {

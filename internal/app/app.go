@@ -90,24 +90,35 @@ func build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 // decides requests itself (package middleware), in a process that is not frozen between
 // requests: metrics carry the Function dimension name, and what they gather is written
 // every METRICS_FLUSH_MS even when no request comes. It returns a function that writes
-// what waits, logs the events' failures not logged yet, and closes the Redis connection.
-func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, close func(), err error) {
+// what waits and logs the events' failures not logged yet, at once, as often as it is
+// called (a shutdown whose deadline comes before the close is done), and one that stops
+// the timer, does the same, and closes the Redis connection.
+func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, flush, close func(), err error) {
 	p, err := assemble(getenv, name, metrics, logOut)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if h, err = authorizerHandler(p); err != nil {
 		p.conn.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stop := flushEvery(p.metrics, p.settings.MetricsFlush, p.log)
-	return h, func() {
-		stop()
+	sayEvents := func() {
 		if p.events != nil {
 			p.events.Flush(context.Background())
 		}
+	}
+	flushMetrics := flusher(p.metrics, p.log)
+	flush = func() {
+		flushMetrics()
+		sayEvents()
+	}
+	close = func() {
+		stop()
+		sayEvents()
 		p.conn.Close()
-	}, nil
+	}
+	return h, flush, close, nil
 }
 
 // flushEvery writes what has waited in e an interval (Emitter.FlushDue) every interval

@@ -122,7 +122,7 @@ func TestNewAuthorizerCloseSaysUnloggedEvents(t *testing.T) {
 	localBus(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html>not EventBridge</html>") })
 	vars := withMini(t, map[string]string{settings.EnvConfigInline: eventsConfig, settings.EnvEventBusName: "bucketgate", settings.EnvEventsTimeoutMS: "1000"})
 	var logs testkit.SyncBuffer
-	h, closeIt, err := app.NewAuthorizer("api", env(vars), io.Discard, &logs)
+	h, _, closeIt, err := app.NewAuthorizer("api", env(vars), io.Discard, &logs)
 	if err != nil {
 		t.Fatal(err)
 	}

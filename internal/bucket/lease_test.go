@@ -50,12 +50,12 @@ func TestLeases(t *testing.T) {
 		t.Fatalf("first acquire = %+v", d1)
 	}
 	d2 := check(1)
-	if !d2.Allowed || d2.Lease == d1.Lease || d2.Rule != "streams" || d2.Remaining != 0 {
-		t.Fatalf("second acquire = %+v", d2)
+	if !d2.Allowed || d2.Lease == d1.Lease || d2.Rule != "streams" || d2.Remaining != 0 || d2.ResetAfter < 1999*time.Second || d2.ResetAfter > 2000*time.Second {
+		t.Fatalf("second acquire = %+v; want a ResetAfter of the bucket's 2 tokens alone, the leases aside", d2)
 	}
 	d3 := check(1)
-	if d3.Allowed || d3.Rule != "streams" || d3.Limit != 2 || d3.Lease != "" || d3.RetryAfter < 59*time.Second || d3.RetryAfter > time.Minute {
-		t.Fatalf("third acquire = %+v; want denied by streams until the first lease expires", d3)
+	if d3.Allowed || d3.Rule != "streams" || d3.Limit != 2 || d3.Lease != "" || d3.RetryAfter < 59*time.Second || d3.RetryAfter > time.Minute || d3.ResetAfter < d3.RetryAfter || d3.ResetAfter > time.Minute {
+		t.Fatalf("third acquire = %+v; want denied by streams until the first lease expires, reset when the latest does (the bucket aside)", d3)
 	}
 	peek := check(0)
 	if peek.Rules[0].Remaining != 0 || peek.Rules[0].ResetAfter < 59*time.Second || peek.Rules[1].Remaining != 8 {

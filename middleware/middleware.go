@@ -292,8 +292,9 @@ func (o Options) getenv() func(string) string {
 // done, and does nothing more. With Redis silent (a network that dropped the
 // connection), Close takes up to REDIS_TIMEOUT_MS for the calls it waits for, as long
 // again for the leases it returns, and about a second more for the connection's close,
-// which comes after the metrics are written: a second at the defaults, two minutes at
-// the largest REDIS_TIMEOUT_MS. Shutdown bounds it by a deadline of the caller's.
+// which comes after the metrics are written: about a second in all at the defaults,
+// two minutes at the largest REDIS_TIMEOUT_MS. Shutdown bounds it by a deadline of the
+// caller's.
 func (l *Limiter) Close() {
 	if l.closeOnce == nil { // the zero Limiter: nothing to close
 		return

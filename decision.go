@@ -50,7 +50,10 @@ type Decision struct {
 	// sooner); zero when allowed.
 	RetryAfter time.Duration
 	// ResetAfter is how long until every rule is full again (every bucket full, and the
-	// window of every quota that counted something ended), in whole milliseconds.
+	// window of every quota that counted something ended), in whole milliseconds; 0 when
+	// every rule is. Leases count in it only in a denial by a concurrency rule, whose
+	// ResetAfter is until its latest lease expires, the other rules aside: an admission's
+	// lease does not (Expires says when it frees itself).
 	ResetAfter time.Duration
 	// At is the Redis server time of the decision; zero when Redis did not decide.
 	At time.Time
@@ -130,11 +133,14 @@ type Crossing struct {
 // RuleState is one rule's state as a peek found it.
 type RuleState struct {
 	// Remaining is the floor of the tokens a bucket holds, or what a quota may still
-	// admit in its window (its limit less its count, 0 at least), in tokens.
+	// admit in its window (its limit less its count, 0 at least), in tokens; for a
+	// concurrency rule, the leases it may still give (its Concurrency less the leases in
+	// flight, 0 at least).
 	Remaining int64
-	// ResetAfter is how long until a bucket is full again (0 when it is), or until a
-	// quota's window ends and its count starts again from 0, rounded up to whole
-	// milliseconds.
+	// ResetAfter is how long until a bucket is full again (0 when it is), until a
+	// quota's window ends and its count starts again from 0, or until the last lease
+	// in flight of a concurrency rule expires (0 with none in flight), rounded up to
+	// whole milliseconds.
 	ResetAfter time.Duration
 }
 

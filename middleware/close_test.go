@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bucketgate/bucketgate"
+	"github.com/bucketgate/bucketgate/internal/testkit"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/middleware"
 )
@@ -218,4 +220,111 @@ func TestCloseWaitsForTheDecisionsInFlight(t *testing.T) {
 	if decided != 4 {
 		t.Errorf("%v decisions written, want 4 (the decision in flight at Close and its release among them):\n%s", decided, metrics.String())
 	}
+}
+
+// Shutdown is Close within a deadline, as http.Server.Shutdown is the server's: with
+// Redis answering it returns nil having done what Close does (the lease of a stream
+// still served returned: the next instance admits the caller's next stream of a
+// concurrency: 1 rule at once). With Redis silent (the network dropped the
+// connection, REDIS_TIMEOUT_MS at its most, a minute, so that Close would wait a minute
+// for the release before it writes the metrics), it returns the context's error once
+// the context ends, having written the metrics that wait (a request's release and a
+// stream's decision, held for METRICS_FLUSH_MS, a minute here, after the request's
+// decision, written at once as the first); the rest goes on in the background, and a
+// Close after it writes no decision a second time.
+func TestShutdown(t *testing.T) {
+	tests := []struct {
+		name    string
+		silent  bool    // Redis stops answering before Shutdown
+		want    error   // Shutdown's error
+		written float64 // decisions written when Shutdown returns
+	}{
+		{"Redis answers", false, nil, 4}, // the request's decision and release, the stream's decision and release
+		{"Redis silent, the context ends", true, context.Canceled, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			proxy := redistest.StartProxy(t, srv.Addr)
+			config := oneStream + "\nroutes: [{method: GET, path: /stream, ttlMs: 3600000}]"
+			metrics := new(testkit.SyncBuffer)
+			l, err := middleware.New(middleware.Options{
+				Getenv:  env(map[string]string{"REDIS_ADDR": proxy.Addr, "REDIS_TIMEOUT_MS": "60000", "METRICS_FLUSH_MS": "60000", "RATE_LIMIT_CONFIG": config}),
+				Metrics: metrics, LogOutput: io.Discard,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { // on a failure, before the proxy's own cleanup: the release in the background fails at once
+				proxy.Close()
+				l.Close()
+			})
+			if w := serve(l, httptest.NewRequest("GET", "/stream", nil)); w.Code != http.StatusOK { // connected, the script loaded, the lease back
+				t.Fatalf("the first request: %d, want 200", w.Code)
+			}
+			streaming, ends, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(ended)
+				l.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+					close(streaming)
+					<-ends // the process ends mid-stream
+				})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/stream", nil))
+			}()
+			<-streaming
+			before := len(proxy.Sent())
+			if tt.silent {
+				proxy.Stall()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			returned := make(chan error, 1)
+			go func() { returned <- l.Shutdown(ctx) }()
+			if tt.silent {
+				for !strings.Contains(proxy.Sent()[before:], "EVALSHA") { // the release is sent, unanswered
+					time.Sleep(time.Millisecond)
+				}
+				cancel()
+			}
+			select {
+			case err = <-returned:
+			case <-time.After(30 * time.Second): // a bound for a test that would otherwise hang two minutes, not a measure
+				t.Fatal("Shutdown has not returned 30 s after its context ended: it waits for a silent Redis as Close does")
+			}
+			cancel()
+			if !errors.Is(err, tt.want) {
+				t.Errorf("Shutdown: %v, want %v", err, tt.want)
+			}
+			written := decisionsIn(t, metrics.String())
+			if written != tt.written {
+				t.Errorf("%v decisions written when Shutdown returned, want %v:\n%s", written, tt.written, metrics.String())
+			}
+			if !tt.silent {
+				w := serve(newLimiter(t, map[string]string{"REDIS_ADDR": srv.Addr, "RATE_LIMIT_CONFIG": config}, middleware.Options{}), httptest.NewRequest("GET", "/stream", nil))
+				if w.Code != http.StatusOK {
+					t.Errorf("the next instance's stream after Shutdown: %d, want 200: the first stream's lease is held until its ttlMs", w.Code)
+				}
+			}
+			proxy.Close() // the release in the background fails at once
+			l.Close()     // returns when the background has done
+			close(ends)
+			<-ended
+			if all := decisionsIn(t, metrics.String()); all < written || all > written+1 {
+				t.Errorf("%v decisions written in all, %v when Shutdown returned: want the release's at most beside them, none twice:\n%s", all, written, metrics.String())
+			}
+		})
+	}
+}
+
+// decisionsIn sums the Decisions of the EMF lines in out.
+func decisionsIn(t *testing.T, out string) float64 {
+	t.Helper()
+	sum := 0.0
+	for line := range strings.Lines(out) {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("metrics line %s: %v", line, err)
+		}
+		n, _ := doc["Decisions"].(float64)
+		sum += n
+	}
+	return sum
 }

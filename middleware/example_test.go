@@ -55,7 +55,11 @@ func Example() {
 	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish, or 10 s pass (a longer stream runs on until the process ends),
 		log.Print(err)
 	}
-	limiter.Close() // then the leases still held are returned and the metrics that wait are written
+	closing, cancelClosing := context.WithTimeout(context.Background(), 5*time.Second) // 15 s in all, within ECS's 30 s
+	defer cancelClosing()
+	if err := limiter.Shutdown(closing); err != nil { // then the leases still held are returned and the metrics that wait are written (the metrics alone after 5 s of a silent Redis)
+		log.Print(err)
+	}
 }
 
 // A service's own test of its limits, on miniredis in the process (the same Lua as

@@ -27,7 +27,11 @@
 //	if err := srv.Shutdown(shutdown); err != nil { // the requests in flight finish, or 10 s pass (a longer stream runs on until the process ends),
 //		log.Print(err)
 //	}
-//	limiter.Close() // then the leases still held are returned and the metrics that wait are written
+//	closing, cancelClosing := context.WithTimeout(context.Background(), 5*time.Second) // 15 s in all, within ECS's 30 s
+//	defer cancelClosing()
+//	if err := limiter.Shutdown(closing); err != nil { // then the leases still held are returned and the metrics that wait are written (the metrics alone after 5 s of a silent Redis)
+//		log.Print(err)
+//	}
 //
 // A caller is who the authorizer says it is: the API key header's key when the registry
 // (or the configuration document) knows it, else the source address (IPv4 one by one,
@@ -129,12 +133,14 @@ type Options struct {
 }
 
 // Limiter is the middleware: Handler limits the requests of a handler. It is safe for
-// concurrent use; make one per process with New and Close it when done. The zero
+// concurrent use; make one per process with New and Close it (or Shutdown it, within a
+// deadline) when done. The zero
 // Limiter has no Redis: its Handler answers every request 503, as a limiter failing
 // closed, and its Settle, Cancel and Release fail with an error that says so.
 type Limiter struct {
 	authorizer *authorizer.Handler
 	proxies    proxies
+	flush      func() // writes the metrics that wait, and logs the events' failures unlogged
 	close      func()
 	closeOnce  *sync.Once // nil in the zero Limiter
 	inFlight   *inFlight  // the calls on Redis, and the leases next holds, for Close; nil in the zero Limiter
@@ -161,11 +167,11 @@ func New(opts Options) (*Limiter, error) {
 		opts.LogOutput = os.Stderr
 	}
 	metrics, logOut := oneAtATime(opts.Metrics, opts.LogOutput)
-	h, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), metrics, logOut)
+	h, flush, closeConn, err := app.NewAuthorizer(opts.Name, opts.getenv(), metrics, logOut)
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %w", opts.setBy(err))
 	}
-	return &Limiter{authorizer: h, proxies: ps, close: closeConn, closeOnce: new(sync.Once), inFlight: newInFlight()}, nil
+	return &Limiter{authorizer: h, proxies: ps, flush: flush, close: closeConn, closeOnce: new(sync.Once), inFlight: newInFlight()}, nil
 }
 
 // oneAtATime returns metrics and logs, writing under one lock when they are one writer:
@@ -283,7 +289,12 @@ func (o Options) getenv() func(string) string {
 // so that they do not hold their concurrency rules' slots until their route's ttlMs with
 // no request left in flight: one still served after Close no longer counts, as past its
 // ttlMs. Close again, or at once from another goroutine, returns when the first has
-// done, and does nothing more.
+// done, and does nothing more. With Redis silent (a network that dropped the
+// connection), Close takes up to REDIS_TIMEOUT_MS for the calls it waits for, as long
+// again for the leases it returns, and about a second more for the connection's close,
+// which comes after the metrics are written: about a second in all at the defaults,
+// two minutes at the largest REDIS_TIMEOUT_MS. Shutdown bounds it by a deadline of the
+// caller's.
 func (l *Limiter) Close() {
 	if l.closeOnce == nil { // the zero Limiter: nothing to close
 		return
@@ -296,6 +307,42 @@ func (l *Limiter) Close() {
 		wg.Wait()
 		l.close()
 	})
+}
+
+// Shutdown is Close within ctx, as http.Server.Shutdown is the server's shutdown: it
+// does what Close does and returns nil once done, or, when ctx ends first, writes the
+// metrics that wait (every decision's made so far: Close writes them only once the calls
+// it waits for have ended and the leases are returned), logs the events' failures not
+// logged yet, and returns ctx's error. What is left goes on in the background, within
+// Close's own bounds, and writes the metrics of the calls that end meanwhile unless the
+// process has ended; Close, or Shutdown again, waits for it. Give it what the process
+// has left before it is killed: a container's stop timeout (ECS, App Runner and
+// Kubernetes wait 30 s by default) less the server's shutdown, or, in a Lambda
+// function, somewhat less than the 500 ms from SIGTERM to SIGKILL. Shutdown begins
+// Close at once, in a goroutine of its own: requests, settles and releases that come
+// once it has begun are answered as after Close. The zero Limiter has nothing to shut
+// down: nil.
+func (l *Limiter) Shutdown(ctx context.Context) error {
+	if l.closeOnce == nil {
+		return nil
+	}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		l.Close()
+	}()
+	select {
+	case <-closed:
+		return nil
+	case <-ctx.Done():
+	}
+	select {
+	case <-closed: // done as ctx ended
+		return nil
+	default:
+	}
+	l.flush()
+	return ctx.Err()
 }
 
 // ErrClosed is the error of Settle, Cancel and Release called once Close has begun:

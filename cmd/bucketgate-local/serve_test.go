@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"github.com/bucketgate/bucketgate/internal/testkit"
 )
 
 // templatePath is the repository's SAM template, from this package's directory.
@@ -26,28 +27,10 @@ const testTimeout = "2000"
 // t0 is the Redis clock of the tests that hold it still, a whole second.
 var t0 = time.Date(2025, 12, 11, 16, 15, 0, 0, time.UTC)
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // gateway is a running `serve` with its output captured.
 type gateway struct {
 	url            string
-	stdout, stderr *syncBuffer
+	stdout, stderr *testkit.SyncBuffer
 	// stop stops serve as Ctrl-C does and returns its error; it may be called again.
 	stop func() error
 }
@@ -73,7 +56,7 @@ func startGatewayOn(t *testing.T, addr string, o serveOptions, env map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{url: "http://" + l.Addr().String(), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	g := &gateway{url: "http://" + l.Addr().String(), stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -90,23 +90,30 @@ func build(f Function, getenv func(string) string, metrics, logOut io.Writer) (l
 // decides requests itself (package middleware), in a process that is not frozen between
 // requests: metrics carry the Function dimension name, and what they gather is written
 // every METRICS_FLUSH_MS even when no request comes. It returns a function that writes
-// what waits, logs the failures of events and of registry reads not logged yet, and
-// closes the Redis connection.
-func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, close func(), err error) {
+// what waits and logs the failures of events and of registry reads not logged yet, at
+// once, as often as it is called (a shutdown whose deadline comes before the close is
+// done), and one that stops the timer, does the same, and closes the Redis connection.
+func NewAuthorizer(name string, getenv func(string) string, metrics, logOut io.Writer) (h *authorizer.Handler, flush, close func(), err error) {
 	p, err := assemble(getenv, name, metrics, logOut)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if h, err = authorizerHandler(p); err != nil {
 		p.conn.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stop := flushEvery(p.metrics, p.settings.MetricsFlush, p.log)
-	return h, func() {
+	flushMetrics := flusher(p.metrics, p.log)
+	flush = func() {
+		flushMetrics()
+		p.sayUnlogged(context.Background())
+	}
+	close = func() {
 		stop()
 		p.sayUnlogged(context.Background())
 		p.conn.Close()
-	}, nil
+	}
+	return h, flush, close, nil
 }
 
 // flushEvery writes what has waited in e an interval (Emitter.FlushDue) every interval
@@ -208,7 +215,7 @@ func Main(f Function) {
 	}
 	p.log.Info(MsgInit, fn, v)
 	running := new(invocations)
-	lambda.StartWithOptions(counted{flushOnPanic{h, flusher(p.metrics, p.log)}, running},
+	lambda.StartWithOptions(counted{flushOnPanic{h, flusher(p.metrics, p.log)}, running, p.log},
 		lambda.WithEnableSIGTERM(p.shutdown(running, os.Exit)))
 }
 
@@ -265,6 +272,10 @@ const (
 	// MsgShutdownLeft is the message of the warn line of a function that exits at
 	// SIGTERM while invocations still run (AttrInvocations): their metrics are lost.
 	MsgShutdownLeft = "shutdown left invocations running"
+	// MsgShutdownRefused is the message of the warn line of a function that the runtime
+	// handed an invocation once SIGTERM had come: it decides nothing (its answer would
+	// come after the exit, and its metrics after they were written).
+	MsgShutdownRefused = "shutdown refused an invocation"
 	// AttrFunction names the function.
 	AttrFunction = "function"
 	// AttrVersion is bucketgate's version (package version).

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/eventbus"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
@@ -40,36 +40,18 @@ const sampleIP = "203.0.113.10"
 // eventsFunction builds function f over vars with the events' configuration, its
 // metrics (a line per invocation: METRICS_FLUSH_MS 0) and logs written to the buffers it
 // returns (safe for concurrent invocations).
-func eventsFunction(t *testing.T, f app.Function, vars map[string]string) (lambda.Handler, *syncBuffer, *syncBuffer) {
+func eventsFunction(t *testing.T, f app.Function, vars map[string]string) (lambda.Handler, *testkit.SyncBuffer, *testkit.SyncBuffer) {
 	t.Helper()
 	all := map[string]string{settings.EnvConfigInline: eventsConfig, settings.EnvTimeoutMS: "2000", settings.EnvStackName: "events-test", settings.EnvMetricsFlushMS: "0"}
 	for k, v := range vars {
 		all[k] = v
 	}
-	metrics, logs := &syncBuffer{}, &syncBuffer{}
+	metrics, logs := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
 	h, _, err := app.Build(f, env(all), metrics, logs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h, metrics, logs
-}
-
-// syncBuffer is a bytes.Buffer for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Two functions, the authorizer and the check function, decide one identity at once
@@ -139,8 +121,8 @@ func TestEventsOncePerCrossing(t *testing.T) {
 func TestNewAuthorizerCloseSaysUnloggedEvents(t *testing.T) {
 	localBus(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html>not EventBridge</html>") })
 	vars := withMini(t, map[string]string{settings.EnvConfigInline: eventsConfig, settings.EnvEventBusName: "bucketgate", settings.EnvEventsTimeoutMS: "1000"})
-	var logs syncBuffer
-	h, closeIt, err := app.NewAuthorizer("api", env(vars), io.Discard, &logs)
+	var logs testkit.SyncBuffer
+	h, _, closeIt, err := app.NewAuthorizer("api", env(vars), io.Discard, &logs)
 	if err != nil {
 		t.Fatal(err)
 	}

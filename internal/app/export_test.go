@@ -2,6 +2,7 @@ package app
 
 import (
 	"io"
+	"log/slog"
 
 	"github.com/aws/aws-lambda-go/lambda"
 )
@@ -18,8 +19,10 @@ func FlushOnPanic(h lambda.Handler, flush func()) lambda.Handler { return flushO
 // Invocations is invocations, for the tests of package app_test.
 type Invocations = invocations
 
-// Counted wraps h as Main does, counting its invocations in running.
-func Counted(h lambda.Handler, running *Invocations) lambda.Handler { return counted{h, running} }
+// Counted wraps h as Main does, counting its invocations in running, logging to log.
+func Counted(h lambda.Handler, running *Invocations, log *slog.Logger) lambda.Handler {
+	return counted{h, running, log}
+}
 
 // BuildShutdown builds f's handler as Build does, and what Main does at SIGTERM with it,
 // exiting through exit.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -27,13 +28,14 @@ const shutdownWait = 400 * time.Millisecond
 // (MsgShutdownLeft); then it writes the metrics that wait in e (METRICS_FLUSH_MS's
 // sums), has say log the failures its once-a-minute lines have not said yet (events not
 // sent, registry reads failed: parts.sayUnlogged), and exits with status 0, since
-// nothing else is left to do and the process would otherwise idle until SIGKILL.
+// nothing else is left to do and the process would otherwise idle until SIGKILL. An
+// invocation that starts once it has begun decides nothing (see counted).
 func atShutdown(running *invocations, wait time.Duration, e *telemetry.Emitter, say func(context.Context), log *slog.Logger, exit func(code int)) func() {
 	flush := flusher(e, log)
 	return func() {
 		running.writing.Lock()
 		defer running.writing.Unlock() // exit returns in tests alone
-		if n, ended := running.now(); n > 0 {
+		if n, ended := running.shut(); n > 0 {
 			log.Info(MsgShutdownWaits, slog.Int(AttrInvocations, n))
 			if left := running.wait(ended, wait); left > 0 {
 				log.Warn(MsgShutdownLeft, slog.Int(AttrInvocations, left))
@@ -54,17 +56,23 @@ type invocations struct {
 	mu      sync.Mutex
 	running int
 	ended   chan struct{} // closed when the last invocation running ends
+	closing bool          // the shutdown has begun: no invocation starts
 	writing sync.Mutex    // held by the shutdown until it exits
 }
 
-// start counts an invocation that starts.
-func (r *invocations) start() {
+// start counts an invocation that starts, and reports false, counting none, once the
+// shutdown has begun.
+func (r *invocations) start() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closing {
+		return false
+	}
 	if r.running == 0 {
 		r.ended = make(chan struct{})
 	}
 	r.running++
+	return true
 }
 
 // end counts an invocation that ends.
@@ -83,6 +91,14 @@ func (r *invocations) now() (running int, ended <-chan struct{}) {
 	return r.running, r.ended
 }
 
+// shut begins the shutdown, after which no invocation starts, and returns now's.
+func (r *invocations) shut() (running int, ended <-chan struct{}) {
+	r.mu.Lock()
+	r.closing = true
+	r.mu.Unlock()
+	return r.now()
+}
+
 // wait waits until ended (now's) is closed, for at most bound, and returns how many
 // invocations still run.
 func (r *invocations) wait(ended <-chan struct{}, bound time.Duration) (left int) {
@@ -96,20 +112,32 @@ func (r *invocations) wait(ended <-chan struct{}, bound time.Duration) (left int
 	return n
 }
 
-// counted is a Lambda handler that counts its invocations of Handler in running.
+// counted is a Lambda handler that counts its invocations of Handler in running,
+// logging to log.
 type counted struct {
 	lambda.Handler
 	running *invocations
+	log     *slog.Logger
 }
 
+// errShutdown is the error of an invocation that started once the shutdown had begun.
+var errShutdown = errors.New("the function is shutting down (SIGTERM came before this invocation): nothing was decided")
+
 // Invoke is Handler's Invoke, counted while it runs, returning (or panicking) after a
-// shutdown that began meanwhile has written what waits.
+// shutdown that began meanwhile has written what waits. Once the shutdown has begun,
+// an invocation (which Lambda never hands over after SIGTERM; a Runtime API might) is
+// not decided: its answer would come after the exit, never, and its decision perhaps
+// after the metrics were written, counted nowhere. It logs MsgShutdownRefused and
+// answers errShutdown once the shutdown has exited, that is in tests alone.
 func (h counted) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	defer func() {
 		h.running.writing.Lock() //nolint:staticcheck // an empty critical section: waits for the shutdown's write
 		h.running.writing.Unlock()
 	}()
-	h.running.start()
+	if !h.running.start() {
+		h.log.Warn(MsgShutdownRefused)
+		return nil, errShutdown
+	}
 	defer h.running.end()
 	return h.Handler.Invoke(ctx, payload)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/bucketgate/bucketgate/internal/registry"
 	"github.com/bucketgate/bucketgate/internal/settings"
 	"github.com/bucketgate/bucketgate/internal/telemetry"
+	"github.com/bucketgate/bucketgate/internal/testkit"
 	"github.com/bucketgate/bucketgate/internal/testkit/registrytest"
 	"github.com/bucketgate/bucketgate/internal/testkit/samples"
 )
@@ -44,8 +45,8 @@ func decisionsIn(t *testing.T, out string) float64 {
 
 // emitter is a metrics emitter of function fn writing to out, which writes only when
 // flushed or a minute has passed, and emit, which emits one allowed decision to it.
-func emitter(t *testing.T, fn string) (out *syncBuffer, e *telemetry.Emitter, emit func()) {
-	out = new(syncBuffer)
+func emitter(t *testing.T, fn string) (out *testkit.SyncBuffer, e *telemetry.Emitter, emit func()) {
+	out = new(testkit.SyncBuffer)
 	e = telemetry.NewEmitter(out, "ns", "orders-prod", fn, telemetry.FlushEvery(time.Minute))
 	emit = func() {
 		var inv telemetry.Invocation
@@ -94,14 +95,14 @@ func TestAtShutdown(t *testing.T) {
 	}
 }
 
-// notifyingWriter is a syncBuffer that says on said that it was written to.
+// notifyingWriter is a testkit.SyncBuffer that says on said that it was written to.
 type notifyingWriter struct {
-	syncBuffer
+	testkit.SyncBuffer
 	said chan struct{}
 }
 
 func (w *notifyingWriter) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
+	n, err := w.SyncBuffer.Write(p)
 	select {
 	case w.said <- struct{}{}:
 	default:
@@ -135,7 +136,7 @@ func TestAtShutdownWaitsForInvocation(t *testing.T) {
 				<-release
 				emit() // as the handlers emit their invocation's metrics, last
 				return []byte("{}"), nil
-			}), running)
+			}), running, telemetry.NewLogger(io.Discard, slog.LevelInfo))
 			go func() {
 				defer close(returned)
 				if _, err := h.Invoke(context.Background(), []byte("{}")); err != nil {
@@ -192,7 +193,7 @@ func TestAtShutdownSaysUnloggedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	log := telemetry.NewLogger(&logs, slog.LevelInfo)
 	events, err := app.NewEvents(s, log)
 	if err != nil {
@@ -292,7 +293,7 @@ func TestShutdownSaysUnloggedRegistryReads(t *testing.T) {
 			}
 		}},
 		{"the middleware's Close", func(t *testing.T, vars map[string]string, logs io.Writer) (lambda.Handler, func()) {
-			h, closeIt, err := app.NewAuthorizer("api", env(vars), io.Discard, logs)
+			h, _, closeIt, err := app.NewAuthorizer("api", env(vars), io.Discard, logs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,7 +302,7 @@ func TestShutdownSaysUnloggedRegistryReads(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testkit.SyncBuffer
 			h, end := tc.build(t, withMini(t, map[string]string{settings.EnvRegistryTable: "bucketgate-keys"}), &logs)
 			for i := range 3 { // the first logged, the others counted for the next line
 				if _, err := h.Invoke(context.Background(), samples.WithAPIKey(t, rest, fmt.Sprintf("made-up-%d", i))); !errors.As(err, new(*authorizer.UnavailableError)) {
@@ -326,6 +327,130 @@ func TestShutdownSaysUnloggedRegistryReads(t *testing.T) {
 			}
 			if said != 3 {
 				t.Errorf("the lines say %d failed reads, want 3:\n%s", said, logs.String())
+			}
+		})
+	}
+}
+
+// TestAtShutdownCountsEachDecisionOnce: at SIGTERM every decision the function made is
+// written before it exits, and once: that of an invocation that returned just before
+// (waiting in METRICS_FLUSH_MS's sums), as that of one still running
+// (TestAtShutdownWaitsForInvocation). An invocation the runtime hands over once SIGTERM
+// has come (Lambda sends none; a Runtime API might), while the shutdown waits for
+// another or while it writes, decides nothing and says so (MsgShutdownRefused): its
+// answer would come after the exit, that is never, and a decision made after the write
+// spent tokens that no metric counted.
+func TestAtShutdownCountsEachDecisionOnce(t *testing.T) {
+	tests := []struct {
+		name    string
+		when    string  // the second invocation: "before" SIGTERM, while the shutdown is "waiting" for the first, or "writing"
+		written float64 // decisions written at the exit
+	}{
+		{"returned just before SIGTERM", "before", 3},
+		{"starts while the shutdown waits for another", "waiting", 3},
+		{"starts while the shutdown writes", "writing", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, e, emit := emitter(t, "check")
+			emit() // written at once; the next ones wait
+			emit()
+			running := new(app.Invocations)
+			logs := &notifyingWriter{said: make(chan struct{}, 1)}
+			log := telemetry.NewLogger(logs, slog.LevelInfo)
+			// invoke starts an invocation that emits its decision once release is closed,
+			// and returns channels closed when its handler has begun, when it has decided
+			// and when it has returned (its error then in *err).
+			invoke := func(release <-chan struct{}, err *error) (entered, decided, returned chan struct{}) {
+				entered, decided, returned = make(chan struct{}), make(chan struct{}), make(chan struct{})
+				h := app.Counted(invokeFunc(func(context.Context, []byte) ([]byte, error) {
+					close(entered)
+					<-release
+					emit()
+					close(decided)
+					return []byte("{}"), nil
+				}), running, log)
+				go func() {
+					defer close(returned)
+					_, *err = h.Invoke(context.Background(), []byte("{}"))
+				}()
+				return entered, decided, returned
+			}
+			// refusedOrDecided waits until the second invocation is refused (logged) or
+			// has decided, and reports whether it decided.
+			refusedOrDecided := func(decided <-chan struct{}) bool {
+				for !strings.Contains(logs.String(), app.MsgShutdownRefused) {
+					select {
+					case <-decided:
+						return true
+					case <-logs.said:
+					}
+				}
+				return false
+			}
+			var (
+				firstErr, secondErr         error
+				firstReturned, secondDone   = make(chan struct{}), make(chan struct{})
+				releaseFirst, releaseAtOnce = make(chan struct{}), make(chan struct{})
+				secondDecided               = make(chan struct{})
+				decidedLate                 bool
+			)
+			close(releaseAtOnce)
+			close(firstReturned)
+			switch tt.when {
+			case "before":
+				_, secondDecided, secondDone = invoke(releaseAtOnce, &secondErr)
+				<-secondDone
+			case "waiting":
+				var entered chan struct{}
+				entered, _, firstReturned = invoke(releaseFirst, &firstErr)
+				<-entered // running at SIGTERM
+			}
+			exits := make(chan float64, 1)
+			shutdown := app.AtShutdown(running, time.Minute, e, func(context.Context) {}, log, func(code int) {
+				if code != 0 {
+					t.Errorf("exit status %d, want 0", code)
+				}
+				if tt.when == "writing" {
+					_, secondDecided, secondDone = invoke(releaseAtOnce, &secondErr)
+					decidedLate = refusedOrDecided(secondDecided)
+				}
+				exits <- decisionsIn(t, out.String())
+			})
+			shutdownDone := make(chan struct{})
+			go func() {
+				defer close(shutdownDone)
+				shutdown()
+			}()
+			if tt.when == "waiting" {
+				for !strings.Contains(logs.String(), app.MsgShutdownWaits) {
+					<-logs.said
+				}
+				_, secondDecided, secondDone = invoke(releaseAtOnce, &secondErr)
+				decidedLate = refusedOrDecided(secondDecided)
+				close(releaseFirst)
+			}
+			<-shutdownDone
+			<-firstReturned
+			<-secondDone
+			written := <-exits
+			if decidedLate {
+				t.Errorf("the invocation that started after SIGTERM decided (error %v); want it refused, deciding nothing", secondErr)
+			}
+			if tt.when != "before" && (secondErr == nil || !strings.Contains(logs.String(), app.MsgShutdownRefused)) {
+				t.Errorf("the invocation that started after SIGTERM: error %v; want one, and %q logged:\n%s", secondErr, app.MsgShutdownRefused, logs.String())
+			}
+			if firstErr != nil {
+				t.Errorf("the invocation running at SIGTERM: %v", firstErr)
+			}
+			if written != tt.written {
+				t.Errorf("%v decisions written at the exit, want %v:\n%s", written, tt.written, out.String())
+			}
+			if err := e.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if all := decisionsIn(t, out.String()); all != written {
+				t.Errorf("%v decisions written in all, %v at the exit: a decision was left unwritten at the exit", all, written)
 			}
 		})
 	}

@@ -56,3 +56,14 @@ func SecretReadOf(l *Limiter) time.Time {
 // MaxTryAgains is maxTryAgains, for the tests: the most rounds a batch sends again the
 // calls that Redis refused with TRYAGAIN.
 const MaxTryAgains = int32(maxTryAgains)
+
+// LeaseMember is the member of the lease whose id is id (a Limiter's) in its
+// concurrency rules' sets: its nonce; empty for an id that is not one.
+func LeaseMember(id string) string {
+	payload, _, v2, ok := cutID(id)
+	if !ok {
+		return ""
+	}
+	r, _ := decodePayload(payload, v2)
+	return r.nonce
+}

@@ -417,11 +417,17 @@ func (l *Limiter) hold(ctx context.Context, c rediser, q bucketgate.Request) (ho
 		rand.Read(b[:]) // never fails (crypto/rand)
 		return hold{nonce: base64.RawURLEncoding.EncodeToString(b[:])}, secret, nil
 	}
-	// The record of a RequestID is named by a digest of it, in the identity's own slot:
-	// only a request of that identity reaches it.
-	sum := sha256.Sum256([]byte("request\x00" + q.Identity + "\x00" + q.RequestID))
-	nonce := base64.RawURLEncoding.EncodeToString(sum[:nonceBytes])
+	nonce := requestNonce(q.Identity, q.RequestID)
 	return hold{record: lua.RecordInfix + nonce, arg: fmt.Sprintf("%d %s", recordLife(q, l.idempotency).Milliseconds(), requestPrint(q)), nonce: nonce}, secret, nil
+}
+
+// requestNonce is the nonce of identity's request with the RequestID requestID: its
+// record is named by it, in the identity's own slot (only a request of that identity
+// reaches it), and so are its reservation and its lease, whose member in the sets of
+// concurrency rules it is.
+func requestNonce(identity, requestID string) string {
+	sum := sha256.Sum256([]byte("request\x00" + identity + "\x00" + requestID))
+	return base64.RawURLEncoding.EncodeToString(sum[:nonceBytes])
 }
 
 // reserveOf is what a settle q of reservation r adds to its hold when it gives back:

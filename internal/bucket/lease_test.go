@@ -50,12 +50,12 @@ func TestLeases(t *testing.T) {
 		t.Fatalf("first acquire = %+v", d1)
 	}
 	d2 := check(1)
-	if !d2.Allowed || d2.Lease == d1.Lease || d2.Rule != "streams" || d2.Remaining != 0 {
-		t.Fatalf("second acquire = %+v", d2)
+	if !d2.Allowed || d2.Lease == d1.Lease || d2.Rule != "streams" || d2.Remaining != 0 || d2.ResetAfter < 1999*time.Second || d2.ResetAfter > 2000*time.Second {
+		t.Fatalf("second acquire = %+v; want a ResetAfter of the bucket's 2 tokens alone, the leases aside", d2)
 	}
 	d3 := check(1)
-	if d3.Allowed || d3.Rule != "streams" || d3.Limit != 2 || d3.Lease != "" || d3.RetryAfter < 59*time.Second || d3.RetryAfter > time.Minute {
-		t.Fatalf("third acquire = %+v; want denied by streams until the first lease expires", d3)
+	if d3.Allowed || d3.Rule != "streams" || d3.Limit != 2 || d3.Lease != "" || d3.RetryAfter < 59*time.Second || d3.RetryAfter > time.Minute || d3.ResetAfter < d3.RetryAfter || d3.ResetAfter > time.Minute {
+		t.Fatalf("third acquire = %+v; want denied by streams until the first lease expires, reset when the latest does (the bucket aside)", d3)
 	}
 	peek := check(0)
 	if peek.Rules[0].Remaining != 0 || peek.Rules[0].ResetAfter < 59*time.Second || peek.Rules[1].Remaining != 8 {
@@ -536,6 +536,61 @@ func TestRequestIDNeverGivesAHeldIDTwice(t *testing.T) {
 	}
 	if p := decide(t, l, bucketgate.Request{Identity: "b", Rules: reserve.Rules}); p.Rules[0].Remaining != 90 {
 		t.Fatalf("peek = %+v; want the 90 the settle left", p.Rules)
+	}
+}
+
+// TestRequestIDAcquiredAgain: a RequestID acquired again once its record has ended
+// (Idempotency past its lease's ttl) names the same member as its first lease, which,
+// expired and not swept yet (the set was never full), is moved to the new lease's
+// expiry (ZADD GT): the set holds one lease of it, not two, and the next acquires count
+// as many in flight, on real Redis (or Valkey) and miniredis, held to the model's.
+func TestRequestIDAcquiredAgain(t *testing.T) {
+	t.Run("real", func(t *testing.T) {
+		_, c := real(t)
+		requestIDAcquiredAgain(t, c, time.Sleep)
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		m := newMini(t)
+		requestIDAcquiredAgain(t, m.client, m.advance)
+	})
+}
+
+// requestIDAcquiredAgain runs TestRequestIDAcquiredAgain against c, pass letting time
+// pass on c's clock.
+func requestIDAcquiredAgain(t *testing.T, c rueidis.Client, pass func(time.Duration)) {
+	const idempotency = time.Second
+	l, model := bucket.New(c, bucket.Idempotency(idempotency)), bucket.NewModel()
+	rules := []bucketgate.Rule{{Name: "streams", Concurrency: 3}}
+	job := bucketgate.Request{Identity: "again", Rules: rules, Cost: 1, TTL: time.Millisecond, RequestID: "job-1"}
+	other := bucketgate.Request{Identity: "again", Rules: rules, Cost: 1, TTL: time.Hour}
+	again := job
+	again.TTL = time.Hour
+	steps := []struct {
+		name  string
+		q     bucketgate.Request
+		after time.Duration // let pass after it
+	}{
+		{"the job's first lease", job, 0},
+		{"another lease, which keeps the set", other, idempotency + 100*time.Millisecond},
+		{"the job again, its record ended", again, 0},
+		{"a third lease", other, 0},
+		{"a fourth, of 3 in flight", other, 0},
+	}
+	for _, s := range steps {
+		ctx := context.Background()
+		got, err := l.Decide(ctx, s.q)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		want, err := model.Hold(got.At, s.q, idempotency) // as Decide, for a request without a RequestID
+		if err != nil {
+			t.Fatalf("%s: model: %v", s.name, err)
+		}
+		if !sameDecision(got, want) || got.Replayed {
+			t.Fatalf("%s:\nredis %+v\nmodel %+v; want alike, not replayed", s.name, got, want)
+		}
+		compareLeases(t, c, model, "again", "streams", got.At)
+		pass(s.after)
 	}
 }
 

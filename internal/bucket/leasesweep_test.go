@@ -3,6 +3,8 @@ package bucket_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,6 +134,123 @@ func leaseSweep(t *testing.T, c, admin rueidis.Client, pass func(time.Duration))
 				t.Errorf("%d members after the call, want %d (at most %d expired swept)", n, tc.members, lua.LeaseSweepMax)
 			}
 			compareLeases(t, admin, model, id, "streams", got.At)
+		})
+	}
+}
+
+// TestLeaseSweepTies: expired leases that share their expiry where a sweep's
+// lua.LeaseSweepMax-th removal falls are removed in their members' order, Redis's rank
+// for equal scores, and the model removes the same ones: a release of a tied lease the
+// release's own sweep left removes it too (the set one member shorter), one the sweep
+// took finds nothing more to remove. The tied leases carry a RequestID, whose member
+// the Limiter names by it (a lease without one has a random member, which no model
+// can know). On real Redis (or Valkey, BUCKETGATE_REDIS_SERVER) and on miniredis,
+// every decision and set held to the model's.
+func TestLeaseSweepTies(t *testing.T) {
+	t.Run("real", func(t *testing.T) {
+		_, c := real(t)
+		leaseSweepTies(t, c, time.Sleep)
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		m := newMini(t)
+		leaseSweepTies(t, m.client, m.advance)
+	})
+}
+
+// leaseSweepTies runs TestLeaseSweepTies's cases against c, pass letting time pass on
+// c's clock.
+func leaseSweepTies(t *testing.T, c rueidis.Client, pass func(time.Duration)) {
+	t.Helper()
+	const (
+		tied   = 6                          // leases of one expiry, half of them within the sweep's reach
+		below  = lua.LeaseSweepMax - tied/2 // expired earlier: the sweep's first removals
+		above  = 5                          // expired later: out of the sweep's reach
+		before = below + tied + above + 2   // the set's members: a lease in flight and the mark too
+	)
+	rules := []bucketgate.Rule{{Name: "streams", Concurrency: 1000}}
+	l := bucket.New(c)
+	type tiedLease struct {
+		lease
+		member string // its member in the set: Redis's order for equal scores
+	}
+	// build fills identity id's set and returns its tied leases in their members'
+	// order, or none when Redis's clock turned a millisecond while it took them (the
+	// caller tries again with another identity).
+	build := func(t *testing.T, model *bucket.Model, id string) []tiedLease {
+		t.Helper()
+		acquire := func(ttl time.Duration) bucketgate.Decision {
+			t.Helper()
+			q := bucketgate.Request{Identity: id, Rules: rules, Cost: 1, TTL: ttl}
+			got, want, err := decideBoth(t, l, model, q, q)
+			if err != nil || !got.Allowed || !sameDecision(got, want) {
+				t.Fatalf("acquire %+v: %v\nredis %+v\nmodel %+v", q, err, got, want)
+			}
+			return got
+		}
+		for k := range below { // each a millisecond later than the one before
+			acquire(time.Duration(k+1) * time.Millisecond)
+		}
+		var qs []bucketgate.Request // at once, in one MULTI ... EXEC: of one expiry unless the clock turned
+		for k := range tied {
+			qs = append(qs, bucketgate.Request{Identity: id, Rules: rules, Cost: 1, TTL: time.Duration(below+100) * time.Millisecond, RequestID: fmt.Sprintf("tied-%d", k)})
+		}
+		gots, wants, errs := decideBatchBoth(t, l, model, qs, qs)
+		var ties []tiedLease
+		for k, got := range gots {
+			if errs[k] != nil || !got.Allowed || !sameDecision(got, wants[k]) {
+				t.Fatalf("tied acquire %+v: %v\nredis %+v\nmodel %+v", qs[k], errs[k], got, wants[k])
+			}
+			ties = append(ties, tiedLease{lease{redis: got.Lease, model: wants[k].Lease, q: qs[k]}, bucket.LeaseMember(got.Lease)})
+		}
+		var last bucketgate.Decision
+		for k := range above {
+			last = acquire(time.Duration(below+200+k) * time.Millisecond)
+		}
+		pass(last.Expires.Sub(last.At) + 2*time.Millisecond) // every lease above expired
+		acquire(time.Hour)                                   // in flight: the set lives on
+		if !gots[0].Expires.Equal(gots[tied-1].Expires) {
+			return nil
+		}
+		slices.SortFunc(ties, func(a, b tiedLease) int { return strings.Compare(a.member, b.member) })
+		return ties
+	}
+	for rank := range tied {
+		swept := rank < tied/2 // within the sweep's first lua.LeaseSweepMax removals
+		name := fmt.Sprintf("release of the tied lease of rank %d, left by the sweep", rank)
+		members := int64(before - lua.LeaseSweepMax - 1)
+		if swept {
+			name = fmt.Sprintf("release of the tied lease of rank %d, swept", rank)
+			members = int64(before - lua.LeaseSweepMax)
+		}
+		t.Run(name, func(t *testing.T) {
+			var (
+				model = bucket.NewModel()
+				id    string
+				ties  []tiedLease
+			)
+			for try := 0; ties == nil; try++ {
+				if try == 20 {
+					t.Fatal("20 tries, and every time Redis's clock turned a millisecond during the tied leases' batch")
+				}
+				model, id = bucket.NewModel(), fmt.Sprintf("ties%d.%d", rank, try)
+				ties = build(t, model, id)
+			}
+			key := bucket.LeaseKey(id, "streams")
+			if n := mustInt(t, do(t, c, c.B().Zcard().Key(key).Build())); n != before {
+				t.Fatalf("%d members before the release, want %d", n, before)
+			}
+			h := ties[rank]
+			q := bucketgate.Request{Identity: id, Rules: rules, Op: bucketgate.OpRelease, ID: h.redis}
+			mq := q
+			mq.ID = h.model
+			got, want, err := decideBoth(t, l, model, q, mq)
+			if err != nil || !sameDecision(got, want) || got.Released {
+				t.Fatalf("release: %v\nredis %+v\nmodel %+v; want alike, nothing released (the lease expired)", err, got, want)
+			}
+			if n := mustInt(t, do(t, c, c.B().Zcard().Key(key).Build())); n != members {
+				t.Errorf("%d members after the release, want %d", n, members)
+			}
+			compareLeases(t, c, model, id, "streams", got.At)
 		})
 	}
 }

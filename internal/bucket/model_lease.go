@@ -14,7 +14,9 @@ import (
 )
 
 // modelLeaseID is a lease the model made: what its id carries (its rules' prints,
-// rulePrint) and its member in the sets.
+// rulePrint) and its member in the sets: the Limiter's own for a request with a
+// RequestID (requestNonce), else the model's ("n1", "n2", ...), where the Limiter's is
+// random.
 type modelLeaseID struct {
 	prints []string
 	nonce  string
@@ -43,7 +45,10 @@ func (m *Model) set(name string, nowMS int64) *modelSet {
 // and the earliest first, as the script does (ZREMRANGEBYRANK over its ZCOUNT); with
 // them the set when its mark goes too (at its expiry's very millisecond, every lease
 // expired and swept); it returns the set, nil when there is none. Two leases of the same
-// expiry go in their members' order, which in Redis are not the model's.
+// expiry go in their members' order, as Redis ranks them: the model's members are
+// Redis's for leases of a RequestID (modelLeaseID), so a tie among those at the
+// LeaseSweepMax-th removal leaves the ones Redis leaves; a lease without one has a
+// random member in Redis, whose rank no model can know.
 func (m *Model) sweep(name string, nowMS int64) *modelSet {
 	z := m.set(name, nowMS)
 	if z == nil {
@@ -198,6 +203,9 @@ func (m *Model) decideByKind(now time.Time, q bucketgate.Request, op bucketgate.
 	}
 	m.nonces++
 	nonce := "n" + strconv.Itoa(m.nonces)
+	if q.RequestID != "" { // the Limiter's member: ranked among equal scores, and found again, as in Redis
+		nonce = requestNonce(q.Identity, q.RequestID)
+	}
 	for _, r := range qs.Rules[n:] {
 		name := LeaseKey(q.Identity, r.Name)
 		z := m.sets[name]

@@ -197,23 +197,33 @@ type keptSecret struct {
 }
 
 // secretOf returns the secret that signs l's ids: the Secret option's, or the one Redis
-// keeps, read (and made, the first time) through c, and read again when SecretRecheck
-// has passed since. Until the first read succeeds, one call at a time reads, and the
-// others wait for it until their own ctx ends: a read that fails leaves the next to one
-// of them, but to none of its own request's (OneRead), which fail with its error
-// (NotAsked). A ctx done already reads nothing: the secret l holds, or an error.
+// keeps, read (and made, the first time) through c (firstRead), and read again when
+// SecretRecheck has passed since (recheck), the call going on with the one held when
+// that read fails.
 func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
+	if err := l.firstRead(ctx, c); err != nil {
+		return nil, err
+	}
+	current, _, _ := l.recheck(ctx, c, SecretRecheck, false)
+	return current, nil
+}
+
+// firstRead reads the secrets through c when l holds none yet. Until the first read
+// succeeds, one call at a time reads, and the others wait for it until their own ctx
+// ends: a read that fails leaves the next to one of them, but to none of its own
+// request's (OneRead), which fail with its error (NotAsked). A ctx done already reads
+// nothing: nil when l holds the secrets, else an error.
+func (l *Limiter) firstRead(ctx context.Context, c rediser) error {
 	s := &l.secrets
 	for {
 		s.mu.Lock()
 		if s.current != nil {
 			s.mu.Unlock()
-			current, _, _ := l.recheck(ctx, c, SecretRecheck, false)
-			return current, nil
+			return nil
 		}
 		if err := failedRead(ctx); err != nil {
 			s.mu.Unlock()
-			return nil, notAsked(err)
+			return notAsked(err)
 		}
 		if wait := s.first; wait != nil {
 			s.mu.Unlock()
@@ -221,12 +231,12 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 			case <-wait:
 				continue
 			case <-ctx.Done(): // the other call's read may take until its own deadline
-				return nil, secretError(SecretKey, ctx.Err())
+				return secretError(SecretKey, ctx.Err())
 			}
 		}
 		if err := ctx.Err(); err != nil {
 			s.mu.Unlock()
-			return nil, secretError(SecretKey, err)
+			return secretError(SecretKey, err)
 		}
 		done := make(chan struct{})
 		s.first = done
@@ -246,7 +256,7 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 		if err != nil {
 			readFailed(ctx, err)
 		}
-		return got, err
+		return err
 	}
 }
 
@@ -376,13 +386,16 @@ func (s *secrets) keep(k keptSecret) {
 // this limiter signed for identity, whatever rules it prints, or when only a request's
 // rules can tell (an id of idVersion2, whose MAC covers their names); an error wrapping
 // ErrConflict when it is not (verified as verify does, Redis's secrets read again once
-// at a refusal), or the error of reading the secret. With ctx done already, it asks
-// Redis nothing: it verifies id under the secrets l holds, and fails when it holds none
-// yet (an instance that never read them), or when they refuse id and their last read
-// is RefusedRecheck old, failed or in flight (id may be signed under a secret not read
-// yet). A settle or a release by the id alone asks it before it follows the id's
-// claims, so that an id the limiter did not make reads no registry, and its refusal
-// says nothing of where its claims lead.
+// at a refusal), or the error of reading the secret. It reads the secrets when l holds
+// none yet, and again only for an id they refuse (RefusedRecheck): reading them again
+// once SecretRecheck has passed is left to the calls that sign, so that an id they
+// verify asks Redis nothing. With ctx done already, it asks Redis nothing: it verifies
+// id under the secrets l holds, and fails when it holds none yet (an instance that
+// never read them), or when they refuse id and their last read is RefusedRecheck old,
+// failed or in flight (id may be signed under a secret not read yet). A settle or a
+// release by the id alone asks it before it follows the id's claims, so that an id the
+// limiter did not make reads no registry, and its refusal says nothing of where its
+// claims lead.
 func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) error {
 	if _, _, v2, ok := cutID(id); ok && v2 {
 		return nil
@@ -391,7 +404,7 @@ func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) e
 	if err != nil {
 		return fmt.Errorf("bucket secret: %w", err)
 	}
-	if _, err := l.secretOf(ctx, c); err != nil {
+	if err := l.firstRead(ctx, c); err != nil {
 		return err
 	}
 	kind := kindReservation

@@ -100,8 +100,8 @@ func TestRefusedIDWhileRedisFails(t *testing.T) {
 }
 
 // TestRefusedIDWhileAnotherReadIsInFlight: an instance whose secrets refuse an id while
-// another call's read of them again is in flight (SecretRecheck's, which Redis has not
-// answered yet) waits for that read and decides with its result, within its own
+// another call's read of them again is in flight (another refused id's, RefusedRecheck
+// after the last one, which Redis has not answered yet) waits for that read and decides with its result, within its own
 // deadline: answered as Redis's failure (ErrNoSecret: retryable) when the deadline
 // comes first, the id verified once the read brings the secret that signed it. It was
 // refused as a conflict at once, which a client does not retry, leaving the
@@ -111,7 +111,7 @@ func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
 	p := redistest.StartProxy(t, srv.Addr) // tells when the read has left the instance
 	f := &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: new(clock)}
 	a := bucket.New(redistest.Client(t, p.Addr), bucket.Clock(f.clock.now))
-	fromA := f.reserve(a) // A reads Redis's secret
+	f.reserve(a) // A reads Redis's secret
 	f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
 	fromC := f.reserve(f.instance()) // a new instance writes another one
 	srv.Pause()
@@ -125,7 +125,7 @@ func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reading := signed(ctx, fromA) // its read of the secrets again waits for Redis
+	reading := signed(ctx, fromC) // refused under the secrets held: its read of them again waits for Redis
 	for strings.Count(p.Sent(), bucket.SecretKey) == reads {
 		time.Sleep(time.Millisecond)
 	}
@@ -206,6 +206,53 @@ func TestOneReadOnAColdLimiter(t *testing.T) {
 				if n := c.secretReads() - reads; n != want {
 					t.Errorf("%s: %d reads of the secrets, want %d", step.what, n, want)
 				}
+			}
+		})
+	}
+}
+
+// TestSignedReadsAgainOnlyForARefusedID: a minute after its last read of the secrets
+// (SecretRecheck), while Redis does not answer, Signed asks Redis nothing for an id the
+// secrets held verify (the read again is left to the calls that sign), and its read
+// again for an id they refuse is its own: its failure is not NotAsked, so that a circuit
+// breaker counts it. Signed read them again for every id, the first a minute after: of
+// an id held, half the deadline, after which the settle's decision waited a whole one
+// more; of an id refused, the read's failure was answered as NotAsked, a read Signed
+// did not make, and the request's failure was counted nowhere.
+func TestSignedReadsAgainOnlyForARefusedID(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fresh bool // the id is signed under a secret the instance has not read
+		reads int
+	}{
+		{"an id the secrets held verify", false, 0},
+		{"an id of a secret not read yet", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			f := &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: new(clock)}
+			c := &counting{Client: redistest.Client(t, srv.Addr)}
+			a := bucket.New(c, bucket.Clock(f.clock.now))
+			id := f.reserve(a) // A reads Redis's secret
+			if tc.fresh {
+				f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
+				id = f.reserve(f.instance()) // a new instance writes another one
+			}
+			srv.Pause()
+			defer srv.Resume()
+			f.clock.advance(bucket.SecretRecheck)
+			reads := c.secretReads()
+			ctx, cancel := context.WithTimeout(bucket.OneRead(context.Background()), 200*time.Millisecond)
+			err := a.Signed(ctx, "a", id, false)
+			cancel()
+			switch {
+			case !tc.fresh && err != nil:
+				t.Errorf("Signed: %v, want nil", err)
+			case tc.fresh && (!errors.Is(err, bucket.ErrNoSecret) || bucket.NotAsked(err)):
+				t.Errorf("Signed: %v (not asked: %v), want its own read's failure (ErrNoSecret)", err, bucket.NotAsked(err))
+			}
+			if n := c.secretReads() - reads; n != tc.reads {
+				t.Errorf("Signed read the secrets %d times, want %d", n, tc.reads)
 			}
 		})
 	}

@@ -96,11 +96,16 @@ func notAsked(err error) error {
 }
 
 // OneRead returns ctx for the calls to a Limiter that answer one request (a settle or a
-// release by its id alone: Signed, then its decision; a batch of them): on a Limiter
-// that holds no secrets yet, once a read of them within ctx failed, the calls after it
-// within ctx ask Redis nothing and fail with that read's error, as calls that did not
-// make the read (NotAsked), so that the request waits for Redis once and a circuit
-// breaker counts one failure. A request after it, with a ctx of its own, reads them.
+// release by its id alone: Signed, then its decision; a batch of them): once a call
+// within ctx failed to get the secrets (a read of them that Redis did not answer, or
+// the connection not made: Signed's first failure but a conflict, or a failed read of a
+// Limiter that holds none yet), the calls after it within ctx do not ask Redis for them
+// again: Signed verifies the id under the secrets held, and fails with that error
+// otherwise, as a call that did not make the read (NotAsked), and so does a call that
+// needs them on a Limiter that holds none yet; FailedRead tells the caller, so that it
+// asks nothing more of that Redis for the request (package guard). The request waits
+// for Redis once and a circuit breaker counts one failure. A request after it, with a
+// ctx of its own, reads them.
 func OneRead(ctx context.Context) context.Context {
 	return context.WithValue(ctx, oneReadKey{}, new(oneRead))
 }
@@ -109,15 +114,16 @@ func OneRead(ctx context.Context) context.Context {
 type oneReadKey struct{}
 
 // oneRead is what a request (OneRead) knows of the reads of the secrets its calls made:
-// the error of the one that failed; nil until one did.
+// the error of the first that failed; nil until one did.
 type oneRead struct {
 	mu  sync.Mutex
 	err error
 }
 
-// failedRead returns the error of a read of the secrets that failed within ctx's request
-// (OneRead), nil when none did or ctx has no OneRead.
-func failedRead(ctx context.Context) error {
+// FailedRead returns the error with which a call within ctx's request (OneRead) failed
+// to get the secrets (see OneRead): ErrNoSecret's, ErrBadState's for a key that is not
+// the secrets, or the connection's; nil when none did or ctx has no OneRead.
+func FailedRead(ctx context.Context) error {
 	r, ok := ctx.Value(oneReadKey{}).(*oneRead)
 	if !ok {
 		return nil
@@ -127,12 +133,15 @@ func failedRead(ctx context.Context) error {
 	return r.err
 }
 
-// readFailed keeps err, the failure of a read of the secrets made within ctx, for the
-// calls after it within ctx's request (OneRead); nothing without one.
+// readFailed keeps err, the failure of a call within ctx to get the secrets, for the
+// calls after it within ctx's request (OneRead), unless one failed before it; nothing
+// without one.
 func readFailed(ctx context.Context, err error) {
 	if r, ok := ctx.Value(oneReadKey{}).(*oneRead); ok {
 		r.mu.Lock()
-		r.err = err
+		if r.err == nil {
+			r.err = err
+		}
 		r.mu.Unlock()
 	}
 }
@@ -221,7 +230,7 @@ func (l *Limiter) firstRead(ctx context.Context, c rediser) error {
 			s.mu.Unlock()
 			return nil
 		}
-		if err := failedRead(ctx); err != nil {
+		if err := FailedRead(ctx); err != nil {
 			s.mu.Unlock()
 			return notAsked(err)
 		}
@@ -392,13 +401,36 @@ func (s *secrets) keep(k keptSecret) {
 // verify asks Redis nothing. With ctx done already, it asks Redis nothing: it verifies
 // id under the secrets l holds, and fails when it holds none yet (an instance that
 // never read them), or when they refuse id and their last read is RefusedRecheck old,
-// failed or in flight (id may be signed under a secret not read yet). A settle or a
-// release by the id alone asks it before it follows the id's claims, so that an id the
-// limiter did not make reads no registry, and its refusal says nothing of where its
-// claims lead.
-func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) error {
+// failed or in flight (id may be signed under a secret not read yet). Nor does it ask
+// Redis anything within a request (OneRead) in which a call failed to get them: it
+// fails with that failure (NotAsked) unless the secrets held verify id; and its own
+// failure, but a conflict, is the request's (FailedRead). A settle or a release by the
+// id alone asks it before it follows the id's claims, so that an id the limiter did
+// not make reads no registry, and its refusal says nothing of where its claims lead.
+func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) (err error) {
 	if _, _, v2, ok := cutID(id); ok && v2 {
 		return nil
+	}
+	kind := kindReservation
+	if lease {
+		kind = kindLease
+	}
+	q := bucketgate.Request{Identity: identity, ID: id}
+	if failed := FailedRead(ctx); failed != nil {
+		l.secrets.mu.Lock()
+		held := l.secrets.current != nil
+		l.secrets.mu.Unlock()
+		if _, err := l.verifyHeld(kind, q); !held || err != nil { // a refusal may be a secret not read yet's
+			return notAsked(failed)
+		}
+		return nil
+	}
+	if ctx.Err() == nil { // else it asks nothing: its failure is no Redis's
+		defer func() {
+			if err != nil && !errors.Is(err, bucketgate.ErrConflict) {
+				readFailed(ctx, err)
+			}
+		}()
 	}
 	c, err := l.redis(ctx)
 	if err != nil {
@@ -407,11 +439,7 @@ func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) e
 	if err := l.firstRead(ctx, c); err != nil {
 		return err
 	}
-	kind := kindReservation
-	if lease {
-		kind = kindLease
-	}
-	_, err = l.verify(ctx, c, kind, bucketgate.Request{Identity: identity, ID: id})
+	_, err = l.verify(ctx, c, kind, q)
 	return err
 }
 

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
@@ -255,5 +258,46 @@ func TestSignedReadsAgainOnlyForARefusedID(t *testing.T) {
 				t.Errorf("Signed read the secrets %d times, want %d", n, tc.reads)
 			}
 		})
+	}
+}
+
+// TestOneReadWithoutAConnection: on a limiter whose connection is not made yet (a cold
+// start during an outage: the attempt waits until the call's deadline), a settle's
+// check of its id (Signed) that could not connect fails its request's calls after it,
+// which ask nothing, no connection either (NotAsked): FailedRead tells the decision's
+// guard not to wait again. Each call waited for the connection, the whole deadline.
+func TestOneReadWithoutAConnection(t *testing.T) {
+	var attempts atomic.Int64
+	l := bucket.NewLazy(func(ctx context.Context) (rueidis.Client, error) {
+		attempts.Add(1)
+		<-ctx.Done() // a connection being made to a Redis that does not answer
+		return nil, fmt.Errorf("still connecting: %w", ctx.Err())
+	})
+	id := "r3." + strings.Repeat("A", 60) + "." + strings.Repeat("A", 22) // spelled as an id: Signed needs the secrets
+	request := bucket.OneRead(context.Background())
+	for _, step := range []struct {
+		what     string
+		attempts int64
+		notAsked bool
+	}{
+		{"the first id's Signed", 1, false},
+		{"the second id's Signed", 0, true},
+	} {
+		before := attempts.Load()
+		ctx, cancel := context.WithTimeout(request, 100*time.Millisecond)
+		err := l.Signed(ctx, "a", id, false)
+		cancel()
+		if err == nil || errors.Is(err, bucketgate.ErrConflict) || bucket.NotAsked(err) != step.notAsked {
+			t.Errorf("%s: %v (not asked: %v), want the connection's failure, not asked: %v", step.what, err, bucket.NotAsked(err), step.notAsked)
+		}
+		if n := attempts.Load() - before; n != step.attempts {
+			t.Errorf("%s: %d connection attempts, want %d", step.what, n, step.attempts)
+		}
+	}
+	if err := bucket.FailedRead(request); err == nil || !strings.Contains(err.Error(), "still connecting") {
+		t.Errorf("FailedRead = %v, want the connection's failure", err)
+	}
+	if err := bucket.FailedRead(context.Background()); err != nil {
+		t.Errorf("FailedRead of another request = %v, want nil", err)
 	}
 }

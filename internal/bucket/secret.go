@@ -97,15 +97,16 @@ func notAsked(err error) error {
 
 // OneRead returns ctx for the calls to a Limiter that answer one request (a settle or a
 // release by its id alone: Signed, then its decision; a batch of them): once a call
-// within ctx failed to get the secrets (a read of them that Redis did not answer, or
-// the connection not made: Signed's first failure but a conflict, or a failed read of a
-// Limiter that holds none yet), the calls after it within ctx do not ask Redis for them
-// again: Signed verifies the id under the secrets held, and fails with that error
-// otherwise, as a call that did not make the read (NotAsked), and so does a call that
-// needs them on a Limiter that holds none yet; FailedRead tells the caller, so that it
-// asks nothing more of that Redis for the request (package guard). The request waits
-// for Redis once and a circuit breaker counts one failure. A request after it, with a
-// ctx of its own, reads them.
+// within ctx failed to get the secrets (a read of them that Redis did not answer, made
+// or waited for, or the connection not made: Signed's first such failure, or a failed
+// read of a Limiter that holds none yet; not the failure of a read before the request,
+// which a refused id's RefusedRecheck finds too recent to read again), the calls after
+// it within ctx do not ask Redis for them again: Signed verifies the id under the
+// secrets held, and fails with that error otherwise, as a call that did not make the
+// read (NotAsked), and so does a call that needs them on a Limiter that holds none yet;
+// FailedRead tells the caller, so that it asks nothing more of that Redis for the
+// request (package guard). The request waits for Redis once and a circuit breaker
+// counts one failure. A request after it, with a ctx of its own, reads them.
 func OneRead(ctx context.Context) context.Context {
 	return context.WithValue(ctx, oneReadKey{}, new(oneRead))
 }
@@ -282,8 +283,10 @@ func (l *Limiter) firstRead(ctx context.Context, c rediser) error {
 // in a cluster whose master of the secrets stalls, the call's own round trip, to
 // another master, has the other half. A read that fails changes nothing but the error
 // kept for the calls after it: the next one comes after again (the call's own round
-// trip meets the failure). A secret that no longer signs is written to SecretsKeptKey,
-// in a round trip more once per change.
+// trip meets the failure). The failure of a read waited for, or ctx ending while
+// waiting, is ctx's request's (OneRead), as the failure of a read it made is Signed's
+// to keep. A secret that no longer signs is written to SecretsKeptKey, in a round trip
+// more once per change.
 func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, wait bool) ([]byte, bool, error) {
 	s := &l.secrets
 	s.mu.Lock()
@@ -294,11 +297,17 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, w
 		select {
 		case <-in:
 		case <-ctx.Done():
-			return mine, false, notAsked(secretError(SecretKey, ctx.Err()))
+			err := notAsked(secretError(SecretKey, ctx.Err()))
+			readFailed(ctx, err) // waited for: the request's failure too
+			return mine, false, err
 		}
 		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.current, s.failed == nil, notAsked(s.failed)
+		current, err := s.current, notAsked(s.failed)
+		s.mu.Unlock()
+		if err != nil {
+			readFailed(ctx, err)
+		}
+		return current, err == nil, err
 	}
 	young := wallclock.Young(now, s.read, after)
 	if s.fixed || s.reading != nil || ctx.Err() != nil || young {
@@ -403,10 +412,11 @@ func (s *secrets) keep(k keptSecret) {
 // never read them), or when they refuse id and their last read is RefusedRecheck old,
 // failed or in flight (id may be signed under a secret not read yet). Nor does it ask
 // Redis anything within a request (OneRead) in which a call failed to get them: it
-// fails with that failure (NotAsked) unless the secrets held verify id; and its own
-// failure, but a conflict, is the request's (FailedRead). A settle or a release by the
-// id alone asks it before it follows the id's claims, so that an id the limiter did
-// not make reads no registry, and its refusal says nothing of where its claims lead.
+// fails with that failure (NotAsked) unless the secrets held verify id; and the
+// failure it met asking Redis (a read, the connection), or waiting for another call's
+// read, is the request's (FailedRead). A settle or a release by the id alone asks it
+// before it follows the id's claims, so that an id the limiter did not make reads no
+// registry, and its refusal says nothing of where its claims lead.
 func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) (err error) {
 	if _, _, v2, ok := cutID(id); ok && v2 {
 		return nil
@@ -427,7 +437,7 @@ func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) (
 	}
 	if ctx.Err() == nil { // else it asks nothing: its failure is no Redis's
 		defer func() {
-			if err != nil && !errors.Is(err, bucketgate.ErrConflict) {
+			if err != nil && !errors.Is(err, bucketgate.ErrConflict) && !NotAsked(err) { // a read waited for is recheck's to keep
 				readFailed(ctx, err)
 			}
 		}()

@@ -132,11 +132,15 @@ func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
 	for strings.Count(p.Sent(), bucket.SecretKey) == reads {
 		time.Sleep(time.Millisecond)
 	}
-	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	request := bucket.OneRead(context.Background())
+	short, cancelShort := context.WithTimeout(request, 200*time.Millisecond)
 	err := a.Signed(short, "a", fromC, false)
 	cancelShort()
 	if errors.Is(err, bucketgate.ErrConflict) || !errors.Is(err, bucket.ErrNoSecret) {
 		t.Errorf("the id of a new secret, its deadline before the read's end: %v, want Redis's failure (ErrNoSecret), not a conflict", err)
+	}
+	if failed := bucket.FailedRead(request); !errors.Is(failed, bucket.ErrNoSecret) { // it waited for Redis: its decision must not
+		t.Errorf("FailedRead of the request that waited = %v, want its failure", failed)
 	}
 	waiting := signed(ctx, fromC)
 	srv.Resume()

@@ -157,6 +157,40 @@ func TestARequestWaitsForRedisOnce(t *testing.T) {
 	}
 }
 
+// TestABatchAfterAnotherRequestsFailedRead: an instance whose read of the secrets at a
+// refused id failed (Redis paused) does not read them again for a second
+// (bucket.RefusedRecheck): a batch within that second, Redis back, whose settle of such
+// an id fails at once with that earlier failure, still sends its checks of keys, which
+// Redis decides. That failure is no failure of the batch's own request.
+func TestABatchAfterAnotherRequestsFailedRead(t *testing.T) {
+	b := newBearerFixture(t, llmConfig)
+	client := redistest.Client(t, b.srv.Addr)
+	g := guard.New(bucket.New(client), guard.Options{Timeout: 100 * time.Millisecond, FailuresToOpen: guard.DefaultFailuresToOpen, ProbeInterval: time.Hour})
+	check, _ := b.instance(t, client, g)
+	if r := decodeResponse(t, check.invokeOK(t, settlePayload(b.reserve(t, "carol"), 1))); r.Reason != checkapi.ReasonOK {
+		t.Fatalf("a settle that reads the secrets: %+v", r)
+	}
+	if _, err := b.srv.Command(context.Background(), "DEL", bucket.SecretKey); err != nil {
+		t.Fatal(err)
+	}
+	b.auth.Guard = guard.New(bucket.New(b.client), guard.Options{Timeout: testTimeout}) // another instance, which writes another one
+	id := b.reserve(t, "alice")
+	time.Sleep(bucket.RefusedRecheck) // the refused id reads the secrets again
+	b.srv.Pause()
+	if r := decodeResponse(t, check.invokeOK(t, settlePayload(id, 10))); r.Reason != checkapi.ReasonUnavailable {
+		t.Fatalf("settle with Redis paused: %+v, want unavailable", r)
+	}
+	b.srv.Resume()
+	var res checkapi.BatchResult
+	out := check.invokeOK(t, fmt.Appendf(nil, `{"checks":[{"key":"k1","rules":[%s]},{"op":"settle","reservation":%q,"cost":10}]}`, slowRule, id))
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) != 2 || res.Results[0].Reason != checkapi.ReasonOK {
+		t.Fatalf("a batch of a check and the settle, Redis back: %s, want the check decided", out)
+	}
+}
+
 // authorizerSettle settles ids[0] through auth, which must answer ErrUnavailable.
 func authorizerSettle(t *testing.T, _ *fixture, auth *authorizer.Handler, ids []string) {
 	t.Helper()

@@ -50,7 +50,7 @@ func (h *Handler) Settle(ctx context.Context, reservation string, op bucketgate.
 	attrs := []slog.Attr{slog.String(telemetry.AttrIdentity, c.Identity), slog.String(telemetry.AttrOp, op.String()), slog.Int64(telemetry.AttrCost, actual)}
 	// The signature first: the claims of an id the limiter did not sign lead nowhere, no
 	// registry read. (Redis not giving the secret, the lookup and the decision meet it:
-	// under OneRead, the decision fails with that failed read's error, not reading again.
+	// under OneRead, the decision fails with that failure, asking that Redis nothing.
 	// The claims of an id not verified so may be forged: their conflict is no answer,
 	// and an answer Redis did not decide carries nothing they led to, below.)
 	ctx = bucket.OneRead(ctx)

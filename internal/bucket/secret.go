@@ -96,11 +96,17 @@ func notAsked(err error) error {
 }
 
 // OneRead returns ctx for the calls to a Limiter that answer one request (a settle or a
-// release by its id alone: Signed, then its decision; a batch of them): on a Limiter
-// that holds no secrets yet, once a read of them within ctx failed, the calls after it
-// within ctx ask Redis nothing and fail with that read's error, as calls that did not
-// make the read (NotAsked), so that the request waits for Redis once and a circuit
-// breaker counts one failure. A request after it, with a ctx of its own, reads them.
+// release by its id alone: Signed, then its decision; a batch of them): once a call
+// within ctx failed to get the secrets (a read of them that Redis did not answer, made
+// or waited for, or the connection not made: Signed's first such failure, or a failed
+// read of a Limiter that holds none yet; not the failure of a read before the request,
+// which a refused id's RefusedRecheck finds too recent to read again), the calls after
+// it within ctx do not ask Redis for them again: Signed verifies the id under the
+// secrets held, and fails with that error otherwise, as a call that did not make the
+// read (NotAsked), and so does a call that needs them on a Limiter that holds none yet;
+// FailedRead tells the caller, so that it asks nothing more of that Redis for the
+// request (package guard). The request waits for Redis once and a circuit breaker
+// counts one failure. A request after it, with a ctx of its own, reads them.
 func OneRead(ctx context.Context) context.Context {
 	return context.WithValue(ctx, oneReadKey{}, new(oneRead))
 }
@@ -109,15 +115,16 @@ func OneRead(ctx context.Context) context.Context {
 type oneReadKey struct{}
 
 // oneRead is what a request (OneRead) knows of the reads of the secrets its calls made:
-// the error of the one that failed; nil until one did.
+// the error of the first that failed; nil until one did.
 type oneRead struct {
 	mu  sync.Mutex
 	err error
 }
 
-// failedRead returns the error of a read of the secrets that failed within ctx's request
-// (OneRead), nil when none did or ctx has no OneRead.
-func failedRead(ctx context.Context) error {
+// FailedRead returns the error with which a call within ctx's request (OneRead) failed
+// to get the secrets (see OneRead): ErrNoSecret's, ErrBadState's for a key that is not
+// the secrets, or the connection's; nil when none did or ctx has no OneRead.
+func FailedRead(ctx context.Context) error {
 	r, ok := ctx.Value(oneReadKey{}).(*oneRead)
 	if !ok {
 		return nil
@@ -127,12 +134,15 @@ func failedRead(ctx context.Context) error {
 	return r.err
 }
 
-// readFailed keeps err, the failure of a read of the secrets made within ctx, for the
-// calls after it within ctx's request (OneRead); nothing without one.
+// readFailed keeps err, the failure of a call within ctx to get the secrets, for the
+// calls after it within ctx's request (OneRead), unless one failed before it; nothing
+// without one.
 func readFailed(ctx context.Context, err error) {
 	if r, ok := ctx.Value(oneReadKey{}).(*oneRead); ok {
 		r.mu.Lock()
-		r.err = err
+		if r.err == nil {
+			r.err = err
+		}
 		r.mu.Unlock()
 	}
 }
@@ -197,23 +207,33 @@ type keptSecret struct {
 }
 
 // secretOf returns the secret that signs l's ids: the Secret option's, or the one Redis
-// keeps, read (and made, the first time) through c, and read again when SecretRecheck
-// has passed since. Until the first read succeeds, one call at a time reads, and the
-// others wait for it until their own ctx ends: a read that fails leaves the next to one
-// of them, but to none of its own request's (OneRead), which fail with its error
-// (NotAsked). A ctx done already reads nothing: the secret l holds, or an error.
+// keeps, read (and made, the first time) through c (firstRead), and read again when
+// SecretRecheck has passed since (recheck), the call going on with the one held when
+// that read fails.
 func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
+	if err := l.firstRead(ctx, c); err != nil {
+		return nil, err
+	}
+	current, _, _ := l.recheck(ctx, c, SecretRecheck, false)
+	return current, nil
+}
+
+// firstRead reads the secrets through c when l holds none yet. Until the first read
+// succeeds, one call at a time reads, and the others wait for it until their own ctx
+// ends: a read that fails leaves the next to one of them, but to none of its own
+// request's (OneRead), which fail with its error (NotAsked). A ctx done already reads
+// nothing: nil when l holds the secrets, else an error.
+func (l *Limiter) firstRead(ctx context.Context, c rediser) error {
 	s := &l.secrets
 	for {
 		s.mu.Lock()
 		if s.current != nil {
 			s.mu.Unlock()
-			current, _, _ := l.recheck(ctx, c, SecretRecheck, false)
-			return current, nil
+			return nil
 		}
-		if err := failedRead(ctx); err != nil {
+		if err := FailedRead(ctx); err != nil {
 			s.mu.Unlock()
-			return nil, notAsked(err)
+			return notAsked(err)
 		}
 		if wait := s.first; wait != nil {
 			s.mu.Unlock()
@@ -221,12 +241,12 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 			case <-wait:
 				continue
 			case <-ctx.Done(): // the other call's read may take until its own deadline
-				return nil, secretError(SecretKey, ctx.Err())
+				return secretError(SecretKey, ctx.Err())
 			}
 		}
 		if err := ctx.Err(); err != nil {
 			s.mu.Unlock()
-			return nil, secretError(SecretKey, err)
+			return secretError(SecretKey, err)
 		}
 		done := make(chan struct{})
 		s.first = done
@@ -246,7 +266,7 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 		if err != nil {
 			readFailed(ctx, err)
 		}
-		return got, err
+		return err
 	}
 }
 
@@ -263,8 +283,10 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 // in a cluster whose master of the secrets stalls, the call's own round trip, to
 // another master, has the other half. A read that fails changes nothing but the error
 // kept for the calls after it: the next one comes after again (the call's own round
-// trip meets the failure). A secret that no longer signs is written to SecretsKeptKey,
-// in a round trip more once per change.
+// trip meets the failure). The failure of a read waited for, or ctx ending while
+// waiting, is ctx's request's (OneRead), as the failure of a read it made is Signed's
+// to keep. A secret that no longer signs is written to SecretsKeptKey, in a round trip
+// more once per change.
 func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, wait bool) ([]byte, bool, error) {
 	s := &l.secrets
 	s.mu.Lock()
@@ -275,11 +297,17 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, w
 		select {
 		case <-in:
 		case <-ctx.Done():
-			return mine, false, notAsked(secretError(SecretKey, ctx.Err()))
+			err := notAsked(secretError(SecretKey, ctx.Err()))
+			readFailed(ctx, err) // waited for: the request's failure too
+			return mine, false, err
 		}
 		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.current, s.failed == nil, notAsked(s.failed)
+		current, err := s.current, notAsked(s.failed)
+		s.mu.Unlock()
+		if err != nil {
+			readFailed(ctx, err)
+		}
+		return current, err == nil, err
 	}
 	young := wallclock.Young(now, s.read, after)
 	if s.fixed || s.reading != nil || ctx.Err() != nil || young {
@@ -376,29 +404,52 @@ func (s *secrets) keep(k keptSecret) {
 // this limiter signed for identity, whatever rules it prints, or when only a request's
 // rules can tell (an id of idVersion2, whose MAC covers their names); an error wrapping
 // ErrConflict when it is not (verified as verify does, Redis's secrets read again once
-// at a refusal), or the error of reading the secret. With ctx done already, it asks
-// Redis nothing: it verifies id under the secrets l holds, and fails when it holds none
-// yet (an instance that never read them), or when they refuse id and their last read
-// is RefusedRecheck old, failed or in flight (id may be signed under a secret not read
-// yet). A settle or a release by the id alone asks it before it follows the id's
-// claims, so that an id the limiter did not make reads no registry, and its refusal
-// says nothing of where its claims lead.
-func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) error {
+// at a refusal), or the error of reading the secret. It reads the secrets when l holds
+// none yet, and again only for an id they refuse (RefusedRecheck): reading them again
+// once SecretRecheck has passed is left to the calls that sign, so that an id they
+// verify asks Redis nothing. With ctx done already, it asks Redis nothing: it verifies
+// id under the secrets l holds, and fails when it holds none yet (an instance that
+// never read them), or when they refuse id and their last read is RefusedRecheck old,
+// failed or in flight (id may be signed under a secret not read yet). Nor does it ask
+// Redis anything within a request (OneRead) in which a call failed to get them: it
+// fails with that failure (NotAsked) unless the secrets held verify id; and the
+// failure it met asking Redis (a read, the connection), or waiting for another call's
+// read, is the request's (FailedRead). A settle or a release by the id alone asks it
+// before it follows the id's claims, so that an id the limiter did not make reads no
+// registry, and its refusal says nothing of where its claims lead.
+func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) (err error) {
 	if _, _, v2, ok := cutID(id); ok && v2 {
 		return nil
-	}
-	c, err := l.redis(ctx)
-	if err != nil {
-		return fmt.Errorf("bucket secret: %w", err)
-	}
-	if _, err := l.secretOf(ctx, c); err != nil {
-		return err
 	}
 	kind := kindReservation
 	if lease {
 		kind = kindLease
 	}
-	_, err = l.verify(ctx, c, kind, bucketgate.Request{Identity: identity, ID: id})
+	q := bucketgate.Request{Identity: identity, ID: id}
+	if failed := FailedRead(ctx); failed != nil {
+		l.secrets.mu.Lock()
+		held := l.secrets.current != nil
+		l.secrets.mu.Unlock()
+		if _, err := l.verifyHeld(kind, q); !held || err != nil { // a refusal may be a secret not read yet's
+			return notAsked(failed)
+		}
+		return nil
+	}
+	if ctx.Err() == nil { // else it asks nothing: its failure is no Redis's
+		defer func() {
+			if err != nil && !errors.Is(err, bucketgate.ErrConflict) && !NotAsked(err) { // a read waited for is recheck's to keep
+				readFailed(ctx, err)
+			}
+		}()
+	}
+	c, err := l.redis(ctx)
+	if err != nil {
+		return fmt.Errorf("bucket secret: %w", err)
+	}
+	if err := l.firstRead(ctx, c); err != nil {
+		return err
+	}
+	_, err = l.verify(ctx, c, kind, q)
 	return err
 }
 

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
@@ -100,8 +103,8 @@ func TestRefusedIDWhileRedisFails(t *testing.T) {
 }
 
 // TestRefusedIDWhileAnotherReadIsInFlight: an instance whose secrets refuse an id while
-// another call's read of them again is in flight (SecretRecheck's, which Redis has not
-// answered yet) waits for that read and decides with its result, within its own
+// another call's read of them again is in flight (another refused id's, RefusedRecheck
+// after the last one, which Redis has not answered yet) waits for that read and decides with its result, within its own
 // deadline: answered as Redis's failure (ErrNoSecret: retryable) when the deadline
 // comes first, the id verified once the read brings the secret that signed it. It was
 // refused as a conflict at once, which a client does not retry, leaving the
@@ -111,7 +114,7 @@ func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
 	p := redistest.StartProxy(t, srv.Addr) // tells when the read has left the instance
 	f := &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: new(clock)}
 	a := bucket.New(redistest.Client(t, p.Addr), bucket.Clock(f.clock.now))
-	fromA := f.reserve(a) // A reads Redis's secret
+	f.reserve(a) // A reads Redis's secret
 	f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
 	fromC := f.reserve(f.instance()) // a new instance writes another one
 	srv.Pause()
@@ -125,15 +128,19 @@ func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reading := signed(ctx, fromA) // its read of the secrets again waits for Redis
+	reading := signed(ctx, fromC) // refused under the secrets held: its read of them again waits for Redis
 	for strings.Count(p.Sent(), bucket.SecretKey) == reads {
 		time.Sleep(time.Millisecond)
 	}
-	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	request := bucket.OneRead(context.Background())
+	short, cancelShort := context.WithTimeout(request, 200*time.Millisecond)
 	err := a.Signed(short, "a", fromC, false)
 	cancelShort()
 	if errors.Is(err, bucketgate.ErrConflict) || !errors.Is(err, bucket.ErrNoSecret) {
 		t.Errorf("the id of a new secret, its deadline before the read's end: %v, want Redis's failure (ErrNoSecret), not a conflict", err)
+	}
+	if failed := bucket.FailedRead(request); !errors.Is(failed, bucket.ErrNoSecret) { // it waited for Redis: its decision must not
+		t.Errorf("FailedRead of the request that waited = %v, want its failure", failed)
 	}
 	waiting := signed(ctx, fromC)
 	srv.Resume()
@@ -208,5 +215,93 @@ func TestOneReadOnAColdLimiter(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSignedReadsAgainOnlyForARefusedID: a minute after its last read of the secrets
+// (SecretRecheck), while Redis does not answer, Signed asks Redis nothing for an id the
+// secrets held verify (the read again is left to the calls that sign), and its read
+// again for an id they refuse is its own: its failure is not NotAsked, so that a circuit
+// breaker counts it. Signed read them again for every id, the first a minute after: of
+// an id held, half the deadline, after which the settle's decision waited a whole one
+// more; of an id refused, the read's failure was answered as NotAsked, a read Signed
+// did not make, and the request's failure was counted nowhere.
+func TestSignedReadsAgainOnlyForARefusedID(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fresh bool // the id is signed under a secret the instance has not read
+		reads int
+	}{
+		{"an id the secrets held verify", false, 0},
+		{"an id of a secret not read yet", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			f := &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: new(clock)}
+			c := &counting{Client: redistest.Client(t, srv.Addr)}
+			a := bucket.New(c, bucket.Clock(f.clock.now))
+			id := f.reserve(a) // A reads Redis's secret
+			if tc.fresh {
+				f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
+				id = f.reserve(f.instance()) // a new instance writes another one
+			}
+			srv.Pause()
+			defer srv.Resume()
+			f.clock.advance(bucket.SecretRecheck)
+			reads := c.secretReads()
+			ctx, cancel := context.WithTimeout(bucket.OneRead(context.Background()), 200*time.Millisecond)
+			err := a.Signed(ctx, "a", id, false)
+			cancel()
+			switch {
+			case !tc.fresh && err != nil:
+				t.Errorf("Signed: %v, want nil", err)
+			case tc.fresh && (!errors.Is(err, bucket.ErrNoSecret) || bucket.NotAsked(err)):
+				t.Errorf("Signed: %v (not asked: %v), want its own read's failure (ErrNoSecret)", err, bucket.NotAsked(err))
+			}
+			if n := c.secretReads() - reads; n != tc.reads {
+				t.Errorf("Signed read the secrets %d times, want %d", n, tc.reads)
+			}
+		})
+	}
+}
+
+// TestOneReadWithoutAConnection: on a limiter whose connection is not made yet (a cold
+// start during an outage: the attempt waits until the call's deadline), a settle's
+// check of its id (Signed) that could not connect fails its request's calls after it,
+// which ask nothing, no connection either (NotAsked): FailedRead tells the decision's
+// guard not to wait again. Each call waited for the connection, the whole deadline.
+func TestOneReadWithoutAConnection(t *testing.T) {
+	var attempts atomic.Int64
+	l := bucket.NewLazy(func(ctx context.Context) (rueidis.Client, error) {
+		attempts.Add(1)
+		<-ctx.Done() // a connection being made to a Redis that does not answer
+		return nil, fmt.Errorf("still connecting: %w", ctx.Err())
+	})
+	id := "r3." + strings.Repeat("A", 60) + "." + strings.Repeat("A", 22) // spelled as an id: Signed needs the secrets
+	request := bucket.OneRead(context.Background())
+	for _, step := range []struct {
+		what     string
+		attempts int64
+		notAsked bool
+	}{
+		{"the first id's Signed", 1, false},
+		{"the second id's Signed", 0, true},
+	} {
+		before := attempts.Load()
+		ctx, cancel := context.WithTimeout(request, 100*time.Millisecond)
+		err := l.Signed(ctx, "a", id, false)
+		cancel()
+		if err == nil || errors.Is(err, bucketgate.ErrConflict) || bucket.NotAsked(err) != step.notAsked {
+			t.Errorf("%s: %v (not asked: %v), want the connection's failure, not asked: %v", step.what, err, bucket.NotAsked(err), step.notAsked)
+		}
+		if n := attempts.Load() - before; n != step.attempts {
+			t.Errorf("%s: %d connection attempts, want %d", step.what, n, step.attempts)
+		}
+	}
+	if err := bucket.FailedRead(request); err == nil || !strings.Contains(err.Error(), "still connecting") {
+		t.Errorf("FailedRead = %v, want the connection's failure", err)
+	}
+	if err := bucket.FailedRead(context.Background()); err != nil {
+		t.Errorf("FailedRead of another request = %v, want nil", err)
 	}
 }

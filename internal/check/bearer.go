@@ -84,8 +84,10 @@ func parseByReservation(path string, m map[string][]byte) (check, error) {
 // claims of an id the limiter did not make are followed nowhere: no registry read, and
 // no refusal that tells whether a key is registered, or of which account. (Redis not
 // giving the secret, the lookup and the engine's decision follow, which meet it: under
-// ctx of bucket.OneRead, a read that failed is not made again, by the next id's check
-// or by the decision, which fail with its error. The check keeps that failure
+// ctx of bucket.OneRead, Redis is not asked for it again, by the next id's check or by
+// the decision, which fail with its error, nor asked the decision of the batch's other
+// checks on the Redis that failed (guard.ErrFailedInRequest): the invocation waits for
+// Redis once, and counts one failure in the circuit breaker. The check keeps that failure
 // (unsigned): a conflict of its claims is then no answer, but that failure, for the
 // failure policy, and an answer Redis did not decide carries nothing its claims led
 // to, no plan, rule or limit (answer), so that a forged id's is the same whatever it

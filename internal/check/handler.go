@@ -131,7 +131,7 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		h.Log.LogAttrs(ctx, slog.LevelWarn, "invalid request", slog.String(telemetry.AttrError, err.Error()))
 		return nil, invalidRequest(err)
 	}
-	ctx = bucket.OneRead(ctx) // a read of the secrets that failed is not made again by the ids' checks or the decisions
+	ctx = bucket.OneRead(ctx) // a failure to get the secrets is not met again by the ids' checks or the decisions
 	err = resolveBearers(ctx, h.Guard, v, checks, batch, &inv)
 	if err == nil {
 		results, err = h.decide(ctx, checks, batch)

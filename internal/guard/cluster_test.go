@@ -173,3 +173,41 @@ func TestClusterSecretMasterDown(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterSecretMasterDownInARequest: in a cluster whose master of the reservations'
+// secrets is down, a request (bucket.OneRead) whose settle could not check its id
+// (Signed, on an instance that has not read them yet) asks nothing more of that
+// master's circuit: its checks there are answered by the failure policy at once
+// (ErrFailedInRequest), while those of the other masters' identities are still decided.
+func TestClusterSecretMasterDownInARequest(t *testing.T) {
+	const masters = 3
+	cluster := redistest.StartCluster(t, masters, 0)
+	for _, m := range cluster.Masters {
+		run(t, m, "CONFIG", "SET", "cluster-require-full-coverage", "no")
+	}
+	holder := bucket.SecretSlot * masters / bucket.Slots // redistest gives each master an equal range
+	alive, beside := onMaster(t, (holder+1)%masters, masters), inCircuit(t, bucket.SecretSlot)
+	cluster.Masters[holder].Stop()
+	s := redistest.Settings(t, map[string]string{"REDIS_ADDR": strings.Join(cluster.Seeds(), ","), "REDIS_TIMEOUT_MS": faultTimeoutMS})
+	g, conn, err := app.NewGuard(s, slog.New(slog.DiscardHandler), nil) // a cold start: no secret read yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	decide(t, g, request(alive)) // connected: the cluster's circuits
+	ctx := bucket.OneRead(context.Background())
+	id := "r3." + strings.Repeat("A", 60) + "." + strings.Repeat("A", 22) // spelled as an id: its check needs the secrets
+	if err := g.Signed(ctx, alive, id, false); !errors.Is(err, bucket.ErrNoSecret) {
+		t.Fatalf("Signed with the secret's master down: %v, want ErrNoSecret", err)
+	}
+	rs, err := g.DecideBatch(ctx, []bucketgate.Request{request(alive), request(beside)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rs[0]; r.Failure != guard.FailureNone || !r.Allowed {
+		t.Errorf("the check of %s, on a healthy master: %+v, want it decided", alive, r)
+	}
+	if r := rs[1]; r.Reason != bucketgate.ReasonUnavailable || !errors.Is(r.Err, guard.ErrFailedInRequest) || !errors.Is(r.Err, bucket.ErrNoSecret) {
+		t.Errorf("the check of %s, in the secret's circuit: %+v, want unavailable, not asked (ErrFailedInRequest)", beside, r)
+	}
+}

@@ -195,7 +195,11 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // bucket.Limiter.DecideBatch): results[i] answers qs[i] as Decide would, and a later
 // request sees what an earlier one wrote. The deny cache answers the checks it can (but
 // none after a refund or reset of its identity in the batch), the circuit breaker
-// answers every request whose circuit is open, and the rest share one deadline: those
+// answers every request whose circuit is open, and so does the failure policy, without
+// telling the breaker, every request on a Redis that did not give the reservations'
+// secrets to an earlier call of ctx's request (bucket.OneRead, bucket.FailedRead: its
+// circuit, or every request against a standalone server; ErrFailedInRequest), so that
+// the request waits for Redis once and counts one failure. The rest share one deadline: those
 // Redis did not answer in time fail with FailureTimeout, never sent again. Its error is a
 // *BatchError when a request can never be decided, or Redis refused one (a conflict):
 // then the other requests' Results are those they were answered, the zero Result for a
@@ -236,6 +240,7 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 	if len(qs) > 1 {
 		asked, via = make([]int, 0, len(qs)), make([]circuit, 0, len(qs))
 	}
+	failed := g.failedRead(ctx)
 	for i, q := range qs {
 		if !takesOnly(q) {
 			if i < len(qs)-1 { // a later check of the batch must not be answered by the cache
@@ -248,6 +253,15 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 			// A cached denial was given to this very request (same identity, rules,
 			// cost), so the request is valid.
 			results[i] = Result{Decision: d, CacheHit: true}
+			continue
+		}
+		if err := failed.of(q); err != nil {
+			if !validated {
+				if err := q.Validate(); err != nil {
+					return &BatchError{Index: i, Err: err}
+				}
+			}
+			results[i] = g.fallback(q, Classify(err), fmt.Errorf("%w: %w", ErrFailedInRequest, err), 0)
 			continue
 		}
 		if g.circuits != nil {
@@ -337,6 +351,42 @@ func (g *Guard) decide(ctx context.Context, qs []bucketgate.Request, results []R
 		t.b.record(start, end, t.err)
 	}
 	return refused
+}
+
+// ErrFailedInRequest is wrapped by the Err of a Result answered by the failure policy
+// without asking Redis because a call of the same request (bucket.OneRead: a settle's
+// or a release's check of its id, Signed) could not get the reservations' secrets from
+// the Redis that the request's keys are on: the request waits for Redis once, and the
+// breaker counts that failure once. The Err wraps that failure too.
+var ErrFailedInRequest = errors.New("not asked: Redis failed an earlier call of the same request")
+
+// requestFailure is the failure of Redis that a call of a request met getting the
+// secrets (bucket.FailedRead), and where: err is nil when there was none.
+type requestFailure struct {
+	err  error
+	slot int  // the slot of the key Redis did not answer for
+	all  bool // a standalone server, or no connection yet (or no key named): every key's
+}
+
+// failedRead returns the failure of Redis that a call of ctx's request met getting the
+// secrets: none for an answer about stored state (bucket.ErrBadState, a key of another
+// type), which is no failure of Redis.
+func (g *Guard) failedRead(ctx context.Context) requestFailure {
+	err := bucket.FailedRead(ctx)
+	if failure(err) == nil {
+		return requestFailure{}
+	}
+	slot, ok := bucket.NoSecretSlot(err)
+	return requestFailure{err: err, slot: slot, all: !ok || g.opts.Cluster == nil || !g.opts.Cluster()}
+}
+
+// of returns f's failure when q's keys are on the Redis that failed (the same circuit:
+// see Options.Cluster), else nil.
+func (f requestFailure) of(q bucketgate.Request) error {
+	if f.err == nil || !f.all && f.slot/CircuitSlots != bucket.Slot(q.Identity)/CircuitSlots {
+		return nil
+	}
+	return f.err
 }
 
 // counted reports whether f, the outcome of a call to Redis as the breaker counts it

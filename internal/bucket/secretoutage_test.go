@@ -110,32 +110,46 @@ func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr) // tells when the read has left the instance
 	f := &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: new(clock)}
-	a := bucket.New(redistest.Client(t, p.Addr), bucket.Clock(f.clock.now))
-	fromA := f.reserve(a) // A reads Redis's secret
+	refused := make(chan struct{}, 4) // A refused an id under the secrets it holds
+	a := bucket.New(oneConnection(t, p.Addr), bucket.Clock(f.clock.now), bucket.AtRefusal(func() {
+		select {
+		case refused <- struct{}{}:
+		default:
+		}
+	}))
+	fromA := f.reserve(a) // A reads Redis's secret, and connects
 	f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
 	fromC := f.reserve(f.instance()) // a new instance writes another one
 	srv.Pause()
 	defer srv.Resume()
 	f.clock.advance(bucket.SecretRecheck)
-	reads := strings.Count(p.Sent(), bucket.SecretKey)
 	signed := func(ctx context.Context, id string) chan error {
 		done := make(chan error, 1)
 		go func() { done <- a.Signed(ctx, "a", id, false) }()
 		return done
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds each wait below
 	defer cancel()
+	sent := len(p.Sent())
 	reading := signed(ctx, fromA) // its read of the secrets again waits for Redis
-	for strings.Count(p.Sent(), bucket.SecretKey) == reads {
-		time.Sleep(time.Millisecond)
-	}
+	awaitRead(t, p, sent, reading)
 	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	err := a.Signed(short, "a", fromC, false)
 	cancelShort()
 	if errors.Is(err, bucketgate.ErrConflict) || !errors.Is(err, bucket.ErrNoSecret) {
 		t.Errorf("the id of a new secret, its deadline before the read's end: %v, want Redis's failure (ErrNoSecret), not a conflict", err)
 	}
+	select {
+	case <-refused: // the short call's, sent before it returned
+	default:
+		t.Fatal("the id of a new secret was never refused under the secrets A holds")
+	}
 	waiting := signed(ctx, fromC)
+	select { // refused while the read is in flight: Redis answers nothing before Resume
+	case <-refused:
+	case err := <-waiting:
+		t.Fatalf("the id of a new secret, while the read was in flight: ended before its refusal under the secrets A holds: %v", err)
+	}
 	srv.Resume()
 	if err := <-reading; err != nil {
 		t.Fatalf("the call whose read was in flight: %v", err)

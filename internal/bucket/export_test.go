@@ -70,5 +70,5 @@ func LeaseMember(id string) string {
 
 // AtRefusal makes a Limiter run refused whenever an id is refused under the secrets it
 // holds, before it reads them again (RefusedRecheck): a test ends another call's read
-// there.
+// there, or learns that a call got that far.
 func AtRefusal(refused func()) Option { return func(l *Limiter) { l.secrets.refused = refused } }

@@ -105,7 +105,9 @@ func TestRefusedIDWhileRedisFails(t *testing.T) {
 // deadline: answered as Redis's failure (ErrNoSecret: retryable) when the deadline
 // comes first, the id verified once the read brings the secret that signed it. It was
 // refused as a conflict at once, which a client does not retry, leaving the
-// reservation charged at its estimate.
+// reservation charged at its estimate. Each step waits for the one before, bounded by
+// its call: the read has left A (on its one connection: see oneConnection), the id was
+// refused under the secrets A holds (bucket.AtRefusal) before Redis answers.
 func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr) // tells when the read has left the instance

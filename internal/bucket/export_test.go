@@ -67,3 +67,8 @@ func LeaseMember(id string) string {
 	r, _ := decodePayload(payload, v2)
 	return r.nonce
 }
+
+// AtRefusal makes a Limiter run refused whenever an id is refused under the secrets it
+// holds, before it reads them again (RefusedRecheck): a test ends another call's read
+// there, or learns that a call got that far.
+func AtRefusal(refused func()) Option { return func(l *Limiter) { l.secrets.refused = refused } }

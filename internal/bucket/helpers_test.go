@@ -2,6 +2,7 @@ package bucket_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/bucketgate/bucketgate"
 	"github.com/bucketgate/bucketgate/internal/bucket"
+	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
 // free is the built-in free plan: burst 10, 1 token per second.
@@ -70,4 +72,35 @@ func expectRun(t *testing.T, l *bucket.Limiter, q bucketgate.Request, n int, all
 		}
 	}
 	return d
+}
+
+// oneConnection is a client of addr on one connection, which rueidis keeps for a minute
+// while the server answers nothing (ConnWriteTimeout; 10 s by default): a command sent
+// while a test pauses the server leaves at once, on the connection a call made before
+// the pause. A client of several (redistest.Client's) sends each command on one of them
+// at random, and one it has not made yet waits for a handshake that a paused server
+// does not answer, until rueidis gives up (its dial timeout, 5 s) without sending it.
+func oneConnection(t *testing.T, addr string) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, PipelineMultiplex: -1, ConnWriteTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// awaitRead waits until p has passed on a read of the reservations' secrets
+// (bucket.SecretKey) after the first from bytes clients sent through it, and fails t if
+// call, the call that is to make the read, ends first: its read did not leave (or
+// failed), and nothing would. The call's own deadline bounds the wait.
+func awaitRead(t *testing.T, p *redistest.Proxy, from int, call <-chan error) {
+	t.Helper()
+	for !strings.Contains(p.Sent()[from:], bucket.SecretKey) {
+		select {
+		case err := <-call:
+			t.Fatalf("the call ended before its read of the secrets left (sent since: %q): %v", p.Sent()[from:], err)
+		case <-time.After(time.Millisecond):
+		}
+	}
 }

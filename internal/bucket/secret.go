@@ -196,6 +196,7 @@ type secrets struct {
 	reading chan struct{}           // closed when the read again in flight ends; nil when none is
 	first   chan struct{}           // closed when the first read in flight ends; nil when none is
 	kept    [keptSecrets]keptSecret // verify only, each until its time
+	refused func()                  // run by verify between a refusal and the read again; tests only (export_test.go)
 }
 
 // keptSecret is a secret that verifies ids until until (the Limiter's clock: one read
@@ -214,7 +215,7 @@ func (l *Limiter) secretOf(ctx context.Context, c rediser) ([]byte, error) {
 	if err := l.firstRead(ctx, c); err != nil {
 		return nil, err
 	}
-	current, _, _ := l.recheck(ctx, c, SecretRecheck, false)
+	current, _ := l.recheck(ctx, c, SecretRecheck, false)
 	return current, nil
 }
 
@@ -272,14 +273,14 @@ func (l *Limiter) firstRead(ctx context.Context, c rediser) error {
 
 // recheck reads Redis's secrets again through c when after has passed since the last
 // read, no other call is reading them and ctx is not done, and returns the secret that
-// signs, and true when it read them. Other calls go on with the secrets they have
-// meanwhile, or, wait true, wait for that read until ctx ends, and return its outcome
-// (true when it read them, or its error). When it did not read them, its error says
-// why the secrets held may be behind Redis's: this read failed; or the last one did,
-// or the one waited for, or ctx ended while waiting (NotAsked); or ctx is done (after
-// has passed since the last read); nil when they are as fresh as after asks, or no
-// other read is wanted (the Secret option, a read of another call in flight after a
-// success, wait false). The read has half the time left to ctx's deadline (halfLeft):
+// signs. Other calls go on with the secrets they have meanwhile, or, wait true, wait
+// for that read until ctx ends, and return its outcome. Its error says why the secrets
+// held may be behind Redis's: this read failed; or the last one did, or the one waited
+// for, or ctx ended while waiting (NotAsked); or ctx is done (after has passed since
+// the last read); nil when they are as fresh as after asks (read by this call, by the
+// one waited for, or by another one since the caller looked at them), or no other read
+// is wanted (the Secret option, a read of another call in flight after a success, wait
+// false). The read has half the time left to ctx's deadline (halfLeft):
 // in a cluster whose master of the secrets stalls, the call's own round trip, to
 // another master, has the other half. A read that fails changes nothing but the error
 // kept for the calls after it: the next one comes after again (the call's own round
@@ -287,7 +288,7 @@ func (l *Limiter) firstRead(ctx context.Context, c rediser) error {
 // waiting, is ctx's request's (OneRead), as the failure of a read it made is Signed's
 // to keep. A secret that no longer signs is written to SecretsKeptKey, in a round trip
 // more once per change.
-func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, wait bool) ([]byte, bool, error) {
+func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, wait bool) ([]byte, error) {
 	s := &l.secrets
 	s.mu.Lock()
 	now := l.now()
@@ -299,7 +300,7 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, w
 		case <-ctx.Done():
 			err := notAsked(secretError(SecretKey, ctx.Err()))
 			readFailed(ctx, err) // waited for: the request's failure too
-			return mine, false, err
+			return mine, err
 		}
 		s.mu.Lock()
 		current, err := s.current, notAsked(s.failed)
@@ -307,7 +308,7 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, w
 		if err != nil {
 			readFailed(ctx, err)
 		}
-		return current, err == nil, err
+		return current, err
 	}
 	young := wallclock.Young(now, s.read, after)
 	if s.fixed || s.reading != nil || ctx.Err() != nil || young {
@@ -316,7 +317,7 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, w
 			err = secretError(SecretKey, ctx.Err())
 		}
 		s.mu.Unlock()
-		return mine, false, err
+		return mine, err
 	}
 	done := make(chan struct{})
 	s.reading = done
@@ -329,7 +330,7 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, w
 	if err != nil {
 		close(done)
 		s.mu.Unlock()
-		return mine, false, err
+		return mine, err
 	}
 	until := now.Add(keptFor(l.idempotency))
 	changed := !bytes.Equal(got, mine)
@@ -353,7 +354,7 @@ func (l *Limiter) recheck(ctx context.Context, c rediser, after time.Duration, w
 			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life.Milliseconds()).Nx().Build(),
 			c.B().Pexpire().Key(SecretsKeptKey).Milliseconds(life.Milliseconds()).Gt().Build())
 	}
-	return got, true, nil
+	return got, nil
 }
 
 // adopt makes secret the one that signs, and keeps the one before it to verify ids
@@ -456,23 +457,27 @@ func (l *Limiter) Signed(ctx context.Context, identity, id string, lease bool) (
 // verify reads q's id of kind, made for q's identity and rules (see parseID) under a
 // secret l holds: the one that signs, then those it keeps. An id refused under all of
 // them makes l read Redis's secrets again (RefusedRecheck), or wait for another call's
-// read in flight, and is verified once more under those. Its error wraps ErrConflict for an id l did not make; it is the error of
-// reading the secrets (ErrNoSecret) when they could not be read so (Redis failed, now
-// or at the last read, or ctx is done): the id may be signed under a secret Redis has
-// now, which l has not read yet, and a retry once Redis answers settles it.
+// read in flight, and is verified once more under the secrets held then, which another
+// call's read may have brought since the refusal. Its error wraps ErrConflict for an id
+// l did not make; it is the error of reading the secrets (ErrNoSecret) when they could
+// not be read so (Redis failed, now or at the last read, or ctx is done): the id may be
+// signed under a secret Redis has now, which l has not read yet, and a retry once Redis
+// answers settles it.
 func (l *Limiter) verify(ctx context.Context, c rediser, kind string, q bucketgate.Request) (reservation, error) {
 	r, err := l.verifyHeld(kind, q)
 	if err == nil {
 		return r, nil
 	}
-	_, read, unread := l.recheck(ctx, c, RefusedRecheck, true)
-	switch {
-	case read:
-		return l.verifyHeld(kind, q)
-	case unread != nil:
-		return reservation{}, unread
+	if l.secrets.refused != nil {
+		l.secrets.refused()
 	}
-	return reservation{}, err
+	_, unread := l.recheck(ctx, c, RefusedRecheck, true)
+	// Under the secrets held now, whoever read them: another call's read that ended
+	// since the refusal leaves none to make, and brought what this one would have.
+	if r, err = l.verifyHeld(kind, q); err == nil || unread == nil {
+		return r, err
+	}
+	return reservation{}, unread
 }
 
 // verifyHeld reads q's id of kind under the secrets l holds now, dropping those kept

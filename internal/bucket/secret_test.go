@@ -455,18 +455,9 @@ func TestSecretRecheckClockWentBack(t *testing.T) {
 // REDIS_TIMEOUT_MS more, or its invocation's deadline).
 func TestSecretFirstReadWaiterDeadline(t *testing.T) {
 	srv := redistest.Start(t)
-	p := redistest.StartProxy(t, srv.Addr)     // tells when the first read has left
-	fixed := func() time.Time { return epoch } // no idle check: each call's first commands are its read's
-	// One connection, made by the peek: a new one would not be ready while Redis is
-	// paused. rueidis gives up on a connection that answers nothing after
-	// ConnWriteTimeout (10 s by default), which would end the first read: a minute, past
-	// this test's wait.
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{p.Addr}, DisableCache: true, PipelineMultiplex: -1, ConnWriteTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	l := bucket.New(c, bucket.Clock(fixed))
+	p := redistest.StartProxy(t, srv.Addr)                         // tells when the first read has left
+	fixed := func() time.Time { return epoch }                     // no idle check: each call's first commands are its read's
+	l := bucket.New(oneConnection(t, p.Addr), bucket.Clock(fixed)) // connected by the peek
 	reserve := bucketgate.Request{Identity: "a", Rules: slowRules, Op: bucketgate.OpReserve, Cost: 1}
 	if _, err := l.Decide(context.Background(), bucketgate.Request{Identity: "a", Rules: slowRules, Cost: 0}); err != nil {
 		t.Fatalf("peek, connecting: %v", err)
@@ -477,13 +468,7 @@ func TestSecretFirstReadWaiterDeadline(t *testing.T) {
 		_, err := l.Decide(context.Background(), reserve) // no deadline: its read waits for Redis
 		firstDone <- err
 	}()
-	for !strings.Contains(p.Sent(), bucket.SecretKey) { // the first call's read has left
-		select {
-		case err := <-firstDone:
-			t.Fatalf("the first reserve on a stalled Redis ended: %v", err)
-		case <-time.After(time.Millisecond):
-		}
-	}
+	awaitRead(t, p, 0, firstDone)
 	waiting, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer stop()
 	waited := make(chan error, 1)

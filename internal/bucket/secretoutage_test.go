@@ -108,30 +108,37 @@ func TestRefusedIDWhileRedisFails(t *testing.T) {
 // deadline: answered as Redis's failure (ErrNoSecret: retryable) when the deadline
 // comes first, the id verified once the read brings the secret that signed it. It was
 // refused as a conflict at once, which a client does not retry, leaving the
-// reservation charged at its estimate.
+// reservation charged at its estimate. Each step waits for the one before, bounded by
+// its call: the read has left A (on its one connection: see oneConnection), the id was
+// refused under the secrets A holds (bucket.AtRefusal) before Redis answers.
 func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr) // tells when the read has left the instance
 	f := &secretFleet{t: t, c: redistest.Client(t, srv.Addr), clock: new(clock)}
-	a := bucket.New(redistest.Client(t, p.Addr), bucket.Clock(f.clock.now))
-	f.reserve(a) // A reads Redis's secret
+	refused := make(chan struct{}, 4) // A refused an id under the secrets it holds
+	a := bucket.New(oneConnection(t, p.Addr), bucket.Clock(f.clock.now), bucket.AtRefusal(func() {
+		select {
+		case refused <- struct{}{}:
+		default:
+		}
+	}))
+	f.reserve(a) // A reads Redis's secret, and connects
 	f.run(f.c.B().Del().Key(bucket.SecretKey).Build())
 	fromC := f.reserve(f.instance()) // a new instance writes another one
 	srv.Pause()
 	defer srv.Resume()
 	f.clock.advance(bucket.SecretRecheck)
-	reads := strings.Count(p.Sent(), bucket.SecretKey)
 	signed := func(ctx context.Context, id string) chan error {
 		done := make(chan error, 1)
 		go func() { done <- a.Signed(ctx, "a", id, false) }()
 		return done
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds each wait below
 	defer cancel()
+	sent := len(p.Sent())
 	reading := signed(ctx, fromC) // refused under the secrets held: its read of them again waits for Redis
-	for strings.Count(p.Sent(), bucket.SecretKey) == reads {
-		time.Sleep(time.Millisecond)
-	}
+	awaitRead(t, p, sent, reading)
+	<-refused // its refusal came before its read
 	request := bucket.OneRead(context.Background())
 	short, cancelShort := context.WithTimeout(request, 200*time.Millisecond)
 	err := a.Signed(short, "a", fromC, false)
@@ -142,7 +149,17 @@ func TestRefusedIDWhileAnotherReadIsInFlight(t *testing.T) {
 	if failed := bucket.FailedRead(request); !errors.Is(failed, bucket.ErrNoSecret) { // it waited for Redis: its decision must not
 		t.Errorf("FailedRead of the request that waited = %v, want its failure", failed)
 	}
+	select {
+	case <-refused: // the short call's, sent before it returned
+	default:
+		t.Fatal("the id of a new secret was never refused under the secrets A holds")
+	}
 	waiting := signed(ctx, fromC)
+	select { // refused while the read is in flight: Redis answers nothing before Resume
+	case <-refused:
+	case err := <-waiting:
+		t.Fatalf("the id of a new secret, while the read was in flight: ended before its refusal under the secrets A holds: %v", err)
+	}
 	srv.Resume()
 	if err := <-reading; err != nil {
 		t.Fatalf("the call whose read was in flight: %v", err)

@@ -186,14 +186,23 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) error {
 	panic("config: the document has a field of type " + v.Type().String() + ", which decode does not read")
 }
 
-// ruleAliases gives the rules of the plan at path, written as a mapping (n), the
-// positions of the rules of a plan written as a list: compile names a plan's rule
-// plans.NAME[i] in either form.
+// ruleAliases gives the rules of the plan at path, written as a mapping (n), and their
+// fields the positions of those of a plan written as a list: compile names a plan's
+// rule plans.NAME[i], and a field of it plans.NAME[i].FIELD (a 0 Legacy notes), in
+// either form.
 func (d *decoder) ruleAliases(path string, n *yaml.Node) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if rules := n.Content[i+1]; n.Content[i].Value == "rules" && rules.Kind == yaml.SequenceNode {
 			for j, rule := range rules.Content {
-				d.positions[fmt.Sprintf("%s[%d]", path, j)] = positionOf(rule)
+				alias, written := fmt.Sprintf("%s[%d]", path, j), fmt.Sprintf("%s.rules[%d]", path, j)
+				d.positions[alias] = positionOf(rule)
+				for rule.Kind == yaml.AliasNode {
+					rule = rule.Alias
+				}
+				for k := 0; k+1 < len(rule.Content); k += 2 {
+					field := rule.Content[k].Value
+					d.positions[join(alias, field)] = d.positions[join(written, field)]
+				}
 			}
 		}
 	}

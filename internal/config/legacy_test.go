@@ -34,6 +34,8 @@ func TestZerosOfAnEarlierRelease(t *testing.T) {
 			[]string{"plans.free[0].concurrency (line 2, column 62): 0 beside"}},
 		{"limit 0 beside a concurrency", plan("{name: c, concurrency: 3, limit: 0}"), bucketgate.Rule{Name: "c", Concurrency: 3},
 			[]string{"plans.free[0].limit (line 2, column 49): 0 beside"}},
+		{"refillPerSecond 0 beside a refill, in a plan written as a mapping", "defaultPlan: free\nplans:\n  free: {rules: [{name: b, capacity: 5, refill: 60, per: minute, refillPerSecond: 0}]}\n", bucket,
+			[]string{"plans.free[0].refillPerSecond (line 3, column 83): 0 beside"}},
 		{"none", plan("{name: b, capacity: 5, refillPerSecond: 1}"), bucket, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

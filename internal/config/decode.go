@@ -98,9 +98,6 @@ func decodeDocument(doc []byte) (Document, *decoder, error) {
 	if err := d.decode("", n, reflect.ValueOf(&out).Elem()); err != nil {
 		return Document{}, nil, err
 	}
-	if len(d.rounded) > 0 { // a number of no rule: no reading of an earlier bucketgate to keep
-		return Document{}, nil, d.roundsToZero(d.rounded[0])
-	}
 	return out, d, nil
 }
 
@@ -339,7 +336,8 @@ func ParseCount(s string) (int64, error) {
 }
 
 // number decodes a decimal number; one that is not 0 but rounds to 0 (1e-400) is
-// decoded as 0 and kept in d.rounded, for readRounded to read or refuse.
+// decoded as 0 and kept in d.rounded, for readRounded to read or refuse (every number
+// of a Document is a rule's: refillPerSecond, refill).
 func (d *decoder) number(path string, n *yaml.Node) (float64, error) {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" && n.ShortTag() != "!!float" {
 		return 0, d.errorf(path, n, "%s: want a number", describe(n))

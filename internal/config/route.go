@@ -242,7 +242,8 @@ func pathSegments(path string, segs []string, how reading, most int) (_ []string
 		if i := strings.IndexByte(seg, ';'); i >= 0 {
 			seg, need = seg[:i], paramDots
 			if seg == "" { // ;parameters alone: a servlet container drops them, then the empty segment
-				if disguised |= paramDots; how&paramDots != 0 {
+				disguised |= paramDots
+				if how&paramDots != 0 {
 					continue
 				}
 			}

@@ -477,6 +477,7 @@ func TestConfigBadInput(t *testing.T) {
 		// A 0 beside a bucket's numbers, which an earlier bucketgate read as left out: the
 		// functions still load a stored document with one (a warning), put refuses it.
 		{"concurrency 0 beside a bucket", exitError, "zero.yaml: rate-limit configuration: plans.free[0].concurrency (line 3, column 71): 0 beside the rule's other numbers", []string{"config", "put", file(t, "zero.yaml", strings.Replace(goldDoc, "refillPerSecond: 1}", "refillPerSecond: 1, concurrency: 0}", 1))}},
+		{"refillPerSecond that rounds to 0 beside a refill", exitError, `tiny.yaml: rate-limit configuration: plans.free[0].refillPerSecond (line 3, column 80): "1e-400", which rounds to 0, beside the rule's other numbers`, []string{"config", "put", file(t, "tiny.yaml", strings.Replace(goldDoc, "refillPerSecond: 1}", "refill: 60, per: minute, refillPerSecond: 1e-400}", 1))}},
 		{"a rule twice in a route", exitError, "twice.yaml: rate-limit configuration: routes[0].rules[1] (line 6, column 73): rule u appears twice in the route", []string{"config", "put", file(t, "twice.yaml", goldDoc+"routes: [{path: /x, rules: [{name: u, capacity: 9, refillPerSecond: 1}, {name: u, capacity: 9, refillPerSecond: 1}]}]\n")}},
 		{"no FILE", exitUsage, "config put: want 1 argument(s), got 0", []string{"config", "put"}},
 		{"an empty FILE", exitUsage, "config put: FILE is empty: name a file, or - for stdin", []string{"config", "put", ""}}, // was exit 1, "open : no such file or directory"

@@ -32,6 +32,7 @@ func TestStoredDocumentOfAnEarlierReleaseLoads(t *testing.T) {
 		{"concurrency 0 beside a bucket", "{name: b, capacity: 5, refillPerSecond: 1, concurrency: 0}", "plans.free[0].concurrency (line 2, column 72): 0 beside"},
 		{"limit 0 beside a bucket", "{name: b, capacity: 5, refillPerSecond: 1, limit: 0}", "plans.free[0].limit (line 2, column 66): 0 beside"},
 		{"refillPerSecond 0 beside a refill", "{name: b, capacity: 5, refill: 60, per: minute, refillPerSecond: 0}", "plans.free[0].refillPerSecond (line 2, column 81): 0 beside"},
+		{"refillPerSecond that rounds to 0 beside a refill", "{name: b, capacity: 5, refill: 60, per: minute, refillPerSecond: 1e-400}", `plans.free[0].refillPerSecond (line 2, column 81): \"1e-400\", which rounds to 0, beside`},
 		{"a rule twice in a route", "{name: b, capacity: 5, refillPerSecond: 1}]}\nroutes: [{path: /x, rules: [{name: u, capacity: 9, refillPerSecond: 1}, {name: u, capacity: 9, refillPerSecond: 1}]}]\n#", "routes[0].rules[1] (line 3, column 73): rule u appears twice in the route"},
 		{"a made key in a comment and a route's path", "{name: b, capacity: 5, refillPerSecond: 1}]} # " + made + "\nroutes: [{path: /v1/" + made + ", rules: [{name: r, capacity: 9, refillPerSecond: 1}]}]\n#", ""},
 	} {

@@ -40,7 +40,7 @@ type Config struct {
 	refuseAnon    bool
 	idleTTL       error         // a route's ttlMs that only an identity's own rules could use: CheckAlone
 	madeTenants   int           // the tenants that are or hold API keys bucketgate made: Caveats
-	legacy        []*fieldError // the 0s an earlier bucketgate read as left out, read so still: Legacy
+	legacy        []*fieldError // the 0s (and numbers rounding to 0) an earlier bucketgate read as left out, read so still: Legacy
 }
 
 // Plan is a configured plan (bucketgate.Plan: its name and its own rules, before any
@@ -149,7 +149,9 @@ func (c *Config) Caveats() []string {
 // only so that a document already stored loads, one sentence each naming the field:
 // a 0 written for a rule's concurrency, limit or refillPerSecond beside the numbers of
 // another kind of rule, which it read as left out, and Parse does too (a 0 alone is an
-// error). Caveats returns them too; bucketgate config put refuses a document with any.
+// error), and so a refillPerSecond or refill written as a number that rounds to 0
+// (1e-400), which 0.2 read as 0. Caveats returns them too; bucketgate config put
+// refuses a document with any.
 func (c *Config) Legacy() []string {
 	var notes []string // nil when none, as Caveats is
 	for _, fe := range c.legacy {

@@ -443,6 +443,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("defaultPlan: p\nplans: {p: &r [{name: b, capacity: 0100, refillPerSecond: 1}], q: *r}"))
 	f.Add([]byte("defaultPlan: p\nplans: {p: [{name: b, capacity: 5, refillPerSecond: 1}, {name: m, limit: 1000, period: month, anchor: 15}]}\nroutes: [{path: /r, cost: 5, rules: [{name: w, limit: 50, period: week}]}]"))
 	f.Add([]byte("defaultPlan: p\nplans: {p: [{name: m, limit: 0, period: day, anchor: 0}], q: [{name: m, capacity: 1, refillPerSecond: 1}]}"))
+	f.Add([]byte("defaultPlan: p\nplans: {p: {rules: [&r {name: b, capacity: 5, refillPerSecond: 1e-400, refill: 1e-400, per: day}, *r]}}\nroutes: [{path: /;x/a, rules: [{name: u, capacity: 2, refillPerSecond: 1, refill: -1e-400}]}]"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		c, err := config.Parse(doc)
 		if err != nil {

@@ -60,10 +60,20 @@ func errorAt(path, format string, args ...any) error {
 type decoder struct {
 	budget    int
 	positions map[string]position // of every value decoded, by path
+	rounded   []rounded           // of the rule being read: readRounded's
+	legacy    []*fieldError       // the numbers readRounded read as left out, as an earlier bucketgate did: Legacy
 }
 
-// decodeDocument parses doc, one YAML or JSON document, into a Document.
-func decodeDocument(doc []byte) (Document, map[string]position, error) {
+// rounded is a number written other than 0 that rounds to 0 (1e-400), decoded as 0
+// until its rule is read (readRounded).
+type rounded struct {
+	path string
+	n    *yaml.Node
+}
+
+// decodeDocument parses doc, one YAML or JSON document, into a Document. The decoder
+// returned holds the positions of its values and the legacy notes of its numbers.
+func decodeDocument(doc []byte) (Document, *decoder, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(doc))
 	if err := dec.Decode(&root); err != nil {
@@ -88,7 +98,7 @@ func decodeDocument(doc []byte) (Document, map[string]position, error) {
 	if err := d.decode("", n, reflect.ValueOf(&out).Elem()); err != nil {
 		return Document{}, nil, err
 	}
-	return out, d.positions, nil
+	return out, d, nil
 }
 
 // yamlError is the text of a yaml.v3 syntax error: the line, when it names one, and the
@@ -149,6 +159,12 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) error {
 		}
 		d.ruleAliases(path, n)
 		return nil
+	case *RuleSpec:
+		from := len(d.rounded)
+		if err := d.structure(path, n, v); err != nil {
+			return err
+		}
+		return d.readRounded(path, p, from)
 	}
 	switch v.Kind() {
 	case reflect.Struct:
@@ -186,14 +202,23 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) error {
 	panic("config: the document has a field of type " + v.Type().String() + ", which decode does not read")
 }
 
-// ruleAliases gives the rules of the plan at path, written as a mapping (n), the
-// positions of the rules of a plan written as a list: compile names a plan's rule
-// plans.NAME[i] in either form.
+// ruleAliases gives the rules of the plan at path, written as a mapping (n), and their
+// fields the positions of those of a plan written as a list: compile names a plan's
+// rule plans.NAME[i], and a field of it plans.NAME[i].FIELD (a 0 Legacy notes), in
+// either form.
 func (d *decoder) ruleAliases(path string, n *yaml.Node) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if rules := n.Content[i+1]; n.Content[i].Value == "rules" && rules.Kind == yaml.SequenceNode {
 			for j, rule := range rules.Content {
-				d.positions[fmt.Sprintf("%s[%d]", path, j)] = positionOf(rule)
+				alias, written := fmt.Sprintf("%s[%d]", path, j), fmt.Sprintf("%s.rules[%d]", path, j)
+				d.positions[alias] = positionOf(rule)
+				for rule.Kind == yaml.AliasNode {
+					rule = rule.Alias
+				}
+				for k := 0; k+1 < len(rule.Content); k += 2 {
+					field := rule.Content[k].Value
+					d.positions[join(alias, field)] = d.positions[join(written, field)]
+				}
 			}
 		}
 	}
@@ -310,8 +335,9 @@ func ParseCount(s string) (int64, error) {
 	return v, nil
 }
 
-// number decodes a decimal number; one that is not 0 but rounds to 0 (1e-400) is an
-// error.
+// number decodes a decimal number; one that is not 0 but rounds to 0 (1e-400) is
+// decoded as 0 and kept in d.rounded, for readRounded to read or refuse (every number
+// of a Document is a rule's: refillPerSecond, refill).
 func (d *decoder) number(path string, n *yaml.Node) (float64, error) {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" && n.ShortTag() != "!!float" {
 		return 0, d.errorf(path, n, "%s: want a number", describe(n))
@@ -321,9 +347,43 @@ func (d *decoder) number(path string, n *yaml.Node) (float64, error) {
 		return 0, d.errorf(path, n, "%v", err)
 	}
 	if RoundsToZero(n.Value, f) {
-		return 0, d.errorf(path, n, "%q: too close to 0, which it would round to", n.Value) // else refillPerSecond would be missing, refill 0
+		d.rounded = append(d.rounded, rounded{path, n})
 	}
 	return f, nil
+}
+
+// readRounded reads the numbers of the rule s at path that round to 0 (d.rounded[from:])
+// as 0.2 read them, as 0: left out, so that a document it loaded loads still, each
+// noted in d.legacy, when the rule is valid without them (and without a 0 that Legacy
+// notes: compile's withoutZeros). Otherwise, or left alone, such a number is the error
+// it was (a rate refused as too close to 0, not as missing or never refilling).
+func (d *decoder) readRounded(path string, s *RuleSpec, from int) error {
+	numbers := d.rounded[from:]
+	if len(numbers) == 0 {
+		return nil
+	}
+	d.rounded = d.rounded[:from]
+	earlier := *s
+	for _, r := range numbers {
+		if r.path == join(path, "refillPerSecond") {
+			earlier.RefillPerSecond = nil // refill is 0 already
+		}
+	}
+	without, _ := earlier.withoutZeros()
+	if _, err := without.Rule(); err != nil {
+		return d.roundsToZero(numbers[0])
+	}
+	*s = earlier
+	for _, r := range numbers {
+		d.legacy = append(d.legacy, &fieldError{path: r.path, pos: positionOf(r.n),
+			msg: fmt.Sprintf("%q, which rounds to 0, beside the rule's other numbers: an earlier bucketgate read it as left out, as the functions still do in a document stored then; bucketgate config put refuses it: take the field out", r.n.Value)})
+	}
+	return nil
+}
+
+// roundsToZero is the error of the number r, which rounds to 0.
+func (d *decoder) roundsToZero(r rounded) error {
+	return d.errorf(r.path, r.n, "%q: too close to 0, which it would round to", r.n.Value)
 }
 
 // ParseNumber reads a number written as a document writes one: decimal, perhaps with
@@ -344,7 +404,8 @@ func ParseNumber(s string) (float64, error) {
 
 // RoundsToZero reports whether f, parsed from the decimal number text, is 0 though
 // text is not (1e-400): a rate so written is refused as too close to 0, not read as 0,
-// missing or never refilling, here, in the check function and on the CLI alike.
+// missing or never refilling, here, in the check function and on the CLI alike; only a
+// document's rule valid without it, as 0.2 read it, loads so (Config.Legacy).
 func RoundsToZero(text string, f float64) bool {
 	mantissa, _, _ := strings.Cut(strings.ToLower(text), "e")
 	return f == 0 && strings.ContainsAny(mantissa, "123456789")

@@ -27,6 +27,10 @@ func TestDocumentsOfAnEarlierReleaseLoadOrSayWhatToChange(t *testing.T) {
 	}
 	cases := []earlier{
 		{file: "zero-beside-a-rate.yaml", legacy: "plans.free[0].refillPerSecond (line 4, column 53): 0 beside the rule's other numbers"},
+		{file: "rate-rounds-to-zero.yaml", legacy: `plans.free[0].refillPerSecond (line 4, column 53): "1e-400", which rounds to 0, beside the rule's other numbers`,
+			rules: []bucketgate.Rule{{Name: "rps", Capacity: 10, RefillPerSecond: 5}}},
+		{file: "refill-rounds-to-zero.yaml", legacy: `plans.free.rules[0].refill (line 5, column 67): "1e-400", which rounds to 0, beside the rule's other numbers`,
+			rules: []bucketgate.Rule{{Name: "rps", Capacity: 10, RefillPerSecond: 5}}},
 		{file: "route-rule-twice.yaml", legacy: "routes[0].rules[1] (line 7, column 57): rule u appears twice in the route (first at routes[0].rules[0]), which an earlier bucketgate read as one rule, enforced unless every copy is shadow",
 			rules: []bucketgate.Rule{{Name: "rps", Capacity: 10, RefillPerSecond: 5}, {Name: "u", Capacity: 2, RefillPerSecond: 1}}},
 		{file: "made-key-plan.yaml", err: []string{"plans (line 5, column 51): plan name: an API key bucketgate made", "give the plan another name"}},

@@ -34,6 +34,14 @@ func TestZerosOfAnEarlierRelease(t *testing.T) {
 			[]string{"plans.free[0].concurrency (line 2, column 62): 0 beside"}},
 		{"limit 0 beside a concurrency", plan("{name: c, concurrency: 3, limit: 0}"), bucketgate.Rule{Name: "c", Concurrency: 3},
 			[]string{"plans.free[0].limit (line 2, column 49): 0 beside"}},
+		{"refillPerSecond 0 beside a refill, in a plan written as a mapping", "defaultPlan: free\nplans:\n  free: {rules: [{name: b, capacity: 5, refill: 60, per: minute, refillPerSecond: 0}]}\n", bucket,
+			[]string{"plans.free[0].refillPerSecond (line 3, column 83): 0 beside"}},
+		{"refillPerSecond that rounds to 0 beside a refill", plan("{name: b, capacity: 5, refill: 60, per: minute, refillPerSecond: 1e-400}"), bucket,
+			[]string{`plans.free[0].refillPerSecond (line 2, column 81): "1e-400", which rounds to 0, beside the rule's other numbers`}},
+		{"refill that rounds to 0 beside a rate", plan("{name: b, capacity: 5, refillPerSecond: 1, refill: -0.5e-330}"), bucket,
+			[]string{`plans.free[0].refill (line 2, column 67): "-0.5e-330", which rounds to 0, beside`}},
+		{"both beside a bucket", plan("{name: b, capacity: 5, refill: 60, per: minute, refillPerSecond: 1e-400, concurrency: 0}"), bucket,
+			[]string{"plans.free[0].refillPerSecond (line 2, column 81): \"1e-400\", which rounds to 0", "plans.free[0].concurrency (line 2, column 102): 0 beside"}},
 		{"none", plan("{name: b, capacity: 5, refillPerSecond: 1}"), bucket, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +68,10 @@ func TestZerosOfAnEarlierRelease(t *testing.T) {
 		{"concurrency 0 alone", plan("{name: c, concurrency: 0}"), "concurrency 0: want 1 to 10000"},
 		{"limit 0 of a quota", plan("{name: q, limit: 0, period: day}"), "limit 0: want 1 to 1000000000"},
 		{"concurrency 0 beside a bucket without a rate", plan("{name: b, capacity: 5, concurrency: 0}"), "a concurrency rule has a concurrency alone"},
+		// 0.2 read these as 0, and refused the rule so (the refill's rate beside refillPerSecond).
+		{"a refill that rounds to 0 beside both rates", plan("{name: b, capacity: 5, refillPerSecond: 1, refill: 1e-400, per: minute}"), `plans.free[0].refill (line 2, column 67): "1e-400": too close to 0, which it would round to`},
+		{"a rate that rounds to 0 beside a refill that does", plan("{name: b, capacity: 5, refillPerSecond: 1e-400, refill: 1e-400, per: minute}"), `plans.free[0].refillPerSecond (line 2, column 56): "1e-400": too close to 0`},
+		{"a rate that rounds to 0 in a route beside a bad capacity", "defaultPlan: free\nplans: {free: [{name: b, capacity: 5, refillPerSecond: 1}]}\nroutes: [{path: /x, rules: [{name: r, capacity: 0, refillPerSecond: 1e-400, refill: 1, per: day}]}]\n", `routes[0].rules[0].refillPerSecond (line 3, column 69): "1e-400": too close to 0`},
 		{"a 0 in a route beside a bad capacity", "defaultPlan: free\nplans: {free: [{name: b, capacity: 5, refillPerSecond: 1}]}\nroutes: [{path: /x, rules: [{name: r, capacity: 0, refillPerSecond: 1, limit: 0}]}]\n", "routes[0].rules[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -72,20 +72,21 @@ func Parse(doc []byte) (*Config, error) {
 	if len(doc) > MaxDocument {
 		return nil, fmt.Errorf("%w: document is %d bytes, want at most %d", ErrConfig, len(doc), MaxDocument)
 	}
-	d, positions, err := decodeDocument(doc)
+	d, dec, err := decodeDocument(doc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, hideKey(err))
 	}
 	c, err := compile(d)
 	if err != nil {
-		return nil, located(err, positions)
+		return nil, located(err, dec.positions)
 	}
 	if c.idleTTL != nil {
-		c.idleTTL = located(c.idleTTL, positions)
+		c.idleTTL = located(c.idleTTL, dec.positions)
 	}
 	for _, fe := range c.legacy {
-		fe.pos = positions[fe.path]
+		fe.pos = dec.positions[fe.path]
 	}
+	c.legacy = append(dec.legacy, c.legacy...)
 	return c, nil
 }
 

@@ -47,7 +47,7 @@ routes:
 		{"/uploads/;x", 2},  // and so is a segment of ;parameters alone
 		{"/uploads/%20;x", 2},
 		{"/uploads/ ", 1},    // trailing spaces of the whole path, as an HTTP API hands it decoded, go: a URL parser trims them
-		{"/uploads/;x/y", 1}, // three segments
+		{"/uploads/;x/y", 2}, // three segments to Go, Node and Python; /uploads/y to a servlet container, which drops ;x and then the empty segment
 		{"/reports/%20/../;x", 3},
 		{"/reports", 3},
 		{"/REPORTS/2026/../x/./y", 3},
@@ -331,6 +331,9 @@ routes:
 	}{
 		{"dots with a parameter: a servlet's /admin", "/servlet/..;x/admin", 100, "", false},
 		{"encoded dots with a parameter: a servlet's /admin", "/servlet/%2e%2e;/admin", 100, "", false},
+		{"a segment of ;parameters alone: a servlet's /admin", "/;x/admin", 100, "", false},
+		{"a last segment of ;parameters alone: a servlet's /admin/", "/admin/;jsessionid=1", 100, "", false},
+		{"a segment of ;parameters alone: Go's route, dearer than the servlet's none", "/servlet/;x/admin", 2, "", false},
 		{"encoded dots: Go's route and its rule", "/go/%2e%2e/x", 5, "gox", false},
 		{"an encoded dot and a dot: Go's route and its rule", "/go/.%2E/x", 5, "gox", false},
 		{"the enforced rule over its shadow", "/shadow/%2e%2e/s", 7, "s", false},

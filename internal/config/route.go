@@ -190,7 +190,9 @@ func (r route) matches(method string, segs []string) bool {
 // 3986: letters, digits, '-', '.', '_', '~'), spaces and tabs are decoded, spaces and
 // tabs around a segment are trimmed, "." segments, empty segments (repeated or trailing
 // slashes) and ".." segments with the one before them are removed. A segment that only
-// the dropping or trimming emptied ("%20", ";x") stays, as "". One that only the
+// the dropping or trimming emptied ("%20", ";x") stays, as "", but under a reading that
+// drops ;parameters (paramDots) one of ;parameters alone goes, as a servlet container
+// removes the empty segment it leaves. One that only the
 // trimming made "." or ".." ("..%20") stays as that, a segment to every backend. Whether
 // a "." or ".." segment is a dot segment depends on how, the reading of backends: Flask
 // keeps every one, Go and Node a "%2e%2e", Go, Node and Python a "..;x"; so does whether
@@ -239,6 +241,12 @@ func pathSegments(path string, segs []string, how reading, most int) (_ []string
 		var need reading // what a reading does for seg, if "." or "..", to be a dot segment
 		if i := strings.IndexByte(seg, ';'); i >= 0 {
 			seg, need = seg[:i], paramDots
+			if seg == "" { // ;parameters alone: a servlet container drops them, then the empty segment
+				disguised |= paramDots
+				if how&paramDots != 0 {
+					continue
+				}
+			}
 		}
 		if strings.IndexByte(seg, '%') >= 0 {
 			if decoded := decodeUnreserved(seg); decoded != seg {
@@ -286,8 +294,8 @@ const (
 	// encodedDots: it decodes "%2e" first, so "%2e%2e" is "..": Node's URL parser,
 	// gorilla/mux, servlet containers. Go's ServeMux and chi serve it as a segment.
 	encodedDots reading = 1 << iota
-	// paramDots: it drops ;parameters first, so "..;x" is "..": servlet containers.
-	// Go, Node and Python serve it as a segment.
+	// paramDots: it drops ;parameters first, so "..;x" is "..", and ";x" an empty
+	// segment, removed: servlet containers. Go, Node and Python serve each as a segment.
 	paramDots
 	// encodedSlashes: it decodes "%2F" first, so "a%2Fb" is two segments: gorilla/mux
 	// by default, and WSGI servers (Flask, Django), which route on the decoded path.

@@ -217,10 +217,13 @@ func TestReleaseRedisDidNotAnswer(t *testing.T) {
 }
 
 // TestRetryAfterTimeout: an idempotent request (a requestId) that Redis received but
-// did not answer within the deadline (paused) is answered unavailable; once Redis
-// resumes, it and the client's retry under the same requestId are one decision: the
-// retry is allowed, and the tokens are taken once. (Which of the two Redis runs first,
-// on two connections, is the kernel's: the retry is that decision, or its replay.)
+// did not answer within the deadline (paused: the invocation's deadline ends the call,
+// and rueidis drops its connection) is answered unavailable; once Redis resumes, it
+// and the client's retry under the same requestId are one decision: the retry is
+// allowed, and the tokens are taken once. (Which of the two Redis runs first, on two
+// connections, is the kernel's: the retry is that decision, or its replay.) The calls
+// Redis answers keep the fixture's patient deadline: the retry makes a connection
+// again, which a loaded machine took more than the paused call's 100 ms to do.
 func TestRetryAfterTimeout(t *testing.T) {
 	rules := `"rules":[` + slowRule + `]`
 	for _, tc := range []struct{ name, req string }{
@@ -230,11 +233,16 @@ func TestRetryAfterTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{Timeout: 100 * time.Millisecond, FailuresToOpen: guard.DefaultFailuresToOpen})
+			f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{FailuresToOpen: guard.DefaultFailuresToOpen})
 			req := []byte(`{"key":"retry","requestId":"job-1",` + tc.req + `}`)
 			f.invokeOK(t, []byte(`{"key":"warm",`+rules+`,"op":"reserve"}`)) // connected, script loaded, the secrets read
 			srv.Pause()
-			if first := decodeResponse(t, f.invokeOK(t, req)); first.Reason != checkapi.ReasonUnavailable {
+			out, err := f.invokeWithin(pausedWithin, req)
+			if err != nil {
+				srv.Resume()
+				t.Fatalf("with Redis paused: %v, want an answer of reason unavailable", functionError(t, err))
+			}
+			if first := decodeResponse(t, out); first.Reason != checkapi.ReasonUnavailable {
 				srv.Resume()
 				t.Fatalf("with Redis paused: %+v, want unavailable", first)
 			}

@@ -87,6 +87,20 @@ func (f *fixture) invoke(payload []byte) ([]byte, error) {
 	return lambda.NewHandler(f.h).Invoke(context.Background(), payload)
 }
 
+// pausedWithin is the invocation deadline of a call that a test makes to a paused
+// Redis (invokeWithin): short, as only the paused server meets it, while the calls
+// Redis answers keep the fixture's decision deadline (testTimeout), which a loaded
+// machine's scheduling cannot exhaust.
+const pausedWithin = 100 * time.Millisecond
+
+// invokeWithin runs payload as invoke does, under an invocation deadline left from
+// now (the Lambda context's).
+func (f *fixture) invokeWithin(left time.Duration, payload []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), left)
+	defer cancel()
+	return lambda.NewHandler(f.h).Invoke(ctx, payload)
+}
+
 // invokeOK runs payload and fails t on a function error.
 func (f *fixture) invokeOK(t *testing.T, payload []byte) []byte {
 	t.Helper()

@@ -217,10 +217,13 @@ func TestReleaseRedisDidNotAnswer(t *testing.T) {
 }
 
 // TestRetryAfterTimeout: an idempotent request (a requestId) that Redis received but
-// did not answer within the deadline (paused) is answered unavailable; once Redis
-// resumes, it and the client's retry under the same requestId are one decision: the
-// retry is allowed, and the tokens are taken once. (Which of the two Redis runs first,
-// on two connections, is the kernel's: the retry is that decision, or its replay.)
+// did not answer within the deadline (paused: the invocation's deadline ends the call,
+// and rueidis drops its connection) is answered unavailable; once Redis resumes, it
+// and the client's retry under the same requestId are one decision: the retry is
+// allowed, and the tokens are taken once. (Which of the two Redis runs first, on two
+// connections, is the kernel's: the retry is that decision, or its replay.) The calls
+// Redis answers keep the fixture's patient deadline: the retry makes a connection
+// again, which a loaded machine took more than the paused call's 100 ms to do.
 func TestRetryAfterTimeout(t *testing.T) {
 	rules := `"rules":[` + slowRule + `]`
 	for _, tc := range []struct{ name, req string }{
@@ -230,11 +233,16 @@ func TestRetryAfterTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{Timeout: 100 * time.Millisecond, FailuresToOpen: guard.DefaultFailuresToOpen})
+			f := newFixture(t, redistest.Client(t, srv.Addr), nil, guard.Options{FailuresToOpen: guard.DefaultFailuresToOpen})
 			req := []byte(`{"key":"retry","requestId":"job-1",` + tc.req + `}`)
 			f.invokeOK(t, []byte(`{"key":"warm",`+rules+`,"op":"reserve"}`)) // connected, script loaded, the secrets read
 			srv.Pause()
-			if first := decodeResponse(t, f.invokeOK(t, req)); first.Reason != checkapi.ReasonUnavailable {
+			out, err := f.invokeWithin(pausedWithin, req)
+			if err != nil {
+				srv.Resume()
+				t.Fatalf("with Redis paused: %v, want an answer of reason unavailable", functionError(t, err))
+			}
+			if first := decodeResponse(t, out); first.Reason != checkapi.ReasonUnavailable {
 				srv.Resume()
 				t.Fatalf("with Redis paused: %+v, want unavailable", first)
 			}
@@ -255,11 +263,13 @@ func TestRetryAfterTimeout(t *testing.T) {
 // not answer its read of the secrets again as Redis's failure (unavailable: send it
 // again), not as a ConflictError, which a client does not retry, leaving the
 // reservation charged at its estimate; once Redis answers, the same settle is done.
+// Only the settle sent while Redis is paused has a short (invocation) deadline: the
+// one sent again makes a connection again, which a loaded machine took more than
+// 100 ms to do.
 func TestSettleOfANewSecretsIDWhileRedisFails(t *testing.T) {
 	srv := redistest.Start(t)
 	client := redistest.Client(t, srv.Addr)
-	opts := guard.Options{Timeout: 100 * time.Millisecond}
-	a, c := newFixture(t, client, nil, opts), newFixture(t, client, nil, opts)
+	a, c := newFixture(t, client, nil, guard.Options{}), newFixture(t, client, nil, guard.Options{})
 	reserve := []byte(`{"key":"k","rules":[` + slowRule + `],"op":"reserve","cost":4}`)
 	decodeResponse(t, a.invokeOK(t, reserve)) // a reads Redis's secret
 	if err := client.Do(context.Background(), client.B().Del().Key(bucket.SecretKey).Build()).Error(); err != nil {
@@ -269,7 +279,7 @@ func TestSettleOfANewSecretsIDWhileRedisFails(t *testing.T) {
 	time.Sleep(bucket.RefusedRecheck)                           // a refused id makes a read the secrets again
 	srv.Pause()
 	settle := []byte(`{"key":"k","rules":[` + slowRule + `],"op":"settle","cost":1,"reservation":"` + id + `"}`)
-	out, err := a.invoke(settle)
+	out, err := a.invokeWithin(pausedWithin, settle)
 	srv.Resume()
 	if err != nil {
 		t.Fatalf("settle while Redis is paused: %v, want an answer of reason unavailable", functionError(t, err))

@@ -89,10 +89,7 @@ func TestSAMBuildVersion(t *testing.T) {
 	if err != nil {
 		t.Fatalf("git describe in %s: %v: the tests run in a git checkout", root, err)
 	}
-	dir, err := buildDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := t.TempDir() // each run's own: a copy into an earlier run's scratch fails
 	scratch, artifacts := filepath.Join(dir, "sam-scratch"), filepath.Join(dir, "sam-artifacts")
 	if err := copySources(root, scratch); err != nil {
 		t.Fatal(err)

@@ -263,7 +263,7 @@ func TestSettleAfterExpiry(t *testing.T) {
 	rules := []bucketgate.Rule{{Name: "tokens", Capacity: 10, RefillPerSecond: 0.001}}
 	reserve := func(cost int64) bucketgate.Decision {
 		t.Helper()
-		d, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules, Op: bucketgate.OpReserve, Cost: cost, TTL: 100 * time.Millisecond})
+		d, err := l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules, Op: bucketgate.OpReserve, Cost: cost, TTL: time.Second})
 		if err != nil || !d.Allowed {
 			t.Fatalf("reserve %d = %+v, %v", cost, d, err)
 		}
@@ -272,12 +272,16 @@ func TestSettleAfterExpiry(t *testing.T) {
 	settle := func(id string, cost int64) (bucketgate.Decision, error) {
 		return l.Decide(ctx, bucketgate.Request{Identity: "a", Rules: rules, Op: bucketgate.OpSettle, Cost: cost, ID: id})
 	}
-	settled, unsettled := reserve(4), reserve(3)
+	// Each step's time is its own: settled at once after its reserve (a second, however
+	// slow the machine), and the sleep until both reservations expired, the later one's
+	// expiry (a reserve made a while after the first).
+	settled := reserve(4)
 	first, err := settle(settled.Reservation, 1)
 	if err != nil || first.Replayed || first.Settled != 1 {
 		t.Fatalf("settle 4 at 1 = %+v, %v", first, err)
 	}
-	time.Sleep(time.Until(settled.Expires.Add(20 * time.Millisecond)))
+	unsettled := reserve(3)
+	time.Sleep(time.Until(unsettled.Expires.Add(20 * time.Millisecond)))
 	again, err := settle(settled.Reservation, 9)
 	if err != nil || !again.Replayed || again.Settled != 1 || !again.At.Equal(first.At) || again.Remaining != first.Remaining {
 		t.Fatalf("settled again after the expiry = %+v, %v; want the first outcome %+v", again, err, first)

@@ -305,8 +305,8 @@ func TestCacheCallerGivingUpIsNoFailure(t *testing.T) {
 		_, err := c.Lookup(ctx, plans, digestID)
 		first <- err
 	}()
-	for src.Held() == 0 { // the first lookup's read is held
-		time.Sleep(time.Millisecond)
+	if err := src.AwaitHeld(1); err != nil { // the first lookup's read is held
+		t.Fatal(err)
 	}
 	second := make(chan registry.Entry, 1)
 	go func() {
@@ -506,8 +506,8 @@ func TestCacheCallerGivingUpIsAbandoned(t *testing.T) {
 		{"reading, its context cancelled", 0, func(c *registry.Cache, src *registrytest.Source) (registry.Entry, error) {
 			ctx, cancel := context.WithCancel(context.Background())
 			go func() {
-				for src.Held() == 0 {
-					time.Sleep(time.Millisecond)
+				if err := src.AwaitHeld(1); err != nil {
+					t.Error(err)
 				}
 				cancel()
 			}()
@@ -520,8 +520,8 @@ func TestCacheCallerGivingUpIsAbandoned(t *testing.T) {
 		}},
 		{"waiting for another's read", 0, func(c *registry.Cache, src *registrytest.Source) (registry.Entry, error) {
 			go func() { _, _ = c.Lookup(context.Background(), plans, digestID) }()
-			for src.Held() == 0 {
-				time.Sleep(time.Millisecond)
+			if err := src.AwaitHeld(1); err != nil {
+				return registry.Entry{}, err
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()

@@ -355,8 +355,8 @@ func TestLiveReadsOnceAndNeverStalls(t *testing.T) {
 		v, _ := l.Current(context.Background())
 		done <- v
 	}()
-	for src.Held() == 0 {
-		time.Sleep(time.Millisecond)
+	if err := src.AwaitHeld(1); err != nil {
+		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for range 8 {
@@ -379,8 +379,8 @@ func TestLiveReadsOnceAndNeverStalls(t *testing.T) {
 	l.clk.advance(ttl)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		for src.Held() == 0 {
-			time.Sleep(time.Millisecond)
+		if err := src.AwaitHeld(1); err != nil {
+			t.Error(err)
 		}
 		cancel()
 	}()

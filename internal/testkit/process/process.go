@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bucketgate/bucketgate/internal/testkit"
 	"github.com/bucketgate/bucketgate/internal/testkit/redistest"
 )
 
@@ -87,7 +88,9 @@ func start(spec Spec, port int) (*Process, error) {
 	return p, nil
 }
 
-// awaitReady waits until the server is ready, exits, or spec.Timeout passes.
+// awaitReady waits until the server is ready, exits, or spec.Timeout passes. Ready
+// counts only when the server's process is the one listening on the port: another that
+// took the port first answers as well, and the server exits for the port.
 func (p *Process) awaitReady(spec Spec) error {
 	ready := spec.Ready
 	if ready == nil {
@@ -101,6 +104,12 @@ func (p *Process) awaitReady(spec Spec) error {
 		default:
 		}
 		if ready(p.Addr) {
+			switch ours, err := testkit.Listening(p.cmd.Process.Pid, p.Addr); {
+			case err != nil:
+				return err
+			case !ours:
+				return fmt.Errorf("another process took %s before %s could listen on it", p.Addr, spec.Name)
+			}
 			return nil
 		}
 		time.Sleep(pollInterval)

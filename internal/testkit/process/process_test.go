@@ -93,3 +93,30 @@ func TestStartErrors(t *testing.T) {
 		})
 	}
 }
+
+// A server is ready only when it is the one listening on its port: a port that another
+// process took between the probe and the server's bind (the server exits) is given up
+// for another, not handed to the test with whatever listens there.
+func TestStartOnATakenPort(t *testing.T) {
+	spec := server()
+	serve := spec.Command
+	var other net.Listener
+	spec.Command = func(port int) *exec.Cmd {
+		if other == nil { // the first port: another process binds it first
+			var err error
+			if other, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+				t.Fatalf("take port %d: %v", port, err)
+			}
+			t.Cleanup(func() { other.Close() })
+		}
+		return serve(port)
+	}
+	p, err := process.Start(spec)
+	if err != nil {
+		t.Fatalf("Start with its first port taken: %v; want the second port", err)
+	}
+	defer p.Close()
+	if p.Addr == other.Addr().String() {
+		t.Fatalf("Start handed over %s, which another process holds", p.Addr)
+	}
+}

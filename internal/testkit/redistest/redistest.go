@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/bucketgate/bucketgate/internal/testkit"
 )
 
 // Environment variables that choose and require the server binary.
@@ -164,7 +166,7 @@ func (s *Server) start() error {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	if err := s.awaitReady(exited); err != nil {
+	if err := s.awaitReady(cmd.Process.Pid, exited); err != nil {
 		_ = cmd.Process.Kill()
 		<-exited
 		return fmt.Errorf("%w: %s", err, s.said())
@@ -175,8 +177,10 @@ func (s *Server) start() error {
 	return nil
 }
 
-// awaitReady polls the server with PING until it answers, exits, or startTimeout passes.
-func (s *Server) awaitReady(exited <-chan struct{}) error {
+// awaitReady polls the server, process pid, with PING until it answers, exits, or
+// startTimeout passes. An answer counts only from pid: another process that took the
+// port first (another test's server) answers PING too, and pid exits for the port.
+func (s *Server) awaitReady(pid int, exited <-chan struct{}) error {
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
 		select {
@@ -185,6 +189,12 @@ func (s *Server) awaitReady(exited <-chan struct{}) error {
 		default:
 		}
 		if s.readyCheck() == nil {
+			switch ours, err := testkit.Listening(pid, s.Addr); {
+			case err != nil:
+				return err
+			case !ours:
+				return fmt.Errorf("another process took %s before %s could listen on it", s.Addr, filepath.Base(s.bin))
+			}
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)

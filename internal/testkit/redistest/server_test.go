@@ -3,6 +3,7 @@ package redistest_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -79,5 +80,46 @@ func TestStopRestartClose(t *testing.T) {
 	}
 	if _, err := os.Stat(srv.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Close left %s behind: %v", srv.Dir, err)
+	}
+}
+
+// A server is ready only when it is the one listening on its address: a restart on an
+// address that another server took meanwhile (a port picked, freed, then bound by
+// another test's server first) fails, saying so, instead of handing the test the other
+// server, which answers PING as well.
+func TestRestartOnATakenAddress(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	other, err := net.Listen("tcp", srv.Addr)
+	if err != nil {
+		t.Fatalf("take %s: %v", srv.Addr, err)
+	}
+	t.Cleanup(func() { other.Close() })
+	go func() { // another server: PONG to anything
+		for {
+			c, err := other.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 512)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+					if _, err := c.Write([]byte("+PONG\r\n")); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	err = srv.Restart()
+	if err == nil || srv.Running() {
+		t.Fatalf("Restart on %s, which another server holds: %v, running %v; want an error, not the other server", srv.Addr, err, srv.Running())
+	}
+	if !strings.Contains(err.Error(), srv.Addr) {
+		t.Errorf("error %q does not name the address", err)
 	}
 }

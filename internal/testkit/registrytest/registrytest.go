@@ -6,8 +6,10 @@ package registrytest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bucketgate/bucketgate/internal/registry"
 )
@@ -149,6 +151,25 @@ func (s *Source) Held() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.held
+}
+
+// heldWithin bounds how long AwaitHeld waits: far longer than a read takes to reach
+// Gate on a loaded machine.
+const heldWithin = 10 * time.Second
+
+// AwaitHeld waits until Gate holds n reads or more, and returns an error saying how many
+// it holds if that takes longer than 10 s: a read that never comes fails its test then,
+// rather than hanging it until go test's timeout.
+func (s *Source) AwaitHeld(n int) error {
+	for deadline := time.Now().Add(heldWithin); ; time.Sleep(time.Millisecond) {
+		held := s.Held()
+		if held >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("registrytest: %d reads held after %v, want %d", held, heldWithin, n)
+		}
+	}
 }
 
 // Reads returns how many reads were made.

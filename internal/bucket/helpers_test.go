@@ -104,3 +104,16 @@ func awaitRead(t *testing.T, p *redistest.Proxy, from int, call <-chan error) {
 		}
 	}
 }
+
+// onRealAndMiniPassing runs run as two subtests: "real", on a real server (real), its
+// time passing by time.Sleep, and "miniredis", its clock moved by mini.advance (pass).
+func onRealAndMiniPassing(t *testing.T, run func(t *testing.T, c rueidis.Client, pass func(time.Duration))) {
+	t.Run("real", func(t *testing.T) {
+		_, c := real(t)
+		run(t, c, time.Sleep)
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		m := newMini(t)
+		run(t, m.client, m.advance)
+	})
+}

@@ -161,13 +161,8 @@ func TestDifferentialLeasesMiniredis(t *testing.T) {
 // (DecideBatch, an acquire and a release pipelined with the others), to the model, on
 // real Redis and on miniredis.
 func TestDifferentialLeasesInBatches(t *testing.T) {
-	t.Run("real", func(t *testing.T) {
-		_, c := real(t)
-		differentialLeases(t, c, 2000, 35, 10, time.Sleep)
-	})
-	t.Run("miniredis", func(t *testing.T) {
-		m := newMini(t)
-		differentialLeases(t, m.client, 2000, 35, 10, m.advance)
+	onRealAndMiniPassing(t, func(t *testing.T, c rueidis.Client, pass func(time.Duration)) {
+		differentialLeases(t, c, 2000, 35, 10, pass)
 	})
 }
 
@@ -545,14 +540,7 @@ func TestRequestIDNeverGivesAHeldIDTwice(t *testing.T) {
 // expiry (ZADD GT): the set holds one lease of it, not two, and the next acquires count
 // as many in flight, on real Redis (or Valkey) and miniredis, held to the model's.
 func TestRequestIDAcquiredAgain(t *testing.T) {
-	t.Run("real", func(t *testing.T) {
-		_, c := real(t)
-		requestIDAcquiredAgain(t, c, time.Sleep)
-	})
-	t.Run("miniredis", func(t *testing.T) {
-		m := newMini(t)
-		requestIDAcquiredAgain(t, m.client, m.advance)
-	})
+	onRealAndMiniPassing(t, requestIDAcquiredAgain)
 }
 
 // requestIDAcquiredAgain runs TestRequestIDAcquiredAgain against c, pass letting time

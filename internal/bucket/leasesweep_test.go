@@ -147,14 +147,7 @@ func leaseSweep(t *testing.T, c, admin rueidis.Client, pass func(time.Duration))
 // can know). On real Redis (or Valkey, BUCKETGATE_REDIS_SERVER) and on miniredis,
 // every decision and set held to the model's.
 func TestLeaseSweepTies(t *testing.T) {
-	t.Run("real", func(t *testing.T) {
-		_, c := real(t)
-		leaseSweepTies(t, c, time.Sleep)
-	})
-	t.Run("miniredis", func(t *testing.T) {
-		m := newMini(t)
-		leaseSweepTies(t, m.client, m.advance)
-	})
+	onRealAndMiniPassing(t, leaseSweepTies)
 }
 
 // leaseSweepTies runs TestLeaseSweepTies's cases against c, pass letting time pass on

@@ -196,8 +196,12 @@ func TestCloseWaitsForTheDecisionsInFlight(t *testing.T) {
 			<-ends // the process ends mid-stream
 		})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/stream", nil))
 	}()
-	for !strings.Contains(proxy.Sent()[before:], "EVALSHA") { // the decision is in flight
-		time.Sleep(time.Millisecond)
+	// The decision is in flight once its script has left the client: 10 s at most, a
+	// loaded machine's slack that catches a decision never sent, not slowness.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(proxy.Sent()[before:], "EVALSHA"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream's decision was not sent to Redis within 10 s")
+		}
 	}
 	old.Close()
 	proxy.SetDelay(0)

@@ -81,7 +81,9 @@ func TestSecondCtrlCStopsAtOnce(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not say it was stopping in 30 s")
 	}
-	for { // the handler is given back to the system just after the message: retry until it is
+	// The handler is given back to the system just after the message: retry until it is,
+	// for as long as the waits above.
+	for deadline := time.Now().Add(30 * time.Second); ; {
 		if err := cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			t.Fatal(err)
 		}
@@ -94,6 +96,9 @@ func TestSecondCtrlCStopsAtOnce(t *testing.T) {
 			}
 			return
 		case <-time.After(100 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("serve had not ended 30 s after a second Ctrl-C, sent every 100 ms")
+			}
 		}
 	}
 }
